@@ -1,0 +1,14 @@
+/** `npm run bench`: runs every benchmark and prints each figure beside its same-run baseline. */
+import { printFigures, type BenchFigure } from './harness.js';
+
+const suites: Array<[string, () => Promise<BenchFigure[]>]> = [
+  ['snapshot', async () => (await import('./snapshot.bench.js')).run()],
+  ['event-log', async () => (await import('./event-log.bench.js')).run()],
+];
+
+const only = process.argv[2];
+for (const [name, run] of suites) {
+  if (only && only !== name) continue;
+  process.stdout.write(`\n# ${name}\n`);
+  printFigures(await run());
+}

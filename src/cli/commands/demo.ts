@@ -1,0 +1,69 @@
+/**
+ * `loopx demo` (what `npm start` runs): the main job on the embedded default — a scripted agent
+ * run in a fresh root that works for two turns, suspends at the boundary, is exported as a
+ * validated snapshot and inspected back.
+ */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import { writeFileDurable } from '../../core/fs.js';
+import { builtinApplication, openEngine, parseAgentDefinition } from '../../engine/index.js';
+import { decodeSnapshot } from '../../snapshot/index.js';
+import { emit, type GlobalOptions } from '../context.js';
+import { snapshotToJson } from './snapshot-json.js';
+
+function exampleAgentPath(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++, dir = dirname(dir)) {
+    const candidate = join(dir, 'examples', 'agents', 'researcher.json');
+    try {
+      readFileSync(candidate);
+      return candidate;
+    } catch {
+      /* keep walking up to the package root */
+    }
+  }
+  throw new Error('examples/agents/researcher.json is missing from the package');
+}
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command('demo')
+    .description('run a scripted agent that suspends, export its snapshot and inspect it (a fresh root unless --root)')
+    .action(async () => {
+      const g = globals();
+      const root = g.root ?? mkdtempSync(join(tmpdir(), 'loopx-demo-'));
+      const engine = openEngine({ root, application: builtinApplication(root) });
+      try {
+        const agent = parseAgentDefinition(JSON.parse(readFileSync(exampleAgentPath(), 'utf8')));
+        const started = await engine.start(agent, { input: 'Add 2 and 40, then record the answer.', suspendAfterTurns: 2 });
+        const snap = engine.exportSnapshot(started.run_id);
+        const file = join(root, `${started.run_id}.snapshot`);
+        writeFileDurable(file, snap.bytes, { exclusive: true });
+        const decoded = decodeSnapshot(new Uint8Array(readFileSync(file)));
+        const doc = {
+          run: { run_id: started.run_id, status: started.status, completed_turns: started.completed_turns, last_sequence: started.last_sequence },
+          snapshot: { payload_sha256: snap.sha256, payload_bytes: snap.bytes.byteLength, lifecycle: decoded.lifecycle, messages: decoded.messages.length },
+          inspected: snapshotToJson(decoded),
+        };
+        emit(g, doc, (d, out) => {
+          out.line(`1. started run ${d.run.run_id} of ${agent.id}@${agent.version} (scripted model)`);
+          out.line(`2. it worked ${d.run.completed_turns} turns and ${d.run.status} at the turn boundary (last event sequence ${d.run.last_sequence})`);
+          out.line(`3. exported a validated v1alpha2 snapshot: ${d.snapshot.payload_bytes} bytes, sha256 ${d.snapshot.payload_sha256}`);
+          out.line(`4. inspected it back: ${d.snapshot.lifecycle}, ${d.snapshot.messages} messages:`);
+          for (const m of decoded.messages) {
+            const summary = m.parts
+              .map((p) => (p.type === 'text' ? JSON.stringify(p.text.slice(0, 60)) : p.type === 'tool_call' ? `call ${p.toolName}(${p.argumentsJson})` : `result ${p.status} ${p.resultJson}`))
+              .join(' ');
+            out.line(`   ${m.role.padEnd(9)} ${summary}`);
+          }
+          out.line('');
+          out.line(`Try: loopx run inspect <snapshot> --json   ·   loopx run resume ${d.run.run_id} --root <root>`);
+        });
+      } finally {
+        engine.close();
+      }
+    });
+}

@@ -1,0 +1,27 @@
+/** Human rendering of a run, shared by the run commands. */
+import type { RunView } from '../../engine/index.js';
+import type { Output } from '../context.js';
+
+export function printRun(v: RunView, out: Output): void {
+  out.line(`run ${v.run_id}  ${v.status}  turns ${v.completed_turns}/${v.turn_limit}  last sequence ${v.last_sequence}`);
+  if (v.failure) out.line(`  failed: ${v.failure.message} [${v.failure.code}]`);
+  if (v.waiting_for?.kind === 'interaction') {
+    out.line(`  waiting for interaction ${v.waiting_for.interaction_id}: ${v.waiting_for.prompt}`);
+    out.line(`  answer: loopx run answer ${v.run_id} ${v.waiting_for.interaction_id} "<text>"`);
+  } else if (v.waiting_for?.kind === 'resolution') {
+    out.line(`  uncertain mutating call(s), never re-run automatically: ${v.waiting_for.call_ids.join(', ')}`);
+    out.line(`  settle: loopx run resolve ${v.run_id} <call-id> (--committed RESULT | --absent | --abandon)`);
+  }
+  if (v.suspend_requested) out.line('  suspend requested: takes effect when the current turn completes');
+}
+
+/** The short JSON shape of `run start` / `run resume` and friends. */
+export const runSummary = (v: RunView) => ({
+  run_id: v.run_id,
+  status: v.status,
+  completed_turns: v.completed_turns,
+  last_sequence: v.last_sequence,
+  waiting_for: v.waiting_for,
+  suspend_requested: v.suspend_requested,
+  failure: v.failure,
+});

@@ -1,0 +1,55 @@
+/**
+ * What every command shares: resolving the runtime root, opening the engine, printing a result
+ * as human text or one `--json` document, and turning errors into exit codes.
+ */
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { exitCodeOf, isLoopxError } from '../core/errors.js';
+import { builtinApplication, openEngine, type Engine } from '../engine/index.js';
+
+export interface GlobalOptions {
+  root?: string;
+  json?: boolean;
+}
+
+/** `--root`, else `LOOPX_HOME`, else `~/.loopx`. */
+export const resolveRoot = (opts: GlobalOptions): string => resolve(opts.root ?? process.env.LOOPX_HOME ?? join(homedir(), '.loopx'));
+
+export function withEngine<T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T): Promise<T> {
+  const root = resolveRoot(opts);
+  const engine = openEngine({ root, application: builtinApplication(root) });
+  return Promise.resolve()
+    .then(() => fn(engine))
+    .finally(() => engine.close());
+}
+
+export interface Output {
+  json(doc: unknown): void;
+  line(text?: string): void;
+}
+
+export const stdoutOutput: Output = {
+  json: (doc) => process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`),
+  line: (text = '') => process.stdout.write(`${text}\n`),
+};
+
+/** Print `doc` as JSON with --json, else through `human`. */
+export function emit<T>(opts: GlobalOptions, doc: T, human: (doc: T, out: Output) => void): void {
+  if (opts.json) stdoutOutput.json(doc);
+  else human(doc, stdoutOutput);
+}
+
+/** Report an error (human on stderr; with --json also one JSON document on stdout) and return the exit code. */
+export function reportError(e: unknown, json: boolean): number {
+  if (isLoopxError(e)) {
+    process.stderr.write(`loopx: ${e.message} [${e.code}]\n`);
+    if (e.nextAction) process.stderr.write(`try: ${e.nextAction}\n`);
+    if (json) stdoutOutput.json({ error: e.toJSON() });
+  } else {
+    const message = e instanceof Error ? e.message : String(e);
+    process.stderr.write(`loopx: internal error: ${message}\n`);
+    if (process.env.LOOPX_DEBUG && e instanceof Error && e.stack) process.stderr.write(`${e.stack}\n`);
+    if (json) stdoutOutput.json({ error: { code: 'internal_error', message } });
+  }
+  return exitCodeOf(e);
+}

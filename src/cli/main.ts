@@ -1,0 +1,74 @@
+/**
+ * The `loopx` command: thin. It parses flags, calls a library function, and prints human text or
+ * one `--json` document. Exit codes (ARCHITECTURE.md): 0 done, 1 internal, 2 usage,
+ * 3 rejected / fail-closed refusal, 4 conflict.
+ */
+import { Command, CommanderError } from 'commander';
+import { EXIT_CODES } from '../core/errors.js';
+import { LOOPX_VERSION } from '../core/version.js';
+import { reportError, type GlobalOptions } from './context.js';
+import * as demo from './commands/demo.js';
+import * as runAnswer from './commands/run-answer.js';
+import * as runCancel from './commands/run-cancel.js';
+import * as runEvents from './commands/run-events.js';
+import * as runExport from './commands/run-export.js';
+import * as runInspect from './commands/run-inspect.js';
+import * as runList from './commands/run-list.js';
+import * as runResolve from './commands/run-resolve.js';
+import * as runResume from './commands/run-resume.js';
+import * as runShow from './commands/run-show.js';
+import * as runStart from './commands/run-start.js';
+import * as runSuspend from './commands/run-suspend.js';
+
+export function buildProgram(): Command {
+  const program = new Command('loopx')
+    .description('Suspend, snapshot, verify and recover long-running agent work.')
+    .version(LOOPX_VERSION)
+    .option('--root <dir>', 'runtime root (default: $LOOPX_HOME, else ~/.loopx)')
+    .option('--json', 'print one JSON document on stdout')
+    .showHelpAfterError('(add --help for usage)')
+    .enablePositionalOptions(false);
+  const globals = (): GlobalOptions => program.opts<GlobalOptions>();
+
+  const run = program.command('run').description('start, drive, suspend, resume and export agent runs');
+  for (const m of [runStart, runList, runShow, runEvents, runSuspend, runResume, runAnswer, runResolve, runCancel, runExport, runInspect]) m.register(run, globals);
+  demo.register(program, globals);
+
+  // Subcommands accept the global options in any position (`loopx run show ID --json`).
+  const addGlobals = (cmd: Command) => {
+    for (const sub of cmd.commands) {
+      if (sub.commands.length > 0) addGlobals(sub);
+      else {
+        sub.option('--root <dir>', 'runtime root (default: $LOOPX_HOME, else ~/.loopx)').option('--json', 'print one JSON document on stdout');
+        sub.hook('preAction', (_this, action) => {
+          const o = action.opts<GlobalOptions>();
+          if (o.root !== undefined) program.setOptionValue('root', o.root);
+          if (o.json) program.setOptionValue('json', true);
+        });
+      }
+    }
+  };
+  addGlobals(program);
+
+  const exitOverride = (cmd: Command) => {
+    cmd.exitOverride();
+    for (const sub of cmd.commands) exitOverride(sub);
+  };
+  exitOverride(program);
+  return program;
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return EXIT_CODES.ok;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return EXIT_CODES.ok;
+      return EXIT_CODES.usage;
+    }
+    const json = argv.includes('--json');
+    return reportError(e, json);
+  }
+}

@@ -1,0 +1,8 @@
+/** Public API of core: typed errors, digests, canonical JSON, durable and private fs. */
+export * from './errors.js';
+export * from './digest.js';
+export * from './canonical-json.js';
+export * from './fs.js';
+export * from './flock.js';
+export * from './faults.js';
+export * from './version.js';

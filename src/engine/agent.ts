@@ -1,0 +1,140 @@
+/**
+ * Agent definitions: identity (id + version), model, turn limit, tool plan, optional system
+ * prompt and — for the scripted provider — its script. Loaded from JSON files (`--agent`) or built
+ * through the typed API; both paths go through the same schema, which refuses unknown fields.
+ */
+import { readFileSync } from 'node:fs';
+import { Ajv } from 'ajv';
+import { isLoopxError, notFound, rejected } from '../core/errors.js';
+import type { ModelRef } from '../snapshot/index.js';
+import type { JsonValue } from './tools.js';
+
+export interface ScriptStep {
+  readonly text?: string;
+  readonly toolCalls?: ReadonlyArray<{ readonly name: string; readonly arguments: JsonValue }>;
+}
+
+export interface AgentDefinition {
+  readonly id: string;
+  readonly version: string;
+  readonly model: ModelRef;
+  readonly turnLimit: number;
+  readonly toolPlan: string;
+  readonly system?: string;
+  readonly script?: readonly ScriptStep[];
+}
+
+/** The on-disk (snake_case) form; see docs/agent-definition.md and examples/. */
+export const AGENT_FILE_SCHEMA = {
+  $id: 'https://loopx.dev/schemas/agent-definition.json',
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'version', 'model', 'turn_limit', 'tool_plan'],
+  properties: {
+    $schema: { type: 'string' },
+    id: { type: 'string', pattern: '^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$' },
+    version: { type: 'string', minLength: 1, maxLength: 64 },
+    model: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['provider', 'model_id'],
+      properties: { provider: { type: 'string', minLength: 1, maxLength: 128 }, model_id: { type: 'string', minLength: 1, maxLength: 256 } },
+    },
+    turn_limit: { type: 'integer', minimum: 1, maximum: 10000 },
+    tool_plan: { type: 'string', minLength: 1, maxLength: 256 },
+    system: { type: 'string', maxLength: 65536 },
+    script: {
+      type: 'array',
+      maxItems: 10000,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          text: { type: 'string' },
+          tool_calls: {
+            type: 'array',
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['name', 'arguments'],
+              properties: { name: { type: 'string' }, arguments: {} },
+            },
+          },
+        },
+      },
+    },
+  },
+} as const;
+
+const validateFile = new Ajv({ strict: true, allErrors: false }).compile(AGENT_FILE_SCHEMA);
+
+interface AgentFile {
+  id: string;
+  version: string;
+  model: { provider: string; model_id: string };
+  turn_limit: number;
+  tool_plan: string;
+  system?: string;
+  script?: Array<{ text?: string; tool_calls?: Array<{ name: string; arguments: JsonValue }> }>;
+}
+
+export function parseAgentDefinition(value: unknown): AgentDefinition {
+  if (!validateFile(value)) {
+    const first = validateFile.errors?.[0];
+    throw rejected('agent_definition_invalid', `Agent definition is invalid at ${first?.instancePath || '/'}: ${first?.message ?? 'unknown error'}.`, {
+      nextAction: 'fix the agent definition file (see docs/agent-definition.md)',
+    });
+  }
+  const f = value as unknown as AgentFile;
+  return {
+    id: f.id,
+    version: f.version,
+    model: { provider: f.model.provider, modelId: f.model.model_id },
+    turnLimit: f.turn_limit,
+    toolPlan: f.tool_plan,
+    ...(f.system !== undefined ? { system: f.system } : {}),
+    ...(f.script !== undefined
+      ? { script: f.script.map((s) => ({ ...(s.text !== undefined ? { text: s.text } : {}), ...(s.tool_calls ? { toolCalls: s.tool_calls } : {}) })) }
+      : {}),
+  };
+}
+
+/** The definition back in its file form (what the engine stores and compares). */
+export function agentDefinitionToFile(def: AgentDefinition): AgentFile {
+  return {
+    id: def.id,
+    version: def.version,
+    model: { provider: def.model.provider, model_id: def.model.modelId },
+    turn_limit: def.turnLimit,
+    tool_plan: def.toolPlan,
+    ...(def.system !== undefined ? { system: def.system } : {}),
+    ...(def.script !== undefined
+      ? { script: def.script.map((s) => ({ ...(s.text !== undefined ? { text: s.text } : {}), ...(s.toolCalls ? { tool_calls: s.toolCalls.map((c) => ({ name: c.name, arguments: c.arguments })) } : {}) })) }
+      : {}),
+  };
+}
+
+/** Typed API: validates exactly as a file would be. */
+export const defineAgent = (def: AgentDefinition): AgentDefinition => parseAgentDefinition(agentDefinitionToFile(def));
+
+export function loadAgentFile(path: string): AgentDefinition {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw notFound('agent_file_missing', 'The agent definition file does not exist.', { nextAction: 'pass an existing file to --agent' });
+    throw e;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw rejected('agent_definition_invalid', 'The agent definition file is not valid JSON.', { cause: e, nextAction: 'fix the JSON syntax of the agent file' });
+  }
+  try {
+    return parseAgentDefinition(json);
+  } catch (e) {
+    if (isLoopxError(e)) throw e;
+    throw e;
+  }
+}

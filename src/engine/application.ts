@@ -1,0 +1,126 @@
+/**
+ * Applications: the executable parts an engine runs with — model providers, tool plans and the
+ * other components — and their identities.
+ *
+ * - `defineApplication` (the full constructor) requires one non-empty snapshot-compatibility
+ *   identity and a compiled identity for every executable component; its exports can be imported
+ *   by another engine built from the same application.
+ * - `convenienceApplication` leaves compatibility empty and identities optional: local
+ *   suspend/resume and export for inspection work, and other engines refuse its snapshots.
+ */
+import { rejected, notFound } from '../core/errors.js';
+import type { ComponentIdentity, ComponentKind, PlanIdentity } from '../snapshot/index.js';
+import type { AgentDefinition } from './agent.js';
+import { computePlanIdentity } from './identity.js';
+import type { ModelProvider } from './providers/provider.js';
+import { SCRIPTED_PROVIDER, scriptedProvider } from './providers/scripted.js';
+import { ToolPlanHost, type ToolPlan } from './tools.js';
+
+export interface Application {
+  /** Empty for convenience applications. */
+  readonly compatibilityIdentity: string;
+  readonly toolPlans: ToolPlanHost;
+  /** The provider serving a definition's model; throws `provider_missing`. */
+  providerFor(def: AgentDefinition): ModelProvider;
+  /** The PlanIdentity a run of `def` gets in this application. */
+  planIdentityFor(def: AgentDefinition): PlanIdentity;
+}
+
+export interface ApplicationSpec {
+  readonly compatibilityIdentity: string;
+  readonly providers?: readonly ModelProvider[];
+  readonly toolPlans: readonly ToolPlan[];
+  /** Identity of the built-in scripted provider, when agents of this application use it. */
+  readonly scriptedProviderIdentity?: ComponentIdentity;
+  /** Further executable components (stages, observers, brokers, decorators). */
+  readonly components?: readonly ComponentIdentity[];
+}
+
+const HEX64 = /^[0-9a-f]{64}$/;
+
+function checkIdentity(kind: ComponentKind, name: string, identity: ComponentIdentity | undefined): ComponentIdentity {
+  if (!identity) {
+    throw rejected('component_identity_missing', `The ${kind} ${name} has no compiled identity; a full application needs one for every component.`, {
+      nextAction: 'declare module, version and source identity for the component',
+    });
+  }
+  if (identity.kind !== kind || !identity.module || !identity.version || !HEX64.test(identity.sourceSha256)) {
+    throw rejected('component_identity_invalid', `The identity of ${kind} ${name} is incomplete or malformed.`, {
+      nextAction: 'declare module, version and a SHA-256 source identity',
+    });
+  }
+  return identity;
+}
+
+/** The full constructor. */
+export function defineApplication(spec: ApplicationSpec): Application {
+  if (!spec.compatibilityIdentity.trim()) {
+    throw rejected('compatibility_identity_missing', 'A full application needs a snapshot-compatibility identity.', {
+      nextAction: 'set compatibilityIdentity, or use convenienceApplication for local-only runs',
+    });
+  }
+  for (const p of spec.providers ?? []) checkIdentity('provider', p.name, p.identity);
+  for (const plan of spec.toolPlans) for (const t of plan.tools) checkIdentity('static_tool', t.definition.name, t.identity);
+  if (spec.scriptedProviderIdentity) checkIdentity('provider', SCRIPTED_PROVIDER, spec.scriptedProviderIdentity);
+  for (const c of spec.components ?? []) checkIdentity(c.kind, c.name, c);
+  return build(spec, true);
+}
+
+/** The convenience constructor: compatibility stays empty. */
+export function convenienceApplication(spec: Omit<ApplicationSpec, 'compatibilityIdentity'>): Application {
+  return build({ ...spec, compatibilityIdentity: '' }, false);
+}
+
+function build(spec: ApplicationSpec, full: boolean): Application {
+  const host = new ToolPlanHost();
+  for (const plan of spec.toolPlans) host.register(plan);
+  const providers = new Map((spec.providers ?? []).map((p) => [p.name, p]));
+
+  const providerFor = (def: AgentDefinition): ModelProvider => {
+    if (def.model.provider === SCRIPTED_PROVIDER && !providers.has(SCRIPTED_PROVIDER)) {
+      if (full && !spec.scriptedProviderIdentity) checkIdentity('provider', SCRIPTED_PROVIDER, undefined);
+      return scriptedProvider(def.script ?? [], spec.scriptedProviderIdentity);
+    }
+    const p = providers.get(def.model.provider);
+    if (!p) {
+      throw notFound('provider_missing', `No model provider named ${def.model.provider} is configured.`, {
+        nextAction: 'use an agent whose model provider this engine has',
+      });
+    }
+    return p;
+  };
+
+  return {
+    compatibilityIdentity: spec.compatibilityIdentity,
+    toolPlans: host,
+    providerFor,
+    planIdentityFor(def) {
+      const lease = host.lease(def.toolPlan);
+      try {
+        const provider = providerFor(def);
+        const components: ComponentIdentity[] = [];
+        if (provider.identity) components.push(provider.identity);
+        for (const t of lease.plan.tools) if (t.identity) components.push(t.identity);
+        components.push(...(spec.components ?? []));
+        return computePlanIdentity({
+          components: dedupe(components),
+          toolPlanId: lease.plan.id,
+          compatibilityIdentity: spec.compatibilityIdentity,
+          tools: lease.plan.tools.map((t) => t.definition),
+        });
+      } finally {
+        lease.release();
+      }
+    },
+  };
+}
+
+function dedupe(components: ComponentIdentity[]): ComponentIdentity[] {
+  const seen = new Set<string>();
+  return components.filter((c) => {
+    const k = JSON.stringify([c.kind, c.name, c.module, c.version, c.sourceSha256]);
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}

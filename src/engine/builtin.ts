@@ -1,0 +1,92 @@
+/**
+ * The built-in application the `loopx` command runs agents with: the scripted provider and the
+ * `loopx.builtin.v1` tool plan. Its compatibility identity is loopx's version, and every component
+ * carries the SHA-256 of its built source, so only an engine built from the same code accepts
+ * its snapshots.
+ */
+import { appendFileSync, closeSync, fsyncSync, openSync } from 'node:fs';
+import { join } from 'node:path';
+import { canonicalJson } from '../core/canonical-json.js';
+import { faultPoint } from '../core/faults.js';
+import { LOOPX_VERSION } from '../core/version.js';
+import type { ComponentIdentity } from '../snapshot/index.js';
+import { defineApplication, type Application } from './application.js';
+import { sourceIdentityOf } from './identity.js';
+import { SCRIPTED_PROVIDER, SCRIPTED_PROVIDER_MODULE } from './providers/scripted.js';
+import type { Tool, ToolPlan } from './tools.js';
+
+export const BUILTIN_TOOL_PLAN = 'loopx.builtin.v1';
+export const BUILTIN_COMPATIBILITY = `loopx.builtin/${LOOPX_VERSION}`;
+/** Fault point (tests only): after a mutating built-in tool's effect happened, before its outcome is recorded. */
+export const FAULT_AFTER_MUTATING_DISPATCH = 'engine.tool.after-mutating-dispatch';
+
+let cachedSource: string | undefined;
+const source = (): string => (cachedSource ??= sourceIdentityOf(import.meta.url));
+
+const identity = (kind: ComponentIdentity['kind'], name: string): ComponentIdentity => ({
+  kind,
+  name,
+  module: 'loopx/engine/builtin',
+  version: LOOPX_VERSION,
+  sourceSha256: source(),
+});
+
+export function builtinToolPlan(root: string): ToolPlan {
+  const tools: Tool[] = [
+    {
+      definition: {
+        name: 'math.add',
+        description: 'Add two numbers.',
+        inputSchema: { type: 'object', additionalProperties: false, required: ['a', 'b'], properties: { a: { type: 'number' }, b: { type: 'number' } } },
+        mutating: false,
+      },
+      identity: identity('static_tool', 'math.add'),
+      execute: (args) => ({ sum: (args.a as number) + (args.b as number) }),
+    },
+    {
+      definition: {
+        name: 'outbox.append',
+        description: 'Append a message to the root outbox (an external side effect: recorded as intent before and outcome after).',
+        inputSchema: { type: 'object', additionalProperties: false, required: ['message'], properties: { message: { type: 'string', maxLength: 4096 } } },
+        mutating: true,
+      },
+      identity: identity('static_tool', 'outbox.append'),
+      execute: (args, ctx) => {
+        const path = join(root, 'outbox.jsonl');
+        const fd = openSync(path, 'a', 0o600);
+        try {
+          appendFileSync(fd, canonicalJson({ call_id: ctx.callId, message: args.message as string }) + '\n');
+          fsyncSync(fd);
+        } finally {
+          closeSync(fd);
+        }
+        faultPoint(FAULT_AFTER_MUTATING_DISPATCH);
+        return { delivered: true };
+      },
+    },
+    {
+      definition: {
+        name: 'human.ask',
+        description: 'Ask the operator a question; the run waits for `loopx run answer`.',
+        inputSchema: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['interaction_id', 'prompt'],
+          properties: { interaction_id: { type: 'string', pattern: '^[a-zA-Z0-9_.:-]{1,128}$' }, prompt: { type: 'string', maxLength: 4096 } },
+        },
+        mutating: false,
+      },
+      identity: identity('static_tool', 'human.ask'),
+      execute: (args, ctx) => ctx.requestInteraction(args.interaction_id as string, args.prompt as string),
+    },
+  ];
+  return { id: BUILTIN_TOOL_PLAN, tools };
+}
+
+export function builtinApplication(root: string): Application {
+  return defineApplication({
+    compatibilityIdentity: BUILTIN_COMPATIBILITY,
+    toolPlans: [builtinToolPlan(root)],
+    scriptedProviderIdentity: { ...identity('provider', SCRIPTED_PROVIDER), module: 'loopx/engine/providers/scripted', sourceSha256: sourceIdentityOf(SCRIPTED_PROVIDER_MODULE) },
+  });
+}

@@ -1,0 +1,742 @@
+/**
+ * The run kernel. It owns the turn loop and every state change of a run, and nothing else: it
+ * never signs, never imports, and never decides an effect's outcome by guessing.
+ *
+ * Rules it keeps:
+ * - One driver per run: driving needs the run's exclusive lock (an OS lock for a root on disk), so
+ *   a second process — or a second call in this one — gets `run_busy` instead of a duplicate turn.
+ * - Every step is committed before the next one starts; a crash loses at most the step in flight.
+ * - A mutating tool call's intent is durable before dispatch and its outcome after. An intent found
+ *   without an outcome by a later driver means the earlier driver died mid-call: the call becomes
+ *   *uncertain* and waits for `resolve`; it is never re-run.
+ * - Suspension happens only at a completed turn boundary; a request made during a turn (from any
+ *   process) takes effect when that turn completes.
+ * - Message, model-call and tool-call ids derive from (run id, turn, index).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { canonicalJson } from '../core/canonical-json.js';
+import { conflict, internal, isLoopxError, LoopxError, notFound, rejected } from '../core/errors.js';
+import { faultPoint } from '../core/faults.js';
+import { tryLockExclusive } from '../core/flock.js';
+import { ensurePrivateDir } from '../core/fs.js';
+import { encodeSnapshot, snapshotDigest, type Message, type RunSnapshotState, type ToolCallPart, type ToolResultPart, type ToolResultStatus } from '../snapshot/index.js';
+import { defineAgent, type AgentDefinition } from './agent.js';
+import type { Application } from './application.js';
+import type { NewEvent, RunEvent } from './events.js';
+import { messageId, modelCallId, toolCallId } from './messages.js';
+import type { ModelProvider } from './providers/provider.js';
+import type { MutationRecord, RunCommit, RunHead, RunStore } from './run-store/contract.js';
+import { memoryRunStore } from './run-store/memory.js';
+import { openSqliteRunStore } from './run-store/sqlite.js';
+import { isInteractionRequest, type InteractionRequest, type JsonValue, type Tool, type ToolPlanLease } from './tools.js';
+
+/** Fault points (tests only) around the durable steps of a mutating call. */
+export const FAULT_AFTER_MUTATION_INTENT = 'engine.mutation.after-intent';
+
+const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
+const EVENT_PAGE = 256;
+
+export interface RunView {
+  readonly run_id: string;
+  readonly status: RunHead['lifecycle'];
+  readonly definition: { readonly id: string; readonly version: string };
+  readonly completed_turns: number;
+  readonly turn_limit: number;
+  readonly last_sequence: number;
+  /** What an active run that is not being driven waits for. */
+  readonly waiting_for: null | { readonly kind: 'interaction'; readonly interaction_id: string; readonly prompt: string } | { readonly kind: 'resolution'; readonly call_ids: readonly string[] };
+  readonly suspend_requested: boolean;
+  readonly failure: RunHead['failure'];
+}
+
+export type Resolution = { readonly kind: 'committed'; readonly resultJson: string } | { readonly kind: 'absent' } | { readonly kind: 'abandon' };
+
+export interface EngineOptions {
+  readonly application: Application;
+  /** Runtime root (engine.db and run locks live here). Omit for an in-memory engine. */
+  readonly root?: string;
+  /** A store to use instead of the root's (tests). */
+  readonly store?: RunStore;
+}
+
+export interface StartOptions {
+  readonly input?: string;
+  /** Suspend at the boundary after this many completed turns. */
+  readonly suspendAfterTurns?: number;
+  readonly runId?: string;
+}
+
+export interface ExportedSnapshot {
+  readonly bytes: Uint8Array;
+  readonly sha256: string;
+  readonly state: RunSnapshotState;
+}
+
+interface RunLock {
+  release(): void;
+}
+
+export class Engine {
+  readonly store: RunStore;
+  readonly application: Application;
+  readonly #lockDir: string | undefined;
+  readonly #memLocks = new Set<string>();
+  #closed = false;
+
+  constructor(options: EngineOptions) {
+    this.application = options.application;
+    if (options.root !== undefined) {
+      ensurePrivateDir(options.root);
+      this.#lockDir = join(options.root, 'locks');
+      mkdirSync(this.#lockDir, { recursive: true, mode: 0o700 });
+    }
+    this.store = options.store ?? (options.root !== undefined ? openSqliteRunStore(join(options.root, 'engine.db')) : memoryRunStore());
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.store.close();
+  }
+
+  // ── reads ────────────────────────────────────────────────────────────────────────────
+
+  list(): RunView[] {
+    return this.store.list().map((h) => this.#view(h));
+  }
+
+  show(runId: string): RunView {
+    return this.#view(this.#head(runId));
+  }
+
+  messages(runId: string): Message[] {
+    this.#head(runId);
+    return this.store.messages(runId);
+  }
+
+  mutations(runId: string): MutationRecord[] {
+    this.#head(runId);
+    return this.store.mutations(runId);
+  }
+
+  /**
+   * Events after `after`, in sequence order, with no gap or duplicate. With `follow`, waits for
+   * new events (a cursor past the head waits too) until `signal` aborts or — for
+   * `follow: 'while-active'` — the run is no longer active and every event has been delivered.
+   */
+  async *events(runId: string, options: { after?: number; follow?: false | 'forever' | 'while-active'; signal?: AbortSignal; pollMs?: number } = {}): AsyncGenerator<RunEvent> {
+    this.#head(runId);
+    let cursor = options.after ?? 0;
+    for (;;) {
+      const batch = this.store.readEvents(runId, cursor, EVENT_PAGE);
+      for (const e of batch) {
+        yield e;
+        cursor = e.sequence;
+      }
+      if (batch.length === EVENT_PAGE) continue;
+      if (!options.follow || options.signal?.aborted) return;
+      if (options.follow === 'while-active') {
+        const head = this.#head(runId);
+        if (head.lifecycle !== 'active' && head.lastSequence <= cursor) return;
+        if (head.lifecycle === 'active' && !this.#isDriven(runId) && (head.pendingInteraction || this.#uncertainCalls(runId).length > 0) && head.lastSequence <= cursor) return;
+      }
+      await this.#waitForCommit(runId, options.pollMs ?? 50, options.signal);
+    }
+  }
+
+  // ── commands ─────────────────────────────────────────────────────────────────────────
+
+  async start(agent: AgentDefinition, options: StartOptions = {}): Promise<RunView> {
+    const def = defineAgent(agent);
+    const runId = options.runId ?? `run_${randomBytes(10).toString('hex')}`;
+    if (!RUN_ID.test(runId)) throw rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
+    if (options.suspendAfterTurns !== undefined && !(Number.isInteger(options.suspendAfterTurns) && options.suspendAfterTurns >= 0)) {
+      throw rejected('suspend_after_turns_invalid', '--suspend-after-turns must be a whole number ≥ 0.');
+    }
+    const planIdentity = this.application.planIdentityFor(def);
+    this.store.putDefinition(def);
+    const lock = this.#lock(runId);
+    try {
+      if (this.store.get(runId)) throw conflict('run_exists', `Run ${runId} already exists.`);
+      const messages: Message[] = [];
+      if (def.system) messages.push({ id: messageId(runId, 0, messages.length), role: 'system', parts: [{ type: 'text', text: def.system }] });
+      if (options.input !== undefined) messages.push({ id: messageId(runId, 0, messages.length), role: 'user', parts: [{ type: 'text', text: options.input }] });
+      const head: RunHead = {
+        runId,
+        definition: { id: def.id, version: def.version },
+        model: def.model,
+        turnLimit: def.turnLimit,
+        completedTurns: 0,
+        lifecycle: 'active',
+        planIdentity,
+        usedInteractionIds: [],
+        lastSequence: 0,
+        messageCount: messages.length,
+        turnInProgress: false,
+        suspendAtTurn: options.suspendAfterTurns ?? null,
+        pendingInteraction: null,
+        failure: null,
+        createdAt: '',
+        updatedAt: '',
+      };
+      this.store.commit({
+        head,
+        expectedSequence: 0,
+        messages: messages.map((message, index) => ({ index, message })),
+        events: [{ type: 'RunStarted', data: { definition_id: def.id, definition_version: def.version, model_provider: def.model.provider, model_id: def.model.modelId, turn_limit: def.turnLimit, plan_fingerprint: planIdentity.fingerprint } }],
+      });
+      await this.#drive(runId);
+    } finally {
+      lock.release();
+    }
+    return this.show(runId);
+  }
+
+  /** Suspend at the next completed turn boundary — now, if the run is idle at one. */
+  async suspend(runId: string): Promise<RunView> {
+    const head = this.#head(runId);
+    if (head.lifecycle === 'suspended') return this.#view(head);
+    if (head.lifecycle !== 'active') throw this.#terminalError(head);
+    this.store.requestSuspend(runId);
+    const lock = this.#tryLock(runId);
+    if (!lock) return this.show(runId); // the driver honours the request at its next boundary
+    try {
+      await this.#drive(runId, { onlyIfAtBoundary: true });
+    } finally {
+      lock.release();
+    }
+    return this.show(runId);
+  }
+
+  /** Resume a suspended run (optionally for `turns` turns), or continue an interrupted active one. */
+  async resume(runId: string, options: { turns?: number } = {}): Promise<RunView> {
+    if (options.turns !== undefined && !(Number.isInteger(options.turns) && options.turns >= 1)) throw rejected('turns_invalid', '--turns must be a whole number ≥ 1.');
+    const lock = this.#lock(runId);
+    try {
+      const head = this.#head(runId);
+      if (head.lifecycle === 'suspended') {
+        this.#commit(head, {
+          head: { ...head, lifecycle: 'active', suspendAtTurn: options.turns !== undefined ? head.completedTurns + options.turns : null },
+          events: [{ type: 'Resumed', data: { completed_turns: head.completedTurns } }],
+          clearSuspendRequest: true,
+        });
+      } else if (head.lifecycle !== 'active') {
+        throw this.#terminalError(head);
+      }
+      await this.#drive(runId);
+    } finally {
+      lock.release();
+    }
+    return this.show(runId);
+  }
+
+  async answer(runId: string, interactionId: string, text: string): Promise<RunView> {
+    const lock = this.#lock(runId);
+    try {
+      const head = this.#head(runId);
+      const pending = head.pendingInteraction;
+      if (!pending || pending.interactionId !== interactionId) {
+        if (head.usedInteractionIds.includes(interactionId)) {
+          throw rejected('interaction_id_reused', `Interaction ${interactionId} was already answered; an interaction id is used once.`);
+        }
+        throw rejected('interaction_not_pending', `Run ${runId} is not waiting for interaction ${interactionId}.`, {
+          nextAction: `see what the run waits for: loopx run show ${runId}`,
+        });
+      }
+      const messages = this.store.messages(runId);
+      const index = messages.findIndex((m) => m.role === 'tool' && m.parts.some((p) => p.type === 'tool_result' && p.callId === pending.callId));
+      const toolName = (messages[index]!.parts[0] as ToolResultPart).toolName;
+      this.#commit(head, {
+        head: { ...head, pendingInteraction: null, usedInteractionIds: [...head.usedInteractionIds, interactionId].sort(compareStrings) },
+        messages: [{ index, message: toolMessage(messages[index]!.id, pending.callId, toolName, 'ok', { answer: text }) }],
+        events: [
+          { type: 'InteractionAnswered', data: { interaction_id: interactionId, call_id: pending.callId } },
+          { type: 'ToolResulted', data: { call_id: pending.callId, tool_name: toolName, status: 'ok' } },
+        ],
+      });
+      await this.#drive(runId);
+    } finally {
+      lock.release();
+    }
+    return this.show(runId);
+  }
+
+  /** Settle an uncertain mutating call under its original call id; never re-runs it. */
+  async resolve(runId: string, callId: string, resolution: Resolution): Promise<RunView> {
+    const lock = this.#lock(runId);
+    try {
+      this.#markUncertain(runId);
+      const head = this.#head(runId);
+      const mutation = this.store.mutations(runId).find((m) => m.callId === callId);
+      if (!mutation) throw notFound('call_not_found', `Run ${runId} has no mutating call ${callId}.`, { nextAction: `list uncertain calls: loopx run show ${runId}` });
+      if (mutation.state !== 'uncertain') throw rejected('call_not_uncertain', `Call ${callId} is ${mutation.state}, not uncertain; only uncertain calls are resolved.`);
+      let result: JsonValue;
+      let status: ToolResultStatus;
+      let state: MutationRecord['state'];
+      if (resolution.kind === 'committed') {
+        result = parseJson(resolution.resultJson, 'resolution_result_invalid', 'The --committed result is not JSON.', 'pass the result as JSON, e.g. \'{"ok":true}\' or \'"text"\'');
+        status = 'ok';
+        state = 'committed';
+      } else if (resolution.kind === 'absent') {
+        result = { error: 'mutation_absent', message: 'The operator established that this operation did not take effect. It was not retried.' };
+        status = 'error';
+        state = 'absent';
+      } else {
+        result = { error: 'mutation_abandoned', message: 'The operator abandoned this operation; its outcome stays unknown. It was not retried.' };
+        status = 'error';
+        state = 'abandoned';
+      }
+      const messages = this.store.messages(runId);
+      const index = messages.findIndex((m) => m.role === 'tool' && m.parts.some((p) => p.type === 'tool_result' && p.callId === callId));
+      if (index < 0) throw internal('uncertain_call_without_message', `Uncertain call ${callId} has no tool message.`);
+      this.#commit(head, {
+        head,
+        messages: [{ index, message: toolMessage(messages[index]!.id, callId, mutation.toolName, status, result) }],
+        mutations: [{ ...mutation, state, resultJson: canonicalJson(result) }],
+        events: [{ type: 'ToolResulted', data: { call_id: callId, tool_name: mutation.toolName, status, resolution: resolution.kind } }],
+      });
+      if (head.lifecycle === 'active') await this.#drive(runId);
+    } finally {
+      lock.release();
+    }
+    return this.show(runId);
+  }
+
+  async cancel(runId: string): Promise<RunView> {
+    const lock = this.#lock(runId);
+    try {
+      this.#markUncertain(runId);
+      const head = this.#head(runId);
+      if (head.lifecycle !== 'active' && head.lifecycle !== 'suspended') throw this.#terminalError(head);
+      this.#terminate(head, 'cancelled', { type: 'Cancelled', data: { completed_turns: head.completedTurns } }, null);
+    } finally {
+      lock.release();
+    }
+    return this.show(runId);
+  }
+
+  /**
+   * The run's v1alpha2 payload. Only while suspended at a completed turn boundary or terminal;
+   * the codec refuses anything else (pending interactions, unresolved mutations, …) fail closed.
+   */
+  exportSnapshot(runId: string): ExportedSnapshot {
+    const head = this.#head(runId);
+    if (head.lifecycle === 'active') {
+      throw rejected('export_run_active', `Run ${runId} is active; only a suspended or finished run can be exported.`, {
+        nextAction: `suspend it first: loopx run suspend ${runId}`,
+      });
+    }
+    const unresolved = this.store.mutations(runId).filter((m) => m.state === 'intent' || m.state === 'uncertain');
+    if (unresolved.length > 0) {
+      throw rejected('export_unresolved_mutation', `Run ${runId} has ${unresolved.length} mutating call(s) with an unknown outcome.`, {
+        nextAction: `settle it: loopx run resolve ${runId} ${unresolved[0]!.callId} (--committed RESULT | --absent | --abandon)`,
+        details: { call_ids: unresolved.map((m) => m.callId) },
+      });
+    }
+    const state: RunSnapshotState = {
+      runId: head.runId,
+      definition: head.definition,
+      model: head.model,
+      turnLimit: head.turnLimit,
+      completedTurns: head.completedTurns,
+      messages: this.store.messages(runId),
+      planIdentity: head.planIdentity,
+      usedInteractionIds: head.usedInteractionIds,
+      lastSequence: head.lastSequence,
+      lifecycle: head.lifecycle,
+    };
+    const bytes = encodeSnapshot(state);
+    return { bytes, sha256: snapshotDigest(bytes), state };
+  }
+
+  // ── the driver ───────────────────────────────────────────────────────────────────────
+
+  /** Drive the run (whose lock the caller holds) until it suspends, finishes, or must wait. */
+  async #drive(runId: string, options: { onlyIfAtBoundary?: boolean } = {}): Promise<void> {
+    const first = this.#head(runId);
+    if (first.lifecycle !== 'active') return;
+    if (options.onlyIfAtBoundary && (first.turnInProgress || first.pendingInteraction)) return;
+    const def = this.store.getDefinition(first.definition);
+    if (!def) throw internal('definition_missing', `The definition of run ${runId} is missing from this root.`);
+    const expected = this.application.planIdentityFor(def);
+    if (expected.fingerprint !== first.planIdentity.fingerprint) {
+      throw rejected('plan_identity_changed', `The tools or components of run ${runId} changed since it started; it will not continue under different code.`, {
+        nextAction: 'continue it with the loopx version that started it',
+      });
+    }
+    const provider = this.application.providerFor(def);
+    const lease = this.application.toolPlans.lease(def.toolPlan);
+    try {
+      this.#markUncertain(runId);
+      for (;;) {
+        const head = this.#head(runId);
+        if (head.lifecycle !== 'active' || head.pendingInteraction) return;
+        if (head.turnInProgress) {
+          if (options.onlyIfAtBoundary) return;
+          if ((await this.#continueTurn(head, lease)) === 'waiting') return;
+          continue;
+        }
+        if (this.store.suspendRequested(runId) || (head.suspendAtTurn !== null && head.completedTurns >= head.suspendAtTurn)) {
+          this.#commit(head, {
+            head: { ...head, lifecycle: 'suspended', suspendAtTurn: null },
+            events: [{ type: 'Suspended', data: { completed_turns: head.completedTurns } }],
+            clearSuspendRequest: true,
+          });
+          return;
+        }
+        if (options.onlyIfAtBoundary) return;
+        if (head.completedTurns >= head.turnLimit) {
+          this.#terminate(head, 'failed', { type: 'Failed', data: { code: 'turn_limit_reached', completed_turns: head.completedTurns } }, { code: 'turn_limit_reached', message: `The run used all ${head.turnLimit} turns without a final answer.` });
+          return;
+        }
+        await this.#modelStep(head, def, provider, lease);
+      }
+    } finally {
+      lease.release();
+    }
+  }
+
+  async #modelStep(head: RunHead, def: AgentDefinition, provider: ModelProvider, lease: ToolPlanLease): Promise<void> {
+    const turn = head.completedTurns + 1;
+    const runId = head.runId;
+    // A turn whose model call was interrupted is retried under the same ids, without a second TurnStarted.
+    const started = head.turnInProgress ? head : this.#commit(head, { head: { ...head, turnInProgress: true }, events: [{ type: 'TurnStarted', data: { turn } }] });
+    const callId = modelCallId(runId, turn, 0);
+    let response;
+    try {
+      response = await provider.generate({
+        runId,
+        turn,
+        modelCallId: callId,
+        model: def.model,
+        messages: this.store.messages(runId),
+        tools: lease.plan.tools.map((t) => t.definition),
+      });
+    } catch (e) {
+      const code = isLoopxError(e) ? e.code : 'model_failed';
+      this.#terminate(started, 'failed', { type: 'Failed', data: { code, turn } }, { code, message: `The model call failed: ${errorMessage(e)}` });
+      return;
+    }
+    const parts: Array<{ type: 'text'; text: string } | ToolCallPart> = [];
+    if (response.text) parts.push({ type: 'text', text: response.text });
+    response.toolCalls.forEach((c, i) => {
+      let argumentsJson: string;
+      try {
+        argumentsJson = canonicalJson(c.arguments);
+      } catch {
+        argumentsJson = canonicalJson({ invalid_arguments: true });
+      }
+      parts.push({ type: 'tool_call', callId: toolCallId(runId, turn, i), toolName: c.toolName, argumentsJson });
+    });
+    const assistant: Message = { id: messageId(runId, turn, 0), role: 'assistant', parts };
+    const toolCalls = parts.filter((p): p is ToolCallPart => p.type === 'tool_call');
+    const events: NewEvent[] = [{ type: 'ModelResponded', data: { turn, model_call_id: callId, text: response.text, tool_calls: toolCalls.map((c) => ({ call_id: c.callId, tool_name: c.toolName })) } }];
+    const next: RunHead = { ...started, messageCount: started.messageCount + 1 };
+    if (toolCalls.length === 0) {
+      // A final answer completes the turn and the run.
+      events.push({ type: 'TurnCompleted', data: { turn } }, { type: 'Completed', data: { completed_turns: turn } });
+      this.#commit(started, { head: { ...next, turnInProgress: false, completedTurns: turn, lifecycle: 'completed' }, messages: [{ index: started.messageCount, message: assistant }], events });
+      return;
+    }
+    this.#commit(started, { head: next, messages: [{ index: started.messageCount, message: assistant }], events });
+  }
+
+  /** Work through the current turn's tool calls in order; complete the turn when all are settled. */
+  async #continueTurn(head: RunHead, lease: ToolPlanLease): Promise<'done' | 'waiting'> {
+    const runId = head.runId;
+    const turn = head.completedTurns + 1;
+    const messages = this.store.messages(runId);
+    const assistantIndex = messages.findIndex((m) => m.id === messageId(runId, turn, 0));
+    if (assistantIndex < 0) {
+      // The driver died between TurnStarted and ModelResponded: nothing of the turn is recorded, so
+      // the model call is simply made again under the same ids.
+      const def = this.store.getDefinition(head.definition)!;
+      await this.#modelStep(head, def, this.application.providerFor(def), lease);
+      return 'done';
+    }
+    const calls = messages[assistantIndex]!.parts.filter((p): p is ToolCallPart => p.type === 'tool_call');
+    for (let i = 0; i < calls.length; i++) {
+      const call = calls[i]!;
+      const index = assistantIndex + 1 + i;
+      const existing = messages[index];
+      const status = existing ? (existing.parts[0] as ToolResultPart).status : undefined;
+      if (status === 'ok' || status === 'error') continue;
+      if (status === 'interaction_pending' || status === 'mutation_uncertain') return 'waiting';
+      const outcome = await this.#callTool(this.#head(runId), lease, call, i, index, turn);
+      if (outcome === 'waiting') return 'waiting';
+    }
+    const current = this.#head(runId);
+    this.#commit(current, {
+      head: { ...current, turnInProgress: false, completedTurns: turn },
+      events: [{ type: 'TurnCompleted', data: { turn } }],
+    });
+    return 'done';
+  }
+
+  async #callTool(head: RunHead, lease: ToolPlanLease, call: ToolCallPart, callIndex: number, index: number, turn: number): Promise<'done' | 'waiting'> {
+    const runId = head.runId;
+    const id = messageId(runId, turn, callIndex + 1);
+    const settle = (h: RunHead, status: ToolResultStatus, result: JsonValue, extra: NewEvent[] = [], mutation?: MutationRecord): RunHead => {
+      const grows = index >= h.messageCount;
+      return this.#commit(h, {
+        head: { ...h, messageCount: grows ? index + 1 : h.messageCount },
+        messages: [{ index, message: toolMessage(id, call.callId, call.toolName, status, result) }],
+        ...(mutation ? { mutations: [mutation] } : {}),
+        events: [...extra, { type: 'ToolResulted', data: { call_id: call.callId, tool_name: call.toolName, status } }],
+      });
+    };
+    const calledEvent: NewEvent = { type: 'ToolCalled', data: { call_id: call.callId, tool_name: call.toolName } };
+
+    const tool = lease.tool(call.toolName);
+    let args: { [k: string]: JsonValue };
+    try {
+      args = JSON.parse(call.argumentsJson) as { [k: string]: JsonValue };
+      lease.validateArguments(call.toolName, args);
+    } catch (e) {
+      settle(head, 'error', toolError(e), [calledEvent]);
+      return 'done';
+    }
+    if (!tool) {
+      settle(head, 'error', { error: 'tool_unknown', message: `No tool named ${call.toolName}.` }, [calledEvent]);
+      return 'done';
+    }
+    const ctx = {
+      runId,
+      callId: call.callId,
+      turn,
+      requestInteraction: (interactionId: string, prompt: string): InteractionRequest => ({ kind: 'interaction_request', interactionId, prompt }),
+    };
+
+    if (tool.definition.mutating) return this.#callMutating(head, tool, call, args, ctx, settle, calledEvent);
+
+    let output: unknown;
+    try {
+      output = await tool.execute(args, ctx);
+    } catch (e) {
+      settle(head, 'error', toolError(e), [calledEvent]);
+      return 'done';
+    }
+    if (isInteractionRequest(output)) {
+      const iid = output.interactionId;
+      if (head.usedInteractionIds.includes(iid)) {
+        settle(head, 'error', { error: 'interaction_id_reused', message: `Interaction id ${iid} was already used in this run; ids are used once.` }, [calledEvent]);
+        return 'done';
+      }
+      const grows = index >= head.messageCount;
+      this.#commit(head, {
+        head: { ...head, messageCount: grows ? index + 1 : head.messageCount, pendingInteraction: { interactionId: iid, callId: call.callId, prompt: output.prompt } },
+        messages: [{ index, message: toolMessage(id, call.callId, call.toolName, 'interaction_pending', { interaction_id: iid, prompt: output.prompt }) }],
+        events: [calledEvent, { type: 'InteractionRequested', data: { interaction_id: iid, call_id: call.callId, prompt: output.prompt } }],
+      });
+      return 'waiting';
+    }
+    settle(head, 'ok', toJsonResult(output), [calledEvent]);
+    return 'done';
+  }
+
+  async #callMutating(
+    head: RunHead,
+    tool: Tool,
+    call: ToolCallPart,
+    args: { [k: string]: JsonValue },
+    ctx: Parameters<Tool['execute']>[1],
+    settle: (h: RunHead, status: ToolResultStatus, result: JsonValue, extra?: NewEvent[], mutation?: MutationRecord) => RunHead,
+    calledEvent: NewEvent,
+  ): Promise<'done' | 'waiting'> {
+    const intent: MutationRecord = { runId: head.runId, callId: call.callId, turn: ctx.turn, toolName: call.toolName, argumentsJson: call.argumentsJson, state: 'intent', resultJson: null };
+    // Durable intent before dispatch: from here on a crash leaves an intent without an outcome.
+    const afterIntent = this.#commit(head, { head, mutations: [intent], events: [calledEvent] });
+    faultPoint(FAULT_AFTER_MUTATION_INTENT);
+    let output: unknown;
+    try {
+      output = await tool.execute(args, ctx);
+    } catch (e) {
+      if (isLoopxError(e) && e.kind === 'rejected') {
+        // The tool refused before acting: a definite failure, safe to report as such.
+        const result = toolError(e);
+        settle(afterIntent, 'error', result, [], { ...intent, state: 'failed', resultJson: canonicalJson(result) });
+        return 'done';
+      }
+      // Anything else may have happened after the effect: the outcome is unknown.
+      const result = { error: 'mutation_uncertain', message: `The outcome of ${call.toolName} is unknown: ${errorMessage(e)}` };
+      settle(afterIntent, 'mutation_uncertain', result, [], { ...intent, state: 'uncertain', resultJson: canonicalJson(result) });
+      return 'waiting';
+    }
+    if (isInteractionRequest(output)) {
+      const result = { error: 'interaction_from_mutating_tool', message: 'A mutating tool cannot wait for an interaction.' };
+      settle(afterIntent, 'error', result, [], { ...intent, state: 'failed', resultJson: canonicalJson(result) });
+      return 'done';
+    }
+    const result = toJsonResult(output);
+    settle(afterIntent, 'ok', result, [], { ...intent, state: 'committed', resultJson: canonicalJson(result) });
+    return 'done';
+  }
+
+  /** Intents without an outcome, found by a driver holding the lock, are left by a dead driver. */
+  #markUncertain(runId: string): void {
+    const orphans = this.store.mutations(runId).filter((m) => m.state === 'intent');
+    if (orphans.length === 0) return;
+    const messages = this.store.messages(runId);
+    let head = this.#head(runId);
+    for (const m of orphans) {
+      const assistantIndex = messages.findIndex((msg) => msg.id === messageId(runId, m.turn, 0));
+      const callIndex = Number(m.callId.slice(m.callId.lastIndexOf('/k') + 2));
+      const index = assistantIndex + 1 + callIndex;
+      const result = { error: 'mutation_uncertain', message: `The process running ${m.toolName} stopped before its outcome was recorded. It will not be re-run.` };
+      head = this.#commit(head, {
+        head: { ...head, messageCount: Math.max(head.messageCount, index + 1) },
+        messages: [{ index, message: toolMessage(messageId(runId, m.turn, callIndex + 1), m.callId, m.toolName, 'mutation_uncertain', result) }],
+        mutations: [{ ...m, state: 'uncertain', resultJson: canonicalJson(result) }],
+        events: [{ type: 'ToolResulted', data: { call_id: m.callId, tool_name: m.toolName, status: 'mutation_uncertain' } }],
+      });
+    }
+  }
+
+  /** End a run; open tool calls of an interrupted turn are settled as errors so the history stays matched. */
+  #terminate(head: RunHead, lifecycle: 'failed' | 'cancelled', event: NewEvent, failure: RunHead['failure']): void {
+    const runId = head.runId;
+    const messages = this.store.messages(runId);
+    const upserts: Array<{ index: number; message: Message }> = [];
+    let messageCount = head.messageCount;
+    if (head.turnInProgress) {
+      const turn = head.completedTurns + 1;
+      const assistantIndex = messages.findIndex((m) => m.id === messageId(runId, turn, 0));
+      if (assistantIndex >= 0) {
+        const calls = messages[assistantIndex]!.parts.filter((p): p is ToolCallPart => p.type === 'tool_call');
+        calls.forEach((call, i) => {
+          const index = assistantIndex + 1 + i;
+          const status = messages[index] ? (messages[index]!.parts[0] as ToolResultPart).status : undefined;
+          if (status === 'ok' || status === 'error' || status === 'mutation_uncertain') return;
+          upserts.push({ index, message: toolMessage(messageId(runId, turn, i + 1), call.callId, call.toolName, 'error', { error: `run_${lifecycle}`, message: `The run was ${lifecycle} before this call finished.` }) });
+          messageCount = Math.max(messageCount, index + 1);
+        });
+      }
+    }
+    this.#commit(head, {
+      head: { ...head, lifecycle, failure, pendingInteraction: null, messageCount, turnInProgress: head.turnInProgress },
+      messages: upserts,
+      events: [event],
+      clearSuspendRequest: true,
+    });
+  }
+
+  // ── plumbing ─────────────────────────────────────────────────────────────────────────
+
+  #commit(head: RunHead, c: Omit<RunCommit, 'expectedSequence'>): RunHead {
+    const events = this.store.commit({ ...c, expectedSequence: head.lastSequence });
+    return { ...c.head, lastSequence: head.lastSequence + events.length };
+  }
+
+  #head(runId: string): RunHead {
+    const head = this.store.get(runId);
+    if (!head) throw notFound('run_not_found', `No run ${runId} in this root.`, { nextAction: 'list runs: loopx run list' });
+    return head;
+  }
+
+  #uncertainCalls(runId: string): string[] {
+    return this.store.mutations(runId).filter((m) => m.state === 'uncertain' || m.state === 'intent').map((m) => m.callId);
+  }
+
+  #view(head: RunHead): RunView {
+    const uncertain = head.lifecycle === 'active' ? this.#uncertainCalls(head.runId) : [];
+    return {
+      run_id: head.runId,
+      status: head.lifecycle,
+      definition: { id: head.definition.id, version: head.definition.version },
+      completed_turns: head.completedTurns,
+      turn_limit: head.turnLimit,
+      last_sequence: head.lastSequence,
+      waiting_for: head.pendingInteraction
+        ? { kind: 'interaction', interaction_id: head.pendingInteraction.interactionId, prompt: head.pendingInteraction.prompt }
+        : uncertain.length > 0
+          ? { kind: 'resolution', call_ids: uncertain }
+          : null,
+      suspend_requested: head.lifecycle === 'active' && this.store.suspendRequested(head.runId),
+      failure: head.failure,
+    };
+  }
+
+  #terminalError(head: RunHead): LoopxError {
+    return rejected('run_terminal', `Run ${head.runId} is ${head.lifecycle}; a finished run never runs again.`, {
+      nextAction: `inspect it: loopx run show ${head.runId}`,
+    });
+  }
+
+  #tryLock(runId: string): RunLock | undefined {
+    if (!RUN_ID.test(runId)) throw notFound('run_not_found', `No run ${runId} in this root.`);
+    if (this.#lockDir === undefined) {
+      if (this.#memLocks.has(runId)) return undefined;
+      this.#memLocks.add(runId);
+      return { release: () => this.#memLocks.delete(runId) };
+    }
+    return tryLockExclusive(join(this.#lockDir, `${runId}.lock`));
+  }
+
+  #lock(runId: string): RunLock {
+    const lock = this.#tryLock(runId);
+    if (!lock) {
+      throw conflict('run_busy', `Run ${runId} is being driven by another process or call.`, {
+        nextAction: `wait for it, or follow it: loopx run events ${runId} --follow`,
+      });
+    }
+    return lock;
+  }
+
+  #isDriven(runId: string): boolean {
+    const lock = this.#tryLock(runId);
+    if (!lock) return true;
+    lock.release();
+    return false;
+  }
+
+  #waitForCommit(runId: string, pollMs: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        off();
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, pollMs);
+      const off = this.store.onCommit((id) => {
+        if (id === runId) done();
+      });
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+}
+
+function toolMessage(id: string, callId: string, toolName: string, status: ToolResultStatus, result: JsonValue): Message {
+  return { id, role: 'tool', parts: [{ type: 'tool_result', callId, toolName, status, resultJson: canonicalJson(result) }] };
+}
+
+function toolError(e: unknown): JsonValue {
+  return { error: isLoopxError(e) ? e.code : 'tool_failed', message: errorMessage(e) };
+}
+
+function toJsonResult(output: unknown): JsonValue {
+  try {
+    canonicalJson(output === undefined ? null : output);
+    return (output === undefined ? null : output) as JsonValue;
+  } catch {
+    return { error: 'tool_result_not_json', message: 'The tool returned a value that is not JSON.' };
+  }
+}
+
+const errorMessage = (e: unknown): string => (e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 500);
+
+const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+function parseJson(text: string, code: string, message: string, nextAction: string): JsonValue {
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch {
+    throw rejected(code, message, { nextAction });
+  }
+}
+
+export function openEngine(options: EngineOptions): Engine {
+  return new Engine(options);
+}

@@ -1,0 +1,187 @@
+/**
+ * The Vercel AI SDK adapter: any `LanguageModelV3` (from `@ai-sdk/provider`) serves as a loopx
+ * ModelProvider. It owns only the mapping between loopx's provider-neutral history and the V3
+ * call/result shapes; it never imports the `ai` package, never streams, and never retries.
+ *
+ * Maps, request side (one `doGenerate` call per `generate`):
+ * - system → `{ role: 'system', content }` (its text parts concatenated);
+ * - user → text parts; assistant → text parts and `tool-call` parts (`toolCallId` = our `callId`,
+ *   `input` = parsed `argumentsJson`);
+ * - tool → `tool-result` parts: status `ok` → output `{ type: 'json' }`, status `error` → output
+ *   `{ type: 'error-json' }`, both with the parsed `resultJson`;
+ * - tool definitions → `function` tools with their JSON Schema as `inputSchema`, `toolChoice` auto;
+ *   with no tools both are omitted (as the AI SDK itself does: some APIs refuse an empty list).
+ * Maps, response side: text content concatenated; client-executed `tool-call` content → calls with
+ * the `input` JSON string parsed (an empty string means `{}`, as in the AI SDK); usage totals.
+ * Reasoning, sources and files are dropped: they are not part of loopx's history.
+ *
+ * Refuses (throws, before the model is called where the refusal is about the request):
+ * - a tool result in `interaction_pending` / `mutation_uncertain`: an unsettled call must never be
+ *   shown to a model (internal `model_history_interaction_pending` / `model_history_mutation_uncertain`);
+ * - history that breaks its own invariants — a part its role may not carry, stored JSON that does
+ *   not parse (internal `model_history_invalid`);
+ * - tool-call input that is not JSON (rejected `model_tool_arguments_invalid_json`);
+ * - provider-executed tool calls/results and tool-approval requests: loopx executes every tool
+ *   itself and records its effects, so it will not accept one run elsewhere
+ *   (rejected `model_provider_executed_tool`).
+ */
+import type {
+  JSONValue,
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3FunctionTool,
+  LanguageModelV3GenerateResult,
+  LanguageModelV3Message,
+  LanguageModelV3Prompt,
+  LanguageModelV3ToolCallPart,
+  LanguageModelV3ToolResultPart,
+} from '@ai-sdk/provider';
+import { internal, rejected } from '../../core/errors.js';
+import type { ComponentIdentity, Message, Part } from '../../snapshot/index.js';
+import { ALLOWED_PARTS } from '../../snapshot/index.js';
+import type { JsonValue, ToolDefinition } from '../tools.js';
+import type { ModelProvider, ModelRequest, ModelResponse, ModelToolCall } from './provider.js';
+
+export interface AiSdkProviderOptions {
+  /** Matches `ModelRef.provider` of the agent definitions this provider serves. */
+  readonly name: string;
+  readonly model: LanguageModelV3;
+  readonly identity?: ComponentIdentity;
+}
+
+export const aiSdkProvider = (options: AiSdkProviderOptions): ModelProvider => ({
+  name: options.name,
+  ...(options.identity ? { identity: options.identity } : {}),
+  async generate(request: ModelRequest): Promise<ModelResponse> {
+    const callOptions = toCallOptions(request);
+    const result = await options.model.doGenerate(callOptions);
+    return fromGenerateResult(result);
+  },
+});
+
+const toCallOptions = (request: ModelRequest): LanguageModelV3CallOptions => ({
+  prompt: toPrompt(request.messages),
+  ...(request.tools.length > 0 ? { tools: request.tools.map(toFunctionTool), toolChoice: { type: 'auto' } as const } : {}),
+  ...(request.signal ? { abortSignal: request.signal } : {}),
+});
+
+const toPrompt = (messages: readonly Message[]): LanguageModelV3Prompt => messages.map(toV3Message);
+
+const toV3Message = (message: Message): LanguageModelV3Message => {
+  // History may come from a decoded snapshot, so the role is checked at run time too (hence `?.`).
+  for (const part of message.parts) {
+    if (!ALLOWED_PARTS[message.role]?.includes(part.type)) {
+      throw internal('model_history_invalid', `Message ${message.id} (${message.role}) carries a ${part.type} part, which its role may not carry.`, {
+        details: { messageId: message.id, role: message.role, partType: part.type },
+      });
+    }
+  }
+  switch (message.role) {
+    case 'system':
+      return { role: 'system', content: textsOf(message.parts).join('') };
+    case 'user':
+      return { role: 'user', content: textsOf(message.parts).map((text) => ({ type: 'text', text })) };
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: message.parts.flatMap((part): Array<{ type: 'text'; text: string } | LanguageModelV3ToolCallPart> => {
+          if (part.type === 'text') return [{ type: 'text', text: part.text }];
+          if (part.type === 'tool_call') {
+            return [{ type: 'tool-call', toolCallId: part.callId, toolName: part.toolName, input: parseStored(part.argumentsJson, message, part.callId) }];
+          }
+          return [];
+        }),
+      };
+    case 'tool':
+      return { role: 'tool', content: message.parts.flatMap((part) => (part.type === 'tool_result' ? [toToolResult(part, message)] : [])) };
+    default: {
+      const role: never = message.role;
+      throw internal('model_history_invalid', `Message ${message.id} has unknown role ${JSON.stringify(role)}.`, { details: { messageId: message.id } });
+    }
+  }
+};
+
+const textsOf = (parts: readonly Part[]): string[] => parts.flatMap((p) => (p.type === 'text' ? [p.text] : []));
+
+const toToolResult = (part: Extract<Part, { type: 'tool_result' }>, message: Message): LanguageModelV3ToolResultPart => {
+  const details = { messageId: message.id, callId: part.callId, toolName: part.toolName };
+  switch (part.status) {
+    case 'ok':
+      return { type: 'tool-result', toolCallId: part.callId, toolName: part.toolName, output: { type: 'json', value: parseStored(part.resultJson, message, part.callId) } };
+    case 'error':
+      return { type: 'tool-result', toolCallId: part.callId, toolName: part.toolName, output: { type: 'error-json', value: parseStored(part.resultJson, message, part.callId) } };
+    case 'interaction_pending':
+      throw internal('model_history_interaction_pending', `Tool call ${part.callId} is waiting for an interaction; an unanswered call is never sent to a model.`, { details });
+    case 'mutation_uncertain':
+      throw internal('model_history_mutation_uncertain', `Tool call ${part.callId} has an uncertain mutation outcome; it must be resolved before a model sees it.`, { details });
+    default: {
+      const status: never = part.status;
+      throw internal('model_history_invalid', `Tool call ${part.callId} has unknown result status ${JSON.stringify(status)}.`, { details });
+    }
+  }
+};
+
+/** Stored history JSON is canonical JSON written by loopx; if it does not parse, the history is damaged. */
+const parseStored = (json: string, message: Message, callId: string): JSONValue => {
+  try {
+    return JSON.parse(json) as JSONValue;
+  } catch (cause) {
+    throw internal('model_history_invalid', `Message ${message.id} holds JSON for tool call ${callId} that does not parse.`, {
+      cause,
+      details: { messageId: message.id, callId },
+    });
+  }
+};
+
+// A copy, so third-party model code cannot alter the leased tool definitions.
+const toFunctionTool = (tool: ToolDefinition): LanguageModelV3FunctionTool => ({
+  type: 'function',
+  name: tool.name,
+  description: tool.description,
+  inputSchema: structuredClone(tool.inputSchema) as LanguageModelV3FunctionTool['inputSchema'],
+});
+
+const fromGenerateResult = (result: LanguageModelV3GenerateResult): ModelResponse => {
+  let text = '';
+  const toolCalls: ModelToolCall[] = [];
+  for (const content of result.content) {
+    switch (content.type) {
+      case 'text':
+        text += content.text;
+        break;
+      case 'tool-call':
+        if (content.providerExecuted) throw providerExecuted({ toolName: content.toolName });
+        toolCalls.push({ toolName: content.toolName, arguments: parseToolInput(content.toolName, content.input) });
+        break;
+      case 'tool-result':
+        throw providerExecuted({ toolName: content.toolName });
+      case 'tool-approval-request':
+        throw providerExecuted({ approvalId: content.approvalId });
+      default:
+        // reasoning, source, file: not part of the provider-neutral history.
+        break;
+    }
+  }
+  const inputTokens = result.usage.inputTokens.total;
+  const outputTokens = result.usage.outputTokens.total;
+  const usage = {
+    ...(inputTokens !== undefined ? { inputTokens } : {}),
+    ...(outputTokens !== undefined ? { outputTokens } : {}),
+  };
+  return { text, toolCalls, ...(Object.keys(usage).length > 0 ? { usage } : {}) };
+};
+
+const parseToolInput = (toolName: string, input: string): JsonValue => {
+  if (input.trim() === '') return {};
+  try {
+    return JSON.parse(input) as JsonValue;
+  } catch (cause) {
+    throw rejected('model_tool_arguments_invalid_json', `The model called ${toolName} with arguments that are not valid JSON.`, {
+      cause,
+      details: { toolName },
+    });
+  }
+};
+
+const providerExecuted = (details: Record<string, string>) =>
+  rejected('model_provider_executed_tool', 'The model returned a provider-executed tool step; loopx runs every tool itself.', { details });

@@ -1,0 +1,43 @@
+/**
+ * The model-provider contract. The engine speaks only its own provider-neutral history; a provider
+ * turns one request into one response. Contract:
+ * - `generate` is called once per model turn; the engine persists the response before acting on it.
+ * - A provider must not mutate `request.messages`.
+ * - Failures throw (any error); the engine records the run as failed with code `model_failed`.
+ * - Tool call ids are assigned by the engine (run-scoped), never by the provider, so providers
+ *   return calls without ids.
+ */
+import type { ComponentIdentity, Message, ModelRef } from '../../snapshot/index.js';
+import type { JsonValue, ToolDefinition } from '../tools.js';
+
+export interface ModelRequest {
+  readonly runId: string;
+  readonly turn: number;
+  /** Run-scoped id of this model call, derived from (run id, turn, index). */
+  readonly modelCallId: string;
+  readonly model: ModelRef;
+  readonly messages: readonly Message[];
+  readonly tools: readonly ToolDefinition[];
+  readonly signal?: AbortSignal;
+}
+
+export interface ModelToolCall {
+  readonly toolName: string;
+  /** Parsed arguments; the engine validates them against the tool's JSON Schema. */
+  readonly arguments: JsonValue;
+}
+
+export interface ModelResponse {
+  /** Assistant text (may be empty when the model only calls tools). */
+  readonly text: string;
+  readonly toolCalls: readonly ModelToolCall[];
+  /** Provider-reported usage, for accounting; not part of the snapshot. */
+  readonly usage?: { readonly inputTokens?: number; readonly outputTokens?: number };
+}
+
+export interface ModelProvider {
+  /** Matches `ModelRef.provider` of the agent definitions it serves. */
+  readonly name: string;
+  readonly identity?: ComponentIdentity;
+  generate(request: ModelRequest): Promise<ModelResponse>;
+}

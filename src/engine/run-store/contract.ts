@@ -1,0 +1,94 @@
+/**
+ * The run-store contract: the durable kernel state of runs and their event log.
+ *
+ * - `commit` is atomic: the head, message upserts, mutation upserts and events land together or
+ *   not at all. It is conditional on `expectedSequence` (the run's current last sequence; 0 for a
+ *   new run) and fails with `run_sequence_conflict` (kind conflict) otherwise — the fence that keeps
+ *   a stale writer from appending. Events get sequences expectedSequence+1, +2, …
+ * - "Not found" is `undefined` from `get`, never an error.
+ * - Suspend requests are written outside the sequence (`requestSuspend`), so a request from
+ *   another process never conflicts with the driver; the driver consumes them in a commit.
+ * - Reads are snapshot-consistent per call. `readEvents` returns events in sequence order.
+ * - `onCommit` listeners fire after a commit is durable, in this process only; other processes
+ *   observe commits by reading (subscribers poll).
+ */
+import type { AgentDefinition } from '../agent.js';
+import type { NewEvent, RunEvent } from '../events.js';
+import type { DefinitionIdentity, Lifecycle, Message, ModelRef, PlanIdentity } from '../../snapshot/index.js';
+
+export interface PendingInteraction {
+  readonly interactionId: string;
+  readonly callId: string;
+  readonly prompt: string;
+}
+
+export interface RunFailure {
+  readonly code: string;
+  readonly message: string;
+}
+
+/** Everything about a run except its messages and events. */
+export interface RunHead {
+  readonly runId: string;
+  readonly definition: DefinitionIdentity;
+  readonly model: ModelRef;
+  readonly turnLimit: number;
+  readonly completedTurns: number;
+  readonly lifecycle: Lifecycle;
+  readonly planIdentity: PlanIdentity;
+  /** Sorted, unique. */
+  readonly usedInteractionIds: readonly string[];
+  readonly lastSequence: number;
+  readonly messageCount: number;
+  /** A turn has started and not completed. */
+  readonly turnInProgress: boolean;
+  /** Suspend when completedTurns reaches this (set by --suspend-after-turns / resume --turns). */
+  readonly suspendAtTurn: number | null;
+  readonly pendingInteraction: PendingInteraction | null;
+  readonly failure: RunFailure | null;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export type MutationState = 'intent' | 'committed' | 'failed' | 'uncertain' | 'absent' | 'abandoned';
+
+export interface MutationRecord {
+  readonly runId: string;
+  readonly callId: string;
+  readonly turn: number;
+  readonly toolName: string;
+  readonly argumentsJson: string;
+  readonly state: MutationState;
+  readonly resultJson: string | null;
+}
+
+export interface RunCommit {
+  readonly head: RunHead;
+  readonly expectedSequence: number;
+  /** Upserts by message index (0-based position in the history). */
+  readonly messages?: ReadonlyArray<{ readonly index: number; readonly message: Message }>;
+  readonly mutations?: readonly MutationRecord[];
+  readonly events: readonly NewEvent[];
+  /** Consume the run's pending suspend request in this commit. */
+  readonly clearSuspendRequest?: boolean;
+}
+
+export interface RunStore {
+  putDefinition(def: AgentDefinition): void;
+  getDefinition(identity: DefinitionIdentity): AgentDefinition | undefined;
+
+  get(runId: string): RunHead | undefined;
+  list(): RunHead[];
+  messages(runId: string): Message[];
+  mutations(runId: string): MutationRecord[];
+  /** Appends the events and returns them with their sequences and times; the head's lastSequence is set to match. */
+  commit(c: RunCommit): RunEvent[];
+
+  readEvents(runId: string, afterSequence: number, limit: number): RunEvent[];
+
+  requestSuspend(runId: string): void;
+  suspendRequested(runId: string): boolean;
+
+  onCommit(listener: (runId: string) => void): () => void;
+  close(): void;
+}

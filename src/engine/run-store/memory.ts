@@ -1,0 +1,64 @@
+/** In-memory reference run store: the contract without a disk, for engine tests. */
+import { conflict, rejected } from '../../core/errors.js';
+import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
+import { agentDefinitionToFile, parseAgentDefinition, type AgentDefinition } from '../agent.js';
+import type { RunEvent } from '../events.js';
+import type { MutationRecord, RunHead, RunStore } from './contract.js';
+
+export function memoryRunStore(): RunStore {
+  const defs = new Map<string, string>();
+  const runs = new Map<string, { head: RunHead; messages: Message[]; mutations: Map<string, MutationRecord>; events: RunEvent[] }>();
+  const suspendRequests = new Set<string>();
+  const listeners = new Set<(runId: string) => void>();
+  const clone = <T>(v: T): T => structuredClone(v);
+
+  return {
+    putDefinition(def: AgentDefinition) {
+      const key = `${def.id}\u0000${def.version}`;
+      const body = JSON.stringify(agentDefinitionToFile(def));
+      const existing = defs.get(key);
+      if (existing === undefined) defs.set(key, body);
+      else if (existing !== body) throw conflict('definition_conflict', `Agent ${def.id}@${def.version} is already known with different content.`, { nextAction: 'give the changed agent definition a new version' });
+    },
+    getDefinition(identity: DefinitionIdentity) {
+      const body = defs.get(`${identity.id}\u0000${identity.version}`);
+      return body ? parseAgentDefinition(JSON.parse(body)) : undefined;
+    },
+    get: (runId) => (runs.has(runId) ? clone(runs.get(runId)!.head) : undefined),
+    list: () => [...runs.values()].map((r) => clone(r.head)),
+    messages: (runId) => clone(runs.get(runId)?.messages ?? []),
+    mutations: (runId) => clone([...(runs.get(runId)?.mutations.values() ?? [])].sort((a, b) => (a.callId < b.callId ? -1 : 1))),
+    commit(c) {
+      if (c.events.length === 0) throw rejected('empty_commit', 'A run commit must carry at least one event.');
+      const existing = runs.get(c.head.runId);
+      const found = existing?.head.lastSequence;
+      if (c.expectedSequence === 0 ? existing !== undefined : found !== c.expectedSequence) {
+        throw conflict('run_sequence_conflict', `Run ${c.head.runId} changed under this writer.`, { nextAction: 'reload the run and retry' });
+      }
+      const at = new Date().toISOString();
+      const events: RunEvent[] = c.events.map((e, i) => ({ runId: c.head.runId, sequence: c.expectedSequence + 1 + i, type: e.type, data: clone(e.data), at }));
+      const rec = existing ?? { head: c.head, messages: [] as Message[], mutations: new Map<string, MutationRecord>(), events: [] as RunEvent[] };
+      rec.head = clone({ ...c.head, lastSequence: c.expectedSequence + events.length, updatedAt: at, createdAt: existing ? c.head.createdAt : at });
+      for (const m of c.messages ?? []) rec.messages[m.index] = clone(m.message);
+      for (const m of c.mutations ?? []) rec.mutations.set(m.callId, clone(m));
+      rec.events.push(...events);
+      runs.set(c.head.runId, rec);
+      if (c.clearSuspendRequest) suspendRequests.delete(c.head.runId);
+      for (const l of listeners) l(c.head.runId);
+      return clone(events);
+    },
+    readEvents: (runId, after, limit) => clone((runs.get(runId)?.events ?? []).filter((e) => e.sequence > after).slice(0, limit)),
+    requestSuspend(runId) {
+      suspendRequests.add(runId);
+      for (const l of listeners) l(runId);
+    },
+    suspendRequested: (runId) => suspendRequests.has(runId),
+    onCommit(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    close() {
+      listeners.clear();
+    },
+  };
+}

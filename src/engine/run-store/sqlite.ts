@@ -1,0 +1,129 @@
+/**
+ * SQLite run store: `engine.db` in the runtime root. One database for the kernel state and its
+ * event log, so a head change and the events that explain it commit in one transaction.
+ */
+import { conflict, rejected } from '../../core/errors.js';
+import { openSqlite, setup, type SqliteDatabase, type SqliteStatement } from '../../store/index.js';
+import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
+import { agentDefinitionToFile, parseAgentDefinition, type AgentDefinition } from '../agent.js';
+import type { RunEvent } from '../events.js';
+import type { MutationRecord, RunCommit, RunHead, RunStore } from './contract.js';
+
+const MIGRATIONS = [
+  `CREATE TABLE definitions (id TEXT NOT NULL, version TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (id, version)) WITHOUT ROWID;
+   CREATE TABLE runs (run_id TEXT PRIMARY KEY, lifecycle TEXT NOT NULL, last_sequence INTEGER NOT NULL, created_at TEXT NOT NULL, head TEXT NOT NULL) WITHOUT ROWID;
+   CREATE TABLE messages (run_id TEXT NOT NULL, idx INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, idx)) WITHOUT ROWID;
+   CREATE TABLE mutations (run_id TEXT NOT NULL, call_id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, call_id)) WITHOUT ROWID;
+   CREATE TABLE events (run_id TEXT NOT NULL, sequence INTEGER NOT NULL, type TEXT NOT NULL, at TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, sequence)) WITHOUT ROWID;
+   CREATE TABLE suspend_requests (run_id TEXT PRIMARY KEY) WITHOUT ROWID;`,
+];
+
+interface EventRow { run_id: string; sequence: number; type: string; at: string; data: string }
+
+export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL' | 'NORMAL' } = {}): RunStore {
+  const db: SqliteDatabase = openSqlite(path, options.synchronous ? { synchronous: options.synchronous } : {});
+  setup(db, MIGRATIONS);
+  const listeners = new Set<(runId: string) => void>();
+
+  const q = {
+    getDef: db.prepare('SELECT body FROM definitions WHERE id = ? AND version = ?'),
+    putDef: db.prepare('INSERT INTO definitions (id, version, body) VALUES (?, ?, ?)'),
+    getRun: db.prepare('SELECT head FROM runs WHERE run_id = ?'),
+    listRuns: db.prepare('SELECT head FROM runs ORDER BY created_at, run_id'),
+    lastSeq: db.prepare('SELECT last_sequence FROM runs WHERE run_id = ?'),
+    insertRun: db.prepare('INSERT INTO runs (run_id, lifecycle, last_sequence, created_at, head) VALUES (?, ?, ?, ?, ?)'),
+    updateRun: db.prepare('UPDATE runs SET lifecycle = ?, last_sequence = ?, head = ? WHERE run_id = ? AND last_sequence = ?'),
+    messages: db.prepare('SELECT body FROM messages WHERE run_id = ? ORDER BY idx'),
+    upsertMessage: db.prepare('INSERT INTO messages (run_id, idx, body) VALUES (?, ?, ?) ON CONFLICT (run_id, idx) DO UPDATE SET body = excluded.body'),
+    mutations: db.prepare('SELECT body FROM mutations WHERE run_id = ? ORDER BY call_id'),
+    upsertMutation: db.prepare('INSERT INTO mutations (run_id, call_id, body) VALUES (?, ?, ?) ON CONFLICT (run_id, call_id) DO UPDATE SET body = excluded.body'),
+    insertEvent: db.prepare('INSERT INTO events (run_id, sequence, type, at, data) VALUES (?, ?, ?, ?, ?)'),
+    readEvents: db.prepare('SELECT run_id, sequence, type, at, data FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence LIMIT ?') as SqliteStatement,
+    requestSuspend: db.prepare('INSERT OR IGNORE INTO suspend_requests (run_id) VALUES (?)'),
+    suspendRequested: db.prepare('SELECT 1 FROM suspend_requests WHERE run_id = ?'),
+    clearSuspend: db.prepare('DELETE FROM suspend_requests WHERE run_id = ?'),
+  };
+
+  const commitTx = db.transaction((c: RunCommit): RunEvent[] => {
+    const current = q.lastSeq.get(c.head.runId) as { last_sequence: number } | undefined;
+    const currentSeq = current?.last_sequence;
+    if (c.expectedSequence === 0 ? current !== undefined : currentSeq !== c.expectedSequence) {
+      throw conflict('run_sequence_conflict', `Run ${c.head.runId} changed under this writer (expected sequence ${c.expectedSequence}, found ${currentSeq ?? 'none'}).`, {
+        nextAction: 'reload the run and retry',
+        details: { run_id: c.head.runId, expected_sequence: c.expectedSequence, found_sequence: currentSeq ?? null },
+      });
+    }
+    const at = new Date().toISOString();
+    const events: RunEvent[] = c.events.map((e, i) => ({ runId: c.head.runId, sequence: c.expectedSequence + 1 + i, type: e.type, data: e.data, at }));
+    const last = c.expectedSequence + events.length;
+    const head: RunHead = { ...c.head, lastSequence: last, updatedAt: at, createdAt: c.expectedSequence === 0 ? at : c.head.createdAt };
+    const headJson = JSON.stringify(head);
+    if (c.expectedSequence === 0) q.insertRun.run(head.runId, head.lifecycle, last, head.createdAt, headJson);
+    else q.updateRun.run(head.lifecycle, last, headJson, head.runId, c.expectedSequence);
+    for (const m of c.messages ?? []) q.upsertMessage.run(head.runId, m.index, JSON.stringify(m.message));
+    for (const m of c.mutations ?? []) q.upsertMutation.run(m.runId, m.callId, JSON.stringify(m));
+    for (const e of events) q.insertEvent.run(e.runId, e.sequence, e.type, e.at, JSON.stringify(e.data));
+    if (c.clearSuspendRequest) q.clearSuspend.run(head.runId);
+    return events;
+  });
+
+  return {
+    putDefinition(def: AgentDefinition) {
+      const body = JSON.stringify(agentDefinitionToFile(def));
+      const existing = q.getDef.get(def.id, def.version) as { body: string } | undefined;
+      if (existing === undefined) q.putDef.run(def.id, def.version, body);
+      else if (existing.body !== body) {
+        throw conflict('definition_conflict', `Agent ${def.id}@${def.version} is already known with different content.`, {
+          nextAction: 'give the changed agent definition a new version',
+        });
+      }
+    },
+    getDefinition(identity: DefinitionIdentity) {
+      const row = q.getDef.get(identity.id, identity.version) as { body: string } | undefined;
+      return row ? parseAgentDefinition(JSON.parse(row.body)) : undefined;
+    },
+    get(runId) {
+      const row = q.getRun.get(runId) as { head: string } | undefined;
+      return row ? (JSON.parse(row.head) as RunHead) : undefined;
+    },
+    list() {
+      return (q.listRuns.all() as Array<{ head: string }>).map((r) => JSON.parse(r.head) as RunHead);
+    },
+    messages(runId) {
+      return (q.messages.all(runId) as Array<{ body: string }>).map((r) => JSON.parse(r.body) as Message);
+    },
+    mutations(runId) {
+      return (q.mutations.all(runId) as Array<{ body: string }>).map((r) => JSON.parse(r.body) as MutationRecord);
+    },
+    commit(c) {
+      if (c.events.length === 0) throw rejected('empty_commit', 'A run commit must carry at least one event.');
+      const events = commitTx.immediate(c);
+      for (const l of listeners) l(c.head.runId);
+      return events;
+    },
+    readEvents(runId, afterSequence, limit) {
+      return (q.readEvents.all(runId, afterSequence, limit) as EventRow[]).map((r) => ({
+        runId: r.run_id,
+        sequence: r.sequence,
+        type: r.type as RunEvent['type'],
+        at: r.at,
+        data: JSON.parse(r.data) as RunEvent['data'],
+      }));
+    },
+    requestSuspend(runId) {
+      q.requestSuspend.run(runId);
+      for (const l of listeners) l(runId);
+    },
+    suspendRequested(runId) {
+      return q.suspendRequested.get(runId) !== undefined;
+    },
+    onCommit(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    close() {
+      listeners.clear();
+      db.close();
+    },
+  };
+}

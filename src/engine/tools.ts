@@ -1,0 +1,131 @@
+/**
+ * Static tools, tool plans and the tool-plan host. A tool plan is an immutable set of tool
+ * definitions named by a ToolPlanID; a run executes only through a live lease of its plan, and a
+ * lease's release is observable (`released`, `whenReleased`). Serialized plan ids are never
+ * mistaken for a lease: only `ToolPlanHost.lease` makes one.
+ */
+import { Ajv, type ValidateFunction } from 'ajv';
+import { conflict, notFound, rejected } from '../core/errors.js';
+import type { ComponentIdentity } from '../snapshot/index.js';
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
+
+export interface ToolDefinition {
+  readonly name: string;
+  readonly description: string;
+  /** JSON Schema (draft 2020-12 subset Ajv understands) of the arguments object. */
+  readonly inputSchema: { readonly [k: string]: JsonValue };
+  /** A mutating tool changes the world; it goes through intent/outcome recording and is never re-run. */
+  readonly mutating: boolean;
+}
+
+/** What a tool may ask of the run while it executes. */
+export interface ToolContext {
+  readonly runId: string;
+  readonly callId: string;
+  readonly turn: number;
+  /** Ask a human. The run waits; `loopx run answer` continues it with the answer as this call's result. */
+  requestInteraction(interactionId: string, prompt: string): InteractionRequest;
+}
+
+/** Returned by a tool to park its call until a human answers. */
+export interface InteractionRequest {
+  readonly kind: 'interaction_request';
+  readonly interactionId: string;
+  readonly prompt: string;
+}
+
+export type ToolOutput = JsonValue | InteractionRequest;
+
+export interface Tool {
+  readonly definition: ToolDefinition;
+  readonly identity?: ComponentIdentity;
+  execute(args: { readonly [k: string]: JsonValue }, ctx: ToolContext): Promise<ToolOutput> | ToolOutput;
+}
+
+export const isInteractionRequest = (v: unknown): v is InteractionRequest =>
+  typeof v === 'object' && v !== null && (v as { kind?: unknown }).kind === 'interaction_request';
+
+export interface ToolPlan {
+  readonly id: string;
+  readonly tools: readonly Tool[];
+}
+
+export interface ToolPlanLease {
+  readonly plan: ToolPlan;
+  readonly leaseId: number;
+  readonly released: boolean;
+  readonly whenReleased: Promise<void>;
+  /** Validate arguments against the tool's JSON Schema; throws `tool_arguments_invalid`. */
+  validateArguments(toolName: string, args: unknown): void;
+  tool(name: string): Tool | undefined;
+  release(): void;
+}
+
+const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_.-]{0,63}$/;
+
+export class ToolPlanHost {
+  readonly #plans = new Map<string, { plan: ToolPlan; validators: Map<string, ValidateFunction> }>();
+  readonly #live = new Set<number>();
+  #nextLease = 1;
+
+  register(plan: ToolPlan): void {
+    if (this.#plans.has(plan.id)) throw conflict('tool_plan_exists', `Tool plan ${plan.id} is already registered.`);
+    const ajv = new Ajv({ strict: true, allErrors: false });
+    const validators = new Map<string, ValidateFunction>();
+    for (const tool of plan.tools) {
+      const name = tool.definition.name;
+      if (!TOOL_NAME.test(name)) throw rejected('tool_name_invalid', `Tool name ${JSON.stringify(name)} is not a valid tool name.`);
+      if (validators.has(name)) throw rejected('tool_name_duplicate', `Tool plan ${plan.id} defines ${name} twice.`);
+      validators.set(name, ajv.compile(tool.definition.inputSchema));
+    }
+    this.#plans.set(plan.id, { plan, validators });
+  }
+
+  has(planId: string): boolean {
+    return this.#plans.has(planId);
+  }
+
+  /** Number of leases not yet released (observable release). */
+  get liveLeases(): number {
+    return this.#live.size;
+  }
+
+  lease(planId: string): ToolPlanLease {
+    const entry = this.#plans.get(planId);
+    if (!entry) {
+      throw notFound('tool_plan_missing', `Tool plan ${planId} is not available in this engine.`, {
+        nextAction: 'run with an application that provides this tool plan',
+      });
+    }
+    const leaseId = this.#nextLease++;
+    this.#live.add(leaseId);
+    let resolveReleased!: () => void;
+    const whenReleased = new Promise<void>((r) => (resolveReleased = r));
+    let released = false;
+    const live = this.#live;
+    return {
+      plan: entry.plan,
+      leaseId,
+      get released() {
+        return released;
+      },
+      whenReleased,
+      tool: (name) => entry.plan.tools.find((t) => t.definition.name === name),
+      validateArguments(toolName, args) {
+        const validate = entry.validators.get(toolName);
+        if (!validate) throw rejected('tool_unknown', `The model called ${toolName}, which is not in tool plan ${planId}.`);
+        if (!validate(args)) {
+          const first = validate.errors?.[0];
+          throw rejected('tool_arguments_invalid', `Arguments for ${toolName} do not match its schema: ${first?.instancePath || '/'} ${first?.message ?? ''}`.trim());
+        }
+      },
+      release() {
+        if (released) return;
+        released = true;
+        live.delete(leaseId);
+        resolveReleased();
+      },
+    };
+  }
+}

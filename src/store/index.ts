@@ -1,0 +1,2 @@
+/** Public API of store: database plumbing. Drivers never cross this boundary as contract types. */
+export { openSqlite, setup, type Migration, type OpenOptions, type SqliteDatabase, type SqliteStatement } from './sqlite.js';
