@@ -3,15 +3,14 @@
  * run in a fresh root that works for two turns, suspends at the boundary, is exported as a
  * validated snapshot and inspected back.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { writeFileDurable } from '../../core/fs.js';
 import { builtinApplication, openEngine, parseAgentDefinition } from '../../engine/index.js';
 import { decodeSnapshot } from '../../snapshot/index.js';
-import { emit, type GlobalOptions } from '../context.js';
+import { emit, resolveRoot, type GlobalOptions } from '../context.js';
 import { snapshotToJson } from './snapshot-json.js';
 
 function exampleAgentPath(): string {
@@ -31,27 +30,29 @@ function exampleAgentPath(): string {
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
     .command('demo')
-    .description('run a scripted agent that suspends, export its snapshot and inspect it (a fresh root unless --root)')
+    .description('run a scripted agent that suspends, export its snapshot and inspect it in the runtime root')
     .action(async () => {
       const g = globals();
-      const root = g.root ?? mkdtempSync(join(tmpdir(), 'loopx-demo-'));
+      const root = resolveRoot(g);
       const engine = openEngine({ root, application: builtinApplication(root) });
       try {
         const agent = parseAgentDefinition(JSON.parse(readFileSync(exampleAgentPath(), 'utf8')));
         const started = await engine.start(agent, { input: 'Add 2 and 40, then record the answer.', suspendAfterTurns: 2 });
         const snap = engine.exportSnapshot(started.run_id);
-        const file = join(root, `${started.run_id}.snapshot`);
+        mkdirSync(join(root, 'exports'), { recursive: true, mode: 0o700 });
+        const relative = join('exports', `${started.run_id}.snapshot`);
+        const file = join(root, relative);
         writeFileDurable(file, snap.bytes, { exclusive: true });
         const decoded = decodeSnapshot(new Uint8Array(readFileSync(file)));
         const doc = {
           run: { run_id: started.run_id, status: started.status, completed_turns: started.completed_turns, last_sequence: started.last_sequence },
-          snapshot: { payload_sha256: snap.sha256, payload_bytes: snap.bytes.byteLength, lifecycle: decoded.lifecycle, messages: decoded.messages.length },
+          snapshot: { file_in_root: relative, payload_sha256: snap.sha256, payload_bytes: snap.bytes.byteLength, lifecycle: decoded.lifecycle, messages: decoded.messages.length },
           inspected: snapshotToJson(decoded),
         };
         emit(g, doc, (d, out) => {
           out.line(`1. started run ${d.run.run_id} of ${agent.id}@${agent.version} (scripted model)`);
           out.line(`2. it worked ${d.run.completed_turns} turns and ${d.run.status} at the turn boundary (last event sequence ${d.run.last_sequence})`);
-          out.line(`3. exported a validated v1alpha2 snapshot: ${d.snapshot.payload_bytes} bytes, sha256 ${d.snapshot.payload_sha256}`);
+          out.line(`3. exported a validated v1alpha2 snapshot to ${d.snapshot.file_in_root} in the root: ${d.snapshot.payload_bytes} bytes, sha256 ${d.snapshot.payload_sha256}`);
           out.line(`4. inspected it back: ${d.snapshot.lifecycle}, ${d.snapshot.messages} messages:`);
           for (const m of decoded.messages) {
             const summary = m.parts
@@ -60,7 +61,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
             out.line(`   ${m.role.padEnd(9)} ${summary}`);
           }
           out.line('');
-          out.line(`Try: loopx run inspect <snapshot> --json   ·   loopx run resume ${d.run.run_id} --root <root>`);
+          out.line(`Next: loopx run resume ${d.run.run_id}   (then: loopx run answer ${d.run.run_id} confirm-1 yes)`);
         });
       } finally {
         engine.close();

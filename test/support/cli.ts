@@ -1,0 +1,53 @@
+/** Runs the real `loopx` CLI in a child process (from source via tsx) and captures its outcome. */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, chmodSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const REPO = resolve(import.meta.dirname, '../..');
+const ENTRY = join(REPO, 'test/support/loopx-entry.ts');
+
+export interface CliResult {
+  readonly status: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  json<T = any>(): T; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+const wrap = (status: number | null, signal: NodeJS.Signals | null, stdout: string, stderr: string): CliResult => ({
+  status,
+  signal,
+  stdout,
+  stderr,
+  json: () => JSON.parse(stdout),
+});
+
+export function loopx(args: readonly string[], env: Record<string, string> = {}): CliResult {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', ENTRY, ...args], {
+    cwd: REPO,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return wrap(r.status, r.signal, r.stdout, r.stderr);
+}
+
+export function loopxAsync(args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], { cwd: REPO, env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', rej);
+    child.on('close', (status, signal) => res(wrap(status, signal, stdout, stderr)));
+  });
+}
+
+/** A fresh private runtime root. */
+export function tempRoot(prefix = 'loopx-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  chmodSync(dir, 0o700);
+  return join(dir, 'root');
+}
