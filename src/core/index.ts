@@ -6,3 +6,4 @@ export * from './fs.js';
 export * from './flock.js';
 export * from './faults.js';
 export * from './version.js';
+export * from './encoding.js';

@@ -107,6 +107,6 @@ function toDef(file: typeof longAgent) {
     model: { provider: file.model.provider, modelId: file.model.model_id },
     turnLimit: file.turn_limit,
     toolPlan: file.tool_plan,
-    script: file.script.map((s) => ({ text: s.text, ...(s.tool_calls ? { toolCalls: s.tool_calls } : {}) })),
+    script: file.script.map((s) => ({ text: s.text, ...('tool_calls' in s ? { toolCalls: s.tool_calls } : {}) })),
   };
 }

@@ -1,0 +1,289 @@
+/**
+ * A directory bound by identity, not by name.
+ *
+ * Node has no openat(2). The technique (Linux): open the directory once (O_DIRECTORY|O_NOFOLLOW)
+ * and keep that descriptor for the object's lifetime; every later access goes through
+ * `/proc/self/fd/<fd>/<name>`, which the kernel resolves through the descriptor to the retained
+ * directory object itself — never through the original path. Renaming the directory, replacing
+ * it with another one, or swapping a symlink into its place therefore cannot redirect a read or
+ * a write. On top of that, every operation re-proves identity: `fstat(fd)` must still show the
+ * retained device+inode, and the configured path must still `lstat` to that same object (a
+ * substituted path fails closed with `authority_dir_substituted` rather than silently acting on
+ * an unlinked directory). Names are single components; the final component is opened with
+ * O_NOFOLLOW, so a planted symlink is refused (ELOOP).
+ *
+ * Opening validates the whole ancestry first (see `validateAncestry`). Creation sets a newly made
+ * leaf to 0700; an existing leaf is only validated (exactly 0700, owned by the current user),
+ * never chmodded.
+ *
+ * Written by hand because no maintained npm package offers descriptor-relative file access.
+ */
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  linkSync,
+  readdirSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { isAbsolute, resolve, sep } from 'node:path';
+import { conflict, internal, LoopxError, rejected } from '../core/errors.js';
+import { faultPoint } from '../core/faults.js';
+
+const STICKY = 0o1000;
+const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}$/;
+
+export interface DirIdentity {
+  readonly dev: number;
+  readonly ino: number;
+}
+
+const uid = (): number => (process.getuid ? process.getuid() : -1);
+
+const unsafe = (code: string, message: string): LoopxError =>
+  rejected(code, message, { nextAction: 'choose an authority directory whose every ancestor is owned by root or you and not writable by others' });
+
+/**
+ * Walk every component of `absPath` from `/` (lstat, no following): each must be a directory (no
+ * symlinks anywhere), owned by root or the current user, and not group/other-writable unless it
+ * is sticky — then the entry below it must itself be owned by root or the user, which the owner
+ * rule enforces for the next component. Returns the leaf's stats, or undefined if the leaf does
+ * not exist (its parent is then fully validated).
+ */
+export function validateAncestry(absPath: string): Stats | undefined {
+  if (process.platform !== 'linux') throw rejected('authority_platform_unsupported', 'The OS-backed run authority needs Linux (/proc/self/fd).');
+  if (!isAbsolute(absPath)) throw internal('authority_path_relative', 'Authority paths are resolved before validation.');
+  const parts = absPath.split(sep).filter(Boolean);
+  const me = uid();
+  let current = '/';
+  let st = lstatSync(current);
+  for (let i = 0; i <= parts.length; i++) {
+    if (i > 0) {
+      current = `${current === '/' ? '' : current}/${parts[i - 1]}`;
+      try {
+        st = lstatSync(current);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT' && i === parts.length) return undefined;
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw rejected('authority_parent_missing', 'A parent of the authority directory does not exist.', { nextAction: 'create the parent directories first' });
+        throw e;
+      }
+    }
+    const isLeaf = i === parts.length;
+    if (st.isSymbolicLink()) throw unsafe('authority_path_symlink', 'The authority path contains a symbolic link; pass its real path.');
+    if (!st.isDirectory()) throw unsafe('authority_path_not_directory', 'A component of the authority path is not a directory.');
+    if (st.uid !== 0 && st.uid !== me) throw unsafe('authority_ancestor_foreign_owner', 'A directory on the authority path is owned by another user.');
+    if (!isLeaf && (st.mode & 0o022) !== 0 && (st.mode & STICKY) === 0) {
+      throw unsafe('authority_ancestor_writable', 'A directory on the authority path is writable by other users and not sticky.');
+    }
+  }
+  return st;
+}
+
+type EntryName = { readonly path: string } | { readonly parent: ConfinedDir; readonly entry: string };
+
+export class ConfinedDir {
+  readonly #fd: number;
+  readonly identity: DirIdentity;
+  /** How the object is named: the validated absolute path (a root) or a name in a parent. Used only to re-prove identity, never to reach files. */
+  readonly #name: EntryName;
+  #closed = false;
+
+  private constructor(fd: number, identity: DirIdentity, name: EntryName) {
+    this.#fd = fd;
+    this.identity = identity;
+    this.#name = name;
+  }
+
+  /** Open (and with `create`, make) a private directory after validating its whole ancestry. */
+  static open(path: string, options: { create: boolean }): ConfinedDir {
+    const abs = resolve(path);
+    let leaf = validateAncestry(abs);
+    if (!leaf) {
+      if (!options.create) throw rejected('authority_missing', 'The run authority directory does not exist.', { nextAction: 'create it: loopx authority init' });
+      try {
+        mkdirSync(abs, { mode: 0o700 });
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
+      leaf = lstatSync(abs);
+      // A leaf we just created gets exactly 0700 whatever the umask; an existing one is never chmodded.
+      if (!leaf.isSymbolicLink() && leaf.isDirectory() && leaf.uid === uid() && (leaf.mode & 0o7777) !== 0o700) {
+        const fd = openSync(abs, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+        try {
+          const st = fstatSync(fd);
+          if (st.ino === leaf.ino && st.dev === leaf.dev) {
+            // fchmod on the descriptor we just proved is the new leaf.
+            fchmodSync(fd, 0o700);
+          }
+        } finally {
+          closeSync(fd);
+        }
+      }
+      leaf = validateAncestry(abs)!;
+    }
+    if (leaf.uid !== uid()) throw unsafe('authority_not_owned', 'The authority directory is not owned by the current user.');
+    if ((leaf.mode & 0o7777) !== 0o700) {
+      throw rejected('authority_mode_unsafe', 'The authority directory must have mode exactly 0700; loopx never changes an existing one.', {
+        nextAction: 'inspect the directory, then chmod 700 it yourself if it is yours',
+      });
+    }
+    const fd = openSync(abs, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    const st = fstatSync(fd);
+    if (st.dev !== leaf.dev || st.ino !== leaf.ino) {
+      closeSync(fd);
+      throw conflict('authority_dir_substituted', 'The authority directory changed while it was being opened.', { nextAction: 'check who else writes to this directory, then retry' });
+    }
+    return new ConfinedDir(fd, { dev: st.dev, ino: st.ino }, { path: abs });
+  }
+
+  /** Prove the descriptor still refers to the retained object and the path still names it. */
+  verify(): void {
+    if (this.#closed) throw internal('authority_closed', 'The run authority is closed.');
+    const name = this.#name;
+    if ('parent' in name) name.parent.verify();
+    const st = fstatSync(this.#fd);
+    const byPath = lstatSync('parent' in name ? name.parent.#at(name.entry) : name.path, { throwIfNoEntry: false });
+    if (st.dev !== this.identity.dev || st.ino !== this.identity.ino || !byPath || byPath.isSymbolicLink() || byPath.dev !== this.identity.dev || byPath.ino !== this.identity.ino) {
+      throw conflict('authority_dir_substituted', 'The run authority directory was renamed or replaced after it was opened; nothing was read or written.', {
+        nextAction: 'find out who moved it, restore it, then retry',
+      });
+    }
+  }
+
+  /** Descriptor-relative path of a single-component entry. */
+  #at(name: string): string {
+    if (!NAME.test(name)) throw internal('authority_name_invalid', `Invalid authority entry name ${JSON.stringify(name)}.`);
+    return `/proc/self/fd/${this.#fd}/${name}`;
+  }
+
+  /** A private subdirectory (created 0700 if missing), itself retained by descriptor. */
+  subdir(name: string): ConfinedDir {
+    this.verify();
+    const p = this.#at(name);
+    try {
+      mkdirSync(p, { mode: 0o700 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    const fd = openSync(p, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    const st = fstatSync(fd);
+    if (st.uid !== uid() || (st.mode & 0o7777) !== 0o700) {
+      closeSync(fd);
+      throw unsafe('authority_subdir_unsafe', `The authority's ${name} directory is not private (0700, yours).`);
+    }
+    return new ConfinedDir(fd, { dev: st.dev, ino: st.ino }, { parent: this, entry: name });
+  }
+
+  list(): string[] {
+    this.verify();
+    return readdirSync(`/proc/self/fd/${this.#fd}`).filter((n) => NAME.test(n)).sort();
+  }
+
+  /** Read a private regular file (0600, ours); undefined if absent. */
+  read(name: string): Buffer | undefined {
+    this.verify();
+    let fd: number;
+    try {
+      fd = openSync(this.#at(name), constants.O_RDONLY | constants.O_NOFOLLOW);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return undefined;
+      if (code === 'ELOOP') throw unsafe('authority_entry_symlink', `The authority entry ${name} is a symbolic link.`);
+      throw e;
+    }
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile() || st.uid !== uid() || (st.mode & 0o077) !== 0) throw unsafe('authority_entry_unsafe', `The authority entry ${name} is not a private regular file.`);
+      return readFileSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /**
+   * Atomically and durably replace (or, with `exclusive`, create) an entry: write a new file,
+   * fsync it, rename it into place (or link, when exclusive), fsync the directory. `fault` names
+   * the crash points around the rename for tests.
+   */
+  write(name: string, data: Uint8Array | string, options: { exclusive?: boolean; noSync?: boolean; fault?: string } = {}): void {
+    this.verify();
+    const tmpName = `.tmp-${randomBytes(8).toString('hex')}`;
+    const tmp = this.#at(tmpName);
+    const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      const buf = typeof data === 'string' ? Buffer.from(data) : data;
+      let off = 0;
+      while (off < buf.byteLength) off += writeSync(fd, buf, off, buf.byteLength - off);
+      if (!options.noSync) fsyncSync(fd);
+    } catch (e) {
+      closeSync(fd);
+      unlinkSync(tmp);
+      throw e;
+    }
+    closeSync(fd);
+    if (options.fault) faultPoint(`${options.fault}.before-rename`);
+    try {
+      if (options.exclusive) {
+        try {
+          linkSync(tmp, this.#at(name));
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw conflict('authority_entry_exists', `The authority entry ${name} already exists.`);
+          throw e;
+        } finally {
+          unlinkSync(tmp);
+        }
+      } else {
+        renameSync(tmp, this.#at(name));
+      }
+    } catch (e) {
+      try {
+        unlinkSync(tmp);
+      } catch {
+        /* already gone */
+      }
+      throw e;
+    }
+    if (!options.noSync) fsyncSync(this.#fd);
+    if (options.fault) faultPoint(`${options.fault}.after-rename`);
+  }
+
+  remove(name: string): void {
+    this.verify();
+    try {
+      unlinkSync(this.#at(name));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
+    fsyncSync(this.#fd);
+  }
+
+  /** Open (creating 0600) a lock file and return its descriptor; the caller flocks and closes it. */
+  openLockFile(name: string): number {
+    this.verify();
+    const fd = openSync(this.#at(name), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.uid !== uid()) {
+      closeSync(fd);
+      throw unsafe('authority_entry_unsafe', `The lock ${name} is not a regular file of yours.`);
+    }
+    return fd;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    closeSync(this.#fd);
+  }
+
+}
+

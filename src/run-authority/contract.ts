@@ -1,0 +1,71 @@
+/**
+ * The run-authority contract (RFC 0007): per-user provenance and exclusive ownership of runs.
+ *
+ * - Keys: a random 32-byte scope id and key generations (positive u64). `rotate` adds one; older
+ *   generations stay verifiable until `retire`d. Key material never leaves the authority: callers
+ *   get claims (HMACs) and yes/no verification answers, nothing else.
+ * - Claims: HMAC-SHA256 with a per-run subkey derived from the key over (domain, scope, run id,
+ *   transition generation), so identical payloads from different transition generations carry
+ *   different claims. `verifyClaim` compares in constant time and answers `false` — never a
+ *   distinguishable error — for an unknown scope, an unavailable generation or a wrong HMAC.
+ * - Ownership: `acquireRun` takes the run's exclusive lock without waiting (undefined when a live
+ *   process holds it). Locks die with their process and are never unlinked. Records are written
+ *   only under the run's lease, atomically and durably; "not found" is `undefined`.
+ * - Shutdown (`close`): rejects new work at once, waits for outstanding run and import leases to
+ *   be released, then zeroes the in-memory key buffers.
+ */
+
+/** Durable per-run record states. TERMINAL is a tombstone: never resumable, never importable. */
+export type RunRecordState = 'ACTIVE' | 'SUSPENDED' | 'IMPORTING' | 'TERMINAL';
+
+export interface RunRecord {
+  readonly runId: string;
+  readonly state: RunRecordState;
+  /** Advanced on every resume and import; part of the per-run subkey. */
+  readonly transitionGeneration: number;
+  /** The runtime root (by its random id) that owns the run. */
+  readonly ownerRoot: string;
+  /** SUSPENDED (and IMPORTING): the exact payload digest and claim the record binds. */
+  readonly payloadSha256?: string;
+  readonly claimHmac?: string;
+  readonly keyGeneration?: number;
+  readonly lastSequence?: number;
+  readonly updatedAt: string;
+}
+
+export interface RunLease {
+  readonly runId: string;
+  readonly released: boolean;
+  release(): void;
+}
+
+export interface ImportLease {
+  release(): void;
+}
+
+export interface ClaimInput {
+  readonly keyGeneration: number;
+  readonly runId: string;
+  readonly transitionGeneration: number;
+  /** The canonical MAC input (see snapshot/envelope). */
+  readonly macInput: Uint8Array;
+}
+
+export interface RunAuthority {
+  readonly scopeId: Uint8Array;
+  currentKeyGeneration(): number;
+  keyGenerations(): Array<{ readonly generation: number; readonly retired: boolean }>;
+  rotate(): number;
+  retire(generation: number): void;
+
+  claim(input: ClaimInput): Uint8Array;
+  verifyClaim(scopeId: Uint8Array, input: ClaimInput, hmac: Uint8Array): boolean;
+
+  acquireRun(runId: string): RunLease | undefined;
+  readRecord(runId: string): RunRecord | undefined;
+  /** `fault` names crash points around the durable write (tests only). */
+  writeRecord(lease: RunLease, record: RunRecord, options?: { fault?: string }): void;
+  beginImport(): ImportLease;
+
+  close(): Promise<void>;
+}

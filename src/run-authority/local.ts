@@ -1,0 +1,296 @@
+/**
+ * The OS-backed, per-user run authority: one private directory (default
+ * `$XDG_STATE_HOME/loopx/run-authority`, else `~/.local/state/loopx/run-authority`) shared by every
+ * runtime root of the user.
+ *
+ *   scope              32 random bytes (hex), 0600
+ *   keys/<gen>.key     32 random bytes (hex) per key generation, 0600; removed when retired
+ *   keys/<gen>.retired tombstone of a retired generation
+ *   locks/<run>.lock   per-run flock(2) files, never unlinked
+ *   runs/<run>.json    durable per-run records (ACTIVE / SUSPENDED / IMPORTING / TERMINAL)
+ *
+ * Every access goes through ConfinedDir (descriptor-relative, identity re-proved). It must never
+ * hold an IPC token, never hand out key bytes, and never write a record without the run's lease.
+ */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { closeSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import fsExt from 'fs-ext';
+import { conflict, internal, rejected } from '../core/errors.js';
+import { lengthPrefixed, u64be, utf8 } from '../core/encoding.js';
+import { ConfinedDir } from './confined-dir.js';
+import type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord, RunRecordState } from './contract.js';
+
+export const SUBKEY_DOMAIN = 'loopx.run-authority.subkey/v1';
+const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
+const GEN_FILE = /^([1-9][0-9]{0,15})\.(key|retired)$/;
+const RECORD_SCHEMA = 'loopx.run-authority.record/v1';
+const STATES: readonly RunRecordState[] = ['ACTIVE', 'SUSPENDED', 'IMPORTING', 'TERMINAL'];
+
+export function defaultAuthorityDir(env: NodeJS.ProcessEnv = process.env): string {
+  const state = env.XDG_STATE_HOME && env.XDG_STATE_HOME.startsWith('/') ? env.XDG_STATE_HOME : join(homedir(), '.local', 'state');
+  return join(state, 'loopx', 'run-authority');
+}
+
+const hex32 = (text: string | undefined, what: string): Buffer => {
+  const t = (text ?? '').trim();
+  if (!/^[0-9a-f]{64}$/.test(t)) throw internal('authority_corrupt', `The authority's ${what} is malformed.`, { nextAction: 'restore the authority directory from a backup' });
+  return Buffer.from(t, 'hex');
+};
+
+export interface OpenAuthorityOptions {
+  readonly dir?: string;
+  /** Create the directory, scope and first key if missing (`loopx authority init`, and first use). */
+  readonly create?: boolean;
+}
+
+export class LocalRunAuthority implements RunAuthority {
+  readonly scopeId: Uint8Array;
+  readonly #dir: ConfinedDir;
+  readonly #keysDir: ConfinedDir;
+  readonly #locksDir: ConfinedDir;
+  readonly #runsDir: ConfinedDir;
+  readonly #keys = new Map<number, Buffer>();
+  readonly #retired = new Set<number>();
+  readonly #runLeases = new Set<RunLease>();
+  readonly #importLeases = new Set<ImportLease>();
+  #closing = false;
+  #closed = false;
+  #drained: (() => void) | undefined;
+
+  private constructor(dir: ConfinedDir) {
+    this.#dir = dir;
+    this.#keysDir = dir.subdir('keys');
+    this.#locksDir = dir.subdir('locks');
+    this.#runsDir = dir.subdir('runs');
+    let scope = dir.read('scope');
+    if (!scope) {
+      dir.write('scope', `${randomBytes(32).toString('hex')}\n`, { exclusive: true });
+      scope = dir.read('scope')!;
+    }
+    this.scopeId = new Uint8Array(hex32(scope.toString('utf8'), 'scope id'));
+    this.#loadKeys();
+    if (this.#keys.size === 0 && this.#retired.size === 0) {
+      this.#keysDir.write('1.key', `${randomBytes(32).toString('hex')}\n`, { exclusive: true });
+      this.#loadKeys();
+    }
+  }
+
+  static open(options: OpenAuthorityOptions = {}): LocalRunAuthority {
+    const dir = ConfinedDir.open(options.dir ?? defaultAuthorityDir(), { create: options.create ?? true });
+    try {
+      return new LocalRunAuthority(dir);
+    } catch (e) {
+      dir.close();
+      throw e;
+    }
+  }
+
+  #loadKeys(): void {
+    for (const name of this.#keysDir.list()) {
+      const m = GEN_FILE.exec(name);
+      if (!m) continue;
+      const gen = Number(m[1]);
+      if (m[2] === 'retired') {
+        this.#retired.add(gen);
+        this.#keys.get(gen)?.fill(0);
+        this.#keys.delete(gen);
+      } else if (!this.#retired.has(gen) && !this.#keys.has(gen)) {
+        this.#keys.set(gen, hex32(this.#keysDir.read(name)?.toString('utf8'), `key generation ${gen}`));
+      }
+    }
+  }
+
+  /** New work (new leases, key changes) is refused from the moment shutdown begins. */
+  #live(): void {
+    if (this.#closing) throw conflict('authority_shutting_down', 'The run authority is shutting down and takes no new work.', { nextAction: 'retry in a new process' });
+  }
+
+  /** Work of outstanding leases may finish during the drain; after it, nothing runs. */
+  #open(): void {
+    if (this.#closed) throw internal('authority_closed', 'The run authority is closed.');
+  }
+
+  currentKeyGeneration(): number {
+    const gens = [...this.#keys.keys()];
+    if (gens.length === 0) throw rejected('authority_no_key', 'Every key generation of this authority is retired.', { nextAction: 'add one: loopx authority rotate' });
+    return Math.max(...gens);
+  }
+
+  keyGenerations(): Array<{ generation: number; retired: boolean }> {
+    return [...[...this.#keys.keys()].map((g) => ({ generation: g, retired: false })), ...[...this.#retired].map((g) => ({ generation: g, retired: true }))].sort((a, b) => a.generation - b.generation);
+  }
+
+  rotate(): number {
+    this.#live();
+    const next = Math.max(0, ...this.#keys.keys(), ...this.#retired) + 1;
+    if (!Number.isSafeInteger(next)) throw internal('authority_generation_overflow', 'Key generations are exhausted.');
+    this.#keysDir.write(`${next}.key`, `${randomBytes(32).toString('hex')}\n`, { exclusive: true });
+    this.#loadKeys();
+    return next;
+  }
+
+  retire(generation: number): void {
+    this.#live();
+    if (!this.#keys.has(generation)) throw rejected('authority_generation_unknown', `Key generation ${generation} is not active here.`);
+    if (this.#keys.size === 1) throw rejected('authority_last_generation', 'The last active key generation cannot be retired.', { nextAction: 'rotate first: loopx authority rotate' });
+    this.#keysDir.write(`${generation}.retired`, `${new Date().toISOString()}\n`, { exclusive: true });
+    this.#keysDir.remove(`${generation}.key`);
+    this.#loadKeys();
+  }
+
+  #subkey(key: Buffer, runId: string, transitionGeneration: number): Buffer {
+    return createHmac('sha256', key)
+      .update(lengthPrefixed([utf8(SUBKEY_DOMAIN), this.scopeId, utf8(runId), u64be(transitionGeneration)]))
+      .digest();
+  }
+
+  claim(input: ClaimInput): Uint8Array {
+    this.#open();
+    const key = this.#keys.get(input.keyGeneration);
+    if (!key) throw rejected('authority_generation_unknown', `Key generation ${input.keyGeneration} is not available for signing.`);
+    const sub = this.#subkey(key, input.runId, input.transitionGeneration);
+    try {
+      return new Uint8Array(createHmac('sha256', sub).update(input.macInput).digest());
+    } finally {
+      sub.fill(0);
+    }
+  }
+
+  verifyClaim(scopeId: Uint8Array, input: ClaimInput, hmac: Uint8Array): boolean {
+    this.#open();
+    const scopeOk = scopeId.byteLength === 32 && timingSafeEqual(Buffer.from(scopeId), Buffer.from(this.scopeId));
+    const real = this.#keys.get(input.keyGeneration);
+    // Unknown scope or generation still does the same work against a throwaway key: one failure shape.
+    const key = scopeOk && real ? real : randomBytes(32);
+    const sub = this.#subkey(key, input.runId, input.transitionGeneration);
+    const expected = createHmac('sha256', sub).update(input.macInput).digest();
+    sub.fill(0);
+    const given = Buffer.alloc(32);
+    Buffer.from(hmac).copy(given, 0, 0, Math.min(32, hmac.byteLength));
+    const same = timingSafeEqual(expected, given);
+    return same && scopeOk && real !== undefined && hmac.byteLength === 32;
+  }
+
+  acquireRun(runId: string): RunLease | undefined {
+    this.#live();
+    if (!RUN_ID.test(runId)) throw rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
+    const fd = this.#locksDir.openLockFile(`${runId}.lock`);
+    try {
+      fsExt.flockSync(fd, 'exnb');
+    } catch (e) {
+      closeSync(fd);
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EAGAIN' || code === 'EWOULDBLOCK') return undefined;
+      throw e;
+    }
+    let released = false;
+    const leases = this.#runLeases;
+    const lease: RunLease = {
+      runId,
+      get released() {
+        return released;
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        closeSync(fd); // releases the flock; the lock file stays
+        leases.delete(lease);
+        this.#maybeDrained();
+      },
+    };
+    leases.add(lease);
+    return lease;
+  }
+
+  readRecord(runId: string): RunRecord | undefined {
+    this.#open();
+    if (!RUN_ID.test(runId)) return undefined;
+    const raw = this.#runsDir.read(`${runId}.json`);
+    if (!raw) return undefined;
+    let doc: Record<string, unknown>;
+    try {
+      doc = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
+    } catch {
+      throw internal('authority_record_corrupt', `The authority record of run ${runId} is not JSON.`);
+    }
+    if (doc.schema !== RECORD_SCHEMA || doc.run_id !== runId || !STATES.includes(doc.state as RunRecordState) || !Number.isSafeInteger(doc.transition_generation) || typeof doc.owner_root !== 'string') {
+      throw internal('authority_record_corrupt', `The authority record of run ${runId} is malformed.`);
+    }
+    return {
+      runId,
+      state: doc.state as RunRecordState,
+      transitionGeneration: doc.transition_generation as number,
+      ownerRoot: doc.owner_root as string,
+      ...(typeof doc.payload_sha256 === 'string' ? { payloadSha256: doc.payload_sha256 } : {}),
+      ...(typeof doc.claim_hmac === 'string' ? { claimHmac: doc.claim_hmac } : {}),
+      ...(typeof doc.key_generation === 'number' ? { keyGeneration: doc.key_generation } : {}),
+      ...(typeof doc.last_sequence === 'number' ? { lastSequence: doc.last_sequence } : {}),
+      updatedAt: String(doc.updated_at),
+    };
+  }
+
+  writeRecord(lease: RunLease, record: RunRecord, options: { fault?: string } = {}): void {
+    this.#open();
+    if (lease.released || !this.#runLeases.has(lease) || lease.runId !== record.runId) {
+      throw internal('authority_lease_required', `Writing the record of run ${record.runId} needs its live lease.`);
+    }
+    const doc = {
+      schema: RECORD_SCHEMA,
+      run_id: record.runId,
+      state: record.state,
+      transition_generation: record.transitionGeneration,
+      owner_root: record.ownerRoot,
+      ...(record.payloadSha256 !== undefined ? { payload_sha256: record.payloadSha256 } : {}),
+      ...(record.claimHmac !== undefined ? { claim_hmac: record.claimHmac } : {}),
+      ...(record.keyGeneration !== undefined ? { key_generation: record.keyGeneration } : {}),
+      ...(record.lastSequence !== undefined ? { last_sequence: record.lastSequence } : {}),
+      updated_at: record.updatedAt,
+    };
+    this.#runsDir.write(`${record.runId}.json`, `${JSON.stringify(doc)}\n`, options.fault ? { fault: options.fault } : {});
+  }
+
+  beginImport(): ImportLease {
+    this.#live();
+    let released = false;
+    const lease: ImportLease = {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#importLeases.delete(lease);
+        this.#maybeDrained();
+      },
+    };
+    this.#importLeases.add(lease);
+    return lease;
+  }
+
+  /** Number of outstanding run and import leases (observable drain). */
+  get outstandingLeases(): number {
+    return this.#runLeases.size + this.#importLeases.size;
+  }
+
+  #maybeDrained(): void {
+    if (this.#closing && this.outstandingLeases === 0) this.#drained?.();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closing) return;
+    this.#closing = true;
+    if (this.outstandingLeases > 0) await new Promise<void>((r) => (this.#drained = r));
+    this.#closed = true;
+    for (const key of this.#keys.values()) key.fill(0);
+    this.#runsDir.close();
+    this.#locksDir.close();
+    this.#keysDir.close();
+    this.#dir.close();
+  }
+
+  /** Test hook: the key buffers, to observe that shutdown zeroes them. */
+  keyBuffersForTest(): readonly Buffer[] {
+    return [...this.#keys.values()];
+  }
+}
+
+export const openRunAuthority = (options: OpenAuthorityOptions = {}): LocalRunAuthority => LocalRunAuthority.open(options);
