@@ -115,7 +115,47 @@ export function agentDefinitionToFile(def: AgentDefinition): AgentFile {
 }
 
 /** Typed API: validates exactly as a file would be. */
-export const defineAgent = (def: AgentDefinition): AgentDefinition => parseAgentDefinition(agentDefinitionToFile(def));
+export const defineAgent = (def: AgentDefinition): AgentDefinition => {
+  checkTypedShape(def);
+  return parseAgentDefinition(agentDefinitionToFile(def));
+};
+
+/**
+ * The typed form's objects and their keys. Checked before conversion to the file form, which
+ * copies only known keys and so would otherwise drop an unknown field instead of refusing it.
+ */
+const TYPED_KEYS = {
+  agent: ['id', 'version', 'model', 'turnLimit', 'toolPlan', 'system', 'script'],
+  model: ['provider', 'modelId'],
+  step: ['text', 'toolCalls'],
+  call: ['name', 'arguments'],
+} as const;
+
+function checkTypedShape(def: unknown): void {
+  const invalid = (path: string, message: string): never => {
+    throw rejected('agent_definition_invalid', `Agent definition is invalid at ${path}: ${message}.`, {
+      nextAction: 'fix the agent definition (see docs/agent-definition.md)',
+    });
+  };
+  const object = (value: unknown, keys: readonly string[], path: string): Record<string, unknown> => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return invalid(path, 'must be object');
+    const record = value as Record<string, unknown>;
+    // An undefined value is an absent field, as it would be in the file form.
+    const extra = Object.keys(record).find((k) => record[k] !== undefined && !keys.includes(k));
+    if (extra !== undefined) invalid(path, `must NOT have additional property ${extra}`);
+    return record;
+  };
+  const array = (value: unknown, path: string): readonly unknown[] => (Array.isArray(value) ? value : invalid(path, 'must be array'));
+
+  const agent = object(def, TYPED_KEYS.agent, '/');
+  object(agent.model, TYPED_KEYS.model, '/model');
+  if (agent.script === undefined) return;
+  array(agent.script, '/script').forEach((s, i) => {
+    const step = object(s, TYPED_KEYS.step, `/script/${i}`);
+    if (step.toolCalls === undefined) return;
+    array(step.toolCalls, `/script/${i}/toolCalls`).forEach((c, j) => object(c, TYPED_KEYS.call, `/script/${i}/toolCalls/${j}`));
+  });
+}
 
 export function loadAgentFile(path: string): AgentDefinition {
   let text: string;

@@ -156,10 +156,10 @@ export class Engine {
       throw rejected('suspend_after_turns_invalid', '--suspend-after-turns must be a whole number ≥ 0.');
     }
     const planIdentity = this.application.planIdentityFor(def);
-    this.store.putDefinition(def);
     const lock = this.#lock(runId);
     try {
       if (this.store.get(runId)) throw conflict('run_exists', `Run ${runId} already exists.`);
+      this.store.putDefinition(def);
       const messages: Message[] = [];
       if (def.system) messages.push({ id: messageId(runId, 0, messages.length), role: 'system', parts: [{ type: 'text', text: def.system }] });
       if (options.input !== undefined) messages.push({ id: messageId(runId, 0, messages.length), role: 'user', parts: [{ type: 'text', text: options.input }] });
@@ -203,7 +203,9 @@ export class Engine {
     const lock = this.#tryLock(runId);
     if (!lock) return this.show(runId); // the driver honours the request at its next boundary
     try {
-      await this.#drive(runId, { onlyIfAtBoundary: true });
+      // Idle at a boundary: suspend now. Suspending runs no code, so no plan check or lease is needed.
+      const idle = this.#head(runId);
+      if (idle.lifecycle === 'active' && !idle.turnInProgress && !idle.pendingInteraction) this.#suspendAtBoundary(idle);
     } finally {
       lock.release();
     }
@@ -217,6 +219,7 @@ export class Engine {
     try {
       const head = this.#head(runId);
       if (head.lifecycle === 'suspended') {
+        this.#checkPlan(head);
         this.#commit(head, {
           head: { ...head, lifecycle: 'active', suspendAtTurn: options.turns !== undefined ? head.completedTurns + options.turns : null },
           events: [{ type: 'Resumed', data: { completed_turns: head.completedTurns } }],
@@ -245,6 +248,7 @@ export class Engine {
           nextAction: `see what the run waits for: loopx run show ${runId}`,
         });
       }
+      this.#checkPlan(head);
       const messages = this.store.messages(runId);
       const index = messages.findIndex((m) => m.role === 'tool' && m.parts.some((p) => p.type === 'tool_result' && p.callId === pending.callId));
       const toolName = (messages[index]!.parts[0] as ToolResultPart).toolName;
@@ -291,6 +295,7 @@ export class Engine {
       const messages = this.store.messages(runId);
       const index = messages.findIndex((m) => m.role === 'tool' && m.parts.some((p) => p.type === 'tool_result' && p.callId === callId));
       if (index < 0) throw internal('uncertain_call_without_message', `Uncertain call ${callId} has no tool message.`);
+      if (head.lifecycle === 'active') this.#checkPlan(head);
       this.#commit(head, {
         head,
         messages: [{ index, message: toolMessage(messages[index]!.id, callId, mutation.toolName, status, result) }],
@@ -322,6 +327,17 @@ export class Engine {
    * the codec refuses anything else (pending interactions, unresolved mutations, …) fail closed.
    */
   exportSnapshot(runId: string): ExportedSnapshot {
+    this.#head(runId);
+    // Under the run's lock, so the head and the messages are read from one state of the run.
+    const lock = this.#lock(runId);
+    try {
+      return this.#export(runId);
+    } finally {
+      lock.release();
+    }
+  }
+
+  #export(runId: string): ExportedSnapshot {
     const head = this.#head(runId);
     if (head.lifecycle === 'active') {
       throw rejected('export_run_active', `Run ${runId} is active; only a suspended or finished run can be exported.`, {
@@ -354,18 +370,10 @@ export class Engine {
   // ── the driver ───────────────────────────────────────────────────────────────────────
 
   /** Drive the run (whose lock the caller holds) until it suspends, finishes, or must wait. */
-  async #drive(runId: string, options: { onlyIfAtBoundary?: boolean } = {}): Promise<void> {
+  async #drive(runId: string): Promise<void> {
     const first = this.#head(runId);
     if (first.lifecycle !== 'active') return;
-    if (options.onlyIfAtBoundary && (first.turnInProgress || first.pendingInteraction)) return;
-    const def = this.store.getDefinition(first.definition);
-    if (!def) throw internal('definition_missing', `The definition of run ${runId} is missing from this root.`);
-    const expected = this.application.planIdentityFor(def);
-    if (expected.fingerprint !== first.planIdentity.fingerprint) {
-      throw rejected('plan_identity_changed', `The tools or components of run ${runId} changed since it started; it will not continue under different code.`, {
-        nextAction: 'continue it with the loopx version that started it',
-      });
-    }
+    const def = this.#checkPlan(first);
     const provider = this.application.providerFor(def);
     const lease = this.application.toolPlans.lease(def.toolPlan);
     try {
@@ -374,19 +382,13 @@ export class Engine {
         const head = this.#head(runId);
         if (head.lifecycle !== 'active' || head.pendingInteraction) return;
         if (head.turnInProgress) {
-          if (options.onlyIfAtBoundary) return;
           if ((await this.#continueTurn(head, lease)) === 'waiting') return;
           continue;
         }
         if (this.store.suspendRequested(runId) || (head.suspendAtTurn !== null && head.completedTurns >= head.suspendAtTurn)) {
-          this.#commit(head, {
-            head: { ...head, lifecycle: 'suspended', suspendAtTurn: null },
-            events: [{ type: 'Suspended', data: { completed_turns: head.completedTurns } }],
-            clearSuspendRequest: true,
-          });
+          this.#suspendAtBoundary(head);
           return;
         }
-        if (options.onlyIfAtBoundary) return;
         if (head.completedTurns >= head.turnLimit) {
           this.#terminate(head, 'failed', { type: 'Failed', data: { code: 'turn_limit_reached', completed_turns: head.completedTurns } }, { code: 'turn_limit_reached', message: `The run used all ${head.turnLimit} turns without a final answer.` });
           return;
@@ -396,6 +398,31 @@ export class Engine {
     } finally {
       lease.release();
     }
+  }
+
+  #suspendAtBoundary(head: RunHead): void {
+    this.#commit(head, {
+      head: { ...head, lifecycle: 'suspended', suspendAtTurn: null },
+      events: [{ type: 'Suspended', data: { completed_turns: head.completedTurns } }],
+      clearSuspendRequest: true,
+    });
+  }
+
+  /**
+   * The run's definition, provided this application still has its tool plan and the same
+   * PlanIdentity. Commands that continue a run call it before their first commit, so a refusal
+   * (`plan_identity_changed`, `tool_plan_missing`) leaves the run exactly as it was.
+   */
+  #checkPlan(head: RunHead): AgentDefinition {
+    const def = this.store.getDefinition(head.definition);
+    if (!def) throw internal('definition_missing', `The definition of run ${head.runId} is missing from this root.`);
+    const expected = this.application.planIdentityFor(def);
+    if (expected.fingerprint !== head.planIdentity.fingerprint) {
+      throw rejected('plan_identity_changed', `The tools or components of run ${head.runId} changed since it started; it will not continue under different code.`, {
+        nextAction: 'continue it with the loopx version that started it',
+      });
+    }
+    return def;
   }
 
   async #modelStep(head: RunHead, def: AgentDefinition, provider: ModelProvider, lease: ToolPlanLease): Promise<void> {
@@ -426,7 +453,9 @@ export class Engine {
       try {
         argumentsJson = canonicalJson(c.arguments);
       } catch {
-        argumentsJson = canonicalJson({ invalid_arguments: true });
+        // Not representable as JSON: recorded as null, which no tool accepts (see #callTool), so
+        // nothing executes with arguments the model did not send.
+        argumentsJson = 'null';
       }
       parts.push({ type: 'tool_call', callId: toolCallId(runId, turn, i), toolName: c.toolName, argumentsJson });
     });
@@ -437,7 +466,7 @@ export class Engine {
     if (toolCalls.length === 0) {
       // A final answer completes the turn and the run.
       events.push({ type: 'TurnCompleted', data: { turn } }, { type: 'Completed', data: { completed_turns: turn } });
-      this.#commit(started, { head: { ...next, turnInProgress: false, completedTurns: turn, lifecycle: 'completed' }, messages: [{ index: started.messageCount, message: assistant }], events });
+      this.#commit(started, { head: { ...next, turnInProgress: false, completedTurns: turn, lifecycle: 'completed' }, messages: [{ index: started.messageCount, message: assistant }], events, clearSuspendRequest: true });
       return;
     }
     this.#commit(started, { head: next, messages: [{ index: started.messageCount, message: assistant }], events });
@@ -494,6 +523,9 @@ export class Engine {
     try {
       args = JSON.parse(call.argumentsJson) as { [k: string]: JsonValue };
       lease.validateArguments(call.toolName, args);
+      if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+        throw rejected('tool_arguments_invalid', `Arguments for ${call.toolName} are not a JSON object.`);
+      }
     } catch (e) {
       settle(head, 'error', toolError(e), [calledEvent]);
       return 'done';
@@ -532,7 +564,8 @@ export class Engine {
       });
       return 'waiting';
     }
-    settle(head, 'ok', toJsonResult(output), [calledEvent]);
+    const result = toJsonResult(output);
+    settle(head, result.ok ? 'ok' : 'error', result.value, [calledEvent]);
     return 'done';
   }
 
@@ -565,12 +598,13 @@ export class Engine {
       return 'waiting';
     }
     if (isInteractionRequest(output)) {
-      const result = { error: 'interaction_from_mutating_tool', message: 'A mutating tool cannot wait for an interaction.' };
-      settle(afterIntent, 'error', result, [], { ...intent, state: 'failed', resultJson: canonicalJson(result) });
-      return 'done';
+      // It has already run, so its effect may have happened: that is an unknown outcome, not a failure.
+      const result = { error: 'interaction_from_mutating_tool', message: 'A mutating tool asked for an interaction after running; its outcome is unknown.' };
+      settle(afterIntent, 'mutation_uncertain', result, [], { ...intent, state: 'uncertain', resultJson: canonicalJson(result) });
+      return 'waiting';
     }
     const result = toJsonResult(output);
-    settle(afterIntent, 'ok', result, [], { ...intent, state: 'committed', resultJson: canonicalJson(result) });
+    settle(afterIntent, result.ok ? 'ok' : 'error', result.value, [], { ...intent, state: 'committed', resultJson: canonicalJson(result.value) });
     return 'done';
   }
 
@@ -640,7 +674,7 @@ export class Engine {
   }
 
   #view(head: RunHead): RunView {
-    const uncertain = head.lifecycle === 'active' ? this.#uncertainCalls(head.runId) : [];
+    const uncertain = this.#uncertainCalls(head.runId);
     return {
       run_id: head.runId,
       status: head.lifecycle,
@@ -716,12 +750,14 @@ function toolError(e: unknown): JsonValue {
   return { error: isLoopxError(e) ? e.code : 'tool_failed', message: errorMessage(e) };
 }
 
-function toJsonResult(output: unknown): JsonValue {
+/** A tool's output as a JSON result; a value JSON cannot carry is reported as an error result. */
+function toJsonResult(output: unknown): { ok: boolean; value: JsonValue } {
+  const value = output === undefined ? null : output;
   try {
-    canonicalJson(output === undefined ? null : output);
-    return (output === undefined ? null : output) as JsonValue;
+    canonicalJson(value);
+    return { ok: true, value: value as JsonValue };
   } catch {
-    return { error: 'tool_result_not_json', message: 'The tool returned a value that is not JSON.' };
+    return { ok: false, value: { error: 'tool_result_not_json', message: 'The tool returned a value that is not JSON.' } };
   }
 }
 

@@ -81,12 +81,23 @@ export function validateAncestry(absPath: string): Stats | undefined {
     const isLeaf = i === parts.length;
     if (st.isSymbolicLink()) throw unsafe('authority_path_symlink', 'The authority path contains a symbolic link; pass its real path.');
     if (!st.isDirectory()) throw unsafe('authority_path_not_directory', 'A component of the authority path is not a directory.');
-    if (st.uid !== 0 && st.uid !== me) throw unsafe('authority_ancestor_foreign_owner', 'A directory on the authority path is owned by another user.');
+    if (!isLeaf && st.uid !== 0 && st.uid !== me) throw unsafe('authority_ancestor_foreign_owner', 'A directory on the authority path is owned by another user.');
     if (!isLeaf && (st.mode & 0o022) !== 0 && (st.mode & STICKY) === 0) {
       throw unsafe('authority_ancestor_writable', 'A directory on the authority path is writable by other users and not sticky.');
     }
   }
   return st;
+}
+
+/** open(2) with O_NOFOLLOW whose symlink refusal (ELOOP, or ENOTDIR for O_DIRECTORY) is a typed error. */
+function openNoFollow(path: string, flags: number, mode: number | undefined, name: string): number {
+  try {
+    return openSync(path, flags, mode);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'ENOTDIR') throw unsafe('authority_entry_symlink', `The authority entry ${name} is a symbolic link or not what it should be.`);
+    throw e;
+  }
 }
 
 type EntryName = { readonly path: string } | { readonly parent: ConfinedDir; readonly entry: string };
@@ -110,14 +121,16 @@ export class ConfinedDir {
     let leaf = validateAncestry(abs);
     if (!leaf) {
       if (!options.create) throw rejected('authority_missing', 'The run authority directory does not exist.', { nextAction: 'create it: loopx authority init' });
+      let created = true;
       try {
         mkdirSync(abs, { mode: 0o700 });
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+        created = false; // someone else made it first: validate only
       }
       leaf = lstatSync(abs);
       // A leaf we just created gets exactly 0700 whatever the umask; an existing one is never chmodded.
-      if (!leaf.isSymbolicLink() && leaf.isDirectory() && leaf.uid === uid() && (leaf.mode & 0o7777) !== 0o700) {
+      if (created && !leaf.isSymbolicLink() && leaf.isDirectory() && leaf.uid === uid() && (leaf.mode & 0o7777) !== 0o700) {
         const fd = openSync(abs, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
         try {
           const st = fstatSync(fd);
@@ -175,7 +188,7 @@ export class ConfinedDir {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
-    const fd = openSync(p, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    const fd = openNoFollow(p, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW, undefined, name);
     const st = fstatSync(fd);
     if (st.uid !== uid() || (st.mode & 0o7777) !== 0o700) {
       closeSync(fd);
@@ -217,8 +230,8 @@ export class ConfinedDir {
    */
   write(name: string, data: Uint8Array | string, options: { exclusive?: boolean; noSync?: boolean; fault?: string } = {}): void {
     this.verify();
-    const tmpName = `.tmp-${randomBytes(8).toString('hex')}`;
-    const tmp = this.#at(tmpName);
+    // Temp names start with a dot, outside the entry-name space (list() never shows them).
+    const tmp = `/proc/self/fd/${this.#fd}/.tmp-${randomBytes(8).toString('hex')}`;
     const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     try {
       const buf = typeof data === 'string' ? Buffer.from(data) : data;
@@ -270,7 +283,7 @@ export class ConfinedDir {
   /** Open (creating 0600) a lock file and return its descriptor; the caller flocks and closes it. */
   openLockFile(name: string): number {
     this.verify();
-    const fd = openSync(this.#at(name), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+    const fd = openNoFollow(this.#at(name), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600, name);
     const st = fstatSync(fd);
     if (!st.isFile() || st.uid !== uid()) {
       closeSync(fd);

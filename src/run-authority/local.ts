@@ -17,7 +17,7 @@ import { closeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import fsExt from 'fs-ext';
-import { conflict, internal, rejected } from '../core/errors.js';
+import { conflict, internal, LoopxError, rejected } from '../core/errors.js';
 import { lengthPrefixed, u64be, utf8 } from '../core/encoding.js';
 import { ConfinedDir } from './confined-dir.js';
 import type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord, RunRecordState } from './contract.js';
@@ -39,6 +39,15 @@ const hex32 = (text: string | undefined, what: string): Buffer => {
   return Buffer.from(t, 'hex');
 };
 
+/** Create a random 32-byte secret exclusively; losing a creation race to another process is fine (its value is used). */
+function createOnce(dir: ConfinedDir, name: string): void {
+  try {
+    dir.write(name, `${randomBytes(32).toString('hex')}\n`, { exclusive: true });
+  } catch (e) {
+    if (!(e instanceof LoopxError && e.code === 'authority_entry_exists')) throw e;
+  }
+}
+
 export interface OpenAuthorityOptions {
   readonly dir?: string;
   /** Create the directory, scope and first key if missing (`loopx authority init`, and first use). */
@@ -56,25 +65,38 @@ export class LocalRunAuthority implements RunAuthority {
   readonly #runLeases = new Set<RunLease>();
   readonly #importLeases = new Set<ImportLease>();
   #closing = false;
+  #closePromise: Promise<void> | undefined;
   #closed = false;
   #drained: (() => void) | undefined;
 
   private constructor(dir: ConfinedDir) {
     this.#dir = dir;
-    this.#keysDir = dir.subdir('keys');
-    this.#locksDir = dir.subdir('locks');
-    this.#runsDir = dir.subdir('runs');
+    const opened: ConfinedDir[] = [];
+    try {
+      this.#keysDir = track(opened, dir.subdir('keys'));
+      this.#locksDir = track(opened, dir.subdir('locks'));
+      this.#runsDir = track(opened, dir.subdir('runs'));
+      this.scopeId = this.#init();
+    } catch (e) {
+      for (const d of opened) d.close();
+      throw e;
+    }
+  }
+
+  #init(): Uint8Array {
+    const dir = this.#dir;
     let scope = dir.read('scope');
     if (!scope) {
-      dir.write('scope', `${randomBytes(32).toString('hex')}\n`, { exclusive: true });
+      createOnce(dir, 'scope');
       scope = dir.read('scope')!;
     }
-    this.scopeId = new Uint8Array(hex32(scope.toString('utf8'), 'scope id'));
+    const scopeId = new Uint8Array(hex32(scope.toString('utf8'), 'scope id'));
     this.#loadKeys();
     if (this.#keys.size === 0 && this.#retired.size === 0) {
-      this.#keysDir.write('1.key', `${randomBytes(32).toString('hex')}\n`, { exclusive: true });
+      createOnce(this.#keysDir, '1.key');
       this.#loadKeys();
     }
+    return scopeId;
   }
 
   static open(options: OpenAuthorityOptions = {}): LocalRunAuthority {
@@ -148,6 +170,7 @@ export class LocalRunAuthority implements RunAuthority {
 
   claim(input: ClaimInput): Uint8Array {
     this.#open();
+    this.#loadKeys();
     const key = this.#keys.get(input.keyGeneration);
     if (!key) throw rejected('authority_generation_unknown', `Key generation ${input.keyGeneration} is not available for signing.`);
     const sub = this.#subkey(key, input.runId, input.transitionGeneration);
@@ -160,6 +183,9 @@ export class LocalRunAuthority implements RunAuthority {
 
   verifyClaim(scopeId: Uint8Array, input: ClaimInput, hmac: Uint8Array): boolean {
     this.#open();
+    if (!Number.isSafeInteger(input.transitionGeneration) || input.transitionGeneration < 0 || !Number.isSafeInteger(input.keyGeneration)) return false;
+    // Another process may have rotated or retired generations since this one opened.
+    this.#loadKeys();
     const scopeOk = scopeId.byteLength === 32 && timingSafeEqual(Buffer.from(scopeId), Buffer.from(this.scopeId));
     const real = this.#keys.get(input.keyGeneration);
     // Unknown scope or generation still does the same work against a throwaway key: one failure shape.
@@ -275,8 +301,12 @@ export class LocalRunAuthority implements RunAuthority {
     if (this.#closing && this.outstandingLeases === 0) this.#drained?.();
   }
 
-  async close(): Promise<void> {
-    if (this.#closing) return;
+  close(): Promise<void> {
+    this.#closePromise ??= this.#close();
+    return this.#closePromise;
+  }
+
+  async #close(): Promise<void> {
     this.#closing = true;
     if (this.outstandingLeases > 0) await new Promise<void>((r) => (this.#drained = r));
     this.#closed = true;
@@ -292,5 +322,10 @@ export class LocalRunAuthority implements RunAuthority {
     return [...this.#keys.values()];
   }
 }
+
+const track = (list: ConfinedDir[], d: ConfinedDir): ConfinedDir => {
+  list.push(d);
+  return d;
+};
 
 export const openRunAuthority = (options: OpenAuthorityOptions = {}): LocalRunAuthority => LocalRunAuthority.open(options);

@@ -3,7 +3,8 @@
  * turns one request into one response. Contract:
  * - `generate` is called once per model turn; the engine persists the response before acting on it.
  * - A provider must not mutate `request.messages`.
- * - Failures throw (any error); the engine records the run as failed with code `model_failed`.
+ * - Failures throw; the engine fails the run with the error's LoopxError code (e.g.
+ *   `script_exhausted`), or `model_failed` for any other error.
  * - Tool call ids are assigned by the engine (run-scoped), never by the provider, so providers
  *   return calls without ids.
  */

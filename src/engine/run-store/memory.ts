@@ -1,4 +1,5 @@
 /** In-memory reference run store: the contract without a disk, for engine tests. */
+import { canonicalJson } from '../../core/canonical-json.js';
 import { conflict, rejected } from '../../core/errors.js';
 import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
 import { agentDefinitionToFile, parseAgentDefinition, type AgentDefinition } from '../agent.js';
@@ -15,7 +16,7 @@ export function memoryRunStore(): RunStore {
   return {
     putDefinition(def: AgentDefinition) {
       const key = `${def.id}\u0000${def.version}`;
-      const body = JSON.stringify(agentDefinitionToFile(def));
+      const body = canonicalJson(agentDefinitionToFile(def));
       const existing = defs.get(key);
       if (existing === undefined) defs.set(key, body);
       else if (existing !== body) throw conflict('definition_conflict', `Agent ${def.id}@${def.version} is already known with different content.`, { nextAction: 'give the changed agent definition a new version' });

@@ -2,6 +2,7 @@
  * SQLite run store: `engine.db` in the runtime root. One database for the kernel state and its
  * event log, so a head change and the events that explain it commit in one transaction.
  */
+import { canonicalJson } from '../../core/canonical-json.js';
 import { conflict, rejected } from '../../core/errors.js';
 import { openSqlite, setup, type SqliteDatabase, type SqliteStatement } from '../../store/index.js';
 import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
@@ -69,7 +70,7 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
 
   return {
     putDefinition(def: AgentDefinition) {
-      const body = JSON.stringify(agentDefinitionToFile(def));
+      const body = canonicalJson(agentDefinitionToFile(def));
       const existing = q.getDef.get(def.id, def.version) as { body: string } | undefined;
       if (existing === undefined) q.putDef.run(def.id, def.version, body);
       else if (existing.body !== body) {
