@@ -6,21 +6,38 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { exitCodeOf, isLoopxError } from '../core/errors.js';
 import { builtinApplication, openEngine, type Engine } from '../engine/index.js';
+import { openRunAuthority, type LocalRunAuthority } from '../run-authority/index.js';
 
 export interface GlobalOptions {
   root?: string;
   json?: boolean;
+  authorityDir?: string;
 }
 
 /** `--root`, else `LOOPX_HOME`, else `~/.loopx`. */
 export const resolveRoot = (opts: GlobalOptions): string => resolve(opts.root ?? process.env.LOOPX_HOME ?? join(homedir(), '.loopx'));
 
+export async function withAuthority<T>(opts: GlobalOptions, fn: (authority: LocalRunAuthority) => Promise<T> | T, options: { create?: boolean } = {}): Promise<T> {
+  // --authority-dir, else $XDG_STATE_HOME/loopx/run-authority, else ~/.local/state/loopx/run-authority.
+  const authority = openRunAuthority({ ...(opts.authorityDir !== undefined ? { dir: resolve(opts.authorityDir) } : {}), create: options.create ?? true });
+  try {
+    return await fn(authority);
+  } finally {
+    await authority.close();
+  }
+}
+
+/** The engine of the root, with the user's run authority (created on first use). */
 export function withEngine<T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T): Promise<T> {
-  const root = resolveRoot(opts);
-  const engine = openEngine({ root, application: builtinApplication(root) });
-  return Promise.resolve()
-    .then(() => fn(engine))
-    .finally(() => engine.close());
+  return withAuthority(opts, async (authority) => {
+    const root = resolveRoot(opts);
+    const engine = openEngine({ root, application: builtinApplication(root), authority });
+    try {
+      return await fn(engine);
+    } finally {
+      engine.close();
+    }
+  });
 }
 
 export interface Output {

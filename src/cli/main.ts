@@ -19,6 +19,8 @@ import * as runResume from './commands/run-resume.js';
 import * as runShow from './commands/run-show.js';
 import * as runStart from './commands/run-start.js';
 import * as runSuspend from './commands/run-suspend.js';
+import * as runImport from './commands/run-import.js';
+import * as authority from './commands/authority.js';
 
 export function buildProgram(): Command {
   const program = new Command('loopx')
@@ -26,12 +28,14 @@ export function buildProgram(): Command {
     .version(LOOPX_VERSION)
     .option('--root <dir>', 'runtime root (default: $LOOPX_HOME, else ~/.loopx)')
     .option('--json', 'print one JSON document on stdout')
+    .option('--authority-dir <dir>', 'per-user run authority (default: $XDG_STATE_HOME/loopx/run-authority)')
     .showHelpAfterError('(add --help for usage)')
     .enablePositionalOptions(false);
   const globals = (): GlobalOptions => program.opts<GlobalOptions>();
 
   const run = program.command('run').description('start, drive, suspend, resume and export agent runs');
-  for (const m of [runStart, runList, runShow, runEvents, runSuspend, runResume, runAnswer, runResolve, runCancel, runExport, runInspect]) m.register(run, globals);
+  for (const m of [runStart, runList, runShow, runEvents, runSuspend, runResume, runAnswer, runResolve, runCancel, runExport, runImport, runInspect]) m.register(run, globals);
+  authority.register(program, globals);
   demo.register(program, globals);
 
   // Subcommands accept the global options in any position (`loopx run show ID --json`).
@@ -39,11 +43,15 @@ export function buildProgram(): Command {
     for (const sub of cmd.commands) {
       if (sub.commands.length > 0) addGlobals(sub);
       else {
-        sub.option('--root <dir>', 'runtime root (default: $LOOPX_HOME, else ~/.loopx)').option('--json', 'print one JSON document on stdout');
+        sub
+          .option('--root <dir>', 'runtime root (default: $LOOPX_HOME, else ~/.loopx)')
+          .option('--json', 'print one JSON document on stdout')
+          .option('--authority-dir <dir>', 'per-user run authority (default: $XDG_STATE_HOME/loopx/run-authority)');
         sub.hook('preAction', (_this, action) => {
           const o = action.opts<GlobalOptions>();
           if (o.root !== undefined) program.setOptionValue('root', o.root);
           if (o.json) program.setOptionValue('json', true);
+          if (o.authorityDir !== undefined) program.setOptionValue('authorityDir', o.authorityDir);
         });
       }
     }

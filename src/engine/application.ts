@@ -11,10 +11,10 @@
 import { rejected, notFound } from '../core/errors.js';
 import type { ComponentIdentity, ComponentKind, PlanIdentity } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
-import { computePlanIdentity } from './identity.js';
+import { compareComponents, computePlanIdentity } from './identity.js';
 import type { ModelProvider } from './providers/provider.js';
 import { SCRIPTED_PROVIDER, scriptedProvider } from './providers/scripted.js';
-import { ToolPlanHost, type ToolPlan } from './tools.js';
+import { ToolPlanHost, type ToolPlan, type ToolPlanLease } from './tools.js';
 
 export interface Application {
   /** Empty for convenience applications. */
@@ -22,8 +22,15 @@ export interface Application {
   readonly toolPlans: ToolPlanHost;
   /** The provider serving a definition's model; throws `provider_missing`. */
   providerFor(def: AgentDefinition): ModelProvider;
-  /** The PlanIdentity a run of `def` gets in this application. */
+  /** The PlanIdentity a run of `def` gets in this application (leases the plan briefly). */
   planIdentityFor(def: AgentDefinition): PlanIdentity;
+  /** The PlanIdentity recomputed from a live lease of the plan (import). */
+  planIdentityFromLease(def: AgentDefinition, lease: ToolPlanLease): PlanIdentity;
+  /**
+   * The sorted component identities a run of `def` would record — read from static declarations
+   * only, without leasing or launching anything (import's static compatibility check).
+   */
+  staticComponentsFor(def: AgentDefinition): ComponentIdentity[];
 }
 
 export interface ApplicationSpec {
@@ -90,27 +97,43 @@ function build(spec: ApplicationSpec, full: boolean): Application {
     return p;
   };
 
+  const componentsOf = (def: AgentDefinition, plan: ToolPlan): ComponentIdentity[] => {
+    const provider = providerFor(def);
+    const components: ComponentIdentity[] = [];
+    if (provider.identity) components.push(provider.identity);
+    for (const t of plan.tools) if (t.identity) components.push(t.identity);
+    components.push(...(spec.components ?? []));
+    return dedupe(components).sort(compareComponents);
+  };
+  const fromLease = (def: AgentDefinition, lease: ToolPlanLease): PlanIdentity =>
+    computePlanIdentity({
+      components: componentsOf(def, lease.plan),
+      toolPlanId: lease.plan.id,
+      compatibilityIdentity: spec.compatibilityIdentity,
+      tools: lease.plan.tools.map((t) => t.definition),
+    });
+
   return {
     compatibilityIdentity: spec.compatibilityIdentity,
     toolPlans: host,
     providerFor,
+    planIdentityFromLease: fromLease,
     planIdentityFor(def) {
       const lease = host.lease(def.toolPlan);
       try {
-        const provider = providerFor(def);
-        const components: ComponentIdentity[] = [];
-        if (provider.identity) components.push(provider.identity);
-        for (const t of lease.plan.tools) if (t.identity) components.push(t.identity);
-        components.push(...(spec.components ?? []));
-        return computePlanIdentity({
-          components: dedupe(components),
-          toolPlanId: lease.plan.id,
-          compatibilityIdentity: spec.compatibilityIdentity,
-          tools: lease.plan.tools.map((t) => t.definition),
-        });
+        return fromLease(def, lease);
       } finally {
         lease.release();
       }
+    },
+    staticComponentsFor(def) {
+      const plan = host.declared(def.toolPlan);
+      if (!plan) {
+        throw notFound('tool_plan_missing', `Tool plan ${def.toolPlan} is not available in this engine.`, {
+          nextAction: 'run with an application that provides this tool plan',
+        });
+      }
+      return componentsOf(def, plan);
     },
   };
 }

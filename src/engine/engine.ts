@@ -13,23 +13,26 @@
  *   process) takes effect when that turn completes.
  * - Message, model-call and tool-call ids derive from (run id, turn, index).
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../core/canonical-json.js';
 import { conflict, internal, isLoopxError, LoopxError, notFound, rejected } from '../core/errors.js';
+import { toHex } from '../core/digest.js';
 import { faultPoint } from '../core/faults.js';
 import { tryLockExclusive } from '../core/flock.js';
 import { ensurePrivateDir } from '../core/fs.js';
-import { encodeSnapshot, snapshotDigest, type Message, type RunSnapshotState, type ToolCallPart, type ToolResultPart, type ToolResultStatus } from '../snapshot/index.js';
+import { decodeEnvelope, encodeEnvelope, encodeSnapshot, signEnvelope, snapshotDigest, TERMINAL_LIFECYCLES, verifyEnvelope, type Message, type SnapshotEnvelope, type RunSnapshotState, type ToolCallPart, type ToolResultPart, type ToolResultStatus } from '../snapshot/index.js';
 import { defineAgent, type AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
 import type { NewEvent, RunEvent } from './events.js';
 import { messageId, modelCallId, toolCallId } from './messages.js';
 import type { ModelProvider } from './providers/provider.js';
+import { SCRIPTED_PROVIDER } from './providers/scripted.js';
 import type { MutationRecord, RunCommit, RunHead, RunStore } from './run-store/contract.js';
 import { memoryRunStore } from './run-store/memory.js';
 import { openSqliteRunStore } from './run-store/sqlite.js';
+import type { RunAuthority, RunLease, RunRecord } from '../run-authority/index.js';
 import { isInteractionRequest, type InteractionRequest, type JsonValue, type Tool, type ToolPlanLease } from './tools.js';
 
 /** Fault points (tests only) around the durable steps of a mutating call. */
@@ -59,6 +62,11 @@ export interface EngineOptions {
   readonly root?: string;
   /** A store to use instead of the root's (tests). */
   readonly store?: RunStore;
+  /**
+   * The per-user run authority. With one, run locks are the authority's (shared by every root of
+   * the user), every run has a durable authority record, and exports are signed envelopes.
+   */
+  readonly authority?: RunAuthority;
 }
 
 export interface StartOptions {
@@ -68,6 +76,23 @@ export interface StartOptions {
   readonly runId?: string;
 }
 
+export interface SignedExport {
+  readonly bytes: Uint8Array;
+  readonly envelope: SnapshotEnvelope;
+  readonly payloadSha256: string;
+  readonly state: RunSnapshotState;
+}
+
+/** Fault point (tests only): after an import committed the kernel run, before it is ACTIVE. */
+export const FAULT_IMPORT_AFTER_KERNEL_COMMIT = 'engine.import.after-kernel-commit';
+
+const consumed = (runId: string) =>
+  conflict('snapshot_consumed', `The snapshot of run ${runId} was already imported; a snapshot is consumed once.`, {
+    nextAction: `find the run where it was imported: loopx authority show --run ${runId}`,
+  });
+
+const hexEqual = (a: string, b: string): boolean => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
 export interface ExportedSnapshot {
   readonly bytes: Uint8Array;
   readonly sha256: string;
@@ -75,18 +100,23 @@ export interface ExportedSnapshot {
 }
 
 interface RunLock {
+  /** The authority lease behind this lock, when the engine has an authority. */
+  readonly lease?: RunLease;
   release(): void;
 }
 
 export class Engine {
   readonly store: RunStore;
   readonly application: Application;
+  readonly authority: RunAuthority | undefined;
   readonly #lockDir: string | undefined;
   readonly #memLocks = new Set<string>();
+  #rootId: string | undefined;
   #closed = false;
 
   constructor(options: EngineOptions) {
     this.application = options.application;
+    this.authority = options.authority;
     if (options.root !== undefined) {
       ensurePrivateDir(options.root);
       this.#lockDir = join(options.root, 'locks');
@@ -99,6 +129,11 @@ export class Engine {
     if (this.#closed) return;
     this.#closed = true;
     this.store.close();
+  }
+
+  /** This root's random identity: the owner name in authority records. */
+  get rootId(): string {
+    return (this.#rootId ??= this.store.rootId());
   }
 
   // ── reads ────────────────────────────────────────────────────────────────────────────
@@ -127,8 +162,15 @@ export class Engine {
    * `follow: 'while-active'` — the run is no longer active and every event has been delivered.
    */
   async *events(runId: string, options: { after?: number; follow?: false | 'forever' | 'while-active'; signal?: AbortSignal; pollMs?: number } = {}): AsyncGenerator<RunEvent> {
-    this.#head(runId);
+    const first = this.#head(runId);
     let cursor = options.after ?? 0;
+    if (first.importedAtSequence !== undefined && cursor < first.importedAtSequence) {
+      // An imported run has no copy of the events before its snapshot: say so, never skip silently.
+      throw rejected('cursor_before_snapshot', `Run ${runId} was imported at sequence ${first.importedAtSequence}; events up to it are not in this root.`, {
+        nextAction: `subscribe from the snapshot sequence: --after ${first.importedAtSequence}`,
+        details: { run_id: runId, recovery_cursor: first.importedAtSequence },
+      });
+    }
     for (;;) {
       const batch = this.store.readEvents(runId, cursor, EVENT_PAGE);
       for (const e of batch) {
@@ -159,7 +201,11 @@ export class Engine {
     const lock = this.#lock(runId);
     try {
       if (this.store.get(runId)) throw conflict('run_exists', `Run ${runId} already exists.`);
+      if (this.authority?.readRecord(runId)) {
+        throw conflict('run_known', `The run authority already knows run ${runId}; a run id is used once.`, { nextAction: 'start the run under a new id' });
+      }
       this.store.putDefinition(def);
+      this.#writeRecord(lock, { runId, state: 'ACTIVE', transitionGeneration: 1, ownerRoot: this.rootId, updatedAt: '' });
       const messages: Message[] = [];
       if (def.system) messages.push({ id: messageId(runId, 0, messages.length), role: 'system', parts: [{ type: 'text', text: def.system }] });
       if (options.input !== undefined) messages.push({ id: messageId(runId, 0, messages.length), role: 'user', parts: [{ type: 'text', text: options.input }] });
@@ -189,7 +235,7 @@ export class Engine {
       });
       await this.#drive(runId);
     } finally {
-      lock.release();
+      this.#release(lock, runId);
     }
     return this.show(runId);
   }
@@ -199,6 +245,7 @@ export class Engine {
     const head = this.#head(runId);
     if (head.lifecycle === 'suspended') return this.#view(head);
     if (head.lifecycle !== 'active') throw this.#terminalError(head);
+    this.#ownedRecord(runId);
     this.store.requestSuspend(runId);
     const lock = this.#tryLock(runId);
     if (!lock) return this.show(runId); // the driver honours the request at its next boundary
@@ -220,6 +267,7 @@ export class Engine {
       const head = this.#head(runId);
       if (head.lifecycle === 'suspended') {
         this.#checkPlan(head);
+        this.#activateRecord(lock, runId);
         this.#commit(head, {
           head: { ...head, lifecycle: 'active', suspendAtTurn: options.turns !== undefined ? head.completedTurns + options.turns : null },
           events: [{ type: 'Resumed', data: { completed_turns: head.completedTurns } }],
@@ -227,10 +275,12 @@ export class Engine {
         });
       } else if (head.lifecycle !== 'active') {
         throw this.#terminalError(head);
+      } else {
+        this.#activeRecord(runId);
       }
       await this.#drive(runId);
     } finally {
-      lock.release();
+      this.#release(lock, runId);
     }
     return this.show(runId);
   }
@@ -238,6 +288,7 @@ export class Engine {
   async answer(runId: string, interactionId: string, text: string): Promise<RunView> {
     const lock = this.#lock(runId);
     try {
+      this.#ownedRecord(runId);
       const head = this.#head(runId);
       const pending = head.pendingInteraction;
       if (!pending || pending.interactionId !== interactionId) {
@@ -248,6 +299,7 @@ export class Engine {
           nextAction: `see what the run waits for: loopx run show ${runId}`,
         });
       }
+      this.#activeRecord(runId);
       this.#checkPlan(head);
       const messages = this.store.messages(runId);
       const index = messages.findIndex((m) => m.role === 'tool' && m.parts.some((p) => p.type === 'tool_result' && p.callId === pending.callId));
@@ -262,7 +314,7 @@ export class Engine {
       });
       await this.#drive(runId);
     } finally {
-      lock.release();
+      this.#release(lock, runId);
     }
     return this.show(runId);
   }
@@ -271,6 +323,7 @@ export class Engine {
   async resolve(runId: string, callId: string, resolution: Resolution): Promise<RunView> {
     const lock = this.#lock(runId);
     try {
+      this.#ownedRecord(runId);
       this.#markUncertain(runId);
       const head = this.#head(runId);
       const mutation = this.store.mutations(runId).find((m) => m.callId === callId);
@@ -304,7 +357,7 @@ export class Engine {
       });
       if (head.lifecycle === 'active') await this.#drive(runId);
     } finally {
-      lock.release();
+      this.#release(lock, runId);
     }
     return this.show(runId);
   }
@@ -312,12 +365,13 @@ export class Engine {
   async cancel(runId: string): Promise<RunView> {
     const lock = this.#lock(runId);
     try {
+      this.#ownedRecord(runId);
       this.#markUncertain(runId);
       const head = this.#head(runId);
       if (head.lifecycle !== 'active' && head.lifecycle !== 'suspended') throw this.#terminalError(head);
       this.#terminate(head, 'cancelled', { type: 'Cancelled', data: { completed_turns: head.completedTurns } }, null);
     } finally {
-      lock.release();
+      this.#release(lock, runId);
     }
     return this.show(runId);
   }
@@ -332,6 +386,289 @@ export class Engine {
     const lock = this.#lock(runId);
     try {
       return this.#export(runId);
+    } finally {
+      lock.release();
+    }
+  }
+
+
+  /**
+   * Export a suspended (or terminal) run as an envelope signed by the run authority.
+   * Signing SUSPENDED keeps exclusive ownership: the record binds the exact payload digest and
+   * claim; an identical repeat export returns the same bytes; a differing claim for the same
+   * transition generation is refused (`claim_conflict`).
+   */
+  exportEnvelope(runId: string): SignedExport {
+    const authority = this.#requireAuthority();
+    this.#head(runId);
+    const lock = this.#lock(runId);
+    try {
+      const payload = this.#export(runId);
+      const record = this.#ownedRecord(runId)!;
+      if (record.state === 'IMPORTING') {
+        throw conflict('run_import_incomplete', `Run ${runId} was imported here but its activation did not complete.`, { nextAction: `complete it: loopx run resume ${runId}` });
+      }
+      const bound = record.claimHmac !== undefined;
+      const keyGeneration = bound ? record.keyGeneration! : authority.currentKeyGeneration();
+      const transitionGeneration = bound ? record.claimGeneration! : record.transitionGeneration;
+      const envelope = signEnvelope({
+        payload: payload.bytes,
+        scopeId: authority.scopeId,
+        keyGeneration,
+        hmacOf: (mac) => authority.claim({ keyGeneration, runId, transitionGeneration, macInput: mac }),
+      });
+      const claimHex = toHex(envelope.claim.hmac);
+      if (bound) {
+        if (record.payloadSha256 !== payload.sha256 || !hexEqual(record.claimHmac!, claimHex)) {
+          throw conflict('claim_conflict', `A different snapshot of run ${runId} is already signed at this generation.`, {
+            nextAction: `resume the run to start a new generation: loopx run resume ${runId}`,
+          });
+        }
+      } else {
+        this.#writeRecord(
+          lock,
+          {
+            ...record,
+            state: payload.state.lifecycle === 'suspended' ? 'SUSPENDED' : 'TERMINAL',
+            payloadSha256: payload.sha256,
+            claimHmac: claimHex,
+            keyGeneration,
+            claimGeneration: transitionGeneration,
+            lastSequence: payload.state.lastSequence,
+          },
+          'authority.export',
+        );
+      }
+      return { bytes: encodeEnvelope(envelope), envelope, payloadSha256: payload.sha256, state: payload.state };
+    } finally {
+      lock.release();
+    }
+  }
+
+  /**
+   * Import a signed snapshot into this root (RFC 0007). Order: structure and digest → keyed claim
+   * verification → terminal refusal → static compatibility, before anything is leased → the run's
+   * lock (its owner must be dead) and a fresh run id here → lease the recorded tool plan and
+   * recompute PlanIdentity → IMPORTING (the consume point) → commit the kernel run → ACTIVE.
+   * A failure before the consume point changes nothing; after it the outcome is reported as
+   * uncertain (`import_uncertain`) and is never retried automatically.
+   */
+  async importSnapshot(bytes: Uint8Array, options: { agent?: AgentDefinition } = {}): Promise<RunView> {
+    const authority = this.#requireAuthority();
+    const envelope = decodeEnvelope(bytes);
+    const state = envelope.state;
+    const runId = state.runId;
+    const seen = authority.readRecord(runId);
+    verifyEnvelope(envelope, (mac, claim) => {
+      const macOk = authority.verifyClaim(claim.scopeId, { keyGeneration: claim.keyGeneration, runId, transitionGeneration: seen?.claimGeneration ?? 0, macInput: mac }, claim.hmac);
+      const boundOk = seen?.claimHmac !== undefined && hexEqual(seen.claimHmac, toHex(claim.hmac)) && seen.payloadSha256 === toHex(envelope.payloadSha256);
+      return macOk && boundOk;
+    });
+    if (state.lifecycle !== 'suspended') {
+      throw rejected('snapshot_terminal', `The snapshot of run ${runId} is ${state.lifecycle}: terminal snapshots are for inspection and are never imported as live.`, {
+        nextAction: `inspect it: loopx run inspect FILE`,
+      });
+    }
+    if (seen!.state !== 'SUSPENDED') throw consumed(runId);
+    const def = this.#definitionForImport(state, options.agent);
+    this.#checkStaticCompatibility(state, def);
+
+    const lock = this.#tryLock(runId);
+    if (!lock) {
+      throw conflict('run_owner_alive', `A live process holds run ${runId}; import needs its original owner to be gone.`, {
+        nextAction: 'stop the process that runs it, then import again',
+      });
+    }
+    const importLease = authority.beginImport();
+    try {
+      const current = authority.readRecord(runId);
+      if (!current || current.state !== 'SUSPENDED' || current.claimHmac !== seen!.claimHmac) throw consumed(runId);
+      if (this.store.get(runId)) throw conflict('run_known', `This root already knows run ${runId}.`, { nextAction: 'import into a root that has never seen this run' });
+      const planLease = this.application.toolPlans.lease(state.planIdentity.toolPlanId);
+      try {
+        const recomputed = this.application.planIdentityFromLease(def, planLease);
+        if (recomputed.fingerprint !== state.planIdentity.fingerprint) {
+          throw rejected('plan_identity_mismatch', `The tool plan ${state.planIdentity.toolPlanId} here differs from the one run ${runId} was made with.`, {
+            nextAction: 'import with the application version that exported it',
+          });
+        }
+        this.store.putDefinition(def);
+        const consumedRecord: RunRecord = { ...current, state: 'IMPORTING', transitionGeneration: current.transitionGeneration + 1, ownerRoot: this.rootId, updatedAt: '' };
+        this.#writeRecord(lock, consumedRecord, 'authority.import.consume');
+        // ── past the consume point: any failure is uncertain, never retried ──
+        try {
+          this.store.insertImported(
+            {
+              runId,
+              definition: state.definition,
+              model: state.model,
+              turnLimit: state.turnLimit,
+              completedTurns: state.completedTurns,
+              lifecycle: 'suspended',
+              planIdentity: state.planIdentity,
+              usedInteractionIds: state.usedInteractionIds,
+              lastSequence: state.lastSequence,
+              messageCount: state.messages.length,
+              turnInProgress: false,
+              suspendAtTurn: null,
+              pendingInteraction: null,
+              failure: null,
+              importedAtSequence: state.lastSequence,
+              createdAt: '',
+              updatedAt: '',
+            },
+            state.messages,
+          );
+          faultPoint(FAULT_IMPORT_AFTER_KERNEL_COMMIT);
+          // The kernel run is committed but not started: there is no running host to stop and
+          // join, so releasing the lock after an uncertain activation cannot let two owners run.
+          this.#writeRecord(lock, { ...consumedRecord, state: 'ACTIVE' }, 'authority.import.activate');
+        } catch (e) {
+          throw internal('import_uncertain', `Importing run ${runId} failed after its snapshot was consumed; it will not be retried automatically.`, {
+            cause: e,
+            nextAction: `check this root: if loopx run show ${runId} finds it, loopx run resume ${runId} completes the import`,
+            details: { run_id: runId },
+          });
+        }
+      } finally {
+        planLease.release();
+      }
+    } finally {
+      importLease.release();
+      lock.release();
+    }
+    return this.show(runId);
+  }
+
+  /** Check a signed snapshot's claim against the local authority, without changing anything. */
+  verifySnapshot(bytes: Uint8Array): { readonly valid: boolean; readonly record_state: string | null; readonly payload_sha256: string } {
+    const authority = this.#requireAuthority();
+    const envelope = decodeEnvelope(bytes);
+    const runId = envelope.state.runId;
+    const seen = authority.readRecord(runId);
+    let valid = true;
+    try {
+      verifyEnvelope(envelope, (mac, claim) => {
+        const macOk = authority.verifyClaim(claim.scopeId, { keyGeneration: claim.keyGeneration, runId, transitionGeneration: seen?.claimGeneration ?? 0, macInput: mac }, claim.hmac);
+        return macOk && seen?.claimHmac !== undefined && hexEqual(seen.claimHmac, toHex(claim.hmac)) && seen.payloadSha256 === toHex(envelope.payloadSha256);
+      });
+    } catch {
+      valid = false;
+    }
+    return { valid, record_state: valid ? seen!.state : null, payload_sha256: toHex(envelope.payloadSha256) };
+  }
+
+  #definitionForImport(state: RunSnapshotState, given: AgentDefinition | undefined): AgentDefinition {
+    const matches = (d: AgentDefinition) =>
+      d.id === state.definition.id && d.version === state.definition.version && d.model.provider === state.model.provider && d.model.modelId === state.model.modelId && d.turnLimit === state.turnLimit && d.toolPlan === state.planIdentity.toolPlanId;
+    const mismatch = () =>
+      rejected('import_definition_mismatch', `The agent definition does not match the snapshot's (${state.definition.id}@${state.definition.version}).`, {
+        nextAction: 'pass the agent file the run was started with',
+      });
+    if (given) {
+      const def = defineAgent(given);
+      if (!matches(def)) throw mismatch();
+      return def;
+    }
+    const known = this.store.getDefinition(state.definition);
+    if (known) {
+      if (!matches(known)) throw mismatch();
+      return known;
+    }
+    if (state.model.provider === SCRIPTED_PROVIDER) {
+      throw rejected('import_definition_unknown', `This root does not know agent ${state.definition.id}@${state.definition.version}, and its scripted model needs the definition's script.`, {
+        nextAction: 'pass the agent file: loopx run import FILE --agent AGENT.json',
+      });
+    }
+    // Everything a non-scripted definition holds is in the snapshot (the system prompt is in the history).
+    return defineAgent({ id: state.definition.id, version: state.definition.version, model: state.model, turnLimit: state.turnLimit, toolPlan: state.planIdentity.toolPlanId });
+  }
+
+  /** Static compatibility, from declarations only — before any plan is leased or anything launched. */
+  #checkStaticCompatibility(state: RunSnapshotState, def: AgentDefinition): void {
+    const recorded = state.planIdentity;
+    if (recorded.compatibilityIdentity === '') {
+      throw rejected('snapshot_compatibility_empty', 'The snapshot was made by a convenience engine, which sets no compatibility identity: it is for inspection only.', {
+        nextAction: 'run the agent under a full application (defineApplication) to move it between engines',
+      });
+    }
+    if (recorded.compatibilityIdentity !== this.application.compatibilityIdentity) {
+      throw rejected('snapshot_compatibility_mismatch', `The snapshot needs compatibility ${recorded.compatibilityIdentity}; this engine is ${this.application.compatibilityIdentity || '(empty)'}.`, {
+        nextAction: 'import with the application version that exported it',
+      });
+    }
+    const here = this.application.staticComponentsFor(def);
+    const key = (c: { kind: string; name: string; module: string; version: string; sourceSha256: string }) => JSON.stringify([c.kind, c.name, c.module, c.version, c.sourceSha256]);
+    const hereKeys = new Set(here.map(key));
+    const recordedKeys = new Set(recorded.components.map(key));
+    const missing = recorded.components.filter((c) => !hereKeys.has(key(c))).map((c) => `${c.kind}:${c.name}`);
+    const unexpected = here.filter((c) => !recordedKeys.has(key(c))).map((c) => `${c.kind}:${c.name}`);
+    if (missing.length > 0 || unexpected.length > 0) {
+      throw rejected('snapshot_component_mismatch', `The components of this engine differ from those the snapshot was made with (${[...missing, ...unexpected].join(', ')}).`, {
+        nextAction: 'import with the application version that exported it',
+        details: { missing, unexpected },
+      });
+    }
+  }
+
+  #requireAuthority(): RunAuthority {
+    if (!this.authority) throw internal('authority_required', 'Signed snapshots need a run authority; this engine has none.');
+    return this.authority;
+  }
+
+  /** The run's authority record, which must name this root as its owner (undefined without an authority). */
+  #ownedRecord(runId: string): RunRecord | undefined {
+    if (!this.authority) return undefined;
+    const record = this.authority.readRecord(runId);
+    if (!record) {
+      throw rejected('run_authority_record_missing', `The run authority has no record of run ${runId}.`, { nextAction: 'use the authority directory this root was used with (--authority-dir)' });
+    }
+    if (record.ownerRoot !== this.rootId) {
+      throw conflict('run_moved', `Run ${runId} is owned by another runtime root; this copy will never run again.`, {
+        nextAction: 'continue the run in the root that imported it',
+      });
+    }
+    return record;
+  }
+
+  /** Ownership for continuing execution: owned, and ACTIVE (an import left IMPORTING here is activated). */
+  #activeRecord(runId: string): void {
+    const record = this.#ownedRecord(runId);
+    if (!record || record.state === 'ACTIVE') return;
+    if (record.state === 'TERMINAL') throw this.#terminalError(this.#head(runId));
+    throw conflict('run_not_active', `Run ${runId} is ${record.state} in the run authority.`, { nextAction: `resume it: loopx run resume ${runId}` });
+  }
+
+  /**
+   * Local resume's authority step, while the kernel is still suspended: SUSPENDED → ACTIVE at the
+   * next transition generation (the old claim dies, so that snapshot can never be imported);
+   * IMPORTING here with the kernel run present → ACTIVE (completes an interrupted import).
+   */
+  #activateRecord(lock: RunLock, runId: string): void {
+    const record = this.#ownedRecord(runId);
+    if (!record || record.state === 'ACTIVE') return;
+    if (record.state === 'TERMINAL') throw this.#terminalError(this.#head(runId));
+    const next: RunRecord =
+      record.state === 'SUSPENDED'
+        ? { runId, state: 'ACTIVE', transitionGeneration: record.transitionGeneration + 1, ownerRoot: record.ownerRoot, updatedAt: '' }
+        : { ...record, state: 'ACTIVE' };
+    this.#writeRecord(lock, next, 'authority.resume');
+  }
+
+  #writeRecord(lock: RunLock, record: RunRecord, fault?: string): void {
+    if (!this.authority) return;
+    if (!lock.lease) throw internal('authority_lease_required', 'Authority records are written under the run lease.');
+    this.authority.writeRecord(lock.lease, { ...record, updatedAt: new Date().toISOString() }, fault ? { fault } : {});
+  }
+
+  /** Release a run lock; a run that ended while held gets its tombstone first. */
+  #release(lock: RunLock, runId: string): void {
+    try {
+      const head = this.store.get(runId);
+      if (this.authority && lock.lease && !lock.lease.released && head && TERMINAL_LIFECYCLES.includes(head.lifecycle)) {
+        const record = this.authority.readRecord(runId);
+        if (record && record.ownerRoot === this.rootId && record.state !== 'TERMINAL') this.#writeRecord(lock, { ...record, state: 'TERMINAL' }, 'authority.tombstone');
+      }
     } finally {
       lock.release();
     }
@@ -700,6 +1037,10 @@ export class Engine {
 
   #tryLock(runId: string): RunLock | undefined {
     if (!RUN_ID.test(runId)) throw notFound('run_not_found', `No run ${runId} in this root.`);
+    if (this.authority) {
+      const lease = this.authority.acquireRun(runId);
+      return lease ? { lease, release: () => lease.release() } : undefined;
+    }
     if (this.#lockDir === undefined) {
       if (this.#memLocks.has(runId)) return undefined;
       this.#memLocks.add(runId);

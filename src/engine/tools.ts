@@ -86,6 +86,11 @@ export class ToolPlanHost {
     return this.#plans.has(planId);
   }
 
+  /** The registered (static) declaration of a plan — no lease, nothing launched. */
+  declared(planId: string): ToolPlan | undefined {
+    return this.#plans.get(planId)?.plan;
+  }
+
   /** Number of leases not yet released (observable release). */
   get liveLeases(): number {
     return this.#live.size;

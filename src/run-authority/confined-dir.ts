@@ -60,7 +60,7 @@ const unsafe = (code: string, message: string): LoopxError =>
  * rule enforces for the next component. Returns the leaf's stats, or undefined if the leaf does
  * not exist (its parent is then fully validated).
  */
-export function validateAncestry(absPath: string): Stats | undefined {
+export function validateAncestry(absPath: string, options: { createParents?: boolean } = {}): Stats | undefined {
   if (process.platform !== 'linux') throw rejected('authority_platform_unsupported', 'The OS-backed run authority needs Linux (/proc/self/fd).');
   if (!isAbsolute(absPath)) throw internal('authority_path_relative', 'Authority paths are resolved before validation.');
   const parts = absPath.split(sep).filter(Boolean);
@@ -74,6 +74,15 @@ export function validateAncestry(absPath: string): Stats | undefined {
         st = lstatSync(current);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code === 'ENOENT' && i === parts.length) return undefined;
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT' && options.createParents) {
+          // Made owner-only inside a parent this walk has already validated, then validated itself.
+          mkdirSync(current, { mode: 0o700 });
+          st = lstatSync(current);
+          if (!st.isSymbolicLink() && st.isDirectory() && st.uid === me && (st.mode & 0o022) !== 0) fchmodPath(current);
+          i--;
+          current = current.slice(0, current.lastIndexOf('/')) || '/';
+          continue;
+        }
         if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw rejected('authority_parent_missing', 'A parent of the authority directory does not exist.', { nextAction: 'create the parent directories first' });
         throw e;
       }
@@ -100,6 +109,16 @@ function openNoFollow(path: string, flags: number, mode: number | undefined, nam
   }
 }
 
+/** Tighten a directory this process just created (umask may have left it group/other-writable). */
+function fchmodPath(path: string): void {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  try {
+    fchmodSync(fd, 0o700);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 type EntryName = { readonly path: string } | { readonly parent: ConfinedDir; readonly entry: string };
 
 export class ConfinedDir {
@@ -116,9 +135,9 @@ export class ConfinedDir {
   }
 
   /** Open (and with `create`, make) a private directory after validating its whole ancestry. */
-  static open(path: string, options: { create: boolean }): ConfinedDir {
+  static open(path: string, options: { create: boolean; createParents?: boolean }): ConfinedDir {
     const abs = resolve(path);
-    let leaf = validateAncestry(abs);
+    let leaf = validateAncestry(abs, { createParents: options.createParents ?? false });
     if (!leaf) {
       if (!options.create) throw rejected('authority_missing', 'The run authority directory does not exist.', { nextAction: 'create it: loopx authority init' });
       let created = true;

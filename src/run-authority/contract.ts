@@ -29,6 +29,8 @@ export interface RunRecord {
   readonly payloadSha256?: string;
   readonly claimHmac?: string;
   readonly keyGeneration?: number;
+  /** The transition generation the bound claim was made under (stays after consume). */
+  readonly claimGeneration?: number;
   readonly lastSequence?: number;
   readonly updatedAt: string;
 }

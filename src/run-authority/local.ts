@@ -100,7 +100,9 @@ export class LocalRunAuthority implements RunAuthority {
   }
 
   static open(options: OpenAuthorityOptions = {}): LocalRunAuthority {
-    const dir = ConfinedDir.open(options.dir ?? defaultAuthorityDir(), { create: options.create ?? true });
+    // Only the default location gets its missing parents made (~/.local/state/loopx on first use);
+    // an explicit directory must have an existing, valid parent.
+    const dir = ConfinedDir.open(options.dir ?? defaultAuthorityDir(), { create: options.create ?? true, createParents: options.dir === undefined && (options.create ?? true) });
     try {
       return new LocalRunAuthority(dir);
     } catch (e) {
@@ -252,6 +254,7 @@ export class LocalRunAuthority implements RunAuthority {
       ...(typeof doc.payload_sha256 === 'string' ? { payloadSha256: doc.payload_sha256 } : {}),
       ...(typeof doc.claim_hmac === 'string' ? { claimHmac: doc.claim_hmac } : {}),
       ...(typeof doc.key_generation === 'number' ? { keyGeneration: doc.key_generation } : {}),
+      ...(typeof doc.claim_generation === 'number' ? { claimGeneration: doc.claim_generation } : {}),
       ...(typeof doc.last_sequence === 'number' ? { lastSequence: doc.last_sequence } : {}),
       updatedAt: String(doc.updated_at),
     };
@@ -271,6 +274,7 @@ export class LocalRunAuthority implements RunAuthority {
       ...(record.payloadSha256 !== undefined ? { payload_sha256: record.payloadSha256 } : {}),
       ...(record.claimHmac !== undefined ? { claim_hmac: record.claimHmac } : {}),
       ...(record.keyGeneration !== undefined ? { key_generation: record.keyGeneration } : {}),
+      ...(record.claimGeneration !== undefined ? { claim_generation: record.claimGeneration } : {}),
       ...(record.lastSequence !== undefined ? { last_sequence: record.lastSequence } : {}),
       updated_at: record.updatedAt,
     };

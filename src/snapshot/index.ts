@@ -15,3 +15,18 @@ export {
   type SnapshotBound,
   type SnapshotErrorCode,
 } from './codec.js';
+export {
+  claimInvalid,
+  decodeEnvelope,
+  encodeEnvelope,
+  ENVELOPE_ERRORS,
+  ENVELOPE_FORMAT,
+  MAC_DOMAIN,
+  macInput,
+  signEnvelope,
+  SnapshotEnvelope,
+  VerifiedSnapshot,
+  verifyEnvelope,
+  type MacFields,
+  type SnapshotClaim,
+} from './envelope.js';

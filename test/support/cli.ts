@@ -5,6 +5,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 export const REPO = resolve(import.meta.dirname, '../..');
+/** Every CLI child of this test file shares one private run authority, never the user's real one. */
+const STATE_HOME = mkdtempSync(join(tmpdir(), 'loopx-state-'));
+const baseEnv = (): NodeJS.ProcessEnv => ({ ...process.env, XDG_STATE_HOME: STATE_HOME });
 const ENTRY = join(REPO, 'test/support/loopx-entry.ts');
 
 export interface CliResult {
@@ -26,7 +29,7 @@ const wrap = (status: number | null, signal: NodeJS.Signals | null, stdout: stri
 export function loopx(args: readonly string[], env: Record<string, string> = {}): CliResult {
   const r = spawnSync(process.execPath, ['--import', 'tsx', ENTRY, ...args], {
     cwd: REPO,
-    env: { ...process.env, ...env },
+    env: { ...baseEnv(), ...env },
     encoding: 'utf8',
     timeout: 60_000,
   });
@@ -35,7 +38,7 @@ export function loopx(args: readonly string[], env: Record<string, string> = {})
 
 export function loopxAsync(args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((res, rej) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], { cwd: REPO, env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], { cwd: REPO, env: { ...baseEnv(), ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

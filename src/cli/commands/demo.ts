@@ -8,9 +8,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { writeFileDurable } from '../../core/fs.js';
-import { builtinApplication, openEngine, parseAgentDefinition } from '../../engine/index.js';
-import { decodeSnapshot } from '../../snapshot/index.js';
-import { emit, resolveRoot, type GlobalOptions } from '../context.js';
+import { parseAgentDefinition } from '../../engine/index.js';
+import { decodeEnvelope } from '../../snapshot/index.js';
+import { emit, resolveRoot, withEngine, type GlobalOptions } from '../context.js';
 import { snapshotToJson } from './snapshot-json.js';
 
 function exampleAgentPath(): string {
@@ -34,26 +34,26 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .action(async () => {
       const g = globals();
       const root = resolveRoot(g);
-      const engine = openEngine({ root, application: builtinApplication(root) });
-      try {
+      await withEngine(g, async (engine) => {
         const agent = parseAgentDefinition(JSON.parse(readFileSync(exampleAgentPath(), 'utf8')));
         const started = await engine.start(agent, { input: 'Add 2 and 40, then record the answer.', suspendAfterTurns: 2 });
-        const snap = engine.exportSnapshot(started.run_id);
+        const snap = engine.exportEnvelope(started.run_id);
         mkdirSync(join(root, 'exports'), { recursive: true, mode: 0o700 });
         const relative = join('exports', `${started.run_id}.snapshot`);
         const file = join(root, relative);
         writeFileDurable(file, snap.bytes, { exclusive: true });
-        const decoded = decodeSnapshot(new Uint8Array(readFileSync(file)));
+        const decoded = decodeEnvelope(new Uint8Array(readFileSync(file))).state;
+        const verified = engine.verifySnapshot(new Uint8Array(readFileSync(file)));
         const doc = {
           run: { run_id: started.run_id, status: started.status, completed_turns: started.completed_turns, last_sequence: started.last_sequence },
-          snapshot: { file_in_root: relative, payload_sha256: snap.sha256, payload_bytes: snap.bytes.byteLength, lifecycle: decoded.lifecycle, messages: decoded.messages.length },
+          snapshot: { file_in_root: relative, payload_sha256: snap.payloadSha256, envelope_bytes: snap.bytes.byteLength, lifecycle: decoded.lifecycle, messages: decoded.messages.length, claim_verified: verified.valid, key_generation: snap.envelope.claim.keyGeneration },
           inspected: snapshotToJson(decoded),
         };
         emit(g, doc, (d, out) => {
           out.line(`1. started run ${d.run.run_id} of ${agent.id}@${agent.version} (scripted model)`);
           out.line(`2. it worked ${d.run.completed_turns} turns and ${d.run.status} at the turn boundary (last event sequence ${d.run.last_sequence})`);
-          out.line(`3. exported a validated v1alpha2 snapshot to ${d.snapshot.file_in_root} in the root: ${d.snapshot.payload_bytes} bytes, sha256 ${d.snapshot.payload_sha256}`);
-          out.line(`4. inspected it back: ${d.snapshot.lifecycle}, ${d.snapshot.messages} messages:`);
+          out.line(`3. exported a validated v1alpha2 snapshot, signed by your run authority (key generation ${d.snapshot.key_generation}), to ${d.snapshot.file_in_root} in the root: ${d.snapshot.envelope_bytes} bytes, payload sha256 ${d.snapshot.payload_sha256}`);
+          out.line(`4. inspected it back (claim ${d.snapshot.claim_verified ? 'verified' : 'NOT verified'}): ${d.snapshot.lifecycle}, ${d.snapshot.messages} messages:`);
           for (const m of decoded.messages) {
             const summary = m.parts
               .map((p) => (p.type === 'text' ? JSON.stringify(p.text.slice(0, 60)) : p.type === 'tool_call' ? `call ${p.toolName}(${p.argumentsJson})` : `result ${p.status} ${p.resultJson}`))
@@ -63,8 +63,6 @@ export function register(program: Command, globals: () => GlobalOptions): void {
           out.line('');
           out.line(`Next: loopx run resume ${d.run.run_id}   (then: loopx run answer ${d.run.run_id} confirm-1 yes)`);
         });
-      } finally {
-        engine.close();
-      }
+      });
     });
 }

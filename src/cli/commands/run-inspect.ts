@@ -1,27 +1,30 @@
-/** `loopx run inspect <file>` — decode and validate a snapshot, and render it. */
-import { readFileSync, statSync } from 'node:fs';
+/** `loopx run inspect <file> [--verify]` — decode and validate a signed snapshot, and render it. */
 import type { Command } from 'commander';
-import { notFound, rejected } from '../../core/errors.js';
-import { decodeSnapshot, snapshotDigest, SNAPSHOT_LIMITS } from '../../snapshot/index.js';
+import { toHex } from '../../core/digest.js';
+import { decodeEnvelope } from '../../snapshot/index.js';
+import { emit, withEngine, type GlobalOptions } from '../context.js';
 import { snapshotToJson } from './snapshot-json.js';
-import { emit, type GlobalOptions } from '../context.js';
+import { readSnapshotFile } from './snapshot-file.js';
 
 export function register(run: Command, globals: () => GlobalOptions): void {
   run
     .command('inspect <file>')
-    .description('validate a snapshot file and show it (as JSON with --json)')
-    .action(async (file: string) => {
+    .description('validate a snapshot file and show it (as JSON with --json); --verify checks its claim against your run authority')
+    .option('--verify', 'check the claim against the local run authority (changes nothing)')
+    .action(async (file: string, o: { verify?: boolean }) => {
       const g = globals();
-      let size: number;
-      try {
-        size = statSync(file).size;
-      } catch {
-        throw notFound('snapshot_file_missing', 'The snapshot file does not exist.', { nextAction: 'pass the path written by loopx run export' });
-      }
-      if (size > SNAPSHOT_LIMITS.maxPayloadBytes) throw rejected('snapshot_too_large', `The snapshot is larger than ${SNAPSHOT_LIMITS.maxPayloadBytes} bytes.`);
-      const bytes = new Uint8Array(readFileSync(file));
-      const state = decodeSnapshot(bytes);
-      const doc = { payload_sha256: snapshotDigest(bytes), payload_bytes: bytes.byteLength, snapshot: snapshotToJson(state) };
+      const bytes = readSnapshotFile(file);
+      const env = decodeEnvelope(bytes);
+      const state = env.state;
+      const verification = o.verify ? await withEngine(g, (engine) => engine.verifySnapshot(bytes)) : undefined;
+      const doc = {
+        format: env.format,
+        payload_sha256: toHex(env.payloadSha256),
+        payload_bytes: env.payload.byteLength,
+        claim: { scope_id: toHex(env.claim.scopeId), key_generation: env.claim.keyGeneration },
+        ...(verification ? { verification: { valid: verification.valid, record_state: verification.record_state } } : {}),
+        snapshot: snapshotToJson(state),
+      };
       emit(g, doc, (d, out) => {
         const s = state;
         out.line(`snapshot of run ${s.runId}: ${s.lifecycle}, ${s.completedTurns}/${s.turnLimit} turns, last sequence ${s.lastSequence}`);
@@ -30,6 +33,14 @@ export function register(run: Command, globals: () => GlobalOptions): void {
         out.line(`  tool plan ${s.planIdentity.toolPlanId}, ${s.planIdentity.components.length} components, compatibility ${s.planIdentity.compatibilityIdentity || '(empty: inspection only)'}`);
         out.line(`  plan fingerprint ${s.planIdentity.fingerprint}`);
         out.line(`  payload ${d.payload_bytes} bytes, sha256 ${d.payload_sha256}`);
+        out.line(`  claim: scope ${d.claim.scope_id.slice(0, 16)}…, key generation ${d.claim.key_generation}`);
+        if (verification) {
+          out.line(
+            verification.valid
+              ? `  verified against your run authority: record ${verification.record_state}${verification.record_state === 'SUSPENDED' ? ' (importable)' : ''}`
+              : '  NOT verified: the claim does not verify against your run authority (another authority, tampered, or superseded)',
+          );
+        }
       });
     });
 }

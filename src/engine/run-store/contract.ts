@@ -46,6 +46,8 @@ export interface RunHead {
   readonly suspendAtTurn: number | null;
   readonly pendingInteraction: PendingInteraction | null;
   readonly failure: RunFailure | null;
+  /** Set on runs that arrived by import: the snapshot's last sequence. Events at or before it are not here. */
+  readonly importedAtSequence?: number;
   readonly createdAt: string;
   readonly updatedAt: string;
 }
@@ -85,6 +87,16 @@ export interface RunStore {
   commit(c: RunCommit): RunEvent[];
 
   readEvents(runId: string, afterSequence: number, limit: number): RunEvent[];
+
+  /**
+   * Create a run from an imported snapshot: the head (at the snapshot's last sequence) and its
+   * messages, with no events — the event tail starts at lastSequence+1. Fails with
+   * `run_sequence_conflict` if the run exists.
+   */
+  insertImported(head: RunHead, messages: readonly Message[]): void;
+
+  /** This store's random identity (a runtime root's id), created once. */
+  rootId(): string;
 
   requestSuspend(runId: string): void;
   suspendRequested(runId: string): boolean;

@@ -1,5 +1,6 @@
 /** In-memory reference run store: the contract without a disk, for engine tests. */
 import { canonicalJson } from '../../core/canonical-json.js';
+import { randomBytes } from 'node:crypto';
 import { conflict, rejected } from '../../core/errors.js';
 import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
 import { agentDefinitionToFile, parseAgentDefinition, type AgentDefinition } from '../agent.js';
@@ -12,6 +13,7 @@ export function memoryRunStore(): RunStore {
   const suspendRequests = new Set<string>();
   const listeners = new Set<(runId: string) => void>();
   const clone = <T>(v: T): T => structuredClone(v);
+  const rootId = `root_${randomBytes(12).toString('hex')}`;
 
   return {
     putDefinition(def: AgentDefinition) {
@@ -49,6 +51,13 @@ export function memoryRunStore(): RunStore {
       return clone(events);
     },
     readEvents: (runId, after, limit) => clone((runs.get(runId)?.events ?? []).filter((e) => e.sequence > after).slice(0, limit)),
+    insertImported(head, messages) {
+      if (runs.has(head.runId)) throw conflict('run_sequence_conflict', `Run ${head.runId} already exists in this store.`);
+      const at = new Date().toISOString();
+      runs.set(head.runId, { head: clone({ ...head, createdAt: at, updatedAt: at }), messages: clone([...messages]), mutations: new Map(), events: [] });
+      for (const l of listeners) l(head.runId);
+    },
+    rootId: () => rootId,
     requestSuspend(runId) {
       suspendRequests.add(runId);
       for (const l of listeners) l(runId);

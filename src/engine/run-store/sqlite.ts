@@ -3,6 +3,7 @@
  * event log, so a head change and the events that explain it commit in one transaction.
  */
 import { canonicalJson } from '../../core/canonical-json.js';
+import { randomBytes } from 'node:crypto';
 import { conflict, rejected } from '../../core/errors.js';
 import { openSqlite, setup, type SqliteDatabase, type SqliteStatement } from '../../store/index.js';
 import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
@@ -17,6 +18,7 @@ const MIGRATIONS = [
    CREATE TABLE mutations (run_id TEXT NOT NULL, call_id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, call_id)) WITHOUT ROWID;
    CREATE TABLE events (run_id TEXT NOT NULL, sequence INTEGER NOT NULL, type TEXT NOT NULL, at TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, sequence)) WITHOUT ROWID;
    CREATE TABLE suspend_requests (run_id TEXT PRIMARY KEY) WITHOUT ROWID;`,
+  `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;`,
 ];
 
 interface EventRow { run_id: string; sequence: number; type: string; at: string; data: string }
@@ -43,7 +45,19 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
     requestSuspend: db.prepare('INSERT OR IGNORE INTO suspend_requests (run_id) VALUES (?)'),
     suspendRequested: db.prepare('SELECT 1 FROM suspend_requests WHERE run_id = ?'),
     clearSuspend: db.prepare('DELETE FROM suspend_requests WHERE run_id = ?'),
+    getMeta: db.prepare('SELECT value FROM meta WHERE key = ?'),
+    putMeta: db.prepare('INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)'),
   };
+
+  const importTx = db.transaction((head: RunHead, messages: readonly Message[]) => {
+    if (q.lastSeq.get(head.runId) !== undefined) {
+      throw conflict('run_sequence_conflict', `Run ${head.runId} already exists in this root.`, { details: { run_id: head.runId } });
+    }
+    const at = new Date().toISOString();
+    const h: RunHead = { ...head, createdAt: at, updatedAt: at };
+    q.insertRun.run(h.runId, h.lifecycle, h.lastSequence, at, JSON.stringify(h));
+    messages.forEach((m, i) => q.upsertMessage.run(h.runId, i, JSON.stringify(m)));
+  });
 
   const commitTx = db.transaction((c: RunCommit): RunEvent[] => {
     const current = q.lastSeq.get(c.head.runId) as { last_sequence: number } | undefined;
@@ -110,6 +124,14 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
         at: r.at,
         data: JSON.parse(r.data) as RunEvent['data'],
       }));
+    },
+    insertImported(head, messages) {
+      importTx.immediate(head, messages);
+      for (const l of listeners) l(head.runId);
+    },
+    rootId() {
+      q.putMeta.run('root_id', `root_${randomBytes(12).toString('hex')}`);
+      return (q.getMeta.get('root_id') as { value: string }).value;
     },
     requestSuspend(runId) {
       q.requestSuspend.run(runId);

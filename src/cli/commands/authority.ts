@@ -1,0 +1,83 @@
+/** `loopx authority init|show|rotate|retire` — the per-user run authority. Never prints key material. */
+import type { Command } from 'commander';
+import { toHex } from '../../core/digest.js';
+import { usageError } from '../../core/errors.js';
+import type { LocalRunAuthority } from '../../run-authority/index.js';
+import { emit, withAuthority, type GlobalOptions } from '../context.js';
+import { parseCount } from '../parse.js';
+
+const describe = (a: LocalRunAuthority) => ({
+  scope_id: toHex(a.scopeId),
+  current_key_generation: a.currentKeyGeneration(),
+  key_generations: a.keyGenerations(),
+});
+
+const print = (d: ReturnType<typeof describe>, out: { line(t?: string): void }) => {
+  out.line(`scope ${d.scope_id}`);
+  out.line(`current key generation ${d.current_key_generation}`);
+  for (const g of d.key_generations) out.line(`  generation ${g.generation}${g.retired ? ' (retired)' : ''}`);
+};
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  const authority = program.command('authority').description('the per-user run authority that signs snapshots and owns runs');
+  authority
+    .command('init')
+    .description('create the authority directory, scope id and first key (idempotent)')
+    .action(async () => {
+      const g = globals();
+      const d = await withAuthority(g, describe, { create: true });
+      emit(g, d, print);
+    });
+  authority
+    .command('show')
+    .description('print the scope id and key generations (never key material); --run shows one run record')
+    .option('--run <id>', 'also show the authority record of this run')
+    .action(async (o: { run?: string }) => {
+      const g = globals();
+      const d = await withAuthority(
+        g,
+        (a) => {
+          const rec = o.run ? a.readRecord(o.run) : undefined;
+          return {
+            ...describe(a),
+            ...(o.run
+              ? { run: rec ? { run_id: rec.runId, state: rec.state, transition_generation: rec.transitionGeneration, owner_root: rec.ownerRoot, payload_sha256: rec.payloadSha256 ?? null, last_sequence: rec.lastSequence ?? null } : null }
+              : {}),
+          };
+        },
+        { create: false },
+      );
+      emit(g, d, (doc, out) => {
+        print(doc, out);
+        if (o.run) out.line(doc.run ? `run ${doc.run.run_id}: ${doc.run.state}, transition generation ${doc.run.transition_generation}, owner ${doc.run.owner_root}` : `run ${o.run}: no record`);
+      });
+    });
+  authority
+    .command('rotate')
+    .description('add a key generation; older generations stay verifiable until retired')
+    .action(async () => {
+      const g = globals();
+      const d = await withAuthority(g, (a) => {
+        a.rotate();
+        return describe(a);
+      });
+      emit(g, d, print);
+    });
+  authority
+    .command('retire <generation>')
+    .description('retire a key generation: its claims stop verifying')
+    .action(async (generation: string) => {
+      const g = globals();
+      let gen: number;
+      try {
+        gen = parseCount(generation);
+      } catch {
+        throw usageError('generation_invalid', 'The generation must be a whole number.', 'loopx authority show');
+      }
+      const d = await withAuthority(g, (a) => {
+        a.retire(gen);
+        return describe(a);
+      });
+      emit(g, d, print);
+    });
+}
