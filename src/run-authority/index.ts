@@ -1,4 +1,4 @@
 /** Public API of the per-user run authority. */
 export type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord, RunRecordState } from './contract.js';
-export { LocalRunAuthority, openRunAuthority, defaultAuthorityDir, SUBKEY_DOMAIN, type OpenAuthorityOptions } from './local.js';
+export { LocalRunAuthority, openRunAuthority, defaultAuthorityDir, deriveRunSubkey, SUBKEY_DOMAIN, type OpenAuthorityOptions } from './local.js';
 export { ConfinedDir, validateAncestry } from './confined-dir.js';

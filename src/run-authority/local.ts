@@ -28,6 +28,16 @@ const GEN_FILE = /^([1-9][0-9]{0,15})\.(key|retired)$/;
 const RECORD_SCHEMA = 'loopx.run-authority.record/v1';
 const STATES: readonly RunRecordState[] = ['ACTIVE', 'SUSPENDED', 'IMPORTING', 'TERMINAL'];
 
+/**
+ * The per-run subkey (ARCHITECTURE.md "Decisions"): HMAC-SHA256 keyed by the authority key over
+ * the length-prefixed tuple (SUBKEY_DOMAIN, scope id, run id, transition generation as u64 BE).
+ * The claim is HMAC-SHA256 keyed by this subkey over the canonical MAC input. Exported for the
+ * published test vectors; callers other than the authority never hold a key.
+ */
+export function deriveRunSubkey(key: Uint8Array, scopeId: Uint8Array, runId: string, transitionGeneration: number): Buffer {
+  return createHmac('sha256', key).update(lengthPrefixed([utf8(SUBKEY_DOMAIN), scopeId, utf8(runId), u64be(transitionGeneration)])).digest();
+}
+
 export function defaultAuthorityDir(env: NodeJS.ProcessEnv = process.env): string {
   const state = env.XDG_STATE_HOME && env.XDG_STATE_HOME.startsWith('/') ? env.XDG_STATE_HOME : join(homedir(), '.local', 'state');
   return join(state, 'loopx', 'run-authority');
@@ -165,9 +175,7 @@ export class LocalRunAuthority implements RunAuthority {
   }
 
   #subkey(key: Buffer, runId: string, transitionGeneration: number): Buffer {
-    return createHmac('sha256', key)
-      .update(lengthPrefixed([utf8(SUBKEY_DOMAIN), this.scopeId, utf8(runId), u64be(transitionGeneration)]))
-      .digest();
+    return deriveRunSubkey(key, this.scopeId, runId, transitionGeneration);
   }
 
   claim(input: ClaimInput): Uint8Array {

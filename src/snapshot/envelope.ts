@@ -83,9 +83,7 @@ function checkClaim(c: SnapshotClaim): SnapshotClaim {
 }
 
 // Assigned by the classes' static blocks: the only constructors, private to this module.
-// eslint-disable-next-line prefer-const
 let makeEnvelope: (payload: Uint8Array, payloadSha256: Uint8Array, claim: SnapshotClaim, state: RunSnapshotState) => SnapshotEnvelope;
-// eslint-disable-next-line prefer-const
 let makeVerified: (envelope: SnapshotEnvelope) => VerifiedSnapshot;
 
 export class SnapshotEnvelope {
