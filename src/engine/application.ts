@@ -31,6 +31,8 @@ export interface Application {
    * only, without leasing or launching anything (import's static compatibility check).
    */
   staticComponentsFor(def: AgentDefinition): ComponentIdentity[];
+  /** An agent definition this application ships, by identity (import resolves definitions here). */
+  agent(identity: { readonly id: string; readonly version: string }): AgentDefinition | undefined;
 }
 
 export interface ApplicationSpec {
@@ -41,6 +43,8 @@ export interface ApplicationSpec {
   readonly scriptedProviderIdentity?: ComponentIdentity;
   /** Further executable components (stages, observers, brokers, decorators). */
   readonly components?: readonly ComponentIdentity[];
+  /** Agent definitions the application ships (their identity must be unique). */
+  readonly agents?: readonly AgentDefinition[];
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -126,6 +130,7 @@ function build(spec: ApplicationSpec, full: boolean): Application {
         lease.release();
       }
     },
+    agent: (identity) => (spec.agents ?? []).find((a) => a.id === identity.id && a.version === identity.version),
     staticComponentsFor(def) {
       const plan = host.declared(def.toolPlan);
       if (!plan) {

@@ -4,11 +4,12 @@
  * carries the SHA-256 of its built source, so only an engine built from the same code accepts
  * its snapshots.
  */
-import { appendFileSync, closeSync, fsyncSync, openSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, fsyncSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../core/canonical-json.js';
 import { faultPoint } from '../core/faults.js';
-import { LOOPX_VERSION } from '../core/version.js';
+import { LOOPX_VERSION, PACKAGE_ROOT } from '../core/version.js';
+import { parseAgentDefinition, type AgentDefinition } from './agent.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
 import { defineApplication, type Application } from './application.js';
 import { sourceIdentityOf } from './identity.js';
@@ -83,8 +84,20 @@ export function builtinToolPlan(root: string): ToolPlan {
   return { id: BUILTIN_TOOL_PLAN, tools };
 }
 
+/** The agents shipped in the package's examples/agents/ (what `loopx demo` and the README run). */
+function shippedAgents(): AgentDefinition[] {
+  if (!PACKAGE_ROOT) return [];
+  const dir = join(PACKAGE_ROOT, 'examples', 'agents');
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => parseAgentDefinition(JSON.parse(readFileSync(join(dir, f), 'utf8'))));
+}
+
 export function builtinApplication(root: string): Application {
   return defineApplication({
+    agents: shippedAgents(),
     compatibilityIdentity: BUILTIN_COMPATIBILITY,
     toolPlans: [builtinToolPlan(root)],
     scriptedProviderIdentity: { ...identity('provider', SCRIPTED_PROVIDER), module: 'loopx/engine/providers/scripted', sourceSha256: sourceIdentityOf(SCRIPTED_PROVIDER_MODULE) },

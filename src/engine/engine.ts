@@ -408,7 +408,8 @@ export class Engine {
       if (record.state === 'IMPORTING') {
         throw conflict('run_import_incomplete', `Run ${runId} was imported here but its activation did not complete.`, { nextAction: `complete it: loopx run resume ${runId}` });
       }
-      const bound = record.claimHmac !== undefined;
+      // A claim bound at the current transition generation makes export idempotent (or refuses a differing one).
+      const bound = record.claimHmac !== undefined && record.claimGeneration === record.transitionGeneration;
       const keyGeneration = bound ? record.keyGeneration! : authority.currentKeyGeneration();
       const transitionGeneration = bound ? record.claimGeneration! : record.transitionGeneration;
       const envelope = signEnvelope({
@@ -468,6 +469,9 @@ export class Engine {
       throw rejected('snapshot_terminal', `The snapshot of run ${runId} is ${state.lifecycle}: terminal snapshots are for inspection and are never imported as live.`, {
         nextAction: `inspect it: loopx run inspect FILE`,
       });
+    }
+    if (seen!.state === 'TERMINAL') {
+      throw conflict('run_tombstoned', `Run ${runId} has ended; its snapshots are never imported as live.`, { nextAction: `inspect it: loopx run inspect FILE` });
     }
     if (seen!.state !== 'SUSPENDED') throw consumed(runId);
     const def = this.#definitionForImport(state, options.agent);
@@ -570,7 +574,7 @@ export class Engine {
       if (!matches(def)) throw mismatch();
       return def;
     }
-    const known = this.store.getDefinition(state.definition);
+    const known = this.store.getDefinition(state.definition) ?? this.application.agent(state.definition);
     if (known) {
       if (!matches(known)) throw mismatch();
       return known;
@@ -667,7 +671,11 @@ export class Engine {
       const head = this.store.get(runId);
       if (this.authority && lock.lease && !lock.lease.released && head && TERMINAL_LIFECYCLES.includes(head.lifecycle)) {
         const record = this.authority.readRecord(runId);
-        if (record && record.ownerRoot === this.rootId && record.state !== 'TERMINAL') this.#writeRecord(lock, { ...record, state: 'TERMINAL' }, 'authority.tombstone');
+        // The tombstone is a transition: a claim bound earlier stays verifiable (so its snapshot is
+        // refused as tombstoned) but no longer counts as this generation's export.
+        if (record && record.ownerRoot === this.rootId && record.state !== 'TERMINAL') {
+          this.#writeRecord(lock, { ...record, state: 'TERMINAL', transitionGeneration: record.transitionGeneration + 1 }, 'authority.tombstone');
+        }
       }
     } finally {
       lock.release();
