@@ -4,6 +4,7 @@ import { printFigures, type BenchFigure } from './harness.js';
 const suites: Array<[string, () => Promise<BenchFigure[]>]> = [
   ['snapshot', async () => (await import('./snapshot.bench.js')).run()],
   ['event-log', async () => (await import('./event-log.bench.js')).run()],
+  ['transfer', async () => (await import('./transfer.bench.js')).run()],
 ];
 
 const only = process.argv[2];

@@ -62,6 +62,8 @@ export interface OpenAuthorityOptions {
   readonly dir?: string;
   /** Create the directory, scope and first key if missing (`loopx authority init`, and first use). */
   readonly create?: boolean;
+  /** Skip record fsyncs — only for benchmarks that report the fsync cost separately. */
+  readonly unsafeNoSync?: boolean;
 }
 
 export class LocalRunAuthority implements RunAuthority {
@@ -79,8 +81,11 @@ export class LocalRunAuthority implements RunAuthority {
   #closed = false;
   #drained: (() => void) | undefined;
 
-  private constructor(dir: ConfinedDir) {
+  readonly #noSync: boolean;
+
+  private constructor(dir: ConfinedDir, noSync: boolean) {
     this.#dir = dir;
+    this.#noSync = noSync;
     const opened: ConfinedDir[] = [];
     try {
       this.#keysDir = track(opened, dir.subdir('keys'));
@@ -114,7 +119,7 @@ export class LocalRunAuthority implements RunAuthority {
     // an explicit directory must have an existing, valid parent.
     const dir = ConfinedDir.open(options.dir ?? defaultAuthorityDir(), { create: options.create ?? true, createParents: options.dir === undefined && (options.create ?? true) });
     try {
-      return new LocalRunAuthority(dir);
+      return new LocalRunAuthority(dir, options.unsafeNoSync ?? false);
     } catch (e) {
       dir.close();
       throw e;
@@ -286,7 +291,7 @@ export class LocalRunAuthority implements RunAuthority {
       ...(record.lastSequence !== undefined ? { last_sequence: record.lastSequence } : {}),
       updated_at: record.updatedAt,
     };
-    this.#runsDir.write(`${record.runId}.json`, `${JSON.stringify(doc)}\n`, options.fault ? { fault: options.fault } : {});
+    this.#runsDir.write(`${record.runId}.json`, `${JSON.stringify(doc)}\n`, { noSync: this.#noSync, ...(options.fault ? { fault: options.fault } : {}) });
   }
 
   beginImport(): ImportLease {

@@ -13,8 +13,11 @@ export type SqliteStatement = Database.Statement;
 
 export interface OpenOptions {
   readonly readonly?: boolean;
-  /** `synchronous=FULL` (default) or `NORMAL`; WAL with NORMAL is durable against process crash only. */
-  readonly synchronous?: 'FULL' | 'NORMAL';
+  /**
+   * `synchronous=FULL` (default) or `NORMAL` (WAL: durable against process crash only). `OFF` is
+   * for benchmarks that report the cost of fsync separately; no durable path uses it.
+   */
+  readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
 }
 
 export function openSqlite(path: string, options: OpenOptions = {}): SqliteDatabase {

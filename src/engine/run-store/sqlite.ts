@@ -23,7 +23,7 @@ const MIGRATIONS = [
 
 interface EventRow { run_id: string; sequence: number; type: string; at: string; data: string }
 
-export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL' | 'NORMAL' } = {}): RunStore {
+export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL' | 'NORMAL' | 'OFF' } = {}): RunStore {
   const db: SqliteDatabase = openSqlite(path, options.synchronous ? { synchronous: options.synchronous } : {});
   setup(db, MIGRATIONS);
   const listeners = new Set<(runId: string) => void>();
