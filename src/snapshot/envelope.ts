@@ -82,6 +82,8 @@ function checkClaim(c: SnapshotClaim): SnapshotClaim {
   return { scopeId: new Uint8Array(c.scopeId), keyGeneration: c.keyGeneration, hmac: new Uint8Array(c.hmac) };
 }
 
+/** Module-private construction token: the constructors refuse anything else, at runtime too. */
+const CONSTRUCT = Symbol('loopx.snapshot.envelope.construct');
 // Assigned by the classes' static blocks: the only constructors, private to this module.
 let makeEnvelope: (payload: Uint8Array, payloadSha256: Uint8Array, claim: SnapshotClaim, state: RunSnapshotState) => SnapshotEnvelope;
 let makeVerified: (envelope: SnapshotEnvelope) => VerifiedSnapshot;
@@ -94,7 +96,8 @@ export class SnapshotEnvelope {
   /** The decoded, validated payload. */
   readonly state: RunSnapshotState;
 
-  private constructor(payload: Uint8Array, payloadSha256: Uint8Array, claim: SnapshotClaim, state: RunSnapshotState) {
+  private constructor(token: symbol, payload: Uint8Array, payloadSha256: Uint8Array, claim: SnapshotClaim, state: RunSnapshotState) {
+    if (token !== CONSTRUCT) throw new TypeError('SnapshotEnvelope is made only by signEnvelope or decodeEnvelope');
     this.payload = payload;
     this.payloadSha256 = payloadSha256;
     this.claim = checkClaim(claim);
@@ -116,7 +119,7 @@ export class SnapshotEnvelope {
 
   static {
     // Construction stays inside this module: signEnvelope and decodeEnvelope are the only makers.
-    makeEnvelope = (payload, digest, claim, state) => new SnapshotEnvelope(payload, digest, claim, state);
+    makeEnvelope = (payload, digest, claim, state) => new SnapshotEnvelope(CONSTRUCT, payload, digest, claim, state);
   }
 }
 
@@ -131,8 +134,10 @@ export function signEnvelope(input: {
   readonly keyGeneration: number;
   readonly hmacOf: (macInput: Uint8Array) => Uint8Array;
 }): SnapshotEnvelope {
-  const state = decodeSnapshot(input.payload);
-  const digest = sha256(input.payload);
+  if (input.scopeId.byteLength !== 32 || !Number.isSafeInteger(input.keyGeneration) || input.keyGeneration < 1) throw malformedClaim();
+  const payload = new Uint8Array(input.payload); // our own copy: the signed bytes cannot change under us
+  const state = decodeSnapshot(payload);
+  const digest = sha256(payload);
   const mac = macInput({
     scopeId: input.scopeId,
     keyGeneration: input.keyGeneration,
@@ -143,7 +148,7 @@ export function signEnvelope(input: {
     payloadSha256: digest,
   });
   // checkClaim (in the constructor) refuses a signer that returns anything but 32 bytes.
-  return makeEnvelope(input.payload, digest, { scopeId: input.scopeId, keyGeneration: input.keyGeneration, hmac: input.hmacOf(mac) }, state);
+  return makeEnvelope(payload, digest, { scopeId: input.scopeId, keyGeneration: input.keyGeneration, hmac: input.hmacOf(mac) }, state);
 }
 
 export function encodeEnvelope(env: SnapshotEnvelope): Uint8Array {
@@ -163,7 +168,10 @@ export function encodeEnvelope(env: SnapshotEnvelope): Uint8Array {
  */
 export function decodeEnvelope(bytes: Uint8Array): SnapshotEnvelope {
   if (bytes.byteLength > SNAPSHOT_LIMITS.maxPayloadBytes + ENVELOPE_OVERHEAD) {
-    throw rejected(ENVELOPE_ERRORS.oversized, 'The snapshot envelope is larger than its bound.', { details: { limit: SNAPSHOT_LIMITS.maxPayloadBytes + ENVELOPE_OVERHEAD } });
+    throw rejected(ENVELOPE_ERRORS.oversized, 'The snapshot envelope is larger than its bound.', {
+      nextAction: 'pass a file written by loopx run export',
+      details: { limit: SNAPSHOT_LIMITS.maxPayloadBytes + ENVELOPE_OVERHEAD },
+    });
   }
   let msg;
   try {
@@ -175,20 +183,24 @@ export function decodeEnvelope(bytes: Uint8Array): SnapshotEnvelope {
     throw rejected(ENVELOPE_ERRORS.unknownField, 'The snapshot envelope carries fields this loopx does not know.', { nextAction: 'upgrade loopx, or re-export with this version' });
   }
   if (msg.format !== ENVELOPE_FORMAT) {
-    throw rejected(ENVELOPE_ERRORS.unsupportedFormat, 'The snapshot envelope format is not supported.', { details: { format: msg.format.slice(0, 64) } });
+    throw rejected(ENVELOPE_ERRORS.unsupportedFormat, 'The snapshot envelope format is not supported.', {
+      nextAction: 'export the run again with this loopx version',
+      details: { format: msg.format.slice(0, 64) },
+    });
   }
   if (!msg.claim || msg.claim.keyGeneration > BigInt(Number.MAX_SAFE_INTEGER)) throw malformedClaim();
   const claim = checkClaim({ scopeId: msg.claim.scopeId, keyGeneration: Number(msg.claim.keyGeneration), hmac: msg.claim.hmac });
-  if (msg.payloadSha256.byteLength !== 32) throw rejected(ENVELOPE_ERRORS.digestMismatch, 'The payload digest of the envelope is malformed.');
+  if (msg.payloadSha256.byteLength !== 32) throw rejected(ENVELOPE_ERRORS.digestMismatch, 'The payload digest of the envelope is malformed.', { nextAction: 'the file is damaged; export the run again' });
   const digest = sha256(msg.payload);
   if (!timingSafeEqual(Buffer.from(digest), Buffer.from(msg.payloadSha256))) {
     throw rejected(ENVELOPE_ERRORS.digestMismatch, 'The payload does not match the digest the envelope carries.', { nextAction: 'the file is damaged; export the run again' });
   }
-  const state = decodeSnapshot(msg.payload);
-  const env = makeEnvelope(msg.payload, digest, claim, state);
+  const payload = new Uint8Array(msg.payload); // a copy, not a view into the caller's buffer
+  const state = decodeSnapshot(payload);
+  const env = makeEnvelope(payload, digest, claim, state);
   const canonical = encodeEnvelope(env);
   if (canonical.byteLength !== bytes.byteLength || !timingSafeEqual(Buffer.from(canonical), Buffer.from(bytes))) {
-    throw rejected(ENVELOPE_ERRORS.nonCanonical, 'The snapshot envelope is not in its canonical encoding.');
+    throw rejected(ENVELOPE_ERRORS.nonCanonical, 'The snapshot envelope is not in its canonical encoding.', { nextAction: 'use the envelope exactly as loopx run export wrote it' });
   }
   return env;
 }
@@ -196,7 +208,8 @@ export function decodeEnvelope(bytes: Uint8Array): SnapshotEnvelope {
 /** An envelope whose claim a keyed verifier accepted. Only `verifyEnvelope` makes one. */
 export class VerifiedSnapshot {
   readonly envelope: SnapshotEnvelope;
-  private constructor(envelope: SnapshotEnvelope) {
+  private constructor(token: symbol, envelope: SnapshotEnvelope) {
+    if (token !== CONSTRUCT) throw new TypeError('VerifiedSnapshot is made only by verifyEnvelope');
     this.envelope = envelope;
   }
   get state(): RunSnapshotState {
@@ -206,7 +219,7 @@ export class VerifiedSnapshot {
     return toHex(this.envelope.payloadSha256);
   }
   static {
-    makeVerified = (envelope) => new VerifiedSnapshot(envelope);
+    makeVerified = (envelope) => new VerifiedSnapshot(CONSTRUCT, envelope);
   }
 }
 
