@@ -2,6 +2,7 @@
  * What every command shares: resolving the runtime root, opening the engine, printing a result
  * as human text or one `--json` document, and turning errors into exit codes.
  */
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { exitCodeOf, isLoopxError } from '../core/errors.js';
@@ -27,8 +28,20 @@ export async function withAuthority<T>(opts: GlobalOptions, fn: (authority: Loca
   }
 }
 
-/** The engine of the root, with the user's run authority (created on first use). */
-export function withEngine<T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T): Promise<T> {
+/**
+ * The engine of the root, with the user's run authority (created on first use). `readOnly`
+ * commands (list, show, events) open neither the authority nor — when it does not exist yet — the
+ * root: they create nothing.
+ */
+export function withEngine<T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean } = {}): Promise<T> {
+  if (options.readOnly) {
+    const root = resolveRoot(opts);
+    const exists = existsSync(join(root, 'engine.db'));
+    const engine = exists ? openEngine({ root, application: builtinApplication(root) }) : openEngine({ application: builtinApplication(root) });
+    return Promise.resolve()
+      .then(() => fn(engine))
+      .finally(() => engine.close());
+  }
   return withAuthority(opts, async (authority) => {
     const root = resolveRoot(opts);
     const engine = openEngine({ root, application: builtinApplication(root), authority });
@@ -63,7 +76,8 @@ export function reportError(e: unknown, json: boolean): number {
     if (e.nextAction) process.stderr.write(`try: ${e.nextAction}\n`);
     if (json) stdoutOutput.json({ error: e.toJSON() });
   } else {
-    const message = e instanceof Error ? e.message : String(e);
+    // Internal errors come from below loopx (the OS, a driver): keep their gist, never their paths.
+    const message = (e instanceof Error ? e.message : String(e)).replace(/(?:\/[^\s'",:]+)+/g, '<path>');
     process.stderr.write(`loopx: internal error: ${message}\n`);
     if (process.env.LOOPX_DEBUG && e instanceof Error && e.stack) process.stderr.write(`${e.stack}\n`);
     if (json) stdoutOutput.json({ error: { code: 'internal_error', message } });

@@ -6,7 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { EXIT_CODES } from '../core/errors.js';
 import { LOOPX_VERSION } from '../core/version.js';
-import { reportError, type GlobalOptions } from './context.js';
+import { reportError, stdoutOutput, type GlobalOptions } from './context.js';
 import * as demo from './commands/demo.js';
 import * as runAnswer from './commands/run-answer.js';
 import * as runCancel from './commands/run-cancel.js';
@@ -67,6 +67,11 @@ export function buildProgram(): Command {
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
+  // A closed pipe (`loopx run events … | head`) ends output quietly, like other Unix tools.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(EXIT_CODES.ok);
+    throw err;
+  });
   const program = buildProgram();
   try {
     await program.parseAsync([...argv], { from: 'user' });
@@ -74,6 +79,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (e) {
     if (e instanceof CommanderError) {
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return EXIT_CODES.ok;
+      // commander has already written the human message (and the --help hint) to stderr.
+      if (argv.includes('--json')) stdoutOutput.json({ error: { code: 'usage_error', message: e.message.replace(/^error: /, ''), next_action: 'run the command with --help', details: { parser_code: e.code } } });
       return EXIT_CODES.usage;
     }
     const json = argv.includes('--json');

@@ -43,8 +43,8 @@ export interface ApplicationSpec {
   readonly scriptedProviderIdentity?: ComponentIdentity;
   /** Further executable components (stages, observers, brokers, decorators). */
   readonly components?: readonly ComponentIdentity[];
-  /** Agent definitions the application ships (their identity must be unique). */
-  readonly agents?: readonly AgentDefinition[];
+  /** Agent definitions the application ships: a list, or a lookup by identity. */
+  readonly agents?: readonly AgentDefinition[] | ((identity: { readonly id: string; readonly version: string }) => AgentDefinition | undefined);
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -130,7 +130,8 @@ function build(spec: ApplicationSpec, full: boolean): Application {
         lease.release();
       }
     },
-    agent: (identity) => (spec.agents ?? []).find((a) => a.id === identity.id && a.version === identity.version),
+    agent: (identity) =>
+      typeof spec.agents === 'function' ? spec.agents(identity) : (spec.agents ?? []).find((a) => a.id === identity.id && a.version === identity.version),
     staticComponentsFor(def) {
       const plan = host.declared(def.toolPlan);
       if (!plan) {

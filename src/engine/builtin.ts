@@ -84,20 +84,29 @@ export function builtinToolPlan(root: string): ToolPlan {
   return { id: BUILTIN_TOOL_PLAN, tools };
 }
 
-/** The agents shipped in the package's examples/agents/ (what `loopx demo` and the README run). */
-function shippedAgents(): AgentDefinition[] {
-  if (!PACKAGE_ROOT) return [];
+/**
+ * The agents shipped in the package's examples/agents/ (what `loopx demo` and the README run),
+ * read only when an import needs a definition; a file that does not parse is simply not one of them.
+ */
+function shippedAgent(identity: { readonly id: string; readonly version: string }): AgentDefinition | undefined {
+  if (!PACKAGE_ROOT) return undefined;
   const dir = join(PACKAGE_ROOT, 'examples', 'agents');
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.json'))
-    .sort()
-    .map((f) => parseAgentDefinition(JSON.parse(readFileSync(join(dir, f), 'utf8'))));
+  if (!existsSync(dir)) return undefined;
+  for (const f of readdirSync(dir).filter((n) => n.endsWith('.json')).sort()) {
+    let def: AgentDefinition;
+    try {
+      def = parseAgentDefinition(JSON.parse(readFileSync(join(dir, f), 'utf8')));
+    } catch {
+      continue;
+    }
+    if (def.id === identity.id && def.version === identity.version) return def;
+  }
+  return undefined;
 }
 
 export function builtinApplication(root: string): Application {
   return defineApplication({
-    agents: shippedAgents(),
+    agents: shippedAgent,
     compatibilityIdentity: BUILTIN_COMPATIBILITY,
     toolPlans: [builtinToolPlan(root)],
     scriptedProviderIdentity: { ...identity('provider', SCRIPTED_PROVIDER), module: 'loopx/engine/providers/scripted', sourceSha256: sourceIdentityOf(SCRIPTED_PROVIDER_MODULE) },

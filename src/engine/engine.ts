@@ -1,6 +1,8 @@
 /**
- * The run kernel. It owns the turn loop and every state change of a run, and nothing else: it
- * never signs, never imports, and never decides an effect's outcome by guessing.
+ * The run kernel. It owns the turn loop and every state change of a run, and the RFC 0007
+ * transfer protocols (signed export, import, local resume) that move runs between roots through
+ * the run authority. It holds no keys (the authority signs and verifies), and it never decides an
+ * effect's outcome by guessing.
  *
  * Rules it keeps:
  * - One driver per run: driving needs the run's exclusive lock (an OS lock for a root on disk), so
@@ -685,8 +687,14 @@ export class Engine {
   #export(runId: string): ExportedSnapshot {
     const head = this.#head(runId);
     if (head.lifecycle === 'active') {
+      const waiting = this.#view(head).waiting_for;
       throw rejected('export_run_active', `Run ${runId} is active; only a suspended or finished run can be exported.`, {
-        nextAction: `suspend it first: loopx run suspend ${runId}`,
+        nextAction:
+          waiting?.kind === 'interaction'
+            ? `answer it, then suspend: loopx run answer ${runId} ${waiting.interaction_id} TEXT`
+            : waiting?.kind === 'resolution'
+              ? `settle its uncertain call, then suspend: loopx run resolve ${runId} ${waiting.call_ids[0]} (--committed RESULT | --absent | --abandon)`
+              : `suspend it first: loopx run suspend ${runId}`,
       });
     }
     const unresolved = this.store.mutations(runId).filter((m) => m.state === 'intent' || m.state === 'uncertain');
@@ -764,7 +772,7 @@ export class Engine {
     const expected = this.application.planIdentityFor(def);
     if (expected.fingerprint !== head.planIdentity.fingerprint) {
       throw rejected('plan_identity_changed', `The tools or components of run ${head.runId} changed since it started; it will not continue under different code.`, {
-        nextAction: 'continue it with the loopx version that started it',
+        nextAction: 'continue it with the same build of loopx that started it (component identities hash the built source)',
       });
     }
     return def;
@@ -1014,8 +1022,11 @@ export class Engine {
     return head;
   }
 
+  /** Calls whose outcome is unknown. An intent counts only when no live driver holds the run (else it is in flight). */
   #uncertainCalls(runId: string): string[] {
-    return this.store.mutations(runId).filter((m) => m.state === 'uncertain' || m.state === 'intent').map((m) => m.callId);
+    const mutations = this.store.mutations(runId);
+    const inFlight = mutations.some((m) => m.state === 'intent') && this.#isDriven(runId);
+    return mutations.filter((m) => m.state === 'uncertain' || (m.state === 'intent' && !inFlight)).map((m) => m.callId);
   }
 
   #view(head: RunHead): RunView {

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { toHex } from '../../core/digest.js';
 import { writeFileDurable } from '../../core/fs.js';
 import { emit, withEngine, type GlobalOptions } from '../context.js';
+import { checkOutputPath } from './snapshot-file.js';
 
 export function register(run: Command, globals: () => GlobalOptions): void {
   run
@@ -11,6 +12,7 @@ export function register(run: Command, globals: () => GlobalOptions): void {
     .requiredOption('--out <file>', 'where to write the snapshot (must not exist)')
     .action(async (id: string, o: { out: string }) => {
       const g = globals();
+      checkOutputPath(o.out);
       const signed = await withEngine(g, (engine) => engine.exportEnvelope(id));
       writeFileDurable(o.out, signed.bytes, { exclusive: true });
       const doc = {

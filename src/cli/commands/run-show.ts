@@ -9,7 +9,7 @@ export function register(run: Command, globals: () => GlobalOptions): void {
     .description('show one run: status, turns, what it waits for')
     .action(async (id: string) => {
       const g = globals();
-      const view = await withEngine(g, (engine) => engine.show(id));
+      const view = await withEngine(g, (engine) => engine.show(id), { readOnly: true });
       emit(g, view, printRun);
     });
 }
