@@ -367,10 +367,16 @@ export class Engine {
   async cancel(runId: string): Promise<RunView> {
     const lock = this.#lock(runId);
     try {
-      this.#ownedRecord(runId);
+      const record = this.#ownedRecord(runId);
       this.#markUncertain(runId);
       const head = this.#head(runId);
       if (head.lifecycle !== 'active' && head.lifecycle !== 'suspended') throw this.#terminalError(head);
+      // Tombstone first, kernel second: a crash in between leaves a run that can no longer move
+      // or resume (and `cancel` again finishes it) — never a cancelled run whose exported
+      // snapshot could still be imported elsewhere.
+      if (record && record.state !== 'TERMINAL') {
+        this.#writeRecord(lock, { ...record, state: 'TERMINAL', transitionGeneration: record.transitionGeneration + 1 }, 'authority.tombstone');
+      }
       this.#terminate(head, 'cancelled', { type: 'Cancelled', data: { completed_turns: head.completedTurns } }, null);
     } finally {
       this.#release(lock, runId);
@@ -641,7 +647,7 @@ export class Engine {
   #activeRecord(runId: string): void {
     const record = this.#ownedRecord(runId);
     if (!record || record.state === 'ACTIVE') return;
-    if (record.state === 'TERMINAL') throw this.#terminalError(this.#head(runId));
+    if (record.state === 'TERMINAL') throw this.#tombstonedError(runId);
     throw conflict('run_not_active', `Run ${runId} is ${record.state} in the run authority.`, { nextAction: `resume it: loopx run resume ${runId}` });
   }
 
@@ -653,7 +659,7 @@ export class Engine {
   #activateRecord(lock: RunLock, runId: string): void {
     const record = this.#ownedRecord(runId);
     if (!record || record.state === 'ACTIVE') return;
-    if (record.state === 'TERMINAL') throw this.#terminalError(this.#head(runId));
+    if (record.state === 'TERMINAL') throw this.#tombstonedError(runId);
     const next: RunRecord =
       record.state === 'SUSPENDED'
         ? { runId, state: 'ACTIVE', transitionGeneration: record.transitionGeneration + 1, ownerRoot: record.ownerRoot, updatedAt: '' }
@@ -1046,6 +1052,15 @@ export class Engine {
       suspend_requested: head.lifecycle === 'active' && this.store.suspendRequested(head.runId),
       failure: head.failure,
     };
+  }
+
+  /** The authority tombstoned the run; a kernel not yet terminal means a cancel was interrupted. */
+  #tombstonedError(runId: string): LoopxError {
+    const head = this.#head(runId);
+    if (TERMINAL_LIFECYCLES.includes(head.lifecycle)) return this.#terminalError(head);
+    return rejected('run_cancel_incomplete', `Run ${runId} is tombstoned in the run authority but its cancel did not finish here.`, {
+      nextAction: `finish it: loopx run cancel ${runId}`,
+    });
   }
 
   #terminalError(head: RunHead): LoopxError {
