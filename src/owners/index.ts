@@ -1,5 +1,2 @@
-/**
- * Public API of owners: the decision owners of a runtime root: registry, config, goal, work, session, effect, quota, scheduler (issue 4).
- * Empty until that issue lands; nothing imports it yet.
- */
-export {};
+/** Public API of the owners of a runtime root. Each owner is also importable from its own folder. */
+export { LAYOUT, GOAL_ID, assertGoalId } from './layout.js';

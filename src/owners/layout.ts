@@ -1,0 +1,51 @@
+/**
+ * The runtime root's layout: where each decision owner keeps its state. One SQLite file per owner
+ * domain and per Goal (separate revision domains and commit points); plain JSON files for the
+ * small documents whose exact bytes the backup producer must witness. Owners reach their files
+ * only through these names; the backup producer discovers members by walking the root.
+ *
+ *   engine.db                     run kernel and event log (engine)
+ *   registry.json                 projects and Goal routes (registry)
+ *   machine/configuration.json    machine configuration store (config)
+ *   goals/<goal_id>/goal.json     Goal identity and lifecycle (goal)
+ *   goals/<goal_id>/docs/         the Goal's documents, kind=goal_doc (goal)
+ *   goals/<goal_id>/work.db       canonical work: Todos, history, receipts, leases, fence (work)
+ *   sessions.db                   agent sessions, Turn journals, settlement (session)
+ *   effects.db                    external effects journal and outbox (effect)
+ *   quota.db                      spend ledger (quota)
+ *   scheduler.db                  timers (scheduler)
+ *   automations/  skills/         plain directories, captured only on request (scheduler)
+ *   locks/  outbox.jsonl  exports/  backups/   not owner state
+ */
+import { join } from 'node:path';
+import { rejected } from '../core/errors.js';
+
+export const GOAL_ID = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+
+export function assertGoalId(goalId: string): string {
+  if (!GOAL_ID.test(goalId) || goalId.includes('..')) {
+    throw rejected('goal_id_invalid', 'A Goal id is 1–64 characters of a–z, 0–9, ., _ and -, starting with a letter or digit.', {
+      nextAction: 'choose another Goal id',
+    });
+  }
+  return goalId;
+}
+
+export const LAYOUT = {
+  engineDb: 'engine.db',
+  registry: 'registry.json',
+  machineConfiguration: join('machine', 'configuration.json'),
+  goalsDir: 'goals',
+  goalDir: (goalId: string) => join('goals', assertGoalId(goalId)),
+  goalFile: (goalId: string) => join('goals', assertGoalId(goalId), 'goal.json'),
+  goalDocsDir: (goalId: string) => join('goals', assertGoalId(goalId), 'docs'),
+  workDb: (goalId: string) => join('goals', assertGoalId(goalId), 'work.db'),
+  sessionsDb: 'sessions.db',
+  effectsDb: 'effects.db',
+  quotaDb: 'quota.db',
+  schedulerDb: 'scheduler.db',
+  automationsDir: 'automations',
+  skillsDir: 'skills',
+  /** Not owner state: never captured as such. */
+  nonState: ['locks', 'exports', 'backups', 'outbox.jsonl'] as readonly string[],
+} as const;
