@@ -13,16 +13,32 @@ export interface HeldLock {
   release(): void;
 }
 
+/**
+ * flock(fd, LOCK_EX|LOCK_NB): true when taken, false when another open file description holds
+ * it. Any other failure is thrown. The caller owns (and eventually closes) the descriptor.
+ */
+export function tryFlock(fd: number): boolean {
+  try {
+    fsExt.flockSync(fd, 'exnb');
+    return true;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EAGAIN' || code === 'EWOULDBLOCK') return false;
+    throw e;
+  }
+}
+
 /** Take an exclusive lock without waiting; `undefined` when another open file description holds it. */
 export function tryLockExclusive(path: string): HeldLock | undefined {
   const fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
   try {
     if (!fstatSync(fd).isFile()) throw conflict('lock_not_regular', 'A lock path is not a regular file.');
-    fsExt.flockSync(fd, 'exnb');
+    if (!tryFlock(fd)) {
+      closeSync(fd);
+      return undefined;
+    }
   } catch (e) {
     closeSync(fd);
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'EAGAIN' || code === 'EWOULDBLOCK') return undefined;
     throw e;
   }
   let held = true;

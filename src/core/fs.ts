@@ -43,10 +43,12 @@ export interface DurableWriteOptions {
   noSync?: boolean;
 }
 
-/** Atomically and durably replace (or, with `exclusive`, create) `path` with `data`. */
-export function writeFileDurable(path: string, data: Uint8Array | string, options: DurableWriteOptions = {}): void {
-  const dir = dirname(path);
-  const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+/**
+ * Create `tmp` exclusively (never following a link), write all of `data`, fsync unless `noSync`,
+ * close. On failure the temp file is removed and the error rethrown. The first half of every
+ * durable write here and in the run authority's confined directory.
+ */
+export function writeNewFileSync(tmp: string, data: Uint8Array | string, options: { mode?: number; noSync?: boolean } = {}): void {
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, options.mode ?? PRIVATE_FILE_MODE);
   try {
     const buf = typeof data === 'string' ? Buffer.from(data) : data;
@@ -59,6 +61,13 @@ export function writeFileDurable(path: string, data: Uint8Array | string, option
     throw e;
   }
   closeSync(fd);
+}
+
+/** Atomically and durably replace (or, with `exclusive`, create) `path` with `data`. */
+export function writeFileDurable(path: string, data: Uint8Array | string, options: DurableWriteOptions = {}): void {
+  const dir = dirname(path);
+  const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+  writeNewFileSync(tmp, data, options);
   try {
     if (options.exclusive) {
       // link(2) fails with EEXIST instead of replacing: the non-overwriting publication primitive.

@@ -32,13 +32,13 @@ import {
   readdirSync,
   renameSync,
   unlinkSync,
-  writeSync,
   type Stats,
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { isAbsolute, resolve, sep } from 'node:path';
 import { conflict, internal, LoopxError, rejected } from '../core/errors.js';
 import { faultPoint } from '../core/faults.js';
+import { writeNewFileSync } from '../core/fs.js';
 
 const STICKY = 0o1000;
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}$/;
@@ -251,18 +251,7 @@ export class ConfinedDir {
     this.verify();
     // Temp names start with a dot, outside the entry-name space (list() never shows them).
     const tmp = `/proc/self/fd/${this.#fd}/.tmp-${randomBytes(8).toString('hex')}`;
-    const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    try {
-      const buf = typeof data === 'string' ? Buffer.from(data) : data;
-      let off = 0;
-      while (off < buf.byteLength) off += writeSync(fd, buf, off, buf.byteLength - off);
-      if (!options.noSync) fsyncSync(fd);
-    } catch (e) {
-      closeSync(fd);
-      unlinkSync(tmp);
-      throw e;
-    }
-    closeSync(fd);
+    writeNewFileSync(tmp, data, { mode: 0o600, ...(options.noSync ? { noSync: true } : {}) });
     if (options.fault) faultPoint(`${options.fault}.before-rename`);
     try {
       if (options.exclusive) {

@@ -16,9 +16,9 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { closeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import fsExt from 'fs-ext';
 import { conflict, internal, LoopxError, rejected } from '../core/errors.js';
 import { lengthPrefixed, u64be, utf8 } from '../core/encoding.js';
+import { tryFlock } from '../core/flock.js';
 import { ConfinedDir } from './confined-dir.js';
 import type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord, RunRecordState } from './contract.js';
 
@@ -218,13 +218,16 @@ export class LocalRunAuthority implements RunAuthority {
     this.#live();
     if (!RUN_ID.test(runId)) throw rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
     const fd = this.#locksDir.openLockFile(`${runId}.lock`);
+    let taken: boolean;
     try {
-      fsExt.flockSync(fd, 'exnb');
+      taken = tryFlock(fd);
     } catch (e) {
       closeSync(fd);
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'EAGAIN' || code === 'EWOULDBLOCK') return undefined;
       throw e;
+    }
+    if (!taken) {
+      closeSync(fd);
+      return undefined;
     }
     let released = false;
     const leases = this.#runLeases;
