@@ -245,9 +245,9 @@ export class Engine {
   /** Suspend at the next completed turn boundary — now, if the run is idle at one. */
   async suspend(runId: string): Promise<RunView> {
     const head = this.#head(runId);
+    this.#ownedRecord(runId);
     if (head.lifecycle === 'suspended') return this.#view(head);
     if (head.lifecycle !== 'active') throw this.#terminalError(head);
-    this.#ownedRecord(runId);
     this.store.requestSuspend(runId);
     const lock = this.#tryLock(runId);
     if (!lock) return this.show(runId); // the driver honours the request at its next boundary

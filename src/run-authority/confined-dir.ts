@@ -60,7 +60,7 @@ const unsafe = (code: string, message: string): LoopxError =>
  * rule enforces for the next component. Returns the leaf's stats, or undefined if the leaf does
  * not exist (its parent is then fully validated).
  */
-export function validateAncestry(absPath: string, options: { createParents?: boolean } = {}): Stats | undefined {
+export function validateAncestry(absPath: string, options: { createParents?: boolean; mustExist?: boolean } = {}): Stats | undefined {
   if (process.platform !== 'linux') throw rejected('authority_platform_unsupported', 'The OS-backed run authority needs Linux (/proc/self/fd).');
   if (!isAbsolute(absPath)) throw internal('authority_path_relative', 'Authority paths are resolved before validation.');
   const parts = absPath.split(sep).filter(Boolean);
@@ -82,6 +82,9 @@ export function validateAncestry(absPath: string, options: { createParents?: boo
           i--;
           current = current.slice(0, current.lastIndexOf('/')) || '/';
           continue;
+        }
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT' && options.mustExist) {
+          throw rejected('authority_missing', 'The run authority directory does not exist.', { nextAction: 'create it: loopx authority init' });
         }
         if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw rejected('authority_parent_missing', 'A parent of the authority directory does not exist.', { nextAction: 'create the parent directories first' });
         throw e;
@@ -137,7 +140,7 @@ export class ConfinedDir {
   /** Open (and with `create`, make) a private directory after validating its whole ancestry. */
   static open(path: string, options: { create: boolean; createParents?: boolean }): ConfinedDir {
     const abs = resolve(path);
-    let leaf = validateAncestry(abs, { createParents: options.createParents ?? false });
+    let leaf = validateAncestry(abs, { createParents: options.createParents ?? false, mustExist: !options.create });
     if (!leaf) {
       if (!options.create) throw rejected('authority_missing', 'The run authority directory does not exist.', { nextAction: 'create it: loopx authority init' });
       let created = true;

@@ -72,7 +72,7 @@ const toV3Message = (message: Message): LanguageModelV3Message => {
   for (const part of message.parts) {
     if (!ALLOWED_PARTS[message.role]?.includes(part.type)) {
       throw internal('model_history_invalid', `Message ${message.id} (${message.role}) carries a ${part.type} part, which its role may not carry.`, {
-        details: { messageId: message.id, role: message.role, partType: part.type },
+        details: { message_id: message.id, role: message.role, part_type: part.type },
       });
     }
   }
@@ -96,7 +96,7 @@ const toV3Message = (message: Message): LanguageModelV3Message => {
       return { role: 'tool', content: message.parts.flatMap((part) => (part.type === 'tool_result' ? [toToolResult(part, message)] : [])) };
     default: {
       const role: never = message.role;
-      throw internal('model_history_invalid', `Message ${message.id} has unknown role ${JSON.stringify(role)}.`, { details: { messageId: message.id } });
+      throw internal('model_history_invalid', `Message ${message.id} has unknown role ${JSON.stringify(role)}.`, { details: { message_id: message.id } });
     }
   }
 };
@@ -104,7 +104,7 @@ const toV3Message = (message: Message): LanguageModelV3Message => {
 const textsOf = (parts: readonly Part[]): string[] => parts.flatMap((p) => (p.type === 'text' ? [p.text] : []));
 
 const toToolResult = (part: Extract<Part, { type: 'tool_result' }>, message: Message): LanguageModelV3ToolResultPart => {
-  const details = { messageId: message.id, callId: part.callId, toolName: part.toolName };
+  const details = { message_id: message.id, call_id: part.callId, tool_name: part.toolName };
   switch (part.status) {
     case 'ok':
       return { type: 'tool-result', toolCallId: part.callId, toolName: part.toolName, output: { type: 'json', value: parseStored(part.resultJson, message, part.callId) } };
@@ -128,7 +128,7 @@ const parseStored = (json: string, message: Message, callId: string): JSONValue 
   } catch (cause) {
     throw internal('model_history_invalid', `Message ${message.id} holds JSON for tool call ${callId} that does not parse.`, {
       cause,
-      details: { messageId: message.id, callId },
+      details: { message_id: message.id, call_id: callId },
     });
   }
 };
@@ -150,11 +150,11 @@ const fromGenerateResult = (result: LanguageModelV3GenerateResult): ModelRespons
         text += content.text;
         break;
       case 'tool-call':
-        if (content.providerExecuted) throw providerExecuted({ toolName: content.toolName });
+        if (content.providerExecuted) throw providerExecuted({ tool_name: content.toolName });
         toolCalls.push({ toolName: content.toolName, arguments: parseToolInput(content.toolName, content.input) });
         break;
       case 'tool-result':
-        throw providerExecuted({ toolName: content.toolName });
+        throw providerExecuted({ tool_name: content.toolName });
       case 'tool-approval-request':
         throw providerExecuted({ approvalId: content.approvalId });
       default:
@@ -178,7 +178,7 @@ const parseToolInput = (toolName: string, input: string): JsonValue => {
   } catch (cause) {
     throw rejected('model_tool_arguments_invalid_json', `The model called ${toolName} with arguments that are not valid JSON.`, {
       cause,
-      details: { toolName },
+      details: { tool_name: toolName },
     });
   }
 };

@@ -1,0 +1,228 @@
+/**
+ * The `--json` contract (docs/cli-json.md): every document a `loopx` command prints with --json,
+ * produced by the real CLI in child processes, validates against its JSON Schema in docs/schemas/.
+ * The schemas are strict (`additionalProperties: false`, every field required where the command
+ * always prints it), so renaming, adding or dropping a field without a schema change fails here.
+ *
+ * One journey covers the published shapes: a run started in root A, listed, shown, its events,
+ * exported, inspected (with and without --verify), imported into root B, resumed there, suspended
+ * while it waits, answered, cancelled; the refusals of a second import, of root A's stale copy and
+ * of an event cursor before the snapshot; an uncertain mutating call settled by `run resolve`;
+ * `demo`; `authority init|show|rotate|retire`; and usage errors.
+ */
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { describe, expect, it } from 'vitest';
+import { AGENT_FILE_SCHEMA, FAULT_AFTER_MUTATING_DISPATCH } from '../../src/engine/index.js';
+import { REPO, loopx, tempRoot, type CliResult } from '../support/cli.js';
+
+const SCHEMA_DIR = join(REPO, 'docs/schemas');
+const SCHEMA_FILES = readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.schema.json')).sort();
+const schemas = new Map(SCHEMA_FILES.map((f) => [f, JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>]));
+
+const ajv = new Ajv2020({ strict: true, allErrors: true });
+for (const s of schemas.values()) ajv.addSchema(s);
+
+const exercised = new Set<string>();
+
+/** Validate one document against docs/schemas/<name>.schema.json, with a readable failure. */
+function expectValid(name: string, doc: unknown): void {
+  const file = `${name}.schema.json`;
+  const id = schemas.get(file)?.$id;
+  expect(id, `docs/schemas/${file} exists and has an $id`).toBeTypeOf('string');
+  const validate = ajv.getSchema(id as string)!;
+  const ok = validate(doc);
+  expect(ok ? [] : validate.errors, `${file} rejects:\n${JSON.stringify(doc, null, 2)}`).toEqual([]);
+  exercised.add(file);
+}
+
+/** A command that must succeed and print one JSON document of `schema`. */
+function ok(schema: string, args: string[], env?: Record<string, string>) {
+  const r = loopx([...args, '--json'], env);
+  expect(r.status, `loopx ${args.join(' ')}\n${r.stderr}`).toBe(0);
+  expect(r.stdout.endsWith('}\n'), 'one indented document ending with a newline').toBe(true);
+  const doc = r.json();
+  expectValid(schema, doc);
+  return doc;
+}
+
+/** A command that must fail with `exit` and print one error document with `code`. */
+function refused(exit: number, code: string, args: string[]) {
+  const r: CliResult = loopx([...args, '--json']);
+  expect(r.status, `loopx ${args.join(' ')}\n${r.stderr}`).toBe(exit);
+  const doc = r.json();
+  expectValid('error', doc);
+  expect(doc.error.code).toBe(code);
+  // People get the same error on stderr: loopx's own line, or the parser's for usage_error.
+  if (code === 'usage_error') expect(r.stderr).toMatch(/^error: .*\n\(add --help for usage\)\n$/);
+  else expect(r.stderr).toContain(`[${code}]`);
+  return doc.error;
+}
+
+/** `run events --json`: JSON Lines, each an event; returns them. */
+function events(args: string[]) {
+  const r = loopx([...args, '--json']);
+  expect(r.status, r.stderr).toBe(0);
+  const lines = r.stdout.split('\n');
+  expect(lines.pop()).toBe('');
+  const docs = lines.map((l) => JSON.parse(l));
+  for (const d of docs) expectValid('run-event', d);
+  return docs;
+}
+
+const RESEARCHER = 'examples/agents/researcher.json';
+const MUTATOR = 'test/fixtures/agents/mutator.json';
+
+describe('the --json contract: every published document validates against docs/schemas/', () => {
+  it('the schemas compile under Ajv 2020 strict mode, and every object that lists properties closes them', () => {
+    expect(SCHEMA_FILES).toEqual(
+      expect.arrayContaining(['agent-definition.schema.json', 'authority.schema.json', 'demo.schema.json', 'error.schema.json', 'run-event.schema.json', 'run-export.schema.json', 'run-import.schema.json', 'run-inspect.schema.json', 'run-list.schema.json', 'run-show.schema.json', 'run-summary.schema.json']),
+    );
+    for (const [file, s] of schemas) {
+      expect(s.$schema, file).toBe('https://json-schema.org/draft/2020-12/schema');
+      expect(ajv.getSchema(s.$id as string), file).toBeTypeOf('function');
+    }
+    // `if`/`then` overlays only narrow; every other schema with `properties` must forbid others.
+    const open: string[] = [];
+    const walk = (node: unknown, path: string, overlay: boolean): void => {
+      if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${path}/${i}`, false));
+      if (node === null || typeof node !== 'object') return;
+      const o = node as Record<string, unknown>;
+      if (!overlay && 'properties' in o && o.additionalProperties !== false) open.push(path);
+      for (const [k, v] of Object.entries(o)) {
+        if (k === 'properties' || k === '$defs') {
+          for (const [name, sub] of Object.entries(v as Record<string, unknown>)) walk(sub, `${path}/${k}/${name}`, false);
+        } else if (k !== 'const' && k !== 'enum' && k !== 'required') walk(v, `${path}/${k}`, k === 'if' || k === 'then');
+      }
+    };
+    for (const [file, s] of schemas) walk(s, file, false);
+    expect(open).toEqual([]);
+  });
+
+  it('agent-definition.schema.json is AGENT_FILE_SCHEMA (plus $schema), and the shipped agents satisfy it', () => {
+    expect(schemas.get('agent-definition.schema.json')).toEqual({ $schema: 'https://json-schema.org/draft/2020-12/schema', ...AGENT_FILE_SCHEMA });
+    for (const f of [...readdirSync(join(REPO, 'examples/agents')).map((f) => `examples/agents/${f}`), MUTATOR]) {
+      expectValid('agent-definition', JSON.parse(readFileSync(join(REPO, f), 'utf8')));
+    }
+  });
+
+  it('a run moved between two roots: start, list, show, events, export, inspect, import, resume, suspend, answer, cancel, and the refusals', () => {
+    const A = tempRoot('loopx-json-a-');
+    const B = tempRoot('loopx-json-b-');
+    const C = tempRoot('loopx-json-c-');
+    const snap = join(A, '..', 'run.snapshot');
+
+    const auth = ok('authority', ['authority', 'init']);
+    expect(auth).not.toHaveProperty('run');
+
+    const started = ok('run-summary', ['run', 'start', '--agent', RESEARCHER, '--suspend-after-turns', '2', '--root', A]);
+    expect(started).toMatchObject({ status: 'suspended', completed_turns: 2, last_sequence: 12, waiting_for: null, failure: null });
+    const id: string = started.run_id;
+
+    const list = ok('run-list', ['run', 'list', '--root', A]);
+    expect(list.runs).toEqual([{ ...started, definition: { id: 'demo.researcher', version: '1.0.0' }, turn_limit: 6 }]);
+    const shown = ok('run-show', ['run', 'show', id, '--root', A]);
+    expect(shown).toEqual(list.runs[0]);
+
+    const evA = events(['run', 'events', id, '--root', A]);
+    expect(evA.map((e) => e.sequence)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    expect(new Set(evA.map((e) => e.type))).toEqual(new Set(['RunStarted', 'TurnStarted', 'ModelResponded', 'ToolCalled', 'ToolResulted', 'TurnCompleted', 'Suspended']));
+
+    const exported = ok('run-export', ['run', 'export', id, '--out', snap, '--root', A]);
+    expect(exported).toMatchObject({ run_id: id, lifecycle: 'suspended', last_sequence: 12, scope_id: auth.scope_id, key_generation: auth.current_key_generation });
+
+    const inspected = ok('run-inspect', ['run', 'inspect', snap]);
+    expect(inspected).not.toHaveProperty('verification');
+    expect(inspected.payload_sha256).toBe(exported.payload_sha256);
+    const verified = ok('run-inspect', ['run', 'inspect', snap, '--verify']);
+    expect(verified.verification).toEqual({ valid: true, record_state: 'SUSPENDED' });
+
+    const record = ok('authority', ['authority', 'show', '--run', id]);
+    expect(record.run).toMatchObject({ run_id: id, state: 'SUSPENDED', payload_sha256: exported.payload_sha256, last_sequence: 12 });
+
+    const imported = ok('run-import', ['run', 'import', snap, '--root', B]);
+    expect(imported).toEqual({ run_id: id, status: 'suspended', last_sequence: 12 });
+
+    // Exit 4 and exit 3 error documents.
+    refused(4, 'snapshot_consumed', ['run', 'import', snap, '--root', C]);
+    refused(4, 'run_moved', ['run', 'resume', id, '--root', A]);
+    const cursor = refused(3, 'cursor_before_snapshot', ['run', 'events', id, '--root', B]);
+    expect(cursor.details).toEqual({ run_id: id, recovery_cursor: 12 });
+
+    const resumed = ok('run-summary', ['run', 'resume', id, '--root', B]);
+    expect(resumed).toMatchObject({ status: 'active', last_sequence: 17, waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' } });
+    const evB = events(['run', 'events', id, '--after', '12', '--root', B]);
+    expect(evB.map((e) => [e.sequence, e.type])).toEqual([
+      [13, 'Resumed'],
+      [14, 'TurnStarted'],
+      [15, 'ModelResponded'],
+      [16, 'ToolCalled'],
+      [17, 'InteractionRequested'],
+    ]);
+
+    const suspending = ok('run-summary', ['run', 'suspend', id, '--root', B]);
+    expect(suspending).toMatchObject({ status: 'active', suspend_requested: true });
+    const answered = ok('run-summary', ['run', 'answer', id, 'confirm-1', 'yes', '--root', B]);
+    expect(answered).toMatchObject({ status: 'suspended', completed_turns: 3, suspend_requested: false });
+    const cancelled = ok('run-summary', ['run', 'cancel', id, '--root', B]);
+    expect(cancelled).toMatchObject({ status: 'cancelled', waiting_for: null });
+  }, 120_000);
+
+  it('an uncertain mutating call: waiting_for resolution, run resolve, and every event with resolution', () => {
+    const M = tempRoot('loopx-json-m-');
+    const crashed = loopx(['run', 'start', '--agent', MUTATOR, '--root', M, '--json'], { LOOPX_TEST_FAULT: FAULT_AFTER_MUTATING_DISPATCH });
+    expect(crashed.signal).toBe('SIGKILL');
+
+    const [run] = ok('run-list', ['run', 'list', '--root', M]).runs;
+    const id: string = run.run_id;
+    const call = `${id}/t1/k0`;
+    const shown = ok('run-show', ['run', 'show', id, '--root', M]);
+    expect(shown).toMatchObject({ status: 'active', definition: { id: 'test.mutator', version: '1.0.0' }, waiting_for: { kind: 'resolution', call_ids: [call] } });
+
+    // Exit 2 from the command itself (not the parser): no details.
+    const usage = refused(2, 'resolution_required', ['run', 'resolve', id, call, '--root', M]);
+    expect(usage).not.toHaveProperty('details');
+
+    const resolved = ok('run-summary', ['run', 'resolve', id, call, '--committed', '{"delivered":true}', '--root', M]);
+    expect(resolved).toMatchObject({ status: 'completed', failure: null });
+    const ev = events(['run', 'events', id, '--root', M]);
+    expect(ev.filter((e) => e.data.call_id === call && e.type === 'ToolResulted').map((e) => e.data)).toEqual([
+      { call_id: call, tool_name: 'outbox.append', status: 'mutation_uncertain' },
+      { call_id: call, tool_name: 'outbox.append', status: 'ok', resolution: 'committed' },
+    ]);
+    expect(ev.at(-1)).toMatchObject({ type: 'Completed', data: { completed_turns: 3 } });
+  }, 60_000);
+
+  it('demo, and authority init|show|rotate|retire on another --authority-dir', () => {
+    const demo = ok('demo', ['demo', '--root', tempRoot('loopx-json-demo-')]);
+    expect(demo.snapshot).toMatchObject({ lifecycle: 'suspended', claim_verified: true, messages: demo.inspected.messages.length });
+    expect(demo.inspected.run_id).toBe(demo.run.run_id);
+
+    const dir = join(mkdtempSync(join(tmpdir(), 'loopx-json-auth-')), 'authority');
+    const a = ['--authority-dir', dir];
+    const init = ok('authority', ['authority', 'init', ...a]);
+    expect(init.key_generations).toEqual([{ generation: 1, retired: false }]);
+    const shown = ok('authority', ['authority', 'show', ...a]);
+    expect(shown).toEqual(init);
+    const rotated = ok('authority', ['authority', 'rotate', ...a]);
+    expect(rotated).toMatchObject({ scope_id: init.scope_id, current_key_generation: 2 });
+    const retired = ok('authority', ['authority', 'retire', '1', ...a]);
+    expect(retired.key_generations).toEqual([
+      { generation: 1, retired: true },
+      { generation: 2, retired: false },
+    ]);
+    const none = ok('authority', ['authority', 'show', '--run', 'run_unknown', ...a]);
+    expect(none.run).toBeNull();
+  }, 60_000);
+
+  it('a command line the parser rejects prints a usage_error document with --json (exit 2)', () => {
+    const usage = refused(2, 'usage_error', ['run', 'start']);
+    expect(usage.details).toEqual({ parser_code: 'commander.missingMandatoryOptionValue' });
+  });
+
+  it('every schema in docs/schemas/ was exercised above', () => {
+    expect([...exercised].sort()).toEqual(SCHEMA_FILES);
+  });
+});
