@@ -1,0 +1,19 @@
+/** Public API of the goal owner: Goal identity (alias and lifetime), lifecycle and documents. */
+export {
+  GOAL_SCHEMA,
+  type BindingMatch,
+  type CreateGoalOptions,
+  type GoalDoc,
+  type GoalFinding,
+  type GoalFindingCode,
+  type GoalHistoricalRead,
+  type GoalLifecycle,
+  type GoalRecord,
+  type GoalRef,
+  type GoalStore,
+} from './contract.js';
+export { assertGoalRef, decodeGoal, DOC_NAME, GOAL_DOC_MAX_BYTES, GOAL_MAX_DOCS, goalRef, isGoalRef, mintGoalInstanceId, sameGoalRef } from './codec.js';
+export { DEFAULT_PROJECT, type GoalStoreOptions } from './store.js';
+export { openFileGoalStore } from './file.js';
+export { memoryGoalStore } from './memory.js';
+export { readHistorical } from './historical.js';

@@ -1,0 +1,34 @@
+/**
+ * The registry's recovery-contract read side: decode `registry.json` from a COPY of a root.
+ * Read-only: no lock file, no directory, no write, no authority — the result is history.
+ */
+import { join } from 'node:path';
+import { lstatSync } from 'node:fs';
+import { isLoopxError, rejected } from '../../core/errors.js';
+import { LAYOUT } from '../layout.js';
+import { exactRead } from './codec.js';
+import type { RegistryFindingCode, RegistryHistoricalRead } from './contract.js';
+import { readRegistryBytes } from './file.js';
+
+const CODES: readonly RegistryFindingCode[] = ['registry_unknown_schema', 'registry_malformed', 'registry_unreadable'];
+
+const isDirectory = (path: string): boolean => {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+};
+
+export function readHistorical(copiedRootDir: string): RegistryHistoricalRead {
+  try {
+    if (!isDirectory(copiedRootDir)) throw rejected('registry_unreadable', 'The copied root is not a directory.', { nextAction: 'pass the directory the backup was extracted into' });
+    return { ok: true, read: exactRead(readRegistryBytes(join(copiedRootDir, LAYOUT.registry))), findings: [] };
+  } catch (e) {
+    if (!isLoopxError(e) || !CODES.includes(e.code as RegistryFindingCode)) throw e;
+    return {
+      ok: false,
+      findings: [{ code: e.code as RegistryFindingCode, severity: 'error', subject: LAYOUT.registry, next_action: e.nextAction ?? 'restore registry.json from a backup' }],
+    };
+  }
+}
