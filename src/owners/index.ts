@@ -6,3 +6,4 @@ export { LAYOUT, GOAL_ID, assertGoalId } from './layout.js';
 export * as registry from './registry/index.js';
 export * as config from './config/index.js';
 export * as goal from './goal/index.js';
+export * as work from './work/index.js';

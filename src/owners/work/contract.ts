@@ -1,0 +1,124 @@
+/**
+ * The work provider contract: durable storage for the canonical work of ONE Goal (domain notes §2,
+ * the `AuthorityStore` seam). Storage only — a provider never interprets events, projections or
+ * receipts; the work owner (`work.ts`) decides what they mean. No driver type crosses this file.
+ *
+ * Guarantees every provider gives (the conformance suite checks each one):
+ *
+ * - atomic_event_projection_receipt_commit: `commit` lands the events, the next projection and the
+ *   receipt together under the next cursor, or nothing at all.
+ * - conditional_provider_revision: `commit` applies only when `expected_provider_revision` equals
+ *   the current revision; otherwise `conflict/provider_revision_mismatch` and nothing is written.
+ * - durable_same_key_readback: an operation id commits at most once per store. A second commit
+ *   with it is `conflict/operation_id_exists` (checked before the revision, so a racing duplicate
+ *   is reported as such), and `readReceipt` returns the original receipt, request digest, cursor
+ *   and revision — after a restart too.
+ * - explicit_ambiguous_commit: when the commit point itself failed and the provider cannot prove
+ *   whether the transaction landed, it answers `ambiguous` — never `applied`, never `failed`. The
+ *   caller resolves it with `readReceipt(operation_id)` and retries only under the SAME id.
+ * - `failed` means provably nothing was written (`code` says why); retrying the same id is safe.
+ * - ordered_cursor_scan: cursors are positive, contiguous integers from 1 in commit order, and the
+ *   provider revision names (incarnation, cursor). A reader that observes a gap reports
+ *   `provider_protocol_violation`; a provider never creates one.
+ * - stable_store_lineage: `storeIdentity()` is fixed for the life of a store. A provider opened on
+ *   a database of another Goal, another incarnation than expected, or an unknown schema version
+ *   refuses to open (fail closed) instead of serving it.
+ * - retain_all_v0: nothing committed is pruned or rewritten; every receipt stays readable.
+ *
+ * "Not found" is `undefined` from `readReceipt` and an empty page from `scanCommitted`, never an
+ * error. Reads throw a typed LoopxError only for a closed provider or an unreadable store.
+ * `load()` and each `scanCommitted()` call are snapshot-consistent.
+ */
+
+export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
+export type JsonObject = { readonly [key: string]: JsonValue };
+
+/** `retain_all_v0`: full history, no pruning. The only retention this contract knows. */
+export const WORK_RETENTION = 'retain_all_v0';
+
+/** Upper bound of one `scanCommitted` page. */
+export const MAX_SCAN_LIMIT = 1000;
+
+export const STORE_IDENTITY_PATTERN = /^(sqlite|memory):[0-9a-f]{32}$/;
+export const INCARNATION_PATTERN = /^[0-9a-f]{32}$/;
+
+export interface WorkStoreIdentity {
+  /** `sqlite:<32 hex>` or `memory:<32 hex>`: the store lineage that cursors and receipts belong to. */
+  readonly store_identity: string;
+  /** 32 hex: this physical database. A revision is incarnation + cursor. */
+  readonly incarnation: string;
+  readonly goal_id: string;
+}
+
+export interface WorkLoad {
+  /** The head projection, `null` before the first commit. */
+  readonly head: JsonObject | null;
+  /** Opaque CAS token; `<incarnation>:<cursor>`. */
+  readonly provider_revision: string;
+  /** Cursor of the last commit, 0 before the first. */
+  readonly cursor: number;
+}
+
+export interface WorkCommitRequest {
+  readonly expected_provider_revision: string;
+  readonly operation_id: string;
+  /** Lowercase hex SHA-256 of the semantic request (computed by the owner, stored verbatim). */
+  readonly request_digest: string;
+  readonly events: readonly JsonObject[];
+  readonly next_projection: JsonObject;
+  readonly receipt: JsonObject;
+}
+
+export type WorkCommitConflictReason = 'provider_revision_mismatch' | 'operation_id_exists';
+
+export type WorkCommitResult =
+  | { readonly status: 'applied'; readonly cursor: number; readonly provider_revision: string }
+  | { readonly status: 'conflict'; readonly reason: WorkCommitConflictReason }
+  | { readonly status: 'ambiguous' }
+  | { readonly status: 'failed'; readonly code: string };
+
+export interface StoredReceipt {
+  readonly operation_id: string;
+  readonly request_digest: string;
+  readonly cursor: number;
+  readonly provider_revision: string;
+  readonly receipt: JsonObject;
+}
+
+export interface CommittedTransaction {
+  readonly cursor: number;
+  readonly provider_revision: string;
+  readonly operation_id: string;
+  readonly request_digest: string;
+  readonly events: readonly JsonObject[];
+  readonly receipt: JsonObject;
+  /** Present only on the transaction at the head cursor (the head projection). Earlier projections are not retained: events are the deltas. */
+  readonly projection?: JsonObject;
+}
+
+export interface ScanPage {
+  readonly transactions: readonly CommittedTransaction[];
+  /** The last cursor returned, or `after_cursor` when the page is empty. */
+  readonly next_cursor: number;
+  readonly has_more: boolean;
+}
+
+export interface WorkProvider {
+  readonly kind: 'sqlite' | 'memory';
+  storeIdentity(): WorkStoreIdentity;
+  load(): WorkLoad;
+  commit(request: WorkCommitRequest): WorkCommitResult;
+  readReceipt(operationId: string): StoredReceipt | undefined;
+  /** Transactions with cursor > afterCursor in cursor order, at most `limit` (1..MAX_SCAN_LIMIT). */
+  scanCommitted(afterCursor: number, limit: number): ScanPage;
+  close(): void;
+}
+
+export const formatProviderRevision = (incarnation: string, cursor: number): string => `${incarnation}:${cursor}`;
+
+/** Splits a provider revision into its parts; `undefined` when it is not of this contract's form. */
+export function parseProviderRevision(revision: string): { incarnation: string; cursor: number } | undefined {
+  const m = /^([0-9a-f]{32}):(0|[1-9][0-9]{0,15})$/.exec(revision);
+  if (!m) return undefined;
+  return { incarnation: m[1]!, cursor: Number(m[2]) };
+}

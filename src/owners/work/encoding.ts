@@ -1,0 +1,53 @@
+/**
+ * The one place work providers encode and decode what they store: canonical JSON text for events,
+ * projections and receipts, and the argument checks every provider applies the same way. Providers
+ * store these bytes and hand back parsed copies; they never re-encode stored text.
+ */
+import { canonicalJson } from '../../core/canonical-json.js';
+import { rejected } from '../../core/errors.js';
+import { MAX_SCAN_LIMIT, type JsonObject, type WorkCommitRequest } from './contract.js';
+
+export interface EncodedCommit {
+  readonly operation_id: string;
+  readonly request_digest: string;
+  readonly expected_provider_revision: string;
+  readonly events: string;
+  readonly projection: string;
+  readonly receipt: string;
+}
+
+const DIGEST = /^[0-9a-f]{64}$/;
+
+/** Encodes a commit request, or names why it cannot be stored (`failed` code; nothing written). */
+export function encodeCommit(request: WorkCommitRequest): EncodedCommit | { readonly failed: string } {
+  if (typeof request.operation_id !== 'string' || request.operation_id.length === 0 || request.operation_id.length > 256) {
+    return { failed: 'commit_operation_id_invalid' };
+  }
+  if (typeof request.request_digest !== 'string' || !DIGEST.test(request.request_digest)) return { failed: 'commit_request_digest_invalid' };
+  if (typeof request.expected_provider_revision !== 'string') return { failed: 'commit_expected_revision_invalid' };
+  if (!Array.isArray(request.events) || request.events.length === 0) return { failed: 'commit_events_empty' };
+  try {
+    return {
+      operation_id: request.operation_id,
+      request_digest: request.request_digest,
+      expected_provider_revision: request.expected_provider_revision,
+      events: canonicalJson(request.events),
+      projection: canonicalJson(request.next_projection),
+      receipt: canonicalJson(request.receipt),
+    };
+  } catch {
+    return { failed: 'commit_not_json' };
+  }
+}
+
+export const decodeObject = (text: string): JsonObject => JSON.parse(text) as JsonObject;
+export const decodeEvents = (text: string): JsonObject[] => JSON.parse(text) as JsonObject[];
+
+export function assertScanArguments(afterCursor: number, limit: number): void {
+  if (!Number.isSafeInteger(afterCursor) || afterCursor < 0) {
+    throw rejected('scan_cursor_invalid', 'A scan starts after a non-negative integer cursor.', { nextAction: 'pass a cursor of 0 or more' });
+  }
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_SCAN_LIMIT) {
+    throw rejected('scan_limit_invalid', `A scan page holds 1 to ${MAX_SCAN_LIMIT} transactions.`, { nextAction: `pass a limit between 1 and ${MAX_SCAN_LIMIT}` });
+  }
+}

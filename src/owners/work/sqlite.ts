@@ -1,0 +1,357 @@
+/**
+ * SQLite work provider: `goals/<goal_id>/work.db`, one database per Goal, so each Goal's work is
+ * its own revision domain and commit point. Tables:
+ *
+ *   metadata  one row: schema, goal_id, store_identity, incarnation, created_at
+ *   head      one row: cursor, provider_revision, projection (canonical JSON, NULL before the first commit)
+ *   commits   one row per committed transaction: cursor (1, 2, …), provider_revision, operation_id
+ *             (UNIQUE — the receipt index), request_digest, events, receipt; also the projection outbox
+ *
+ * A commit is BEGIN IMMEDIATE → checks → insert + head update → COMMIT; only a failing COMMIT is
+ * `ambiguous`. Opening fails closed on an unknown `user_version`, foreign tables, metadata of
+ * another Goal, or a head whose revision names a foreign incarnation. `openWorkDbCopy` reads a
+ * copied database once and queries a private image of it, so a recovery read never writes to the
+ * copy, never creates sidecars beside it and holds no lock on it.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { internal, isLoopxError, notFound, rejected } from '../../core/errors.js';
+import { openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
+import {
+  INCARNATION_PATTERN,
+  STORE_IDENTITY_PATTERN,
+  formatProviderRevision,
+  parseProviderRevision,
+  type CommittedTransaction,
+  type ScanPage,
+  type StoredReceipt,
+  type WorkCommitResult,
+  type WorkLoad,
+  type WorkProvider,
+  type WorkStoreIdentity,
+} from './contract.js';
+import { assertScanArguments, decodeEvents, decodeObject, encodeCommit } from './encoding.js';
+import { checkIdentity, foreignIncarnation, mintIdentity, type IdentityExpectations } from './identity.js';
+
+export const WORK_DB_SCHEMA = 'loopx_work_sqlite_v0';
+
+/** Append-only; position + 1 is the `user_version` it produces. */
+export const WORK_DB_MIGRATIONS: readonly string[] = [
+  `CREATE TABLE metadata (
+     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+     schema TEXT NOT NULL,
+     goal_id TEXT NOT NULL,
+     store_identity TEXT NOT NULL,
+     incarnation TEXT NOT NULL,
+     created_at TEXT NOT NULL);
+   CREATE TABLE head (
+     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+     cursor INTEGER NOT NULL CHECK (cursor >= 0),
+     provider_revision TEXT NOT NULL,
+     projection TEXT);
+   CREATE TABLE commits (
+     cursor INTEGER PRIMARY KEY CHECK (cursor > 0),
+     provider_revision TEXT NOT NULL UNIQUE,
+     operation_id TEXT NOT NULL UNIQUE,
+     request_digest TEXT NOT NULL,
+     events TEXT NOT NULL,
+     receipt TEXT NOT NULL);`,
+];
+export const WORK_DB_VERSION = WORK_DB_MIGRATIONS.length;
+
+export interface SqliteWorkOptions extends IdentityExpectations {
+  /** Create the database when it does not exist (default true). */
+  readonly create?: boolean;
+  readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
+}
+
+interface HeadRow { cursor: number; provider_revision: string; projection: string | null }
+interface MetadataRow { schema: string; goal_id: string; store_identity: string; incarnation: string; created_at: string }
+export interface RawCommitRow { cursor: number; provider_revision: string; operation_id: string; request_digest: string; events: string; receipt: string }
+
+const isBusy = (e: unknown): boolean => typeof (e as { code?: unknown })?.code === 'string' && (e as { code: string }).code.startsWith('SQLITE_BUSY');
+
+export function openSqliteWorkProvider(path: string, options: SqliteWorkOptions): WorkProvider {
+  if (options.create === false && !existsSync(path)) {
+    throw notFound('work_store_missing', 'The Goal has no work database.', { nextAction: 'create the Goal first (`loopx goal create`)' });
+  }
+  const db = openSqlite(path, options.synchronous ? { synchronous: options.synchronous } : {});
+  let identity: WorkStoreIdentity;
+  try {
+    refuseUnknownSchema(db);
+    setup(db, WORK_DB_MIGRATIONS);
+    initialize(db, options.goal_id);
+    identity = readIdentity(db);
+    checkIdentity(identity, options);
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+  return sqliteProvider(db, identity);
+}
+
+function refuseUnknownSchema(db: SqliteDatabase): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version > WORK_DB_VERSION) {
+    throw rejected('work_store_schema_unknown', `The work database has schema version ${version}; this loopx knows ${WORK_DB_VERSION}.`, {
+      nextAction: 'open it with the loopx version that wrote it',
+      details: { user_version: version, supported_version: WORK_DB_VERSION },
+    });
+  }
+  if (version === 0) {
+    const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number };
+    if (tables.n > 0) {
+      throw rejected('work_store_unrecognized', 'The file is an SQLite database but not a loopx work database.', { nextAction: 'check the Goal directory; do not reuse another database as work.db' });
+    }
+  }
+}
+
+function initialize(db: SqliteDatabase, goalId: string): void {
+  const tx = db.transaction(() => {
+    if (db.prepare('SELECT 1 FROM metadata').get() !== undefined) return;
+    const stray = db.prepare('SELECT (SELECT count(*) FROM head) + (SELECT count(*) FROM commits) AS n').get() as { n: number };
+    if (stray.n > 0) throw metadataInvalid('metadata is missing beside existing work');
+    const id = mintIdentity('sqlite', goalId);
+    db.prepare('INSERT INTO metadata (singleton, schema, goal_id, store_identity, incarnation, created_at) VALUES (1, ?, ?, ?, ?, ?)')
+      .run(WORK_DB_SCHEMA, goalId, id.store_identity, id.incarnation, new Date().toISOString());
+    db.prepare('INSERT INTO head (singleton, cursor, provider_revision, projection) VALUES (1, 0, ?, NULL)').run(formatProviderRevision(id.incarnation, 0));
+  });
+  tx.immediate();
+}
+
+const metadataInvalid = (why: string) =>
+  rejected('work_store_metadata_invalid', `The work database's metadata is invalid: ${why}.`, { nextAction: 'do not write to it; inspect a copy with the recovery read side' });
+
+function readIdentity(db: SqliteDatabase): WorkStoreIdentity {
+  return db.transaction(() => {
+    const meta = db.prepare('SELECT schema, goal_id, store_identity, incarnation, created_at FROM metadata WHERE singleton = 1').get() as MetadataRow | undefined;
+    if (!meta) throw metadataInvalid('no metadata row');
+    if (meta.schema !== WORK_DB_SCHEMA) throw metadataInvalid(`unknown schema ${JSON.stringify(meta.schema).slice(0, 64)}`);
+    if (!STORE_IDENTITY_PATTERN.test(meta.store_identity) || !meta.store_identity.startsWith('sqlite:')) throw metadataInvalid('malformed store identity');
+    if (!INCARNATION_PATTERN.test(meta.incarnation)) throw metadataInvalid('malformed incarnation');
+    const head = db.prepare('SELECT cursor, provider_revision, projection FROM head WHERE singleton = 1').get() as HeadRow | undefined;
+    if (!head) throw metadataInvalid('no head row');
+    const rev = parseProviderRevision(head.provider_revision);
+    if (rev && rev.incarnation !== meta.incarnation) throw foreignIncarnation(rev.incarnation, meta.incarnation);
+    const stats = db.prepare('SELECT count(*) AS n, coalesce(max(cursor), 0) AS max FROM commits').get() as { n: number; max: number };
+    if (!rev || rev.cursor !== head.cursor || stats.n !== head.cursor || stats.max !== head.cursor) {
+      throw rejected('provider_protocol_violation', 'The work database head and its commits disagree (a gap or a foreign head).', {
+        nextAction: 'do not write to it; inspect a copy with the recovery read side',
+        details: { head_cursor: head.cursor, commit_count: stats.n, max_cursor: stats.max },
+      });
+    }
+    return { store_identity: meta.store_identity, incarnation: meta.incarnation, goal_id: meta.goal_id };
+  })();
+}
+
+function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkProvider {
+  let closed = false;
+  const q = {
+    begin: db.prepare('BEGIN IMMEDIATE'),
+    commit: db.prepare('COMMIT'),
+    rollback: db.prepare('ROLLBACK'),
+    head: db.prepare('SELECT cursor, provider_revision, projection FROM head WHERE singleton = 1'),
+    opExists: db.prepare('SELECT 1 FROM commits WHERE operation_id = ?'),
+    insert: db.prepare('INSERT INTO commits (cursor, provider_revision, operation_id, request_digest, events, receipt) VALUES (?, ?, ?, ?, ?, ?)'),
+    updateHead: db.prepare('UPDATE head SET cursor = ?, provider_revision = ?, projection = ? WHERE singleton = 1 AND provider_revision = ?'),
+    receipt: db.prepare('SELECT cursor, provider_revision, operation_id, request_digest, receipt FROM commits WHERE operation_id = ?'),
+    scan: db.prepare('SELECT cursor, provider_revision, operation_id, request_digest, events, receipt FROM commits WHERE cursor > ? ORDER BY cursor LIMIT ?'),
+  };
+  const read = <T>(fn: () => T): T => {
+    if (closed) throw internal('provider_closed', 'The work store is closed.');
+    try {
+      return fn();
+    } catch (e) {
+      if (isLoopxError(e)) throw e;
+      throw internal('work_store_read_failed', 'Reading the work database failed.', { cause: e, nextAction: 'check the disk, then retry' });
+    }
+  };
+  const headRow = (): HeadRow => {
+    const row = q.head.get() as HeadRow | undefined;
+    if (!row) throw internal('provider_protocol_violation', 'The work database lost its head row.');
+    return row;
+  };
+  const rollback = (): void => {
+    if (db.inTransaction) q.rollback.run();
+  };
+  const scanTx = db.transaction((afterCursor: number, limit: number): ScanPage => {
+    const rows = q.scan.all(afterCursor, limit + 1) as RawCommitRow[];
+    const head = headRow();
+    const page = rows.slice(0, limit);
+    const transactions: CommittedTransaction[] = page.map((r) => ({
+      cursor: r.cursor,
+      provider_revision: r.provider_revision,
+      operation_id: r.operation_id,
+      request_digest: r.request_digest,
+      events: decodeEvents(r.events),
+      receipt: decodeObject(r.receipt),
+      ...(r.cursor === head.cursor && head.projection !== null ? { projection: decodeObject(head.projection) } : {}),
+    }));
+    return { transactions, next_cursor: transactions.at(-1)?.cursor ?? afterCursor, has_more: rows.length > limit };
+  });
+
+  const provider = {
+    kind: 'sqlite' as const,
+    storeIdentity: (): WorkStoreIdentity => read(() => ({ ...identity })),
+    load: (): WorkLoad =>
+      read(() => {
+        const h = headRow();
+        return { head: h.projection === null ? null : decodeObject(h.projection), provider_revision: h.provider_revision, cursor: h.cursor };
+      }),
+    commit(request): WorkCommitResult {
+      if (closed) return { status: 'failed', code: 'provider_closed' };
+      const c = encodeCommit(request);
+      if ('failed' in c) return { status: 'failed', code: c.failed };
+      try {
+        q.begin.run();
+      } catch (e) {
+        return { status: 'failed', code: isBusy(e) ? 'provider_busy' : 'provider_write_failed' };
+      }
+      let applied: { cursor: number; provider_revision: string };
+      try {
+        if (q.opExists.get(c.operation_id) !== undefined) {
+          rollback();
+          return { status: 'conflict', reason: 'operation_id_exists' };
+        }
+        const head = headRow();
+        if (head.provider_revision !== c.expected_provider_revision) {
+          rollback();
+          return { status: 'conflict', reason: 'provider_revision_mismatch' };
+        }
+        const cursor = head.cursor + 1;
+        const revision = formatProviderRevision(identity.incarnation, cursor);
+        q.insert.run(cursor, revision, c.operation_id, c.request_digest, c.events, c.receipt);
+        const updated = q.updateHead.run(cursor, revision, c.projection, head.provider_revision);
+        if (updated.changes !== 1) throw internal('provider_protocol_violation', 'The head moved inside a write transaction.');
+        applied = { cursor, provider_revision: revision };
+      } catch (e) {
+        // Nothing is committed before COMMIT: rolling back proves absence.
+        try { rollback(); } catch { /* still uncommitted: no COMMIT was issued */ }
+        return { status: 'failed', code: isBusy(e) ? 'provider_busy' : 'provider_write_failed' };
+      }
+      try {
+        q.commit.run();
+      } catch {
+        // The commit point itself failed: WAL frames may or may not be durable. Only a readback can tell.
+        try { rollback(); } catch { /* the outcome stays ambiguous either way */ }
+        return { status: 'ambiguous' };
+      }
+      return { status: 'applied', ...applied };
+    },
+    readReceipt: (operationId: string): StoredReceipt | undefined =>
+      read(() => {
+        const r = q.receipt.get(operationId) as Omit<RawCommitRow, 'events'> | undefined;
+        if (!r) return undefined;
+        return { operation_id: r.operation_id, request_digest: r.request_digest, cursor: r.cursor, provider_revision: r.provider_revision, receipt: decodeObject(r.receipt) };
+      }),
+    scanCommitted(afterCursor: number, limit: number): ScanPage {
+      assertScanArguments(afterCursor, limit);
+      return read(() => scanTx(afterCursor, limit));
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      db.close();
+    },
+  } satisfies WorkProvider;
+  return provider;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Copies (recovery read side)
+
+/** A copied work database larger than this is not loaded for readback. */
+export const MAX_WORK_DB_COPY_BYTES = 1024 * 1024 * 1024;
+
+/** Raw, unvalidated readback of a copied work database; the caller turns what it sees into findings. */
+export interface WorkDbCopy {
+  readonly user_version: number;
+  readonly byte_size: number;
+  metadata(): MetadataRow | undefined;
+  head(): HeadRow | undefined;
+  commitStats(): { count: number; min: number; max: number };
+  /** Rows with cursor > after, in cursor order, at most `limit`. */
+  scanRows(after: number, limit: number): RawCommitRow[];
+  /** `PRAGMA quick_check` lines; `['ok']` when sound. */
+  quickCheck(): string[];
+  close(): void;
+}
+
+const SQLITE_MAGIC = 'SQLite format 3\u0000';
+
+/**
+ * Opens a COPY of a work database for reading only. The file is read once (a plain read, no SQLite
+ * lock) into a private owner-only scratch image that is opened read-only and removed on `close()`,
+ * so the copy itself is never written, gets no -wal/-shm sidecars and holds no lock.
+ * Throws `work_db_unreadable` / `work_db_not_sqlite` / `work_db_too_large` (rejected).
+ */
+export function openWorkDbCopy(path: string): WorkDbCopy {
+  let size: number;
+  try {
+    const st = statSync(path);
+    if (!st.isFile()) throw rejected('work_db_unreadable', 'The work database copy is not a regular file.', { nextAction: 'point at the copied work.db file' });
+    size = st.size;
+  } catch (e) {
+    if (isLoopxError(e)) throw e;
+    throw rejected('work_db_unreadable', 'The work database copy cannot be read.', { cause: e, nextAction: 'point at the copied work.db file' });
+  }
+  if (size > MAX_WORK_DB_COPY_BYTES) {
+    throw rejected('work_db_too_large', `The work database copy exceeds ${MAX_WORK_DB_COPY_BYTES} bytes.`, { nextAction: 'inspect it with sqlite3 directly', details: { byte_size: size } });
+  }
+  const image = Buffer.from(readFileSync(path));
+  if (image.byteLength < 100 || image.subarray(0, 16).toString('latin1') !== SQLITE_MAGIC) {
+    throw rejected('work_db_not_sqlite', 'The work database copy is not an SQLite database.', { nextAction: 'check that the copy is complete' });
+  }
+  // A WAL-mode header (format bytes 2/2) would make even a read-only open create -wal/-shm; in the
+  // private image only, mark it rollback-journal. Sidecar WAL content is not part of a copy and is
+  // reported by the caller.
+  if (image[18] === 2) image[18] = 1;
+  if (image[19] === 2) image[19] = 1;
+  const scratch = mkdtempSync(join(tmpdir(), 'loopx-work-read-'));
+  const dispose = (): void => rmSync(scratch, { recursive: true, force: true });
+  let db: SqliteDatabase | undefined;
+  let userVersion: number;
+  try {
+    const file = join(scratch, 'work.db');
+    writeFileSync(file, image, { mode: 0o600, flag: 'wx' });
+    db = openSqlite(file, { readonly: true });
+    userVersion = db.pragma('user_version', { simple: true }) as number;
+  } catch (e) {
+    db?.close();
+    dispose();
+    throw rejected('work_db_unreadable', 'The work database copy cannot be opened.', { cause: e, nextAction: 'check that the copy is complete' });
+  }
+  const guard = <T>(fn: () => T): T => {
+    try {
+      return fn();
+    } catch (e) {
+      throw rejected('work_db_unreadable', 'Reading the work database copy failed.', { cause: e, nextAction: 'check that the copy is complete' });
+    }
+  };
+  const handle: SqliteDatabase = db;
+  const hasTable = (name: string): boolean => guard(() => handle.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined);
+  return {
+    user_version: userVersion,
+    byte_size: size,
+    metadata: () =>
+      hasTable('metadata') ? guard(() => handle.prepare('SELECT schema, goal_id, store_identity, incarnation, created_at FROM metadata WHERE singleton = 1').get() as MetadataRow | undefined) : undefined,
+    head: () => (hasTable('head') ? guard(() => handle.prepare('SELECT cursor, provider_revision, projection FROM head WHERE singleton = 1').get() as HeadRow | undefined) : undefined),
+    commitStats: () =>
+      hasTable('commits')
+        ? guard(() => handle.prepare('SELECT count(*) AS count, coalesce(min(cursor), 0) AS min, coalesce(max(cursor), 0) AS max FROM commits').get() as { count: number; min: number; max: number })
+        : { count: 0, min: 0, max: 0 },
+    scanRows: (after, limit) =>
+      hasTable('commits')
+        ? guard(() => handle.prepare('SELECT cursor, provider_revision, operation_id, request_digest, events, receipt FROM commits WHERE cursor > ? ORDER BY cursor LIMIT ?').all(after, limit) as RawCommitRow[])
+        : [],
+    quickCheck: () => guard(() => (handle.pragma('quick_check') as Array<{ quick_check: string }>).map((r) => r.quick_check)),
+    close: () => {
+      try {
+        handle.close();
+      } finally {
+        dispose();
+      }
+    },
+  };
+}
