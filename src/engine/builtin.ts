@@ -14,6 +14,7 @@ import type { ComponentIdentity } from '../snapshot/index.js';
 import { defineApplication, type Application } from './application.js';
 import { sourceIdentityOf } from './identity.js';
 import { SCRIPTED_PROVIDER, SCRIPTED_PROVIDER_MODULE } from './providers/scripted.js';
+import { goalWorkToolPlan } from './goal-work.js';
 import type { Tool, ToolPlan } from './tools.js';
 
 export const BUILTIN_TOOL_PLAN = 'loopx.builtin.v1';
@@ -104,11 +105,12 @@ function shippedAgent(identity: { readonly id: string; readonly version: string 
   return undefined;
 }
 
+/** The built-in application: the scripted provider, the built-in tools and the Goal work tools. */
 export function builtinApplication(root: string): Application {
   return defineApplication({
     agents: shippedAgent,
     compatibilityIdentity: BUILTIN_COMPATIBILITY,
-    toolPlans: [builtinToolPlan(root)],
+    toolPlans: [builtinToolPlan(root), goalWorkToolPlan(root)],
     scriptedProviderIdentity: { ...identity('provider', SCRIPTED_PROVIDER), module: 'loopx/engine/providers/scripted', sourceSha256: sourceIdentityOf(SCRIPTED_PROVIDER_MODULE) },
   });
 }

@@ -7,3 +7,7 @@ export * as registry from './registry/index.js';
 export * as config from './config/index.js';
 export * as goal from './goal/index.js';
 export * as work from './work/index.js';
+export * as session from './session/index.js';
+export * as effect from './effect/index.js';
+export * as quota from './quota/index.js';
+export * as scheduler from './scheduler/index.js';

@@ -1,0 +1,287 @@
+/**
+ * Goal work runs: an engine run bound to one Goal through an agent session, whose tools act on
+ * the Goal's owners and nothing else.
+ *
+ * - `loopx work run` opens a session on the (active) Goal, engages the Goal work store's writer
+ *   fence for that session, switches the Goal to hard leases, binds a fresh run id to the session
+ *   and starts an ordinary engine run — which then suspends, exports and resumes like any other.
+ * - The `loopx.goal-work.v1` tool plan is static; each call finds its context from the run id:
+ *   the session bound to the run in this root, its fence token (read back from the work owner's
+ *   receipt) and its execution generation. A run with no session here (e.g. imported from another
+ *   root) gets a `goal_work_unbound` error result: it never acts on a Goal it was not admitted to.
+ * - `todo.update` changes canonical work through the work owner, under that fence and a hard lease
+ *   on the Todo, with the engine's call id as the operation id (a repeat returns its receipt).
+ * - `webhook.deliver` is an external effect through the effect owner (intent before dispatch,
+ *   outcome after, an Idempotency-Key header); an unknown outcome stays unknown, never repeated.
+ *
+ * It never writes an owner's files itself.
+ */
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { rejected } from '../core/errors.js';
+import { LOOPX_VERSION } from '../core/version.js';
+import * as configOwner from '../owners/config/index.js';
+import * as effectOwner from '../owners/effect/index.js';
+import * as goalOwner from '../owners/goal/index.js';
+import { LAYOUT } from '../owners/layout.js';
+import * as registryOwner from '../owners/registry/index.js';
+import * as sessionOwner from '../owners/session/index.js';
+import * as workOwner from '../owners/work/index.js';
+import type { ComponentIdentity } from '../snapshot/index.js';
+import type { AgentDefinition } from './agent.js';
+import type { Engine, RunView } from './engine.js';
+import { sourceIdentityOf } from './identity.js';
+import type { JsonValue, Tool, ToolContext, ToolPlan } from './tools.js';
+
+export const GOAL_WORK_TOOL_PLAN = 'loopx.goal-work.v1';
+/** Machine-configuration namespace holding the external system's deliveries endpoint. */
+export const EFFECTS_NAMESPACE = 'effects';
+const LEASE_TTL_MS = 10 * 60 * 1000;
+
+let cachedSource: string | undefined;
+const identity = (name: string): ComponentIdentity => ({
+  kind: 'static_tool',
+  name,
+  module: 'loopx/engine/goal-work',
+  version: LOOPX_VERSION,
+  sourceSha256: (cachedSource ??= sourceIdentityOf(import.meta.url)),
+});
+
+/** Owner-safe operation id for an engine call id (`run/t1/k0` → `run:t1:k0`). */
+export const operationIdOf = (callId: string): string => callId.replaceAll('/', ':');
+
+const fenceOperation = (sessionId: string) => `session:${sessionId}:fence`;
+
+export interface RootOwners {
+  readonly registry: registryOwner.Registry;
+  readonly config: configOwner.ConfigStore;
+  readonly goals: goalOwner.GoalStore;
+  readonly sessions: sessionOwner.SessionStore;
+  readonly effects: effectOwner.EffectJournal;
+  close(): void;
+}
+
+/** The file-backed owners of a runtime root (a Goal's work store is opened per Goal). */
+export function openRootOwners(root: string): RootOwners {
+  const registry = registryOwner.openFileRegistry(root);
+  const config = configOwner.openFileConfigStore(root);
+  const goals = goalOwner.openFileGoalStore(root, { registry });
+  const sessions = sessionOwner.openSqliteSessionStore(join(root, LAYOUT.sessionsDb));
+  let effects: effectOwner.EffectJournal;
+  try {
+    effects = effectOwner.openSqliteEffectJournal(join(root, LAYOUT.effectsDb));
+  } catch (e) {
+    sessions.close();
+    throw e;
+  }
+  return {
+    registry,
+    config,
+    goals,
+    sessions,
+    effects,
+    close() {
+      sessions.close();
+      effects.close();
+    },
+  };
+}
+
+interface CallContext {
+  readonly goalId: string;
+  readonly work: workOwner.WorkOwner;
+  readonly owners: RootOwners;
+  readonly fence: workOwner.FenceToken;
+  readonly leaseOwner: string;
+  readonly executionKey: string;
+}
+
+/** Resolve the Goal context of a call from its run, run `fn`, and close what was opened. */
+async function withCallContext<T>(root: string, ctx: ToolContext, fn: (c: CallContext) => Promise<T> | T): Promise<T> {
+  const owners = openRootOwners(root);
+  try {
+    const session = owners.sessions.listSessions().find((s) => s.run_id === ctx.runId && s.status === 'active');
+    if (!session) {
+      throw rejected('goal_work_unbound', 'This run is not bound to a Goal session in this root; it may not act on Goal work here.', {
+        nextAction: 'start Goal work with loopx work run',
+      });
+    }
+    const work = workOwner.openGoalWork({ root, goal_id: session.goal_id });
+    try {
+      const fence = work.readReceipt(fenceOperation(session.session_id))?.receipt.fence;
+      if (!fence) throw rejected('goal_work_unfenced', 'The session holds no writer fence on the Goal work store.', { nextAction: 'start Goal work with loopx work run' });
+      return await fn({
+        goalId: session.goal_id,
+        work,
+        owners,
+        fence,
+        leaseOwner: `session:${session.session_id}`,
+        executionKey: `exec:${session.session_id}:${session.execution_generation}`,
+      });
+    } finally {
+      work.close();
+    }
+  } finally {
+    owners.close();
+  }
+}
+
+const todoView = (t: workOwner.Todo) => ({ todo_id: t.todo_id, title: t.title, status: t.status, note: t.note ?? null });
+
+/** The static tool plan of Goal work runs in a runtime root. */
+export function goalWorkToolPlan(root: string): ToolPlan {
+  const tools: Tool[] = [
+    {
+      definition: {
+        name: 'todo.list',
+        description: "List the Goal's Todos with their status.",
+        inputSchema: { type: 'object', additionalProperties: false, properties: {} },
+        mutating: false,
+      },
+      identity: identity('todo.list'),
+      execute: (_args, ctx) => withCallContext(root, ctx, (c) => ({ todos: c.work.listTodos().map(todoView) }) as JsonValue),
+    },
+    {
+      definition: {
+        name: 'todo.update',
+        description: 'Update a Todo of the Goal: its status (open, done, blocked, deferred) and/or a note.',
+        inputSchema: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['todo_id'],
+          properties: {
+            todo_id: { type: 'string', minLength: 1, maxLength: 128 },
+            status: { enum: ['open', 'done', 'blocked', 'deferred'] },
+            note: { type: 'string', maxLength: 4096 },
+          },
+        },
+        mutating: true,
+      },
+      identity: identity('todo.update'),
+      execute: (args, ctx) =>
+        withCallContext(root, ctx, (c) => {
+          const op = operationIdOf(ctx.callId);
+          const todoId = args.todo_id as string;
+          // A hard lease on the Todo for this session's execution, then the update under it.
+          const current = c.work.leaseStatus(todoId);
+          const held = current.lease && current.authorization === 'active' && current.lease.owner === c.leaseOwner && current.lease.execution_key === c.executionKey;
+          const lease = held
+            ? current.lease!
+            : c.work.acquireLease({
+                operation_id: `${op}:lease`,
+                fence: c.fence,
+                todo_id: todoId,
+                owner: c.leaseOwner,
+                execution_key: c.executionKey,
+                ttl_ms: LEASE_TTL_MS,
+                expected_version: current.lease?.version ?? 0,
+              }).receipt.lease!;
+          const result = c.work.updateTodo({
+            operation_id: op,
+            fence: c.fence,
+            todo_id: todoId,
+            ...(args.status !== undefined ? { status: args.status as workOwner.TodoStatus } : {}),
+            ...(args.note !== undefined ? { note: args.note as string } : {}),
+            lease: { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch },
+          });
+          return { result: result.result, cursor: result.cursor, todo: todoView(c.work.getTodo(todoId)!) } as JsonValue;
+        }),
+    },
+    {
+      definition: {
+        name: 'webhook.deliver',
+        description: 'Deliver a message to the external system (an effect: recorded before dispatch, never repeated).',
+        inputSchema: { type: 'object', additionalProperties: false, required: ['message'], properties: { message: { type: 'string', maxLength: 8192 } } },
+        mutating: true,
+      },
+      identity: identity('webhook.deliver'),
+      execute: (args, ctx) =>
+        withCallContext(root, ctx, async (c) => {
+          const ns = c.owners.config.read().value.namespaces[EFFECTS_NAMESPACE] as { webhook_url?: string } | undefined;
+          if (!ns?.webhook_url) {
+            throw rejected('webhook_not_configured', 'No external system is configured for Goal work in this root.', { nextAction: 'pass --sink URL to loopx work run' });
+          }
+          const op = operationIdOf(ctx.callId);
+          const { effect } = await effectOwner.deliverWebhook(c.owners.effects, {
+            goal_id: c.goalId,
+            url: ns.webhook_url,
+            operation_id: op,
+            idempotency_key: `idem:${op}`,
+            body: { goal_id: c.goalId, message: args.message as string },
+          });
+          if (effect.outcome === 'committed') return { delivered: true, operation_id: op } as JsonValue;
+          if (effect.outcome === 'rejected') throw rejected('webhook_rejected', 'The external system refused the delivery.');
+          // Unknown: the engine records this call as uncertain; it is reconciled, never repeated.
+          throw new Error(`the delivery's outcome is ${effect.outcome}`);
+        }),
+    },
+  ];
+  return { id: GOAL_WORK_TOOL_PLAN, tools };
+}
+
+export interface GoalWorkRunOptions {
+  readonly root: string;
+  readonly goalId: string;
+  readonly agent: AgentDefinition;
+  readonly turns?: number;
+  readonly webhookUrl?: string;
+  readonly input?: string;
+  /** The engine of the root (the CLI's has the run authority). */
+  readonly engine: Engine;
+}
+
+export interface GoalWorkRunResult {
+  readonly run: RunView;
+  readonly goal: { readonly goal_id: string; readonly goal_instance_id: string };
+  readonly session: { readonly session_id: string; readonly session_generation: number; readonly execution_generation: number };
+}
+
+/**
+ * `loopx work run`: open a session on the active Goal, fence the Goal's work store for it,
+ * switch the Goal to hard leases, bind a fresh run to the session and drive it.
+ */
+export async function runGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunResult> {
+  const owners = openRootOwners(options.root);
+  let bound: sessionOwner.Session;
+  let ref: { goal_id: string; goal_instance_id: string };
+  let title: string;
+  const runId = `run_${randomBytes(10).toString('hex')}`;
+  try {
+    const goal = owners.goals.get(options.goalId);
+    if (!goal) throw rejected('goal_not_found', `No Goal ${options.goalId} in this root.`, { nextAction: 'create it: loopx goal create ID --title TITLE' });
+    if (goal.lifecycle !== 'active') {
+      throw rejected('goal_not_active', `Goal ${options.goalId} is ${goal.lifecycle}; only an active Goal takes work.`, { nextAction: `resume it: loopx goal resume ${options.goalId}` });
+    }
+    ref = { goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id };
+    title = goal.title;
+    if (options.webhookUrl !== undefined) {
+      const current = owners.config.read();
+      owners.config.apply({
+        expectedRevision: current.revision,
+        transactionId: `effects-${randomBytes(8).toString('hex')}`,
+        changes: { [EFFECTS_NAMESPACE]: { schema_version: 'loopx_effects_config_v0', webhook_url: options.webhookUrl } },
+      });
+    }
+    const work = workOwner.openGoalWork({ root: options.root, goal_id: goal.goal_id });
+    try {
+      const session = owners.sessions.openSession(ref);
+      const fence = work.engageFence({ operation_id: fenceOperation(session.session_id) }).receipt.fence!;
+      if (work.view().handoff_mode !== 'hard_lease') {
+        work.setHandoffMode({ operation_id: `session:${session.session_id}:hard-lease`, fence, handoff_mode: 'hard_lease' });
+      }
+      // Bound before the first turn runs, so every call of the run finds its session.
+      bound = owners.sessions.bindRun(session.session_id, runId, session.execution_generation);
+    } finally {
+      work.close();
+    }
+  } finally {
+    owners.close();
+  }
+  const input = options.input ?? `Work on Goal ${ref.goal_id}: ${title}. Use todo.list to see the open Todos.`;
+  const run = await options.engine.start(options.agent, { input, runId, ...(options.turns !== undefined ? { suspendAfterTurns: options.turns } : {}) });
+  return {
+    run,
+    goal: ref,
+    session: { session_id: bound.session_id, session_generation: bound.session_generation, execution_generation: bound.execution_generation },
+  };
+}

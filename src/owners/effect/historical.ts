@@ -1,0 +1,159 @@
+/**
+ * Historical readback of a COPY of `effects.db` (the backup verifier's owner reader). It grants
+ * no authority, dispatches nothing and never writes the copy: SQLite would create -wal/-shm
+ * sidecars even for a read-only open of a WAL file, so the copy is duplicated into a private
+ * scratch directory and opened read-only there. Uncertain and undelivered effects become holds
+ * (recovery reconciles them by their original operation ids); defects become error findings.
+ */
+import { copyFileSync, closeSync, constants, lstatSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openSqlite, type SqliteDatabase } from '../../store/index.js';
+import type { EffectRecord, EffectTransition, OutboxEntry } from './contract.js';
+import { intentDigest } from './rules.js';
+import { MIGRATIONS, RowInvalid, decodeEffect, decodeTransition, type EffectRow, type HistoryRow, type OutboxRow } from './schema.js';
+
+export type FindingSeverity = 'error' | 'hold' | 'info';
+
+export interface EffectFinding {
+  readonly code: string;
+  readonly severity: FindingSeverity;
+  /** `<kind>:<id>` — ids only, never URLs, intents or receipts. */
+  readonly subject: string;
+  readonly next_action: string;
+}
+
+export interface EffectHistory {
+  readonly owner: 'effect';
+  readonly schema_version: number | null;
+  readonly effects: readonly EffectRecord[];
+  readonly outbox: readonly OutboxEntry[];
+  readonly transitions: readonly EffectTransition[];
+  readonly findings: readonly EffectFinding[];
+}
+
+export interface ReadHistoricalOptions {
+  /** Where the private scratch copy is made (default: the OS temp dir). */
+  readonly scratchDir?: string;
+}
+
+const SQLITE_MAGIC = 'SQLite format 3\u0000';
+const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
+const RECONCILE = 'reconcile by the original operation id through the effect owner; never dispatch it under a new identity';
+
+export function readHistorical(copiedFilePath: string, options: ReadHistoricalOptions = {}): EffectHistory {
+  const findings: EffectFinding[] = [];
+  const empty = (schemaVersion: number | null): EffectHistory => ({ owner: 'effect', schema_version: schemaVersion, effects: [], outbox: [], transitions: [], findings });
+  const unreadable = (): EffectHistory => {
+    findings.push({ code: 'effect_copy_unreadable', severity: 'error', subject: 'file:effects.db', next_action: VERIFY });
+    return empty(null);
+  };
+  if (!isSqliteFile(copiedFilePath)) return unreadable();
+
+  const scratch = mkdtempSync(join(options.scratchDir ?? tmpdir(), 'loopx-effect-historical-'));
+  let db: SqliteDatabase | undefined;
+  try {
+    const path = join(scratch, 'effects.db');
+    copyFileSync(copiedFilePath, path, constants.COPYFILE_EXCL);
+    try {
+      db = openSqlite(path, { readonly: true });
+      db.pragma('schema_version');
+    } catch {
+      return unreadable();
+    }
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version !== MIGRATIONS.length) {
+      findings.push({
+        code: 'effect_schema_unsupported',
+        severity: 'error',
+        subject: `schema:${version}`,
+        next_action: version > MIGRATIONS.length ? 'read this backup with the loopx version that wrote it or a newer one' : VERIFY,
+      });
+      return empty(version);
+    }
+    if (db.pragma('quick_check', { simple: true }) !== 'ok') {
+      findings.push({ code: 'effect_db_corrupt', severity: 'error', subject: 'file:effects.db', next_action: VERIFY });
+    }
+    return { ...decodeAll(db, findings), schema_version: version };
+  } finally {
+    db?.close();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+function isSqliteFile(path: string): boolean {
+  try {
+    if (!lstatSync(path).isFile()) return false;
+    const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      const head = Buffer.alloc(16);
+      return readSync(fd, head, 0, 16, 0) === 16 && head.toString('latin1') === SQLITE_MAGIC;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
+  }
+}
+
+function decodeAll(db: SqliteDatabase, findings: EffectFinding[]): Omit<EffectHistory, 'schema_version'> {
+  const push = (code: string, severity: FindingSeverity, subject: string, next_action: string) => findings.push({ code, severity, subject, next_action });
+
+  const effects: EffectRecord[] = [];
+  for (const row of db.prepare('SELECT * FROM effects ORDER BY rowid').all() as EffectRow[]) {
+    let e: EffectRecord;
+    try {
+      e = decodeEffect(row);
+    } catch (err) {
+      if (!(err instanceof RowInvalid)) throw err;
+      push('effect_row_invalid', 'error', `effect:${String(row.operation_id)}`, VERIFY);
+      continue;
+    }
+    if (e.intent_digest !== intentDigest(e)) {
+      push('effect_intent_digest_mismatch', 'error', `effect:${e.operation_id}`, VERIFY);
+      continue;
+    }
+    effects.push(e);
+  }
+  const byId = new Map(effects.map((e) => [e.operation_id, e]));
+
+  const outbox: OutboxEntry[] = [];
+  const queued = new Set<string>();
+  for (const row of db.prepare('SELECT * FROM outbox ORDER BY rowid').all() as OutboxRow[]) {
+    const e = byId.get(String(row.operation_id));
+    if (e === undefined || e.outcome !== 'pending' || e.dispatched_at !== null || typeof row.enqueued_at !== 'string') {
+      push('effect_outbox_inconsistent', 'error', `effect:${String(row.operation_id)}`, VERIFY);
+      continue;
+    }
+    queued.add(e.operation_id);
+    outbox.push({ operation_id: e.operation_id, idempotency_key: e.idempotency_key, goal_id: e.goal_id, kind: e.kind, target: e.target, enqueued_at: row.enqueued_at });
+  }
+
+  const transitions: EffectTransition[] = [];
+  const lastOf = new Map<string, EffectTransition>();
+  const broken = new Set<string>();
+  for (const row of db.prepare('SELECT * FROM effect_history ORDER BY operation_id, seq').all() as HistoryRow[]) {
+    const id = String(row.operation_id);
+    try {
+      const t = decodeTransition(row);
+      if (t.seq !== (lastOf.get(id)?.seq ?? 0) + 1) throw new RowInvalid('seq');
+      lastOf.set(id, t);
+      transitions.push(t);
+    } catch (err) {
+      if (!(err instanceof RowInvalid)) throw err;
+      broken.add(id);
+    }
+  }
+
+  for (const e of effects) {
+    const subject = `effect:${e.operation_id}`;
+    if (broken.has(e.operation_id) || lastOf.get(e.operation_id)?.outcome !== e.outcome) push('effect_history_invalid', 'error', subject, VERIFY);
+    if (e.outcome === 'unknown') push('effect_outcome_unknown', 'hold', subject, RECONCILE);
+    else if (e.outcome === 'pending' && e.dispatched_at !== null) push('effect_dispatch_in_flight', 'hold', subject, RECONCILE);
+    else if (e.outcome === 'pending') {
+      if (!queued.has(e.operation_id)) push('effect_outbox_inconsistent', 'error', subject, VERIFY);
+      push('effect_delivery_pending', 'hold', subject, 'deliver only through the effect owner, under the original operation id, after adoption');
+    }
+  }
+  return { owner: 'effect', effects, outbox, transitions, findings };
+}

@@ -1,0 +1,40 @@
+/**
+ * Public API of the effect owner: the journal of external effects (operation identity, intent,
+ * outcome, receipt, history) and its outbox; reconciliation of uncertain outcomes under their
+ * original operation id; webhook delivery through the journal. Recovery contract:
+ * `readHistorical` reads a copy of effects.db without authority and dispatches nothing.
+ */
+export {
+  EFFECT_OUTCOMES,
+  MAX_INTENT_BYTES,
+  MAX_RECEIPT_BYTES,
+  type EffectEvent,
+  type EffectJournal,
+  type EffectJournalOptions,
+  type EffectOutcome,
+  type EffectRecord,
+  type EffectTransition,
+  type EffectWriteResult,
+  type JsonValue,
+  type ListEffectsFilter,
+  type OutboxEntry,
+  type ReconcileObservation,
+  type ReconcileQuery,
+  type ReconcileResult,
+  type RecordIntentRequest,
+  type SettledOutcome,
+} from './contract.js';
+export { EFFECT_ERROR_CODES, EffectError, isEffectError, type EffectErrorCode } from './errors.js';
+export { memoryEffectJournal } from './memory.js';
+export { openSqliteEffectJournal, type SqliteEffectJournalOptions } from './sqlite.js';
+export {
+  DEFAULT_WEBHOOK_TIMEOUT_MS,
+  WEBHOOK_KIND,
+  deliverWebhook,
+  webhookOperationQuery,
+  webhookTarget,
+  type WebhookDeliveryRequest,
+  type WebhookDeliveryResult,
+  type WebhookOptions,
+} from './webhook.js';
+export { readHistorical, type EffectFinding, type EffectHistory, type FindingSeverity, type ReadHistoricalOptions } from './historical.js';

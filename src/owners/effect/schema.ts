@@ -1,0 +1,125 @@
+/**
+ * `effects.db` schema and its row decoders, shared by the live SQLite provider and the
+ * historical reader. Decoders check every column; a row they cannot prove well-formed is refused
+ * (live) or reported as a finding (historical), never guessed.
+ */
+import type { Migration } from '../../store/index.js';
+import type { EffectEvent, EffectRecord, EffectTransition, JsonValue } from './contract.js';
+import { EFFECT_OUTCOMES } from './contract.js';
+
+export const MIGRATIONS: readonly Migration[] = [
+  `CREATE TABLE effects (
+     operation_id TEXT PRIMARY KEY,
+     idempotency_key TEXT NOT NULL UNIQUE,
+     goal_id TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     target TEXT NOT NULL,
+     intent TEXT NOT NULL,
+     intent_digest TEXT NOT NULL,
+     outcome TEXT NOT NULL CHECK (outcome IN ('pending', 'committed', 'absent', 'unknown', 'rejected', 'superseded')),
+     receipt TEXT,
+     attempt INTEGER NOT NULL CHECK (attempt >= 0),
+     dispatched_at TEXT,
+     hold TEXT,
+     reconcile_attempts INTEGER NOT NULL CHECK (reconcile_attempts >= 0),
+     created_at TEXT NOT NULL,
+     settled_at TEXT
+   );
+   CREATE INDEX effects_by_goal ON effects (goal_id);
+   CREATE TABLE outbox (
+     operation_id TEXT PRIMARY KEY REFERENCES effects (operation_id),
+     enqueued_at TEXT NOT NULL
+   );
+   CREATE TABLE effect_history (
+     operation_id TEXT NOT NULL REFERENCES effects (operation_id),
+     seq INTEGER NOT NULL CHECK (seq >= 1),
+     event TEXT NOT NULL CHECK (event IN ('intent', 'dispatch', 'settle', 'hold', 'reissue')),
+     outcome TEXT NOT NULL,
+     receipt TEXT,
+     reason TEXT,
+     at TEXT NOT NULL,
+     PRIMARY KEY (operation_id, seq)
+   ) WITHOUT ROWID;`,
+];
+
+export interface EffectRow {
+  operation_id: unknown; idempotency_key: unknown; goal_id: unknown; kind: unknown; target: unknown; intent: unknown;
+  intent_digest: unknown; outcome: unknown; receipt: unknown; attempt: unknown; dispatched_at: unknown; hold: unknown;
+  reconcile_attempts: unknown; created_at: unknown; settled_at: unknown;
+}
+export interface OutboxRow { operation_id: unknown; enqueued_at: unknown }
+export interface HistoryRow { operation_id: unknown; seq: unknown; event: unknown; outcome: unknown; receipt: unknown; reason: unknown; at: unknown }
+
+/** Thrown by decoders; the field is public-safe (a column name). */
+export class RowInvalid extends Error {
+  constructor(readonly field: string) {
+    super(`column ${field} is not well-formed`);
+  }
+}
+
+const str = (v: unknown, field: string): string => {
+  if (typeof v !== 'string' || v.length === 0) throw new RowInvalid(field);
+  return v;
+};
+const strOrNull = (v: unknown, field: string): string | null => (v === null ? null : str(v, field));
+const int = (v: unknown, field: string, min: number): number => {
+  const n = typeof v === 'bigint' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min) throw new RowInvalid(field);
+  return n;
+};
+const oneOf = <T extends string>(v: unknown, field: string, allowed: readonly T[]): T => {
+  if (!(allowed as readonly unknown[]).includes(v)) throw new RowInvalid(field);
+  return v as T;
+};
+const instant = (v: unknown, field: string): string => {
+  const s = str(v, field);
+  if (Number.isNaN(Date.parse(s))) throw new RowInvalid(field);
+  return s;
+};
+const instantOrNull = (v: unknown, field: string): string | null => (v === null ? null : instant(v, field));
+const json = (v: unknown, field: string): JsonValue => {
+  try {
+    return JSON.parse(str(v, field)) as JsonValue;
+  } catch {
+    throw new RowInvalid(field);
+  }
+};
+const jsonOrNull = (v: unknown, field: string): JsonValue | null => (v === null ? null : json(v, field));
+
+export function decodeEffect(r: EffectRow): EffectRecord {
+  const digest = str(r.intent_digest, 'intent_digest');
+  if (!/^[0-9a-f]{64}$/.test(digest)) throw new RowInvalid('intent_digest');
+  json(r.intent, 'intent');
+  return {
+    operation_id: str(r.operation_id, 'operation_id'),
+    idempotency_key: str(r.idempotency_key, 'idempotency_key'),
+    goal_id: str(r.goal_id, 'goal_id'),
+    kind: str(r.kind, 'kind'),
+    target: str(r.target, 'target'),
+    intent: r.intent as string,
+    intent_digest: digest,
+    outcome: oneOf(r.outcome, 'outcome', EFFECT_OUTCOMES),
+    receipt: jsonOrNull(r.receipt, 'receipt'),
+    attempt: int(r.attempt, 'attempt', 0),
+    dispatched_at: instantOrNull(r.dispatched_at, 'dispatched_at'),
+    hold: strOrNull(r.hold, 'hold'),
+    reconcile_attempts: int(r.reconcile_attempts, 'reconcile_attempts', 0),
+    created_at: instant(r.created_at, 'created_at'),
+    settled_at: instantOrNull(r.settled_at, 'settled_at'),
+  };
+}
+
+export function decodeTransition(r: HistoryRow): EffectTransition {
+  return {
+    operation_id: str(r.operation_id, 'operation_id'),
+    seq: int(r.seq, 'seq', 1),
+    event: oneOf(r.event, 'event', ['intent', 'dispatch', 'settle', 'hold', 'reissue'] as readonly EffectEvent[]),
+    outcome: oneOf(r.outcome, 'outcome', EFFECT_OUTCOMES),
+    receipt: jsonOrNull(r.receipt, 'receipt'),
+    reason: strOrNull(r.reason, 'reason'),
+    at: instant(r.at, 'at'),
+  };
+}
+
+/** Encodes a record for the `effects` table (receipt as canonical text supplied by the caller). */
+export const effectRow = (e: EffectRecord, receipt: string | null) => ({ ...e, receipt });

@@ -1,0 +1,117 @@
+/**
+ * Historical readback of a COPY of `quota.db` (the backup verifier's owner reader). A restored
+ * ledger is history: it grants no admission and is never debited again. The copy is never
+ * written: SQLite would create -wal/-shm sidecars even for a read-only open of a WAL file, so it
+ * is duplicated into a private scratch directory and opened read-only there.
+ */
+import { copyFileSync, closeSync, constants, lstatSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openSqlite, type SqliteDatabase } from '../../store/index.js';
+import type { SpendEntry } from './contract.js';
+import { spendDigest } from './rules.js';
+import { MIGRATIONS, RowInvalid, decodeSpend, type SpendRow } from './schema.js';
+
+export type FindingSeverity = 'error' | 'hold' | 'info';
+
+export interface QuotaFinding {
+  readonly code: string;
+  readonly severity: FindingSeverity;
+  /** `<kind>:<id>` — ids only. */
+  readonly subject: string;
+  readonly next_action: string;
+}
+
+export interface QuotaHistory {
+  readonly owner: 'quota';
+  readonly schema_version: number | null;
+  readonly entries: readonly SpendEntry[];
+  readonly findings: readonly QuotaFinding[];
+}
+
+export interface ReadHistoricalOptions {
+  /** Where the private scratch copy is made (default: the OS temp dir). */
+  readonly scratchDir?: string;
+}
+
+const SQLITE_MAGIC = 'SQLite format 3\u0000';
+const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
+
+export function readHistorical(copiedFilePath: string, options: ReadHistoricalOptions = {}): QuotaHistory {
+  const findings: QuotaFinding[] = [];
+  const empty = (schemaVersion: number | null): QuotaHistory => ({ owner: 'quota', schema_version: schemaVersion, entries: [], findings });
+  const unreadable = (): QuotaHistory => {
+    findings.push({ code: 'quota_copy_unreadable', severity: 'error', subject: 'file:quota.db', next_action: VERIFY });
+    return empty(null);
+  };
+  if (!isSqliteFile(copiedFilePath)) return unreadable();
+
+  const scratch = mkdtempSync(join(options.scratchDir ?? tmpdir(), 'loopx-quota-historical-'));
+  let db: SqliteDatabase | undefined;
+  try {
+    const path = join(scratch, 'quota.db');
+    copyFileSync(copiedFilePath, path, constants.COPYFILE_EXCL);
+    try {
+      db = openSqlite(path, { readonly: true });
+      db.pragma('schema_version');
+    } catch {
+      return unreadable();
+    }
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version !== MIGRATIONS.length) {
+      findings.push({
+        code: 'quota_schema_unsupported',
+        severity: 'error',
+        subject: `schema:${version}`,
+        next_action: version > MIGRATIONS.length ? 'read this backup with the loopx version that wrote it or a newer one' : VERIFY,
+      });
+      return empty(version);
+    }
+    if (db.pragma('quick_check', { simple: true }) !== 'ok') {
+      findings.push({ code: 'quota_db_corrupt', severity: 'error', subject: 'file:quota.db', next_action: VERIFY });
+    }
+    const entries: SpendEntry[] = [];
+    for (const row of db.prepare('SELECT * FROM spends ORDER BY rowid').all() as SpendRow[]) {
+      let e: SpendEntry;
+      try {
+        e = decodeSpend(row);
+      } catch (err) {
+        if (!(err instanceof RowInvalid)) throw err;
+        findings.push({ code: 'quota_row_invalid', severity: 'error', subject: `spend:${String(row.effect_id)}`, next_action: VERIFY });
+        continue;
+      }
+      if (e.request_digest !== spendDigest(e)) {
+        findings.push({ code: 'quota_request_digest_mismatch', severity: 'error', subject: `spend:${e.effect_id}`, next_action: VERIFY });
+        continue;
+      }
+      entries.push(e);
+    }
+    if (entries.length > 0) {
+      findings.push({
+        code: 'quota_ledger_historical',
+        severity: 'info',
+        subject: 'file:quota.db',
+        next_action: 'keep the ledger as history; new spend goes through current admission under the adopted Goal lifetime',
+      });
+    }
+    return { owner: 'quota', schema_version: version, entries, findings };
+  } finally {
+    db?.close();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+function isSqliteFile(path: string): boolean {
+  try {
+    if (!lstatSync(path).isFile()) return false;
+    const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      const head = Buffer.alloc(16);
+      return readSync(fd, head, 0, 16, 0) === 16 && head.toString('latin1') === SQLITE_MAGIC;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,23 @@
+/**
+ * Public API of the quota owner: the spend ledger keyed by settlement identity (no double
+ * debit), voids, and windowed totals. Recovery contract: `readHistorical` reads a copy of
+ * quota.db as history, without admission.
+ */
+export type {
+  ListSpendsFilter,
+  QuotaGoal,
+  QuotaLedger,
+  QuotaLedgerOptions,
+  QuotaTotal,
+  QuotaWindow,
+  SpendEntry,
+  SpendRequest,
+  SpendResult,
+  SpendStatus,
+  VoidResult,
+} from './contract.js';
+export { QUOTA_ERROR_CODES, QuotaError, isQuotaError, type QuotaErrorCode } from './errors.js';
+export { rollingWindow, spendDigest } from './rules.js';
+export { memoryQuotaLedger } from './memory.js';
+export { openSqliteQuotaLedger, type SqliteQuotaLedgerOptions } from './sqlite.js';
+export { readHistorical, type FindingSeverity, type QuotaFinding, type QuotaHistory, type ReadHistoricalOptions } from './historical.js';

@@ -1,0 +1,66 @@
+/**
+ * `quota.db` schema and its row decoder, shared by the live SQLite provider and the historical
+ * reader. A row the decoder cannot prove well-formed is refused (live) or a finding (historical).
+ */
+import type { Migration } from '../../store/index.js';
+import type { SpendEntry } from './contract.js';
+
+export const MIGRATIONS: readonly Migration[] = [
+  `CREATE TABLE spends (
+     effect_id TEXT PRIMARY KEY,
+     goal_id TEXT NOT NULL,
+     goal_instance_id TEXT NOT NULL,
+     amount INTEGER NOT NULL CHECK (amount > 0),
+     unit TEXT NOT NULL,
+     request_digest TEXT NOT NULL,
+     status TEXT NOT NULL CHECK (status IN ('written', 'voided')),
+     created_at TEXT NOT NULL,
+     voided_at TEXT,
+     void_reason TEXT
+   );
+   CREATE INDEX spends_by_goal ON spends (goal_id, created_at);`,
+];
+
+export interface SpendRow {
+  effect_id: unknown; goal_id: unknown; goal_instance_id: unknown; amount: unknown; unit: unknown; request_digest: unknown;
+  status: unknown; created_at: unknown; voided_at: unknown; void_reason: unknown;
+}
+
+/** Thrown by the decoder; the field is public-safe (a column name). */
+export class RowInvalid extends Error {
+  constructor(readonly field: string) {
+    super(`column ${field} is not well-formed`);
+  }
+}
+
+const str = (v: unknown, field: string): string => {
+  if (typeof v !== 'string' || v.length === 0) throw new RowInvalid(field);
+  return v;
+};
+const instant = (v: unknown, field: string): string => {
+  const s = str(v, field);
+  if (Number.isNaN(Date.parse(s))) throw new RowInvalid(field);
+  return s;
+};
+
+export function decodeSpend(r: SpendRow): SpendEntry {
+  const amount = typeof r.amount === 'bigint' ? Number(r.amount) : r.amount;
+  if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) throw new RowInvalid('amount');
+  const digest = str(r.request_digest, 'request_digest');
+  if (!/^[0-9a-f]{64}$/.test(digest)) throw new RowInvalid('request_digest');
+  if (r.status !== 'written' && r.status !== 'voided') throw new RowInvalid('status');
+  const voided = r.status === 'voided';
+  if (voided !== (r.voided_at !== null) || voided !== (r.void_reason !== null)) throw new RowInvalid('voided_at');
+  return {
+    effect_id: str(r.effect_id, 'effect_id'),
+    goal_id: str(r.goal_id, 'goal_id'),
+    goal_instance_id: str(r.goal_instance_id, 'goal_instance_id'),
+    amount,
+    unit: str(r.unit, 'unit'),
+    request_digest: digest,
+    status: r.status,
+    created_at: instant(r.created_at, 'created_at'),
+    voided_at: voided ? instant(r.voided_at, 'voided_at') : null,
+    void_reason: voided ? str(r.void_reason, 'void_reason') : null,
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * `scheduler.db` schema and its row decoder, shared by the live SQLite provider and the
+ * historical reader. A row the decoder cannot prove well-formed is refused (live) or a finding
+ * (historical).
+ */
+import type { Migration } from '../../store/index.js';
+import type { Timer } from './contract.js';
+import { parseCadence } from './rules.js';
+
+export const MIGRATIONS: readonly Migration[] = [
+  `CREATE TABLE timers (
+     timer_id TEXT PRIMARY KEY,
+     goal_id TEXT NOT NULL,
+     cadence TEXT NOT NULL,
+     next_due_at TEXT NOT NULL,
+     enabled INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+     reset_token TEXT NOT NULL,
+     last_fired_due_at TEXT,
+     create_digest TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     updated_at TEXT NOT NULL
+   );
+   CREATE INDEX timers_due ON timers (enabled, next_due_at);`,
+];
+
+export interface TimerRow {
+  timer_id: unknown; goal_id: unknown; cadence: unknown; next_due_at: unknown; enabled: unknown; reset_token: unknown;
+  last_fired_due_at: unknown; create_digest: unknown; created_at: unknown; updated_at: unknown;
+}
+
+/** Thrown by the decoder; the field is public-safe (a column name). */
+export class RowInvalid extends Error {
+  constructor(readonly field: string) {
+    super(`column ${field} is not well-formed`);
+  }
+}
+
+const str = (v: unknown, field: string): string => {
+  if (typeof v !== 'string' || v.length === 0) throw new RowInvalid(field);
+  return v;
+};
+/** Instants are stored in canonical toISOString form: comparisons are textual. */
+const instant = (v: unknown, field: string): string => {
+  const s = str(v, field);
+  const ms = Date.parse(s);
+  if (Number.isNaN(ms) || new Date(ms).toISOString() !== s) throw new RowInvalid(field);
+  return s;
+};
+
+export function decodeTimer(r: TimerRow): Timer & { create_digest: string } {
+  let cadence: string;
+  try {
+    cadence = parseCadence(r.cadence).text;
+  } catch {
+    throw new RowInvalid('cadence');
+  }
+  if (cadence !== r.cadence) throw new RowInvalid('cadence');
+  const enabled = typeof r.enabled === 'bigint' ? Number(r.enabled) : r.enabled;
+  if (enabled !== 0 && enabled !== 1) throw new RowInvalid('enabled');
+  const digest = str(r.create_digest, 'create_digest');
+  if (!/^[0-9a-f]{64}$/.test(digest)) throw new RowInvalid('create_digest');
+  return {
+    timer_id: str(r.timer_id, 'timer_id'),
+    goal_id: str(r.goal_id, 'goal_id'),
+    cadence,
+    next_due_at: instant(r.next_due_at, 'next_due_at'),
+    enabled: enabled === 1,
+    reset_token: str(r.reset_token, 'reset_token'),
+    last_fired_due_at: r.last_fired_due_at === null ? null : instant(r.last_fired_due_at, 'last_fired_due_at'),
+    create_digest: digest,
+    created_at: str(r.created_at, 'created_at'),
+    updated_at: str(r.updated_at, 'updated_at'),
+  };
+}
+
+export const timerRow = (t: Timer & { create_digest: string }) => ({ ...t, enabled: t.enabled ? 1 : 0 });

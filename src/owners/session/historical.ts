@@ -1,0 +1,195 @@
+/**
+ * Historical readback of a COPY of `sessions.db` (the backup verifier's owner reader). It grants
+ * no authority and never writes the copy: SQLite would create -wal/-shm sidecars even for a
+ * read-only open of a WAL file, so the copy is duplicated into a private scratch directory and
+ * opened read-only there. Every defect becomes a finding (code, severity, subject, one next
+ * action); nothing stops at the first one and nothing is dropped.
+ */
+import { copyFileSync, closeSync, constants, lstatSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openSqlite, type SqliteDatabase } from '../../store/index.js';
+import type { Session, TurnJournal, TurnSettlement } from './contract.js';
+import { settlementDigest, turnKeyOf } from './rules.js';
+import {
+  MIGRATIONS,
+  RowInvalid,
+  decodeSession,
+  decodeSettlement,
+  decodeTurn,
+  type PhaseRow,
+  type SessionRow,
+  type SettlementRow,
+  type TurnRow,
+} from './schema.js';
+
+export type FindingSeverity = 'error' | 'hold' | 'info';
+
+export interface SessionFinding {
+  readonly code: string;
+  readonly severity: FindingSeverity;
+  /** `<kind>:<id>` — ids only, never paths or payloads. */
+  readonly subject: string;
+  readonly next_action: string;
+}
+
+export interface SessionHistory {
+  readonly owner: 'session';
+  /** The copy's schema version (`PRAGMA user_version`), or null when unreadable. */
+  readonly schema_version: number | null;
+  readonly sessions: readonly Session[];
+  readonly turns: readonly TurnJournal[];
+  readonly settlements: readonly TurnSettlement[];
+  readonly findings: readonly SessionFinding[];
+}
+
+export interface ReadHistoricalOptions {
+  /** Where the private scratch copy is made (default: the OS temp dir). */
+  readonly scratchDir?: string;
+}
+
+const SQLITE_MAGIC = 'SQLite format 3\u0000';
+const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
+
+export function readHistorical(copiedFilePath: string, options: ReadHistoricalOptions = {}): SessionHistory {
+  const findings: SessionFinding[] = [];
+  const empty = (schemaVersion: number | null): SessionHistory => ({ owner: 'session', schema_version: schemaVersion, sessions: [], turns: [], settlements: [], findings });
+  const unreadable = (): SessionHistory => {
+    findings.push({ code: 'session_copy_unreadable', severity: 'error', subject: 'file:sessions.db', next_action: VERIFY });
+    return empty(null);
+  };
+  if (!isSqliteFile(copiedFilePath)) return unreadable();
+
+  const scratch = mkdtempSync(join(options.scratchDir ?? tmpdir(), 'loopx-session-historical-'));
+  let db: SqliteDatabase | undefined;
+  try {
+    const path = join(scratch, 'sessions.db');
+    copyFileSync(copiedFilePath, path, constants.COPYFILE_EXCL);
+    try {
+      db = openSqlite(path, { readonly: true });
+      db.pragma('schema_version'); // forces the header to be read: a damaged file fails here
+    } catch {
+      return unreadable();
+    }
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version !== MIGRATIONS.length) {
+      findings.push({
+        code: 'session_schema_unsupported',
+        severity: 'error',
+        subject: `schema:${version}`,
+        next_action: version > MIGRATIONS.length ? 'read this backup with the loopx version that wrote it or a newer one' : VERIFY,
+      });
+      return empty(version);
+    }
+    const check = db.pragma('quick_check', { simple: true });
+    if (check !== 'ok') findings.push({ code: 'session_db_corrupt', severity: 'error', subject: 'file:sessions.db', next_action: VERIFY });
+    return { ...decodeAll(db, findings), schema_version: version };
+  } finally {
+    db?.close();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+function isSqliteFile(path: string): boolean {
+  try {
+    if (!lstatSync(path).isFile()) return false;
+    const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      const head = Buffer.alloc(16);
+      return readSync(fd, head, 0, 16, 0) === 16 && head.toString('latin1') === SQLITE_MAGIC;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
+  }
+}
+
+function decodeAll(db: SqliteDatabase, findings: SessionFinding[]): Omit<SessionHistory, 'schema_version'> {
+  const invalid = (subject: string) => findings.push({ code: 'session_row_invalid', severity: 'error', subject, next_action: VERIFY });
+  const sessions: Session[] = [];
+  for (const row of db.prepare('SELECT * FROM sessions ORDER BY rowid').all() as SessionRow[]) {
+    try {
+      sessions.push(decodeSession(row));
+    } catch (e) {
+      if (!(e instanceof RowInvalid)) throw e;
+      invalid(`session:${String(row.session_id)}`);
+    }
+  }
+  const sessionById = new Map(sessions.map((s) => [s.session_id, s]));
+
+  const phasesByTurn = new Map<unknown, PhaseRow[]>();
+  for (const p of db.prepare('SELECT * FROM turn_phases ORDER BY turn_key, position').all() as PhaseRow[]) {
+    phasesByTurn.set(p.turn_key, [...(phasesByTurn.get(p.turn_key) ?? []), p]);
+  }
+  const turns: TurnJournal[] = [];
+  for (const row of db.prepare('SELECT * FROM turns ORDER BY session_id, turn_index').all() as TurnRow[]) {
+    const phaseRows = phasesByTurn.get(row.turn_key) ?? [];
+    phasesByTurn.delete(row.turn_key);
+    let t: TurnJournal;
+    try {
+      t = decodeTurn(row, phaseRows);
+    } catch (e) {
+      if (!(e instanceof RowInvalid)) throw e;
+      invalid(`turn:${String(row.turn_key)}`);
+      continue;
+    }
+    if (t.turn_key !== turnKeyOf(t.session_id, t.turn_index)) {
+      findings.push({ code: 'turn_key_mismatch', severity: 'error', subject: `turn:${t.turn_key}`, next_action: VERIFY });
+      continue;
+    }
+    const s = sessionById.get(t.session_id);
+    if (s === undefined || s.goal_id !== t.goal_id || s.goal_instance_id !== t.goal_instance_id) {
+      findings.push({ code: 'turn_session_mismatch', severity: 'error', subject: `turn:${t.turn_key}`, next_action: VERIFY });
+      continue;
+    }
+    turns.push(t);
+  }
+  for (const orphan of phasesByTurn.keys()) invalid(`turn:${String(orphan)}`);
+  const turnByKey = new Map(turns.map((t) => [t.turn_key, t]));
+
+  const settlements: TurnSettlement[] = [];
+  const settled = new Set<string>();
+  for (const row of db.prepare('SELECT * FROM settlements ORDER BY settled_at, turn_key').all() as SettlementRow[]) {
+    let st: TurnSettlement;
+    try {
+      st = decodeSettlement(row);
+    } catch (e) {
+      if (!(e instanceof RowInvalid)) throw e;
+      findings.push({ code: 'settlement_row_invalid', severity: 'error', subject: `settlement:${String(row.settlement_id)}`, next_action: VERIFY });
+      continue;
+    }
+    const t = turnByKey.get(st.turn_key);
+    const digestOk = st.request_digest === settlementDigest(st.turn_key, st);
+    if (t === undefined || t.status !== st.status || t.session_id !== st.session_id || !digestOk) {
+      findings.push({ code: 'settlement_turn_mismatch', severity: 'error', subject: `settlement:${st.settlement_id}`, next_action: VERIFY });
+      continue;
+    }
+    settled.add(st.turn_key);
+    settlements.push(st);
+  }
+
+  for (const t of turns) {
+    if (t.status === 'in_progress') {
+      findings.push({
+        code: 'turn_unsettled',
+        severity: 'hold',
+        subject: `turn:${t.turn_key}`,
+        next_action: "reconcile the turn's effects under their original operation ids, then settle the turn through the session owner",
+      });
+    } else if (!settled.has(t.turn_key)) {
+      findings.push({ code: 'settlement_missing', severity: 'error', subject: `turn:${t.turn_key}`, next_action: VERIFY });
+    }
+  }
+  for (const s of sessions) {
+    if (s.status === 'active') {
+      findings.push({
+        code: 'session_binding_historical',
+        severity: 'hold',
+        subject: `session:${s.session_id}`,
+        next_action: 'readmit the session through the session owner (a new execution generation) before any run continues',
+      });
+    }
+  }
+  return { owner: 'session', sessions, turns, settlements, findings };
+}

@@ -1,0 +1,160 @@
+/**
+ * `sessions.db` schema and its row decoders, shared by the live SQLite provider and the
+ * historical reader. Decoders check every column strictly: a row they cannot prove well-formed
+ * is refused (live) or reported as a finding (historical), never guessed.
+ */
+import type { Migration } from '../../store/index.js';
+import type { Session, TurnJournal, TurnPhaseRecord, TurnSettlement } from './contract.js';
+import { SESSION_MODE, TURN_PHASES, TURN_RESULT_KINDS } from './contract.js';
+
+export const MIGRATIONS: readonly Migration[] = [
+  `CREATE TABLE sessions (
+     session_id TEXT PRIMARY KEY,
+     goal_id TEXT NOT NULL,
+     goal_instance_id TEXT NOT NULL,
+     session_mode TEXT NOT NULL CHECK (session_mode = 'managed_runtime'),
+     session_generation INTEGER NOT NULL CHECK (session_generation >= 1),
+     execution_generation INTEGER NOT NULL CHECK (execution_generation >= 1),
+     run_id TEXT,
+     status TEXT NOT NULL CHECK (status IN ('active', 'retired')),
+     created_at TEXT NOT NULL,
+     updated_at TEXT NOT NULL
+   );
+   CREATE INDEX sessions_by_goal ON sessions (goal_id);
+   CREATE TABLE turns (
+     turn_key TEXT PRIMARY KEY,
+     session_id TEXT NOT NULL REFERENCES sessions (session_id),
+     goal_id TEXT NOT NULL,
+     goal_instance_id TEXT NOT NULL,
+     turn_index INTEGER NOT NULL CHECK (turn_index >= 0),
+     execution_generation INTEGER NOT NULL CHECK (execution_generation >= 1),
+     run_id TEXT NOT NULL,
+     status TEXT NOT NULL CHECK (status IN ('in_progress', 'committed', 'stopped', 'failed')),
+     created_at TEXT NOT NULL,
+     updated_at TEXT NOT NULL,
+     UNIQUE (session_id, turn_index)
+   ) WITHOUT ROWID;
+   CREATE TABLE turn_phases (
+     turn_key TEXT NOT NULL REFERENCES turns (turn_key),
+     position INTEGER NOT NULL CHECK (position >= 0),
+     phase TEXT NOT NULL,
+     at TEXT NOT NULL,
+     ref TEXT,
+     PRIMARY KEY (turn_key, position)
+   ) WITHOUT ROWID;
+   CREATE TABLE settlements (
+     turn_key TEXT PRIMARY KEY REFERENCES turns (turn_key),
+     settlement_id TEXT NOT NULL UNIQUE,
+     session_id TEXT NOT NULL,
+     goal_id TEXT NOT NULL,
+     status TEXT NOT NULL CHECK (status IN ('committed', 'stopped', 'failed')),
+     failed_phase TEXT,
+     result_kind TEXT,
+     phase_count INTEGER NOT NULL CHECK (phase_count >= 0),
+     request_digest TEXT NOT NULL,
+     settled_at TEXT NOT NULL
+   ) WITHOUT ROWID;`,
+];
+
+export interface SessionRow {
+  session_id: unknown; goal_id: unknown; goal_instance_id: unknown; session_mode: unknown; session_generation: unknown;
+  execution_generation: unknown; run_id: unknown; status: unknown; created_at: unknown; updated_at: unknown;
+}
+export interface TurnRow {
+  turn_key: unknown; session_id: unknown; goal_id: unknown; goal_instance_id: unknown; turn_index: unknown;
+  execution_generation: unknown; run_id: unknown; status: unknown; created_at: unknown; updated_at: unknown;
+}
+export interface PhaseRow { turn_key: unknown; position: unknown; phase: unknown; at: unknown; ref: unknown }
+export interface SettlementRow {
+  turn_key: unknown; settlement_id: unknown; session_id: unknown; goal_id: unknown; status: unknown; failed_phase: unknown;
+  result_kind: unknown; phase_count: unknown; request_digest: unknown; settled_at: unknown;
+}
+
+/** Thrown by decoders; the field is public-safe (a column name). */
+export class RowInvalid extends Error {
+  constructor(readonly field: string) {
+    super(`column ${field} is not well-formed`);
+  }
+}
+
+const str = (v: unknown, field: string): string => {
+  if (typeof v !== 'string' || v.length === 0) throw new RowInvalid(field);
+  return v;
+};
+const strOrNull = (v: unknown, field: string): string | null => (v === null ? null : str(v, field));
+const int = (v: unknown, field: string, min: number): number => {
+  const n = typeof v === 'bigint' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min) throw new RowInvalid(field);
+  return n;
+};
+const oneOf = <T extends string>(v: unknown, field: string, allowed: readonly T[]): T => {
+  if (!(allowed as readonly unknown[]).includes(v)) throw new RowInvalid(field);
+  return v as T;
+};
+const instant = (v: unknown, field: string): string => {
+  const s = str(v, field);
+  if (Number.isNaN(Date.parse(s))) throw new RowInvalid(field);
+  return s;
+};
+
+export function decodeSession(r: SessionRow): Session {
+  return {
+    session_id: str(r.session_id, 'session_id'),
+    goal_id: str(r.goal_id, 'goal_id'),
+    goal_instance_id: str(r.goal_instance_id, 'goal_instance_id'),
+    session_mode: oneOf(r.session_mode, 'session_mode', [SESSION_MODE]),
+    session_generation: int(r.session_generation, 'session_generation', 1),
+    execution_generation: int(r.execution_generation, 'execution_generation', 1),
+    run_id: strOrNull(r.run_id, 'run_id'),
+    status: oneOf(r.status, 'status', ['active', 'retired'] as const),
+    created_at: instant(r.created_at, 'created_at'),
+    updated_at: instant(r.updated_at, 'updated_at'),
+  };
+}
+
+export function decodePhase(r: PhaseRow): TurnPhaseRecord & { position: number } {
+  return {
+    position: int(r.position, 'position', 0),
+    phase: oneOf(r.phase, 'phase', TURN_PHASES),
+    at: instant(r.at, 'at'),
+    ref: strOrNull(r.ref, 'ref'),
+  };
+}
+
+/** Decodes a turn with its phases; the phases must be exactly the ordered prefix of TURN_PHASES. */
+export function decodeTurn(r: TurnRow, phaseRows: readonly PhaseRow[]): TurnJournal {
+  const phases = phaseRows.map(decodePhase).sort((a, b) => a.position - b.position);
+  phases.forEach((p, i) => {
+    if (p.position !== i || p.phase !== TURN_PHASES[i]) throw new RowInvalid('phases');
+  });
+  return {
+    turn_key: str(r.turn_key, 'turn_key'),
+    session_id: str(r.session_id, 'session_id'),
+    goal_id: str(r.goal_id, 'goal_id'),
+    goal_instance_id: str(r.goal_instance_id, 'goal_instance_id'),
+    turn_index: int(r.turn_index, 'turn_index', 0),
+    execution_generation: int(r.execution_generation, 'execution_generation', 1),
+    run_id: str(r.run_id, 'run_id'),
+    status: oneOf(r.status, 'status', ['in_progress', 'committed', 'stopped', 'failed'] as const),
+    phases: phases.map(({ phase, at, ref }) => ({ phase, at, ref })),
+    created_at: instant(r.created_at, 'created_at'),
+    updated_at: instant(r.updated_at, 'updated_at'),
+  };
+}
+
+export function decodeSettlement(r: SettlementRow): TurnSettlement {
+  const digest = str(r.request_digest, 'request_digest');
+  if (!/^[0-9a-f]{64}$/.test(digest)) throw new RowInvalid('request_digest');
+  return {
+    settlement_id: str(r.settlement_id, 'settlement_id'),
+    turn_key: str(r.turn_key, 'turn_key'),
+    session_id: str(r.session_id, 'session_id'),
+    goal_id: str(r.goal_id, 'goal_id'),
+    status: oneOf(r.status, 'status', ['committed', 'stopped', 'failed'] as const),
+    failed_phase: r.failed_phase === null ? null : oneOf(r.failed_phase, 'failed_phase', TURN_PHASES),
+    result_kind: r.result_kind === null ? null : oneOf(r.result_kind, 'result_kind', TURN_RESULT_KINDS),
+    phase_count: int(r.phase_count, 'phase_count', 0),
+    request_digest: digest,
+    settled_at: instant(r.settled_at, 'settled_at'),
+  };
+}
