@@ -21,6 +21,11 @@ import * as runStart from './commands/run-start.js';
 import * as runSuspend from './commands/run-suspend.js';
 import * as runImport from './commands/run-import.js';
 import * as authority from './commands/authority.js';
+import * as init from './commands/init.js';
+import * as goal from './commands/goal.js';
+import * as todo from './commands/todo.js';
+import * as workRun from './commands/work-run.js';
+import * as devWebhookSink from './commands/dev-webhook-sink.js';
 
 export function buildProgram(): Command {
   const program = new Command('loopx')
@@ -36,6 +41,7 @@ export function buildProgram(): Command {
   const run = program.command('run').description('start, drive, suspend, resume and export agent runs');
   for (const m of [runStart, runList, runShow, runEvents, runSuspend, runResume, runAnswer, runResolve, runCancel, runExport, runImport, runInspect]) m.register(run, globals);
   authority.register(program, globals);
+  for (const m of [init, goal, todo, workRun, devWebhookSink]) m.register(program, globals);
   demo.register(program, globals);
 
   // Subcommands accept the global options in any position (`loopx run show ID --json`).

@@ -945,8 +945,9 @@ export class Engine {
     try {
       output = await tool.execute(args, ctx);
     } catch (e) {
-      if (isLoopxError(e) && e.kind === 'rejected') {
-        // The tool refused before acting: a definite failure, safe to report as such.
+      if (isLoopxError(e) && e.kind !== 'internal') {
+        // A typed refusal (rejected, conflict, not found, usage) means the tool or the owner it
+        // called refused before acting: a definite failure, safe to report as such.
         const result = toolError(e);
         settle(afterIntent, 'error', result, [], { ...intent, state: 'failed', resultJson: canonicalJson(result) });
         return 'done';

@@ -202,13 +202,20 @@ export function goalWorkToolPlan(root: string): ToolPlan {
             throw rejected('webhook_not_configured', 'No external system is configured for Goal work in this root.', { nextAction: 'pass --sink URL to loopx work run' });
           }
           const op = operationIdOf(ctx.callId);
-          const { effect } = await effectOwner.deliverWebhook(c.owners.effects, {
-            goal_id: c.goalId,
-            url: ns.webhook_url,
-            operation_id: op,
-            idempotency_key: `idem:${op}`,
-            body: { goal_id: c.goalId, message: args.message as string },
-          });
+          let effect: effectOwner.EffectRecord;
+          try {
+            ({ effect } = await effectOwner.deliverWebhook(c.owners.effects, {
+              goal_id: c.goalId,
+              url: ns.webhook_url,
+              operation_id: op,
+              idempotency_key: `idem:${op}`,
+              body: { goal_id: c.goalId, message: args.message as string },
+            }));
+          } catch (e) {
+            // Dispatched before and never settled: its outcome is unknown, not refused.
+            if (effectOwner.isEffectError(e, 'effect_dispatch_in_flight')) throw new Error('an earlier dispatch of this delivery has no recorded outcome');
+            throw e;
+          }
           if (effect.outcome === 'committed') return { delivered: true, operation_id: op } as JsonValue;
           if (effect.outcome === 'rejected') throw rejected('webhook_rejected', 'The external system refused the delivery.');
           // Unknown: the engine records this call as uncertain; it is reconciled, never repeated.

@@ -13,3 +13,4 @@ export { aiSdkProvider } from './providers/ai-sdk.js';
 export type { RunStore, RunHead, MutationRecord, MutationState } from './run-store/contract.js';
 export { memoryRunStore } from './run-store/memory.js';
 export { openSqliteRunStore } from './run-store/sqlite.js';
+export { runGoalWork, openRootOwners, goalWorkToolPlan, GOAL_WORK_TOOL_PLAN, EFFECTS_NAMESPACE, operationIdOf, type RootOwners, type GoalWorkRunOptions, type GoalWorkRunResult } from './goal-work.js';

@@ -1,0 +1,130 @@
+/**
+ * `loopx backup-state [--output-dir O] [--backup-id ID] [--include-automations] [--include-skills] [--execute]`
+ * (`--root` and `--json` are the global options). Without --execute it prints the plan and writes
+ * nothing; with --execute it creates and publishes `<ID>.tar.gz` and `<ID>.manifest.json` in O.
+ * Output carries counts, relative paths, digests and codes — never an absolute path. A progress bar
+ * is drawn on stderr only when stderr is a terminal.
+ */
+import type { Command } from 'commander';
+import { CAPTURE_FACTS, create, describePlan, plan, type BackupProgress, type BackupResult, type PlanSummary } from '../../backup/index.js';
+import { emit, resolveRoot, type GlobalOptions, type Output } from '../context.js';
+
+interface BackupStateOptions {
+  outputDir?: string;
+  backupId?: string;
+  includeAutomations?: boolean;
+  includeSkills?: boolean;
+  execute?: boolean;
+}
+
+const mib = (bytes: number): string =>
+  bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+
+/** A one-line progress bar redrawn at most ten times a second; erased when done. */
+function progressBar(stream: NodeJS.WriteStream): { update(p: BackupProgress): void; end(): void } {
+  let last = 0;
+  let drawn = false;
+  const width = 28;
+  return {
+    update(p) {
+      const t = Date.now();
+      if (t - last < 100 && p.phase === 'capture') return;
+      last = t;
+      const fraction = p.bytes_total > 0 ? Math.min(1, p.bytes_done / p.bytes_total) : p.members_total > 0 ? p.members_done / p.members_total : 1;
+      const filled = Math.round(fraction * width);
+      const label = p.phase === 'capture' ? `${p.members_done}/${p.members_total} members  ${mib(p.bytes_done)}/${mib(p.bytes_total)}` : p.phase;
+      stream.write(`\r\x1b[2K[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${Math.round(fraction * 100)}%  ${label}`);
+      drawn = true;
+    },
+    end() {
+      if (drawn) stream.write('\r\x1b[2K');
+    },
+  };
+}
+
+export function executeSummary(r: BackupResult) {
+  const m = r.manifest_doc;
+  const files = m.members.filter((x) => x.type === 'file').length;
+  return {
+    ok: true as const,
+    dry_run: false as const,
+    backup_id: r.backup_id,
+    archive: r.archive,
+    manifest: r.manifest,
+    capture: m.capture,
+    counts: {
+      members: m.execution.member_count,
+      files,
+      directories: m.members.length - files,
+      sqlite_snapshots: m.execution.sqlite_snapshots.length,
+      bytes: m.summary.logical_source_bytes,
+      goals: m.goals.length,
+      missing: m.missing.length,
+      warnings: m.warnings.length,
+    },
+    configuration_checkpoint_sha256: m.configuration_checkpoint.sha256,
+    goals: m.goals,
+  };
+}
+
+function printPlan(d: PlanSummary, out: Output): void {
+  out.line(`backup-state plan ${d.backup_id} (dry run: nothing was written; add --execute to create it)`);
+  out.line(`  members: ${d.counts.members} (${d.counts.directories} directories, ${d.counts.files} files, ${mib(d.counts.bytes)}), ${d.counts.sqlite_databases} SQLite databases (online snapshots)`);
+  out.line('  by category:');
+  for (const [name, c] of Object.entries(d.categories)) out.line(`    ${name.padEnd(16)} ${String(c.files).padStart(6)} files ${String(c.directories).padStart(5)} dirs ${mib(c.bytes).padStart(11)}`);
+  const unregistered = d.unregistered_goal_directories.length;
+  out.line(`  Goals: ${d.goals.length} registered${unregistered > 0 ? `, ${unregistered} more ${unregistered === 1 ? 'directory' : 'directories'} under goals/ not in the registry` : ''}`);
+  for (const g of d.goals) out.line(`    ${g.goal_id}  ${g.goal_instance_id ?? '-'}  ${g.route ?? '(outside the root)'}  ${g.route_status}`);
+  for (const w of d.source_witnesses) out.line(`  ${w.owner}: ${w.source} ${w.present ? `read ${w.revision}` : 'absent'}`);
+  if (d.missing.length > 0) {
+    const reasons = new Map<string, number>();
+    for (const m of d.missing) reasons.set(m.reason, (reasons.get(m.reason) ?? 0) + 1);
+    out.line(`  missing: ${d.missing.length} (${[...reasons].map(([r, n]) => `${r}: ${n}`).join(', ')})`);
+  }
+  if (d.excluded.length > 0) out.line(`  excluded: ${d.excluded.map((x) => `${x.source_path} (${x.reason})`).join(', ')}`);
+  out.line(`  capture: ${CAPTURE_FACTS.profile} — SQLite ${CAPTURE_FACTS.sqlite}, files ${CAPTURE_FACTS.files}, no cross-owner point in time`);
+  if (d.capacity.ok) out.line(`  would write ${d.archive_name} and ${d.manifest_name} in the output directory`);
+  else for (const r of d.capacity.refusals) out.line(`  create would refuse: ${r.code} (${r.observed} > ${r.limit})`);
+}
+
+function printCreated(d: ReturnType<typeof executeSummary>, out: Output): void {
+  out.line(`created backup ${d.backup_id} in the output directory:`);
+  out.line(`  ${d.archive.name}  ${mib(d.archive.size_bytes)}  sha256 ${d.archive.sha256}`);
+  out.line(`  ${d.manifest.name}  sha256 ${d.manifest.sha256}`);
+  out.line(`  ${d.counts.members} members (${d.counts.files} files, ${d.counts.directories} directories, ${mib(d.counts.bytes)}), ${d.counts.sqlite_snapshots} SQLite snapshots (integrity ok), ${d.counts.goals} Goals`);
+  out.line(`  configuration checkpoint sha256 ${d.configuration_checkpoint_sha256}`);
+  if (d.counts.missing > 0 || d.counts.warnings > 0) out.line(`  missing: ${d.counts.missing}, warnings: ${d.counts.warnings} (see the manifest)`);
+  out.line(`  capture: ${d.capture.profile} — no cross-owner point in time; private, not encrypted`);
+}
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command('backup-state')
+    .description('plan a private backup of the runtime root (writes nothing), or create it with --execute')
+    .option('--output-dir <dir>', 'where the archive and manifest are published (default: <root>/backups)')
+    .option('--backup-id <id>', 'backup id (default: UTC time as YYYYMMDDTHHMMSSZ)')
+    .option('--include-automations', 'also capture automations/')
+    .option('--include-skills', 'also capture skills/')
+    .option('--execute', 'create and publish the backup (never overwrites)')
+    .action(async (o: BackupStateOptions) => {
+      const g = globals();
+      const p = plan(resolveRoot(g), {
+        outputDir: o.outputDir,
+        backupId: o.backupId,
+        includeAutomations: o.includeAutomations ?? false,
+        includeSkills: o.includeSkills ?? false,
+      });
+      if (!o.execute) {
+        emit(g, describePlan(p), printPlan);
+        return;
+      }
+      const bar = process.stderr.isTTY ? progressBar(process.stderr) : undefined;
+      let result: BackupResult;
+      try {
+        result = await create(p, bar ? { onProgress: (x) => bar.update(x) } : {});
+      } finally {
+        bar?.end();
+      }
+      emit(g, executeSummary(result), printCreated);
+    });
+}

@@ -1,0 +1,25 @@
+/** `loopx dev webhook-sink --port P` — a loopback stand-in for an external system (tests, demos). */
+import type { Command } from 'commander';
+import { startWebhookSink } from '../../dev/index.js';
+import { emit, type GlobalOptions } from '../context.js';
+import { parseCount } from '../parse.js';
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  const dev = program.command('dev').description('development helpers');
+  dev
+    .command('webhook-sink')
+    .description('serve a loopback deliveries endpoint that stores deliveries by idempotency key (Ctrl-C stops it)')
+    .option('--port <port>', 'port on 127.0.0.1 (0: any free port)', parseCount, 0)
+    .option('--journal <file>', 'keep deliveries in this JSONL file across restarts')
+    .action(async (o: { port: number; journal?: string }) => {
+      const g = globals();
+      const sink = await startWebhookSink({ port: o.port, ...(o.journal ? { journalPath: o.journal } : {}) });
+      emit(g, { url: sink.url, deliveries_url: sink.deliveriesUrl, port: sink.port }, (d, out) => out.line(`webhook sink listening: ${d.deliveries_url}`));
+      await new Promise<void>((resolve) => {
+        const stop = () => resolve();
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+      await sink.close();
+    });
+}

@@ -1,0 +1,72 @@
+/** `loopx goal create|list|show` — Goals through the goal owner. */
+import type { Command } from 'commander';
+import { notFound } from '../../core/errors.js';
+import * as goalOwner from '../../owners/goal/index.js';
+import * as workOwner from '../../owners/work/index.js';
+import { emit, type GlobalOptions } from '../context.js';
+import { withOwners } from './owners-context.js';
+
+const view = (g: goalOwner.GoalRecord) => ({
+  goal_id: g.goal_id,
+  goal_instance_id: g.goal_instance_id,
+  title: g.title,
+  lifecycle: g.lifecycle,
+  docs: g.docs.map((d) => ({ name: d.name, sha256: d.sha256, bytes: d.bytes })),
+});
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  const goal = program.command('goal').description('Goals: identity (goal_id, goal_instance_id) and lifecycle');
+  goal
+    .command('create <goal-id>')
+    .description('create a Goal (a fresh lifetime) and register its route')
+    .requiredOption('--title <title>', 'what the Goal is about')
+    .option('--doc <name=text...>', 'attach a Goal document (kind=goal_doc); repeatable')
+    .action(async (goalId: string, o: { title: string; doc?: string[] }) => {
+      const g = globals();
+      const record = await withOwners(g, (owners, root) => {
+        const created = owners.goals.create(goalId, o.title);
+        for (const d of o.doc ?? []) {
+          const eq = d.indexOf('=');
+          owners.goals.addDoc(goalId, eq > 0 ? d.slice(0, eq) : d, eq > 0 ? d.slice(eq + 1) : '');
+        }
+        workOwner.openGoalWork({ root, goal_id: goalId }).close();
+        return owners.goals.get(goalId) ?? created;
+      });
+      emit(g, view(record), (v, out) => out.line(`created Goal ${v.goal_id} (${v.goal_instance_id}): ${v.title}`));
+    });
+  goal
+    .command('list')
+    .description('list the Goals of this root')
+    .action(async () => {
+      const g = globals();
+      const goals = await withOwners(g, (owners) => owners.goals.list());
+      emit(g, { goals: goals.map(view) }, (d, out) => {
+        if (d.goals.length === 0) out.line('no Goals');
+        for (const v of d.goals) out.line(`${v.goal_id}  ${v.lifecycle.padEnd(7)}  ${v.goal_instance_id}  ${v.title}`);
+      });
+    });
+  goal
+    .command('show <goal-id>')
+    .description('show a Goal with its Todo counts')
+    .action(async (goalId: string) => {
+      const g = globals();
+      const doc = await withOwners(g, (owners, root) => {
+        const record = owners.goals.get(goalId);
+        if (!record) throw notFound('goal_not_found', `No Goal ${goalId} in this root.`, { nextAction: 'list Goals: loopx goal list' });
+        const work = workOwner.openGoalWork({ root, goal_id: goalId });
+        try {
+          const todos = work.listTodos();
+          const counts: Record<string, number> = { open: 0, done: 0, blocked: 0, deferred: 0 };
+          for (const t of todos) counts[t.status] = (counts[t.status] ?? 0) + 1;
+          return { ...view(record), todos: counts, committed_transactions: work.transactionCount(), handoff_mode: work.view().handoff_mode };
+        } finally {
+          work.close();
+        }
+      });
+      emit(g, doc, (d, out) => {
+        out.line(`Goal ${d.goal_id} (${d.goal_instance_id}) ${d.lifecycle}: ${d.title}`);
+        out.line(`  todos: ${Object.entries(d.todos).map(([k, n]) => `${n} ${k}`).join(', ')}; ${d.committed_transactions} committed transactions; ${d.handoff_mode}`);
+        for (const doc of d.docs) out.line(`  doc ${doc.name} (${doc.bytes} bytes, sha256 ${doc.sha256.slice(0, 16)}…)`);
+      });
+    });
+}

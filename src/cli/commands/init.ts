@@ -1,0 +1,19 @@
+/** `loopx init` — create the runtime root (0700) and its owners' stores. Idempotent. */
+import type { Command } from 'commander';
+import { ensurePrivateDir } from '../../core/fs.js';
+import { openRootOwners } from '../../engine/index.js';
+import { emit, resolveRoot, withEngine, type GlobalOptions } from '../context.js';
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command('init')
+    .description('create the runtime root and its owner stores (idempotent)')
+    .action(async () => {
+      const g = globals();
+      const root = resolveRoot(g);
+      ensurePrivateDir(root);
+      openRootOwners(root).close();
+      await withEngine(g, () => undefined);
+      emit(g, { initialized: true }, (_, out) => out.line('runtime root ready (owner-only); next: loopx goal create ID --title TITLE'));
+    });
+}

@@ -1,0 +1,29 @@
+/** Opening the owners of the runtime root for the Goal/Todo commands. */
+import { existsSync } from 'node:fs';
+import { notFound } from '../../core/errors.js';
+import { openRootOwners, type RootOwners } from '../../engine/index.js';
+import * as workOwner from '../../owners/work/index.js';
+import { resolveRoot, type GlobalOptions } from '../context.js';
+
+export async function withOwners<T>(g: GlobalOptions, fn: (owners: RootOwners, root: string) => Promise<T> | T): Promise<T> {
+  const root = resolveRoot(g);
+  if (!existsSync(root)) throw notFound('root_not_initialized', 'The runtime root does not exist.', { nextAction: 'create it: loopx init' });
+  const owners = openRootOwners(root);
+  try {
+    return await fn(owners, root);
+  } finally {
+    owners.close();
+  }
+}
+
+export async function withGoalWork<T>(g: GlobalOptions, goalId: string, fn: (work: workOwner.WorkOwner) => Promise<T> | T): Promise<T> {
+  return withOwners(g, async (owners, root) => {
+    if (!owners.goals.get(goalId)) throw notFound('goal_not_found', `No Goal ${goalId} in this root.`, { nextAction: 'list Goals: loopx goal list' });
+    const work = workOwner.openGoalWork({ root, goal_id: goalId });
+    try {
+      return await fn(work);
+    } finally {
+      work.close();
+    }
+  });
+}

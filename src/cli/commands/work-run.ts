@@ -1,0 +1,38 @@
+/** `loopx work run --goal G --agent A [--turns N] [--sink URL]` — a Goal work run. */
+import type { Command } from 'commander';
+import { loadAgentFile, runGoalWork } from '../../engine/index.js';
+import { emit, resolveRoot, withEngine, type GlobalOptions } from '../context.js';
+import { parsePositive } from '../parse.js';
+import { printRun, runSummary } from './run-view.js';
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  const work = program.command('work').description('agent runs that do Goal work through the owners');
+  work
+    .command('run')
+    .description('open a session on the Goal and drive an agent run whose tools act on its Todos and external effects')
+    .requiredOption('--goal <goal-id>', 'the Goal')
+    .requiredOption('--agent <file>', 'agent definition (JSON), using tool plan loopx.goal-work.v1')
+    .option('--turns <n>', 'suspend after N turns', parsePositive)
+    .option('--sink <url>', 'deliveries endpoint of the external system (stored in machine configuration)')
+    .option('--input <text>', 'the user message the run starts with')
+    .action(async (o: { goal: string; agent: string; turns?: number; sink?: string; input?: string }) => {
+      const g = globals();
+      const agent = loadAgentFile(o.agent);
+      const root = resolveRoot(g);
+      const result = await withEngine(g, (engine) =>
+        runGoalWork({
+          root,
+          goalId: o.goal,
+          agent,
+          engine,
+          ...(o.turns !== undefined ? { turns: o.turns } : {}),
+          ...(o.sink !== undefined ? { webhookUrl: o.sink } : {}),
+          ...(o.input !== undefined ? { input: o.input } : {}),
+        }),
+      );
+      emit(g, { ...runSummary(result.run), goal: result.goal, session: result.session }, (d, out) => {
+        out.line(`Goal ${d.goal.goal_id}, session ${d.session.session_id} (execution generation ${d.session.execution_generation})`);
+        printRun(result.run, out);
+      });
+    });
+}

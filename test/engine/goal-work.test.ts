@@ -1,0 +1,113 @@
+/**
+ * Goal work runs through the real CLI: a scripted agent works a Goal's Todos through the work
+ * owner (under its session's fence and hard leases) and delivers to an external system through
+ * the effect owner; a crash mid-delivery never delivers twice; a superseded session cannot write.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
+import * as workOwner from '../../src/owners/work/index.js';
+import * as effectOwner from '../../src/owners/effect/index.js';
+import { join } from 'node:path';
+import { loopx, loopxAsync, tempRoot } from '../support/cli.js';
+
+let sink: WebhookSink;
+beforeAll(async () => {
+  sink = await startWebhookSink({ port: 0 });
+});
+afterAll(async () => {
+  await sink.close();
+});
+
+const AGENT = 'examples/agents/goal-worker.json';
+
+async function goalWithTodos(): Promise<string> {
+  const root = tempRoot();
+  expect(loopx(['init', '--root', root]).status).toBe(0);
+  expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
+  for (const title of ['Draft the outline', 'Review with design', 'Publish the post']) {
+    expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
+  }
+  return root;
+}
+
+const deliveriesFor = (runId: string) => sink.deliveries().filter((d) => d.operation_id.startsWith(`${runId}:`));
+
+describe('loopx work run', () => {
+  it("works a Goal's Todos through the work owner and delivers once through the effect owner", async () => {
+    const root = await goalWithTodos();
+    const r = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', AGENT, '--sink', sink.deliveriesUrl, '--root', root, '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const out = r.json();
+    expect(out).toMatchObject({ status: 'completed', goal: { goal_id: 'launch' }, session: { execution_generation: 2 } });
+    const todos = loopx(['todo', 'list', '--goal', 'launch', '--root', root, '--json']).json().todos;
+    expect(todos.map((t: { todo_id: string; status: string }) => [t.todo_id, t.status])).toEqual([
+      ['t1', 'done'],
+      ['t2', 'blocked'],
+      ['t3', 'open'],
+    ]);
+    // Each update is a receipt under the engine call id; the delivery is one committed effect.
+    const work = workOwner.openGoalWork({ root, goal_id: 'launch' });
+    try {
+      expect(work.readReceipt(`${out.run_id}:t2:k0`)?.receipt.todo?.status).toBe('done');
+      expect(work.view().handoff_mode).toBe('hard_lease');
+    } finally {
+      work.close();
+    }
+    const effects = effectOwner.openSqliteEffectJournal(join(root, 'effects.db'));
+    try {
+      expect(effects.get(`${out.run_id}:t3:k0`)).toMatchObject({ outcome: 'committed', kind: 'webhook.deliver' });
+    } finally {
+      effects.close();
+    }
+    expect(deliveriesFor(out.run_id)).toHaveLength(1);
+  }, 60_000);
+
+  it('a process killed during a delivery leaves the call uncertain, and driving the run again never delivers it', async () => {
+    const root = await goalWithTodos();
+    // Killed once the engine's intent for the first mutating call (todo.update) is durable.
+    const killed = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', AGENT, '--sink', sink.deliveriesUrl, '--root', root, '--json'], {
+      LOOPX_TEST_FAULT: 'engine.mutation.after-intent',
+    });
+    expect(killed.signal).toBe('SIGKILL');
+    const runId: string = loopx(['run', 'list', '--root', root, '--json']).json().runs[0].run_id;
+    const shown = loopx(['run', 'show', runId, '--root', root, '--json']).json();
+    expect(shown.waiting_for).toEqual({ kind: 'resolution', call_ids: [`${runId}/t2/k0`] });
+    const todos = loopx(['todo', 'list', '--goal', 'launch', '--root', root, '--json']).json().todos;
+    expect(todos[0].status).toBe('open'); // the update never ran, and it is not guessed
+    const before = deliveriesFor(runId).length;
+    expect(loopx(['run', 'resume', runId, '--root', root, '--json']).json().waiting_for.kind).toBe('resolution');
+    expect(deliveriesFor(runId)).toHaveLength(before);
+  }, 60_000);
+
+  it("a superseded session's run cannot write: a newer session's fence refuses its todo.update", async () => {
+    const root = await goalWithTodos();
+    const first = loopx(['work', 'run', '--goal', 'launch', '--agent', AGENT, '--turns', '1', '--root', root, '--json']).json();
+    expect(first.status).toBe('suspended');
+    // A second session engages a new fence on the Goal's work store.
+    const second = loopx(['work', 'run', '--goal', 'launch', '--agent', AGENT, '--turns', '1', '--root', root, '--json']).json();
+    expect(second.status).toBe('suspended');
+    const resumed = loopx(['run', 'resume', first.run_id, '--turns', '1', '--root', root, '--json']).json();
+    expect(resumed.status).toBe('suspended');
+    const inspected = loopx(['run', 'show', first.run_id, '--root', root, '--json']).json();
+    expect(inspected.completed_turns).toBe(2);
+    const todo = loopx(['todo', 'list', '--goal', 'launch', '--root', root, '--json']).json().todos[0];
+    expect(todo).toMatchObject({ todo_id: 't1', status: 'open' }); // the stale writer changed nothing
+    const events = loopx(['run', 'events', first.run_id, '--root', root, '--json']).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const refused = events.find((e: { type: string; data: { call_id?: string } }) => e.type === 'ToolResulted' && e.data.call_id === `${first.run_id}/t2/k0`);
+    expect(refused.data.status).toBe('error');
+  }, 60_000);
+
+  it('a repeated todo operation id returns the original receipt and applies once', () => {
+    const root = tempRoot();
+    loopx(['init', '--root', root]);
+    loopx(['goal', 'create', 'g1', '--title', 'G', '--root', root]);
+    const a = loopx(['todo', 'add', '--goal', 'g1', '--title', 'Once', '--operation-id', 'op-1', '--root', root, '--json']).json();
+    const b = loopx(['todo', 'add', '--goal', 'g1', '--title', 'Once', '--operation-id', 'op-1', '--root', root, '--json']).json();
+    expect(a.result).toBe('applied');
+    expect(b).toMatchObject({ result: 'already_applied', cursor: a.cursor, todo: a.todo });
+    expect(loopx(['todo', 'list', '--goal', 'g1', '--root', root, '--json']).json().todos).toHaveLength(1);
+    const mismatch = loopx(['todo', 'add', '--goal', 'g1', '--title', 'Other', '--operation-id', 'op-1', '--root', root, '--json']);
+    expect(mismatch.status).toBe(3);
+    expect(mismatch.json().error.code).toBe('operation_identity_mismatch');
+  });
+});
