@@ -62,7 +62,7 @@ describe('loopx work run', () => {
     expect(deliveriesFor(out.run_id)).toHaveLength(1);
   }, 60_000);
 
-  it('a process killed during a delivery leaves the call uncertain, and driving the run again never delivers it', async () => {
+  it('a process killed during a mutating Goal call leaves it uncertain: not guessed, not re-run, nothing delivered twice', async () => {
     const root = await goalWithTodos();
     // Killed once the engine's intent for the first mutating call (todo.update) is durable.
     const killed = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', AGENT, '--sink', sink.deliveriesUrl, '--root', root, '--json'], {
