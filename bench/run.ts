@@ -5,6 +5,7 @@ const suites: Array<[string, () => Promise<BenchFigure[]>]> = [
   ['snapshot', async () => (await import('./snapshot.bench.js')).run()],
   ['event-log', async () => (await import('./event-log.bench.js')).run()],
   ['transfer', async () => (await import('./transfer.bench.js')).run()],
+  ['backup', async () => (await import('./backup.bench.js')).run()],
 ];
 
 const only = process.argv[2];

@@ -1,5 +1,33 @@
 /**
- * Public API of backup: backup-state plan/create (issue 4).
- * Empty until that issue lands; nothing imports it yet.
+ * Public API of backup: `loopx backup-state` plan/create, the v0 producer of
+ * `loopx_state_backup_v0` archives (RFC complete-state-recovery §4, §5, §7, §12).
+ *
+ *   plan(root, options)   discover, freeze routes, retain the owner sources' exact reads; writes nothing
+ *   describePlan(plan)    the plan's public view (counts, relative paths, no absolute path)
+ *   create(plan, options) capture, verify, publish `<id>.tar.gz` + `<id>.manifest.json` without overwriting
  */
-export {};
+export { plan, describePlan, planCapacityRefusals, defaultBackupId, archiveNameOf, manifestNameOf, BACKUP_ID } from './plan.js';
+export type { BackupPlan, PlanOptions, PlannedGoal, PlanSummary, RouteStatus, CapacityRefusal } from './plan.js';
+export { create } from './create.js';
+export type { BackupProgress, BackupResult, CaptureStep, CreateHooks, CreateOptions } from './create.js';
+export { BACKUP_SCHEMA, CAPTURE_FACTS } from './manifest.js';
+export type { BackupManifest, FileMemberRecord, ManifestMember, MemberOrigin, SourceWitness, SqliteSnapshotRecord } from './manifest.js';
+export { fileBackupSources, WITNESSED_SOURCES } from './sources.js';
+export { ownerBackupSources } from './owner-sources.js';
+export type {
+  BackupSources,
+  ConfigurationCheckpointVerification,
+  ExactAbsence,
+  ExactMachineConfigurationRead,
+  ExactRegistryRead,
+  MachineConfigurationRead,
+  RegistryGoalRoute,
+  RegistryRead,
+  RegistryValue,
+} from './sources.js';
+export { buildConfigurationBackup, verifyConfigurationBackup, CONFIGURATION_BACKUP_SCHEMA } from './configuration-checkpoint.js';
+export { BACKUP_ERRORS } from './errors.js';
+export { BACKUP_LIMITS, CAPACITY_CODES, type BackupLimitName } from './limits.js';
+export { BACKUP_FAULT_POINTS } from './publish.js';
+export { ARCHIVE_ROOT, ARCHIVE_CONFIGURATION_BACKUP, ARCHIVE_MANIFEST } from './paths.js';
+export type { BackupWarning, ExcludedEntry, MemberCategory, MissingEntry, PlannedMember } from './discover.js';

@@ -1,0 +1,210 @@
+/**
+ * backup-state create on a ~128 MiB runtime root (4 Goals whose work databases hold the maximum
+ * 20,000-transaction history, owner databases, Goal documents, a few multi-MiB files) against the
+ * same-run baseline `tar czf` of the same tree plus `sqlite3 .backup` of each of its databases.
+ * The create runs in a child process (plan + create, timed inside it) so its peak RSS can be read
+ * from that process alone. Target: speed ≥ 0.7× the baseline.
+ */
+import Database from 'better-sqlite3';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { create, plan } from '../src/backup/index.js';
+import type { BenchFigure } from './harness.js';
+
+const MiB = 1024 * 1024;
+const GOALS = 4;
+const COMMITS_PER_GOAL = 20_000;
+const SAMPLES = 3;
+
+/** Deterministic pseudo-random source (xorshift32). */
+function rng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x;
+  };
+}
+
+const WORDS = ['todo', 'commit', 'lease', 'epoch', 'receipt', 'the', 'agent', 'writes', 'a', 'plan', 'for', 'goal', 'result', 'tool', 'call', 'turn', 'session', 'effect', 'delivered', 'pending'];
+function prose(next: () => number, bytes: number): string {
+  const parts: string[] = [];
+  let n = 0;
+  while (n < bytes) {
+    const w = WORDS[next() % WORDS.length]!;
+    parts.push(w);
+    n += w.length + 1;
+  }
+  return parts.join(' ');
+}
+
+function randomBytes(next: () => number, bytes: number): Buffer {
+  const b = Buffer.allocUnsafe(bytes);
+  for (let i = 0; i + 4 <= bytes; i += 4) b.writeUInt32LE(next(), i);
+  return b;
+}
+
+function db(path: string, setup: (d: Database.Database) => void): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const d = new Database(path);
+  d.pragma('journal_mode = WAL');
+  d.pragma('synchronous = OFF');
+  setup(d);
+  d.pragma('wal_checkpoint(TRUNCATE)');
+  d.close();
+}
+
+/** Build the ~128 MiB root; returns its regular-file bytes. */
+export function buildRoot(root: string): number {
+  mkdirSync(root, { recursive: true, mode: 0o700 });
+  const next = rng(42);
+  const goals = Array.from({ length: GOALS }, (_, i) => `goal-${i}`);
+  writeFileSync(join(root, 'registry.json'), JSON.stringify({ goals: goals.map((g) => ({ goal_id: g, route: `goals/${g}` })), projects: [] }, null, 2));
+  mkdirSync(join(root, 'machine'), { mode: 0o700 });
+  writeFileSync(join(root, 'machine/configuration.json'), JSON.stringify({ schema_version: 'loopx_machine_configuration_v0', namespaces: {} }));
+  for (const g of goals) {
+    db(join(root, 'goals', g, 'work.db'), (d) => {
+      d.exec('CREATE TABLE commits (seq INTEGER PRIMARY KEY, payload TEXT NOT NULL); CREATE TABLE todos (id INTEGER PRIMARY KEY, title TEXT, status TEXT)');
+      const ins = d.prepare('INSERT INTO commits (payload) VALUES (?)');
+      const todo = d.prepare('INSERT INTO todos (title, status) VALUES (?, ?)');
+      d.transaction(() => {
+        for (let i = 0; i < COMMITS_PER_GOAL; i++) ins.run(JSON.stringify({ seq: i, op: 'todo.update', note: prose(next, 900) }));
+        for (let i = 0; i < 500; i++) todo.run(prose(next, 60), i % 3 === 0 ? 'done' : 'open');
+      })();
+    });
+    writeFileSync(join(root, 'goals', g, 'goal.json'), JSON.stringify({ goal_id: g, lifecycle: 'active' }));
+    mkdirSync(join(root, 'goals', g, 'docs'), { mode: 0o700 });
+    for (let i = 0; i < 50; i++) writeFileSync(join(root, 'goals', g, 'docs', `doc-${i}.md`), `# ${g} document ${i}\n\n${prose(next, 40 * 1024)}\n`);
+  }
+  for (const [name, rows] of [['sessions.db', 7_000], ['effects.db', 3_500]] as const) {
+    db(join(root, name), (d) => {
+      d.exec('CREATE TABLE journal (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
+      const ins = d.prepare('INSERT INTO journal (body) VALUES (?)');
+      d.transaction(() => {
+        for (let i = 0; i < rows; i++) ins.run(prose(next, 1000));
+      })();
+    });
+  }
+  mkdirSync(join(root, 'files'), { mode: 0o700 });
+  writeFileSync(join(root, 'files', 'attachment-1.bin'), randomBytes(next, 8 * MiB));
+  writeFileSync(join(root, 'files', 'attachment-2.bin'), randomBytes(next, 8 * MiB));
+  writeFileSync(join(root, 'files', 'transcript-1.log'), prose(next, 7.5 * MiB));
+  writeFileSync(join(root, 'files', 'transcript-2.log'), prose(next, 7.5 * MiB));
+  let total = 0;
+  const walk = (d: string) => {
+    for (const n of readdirSync(d)) {
+      const p = join(d, n);
+      const st = statSync(p);
+      if (st.isDirectory()) walk(p);
+      else total += st.size;
+    }
+  };
+  walk(root);
+  return total;
+}
+
+function sqliteFiles(root: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const n of readdirSync(d)) {
+      const p = join(d, n);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (n.endsWith('.db')) out.push(p);
+    }
+  };
+  walk(root);
+  return out;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+interface ChildReport {
+  seconds: number;
+  maxRssKiB: number;
+  archiveBytes: number;
+}
+
+/** The module-loader flags of this process (tsx when run from source), and nothing else: never an --eval. */
+function loaderArgs(): string[] {
+  const out: string[] = [];
+  const argv = process.execArgv;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if ((a === '--import' || a === '--require' || a === '-r' || a === '--loader') && i + 1 < argv.length) out.push(a, argv[++i]!);
+    else if (/^--(import|require|loader)=/.test(a)) out.push(a);
+  }
+  return out;
+}
+
+function runCreateChild(root: string, out: string, id: string): ChildReport & { wallSeconds: number } {
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, [...loaderArgs(), fileURLToPath(import.meta.url), '--backup-child', root, out, id], { encoding: 'utf8', maxBuffer: 16 * MiB });
+  const wallSeconds = (performance.now() - t0) / 1000;
+  if (r.status !== 0) throw new Error(`backup child failed: ${r.stderr}`);
+  return { ...(JSON.parse(r.stdout) as ChildReport), wallSeconds };
+}
+
+function runBaseline(root: string, dir: string): number {
+  mkdirSync(dir, { mode: 0o700 });
+  const t0 = performance.now();
+  const tarRun = spawnSync('tar', ['czf', join(dir, 'tree.tar.gz'), '-C', root, '.'], { encoding: 'utf8' });
+  if (tarRun.status !== 0) throw new Error(`tar failed: ${tarRun.stderr}`);
+  for (const [i, file] of sqliteFiles(root).entries()) {
+    const r = spawnSync('/usr/bin/sqlite3', [file, `.backup '${join(dir, `db-${i}.db`)}'`], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`sqlite3 .backup failed: ${r.stderr}`);
+  }
+  return (performance.now() - t0) / 1000;
+}
+
+export async function run(): Promise<BenchFigure[]> {
+  const base = mkdtempSync(join(tmpdir(), 'loopx-bench-backup-'));
+  chmodSync(base, 0o700);
+  try {
+    const root = join(base, 'root');
+    const rootBytes = buildRoot(root);
+    const ours: Array<ChildReport & { wallSeconds: number }> = [];
+    const baseline: number[] = [];
+    // One warm-up of each (page cache), then alternating samples.
+    for (let i = 0; i <= SAMPLES; i++) {
+      const o = runCreateChild(root, join(base, `out-${i}`), `bench-${i}`);
+      const b = runBaseline(root, join(base, `baseline-${i}`));
+      if (i > 0) {
+        ours.push(o);
+        baseline.push(b);
+      }
+      rmSync(join(base, `out-${i}`), { recursive: true, force: true });
+      rmSync(join(base, `baseline-${i}`), { recursive: true, force: true });
+    }
+    const peakRss = Math.max(...ours.map((o) => o.maxRssKiB)) / 1024;
+    return [
+      {
+        name: `backup-state create, ${(rootBytes / MiB).toFixed(0)} MiB root (${GOALS} Goals × ${COMMITS_PER_GOAL.toLocaleString('en-US')} commits, ${sqliteFiles(root).length} SQLite files)`,
+        seconds: median(ours.map((o) => o.seconds)),
+        baselineName: 'tar czf + sqlite3 .backup',
+        baselineSeconds: median(baseline),
+        target: 'speed ≥ 0.7×',
+        ratioKind: 'speed',
+        extra: `peak RSS of the create process ${peakRss.toFixed(0)} MiB; archive ${(ours[0]!.archiveBytes / MiB).toFixed(1)} MiB; child wall time incl. Node start ${median(ours.map((o) => o.wallSeconds)).toFixed(3)} s`,
+      },
+    ];
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+}
+
+// Child mode: plan + create one backup, report its duration and this process's peak RSS.
+if (process.argv[2] === '--backup-child' && process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const [root, out, id] = process.argv.slice(3);
+  const t0 = performance.now();
+  const result = await create(plan(root!, { outputDir: out, backupId: id }));
+  const seconds = (performance.now() - t0) / 1000;
+  const report: ChildReport = { seconds, maxRssKiB: process.resourceUsage().maxRSS, archiveBytes: result.archive.size_bytes };
+  process.stdout.write(`${JSON.stringify(report)}\n`);
+}

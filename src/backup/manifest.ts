@@ -1,0 +1,167 @@
+/**
+ * The `loopx_state_backup_v0` manifest. One payload, two copies: the embedded `manifest.json`
+ * (written into the tar before the archive digest exists) and the external
+ * `<backup-id>.manifest.json`. They are equal except for the archive-dependent fields, which are
+ * null in the embedded copy: `execution.archive_sha256`, `execution.archive_size_bytes`,
+ * `execution.archive_expanded_bytes`, `execution.archive_to_logical_ratio` and
+ * `execution.embedded_manifest`. Every path in it is relative (to the root, the archive or the
+ * output directory); it never holds an absolute path.
+ */
+import { LOOPX_VERSION } from '../core/version.js';
+import type { BackupWarning, ExcludedEntry, MissingEntry } from './discover.js';
+import type { ConfigurationCheckpointVerification } from './sources.js';
+import type { PlannedGoal } from './plan.js';
+
+export const BACKUP_SCHEMA = 'loopx_state_backup_v0';
+
+/** What this producer captures, stated exactly — it never claims more. */
+export const CAPTURE_FACTS = Object.freeze({
+  profile: 'legacy_best_effort_online',
+  cross_owner_point_in_time: false,
+  sqlite: 'component_local_online_snapshot',
+  files: 'best_effort_live_traversal',
+} as const);
+
+export type MemberOrigin = 'runtime_root' | 'sqlite_snapshot' | 'configuration_checkpoint';
+
+export interface ManifestMember {
+  /** Normalized archive path (no trailing slash). */
+  readonly path: string;
+  readonly type: 'directory' | 'file';
+  readonly size_bytes: number;
+  /** null for directories. */
+  readonly sha256: string | null;
+  readonly origin: MemberOrigin;
+}
+
+export interface FileMemberRecord {
+  readonly archive_path: string;
+  readonly size_bytes: number;
+  readonly sha256: string;
+}
+
+export interface SqliteSnapshotRecord {
+  /** Relative to the root. */
+  readonly source: string;
+  readonly archive_path: string;
+  readonly snapshot_sha256: string;
+  readonly snapshot_size_bytes: number;
+  readonly integrity: 'ok';
+  /** The Goal whose work database this is, if it is one. */
+  readonly goal_id: string | null;
+  /** Rows of its `commits` table (work databases), else null. */
+  readonly committed_transactions: number | null;
+  readonly runtime_identity: { readonly node_version: string; readonly sqlite_version: string; readonly sqlite_source_id: string };
+}
+
+export interface SourceWitness {
+  readonly owner: 'registry' | 'config';
+  /** Relative to the root. */
+  readonly source: string;
+  readonly archive_path: string;
+  readonly present: boolean;
+  readonly revision: string | null;
+  /** SHA-256 and size of the exact read the plan decoded (null when absent). */
+  readonly read_sha256: string | null;
+  readonly read_size_bytes: number | null;
+  /** SHA-256 of the bytes copied into the archive; equal to read_sha256, or the backup was refused. */
+  readonly copied_sha256: string | null;
+}
+
+export interface Stats {
+  paths: number;
+  files: number;
+  directories: number;
+  symlinks: number;
+  bytes: number;
+}
+
+export interface IncludedTarget {
+  readonly key: string;
+  readonly source_path: string;
+  readonly archive_path: string;
+  readonly stats: Stats;
+}
+
+export interface BackupManifest {
+  readonly ok: true;
+  readonly schema_version: typeof BACKUP_SCHEMA;
+  readonly mode: 'state_backup';
+  readonly dry_run: false;
+  readonly backup_id: string;
+  readonly producer: 'loopx';
+  readonly producer_version: string;
+  readonly created_at: string;
+  readonly runtime_root: string;
+  readonly options: { readonly include_automations: boolean; readonly include_skills: boolean };
+  readonly capture: typeof CAPTURE_FACTS;
+  readonly privacy_certified: false;
+  readonly registry_discovery: {
+    readonly goal_count: number;
+    readonly project_count: number;
+    readonly route_count: number;
+    readonly included_route_count: number;
+    readonly missing_route_count: number;
+    readonly unregistered_goal_directory_count: number;
+  };
+  readonly goals: readonly PlannedGoal[];
+  readonly source_witnesses: readonly SourceWitness[];
+  readonly configuration_checkpoint: { readonly archive_path: string; readonly sha256: string; readonly file_sha256: string; readonly size_bytes: number };
+  readonly included: readonly IncludedTarget[];
+  readonly missing: readonly MissingEntry[];
+  readonly excluded: readonly ExcludedEntry[];
+  readonly warnings: readonly BackupWarning[];
+  readonly summary: {
+    readonly included_target_count: number;
+    readonly missing_target_count: number;
+    readonly warning_count: number;
+    readonly total_stats: Stats;
+    readonly logical_source_bytes: number;
+    readonly category_stats: Record<string, Stats>;
+  };
+  readonly members: readonly ManifestMember[];
+  readonly limits: Record<string, number>;
+  readonly execution: {
+    readonly archive_path: string;
+    readonly manifest_path: string;
+    readonly archive_sha256: string | null;
+    readonly archive_size_bytes: number | null;
+    readonly archive_expanded_bytes: number | null;
+    readonly archive_to_logical_ratio: number | null;
+    readonly embedded_manifest: { readonly archive_path: string; readonly sha256: string; readonly size_bytes: number } | null;
+    readonly member_count: number;
+    readonly capture_interval: { readonly started_at: string; readonly ended_at: string };
+    readonly tar: { readonly uid: 0; readonly gid: 0; readonly file_mode: '0600'; readonly directory_mode: '0700'; readonly mtime: string; readonly compression: 'gzip' };
+    readonly configuration_backup: ConfigurationCheckpointVerification & { readonly archive_path: string };
+    readonly sqlite_snapshots: readonly SqliteSnapshotRecord[];
+    readonly file_members: readonly FileMemberRecord[];
+  };
+}
+
+export interface ArchiveFacts {
+  readonly sha256: string;
+  readonly size_bytes: number;
+  readonly expanded_bytes: number;
+  readonly embedded_manifest: { readonly archive_path: string; readonly sha256: string; readonly size_bytes: number };
+}
+
+export const producerVersion = (): string => LOOPX_VERSION;
+
+/** The external manifest: the embedded payload plus the archive facts. */
+export function withArchiveFacts(embedded: BackupManifest, facts: ArchiveFacts): BackupManifest {
+  const logical = embedded.summary.logical_source_bytes;
+  return {
+    ...embedded,
+    execution: {
+      ...embedded.execution,
+      archive_sha256: facts.sha256,
+      archive_size_bytes: facts.size_bytes,
+      archive_expanded_bytes: facts.expanded_bytes,
+      archive_to_logical_ratio: logical > 0 ? Math.round((facts.size_bytes / logical) * 1e6) / 1e6 : null,
+      embedded_manifest: facts.embedded_manifest,
+    },
+  };
+}
+
+/** The serialized form of both copies: two-space JSON and a final newline. */
+export const manifestBytes = (m: BackupManifest): Uint8Array => new TextEncoder().encode(`${JSON.stringify(m, null, 2)}\n`);
