@@ -18,7 +18,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { rejected } from '../core/errors.js';
+import { isLoopxError, rejected } from '../core/errors.js';
 import { LOOPX_VERSION } from '../core/version.js';
 import * as configOwner from '../owners/config/index.js';
 import * as effectOwner from '../owners/effect/index.js';
@@ -126,6 +126,31 @@ async function withCallContext<T>(root: string, ctx: ToolContext, fn: (c: CallCo
   }
 }
 
+/**
+ * Record a mutating Goal call's intent in the effect owner and begin its dispatch. A call already
+ * settled there (a repeat under the same id) returns its recorded result instead of acting.
+ */
+function journal(c: CallContext, op: string, kind: string, target: string, intent: JsonValue): { settled?: JsonValue } {
+  const { effect } = c.owners.effects.recordIntent({ operation_id: op, idempotency_key: `idem:${op}`, goal_id: c.goalId, kind, target, intent });
+  if (effect.outcome === 'committed') return { settled: { result: 'already_applied', receipt: effect.receipt as JsonValue } };
+  if (effect.outcome !== 'pending') throw rejected('effect_settled', `Operation ${op} is already ${effect.outcome}; it is not run again.`);
+  if (effect.dispatched_at !== null) throw new Error('an earlier dispatch of this operation has no recorded outcome');
+  c.owners.effects.beginDispatch(op);
+  return {};
+}
+
+/** Settle a journalled call that an owner refused before acting (typed refusal): rejected, not unknown. */
+function settleRefusal(c: CallContext, op: string, e: unknown): never {
+  if (isLoopxError(e) && e.kind !== 'internal') {
+    try {
+      c.owners.effects.settle(op, 'rejected', { code: e.code });
+    } catch {
+      /* the refusal itself is what the caller reports */
+    }
+  }
+  throw e;
+}
+
 const todoView = (t: workOwner.Todo) => ({ todo_id: t.todo_id, title: t.title, status: t.status, note: t.note ?? null });
 
 /** The static tool plan of Goal work runs in a runtime root. */
@@ -162,29 +187,44 @@ export function goalWorkToolPlan(root: string): ToolPlan {
         withCallContext(root, ctx, (c) => {
           const op = operationIdOf(ctx.callId);
           const todoId = args.todo_id as string;
-          // A hard lease on the Todo for this session's execution, then the update under it.
-          const current = c.work.leaseStatus(todoId);
-          const held = current.lease && current.authorization === 'active' && current.lease.owner === c.leaseOwner && current.lease.execution_key === c.executionKey;
-          const lease = held
-            ? current.lease!
-            : c.work.acquireLease({
-                operation_id: `${op}:lease`,
-                fence: c.fence,
-                todo_id: todoId,
-                owner: c.leaseOwner,
-                execution_key: c.executionKey,
-                ttl_ms: LEASE_TTL_MS,
-                expected_version: current.lease?.version ?? 0,
-              }).receipt.lease!;
-          const result = c.work.updateTodo({
-            operation_id: op,
-            fence: c.fence,
-            todo_id: todoId,
-            ...(args.status !== undefined ? { status: args.status as workOwner.TodoStatus } : {}),
-            ...(args.note !== undefined ? { note: args.note as string } : {}),
-            lease: { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch },
-          });
-          return { result: result.result, cursor: result.cursor, todo: todoView(c.work.getTodo(todoId)!) } as JsonValue;
+          // The call goes through the effect owner too (intent before, outcome after), under the
+          // same operation id the work owner's receipt carries.
+          const journalled = journal(c, op, 'work.todo_update', `work:${c.goalId}`, { todo_id: todoId, status: args.status ?? null, note: args.note ?? null });
+          if (journalled.settled) return journalled.settled;
+          let output: JsonValue;
+          let cursor: number;
+          let applied: string;
+          try {
+            // A hard lease on the Todo for this session's execution, then the update under it.
+            const current = c.work.leaseStatus(todoId);
+            const held = current.lease && current.authorization === 'active' && current.lease.owner === c.leaseOwner && current.lease.execution_key === c.executionKey;
+            const lease = held
+              ? current.lease!
+              : c.work.acquireLease({
+                  operation_id: `${op}:lease`,
+                  fence: c.fence,
+                  todo_id: todoId,
+                  owner: c.leaseOwner,
+                  execution_key: c.executionKey,
+                  ttl_ms: LEASE_TTL_MS,
+                  expected_version: current.lease?.version ?? 0,
+                }).receipt.lease!;
+            const result = c.work.updateTodo({
+              operation_id: op,
+              fence: c.fence,
+              todo_id: todoId,
+              ...(args.status !== undefined ? { status: args.status as workOwner.TodoStatus } : {}),
+              ...(args.note !== undefined ? { note: args.note as string } : {}),
+              lease: { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch },
+            });
+            output = { result: result.result, cursor: result.cursor, todo: todoView(c.work.getTodo(todoId)!) } as JsonValue;
+            cursor = result.cursor;
+            applied = result.result;
+          } catch (e) {
+            settleRefusal(c, op, e);
+          }
+          c.owners.effects.settle(op, 'committed', { work_cursor: cursor, work_result: applied });
+          return output;
         }),
     },
     {

@@ -56,6 +56,9 @@ describe('loopx work run', () => {
     const effects = effectOwner.openSqliteEffectJournal(join(root, 'effects.db'));
     try {
       expect(effects.get(`${out.run_id}:t3:k0`)).toMatchObject({ outcome: 'committed', kind: 'webhook.deliver' });
+      // Every mutating call of the run went through the effect owner, Todo updates included.
+      expect(effects.get(`${out.run_id}:t2:k0`)).toMatchObject({ outcome: 'committed', kind: 'work.todo_update' });
+      expect(effects.get(`${out.run_id}:t4:k0`)).toMatchObject({ outcome: 'committed', kind: 'work.todo_update' });
     } finally {
       effects.close();
     }
@@ -95,6 +98,13 @@ describe('loopx work run', () => {
     const events = loopx(['run', 'events', first.run_id, '--root', root, '--json']).stdout.trim().split('\n').map((l) => JSON.parse(l));
     const refused = events.find((e: { type: string; data: { call_id?: string } }) => e.type === 'ToolResulted' && e.data.call_id === `${first.run_id}/t2/k0`);
     expect(refused.data.status).toBe('error');
+    const effects = effectOwner.openSqliteEffectJournal(join(root, 'effects.db'));
+    try {
+      // The owner refused before acting: a definite outcome, recorded as rejected, never unknown.
+      expect(effects.get(`${first.run_id}:t2:k0`)).toMatchObject({ outcome: 'rejected', kind: 'work.todo_update' });
+    } finally {
+      effects.close();
+    }
   }, 60_000);
 
   it('a repeated todo operation id returns the original receipt and applies once', () => {
