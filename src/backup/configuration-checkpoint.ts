@@ -76,7 +76,9 @@ export function verifyConfigurationBackup(bytes: Uint8Array): ConfigurationCheck
   let readback = false;
   try {
     recomputed = sha256Hex(canonicalJson(body));
-    readback = canonicalJson(d) === new TextDecoder().decode(bytes);
+    // Canonical JSON, optionally followed by one newline (the config owner writes one).
+    const text = new TextDecoder().decode(bytes);
+    readback = canonicalJson(d) === (text.endsWith('\n') ? text.slice(0, -1) : text);
   } catch {
     problems.push('not_canonical_json');
   }

@@ -126,7 +126,8 @@ function configurationCheckpoint(p: BackupPlan): { bytes: Uint8Array; verificati
     throw configurationCheckpointInvalid('it is not JSON');
   }
   const ids = (doc.data?.goals ?? []).map((g) => g.goal_id);
-  if (canonicalJson(ids) !== canonicalJson(goals.map((g) => g.goal_id))) throw configurationCheckpointInvalid('its Goals differ from the registry read');
+  // The same Goals, whatever their order (the config owner sorts them; the registry keeps creation order).
+  if (canonicalJson([...ids].sort()) !== canonicalJson(goals.map((g) => g.goal_id).sort())) throw configurationCheckpointInvalid('its Goals differ from the registry read');
   const machine = p.machineRead.absent ? null : (JSON.parse(new TextDecoder().decode(p.machineRead.bytes)) as unknown);
   if (canonicalJson(doc.data?.machine_configuration ?? null) !== canonicalJson(machine)) throw configurationCheckpointInvalid('its machine configuration differs from the read');
   return { bytes, verification: v };

@@ -4,6 +4,8 @@
  * is built and verified by the config owner from those same reads — the backup producer decides
  * none of these facts itself.
  */
+import { canonicalJson } from '../core/canonical-json.js';
+import { sha256Hex } from '../core/digest.js';
 import * as configOwner from '../owners/config/index.js';
 import * as registryOwner from '../owners/registry/index.js';
 import { sourceUnusable } from './errors.js';
@@ -32,7 +34,10 @@ export function ownerBackupSources(root: string): BackupSources {
         registryReads.set(view, read);
         return view;
       }
-      const view = { bytes: read.bytes, revision: read.revision, value: { goals: read.value.goals.map((g) => ({ goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, route: g.route })), projects: read.value.projects } };
+      // The BackupSources revision is over the canonical JSON of the decoded value (as the config
+      // owner's is); the registry owner's own revision is over its exact bytes, so it is not passed through.
+      const revision = `sha256:${sha256Hex(canonicalJson(read.value))}`;
+      const view = { bytes: read.bytes, revision, value: { goals: read.value.goals.map((g) => ({ goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, route: g.route })), projects: read.value.projects } };
       registryReads.set(view, read);
       return view;
     },

@@ -1,0 +1,141 @@
+/**
+ * The configuration checkpoint envelope and the BackupSources seam: the checkpoint verifies only
+ * when it is canonical, untampered and says exactly what the exact reads say; a source whose
+ * checkpoint does not refuses publication.
+ */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { buildConfigurationBackup, create, fileBackupSources, ownerBackupSources, plan, verifyConfigurationBackup, type BackupSources } from '../../src/backup/index.js';
+import { canonicalJson } from '../../src/core/canonical-json.js';
+import { sha256Hex } from '../../src/core/digest.js';
+import { isLoopxError } from '../../src/core/errors.js';
+import * as configOwner from '../../src/owners/config/index.js';
+import { configOf, machineDoc, makeRoot, registryOf, tempBase } from './support/fixtures.js';
+
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+const bytes = (s: string) => new TextEncoder().encode(s);
+
+describe('the configuration checkpoint (loopx_configuration_backup_v0)', () => {
+  it('is canonical JSON whose sha256 covers everything else, inert and not privacy-certified', () => {
+    const b = buildConfigurationBackup(machineDoc, [{ goal_id: 'alpha', row: { goal_id: 'alpha', route: 'goals/alpha' } }]);
+    const doc = JSON.parse(text(b));
+    expect(text(b)).toBe(canonicalJson(doc));
+    const { sha256, ...body } = doc;
+    expect(sha256).toBe(sha256Hex(canonicalJson(body)));
+    expect(body).toEqual({
+      schema_version: 'loopx_configuration_backup_v0',
+      privacy_certified: false,
+      activation_performed: false,
+      data: { machine_configuration: machineDoc, goals: [{ goal_id: 'alpha', goal_configuration: { goal_id: 'alpha', route: 'goals/alpha' } }] },
+    });
+    expect(verifyConfigurationBackup(b)).toEqual({ ok: true, sha256, goal_count: 1, machine_configuration_present: true, privacy_certified: false, activation_performed: false, readback_verified: true, problems: [] });
+  });
+
+  it('a changed value, a non-canonical encoding, an unknown field or a claimed activation does not verify', () => {
+    const good = JSON.parse(text(buildConfigurationBackup(null, [])));
+    const tampered = { ...good, data: { ...good.data, goals: [{ goal_id: 'x', goal_configuration: {} }] } };
+    expect(verifyConfigurationBackup(bytes(canonicalJson(tampered))).problems).toContain('sha256');
+    expect(verifyConfigurationBackup(bytes(JSON.stringify(good, null, 2))).problems).toEqual(['readback']);
+    const { sha256: _s, ...body } = good;
+    const extra = { ...body, surprise: 1 };
+    expect(verifyConfigurationBackup(bytes(canonicalJson({ ...extra, sha256: sha256Hex(canonicalJson(extra)) }))).problems).toEqual(['unknown_field:surprise']);
+    const active = { ...body, activation_performed: true };
+    expect(verifyConfigurationBackup(bytes(canonicalJson({ ...active, sha256: sha256Hex(canonicalJson(active)) }))).problems).toEqual(['activation_performed']);
+    expect(verifyConfigurationBackup(bytes('{')).ok).toBe(false);
+  });
+
+  it('the file sources report revisions over canonical JSON of exactly the bytes they read', () => {
+    const base = tempBase();
+    const root = join(base, 'root');
+    makeRoot(root, { specials: false });
+    const sources = fileBackupSources(root);
+    const reg = sources.readRegistryExact();
+    const mac = sources.readMachineConfigurationExact();
+    if (reg.absent || mac.absent) throw new Error('fixture has both');
+    expect(reg.revision).toBe(`sha256:${sha256Hex(canonicalJson(JSON.parse(text(reg.bytes))))}`);
+    expect(mac.revision).toBe(`sha256:${sha256Hex(canonicalJson(machineDoc))}`);
+    expect(reg.value.goals.map((g) => g.goal_id)).toEqual(['alpha', 'beta']);
+  });
+
+  it('the owner sources (the default) keep the same contract: exactly the bytes the owners decoded, revisions over their canonical JSON', () => {
+    const base = tempBase();
+    const root = join(base, 'root');
+    const { alpha, beta } = makeRoot(root, { specials: false });
+    const sources = ownerBackupSources(root);
+    const reg = sources.readRegistryExact();
+    const mac = sources.readMachineConfigurationExact();
+    if (reg.absent || mac.absent) throw new Error('fixture has both');
+    const registry = registryOf(root).readExact();
+    const config = configOf(root).readExact();
+    if (registry.absent || config.absent) throw new Error('fixture has both');
+    expect(Buffer.from(reg.bytes).equals(Buffer.from(registry.bytes))).toBe(true);
+    expect(Buffer.from(mac.bytes).equals(Buffer.from(config.bytes))).toBe(true);
+    expect(reg.revision).toBe(`sha256:${sha256Hex(canonicalJson(JSON.parse(text(reg.bytes))))}`);
+    expect(mac.revision).toBe(`sha256:${sha256Hex(canonicalJson(machineDoc))}`);
+    expect(mac.revision).toBe(config.revision);
+    expect(reg.value.goals).toEqual([
+      { goal_id: 'alpha', goal_instance_id: alpha.goal_instance_id, route: 'goals/alpha' },
+      { goal_id: 'beta', goal_instance_id: beta.goal_instance_id, route: 'goals/beta' },
+    ]);
+    expect(reg.value.projects).toEqual([{ project_id: 'proj', name: 'Project' }]);
+    // The checkpoint comes from those same reads and verifies with the owner's verifier.
+    const v = sources.verifyConfigurationCheckpoint(sources.buildConfigurationCheckpoint(reg, mac));
+    expect(v).toMatchObject({ ok: true, goal_count: 2, machine_configuration_present: true, readback_verified: true, problems: [] });
+    // A read the sources did not hand out is not one a checkpoint is built from.
+    expect(() => sources.buildConfigurationCheckpoint({ ...reg }, mac)).toThrow(expect.objectContaining({ code: 'backup_source_unusable' }));
+  });
+});
+
+/** Checkpoints in each source's own envelope (the config owner's, or the file reader's) that verify but misstate the reads. */
+const KINDS = {
+  owner: {
+    sources: ownerBackupSources,
+    dropsMachine: (root: string) => configOwner.buildConfigurationCheckpoint({ registry: registryOf(root).readExact(), machineConfiguration: configOwner.memoryConfigStore().readExact() }).bytes,
+    otherMachine: (root: string) =>
+      configOwner.buildConfigurationCheckpoint({ registry: registryOf(root).readExact(), machineConfiguration: configOwner.memoryConfigStore(bytes(JSON.stringify({ ...machineDoc, namespaces: {} }))).readExact() }).bytes,
+  },
+  file: {
+    sources: fileBackupSources,
+    dropsMachine: () => buildConfigurationBackup(null, [{ goal_id: 'alpha', row: {} }, { goal_id: 'beta', row: {} }]),
+    otherMachine: () => buildConfigurationBackup({ ...machineDoc, namespaces: {} }, [{ goal_id: 'alpha', row: {} }, { goal_id: 'beta', row: {} }]),
+  },
+} as const;
+
+describe.each(['owner', 'file'] as const)('a source whose checkpoint does not say what the reads say (%s sources)', (kind) => {
+  async function refusalWith(override: (root: string) => Partial<BackupSources>) {
+    const base = tempBase();
+    const root = join(base, 'root');
+    makeRoot(root, { specials: false });
+    const sources = { ...KINDS[kind].sources(root), ...override(root) };
+    const out = join(base, 'out');
+    try {
+      await create(plan(root, { outputDir: out, sources }));
+    } catch (e) {
+      if (!isLoopxError(e)) throw e;
+      expect(readdirSync(out)).toEqual([]);
+      return e.code;
+    }
+    throw new Error('create was expected to refuse');
+  }
+
+  it('refuses a checkpoint that fails its verifier', async () => {
+    expect(await refusalWith(() => ({ buildConfigurationCheckpoint: () => bytes('{"schema_version":"loopx_configuration_backup_v0"}') }))).toBe('backup_configuration_checkpoint_invalid');
+  });
+
+  it('refuses a valid checkpoint that dropped the machine configuration the plan read', async () => {
+    expect(await refusalWith((root) => {
+      const checkpoint = KINDS[kind].dropsMachine(root);
+      expect(KINDS[kind].sources(root).verifyConfigurationCheckpoint(checkpoint)).toMatchObject({ ok: true, goal_count: 2, machine_configuration_present: false });
+      return { buildConfigurationCheckpoint: () => checkpoint };
+    })).toBe('backup_configuration_checkpoint_invalid');
+  });
+
+  it('refuses a valid checkpoint whose machine configuration differs from the exact read', async () => {
+    expect(await refusalWith((root) => {
+      const checkpoint = KINDS[kind].otherMachine(root);
+      expect(KINDS[kind].sources(root).verifyConfigurationCheckpoint(checkpoint)).toMatchObject({ ok: true, goal_count: 2, machine_configuration_present: true });
+      return { buildConfigurationCheckpoint: () => checkpoint };
+    })).toBe('backup_configuration_checkpoint_invalid');
+  });
+});
