@@ -8,15 +8,20 @@
  * exported, inspected (with and without --verify), imported into root B, resumed there, suspended
  * while it waits, answered, cancelled; the refusals of a second import, of root A's stale copy and
  * of an event cursor before the snapshot; an uncertain mutating call settled by `run resolve`;
- * `demo`; `authority init|show|rotate|retire`; and usage errors.
+ * `demo`; `authority init|show|rotate|retire`; and usage errors. A second journey covers Goal work
+ * and backups: `init`, `goal create|list|show`, `todo add|list|update`, `work run` against an
+ * in-process webhook sink, `backup-state` (plan, then --execute, then the refusal of the same id)
+ * and the published `loopx_state_backup_v0` manifest file itself.
  */
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
+import { startWebhookSink } from '../../src/dev/index.js';
 import { AGENT_FILE_SCHEMA, FAULT_AFTER_MUTATING_DISPATCH } from '../../src/engine/index.js';
-import { REPO, loopx, tempRoot, type CliResult } from '../support/cli.js';
+import { REPO, loopx, loopxAsync, tempRoot, type CliResult } from '../support/cli.js';
 
 const SCHEMA_DIR = join(REPO, 'docs/schemas');
 const SCHEMA_FILES = readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.schema.json')).sort();
@@ -40,7 +45,15 @@ function expectValid(name: string, doc: unknown): void {
 
 /** A command that must succeed and print one JSON document of `schema`. */
 function ok(schema: string, args: string[], env?: Record<string, string>) {
-  const r = loopx([...args, '--json'], env);
+  return succeeded(schema, args, loopx([...args, '--json'], env));
+}
+
+/** `ok` for a command that needs this process's event loop meanwhile (an in-process server). */
+async function okAsync(schema: string, args: string[]) {
+  return succeeded(schema, args, await loopxAsync([...args, '--json']));
+}
+
+function succeeded(schema: string, args: string[], r: CliResult) {
   expect(r.status, `loopx ${args.join(' ')}\n${r.stderr}`).toBe(0);
   expect(r.stdout.endsWith('}\n'), 'one indented document ending with a newline').toBe(true);
   const doc = r.json();
@@ -74,11 +87,16 @@ function events(args: string[]) {
 
 const RESEARCHER = 'examples/agents/researcher.json';
 const MUTATOR = 'test/fixtures/agents/mutator.json';
+const GOAL_WORKER = 'examples/agents/goal-worker.json';
 
 describe('the --json contract: every published document validates against docs/schemas/', () => {
   it('the schemas compile under Ajv 2020 strict mode, and every object that lists properties closes them', () => {
     expect(SCHEMA_FILES).toEqual(
-      expect.arrayContaining(['agent-definition.schema.json', 'authority.schema.json', 'demo.schema.json', 'error.schema.json', 'run-event.schema.json', 'run-export.schema.json', 'run-import.schema.json', 'run-inspect.schema.json', 'run-list.schema.json', 'run-show.schema.json', 'run-summary.schema.json']),
+      expect.arrayContaining([
+        'agent-definition.schema.json', 'authority.schema.json', 'demo.schema.json', 'error.schema.json', 'run-event.schema.json', 'run-export.schema.json', 'run-import.schema.json', 'run-inspect.schema.json', 'run-list.schema.json', 'run-show.schema.json', 'run-summary.schema.json',
+        'init.schema.json', 'goal.schema.json', 'goal-list.schema.json', 'goal-show.schema.json', 'todo-receipt.schema.json', 'todo-list.schema.json', 'work-run.schema.json',
+        'backup-state-plan.schema.json', 'backup-state-result.schema.json', 'state-backup-manifest-v0.schema.json',
+      ]),
     );
     for (const [file, s] of schemas) {
       expect(s.$schema, file).toBe('https://json-schema.org/draft/2020-12/schema');
@@ -194,6 +212,65 @@ describe('the --json contract: every published document validates against docs/s
     ]);
     expect(ev.at(-1)).toMatchObject({ type: 'Completed', data: { completed_turns: 3 } });
   }, 60_000);
+
+  it('Goal work and a backup: init, goal create|list|show, todo add|list|update, work run, backup-state plan and --execute, and the published manifest', async () => {
+    const R = tempRoot('loopx-json-goal-');
+    const out = join(R, '..', 'backups');
+    const root = ['--root', R];
+
+    expect(ok('init', ['init', ...root])).toEqual({ initialized: true });
+    const goal = ok('goal', ['goal', 'create', 'launch', '--title', 'Ship the launch post', '--doc', 'brief.md=Launch on Monday', ...root]);
+    expect(goal).toMatchObject({ goal_id: 'launch', title: 'Ship the launch post', lifecycle: 'active', docs: [{ name: 'brief.md', bytes: 16 }] });
+    const ref = { goal_id: 'launch', goal_instance_id: goal.goal_instance_id };
+
+    const t1 = ok('todo-receipt', ['todo', 'add', '--goal', 'launch', '--title', 'Draft the outline', '--id', 't1', ...root]);
+    expect(t1).toEqual({ result: 'applied', cursor: 1, todo: { todo_id: 't1', title: 'Draft the outline', status: 'open', note: null, todo_revision: 1, lease_owner: null } });
+    const t2 = ok('todo-receipt', ['todo', 'add', '--goal', 'launch', '--title', 'Review the draft', ...root]);
+    expect(t2).toMatchObject({ result: 'applied', cursor: 2, todo: { todo_id: 't2', status: 'open' } });
+    const noted = ok('todo-receipt', ['todo', 'update', 't2', '--goal', 'launch', '--note', 'needs design input', ...root]);
+    expect(noted).toEqual({ result: 'applied', cursor: 3, todo: { ...t2.todo, note: 'needs design input', todo_revision: 2 } });
+
+    // The scripted worker lists the Todos, completes t1, delivers one webhook, blocks t2.
+    const sink = await startWebhookSink({ port: 0 });
+    const run = await okAsync('work-run', ['work', 'run', '--goal', 'launch', '--agent', GOAL_WORKER, '--sink', sink.deliveriesUrl, ...root]).finally(() => sink.close());
+    expect(sink.deliveries()).toHaveLength(1);
+    expect(run).toMatchObject({ status: 'completed', completed_turns: 5, waiting_for: null, suspend_requested: false, failure: null, goal: ref });
+
+    const shown = ok('goal-show', ['goal', 'show', 'launch', ...root]);
+    expect(shown).toMatchObject({ ...goal, todos: { open: 0, done: 1, blocked: 1, deferred: 0 }, handoff_mode: 'hard_lease' });
+    expect(shown.committed_transactions).toBeGreaterThan(noted.cursor);
+    expect(ok('goal-list', ['goal', 'list', ...root])).toEqual({ goals: [goal] });
+    // The run's session still holds the lease it took on t2 (blocked, not terminal): the CLI is refused.
+    const listed = ok('todo-list', ['todo', 'list', '--goal', 'launch', ...root]);
+    expect(listed).toEqual({
+      goal_id: 'launch',
+      todos: [
+        expect.objectContaining({ todo_id: 't1', status: 'done', note: 'outline drafted', lease_owner: null }),
+        expect.objectContaining({ todo_id: 't2', status: 'blocked', note: 'waiting for design feedback', lease_owner: `session:${run.session.session_id}` }),
+      ],
+    });
+    refused(4, 'lease_held', ['todo', 'update', 't2', '--goal', 'launch', '--status', 'open', ...root]);
+
+    const backup = ['backup-state', '--output-dir', out, '--backup-id', 'json-contract', ...root];
+    const planned = ok('backup-state-plan', backup);
+    expect(planned).toMatchObject({ dry_run: true, backup_id: 'json-contract', archive_name: 'json-contract.tar.gz', manifest_name: 'json-contract.manifest.json', capacity: { ok: true, refusals: [] } });
+    expect(planned.goals).toEqual([{ ...ref, route: 'goals/launch', archive_route: 'runtime-root/goals/launch', route_status: 'included' }]);
+    expect(existsSync(out), 'the plan writes nothing').toBe(false);
+
+    const created = ok('backup-state-result', [...backup, '--execute']);
+    expect(created).toMatchObject({ backup_id: 'json-contract', archive: { name: 'json-contract.tar.gz' }, manifest: { name: 'json-contract.manifest.json' }, goals: planned.goals });
+    const bytes = readFileSync(join(out, created.manifest.name));
+    expect(createHash('sha256').update(bytes).digest('hex')).toBe(created.manifest.sha256);
+    const manifest = JSON.parse(bytes.toString('utf8'));
+    expectValid('state-backup-manifest-v0', manifest);
+    expect(manifest).toMatchObject({ backup_id: 'json-contract', capture: created.capture, goals: planned.goals, configuration_checkpoint: { sha256: created.configuration_checkpoint_sha256 } });
+    expect(manifest.execution).toMatchObject({ archive_path: created.archive.name, manifest_path: created.manifest.name, archive_sha256: created.archive.sha256, archive_size_bytes: created.archive.size_bytes, member_count: created.counts.members });
+    expect(manifest.execution.sqlite_snapshots.find((s: { goal_id: string | null }) => s.goal_id === 'launch')).toMatchObject({ source: 'goals/launch/work.db', integrity: 'ok' });
+
+    // The same id again: never overwritten (exit 4).
+    const occupied = refused(4, 'backup_destination_occupied', [...backup, '--execute']);
+    expect(occupied.details).toEqual({ occupied: [created.archive.name, created.manifest.name] });
+  }, 120_000);
 
   it('demo, and authority init|show|rotate|retire on another --authority-dir', () => {
     const demo = ok('demo', ['demo', '--root', tempRoot('loopx-json-demo-')]);
