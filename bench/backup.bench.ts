@@ -7,6 +7,9 @@
  */
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
+import { openFileConfigStore } from '../src/owners/config/index.js';
+import { openFileGoalStore } from '../src/owners/goal/index.js';
+import { openFileRegistry } from '../src/owners/registry/index.js';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -66,10 +69,12 @@ export function buildRoot(root: string): number {
   mkdirSync(root, { recursive: true, mode: 0o700 });
   const next = rng(42);
   const goals = Array.from({ length: GOALS }, (_, i) => `goal-${i}`);
-  writeFileSync(join(root, 'registry.json'), JSON.stringify({ goals: goals.map((g) => ({ goal_id: g, route: `goals/${g}` })), projects: [] }, null, 2));
-  mkdirSync(join(root, 'machine'), { mode: 0o700 });
-  writeFileSync(join(root, 'machine/configuration.json'), JSON.stringify({ schema_version: 'loopx_machine_configuration_v0', namespaces: {} }));
+  // Registry, Goals and machine configuration through their owners (the producer reads them so).
+  const goalStore = openFileGoalStore(root, { registry: openFileRegistry(root) });
+  const config = openFileConfigStore(root);
+  config.apply({ expectedRevision: config.read().revision, transactionId: 'bench-config', changes: { effects: { schema_version: 'loopx_effects_config_v0', webhook_url: 'http://127.0.0.1:9/deliveries' } } });
   for (const g of goals) {
+    goalStore.create(g, `Benchmark Goal ${g}`);
     db(join(root, 'goals', g, 'work.db'), (d) => {
       d.exec('CREATE TABLE commits (seq INTEGER PRIMARY KEY, payload TEXT NOT NULL); CREATE TABLE todos (id INTEGER PRIMARY KEY, title TEXT, status TEXT)');
       const ins = d.prepare('INSERT INTO commits (payload) VALUES (?)');
@@ -79,8 +84,7 @@ export function buildRoot(root: string): number {
         for (let i = 0; i < 500; i++) todo.run(prose(next, 60), i % 3 === 0 ? 'done' : 'open');
       })();
     });
-    writeFileSync(join(root, 'goals', g, 'goal.json'), JSON.stringify({ goal_id: g, lifecycle: 'active' }));
-    mkdirSync(join(root, 'goals', g, 'docs'), { mode: 0o700 });
+    mkdirSync(join(root, 'goals', g, 'docs'), { recursive: true, mode: 0o700 });
     for (let i = 0; i < 50; i++) writeFileSync(join(root, 'goals', g, 'docs', `doc-${i}.md`), `# ${g} document ${i}\n\n${prose(next, 40 * 1024)}\n`);
   }
   for (const [name, rows] of [['sessions.db', 7_000], ['effects.db', 3_500]] as const) {

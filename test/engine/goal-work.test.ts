@@ -120,4 +120,31 @@ describe('loopx work run', () => {
     expect(mismatch.status).toBe(3);
     expect(mismatch.json().error.code).toBe('operation_identity_mismatch');
   });
+
+  it('operator refusals leave nothing half-done: a bad --doc creates no Goal, a non-Goal agent is refused before any session, a paused Goal takes no work', () => {
+    const root = tempRoot();
+    loopx(['init', '--root', root]);
+    const bad = loopx(['goal', 'create', 'g2', '--title', 'G', '--doc', '.hidden=x', '--root', root, '--json']);
+    expect(bad.status).toBe(3);
+    expect(bad.json().error.code).toBe('goal_doc_name_invalid');
+    expect(loopx(['goal', 'list', '--root', root, '--json']).json().goals).toEqual([]);
+    expect(loopx(['goal', 'create', 'g2', '--title', 'G', '--doc', 'brief.md=ok', '--root', root]).status).toBe(0);
+    const notGoalWork = loopx(['work', 'run', '--goal', 'g2', '--agent', 'examples/agents/researcher.json', '--root', root, '--json']);
+    expect(notGoalWork.json().error.code).toBe('agent_not_goal_work');
+    expect(loopx(['goal', 'pause', 'g2', '--root', root, '--json']).json().lifecycle).toBe('paused');
+    const paused = loopx(['work', 'run', '--goal', 'g2', '--agent', AGENT, '--root', root, '--json']);
+    expect(paused.json().error).toMatchObject({ code: 'goal_not_active', next_action: 'resume it: loopx goal resume g2' });
+    expect(loopx(['goal', 'resume', 'g2', '--root', root, '--json']).json().lifecycle).toBe('active');
+  });
+
+  it('a repeated todo update after a work run (hard leases) replays its receipt instead of failing on the lease', async () => {
+    const root = await goalWithTodos();
+    expect(loopx(['work', 'run', '--goal', 'launch', '--agent', AGENT, '--sink', sink.deliveriesUrl, '--root', root]).status).toBe(0);
+    // t3 was left open by the run; its lease is free.
+    const first = loopx(['todo', 'update', 't3', '--goal', 'launch', '--status', 'done', '--operation-id', 'op-close', '--root', root, '--json']);
+    expect(first.status, first.stderr).toBe(0);
+    const again = loopx(['todo', 'update', 't3', '--goal', 'launch', '--status', 'done', '--operation-id', 'op-close', '--root', root, '--json']);
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.json()).toMatchObject({ result: 'already_applied', cursor: first.json().cursor });
+  }, 60_000);
 });

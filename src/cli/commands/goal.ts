@@ -23,17 +23,39 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--doc <name=text...>', 'attach a Goal document (kind=goal_doc); repeatable')
     .action(async (goalId: string, o: { title: string; doc?: string[] }) => {
       const g = globals();
+      const docs = (o.doc ?? []).map((d) => {
+        const eq = d.indexOf('=');
+        // Names are checked before anything is created, so a bad --doc leaves no half-made Goal.
+        return { name: goalOwner.assertDocName(eq > 0 ? d.slice(0, eq) : d), content: eq > 0 ? d.slice(eq + 1) : '' };
+      });
       const record = await withOwners(g, (owners, root) => {
         const created = owners.goals.create(goalId, o.title);
-        for (const d of o.doc ?? []) {
-          const eq = d.indexOf('=');
-          owners.goals.addDoc(goalId, eq > 0 ? d.slice(0, eq) : d, eq > 0 ? d.slice(eq + 1) : '');
-        }
+        for (const d of docs) owners.goals.addDoc(goalId, d.name, d.content);
         workOwner.openGoalWork({ root, goal_id: goalId }).close();
         return owners.goals.get(goalId) ?? created;
       });
       emit(g, view(record), (v, out) => out.line(`created Goal ${v.goal_id} (${v.goal_instance_id}): ${v.title}`));
     });
+  for (const [verb, from, help] of [
+    ['pause', 'active', 'pause a Goal (it takes no new work until resumed)'],
+    ['resume', 'paused', 'resume a paused Goal'],
+    ['retire', null, 'retire a Goal: its lifetime ends; a later create mints a new goal_instance_id'],
+  ] as const) {
+    goal
+      .command(`${verb} <goal-id>`)
+      .description(help)
+      .action(async (goalId: string) => {
+        const g = globals();
+        const record = await withOwners(g, (owners) => {
+          const current = owners.goals.get(goalId);
+          if (!current) throw notFound('goal_not_found', `No Goal ${goalId} in this root.`, { nextAction: 'list Goals: loopx goal list' });
+          const ref = { goal_id: current.goal_id, goal_instance_id: current.goal_instance_id };
+          const expected = from ?? current.lifecycle;
+          return verb === 'pause' ? owners.goals.pause(ref, expected) : verb === 'resume' ? owners.goals.resume(ref, expected) : owners.goals.retire(ref, expected);
+        });
+        emit(g, view(record), (v, out) => out.line(`Goal ${v.goal_id} is ${v.lifecycle}`));
+      });
+  }
   goal
     .command('list')
     .description('list the Goals of this root')

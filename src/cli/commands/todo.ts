@@ -53,6 +53,12 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       const op = opId(o.operationId);
       const r = await withGoalWork(g, o.goal, (work) => {
         const changes = { ...(o.status !== undefined ? { status: o.status as workOwner.TodoStatus } : {}), ...(o.note !== undefined ? { note: o.note } : {}) };
+        if (work.readReceipt(op)) {
+          // A repeat: the same request (with the lease proof it was made under) replays its original
+          // receipt; a different request under this id is refused by the work owner.
+          const proof = work.readReceipt(`${op}:lease`)?.receipt.lease;
+          return work.updateTodo({ operation_id: op, todo_id: todoId, ...changes, ...(proof ? { lease: { owner: proof.owner, execution_key: proof.execution_key, lease_epoch: proof.lease_epoch } } : {}) });
+        }
         if (work.view().handoff_mode !== 'hard_lease') return work.updateTodo({ operation_id: op, todo_id: todoId, ...changes });
         // Hard leases: the operator takes the Todo's lease (refused while a session holds it), updates, releases.
         const current = work.leaseStatus(todoId);

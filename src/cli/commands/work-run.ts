@@ -1,6 +1,8 @@
 /** `loopx work run --goal G --agent A [--turns N] [--sink URL]` — a Goal work run. */
 import type { Command } from 'commander';
-import { loadAgentFile, runGoalWork } from '../../engine/index.js';
+import { existsSync } from 'node:fs';
+import { notFound, rejected } from '../../core/errors.js';
+import { GOAL_WORK_TOOL_PLAN, loadAgentFile, runGoalWork } from '../../engine/index.js';
 import { emit, resolveRoot, withEngine, type GlobalOptions } from '../context.js';
 import { parsePositive } from '../parse.js';
 import { printRun, runSummary } from './run-view.js';
@@ -18,7 +20,13 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .action(async (o: { goal: string; agent: string; turns?: number; sink?: string; input?: string }) => {
       const g = globals();
       const agent = loadAgentFile(o.agent);
+      if (agent.toolPlan !== GOAL_WORK_TOOL_PLAN) {
+        throw rejected('agent_not_goal_work', `Agent ${agent.id}@${agent.version} uses tool plan ${agent.toolPlan}; Goal work runs need ${GOAL_WORK_TOOL_PLAN}.`, {
+          nextAction: 'use an agent whose tool_plan is loopx.goal-work.v1 (see examples/agents/goal-worker.json)',
+        });
+      }
       const root = resolveRoot(g);
+      if (!existsSync(root)) throw notFound('root_not_initialized', 'The runtime root does not exist.', { nextAction: 'create it: loopx init' });
       const result = await withEngine(g, (engine) =>
         runGoalWork({
           root,

@@ -12,7 +12,7 @@ export {
   type GoalRef,
   type GoalStore,
 } from './contract.js';
-export { assertGoalRef, decodeGoal, DOC_NAME, GOAL_DOC_MAX_BYTES, GOAL_MAX_DOCS, goalRef, isGoalRef, mintGoalInstanceId, sameGoalRef } from './codec.js';
+export { assertDocName, assertGoalRef, decodeGoal, DOC_NAME, GOAL_DOC_MAX_BYTES, GOAL_MAX_DOCS, goalRef, isGoalRef, mintGoalInstanceId, sameGoalRef } from './codec.js';
 export { DEFAULT_PROJECT, type GoalStoreOptions } from './store.js';
 export { openFileGoalStore } from './file.js';
 export { memoryGoalStore } from './memory.js';
