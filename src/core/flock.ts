@@ -4,7 +4,8 @@
  * are created owner-only and never unlinked: unlinking would let two processes lock two different
  * inodes under one name.
  */
-import { closeSync, constants, fstatSync, openSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync } from 'node:fs';
+import { join } from 'node:path';
 import fsExt from 'fs-ext';
 import { conflict } from './errors.js';
 
@@ -51,4 +52,21 @@ export function tryLockExclusive(path: string): HeldLock | undefined {
       closeSync(fd);
     },
   };
+}
+
+/**
+ * Run `fn` holding an exclusive lock on the lock file `name` in `dir`, waiting as long as another
+ * open file description holds it. `dir` is created (owner-only) when missing, the lock file is
+ * created owner-only and never followed through a link; the lock is released when `fn` returns or
+ * throws.
+ */
+export function withExclusiveLock<T>(dir: string, name: string, fn: () => T): T {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const fd = openSync(join(dir, name), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  try {
+    fsExt.flockSync(fd, 'ex');
+    return fn();
+  } finally {
+    closeSync(fd);
+  }
 }

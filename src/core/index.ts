@@ -3,6 +3,7 @@ export * from './errors.js';
 export * from './digest.js';
 export * from './canonical-json.js';
 export * from './fs.js';
+export * from './read-once.js';
 export * from './flock.js';
 export * from './faults.js';
 export * from './version.js';

@@ -17,8 +17,9 @@
  *   automations/  skills/         plain directories, captured only on request (scheduler)
  *   locks/  outbox.jsonl  exports/  backups/   not owner state
  */
+import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
-import { rejected } from '../core/errors.js';
+import { notFound, rejected } from '../core/errors.js';
 
 export const GOAL_ID = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
@@ -29,6 +30,17 @@ export function assertGoalId(goalId: string): string {
     });
   }
   return goalId;
+}
+
+/** Refuses (`root_not_found`) unless `root` is an existing directory (not a link to one). */
+export function assertRuntimeRoot(root: string): void {
+  let isDir = false;
+  try {
+    isDir = lstatSync(root).isDirectory();
+  } catch {
+    isDir = false;
+  }
+  if (!isDir) throw notFound('root_not_found', 'The runtime root does not exist.', { nextAction: 'run loopx init, or pass the right --root' });
 }
 
 export const LAYOUT = {

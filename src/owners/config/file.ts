@@ -10,13 +10,14 @@
  * for tests: config.apply.after_intent, config.apply.after_configuration_write,
  * config.apply.after_receipt. Reads take no lock.
  */
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import fsExt from 'fs-ext';
-import { notFound, rejected, type LoopxError } from '../../core/errors.js';
+import { rejected, type LoopxError } from '../../core/errors.js';
 import { faultPoint } from '../../core/faults.js';
+import { withExclusiveLock } from '../../core/flock.js';
 import { fsyncDir, writeFileDurable } from '../../core/fs.js';
-import { LAYOUT } from '../layout.js';
+import { readRegularFileOnce } from '../../core/read-once.js';
+import { assertRuntimeRoot, LAYOUT } from '../layout.js';
 import {
   checkRevision,
   CONFIG_MAX_BYTES,
@@ -47,46 +48,11 @@ const unreadable = (what: string): LoopxError =>
 
 /** Read a path's bytes exactly once: `null` only for a confirmed absence (ENOENT). */
 export function readOnce(path: string): Uint8Array | null {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return null;
-    throw unreadable(code === 'ELOOP' ? 'it is a symbolic link' : (code ?? 'I/O error'));
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw unreadable('it is not a regular file');
-    if (st.size > CONFIG_MAX_BYTES) throw unreadable('it exceeds 16 MiB');
-    const bytes = readFileSync(fd);
-    if (bytes.byteLength > CONFIG_MAX_BYTES) throw unreadable('it exceeds 16 MiB');
-    return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function withRootLock<T>(root: string, name: string, fn: () => T): T {
-  const dir = join(root, 'locks');
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const fd = openSync(join(dir, name), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
-  try {
-    fsExt.flockSync(fd, 'ex');
-    return fn();
-  } finally {
-    closeSync(fd);
-  }
+  return readRegularFileOnce(path, CONFIG_MAX_BYTES, { unreadable, tooLarge: 'it exceeds 16 MiB' });
 }
 
 export function openFileConfigStore(root: string): ConfigStore {
-  let isDir = false;
-  try {
-    isDir = lstatSync(root).isDirectory();
-  } catch {
-    isDir = false;
-  }
-  if (!isDir) throw notFound('root_not_found', 'The runtime root does not exist.', { nextAction: 'run loopx init, or pass the right --root' });
+  assertRuntimeRoot(root);
   const configPath = join(root, LAYOUT.machineConfiguration);
   const txDir = join(root, TRANSACTIONS_DIR);
   const intentPath = (id: string) => join(txDir, `${id}.intent.json`);
@@ -133,7 +99,7 @@ export function openFileConfigStore(root: string): ConfigStore {
     receipt,
     apply(tx) {
       const digest = requestDigest(tx);
-      return withRootLock(root, 'machine-configuration.lock', () => {
+      return withExclusiveLock(join(root, 'locks'), 'machine-configuration.lock', () => {
         mkdirSync(txDir, { recursive: true, mode: 0o700 });
         resolvePending();
         const existing = receipt(tx.transactionId);

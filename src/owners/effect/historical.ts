@@ -5,13 +5,10 @@
  * scratch directory and opened read-only there. Uncertain and undelivered effects become holds
  * (recovery reconciles them by their original operation ids); defects become error findings.
  */
-import { copyFileSync, closeSync, constants, lstatSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openSqlite, type SqliteDatabase } from '../../store/index.js';
+import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import type { EffectRecord, EffectTransition, OutboxEntry } from './contract.js';
 import { intentDigest } from './rules.js';
-import { MIGRATIONS, RowInvalid, decodeEffect, decodeTransition, type EffectRow, type HistoryRow, type OutboxRow } from './schema.js';
+import { MIGRATIONS, decodeEffect, decodeTransition, type EffectRow, type HistoryRow, type OutboxRow } from './schema.js';
 
 export type FindingSeverity = 'error' | 'hold' | 'info';
 
@@ -37,7 +34,6 @@ export interface ReadHistoricalOptions {
   readonly scratchDir?: string;
 }
 
-const SQLITE_MAGIC = 'SQLite format 3\u0000';
 const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
 const RECONCILE = 'reconcile by the original operation id through the effect owner; never dispatch it under a new identity';
 
@@ -48,19 +44,7 @@ export function readHistorical(copiedFilePath: string, options: ReadHistoricalOp
     findings.push({ code: 'effect_copy_unreadable', severity: 'error', subject: 'file:effects.db', next_action: VERIFY });
     return empty(null);
   };
-  if (!isSqliteFile(copiedFilePath)) return unreadable();
-
-  const scratch = mkdtempSync(join(options.scratchDir ?? tmpdir(), 'loopx-effect-historical-'));
-  let db: SqliteDatabase | undefined;
-  try {
-    const path = join(scratch, 'effects.db');
-    copyFileSync(copiedFilePath, path, constants.COPYFILE_EXCL);
-    try {
-      db = openSqlite(path, { readonly: true });
-      db.pragma('schema_version');
-    } catch {
-      return unreadable();
-    }
+  const read = (db: SqliteDatabase): EffectHistory => {
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version !== MIGRATIONS.length) {
       findings.push({
@@ -75,25 +59,8 @@ export function readHistorical(copiedFilePath: string, options: ReadHistoricalOp
       findings.push({ code: 'effect_db_corrupt', severity: 'error', subject: 'file:effects.db', next_action: VERIFY });
     }
     return { ...decodeAll(db, findings), schema_version: version };
-  } finally {
-    db?.close();
-    rmSync(scratch, { recursive: true, force: true });
-  }
-}
-
-function isSqliteFile(path: string): boolean {
-  try {
-    if (!lstatSync(path).isFile()) return false;
-    const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      const head = Buffer.alloc(16);
-      return readSync(fd, head, 0, 16, 0) === 16 && head.toString('latin1') === SQLITE_MAGIC;
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    return false;
-  }
+  };
+  return withSqliteCopy(copiedFilePath, read, { scratchDir: options.scratchDir, scratchPrefix: 'loopx-effect-historical-', fileName: 'effects.db', onUnreadable: unreadable });
 }
 
 function decodeAll(db: SqliteDatabase, findings: EffectFinding[]): Omit<EffectHistory, 'schema_version'> {

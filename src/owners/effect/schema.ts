@@ -3,7 +3,7 @@
  * historical reader. Decoders check every column; a row they cannot prove well-formed is refused
  * (live) or reported as a finding (historical), never guessed.
  */
-import type { Migration } from '../../store/index.js';
+import { instantColumn as instant, instantOrNullColumn as instantOrNull, intColumn as int, jsonColumn as json, jsonOrNullColumn as jsonOrNull, oneOfColumn as oneOf, sha256Column, textColumn as str, textOrNullColumn as strOrNull, type Migration } from '../../store/index.js';
 import type { EffectEvent, EffectRecord, EffectTransition, JsonValue } from './contract.js';
 import { EFFECT_OUTCOMES } from './contract.js';
 
@@ -50,45 +50,8 @@ export interface EffectRow {
 export interface OutboxRow { operation_id: unknown; enqueued_at: unknown }
 export interface HistoryRow { operation_id: unknown; seq: unknown; event: unknown; outcome: unknown; receipt: unknown; reason: unknown; at: unknown }
 
-/** Thrown by decoders; the field is public-safe (a column name). */
-export class RowInvalid extends Error {
-  constructor(readonly field: string) {
-    super(`column ${field} is not well-formed`);
-  }
-}
-
-const str = (v: unknown, field: string): string => {
-  if (typeof v !== 'string' || v.length === 0) throw new RowInvalid(field);
-  return v;
-};
-const strOrNull = (v: unknown, field: string): string | null => (v === null ? null : str(v, field));
-const int = (v: unknown, field: string, min: number): number => {
-  const n = typeof v === 'bigint' ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min) throw new RowInvalid(field);
-  return n;
-};
-const oneOf = <T extends string>(v: unknown, field: string, allowed: readonly T[]): T => {
-  if (!(allowed as readonly unknown[]).includes(v)) throw new RowInvalid(field);
-  return v as T;
-};
-const instant = (v: unknown, field: string): string => {
-  const s = str(v, field);
-  if (Number.isNaN(Date.parse(s))) throw new RowInvalid(field);
-  return s;
-};
-const instantOrNull = (v: unknown, field: string): string | null => (v === null ? null : instant(v, field));
-const json = (v: unknown, field: string): JsonValue => {
-  try {
-    return JSON.parse(str(v, field)) as JsonValue;
-  } catch {
-    throw new RowInvalid(field);
-  }
-};
-const jsonOrNull = (v: unknown, field: string): JsonValue | null => (v === null ? null : json(v, field));
-
 export function decodeEffect(r: EffectRow): EffectRecord {
-  const digest = str(r.intent_digest, 'intent_digest');
-  if (!/^[0-9a-f]{64}$/.test(digest)) throw new RowInvalid('intent_digest');
+  const digest = sha256Column(r.intent_digest, 'intent_digest');
   json(r.intent, 'intent');
   return {
     operation_id: str(r.operation_id, 'operation_id'),
@@ -99,7 +62,7 @@ export function decodeEffect(r: EffectRow): EffectRecord {
     intent: r.intent as string,
     intent_digest: digest,
     outcome: oneOf(r.outcome, 'outcome', EFFECT_OUTCOMES),
-    receipt: jsonOrNull(r.receipt, 'receipt'),
+    receipt: jsonOrNull<JsonValue>(r.receipt, 'receipt'),
     attempt: int(r.attempt, 'attempt', 0),
     dispatched_at: instantOrNull(r.dispatched_at, 'dispatched_at'),
     hold: strOrNull(r.hold, 'hold'),
@@ -115,7 +78,7 @@ export function decodeTransition(r: HistoryRow): EffectTransition {
     seq: int(r.seq, 'seq', 1),
     event: oneOf(r.event, 'event', ['intent', 'dispatch', 'settle', 'hold', 'reissue'] as readonly EffectEvent[]),
     outcome: oneOf(r.outcome, 'outcome', EFFECT_OUTCOMES),
-    receipt: jsonOrNull(r.receipt, 'receipt'),
+    receipt: jsonOrNull<JsonValue>(r.receipt, 'receipt'),
     reason: strOrNull(r.reason, 'reason'),
     at: instant(r.at, 'at'),
   };

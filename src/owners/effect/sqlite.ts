@@ -6,7 +6,7 @@
  */
 import { canonicalJson } from '../../core/canonical-json.js';
 import { internal } from '../../core/errors.js';
-import { openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
+import { RowInvalid, openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
 import type { EffectJournal, EffectJournalOptions, EffectRecord, ReconcileQuery, ReconcileResult, OutboxEntry } from './contract.js';
 import { effectNotFound } from './errors.js';
 import { reconcileEffect } from './reconcile.js';
@@ -25,7 +25,7 @@ import {
   type Decision,
   type NormalizedIntent,
 } from './rules.js';
-import { MIGRATIONS, RowInvalid, decodeEffect, decodeTransition, type EffectRow, type HistoryRow, type OutboxRow } from './schema.js';
+import { MIGRATIONS, decodeEffect, decodeTransition, type EffectRow, type HistoryRow, type OutboxRow } from './schema.js';
 
 export interface SqliteEffectJournalOptions extends EffectJournalOptions {
   readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';

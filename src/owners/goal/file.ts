@@ -8,12 +8,13 @@
  * Reads take no lock; every read opens the final component with O_NOFOLLOW and refuses
  * anything but a bounded regular file (`goal_unreadable`), so a link is never an absence.
  */
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import fsExt from 'fs-ext';
-import { notFound, rejected, type LoopxError } from '../../core/errors.js';
+import { rejected, type LoopxError } from '../../core/errors.js';
+import { withExclusiveLock } from '../../core/flock.js';
 import { writeFileDurable } from '../../core/fs.js';
-import { LAYOUT } from '../layout.js';
+import { readRegularFileOnce } from '../../core/read-once.js';
+import { assertRuntimeRoot, LAYOUT } from '../layout.js';
 import { GOAL_DOC_MAX_BYTES, GOAL_MAX_BYTES, isGoalId } from './codec.js';
 import type { GoalStore } from './contract.js';
 import { goalStoreOver, type GoalStorage, type GoalStoreOptions } from './store.js';
@@ -23,24 +24,7 @@ const unreadable = (what: string): LoopxError =>
 
 /** Read a path's bytes exactly once: `null` only for a confirmed absence (ENOENT). */
 export function readOnce(path: string, maxBytes: number): Uint8Array | null {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return null;
-    throw unreadable(code === 'ELOOP' ? 'it is a symbolic link' : (code ?? 'I/O error'));
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw unreadable('it is not a regular file');
-    if (st.size > maxBytes) throw unreadable('it exceeds its size bound');
-    const bytes = readFileSync(fd);
-    if (bytes.byteLength > maxBytes) throw unreadable('it exceeds its size bound');
-    return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  } finally {
-    closeSync(fd);
-  }
+  return readRegularFileOnce(path, maxBytes, { unreadable, tooLarge: 'it exceeds its size bound' });
 }
 
 export function fileGoalStorage(root: string): GoalStorage {
@@ -74,28 +58,12 @@ export function fileGoalStorage(root: string): GoalStorage {
         }
       });
     },
-    withGoalLock(goalId, fn) {
-      const dir = abs('locks');
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
-      const fd = openSync(join(dir, `goal-${goalId}.lock`), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
-      try {
-        fsExt.flockSync(fd, 'ex');
-        return fn();
-      } finally {
-        closeSync(fd);
-      }
-    },
+    withGoalLock: (goalId, fn) => withExclusiveLock(abs('locks'), `goal-${goalId}.lock`, fn),
   } satisfies GoalStorage;
 }
 
 /** The file-backed goal owner; `registry` is the root's registry owner (normally openFileRegistry(root)). */
 export function openFileGoalStore(root: string, options: GoalStoreOptions): GoalStore {
-  let isDir = false;
-  try {
-    isDir = lstatSync(root).isDirectory();
-  } catch {
-    isDir = false;
-  }
-  if (!isDir) throw notFound('root_not_found', 'The runtime root does not exist.', { nextAction: 'run loopx init, or pass the right --root' });
+  assertRuntimeRoot(root);
   return goalStoreOver(fileGoalStorage(root), options) satisfies GoalStore;
 }

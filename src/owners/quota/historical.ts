@@ -4,13 +4,10 @@
  * written: SQLite would create -wal/-shm sidecars even for a read-only open of a WAL file, so it
  * is duplicated into a private scratch directory and opened read-only there.
  */
-import { copyFileSync, closeSync, constants, lstatSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openSqlite, type SqliteDatabase } from '../../store/index.js';
+import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import type { SpendEntry } from './contract.js';
 import { spendDigest } from './rules.js';
-import { MIGRATIONS, RowInvalid, decodeSpend, type SpendRow } from './schema.js';
+import { MIGRATIONS, decodeSpend, type SpendRow } from './schema.js';
 
 export type FindingSeverity = 'error' | 'hold' | 'info';
 
@@ -34,7 +31,6 @@ export interface ReadHistoricalOptions {
   readonly scratchDir?: string;
 }
 
-const SQLITE_MAGIC = 'SQLite format 3\u0000';
 const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
 
 export function readHistorical(copiedFilePath: string, options: ReadHistoricalOptions = {}): QuotaHistory {
@@ -44,19 +40,7 @@ export function readHistorical(copiedFilePath: string, options: ReadHistoricalOp
     findings.push({ code: 'quota_copy_unreadable', severity: 'error', subject: 'file:quota.db', next_action: VERIFY });
     return empty(null);
   };
-  if (!isSqliteFile(copiedFilePath)) return unreadable();
-
-  const scratch = mkdtempSync(join(options.scratchDir ?? tmpdir(), 'loopx-quota-historical-'));
-  let db: SqliteDatabase | undefined;
-  try {
-    const path = join(scratch, 'quota.db');
-    copyFileSync(copiedFilePath, path, constants.COPYFILE_EXCL);
-    try {
-      db = openSqlite(path, { readonly: true });
-      db.pragma('schema_version');
-    } catch {
-      return unreadable();
-    }
+  const read = (db: SqliteDatabase): QuotaHistory => {
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version !== MIGRATIONS.length) {
       findings.push({
@@ -95,23 +79,6 @@ export function readHistorical(copiedFilePath: string, options: ReadHistoricalOp
       });
     }
     return { owner: 'quota', schema_version: version, entries, findings };
-  } finally {
-    db?.close();
-    rmSync(scratch, { recursive: true, force: true });
-  }
-}
-
-function isSqliteFile(path: string): boolean {
-  try {
-    if (!lstatSync(path).isFile()) return false;
-    const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      const head = Buffer.alloc(16);
-      return readSync(fd, head, 0, 16, 0) === 16 && head.toString('latin1') === SQLITE_MAGIC;
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    return false;
-  }
+  };
+  return withSqliteCopy(copiedFilePath, read, { scratchDir: options.scratchDir, scratchPrefix: 'loopx-quota-historical-', fileName: 'quota.db', onUnreadable: unreadable });
 }

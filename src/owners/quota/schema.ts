@@ -2,7 +2,7 @@
  * `quota.db` schema and its row decoder, shared by the live SQLite provider and the historical
  * reader. A row the decoder cannot prove well-formed is refused (live) or a finding (historical).
  */
-import type { Migration } from '../../store/index.js';
+import { RowInvalid, instantColumn as instant, intColumn as int, sha256Column, textColumn as str, type Migration } from '../../store/index.js';
 import type { SpendEntry } from './contract.js';
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -26,28 +26,9 @@ export interface SpendRow {
   status: unknown; created_at: unknown; voided_at: unknown; void_reason: unknown;
 }
 
-/** Thrown by the decoder; the field is public-safe (a column name). */
-export class RowInvalid extends Error {
-  constructor(readonly field: string) {
-    super(`column ${field} is not well-formed`);
-  }
-}
-
-const str = (v: unknown, field: string): string => {
-  if (typeof v !== 'string' || v.length === 0) throw new RowInvalid(field);
-  return v;
-};
-const instant = (v: unknown, field: string): string => {
-  const s = str(v, field);
-  if (Number.isNaN(Date.parse(s))) throw new RowInvalid(field);
-  return s;
-};
-
 export function decodeSpend(r: SpendRow): SpendEntry {
-  const amount = typeof r.amount === 'bigint' ? Number(r.amount) : r.amount;
-  if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) throw new RowInvalid('amount');
-  const digest = str(r.request_digest, 'request_digest');
-  if (!/^[0-9a-f]{64}$/.test(digest)) throw new RowInvalid('request_digest');
+  const amount = int(r.amount, 'amount', 1);
+  const digest = sha256Column(r.request_digest, 'request_digest');
   if (r.status !== 'written' && r.status !== 'voided') throw new RowInvalid('status');
   const voided = r.status === 'voided';
   if (voided !== (r.voided_at !== null) || voided !== (r.void_reason !== null)) throw new RowInvalid('voided_at');

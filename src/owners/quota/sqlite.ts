@@ -3,11 +3,11 @@
  * that re-reads the entry it decides on, so two processes never debit one effect id twice.
  */
 import { internal } from '../../core/errors.js';
-import { openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
+import { RowInvalid, openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
 import type { QuotaLedger, QuotaLedgerOptions, SpendEntry } from './contract.js';
 import { spendNotFound } from './errors.js';
 import { checkId, checkReason, decideSpend, decideVoid, normalizeSpend, normalizeTotal } from './rules.js';
-import { MIGRATIONS, RowInvalid, decodeSpend, type SpendRow } from './schema.js';
+import { MIGRATIONS, decodeSpend, type SpendRow } from './schema.js';
 
 export interface SqliteQuotaLedgerOptions extends QuotaLedgerOptions {
   readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';

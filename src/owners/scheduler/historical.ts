@@ -6,12 +6,9 @@
  * read-only there. For restored automations/ and skills/, use `listAutomations` / `listSkills`
  * on the restored root.
  */
-import { copyFileSync, closeSync, constants, lstatSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openSqlite, type SqliteDatabase } from '../../store/index.js';
+import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import type { SchedulerFinding, Timer } from './contract.js';
-import { MIGRATIONS, RowInvalid, decodeTimer, type TimerRow } from './schema.js';
+import { MIGRATIONS, decodeTimer, type TimerRow } from './schema.js';
 
 export interface SchedulerHistory {
   readonly owner: 'scheduler';
@@ -26,7 +23,6 @@ export interface ReadHistoricalOptions {
   readonly scratchDir?: string;
 }
 
-const SQLITE_MAGIC = 'SQLite format 3\u0000';
 const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
 
 export function readHistorical(copiedFilePath: string, options: ReadHistoricalOptions = {}): SchedulerHistory {
@@ -36,19 +32,7 @@ export function readHistorical(copiedFilePath: string, options: ReadHistoricalOp
     findings.push({ code: 'scheduler_copy_unreadable', severity: 'error', subject: 'file:scheduler.db', next_action: VERIFY });
     return empty(null);
   };
-  if (!isSqliteFile(copiedFilePath)) return unreadable();
-
-  const scratch = mkdtempSync(join(options.scratchDir ?? tmpdir(), 'loopx-scheduler-historical-'));
-  let db: SqliteDatabase | undefined;
-  try {
-    const path = join(scratch, 'scheduler.db');
-    copyFileSync(copiedFilePath, path, constants.COPYFILE_EXCL);
-    try {
-      db = openSqlite(path, { readonly: true });
-      db.pragma('schema_version');
-    } catch {
-      return unreadable();
-    }
+  const read = (db: SqliteDatabase): SchedulerHistory => {
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version !== MIGRATIONS.length) {
       findings.push({
@@ -81,23 +65,6 @@ export function readHistorical(copiedFilePath: string, options: ReadHistoricalOp
       }
     }
     return { owner: 'scheduler', schema_version: version, timers, findings };
-  } finally {
-    db?.close();
-    rmSync(scratch, { recursive: true, force: true });
-  }
-}
-
-function isSqliteFile(path: string): boolean {
-  try {
-    if (!lstatSync(path).isFile()) return false;
-    const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      const head = Buffer.alloc(16);
-      return readSync(fd, head, 0, 16, 0) === 16 && head.toString('latin1') === SQLITE_MAGIC;
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    return false;
-  }
+  };
+  return withSqliteCopy(copiedFilePath, read, { scratchDir: options.scratchDir, scratchPrefix: 'loopx-scheduler-historical-', fileName: 'scheduler.db', onUnreadable: unreadable });
 }

@@ -3,7 +3,7 @@
  * historical reader. A row the decoder cannot prove well-formed is refused (live) or a finding
  * (historical).
  */
-import type { Migration } from '../../store/index.js';
+import { RowInvalid, sha256Column, textColumn as str, type Migration } from '../../store/index.js';
 import type { Timer } from './contract.js';
 import { parseCadence } from './rules.js';
 
@@ -28,17 +28,6 @@ export interface TimerRow {
   last_fired_due_at: unknown; create_digest: unknown; created_at: unknown; updated_at: unknown;
 }
 
-/** Thrown by the decoder; the field is public-safe (a column name). */
-export class RowInvalid extends Error {
-  constructor(readonly field: string) {
-    super(`column ${field} is not well-formed`);
-  }
-}
-
-const str = (v: unknown, field: string): string => {
-  if (typeof v !== 'string' || v.length === 0) throw new RowInvalid(field);
-  return v;
-};
 /** Instants are stored in canonical toISOString form: comparisons are textual. */
 const instant = (v: unknown, field: string): string => {
   const s = str(v, field);
@@ -57,8 +46,7 @@ export function decodeTimer(r: TimerRow): Timer & { create_digest: string } {
   if (cadence !== r.cadence) throw new RowInvalid('cadence');
   const enabled = typeof r.enabled === 'bigint' ? Number(r.enabled) : r.enabled;
   if (enabled !== 0 && enabled !== 1) throw new RowInvalid('enabled');
-  const digest = str(r.create_digest, 'create_digest');
-  if (!/^[0-9a-f]{64}$/.test(digest)) throw new RowInvalid('create_digest');
+  const digest = sha256Column(r.create_digest, 'create_digest');
   return {
     timer_id: str(r.timer_id, 'timer_id'),
     goal_id: str(r.goal_id, 'goal_id'),

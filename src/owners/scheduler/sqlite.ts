@@ -4,11 +4,11 @@
  * acknowledge-once rule hold across processes sharing the file.
  */
 import { internal } from '../../core/errors.js';
-import { openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
+import { RowInvalid, openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
 import type { SchedulerStore, SchedulerStoreOptions, Timer } from './contract.js';
 import { timerNotFound } from './errors.js';
 import { checkId, decideAck, decideCreate, decideReset, decideSetEnabled, instant, normalizeCreate, type NormalizedCreate } from './rules.js';
-import { MIGRATIONS, RowInvalid, decodeTimer, timerRow, type TimerRow } from './schema.js';
+import { MIGRATIONS, decodeTimer, timerRow, type TimerRow } from './schema.js';
 
 type Row = Timer & { create_digest: string };
 

@@ -5,15 +5,11 @@
  * opened read-only there. Every defect becomes a finding (code, severity, subject, one next
  * action); nothing stops at the first one and nothing is dropped.
  */
-import { copyFileSync, closeSync, constants, lstatSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openSqlite, type SqliteDatabase } from '../../store/index.js';
+import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import type { Session, TurnJournal, TurnSettlement } from './contract.js';
 import { settlementDigest, turnKeyOf } from './rules.js';
 import {
   MIGRATIONS,
-  RowInvalid,
   decodeSession,
   decodeSettlement,
   decodeTurn,
@@ -48,7 +44,6 @@ export interface ReadHistoricalOptions {
   readonly scratchDir?: string;
 }
 
-const SQLITE_MAGIC = 'SQLite format 3\u0000';
 const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
 
 export function readHistorical(copiedFilePath: string, options: ReadHistoricalOptions = {}): SessionHistory {
@@ -58,19 +53,7 @@ export function readHistorical(copiedFilePath: string, options: ReadHistoricalOp
     findings.push({ code: 'session_copy_unreadable', severity: 'error', subject: 'file:sessions.db', next_action: VERIFY });
     return empty(null);
   };
-  if (!isSqliteFile(copiedFilePath)) return unreadable();
-
-  const scratch = mkdtempSync(join(options.scratchDir ?? tmpdir(), 'loopx-session-historical-'));
-  let db: SqliteDatabase | undefined;
-  try {
-    const path = join(scratch, 'sessions.db');
-    copyFileSync(copiedFilePath, path, constants.COPYFILE_EXCL);
-    try {
-      db = openSqlite(path, { readonly: true });
-      db.pragma('schema_version'); // forces the header to be read: a damaged file fails here
-    } catch {
-      return unreadable();
-    }
+  const read = (db: SqliteDatabase): SessionHistory => {
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version !== MIGRATIONS.length) {
       findings.push({
@@ -84,25 +67,8 @@ export function readHistorical(copiedFilePath: string, options: ReadHistoricalOp
     const check = db.pragma('quick_check', { simple: true });
     if (check !== 'ok') findings.push({ code: 'session_db_corrupt', severity: 'error', subject: 'file:sessions.db', next_action: VERIFY });
     return { ...decodeAll(db, findings), schema_version: version };
-  } finally {
-    db?.close();
-    rmSync(scratch, { recursive: true, force: true });
-  }
-}
-
-function isSqliteFile(path: string): boolean {
-  try {
-    if (!lstatSync(path).isFile()) return false;
-    const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      const head = Buffer.alloc(16);
-      return readSync(fd, head, 0, 16, 0) === 16 && head.toString('latin1') === SQLITE_MAGIC;
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    return false;
-  }
+  };
+  return withSqliteCopy(copiedFilePath, read, { scratchDir: options.scratchDir, scratchPrefix: 'loopx-session-historical-', fileName: 'sessions.db', onUnreadable: unreadable });
 }
 
 function decodeAll(db: SqliteDatabase, findings: SessionFinding[]): Omit<SessionHistory, 'schema_version'> {

@@ -3,7 +3,7 @@
  * historical reader. Decoders check every column strictly: a row they cannot prove well-formed
  * is refused (live) or reported as a finding (historical), never guessed.
  */
-import type { Migration } from '../../store/index.js';
+import { RowInvalid, instantColumn as instant, intColumn as int, oneOfColumn as oneOf, sha256Column, textColumn as str, textOrNullColumn as strOrNull, type Migration } from '../../store/index.js';
 import type { Session, TurnJournal, TurnPhaseRecord, TurnSettlement } from './contract.js';
 import { SESSION_MODE, TURN_PHASES, TURN_RESULT_KINDS } from './contract.js';
 
@@ -70,33 +70,6 @@ export interface SettlementRow {
   result_kind: unknown; phase_count: unknown; request_digest: unknown; settled_at: unknown;
 }
 
-/** Thrown by decoders; the field is public-safe (a column name). */
-export class RowInvalid extends Error {
-  constructor(readonly field: string) {
-    super(`column ${field} is not well-formed`);
-  }
-}
-
-const str = (v: unknown, field: string): string => {
-  if (typeof v !== 'string' || v.length === 0) throw new RowInvalid(field);
-  return v;
-};
-const strOrNull = (v: unknown, field: string): string | null => (v === null ? null : str(v, field));
-const int = (v: unknown, field: string, min: number): number => {
-  const n = typeof v === 'bigint' ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min) throw new RowInvalid(field);
-  return n;
-};
-const oneOf = <T extends string>(v: unknown, field: string, allowed: readonly T[]): T => {
-  if (!(allowed as readonly unknown[]).includes(v)) throw new RowInvalid(field);
-  return v as T;
-};
-const instant = (v: unknown, field: string): string => {
-  const s = str(v, field);
-  if (Number.isNaN(Date.parse(s))) throw new RowInvalid(field);
-  return s;
-};
-
 export function decodeSession(r: SessionRow): Session {
   return {
     session_id: str(r.session_id, 'session_id'),
@@ -143,8 +116,7 @@ export function decodeTurn(r: TurnRow, phaseRows: readonly PhaseRow[]): TurnJour
 }
 
 export function decodeSettlement(r: SettlementRow): TurnSettlement {
-  const digest = str(r.request_digest, 'request_digest');
-  if (!/^[0-9a-f]{64}$/.test(digest)) throw new RowInvalid('request_digest');
+  const digest = sha256Column(r.request_digest, 'request_digest');
   return {
     settlement_id: str(r.settlement_id, 'settlement_id'),
     turn_key: str(r.turn_key, 'turn_key'),

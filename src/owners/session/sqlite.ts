@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { internal } from '../../core/errors.js';
-import { openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
+import { RowInvalid, openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
 import type { Session, SessionStore, SessionStoreOptions, TurnJournal, TurnSettlement } from './contract.js';
 import { SESSION_MODE } from './contract.js';
 import { sessionIdentityMismatch, sessionNotFound, turnNotFound } from './errors.js';
@@ -27,7 +27,6 @@ import {
 } from './rules.js';
 import {
   MIGRATIONS,
-  RowInvalid,
   decodeSession,
   decodeSettlement,
   decodeTurn,

@@ -13,11 +13,9 @@
  * copied database once and queries a private image of it, so a recovery read never writes to the
  * copy, never creates sidecars beside it and holds no lock on it.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { internal, isLoopxError, notFound, rejected } from '../../core/errors.js';
-import { openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { hasCode, internal, isLoopxError, notFound, rejected } from '../../core/errors.js';
+import { SQLITE_COPY_UNREADABLE, hasSqliteHeader, openSqliteCopy, openSqlite, setup, type SqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import {
   INCARNATION_PATTERN,
   STORE_IDENTITY_PATTERN,
@@ -278,8 +276,6 @@ export interface WorkDbCopy {
   close(): void;
 }
 
-const SQLITE_MAGIC = 'SQLite format 3\u0000';
-
 /**
  * Opens a COPY of a work database for reading only. The file is read once (a plain read, no SQLite
  * lock) into a private owner-only scratch image that is opened read-only and removed on `close()`,
@@ -300,7 +296,7 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
     throw rejected('work_db_too_large', `The work database copy exceeds ${MAX_WORK_DB_COPY_BYTES} bytes.`, { nextAction: 'inspect it with sqlite3 directly', details: { byte_size: size } });
   }
   const image = Buffer.from(readFileSync(path));
-  if (image.byteLength < 100 || image.subarray(0, 16).toString('latin1') !== SQLITE_MAGIC) {
+  if (image.byteLength < 100 || !hasSqliteHeader(image)) {
     throw rejected('work_db_not_sqlite', 'The work database copy is not an SQLite database.', { nextAction: 'check that the copy is complete' });
   }
   // A WAL-mode header (format bytes 2/2) would make even a read-only open create -wal/-shm; in the
@@ -308,19 +304,15 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
   // reported by the caller.
   if (image[18] === 2) image[18] = 1;
   if (image[19] === 2) image[19] = 1;
-  const scratch = mkdtempSync(join(tmpdir(), 'loopx-work-read-'));
-  const dispose = (): void => rmSync(scratch, { recursive: true, force: true });
-  let db: SqliteDatabase | undefined;
+  let copy: SqliteCopy | undefined;
   let userVersion: number;
   try {
-    const file = join(scratch, 'work.db');
-    writeFileSync(file, image, { mode: 0o600, flag: 'wx' });
-    db = openSqlite(file, { readonly: true });
-    userVersion = db.pragma('user_version', { simple: true }) as number;
+    copy = openSqliteCopy(image, { scratchPrefix: 'loopx-work-read-', fileName: 'work.db' });
+    userVersion = copy.db.pragma('user_version', { simple: true }) as number;
   } catch (e) {
-    db?.close();
-    dispose();
-    throw rejected('work_db_unreadable', 'The work database copy cannot be opened.', { cause: e, nextAction: 'check that the copy is complete' });
+    copy?.close();
+    const cause = hasCode(e, SQLITE_COPY_UNREADABLE) ? (e as Error).cause : e;
+    throw rejected('work_db_unreadable', 'The work database copy cannot be opened.', { cause, nextAction: 'check that the copy is complete' });
   }
   const guard = <T>(fn: () => T): T => {
     try {
@@ -329,7 +321,8 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
       throw rejected('work_db_unreadable', 'Reading the work database copy failed.', { cause: e, nextAction: 'check that the copy is complete' });
     }
   };
-  const handle: SqliteDatabase = db;
+  const opened: SqliteCopy = copy;
+  const handle: SqliteDatabase = opened.db;
   const hasTable = (name: string): boolean => guard(() => handle.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined);
   return {
     user_version: userVersion,
@@ -346,12 +339,6 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
         ? guard(() => handle.prepare('SELECT cursor, provider_revision, operation_id, request_digest, events, receipt FROM commits WHERE cursor > ? ORDER BY cursor LIMIT ?').all(after, limit) as RawCommitRow[])
         : [],
     quickCheck: () => guard(() => (handle.pragma('quick_check') as Array<{ quick_check: string }>).map((r) => r.quick_check)),
-    close: () => {
-      try {
-        handle.close();
-      } finally {
-        dispose();
-      }
-    },
+    close: () => opened.close(),
   };
 }

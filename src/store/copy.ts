@@ -1,0 +1,128 @@
+/**
+ * Read-only access to a COPY of a SQLite database (the owners' historical readers). The copy is
+ * never opened where it lies: SQLite would create -wal/-shm sidecars even for a read-only open of
+ * a WAL file, so it is duplicated into a private scratch directory, opened read-only there, and
+ * the scratch directory is removed when the reader is done.
+ */
+import { closeSync, constants, copyFileSync, lstatSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hasCode, rejected } from '../core/errors.js';
+import { openSqlite, type SqliteDatabase } from './sqlite.js';
+
+/** The code of the refusal thrown when a copy is not a SQLite database that opens. */
+export const SQLITE_COPY_UNREADABLE = 'sqlite_copy_unreadable';
+
+const SQLITE_MAGIC = 'SQLite format 3\u0000';
+
+/** Whether `bytes` start with the SQLite file header magic. */
+export function hasSqliteHeader(bytes: Uint8Array): boolean {
+  return bytes.byteLength >= 16 && Buffer.from(bytes.buffer, bytes.byteOffset, 16).toString('latin1') === SQLITE_MAGIC;
+}
+
+/** Whether `path` is a regular file (not a link) whose first 16 bytes are the SQLite magic. Never throws. */
+export function isSqliteFile(path: string): boolean {
+  try {
+    if (!lstatSync(path).isFile()) return false;
+    const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      const head = Buffer.alloc(16);
+      return readSync(fd, head, 0, 16, 0) === 16 && hasSqliteHeader(head);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
+  }
+}
+
+export interface SqliteCopyOptions {
+  /** Where the private scratch directory is made (default: the OS temp dir). */
+  readonly scratchDir?: string;
+  /** `mkdtemp` prefix of the scratch directory. */
+  readonly scratchPrefix?: string;
+  /** Name of the private copy inside the scratch directory. */
+  readonly fileName?: string;
+}
+
+/** A read-only connection to a private copy; `close()` closes it and removes the scratch directory. */
+export interface SqliteCopy {
+  readonly db: SqliteDatabase;
+  close(): void;
+}
+
+const unreadable = (cause?: unknown): Error =>
+  rejected(SQLITE_COPY_UNREADABLE, 'A database copy is not a readable SQLite database.', {
+    nextAction: 'check that the copy is complete',
+    ...(cause === undefined ? {} : { cause }),
+  });
+
+/**
+ * Duplicate `source` — a path to a SQLite file, or the bytes of a SQLite image — into a new private
+ * scratch directory and open it read-only there. A path is first checked with `isSqliteFile`; a
+ * path is copied with COPYFILE_EXCL, bytes are written owner-only and exclusively.
+ *
+ * Throws `sqlite_copy_unreadable` (rejected; nothing is left behind) when the source is not SQLite
+ * or the copy cannot be opened and its header read. Failures to make the scratch directory or to
+ * write the copy are thrown as they are (the scratch directory is removed first).
+ */
+export function openSqliteCopy(source: string | Uint8Array, options: SqliteCopyOptions = {}): SqliteCopy {
+  if (typeof source === 'string' ? !isSqliteFile(source) : !hasSqliteHeader(source)) throw unreadable();
+  const scratch = mkdtempSync(join(options.scratchDir ?? tmpdir(), options.scratchPrefix ?? 'loopx-sqlite-copy-'));
+  const dispose = (): void => rmSync(scratch, { recursive: true, force: true });
+  let db: SqliteDatabase | undefined;
+  try {
+    const path = join(scratch, options.fileName ?? 'copy.db');
+    if (typeof source === 'string') copyFileSync(source, path, constants.COPYFILE_EXCL);
+    else writeFileSync(path, source, { mode: 0o600, flag: 'wx' });
+    try {
+      db = openSqlite(path, { readonly: true });
+      db.pragma('schema_version'); // forces the header to be read: a damaged file fails here
+    } catch (e) {
+      throw unreadable(e);
+    }
+  } catch (e) {
+    try {
+      db?.close();
+    } finally {
+      dispose();
+    }
+    throw e;
+  }
+  const handle = db;
+  return {
+    db: handle,
+    close: () => {
+      try {
+        handle.close();
+      } finally {
+        dispose();
+      }
+    },
+  };
+}
+
+export interface WithSqliteCopyOptions<T> extends SqliteCopyOptions {
+  /** The result when the source is not SQLite or the copy does not open (instead of throwing `sqlite_copy_unreadable`). */
+  readonly onUnreadable?: () => T;
+}
+
+/**
+ * `fn` over a read-only private copy of `source` (see `openSqliteCopy`); the copy is closed and
+ * removed afterwards, whatever `fn` does. `onUnreadable` answers only for a copy that does not
+ * open; errors of `fn` are never mapped.
+ */
+export function withSqliteCopy<T>(source: string | Uint8Array, fn: (db: SqliteDatabase) => T, options: WithSqliteCopyOptions<T> = {}): T {
+  let copy: SqliteCopy;
+  try {
+    copy = openSqliteCopy(source, options);
+  } catch (e) {
+    if (options.onUnreadable !== undefined && hasCode(e, SQLITE_COPY_UNREADABLE)) return options.onUnreadable();
+    throw e;
+  }
+  try {
+    return fn(copy.db);
+  } finally {
+    copy.close();
+  }
+}
