@@ -8,7 +8,7 @@
  *   in field-number order, proto3 zero values omitted, no unknown fields, identities sorted).
  * - decodeSnapshot checks the size bound before parsing, refuses unknown fields at any depth,
  *   unsupported framing and every semantic defect, and finally refuses bytes that are not the
- *   canonical encoding of the state they decode to. So for every accepted payload `b`,
+ *   canonical encoding of the state they decode to (checked on the wire, wire-canonical.ts). So for every accepted payload `b`,
  *   `encodeSnapshot(decodeSnapshot(b))` is byte-identical to `b`.
  * - Every refusal in either direction is a LoopxError (kind 'rejected') with a SNAPSHOT_ERRORS
  *   code; no other exception type escapes for any input bytes.
@@ -32,6 +32,7 @@ import { SNAPSHOT_DIGEST_BYTES, SNAPSHOT_FORMAT, SNAPSHOT_LIMITS, SNAPSHOT_VERSI
 import type { ComponentIdentity, ComponentKind, Lifecycle, Message, Part, Role, RunSnapshotState, ToolResultStatus } from './state.js';
 import { validateSnapshotState } from './validate.js';
 import { prescanSnapshot, renderPath } from './wire-prescan.js';
+import { isCanonicalSnapshotWire } from './wire-canonical.js';
 
 export { SNAPSHOT_DIGEST_BYTES, SNAPSHOT_FORMAT, SNAPSHOT_LIMITS, SNAPSHOT_VERSION, type SnapshotBound } from './limits.js';
 export { SNAPSHOT_ERRORS, type SnapshotErrorCode } from './errors.js';
@@ -130,11 +131,11 @@ export function decodeSnapshot(bytes: Uint8Array): RunSnapshotState {
   const state = fromProto(message);
   validateSnapshotState(state);
 
-  const canonical = toBinary(RunSnapshotSchema, toProto(state));
-  if (!bytesEqual(canonical, bytes)) {
+  // The bytes must be exactly the canonical encoding of what they decode to — decided on the wire
+  // (see wire-canonical.ts) instead of re-encoding, which costs about as much as the parse.
+  if (!isCanonicalSnapshotWire(bytes)) {
     throw snapshotError(SNAPSHOT_ERRORS.nonCanonicalEncoding, 'The snapshot payload is not the canonical encoding of its content.', {
       length: bytes.byteLength,
-      canonicalLength: canonical.byteLength,
     });
   }
   return state;
@@ -396,6 +397,3 @@ function componentFromProto(c: PbComponentIdentity, index: number): ComponentIde
   };
 }
 
-function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  return a.byteLength === b.byteLength && Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
-}
