@@ -12,7 +12,7 @@ export { create } from './create.js';
 export type { BackupProgress, BackupResult, CaptureStep, CreateHooks, CreateOptions } from './create.js';
 export { BACKUP_SCHEMA, CAPTURE_FACTS } from './manifest.js';
 export type { BackupManifest, FileMemberRecord, ManifestMember, MemberOrigin, SourceWitness, SqliteSnapshotRecord } from './manifest.js';
-export { fileBackupSources, WITNESSED_SOURCES } from './sources.js';
+export { WITNESSED_SOURCES } from './sources.js';
 export { ownerBackupSources } from './owner-sources.js';
 export type {
   BackupSources,
@@ -25,7 +25,6 @@ export type {
   RegistryRead,
   RegistryValue,
 } from './sources.js';
-export { buildConfigurationBackup, verifyConfigurationBackup, CONFIGURATION_BACKUP_SCHEMA } from './configuration-checkpoint.js';
 export { BACKUP_ERRORS } from './errors.js';
 export { BACKUP_LIMITS, CAPACITY_CODES, type BackupLimitName } from './limits.js';
 export { BACKUP_FAULT_POINTS } from './publish.js';

@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describePlan, fileBackupSources, plan, planCapacityRefusals } from '../../src/backup/index.js';
+import { describePlan, ownerBackupSources, plan, planCapacityRefusals, type BackupSources } from '../../src/backup/index.js';
 import { hasCode } from '../../src/core/errors.js';
 import { mintGoalInstanceId } from '../../src/owners/goal/index.js';
 import { jsonStrings, makeRoot, PROJECT, registryOf, tempBase, treeFingerprint } from './support/fixtures.js';
@@ -112,14 +112,14 @@ describe('backup-state plan', () => {
     expect(p.missing).toContainEqual({ key: 'registry_route:gone', source_path: 'goals/gone', reason: 'route_missing' });
   });
 
-  it('records routes outside the root without their paths, and keeps an absolute route inside the root relative (file sources)', () => {
+  it('records routes outside the root without their paths, and keeps an absolute route inside the root relative (another source)', () => {
     const base = tempBase();
     const root = join(base, 'root');
     makeRoot(root, { specials: false });
     const registry = join(root, 'registry.json');
     const doc = JSON.parse(readFileSync(registry, 'utf8'));
     // Only goals/<goal_id> routes are loopx_registry_v0: the registry owner refuses these rows,
-    // so they reach the producer only through a source that reports them, as the file reader does.
+    // so they reach the producer only through another source that reports them (stubbed here).
     const goals = [
       { goal_id: 'gone', route: 'goals/gone' },
       { goal_id: 'far', route: '/srv/elsewhere/far' },
@@ -128,8 +128,13 @@ describe('backup-state plan', () => {
     ];
     writeFileSync(registry, JSON.stringify({ ...doc, goals: [...doc.goals, ...goals] }));
     expect(() => plan(root, { outputDir: join(base, 'out') })).toThrow(expect.objectContaining({ code: 'backup_source_unusable' }));
-    writeFileSync(registry, JSON.stringify({ goals, projects: [] }));
-    const p = plan(root, { outputDir: join(base, 'out'), sources: fileBackupSources(root) });
+    const bytesOf = new TextEncoder().encode(JSON.stringify({ goals, projects: [] }));
+    writeFileSync(registry, bytesOf);
+    const sources: BackupSources = {
+      ...ownerBackupSources(root),
+      readRegistryExact: () => ({ bytes: bytesOf, revision: 'sha256:stub', value: { goals, projects: [] } }),
+    };
+    const p = plan(root, { outputDir: join(base, 'out'), sources });
     expect(p.goals.map((g) => [g.goal_id, g.route, g.route_status])).toEqual([
       ['gone', 'goals/gone', 'missing'],
       ['far', null, 'outside_root'],

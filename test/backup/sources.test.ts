@@ -6,7 +6,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildConfigurationBackup, create, fileBackupSources, ownerBackupSources, plan, verifyConfigurationBackup, type BackupSources } from '../../src/backup/index.js';
+import { create, ownerBackupSources, plan, type BackupSources } from '../../src/backup/index.js';
 import { canonicalJson } from '../../src/core/canonical-json.js';
 import { sha256Hex } from '../../src/core/digest.js';
 import { isLoopxError } from '../../src/core/errors.js';
@@ -16,48 +16,7 @@ import { configOf, machineDoc, makeRoot, registryOf, tempBase } from './support/
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 const bytes = (s: string) => new TextEncoder().encode(s);
 
-describe('the configuration checkpoint (loopx_configuration_backup_v0)', () => {
-  it('is canonical JSON whose sha256 covers everything else, inert and not privacy-certified', () => {
-    const b = buildConfigurationBackup(machineDoc, [{ goal_id: 'alpha', row: { goal_id: 'alpha', route: 'goals/alpha' } }]);
-    const doc = JSON.parse(text(b));
-    expect(text(b)).toBe(canonicalJson(doc));
-    const { sha256, ...body } = doc;
-    expect(sha256).toBe(sha256Hex(canonicalJson(body)));
-    expect(body).toEqual({
-      schema_version: 'loopx_configuration_backup_v0',
-      privacy_certified: false,
-      activation_performed: false,
-      data: { machine_configuration: machineDoc, goals: [{ goal_id: 'alpha', goal_configuration: { goal_id: 'alpha', route: 'goals/alpha' } }] },
-    });
-    expect(verifyConfigurationBackup(b)).toEqual({ ok: true, sha256, goal_count: 1, machine_configuration_present: true, privacy_certified: false, activation_performed: false, readback_verified: true, problems: [] });
-  });
-
-  it('a changed value, a non-canonical encoding, an unknown field or a claimed activation does not verify', () => {
-    const good = JSON.parse(text(buildConfigurationBackup(null, [])));
-    const tampered = { ...good, data: { ...good.data, goals: [{ goal_id: 'x', goal_configuration: {} }] } };
-    expect(verifyConfigurationBackup(bytes(canonicalJson(tampered))).problems).toContain('sha256');
-    expect(verifyConfigurationBackup(bytes(JSON.stringify(good, null, 2))).problems).toEqual(['readback']);
-    const { sha256: _s, ...body } = good;
-    const extra = { ...body, surprise: 1 };
-    expect(verifyConfigurationBackup(bytes(canonicalJson({ ...extra, sha256: sha256Hex(canonicalJson(extra)) }))).problems).toEqual(['unknown_field:surprise']);
-    const active = { ...body, activation_performed: true };
-    expect(verifyConfigurationBackup(bytes(canonicalJson({ ...active, sha256: sha256Hex(canonicalJson(active)) }))).problems).toEqual(['activation_performed']);
-    expect(verifyConfigurationBackup(bytes('{')).ok).toBe(false);
-  });
-
-  it('the file sources report revisions over canonical JSON of exactly the bytes they read', () => {
-    const base = tempBase();
-    const root = join(base, 'root');
-    makeRoot(root, { specials: false });
-    const sources = fileBackupSources(root);
-    const reg = sources.readRegistryExact();
-    const mac = sources.readMachineConfigurationExact();
-    if (reg.absent || mac.absent) throw new Error('fixture has both');
-    expect(reg.revision).toBe(`sha256:${sha256Hex(canonicalJson(JSON.parse(text(reg.bytes))))}`);
-    expect(mac.revision).toBe(`sha256:${sha256Hex(canonicalJson(machineDoc))}`);
-    expect(reg.value.goals.map((g) => g.goal_id)).toEqual(['alpha', 'beta']);
-  });
-
+describe('the owner sources', () => {
   it('the owner sources (the default) keep the same contract: exactly the bytes the owners decoded, revisions over their canonical JSON', () => {
     const base = tempBase();
     const root = join(base, 'root');
@@ -87,7 +46,7 @@ describe('the configuration checkpoint (loopx_configuration_backup_v0)', () => {
   });
 });
 
-/** Checkpoints in each source's own envelope (the config owner's, or the file reader's) that verify but misstate the reads. */
+/** Checkpoints in the config owner's envelope that verify but misstate the reads. */
 const KINDS = {
   owner: {
     sources: ownerBackupSources,
@@ -95,14 +54,9 @@ const KINDS = {
     otherMachine: (root: string) =>
       configOwner.buildConfigurationCheckpoint({ registry: registryOf(root).readExact(), machineConfiguration: configOwner.memoryConfigStore(bytes(JSON.stringify({ ...machineDoc, namespaces: {} }))).readExact() }).bytes,
   },
-  file: {
-    sources: fileBackupSources,
-    dropsMachine: () => buildConfigurationBackup(null, [{ goal_id: 'alpha', row: {} }, { goal_id: 'beta', row: {} }]),
-    otherMachine: () => buildConfigurationBackup({ ...machineDoc, namespaces: {} }, [{ goal_id: 'alpha', row: {} }, { goal_id: 'beta', row: {} }]),
-  },
 } as const;
 
-describe.each(['owner', 'file'] as const)('a source whose checkpoint does not say what the reads say (%s sources)', (kind) => {
+describe.each(['owner'] as const)('a source whose checkpoint does not say what the reads say (%s sources)', (kind) => {
   async function refusalWith(override: (root: string) => Partial<BackupSources>) {
     const base = tempBase();
     const root = join(base, 'root');
