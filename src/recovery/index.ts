@@ -1,5 +1,18 @@
 /**
- * Public API of recovery: M1 verify + audit, M2 profile checks, M3 adoption (issue 5 onward).
- * Empty until that issue lands; nothing imports it yet.
+ * Public API of recovery: M1 `backup-state verify` and its audit (RFC complete-state-recovery §5,
+ * §7, §9, §10, §12).
+ *
+ *   planVerify(inputs)        step 1–3 on the inputs (digests, manifests, destination, planned
+ *                             members); writes nothing; returns the public plan
+ *   executeVerify(inputs)     the whole ordered verification; creates only the new destination D
+ *                             (0700) with D/workspace/ and D/recovery-audit.json; on any refusal D
+ *                             is not published
+ *   showAudit(destination)    reads an audit back byte-identically and re-checks its content address
+ *   publicSummary(audit)      the redacted view printed on stdout / served over HTTP
+ *
+ * Every refusal is a LoopxError with a code of ./codes.ts. Nothing here grants execution authority.
  */
-export {};
+export * from './codes.js';
+export { RECOVERY_LIMITS, type RecoveryLimitName } from './limits.js';
+export { planVerify, executeVerify, type VerifyInputs, type VerifyPlan, type VerifyOutcome, type VerifyOptions, type VerifyProgress } from './verify.js';
+export { showAudit, publicSummary, AUDIT_FILE, WORKSPACE_DIR, AUDIT_SCHEMA, type RecoveryAudit, type PublicAuditSummary } from './audit.js';

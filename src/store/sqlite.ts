@@ -49,3 +49,16 @@ export function setup(db: SqliteDatabase, migrations: readonly Migration[]): voi
   });
   apply.immediate();
 }
+
+/**
+ * Set SQLite's process-wide hard heap limit (`PRAGMA hard_heap_limit`): every later allocation
+ * beyond it fails with SQLITE_NOMEM instead of growing the process. Returns the limit in force.
+ */
+export function setSqliteHardHeapLimit(bytes: number): number {
+  const db = new Database(':memory:');
+  try {
+    return Number(db.pragma(`hard_heap_limit = ${Math.floor(bytes)}`, { simple: true }));
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,466 @@
+/**
+ * The `loopx_state_recovery_audit_v0` receipt (RFC §5 audit schema, §10 operational contract):
+ * built from the manifest, the extraction facts and the worker's owner readback; content-addressed
+ * (`recovery_id` = SHA-256 of the canonical JSON of everything else); written once, owner-only,
+ * never replaced. The public summary is derived from it by dropping everything private: member
+ * names, Goal ids, owner subjects — it keeps component ids, redacted scopes, counts, digests and
+ * codes. A v0 archive is always held; execution authority is never granted.
+ */
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
+import { join } from 'node:path';
+import { canonicalJson } from '../core/canonical-json.js';
+import { sha256Hex } from '../core/digest.js';
+import { notFound, rejected } from '../core/errors.js';
+import { LOOPX_VERSION } from '../core/version.js';
+import { BACKUP_SCHEMA, type BackupManifest } from '../backup/index.js';
+import { AUDIT_CODES } from './codes.js';
+import type { ExtractionFacts } from './extract.js';
+import { decodeManifestBytes } from './inputs.js';
+import { RECOVERY_LIMITS } from './limits.js';
+import { capacityRefusal } from './members.js';
+import type { FindingLite, OwnerKind, WorkerReport } from './owner-verify.js';
+
+export const AUDIT_SCHEMA = 'loopx_state_recovery_audit_v0';
+export const AUDIT_FILE = 'recovery-audit.json';
+export const WORKSPACE_DIR = 'workspace';
+
+export type Classification = 'recovered_readable' | 'historical_only' | 'unknown_unrecoverable';
+export type VerificationStatus = 'verified' | 'invalid' | 'missing' | 'ambiguous' | 'unsupported' | 'unknown';
+export type Severity = 'error' | 'hold' | 'warning';
+
+export interface AuditComponent {
+  readonly component_id: string;
+  readonly owner_kind: OwnerKind | 'backup';
+  /** `machine` or `goal:<sha256(goal_id)[0..12]>` — never a Goal id. */
+  readonly logical_scope: string;
+  readonly required: boolean;
+  /** Private: exact archive paths. */
+  readonly archive_members: readonly string[];
+  readonly member_count: number;
+  readonly schema_version: string | null;
+  readonly producer_version: string;
+  /** Not recorded by v0 producers: null, never fabricated. */
+  readonly capture_profile: null;
+  readonly source_identity: string | null;
+  readonly source_revision: string | null;
+  readonly cursor: number | null;
+  readonly content_digest: string;
+  readonly dependency_ids: readonly string[];
+  readonly verification_profile: string;
+  readonly verification: VerificationStatus;
+  readonly classification: Classification;
+  readonly next_action: string;
+  /** Private: what the owner read back (ids and counts; never payloads). */
+  readonly readback: Record<string, unknown>;
+}
+
+export interface AuditFinding {
+  readonly code: string;
+  readonly severity: Severity;
+  readonly component: string | null;
+  readonly owner: string;
+  readonly next_action: string;
+  /** Private: the owner's subject (ids, relative names). */
+  readonly subject: string | null;
+}
+
+export interface RecoveryAudit {
+  readonly schema_version: typeof AUDIT_SCHEMA;
+  readonly recovery_id: string;
+  readonly backup: {
+    readonly schema_version: typeof BACKUP_SCHEMA;
+    readonly backup_id: string;
+    readonly archive_sha256: string;
+    readonly external_manifest_sha256: string;
+    readonly embedded_manifest_sha256: string;
+    readonly producer_version: string;
+    readonly created_at: string;
+  };
+  readonly workspace: { readonly isolation: 'inert'; readonly registered: false; readonly directory: typeof WORKSPACE_DIR };
+  readonly phase: 'audited' | 'held';
+  readonly operator_state: 'restored_inert' | 'audit_held';
+  readonly next_action: string;
+  readonly capture: { readonly requested_profile: null; readonly achieved_profile: 'legacy_best_effort'; readonly producer_claim: string };
+  readonly fences: { readonly source_established: false; readonly destination_established: false };
+  readonly verifier: { readonly producer: 'loopx'; readonly version: string; readonly limits: Record<string, number> };
+  readonly components: readonly AuditComponent[];
+  readonly findings: readonly AuditFinding[];
+  readonly counts: {
+    readonly components: { readonly required: number; readonly optional: number; readonly by_owner: Record<string, { required: number; optional: number }> };
+    readonly verification: Record<VerificationStatus, number>;
+    readonly assets: Record<Classification, number>;
+    readonly members: { readonly total: number; readonly files: number; readonly directories: number; readonly symlinks: number; readonly sqlite_files: number };
+    readonly findings: Record<Severity, number>;
+    readonly dependency_links: number;
+  };
+  readonly measurements: {
+    readonly archive_bytes: number;
+    readonly expanded_bytes: number;
+    readonly regular_file_bytes: number;
+    readonly durations_ms: { readonly archive_processing: number; readonly owner_read: number; readonly total: number };
+  };
+  readonly activation_eligible: false;
+  readonly execution_authority_granted: false;
+}
+
+export interface AuditInputs {
+  readonly manifest: BackupManifest;
+  readonly archiveSha256: string;
+  readonly archiveSize: number;
+  readonly manifestSha256: string;
+  readonly extraction: ExtractionFacts;
+  readonly report: WorkerReport;
+  readonly durations: { archive_processing: number; owner_read: number; total: number };
+}
+
+const scopeOf = (goalId: string): string => `goal:${sha256Hex(goalId).slice(0, 12)}`;
+const idOf = (prefix: string, key: string): string => `${prefix}-${sha256Hex(key).slice(0, 12)}`;
+const digestOf = (parts: readonly { path: string; sha256: string }[]): string =>
+  sha256Hex(canonicalJson(parts.map((p) => [p.path, p.sha256])));
+
+const NEXT = {
+  legacy: 'create a new backup with a producer that records owner revisions and capture profiles (M2); until then treat this audit as held',
+  best: 'treat the captured state as a best-effort online copy: no cross-owner point in time was recorded',
+  readable: 'read it from the inert workspace; adoption into a live root is a separate, later step (M3)',
+  historical: 'keep it as history; the owner reconciles it only during a later adoption (M3), never by replay',
+  unknown: 'inspect these bytes in the workspace by hand; no loopx owner reads them',
+  broken: 'restore this owner from another backup; this copy could not be read',
+  symlink: 'the link was extracted inert and is never followed by loopx; inspect it by hand',
+} as const;
+
+const OWNER_LABEL: Record<string, string> = {
+  config: 'config', registry: 'registry', goal: 'goal', work: 'work', session: 'session', effect: 'effect', quota: 'quota', scheduler: 'scheduler', engine: 'engine', unknown: 'unknown', backup: 'backup',
+};
+
+/** Build the audit (its recovery_id computed last, over everything else). */
+export function buildAudit(a: AuditInputs): RecoveryAudit {
+  const m = a.manifest;
+  const r = a.report;
+  const findings: AuditFinding[] = [];
+  const add = (code: string, severity: Severity, component: string | null, owner: string, next: string, subject: string | null = null): void => {
+    findings.push({ code, severity, component, owner, next_action: next, subject });
+  };
+  const fromOwner = (component: string, owner: string, list: readonly FindingLite[]): void => {
+    for (const f of list) add(f.code, f.severity === 'error' ? 'error' : 'warning', component, owner, f.next_action, f.subject);
+  };
+  add('legacy_manifest_incomplete', 'hold', null, 'backup', NEXT.legacy);
+  add('legacy_best_effort', 'hold', null, 'backup', NEXT.best);
+
+  const files = new Map(a.extraction.files.map((f) => [f.path, f]));
+  const claimed = new Set<string>(['manifest.json']);
+  const components: AuditComponent[] = [];
+  const base = { producer_version: m.producer_version, capture_profile: null, cursor: null } as const;
+
+  // 1. configuration: the checkpoint plus the registry and machine configuration it was built from.
+  const configMembers = [...files.keys()].filter((p) => p === 'configuration-backup.json' || p === 'runtime-root/registry.json' || p.startsWith('runtime-root/machine/')).sort();
+  configMembers.forEach((p) => claimed.add(p));
+  const configOk = r.checkpoint.ok && r.config.ok && r.registry.ok;
+  fromOwner('configuration', 'config', [...r.checkpoint.findings, ...r.config.findings]);
+  fromOwner('configuration', 'registry', r.registry.findings);
+  components.push({
+    ...base,
+    component_id: 'configuration',
+    owner_kind: 'config',
+    logical_scope: 'machine',
+    required: true,
+    archive_members: configMembers,
+    member_count: configMembers.length,
+    schema_version: 'loopx_configuration_backup_v0',
+    source_identity: null,
+    source_revision: r.config.revision,
+    content_digest: r.checkpoint.sha256 ?? digestOf(configMembers.map((p) => files.get(p)!)),
+    dependency_ids: [],
+    verification_profile: 'loopx.config.checkpoint+readHistorical/v0',
+    verification: configOk ? 'verified' : 'invalid',
+    classification: configOk ? 'recovered_readable' : 'unknown_unrecoverable',
+    next_action: configOk ? NEXT.readable : NEXT.broken,
+    readback: {
+      checkpoint_goal_count: r.checkpoint.goal_count,
+      machine_configuration_present: r.checkpoint.machine_configuration_present,
+      configuration_revision: r.config.revision,
+      configuration_receipts: r.config.receipts,
+      registry_revision: r.registry.revision,
+      registry_goals: r.registry.goals,
+    },
+  });
+
+  // 2. one component per SQLite file.
+  const dbIdByPath = new Map<string, string>();
+  for (const s of r.sqlite) {
+    const id = idOf('database', s.path);
+    dbIdByPath.set(s.path, id);
+    claimed.add(s.path);
+    const f = files.get(s.path)!;
+    const readable = s.integrity === 'ok' && (s.readback?.ok ?? s.owner === 'engine');
+    const classification: Classification = !readable || s.owner === 'unknown' ? 'unknown_unrecoverable' : s.owner === 'work' ? 'recovered_readable' : 'historical_only';
+    if (s.readback) fromOwner(id, s.owner, s.readback.findings);
+    if (s.owner === 'unknown') add('owner_unknown', 'warning', id, 'unknown', NEXT.unknown, s.path);
+    components.push({
+      ...base,
+      component_id: id,
+      owner_kind: s.owner,
+      logical_scope: s.goal_id ? scopeOf(s.goal_id) : 'machine',
+      required: s.owner === 'work' || s.owner === 'session' || s.owner === 'effect',
+      archive_members: [s.path],
+      member_count: 1,
+      schema_version: null,
+      source_identity: s.work?.store_identity ?? null,
+      source_revision: null,
+      content_digest: f.sha256,
+      dependency_ids: [],
+      verification_profile: s.owner === 'unknown' || s.owner === 'engine' ? 'sqlite.integrity_check' : `sqlite.integrity_check+${s.owner}.readHistorical/v0`,
+      verification: s.integrity !== 'ok' ? 'invalid' : s.owner === 'unknown' ? 'unknown' : readable ? 'verified' : 'invalid',
+      classification,
+      next_action: classification === 'recovered_readable' ? NEXT.readable : classification === 'historical_only' ? NEXT.historical : s.owner === 'unknown' ? NEXT.unknown : NEXT.broken,
+      readback: { integrity: s.integrity, wal_header: s.wal_header, ...(s.readback ? { counts: s.readback.counts } : {}), ...(s.work ? { work: s.work } : {}) },
+    });
+  }
+
+  // 3. one component per Goal found by the goal owner, linked to the configuration.
+  const workByGoal = new Map(r.sqlite.filter((s) => s.owner === 'work').map((s) => [s.goal_id!, s]));
+  let links = 0;
+  for (const g of r.goals.goals) {
+    const id = idOf('goal', g.goal_id);
+    const prefix = `runtime-root/goals/${g.goal_id}/`;
+    const members = [...files.keys()].filter((p) => p.startsWith(prefix) && !claimed.has(p)).sort();
+    members.forEach((p) => claimed.add(p));
+    const w = workByGoal.get(g.goal_id);
+    const workOk = w !== undefined && w.integrity === 'ok' && (w.readback?.ok ?? false);
+    if (w === undefined) add('goal_work_missing', 'error', id, 'work', 'restore the Goal\'s work.db from another backup', g.goal_id);
+    links++;
+    components.push({
+      ...base,
+      component_id: id,
+      owner_kind: 'goal',
+      logical_scope: scopeOf(g.goal_id),
+      required: true,
+      archive_members: members,
+      member_count: members.length,
+      schema_version: 'loopx_goal_v0',
+      source_identity: g.goal_instance_id,
+      source_revision: null,
+      content_digest: digestOf(members.map((p) => files.get(p)!)),
+      dependency_ids: ['configuration'],
+      verification_profile: 'goal.readHistorical+work.readHistorical/v0',
+      verification: workOk ? 'verified' : w === undefined ? 'missing' : 'invalid',
+      classification: workOk ? 'recovered_readable' : 'unknown_unrecoverable',
+      next_action: workOk ? NEXT.readable : NEXT.broken,
+      readback: { goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, lifecycle: g.lifecycle, docs: g.docs, work_database: w ? dbIdByPath.get(w.path) : null, work: w?.work ?? null },
+    });
+  }
+  fromOwner('configuration', 'goal', r.goals.findings);
+  for (const [goalId, w] of workByGoal) {
+    if (!r.goals.goals.some((g) => g.goal_id === goalId)) add('work_without_goal', 'warning', dbIdByPath.get(w.path)!, 'goal', 'the work store has no goal.json beside it; read it as history only', goalId);
+  }
+
+  // 4. the remainder: bytes no owner reads.
+  const rest = [...files.keys()].filter((p) => !claimed.has(p)).sort();
+  if (rest.length > 0) {
+    components.push({
+      ...base,
+      component_id: 'unclassified',
+      owner_kind: 'unknown',
+      logical_scope: 'machine',
+      required: false,
+      archive_members: rest,
+      member_count: rest.length,
+      schema_version: null,
+      source_identity: null,
+      source_revision: null,
+      content_digest: digestOf(rest.map((p) => files.get(p)!)),
+      dependency_ids: [],
+      verification_profile: 'member.sha256',
+      verification: 'unknown',
+      classification: 'unknown_unrecoverable',
+      next_action: NEXT.unknown,
+      readback: {},
+    });
+  }
+  for (const s of a.extraction.symlinks) add('member_symlink_inert', 'warning', null, 'backup', NEXT.symlink, s);
+
+  if (components.length > RECOVERY_LIMITS.components) throw capacityRefusal('components', components.length, RECOVERY_LIMITS.components);
+  if (links > RECOVERY_LIMITS.dependencyLinks) throw capacityRefusal('dependencyLinks', links, RECOVERY_LIMITS.dependencyLinks);
+
+  const byOwner: Record<string, { required: number; optional: number }> = {};
+  const verification: Record<VerificationStatus, number> = { verified: 0, invalid: 0, missing: 0, ambiguous: 0, unsupported: 0, unknown: 0 };
+  const assets: Record<Classification, number> = { recovered_readable: 0, historical_only: 0, unknown_unrecoverable: 0 };
+  for (const c of components) {
+    const o = (byOwner[c.owner_kind] ??= { required: 0, optional: 0 });
+    if (c.required) o.required++;
+    else o.optional++;
+    verification[c.verification]++;
+    assets[c.classification]++;
+  }
+  const severities: Record<Severity, number> = { error: 0, hold: 0, warning: 0 };
+  for (const f of findings) severities[f.severity]++;
+
+  const body: Omit<RecoveryAudit, 'recovery_id'> = {
+    schema_version: AUDIT_SCHEMA,
+    backup: {
+      schema_version: BACKUP_SCHEMA,
+      backup_id: m.backup_id,
+      archive_sha256: a.archiveSha256,
+      external_manifest_sha256: a.manifestSha256,
+      embedded_manifest_sha256: a.extraction.embeddedManifestSha256,
+      producer_version: m.producer_version,
+      created_at: m.created_at,
+    },
+    workspace: { isolation: 'inert', registered: false, directory: WORKSPACE_DIR },
+    // Every v0 archive is held: owner revisions and capture profiles are incomplete.
+    phase: 'held',
+    operator_state: 'audit_held',
+    next_action: NEXT.legacy,
+    capture: { requested_profile: null, achieved_profile: 'legacy_best_effort', producer_claim: m.capture.profile },
+    fences: { source_established: false, destination_established: false },
+    verifier: { producer: 'loopx', version: LOOPX_VERSION, limits: limitsRecord() },
+    components,
+    findings,
+    counts: {
+      components: {
+        required: components.filter((c) => c.required).length,
+        optional: components.filter((c) => !c.required).length,
+        by_owner: byOwner,
+      },
+      verification,
+      assets,
+      members: {
+        total: a.extraction.members,
+        files: a.extraction.files.length + 1,
+        directories: a.extraction.directories,
+        symlinks: a.extraction.symlinks.length,
+        sqlite_files: r.sqlite.length,
+      },
+      findings: severities,
+      dependency_links: links,
+    },
+    measurements: {
+      archive_bytes: a.archiveSize,
+      expanded_bytes: a.extraction.expandedBytes,
+      regular_file_bytes: a.extraction.regularBytes,
+      durations_ms: a.durations,
+    },
+    activation_eligible: false,
+    execution_authority_granted: false,
+  };
+  const { schema_version, ...fields } = body;
+  return { schema_version, recovery_id: recoveryIdOf(body), ...fields };
+}
+
+function limitsRecord(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(RECOVERY_LIMITS)) out[k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v;
+  return out;
+}
+
+export const recoveryIdOf = (body: object): string => {
+  const rest = { ...(body as Record<string, unknown>) };
+  delete rest.recovery_id;
+  return sha256Hex(canonicalJson(rest));
+};
+
+/** The audit's bytes as written to disk. */
+export const auditBytes = (audit: RecoveryAudit): Buffer => Buffer.from(`${JSON.stringify(audit, null, 2)}\n`, 'utf8');
+
+export interface PublicAuditSummary {
+  readonly schema_version: typeof AUDIT_SCHEMA;
+  readonly recovery_id: string;
+  readonly backup: RecoveryAudit['backup'];
+  readonly workspace: RecoveryAudit['workspace'];
+  readonly phase: RecoveryAudit['phase'];
+  readonly operator_state: RecoveryAudit['operator_state'];
+  readonly next_action: string;
+  readonly capture: RecoveryAudit['capture'];
+  readonly fences: RecoveryAudit['fences'];
+  readonly components: readonly {
+    readonly component_id: string;
+    readonly owner_kind: string;
+    readonly logical_scope: string;
+    readonly required: boolean;
+    readonly member_count: number;
+    readonly content_digest: string;
+    readonly dependency_ids: readonly string[];
+    readonly verification: VerificationStatus;
+    readonly classification: Classification;
+    readonly next_action: string;
+  }[];
+  readonly findings: readonly { readonly code: string; readonly severity: Severity; readonly component: string | null; readonly owner: string; readonly next_action: string }[];
+  readonly counts: RecoveryAudit['counts'];
+  readonly measurements: RecoveryAudit['measurements'];
+  readonly activation_eligible: false;
+  readonly execution_authority_granted: false;
+}
+
+/** The redacted view: no member names, Goal ids, subjects, readback or paths. */
+export function publicSummary(a: RecoveryAudit): PublicAuditSummary {
+  return {
+    schema_version: a.schema_version,
+    recovery_id: a.recovery_id,
+    backup: a.backup,
+    workspace: a.workspace,
+    phase: a.phase,
+    operator_state: a.operator_state,
+    next_action: a.next_action,
+    capture: a.capture,
+    fences: a.fences,
+    components: a.components.map((c) => ({
+      component_id: c.component_id,
+      owner_kind: OWNER_LABEL[c.owner_kind] ?? 'unknown',
+      logical_scope: c.logical_scope,
+      required: c.required,
+      member_count: c.member_count,
+      content_digest: c.content_digest,
+      dependency_ids: c.dependency_ids,
+      verification: c.verification,
+      classification: c.classification,
+      next_action: c.next_action,
+    })),
+    findings: a.findings.map((f) => ({ code: f.code, severity: f.severity, component: f.component, owner: f.owner, next_action: f.next_action })),
+    counts: a.counts,
+    measurements: a.measurements,
+    activation_eligible: false,
+    execution_authority_granted: false,
+  };
+}
+
+/** Read `<destination>/recovery-audit.json` back: the exact bytes, decoded, content address re-checked. */
+export function showAudit(destination: string): { bytes: Buffer; audit: RecoveryAudit } {
+  const path = join(destination, AUDIT_FILE);
+  let fd: number;
+  try {
+    if (!lstatSync(path).isFile()) throw new Error('not a file');
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch {
+    throw notFound(AUDIT_CODES.notFound, 'There is no recovery audit in that destination.', { nextAction: 'pass the destination a verify --execute created' });
+  }
+  let bytes: Buffer;
+  try {
+    const size = fstatSync(fd).size;
+    if (size > RECOVERY_LIMITS.savedAuditBytes) throw capacityRefusal('manifestBytes', size, RECOVERY_LIMITS.savedAuditBytes);
+    bytes = Buffer.alloc(size);
+    let off = 0;
+    while (off < size) {
+      const n = readSync(fd, bytes, off, size - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    bytes = bytes.subarray(0, off);
+  } finally {
+    closeSync(fd);
+  }
+  let doc: unknown;
+  try {
+    doc = decodeManifestBytes(bytes);
+  } catch {
+    doc = undefined;
+  }
+  const audit = doc as RecoveryAudit | undefined;
+  if (!audit || typeof audit !== 'object' || audit.schema_version !== AUDIT_SCHEMA || typeof audit.recovery_id !== 'string' || audit.execution_authority_granted !== false) {
+    throw rejected(AUDIT_CODES.invalid, 'The recovery audit is not a loopx_state_recovery_audit_v0 document.', { nextAction: 'run verify --execute again into a new destination' });
+  }
+  if (recoveryIdOf(audit) !== audit.recovery_id || !auditBytes(audit).equals(bytes)) {
+    throw rejected(AUDIT_CODES.digestMismatch, 'The recovery audit does not match its content address: it was changed after it was written.', {
+      nextAction: 'run verify --execute again into a new destination',
+    });
+  }
+  return { bytes, audit };
+}

@@ -1,0 +1,114 @@
+/**
+ * Step 2 of verification (RFC §5): the destination must not exist; its parent must be a real
+ * directory reached without symbolic links, owned by this user (or root) and not writable by
+ * others unless sticky; the manifest's declared inventory must fit the §12 limits; and the
+ * parent's file system must have room for the regular-file bytes plus a 16 MiB margin.
+ */
+import { lstatSync, realpathSync, statfsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { conflict, rejected } from '../core/errors.js';
+import type { BackupManifest } from '../backup/index.js';
+import { DESTINATION_CODES } from './codes.js';
+import { RECOVERY_LIMITS } from './limits.js';
+import { capacityRefusal } from './members.js';
+
+export interface DestinationFacts {
+  /** Absolute; never printed. */
+  readonly path: string;
+  readonly parent: string;
+  readonly freeBytes: number;
+  readonly requiredBytes: number;
+}
+
+export interface DeclaredInventory {
+  readonly members: number;
+  readonly regularBytes: number;
+  readonly expandedBytes: number;
+  readonly goals: number;
+  readonly sqliteFiles: number;
+  readonly maxGoalHistory: number;
+}
+
+export function declaredInventory(m: BackupManifest): DeclaredInventory {
+  return {
+    members: m.members.length + 1,
+    regularBytes: m.members.reduce((n, x) => n + (x.type === 'file' ? x.size_bytes : 0), 0) + (m.execution.embedded_manifest?.size_bytes ?? 0),
+    expandedBytes: m.execution.archive_expanded_bytes ?? 0,
+    goals: m.goals.length,
+    sqliteFiles: m.execution.sqlite_snapshots.length,
+    maxGoalHistory: Math.max(0, ...m.execution.sqlite_snapshots.map((s) => s.committed_transactions ?? 0)),
+  };
+}
+
+/** The declared inventory against §12 (before anything is decompressed). */
+export function checkDeclared(d: DeclaredInventory, archiveSize: number): void {
+  const L = RECOVERY_LIMITS;
+  if (d.members > L.members) throw capacityRefusal('members', d.members, L.members);
+  if (d.expandedBytes > L.expandedBytes) throw capacityRefusal('expandedBytes', d.expandedBytes, L.expandedBytes);
+  if (d.regularBytes > L.regularFileBytes) throw capacityRefusal('regularFileBytes', d.regularBytes, L.regularFileBytes);
+  const ratio = archiveSize > 0 ? d.expandedBytes / archiveSize : 0;
+  if (ratio > L.expansionRatio) throw capacityRefusal('expansionRatio', Math.ceil(ratio), L.expansionRatio);
+  if (d.goals > L.goals) throw capacityRefusal('goals', d.goals, L.goals);
+  if (d.sqliteFiles > L.sqliteFiles) throw capacityRefusal('sqliteFiles', d.sqliteFiles, L.sqliteFiles);
+  if (d.maxGoalHistory > L.goalCommittedTransactions) throw capacityRefusal('goalHistory', d.maxGoalHistory, L.goalCommittedTransactions);
+}
+
+/** Free bytes for an unprivileged user; LOOPX_TEST_FREE_BYTES overrides it for tests. */
+function freeBytes(dir: string): number {
+  const forced = process.env.LOOPX_TEST_FREE_BYTES;
+  if (forced !== undefined && /^\d+$/.test(forced)) return Number(forced);
+  const s = statfsSync(dir);
+  return s.bavail * s.bsize;
+}
+
+export function preflightDestination(destination: string, d: DeclaredInventory): DestinationFacts {
+  const path = resolve(destination);
+  const parent = dirname(path);
+  const badParent = (why: string): never => {
+    throw rejected(DESTINATION_CODES.parentInvalid, `The destination's parent ${why}.`, {
+      nextAction: 'choose a destination inside an existing directory reached without symbolic links',
+    });
+  };
+  let exists = true;
+  try {
+    lstatSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    exists = false;
+  }
+  if (exists) {
+    throw conflict(DESTINATION_CODES.exists, 'The destination already exists; verification only creates a new workspace.', {
+      nextAction: 'choose a destination path that does not exist yet',
+    });
+  }
+  let st;
+  try {
+    st = lstatSync(parent);
+  } catch {
+    return badParent('does not exist');
+  }
+  if (!st.isDirectory()) badParent('is not a directory');
+  let real: string;
+  try {
+    real = realpathSync(parent);
+  } catch {
+    return badParent('cannot be resolved');
+  }
+  if (real !== parent) badParent('is reached through a symbolic link');
+  const uid = process.getuid?.() ?? 0;
+  const othersWrite = (st.mode & 0o022) !== 0 && (st.mode & 0o1000) === 0;
+  if ((st.uid !== uid && st.uid !== 0) || othersWrite) {
+    throw rejected(DESTINATION_CODES.parentNotPrivate, "The destination's parent is not private: another user could change it.", {
+      nextAction: 'choose a destination inside a directory you own that only you can write (e.g. mode 0700)',
+    });
+  }
+  const free = freeBytes(parent);
+  const required = d.regularBytes + RECOVERY_LIMITS.freeSpaceMarginBytes;
+  if (free < required) {
+    throw rejected('verify_capacity_free_space', 'The destination file system has too little free space for this backup.', {
+      nextAction: 'free space or choose a destination on a larger file system',
+      details: { limit: 'freeSpace', observed: free, minimum: required },
+    });
+  }
+  return { path, parent, freeBytes: free, requiredBytes: required };
+}

@@ -1,0 +1,269 @@
+/**
+ * Step 4 of verification (RFC §5): one streaming pass over the archive — read the already-bound
+ * file description, hash and count the compressed bytes as they are handed to gunzip (the scan's
+ * own witness), decompress under the expansion limits, tokenize strictly (tar-scan.ts), check
+ * every header with the same MemberChecker that checked the plan, match it to the planned member,
+ * and only then write it into the private staging directory: files created exclusively, never
+ * following a link, 0600; directories 0700; symbolic links created inert (never followed here);
+ * no uid/gid, mode bits, timestamps or ACLs carried over. Memory is bounded by the read chunk.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { closeSync, constants, mkdirSync, read, openSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { promisify } from 'node:util';
+import { createGunzip } from 'node:zlib';
+import { isLoopxError, rejected } from '../core/errors.js';
+import { canonicalJson } from '../core/canonical-json.js';
+import type { BackupManifest } from '../backup/index.js';
+import { FORMAT_CODES, INPUT_CODES, MEMBER_CODES } from './codes.js';
+import { decodeManifestBytes } from './inputs.js';
+import { RECOVERY_LIMITS } from './limits.js';
+import { MemberChecker, capacityRefusal, memberRefusal, type CheckedMember } from './members.js';
+import { TarScanner, type TarEntry } from './tar-scan.js';
+
+const READ_CHUNK = 1024 * 1024;
+const SQLITE_MAGIC = Buffer.from('SQLite format 3\u0000', 'latin1');
+export const EMBEDDED_MANIFEST = 'manifest.json';
+
+/** A member as the manifest plans it (the v0 schema's file / directory / symlink variants). */
+export interface PlannedMember {
+  readonly path: string;
+  readonly type: 'file' | 'directory' | 'symlink';
+  readonly size_bytes: number;
+  readonly sha256: string | null;
+  readonly link_target?: string;
+}
+
+export interface ExtractedFile {
+  readonly path: string;
+  readonly size_bytes: number;
+  readonly sha256: string;
+  readonly sqlite: boolean;
+}
+
+export interface ExtractionFacts {
+  readonly compressedBytes: number;
+  readonly expandedBytes: number;
+  readonly regularBytes: number;
+  readonly members: number;
+  readonly files: readonly ExtractedFile[];
+  readonly directories: number;
+  readonly symlinks: readonly string[];
+  readonly embeddedManifestSha256: string;
+}
+
+export interface ExtractProgress {
+  readonly compressed_done: number;
+  readonly compressed_total: number;
+}
+
+/** Step 3: the planned list through the member checker (nothing is written). */
+export function planMembers(manifest: BackupManifest): Map<string, PlannedMember> {
+  const checker = new MemberChecker();
+  const planned = new Map<string, PlannedMember>();
+  for (const raw of manifest.members as readonly PlannedMember[]) {
+    const m = checker.add(raw.path, raw.type, raw.type === 'symlink' ? raw.link_target : undefined);
+    planned.set(m.path, raw);
+  }
+  checker.add(EMBEDDED_MANIFEST, 'file');
+  return planned;
+}
+
+const readAt = promisify(read);
+
+/** The bound file description from offset 0, in 1 MiB chunks (it is not closed here: the caller owns it). */
+async function* readFd(fd: number): AsyncGenerator<Buffer> {
+  let position = 0;
+  for (;;) {
+    const buffer = Buffer.allocUnsafe(READ_CHUNK);
+    const { bytesRead } = await readAt(fd, buffer, 0, READ_CHUNK, position);
+    if (bytesRead === 0) return;
+    position += bytesRead;
+    yield buffer.subarray(0, bytesRead);
+  }
+}
+
+class Witness extends Transform {
+  bytes = 0;
+  readonly hash: Hash = createHash('sha256');
+  constructor(private readonly onBytes: (n: number) => void) {
+    super({ highWaterMark: READ_CHUNK });
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.bytes += chunk.length;
+    this.hash.update(chunk);
+    this.onBytes(this.bytes);
+    cb(null, chunk);
+  }
+}
+
+const same = (a: unknown, b: unknown): boolean => canonicalJson(a) === canonicalJson(b);
+
+/** The embedded copy the producer wrote: the external one with the archive-dependent fields null. */
+function expectedEmbedded(m: BackupManifest): unknown {
+  return {
+    ...m,
+    execution: { ...m.execution, archive_sha256: null, archive_size_bytes: null, archive_expanded_bytes: null, archive_to_logical_ratio: null, embedded_manifest: null },
+  };
+}
+
+export async function extractArchive(
+  fd: number,
+  bound: { readonly archiveSize: number; readonly archiveSha256: string; readonly manifest: BackupManifest },
+  planned: ReadonlyMap<string, PlannedMember>,
+  staging: string,
+  onProgress?: (p: ExtractProgress) => void,
+): Promise<ExtractionFacts> {
+  const checker = new MemberChecker();
+  const seen = new Set<string>();
+  const files: ExtractedFile[] = [];
+  const symlinks: string[] = [];
+  let directories = 0;
+  let regularBytes = 0;
+  let embedded: Buffer[] | undefined;
+  let embeddedBytes = 0;
+  let current: { fd: number; member: CheckedMember; hash: Hash; size: number; head: Buffer[]; headLen: number } | undefined;
+  let manifestChunks: Buffer[] | undefined;
+
+  const witness = new Witness((n) => onProgress?.({ compressed_done: n, compressed_total: bound.archiveSize }));
+  const scanner = new TarScanner({
+    onEntry(e: TarEntry) {
+      const m = checker.add(e.name, e.type, e.type === 'symlink' || e.type === 'hardlink' ? e.linkName : undefined);
+      if (m.path === EMBEDDED_MANIFEST) {
+        if (e.type !== 'file') throw memberRefusal(MEMBER_CODES.planMismatch, 'The embedded manifest is not a regular file.');
+        if (e.size > RECOVERY_LIMITS.manifestBytes) throw capacityRefusal('manifestBytes', e.size, RECOVERY_LIMITS.manifestBytes);
+        manifestChunks = [];
+        embedded = manifestChunks;
+        seen.add(m.path);
+        return;
+      }
+      const plan = planned.get(m.path);
+      if (plan === undefined) throw memberRefusal(MEMBER_CODES.unplanned, 'The archive holds a member the manifest does not list.', m.path);
+      if (plan.type !== e.type || (e.type === 'file' && plan.size_bytes !== e.size) || (e.type === 'symlink' && plan.link_target !== e.linkName)) {
+        throw memberRefusal(MEMBER_CODES.planMismatch, "An archive member's type, size or link target differs from the manifest.", m.path);
+      }
+      seen.add(m.path);
+      const target = join(staging, m.path);
+      if (e.type === 'directory') {
+        mkdirSync(target, { mode: 0o700 });
+        directories++;
+      } else if (e.type === 'symlink') {
+        symlinkSync(e.linkName, target);
+        symlinks.push(m.path);
+      } else {
+        regularBytes += e.size;
+        if (regularBytes > RECOVERY_LIMITS.regularFileBytes) throw capacityRefusal('regularFileBytes', regularBytes, RECOVERY_LIMITS.regularFileBytes);
+        const out = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+        current = { fd: out, member: m, hash: createHash('sha256'), size: 0, head: [], headLen: 0 };
+      }
+    },
+    onData(chunk: Buffer) {
+      if (manifestChunks) {
+        manifestChunks.push(Buffer.from(chunk));
+        embeddedBytes += chunk.length;
+        return;
+      }
+      const c = current!;
+      c.hash.update(chunk);
+      c.size += chunk.length;
+      if (c.headLen < 16) {
+        c.head.push(Buffer.from(chunk.subarray(0, 16 - c.headLen)));
+        c.headLen += Math.min(16, chunk.length);
+      }
+      for (let off = 0; off < chunk.length; ) off += writeSync(c.fd, chunk, off, chunk.length - off);
+    },
+    onEntryEnd() {
+      if (manifestChunks) {
+        manifestChunks = undefined;
+        return;
+      }
+      const c = current;
+      if (!c) return;
+      current = undefined;
+      closeSync(c.fd);
+      const sha = c.hash.digest('hex');
+      const plan = planned.get(c.member.path)!;
+      if (sha !== plan.sha256) throw memberRefusal(MEMBER_CODES.digestMismatch, "An archive member's SHA-256 differs from the manifest.", c.member.path);
+      const head = Buffer.concat(c.head).subarray(0, 16);
+      files.push({ path: c.member.path, size_bytes: c.size, sha256: sha, sqlite: head.length === 16 && head.equals(SQLITE_MAGIC) });
+    },
+  });
+
+  const gunzip = createGunzip({ chunkSize: 64 * 1024 });
+  const source = Readable.from(readFd(fd), { objectMode: false });
+  source.pipe(witness).pipe(gunzip);
+  const failed = (e: unknown): unknown => {
+    if (isLoopxError(e)) return e;
+    const code = (e as NodeJS.ErrnoException).code;
+    if (typeof code === 'string' && code.startsWith('Z_')) {
+      return scanner.ended
+        ? rejected(FORMAT_CODES.trailingData, 'The archive has data after the end of its gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' })
+        : rejected(FORMAT_CODES.gzipInvalid, 'The archive is not a valid gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' });
+    }
+    return e;
+  };
+  try {
+    source.on('error', (e) => gunzip.destroy(e));
+    witness.on('error', (e) => gunzip.destroy(e));
+    for await (const chunk of gunzip as AsyncIterable<Buffer>) {
+      scanner.push(chunk);
+      if (scanner.bytes > RECOVERY_LIMITS.expandedBytes) throw capacityRefusal('expandedBytes', scanner.bytes, RECOVERY_LIMITS.expandedBytes);
+      if (scanner.bytes > 1024 * 1024 && scanner.bytes / Math.max(1, witness.bytes) > RECOVERY_LIMITS.expansionRatio) {
+        throw capacityRefusal('expansionRatio', Math.ceil(scanner.bytes / Math.max(1, witness.bytes)), RECOVERY_LIMITS.expansionRatio);
+      }
+    }
+    scanner.finish();
+  } catch (e) {
+    throw failed(e);
+  } finally {
+    source.unpipe();
+    source.destroy();
+    gunzip.destroy();
+    if (current) closeSync(current.fd);
+  }
+  if (gunzip.bytesWritten !== witness.bytes) {
+    throw rejected(FORMAT_CODES.trailingData, 'The archive has data after the end of its gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' });
+  }
+
+  // The scan's own witness must equal the preflight before anything else is trusted.
+  const witnessSha = witness.hash.digest('hex');
+  if (witness.bytes !== bound.archiveSize || witnessSha !== bound.archiveSha256) {
+    throw rejected(INPUT_CODES.archiveWitnessMismatch, 'The archive changed while it was verified.', {
+      nextAction: 'keep the archive unchanged during verification and run verify again',
+    });
+  }
+  for (const path of planned.keys()) {
+    if (!seen.has(path)) throw memberRefusal(MEMBER_CODES.missing, 'A member the manifest lists is not in the archive.', path);
+  }
+  const m = bound.manifest;
+  if (scanner.bytes !== m.execution.archive_expanded_bytes) {
+    throw rejected(INPUT_CODES.expandedMismatch, "The archive's tar stream length differs from the manifest's.", {
+      nextAction: 'pass the archive and manifest of the same backup, both unmodified',
+    });
+  }
+  if (embedded === undefined) {
+    throw rejected(INPUT_CODES.embeddedManifestMissing, 'The archive holds no embedded manifest.json.', { nextAction: 'use an intact backup made by loopx backup-state' });
+  }
+  const embeddedBuf = Buffer.concat(embedded);
+  const embeddedSha = createHash('sha256').update(embeddedBuf).digest('hex');
+  const mismatch = (): never => {
+    throw rejected(INPUT_CODES.embeddedManifestMismatch, 'The embedded manifest differs from the external manifest.', {
+      nextAction: 'pass the archive and manifest of the same backup, both unmodified',
+    });
+  };
+  if (embeddedSha !== m.execution.embedded_manifest?.sha256 || embeddedBuf.length !== m.execution.embedded_manifest.size_bytes || embeddedBytes !== embeddedBuf.length) mismatch();
+  if (!same(decodeManifestBytes(embeddedBuf), expectedEmbedded(m))) mismatch();
+  writeFileSync(join(staging, EMBEDDED_MANIFEST), embeddedBuf, { mode: 0o600, flag: 'wx' });
+
+  return {
+    compressedBytes: witness.bytes,
+    expandedBytes: scanner.bytes,
+    regularBytes,
+    members: checker.count,
+    files,
+    directories,
+    symlinks,
+    embeddedManifestSha256: embeddedSha,
+  };
+}

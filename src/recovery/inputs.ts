@@ -1,0 +1,175 @@
+/**
+ * Step 1 of verification (RFC §5): a regular archive and external manifest, bounded, the manifest
+ * decoded and schema-checked, and the archive's digest and size compared with the manifest's —
+ * all before a single byte is decompressed. The archive stays open: the later scan reads the same
+ * file description, and its own witness of the bytes it consumed must equal this preflight's.
+ */
+import { createHash } from 'node:crypto';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import { internal, notFound, rejected } from '../core/errors.js';
+import { PACKAGE_ROOT } from '../core/version.js';
+import { BACKUP_SCHEMA, type BackupManifest } from '../backup/index.js';
+import { INPUT_CODES } from './codes.js';
+import { RECOVERY_LIMITS } from './limits.js';
+import { capacityRefusal } from './members.js';
+
+export interface BoundInputs {
+  readonly archiveFd: number;
+  readonly archiveSize: number;
+  readonly archiveSha256: string;
+  readonly manifest: BackupManifest;
+  readonly manifestSha256: string;
+  readonly manifestSize: number;
+}
+
+const READ_CHUNK = 1024 * 1024;
+
+/** Opens `path` without following a final link and requires a regular file. */
+function openRegular(path: string, input: 'archive' | 'manifest'): number {
+  const refuse = (): never => {
+    throw notFound(INPUT_CODES.notRegular, `The ${input} is missing or is not a regular file.`, {
+      nextAction: `pass the ${input} file itself (not a link or directory)`,
+      details: { input },
+    });
+  };
+  try {
+    if (!lstatSync(path).isFile()) refuse();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code) refuse();
+    throw e;
+  }
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch {
+    return refuse();
+  }
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    refuse();
+  }
+  return fd;
+}
+
+/** Maximum nesting of a JSON text, found without parsing it (so a deep document never reaches JSON.parse). */
+export function jsonDepthExceeds(bytes: Uint8Array, limit: number): number | undefined {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i]!;
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return depth;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return undefined;
+}
+
+/** Decode a manifest's bytes: size, depth, JSON. Schema checks are the caller's. */
+export function decodeManifestBytes(bytes: Uint8Array): unknown {
+  if (bytes.byteLength > RECOVERY_LIMITS.manifestBytes) throw capacityRefusal('manifestBytes', bytes.byteLength, RECOVERY_LIMITS.manifestBytes);
+  const depth = jsonDepthExceeds(bytes, RECOVERY_LIMITS.jsonDepth);
+  if (depth !== undefined) throw capacityRefusal('jsonDepth', depth, RECOVERY_LIMITS.jsonDepth);
+  try {
+    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes)) as unknown;
+  } catch {
+    throw rejected(INPUT_CODES.manifestInvalid, 'The manifest is not valid UTF-8 JSON.', { nextAction: 'pass the .manifest.json that backup-state published with this archive' });
+  }
+}
+
+let validator: ValidateFunction | undefined;
+function manifestValidator(): ValidateFunction {
+  if (validator) return validator;
+  if (!PACKAGE_ROOT) throw internal('package_root_unknown', 'loopx cannot find its own package files.');
+  const schema = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'docs', 'schemas', 'state-backup-manifest-v0.schema.json'), 'utf8')) as object;
+  validator = new Ajv2020({ strict: true, allErrors: false }).compile(schema);
+  return validator;
+}
+
+/** Schema and internal consistency of a decoded external manifest. */
+export function checkManifest(doc: unknown): BackupManifest {
+  const invalid = (why: string): never => {
+    throw rejected(INPUT_CODES.manifestInvalid, `The manifest is not a valid loopx_state_backup_v0 manifest (${why}).`, {
+      nextAction: 'pass the .manifest.json that backup-state published with this archive',
+    });
+  };
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) invalid('not an object');
+  const schema = (doc as { schema_version?: unknown }).schema_version;
+  if (schema !== BACKUP_SCHEMA) {
+    throw rejected(INPUT_CODES.manifestSchemaUnknown, 'The manifest has a schema_version this verifier does not read.', {
+      nextAction: 'verify it with the loopx version that produced it',
+      details: { schema_version: typeof schema === 'string' && /^[a-z0-9_]{1,64}$/.test(schema) ? schema : null },
+    });
+  }
+  const validate = manifestValidator();
+  if (!validate(doc)) {
+    const first = validate.errors?.[0];
+    invalid(`${first?.instancePath || '/'} ${first?.message ?? ''}`.replace(/[^\x20-\x7e]/g, '?').slice(0, 160));
+  }
+  const m = doc as BackupManifest;
+  const files = m.members.filter((x) => x.type === 'file');
+  if (m.execution.member_count !== m.members.length + 1) invalid('member_count disagrees with members');
+  if (m.execution.file_members.length !== files.length) invalid('file_members disagrees with members');
+  m.execution.file_members.forEach((f, i) => {
+    const x = files[i]!;
+    if (f.archive_path !== x.path || f.size_bytes !== x.size_bytes || f.sha256 !== x.sha256) invalid('file_members disagrees with members');
+  });
+  if (m.execution.archive_sha256 === null || m.execution.archive_size_bytes === null || m.execution.embedded_manifest === null || m.execution.archive_expanded_bytes === null) {
+    invalid('it is an embedded copy, not the external manifest');
+  }
+  return m;
+}
+
+/** Step 1. On success the archive is open (the caller closes `archiveFd`). */
+export function bindInputs(archivePath: string, manifestPath: string): BoundInputs {
+  const mfd = openRegular(manifestPath, 'manifest');
+  let bytes: Buffer;
+  try {
+    const size = fstatSync(mfd).size;
+    if (size > RECOVERY_LIMITS.manifestBytes) throw capacityRefusal('manifestBytes', size, RECOVERY_LIMITS.manifestBytes);
+    bytes = Buffer.alloc(size);
+    let off = 0;
+    while (off < size) {
+      const n = readSync(mfd, bytes, off, size - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    bytes = bytes.subarray(0, off);
+  } finally {
+    closeSync(mfd);
+  }
+  const manifest = checkManifest(decodeManifestBytes(bytes));
+  const manifestSha256 = createHash('sha256').update(bytes).digest('hex');
+
+  const fd = openRegular(archivePath, 'archive');
+  try {
+    const size = fstatSync(fd).size;
+    if (size > RECOVERY_LIMITS.archiveBytes) throw capacityRefusal('archiveBytes', size, RECOVERY_LIMITS.archiveBytes);
+    const hash = createHash('sha256');
+    const buf = Buffer.allocUnsafe(READ_CHUNK);
+    let total = 0;
+    for (;;) {
+      const n = readSync(fd, buf, 0, READ_CHUNK, total);
+      if (n === 0) break;
+      hash.update(buf.subarray(0, n));
+      total += n;
+      if (total > RECOVERY_LIMITS.archiveBytes) throw capacityRefusal('archiveBytes', total, RECOVERY_LIMITS.archiveBytes);
+    }
+    const sha = hash.digest('hex');
+    if (total !== manifest.execution.archive_size_bytes || sha !== manifest.execution.archive_sha256) {
+      throw rejected(INPUT_CODES.archiveDigestMismatch, "The archive's SHA-256 or size differs from the manifest's.", {
+        nextAction: 'pass the archive and manifest of the same backup, both unmodified',
+      });
+    }
+    return { archiveFd: fd, archiveSize: total, archiveSha256: sha, manifest, manifestSha256, manifestSize: bytes.byteLength };
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+}

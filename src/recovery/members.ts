@@ -1,0 +1,166 @@
+/**
+ * The member checker: one set of rules applied twice — to the manifest's planned member list,
+ * lexically, before anything is written (RFC §5 step 3), and to every tar header as it is read,
+ * before its bytes are written (step 4). Using the same function for both is the point: a check
+ * that disagrees with what is written is the main bypass class of archive extraction.
+ *
+ * The workspace is the archive's top. Rules, in the order they are applied to a member:
+ * absolute → traversal → invalid component / top-level name → path limits → member count →
+ * duplicate → Unicode (NFC) twin → case twin → path through a symbolic link → link target →
+ * parent directory. A symbolic link is resolved over the members seen so far as a tiny virtual
+ * file system (intermediate links are followed, `..` pops), at most 40 hops, and may not leave the
+ * workspace; a hard link is never materialized (it is refused, with the most specific reason).
+ */
+import { rejected, type LoopxError } from '../core/errors.js';
+import { CAPACITY_CODES, MEMBER_CODES } from './codes.js';
+import { RECOVERY_LIMITS } from './limits.js';
+
+export type MemberKind = 'file' | 'directory' | 'symlink' | 'hardlink';
+
+export interface CheckedMember {
+  /** Normalized: no leading `/`, no trailing `/`, no empty or dot component. */
+  readonly path: string;
+  readonly kind: MemberKind;
+  /** Symbolic- and hard-link target as written. */
+  readonly linkTarget?: string;
+}
+
+export const TOP_LEVEL = new Set(['runtime-root', 'configuration-backup.json', 'manifest.json']);
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/**
+ * A member refusal. `_subject` (the member's path) is deliberately not put in the error: member
+ * names are private data and a refusal's details are public output.
+ */
+export function memberRefusal(code: string, message: string, _subject?: string): LoopxError {
+  return rejected(code, message, { nextAction: 'use an intact backup made by loopx backup-state; this archive is not safe to extract' });
+}
+
+export function capacityRefusal(limit: keyof typeof CAPACITY_CODES, observed: number, maximum: number): LoopxError {
+  return rejected(CAPACITY_CODES[limit], `The backup exceeds the ${limit} limit (${observed} > ${maximum}).`, {
+    nextAction: 'split the runtime root or prune it before backing up again; limits are fixed for this profile',
+    details: { limit, observed, maximum },
+  });
+}
+
+/** Splits a raw member name; a directory's single trailing `/` is dropped. Throws the typed refusal. */
+export function normalizeMemberPath(raw: string, kind: MemberKind): string {
+  if (raw.startsWith('/')) throw memberRefusal(MEMBER_CODES.absolute, 'An archive member has an absolute path.', raw);
+  let name = raw;
+  if (kind === 'directory' && name.endsWith('/')) name = name.slice(0, -1);
+  const parts = name.split('/');
+  if (parts.includes('..')) throw memberRefusal(MEMBER_CODES.traversal, 'An archive member path contains "..".', raw);
+  for (const p of parts) {
+    if (p === '' || p === '.' || p.includes('\\') || CONTROL.test(p)) {
+      throw memberRefusal(MEMBER_CODES.invalid, 'An archive member path has an empty, dot, backslash or control-character component.', raw);
+    }
+  }
+  if (!TOP_LEVEL.has(parts[0]!)) throw memberRefusal(MEMBER_CODES.invalid, 'An archive member lies outside the names a loopx backup holds.', raw);
+  if (parts.length > RECOVERY_LIMITS.pathComponents) throw capacityRefusal('pathComponents', parts.length, RECOVERY_LIMITS.pathComponents);
+  const chars = [...name].length;
+  if (chars > RECOVERY_LIMITS.pathChars) throw capacityRefusal('pathChars', chars, RECOVERY_LIMITS.pathChars);
+  for (const p of parts) {
+    const bytes = Buffer.byteLength(p, 'utf8');
+    if (bytes > RECOVERY_LIMITS.pathComponentBytes) throw capacityRefusal('pathComponentBytes', bytes, RECOVERY_LIMITS.pathComponentBytes);
+  }
+  return name;
+}
+
+const fold = (p: string): string => p.normalize('NFC').toLowerCase();
+
+export class MemberChecker {
+  private readonly kinds = new Map<string, MemberKind>();
+  private readonly nfc = new Map<string, string>();
+  private readonly folded = new Map<string, string>();
+  private readonly links = new Map<string, string>();
+  count = 0;
+
+  constructor(private readonly maxMembers: number = RECOVERY_LIMITS.members) {}
+
+  kindOf(path: string): MemberKind | undefined {
+    return this.kinds.get(path);
+  }
+
+  get symlinkCount(): number {
+    return this.links.size;
+  }
+
+  /** Check `raw` against every rule and every member added before; on success record it. */
+  add(raw: string, kind: MemberKind, linkTarget?: string): CheckedMember {
+    const path = normalizeMemberPath(raw, kind);
+    if (this.count + 1 > this.maxMembers) throw capacityRefusal('members', this.count + 1, this.maxMembers);
+    if (this.kinds.has(path)) throw memberRefusal(MEMBER_CODES.duplicate, 'Two archive members have the same path.', path);
+    const n = path.normalize('NFC');
+    if (this.nfc.has(n)) throw memberRefusal(MEMBER_CODES.unicodeCollision, 'Two archive member paths differ only in Unicode normalization (NFC/NFD).', path);
+    const f = fold(path);
+    if (this.folded.has(f)) throw memberRefusal(MEMBER_CODES.caseCollision, 'Two archive member paths differ only in letter case.', path);
+    const parts = path.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      if (this.links.has(parts.slice(0, i).join('/'))) throw memberRefusal(MEMBER_CODES.throughLink, 'An archive member lies beneath a symbolic-link member.', path);
+    }
+    if (kind === 'symlink') this.checkSymlink(path, linkTarget ?? '');
+    if (kind === 'hardlink') this.checkHardlink(path, linkTarget ?? '');
+    if (parts.length > 1 && this.kinds.get(parts.slice(0, -1).join('/')) !== 'directory') {
+      throw memberRefusal(MEMBER_CODES.parentMissing, "An archive member's parent is not a directory member that comes before it.", path);
+    }
+    this.kinds.set(path, kind);
+    this.nfc.set(n, path);
+    this.folded.set(f, path);
+    if (kind === 'symlink') this.links.set(path, linkTarget!);
+    this.count++;
+    return { path, kind, ...(linkTarget === undefined ? {} : { linkTarget }) };
+  }
+
+  private checkSymlink(path: string, target: string): void {
+    if (target === '' || target.startsWith('/') || target.includes('\0')) {
+      throw memberRefusal(MEMBER_CODES.linkEscapes, 'A symbolic-link member points outside the workspace.', path);
+    }
+    this.resolve(path, target);
+  }
+
+  /**
+   * Resolve `target` (relative to the link's directory) over the members seen so far plus the
+   * link being added; throws when it leaves the workspace or needs more than 40 hops.
+   */
+  private resolve(linkPath: string, target: string): void {
+    let hops = 1;
+    const stack: string[] = linkPath.split('/').slice(0, -1);
+    const pending: string[] = target.split('/').reverse();
+    while (pending.length > 0) {
+      const part = pending.pop()!;
+      if (part === '' || part === '.') continue;
+      if (part === '..') {
+        if (stack.length === 0) throw memberRefusal(MEMBER_CODES.linkEscapes, 'A symbolic-link member points outside the workspace.', linkPath);
+        stack.pop();
+        continue;
+      }
+      stack.push(part);
+      const here = stack.join('/');
+      const next = here === linkPath ? target : this.links.get(here);
+      if (next === undefined) continue;
+      if (++hops > RECOVERY_LIMITS.linkHops) throw capacityRefusal('linkHops', hops, RECOVERY_LIMITS.linkHops);
+      if (next.startsWith('/')) throw memberRefusal(MEMBER_CODES.linkEscapes, 'A symbolic-link member points outside the workspace.', linkPath);
+      stack.pop();
+      pending.push(...next.split('/').reverse());
+    }
+  }
+
+  private checkHardlink(path: string, target: string): void {
+    const parts = target.split('/');
+    let depth = 0;
+    for (const p of parts) {
+      if (p === '..') depth--;
+      else if (p !== '' && p !== '.') depth++;
+      if (depth < 0) break;
+    }
+    if (target === '' || target.startsWith('/') || depth < 0 || !TOP_LEVEL.has(parts[0] ?? '')) {
+      throw memberRefusal(MEMBER_CODES.linkEscapes, 'A hard-link member points outside the workspace.', path);
+    }
+    if (parts.includes('..') || parts.includes('.') || this.kinds.get(target) !== 'file') {
+      throw memberRefusal(MEMBER_CODES.hardlinkAmbiguous, 'A hard-link member does not name exactly one earlier regular-file member.', path);
+    }
+    throw memberRefusal(MEMBER_CODES.hardlinkUnsupported, 'Hard-link members are not supported; the producer never writes them.', path);
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * Step 5 of verification (RFC §5), the part that runs inside the disposable worker process
+ * (worker.ts): SQLite integrity on private copies, the configuration checkpoint verifier, and
+ * readback of configuration, registry, Goals, Todos and committed history through each owner's
+ * `readHistorical()`. It reads the staged workspace and writes only private scratch copies under
+ * the scratch directory it is given; it loads no restored code, opens no socket, takes no lock or
+ * lease. Its report carries counts, ids, statuses and finding codes — never payloads.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openSqliteCopy } from '../store/index.js';
+import { config, effect, goal, quota, registry, scheduler, session, work } from '../owners/index.js';
+
+export interface WorkerRequest {
+  /** The staged workspace (the archive's top). */
+  readonly workspace: string;
+  /** Private scratch directory for SQLite copies. */
+  readonly scratch: string;
+  /** Workspace-relative paths of the files that carry the SQLite header. */
+  readonly sqlite: readonly string[];
+}
+
+export interface FindingLite {
+  readonly code: string;
+  readonly severity: string;
+  readonly subject: string;
+  readonly next_action: string;
+}
+
+export type OwnerKind = 'config' | 'registry' | 'goal' | 'work' | 'session' | 'effect' | 'quota' | 'scheduler' | 'engine' | 'unknown';
+
+export interface SqliteReport {
+  readonly path: string;
+  readonly owner: OwnerKind;
+  readonly goal_id: string | null;
+  readonly integrity: 'ok' | 'failed' | 'unreadable';
+  readonly wal_header: boolean;
+  /** Owner readback, when the owner has a reader for this file. */
+  readonly readback: { readonly ok: boolean; readonly counts: Record<string, number>; readonly findings: readonly FindingLite[] } | null;
+  readonly work?: WorkReadback;
+}
+
+export interface WorkReadback {
+  readonly goal_id: string | null;
+  readonly readable: boolean;
+  readonly store_identity: string | null;
+  readonly head_cursor: number | null;
+  readonly history_count: number;
+  readonly todo_count: number;
+  readonly todos_by_status: Record<string, number>;
+}
+
+export interface WorkerReport {
+  readonly sqlite_heap_limit: number;
+  readonly checkpoint: { readonly ok: boolean; readonly sha256: string | null; readonly goal_count: number; readonly machine_configuration_present: boolean; readonly findings: readonly FindingLite[] };
+  readonly config: { readonly ok: boolean; readonly revision: string | null; readonly receipts: number; readonly findings: readonly FindingLite[] };
+  readonly registry: { readonly ok: boolean; readonly revision: string | null; readonly goals: readonly { goal_id: string; goal_instance_id: string; status: string; route: string }[]; readonly findings: readonly FindingLite[] };
+  readonly goals: { readonly ok: boolean; readonly goals: readonly { goal_id: string; goal_instance_id: string; lifecycle: string; docs: number }[]; readonly findings: readonly FindingLite[] };
+  readonly sqlite: readonly SqliteReport[];
+}
+
+const lite = (f: { code: string; severity?: string; subject: string; next_action: string }): FindingLite => ({
+  code: f.code,
+  severity: f.severity ?? 'error',
+  subject: f.subject,
+  next_action: f.next_action,
+});
+
+const ROOT = 'runtime-root';
+const GOAL_WORK = /^runtime-root\/goals\/([a-z0-9][a-z0-9._-]{0,63})\/work\.db$/;
+
+/** The owner of a SQLite file by its place in the root's layout (owners/layout.ts). */
+export function ownerOfSqlite(path: string): { owner: OwnerKind; goal_id: string | null } {
+  const w = GOAL_WORK.exec(path);
+  if (w) return { owner: 'work', goal_id: w[1]! };
+  const byName: Record<string, OwnerKind> = {
+    [`${ROOT}/sessions.db`]: 'session',
+    [`${ROOT}/effects.db`]: 'effect',
+    [`${ROOT}/quota.db`]: 'quota',
+    [`${ROOT}/scheduler.db`]: 'scheduler',
+    [`${ROOT}/engine.db`]: 'engine',
+  };
+  return { owner: byName[path] ?? 'unknown', goal_id: null };
+}
+
+function integrityOf(abs: string, scratch: string): { integrity: SqliteReport['integrity']; wal: boolean } {
+  let wal = false;
+  try {
+    const head = readFileSync(abs).subarray(0, 20);
+    wal = head.length >= 20 && head[18] === 2 && head[19] === 2;
+  } catch {
+    return { integrity: 'unreadable', wal };
+  }
+  let copy;
+  try {
+    copy = openSqliteCopy(abs, { scratchDir: scratch, scratchPrefix: 'integrity-' });
+  } catch {
+    return { integrity: 'unreadable', wal };
+  }
+  try {
+    const rows = copy.db.pragma('integrity_check') as Array<{ integrity_check: string }>;
+    return { integrity: rows.length === 1 && rows[0]!.integrity_check === 'ok' ? 'ok' : 'failed', wal };
+  } catch {
+    return { integrity: 'failed', wal };
+  } finally {
+    copy.close();
+  }
+}
+
+export function verifyOwners(req: WorkerRequest, heapLimit: number): WorkerReport {
+  const root = join(req.workspace, ROOT);
+  const opts = { scratchDir: req.scratch };
+
+  const cp = config.verifyConfigurationCheckpoint(readFileSync(join(req.workspace, 'configuration-backup.json')));
+  const checkpoint = {
+    ok: cp.ok,
+    sha256: cp.sha256,
+    goal_count: cp.goal_count,
+    machine_configuration_present: cp.machine_configuration_present,
+    findings: cp.findings.map(lite),
+  };
+
+  const c = config.readHistorical(root);
+  const configReport = {
+    ok: c.ok,
+    revision: c.configuration?.revision ?? null,
+    receipts: c.receipts.length,
+    findings: c.findings.map(lite),
+  };
+
+  const r = registry.readHistorical(root);
+  const registryReport = r.ok
+    ? {
+        ok: true,
+        revision: r.read.revision,
+        goals: r.read.value.goals.map((g) => ({ goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, status: g.status, route: g.route })),
+        findings: [],
+      }
+    : { ok: false, revision: null, goals: [], findings: r.findings.map(lite) };
+
+  const g = goal.readHistorical(root);
+  const goalsReport = {
+    ok: g.ok,
+    goals: g.goals.map((x) => ({ goal_id: x.goal_id, goal_instance_id: x.goal_instance_id, lifecycle: x.lifecycle, docs: x.docs.length })),
+    findings: g.findings.map(lite),
+  };
+
+  const sqlite: SqliteReport[] = [];
+  for (const path of req.sqlite) {
+    const abs = join(req.workspace, path);
+    const { owner, goal_id } = ownerOfSqlite(path);
+    const { integrity, wal } = integrityOf(abs, req.scratch);
+    const base = { path, owner, goal_id, integrity, wal_header: wal };
+    if (integrity !== 'ok') {
+      sqlite.push({ ...base, readback: null });
+      continue;
+    }
+    switch (owner) {
+      case 'work': {
+        const h = work.readHistorical(abs, { goal_id: goal_id! });
+        const byStatus: Record<string, number> = {};
+        for (const t of h.todos) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
+        sqlite.push({
+          ...base,
+          readback: {
+            ok: h.readable && !h.findings.some((f) => f.severity === 'error'),
+            counts: { todos: h.todos.length, history: h.history_count },
+            findings: h.findings.map(lite),
+          },
+          work: {
+            goal_id: h.goal_id,
+            readable: h.readable,
+            store_identity: h.store_identity,
+            head_cursor: h.head_cursor,
+            history_count: h.history_count,
+            todo_count: h.todos.length,
+            todos_by_status: byStatus,
+          },
+        });
+        break;
+      }
+      case 'session': {
+        const h = session.readHistorical(abs, opts);
+        sqlite.push({ ...base, readback: { ok: !h.findings.some((f) => f.severity === 'error'), counts: { sessions: h.sessions.length, turns: h.turns.length, settlements: h.settlements.length }, findings: h.findings.map(lite) } });
+        break;
+      }
+      case 'effect': {
+        const h = effect.readHistorical(abs, opts);
+        sqlite.push({ ...base, readback: { ok: !h.findings.some((f) => f.severity === 'error'), counts: { effects: h.effects.length, outbox: h.outbox.length, transitions: h.transitions.length }, findings: h.findings.map(lite) } });
+        break;
+      }
+      case 'quota': {
+        const h = quota.readHistorical(abs, opts);
+        sqlite.push({ ...base, readback: { ok: !h.findings.some((f) => f.severity === 'error'), counts: { entries: h.entries.length }, findings: h.findings.map(lite) } });
+        break;
+      }
+      case 'scheduler': {
+        const h = scheduler.readHistorical(abs, opts);
+        sqlite.push({ ...base, readback: { ok: !h.findings.some((f) => f.severity === 'error'), counts: { timers: h.timers.length }, findings: h.findings.map(lite) } });
+        break;
+      }
+      default:
+        sqlite.push({ ...base, readback: null });
+    }
+  }
+  return { sqlite_heap_limit: heapLimit, checkpoint, config: configReport, registry: registryReport, goals: goalsReport, sqlite };
+}

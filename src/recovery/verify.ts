@@ -1,0 +1,195 @@
+/**
+ * `backup-state verify`: the ordered verification of RFC §5 ("Verification is ordered").
+ *
+ *   1 inputs      bindInputs: regular files, manifest schema, archive digest (before any decoding)
+ *   2 destination preflightDestination + the manifest's declared inventory against §12
+ *   3 members     planMembers: the planned list through the member checker (nothing written)
+ *   4 extract     create D (0700) and D/.staging; one streaming, witnessed, confined pass
+ *   5 owners      the disposable worker: SQLite integrity, checkpoint, readHistorical()
+ *   6 graph       buildAudit: components, dependency links, findings, counts
+ *   7 publish     D/.staging → D/workspace, then D/recovery-audit.json (exclusive, 0600, fsynced)
+ *
+ * Without `execute` it stops after step 3 and returns the plan: nothing is created. With it, a
+ * refusal at any step removes what this run created (D and everything under it) — D is never
+ * published half-made, and no other path is touched. It never loads plugins, runs restored code,
+ * imports credentials, registers the workspace, takes a lease or opens a socket.
+ */
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync, constants } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fsyncDir } from '../core/fs.js';
+import { isLoopxError, rejected } from '../core/errors.js';
+import { OWNER_CODES } from './codes.js';
+import { AUDIT_FILE, WORKSPACE_DIR, auditBytes, buildAudit, publicSummary, type PublicAuditSummary, type RecoveryAudit } from './audit.js';
+import { checkDeclared, declaredInventory, preflightDestination } from './destination.js';
+import { extractArchive, planMembers } from './extract.js';
+import { bindInputs } from './inputs.js';
+import { RECOVERY_LIMITS } from './limits.js';
+import { capacityRefusal } from './members.js';
+import { runWorker } from './worker-client.js';
+
+export interface VerifyInputs {
+  readonly archive: string;
+  readonly manifest: string;
+  readonly destination: string;
+}
+
+export interface VerifyProgress {
+  readonly step: 'inputs' | 'destination' | 'members' | 'extract' | 'owners' | 'audit';
+  readonly done: number;
+  readonly total: number;
+}
+
+export interface VerifyOptions {
+  readonly onProgress?: (p: VerifyProgress) => void;
+}
+
+export interface VerifyPlan {
+  readonly ok: true;
+  readonly dry_run: true;
+  readonly backup_id: string;
+  readonly archive_sha256: string;
+  readonly external_manifest_sha256: string;
+  readonly members: number;
+  readonly regular_file_bytes: number;
+  readonly expanded_bytes: number;
+  readonly archive_bytes: number;
+  readonly goals: number;
+  readonly sqlite_files: number;
+  readonly free_bytes: number;
+  readonly required_free_bytes: number;
+  readonly would_create: readonly string[];
+  readonly execution_authority_granted: false;
+}
+
+export interface VerifyOutcome {
+  readonly audit: RecoveryAudit;
+  readonly audit_bytes: Buffer;
+  readonly summary: PublicAuditSummary;
+}
+
+const STAGING = '.staging';
+const SCRATCH = '.scratch';
+
+function prepare(inputs: VerifyInputs, progress?: (p: VerifyProgress) => void) {
+  progress?.({ step: 'inputs', done: 0, total: 1 });
+  const bound = bindInputs(inputs.archive, inputs.manifest);
+  try {
+    progress?.({ step: 'destination', done: 0, total: 1 });
+    const declared = declaredInventory(bound.manifest);
+    checkDeclared(declared, bound.archiveSize);
+    const dest = preflightDestination(inputs.destination, declared);
+    progress?.({ step: 'members', done: 0, total: 1 });
+    const planned = planMembers(bound.manifest);
+    return { bound, declared, dest, planned };
+  } catch (e) {
+    closeSync(bound.archiveFd);
+    throw e;
+  }
+}
+
+/** Steps 1–3: nothing is created. */
+export function planVerify(inputs: VerifyInputs): VerifyPlan {
+  const { bound, declared, dest } = prepare(inputs);
+  closeSync(bound.archiveFd);
+  return {
+    ok: true,
+    dry_run: true,
+    backup_id: bound.manifest.backup_id,
+    archive_sha256: bound.archiveSha256,
+    external_manifest_sha256: bound.manifestSha256,
+    members: declared.members,
+    regular_file_bytes: declared.regularBytes,
+    expanded_bytes: declared.expandedBytes,
+    archive_bytes: bound.archiveSize,
+    goals: declared.goals,
+    sqlite_files: declared.sqliteFiles,
+    free_bytes: dest.freeBytes,
+    required_free_bytes: dest.requiredBytes,
+    would_create: [WORKSPACE_DIR, AUDIT_FILE],
+    execution_authority_granted: false,
+  };
+}
+
+export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions = {}): Promise<VerifyOutcome> {
+  const t0 = performance.now();
+  const progress = options.onProgress;
+  const { bound, dest, planned } = prepare(inputs, progress);
+  let created = false;
+  try {
+    try {
+      mkdirSync(dest.path, { mode: 0o700 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw preflightDestination(inputs.destination, declaredInventory(bound.manifest));
+      throw e;
+    }
+    created = true;
+    const staging = join(dest.path, STAGING);
+    const scratch = join(dest.path, SCRATCH);
+    mkdirSync(staging, { mode: 0o700 });
+    mkdirSync(scratch, { mode: 0o700 });
+
+    const extraction = await extractArchive(bound.archiveFd, bound, planned, staging, (p) =>
+      progress?.({ step: 'extract', done: p.compressed_done, total: p.compressed_total }),
+    );
+    const t1 = performance.now();
+
+    const sqlite = extraction.files.filter((f) => f.sqlite).map((f) => f.path);
+    if (sqlite.length > RECOVERY_LIMITS.sqliteFiles) throw capacityRefusal('sqliteFiles', sqlite.length, RECOVERY_LIMITS.sqliteFiles);
+    progress?.({ step: 'owners', done: 0, total: sqlite.length });
+    const report = await runWorker({ workspace: staging, scratch, sqlite });
+    const t2 = performance.now();
+
+    const broken = report.sqlite.find((s) => s.integrity !== 'ok');
+    if (broken) {
+      throw rejected(OWNER_CODES.sqliteIntegrity, 'A SQLite database in the backup failed its integrity check.', {
+        nextAction: 'use another backup of this root; keep this one for inspection',
+        details: { owner: broken.owner },
+      });
+    }
+    if (!report.checkpoint.ok) {
+      throw rejected(OWNER_CODES.configurationCheckpoint, 'The configuration checkpoint did not verify.', {
+        nextAction: 'use another backup of this root; keep this one for inspection',
+        details: { codes: report.checkpoint.findings.map((f) => f.code) },
+      });
+    }
+    const overflow = report.sqlite.find((s) => (s.work?.history_count ?? 0) > RECOVERY_LIMITS.goalCommittedTransactions);
+    if (overflow) throw capacityRefusal('goalHistory', overflow.work!.history_count, RECOVERY_LIMITS.goalCommittedTransactions);
+
+    progress?.({ step: 'audit', done: 0, total: 1 });
+    rmSync(scratch, { recursive: true, force: true });
+    const audit = buildAudit({
+      manifest: bound.manifest,
+      archiveSha256: bound.archiveSha256,
+      archiveSize: bound.archiveSize,
+      manifestSha256: bound.manifestSha256,
+      extraction,
+      report,
+      durations: { archive_processing: Math.round(t1 - t0), owner_read: Math.round(t2 - t1), total: Math.round(performance.now() - t0) },
+    });
+    const bytes = auditBytes(audit);
+    if (bytes.length > RECOVERY_LIMITS.savedAuditBytes) throw capacityRefusal('manifestBytes', bytes.length, RECOVERY_LIMITS.savedAuditBytes);
+
+    // Publish: the workspace first, the audit last (its presence is what marks D complete).
+    renameSync(staging, join(dest.path, WORKSPACE_DIR));
+    const fd = openSync(join(dest.path, AUDIT_FILE), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    fsyncDir(dest.path);
+    fsyncDir(dest.parent);
+    return { audit, audit_bytes: bytes, summary: publicSummary(audit) };
+  } catch (e) {
+    // Remove only what this run created; D never existed before it (step 2 proved that).
+    if (created) rmSync(dest.path, { recursive: true, force: true });
+    if (!isLoopxError(e) && (e as NodeJS.ErrnoException).code === 'ENOSPC') {
+      throw rejected('verify_capacity_free_space', 'The destination ran out of space during extraction.', { nextAction: 'free space or choose a destination on a larger file system' });
+    }
+    throw e;
+  } finally {
+    closeSync(bound.archiveFd);
+  }
+}
