@@ -8,6 +8,7 @@
 import type { Command } from 'commander';
 import { CAPTURE_FACTS, create, describePlan, plan, type BackupProgress, type BackupResult, type PlanSummary } from '../../backup/index.js';
 import { emit, resolveRoot, type GlobalOptions, type Output } from '../context.js';
+import { register as registerVerify } from './backup-verify.js';
 
 interface BackupStateOptions {
   outputDir?: string;
@@ -98,7 +99,7 @@ function printCreated(d: ReturnType<typeof executeSummary>, out: Output): void {
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
-  program
+  const backupState = program
     .command('backup-state')
     .description('plan a private backup of the runtime root (writes nothing), or create it with --execute')
     .option('--output-dir <dir>', 'where the archive and manifest are published (default: <root>/backups)')
@@ -127,4 +128,6 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       }
       emit(g, executeSummary(result), printCreated);
     });
+  backupState.enablePositionalOptions();
+  registerVerify(backupState, globals);
 }

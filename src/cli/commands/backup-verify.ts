@@ -1,0 +1,126 @@
+/**
+ * `loopx backup-state verify --archive A --manifest M --destination D [--execute]` and
+ * `loopx backup-state audit show D` (RFC complete-state-recovery §5, M1). Without --execute,
+ * verify prints the plan and creates nothing; with it, it creates only D (0700) holding the inert
+ * workspace and the content-addressed audit, and prints the audit's PUBLIC summary — counts,
+ * component ids, digests and codes, never a path, member name or payload. A held audit is a
+ * successful verification (exit 0). `audit show` writes the stored audit's exact bytes to stdout
+ * after re-checking its content address (with --json; without it, a readable rendering).
+ */
+import type { Command } from 'commander';
+import { usageError } from '../../core/errors.js';
+import { executeVerify, planVerify, publicSummary, showAudit, type PublicAuditSummary, type VerifyPlan, type VerifyProgress } from '../../recovery/index.js';
+import { emit, stdoutOutput, type GlobalOptions, type Output } from '../context.js';
+
+interface VerifyFlags {
+  archive: string;
+  manifest: string;
+  destination: string;
+  execute?: boolean;
+}
+
+const mib = (bytes: number): string =>
+  bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+
+const LABEL = {
+  recovered_readable: 'recovered and readable',
+  historical_only: 'historical only',
+  unknown_unrecoverable: 'unknown or unrecoverable',
+} as const;
+
+function printPlan(p: VerifyPlan, out: Output): void {
+  out.line(`verify plan for backup ${p.backup_id} (dry run: nothing was created; add --execute to extract and audit)`);
+  out.line(`  archive ${mib(p.archive_bytes)} sha256 ${p.archive_sha256} — matches the manifest`);
+  out.line(`  ${p.members} members, ${mib(p.regular_file_bytes)} of regular files, ${mib(p.expanded_bytes)} expanded; ${p.goals} Goals, ${p.sqlite_files} SQLite databases`);
+  out.line(`  destination: new, free space ${mib(p.free_bytes)} (needs ${mib(p.required_free_bytes)})`);
+  out.line(`  would create: ${p.would_create.join(', ')} inside the destination`);
+  out.line('  verification grants no execution authority');
+}
+
+export function printSummary(s: PublicAuditSummary, out: Output): void {
+  out.line(`recovery audit ${s.recovery_id}`);
+  out.line(`  backup ${s.backup.backup_id} (${s.backup.schema_version}), archive sha256 ${s.backup.archive_sha256}`);
+  out.line(`  status: ${s.phase} (${s.operator_state}); workspace inert and unregistered`);
+  const a = s.counts.assets;
+  out.line(`  assets: ${a.recovered_readable} recovered and readable, ${a.historical_only} historical only, ${a.unknown_unrecoverable} unknown or unrecoverable`);
+  for (const c of s.components) out.line(`    ${c.component_id.padEnd(22)} ${c.owner_kind.padEnd(9)} ${LABEL[c.classification].padEnd(25)} next: ${c.next_action}`);
+  const held = s.findings.filter((f) => f.severity !== 'warning');
+  if (held.length > 0) out.line('  holds and errors:');
+  for (const f of held) out.line(`    ${f.code} (${f.owner}${f.component ? `, ${f.component}` : ''}) — ${f.next_action}`);
+  const m = s.measurements;
+  out.line(`  measured: archive ${mib(m.archive_bytes)}, regular files ${mib(m.regular_file_bytes)}; archive ${m.durations_ms.archive_processing} ms, owner read ${m.durations_ms.owner_read} ms`);
+  out.line(`  next: ${s.next_action}`);
+  out.line('  execution authority granted: no — verification never grants it');
+}
+
+function progressBar(stream: NodeJS.WriteStream): { update(p: VerifyProgress): void; end(): void } {
+  let drawn = false;
+  let last = 0;
+  return {
+    update(p) {
+      const t = Date.now();
+      if (t - last < 100 && p.step === 'extract') return;
+      last = t;
+      const fraction = p.total > 0 ? Math.min(1, p.done / p.total) : 0;
+      const filled = Math.round(fraction * 28);
+      stream.write(`\r\x1b[2K[${'#'.repeat(filled)}${'.'.repeat(28 - filled)}] ${p.step}`);
+      drawn = true;
+    },
+    end() {
+      if (drawn) stream.write('\r\x1b[2K');
+    },
+  };
+}
+
+export function register(backupState: Command, globals: () => GlobalOptions): void {
+  backupState
+    .command('verify')
+    .description('verify a backup; with --execute extract it into a NEW inert workspace and write its audit')
+    .requiredOption('--archive <file>', 'the backup archive (<id>.tar.gz)')
+    .requiredOption('--manifest <file>', 'its external manifest (<id>.manifest.json)')
+    .requiredOption('--destination <dir>', 'a new directory to create (must not exist)')
+    .option('--execute', 'extract, verify owners and write the audit (otherwise: plan only)')
+    .action(async (flags: VerifyFlags) => {
+      const g = globals();
+      // Global options are parsed anywhere on the line, so the parent \`backup-state\` (whose own
+      // --execute means "create") sees this subcommand's flags first: take --execute from it, and
+      // refuse the create-only flags instead of ignoring them.
+      const parent = backupState.opts<Record<string, unknown>>();
+      const misplaced = ['outputDir', 'backupId', 'includeAutomations', 'includeSkills'].filter((k) => parent[k] !== undefined);
+      if (misplaced.length > 0) throw usageError('usage_invalid_option', 'Those backup-state create options do not apply to verify.', 'run loopx backup-state verify --help');
+      const o = { ...flags, execute: flags.execute ?? (parent.execute === true) };
+      const inputs = { archive: o.archive, manifest: o.manifest, destination: o.destination };
+      if (!o.execute) {
+        emit(g, planVerify(inputs), printPlan);
+        return;
+      }
+      const bar = process.stderr.isTTY && !g.json ? progressBar(process.stderr) : undefined;
+      try {
+        const outcome = await executeVerify(inputs, bar ? { onProgress: (p) => bar.update(p) } : {});
+        bar?.end();
+        emit(g, outcome.summary, printSummary);
+      } finally {
+        bar?.end();
+      }
+    });
+
+  const audit = backupState.command('audit').description('read recovery audits back');
+  audit
+    .command('show <destination>')
+    .description('print a stored audit; --json writes its exact bytes after re-checking its content address')
+    .option('--public', 'print the redacted public summary instead of the private audit')
+    .action((destination: string, o: { public?: boolean }) => {
+      const g = globals();
+      const { bytes, audit: doc } = showAudit(destination);
+      if (o.public) {
+        emit(g, publicSummary(doc), printSummary);
+        return;
+      }
+      if (g.json) {
+        process.stdout.write(bytes);
+        return;
+      }
+      printSummary(publicSummary(doc), stdoutOutput);
+      process.stdout.write(`  private audit: ${doc.components.reduce((n, c) => n + c.archive_members.length, 0)} members listed by component; use --json for its exact bytes\n`);
+    });
+}
