@@ -27,7 +27,6 @@ export interface CheckedMember {
 
 export const TOP_LEVEL = new Set(['runtime-root', 'configuration-backup.json', 'manifest.json']);
 
-// eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /**
