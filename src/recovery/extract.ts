@@ -10,7 +10,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import { closeSync, constants, mkdirSync, read, openSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { createGunzip } from 'node:zlib';
 import { isLoopxError, rejected } from '../core/errors.js';
@@ -72,29 +72,45 @@ export function planMembers(manifest: BackupManifest): Map<string, PlannedMember
 
 const readAt = promisify(read);
 
-/** The bound file description from offset 0, in 1 MiB chunks (it is not closed here: the caller owns it). */
-async function* readFd(fd: number): AsyncGenerator<Buffer> {
-  let position = 0;
-  for (;;) {
-    const buffer = Buffer.allocUnsafe(READ_CHUNK);
-    const { bytesRead } = await readAt(fd, buffer, 0, READ_CHUNK, position);
-    if (bytesRead === 0) return;
-    position += bytesRead;
-    yield buffer.subarray(0, bytesRead);
-  }
-}
-
-class Witness extends Transform {
+/**
+ * The scan's witness: it reads the bound file description from offset 0 and hashes every byte it
+ * hands on, in order — exactly what gunzip consumes. After a failure `drain()` hashes the rest of
+ * the file, so a refusal caused by bytes that changed during the scan is reported as a change
+ * (the witness differs from the preflight), not as corrupt input.
+ */
+class FdWitness {
   bytes = 0;
-  readonly hash: Hash = createHash('sha256');
-  constructor(private readonly onBytes: (n: number) => void) {
-    super({ highWaterMark: READ_CHUNK });
-  }
-  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    this.bytes += chunk.length;
+  private readonly hash: Hash = createHash('sha256');
+  private position = 0;
+  constructor(private readonly fd: number, private readonly onBytes: (n: number) => void) {}
+
+  private async next(): Promise<Buffer | undefined> {
+    const buffer = Buffer.allocUnsafe(READ_CHUNK);
+    const { bytesRead } = await readAt(this.fd, buffer, 0, READ_CHUNK, this.position);
+    if (bytesRead === 0) return undefined;
+    this.position += bytesRead;
+    const chunk = buffer.subarray(0, bytesRead);
     this.hash.update(chunk);
-    this.onBytes(this.bytes);
-    cb(null, chunk);
+    this.bytes += bytesRead;
+    return chunk;
+  }
+
+  async *chunks(): AsyncGenerator<Buffer> {
+    for (;;) {
+      const chunk = await this.next();
+      if (chunk === undefined) return;
+      this.onBytes(this.bytes);
+      yield chunk;
+    }
+  }
+
+  /** Hash the rest of the file (bounded by the archive limit). */
+  async drain(): Promise<void> {
+    while (this.bytes <= RECOVERY_LIMITS.archiveBytes && (await this.next()) !== undefined);
+  }
+
+  matches(size: number, sha256: string): boolean {
+    return this.bytes === size && this.hash.copy().digest('hex') === sha256;
   }
 }
 
@@ -126,7 +142,7 @@ export async function extractArchive(
   let current: { fd: number; member: CheckedMember; hash: Hash; size: number; head: Buffer[]; headLen: number } | undefined;
   let manifestChunks: Buffer[] | undefined;
 
-  const witness = new Witness((n) => onProgress?.({ compressed_done: n, compressed_total: bound.archiveSize }));
+  const witness = new FdWitness(fd, (n) => onProgress?.({ compressed_done: n, compressed_total: bound.archiveSize }));
   const scanner = new TarScanner({
     onEntry(e: TarEntry) {
       const m = checker.add(e.name, e.type, e.type === 'symlink' || e.type === 'hardlink' ? e.linkName : undefined);
@@ -190,9 +206,13 @@ export async function extractArchive(
     },
   });
 
+  const changed = (): Error =>
+    rejected(INPUT_CODES.archiveWitnessMismatch, 'The archive changed while it was verified.', {
+      nextAction: 'keep the archive unchanged during verification and run verify again',
+    });
   const gunzip = createGunzip({ chunkSize: 64 * 1024 });
-  const source = Readable.from(readFd(fd), { objectMode: false });
-  source.pipe(witness).pipe(gunzip);
+  const source = Readable.from(witness.chunks(), { objectMode: false });
+  source.pipe(gunzip);
   const failed = (e: unknown): unknown => {
     if (isLoopxError(e)) return e;
     const code = (e as NodeJS.ErrnoException).code;
@@ -205,7 +225,6 @@ export async function extractArchive(
   };
   try {
     source.on('error', (e) => gunzip.destroy(e));
-    witness.on('error', (e) => gunzip.destroy(e));
     for await (const chunk of gunzip as AsyncIterable<Buffer>) {
       scanner.push(chunk);
       if (scanner.bytes > RECOVERY_LIMITS.expandedBytes) throw capacityRefusal('expandedBytes', scanner.bytes, RECOVERY_LIMITS.expandedBytes);
@@ -215,7 +234,11 @@ export async function extractArchive(
     }
     scanner.finish();
   } catch (e) {
-    throw failed(e);
+    const refusal = failed(e);
+    source.unpipe();
+    source.destroy();
+    await witness.drain().catch(() => undefined);
+    throw witness.matches(bound.archiveSize, bound.archiveSha256) ? refusal : changed();
   } finally {
     source.unpipe();
     source.destroy();
@@ -227,12 +250,8 @@ export async function extractArchive(
   }
 
   // The scan's own witness must equal the preflight before anything else is trusted.
-  const witnessSha = witness.hash.digest('hex');
-  if (witness.bytes !== bound.archiveSize || witnessSha !== bound.archiveSha256) {
-    throw rejected(INPUT_CODES.archiveWitnessMismatch, 'The archive changed while it was verified.', {
-      nextAction: 'keep the archive unchanged during verification and run verify again',
-    });
-  }
+  await witness.drain();
+  if (!witness.matches(bound.archiveSize, bound.archiveSha256)) throw changed();
   for (const path of planned.keys()) {
     if (!seen.has(path)) throw memberRefusal(MEMBER_CODES.missing, 'A member the manifest lists is not in the archive.', path);
   }

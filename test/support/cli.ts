@@ -6,9 +6,9 @@ import { join, resolve } from 'node:path';
 
 export const REPO = resolve(import.meta.dirname, '../..');
 /** Every CLI child of this test file shares one private run authority, never the user's real one. */
-const STATE_HOME = mkdtempSync(join(tmpdir(), 'loopx-state-'));
+export const STATE_HOME = mkdtempSync(join(tmpdir(), 'loopx-state-'));
 const baseEnv = (): NodeJS.ProcessEnv => ({ ...process.env, XDG_STATE_HOME: STATE_HOME });
-const ENTRY = join(REPO, 'test/support/loopx-entry.ts');
+export const ENTRY = join(REPO, 'test/support/loopx-entry.ts');
 
 export interface CliResult {
   readonly status: number | null;
