@@ -5,7 +5,8 @@
  * answer. The worker is always reaped before this returns — no process is left behind.
  */
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { rejected } from '../core/errors.js';
 import { OWNER_CODES } from './codes.js';
 import { RECOVERY_LIMITS } from './limits.js';
@@ -14,12 +15,10 @@ import type { WorkerReport, WorkerRequest } from './owner-verify.js';
 function workerEntry(): { path: string; loader: string[] } {
   const here = fileURLToPath(import.meta.url);
   if (here.endsWith('.ts')) {
-    // Running from sources (tests, tsx): the worker needs the same TypeScript loader.
-    // The worker runs with its cwd in the scratch directory, so a bare specifier is resolved here.
-    const loader = process.execArgv
-      .filter((a, i, all) => a.startsWith('--import') || all[i - 1] === '--import')
-      .map((a) => (a.startsWith('--') || a.startsWith('file:') || a.startsWith('/') ? a : import.meta.resolve(a)));
-    return { path: here.replace(/worker-client\.ts$/, 'worker.ts'), loader };
+    // Running from sources (tests, tsx): the worker needs the TypeScript loader, resolved here
+    // because the worker's cwd is the scratch directory.
+    const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+    return { path: here.replace(/worker-client\.ts$/, 'worker.ts'), loader: ['--import', tsx] };
   }
   return { path: here.replace(/worker-client\.js$/, 'worker.js'), loader: [] };
 }
