@@ -278,7 +278,7 @@ export async function extractArchive(
   return {
     compressedBytes: witness.bytes,
     expandedBytes: scanner.bytes,
-    regularBytes,
+    regularBytes: regularBytes + embeddedBuf.length,
     members: checker.count,
     files,
     directories,
