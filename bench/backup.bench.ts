@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { openFileConfigStore } from '../src/owners/config/index.js';
 import { openFileGoalStore } from '../src/owners/goal/index.js';
 import { openFileRegistry } from '../src/owners/registry/index.js';
+import { openGoalWork } from '../src/owners/work/index.js';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -19,8 +20,8 @@ import { create, plan } from '../src/backup/index.js';
 import type { BenchFigure } from './harness.js';
 
 const MiB = 1024 * 1024;
-const GOALS = 4;
-const COMMITS_PER_GOAL = 20_000;
+export const GOALS = 4;
+export const COMMITS_PER_GOAL = 20_000;
 const SAMPLES = 3;
 
 /** Deterministic pseudo-random source (xorshift32). */
@@ -64,8 +65,18 @@ function db(path: string, setup: (d: Database.Database) => void): void {
   d.close();
 }
 
+export interface BuildRootOptions {
+  /**
+   * What each Goal's work.db is: `synthetic` (default; a `commits` table of 20,000 ~900-byte rows,
+   * which the producer counts but the work owner does not recognize) or `loopx` (a real work store
+   * written through the work owner: 20 Todos, then updates up to 20,000 committed transactions —
+   * about the same size, and what `backup-state verify` replays in its owner worker).
+   */
+  readonly work?: 'synthetic' | 'loopx';
+}
+
 /** Build the ~128 MiB root; returns its regular-file bytes. */
-export function buildRoot(root: string): number {
+export function buildRoot(root: string, options: BuildRootOptions = {}): number {
   mkdirSync(root, { recursive: true, mode: 0o700 });
   const next = rng(42);
   const goals = Array.from({ length: GOALS }, (_, i) => `goal-${i}`);
@@ -75,15 +86,22 @@ export function buildRoot(root: string): number {
   config.apply({ expectedRevision: config.read().revision, transactionId: 'bench-config', changes: { effects: { schema_version: 'loopx_effects_config_v0', webhook_url: 'http://127.0.0.1:9/deliveries' } } });
   for (const g of goals) {
     goalStore.create(g, `Benchmark Goal ${g}`);
-    db(join(root, 'goals', g, 'work.db'), (d) => {
-      d.exec('CREATE TABLE commits (seq INTEGER PRIMARY KEY, payload TEXT NOT NULL); CREATE TABLE todos (id INTEGER PRIMARY KEY, title TEXT, status TEXT)');
-      const ins = d.prepare('INSERT INTO commits (payload) VALUES (?)');
-      const todo = d.prepare('INSERT INTO todos (title, status) VALUES (?, ?)');
-      d.transaction(() => {
-        for (let i = 0; i < COMMITS_PER_GOAL; i++) ins.run(JSON.stringify({ seq: i, op: 'todo.update', note: prose(next, 900) }));
-        for (let i = 0; i < 500; i++) todo.run(prose(next, 60), i % 3 === 0 ? 'done' : 'open');
-      })();
-    });
+    if (options.work === 'loopx') {
+      const w = openGoalWork({ root, goal_id: g, synchronous: 'OFF' });
+      for (let i = 1; i <= 20; i++) w.addTodo({ operation_id: `add-${i}`, title: prose(next, 60) });
+      for (let i = 21; i <= COMMITS_PER_GOAL; i++) w.updateTodo({ operation_id: `note-${i}`, todo_id: `t${(i % 20) + 1}`, note: `step ${i}` });
+      w.close();
+    } else {
+      db(join(root, 'goals', g, 'work.db'), (d) => {
+        d.exec('CREATE TABLE commits (seq INTEGER PRIMARY KEY, payload TEXT NOT NULL); CREATE TABLE todos (id INTEGER PRIMARY KEY, title TEXT, status TEXT)');
+        const ins = d.prepare('INSERT INTO commits (payload) VALUES (?)');
+        const todo = d.prepare('INSERT INTO todos (title, status) VALUES (?, ?)');
+        d.transaction(() => {
+          for (let i = 0; i < COMMITS_PER_GOAL; i++) ins.run(JSON.stringify({ seq: i, op: 'todo.update', note: prose(next, 900) }));
+          for (let i = 0; i < 500; i++) todo.run(prose(next, 60), i % 3 === 0 ? 'done' : 'open');
+        })();
+      });
+    }
     mkdirSync(join(root, 'goals', g, 'docs'), { recursive: true, mode: 0o700 });
     for (let i = 0; i < 50; i++) writeFileSync(join(root, 'goals', g, 'docs', `doc-${i}.md`), `# ${g} document ${i}\n\n${prose(next, 40 * 1024)}\n`);
   }
@@ -127,7 +145,7 @@ function sqliteFiles(root: string): string[] {
   return out;
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 interface ChildReport {
   seconds: number;
@@ -136,7 +154,7 @@ interface ChildReport {
 }
 
 /** The module-loader flags of this process (tsx when run from source), and nothing else: never an --eval. */
-function loaderArgs(): string[] {
+export function loaderArgs(): string[] {
   const out: string[] = [];
   const argv = process.execArgv;
   for (let i = 0; i < argv.length; i++) {

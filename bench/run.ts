@@ -6,6 +6,7 @@ const suites: Array<[string, () => Promise<BenchFigure[]>]> = [
   ['event-log', async () => (await import('./event-log.bench.js')).run()],
   ['transfer', async () => (await import('./transfer.bench.js')).run()],
   ['backup', async () => (await import('./backup.bench.js')).run()],
+  ['verify', async () => (await import('./verify.bench.js')).run()],
 ];
 
 const only = process.argv[2];

@@ -84,15 +84,22 @@ class FdWitness {
   private position = 0;
   constructor(private readonly fd: number, private readonly onBytes: (n: number) => void) {}
 
-  private async next(): Promise<Buffer | undefined> {
-    const buffer = Buffer.allocUnsafe(READ_CHUNK);
-    const { bytesRead } = await readAt(this.fd, buffer, 0, READ_CHUNK, this.position);
-    if (bytesRead === 0) return undefined;
-    this.position += bytesRead;
-    const chunk = buffer.subarray(0, bytesRead);
-    this.hash.update(chunk);
-    this.bytes += bytesRead;
-    return chunk;
+  /** Reads are chained: a drain after a failure never overlaps a read still in flight. */
+  private chain: Promise<unknown> = Promise.resolve();
+
+  private next(): Promise<Buffer | undefined> {
+    const read = this.chain.then(async () => {
+      const buffer = Buffer.allocUnsafe(READ_CHUNK);
+      const { bytesRead } = await readAt(this.fd, buffer, 0, READ_CHUNK, this.position);
+      if (bytesRead === 0) return undefined;
+      this.position += bytesRead;
+      const chunk = buffer.subarray(0, bytesRead);
+      this.hash.update(chunk);
+      this.bytes += bytesRead;
+      return chunk;
+    });
+    this.chain = read.catch(() => undefined);
+    return read;
   }
 
   async *chunks(): AsyncGenerator<Buffer> {
