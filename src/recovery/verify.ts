@@ -153,6 +153,8 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
         details: { codes: report.checkpoint.findings.map((f) => f.code) },
       });
     }
+    // The manifest declared at most 128 Goals; the owner's own count is what the audit will list.
+    if (report.goals.goals.length > RECOVERY_LIMITS.goals) throw capacityRefusal('goals', report.goals.goals.length, RECOVERY_LIMITS.goals);
     const overflow = report.sqlite.find((s) => (s.work?.history_count ?? 0) > RECOVERY_LIMITS.goalCommittedTransactions);
     if (overflow) throw capacityRefusal('goalHistory', overflow.work!.history_count, RECOVERY_LIMITS.goalCommittedTransactions);
 
