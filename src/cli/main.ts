@@ -49,7 +49,9 @@ export function buildProgram(): Command {
   const addGlobals = (cmd: Command) => {
     for (const sub of cmd.commands) {
       if (sub.commands.length > 0) addGlobals(sub);
-      else {
+      // A command with subcommands of its own that also acts (`backup-state`) takes them too.
+      const acts = (sub as unknown as { _actionHandler: unknown })._actionHandler != null;
+      if (sub.commands.length === 0 || acts) {
         sub
           .option('--root <dir>', 'runtime root (default: $LOOPX_HOME, else ~/.loopx)')
           .option('--json', 'print one JSON document on stdout')

@@ -73,7 +73,9 @@ export function preflightDestination(destination: string, d: DeclaredInventory):
   try {
     lstatSync(path);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    const code = (e as NodeJS.ErrnoException).code;
+    // ENOTDIR: an ancestor is not a directory — the parent checks below name that.
+    if (code !== 'ENOENT' && code !== 'ENOTDIR') throw e;
     exists = false;
   }
   if (exists) {

@@ -10,9 +10,9 @@
 import { createHash, type Hash } from 'node:crypto';
 import { closeSync, constants, mkdirSync, read, openSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { promisify } from 'node:util';
-import { createGunzip } from 'node:zlib';
+import { crc32, createInflateRaw } from 'node:zlib';
 import { isLoopxError, rejected } from '../core/errors.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import type { BackupManifest } from '../backup/index.js';
@@ -71,6 +71,80 @@ export function planMembers(manifest: BackupManifest): Map<string, PlannedMember
 }
 
 const readAt = promisify(read);
+
+const gzipInvalid = (): Error => rejected(FORMAT_CODES.gzipInvalid, 'The archive is not a valid gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' });
+const trailing = (): Error => rejected(FORMAT_CODES.trailingData, 'The archive has data after the end of its gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' });
+const GZIP_HEADER_MAX = 64 * 1024;
+
+/**
+ * The length of a gzip member header (RFC 1952 §2.3) at the start of `b`, `undefined` when more
+ * bytes are needed. Deflate only, no reserved flag bits, the header CRC checked when present.
+ */
+export function gzipHeaderLength(b: Buffer): number | undefined {
+  if (b.length < 10) return undefined;
+  if (b[0] !== 0x1f || b[1] !== 0x8b || b[2] !== 8 || (b[3]! & 0xe0) !== 0) throw gzipInvalid();
+  const flags = b[3]!;
+  let at = 10;
+  if (flags & 4) {
+    if (b.length < at + 2) return undefined;
+    at += 2 + b.readUInt16LE(at);
+  }
+  for (const bit of [8, 16]) {
+    if (!(flags & bit)) continue;
+    const nul = b.indexOf(0, at);
+    if (nul < 0) {
+      if (b.length > GZIP_HEADER_MAX) throw gzipInvalid();
+      return undefined;
+    }
+    at = nul + 1;
+  }
+  if (flags & 2) {
+    if (b.length < at + 2) return undefined;
+    if ((crc32(b.subarray(0, at)) & 0xffff) !== b.readUInt16LE(at)) throw gzipInvalid();
+    at += 2;
+  }
+  if (at > GZIP_HEADER_MAX) throw gzipInvalid();
+  return b.length < at ? undefined : at;
+}
+
+/**
+ * Why not zlib's Gunzip: it silently decodes any further gzip member after the first (so bytes
+ * after the archive's end could carry more members) and reports garbage after the stream as a
+ * header error whose timing depends on buffering. This reads exactly ONE member: it strips and
+ * checks the header, hands the deflate body to an InflateRaw, and after it ends the caller
+ * checks that exactly the 8-byte trailer (CRC-32, ISIZE) follows — anything more is trailing data.
+ */
+class GzipBody extends Transform {
+  private head: Buffer | undefined = Buffer.alloc(0);
+  /** Bytes handed on after the header. */
+  body = 0;
+  /** The last 8 of them (the trailer, when nothing follows it). */
+  last8 = Buffer.alloc(0);
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    try {
+      let out = chunk;
+      if (this.head !== undefined) {
+        const joined = Buffer.concat([this.head, chunk]);
+        const len = gzipHeaderLength(joined);
+        if (len === undefined) {
+          this.head = joined;
+          return cb();
+        }
+        this.head = undefined;
+        out = joined.subarray(len);
+      }
+      this.body += out.length;
+      this.last8 = Buffer.concat([this.last8, out.subarray(Math.max(0, out.length - 8))]).subarray(-8);
+      cb(null, out);
+    } catch (e) {
+      cb(e as Error);
+    }
+  }
+  override _flush(cb: TransformCallback): void {
+    cb(this.head !== undefined ? gzipInvalid() : null);
+  }
+}
+
 
 /**
  * The scan's witness: it reads the bound file description from offset 0 and hashes every byte it
@@ -217,22 +291,22 @@ export async function extractArchive(
     rejected(INPUT_CODES.archiveWitnessMismatch, 'The archive changed while it was verified.', {
       nextAction: 'keep the archive unchanged during verification and run verify again',
     });
-  const gunzip = createGunzip({ chunkSize: 64 * 1024 });
+  const body = new GzipBody();
+  const gunzip = createInflateRaw({ chunkSize: 64 * 1024 });
   const source = Readable.from(witness.chunks(), { objectMode: false });
-  source.pipe(gunzip);
+  source.pipe(body).pipe(gunzip);
+  let crc = 0;
   const failed = (e: unknown): unknown => {
     if (isLoopxError(e)) return e;
     const code = (e as NodeJS.ErrnoException).code;
-    if (typeof code === 'string' && code.startsWith('Z_')) {
-      return scanner.ended
-        ? rejected(FORMAT_CODES.trailingData, 'The archive has data after the end of its gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' })
-        : rejected(FORMAT_CODES.gzipInvalid, 'The archive is not a valid gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' });
-    }
+    if (typeof code === 'string' && code.startsWith('Z_')) return gzipInvalid();
     return e;
   };
   try {
     source.on('error', (e) => gunzip.destroy(e));
+    body.on('error', (e) => gunzip.destroy(e));
     for await (const chunk of gunzip as AsyncIterable<Buffer>) {
+      crc = crc32(chunk, crc);
       scanner.push(chunk);
       if (scanner.bytes > RECOVERY_LIMITS.expandedBytes) throw capacityRefusal('expandedBytes', scanner.bytes, RECOVERY_LIMITS.expandedBytes);
       if (scanner.bytes > 1024 * 1024 && scanner.bytes / Math.max(1, witness.bytes) > RECOVERY_LIMITS.expansionRatio) {
@@ -240,6 +314,11 @@ export async function extractArchive(
       }
     }
     scanner.finish();
+    // Exactly one gzip member: its 8-byte trailer follows the deflate body, then nothing.
+    await new Promise<void>((resolve, reject) => (body.writableFinished ? resolve() : body.once('finish', resolve).once('error', reject)));
+    const consumed = gunzip.bytesWritten;
+    if (body.body > consumed + 8) throw trailing();
+    if (body.body < consumed + 8 || body.last8.readUInt32LE(0) !== crc >>> 0 || body.last8.readUInt32LE(4) !== scanner.bytes % 2 ** 32) throw gzipInvalid();
   } catch (e) {
     const refusal = failed(e);
     source.unpipe();
@@ -251,9 +330,6 @@ export async function extractArchive(
     source.destroy();
     gunzip.destroy();
     if (current) closeSync(current.fd);
-  }
-  if (gunzip.bytesWritten !== witness.bytes) {
-    throw rejected(FORMAT_CODES.trailingData, 'The archive has data after the end of its gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' });
   }
 
   // The scan's own witness must equal the preflight before anything else is trusted.
