@@ -6,11 +6,11 @@
  * names, Goal ids, owner subjects — it keeps component ids, redacted scopes, counts, digests and
  * codes. A v0 archive is always held; execution authority is never granted.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../core/canonical-json.js';
 import { sha256Hex } from '../core/digest.js';
 import { notFound, rejected } from '../core/errors.js';
+import { readRegularFileOnce } from '../core/read-once.js';
 import { LOOPX_VERSION } from '../core/version.js';
 import { BACKUP_SCHEMA, type BackupManifest } from '../backup/index.js';
 import { AUDIT_CODES } from './codes.js';
@@ -424,28 +424,13 @@ export function publicSummary(a: RecoveryAudit): PublicAuditSummary {
 
 /** Read `<destination>/recovery-audit.json` back: the exact bytes, decoded, content address re-checked. */
 export function showAudit(destination: string): { bytes: Buffer; audit: RecoveryAudit } {
-  const path = join(destination, AUDIT_FILE);
-  let fd: number;
-  try {
-    if (!lstatSync(path).isFile()) throw new Error('not a file');
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch {
-    throw notFound(AUDIT_CODES.notFound, 'There is no recovery audit in that destination.', { nextAction: 'pass the destination a verify --execute created' });
-  }
   let bytes: Buffer;
   try {
-    const size = fstatSync(fd).size;
-    if (size > RECOVERY_LIMITS.savedAuditBytes) throw capacityRefusal('manifestBytes', size, RECOVERY_LIMITS.savedAuditBytes);
-    bytes = Buffer.alloc(size);
-    let off = 0;
-    while (off < size) {
-      const n = readSync(fd, bytes, off, size - off, off);
-      if (n === 0) break;
-      off += n;
-    }
-    bytes = bytes.subarray(0, off);
-  } finally {
-    closeSync(fd);
+    const read = readRegularFileOnce(join(destination, AUDIT_FILE), RECOVERY_LIMITS.savedAuditBytes);
+    if (read === null) throw new Error('absent');
+    bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
+  } catch {
+    throw notFound(AUDIT_CODES.notFound, 'There is no readable recovery audit in that destination.', { nextAction: 'pass the destination a verify --execute created' });
   }
   let doc: unknown;
   try {

@@ -6,7 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { readRegularFileOnce } from '../core/read-once.js';
 import { join } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { internal, notFound, rejected } from '../core/errors.js';
@@ -52,6 +53,23 @@ function openRegular(path: string, input: 'archive' | 'manifest'): number {
     refuse();
   }
   return fd;
+}
+
+const TOO_LARGE = 'too large';
+
+/**
+ * A bounded regular file read once without following a link (core/read-once): a missing path or
+ * a non-regular file is `verify_input_not_regular`, a file over `max` the named capacity refusal.
+ */
+export function readBounded(path: string, input: 'archive' | 'manifest', max: number, limit: 'manifestBytes'): Uint8Array {
+  const notRegular = (): Error =>
+    notFound(INPUT_CODES.notRegular, `The ${input} is missing or is not a regular file.`, { nextAction: `pass the ${input} file itself (not a link or directory)`, details: { input } });
+  const bytes = readRegularFileOnce(path, max, {
+    tooLarge: TOO_LARGE,
+    unreadable: (what) => (what === TOO_LARGE ? capacityRefusal(limit, statSync(path).size, max) : notRegular()),
+  });
+  if (bytes === null) throw notRegular();
+  return bytes;
 }
 
 /** Maximum nesting of a JSON text, found without parsing it (so a deep document never reaches JSON.parse). */
@@ -128,22 +146,7 @@ export function checkManifest(doc: unknown): BackupManifest {
 
 /** Step 1. On success the archive is open (the caller closes `archiveFd`). */
 export function bindInputs(archivePath: string, manifestPath: string): BoundInputs {
-  const mfd = openRegular(manifestPath, 'manifest');
-  let bytes: Buffer;
-  try {
-    const size = fstatSync(mfd).size;
-    if (size > RECOVERY_LIMITS.manifestBytes) throw capacityRefusal('manifestBytes', size, RECOVERY_LIMITS.manifestBytes);
-    bytes = Buffer.alloc(size);
-    let off = 0;
-    while (off < size) {
-      const n = readSync(mfd, bytes, off, size - off, off);
-      if (n === 0) break;
-      off += n;
-    }
-    bytes = bytes.subarray(0, off);
-  } finally {
-    closeSync(mfd);
-  }
+  const bytes = readBounded(manifestPath, 'manifest', RECOVERY_LIMITS.manifestBytes, 'manifestBytes');
   const manifest = checkManifest(decodeManifestBytes(bytes));
   const manifestSha256 = createHash('sha256').update(bytes).digest('hex');
 

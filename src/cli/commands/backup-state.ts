@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { CAPTURE_FACTS, create, describePlan, plan, type BackupProgress, type BackupResult, type PlanSummary } from '../../backup/index.js';
 import { emit, resolveRoot, type GlobalOptions, type Output } from '../context.js';
 import { register as registerVerify } from './backup-verify.js';
+import { progressBar } from '../progress.js';
 
 interface BackupStateOptions {
   outputDir?: string;
@@ -21,25 +22,16 @@ interface BackupStateOptions {
 const mib = (bytes: number): string =>
   bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 
-/** A one-line progress bar redrawn at most ten times a second; erased when done. */
-function progressBar(stream: NodeJS.WriteStream): { update(p: BackupProgress): void; end(): void } {
-  let last = 0;
-  let drawn = false;
-  const width = 28;
+/** The create's progress as a bar on a terminal. */
+function createProgress(stream: NodeJS.WriteStream): { update(p: BackupProgress): void; end(): void } {
+  const bar = progressBar(stream);
   return {
     update(p) {
-      const t = Date.now();
-      if (t - last < 100 && p.phase === 'capture') return;
-      last = t;
-      const fraction = p.bytes_total > 0 ? Math.min(1, p.bytes_done / p.bytes_total) : p.members_total > 0 ? p.members_done / p.members_total : 1;
-      const filled = Math.round(fraction * width);
+      const fraction = p.bytes_total > 0 ? p.bytes_done / p.bytes_total : p.members_total > 0 ? p.members_done / p.members_total : 1;
       const label = p.phase === 'capture' ? `${p.members_done}/${p.members_total} members  ${mib(p.bytes_done)}/${mib(p.bytes_total)}` : p.phase;
-      stream.write(`\r\x1b[2K[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${Math.round(fraction * 100)}%  ${label}`);
-      drawn = true;
+      bar.update(fraction, label, p.phase !== 'capture');
     },
-    end() {
-      if (drawn) stream.write('\r\x1b[2K');
-    },
+    end: () => bar.end(),
   };
 }
 
@@ -119,7 +111,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         emit(g, describePlan(p), printPlan);
         return;
       }
-      const bar = process.stderr.isTTY ? progressBar(process.stderr) : undefined;
+      const bar = process.stderr.isTTY ? createProgress(process.stderr) : undefined;
       let result: BackupResult;
       try {
         result = await create(p, bar ? { onProgress: (x) => bar.update(x) } : {});

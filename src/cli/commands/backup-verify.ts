@@ -11,6 +11,7 @@ import type { Command } from 'commander';
 import { usageError } from '../../core/errors.js';
 import { executeVerify, planVerify, publicSummary, showAudit, type PublicAuditSummary, type VerifyPlan, type VerifyProgress } from '../../recovery/index.js';
 import { emit, stdoutOutput, type GlobalOptions, type Output } from '../context.js';
+import { progressBar } from '../progress.js';
 
 interface VerifyFlags {
   archive: string;
@@ -53,25 +54,6 @@ export function printSummary(s: PublicAuditSummary, out: Output): void {
   out.line('  execution authority granted: no — verification never grants it');
 }
 
-function progressBar(stream: NodeJS.WriteStream): { update(p: VerifyProgress): void; end(): void } {
-  let drawn = false;
-  let last = 0;
-  return {
-    update(p) {
-      const t = Date.now();
-      if (t - last < 100 && p.step === 'extract') return;
-      last = t;
-      const fraction = p.total > 0 ? Math.min(1, p.done / p.total) : 0;
-      const filled = Math.round(fraction * 28);
-      stream.write(`\r\x1b[2K[${'#'.repeat(filled)}${'.'.repeat(28 - filled)}] ${p.step}`);
-      drawn = true;
-    },
-    end() {
-      if (drawn) stream.write('\r\x1b[2K');
-    },
-  };
-}
-
 export function register(backupState: Command, globals: () => GlobalOptions): void {
   backupState
     .command('verify')
@@ -94,9 +76,10 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
         emit(g, planVerify(inputs), printPlan);
         return;
       }
-      const bar = process.stderr.isTTY && !g.json ? progressBar(process.stderr) : undefined;
+      const bar = process.stderr.isTTY ? progressBar(process.stderr) : undefined;
+      const onProgress = (p: VerifyProgress) => bar?.update(p.total > 0 ? p.done / p.total : 0, p.step, p.step !== 'extract');
       try {
-        const outcome = await executeVerify(inputs, bar ? { onProgress: (p) => bar.update(p) } : {});
+        const outcome = await executeVerify(inputs, bar ? { onProgress } : {});
         bar?.end();
         emit(g, outcome.summary, printSummary);
       } finally {
