@@ -211,6 +211,20 @@ describe('backup-state verify --execute', () => {
   });
 });
 
+describe('terminal output', () => {
+  it('draws a progress bar on stderr when it is a terminal (script(1) gives it a pty), and is quiet otherwise', () => {
+    const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
+    const cmd = [process.execPath, '--import', 'tsx', ENTRY, ...verifyArgs(join(base, 'dest-tty')), '--execute'].map(quote).join(' ');
+    const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { cwd: REPO, encoding: 'utf8', timeout: 60_000, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/\r\x1b\[2K\[[#.]{28}\] \d+%/);
+    expect(r.stdout).toContain('recovery audit ');
+    const quiet = loopx([...verifyArgs(join(base, 'dest-quiet')), '--execute']);
+    expect(quiet.status).toBe(0);
+    expect(quiet.stderr).toBe('');
+  }, 60_000);
+});
+
 describe('no live mutation', () => {
   it('leaves the source root and the run authority byte-identical, opens no socket, leaves no process (strace)', () => {
     const authority = join(STATE_HOME, 'loopx');
