@@ -11,7 +11,9 @@
  * `demo`; `authority init|show|rotate|retire`; and usage errors. A second journey covers Goal work
  * and backups: `init`, `goal create|list|show`, `todo add|list|update`, `work run` against an
  * in-process webhook sink, `backup-state` (plan, then --execute, then the refusal of the same id)
- * and the published `loopx_state_backup_v0` manifest file itself.
+ * and the published `loopx_state_backup_v0` manifest file itself, then `backup-state verify` of
+ * that backup (plan, --execute, the refusal of the same destination) and `backup-state audit show`
+ * (--json: the private `loopx_state_recovery_audit_v0` file's exact bytes; --public).
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -96,6 +98,7 @@ describe('the --json contract: every published document validates against docs/s
         'agent-definition.schema.json', 'authority.schema.json', 'demo.schema.json', 'error.schema.json', 'run-event.schema.json', 'run-export.schema.json', 'run-import.schema.json', 'run-inspect.schema.json', 'run-list.schema.json', 'run-show.schema.json', 'run-summary.schema.json',
         'init.schema.json', 'goal.schema.json', 'goal-list.schema.json', 'goal-show.schema.json', 'todo-receipt.schema.json', 'todo-list.schema.json', 'work-run.schema.json',
         'backup-state-plan.schema.json', 'backup-state-result.schema.json', 'state-backup-manifest-v0.schema.json',
+        'backup-verify-plan.schema.json', 'state-recovery-audit-v0.schema.json', 'state-recovery-audit-public-v0.schema.json',
       ]),
     );
     for (const [file, s] of schemas) {
@@ -270,6 +273,25 @@ describe('the --json contract: every published document validates against docs/s
     // The same id again: never overwritten (exit 4).
     const occupied = refused(4, 'backup_destination_occupied', [...backup, '--execute']);
     expect(occupied.details).toEqual({ occupied: [created.archive.name, created.manifest.name] });
+
+    // backup-state verify: the plan creates nothing; --execute prints the public summary and writes
+    // the private audit, which audit show --json prints byte-identically; --public reprints the summary.
+    const dest = join(R, '..', 'verified');
+    const verify = ['backup-state', 'verify', '--archive', join(out, created.archive.name), '--manifest', join(out, created.manifest.name), '--destination', dest];
+    const verifyPlan = ok('backup-verify-plan', verify);
+    expect(verifyPlan).toMatchObject({ dry_run: true, backup_id: 'json-contract', archive_sha256: created.archive.sha256, members: created.counts.members, execution_authority_granted: false });
+    expect(existsSync(dest), 'the verify plan creates nothing').toBe(false);
+    const summary = ok('state-recovery-audit-public-v0', [...verify, '--execute']);
+    expect(summary).toMatchObject({ phase: 'held', backup: { backup_id: 'json-contract', archive_sha256: created.archive.sha256 }, execution_authority_granted: false });
+    const stored = readFileSync(join(dest, 'recovery-audit.json'));
+    const audit = JSON.parse(stored.toString('utf8'));
+    expectValid('state-recovery-audit-v0', audit);
+    expect(audit.recovery_id).toBe(summary.recovery_id);
+    const shownAudit = loopx(['backup-state', 'audit', 'show', dest, '--json']);
+    expect(shownAudit.status, shownAudit.stderr).toBe(0);
+    expect(shownAudit.stdout).toBe(stored.toString('utf8'));
+    expect(ok('state-recovery-audit-public-v0', ['backup-state', 'audit', 'show', dest, '--public'])).toEqual(summary);
+    refused(4, 'verify_destination_exists', [...verify, '--execute']);
   }, 120_000);
 
   it('demo, and authority init|show|rotate|retire on another --authority-dir', () => {

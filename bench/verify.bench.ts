@@ -1,0 +1,312 @@
+/**
+ * backup-state verify --execute on three archives made by backup-state create from roots built by
+ * bench/backup.bench.ts's builder: (1) exactly the backup benchmark's ~128 MiB root, whose synthetic
+ * work.db files the work owner does not recognize; (2) the same builder with real loopx work stores
+ * of 20,000 committed transactions in each of its 4 Goals, so the owner worker replays the maximum
+ * history; (3) root 2 grown with incompressible files until its archive is close to the 128 MiB
+ * compressed maximum. Same-run baselines on the same archive: `tar xzf A -C <fresh dir>` followed by
+ * `sha256sum A` (the target's baseline), and `gzip -dc A | sha256sum` (decompression and hashing
+ * alone: a floor no extracting verifier reaches).
+ *
+ * Each verify runs `executeVerify` in a child process into a fresh destination and is timed inside
+ * that child (Node start and module loading are reported separately as wall time). The child
+ * reports its own peak RSS (`process.resourceUsage().maxRSS`: the verify process only, not its
+ * owner worker) and the owner worker's peak RSS, sampled from /proc/<pid>/status VmHWM every 10 ms
+ * while the worker lives (Linux; a lower bound of the true peak). Targets: speed ≥ 0.6× of
+ * tar xzf + sha256sum; peak RSS ≤ 256 MiB.
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { create, plan } from '../src/backup/index.js';
+import { executeVerify, type VerifyProgress } from '../src/recovery/index.js';
+import { COMMITS_PER_GOAL, GOALS, buildRoot, loaderArgs, median } from './backup.bench.js';
+import type { BenchFigure } from './harness.js';
+
+const MiB = 1024 * 1024;
+const SAMPLES = 3;
+/** The third archive's target size: close to, and safely under, the 128 MiB §12 maximum. */
+const NEAR_MAX_ARCHIVE_BYTES = 124 * MiB;
+const FILLER_FILE_BYTES = 8 * MiB;
+
+interface VerifyChildReport {
+  seconds: number;
+  maxRssKiB: number;
+  workerPeakKiB: number | null;
+  steps: Record<string, number>;
+  durations: { archive_processing: number; owner_read: number; total: number };
+  phase: string;
+  assets: Record<string, number>;
+  members: number;
+  expandedBytes: number;
+  regularBytes: number;
+}
+
+interface Backup {
+  archive: string;
+  manifest: string;
+  archiveBytes: number;
+  expandedBytes: number;
+  regularBytes: number;
+  members: number;
+}
+
+/** Deterministic incompressible bytes (xorshift32), as the backup builder makes its attachments. */
+function incompressible(seed: number, bytes: number): Buffer {
+  let x = seed >>> 0 || 1;
+  const b = Buffer.allocUnsafe(bytes);
+  for (let i = 0; i + 4 <= bytes; i += 4) {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    b.writeUInt32LE(x, i);
+  }
+  return b;
+}
+
+async function backUp(root: string, outputDir: string, backupId: string): Promise<Backup> {
+  const result = await create(plan(root, { outputDir, backupId }));
+  const manifest = join(outputDir, result.manifest.name);
+  const m = JSON.parse(readFileSync(manifest, 'utf8')) as {
+    members: { type: string; size_bytes: number }[];
+    execution: { archive_expanded_bytes: number; member_count: number; embedded_manifest: { size_bytes: number } };
+  };
+  return {
+    archive: join(outputDir, result.archive.name),
+    manifest,
+    archiveBytes: result.archive.size_bytes,
+    expandedBytes: m.execution.archive_expanded_bytes,
+    // As verify counts them: every regular file, the embedded manifest.json included.
+    regularBytes: m.members.reduce((n, x) => n + (x.type === 'file' ? x.size_bytes : 0), m.execution.embedded_manifest.size_bytes),
+    members: m.execution.member_count,
+  };
+}
+
+function runVerifyChild(b: Backup, destination: string): VerifyChildReport & { wallSeconds: number } {
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, [...loaderArgs(), fileURLToPath(import.meta.url), '--verify-child', b.archive, b.manifest, destination], {
+    encoding: 'utf8',
+    maxBuffer: 16 * MiB,
+  });
+  const wallSeconds = (performance.now() - t0) / 1000;
+  if (r.status !== 0) throw new Error(`verify child failed (${r.status}): ${r.stderr}${r.stdout}`);
+  return { ...(JSON.parse(r.stdout) as VerifyChildReport), wallSeconds };
+}
+
+function timed(script: string, args: string[]): number {
+  const t0 = performance.now();
+  const r = spawnSync('bash', ['-c', `set -euo pipefail; ${script}`, 'bash', ...args], { encoding: 'utf8', maxBuffer: 16 * MiB });
+  const seconds = (performance.now() - t0) / 1000;
+  if (r.status !== 0) throw new Error(`baseline failed: ${script}: ${r.stderr}`);
+  return seconds;
+}
+
+interface Samples {
+  ours: Array<VerifyChildReport & { wallSeconds: number }>;
+  tar: number[];
+  gzip: number[];
+}
+
+/** Flush dirty pages (untimed) so that no sample pays for the previous one's writeback. */
+const settle = (): void => void spawnSync('sync');
+
+/**
+ * One warm-up of each (page cache), then alternating samples; every destination is fresh and
+ * removed after, and the file system is synced before each timed command.
+ */
+function sample(b: Backup, scratch: string): Samples {
+  const s: Samples = { ours: [], tar: [], gzip: [] };
+  for (let i = 0; i <= SAMPLES; i++) {
+    const dest = join(scratch, `verified-${i}`);
+    settle();
+    const o = runVerifyChild(b, dest);
+    rmSync(dest, { recursive: true, force: true });
+    const x = join(scratch, `tar-${i}`);
+    mkdirSync(x, { mode: 0o700 });
+    settle();
+    const t = timed('tar xzf "$1" -C "$2"; sha256sum "$1" >/dev/null', [b.archive, x]);
+    rmSync(x, { recursive: true, force: true });
+    settle();
+    const g = timed('gzip -dc "$1" | sha256sum >/dev/null', [b.archive]);
+    if (i > 0) {
+      s.ours.push(o);
+      s.tar.push(t);
+      s.gzip.push(g);
+    }
+  }
+  return s;
+}
+
+const archiveSteps = (steps: Record<string, number>): number => ['inputs', 'destination', 'members', 'extract'].reduce((n, k) => n + (steps[k] ?? 0), 0);
+
+const mib = (n: number): string => `${(n / MiB).toFixed(1)} MiB`;
+
+function figures(label: string, b: Backup, s: Samples): BenchFigure[] {
+  const seconds = median(s.ours.map((o) => o.seconds));
+  const parentPeak = Math.max(...s.ours.map((o) => o.maxRssKiB)) / 1024;
+  const workerPeaks = s.ours.map((o) => o.workerPeakKiB).filter((k): k is number => k !== null);
+  const workerPeakMiB = workerPeaks.length > 0 ? Math.max(...workerPeaks) / 1024 : null;
+  const workerPeak = workerPeakMiB === null ? 'n/a (no /proc)' : `${workerPeakMiB.toFixed(0)} MiB`;
+  const both = workerPeakMiB === null ? '' : `; both at once ≤ ${(parentPeak + workerPeakMiB).toFixed(0)} MiB (sum of the two peaks)`;
+  const mid = [...s.ours].sort((a, c) => a.seconds - c.seconds)[Math.floor(s.ours.length / 2)]!;
+  const steps = Object.entries(mid.steps)
+    .map(([k, v]) => `${k} ${(v * 1000).toFixed(0)} ms`)
+    .join(', ');
+  const a = mid.assets;
+  const name = `backup-state verify --execute, ${label}: archive ${mib(b.archiveBytes)}, expanded ${mib(b.expandedBytes)}, regular files ${mib(b.regularBytes)}, ${b.members} members`;
+  return [
+    {
+      name,
+      seconds,
+      baselineName: 'tar xzf + sha256sum',
+      baselineSeconds: median(s.tar),
+      target: 'speed ≥ 0.6×; peak RSS ≤ 256 MiB',
+      ratioKind: 'speed',
+      extra:
+        `peak RSS: verify process ${parentPeak.toFixed(0)} MiB (process.resourceUsage().maxRSS, the verify process alone), owner worker ${workerPeak} (VmHWM sampled every 10 ms)${both}\n` +
+        `  steps (median sample): ${steps}; audit durations_ms archive_processing ${mid.durations.archive_processing}, owner_read ${mid.durations.owner_read}\n` +
+        `  child wall time incl. Node start ${median(s.ours.map((o) => o.wallSeconds)).toFixed(3)} s; audit ${mid.phase}; assets ${a.recovered_readable} recovered_readable / ${a.historical_only} historical_only / ${a.unknown_unrecoverable} unknown_unrecoverable`,
+    },
+    {
+      name: `  steps 1–4 alone (inputs, destination, members, extraction; from the same samples), ${label}`,
+      seconds: median(s.ours.map((o) => archiveSteps(o.steps))),
+      baselineName: 'tar xzf + sha256sum',
+      baselineSeconds: median(s.tar),
+      target: '— (informational: without the owner worker and the audit)',
+      ratioKind: 'speed',
+    },
+    {
+      name: `  the whole verify against decompression + hashing alone, ${label}`,
+      seconds,
+      baselineName: 'gzip -dc | sha256sum',
+      baselineSeconds: median(s.gzip),
+      target: '— (a floor: no extraction, no owner read)',
+      ratioKind: 'speed',
+    },
+  ];
+}
+
+export async function run(): Promise<BenchFigure[]> {
+  const base = mkdtempSync(join(tmpdir(), 'loopx-bench-verify-'));
+  chmodSync(base, 0o700);
+  try {
+    const scratch = join(base, 'scratch');
+    mkdirSync(scratch, { mode: 0o700 });
+    const out: BenchFigure[] = [];
+
+    // 1. Exactly the backup benchmark's root and archive (synthetic work.db files: the work owner
+    //    does not recognize them, so the owner worker reads little).
+    const same = join(base, 'root-backup-bench');
+    buildRoot(same);
+    const first = await backUp(same, join(base, 'backups'), 'bench-verify-backup-bench-root');
+    out.push(...figures("the backup benchmark's root (synthetic work.db)", first, sample(first, scratch)));
+    rmSync(same, { recursive: true, force: true });
+
+    // 2. The same builder with real loopx work stores at the 20,000-transaction maximum per Goal.
+    const root = join(base, 'root');
+    buildRoot(root, { work: 'loopx' });
+    const second = await backUp(root, join(base, 'backups'), 'bench-verify');
+    out.push(...figures(`${GOALS} Goals × ${COMMITS_PER_GOAL.toLocaleString('en-US')} real work transactions`, second, sample(second, scratch)));
+
+    // 3. Root 2 grown with incompressible files until its archive is close to the 128 MiB maximum.
+    const fill = Math.max(0, NEAR_MAX_ARCHIVE_BYTES - second.archiveBytes);
+    if (fill > 8 * MiB) {
+      const dir = join(root, 'files', 'filler');
+      mkdirSync(dir, { mode: 0o700 });
+      for (let i = 0, left = fill; left > 0; i++, left -= FILLER_FILE_BYTES) {
+        writeFileSync(join(dir, `blob-${i}.bin`), incompressible(1000 + i, Math.min(FILLER_FILE_BYTES, left)));
+      }
+      const near = await backUp(root, join(base, 'backups'), 'bench-verify-near-max');
+      out.push(...figures('root 2 grown to near the 128 MiB archive maximum', near, sample(near, scratch)));
+    }
+    return out;
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+}
+
+/** Children of `pid` (Linux /proc), transitively. */
+function descendants(pid: number): number[] {
+  const out: number[] = [];
+  const stack = [pid];
+  while (stack.length > 0) {
+    const p = stack.pop()!;
+    let tasks: string[];
+    try {
+      tasks = readdirSync(`/proc/${p}/task`);
+    } catch {
+      continue;
+    }
+    for (const t of tasks) {
+      try {
+        for (const c of readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number)) {
+          out.push(c);
+          stack.push(c);
+        }
+      } catch {
+        // the task ended
+      }
+    }
+  }
+  return out;
+}
+
+const vmHwmKiB = (pid: number): number | null => {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+};
+
+// Child mode: one executeVerify into a fresh destination; report its duration, step times and peak RSS.
+if (process.argv[2] === '--verify-child' && process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const [archive, manifest, destination] = process.argv.slice(3);
+  let workerPeakKiB: number | null = null;
+  const poll = setInterval(() => {
+    for (const pid of descendants(process.pid)) {
+      const k = vmHwmKiB(pid);
+      if (k !== null) workerPeakKiB = Math.max(workerPeakKiB ?? 0, k);
+    }
+  }, 10);
+  const steps: Record<string, number> = {};
+  let step: VerifyProgress['step'] | undefined;
+  let stepStart = 0;
+  const t0 = performance.now();
+  const mark = (next: VerifyProgress['step'] | undefined): void => {
+    const now = performance.now();
+    if (step !== undefined) steps[step] = (steps[step] ?? 0) + (now - stepStart) / 1000;
+    step = next;
+    stepStart = now;
+  };
+  const outcome = await executeVerify({ archive: archive!, manifest: manifest!, destination: destination! }, {
+    onProgress: (p) => {
+      if (p.step !== step) mark(p.step);
+    },
+  });
+  mark(undefined);
+  const seconds = (performance.now() - t0) / 1000;
+  clearInterval(poll);
+  if (statSync(join(destination!, 'recovery-audit.json')).size !== outcome.audit_bytes.length) throw new Error('audit not published');
+  const a = outcome.audit;
+  const report: VerifyChildReport = {
+    seconds,
+    maxRssKiB: process.resourceUsage().maxRSS,
+    workerPeakKiB,
+    steps: { ...steps, 'audit+publish': steps.audit ?? 0 },
+    durations: a.measurements.durations_ms,
+    phase: a.phase,
+    assets: a.counts.assets,
+    members: a.counts.members.total,
+    expandedBytes: a.measurements.expanded_bytes,
+    regularBytes: a.measurements.regular_file_bytes,
+  };
+  delete report.steps.audit;
+  process.stdout.write(`${JSON.stringify(report)}\n`);
+}
