@@ -57,6 +57,8 @@ export const CAPACITY_CODES = {
   components: 'verify_capacity_components',
   dependencyLinks: 'verify_capacity_dependency_links',
   freeSpace: 'verify_capacity_free_space',
+  /** The audit itself (a saved audit is read back only up to 16 MiB). */
+  auditBytes: 'verify_capacity_audit_bytes',
 } as const;
 
 /** Step 3 — member checks, on the planned list (lexically, before anything is written) and on every tar header. */

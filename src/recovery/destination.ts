@@ -8,7 +8,7 @@ import { lstatSync, realpathSync, statfsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { conflict, rejected } from '../core/errors.js';
 import type { BackupManifest } from '../backup/index.js';
-import { DESTINATION_CODES } from './codes.js';
+import { CAPACITY_CODES, DESTINATION_CODES } from './codes.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
 
@@ -27,6 +27,8 @@ export interface DeclaredInventory {
   readonly goals: number;
   readonly sqliteFiles: number;
   readonly maxGoalHistory: number;
+  /** The largest declared SQLite snapshot: the worker holds one private copy of it at a time. */
+  readonly largestSqliteBytes: number;
 }
 
 export function declaredInventory(m: BackupManifest): DeclaredInventory {
@@ -37,6 +39,7 @@ export function declaredInventory(m: BackupManifest): DeclaredInventory {
     goals: m.goals.length,
     sqliteFiles: m.execution.sqlite_snapshots.length,
     maxGoalHistory: Math.max(0, ...m.execution.sqlite_snapshots.map((s) => s.committed_transactions ?? 0)),
+    largestSqliteBytes: Math.max(0, ...m.execution.sqlite_snapshots.map((s) => s.snapshot_size_bytes)),
   };
 }
 
@@ -105,9 +108,10 @@ export function preflightDestination(destination: string, d: DeclaredInventory):
     });
   }
   const free = freeBytes(parent);
-  const required = d.regularBytes + RECOVERY_LIMITS.freeSpaceMarginBytes;
+  // §12: regular-file bytes + 16 MiB; plus the one scratch copy the owner worker makes of a database.
+  const required = d.regularBytes + d.largestSqliteBytes + RECOVERY_LIMITS.freeSpaceMarginBytes;
   if (free < required) {
-    throw rejected('verify_capacity_free_space', 'The destination file system has too little free space for this backup.', {
+    throw rejected(CAPACITY_CODES.freeSpace, 'The destination file system has too little free space for this backup.', {
       nextAction: 'free space or choose a destination on a larger file system',
       details: { limit: 'freeSpace', observed: free, minimum: required },
     });

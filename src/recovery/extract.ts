@@ -266,7 +266,7 @@ export async function extractArchive(
       c.size += chunk.length;
       if (c.headLen < 16) {
         c.head.push(Buffer.from(chunk.subarray(0, 16 - c.headLen)));
-        c.headLen += Math.min(16, chunk.length);
+        c.headLen += Math.min(16 - c.headLen, chunk.length);
       }
       for (let off = 0; off < chunk.length; ) off += writeSync(c.fd, chunk, off, chunk.length - off);
     },

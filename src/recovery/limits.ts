@@ -26,7 +26,7 @@ export const RECOVERY_LIMITS = {
   freeSpaceMarginBytes: 16 * MiB,
   /** The disposable owner-verification worker. */
   workerTimeoutMs: 90_000,
-  workerOldSpaceMiB: 512,
+  workerOldSpaceMib: 512,
   sqliteHardHeapBytes: 64 * MiB,
   /** Characters the worker may print (its one JSON answer). */
   workerOutputChars: 2 * MiB,

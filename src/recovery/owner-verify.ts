@@ -6,7 +6,7 @@
  * the scratch directory it is given; it loads no restored code, opens no socket, takes no lock or
  * lease. Its report carries counts, ids, statuses and finding codes — never payloads.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { openSqliteCopy } from '../store/index.js';
 import { config, effect, goal, quota, registry, scheduler, session, work } from '../owners/index.js';
@@ -86,8 +86,13 @@ export function ownerOfSqlite(path: string): { owner: OwnerKind; goal_id: string
 function integrityOf(abs: string, scratch: string): { integrity: SqliteReport['integrity']; wal: boolean } {
   let wal = false;
   try {
-    const head = readFileSync(abs).subarray(0, 20);
-    wal = head.length >= 20 && head[18] === 2 && head[19] === 2;
+    const head = Buffer.alloc(20);
+    const fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      wal = readSync(fd, head, 0, 20, 0) === 20 && head[18] === 2 && head[19] === 2;
+    } finally {
+      closeSync(fd);
+    }
   } catch {
     return { integrity: 'unreadable', wal };
   }

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fsyncDir } from '../core/fs.js';
 import { isLoopxError, rejected } from '../core/errors.js';
-import { OWNER_CODES } from './codes.js';
+import { CAPACITY_CODES, OWNER_CODES } from './codes.js';
 import { AUDIT_FILE, WORKSPACE_DIR, auditBytes, buildAudit, publicSummary, type PublicAuditSummary, type RecoveryAudit } from './audit.js';
 import { checkDeclared, declaredInventory, preflightDestination } from './destination.js';
 import { extractArchive, planMembers } from './extract.js';
@@ -170,7 +170,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
       durations: { archive_processing: Math.round(t1 - t0), owner_read: Math.round(t2 - t1), total: Math.round(performance.now() - t0) },
     });
     const bytes = auditBytes(audit);
-    if (bytes.length > RECOVERY_LIMITS.savedAuditBytes) throw capacityRefusal('manifestBytes', bytes.length, RECOVERY_LIMITS.savedAuditBytes);
+    if (bytes.length > RECOVERY_LIMITS.savedAuditBytes) throw capacityRefusal('auditBytes', bytes.length, RECOVERY_LIMITS.savedAuditBytes);
 
     // Publish: the workspace first, the audit last (its presence is what marks D complete).
     renameSync(staging, join(dest.path, WORKSPACE_DIR));
@@ -188,7 +188,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     // Remove only what this run created; D never existed before it (step 2 proved that).
     if (created) rmSync(dest.path, { recursive: true, force: true });
     if (!isLoopxError(e) && (e as NodeJS.ErrnoException).code === 'ENOSPC') {
-      throw rejected('verify_capacity_free_space', 'The destination ran out of space during extraction.', { nextAction: 'free space or choose a destination on a larger file system' });
+      throw rejected(CAPACITY_CODES.freeSpace, 'The destination ran out of space during extraction.', { nextAction: 'free space or choose a destination on a larger file system' });
     }
     throw e;
   } finally {

@@ -32,7 +32,7 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerReport> {
   const { path, loader } = workerEntry();
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', TMPDIR: req.scratch, LANG: 'C' };
   if (process.env.LOOPX_TEST_WORKER_HANG) env.LOOPX_TEST_WORKER_HANG = process.env.LOOPX_TEST_WORKER_HANG;
-  const child = spawn(process.execPath, [...loader, `--max-old-space-size=${RECOVERY_LIMITS.workerOldSpaceMiB}`, path], {
+  const child = spawn(process.execPath, [...loader, `--max-old-space-size=${RECOVERY_LIMITS.workerOldSpaceMib}`, path], {
     cwd: req.scratch,
     env,
     stdio: ['pipe', 'pipe', 'pipe'],

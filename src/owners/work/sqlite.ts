@@ -295,7 +295,7 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
   if (size > MAX_WORK_DB_COPY_BYTES) {
     throw rejected('work_db_too_large', `The work database copy exceeds ${MAX_WORK_DB_COPY_BYTES} bytes.`, { nextAction: 'inspect it with sqlite3 directly', details: { byte_size: size } });
   }
-  const image = Buffer.from(readFileSync(path));
+  const image = readFileSync(path); // a fresh buffer of its own: the WAL bytes below are changed in it only
   if (image.byteLength < 100 || !hasSqliteHeader(image)) {
     throw rejected('work_db_not_sqlite', 'The work database copy is not an SQLite database.', { nextAction: 'check that the copy is complete' });
   }
