@@ -211,6 +211,7 @@ export async function extractArchive(
   planned: ReadonlyMap<string, PlannedMember>,
   staging: string,
   onProgress?: (p: ExtractProgress) => void,
+  onSqlite?: (path: string) => void,
 ): Promise<ExtractionFacts> {
   const checker = new MemberChecker();
   const seen = new Set<string>();
@@ -283,7 +284,10 @@ export async function extractArchive(
       const plan = planned.get(c.member.path)!;
       if (sha !== plan.sha256) throw memberRefusal(MEMBER_CODES.digestMismatch, "An archive member's SHA-256 differs from the manifest.", c.member.path);
       const head = Buffer.concat(c.head).subarray(0, 16);
-      files.push({ path: c.member.path, size_bytes: c.size, sha256: sha, sqlite: head.length === 16 && head.equals(SQLITE_MAGIC) });
+      const sqlite = head.length === 16 && head.equals(SQLITE_MAGIC);
+      files.push({ path: c.member.path, size_bytes: c.size, sha256: sha, sqlite });
+      // Written and digest-checked: the owner worker may start on it while extraction goes on.
+      if (sqlite) onSqlite?.(c.member.path);
     },
   });
 

@@ -11,14 +11,19 @@ import { join } from 'node:path';
 import { openSqliteCopy } from '../store/index.js';
 import { config, effect, goal, quota, registry, scheduler, session, work } from '../owners/index.js';
 
-export interface WorkerRequest {
+export interface WorkspaceRef {
   /** The staged workspace (the archive's top). */
   readonly workspace: string;
   /** Private scratch directory for SQLite copies. */
   readonly scratch: string;
-  /** Workspace-relative paths of the files that carry the SQLite header. */
-  readonly sqlite: readonly string[];
 }
+
+/**
+ * The worker's input, one JSON document per line on stdin: first the WorkspaceRef, then one
+ * `{"sqlite": "<workspace-relative path>"}` per database as soon as extraction has written it and
+ * checked its digest, then `{"end": true}` once the whole archive is verified.
+ */
+export type WorkerMessage = { readonly sqlite: string } | { readonly end: true };
 
 export interface FindingLite {
   readonly code: string;
@@ -52,6 +57,8 @@ export interface WorkReadback {
 
 export interface WorkerReport {
   readonly sqlite_heap_limit: number;
+  /** Time the worker spent reading owners (set by worker.ts; owner checks overlap extraction). */
+  readonly busy_ms?: number;
   readonly checkpoint: { readonly ok: boolean; readonly sha256: string | null; readonly goal_count: number; readonly machine_configuration_present: boolean; readonly findings: readonly FindingLite[] };
   readonly config: { readonly ok: boolean; readonly revision: string | null; readonly receipts: number; readonly findings: readonly FindingLite[] };
   readonly registry: { readonly ok: boolean; readonly revision: string | null; readonly goals: readonly { goal_id: string; goal_instance_id: string; status: string; route: string }[]; readonly findings: readonly FindingLite[] };
@@ -112,9 +119,59 @@ function integrityOf(abs: string, scratch: string): { integrity: SqliteReport['i
   }
 }
 
-export function verifyOwners(req: WorkerRequest, heapLimit: number): WorkerReport {
-  const root = join(req.workspace, ROOT);
+const okOf = (findings: readonly { severity: string }[]): boolean => !findings.some((f) => f.severity === 'error');
+
+/** One SQLite file of the workspace: integrity on a private copy, then its owner's readback. */
+export function verifySqliteFile(req: WorkspaceRef, path: string): SqliteReport {
   const opts = { scratchDir: req.scratch };
+  const abs = join(req.workspace, path);
+  const { owner, goal_id } = ownerOfSqlite(path);
+  const { integrity, wal } = integrityOf(abs, req.scratch);
+  const base = { path, owner, goal_id, integrity, wal_header: wal };
+  if (integrity !== 'ok') return { ...base, readback: null };
+  switch (owner) {
+    case 'work': {
+      const h = work.readHistorical(abs, { goal_id: goal_id! });
+      const byStatus: Record<string, number> = {};
+      for (const t of h.todos) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
+      return {
+        ...base,
+        readback: { ok: h.readable && okOf(h.findings), counts: { todos: h.todos.length, history: h.history_count }, findings: h.findings.map(lite) },
+        work: {
+          goal_id: h.goal_id,
+          readable: h.readable,
+          store_identity: h.store_identity,
+          head_cursor: h.head_cursor,
+          history_count: h.history_count,
+          todo_count: h.todos.length,
+          todos_by_status: byStatus,
+        },
+      };
+    }
+    case 'session': {
+      const h = session.readHistorical(abs, opts);
+      return { ...base, readback: { ok: okOf(h.findings), counts: { sessions: h.sessions.length, turns: h.turns.length, settlements: h.settlements.length }, findings: h.findings.map(lite) } };
+    }
+    case 'effect': {
+      const h = effect.readHistorical(abs, opts);
+      return { ...base, readback: { ok: okOf(h.findings), counts: { effects: h.effects.length, outbox: h.outbox.length, transitions: h.transitions.length }, findings: h.findings.map(lite) } };
+    }
+    case 'quota': {
+      const h = quota.readHistorical(abs, opts);
+      return { ...base, readback: { ok: okOf(h.findings), counts: { entries: h.entries.length }, findings: h.findings.map(lite) } };
+    }
+    case 'scheduler': {
+      const h = scheduler.readHistorical(abs, opts);
+      return { ...base, readback: { ok: okOf(h.findings), counts: { timers: h.timers.length }, findings: h.findings.map(lite) } };
+    }
+    default:
+      return { ...base, readback: null };
+  }
+}
+
+/** The root-level owners (checkpoint, config, registry, goal), with the SQLite reports already made. */
+export function verifyOwners(req: WorkspaceRef, sqlite: readonly SqliteReport[], heapLimit: number): WorkerReport {
+  const root = join(req.workspace, ROOT);
 
   const cp = config.verifyConfigurationCheckpoint(readFileSync(join(req.workspace, 'configuration-backup.json')));
   const checkpoint = {
@@ -150,63 +207,5 @@ export function verifyOwners(req: WorkerRequest, heapLimit: number): WorkerRepor
     findings: g.findings.map(lite),
   };
 
-  const sqlite: SqliteReport[] = [];
-  for (const path of req.sqlite) {
-    const abs = join(req.workspace, path);
-    const { owner, goal_id } = ownerOfSqlite(path);
-    const { integrity, wal } = integrityOf(abs, req.scratch);
-    const base = { path, owner, goal_id, integrity, wal_header: wal };
-    if (integrity !== 'ok') {
-      sqlite.push({ ...base, readback: null });
-      continue;
-    }
-    switch (owner) {
-      case 'work': {
-        const h = work.readHistorical(abs, { goal_id: goal_id! });
-        const byStatus: Record<string, number> = {};
-        for (const t of h.todos) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
-        sqlite.push({
-          ...base,
-          readback: {
-            ok: h.readable && !h.findings.some((f) => f.severity === 'error'),
-            counts: { todos: h.todos.length, history: h.history_count },
-            findings: h.findings.map(lite),
-          },
-          work: {
-            goal_id: h.goal_id,
-            readable: h.readable,
-            store_identity: h.store_identity,
-            head_cursor: h.head_cursor,
-            history_count: h.history_count,
-            todo_count: h.todos.length,
-            todos_by_status: byStatus,
-          },
-        });
-        break;
-      }
-      case 'session': {
-        const h = session.readHistorical(abs, opts);
-        sqlite.push({ ...base, readback: { ok: !h.findings.some((f) => f.severity === 'error'), counts: { sessions: h.sessions.length, turns: h.turns.length, settlements: h.settlements.length }, findings: h.findings.map(lite) } });
-        break;
-      }
-      case 'effect': {
-        const h = effect.readHistorical(abs, opts);
-        sqlite.push({ ...base, readback: { ok: !h.findings.some((f) => f.severity === 'error'), counts: { effects: h.effects.length, outbox: h.outbox.length, transitions: h.transitions.length }, findings: h.findings.map(lite) } });
-        break;
-      }
-      case 'quota': {
-        const h = quota.readHistorical(abs, opts);
-        sqlite.push({ ...base, readback: { ok: !h.findings.some((f) => f.severity === 'error'), counts: { entries: h.entries.length }, findings: h.findings.map(lite) } });
-        break;
-      }
-      case 'scheduler': {
-        const h = scheduler.readHistorical(abs, opts);
-        sqlite.push({ ...base, readback: { ok: !h.findings.some((f) => f.severity === 'error'), counts: { timers: h.timers.length }, findings: h.findings.map(lite) } });
-        break;
-      }
-      default:
-        sqlite.push({ ...base, readback: null });
-    }
-  }
   return { sqlite_heap_limit: heapLimit, checkpoint, config: configReport, registry: registryReport, goals: goalsReport, sqlite };
 }

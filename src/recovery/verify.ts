@@ -26,7 +26,7 @@ import { extractArchive, planMembers } from './extract.js';
 import { bindInputs } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
-import { runWorker } from './worker-client.js';
+import { WorkerSession } from './worker-client.js';
 
 export interface VerifyInputs {
   readonly archive: string;
@@ -116,6 +116,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
   const progress = options.onProgress;
   const { bound, dest, planned } = prepare(inputs, progress);
   let created = false;
+  let worker: WorkerSession | undefined;
   try {
     try {
       mkdirSync(dest.path, { mode: 0o700 });
@@ -129,16 +130,26 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     mkdirSync(staging, { mode: 0o700 });
     mkdirSync(scratch, { mode: 0o700 });
 
-    const extraction = await extractArchive(bound.archiveFd, bound, planned, staging, (p) =>
-      progress?.({ step: 'extract', done: p.compressed_done, total: p.compressed_total }),
+    // The worker starts now and checks each database as soon as it is extracted (step 5
+    // overlapping step 4); it reads the root-level owners once the archive is fully verified.
+    worker = new WorkerSession({ workspace: staging, scratch });
+    let databases = 0;
+    const extraction = await extractArchive(
+      bound.archiveFd,
+      bound,
+      planned,
+      staging,
+      (p) => progress?.({ step: 'extract', done: p.compressed_done, total: p.compressed_total }),
+      (path) => {
+        if (++databases > RECOVERY_LIMITS.sqliteFiles) throw capacityRefusal('sqliteFiles', databases, RECOVERY_LIMITS.sqliteFiles);
+        worker!.add(path);
+      },
     );
     const t1 = performance.now();
-
-    const sqlite = extraction.files.filter((f) => f.sqlite).map((f) => f.path);
-    if (sqlite.length > RECOVERY_LIMITS.sqliteFiles) throw capacityRefusal('sqliteFiles', sqlite.length, RECOVERY_LIMITS.sqliteFiles);
-    progress?.({ step: 'owners', done: 0, total: sqlite.length });
-    const report = await runWorker({ workspace: staging, scratch, sqlite });
-    const t2 = performance.now();
+    progress?.({ step: 'owners', done: 0, total: databases });
+    const session = worker;
+    worker = undefined;
+    const report = await session.finish();
 
     const broken = report.sqlite.find((s) => s.integrity !== 'ok');
     if (broken) {
@@ -167,7 +178,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
       manifestSha256: bound.manifestSha256,
       extraction,
       report,
-      durations: { archive_processing: Math.round(t1 - t0), owner_read: Math.round(t2 - t1), total: Math.round(performance.now() - t0) },
+      durations: { archive_processing: Math.round(t1 - t0), owner_read: report.busy_ms ?? Math.round(performance.now() - t1), total: Math.round(performance.now() - t0) },
     });
     const bytes = auditBytes(audit);
     if (bytes.length > RECOVERY_LIMITS.savedAuditBytes) throw capacityRefusal('auditBytes', bytes.length, RECOVERY_LIMITS.savedAuditBytes);
@@ -185,6 +196,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     fsyncDir(dest.parent);
     return { audit, audit_bytes: bytes, summary: publicSummary(audit) };
   } catch (e) {
+    await worker?.kill();
     // Remove only what this run created; D never existed before it (step 2 proved that).
     if (created) rmSync(dest.path, { recursive: true, force: true });
     if (!isLoopxError(e) && (e as NodeJS.ErrnoException).code === 'ENOSPC') {

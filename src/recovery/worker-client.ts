@@ -4,13 +4,13 @@
  * destination), stdio pipes only (no IPC channel), SIGKILL at 90 s, at most 2 Mi characters of
  * answer. The worker is always reaped before this returns — no process is left behind.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { rejected } from '../core/errors.js';
 import { OWNER_CODES } from './codes.js';
 import { RECOVERY_LIMITS } from './limits.js';
-import type { WorkerReport, WorkerRequest } from './owner-verify.js';
+import type { WorkerMessage, WorkerReport, WorkspaceRef } from './owner-verify.js';
 
 function workerEntry(): { path: string; loader: string[] } {
   const here = fileURLToPath(import.meta.url);
@@ -28,54 +28,85 @@ const timeoutMs = (): number => {
   return forced !== undefined && /^\d+$/.test(forced) ? Number(forced) : RECOVERY_LIMITS.workerTimeoutMs;
 };
 
-export async function runWorker(req: WorkerRequest): Promise<WorkerReport> {
-  const { path, loader } = workerEntry();
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', TMPDIR: req.scratch, LANG: 'C' };
-  if (process.env.LOOPX_TEST_WORKER_HANG) env.LOOPX_TEST_WORKER_HANG = process.env.LOOPX_TEST_WORKER_HANG;
-  const child = spawn(process.execPath, [...loader, `--max-old-space-size=${RECOVERY_LIMITS.workerOldSpaceMib}`, path], {
-    cwd: req.scratch,
-    env,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let overflow = false;
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (s: string) => {
-    if (out.length + s.length > RECOVERY_LIMITS.workerOutputChars) {
-      overflow = true;
-      child.kill('SIGKILL');
-      return;
+/**
+ * One disposable worker for one verification: `start()` spawns it, `add()` hands it each database
+ * as extraction completes it, `finish()` asks for the report, `kill()` ends it after a refusal.
+ * Either way the process is reaped before the promise settles.
+ */
+export class WorkerSession {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private out = '';
+  private overflow = false;
+  private timedOut = false;
+  private readonly timer: NodeJS.Timeout;
+  private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(ref: WorkspaceRef) {
+    const { path, loader } = workerEntry();
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', TMPDIR: ref.scratch, LANG: 'C' };
+    if (process.env.LOOPX_TEST_WORKER_HANG) env.LOOPX_TEST_WORKER_HANG = process.env.LOOPX_TEST_WORKER_HANG;
+    this.child = spawn(process.execPath, [...loader, `--max-old-space-size=${RECOVERY_LIMITS.workerOldSpaceMib}`, path], {
+      cwd: ref.scratch,
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.child.stdout.setEncoding('utf8');
+    this.child.stdout.on('data', (s: string) => {
+      if (this.out.length + s.length > RECOVERY_LIMITS.workerOutputChars) {
+        this.overflow = true;
+        this.child.kill('SIGKILL');
+        return;
+      }
+      this.out += s;
+    });
+    this.child.stderr.resume();
+    this.child.stdin.on('error', () => undefined);
+    this.exited = new Promise((resolve) => {
+      this.child.on('close', (code, signal) => resolve({ code, signal }));
+      this.child.on('error', () => resolve({ code: null, signal: null }));
+    });
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.child.kill('SIGKILL');
+    }, timeoutMs());
+    this.send(ref);
+  }
+
+  private send(msg: WorkspaceRef | WorkerMessage): void {
+    if (!this.child.stdin.destroyed) this.child.stdin.write(`${JSON.stringify(msg)}\n`);
+  }
+
+  add(path: string): void {
+    this.send({ sqlite: path });
+  }
+
+  async kill(): Promise<void> {
+    this.child.kill('SIGKILL');
+    await this.exited;
+    clearTimeout(this.timer);
+  }
+
+  async finish(): Promise<WorkerReport> {
+    this.send({ end: true });
+    this.child.stdin.end();
+    const exit = await this.exited;
+    clearTimeout(this.timer);
+    if (this.timedOut) {
+      throw rejected(OWNER_CODES.workerTimeout, 'Owner verification did not finish within its time limit.', {
+        nextAction: 'verify on a less loaded machine; the limit is fixed for this profile',
+        details: { limit_ms: timeoutMs() },
+      });
     }
-    out += s;
-  });
-  child.stderr.resume();
-  child.stdin.on('error', () => undefined);
-  child.stdin.end(JSON.stringify(req));
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    child.kill('SIGKILL');
-  }, timeoutMs());
-  const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.on('close', (code, signal) => resolve({ code, signal }));
-    child.on('error', () => resolve({ code: null, signal: null }));
-  });
-  clearTimeout(timer);
-  if (timedOut) {
-    throw rejected(OWNER_CODES.workerTimeout, 'Owner verification did not finish within its time limit.', {
-      nextAction: 'verify on a less loaded machine; the limit is fixed for this profile',
-      details: { limit_ms: timeoutMs() },
-    });
-  }
-  if (overflow || exit.code !== 0) {
-    throw rejected(OWNER_CODES.workerFailed, 'Owner verification stopped without a report (a damaged or oversized owner store).', {
-      nextAction: 'use another backup of this root; keep this one for inspection',
-      details: { exit_code: exit.code, signal: exit.signal },
-    });
-  }
-  try {
-    return JSON.parse(out) as WorkerReport;
-  } catch {
-    throw rejected(OWNER_CODES.workerFailed, 'Owner verification returned an unreadable report.', { nextAction: 'use another backup of this root; keep this one for inspection' });
+    if (this.overflow || exit.code !== 0) {
+      throw rejected(OWNER_CODES.workerFailed, 'Owner verification stopped without a report (a damaged or oversized owner store).', {
+        nextAction: 'use another backup of this root; keep this one for inspection',
+        details: { exit_code: exit.code, signal: exit.signal },
+      });
+    }
+    try {
+      return JSON.parse(this.out) as WorkerReport;
+    } catch {
+      throw rejected(OWNER_CODES.workerFailed, 'Owner verification returned an unreadable report.', { nextAction: 'use another backup of this root; keep this one for inspection' });
+    }
   }
 }

@@ -1,33 +1,49 @@
 /**
  * The disposable owner-verification worker (RFC §12: 90 s, 512 MiB V8 old space, SQLite hard heap
- * ≤ 64 MiB). Run as its own process by runWorker() in worker-client.ts: it reads one JSON request
- * on stdin, sets the SQLite heap limit before opening anything, runs verifyOwners() and prints one
- * JSON report on stdout. It has no network, no lock, no lease; its exit ends everything it opened.
+ * ≤ 64 MiB), run as its own process by WorkerSession (worker-client.ts). It sets the SQLite heap
+ * limit before opening anything, then reads JSON lines on stdin (owner-verify.ts WorkerMessage):
+ * the workspace, then each database as soon as extraction has written and digest-checked it — so
+ * owner checks overlap the rest of the extraction — then `end`, after which it reads the
+ * root-level owners and prints one JSON report on stdout. No network, no lock, no lease.
  */
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
 import { setSqliteHardHeapLimit } from '../store/index.js';
 import { RECOVERY_LIMITS } from './limits.js';
-import { verifyOwners, type WorkerRequest } from './owner-verify.js';
+import { verifyOwners, verifySqliteFile, type SqliteReport, type WorkerMessage, type WorkspaceRef } from './owner-verify.js';
 
-async function readStdin(): Promise<string> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of process.stdin as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > 2 * 1024 * 1024) throw new Error('request too large');
-    parts.push(chunk);
-  }
-  return Buffer.concat(parts).toString('utf8');
-}
+const MAX_LINE = 64 * 1024;
 
 async function main(): Promise<void> {
-  const req = JSON.parse(await readStdin()) as WorkerRequest;
   const heap = setSqliteHardHeapLimit(RECOVERY_LIMITS.sqliteHardHeapBytes);
+  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]();
+  const next = async (): Promise<unknown> => {
+    const r = await lines.next();
+    if (r.done || r.value.length > MAX_LINE) throw new Error('protocol');
+    return JSON.parse(r.value) as unknown;
+  };
+  const ref = (await next()) as WorkspaceRef;
+  const sqlite: SqliteReport[] = [];
+  let busy = 0;
+  for (;;) {
+    const msg = (await next()) as WorkerMessage;
+    if ('end' in msg) break;
+    if (sqlite.length >= RECOVERY_LIMITS.sqliteFiles) throw new Error('too many databases');
+    const t = performance.now();
+    sqlite.push(verifySqliteFile(ref, msg.sqlite));
+    busy += performance.now() - t;
+  }
   if (process.env.LOOPX_TEST_WORKER_HANG === '1') await new Promise(() => setInterval(() => undefined, 1_000));
-  const report = verifyOwners(req, heap);
-  process.stdout.write(JSON.stringify(report));
+  const t = performance.now();
+  const report = verifyOwners(ref, sqlite, heap);
+  busy += performance.now() - t;
+  process.stdout.write(JSON.stringify({ ...report, busy_ms: Math.round(busy) }));
 }
 
-main().catch((e: unknown) => {
-  process.stderr.write(`${e instanceof Error ? e.name : 'error'}\n`);
-  process.exitCode = 70;
-});
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    process.stderr.write(`${e instanceof Error ? e.name : 'error'}\n`);
+    process.exit(70);
+  },
+);
