@@ -90,19 +90,25 @@ export function ownerOfSqlite(path: string): { owner: OwnerKind; goal_id: string
   return { owner: byName[path] ?? 'unknown', goal_id: null };
 }
 
-function integrityOf(abs: string, scratch: string): { integrity: SqliteReport['integrity']; wal: boolean } {
-  let wal = false;
+/** Whether the file's header says WAL mode (format bytes 2/2); null when it cannot be read. */
+function walHeader(abs: string): boolean | null {
   try {
     const head = Buffer.alloc(20);
     const fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
     try {
-      wal = readSync(fd, head, 0, 20, 0) === 20 && head[18] === 2 && head[19] === 2;
+      return readSync(fd, head, 0, 20, 0) === 20 && head[18] === 2 && head[19] === 2;
     } finally {
       closeSync(fd);
     }
   } catch {
-    return { integrity: 'unreadable', wal };
+    return null;
   }
+}
+
+function integrityOf(abs: string, scratch: string): { integrity: SqliteReport['integrity']; wal: boolean } {
+  const header = walHeader(abs);
+  const wal = header === true;
+  if (header === null) return { integrity: 'unreadable', wal };
   let copy;
   try {
     copy = openSqliteCopy(abs, { scratchDir: scratch, scratchPrefix: 'integrity-' });
@@ -121,33 +127,47 @@ function integrityOf(abs: string, scratch: string): { integrity: SqliteReport['i
 
 const okOf = (findings: readonly { severity: string }[]): boolean => !findings.some((f) => f.severity === 'error');
 
+/**
+ * A Goal's work database: the work owner's reader makes the one private copy and runs the full
+ * `integrity_check` on it itself, so the file is copied and checked once, not twice.
+ */
+function verifyWork(abs: string, path: string, goal_id: string): SqliteReport {
+  const h = work.readHistorical(abs, { goal_id, integrity: 'full' });
+  const codes = new Set(h.findings.map((f) => f.code));
+  const integrity: SqliteReport['integrity'] = codes.has('work_db_integrity_failed')
+    ? 'failed'
+    : codes.has('work_db_unreadable') || codes.has('work_db_not_sqlite') || codes.has('work_db_too_large')
+      ? 'unreadable'
+      : 'ok';
+  const base = { path, owner: 'work' as const, goal_id, integrity, wal_header: walHeader(abs) === true };
+  if (integrity !== 'ok') return { ...base, readback: null };
+      const byStatus: Record<string, number> = {};
+  for (const t of h.todos) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
+  return {
+    ...base,
+    readback: { ok: h.readable && okOf(h.findings), counts: { todos: h.todos.length, history: h.history_count }, findings: h.findings.map(lite) },
+    work: {
+      goal_id: h.goal_id,
+      readable: h.readable,
+      store_identity: h.store_identity,
+      head_cursor: h.head_cursor,
+      history_count: h.history_count,
+      todo_count: h.todos.length,
+      todos_by_status: byStatus,
+    },
+  };
+}
+
 /** One SQLite file of the workspace: integrity on a private copy, then its owner's readback. */
 export function verifySqliteFile(req: WorkspaceRef, path: string): SqliteReport {
   const opts = { scratchDir: req.scratch };
   const abs = join(req.workspace, path);
   const { owner, goal_id } = ownerOfSqlite(path);
+  if (owner === 'work') return verifyWork(abs, path, goal_id!);
   const { integrity, wal } = integrityOf(abs, req.scratch);
   const base = { path, owner, goal_id, integrity, wal_header: wal };
   if (integrity !== 'ok') return { ...base, readback: null };
   switch (owner) {
-    case 'work': {
-      const h = work.readHistorical(abs, { goal_id: goal_id! });
-      const byStatus: Record<string, number> = {};
-      for (const t of h.todos) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
-      return {
-        ...base,
-        readback: { ok: h.readable && okOf(h.findings), counts: { todos: h.todos.length, history: h.history_count }, findings: h.findings.map(lite) },
-        work: {
-          goal_id: h.goal_id,
-          readable: h.readable,
-          store_identity: h.store_identity,
-          head_cursor: h.head_cursor,
-          history_count: h.history_count,
-          todo_count: h.todos.length,
-          todos_by_status: byStatus,
-        },
-      };
-    }
     case 'session': {
       const h = session.readHistorical(abs, opts);
       return { ...base, readback: { ok: okOf(h.findings), counts: { sessions: h.sessions.length, turns: h.turns.length, settlements: h.settlements.length }, findings: h.findings.map(lite) } };

@@ -50,6 +50,8 @@ export interface HistoricalWork {
 export interface ReadHistoricalOptions {
   /** The Goal the copy is expected to belong to. */
   readonly goal_id?: string;
+  /** `full` runs `integrity_check` (the recovery verifier's check) instead of `quick_check`. */
+  readonly integrity?: 'quick' | 'full';
 }
 
 const INSPECT = 'keep the copy held; inspect it with the recovery audit';
@@ -104,7 +106,7 @@ type Out = { -readonly [K in keyof HistoricalWork]: HistoricalWork[K] };
 type Add = (code: WorkFindingCode, subject: string, next?: string, severity?: 'error' | 'warning') => void;
 
 function readCopy(copy: WorkDbCopy, out: Out, add: Add, options: ReadHistoricalOptions): HistoricalWork {
-  const check = copy.quickCheck();
+  const check = options.integrity === 'full' ? copy.integrityCheck() : copy.quickCheck();
   if (check.length !== 1 || check[0] !== 'ok') add('work_db_integrity_failed', 'work.db');
 
   out.user_version = copy.user_version;

@@ -273,6 +273,8 @@ export interface WorkDbCopy {
   scanRows(after: number, limit: number): RawCommitRow[];
   /** `PRAGMA quick_check` lines; `['ok']` when sound. */
   quickCheck(): string[];
+  /** `PRAGMA integrity_check` lines (quick_check plus index consistency); `['ok']` when sound. */
+  integrityCheck(): string[];
   close(): void;
 }
 
@@ -339,6 +341,7 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
         ? guard(() => handle.prepare('SELECT cursor, provider_revision, operation_id, request_digest, events, receipt FROM commits WHERE cursor > ? ORDER BY cursor LIMIT ?').all(after, limit) as RawCommitRow[])
         : [],
     quickCheck: () => guard(() => (handle.pragma('quick_check') as Array<{ quick_check: string }>).map((r) => r.quick_check)),
+    integrityCheck: () => guard(() => (handle.pragma('integrity_check') as Array<{ integrity_check: string }>).map((r) => r.integrity_check)),
     close: () => opened.close(),
   };
 }
