@@ -18,8 +18,8 @@ import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSyn
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fsyncDir } from '../core/fs.js';
-import { isLoopxError, rejected } from '../core/errors.js';
-import { CAPACITY_CODES, OWNER_CODES } from './codes.js';
+import { conflict, isLoopxError, rejected } from '../core/errors.js';
+import { CAPACITY_CODES, DESTINATION_CODES, OWNER_CODES } from './codes.js';
 import { AUDIT_FILE, WORKSPACE_DIR, auditBytes, buildAudit, publicSummary, type PublicAuditSummary, type RecoveryAudit } from './audit.js';
 import { checkDeclared, declaredInventory, preflightDestination } from './destination.js';
 import { extractArchive, planMembers } from './extract.js';
@@ -121,7 +121,12 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     try {
       mkdirSync(dest.path, { mode: 0o700 });
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw preflightDestination(inputs.destination, declaredInventory(bound.manifest));
+      // Created by someone else since the preflight: the same conflict, and it is not ours to remove.
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') {
+        throw conflict(DESTINATION_CODES.exists, 'The destination already exists; verification only creates a new workspace.', {
+          nextAction: 'choose a destination path that does not exist yet',
+        });
+      }
       throw e;
     }
     created = true;
