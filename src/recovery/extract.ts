@@ -8,7 +8,7 @@
  * no uid/gid, mode bits, timestamps or ACLs carried over. Memory is bounded by the read chunk.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { closeSync, constants, mkdirSync, read, openSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, read, readSync, openSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { promisify } from 'node:util';
@@ -67,6 +67,7 @@ export function planMembers(manifest: BackupManifest): Map<string, PlannedMember
     planned.set(m.path, raw);
   }
   checker.add(EMBEDDED_MANIFEST, 'file');
+  checker.finalizeLinks();
   return planned;
 }
 
@@ -112,14 +113,14 @@ export function gzipHeaderLength(b: Buffer): number | undefined {
  * after the archive's end could carry more members) and reports garbage after the stream as a
  * header error whose timing depends on buffering. This reads exactly ONE member: it strips and
  * checks the header, hands the deflate body to an InflateRaw, and after it ends the caller
- * checks that exactly the 8-byte trailer (CRC-32, ISIZE) follows — anything more is trailing data.
+ * checks from the inflater's consumed count that exactly the 8-byte trailer (CRC-32, ISIZE)
+ * follows — anything more is trailing data.
  */
 class GzipBody extends Transform {
   private head: Buffer | undefined = Buffer.alloc(0);
+  /** The member header's length, once parsed. */
+  headerLength: number | undefined;
   /** Bytes handed on after the header. */
-  body = 0;
-  /** The last 8 of them (the trailer, when nothing follows it). */
-  last8 = Buffer.alloc(0);
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     try {
       let out = chunk;
@@ -131,10 +132,9 @@ class GzipBody extends Transform {
           return cb();
         }
         this.head = undefined;
+        this.headerLength = len;
         out = joined.subarray(len);
       }
-      this.body += out.length;
-      this.last8 = Buffer.concat([this.last8, out.subarray(Math.max(0, out.length - 8))]).subarray(-8);
       cb(null, out);
     } catch (e) {
       cb(e as Error);
@@ -318,11 +318,7 @@ export async function extractArchive(
       }
     }
     scanner.finish();
-    // Exactly one gzip member: its 8-byte trailer follows the deflate body, then nothing.
-    await new Promise<void>((resolve, reject) => (body.writableFinished ? resolve() : body.once('finish', resolve).once('error', reject)));
-    const consumed = gunzip.bytesWritten;
-    if (body.body > consumed + 8) throw trailing();
-    if (body.body < consumed + 8 || body.last8.readUInt32LE(0) !== crc >>> 0 || body.last8.readUInt32LE(4) !== scanner.bytes % 2 ** 32) throw gzipInvalid();
+    checker.finalizeLinks();
   } catch (e) {
     const refusal = failed(e);
     source.unpipe();
@@ -332,13 +328,21 @@ export async function extractArchive(
   } finally {
     source.unpipe();
     source.destroy();
+    body.destroy();
     gunzip.destroy();
     if (current) closeSync(current.fd);
   }
 
-  // The scan's own witness must equal the preflight before anything else is trusted.
+  // The scan's own witness must equal the preflight before anything else is trusted. (The
+  // inflater stops at the end of the deflate body; the witness reads the rest of the file.)
   await witness.drain();
   if (!witness.matches(bound.archiveSize, bound.archiveSha256)) throw changed();
+  // Exactly one gzip member: its 8-byte trailer (CRC-32, ISIZE) follows the deflate body, then nothing.
+  const trailerAt = (body.headerLength ?? 0) + gunzip.bytesWritten;
+  if (body.headerLength === undefined || bound.archiveSize < trailerAt + 8) throw gzipInvalid();
+  if (bound.archiveSize > trailerAt + 8) throw trailing();
+  const trailer = Buffer.alloc(8);
+  if (readSync(fd, trailer, 0, 8, trailerAt) !== 8 || trailer.readUInt32LE(0) !== crc >>> 0 || trailer.readUInt32LE(4) !== scanner.bytes % 2 ** 32) throw gzipInvalid();
   for (const path of planned.keys()) {
     if (!seen.has(path)) throw memberRefusal(MEMBER_CODES.missing, 'A member the manifest lists is not in the archive.', path);
   }

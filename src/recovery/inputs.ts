@@ -95,7 +95,7 @@ export function decodeManifestBytes(bytes: Uint8Array): unknown {
   const depth = jsonDepthExceeds(bytes, RECOVERY_LIMITS.jsonDepth);
   if (depth !== undefined) throw capacityRefusal('jsonDepth', depth, RECOVERY_LIMITS.jsonDepth);
   try {
-    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes)) as unknown;
+    return JSON.parse(new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes)) as unknown;
   } catch {
     throw rejected(INPUT_CODES.manifestInvalid, 'The manifest is not valid UTF-8 JSON.', { nextAction: 'pass the .manifest.json that backup-state published with this archive' });
   }

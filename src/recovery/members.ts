@@ -27,7 +27,8 @@ export interface CheckedMember {
 
 export const TOP_LEVEL = new Set(['runtime-root', 'configuration-backup.json', 'manifest.json']);
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
+/** C0 and C1 controls, bidi overrides and isolates, and the byte-order mark: never in a member name. */
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\ufeff]/;
 
 /**
  * A member refusal. `_subject` (the member's path) is deliberately not put in the error: member
@@ -52,7 +53,7 @@ export function normalizeMemberPath(raw: string, kind: MemberKind): string {
   const parts = name.split('/');
   if (parts.includes('..')) throw memberRefusal(MEMBER_CODES.traversal, 'An archive member path contains "..".', raw);
   for (const p of parts) {
-    if (p === '' || p === '.' || p.includes('\\') || CONTROL.test(p)) {
+    if (p === '' || p === '.' || p.includes('\\') || UNSAFE.test(p)) {
       throw memberRefusal(MEMBER_CODES.invalid, 'An archive member path has an empty, dot, backslash or control-character component.', raw);
     }
   }
@@ -67,7 +68,8 @@ export function normalizeMemberPath(raw: string, kind: MemberKind): string {
   return name;
 }
 
-const fold = (p: string): string => p.normalize('NFC').toLowerCase();
+/** Case folding close to what case-insensitive file systems apply (ſ/s, ς/σ, K/k fold together). */
+const fold = (p: string): string => p.normalize('NFC').toUpperCase().toLowerCase();
 
 export class MemberChecker {
   private readonly kinds = new Map<string, MemberKind>();
@@ -116,34 +118,58 @@ export class MemberChecker {
     if (target === '' || target.startsWith('/') || target.includes('\0')) {
       throw memberRefusal(MEMBER_CODES.linkEscapes, 'A symbolic-link member points outside the workspace.', path);
     }
+    if (target.includes('\\') || UNSAFE.test(target)) throw memberRefusal(MEMBER_CODES.invalid, 'A symbolic-link target has a backslash or control character.', path);
     this.resolve(path, target);
   }
 
   /**
-   * Resolve `target` (relative to the link's directory) over the members seen so far plus the
-   * link being added; throws when it leaves the workspace or needs more than 40 hops.
+   * Resolve `target` (relative to the link's directory) over the members known so far, following
+   * intermediate links; throws when it leaves the workspace, needs more than 40 hops, or walks
+   * more than 64 × 40 components. `strict` (the final pass, every member known) also refuses a
+   * target that walks through a component that is neither a directory member nor a link: its
+   * meaning would depend on what is not in the archive.
    */
-  private resolve(linkPath: string, target: string): void {
+  private resolve(linkPath: string, target: string, strict = false): void {
+    const escapes = (): never => {
+      throw memberRefusal(MEMBER_CODES.linkEscapes, 'A symbolic-link member points outside the workspace.', linkPath);
+    };
     let hops = 1;
-    const stack: string[] = linkPath.split('/').slice(0, -1);
+    let budget = RECOVERY_LIMITS.pathComponents * RECOVERY_LIMITS.linkHops;
+    // stack[i] is the joined path of the first i+1 components (no re-joining per step).
+    const stack: string[] = [];
+    for (const part of linkPath.split('/').slice(0, -1)) stack.push(stack.length === 0 ? part : `${stack.at(-1)}/${part}`);
     const pending: string[] = target.split('/').reverse();
     while (pending.length > 0) {
+      if (--budget < 0) throw capacityRefusal('linkHops', hops, RECOVERY_LIMITS.linkHops);
       const part = pending.pop()!;
       if (part === '' || part === '.') continue;
       if (part === '..') {
-        if (stack.length === 0) throw memberRefusal(MEMBER_CODES.linkEscapes, 'A symbolic-link member points outside the workspace.', linkPath);
+        if (stack.length === 0) escapes();
+        // Leaving a name the archive does not hold as a directory: on disk, ".." of it means nothing.
+        if (strict && this.kinds.get(stack.at(-1)!) !== 'directory') escapes();
         stack.pop();
         continue;
       }
-      stack.push(part);
-      const here = stack.join('/');
+      if (strict && stack.length > 0 && this.kinds.get(stack.at(-1)!) !== 'directory') escapes();
+      const here = stack.length === 0 ? part : `${stack.at(-1)}/${part}`;
       const next = here === linkPath ? target : this.links.get(here);
-      if (next === undefined) continue;
+      if (next === undefined) {
+        stack.push(here);
+        continue;
+      }
       if (++hops > RECOVERY_LIMITS.linkHops) throw capacityRefusal('linkHops', hops, RECOVERY_LIMITS.linkHops);
-      if (next.startsWith('/')) throw memberRefusal(MEMBER_CODES.linkEscapes, 'A symbolic-link member points outside the workspace.', linkPath);
-      stack.pop();
+      if (next.startsWith('/')) escapes();
       pending.push(...next.split('/').reverse());
     }
+  }
+
+  /**
+   * Re-resolve every link against the complete member set: a link added later can change what an
+   * earlier, already accepted link resolves to, so a check made in archive order alone is not
+   * enough. Call once every member is added.
+   */
+  finalizeLinks(): void {
+    for (const [path, target] of this.links) this.resolve(path, target, true);
   }
 
   private checkHardlink(path: string, target: string): void {

@@ -36,7 +36,7 @@ export interface TarHandler {
 
 const BLOCK = 512;
 const PAX_KEYS = new Set(['path', 'linkpath', 'mtime', 'atime', 'ctime', 'uid', 'gid', 'uname', 'gname']);
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 const invalid = (message: string): LoopxError =>
   rejected(FORMAT_CODES.headerInvalid, message, { nextAction: 'use an intact backup made by loopx backup-state' });

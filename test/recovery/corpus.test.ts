@@ -574,6 +574,25 @@ describe('links', () => {
     await expectRefusal(build({ entries: list }), 'member_link_escapes');
   });
 
+  it('refuses links that escape only once a LATER link is known (order cannot defeat the check)', async () => {
+    // In archive order each looks inside: a's target walks b/b/… before b exists; b → "." then
+    // makes a resolve to the file system root, and configuration-backup.json reach /dev/zero.
+    const a = `${'b/'.repeat(12)}${'../'.repeat(12)}..`;
+    const list = [...entries(), linkEntry('runtime-root/a', a), linkEntry('runtime-root/b', '.')];
+    await expectRefusal(build({ entries: list }), 'member_link_escapes');
+  });
+
+  it('refuses a link whose target walks through a name the archive does not hold', async () => {
+    const list = [...entries(), linkEntry('runtime-root/l', 'nothere/../goals')];
+    await expectRefusal(build({ entries: list }), 'member_link_escapes');
+  });
+
+  it('refuses bidi overrides, C1 controls and byte-order marks in names and link targets', async () => {
+    await expectRefusal(build({ entries: [...entries(), fileEntry('runtime-root/evil\u202etxt.sh', 'x')] }), 'member_path_invalid');
+    await expectRefusal(build({ entries: [...entries(), fileEntry('runtime-root/\ufeffname', 'x')] }), 'member_path_invalid');
+    await expectRefusal(build({ entries: [...entries(), linkEntry('runtime-root/l', 'goals\u0085')] }), 'member_path_invalid');
+  });
+
   it('refuses a member beneath a symlink member', async () => {
     const list = [...entries(), linkEntry('runtime-root/lnk', 'goals'), fileEntry('runtime-root/lnk/evil.txt', 'x')];
     await expectRefusal(build({ entries: list }), 'member_through_link');
@@ -797,6 +816,12 @@ describe('gzip', () => {
   it('refuses bytes after the gzip stream', async () => {
     await expectRefusal(build({ gzip: (tar) => gzip(tar, { trailing: Buffer.from('GARBAGE!') }) }), 'archive_trailing_data');
   });
+
+  it('refuses megabytes after the gzip stream without stalling (more than the stream buffers hold)', async () => {
+    const started = Date.now();
+    await expectRefusal(build({ gzip: (tar) => gzip(tar, { trailing: Buffer.alloc(3 * 1024 * 1024, 0x41) }) }), 'archive_trailing_data');
+    expect(Date.now() - started).toBeLessThan(20_000);
+  }, 30_000);
 
   it('refuses zero bytes after the gzip stream', async () => {
     await expectRefusal(build({ gzip: (tar) => gzip(tar, { trailing: Buffer.alloc(1024) }) }), 'archive_trailing_data');
