@@ -30,7 +30,8 @@ export function readRegularFileOnce(path: string, maxBytes: number, options: Rea
   const tooLarge = options.tooLarge ?? 'it exceeds its size bound';
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    // O_NONBLOCK: a FIFO put in the file's place must not block the open (it is refused below).
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return null;

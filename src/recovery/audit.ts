@@ -18,7 +18,7 @@ import type { ExtractionFacts } from './extract.js';
 import { decodeManifestBytes } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
-import type { FindingLite, OwnerKind, WorkerReport } from './owner-verify.js';
+import { ownerOfSqlite, type FindingLite, type OwnerKind, type WorkerReport } from './owner-verify.js';
 
 export const AUDIT_SCHEMA = 'loopx_state_recovery_audit_v0';
 export const AUDIT_FILE = 'recovery-audit.json';
@@ -154,7 +154,10 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
   // 1. configuration: the checkpoint plus the registry and machine configuration it was built from.
   const configMembers = [...files.keys()].filter((p) => p === 'configuration-backup.json' || p === 'runtime-root/registry.json' || p.startsWith('runtime-root/machine/')).sort();
   configMembers.forEach((p) => claimed.add(p));
-  const configOk = r.checkpoint.ok && r.config.ok && r.registry.ok;
+  // The configuration checkpoint carries the registry's Goal rows: the counts must agree.
+  const countMismatch = r.checkpoint.ok && r.registry.ok && r.checkpoint.goal_count !== r.registry.goals.length;
+  if (countMismatch) add('configuration_goal_count_mismatch', 'error', 'configuration', 'config', 'the checkpoint and the registry disagree; use another backup of this root');
+  const configOk = r.checkpoint.ok && r.config.ok && r.registry.ok && !countMismatch;
   fromOwner('configuration', 'config', [...r.checkpoint.findings, ...r.config.findings]);
   fromOwner('configuration', 'registry', r.registry.findings);
   components.push({
@@ -216,9 +219,36 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
     });
   }
 
-  // 3. one component per Goal found by the goal owner, linked to the configuration.
+  // 3. one component per Goal — found by the goal owner, or named by the registry and missing —
+  // linked to the configuration. A Goal's own owner findings decide its classification.
   const workByGoal = new Map(r.sqlite.filter((s) => s.owner === 'work').map((s) => [s.goal_id!, s]));
+  const goalOfSubject = (subject: string): string | undefined => /^goals\/([^/]+)/.exec(subject)?.[1];
+  const registered = new Set(r.registry.goals.map((g) => g.goal_id));
+  const found = new Set(r.goals.goals.map((g) => g.goal_id));
   let links = 0;
+  const goalComponent = (goalId: string, fields: Partial<AuditComponent>, members: string[], readable: boolean, missing: boolean): void => {
+    links++;
+    components.push({
+      ...base,
+      component_id: idOf('goal', goalId),
+      owner_kind: 'goal',
+      logical_scope: scopeOf(goalId),
+      required: true,
+      archive_members: members,
+      member_count: members.length,
+      schema_version: 'loopx_goal_v0',
+      source_identity: null,
+      source_revision: null,
+      content_digest: digestOf(members.map((p) => files.get(p)!)),
+      dependency_ids: ['configuration'],
+      verification_profile: 'goal.readHistorical+work.readHistorical/v0',
+      verification: readable ? 'verified' : missing ? 'missing' : 'invalid',
+      classification: readable ? 'recovered_readable' : 'unknown_unrecoverable',
+      next_action: readable ? NEXT.readable : NEXT.broken,
+      readback: {},
+      ...fields,
+    });
+  };
   for (const g of r.goals.goals) {
     const id = idOf('goal', g.goal_id);
     const prefix = `runtime-root/goals/${g.goal_id}/`;
@@ -226,31 +256,36 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
     members.forEach((p) => claimed.add(p));
     const w = workByGoal.get(g.goal_id);
     const workOk = w !== undefined && w.integrity === 'ok' && (w.readback?.ok ?? false);
-    if (w === undefined) add('goal_work_missing', 'error', id, 'work', 'restore the Goal\'s work.db from another backup', g.goal_id);
-    links++;
-    components.push({
-      ...base,
-      component_id: id,
-      owner_kind: 'goal',
-      logical_scope: scopeOf(g.goal_id),
-      required: true,
-      archive_members: members,
-      member_count: members.length,
-      schema_version: 'loopx_goal_v0',
-      source_identity: g.goal_instance_id,
-      source_revision: null,
-      content_digest: digestOf(members.map((p) => files.get(p)!)),
-      dependency_ids: ['configuration'],
-      verification_profile: 'goal.readHistorical+work.readHistorical/v0',
-      verification: workOk ? 'verified' : w === undefined ? 'missing' : 'invalid',
-      classification: workOk ? 'recovered_readable' : 'unknown_unrecoverable',
-      next_action: workOk ? NEXT.readable : NEXT.broken,
-      readback: { goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, lifecycle: g.lifecycle, docs: g.docs, work_database: w ? dbIdByPath.get(w.path) : null, work: w?.work ?? null },
-    });
+    const own = r.goals.findings.filter((f) => goalOfSubject(f.subject) === g.goal_id);
+    fromOwner(id, 'goal', own);
+    if (w === undefined) add('goal_work_missing', 'error', id, 'work', "restore the Goal's work.db from another backup", g.goal_id);
+    if (!registered.has(g.goal_id)) add('goal_unregistered', 'warning', id, 'registry', 'the registry does not route to this Goal; read it as history only', g.goal_id);
+    const readable = workOk && !own.some((f) => f.severity === 'error');
+    goalComponent(g.goal_id, { source_identity: g.goal_instance_id, readback: { goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, lifecycle: g.lifecycle, docs: g.docs, work_database: w ? dbIdByPath.get(w.path) : null, work: w?.work ?? null } }, members, readable, w === undefined);
   }
-  fromOwner('configuration', 'goal', r.goals.findings);
+  for (const g of r.registry.goals) {
+    if (found.has(g.goal_id)) continue;
+    // Registered, but the goal owner read no goal.json for it: missing (or unreadable), never recovered.
+    const id = idOf('goal', g.goal_id);
+    add('registry_goal_missing', 'error', id, 'goal', 'restore this Goal from another backup; the registry routes to it but its goal.json was not read', g.goal_id);
+    goalComponent(g.goal_id, { source_identity: g.goal_instance_id, readback: { goal_id: g.goal_id, goal_instance_id: g.goal_instance_id } }, [], false, true);
+  }
+  // Goal findings of no readable Goal (a goal.json that did not decode) and of the goals directory.
+  const ownerless = r.goals.findings.filter((f) => {
+    const gid = goalOfSubject(f.subject);
+    return gid === undefined || !found.has(gid);
+  });
+  for (const f of ownerless) {
+    const gid = goalOfSubject(f.subject);
+    add(f.code, f.severity === 'error' ? 'error' : 'warning', gid !== undefined && registered.has(gid) ? idOf('goal', gid) : null, 'goal', f.next_action, f.subject);
+  }
   for (const [goalId, w] of workByGoal) {
-    if (!r.goals.goals.some((g) => g.goal_id === goalId)) add('work_without_goal', 'warning', dbIdByPath.get(w.path)!, 'goal', 'the work store has no goal.json beside it; read it as history only', goalId);
+    if (!found.has(goalId)) add('work_without_goal', 'warning', dbIdByPath.get(w.path)!, 'goal', 'the work store has no goal.json beside it; read it as history only', goalId);
+  }
+  // Every database the producer declared must be one the worker read as SQLite.
+  const verifiedDbs = new Set(r.sqlite.map((x) => x.path));
+  for (const snap of a.manifest.execution.sqlite_snapshots) {
+    if (!verifiedDbs.has(snap.archive_path)) add('sqlite_snapshot_not_sqlite', 'error', null, ownerOfSqlite(snap.archive_path).owner, 'the manifest declares a database the archive does not hold as SQLite; use another backup', snap.archive_path);
   }
 
   // 4. the remainder: bytes no owner reads.

@@ -44,7 +44,7 @@ function openRegular(path: string, input: 'archive' | 'manifest'): number {
   }
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch {
     return refuse();
   }

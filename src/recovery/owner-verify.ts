@@ -6,7 +6,8 @@
  * the scratch directory it is given; it loads no restored code, opens no socket, takes no lock or
  * lease. Its report carries counts, ids, statuses and finding codes — never payloads.
  */
-import { closeSync, constants, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, constants, openSync, readSync } from 'node:fs';
+import { readRegularFileOnce } from '../core/read-once.js';
 import { join } from 'node:path';
 import { openSqliteCopy } from '../store/index.js';
 import { config, effect, goal, quota, registry, scheduler, session, work } from '../owners/index.js';
@@ -193,7 +194,17 @@ export function verifySqliteFile(req: WorkspaceRef, path: string): SqliteReport 
 export function verifyOwners(req: WorkspaceRef, sqlite: readonly SqliteReport[], heapLimit: number): WorkerReport {
   const root = join(req.workspace, ROOT);
 
-  const cp = config.verifyConfigurationCheckpoint(readFileSync(join(req.workspace, 'configuration-backup.json')));
+  // Read once, bounded, never through a link (an archive's link is inert data, not a route).
+  let checkpointBytes: Uint8Array | null = null;
+  try {
+    checkpointBytes = readRegularFileOnce(join(req.workspace, 'configuration-backup.json'), config.CHECKPOINT_MAX_BYTES);
+  } catch {
+    checkpointBytes = null;
+  }
+  const cp =
+    checkpointBytes === null
+      ? { ok: false, sha256: null, goal_count: 0, machine_configuration_present: false, findings: [{ code: 'checkpoint_unreadable', severity: 'error', subject: 'configuration-backup.json', next_action: 'use another backup of this root' }] }
+      : config.verifyConfigurationCheckpoint(checkpointBytes);
   const checkpoint = {
     ok: cp.ok,
     sha256: cp.sha256,

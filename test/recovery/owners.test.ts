@@ -106,6 +106,33 @@ describe('owner verification in the disposable worker', () => {
   }, 30_000);
 });
 
+describe('the owner/dependency graph', () => {
+  const audit = (dest: string): RecoveryAudit => JSON.parse(readFileSync(join(dest, AUDIT_FILE), 'utf8')) as RecoveryAudit;
+  const goalOf = (a: RecoveryAudit, goalId: string) => a.components.find((c) => c.owner_kind === 'goal' && (c.readback as { goal_id?: string }).goal_id === goalId)!;
+
+  it("a Goal whose document does not match its recorded digest is invalid, never readable", async () => {
+    const doc = base.entries.find((e) => e.type === 'file' && e.path.startsWith('runtime-root/goals/alpha/docs/'))!;
+    const changed = Buffer.concat([doc.data!, Buffer.from(' (changed after the Goal recorded it)')]);
+    const r = await verifyCorpus({ entries: replaceEntry(base.entries, doc.path, (e) => ({ ...e, data: changed })) });
+    expect(r.code).toBeUndefined();
+    const a = audit(r.destination);
+    const alpha = goalOf(a, 'alpha');
+    expect(alpha).toMatchObject({ verification: 'invalid', classification: 'unknown_unrecoverable' });
+    expect(a.findings.some((f) => f.component === alpha.component_id && f.owner === 'goal' && f.severity === 'error')).toBe(true);
+    expect(goalOf(a, 'beta').classification).toBe('recovered_readable');
+  }, 30_000);
+
+  it('a Goal the registry routes to but whose goal.json is gone is reported missing', async () => {
+    const r = await verifyCorpus({ entries: base.entries.filter((e) => e.path !== 'runtime-root/goals/beta/goal.json') });
+    expect(r.code).toBeUndefined();
+    const a = audit(r.destination);
+    const beta = goalOf(a, 'beta');
+    expect(beta).toMatchObject({ verification: 'missing', classification: 'unknown_unrecoverable', member_count: 0 });
+    expect(a.findings.find((f) => f.code === 'registry_goal_missing')?.component).toBe(beta.component_id);
+    expect(a.counts.verification.missing).toBeGreaterThanOrEqual(1);
+  }, 30_000);
+});
+
 describe('exact boundaries', () => {
   let history: BaseBackup;
   let over: Buffer;
