@@ -7,6 +7,7 @@
  * codes. A v0 archive is always held; execution authority is never granted.
  */
 import { join } from 'node:path';
+import { createHmac, randomBytes } from 'node:crypto';
 import { canonicalJson } from '../core/canonical-json.js';
 import { sha256Hex } from '../core/digest.js';
 import { notFound, rejected } from '../core/errors.js';
@@ -113,8 +114,16 @@ export interface AuditInputs {
   readonly durations: { archive_processing: number; owner_read: number; total: number };
 }
 
-const scopeOf = (goalId: string): string => `goal:${sha256Hex(goalId).slice(0, 12)}`;
-const idOf = (prefix: string, key: string): string => `${prefix}-${sha256Hex(key).slice(0, 12)}`;
+/**
+ * Public labels of Goals and databases: keyed with a random per-audit key that is never stored,
+ * so a short, guessable Goal id or path cannot be recovered from a public summary by trying
+ * candidates (an unkeyed hash could be). The private audit maps each label to its names.
+ */
+function labeller(): { scopeOf(goalId: string): string; idOf(prefix: string, key: string): string } {
+  const key = randomBytes(32);
+  const mac = (s: string): string => createHmac('sha256', key).update(s).digest('hex').slice(0, 12);
+  return { scopeOf: (goalId) => `goal:${mac(`goal\0${goalId}`)}`, idOf: (prefix, name) => `${prefix}-${mac(`${prefix}\0${name}`)}` };
+}
 const digestOf = (parts: readonly { path: string; sha256: string }[]): string =>
   sha256Hex(canonicalJson(parts.map((p) => [p.path, p.sha256])));
 
@@ -134,6 +143,7 @@ const OWNER_LABEL: Record<string, string> = {
 
 /** Build the audit (its recovery_id computed last, over everything else). */
 export function buildAudit(a: AuditInputs): RecoveryAudit {
+  const { scopeOf, idOf } = labeller();
   const m = a.manifest;
   const r = a.report;
   const findings: AuditFinding[] = [];

@@ -100,12 +100,19 @@ export function preflightDestination(destination: string, d: DeclaredInventory):
     return badParent('cannot be resolved');
   }
   if (real !== parent) badParent('is reached through a symbolic link');
+  // The parent and every ancestor: owned by this user or root, and not writable by others unless
+  // sticky — so no other user can rename a directory on the way to D while verify works in it
+  // (the check OpenSSH's StrictModes makes).
   const uid = process.getuid?.() ?? 0;
-  const othersWrite = (st.mode & 0o022) !== 0 && (st.mode & 0o1000) === 0;
-  if ((st.uid !== uid && st.uid !== 0) || othersWrite) {
-    throw rejected(DESTINATION_CODES.parentNotPrivate, "The destination's parent is not private: another user could change it.", {
-      nextAction: 'choose a destination inside a directory you own that only you can write (e.g. mode 0700)',
-    });
+  for (let dir = parent; ; dir = dirname(dir)) {
+    const a = dir === parent ? st : lstatSync(dir);
+    const othersWrite = (a.mode & 0o022) !== 0 && (a.mode & 0o1000) === 0;
+    if ((a.uid !== uid && a.uid !== 0) || othersWrite) {
+      throw rejected(DESTINATION_CODES.parentNotPrivate, "The destination's parent or one of its ancestors is not private: another user could change it.", {
+        nextAction: 'choose a destination inside a directory you own that only you can write (e.g. mode 0700)',
+      });
+    }
+    if (dirname(dir) === dir) break;
   }
   const free = freeBytes(parent);
   // §12: regular-file bytes + 16 MiB; plus the one scratch copy the owner worker makes of a database.

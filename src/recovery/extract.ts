@@ -8,13 +8,14 @@
  * no uid/gid, mode bits, timestamps or ACLs carried over. Memory is bounded by the read chunk.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { closeSync, constants, mkdirSync, read, readSync, openSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { close, closeSync, constants, fsync, mkdirSync, read, readSync, openSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { promisify } from 'node:util';
 import { crc32, createInflateRaw } from 'node:zlib';
 import { isLoopxError, rejected } from '../core/errors.js';
 import { canonicalJson } from '../core/canonical-json.js';
+import { fsyncDir } from '../core/fs.js';
 import type { BackupManifest } from '../backup/index.js';
 import { FORMAT_CODES, INPUT_CODES, MEMBER_CODES } from './codes.js';
 import { decodeManifestBytes } from './inputs.js';
@@ -72,6 +73,24 @@ export function planMembers(manifest: BackupManifest): Map<string, PlannedMember
 }
 
 const readAt = promisify(read);
+const fsyncAsync = promisify(fsync);
+const closeAsync = promisify(close);
+
+/** fsync then close, in the background (the caller awaits every one before publishing). */
+async function fsyncThenClose(fd: number): Promise<void> {
+  try {
+    await fsyncAsync(fd);
+  } finally {
+    await closeAsync(fd);
+  }
+}
+
+/** Make the extracted tree durable: every file was fsynced as it closed; now every directory. */
+async function syncTree(files: readonly Promise<void>[], dirs: readonly string[], top: string): Promise<void> {
+  await Promise.all(files);
+  for (const dir of [...dirs].reverse()) fsyncDir(dir);
+  fsyncDir(top);
+}
 
 const gzipInvalid = (): Error => rejected(FORMAT_CODES.gzipInvalid, 'The archive is not a valid gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' });
 const trailing = (): Error => rejected(FORMAT_CODES.trailingData, 'The archive has data after the end of its gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' });
@@ -223,6 +242,8 @@ export async function extractArchive(
   let embeddedBytes = 0;
   let current: { fd: number; member: CheckedMember; hash: Hash; size: number; head: Buffer[]; headLen: number } | undefined;
   let manifestChunks: Buffer[] | undefined;
+  const flushes: Promise<void>[] = [];
+  const createdDirs: string[] = [];
 
   const witness = new FdWitness(fd, (n) => onProgress?.({ compressed_done: n, compressed_total: bound.archiveSize }));
   const scanner = new TarScanner({
@@ -246,6 +267,7 @@ export async function extractArchive(
       if (e.type === 'directory') {
         mkdirSync(target, { mode: 0o700 });
         directories++;
+        createdDirs.push(target);
       } else if (e.type === 'symlink') {
         symlinkSync(e.linkName, target);
         symlinks.push(m.path);
@@ -279,7 +301,8 @@ export async function extractArchive(
       const c = current;
       if (!c) return;
       current = undefined;
-      closeSync(c.fd);
+      // Flushed in the background while extraction goes on; awaited before the audit can exist.
+      flushes.push(fsyncThenClose(c.fd));
       const sha = c.hash.digest('hex');
       const plan = planned.get(c.member.path)!;
       if (sha !== plan.sha256) throw memberRefusal(MEMBER_CODES.digestMismatch, "An archive member's SHA-256 differs from the manifest.", c.member.path);
@@ -331,6 +354,7 @@ export async function extractArchive(
     body.destroy();
     gunzip.destroy();
     if (current) closeSync(current.fd);
+    await Promise.allSettled(flushes);
   }
 
   // The scan's own witness must equal the preflight before anything else is trusted. (The
@@ -365,6 +389,10 @@ export async function extractArchive(
   if (embeddedSha !== m.execution.embedded_manifest?.sha256 || embeddedBuf.length !== m.execution.embedded_manifest.size_bytes || embeddedBytes !== embeddedBuf.length) mismatch();
   if (!same(decodeManifestBytes(embeddedBuf), expectedEmbedded(m))) mismatch();
   writeFileSync(join(staging, EMBEDDED_MANIFEST), embeddedBuf, { mode: 0o600, flag: 'wx' });
+  const manifestFd = openSync(join(staging, EMBEDDED_MANIFEST), constants.O_RDONLY | constants.O_NOFOLLOW);
+  flushes.push(fsyncThenClose(manifestFd));
+  // Every byte the audit will vouch for is on disk before the audit is written.
+  await syncTree(flushes, createdDirs, staging);
 
   return {
     compressedBytes: witness.bytes,

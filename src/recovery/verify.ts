@@ -14,11 +14,11 @@
  * published half-made, and no other path is touched. It never loads plugins, runs restored code,
  * imports credentials, registers the workspace, takes a lease or opens a socket.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync, constants } from 'node:fs';
+import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fsyncDir } from '../core/fs.js';
-import { conflict, isLoopxError, rejected } from '../core/errors.js';
+import { conflict, internal, isLoopxError, rejected } from '../core/errors.js';
 import { CAPACITY_CODES, DESTINATION_CODES, OWNER_CODES } from './codes.js';
 import { AUDIT_FILE, WORKSPACE_DIR, auditBytes, buildAudit, publicSummary, type PublicAuditSummary, type RecoveryAudit } from './audit.js';
 import { checkDeclared, declaredInventory, preflightDestination } from './destination.js';
@@ -69,6 +69,15 @@ export interface VerifyOutcome {
 }
 
 const STAGING = '.staging';
+
+function sameDirectory(path: string, id: { dev: number; ino: number }): boolean {
+  try {
+    const st = lstatSync(path);
+    return st.isDirectory() && st.dev === id.dev && st.ino === id.ino;
+  } catch {
+    return false;
+  }
+}
 const SCRATCH = '.scratch';
 
 function prepare(inputs: VerifyInputs, progress?: (p: VerifyProgress) => void) {
@@ -116,6 +125,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
   const progress = options.onProgress;
   const { bound, dest, planned } = prepare(inputs, progress);
   let created = false;
+  let identity: { dev: number; ino: number } | undefined;
   let worker: WorkerSession | undefined;
   try {
     try {
@@ -130,6 +140,8 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
       throw e;
     }
     created = true;
+    const made = lstatSync(dest.path);
+    identity = { dev: made.dev, ino: made.ino };
     const staging = join(dest.path, STAGING);
     const scratch = join(dest.path, SCRATCH);
     mkdirSync(staging, { mode: 0o700 });
@@ -202,12 +214,18 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     return { audit, audit_bytes: bytes, summary: publicSummary(audit) };
   } catch (e) {
     await worker?.kill();
-    // Remove only what this run created; D never existed before it (step 2 proved that).
-    if (created) rmSync(dest.path, { recursive: true, force: true });
-    if (!isLoopxError(e) && (e as NodeJS.ErrnoException).code === 'ENOSPC') {
+    // Remove only what this run created; D never existed before it (step 2 proved that), and it
+    // is still the directory this run made (same device and inode) — never something put there.
+    if (created && identity !== undefined && sameDirectory(dest.path, identity)) rmSync(dest.path, { recursive: true, force: true });
+    if (isLoopxError(e)) throw e;
+    const errno = (e as NodeJS.ErrnoException).code;
+    if (errno === 'ENOSPC') {
       throw rejected(CAPACITY_CODES.freeSpace, 'The destination ran out of space during extraction.', { nextAction: 'free space or choose a destination on a larger file system' });
     }
-    throw e;
+    // A system error's message names paths (archive members are private data): keep only its code.
+    throw internal('verify_io_failed', `Verification stopped on a file-system error (${typeof errno === 'string' ? errno : 'unknown'}); nothing was published.`, {
+      nextAction: 'check the destination file system and run verify again',
+    });
   } finally {
     closeSync(bound.archiveFd);
   }

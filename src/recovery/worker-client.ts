@@ -38,7 +38,7 @@ export class WorkerSession {
   private out = '';
   private overflow = false;
   private timedOut = false;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | undefined;
   private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
   constructor(ref: WorkspaceRef) {
@@ -65,10 +65,6 @@ export class WorkerSession {
       this.child.on('close', (code, signal) => resolve({ code, signal }));
       this.child.on('error', () => resolve({ code: null, signal: null }));
     });
-    this.timer = setTimeout(() => {
-      this.timedOut = true;
-      this.child.kill('SIGKILL');
-    }, timeoutMs());
     this.send(ref);
   }
 
@@ -86,7 +82,15 @@ export class WorkerSession {
     clearTimeout(this.timer);
   }
 
+  /**
+   * The §12 90 s bound is on owner verification, not on archive processing: it starts once the
+   * whole archive is extracted and verified (the worker may already have checked databases).
+   */
   async finish(): Promise<WorkerReport> {
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.child.kill('SIGKILL');
+    }, timeoutMs());
     this.send({ end: true });
     this.child.stdin.end();
     const exit = await this.exited;

@@ -287,10 +287,10 @@ describe('the --json contract: every published document validates against docs/s
     const audit = JSON.parse(stored.toString('utf8'));
     expectValid('state-recovery-audit-v0', audit);
     expect(audit.recovery_id).toBe(summary.recovery_id);
-    const shownAudit = loopx(['backup-state', 'audit', 'show', dest, '--json']);
+    const shownAudit = loopx(['backup-state', 'audit', 'show', dest, '--private']);
     expect(shownAudit.status, shownAudit.stderr).toBe(0);
     expect(shownAudit.stdout).toBe(stored.toString('utf8'));
-    expect(ok('state-recovery-audit-public-v0', ['backup-state', 'audit', 'show', dest, '--public'])).toEqual(summary);
+    expect(ok('state-recovery-audit-public-v0', ['backup-state', 'audit', 'show', dest])).toEqual(summary);
     refused(4, 'verify_destination_exists', [...verify, '--execute']);
   }, 120_000);
 

@@ -323,6 +323,16 @@ describe('destination', () => {
     await expectRefusal({ ...s, destination: join(parent, 'dest') }, 'verify_destination_parent_not_private');
   });
 
+  it('refuses a private parent below an ancestor another user could rename entries in', async () => {
+    const s = build();
+    const open = join(s.dir, 'open');
+    mkdirSync(open);
+    chmodSync(open, 0o777);
+    const parent = join(open, 'private');
+    mkdirSync(parent, { mode: 0o700 });
+    await expectRefusal({ ...s, destination: join(parent, 'dest') }, 'verify_destination_parent_not_private');
+  });
+
   it.skipIf(process.getuid?.() !== 0)('refuses a parent owned by another user', async () => {
     const s = build();
     const parent = join(s.dir, 'foreign');

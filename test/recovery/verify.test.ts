@@ -163,13 +163,14 @@ describe('backup-state verify --execute', () => {
     expect(priv).not.toContain(base);
   });
 
-  it('audit show --json reads the audit back byte-identically; --public prints the summary', () => {
-    const shown = spawnSync(process.execPath, ['--import', 'tsx', ENTRY, 'backup-state', 'audit', 'show', dest, '--json'], { cwd: REPO, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
+  it('audit show --private reads the audit back byte-identically; --json prints the public summary', () => {
+    const shown = spawnSync(process.execPath, ['--import', 'tsx', ENTRY, 'backup-state', 'audit', 'show', dest, '--private'], { cwd: REPO, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
     expect(shown.status).toBe(0);
     expect(Buffer.compare(shown.stdout, readFileSync(join(dest, AUDIT_FILE)))).toBe(0);
-    const pub = loopx(['backup-state', 'audit', 'show', dest, '--public', '--json']);
+    const pub = loopx(['backup-state', 'audit', 'show', dest, '--json']);
     expect(pub.status).toBe(0);
     expect(pub.json()).toEqual(summary);
+    expect(pub.stdout).not.toContain('runtime-root/');
     const human = loopx(['backup-state', 'audit', 'show', dest]);
     expect(human.stdout).toContain('execution authority granted: no');
     expect(human.stdout).toContain('recovered and readable');

@@ -4,8 +4,8 @@
  * verify prints the plan and creates nothing; with it, it creates only D (0700) holding the inert
  * workspace and the content-addressed audit, and prints the audit's PUBLIC summary — counts,
  * component ids, digests and codes, never a path, member name or payload. A held audit is a
- * successful verification (exit 0). `audit show` writes the stored audit's exact bytes to stdout
- * after re-checking its content address (with --json; without it, a readable rendering).
+ * successful verification (exit 0). `audit show` re-checks the stored audit's content address and
+ * prints its public summary (human, or --json); only --private writes the private audit's exact bytes.
  */
 import type { Command } from 'commander';
 import { usageError } from '../../core/errors.js';
@@ -90,20 +90,15 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
   const audit = backupState.command('audit').description('read recovery audits back');
   audit
     .command('show <destination>')
-    .description('print a stored audit; --json writes its exact bytes after re-checking its content address')
-    .option('--public', 'print the redacted public summary instead of the private audit')
-    .action((destination: string, o: { public?: boolean }) => {
+    .description('print a stored audit\'s public summary (--json: the document); --private writes the private audit\'s exact bytes')
+    .option('--private', 'write the private audit file byte for byte (member names, Goal ids) after re-checking its content address')
+    .action((destination: string, o: { private?: boolean }) => {
       const g = globals();
       const { bytes, audit: doc } = showAudit(destination);
-      if (o.public) {
-        emit(g, publicSummary(doc), printSummary);
-        return;
-      }
-      if (g.json) {
+      if (o.private) {
         process.stdout.write(bytes);
         return;
       }
-      printSummary(publicSummary(doc), stdoutOutput);
-      process.stdout.write(`  private audit: ${doc.components.reduce((n, c) => n + c.archive_members.length, 0)} members listed by component; use --json for its exact bytes\n`);
+      emit(g, publicSummary(doc), printSummary);
     });
 }
