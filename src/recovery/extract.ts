@@ -95,6 +95,8 @@ async function syncTree(files: readonly Promise<void>[], dirs: readonly string[]
 const gzipInvalid = (): Error => rejected(FORMAT_CODES.gzipInvalid, 'The archive is not a valid gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' });
 const trailing = (): Error => rejected(FORMAT_CODES.trailingData, 'The archive has data after the end of its gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' });
 const GZIP_HEADER_MAX = 64 * 1024;
+export const interrupted = (): Error =>
+  rejected('verify_interrupted', 'Verification was interrupted; nothing was published.', { nextAction: 'run verify again into a new destination' });
 
 /**
  * The length of a gzip member header (RFC 1952 §2.3) at the start of `b`, `undefined` when more
@@ -231,6 +233,7 @@ export async function extractArchive(
   staging: string,
   onProgress?: (p: ExtractProgress) => void,
   onSqlite?: (path: string) => void,
+  signal?: AbortSignal,
 ): Promise<ExtractionFacts> {
   const checker = new MemberChecker();
   const seen = new Set<string>();
@@ -333,6 +336,7 @@ export async function extractArchive(
     source.on('error', (e) => gunzip.destroy(e));
     body.on('error', (e) => gunzip.destroy(e));
     for await (const chunk of gunzip as AsyncIterable<Buffer>) {
+      if (signal?.aborted) throw interrupted();
       crc = crc32(chunk, crc);
       scanner.push(chunk);
       if (scanner.bytes > RECOVERY_LIMITS.expandedBytes) throw capacityRefusal('expandedBytes', scanner.bytes, RECOVERY_LIMITS.expandedBytes);

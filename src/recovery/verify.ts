@@ -22,7 +22,7 @@ import { conflict, internal, isLoopxError, rejected } from '../core/errors.js';
 import { CAPACITY_CODES, DESTINATION_CODES, OWNER_CODES } from './codes.js';
 import { AUDIT_FILE, WORKSPACE_DIR, auditBytes, buildAudit, publicSummary, type PublicAuditSummary, type RecoveryAudit } from './audit.js';
 import { checkDeclared, declaredInventory, preflightDestination } from './destination.js';
-import { extractArchive, planMembers } from './extract.js';
+import { extractArchive, interrupted, planMembers } from './extract.js';
 import { bindInputs } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
@@ -42,6 +42,8 @@ export interface VerifyProgress {
 
 export interface VerifyOptions {
   readonly onProgress?: (p: VerifyProgress) => void;
+  /** Aborting stops the run at the next chunk or step; what it created is removed, as on any refusal. */
+  readonly signal?: AbortSignal;
 }
 
 export interface VerifyPlan {
@@ -161,7 +163,9 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
         if (++databases > RECOVERY_LIMITS.sqliteFiles) throw capacityRefusal('sqliteFiles', databases, RECOVERY_LIMITS.sqliteFiles);
         worker!.add(path);
       },
+      options.signal,
     );
+    if (options.signal?.aborted) throw interrupted();
     const t1 = performance.now();
     progress?.({ step: 'owners', done: 0, total: databases });
     const session = worker;

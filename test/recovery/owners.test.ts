@@ -184,6 +184,23 @@ describe('exact boundaries', () => {
   }, 60_000);
 });
 
+describe('interruption', () => {
+  it('an aborted verification stops, kills its worker and removes everything it created', async () => {
+    const id = `c${++n}`;
+    const files = writeCorpus(join(dir, id), buildCorpus(base, { entries: insertAfter(base.entries, 'runtime-root', fileEntry('runtime-root/blob.bin', randomBytes(4 * MiB))) }));
+    const destination = join(dir, id, 'dest');
+    const abort = new AbortController();
+    let code: string | undefined;
+    try {
+      await executeVerify({ ...files, destination }, { signal: abort.signal, onProgress: (p) => p.step === 'extract' && p.done >= MiB && abort.abort() });
+    } catch (e) {
+      code = isLoopxError(e) ? e.code : String(e);
+    }
+    expect(code).toBe('verify_interrupted');
+    expect(existsSync(destination)).toBe(false);
+  }, 30_000);
+});
+
 describe('the scan witnesses the bytes it consumes', () => {
   it('an archive changed during the scan and restored afterwards refuses (verify_archive_witness_mismatch)', async () => {
     const blob = randomBytes(8 * MiB); // incompressible: the archive is ~8 MiB, read in 1 MiB chunks
