@@ -247,7 +247,7 @@ describe('no live mutation', () => {
     const beforeBytes = [...contents(root), ...contents(authority)];
     const dest = join(base, 'dest-strace');
     const trace = join(base, 'strace.log');
-    const r = spawnSync('strace', ['-f', '-qq', '-o', trace, '-e', 'trace=socket,connect,bind,listen,execve,clone,clone3,fork,vfork', process.execPath, '--import', 'tsx', ENTRY, ...verifyArgs(dest), '--execute', '--json'], {
+    const r = spawnSync('strace', ['-f', '-qq', '-s', '4096', '-o', trace, '-e', 'trace=socket,connect,bind,listen,execve,clone,clone3,fork,vfork', process.execPath, '--import', 'tsx', ENTRY, ...verifyArgs(dest), '--execute', '--json'], {
       cwd: REPO,
       env: { ...process.env, XDG_STATE_HOME: STATE_HOME },
       encoding: 'utf8',
