@@ -1,5 +1,10 @@
 /**
- * Public API of daemon: the loopback HTTP API and the built UI (issue 6).
- * Empty until that issue lands; nothing imports it yet.
+ * Public API of daemon: the loopback HTTP API and the built Settings ▸ Capability Center UI
+ * (docs/api.md). `buildApp` is the app as a value (tests inject requests without a port);
+ * `startDaemon` runs it for one root on 127.0.0.1 with its lock and tokens; `seedSample` fills an
+ * empty root with a sample Goal worked by a scripted agent (`npm start`).
  */
-export {};
+export { buildApp, type AppOptions, type DaemonApp } from './app.js';
+export { startDaemon, LOOPBACK, type DaemonOptions, type RunningDaemon } from './server.js';
+export { LoginTokens, newToken } from './security.js';
+export { seedSample } from './seed.js';

@@ -15,7 +15,7 @@
  *   quota.db                      spend ledger (quota)
  *   scheduler.db                  timers (scheduler)
  *   automations/  skills/         plain directories, captured only on request (scheduler)
- *   locks/  outbox.jsonl  exports/  backups/   not owner state
+ *   locks/  outbox.jsonl  exports/  backups/  daemon/   not owner state (daemon/: its token, uploads and recovery workspaces)
  */
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
@@ -59,5 +59,5 @@ export const LAYOUT = {
   automationsDir: 'automations',
   skillsDir: 'skills',
   /** Not owner state: never captured as such. */
-  nonState: ['locks', 'exports', 'backups', 'outbox.jsonl'] as readonly string[],
+  nonState: ['locks', 'exports', 'backups', 'daemon', 'outbox.jsonl'] as readonly string[],
 } as const;

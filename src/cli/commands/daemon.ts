@@ -1,0 +1,51 @@
+/**
+ * `loopx daemon [--port P] [--host 127.0.0.1] [--seed-sample]` — serve the root's API and the
+ * Capability Center UI on loopback until Ctrl-C or SIGTERM, then drain and exit. It prints the UI
+ * address with a one-time login token (and never an absolute path). `--seed-sample` first fills
+ * an empty root with a sample Goal worked by a scripted agent (what `npm start` shows).
+ */
+import type { Command } from 'commander';
+import { ensurePrivateDir } from '../../core/fs.js';
+import { seedSample, startDaemon } from '../../daemon/index.js';
+import { openRootOwners } from '../../engine/index.js';
+import { emit, resolveRoot, type GlobalOptions } from '../context.js';
+import { parseCount } from '../parse.js';
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command('daemon')
+    .description('serve this root over loopback HTTP: the API (docs/api.md) and the Capability Center UI')
+    .option('--port <port>', 'TCP port on 127.0.0.1 (default: a free one)', parseCount)
+    .option('--host <address>', 'listen address; only 127.0.0.1 is accepted')
+    .option('--seed-sample', 'create the runtime root if needed and, when it has no Goal, a sample Goal worked by a scripted agent')
+    .action(async (o: { port?: number; host?: string; seedSample?: boolean }) => {
+      const g = globals();
+      const root = resolveRoot(g);
+      if (o.seedSample) {
+        ensurePrivateDir(root);
+        openRootOwners(root).close();
+        const s = await seedSample(root, g.authorityDir !== undefined ? { authorityDir: g.authorityDir } : {});
+        if (s.seeded && !g.json) process.stdout.write('seeded Goal "sample": three Todos worked by the scripted agent examples/agents/goal-worker.json\n');
+      }
+      const d = await startDaemon({
+        root,
+        ...(o.port !== undefined ? { port: o.port } : {}),
+        ...(o.host !== undefined ? { host: o.host } : {}),
+        ...(g.authorityDir !== undefined ? { authorityDir: g.authorityDir } : {}),
+        logger: g.json ? false : { level: 'warn' },
+      });
+      emit(g, { url: d.url, login_url: d.loginUrl, port: d.port }, (v, out) => {
+        out.line(`loopx daemon on ${v.url} (loopback only; Ctrl-C stops it)`);
+        out.line(`open the Capability Center (one-time login): ${v.login_url}`);
+      });
+      await new Promise<void>((resolveStop) => {
+        const stop = () => {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+          void d.close().finally(resolveStop);
+        };
+        process.on('SIGINT', stop);
+        process.on('SIGTERM', stop);
+      });
+    });
+}

@@ -1,0 +1,284 @@
+/**
+ * The daemon's HTTP app — a value you can test in-process (`app.inject`, no port). It owns routing
+ * and the translation of requests into calls of the same library functions the CLI uses (engine,
+ * owners, recovery); it decides nothing itself. Guards run first on every request (Host, Origin,
+ * bearer token — security.ts); errors become responses in one place (errors.ts). The built UI is
+ * served from `uiDir` without a token (it holds no data; every API call it makes needs one).
+ */
+import fastifyStatic from '@fastify/static';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { sha256Hex } from '../core/digest.js';
+import { notFound, usageError } from '../core/errors.js';
+import { LOOPX_VERSION } from '../core/version.js';
+import { builtinApplication, openEngine, openRootOwners, type Engine, type RootOwners, type RunView } from '../engine/index.js';
+import * as workOwner from '../owners/work/index.js';
+import { openRunAuthority } from '../run-authority/index.js';
+import { SNAPSHOT_LIMITS } from '../snapshot/index.js';
+import { BackupService, type Job, type UploadPart } from './backups.js';
+import { handleError } from './errors.js';
+import { LoginTokens, allowedHosts, allowedOrigins, daemonError, sameSecret } from './security.js';
+
+export interface AppOptions {
+  /** The runtime root (absolute). */
+  readonly root: string;
+  /** The per-user run authority directory (default: its usual place). */
+  readonly authorityDir?: string;
+  /** The bearer token every /api/ route needs. */
+  readonly token: string;
+  readonly loginTokens: LoginTokens;
+  /** The port the daemon listens on (Host and Origin must name it). */
+  readonly port: () => number;
+  /** The built UI (index.html and assets); not served when absent. */
+  readonly uiDir?: string;
+  /** pino options, or false for no logging (tests). */
+  readonly logger?: boolean | Record<string, unknown>;
+}
+
+export interface DaemonApp {
+  readonly app: FastifyInstance;
+  readonly backups: BackupService;
+}
+
+const runSummary = (v: RunView) => ({
+  run_id: v.run_id,
+  status: v.status,
+  completed_turns: v.completed_turns,
+  last_sequence: v.last_sequence,
+  waiting_for: v.waiting_for,
+  suspend_requested: v.suspend_requested,
+  failure: v.failure,
+});
+
+const goalView = (g: { goal_id: string; goal_instance_id: string; title: string; lifecycle: string; docs: readonly { name: string; sha256: string; bytes: number }[] }) => ({
+  goal_id: g.goal_id,
+  goal_instance_id: g.goal_instance_id,
+  title: g.title,
+  lifecycle: g.lifecycle,
+  docs: g.docs.map((d) => ({ name: d.name, sha256: d.sha256, bytes: d.bytes })),
+});
+
+/** Server-sent events on a hijacked reply; returns a writer and a signal that fires when the client goes. */
+function sse(req: FastifyRequest, reply: FastifyReply): { send(event: string, data: unknown, id?: number): void; end(): void; signal: AbortSignal } {
+  const abort = new AbortController();
+  reply.hijack();
+  reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-content-type-options': 'nosniff' });
+  req.raw.on('close', () => abort.abort());
+  return {
+    send(event, data, id) {
+      if (!reply.raw.writableEnded) reply.raw.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    },
+    end() {
+      if (!reply.raw.writableEnded) reply.raw.end();
+    },
+    signal: abort.signal,
+  };
+}
+
+export async function buildApp(o: AppOptions): Promise<DaemonApp> {
+  const root = resolve(o.root);
+  const app = Fastify({
+    logger:
+      o.logger === false
+        ? false
+        : {
+            level: 'info',
+            // Never a token, body, query value or path: method, route pattern, status and time only.
+            serializers: {
+              req: (r: { method: string; routeOptions?: { url?: string } }) => ({ method: r.method, route: r.routeOptions?.url ?? 'unmatched' }),
+              res: (r: { statusCode: number }) => ({ status: r.statusCode }),
+            },
+            ...(typeof o.logger === 'object' ? o.logger : {}),
+          },
+    bodyLimit: 1024 * 1024,
+    trustProxy: false,
+  });
+  const backups = new BackupService(root);
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((req, reply) => handleError(Object.assign(new Error('not found'), { statusCode: 404 }), req, reply));
+  // Raw bodies (backup parts, snapshots) reach their handlers as streams, never buffered here.
+  app.addContentTypeParser('application/octet-stream', (_req, payload, done) => done(null, payload));
+
+  app.addHook('onSend', async (_req, reply, payload) => {
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('referrer-policy', 'no-referrer');
+    reply.header('x-frame-options', 'DENY');
+    reply.header('content-security-policy', "default-src 'self'; connect-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+    return payload;
+  });
+  app.addHook('onRequest', async (req) => {
+    const port = o.port();
+    if (!allowedHosts(port).includes(req.headers.host ?? '')) throw daemonError(403, 'daemon_forbidden_host', 'The request is not addressed to this loopback daemon.');
+    const origin = req.headers.origin;
+    if (origin !== undefined && !allowedOrigins(port).includes(origin)) throw daemonError(403, 'daemon_forbidden_origin', 'Cross-origin requests are refused.');
+    if (!req.url.startsWith('/api/') || (req.method === 'POST' && req.url === '/api/session')) return;
+    const auth = req.headers.authorization ?? '';
+    const token = auth.startsWith('Bearer ') ? auth.slice(7) : '';
+    if (token === '' || !sameSecret(token, o.token)) {
+      throw daemonError(401, 'daemon_unauthorized', 'A valid bearer token is required.', 'open the address `loopx daemon` printed, or send the token from <root>/daemon/token');
+    }
+  });
+
+  const withEngine = async <T>(fn: (engine: Engine) => Promise<T> | T, readOnly = false): Promise<T> => {
+    if (readOnly) {
+      const engine = existsSync(join(root, 'engine.db')) ? openEngine({ root, application: builtinApplication(root) }) : openEngine({ application: builtinApplication(root) });
+      try {
+        return await fn(engine);
+      } finally {
+        engine.close();
+      }
+    }
+    const authority = openRunAuthority({ ...(o.authorityDir !== undefined ? { dir: o.authorityDir } : {}), create: true });
+    try {
+      const engine = openEngine({ root, application: builtinApplication(root), authority });
+      try {
+        return await fn(engine);
+      } finally {
+        engine.close();
+      }
+    } finally {
+      await authority.close();
+    }
+  };
+  const withOwners = async <T>(fn: (owners: RootOwners) => T): Promise<T> => {
+    if (!existsSync(root)) throw notFound('root_not_initialized', 'The runtime root does not exist.', { nextAction: 'create it: loopx init' });
+    const owners = openRootOwners(root);
+    try {
+      return fn(owners);
+    } finally {
+      owners.close();
+    }
+  };
+
+  app.post<{ Body: { login_token?: unknown } }>('/api/session', async (req) => {
+    const t = req.body?.login_token;
+    if (typeof t !== 'string' || !o.loginTokens.consume(t)) throw daemonError(401, 'daemon_login_invalid', 'That login token is unknown or was already used.', 'restart `loopx daemon` for a new login address');
+    return { token: o.token };
+  });
+  app.get('/api/health', async () => withEngine((e) => ({ ok: true, version: LOOPX_VERSION, root_id: existsSync(join(root, 'engine.db')) ? e.rootId : null }), true));
+
+  // Runs.
+  app.get('/api/runs', async () => {
+    const runs = await withEngine((e) => e.list(), true);
+    return { runs: runs.map((r) => ({ ...runSummary(r), definition: r.definition, turn_limit: r.turn_limit })) };
+  });
+  app.get<{ Params: { id: string } }>('/api/runs/:id', async (req) => withEngine((e) => e.show(req.params.id), true));
+  app.get<{ Params: { id: string }; Querystring: { after?: string } }>('/api/runs/:id/events', async (req, reply) => {
+    const header = req.headers['last-event-id'];
+    const raw = typeof header === 'string' ? header : req.query.after ?? '0';
+    if (!/^\d{1,15}$/.test(raw)) throw usageError('daemon_cursor_invalid', 'The event cursor must be a sequence number.');
+    await withEngine((e) => e.show(req.params.id), true); // 404 before the stream opens
+    const out = sse(req, reply);
+    try {
+      await withEngine(async (engine) => {
+        for await (const ev of engine.events(req.params.id, { after: Number(raw), follow: 'while-active', signal: out.signal })) {
+          out.send(ev.type, { run_id: ev.runId, sequence: ev.sequence, type: ev.type, at: ev.at, data: ev.data }, ev.sequence);
+        }
+      }, true);
+    } catch (e) {
+      if (!out.signal.aborted) out.send('error', { code: (e as { code?: string }).code ?? 'daemon_internal' });
+    } finally {
+      out.end();
+    }
+  });
+  app.post<{ Params: { id: string } }>('/api/runs/:id/suspend', async (req) => runSummary(await withEngine((e) => e.suspend(req.params.id))));
+  app.post<{ Params: { id: string }; Body: { turns?: unknown } | undefined }>('/api/runs/:id/resume', async (req) => {
+    const turns = req.body?.turns;
+    if (turns !== undefined && (typeof turns !== 'number' || !Number.isSafeInteger(turns) || turns < 1)) throw usageError('daemon_turns_invalid', 'turns must be a positive integer.');
+    return runSummary(await withEngine((e) => e.resume(req.params.id, turns !== undefined ? { turns } : {})));
+  });
+  app.post<{ Params: { id: string } }>('/api/runs/:id/export', async (req, reply) => {
+    const signed = await withEngine((e) => e.exportEnvelope(req.params.id));
+    return reply
+      .type('application/octet-stream')
+      .header('x-loopx-sha256', sha256Hex(signed.bytes))
+      .header('content-disposition', `attachment; filename="${signed.state.runId.replace(/[^A-Za-z0-9._-]/g, '_')}.snapshot"`)
+      .send(Buffer.from(signed.bytes));
+  });
+  app.post('/api/runs/import', async (req) => {
+    const max = SNAPSHOT_LIMITS.maxPayloadBytes + 1024;
+    const parts: Buffer[] = [];
+    let size = 0;
+    if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw usageError('daemon_body_invalid', 'Send the snapshot as application/octet-stream.');
+    for await (const c of req.body as Readable as AsyncIterable<Buffer>) {
+      size += c.length;
+      if (size > max) throw daemonError(413, 'daemon_upload_too_large', 'The snapshot is larger than any snapshot can be.');
+      parts.push(c);
+    }
+    const view = await withEngine((e) => e.importSnapshot(new Uint8Array(Buffer.concat(parts))));
+    return runSummary(view);
+  });
+
+  // Goals and Todos: read only.
+  app.get('/api/goals', async () => ({ goals: (await withOwners((ow) => ow.goals.list())).map(goalView) }));
+  app.get<{ Params: { id: string } }>('/api/goals/:id', async (req) =>
+    withOwners((ow) => {
+      const record = ow.goals.get(req.params.id);
+      if (!record) throw notFound('goal_not_found', `No Goal ${req.params.id} in this root.`, { nextAction: 'list Goals: GET /api/goals' });
+      const work = workOwner.openGoalWork({ root, goal_id: record.goal_id });
+      try {
+        const todos = work.listTodos();
+        const counts: Record<string, number> = { open: 0, done: 0, blocked: 0, deferred: 0 };
+        for (const t of todos) counts[t.status] = (counts[t.status] ?? 0) + 1;
+        return { ...goalView(record), counts, committed_transactions: work.transactionCount(), handoff_mode: work.view().handoff_mode, todos };
+      } finally {
+        work.close();
+      }
+    }),
+  );
+
+  // Backups: upload, verify, audits.
+  app.post('/api/backups/uploads', async (_req, reply) => reply.code(201).send({ upload_id: backups.createUpload() }));
+  app.put<{ Params: { id: string; part: string } }>('/api/backups/uploads/:id/:part', async (req) => {
+    const part = req.params.part;
+    if (part !== 'archive' && part !== 'manifest') throw notFound('daemon_route_not_found', 'No such upload part.');
+    if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw usageError('daemon_body_invalid', 'Send the file as application/octet-stream.');
+    const declared = req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : undefined;
+    return backups.receive(req.params.id, part as UploadPart, req.body as Readable, Number.isFinite(declared) ? declared : undefined);
+  });
+  app.post<{ Params: { id: string } }>('/api/backups/uploads/:id/verify', async (req, reply) => reply.code(202).send({ job_id: backups.startVerify(req.params.id).job_id }));
+  app.get<{ Params: { id: string } }>('/api/backups/jobs/:id', async (req) => backups.job(req.params.id).job);
+  app.get<{ Params: { id: string } }>('/api/backups/jobs/:id/events', async (req, reply) => {
+    const { job, events } = backups.job(req.params.id);
+    const out = sse(req, reply);
+    if (job.progress) out.send('progress', job.progress);
+    if (job.state !== 'running') {
+      out.send('result', job);
+      out.end();
+      return;
+    }
+    await new Promise<void>((resolveDone) => {
+      const progress = (p: unknown) => out.send('progress', p);
+      const result = (j: Job) => {
+        out.send('result', j);
+        finish();
+      };
+      const finish = () => {
+        events.off('progress', progress);
+        events.off('result', result);
+        out.end();
+        resolveDone();
+      };
+      events.on('progress', progress);
+      events.once('result', result);
+      out.signal.addEventListener('abort', finish, { once: true });
+    });
+  });
+  app.get('/api/audits', async () => ({ audits: backups.listAudits() }));
+  app.get<{ Params: { id: string } }>('/api/audits/:id', async (req) => backups.summary(req.params.id));
+  app.get<{ Params: { id: string } }>('/api/audits/:id/raw', async (req, reply) => {
+    const { bytes } = backups.audit(req.params.id);
+    const digest = sha256Hex(bytes);
+    return reply.type('application/json').header('x-loopx-sha256', digest).header('etag', `"${digest}"`).send(bytes);
+  });
+  app.all('/api/*', async () => {
+    throw notFound('daemon_route_not_found', 'No such API route.');
+  });
+
+  if (o.uiDir !== undefined && existsSync(join(o.uiDir, 'index.html'))) {
+    await app.register(fastifyStatic, { root: o.uiDir, prefix: '/', index: ['index.html'], wildcard: true, serveDotFiles: false });
+  }
+  return { app, backups };
+}

@@ -1,0 +1,197 @@
+/**
+ * Backup uploads and verify jobs of the daemon. An upload is a private staging directory under
+ * `<root>/daemon/uploads/<upload_id>/` (0700) holding at most one archive and one manifest, each
+ * streamed to a new 0600 file under the verifier's own size limits (over the limit: 413 and the
+ * whole upload is removed). A verify job runs `executeVerify` — the same library call as
+ * `backup-state verify --execute`, whose owner checks run in its disposable worker — into a new
+ * destination `<root>/daemon/recoveries/<job_id>/`; its progress and result are events. Audits
+ * are read back from those destinations through `showAudit` (content address re-checked).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { closeSync, constants, existsSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { isLoopxError, notFound, rejected } from '../core/errors.js';
+import { ensurePrivateDir } from '../core/fs.js';
+import { RECOVERY_LIMITS, executeVerify, publicSummary, showAudit, type RecoveryAudit, type VerifyProgress } from '../recovery/index.js';
+import { daemonError } from './security.js';
+
+export type UploadPart = 'archive' | 'manifest';
+const LIMIT: Record<UploadPart, number> = { archive: RECOVERY_LIMITS.archiveBytes, manifest: RECOVERY_LIMITS.manifestBytes };
+const FILE: Record<UploadPart, string> = { archive: 'backup.tar.gz', manifest: 'backup.manifest.json' };
+const UPLOAD_ID = /^up_[0-9a-f]{32}$/;
+const JOB_ID = /^job_[0-9a-f]{32}$/;
+
+export interface JobError {
+  readonly code: string;
+  readonly message: string;
+  readonly next_action: string | null;
+}
+
+export interface Job {
+  readonly job_id: string;
+  readonly upload_id: string;
+  state: 'running' | 'audited' | 'held' | 'refused';
+  progress: VerifyProgress | null;
+  recovery_id: string | null;
+  error: JobError | null;
+}
+
+export interface AuditListItem {
+  readonly recovery_id: string;
+  readonly backup_id: string;
+  readonly phase: string;
+  readonly operator_state: string;
+  readonly created_at: string;
+  readonly assets: RecoveryAudit['counts']['assets'];
+  readonly execution_authority_granted: false;
+}
+
+const uploadNotFound = () => notFound('daemon_upload_not_found', 'No such upload.', { nextAction: 'start a new upload' });
+
+export class BackupService {
+  private readonly uploads: string;
+  private readonly recoveries: string;
+  private readonly jobs = new Map<string, { job: Job; events: EventEmitter; done: Promise<void>; abort: AbortController }>();
+
+  constructor(root: string) {
+    const daemonDir = join(root, 'daemon');
+    this.uploads = join(daemonDir, 'uploads');
+    this.recoveries = join(daemonDir, 'recoveries');
+    for (const d of [daemonDir, this.uploads, this.recoveries]) ensurePrivateDir(d);
+  }
+
+  createUpload(): string {
+    const id = `up_${randomBytes(16).toString('hex')}`;
+    ensurePrivateDir(join(this.uploads, id));
+    return id;
+  }
+
+  private uploadDir(id: string): string {
+    if (!UPLOAD_ID.test(id) || !existsSync(join(this.uploads, id))) throw uploadNotFound();
+    return join(this.uploads, id);
+  }
+
+  /** Stream one part into its new private file; over the limit the whole upload is removed (413). */
+  async receive(id: string, part: UploadPart, body: Readable, declaredLength: number | undefined): Promise<{ bytes: number; sha256: string }> {
+    const dir = this.uploadDir(id);
+    const tooLarge = () => {
+      rmSync(dir, { recursive: true, force: true });
+      return daemonError(413, 'daemon_upload_too_large', `The ${part} is over its ${LIMIT[part]}-byte limit; nothing was kept.`, 'upload a backup within the verifier limits');
+    };
+    if (declaredLength !== undefined && declaredLength > LIMIT[part]) {
+      body.resume();
+      throw tooLarge();
+    }
+    let fd: number;
+    try {
+      fd = openSync(join(dir, FILE[part]), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    } catch {
+      body.resume();
+      throw rejected('daemon_upload_part_exists', `This upload already has its ${part}.`, { nextAction: 'start a new upload' });
+    }
+    const hash = createHash('sha256');
+    let bytes = 0;
+    try {
+      for await (const chunk of body as AsyncIterable<Buffer>) {
+        bytes += chunk.length;
+        if (bytes > LIMIT[part]) {
+          body.destroy();
+          throw tooLarge();
+        }
+        hash.update(chunk);
+        for (let off = 0; off < chunk.length; ) off += writeSync(fd, chunk, off, chunk.length - off);
+      }
+    } finally {
+      closeSync(fd);
+    }
+    return { bytes, sha256: hash.digest('hex') };
+  }
+
+  startVerify(uploadId: string): Job {
+    const dir = this.uploadDir(uploadId);
+    for (const part of ['archive', 'manifest'] as const) {
+      if (!existsSync(join(dir, FILE[part]))) throw rejected('daemon_upload_incomplete', `The upload has no ${part} yet.`, { nextAction: `upload the ${part}, then verify` });
+    }
+    const jobId = `job_${randomBytes(16).toString('hex')}`;
+    const job: Job = { job_id: jobId, upload_id: uploadId, state: 'running', progress: null, recovery_id: null, error: null };
+    const events = new EventEmitter();
+    const abort = new AbortController();
+    const done = executeVerify(
+      { archive: join(dir, FILE.archive), manifest: join(dir, FILE.manifest), destination: join(this.recoveries, jobId) },
+      {
+        signal: abort.signal,
+        onProgress: (p) => {
+          job.progress = p;
+          events.emit('progress', p);
+        },
+      },
+    ).then(
+      (outcome) => {
+        job.state = outcome.audit.phase === 'held' ? 'held' : 'audited';
+        job.recovery_id = outcome.audit.recovery_id;
+      },
+      (e: unknown) => {
+        job.state = 'refused';
+        job.error = isLoopxError(e)
+          ? { code: e.code, message: e.message, next_action: e.nextAction ?? null }
+          : { code: 'verify_failed', message: 'Verification stopped on an unexpected error.', next_action: 'see the daemon log' };
+      },
+    ).finally(() => events.emit('result', job));
+    this.jobs.set(jobId, { job, events, done, abort });
+    return job;
+  }
+
+  job(jobId: string): { job: Job; events: EventEmitter } {
+    const j = JOB_ID.test(jobId) ? this.jobs.get(jobId) : undefined;
+    if (!j) throw notFound('daemon_job_not_found', 'No such verify job.', { nextAction: 'list audits instead; jobs live as long as the daemon' });
+    return j;
+  }
+
+  private auditDirs(): string[] {
+    return readdirSync(this.recoveries).filter((n) => JOB_ID.test(n)).map((n) => join(this.recoveries, n)).filter((d) => existsSync(join(d, 'recovery-audit.json')));
+  }
+
+  listAudits(): AuditListItem[] {
+    const out: AuditListItem[] = [];
+    for (const d of this.auditDirs()) {
+      try {
+        const { audit } = showAudit(d);
+        out.push({
+          recovery_id: audit.recovery_id,
+          backup_id: audit.backup.backup_id,
+          phase: audit.phase,
+          operator_state: audit.operator_state,
+          created_at: audit.backup.created_at,
+          assets: audit.counts.assets,
+          execution_authority_granted: false,
+        });
+      } catch {
+        // An audit whose bytes no longer match its address is not listed; `raw` of it refuses.
+      }
+    }
+    return out.sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
+  }
+
+  /** The stored audit (exact bytes, address re-checked) whose recovery_id is `id`. */
+  audit(id: string): { bytes: Buffer; audit: RecoveryAudit } {
+    if (/^[0-9a-f]{64}$/.test(id)) {
+      for (const d of this.auditDirs()) {
+        const found = showAudit(d);
+        if (found.audit.recovery_id === id) return found;
+      }
+    }
+    throw notFound('audit_not_found', 'No audit with that recovery id.', { nextAction: 'list audits: GET /api/audits' });
+  }
+
+  summary(id: string) {
+    return publicSummary(this.audit(id).audit);
+  }
+
+  /** Stop running jobs (their destinations are removed by the verifier) and wait for them. */
+  async close(): Promise<void> {
+    for (const j of this.jobs.values()) j.abort.abort();
+    await Promise.allSettled([...this.jobs.values()].map((j) => j.done));
+  }
+}

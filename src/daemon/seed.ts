@@ -1,0 +1,45 @@
+/**
+ * The sample `npm start` shows: when a root holds no Goal yet, create Goal `sample` with three
+ * Todos and let the shipped scripted agent (examples/agents/goal-worker.json) work them through the
+ * owners, delivering its one external effect to an in-process loopback sink that is closed again.
+ * Everything goes through the same library calls as `loopx goal create`, `todo add` and `work run`.
+ */
+import { join } from 'node:path';
+import { ensurePrivateDir } from '../core/fs.js';
+import { PACKAGE_ROOT } from '../core/version.js';
+import { startWebhookSink } from '../dev/index.js';
+import { builtinApplication, loadAgentFile, openEngine, openRootOwners, runGoalWork } from '../engine/index.js';
+import * as workOwner from '../owners/work/index.js';
+import { openRunAuthority } from '../run-authority/index.js';
+
+export async function seedSample(root: string, options: { authorityDir?: string } = {}): Promise<{ seeded: boolean }> {
+  ensurePrivateDir(root);
+  const owners = openRootOwners(root);
+  try {
+    if (owners.goals.list().length > 0) return { seeded: false };
+    owners.goals.create('sample', 'Ship the launch post', {});
+  } finally {
+    owners.close();
+  }
+  const work = workOwner.openGoalWork({ root, goal_id: 'sample' });
+  try {
+    ['Draft the outline', 'Review with design', 'Publish the post'].forEach((title, i) => work.addTodo({ operation_id: `seed-${i}`, todo_id: `t${i + 1}`, title }));
+  } finally {
+    work.close();
+  }
+  const sink = await startWebhookSink({ port: 0 });
+  const authority = openRunAuthority({ ...(options.authorityDir !== undefined ? { dir: options.authorityDir } : {}), create: true });
+  try {
+    const engine = openEngine({ root, application: builtinApplication(root), authority });
+    try {
+      const agent = loadAgentFile(join(PACKAGE_ROOT ?? '.', 'examples', 'agents', 'goal-worker.json'));
+      await runGoalWork({ root, goalId: 'sample', agent, engine, webhookUrl: sink.deliveriesUrl });
+    } finally {
+      engine.close();
+    }
+  } finally {
+    await authority.close();
+    await sink.close();
+  }
+  return { seeded: true };
+}

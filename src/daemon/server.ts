@@ -1,0 +1,97 @@
+/**
+ * Running the daemon: one per root (an advisory lock on `<root>/locks/daemon.lock`, released by
+ * process death), bound to 127.0.0.1 only, with a fresh random IPC token written owner-only to
+ * `<root>/daemon/token` and a one-time login token for the UI address it prints. Stopping drains:
+ * running verify jobs are aborted (their destinations removed), open requests finish, the token
+ * file is removed and the lock released.
+ */
+import { rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { conflict, notFound, usageError } from '../core/errors.js';
+import { tryLockExclusive } from '../core/flock.js';
+import { ensurePrivateDir, writeFileDurable } from '../core/fs.js';
+import { PACKAGE_ROOT } from '../core/version.js';
+import { buildApp, type DaemonApp } from './app.js';
+import { LoginTokens, newToken } from './security.js';
+import { existsSync } from 'node:fs';
+
+export interface DaemonOptions {
+  readonly root: string;
+  readonly port?: number;
+  readonly host?: string;
+  readonly authorityDir?: string;
+  /** The built UI; default `<package>/dist/ui`. */
+  readonly uiDir?: string;
+  readonly logger?: boolean | Record<string, unknown>;
+}
+
+export interface RunningDaemon {
+  readonly port: number;
+  readonly url: string;
+  /** `url` + `#login=<one-time token>`. */
+  readonly loginUrl: string;
+  readonly token: string;
+  readonly daemon: DaemonApp;
+  /** Issue another one-time login address. */
+  newLoginUrl(): string;
+  close(): Promise<void>;
+}
+
+export const LOOPBACK = '127.0.0.1';
+
+export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
+  if (o.host !== undefined && o.host !== LOOPBACK) {
+    throw usageError('daemon_host_refused', 'The daemon listens on 127.0.0.1 only.', 'drop --host, or pass --host 127.0.0.1');
+  }
+  const root = resolve(o.root);
+  if (!existsSync(root)) throw notFound('root_not_initialized', 'The runtime root does not exist.', { nextAction: 'create it: loopx init' });
+  ensurePrivateDir(join(root, 'locks'));
+  const lock = tryLockExclusive(join(root, 'locks', 'daemon.lock'));
+  if (!lock) throw conflict('daemon_already_running', 'Another loopx daemon already serves this root.', { nextAction: 'use the running daemon, or stop it first' });
+  let daemon: DaemonApp | undefined;
+  try {
+    const token = newToken();
+    ensurePrivateDir(join(root, 'daemon'));
+    writeFileDurable(join(root, 'daemon', 'token'), `${token}\n`, { mode: 0o600 });
+    const loginTokens = new LoginTokens();
+    let port = o.port ?? 0;
+    daemon = await buildApp({
+      root,
+      token,
+      loginTokens,
+      port: () => port,
+      ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}),
+      uiDir: o.uiDir ?? (PACKAGE_ROOT ? join(PACKAGE_ROOT, 'dist', 'ui') : undefined),
+      ...(o.logger !== undefined ? { logger: o.logger } : {}),
+    });
+    await daemon.app.listen({ host: LOOPBACK, port });
+    const address = daemon.app.server.address();
+    port = typeof address === 'object' && address !== null ? address.port : port;
+    const url = `http://${LOOPBACK}:${port}/`;
+    const d = daemon;
+    let closed = false;
+    return {
+      port,
+      url,
+      loginUrl: `${url}#login=${loginTokens.issue()}`,
+      token,
+      daemon: d,
+      newLoginUrl: () => `${url}#login=${loginTokens.issue()}`,
+      async close() {
+        if (closed) return;
+        closed = true;
+        try {
+          await d.backups.close();
+          await d.app.close();
+        } finally {
+          rmSync(join(root, 'daemon', 'token'), { force: true });
+          lock.release();
+        }
+      },
+    };
+  } catch (e) {
+    await daemon?.app.close().catch(() => undefined);
+    lock.release();
+    throw e;
+  }
+}
