@@ -1,0 +1,103 @@
+/**
+ * The daemon as a real process: it binds 127.0.0.1 only (another --host is refused), one daemon
+ * per root (a second is refused with exit 4), the UI address carries a one-time login token, the
+ * token file is owner-only and removed on SIGTERM, which drains and exits 0; its logs carry no
+ * token, query value or absolute path.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync, statSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildApp, LoginTokens } from '../../src/daemon/index.js';
+import { ENTRY, REPO, STATE_HOME, loopx, tempRoot } from '../support/cli.js';
+
+const running: ChildProcessWithoutNullStreams[] = [];
+afterEach(() => {
+  for (const c of running.splice(0)) c.kill('SIGKILL');
+});
+
+/** Start `loopx daemon --json` and wait for its one JSON line. */
+function daemon(root: string, ...args: string[]): Promise<{ child: ChildProcessWithoutNullStreams; doc: { url: string; login_url: string; port: number } }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, 'daemon', '--root', root, '--json', ...args], { cwd: REPO, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
+  running.push(child);
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => {
+      out += b.toString('utf8');
+      try {
+        resolve({ child, doc: JSON.parse(out) });
+      } catch {
+        // not complete yet
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`daemon exited ${code}`)));
+  });
+}
+
+const exited = (c: ChildProcessWithoutNullStreams) => new Promise<number | null>((r) => c.on('exit', (code) => r(code)));
+
+describe('loopx daemon (a real process)', () => {
+  it('listens on 127.0.0.1 with a token file (0600) and a one-time login address; a second daemon on the root is refused; SIGTERM drains', async () => {
+    const root = tempRoot('loopx-daemon-proc-');
+    expect(loopx(['init', '--root', root]).status).toBe(0);
+    const { child, doc } = await daemon(root);
+    expect(doc.url).toBe(`http://127.0.0.1:${doc.port}/`);
+    expect(doc.login_url).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${doc.port}/#login=[A-Za-z0-9_-]{43}$`));
+    const tokenFile = join(root, 'daemon', 'token');
+    expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
+    const token = readFileSync(tokenFile, 'utf8').trim();
+
+    const ok = await fetch(`${doc.url}api/health`, { headers: { authorization: `Bearer ${token}` } });
+    expect(ok.status).toBe(200);
+    expect((await fetch(`${doc.url}api/health`)).status).toBe(401);
+    const session = await fetch(`${doc.url}api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login_token: doc.login_url.split('#login=')[1] }) });
+    expect(session.status).toBe(200);
+
+    const second = loopx(['daemon', '--root', root, '--json']);
+    expect(second.status).toBe(4);
+    expect(second.json().error.code).toBe('daemon_already_running');
+
+    const code = exited(child);
+    child.kill('SIGTERM');
+    expect(await code).toBe(0);
+    expect(existsSync(tokenFile)).toBe(false);
+    // The lock went with the process: a new daemon may start.
+    const again = await daemon(root);
+    again.child.kill('SIGTERM');
+    expect(await exited(again.child)).toBe(0);
+  }, 60_000);
+
+  it('refuses any listen address but 127.0.0.1 (usage, exit 2)', () => {
+    const root = tempRoot('loopx-daemon-host-');
+    expect(loopx(['init', '--root', root]).status).toBe(0);
+    for (const host of ['0.0.0.0', '::', '192.168.1.10']) {
+      const r = loopx(['daemon', '--root', root, '--host', host, '--json']);
+      expect(r.status, host).toBe(2);
+      expect(r.json().error.code).toBe('daemon_host_refused');
+    }
+  });
+
+  it('logs method, route and status — never the token, a query value or the root path', async () => {
+    const root = tempRoot('loopx-daemon-log-');
+    expect(loopx(['init', '--root', root]).status).toBe(0);
+    let logged = '';
+    const stream = new Writable({
+      write(chunk: Buffer, _e, cb) {
+        logged += chunk.toString('utf8');
+        cb();
+      },
+    });
+    const d = await buildApp({ root, token: 'secret-token-xyz', loginTokens: new LoginTokens(), port: () => 80, logger: { level: 'info', stream } });
+    try {
+      await d.app.inject({ method: 'GET', url: '/api/runs?after=private-value', headers: { host: '127.0.0.1:80', authorization: 'Bearer secret-token-xyz' } });
+      await d.app.inject({ method: 'GET', url: '/api/runs', headers: { host: '127.0.0.1:80', authorization: 'Bearer wrong-token-abc' } });
+      await d.app.inject({ method: 'POST', url: '/api/session', headers: { host: '127.0.0.1:80' }, payload: { login_token: 'login-secret-123' } });
+    } finally {
+      await d.app.close();
+    }
+    expect(logged).toContain('"route":"/api/runs"');
+    expect(logged).toContain('"status":');
+    for (const secret of ['secret-token-xyz', 'wrong-token-abc', 'login-secret-123', 'private-value', root]) expect(logged, secret).not.toContain(secret);
+  });
+});
