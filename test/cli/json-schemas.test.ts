@@ -13,7 +13,9 @@
  * in-process webhook sink, `backup-state` (plan, then --execute, then the refusal of the same id)
  * and the published `loopx_state_backup_v0` manifest file itself, then `backup-state verify` of
  * that backup (plan, --execute, the refusal of the same destination) and `backup-state audit show`
- * (--json: the private `loopx_state_recovery_audit_v0` file's exact bytes; --public).
+ * (--private: the private `loopx_state_recovery_audit_v0` file's exact bytes; --json: the public
+ * summary). A third covers the daemon: `loopx daemon --json` as a real process, then its verify
+ * job and audit list over loopback HTTP.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -23,7 +25,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { startWebhookSink } from '../../src/dev/index.js';
 import { AGENT_FILE_SCHEMA, FAULT_AFTER_MUTATING_DISPATCH } from '../../src/engine/index.js';
-import { REPO, loopx, loopxAsync, tempRoot, type CliResult } from '../support/cli.js';
+import { spawn } from 'node:child_process';
+import { ENTRY, REPO, STATE_HOME, loopx, loopxAsync, tempRoot, type CliResult } from '../support/cli.js';
 
 const SCHEMA_DIR = join(REPO, 'docs/schemas');
 const SCHEMA_FILES = readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.schema.json')).sort();
@@ -99,6 +102,7 @@ describe('the --json contract: every published document validates against docs/s
         'init.schema.json', 'goal.schema.json', 'goal-list.schema.json', 'goal-show.schema.json', 'todo-receipt.schema.json', 'todo-list.schema.json', 'work-run.schema.json',
         'backup-state-plan.schema.json', 'backup-state-result.schema.json', 'state-backup-manifest-v0.schema.json',
         'backup-verify-plan.schema.json', 'state-recovery-audit-v0.schema.json', 'state-recovery-audit-public-v0.schema.json',
+        'daemon-start.schema.json', 'daemon-job.schema.json', 'daemon-audit-list.schema.json',
       ]),
     );
     for (const [file, s] of schemas) {
@@ -320,6 +324,46 @@ describe('the --json contract: every published document validates against docs/s
     const usage = refused(2, 'usage_error', ['run', 'start']);
     expect(usage.details).toEqual({ parser_code: 'commander.missingMandatoryOptionValue' });
   });
+
+  it('loopx daemon --json, and its verify job and audit list over loopback HTTP', async () => {
+    const root = tempRoot('loopx-json-daemon-');
+    expect(loopx(['init', '--root', root]).status).toBe(0);
+    const out = join(root, '..', 'out');
+    expect(loopx(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root]).status).toBe(0);
+    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, 'daemon', '--root', root, '--json'], { cwd: REPO, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
+    try {
+      const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
+        let text = '';
+        child.stdout.on('data', (b: Buffer) => {
+          text += b.toString('utf8');
+          try {
+            resolve(JSON.parse(text) as Record<string, unknown>);
+          } catch {
+            // not complete yet
+          }
+        });
+        child.on('exit', (code) => reject(new Error(`daemon exited ${code}`)));
+      });
+      expectValid('daemon-start', started);
+      const token = readFileSync(join(root, 'daemon', 'token'), 'utf8').trim();
+      const api = (path: string, init: RequestInit = {}) => fetch(`${started.url as string}api/${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers ?? {}) } });
+      const { upload_id } = (await (await api('backups/uploads', { method: 'POST' })).json()) as { upload_id: string };
+      for (const [part, file] of [['archive', 'b1.tar.gz'], ['manifest', 'b1.manifest.json']] as const) {
+        const r = await api(`backups/uploads/${upload_id}/${part}`, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: readFileSync(join(out, file)) });
+        expect(r.status).toBe(200);
+      }
+      const { job_id } = (await (await api(`backups/uploads/${upload_id}/verify`, { method: 'POST' })).json()) as { job_id: string };
+      await (await api(`backups/jobs/${job_id}/events`)).text(); // ends with the result
+      const job = await (await api(`backups/jobs/${job_id}`)).json();
+      expectValid('daemon-job', job);
+      expect(job).toMatchObject({ state: 'held' });
+      const audits = await (await api('audits')).json();
+      expectValid('daemon-audit-list', audits);
+      expectValid('state-recovery-audit-public-v0', await (await api(`audits/${(job as { recovery_id: string }).recovery_id}`)).json());
+    } finally {
+      child.kill('SIGTERM');
+    }
+  }, 120_000);
 
   it('every schema in docs/schemas/ was exercised above', () => {
     expect([...exercised].sort()).toEqual(SCHEMA_FILES);
