@@ -60,9 +60,15 @@ const goalView = (g: { goal_id: string; goal_instance_id: string; title: string;
   docs: g.docs.map((d) => ({ name: d.name, sha256: d.sha256, bytes: d.bytes })),
 });
 
-/** Server-sent events on a hijacked reply; returns a writer and a signal that fires when the client goes. */
+/** Open event streams; the daemon ends them all when it shuts down (drain). */
+const streams = new WeakMap<FastifyInstance, Set<AbortController>>();
+
+/** Server-sent events on a hijacked reply; returns a writer and a signal that fires when the client goes or the daemon stops. */
 function sse(req: FastifyRequest, reply: FastifyReply): { send(event: string, data: unknown, id?: number): void; end(): void; signal: AbortSignal } {
   const abort = new AbortController();
+  const open = streams.get(req.server);
+  open?.add(abort);
+  abort.signal.addEventListener('abort', () => open?.delete(abort), { once: true });
   reply.hijack();
   reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-content-type-options': 'nosniff' });
   req.raw.on('close', () => abort.abort());
@@ -71,6 +77,7 @@ function sse(req: FastifyRequest, reply: FastifyReply): { send(event: string, da
       if (!reply.raw.writableEnded) reply.raw.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     },
     end() {
+      open?.delete(abort);
       if (!reply.raw.writableEnded) reply.raw.end();
     },
     signal: abort.signal,
@@ -96,6 +103,10 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
     trustProxy: false,
   });
   const backups = new BackupService(root);
+  streams.set(app, new Set());
+  app.addHook('preClose', async () => {
+    for (const a of streams.get(app) ?? []) a.abort();
+  });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((req, reply) => handleError(Object.assign(new Error('not found'), { statusCode: 404 }), req, reply));
   // Raw bodies (backup parts, snapshots) reach their handlers as streams, never buffered here.

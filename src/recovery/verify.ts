@@ -27,6 +27,7 @@ import { bindInputs } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
 import { WorkerSession } from './worker-client.js';
+import type { WorkerReport } from './owner-verify.js';
 
 export interface VerifyInputs {
   readonly archive: string;
@@ -170,7 +171,19 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     progress?.({ step: 'owners', done: 0, total: databases });
     const session = worker;
     worker = undefined;
-    const report = await session.finish();
+    // An abort while the worker reads owners kills it at once, and the run ends as interrupted.
+    const stopWorker = (): void => void session.kill();
+    options.signal?.addEventListener('abort', stopWorker, { once: true });
+    let report: WorkerReport;
+    try {
+      report = await session.finish();
+    } catch (e) {
+      if (options.signal?.aborted) throw interrupted();
+      throw e;
+    } finally {
+      options.signal?.removeEventListener('abort', stopWorker);
+    }
+    if (options.signal?.aborted) throw interrupted();
 
     const broken = report.sqlite.find((s) => s.integrity !== 'ok');
     if (broken) {

@@ -226,7 +226,7 @@ describe('backups', () => {
 
   it('a tampered archive ends in a refused job with its typed reason, and no audit', async () => {
     const tampered = Buffer.from(archive);
-    tampered[tampered.length >> 1] ^= 0xff;
+    tampered[tampered.length >> 1] = tampered[tampered.length >> 1]! ^ 0xff;
     const id = await upload(tampered, manifest);
     const before = (await inject('GET', '/api/audits')).json().audits.length;
     const { job } = await finished((await inject('POST', `/api/backups/uploads/${id}/verify`)).json().job_id);
