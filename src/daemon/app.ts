@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { sha256Hex } from '../core/digest.js';
-import { notFound, usageError } from '../core/errors.js';
+import { isLoopxError, notFound, usageError } from '../core/errors.js';
 import { LOOPX_VERSION } from '../core/version.js';
 import { builtinApplication, openEngine, openRootOwners, type Engine, type RootOwners, type RunView } from '../engine/index.js';
 import * as workOwner from '../owners/work/index.js';
@@ -189,7 +189,8 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
         }
       }, true);
     } catch (e) {
-      if (!out.signal.aborted) out.send('error', { code: (e as { code?: string }).code ?? 'daemon_internal' });
+      // The typed refusal as the error body carries it (code, message, next action, details).
+      if (!out.signal.aborted) out.send('error', isLoopxError(e) ? e.toJSON() : { code: 'daemon_internal', message: 'The event stream failed; see the daemon log.' });
     } finally {
       out.end();
     }

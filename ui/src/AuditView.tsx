@@ -1,0 +1,256 @@
+/** One recovery audit: the public summary (state-recovery-audit-public-v0) of GET /api/audits/:recovery_id. */
+import { useEffect, useState, type MouseEvent } from 'react';
+import { ApiError, apiFetch, asApiError, enc, getJson, isAbort, saveBlob } from './api';
+import { CLASSIFICATION_WORDS, ClassificationBadge, ErrorBox, ExecutionStatement, Loading, PageHeading, TableRegion, abbreviate, formatBytes } from './components';
+import { ROUTES } from './router';
+import type { AuditFinding, PublicAudit } from './types';
+
+const SEVERITY_ORDER: Readonly<Record<string, number>> = { hold: 0, error: 1, warning: 2 };
+
+/** Holds and errors first, otherwise in the audit's order. */
+export function orderFindings(findings: readonly AuditFinding[]): AuditFinding[] {
+  return findings
+    .map((f, i) => ({ f, i }))
+    .sort((a, b) => (SEVERITY_ORDER[a.f.severity] ?? 3) - (SEVERITY_ORDER[b.f.severity] ?? 3) || a.i - b.i)
+    .map(({ f }) => f);
+}
+
+export function AuditView({ recoveryId }: { recoveryId: string }) {
+  const [audit, setAudit] = useState<PublicAudit | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+
+  useEffect(() => {
+    const ctrl = new AbortController();
+    setAudit(null);
+    setError(null);
+    getJson<PublicAudit>(`/api/audits/${enc(recoveryId)}`, ctrl.signal)
+      .then(setAudit)
+      .catch((e: unknown) => {
+        if (!isAbort(e)) setError(asApiError(e));
+      });
+    return () => ctrl.abort();
+  }, [recoveryId]);
+
+  return (
+    <>
+      <nav aria-label="Breadcrumb" className="breadcrumb">
+        <a href={ROUTES.backup}>Backup &amp; recovery</a> <span aria-hidden="true">▸</span> <span aria-current="page">Audit {abbreviate(recoveryId)}</span>
+      </nav>
+      <PageHeading>{audit ? `Audit of backup ${audit.backup.backup_id}` : 'Recovery audit'}</PageHeading>
+      <ExecutionStatement />
+      {error ? <ErrorBox error={error} title="Could not open the audit" /> : null}
+      {!audit && !error ? <Loading what="the audit" /> : null}
+      {audit ? <AuditBody audit={audit} /> : null}
+    </>
+  );
+}
+
+function AuditBody({ audit }: { audit: PublicAudit }) {
+  const findings = orderFindings(audit.findings);
+  const a = audit.counts.assets;
+  return (
+    <>
+      <section aria-labelledby="audit-status-heading" className="card">
+        <h2 id="audit-status-heading">Status</h2>
+        <p className={`status-badge phase-${audit.phase}`} data-testid="audit-status">
+          <span className="status-phase">{audit.phase}</span>
+          <span className="status-operator">
+            operator state: <code>{audit.operator_state}</code>
+          </span>
+        </p>
+        <p className="next-action">
+          <strong>Next action:</strong> {audit.next_action}
+        </p>
+        <dl className="facts">
+          <div>
+            <dt>Execution authority granted</dt>
+            <dd data-testid="audit-execution-authority">{audit.execution_authority_granted ? 'yes' : 'no'}</dd>
+          </div>
+          <div>
+            <dt>Activation eligible</dt>
+            <dd>{audit.activation_eligible ? 'yes' : 'no'}</dd>
+          </div>
+          <div>
+            <dt>Workspace</dt>
+            <dd>
+              {audit.workspace.isolation}, {audit.workspace.registered ? 'registered' : 'not registered'}
+            </dd>
+          </div>
+          <div>
+            <dt>Capture</dt>
+            <dd>
+              <code>{audit.capture.achieved_profile}</code>
+            </dd>
+          </div>
+          <div>
+            <dt>Backup</dt>
+            <dd>
+              {audit.backup.backup_id}, created <time dateTime={audit.backup.created_at}>{audit.backup.created_at}</time> by loopx{' '}
+              {audit.backup.producer_version}
+            </dd>
+          </div>
+          <div>
+            <dt>Recovery id</dt>
+            <dd>
+              <code className="digest">{audit.recovery_id}</code>
+            </dd>
+          </div>
+          <div>
+            <dt>Archive SHA-256</dt>
+            <dd>
+              <code className="digest">{audit.backup.archive_sha256}</code>
+            </dd>
+          </div>
+          <div>
+            <dt>Archive</dt>
+            <dd>
+              {formatBytes(audit.measurements.archive_bytes)} compressed, {formatBytes(audit.measurements.expanded_bytes)} expanded;{' '}
+              {audit.counts.members.total} members ({audit.counts.members.sqlite_files} SQLite files)
+            </dd>
+          </div>
+        </dl>
+        <div className="download">
+          <DownloadAudit recoveryId={audit.recovery_id} />
+        </div>
+      </section>
+
+      <section aria-labelledby="audit-counts-heading" className="card">
+        <h2 id="audit-counts-heading">Classification</h2>
+        <ul className="counts" data-testid="audit-counts">
+          <li className="count class-recovered_readable">
+            <span className="count-n">{a.recovered_readable}</span> <span className="count-label">{CLASSIFICATION_WORDS.recovered_readable}</span>
+          </li>
+          <li className="count class-historical_only">
+            <span className="count-n">{a.historical_only}</span> <span className="count-label">{CLASSIFICATION_WORDS.historical_only}</span>
+          </li>
+          <li className="count class-unknown_unrecoverable">
+            <span className="count-n">{a.unknown_unrecoverable}</span> <span className="count-label">{CLASSIFICATION_WORDS.unknown_unrecoverable}</span>
+          </li>
+        </ul>
+        <p className="muted">
+          Recovered and readable: its owner read it back; it can be read from the inert workspace. Historical only: sound, kept as history; reconciled
+          only during a later adoption, never by replay. Unknown or unrecoverable: no loopx owner reads it, or its owner could not.
+        </p>
+      </section>
+
+      <section aria-labelledby="audit-components-heading" className="card">
+        <h2 id="audit-components-heading">Components</h2>
+        <TableRegion label="Components">
+          <table>
+            <caption className="visually-hidden">
+              {audit.components.length} components, each with its classification, owner, verification status and next action
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Component</th>
+                <th scope="col">Classification</th>
+                <th scope="col">Owner</th>
+                <th scope="col">Verification</th>
+                <th scope="col">Required</th>
+                <th scope="col">Members</th>
+                <th scope="col">Next action</th>
+              </tr>
+            </thead>
+            <tbody>
+              {audit.components.map((c) => (
+                <tr key={c.component_id} data-testid="audit-component-row">
+                  <th scope="row">
+                    <code>{c.component_id}</code>
+                    {c.logical_scope !== 'machine' ? <span className="muted scope"> {c.logical_scope}</span> : null}
+                  </th>
+                  <td>
+                    <ClassificationBadge value={c.classification} />
+                  </td>
+                  <td data-testid="component-owner">{c.owner_kind}</td>
+                  <td>
+                    <span className={`verification verification-${c.verification}`}>{c.verification}</span>
+                  </td>
+                  <td>{c.required ? 'required' : 'optional'}</td>
+                  <td className="num">{c.member_count}</td>
+                  <td data-testid="component-next-action">{c.next_action}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableRegion>
+      </section>
+
+      <section aria-labelledby="audit-findings-heading" className="card">
+        <h2 id="audit-findings-heading">Findings</h2>
+        <p className="muted">
+          {audit.counts.findings.hold} held, {audit.counts.findings.error} errors, {audit.counts.findings.warning} warnings — holds and errors first.
+        </p>
+        <TableRegion label="Findings">
+          <table>
+            <caption className="visually-hidden">Findings, holds and errors first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Code</th>
+                <th scope="col">Severity</th>
+                <th scope="col">Owner</th>
+                <th scope="col">Component</th>
+                <th scope="col">Next action</th>
+              </tr>
+            </thead>
+            <tbody>
+              {findings.map((f, i) => (
+                <tr key={`${f.code}-${f.component ?? ''}-${i}`} data-testid="audit-finding-row">
+                  <th scope="row">
+                    <code>{f.code}</code>
+                  </th>
+                  <td>
+                    <span className={`badge severity-${f.severity}`}>{f.severity}</span>
+                  </td>
+                  <td>{f.owner}</td>
+                  <td>{f.component ? <code>{f.component}</code> : <span className="muted">whole backup</span>}</td>
+                  <td>{f.next_action}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableRegion>
+      </section>
+    </>
+  );
+}
+
+/** A link to the raw (private) audit: fetched with the token and saved through a blob URL. */
+function DownloadAudit({ recoveryId }: { recoveryId: string }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError | null>(null);
+  const [saved, setSaved] = useState<string | null>(null);
+  const path = `/api/audits/${enc(recoveryId)}/raw`;
+  const filename = `recovery-audit-${recoveryId.slice(0, 12)}.json`;
+
+  async function onClick(ev: MouseEvent<HTMLAnchorElement>) {
+    ev.preventDefault();
+    if (busy) return;
+    setBusy(true);
+    setError(null);
+    setSaved(null);
+    try {
+      const res = await apiFetch(path, { headers: { Accept: 'application/json' } });
+      const blob = await res.blob();
+      saveBlob(new Blob([blob], { type: 'application/json' }), filename);
+      const sha = res.headers.get('x-loopx-sha256');
+      setSaved(`Saved ${filename} (${formatBytes(blob.size)}${sha ? `, SHA-256 ${abbreviate(sha, 16)}` : ''}).`);
+    } catch (e) {
+      setError(asApiError(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <>
+      <a href={path} download={filename} onClick={onClick} className="button-link" aria-busy={busy}>
+        Download audit
+      </a>{' '}
+      <span className="muted">the private audit file’s exact bytes (it names members and Goal ids: keep it owner-only)</span>
+      <p className="saved-note" aria-live="polite">
+        {saved ?? ''}
+      </p>
+      {error ? <ErrorBox error={error} title="Could not download the audit" /> : null}
+    </>
+  );
+}

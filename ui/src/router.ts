@@ -1,0 +1,67 @@
+/** Hash routes: #/settings/capability-center/backup, …/backup/audits/<recovery_id>, #/runs, #/runs/<run_id>. */
+import { useEffect, useState } from 'react';
+
+export const ROUTES = {
+  backup: '#/settings/capability-center/backup',
+  audit: (recoveryId: string) => `#/settings/capability-center/backup/audits/${encodeURIComponent(recoveryId)}`,
+  runs: '#/runs',
+  run: (runId: string) => `#/runs/${encodeURIComponent(runId)}`,
+} as const;
+
+export type Route =
+  | { readonly page: 'backup' }
+  | { readonly page: 'audit'; readonly recoveryId: string }
+  | { readonly page: 'runs' }
+  | { readonly page: 'run'; readonly runId: string }
+  | { readonly page: 'not-found'; readonly hash: string };
+
+export function parseRoute(hash: string): Route {
+  if (hash.includes('login=')) return { page: 'backup' }; // being taken out of the address
+  const raw = hash.replace(/^#\/?/, '');
+  let parts: string[];
+  try {
+    parts = raw.split('/').filter((p) => p.length > 0).map((p) => decodeURIComponent(p));
+  } catch {
+    return { page: 'not-found', hash };
+  }
+  const [a, b, c, d, e, ...rest] = parts;
+  if (parts.length === 0) return { page: 'backup' };
+  if (a === 'settings') {
+    if (parts.length === 1 || (b === 'capability-center' && parts.length === 2)) return { page: 'backup' };
+    if (b === 'capability-center' && c === 'backup') {
+      if (parts.length === 3) return { page: 'backup' };
+      if (d === 'audits' && e && rest.length === 0) return { page: 'audit', recoveryId: e };
+    }
+    if (b === 'capability-center' && c === 'runs' && parts.length === 3) return { page: 'runs' };
+  }
+  if (a === 'runs') {
+    if (parts.length === 1) return { page: 'runs' };
+    if (b && parts.length === 2) return { page: 'run', runId: b };
+  }
+  return { page: 'not-found', hash };
+}
+
+/** True once the user has moved between routes (so a page moves focus to its heading). */
+let navigated = false;
+
+export function hasNavigated(): boolean {
+  return navigated;
+}
+
+export function useRoute(): Route {
+  const [hash, setHash] = useState(() => window.location.hash);
+  useEffect(() => {
+    const onChange = () => {
+      navigated = true;
+      setHash(window.location.hash);
+    };
+    window.addEventListener('hashchange', onChange);
+    return () => window.removeEventListener('hashchange', onChange);
+  }, []);
+  return parseRoute(hash);
+}
+
+export function navigate(hash: string): void {
+  if (window.location.hash === hash) return;
+  window.location.hash = hash;
+}
