@@ -140,3 +140,32 @@ describe('draining', () => {
     }
   }, 60_000);
 });
+
+describe('npm start', () => {
+  it('daemon --seed-sample fills an empty root with a sample Goal whose Todos a scripted agent worked, once', async () => {
+    const root = tempRoot('loopx-daemon-seed-');
+    const { child, doc } = await daemon(root, '--seed-sample');
+    try {
+      const token = readFileSync(join(root, 'daemon', 'token'), 'utf8').trim();
+      const get = async (path: string) => (await fetch(`${doc.url}api/${path}`, { headers: { authorization: `Bearer ${token}` } })).json();
+      const goals = (await get('goals')) as { goals: { goal_id: string }[] };
+      expect(goals.goals.map((g) => g.goal_id)).toEqual(['sample']);
+      const sample = (await get('goals/sample')) as { todos: unknown[]; counts: Record<string, number> };
+      expect(sample.todos).toHaveLength(3);
+      expect(sample.counts.done).toBeGreaterThan(0);
+      const runs = (await get('runs')) as { runs: { status: string }[] };
+      expect(runs.runs).toHaveLength(1);
+    } finally {
+      const code = exited(child);
+      child.kill('SIGTERM');
+      await code;
+    }
+    // A second start seeds nothing more.
+    const again = await daemon(root, '--seed-sample');
+    const token = readFileSync(join(root, 'daemon', 'token'), 'utf8').trim();
+    const runs = (await (await fetch(`${again.doc.url}api/runs`, { headers: { authorization: `Bearer ${token}` } })).json()) as { runs: unknown[] };
+    expect(runs.runs).toHaveLength(1);
+    again.child.kill('SIGTERM');
+    await exited(again.child);
+  }, 60_000);
+});
