@@ -242,6 +242,8 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   );
 
   // Backups: upload, verify, audits.
+  app.get('/api/backups', async () => ({ backups: backups.listRootBackups() }));
+  app.post<{ Params: { id: string } }>('/api/backups/:id/verify', async (req, reply) => reply.code(202).send({ job_id: backups.startRootBackupVerify(req.params.id).job_id }));
   app.post('/api/backups/uploads', async (_req, reply) => reply.code(201).send({ upload_id: backups.createUpload() }));
   app.put<{ Params: { id: string; part: string } }>('/api/backups/uploads/:id/:part', async (req) => {
     const part = req.params.part;

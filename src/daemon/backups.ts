@@ -9,7 +9,8 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { closeSync, constants, existsSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, lstatSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import { BACKUP_ID } from '../backup/index.js';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { isLoopxError, notFound, rejected } from '../core/errors.js';
@@ -31,7 +32,9 @@ export interface JobError {
 
 export interface Job {
   readonly job_id: string;
-  readonly upload_id: string;
+  /** The upload verified, or null when it is a backup of this root (`backup_id`). */
+  readonly upload_id: string | null;
+  readonly backup_id: string | null;
   state: 'running' | 'audited' | 'held' | 'refused';
   progress: VerifyProgress | null;
   recovery_id: string | null;
@@ -53,12 +56,14 @@ const uploadNotFound = () => notFound('daemon_upload_not_found', 'No such upload
 export class BackupService {
   private readonly uploads: string;
   private readonly recoveries: string;
+  private readonly rootBackups: string;
   private readonly jobs = new Map<string, { job: Job; events: EventEmitter; done: Promise<void>; abort: AbortController }>();
 
   constructor(root: string) {
     const daemonDir = join(root, 'daemon');
     this.uploads = join(daemonDir, 'uploads');
     this.recoveries = join(daemonDir, 'recoveries');
+    this.rootBackups = join(root, 'backups');
     for (const d of [daemonDir, this.uploads, this.recoveries]) ensurePrivateDir(d);
   }
 
@@ -114,12 +119,41 @@ export class BackupService {
     for (const part of ['archive', 'manifest'] as const) {
       if (!existsSync(join(dir, FILE[part]))) throw rejected('daemon_upload_incomplete', `The upload has no ${part} yet.`, { nextAction: `upload the ${part}, then verify` });
     }
+    return this.verifyFiles(join(dir, FILE.archive), join(dir, FILE.manifest), { upload_id: uploadId, backup_id: null });
+  }
+
+  /** The backup pairs `backup-state --execute` published in `<root>/backups` (names only). */
+  listRootBackups(): { backup_id: string; archive_bytes: number }[] {
+    if (!existsSync(this.rootBackups)) return [];
+    const out: { backup_id: string; archive_bytes: number }[] = [];
+    for (const name of readdirSync(this.rootBackups).sort()) {
+      const id = name.endsWith('.manifest.json') ? name.slice(0, -'.manifest.json'.length) : undefined;
+      if (id === undefined || !BACKUP_ID.test(id)) continue;
+      try {
+        const st = lstatSync(join(this.rootBackups, `${id}.tar.gz`));
+        if (st.isFile()) out.push({ backup_id: id, archive_bytes: st.size });
+      } catch {
+        // a manifest without its archive is not a backup to pick
+      }
+    }
+    return out;
+  }
+
+  /** Verify a pair from `<root>/backups` in place (the verifier only reads it). */
+  startRootBackupVerify(backupId: string): Job {
+    if (!BACKUP_ID.test(backupId) || !this.listRootBackups().some((b) => b.backup_id === backupId)) {
+      throw notFound('daemon_backup_not_found', 'No such backup in this root.', { nextAction: 'list backups: GET /api/backups' });
+    }
+    return this.verifyFiles(join(this.rootBackups, `${backupId}.tar.gz`), join(this.rootBackups, `${backupId}.manifest.json`), { upload_id: null, backup_id: backupId });
+  }
+
+  private verifyFiles(archive: string, manifest: string, source: { upload_id: string | null; backup_id: string | null }): Job {
     const jobId = `job_${randomBytes(16).toString('hex')}`;
-    const job: Job = { job_id: jobId, upload_id: uploadId, state: 'running', progress: null, recovery_id: null, error: null };
+    const job: Job = { job_id: jobId, ...source, state: 'running', progress: null, recovery_id: null, error: null };
     const events = new EventEmitter();
     const abort = new AbortController();
     const done = executeVerify(
-      { archive: join(dir, FILE.archive), manifest: join(dir, FILE.manifest), destination: join(this.recoveries, jobId) },
+      { archive, manifest, destination: join(this.recoveries, jobId) },
       {
         signal: abort.signal,
         onProgress: (p) => {

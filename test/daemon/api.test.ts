@@ -236,6 +236,21 @@ describe('backups', () => {
     expect((await inject('GET', '/api/audits')).json().audits.length).toBe(before);
   }, 60_000);
 
+  it("lists this root's own backups and verifies one where it lies (no upload); an unknown one is a typed 404", async () => {
+    expect(loopx(['backup-state', '--execute', '--backup-id', 'in-root', '--root', root]).status).toBe(0);
+    const list = await inject('GET', '/api/backups');
+    expect(list.statusCode).toBe(200);
+    expect(list.json().backups).toEqual([{ backup_id: 'in-root', archive_bytes: readFileSync(join(root, 'backups', 'in-root.tar.gz')).length }]);
+    const started = await inject('POST', '/api/backups/in-root/verify');
+    expect(started.statusCode).toBe(202);
+    const { job } = await finished(started.json().job_id);
+    expect(job).toMatchObject({ state: 'held', upload_id: null, backup_id: 'in-root', error: null });
+    for (const bad of ['nope', '..%2F..%2Fetc', '.hidden']) {
+      const r = await inject('POST', `/api/backups/${bad}/verify`);
+      expect(r.statusCode, bad).toBe(404);
+    }
+  }, 60_000);
+
   it('refuses an upload over its limit with 413 and keeps nothing staged', async () => {
     const created = await inject('POST', '/api/backups/uploads');
     const id = created.json().upload_id as string;

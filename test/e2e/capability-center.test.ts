@@ -70,6 +70,8 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     const out = join(dirname(root), 'out');
     const made = loopx(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root, '--json']);
     expect(made.status, made.stderr).toBe(0);
+    // And one in the root's own backups/ directory, to pick instead of uploading.
+    expect(loopx(['backup-state', '--execute', '--backup-id', 'in-root', '--root', root]).status).toBe(0);
     const archive = join(out, 'b1.tar.gz');
     const tampered = join(mkdtempSync(join(tmpdir(), 'loopx-e2e-tampered-')), 'b1.tar.gz');
     const bytes = readFileSync(archive);
@@ -224,6 +226,18 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     // Nothing was published: still one audit.
     expect(await page.getByTestId('audit-list-row').count()).toBe(1);
     await shot('capability-center-verify-refused.png');
+  }, 90_000);
+
+  it("picks one of the root's own backups instead of uploading, and opens its held audit", async () => {
+    const { page } = session;
+    await page.goto(`${daemon.url}#/settings/capability-center/backup`);
+    const pick = page.getByLabel('Or pick a backup of this root');
+    await expect.poll(() => pick.locator('option').count()).toBe(2);
+    await pick.selectOption('in-root');
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Audit of backup in-root' }).waitFor({ timeout: 60_000 });
+    expect(await page.getByTestId('audit-status').textContent()).toContain('held');
+    expect(await page.getByText(STATEMENT).isVisible()).toBe(true);
   }, 90_000);
 
   it('lists the runs and follows one run’s events', async () => {

@@ -68,6 +68,11 @@ type Phase = { readonly kind: 'idle' } | { readonly kind: 'running' } | { readon
 
 const sleep = (ms: number) => new Promise<void>((r) => window.setTimeout(r, ms));
 
+interface RootBackup {
+  readonly backup_id: string;
+  readonly archive_bytes: number;
+}
+
 function VerifyBackup() {
   const archiveId = useId();
   const manifestId = useId();
@@ -77,9 +82,20 @@ function VerifyBackup() {
   const [phase, setPhase] = useState<Phase>({ kind: 'idle' });
   const [steps, setSteps] = useState<Steps>(initialSteps);
   const [announce, setAnnounce] = useState('');
+  const [rootBackups, setRootBackups] = useState<readonly RootBackup[]>([]);
+  const [picked, setPicked] = useState('');
+  const pickId = useId();
   const abortRef = useRef<AbortController | null>(null);
 
   useEffect(() => () => abortRef.current?.abort(), []);
+  useEffect(() => {
+    const ctrl = new AbortController();
+    getJson<{ backups: RootBackup[] }>('/api/backups', ctrl.signal).then(
+      (r) => setRootBackups(r.backups),
+      () => setRootBackups([]),
+    );
+    return () => ctrl.abort();
+  }, []);
 
   const lastStep = useRef<string | null>(null);
 
@@ -92,7 +108,7 @@ function VerifyBackup() {
     setSteps((s) => advance(s, p.step, p.done, p.total));
   }, []);
 
-  async function run(archiveFile: File, manifestFile: File, signal: AbortSignal): Promise<Job> {
+  async function startUpload(archiveFile: File, manifestFile: File, signal: AbortSignal): Promise<string> {
     const { upload_id } = await postJson<{ upload_id: string }>('/api/backups/uploads', undefined, signal);
     setAnnounce('Uploading the archive');
     setSteps((s) => advance(s, 'upload-archive', 0, archiveFile.size));
@@ -103,6 +119,17 @@ function VerifyBackup() {
     setSteps((s) => advance(s, 'inputs', 0, 1));
     setAnnounce('Verifying');
     const { job_id } = await postJson<{ job_id: string }>(`/api/backups/uploads/${enc(upload_id)}/verify`, undefined, signal);
+    return job_id;
+  }
+
+  async function startPicked(backupId: string, signal: AbortSignal): Promise<string> {
+    setSteps((s) => advance(s, 'inputs', 0, 1));
+    setAnnounce('Verifying');
+    const { job_id } = await postJson<{ job_id: string }>(`/api/backups/${enc(backupId)}/verify`, undefined, signal);
+    return job_id;
+  }
+
+  async function follow(job_id: string, signal: AbortSignal): Promise<Job> {
 
     // Follow the job's events; if the stream ends without a result, ask for the job and follow again.
     for (let attempt = 0; ; attempt++) {
@@ -126,8 +153,8 @@ function VerifyBackup() {
   async function onSubmit(ev: FormEvent) {
     ev.preventDefault();
     if (phase.kind === 'running') return;
-    if (!archive || !manifest) {
-      setMissing(!archive && !manifest ? 'Choose the archive and its manifest.' : !archive ? 'Choose the archive (.tar.gz).' : 'Choose the manifest (.json).');
+    if (picked === '' && (!archive || !manifest)) {
+      setMissing(!archive && !manifest ? 'Choose the archive and its manifest, or pick a backup of this root.' : !archive ? 'Choose the archive (.tar.gz).' : 'Choose the manifest (.json).');
       return;
     }
     setMissing(null);
@@ -138,7 +165,8 @@ function VerifyBackup() {
     setSteps(initialSteps());
     setPhase({ kind: 'running' });
     try {
-      const job = await run(archive, manifest, ctrl.signal);
+      const jobId = picked !== '' ? await startPicked(picked, ctrl.signal) : await startUpload(archive!, manifest!, ctrl.signal);
+      const job = await follow(jobId, ctrl.signal);
       if (job.state === 'refused' || !job.recovery_id) {
         const error = new ApiError(
           422,
@@ -194,6 +222,17 @@ function VerifyBackup() {
             onChange={(e) => setManifest(e.currentTarget.files?.[0] ?? null)}
           />
           {manifest ? <span className="muted file-note">{formatBytes(manifest.size)}</span> : null}
+        </div>
+        <div className="field">
+          <label htmlFor={pickId}>Or pick a backup of this root</label>
+          <select id={pickId} value={picked} disabled={running} onChange={(e) => setPicked(e.currentTarget.value)}>
+            <option value="">— upload the files above —</option>
+            {rootBackups.map((b) => (
+              <option key={b.backup_id} value={b.backup_id}>
+                {b.backup_id} ({formatBytes(b.archive_bytes)})
+              </option>
+            ))}
+          </select>
         </div>
         {missing ? (
           <p className="field-error" role="alert">

@@ -26,7 +26,8 @@ export interface JobProgress {
 
 export interface Job {
   readonly job_id: string;
-  readonly upload_id: string;
+  readonly upload_id: string | null;
+  readonly backup_id: string | null;
   readonly state: 'running' | 'audited' | 'held' | 'refused';
   readonly progress: JobProgress | null;
   readonly recovery_id: string | null;
