@@ -13,7 +13,7 @@ import type { Readable } from 'node:stream';
 import { sha256Hex } from '../core/digest.js';
 import { isLoopxError, notFound, usageError } from '../core/errors.js';
 import { LOOPX_VERSION } from '../core/version.js';
-import { builtinApplication, openEngine, openRootOwners, type Engine, type RootOwners, type RunView } from '../engine/index.js';
+import { builtinApplication, openEngine, openRootOwners, runSummary, type Engine, type RootOwners } from '../engine/index.js';
 import * as workOwner from '../owners/work/index.js';
 import { openRunAuthority } from '../run-authority/index.js';
 import { SNAPSHOT_LIMITS } from '../snapshot/index.js';
@@ -41,16 +41,6 @@ export interface DaemonApp {
   readonly app: FastifyInstance;
   readonly backups: BackupService;
 }
-
-const runSummary = (v: RunView) => ({
-  run_id: v.run_id,
-  status: v.status,
-  completed_turns: v.completed_turns,
-  last_sequence: v.last_sequence,
-  waiting_for: v.waiting_for,
-  suspend_requested: v.suspend_requested,
-  failure: v.failure,
-});
 
 const goalView = (g: { goal_id: string; goal_instance_id: string; title: string; lifecycle: string; docs: readonly { name: string; sha256: string; bytes: number }[] }) => ({
   goal_id: g.goal_id,

@@ -1152,3 +1152,14 @@ function parseJson(text: string, code: string, message: string, nextAction: stri
 export function openEngine(options: EngineOptions): Engine {
   return new Engine(options);
 }
+
+/** The short public shape of a run (`loopx run start|resume|… --json`, the daemon's run routes). */
+export const runSummary = (v: RunView) => ({
+  run_id: v.run_id,
+  status: v.status,
+  completed_turns: v.completed_turns,
+  last_sequence: v.last_sequence,
+  waiting_for: v.waiting_for,
+  suspend_requested: v.suspend_requested,
+  failure: v.failure,
+});

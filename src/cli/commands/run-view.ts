@@ -15,13 +15,5 @@ export function printRun(v: RunView, out: Output): void {
   if (v.suspend_requested) out.line('  suspend requested: takes effect when the current turn completes');
 }
 
-/** The short JSON shape of `run start` / `run resume` and friends. */
-export const runSummary = (v: RunView) => ({
-  run_id: v.run_id,
-  status: v.status,
-  completed_turns: v.completed_turns,
-  last_sequence: v.last_sequence,
-  waiting_for: v.waiting_for,
-  suspend_requested: v.suspend_requested,
-  failure: v.failure,
-});
+/** The short JSON shape of `run start` / `run resume` and friends (shared with the daemon). */
+export { runSummary } from '../../engine/index.js';
