@@ -159,6 +159,11 @@ describe('runs', () => {
     } finally {
       await o.d.app.close();
     }
+    for (const path of ['/api/runs/run_nope/export', '/api/runs/run_nope/suspend', '/api/runs/run_nope/resume']) {
+      const r = await inject('POST', path);
+      expect(r.statusCode, path).toBe(404);
+      expect(r.json().error.code).toMatch(/^[a-z_]+$/);
+    }
     const badTurns = await inject('POST', `/api/runs/${suspendedRun}/resume`, { payload: { turns: 0 } });
     expect(badTurns.statusCode).toBe(400);
     const notSnapshot = await inject('POST', '/api/runs/import', { headers: octet, payload: Buffer.from('not a snapshot') });
@@ -267,6 +272,8 @@ describe('backups', () => {
     expect((await inject('PUT', `/api/backups/uploads/../../x/archive`, { headers: octet, payload: Buffer.from('x') })).statusCode).toBe(404);
     expect((await inject('GET', '/api/backups/jobs/job_nope')).statusCode).toBe(404);
     expect((await inject('GET', `/api/audits/${'0'.repeat(64)}`)).statusCode).toBe(404);
+    expect((await inject('GET', `/api/audits/${'0'.repeat(64)}/raw`)).statusCode).toBe(404);
+    expect((await inject('GET', '/api/backups/jobs/job_nope/events')).statusCode).toBe(404);
     expect((await inject('GET', '/api/audits/../../etc')).statusCode).toBe(404);
     const id = (await inject('POST', '/api/backups/uploads')).json().upload_id as string;
     const early = await inject('POST', `/api/backups/uploads/${id}/verify`);
