@@ -4,7 +4,8 @@
  * streamed to a new 0600 file under the verifier's own size limits (over the limit: 413 and the
  * whole upload is removed). A verify job runs `executeVerify` — the same library call as
  * `backup-state verify --execute`, whose owner checks run in its disposable worker — into a new
- * destination `<root>/daemon/recoveries/<job_id>/`; its progress and result are events. Audits
+ * destination `<root>/daemon/recoveries/<job_id>/`; its progress and result are events, and the
+ * upload is removed once its job ends (audited, held or refused). Audits
  * are read back from those destinations through `showAudit` (content address re-checked).
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -172,7 +173,11 @@ export class BackupService {
           ? { code: e.code, message: e.message, next_action: e.nextAction ?? null }
           : { code: 'verify_failed', message: 'Verification stopped on an unexpected error.', next_action: 'see the daemon log' };
       },
-    ).finally(() => events.emit('result', job));
+    ).finally(() => {
+      // The upload has served its purpose: the workspace holds its bytes, the audit its digests.
+      if (source.upload_id !== null) rmSync(join(this.uploads, source.upload_id), { recursive: true, force: true });
+      events.emit('result', job);
+    });
     this.jobs.set(jobId, { job, events, done, abort });
     return job;
   }

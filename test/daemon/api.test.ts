@@ -214,6 +214,7 @@ describe('backups', () => {
     expect(started.statusCode).toBe(202);
     const { job, events } = await finished(started.json().job_id);
     expect(job).toMatchObject({ state: 'held', error: null });
+    expect(existsSync(join(root, 'daemon', 'uploads', id)), 'the upload is removed once its job ends').toBe(false);
     expect(events).toContain('event: progress');
     const list = await inject('GET', '/api/audits');
     const item = list.json().audits.find((a: { recovery_id: string }) => a.recovery_id === job.recovery_id);
