@@ -2,12 +2,11 @@
  * What every command shares: resolving the runtime root, opening the engine, printing a result
  * as human text or one `--json` document, and turning errors into exit codes.
  */
-import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { exitCodeOf, isLoopxError } from '../core/errors.js';
-import { builtinApplication, openEngine, type Engine } from '../engine/index.js';
-import { openRunAuthority, type LocalRunAuthority } from '../run-authority/index.js';
+import { withAuthority as withRootAuthority, withRootEngine, type Engine } from '../engine/index.js';
+import type { LocalRunAuthority } from '../run-authority/index.js';
 
 export interface GlobalOptions {
   root?: string;
@@ -18,40 +17,19 @@ export interface GlobalOptions {
 /** `--root`, else `LOOPX_HOME`, else `~/.loopx`. */
 export const resolveRoot = (opts: GlobalOptions): string => resolve(opts.root ?? process.env.LOOPX_HOME ?? join(homedir(), '.loopx'));
 
-export async function withAuthority<T>(opts: GlobalOptions, fn: (authority: LocalRunAuthority) => Promise<T> | T, options: { create?: boolean } = {}): Promise<T> {
-  // --authority-dir, else $XDG_STATE_HOME/loopx/run-authority, else ~/.local/state/loopx/run-authority.
-  const authority = openRunAuthority({ ...(opts.authorityDir !== undefined ? { dir: resolve(opts.authorityDir) } : {}), create: options.create ?? true });
-  try {
-    return await fn(authority);
-  } finally {
-    await authority.close();
-  }
-}
+const accessOf = (opts: GlobalOptions) => ({ root: resolveRoot(opts), ...(opts.authorityDir !== undefined ? { authorityDir: resolve(opts.authorityDir) } : {}) });
+
+/** The user's run authority: --authority-dir, else $XDG_STATE_HOME/loopx/run-authority, else ~/.local/state/loopx/run-authority. */
+export const withAuthority = <T>(opts: GlobalOptions, fn: (authority: LocalRunAuthority) => Promise<T> | T, options: { create?: boolean } = {}): Promise<T> =>
+  withRootAuthority(accessOf(opts), fn, options);
 
 /**
  * The engine of the root, with the user's run authority (created on first use). `readOnly`
  * commands (list, show, events) open neither the authority nor — when it does not exist yet — the
  * root: they create nothing.
  */
-export function withEngine<T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean } = {}): Promise<T> {
-  if (options.readOnly) {
-    const root = resolveRoot(opts);
-    const exists = existsSync(join(root, 'engine.db'));
-    const engine = exists ? openEngine({ root, application: builtinApplication(root) }) : openEngine({ application: builtinApplication(root) });
-    return Promise.resolve()
-      .then(() => fn(engine))
-      .finally(() => engine.close());
-  }
-  return withAuthority(opts, async (authority) => {
-    const root = resolveRoot(opts);
-    const engine = openEngine({ root, application: builtinApplication(root), authority });
-    try {
-      return await fn(engine);
-    } finally {
-      engine.close();
-    }
-  });
-}
+export const withEngine = <T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean } = {}): Promise<T> =>
+  withRootEngine(accessOf(opts), fn, options);
 
 export interface Output {
   json(doc: unknown): void;

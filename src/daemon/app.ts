@@ -13,9 +13,7 @@ import type { Readable } from 'node:stream';
 import { sha256Hex } from '../core/digest.js';
 import { isLoopxError, notFound, usageError } from '../core/errors.js';
 import { LOOPX_VERSION } from '../core/version.js';
-import { builtinApplication, openEngine, openRootOwners, runSummary, type Engine, type RootOwners } from '../engine/index.js';
-import * as workOwner from '../owners/work/index.js';
-import { openRunAuthority } from '../run-authority/index.js';
+import { goalDetail, runSummary, withRootEngine, withRootOwners, type Engine } from '../engine/index.js';
 import { SNAPSHOT_LIMITS } from '../snapshot/index.js';
 import { BackupService, type Job, type UploadPart } from './backups.js';
 import { handleError } from './errors.js';
@@ -122,36 +120,8 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
     }
   });
 
-  const withEngine = async <T>(fn: (engine: Engine) => Promise<T> | T, readOnly = false): Promise<T> => {
-    if (readOnly) {
-      const engine = existsSync(join(root, 'engine.db')) ? openEngine({ root, application: builtinApplication(root) }) : openEngine({ application: builtinApplication(root) });
-      try {
-        return await fn(engine);
-      } finally {
-        engine.close();
-      }
-    }
-    const authority = openRunAuthority({ ...(o.authorityDir !== undefined ? { dir: o.authorityDir } : {}), create: true });
-    try {
-      const engine = openEngine({ root, application: builtinApplication(root), authority });
-      try {
-        return await fn(engine);
-      } finally {
-        engine.close();
-      }
-    } finally {
-      await authority.close();
-    }
-  };
-  const withOwners = async <T>(fn: (owners: RootOwners) => T): Promise<T> => {
-    if (!existsSync(root)) throw notFound('root_not_initialized', 'The runtime root does not exist.', { nextAction: 'create it: loopx init' });
-    const owners = openRootOwners(root);
-    try {
-      return fn(owners);
-    } finally {
-      owners.close();
-    }
-  };
+  const access = { root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) };
+  const withEngine = <T>(fn: (engine: Engine) => Promise<T> | T, readOnly = false): Promise<T> => withRootEngine(access, fn, { readOnly });
 
   app.post<{ Body: { login_token?: unknown } }>('/api/session', async (req) => {
     const t = req.body?.login_token;
@@ -214,20 +184,11 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   });
 
   // Goals and Todos: read only.
-  app.get('/api/goals', async () => ({ goals: (await withOwners((ow) => ow.goals.list())).map(goalView) }));
+  app.get('/api/goals', async () => ({ goals: (await withRootOwners(root, (ow) => ow.goals.list())).map(goalView) }));
   app.get<{ Params: { id: string } }>('/api/goals/:id', async (req) =>
-    withOwners((ow) => {
-      const record = ow.goals.get(req.params.id);
-      if (!record) throw notFound('goal_not_found', `No Goal ${req.params.id} in this root.`, { nextAction: 'list Goals: GET /api/goals' });
-      const work = workOwner.openGoalWork({ root, goal_id: record.goal_id });
-      try {
-        const todos = work.listTodos();
-        const counts: Record<string, number> = { open: 0, done: 0, blocked: 0, deferred: 0 };
-        for (const t of todos) counts[t.status] = (counts[t.status] ?? 0) + 1;
-        return { ...goalView(record), counts, committed_transactions: work.transactionCount(), handoff_mode: work.view().handoff_mode, todos };
-      } finally {
-        work.close();
-      }
+    withRootOwners(root, (ow) => {
+      const d = goalDetail(ow, root, req.params.id, { todos: true });
+      return { ...goalView(d.record), counts: d.counts, committed_transactions: d.committed_transactions, handoff_mode: d.handoff_mode, todos: d.todos };
     }),
   );
 

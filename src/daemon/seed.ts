@@ -8,9 +8,8 @@ import { join } from 'node:path';
 import { ensurePrivateDir } from '../core/fs.js';
 import { PACKAGE_ROOT } from '../core/version.js';
 import { startWebhookSink } from '../dev/index.js';
-import { builtinApplication, loadAgentFile, openEngine, openRootOwners, runGoalWork } from '../engine/index.js';
+import { loadAgentFile, openRootOwners, runGoalWork, withRootEngine } from '../engine/index.js';
 import * as workOwner from '../owners/work/index.js';
-import { openRunAuthority } from '../run-authority/index.js';
 
 export async function seedSample(root: string, options: { authorityDir?: string } = {}): Promise<{ seeded: boolean }> {
   ensurePrivateDir(root);
@@ -28,17 +27,12 @@ export async function seedSample(root: string, options: { authorityDir?: string 
     work.close();
   }
   const sink = await startWebhookSink({ port: 0 });
-  const authority = openRunAuthority({ ...(options.authorityDir !== undefined ? { dir: options.authorityDir } : {}), create: true });
   try {
-    const engine = openEngine({ root, application: builtinApplication(root), authority });
-    try {
-      const agent = loadAgentFile(join(PACKAGE_ROOT ?? '.', 'examples', 'agents', 'goal-worker.json'));
-      await runGoalWork({ root, goalId: 'sample', agent, engine, webhookUrl: sink.deliveriesUrl });
-    } finally {
-      engine.close();
-    }
+    const agent = loadAgentFile(join(PACKAGE_ROOT ?? '.', 'examples', 'agents', 'goal-worker.json'));
+    await withRootEngine({ root, ...(options.authorityDir !== undefined ? { authorityDir: options.authorityDir } : {}) }, (engine) =>
+      runGoalWork({ root, goalId: 'sample', agent, engine, webhookUrl: sink.deliveriesUrl }),
+    );
   } finally {
-    await authority.close();
     await sink.close();
   }
   return { seeded: true };

@@ -5,6 +5,7 @@
  * an empty root with a sample Goal worked by a scripted agent (what `npm start` shows).
  */
 import type { Command } from 'commander';
+import { resolve } from 'node:path';
 import { ensurePrivateDir } from '../../core/fs.js';
 import { seedSample, startDaemon } from '../../daemon/index.js';
 import { openRootOwners } from '../../engine/index.js';
@@ -21,17 +22,18 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .action(async (o: { port?: number; host?: string; seedSample?: boolean }) => {
       const g = globals();
       const root = resolveRoot(g);
+      const authorityDir = g.authorityDir !== undefined ? resolve(g.authorityDir) : undefined;
       if (o.seedSample) {
         ensurePrivateDir(root);
         openRootOwners(root).close();
-        const s = await seedSample(root, g.authorityDir !== undefined ? { authorityDir: g.authorityDir } : {});
+        const s = await seedSample(root, authorityDir !== undefined ? { authorityDir } : {});
         if (s.seeded && !g.json) process.stdout.write('seeded Goal "sample": three Todos worked by the scripted agent examples/agents/goal-worker.json\n');
       }
       const d = await startDaemon({
         root,
         ...(o.port !== undefined ? { port: o.port } : {}),
         ...(o.host !== undefined ? { host: o.host } : {}),
-        ...(g.authorityDir !== undefined ? { authorityDir: g.authorityDir } : {}),
+        ...(authorityDir !== undefined ? { authorityDir } : {}),
         logger: g.json ? false : { level: 'warn' },
       });
       emit(g, { url: d.url, login_url: d.loginUrl, port: d.port }, (v, out) => {

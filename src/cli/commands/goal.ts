@@ -1,6 +1,7 @@
 /** `loopx goal create|list|show` — Goals through the goal owner. */
 import type { Command } from 'commander';
 import { notFound } from '../../core/errors.js';
+import { goalDetail } from '../../engine/index.js';
 import * as goalOwner from '../../owners/goal/index.js';
 import * as workOwner from '../../owners/work/index.js';
 import { emit, type GlobalOptions } from '../context.js';
@@ -73,17 +74,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .action(async (goalId: string) => {
       const g = globals();
       const doc = await withOwners(g, (owners, root) => {
-        const record = owners.goals.get(goalId);
-        if (!record) throw notFound('goal_not_found', `No Goal ${goalId} in this root.`, { nextAction: 'list Goals: loopx goal list' });
-        const work = workOwner.openGoalWork({ root, goal_id: goalId });
-        try {
-          const todos = work.listTodos();
-          const counts: Record<string, number> = { open: 0, done: 0, blocked: 0, deferred: 0 };
-          for (const t of todos) counts[t.status] = (counts[t.status] ?? 0) + 1;
-          return { ...view(record), todos: counts, committed_transactions: work.transactionCount(), handoff_mode: work.view().handoff_mode };
-        } finally {
-          work.close();
-        }
+        const d = goalDetail(owners, root, goalId);
+        return { ...view(d.record), todos: d.counts, committed_transactions: d.committed_transactions, handoff_mode: d.handoff_mode };
       });
       emit(g, doc, (d, out) => {
         out.line(`Goal ${d.goal_id} (${d.goal_instance_id}) ${d.lifecycle}: ${d.title}`);

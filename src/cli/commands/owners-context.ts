@@ -1,22 +1,13 @@
 /** Opening the owners of the runtime root for the Goal/Todo commands. */
-import { existsSync } from 'node:fs';
 import { notFound } from '../../core/errors.js';
-import { ensurePrivateDir } from '../../core/fs.js';
-import { openRootOwners, type RootOwners } from '../../engine/index.js';
+import { withRootOwners, type RootOwners } from '../../engine/index.js';
 import * as workOwner from '../../owners/work/index.js';
 import { resolveRoot, type GlobalOptions } from '../context.js';
 
-export async function withOwners<T>(g: GlobalOptions, fn: (owners: RootOwners, root: string) => Promise<T> | T): Promise<T> {
+export const withOwners = <T>(g: GlobalOptions, fn: (owners: RootOwners, root: string) => Promise<T> | T): Promise<T> => {
   const root = resolveRoot(g);
-  if (!existsSync(root)) throw notFound('root_not_initialized', 'The runtime root does not exist.', { nextAction: 'create it: loopx init' });
-  ensurePrivateDir(root); // validates an existing root (0700), never chmods it
-  const owners = openRootOwners(root);
-  try {
-    return await fn(owners, root);
-  } finally {
-    owners.close();
-  }
-}
+  return withRootOwners(root, (owners) => fn(owners, root));
+};
 
 export async function withGoalWork<T>(g: GlobalOptions, goalId: string, fn: (work: workOwner.WorkOwner) => Promise<T> | T): Promise<T> {
   return withOwners(g, async (owners, root) => {

@@ -1,0 +1,81 @@
+/**
+ * Opening a runtime root's engine and owners for one operation, shared by every consumer (the
+ * CLI's commands and the daemon's routes), so both open them the same way and close them always.
+ * Read-only access opens neither the run authority nor — when it does not exist yet — the root:
+ * it creates nothing.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { notFound } from '../core/errors.js';
+import { ensurePrivateDir } from '../core/fs.js';
+import { LAYOUT } from '../owners/layout.js';
+import * as workOwner from '../owners/work/index.js';
+import { openRunAuthority, type LocalRunAuthority } from '../run-authority/index.js';
+import { builtinApplication } from './builtin.js';
+import { openEngine, type Engine } from './engine.js';
+import { openRootOwners, type RootOwners } from './goal-work.js';
+
+export interface RootAccess {
+  /** The runtime root (absolute). */
+  readonly root: string;
+  /** The per-user run authority directory (default: its usual place). */
+  readonly authorityDir?: string;
+}
+
+export async function withAuthority<T>(a: Pick<RootAccess, 'authorityDir'>, fn: (authority: LocalRunAuthority) => Promise<T> | T, options: { create?: boolean } = {}): Promise<T> {
+  const authority = openRunAuthority({ ...(a.authorityDir !== undefined ? { dir: a.authorityDir } : {}), create: options.create ?? true });
+  try {
+    return await fn(authority);
+  } finally {
+    await authority.close();
+  }
+}
+
+/** The root's engine with the user's run authority (created on first use), or read-only without it. */
+export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean } = {}): Promise<T> {
+  if (options.readOnly) {
+    const engine = existsSync(join(a.root, LAYOUT.engineDb))
+      ? openEngine({ root: a.root, application: builtinApplication(a.root) })
+      : openEngine({ application: builtinApplication(a.root) });
+    try {
+      return await fn(engine);
+    } finally {
+      engine.close();
+    }
+  }
+  return withAuthority(a, async (authority) => {
+    const engine = openEngine({ root: a.root, application: builtinApplication(a.root), authority });
+    try {
+      return await fn(engine);
+    } finally {
+      engine.close();
+    }
+  });
+}
+
+/** The root's file-backed owners; `root_not_initialized` when the root does not exist. */
+export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) => Promise<T> | T): Promise<T> {
+  if (!existsSync(root)) throw notFound('root_not_initialized', 'The runtime root does not exist.', { nextAction: 'create it: loopx init' });
+  ensurePrivateDir(root); // validates an existing root (0700), never chmods it
+  const owners = openRootOwners(root);
+  try {
+    return await fn(owners);
+  } finally {
+    owners.close();
+  }
+}
+
+/** A Goal with its Todo counts, history length and handoff mode (`loopx goal show`, `GET /api/goals/:id`). */
+export function goalDetail(owners: RootOwners, root: string, goalId: string, options: { todos?: boolean } = {}) {
+  const record = owners.goals.get(goalId);
+  if (!record) throw notFound('goal_not_found', `No Goal ${goalId} in this root.`, { nextAction: 'list Goals: loopx goal list' });
+  const work = workOwner.openGoalWork({ root, goal_id: goalId });
+  try {
+    const todos = work.listTodos();
+    const counts: Record<string, number> = { open: 0, done: 0, blocked: 0, deferred: 0 };
+    for (const t of todos) counts[t.status] = (counts[t.status] ?? 0) + 1;
+    return { record, counts, committed_transactions: work.transactionCount(), handoff_mode: work.view().handoff_mode, ...(options.todos ? { todos } : {}) };
+  } finally {
+    work.close();
+  }
+}
