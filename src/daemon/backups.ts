@@ -213,11 +213,27 @@ export class BackupService {
     return out.sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
   }
 
-  /** The stored audit (exact bytes, address re-checked) whose recovery_id is `id`. */
+  /** recovery_id → destination, for the audits seen so far (each destination is read once for it). */
+  private readonly byRecoveryId = new Map<string, string>();
+  private readonly indexed = new Set<string>();
+
+  /** The stored audit (exact bytes, address re-checked on every read) whose recovery_id is `id`. */
   audit(id: string): { bytes: Buffer; audit: RecoveryAudit } {
     if (/^[0-9a-f]{64}$/.test(id)) {
-      for (const d of this.auditDirs()) {
-        const found = showAudit(d);
+      if (!this.byRecoveryId.has(id)) {
+        for (const d of this.auditDirs()) {
+          if (this.indexed.has(d)) continue;
+          try {
+            this.byRecoveryId.set(showAudit(d).audit.recovery_id, d);
+            this.indexed.add(d);
+          } catch {
+            // not readable now: looked at again next time
+          }
+        }
+      }
+      const dir = this.byRecoveryId.get(id);
+      if (dir !== undefined) {
+        const found = showAudit(dir);
         if (found.audit.recovery_id === id) return found;
       }
     }
