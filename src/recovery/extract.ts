@@ -44,7 +44,6 @@ export interface ExtractedFile {
 }
 
 export interface ExtractionFacts {
-  readonly compressedBytes: number;
   readonly expandedBytes: number;
   readonly regularBytes: number;
   readonly members: number;
@@ -261,9 +260,9 @@ export async function extractArchive(
         return;
       }
       const plan = planned.get(m.path);
-      if (plan === undefined) throw memberRefusal(MEMBER_CODES.unplanned, 'The archive holds a member the manifest does not list.', m.path);
+      if (plan === undefined) throw memberRefusal(MEMBER_CODES.unplanned, 'The archive holds a member the manifest does not list.');
       if (plan.type !== e.type || (e.type === 'file' && plan.size_bytes !== e.size) || (e.type === 'symlink' && plan.link_target !== e.linkName)) {
-        throw memberRefusal(MEMBER_CODES.planMismatch, "An archive member's type, size or link target differs from the manifest.", m.path);
+        throw memberRefusal(MEMBER_CODES.planMismatch, "An archive member's type, size or link target differs from the manifest.");
       }
       seen.add(m.path);
       const target = join(staging, m.path);
@@ -308,7 +307,7 @@ export async function extractArchive(
       flushes.push(fsyncThenClose(c.fd));
       const sha = c.hash.digest('hex');
       const plan = planned.get(c.member.path)!;
-      if (sha !== plan.sha256) throw memberRefusal(MEMBER_CODES.digestMismatch, "An archive member's SHA-256 differs from the manifest.", c.member.path);
+      if (sha !== plan.sha256) throw memberRefusal(MEMBER_CODES.digestMismatch, "An archive member's SHA-256 differs from the manifest.");
       const head = Buffer.concat(c.head).subarray(0, 16);
       const sqlite = head.length === 16 && head.equals(SQLITE_MAGIC);
       files.push({ path: c.member.path, size_bytes: c.size, sha256: sha, sqlite });
@@ -372,7 +371,7 @@ export async function extractArchive(
   const trailer = Buffer.alloc(8);
   if (readSync(fd, trailer, 0, 8, trailerAt) !== 8 || trailer.readUInt32LE(0) !== crc >>> 0 || trailer.readUInt32LE(4) !== scanner.bytes % 2 ** 32) throw gzipInvalid();
   for (const path of planned.keys()) {
-    if (!seen.has(path)) throw memberRefusal(MEMBER_CODES.missing, 'A member the manifest lists is not in the archive.', path);
+    if (!seen.has(path)) throw memberRefusal(MEMBER_CODES.missing, 'A member the manifest lists is not in the archive.');
   }
   const m = bound.manifest;
   if (scanner.bytes !== m.execution.archive_expanded_bytes) {
@@ -399,7 +398,6 @@ export async function extractArchive(
   await syncTree(flushes, createdDirs, staging);
 
   return {
-    compressedBytes: witness.bytes,
     expandedBytes: scanner.bytes,
     regularBytes: regularBytes + embeddedBuf.length,
     members: checker.count,

@@ -30,11 +30,8 @@ export const TOP_LEVEL = new Set(['runtime-root', 'configuration-backup.json', '
 /** C0 and C1 controls, bidi overrides and isolates, and the byte-order mark: never in a member name. */
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\ufeff]/;
 
-/**
- * A member refusal. `_subject` (the member's path) is deliberately not put in the error: member
- * names are private data and a refusal's details are public output.
- */
-export function memberRefusal(code: string, message: string, _subject?: string): LoopxError {
+/** A member refusal. It never names the member: member names are private data, a refusal is public output. */
+export function memberRefusal(code: string, message: string): LoopxError {
   return rejected(code, message, { nextAction: 'use an intact backup made by loopx backup-state; this archive is not safe to extract' });
 }
 
@@ -47,17 +44,17 @@ export function capacityRefusal(limit: keyof typeof CAPACITY_CODES, observed: nu
 
 /** Splits a raw member name; a directory's single trailing `/` is dropped. Throws the typed refusal. */
 export function normalizeMemberPath(raw: string, kind: MemberKind): string {
-  if (raw.startsWith('/')) throw memberRefusal(MEMBER_CODES.absolute, 'An archive member has an absolute path.', raw);
+  if (raw.startsWith('/')) throw memberRefusal(MEMBER_CODES.absolute, 'An archive member has an absolute path.');
   let name = raw;
   if (kind === 'directory' && name.endsWith('/')) name = name.slice(0, -1);
   const parts = name.split('/');
-  if (parts.includes('..')) throw memberRefusal(MEMBER_CODES.traversal, 'An archive member path contains "..".', raw);
+  if (parts.includes('..')) throw memberRefusal(MEMBER_CODES.traversal, 'An archive member path contains "..".');
   for (const p of parts) {
     if (p === '' || p === '.' || p.includes('\\') || UNSAFE.test(p)) {
-      throw memberRefusal(MEMBER_CODES.invalid, 'An archive member path has an empty, dot, backslash or control-character component.', raw);
+      throw memberRefusal(MEMBER_CODES.invalid, 'An archive member path has an empty, dot, backslash or control-character component.');
     }
   }
-  if (!TOP_LEVEL.has(parts[0]!)) throw memberRefusal(MEMBER_CODES.invalid, 'An archive member lies outside the names a loopx backup holds.', raw);
+  if (!TOP_LEVEL.has(parts[0]!)) throw memberRefusal(MEMBER_CODES.invalid, 'An archive member lies outside the names a loopx backup holds.');
   if (parts.length > RECOVERY_LIMITS.pathComponents) throw capacityRefusal('pathComponents', parts.length, RECOVERY_LIMITS.pathComponents);
   const chars = [...name].length;
   if (chars > RECOVERY_LIMITS.pathChars) throw capacityRefusal('pathChars', chars, RECOVERY_LIMITS.pathChars);
@@ -80,31 +77,23 @@ export class MemberChecker {
 
   constructor(private readonly maxMembers: number = RECOVERY_LIMITS.members) {}
 
-  kindOf(path: string): MemberKind | undefined {
-    return this.kinds.get(path);
-  }
-
-  get symlinkCount(): number {
-    return this.links.size;
-  }
-
   /** Check `raw` against every rule and every member added before; on success record it. */
   add(raw: string, kind: MemberKind, linkTarget?: string): CheckedMember {
     const path = normalizeMemberPath(raw, kind);
     if (this.count + 1 > this.maxMembers) throw capacityRefusal('members', this.count + 1, this.maxMembers);
-    if (this.kinds.has(path)) throw memberRefusal(MEMBER_CODES.duplicate, 'Two archive members have the same path.', path);
+    if (this.kinds.has(path)) throw memberRefusal(MEMBER_CODES.duplicate, 'Two archive members have the same path.');
     const n = path.normalize('NFC');
-    if (this.nfc.has(n)) throw memberRefusal(MEMBER_CODES.unicodeCollision, 'Two archive member paths differ only in Unicode normalization (NFC/NFD).', path);
+    if (this.nfc.has(n)) throw memberRefusal(MEMBER_CODES.unicodeCollision, 'Two archive member paths differ only in Unicode normalization (NFC/NFD).');
     const f = fold(path);
-    if (this.folded.has(f)) throw memberRefusal(MEMBER_CODES.caseCollision, 'Two archive member paths differ only in letter case.', path);
+    if (this.folded.has(f)) throw memberRefusal(MEMBER_CODES.caseCollision, 'Two archive member paths differ only in letter case.');
     const parts = path.split('/');
     for (let i = 1; i < parts.length; i++) {
-      if (this.links.has(parts.slice(0, i).join('/'))) throw memberRefusal(MEMBER_CODES.throughLink, 'An archive member lies beneath a symbolic-link member.', path);
+      if (this.links.has(parts.slice(0, i).join('/'))) throw memberRefusal(MEMBER_CODES.throughLink, 'An archive member lies beneath a symbolic-link member.');
     }
     if (kind === 'symlink') this.checkSymlink(path, linkTarget ?? '');
     if (kind === 'hardlink') this.checkHardlink(path, linkTarget ?? '');
     if (parts.length > 1 && this.kinds.get(parts.slice(0, -1).join('/')) !== 'directory') {
-      throw memberRefusal(MEMBER_CODES.parentMissing, "An archive member's parent is not a directory member that comes before it.", path);
+      throw memberRefusal(MEMBER_CODES.parentMissing, "An archive member's parent is not a directory member that comes before it.");
     }
     this.kinds.set(path, kind);
     this.nfc.set(n, path);
@@ -116,9 +105,9 @@ export class MemberChecker {
 
   private checkSymlink(path: string, target: string): void {
     if (target === '' || target.startsWith('/') || target.includes('\0')) {
-      throw memberRefusal(MEMBER_CODES.linkEscapes, 'A symbolic-link member points outside the workspace.', path);
+      throw memberRefusal(MEMBER_CODES.linkEscapes, 'A symbolic-link member points outside the workspace.');
     }
-    if (target.includes('\\') || UNSAFE.test(target)) throw memberRefusal(MEMBER_CODES.invalid, 'A symbolic-link target has a backslash or control character.', path);
+    if (target.includes('\\') || UNSAFE.test(target)) throw memberRefusal(MEMBER_CODES.invalid, 'A symbolic-link target has a backslash or control character.');
     this.resolve(path, target);
   }
 
@@ -131,7 +120,7 @@ export class MemberChecker {
    */
   private resolve(linkPath: string, target: string, strict = false): void {
     const escapes = (): never => {
-      throw memberRefusal(MEMBER_CODES.linkEscapes, 'A symbolic-link member points outside the workspace.', linkPath);
+      throw memberRefusal(MEMBER_CODES.linkEscapes, 'A symbolic-link member points outside the workspace.');
     };
     let hops = 1;
     let budget = RECOVERY_LIMITS.pathComponents * RECOVERY_LIMITS.linkHops;
@@ -181,11 +170,11 @@ export class MemberChecker {
       if (depth < 0) break;
     }
     if (target === '' || target.startsWith('/') || depth < 0 || !TOP_LEVEL.has(parts[0] ?? '')) {
-      throw memberRefusal(MEMBER_CODES.linkEscapes, 'A hard-link member points outside the workspace.', path);
+      throw memberRefusal(MEMBER_CODES.linkEscapes, 'A hard-link member points outside the workspace.');
     }
     if (parts.includes('..') || parts.includes('.') || this.kinds.get(target) !== 'file') {
-      throw memberRefusal(MEMBER_CODES.hardlinkAmbiguous, 'A hard-link member does not name exactly one earlier regular-file member.', path);
+      throw memberRefusal(MEMBER_CODES.hardlinkAmbiguous, 'A hard-link member does not name exactly one earlier regular-file member.');
     }
-    throw memberRefusal(MEMBER_CODES.hardlinkUnsupported, 'Hard-link members are not supported; the producer never writes them.', path);
+    throw memberRefusal(MEMBER_CODES.hardlinkUnsupported, 'Hard-link members are not supported; the producer never writes them.');
   }
 }
