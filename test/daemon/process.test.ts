@@ -68,6 +68,19 @@ describe('loopx daemon (a real process)', () => {
     expect(await exited(again.child)).toBe(0);
   }, 60_000);
 
+  it('a SIGTERM sent the instant the address is printed still drains: exit 0, token file removed (repeated, it was a race)', async () => {
+    const root = tempRoot('loopx-daemon-race-');
+    expect(loopx(['init', '--root', root]).status).toBe(0);
+    for (let i = 0; i < 8; i++) {
+      const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, 'daemon', '--root', root, '--json'], { cwd: REPO, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
+      running.push(child);
+      const ended = new Promise<string>((r) => child.on('exit', (code, signal) => r(`${code}/${signal}`)));
+      child.stdout.once('data', () => child.kill('SIGTERM'));
+      expect(await ended, `attempt ${i}`).toBe('0/null');
+      expect(existsSync(join(root, 'daemon', 'token'))).toBe(false);
+    }
+  }, 60_000);
+
   it('refuses any listen address but 127.0.0.1 (usage, exit 2)', () => {
     const root = tempRoot('loopx-daemon-host-');
     expect(loopx(['init', '--root', root]).status).toBe(0);

@@ -29,25 +29,38 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         const s = await seedSample(root, authorityDir !== undefined ? { authorityDir } : {});
         if (s.seeded && !g.json) process.stdout.write('seeded Goal "sample": three Todos worked by the scripted agent examples/agents/goal-worker.json\n');
       }
-      const d = await startDaemon({
-        root,
-        ...(o.port !== undefined ? { port: o.port } : {}),
-        ...(o.host !== undefined ? { host: o.host } : {}),
-        ...(authorityDir !== undefined ? { authorityDir } : {}),
-        logger: g.json ? false : { level: 'warn' },
-      });
-      emit(g, { url: d.url, login_url: d.loginUrl, port: d.port }, (v, out) => {
-        out.line(`loopx daemon on ${v.url} (loopback only; Ctrl-C stops it)`);
-        out.line(`open the Capability Center (one-time login): ${v.login_url}`);
-      });
-      await new Promise<void>((resolveStop) => {
-        const stop = () => {
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
-          void d.close().finally(resolveStop);
-        };
-        process.on('SIGINT', stop);
-        process.on('SIGTERM', stop);
-      });
+      // Handlers go in before anything is announced: a SIGTERM sent the moment the address is
+      // printed (or during start-up) must drain, never meet the default action and leave the
+      // token file behind. A second signal during the drain meets the default action (force).
+      let signalled!: () => void;
+      const stopRequested = new Promise<void>((r) => (signalled = r));
+      const stop = () => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        signalled();
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+      try {
+        const d = await startDaemon({
+          root,
+          ...(o.port !== undefined ? { port: o.port } : {}),
+          ...(o.host !== undefined ? { host: o.host } : {}),
+          ...(authorityDir !== undefined ? { authorityDir } : {}),
+          logger: g.json ? false : { level: 'warn' },
+        });
+        try {
+          emit(g, { url: d.url, login_url: d.loginUrl, port: d.port }, (v, out) => {
+            out.line(`loopx daemon on ${v.url} (loopback only; Ctrl-C stops it)`);
+            out.line(`open the Capability Center (one-time login): ${v.login_url}`);
+          });
+          await stopRequested;
+        } finally {
+          await d.close();
+        }
+      } finally {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+      }
     });
 }

@@ -13,13 +13,15 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--journal <file>', 'keep deliveries in this JSONL file across restarts')
     .action(async (o: { port: number; journal?: string }) => {
       const g = globals();
+      // Handlers go in before the address is printed: a signal sent the moment it appears must
+      // close the sink (and its journal), not meet the default action.
+      const stopped = new Promise<void>((resolve) => {
+        process.once('SIGINT', () => resolve());
+        process.once('SIGTERM', () => resolve());
+      });
       const sink = await startWebhookSink({ port: o.port, ...(o.journal ? { journalPath: o.journal } : {}) });
       emit(g, { url: sink.url, deliveries_url: sink.deliveriesUrl, port: sink.port }, (d, out) => out.line(`webhook sink listening: ${d.deliveries_url}`));
-      await new Promise<void>((resolve) => {
-        const stop = () => resolve();
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
-      });
+      await stopped;
       await sink.close();
     });
 }
