@@ -4,7 +4,7 @@
  * through the typed API; both paths go through the same schema, which refuses unknown fields.
  */
 import { readFileSync } from 'node:fs';
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import { isLoopxError, notFound, rejected } from '../core/errors.js';
 import type { ModelRef } from '../snapshot/index.js';
 import type { JsonValue } from './tools.js';
@@ -66,7 +66,9 @@ export const AGENT_FILE_SCHEMA = {
   },
 } as const;
 
-const validateFile = new Ajv({ strict: true, allErrors: false }).compile(AGENT_FILE_SCHEMA);
+// Compiled on first use, not at import: every CLI command imports the engine, few read an agent file.
+let compiled: ValidateFunction | undefined;
+const fileValidator = (): ValidateFunction => (compiled ??= new Ajv({ strict: true, allErrors: false }).compile(AGENT_FILE_SCHEMA));
 
 interface AgentFile {
   id: string;
@@ -79,6 +81,7 @@ interface AgentFile {
 }
 
 export function parseAgentDefinition(value: unknown): AgentDefinition {
+  const validateFile = fileValidator();
   if (!validateFile(value)) {
     const first = validateFile.errors?.[0];
     throw rejected('agent_definition_invalid', `Agent definition is invalid at ${first?.instancePath || '/'}: ${first?.message ?? 'unknown error'}.`, {

@@ -4,7 +4,7 @@
  * a WAL file, so it is duplicated into a private scratch directory, opened read-only there, and
  * the scratch directory is removed when the reader is done.
  */
-import { closeSync, constants, copyFileSync, lstatSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, copyFileSync, fstatSync, lstatSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hasCode, rejected } from '../core/errors.js';
@@ -43,11 +43,23 @@ export interface SqliteCopyOptions {
   readonly scratchPrefix?: string;
   /** Name of the private copy inside the scratch directory. */
   readonly fileName?: string;
+  /**
+   * Mark the private copy rollback-journal (header bytes 18/19 from 2 to 1) before opening it, so a
+   * WAL-era file opens without -wal/-shm sidecars. Only the copy is changed.
+   */
+  readonly rollbackJournal?: boolean;
+  /** Refuse (`sqlite_copy_too_large`) when the private copy is larger than this. */
+  readonly maxBytes?: number;
 }
+
+/** The code of the refusal thrown when a copy exceeds `maxBytes`. */
+export const SQLITE_COPY_TOO_LARGE = 'sqlite_copy_too_large';
 
 /** A read-only connection to a private copy; `close()` closes it and removes the scratch directory. */
 export interface SqliteCopy {
   readonly db: SqliteDatabase;
+  /** Bytes of the private copy (as copied, before any open). */
+  readonly byteSize: number;
   close(): void;
 }
 
@@ -56,6 +68,29 @@ const unreadable = (cause?: unknown): Error =>
     nextAction: 'check that the copy is complete',
     ...(cause === undefined ? {} : { cause }),
   });
+
+/**
+ * Checks the private copy (its size against `maxBytes`, its header) and, with `rollbackJournal`,
+ * rewrites its journal-mode header bytes in place: a file copy plus a two-byte write, so a large
+ * database never passes through this process's memory. Returns the copy's size.
+ */
+function prepareCopy(path: string, options: SqliteCopyOptions): number {
+  const fd = openSync(path, constants.O_RDWR | constants.O_NOFOLLOW);
+  try {
+    const size = fstatSync(fd).size;
+    if (options.maxBytes !== undefined && size > options.maxBytes) {
+      throw rejected(SQLITE_COPY_TOO_LARGE, `A database copy exceeds ${options.maxBytes} bytes.`, { nextAction: 'inspect it with sqlite3 directly', details: { byte_size: size } });
+    }
+    const header = Buffer.alloc(100);
+    if (readSync(fd, header, 0, 100, 0) !== 100 || !hasSqliteHeader(header)) throw unreadable();
+    if (options.rollbackJournal && (header[18] === 2 || header[19] === 2)) {
+      writeSync(fd, Buffer.from([header[18] === 2 ? 1 : header[18]!, header[19] === 2 ? 1 : header[19]!]), 0, 2, 18);
+    }
+    return size;
+  } finally {
+    closeSync(fd);
+  }
+}
 
 /**
  * Duplicate `source` — a path to a SQLite file, or the bytes of a SQLite image — into a new private
@@ -71,10 +106,12 @@ export function openSqliteCopy(source: string | Uint8Array, options: SqliteCopyO
   const scratch = mkdtempSync(join(options.scratchDir ?? tmpdir(), options.scratchPrefix ?? 'loopx-sqlite-copy-'));
   const dispose = (): void => rmSync(scratch, { recursive: true, force: true });
   let db: SqliteDatabase | undefined;
+  let byteSize = 0;
   try {
     const path = join(scratch, options.fileName ?? 'copy.db');
     if (typeof source === 'string') copyFileSync(source, path, constants.COPYFILE_EXCL);
     else writeFileSync(path, source, { mode: 0o600, flag: 'wx' });
+    byteSize = prepareCopy(path, options);
     try {
       db = openSqlite(path, { readonly: true });
       db.pragma('schema_version'); // forces the header to be read: a damaged file fails here
@@ -92,6 +129,7 @@ export function openSqliteCopy(source: string | Uint8Array, options: SqliteCopyO
   const handle = db;
   return {
     db: handle,
+    byteSize,
     close: () => {
       try {
         handle.close();

@@ -7,7 +7,6 @@
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import { ensurePrivateDir } from '../../core/fs.js';
-import { seedSample, startDaemon } from '../../daemon/index.js';
 import { openRootOwners } from '../../engine/index.js';
 import { emit, resolveRoot, type GlobalOptions } from '../context.js';
 import { parseCount } from '../parse.js';
@@ -21,6 +20,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--seed-sample', 'create the runtime root if needed and, when it has no Goal, a sample Goal worked by a scripted agent')
     .action(async (o: { port?: number; host?: string; seedSample?: boolean }) => {
       const g = globals();
+      // Loaded here, not at the top: Fastify and the UI server cost every other command ~20 MiB.
+      const { seedSample, startDaemon } = await import('../../daemon/index.js');
       const root = resolveRoot(g);
       const authorityDir = g.authorityDir !== undefined ? resolve(g.authorityDir) : undefined;
       if (o.seedSample) {

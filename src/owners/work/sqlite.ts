@@ -13,9 +13,9 @@
  * copied database once and queries a private image of it, so a recovery read never writes to the
  * copy, never creates sidecars beside it and holds no lock on it.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { hasCode, internal, isLoopxError, notFound, rejected } from '../../core/errors.js';
-import { SQLITE_COPY_UNREADABLE, hasSqliteHeader, openSqliteCopy, openSqlite, setup, type SqliteCopy, type SqliteDatabase } from '../../store/index.js';
+import { existsSync, statSync } from 'node:fs';
+import { hasCode, internal, isLoopxError, notFound, rejected, type LoopxError } from '../../core/errors.js';
+import { SQLITE_COPY_TOO_LARGE, SQLITE_COPY_UNREADABLE, isSqliteFile, openSqliteCopy, openSqlite, setup, type SqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import {
   INCARNATION_PATTERN,
   STORE_IDENTITY_PATTERN,
@@ -297,22 +297,23 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
   if (size > MAX_WORK_DB_COPY_BYTES) {
     throw rejected('work_db_too_large', `The work database copy exceeds ${MAX_WORK_DB_COPY_BYTES} bytes.`, { nextAction: 'inspect it with sqlite3 directly', details: { byte_size: size } });
   }
-  const image = readFileSync(path); // a fresh buffer of its own: the WAL bytes below are changed in it only
-  if (image.byteLength < 100 || !hasSqliteHeader(image)) {
-    throw rejected('work_db_not_sqlite', 'The work database copy is not an SQLite database.', { nextAction: 'check that the copy is complete' });
-  }
-  // A WAL-mode header (format bytes 2/2) would make even a read-only open create -wal/-shm; in the
-  // private image only, mark it rollback-journal. Sidecar WAL content is not part of a copy and is
-  // reported by the caller.
-  if (image[18] === 2) image[18] = 1;
-  if (image[19] === 2) image[19] = 1;
+  // The private copy is made by a file copy (the database never passes through this process's
+  // memory) and, in the copy only, a WAL-mode header (format bytes 2/2) — which would make even a
+  // read-only open create -wal/-shm — is marked rollback-journal. Sidecar WAL content is not part
+  // of a copy and is reported by the caller. The size is checked again on the copy itself.
   let copy: SqliteCopy | undefined;
   let userVersion: number;
   try {
-    copy = openSqliteCopy(image, { scratchPrefix: 'loopx-work-read-', fileName: 'work.db' });
+    copy = openSqliteCopy(path, { scratchPrefix: 'loopx-work-read-', fileName: 'work.db', rollbackJournal: true, maxBytes: MAX_WORK_DB_COPY_BYTES });
     userVersion = copy.db.pragma('user_version', { simple: true }) as number;
   } catch (e) {
     copy?.close();
+    if (hasCode(e, SQLITE_COPY_TOO_LARGE)) {
+      throw rejected('work_db_too_large', `The work database copy exceeds ${MAX_WORK_DB_COPY_BYTES} bytes.`, { nextAction: 'inspect it with sqlite3 directly', ...((e as LoopxError).details ? { details: (e as LoopxError).details! } : {}) });
+    }
+    if (hasCode(e, SQLITE_COPY_UNREADABLE) && !isSqliteFile(path)) {
+      throw rejected('work_db_not_sqlite', 'The work database copy is not an SQLite database.', { nextAction: 'check that the copy is complete' });
+    }
     const cause = hasCode(e, SQLITE_COPY_UNREADABLE) ? (e as Error).cause : e;
     throw rejected('work_db_unreadable', 'The work database copy cannot be opened.', { cause, nextAction: 'check that the copy is complete' });
   }
