@@ -196,6 +196,11 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   app.get('/api/backups', async () => ({ backups: backups.listRootBackups() }));
   app.post<{ Params: { id: string } }>('/api/backups/:id/verify', async (req, reply) => reply.code(202).send({ job_id: backups.startRootBackupVerify(req.params.id).job_id }));
   app.post('/api/backups/uploads', async (_req, reply) => reply.code(201).send({ upload_id: backups.createUpload() }));
+  app.get('/api/backups/uploads', async () => ({ uploads: backups.listUploads() }));
+  app.delete<{ Params: { id: string } }>('/api/backups/uploads/:id', async (req, reply) => {
+    backups.discardUpload(req.params.id);
+    return reply.code(204).send();
+  });
   app.put<{ Params: { id: string; part: string } }>('/api/backups/uploads/:id/:part', async (req) => {
     const part = req.params.part;
     if (part !== 'archive' && part !== 'manifest') throw notFound('daemon_route_not_found', 'No such upload part.');

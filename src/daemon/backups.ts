@@ -14,7 +14,7 @@ import { closeSync, constants, existsSync, lstatSync, openSync, readdirSync, rmS
 import { BACKUP_ID } from '../backup/index.js';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { isLoopxError, notFound, rejected } from '../core/errors.js';
+import { conflict, isLoopxError, notFound, rejected } from '../core/errors.js';
 import { ensurePrivateDir } from '../core/fs.js';
 import { RECOVERY_LIMITS, executeVerify, publicSummary, showAudit, type RecoveryAudit, type VerifyProgress } from '../recovery/index.js';
 import { daemonError } from './security.js';
@@ -23,6 +23,10 @@ export type UploadPart = 'archive' | 'manifest';
 const LIMIT: Record<UploadPart, number> = { archive: RECOVERY_LIMITS.archiveBytes, manifest: RECOVERY_LIMITS.manifestBytes };
 const FILE: Record<UploadPart, string> = { archive: 'backup.tar.gz', manifest: 'backup.manifest.json' };
 const UPLOAD_ID = /^up_[0-9a-f]{32}$/;
+/** Uploads waiting for verification at once: bounds what a client can leave staged on disk. */
+export const MAX_PENDING_UPLOADS = 4;
+/** A waiting upload not written to for this long is discarded when room is needed for a new one. */
+export const STALE_UPLOAD_MS = 60 * 60 * 1000;
 const JOB_ID = /^job_[0-9a-f]{32}$/;
 
 export interface JobError {
@@ -40,6 +44,14 @@ export interface Job {
   progress: VerifyProgress | null;
   recovery_id: string | null;
   error: JobError | null;
+}
+
+export interface PendingUpload {
+  readonly upload_id: string;
+  readonly archive_bytes: number | null;
+  readonly manifest_bytes: number | null;
+  /** Last write to the upload (ISO 8601). */
+  readonly updated_at: string;
 }
 
 export interface AuditListItem {
@@ -68,10 +80,64 @@ export class BackupService {
     for (const d of [daemonDir, this.uploads, this.recoveries]) ensurePrivateDir(d);
   }
 
-  createUpload(): string {
+  /**
+   * A new upload. At most MAX_PENDING_UPLOADS wait at once: when they are all taken, those not
+   * written to for STALE_UPLOAD_MS (and not being verified) are discarded first; if none is,
+   * `daemon_uploads_full` (409).
+   */
+  createUpload(now = Date.now()): string {
+    let pending = this.listUploads();
+    if (pending.length >= MAX_PENDING_UPLOADS) {
+      for (const u of pending) {
+        if (now - Date.parse(u.updated_at) >= STALE_UPLOAD_MS && !this.inUse(u.upload_id)) rmSync(join(this.uploads, u.upload_id), { recursive: true, force: true });
+      }
+      pending = this.listUploads();
+    }
+    if (pending.length >= MAX_PENDING_UPLOADS) {
+      throw conflict('daemon_uploads_full', `${MAX_PENDING_UPLOADS} uploads are already waiting for verification.`, {
+        nextAction: 'verify or discard a waiting upload (GET /api/backups/uploads, DELETE /api/backups/uploads/<upload_id>)',
+      });
+    }
     const id = `up_${randomBytes(16).toString('hex')}`;
     ensurePrivateDir(join(this.uploads, id));
     return id;
+  }
+
+  /** The uploads waiting for verification (newest write first), with the parts they hold. */
+  listUploads(): PendingUpload[] {
+    const out: PendingUpload[] = [];
+    for (const id of readdirSync(this.uploads)) {
+      if (!UPLOAD_ID.test(id)) continue;
+      const dir = join(this.uploads, id);
+      try {
+        let updated = lstatSync(dir).mtimeMs;
+        const size = (part: UploadPart): number | null => {
+          try {
+            const st = lstatSync(join(dir, FILE[part]));
+            updated = Math.max(updated, st.mtimeMs);
+            return st.isFile() ? st.size : null;
+          } catch {
+            return null;
+          }
+        };
+        out.push({ upload_id: id, archive_bytes: size('archive'), manifest_bytes: size('manifest'), updated_at: new Date(updated).toISOString() });
+      } catch {
+        // removed meanwhile
+      }
+    }
+    return out.sort((a, b) => (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0));
+  }
+
+  /** Discard a waiting upload; one whose verify job is running is refused (409). */
+  discardUpload(id: string): void {
+    const dir = this.uploadDir(id);
+    if (this.inUse(id)) throw conflict('daemon_upload_in_use', 'The upload is being verified.', { nextAction: 'wait for its verify job to end; the upload is removed then' });
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  private inUse(uploadId: string): boolean {
+    for (const j of this.jobs.values()) if (j.job.upload_id === uploadId && j.job.state === 'running') return true;
+    return false;
   }
 
   private uploadDir(id: string): string {
@@ -117,6 +183,7 @@ export class BackupService {
 
   startVerify(uploadId: string): Job {
     const dir = this.uploadDir(uploadId);
+    if (this.inUse(uploadId)) throw conflict('daemon_upload_in_use', 'The upload is being verified.', { nextAction: 'follow its verify job; the upload is removed when it ends' });
     for (const part of ['archive', 'manifest'] as const) {
       if (!existsSync(join(dir, FILE[part]))) throw rejected('daemon_upload_incomplete', `The upload has no ${part} yet.`, { nextAction: `upload the ${part}, then verify` });
     }

@@ -102,7 +102,7 @@ describe('the --json contract: every published document validates against docs/s
         'init.schema.json', 'goal.schema.json', 'goal-list.schema.json', 'goal-show.schema.json', 'todo-receipt.schema.json', 'todo-list.schema.json', 'work-run.schema.json',
         'backup-state-plan.schema.json', 'backup-state-result.schema.json', 'state-backup-manifest-v0.schema.json',
         'backup-verify-plan.schema.json', 'state-recovery-audit-v0.schema.json', 'state-recovery-audit-public-v0.schema.json',
-        'daemon-start.schema.json', 'daemon-job.schema.json', 'daemon-audit-list.schema.json',
+        'daemon-start.schema.json', 'daemon-job.schema.json', 'daemon-audit-list.schema.json', 'daemon-upload-list.schema.json',
       ]),
     );
     for (const [file, s] of schemas) {
@@ -352,6 +352,9 @@ describe('the --json contract: every published document validates against docs/s
         const r = await api(`backups/uploads/${upload_id}/${part}`, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: readFileSync(join(out, file)) });
         expect(r.status).toBe(200);
       }
+      const uploads = await (await api('backups/uploads')).json();
+      expectValid('daemon-upload-list', uploads);
+      expect((uploads as { uploads: unknown[] }).uploads).toHaveLength(1);
       const { job_id } = (await (await api(`backups/uploads/${upload_id}/verify`, { method: 'POST' })).json()) as { job_id: string };
       await (await api(`backups/jobs/${job_id}/events`)).text(); // ends with the result
       const job = await (await api(`backups/jobs/${job_id}`)).json();

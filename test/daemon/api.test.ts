@@ -5,10 +5,10 @@
  * jobs and immutable audit readback (the same bytes and digest as on disk).
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, utimesSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
+import { buildApp, LoginTokens, MAX_PENDING_UPLOADS, type DaemonApp } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 
@@ -54,7 +54,7 @@ afterAll(async () => {
   await sink.close();
 });
 
-const inject = (method: 'GET' | 'POST' | 'PUT', url: string, extra: { headers?: Record<string, string>; payload?: unknown } = {}) =>
+const inject = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, extra: { headers?: Record<string, string>; payload?: unknown } = {}) =>
   d.app.inject({ method, url, headers: { ...AUTH, ...(extra.headers ?? {}) }, ...(extra.payload !== undefined ? { payload: extra.payload as string } : {}) });
 const octet = { 'content-type': 'application/octet-stream' };
 
@@ -267,6 +267,60 @@ describe('backups', () => {
     expect(existsSync(join(root, 'daemon', 'uploads', id))).toBe(false);
     expect(readdirSync(join(root, 'daemon', 'uploads')).filter((n) => n === id)).toEqual([]);
   }, 60_000);
+
+  it('lists waiting uploads and discards one; an upload being verified can be neither discarded nor verified twice', async () => {
+    const id = (await inject('POST', '/api/backups/uploads')).json().upload_id as string;
+    expect((await inject('PUT', `/api/backups/uploads/${id}/manifest`, { headers: octet, payload: manifest })).statusCode).toBe(200);
+    const listed = await inject('GET', '/api/backups/uploads');
+    expect(listed.statusCode).toBe(200);
+    expect(listed.json().uploads).toContainEqual({ upload_id: id, archive_bytes: null, manifest_bytes: manifest.length, updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+    const gone = await inject('DELETE', `/api/backups/uploads/${id}`);
+    expect(gone.statusCode).toBe(204);
+    expect(existsSync(join(root, 'daemon', 'uploads', id))).toBe(false);
+    expect((await inject('GET', '/api/backups/uploads')).json().uploads.map((u: { upload_id: string }) => u.upload_id)).not.toContain(id);
+    expect((await inject('DELETE', `/api/backups/uploads/${id}`)).json().error.code).toBe('daemon_upload_not_found');
+    expect((await inject('DELETE', '/api/backups/uploads/..%2F..%2Fbackups')).statusCode).toBe(404);
+
+    process.env.LOOPX_TEST_WORKER_HANG = '1';
+    process.env.LOOPX_TEST_WORKER_TIMEOUT_MS = '1500';
+    try {
+      const busy = await upload(archive, manifest);
+      const started = await inject('POST', `/api/backups/uploads/${busy}/verify`);
+      expect(started.statusCode).toBe(202);
+      const del = await inject('DELETE', `/api/backups/uploads/${busy}`);
+      expect(del.statusCode).toBe(409);
+      expect(del.json().error).toMatchObject({ code: 'daemon_upload_in_use', next_action: expect.any(String) });
+      const twice = await inject('POST', `/api/backups/uploads/${busy}/verify`);
+      expect(twice.statusCode).toBe(409);
+      expect(twice.json().error.code).toBe('daemon_upload_in_use');
+      const { job } = await finished(started.json().job_id);
+      expect(job.state).toBe('refused');
+      expect(existsSync(join(root, 'daemon', 'uploads', busy))).toBe(false);
+    } finally {
+      delete process.env.LOOPX_TEST_WORKER_HANG;
+      delete process.env.LOOPX_TEST_WORKER_TIMEOUT_MS;
+    }
+  }, 60_000);
+
+  it(`at most ${MAX_PENDING_UPLOADS} uploads wait at once (409 daemon_uploads_full); a stale one makes room for a new one`, async () => {
+    for (const u of (await inject('GET', '/api/backups/uploads')).json().uploads as { upload_id: string }[]) await inject('DELETE', `/api/backups/uploads/${u.upload_id}`);
+    const ids: string[] = [];
+    for (let i = 0; i < MAX_PENDING_UPLOADS; i++) ids.push((await inject('POST', '/api/backups/uploads')).json().upload_id as string);
+    const full = await inject('POST', '/api/backups/uploads');
+    expect(full.statusCode).toBe(409);
+    expect(full.json().error).toMatchObject({ code: 'daemon_uploads_full', next_action: expect.stringContaining('DELETE /api/backups/uploads/') });
+    expect((await inject('GET', '/api/backups/uploads')).json().uploads).toHaveLength(MAX_PENDING_UPLOADS);
+    // Two hours without a write: the oldest is discarded when a new upload needs its place.
+    const old = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    utimesSync(join(root, 'daemon', 'uploads', ids[0]!), old, old);
+    const fresh = await inject('POST', '/api/backups/uploads');
+    expect(fresh.statusCode).toBe(201);
+    const now = (await inject('GET', '/api/backups/uploads')).json().uploads.map((u: { upload_id: string }) => u.upload_id);
+    expect(now).not.toContain(ids[0]);
+    expect(now).toContain(fresh.json().upload_id);
+    expect(now).toHaveLength(MAX_PENDING_UPLOADS);
+    for (const id of now) expect((await inject('DELETE', `/api/backups/uploads/${id}`)).statusCode).toBe(204);
+  });
 
   it('refuses unknown uploads, jobs and audits, a part sent twice, and verify before both parts arrived', async () => {
     expect((await inject('PUT', '/api/backups/uploads/up_nope/archive', { headers: octet, payload: Buffer.from('x') })).statusCode).toBe(404);
