@@ -125,9 +125,11 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
 
   app.post<{ Body: { login_token?: unknown } }>('/api/session', async (req) => {
     const t = req.body?.login_token;
-    if (typeof t !== 'string' || !o.loginTokens.consume(t)) throw daemonError(401, 'daemon_login_invalid', 'That login token is unknown or was already used.', 'restart `loopx daemon` for a new login address');
+    if (typeof t !== 'string' || !o.loginTokens.consume(t)) throw daemonError(401, 'daemon_login_invalid', 'That login token is unknown or was already used.', 'print a new login address: loopx daemon login-url');
     return { token: o.token };
   });
+  // Another one-time login address (Bearer only: what `loopx daemon login-url` calls).
+  app.post('/api/session/login-urls', async (_req, reply) => reply.code(201).send({ login_url: `http://127.0.0.1:${o.port()}/#login=${o.loginTokens.issue()}` }));
   app.get('/api/health', async () => withEngine((e) => ({ ok: true, version: LOOPX_VERSION, root_id: existsSync(join(root, 'engine.db')) ? e.rootId : null }), true));
 
   // Runs.

@@ -5,7 +5,7 @@
  * empty root with a sample Goal worked by a scripted agent (`npm start`).
  */
 export { buildApp, type AppOptions, type DaemonApp } from './app.js';
-export { startDaemon, LOOPBACK, type DaemonOptions, type RunningDaemon } from './server.js';
+export { requestLoginUrl, startDaemon, LOOPBACK, type DaemonOptions, type RunningDaemon } from './server.js';
 export { LoginTokens, newToken } from './security.js';
 export { MAX_PENDING_UPLOADS, STALE_UPLOAD_MS, type PendingUpload } from './backups.js';
 export { seedSample } from './seed.js';

@@ -3,11 +3,13 @@
  * process death), bound to 127.0.0.1 only, with a fresh random IPC token written owner-only to
  * `<root>/daemon/token` and a one-time login token for the UI address it prints. Stopping drains:
  * running verify jobs are aborted (their destinations removed), open requests finish, the token
- * file is removed and the lock released.
+ * file is removed and the lock released. While it runs, `<root>/daemon/endpoint.json` (0600) names
+ * its port, so `loopx daemon login-url` can ask it for another one-time login address.
  */
 import { rmSync } from 'node:fs';
+import { readRegularFileOnce } from '../core/read-once.js';
 import { join, resolve } from 'node:path';
-import { conflict, notFound, usageError } from '../core/errors.js';
+import { conflict, internal, notFound, usageError } from '../core/errors.js';
 import { tryLockExclusive } from '../core/flock.js';
 import { ensurePrivateDir, writeFileDurable } from '../core/fs.js';
 import { PACKAGE_ROOT } from '../core/version.js';
@@ -38,6 +40,49 @@ export interface RunningDaemon {
 }
 
 export const LOOPBACK = '127.0.0.1';
+const ENDPOINT_FILE = 'endpoint.json';
+
+const notRunning = () => notFound('daemon_not_running', 'No loopx daemon serves this root.', { nextAction: 'start it: loopx daemon' });
+
+/**
+ * A new one-time login address from the daemon serving `root` (it must be running: its lock is
+ * held). Reads the port and the IPC token from the root's private daemon directory and asks the
+ * daemon over loopback; throws `daemon_not_running` (not found) when no daemon answers there.
+ */
+export async function requestLoginUrl(rootDir: string): Promise<string> {
+  const root = resolve(rootDir);
+  if (!existsSync(join(root, 'locks'))) throw notRunning();
+  const probe = tryLockExclusive(join(root, 'locks', 'daemon.lock'));
+  if (probe) {
+    probe.release();
+    throw notRunning();
+  }
+  const read = (name: string): string | null => {
+    const bytes = readRegularFileOnce(join(root, 'daemon', name), 4096);
+    return bytes === null ? null : Buffer.from(bytes).toString('utf8').trim();
+  };
+  let token: string | null;
+  let port: number;
+  try {
+    token = read('token');
+    const endpoint = read(ENDPOINT_FILE);
+    port = endpoint === null ? NaN : Number((JSON.parse(endpoint) as { port?: unknown }).port);
+  } catch {
+    throw notRunning(); // a daemon still starting, or files not its own: no address to ask
+  }
+  if (token === null || !Number.isInteger(port) || port <= 0 || port > 65535) throw notRunning();
+  let res: Response;
+  try {
+    res = await fetch(`http://${LOOPBACK}:${port}/api/session/login-urls`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) });
+  } catch {
+    throw notRunning();
+  }
+  const body = (await res.json().catch(() => null)) as { login_url?: unknown; error?: { code?: unknown } } | null;
+  if (res.status !== 201 || typeof body?.login_url !== 'string') {
+    throw internal('daemon_login_url_refused', `The daemon refused a new login address (${typeof body?.error?.code === 'string' ? body.error.code : `HTTP ${res.status}`}).`, { nextAction: 'restart the daemon: stop it, then loopx daemon' });
+  }
+  return body.login_url;
+}
 
 export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
   if (o.host !== undefined && o.host !== LOOPBACK) {
@@ -68,6 +113,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
     const address = daemon.app.server.address();
     port = typeof address === 'object' && address !== null ? address.port : port;
     const url = `http://${LOOPBACK}:${port}/`;
+    writeFileDurable(join(root, 'daemon', ENDPOINT_FILE), `${JSON.stringify({ port })}\n`, { mode: 0o600 });
     const d = daemon;
     let closed = false;
     return {
@@ -85,6 +131,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
           await d.app.close();
         } finally {
           rmSync(join(root, 'daemon', 'token'), { force: true });
+          rmSync(join(root, 'daemon', ENDPOINT_FILE), { force: true });
           lock.release();
         }
       },

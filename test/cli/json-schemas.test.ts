@@ -102,7 +102,7 @@ describe('the --json contract: every published document validates against docs/s
         'init.schema.json', 'goal.schema.json', 'goal-list.schema.json', 'goal-show.schema.json', 'todo-receipt.schema.json', 'todo-list.schema.json', 'work-run.schema.json',
         'backup-state-plan.schema.json', 'backup-state-result.schema.json', 'state-backup-manifest-v0.schema.json',
         'backup-verify-plan.schema.json', 'state-recovery-audit-v0.schema.json', 'state-recovery-audit-public-v0.schema.json',
-        'daemon-start.schema.json', 'daemon-job.schema.json', 'daemon-audit-list.schema.json', 'daemon-upload-list.schema.json',
+        'daemon-start.schema.json', 'daemon-job.schema.json', 'daemon-audit-list.schema.json', 'daemon-upload-list.schema.json', 'daemon-login-url.schema.json',
       ]),
     );
     for (const [file, s] of schemas) {
@@ -345,6 +345,9 @@ describe('the --json contract: every published document validates against docs/s
         child.on('exit', (code) => reject(new Error(`daemon exited ${code}`)));
       });
       expectValid('daemon-start', started);
+      const loginUrl = await loopxAsync(['daemon', 'login-url', '--root', root, '--json']);
+      expect(loginUrl.status, loginUrl.stderr).toBe(0);
+      expectValid('daemon-login-url', loginUrl.json());
       const token = readFileSync(join(root, 'daemon', 'token'), 'utf8').trim();
       const api = (path: string, init: RequestInit = {}) => fetch(`${started.url as string}api/${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers ?? {}) } });
       const { upload_id } = (await (await api('backups/uploads', { method: 'POST' })).json()) as { upload_id: string };

@@ -92,6 +92,19 @@ describe('guards', () => {
     expect(bad.statusCode).toBe(401);
   });
 
+  it('issues another one-time login address to a bearer of the token only; it exchanges once', async () => {
+    const refused = await d.app.inject({ method: 'POST', url: '/api/session/login-urls', headers: HOST });
+    expect(refused.statusCode).toBe(401);
+    const issued = await d.app.inject({ method: 'POST', url: '/api/session/login-urls', headers: AUTH });
+    expect(issued.statusCode).toBe(201);
+    const url = issued.json().login_url as string;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:80\/#login=[A-Za-z0-9_-]{43}$/);
+    const t = url.split('#login=')[1];
+    expect((await d.app.inject({ method: 'POST', url: '/api/session', headers: HOST, payload: { login_token: t } })).statusCode).toBe(200);
+    const again = await d.app.inject({ method: 'POST', url: '/api/session', headers: HOST, payload: { login_token: t } });
+    expect(again.json().error).toMatchObject({ code: 'daemon_login_invalid', next_action: 'print a new login address: loopx daemon login-url' });
+  });
+
   it('answers unknown API routes with a typed 404 and sets no-sniff and frame headers', async () => {
     const r = await inject('GET', '/api/nothing');
     expect(r.statusCode).toBe(404);

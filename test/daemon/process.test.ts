@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens } from '../../src/daemon/index.js';
-import { ENTRY, REPO, STATE_HOME, loopx, tempRoot } from '../support/cli.js';
+import { ENTRY, REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 
 const running: ChildProcessWithoutNullStreams[] = [];
 afterEach(() => {
@@ -54,6 +54,17 @@ describe('loopx daemon (a real process)', () => {
     const session = await fetch(`${doc.url}api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login_token: doc.login_url.split('#login=')[1] }) });
     expect(session.status).toBe(200);
 
+    // A new one-time login address from the CLI, for another tab: it signs in once.
+    const more = await loopxAsync(['daemon', 'login-url', '--root', root, '--json']);
+    expect(more.status, more.stderr).toBe(0);
+    const { login_url } = more.json() as { login_url: string };
+    expect(login_url).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${doc.port}/#login=[A-Za-z0-9_-]{43}$`));
+    expect(login_url).not.toBe(doc.login_url);
+    const exchange = () => fetch(`${doc.url}api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login_token: login_url.split('#login=')[1] }) });
+    expect((await exchange()).status).toBe(200);
+    expect((await exchange()).status).toBe(401);
+    expect(statSync(join(root, 'daemon', 'endpoint.json')).mode & 0o777).toBe(0o600);
+
     const second = loopx(['daemon', '--root', root, '--json']);
     expect(second.status).toBe(4);
     expect(second.json().error.code).toBe('daemon_already_running');
@@ -62,6 +73,10 @@ describe('loopx daemon (a real process)', () => {
     child.kill('SIGTERM');
     expect(await code).toBe(0);
     expect(existsSync(tokenFile)).toBe(false);
+    expect(existsSync(join(root, 'daemon', 'endpoint.json'))).toBe(false);
+    const none = loopx(['daemon', 'login-url', '--root', root, '--json']);
+    expect(none.status).toBe(3);
+    expect(none.json().error).toMatchObject({ code: 'daemon_not_running', next_action: 'start it: loopx daemon' });
     // The lock went with the process: a new daemon may start.
     const again = await daemon(root);
     again.child.kill('SIGTERM');

@@ -97,6 +97,7 @@ function SignIn({ reason, error }: { reason: 'none' | 'expired' | 'login-failed'
         <p>
           Open the address printed by <code>loopx daemon</code> in this browser. It looks like{' '}
           <code className="address">http://127.0.0.1:&lt;port&gt;/#login=…</code> and signs this tab in once; the session lasts until the tab is closed.
+          For another tab or browser, print a new address with <code>loopx daemon login-url</code>.
         </p>
         <p className="muted">
           Start the daemon with <code>loopx daemon</code> (optionally <code>--root R --port P</code>). It serves one runtime root, on this machine only.

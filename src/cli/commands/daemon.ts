@@ -12,7 +12,7 @@ import { emit, resolveRoot, type GlobalOptions } from '../context.js';
 import { parseCount } from '../parse.js';
 
 export function register(program: Command, globals: () => GlobalOptions): void {
-  program
+  const daemonCommand = program
     .command('daemon')
     .description('serve this root over loopback HTTP: the API (docs/api.md) and the Capability Center UI')
     .option('--port <port>', 'TCP port on 127.0.0.1 (default: a free one)', parseCount)
@@ -63,5 +63,15 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
       }
+    });
+  daemonCommand.enablePositionalOptions();
+  daemonCommand
+    .command('login-url')
+    .description('print a new one-time login address of the daemon serving this root (each address signs in one browser tab once)')
+    .action(async () => {
+      const g = globals();
+      const { requestLoginUrl } = await import('../../daemon/index.js');
+      const loginUrl = await requestLoginUrl(resolveRoot(g));
+      emit(g, { login_url: loginUrl }, (v, out) => out.line(v.login_url));
     });
 }
