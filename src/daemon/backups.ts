@@ -2,8 +2,9 @@
  * Backup uploads and verify jobs of the daemon. An upload is a private staging directory under
  * `<root>/daemon/uploads/<upload_id>/` (0700) holding at most one archive and one manifest, each
  * streamed to a new 0600 file under the verifier's own size limits (over the limit: 413 and the
- * whole upload is removed). A verify job runs `executeVerify` — the same library call as
- * `backup-state verify --execute`, whose owner checks run in its disposable worker — into a new
+ * whole upload is removed). A verify job runs `executeVerifyIsolated` — `backup-state verify
+ * --execute`'s library call in a disposable process of its own (the hostile archive is decoded
+ * there, never in the daemon), which starts the owner worker as the command line does — into a new
  * destination `<root>/daemon/recoveries/<job_id>/`; its progress and result are events, and the
  * upload is removed once its job ends (audited, held or refused). Audits
  * are read back from those destinations through `showAudit` (content address re-checked).
@@ -16,7 +17,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { conflict, isLoopxError, notFound, rejected } from '../core/errors.js';
 import { ensurePrivateDir } from '../core/fs.js';
-import { RECOVERY_LIMITS, executeVerify, publicSummary, showAudit, type RecoveryAudit, type VerifyProgress } from '../recovery/index.js';
+import { RECOVERY_LIMITS, executeVerifyIsolated, publicSummary, showAudit, type RecoveryAudit, type VerifyProgress } from '../recovery/index.js';
 import { daemonError } from './security.js';
 
 export type UploadPart = 'archive' | 'manifest';
@@ -220,7 +221,7 @@ export class BackupService {
     const job: Job = { job_id: jobId, ...source, state: 'running', progress: null, recovery_id: null, error: null };
     const events = new EventEmitter();
     const abort = new AbortController();
-    const done = executeVerify(
+    const done = executeVerifyIsolated(
       { archive, manifest, destination: join(this.recoveries, jobId) },
       {
         signal: abort.signal,

@@ -7,6 +7,9 @@
  *   executeVerify(inputs)     the whole ordered verification; creates only the new destination D
  *                             (0700) with D/workspace/ and D/recovery-audit.json; on any refusal D
  *                             is not published
+ *   executeVerifyIsolated(inputs)
+ *                             the same in a disposable child process (verify-child.ts), for the
+ *                             daemon: the archive is decoded there, never in the caller
  *   showAudit(destination)    reads an audit back byte-identically and re-checks its content address
  *   publicSummary(audit)      the redacted view printed on stdout / served over HTTP
  *
@@ -15,4 +18,5 @@
 export * from './codes.js';
 export { RECOVERY_LIMITS, type RecoveryLimitName } from './limits.js';
 export { planVerify, executeVerify, type VerifyInputs, type VerifyPlan, type VerifyOutcome, type VerifyOptions, type VerifyProgress } from './verify.js';
+export { executeVerifyIsolated, type IsolatedVerifyOutcome } from './verify-process.js';
 export { showAudit, publicSummary, AUDIT_FILE, WORKSPACE_DIR, AUDIT_SCHEMA, type RecoveryAudit, type PublicAuditSummary } from './audit.js';

@@ -12,16 +12,21 @@ import { OWNER_CODES } from './codes.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import type { WorkerMessage, WorkerReport, WorkspaceRef } from './owner-verify.js';
 
-function workerEntry(): { path: string; loader: string[] } {
+/**
+ * How to start one of this directory's process entries (`worker`, `verify-child`) with the running
+ * Node: from sources (tests, tsx) it needs the TypeScript loader, resolved here because a child's
+ * cwd is not the package.
+ */
+export function siblingEntry(name: 'worker' | 'verify-child'): { path: string; loader: string[] } {
   const here = fileURLToPath(import.meta.url);
   if (here.endsWith('.ts')) {
-    // Running from sources (tests, tsx): the worker needs the TypeScript loader, resolved here
-    // because the worker's cwd is the scratch directory.
     const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-    return { path: here.replace(/worker-client\.ts$/, 'worker.ts'), loader: ['--import', tsx] };
+    return { path: here.replace(/worker-client\.ts$/, `${name}.ts`), loader: ['--import', tsx] };
   }
-  return { path: here.replace(/worker-client\.js$/, 'worker.js'), loader: [] };
+  return { path: here.replace(/worker-client\.js$/, `${name}.js`), loader: [] };
 }
+
+const workerEntry = () => siblingEntry('worker');
 
 const timeoutMs = (): number => {
   const forced = process.env.LOOPX_TEST_WORKER_TIMEOUT_MS;

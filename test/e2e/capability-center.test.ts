@@ -276,6 +276,9 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
 
   it('without a token shows where to sign in; a used login address is refused with its typed reason', async () => {
     const other = await session.browser.newContext({ viewport: { width: 1000, height: 640 } });
+    // The same bounds as the session's own context, so a stuck step names itself.
+    other.setDefaultTimeout(15_000);
+    other.setDefaultNavigationTimeout(15_000);
     try {
       const page = await other.newPage();
       await page.goto(daemon.url);
@@ -294,5 +297,5 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     } finally {
       await other.close();
     }
-  });
+  }, 90_000);
 });

@@ -73,7 +73,8 @@ export function App({ loginToken: initialLoginToken }: { loginToken: string | nu
     };
   }, [loginToken]);
 
-  useEffect(() => onUnauthorized((error) => setAuth({ kind: 'signed-out', reason: 'expired', error })), []);
+  // The first refusal is the reason shown: others in flight at the same moment do not replace it.
+  useEffect(() => onUnauthorized((error) => setAuth((prev) => (prev.kind === 'signed-out' ? prev : { kind: 'signed-out', reason: 'expired', error }))), []);
 
   if (auth.kind === 'exchanging') {
     return (

@@ -148,6 +148,9 @@ export async function apiFetch(path: string, init: ApiInit = {}): Promise<Respon
   }
   if (res.ok) return res;
   const error = await errorFromResponse(res);
+  // Aborted while its error body was read (its page went away, say after another request's 401):
+  // an abort, not a second, garbled refusal.
+  if (init.signal?.aborted) throw new DOMException('The request was aborted.', 'AbortError');
   if (res.status === 401 && init.auth !== false) throw unauthorized(error);
   throw error;
 }

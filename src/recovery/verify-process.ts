@@ -1,0 +1,105 @@
+/**
+ * `executeVerify` in a disposable child process (verify-child.ts), for callers that live long and
+ * hold secrets — the daemon: the untrusted archive is decompressed, tokenized and extracted there,
+ * so a failure or a memory spike on a hostile input ends that process, not the caller. The child
+ * gets a minimal environment (no credentials), `--max-old-space-size` of the §12 worker bound and
+ * stdio pipes only; it starts the owner worker itself. Its progress reaches `onProgress`; an abort
+ * sends it SIGTERM (it removes what it created and answers `verify_interrupted`). The child is
+ * always reaped before this settles.
+ *
+ * When the child ends without an answer (killed, crashed): a published audit in the destination
+ * still counts (it is read back and its address re-checked); otherwise the destination — which did
+ * not exist before — is removed and `verify_process_failed` is thrown.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { LoopxError, rejected, type ErrorKind } from '../core/errors.js';
+import { showAudit, type RecoveryAudit } from './audit.js';
+import { RECOVERY_LIMITS } from './limits.js';
+import type { VerifyInputs, VerifyOptions, VerifyProgress } from './verify.js';
+import { siblingEntry } from './worker-client.js';
+
+const KINDS: readonly ErrorKind[] = ['usage', 'not_found', 'conflict', 'rejected', 'internal'];
+/** Longest answer line accepted from the child (progress and error documents are small). */
+const MAX_LINE = 256 * 1024;
+
+export interface IsolatedVerifyOutcome {
+  readonly audit: RecoveryAudit;
+  readonly audit_bytes: Buffer;
+}
+
+type ChildAnswer = { progress: VerifyProgress } | { done: true } | { error: { kind?: unknown; code?: unknown; message?: unknown; next_action?: unknown; details?: unknown } };
+
+function childEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' };
+  // The test suite's fault hooks (tests/), never anything else of the caller's environment.
+  for (const [k, v] of Object.entries(process.env)) if (k.startsWith('LOOPX_TEST_') && v !== undefined) env[k] = v;
+  return env;
+}
+
+function errorOf(e: Extract<ChildAnswer, { error: unknown }>['error']): LoopxError {
+  const kind = KINDS.includes(e.kind as ErrorKind) ? (e.kind as ErrorKind) : 'internal';
+  const code = typeof e.code === 'string' && /^[a-z0-9_]{1,64}$/.test(e.code) ? e.code : 'verify_failed';
+  return new LoopxError(kind, code, typeof e.message === 'string' ? e.message : 'Verification refused the backup.', {
+    ...(typeof e.next_action === 'string' ? { nextAction: e.next_action } : {}),
+    ...(typeof e.details === 'object' && e.details !== null ? { details: e.details as Record<string, unknown> } : {}),
+  });
+}
+
+export async function executeVerifyIsolated(inputs: VerifyInputs, options: VerifyOptions = {}): Promise<IsolatedVerifyOutcome> {
+  const destination = resolve(inputs.destination);
+  const existedBefore = existsSync(destination);
+  const { path, loader } = siblingEntry('verify-child');
+  const child = spawn(process.execPath, [...loader, `--max-old-space-size=${RECOVERY_LIMITS.workerOldSpaceMib}`, path], {
+    cwd: '/',
+    env: childEnv(),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => {
+    child.on('close', (code, signal) => done({ code, signal }));
+    child.on('error', () => done({ code: null, signal: null }));
+  });
+  child.stderr.resume();
+  child.stdin.on('error', () => undefined);
+  child.stdin.end(`${JSON.stringify({ archive: resolve(inputs.archive), manifest: resolve(inputs.manifest), destination })}\n`);
+  const stop = (): void => void child.kill('SIGTERM');
+  if (options.signal?.aborted) stop();
+  options.signal?.addEventListener('abort', stop, { once: true });
+
+  let answer: Extract<ChildAnswer, { done: true } | { error: unknown }> | undefined;
+  try {
+    for await (const line of createInterface({ input: child.stdout, crlfDelay: Infinity })) {
+      if (line.length > MAX_LINE) {
+        child.kill('SIGKILL');
+        break;
+      }
+      let doc: ChildAnswer;
+      try {
+        doc = JSON.parse(line) as ChildAnswer;
+      } catch {
+        continue;
+      }
+      if ('progress' in doc) options.onProgress?.(doc.progress);
+      else if (('done' in doc && doc.done === true) || ('error' in doc && typeof doc.error === 'object' && doc.error !== null)) answer = doc;
+    }
+  } finally {
+    await exited;
+    options.signal?.removeEventListener('abort', stop);
+  }
+
+  if (answer !== undefined && 'error' in answer) throw errorOf(answer.error);
+  try {
+    const { audit, bytes } = showAudit(destination);
+    return { audit, audit_bytes: bytes };
+  } catch (e) {
+    if (answer !== undefined) throw e; // done, yet its audit does not read back: say so as it is
+  }
+  // Its owner worker may still be finishing in the destination's scratch (it exits once its input
+  // closes): retry a removal that races with its last files.
+  if (!existedBefore) rmSync(destination, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+  throw rejected('verify_process_failed', 'Verification stopped without an answer (its process ended unexpectedly); nothing was published.', {
+    nextAction: 'run the verification again; to see where it stops, run loopx backup-state verify on the command line',
+  });
+}
