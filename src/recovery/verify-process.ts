@@ -17,6 +17,7 @@ import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { LoopxError, rejected, type ErrorKind } from '../core/errors.js';
 import { showAudit, type RecoveryAudit } from './audit.js';
+import { interrupted } from './extract.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import type { VerifyInputs, VerifyOptions, VerifyProgress } from './verify.js';
 import { siblingEntry } from './worker-client.js';
@@ -49,6 +50,7 @@ function errorOf(e: Extract<ChildAnswer, { error: unknown }>['error']): LoopxErr
 }
 
 export async function executeVerifyIsolated(inputs: VerifyInputs, options: VerifyOptions = {}): Promise<IsolatedVerifyOutcome> {
+  if (options.signal?.aborted) throw interrupted();
   const destination = resolve(inputs.destination);
   const existedBefore = existsSync(destination);
   const { path, loader } = siblingEntry('verify-child');
@@ -65,7 +67,6 @@ export async function executeVerifyIsolated(inputs: VerifyInputs, options: Verif
   child.stdin.on('error', () => undefined);
   child.stdin.end(`${JSON.stringify({ archive: resolve(inputs.archive), manifest: resolve(inputs.manifest), destination })}\n`);
   const stop = (): void => void child.kill('SIGTERM');
-  if (options.signal?.aborted) stop();
   options.signal?.addEventListener('abort', stop, { once: true });
 
   let answer: Extract<ChildAnswer, { done: true } | { error: unknown }> | undefined;
@@ -99,6 +100,8 @@ export async function executeVerifyIsolated(inputs: VerifyInputs, options: Verif
   // Its owner worker may still be finishing in the destination's scratch (it exits once its input
   // closes): retry a removal that races with its last files.
   if (!existedBefore) rmSync(destination, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+  // Stopped before its own handlers were in place (a SIGTERM at start-up): still an interruption.
+  if (options.signal?.aborted) throw interrupted();
   throw rejected('verify_process_failed', 'Verification stopped without an answer (its process ended unexpectedly); nothing was published.', {
     nextAction: 'run the verification again; to see where it stops, run loopx backup-state verify on the command line',
   });

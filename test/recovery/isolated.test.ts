@@ -106,6 +106,17 @@ describe('executeVerifyIsolated', () => {
     expect(e.code).toBe('verify_interrupted');
     expect(existsSync(d)).toBe(false);
     expect(children('verify-child')).toEqual([]);
+    // Aborted before it starts, and the moment after (before the child's own handlers exist).
+    const before = dest();
+    expect((await refusal(executeVerifyIsolated({ archive, manifest, destination: before }, { signal: AbortSignal.abort() }))).code).toBe('verify_interrupted');
+    const early = new AbortController();
+    const earlyDest = dest();
+    const started = executeVerifyIsolated({ archive, manifest, destination: earlyDest }, { signal: early.signal });
+    early.abort();
+    expect((await refusal(started)).code).toBe('verify_interrupted');
+    expect(existsSync(before)).toBe(false);
+    expect(existsSync(earlyDest)).toBe(false);
+    expect(children('verify-child')).toEqual([]);
   }, 60_000);
 
   it('a child killed mid-run ends as verify_process_failed: its destination is removed, its worker does not linger', async () => {
