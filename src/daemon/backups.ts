@@ -72,6 +72,9 @@ export class BackupService {
   private readonly recoveries: string;
   private readonly rootBackups: string;
   private readonly jobs = new Map<string, { job: Job; events: EventEmitter; done: Promise<void>; abort: AbortController }>();
+  /** Uploads with a part being streamed in now (upload id → parts in flight). */
+  private readonly receiving = new Map<string, number>();
+  private closing = false;
 
   constructor(root: string) {
     const daemonDir = join(root, 'daemon');
@@ -132,11 +135,14 @@ export class BackupService {
   /** Discard a waiting upload; one whose verify job is running is refused (409). */
   discardUpload(id: string): void {
     const dir = this.uploadDir(id);
+    if (this.receiving.has(id)) throw conflict('daemon_upload_in_use', 'The upload is receiving a part.', { nextAction: 'wait for the part to arrive (or cancel that request), then discard it' });
     if (this.inUse(id)) throw conflict('daemon_upload_in_use', 'The upload is being verified.', { nextAction: 'wait for its verify job to end; the upload is removed then' });
     rmSync(dir, { recursive: true, force: true });
   }
 
+  /** Being verified, or receiving a part right now. */
   private inUse(uploadId: string): boolean {
+    if (this.receiving.has(uploadId)) return true;
     for (const j of this.jobs.values()) if (j.job.upload_id === uploadId && j.job.state === 'running') return true;
     return false;
   }
@@ -157,6 +163,10 @@ export class BackupService {
       body.resume();
       throw tooLarge();
     }
+    if (this.inUse(id) && !this.receiving.has(id)) {
+      body.resume();
+      throw conflict('daemon_upload_in_use', 'The upload is being verified.', { nextAction: 'start a new upload' });
+    }
     let fd: number;
     try {
       fd = openSync(join(dir, FILE[part]), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
@@ -166,6 +176,7 @@ export class BackupService {
     }
     const hash = createHash('sha256');
     let bytes = 0;
+    this.receiving.set(id, (this.receiving.get(id) ?? 0) + 1);
     try {
       for await (const chunk of body as AsyncIterable<Buffer>) {
         bytes += chunk.length;
@@ -178,12 +189,16 @@ export class BackupService {
       }
     } finally {
       closeSync(fd);
+      const left = (this.receiving.get(id) ?? 1) - 1;
+      if (left > 0) this.receiving.set(id, left);
+      else this.receiving.delete(id);
     }
     return { bytes, sha256: hash.digest('hex') };
   }
 
   startVerify(uploadId: string): Job {
     const dir = this.uploadDir(uploadId);
+    if (this.receiving.has(uploadId)) throw conflict('daemon_upload_in_use', 'The upload is receiving a part.', { nextAction: 'wait for the part to arrive, then verify' });
     if (this.inUse(uploadId)) throw conflict('daemon_upload_in_use', 'The upload is being verified.', { nextAction: 'follow its verify job; the upload is removed when it ends' });
     for (const part of ['archive', 'manifest'] as const) {
       if (!existsSync(join(dir, FILE[part]))) throw rejected('daemon_upload_incomplete', `The upload has no ${part} yet.`, { nextAction: `upload the ${part}, then verify` });
@@ -217,6 +232,7 @@ export class BackupService {
   }
 
   private verifyFiles(archive: string, manifest: string, source: { upload_id: string | null; backup_id: string | null }): Job {
+    if (this.closing) throw daemonError(503, 'daemon_stopping', 'The daemon is stopping; no new verification starts.', 'start the daemon again: loopx daemon');
     const jobId = `job_${randomBytes(16).toString('hex')}`;
     const job: Job = { job_id: jobId, ...source, state: 'running', progress: null, recovery_id: null, error: null };
     const events = new EventEmitter();
@@ -314,6 +330,7 @@ export class BackupService {
 
   /** Stop running jobs (their destinations are removed by the verifier) and wait for them. */
   async close(): Promise<void> {
+    this.closing = true;
     for (const j of this.jobs.values()) j.abort.abort();
     await Promise.allSettled([...this.jobs.values()].map((j) => j.done));
   }

@@ -95,6 +95,9 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
   if (!lock) throw conflict('daemon_already_running', 'Another loopx daemon already serves this root.', { nextAction: 'use the running daemon, or stop it first' });
   let daemon: DaemonApp | undefined;
   try {
+    // A daemon killed hard leaves its endpoint file: gone before the new token exists, so
+    // `login-url` never pairs the new token with an old port.
+    rmSync(join(root, 'daemon', ENDPOINT_FILE), { force: true });
     const token = newToken();
     ensurePrivateDir(join(root, 'daemon'));
     writeFileDurable(join(root, 'daemon', 'token'), `${token}\n`, { mode: 0o600 });

@@ -7,9 +7,11 @@
  * sends it SIGTERM (it removes what it created and answers `verify_interrupted`). The child is
  * always reaped before this settles.
  *
- * When the child ends without an answer (killed, crashed): a published audit in the destination
- * still counts (it is read back and its address re-checked); otherwise the destination — which did
- * not exist before — is removed and `verify_process_failed` is thrown.
+ * When the child ends without an answer (killed, crashed): its process group — the owner worker
+ * with it — is killed; a published audit in the destination still counts (it is read back and its
+ * address re-checked); otherwise the destination — which did not exist before — is removed and
+ * `verify_process_failed` is thrown. The child runs as the same user: this isolates failures,
+ * memory and the environment, it is not a sandbox.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
@@ -25,6 +27,8 @@ import { siblingEntry } from './worker-client.js';
 const KINDS: readonly ErrorKind[] = ['usage', 'not_found', 'conflict', 'rejected', 'internal'];
 /** Longest answer line accepted from the child (progress and error documents are small). */
 const MAX_LINE = 256 * 1024;
+/** How long an aborted child may take to remove what it made before its group is killed. */
+const STOP_GRACE_MS = 15_000;
 
 export interface IsolatedVerifyOutcome {
   readonly audit: RecoveryAudit;
@@ -54,11 +58,21 @@ export async function executeVerifyIsolated(inputs: VerifyInputs, options: Verif
   const destination = resolve(inputs.destination);
   const existedBefore = existsSync(destination);
   const { path, loader } = siblingEntry('verify-child');
+  // Its own process group: the owner worker it starts joins it, so a child that dies abnormally
+  // takes its worker along (killGroup) instead of leaving it to run out its own time.
   const child = spawn(process.execPath, [...loader, `--max-old-space-size=${RECOVERY_LIMITS.workerOldSpaceMib}`, path], {
     cwd: '/',
     env: childEnv(),
     stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
   });
+  const killGroup = (): void => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // the group is gone already
+    }
+  };
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => {
     child.on('close', (code, signal) => done({ code, signal }));
     child.on('error', () => done({ code: null, signal: null }));
@@ -66,14 +80,20 @@ export async function executeVerifyIsolated(inputs: VerifyInputs, options: Verif
   child.stderr.resume();
   child.stdin.on('error', () => undefined);
   child.stdin.end(`${JSON.stringify({ archive: resolve(inputs.archive), manifest: resolve(inputs.manifest), destination })}\n`);
-  const stop = (): void => void child.kill('SIGTERM');
+  // An abort asks the child to stop (it removes what it made); one that has not ended after a
+  // grace period is killed with its group.
+  let escalate: NodeJS.Timeout | undefined;
+  const stop = (): void => {
+    child.kill('SIGTERM');
+    escalate = setTimeout(killGroup, STOP_GRACE_MS);
+  };
   options.signal?.addEventListener('abort', stop, { once: true });
 
   let answer: Extract<ChildAnswer, { done: true } | { error: unknown }> | undefined;
   try {
     for await (const line of createInterface({ input: child.stdout, crlfDelay: Infinity })) {
       if (line.length > MAX_LINE) {
-        child.kill('SIGKILL');
+        killGroup();
         break;
       }
       let doc: ChildAnswer;
@@ -87,8 +107,10 @@ export async function executeVerifyIsolated(inputs: VerifyInputs, options: Verif
     }
   } finally {
     await exited;
+    clearTimeout(escalate);
     options.signal?.removeEventListener('abort', stop);
   }
+  if (answer === undefined) killGroup(); // its worker, if the child died without reaping it
 
   if (answer !== undefined && 'error' in answer) throw errorOf(answer.error);
   try {

@@ -4,7 +4,7 @@
  * a WAL file, so it is duplicated into a private scratch directory, opened read-only there, and
  * the scratch directory is removed when the reader is done.
  */
-import { closeSync, constants, copyFileSync, fstatSync, lstatSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, constants, copyFileSync, fstatSync, lstatSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hasCode, rejected } from '../core/errors.js';
@@ -109,8 +109,10 @@ export function openSqliteCopy(source: string | Uint8Array, options: SqliteCopyO
   let byteSize = 0;
   try {
     const path = join(scratch, options.fileName ?? 'copy.db');
-    if (typeof source === 'string') copyFileSync(source, path, constants.COPYFILE_EXCL);
-    else writeFileSync(path, source, { mode: 0o600, flag: 'wx' });
+    if (typeof source === 'string') {
+      copyFileSync(source, path, constants.COPYFILE_EXCL);
+      chmodSync(path, 0o600); // the copy is ours alone, whatever the source's mode (0444 included)
+    } else writeFileSync(path, source, { mode: 0o600, flag: 'wx' });
     byteSize = prepareCopy(path, options);
     try {
       db = openSqlite(path, { readonly: true });

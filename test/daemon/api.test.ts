@@ -9,6 +9,8 @@ import { existsSync, readdirSync, readFileSync, utimesSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, MAX_PENDING_UPLOADS, type DaemonApp } from '../../src/daemon/index.js';
+import { BackupService } from '../../src/daemon/backups.js';
+import { PassThrough } from 'node:stream';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 
@@ -314,6 +316,43 @@ describe('backups', () => {
       delete process.env.LOOPX_TEST_WORKER_TIMEOUT_MS;
     }
   }, 60_000);
+
+  it('an upload receiving a part can be neither discarded nor verified until the part has arrived', async () => {
+    const id = (await inject('POST', '/api/backups/uploads')).json().upload_id as string;
+    expect((await inject('PUT', `/api/backups/uploads/${id}/manifest`, { headers: octet, payload: manifest })).statusCode).toBe(200);
+    const body = new PassThrough();
+    const put = d.app.inject({ method: 'PUT', url: `/api/backups/uploads/${id}/archive`, headers: { ...AUTH, ...octet }, payload: body });
+    body.write(archive.subarray(0, 1024));
+    // Wait until the daemon is streaming the part into its file.
+    for (let i = 0; i < 200 && !existsSync(join(root, 'daemon', 'uploads', id, 'backup.tar.gz')); i++) await new Promise((r) => setTimeout(r, 10));
+    const del = await inject('DELETE', `/api/backups/uploads/${id}`);
+    expect(del.statusCode).toBe(409);
+    expect(del.json().error).toMatchObject({ code: 'daemon_upload_in_use', next_action: expect.any(String) });
+    const early = await inject('POST', `/api/backups/uploads/${id}/verify`);
+    expect(early.statusCode).toBe(409);
+    expect(early.json().error.code).toBe('daemon_upload_in_use');
+    body.end(archive.subarray(1024));
+    const done = await put;
+    expect(done.statusCode, done.body).toBe(200);
+    expect(done.json().bytes).toBe(archive.length);
+    expect((await inject('DELETE', `/api/backups/uploads/${id}`)).statusCode).toBe(204);
+  }, 60_000);
+
+  it('a stopping daemon starts no new verification (503 daemon_stopping)', async () => {
+    const other = tempRoot('loopx-daemon-closing-');
+    expect(loopx(['init', '--root', other]).status).toBe(0);
+    expect(loopx(['backup-state', '--execute', '--backup-id', 'late', '--root', other]).status).toBe(0);
+    const service = new BackupService(other);
+    await service.close();
+    let refused: unknown;
+    try {
+      service.startRootBackupVerify('late');
+    } catch (e) {
+      refused = e;
+    }
+    expect(refused).toMatchObject({ code: 'daemon_stopping', statusCode: 503 });
+    expect(readdirSync(join(other, 'daemon', 'recoveries'))).toEqual([]);
+  });
 
   it(`at most ${MAX_PENDING_UPLOADS} uploads wait at once (409 daemon_uploads_full); a stale one makes room for a new one`, async () => {
     for (const u of (await inject('GET', '/api/backups/uploads')).json().uploads as { upload_id: string }[]) await inject('DELETE', `/api/backups/uploads/${u.upload_id}`);

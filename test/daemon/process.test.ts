@@ -5,7 +5,9 @@
  * token, query value or absolute path.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, statSync, readFileSync } from 'node:fs';
+import { existsSync, statSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -77,8 +79,25 @@ describe('loopx daemon (a real process)', () => {
     const none = loopx(['daemon', 'login-url', '--root', root, '--json']);
     expect(none.status).toBe(3);
     expect(none.json().error).toMatchObject({ code: 'daemon_not_running', next_action: 'start it: loopx daemon' });
+    // Files a daemon killed hard would leave: with the lock free, nothing is sent to that port.
+    const bait = createServer((_req, res) => {
+      baited = true;
+      res.end();
+    });
+    let baited = false;
+    await new Promise<void>((r) => bait.listen(0, '127.0.0.1', r));
+    writeFileSync(join(root, 'daemon', 'endpoint.json'), JSON.stringify({ port: (bait.address() as AddressInfo).port }), { mode: 0o600 });
+    writeFileSync(tokenFile, 'stale-token\n', { mode: 0o600 });
+    const stale = await loopxAsync(['daemon', 'login-url', '--root', root, '--json']);
+    await new Promise<void>((r) => bait.close(() => r()));
+    expect(stale.status).toBe(3);
+    expect(stale.json().error.code).toBe('daemon_not_running');
+    expect(baited).toBe(false);
     // The lock went with the process: a new daemon may start.
     const again = await daemon(root);
+    // The new daemon replaced the stale endpoint and token before anyone could pair them.
+    expect(JSON.parse(readFileSync(join(root, 'daemon', 'endpoint.json'), 'utf8'))).toEqual({ port: again.doc.port });
+    expect(readFileSync(tokenFile, 'utf8')).not.toContain('stale-token');
     again.child.kill('SIGTERM');
     expect(await exited(again.child)).toBe(0);
   }, 60_000);

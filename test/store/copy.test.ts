@@ -4,14 +4,24 @@
  * bound is refused with nothing left behind.
  */
 import Database from 'better-sqlite3';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { SQLITE_COPY_TOO_LARGE, SQLITE_COPY_UNREADABLE, openSqliteCopy } from '../../src/store/index.js';
 
+const made: string[] = [];
+const temp = (prefix: string): string => {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  made.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
+
 function walDatabase(): { dir: string; path: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'loopx-copy-src-'));
+  const dir = temp('loopx-copy-src-');
   const path = join(dir, 'w.db');
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
@@ -26,7 +36,7 @@ describe('openSqliteCopy', () => {
     const { path } = walDatabase();
     const before = readFileSync(path);
     expect([before[18], before[19]]).toEqual([2, 2]);
-    const scratchDir = mkdtempSync(join(tmpdir(), 'loopx-copy-scratch-'));
+    const scratchDir = temp('loopx-copy-scratch-');
     const copy = openSqliteCopy(path, { scratchDir, rollbackJournal: true, fileName: 'c.db' });
     try {
       expect(copy.db.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 3 });
@@ -40,18 +50,33 @@ describe('openSqliteCopy', () => {
     expect(readFileSync(path).equals(before)).toBe(true);
   });
 
+  it('the private copy is 0600 whatever the source mode (a read-only 0444 source included)', () => {
+    const { path } = walDatabase();
+    chmodSync(path, 0o444);
+    const scratchDir = temp('loopx-copy-scratch-');
+    const copy = openSqliteCopy(path, { scratchDir, rollbackJournal: true, fileName: 'c.db' });
+    try {
+      const [inner] = readdirSync(scratchDir);
+      expect(statSync(join(scratchDir, inner!, 'c.db')).mode & 0o777).toBe(0o600);
+      expect(copy.db.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 3 });
+    } finally {
+      copy.close();
+    }
+    expect(statSync(path).mode & 0o777).toBe(0o444);
+  });
+
   it('maxBytes: a larger copy is refused with sqlite_copy_too_large and its scratch directory removed', () => {
     const { path } = walDatabase();
-    const scratchDir = mkdtempSync(join(tmpdir(), 'loopx-copy-scratch-'));
+    const scratchDir = temp('loopx-copy-scratch-');
     expect(() => openSqliteCopy(path, { scratchDir, maxBytes: 100 })).toThrow(expect.objectContaining({ code: SQLITE_COPY_TOO_LARGE }));
     expect(readdirSync(scratchDir)).toEqual([]);
   });
 
   it('a file that is not SQLite is refused with sqlite_copy_unreadable, path or bytes', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'loopx-copy-src-'));
+    const dir = temp('loopx-copy-src-');
     const path = join(dir, 'x.db');
     writeFileSync(path, 'SQLite format 3\u0000 but then nothing');
-    const scratchDir = mkdtempSync(join(tmpdir(), 'loopx-copy-scratch-'));
+    const scratchDir = temp('loopx-copy-scratch-');
     expect(() => openSqliteCopy(path, { scratchDir })).toThrow(expect.objectContaining({ code: SQLITE_COPY_UNREADABLE }));
     expect(() => openSqliteCopy(readFileSync(path), { scratchDir })).toThrow(expect.objectContaining({ code: SQLITE_COPY_UNREADABLE }));
     expect(readdirSync(scratchDir)).toEqual([]);

@@ -61,7 +61,13 @@ export function onUnauthorized(listener: UnauthorizedListener): () => void {
   return () => unauthorizedListeners.delete(listener);
 }
 
-function unauthorized(error: ApiError): ApiError {
+/**
+ * The daemon refused `used` (the token the request carried; null when there was none): forget it
+ * and tell the app — unless the tab has signed in again since, with another token, which a late
+ * answer to an old request must not undo.
+ */
+function unauthorized(error: ApiError, used: string | null): ApiError {
+  if (used !== null && getToken() !== used) return error;
   clearToken();
   for (const l of unauthorizedListeners) l(error);
   return error;
@@ -126,10 +132,11 @@ export interface ApiInit {
 /** fetch with the bearer token; resolves to an OK response, or throws the typed error. */
 export async function apiFetch(path: string, init: ApiInit = {}): Promise<Response> {
   const headers: Record<string, string> = { ...init.headers };
+  let used: string | null = null;
   if (init.auth !== false) {
-    const token = getToken();
-    if (!token) throw unauthorized(new ApiError(401, { code: 'daemon_unauthorized', message: 'You are not signed in.' }));
-    headers.Authorization = `Bearer ${token}`;
+    used = getToken();
+    if (!used) throw unauthorized(new ApiError(401, { code: 'daemon_unauthorized', message: 'You are not signed in.' }), null);
+    headers.Authorization = `Bearer ${used}`;
   }
   let res: Response;
   try {
@@ -151,7 +158,7 @@ export async function apiFetch(path: string, init: ApiInit = {}): Promise<Respon
   // Aborted while its error body was read (its page went away, say after another request's 401):
   // an abort, not a second, garbled refusal.
   if (init.signal?.aborted) throw new DOMException('The request was aborted.', 'AbortError');
-  if (res.status === 401 && init.auth !== false) throw unauthorized(error);
+  if (res.status === 401 && init.auth !== false) throw unauthorized(error, used);
   throw error;
 }
 
@@ -193,7 +200,7 @@ export function putBytes<T>(path: string, body: Blob, onProgress: (loaded: numbe
   return new Promise<T>((resolve, reject) => {
     const token = getToken();
     if (!token) {
-      reject(unauthorized(new ApiError(401, { code: 'daemon_unauthorized', message: 'You are not signed in.' })));
+      reject(unauthorized(new ApiError(401, { code: 'daemon_unauthorized', message: 'You are not signed in.' }), null));
       return;
     }
     const xhr = new XMLHttpRequest();
@@ -216,7 +223,7 @@ export function putBytes<T>(path: string, body: Blob, onProgress: (loaded: numbe
         return;
       }
       const error = errorFromBody(xhr.status, xhr.statusText, parsed);
-      reject(xhr.status === 401 ? unauthorized(error) : error);
+      reject(xhr.status === 401 ? unauthorized(error, token) : error);
     };
     xhr.onerror = () => reject(new ApiError(0, NETWORK_ERROR));
     xhr.onabort = () => reject(new DOMException('The upload was aborted.', 'AbortError'));

@@ -15,9 +15,15 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       const g = globals();
       // Handlers go in before the address is printed: a signal sent the moment it appears must
       // close the sink (and its journal), not meet the default action.
+      // A second signal while it closes meets the default action (force).
       const stopped = new Promise<void>((resolve) => {
-        process.once('SIGINT', () => resolve());
-        process.once('SIGTERM', () => resolve());
+        const stop = () => {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+          resolve();
+        };
+        process.on('SIGINT', stop);
+        process.on('SIGTERM', stop);
       });
       const sink = await startWebhookSink({ port: o.port, ...(o.journal ? { journalPath: o.journal } : {}) });
       emit(g, { url: sink.url, deliveries_url: sink.deliveriesUrl, port: sink.port }, (d, out) => out.line(`webhook sink listening: ${d.deliveries_url}`));

@@ -13,7 +13,7 @@
  * copied database once and queries a private image of it, so a recovery read never writes to the
  * copy, never creates sidecars beside it and holds no lock on it.
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, lstatSync } from 'node:fs';
 import { hasCode, internal, isLoopxError, notFound, rejected, type LoopxError } from '../../core/errors.js';
 import { SQLITE_COPY_TOO_LARGE, SQLITE_COPY_UNREADABLE, isSqliteFile, openSqliteCopy, openSqlite, setup, type SqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import {
@@ -287,7 +287,7 @@ export interface WorkDbCopy {
 export function openWorkDbCopy(path: string): WorkDbCopy {
   let size: number;
   try {
-    const st = statSync(path);
+    const st = lstatSync(path); // a link is not a copy: refused like any other non-regular file
     if (!st.isFile()) throw rejected('work_db_unreadable', 'The work database copy is not a regular file.', { nextAction: 'point at the copied work.db file' });
     size = st.size;
   } catch (e) {
@@ -329,7 +329,7 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
   const hasTable = (name: string): boolean => guard(() => handle.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined);
   return {
     user_version: userVersion,
-    byte_size: size,
+    byte_size: opened.byteSize,
     metadata: () =>
       hasTable('metadata') ? guard(() => handle.prepare('SELECT schema, goal_id, store_identity, incarnation, created_at FROM metadata WHERE singleton = 1').get() as MetadataRow | undefined) : undefined,
     head: () => (hasTable('head') ? guard(() => handle.prepare('SELECT cursor, provider_revision, projection FROM head WHERE singleton = 1').get() as HeadRow | undefined) : undefined),
