@@ -274,6 +274,31 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
+  it('signs out of one tab: the token is forgotten there, the address bar stays clean, and a new login address signs it in again', async () => {
+    const other = await session.browser.newContext({ viewport: { width: 1000, height: 640 } });
+    other.setDefaultTimeout(15_000);
+    other.setDefaultNavigationTimeout(15_000);
+    try {
+      const page = await other.newPage();
+      await page.goto(daemon.newLoginUrl());
+      await page.getByRole('heading', { level: 1, name: 'Backup & recovery' }).waitFor();
+      expect(await page.evaluate<string | null>(`sessionStorage.getItem('loopx.daemon.token')`)).toBe(daemon.token);
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Open loopx from its daemon' }).waitFor();
+      expect(await page.evaluate<string | null>(`sessionStorage.getItem('loopx.daemon.token')`)).toBeNull();
+      await page.reload();
+      await page.getByRole('heading', { level: 1, name: 'Open loopx from its daemon' }).waitFor();
+      expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
+      // The first tab is still signed in: signing out is per tab.
+      await session.page.reload();
+      await session.page.getByRole('button', { name: 'Sign out' }).waitFor();
+      await page.goto(daemon.newLoginUrl());
+      await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    } finally {
+      await other.close();
+    }
+  }, 90_000);
+
   it('without a token shows where to sign in; a used login address is refused with its typed reason', async () => {
     const other = await session.browser.newContext({ viewport: { width: 1000, height: 640 } });
     // The same bounds as the session's own context, so a stuck step names itself.

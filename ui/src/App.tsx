@@ -1,6 +1,6 @@
 /** The app shell: sign-in with the daemon's one-time login token, the header, the Settings navigation and the routes. */
 import { useEffect, useState, type MouseEvent, type ReactNode } from 'react';
-import { ApiError, asApiError, exchangeLoginToken, getJson, getToken, isAbort, onUnauthorized, setToken } from './api';
+import { ApiError, asApiError, clearToken, exchangeLoginToken, getJson, getToken, isAbort, onUnauthorized, setToken } from './api';
 import { AuditView } from './AuditView';
 import { BackupPage } from './BackupPage';
 import { ErrorBox, PageHeading, abbreviate } from './components';
@@ -85,7 +85,15 @@ export function App({ loginToken: initialLoginToken }: { loginToken: string | nu
     );
   }
   if (auth.kind === 'signed-out') return <SignIn reason={auth.reason} error={auth.error} />;
-  return <SignedIn />;
+  // Signing out forgets the token in this tab only; the daemon and other signed-in tabs go on.
+  return (
+    <SignedIn
+      onSignOut={() => {
+        clearToken();
+        setAuth({ kind: 'signed-out', reason: 'none', error: null });
+      }}
+    />
+  );
 }
 
 function SignIn({ reason, error }: { reason: 'none' | 'expired' | 'login-failed'; error: ApiError | null }) {
@@ -109,7 +117,7 @@ function SignIn({ reason, error }: { reason: 'none' | 'expired' | 'login-failed'
   );
 }
 
-function SignedIn() {
+function SignedIn({ onSignOut }: { onSignOut: () => void }) {
   const route = useRoute();
   const [health, setHealth] = useState<Health | null>(null);
 
@@ -124,7 +132,7 @@ function SignedIn() {
   }, []);
 
   return (
-    <Shell health={health} route={route}>
+    <Shell health={health} route={route} onSignOut={onSignOut}>
       <Page route={route} />
     </Shell>
   );
@@ -152,7 +160,7 @@ function Page({ route }: { route: Route }) {
   }
 }
 
-function Shell({ health, route, children }: { health: Health | null; route: Route | null; children: ReactNode }) {
+function Shell({ health, route, children, onSignOut }: { health: Health | null; route: Route | null; children: ReactNode; onSignOut?: () => void }) {
   const section = route === null ? null : route.page === 'backup' || route.page === 'audit' ? 'backup' : route.page === 'runs' || route.page === 'run' ? 'runs' : null;
 
   function skip(ev: MouseEvent<HTMLAnchorElement>) {
@@ -169,17 +177,24 @@ function Shell({ health, route, children }: { health: Health | null; route: Rout
       <header className="site-header">
         <span className="brand">loopx</span>
         <span className="site-sub">Capability Center</span>
-        {health ? (
-          <span className="daemon-info" data-testid="daemon-info">
-            daemon {health.version}
-            {health.root_id ? (
-              <>
-                {' '}
-                · root <code title={health.root_id}>{abbreviate(health.root_id, 14)}</code>
-              </>
-            ) : null}
-          </span>
-        ) : null}
+        <span className="header-end">
+          {health ? (
+            <span className="daemon-info" data-testid="daemon-info">
+              daemon {health.version}
+              {health.root_id ? (
+                <>
+                  {' '}
+                  · root <code title={health.root_id}>{abbreviate(health.root_id, 14)}</code>
+                </>
+              ) : null}
+            </span>
+          ) : null}
+          {onSignOut ? (
+            <button type="button" className="sign-out" onClick={onSignOut}>
+              Sign out
+            </button>
+          ) : null}
+        </span>
       </header>
       <div className={route !== null ? 'layout' : 'layout no-nav'}>
         {route !== null ? (
