@@ -272,6 +272,10 @@ export class BackupService {
     return j;
   }
 
+  /** recovery_id → destination, for the audits seen so far (each destination is read once for it). */
+  private readonly byRecoveryId = new Map<string, string>();
+  private readonly indexed = new Set<string>();
+
   private auditDirs(): string[] {
     return readdirSync(this.recoveries).filter((n) => JOB_ID.test(n)).map((n) => join(this.recoveries, n)).filter((d) => existsSync(join(d, 'recovery-audit.json')));
   }
@@ -280,7 +284,11 @@ export class BackupService {
     const out: AuditListItem[] = [];
     for (const d of this.auditDirs()) {
       try {
+        // Re-read (and the address re-checked) on every listing, so a changed audit drops out; the
+        // same read indexes it for `audit(id)`.
         const { audit } = showAudit(d);
+        this.byRecoveryId.set(audit.recovery_id, d);
+        this.indexed.add(d);
         out.push({
           recovery_id: audit.recovery_id,
           backup_id: audit.backup.backup_id,
@@ -296,10 +304,6 @@ export class BackupService {
     }
     return out.sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
   }
-
-  /** recovery_id → destination, for the audits seen so far (each destination is read once for it). */
-  private readonly byRecoveryId = new Map<string, string>();
-  private readonly indexed = new Set<string>();
 
   /** The stored audit (exact bytes, address re-checked on every read) whose recovery_id is `id`. */
   audit(id: string): { bytes: Buffer; audit: RecoveryAudit } {

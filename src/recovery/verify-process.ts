@@ -22,7 +22,7 @@ import { showAudit, type RecoveryAudit } from './audit.js';
 import { interrupted } from './extract.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import type { VerifyInputs, VerifyOptions, VerifyProgress } from './verify.js';
-import { siblingEntry } from './worker-client.js';
+import { childEnv, siblingEntry } from './worker-client.js';
 
 const KINDS: readonly ErrorKind[] = ['usage', 'not_found', 'conflict', 'rejected', 'internal'];
 /** Longest answer line accepted from the child (progress and error documents are small). */
@@ -36,13 +36,6 @@ export interface IsolatedVerifyOutcome {
 }
 
 type ChildAnswer = { progress: VerifyProgress } | { done: true } | { error: { kind?: unknown; code?: unknown; message?: unknown; next_action?: unknown; details?: unknown } };
-
-function childEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' };
-  // The test suite's fault hooks (tests/), never anything else of the caller's environment.
-  for (const [k, v] of Object.entries(process.env)) if (k.startsWith('LOOPX_TEST_') && v !== undefined) env[k] = v;
-  return env;
-}
 
 function errorOf(e: Extract<ChildAnswer, { error: unknown }>['error']): LoopxError {
   const kind = KINDS.includes(e.kind as ErrorKind) ? (e.kind as ErrorKind) : 'internal';

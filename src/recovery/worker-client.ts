@@ -28,6 +28,16 @@ export function siblingEntry(name: 'worker' | 'verify-child'): { path: string; l
 
 const workerEntry = () => siblingEntry('worker');
 
+/**
+ * The environment of a recovery child process: `PATH`, `LANG=C`, the test suite's `LOOPX_TEST_*`
+ * fault hooks and `extra` — nothing else of the caller's (no credentials).
+ */
+export function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' };
+  for (const [k, v] of Object.entries(process.env)) if (k.startsWith('LOOPX_TEST_') && v !== undefined) env[k] = v;
+  return { ...env, ...extra };
+}
+
 const timeoutMs = (): number => {
   const forced = process.env.LOOPX_TEST_WORKER_TIMEOUT_MS;
   return forced !== undefined && /^\d+$/.test(forced) ? Number(forced) : RECOVERY_LIMITS.workerTimeoutMs;
@@ -48,8 +58,7 @@ export class WorkerSession {
 
   constructor(ref: WorkspaceRef) {
     const { path, loader } = workerEntry();
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', TMPDIR: ref.scratch, LANG: 'C' };
-    if (process.env.LOOPX_TEST_WORKER_HANG) env.LOOPX_TEST_WORKER_HANG = process.env.LOOPX_TEST_WORKER_HANG;
+    const env = childEnv({ TMPDIR: ref.scratch });
     this.child = spawn(process.execPath, [...loader, `--max-old-space-size=${RECOVERY_LIMITS.workerOldSpaceMib}`, path], {
       cwd: ref.scratch,
       env,

@@ -73,8 +73,8 @@ export function App({ loginToken: initialLoginToken }: { loginToken: string | nu
     };
   }, [loginToken]);
 
-  // The first refusal is the reason shown: others in flight at the same moment do not replace it.
-  useEffect(() => onUnauthorized((error) => setAuth((prev) => (prev.kind === 'signed-out' ? prev : { kind: 'signed-out', reason: 'expired', error }))), []);
+  // api.ts reports a refused token once (a second 401 for the same token finds it already gone).
+  useEffect(() => onUnauthorized((error) => setAuth({ kind: 'signed-out', reason: 'expired', error })), []);
 
   if (auth.kind === 'exchanging') {
     return (

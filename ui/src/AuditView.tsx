@@ -1,6 +1,7 @@
 /** One recovery audit: the public summary (state-recovery-audit-public-v0) of GET /api/audits/:recovery_id. */
-import { useEffect, useState, type MouseEvent } from 'react';
-import { ApiError, apiFetch, asApiError, enc, getJson, isAbort, saveBlob } from './api';
+import { useState, type MouseEvent } from 'react';
+import { ApiError, apiFetch, asApiError, enc, saveBlob } from './api';
+import { useApiJson } from './hooks';
 import { CLASSIFICATION_WORDS, ClassificationBadge, ErrorBox, ExecutionStatement, Loading, PageHeading, TableRegion, abbreviate, formatBytes } from './components';
 import { ROUTES } from './router';
 import type { AuditFinding, PublicAudit } from './types';
@@ -16,20 +17,8 @@ export function orderFindings(findings: readonly AuditFinding[]): AuditFinding[]
 }
 
 export function AuditView({ recoveryId }: { recoveryId: string }) {
-  const [audit, setAudit] = useState<PublicAudit | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-
-  useEffect(() => {
-    const ctrl = new AbortController();
-    setAudit(null);
-    setError(null);
-    getJson<PublicAudit>(`/api/audits/${enc(recoveryId)}`, ctrl.signal)
-      .then(setAudit)
-      .catch((e: unknown) => {
-        if (!isAbort(e)) setError(asApiError(e));
-      });
-    return () => ctrl.abort();
-  }, [recoveryId]);
+  // App keys this view by recoveryId: another audit mounts a new view, with nothing of this one's.
+  const { data: audit, error } = useApiJson<PublicAudit>(`/api/audits/${enc(recoveryId)}`);
 
   return (
     <>

@@ -1,6 +1,7 @@
 /** Settings ▸ Capability Center ▸ Backup & recovery: verify a backup, and the list of audits. */
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { ApiError, asApiError, enc, getJson, isAbort, postJson, putBytes } from './api';
+import { useApiJson } from './hooks';
 import { ErrorBox, ExecutionStatement, Loading, PageHeading, TableRegion, abbreviate, formatBytes } from './components';
 import { ROUTES, navigate } from './router';
 import { readSse } from './sse';
@@ -308,28 +309,14 @@ function StepRow({ label, hint, state, bytes }: { label: string; hint: string; s
 // ---- Audits ----
 
 function AuditList() {
-  const [audits, setAudits] = useState<readonly AuditListItem[] | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-  const [generation, setGeneration] = useState(0);
-
-  useEffect(() => {
-    const ctrl = new AbortController();
-    getJson<{ audits: AuditListItem[] }>('/api/audits', ctrl.signal)
-      .then((r) => {
-        setAudits(r.audits);
-        setError(null);
-      })
-      .catch((e: unknown) => {
-        if (!isAbort(e)) setError(asApiError(e));
-      });
-    return () => ctrl.abort();
-  }, [generation]);
+  const { data, error, reload } = useApiJson<{ audits: AuditListItem[] }>('/api/audits');
+  const audits = data?.audits ?? null;
 
   return (
     <section aria-labelledby="audits-heading" className="card">
       <div className="section-head">
         <h2 id="audits-heading">Audits</h2>
-        <button type="button" onClick={() => setGeneration((g) => g + 1)}>
+        <button type="button" onClick={reload}>
           Refresh audits
         </button>
       </div>

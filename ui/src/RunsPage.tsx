@@ -1,29 +1,15 @@
 /** Settings ▸ Capability Center ▸ Runs: the runs of the root, importing a snapshot, and one run's detail. */
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { ApiError, apiFetch, asApiError, enc, getJson, isAbort, postJson, saveBlob } from './api';
+import { useApiJson } from './hooks';
 import { ErrorBox, Loading, PageHeading, TableRegion, abbreviate, formatBytes } from './components';
 import { ROUTES } from './router';
 import { readSse } from './sse';
 import type { ImportReceipt, RunEvent, RunSummary, RunView } from './types';
 
 export function RunsPage() {
-  const [runs, setRuns] = useState<readonly RunView[] | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-  const [generation, setGeneration] = useState(0);
-  const refresh = useCallback(() => setGeneration((g) => g + 1), []);
-
-  useEffect(() => {
-    const ctrl = new AbortController();
-    getJson<{ runs: RunView[] }>('/api/runs', ctrl.signal)
-      .then((r) => {
-        setRuns(r.runs);
-        setError(null);
-      })
-      .catch((e: unknown) => {
-        if (!isAbort(e)) setError(asApiError(e));
-      });
-    return () => ctrl.abort();
-  }, [generation]);
+  const { data, error, reload: refresh } = useApiJson<{ runs: RunView[] }>('/api/runs');
+  const runs = data?.runs ?? null;
 
   return (
     <>

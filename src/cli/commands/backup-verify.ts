@@ -11,6 +11,7 @@ import type { Command } from 'commander';
 import { usageError } from '../../core/errors.js';
 import { executeVerify, planVerify, publicSummary, showAudit, type PublicAuditSummary, type VerifyPlan, type VerifyProgress } from '../../recovery/index.js';
 import { emit, type GlobalOptions, type Output } from '../context.js';
+import { onStopSignal } from '../signals.js';
 import { progressBar } from '../progress.js';
 
 interface VerifyFlags {
@@ -79,18 +80,14 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
       const bar = process.stderr.isTTY ? progressBar(process.stderr) : undefined;
       const onProgress = (p: VerifyProgress) => bar?.update(p.total > 0 ? p.done / p.total : 0, p.step, p.step !== 'extract');
       // Ctrl-C or a TERM stops the run cleanly: the worker is killed and D removed, as on a refusal.
-      const abort = new AbortController();
-      const stop = (): void => abort.abort();
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      const stop = onStopSignal();
       try {
-        const outcome = await executeVerify(inputs, { signal: abort.signal, ...(bar ? { onProgress } : {}) });
+        const outcome = await executeVerify(inputs, { signal: stop.signal, ...(bar ? { onProgress } : {}) });
         bar?.end();
         emit(g, outcome.summary, printSummary);
       } finally {
         bar?.end();
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
+        stop.dispose();
       }
     });
 

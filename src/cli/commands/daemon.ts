@@ -10,6 +10,7 @@ import { ensurePrivateDir } from '../../core/fs.js';
 import { openRootOwners } from '../../engine/index.js';
 import { emit, resolveRoot, type GlobalOptions } from '../context.js';
 import { parseCount } from '../parse.js';
+import { onStopSignal } from '../signals.js';
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const daemonCommand = program
@@ -30,18 +31,9 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         const s = await seedSample(root, authorityDir !== undefined ? { authorityDir } : {});
         if (s.seeded && !g.json) process.stdout.write('seeded Goal "sample": three Todos worked by the scripted agent examples/agents/goal-worker.json\n');
       }
-      // Handlers go in before anything is announced: a SIGTERM sent the moment the address is
-      // printed (or during start-up) must drain, never meet the default action and leave the
-      // token file behind. A second signal during the drain meets the default action (force).
-      let signalled!: () => void;
-      const stopRequested = new Promise<void>((r) => (signalled = r));
-      const stop = () => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        signalled();
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
+      // Before anything is announced: a SIGTERM sent the moment the address is printed (or during
+      // start-up) must drain, not leave the token file behind.
+      const stop = onStopSignal();
       try {
         const d = await startDaemon({
           root,
@@ -55,13 +47,12 @@ export function register(program: Command, globals: () => GlobalOptions): void {
             out.line(`loopx daemon on ${v.url} (loopback only; Ctrl-C stops it)`);
             out.line(`open the Capability Center (one-time login): ${v.login_url}`);
           });
-          await stopRequested;
+          await stop.stopped;
         } finally {
           await d.close();
         }
       } finally {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
+        stop.dispose();
       }
     });
   daemonCommand.enablePositionalOptions();

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { startWebhookSink } from '../../dev/index.js';
 import { emit, type GlobalOptions } from '../context.js';
 import { parseCount } from '../parse.js';
+import { onStopSignal } from '../signals.js';
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const dev = program.command('dev').description('development helpers');
@@ -13,21 +14,19 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--journal <file>', 'keep deliveries in this JSONL file across restarts')
     .action(async (o: { port: number; journal?: string }) => {
       const g = globals();
-      // Handlers go in before the address is printed: a signal sent the moment it appears must
-      // close the sink (and its journal), not meet the default action.
-      // A second signal while it closes meets the default action (force).
-      const stopped = new Promise<void>((resolve) => {
-        const stop = () => {
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
-          resolve();
-        };
-        process.on('SIGINT', stop);
-        process.on('SIGTERM', stop);
-      });
-      const sink = await startWebhookSink({ port: o.port, ...(o.journal ? { journalPath: o.journal } : {}) });
-      emit(g, { url: sink.url, deliveries_url: sink.deliveriesUrl, port: sink.port }, (d, out) => out.line(`webhook sink listening: ${d.deliveries_url}`));
-      await stopped;
-      await sink.close();
+      // Before the address is printed: a signal sent the moment it appears must close the sink
+      // (and its journal), not meet the default action.
+      const stop = onStopSignal();
+      try {
+        const sink = await startWebhookSink({ port: o.port, ...(o.journal ? { journalPath: o.journal } : {}) });
+        try {
+          emit(g, { url: sink.url, deliveries_url: sink.deliveriesUrl, port: sink.port }, (d, out) => out.line(`webhook sink listening: ${d.deliveries_url}`));
+          await stop.stopped;
+        } finally {
+          await sink.close();
+        }
+      } finally {
+        stop.dispose();
+      }
     });
 }
