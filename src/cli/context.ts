@@ -5,6 +5,7 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { exitCodeOf, isLoopxError } from '../core/errors.js';
+import { refuseRecoveryWorkspaceRoot } from '../core/recovery-workspace.js';
 import { withAuthority as withRootAuthority, withRootEngine, type Engine } from '../engine/index.js';
 import type { LocalRunAuthority } from '../run-authority/index.js';
 
@@ -14,8 +15,12 @@ export interface GlobalOptions {
   authorityDir?: string;
 }
 
-/** `--root`, else `LOOPX_HOME`, else `~/.loopx`. */
-export const resolveRoot = (opts: GlobalOptions): string => resolve(opts.root ?? process.env.LOOPX_HOME ?? join(homedir(), '.loopx'));
+/** `--root`, else `LOOPX_HOME`, else `~/.loopx`; never a path inside a recovery workspace. */
+export const resolveRoot = (opts: GlobalOptions): string => {
+  const root = resolve(opts.root ?? process.env.LOOPX_HOME ?? join(homedir(), '.loopx'));
+  refuseRecoveryWorkspaceRoot(root);
+  return root;
+};
 
 const accessOf = (opts: GlobalOptions) => ({ root: resolveRoot(opts), ...(opts.authorityDir !== undefined ? { authorityDir: resolve(opts.authorityDir) } : {}) });
 

@@ -2,12 +2,14 @@
  * Opening a runtime root's engine and owners for one operation, shared by every consumer (the
  * CLI's commands and the daemon's routes), so both open them the same way and close them always.
  * Read-only access opens neither the run authority nor — when it does not exist yet — the root:
- * it creates nothing.
+ * it creates nothing. A path inside a recovery workspace is never opened as a root
+ * (`root_is_recovery_workspace`): a workspace is inert evidence, read only by its own readers.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { notFound } from '../core/errors.js';
 import { ensurePrivateDir } from '../core/fs.js';
+import { refuseRecoveryWorkspaceRoot } from '../core/recovery-workspace.js';
 import { LAYOUT } from '../owners/layout.js';
 import * as workOwner from '../owners/work/index.js';
 import { openRunAuthority, type LocalRunAuthority } from '../run-authority/index.js';
@@ -33,6 +35,7 @@ export async function withAuthority<T>(a: Pick<RootAccess, 'authorityDir'>, fn: 
 
 /** The root's engine with the user's run authority (created on first use), or read-only without it. */
 export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean } = {}): Promise<T> {
+  refuseRecoveryWorkspaceRoot(a.root);
   if (options.readOnly) {
     const engine = existsSync(join(a.root, LAYOUT.engineDb))
       ? openEngine({ root: a.root, application: builtinApplication(a.root) })
@@ -55,6 +58,7 @@ export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => P
 
 /** The root's file-backed owners; `root_not_initialized` when the root does not exist. */
 export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) => Promise<T> | T): Promise<T> {
+  refuseRecoveryWorkspaceRoot(root);
   if (!existsSync(root)) throw notFound('root_not_initialized', 'The runtime root does not exist.', { nextAction: 'create it: loopx init' });
   ensurePrivateDir(root); // validates an existing root (0700), never chmods it
   const owners = openRootOwners(root);

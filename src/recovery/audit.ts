@@ -13,6 +13,7 @@ import { sha256Hex } from '../core/digest.js';
 import { notFound, rejected } from '../core/errors.js';
 import { readRegularFileOnce } from '../core/read-once.js';
 import { LOOPX_VERSION } from '../core/version.js';
+import { RECOVERY_AUDIT_FILE, RECOVERY_WORKSPACE_DIR } from '../core/recovery-workspace.js';
 import { BACKUP_SCHEMA, type BackupManifest } from '../backup/index.js';
 import { AUDIT_CODES } from './codes.js';
 import type { ExtractionFacts } from './extract.js';
@@ -22,8 +23,8 @@ import { capacityRefusal } from './members.js';
 import { ownerOfSqlite, type FindingLite, type OwnerKind, type WorkerReport } from './owner-verify.js';
 
 export const AUDIT_SCHEMA = 'loopx_state_recovery_audit_v0';
-export const AUDIT_FILE = 'recovery-audit.json';
-export const WORKSPACE_DIR = 'workspace';
+export const AUDIT_FILE = RECOVERY_AUDIT_FILE;
+export const WORKSPACE_DIR = RECOVERY_WORKSPACE_DIR;
 
 export type Classification = 'recovered_readable' | 'historical_only' | 'unknown_unrecoverable';
 export type VerificationStatus = 'verified' | 'invalid' | 'missing' | 'ambiguous' | 'unsupported' | 'unknown';
