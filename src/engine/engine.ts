@@ -34,7 +34,7 @@ import { SCRIPTED_PROVIDER } from './providers/scripted.js';
 import type { MutationRecord, RunCommit, RunHead, RunStore } from './run-store/contract.js';
 import { memoryRunStore } from './run-store/memory.js';
 import { openSqliteRunStore } from './run-store/sqlite.js';
-import type { RunAuthority, RunLease, RunRecord } from '../run-authority/index.js';
+import { rootDirectoryIdentity, type RunAuthority, type RunLease, type RunRecord } from '../run-authority/index.js';
 import { isInteractionRequest, type InteractionRequest, type JsonValue, type Tool, type ToolPlanLease } from './tools.js';
 
 /** Fault points (tests only) around the durable steps of a mutating call. */
@@ -112,6 +112,7 @@ export class Engine {
   readonly application: Application;
   readonly authority: RunAuthority | undefined;
   readonly #lockDir: string | undefined;
+  readonly #root: string | undefined;
   readonly #memLocks = new Set<string>();
   #rootId: string | undefined;
   #closed = false;
@@ -119,6 +120,7 @@ export class Engine {
   constructor(options: EngineOptions) {
     this.application = options.application;
     this.authority = options.authority;
+    this.#root = options.root;
     if (options.root !== undefined) {
       ensurePrivateDir(options.root);
       this.#lockDir = join(options.root, 'locks');
@@ -133,9 +135,17 @@ export class Engine {
     this.store.close();
   }
 
-  /** This root's random identity: the owner name in authority records. */
+  /**
+   * This root's random identity: the owner name in authority records. With an authority, the id
+   * counts only from the directory the authority bound it to: a byte copy is `root_is_copy`.
+   */
   get rootId(): string {
-    return (this.#rootId ??= this.store.rootId());
+    if (this.#rootId === undefined) {
+      const id = this.store.rootId();
+      if (this.authority && this.#root !== undefined) this.authority.bindRoot(id, rootDirectoryIdentity(this.#root));
+      this.#rootId = id;
+    }
+    return this.#rootId;
   }
 
   // ── reads ────────────────────────────────────────────────────────────────────────────

@@ -1,3 +1,5 @@
+import type { RootDirectoryIdentity } from './roots.js';
+
 /**
  * The run-authority contract (RFC 0007): per-user provenance and exclusive ownership of runs.
  *
@@ -11,6 +13,9 @@
  * - Ownership: `acquireRun` takes the run's exclusive lock without waiting (undefined when a live
  *   process holds it). Locks die with their process and are never unlinked. Records are written
  *   only under the run's lease, atomically and durably; "not found" is `undefined`.
+ * - Roots: `bindRoot` ties a runtime root's random id to the directory it is used from, on first
+ *   use; any other directory carrying that id (a byte copy) is refused with `root_is_copy`, so a
+ *   copy of a root's bytes owns no runs. Bindings are durable and survive `mv` on one file system.
  * - Shutdown (`close`): rejects new work at once, waits for outstanding run and import leases to
  *   be released, then zeroes the in-memory key buffers.
  */
@@ -68,6 +73,8 @@ export interface RunAuthority {
   /** `fault` names crash points around the durable write (tests only). */
   writeRecord(lease: RunLease, record: RunRecord, options?: { fault?: string }): void;
   beginImport(): ImportLease;
+  /** Prove `directory` is the one `rootId` is bound to (binding it on first use); else `root_is_copy`. */
+  bindRoot(rootId: string, directory: RootDirectoryIdentity): void;
 
   close(): Promise<void>;
 }

@@ -8,6 +8,7 @@
  *   keys/<gen>.retired tombstone of a retired generation
  *   locks/<run>.lock   per-run flock(2) files, never unlinked
  *   runs/<run>.json    durable per-run records (ACTIVE / SUSPENDED / IMPORTING / TERMINAL)
+ *   roots/<root>.json  the directory each runtime root id is bound to (roots.ts): a copy owns nothing
  *
  * Every access goes through ConfinedDir (descriptor-relative, identity re-proved). It must never
  * hold an IPC token, never hand out key bytes, and never write a record without the run's lease.
@@ -20,6 +21,7 @@ import { conflict, internal, LoopxError, rejected } from '../core/errors.js';
 import { lengthPrefixed, u64be, utf8 } from '../core/encoding.js';
 import { tryFlock } from '../core/flock.js';
 import { ConfinedDir } from './confined-dir.js';
+import { bindRoot, type RootDirectoryIdentity } from './roots.js';
 import type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord, RunRecordState } from './contract.js';
 
 export const SUBKEY_DOMAIN = 'loopx.run-authority.subkey/v1';
@@ -72,6 +74,7 @@ export class LocalRunAuthority implements RunAuthority {
   readonly #keysDir: ConfinedDir;
   readonly #locksDir: ConfinedDir;
   readonly #runsDir: ConfinedDir;
+  readonly #rootsDir: ConfinedDir;
   readonly #keys = new Map<number, Buffer>();
   readonly #retired = new Set<number>();
   readonly #runLeases = new Set<RunLease>();
@@ -91,6 +94,7 @@ export class LocalRunAuthority implements RunAuthority {
       this.#keysDir = track(opened, dir.subdir('keys'));
       this.#locksDir = track(opened, dir.subdir('locks'));
       this.#runsDir = track(opened, dir.subdir('runs'));
+      this.#rootsDir = track(opened, dir.subdir('roots'));
       this.scopeId = this.#init();
     } catch (e) {
       for (const d of opened) d.close();
@@ -297,6 +301,11 @@ export class LocalRunAuthority implements RunAuthority {
     this.#runsDir.write(`${record.runId}.json`, `${JSON.stringify(doc)}\n`, { noSync: this.#noSync, ...(options.fault ? { fault: options.fault } : {}) });
   }
 
+  bindRoot(rootId: string, directory: RootDirectoryIdentity): void {
+    this.#live();
+    bindRoot(this.#rootsDir, rootId, directory, { noSync: this.#noSync });
+  }
+
   beginImport(): ImportLease {
     this.#live();
     let released = false;
@@ -332,6 +341,7 @@ export class LocalRunAuthority implements RunAuthority {
     this.#closed = true;
     for (const key of this.#keys.values()) key.fill(0);
     this.#runsDir.close();
+    this.#rootsDir.close();
     this.#locksDir.close();
     this.#keysDir.close();
     this.#dir.close();

@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { CAPTURE_FACTS, create, describePlan, plan, type BackupProgress, type BackupResult, type PlanSummary } from '../../backup/index.js';
 import { emit, resolveRoot, type GlobalOptions, type Output } from '../context.js';
 import { register as registerVerify } from './backup-verify.js';
+import { register as registerWorkspace } from './backup-workspace.js';
 import { progressBar } from '../progress.js';
 
 interface BackupStateOptions {
@@ -122,4 +123,5 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     });
   backupState.enablePositionalOptions();
   registerVerify(backupState, globals);
+  registerWorkspace(backupState, globals);
 }

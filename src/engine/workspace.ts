@@ -1,0 +1,150 @@
+/**
+ * Reading a recovery workspace back (`loopx backup-state workspace ls|show`, and the daemon's
+ * workspace routes): the Goals, Todos, committed history, sessions, runs and effects an inert
+ * workspace holds, through each owner's historical reader — never through a live owner, an engine
+ * or the run authority. A workspace is evidence: this module opens no SQLite file in it (every
+ * database is read from a private scratch copy), takes no lock, writes nothing inside it, and
+ * grants nothing (`execution_authority_granted: false`).
+ *
+ * The destination's audit is re-read first (its content address re-checked), so only a published
+ * verification is read, and the Goals reported are the ones that workspace's files hold.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { notFound } from '../core/errors.js';
+import { operatorPath } from '../core/recovery-workspace.js';
+import { effect, goal, session, work } from '../owners/index.js';
+import { LAYOUT } from '../owners/layout.js';
+import { showAudit, WORKSPACE_DIR } from '../recovery/index.js';
+import { readHistoricalRuns, type HistoricalRun } from './run-store/historical.js';
+
+/** The archive's name for the root inside the workspace (backup/paths.ts ARCHIVE_ROOT). */
+const RUNTIME_ROOT = 'runtime-root';
+
+export interface WorkspaceFinding {
+  readonly code: string;
+  readonly severity: string;
+  readonly subject: string;
+  readonly next_action: string;
+}
+
+export interface WorkspaceGoalSummary {
+  readonly goal_id: string;
+  readonly goal_instance_id: string;
+  readonly title: string;
+  readonly lifecycle: string;
+  readonly work_readable: boolean;
+  readonly todos_by_status: Record<string, number>;
+  readonly committed_transactions: number;
+}
+
+export interface WorkspaceListing {
+  readonly recovery_id: string;
+  readonly backup_id: string;
+  readonly operator_state: string;
+  readonly execution_authority_granted: false;
+  readonly goals: readonly WorkspaceGoalSummary[];
+  readonly runs_readable: boolean;
+  readonly runs: readonly HistoricalRun[];
+  readonly sessions: number;
+  readonly effects_by_outcome: Record<string, number>;
+  readonly findings: readonly WorkspaceFinding[];
+}
+
+export interface WorkspaceGoalDetail {
+  readonly recovery_id: string;
+  readonly execution_authority_granted: false;
+  readonly goal: { readonly goal_id: string; readonly goal_instance_id: string; readonly title: string; readonly lifecycle: string; readonly docs: readonly { name: string; sha256: string; bytes: number }[] };
+  readonly work: { readonly readable: boolean; readonly store_identity: string | null; readonly head_cursor: number | null; readonly committed_transactions: number; readonly handoff_mode: string | null };
+  readonly todos: readonly { todo_id: string; title: string; status: string; priority: number; note: string | null; todo_revision: number }[];
+  readonly sessions: readonly { session_id: string; run_id: string | null; status: string; session_generation: number; execution_generation: number }[];
+  readonly runs: readonly HistoricalRun[];
+  readonly effects: readonly { operation_id: string; kind: string; target: string; outcome: string; hold: string | null; attempt: number }[];
+  readonly findings: readonly WorkspaceFinding[];
+}
+
+const lite = (f: { code: string; severity?: string; subject: string; next_action: string }): WorkspaceFinding => ({ code: f.code, severity: f.severity ?? 'error', subject: f.subject, next_action: f.next_action });
+
+/** The destination's audit, re-checked, and the runtime root copy inside its workspace. */
+function open(destination: string) {
+  const { audit } = showAudit(destination);
+  return { audit, root: join(destination, WORKSPACE_DIR, RUNTIME_ROOT) };
+}
+
+/** `fn` with a private scratch directory for SQLite copies, removed afterwards (outside the workspace). */
+function withScratch<T>(fn: (scratch: string) => T): T {
+  const scratch = mkdtempSync(join(tmpdir(), 'loopx-workspace-read-'));
+  try {
+    return fn(scratch);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+function workSummary(root: string, goalId: string) {
+  return work.readHistorical(join(root, LAYOUT.workDb(goalId)), { goal_id: goalId });
+}
+
+export function listWorkspace(destination: string): WorkspaceListing {
+  const { audit, root } = open(destination);
+  return withScratch((scratch) => {
+    const findings: WorkspaceFinding[] = [];
+    const g = goal.readHistorical(root);
+    findings.push(...g.findings.map(lite));
+    const goals = g.goals.map((record) => {
+      const w = workSummary(root, record.goal_id);
+      findings.push(...w.findings.map(lite));
+      const byStatus: Record<string, number> = {};
+      for (const t of w.todos) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
+      return { goal_id: record.goal_id, goal_instance_id: record.goal_instance_id, title: record.title, lifecycle: record.lifecycle, work_readable: w.readable, todos_by_status: byStatus, committed_transactions: w.history_count };
+    });
+    const runs = readHistoricalRuns(join(root, LAYOUT.engineDb), { scratchDir: scratch });
+    const s = session.readHistorical(join(root, LAYOUT.sessionsDb), { scratchDir: scratch });
+    const e = effect.readHistorical(join(root, LAYOUT.effectsDb), { scratchDir: scratch });
+    findings.push(...s.findings.map(lite), ...e.findings.map(lite));
+    const byOutcome: Record<string, number> = {};
+    for (const x of e.effects) byOutcome[x.outcome] = (byOutcome[x.outcome] ?? 0) + 1;
+    return {
+      recovery_id: audit.recovery_id,
+      backup_id: audit.backup.backup_id,
+      operator_state: audit.operator_state,
+      execution_authority_granted: false,
+      goals,
+      runs_readable: runs.readable,
+      runs: runs.runs,
+      sessions: s.sessions.length,
+      effects_by_outcome: byOutcome,
+      findings,
+    };
+  });
+}
+
+export function showWorkspaceGoal(destination: string, goalId: string): WorkspaceGoalDetail {
+  const { audit, root } = open(destination);
+  const record = goal.readHistorical(root).goals.find((x) => x.goal_id === goalId);
+  if (!record) {
+    throw notFound('workspace_goal_not_found', `The workspace holds no readable Goal ${goalId}.`, {
+      nextAction: `list the workspace's Goals: loopx backup-state workspace ls ${operatorPath(destination)}`,
+    });
+  }
+  return withScratch((scratch) => {
+    const w = workSummary(root, goalId);
+    const s = session.readHistorical(join(root, LAYOUT.sessionsDb), { scratchDir: scratch });
+    const e = effect.readHistorical(join(root, LAYOUT.effectsDb), { scratchDir: scratch });
+    const sessions = s.sessions.filter((x) => x.goal_id === goalId);
+    const boundRuns = new Set(sessions.map((x) => x.run_id).filter((id): id is string => id !== null));
+    const runs = readHistoricalRuns(join(root, LAYOUT.engineDb), { scratchDir: scratch }).runs.filter((r) => boundRuns.has(r.run_id));
+    return {
+      recovery_id: audit.recovery_id,
+      execution_authority_granted: false,
+      goal: { goal_id: record.goal_id, goal_instance_id: record.goal_instance_id, title: record.title, lifecycle: record.lifecycle, docs: record.docs.map((d) => ({ name: d.name, sha256: d.sha256, bytes: d.bytes })) },
+      work: { readable: w.readable, store_identity: w.store_identity, head_cursor: w.head_cursor, committed_transactions: w.history_count, handoff_mode: w.handoff_mode },
+      todos: w.todos.map((t) => ({ todo_id: t.todo_id, title: t.title, status: t.status, priority: t.priority, note: t.note, todo_revision: t.todo_revision })),
+      sessions: sessions.map((x) => ({ session_id: x.session_id, run_id: x.run_id, status: x.status, session_generation: x.session_generation, execution_generation: x.execution_generation })),
+      runs,
+      effects: e.effects.filter((x) => x.goal_id === goalId).map((x) => ({ operation_id: x.operation_id, kind: x.kind, target: x.target, outcome: x.outcome, hold: x.hold, attempt: x.attempt })),
+      findings: [...w.findings, ...s.findings.filter((f) => f.subject.includes(goalId)), ...e.findings.filter((f) => f.subject.includes(goalId))].map(lite),
+    };
+  });
+}
