@@ -295,6 +295,11 @@ describe('the --json contract: every published document validates against docs/s
     expect(shownAudit.status, shownAudit.stderr).toBe(0);
     expect(shownAudit.stdout).toBe(stored.toString('utf8'));
     expect(ok('state-recovery-audit-public-v0', ['backup-state', 'audit', 'show', dest])).toEqual(summary);
+    // The workspace read back without changing it: its Goals, then one Goal in full.
+    const workspace = ok('backup-workspace-ls', ['backup-state', 'workspace', 'ls', dest]);
+    expect(workspace).toMatchObject({ recovery_id: summary.recovery_id, execution_authority_granted: false });
+    const goalId = workspace.goals[0].goal_id;
+    expect(ok('backup-workspace-show', ['backup-state', 'workspace', 'show', dest, '--goal', goalId])).toMatchObject({ goal: { goal_id: goalId }, execution_authority_granted: false });
     refused(4, 'verify_destination_exists', [...verify, '--execute']);
   }, 120_000);
 

@@ -13,7 +13,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       const root = resolveRoot(g);
       ensurePrivateDir(root);
       openRootOwners(root).close();
-      await withEngine(g, () => undefined);
+      // Reading the root id binds it to this directory in the run authority (a later copy owns nothing).
+      await withEngine(g, (engine) => void engine.rootId);
       emit(g, { initialized: true }, (_, out) => out.line('runtime root ready (owner-only); next: loopx goal create ID --title TITLE'));
     });
 }
