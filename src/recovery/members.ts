@@ -7,9 +7,10 @@
  * The workspace is the archive's top. Rules, in the order they are applied to a member:
  * absolute → traversal → invalid component / top-level name → path limits → member count →
  * duplicate → Unicode (NFC) twin → case twin → SQLite sidecar → path through a symbolic link →
- * link target → parent directory. A symbolic link is resolved over the members seen so far as a tiny virtual
- * file system (intermediate links are followed, `..` pops), at most 40 hops, and may not leave the
- * workspace; a hard link is never materialized (it is refused, with the most specific reason).
+ * link target → parent directory. A symbolic link is resolved over the members seen so far as a
+ * tiny virtual file system (intermediate links are followed, `..` pops), at most 40 hops, and may
+ * not leave the workspace; a hard link is never materialized (it is refused, with the most
+ * specific reason).
  */
 import { rejected, type LoopxError } from '../core/errors.js';
 import { CAPACITY_CODES, MEMBER_CODES } from './codes.js';
@@ -66,7 +67,7 @@ export function normalizeMemberPath(raw: string, kind: MemberKind): string {
   return name;
 }
 
-/** Case folding close to what case-insensitive file systems apply (ſ/s, ς/σ, K/k fold together). */
+/** Case folding close to what case-insensitive file systems apply (shared with the producer's sidecar exclusion). */
 const fold = foldPath;
 
 /** Kinds SQLite could open as a database or as its sidecar (a directory is neither). */
