@@ -3,13 +3,15 @@
  * directories are members; a symlink is never followed and, like a FIFO, socket or device, is
  * recorded as missing with a warning. Non-state names (LAYOUT.nonState), automations/ and skills/
  * unless requested, the output directory when it lies inside the root, and the -wal/-shm/-journal
- * sidecars of detected SQLite databases are excluded (and listed). A SQLite database is recognized
- * by its 16-byte header, never by its name. Discovery only reads.
+ * sidecar names beside any regular file (compared case-insensitively: SQLite would read them as
+ * part of that file opened as a database, and the verifier refuses them) are excluded (and
+ * listed). A SQLite database is recognized by its 16-byte header, never by its name. Discovery
+ * only reads.
  */
 import { closeSync, lstatSync, openSync, readSync, readdirSync, constants, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { LAYOUT } from '../owners/index.js';
-import { archivePathOf } from './paths.js';
+import { archivePathOf, foldPath, sqliteSidecarBase } from './paths.js';
 
 export type MemberCategory = 'runtime' | 'registry' | 'configuration' | 'goals' | 'owner_databases' | 'automations' | 'skills' | 'other';
 
@@ -59,7 +61,6 @@ export interface DiscoverOptions {
 }
 
 const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
-const SIDECARS = ['-wal', '-shm', '-journal'] as const;
 const OWNER_DATABASES: ReadonlySet<string> = new Set<string>([LAYOUT.engineDb, LAYOUT.sessionsDb, LAYOUT.effectsDb, LAYOUT.quotaDb, LAYOUT.schedulerDb]);
 const posix = (p: string): string => p.split('\\').join('/');
 
@@ -161,12 +162,14 @@ export function discover(root: string, options: DiscoverOptions): Discovery {
     }
     const sqlite = new Set<string>();
     for (const e of entries) if (e.st.isFile() && e.st.size >= SQLITE_HEADER.byteLength && hasSqliteHeader(e.abs)) sqlite.add(e.rel);
+    const files = new Set(entries.filter((e) => e.st.isFile()).map((e) => foldPath(e.rel)));
     const children: string[] = [];
     for (const e of entries) {
       const { rel, st } = e;
       if (st.isFile()) {
-        const sidecarOf = SIDECARS.map((s) => (rel.endsWith(s) ? rel.slice(0, -s.length) : undefined)).find((b) => b !== undefined && sqlite.has(b));
-        if (sidecarOf !== undefined) {
+        // Beside ANY regular file, not only a detected database: the verifier refuses such a pair.
+        const sidecarOf = sqliteSidecarBase(foldPath(rel));
+        if (sidecarOf !== undefined && files.has(sidecarOf)) {
           excluded.push({ key: `member:${rel}`, source_path: rel, reason: 'sqlite_sidecar' });
           continue;
         }

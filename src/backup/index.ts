@@ -28,5 +28,5 @@ export type {
 export { BACKUP_ERRORS } from './errors.js';
 export { BACKUP_LIMITS, CAPACITY_CODES, type BackupLimitName } from './limits.js';
 export { BACKUP_FAULT_POINTS } from './publish.js';
-export { ARCHIVE_ROOT, ARCHIVE_CONFIGURATION_BACKUP, ARCHIVE_MANIFEST } from './paths.js';
+export { ARCHIVE_ROOT, ARCHIVE_CONFIGURATION_BACKUP, ARCHIVE_MANIFEST, SQLITE_SIDECAR_SUFFIXES, foldPath, sqliteSidecarBase } from './paths.js';
 export type { BackupWarning, ExcludedEntry, MemberCategory, MissingEntry, PlannedMember } from './discover.js';

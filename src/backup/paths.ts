@@ -12,6 +12,30 @@ export const ARCHIVE_MANIFEST = 'manifest.json';
 /** `runtime-root` for the root itself, else `runtime-root/<relative>`. */
 export const archivePathOf = (relative: string): string => (relative === '' ? ARCHIVE_ROOT : `${ARCHIVE_ROOT}/${relative}`);
 
+/**
+ * A path as a case-insensitive, normalizing file system compares it (NFC; ſ/s, ς/σ, K/k fold
+ * together) — the comparison both the producer's sidecar exclusion and the verifier's member
+ * checker use.
+ */
+export const foldPath = (p: string): string => p.normalize('NFC').toUpperCase().toLowerCase();
+
+/** The names SQLite gives the sidecars of a database `<db>`: `<db>-wal`, `<db>-shm`, `<db>-journal`. */
+export const SQLITE_SIDECAR_SUFFIXES = ['-wal', '-shm', '-journal'] as const;
+
+/**
+ * The folded path of the file that `folded` (a folded path) would be a SQLite sidecar of, when
+ * its last component ends like one. Any file can be opened as a database and SQLite then reads
+ * these names beside it (a WAL may even supply page 1), so the base's extension does not matter.
+ */
+export function sqliteSidecarBase(folded: string): string | undefined {
+  for (const suffix of SQLITE_SIDECAR_SUFFIXES) {
+    if (!folded.endsWith(suffix)) continue;
+    const base = folded.slice(0, -suffix.length);
+    return base === '' || base.endsWith('/') ? undefined : base;
+  }
+  return undefined;
+}
+
 /** The §12 path limit an archive path breaks, if any. */
 export function pathLimitBroken(archivePath: string): { limit: BackupLimitName; observed: number } | undefined {
   const parts = archivePath.split('/');

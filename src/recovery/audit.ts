@@ -407,6 +407,16 @@ export const recoveryIdOf = (body: object): string => {
 /** The audit's bytes as written to disk. */
 export const auditBytes = (audit: RecoveryAudit): Buffer => Buffer.from(`${JSON.stringify(audit, null, 2)}\n`, 'utf8');
 
+/**
+ * The bytes verify may publish: at most 16 MiB, the most `audit show` reads back — so every
+ * published audit can be shown. Over it, the whole verification is refused.
+ */
+export function publishableAuditBytes(audit: RecoveryAudit): Buffer {
+  const bytes = auditBytes(audit);
+  if (bytes.length > RECOVERY_LIMITS.savedAuditBytes) throw capacityRefusal('auditBytes', bytes.length, RECOVERY_LIMITS.savedAuditBytes);
+  return bytes;
+}
+
 export interface PublicAuditSummary {
   readonly schema_version: typeof AUDIT_SCHEMA;
   readonly recovery_id: string;

@@ -80,6 +80,12 @@ export const MEMBER_CODES = {
   throughLink: 'member_through_link',
   /** A member whose parent directory is not a directory member extracted before it. */
   parentMissing: 'member_parent_missing',
+  /**
+   * A `-wal`, `-shm` or `-journal` name beside another file or link member (compared as on a
+   * case-insensitive, normalizing file system): SQLite would read it as part of that member opened
+   * as a database. The producer never archives one.
+   */
+  sqliteSidecar: 'member_sqlite_sidecar',
   /** A tar member the manifest does not list. */
   unplanned: 'member_unplanned',
   /** A manifest member the tar does not hold. */
@@ -96,6 +102,12 @@ export const FORMAT_CODES = {
   /** Bytes after the end of the gzip stream, or non-zero bytes after the tar end-of-archive marker. */
   trailingData: 'archive_trailing_data',
   truncated: 'archive_truncated',
+  /**
+   * The tar stream is not a whole number of 512-byte blocks: a partial block after the
+   * end-of-archive marker (only whole zero blocks may follow it). Checked when the stream ends,
+   * before its length is compared with the manifest's, so no declared length can make it pass.
+   */
+  framingInvalid: 'tar_framing_invalid',
   /** Bad checksum, magic, numeric field or name encoding. */
   headerInvalid: 'tar_header_invalid',
   /** A header this verifier will not interpret: PAX global header, unknown PAX key, GNU long name beside PAX, … */

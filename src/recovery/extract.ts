@@ -21,7 +21,7 @@ import { FORMAT_CODES, INPUT_CODES, MEMBER_CODES } from './codes.js';
 import { decodeManifestBytes } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { MemberChecker, capacityRefusal, memberRefusal, type CheckedMember } from './members.js';
-import { TarScanner, type TarEntry } from './tar-scan.js';
+import { TarScanner, checkExpansion, type TarEntry } from './tar-scan.js';
 
 const READ_CHUNK = 1024 * 1024;
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\u0000', 'latin1');
@@ -338,10 +338,7 @@ export async function extractArchive(
       if (signal?.aborted) throw interrupted();
       crc = crc32(chunk, crc);
       scanner.push(chunk);
-      if (scanner.bytes > RECOVERY_LIMITS.expandedBytes) throw capacityRefusal('expandedBytes', scanner.bytes, RECOVERY_LIMITS.expandedBytes);
-      if (scanner.bytes > 1024 * 1024 && scanner.bytes / Math.max(1, witness.bytes) > RECOVERY_LIMITS.expansionRatio) {
-        throw capacityRefusal('expansionRatio', Math.ceil(scanner.bytes / Math.max(1, witness.bytes)), RECOVERY_LIMITS.expansionRatio);
-      }
+      checkExpansion(scanner.bytes, witness.bytes);
     }
     scanner.finish();
     checker.finalizeLinks();

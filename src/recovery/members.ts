@@ -6,14 +6,16 @@
  *
  * The workspace is the archive's top. Rules, in the order they are applied to a member:
  * absolute → traversal → invalid component / top-level name → path limits → member count →
- * duplicate → Unicode (NFC) twin → case twin → path through a symbolic link → link target →
- * parent directory. A symbolic link is resolved over the members seen so far as a tiny virtual
- * file system (intermediate links are followed, `..` pops), at most 40 hops, and may not leave the
- * workspace; a hard link is never materialized (it is refused, with the most specific reason).
+ * duplicate → Unicode (NFC) twin → case twin → SQLite sidecar → path through a symbolic link →
+ * link target → parent directory. A symbolic link is resolved over the members seen so far as a
+ * tiny virtual file system (intermediate links are followed, `..` pops), at most 40 hops, and may
+ * not leave the workspace; a hard link is never materialized (it is refused, with the most
+ * specific reason).
  */
 import { rejected, type LoopxError } from '../core/errors.js';
 import { CAPACITY_CODES, MEMBER_CODES } from './codes.js';
 import { RECOVERY_LIMITS } from './limits.js';
+import { SQLITE_SIDECAR_SUFFIXES, foldPath, sqliteSidecarBase } from '../backup/index.js';
 
 export type MemberKind = 'file' | 'directory' | 'symlink' | 'hardlink';
 
@@ -65,8 +67,11 @@ export function normalizeMemberPath(raw: string, kind: MemberKind): string {
   return name;
 }
 
-/** Case folding close to what case-insensitive file systems apply (ſ/s, ς/σ, K/k fold together). */
-const fold = (p: string): string => p.normalize('NFC').toUpperCase().toLowerCase();
+/** Case folding close to what case-insensitive file systems apply (shared with the producer's sidecar exclusion). */
+const fold = foldPath;
+
+/** Kinds SQLite could open as a database or as its sidecar (a directory is neither). */
+const openable = (kind: MemberKind | undefined): boolean => kind === 'file' || kind === 'symlink' || kind === 'hardlink';
 
 export class MemberChecker {
   private readonly kinds = new Map<string, MemberKind>();
@@ -86,6 +91,7 @@ export class MemberChecker {
     if (this.nfc.has(n)) throw memberRefusal(MEMBER_CODES.unicodeCollision, 'Two archive member paths differ only in Unicode normalization (NFC/NFD).');
     const f = fold(path);
     if (this.folded.has(f)) throw memberRefusal(MEMBER_CODES.caseCollision, 'Two archive member paths differ only in letter case.');
+    if (openable(kind)) this.checkSidecar(f);
     const parts = path.split('/');
     for (let i = 1; i < parts.length; i++) {
       if (this.links.has(parts.slice(0, i).join('/'))) throw memberRefusal(MEMBER_CODES.throughLink, 'An archive member lies beneath a symbolic-link member.');
@@ -101,6 +107,19 @@ export class MemberChecker {
     if (kind === 'symlink') this.links.set(path, linkTarget!);
     this.count++;
     return { path, kind, ...(linkTarget === undefined ? {} : { linkTarget }) };
+  }
+
+  /**
+   * Either order: `f` names a sidecar of an earlier file or link, or an earlier file or link is a
+   * sidecar of `f`. Checked on the plan (every member, before anything is written) and again on
+   * every header, so a sidecar is never extracted beside its database.
+   */
+  private checkSidecar(f: string): void {
+    const base = sqliteSidecarBase(f);
+    const isOpenable = (folded: string | undefined): boolean => folded !== undefined && this.folded.has(folded) && openable(this.kinds.get(this.folded.get(folded)!));
+    if (isOpenable(base) || SQLITE_SIDECAR_SUFFIXES.some((s) => isOpenable(f + s))) {
+      throw memberRefusal(MEMBER_CODES.sqliteSidecar, 'An archive member is a SQLite -wal, -shm or -journal sidecar of another member.');
+    }
   }
 
   private checkSymlink(path: string, target: string): void {

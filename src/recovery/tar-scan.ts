@@ -12,7 +12,8 @@
  * ignores) — and refuses everything else with a typed code.
  *
  * It is a push parser: `push(chunk)` synchronously calls `onEntry` for each member header,
- * `onData` for its bytes and `onEntryEnd` after them; `finish()` checks the end-of-archive.
+ * `onData` for its bytes and `onEntryEnd` after them; `finish()` checks the end-of-archive and
+ * that the stream is whole 512-byte blocks.
  */
 import { rejected, type LoopxError } from '../core/errors.js';
 import { FORMAT_CODES, MEMBER_CODES } from './codes.js';
@@ -37,6 +38,23 @@ export interface TarHandler {
 const BLOCK = 512;
 const PAX_KEYS = new Set(['path', 'linkpath', 'mtime', 'atime', 'ctime', 'uid', 'gid', 'uname', 'gname']);
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** The tar stream's length is not whole 512-byte blocks. */
+const framingRefusal = (): LoopxError =>
+  rejected(FORMAT_CODES.framingInvalid, 'The tar stream is not a whole number of 512-byte blocks.', { nextAction: 'use an intact backup made by loopx backup-state' });
+
+/**
+ * The §12 bounds on the stream decompressed so far: at most 512 MiB expanded, and at most 2,000
+ * expanded bytes per compressed byte read — applied from the first chunk, with no warm-up
+ * threshold. (The compressed count is what was read, never less than what was inflated, so a
+ * prefix of a conforming archive never trips it: deflate cannot exceed about 1,032 to 1.)
+ */
+export function checkExpansion(expandedBytes: number, compressedBytes: number): void {
+  if (expandedBytes > RECOVERY_LIMITS.expandedBytes) throw capacityRefusal('expandedBytes', expandedBytes, RECOVERY_LIMITS.expandedBytes);
+  if (expandedBytes > compressedBytes * RECOVERY_LIMITS.expansionRatio) {
+    throw capacityRefusal('expansionRatio', Math.ceil(expandedBytes / Math.max(1, compressedBytes)), RECOVERY_LIMITS.expansionRatio);
+  }
+}
 
 const invalid = (message: string): LoopxError =>
   rejected(FORMAT_CODES.headerInvalid, message, { nextAction: 'use an intact backup made by loopx backup-state' });
@@ -172,11 +190,16 @@ export class TarScanner {
     }
   }
 
-  /** The stream ended: it must have ended exactly after the end-of-archive marker. */
+  /**
+   * The stream ended: it must have ended after the end-of-archive marker, and be whole 512-byte
+   * blocks — only whole zero blocks (record padding) may follow the marker. Before the marker
+   * every byte is consumed in blocks, so a partial block can only sit after it.
+   */
   finish(): void {
     if (this.state.at !== 'end' || this.pending.length > 0) {
       throw rejected(FORMAT_CODES.truncated, 'The archive ends before its tar end-of-archive marker.', { nextAction: 'use a complete copy of the backup' });
     }
+    if (this.bytes % BLOCK !== 0) throw framingRefusal();
   }
 
   private header(block: Buffer): void {

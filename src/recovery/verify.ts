@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { fsyncDir } from '../core/fs.js';
 import { conflict, internal, isLoopxError, rejected } from '../core/errors.js';
 import { CAPACITY_CODES, DESTINATION_CODES, OWNER_CODES } from './codes.js';
-import { AUDIT_FILE, WORKSPACE_DIR, auditBytes, buildAudit, publicSummary, type PublicAuditSummary, type RecoveryAudit } from './audit.js';
+import { AUDIT_FILE, WORKSPACE_DIR, buildAudit, publicSummary, publishableAuditBytes, type PublicAuditSummary, type RecoveryAudit } from './audit.js';
 import { checkDeclared, declaredInventory, preflightDestination } from './destination.js';
 import { extractArchive, interrupted, planMembers } from './extract.js';
 import { bindInputs } from './inputs.js';
@@ -214,8 +214,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
       report,
       durations: { archive_processing: Math.round(t1 - t0), owner_read: report.busy_ms ?? Math.round(performance.now() - t1), total: Math.round(performance.now() - t0) },
     });
-    const bytes = auditBytes(audit);
-    if (bytes.length > RECOVERY_LIMITS.savedAuditBytes) throw capacityRefusal('auditBytes', bytes.length, RECOVERY_LIMITS.savedAuditBytes);
+    const bytes = publishableAuditBytes(audit);
 
     // Publish: the workspace first, the audit last (its presence is what marks D complete).
     renameSync(staging, join(dest.path, WORKSPACE_DIR));

@@ -37,7 +37,12 @@ async function main(): Promise<void> {
   const t = performance.now();
   const report = verifyOwners(ref, sqlite, heap);
   busy += performance.now() - t;
-  process.stdout.write(JSON.stringify({ ...report, busy_ms: Math.round(busy) }));
+  const answer = JSON.stringify({ ...report, busy_ms: Math.round(busy) });
+  // Test hook: JSON whitespace pads the answer to exactly N characters (the 2 Mi-character bound's boundary).
+  const pad = Number(process.env.LOOPX_TEST_WORKER_ANSWER_CHARS ?? 0);
+  const out = pad > answer.length ? answer + ' '.repeat(pad - answer.length) : answer;
+  // Wait until the pipe took every byte: process.exit drops a pending write (a pipe holds 64 KiB).
+  await new Promise<void>((resolve, reject) => process.stdout.write(out, (e) => (e ? reject(e) : resolve())));
 }
 
 main().then(
