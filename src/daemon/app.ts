@@ -1,9 +1,10 @@
 /**
  * The daemon's HTTP app — a value you can test in-process (`app.inject`, no port). It owns routing
  * and the translation of requests into calls of the same library functions the CLI uses (engine,
- * owners, recovery); it decides nothing itself. Guards run first on every request (Host, Origin,
- * bearer token — security.ts); errors become responses in one place (errors.ts). The built UI is
- * served from `uiDir` without a token (it holds no data; every API call it makes needs one).
+ * owners, recovery); it decides nothing itself. Guards run first on every request, after routing
+ * (Host, Origin, bearer token — security.ts): every route needs the token unless its definition
+ * carries `config: PUBLIC` (the login exchange; the built UI's files, which hold no data and whose
+ * every API call needs the token). Errors become responses in one place (errors.ts).
  */
 import fastifyStatic from '@fastify/static';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -11,13 +12,13 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { sha256Hex } from '../core/digest.js';
-import { isLoopxError, notFound, usageError } from '../core/errors.js';
+import { isLoopxError, notFound, usageError, type LoopxError } from '../core/errors.js';
 import { LOOPX_VERSION } from '../core/version.js';
 import { goalDetail, runSummary, withRootEngine, withRootOwners, type Engine } from '../engine/index.js';
 import { SNAPSHOT_LIMITS } from '../snapshot/index.js';
 import { BackupService, type Job, type UploadPart } from './backups.js';
 import { handleError } from './errors.js';
-import { LoginTokens, allowedHosts, allowedOrigins, daemonError, sameSecret } from './security.js';
+import { LoginTokens, allowedHosts, allowedOrigins, daemonError, isPublicRequest, sameSecret, type RouteAccess } from './security.js';
 
 export interface AppOptions {
   /** The runtime root (absolute). */
@@ -39,6 +40,9 @@ export interface DaemonApp {
   readonly app: FastifyInstance;
   readonly backups: BackupService;
 }
+
+/** The one marking that lets a route be served without the bearer token (security.ts). */
+const PUBLIC: RouteAccess = { public: true };
 
 const goalView = (g: { goal_id: string; goal_instance_id: string; title: string; lifecycle: string; docs: readonly { name: string; sha256: string; bytes: number }[] }) => ({
   goal_id: g.goal_id,
@@ -109,21 +113,28 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   });
   app.addHook('onRequest', async (req) => {
     const port = o.port();
-    if (!allowedHosts(port).includes(req.headers.host ?? '')) throw daemonError(403, 'daemon_forbidden_host', 'The request is not addressed to this loopback daemon.');
+    // Runs after routing: the matched route's own definition says whether it is public.
+    const route = req.routeOptions.url;
+    const refuse = (e: LoopxError & { statusCode: number }) => {
+      // Method, route pattern, status and code only: never the target, a query value or a header.
+      req.log.warn({ method: req.method, route: route ?? 'unmatched', status: e.statusCode, code: e.code }, 'request refused');
+      return e;
+    };
+    if (!allowedHosts(port).includes(req.headers.host ?? '')) throw refuse(daemonError(403, 'daemon_forbidden_host', 'The request is not addressed to this loopback daemon.'));
     const origin = req.headers.origin;
-    if (origin !== undefined && !allowedOrigins(port).includes(origin)) throw daemonError(403, 'daemon_forbidden_origin', 'Cross-origin requests are refused.');
-    if (!req.url.startsWith('/api/') || (req.method === 'POST' && req.url === '/api/session')) return;
+    if (origin !== undefined && !allowedOrigins(port).includes(origin)) throw refuse(daemonError(403, 'daemon_forbidden_origin', 'Cross-origin requests are refused.'));
+    if (isPublicRequest(route, req.routeOptions.config as RouteAccess | undefined, req.raw.url ?? '')) return;
     const auth = req.headers.authorization ?? '';
     const token = auth.startsWith('Bearer ') ? auth.slice(7) : '';
     if (token === '' || !sameSecret(token, o.token)) {
-      throw daemonError(401, 'daemon_unauthorized', 'A valid bearer token is required.', 'open the address `loopx daemon` printed, or send the token from <root>/daemon/token');
+      throw refuse(daemonError(401, 'daemon_unauthorized', 'A valid bearer token is required.', 'open the address `loopx daemon` printed, or send the token from <root>/daemon/token'));
     }
   });
 
   const access = { root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) };
   const withEngine = <T>(fn: (engine: Engine) => Promise<T> | T, readOnly = false): Promise<T> => withRootEngine(access, fn, { readOnly });
 
-  app.post<{ Body: { login_token?: unknown } }>('/api/session', async (req) => {
+  app.post<{ Body: { login_token?: unknown } }>('/api/session', { config: PUBLIC }, async (req) => {
     const t = req.body?.login_token;
     if (typeof t !== 'string' || !o.loginTokens.consume(t)) throw daemonError(401, 'daemon_login_invalid', 'That login token is unknown or was already used.', 'print a new login address: loopx daemon login-url');
     return { token: o.token };
@@ -250,7 +261,14 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   });
 
   if (o.uiDir !== undefined && existsSync(join(o.uiDir, 'index.html'))) {
-    await app.register(fastifyStatic, { root: o.uiDir, prefix: '/', index: ['index.html'], wildcard: true, serveDotFiles: false });
+    const uiDir = o.uiDir;
+    await app.register(async (ui) => {
+      // The built UI's files are public (they hold no data); marked here, where its routes are made.
+      ui.addHook('onRoute', (r) => {
+        r.config = { ...(r.config ?? {}), ...PUBLIC };
+      });
+      await ui.register(fastifyStatic, { root: uiDir, prefix: '/', index: ['index.html'], wildcard: true, serveDotFiles: false });
+    });
   }
   return { app, backups };
 }
