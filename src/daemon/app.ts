@@ -9,6 +9,7 @@
 import fastifyStatic from '@fastify/static';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { sha256Hex } from '../core/digest.js';
@@ -16,6 +17,7 @@ import { isLoopxError, notFound, usageError, type LoopxError } from '../core/err
 import { LOOPX_VERSION } from '../core/version.js';
 import { goalDetail, runSummary, withRootEngine, withRootOwners, type Engine } from '../engine/index.js';
 import { SNAPSHOT_LIMITS } from '../snapshot/index.js';
+import { DEFAULT_TIMEOUTS, requestBody, type DaemonTimeouts } from './body.js';
 import { BackupService, type Job, type UploadPart } from './backups.js';
 import { handleError } from './errors.js';
 import { LoginTokens, allowedHosts, allowedOrigins, daemonError, isPublicRequest, sameSecret, type RouteAccess } from './security.js';
@@ -34,6 +36,8 @@ export interface AppOptions {
   readonly uiDir?: string;
   /** pino options, or false for no logging (tests). */
   readonly logger?: boolean | Record<string, unknown>;
+  /** Time limits on headers, whole requests and body pauses (default DEFAULT_TIMEOUTS). */
+  readonly timeouts?: Partial<DaemonTimeouts>;
 }
 
 export interface DaemonApp {
@@ -78,6 +82,7 @@ function sse(req: FastifyRequest, reply: FastifyReply): { send(event: string, da
 
 export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   const root = resolve(o.root);
+  const timeouts: DaemonTimeouts = { ...DEFAULT_TIMEOUTS, ...o.timeouts };
   const app = Fastify({
     logger:
       o.logger === false
@@ -93,6 +98,17 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
           },
     bodyLimit: 1024 * 1024,
     trustProxy: false,
+    // Node's own limits, so a client that sends headers or a body too slowly is cut off (408 and
+    // close) instead of holding a connection; checked often enough for the shortest of them.
+    serverFactory: (handler) =>
+      createServer(
+        {
+          headersTimeout: timeouts.headersMs,
+          requestTimeout: timeouts.requestMs,
+          connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(Math.min(timeouts.headersMs, timeouts.requestMs) / 4))),
+        },
+        handler,
+      ),
   });
   const backups = new BackupService(root);
   streams.set(app, new Set());
@@ -187,7 +203,7 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
     const parts: Buffer[] = [];
     let size = 0;
     if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw usageError('daemon_body_invalid', 'Send the snapshot as application/octet-stream.');
-    for await (const c of req.body as Readable as AsyncIterable<Buffer>) {
+    for await (const c of requestBody(req.raw, req.body as Readable, timeouts.bodyIdleMs)) {
       size += c.length;
       if (size > max) throw daemonError(413, 'daemon_upload_too_large', 'The snapshot is larger than any snapshot can be.');
       parts.push(c);
@@ -219,7 +235,8 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
     if (part !== 'archive' && part !== 'manifest') throw notFound('daemon_route_not_found', 'No such upload part.');
     if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw usageError('daemon_body_invalid', 'Send the file as application/octet-stream.');
     const declared = req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : undefined;
-    return backups.receive(req.params.id, part as UploadPart, req.body as Readable, Number.isFinite(declared) ? declared : undefined);
+    const body = req.body as Readable;
+    return backups.receive(req.params.id, part as UploadPart, body, requestBody(req.raw, body, timeouts.bodyIdleMs), Number.isFinite(declared) ? declared : undefined);
   });
   app.post<{ Params: { id: string } }>('/api/backups/uploads/:id/verify', async (req, reply) => reply.code(202).send({ job_id: backups.startVerify(req.params.id).job_id }));
   app.get<{ Params: { id: string } }>('/api/backups/jobs/:id', async (req) => backups.job(req.params.id).job);

@@ -14,6 +14,7 @@ import { tryLockExclusive } from '../core/flock.js';
 import { ensurePrivateDir, writeFileDurable } from '../core/fs.js';
 import { PACKAGE_ROOT } from '../core/version.js';
 import { buildApp, type DaemonApp } from './app.js';
+import type { DaemonTimeouts } from './body.js';
 import { LoginTokens, newToken } from './security.js';
 import { existsSync } from 'node:fs';
 
@@ -25,6 +26,8 @@ export interface DaemonOptions {
   /** The built UI; default `<package>/dist/ui`. */
   readonly uiDir?: string;
   readonly logger?: boolean | Record<string, unknown>;
+  /** Header, request and body-pause limits (default DEFAULT_TIMEOUTS). */
+  readonly timeouts?: Partial<DaemonTimeouts>;
 }
 
 export interface RunningDaemon {
@@ -111,6 +114,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
       ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}),
       uiDir: o.uiDir ?? (PACKAGE_ROOT ? join(PACKAGE_ROOT, 'dist', 'ui') : undefined),
       ...(o.logger !== undefined ? { logger: o.logger } : {}),
+      ...(o.timeouts !== undefined ? { timeouts: o.timeouts } : {}),
     });
     await daemon.app.listen({ host: LOOPBACK, port });
     const address = daemon.app.server.address();
