@@ -18,6 +18,7 @@ import { LOOPX_VERSION } from '../core/version.js';
 import { goalDetail, runSummary, withRootEngine, withRootOwners, type Engine } from '../engine/index.js';
 import { SNAPSHOT_LIMITS } from '../snapshot/index.js';
 import { DEFAULT_TIMEOUTS, requestBody, type DaemonTimeouts } from './body.js';
+import { IdempotencyKeys } from './idempotency.js';
 import { BackupService, type Job, type UploadPart } from './backups.js';
 import { handleError } from './errors.js';
 import { LoginTokens, allowedHosts, allowedOrigins, daemonError, isPublicRequest, sameSecret, type RouteAccess } from './security.js';
@@ -36,6 +37,8 @@ export interface AppOptions {
   readonly uiDir?: string;
   /** pino options, or false for no logging (tests). */
   readonly logger?: boolean | Record<string, unknown>;
+  /** The clock idempotency keys age by (tests). */
+  readonly now?: () => number;
   /** Time limits on headers, whole requests and body pauses (default DEFAULT_TIMEOUTS). */
   readonly timeouts?: Partial<DaemonTimeouts>;
 }
@@ -45,8 +48,16 @@ export interface DaemonApp {
   readonly backups: BackupService;
 }
 
+/** What a route's definition says about it (`config`): the guards and the idempotency hooks read it. */
+interface RouteConfig extends RouteAccess {
+  /** State-changing: takes an `Idempotency-Key` (idempotency.ts). Every such route must say so. */
+  readonly idempotent?: boolean;
+}
 /** The one marking that lets a route be served without the bearer token (security.ts). */
-const PUBLIC: RouteAccess = { public: true };
+const PUBLIC: RouteConfig = { public: true };
+/** A state-changing route: a retry with the same Idempotency-Key gets the original outcome. */
+const WRITE: RouteConfig = { idempotent: true };
+const READ_METHODS = new Set(['GET', 'HEAD']);
 
 const goalView = (g: { goal_id: string; goal_instance_id: string; title: string; lifecycle: string; docs: readonly { name: string; sha256: string; bytes: number }[] }) => ({
   goal_id: g.goal_id,
@@ -115,6 +126,24 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   app.addHook('preClose', async () => {
     for (const a of streams.get(app) ?? []) a.abort();
   });
+  const keys = new IdempotencyKeys(o.now);
+  // Every state-changing API route declares itself WRITE (or PUBLIC): one that does not is a bug, refused at build time.
+  app.addHook('onRoute', (r) => {
+    const c = (r.config ?? {}) as RouteConfig;
+    const methods = Array.isArray(r.method) ? r.method : [r.method];
+    if (r.url.startsWith('/api/') && r.url !== '/api/*' && methods.some((m) => !READ_METHODS.has(m)) && c.idempotent !== true && c.public !== true) {
+      throw new Error(`daemon route ${String(r.method)} ${r.url} changes state but is not marked WRITE`);
+    }
+  });
+  app.addHook('preHandler', async (req, reply) => {
+    if ((req.routeOptions.config as RouteConfig | undefined)?.idempotent !== true) return;
+    await keys.preHandler(req, reply, timeouts.bodyIdleMs);
+    if (reply.sent) return reply;
+  });
+  app.addHook('onSend', async (req, reply, payload) => {
+    keys.onSend(req, reply, payload);
+    return payload;
+  });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((req, reply) => handleError(Object.assign(new Error('not found'), { statusCode: 404 }), req, reply));
   // Raw bodies (backup parts, snapshots) reach their handlers as streams, never buffered here.
@@ -156,7 +185,7 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
     return { token: o.token };
   });
   // Another one-time login address (Bearer only: what `loopx daemon login-url` calls).
-  app.post('/api/session/login-urls', async (_req, reply) => reply.code(201).send({ login_url: `http://127.0.0.1:${o.port()}/#login=${o.loginTokens.issue()}` }));
+  app.post('/api/session/login-urls', { config: WRITE }, async (_req, reply) => reply.code(201).send({ login_url: `http://127.0.0.1:${o.port()}/#login=${o.loginTokens.issue()}` }));
   app.get('/api/health', async () => withEngine((e) => ({ ok: true, version: LOOPX_VERSION, root_id: existsSync(join(root, 'engine.db')) ? e.rootId : null }), true));
 
   // Runs.
@@ -184,13 +213,13 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
       out.end();
     }
   });
-  app.post<{ Params: { id: string } }>('/api/runs/:id/suspend', async (req) => runSummary(await withEngine((e) => e.suspend(req.params.id))));
-  app.post<{ Params: { id: string }; Body: { turns?: unknown } | undefined }>('/api/runs/:id/resume', async (req) => {
+  app.post<{ Params: { id: string } }>('/api/runs/:id/suspend', { config: WRITE }, async (req) => runSummary(await withEngine((e) => e.suspend(req.params.id))));
+  app.post<{ Params: { id: string }; Body: { turns?: unknown } | undefined }>('/api/runs/:id/resume', { config: WRITE }, async (req) => {
     const turns = req.body?.turns;
     if (turns !== undefined && (typeof turns !== 'number' || !Number.isSafeInteger(turns) || turns < 1)) throw usageError('daemon_turns_invalid', 'turns must be a positive integer.');
     return runSummary(await withEngine((e) => e.resume(req.params.id, turns !== undefined ? { turns } : {})));
   });
-  app.post<{ Params: { id: string } }>('/api/runs/:id/export', async (req, reply) => {
+  app.post<{ Params: { id: string } }>('/api/runs/:id/export', { config: WRITE }, async (req, reply) => {
     const signed = await withEngine((e) => e.exportEnvelope(req.params.id));
     return reply
       .type('application/octet-stream')
@@ -198,7 +227,7 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
       .header('content-disposition', `attachment; filename="${signed.state.runId.replace(/[^A-Za-z0-9._-]/g, '_')}.snapshot"`)
       .send(Buffer.from(signed.bytes));
   });
-  app.post('/api/runs/import', async (req) => {
+  app.post('/api/runs/import', { config: WRITE }, async (req) => {
     const max = SNAPSHOT_LIMITS.maxPayloadBytes + 1024;
     const parts: Buffer[] = [];
     let size = 0;
@@ -223,14 +252,14 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
 
   // Backups: upload, verify, audits.
   app.get('/api/backups', async () => ({ backups: backups.listRootBackups() }));
-  app.post<{ Params: { id: string } }>('/api/backups/:id/verify', async (req, reply) => reply.code(202).send({ job_id: backups.startRootBackupVerify(req.params.id).job_id }));
-  app.post('/api/backups/uploads', async (_req, reply) => reply.code(201).send({ upload_id: backups.createUpload() }));
+  app.post<{ Params: { id: string } }>('/api/backups/:id/verify', { config: WRITE }, async (req, reply) => reply.code(202).send({ job_id: backups.startRootBackupVerify(req.params.id).job_id }));
+  app.post('/api/backups/uploads', { config: WRITE }, async (_req, reply) => reply.code(201).send({ upload_id: backups.createUpload() }));
   app.get('/api/backups/uploads', async () => ({ uploads: backups.listUploads() }));
-  app.delete<{ Params: { id: string } }>('/api/backups/uploads/:id', async (req, reply) => {
+  app.delete<{ Params: { id: string } }>('/api/backups/uploads/:id', { config: WRITE }, async (req, reply) => {
     backups.discardUpload(req.params.id);
     return reply.code(204).send();
   });
-  app.put<{ Params: { id: string; part: string } }>('/api/backups/uploads/:id/:part', async (req) => {
+  app.put<{ Params: { id: string; part: string } }>('/api/backups/uploads/:id/:part', { config: WRITE }, async (req) => {
     const part = req.params.part;
     if (part !== 'archive' && part !== 'manifest') throw notFound('daemon_route_not_found', 'No such upload part.');
     if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw usageError('daemon_body_invalid', 'Send the file as application/octet-stream.');
@@ -238,7 +267,7 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
     const body = req.body as Readable;
     return backups.receive(req.params.id, part as UploadPart, body, requestBody(req.raw, body, timeouts.bodyIdleMs), Number.isFinite(declared) ? declared : undefined);
   });
-  app.post<{ Params: { id: string } }>('/api/backups/uploads/:id/verify', async (req, reply) => reply.code(202).send({ job_id: backups.startVerify(req.params.id).job_id }));
+  app.post<{ Params: { id: string } }>('/api/backups/uploads/:id/verify', { config: WRITE }, async (req, reply) => reply.code(202).send({ job_id: backups.startVerify(req.params.id).job_id }));
   app.get<{ Params: { id: string } }>('/api/backups/jobs/:id', async (req) => backups.job(req.params.id).job);
   app.get<{ Params: { id: string } }>('/api/backups/jobs/:id/events', async (req, reply) => {
     const { job, events } = backups.job(req.params.id);
