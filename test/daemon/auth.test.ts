@@ -116,6 +116,10 @@ describe('the bearer token is decided on the matched route, default deny', () =>
     }
     expect((await d.app.inject({ method: 'GET', url: '/api/nothing', headers: { host: `127.0.0.1:${port}` } })).statusCode).toBe(401);
     expect((await d.app.inject({ method: 'DELETE', url: '/api/backups/uploads/up_x', headers: { host: `127.0.0.1:${port}` } })).statusCode).toBe(401);
+    // HEAD routes Fastify derives from GET ones are guarded the same way.
+    for (const url of ['/api/runs', '/%61pi/runs', '/API/runs', '//api/runs']) {
+      expect((await d.app.inject({ method: 'HEAD', url, headers: { host: `127.0.0.1:${port}` } })).statusCode, `HEAD ${url}`).toBe(401);
+    }
   });
 
   it('the token still opens the API, and only the login exchange and the UI files are public', async () => {
