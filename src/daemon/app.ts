@@ -1,23 +1,27 @@
 /**
  * The daemon's HTTP app — a value you can test in-process (`app.inject`, no port). It owns routing
  * and the translation of requests into calls of the same library functions the CLI uses (engine,
- * owners, recovery); it decides nothing itself. Guards run first on every request (Host, Origin,
- * bearer token — security.ts); errors become responses in one place (errors.ts). The built UI is
- * served from `uiDir` without a token (it holds no data; every API call it makes needs one).
+ * owners, recovery); it decides nothing itself. Guards run first on every request, after routing
+ * (Host, Origin, bearer token — security.ts): every route needs the token unless its definition
+ * carries `config: PUBLIC` (the login exchange; the built UI's files, which hold no data and whose
+ * every API call needs the token). Errors become responses in one place (errors.ts).
  */
 import fastifyStatic from '@fastify/static';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { sha256Hex } from '../core/digest.js';
-import { isLoopxError, notFound, usageError } from '../core/errors.js';
+import { isLoopxError, notFound, usageError, type LoopxError } from '../core/errors.js';
 import { LOOPX_VERSION } from '../core/version.js';
 import { goalDetail, runSummary, withRootEngine, withRootOwners, type Engine } from '../engine/index.js';
 import { SNAPSHOT_LIMITS } from '../snapshot/index.js';
+import { DEFAULT_TIMEOUTS, requestBody, type DaemonTimeouts } from './body.js';
+import { IdempotencyKeys } from './idempotency.js';
 import { BackupService, type Job, type UploadPart } from './backups.js';
 import { handleError } from './errors.js';
-import { LoginTokens, allowedHosts, allowedOrigins, daemonError, sameSecret } from './security.js';
+import { LoginTokens, allowedHosts, allowedOrigins, daemonError, isPublicRequest, sameSecret, type RouteAccess } from './security.js';
 
 export interface AppOptions {
   /** The runtime root (absolute). */
@@ -33,12 +37,27 @@ export interface AppOptions {
   readonly uiDir?: string;
   /** pino options, or false for no logging (tests). */
   readonly logger?: boolean | Record<string, unknown>;
+  /** The clock idempotency keys age by (tests). */
+  readonly now?: () => number;
+  /** Time limits on headers, whole requests and body pauses (default DEFAULT_TIMEOUTS). */
+  readonly timeouts?: Partial<DaemonTimeouts>;
 }
 
 export interface DaemonApp {
   readonly app: FastifyInstance;
   readonly backups: BackupService;
 }
+
+/** What a route's definition says about it (`config`): the guards and the idempotency hooks read it. */
+interface RouteConfig extends RouteAccess {
+  /** State-changing: takes an `Idempotency-Key` (idempotency.ts). Every such route must say so. */
+  readonly idempotent?: boolean;
+}
+/** The one marking that lets a route be served without the bearer token (security.ts). */
+const PUBLIC: RouteConfig = { public: true };
+/** A state-changing route: a retry with the same Idempotency-Key gets the original outcome. */
+const WRITE: RouteConfig = { idempotent: true };
+const READ_METHODS = new Set(['GET', 'HEAD']);
 
 const goalView = (g: { goal_id: string; goal_instance_id: string; title: string; lifecycle: string; docs: readonly { name: string; sha256: string; bytes: number }[] }) => ({
   goal_id: g.goal_id,
@@ -74,6 +93,7 @@ function sse(req: FastifyRequest, reply: FastifyReply): { send(event: string, da
 
 export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   const root = resolve(o.root);
+  const timeouts: DaemonTimeouts = { ...DEFAULT_TIMEOUTS, ...o.timeouts };
   const app = Fastify({
     logger:
       o.logger === false
@@ -89,11 +109,40 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
           },
     bodyLimit: 1024 * 1024,
     trustProxy: false,
+    // Node's own limits, so a client that sends headers or a body too slowly is cut off (408 and
+    // close) instead of holding a connection; checked often enough for the shortest of them.
+    serverFactory: (handler) =>
+      createServer(
+        {
+          headersTimeout: timeouts.headersMs,
+          requestTimeout: timeouts.requestMs,
+          connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(Math.min(timeouts.headersMs, timeouts.requestMs) / 4))),
+        },
+        handler,
+      ),
   });
   const backups = new BackupService(root);
   streams.set(app, new Set());
   app.addHook('preClose', async () => {
     for (const a of streams.get(app) ?? []) a.abort();
+  });
+  const keys = new IdempotencyKeys(o.now);
+  // Every state-changing API route declares itself WRITE (or PUBLIC): one that does not is a bug, refused at build time.
+  app.addHook('onRoute', (r) => {
+    const c = (r.config ?? {}) as RouteConfig;
+    const methods = Array.isArray(r.method) ? r.method : [r.method];
+    if (r.url.startsWith('/api/') && r.url !== '/api/*' && methods.some((m) => !READ_METHODS.has(m)) && c.idempotent !== true && c.public !== true) {
+      throw new Error(`daemon route ${String(r.method)} ${r.url} changes state but is not marked WRITE`);
+    }
+  });
+  app.addHook('preHandler', async (req, reply) => {
+    if ((req.routeOptions.config as RouteConfig | undefined)?.idempotent !== true) return;
+    await keys.preHandler(req, reply, timeouts.bodyIdleMs);
+    if (reply.sent) return reply;
+  });
+  app.addHook('onSend', async (req, reply, payload) => {
+    keys.onSend(req, reply, payload);
+    return payload;
   });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((req, reply) => handleError(Object.assign(new Error('not found'), { statusCode: 404 }), req, reply));
@@ -109,27 +158,34 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   });
   app.addHook('onRequest', async (req) => {
     const port = o.port();
-    if (!allowedHosts(port).includes(req.headers.host ?? '')) throw daemonError(403, 'daemon_forbidden_host', 'The request is not addressed to this loopback daemon.');
+    // Runs after routing: the matched route's own definition says whether it is public.
+    const route = req.routeOptions.url;
+    const refuse = (e: LoopxError & { statusCode: number }) => {
+      // Method, route pattern, status and code only: never the target, a query value or a header.
+      req.log.warn({ method: req.method, route: route ?? 'unmatched', status: e.statusCode, code: e.code }, 'request refused');
+      return e;
+    };
+    if (!allowedHosts(port).includes(req.headers.host ?? '')) throw refuse(daemonError(403, 'daemon_forbidden_host', 'The request is not addressed to this loopback daemon.'));
     const origin = req.headers.origin;
-    if (origin !== undefined && !allowedOrigins(port).includes(origin)) throw daemonError(403, 'daemon_forbidden_origin', 'Cross-origin requests are refused.');
-    if (!req.url.startsWith('/api/') || (req.method === 'POST' && req.url === '/api/session')) return;
+    if (origin !== undefined && !allowedOrigins(port).includes(origin)) throw refuse(daemonError(403, 'daemon_forbidden_origin', 'Cross-origin requests are refused.'));
+    if (isPublicRequest(route, req.routeOptions.config as RouteAccess | undefined, req.raw.url ?? '')) return;
     const auth = req.headers.authorization ?? '';
     const token = auth.startsWith('Bearer ') ? auth.slice(7) : '';
     if (token === '' || !sameSecret(token, o.token)) {
-      throw daemonError(401, 'daemon_unauthorized', 'A valid bearer token is required.', 'open the address `loopx daemon` printed, or send the token from <root>/daemon/token');
+      throw refuse(daemonError(401, 'daemon_unauthorized', 'A valid bearer token is required.', 'open the address `loopx daemon` printed, or send the token from <root>/daemon/token'));
     }
   });
 
   const access = { root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) };
   const withEngine = <T>(fn: (engine: Engine) => Promise<T> | T, readOnly = false): Promise<T> => withRootEngine(access, fn, { readOnly });
 
-  app.post<{ Body: { login_token?: unknown } }>('/api/session', async (req) => {
+  app.post<{ Body: { login_token?: unknown } }>('/api/session', { config: PUBLIC }, async (req) => {
     const t = req.body?.login_token;
     if (typeof t !== 'string' || !o.loginTokens.consume(t)) throw daemonError(401, 'daemon_login_invalid', 'That login token is unknown or was already used.', 'print a new login address: loopx daemon login-url');
     return { token: o.token };
   });
   // Another one-time login address (Bearer only: what `loopx daemon login-url` calls).
-  app.post('/api/session/login-urls', async (_req, reply) => reply.code(201).send({ login_url: `http://127.0.0.1:${o.port()}/#login=${o.loginTokens.issue()}` }));
+  app.post('/api/session/login-urls', { config: WRITE }, async (_req, reply) => reply.code(201).send({ login_url: `http://127.0.0.1:${o.port()}/#login=${o.loginTokens.issue()}` }));
   app.get('/api/health', async () => withEngine((e) => ({ ok: true, version: LOOPX_VERSION, root_id: existsSync(join(root, 'engine.db')) ? e.rootId : null }), true));
 
   // Runs.
@@ -157,13 +213,13 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
       out.end();
     }
   });
-  app.post<{ Params: { id: string } }>('/api/runs/:id/suspend', async (req) => runSummary(await withEngine((e) => e.suspend(req.params.id))));
-  app.post<{ Params: { id: string }; Body: { turns?: unknown } | undefined }>('/api/runs/:id/resume', async (req) => {
+  app.post<{ Params: { id: string } }>('/api/runs/:id/suspend', { config: WRITE }, async (req) => runSummary(await withEngine((e) => e.suspend(req.params.id))));
+  app.post<{ Params: { id: string }; Body: { turns?: unknown } | undefined }>('/api/runs/:id/resume', { config: WRITE }, async (req) => {
     const turns = req.body?.turns;
     if (turns !== undefined && (typeof turns !== 'number' || !Number.isSafeInteger(turns) || turns < 1)) throw usageError('daemon_turns_invalid', 'turns must be a positive integer.');
     return runSummary(await withEngine((e) => e.resume(req.params.id, turns !== undefined ? { turns } : {})));
   });
-  app.post<{ Params: { id: string } }>('/api/runs/:id/export', async (req, reply) => {
+  app.post<{ Params: { id: string } }>('/api/runs/:id/export', { config: WRITE }, async (req, reply) => {
     const signed = await withEngine((e) => e.exportEnvelope(req.params.id));
     return reply
       .type('application/octet-stream')
@@ -171,12 +227,12 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
       .header('content-disposition', `attachment; filename="${signed.state.runId.replace(/[^A-Za-z0-9._-]/g, '_')}.snapshot"`)
       .send(Buffer.from(signed.bytes));
   });
-  app.post('/api/runs/import', async (req) => {
+  app.post('/api/runs/import', { config: WRITE }, async (req) => {
     const max = SNAPSHOT_LIMITS.maxPayloadBytes + 1024;
     const parts: Buffer[] = [];
     let size = 0;
     if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw usageError('daemon_body_invalid', 'Send the snapshot as application/octet-stream.');
-    for await (const c of req.body as Readable as AsyncIterable<Buffer>) {
+    for await (const c of requestBody(req.raw, req.body as Readable, timeouts.bodyIdleMs)) {
       size += c.length;
       if (size > max) throw daemonError(413, 'daemon_upload_too_large', 'The snapshot is larger than any snapshot can be.');
       parts.push(c);
@@ -196,21 +252,22 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
 
   // Backups: upload, verify, audits.
   app.get('/api/backups', async () => ({ backups: backups.listRootBackups() }));
-  app.post<{ Params: { id: string } }>('/api/backups/:id/verify', async (req, reply) => reply.code(202).send({ job_id: backups.startRootBackupVerify(req.params.id).job_id }));
-  app.post('/api/backups/uploads', async (_req, reply) => reply.code(201).send({ upload_id: backups.createUpload() }));
+  app.post<{ Params: { id: string } }>('/api/backups/:id/verify', { config: WRITE }, async (req, reply) => reply.code(202).send({ job_id: backups.startRootBackupVerify(req.params.id).job_id }));
+  app.post('/api/backups/uploads', { config: WRITE }, async (_req, reply) => reply.code(201).send({ upload_id: backups.createUpload() }));
   app.get('/api/backups/uploads', async () => ({ uploads: backups.listUploads() }));
-  app.delete<{ Params: { id: string } }>('/api/backups/uploads/:id', async (req, reply) => {
+  app.delete<{ Params: { id: string } }>('/api/backups/uploads/:id', { config: WRITE }, async (req, reply) => {
     backups.discardUpload(req.params.id);
     return reply.code(204).send();
   });
-  app.put<{ Params: { id: string; part: string } }>('/api/backups/uploads/:id/:part', async (req) => {
+  app.put<{ Params: { id: string; part: string } }>('/api/backups/uploads/:id/:part', { config: WRITE }, async (req) => {
     const part = req.params.part;
     if (part !== 'archive' && part !== 'manifest') throw notFound('daemon_route_not_found', 'No such upload part.');
     if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw usageError('daemon_body_invalid', 'Send the file as application/octet-stream.');
     const declared = req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : undefined;
-    return backups.receive(req.params.id, part as UploadPart, req.body as Readable, Number.isFinite(declared) ? declared : undefined);
+    const body = req.body as Readable;
+    return backups.receive(req.params.id, part as UploadPart, body, requestBody(req.raw, body, timeouts.bodyIdleMs), Number.isFinite(declared) ? declared : undefined);
   });
-  app.post<{ Params: { id: string } }>('/api/backups/uploads/:id/verify', async (req, reply) => reply.code(202).send({ job_id: backups.startVerify(req.params.id).job_id }));
+  app.post<{ Params: { id: string } }>('/api/backups/uploads/:id/verify', { config: WRITE }, async (req, reply) => reply.code(202).send({ job_id: backups.startVerify(req.params.id).job_id }));
   app.get<{ Params: { id: string } }>('/api/backups/jobs/:id', async (req) => backups.job(req.params.id).job);
   app.get<{ Params: { id: string } }>('/api/backups/jobs/:id/events', async (req, reply) => {
     const { job, events } = backups.job(req.params.id);
@@ -250,7 +307,14 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   });
 
   if (o.uiDir !== undefined && existsSync(join(o.uiDir, 'index.html'))) {
-    await app.register(fastifyStatic, { root: o.uiDir, prefix: '/', index: ['index.html'], wildcard: true, serveDotFiles: false });
+    const uiDir = o.uiDir;
+    await app.register(async (ui) => {
+      // The built UI's files are public (they hold no data); marked here, where its routes are made.
+      ui.addHook('onRoute', (r) => {
+        r.config = { ...(r.config ?? {}), ...PUBLIC };
+      });
+      await ui.register(fastifyStatic, { root: uiDir, prefix: '/', index: ['index.html'], wildcard: true, serveDotFiles: false });
+    });
   }
   return { app, backups };
 }

@@ -152,8 +152,12 @@ export class BackupService {
     return join(this.uploads, id);
   }
 
-  /** Stream one part into its new private file; over the limit the whole upload is removed (413). */
-  async receive(id: string, part: UploadPart, body: Readable, declaredLength: number | undefined): Promise<{ bytes: number; sha256: string }> {
+  /**
+   * Stream one part into its new private file. The part is kept only when `chunks` ended normally
+   * (requestBody: every declared byte arrived); a body cut short, reset or idle leaves no file, so
+   * the PUT may be sent again. Over the limit the whole upload is removed (413).
+   */
+  async receive(id: string, part: UploadPart, body: Readable, chunks: AsyncIterable<Buffer>, declaredLength: number | undefined): Promise<{ bytes: number; sha256: string }> {
     const dir = this.uploadDir(id);
     const tooLarge = () => {
       rmSync(dir, { recursive: true, force: true });
@@ -167,18 +171,20 @@ export class BackupService {
       body.resume();
       throw conflict('daemon_upload_in_use', 'The upload is being verified.', { nextAction: 'start a new upload' });
     }
+    const file = join(dir, FILE[part]);
     let fd: number;
     try {
-      fd = openSync(join(dir, FILE[part]), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+      fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     } catch {
       body.resume();
       throw rejected('daemon_upload_part_exists', `This upload already has its ${part}.`, { nextAction: 'start a new upload' });
     }
     const hash = createHash('sha256');
     let bytes = 0;
+    let kept = false;
     this.receiving.set(id, (this.receiving.get(id) ?? 0) + 1);
     try {
-      for await (const chunk of body as AsyncIterable<Buffer>) {
+      for await (const chunk of chunks) {
         bytes += chunk.length;
         if (bytes > LIMIT[part]) {
           body.destroy();
@@ -187,8 +193,11 @@ export class BackupService {
         hash.update(chunk);
         for (let off = 0; off < chunk.length; ) off += writeSync(fd, chunk, off, chunk.length - off);
       }
+      kept = true;
     } finally {
       closeSync(fd);
+      // A part that did not arrive whole is no part: the same PUT may come again.
+      if (!kept) rmSync(file, { force: true });
       const left = (this.receiving.get(id) ?? 1) - 1;
       if (left > 0) this.receiving.set(id, left);
       else this.receiving.delete(id);

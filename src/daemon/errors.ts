@@ -1,7 +1,7 @@
 /**
  * Errors map to responses in one place: a LoopxError's kind decides the HTTP status (usage 400,
  * not found 404, conflict 409, a fail-closed refusal 422, internal 500; daemon guards carry their
- * own 401/403/413), and the body is always `{"error": {code, message, next_action?, details?}}`.
+ * own 401/403/408/413), and the body is always `{"error": {code, message, next_action?, details?}}`.
  * Anything else is an internal error whose message is not shown (it may name paths).
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';

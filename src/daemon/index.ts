@@ -9,3 +9,4 @@ export { requestLoginUrl, startDaemon, LOOPBACK, type DaemonOptions, type Runnin
 export { LoginTokens, newToken } from './security.js';
 export { MAX_PENDING_UPLOADS, STALE_UPLOAD_MS, type PendingUpload } from './backups.js';
 export { seedSample } from './seed.js';
+export { DEFAULT_TIMEOUTS, type DaemonTimeouts } from './body.js';

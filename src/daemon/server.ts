@@ -14,6 +14,7 @@ import { tryLockExclusive } from '../core/flock.js';
 import { ensurePrivateDir, writeFileDurable } from '../core/fs.js';
 import { PACKAGE_ROOT } from '../core/version.js';
 import { buildApp, type DaemonApp } from './app.js';
+import type { DaemonTimeouts } from './body.js';
 import { LoginTokens, newToken } from './security.js';
 import { existsSync } from 'node:fs';
 
@@ -25,6 +26,8 @@ export interface DaemonOptions {
   /** The built UI; default `<package>/dist/ui`. */
   readonly uiDir?: string;
   readonly logger?: boolean | Record<string, unknown>;
+  /** Header, request and body-pause limits (default DEFAULT_TIMEOUTS). */
+  readonly timeouts?: Partial<DaemonTimeouts>;
 }
 
 export interface RunningDaemon {
@@ -84,10 +87,22 @@ export async function requestLoginUrl(rootDir: string): Promise<string> {
   return body.login_url;
 }
 
+/** The highest TCP port; 0 asks for a free one. */
+export const MAX_PORT = 65535;
+
+export const isValidPort = (p: number): boolean => Number.isInteger(p) && p >= 0 && p <= MAX_PORT;
+
+const portInvalid = () => usageError('daemon_port_invalid', `The port must be a whole number from 0 to ${MAX_PORT} (0: a free one).`, 'run the same command without --port (a free port is taken)');
+
+/** The port is taken by another process (a conflict: exit 4), named so the operator can find it. */
+const portInUse = (port: number) =>
+  conflict('daemon_port_in_use', `Port ${port} on ${LOOPBACK} is already in use.`, { nextAction: 'run the same command without --port (a free port is taken), or stop what listens there', details: { port } });
+
 export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
   if (o.host !== undefined && o.host !== LOOPBACK) {
     throw usageError('daemon_host_refused', 'The daemon listens on 127.0.0.1 only.', 'drop --host, or pass --host 127.0.0.1');
   }
+  if (o.port !== undefined && !isValidPort(o.port)) throw portInvalid();
   const root = resolve(o.root);
   if (!existsSync(root)) throw notFound('root_not_initialized', 'The runtime root does not exist.', { nextAction: 'create it: loopx init' });
   ensurePrivateDir(join(root, 'locks'));
@@ -111,8 +126,14 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
       ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}),
       uiDir: o.uiDir ?? (PACKAGE_ROOT ? join(PACKAGE_ROOT, 'dist', 'ui') : undefined),
       ...(o.logger !== undefined ? { logger: o.logger } : {}),
+      ...(o.timeouts !== undefined ? { timeouts: o.timeouts } : {}),
     });
-    await daemon.app.listen({ host: LOOPBACK, port });
+    try {
+      await daemon.app.listen({ host: LOOPBACK, port });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw portInUse(port);
+      throw e;
+    }
     const address = daemon.app.server.address();
     port = typeof address === 'object' && address !== null ? address.port : port;
     const url = `http://${LOOPBACK}:${port}/`;
@@ -141,6 +162,8 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
     };
   } catch (e) {
     await daemon?.app.close().catch(() => undefined);
+    // A daemon that never served leaves no token behind for `login-url` to find.
+    rmSync(join(root, 'daemon', 'token'), { force: true });
     lock.release();
     throw e;
   }

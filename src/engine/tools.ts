@@ -64,6 +64,30 @@ export interface ToolPlanLease {
 
 const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_.-]{0,63}$/;
 
+/**
+ * Compiled argument validators by schema text. Compiling is the costly part of building an
+ * application (tens of ms, synchronous) and every engine a daemon opens builds one; a validator
+ * is a pure function of its schema, so one compilation serves every host in the process.
+ */
+const compiled = new Map<string, ValidateFunction>();
+const MAX_COMPILED = 256;
+let compiler: Ajv | undefined;
+
+function validatorFor(schema: object): ValidateFunction {
+  const key = JSON.stringify(schema);
+  let v = compiled.get(key);
+  if (v === undefined) {
+    compiler ??= new Ajv({ strict: true, allErrors: false });
+    v = compiler.compile(schema);
+    if (compiled.size >= MAX_COMPILED) {
+      compiled.clear();
+      compiler = new Ajv({ strict: true, allErrors: false }); // drops its own cache of the old schemas too
+    }
+    compiled.set(key, v);
+  }
+  return v;
+}
+
 export class ToolPlanHost {
   readonly #plans = new Map<string, { plan: ToolPlan; validators: Map<string, ValidateFunction> }>();
   readonly #live = new Set<number>();
@@ -71,13 +95,12 @@ export class ToolPlanHost {
 
   register(plan: ToolPlan): void {
     if (this.#plans.has(plan.id)) throw conflict('tool_plan_exists', `Tool plan ${plan.id} is already registered.`);
-    const ajv = new Ajv({ strict: true, allErrors: false });
     const validators = new Map<string, ValidateFunction>();
     for (const tool of plan.tools) {
       const name = tool.definition.name;
       if (!TOOL_NAME.test(name)) throw rejected('tool_name_invalid', `Tool name ${JSON.stringify(name)} is not a valid tool name.`);
       if (validators.has(name)) throw rejected('tool_name_duplicate', `Tool plan ${plan.id} defines ${name} twice.`);
-      validators.set(name, ajv.compile(tool.definition.inputSchema));
+      validators.set(name, validatorFor(tool.definition.inputSchema));
     }
     this.#plans.set(plan.id, { plan, validators });
   }

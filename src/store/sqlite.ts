@@ -37,6 +37,9 @@ export function openSqlite(path: string, options: OpenOptions = {}): SqliteDatab
 export type Migration = string;
 
 export function setup(db: SqliteDatabase, migrations: readonly Migration[]): void {
+  // Already current: no write transaction. Rewriting user_version took the write lock and an
+  // fsync on every open — every daemon read paid it, and waited on any writer for busy_timeout.
+  if ((db.pragma('user_version', { simple: true }) as number) === migrations.length) return;
   const apply = db.transaction(() => {
     const current = db.pragma('user_version', { simple: true }) as number;
     if (current > migrations.length) {

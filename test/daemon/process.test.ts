@@ -125,6 +125,47 @@ describe('loopx daemon (a real process)', () => {
     }
   });
 
+  it('a busy port is daemon_port_in_use naming the port (exit 4), leaving no token or lock behind; an out-of-range or non-numeric port is a usage error (exit 2)', async () => {
+    const root = tempRoot('loopx-daemon-port-');
+    expect(loopx(['init', '--root', root]).status).toBe(0);
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    const port = (busy.address() as AddressInfo).port;
+    try {
+      const r = await loopxAsync(['daemon', '--root', root, '--port', String(port), '--json']);
+      expect(r.status, r.stderr).toBe(4);
+      expect(r.json().error).toMatchObject({ code: 'daemon_port_in_use', details: { port }, next_action: expect.any(String) });
+      expect(r.json().error.message).toContain(String(port));
+      expect(existsSync(join(root, 'daemon', 'token'))).toBe(false);
+      const human = await loopxAsync(['daemon', '--root', root, '--port', String(port)]);
+      expect(human.status).toBe(4);
+      expect(human.stderr).toContain(`Port ${port} `);
+      expect(human.stderr).not.toContain('EADDRINUSE');
+    } finally {
+      await new Promise<void>((r) => busy.close(() => r()));
+    }
+    for (const bad of ['65536', '70000', '99999', '-1', 'abc', '80.5', '']) {
+      const r = loopx(['daemon', '--root', root, '--port', bad, '--json']);
+      expect(r.status, bad).toBe(2);
+      expect(r.json().error.code, bad).toMatch(/^(usage_error|daemon_port_invalid)$/);
+    }
+    // The lock went with the refused daemons: one starts on the root now.
+    const { child } = await daemon(root);
+    const code = exited(child);
+    child.kill('SIGTERM');
+    expect(await code).toBe(0);
+  }, 60_000);
+
+  it('startDaemon refuses an out-of-range port before it takes the root (daemon_port_invalid, usage)', async () => {
+    const { startDaemon } = await import('../../src/daemon/index.js');
+    const root = tempRoot('loopx-daemon-port-lib-');
+    expect(loopx(['init', '--root', root]).status).toBe(0);
+    for (const port of [65536, -1, 1.5, Number.NaN]) {
+      await expect(startDaemon({ root, port, logger: false }), String(port)).rejects.toMatchObject({ code: 'daemon_port_invalid', kind: 'usage' });
+    }
+    expect(existsSync(join(root, 'daemon', 'token'))).toBe(false);
+  });
+
   it('logs method, route and status — never the token, a query value or the root path', async () => {
     const root = tempRoot('loopx-daemon-log-');
     expect(loopx(['init', '--root', root]).status).toBe(0);

@@ -4,19 +4,24 @@
  * address with a one-time login token (and never an absolute path). `--seed-sample` first fills
  * an empty root with a sample Goal worked by a scripted agent (what `npm start` shows).
  */
-import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import { ensurePrivateDir } from '../../core/fs.js';
 import { openRootOwners } from '../../engine/index.js';
 import { emit, resolveRoot, type GlobalOptions } from '../context.js';
-import { parseCount } from '../parse.js';
+import { InvalidArgumentError, type Command } from 'commander';
 import { onStopSignal } from '../signals.js';
+
+/** A TCP port, 0–65535 (0: a free one); anything else is a usage error (exit 2) before anything starts. */
+function parsePort(value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('expected a port from 0 to 65535');
+  return Number(value);
+}
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const daemonCommand = program
     .command('daemon')
     .description('serve this root over loopback HTTP: the API (docs/api.md) and the Capability Center UI')
-    .option('--port <port>', 'TCP port on 127.0.0.1 (default: a free one)', parseCount)
+    .option('--port <port>', 'TCP port on 127.0.0.1, 0–65535 (default: a free one)', parsePort)
     .option('--host <address>', 'listen address; only 127.0.0.1 is accepted')
     .option('--seed-sample', 'create the runtime root if needed and, when it has no Goal, a sample Goal worked by a scripted agent')
     .action(async (o: { port?: number; host?: string; seedSample?: boolean }) => {

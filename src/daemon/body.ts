@@ -1,0 +1,65 @@
+/**
+ * Request bodies the daemon streams (backup parts, snapshots): a body counts only when it ended
+ * normally — every declared byte, or a chunked body's terminating chunk. A body cut short or
+ * reset is `daemon_body_incomplete`, one that idles past its limit is `daemon_body_timeout` (the
+ * request is destroyed); either way the caller must keep nothing of it, so the same request may be
+ * sent again. The server-wide limits (headers, whole request) are the daemon's server options.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
+import { isLoopxError, usageError } from '../core/errors.js';
+import { daemonError } from './security.js';
+
+/** Server and body time limits (AppOptions.timeouts); each bounds how long one client can hold a connection. */
+export interface DaemonTimeouts {
+  /** Until a request's headers have arrived (Node `headersTimeout`). */
+  readonly headersMs: number;
+  /** Until a whole request, body included, has arrived (Node `requestTimeout`): a trickle is cut too. */
+  readonly requestMs: number;
+  /** Longest pause between two chunks of a streamed body. */
+  readonly bodyIdleMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: DaemonTimeouts = { headersMs: 30_000, requestMs: 300_000, bodyIdleMs: 30_000 };
+
+export const bodyIncomplete = () =>
+  usageError('daemon_body_incomplete', 'The request body ended before all of it arrived; nothing of it was kept.', 'send the same request again with the whole body');
+
+const bodyTimeout = (ms: number) => daemonError(408, 'daemon_body_timeout', `The request body paused for more than ${ms} ms; nothing of it was kept.`, 'send the same request again');
+
+/**
+ * The chunks of `body` (the payload of `raw`), refused unless it ends normally with its declared
+ * length. A consumer that stops early (a limit) ends the idle timer with it.
+ */
+export async function* requestBody(raw: IncomingMessage, body: Readable, idleMs: number): AsyncGenerator<Buffer> {
+  let timer: NodeJS.Timeout | undefined;
+  let timedOut = false;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      timedOut = true;
+      body.destroy();
+      raw.destroy();
+    }, idleMs);
+  };
+  let bytes = 0;
+  try {
+    arm();
+    try {
+      for await (const chunk of body as AsyncIterable<Buffer>) {
+        bytes += chunk.length;
+        arm();
+        yield chunk;
+      }
+    } catch (e) {
+      if (isLoopxError(e)) throw e;
+      throw timedOut ? bodyTimeout(idleMs) : bodyIncomplete();
+    }
+    if (timedOut) throw bodyTimeout(idleMs);
+    const declared = raw.headers['content-length'];
+    // `complete` is Node's own word that the message ended as framed (in-process injected requests lack it).
+    if (raw.complete === false || (declared !== undefined && Number(declared) !== bytes)) throw bodyIncomplete();
+  } finally {
+    clearTimeout(timer);
+  }
+}
