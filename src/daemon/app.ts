@@ -15,7 +15,7 @@ import type { Readable } from 'node:stream';
 import { sha256Hex } from '../core/digest.js';
 import { isLoopxError, notFound, usageError, type LoopxError } from '../core/errors.js';
 import { LOOPX_VERSION } from '../core/version.js';
-import { goalDetail, runSummary, withRootEngine, withRootOwners, type Engine } from '../engine/index.js';
+import { goalDetail, listWorkspace, runSummary, showWorkspaceGoal, withRootEngine, withRootOwners, type Engine } from '../engine/index.js';
 import { SNAPSHOT_LIMITS } from '../snapshot/index.js';
 import { DEFAULT_TIMEOUTS, requestBody, type DaemonTimeouts } from './body.js';
 import { IdempotencyKeys } from './idempotency.js';
@@ -301,6 +301,18 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
     const { bytes } = backups.audit(req.params.id);
     const digest = sha256Hex(bytes);
     return reply.type('application/json').header('x-loopx-sha256', digest).header('etag', `"${digest}"`).send(bytes);
+  });
+  // An audit's recovery workspace read back through the owners' historical readers: read only, inert.
+  app.get<{ Params: { id: string } }>('/api/audits/:id/workspace', async (req) => listWorkspace(backups.destination(req.params.id)));
+  app.get<{ Params: { id: string; goal: string } }>('/api/audits/:id/workspace/goals/:goal', async (req) => {
+    const destination = backups.destination(req.params.id);
+    try {
+      return showWorkspaceGoal(destination, req.params.goal);
+    } catch (e) {
+      // The CLI's next action names the destination's path; over HTTP it names the listing route instead.
+      if (isLoopxError(e) && e.code === 'workspace_goal_not_found') throw notFound(e.code, e.message, { nextAction: `list the workspace's Goals: GET /api/audits/${req.params.id}/workspace` });
+      throw e;
+    }
   });
   app.all('/api/*', async () => {
     throw notFound('daemon_route_not_found', 'No such API route.');

@@ -316,6 +316,15 @@ export class BackupService {
 
   /** The stored audit (exact bytes, address re-checked on every read) whose recovery_id is `id`. */
   audit(id: string): { bytes: Buffer; audit: RecoveryAudit } {
+    return this.locate(id).found;
+  }
+
+  /** The destination directory of the audit `id` (its address re-checked), to read its workspace back; never shown. */
+  destination(id: string): string {
+    return this.locate(id).dir;
+  }
+
+  private locate(id: string): { dir: string; found: { bytes: Buffer; audit: RecoveryAudit } } {
     if (/^[0-9a-f]{64}$/.test(id)) {
       if (!this.byRecoveryId.has(id)) {
         for (const d of this.auditDirs()) {
@@ -331,7 +340,7 @@ export class BackupService {
       const dir = this.byRecoveryId.get(id);
       if (dir !== undefined) {
         const found = showAudit(dir);
-        if (found.audit.recovery_id === id) return found;
+        if (found.audit.recovery_id === id) return { dir, found };
       }
     }
     throw notFound('audit_not_found', 'No audit with that recovery id.', { nextAction: 'list audits: GET /api/audits' });

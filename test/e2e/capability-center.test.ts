@@ -4,7 +4,9 @@
  * driven in headless Chromium. A backup made by `backup-state --execute` from a root with real
  * Goal work is uploaded and verified through the page; the audit opens with its held status, its
  * classified components, owners and next actions, and the permanent statement; a tampered archive
- * shows its typed refusal; the Runs page lists and follows a run. Screenshots of these screens
+ * shows its typed refusal; the Runs page lists and follows a run; the workspace of a verified
+ * backup of the seeded sample root is read back (Goal `sample`, its Todos and its committed
+ * webhook effect) with GETs only. Screenshots of these screens
  * are saved into docs/screenshots/ when LOOPX_SCREENSHOTS=1 (else into a temporary directory).
  */
 import { createHash } from 'node:crypto';
@@ -13,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
+import { seedSample, startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
@@ -23,11 +25,15 @@ import { hasChromium, launchBrowser, type BrowserSession } from './support/brows
 const SCREENSHOTS = process.env.LOOPX_SCREENSHOTS === '1' ? join(REPO, 'docs', 'screenshots') : mkdtempSync(join(tmpdir(), 'loopx-e2e-shots-'));
 const STATEMENT =
   'Verification checks bytes and structure only. It never grants execution authority: nothing restored here can run, and no Goal, lease, session or effect is resumed.';
+const WORKSPACE_STATEMENT =
+  'This workspace is inert evidence, read back without changing it. It grants no execution authority: no Goal, Todo, session, run or effect shown here can start, resume or be delivered again.';
 const CLASSIFICATION_WORDS: Record<string, string> = {
   recovered_readable: 'recovered and readable',
   historical_only: 'historical only',
   unknown_unrecoverable: 'unknown or unrecoverable',
 };
+
+const AUTHORITY_DIR = join(STATE_HOME, 'loopx', 'run-authority');
 
 let sink: WebhookSink;
 let root: string;
@@ -91,7 +97,7 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
       process.env.NODE_ENV = nodeEnv;
     }
 
-    daemon = await startDaemon({ root, port: 0, uiDir, authorityDir: join(STATE_HOME, 'loopx', 'run-authority'), logger: false });
+    daemon = await startDaemon({ root, port: 0, uiDir, authorityDir: AUTHORITY_DIR, logger: false });
     mkdirSync(SCREENSHOTS, { recursive: true });
     session = await launchBrowser();
   }, 180_000);
@@ -199,6 +205,8 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     expect(createHash('sha256').update(saved).digest('hex')).toBe(raw.headers.get('x-loopx-sha256'));
     expect(download.suggestedFilename()).toBe(`recovery-audit-${recoveryId.slice(0, 12)}.json`);
 
+    // The workspace read back below the findings (the full page is the screenshot).
+    await page.getByTestId('workspace-goal-row').filter({ hasText: 'launch' }).waitFor();
     await shot('capability-center-audit.png');
 
     // Back on the backup page the audit is listed.
@@ -323,4 +331,90 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
       await other.close();
     }
   }, 90_000);
+  it("reads a verified audit's workspace back, read only: the seeded Goal sample, its Todos and its committed webhook effect", async () => {
+    const { page } = session;
+    // The root `npm start` shows (`loopx daemon --seed-sample`), backed up elsewhere and uploaded here.
+    const seeded = tempRoot('loopx-e2e-seeded-');
+    try {
+      expect(loopx(['init', '--root', seeded]).status).toBe(0);
+      expect((await seedSample(seeded, { authorityDir: AUTHORITY_DIR })).seeded).toBe(true);
+      const out = join(dirname(seeded), 'out');
+      const made = loopx(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'sample-1', '--root', seeded]);
+      expect(made.status, made.stderr).toBe(0);
+      await page.goto(`${daemon.url}#/settings/capability-center/backup`);
+      await page.getByLabel('Backup archive (.tar.gz)').setInputFiles(join(out, 'sample-1.tar.gz'));
+      await page.getByLabel('Backup manifest (.json)').setInputFiles(join(out, 'sample-1.manifest.json'));
+      await page.getByRole('button', { name: 'Verify' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Audit of backup sample-1' }).waitFor({ timeout: 60_000 });
+    } finally {
+      rmSync(dirname(seeded), { recursive: true, force: true });
+    }
+    const recoveryId = decodeURIComponent(page.url().split('/audits/')[1] ?? '');
+    // From here on the page only reads.
+    const requested: string[] = [];
+    const onRequest = (r: { url(): string; method(): string }) => requested.push(`${r.method()} ${new URL(r.url()).pathname}`);
+    page.on('request', onRequest);
+    const listing = (await (await api(`/api/audits/${recoveryId}/workspace`)).json()) as {
+      goals: { goal_id: string; committed_transactions: number }[];
+      runs: unknown[];
+      sessions: number;
+      effects_by_outcome: Record<string, number>;
+    };
+
+    const section = page.getByRole('region', { name: 'Workspace contents (read only)' });
+    const row = section.getByTestId('workspace-goal-row');
+    await row.first().waitFor();
+    expect(await section.getByText(WORKSPACE_STATEMENT).isVisible()).toBe(true);
+    expect(await page.getByText(STATEMENT).isVisible()).toBe(true);
+    expect(await section.getByTestId('workspace-execution-authority').textContent()).toBe('not granted');
+    expect(await row.count()).toBe(1);
+    expect(await row.getByRole('rowheader').textContent()).toBe('sample');
+    expect(await row.textContent()).toContain('Ship the launch post');
+    expect(await row.textContent()).toContain('active');
+    expect(await row.getByTestId('workspace-goal-todos').textContent()).toBe('1 open, 1 blocked, 1 done');
+    expect(listing.goals[0]!.committed_transactions).toBeGreaterThan(0);
+    expect(await row.getByTestId('workspace-goal-transactions').textContent()).toBe(String(listing.goals[0]!.committed_transactions));
+    expect(await section.getByTestId('workspace-run-row').count()).toBe(listing.runs.length);
+    expect(await section.getByTestId('workspace-sessions').textContent()).toBe(String(listing.sessions));
+    expect(listing.effects_by_outcome.committed).toBeGreaterThan(0);
+    expect(await section.getByTestId('workspace-effects').textContent()).toBe(`${listing.effects_by_outcome.committed} committed`);
+
+    // Open the Goal: its Todos, its session and bound run, its effects — and nothing to act on.
+    await row.getByRole('button', { name: 'Open Goal sample' }).click();
+    const goal = page.getByRole('region', { name: 'Workspace Goal sample (read only)' });
+    const todos = goal.getByTestId('workspace-todo-row');
+    await todos.first().waitFor();
+    expect(await page.evaluate<string | undefined>('document.activeElement?.id')).toBe('workspace-goal-heading');
+    expect(await row.getByRole('button', { name: 'Close Goal sample' }).getAttribute('aria-expanded')).toBe('true');
+    expect(await todos.getByRole('rowheader').allTextContents()).toEqual(['t1', 't2', 't3']);
+    const todoText = await todos.allTextContents();
+    for (const [i, [title, status]] of [['Draft the outline', 'done'], ['Review with design', 'blocked'], ['Publish the post', 'open']].entries()) {
+      expect(todoText[i]).toContain(title);
+      expect(todoText[i]).toContain(status);
+    }
+    expect(await goal.getByTestId('workspace-session-row').count()).toBe(1);
+    expect(await goal.getByTestId('workspace-goal-run-row').count()).toBe(1);
+    const webhook = goal.getByTestId('workspace-effect-row').filter({ hasText: 'webhook.deliver' });
+    expect(await webhook.count()).toBe(1);
+    expect(await webhook.locator('.badge').textContent()).toBe('committed');
+    expect(await goal.getByRole('button').allTextContents()).toEqual(['Close Goal sample']);
+    expect(await goal.getByRole('link').count()).toBe(0);
+    // The two read-back sections, from the listing's heading to the opened Goal's end.
+    const [top, bottom] = [await section.boundingBox(), await goal.boundingBox()];
+    const scrollY = await page.evaluate<number>('window.scrollY');
+    await page.screenshot({
+      path: join(SCREENSHOTS, 'capability-center-workspace.png'),
+      fullPage: true,
+      clip: { x: 0, y: top!.y + scrollY - 16, width: 1280, height: bottom!.y + bottom!.height - top!.y + 32 },
+    });
+
+    // Closing it returns focus to the button that opened it.
+    await goal.getByRole('button', { name: 'Close Goal sample' }).click();
+    await expect.poll(() => goal.count()).toBe(0);
+    expect(await page.evaluate<string | null | undefined>(`document.activeElement?.getAttribute('data-goal-toggle')`)).toBe('sample');
+    page.off('request', onRequest);
+    const calls = requested.filter((r) => r.includes('/api/'));
+    expect(calls).toContain(`GET /api/audits/${recoveryId}/workspace/goals/sample`);
+    expect(calls.filter((r) => !r.startsWith('GET ')), 'reading the workspace back only GETs').toEqual([]);
+  }, 120_000);
 });

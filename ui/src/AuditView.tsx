@@ -1,10 +1,11 @@
-/** One recovery audit: the public summary (state-recovery-audit-public-v0) of GET /api/audits/:recovery_id. */
+/** One recovery audit: the public summary (state-recovery-audit-public-v0) of GET /api/audits/:recovery_id, then its workspace read back (WorkspaceView). */
 import { useState, type MouseEvent } from 'react';
 import { ApiError, apiFetch, asApiError, enc, saveBlob } from './api';
 import { useApiJson } from './hooks';
 import { CLASSIFICATION_WORDS, ClassificationBadge, ErrorBox, ExecutionStatement, Loading, PageHeading, TableRegion, abbreviate, formatBytes } from './components';
 import { ROUTES } from './router';
 import type { AuditFinding, PublicAudit } from './types';
+import { WorkspaceSection } from './WorkspaceView';
 
 const SEVERITY_ORDER: Readonly<Record<string, number>> = { hold: 0, error: 1, warning: 2 };
 
@@ -199,6 +200,8 @@ function AuditBody({ audit }: { audit: PublicAudit }) {
           </table>
         </TableRegion>
       </section>
+
+      <WorkspaceSection recoveryId={audit.recovery_id} />
     </>
   );
 }

@@ -118,6 +118,96 @@ export interface PublicAudit {
   readonly execution_authority_granted: false;
 }
 
+// ---- a recovery workspace read back (GET /api/audits/:id/workspace[/goals/:goal]) ----
+
+export interface WorkspaceFinding {
+  readonly code: string;
+  readonly severity: string;
+  readonly subject: string;
+  readonly next_action: string;
+}
+
+/** A run as the workspace's engine store recorded it (never a live run). */
+export interface WorkspaceRun {
+  readonly run_id: string;
+  readonly lifecycle: string;
+  readonly last_sequence: number;
+  readonly completed_turns: number;
+  readonly definition_id: string;
+}
+
+export type TodoStatus = 'open' | 'done' | 'blocked' | 'deferred';
+export type EffectOutcome = 'committed' | 'absent' | 'unknown' | 'rejected' | 'superseded' | 'pending';
+
+export interface WorkspaceGoalSummary {
+  readonly goal_id: string;
+  readonly goal_instance_id: string;
+  readonly title: string;
+  readonly lifecycle: string;
+  readonly work_readable: boolean;
+  readonly todos_by_status: Readonly<Record<string, number>>;
+  readonly committed_transactions: number;
+}
+
+/** `backup-workspace-ls`: what a verified workspace holds. */
+export interface WorkspaceListing {
+  readonly recovery_id: string;
+  readonly backup_id: string;
+  readonly operator_state: string;
+  readonly execution_authority_granted: false;
+  readonly goals: readonly WorkspaceGoalSummary[];
+  readonly runs_readable: boolean;
+  readonly runs: readonly WorkspaceRun[];
+  readonly sessions: number;
+  readonly effects_by_outcome: Readonly<Record<string, number>>;
+  readonly findings: readonly WorkspaceFinding[];
+}
+
+/** `backup-workspace-show`: one Goal of a verified workspace. */
+export interface WorkspaceGoalDetail {
+  readonly recovery_id: string;
+  readonly execution_authority_granted: false;
+  readonly goal: {
+    readonly goal_id: string;
+    readonly goal_instance_id: string;
+    readonly title: string;
+    readonly lifecycle: string;
+    readonly docs: readonly { readonly name: string; readonly sha256: string; readonly bytes: number }[];
+  };
+  readonly work: {
+    readonly readable: boolean;
+    readonly store_identity: string | null;
+    readonly head_cursor: number | null;
+    readonly committed_transactions: number;
+    readonly handoff_mode: string | null;
+  };
+  readonly todos: readonly {
+    readonly todo_id: string;
+    readonly title: string;
+    readonly status: TodoStatus;
+    readonly priority: number;
+    readonly note: string | null;
+    readonly todo_revision: number;
+  }[];
+  readonly sessions: readonly {
+    readonly session_id: string;
+    readonly run_id: string | null;
+    readonly status: string;
+    readonly session_generation: number;
+    readonly execution_generation: number;
+  }[];
+  readonly runs: readonly WorkspaceRun[];
+  readonly effects: readonly {
+    readonly operation_id: string;
+    readonly kind: string;
+    readonly target: string;
+    readonly outcome: EffectOutcome;
+    readonly hold: string | null;
+    readonly attempt: number;
+  }[];
+  readonly findings: readonly WorkspaceFinding[];
+}
+
 // ---- runs ----
 
 export type RunStatus = 'active' | 'suspended' | 'completed' | 'failed' | 'cancelled';
