@@ -14,6 +14,6 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       ensurePrivateDir(root);
       openRootOwners(root).close();
       await withEngine(g, () => undefined);
-      emit(g, { initialized: true }, (_, out) => out.line('runtime root ready (owner-only); next: loopx goal create ID --title TITLE'));
+      emit(g, { initialized: true }, (_, out) => out.hint('runtime root ready (owner-only); next: loopx goal create ID --title TITLE'));
     });
 }
