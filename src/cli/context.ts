@@ -31,8 +31,8 @@ export const withAuthority = <T>(opts: GlobalOptions, fn: (authority: LocalRunAu
 
 /**
  * The engine of the root, with the user's run authority (created on first use). `readOnly`
- * commands (list, show, events) open neither the authority nor — when it does not exist yet — the
- * root: they create nothing.
+ * commands (list, show, events) create nothing: they refuse a root that does not exist
+ * (`root_not_found`), open no authority, and read a root without `engine.db` as one without runs.
  */
 export const withEngine = async <T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean } = {}): Promise<T> => {
   if (options.readOnly) existingRoot(opts);
