@@ -11,6 +11,9 @@
  *     command or option, no missing argument or mandatory option, no invalid value (`--help`
  *     counts as parsed). Actions are not run (parsing stops at the first preAction hook), so one
  *     process checks them all;
+ *   - a `loopx …` in backticks or parentheses is a command the reader is meant to type: it must
+ *     parse as printed too (so `loopx todo list` without its --goal fails), and is better written
+ *     in the form above, which also carries --root. Exempt: the texts of TYPED_ELSEWHERE;
  *   - any other `loopx <command>` in a text is prose that mentions a command by name, and is
  *     skipped — but it must not be followed by a flag or a placeholder: a command with arguments
  *     written in prose would escape both this test and the carrying of --root.
@@ -53,6 +56,11 @@ function literalsOf(dir: string): Text[] {
   walk(dir);
   return out;
 }
+
+/** Quoted commands that are not for an operator to run as they stand, and why. */
+const TYPED_ELSEWHERE: Readonly<Record<string, string>> = {
+  'Ask the operator a question; the run waits for `loopx run answer`.': 'a tool description for the model, part of the built-in tool plan\'s identity',
+};
 
 const SCRATCH = '1';
 const PLACEHOLDER = /^(?:\$\{.*\}|<.*>|"<.*>"|[A-Z][A-Z0-9_]*(?:\.[a-z]+)?)$/;
@@ -124,12 +132,23 @@ describe('next actions and hints', () => {
     expect(refused).toEqual([]);
   });
 
-  it('a command mentioned in prose takes no arguments there (a command with arguments uses the `what to do: loopx …` form)', () => {
+  it('a command quoted in prose parses as printed, and one merely mentioned takes no arguments (a command with arguments uses the `what to do: loopx …` form)', async () => {
     const prose: string[] = [];
     for (const t of texts) {
       for (const m of t.text.matchAll(/(?<=^|[^:] |[`(])loopx (?=\S)/g)) {
+        const rest = t.text.slice(m.index + m[0].length);
+        const quote = t.text[m.index - 1];
+        if ((quote === '`' || quote === '(') && TYPED_ELSEWHERE[t.text] === undefined) {
+          const end = rest.indexOf(quote === '`' ? '`' : ')');
+          const quoted = end < 0 ? rest : rest.slice(0, end);
+          for (const argv of argvsOf(quoted)) {
+            const outcome = await parse(argv);
+            if (outcome !== 'ok') prose.push(`${t.at}: ${outcome}: ${t.text}`);
+          }
+          continue;
+        }
         // A flag or a placeholder right after the command's path is an argument.
-        const next = wordAfterMention(t.text.slice(m.index + m[0].length).split(' '));
+        const next = wordAfterMention(rest.split(' '));
         if (next && (next.startsWith('-') || PLACEHOLDER.test(next.replace(/[,;.)`]+$/, '')))) prose.push(`${t.at}: ${t.text}`);
       }
     }
