@@ -27,7 +27,7 @@ export const BACKUP_ERRORS = {
   destinationOccupied: 'backup_destination_occupied',
 } as const;
 
-const RETRY = 'run loopx backup-state --execute again for a fresh plan';
+const RETRY = 'run the same backup-state command again: it makes a fresh plan';
 
 export const backupIdInvalid = (): LoopxError =>
   usageError(BACKUP_ERRORS.backupIdInvalid, 'A backup id is 1–128 characters of A–Z, a–z, 0–9, ., _ and -, starting with a letter or digit.', 'choose another --backup-id');

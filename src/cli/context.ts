@@ -1,12 +1,18 @@
 /**
  * What every command shares: resolving the runtime root, opening the engine, printing a result
  * as human text or one `--json` document, and turning errors into exit codes.
+ *
+ * A next action or printed hint names a command when it reads `what to do: loopx …` — the
+ * command is the rest of the text. Such a command carries the invocation's `--root` and
+ * `--authority-dir`, exactly as the operator typed them, so it acts on the same state when run as
+ * printed (test/cli/next-actions.test.ts holds every such text in src/ to that rule).
  */
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { exitCodeOf, isLoopxError } from '../core/errors.js';
 import { refuseRecoveryWorkspaceRoot } from '../core/recovery-workspace.js';
 import { withAuthority as withRootAuthority, withRootEngine, type Engine } from '../engine/index.js';
+import { assertRuntimeRoot } from '../owners/index.js';
 import type { LocalRunAuthority } from '../run-authority/index.js';
 
 export interface GlobalOptions {
@@ -30,34 +36,73 @@ export const withAuthority = <T>(opts: GlobalOptions, fn: (authority: LocalRunAu
 
 /**
  * The engine of the root, with the user's run authority (created on first use). `readOnly`
- * commands (list, show, events) open neither the authority nor — when it does not exist yet — the
- * root: they create nothing.
+ * commands (list, show, events) create nothing: they refuse a root that does not exist
+ * (`root_not_found`), open no authority, and read a root without `engine.db` as one without runs.
  */
-export const withEngine = <T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean } = {}): Promise<T> =>
-  withRootEngine(accessOf(opts), fn, options);
+export const withEngine = async <T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean } = {}): Promise<T> => {
+  if (options.readOnly) existingRoot(opts);
+  return withRootEngine(accessOf(opts), fn, options);
+};
+
+/**
+ * The root of a command that reads or changes what a root already holds: `root_not_found` when it
+ * is not an existing directory, so a mistyped --root is refused instead of reading as empty.
+ */
+export const existingRoot = (opts: GlobalOptions): string => {
+  const root = resolveRoot(opts);
+  assertRuntimeRoot(root);
+  return root;
+};
+
+/** The marker of a command in a next action or hint: the command is the rest of the text. */
+export const COMMAND_MARK = ': loopx ';
+
+// Characters a POSIX shell takes literally; anything else is single-quoted.
+const shellWord = (s: string): string => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`);
+
+/** `text` with the invocation's --root/--authority-dir appended to the command it names (if any and not already given). */
+export function carryGlobals(text: string, opts: Pick<GlobalOptions, 'root' | 'authorityDir'>): string {
+  const at = text.indexOf(COMMAND_MARK);
+  if (at < 0) return text;
+  const command = text.slice(at + 2);
+  const has = (flag: string) => command.split(' ').includes(flag);
+  let carried = '';
+  if (opts.root !== undefined && !has('--root')) carried += ` --root ${shellWord(opts.root)}`;
+  if (opts.authorityDir !== undefined && !has('--authority-dir')) carried += ` --authority-dir ${shellWord(opts.authorityDir)}`;
+  return text + carried;
+}
 
 export interface Output {
   json(doc: unknown): void;
   line(text?: string): void;
+  /** A line that suggests a command (`what to do: loopx …`): it carries the invocation's globals. */
+  hint(text: string): void;
 }
 
-export const stdoutOutput: Output = {
+const outputFor = (opts: Pick<GlobalOptions, 'root' | 'authorityDir'>): Output => ({
   json: (doc) => process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`),
   line: (text = '') => process.stdout.write(`${text}\n`),
-};
+  hint: (text) => process.stdout.write(`${carryGlobals(text, opts)}\n`),
+});
+
+export const stdoutOutput: Output = outputFor({});
 
 /** Print `doc` as JSON with --json, else through `human`. */
 export function emit<T>(opts: GlobalOptions, doc: T, human: (doc: T, out: Output) => void): void {
   if (opts.json) stdoutOutput.json(doc);
-  else human(doc, stdoutOutput);
+  else human(doc, outputFor(opts));
 }
 
-/** Report an error (human on stderr; with --json also one JSON document on stdout) and return the exit code. */
-export function reportError(e: unknown, json: boolean): number {
+/**
+ * Report an error (human on stderr; with --json also one JSON document on stdout) and return the
+ * exit code. `opts` are the invocation's globals, carried into a next action that names a command.
+ */
+export function reportError(e: unknown, json: boolean, opts: Pick<GlobalOptions, 'root' | 'authorityDir'> = {}): number {
   if (isLoopxError(e)) {
+    const nextAction = e.nextAction ? carryGlobals(e.nextAction, opts) : undefined;
     process.stderr.write(`loopx: ${e.message} [${e.code}]\n`);
-    if (e.nextAction) process.stderr.write(`try: ${e.nextAction}\n`);
-    if (json) stdoutOutput.json({ error: e.toJSON() });
+    if (nextAction) process.stderr.write(`try: ${nextAction}\n`);
+    if (json) stdoutOutput.json({ error: { ...e.toJSON(), ...(nextAction ? { next_action: nextAction } : {}) } });
   } else {
     // Internal errors come from below loopx (the OS, a driver): keep their gist, never their paths.
     const message = (e instanceof Error ? e.message : String(e)).replace(/(?:\/[^\s'",:]+)+/g, '<path>');

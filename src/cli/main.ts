@@ -94,6 +94,6 @@ export async function main(argv: readonly string[]): Promise<number> {
       return EXIT_CODES.usage;
     }
     const json = argv.includes('--json');
-    return reportError(e, json);
+    return reportError(e, json, program.opts<GlobalOptions>());
   }
 }

@@ -489,7 +489,7 @@ export class Engine {
       });
     }
     if (seen!.state === 'TERMINAL') {
-      throw conflict('run_tombstoned', `Run ${runId} has ended; its snapshots are never imported as live.`, { nextAction: `inspect it: loopx run inspect FILE` });
+      throw conflict('run_tombstoned', `Run ${runId} has ended; its snapshots are never imported as live.`, { nextAction: `see how it ended: loopx authority show --run ${runId}` });
     }
     if (seen!.state !== 'SUSPENDED') throw consumed(runId);
     const def = this.#definitionForImport(state, options.agent);
@@ -548,7 +548,7 @@ export class Engine {
         } catch (e) {
           throw internal('import_uncertain', `Importing run ${runId} failed after its snapshot was consumed; it will not be retried automatically.`, {
             cause: e,
-            nextAction: `check this root: if loopx run show ${runId} finds it, loopx run resume ${runId} completes the import`,
+            nextAction: `check whether this root has the run (if it does, run resume completes the import): loopx run show ${runId}`,
             details: { run_id: runId },
           });
         }

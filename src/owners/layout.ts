@@ -40,7 +40,7 @@ export function assertRuntimeRoot(root: string): void {
   } catch {
     isDir = false;
   }
-  if (!isDir) throw notFound('root_not_found', 'The runtime root does not exist.', { nextAction: 'run loopx init, or pass the right --root' });
+  if (!isDir) throw notFound('root_not_found', 'The runtime root does not exist.', { nextAction: 'pass the right --root, or create this root: loopx init' });
 }
 
 export const LAYOUT = {

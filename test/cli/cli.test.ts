@@ -3,8 +3,9 @@
  * typed errors with a try: hint, and the exit codes of ARCHITECTURE.md (0 done, 1 internal,
  * 2 usage, 3 rejected, 4 conflict).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { CommanderError, type Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../../src/cli/main.js';
 import { loopx, tempRoot } from '../support/cli.js';
@@ -25,18 +26,32 @@ function leafCommands(): string[][] {
 }
 
 describe('loopx CLI', () => {
-  it('every command answers --help with exit 0', () => {
+  // One process per command made this test as slow as the machine; the program main() runs is
+  // asked in-process instead, and two real processes prove main() exits 0 after help.
+  it('every command answers --help (in the program main() runs), and loopx exits 0 after help', async () => {
     const commands = leafCommands();
     expect(commands.length).toBeGreaterThanOrEqual(12);
-    const r = loopx(['--help']);
-    expect(r.status).toBe(0);
-    expect(r.stdout).toContain('Usage: loopx');
     for (const c of commands) {
-      const h = loopx([...c, '--help']);
-      expect(h.status, c.join(' ')).toBe(0);
-      expect(h.stdout, c.join(' ')).toContain(`Usage: loopx ${c.join(' ')}`);
+      const program = buildProgram();
+      let help = '';
+      const capture = (cmd: Command) => {
+        cmd.configureOutput({ writeOut: (text) => (help += text), writeErr: (text) => (help += text) });
+        cmd.commands.forEach(capture);
+      };
+      capture(program);
+      const outcome = await program.parseAsync([...c, '--help'], { from: 'user' }).then(
+        () => 'no help',
+        (e: unknown) => (e instanceof CommanderError ? e.code : String(e)),
+      );
+      expect(outcome, c.join(' ')).toBe('commander.helpDisplayed');
+      expect(help, c.join(' ')).toContain(`Usage: loopx ${c.join(' ')}`);
     }
-  }, 60_000);
+    for (const argv of [['--help'], ['run', 'list', '--help']]) {
+      const r = loopx(argv);
+      expect(r.status, argv.join(' ')).toBe(0);
+      expect(r.stdout).toContain(`Usage: loopx ${argv.slice(0, -1).join(' ')}`.trimEnd());
+    }
+  });
 
   it('a usage error exits 2', () => {
     expect(loopx(['run', 'start']).status).toBe(2); // missing --agent
@@ -46,12 +61,14 @@ describe('loopx CLI', () => {
 
   it('an unknown run is refused with exit 3, a typed code on stdout and a try: hint on stderr', () => {
     const root = tempRoot();
+    expect(loopx(['init', '--root', root]).status).toBe(0);
     const r = loopx(['run', 'show', 'run_missing', '--root', root, '--json']);
     expect(r.status).toBe(3);
-    expect(r.json()).toEqual({ error: { code: 'run_not_found', message: 'No run run_missing in this root.', next_action: 'list runs: loopx run list' } });
+    expect(r.json()).toEqual({ error: { code: 'run_not_found', message: 'No run run_missing in this root.', next_action: `list runs: loopx run list --root ${root}` } });
     expect(r.stderr).toMatch(/^loopx: .*\[run_not_found\]\ntry: /);
-    expect(r.stdout + r.stderr).not.toContain(root); // no absolute paths in public output
-  });
+    // No absolute paths in public output: the only one is the operator's own --root, carried as given.
+    expect((r.stdout + r.stderr).replaceAll(`--root ${root}`, '--root R')).not.toContain(root);
+  }, 60_000);
 
   it('an invalid agent file is refused with agent_definition_invalid', () => {
     const root = tempRoot();
@@ -113,4 +130,84 @@ describe('loopx CLI', () => {
     expect(loopx(['run', 'inspect', join(root, d.snapshot.file_in_root)]).status).toBe(0);
     expect(r.stdout).not.toContain(root);
   });
+});
+
+/** The command a next action or hint names (`what to do: loopx …`), as the argv to run it as printed. */
+function printedCommand(text: string): string[] {
+  const at = text.indexOf(': loopx ');
+  expect(at, text).toBeGreaterThanOrEqual(0);
+  return (text.slice(at + ': loopx '.length).match(/'[^']*'|\S+/g) ?? []).map((w) => w.replace(/^'(.*)'$/, '$1'));
+}
+
+describe('refusals and hints keep to the state the command was given', () => {
+  it('a read-only command on a missing root is refused with root_not_found (exit 3), never read as empty, and creates nothing', () => {
+    const root = tempRoot();
+    for (const argv of [['run', 'list'], ['run', 'show', 'run_x'], ['run', 'events', 'run_x'], ['goal', 'list'], ['goal', 'show', 'g'], ['todo', 'list', '--goal', 'g']]) {
+      const r = loopx([...argv, '--root', root, '--json']);
+      expect(r.status, argv.join(' ')).toBe(3);
+      expect(r.json().error, argv.join(' ')).toMatchObject({ code: 'root_not_found', next_action: `pass the right --root, or create this root: loopx init --root ${root}` });
+      expect(r.stderr, argv.join(' ')).toContain('[root_not_found]');
+    }
+    expect(loopx(['run', 'list', '--root', root]).stdout).not.toContain('no runs');
+    expect(existsSync(root)).toBe(false);
+  }, 120_000);
+
+  it('after run import --root B --authority-dir D, the hint and the refusals name B and D, and work when run as printed', () => {
+    const a = tempRoot();
+    const b = join(a, '..', 'b root'); // a space: the carried flag is quoted for the shell
+    const auth = ['--authority-dir', join(a, '..', 'authority')];
+    const s = loopx(['run', 'start', '--agent', AGENT, '--input', 'Add 2 and 40', '--suspend-after-turns', '2', '--root', a, ...auth, '--json']).json();
+    const snap = join(a, '..', 'run.snapshot');
+    expect(loopx(['run', 'export', s.run_id, '--out', snap, '--root', a, ...auth]).status).toBe(0);
+
+    const imported = loopx(['run', 'import', snap, '--root', b, ...auth]);
+    expect(imported.status).toBe(0);
+    const hint = imported.stdout.split('\n').find((l) => l.includes('continue it:'))!;
+    expect(hint).toBe(`  continue it: loopx run resume ${s.run_id} --root '${b}' --authority-dir ${auth[1]}`);
+    const resumed = loopx([...printedCommand(hint), '--json']);
+    expect(resumed.status).toBe(0);
+    expect(resumed.json()).toMatchObject({ run_id: s.run_id, status: 'active' });
+
+    // A second import of the same snapshot: the authority it names is D, not the default one.
+    const again = loopx(['run', 'import', snap, '--root', b, ...auth, '--json']);
+    expect(again.status).toBe(4);
+    const { code, next_action } = again.json().error;
+    expect(code).toBe('snapshot_consumed');
+    expect(next_action).toBe(`find the run where it was imported: loopx authority show --run ${s.run_id} --root '${b}' --authority-dir ${auth[1]}`);
+    expect(again.stderr).toContain(`try: ${next_action}\n`);
+    const shown = loopx([...printedCommand(next_action), '--json']);
+    expect(shown.status).toBe(0);
+    expect(shown.json().run).toMatchObject({ run_id: s.run_id, state: 'ACTIVE' });
+  }, 120_000);
+
+  it('run_tombstoned names no placeholder: its next action shows how the run ended, and runs as printed', () => {
+    const a = tempRoot();
+    const s = loopx(['run', 'start', '--agent', AGENT, '--input', 'Add 2 and 40', '--suspend-after-turns', '2', '--root', a, '--json']).json();
+    const snap = join(a, '..', 'run.snapshot');
+    expect(loopx(['run', 'export', s.run_id, '--out', snap, '--root', a]).status).toBe(0);
+    expect(loopx(['run', 'cancel', s.run_id, '--root', a]).status).toBe(0);
+
+    const b = join(a, '..', 'b');
+    const r = loopx(['run', 'import', snap, '--root', b, '--json']);
+    expect(r.status).toBe(4);
+    const { code, next_action } = r.json().error;
+    expect(code).toBe('run_tombstoned');
+    expect(next_action).not.toMatch(/\bFILE\b/);
+    const shown = loopx([...printedCommand(next_action), '--json']);
+    expect(shown.status).toBe(0);
+    expect(shown.json().run).toMatchObject({ run_id: s.run_id, state: 'TERMINAL' });
+  }, 120_000);
+
+  it('todo_not_found names the Goal: its next action lists that Goal\'s Todos when run as printed', () => {
+    const root = tempRoot();
+    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect(loopx(['goal', 'create', 'g1', '--title', 'G', '--root', root]).status).toBe(0);
+    expect(loopx(['todo', 'add', '--goal', 'g1', '--title', 'T', '--root', root]).status).toBe(0);
+    const r = loopx(['todo', 'update', 'nope', '--goal', 'g1', '--status', 'done', '--root', root, '--json']);
+    expect(r.status).toBe(3);
+    expect(r.json().error).toMatchObject({ code: 'todo_not_found', next_action: `list the Goal’s Todos: loopx todo list --goal g1 --root ${root}` });
+    const listed = loopx([...printedCommand(r.json().error.next_action), '--json']);
+    expect(listed.status).toBe(0);
+    expect(listed.json().todos.map((t: { title: string }) => t.title)).toEqual(['T']);
+  }, 60_000);
 });

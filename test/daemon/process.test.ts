@@ -78,7 +78,7 @@ describe('loopx daemon (a real process)', () => {
     expect(existsSync(join(root, 'daemon', 'endpoint.json'))).toBe(false);
     const none = loopx(['daemon', 'login-url', '--root', root, '--json']);
     expect(none.status).toBe(3);
-    expect(none.json().error).toMatchObject({ code: 'daemon_not_running', next_action: 'start it: loopx daemon' });
+    expect(none.json().error).toMatchObject({ code: 'daemon_not_running', next_action: `start it: loopx daemon --root ${root}` });
     // Files a daemon killed hard would leave: with the lock free, nothing is sent to that port.
     const bait = createServer((_req, res) => {
       baited = true;

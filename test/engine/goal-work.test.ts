@@ -133,7 +133,7 @@ describe('loopx work run', () => {
     expect(notGoalWork.json().error.code).toBe('agent_not_goal_work');
     expect(loopx(['goal', 'pause', 'g2', '--root', root, '--json']).json().lifecycle).toBe('paused');
     const paused = loopx(['work', 'run', '--goal', 'g2', '--agent', AGENT, '--root', root, '--json']);
-    expect(paused.json().error).toMatchObject({ code: 'goal_not_active', next_action: 'resume it: loopx goal resume g2' });
+    expect(paused.json().error).toMatchObject({ code: 'goal_not_active', next_action: `resume it: loopx goal resume g2 --root ${root}` });
     expect(loopx(['goal', 'resume', 'g2', '--root', root, '--json']).json().lifecycle).toBe('active');
   });
 

@@ -72,7 +72,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       try {
         gen = parseCount(generation);
       } catch {
-        throw usageError('generation_invalid', 'The generation must be a whole number.', 'loopx authority show');
+        throw usageError('generation_invalid', 'The generation must be a whole number.', 'list the key generations: loopx authority show');
       }
       const d = await withAuthority(g, (a) => {
         a.retire(gen);

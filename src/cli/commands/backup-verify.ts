@@ -70,7 +70,7 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
       // refuse the create-only flags instead of ignoring them.
       const parent = backupState.opts<Record<string, unknown>>();
       const misplaced = ['outputDir', 'backupId', 'includeAutomations', 'includeSkills'].filter((k) => parent[k] !== undefined);
-      if (misplaced.length > 0) throw usageError('usage_invalid_option', 'Those backup-state create options do not apply to verify.', 'run loopx backup-state verify --help');
+      if (misplaced.length > 0) throw usageError('usage_invalid_option', 'Those backup-state create options do not apply to verify.', 'see its options: loopx backup-state verify --help');
       const o = { ...flags, execute: flags.execute ?? (parent.execute === true) };
       const inputs = { archive: o.archive, manifest: o.manifest, destination: o.destination };
       if (!o.execute) {

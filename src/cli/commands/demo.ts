@@ -61,8 +61,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
             out.line(`   ${m.role.padEnd(9)} ${summary}`);
           }
           out.line('');
-          const rootFlag = g.root !== undefined ? ' --root <root>' : '';
-          out.line(`Next: loopx run resume ${d.run.run_id}${rootFlag}   (then: loopx run answer ${d.run.run_id} confirm-1 yes${rootFlag})`);
+          out.hint(`Next: loopx run resume ${d.run.run_id}`);
+          out.hint(`then: loopx run answer ${d.run.run_id} confirm-1 yes`);
         });
       });
     });

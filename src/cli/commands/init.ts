@@ -15,6 +15,6 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       openRootOwners(root).close();
       // Reading the root id binds it to this directory in the run authority (a later copy owns nothing).
       await withEngine(g, (engine) => void engine.rootId);
-      emit(g, { initialized: true }, (_, out) => out.line('runtime root ready (owner-only); next: loopx goal create ID --title TITLE'));
+      emit(g, { initialized: true }, (_, out) => out.hint('runtime root ready (owner-only); next: loopx goal create ID --title TITLE'));
     });
 }

@@ -2,10 +2,11 @@
 import { notFound } from '../../core/errors.js';
 import { withRootOwners, type RootOwners } from '../../engine/index.js';
 import * as workOwner from '../../owners/work/index.js';
-import { resolveRoot, type GlobalOptions } from '../context.js';
+import { existingRoot, type GlobalOptions } from '../context.js';
 
+/** The root's owners; `root_not_found` (never an empty answer) when the root does not exist. */
 export const withOwners = <T>(g: GlobalOptions, fn: (owners: RootOwners, root: string) => Promise<T> | T): Promise<T> => {
-  const root = resolveRoot(g);
+  const root = existingRoot(g);
   return withRootOwners(root, (owners) => fn(owners, root));
 };
 

@@ -17,7 +17,7 @@ export function register(run: Command, globals: () => GlobalOptions): void {
       const view = await withEngine(g, (engine) => engine.importSnapshot(bytes, agent ? { agent } : {}));
       emit(g, { run_id: view.run_id, status: view.status, last_sequence: view.last_sequence }, (_, out) => {
         printRun(view, out);
-        out.line(`  continue it: loopx run resume ${view.run_id}`);
+        out.hint(`  continue it: loopx run resume ${view.run_id}`);
       });
     });
 }

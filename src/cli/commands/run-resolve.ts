@@ -15,7 +15,7 @@ export function register(run: Command, globals: () => GlobalOptions): void {
     .action(async (id: string, callId: string, o: { committed?: string; absent?: boolean; abandon?: boolean }) => {
       const g = globals();
       const chosen = [o.committed !== undefined, !!o.absent, !!o.abandon].filter(Boolean).length;
-      if (chosen !== 1) throw usageError('resolution_required', 'Give exactly one of --committed RESULT, --absent or --abandon.', 'loopx run resolve --help');
+      if (chosen !== 1) throw usageError('resolution_required', 'Give exactly one of --committed RESULT, --absent or --abandon.', 'see its options: loopx run resolve --help');
       const resolution: Resolution = o.committed !== undefined ? { kind: 'committed', resultJson: o.committed } : o.absent ? { kind: 'absent' } : { kind: 'abandon' };
       const view = await withEngine(g, (engine) => engine.resolve(id, callId, resolution));
       emit(g, runSummary(view), (_, out) => printRun(view, out));

@@ -7,10 +7,10 @@ export function printRun(v: RunView, out: Output): void {
   if (v.failure) out.line(`  failed: ${v.failure.message} [${v.failure.code}]`);
   if (v.waiting_for?.kind === 'interaction') {
     out.line(`  waiting for interaction ${v.waiting_for.interaction_id}: ${v.waiting_for.prompt}`);
-    out.line(`  answer: loopx run answer ${v.run_id} ${v.waiting_for.interaction_id} "<text>"`);
+    out.hint(`  answer: loopx run answer ${v.run_id} ${v.waiting_for.interaction_id} "<text>"`);
   } else if (v.waiting_for?.kind === 'resolution') {
     out.line(`  uncertain mutating call(s), never re-run automatically: ${v.waiting_for.call_ids.join(', ')}`);
-    out.line(`  settle: loopx run resolve ${v.run_id} <call-id> (--committed RESULT | --absent | --abandon)`);
+    out.hint(`  settle: loopx run resolve ${v.run_id} <call-id> (--committed RESULT | --absent | --abandon)`);
   }
   if (v.suspend_requested) out.line('  suspend requested: takes effect when the current turn completes');
 }

@@ -48,8 +48,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--operation-id <id>', 'idempotency key: repeating it returns the original receipt')
     .action(async (todoId: string, o: { goal: string; status?: string; note?: string; operationId?: string }) => {
       const g = globals();
-      if (o.status !== undefined && !STATUSES.includes(o.status)) throw usageError('todo_status_invalid', `--status must be one of ${STATUSES.join(', ')}.`, 'loopx todo update --help');
-      if (o.status === undefined && o.note === undefined) throw usageError('todo_update_empty', 'Give --status and/or --note.', 'loopx todo update --help');
+      if (o.status !== undefined && !STATUSES.includes(o.status)) throw usageError('todo_status_invalid', `--status must be one of ${STATUSES.join(', ')}.`, 'see its options: loopx todo update --help');
+      if (o.status === undefined && o.note === undefined) throw usageError('todo_update_empty', 'Give --status and/or --note.', 'see its options: loopx todo update --help');
       const op = opId(o.operationId);
       const r = await withGoalWork(g, o.goal, (work) => {
         const changes = { ...(o.status !== undefined ? { status: o.status as workOwner.TodoStatus } : {}), ...(o.note !== undefined ? { note: o.note } : {}) };

@@ -1,9 +1,8 @@
 /** `loopx work run --goal G --agent A [--turns N] [--sink URL]` — a Goal work run. */
 import type { Command } from 'commander';
-import { existsSync } from 'node:fs';
-import { notFound, rejected } from '../../core/errors.js';
+import { rejected } from '../../core/errors.js';
 import { GOAL_WORK_TOOL_PLAN, loadAgentFile, runGoalWork } from '../../engine/index.js';
-import { emit, resolveRoot, withEngine, type GlobalOptions } from '../context.js';
+import { emit, existingRoot, withEngine, type GlobalOptions } from '../context.js';
 import { parsePositive } from '../parse.js';
 import { printRun, runSummary } from './run-view.js';
 
@@ -25,8 +24,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
           nextAction: 'use an agent whose tool_plan is loopx.goal-work.v1 (see examples/agents/goal-worker.json)',
         });
       }
-      const root = resolveRoot(g);
-      if (!existsSync(root)) throw notFound('root_not_initialized', 'The runtime root does not exist.', { nextAction: 'create it: loopx init' });
+      const root = existingRoot(g);
       const result = await withEngine(g, (engine) =>
         runGoalWork({
           root,

@@ -61,7 +61,7 @@ export function goalStoreOver(storage: GoalStorage, options: GoalStoreOptions): 
   };
   const mustLoad = (goalId: string): GoalRecord => {
     const goal = load(goalId);
-    if (!goal) throw notFound('goal_not_found', `Goal ${goalId} does not exist.`, { nextAction: 'create the Goal first (loopx goal create)' });
+    if (!goal) throw notFound('goal_not_found', `Goal ${goalId} does not exist.`, { nextAction: `create the Goal first: loopx goal create ${goalId} --title TITLE` });
     return goal;
   };
 

@@ -31,7 +31,7 @@ export function checkIdentity(actual: WorkStoreIdentity, expect: IdentityExpecta
   }
   if (expect.expected_store_identity !== undefined && actual.store_identity !== expect.expected_store_identity) {
     throw rejected('work_store_identity_mismatch', 'The work store has another store identity than expected.', {
-      nextAction: 'inspect the Goal with `loopx goal show`; a replaced store must be adopted, not opened',
+      nextAction: `inspect the Goal (a replaced store must be adopted, not opened): loopx goal show ${expect.goal_id}`,
       details: { store_identity: actual.store_identity, expected_store_identity: expect.expected_store_identity },
     });
   }

@@ -72,7 +72,7 @@ const isBusy = (e: unknown): boolean => typeof (e as { code?: unknown })?.code =
 
 export function openSqliteWorkProvider(path: string, options: SqliteWorkOptions): WorkProvider {
   if (options.create === false && !existsSync(path)) {
-    throw notFound('work_store_missing', 'The Goal has no work database.', { nextAction: 'create the Goal first (`loopx goal create`)' });
+    throw notFound('work_store_missing', 'The Goal has no work database.', { nextAction: `create the Goal first: loopx goal create ${options.goal_id} --title TITLE` });
   }
   const db = openSqlite(path, options.synchronous ? { synchronous: options.synchronous } : {});
   let identity: WorkStoreIdentity;

@@ -451,7 +451,7 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
 
   const findTodo = (p: WorkProjection, id: string): Todo => {
     const t = p.todos.find((x) => x.todo_id === id);
-    if (!t) throw notFound('todo_not_found', `Todo ${id} does not exist in this Goal.`, { nextAction: 'list the Goal’s Todos with `loopx todo list`', details: { todo_id: id } });
+    if (!t) throw notFound('todo_not_found', `Todo ${id} does not exist in this Goal.`, { nextAction: `list the Goal’s Todos: loopx todo list --goal ${goalId}`, details: { todo_id: id } });
     return t;
   };
 
@@ -818,7 +818,7 @@ export interface OpenGoalWorkOptions {
 export function openGoalWork(options: OpenGoalWorkOptions): WorkOwner {
   const path = join(options.root, LAYOUT.workDb(options.goal_id));
   if (!existsSync(dirname(path))) {
-    throw notFound('goal_not_found', `Goal ${options.goal_id} does not exist in this root.`, { nextAction: 'create it with `loopx goal create`', details: { goal_id: options.goal_id } });
+    throw notFound('goal_not_found', `Goal ${options.goal_id} does not exist in this root.`, { nextAction: `create it: loopx goal create ${options.goal_id} --title TITLE`, details: { goal_id: options.goal_id } });
   }
   const provider = openSqliteWorkProvider(path, {
     goal_id: options.goal_id,
