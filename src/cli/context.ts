@@ -10,7 +10,8 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { exitCodeOf, isLoopxError } from '../core/errors.js';
-import { refuseRecoveryWorkspaceRoot } from '../core/recovery-workspace.js';
+import { ROOT_IS_RECOVERY_WORKSPACE, refuseRecoveryWorkspaceRoot } from '../core/recovery-workspace.js';
+import { ROOT_IS_COPY } from '../run-authority/index.js';
 import { withAuthority as withRootAuthority, withRootEngine, type Engine } from '../engine/index.js';
 import { assertRuntimeRoot } from '../owners/index.js';
 import type { LocalRunAuthority } from '../run-authority/index.js';
@@ -61,6 +62,9 @@ export const COMMAND_MARK = ': loopx ';
 const shellWord = (s: string): string => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`);
 
 /** `text` with the invocation's --root/--authority-dir appended to the command it names (if any and not already given). */
+/** Refusals of the `--root` itself (not of something in it). */
+const ROOT_REFUSALS: ReadonlySet<string> = new Set([ROOT_IS_RECOVERY_WORKSPACE, ROOT_IS_COPY]);
+
 export function carryGlobals(text: string, opts: Pick<GlobalOptions, 'root' | 'authorityDir'>): string {
   const at = text.indexOf(COMMAND_MARK);
   if (at < 0) return text;
@@ -99,7 +103,9 @@ export function emit<T>(opts: GlobalOptions, doc: T, human: (doc: T, out: Output
  */
 export function reportError(e: unknown, json: boolean, opts: Pick<GlobalOptions, 'root' | 'authorityDir'> = {}): number {
   if (isLoopxError(e)) {
-    const nextAction = e.nextAction ? carryGlobals(e.nextAction, opts) : undefined;
+    // A refusal of the root itself never points its next action back at that root.
+    const carried = ROOT_REFUSALS.has(e.code) ? { ...opts, root: undefined } : opts;
+    const nextAction = e.nextAction ? carryGlobals(e.nextAction, carried) : undefined;
     process.stderr.write(`loopx: ${e.message} [${e.code}]\n`);
     if (nextAction) process.stderr.write(`try: ${nextAction}\n`);
     if (json) stdoutOutput.json({ error: { ...e.toJSON(), ...(nextAction ? { next_action: nextAction } : {}) } });

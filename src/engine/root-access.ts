@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { notFound } from '../core/errors.js';
 import { ensurePrivateDir } from '../core/fs.js';
 import { refuseRecoveryWorkspaceRoot } from '../core/recovery-workspace.js';
-import { LAYOUT } from '../owners/layout.js';
+import { LAYOUT, assertRuntimeRoot } from '../owners/layout.js';
 import * as workOwner from '../owners/work/index.js';
 import { openRunAuthority, type LocalRunAuthority } from '../run-authority/index.js';
 import { builtinApplication } from './builtin.js';
@@ -56,10 +56,10 @@ export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => P
   });
 }
 
-/** The root's file-backed owners; `root_not_initialized` when the root does not exist. */
+/** The root's file-backed owners; `root_not_found` when the root does not exist. */
 export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) => Promise<T> | T): Promise<T> {
   refuseRecoveryWorkspaceRoot(root);
-  if (!existsSync(root)) throw notFound('root_not_initialized', 'The runtime root does not exist.', { nextAction: 'create it: loopx init' });
+  assertRuntimeRoot(root);
   ensurePrivateDir(root); // validates an existing root (0700), never chmods it
   const owners = openRootOwners(root);
   try {
