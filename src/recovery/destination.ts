@@ -56,6 +56,12 @@ export function checkDeclared(d: DeclaredInventory, archiveSize: number): void {
   if (d.maxGoalHistory > L.goalCommittedTransactions) throw capacityRefusal('goalHistory', d.maxGoalHistory, L.goalCommittedTransactions);
 }
 
+/** The destination filled (ENOSPC) or hit its quota (EDQUOT) during a run: what the run created is removed. */
+export const outOfSpace = (): Error =>
+  rejected(CAPACITY_CODES.freeSpace, 'The destination file system ran out of space during verification; nothing was published.', {
+    nextAction: 'free space or choose a destination on a larger file system',
+  });
+
 /** Free bytes for an unprivileged user; LOOPX_TEST_FREE_BYTES overrides it for tests. */
 function freeBytes(dir: string): number {
   const forced = process.env.LOOPX_TEST_FREE_BYTES;

@@ -5,18 +5,42 @@
  * the workspace, then each database as soon as extraction has written and digest-checked it — so
  * owner checks overlap the rest of the extraction — then `end`, after which it reads the
  * root-level owners and prints one JSON report on stdout. No network, no lock, no lease.
+ *
+ * It never outlives its caller: the caller holds stdin open until the worker has exited, so the
+ * end of stdin (or a change of parent) means the caller died — SIGKILLed included — and the
+ * worker exits at once (WORKER_EXIT.parentGone), between any two steps and while it waits. A full
+ * scratch file system exits with WORKER_EXIT.noSpace, so it is never reported as a damaged store.
  */
+import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import { setSqliteHardHeapLimit } from '../store/index.js';
+import { isOutOfSpace, setSqliteHardHeapLimit } from '../store/index.js';
 import { RECOVERY_LIMITS } from './limits.js';
-import { verifyOwners, verifySqliteFile, type SqliteReport, type WorkerMessage, type WorkspaceRef } from './owner-verify.js';
+import { WORKER_EXIT, verifyOwners, verifySqliteFile, type SqliteReport, type WorkerMessage, type WorkspaceRef } from './owner-verify.js';
 
 const MAX_LINE = 64 * 1024;
+/** How often the parent is re-checked while the event loop is free (a re-parented worker has another ppid). */
+const PARENT_POLL_MS = 250;
+
+/** The parent-death watchdog: the caller's end closes our stdin; a re-parent changes our ppid. */
+function watchParent(input: ReturnType<typeof createInterface>): void {
+  const parent = process.ppid;
+  const gone = (): never => process.exit(WORKER_EXIT.parentGone);
+  input.on('close', gone);
+  process.stdin.on('error', gone);
+  setInterval(() => {
+    if (process.ppid !== parent) gone();
+  }, PARENT_POLL_MS).unref();
+}
+
+/** The event loop's turn between two steps, so a watchdog event that arrived during a step is acted on. */
+const yieldTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 async function main(): Promise<void> {
   const heap = setSqliteHardHeapLimit(RECOVERY_LIMITS.sqliteHardHeapBytes);
-  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]();
+  const input = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  const lines = input[Symbol.asyncIterator]();
+  watchParent(input);
   const next = async (): Promise<unknown> => {
     const r = await lines.next();
     if (r.done || r.value.length > MAX_LINE) throw new Error('protocol');
@@ -32,8 +56,14 @@ async function main(): Promise<void> {
     const t = performance.now();
     sqlite.push(verifySqliteFile(ref, msg.sqlite));
     busy += performance.now() - t;
+    await yieldTurn();
   }
-  if (process.env.LOOPX_TEST_WORKER_HANG === '1') await new Promise(() => setInterval(() => undefined, 1_000));
+  if (process.env.LOOPX_TEST_WORKER_HANG === '1') {
+    // Tests latch on this file (in the scratch directory, our cwd) before they kill the caller.
+    writeFileSync('worker-hanging', '');
+    await new Promise(() => setInterval(() => undefined, 1_000));
+  }
+  await yieldTurn();
   const t = performance.now();
   const report = verifyOwners(ref, sqlite, heap);
   busy += performance.now() - t;
@@ -43,7 +73,8 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(0),
   (e: unknown) => {
+    if (isOutOfSpace(e)) process.exit(WORKER_EXIT.noSpace);
     process.stderr.write(`${e instanceof Error ? e.name : 'error'}\n`);
-    process.exit(70);
+    process.exit(WORKER_EXIT.failed);
   },
 );
