@@ -22,7 +22,7 @@ import { conflict, hasCode, internal, isLoopxError, rejected } from '../core/err
 import { isOutOfSpace } from '../store/index.js';
 import { CAPACITY_CODES, DESTINATION_CODES, OWNER_CODES } from './codes.js';
 import { AUDIT_FILE, WORKSPACE_DIR, auditBytes, buildAudit, publicSummary, type PublicAuditSummary, type RecoveryAudit } from './audit.js';
-import { checkDeclared, declaredInventory, outOfSpace, preflightDestination } from './destination.js';
+import { checkDeclared, declaredInventory, outOfSpace, preflightDestination, type ProtectedPlaces } from './destination.js';
 import { extractArchive, interrupted, planMembers } from './extract.js';
 import { bindInputs } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
@@ -34,6 +34,8 @@ export interface VerifyInputs {
   readonly archive: string;
   readonly manifest: string;
   readonly destination: string;
+  /** Where the destination must never be (besides any runtime root and recovery workspace, always refused). */
+  readonly protect?: ProtectedPlaces;
 }
 
 export interface VerifyProgress {
@@ -91,7 +93,7 @@ function prepare(inputs: VerifyInputs, progress?: (p: VerifyProgress) => void) {
     progress?.({ step: 'destination', done: 0, total: 1 });
     const declared = declaredInventory(bound.manifest);
     checkDeclared(declared, bound.archiveSize);
-    const dest = preflightDestination(inputs.destination, declared);
+    const dest = preflightDestination(inputs.destination, declared, inputs.protect);
     progress?.({ step: 'members', done: 0, total: 1 });
     const planned = planMembers(bound.manifest);
     return { bound, declared, dest, planned };
