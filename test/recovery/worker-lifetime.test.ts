@@ -3,8 +3,9 @@
  * `backup-state verify --execute` runs on a sizeable backup, the test latches on its worker in
  * /proc (a child of the verify process whose command line names the worker entry), SIGKILLs the
  * verify process and sees the worker gone — exited, not re-parented to run on — within a generous
- * bound. Both while the worker is fed databases during extraction and after it was told the
- * archive is complete (held there by LOOPX_TEST_WORKER_HANG, which marks that point with a file).
+ * bound. While the worker is fed databases during extraction, after it was told the archive is
+ * complete, and while a synchronous step holds its event loop (LOOPX_TEST_WORKER_HANG=1 / blocked
+ * hold it at that point and mark it with a file the test latches on).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -108,6 +109,12 @@ describe('a SIGKILLed verify takes its owner worker with it', () => {
   it('killed after the worker was told the archive is complete: the worker exits instead of running on (5 runs)', async () => {
     for (let i = 0; i < 5; i++) {
       await killVerifyAndWatchWorker({ LOOPX_TEST_WORKER_HANG: '1' }, (d) => existsSync(join(d, '.scratch', 'worker-hanging')));
+    }
+  }, 300_000);
+
+  it('killed while the worker is blocked in a synchronous step (its event loop held): the worker is ended all the same (3 runs)', async () => {
+    for (let i = 0; i < 3; i++) {
+      await killVerifyAndWatchWorker({ LOOPX_TEST_WORKER_HANG: 'blocked' }, (d) => existsSync(join(d, '.scratch', 'worker-hanging')));
     }
   }, 300_000);
 });
