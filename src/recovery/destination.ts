@@ -106,14 +106,14 @@ function refusePlacement(path: string, places: ProtectedPlaces): void {
     });
   }
   const insideRoot = (): never => {
-    throw rejected(DESTINATION_CODES.insideRuntimeRoot, "The destination is inside a runtime root, whose next backup would take the workspace for live state.", {
+    throw rejected(DESTINATION_CODES.insideRuntimeRoot, 'The destination is inside (or would contain) a runtime root, whose next backup would take the workspace for live state.', {
       nextAction: 'choose a destination outside the runtime root, e.g. a new directory beside it',
     });
   };
   if (places.authorityDir !== undefined) {
     const authority = physical(places.authorityDir);
     if (inside(here, authority) || inside(authority, here)) {
-      throw rejected(DESTINATION_CODES.insideRunAuthority, 'The destination is inside the run authority directory, which holds only the authority.', {
+      throw rejected(DESTINATION_CODES.insideRunAuthority, 'The destination is inside (or would contain) the run authority directory, which holds only the authority.', {
         nextAction: 'choose a destination outside the run authority directory, e.g. in your home directory',
       });
     }
