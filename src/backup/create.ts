@@ -8,18 +8,19 @@
  * copied) and the embedded manifest into the archive; refuse when a copied owner source differs
  * from its exact read (A→B, A→B→A), appeared or vanished, and when a §12 bound is exceeded; then
  * publish without overwriting. Any refusal leaves nothing published and removes only the staging
- * directory this attempt created. It never truncates history or claims more than CAPTURE_FACTS.
+ * directory this attempt created; a full output file system is `backup_capacity_free_space`. It never truncates history or claims more than CAPTURE_FACTS.
  */
 import { createHash } from 'node:crypto';
 import { lstatSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../core/canonical-json.js';
-import { countSqliteTableRows, snapshotSqliteDatabase, type SqliteSnapshotFacts } from '../store/index.js';
+import { countSqliteTableRows, isOutOfSpace, snapshotSqliteDatabase, type SqliteSnapshotFacts } from '../store/index.js';
 import { categoryOf, type MissingEntry } from './discover.js';
 import {
   capacityExceeded,
   configurationCheckpointInvalid,
   memberTruncated,
+  outOfSpace,
   routesChanged,
   sourceAppeared,
   sourceChanged,
@@ -136,6 +137,16 @@ function configurationCheckpoint(p: BackupPlan): { bytes: Uint8Array; verificati
 const emptyStats = (): Stats => ({ paths: 0, files: 0, directories: 0, symlinks: 0, bytes: 0 });
 
 export async function create(p: BackupPlan, options: CreateOptions = {}): Promise<BackupResult> {
+  try {
+    return await capture(p, options);
+  } catch (e) {
+    // A full output file system, wherever it struck (archive, SQLite snapshot, manifest, link), is
+    // the one capacity refusal — never an internal error or a verdict on a source.
+    throw isOutOfSpace(e) ? outOfSpace() : e;
+  }
+}
+
+async function capture(p: BackupPlan, options: CreateOptions): Promise<BackupResult> {
   const hooks = options.hooks ?? {};
   const now = options.now ?? (() => new Date());
   await hooks.afterPlan?.(p);

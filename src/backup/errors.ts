@@ -25,6 +25,8 @@ export const BACKUP_ERRORS = {
   sqliteSnapshotFailed: 'backup_sqlite_snapshot_failed',
   configurationCheckpointInvalid: 'backup_configuration_checkpoint_invalid',
   destinationOccupied: 'backup_destination_occupied',
+  /** The output directory's file system filled (ENOSPC) or hit its quota (EDQUOT) while the backup was written. */
+  outOfSpace: 'backup_capacity_free_space',
 } as const;
 
 const RETRY = 'run the same backup-state command again: it makes a fresh plan';
@@ -89,4 +91,9 @@ export const capacityExceeded = (limit: BackupLimitName, observed: number, subje
   rejected(CAPACITY_CODES[limit], `The backup exceeds the ${limit} limit (${observed} > ${BACKUP_LIMITS[limit]}); nothing was published and nothing was truncated.`, {
     nextAction: 'reduce the state with its owners (or split it), then retry',
     details: { limit: BACKUP_LIMITS[limit], observed, ...(subject !== undefined ? { subject } : {}) },
+  });
+
+export const outOfSpace = (): LoopxError =>
+  rejected(BACKUP_ERRORS.outOfSpace, 'The output directory ran out of space while the backup was written; nothing was published.', {
+    nextAction: 'free space on the output directory\'s file system (or choose another --output-dir), then run loopx backup-state --execute again',
   });

@@ -24,7 +24,9 @@ export function prepareOutputDir(outputDir: string): void {
   try {
     mkdirSync(outputDir, { recursive: true, mode: 0o700 });
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw outputDirInvalid('it cannot be created');
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOSPC' || code === 'EDQUOT') throw e; // create() answers with its capacity refusal
+    if (code !== 'EEXIST') throw outputDirInvalid('it cannot be created');
   }
   if (!statSync(outputDir).isDirectory()) throw outputDirInvalid('it is not a directory');
 }

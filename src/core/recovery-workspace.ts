@@ -18,7 +18,7 @@ export const RECOVERY_AUDIT_FILE = 'recovery-audit.json';
 export const RECOVERY_WORKSPACE_DIR = 'workspace';
 
 /** The longest existing prefix of `path` with its links resolved, followed by the rest unchanged. */
-function physical(path: string): string {
+export function physical(path: string): string {
   let head = resolve(path);
   const tail: string[] = [];
   for (;;) {

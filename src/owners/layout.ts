@@ -16,6 +16,11 @@
  *   scheduler.db                  timers (scheduler)
  *   automations/  skills/         plain directories, captured only on request (scheduler)
  *   locks/  outbox.jsonl  exports/  backups/  daemon/   not owner state (daemon/: its token, uploads and recovery workspaces)
+ *
+ * A directory holding any of the root-level owner files (`ROOT_MARKERS`) is taken for a runtime
+ * root. The only place inside a root where a recovery workspace may be created is a direct child
+ * of `recoveriesDir` (under daemon/, which backup never captures): a workspace anywhere else in a
+ * root would be swept into its next backup as live state (e.g. a second copy of every Goal).
  */
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
@@ -60,4 +65,9 @@ export const LAYOUT = {
   skillsDir: 'skills',
   /** Not owner state: never captured as such. */
   nonState: ['locks', 'exports', 'backups', 'daemon', 'outbox.jsonl'] as readonly string[],
+  /** Where the daemon's verifications create their recovery workspaces (inside daemon/, not state). */
+  recoveriesDir: join('daemon', 'recoveries'),
 } as const;
+
+/** Files only a runtime root holds at its top: any one of them marks a directory as a root. */
+export const ROOT_MARKERS: readonly string[] = [LAYOUT.engineDb, LAYOUT.registry, LAYOUT.sessionsDb, LAYOUT.effectsDb, LAYOUT.quotaDb, LAYOUT.schedulerDb, LAYOUT.machineConfiguration];

@@ -26,7 +26,7 @@ export const INPUT_CODES = {
   expandedMismatch: 'verify_archive_expanded_mismatch',
 } as const;
 
-/** Step 2 — destination preflight. */
+/** Step 2 — destination preflight (placement first: these are refused for the plan too, before anything is created). */
 export const DESTINATION_CODES = {
   /** The destination already exists (a conflict: exit 4). */
   exists: 'verify_destination_exists',
@@ -34,6 +34,16 @@ export const DESTINATION_CODES = {
   parentInvalid: 'verify_destination_parent_invalid',
   /** The destination's parent is not owned by this user or is writable by others. */
   parentNotPrivate: 'verify_destination_parent_not_private',
+  /**
+   * The destination is (or would contain) the live runtime root, or lies inside it or inside any
+   * directory that holds a runtime root's owner files — except a direct child of the root's
+   * reserved `daemon/recoveries/`. Physical paths are compared (links and `..` resolved).
+   */
+  insideRuntimeRoot: 'verify_destination_inside_runtime_root',
+  /** The destination is, lies inside, or would contain the run authority directory. */
+  insideRunAuthority: 'verify_destination_inside_run_authority',
+  /** The destination lies inside an existing recovery destination (one holding recovery-audit.json). */
+  insideRecoveryWorkspace: 'verify_destination_inside_recovery_workspace',
 } as const;
 
 /** §12 capacity limits; each refusal names its limit (details.limit, details.observed, details.maximum). */

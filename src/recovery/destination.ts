@@ -1,13 +1,18 @@
 /**
- * Step 2 of verification (RFC §5): the destination must not exist; its parent must be a real
+ * Step 2 of verification (RFC §5): the destination must lie outside every live runtime root, the
+ * run authority directory and every existing recovery workspace (a workspace inside a root is
+ * swept into that root's next backup as live state); it must not exist; its parent must be a real
  * directory reached without symbolic links, owned by this user (or root) and not writable by
  * others unless sticky; the manifest's declared inventory must fit the §12 limits; and the
  * parent's file system must have room for the regular-file bytes plus a 16 MiB margin.
+ * Placement is decided on physical paths (links and `..` resolved), before anything is created.
  */
 import { lstatSync, realpathSync, statfsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 import { conflict, rejected } from '../core/errors.js';
+import { physical, recoveryDestinationOf } from '../core/recovery-workspace.js';
 import type { BackupManifest } from '../backup/index.js';
+import { LAYOUT, ROOT_MARKERS } from '../owners/index.js';
 import { CAPACITY_CODES, DESTINATION_CODES } from './codes.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
@@ -56,6 +61,12 @@ export function checkDeclared(d: DeclaredInventory, archiveSize: number): void {
   if (d.maxGoalHistory > L.goalCommittedTransactions) throw capacityRefusal('goalHistory', d.maxGoalHistory, L.goalCommittedTransactions);
 }
 
+/** The destination filled (ENOSPC) or hit its quota (EDQUOT) during a run: what the run created is removed. */
+export const outOfSpace = (): Error =>
+  rejected(CAPACITY_CODES.freeSpace, 'The destination file system ran out of space during verification; nothing was published.', {
+    nextAction: 'free space or choose a destination on a larger file system',
+  });
+
 /** Free bytes for an unprivileged user; LOOPX_TEST_FREE_BYTES overrides it for tests. */
 function freeBytes(dir: string): number {
   const forced = process.env.LOOPX_TEST_FREE_BYTES;
@@ -64,8 +75,63 @@ function freeBytes(dir: string): number {
   return s.bavail * s.bsize;
 }
 
-export function preflightDestination(destination: string, d: DeclaredInventory): DestinationFacts {
+/** The places a verification must never write into, as the command would use them. */
+export interface ProtectedPlaces {
+  /** The live runtime root of this invocation (the CLI's --root, LOOPX_HOME or ~/.loopx). */
+  readonly liveRoot?: string | undefined;
+  /** The user's run authority directory (--authority-dir or its default). */
+  readonly authorityDir?: string | undefined;
+}
+
+const inside = (path: string, dir: string): boolean => path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
+
+const isFile = (path: string): boolean => {
+  try {
+    return lstatSync(path).isFile();
+  } catch {
+    return false;
+  }
+};
+
+const looksLikeRoot = (dir: string): boolean => ROOT_MARKERS.some((m) => isFile(join(dir, m)));
+
+/** A direct child of `root`'s reserved recoveries directory: the one place in a root a workspace may be made. */
+const reservedIn = (path: string, root: string): boolean => dirname(path) === join(root, LAYOUT.recoveriesDir);
+
+function refusePlacement(path: string, places: ProtectedPlaces): void {
+  const here = physical(path);
+  if (recoveryDestinationOf(dirname(here)) !== undefined) {
+    throw rejected(DESTINATION_CODES.insideRecoveryWorkspace, 'The destination is inside an existing recovery workspace, which stays as it was verified.', {
+      nextAction: 'choose a destination outside every recovery workspace, e.g. a new directory beside it',
+    });
+  }
+  const insideRoot = (): never => {
+    throw rejected(DESTINATION_CODES.insideRuntimeRoot, 'The destination is inside (or would contain) a runtime root, whose next backup would take the workspace for live state.', {
+      nextAction: 'choose a destination outside the runtime root, e.g. a new directory beside it',
+    });
+  };
+  if (places.authorityDir !== undefined) {
+    const authority = physical(places.authorityDir);
+    if (inside(here, authority) || inside(authority, here)) {
+      throw rejected(DESTINATION_CODES.insideRunAuthority, 'The destination is inside (or would contain) the run authority directory, which holds only the authority.', {
+        nextAction: 'choose a destination outside the run authority directory, e.g. in your home directory',
+      });
+    }
+  }
+  if (places.liveRoot !== undefined) {
+    const root = physical(places.liveRoot);
+    if ((inside(here, root) && !reservedIn(here, root)) || inside(root, here)) insideRoot();
+  }
+  // Any other root on the way (another --root of this user, a copied root): the same hazard.
+  for (let dir = dirname(here); ; dir = dirname(dir)) {
+    if (looksLikeRoot(dir) && !reservedIn(here, dir)) insideRoot();
+    if (dirname(dir) === dir) break;
+  }
+}
+
+export function preflightDestination(destination: string, d: DeclaredInventory, places: ProtectedPlaces = {}): DestinationFacts {
   const path = resolve(destination);
+  refusePlacement(path, places);
   const parent = dirname(path);
   const badParent = (why: string): never => {
     throw rejected(DESTINATION_CODES.parentInvalid, `The destination's parent ${why}.`, {

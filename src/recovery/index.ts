@@ -17,6 +17,7 @@
  */
 export * from './codes.js';
 export { RECOVERY_LIMITS, type RecoveryLimitName } from './limits.js';
+export type { ProtectedPlaces } from './destination.js';
 export { planVerify, executeVerify, type VerifyInputs, type VerifyPlan, type VerifyOutcome, type VerifyOptions, type VerifyProgress } from './verify.js';
 export { executeVerifyIsolated, type IsolatedVerifyOutcome } from './verify-process.js';
 export { showAudit, publicSummary, AUDIT_FILE, WORKSPACE_DIR, AUDIT_SCHEMA, type RecoveryAudit, type PublicAuditSummary } from './audit.js';

@@ -9,7 +9,7 @@
 import { closeSync, constants, openSync, readSync } from 'node:fs';
 import { readRegularFileOnce } from '../core/read-once.js';
 import { join } from 'node:path';
-import { openSqliteCopy } from '../store/index.js';
+import { isOutOfSpace, openSqliteCopy } from '../store/index.js';
 import { config, effect, goal, quota, registry, scheduler, session, work } from '../owners/index.js';
 
 export interface WorkspaceRef {
@@ -22,9 +22,17 @@ export interface WorkspaceRef {
 /**
  * The worker's input, one JSON document per line on stdin: first the WorkspaceRef, then one
  * `{"sqlite": "<workspace-relative path>"}` per database as soon as extraction has written it and
- * checked its digest, then `{"end": true}` once the whole archive is verified.
+ * checked its digest, then `{"end": true}` once the whole archive is verified. The caller keeps
+ * stdin open until the worker exits: its end means the caller died, and the worker exits at once.
  */
 export type WorkerMessage = { readonly sqlite: string } | { readonly end: true };
+
+/**
+ * The worker's exit codes besides 0 (report printed): `noSpace` — the scratch file system filled
+ * or hit its quota (the caller answers with the capacity refusal, never a verdict on the backup);
+ * `parentGone` — its stdin closed, i.e. the verification that started it is gone; `failed` — anything else.
+ */
+export const WORKER_EXIT = { noSpace: 75, parentGone: 76, failed: 70 } as const;
 
 export interface FindingLite {
   readonly code: string;
@@ -113,13 +121,16 @@ function integrityOf(abs: string, scratch: string): { integrity: SqliteReport['i
   let copy;
   try {
     copy = openSqliteCopy(abs, { scratchDir: scratch, scratchPrefix: 'integrity-' });
-  } catch {
+  } catch (e) {
+    // A full scratch disk ends the worker (WORKER_EXIT.noSpace): it is never a verdict on the file.
+    if (isOutOfSpace(e)) throw e;
     return { integrity: 'unreadable', wal };
   }
   try {
     const rows = copy.db.pragma('integrity_check') as Array<{ integrity_check: string }>;
     return { integrity: rows.length === 1 && rows[0]!.integrity_check === 'ok' ? 'ok' : 'failed', wal };
-  } catch {
+  } catch (e) {
+    if (isOutOfSpace(e)) throw e;
     return { integrity: 'failed', wal };
   } finally {
     copy.close();

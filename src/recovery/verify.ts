@@ -18,10 +18,11 @@ import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, rmSyn
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fsyncDir } from '../core/fs.js';
-import { conflict, internal, isLoopxError, rejected } from '../core/errors.js';
+import { conflict, hasCode, internal, isLoopxError, rejected } from '../core/errors.js';
+import { isOutOfSpace } from '../store/index.js';
 import { CAPACITY_CODES, DESTINATION_CODES, OWNER_CODES } from './codes.js';
 import { AUDIT_FILE, WORKSPACE_DIR, buildAudit, publicSummary, publishableAuditBytes, type PublicAuditSummary, type RecoveryAudit } from './audit.js';
-import { checkDeclared, declaredInventory, preflightDestination } from './destination.js';
+import { checkDeclared, declaredInventory, outOfSpace, preflightDestination, type ProtectedPlaces } from './destination.js';
 import { extractArchive, interrupted, planMembers } from './extract.js';
 import { bindInputs } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
@@ -33,6 +34,8 @@ export interface VerifyInputs {
   readonly archive: string;
   readonly manifest: string;
   readonly destination: string;
+  /** Where the destination must never be (besides any runtime root and recovery workspace, always refused). */
+  readonly protect?: ProtectedPlaces;
 }
 
 export interface VerifyProgress {
@@ -90,7 +93,7 @@ function prepare(inputs: VerifyInputs, progress?: (p: VerifyProgress) => void) {
     progress?.({ step: 'destination', done: 0, total: 1 });
     const declared = declaredInventory(bound.manifest);
     checkDeclared(declared, bound.archiveSize);
-    const dest = preflightDestination(inputs.destination, declared);
+    const dest = preflightDestination(inputs.destination, declared, inputs.protect);
     progress?.({ step: 'members', done: 0, total: 1 });
     const planned = planMembers(bound.manifest);
     return { bound, declared, dest, planned };
@@ -203,8 +206,9 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     const overflow = report.sqlite.find((s) => (s.work?.history_count ?? 0) > RECOVERY_LIMITS.goalCommittedTransactions);
     if (overflow) throw capacityRefusal('goalHistory', overflow.work!.history_count, RECOVERY_LIMITS.goalCommittedTransactions);
 
-    progress?.({ step: 'audit', done: 0, total: 1 });
+    // The worker's scratch goes before the audit step starts: what is left then is only what is published.
     rmSync(scratch, { recursive: true, force: true });
+    progress?.({ step: 'audit', done: 0, total: 1 });
     const audit = buildAudit({
       manifest: bound.manifest,
       archiveSha256: bound.archiveSha256,
@@ -233,11 +237,10 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     // Remove only what this run created; D never existed before it (step 2 proved that), and it
     // is still the directory this run made (same device and inode) — never something put there.
     if (created && identity !== undefined && sameDirectory(dest.path, identity)) rmSync(dest.path, { recursive: true, force: true });
+    // Out of space anywhere (extraction, its fsyncs, the audit) is the capacity refusal, whatever wrapped it.
+    if (isOutOfSpace(e) && !hasCode(e, CAPACITY_CODES.freeSpace)) throw outOfSpace();
     if (isLoopxError(e)) throw e;
     const errno = (e as NodeJS.ErrnoException).code;
-    if (errno === 'ENOSPC') {
-      throw rejected(CAPACITY_CODES.freeSpace, 'The destination ran out of space during extraction.', { nextAction: 'free space or choose a destination on a larger file system' });
-    }
     // A system error's message names paths (archive members are private data): keep only its code.
     throw internal('verify_io_failed', `Verification stopped on a file-system error (${typeof errno === 'string' ? errno : 'unknown'}); nothing was published.`, {
       nextAction: 'check the destination file system and run verify again',

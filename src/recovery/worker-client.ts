@@ -2,15 +2,20 @@
  * Runs the owner verification in its disposable worker process and bounds it: a fresh Node with
  * `--max-old-space-size=512`, a minimal environment (no credentials, TMPDIR inside the
  * destination), stdio pipes only (no IPC channel), SIGKILL at 90 s, at most 2 Mi characters of
- * answer. The worker is always reaped before this returns — no process is left behind.
+ * answer. The worker is always reaped before this returns — no process is left behind. Its stdin
+ * stays open until it has exited: that pipe closing is how a worker learns that this process died
+ * (even by SIGKILL), and it exits then (worker.ts). Its exit code WORKER_EXIT.noSpace — the
+ * destination filled during owner verification — is answered with the capacity refusal, never with
+ * a finding on the backup.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { rejected } from '../core/errors.js';
 import { OWNER_CODES } from './codes.js';
+import { outOfSpace } from './destination.js';
 import { RECOVERY_LIMITS } from './limits.js';
-import type { WorkerMessage, WorkerReport, WorkspaceRef } from './owner-verify.js';
+import { WORKER_EXIT, type WorkerMessage, type WorkerReport, type WorkspaceRef } from './owner-verify.js';
 
 /**
  * How to start one of this directory's process entries (`worker`, `verify-child`) with the running
@@ -76,6 +81,7 @@ export class WorkerSession {
     this.child.stderr.resume();
     this.child.stdin.on('error', () => undefined);
     this.exited = new Promise((resolve) => {
+      this.child.on('exit', () => this.child.stdin.destroy());
       this.child.on('close', (code, signal) => resolve({ code, signal }));
       this.child.on('error', () => resolve({ code: null, signal: null }));
     });
@@ -105,10 +111,11 @@ export class WorkerSession {
       this.timedOut = true;
       this.child.kill('SIGKILL');
     }, timeoutMs());
+    // No stdin.end(): the worker takes the end of its input for this process's death.
     this.send({ end: true });
-    this.child.stdin.end();
     const exit = await this.exited;
     clearTimeout(this.timer);
+    if (exit.code === WORKER_EXIT.noSpace) throw outOfSpace();
     if (this.timedOut) {
       throw rejected(OWNER_CODES.workerTimeout, 'Owner verification did not finish within its time limit.', {
         nextAction: 'verify on a less loaded machine; the limit is fixed for this profile',

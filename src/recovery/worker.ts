@@ -5,18 +5,47 @@
  * the workspace, then each database as soon as extraction has written and digest-checked it — so
  * owner checks overlap the rest of the extraction — then `end`, after which it reads the
  * root-level owners and prints one JSON report on stdout. No network, no lock, no lease.
+ *
+ * It never outlives its caller: the caller holds stdin open until the worker has exited, so the
+ * end of stdin means the caller died — SIGKILLed included — and the worker exits
+ * (WORKER_EXIT.parentGone). That needs a free event loop; for the time a synchronous step holds
+ * it (an integrity check of a large database), a watchdog thread sees the re-parenting and
+ * SIGKILLs this process. A full scratch file system exits with WORKER_EXIT.noSpace, so it is never
+ * reported as a damaged store.
  */
+import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import { setSqliteHardHeapLimit } from '../store/index.js';
+import { Worker } from 'node:worker_threads';
+import { isOutOfSpace, setSqliteHardHeapLimit } from '../store/index.js';
 import { RECOVERY_LIMITS } from './limits.js';
-import { verifyOwners, verifySqliteFile, type SqliteReport, type WorkerMessage, type WorkspaceRef } from './owner-verify.js';
+import { WORKER_EXIT, verifyOwners, verifySqliteFile, type SqliteReport, type WorkerMessage, type WorkspaceRef } from './owner-verify.js';
 
 const MAX_LINE = 64 * 1024;
+/** How often the watchdog thread re-reads the parent pid (a re-parented process has another). */
+const PARENT_POLL_MS = 200;
+
+// Plain JavaScript (it runs without the TypeScript loader); its own event loop keeps polling while
+// the main thread is blocked, and SIGKILL of our own pid ends the whole process from a thread.
+const WATCHDOG = `const { workerData } = require('node:worker_threads');
+setInterval(() => { if (process.ppid !== workerData.parent) process.kill(process.pid, 'SIGKILL'); }, workerData.ms);`;
+
+/** The parent-death watchdogs: the caller's end closes our stdin; a re-parent changes our ppid. */
+function watchParent(input: ReturnType<typeof createInterface>): void {
+  const gone = (): never => process.exit(WORKER_EXIT.parentGone);
+  input.on('close', gone);
+  process.stdin.on('error', gone);
+  new Worker(WATCHDOG, { eval: true, execArgv: [], workerData: { parent: process.ppid, ms: PARENT_POLL_MS }, resourceLimits: { maxOldGenerationSizeMb: 8 } }).unref();
+}
+
+/** The event loop's turn between two steps, so a watchdog event that arrived during a step is acted on. */
+const yieldTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 async function main(): Promise<void> {
   const heap = setSqliteHardHeapLimit(RECOVERY_LIMITS.sqliteHardHeapBytes);
-  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]();
+  const input = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  const lines = input[Symbol.asyncIterator]();
+  watchParent(input);
   const next = async (): Promise<unknown> => {
     const r = await lines.next();
     if (r.done || r.value.length > MAX_LINE) throw new Error('protocol');
@@ -32,8 +61,17 @@ async function main(): Promise<void> {
     const t = performance.now();
     sqlite.push(verifySqliteFile(ref, msg.sqlite));
     busy += performance.now() - t;
+    await yieldTurn();
   }
-  if (process.env.LOOPX_TEST_WORKER_HANG === '1') await new Promise(() => setInterval(() => undefined, 1_000));
+  const hang = process.env.LOOPX_TEST_WORKER_HANG;
+  if (hang === '1' || hang === 'blocked') {
+    // Tests latch on this file (in the scratch directory, our cwd) before they kill the caller.
+    writeFileSync('worker-hanging', '');
+    // 'blocked' holds the main thread as a long synchronous step would; '1' waits with it free.
+    if (hang === 'blocked') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+    await new Promise(() => setInterval(() => undefined, 1_000));
+  }
+  await yieldTurn();
   const t = performance.now();
   const report = verifyOwners(ref, sqlite, heap);
   busy += performance.now() - t;
@@ -48,7 +86,8 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(0),
   (e: unknown) => {
+    if (isOutOfSpace(e)) process.exit(WORKER_EXIT.noSpace);
     process.stderr.write(`${e instanceof Error ? e.name : 'error'}\n`);
-    process.exit(70);
+    process.exit(WORKER_EXIT.failed);
   },
 );

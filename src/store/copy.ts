@@ -13,6 +13,28 @@ import { openSqlite, type SqliteDatabase } from './sqlite.js';
 /** The code of the refusal thrown when a copy is not a SQLite database that opens. */
 export const SQLITE_COPY_UNREADABLE = 'sqlite_copy_unreadable';
 
+/** The code of the refusal thrown when the scratch file system has no room for a copy (never "unreadable"). */
+export const SQLITE_COPY_NO_SPACE = 'sqlite_copy_no_space';
+
+// SQLite reports ENOSPC on a write as SQLITE_FULL, and a -shm file it cannot extend (WAL mode on a
+// full file system) as SQLITE_IOERR_SHMSIZE.
+const NO_SPACE_CODES: ReadonlySet<unknown> = new Set(['ENOSPC', 'EDQUOT', 'SQLITE_FULL', 'SQLITE_IOERR_SHMSIZE', SQLITE_COPY_NO_SPACE]);
+
+/**
+ * Whether `e`, or an error in its `cause` chain, is a file system out of space or over quota
+ * (errno ENOSPC/EDQUOT, SQLite's SQLITE_FULL / SQLITE_IOERR_SHMSIZE). A caller that turns failures
+ * into findings must let these through: a full disk says nothing about the bytes being read.
+ */
+export function isOutOfSpace(e: unknown): boolean {
+  for (let at = e, depth = 0; at instanceof Error && depth < 8; at = at.cause, depth++) {
+    if (NO_SPACE_CODES.has((at as NodeJS.ErrnoException).code)) return true;
+  }
+  return false;
+}
+
+const noSpace = (cause: unknown): Error =>
+  rejected(SQLITE_COPY_NO_SPACE, 'The scratch file system has no room for a database copy.', { nextAction: 'free space on that file system, then retry', cause });
+
 const SQLITE_MAGIC = 'SQLite format 3\u0000';
 
 /** Whether `bytes` start with the SQLite file header magic. */
@@ -98,12 +120,18 @@ function prepareCopy(path: string, options: SqliteCopyOptions): number {
  * path is copied with COPYFILE_EXCL, bytes are written owner-only and exclusively.
  *
  * Throws `sqlite_copy_unreadable` (rejected; nothing is left behind) when the source is not SQLite
- * or the copy cannot be opened and its header read. Failures to make the scratch directory or to
- * write the copy are thrown as they are (the scratch directory is removed first).
+ * or the copy cannot be opened and its header read, and `sqlite_copy_no_space` when the scratch file
+ * system is full or over quota (at any step, opening included). Other failures to make the scratch
+ * directory or to write the copy are thrown as they are (the scratch directory is removed first).
  */
 export function openSqliteCopy(source: string | Uint8Array, options: SqliteCopyOptions = {}): SqliteCopy {
   if (typeof source === 'string' ? !isSqliteFile(source) : !hasSqliteHeader(source)) throw unreadable();
-  const scratch = mkdtempSync(join(options.scratchDir ?? tmpdir(), options.scratchPrefix ?? 'loopx-sqlite-copy-'));
+  let scratch: string;
+  try {
+    scratch = mkdtempSync(join(options.scratchDir ?? tmpdir(), options.scratchPrefix ?? 'loopx-sqlite-copy-'));
+  } catch (e) {
+    throw isOutOfSpace(e) ? noSpace(e) : e;
+  }
   const dispose = (): void => rmSync(scratch, { recursive: true, force: true });
   let db: SqliteDatabase | undefined;
   let byteSize = 0;
@@ -118,7 +146,7 @@ export function openSqliteCopy(source: string | Uint8Array, options: SqliteCopyO
       db = openSqlite(path, { readonly: true });
       db.pragma('schema_version'); // forces the header to be read: a damaged file fails here
     } catch (e) {
-      throw unreadable(e);
+      throw isOutOfSpace(e) ? noSpace(e) : unreadable(e);
     }
   } catch (e) {
     try {
@@ -126,7 +154,7 @@ export function openSqliteCopy(source: string | Uint8Array, options: SqliteCopyO
     } finally {
       dispose();
     }
-    throw e;
+    throw isOutOfSpace(e) && !hasCode(e, SQLITE_COPY_NO_SPACE) ? noSpace(e) : e;
   }
   const handle = db;
   return {

@@ -1,14 +1,17 @@
 /**
  * Private SQLite copies (src/store/copy.ts): the source is never opened where it lies, a WAL-era
  * file opens with no sidecars once its copy is marked rollback-journal, and a copy over its byte
- * bound is refused with nothing left behind.
+ * bound is refused with nothing left behind; a full scratch file system is out of space, never
+ * "unreadable".
  */
 import Database from 'better-sqlite3';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SQLITE_COPY_TOO_LARGE, SQLITE_COPY_UNREADABLE, openSqliteCopy } from '../../src/store/index.js';
+import { LoopxError } from '../../src/core/errors.js';
+import { SQLITE_COPY_NO_SPACE, SQLITE_COPY_TOO_LARGE, SQLITE_COPY_UNREADABLE, isOutOfSpace, openSqliteCopy } from '../../src/store/index.js';
+import { mountTmpfs } from '../support/tmpfs.js';
 
 const made: string[] = [];
 const temp = (prefix: string): string => {
@@ -80,5 +83,42 @@ describe('openSqliteCopy', () => {
     expect(() => openSqliteCopy(path, { scratchDir })).toThrow(expect.objectContaining({ code: SQLITE_COPY_UNREADABLE }));
     expect(() => openSqliteCopy(readFileSync(path), { scratchDir })).toThrow(expect.objectContaining({ code: SQLITE_COPY_UNREADABLE }));
     expect(readdirSync(scratchDir)).toEqual([]);
+  });
+});
+
+describe('out of space', () => {
+  const errno = (code: string): Error => Object.assign(new Error(code), { code });
+
+  it('isOutOfSpace: ENOSPC, EDQUOT, SQLITE_FULL and SQLITE_IOERR_SHMSIZE, also as the cause of a wrapping error — nothing else', () => {
+    for (const code of ['ENOSPC', 'EDQUOT', 'SQLITE_FULL', 'SQLITE_IOERR_SHMSIZE']) {
+      expect(isOutOfSpace(errno(code))).toBe(true);
+      expect(isOutOfSpace(new LoopxError('rejected', 'wrapper', 'm', { cause: new LoopxError('rejected', 'inner', 'm', { cause: errno(code) }) }))).toBe(true);
+    }
+    for (const code of ['EIO', 'EACCES', 'SQLITE_CORRUPT', 'SQLITE_IOERR_WRITE', undefined]) expect(isOutOfSpace(errno(String(code)))).toBe(false);
+    expect(isOutOfSpace('ENOSPC')).toBe(false);
+  });
+
+  it('a copy into a full scratch file system is sqlite_copy_no_space, not sqlite_copy_unreadable, and leaves nothing behind', (ctx) => {
+    const fs = mountTmpfs(join(temp('loopx-copy-enospc-'), 'mnt'), 1024 * 1024);
+    if (!fs) return ctx.skip(); // mountTmpfs throws instead under CI=true
+    try {
+      const src = join(temp('loopx-copy-big-'), 'big.db');
+      const db = new Database(src);
+      db.exec('CREATE TABLE t (b BLOB)');
+      db.prepare('INSERT INTO t VALUES (randomblob(2 * 1024 * 1024))').run();
+      db.close();
+      let code: string | undefined;
+      try {
+        openSqliteCopy(src, { scratchDir: fs.dir }).close();
+      } catch (e) {
+        code = (e as LoopxError).code;
+        expect(isOutOfSpace(e)).toBe(true);
+      }
+      expect(code).toBe(SQLITE_COPY_NO_SPACE);
+      expect(code).not.toBe(SQLITE_COPY_UNREADABLE);
+      expect(readdirSync(fs.dir)).toEqual([]);
+    } finally {
+      fs.unmount();
+    }
   });
 });

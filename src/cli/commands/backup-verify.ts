@@ -1,16 +1,20 @@
 /**
  * `loopx backup-state verify --archive A --manifest M --destination D [--execute]` and
- * `loopx backup-state audit show D` (RFC complete-state-recovery §5, M1). Without --execute,
+ * `loopx backup-state audit show D` (RFC complete-state-recovery §5, M1). D must lie outside the
+ * runtime root and the run authority this invocation would use (--root / --authority-dir or their
+ * defaults), outside any other runtime root and any recovery workspace. Without --execute,
  * verify prints the plan and creates nothing; with it, it creates only D (0700) holding the inert
  * workspace and the content-addressed audit, and prints the audit's PUBLIC summary — counts,
  * component ids, digests and codes, never a path, member name or payload. A held audit is a
  * successful verification (exit 0). `audit show` re-checks the stored audit's content address and
  * prints its public summary (human, or --json); only --private writes the private audit's exact bytes.
  */
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { usageError } from '../../core/errors.js';
 import { executeVerify, planVerify, publicSummary, showAudit, type PublicAuditSummary, type VerifyPlan, type VerifyProgress } from '../../recovery/index.js';
-import { emit, type GlobalOptions, type Output } from '../context.js';
+import { defaultAuthorityDir } from '../../run-authority/index.js';
+import { emit, resolveRoot, type GlobalOptions, type Output } from '../context.js';
 import { onStopSignal } from '../signals.js';
 import { progressBar } from '../progress.js';
 
@@ -72,7 +76,9 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
       const misplaced = ['outputDir', 'backupId', 'includeAutomations', 'includeSkills'].filter((k) => parent[k] !== undefined);
       if (misplaced.length > 0) throw usageError('usage_invalid_option', 'Those backup-state create options do not apply to verify.', 'see its options: loopx backup-state verify --help');
       const o = { ...flags, execute: flags.execute ?? (parent.execute === true) };
-      const inputs = { archive: o.archive, manifest: o.manifest, destination: o.destination };
+      // The live root and the run authority this invocation would use: never a place to verify into.
+      const protect = { liveRoot: resolveRoot(g), authorityDir: g.authorityDir !== undefined ? resolve(g.authorityDir) : defaultAuthorityDir() };
+      const inputs = { archive: o.archive, manifest: o.manifest, destination: o.destination, protect };
       if (!o.execute) {
         emit(g, planVerify(inputs), printPlan);
         return;

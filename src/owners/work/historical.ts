@@ -1,13 +1,15 @@
 /**
  * Recovery read side of the work owner: readback of a COPIED work database without any authority.
  * The copy is opened from an in-memory image (see `openWorkDbCopy`): no write, no sidecar, no lock.
- * Everything wrong with it becomes a finding; nothing here throws for damaged data, and nothing
+ * Everything wrong with it becomes a finding; nothing here throws for damaged data (only for a
+ * scratch file system out of space, which says nothing about the data), and nothing
  * read here — leases, fence, receipts — authorizes execution (`execution_authority_granted: false`).
  */
 import { existsSync, statSync } from 'node:fs';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { sha256Hex } from '../../core/digest.js';
 import { isLoopxError } from '../../core/errors.js';
+import { isOutOfSpace } from '../../store/index.js';
 import { INCARNATION_PATTERN, MAX_SCAN_LIMIT, STORE_IDENTITY_PATTERN, parseProviderRevision } from './contract.js';
 import { finding, type WorkFinding, type WorkFindingCode } from './findings.js';
 import {
@@ -87,6 +89,7 @@ export function readHistorical(copiedWorkDbPath: string, options: ReadHistorical
   try {
     copy = openWorkDbCopy(copiedWorkDbPath);
   } catch (e) {
+    if (isOutOfSpace(e)) throw e; // the environment failed, not the copy: no finding can say so
     const code = isLoopxError(e) && (e.code === 'work_db_not_sqlite' || e.code === 'work_db_too_large') ? e.code : 'work_db_unreadable';
     add(code, 'work.db', 'check that the copy is complete');
     return out;
@@ -94,6 +97,7 @@ export function readHistorical(copiedWorkDbPath: string, options: ReadHistorical
   try {
     return readCopy(copy, out, add, options);
   } catch (e) {
+    if (isOutOfSpace(e)) throw e;
     // A copy that fails mid-read (corrupt pages) is a finding, not a crash.
     add(isLoopxError(e) && e.code === 'work_db_unreadable' ? 'work_db_unreadable' : 'work_db_integrity_failed', 'work.db', 'check that the copy is complete');
     return { ...out, readable: false };

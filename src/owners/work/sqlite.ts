@@ -15,7 +15,7 @@
  */
 import { existsSync, lstatSync } from 'node:fs';
 import { hasCode, internal, isLoopxError, notFound, rejected, type LoopxError } from '../../core/errors.js';
-import { SQLITE_COPY_TOO_LARGE, SQLITE_COPY_UNREADABLE, isSqliteFile, openSqliteCopy, openSqlite, setup, type SqliteCopy, type SqliteDatabase } from '../../store/index.js';
+import { SQLITE_COPY_TOO_LARGE, SQLITE_COPY_UNREADABLE, isOutOfSpace, isSqliteFile, openSqliteCopy, openSqlite, setup, type SqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import {
   INCARNATION_PATTERN,
   STORE_IDENTITY_PATTERN,
@@ -282,7 +282,8 @@ export interface WorkDbCopy {
  * Opens a COPY of a work database for reading only. The file is read once (a plain read, no SQLite
  * lock) into a private owner-only scratch image that is opened read-only and removed on `close()`,
  * so the copy itself is never written, gets no -wal/-shm sidecars and holds no lock.
- * Throws `work_db_unreadable` / `work_db_not_sqlite` / `work_db_too_large` (rejected).
+ * Throws `work_db_unreadable` / `work_db_not_sqlite` / `work_db_too_large` (rejected); a scratch
+ * file system out of space is thrown as it is (`isOutOfSpace`), never as a verdict on the file.
  */
 export function openWorkDbCopy(path: string): WorkDbCopy {
   let size: number;
@@ -308,6 +309,7 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
     userVersion = copy.db.pragma('user_version', { simple: true }) as number;
   } catch (e) {
     copy?.close();
+    if (isOutOfSpace(e)) throw e; // a full scratch disk is not a damaged database
     if (hasCode(e, SQLITE_COPY_TOO_LARGE)) {
       throw rejected('work_db_too_large', `The work database copy exceeds ${MAX_WORK_DB_COPY_BYTES} bytes.`, { nextAction: 'inspect it with sqlite3 directly', ...((e as LoopxError).details ? { details: (e as LoopxError).details! } : {}) });
     }
@@ -321,6 +323,7 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
     try {
       return fn();
     } catch (e) {
+      if (isOutOfSpace(e)) throw e;
       throw rejected('work_db_unreadable', 'Reading the work database copy failed.', { cause: e, nextAction: 'check that the copy is complete' });
     }
   };
