@@ -11,8 +11,13 @@
  * - Ownership: `acquireRun` takes the run's exclusive lock without waiting (undefined when a live
  *   process holds it). Locks die with their process and are never unlinked. Records are written
  *   only under the run's lease, atomically and durably; "not found" is `undefined`.
- * - Shutdown (`close`): rejects new work at once, waits for outstanding run and import leases to
- *   be released, then zeroes the in-memory key buffers.
+ * - Imports: `beginImport(runId)` waits for the run's import lock (a second flock file per run,
+ *   also never unlinked), so at most one importer of a run — in any process — works at a time,
+ *   and one that waited finds the first one's outcome (consumed, or still importable) in the record.
+ *   Importers take it before the run's lock, never the other way round.
+ * - Shutdown (`close`): rejects new work at once — new leases, key changes, and `claim`,
+ *   `verifyClaim` and `readRecord` for a run this authority holds no lease of — waits for
+ *   outstanding run and import leases to be released, then zeroes the in-memory key buffers.
  */
 
 /** Durable per-run record states. TERMINAL is a tombstone: never resumable, never importable. */
@@ -42,6 +47,7 @@ export interface RunLease {
 }
 
 export interface ImportLease {
+  readonly runId: string;
   release(): void;
 }
 
@@ -67,7 +73,8 @@ export interface RunAuthority {
   readRecord(runId: string): RunRecord | undefined;
   /** `fault` names crash points around the durable write (tests only). */
   writeRecord(lease: RunLease, record: RunRecord, options?: { fault?: string }): void;
-  beginImport(): ImportLease;
+  /** Waits while another importer of the run (any process) holds its import lock. */
+  beginImport(runId: string): Promise<ImportLease>;
 
   close(): Promise<void>;
 }

@@ -2,3 +2,4 @@
 export type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord, RunRecordState } from './contract.js';
 export { LocalRunAuthority, openRunAuthority, defaultAuthorityDir, deriveRunSubkey, SUBKEY_DOMAIN, type OpenAuthorityOptions } from './local.js';
 export { ConfinedDir, validateAncestry } from './confined-dir.js';
+export { recordNextAction } from './next-action.js';

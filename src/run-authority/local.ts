@@ -7,6 +7,7 @@
  *   keys/<gen>.key     32 random bytes (hex) per key generation, 0600; removed when retired
  *   keys/<gen>.retired tombstone of a retired generation
  *   locks/<run>.lock   per-run flock(2) files, never unlinked
+ *   locks/<run>.import.lock  per-run import locks (flock), never unlinked
  *   runs/<run>.json    durable per-run records (ACTIVE / SUSPENDED / IMPORTING / TERMINAL)
  *
  * Every access goes through ConfinedDir (descriptor-relative, identity re-proved). It must never
@@ -18,7 +19,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { conflict, internal, LoopxError, rejected } from '../core/errors.js';
 import { lengthPrefixed, u64be, utf8 } from '../core/encoding.js';
-import { tryFlock } from '../core/flock.js';
+import { flockWait, tryFlock } from '../core/flock.js';
 import { ConfinedDir } from './confined-dir.js';
 import type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord, RunRecordState } from './contract.js';
 
@@ -151,6 +152,14 @@ export class LocalRunAuthority implements RunAuthority {
     if (this.#closed) throw internal('authority_closed', 'The run authority is closed.');
   }
 
+  /** Reads and claims about a run: new work during shutdown unless a lease of that run is outstanding. */
+  #liveFor(runId: string): void {
+    this.#open();
+    if (!this.#closing) return;
+    const leased = [...this.#runLeases].some((l) => l.runId === runId) || [...this.#importLeases].some((l) => l.runId === runId);
+    if (!leased) this.#live();
+  }
+
   currentKeyGeneration(): number {
     const gens = [...this.#keys.keys()];
     if (gens.length === 0) throw rejected('authority_no_key', 'Every key generation of this authority is retired.', { nextAction: 'add one: loopx authority rotate' });
@@ -184,7 +193,7 @@ export class LocalRunAuthority implements RunAuthority {
   }
 
   claim(input: ClaimInput): Uint8Array {
-    this.#open();
+    this.#liveFor(input.runId);
     this.#loadKeys();
     const key = this.#keys.get(input.keyGeneration);
     if (!key) throw rejected('authority_generation_unknown', `Key generation ${input.keyGeneration} is not available for signing.`);
@@ -197,7 +206,7 @@ export class LocalRunAuthority implements RunAuthority {
   }
 
   verifyClaim(scopeId: Uint8Array, input: ClaimInput, hmac: Uint8Array): boolean {
-    this.#open();
+    this.#liveFor(input.runId);
     if (!Number.isSafeInteger(input.transitionGeneration) || input.transitionGeneration < 0 || !Number.isSafeInteger(input.keyGeneration)) return false;
     // Another process may have rotated or retired generations since this one opened.
     this.#loadKeys();
@@ -249,7 +258,7 @@ export class LocalRunAuthority implements RunAuthority {
   }
 
   readRecord(runId: string): RunRecord | undefined {
-    this.#open();
+    this.#liveFor(runId);
     if (!RUN_ID.test(runId)) return undefined;
     const raw = this.#runsDir.read(`${runId}.json`);
     if (!raw) return undefined;
@@ -297,13 +306,26 @@ export class LocalRunAuthority implements RunAuthority {
     this.#runsDir.write(`${record.runId}.json`, `${JSON.stringify(doc)}\n`, { noSync: this.#noSync, ...(options.fault ? { fault: options.fault } : {}) });
   }
 
-  beginImport(): ImportLease {
+  async beginImport(runId: string): Promise<ImportLease> {
     this.#live();
+    if (!RUN_ID.test(runId)) throw rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
+    // Run ids have no dot, so this name never collides with a run's own lock file.
+    const fd = this.#locksDir.openLockFile(`${runId}.import.lock`);
+    try {
+      await flockWait(fd);
+      // Shutdown began while this importer waited: it is new work, not an outstanding lease.
+      this.#live();
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
     let released = false;
     const lease: ImportLease = {
+      runId,
       release: () => {
         if (released) return;
         released = true;
+        closeSync(fd); // releases the flock; the lock file stays
         this.#importLeases.delete(lease);
         this.#maybeDrained();
       },
