@@ -311,7 +311,11 @@ export class Engine {
     if (options.turns !== undefined && !(Number.isInteger(options.turns) && options.turns >= 1)) throw rejected('turns_invalid', '--turns must be a whole number ≥ 1.');
     const lock = this.#lock(runId);
     try {
-      if (!this.store.get(runId) && this.authority?.readRecord(runId)?.state === 'IMPORTING' && this.#ownedRecord(runId)) throw importIncomplete(runId);
+      if (!this.store.get(runId)) {
+        // An import into this root consumed the snapshot and died before its kernel commit.
+        const record = this.authority?.readRecord(runId);
+        if (record?.state === 'IMPORTING' && record.ownerRoot === this.rootId) throw importIncomplete(runId);
+      }
       const head = this.#head(runId);
       if (head.lifecycle === 'suspended') {
         this.#checkPlan(head);

@@ -28,6 +28,7 @@ const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const GEN_FILE = /^([1-9][0-9]{0,15})\.(key|retired)$/;
 const RECORD_SCHEMA = 'loopx.run-authority.record/v1';
 const STATES: readonly RunRecordState[] = ['ACTIVE', 'SUSPENDED', 'IMPORTING', 'TERMINAL'];
+const runIdInvalid = () => rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
 
 /**
  * The per-run subkey (ARCHITECTURE.md "Decisions"): HMAC-SHA256 keyed by the authority key over
@@ -225,7 +226,7 @@ export class LocalRunAuthority implements RunAuthority {
 
   acquireRun(runId: string): RunLease | undefined {
     this.#live();
-    if (!RUN_ID.test(runId)) throw rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
+    if (!RUN_ID.test(runId)) throw runIdInvalid();
     const fd = this.#locksDir.openLockFile(`${runId}.lock`);
     let taken: boolean;
     try {
@@ -308,7 +309,7 @@ export class LocalRunAuthority implements RunAuthority {
 
   async beginImport(runId: string): Promise<ImportLease> {
     this.#live();
-    if (!RUN_ID.test(runId)) throw rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
+    if (!RUN_ID.test(runId)) throw runIdInvalid();
     // Run ids have no dot, so this name never collides with a run's own lock file.
     const fd = this.#locksDir.openLockFile(`${runId}.import.lock`);
     try {

@@ -15,7 +15,7 @@ export function register(run: Command, globals: () => GlobalOptions): void {
   run
     .command('inspect <file>')
     .description('validate a snapshot file and show it (as JSON with --json); --verify checks its claim against your run authority')
-    .option('--verify', 'check the claim against the local run authority (changes nothing)')
+    .option('--verify', 'check the claim against the local run authority (changes nothing; exit 3 when it does not verify)')
     .action(async (file: string, o: { verify?: boolean }) => {
       const g = globals();
       const bytes = readSnapshotFile(file);
