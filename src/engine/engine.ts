@@ -165,6 +165,11 @@ export class Engine {
     return this.#store;
   }
 
+  /** Create (or open) the root and its engine.db now, rather than on first use (`loopx init`). */
+  openRoot(): void {
+    void this.store;
+  }
+
   /** The root directory (created owner-only, or validated as private), once. */
   #openRoot(): void {
     if (this.#rootReady || this.#root === undefined) return;

@@ -13,7 +13,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       const root = resolveRoot(g);
       ensurePrivateDir(root);
       openRootOwners(root).close();
-      await withEngine(g, () => undefined);
+      await withEngine(g, (engine) => engine.openRoot());
       emit(g, { initialized: true }, (_, out) => out.line('runtime root ready (owner-only); next: loopx goal create ID --title TITLE'));
     });
 }
