@@ -1,10 +1,16 @@
 /**
  * Named fault points for crash tests. Inert unless the test-only switch LOOPX_TEST_FAULT names the
- * point; then the process SIGKILLs itself there — a real, uncatchable death at an exact place, so
- * tests need no sleeps. Never set in production; the name of every point is listed in the docs.
+ * point. `LOOPX_TEST_FAULT=<point>` makes the process SIGKILL itself there — a real, uncatchable
+ * death at an exact place, so tests need no sleeps. `LOOPX_TEST_FAULT=throw:<point>` throws an
+ * untyped error there instead, as a failing OS call would (an fsync's EIO), so the in-process
+ * handling of a failure at that point is tested too. Never set in production; the name of every
+ * point is listed in the docs.
  */
+export const THROW_FAULT_PREFIX = 'throw:';
+
 export function faultPoint(name: string): void {
   const wanted = process.env.LOOPX_TEST_FAULT;
-  if (wanted === undefined || wanted !== name) return;
-  process.kill(process.pid, 'SIGKILL');
+  if (wanted === undefined) return;
+  if (wanted === name) process.kill(process.pid, 'SIGKILL');
+  if (wanted === `${THROW_FAULT_PREFIX}${name}`) throw Object.assign(new Error(`injected fault at ${name}`), { code: 'EIO' });
 }

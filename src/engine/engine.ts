@@ -16,16 +16,16 @@
  * - Message, model-call and tool-call ids derive from (run id, turn, index).
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../core/canonical-json.js';
-import { conflict, internal, isLoopxError, LoopxError, notFound, rejected } from '../core/errors.js';
+import { conflict, hasCode, internal, isLoopxError, LoopxError, notFound, rejected } from '../core/errors.js';
 import { toHex } from '../core/digest.js';
 import { faultPoint } from '../core/faults.js';
 import { tryLockExclusive } from '../core/flock.js';
 import { ensurePrivateDir } from '../core/fs.js';
-import { decodeEnvelope, encodeEnvelope, encodeSnapshot, signEnvelope, snapshotDigest, TERMINAL_LIFECYCLES, verifyEnvelope, type Message, type SnapshotEnvelope, type RunSnapshotState, type ToolCallPart, type ToolResultPart, type ToolResultStatus } from '../snapshot/index.js';
-import { defineAgent, type AgentDefinition } from './agent.js';
+import { decodeEnvelope, encodeEnvelope, encodeSnapshot, ENVELOPE_ERRORS, signEnvelope, snapshotDigest, TERMINAL_LIFECYCLES, verifyEnvelope, type Message, type SnapshotEnvelope, type RunSnapshotState, type ToolCallPart, type ToolResultPart, type ToolResultStatus } from '../snapshot/index.js';
+import { agentDefinitionToFile, defineAgent, type AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
 import type { NewEvent, RunEvent } from './events.js';
 import { messageId, modelCallId, toolCallId } from './messages.js';
@@ -93,6 +93,33 @@ const consumed = (runId: string) =>
     nextAction: `find the run where it was imported: loopx authority show --run ${runId}`,
   });
 
+/** Running the same import again into the root an IMPORTING record names completes it (never consumes twice). */
+const IMPORT_INCOMPLETE_ACTION = 'complete it by importing the same snapshot file into this root again: loopx run import <snapshot-file>';
+
+const importIncomplete = (runId: string) =>
+  conflict('run_import_incomplete', `Run ${runId} was imported into this root but the import did not complete.`, { nextAction: IMPORT_INCOMPLETE_ACTION });
+
+/** The kernel head of an imported run: suspended at the snapshot's last sequence, with no events before it here. */
+const importedHead = (state: RunSnapshotState): RunHead => ({
+  runId: state.runId,
+  definition: state.definition,
+  model: state.model,
+  turnLimit: state.turnLimit,
+  completedTurns: state.completedTurns,
+  lifecycle: 'suspended',
+  planIdentity: state.planIdentity,
+  usedInteractionIds: state.usedInteractionIds,
+  lastSequence: state.lastSequence,
+  messageCount: state.messages.length,
+  turnInProgress: false,
+  suspendAtTurn: null,
+  pendingInteraction: null,
+  failure: null,
+  importedAtSequence: state.lastSequence,
+  createdAt: '',
+  updatedAt: '',
+});
+
 const hexEqual = (a: string, b: string): boolean => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 export interface ExportedSnapshot {
@@ -108,31 +135,52 @@ interface RunLock {
 }
 
 export class Engine {
-  readonly store: RunStore;
   readonly application: Application;
   readonly authority: RunAuthority | undefined;
-  readonly #lockDir: string | undefined;
   readonly #root: string | undefined;
+  #store: RunStore | undefined;
+  #rootReady = false;
   readonly #memLocks = new Set<string>();
   #rootId: string | undefined;
   #closed = false;
 
+  /**
+   * Opens nothing: the root (its directory, engine.db, locks/) is created or opened on first use,
+   * so a command refused before it needs the root — an import whose claim does not verify — leaves
+   * the root exactly as it was, or absent.
+   */
   constructor(options: EngineOptions) {
     this.application = options.application;
     this.authority = options.authority;
     this.#root = options.root;
-    if (options.root !== undefined) {
-      ensurePrivateDir(options.root);
-      this.#lockDir = join(options.root, 'locks');
-      mkdirSync(this.#lockDir, { recursive: true, mode: 0o700 });
+    this.#store = options.store;
+  }
+
+  get store(): RunStore {
+    if (this.#closed) throw internal('engine_closed', 'The engine is closed.');
+    if (!this.#store) {
+      this.#openRoot();
+      this.#store = this.#root !== undefined ? openSqliteRunStore(join(this.#root, 'engine.db')) : memoryRunStore();
     }
-    this.store = options.store ?? (options.root !== undefined ? openSqliteRunStore(join(options.root, 'engine.db')) : memoryRunStore());
+    return this.#store;
+  }
+
+  /** Create (or open) the root and its engine.db now, rather than on first use (`loopx init`). */
+  openRoot(): void {
+    void this.store;
+  }
+
+  /** The root directory (created owner-only, or validated as private), once. */
+  #openRoot(): void {
+    if (this.#rootReady || this.#root === undefined) return;
+    ensurePrivateDir(this.#root);
+    this.#rootReady = true;
   }
 
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.store.close();
+    this.#store?.close();
   }
 
   /**
@@ -276,6 +324,11 @@ export class Engine {
     if (options.turns !== undefined && !(Number.isInteger(options.turns) && options.turns >= 1)) throw rejected('turns_invalid', '--turns must be a whole number ≥ 1.');
     const lock = this.#lock(runId);
     try {
+      if (!this.store.get(runId)) {
+        // An import into this root consumed the snapshot and died before its kernel commit.
+        const record = this.authority?.readRecord(runId);
+        if (record?.state === 'IMPORTING' && record.ownerRoot === this.rootId) throw importIncomplete(runId);
+      }
       const head = this.#head(runId);
       if (head.lifecycle === 'suspended') {
         this.#checkPlan(head);
@@ -423,9 +476,7 @@ export class Engine {
     try {
       const payload = this.#export(runId);
       const record = this.#ownedRecord(runId)!;
-      if (record.state === 'IMPORTING') {
-        throw conflict('run_import_incomplete', `Run ${runId} was imported here but its activation did not complete.`, { nextAction: `complete it: loopx run resume ${runId}` });
-      }
+      if (record.state === 'IMPORTING') throw importIncomplete(runId);
       // A claim bound at the current transition generation makes export idempotent (or refuses a differing one).
       const bound = record.claimHmac !== undefined && record.claimGeneration === record.transitionGeneration;
       const keyGeneration = bound ? record.keyGeneration! : authority.currentKeyGeneration();
@@ -466,23 +517,23 @@ export class Engine {
 
   /**
    * Import a signed snapshot into this root (RFC 0007). Order: structure and digest → keyed claim
-   * verification → terminal refusal → static compatibility, before anything is leased → the run's
-   * lock (its owner must be dead) and a fresh run id here → lease the recorded tool plan and
-   * recompute PlanIdentity → IMPORTING (the consume point) → commit the kernel run → ACTIVE.
-   * A failure before the consume point changes nothing; after it the outcome is reported as
-   * uncertain (`import_uncertain`) and is never retried automatically.
+   * verification, before the root is even opened → terminal refusal → static compatibility, before
+   * anything is leased → the run's import lock (waiting out a competing importer) → the run's lock
+   * (its owner must be dead) and a fresh run id here → lease the recorded tool plan and recompute
+   * PlanIdentity → IMPORTING (the consume point, binding the snapshot's digest and claim) → commit
+   * the kernel run with its definition → ACTIVE.
+   * A failure before the consume point changes nothing; from the moment the consume write is
+   * invoked the outcome is uncertain (`import_uncertain`) and is never retried automatically. The
+   * same import run again into the root the IMPORTING record names completes it (idempotently);
+   * every other root gets `snapshot_consumed`.
    */
   async importSnapshot(bytes: Uint8Array, options: { agent?: AgentDefinition } = {}): Promise<RunView> {
     const authority = this.#requireAuthority();
     const envelope = decodeEnvelope(bytes);
     const state = envelope.state;
     const runId = state.runId;
-    const seen = authority.readRecord(runId);
-    verifyEnvelope(envelope, (mac, claim) => {
-      const macOk = authority.verifyClaim(claim.scopeId, { keyGeneration: claim.keyGeneration, runId, transitionGeneration: seen?.claimGeneration ?? 0, macInput: mac }, claim.hmac);
-      const boundOk = seen?.claimHmac !== undefined && hexEqual(seen.claimHmac, toHex(claim.hmac)) && seen.payloadSha256 === toHex(envelope.payloadSha256);
-      return macOk && boundOk;
-    });
+    const seen = this.#verifiedRecord(envelope);
+    // ── the claim verified: only from here on may this root be opened or changed ──
     if (state.lifecycle !== 'suspended') {
       throw rejected('snapshot_terminal', `The snapshot of run ${runId} is ${state.lifecycle}: terminal snapshots are for inspection and are never imported as live.`, {
         nextAction: `inspect it: loopx run inspect FILE`,
@@ -491,93 +542,124 @@ export class Engine {
     if (seen!.state === 'TERMINAL') {
       throw conflict('run_tombstoned', `Run ${runId} has ended; its snapshots are never imported as live.`, { nextAction: `see how it ended: loopx authority show --run ${runId}` });
     }
-    if (seen!.state !== 'SUSPENDED') throw consumed(runId);
+    if (!this.#importable(seen, seen)) throw consumed(runId);
     const def = this.#definitionForImport(state, options.agent);
     this.#checkStaticCompatibility(state, def);
 
-    const lock = this.#tryLock(runId);
-    if (!lock) {
-      throw conflict('run_owner_alive', `A live process holds run ${runId}; import needs its original owner to be gone.`, {
-        nextAction: 'stop the process that runs it, then import again',
-      });
-    }
-    const importLease = authority.beginImport();
+    // Importers take the import lock before the run's lock, so a competitor that got here first
+    // finishes (consumed, or failed before consuming) before this one reads the record again.
+    const importLease = await authority.beginImport(runId);
     try {
-      const current = authority.readRecord(runId);
-      if (!current || current.state !== 'SUSPENDED' || current.claimHmac !== seen!.claimHmac) throw consumed(runId);
-      if (this.store.get(runId)) throw conflict('run_known', `This root already knows run ${runId}.`, { nextAction: 'import into a root that has never seen this run' });
-      const planLease = this.application.toolPlans.lease(state.planIdentity.toolPlanId);
+      const lock = this.#tryLock(runId);
+      if (!lock) {
+        // No importer holds it (we hold the import lock): the original owner is alive, unless the
+        // snapshot was consumed meanwhile and its new owner is completing it.
+        if (!this.#importable(authority.readRecord(runId), seen)) throw consumed(runId);
+        throw conflict('run_owner_alive', `A live process holds run ${runId}; import needs its original owner to be gone.`, {
+          nextAction: 'stop the process that runs it, then import again',
+        });
+      }
       try {
-        const recomputed = this.application.planIdentityFromLease(def, planLease);
-        if (recomputed.fingerprint !== state.planIdentity.fingerprint) {
-          throw rejected('plan_identity_mismatch', `The tool plan ${state.planIdentity.toolPlanId} here differs from the one run ${runId} was made with.`, {
-            nextAction: 'import with the application version that exported it',
-          });
-        }
-        this.store.putDefinition(def);
-        const consumedRecord: RunRecord = { ...current, state: 'IMPORTING', transitionGeneration: current.transitionGeneration + 1, ownerRoot: this.rootId, updatedAt: '' };
-        this.#writeRecord(lock, consumedRecord, 'authority.import.consume');
-        // ── past the consume point: any failure is uncertain, never retried ──
+        const current = authority.readRecord(runId);
+        if (!current || !this.#importable(current, seen)) throw consumed(runId);
+        const head = this.store.get(runId);
+        // Completing an import whose kernel commit landed: the kernel run is exactly the snapshot's, never driven.
+        const landed = current.state === 'IMPORTING' && head !== undefined && head.importedAtSequence === state.lastSequence && head.lastSequence === state.lastSequence && head.lifecycle === 'suspended';
+        if (head && !landed) throw conflict('run_known', `This root already knows run ${runId}.`, { nextAction: 'import into a root that has never seen this run' });
+        const planLease = landed ? undefined : this.application.toolPlans.lease(state.planIdentity.toolPlanId);
         try {
-          this.store.insertImported(
-            {
-              runId,
-              definition: state.definition,
-              model: state.model,
-              turnLimit: state.turnLimit,
-              completedTurns: state.completedTurns,
-              lifecycle: 'suspended',
-              planIdentity: state.planIdentity,
-              usedInteractionIds: state.usedInteractionIds,
-              lastSequence: state.lastSequence,
-              messageCount: state.messages.length,
-              turnInProgress: false,
-              suspendAtTurn: null,
-              pendingInteraction: null,
-              failure: null,
-              importedAtSequence: state.lastSequence,
-              createdAt: '',
-              updatedAt: '',
-            },
-            state.messages,
-          );
-          faultPoint(FAULT_IMPORT_AFTER_KERNEL_COMMIT);
-          // The kernel run is committed but not started: there is no running host to stop and
-          // join, so releasing the lock after an uncertain activation cannot let two owners run.
-          this.#writeRecord(lock, { ...consumedRecord, state: 'ACTIVE' }, 'authority.import.activate');
-        } catch (e) {
-          throw internal('import_uncertain', `Importing run ${runId} failed after its snapshot was consumed; it will not be retried automatically.`, {
-            cause: e,
-            nextAction: `check whether this root has the run (if it does, run resume completes the import): loopx run show ${runId}`,
-            details: { run_id: runId },
+          if (planLease && this.application.planIdentityFromLease(def, planLease).fingerprint !== state.planIdentity.fingerprint) {
+            throw rejected('plan_identity_mismatch', `The tool plan ${state.planIdentity.toolPlanId} here differs from the one run ${runId} was made with.`, {
+              nextAction: 'import with the application version that exported it',
+            });
+          }
+          let importing = current;
+          if (current.state === 'SUSPENDED') {
+            importing = { ...current, state: 'IMPORTING', transitionGeneration: current.transitionGeneration + 1, ownerRoot: this.rootId, updatedAt: '' };
+            // Once the writer is invoked the rename (or its durability barrier) may have happened.
+            this.#uncertain(runId, () => this.#writeRecord(lock, importing, 'authority.import.consume'));
+          }
+          // ── past the consume point: any failure is uncertain, never retried automatically ──
+          this.#uncertain(runId, () => {
+            if (!landed) {
+              this.store.insertImported(importedHead(state), state.messages, def);
+              faultPoint(FAULT_IMPORT_AFTER_KERNEL_COMMIT);
+            }
+            // The import lock and the run lock are released even when this Activate is uncertain:
+            // the committed kernel run is suspended and import never starts a driver for it, so
+            // there is no host to stop and join; any later driver must take the run lock and write
+            // ACTIVE (#activateRecord, or this completion) before its first turn.
+            this.#writeRecord(lock, { ...importing, state: 'ACTIVE' }, 'authority.import.activate');
           });
+        } finally {
+          planLease?.release();
         }
       } finally {
-        planLease.release();
+        lock.release();
       }
     } finally {
       importLease.release();
-      lock.release();
     }
     return this.show(runId);
   }
 
   /** Check a signed snapshot's claim against the local authority, without changing anything. */
   verifySnapshot(bytes: Uint8Array): { readonly valid: boolean; readonly record_state: string | null; readonly payload_sha256: string } {
-    const authority = this.#requireAuthority();
+    this.#requireAuthority();
     const envelope = decodeEnvelope(bytes);
+    let record: RunRecord | undefined;
+    try {
+      record = this.#verifiedRecord(envelope);
+    } catch (e) {
+      if (!hasCode(e, ENVELOPE_ERRORS.claimInvalid)) throw e;
+    }
+    return { valid: record !== undefined, record_state: record?.state ?? null, payload_sha256: toHex(envelope.payloadSha256) };
+  }
+
+  /**
+   * The run's record, provided the envelope's claim verifies with the authority's key *and* is the
+   * claim (and digest) the record binds; else the one secret-safe `snapshot_claim_invalid`.
+   * Reads only the authority: never the root.
+   */
+  #verifiedRecord(envelope: SnapshotEnvelope): RunRecord {
+    const authority = this.#requireAuthority();
     const runId = envelope.state.runId;
     const seen = authority.readRecord(runId);
-    let valid = true;
+    verifyEnvelope(envelope, (mac, claim) => {
+      const macOk = authority.verifyClaim(claim.scopeId, { keyGeneration: claim.keyGeneration, runId, transitionGeneration: seen?.claimGeneration ?? 0, macInput: mac }, claim.hmac);
+      const boundOk = seen?.claimHmac !== undefined && hexEqual(seen.claimHmac, toHex(claim.hmac)) && seen.payloadSha256 === toHex(envelope.payloadSha256);
+      return macOk && boundOk;
+    });
+    return seen!;
+  }
+
+  /**
+   * Whether `record` still lets the verified snapshot (whose record was `seen`) be imported here:
+   * it binds the same claim and digest, and is SUSPENDED, or IMPORTING into this very root (an
+   * interrupted import, which running the same import again completes).
+   */
+  #importable(record: RunRecord | undefined, seen: RunRecord): boolean {
+    if (!record || record.claimHmac === undefined || !hexEqual(record.claimHmac, seen.claimHmac!) || record.payloadSha256 !== seen.payloadSha256) return false;
+    if (record.state === 'SUSPENDED') return true;
+    // A root without engine.db has no id yet, so it cannot be the owner: do not create one to find out.
+    return record.state === 'IMPORTING' && this.#hasRootState() && record.ownerRoot === this.rootId;
+  }
+
+  #hasRootState(): boolean {
+    return this.#store !== undefined || this.#root === undefined || existsSync(join(this.#root, 'engine.db'));
+  }
+
+  /** Run a step at or after the consume point: any failure of it is `import_uncertain`. */
+  #uncertain(runId: string, step: () => void): void {
     try {
-      verifyEnvelope(envelope, (mac, claim) => {
-        const macOk = authority.verifyClaim(claim.scopeId, { keyGeneration: claim.keyGeneration, runId, transitionGeneration: seen?.claimGeneration ?? 0, macInput: mac }, claim.hmac);
-        return macOk && seen?.claimHmac !== undefined && hexEqual(seen.claimHmac, toHex(claim.hmac)) && seen.payloadSha256 === toHex(envelope.payloadSha256);
+      step();
+    } catch (e) {
+      throw internal('import_uncertain', `Importing run ${runId} failed after its snapshot was consumed; it is not retried automatically.`, {
+        cause: e,
+        nextAction: IMPORT_INCOMPLETE_ACTION,
+        details: { run_id: runId },
       });
-    } catch {
-      valid = false;
     }
-    return { valid, record_state: valid ? seen!.state : null, payload_sha256: toHex(envelope.payloadSha256) };
   }
 
   #definitionForImport(state: RunSnapshotState, given: AgentDefinition | undefined): AgentDefinition {
@@ -587,12 +669,15 @@ export class Engine {
       rejected('import_definition_mismatch', `The agent definition does not match the snapshot's (${state.definition.id}@${state.definition.version}).`, {
         nextAction: 'pass the agent file the run was started with',
       });
+    const stored = this.store.getDefinition(state.definition);
     if (given) {
       const def = defineAgent(given);
       if (!matches(def)) throw mismatch();
+      // The kernel commit stores it: a differing stored one must be refused now, before the consume point.
+      if (stored && canonicalJson(agentDefinitionToFile(stored)) !== canonicalJson(agentDefinitionToFile(def))) throw mismatch();
       return def;
     }
-    const known = this.store.getDefinition(state.definition) ?? this.application.agent(state.definition);
+    const known = stored ?? this.application.agent(state.definition);
     if (known) {
       if (!matches(known)) throw mismatch();
       return known;
@@ -1086,12 +1171,15 @@ export class Engine {
       const lease = this.authority.acquireRun(runId);
       return lease ? { lease, release: () => lease.release() } : undefined;
     }
-    if (this.#lockDir === undefined) {
+    if (this.#root === undefined) {
       if (this.#memLocks.has(runId)) return undefined;
       this.#memLocks.add(runId);
       return { release: () => this.#memLocks.delete(runId) };
     }
-    return tryLockExclusive(join(this.#lockDir, `${runId}.lock`));
+    this.#openRoot();
+    const lockDir = join(this.#root, 'locks');
+    mkdirSync(lockDir, { recursive: true, mode: 0o700 });
+    return tryLockExclusive(join(lockDir, `${runId}.lock`));
   }
 
   #lock(runId: string): RunLock {

@@ -16,8 +16,13 @@ import type { RootDirectoryIdentity } from './roots.js';
  * - Roots: `bindRoot` ties a runtime root's random id to the directory it is used from, on first
  *   use; any other directory carrying that id (a byte copy) is refused with `root_is_copy`, so a
  *   copy of a root's bytes owns no runs. Bindings are durable and survive `mv` on one file system.
- * - Shutdown (`close`): rejects new work at once, waits for outstanding run and import leases to
- *   be released, then zeroes the in-memory key buffers.
+ * - Imports: `beginImport(runId)` waits for the run's import lock (a second flock file per run,
+ *   also never unlinked), so at most one importer of a run — in any process — works at a time,
+ *   and one that waited finds the first one's outcome (consumed, or still importable) in the record.
+ *   Importers take it before the run's lock, never the other way round.
+ * - Shutdown (`close`): rejects new work at once — new leases, key changes, and `claim`,
+ *   `verifyClaim` and `readRecord` for a run this authority holds no lease of — waits for
+ *   outstanding run and import leases to be released, then zeroes the in-memory key buffers.
  */
 
 /** Durable per-run record states. TERMINAL is a tombstone: never resumable, never importable. */
@@ -47,6 +52,7 @@ export interface RunLease {
 }
 
 export interface ImportLease {
+  readonly runId: string;
   release(): void;
 }
 
@@ -72,7 +78,8 @@ export interface RunAuthority {
   readRecord(runId: string): RunRecord | undefined;
   /** `fault` names crash points around the durable write (tests only). */
   writeRecord(lease: RunLease, record: RunRecord, options?: { fault?: string }): void;
-  beginImport(): ImportLease;
+  /** Waits while another importer of the run (any process) holds its import lock. */
+  beginImport(runId: string): Promise<ImportLease>;
   /** Prove `directory` is the one `rootId` is bound to (binding it on first use); else `root_is_copy`. */
   bindRoot(rootId: string, directory: RootDirectoryIdentity): void;
 

@@ -3,3 +3,4 @@ export type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord, RunRec
 export { LocalRunAuthority, openRunAuthority, defaultAuthorityDir, deriveRunSubkey, SUBKEY_DOMAIN, type OpenAuthorityOptions } from './local.js';
 export { ConfinedDir, validateAncestry } from './confined-dir.js';
 export { rootDirectoryIdentity, ROOT_IS_COPY, type RootDirectoryIdentity } from './roots.js';
+export { recordNextAction } from './next-action.js';

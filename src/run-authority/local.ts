@@ -7,6 +7,7 @@
  *   keys/<gen>.key     32 random bytes (hex) per key generation, 0600; removed when retired
  *   keys/<gen>.retired tombstone of a retired generation
  *   locks/<run>.lock   per-run flock(2) files, never unlinked
+ *   locks/<run>.import.lock  per-run import locks (flock), never unlinked
  *   runs/<run>.json    durable per-run records (ACTIVE / SUSPENDED / IMPORTING / TERMINAL)
  *   roots/<root>.json  the directory each runtime root id is bound to (roots.ts): a copy owns nothing
  *
@@ -19,7 +20,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { conflict, internal, LoopxError, rejected } from '../core/errors.js';
 import { lengthPrefixed, u64be, utf8 } from '../core/encoding.js';
-import { tryFlock } from '../core/flock.js';
+import { flockWait, tryFlock } from '../core/flock.js';
 import { ConfinedDir } from './confined-dir.js';
 import { bindRoot, type RootDirectoryIdentity } from './roots.js';
 import type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord, RunRecordState } from './contract.js';
@@ -29,6 +30,7 @@ const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const GEN_FILE = /^([1-9][0-9]{0,15})\.(key|retired)$/;
 const RECORD_SCHEMA = 'loopx.run-authority.record/v1';
 const STATES: readonly RunRecordState[] = ['ACTIVE', 'SUSPENDED', 'IMPORTING', 'TERMINAL'];
+const runIdInvalid = () => rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
 
 /**
  * The per-run subkey (ARCHITECTURE.md "Decisions"): HMAC-SHA256 keyed by the authority key over
@@ -155,6 +157,14 @@ export class LocalRunAuthority implements RunAuthority {
     if (this.#closed) throw internal('authority_closed', 'The run authority is closed.');
   }
 
+  /** Reads and claims about a run: new work during shutdown unless a lease of that run is outstanding. */
+  #liveFor(runId: string): void {
+    this.#open();
+    if (!this.#closing) return;
+    const leased = [...this.#runLeases].some((l) => l.runId === runId) || [...this.#importLeases].some((l) => l.runId === runId);
+    if (!leased) this.#live();
+  }
+
   currentKeyGeneration(): number {
     const gens = [...this.#keys.keys()];
     if (gens.length === 0) throw rejected('authority_no_key', 'Every key generation of this authority is retired.', { nextAction: 'add one: loopx authority rotate' });
@@ -188,7 +198,7 @@ export class LocalRunAuthority implements RunAuthority {
   }
 
   claim(input: ClaimInput): Uint8Array {
-    this.#open();
+    this.#liveFor(input.runId);
     this.#loadKeys();
     const key = this.#keys.get(input.keyGeneration);
     if (!key) throw rejected('authority_generation_unknown', `Key generation ${input.keyGeneration} is not available for signing.`);
@@ -201,7 +211,7 @@ export class LocalRunAuthority implements RunAuthority {
   }
 
   verifyClaim(scopeId: Uint8Array, input: ClaimInput, hmac: Uint8Array): boolean {
-    this.#open();
+    this.#liveFor(input.runId);
     if (!Number.isSafeInteger(input.transitionGeneration) || input.transitionGeneration < 0 || !Number.isSafeInteger(input.keyGeneration)) return false;
     // Another process may have rotated or retired generations since this one opened.
     this.#loadKeys();
@@ -220,7 +230,7 @@ export class LocalRunAuthority implements RunAuthority {
 
   acquireRun(runId: string): RunLease | undefined {
     this.#live();
-    if (!RUN_ID.test(runId)) throw rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
+    if (!RUN_ID.test(runId)) throw runIdInvalid();
     const fd = this.#locksDir.openLockFile(`${runId}.lock`);
     let taken: boolean;
     try {
@@ -253,7 +263,7 @@ export class LocalRunAuthority implements RunAuthority {
   }
 
   readRecord(runId: string): RunRecord | undefined {
-    this.#open();
+    this.#liveFor(runId);
     if (!RUN_ID.test(runId)) return undefined;
     const raw = this.#runsDir.read(`${runId}.json`);
     if (!raw) return undefined;
@@ -306,13 +316,26 @@ export class LocalRunAuthority implements RunAuthority {
     bindRoot(this.#rootsDir, rootId, directory, { noSync: this.#noSync });
   }
 
-  beginImport(): ImportLease {
+  async beginImport(runId: string): Promise<ImportLease> {
     this.#live();
+    if (!RUN_ID.test(runId)) throw runIdInvalid();
+    // Run ids have no dot, so this name never collides with a run's own lock file.
+    const fd = this.#locksDir.openLockFile(`${runId}.import.lock`);
+    try {
+      await flockWait(fd);
+      // Shutdown began while this importer waited: it is new work, not an outstanding lease.
+      this.#live();
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
     let released = false;
     const lease: ImportLease = {
+      runId,
       release: () => {
         if (released) return;
         released = true;
+        closeSync(fd); // releases the flock; the lock file stays
         this.#importLeases.delete(lease);
         this.#maybeDrained();
       },

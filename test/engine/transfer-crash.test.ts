@@ -19,6 +19,7 @@ import { loopx, loopxAsync, type CliResult } from '../support/cli.js';
 
 const AGENT = 'examples/agents/researcher.json';
 const TIMEOUT = 120_000; // generous: every step is a real child process, and CI machines are shared
+const LONG = 2 * TIMEOUT; // for the tests that walk a whole interrupted import to its completion
 
 // ── helpers ──────────────────────────────────────────────────────────────────────────────
 
@@ -68,6 +69,7 @@ interface AuthorityRun {
   owner_root: string;
   payload_sha256: string | null;
   last_sequence: number | null;
+  next_action: string | null;
 }
 
 /** The run's authority record; a lost record fails here. */
@@ -83,6 +85,17 @@ function rootIdOf(root: string): string | undefined {
   const db = new Database(join(root, 'engine.db'), { readonly: true, fileMustExist: true });
   try {
     return (db.prepare("SELECT value FROM meta WHERE key = 'root_id'").get() as { value: string } | undefined)?.value;
+  } finally {
+    db.close();
+  }
+}
+
+/** Agent definitions stored in a root (none when it has no engine.db). */
+function definitionsIn(root: string): number {
+  if (!existsSync(join(root, 'engine.db'))) return 0;
+  const db = new Database(join(root, 'engine.db'), { readonly: true, fileMustExist: true });
+  try {
+    return (db.prepare('SELECT COUNT(*) AS n FROM definitions').get() as { n: number }).n;
   } finally {
     db.close();
   }
@@ -212,7 +225,7 @@ describe.concurrent('crash injection around the durable steps of export, resume,
   // ── import ───────────────────────────────────────────────────────────────────────────────
 
   describe('killed during import (root A exported; the import into root B dies)', () => {
-    it('authority.import.consume.before-rename: abortable — the record stays SUSPENDED, B has no run, a retried import succeeds', async () => {
+    it('authority.import.consume.before-rename: abortable — the record stays SUSPENDED, B has no run and no stored definition, a retried import succeeds', async () => {
       const w = space();
       const s = await suspendedRun(w.a);
       const exported = await exportRun(s.run_id, w.a, w.snap());
@@ -221,29 +234,47 @@ describe.concurrent('crash injection around the durable steps of export, resume,
       const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
       expect(rec).toMatchObject({ state: 'SUSPENDED', transition_generation: 1, owner_root: rootIdOf(w.a), payload_sha256: exported.payload_sha256 });
       expect(inB).toEqual([]);
+      // The definition is stored with the kernel run, after the consume point: nothing of it here.
+      expect(definitionsIn(w.b)).toBe(0);
 
       expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
       expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
     }, TIMEOUT);
 
-    it('authority.import.consume.after-rename: consumed — IMPORTING owned by B, B has no run; every retry is refused and A cannot take it back', async () => {
+    it('authority.import.consume.after-rename: IMPORTING owned by B, B has no run yet; other roots get snapshot_consumed, A run_moved, B run_import_incomplete; the same import into B completes it, once', async () => {
       const w = space();
       const s = await suspendedRun(w.a);
       const exported = await exportRun(s.run_id, w.a, w.snap());
       await killedAt('authority.import.consume.after-rename', importInto(w.snap(), w.b));
 
       const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
-      expect(rec).toMatchObject({ state: 'IMPORTING', transition_generation: 2, payload_sha256: exported.payload_sha256 });
+      // The consume point binds the snapshot it consumed: its digest (and claim) stay in the record.
+      expect(rec).toMatchObject({ state: 'IMPORTING', transition_generation: 2, payload_sha256: exported.payload_sha256, last_sequence: s.last_sequence });
       expect(rec.owner_root).toBe(rootIdOf(w.b));
       expect(inB).toEqual([]);
+      // authority show names the one next action: the same import, in the root the record names.
+      expect(rec.next_action).toBe(`complete the import in the root it names (owner_root ${rec.owner_root}): run the same loopx run import FILE there again`);
 
-      // Uncertain after the consume point: never retried, into B or anywhere else.
-      await refused(importInto(w.snap(), w.b), 4, 'snapshot_consumed');
-      await refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed');
-      // The record names B alone: A's copy never runs again.
-      await refused(resumeIn(s.run_id, w.a), 4, 'run_moved');
+      const [intoC, fromA, inBResume] = await Promise.all([
+        refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed'),
+        refused(resumeIn(s.run_id, w.a), 4, 'run_moved'),
+        refused(resumeIn(s.run_id, w.b), 4, 'run_import_incomplete'),
+      ]);
+      expect(intoC).toMatchObject({ next_action: `find the run where it was imported: loopx authority show --run ${s.run_id}` });
+      expect(fromA.code).toBe('run_moved');
+      expect(inBResume).toMatchObject({ next_action: 'complete it: run the same loopx run import FILE into this root again' });
       expect(await record(s.run_id)).toEqual(rec);
-    }, TIMEOUT);
+
+      // The same import into B completes it: no second consume (the transition generation stays 2).
+      expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
+      const [owner] = await Promise.all([
+        expectSoleOwner(s.run_id, w.b, w.a),
+        refused(importInto(w.snap(), w.b), 4, 'snapshot_consumed'),
+        refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed'),
+      ]);
+      expect(owner).toMatchObject({ state: 'ACTIVE', transition_generation: 2, next_action: null });
+      await expectContinues(s.run_id, w.b, s.last_sequence);
+    }, LONG);
 
     const afterKernelCommit: Array<[point: string, state: AuthorityRun['state']]> = [
       [FAULT_IMPORT_AFTER_KERNEL_COMMIT, 'IMPORTING'],
@@ -266,6 +297,55 @@ describe.concurrent('crash injection around the durable steps of export, resume,
         expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
         await refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed');
       }, TIMEOUT);
+    }
+  });
+
+  // ── in-process failures ─────────────────────────────────────────────────────────────────
+
+  describe('an in-process failure during import (LOOPX_TEST_FAULT=throw:<point>: the step throws, the process lives)', () => {
+    /** Import with the point armed to throw: refused with import_uncertain (exit 1), never retried by itself. */
+    async function uncertainAt(point: string, args: readonly string[]) {
+      const r = await loopxAsync([...args, '--json'], { LOOPX_TEST_FAULT: `throw:${point}` });
+      expect({ status: r.status, signal: r.signal, code: r.json().error?.code }, describeCli(args, r)).toEqual({ status: 1, signal: null, code: 'import_uncertain' });
+      return r.json().error as { next_action: string; details: Record<string, unknown> };
+    }
+
+    const cases: Array<[point: string, state: AuthorityRun['state'], ownerIsB: boolean, kernelInB: boolean]> = [
+      // The consume writer was invoked: uncertain even though the rename did not happen.
+      ['authority.import.consume.before-rename', 'SUSPENDED', false, false],
+      ['authority.import.consume.after-rename', 'IMPORTING', true, false],
+      [FAULT_IMPORT_AFTER_KERNEL_COMMIT, 'IMPORTING', true, true],
+      ['authority.import.activate.before-rename', 'IMPORTING', true, true],
+      ['authority.import.activate.after-rename', 'ACTIVE', true, true],
+    ];
+    for (const [point, state, ownerIsB, kernelInB] of cases) {
+      const then = state === 'ACTIVE' ? 'the activation landed: the same import is snapshot_consumed, resume in B continues' : 'the same import into B completes it';
+      it(`throw at ${point}: import_uncertain (exit 1); the record is ${state}${kernelInB ? ', B holds the run suspended and nothing ran' : ', B has no run'}; ${then}`, async () => {
+        const w = space();
+        const s = await suspendedRun(w.a);
+        await exportRun(s.run_id, w.a, w.snap());
+        const error = await uncertainAt(point, importInto(w.snap(), w.b));
+        expect(error).toMatchObject({ details: { run_id: s.run_id }, next_action: 'complete it: run the same loopx run import FILE into this root again' });
+
+        const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
+        expect(rec).toMatchObject({ state, owner_root: rootIdOf(ownerIsB ? w.b : w.a) });
+        if (kernelInB) {
+          expect(inB).toEqual([expect.objectContaining({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence })]);
+          // The kernel run is stopped: no event after the snapshot, although the locks were released.
+          expect(await eventsAfter(s.run_id, w.b, s.last_sequence)).toEqual([]);
+        } else {
+          expect(inB).toEqual([]);
+        }
+        if (state !== 'SUSPENDED') await refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed');
+
+        if (state === 'ACTIVE') {
+          await refused(importInto(w.snap(), w.b), 4, 'snapshot_consumed');
+        } else {
+          expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
+        }
+        expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
+        await expectContinues(s.run_id, w.b, s.last_sequence);
+      }, LONG);
     }
   });
 

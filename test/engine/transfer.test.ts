@@ -21,7 +21,8 @@ import {
   type Engine,
   type RunEvent,
 } from '../../src/engine/index.js';
-import { LocalRunAuthority } from '../../src/run-authority/index.js';
+import { LocalRunAuthority, type RunAuthority, type RunRecord } from '../../src/run-authority/index.js';
+import { spawnImporter } from '../run-authority/support.js';
 import { decodeEnvelope } from '../../src/snapshot/index.js';
 import { addTool, componentIdentity, PLAN } from './engine-support.js';
 import { readFileSync } from 'node:fs';
@@ -231,6 +232,120 @@ describe('export, import and resume across two roots sharing one run authority',
     expect(auth.readRecord(s.run_id)).toMatchObject({ state: 'SUSPENDED' });
     await auth.close();
     expect((await w.open('c').importSnapshot(bytes)).status).toBe('suspended');
+  });
+});
+
+describe('competing importers, differing claims and an uncertain activation', () => {
+  /** The run's record as another process of the user would read it. */
+  async function recordOf(w: World, runId: string): Promise<RunRecord> {
+    const auth = LocalRunAuthority.open({ dir: w.authorityDir });
+    try {
+      return auth.readRecord(runId)!;
+    } finally {
+      await auth.close();
+    }
+  }
+
+  it('an importer that meets a competing import in another process waits for it and is told snapshot_consumed, never run_owner_alive', async () => {
+    const w = world();
+    const a = w.open('a');
+    const s = await a.start(researcher(), { suspendAfterTurns: 1 });
+    const bytes = a.exportEnvelope(s.run_id).bytes;
+    const rec = await recordOf(w, s.run_id);
+    // The competitor holds the import lock and the run lock, stopped before its consume point.
+    const competitor = spawnImporter(w.authorityDir, { ...rec, state: 'IMPORTING', transitionGeneration: rec.transitionGeneration + 1, ownerRoot: 'root_competitor' });
+    try {
+      await competitor.held;
+      const loser = codeOf(w.open('b').importSnapshot(bytes));
+      competitor.finish(); // it consumes the snapshot for its own root and exits
+      expect(await loser).toBe('snapshot_consumed');
+      expect(await competitor.exited).toBe(0);
+      expect(await recordOf(w, s.run_id)).toMatchObject({ state: 'IMPORTING', ownerRoot: 'root_competitor' });
+    } finally {
+      competitor.child.kill('SIGKILL');
+    }
+  });
+
+  it('an importer that waited for a competitor which failed before consuming imports the snapshot itself', async () => {
+    const w = world();
+    const a = w.open('a');
+    const s = await a.start(researcher(), { suspendAfterTurns: 1 });
+    const bytes = a.exportEnvelope(s.run_id).bytes;
+    const rec = await recordOf(w, s.run_id);
+    const competitor = spawnImporter(w.authorityDir, rec); // "fails": writes the record back unchanged
+    try {
+      await competitor.held;
+      const waiting = w.open('b').importSnapshot(bytes);
+      competitor.finish();
+      expect(await waiting).toMatchObject({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
+    } finally {
+      competitor.child.kill('SIGKILL');
+    }
+  });
+
+  it('a differing claim for a SUSPENDED record is refused with claim_conflict (a conflict) and changes nothing', async () => {
+    const w = world();
+    const a = w.open('a');
+    const s = await a.start(researcher(), { suspendAfterTurns: 1 });
+    a.exportEnvelope(s.run_id);
+    // Another snapshot of the run is bound at this transition generation (its digest and claim differ).
+    const other = LocalRunAuthority.open({ dir: w.authorityDir });
+    const lease = other.acquireRun(s.run_id)!;
+    const bound = other.readRecord(s.run_id)!;
+    const differing: RunRecord = { ...bound, payloadSha256: 'ab'.repeat(32), claimHmac: 'cd'.repeat(32) };
+    other.writeRecord(lease, differing);
+    lease.release();
+    await other.close();
+
+    let err: unknown;
+    try {
+      a.exportEnvelope(s.run_id);
+    } catch (e) {
+      err = e;
+    }
+    expect(isLoopxError(err) && { code: err.code, kind: err.kind }).toEqual({ code: 'claim_conflict', kind: 'conflict' });
+    expect(await recordOf(w, s.run_id)).toEqual(differing);
+  });
+
+  it('an uncertain Activate is import_uncertain; the import releases its locks with the kernel run stopped, and nothing runs until a resume holds the lock and ACTIVE', async () => {
+    const w = world();
+    const a = w.open('a');
+    const s = await a.start(researcher(), { suspendAfterTurns: 1 });
+    const bytes = a.exportEnvelope(s.run_id).bytes;
+    // The ACTIVE write lands, then its durability barrier fails (as an fsync EIO would).
+    const real = LocalRunAuthority.open({ dir: w.authorityDir });
+    cleanups.push(() => real.close());
+    const failing = new Proxy(real, {
+      get(target, prop) {
+        if (prop === 'writeRecord') {
+          return (lease: Parameters<RunAuthority['writeRecord']>[0], record: RunRecord, options?: { fault?: string }) => {
+            target.writeRecord(lease, record, options);
+            if (record.state === 'ACTIVE') throw new Error('EIO: fsync failed');
+          };
+        }
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === 'function' ? (v as (...args: unknown[]) => unknown).bind(target) : v;
+      },
+    }) as RunAuthority;
+    const b = openEngine({ root: join(w.authorityDir, '..', 'b'), application: builtinApplication(join(w.authorityDir, '..', 'b')), authority: failing });
+    cleanups.push(() => b.close());
+
+    let err: unknown;
+    try {
+      await b.importSnapshot(bytes);
+    } catch (e) {
+      err = e;
+    }
+    expect(isLoopxError(err) && { code: err.code, kind: err.kind, details: err.details }).toEqual({ code: 'import_uncertain', kind: 'internal', details: { run_id: s.run_id } });
+    // Released: no run or import lease is left, and the run lock is free for the next driver.
+    expect(real.outstandingLeases).toBe(0);
+    // Stopped: the kernel run is suspended at the snapshot's sequence and no event was appended.
+    expect(b.show(s.run_id)).toMatchObject({ status: 'suspended', last_sequence: s.last_sequence });
+    expect(await collect(b, s.run_id, s.last_sequence)).toEqual([]);
+    // The next driver takes the lock and continues under the ACTIVE record.
+    const resumed = await w.open('b').resume(s.run_id);
+    expect(resumed).toMatchObject({ status: 'active', waiting_for: { kind: 'interaction' } });
+    expect((await recordOf(w, s.run_id)).state).toBe('ACTIVE');
   });
 });
 

@@ -27,7 +27,7 @@ describe('close()', () => {
     expect(a.outstandingLeases).toBe(1);
 
     expect(codeOf(() => a.acquireRun('run-2'))).toBe('authority_shutting_down');
-    expect(codeOf(() => a.beginImport())).toBe('authority_shutting_down');
+    expect(await asyncCodeOf(a.beginImport('run-2'))).toBe('authority_shutting_down');
     expect(codeOf(() => a.rotate())).toBe('authority_shutting_down');
     expect(codeOf(() => a.retire(1))).toBe('authority_shutting_down');
 
@@ -50,14 +50,37 @@ describe('close()', () => {
     expect(open(dir, false).readRecord('run-1')).toStrictEqual(rec);
   });
 
+  it('during the drain, claim, verifyClaim and readRecord of a run no outstanding lease covers are refused as new work; those of a leased run still answer', async () => {
+    const a = open(join(tempBase(), 'authority'));
+    const lease = a.acquireRun('run-1')!;
+    const imp = await a.beginImport('run-3');
+    const input = (runId: string) => ({ keyGeneration: 1, runId, transitionGeneration: 1, macInput: new Uint8Array([1, 2, 3]) });
+    const hmac = a.claim(input('run-1'));
+    const closing = a.close();
+
+    expect(codeOf(() => a.readRecord('run-2'))).toBe('authority_shutting_down');
+    expect(codeOf(() => a.claim(input('run-2')))).toBe('authority_shutting_down');
+    expect(codeOf(() => a.verifyClaim(a.scopeId, input('run-2'), hmac))).toBe('authority_shutting_down');
+    // Work of the outstanding leases (run-1's run lease, run-3's import lease) may finish.
+    expect(a.readRecord('run-1')).toBeUndefined();
+    expect(a.readRecord('run-3')).toBeUndefined();
+    expect(Buffer.from(a.claim(input('run-1'))).equals(Buffer.from(hmac))).toBe(true);
+    expect(a.verifyClaim(a.scopeId, input('run-1'), hmac)).toBe(true);
+
+    lease.release();
+    imp.release();
+    await closing;
+    expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_closed');
+  });
+
   it('drains an outstanding import lease too', async () => {
     const a = open(join(tempBase(), 'authority'));
-    const imp = a.beginImport();
+    const imp = await a.beginImport('run-1');
     let closed = false;
     const closing = a.close().then(() => (closed = true));
     await turns();
     expect(closed).toBe(false);
-    expect(codeOf(() => a.beginImport())).toBe('authority_shutting_down');
+    expect(await asyncCodeOf(a.beginImport('run-2'))).toBe('authority_shutting_down');
     imp.release();
     await closing;
     expect(a.keyBuffersForTest().every(isZero)).toBe(true);
@@ -66,7 +89,7 @@ describe('close()', () => {
   it('with run and import leases outstanding, close resolves only after the last one is released', async () => {
     const a = open(join(tempBase(), 'authority'));
     const run = a.acquireRun('run-1')!;
-    const imp = a.beginImport();
+    const imp = await a.beginImport('run-1');
     let closed = false;
     const closing = a.close().then(() => (closed = true));
     run.release();

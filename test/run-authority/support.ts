@@ -123,3 +123,29 @@ export function childWrite(dir: string, rec: RunRecord, fault: string | undefine
   const r = spawnSync(process.execPath, ['--import', 'tsx', CHILD, 'write', dir, JSON.stringify(rec), fault ?? ''], { cwd: REPO, env, encoding: 'utf8', timeout: 60_000 });
   return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
 }
+
+/** A child process that is a competing importer stopped before its consume point (fixture mode `import`). */
+export interface Importer {
+  readonly child: ChildProcessWithoutNullStreams;
+  /** Resolves once the child holds the run's import lock and lease. */
+  readonly held: Promise<void>;
+  /** Let it go on: it writes `rec` (its consume — or, given the record unchanged, nothing new) and exits. */
+  finish(): void;
+  readonly exited: Promise<number | null>;
+}
+
+export function spawnImporter(dir: string, rec: RunRecord): Importer {
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, 'import', dir, JSON.stringify(rec)], { cwd: REPO, env: { ...process.env, LOOPX_TEST_FAULT: '' } });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += String(d)));
+  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+  const held = new Promise<void>((res, rej) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += String(d);
+      if (out.split('\n').includes('held')) res();
+    });
+    child.on('exit', (code, signal) => rej(new Error(`importer exited (${code ?? signal}) before "held": ${out} ${stderr}`)));
+  });
+  return { child, held, exited, finish: () => child.stdin.write('go\n') };
+}

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { toHex } from '../../core/digest.js';
 import { usageError } from '../../core/errors.js';
-import type { LocalRunAuthority } from '../../run-authority/index.js';
+import { recordNextAction, type LocalRunAuthority } from '../../run-authority/index.js';
 import { emit, withAuthority, type GlobalOptions } from '../context.js';
 import { parseCount } from '../parse.js';
 
@@ -41,7 +41,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
           return {
             ...describe(a),
             ...(o.run
-              ? { run: rec ? { run_id: rec.runId, state: rec.state, transition_generation: rec.transitionGeneration, owner_root: rec.ownerRoot, payload_sha256: rec.payloadSha256 ?? null, last_sequence: rec.lastSequence ?? null } : null }
+              ? { run: rec ? { run_id: rec.runId, state: rec.state, transition_generation: rec.transitionGeneration, owner_root: rec.ownerRoot, payload_sha256: rec.payloadSha256 ?? null, last_sequence: rec.lastSequence ?? null, next_action: recordNextAction(rec) } : null }
               : {}),
           };
         },
@@ -50,6 +50,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       emit(g, d, (doc, out) => {
         print(doc, out);
         if (o.run) out.line(doc.run ? `run ${doc.run.run_id}: ${doc.run.state}, transition generation ${doc.run.transition_generation}, owner ${doc.run.owner_root}` : `run ${o.run}: no record`);
+        if (doc.run?.next_action) out.line(`  next: ${doc.run.next_action}`);
       });
     });
   authority

@@ -1,7 +1,12 @@
-/** `loopx run inspect <file> [--verify]` — decode and validate a signed snapshot, and render it. */
+/**
+ * `loopx run inspect <file> [--verify]` — decode and validate a signed snapshot, and render it.
+ * With --verify a claim that does not verify is a refusal — exit 3 with `run import`'s one
+ * secret-safe `snapshot_claim_invalid` — so a script that trusts the exit code never accepts a
+ * forged claim.
+ */
 import type { Command } from 'commander';
 import { toHex } from '../../core/digest.js';
-import { decodeEnvelope } from '../../snapshot/index.js';
+import { claimInvalid, decodeEnvelope } from '../../snapshot/index.js';
 import { emit, withEngine, type GlobalOptions } from '../context.js';
 import { snapshotToJson } from './snapshot-json.js';
 import { readSnapshotFile } from './snapshot-file.js';
@@ -10,13 +15,14 @@ export function register(run: Command, globals: () => GlobalOptions): void {
   run
     .command('inspect <file>')
     .description('validate a snapshot file and show it (as JSON with --json); --verify checks its claim against your run authority')
-    .option('--verify', 'check the claim against the local run authority (changes nothing)')
+    .option('--verify', 'check the claim against the local run authority (changes nothing; exit 3 when it does not verify)')
     .action(async (file: string, o: { verify?: boolean }) => {
       const g = globals();
       const bytes = readSnapshotFile(file);
       const env = decodeEnvelope(bytes);
       const state = env.state;
       const verification = o.verify ? await withEngine(g, (engine) => engine.verifySnapshot(bytes)) : undefined;
+      if (verification && !verification.valid) throw claimInvalid();
       const doc = {
         format: env.format,
         payload_sha256: toHex(env.payloadSha256),
@@ -34,13 +40,7 @@ export function register(run: Command, globals: () => GlobalOptions): void {
         out.line(`  plan fingerprint ${s.planIdentity.fingerprint}`);
         out.line(`  payload ${d.payload_bytes} bytes, sha256 ${d.payload_sha256}`);
         out.line(`  claim: scope ${d.claim.scope_id.slice(0, 16)}…, key generation ${d.claim.key_generation}`);
-        if (verification) {
-          out.line(
-            verification.valid
-              ? `  verified against your run authority: record ${verification.record_state}${verification.record_state === 'SUSPENDED' ? ' (importable)' : ''}`
-              : '  NOT verified: the claim does not verify against your run authority (another authority, tampered, or superseded)',
-          );
-        }
+        if (verification) out.line(`  verified against your run authority: record ${verification.record_state}${verification.record_state === 'SUSPENDED' ? ' (importable)' : ''}`);
       });
     });
 }

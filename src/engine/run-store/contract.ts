@@ -90,10 +90,11 @@ export interface RunStore {
 
   /**
    * Create a run from an imported snapshot: the head (at the snapshot's last sequence) and its
-   * messages, with no events — the event tail starts at lastSequence+1. Fails with
+   * messages, with no events — the event tail starts at lastSequence+1 — and its definition (as
+   * `putDefinition`), atomically: an import stores nothing in a root before it commits. Fails with
    * `run_sequence_conflict` if the run exists.
    */
-  insertImported(head: RunHead, messages: readonly Message[]): void;
+  insertImported(head: RunHead, messages: readonly Message[], definition: AgentDefinition): void;
 
   /** This store's random identity (a runtime root's id), created once. */
   rootId(): string;

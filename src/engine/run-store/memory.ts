@@ -15,7 +15,7 @@ export function memoryRunStore(): RunStore {
   const clone = <T>(v: T): T => structuredClone(v);
   const rootId = `root_${randomBytes(12).toString('hex')}`;
 
-  return {
+  const store: RunStore = {
     putDefinition(def: AgentDefinition) {
       const key = `${def.id}\u0000${def.version}`;
       const body = canonicalJson(agentDefinitionToFile(def));
@@ -51,8 +51,9 @@ export function memoryRunStore(): RunStore {
       return clone(events);
     },
     readEvents: (runId, after, limit) => clone((runs.get(runId)?.events ?? []).filter((e) => e.sequence > after).slice(0, limit)),
-    insertImported(head, messages) {
+    insertImported(head, messages, definition) {
       if (runs.has(head.runId)) throw conflict('run_sequence_conflict', `Run ${head.runId} already exists in this store.`);
+      store.putDefinition(definition);
       const at = new Date().toISOString();
       runs.set(head.runId, { head: clone({ ...head, createdAt: at, updatedAt: at }), messages: clone([...messages]), mutations: new Map(), events: [] });
       for (const l of listeners) l(head.runId);
@@ -71,4 +72,5 @@ export function memoryRunStore(): RunStore {
       listeners.clear();
     },
   };
+  return store;
 }

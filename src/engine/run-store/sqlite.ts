@@ -49,10 +49,22 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
     putMeta: db.prepare('INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)'),
   };
 
-  const importTx = db.transaction((head: RunHead, messages: readonly Message[]) => {
+  const putDefinition = (def: AgentDefinition): void => {
+    const body = canonicalJson(agentDefinitionToFile(def));
+    const existing = q.getDef.get(def.id, def.version) as { body: string } | undefined;
+    if (existing === undefined) q.putDef.run(def.id, def.version, body);
+    else if (existing.body !== body) {
+      throw conflict('definition_conflict', `Agent ${def.id}@${def.version} is already known with different content.`, {
+        nextAction: 'give the changed agent definition a new version',
+      });
+    }
+  };
+
+  const importTx = db.transaction((head: RunHead, messages: readonly Message[], def: AgentDefinition) => {
     if (q.lastSeq.get(head.runId) !== undefined) {
       throw conflict('run_sequence_conflict', `Run ${head.runId} already exists in this root.`, { details: { run_id: head.runId } });
     }
+    putDefinition(def);
     const at = new Date().toISOString();
     const h: RunHead = { ...head, createdAt: at, updatedAt: at };
     q.insertRun.run(h.runId, h.lifecycle, h.lastSequence, at, JSON.stringify(h));
@@ -83,16 +95,7 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
   });
 
   return {
-    putDefinition(def: AgentDefinition) {
-      const body = canonicalJson(agentDefinitionToFile(def));
-      const existing = q.getDef.get(def.id, def.version) as { body: string } | undefined;
-      if (existing === undefined) q.putDef.run(def.id, def.version, body);
-      else if (existing.body !== body) {
-        throw conflict('definition_conflict', `Agent ${def.id}@${def.version} is already known with different content.`, {
-          nextAction: 'give the changed agent definition a new version',
-        });
-      }
-    },
+    putDefinition,
     getDefinition(identity: DefinitionIdentity) {
       const row = q.getDef.get(identity.id, identity.version) as { body: string } | undefined;
       return row ? parseAgentDefinition(JSON.parse(row.body)) : undefined;
@@ -125,8 +128,8 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
         data: JSON.parse(r.data) as RunEvent['data'],
       }));
     },
-    insertImported(head, messages) {
-      importTx.immediate(head, messages);
+    insertImported(head, messages, definition) {
+      importTx.immediate(head, messages, definition);
       for (const l of listeners) l(head.runId);
     },
     rootId() {

@@ -1,0 +1,12 @@
+/**
+ * The operator's next action for a run record, where the record alone calls for one (`loopx
+ * authority show --run`). Defined here, once, beside the records; the engine's refusals name the
+ * same step from the importing root's side.
+ */
+import type { RunRecord } from './contract.js';
+
+/** IMPORTING: an import consumed the snapshot and did not complete; the same import, run again in the owner root, completes it. */
+export function recordNextAction(record: RunRecord): string | null {
+  if (record.state !== 'IMPORTING') return null;
+  return `complete the import in the root it names (owner_root ${record.ownerRoot}): run the same loopx run import FILE there again`;
+}
