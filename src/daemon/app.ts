@@ -305,14 +305,8 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   // An audit's recovery workspace read back through the owners' historical readers: read only, inert.
   app.get<{ Params: { id: string } }>('/api/audits/:id/workspace', async (req) => listWorkspace(backups.destination(req.params.id)));
   app.get<{ Params: { id: string; goal: string } }>('/api/audits/:id/workspace/goals/:goal', async (req) => {
-    const destination = backups.destination(req.params.id);
-    try {
-      return showWorkspaceGoal(destination, req.params.goal);
-    } catch (e) {
-      // The CLI's next action names the destination's path; over HTTP it names the listing route instead.
-      if (isLoopxError(e) && e.code === 'workspace_goal_not_found') throw notFound(e.code, e.message, { nextAction: `list the workspace's Goals: GET /api/audits/${req.params.id}/workspace` });
-      throw e;
-    }
+    // Over HTTP the listing is a route, never the destination's path.
+    return showWorkspaceGoal(backups.destination(req.params.id), req.params.goal, { listAction: `GET /api/audits/${req.params.id}/workspace` });
   });
   app.all('/api/*', async () => {
     throw notFound('daemon_route_not_found', 'No such API route.');

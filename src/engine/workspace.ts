@@ -120,12 +120,13 @@ export function listWorkspace(destination: string): WorkspaceListing {
   });
 }
 
-export function showWorkspaceGoal(destination: string, goalId: string): WorkspaceGoalDetail {
+/** `listAction`: how the caller lists the Goals (default: the CLI command, naming D relative to here). */
+export function showWorkspaceGoal(destination: string, goalId: string, options: { listAction?: string } = {}): WorkspaceGoalDetail {
   const { audit, root } = open(destination);
   const record = goal.readHistorical(root).goals.find((x) => x.goal_id === goalId);
   if (!record) {
     throw notFound('workspace_goal_not_found', `The workspace holds no readable Goal ${goalId}.`, {
-      nextAction: `list the workspace's Goals: loopx backup-state workspace ls ${operatorPath(destination)}`,
+      nextAction: `list the workspace's Goals: ${options.listAction ?? `loopx backup-state workspace ls ${operatorPath(destination)}`}`,
     });
   }
   return withScratch((scratch) => {
