@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { exitCodeOf, isLoopxError } from '../core/errors.js';
 import { ROOT_IS_RECOVERY_WORKSPACE, refuseRecoveryWorkspaceRoot } from '../core/recovery-workspace.js';
 import { ROOT_IS_COPY } from '../run-authority/index.js';
-import { withAuthority as withRootAuthority, withRootEngine, type Engine } from '../engine/index.js';
+import { withAuthority as withRootAuthority, withRootEngine, withVerifyingEngine, type Engine } from '../engine/index.js';
 import { assertRuntimeRoot } from '../owners/index.js';
 import type { LocalRunAuthority } from '../run-authority/index.js';
 
@@ -44,6 +44,9 @@ export const withEngine = async <T>(opts: GlobalOptions, fn: (engine: Engine) =>
   if (options.readOnly) existingRoot(opts);
   return withRootEngine(accessOf(opts), fn, options);
 };
+
+/** An engine with the user's existing run authority and no root, for checking claims: it creates nothing. */
+export const withClaimChecker = <T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T): Promise<T> => withVerifyingEngine(accessOf(opts), fn);
 
 /**
  * The root of a command that reads or changes what a root already holds: `root_not_found` when it

@@ -29,14 +29,6 @@ export function tryFlock(fd: number): boolean {
   }
 }
 
-/**
- * flock(fd, LOCK_EX), waiting as long as another open file description holds it. The wait runs in
- * the libuv thread pool, never on the event loop. The caller owns (and eventually closes) the fd.
- */
-export function flockWait(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => fsExt.flock(fd, 'ex', (e) => (e ? reject(e) : resolve())));
-}
-
 /** Take an exclusive lock without waiting; `undefined` when another open file description holds it. */
 export function tryLockExclusive(path: string): HeldLock | undefined {
   const fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);

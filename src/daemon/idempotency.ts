@@ -101,7 +101,8 @@ export class IdempotencyKeys {
     for (const [key, e] of this.#entries) {
       // Oldest first (insertion order): stop at the first that is neither too old nor over the count.
       const expired = now - e.at >= IDEMPOTENCY_LIMITS.maxAgeMs || this.#entries.size > IDEMPOTENCY_LIMITS.maxKeys;
-      if (!expired || e.outcome === null) break; // a running request keeps its key until it answers
+      if (!expired) break;
+      if (e.outcome === null) continue; // a running request keeps its key until it answers; later ones still age out
       this.#forget(key, e);
     }
     for (const e of this.#entries.values()) {

@@ -34,7 +34,7 @@ import { SCRIPTED_PROVIDER } from './providers/scripted.js';
 import type { MutationRecord, RunCommit, RunHead, RunStore } from './run-store/contract.js';
 import { memoryRunStore } from './run-store/memory.js';
 import { openSqliteRunStore } from './run-store/sqlite.js';
-import { rootDirectoryIdentity, type RunAuthority, type RunLease, type RunRecord } from '../run-authority/index.js';
+import { rootDirectoryIdentity, type RebindOutcome, type RunAuthority, type RunLease, type RunRecord } from '../run-authority/index.js';
 import { isInteractionRequest, type InteractionRequest, type JsonValue, type Tool, type ToolPlanLease } from './tools.js';
 
 /** Fault points (tests only) around the durable steps of a mutating call. */
@@ -165,6 +165,20 @@ export class Engine {
     return this.#store;
   }
 
+  /**
+   * The operator's explicit binding of this root to its directory (`loopx authority bind-root`):
+   * for a root whose runs were recorded before bindings existed, or whose device changed. The
+   * authority refuses it while the directory the id is bound to still exists.
+   */
+  bindRootDirectory(): { readonly root_id: string; readonly binding: RebindOutcome } {
+    const authority = this.#requireAuthority();
+    if (this.#root === undefined) throw internal('root_required', 'Binding needs a runtime root directory.');
+    const id = this.store.rootId();
+    const binding = authority.rebindRoot(id, rootDirectoryIdentity(this.#root));
+    this.#rootId = id;
+    return { root_id: id, binding };
+  }
+
   /** Create (or open) the root and its engine.db now, rather than on first use (`loopx init`). */
   openRoot(): void {
     void this.store;
@@ -252,6 +266,8 @@ export class Engine {
 
   async start(agent: AgentDefinition, options: StartOptions = {}): Promise<RunView> {
     const def = defineAgent(agent);
+    // The root's identity before anything is stored: a byte copy (root_is_copy) keeps no definition.
+    if (this.authority) void this.rootId;
     const runId = options.runId ?? `run_${randomBytes(10).toString('hex')}`;
     if (!RUN_ID.test(runId)) throw rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
     if (options.suspendAfterTurns !== undefined && !(Number.isInteger(options.suspendAfterTurns) && options.suspendAfterTurns >= 0)) {
@@ -536,7 +552,7 @@ export class Engine {
     // ── the claim verified: only from here on may this root be opened or changed ──
     if (state.lifecycle !== 'suspended') {
       throw rejected('snapshot_terminal', `The snapshot of run ${runId} is ${state.lifecycle}: terminal snapshots are for inspection and are never imported as live.`, {
-        nextAction: `inspect it: loopx run inspect FILE`,
+        nextAction: 'inspect it: loopx run inspect <snapshot-file>',
       });
     }
     if (seen!.state === 'TERMINAL') {
@@ -669,7 +685,8 @@ export class Engine {
       rejected('import_definition_mismatch', `The agent definition does not match the snapshot's (${state.definition.id}@${state.definition.version}).`, {
         nextAction: 'pass the agent file the run was started with',
       });
-    const stored = this.store.getDefinition(state.definition);
+    // A root with no engine.db yet has stored nothing: reading must not create it (a refused import changes nothing).
+    const stored = this.#hasRootState() ? this.store.getDefinition(state.definition) : undefined;
     if (given) {
       const def = defineAgent(given);
       if (!matches(def)) throw mismatch();
@@ -684,7 +701,7 @@ export class Engine {
     }
     if (state.model.provider === SCRIPTED_PROVIDER) {
       throw rejected('import_definition_unknown', `This root does not know agent ${state.definition.id}@${state.definition.version}, and its scripted model needs the definition's script.`, {
-        nextAction: 'pass the agent file: loopx run import FILE --agent AGENT.json',
+        nextAction: 'pass the agent file: loopx run import <snapshot-file> --agent <agent-file>',
       });
     }
     // Everything a non-scripted definition holds is in the snapshot (the system prompt is in the history).
@@ -1185,6 +1202,9 @@ export class Engine {
   #lock(runId: string): RunLock {
     const lock = this.#tryLock(runId);
     if (!lock) {
+      // Busy only when it is ours: a run another root owns is run_moved, whoever holds its lock now.
+      const record = this.authority?.readRecord(runId);
+      if (record && this.store.get(runId) && record.ownerRoot !== this.rootId) this.#ownedRecord(runId);
       throw conflict('run_busy', `Run ${runId} is being driven by another process or call.`, {
         nextAction: `wait for it, or follow it: loopx run events ${runId} --follow`,
       });

@@ -288,6 +288,8 @@ export interface GoalWorkRunResult {
  * switch the Goal to hard leases, bind a fresh run to the session and drive it.
  */
 export async function runGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunResult> {
+  // The root's identity first: a byte copy of a root (root_is_copy) opens no session, fence or lease.
+  if (options.engine.authority) void options.engine.rootId;
   const owners = openRootOwners(options.root);
   let bound: sessionOwner.Session;
   let ref: { goal_id: string; goal_instance_id: string };

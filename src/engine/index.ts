@@ -14,5 +14,5 @@ export type { RunStore, RunHead, MutationRecord, MutationState } from './run-sto
 export { memoryRunStore } from './run-store/memory.js';
 export { openSqliteRunStore } from './run-store/sqlite.js';
 export { runGoalWork, openRootOwners, goalWorkToolPlan, GOAL_WORK_TOOL_PLAN, EFFECTS_NAMESPACE, operationIdOf, type RootOwners, type GoalWorkRunOptions, type GoalWorkRunResult } from './goal-work.js';
-export { withAuthority, withRootEngine, withRootOwners, goalDetail, type RootAccess } from './root-access.js';
+export { withAuthority, withRootEngine, withRootOwners, withVerifyingEngine, goalDetail, type RootAccess } from './root-access.js';
 export { listWorkspace, showWorkspaceGoal, type WorkspaceListing, type WorkspaceGoalDetail } from './workspace.js';

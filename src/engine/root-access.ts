@@ -56,6 +56,26 @@ export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => P
   });
 }
 
+/**
+ * An engine that opens no root and never creates the run authority: for checking a snapshot's
+ * claim (`run inspect --verify`), which reads only the authority. A missing authority is
+ * `authority_missing` (nothing it could verify exists).
+ */
+export async function withVerifyingEngine<T>(a: Pick<RootAccess, 'root' | 'authorityDir'>, fn: (engine: Engine) => Promise<T> | T): Promise<T> {
+  return withAuthority(
+    a,
+    async (authority) => {
+      const engine = openEngine({ application: builtinApplication(a.root), authority });
+      try {
+        return await fn(engine);
+      } finally {
+        engine.close();
+      }
+    },
+    { create: false },
+  );
+}
+
 /** The root's file-backed owners; `root_not_found` when the root does not exist. */
 export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) => Promise<T> | T): Promise<T> {
   refuseRecoveryWorkspaceRoot(root);

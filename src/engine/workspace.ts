@@ -125,9 +125,9 @@ export function showWorkspaceGoal(destination: string, goalId: string, options: 
   const { audit, root } = open(destination);
   const record = goal.readHistorical(root).goals.find((x) => x.goal_id === goalId);
   if (!record) {
-    throw notFound('workspace_goal_not_found', `The workspace holds no readable Goal ${goalId}.`, {
-      nextAction: `list the workspace's Goals: ${options.listAction ?? `loopx backup-state workspace ls ${operatorPath(destination)}`}`,
-    });
+    const nextAction =
+      options.listAction !== undefined ? `list the workspace's Goals: ${options.listAction}` : `list the workspace's Goals: loopx backup-state workspace ls ${operatorPath(destination)}`;
+    throw notFound('workspace_goal_not_found', `The workspace holds no readable Goal ${goalId}.`, { nextAction });
   }
   return withScratch((scratch) => {
     const w = workSummary(root, goalId);

@@ -1,4 +1,4 @@
-import type { RootDirectoryIdentity } from './roots.js';
+import type { RebindOutcome, RootDirectoryIdentity } from './roots.js';
 
 /**
  * The run-authority contract (RFC 0007): per-user provenance and exclusive ownership of runs.
@@ -13,9 +13,11 @@ import type { RootDirectoryIdentity } from './roots.js';
  * - Ownership: `acquireRun` takes the run's exclusive lock without waiting (undefined when a live
  *   process holds it). Locks die with their process and are never unlinked. Records are written
  *   only under the run's lease, atomically and durably; "not found" is `undefined`.
- * - Roots: `bindRoot` ties a runtime root's random id to the directory it is used from, on first
- *   use; any other directory carrying that id (a byte copy) is refused with `root_is_copy`, so a
- *   copy of a root's bytes owns no runs. Bindings are durable and survive `mv` on one file system.
+ * - Roots: `bindRoot` ties a runtime root's random id to the directory (device and inode) it is
+ *   used from, on first use; any other directory carrying that id (a byte copy) is refused with
+ *   `root_is_copy`, so a copy of a root's bytes owns no runs. Bindings are durable and survive `mv`
+ *   on one file system. An id with recorded runs but no binding is `root_binding_required`;
+ *   `rebindRoot` is the operator's explicit step for that and for a moved device (roots.ts).
  * - Imports: `beginImport(runId)` waits for the run's import lock (a second flock file per run,
  *   also never unlinked), so at most one importer of a run — in any process — works at a time,
  *   and one that waited finds the first one's outcome (consumed, or still importable) in the record.
@@ -82,6 +84,8 @@ export interface RunAuthority {
   beginImport(runId: string): Promise<ImportLease>;
   /** Prove `directory` is the one `rootId` is bound to (binding it on first use); else `root_is_copy`. */
   bindRoot(rootId: string, directory: RootDirectoryIdentity): void;
+  /** The operator's explicit binding (`authority bind-root`); never while the bound original still exists (`root_binding_original_present`). */
+  rebindRoot(rootId: string, directory: RootDirectoryIdentity): RebindOutcome;
 
   close(): Promise<void>;
 }

@@ -2,5 +2,5 @@
 export type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord, RunRecordState } from './contract.js';
 export { LocalRunAuthority, openRunAuthority, defaultAuthorityDir, deriveRunSubkey, SUBKEY_DOMAIN, type OpenAuthorityOptions } from './local.js';
 export { ConfinedDir, validateAncestry } from './confined-dir.js';
-export { rootDirectoryIdentity, ROOT_IS_COPY, type RootDirectoryIdentity } from './roots.js';
+export { rootDirectoryIdentity, ROOT_IS_COPY, type RebindOutcome, type RootDirectoryIdentity } from './roots.js';
 export { recordNextAction } from './next-action.js';

@@ -20,12 +20,14 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { conflict, internal, LoopxError, rejected } from '../core/errors.js';
 import { lengthPrefixed, u64be, utf8 } from '../core/encoding.js';
-import { flockWait, tryFlock } from '../core/flock.js';
+import { tryFlock } from '../core/flock.js';
 import { ConfinedDir } from './confined-dir.js';
-import { bindRoot, type RootDirectoryIdentity } from './roots.js';
+import { bindRoot, rebindRoot, type RebindOutcome, type RootDirectoryIdentity } from './roots.js';
 import type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord, RunRecordState } from './contract.js';
 
 export const SUBKEY_DOMAIN = 'loopx.run-authority.subkey/v1';
+/** How long an importer waits for a competing import of the same run before `import_busy`. */
+const IMPORT_WAIT_MS = 30_000;
 const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const GEN_FILE = /^([1-9][0-9]{0,15})\.(key|retired)$/;
 const RECORD_SCHEMA = 'loopx.run-authority.record/v1';
@@ -68,6 +70,8 @@ export interface OpenAuthorityOptions {
   readonly create?: boolean;
   /** Skip record fsyncs — only for benchmarks that report the fsync cost separately. */
   readonly unsafeNoSync?: boolean;
+  /** How long `beginImport` waits for a competing importer of the same run (default 30 s). */
+  readonly importWaitMs?: number;
 }
 
 export class LocalRunAuthority implements RunAuthority {
@@ -87,10 +91,12 @@ export class LocalRunAuthority implements RunAuthority {
   #drained: (() => void) | undefined;
 
   readonly #noSync: boolean;
+  readonly #importWaitMs: number;
 
-  private constructor(dir: ConfinedDir, noSync: boolean) {
+  private constructor(dir: ConfinedDir, noSync: boolean, importWaitMs: number) {
     this.#dir = dir;
     this.#noSync = noSync;
+    this.#importWaitMs = importWaitMs;
     const opened: ConfinedDir[] = [];
     try {
       this.#keysDir = track(opened, dir.subdir('keys'));
@@ -125,7 +131,7 @@ export class LocalRunAuthority implements RunAuthority {
     // an explicit directory must have an existing, valid parent.
     const dir = ConfinedDir.open(options.dir ?? defaultAuthorityDir(), { create: options.create ?? true, createParents: options.dir === undefined && (options.create ?? true) });
     try {
-      return new LocalRunAuthority(dir, options.unsafeNoSync ?? false);
+      return new LocalRunAuthority(dir, options.unsafeNoSync ?? false, options.importWaitMs ?? IMPORT_WAIT_MS);
     } catch (e) {
       dir.close();
       throw e;
@@ -313,7 +319,37 @@ export class LocalRunAuthority implements RunAuthority {
 
   bindRoot(rootId: string, directory: RootDirectoryIdentity): void {
     this.#live();
-    bindRoot(this.#rootsDir, rootId, directory, { noSync: this.#noSync });
+    bindRoot(this.#rootsDir, rootId, directory, { noSync: this.#noSync, hasRecordedRuns: () => this.#ownsRecords(rootId) });
+  }
+
+  rebindRoot(rootId: string, directory: RootDirectoryIdentity): RebindOutcome {
+    this.#live();
+    return rebindRoot(this.#rootsDir, rootId, directory, { noSync: this.#noSync });
+  }
+
+  /** Whether any run record names `rootId` as its owner (read once per root, when it is first bound). */
+  #ownsRecords(rootId: string): boolean {
+    return this.#runsDir
+      .list()
+      .filter((n) => n.endsWith('.json'))
+      .some((n) => this.readRecord(n.slice(0, -'.json'.length))?.ownerRoot === rootId);
+  }
+
+  /**
+   * Poll the import lock (a blocking flock would hold a thread-pool thread with no way to give up):
+   * bounded by importWaitMs (`import_busy`), and given up at once when shutdown begins — a waiting
+   * importer is new work, not an outstanding lease.
+   */
+  async #waitForImportLock(fd: number, runId: string): Promise<void> {
+    const deadline = Date.now() + this.#importWaitMs;
+    for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
+      this.#live();
+      if (tryFlock(fd)) return;
+      if (Date.now() >= deadline) {
+        throw conflict('import_busy', `Another import of run ${runId} is still running.`, { nextAction: 'run the same import again once the other one has finished' });
+      }
+      await new Promise((r) => setTimeout(r, pause));
+    }
   }
 
   async beginImport(runId: string): Promise<ImportLease> {
@@ -322,9 +358,7 @@ export class LocalRunAuthority implements RunAuthority {
     // Run ids have no dot, so this name never collides with a run's own lock file.
     const fd = this.#locksDir.openLockFile(`${runId}.import.lock`);
     try {
-      await flockWait(fd);
-      // Shutdown began while this importer waited: it is new work, not an outstanding lease.
-      this.#live();
+      await this.#waitForImportLock(fd, runId);
     } catch (e) {
       closeSync(fd);
       throw e;

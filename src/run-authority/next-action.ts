@@ -8,5 +8,5 @@ import type { RunRecord } from './contract.js';
 /** IMPORTING: an import consumed the snapshot and did not complete; the same import, run again in the owner root, completes it. */
 export function recordNextAction(record: RunRecord): string | null {
   if (record.state !== 'IMPORTING') return null;
-  return `complete the import in the root it names (owner_root ${record.ownerRoot}): run the same loopx run import FILE there again`;
+  return `complete it by importing the same snapshot file again into the root the record names (owner_root ${record.ownerRoot}): loopx run import <snapshot-file> --root <that-root>`;
 }

@@ -8,16 +8,25 @@
  *
  *   { schema, root_id, ino, dev, path, bound_at }
  *
- * A directory matches its binding when its inode number is the bound one and either its device
- * or its physical path is too — so `mv` within a file system and a device renumbered at boot keep
- * a root's identity, while any copy (another inode) is a different root that owns nothing and is
- * refused (`root_is_copy`). A root seen for the first time is bound (first use wins; roots made
- * before bindings existed are bound the first time a command uses them with the authority).
+ * A directory is the bound root only when both its device and inode numbers are the bound ones
+ * (an inode number alone repeats across file systems: every volume's top directory has the same
+ * one). `mv` within a file system keeps both; any copy — another inode, or the same inode number
+ * on another device — is a different root that owns nothing (`root_is_copy`). The same path and
+ * inode number on another device (a device renumbered at boot, or a cloned volume mounted in
+ * its place) cannot be told apart automatically: `root_binding_moved`, and the operator decides
+ * with `loopx authority bind-root`.
+ *
+ * A root seen for the first time is bound on first use — unless the authority already has runs
+ * recorded under its id (a root made before bindings existed, or a copy of one): then whichever
+ * directory came first would win, so `root_binding_required` asks the operator to bind the
+ * original once. `bind-root` (rebindRoot) binds explicitly, and moves a binding only while the
+ * directory it names no longer exists with its bound identity: a copy can never take the place
+ * of a live original.
  *
  * It never reads or writes inside the root, and never prints a path (the binding is private).
  */
 import { realpathSync, statSync } from 'node:fs';
-import { LoopxError, internal, rejected } from '../core/errors.js';
+import { LoopxError, conflict, internal, rejected } from '../core/errors.js';
 import type { ConfinedDir } from './confined-dir.js';
 
 const BINDING_SCHEMA = 'loopx.run-authority.root/v1';
@@ -39,10 +48,23 @@ export function rootDirectoryIdentity(root: string): RootDirectoryIdentity {
 
 export const ROOT_IS_COPY = 'root_is_copy';
 
+const NEW_ROOT = 'start a new root instead: loopx init --root <new-root>';
+
 const copyRefusal = (): LoopxError =>
-  rejected(ROOT_IS_COPY, 'This directory is a copy of another runtime root; a copy owns no runs and may start none.', {
-    nextAction: 'start a new root instead: loopx init --root <new-root>',
+  rejected(ROOT_IS_COPY, 'This directory is a copy of another runtime root; a copy owns no runs and may start none.', { nextAction: NEW_ROOT });
+
+const bindingRequired = (): LoopxError =>
+  rejected('root_binding_required', 'The run authority has runs of this root recorded from before roots were bound to their directories; bind the original root once.', {
+    nextAction: 'if this directory is the original root (not a copy of it), bind it: loopx authority bind-root',
   });
+
+const bindingMoved = (): LoopxError =>
+  rejected('root_binding_moved', "This root's directory is at its bound path but on another device (a renumbered device, or another volume mounted there).", {
+    nextAction: 'if this directory is the original root (not a copy of it), bind it again: loopx authority bind-root',
+  });
+
+const originalPresent = (): LoopxError =>
+  conflict('root_binding_original_present', 'The directory this root id is bound to still exists; a copy never takes its place.', { nextAction: NEW_ROOT });
 
 interface Binding extends RootDirectoryIdentity {
   readonly rootId: string;
@@ -64,15 +86,35 @@ function parse(rootId: string, raw: Buffer): Binding {
 const encode = (rootId: string, id: RootDirectoryIdentity): string =>
   `${JSON.stringify({ schema: BINDING_SCHEMA, root_id: rootId, ino: id.ino, dev: id.dev, path: id.path, bound_at: new Date().toISOString() })}\n`;
 
+const sameDirectory = (a: RootDirectoryIdentity, b: RootDirectoryIdentity): boolean => a.dev === b.dev && a.ino === b.ino;
+
+/** Whether the directory a binding names still exists there with its bound identity. */
+function stillThere(bound: Binding): boolean {
+  try {
+    const st = statSync(bound.path, { bigint: true });
+    return st.isDirectory() && st.dev.toString() === bound.dev && st.ino.toString() === bound.ino;
+  } catch {
+    return false;
+  }
+}
+
+export interface BindOptions {
+  readonly noSync?: boolean;
+  /** Whether run records already name `rootId` as their owner (asked only when it has no binding yet). */
+  readonly hasRecordedRuns: () => boolean;
+}
+
 /**
- * Bind `rootId` to the directory `id` on first use, or prove that `id` is the bound directory;
- * a different directory is `root_is_copy`. A match whose device or path moved refreshes the binding.
+ * Bind `rootId` to the directory `id` on first use, or prove that `id` is the bound directory
+ * (refreshing a binding whose path moved); otherwise `root_is_copy`, `root_binding_moved` or
+ * `root_binding_required` (see the header).
  */
-export function bindRoot(dir: ConfinedDir, rootId: string, id: RootDirectoryIdentity, options: { noSync?: boolean } = {}): void {
+export function bindRoot(dir: ConfinedDir, rootId: string, id: RootDirectoryIdentity, options: BindOptions): void {
   if (!ROOT_ID.test(rootId)) throw internal('root_id_invalid', 'The root id in engine.db is malformed.');
   const name = `${rootId}.json`;
   let raw = dir.read(name);
   if (!raw) {
+    if (options.hasRecordedRuns()) throw bindingRequired();
     try {
       dir.write(name, encode(rootId, id), { exclusive: true, ...(options.noSync ? { noSync: true } : {}) });
       return;
@@ -83,6 +125,28 @@ export function bindRoot(dir: ConfinedDir, rootId: string, id: RootDirectoryIden
     }
   }
   const bound = parse(rootId, raw);
-  if (bound.ino !== id.ino || (bound.dev !== id.dev && bound.path !== id.path)) throw copyRefusal();
-  if (bound.dev !== id.dev || bound.path !== id.path) dir.write(name, encode(rootId, id), options.noSync ? { noSync: true } : {});
+  if (sameDirectory(bound, id)) {
+    if (bound.path !== id.path) dir.write(name, encode(rootId, id), options.noSync ? { noSync: true } : {});
+    return;
+  }
+  if (bound.ino === id.ino && bound.path === id.path) throw bindingMoved();
+  throw copyRefusal();
+}
+
+export type RebindOutcome = 'bound' | 'unchanged' | 'rebound';
+
+/**
+ * The operator's explicit binding (`loopx authority bind-root`): bind `rootId` to `id`, also when
+ * runs are recorded under it or its binding names another directory — but never while that other
+ * directory still exists with its bound identity (`root_binding_original_present`).
+ */
+export function rebindRoot(dir: ConfinedDir, rootId: string, id: RootDirectoryIdentity, options: { noSync?: boolean } = {}): RebindOutcome {
+  if (!ROOT_ID.test(rootId)) throw internal('root_id_invalid', 'The root id in engine.db is malformed.');
+  const name = `${rootId}.json`;
+  const raw = dir.read(name);
+  const bound = raw ? parse(rootId, raw) : undefined;
+  if (bound && sameDirectory(bound, id) && bound.path === id.path) return 'unchanged';
+  if (bound && !sameDirectory(bound, id) && stillThere(bound)) throw originalPresent();
+  dir.write(name, encode(rootId, id), options.noSync ? { noSync: true } : {});
+  return bound ? 'rebound' : 'bound';
 }

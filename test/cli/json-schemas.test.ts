@@ -321,6 +321,9 @@ describe('the --json contract: every published document validates against docs/s
       { generation: 1, retired: true },
       { generation: 2, retired: false },
     ]);
+    const bindable = tempRoot('loopx-json-bind-');
+    expect(ok('init', ['init', '--root', bindable, ...a])).toEqual({ initialized: true });
+    expect(ok('authority-bind-root', ['authority', 'bind-root', '--root', bindable, ...a])).toMatchObject({ binding: 'unchanged' });
     const none = ok('authority', ['authority', 'show', '--run', 'run_unknown', ...a]);
     expect(none.run).toBeNull();
   }, 60_000);

@@ -87,7 +87,12 @@ describe.concurrent('one snapshot, many importers', () => {
     }
 
     // One owner: the authority names the winner's root, and only that root has the run.
-    const [shown, ...lists] = await Promise.all([ok(['authority', 'show', '--run', s.run_id]), ...roots.map((root) => ok(['run', 'list', '--root', root]))]);
+    // A loser is refused before it opens its root: the fresh root it was given stays absent.
+    for (const [i, root] of roots.entries()) if (i !== w) expect(existsSync(root), `#${i}`).toBe(false);
+    const [shown, ...lists] = await Promise.all([
+      ok(['authority', 'show', '--run', s.run_id]),
+      ...roots.map((root) => (existsSync(root) ? ok(['run', 'list', '--root', root]) : Promise.resolve({ runs: [] }))),
+    ]);
     expect(shown.run).toMatchObject({ run_id: s.run_id, state: 'ACTIVE', transition_generation: 2, payload_sha256: s.payload_sha256 });
     expect(shown.run.owner_root).toBe(rootIdOf(winner));
     const holders = lists.flatMap((l, i) => (l.runs.some((r: { run_id: string }) => r.run_id === s.run_id) ? [i] : []));

@@ -4,7 +4,8 @@
  * live root's suspended run under the live root's id — is a different root that owns nothing.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, lstatSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -18,6 +19,28 @@ function suspendedRun(root: string): string {
   expect(r.status, r.stderr).toBe(0);
   return r.json().run_id;
 }
+
+const AUTHORITY = () => defaultAuthorityDir({ XDG_STATE_HOME: STATE_HOME });
+
+/** Every entry under `dir` with its mode, size, mtime and content digest. */
+function tree(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string): void => {
+    for (const name of readdirSync(d).sort()) {
+      const p = join(d, name);
+      const st = lstatSync(p);
+      out[p.slice(dir.length)] = st.isDirectory() ? `dir ${st.mode}` : `${st.mode} ${st.size} ${st.mtimeMs} ${createHash('sha256').update(readFileSync(p)).digest('hex')}`;
+      if (st.isDirectory()) walk(p);
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+const rootIdOf = (runId: string): string => authorityRecord(runId).owner_root;
+
+/** The command a next action names (`…: loopx <command>`), as argv. */
+const commandOf = (nextAction: string): string[] => nextAction.slice(nextAction.indexOf(': loopx ') + ': loopx '.length).split(' ');
 
 const authorityRecord = (runId: string) => JSON.parse(readFileSync(join(defaultAuthorityDir({ XDG_STATE_HOME: STATE_HOME }), 'runs', `${runId}.json`), 'utf8'));
 
@@ -40,6 +63,15 @@ describe('root identity', () => {
       expect(r.json().error).toMatchObject({ code: 'root_is_copy', next_action: 'start a new root instead: loopx init --root <new-root>' });
     }
     expect(authorityRecord(runId)).toEqual(before);
+
+    // A work run in the copy is refused before it opens a session, a fence or a lease: the copy is unchanged.
+    expect(loopx(['goal', 'create', 'g', '--title', 'G', '--root', a, '--json']).status).toBe(0);
+    execFileSync('cp', ['-a', join(a, 'goals'), join(copy, 'goals')], { stdio: 'ignore' });
+    execFileSync('cp', ['-a', join(a, 'registry.json'), join(copy, 'registry.json')], { stdio: 'ignore' });
+    const copyBefore = tree(copy);
+    const work = loopx(['work', 'run', '--goal', 'g', '--agent', join(REPO, 'examples/agents/goal-worker.json'), '--sink', 'http://127.0.0.1:9/deliveries', '--root', copy, '--json']);
+    expect(work.json().error.code).toBe('root_is_copy');
+    expect(tree(copy)).toEqual(copyBefore);
 
     // The live root still owns its suspended run and completes it.
     const resumed = loopx(['run', 'resume', runId, '--root', a, '--json']);
@@ -67,6 +99,53 @@ describe('root identity', () => {
     expect(loopx(['run', 'resume', runId, '--root', a, '--json']).status).toBe(0);
   });
 
+  it('a root whose runs were recorded before bindings existed is bound only by the operator: root_binding_required, then bind-root as printed', () => {
+    const a = tempRoot();
+    const runId = suspendedRun(a);
+    unlinkSync(join(AUTHORITY(), 'roots', `${rootIdOf(runId)}.json`)); // as a root from before bindings
+    const copy = join(a, '..', 'copy');
+    execFileSync('cp', ['-a', a, copy]);
+    // Neither the copy nor the original is bound automatically: whichever came first would win.
+    for (const root of [copy, a]) {
+      const r = loopx(['run', 'resume', runId, '--root', root, '--json']);
+      expect(r.status).toBe(3);
+      expect(r.json().error.code).toBe('root_binding_required');
+    }
+    const refusal = loopx(['run', 'resume', runId, '--root', a, '--json']).json().error;
+    expect(refusal.next_action).toBe(`if this directory is the original root (not a copy of it), bind it: loopx authority bind-root --root ${a}`);
+    const bound = loopx([...commandOf(refusal.next_action), '--json']);
+    expect(bound.status, bound.stderr).toBe(0);
+    expect(bound.json()).toEqual({ root_id: rootIdOf(runId), binding: 'bound' });
+    expect(loopx(['run', 'resume', runId, '--root', copy, '--json']).json().error.code).toBe('root_is_copy');
+    expect(loopx(['run', 'resume', runId, '--root', a, '--json']).status).toBe(0);
+  });
+
+  it('bind-root never lets a copy take the place of a live original; once the original is gone it may', () => {
+    const a = tempRoot();
+    const runId = suspendedRun(a);
+    const copy = join(a, '..', 'copy');
+    execFileSync('cp', ['-a', a, copy]);
+    const refused = loopx(['authority', 'bind-root', '--root', copy, '--json']);
+    expect(refused.status).toBe(4);
+    expect(refused.json().error.code).toBe('root_binding_original_present');
+    expect(loopx(['authority', 'bind-root', '--root', a, '--json']).json()).toEqual({ root_id: rootIdOf(runId), binding: 'unchanged' });
+    rmSync(a, { recursive: true });
+    expect(loopx(['authority', 'bind-root', '--root', copy, '--json']).json()).toEqual({ root_id: rootIdOf(runId), binding: 'rebound' });
+    expect(loopx(['run', 'resume', runId, '--root', copy, '--json']).status).toBe(0);
+  });
+
+  it('run inspect --verify creates no run authority where there is none', () => {
+    const a = tempRoot();
+    const runId = suspendedRun(a);
+    const file = join(a, '..', 'r.snapshot');
+    expect(loopx(['run', 'export', runId, '--out', file, '--root', a]).status).toBe(0);
+    const elsewhere = mkdtempSync(join(tmpdir(), 'loopx-no-authority-'));
+    const r = loopx(['run', 'inspect', file, '--verify', '--json'], { XDG_STATE_HOME: elsewhere });
+    expect(r.status).toBe(3);
+    expect(r.json().error.code).toBe('authority_missing');
+    expect(readdirSync(elsewhere)).toEqual([]);
+  });
+
   it('bindings are private files; a damaged one is authority_root_binding_corrupt, never a silent rebind', async () => {
     const dir = join(mkdtempSync(join(tmpdir(), 'loopx-bind-')), 'authority');
     const root = mkdtempSync(join(tmpdir(), 'loopx-bind-root-'));
@@ -78,6 +157,12 @@ describe('root identity', () => {
       expect(statSync(join(dir, 'roots', 'root_aaaa.json')).mode & 0o777).toBe(0o600);
       const other = mkdtempSync(join(tmpdir(), 'loopx-bind-other-'));
       expect(() => authority.bindRoot('root_aaaa', rootDirectoryIdentity(other))).toThrow(expect.objectContaining({ code: 'root_is_copy' }));
+      // An inode number alone is not an identity: the same one on another device is another root, and
+      // at the bound path the operator must decide (a renumbered device, or a volume mounted there).
+      const bound = rootDirectoryIdentity(root);
+      const otherDevice = { ...bound, dev: `${bound.dev}1` };
+      expect(() => authority.bindRoot('root_aaaa', { ...otherDevice, path: other })).toThrow(expect.objectContaining({ code: 'root_is_copy' }));
+      expect(() => authority.bindRoot('root_aaaa', otherDevice)).toThrow(expect.objectContaining({ code: 'root_binding_moved' }));
       writeFileSync(join(dir, 'roots', 'root_aaaa.json'), '{"schema":"nope"}\n', { mode: 0o600 });
       expect(() => authority.bindRoot('root_aaaa', rootDirectoryIdentity(root))).toThrow(expect.objectContaining({ code: 'authority_root_binding_corrupt' }));
     } finally {

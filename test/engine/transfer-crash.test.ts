@@ -253,16 +253,16 @@ describe.concurrent('crash injection around the durable steps of export, resume,
       expect(rec.owner_root).toBe(rootIdOf(w.b));
       expect(inB).toEqual([]);
       // authority show names the one next action: the same import, in the root the record names.
-      expect(rec.next_action).toBe(`complete the import in the root it names (owner_root ${rec.owner_root}): run the same loopx run import FILE there again`);
+      expect(rec.next_action).toBe(`complete it by importing the same snapshot file again into the root the record names (owner_root ${rec.owner_root}): loopx run import <snapshot-file> --root <that-root>`);
 
       const [intoC, fromA, inBResume] = await Promise.all([
         refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed'),
         refused(resumeIn(s.run_id, w.a), 4, 'run_moved'),
         refused(resumeIn(s.run_id, w.b), 4, 'run_import_incomplete'),
       ]);
-      expect(intoC).toMatchObject({ next_action: `find the run where it was imported: loopx authority show --run ${s.run_id}` });
+      expect(intoC).toMatchObject({ next_action: `find the run where it was imported: loopx authority show --run ${s.run_id} --root ${w.c}` });
       expect(fromA.code).toBe('run_moved');
-      expect(inBResume).toMatchObject({ next_action: 'complete it: run the same loopx run import FILE into this root again' });
+      expect(inBResume).toMatchObject({ next_action: `complete it by importing the same snapshot file into this root again: loopx run import <snapshot-file> --root ${w.b}` });
       expect(await record(s.run_id)).toEqual(rec);
 
       // The same import into B completes it: no second consume (the transition generation stays 2).
@@ -325,7 +325,7 @@ describe.concurrent('crash injection around the durable steps of export, resume,
         const s = await suspendedRun(w.a);
         await exportRun(s.run_id, w.a, w.snap());
         const error = await uncertainAt(point, importInto(w.snap(), w.b));
-        expect(error).toMatchObject({ details: { run_id: s.run_id }, next_action: 'complete it: run the same loopx run import FILE into this root again' });
+        expect(error).toMatchObject({ details: { run_id: s.run_id }, next_action: `complete it by importing the same snapshot file into this root again: loopx run import <snapshot-file> --root ${w.b}` });
 
         const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
         expect(rec).toMatchObject({ state, owner_root: rootIdOf(ownerIsB ? w.b : w.a) });

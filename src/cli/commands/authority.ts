@@ -1,9 +1,9 @@
-/** `loopx authority init|show|rotate|retire` — the per-user run authority. Never prints key material. */
+/** `loopx authority init|show|rotate|retire|bind-root` — the per-user run authority and the binding of a root to its directory. Never prints key material. */
 import type { Command } from 'commander';
 import { toHex } from '../../core/digest.js';
 import { usageError } from '../../core/errors.js';
 import { recordNextAction, type LocalRunAuthority } from '../../run-authority/index.js';
-import { emit, withAuthority, type GlobalOptions } from '../context.js';
+import { emit, existingRoot, withAuthority, withEngine, type GlobalOptions } from '../context.js';
 import { parseCount } from '../parse.js';
 
 const describe = (a: LocalRunAuthority) => ({
@@ -27,6 +27,15 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       const g = globals();
       const d = await withAuthority(g, describe, { create: true });
       emit(g, d, print);
+    });
+  authority
+    .command('bind-root')
+    .description('bind this runtime root (--root) to its directory: once for a root whose runs were recorded before roots were bound, or after its device changed; refused while the directory it is bound to still exists')
+    .action(async () => {
+      const g = globals();
+      existingRoot(g);
+      const d = await withEngine(g, (engine) => engine.bindRootDirectory());
+      emit(g, d, (x, out) => out.line(`root ${x.root_id}: ${x.binding === 'unchanged' ? 'already bound to this directory' : 'bound to this directory'}; a copy of it owns no runs`));
     });
   authority
     .command('show')

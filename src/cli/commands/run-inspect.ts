@@ -7,7 +7,7 @@
 import type { Command } from 'commander';
 import { toHex } from '../../core/digest.js';
 import { claimInvalid, decodeEnvelope } from '../../snapshot/index.js';
-import { emit, withEngine, type GlobalOptions } from '../context.js';
+import { emit, withClaimChecker, type GlobalOptions } from '../context.js';
 import { snapshotToJson } from './snapshot-json.js';
 import { readSnapshotFile } from './snapshot-file.js';
 
@@ -21,7 +21,7 @@ export function register(run: Command, globals: () => GlobalOptions): void {
       const bytes = readSnapshotFile(file);
       const env = decodeEnvelope(bytes);
       const state = env.state;
-      const verification = o.verify ? await withEngine(g, (engine) => engine.verifySnapshot(bytes)) : undefined;
+      const verification = o.verify ? await withClaimChecker(g, (engine) => engine.verifySnapshot(bytes)) : undefined;
       if (verification && !verification.valid) throw claimInvalid();
       const doc = {
         format: env.format,
