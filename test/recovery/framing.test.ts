@@ -13,40 +13,22 @@
  */
 import { existsSync, lstatSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { create, plan } from '../../src/backup/index.js';
 import { isLoopxError } from '../../src/core/errors.js';
 import { executeVerify, planVerify } from '../../src/recovery/index.js';
 import { TarScanner } from '../../src/recovery/tar-scan.js';
-import { makeRoot, tempBase } from '../backup/support/fixtures.js';
-import { buildCorpus, dirEntry, fileEntry, insertAfter, linkEntry, loadBase, writeCorpus, type BaseBackup, type BuildOptions, type ManifestDoc } from './support/corpus.js';
+import { makeRoot } from '../backup/support/fixtures.js';
+import { dirEntry, fileEntry, insertAfter, linkEntry, type BuildOptions, type ManifestDoc } from './support/corpus.js';
 import { RawTar } from './support/raw-tar.js';
+import { useBaseBackup } from './support/base-fixture.js';
 
 const FAKE = 'runtime-root/fake.db';
-let work: string;
-let base: BaseBackup;
-let seq = 0;
-
-beforeAll(async () => {
-  work = tempBase('loopx-framing-');
-  const root = join(work, 'root');
-  makeRoot(root, { specials: false });
-  rmSync(join(root, 'big.bin'));
-  const result = await create(plan(root, { outputDir: join(work, 'out'), backupId: 'base' }));
-  base = await loadBase(join(work, 'out', 'base.tar.gz'), result.manifest_doc);
-}, 60_000);
-
-afterAll(() => {
-  if (work) rmSync(work, { recursive: true, force: true });
-});
+const fx = useBaseBackup('loopx-framing-');
 
 const codeOf = (e: unknown): string => (e === undefined ? 'resolved (no refusal)' : isLoopxError(e) ? e.code : `not a LoopxError: ${String(e)}`);
 
-function stage(options: BuildOptions) {
-  const dir = join(work, `case-${++seq}`);
-  const files = writeCorpus(dir, buildCorpus(base, options));
-  return { dir, ...files, destination: join(dir, 'dest') };
-}
+const stage = (options: BuildOptions) => fx.stage(options);
 
 /** Run verify --execute; the code of its refusal (undefined when it published), and that nothing was left on refusal. */
 async function verifyCode(s: ReturnType<typeof stage>): Promise<string | undefined> {
@@ -111,42 +93,42 @@ describe('SQLite sidecars', () => {
   const wal = Buffer.from('\x37\x7f\x06\x82 not checked by anyone', 'latin1');
 
   it.each(['-wal', '-shm', '-journal'])('refuses a planned %s beside its database before anything is written', async (suffix) => {
-    const s = stage({ entries: insertAfter(base.entries, FAKE, fileEntry(`${FAKE}${suffix}`, wal)) });
+    const s = stage({ entries: insertAfter(fx.base.entries, FAKE, fileEntry(`${FAKE}${suffix}`, wal)) });
     expect(planCode(s)).toBe('member_sqlite_sidecar');
     expect(await verifyCode(s)).toBe('member_sqlite_sidecar');
     expect(existsSync(join(s.destination, 'workspace', `${FAKE}${suffix}`))).toBe(false);
   });
 
   it('refuses a sidecar whose name differs from its database only in case (a case-insensitive workspace pairs them)', async () => {
-    const s = stage({ entries: insertAfter(base.entries, FAKE, fileEntry('runtime-root/FAKE.DB-Wal', wal)) });
+    const s = stage({ entries: insertAfter(fx.base.entries, FAKE, fileEntry('runtime-root/FAKE.DB-Wal', wal)) });
     expect(planCode(s)).toBe('member_sqlite_sidecar');
   });
 
   it('refuses a sidecar listed before its database (order does not matter)', async () => {
-    const i = base.entries.findIndex((e) => e.path === FAKE);
-    const entries = [...base.entries.slice(0, i), fileEntry(`${FAKE}-journal`, wal), ...base.entries.slice(i)];
+    const i = fx.base.entries.findIndex((e) => e.path === FAKE);
+    const entries = [...fx.base.entries.slice(0, i), fileEntry(`${FAKE}-journal`, wal), ...fx.base.entries.slice(i)];
     expect(planCode(stage({ entries }))).toBe('member_sqlite_sidecar');
   });
 
   it('refuses a sidecar of a file without a .db name (any file can be opened as a database)', async () => {
-    const entries = [...base.entries, fileEntry('runtime-root/store', 'plain bytes'), fileEntry('runtime-root/store-wal', wal)];
+    const entries = [...fx.base.entries, fileEntry('runtime-root/store', 'plain bytes'), fileEntry('runtime-root/store-wal', wal)];
     expect(planCode(stage({ entries }))).toBe('member_sqlite_sidecar');
   });
 
   it('refuses a sidecar beside a symbolic-link member', async () => {
-    const entries = [...base.entries, linkEntry('runtime-root/link.db', 'fake.db'), fileEntry('runtime-root/link.db-wal', wal)];
+    const entries = [...fx.base.entries, linkEntry('runtime-root/link.db', 'fake.db'), fileEntry('runtime-root/link.db-wal', wal)];
     expect(planCode(stage({ entries }))).toBe('member_sqlite_sidecar');
   });
 
   it('refuses a sidecar in the tar that the manifest does not list, at its header', async () => {
-    const s = stage({ entries: insertAfter(base.entries, FAKE, fileEntry(`${FAKE}-wal`, wal, { planned: false })) });
+    const s = stage({ entries: insertAfter(fx.base.entries, FAKE, fileEntry(`${FAKE}-wal`, wal, { planned: false })) });
     expect(planCode(s)).toBeUndefined();
     expect(await verifyCode(s)).toBe('member_sqlite_sidecar');
   });
 
   it('accepts sidecar-like names with no file or link of the base name: an orphan -wal, a directory base, a -wal directory', async () => {
     const entries = [
-      ...base.entries,
+      ...fx.base.entries,
       fileEntry('runtime-root/orphan-wal', 'no database of that name'),
       fileEntry('runtime-root/goals-journal', 'goals is a directory, never a database'),
       dirEntry(`${FAKE}-shm`),
@@ -158,20 +140,20 @@ describe('SQLite sidecars', () => {
   }, 60_000);
 
   it('the producer leaves sidecar names beside any file out (also a plain file, also in another case), so its backup verifies', async () => {
-    const root = join(work, 'sidecar-root');
+    const root = join(fx.work, 'sidecar-root');
     makeRoot(root, { specials: false });
     rmSync(join(root, 'big.bin'));
     writeFileSync(join(root, 'notes'), 'plain text, not a database');
     writeFileSync(join(root, 'notes-wal'), wal);
     writeFileSync(join(root, 'FAKE.DB-journal'), wal);
     writeFileSync(join(root, 'orphan.txt-wal'), 'kept: no file of that name');
-    const p = plan(root, { outputDir: join(work, 'sidecar-out'), backupId: 'sc' });
+    const p = plan(root, { outputDir: join(fx.work, 'sidecar-out'), backupId: 'sc' });
     const excluded = Object.fromEntries(p.excluded.map((x) => [x.source_path, x.reason]));
     expect(excluded).toMatchObject({ 'notes-wal': 'sqlite_sidecar', 'FAKE.DB-journal': 'sqlite_sidecar' });
     expect(p.members.map((m) => m.path)).toEqual(expect.arrayContaining(['notes', 'orphan.txt-wal']));
     await create(p);
-    const destination = join(work, 'sidecar-dest');
-    await executeVerify({ archive: join(work, 'sidecar-out', 'sc.tar.gz'), manifest: join(work, 'sidecar-out', 'sc.manifest.json'), destination });
+    const destination = join(fx.work, 'sidecar-dest');
+    await executeVerify({ archive: join(fx.work, 'sidecar-out', 'sc.tar.gz'), manifest: join(fx.work, 'sidecar-out', 'sc.manifest.json'), destination });
     expect(existsSync(join(destination, 'workspace', 'runtime-root', 'notes'))).toBe(true);
     expect(existsSync(join(destination, 'workspace', 'runtime-root', 'notes-wal'))).toBe(false);
   }, 60_000);

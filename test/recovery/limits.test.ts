@@ -9,45 +9,26 @@
  * thousands of owner stores. Byte-sized data is generated in-process.
  */
 import Database from 'better-sqlite3';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { create, plan, type BackupManifest } from '../../src/backup/index.js';
+import { describe, expect, it } from 'vitest';
+import type { BackupManifest } from '../../src/backup/index.js';
 import { isLoopxError } from '../../src/core/errors.js';
 import { AUDIT_FILE, RECOVERY_LIMITS, executeVerify, planVerify, showAudit, type RecoveryAudit } from '../../src/recovery/index.js';
 import { auditBytes, buildAudit, publishableAuditBytes, type AuditInputs } from '../../src/recovery/audit.js';
 import type { ExtractedFile } from '../../src/recovery/extract.js';
 import type { WorkerReport } from '../../src/recovery/owner-verify.js';
 import { checkExpansion } from '../../src/recovery/tar-scan.js';
-import { makeRoot, tempBase } from '../backup/support/fixtures.js';
-import { buildCorpus, dirEntry, fileEntry, linkEntry, loadBase, writeCorpus, type BaseBackup, type BuildOptions, type CorpusEntry } from './support/corpus.js';
+import { dirEntry, fileEntry, linkEntry, type BuildOptions, type CorpusEntry } from './support/corpus.js';
+import { useBaseBackup } from './support/base-fixture.js';
 
 const MiB = 1024 * 1024;
 const SQLITE_MAGIC = 'SQLite format 3\u0000';
-let work: string;
-let base: BaseBackup;
-let seq = 0;
-
-beforeAll(async () => {
-  work = tempBase('loopx-limits-');
-  const root = join(work, 'root');
-  makeRoot(root, { specials: false });
-  rmSync(join(root, 'big.bin'));
-  const result = await create(plan(root, { outputDir: join(work, 'out'), backupId: 'base' }));
-  base = await loadBase(join(work, 'out', 'base.tar.gz'), result.manifest_doc);
-}, 60_000);
-
-afterAll(() => {
-  if (work) rmSync(work, { recursive: true, force: true });
-});
+const fx = useBaseBackup('loopx-limits-');
 
 const codeOf = (e: unknown): string => (isLoopxError(e) ? e.code : `not a LoopxError: ${String(e)}`);
 
-function stage(options: BuildOptions) {
-  const dir = join(work, `case-${++seq}`);
-  const files = writeCorpus(dir, buildCorpus(base, options));
-  return { ...files, destination: join(dir, 'dest') };
-}
+const stage = (options: BuildOptions) => fx.stage(options);
 
 /** Steps 1–3 only: the code of the refusal, or undefined. */
 function planCode(options: BuildOptions): string | undefined {
@@ -115,14 +96,14 @@ describe('inventory: Goals and SQLite files, declared and found', () => {
 
   /** The base plus Goal directories (goal.json only) until the goal owner finds `total` Goals. */
   const goalsFound = (total: number): CorpusEntry[] => {
-    const goalJson = JSON.parse(base.entries.find((e) => e.path === 'runtime-root/goals/beta/goal.json')!.data!.toString('utf8')) as Record<string, unknown>;
-    const existing = base.entries.filter((e) => /^runtime-root\/goals\/[^/]+\/goal\.json$/.test(e.path)).length;
+    const goalJson = JSON.parse(fx.base.entries.find((e) => e.path === 'runtime-root/goals/beta/goal.json')!.data!.toString('utf8')) as Record<string, unknown>;
+    const existing = fx.base.entries.filter((e) => /^runtime-root\/goals\/[^/]+\/goal\.json$/.test(e.path)).length;
     const extra: CorpusEntry[] = [];
     for (let i = 0; i < total - existing; i++) {
       const id = `found-${String(i).padStart(3, '0')}`;
       extra.push(dirEntry(`runtime-root/goals/${id}`), fileEntry(`runtime-root/goals/${id}/goal.json`, JSON.stringify({ ...goalJson, goal_id: id })));
     }
-    return [...base.entries, ...extra];
+    return [...fx.base.entries, ...extra];
   };
 
   it('128 Goals found by the goal owner verify; 129 refuse (verify_capacity_goals) although the manifest declares fewer', async () => {
@@ -134,32 +115,32 @@ describe('inventory: Goals and SQLite files, declared and found', () => {
 
   /** The base plus tiny real databases until the archive holds `total` files with the SQLite header. */
   const sqliteFound = (total: number): CorpusEntry[] => {
-    const p = join(work, `tiny-${++seq}.db`);
+    const p = join(fx.work, `tiny-${fx.next()}.db`);
     const db = new Database(p);
     db.pragma('page_size = 512');
     db.exec('CREATE TABLE t (x); INSERT INTO t VALUES (1)');
     db.close();
     const bytes = readFileSync(p);
-    const existing = base.entries.filter(isSqlite).length;
+    const existing = fx.base.entries.filter(isSqlite).length;
     // Long names: the worker's answer then outgrows a pipe's 64 KiB and must still arrive whole.
     const dir = `runtime-root/${'d'.repeat(200)}/${'e'.repeat(200)}`;
     const extra: CorpusEntry[] = [dirEntry(dir.slice(0, 213)), dirEntry(dir)];
     for (let i = 0; i < total - existing; i++) extra.push(fileEntry(`${dir}/${String(i).padStart(3, '0')}-${'n'.repeat(240)}.db`, bytes));
-    return [...base.entries, ...extra];
+    return [...fx.base.entries, ...extra];
   };
 
   it('128 SQLite files found in the archive verify (the owner answer, over 64 KiB, read whole); 129 refuse (verify_capacity_sqlite_files) although the manifest declares fewer', async () => {
     const ok = await verify({ entries: sqliteFound(128) });
     expect(ok.code).toBeUndefined();
     expect(ok.audit!.counts.members.sqlite_files).toBe(128);
-    expect(ok.audit!.components.filter((c) => c.owner_kind === 'unknown' && c.component_id.startsWith('database-')).length).toBeGreaterThanOrEqual(128 - base.entries.filter(isSqlite).length);
+    expect(ok.audit!.components.filter((c) => c.owner_kind === 'unknown' && c.component_id.startsWith('database-')).length).toBeGreaterThanOrEqual(128 - fx.base.entries.filter(isSqlite).length);
     expect((await verify({ entries: sqliteFound(129) })).code).toBe('verify_capacity_sqlite_files');
   }, 120_000);
 });
 
 // ────────────────────────────────────────────────────────────────────────────────────────────
 describe('the audit graph: components and dependency links', () => {
-  const manifest = (): BackupManifest => base.manifest;
+  const manifest = (): BackupManifest => fx.base.manifest;
   const file = (path: string): ExtractedFile => ({ path, size_bytes: 1, sha256: 'a'.repeat(64), sqlite: false });
 
   /** Audit inputs with `databases` unknown-owner SQLite files, `found` Goals, `registeredOnly` Goals no goal.json names, and one stray file. */
@@ -229,7 +210,7 @@ describe('the audit graph: components and dependency links', () => {
     const exact = sized(1000 + target - probe);
     const bytes = publishableAuditBytes(exact);
     expect(bytes.length).toBe(target);
-    const dest = join(work, `audit-${++seq}`);
+    const dest = join(fx.work, `audit-${fx.next()}`);
     mkdirSync(dest, { mode: 0o700 });
     writeFileSync(join(dest, AUDIT_FILE), bytes, { mode: 0o600 });
     expect(showAudit(dest).bytes.equals(bytes)).toBe(true);
@@ -237,7 +218,7 @@ describe('the audit graph: components and dependency links', () => {
     const over = sized(1001 + target - probe);
     expect(auditBytes(over).length).toBe(target + 1);
     expect(() => publishableAuditBytes(over)).toThrow(expect.objectContaining({ code: 'verify_capacity_audit_bytes' }));
-    const overDest = join(work, `audit-${++seq}`);
+    const overDest = join(fx.work, `audit-${fx.next()}`);
     mkdirSync(overDest, { mode: 0o700 });
     writeFileSync(join(overDest, AUDIT_FILE), auditBytes(over), { mode: 0o600 });
     expect(() => showAudit(overDest)).toThrow(expect.objectContaining({ code: 'audit_not_found' }));
@@ -299,7 +280,7 @@ describe('paths and links', () => {
   const componentBytes = (n: number): string => `runtime-root/${'é'.repeat(Math.floor(n / 2))}${'x'.repeat(n % 2)}`;
   /** `n` links, each to the next, the last to the goals directory: resolving the first follows n links. */
   const chain = (n: number): CorpusEntry[] => Array.from({ length: n }, (_, i) => linkEntry(`runtime-root/l${i}`, i === n - 1 ? 'goals' : `l${i + 1}`));
-  const add = (...extra: CorpusEntry[]): BuildOptions => ({ entries: [...base.entries, ...extra] });
+  const add = (...extra: CorpusEntry[]): BuildOptions => ({ entries: [...fx.base.entries, ...extra] });
 
   it('the path shapes at their limits: 64 components, 1,024 characters, a 255-byte component', () => {
     expect(components(64).split('/').length).toBe(64);
