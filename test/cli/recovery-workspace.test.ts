@@ -4,39 +4,17 @@
  * review reproduced — `--root D/workspace/runtime-root` then `todo update`, `work run` (a real
  * webhook delivered) and `run resume` of the live root's run — is replayed command by command.
  */
-import { createHash } from 'node:crypto';
-import { lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedSample } from '../../src/daemon/seed.js';
 import { startWebhookSink } from '../../src/dev/index.js';
 import { defaultAuthorityDir } from '../../src/run-authority/index.js';
 import { loopx, REPO, STATE_HOME, tempRoot } from '../support/cli.js';
+import { treeState } from '../support/tree.js';
 
 const AGENT = join(REPO, 'examples/agents/researcher.json');
 const GOAL_AGENT = join(REPO, 'examples/agents/goal-worker.json');
 
-/** Every entry under `dir` with its type, mode, size, mtime and content digest: any change shows. */
-function tree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name);
-      const st = lstatSync(p);
-      const rel = relative(dir, p);
-      if (st.isDirectory()) {
-        out[rel] = `dir ${st.mode} ${st.mtimeMs}`;
-        walk(p);
-      } else if (st.isSymbolicLink()) {
-        out[rel] = `link ${readlinkSync(p)}`;
-      } else {
-        out[rel] = `file ${st.mode} ${st.size} ${st.mtimeMs} ${createHash('sha256').update(readFileSync(p)).digest('hex')}`;
-      }
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 let live: string;
 let destination: string;
@@ -66,7 +44,7 @@ describe('a recovery workspace is never a runtime root', () => {
   const inside = () => [join(destination, 'workspace', 'runtime-root'), join(destination, 'workspace'), destination, join(destination, 'workspace', 'runtime-root', 'goals', 'sample')];
 
   it('every command refuses a root inside the workspace with root_is_recovery_workspace (exit 3) and changes nothing', () => {
-    const before = tree(destination);
+    const before = treeState(destination);
     const ws = inside()[0]!;
     const commands: string[][] = [
       ['run', 'list'],
@@ -95,7 +73,7 @@ describe('a recovery workspace is never a runtime root', () => {
       expect(r.json().error.code).toBe('root_is_recovery_workspace');
     }
     expect(loopx(['run', 'list', '--root', join(ws, '..', '..', 'workspace', 'runtime-root'), '--json']).json().error.code).toBe('root_is_recovery_workspace');
-    expect(tree(destination)).toEqual(before);
+    expect(treeState(destination)).toEqual(before);
     expect(sink.deliveries()).toHaveLength(0);
   });
 
@@ -119,7 +97,7 @@ describe('a recovery workspace is never a runtime root', () => {
 
 describe('backup-state workspace ls|show', () => {
   it("lists the workspace's Goals, runs, sessions and effects, granting nothing and changing nothing", () => {
-    const before = tree(destination);
+    const before = treeState(destination);
     const r = loopx(['backup-state', 'workspace', 'ls', destination, '--json']);
     expect(r.status, r.stderr).toBe(0);
     const doc = r.json();
@@ -131,11 +109,11 @@ describe('backup-state workspace ls|show', () => {
     expect(doc.sessions).toBe(1);
     expect(doc.effects_by_outcome).toEqual({ committed: 3 }); // two Todo updates and one webhook delivery
     expect(JSON.stringify(doc)).not.toContain(live.split('/root')[0]!);
-    expect(tree(destination)).toEqual(before);
+    expect(treeState(destination)).toEqual(before);
   });
 
   it("shows one Goal's Todos, history, session, bound run and effects", () => {
-    const before = tree(destination);
+    const before = treeState(destination);
     const r = loopx(['backup-state', 'workspace', 'show', destination, '--goal', 'sample', '--json']);
     expect(r.status, r.stderr).toBe(0);
     const doc = r.json();
@@ -152,7 +130,7 @@ describe('backup-state workspace ls|show', () => {
     expect(doc.effects.every((e: { operation_id: string }) => e.operation_id.startsWith(`${doc.sessions[0].run_id}:`))).toBe(true);
     const human = loopx(['backup-state', 'workspace', 'show', destination, '--goal', 'sample']);
     expect(human.stdout).toContain('inert: read only, no execution authority');
-    expect(tree(destination)).toEqual(before);
+    expect(treeState(destination)).toEqual(before);
   });
 
   it('an unknown Goal is workspace_goal_not_found with a next action that lists the Goals', () => {

@@ -5,14 +5,14 @@
  * Schemas), refuse an unknown audit or Goal with a typed 404, name no path, and leave every byte
  * of the workspace as it was: a workspace is inert evidence, and reading it changes nothing.
  */
-import { createHash } from 'node:crypto';
-import { lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, seedSample, type DaemonApp } from '../../src/daemon/index.js';
 import { REPO, STATE_HOME, loopx, tempRoot } from '../support/cli.js';
+import { treeState } from '../support/tree.js';
 
 const TOKEN = 'test-token-0123456789';
 const AUTH = { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` };
@@ -36,19 +36,6 @@ let destination: string;
 
 const get = (url: string) => d.app.inject({ method: 'GET', url, headers: AUTH });
 
-/** Every entry under `dir`: its relative path, type, mode, size, mtime and content digest (or link target). */
-function treeDigest(dir: string): string {
-  const lines: string[] = [];
-  const walk = (rel: string) => {
-    const abs = join(dir, rel);
-    const st = lstatSync(abs);
-    const what = st.isDirectory() ? 'dir' : st.isSymbolicLink() ? `link ${readlinkSync(abs)}` : `file ${createHash('sha256').update(readFileSync(abs)).digest('hex')}`;
-    lines.push(`${rel} ${what} ${st.mode.toString(8)} ${st.size} ${st.mtimeMs}`);
-    if (st.isDirectory()) for (const name of readdirSync(abs).sort()) walk(join(rel, name));
-  };
-  walk('.');
-  return createHash('sha256').update(lines.join('\n')).digest('hex');
-}
 
 beforeAll(async () => {
   // The root `npm start` shows: Goal `sample`, three Todos worked by the scripted agent, one webhook delivery.
@@ -134,12 +121,12 @@ describe('the workspace of an audit', () => {
   });
 
   it('reading the workspace changes none of its bytes, names, modes or times', async () => {
-    const before = treeDigest(destination);
+    const before = treeState(destination);
     for (let i = 0; i < 2; i++) {
       expect((await get(`/api/audits/${recoveryId}/workspace`)).statusCode).toBe(200);
       expect((await get(`/api/audits/${recoveryId}/workspace/goals/sample`)).statusCode).toBe(200);
       expect((await get(`/api/audits/${recoveryId}/workspace/goals/nope`)).statusCode).toBe(404);
     }
-    expect(treeDigest(destination)).toBe(before);
+    expect(treeState(destination)).toEqual(before);
   });
 });

@@ -4,13 +4,13 @@
  * live root's suspended run under the live root's id — is a different root that owns nothing.
  */
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { chmodSync, lstatSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultAuthorityDir, openRunAuthority, rootDirectoryIdentity } from '../../src/run-authority/index.js';
 import { loopx, REPO, STATE_HOME, tempRoot } from '../support/cli.js';
+import { treeState } from '../support/tree.js';
 
 const AGENT = join(REPO, 'examples/agents/researcher.json');
 
@@ -22,20 +22,6 @@ function suspendedRun(root: string): string {
 
 const AUTHORITY = () => defaultAuthorityDir({ XDG_STATE_HOME: STATE_HOME });
 
-/** Every entry under `dir` with its mode, size, mtime and content digest. */
-function tree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name);
-      const st = lstatSync(p);
-      out[p.slice(dir.length)] = st.isDirectory() ? `dir ${st.mode}` : `${st.mode} ${st.size} ${st.mtimeMs} ${createHash('sha256').update(readFileSync(p)).digest('hex')}`;
-      if (st.isDirectory()) walk(p);
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 const rootIdOf = (runId: string): string => authorityRecord(runId).owner_root;
 
@@ -68,10 +54,12 @@ describe('root identity', () => {
     expect(loopx(['goal', 'create', 'g', '--title', 'G', '--root', a, '--json']).status).toBe(0);
     execFileSync('cp', ['-a', join(a, 'goals'), join(copy, 'goals')], { stdio: 'ignore' });
     execFileSync('cp', ['-a', join(a, 'registry.json'), join(copy, 'registry.json')], { stdio: 'ignore' });
-    const copyBefore = tree(copy);
+    // Every entry but the directory's own mtime (reading engine.db's id opens SQLite, whose WAL sidecars come and go).
+    const entries = (dir: string) => Object.fromEntries(Object.entries(treeState(dir)).filter(([k]) => k !== '.'));
+    const copyBefore = entries(copy);
     const work = loopx(['work', 'run', '--goal', 'g', '--agent', join(REPO, 'examples/agents/goal-worker.json'), '--sink', 'http://127.0.0.1:9/deliveries', '--root', copy, '--json']);
     expect(work.json().error.code).toBe('root_is_copy');
-    expect(tree(copy)).toEqual(copyBefore);
+    expect(entries(copy)).toEqual(copyBefore);
 
     // The live root still owns its suspended run and completes it.
     const resumed = loopx(['run', 'resume', runId, '--root', a, '--json']);

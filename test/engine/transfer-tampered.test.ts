@@ -8,13 +8,14 @@
  *   so a script that trusts the exit code never accepts a forged claim.
  * A byte of the scope id and a byte of the HMAC are flipped; the rest of the envelope is intact.
  */
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeEnvelope } from '../../src/snapshot/index.js';
 import { loopx, loopxAsync, type CliResult } from '../support/cli.js';
+import { treeState } from '../support/tree.js';
 
 const AGENT = 'examples/agents/researcher.json';
 const TIMEOUT = 120_000; // generous: every step is a real child process, and CI machines are shared
@@ -27,27 +28,6 @@ async function ok(args: readonly string[]): Promise<any> { // eslint-disable-lin
   return r.json();
 }
 
-/** Every entry below (and including) `dir`: type, mode, size, mtime and exact bytes — or "absent". */
-function tree(dir: string): Record<string, string> | 'absent' {
-  if (!existsSync(dir)) return 'absent';
-  const out: Record<string, string> = {};
-  const stamp = (p: string) => {
-    const st = lstatSync(p);
-    const kind = st.isDirectory() ? 'dir' : st.isFile() ? 'file' : 'other';
-    return `${kind}:${(st.mode & 0o7777).toString(8)}:${st.size}:${st.mtimeMs}${kind === 'file' ? `:${readFileSync(p).toString('hex')}` : ''}`;
-  };
-  const walk = (d: string, rel: string): void => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name);
-      const r = rel ? `${rel}/${name}` : name;
-      out[r] = stamp(p);
-      if (lstatSync(p).isDirectory()) walk(p, r);
-    }
-  };
-  out['.'] = stamp(dir);
-  walk(dir, '');
-  return out;
-}
 
 function definitionRows(root: string): number {
   const db = new Database(join(root, 'engine.db'), { readonly: true, fileMustExist: true });
@@ -102,14 +82,14 @@ describe.concurrent('a snapshot whose claim does not verify', () => {
 
     for (const forged of [w.scopeFlipped, w.hmacFlipped]) {
       for (const root of [absent, empty, existing]) {
-        const before = tree(root);
+        const before = treeState(root);
         const args = ['run', 'import', forged, '--root', root, '--agent', AGENT, '--json'];
         const r = await loopxAsync(args);
         expect({ status: r.status, code: r.json().error?.code }, describeCli(args, r)).toEqual({ status: 3, code: 'snapshot_claim_invalid' });
-        expect(tree(root), `${root} changed`).toEqual(before);
+        expect(treeState(root), `${root} changed`).toEqual(before);
       }
     }
-    expect(tree(absent)).toBe('absent');
+    expect(treeState(absent)).toBe('absent');
     expect(readdirSync(empty)).toEqual([]);
     expect(definitionRows(existing)).toBe(rowsBefore);
 

@@ -133,6 +133,9 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
       for (const l of listeners) l(head.runId);
     },
     rootId() {
+      // Minted once (INSERT OR IGNORE keeps a racing process's id); a root that has one is only read.
+      const known = q.getMeta.get('root_id') as { value: string } | undefined;
+      if (known) return known.value;
       q.putMeta.run('root_id', `root_${randomBytes(12).toString('hex')}`);
       return (q.getMeta.get('root_id') as { value: string }).value;
     },
