@@ -95,5 +95,5 @@ export const capacityExceeded = (limit: BackupLimitName, observed: number, subje
 
 export const outOfSpace = (): LoopxError =>
   rejected(BACKUP_ERRORS.outOfSpace, 'The output directory ran out of space while the backup was written; nothing was published.', {
-    nextAction: 'free space on the output directory\'s file system, then create the backup again: loopx backup-state --execute',
+    nextAction: 'free space on the output directory\'s file system (or choose another output directory), then run the same backup-state command again',
   });

@@ -15,7 +15,7 @@ import { mountTmpfs, type Tmpfs } from '../support/tmpfs.js';
 import { makeRoot, tempBase } from './support/fixtures.js';
 
 const MiB = 1024 * 1024;
-const NEXT = "free space on the output directory's file system (or choose another --output-dir), then run loopx backup-state --execute again";
+const NEXT = "free space on the output directory's file system (or choose another output directory), then run the same backup-state command again";
 let base: string;
 let root: string;
 let fs: Tmpfs | undefined;
