@@ -14,6 +14,10 @@
  * - Suspension happens only at a completed turn boundary; a request made during a turn (from any
  *   process) takes effect when that turn completes.
  * - Message, model-call and tool-call ids derive from (run id, turn, index).
+ *
+ * Its length (over 600 lines) is the kernel and the transfer protocols sharing one run lock and
+ * one record discipline; splitting the import protocol into its own module is planned with the
+ * owners' common recovery contract, when the engine's run store becomes a port like the owners'.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
