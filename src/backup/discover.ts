@@ -10,7 +10,7 @@
  */
 import { closeSync, lstatSync, openSync, readSync, readdirSync, constants, type Stats } from 'node:fs';
 import { join } from 'node:path';
-import { LAYOUT } from '../owners/index.js';
+import { LAYOUT, ROOT_DATABASES } from '../owners/index.js';
 import { archivePathOf, foldPath, sqliteSidecarBase } from './paths.js';
 
 export type MemberCategory = 'runtime' | 'registry' | 'configuration' | 'goals' | 'owner_databases' | 'automations' | 'skills' | 'other';
@@ -61,7 +61,8 @@ export interface DiscoverOptions {
 }
 
 const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
-const OWNER_DATABASES: ReadonlySet<string> = new Set<string>([LAYOUT.engineDb, LAYOUT.sessionsDb, LAYOUT.effectsDb, LAYOUT.quotaDb, LAYOUT.schedulerDb]);
+/** The databases at the root's top, as the OWNERS table lists them. */
+const OWNER_DATABASES: ReadonlySet<string> = new Set<string>(ROOT_DATABASES);
 const posix = (p: string): string => p.split('\\').join('/');
 
 /** True when the regular file at `path` starts with the SQLite header. */

@@ -14,8 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { notFound } from '../core/errors.js';
 import { operatorPath } from '../core/recovery-workspace.js';
-import { effect, goal, session, work } from '../owners/index.js';
-import { LAYOUT } from '../owners/layout.js';
+import { LAYOUT, MACHINE, OWNERS, goalScope } from '../owners/index.js';
 import { showAudit, WORKSPACE_DIR } from '../recovery/index.js';
 import { readHistoricalRuns, type HistoricalRun } from './run-store/historical.js';
 
@@ -83,14 +82,14 @@ function withScratch<T>(fn: (scratch: string) => T): T {
 }
 
 function workSummary(root: string, goalId: string) {
-  return work.readHistorical(join(root, LAYOUT.workDb(goalId)), { goal_id: goalId });
+  return OWNERS.work.readHistorical({ root }, goalScope(goalId)).value;
 }
 
 export function listWorkspace(destination: string): WorkspaceListing {
   const { audit, root } = open(destination);
   return withScratch((scratch) => {
     const findings: WorkspaceFinding[] = [];
-    const g = goal.readHistorical(root);
+    const g = OWNERS.goal.readHistorical({ root }, MACHINE).value;
     findings.push(...g.findings.map(lite));
     const goals = g.goals.map((record) => {
       const w = workSummary(root, record.goal_id);
@@ -100,8 +99,8 @@ export function listWorkspace(destination: string): WorkspaceListing {
       return { goal_id: record.goal_id, goal_instance_id: record.goal_instance_id, title: record.title, lifecycle: record.lifecycle, work_readable: w.readable, todos_by_status: byStatus, committed_transactions: w.history_count };
     });
     const runs = readHistoricalRuns(join(root, LAYOUT.engineDb), { scratchDir: scratch });
-    const s = session.readHistorical(join(root, LAYOUT.sessionsDb), { scratchDir: scratch });
-    const e = effect.readHistorical(join(root, LAYOUT.effectsDb), { scratchDir: scratch });
+    const s = OWNERS.session.readHistorical({ root, scratchDir: scratch }, MACHINE).value;
+    const e = OWNERS.effect.readHistorical({ root, scratchDir: scratch }, MACHINE).value;
     findings.push(...s.findings.map(lite), ...e.findings.map(lite));
     const byOutcome: Record<string, number> = {};
     for (const x of e.effects) byOutcome[x.outcome] = (byOutcome[x.outcome] ?? 0) + 1;
@@ -123,7 +122,7 @@ export function listWorkspace(destination: string): WorkspaceListing {
 /** `listAction`: how the caller lists the Goals (default: the CLI command, naming D relative to here). */
 export function showWorkspaceGoal(destination: string, goalId: string, options: { listAction?: string } = {}): WorkspaceGoalDetail {
   const { audit, root } = open(destination);
-  const record = goal.readHistorical(root).goals.find((x) => x.goal_id === goalId);
+  const record = OWNERS.goal.readHistorical({ root }, MACHINE).value.goals.find((x) => x.goal_id === goalId);
   if (!record) {
     const nextAction =
       options.listAction !== undefined ? `list the workspace's Goals: ${options.listAction}` : `list the workspace's Goals: loopx backup-state workspace ls ${operatorPath(destination)}`;
@@ -131,8 +130,8 @@ export function showWorkspaceGoal(destination: string, goalId: string, options: 
   }
   return withScratch((scratch) => {
     const w = workSummary(root, goalId);
-    const s = session.readHistorical(join(root, LAYOUT.sessionsDb), { scratchDir: scratch });
-    const e = effect.readHistorical(join(root, LAYOUT.effectsDb), { scratchDir: scratch });
+    const s = OWNERS.session.readHistorical({ root, scratchDir: scratch }, MACHINE).value;
+    const e = OWNERS.effect.readHistorical({ root, scratchDir: scratch }, MACHINE).value;
     const sessions = s.sessions.filter((x) => x.goal_id === goalId);
     const boundRuns = new Set(sessions.map((x) => x.run_id).filter((id): id is string => id !== null));
     const runs = readHistoricalRuns(join(root, LAYOUT.engineDb), { scratchDir: scratch }).runs.filter((r) => boundRuns.has(r.run_id));

@@ -1,8 +1,13 @@
 /**
- * Public API of the owners of a runtime root. Each owner is a namespace (their recovery-contract
- * functions share names such as readHistorical); each is also importable from its own folder.
+ * Public API of the owners of a runtime root. Each owner is a namespace (its live API and its
+ * `recovery` contract); the OWNERS table lists every owner's recovery contract for the
+ * coordinators (backup, the verifier, the audit, workspace reads) to iterate.
  */
 export { LAYOUT, GOAL_ID, ROOT_MARKERS, assertGoalId, assertRuntimeRoot } from './layout.js';
+export * from './contract.js';
+export { OWNERS, OWNER_LIST, DOCUMENT_OWNERS, ROOT_DATABASES, UNOWNED_STORES, goalOfPath, ownerOfMember, type OwnerName } from './table.js';
+export { integrityOnly } from './sqlite-recovery.js';
+export { verifyExport, type ExportHeader } from './export.js';
 export * as registry from './registry/index.js';
 export * as config from './config/index.js';
 export * as goal from './goal/index.js';

@@ -20,7 +20,8 @@ import type { ExtractionFacts } from './extract.js';
 import { decodeManifestBytes } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
-import { ownerOfSqlite, type FindingLite, type OwnerKind, type WorkerReport } from './owner-verify.js';
+import { MACHINE, OWNERS, OWNER_LIST, UNOWNED_STORES, config as configOwner, type OwnerRecovery } from '../owners/index.js';
+import { checkpointOf, documentOwner, goalsOf, ownerOfSqlite, registryGoalsOf, workOf, type FindingLite, type OwnerKind, type WorkerReport } from './owner-verify.js';
 
 export const AUDIT_SCHEMA = 'loopx_state_recovery_audit_v0';
 export const AUDIT_FILE = RECOVERY_AUDIT_FILE;
@@ -138,9 +139,20 @@ const NEXT = {
   symlink: 'the link was extracted inert and is never followed by loopx; inspect it by hand',
 } as const;
 
-const OWNER_LABEL: Record<string, string> = {
-  config: 'config', registry: 'registry', goal: 'goal', work: 'work', session: 'session', effect: 'effect', quota: 'quota', scheduler: 'scheduler', engine: 'engine', unknown: 'unknown', backup: 'backup',
+/** Owner names a public summary may show: the OWNERS table's, the unowned stores', and the coordinators'. */
+const OWNER_LABELS: ReadonlySet<string> = new Set([...OWNER_LIST.map((o) => o.name), ...UNOWNED_STORES.map((s) => s.name), 'unknown', 'backup']);
+
+const ROOT = 'runtime-root';
+/** Archive paths of an owner's members (a directory member covers everything under it). */
+const memberMatcher = (paths: readonly { path: string; kind: string }[]): ((p: string) => boolean) => {
+  const exact = new Set(paths.filter((m) => m.kind !== 'directory').map((m) => `${ROOT}/${m.path}`));
+  const dirs = paths.filter((m) => m.kind === 'directory').map((m) => `${ROOT}/${m.path}/`);
+  return (p) => exact.has(p) || dirs.some((d) => p.startsWith(d));
 };
+const ownerRow = (name: string): OwnerRecovery | undefined => OWNER_LIST.find((o) => o.name === name);
+const unownedRow = (name: string) => UNOWNED_STORES.find((s) => s.name === name);
+/** The owners kept once per Goal (their databases live under the Goal's directory). */
+const GOAL_SCOPED = OWNER_LIST.filter((o) => o.scope === 'goal');
 
 /** Build the audit (its recovery_id computed last, over everything else). */
 export function buildAudit(a: AuditInputs): RecoveryAudit {
@@ -163,38 +175,43 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
   const base = { producer_version: m.producer_version, capture_profile: null, cursor: null } as const;
 
   // 1. configuration: the checkpoint plus the registry and machine configuration it was built from.
-  const configMembers = [...files.keys()].filter((p) => p === 'configuration-backup.json' || p === 'runtime-root/registry.json' || p.startsWith('runtime-root/machine/')).sort();
+  const cfg = documentOwner(r, OWNERS.config);
+  const reg = documentOwner(r, OWNERS.registry);
+  const checkpoint = checkpointOf(r);
+  const registryGoals = registryGoalsOf(r);
+  const isConfigMember = memberMatcher([...OWNERS.config.members(MACHINE), ...OWNERS.registry.members(MACHINE)]);
+  const configMembers = [...files.keys()].filter((p) => p === configOwner.CHECKPOINT_FILE || isConfigMember(p)).sort();
   configMembers.forEach((p) => claimed.add(p));
   // The configuration checkpoint carries the registry's Goal rows: the counts must agree.
-  const countMismatch = r.checkpoint.ok && r.registry.ok && r.checkpoint.goal_count !== r.registry.goals.length;
-  if (countMismatch) add('configuration_goal_count_mismatch', 'error', 'configuration', 'config', 'the checkpoint and the registry disagree; use another backup of this root');
-  const configOk = r.checkpoint.ok && r.config.ok && r.registry.ok && !countMismatch;
-  fromOwner('configuration', 'config', [...r.checkpoint.findings, ...r.config.findings]);
-  fromOwner('configuration', 'registry', r.registry.findings);
+  const countMismatch = checkpoint.ok && reg.ok && checkpoint.goal_count !== registryGoals.length;
+  if (countMismatch) add('configuration_goal_count_mismatch', 'error', 'configuration', OWNERS.config.name, 'the checkpoint and the registry disagree; use another backup of this root');
+  const configOk = checkpoint.ok && (cfg.facts.config_ok as boolean) && reg.ok && !countMismatch;
+  fromOwner('configuration', OWNERS.config.name, cfg.findings);
+  fromOwner('configuration', OWNERS.registry.name, reg.findings);
   components.push({
     ...base,
     component_id: 'configuration',
-    owner_kind: 'config',
+    owner_kind: OWNERS.config.name,
     logical_scope: 'machine',
-    required: true,
+    required: OWNERS.config.requiredForGoal,
     archive_members: configMembers,
     member_count: configMembers.length,
     schema_version: 'loopx_configuration_backup_v0',
     source_identity: null,
-    source_revision: r.config.revision,
-    content_digest: r.checkpoint.sha256 ?? digestOf(configMembers.map((p) => files.get(p)!)),
+    source_revision: cfg.revision,
+    content_digest: checkpoint.sha256 ?? digestOf(configMembers.map((p) => files.get(p)!)),
     dependency_ids: [],
-    verification_profile: 'loopx.config.checkpoint+readHistorical/v0',
+    verification_profile: OWNERS.config.verificationProfile,
     verification: configOk ? 'verified' : 'invalid',
     classification: configOk ? 'recovered_readable' : 'unknown_unrecoverable',
     next_action: configOk ? NEXT.readable : NEXT.broken,
     readback: {
-      checkpoint_goal_count: r.checkpoint.goal_count,
-      machine_configuration_present: r.checkpoint.machine_configuration_present,
-      configuration_revision: r.config.revision,
-      configuration_receipts: r.config.receipts,
-      registry_revision: r.registry.revision,
-      registry_goals: r.registry.goals,
+      checkpoint_goal_count: checkpoint.goal_count,
+      machine_configuration_present: checkpoint.machine_configuration_present,
+      configuration_revision: cfg.facts.configuration_revision,
+      configuration_receipts: cfg.facts.configuration_receipts,
+      registry_revision: reg.revision,
+      registry_goals: registryGoals,
     },
   });
 
@@ -205,46 +222,53 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
     dbIdByPath.set(s.path, id);
     claimed.add(s.path);
     const f = files.get(s.path)!;
-    const readable = s.integrity === 'ok' && (s.readback?.ok ?? s.owner === 'engine');
-    const classification: Classification = !readable || s.owner === 'unknown' ? 'unknown_unrecoverable' : s.owner === 'work' ? 'recovered_readable' : 'historical_only';
+    const row = ownerRow(s.owner);
+    const unowned = unownedRow(s.owner);
+    const known = row !== undefined || unowned !== undefined;
+    // An unowned store has no reader here: sound bytes are history.
+    const readable = s.integrity === 'ok' && (s.readback?.ok ?? unowned !== undefined);
+    const classification: Classification = !readable || !known ? 'unknown_unrecoverable' : (row?.classification ?? 'historical_only');
     if (s.readback) fromOwner(id, s.owner, s.readback.findings);
-    if (s.owner === 'unknown') add('owner_unknown', 'warning', id, 'unknown', NEXT.unknown, s.path);
+    if (!known) add('owner_unknown', 'warning', id, 'unknown', NEXT.unknown, s.path);
     components.push({
       ...base,
       component_id: id,
       owner_kind: s.owner,
       logical_scope: s.goal_id ? scopeOf(s.goal_id) : 'machine',
-      required: s.owner === 'work' || s.owner === 'session' || s.owner === 'effect',
+      required: row?.requiredForGoal ?? false,
       archive_members: [s.path],
       member_count: 1,
       schema_version: null,
-      source_identity: s.work?.store_identity ?? null,
+      source_identity: workOf(s)?.store_identity ?? null,
       source_revision: null,
       content_digest: f.sha256,
       dependency_ids: [],
-      verification_profile: s.owner === 'unknown' || s.owner === 'engine' ? 'sqlite.integrity_check' : `sqlite.integrity_check+${s.owner}.readHistorical/v0`,
-      verification: s.integrity !== 'ok' ? 'invalid' : s.owner === 'unknown' ? 'unknown' : readable ? 'verified' : 'invalid',
+      verification_profile: row?.verificationProfile ?? unowned?.verificationProfile ?? 'sqlite.integrity_check',
+      verification: s.integrity !== 'ok' ? 'invalid' : !known ? 'unknown' : readable ? 'verified' : 'invalid',
       classification,
-      next_action: classification === 'recovered_readable' ? NEXT.readable : classification === 'historical_only' ? NEXT.historical : s.owner === 'unknown' ? NEXT.unknown : NEXT.broken,
-      readback: { integrity: s.integrity, wal_header: s.wal_header, ...(s.readback ? { counts: s.readback.counts } : {}), ...(s.work ? { work: s.work } : {}) },
+      next_action: classification === 'recovered_readable' ? NEXT.readable : classification === 'historical_only' ? NEXT.historical : !known ? NEXT.unknown : NEXT.broken,
+      readback: { integrity: s.integrity, wal_header: s.wal_header, ...(s.readback ? { counts: s.readback.counts } : {}), ...s.facts },
     });
   }
 
   // 3. one component per Goal — found by the goal owner, or named by the registry and missing —
   // linked to the configuration. A Goal's own owner findings decide its classification.
-  const workByGoal = new Map(r.sqlite.filter((s) => s.owner === 'work').map((s) => [s.goal_id!, s]));
+  const gl = documentOwner(r, OWNERS.goal);
+  const goalRecords = goalsOf(r);
+  // Per goal-scoped owner (the work owner), its report for each Goal.
+  const storesByGoal = GOAL_SCOPED.map((o) => ({ owner: o, byGoal: new Map(r.sqlite.filter((s) => s.owner === o.name).map((s) => [s.goal_id!, s])) }));
   const goalOfSubject = (subject: string): string | undefined => /^goals\/([^/]+)/.exec(subject)?.[1];
-  const registered = new Set(r.registry.goals.map((g) => g.goal_id));
-  const found = new Set(r.goals.goals.map((g) => g.goal_id));
+  const registered = new Set(registryGoals.map((g) => g.goal_id));
+  const found = new Set(goalRecords.map((g) => g.goal_id));
   let links = 0;
   const goalComponent = (goalId: string, fields: Partial<AuditComponent>, members: string[], readable: boolean, missing: boolean): void => {
     links++;
     components.push({
       ...base,
       component_id: idOf('goal', goalId),
-      owner_kind: 'goal',
+      owner_kind: OWNERS.goal.name,
       logical_scope: scopeOf(goalId),
-      required: true,
+      required: OWNERS.goal.requiredForGoal,
       archive_members: members,
       member_count: members.length,
       schema_version: 'loopx_goal_v0',
@@ -252,7 +276,7 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
       source_revision: null,
       content_digest: digestOf(members.map((p) => files.get(p)!)),
       dependency_ids: ['configuration'],
-      verification_profile: 'goal.readHistorical+work.readHistorical/v0',
+      verification_profile: OWNERS.goal.verificationProfile,
       verification: readable ? 'verified' : missing ? 'missing' : 'invalid',
       classification: readable ? 'recovered_readable' : 'unknown_unrecoverable',
       next_action: readable ? NEXT.readable : NEXT.broken,
@@ -260,38 +284,51 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
       ...fields,
     });
   };
-  for (const g of r.goals.goals) {
+  for (const g of goalRecords) {
     const id = idOf('goal', g.goal_id);
-    const prefix = `runtime-root/goals/${g.goal_id}/`;
-    const members = [...files.keys()].filter((p) => p.startsWith(prefix) && !claimed.has(p)).sort();
+    const isGoalMember = memberMatcher(OWNERS.goal.members({ goal_id: g.goal_id }));
+    const members = [...files.keys()].filter((p) => isGoalMember(p) && !claimed.has(p)).sort();
     members.forEach((p) => claimed.add(p));
-    const w = workByGoal.get(g.goal_id);
-    const workOk = w !== undefined && w.integrity === 'ok' && (w.readback?.ok ?? false);
-    const own = r.goals.findings.filter((f) => goalOfSubject(f.subject) === g.goal_id);
-    fromOwner(id, 'goal', own);
-    if (w === undefined) add('goal_work_missing', 'error', id, 'work', "restore the Goal's work.db from another backup", g.goal_id);
-    if (!registered.has(g.goal_id)) add('goal_unregistered', 'warning', id, 'registry', 'the registry does not route to this Goal; read it as history only', g.goal_id);
-    const readable = workOk && !own.some((f) => f.severity === 'error');
-    goalComponent(g.goal_id, { source_identity: g.goal_instance_id, readback: { goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, lifecycle: g.lifecycle, docs: g.docs, work_database: w ? dbIdByPath.get(w.path) : null, work: w?.work ?? null } }, members, readable, w === undefined);
+    const own = gl.findings.filter((f) => goalOfSubject(f.subject) === g.goal_id);
+    fromOwner(id, OWNERS.goal.name, own);
+    let storesOk = true;
+    let storeMissing = false;
+    const storeFacts: Record<string, unknown> = {};
+    for (const { owner, byGoal } of storesByGoal) {
+      const w = byGoal.get(g.goal_id);
+      storesOk &&= w !== undefined && w.integrity === 'ok' && (w.readback?.ok ?? false);
+      if (w === undefined) {
+        storeMissing = true;
+        const file = owner.members({ goal_id: g.goal_id })[0]!.path.split('/').at(-1);
+        add(`goal_${owner.name}_missing`, 'error', id, owner.name, `restore the Goal's ${file} from another backup`, g.goal_id);
+      }
+      storeFacts[`${owner.name}_database`] = w ? dbIdByPath.get(w.path) : null;
+      storeFacts[owner.name] = w?.facts[owner.name] ?? null;
+    }
+    if (!registered.has(g.goal_id)) add('goal_unregistered', 'warning', id, OWNERS.registry.name, 'the registry does not route to this Goal; read it as history only', g.goal_id);
+    const readable = storesOk && !own.some((f) => f.severity === 'error');
+    goalComponent(g.goal_id, { source_identity: g.goal_instance_id, readback: { goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, lifecycle: g.lifecycle, docs: g.docs, ...storeFacts } }, members, readable, storeMissing);
   }
-  for (const g of r.registry.goals) {
+  for (const g of registryGoals) {
     if (found.has(g.goal_id)) continue;
     // Registered, but the goal owner read no goal.json for it: missing (or unreadable), never recovered.
     const id = idOf('goal', g.goal_id);
-    add('registry_goal_missing', 'error', id, 'goal', 'restore this Goal from another backup; the registry routes to it but its goal.json was not read', g.goal_id);
+    add('registry_goal_missing', 'error', id, OWNERS.goal.name, 'restore this Goal from another backup; the registry routes to it but its goal.json was not read', g.goal_id);
     goalComponent(g.goal_id, { source_identity: g.goal_instance_id, readback: { goal_id: g.goal_id, goal_instance_id: g.goal_instance_id } }, [], false, true);
   }
   // Goal findings of no readable Goal (a goal.json that did not decode) and of the goals directory.
-  const ownerless = r.goals.findings.filter((f) => {
+  const ownerless = gl.findings.filter((f) => {
     const gid = goalOfSubject(f.subject);
     return gid === undefined || !found.has(gid);
   });
   for (const f of ownerless) {
     const gid = goalOfSubject(f.subject);
-    add(f.code, f.severity === 'error' ? 'error' : 'warning', gid !== undefined && registered.has(gid) ? idOf('goal', gid) : null, 'goal', f.next_action, f.subject);
+    add(f.code, f.severity === 'error' ? 'error' : 'warning', gid !== undefined && registered.has(gid) ? idOf('goal', gid) : null, OWNERS.goal.name, f.next_action, f.subject);
   }
-  for (const [goalId, w] of workByGoal) {
-    if (!found.has(goalId)) add('work_without_goal', 'warning', dbIdByPath.get(w.path)!, 'goal', 'the work store has no goal.json beside it; read it as history only', goalId);
+  for (const { owner, byGoal } of storesByGoal) {
+    for (const [goalId, w] of byGoal) {
+      if (!found.has(goalId)) add(`${owner.name}_without_goal`, 'warning', dbIdByPath.get(w.path)!, OWNERS.goal.name, `the ${owner.name} store has no goal.json beside it; read it as history only`, goalId);
+    }
   }
   // Every database the producer declared must be one the worker read as SQLite.
   const verifiedDbs = new Set(r.sqlite.map((x) => x.path));
@@ -460,7 +497,7 @@ export function publicSummary(a: RecoveryAudit): PublicAuditSummary {
     fences: a.fences,
     components: a.components.map((c) => ({
       component_id: c.component_id,
-      owner_kind: OWNER_LABEL[c.owner_kind] ?? 'unknown',
+      owner_kind: OWNER_LABELS.has(c.owner_kind) ? c.owner_kind : 'unknown',
       logical_scope: c.logical_scope,
       required: c.required,
       member_count: c.member_count,

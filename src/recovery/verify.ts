@@ -28,7 +28,7 @@ import { bindInputs } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
 import { WorkerSession } from './worker-client.js';
-import type { WorkerReport } from './owner-verify.js';
+import { checkpointOf, goalsOf, workOf, type WorkerReport } from './owner-verify.js';
 
 export interface VerifyInputs {
   readonly archive: string;
@@ -195,16 +195,18 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
         details: { owner: broken.owner },
       });
     }
-    if (!report.checkpoint.ok) {
+    const checkpoint = checkpointOf(report);
+    if (!checkpoint.ok) {
       throw rejected(OWNER_CODES.configurationCheckpoint, 'The configuration checkpoint did not verify.', {
         nextAction: 'use another backup of this root; keep this one for inspection',
-        details: { codes: report.checkpoint.findings.map((f) => f.code) },
+        details: { codes: checkpoint.codes },
       });
     }
     // The manifest declared at most 128 Goals; the owner's own count is what the audit will list.
-    if (report.goals.goals.length > RECOVERY_LIMITS.goals) throw capacityRefusal('goals', report.goals.goals.length, RECOVERY_LIMITS.goals);
-    const overflow = report.sqlite.find((s) => (s.work?.history_count ?? 0) > RECOVERY_LIMITS.goalCommittedTransactions);
-    if (overflow) throw capacityRefusal('goalHistory', overflow.work!.history_count, RECOVERY_LIMITS.goalCommittedTransactions);
+    const goalCount = goalsOf(report).length;
+    if (goalCount > RECOVERY_LIMITS.goals) throw capacityRefusal('goals', goalCount, RECOVERY_LIMITS.goals);
+    const overflow = report.sqlite.find((s) => (workOf(s)?.history_count ?? 0) > RECOVERY_LIMITS.goalCommittedTransactions);
+    if (overflow) throw capacityRefusal('goalHistory', workOf(overflow)!.history_count, RECOVERY_LIMITS.goalCommittedTransactions);
 
     // The worker's scratch goes before the audit step starts: what is left then is only what is published.
     rmSync(scratch, { recursive: true, force: true });

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BACKUP_LIMITS, create, plan, type CreateHooks } from '../../src/backup/index.js';
 import { isLoopxError } from '../../src/core/errors.js';
-import { readHistorical } from '../../src/owners/work/index.js';
+import { readHistoricalFile as readHistorical } from '../../src/owners/work/historical.js';
 import { commitWork, createGoal, goalsOf, makeRoot, PROJECT, readArchive, tempBase } from './support/fixtures.js';
 
 /**

@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { CAPTURE_FACTS, create, plan, type BackupManifest } from '../../src/backup/index.js';
 import { LOOPX_VERSION } from '../../src/core/version.js';
 import { verifyConfigurationCheckpoint } from '../../src/owners/config/index.js';
-import { openGoalWork, readHistorical } from '../../src/owners/work/index.js';
+import { openGoalWork } from '../../src/owners/work/index.js';
+import { readHistoricalFile as readHistorical } from '../../src/owners/work/historical.js';
 import { jsonStrings, machineDoc, makeRoot, readArchive, sha256File, tempBase, type ArchiveEntry } from './support/fixtures.js';
 
 const normalized = (e: ArchiveEntry) => e.name.replace(/\/$/, '');

@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { create, plan, type BackupManifest } from '../../src/backup/index.js';
-import { readHistorical } from '../../src/owners/work/index.js';
+import { readHistoricalFile as readHistorical } from '../../src/owners/work/historical.js';
 import { commitWork, makeRoot, readArchive, tempBase } from './support/fixtures.js';
 
 const WRITER = resolve(import.meta.dirname, 'support/work-writer.ts');

@@ -18,6 +18,21 @@ import { AUDIT_FILE, RECOVERY_LIMITS, executeVerify, planVerify, showAudit, type
 import { auditBytes, buildAudit, publishableAuditBytes, type AuditInputs } from '../../src/recovery/audit.js';
 import type { ExtractedFile } from '../../src/recovery/extract.js';
 import type { WorkerReport } from '../../src/recovery/owner-verify.js';
+import type { OfflineVerification } from '../../src/owners/index.js';
+
+/** A document owner's report as the worker makes it, with the facts the audit reads. */
+const documentReport = (owner: string, facts: Record<string, unknown>): OfflineVerification => ({
+  owner,
+  scope: { goal_id: null },
+  members: [],
+  ok: true,
+  readback: { ok: true, counts: {} },
+  source_identity: null,
+  revision: null,
+  cursor: null,
+  facts,
+  findings: [],
+});
 import { checkExpansion } from '../../src/recovery/tar-scan.js';
 import { dirEntry, fileEntry, linkEntry, type BuildOptions, type CorpusEntry } from './support/corpus.js';
 import { useBaseBackup } from './support/base-fixture.js';
@@ -150,16 +165,12 @@ describe('the audit graph: components and dependency links', () => {
     const files = [file('configuration-backup.json'), file('runtime-root/stray.txt'), ...dbPaths.map(file), ...goalIds.map((g) => file(`runtime-root/goals/${g}/goal.json`))];
     const report: WorkerReport = {
       sqlite_heap_limit: RECOVERY_LIMITS.sqliteHardHeapBytes,
-      checkpoint: { ok: true, sha256: 'b'.repeat(64), goal_count: found + registeredOnly, machine_configuration_present: false, findings: [] },
-      config: { ok: true, revision: null, receipts: 0, findings: [] },
-      registry: {
-        ok: true,
-        revision: null,
-        goals: [...goalIds, ...Array.from({ length: registeredOnly }, (_, i) => `r${i}`)].map((goal_id) => ({ goal_id, goal_instance_id: `i-${goal_id}`, status: 'active', route: `goals/${goal_id}` })),
-        findings: [],
-      },
-      goals: { ok: true, goals: goalIds.map((goal_id) => ({ goal_id, goal_instance_id: `i-${goal_id}`, lifecycle: 'active', docs: 0 })), findings: [] },
-      sqlite: dbPaths.map((path) => ({ path, owner: 'unknown', goal_id: null, integrity: 'ok', wal_header: false, readback: null })),
+      owners: [
+        documentReport('registry', { revision: null, goals: [...goalIds, ...Array.from({ length: registeredOnly }, (_, i) => `r${i}`)].map((goal_id) => ({ goal_id, goal_instance_id: `i-${goal_id}`, status: 'active', route: `goals/${goal_id}` })) }),
+        documentReport('config', { checkpoint: { ok: true, sha256: 'b'.repeat(64), goal_count: found + registeredOnly, machine_configuration_present: false, codes: [] }, config_ok: true, configuration_revision: null, configuration_receipts: 0 }),
+        documentReport('goal', { goals: goalIds.map((goal_id) => ({ goal_id, goal_instance_id: `i-${goal_id}`, lifecycle: 'active', docs: 0 })) }),
+      ],
+      sqlite: dbPaths.map((path) => ({ path, owner: 'unknown', goal_id: null, integrity: 'ok', wal_header: false, readback: null, facts: {} })),
     };
     return {
       manifest: manifest(),

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import * as workOwner from '../../src/owners/work/index.js';
+import { OWNERS } from '../../src/owners/index.js';
 import { AUDIT_FILE, WORKSPACE_DIR, type RecoveryAudit } from '../../src/recovery/index.js';
 import { ENTRY, REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { treeFingerprint, jsonStrings } from '../backup/support/fixtures.js';
@@ -293,7 +293,8 @@ describe('source loss', () => {
     const r = loopx([...verifyArgs(dest), '--execute', '--json']);
     expect(r.status, r.stderr).toBe(0);
     const copied = join(dest, WORKSPACE_DIR, 'runtime-root', 'goals', 'launch', 'work.db');
-    const h = workOwner.readHistorical(copied, { goal_id: 'launch' });
+    const h = OWNERS.work.readHistorical({ root: join(dest, WORKSPACE_DIR, 'runtime-root') }, { goal_id: 'launch' }).value;
+    expect(copied).toMatch(/work\.db$/);
     expect(h.readable).toBe(true);
     expect(h.execution_authority_granted).toBe(false);
     expect(h.findings.filter((f) => f.severity === 'error')).toEqual([]);

@@ -25,7 +25,7 @@ function kindOf(path: string): 'dir' | 'absent' | 'other' {
   }
 }
 
-export function readHistorical(copiedRootDir: string): ConfigHistoricalRead {
+export function readHistoricalCopy(copiedRootDir: string): ConfigHistoricalRead {
   const findings: ConfigFinding[] = [];
   const add = (code: ConfigFindingCode, subject: string, next_action: string, severity: 'error' | 'warning' = 'error'): void => {
     findings.push({ code, severity, subject, next_action });

@@ -25,4 +25,4 @@ export { CONFIG_MAX_BYTES, configRevision, decodeMachineConfiguration, EMPTY_CON
 export { openFileConfigStore, TRANSACTIONS_DIR } from './file.js';
 export { memoryConfigStore } from './memory.js';
 export { buildConfigurationCheckpoint, verifyConfigurationCheckpoint, CHECKPOINT_MAX_BYTES, type CheckpointSources } from './checkpoint.js';
-export { readHistorical } from './historical.js';
+export { recovery } from './recovery.js';

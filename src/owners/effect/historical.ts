@@ -5,12 +5,12 @@
  * scratch directory and opened read-only there. Uncertain and undelivered effects become holds
  * (recovery reconciles them by their original operation ids); defects become error findings.
  */
+import type { FindingSeverity } from '../contract.js';
 import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import type { EffectRecord, EffectTransition, OutboxEntry } from './contract.js';
 import { intentDigest } from './rules.js';
 import { MIGRATIONS, decodeEffect, decodeTransition, type EffectRow, type HistoryRow, type OutboxRow } from './schema.js';
 
-export type FindingSeverity = 'error' | 'hold' | 'info';
 
 export interface EffectFinding {
   readonly code: string;
@@ -37,7 +37,7 @@ export interface ReadHistoricalOptions {
 const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
 const RECONCILE = 'reconcile by the original operation id through the effect owner; never dispatch it under a new identity';
 
-export function readHistorical(copiedFilePath: string, options: ReadHistoricalOptions = {}): EffectHistory {
+export function readHistoricalFile(copiedFilePath: string, options: ReadHistoricalOptions = {}): EffectHistory {
   const findings: EffectFinding[] = [];
   const empty = (schemaVersion: number | null): EffectHistory => ({ owner: 'effect', schema_version: schemaVersion, effects: [], outbox: [], transitions: [], findings });
   const unreadable = (): EffectHistory => {

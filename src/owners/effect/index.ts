@@ -37,4 +37,5 @@ export {
   type WebhookDeliveryResult,
   type WebhookOptions,
 } from './webhook.js';
-export { readHistorical, type EffectFinding, type EffectHistory, type FindingSeverity, type ReadHistoricalOptions } from './historical.js';
+export type { EffectFinding, EffectHistory, ReadHistoricalOptions } from './historical.js';
+export { recovery } from './recovery.js';

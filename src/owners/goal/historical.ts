@@ -23,7 +23,7 @@ const kindOf = (path: string): 'dir' | 'absent' | 'other' => {
 
 const CODES: readonly GoalFindingCode[] = ['goal_unknown_schema', 'goal_malformed', 'goal_unreadable', 'goal_id_mismatch'];
 
-export function readHistorical(copiedRootDir: string): GoalHistoricalRead {
+export function readHistoricalCopy(copiedRootDir: string): GoalHistoricalRead {
   const findings: GoalFinding[] = [];
   const goals: GoalRecord[] = [];
   const add = (code: GoalFindingCode, subject: string, next_action: string): void => {

@@ -16,4 +16,4 @@ export { assertDocName, assertGoalRef, decodeGoal, DOC_NAME, GOAL_DOC_MAX_BYTES,
 export { DEFAULT_PROJECT, type GoalStoreOptions } from './store.js';
 export { openFileGoalStore } from './file.js';
 export { memoryGoalStore } from './memory.js';
-export { readHistorical } from './historical.js';
+export { recovery } from './recovery.js';

@@ -4,12 +4,12 @@
  * written: SQLite would create -wal/-shm sidecars even for a read-only open of a WAL file, so it
  * is duplicated into a private scratch directory and opened read-only there.
  */
+import type { FindingSeverity } from '../contract.js';
 import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import type { SpendEntry } from './contract.js';
 import { spendDigest } from './rules.js';
 import { MIGRATIONS, decodeSpend, type SpendRow } from './schema.js';
 
-export type FindingSeverity = 'error' | 'hold' | 'info';
 
 export interface QuotaFinding {
   readonly code: string;
@@ -33,7 +33,7 @@ export interface ReadHistoricalOptions {
 
 const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
 
-export function readHistorical(copiedFilePath: string, options: ReadHistoricalOptions = {}): QuotaHistory {
+export function readHistoricalFile(copiedFilePath: string, options: ReadHistoricalOptions = {}): QuotaHistory {
   const findings: QuotaFinding[] = [];
   const empty = (schemaVersion: number | null): QuotaHistory => ({ owner: 'quota', schema_version: schemaVersion, entries: [], findings });
   const unreadable = (): QuotaHistory => {
@@ -73,7 +73,7 @@ export function readHistorical(copiedFilePath: string, options: ReadHistoricalOp
     if (entries.length > 0) {
       findings.push({
         code: 'quota_ledger_historical',
-        severity: 'info',
+        severity: 'warning',
         subject: 'file:quota.db',
         next_action: 'keep the ledger as history; new spend goes through current admission under the adopted Goal lifetime',
       });

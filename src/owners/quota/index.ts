@@ -20,4 +20,5 @@ export { QUOTA_ERROR_CODES, QuotaError, isQuotaError, type QuotaErrorCode } from
 export { rollingWindow, spendDigest } from './rules.js';
 export { memoryQuotaLedger } from './memory.js';
 export { openSqliteQuotaLedger, type SqliteQuotaLedgerOptions } from './sqlite.js';
-export { readHistorical, type FindingSeverity, type QuotaFinding, type QuotaHistory, type ReadHistoricalOptions } from './historical.js';
+export type { QuotaFinding, QuotaHistory, ReadHistoricalOptions } from './historical.js';
+export { recovery } from './recovery.js';

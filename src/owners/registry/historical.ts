@@ -20,7 +20,7 @@ const isDirectory = (path: string): boolean => {
   }
 };
 
-export function readHistorical(copiedRootDir: string): RegistryHistoricalRead {
+export function readHistoricalCopy(copiedRootDir: string): RegistryHistoricalRead {
   try {
     if (!isDirectory(copiedRootDir)) throw rejected('registry_unreadable', 'The copied root is not a directory.', { nextAction: 'pass the directory the backup was extracted into' });
     return { ok: true, read: exactRead(readRegistryBytes(join(copiedRootDir, LAYOUT.registry))), findings: [] };

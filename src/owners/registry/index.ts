@@ -17,4 +17,4 @@ export {
 export { decodeRegistry, validateRegistryGoal, EMPTY_REGISTRY, GOAL_INSTANCE_ID, goalRoute, PROJECT_ID, REGISTRY_MAX_BYTES, registryRevision } from './codec.js';
 export { openFileRegistry } from './file.js';
 export { memoryRegistry } from './memory.js';
-export { readHistorical } from './historical.js';
+export { recovery } from './recovery.js';

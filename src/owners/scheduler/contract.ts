@@ -18,6 +18,7 @@
  * - Automations and skills are listed by name only: nothing in them is read, loaded or executed,
  *   and every listed entry is disabled data.
  */
+import type { FindingSeverity } from '../contract.js';
 
 export const CADENCE_FREQUENCIES = ['MINUTELY', 'HOURLY', 'DAILY'] as const;
 export type CadenceFrequency = (typeof CADENCE_FREQUENCIES)[number];
@@ -91,7 +92,6 @@ export interface SchedulerStoreOptions {
   readonly now?: () => Date;
 }
 
-export type FindingSeverity = 'error' | 'hold' | 'info';
 
 export interface SchedulerFinding {
   readonly code: string;

@@ -25,7 +25,7 @@ export interface ReadHistoricalOptions {
 
 const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
 
-export function readHistorical(copiedFilePath: string, options: ReadHistoricalOptions = {}): SchedulerHistory {
+export function readHistoricalFile(copiedFilePath: string, options: ReadHistoricalOptions = {}): SchedulerHistory {
   const findings: SchedulerFinding[] = [];
   const empty = (schemaVersion: number | null): SchedulerHistory => ({ owner: 'scheduler', schema_version: schemaVersion, timers: [], findings });
   const unreadable = (): SchedulerHistory => {
@@ -54,7 +54,7 @@ export function readHistorical(copiedFilePath: string, options: ReadHistoricalOp
         if (t.enabled) {
           findings.push({
             code: 'timer_restored_disabled',
-            severity: 'info',
+            severity: 'warning',
             subject: `timer:${t.timer_id}`,
             next_action: 'a saved timer is not an active schedule; re-enable it through the scheduler owner after adoption, under a new reset token',
           });

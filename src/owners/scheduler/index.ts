@@ -12,7 +12,6 @@ export {
   type CreateTimerRequest,
   type DataDirectoryEntry,
   type DataDirectoryListing,
-  type FindingSeverity,
   type ResetTimerRequest,
   type SchedulerFinding,
   type SchedulerStore,
@@ -25,4 +24,5 @@ export { parseCadence } from './rules.js';
 export { memorySchedulerStore } from './memory.js';
 export { openSqliteSchedulerStore, type SqliteSchedulerStoreOptions } from './sqlite.js';
 export { listAutomations, listSkills } from './data-dirs.js';
-export { readHistorical, type ReadHistoricalOptions, type SchedulerHistory } from './historical.js';
+export type { ReadHistoricalOptions, SchedulerHistory } from './historical.js';
+export { recovery } from './recovery.js';

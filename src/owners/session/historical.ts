@@ -5,6 +5,7 @@
  * opened read-only there. Every defect becomes a finding (code, severity, subject, one next
  * action); nothing stops at the first one and nothing is dropped.
  */
+import type { FindingSeverity } from '../contract.js';
 import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import type { Session, TurnJournal, TurnSettlement } from './contract.js';
 import { settlementDigest, turnKeyOf } from './rules.js';
@@ -19,7 +20,6 @@ import {
   type TurnRow,
 } from './schema.js';
 
-export type FindingSeverity = 'error' | 'hold' | 'info';
 
 export interface SessionFinding {
   readonly code: string;
@@ -46,7 +46,7 @@ export interface ReadHistoricalOptions {
 
 const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
 
-export function readHistorical(copiedFilePath: string, options: ReadHistoricalOptions = {}): SessionHistory {
+export function readHistoricalFile(copiedFilePath: string, options: ReadHistoricalOptions = {}): SessionHistory {
   const findings: SessionFinding[] = [];
   const empty = (schemaVersion: number | null): SessionHistory => ({ owner: 'session', schema_version: schemaVersion, sessions: [], turns: [], settlements: [], findings });
   const unreadable = (): SessionHistory => {

@@ -29,4 +29,5 @@ export { SESSION_ERROR_CODES, SessionError, isSessionError, type SessionErrorCod
 export { settlementDigest, turnKeyOf } from './rules.js';
 export { memorySessionStore } from './memory.js';
 export { openSqliteSessionStore, type SqliteSessionStoreOptions } from './sqlite.js';
-export { readHistorical, type FindingSeverity, type ReadHistoricalOptions, type SessionFinding, type SessionHistory } from './historical.js';
+export type { ReadHistoricalOptions, SessionFinding, SessionHistory } from './historical.js';
+export { recovery } from './recovery.js';

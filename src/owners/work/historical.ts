@@ -58,7 +58,7 @@ export interface ReadHistoricalOptions {
 
 const INSPECT = 'keep the copy held; inspect it with the recovery audit';
 
-export function readHistorical(copiedWorkDbPath: string, options: ReadHistoricalOptions = {}): HistoricalWork {
+export function readHistoricalFile(copiedWorkDbPath: string, options: ReadHistoricalOptions = {}): HistoricalWork {
   const findings: WorkFinding[] = [];
   const add = (code: WorkFindingCode, subject: string, next = INSPECT, severity: 'error' | 'warning' = 'error'): void => {
     findings.push(finding(code, subject, next, severity));

@@ -91,5 +91,6 @@ export {
   type RetainedPrefixTransaction,
   type RetainedPrefixVerification,
 } from './retained-prefix.js';
-export { readHistorical, type HistoricalWork, type ReadHistoricalOptions } from './historical.js';
+export { type HistoricalWork, type ReadHistoricalOptions } from './historical.js';
+export { recovery } from './recovery.js';
 export { hasErrors as workFindingsHaveErrors, type WorkFinding, type WorkFindingCode } from './findings.js';

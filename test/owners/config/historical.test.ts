@@ -6,7 +6,8 @@
 import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openFileConfigStore, readHistorical } from '../../../src/owners/config/index.js';
+import { openFileConfigStore } from '../../../src/owners/config/index.js';
+import { readHistoricalCopy as readHistorical } from '../../../src/owners/config/historical.js';
 import { cleanup, snapshotTree, tempRoot } from '../registry/support.js';
 
 afterAll(cleanup);

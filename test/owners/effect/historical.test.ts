@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/core/index.js';
-import { openSqliteEffectJournal, readHistorical, type RecordIntentRequest } from '../../../src/owners/effect/index.js';
+import { openSqliteEffectJournal, type RecordIntentRequest } from '../../../src/owners/effect/index.js';
+import { readHistoricalFile as readHistorical } from '../../../src/owners/effect/historical.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));

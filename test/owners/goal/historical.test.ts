@@ -5,7 +5,8 @@
 import { cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openFileGoalStore, readHistorical } from '../../../src/owners/goal/index.js';
+import { openFileGoalStore } from '../../../src/owners/goal/index.js';
+import { readHistoricalCopy as readHistorical } from '../../../src/owners/goal/historical.js';
 import { openFileRegistry } from '../../../src/owners/registry/index.js';
 import { cleanup, snapshotTree, tempRoot } from '../registry/support.js';
 

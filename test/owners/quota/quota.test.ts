@@ -12,11 +12,11 @@ import { sha256Hex } from '../../../src/core/index.js';
 import {
   memoryQuotaLedger,
   openSqliteQuotaLedger,
-  readHistorical,
   rollingWindow,
   type QuotaLedger,
   type SpendRequest,
 } from '../../../src/owners/quota/index.js';
+import { readHistoricalFile as readHistorical } from '../../../src/owners/quota/historical.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -209,7 +209,7 @@ describe('quota readHistorical', () => {
     expect(h.schema_version).toBe(1);
     expect(h.entries.map((e) => [e.effect_id, e.status])).toEqual([['st-1#quota_spend', 'written'], ['st-2#quota_spend', 'voided']]);
     expect(codes(h)).toEqual(['quota_ledger_historical file:quota.db']);
-    expect(h.findings[0]!.severity).toBe('info');
+    expect(h.findings[0]!.severity).toBe('warning');
     expect(sha256Hex(readFileSync(copy))).toBe(before);
     expect(readdirSync(workspace).sort()).toEqual(listing);
   });

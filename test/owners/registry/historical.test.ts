@@ -9,7 +9,8 @@ import { createHash } from 'node:crypto';
 import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { decodeRegistry, openFileRegistry, readHistorical } from '../../../src/owners/registry/index.js';
+import { decodeRegistry, openFileRegistry } from '../../../src/owners/registry/index.js';
+import { readHistoricalCopy as readHistorical } from '../../../src/owners/registry/historical.js';
 import { cleanup, inst, REPO, snapshotTree, tempRoot, utf8 } from './support.js';
 
 afterAll(cleanup);

@@ -13,9 +13,9 @@ import {
   memorySchedulerStore,
   openSqliteSchedulerStore,
   parseCadence,
-  readHistorical,
   type SchedulerStore,
 } from '../../../src/owners/scheduler/index.js';
+import { readHistoricalFile as readHistorical } from '../../../src/owners/scheduler/historical.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -202,7 +202,7 @@ describe('scheduler readHistorical', () => {
     expect(h.schema_version).toBe(1);
     expect(h.timers.map((t) => [t.timer_id, t.enabled, t.cadence])).toEqual([['tmr-1', true, 'FREQ=MINUTELY;INTERVAL=5'], ['tmr-off', false, 'FREQ=MINUTELY;INTERVAL=5']]);
     expect(codes(h)).toEqual(['timer_restored_disabled timer:tmr-1']);
-    expect(h.findings[0]!.severity).toBe('info');
+    expect(h.findings[0]!.severity).toBe('warning');
     expect(sha256Hex(readFileSync(copy))).toBe(before);
     expect(readdirSync(workspace).sort()).toEqual(listing);
   });

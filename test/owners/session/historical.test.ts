@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/core/index.js';
-import { openSqliteSessionStore, readHistorical } from '../../../src/owners/session/index.js';
+import { openSqliteSessionStore } from '../../../src/owners/session/index.js';
+import { readHistoricalFile as readHistorical } from '../../../src/owners/session/historical.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));

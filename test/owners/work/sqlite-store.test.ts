@@ -13,11 +13,11 @@ import { openSqlite } from '../../../src/store/index.js';
 import {
   openGoalWork,
   openWork,
-  readHistorical,
   verifyRetainedPrefix,
   MAX_RETAINED_TRANSACTIONS,
   WORK_DB_VERSION,
 } from '../../../src/owners/work/index.js';
+import { readHistoricalFile as readHistorical } from '../../../src/owners/work/historical.js';
 import { GOAL, errorOf, manualClock, owner, sqliteHarness, tempDir } from './support.js';
 
 const REPO = resolve(import.meta.dirname, '../../..');

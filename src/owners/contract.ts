@@ -1,0 +1,174 @@
+/**
+ * The one recovery contract every owner of a runtime root implements — the second face of an
+ * owner, beside its live API. Backup, the verifier's disposable worker, the audit, workspace
+ * reads and (later) adoption reach an owner's captured state only through it, by iterating the
+ * `OWNERS` table (table.ts); nothing outside `src/owners/` names an owner's files or switches on
+ * its kind.
+ *
+ * Failure modes every implementation keeps:
+ * - `readHistorical` and `verifyOffline` read COPIES only: no lock, no lease, no write to the copy
+ *   (SQLite copies are made in the given scratch directory), no network, no authority. Damaged or
+ *   missing data is a finding, never an exception; they throw only when the scratch file system is
+ *   out of space (`isOutOfSpace`), which says nothing about the data.
+ * - Every finding carries a code, one severity of one scale, a subject (ids and root-relative
+ *   names — never absolute paths or payloads) and exactly one next action. A reader collects every
+ *   finding; it neither stops at the first nor drops any.
+ * - `capture` reads the live owner without changing it and writes only into the given new
+ *   directory. Its result is evidence: the revision interval it observed (start and end), never a
+ *   claim of a point in time it did not observe. Its export is canonical (sorted, RFC 8785 JSON
+ *   records), bounded (the owner's capacity limit; over it `capture` fails with a typed capacity
+ *   error and writes nothing durable) and digest-bound (a header, the records, a seal chaining them).
+ * - Nothing here grants execution authority: `execution_authority_granted` is always false.
+ *
+ * Adoption actions (retain_historical, import_inert, rebind, reconcile, rebuild, discard) will be
+ * one more optional member of `OwnerRecovery`, keyed by the same scope.
+ */
+
+/** One severity scale for every owner. `hold`: sound, but a live owner must act before execution. */
+export type FindingSeverity = 'error' | 'hold' | 'warning';
+
+export interface OwnerFinding {
+  readonly code: string;
+  readonly severity: FindingSeverity;
+  /** Ids and root-relative names only. */
+  readonly subject: string;
+  readonly next_action: string;
+}
+
+export const hasErrors = (findings: readonly { readonly severity: string }[]): boolean => findings.some((f) => f.severity === 'error');
+
+/** What an owner's state belongs to: the whole root (`machine`) or one Goal. */
+export interface OwnerScope {
+  /** null: the machine scope. */
+  readonly goal_id: string | null;
+}
+
+export const MACHINE: OwnerScope = { goal_id: null };
+export const goalScope = (goal_id: string): OwnerScope => ({ goal_id });
+
+/** A copied root (an inert recovery workspace's runtime root, or a capture directory). */
+export interface CopiedRoot {
+  /** The directory laid out as a runtime root (LAYOUT). */
+  readonly root: string;
+  /** Where private SQLite copies are made (default: the OS temp directory). */
+  readonly scratchDir?: string;
+  /** The directory that holds root-adjacent members (e.g. the configuration checkpoint); default: none. */
+  readonly beside?: string;
+}
+
+/** A member an owner keeps in a root, root-relative (POSIX), from LAYOUT. */
+export interface OwnedMember {
+  readonly path: string;
+  readonly kind: 'sqlite' | 'file' | 'directory';
+}
+
+/** The classification an owner gives its component when it was read back soundly. */
+export type ReadableClassification = 'recovered_readable' | 'historical_only';
+
+/** The one result envelope of `readHistorical`. */
+export interface HistoricalRead<T> {
+  readonly owner: string;
+  readonly scope: OwnerScope;
+  /** The members could be opened and understood (findings may still hold errors). */
+  readonly readable: boolean;
+  /** Readable, and no error finding. */
+  readonly ok: boolean;
+  readonly schema_version: string | null;
+  /** The store lineage the state belongs to (e.g. `sqlite:<hex>`), when the owner has one. */
+  readonly source_identity: string | null;
+  /** The owner's revision of what was read (its own CAS token, or `sha256:<hex>` of its canonical export). */
+  readonly revision: string | null;
+  /** The owner's position (commit cursor, or the export's record count). */
+  readonly cursor: number | null;
+  /** Counts for public output (no payloads). */
+  readonly counts: Readonly<Record<string, number>>;
+  /** The owner's own readback. History only. */
+  readonly value: T;
+  readonly findings: readonly OwnerFinding[];
+  readonly execution_authority_granted: false;
+}
+
+/** One position of an owner: its revision and cursor, and when it was observed. */
+export interface CapturePoint {
+  readonly revision: string;
+  /** Null where the owner has no cursor (documents). */
+  readonly cursor: number | null;
+  readonly at: string;
+}
+
+/** The result of `capture`: evidence of what was copied and the interval it was copied in. */
+export interface OwnerCapture {
+  readonly owner: string;
+  readonly scope: OwnerScope;
+  /** The export's format, e.g. `loopx_session_export_v0`. */
+  readonly export_schema: string;
+  readonly source_identity: string | null;
+  /** Observed before the copy began and after it ended; equal when nothing moved in between. */
+  readonly start: CapturePoint;
+  readonly end: CapturePoint;
+  /** The revision and cursor of the state the members and export hold. */
+  readonly captured: { readonly revision: string; readonly cursor: number };
+  /** Root-relative members written into the capture directory. */
+  readonly members: readonly string[];
+  /** The canonical export: a header, the records, a seal chaining them. */
+  readonly export: readonly unknown[];
+  /** SHA-256 of the seal (which chains every record): the component's content digest. */
+  readonly export_sha256: string;
+  readonly record_count: number;
+}
+
+/** One member as the offline verifier found it. */
+export interface VerifiedMember {
+  readonly path: string;
+  readonly integrity: 'ok' | 'failed' | 'unreadable';
+  /** SQLite members: whether the header says WAL mode. */
+  readonly wal_header: boolean;
+}
+
+/** The result of `verifyOffline`: what the audit records of one owner scope. */
+export interface OfflineVerification {
+  readonly owner: string;
+  readonly scope: OwnerScope;
+  readonly members: readonly VerifiedMember[];
+  /** Every member intact and read back with no error finding. */
+  readonly ok: boolean;
+  /** Null when the owner could not read its members at all (integrity failed first). */
+  readonly readback: { readonly ok: boolean; readonly counts: Readonly<Record<string, number>> } | null;
+  readonly source_identity: string | null;
+  readonly revision: string | null;
+  readonly cursor: number | null;
+  /** Owner-specific facts the audit keeps privately (ids, statuses, counts — never payloads). */
+  readonly facts: Readonly<Record<string, unknown>>;
+  readonly findings: readonly OwnerFinding[];
+}
+
+export interface VerifyOfflineOptions {
+  /** The owner's export captured with the members (from `capture`), checked against the copy. */
+  readonly export?: readonly unknown[];
+  /** `full` runs SQLite's `integrity_check` instead of `quick_check` (the recovery verifier's check). */
+  readonly integrity?: 'quick' | 'full';
+}
+
+/** The live side `capture` reads: a runtime root (a PostgreSQL provider will add its connection). */
+export interface LiveSource {
+  readonly root: string;
+}
+
+export interface OwnerRecovery<T = unknown> {
+  readonly name: string;
+  /** One sentence for operators: what this owner decides. */
+  readonly decides: string;
+  /** `machine`: one state per root; `goal`: one per Goal. */
+  readonly scope: 'machine' | 'goal';
+  /** The members it owns in a root for a scope (from LAYOUT). */
+  members(scope: OwnerScope): readonly OwnedMember[];
+  /** Whether a Goal's recovery requires this owner's state. */
+  readonly requiredForGoal: boolean;
+  /** What a sound copy of its state is to a recovery. */
+  readonly classification: ReadableClassification;
+  /** Names what `verifyOffline` checks, as recorded in audits. */
+  readonly verificationProfile: string;
+  capture(live: LiveSource, scope: OwnerScope, into: string): Promise<OwnerCapture>;
+  verifyOffline(copy: CopiedRoot, scope: OwnerScope, options?: VerifyOfflineOptions): OfflineVerification;
+  readHistorical(copy: CopiedRoot, scope: OwnerScope): HistoricalRead<T>;
+}

@@ -1,0 +1,22 @@
+/** The effect owner's recovery contract: `effects.db` through its historical reader (sqlite-recovery.ts). Dispatches nothing. */
+import { LAYOUT } from '../layout.js';
+import { OWNER_EXPORT_MAX_ITEMS, byKey } from '../export.js';
+import { sqliteOwner } from '../sqlite-recovery.js';
+import { readHistoricalFile, type EffectHistory } from './historical.js';
+
+export const recovery = sqliteOwner<EffectHistory>({
+  name: 'effect',
+  decides: 'external effects: operation identity, intent, outcome, receipts and the outbox',
+  file: LAYOUT.effectsDb,
+  requiredForGoal: true,
+  classification: 'historical_only',
+  exportSchema: 'loopx_effect_export_v0',
+  maxItems: OWNER_EXPORT_MAX_ITEMS,
+  read: (abs, scratchDir) => readHistoricalFile(abs, scratchDir === undefined ? {} : { scratchDir }),
+  counts: (h) => ({ effects: h.effects.length, outbox: h.outbox.length, transitions: h.transitions.length }),
+  items: (h) => [
+    ...byKey(h.effects, (e) => e.operation_id).map((value) => ({ kind: 'effect', value })),
+    ...byKey(h.outbox, (o) => o.operation_id).map((value) => ({ kind: 'outbox', value })),
+    ...byKey(h.transitions, (t) => `${t.operation_id}\u0000${String(t.seq).padStart(12, '0')}`).map((value) => ({ kind: 'transition', value })),
+  ],
+});

@@ -1,0 +1,18 @@
+/** The scheduler owner's recovery contract: `scheduler.db` through its historical reader (sqlite-recovery.ts). Arms nothing. */
+import { LAYOUT } from '../layout.js';
+import { OWNER_EXPORT_MAX_ITEMS, byKey } from '../export.js';
+import { sqliteOwner } from '../sqlite-recovery.js';
+import { readHistoricalFile, type SchedulerHistory } from './historical.js';
+
+export const recovery = sqliteOwner<SchedulerHistory>({
+  name: 'scheduler',
+  decides: 'timers and cadence; automations and skills as disabled data when restored',
+  file: LAYOUT.schedulerDb,
+  requiredForGoal: false,
+  classification: 'historical_only',
+  exportSchema: 'loopx_scheduler_export_v0',
+  maxItems: OWNER_EXPORT_MAX_ITEMS,
+  read: (abs, scratchDir) => readHistoricalFile(abs, scratchDir === undefined ? {} : { scratchDir }),
+  counts: (h) => ({ timers: h.timers.length }),
+  items: (h) => byKey(h.timers, (t) => t.timer_id).map((value) => ({ kind: 'timer', value })),
+});

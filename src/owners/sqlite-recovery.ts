@@ -1,0 +1,166 @@
+/**
+ * The recovery contract for an owner whose state is one SQLite database of the root (session,
+ * effect, quota, scheduler) — built from the owner's own historical reader, so the contract's
+ * rules are kept once here and each owner supplies only what is its own: its file, its reader,
+ * its counts and the canonical items of its export.
+ *
+ * - `capture` takes an online snapshot through SQLite's backup API (one read transaction: a
+ *   committed state even while writers continue) into the capture directory, then exports that
+ *   snapshot's items. The snapshot is atomic, so its revision is both ends of the interval. This is
+ *   the SQLite provider's capture; a PostgreSQL provider captures through its storage port.
+ * - `verifyOffline` runs SQLite's integrity check on a private copy, then the owner's reader; an
+ *   export, when given, must verify and name the copy's revision.
+ */
+import { closeSync, constants, mkdirSync, openSync, readSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { isOutOfSpace, openSqliteCopy, snapshotSqliteDatabase } from '../store/index.js';
+import type { FindingSeverity, HistoricalRead, OfflineVerification, OwnerFinding, OwnerRecovery, OwnerScope, ReadableClassification, VerifiedMember } from './contract.js';
+import { MACHINE, hasErrors } from './contract.js';
+import { buildExport, contentRevision, exportFindings } from './export.js';
+
+/** Whether the file's header says WAL mode (format bytes 2/2); null when it cannot be read. */
+export function walHeader(abs: string): boolean | null {
+  try {
+    const head = Buffer.alloc(20);
+    const fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      return readSync(fd, head, 0, 20, 0) === 20 && head[18] === 2 && head[19] === 2;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return null;
+  }
+}
+
+/** SQLite's full `integrity_check` on a private copy; a full scratch disk is thrown, never a verdict. */
+export function sqliteIntegrity(abs: string, scratch: string | undefined): VerifiedMember['integrity'] {
+  if (walHeader(abs) === null) return 'unreadable';
+  let copy;
+  try {
+    copy = openSqliteCopy(abs, { ...(scratch === undefined ? {} : { scratchDir: scratch }), scratchPrefix: 'integrity-' });
+  } catch (e) {
+    if (isOutOfSpace(e)) throw e;
+    return 'unreadable';
+  }
+  try {
+    const rows = copy.db.pragma('integrity_check') as Array<{ integrity_check: string }>;
+    return rows.length === 1 && rows[0]!.integrity_check === 'ok' ? 'ok' : 'failed';
+  } catch (e) {
+    if (isOutOfSpace(e)) throw e;
+    return 'failed';
+  } finally {
+    copy.close();
+  }
+}
+
+/** A member checked only for SQLite integrity (a store with no owner reader here, e.g. the run kernel's). */
+export function integrityOnly(abs: string, path: string, scratch: string | undefined): VerifiedMember {
+  return { path, integrity: sqliteIntegrity(abs, scratch), wal_header: walHeader(abs) === true };
+}
+
+/** Findings as the owners' readers emit them (older readers say `info` for a note). */
+interface RawFinding {
+  readonly code: string;
+  readonly severity: string;
+  readonly subject: string;
+  readonly next_action: string;
+}
+
+export const asOwnerFinding = (f: RawFinding): OwnerFinding => ({ code: f.code, severity: (f.severity === 'error' || f.severity === 'hold' ? f.severity : 'warning') as FindingSeverity, subject: f.subject, next_action: f.next_action });
+
+export interface SqliteOwnerSpec<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }> {
+  readonly name: string;
+  readonly decides: string;
+  /** Root-relative path of the database (LAYOUT). */
+  readonly file: string;
+  readonly requiredForGoal: boolean;
+  readonly classification: ReadableClassification;
+  readonly exportSchema: string;
+  /** Most items an export holds. */
+  readonly maxItems: number;
+  read(abs: string, scratchDir: string | undefined): H;
+  counts(h: H): Record<string, number>;
+  /** The canonical export items, sorted. */
+  items(h: H): readonly unknown[];
+}
+
+export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(spec: SqliteOwnerSpec<H>): OwnerRecovery<H> {
+  const envelope = (h: H, scope: OwnerScope): HistoricalRead<H> => {
+    const findings = h.findings.map(asOwnerFinding);
+    const readable = h.schema_version !== null && !findings.some((f) => f.code.endsWith('_schema_unsupported'));
+    const items = readable ? spec.items(h) : [];
+    return {
+      owner: spec.name,
+      scope,
+      readable,
+      ok: readable && !hasErrors(findings),
+      schema_version: h.schema_version === null ? null : String(h.schema_version),
+      source_identity: null,
+      revision: readable ? contentRevision(items) : null,
+      cursor: readable ? items.length : null,
+      counts: spec.counts(h),
+      value: h,
+      findings,
+      execution_authority_granted: false,
+    };
+  };
+  const readHistorical: OwnerRecovery<H>['readHistorical'] = (copy, scope) => envelope(spec.read(join(copy.root, spec.file), copy.scratchDir), scope);
+
+  return {
+    name: spec.name,
+    decides: spec.decides,
+    scope: 'machine',
+    members: () => [{ path: spec.file, kind: 'sqlite' }],
+    requiredForGoal: spec.requiredForGoal,
+    classification: spec.classification,
+    verificationProfile: `sqlite.integrity_check+${spec.name}.readHistorical/v0`,
+
+    async capture(live, scope, into) {
+      const dest = join(into, spec.file);
+      mkdirSync(dirname(dest), { recursive: true, mode: 0o700 });
+      const startAt = new Date().toISOString();
+      await snapshotSqliteDatabase(join(live.root, spec.file), dest);
+      const endAt = new Date().toISOString();
+      const h = readHistorical({ root: into }, scope);
+      const items = spec.items(h.value);
+      const point = { revision: contentRevision(items), cursor: items.length };
+      const built = buildExport(
+        { schema_version: spec.exportSchema, owner: spec.name, goal_id: scope.goal_id, source_identity: null, ...point, captured_at_start: startAt, captured_at_end: endAt },
+        items,
+        spec.maxItems,
+      );
+      return {
+        owner: spec.name,
+        scope,
+        export_schema: spec.exportSchema,
+        source_identity: null,
+        start: { ...point, at: startAt },
+        end: { ...point, at: endAt },
+        captured: point,
+        members: [spec.file],
+        export: built.records,
+        export_sha256: built.sha256,
+        record_count: built.record_count,
+      };
+    },
+
+    verifyOffline(copy, scope = MACHINE, options = {}): OfflineVerification {
+      const abs = join(copy.root, spec.file);
+      const member = integrityOnly(abs, spec.file, copy.scratchDir);
+      const base = { owner: spec.name, scope, members: [member], source_identity: null, facts: {} };
+      if (member.integrity !== 'ok') {
+        const code = member.integrity === 'failed' ? `${spec.name}_db_integrity_failed` : `${spec.name}_copy_unreadable`;
+        const finding: OwnerFinding = { code, severity: 'error', subject: `file:${spec.file}`, next_action: 'restore this owner from another backup; this copy could not be read' };
+        return { ...base, ok: false, readback: null, revision: null, cursor: null, findings: [finding] };
+      }
+      const h = readHistorical(copy, scope);
+      const findings = [...h.findings];
+      if (options.export !== undefined) findings.push(...exportFindings(options.export, { schema: spec.exportSchema, owner: spec.name, scope, maxItems: spec.maxItems }, h.revision));
+      const ok = !hasErrors(findings);
+      return { ...base, ok, readback: { ok, counts: h.counts }, revision: h.revision, cursor: h.cursor, findings };
+    },
+
+    readHistorical,
+  };
+}

@@ -1,0 +1,57 @@
+/**
+ * The OWNERS table: every owner of a runtime root with its recovery contract, in dependency order
+ * (an owner's state may refer only to owners before it). Backup discovery, the verifier's worker,
+ * the audit, workspace reads and the UI's owner list iterate it; nothing outside `src/owners/`
+ * switches on an owner's kind or names its files. Adding an owner is its folder and one row here.
+ */
+import type { OwnedMember, OwnerRecovery, OwnerScope } from './contract.js';
+import { MACHINE, goalScope } from './contract.js';
+import { GOAL_ID, LAYOUT } from './layout.js';
+import { recovery as registry } from './registry/recovery.js';
+import { recovery as config } from './config/recovery.js';
+import { recovery as goal } from './goal/recovery.js';
+import { recovery as work } from './work/recovery.js';
+import { recovery as session } from './session/recovery.js';
+import { recovery as effect } from './effect/recovery.js';
+import { recovery as quota } from './quota/recovery.js';
+import { recovery as scheduler } from './scheduler/recovery.js';
+
+export const OWNERS = { registry, config, goal, work, session, effect, quota, scheduler } as const;
+export type OwnerName = keyof typeof OWNERS;
+export const OWNER_LIST: readonly OwnerRecovery[] = Object.values(OWNERS);
+
+/**
+ * Stores in a root that no owner here decides: the run kernel's `engine.db` (the engine reads it;
+ * the verifier checks its SQLite integrity only and keeps it as history).
+ */
+export const UNOWNED_STORES: readonly { readonly name: string; readonly member: OwnedMember; readonly verificationProfile: string }[] = [
+  { name: 'engine', member: { path: LAYOUT.engineDb, kind: 'sqlite' }, verificationProfile: 'sqlite.integrity_check' },
+];
+
+const posix = (p: string): string => p.split('\\').join('/');
+
+/** The Goal a root-relative path lies under (`goals/<goal_id>/…`), if any. */
+export function goalOfPath(rel: string): string | null {
+  const parts = posix(rel).split('/');
+  return parts.length >= 2 && parts[0] === LAYOUT.goalsDir && GOAL_ID.test(parts[1]!) ? parts[1]! : null;
+}
+
+/** The owner (or unowned store) whose member `rel` (root-relative, POSIX) is, with its scope. */
+export function ownerOfMember(rel: string): { readonly owner: OwnerRecovery | null; readonly store: string; readonly scope: OwnerScope } | null {
+  const goalId = goalOfPath(rel);
+  for (const o of OWNER_LIST) {
+    const scope = o.scope === 'goal' ? (goalId === null ? null : goalScope(goalId)) : MACHINE;
+    if (scope !== null && o.members(scope).some((m) => posix(m.path) === rel)) return { owner: o, store: o.name, scope };
+  }
+  for (const s of UNOWNED_STORES) if (posix(s.member.path) === rel) return { owner: null, store: s.name, scope: MACHINE };
+  return null;
+}
+
+/** Owners whose state is documents rather than one database (read once the whole copy is in place). */
+export const DOCUMENT_OWNERS: readonly OwnerRecovery[] = OWNER_LIST.filter((o) => o.scope === 'machine' && o.members(MACHINE).some((m) => m.kind !== 'sqlite'));
+
+/** Root-relative names of the databases the owners (and unowned stores) keep at the root's top. */
+export const ROOT_DATABASES: readonly string[] = [
+  ...OWNER_LIST.filter((o) => o.scope === 'machine').flatMap((o) => o.members(MACHINE).filter((m) => m.kind === 'sqlite').map((m) => posix(m.path))),
+  ...UNOWNED_STORES.map((s) => posix(s.member.path)),
+];

@@ -1,0 +1,143 @@
+/**
+ * The work owner's recovery contract, for one Goal:
+ * - `capture`: the retained-prefix export (`loopx_work_retained_prefix_v0`) read through the live
+ *   provider, then an online snapshot of `work.db`. The export is pinned first, so it is a prefix of
+ *   the snapshot's committed history; start and end are the live head before and after.
+ * - `verifyOffline`: the work reader on a private copy, with the full `integrity_check` (one copy,
+ *   one check), and, when an export is given, its offline verifier plus the check that the copy's
+ *   history holds it as a prefix (same revision at the export's head cursor).
+ * - `readHistorical`: the copy's Todos, leases, fence and committed history — history only.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { snapshotSqliteDatabase } from '../../store/index.js';
+import type { HistoricalRead, OfflineVerification, OwnerFinding, OwnerRecovery, OwnerScope } from '../contract.js';
+import { hasErrors } from '../contract.js';
+import { LAYOUT } from '../layout.js';
+import { walHeader } from '../sqlite-recovery.js';
+import { readHistoricalFile, type HistoricalWork } from './historical.js';
+import { RETAINED_PREFIX_SCHEMA, exportRetainedPrefix, verifyRetainedPrefix, type RetainedPrefixHeader } from './retained-prefix.js';
+import { openSqliteWorkProvider, openWorkDbCopy, WORK_DB_SCHEMA } from './sqlite.js';
+
+const goalOf = (scope: OwnerScope): string => {
+  if (scope.goal_id === null) throw new TypeError('the work owner is read per Goal');
+  return scope.goal_id;
+};
+
+function envelope(h: HistoricalWork, scope: OwnerScope): HistoricalRead<HistoricalWork> {
+  return {
+    owner: 'work',
+    scope,
+    readable: h.readable,
+    ok: h.readable && !hasErrors(h.findings),
+    schema_version: h.user_version === null ? null : WORK_DB_SCHEMA,
+    source_identity: h.store_identity,
+    revision: h.provider_revision,
+    cursor: h.head_cursor,
+    counts: { todos: h.todos.length, history: h.history_count },
+    value: h,
+    findings: h.findings,
+    execution_authority_granted: false,
+  };
+}
+
+const INTEGRITY_FAILED = new Set(['work_db_integrity_failed']);
+const UNREADABLE = new Set(['work_db_unreadable', 'work_db_not_sqlite', 'work_db_too_large']);
+
+/** The copy's revision at `cursor` (its history is the export's extension iff they agree there). */
+function revisionAt(abs: string, cursor: number): string | null | undefined {
+  if (cursor === 0) return null;
+  const copy = openWorkDbCopy(abs);
+  try {
+    return copy.scanRows(cursor - 1, 1)[0]?.provider_revision;
+  } finally {
+    copy.close();
+  }
+}
+
+function prefixFindings(abs: string, goalId: string, records: readonly unknown[]): OwnerFinding[] {
+  const v = verifyRetainedPrefix(records, { goal_id: goalId });
+  const findings: OwnerFinding[] = [...v.findings];
+  if (!v.ok) return findings;
+  const header = records[0] as RetainedPrefixHeader;
+  const at = revisionAt(abs, header.head_cursor);
+  if (header.head_cursor > 0 && at !== header.provider_revision) {
+    findings.push({ code: 'retained_prefix_head_mismatch', severity: 'error', subject: 'header', next_action: 'capture this Goal again; the export is not a prefix of the copied store' });
+  }
+  return findings;
+}
+
+export const recovery: OwnerRecovery<HistoricalWork> = {
+  name: 'work',
+  decides: "a Goal's canonical work: Todos, committed history, receipts, leases, store identity and writer fence",
+  scope: 'goal',
+  members: (scope) => [{ path: LAYOUT.workDb(goalOf(scope)), kind: 'sqlite' }],
+  requiredForGoal: true,
+  classification: 'recovered_readable',
+  verificationProfile: 'sqlite.integrity_check+work.readHistorical/v0',
+
+  async capture(live, scope, into) {
+    const goalId = goalOf(scope);
+    const rel = LAYOUT.workDb(goalId);
+    const provider = openSqliteWorkProvider(join(live.root, rel), { goal_id: goalId, create: false });
+    try {
+      const startAt = new Date().toISOString();
+      const start = provider.load();
+      const ex = exportRetainedPrefix(provider, () => new Date());
+      mkdirSync(dirname(join(into, rel)), { recursive: true, mode: 0o700 });
+      await snapshotSqliteDatabase(join(live.root, rel), join(into, rel));
+      const end = provider.load();
+      const endAt = new Date().toISOString();
+      return {
+        owner: 'work',
+        scope,
+        export_schema: RETAINED_PREFIX_SCHEMA,
+        source_identity: ex.store_identity,
+        start: { revision: start.provider_revision, cursor: start.cursor, at: startAt },
+        end: { revision: end.provider_revision, cursor: end.cursor, at: endAt },
+        captured: { revision: ex.provider_revision, cursor: ex.head_cursor },
+        members: [rel],
+        export: ex.records,
+        export_sha256: ex.archive_sha256,
+        record_count: ex.records.length - 2,
+      };
+    } finally {
+      provider.close();
+    }
+  },
+
+  verifyOffline(copy, scope, options = {}): OfflineVerification {
+    const goalId = goalOf(scope);
+    const rel = LAYOUT.workDb(goalId);
+    const abs = join(copy.root, rel);
+    const h = readHistoricalFile(abs, { goal_id: goalId, integrity: options.integrity ?? 'full' });
+    const codes = new Set(h.findings.map((f) => f.code));
+    const integrity = [...codes].some((c) => INTEGRITY_FAILED.has(c)) ? 'failed' : [...codes].some((c) => UNREADABLE.has(c)) ? 'unreadable' : 'ok';
+    const member = { path: rel, integrity, wal_header: walHeader(abs) === true } as const;
+    const base = { owner: 'work', scope, members: [member], source_identity: h.store_identity, revision: h.provider_revision, cursor: h.head_cursor };
+    if (integrity !== 'ok') return { ...base, ok: false, readback: null, facts: {}, findings: h.findings };
+    const findings: OwnerFinding[] = [...h.findings, ...(options.export === undefined ? [] : prefixFindings(abs, goalId, options.export))];
+    const byStatus: Record<string, number> = {};
+    for (const t of h.todos) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
+    const ok = h.readable && !hasErrors(findings);
+    return {
+      ...base,
+      ok,
+      readback: { ok, counts: { todos: h.todos.length, history: h.history_count } },
+      facts: {
+        work: {
+          goal_id: h.goal_id,
+          readable: h.readable,
+          store_identity: h.store_identity,
+          head_cursor: h.head_cursor,
+          history_count: h.history_count,
+          todo_count: h.todos.length,
+          todos_by_status: byStatus,
+        },
+      },
+      findings,
+    };
+  },
+
+  readHistorical: (copy, scope) => envelope(readHistoricalFile(join(copy.root, LAYOUT.workDb(goalOf(scope))), { goal_id: goalOf(scope) }), scope),
+};
