@@ -27,8 +27,8 @@
 /** One severity scale for every owner. `hold`: sound, but a live owner must act before execution. */
 export type FindingSeverity = 'error' | 'hold' | 'warning';
 
-export interface OwnerFinding {
-  readonly code: string;
+export interface OwnerFinding<Code extends string = string> {
+  readonly code: Code;
   readonly severity: FindingSeverity;
   /** Ids and root-relative names only. */
   readonly subject: string;

@@ -28,6 +28,7 @@
  * exact reads (never live paths); inert (`privacy_certified` and `activation_performed` are
  * false); `sha256` is the canonical digest of everything else. Verification returns all findings.
  */
+import type { OwnerFinding } from '../contract.js';
 import type { RegistryGoal } from '../registry/index.js';
 
 export const MACHINE_CONFIGURATION_SCHEMA = 'loopx_machine_configuration_v0';
@@ -114,13 +115,8 @@ export type ConfigFindingCode =
   | 'config_receipt_invalid'
   | 'config_transaction_pending';
 
-export interface Finding<Code extends string> {
-  readonly code: Code;
-  readonly severity: 'error' | 'warning';
-  /** A field path or relative member name — never an absolute path or a payload. */
-  readonly subject: string;
-  readonly next_action: string;
-}
+/** Findings are the owners' one finding type (owners/contract.ts). */
+export type Finding<Code extends string> = OwnerFinding<Code>;
 
 export type CheckpointFinding = Finding<CheckpointFindingCode>;
 export type ConfigFinding = Finding<ConfigFindingCode>;

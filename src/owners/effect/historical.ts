@@ -5,20 +5,15 @@
  * scratch directory and opened read-only there. Uncertain and undelivered effects become holds
  * (recovery reconciles them by their original operation ids); defects become error findings.
  */
-import type { FindingSeverity } from '../contract.js';
+import type { FindingSeverity, OwnerFinding } from '../contract.js';
 import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import type { EffectRecord, EffectTransition, OutboxEntry } from './contract.js';
 import { intentDigest } from './rules.js';
 import { MIGRATIONS, decodeEffect, decodeTransition, type EffectRow, type HistoryRow, type OutboxRow } from './schema.js';
 
 
-export interface EffectFinding {
-  readonly code: string;
-  readonly severity: FindingSeverity;
-  /** `<kind>:<id>` — ids only, never URLs, intents or receipts. */
-  readonly subject: string;
-  readonly next_action: string;
-}
+/** Subjects are `<kind>:<id>` — ids only, never URLs, intents or receipts. */
+export type EffectFinding = OwnerFinding;
 
 export interface EffectHistory {
   readonly owner: 'effect';

@@ -27,6 +27,7 @@
  * - Fail closed: unknown schema_version/fields are `goal_unknown_schema`; other invalid content
  *   `goal_malformed`; a link or non-regular file `goal_unreadable`.
  */
+import type { OwnerFinding } from '../contract.js';
 
 export const GOAL_SCHEMA = 'loopx_goal_v0';
 
@@ -92,13 +93,8 @@ export type GoalFindingCode =
   | 'goal_doc_missing'
   | 'goal_doc_digest_mismatch';
 
-export interface GoalFinding {
-  readonly code: GoalFindingCode;
-  readonly severity: 'error';
-  /** A relative member name — never an absolute path or a payload. */
-  readonly subject: string;
-  readonly next_action: string;
-}
+/** Subjects are relative member names — never an absolute path or a payload. */
+export type GoalFinding = OwnerFinding<GoalFindingCode>;
 
 /** Readback of a copied root: no locks, no writes, no authority. `ok` means no finding. */
 export interface GoalHistoricalRead {

@@ -4,20 +4,15 @@
  * written: SQLite would create -wal/-shm sidecars even for a read-only open of a WAL file, so it
  * is duplicated into a private scratch directory and opened read-only there.
  */
-import type { FindingSeverity } from '../contract.js';
+import type { OwnerFinding } from '../contract.js';
 import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import type { SpendEntry } from './contract.js';
 import { spendDigest } from './rules.js';
 import { MIGRATIONS, decodeSpend, type SpendRow } from './schema.js';
 
 
-export interface QuotaFinding {
-  readonly code: string;
-  readonly severity: FindingSeverity;
-  /** `<kind>:<id>` — ids only. */
-  readonly subject: string;
-  readonly next_action: string;
-}
+/** Subjects are `<kind>:<id>` — ids only. */
+export type QuotaFinding = OwnerFinding;
 
 export interface QuotaHistory {
   readonly owner: 'quota';

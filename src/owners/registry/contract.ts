@@ -22,6 +22,7 @@
  * - Mutations are not idempotent by themselves: a replay carries a stale revision and conflicts;
  *   callers re-read and decide (the goal owner reconciles its rows that way).
  */
+import type { OwnerFinding } from '../contract.js';
 
 export const REGISTRY_SCHEMA = 'loopx_registry_v0';
 
@@ -82,13 +83,8 @@ export interface Registry {
 
 export type RegistryFindingCode = 'registry_unknown_schema' | 'registry_malformed' | 'registry_unreadable';
 
-/** Findings are data: code, severity, subject (a relative member name), one next action. */
-export interface RegistryFinding {
-  readonly code: RegistryFindingCode;
-  readonly severity: 'error';
-  readonly subject: string;
-  readonly next_action: string;
-}
+/** Subjects are relative member names. */
+export type RegistryFinding = OwnerFinding<RegistryFindingCode>;
 
 /** Readback of a copied root: no locks, no writes, no authority. */
 export type RegistryHistoricalRead =

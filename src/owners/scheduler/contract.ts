@@ -18,7 +18,7 @@
  * - Automations and skills are listed by name only: nothing in them is read, loaded or executed,
  *   and every listed entry is disabled data.
  */
-import type { FindingSeverity } from '../contract.js';
+import type { OwnerFinding } from '../contract.js';
 
 export const CADENCE_FREQUENCIES = ['MINUTELY', 'HOURLY', 'DAILY'] as const;
 export type CadenceFrequency = (typeof CADENCE_FREQUENCIES)[number];
@@ -93,13 +93,8 @@ export interface SchedulerStoreOptions {
 }
 
 
-export interface SchedulerFinding {
-  readonly code: string;
-  readonly severity: FindingSeverity;
-  /** `<kind>:<id>` — ids and names only, never paths. */
-  readonly subject: string;
-  readonly next_action: string;
-}
+/** Subjects are `<kind>:<id>` — ids and names only, never paths. */
+export type SchedulerFinding = OwnerFinding;
 
 export interface DataDirectoryEntry {
   readonly name: string;

@@ -5,7 +5,7 @@
  * opened read-only there. Every defect becomes a finding (code, severity, subject, one next
  * action); nothing stops at the first one and nothing is dropped.
  */
-import type { FindingSeverity } from '../contract.js';
+import type { OwnerFinding } from '../contract.js';
 import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import type { Session, TurnJournal, TurnSettlement } from './contract.js';
 import { settlementDigest, turnKeyOf } from './rules.js';
@@ -21,13 +21,8 @@ import {
 } from './schema.js';
 
 
-export interface SessionFinding {
-  readonly code: string;
-  readonly severity: FindingSeverity;
-  /** `<kind>:<id>` — ids only, never paths or payloads. */
-  readonly subject: string;
-  readonly next_action: string;
-}
+/** Subjects are `<kind>:<id>` — ids only, never paths or payloads. */
+export type SessionFinding = OwnerFinding;
 
 export interface SessionHistory {
   readonly owner: 'session';

@@ -1,4 +1,5 @@
 /** Findings of the work owner's offline readers: data, never exceptions; every one carries one next action. */
+import type { OwnerFinding } from '../contract.js';
 
 export type WorkFindingCode =
   | 'work_db_unreadable'
@@ -31,13 +32,8 @@ export type WorkFindingCode =
   | 'retained_prefix_trailing_records'
   | 'retained_prefix_head_mismatch';
 
-export interface WorkFinding {
-  readonly code: WorkFindingCode;
-  readonly severity: 'error' | 'warning';
-  /** A component id, cursor or field name — never a path or a payload. */
-  readonly subject: string;
-  readonly next_action: string;
-}
+/** Subjects are a component id, cursor or field name — never a path or a payload. */
+export type WorkFinding = OwnerFinding<WorkFindingCode>;
 
 export const finding = (code: WorkFindingCode, subject: string, next_action: string, severity: 'error' | 'warning' = 'error'): WorkFinding => ({
   code,
