@@ -16,7 +16,7 @@ import { sha256Hex } from '../core/digest.js';
 import { isLoopxError, notFound, usageError, type LoopxError } from '../core/errors.js';
 import { LOOPX_VERSION } from '../core/version.js';
 import { goalDetail, listWorkspace, runSummary, showWorkspaceGoal, withRootEngine, withRootOwners, type Engine } from '../engine/index.js';
-import { LAYOUT } from '../owners/index.js';
+import { LAYOUT, ownerDescriptions } from '../owners/index.js';
 import { SNAPSHOT_LIMITS } from '../snapshot/index.js';
 import { DEFAULT_TIMEOUTS, requestBody, type DaemonTimeouts } from './body.js';
 import { IdempotencyKeys } from './idempotency.js';
@@ -188,6 +188,9 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   // Another one-time login address (Bearer only: what `loopx daemon login-url` calls).
   app.post('/api/session/login-urls', { config: WRITE }, async (_req, reply) => reply.code(201).send({ login_url: `http://127.0.0.1:${o.port()}/#login=${o.loginTokens.issue()}` }));
   app.get('/api/health', async () => withEngine((e) => ({ ok: true, version: LOOPX_VERSION, root_id: existsSync(join(root, LAYOUT.engineDb)) ? e.rootId : null }), true));
+
+  // The owners of a root, as the OWNERS table describes them (the UI's owner legend).
+  app.get('/api/owners', async () => ({ owners: ownerDescriptions() }));
 
   // Runs.
   app.get('/api/runs', async () => {

@@ -24,9 +24,17 @@ export const OWNER_LIST: readonly OwnerRecovery[] = Object.values(OWNERS);
  * Stores in a root that no owner here decides: the run kernel's `engine.db` (the engine reads it;
  * the verifier checks its SQLite integrity only and keeps it as history).
  */
-export const UNOWNED_STORES: readonly { readonly name: string; readonly member: OwnedMember; readonly verificationProfile: string }[] = [
-  { name: 'engine', member: { path: LAYOUT.engineDb, kind: 'sqlite' }, verificationProfile: 'sqlite.integrity_check' },
+export const UNOWNED_STORES: readonly { readonly name: string; readonly decides: string; readonly member: OwnedMember; readonly verificationProfile: string }[] = [
+  { name: 'engine', decides: "the run kernel's runs, messages and event log (kept as history; runs move by snapshot)", member: { path: LAYOUT.engineDb, kind: 'sqlite' }, verificationProfile: 'sqlite.integrity_check' },
 ];
+
+/** The public description of every owner and unowned store (the daemon's `GET /api/owners`, the UI's owner legend). */
+export function ownerDescriptions(): { name: string; decides: string; scope: 'machine' | 'goal'; required_for_goal: boolean; classification: string }[] {
+  return [
+    ...OWNER_LIST.map((o) => ({ name: o.name, decides: o.decides, scope: o.scope, required_for_goal: o.requiredForGoal, classification: o.classification })),
+    ...UNOWNED_STORES.map((s) => ({ name: s.name, decides: s.decides, scope: 'machine' as const, required_for_goal: false, classification: 'historical_only' })),
+  ];
+}
 
 const posix = (p: string): string => p.split('\\').join('/');
 

@@ -102,7 +102,7 @@ describe('the --json contract: every published document validates against docs/s
         'init.schema.json', 'goal.schema.json', 'goal-list.schema.json', 'goal-show.schema.json', 'todo-receipt.schema.json', 'todo-list.schema.json', 'work-run.schema.json',
         'backup-state-plan.schema.json', 'backup-state-result.schema.json', 'state-backup-manifest-v0.schema.json',
         'backup-verify-plan.schema.json', 'state-recovery-audit-v0.schema.json', 'state-recovery-audit-public-v0.schema.json',
-        'daemon-start.schema.json', 'daemon-job.schema.json', 'daemon-audit-list.schema.json', 'daemon-upload-list.schema.json', 'daemon-login-url.schema.json',
+        'daemon-start.schema.json', 'daemon-job.schema.json', 'daemon-audit-list.schema.json', 'daemon-upload-list.schema.json', 'daemon-login-url.schema.json', 'daemon-owners.schema.json',
       ]),
     );
     for (const [file, s] of schemas) {
@@ -371,6 +371,9 @@ describe('the --json contract: every published document validates against docs/s
       const job = await (await api(`backups/jobs/${job_id}`)).json();
       expectValid('daemon-job', job);
       expect(job).toMatchObject({ state: 'held' });
+      const owners = await (await api('owners')).json();
+      expectValid('daemon-owners', owners);
+      expect((owners as { owners: { name: string }[] }).owners.map((o) => o.name)).toEqual(expect.arrayContaining(['registry', 'config', 'goal', 'work', 'session', 'effect', 'quota', 'scheduler', 'engine']));
       const audits = await (await api('audits')).json();
       expectValid('daemon-audit-list', audits);
       expectValid('state-recovery-audit-public-v0', await (await api(`audits/${(job as { recovery_id: string }).recovery_id}`)).json());

@@ -185,6 +185,13 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     }
     const owners = new Set(summary.components.map((c) => c.owner_kind));
     for (const o of ['config', 'goal', 'work']) expect(owners).toContain(o);
+    // The owner legend lists each owner the components name, with what the owners table says it decides.
+    const table = (await (await api('/api/owners')).json()) as { owners: { name: string; decides: string }[] };
+    const legend = page.getByTestId('owner-legend-entry');
+    await legend.first().waitFor();
+    const entries = await legend.evaluateAll((els) => els.map((el) => [el.querySelector('dt')?.textContent ?? '', el.querySelector('dd')?.textContent ?? '']));
+    expect(entries.map(([n]) => n).sort()).toEqual([...owners].filter((o) => table.owners.some((t) => t.name === o)).sort());
+    for (const [name, text] of entries) expect(text).toBe(table.owners.find((t) => t.name === name)!.decides);
     const counts = await page.getByTestId('audit-counts').textContent();
     for (const [k, n] of Object.entries(summary.counts.assets)) expect(counts).toContain(`${n} ${CLASSIFICATION_WORDS[k]}`);
 

@@ -4,7 +4,7 @@ import { ApiError, apiFetch, asApiError, enc, saveBlob } from './api';
 import { useApiJson } from './hooks';
 import { CLASSIFICATION_WORDS, ClassificationBadge, ErrorBox, ExecutionStatement, Loading, PageHeading, TableRegion, abbreviate, formatBytes } from './components';
 import { ROUTES } from './router';
-import type { AuditFinding, PublicAudit } from './types';
+import type { AuditFinding, OwnerList, PublicAudit } from './types';
 import { WorkspaceSection } from './WorkspaceView';
 
 const SEVERITY_ORDER: Readonly<Record<string, number>> = { hold: 0, error: 1, warning: 2 };
@@ -37,6 +37,10 @@ export function AuditView({ recoveryId }: { recoveryId: string }) {
 
 function AuditBody({ audit }: { audit: PublicAudit }) {
   const findings = orderFindings(audit.findings);
+  // What each owner decides, from the daemon's owners table (the legend under the components).
+  const { data: ownerList } = useApiJson<OwnerList>('/api/owners');
+  const decides = new Map((ownerList?.owners ?? []).map((o) => [o.name, o.decides]));
+  const shown = [...new Set(audit.components.map((c) => c.owner_kind))].filter((name) => decides.has(name));
   const a = audit.counts.assets;
   return (
     <>
@@ -151,7 +155,9 @@ function AuditBody({ audit }: { audit: PublicAudit }) {
                   <td>
                     <ClassificationBadge value={c.classification} />
                   </td>
-                  <td data-testid="component-owner">{c.owner_kind}</td>
+                  <td data-testid="component-owner" title={decides.get(c.owner_kind)}>
+                    {c.owner_kind}
+                  </td>
                   <td>
                     <span className={`verification verification-${c.verification}`}>{c.verification}</span>
                   </td>
@@ -163,6 +169,16 @@ function AuditBody({ audit }: { audit: PublicAudit }) {
             </tbody>
           </table>
         </TableRegion>
+        {shown.length > 0 ? (
+          <dl className="owner-legend" data-testid="owner-legend" aria-label="What each owner decides">
+            {shown.map((name) => (
+              <div key={name} data-testid="owner-legend-entry">
+                <dt>{name}</dt>
+                <dd>{decides.get(name)}</dd>
+              </div>
+            ))}
+          </dl>
+        ) : null}
       </section>
 
       <section aria-labelledby="audit-findings-heading" className="card">

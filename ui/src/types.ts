@@ -244,3 +244,14 @@ export interface ImportReceipt {
   readonly status: string;
   readonly last_sequence: number;
 }
+
+/** GET /api/owners (docs/schemas/daemon-owners.schema.json). */
+export interface OwnerList {
+  readonly owners: readonly {
+    readonly name: string;
+    readonly decides: string;
+    readonly scope: 'machine' | 'goal';
+    readonly required_for_goal: boolean;
+    readonly classification: 'recovered_readable' | 'historical_only';
+  }[];
+}
