@@ -6,7 +6,7 @@
  */
 import { statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
-import { LAYOUT } from '../owners/index.js';
+import { LAYOUT, OWNERS, ownerOfMember } from '../owners/index.js';
 import { backupIdInvalid, outputDirInvalid, rootInvalid, rootMissing, sourceAppeared, sourceRemoved } from './errors.js';
 import { discover, type BackupWarning, type ExcludedEntry, type MemberCategory, type MissingEntry, type PlannedMember } from './discover.js';
 import { BACKUP_LIMITS, CAPACITY_CODES, type BackupLimitName } from './limits.js';
@@ -159,11 +159,10 @@ export function plan(root: string, options: PlanOptions = {}): BackupPlan {
 /** Goal ids the plan knows: registered Goals and directories under goals/. */
 export const goalIdsOf = (p: BackupPlan): Set<string> => new Set([...p.goals.map((g) => g.goal_id), ...p.unregisteredGoalDirectories]);
 
-/** The Goal whose work.db a member is, if it is one: `goals/<id>/work.db` or `<route>/work.db`. */
-export function workDbGoalOf(p: BackupPlan, memberPath: string): string | undefined {
-  for (const g of p.goals) if (g.route !== null && g.route_status === 'included' && memberPath === (g.route === '' ? 'work.db' : `${g.route}/work.db`)) return g.goal_id;
-  const m = /^goals\/([^/]+)\/work\.db$/.exec(memberPath);
-  return m?.[1];
+/** The Goal whose work database a member is, if it is one (the OWNERS table's goal-scoped store; a registry route is always goals/<goal_id>). */
+export function workDbGoalOf(_p: BackupPlan, memberPath: string): string | undefined {
+  const found = ownerOfMember(memberPath);
+  return found?.owner === OWNERS.work ? (found.scope.goal_id ?? undefined) : undefined;
 }
 
 export interface CapacityRefusal {

@@ -39,6 +39,7 @@ import type { MutationRecord, RunCommit, RunHead, RunStore } from './run-store/c
 import { memoryRunStore } from './run-store/memory.js';
 import { openSqliteRunStore } from './run-store/sqlite.js';
 import { rootDirectoryIdentity, type RebindOutcome, type RunAuthority, type RunLease, type RunRecord } from '../run-authority/index.js';
+import { LAYOUT } from '../owners/index.js';
 import { isInteractionRequest, type InteractionRequest, type JsonValue, type Tool, type ToolPlanLease } from './tools.js';
 
 /** Fault points (tests only) around the durable steps of a mutating call. */
@@ -164,7 +165,7 @@ export class Engine {
     if (this.#closed) throw internal('engine_closed', 'The engine is closed.');
     if (!this.#store) {
       this.#openRoot();
-      this.#store = this.#root !== undefined ? openSqliteRunStore(join(this.#root, 'engine.db')) : memoryRunStore();
+      this.#store = this.#root !== undefined ? openSqliteRunStore(join(this.#root, LAYOUT.engineDb)) : memoryRunStore();
     }
     return this.#store;
   }
@@ -666,7 +667,7 @@ export class Engine {
   }
 
   #hasRootState(): boolean {
-    return this.#store !== undefined || this.#root === undefined || existsSync(join(this.#root, 'engine.db'));
+    return this.#store !== undefined || this.#root === undefined || existsSync(join(this.#root, LAYOUT.engineDb));
   }
 
   /** Run a step at or after the consume point: any failure of it is `import_uncertain`. */
