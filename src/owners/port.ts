@@ -16,6 +16,8 @@
  *   a write apply at most once, so a retry can never apply it twice.
  * - `failed`: provably nothing was written (`code` says why, e.g. `provider_closed`,
  *   `provider_busy`); retrying is safe.
+ * A commit rejects instead of answering only when a row it must check does not decode
+ * (`<owner>_store_corrupt`): a damaged store is never written to.
  */
 import { canonicalJson } from '../core/canonical-json.js';
 import { conflict, internal, type LoopxError } from '../core/errors.js';
