@@ -100,7 +100,7 @@ interface CallContext {
 async function withCallContext<T>(root: string, ctx: ToolContext, fn: (c: CallContext) => Promise<T> | T): Promise<T> {
   const owners = openRootOwners(root);
   try {
-    const session = owners.sessions.listSessions().find((s) => s.run_id === ctx.runId && s.status === 'active');
+    const session = (await owners.sessions.listSessions()).find((s) => s.run_id === ctx.runId && s.status === 'active');
     if (!session) {
       throw rejected('goal_work_unbound', 'This run is not bound to a Goal session in this root; it may not act on Goal work here.', {
         nextAction: 'start Goal work with loopx work run',
@@ -313,13 +313,13 @@ export async function runGoalWork(options: GoalWorkRunOptions): Promise<GoalWork
     }
     const work = workOwner.openGoalWork({ root: options.root, goal_id: goal.goal_id });
     try {
-      const session = owners.sessions.openSession(ref);
+      const session = await owners.sessions.openSession(ref);
       const fence = work.engageFence({ operation_id: fenceOperation(session.session_id) }).receipt.fence!;
       if (work.view().handoff_mode !== 'hard_lease') {
         work.setHandoffMode({ operation_id: `session:${session.session_id}:hard-lease`, fence, handoff_mode: 'hard_lease' });
       }
       // Bound before the first turn runs, so every call of the run finds its session.
-      bound = owners.sessions.bindRun(session.session_id, runId, session.execution_generation);
+      bound = await owners.sessions.bindRun(session.session_id, runId, session.execution_generation);
     } finally {
       work.close();
     }

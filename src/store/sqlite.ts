@@ -7,6 +7,10 @@
 import Database from 'better-sqlite3';
 import { chmodSync, existsSync } from 'node:fs';
 import { internal } from '../core/errors.js';
+import { registerStoreProvider } from './providers.js';
+
+/** The SQLite provider's name in the provider registry: its store identities are `sqlite:<hex>`. */
+export const SQLITE_PROVIDER = registerStoreProvider('sqlite');
 
 export type SqliteDatabase = Database.Database;
 export type SqliteStatement = Database.Statement;

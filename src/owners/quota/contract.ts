@@ -2,8 +2,9 @@
  * The quota owner's contract: the spend ledger (`quota.db` in a runtime root). Each debit is
  * keyed by its settlement identity (`effect_id`, e.g. `<settlement effect_id>#quota_spend`).
  *
- * Failure modes — what each operation guarantees:
- * - Every write is atomic and durable when it returns.
+ * Failure modes — what each operation guarantees (the storage side is port.ts):
+ * - Every write is atomic and durable when it resolves. A ledger that cannot confirm a write
+ *   rejects with `store_outcome_unproved` (retry the same request: it debits at most once).
  * - `spend` never debits twice: the same `effect_id` with the same request digest returns the
  *   original entry with status `replayed` — also after the entry was voided; the same
  *   `effect_id` with a different request fails with `quota_spend_conflict` (kind conflict) and
@@ -83,13 +84,18 @@ export interface ListSpendsFilter {
   readonly status?: SpendStatus;
 }
 
+/**
+ * The quota owner's live API (quota.ts), over any storage port (port.ts). Every method answers
+ * with a Promise; a refusal is a rejection with a typed QuotaError.
+ */
 export interface QuotaLedger {
-  spend(request: SpendRequest): SpendResult;
-  void(effectId: string, reason: string): VoidResult;
-  get(effectId: string): SpendEntry | undefined;
+  spend(request: SpendRequest): Promise<SpendResult>;
+  void(effectId: string, reason: string): Promise<VoidResult>;
+  get(effectId: string): Promise<SpendEntry | undefined>;
   /** Entries in creation order. */
-  list(filter?: ListSpendsFilter): SpendEntry[];
-  total(goal: string | QuotaGoal, window: QuotaWindow): QuotaTotal;
+  list(filter?: ListSpendsFilter): Promise<SpendEntry[]>;
+  total(goal: string | QuotaGoal, window: QuotaWindow): Promise<QuotaTotal>;
+  /** Releases the ledger's port; later calls are refused (`provider_closed`). */
   close(): void;
 }
 

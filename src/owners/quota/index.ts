@@ -1,7 +1,8 @@
 /**
  * Public API of the quota owner: the spend ledger keyed by settlement identity (no double
- * debit), voids, and windowed totals. Recovery contract: `readHistorical` reads a copy of
- * quota.db as history, without admission.
+ * debit), voids, and windowed totals. Live API: `QuotaLedger` (async), the owner over a
+ * `QuotaPort` — SQLite `quota.db` or the in-memory reference. Recovery contract:
+ * `readHistorical` reads a copy of quota.db as history, without admission.
  */
 export type {
   ListSpendsFilter,
@@ -18,7 +19,9 @@ export type {
 } from './contract.js';
 export { QUOTA_ERROR_CODES, QuotaError, isQuotaError, type QuotaErrorCode } from './errors.js';
 export { rollingWindow, spendDigest } from './rules.js';
-export { memoryQuotaLedger } from './memory.js';
-export { openSqliteQuotaLedger, type SqliteQuotaLedgerOptions } from './sqlite.js';
+export type { QuotaPort, QuotaWrite, SpendQuery, SpendSums } from './port.js';
+export { memoryQuotaLedger, openSqliteQuotaLedger, quotaLedger, type SqliteQuotaLedgerOptions } from './quota.js';
+export { createMemoryQuotaState, memoryQuotaPort, type MemoryQuotaPortOptions, type MemoryQuotaState } from './memory.js';
+export { openSqliteQuotaPort, type SqliteQuotaPortOptions } from './sqlite.js';
 export type { QuotaFinding, QuotaHistory, ReadHistoricalOptions } from './historical.js';
 export { recovery } from './recovery.js';

@@ -1,47 +1,77 @@
-/** In-memory reference quota ledger: the contract without a disk, for engine and owner tests. */
-import type { QuotaLedger, QuotaLedgerOptions, QuotaTotal, SpendEntry } from './contract.js';
-import { spendNotFound } from './errors.js';
-import { checkId, checkReason, decideSpend, decideVoid, inWindow, normalizeSpend, normalizeTotal } from './rules.js';
+/**
+ * In-memory reference quota port: the port contract without a disk, for engine and owner tests.
+ * Its entries live in a plain `MemoryQuotaState`, so a test can "restart" by opening a new port on
+ * the same state. It checks each write's precondition and stores copies; it decides nothing about
+ * debits (quota.ts does).
+ */
+import { MEMORY_PROVIDER } from '../../store/index.js';
+import { APPLIED, conflictOf, providerClosed } from '../port.js';
+import type { SpendEntry } from './contract.js';
+import type { QuotaPort, SpendQuery } from './port.js';
 
-export function memoryQuotaLedger(options: QuotaLedgerOptions = {}): QuotaLedger {
-  const now = () => (options.now ?? (() => new Date()))().toISOString();
-  const entries = new Map<string, SpendEntry>();
+export interface MemoryQuotaState {
+  /** By effect id, in creation order. */
+  readonly entries: Map<string, SpendEntry>;
+}
+
+export const createMemoryQuotaState = (): MemoryQuotaState => ({ entries: new Map() });
+
+export interface MemoryQuotaPortOptions {
+  /** Open on an existing state (a restart); a fresh state otherwise. */
+  readonly state?: MemoryQuotaState;
+}
+
+const summed = (e: SpendEntry, q: SpendQuery): boolean =>
+  e.status === 'written' &&
+  e.goal_id === q.goal_id &&
+  (q.goal_instance_id === null || e.goal_instance_id === q.goal_instance_id) &&
+  e.created_at >= q.since &&
+  (q.until === null || e.created_at < q.until);
+
+export function memoryQuotaPort(options: MemoryQuotaPortOptions = {}): QuotaPort {
+  const { entries } = options.state ?? createMemoryQuotaState();
+  let closed = false;
   const clone = <T>(v: T): T => structuredClone(v);
+  const open = (): void => {
+    if (closed) throw providerClosed('quota');
+  };
 
-  const ledger = {
-    spend(request) {
-      const n = normalizeSpend(request);
-      const d = decideSpend(entries.get(n.effect_id), n, now());
-      if ('replay' in d) return { status: 'replayed', entry: clone(d.replay) };
-      entries.set(n.effect_id, d.write);
-      return { status: 'written', entry: clone(d.write) };
+  const port = {
+    provider: MEMORY_PROVIDER,
+    async get(effectId) {
+      open();
+      return clone(entries.get(effectId));
     },
-    void(effectId, reason) {
-      const e = entries.get(checkId(effectId, 'effect_id'));
-      const r = checkReason(reason);
-      if (e === undefined) throw spendNotFound(effectId);
-      const d = decideVoid(e, r, now());
-      if ('replay' in d) return { status: 'replayed', entry: clone(d.replay) };
-      entries.set(e.effect_id, d.write);
-      return { status: 'voided', entry: clone(d.write) };
+    async list(filter) {
+      open();
+      return clone([...entries.values()].filter((e) => (filter.goal_id === undefined || e.goal_id === filter.goal_id) && (filter.status === undefined || e.status === filter.status)));
     },
-    get: (effectId) => (entries.has(effectId) ? clone(entries.get(effectId)) : undefined),
-    list: (filter = {}) =>
-      [...entries.values()]
-        .filter((e) => (filter.goal_id === undefined || e.goal_id === filter.goal_id) && (filter.status === undefined || e.status === filter.status))
-        .map(clone),
-    total(goal, window): QuotaTotal {
-      const q = normalizeTotal(goal, window);
+    async sumWritten(q) {
+      open();
       const totals: Record<string, number> = {};
       let count = 0;
       for (const e of entries.values()) {
-        if (!inWindow(e, q)) continue;
+        if (!summed(e, q)) continue;
         totals[e.unit] = (totals[e.unit] ?? 0) + e.amount;
         count++;
       }
-      return { ...q, totals, entries: count };
+      return { totals, entries: count };
     },
-    close() {},
-  } satisfies QuotaLedger;
-  return ledger;
+    async commit(w) {
+      if (closed) return { status: 'failed', code: 'provider_closed' };
+      const stored = entries.get(w.entry.effect_id);
+      if (w.op === 'insert_spend') {
+        if (stored !== undefined) return conflictOf('exists');
+      } else {
+        if (stored === undefined) return conflictOf('missing');
+        if (stored.status !== 'written' || stored.request_digest !== w.entry.request_digest) return conflictOf('changed');
+      }
+      entries.set(w.entry.effect_id, clone(w.entry));
+      return APPLIED;
+    },
+    close() {
+      closed = true;
+    },
+  } satisfies QuotaPort;
+  return port;
 }

@@ -1,12 +1,14 @@
 /**
- * The quota owner's decisions as pure functions, shared by the SQLite provider and the in-memory
- * reference: request validation and digest, replay/conflict, void, and window normalization.
+ * The quota owner's decisions as pure functions — request validation and digest, replay/conflict,
+ * void, and window normalization — the one place they are made, whatever the storage port. The
+ * owner (quota.ts) reads the entry, asks these functions and commits what they decided.
  */
 import { canonicalJson } from '../../core/canonical-json.js';
 import { sha256Hex } from '../../core/digest.js';
 import { assertGoalId } from '../layout.js';
 import type { QuotaGoal, QuotaWindow, SpendEntry, SpendRequest } from './contract.js';
 import { invalidInput, spendConflict } from './errors.js';
+import type { SpendQuery } from './port.js';
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9._:#@-]{0,191}$/;
 const UNIT = /^[a-z][a-z0-9_]{0,31}$/;
@@ -70,14 +72,7 @@ function instant(value: unknown, field: string): string {
   return new Date(ms).toISOString();
 }
 
-export interface NormalizedQuery {
-  readonly goal_id: string;
-  readonly goal_instance_id: string | null;
-  readonly since: string;
-  readonly until: string | null;
-}
-
-export function normalizeTotal(goal: string | QuotaGoal, window: QuotaWindow): NormalizedQuery {
+export function normalizeTotal(goal: string | QuotaGoal, window: QuotaWindow): SpendQuery {
   const g = typeof goal === 'string' ? { goal_id: goal } : goal;
   if (typeof window !== 'object' || window === null) throw invalidInput('A window {since, until?} is required.', 'window');
   const since = instant(window.since, 'since');
@@ -91,10 +86,3 @@ export function rollingWindow(hours: number, now: Date = new Date()): QuotaWindo
   if (!(hours > 0) || !Number.isFinite(hours)) throw invalidInput('hours must be a positive number.', 'hours');
   return { since: new Date(now.getTime() - hours * 3_600_000).toISOString(), until: now.toISOString() };
 }
-
-export const inWindow = (e: SpendEntry, q: NormalizedQuery): boolean =>
-  e.status === 'written' &&
-  e.goal_id === q.goal_id &&
-  (q.goal_instance_id === null || e.goal_instance_id === q.goal_instance_id) &&
-  e.created_at >= q.since &&
-  (q.until === null || e.created_at < q.until);

@@ -1,23 +1,17 @@
 /**
- * SQLite quota ledger: `quota.db` in the runtime root. Each write is one IMMEDIATE transaction
- * that re-reads the entry it decides on, so two processes never debit one effect id twice.
+ * SQLite quota port: `quota.db` in the runtime root. Each commit is one IMMEDIATE transaction
+ * that checks the write's precondition on the current entry (sqlite-port.ts), so two processes
+ * never debit one effect id twice. Stores entries; decides nothing about debits (quota.ts does).
  */
-import { internal } from '../../core/errors.js';
-import { RowInvalid, openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
-import type { QuotaLedger, QuotaLedgerOptions, SpendEntry } from './contract.js';
-import { spendNotFound } from './errors.js';
-import { checkId, checkReason, decideSpend, decideVoid, normalizeSpend, normalizeTotal } from './rules.js';
+import { openSqlitePort, type SqlitePortOptions } from '../sqlite-port.js';
+import type { QuotaPort } from './port.js';
 import { MIGRATIONS, decodeSpend, type SpendRow } from './schema.js';
 
-export interface SqliteQuotaLedgerOptions extends QuotaLedgerOptions {
-  readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
-}
+export type SqliteQuotaPortOptions = SqlitePortOptions;
 
-export function openSqliteQuotaLedger(path: string, options: SqliteQuotaLedgerOptions = {}): QuotaLedger {
-  const db: SqliteDatabase = openSqlite(path, options.synchronous ? { synchronous: options.synchronous } : {});
-  setup(db, MIGRATIONS);
-  const now = () => (options.now ?? (() => new Date()))().toISOString();
-
+export function openSqliteQuotaPort(path: string, options: SqliteQuotaPortOptions = {}): QuotaPort {
+  const base = openSqlitePort(path, MIGRATIONS, 'quota', 'quota.db', options);
+  const db = base.db;
   const q = {
     get: db.prepare('SELECT * FROM spends WHERE effect_id = ?'),
     list: db.prepare('SELECT * FROM spends WHERE (@goal_id IS NULL OR goal_id = @goal_id) AND (@status IS NULL OR status = @status) ORDER BY rowid'),
@@ -33,56 +27,36 @@ export function openSqliteQuotaLedger(path: string, options: SqliteQuotaLedgerOp
        GROUP BY unit ORDER BY unit`,
     ),
   };
+  const read = (row: unknown) => (row === undefined ? undefined : decodeSpend(row as SpendRow));
 
-  const read = (row: unknown): SpendEntry | undefined => {
-    if (row === undefined) return undefined;
-    try {
-      return decodeSpend(row as SpendRow);
-    } catch (e) {
-      if (e instanceof RowInvalid) {
-        throw internal('quota_store_corrupt', `quota.db holds a malformed row (${e.field}).`, { nextAction: 'run the backup verifier on a copy of quota.db', cause: e });
-      }
-      throw e;
-    }
-  };
-  const tx = <A extends unknown[], R>(fn: (...args: A) => R) => {
-    const t = db.transaction(fn);
-    return (...args: A): R => t.immediate(...args);
-  };
-
-  const spendTx = tx((n: ReturnType<typeof normalizeSpend>) => {
-    const d = decideSpend(read(q.get.get(n.effect_id)), n, now());
-    if ('replay' in d) return { status: 'replayed' as const, entry: d.replay };
-    q.insert.run(d.write);
-    return { status: 'written' as const, entry: d.write };
-  });
-  const voidTx = tx((effectId: string, reason: string) => {
-    const e = read(q.get.get(effectId));
-    if (e === undefined) throw spendNotFound(effectId);
-    const d = decideVoid(e, reason, now());
-    if ('replay' in d) return { status: 'replayed' as const, entry: d.replay };
-    q.void.run(d.write);
-    return { status: 'voided' as const, entry: d.write };
-  });
-
-  const ledger = {
-    spend: (request) => spendTx(normalizeSpend(request)),
-    void: (effectId, reason) => voidTx(checkId(effectId, 'effect_id'), checkReason(reason)),
-    get: (effectId) => read(q.get.get(effectId)),
-    list: (filter = {}) => q.list.all({ goal_id: filter.goal_id ?? null, status: filter.status ?? null }).map((r) => read(r)!),
-    total(goal, window) {
-      const nq = normalizeTotal(goal, window);
-      const totals: Record<string, number> = {};
-      let count = 0;
-      for (const r of q.total.all(nq) as Array<{ unit: string; amount: number; n: number }>) {
-        totals[r.unit] = r.amount;
-        count += r.n;
-      }
-      return { ...nq, totals, entries: count };
-    },
-    close() {
-      db.close();
-    },
-  } satisfies QuotaLedger;
-  return ledger;
+  const port = {
+    provider: base.provider,
+    get: (effectId) => base.read(() => read(q.get.get(effectId))),
+    list: (filter) => base.read(() => q.list.all({ goal_id: filter.goal_id ?? null, status: filter.status ?? null }).map((r) => read(r)!)),
+    sumWritten: (query) =>
+      base.read(() => {
+        const totals: Record<string, number> = {};
+        let entries = 0;
+        for (const r of q.total.all(query) as Array<{ unit: string; amount: number; n: number }>) {
+          totals[r.unit] = r.amount;
+          entries += r.n;
+        }
+        return { totals, entries };
+      }),
+    commit: (w) =>
+      base.commit(() => {
+        const stored = read(q.get.get(w.entry.effect_id));
+        if (w.op === 'insert_spend') {
+          if (stored !== undefined) return 'exists';
+          q.insert.run(w.entry);
+          return undefined;
+        }
+        if (stored === undefined) return 'missing';
+        if (stored.status !== 'written' || stored.request_digest !== w.entry.request_digest) return 'changed';
+        q.void.run(w.entry);
+        return undefined;
+      }),
+    close: () => base.close(),
+  } satisfies QuotaPort;
+  return port;
 }

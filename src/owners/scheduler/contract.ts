@@ -2,8 +2,9 @@
  * The scheduler owner's contract: Goal timers and their cadence (`scheduler.db` in a runtime
  * root), and the automations/ and skills/ directories, which are plain data.
  *
- * Failure modes — what each operation guarantees:
- * - Every write is atomic and durable when it returns.
+ * Failure modes — what each operation guarantees (the storage side is port.ts):
+ * - Every write is atomic and durable when it resolves. A store that cannot confirm a write
+ *   rejects with `store_outcome_unproved` (retry the same request: it applies at most once).
  * - `createTimer` with a `timer_id` is idempotent: the same creation request returns the existing
  *   timer (`replayed`); a different one fails with `timer_identity_mismatch`.
  * - Every change to a timer names its `reset_token`; a stale token fails with
@@ -74,16 +75,21 @@ export interface TimerWriteResult {
   readonly replayed: boolean;
 }
 
+/**
+ * The scheduler owner's live API (scheduler.ts), over any storage port (port.ts). Every method
+ * answers with a Promise; a refusal is a rejection with a typed SchedulerError.
+ */
 export interface SchedulerStore {
-  createTimer(request: CreateTimerRequest): TimerWriteResult;
-  getTimer(timerId: string): Timer | undefined;
+  createTimer(request: CreateTimerRequest): Promise<TimerWriteResult>;
+  getTimer(timerId: string): Promise<Timer | undefined>;
   /** Timers in creation order, optionally of one Goal. */
-  listTimers(goalId?: string): Timer[];
+  listTimers(goalId?: string): Promise<Timer[]>;
   /** Enabled timers whose `next_due_at` is at or before `at`, earliest first. */
-  dueTimers(at: string): Timer[];
-  ackFire(timerId: string, request: AckFireRequest): TimerWriteResult;
-  setEnabled(timerId: string, enabled: boolean, expectedResetToken: string): Timer;
-  resetTimer(timerId: string, request: ResetTimerRequest): Timer;
+  dueTimers(at: string): Promise<Timer[]>;
+  ackFire(timerId: string, request: AckFireRequest): Promise<TimerWriteResult>;
+  setEnabled(timerId: string, enabled: boolean, expectedResetToken: string): Promise<Timer>;
+  resetTimer(timerId: string, request: ResetTimerRequest): Promise<Timer>;
+  /** Releases the store's port; later calls are refused (`provider_closed`). */
   close(): void;
 }
 

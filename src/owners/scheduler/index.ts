@@ -1,8 +1,9 @@
 /**
  * Public API of the scheduler owner: Goal timers with cadence, reset-token fencing and
  * acknowledge-once firing (missed occurrences are skipped, never replayed); automations and
- * skills listed as disabled data. Recovery contract: `readHistorical` reads a copy of
- * scheduler.db without arming anything.
+ * skills listed as disabled data. Live API: `SchedulerStore` (async), the owner over a
+ * `SchedulerPort` — SQLite `scheduler.db` or the in-memory reference. Recovery contract:
+ * `readHistorical` reads a copy of scheduler.db without arming anything.
  */
 export {
   CADENCE_FREQUENCIES,
@@ -21,8 +22,10 @@ export {
 } from './contract.js';
 export { SCHEDULER_ERROR_CODES, SchedulerError, isSchedulerError, type SchedulerErrorCode } from './errors.js';
 export { parseCadence } from './rules.js';
-export { memorySchedulerStore } from './memory.js';
-export { openSqliteSchedulerStore, type SqliteSchedulerStoreOptions } from './sqlite.js';
+export type { SchedulerPort, SchedulerWrite, StoredTimer } from './port.js';
+export { memorySchedulerStore, openSqliteSchedulerStore, schedulerStore, type SqliteSchedulerStoreOptions } from './scheduler.js';
+export { createMemorySchedulerState, memorySchedulerPort, type MemorySchedulerPortOptions, type MemorySchedulerState } from './memory.js';
+export { openSqliteSchedulerPort, type SqliteSchedulerPortOptions } from './sqlite.js';
 export { listAutomations, listSkills } from './data-dirs.js';
 export type { ReadHistoricalOptions, SchedulerHistory } from './historical.js';
 export { recovery } from './recovery.js';

@@ -1,58 +1,63 @@
-/** In-memory reference scheduler store: the contract without a disk, for engine and owner tests. */
-import type { SchedulerStore, SchedulerStoreOptions, Timer } from './contract.js';
-import { timerNotFound } from './errors.js';
-import { checkId, decideAck, decideCreate, decideReset, decideSetEnabled, instant, normalizeCreate } from './rules.js';
+/**
+ * In-memory reference scheduler port: the port contract without a disk, for engine and owner
+ * tests. Its timers live in a plain `MemorySchedulerState`, so a test can "restart" by opening a
+ * new port on the same state. It checks each write's precondition and stores copies; it decides
+ * nothing about timers (scheduler.ts does).
+ */
+import { MEMORY_PROVIDER } from '../../store/index.js';
+import { APPLIED, conflictOf, providerClosed, shows } from '../port.js';
+import type { SchedulerPort, StoredTimer } from './port.js';
 
-type Row = Timer & { create_digest: string };
+export interface MemorySchedulerState {
+  /** By timer id, in creation order. */
+  readonly timers: Map<string, StoredTimer>;
+}
 
-const publicTimer = ({ create_digest: _digest, ...t }: Row): Timer => structuredClone(t);
+export const createMemorySchedulerState = (): MemorySchedulerState => ({ timers: new Map() });
 
-export function memorySchedulerStore(options: SchedulerStoreOptions = {}): SchedulerStore {
-  const now = () => (options.now ?? (() => new Date()))().toISOString();
-  const timers = new Map<string, Row>();
-  const timer = (id: string): Row => {
-    const t = timers.get(checkId(id, 'timer_id'));
-    if (t === undefined) throw timerNotFound(id);
-    return t;
+export interface MemorySchedulerPortOptions {
+  /** Open on an existing state (a restart); a fresh state otherwise. */
+  readonly state?: MemorySchedulerState;
+}
+
+export function memorySchedulerPort(options: MemorySchedulerPortOptions = {}): SchedulerPort {
+  const { timers } = options.state ?? createMemorySchedulerState();
+  let closed = false;
+  const clone = <T>(v: T): T => structuredClone(v);
+  const open = (): void => {
+    if (closed) throw providerClosed('scheduler');
   };
 
-  const store = {
-    createTimer(request) {
-      const n = normalizeCreate(request);
-      const d = decideCreate(timers.get(n.timer_id), n, now());
-      if ('replay' in d) return { timer: publicTimer(d.replay), replayed: true };
-      timers.set(n.timer_id, d.write);
-      return { timer: publicTimer(d.write), replayed: false };
+  const port = {
+    provider: MEMORY_PROVIDER,
+    async get(timerId) {
+      open();
+      return clone(timers.get(timerId));
     },
-    getTimer: (id) => (timers.has(id) ? publicTimer(timers.get(id)!) : undefined),
-    listTimers: (goalId) => [...timers.values()].filter((t) => goalId === undefined || t.goal_id === goalId).map(publicTimer),
-    dueTimers(at) {
-      const limit = instant(at, 'at');
-      return [...timers.values()]
-        .filter((t) => t.enabled && t.next_due_at <= limit)
-        .sort((a, b) => (a.next_due_at < b.next_due_at ? -1 : a.next_due_at > b.next_due_at ? 1 : 0))
-        .map(publicTimer);
+    async list(goalId) {
+      open();
+      return clone([...timers.values()].filter((t) => goalId === undefined || t.goal_id === goalId));
     },
-    ackFire(timerId, request) {
-      const t = timer(timerId);
-      const d = decideAck(t, request?.reset_token, instant(request?.due_at, 'due_at'), now());
-      if ('replay' in d) return { timer: publicTimer(d.replay), replayed: true };
-      timers.set(t.timer_id, d.write);
-      return { timer: publicTimer(d.write), replayed: false };
+    async due(at) {
+      open();
+      // A stable sort keeps creation order among equal instants.
+      return clone([...timers.values()].filter((t) => t.enabled && t.next_due_at <= at).sort((a, b) => (a.next_due_at < b.next_due_at ? -1 : a.next_due_at > b.next_due_at ? 1 : 0)));
     },
-    setEnabled(timerId, enabled, expectedResetToken) {
-      const t = timer(timerId);
-      const next = decideSetEnabled(t, enabled, expectedResetToken, now());
-      timers.set(t.timer_id, next);
-      return publicTimer(next);
+    async commit(w) {
+      if (closed) return { status: 'failed', code: 'provider_closed' };
+      const stored = timers.get(w.timer.timer_id);
+      if (w.op === 'insert_timer') {
+        if (stored !== undefined) return conflictOf('exists');
+      } else {
+        if (stored === undefined) return conflictOf('missing');
+        if (!shows(stored, w.expected)) return conflictOf('changed');
+      }
+      timers.set(w.timer.timer_id, clone(w.timer));
+      return APPLIED;
     },
-    resetTimer(timerId, request) {
-      const t = timer(timerId);
-      const next = decideReset(t, request?.expected_reset_token, request?.next_due_at, request?.cadence, now());
-      timers.set(t.timer_id, next);
-      return publicTimer(next);
+    close() {
+      closed = true;
     },
-    close() {},
-  } satisfies SchedulerStore;
-  return store;
+  } satisfies SchedulerPort;
+  return port;
 }

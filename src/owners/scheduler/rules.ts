@@ -1,7 +1,8 @@
 /**
- * The scheduler owner's decisions as pure functions, shared by the SQLite provider and the
- * in-memory reference: cadence parsing, creation identity, the reset-token fence, and the
- * fire acknowledgement that skips (never replays) missed occurrences.
+ * The scheduler owner's decisions as pure functions — cadence parsing, creation identity, the
+ * reset-token fence, and the fire acknowledgement that skips (never replays) missed occurrences —
+ * the one place they are made, whatever the storage port. The owner (scheduler.ts) reads the
+ * timer, asks these functions and commits what they decided.
  */
 import { randomBytes } from 'node:crypto';
 import { canonicalJson } from '../../core/canonical-json.js';
@@ -10,6 +11,7 @@ import { assertGoalId } from '../layout.js';
 import type { Cadence, CadenceFrequency, CreateTimerRequest, Timer } from './contract.js';
 import { CADENCE_FREQUENCIES } from './contract.js';
 import { cadenceInvalid, dueMismatch, invalidInput, resetTokenStale, timerDisabled, timerIdentityMismatch } from './errors.js';
+import type { StoredTimer } from './port.js';
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9._:#@-]{0,191}$/;
 const PERIOD_MS: Readonly<Record<CadenceFrequency, number>> = { MINUTELY: 60_000, HOURLY: 3_600_000, DAILY: 86_400_000 };
@@ -79,14 +81,12 @@ export function normalizeCreate(r: CreateTimerRequest): NormalizedCreate {
   return { ...base, create_digest: sha256Hex(canonicalJson(base)) };
 }
 
-type TimerRow = Timer & { create_digest: string };
-
-export function decideCreate(existing: TimerRow | undefined, n: NormalizedCreate, at: string): { replay: TimerRow } | { write: TimerRow } {
+export function decideCreate(existing: StoredTimer | undefined, n: NormalizedCreate, at: string): { replay: StoredTimer } | { write: StoredTimer } {
   if (existing !== undefined) {
     if (existing.create_digest !== n.create_digest) throw timerIdentityMismatch(n.timer_id);
     return { replay: existing };
   }
-  const timer: TimerRow = {
+  const timer: StoredTimer = {
     timer_id: n.timer_id,
     goal_id: n.goal_id,
     cadence: n.cadence,

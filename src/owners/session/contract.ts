@@ -2,8 +2,10 @@
  * The session owner's contract: Goal-bound agent sessions, their session/execution generations,
  * Turn journals and Turn settlement (`sessions.db` in a runtime root).
  *
- * Failure modes — what each operation guarantees:
- * - Every write is atomic: it lands completely or not at all, and is durable when it returns.
+ * Failure modes — what each operation guarantees (the storage side is port.ts):
+ * - Every write is atomic: it lands completely or not at all, and is durable when it resolves.
+ *   Another writer winning in between is re-read and re-decided; a store that cannot confirm a
+ *   write rejects with `store_outcome_unproved` (retry the same request: it applies at most once).
  * - "Not found" is `undefined` from `get*`; a write naming a missing session or turn fails with
  *   `session_not_found` / `turn_not_found` (kind not_found).
  * - Fencing: every write that acts for an executor carries the execution generation it was
@@ -143,28 +145,33 @@ export interface OpenSessionOptions {
   readonly session_id?: string;
 }
 
+/**
+ * The session owner's live API (session.ts), over any storage port (port.ts). Every method
+ * answers with a Promise; a refusal is a rejection with a typed SessionError.
+ */
 export interface SessionStore {
-  openSession(goal: GoalRef, options?: OpenSessionOptions): Session;
-  getSession(sessionId: string): Session | undefined;
+  openSession(goal: GoalRef, options?: OpenSessionOptions): Promise<Session>;
+  getSession(sessionId: string): Promise<Session | undefined>;
   /** Sessions in creation order, optionally of one Goal. */
-  listSessions(goalId?: string): Session[];
+  listSessions(goalId?: string): Promise<Session[]>;
   /** Bind a run to the session under the expected execution generation; bumps it. */
-  bindRun(sessionId: string, runId: string, expectedExecutionGeneration: number): Session;
+  bindRun(sessionId: string, runId: string, expectedExecutionGeneration: number): Promise<Session>;
   /** Retire the session (final): bumps the execution generation so every executor is fenced. Idempotent. */
-  retireSession(sessionId: string, expectedSessionGeneration: number): Session;
+  retireSession(sessionId: string, expectedSessionGeneration: number): Promise<Session>;
   /** A new admission of the same lineage: bumps both generations and clears the run binding. */
-  readmitSession(sessionId: string, expectedSessionGeneration: number): Session;
+  readmitSession(sessionId: string, expectedSessionGeneration: number): Promise<Session>;
 
   /** Begin turn `turnIndex` (the session's next index) under the current execution generation. */
-  beginTurn(sessionId: string, turnIndex: number, expectedExecutionGeneration: number): BeginTurnResult;
+  beginTurn(sessionId: string, turnIndex: number, expectedExecutionGeneration: number): Promise<BeginTurnResult>;
   /** Append `phase` to the turn's ordered prefix (idempotent for a phase already recorded). */
-  recordPhase(turnKey: string, phase: TurnPhase, expectedExecutionGeneration: number, ref?: string | null): TurnJournal;
-  settleTurn(turnKey: string, request: SettleTurnRequest): SettleTurnResult;
-  getTurn(turnKey: string): TurnJournal | undefined;
+  recordPhase(turnKey: string, phase: TurnPhase, expectedExecutionGeneration: number, ref?: string | null): Promise<TurnJournal>;
+  settleTurn(turnKey: string, request: SettleTurnRequest): Promise<SettleTurnResult>;
+  getTurn(turnKey: string): Promise<TurnJournal | undefined>;
   /** Turns of a session in index order. */
-  listTurns(sessionId: string): TurnJournal[];
-  getSettlement(turnKey: string): TurnSettlement | undefined;
+  listTurns(sessionId: string): Promise<TurnJournal[]>;
+  getSettlement(turnKey: string): Promise<TurnSettlement | undefined>;
 
+  /** Releases the store's port; later calls are refused (`provider_closed`). */
   close(): void;
 }
 

@@ -1,7 +1,8 @@
 /**
  * Public API of the session owner: Goal-bound agent sessions, session/execution generations,
- * Turn journals and Turn settlement. Live API: `SessionStore` (SQLite `sessions.db` or the
- * in-memory reference). Recovery contract: `readHistorical` reads a copy without authority.
+ * Turn journals and Turn settlement. Live API: `SessionStore` (async), the owner over a
+ * `SessionPort` — SQLite `sessions.db` or the in-memory reference; a new provider implements the
+ * port in its own file. Recovery contract: `readHistorical` reads a copy without authority.
  */
 export {
   SESSION_MODE,
@@ -27,7 +28,9 @@ export {
 } from './contract.js';
 export { SESSION_ERROR_CODES, SessionError, isSessionError, type SessionErrorCode } from './errors.js';
 export { settlementDigest, turnKeyOf } from './rules.js';
-export { memorySessionStore } from './memory.js';
-export { openSqliteSessionStore, type SqliteSessionStoreOptions } from './sqlite.js';
+export type { SessionPort, SessionQuery, SessionRows, SessionWrite } from './port.js';
+export { memorySessionStore, openSqliteSessionStore, sessionStore, type SqliteSessionStoreOptions } from './session.js';
+export { createMemorySessionState, memorySessionPort, type MemorySessionPortOptions, type MemorySessionState } from './memory.js';
+export { openSqliteSessionPort, type SqliteSessionPortOptions } from './sqlite.js';
 export type { ReadHistoricalOptions, SessionFinding, SessionHistory } from './historical.js';
 export { recovery } from './recovery.js';

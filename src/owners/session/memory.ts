@@ -1,139 +1,124 @@
-/** In-memory reference session store: the contract without a disk, for engine and owner tests. */
-import { randomBytes } from 'node:crypto';
-import type { Session, SessionStore, SessionStoreOptions, TurnJournal, TurnSettlement } from './contract.js';
-import { SESSION_MODE } from './contract.js';
-import { sessionIdentityMismatch, sessionNotFound, turnNotFound } from './errors.js';
-import {
-  assertActive,
-  assertExecutionGeneration,
-  assertSessionGeneration,
-  checkGeneration,
-  checkGoalRef,
-  checkId,
-  checkPhase,
-  checkRef,
-  checkTurnIndex,
-  decideBeginTurn,
-  decideRecordPhase,
-  decideSettle,
-  normalizeSettle,
-  turnKeyOf,
-} from './rules.js';
+/**
+ * In-memory reference session port: the port contract without a disk, for engine and owner
+ * tests. Its rows live in a plain `MemorySessionState`, so a test can "restart" by opening a new
+ * port on the same state. It checks each write's precondition and stores copies; it decides
+ * nothing about sessions (session.ts does).
+ */
+import { MEMORY_PROVIDER } from '../../store/index.js';
+import { APPLIED, conflictOf, providerClosed, type CommitResult } from '../port.js';
+import type { Session, TurnJournal, TurnSettlement } from './contract.js';
+import type { SessionPort, SessionRows, SessionWrite } from './port.js';
 
-export function memorySessionStore(options: SessionStoreOptions = {}): SessionStore {
-  const now = () => (options.now ?? (() => new Date()))().toISOString();
-  const sessions = new Map<string, Session>();
-  const turns = new Map<string, TurnJournal>();
-  const settlements = new Map<string, TurnSettlement>(); // by turn_key
-  const settlementsById = new Map<string, TurnSettlement>();
+export interface MemorySessionState {
+  /** In creation order. */
+  readonly sessions: Map<string, Session>;
+  readonly turns: Map<string, TurnJournal>;
+  /** By turn key. */
+  readonly settlements: Map<string, TurnSettlement>;
+  /** Settlement id → turn key. */
+  readonly settlementIds: Map<string, string>;
+}
+
+export const createMemorySessionState = (): MemorySessionState => ({ sessions: new Map(), turns: new Map(), settlements: new Map(), settlementIds: new Map() });
+
+export interface MemorySessionPortOptions {
+  /** Open on an existing state (a restart); a fresh state otherwise. */
+  readonly state?: MemorySessionState;
+}
+
+export function memorySessionPort(options: MemorySessionPortOptions = {}): SessionPort {
+  const state = options.state ?? createMemorySessionState();
+  let closed = false;
   const clone = <T>(v: T): T => structuredClone(v);
-
-  const session = (id: string): Session => {
-    const s = sessions.get(checkId(id, 'session_id'));
-    if (s === undefined) throw sessionNotFound(id);
-    return s;
+  const open = (): void => {
+    if (closed) throw providerClosed('session');
   };
-  const turn = (key: string): TurnJournal => {
-    const t = typeof key === 'string' ? turns.get(key) : undefined;
-    if (t === undefined) throw turnNotFound(String(key));
-    return t;
-  };
-  const turnsOf = (sessionId: string) => [...turns.values()].filter((t) => t.session_id === sessionId).sort((a, b) => a.turn_index - b.turn_index);
-  const update = (s: Session, patch: Partial<Session>): Session => {
-    const next = { ...s, ...patch, updated_at: now() };
-    sessions.set(s.session_id, next);
-    return clone(next);
+  const turnsOf = (sessionId: string): TurnJournal[] => [...state.turns.values()].filter((t) => t.session_id === sessionId).sort((a, b) => a.turn_index - b.turn_index);
+  /** The session a write acts under, checked against the generation the decision saw. */
+  const fenced = (sessionId: string, expected: number): CommitResult | undefined => {
+    const s = state.sessions.get(sessionId);
+    if (s === undefined) return conflictOf('missing');
+    return s.execution_generation === expected ? undefined : conflictOf('changed');
   };
 
-  const store = {
-    openSession(goal, opts = {}) {
-      const ref = checkGoalRef(goal);
-      const id = opts.session_id === undefined ? `ses_${randomBytes(12).toString('hex')}` : checkId(opts.session_id, 'session_id');
-      const existing = sessions.get(id);
-      if (existing !== undefined) {
-        if (existing.goal_id !== ref.goal_id || existing.goal_instance_id !== ref.goal_instance_id) throw sessionIdentityMismatch(id);
-        return clone(existing);
+  const apply = (w: SessionWrite): CommitResult => {
+    switch (w.op) {
+      case 'create_session':
+        if (state.sessions.has(w.session.session_id)) return conflictOf('exists');
+        state.sessions.set(w.session.session_id, clone(w.session));
+        return APPLIED;
+      case 'update_session': {
+        const refused = fenced(w.session.session_id, w.expected_execution_generation);
+        if (refused) return refused;
+        state.sessions.set(w.session.session_id, clone(w.session));
+        return APPLIED;
       }
-      const at = now();
-      const s: Session = { session_id: id, ...ref, session_mode: SESSION_MODE, session_generation: 1, execution_generation: 1, run_id: null, status: 'active', created_at: at, updated_at: at };
-      sessions.set(id, s);
-      return clone(s);
-    },
-    getSession: (id) => (sessions.has(id) ? clone(sessions.get(id)) : undefined),
-    listSessions: (goalId) => [...sessions.values()].filter((s) => goalId === undefined || s.goal_id === goalId).map(clone),
-    bindRun(sessionId, runId, expected) {
-      const s = session(sessionId);
-      const run = checkId(runId, 'run_id');
-      checkGeneration(expected, 'expected_execution_generation');
-      assertActive(s);
-      assertExecutionGeneration(s, expected);
-      return update(s, { run_id: run, execution_generation: s.execution_generation + 1 });
-    },
-    retireSession(sessionId, expected) {
-      const s = session(sessionId);
-      checkGeneration(expected, 'expected_session_generation');
-      assertSessionGeneration(s, expected);
-      if (s.status === 'retired') return clone(s);
-      return update(s, { status: 'retired', execution_generation: s.execution_generation + 1 });
-    },
-    readmitSession(sessionId, expected) {
-      const s = session(sessionId);
-      checkGeneration(expected, 'expected_session_generation');
-      assertActive(s);
-      assertSessionGeneration(s, expected);
-      return update(s, { session_generation: s.session_generation + 1, execution_generation: s.execution_generation + 1, run_id: null });
-    },
+      case 'begin_turn': {
+        const refused = fenced(w.turn.session_id, w.expected_execution_generation);
+        if (refused) return refused;
+        if (state.turns.has(w.turn.turn_key) || turnsOf(w.turn.session_id).some((t) => t.turn_index === w.turn.turn_index)) return conflictOf('exists');
+        state.turns.set(w.turn.turn_key, clone(w.turn));
+        return APPLIED;
+      }
+      case 'append_phase': {
+        const t = state.turns.get(w.turn_key);
+        if (t === undefined) return conflictOf('missing');
+        if (t.status !== 'in_progress' || t.phases.length !== w.position) return conflictOf('changed');
+        const refused = fenced(t.session_id, w.expected_execution_generation);
+        if (refused) return refused;
+        state.turns.set(t.turn_key, { ...t, phases: [...t.phases, clone(w.phase)], updated_at: w.phase.at });
+        return APPLIED;
+      }
+      case 'settle_turn': {
+        const s = w.settlement;
+        if (state.settlements.has(s.turn_key) || state.settlementIds.has(s.settlement_id)) return conflictOf('exists');
+        const t = state.turns.get(s.turn_key);
+        if (t === undefined) return conflictOf('missing');
+        if (t.status !== 'in_progress' || t.phases.length !== w.phase_count) return conflictOf('changed');
+        const refused = fenced(t.session_id, w.expected_execution_generation);
+        if (refused) return refused;
+        state.settlements.set(s.turn_key, clone(s));
+        state.settlementIds.set(s.settlement_id, s.turn_key);
+        state.turns.set(t.turn_key, { ...t, status: s.status, updated_at: s.settled_at });
+        return APPLIED;
+      }
+    }
+  };
 
-    beginTurn(sessionId, turnIndex, expected) {
-      const s = session(sessionId);
-      const index = checkTurnIndex(turnIndex);
-      checkGeneration(expected, 'expected_execution_generation');
-      const key = turnKeyOf(s.session_id, index);
-      const list = turnsOf(s.session_id);
-      const decision = decideBeginTurn(s, index, expected, turns.get(key), list[list.length - 1]);
-      if (decision === 'readback') return { turn: clone(turns.get(key)!), replayed: true };
-      const at = now();
-      const t: TurnJournal = {
-        turn_key: key,
-        session_id: s.session_id,
-        goal_id: s.goal_id,
-        goal_instance_id: s.goal_instance_id,
-        turn_index: index,
-        execution_generation: expected,
-        run_id: s.run_id!,
-        status: 'in_progress',
-        phases: [],
-        created_at: at,
-        updated_at: at,
+  const port = {
+    provider: MEMORY_PROVIDER,
+    async read(q) {
+      open();
+      const turn = q.turn_key === undefined ? undefined : state.turns.get(q.turn_key);
+      const session = q.session_id !== undefined ? state.sessions.get(q.session_id) : turn === undefined ? undefined : state.sessions.get(turn.session_id);
+      const last = session === undefined ? undefined : turnsOf(session.session_id).at(-1);
+      const settlement = q.turn_key === undefined ? undefined : state.settlements.get(q.turn_key);
+      const byIdKey = q.settlement_id === undefined ? undefined : state.settlementIds.get(q.settlement_id);
+      const byId = byIdKey === undefined ? undefined : state.settlements.get(byIdKey);
+      const rows: SessionRows = {
+        ...(session ? { session } : {}),
+        ...(turn ? { turn } : {}),
+        ...(last ? { last_turn: last } : {}),
+        ...(settlement ? { settlement } : {}),
+        ...(byId ? { settlement_by_id: byId } : {}),
       };
-      turns.set(key, t);
-      return { turn: clone(t), replayed: false };
+      return clone(rows);
     },
-    recordPhase(turnKey, phase, expected, ref) {
-      const t = turn(turnKey);
-      const p = checkPhase(phase);
-      const r = checkRef(ref);
-      checkGeneration(expected, 'expected_execution_generation');
-      if (decideRecordPhase(session(t.session_id), t, p, expected) === 'readback') return clone(t);
-      const at = now();
-      const next: TurnJournal = { ...t, phases: [...t.phases, { phase: p, at, ref: r }], updated_at: at };
-      turns.set(t.turn_key, next);
-      return clone(next);
+    async listSessions(goalId) {
+      open();
+      return clone([...state.sessions.values()].filter((s) => goalId === undefined || s.goal_id === goalId));
     },
-    settleTurn(turnKey, request) {
-      const t = turn(turnKey);
-      const r = normalizeSettle(request);
-      const d = decideSettle(session(t.session_id), t, r, settlements.get(t.turn_key), settlementsById.get(r.settlement_id), now());
-      if ('replay' in d) return { settlement: clone(d.replay), replayed: true };
-      settlements.set(t.turn_key, d.settle);
-      settlementsById.set(d.settle.settlement_id, d.settle);
-      turns.set(t.turn_key, { ...t, status: d.settle.status, updated_at: d.settle.settled_at });
-      return { settlement: clone(d.settle), replayed: false };
+    async listTurns(sessionId) {
+      open();
+      return clone(turnsOf(sessionId));
     },
-    getTurn: (key) => (turns.has(key) ? clone(turns.get(key)) : undefined),
-    listTurns: (sessionId) => turnsOf(sessionId).map(clone),
-    getSettlement: (key) => (settlements.has(key) ? clone(settlements.get(key)) : undefined),
-    close() {},
-  } satisfies SessionStore;
-  return store;
+    async commit(write) {
+      if (closed) return { status: 'failed', code: 'provider_closed' };
+      return apply(write);
+    },
+    close() {
+      closed = true;
+    },
+  } satisfies SessionPort;
+  return port;
 }

@@ -1,7 +1,7 @@
 /**
- * The session owner's decisions as pure functions over the current rows, shared by the SQLite
- * provider and the in-memory reference so both enforce the contract identically. Storage code
- * reads the rows, asks these functions, then writes what they decided inside one transaction.
+ * The session owner's decisions as pure functions over the current rows: the one place they are
+ * made, whatever the storage port. The owner (session.ts) reads the rows, asks these functions,
+ * then commits what they decided under the precondition that the rows are still the ones read.
  */
 import { canonicalJson } from '../../core/canonical-json.js';
 import { sha256Hex } from '../../core/digest.js';

@@ -39,11 +39,10 @@ export const WORK_RETENTION = 'retain_all_v0';
 /** Upper bound of one `scanCommitted` page. */
 export const MAX_SCAN_LIMIT = 1000;
 
-export const STORE_IDENTITY_PATTERN = /^(sqlite|memory):[0-9a-f]{32}$/;
 export const INCARNATION_PATTERN = /^[0-9a-f]{32}$/;
 
 export interface WorkStoreIdentity {
-  /** `sqlite:<32 hex>` or `memory:<32 hex>`: the store lineage that cursors and receipts belong to. */
+  /** `<provider>:<32 hex>` of a registered storage provider (`isStoreIdentity`): the store lineage that cursors and receipts belong to. */
   readonly store_identity: string;
   /** 32 hex: this physical database. A revision is incarnation + cursor. */
   readonly incarnation: string;
@@ -104,7 +103,8 @@ export interface ScanPage {
 }
 
 export interface WorkProvider {
-  readonly kind: 'sqlite' | 'memory';
+  /** The registered storage provider this implementation belongs to (`registerStoreProvider`). */
+  readonly provider: string;
   storeIdentity(): WorkStoreIdentity;
   load(): WorkLoad;
   commit(request: WorkCommitRequest): WorkCommitResult;

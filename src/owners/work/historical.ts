@@ -9,8 +9,8 @@ import { existsSync, statSync } from 'node:fs';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { sha256Hex } from '../../core/digest.js';
 import { isLoopxError } from '../../core/errors.js';
-import { isOutOfSpace } from '../../store/index.js';
-import { INCARNATION_PATTERN, MAX_SCAN_LIMIT, STORE_IDENTITY_PATTERN, parseProviderRevision } from './contract.js';
+import { isOutOfSpace, isStoreIdentity } from '../../store/index.js';
+import { INCARNATION_PATTERN, MAX_SCAN_LIMIT, parseProviderRevision } from './contract.js';
 import { finding, type WorkFinding, type WorkFindingCode } from './findings.js';
 import {
   applyTransaction,
@@ -123,7 +123,7 @@ function readCopy(copy: WorkDbCopy, out: Out, add: Add, options: ReadHistoricalO
     return out;
   }
   const meta = copy.metadata();
-  if (!meta || meta.schema !== WORK_DB_SCHEMA || !STORE_IDENTITY_PATTERN.test(meta.store_identity) || !INCARNATION_PATTERN.test(meta.incarnation) || typeof meta.goal_id !== 'string') {
+  if (!meta || meta.schema !== WORK_DB_SCHEMA || !isStoreIdentity(meta.store_identity) || !INCARNATION_PATTERN.test(meta.incarnation) || typeof meta.goal_id !== 'string') {
     add('work_store_metadata_invalid', 'metadata');
     return out;
   }

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { rejected } from '../../core/errors.js';
+import { formatStoreIdentity } from '../../store/index.js';
 import type { WorkStoreIdentity } from './contract.js';
 
 export interface IdentityExpectations {
@@ -15,8 +16,9 @@ export interface IdentityExpectations {
   readonly expected_store_identity?: string;
 }
 
-export function mintIdentity(kind: 'sqlite' | 'memory', goalId: string): WorkStoreIdentity {
-  return { store_identity: `${kind}:${randomBytes(16).toString('hex')}`, incarnation: randomBytes(16).toString('hex'), goal_id: goalId };
+/** A new identity under a registered storage provider. */
+export function mintIdentity(provider: string, goalId: string): WorkStoreIdentity {
+  return { store_identity: formatStoreIdentity(provider, randomBytes(16).toString('hex')), incarnation: randomBytes(16).toString('hex'), goal_id: goalId };
 }
 
 export function checkIdentity(actual: WorkStoreIdentity, expect: IdentityExpectations): void {

@@ -8,7 +8,6 @@ export {
   parseProviderRevision,
   INCARNATION_PATTERN,
   MAX_SCAN_LIMIT,
-  STORE_IDENTITY_PATTERN,
   WORK_RETENTION,
   type CommittedTransaction,
   type JsonObject,

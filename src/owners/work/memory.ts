@@ -4,6 +4,7 @@
  * Stores canonical JSON text (like the SQLite provider) and hands back parsed copies.
  */
 import { internal } from '../../core/errors.js';
+import { MEMORY_PROVIDER } from '../../store/index.js';
 import {
   formatProviderRevision,
   type CommittedTransaction,
@@ -32,7 +33,7 @@ export interface MemoryWorkState {
 }
 
 export function createMemoryWorkState(goalId: string): MemoryWorkState {
-  const identity = mintIdentity('memory', goalId);
+  const identity = mintIdentity(MEMORY_PROVIDER, goalId);
   return { identity, cursor: 0, provider_revision: formatProviderRevision(identity.incarnation, 0), head: null, commits: [], byOperation: new Map() };
 }
 
@@ -59,7 +60,7 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
   });
 
   const provider = {
-    kind: 'memory' as const,
+    provider: MEMORY_PROVIDER,
     storeIdentity: (): WorkStoreIdentity => {
       open();
       return { ...state.identity };

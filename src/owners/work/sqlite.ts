@@ -15,10 +15,21 @@
  */
 import { existsSync, lstatSync } from 'node:fs';
 import { hasCode, internal, isLoopxError, notFound, rejected, type LoopxError } from '../../core/errors.js';
-import { SQLITE_COPY_TOO_LARGE, SQLITE_COPY_UNREADABLE, isOutOfSpace, isSqliteFile, openSqliteCopy, openSqlite, setup, type SqliteCopy, type SqliteDatabase } from '../../store/index.js';
+import {
+  SQLITE_COPY_TOO_LARGE,
+  SQLITE_COPY_UNREADABLE,
+  SQLITE_PROVIDER,
+  isOutOfSpace,
+  isSqliteFile,
+  openSqliteCopy,
+  openSqlite,
+  parseStoreIdentity,
+  setup,
+  type SqliteCopy,
+  type SqliteDatabase,
+} from '../../store/index.js';
 import {
   INCARNATION_PATTERN,
-  STORE_IDENTITY_PATTERN,
   formatProviderRevision,
   parseProviderRevision,
   type CommittedTransaction,
@@ -110,7 +121,7 @@ function initialize(db: SqliteDatabase, goalId: string): void {
     if (db.prepare('SELECT 1 FROM metadata').get() !== undefined) return;
     const stray = db.prepare('SELECT (SELECT count(*) FROM head) + (SELECT count(*) FROM commits) AS n').get() as { n: number };
     if (stray.n > 0) throw metadataInvalid('metadata is missing beside existing work');
-    const id = mintIdentity('sqlite', goalId);
+    const id = mintIdentity(SQLITE_PROVIDER, goalId);
     db.prepare('INSERT INTO metadata (singleton, schema, goal_id, store_identity, incarnation, created_at) VALUES (1, ?, ?, ?, ?, ?)')
       .run(WORK_DB_SCHEMA, goalId, id.store_identity, id.incarnation, new Date().toISOString());
     db.prepare('INSERT INTO head (singleton, cursor, provider_revision, projection) VALUES (1, 0, ?, NULL)').run(formatProviderRevision(id.incarnation, 0));
@@ -126,7 +137,7 @@ function readIdentity(db: SqliteDatabase): WorkStoreIdentity {
     const meta = db.prepare('SELECT schema, goal_id, store_identity, incarnation, created_at FROM metadata WHERE singleton = 1').get() as MetadataRow | undefined;
     if (!meta) throw metadataInvalid('no metadata row');
     if (meta.schema !== WORK_DB_SCHEMA) throw metadataInvalid(`unknown schema ${JSON.stringify(meta.schema).slice(0, 64)}`);
-    if (!STORE_IDENTITY_PATTERN.test(meta.store_identity) || !meta.store_identity.startsWith('sqlite:')) throw metadataInvalid('malformed store identity');
+    if (parseStoreIdentity(meta.store_identity)?.provider !== SQLITE_PROVIDER) throw metadataInvalid('malformed store identity');
     if (!INCARNATION_PATTERN.test(meta.incarnation)) throw metadataInvalid('malformed incarnation');
     const head = db.prepare('SELECT cursor, provider_revision, projection FROM head WHERE singleton = 1').get() as HeadRow | undefined;
     if (!head) throw metadataInvalid('no head row');
@@ -190,7 +201,7 @@ function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkPr
   });
 
   const provider = {
-    kind: 'sqlite' as const,
+    provider: SQLITE_PROVIDER,
     storeIdentity: (): WorkStoreIdentity => read(() => ({ ...identity })),
     load: (): WorkLoad =>
       read(() => {

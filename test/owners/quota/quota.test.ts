@@ -25,9 +25,9 @@ const tempDir = (): string => {
   dirs.push(d);
   return d;
 };
-const codeOf = (fn: () => unknown): string | undefined => {
+const codeOf = async (fn: () => Promise<unknown>): Promise<string | undefined> => {
   try {
-    fn();
+    await fn();
   } catch (e) {
     return (e as { code?: string }).code;
   }
@@ -56,34 +56,34 @@ const providers: Array<[string, (now: () => Date) => QuotaLedger]> = [
 ];
 
 describe.each(providers)('quota owner (%s)', (_name, make) => {
-  it('a spend is written once; the same effect id and request is replayed without a second debit', () => {
+  it('a spend is written once; the same effect id and request is replayed without a second debit', async () => {
     const c = clock();
     const q = make(c.now);
-    const first = q.spend(spend(1));
+    const first = await q.spend(spend(1));
     expect(first.status).toBe('written');
     expect(first.entry).toMatchObject({ effect_id: 'st-1#quota_spend', amount: 1, unit: 'turn', status: 'written', created_at: '2026-03-01T00:00:00.000Z', voided_at: null });
     expect(first.entry.request_digest).toMatch(/^[0-9a-f]{64}$/);
     c.advance(MIN);
-    expect(q.spend(spend(1))).toEqual({ status: 'replayed', entry: first.entry });
-    expect(q.total('g1', { since: '2026-01-01T00:00:00Z' })).toMatchObject({ totals: { turn: 1 }, entries: 1 });
+    expect(await q.spend(spend(1))).toEqual({ status: 'replayed', entry: first.entry });
+    expect(await q.total('g1', { since: '2026-01-01T00:00:00Z' })).toMatchObject({ totals: { turn: 1 }, entries: 1 });
     q.close();
   });
 
-  it('the same effect id with a different request is quota_spend_conflict and writes nothing', () => {
+  it('the same effect id with a different request is quota_spend_conflict and writes nothing', async () => {
     const q = make(clock().now);
-    q.spend(spend(1));
+    await q.spend(spend(1));
     for (const over of [{ amount: 2 }, { unit: 'token' }, { goal_instance_id: 'gi_2' }, { goal_id: 'g2' }]) {
-      expect(codeOf(() => q.spend(spend(1, over)))).toBe('quota_spend_conflict');
+      expect(await codeOf(() => q.spend(spend(1, over)))).toBe('quota_spend_conflict');
     }
-    expect(q.list()).toHaveLength(1);
+    expect(await q.list()).toHaveLength(1);
     q.close();
   });
 
-  it('the conflict carries both digests and one next action', () => {
+  it('the conflict carries both digests and one next action', async () => {
     const q = make(clock().now);
-    const { entry } = q.spend(spend(1));
+    const { entry } = await q.spend(spend(1));
     try {
-      q.spend(spend(1, { amount: 5 }));
+      await q.spend(spend(1, { amount: 5 }));
       expect.unreachable();
     } catch (e) {
       expect(e).toMatchObject({ kind: 'conflict', details: { effect_id: 'st-1#quota_spend', existing_digest: entry.request_digest } });
@@ -92,101 +92,101 @@ describe.each(providers)('quota owner (%s)', (_name, make) => {
     q.close();
   });
 
-  it('a void keeps the entry as history and removes it from totals; voiding again is a readback; a voided id is never debited again', () => {
+  it('a void keeps the entry as history and removes it from totals; voiding again is a readback; a voided id is never debited again', async () => {
     const c = clock();
     const q = make(c.now);
-    q.spend(spend(1, { amount: 3 }));
+    await q.spend(spend(1, { amount: 3 }));
     c.advance(MIN);
-    const v = q.void('st-1#quota_spend', 'turn_failed');
+    const v = await q.void('st-1#quota_spend', 'turn_failed');
     expect(v.status).toBe('voided');
     expect(v.entry).toMatchObject({ status: 'voided', void_reason: 'turn_failed', voided_at: '2026-03-01T00:01:00.000Z' });
     c.advance(MIN);
-    expect(q.void('st-1#quota_spend', 'other_reason')).toEqual({ status: 'replayed', entry: v.entry });
-    expect(q.spend(spend(1, { amount: 3 }))).toEqual({ status: 'replayed', entry: v.entry });
-    expect(q.total('g1', { since: '2026-01-01T00:00:00Z' })).toMatchObject({ totals: {}, entries: 0 });
-    expect(codeOf(() => q.void('st-9', 'x'))).toBe('quota_spend_not_found');
-    expect(codeOf(() => q.void('st-1#quota_spend', 'Not A Code'))).toBe('quota_input_invalid');
+    expect(await q.void('st-1#quota_spend', 'other_reason')).toEqual({ status: 'replayed', entry: v.entry });
+    expect(await q.spend(spend(1, { amount: 3 }))).toEqual({ status: 'replayed', entry: v.entry });
+    expect(await q.total('g1', { since: '2026-01-01T00:00:00Z' })).toMatchObject({ totals: {}, entries: 0 });
+    expect(await codeOf(() => q.void('st-9', 'x'))).toBe('quota_spend_not_found');
+    expect(await codeOf(() => q.void('st-1#quota_spend', 'Not A Code'))).toBe('quota_input_invalid');
     q.close();
   });
 
-  it('invalid amounts, units and Goal ids are refused as input', () => {
+  it('invalid amounts, units and Goal ids are refused as input', async () => {
     const q = make(clock().now);
     for (const over of [{ amount: 0 }, { amount: 1.5 }, { amount: -1 }, { unit: 'Turns!' }, { goal_id: '../g' }, { effect_id: '' }, { goal_instance_id: 'a b' }]) {
-      expect(codeOf(() => q.spend(spend(1, over)))).toBe('quota_input_invalid');
+      expect(await codeOf(() => q.spend(spend(1, over)))).toBe('quota_input_invalid');
     }
-    expect(q.list()).toEqual([]);
+    expect(await q.list()).toEqual([]);
     q.close();
   });
 
-  it('total sums written amounts per unit in [since, until), per Goal and optionally per lifetime', () => {
+  it('total sums written amounts per unit in [since, until), per Goal and optionally per lifetime', async () => {
     const c = clock();
     const q = make(c.now);
-    q.spend(spend(1)); // 00:00
+    await q.spend(spend(1)); // 00:00
     c.advance(10 * MIN);
-    q.spend(spend(2, { amount: 500, unit: 'token' })); // 00:10
+    await q.spend(spend(2, { amount: 500, unit: 'token' })); // 00:10
     c.advance(10 * MIN);
-    q.spend(spend(3, { goal_instance_id: 'gi_2' })); // 00:20
-    q.spend(spend(4, { goal_id: 'g2' })); // 00:20, another Goal
+    await q.spend(spend(3, { goal_instance_id: 'gi_2' })); // 00:20
+    await q.spend(spend(4, { goal_id: 'g2' })); // 00:20, another Goal
     c.advance(10 * MIN);
-    q.spend(spend(5)); // 00:30
-    expect(q.total('g1', { since: '2026-03-01T00:00:00Z' })).toEqual({
+    await q.spend(spend(5)); // 00:30
+    expect(await q.total('g1', { since: '2026-03-01T00:00:00Z' })).toEqual({
       goal_id: 'g1', goal_instance_id: null, since: '2026-03-01T00:00:00.000Z', until: null, totals: { turn: 3, token: 500 }, entries: 4,
     });
-    expect(q.total({ goal_id: 'g1', goal_instance_id: 'gi_1' }, { since: '2026-03-01T00:00:00Z' }).totals).toEqual({ turn: 2, token: 500 });
+    expect((await q.total({ goal_id: 'g1', goal_instance_id: 'gi_1' }, { since: '2026-03-01T00:00:00Z' })).totals).toEqual({ turn: 2, token: 500 });
     // since is inclusive, until exclusive
-    expect(q.total('g1', { since: '2026-03-01T00:10:00Z', until: '2026-03-01T00:30:00Z' })).toMatchObject({ totals: { token: 500, turn: 1 }, entries: 2 });
-    expect(q.total('g1', rollingWindow(0.25, new Date(c.now().getTime() + 1)))).toMatchObject({ totals: { turn: 2 }, entries: 2 });
-    expect(codeOf(() => q.total('g1', { since: 'yesterday' }))).toBe('quota_input_invalid');
-    expect(codeOf(() => q.total('g1', { since: '2026-03-02T00:00:00Z', until: '2026-03-01T00:00:00Z' }))).toBe('quota_input_invalid');
+    expect(await q.total('g1', { since: '2026-03-01T00:10:00Z', until: '2026-03-01T00:30:00Z' })).toMatchObject({ totals: { token: 500, turn: 1 }, entries: 2 });
+    expect(await q.total('g1', rollingWindow(0.25, new Date(c.now().getTime() + 1)))).toMatchObject({ totals: { turn: 2 }, entries: 2 });
+    expect(await codeOf(() => q.total('g1', { since: 'yesterday' }))).toBe('quota_input_invalid');
+    expect(await codeOf(() => q.total('g1', { since: '2026-03-02T00:00:00Z', until: '2026-03-01T00:00:00Z' }))).toBe('quota_input_invalid');
     q.close();
   });
 
-  it('entries list in creation order, filtered by Goal and status', () => {
+  it('entries list in creation order, filtered by Goal and status', async () => {
     const q = make(clock().now);
-    q.spend(spend(1));
-    q.spend(spend(2, { goal_id: 'g2' }));
-    q.spend(spend(3));
-    q.void('st-3#quota_spend', 'turn_failed');
-    expect(q.list().map((e) => e.effect_id)).toEqual(['st-1#quota_spend', 'st-2#quota_spend', 'st-3#quota_spend']);
-    expect(q.list({ goal_id: 'g1', status: 'written' }).map((e) => e.effect_id)).toEqual(['st-1#quota_spend']);
-    expect(q.get('st-2#quota_spend')!.goal_id).toBe('g2');
-    expect(q.get('nope')).toBeUndefined();
+    await q.spend(spend(1));
+    await q.spend(spend(2, { goal_id: 'g2' }));
+    await q.spend(spend(3));
+    await q.void('st-3#quota_spend', 'turn_failed');
+    expect((await q.list()).map((e) => e.effect_id)).toEqual(['st-1#quota_spend', 'st-2#quota_spend', 'st-3#quota_spend']);
+    expect((await q.list({ goal_id: 'g1', status: 'written' })).map((e) => e.effect_id)).toEqual(['st-1#quota_spend']);
+    expect((await q.get('st-2#quota_spend'))!.goal_id).toBe('g2');
+    expect(await q.get('nope')).toBeUndefined();
     q.close();
   });
 });
 
 describe('quota owner (sqlite only)', () => {
-  it('quota.db is owner-only, and a replay after a restart does not debit again', () => {
+  it('quota.db is owner-only, and a replay after a restart does not debit again', async () => {
     const path = join(tempDir(), 'quota.db');
     const a = openSqliteQuotaLedger(path);
-    const first = a.spend(spend(1)).entry;
+    const first = (await a.spend(spend(1))).entry;
     a.close();
     expect(statSync(path).mode & 0o777).toBe(0o600);
     const b = openSqliteQuotaLedger(path);
-    expect(b.spend(spend(1))).toEqual({ status: 'replayed', entry: first });
-    expect(b.list()).toHaveLength(1);
+    expect(await b.spend(spend(1))).toEqual({ status: 'replayed', entry: first });
+    expect(await b.list()).toHaveLength(1);
     b.close();
   });
 
-  it('two ledgers on one file debit an effect id once between them', () => {
+  it('two ledgers on one file debit an effect id once between them', async () => {
     const path = join(tempDir(), 'quota.db');
     const a = openSqliteQuotaLedger(path);
     const b = openSqliteQuotaLedger(path);
-    expect(a.spend(spend(1)).status).toBe('written');
-    expect(b.spend(spend(1)).status).toBe('replayed');
-    expect(codeOf(() => b.spend(spend(1, { amount: 9 })))).toBe('quota_spend_conflict');
+    expect((await a.spend(spend(1))).status).toBe('written');
+    expect((await b.spend(spend(1))).status).toBe('replayed');
+    expect(await codeOf(() => b.spend(spend(1, { amount: 9 })))).toBe('quota_spend_conflict');
     a.close();
     b.close();
   });
 });
 
 describe('quota readHistorical', () => {
-  function copied() {
+  async function copied() {
     const live = join(tempDir(), 'quota.db');
     const q = openSqliteQuotaLedger(live);
-    q.spend(spend(1));
-    q.spend(spend(2, { amount: 40, unit: 'token' }));
-    q.void('st-2#quota_spend', 'turn_failed');
+    await q.spend(spend(1));
+    await q.spend(spend(2, { amount: 40, unit: 'token' }));
+    await q.void('st-2#quota_spend', 'turn_failed');
     q.close();
     const workspace = tempDir();
     const copy = join(workspace, 'quota.db');
@@ -201,8 +201,8 @@ describe('quota readHistorical', () => {
   };
   const codes = (h: { findings: readonly { code: string; subject: string }[] }) => h.findings.map((f) => `${f.code} ${f.subject}`).sort();
 
-  it('decodes the ledger of a copy as history, without writing the copy', () => {
-    const { copy, workspace } = copied();
+  it('decodes the ledger of a copy as history, without writing the copy', async () => {
+    const { copy, workspace } = await copied();
     const before = sha256Hex(readFileSync(copy));
     const listing = readdirSync(workspace).sort();
     const h = readHistorical(copy);
@@ -214,23 +214,23 @@ describe('quota readHistorical', () => {
     expect(readdirSync(workspace).sort()).toEqual(listing);
   });
 
-  it('an amount changed after the debit is quota_request_digest_mismatch', () => {
-    const { copy } = copied();
+  it('an amount changed after the debit is quota_request_digest_mismatch', async () => {
+    const { copy } = await copied();
     damage(copy, `UPDATE spends SET amount = 1000 WHERE effect_id = 'st-1#quota_spend'`);
     const h = readHistorical(copy);
     expect(codes(h)).toContain('quota_request_digest_mismatch spend:st-1#quota_spend');
     expect(h.entries.map((e) => e.effect_id)).toEqual(['st-2#quota_spend']);
   });
 
-  it('a voided entry without a void time, or an unknown status, is quota_row_invalid', () => {
-    const { copy } = copied();
+  it('a voided entry without a void time, or an unknown status, is quota_row_invalid', async () => {
+    const { copy } = await copied();
     damage(copy, `UPDATE spends SET voided_at = NULL WHERE effect_id = 'st-2#quota_spend'; UPDATE spends SET status = 'refunded' WHERE effect_id = 'st-1#quota_spend'`);
     expect(codes(readHistorical(copy))).toEqual(['quota_row_invalid spend:st-1#quota_spend', 'quota_row_invalid spend:st-2#quota_spend']);
   });
 
-  it('a file that is not SQLite is quota_copy_unreadable; a newer schema is quota_schema_unsupported', () => {
+  it('a file that is not SQLite is quota_copy_unreadable; a newer schema is quota_schema_unsupported', async () => {
     expect(codes(readHistorical(join(tempDir(), 'absent.db')))).toEqual(['quota_copy_unreadable file:quota.db']);
-    const { copy } = copied();
+    const { copy } = await copied();
     damage(copy, 'PRAGMA user_version = 5');
     expect(codes(readHistorical(copy))).toEqual(['quota_schema_unsupported schema:5']);
   });

@@ -24,9 +24,9 @@ const tempDir = (): string => {
   dirs.push(d);
   return d;
 };
-const codeOf = (fn: () => unknown): string | undefined => {
+const codeOf = async (fn: () => unknown): Promise<string | undefined> => {
   try {
-    fn();
+    await fn();
   } catch (e) {
     return (e as { code?: string }).code;
   }
@@ -51,135 +51,135 @@ describe('cadence', () => {
     expect(parseCadence('FREQ=DAILY')).toMatchObject({ interval: 1, ms: 86_400_000, text: 'FREQ=DAILY;INTERVAL=1' });
   });
 
-  it('refuses anything else', () => {
+  it('refuses anything else', async () => {
     for (const bad of ['', 'FREQ=WEEKLY', 'FREQ=MINUTELY;INTERVAL=0', 'FREQ=MINUTELY;INTERVAL=05', 'FREQ=MINUTELY;FREQ=HOURLY', 'FREQ=MINUTELY;COUNT=3', 'freq=minutely', 'FREQ=MINUTELY;INTERVAL=1000001', 'FREQ=MINUTELY;']) {
-      expect(codeOf(() => parseCadence(bad)), bad).toBe('scheduler_cadence_invalid');
+      expect(await codeOf(() => parseCadence(bad)), bad).toBe('scheduler_cadence_invalid');
     }
   });
 });
 
 describe.each(providers)('scheduler owner (%s)', (_name, make) => {
-  it('a timer is created enabled with a reset token; the same request again returns it, a different one is refused', () => {
+  it('a timer is created enabled with a reset token; the same request again returns it, a different one is refused', async () => {
     const s = make(clock().now);
-    const { timer, replayed } = s.createTimer(every5);
+    const { timer, replayed } = await s.createTimer(every5);
     expect(replayed).toBe(false);
     expect(timer).toMatchObject({ timer_id: 'tmr-1', goal_id: 'g1', cadence: 'FREQ=MINUTELY;INTERVAL=5', next_due_at: '2026-03-01T00:05:00.000Z', enabled: true, last_fired_due_at: null });
     expect(timer.reset_token).toMatch(/^rst_[0-9a-f]{24}$/);
-    expect(s.createTimer(every5)).toEqual({ timer, replayed: true });
-    expect(codeOf(() => s.createTimer({ ...every5, cadence: 'FREQ=MINUTELY;INTERVAL=6' }))).toBe('timer_identity_mismatch');
-    expect(s.listTimers()).toHaveLength(1);
-    expect(s.createTimer({ goal_id: 'g1', cadence: 'FREQ=HOURLY', next_due_at: '2026-03-01T01:00:00Z', enabled: false }).timer.timer_id).toMatch(/^tmr_[0-9a-f]{24}$/);
+    expect(await s.createTimer(every5)).toEqual({ timer, replayed: true });
+    expect(await codeOf(() => s.createTimer({ ...every5, cadence: 'FREQ=MINUTELY;INTERVAL=6' }))).toBe('timer_identity_mismatch');
+    expect(await s.listTimers()).toHaveLength(1);
+    expect((await s.createTimer({ goal_id: 'g1', cadence: 'FREQ=HOURLY', next_due_at: '2026-03-01T01:00:00Z', enabled: false })).timer.timer_id).toMatch(/^tmr_[0-9a-f]{24}$/);
     s.close();
   });
 
-  it('invalid requests are refused', () => {
+  it('invalid requests are refused', async () => {
     const s = make(clock().now);
-    expect(codeOf(() => s.createTimer({ ...every5, cadence: 'FREQ=SECONDLY' }))).toBe('scheduler_cadence_invalid');
-    expect(codeOf(() => s.createTimer({ ...every5, next_due_at: 'soon' }))).toBe('scheduler_input_invalid');
-    expect(codeOf(() => s.createTimer({ ...every5, goal_id: 'G/1' }))).toBe('scheduler_input_invalid');
-    expect(codeOf(() => s.dueTimers('never'))).toBe('scheduler_input_invalid');
-    expect(s.listTimers()).toEqual([]);
+    expect(await codeOf(() => s.createTimer({ ...every5, cadence: 'FREQ=SECONDLY' }))).toBe('scheduler_cadence_invalid');
+    expect(await codeOf(() => s.createTimer({ ...every5, next_due_at: 'soon' }))).toBe('scheduler_input_invalid');
+    expect(await codeOf(() => s.createTimer({ ...every5, goal_id: 'G/1' }))).toBe('scheduler_input_invalid');
+    expect(await codeOf(() => s.dueTimers('never'))).toBe('scheduler_input_invalid');
+    expect(await s.listTimers()).toEqual([]);
     s.close();
   });
 
-  it('due timers are the enabled ones at or before the instant, earliest first', () => {
+  it('due timers are the enabled ones at or before the instant, earliest first', async () => {
     const s = make(clock().now);
-    s.createTimer({ ...every5, timer_id: 'late', next_due_at: '2026-03-01T00:10:00Z' });
-    s.createTimer({ ...every5, timer_id: 'early', next_due_at: '2026-03-01T00:05:00Z' });
-    s.createTimer({ ...every5, timer_id: 'off', next_due_at: '2026-03-01T00:01:00Z', enabled: false });
-    expect(s.dueTimers('2026-03-01T00:04:59Z')).toEqual([]);
-    expect(s.dueTimers('2026-03-01T00:05:00Z').map((t) => t.timer_id)).toEqual(['early']);
-    expect(s.dueTimers('2026-03-01T01:00:00Z').map((t) => t.timer_id)).toEqual(['early', 'late']);
+    await s.createTimer({ ...every5, timer_id: 'late', next_due_at: '2026-03-01T00:10:00Z' });
+    await s.createTimer({ ...every5, timer_id: 'early', next_due_at: '2026-03-01T00:05:00Z' });
+    await s.createTimer({ ...every5, timer_id: 'off', next_due_at: '2026-03-01T00:01:00Z', enabled: false });
+    expect(await s.dueTimers('2026-03-01T00:04:59Z')).toEqual([]);
+    expect((await s.dueTimers('2026-03-01T00:05:00Z')).map((t) => t.timer_id)).toEqual(['early']);
+    expect((await s.dueTimers('2026-03-01T01:00:00Z')).map((t) => t.timer_id)).toEqual(['early', 'late']);
     s.close();
   });
 
-  it('acknowledging a fire advances by the cadence; the same occurrence again is a readback, not a second advance', () => {
+  it('acknowledging a fire advances by the cadence; the same occurrence again is a readback, not a second advance', async () => {
     const c = clock();
     const s = make(c.now);
-    const { timer } = s.createTimer(every5);
+    const { timer } = await s.createTimer(every5);
     c.set('2026-03-01T00:05:02Z');
-    const fired = s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:05:00Z' });
+    const fired = await s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:05:00Z' });
     expect(fired).toMatchObject({ replayed: false, timer: { next_due_at: '2026-03-01T00:10:00.000Z', last_fired_due_at: '2026-03-01T00:05:00.000Z' } });
     c.set('2026-03-01T00:05:09Z');
-    expect(s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:05:00.000Z' })).toEqual({ timer: fired.timer, replayed: true });
-    expect(codeOf(() => s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:20:00Z' }))).toBe('timer_due_mismatch');
+    expect(await s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:05:00.000Z' })).toEqual({ timer: fired.timer, replayed: true });
+    expect(await codeOf(() => s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:20:00Z' }))).toBe('timer_due_mismatch');
     s.close();
   });
 
-  it('missed occurrences are skipped, never replayed: the next one is the first after the fire time', () => {
+  it('missed occurrences are skipped, never replayed: the next one is the first after the fire time', async () => {
     const c = clock();
     const s = make(c.now);
-    const { timer } = s.createTimer(every5);
+    const { timer } = await s.createTimer(every5);
     c.set('2026-03-01T00:27:00Z'); // 00:10, 00:15, 00:20, 00:25 were missed
-    const r = s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: every5.next_due_at });
+    const r = await s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: every5.next_due_at });
     expect(r.timer.next_due_at).toBe('2026-03-01T00:30:00.000Z');
     c.set('2026-03-01T00:35:00Z'); // fired exactly on an occurrence boundary: that one is past too
-    expect(s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:30:00Z' }).timer.next_due_at).toBe('2026-03-01T00:40:00.000Z');
+    expect((await s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:30:00Z' })).timer.next_due_at).toBe('2026-03-01T00:40:00.000Z');
     s.close();
   });
 
-  it('a stale reset token is refused for every change; a reset mints a new token and fences the old one', () => {
+  it('a stale reset token is refused for every change; a reset mints a new token and fences the old one', async () => {
     const c = clock();
     const s = make(c.now);
-    const { timer } = s.createTimer(every5);
-    const reset = s.resetTimer('tmr-1', { expected_reset_token: timer.reset_token, next_due_at: '2026-03-02T00:00:00Z', cadence: 'FREQ=HOURLY;INTERVAL=1' });
+    const { timer } = await s.createTimer(every5);
+    const reset = await s.resetTimer('tmr-1', { expected_reset_token: timer.reset_token, next_due_at: '2026-03-02T00:00:00Z', cadence: 'FREQ=HOURLY;INTERVAL=1' });
     expect(reset).toMatchObject({ cadence: 'FREQ=HOURLY;INTERVAL=1', next_due_at: '2026-03-02T00:00:00.000Z', last_fired_due_at: null });
     expect(reset.reset_token).not.toBe(timer.reset_token);
-    expect(codeOf(() => s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-02T00:00:00Z' }))).toBe('timer_reset_token_stale');
-    expect(codeOf(() => s.setEnabled('tmr-1', false, timer.reset_token))).toBe('timer_reset_token_stale');
-    expect(codeOf(() => s.resetTimer('tmr-1', { expected_reset_token: timer.reset_token, next_due_at: '2026-03-03T00:00:00Z' }))).toBe('timer_reset_token_stale');
-    expect(s.getTimer('tmr-1')).toEqual(reset);
-    expect(codeOf(() => s.resetTimer('tmr-9', { expected_reset_token: 'x', next_due_at: '2026-03-03T00:00:00Z' }))).toBe('timer_not_found');
+    expect(await codeOf(() => s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-02T00:00:00Z' }))).toBe('timer_reset_token_stale');
+    expect(await codeOf(() => s.setEnabled('tmr-1', false, timer.reset_token))).toBe('timer_reset_token_stale');
+    expect(await codeOf(() => s.resetTimer('tmr-1', { expected_reset_token: timer.reset_token, next_due_at: '2026-03-03T00:00:00Z' }))).toBe('timer_reset_token_stale');
+    expect(await s.getTimer('tmr-1')).toEqual(reset);
+    expect(await codeOf(() => s.resetTimer('tmr-9', { expected_reset_token: 'x', next_due_at: '2026-03-03T00:00:00Z' }))).toBe('timer_not_found');
     s.close();
   });
 
-  it('a disabled timer is not due and cannot fire; enabling keeps its token', () => {
+  it('a disabled timer is not due and cannot fire; enabling keeps its token', async () => {
     const c = clock();
     const s = make(c.now);
-    const { timer } = s.createTimer(every5);
-    const off = s.setEnabled('tmr-1', false, timer.reset_token);
+    const { timer } = await s.createTimer(every5);
+    const off = await s.setEnabled('tmr-1', false, timer.reset_token);
     expect(off.enabled).toBe(false);
-    expect(s.dueTimers('2026-03-02T00:00:00Z')).toEqual([]);
-    expect(codeOf(() => s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: every5.next_due_at }))).toBe('timer_disabled');
-    const on = s.setEnabled('tmr-1', true, timer.reset_token);
+    expect(await s.dueTimers('2026-03-02T00:00:00Z')).toEqual([]);
+    expect(await codeOf(() => s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: every5.next_due_at }))).toBe('timer_disabled');
+    const on = await s.setEnabled('tmr-1', true, timer.reset_token);
     expect([on.enabled, on.reset_token]).toEqual([true, timer.reset_token]);
-    expect(s.setEnabled('tmr-1', true, timer.reset_token)).toEqual(on);
+    expect(await s.setEnabled('tmr-1', true, timer.reset_token)).toEqual(on);
     s.close();
   });
 
-  it('timers list in creation order and by Goal', () => {
+  it('timers list in creation order and by Goal', async () => {
     const s = make(clock().now);
-    s.createTimer({ ...every5, timer_id: 'a' });
-    s.createTimer({ ...every5, timer_id: 'b', goal_id: 'g2' });
-    s.createTimer({ ...every5, timer_id: 'c' });
-    expect(s.listTimers().map((t) => t.timer_id)).toEqual(['a', 'b', 'c']);
-    expect(s.listTimers('g1').map((t) => t.timer_id)).toEqual(['a', 'c']);
-    expect(s.getTimer('zzz')).toBeUndefined();
+    await s.createTimer({ ...every5, timer_id: 'a' });
+    await s.createTimer({ ...every5, timer_id: 'b', goal_id: 'g2' });
+    await s.createTimer({ ...every5, timer_id: 'c' });
+    expect((await s.listTimers()).map((t) => t.timer_id)).toEqual(['a', 'b', 'c']);
+    expect((await s.listTimers('g1')).map((t) => t.timer_id)).toEqual(['a', 'c']);
+    expect(await s.getTimer('zzz')).toBeUndefined();
     s.close();
   });
 });
 
 describe('scheduler owner (sqlite only)', () => {
-  it('scheduler.db is owner-only; an acknowledged fire survives a restart and is not acknowledged twice', () => {
+  it('scheduler.db is owner-only; an acknowledged fire survives a restart and is not acknowledged twice', async () => {
     const path = join(tempDir(), 'scheduler.db');
     const c = clock('2026-03-01T00:06:00Z');
     const a = openSqliteSchedulerStore(path, { now: c.now });
-    const { timer } = a.createTimer(every5);
-    const fired = a.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: every5.next_due_at }).timer;
+    const { timer } = await a.createTimer(every5);
+    const fired = (await a.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: every5.next_due_at })).timer;
     a.close();
     expect(statSync(path).mode & 0o777).toBe(0o600);
     const b = openSqliteSchedulerStore(path, { now: c.now });
-    expect(b.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: every5.next_due_at })).toEqual({ timer: fired, replayed: true });
+    expect(await b.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: every5.next_due_at })).toEqual({ timer: fired, replayed: true });
     b.close();
   });
 });
 
 describe('scheduler readHistorical', () => {
-  function copied() {
+  async function copied() {
     const live = join(tempDir(), 'scheduler.db');
     const s = openSqliteSchedulerStore(live);
-    s.createTimer(every5);
-    s.createTimer({ ...every5, timer_id: 'tmr-off', enabled: false });
+    await s.createTimer(every5);
+    await s.createTimer({ ...every5, timer_id: 'tmr-off', enabled: false });
     s.close();
     const workspace = tempDir();
     const copy = join(workspace, 'scheduler.db');
@@ -194,8 +194,8 @@ describe('scheduler readHistorical', () => {
   };
   const codes = (h: { findings: readonly { code: string; subject: string }[] }) => h.findings.map((f) => `${f.code} ${f.subject}`).sort();
 
-  it('decodes timers as captured and reports each enabled one as restored disabled; the copy is not written', () => {
-    const { copy, workspace } = copied();
+  it('decodes timers as captured and reports each enabled one as restored disabled; the copy is not written', async () => {
+    const { copy, workspace } = await copied();
     const before = sha256Hex(readFileSync(copy));
     const listing = readdirSync(workspace).sort();
     const h = readHistorical(copy);
@@ -207,17 +207,17 @@ describe('scheduler readHistorical', () => {
     expect(readdirSync(workspace).sort()).toEqual(listing);
   });
 
-  it('an unparseable cadence or a non-canonical instant is timer_row_invalid', () => {
-    const { copy } = copied();
+  it('an unparseable cadence or a non-canonical instant is timer_row_invalid', async () => {
+    const { copy } = await copied();
     damage(copy, `UPDATE timers SET cadence = 'FREQ=YEARLY' WHERE timer_id = 'tmr-1'; UPDATE timers SET next_due_at = 'tomorrow' WHERE timer_id = 'tmr-off'`);
     const h = readHistorical(copy);
     expect(codes(h)).toEqual(['timer_row_invalid timer:tmr-1', 'timer_row_invalid timer:tmr-off']);
     expect(h.timers).toEqual([]);
   });
 
-  it('a file that is not SQLite is scheduler_copy_unreadable; a newer schema is scheduler_schema_unsupported', () => {
+  it('a file that is not SQLite is scheduler_copy_unreadable; a newer schema is scheduler_schema_unsupported', async () => {
     expect(codes(readHistorical(tempDir()))).toEqual(['scheduler_copy_unreadable file:scheduler.db']);
-    const { copy } = copied();
+    const { copy } = await copied();
     damage(copy, 'PRAGMA user_version = 3');
     expect(codes(readHistorical(copy))).toEqual(['scheduler_schema_unsupported schema:3']);
   });

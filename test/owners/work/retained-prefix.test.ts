@@ -130,7 +130,7 @@ describe('retained-prefix damage, one finding per defect', () => {
     const inner = h.open();
     let wrote = false;
     const racing: WorkProvider = {
-      kind: inner.kind,
+      provider: inner.provider,
       storeIdentity: () => inner.storeIdentity(),
       load: () => inner.load(),
       commit: (c) => inner.commit(c),

@@ -19,7 +19,7 @@ export const tempDir = (): string => mkdtempSync(join(tmpdir(), 'loopx-work-'));
 
 /** A provider factory: `open()` opens the same backing store each time (a second call is a restart). */
 export interface ProviderHarness {
-  readonly name: 'memory' | 'sqlite';
+  readonly name: string;
   open(options?: { expected_incarnation?: string; goal_id?: string }): WorkProvider;
 }
 

@@ -164,7 +164,7 @@ describe.each(HARNESSES)('work owner: %s', (_name, make) => {
 
 /** Wraps a provider, overriding some of its methods (test seam; the contract stays intact underneath). */
 const wrap = (p: WorkProvider, over: Partial<WorkProvider>): WorkProvider => ({
-  kind: p.kind,
+  provider: p.provider,
   storeIdentity: () => p.storeIdentity(),
   load: () => p.load(),
   commit: (r) => p.commit(r),

@@ -1,0 +1,93 @@
+/**
+ * What every SQLite storage-port implementation of an owner shares (session, quota, scheduler):
+ * opening its database, snapshot reads, and the commit protocol of port.ts — BEGIN IMMEDIATE →
+ * the implementation checks the write's precondition on the current rows and writes → COMMIT.
+ * Only a failing COMMIT is `ambiguous`; anything failing before it is rolled back and `failed`
+ * (nothing written). It decides nothing about the owner's rows.
+ */
+import { internal, isLoopxError } from '../core/errors.js';
+import { RowInvalid, SQLITE_PROVIDER, openSqlite, setup, type Migration, type SqliteDatabase } from '../store/index.js';
+import { APPLIED, conflictOf, providerClosed, type CommitResult, type ConflictReason } from './port.js';
+
+export interface SqlitePortOptions {
+  readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
+}
+
+export interface SqlitePortBase {
+  readonly provider: string;
+  readonly db: SqliteDatabase;
+  /** One snapshot-consistent read. A closed port refuses; a row that does not decode is `<owner>_store_corrupt`. */
+  read<T>(fn: () => T): Promise<T>;
+  /** Runs `body` in one IMMEDIATE transaction: it returns a conflict reason (nothing is written) or writes and returns undefined. */
+  commit(body: () => ConflictReason | undefined): Promise<CommitResult>;
+  close(): void;
+}
+
+const isBusy = (e: unknown): boolean => typeof (e as { code?: unknown })?.code === 'string' && (e as { code: string }).code.startsWith('SQLITE_BUSY');
+
+/** Opens `path` with the owner's migrations. `owner` names it in errors; `file` is its name in a root (e.g. `sessions.db`). */
+export function openSqlitePort(path: string, migrations: readonly Migration[], owner: string, file: string, options: SqlitePortOptions = {}): SqlitePortBase {
+  const db = openSqlite(path, options.synchronous ? { synchronous: options.synchronous } : {});
+  try {
+    setup(db, migrations);
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+  let closed = false;
+  const q = { begin: db.prepare('BEGIN IMMEDIATE'), commit: db.prepare('COMMIT'), rollback: db.prepare('ROLLBACK') };
+  const rollback = (): void => {
+    if (db.inTransaction) q.rollback.run();
+  };
+  // Our own rows failing to decode means the file was damaged under us: stop, never guess.
+  const corrupt = (e: RowInvalid) =>
+    internal(`${owner}_store_corrupt`, `${file} holds a malformed row (${e.field}).`, { nextAction: `run the backup verifier on a copy of ${file}`, cause: e });
+
+  return {
+    provider: SQLITE_PROVIDER,
+    db,
+    async read<T>(fn: () => T): Promise<T> {
+      if (closed) throw providerClosed(owner);
+      try {
+        return db.transaction(fn)();
+      } catch (e) {
+        if (e instanceof RowInvalid) throw corrupt(e);
+        if (isLoopxError(e)) throw e;
+        throw internal('store_read_failed', `Reading ${file} failed.`, { cause: e, nextAction: 'check the disk, then retry', details: { owner } });
+      }
+    },
+    async commit(body): Promise<CommitResult> {
+      if (closed) return { status: 'failed', code: 'provider_closed' };
+      try {
+        q.begin.run();
+      } catch (e) {
+        return { status: 'failed', code: isBusy(e) ? 'provider_busy' : 'provider_write_failed' };
+      }
+      try {
+        const reason = body();
+        if (reason !== undefined) {
+          rollback();
+          return conflictOf(reason);
+        }
+      } catch (e) {
+        // Nothing is committed before COMMIT: rolling back proves absence.
+        try { rollback(); } catch { /* still uncommitted: no COMMIT was issued */ }
+        if (e instanceof RowInvalid) throw corrupt(e);
+        return { status: 'failed', code: isBusy(e) ? 'provider_busy' : 'provider_write_failed' };
+      }
+      try {
+        q.commit.run();
+      } catch {
+        // The commit point itself failed: WAL frames may or may not be durable. Only a readback can tell.
+        try { rollback(); } catch { /* the outcome stays ambiguous either way */ }
+        return { status: 'ambiguous' };
+      }
+      return APPLIED;
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      db.close();
+    },
+  };
+}
