@@ -53,6 +53,8 @@ export function builtinToolPlan(root: string): ToolPlan {
         mutating: true,
       },
       identity: identity('static_tool', 'outbox.append'),
+      // Journalled by the engine in the root's effect owner, in the run's scope, like every mutating call.
+      describeEffect: (args) => ({ kind: 'outbox.append', target: 'file:outbox.jsonl', intent: { message: args.message as string } }),
       execute: (args, ctx) => {
         const path = join(root, 'outbox.jsonl');
         const fd = openSync(path, 'a', 0o600);

@@ -8,9 +8,10 @@
  * - One driver per run: driving needs the run's exclusive lock (an OS lock for a root on disk), so
  *   a second process — or a second call in this one — gets `run_busy` instead of a duplicate turn.
  * - Every step is committed before the next one starts; a crash loses at most the step in flight.
- * - A mutating tool call's intent is durable before dispatch and its outcome after. An intent found
- *   without an outcome by a later driver means the earlier driver died mid-call: the call becomes
- *   *uncertain* and waits for `resolve`; it is never re-run.
+ * - A mutating tool call goes through the effect owner, which decides its outcome (mutations.ts):
+ *   intent durable before dispatch, outcome after. An intent found without an outcome by a later
+ *   driver means the earlier driver died mid-call: the effect owner's outcome is taken if it has
+ *   one, else the call becomes *uncertain* and waits for `resolve`; it is never re-run.
  * - Suspension happens only at a completed turn boundary; a request made during a turn (from any
  *   process) takes effect when that turn completes.
  * - Message, model-call and tool-call ids derive from (run id, turn, index).
@@ -33,17 +34,20 @@ import { agentDefinitionToFile, defineAgent, type AgentDefinition } from './agen
 import type { Application } from './application.js';
 import type { NewEvent, RunEvent } from './events.js';
 import { messageId, modelCallId, toolCallId } from './messages.js';
+import { agrees, beginEffect, EffectAccess, errorMessage, operationIdOf, operatorOutcome, outcomeOfOutput, outcomeOfThrow, settleByOperator, settleEffect, takenOutcome, toJsonResult, toolError, uncertainEffects, undispatchedOutcome, type Begun, type CallOutcome, type Resolution, type UncertainEffect } from './mutations.js';
 import type { ModelProvider } from './providers/provider.js';
 import { SCRIPTED_PROVIDER } from './providers/scripted.js';
-import type { MutationRecord, RunCommit, RunHead, RunStore } from './run-store/contract.js';
+import type { MutationRecord, MutationState, RunCommit, RunHead, RunStore } from './run-store/contract.js';
 import { memoryRunStore } from './run-store/memory.js';
 import { openSqliteRunStore } from './run-store/sqlite.js';
 import { rootDirectoryIdentity, type RebindOutcome, type RunAuthority, type RunLease, type RunRecord } from '../run-authority/index.js';
 import { LAYOUT } from '../owners/index.js';
-import { isInteractionRequest, type InteractionRequest, type JsonValue, type Tool, type ToolPlanLease } from './tools.js';
+import { alreadySettled, type EffectJournal, type EffectRecord } from '../owners/effect/index.js';
+import { isInteractionRequest, type InteractionRequest, type JsonValue, type Tool, type ToolContext, type ToolPlanLease } from './tools.js';
 
 /** Fault points (tests only) around the durable steps of a mutating call. */
 export const FAULT_AFTER_MUTATION_INTENT = 'engine.mutation.after-intent';
+export const FAULT_AFTER_EFFECT_SETTLED = 'engine.mutation.after-effect-settled';
 
 const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const EVENT_PAGE = 256;
@@ -56,12 +60,12 @@ export interface RunView {
   readonly turn_limit: number;
   readonly last_sequence: number;
   /** What an active run that is not being driven waits for. */
-  readonly waiting_for: null | { readonly kind: 'interaction'; readonly interaction_id: string; readonly prompt: string } | { readonly kind: 'resolution'; readonly call_ids: readonly string[] };
+  readonly waiting_for: null | { readonly kind: 'interaction'; readonly interaction_id: string; readonly prompt: string } | { readonly kind: 'resolution'; readonly call_ids: readonly string[]; readonly effects: readonly UncertainEffect[] };
   readonly suspend_requested: boolean;
   readonly failure: RunHead['failure'];
 }
 
-export type Resolution = { readonly kind: 'committed'; readonly resultJson: string } | { readonly kind: 'absent' } | { readonly kind: 'abandon' };
+export type { Resolution, UncertainEffect };
 
 export interface EngineOptions {
   readonly application: Application;
@@ -69,6 +73,8 @@ export interface EngineOptions {
   readonly root?: string;
   /** A store to use instead of the root's (tests). */
   readonly store?: RunStore;
+  /** An effect journal to use instead of the root's effects.db, opened when first needed (tests). */
+  readonly effects?: EffectJournal;
   /**
    * The per-user run authority. With one, run locks are the authority's (shared by every root of
    * the user), every run has a durable authority record, and exports are signed envelopes.
@@ -144,6 +150,7 @@ export class Engine {
   readonly authority: RunAuthority | undefined;
   readonly #root: string | undefined;
   #store: RunStore | undefined;
+  readonly #effects: EffectAccess;
   #rootReady = false;
   readonly #memLocks = new Set<string>();
   #rootId: string | undefined;
@@ -159,6 +166,7 @@ export class Engine {
     this.authority = options.authority;
     this.#root = options.root;
     this.#store = options.store;
+    this.#effects = new EffectAccess({ ...(options.root !== undefined ? { root: options.root } : {}), ...(options.effects ? { effects: options.effects } : {}) });
   }
 
   get store(): RunStore {
@@ -200,6 +208,7 @@ export class Engine {
     if (this.#closed) return;
     this.#closed = true;
     this.#store?.close();
+    this.#effects.close();
   }
 
   /**
@@ -405,42 +414,37 @@ export class Engine {
     return this.show(runId);
   }
 
-  /** Settle an uncertain mutating call under its original call id; never re-runs it. */
+  /**
+   * Settle an uncertain mutating call under its original call id; never re-runs it. The effect
+   * owner settles it first, under the call's original operation id and from the exact state it was
+   * read in; an outcome it already has (from reconciliation) is taken instead, and a resolution
+   * that contradicts it is refused (`effect_already_settled`) once the run has taken it.
+   */
   async resolve(runId: string, callId: string, resolution: Resolution): Promise<RunView> {
     const lock = this.#lock(runId);
     try {
       this.#ownedRecord(runId);
-      this.#markUncertain(runId);
-      const head = this.#head(runId);
-      const mutation = this.store.mutations(runId).find((m) => m.callId === callId);
-      if (!mutation) throw notFound('call_not_found', `Run ${runId} has no mutating call ${callId}.`, { nextAction: `list uncertain calls: loopx run show ${runId}` });
-      if (mutation.state !== 'uncertain') throw rejected('call_not_uncertain', `Call ${callId} is ${mutation.state}, not uncertain; only uncertain calls are resolved.`);
-      let result: JsonValue;
-      let status: ToolResultStatus;
-      let state: MutationRecord['state'];
-      if (resolution.kind === 'committed') {
-        result = parseJson(resolution.resultJson, 'resolution_result_invalid', 'The --committed result is not JSON.', 'pass the result as JSON, e.g. \'{"ok":true}\' or \'"text"\'');
-        status = 'ok';
-        state = 'committed';
-      } else if (resolution.kind === 'absent') {
-        result = { error: 'mutation_absent', message: 'The operator established that this operation did not take effect. It was not retried.' };
-        status = 'error';
-        state = 'absent';
-      } else {
-        result = { error: 'mutation_abandoned', message: 'The operator abandoned this operation; its outcome stays unknown. It was not retried.' };
-        status = 'error';
-        state = 'abandoned';
+      const takenNow = this.#settleOpenCalls(runId);
+      const found = this.store.mutations(runId).find((m) => m.callId === callId);
+      if (!found) throw notFound('call_not_found', `Run ${runId} has no mutating call ${callId}.`, { nextAction: `list uncertain calls: loopx run show ${runId}` });
+      const effect = this.#effects.effectOf(callId);
+      if (found.state !== 'uncertain') {
+        // The effect owner had settled it (by reconciliation): the run took that outcome just now.
+        if (effect && takenNow.has(callId)) return await this.#resolvedByEffectOwner(runId, resolution, effect);
+        throw rejected('call_not_uncertain', `Call ${callId} is ${found.state}, not uncertain; only uncertain calls are resolved.`);
       }
-      const messages = this.store.messages(runId);
-      const index = messages.findIndex((m) => m.role === 'tool' && m.parts.some((p) => p.type === 'tool_result' && p.callId === callId));
-      if (index < 0) throw internal('uncertain_call_without_message', `Uncertain call ${callId} has no tool message.`);
+      const head = this.#head(runId);
+      const { state, status, result } = operatorOutcome(resolution);
       if (head.lifecycle === 'active') this.#checkPlan(head);
-      this.#commit(head, {
-        head,
-        messages: [{ index, message: toolMessage(messages[index]!.id, callId, mutation.toolName, status, result) }],
-        mutations: [{ ...mutation, state, resultJson: canonicalJson(result) }],
-        events: [{ type: 'ToolResulted', data: { call_id: callId, tool_name: mutation.toolName, status, resolution: resolution.kind } }],
-      });
+      // The effect owner first, under the original operation id (a run from before it has no effect: the engine's row alone).
+      if (effect) {
+        const settled = settleByOperator(this.#effects.forWrite(), effect.operation_id, resolution, result);
+        if (!settled.byOperator) {
+          this.#settleOpenCalls(runId);
+          return await this.#resolvedByEffectOwner(runId, resolution, settled.effect);
+        }
+      }
+      this.#settleCall(head, found, state, status, result, { resolution: resolution.kind });
       if (head.lifecycle === 'active') await this.#drive(runId);
     } finally {
       this.#release(lock, runId);
@@ -448,11 +452,18 @@ export class Engine {
     return this.show(runId);
   }
 
+  /** A call the effect owner settled before the operator's resolution: the run has its outcome; a contradicting resolution is refused. */
+  async #resolvedByEffectOwner(runId: string, resolution: Resolution, effect: EffectRecord): Promise<RunView> {
+    if (!agrees(resolution, effect)) throw alreadySettled(effect.operation_id, effect.outcome);
+    if (this.#head(runId).lifecycle === 'active') await this.#drive(runId);
+    return this.#view(this.#head(runId));
+  }
+
   async cancel(runId: string): Promise<RunView> {
     const lock = this.#lock(runId);
     try {
       const record = this.#ownedRecord(runId);
-      this.#markUncertain(runId);
+      this.#settleOpenCalls(runId);
       const head = this.#head(runId);
       if (head.lifecycle !== 'active' && head.lifecycle !== 'suspended') throw this.#terminalError(head);
       // Tombstone first, kernel second: a crash in between leaves a run that can no longer move
@@ -853,7 +864,7 @@ export class Engine {
     const provider = this.application.providerFor(def);
     const lease = this.application.toolPlans.lease(def.toolPlan);
     try {
-      this.#markUncertain(runId);
+      this.#settleOpenCalls(runId);
       for (;;) {
         const head = this.#head(runId);
         if (head.lifecycle !== 'active' || head.pendingInteraction) return;
@@ -1010,9 +1021,10 @@ export class Engine {
       settle(head, 'error', { error: 'tool_unknown', message: `No tool named ${call.toolName}.` }, [calledEvent]);
       return 'done';
     }
-    const ctx = {
+    const ctx: ToolContext = {
       runId,
       callId: call.callId,
+      operationId: operationIdOf(call.callId),
       turn,
       requestInteraction: (interactionId: string, prompt: string): InteractionRequest => ({ kind: 'interaction_request', interactionId, prompt }),
     };
@@ -1050,59 +1062,84 @@ export class Engine {
     tool: Tool,
     call: ToolCallPart,
     args: { [k: string]: JsonValue },
-    ctx: Parameters<Tool['execute']>[1],
+    ctx: ToolContext,
     settle: (h: RunHead, status: ToolResultStatus, result: JsonValue, extra?: NewEvent[], mutation?: MutationRecord) => RunHead,
     calledEvent: NewEvent,
   ): Promise<'done' | 'waiting'> {
     const intent: MutationRecord = { runId: head.runId, callId: call.callId, turn: ctx.turn, toolName: call.toolName, argumentsJson: call.argumentsJson, state: 'intent', resultJson: null };
-    // Durable intent before dispatch: from here on a crash leaves an intent without an outcome.
+    const record = (h: RunHead, state: MutationState, status: ToolResultStatus, result: JsonValue, extra: NewEvent[] = []): 'done' | 'waiting' => {
+      settle(h, status, result, extra, { ...intent, state, resultJson: canonicalJson(result) });
+      return state === 'uncertain' ? 'waiting' : 'done';
+    };
+    const journal = this.#effects.forWrite();
+    let begun: Begun;
+    try {
+      begun = await beginEffect(journal, tool, args, ctx);
+    } catch (e) {
+      // Refused before any dispatch (its description, or its intent by the effect owner): a definite failure.
+      // Anything else (the journal failed) stops the driver; the next one finds the call as the effect owner has it.
+      if (!isLoopxError(e) || e.kind === 'internal') throw e;
+      return record(head, 'failed', 'error', toolError(e), [calledEvent]);
+    }
+    if (begun.kind !== 'dispatch') {
+      // Journalled by a driver that died before recording it here: its outcome is taken, or it stays uncertain; never run again.
+      const known = takenOutcome(begun.effect) ?? undispatchedOutcome(call.toolName);
+      return record(head, known.state, known.status, known.result, [calledEvent]);
+    }
+    // Durable intent before dispatch — the effect owner's, then the engine's: from here on a crash leaves an intent without an outcome.
     const afterIntent = this.#commit(head, { head, mutations: [intent], events: [calledEvent] });
     faultPoint(FAULT_AFTER_MUTATION_INTENT);
-    let output: unknown;
+    let outcome: CallOutcome;
     try {
-      output = await tool.execute(args, ctx);
+      outcome = outcomeOfOutput(await tool.execute(args, { ...ctx, effect: begun.effect }));
     } catch (e) {
-      if (isLoopxError(e) && e.kind !== 'internal') {
-        // A typed refusal (rejected, conflict, not found, usage) means the tool or the owner it
-        // called refused before acting: a definite failure, safe to report as such.
-        const result = toolError(e);
-        settle(afterIntent, 'error', result, [], { ...intent, state: 'failed', resultJson: canonicalJson(result) });
-        return 'done';
-      }
-      // Anything else may have happened after the effect: the outcome is unknown.
-      const result = { error: 'mutation_uncertain', message: `The outcome of ${call.toolName} is unknown: ${errorMessage(e)}` };
-      settle(afterIntent, 'mutation_uncertain', result, [], { ...intent, state: 'uncertain', resultJson: canonicalJson(result) });
-      return 'waiting';
+      outcome = outcomeOfThrow(call.toolName, e);
     }
-    if (isInteractionRequest(output)) {
-      // It has already run, so its effect may have happened: that is an unknown outcome, not a failure.
-      const result = { error: 'interaction_from_mutating_tool', message: 'A mutating tool asked for an interaction after running; its outcome is unknown.' };
-      settle(afterIntent, 'mutation_uncertain', result, [], { ...intent, state: 'uncertain', resultJson: canonicalJson(result) });
-      return 'waiting';
-    }
-    const result = toJsonResult(output);
-    settle(afterIntent, result.ok ? 'ok' : 'error', result.value, [], { ...intent, state: 'committed', resultJson: canonicalJson(result.value) });
-    return 'done';
+    // The effect owner's outcome first; one settled there meanwhile (a reconciliation) stands.
+    const settledElsewhere = settleEffect(journal, ctx.operationId, outcome);
+    faultPoint(FAULT_AFTER_EFFECT_SETTLED);
+    const taken = settledElsewhere && takenOutcome(settledElsewhere);
+    if (taken) return record(afterIntent, taken.state, taken.status, taken.result);
+    return record(afterIntent, outcome.state, outcome.status, outcome.result);
   }
 
-  /** Intents without an outcome, found by a driver holding the lock, are left by a dead driver. */
-  #markUncertain(runId: string): void {
-    const orphans = this.store.mutations(runId).filter((m) => m.state === 'intent');
-    if (orphans.length === 0) return;
-    const messages = this.store.messages(runId);
+  /**
+   * Open mutating calls found by a driver holding the lock. One whose effect the effect owner has
+   * settled takes that outcome (readback); an intent without one was left by a dead driver and
+   * becomes uncertain. Returns the calls whose outcome was taken from the effect owner.
+   */
+  #settleOpenCalls(runId: string): Set<string> {
+    const taken = new Set<string>();
+    const open = this.store.mutations(runId).filter((m) => m.state === 'intent' || m.state === 'uncertain');
+    if (open.length === 0) return taken;
     let head = this.#head(runId);
-    for (const m of orphans) {
-      const assistantIndex = messages.findIndex((msg) => msg.id === messageId(runId, m.turn, 0));
-      const callIndex = Number(m.callId.slice(m.callId.lastIndexOf('/k') + 2));
-      const index = assistantIndex + 1 + callIndex;
-      const result = { error: 'mutation_uncertain', message: `The process running ${m.toolName} stopped before its outcome was recorded. It will not be re-run.` };
-      head = this.#commit(head, {
-        head: { ...head, messageCount: Math.max(head.messageCount, index + 1) },
-        messages: [{ index, message: toolMessage(messageId(runId, m.turn, callIndex + 1), m.callId, m.toolName, 'mutation_uncertain', result) }],
-        mutations: [{ ...m, state: 'uncertain', resultJson: canonicalJson(result) }],
-        events: [{ type: 'ToolResulted', data: { call_id: m.callId, tool_name: m.toolName, status: 'mutation_uncertain' } }],
-      });
+    for (const m of open) {
+      const effect = this.#effects.effectOf(m.callId);
+      const outcome = effect && takenOutcome(effect);
+      if (outcome) {
+        head = this.#settleCall(head, m, outcome.state, outcome.status, outcome.result, { settled_by: 'effect_owner' });
+        taken.add(m.callId);
+      } else if (m.state === 'intent') {
+        const result = { error: 'mutation_uncertain', message: `The process running ${m.toolName} stopped before its outcome was recorded. It will not be re-run.` };
+        head = this.#settleCall(head, m, 'uncertain', 'mutation_uncertain', result);
+      }
     }
+    return taken;
+  }
+
+  /** Commit a mutating call's result: its tool message, its mutation row and `ToolResulted`. */
+  #settleCall(head: RunHead, m: MutationRecord, state: MutationState, status: ToolResultStatus, result: JsonValue, data: { [k: string]: JsonValue } = {}): RunHead {
+    const runId = head.runId;
+    const assistantIndex = this.store.messages(runId).findIndex((msg) => msg.id === messageId(runId, m.turn, 0));
+    if (assistantIndex < 0) throw internal('uncertain_call_without_message', `Mutating call ${m.callId} has no model message.`);
+    const callIndex = Number(m.callId.slice(m.callId.lastIndexOf('/k') + 2));
+    const index = assistantIndex + 1 + callIndex;
+    return this.#commit(head, {
+      head: { ...head, messageCount: Math.max(head.messageCount, index + 1) },
+      messages: [{ index, message: toolMessage(messageId(runId, m.turn, callIndex + 1), m.callId, m.toolName, status, result) }],
+      mutations: [{ ...m, state, resultJson: canonicalJson(result) }],
+      events: [{ type: 'ToolResulted', data: { call_id: m.callId, tool_name: m.toolName, status, ...data } }],
+    });
   }
 
   /** End a run; open tool calls of an interrupted turn are settled as errors so the history stays matched. */
@@ -1146,11 +1183,17 @@ export class Engine {
     return head;
   }
 
-  /** Calls whose outcome is unknown. An intent counts only when no live driver holds the run (else it is in flight). */
-  #uncertainCalls(runId: string): string[] {
-    const mutations = this.store.mutations(runId);
-    const inFlight = mutations.some((m) => m.state === 'intent') && this.#isDriven(runId);
-    return mutations.filter((m) => m.state === 'uncertain' || (m.state === 'intent' && !inFlight)).map((m) => m.callId);
+  /**
+   * Calls whose outcome is unknown: open here and without an outcome in the effect owner (a run
+   * recorded before the effect journal: open here). An intent counts only when no live driver
+   * holds the run (else it is in flight); a call the effect owner settled waits only for a driver
+   * to take its outcome.
+   */
+  #uncertainCalls(runId: string): UncertainEffect[] {
+    const open = this.store.mutations(runId).filter((m) => m.state === 'intent' || m.state === 'uncertain');
+    if (open.length === 0) return [];
+    const inFlight = open.some((m) => m.state === 'intent') && this.#isDriven(runId);
+    return uncertainEffects(open.filter((m) => m.state === 'uncertain' || !inFlight), this.#effects);
   }
 
   #view(head: RunHead): RunView {
@@ -1165,7 +1208,7 @@ export class Engine {
       waiting_for: head.pendingInteraction
         ? { kind: 'interaction', interaction_id: head.pendingInteraction.interactionId, prompt: head.pendingInteraction.prompt }
         : uncertain.length > 0
-          ? { kind: 'resolution', call_ids: uncertain }
+          ? { kind: 'resolution', call_ids: uncertain.map((c) => c.call_id), effects: uncertain }
           : null,
       suspend_requested: head.lifecycle === 'active' && this.store.suspendRequested(head.runId),
       failure: head.failure,
@@ -1245,32 +1288,8 @@ function toolMessage(id: string, callId: string, toolName: string, status: ToolR
   return { id, role: 'tool', parts: [{ type: 'tool_result', callId, toolName, status, resultJson: canonicalJson(result) }] };
 }
 
-function toolError(e: unknown): JsonValue {
-  return { error: isLoopxError(e) ? e.code : 'tool_failed', message: errorMessage(e) };
-}
-
-/** A tool's output as a JSON result; a value JSON cannot carry is reported as an error result. */
-function toJsonResult(output: unknown): { ok: boolean; value: JsonValue } {
-  const value = output === undefined ? null : output;
-  try {
-    canonicalJson(value);
-    return { ok: true, value: value as JsonValue };
-  } catch {
-    return { ok: false, value: { error: 'tool_result_not_json', message: 'The tool returned a value that is not JSON.' } };
-  }
-}
-
-const errorMessage = (e: unknown): string => (e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 500);
-
 const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-function parseJson(text: string, code: string, message: string, nextAction: string): JsonValue {
-  try {
-    return JSON.parse(text) as JsonValue;
-  } catch {
-    throw rejected(code, message, { nextAction });
-  }
-}
 
 export function openEngine(options: EngineOptions): Engine {
   return new Engine(options);

@@ -9,16 +9,20 @@
  *   the session bound to the run in this root, its fence token (read back from the work owner's
  *   receipt) and its execution generation. A run with no session here (e.g. imported from another
  *   root) gets a `goal_work_unbound` error result: it never acts on a Goal it was not admitted to.
+ * - Both mutating tools describe their effect to the engine, which journals it in the effect owner
+ *   under the call's operation id (intent before dispatch, outcome after — src/engine/mutations.ts),
+ *   scoped to the Goal. A refusal before acting is a typed error (the engine settles it rejected);
+ *   an outcome that is not known is the effect owner's typed `effect_outcome_unknown`.
  * - `todo.update` changes canonical work through the work owner, under that fence and a hard lease
- *   on the Todo, with the engine's call id as the operation id (a repeat returns its receipt).
- * - `webhook.deliver` is an external effect through the effect owner (intent before dispatch,
- *   outcome after, an Idempotency-Key header); an unknown outcome stays unknown, never repeated.
+ *   on the Todo, with the operation id as the work owner's (a repeat returns its receipt).
+ * - `webhook.deliver` sends the journalled intent once, with an Idempotency-Key header; an unknown
+ *   outcome stays unknown, never repeated.
  *
  * It never writes an owner's files itself.
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { isLoopxError, rejected } from '../core/errors.js';
+import { internal, rejected } from '../core/errors.js';
 import { LOOPX_VERSION } from '../core/version.js';
 import * as configOwner from '../owners/config/index.js';
 import * as effectOwner from '../owners/effect/index.js';
@@ -31,7 +35,7 @@ import type { ComponentIdentity } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import type { Engine, RunView } from './engine.js';
 import { sourceIdentityOf } from './identity.js';
-import type { JsonValue, Tool, ToolContext, ToolPlan } from './tools.js';
+import { effectOutput, type EffectIntent, type JsonValue, type Tool, type ToolContext, type ToolPlan } from './tools.js';
 
 export const GOAL_WORK_TOOL_PLAN = 'loopx.goal-work.v1';
 /** Machine-configuration namespace holding the external system's deliveries endpoint. */
@@ -46,9 +50,6 @@ const identity = (name: string): ComponentIdentity => ({
   version: LOOPX_VERSION,
   sourceSha256: (cachedSource ??= sourceIdentityOf(import.meta.url)),
 });
-
-/** Owner-safe operation id for an engine call id (`run/t1/k0` → `run:t1:k0`). */
-export const operationIdOf = (callId: string): string => callId.replaceAll('/', ':');
 
 const fenceOperation = (sessionId: string) => `session:${sessionId}:fence`;
 
@@ -126,30 +127,26 @@ async function withCallContext<T>(root: string, ctx: ToolContext, fn: (c: CallCo
   }
 }
 
-/**
- * Record a mutating Goal call's intent in the effect owner and begin its dispatch. A call already
- * settled there (a repeat under the same id) returns its recorded result instead of acting.
- */
-function journal(c: CallContext, op: string, kind: string, target: string, intent: JsonValue): { settled?: JsonValue } {
-  const { effect } = c.owners.effects.recordIntent({ operation_id: op, idempotency_key: `idem:${op}`, goal_id: c.goalId, kind, target, intent });
-  if (effect.outcome === 'committed') return { settled: { result: 'already_applied', receipt: effect.receipt as JsonValue } };
-  if (effect.outcome !== 'pending') throw rejected('effect_settled', `Operation ${op} is already ${effect.outcome}; it is not run again.`);
-  if (effect.dispatched_at !== null) throw new Error('an earlier dispatch of this operation has no recorded outcome');
-  c.owners.effects.beginDispatch(op);
-  return {};
+/** The external system's deliveries endpoint, from the machine configuration. */
+function webhookUrl(c: CallContext): string {
+  const ns = c.owners.config.read().value.namespaces[EFFECTS_NAMESPACE] as { webhook_url?: string } | undefined;
+  if (!ns?.webhook_url) {
+    throw rejected('webhook_not_configured', 'No external system is configured for Goal work in this root.', { nextAction: 'pass --sink URL to loopx work run' });
+  }
+  return ns.webhook_url;
 }
 
-/** Settle a journalled call that an owner refused before acting (typed refusal): rejected, not unknown. */
-function settleRefusal(c: CallContext, op: string, e: unknown): never {
-  if (isLoopxError(e) && e.kind !== 'internal') {
-    try {
-      c.owners.effects.settle(op, 'rejected', { code: e.code });
-    } catch {
-      /* the refusal itself is what the caller reports */
-    }
-  }
-  throw e;
+/** The effect record the engine journalled for this call (intent and dispatch durable). */
+function journalled(ctx: ToolContext): effectOwner.EffectRecord {
+  if (!ctx.effect) throw internal('effect_not_journalled', 'A mutating Goal call ran without its effect journalled.');
+  return ctx.effect;
 }
+
+/** A send's receipt as an unknown outcome's reason code. */
+const unknownReason = (receipt: JsonValue): string => {
+  const r = receipt as { reason?: unknown; http_status?: unknown } | null;
+  return typeof r?.reason === 'string' ? r.reason : typeof r?.http_status === 'number' ? `http_${r.http_status}` : 'outcome_unknown';
+};
 
 const todoView = (t: workOwner.Todo) => ({ todo_id: t.todo_id, title: t.title, status: t.status, note: t.note ?? null });
 
@@ -183,48 +180,41 @@ export function goalWorkToolPlan(root: string): ToolPlan {
         mutating: true,
       },
       identity: identity('todo.update'),
+      describeEffect: (args, ctx) =>
+        withCallContext(
+          root,
+          ctx,
+          (c): EffectIntent => ({ goal_id: c.goalId, kind: 'work.todo_update', target: `work:${c.goalId}`, intent: { todo_id: args.todo_id as string, status: args.status ?? null, note: args.note ?? null } }),
+        ),
       execute: (args, ctx) =>
         withCallContext(root, ctx, (c) => {
-          const op = operationIdOf(ctx.callId);
+          const op = ctx.operationId;
           const todoId = args.todo_id as string;
-          // The call goes through the effect owner too (intent before, outcome after), under the
-          // same operation id the work owner's receipt carries.
-          const journalled = journal(c, op, 'work.todo_update', `work:${c.goalId}`, { todo_id: todoId, status: args.status ?? null, note: args.note ?? null });
-          if (journalled.settled) return journalled.settled;
-          let output: JsonValue;
-          let cursor: number;
-          let applied: string;
-          try {
-            // A hard lease on the Todo for this session's execution, then the update under it.
-            const current = c.work.leaseStatus(todoId);
-            const held = current.lease && current.authorization === 'active' && current.lease.owner === c.leaseOwner && current.lease.execution_key === c.executionKey;
-            const lease = held
-              ? current.lease!
-              : c.work.acquireLease({
-                  operation_id: `${op}:lease`,
-                  fence: c.fence,
-                  todo_id: todoId,
-                  owner: c.leaseOwner,
-                  execution_key: c.executionKey,
-                  ttl_ms: LEASE_TTL_MS,
-                  expected_version: current.lease?.version ?? 0,
-                }).receipt.lease!;
-            const result = c.work.updateTodo({
-              operation_id: op,
-              fence: c.fence,
-              todo_id: todoId,
-              ...(args.status !== undefined ? { status: args.status as workOwner.TodoStatus } : {}),
-              ...(args.note !== undefined ? { note: args.note as string } : {}),
-              lease: { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch },
-            });
-            output = { result: result.result, cursor: result.cursor, todo: todoView(c.work.getTodo(todoId)!) } as JsonValue;
-            cursor = result.cursor;
-            applied = result.result;
-          } catch (e) {
-            settleRefusal(c, op, e);
-          }
-          c.owners.effects.settle(op, 'committed', { work_cursor: cursor, work_result: applied });
-          return output;
+          // A hard lease on the Todo for this session's execution, then the update under it. A
+          // refusal of the work owner (a stale fence, a held lease) is typed: nothing was applied.
+          const current = c.work.leaseStatus(todoId);
+          const held = current.lease && current.authorization === 'active' && current.lease.owner === c.leaseOwner && current.lease.execution_key === c.executionKey;
+          const lease = held
+            ? current.lease!
+            : c.work.acquireLease({
+                operation_id: `${op}:lease`,
+                fence: c.fence,
+                todo_id: todoId,
+                owner: c.leaseOwner,
+                execution_key: c.executionKey,
+                ttl_ms: LEASE_TTL_MS,
+                expected_version: current.lease?.version ?? 0,
+              }).receipt.lease!;
+          const result = c.work.updateTodo({
+            operation_id: op,
+            fence: c.fence,
+            todo_id: todoId,
+            ...(args.status !== undefined ? { status: args.status as workOwner.TodoStatus } : {}),
+            ...(args.note !== undefined ? { note: args.note as string } : {}),
+            lease: { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch },
+          });
+          const output = { result: result.result, cursor: result.cursor, todo: todoView(c.work.getTodo(todoId)!) } as JsonValue;
+          return effectOutput(output, { work_cursor: result.cursor, work_result: result.result });
         }),
     },
     {
@@ -235,31 +225,19 @@ export function goalWorkToolPlan(root: string): ToolPlan {
         mutating: true,
       },
       identity: identity('webhook.deliver'),
-      execute: (args, ctx) =>
-        withCallContext(root, ctx, async (c) => {
-          const ns = c.owners.config.read().value.namespaces[EFFECTS_NAMESPACE] as { webhook_url?: string } | undefined;
-          if (!ns?.webhook_url) {
-            throw rejected('webhook_not_configured', 'No external system is configured for Goal work in this root.', { nextAction: 'pass --sink URL to loopx work run' });
-          }
-          const op = operationIdOf(ctx.callId);
-          let effect: effectOwner.EffectRecord;
-          try {
-            ({ effect } = await effectOwner.deliverWebhook(c.owners.effects, {
-              goal_id: c.goalId,
-              url: ns.webhook_url,
-              operation_id: op,
-              idempotency_key: `idem:${op}`,
-              body: { goal_id: c.goalId, message: args.message as string },
-            }));
-          } catch (e) {
-            // Dispatched before and never settled: its outcome is unknown, not refused.
-            if (effectOwner.isEffectError(e, 'effect_dispatch_in_flight')) throw new Error('an earlier dispatch of this delivery has no recorded outcome');
-            throw e;
-          }
-          if (effect.outcome === 'committed') return { delivered: true, operation_id: op } as JsonValue;
-          if (effect.outcome === 'rejected') throw rejected('webhook_rejected', 'The external system refused the delivery.');
-          // Unknown: the engine records this call as uncertain; it is reconciled, never repeated.
-          throw new Error(`the delivery's outcome is ${effect.outcome}`);
+      describeEffect: (args, ctx) =>
+        withCallContext(root, ctx, (c): EffectIntent => {
+          const url = webhookUrl(c);
+          return { goal_id: c.goalId, kind: effectOwner.WEBHOOK_KIND, target: effectOwner.webhookTarget(url), intent: effectOwner.webhookIntent(url, { goal_id: c.goalId, message: args.message as string }) };
+        }),
+      execute: (_args, ctx) =>
+        withCallContext(root, ctx, async () => {
+          const effect = journalled(ctx);
+          const sent = await effectOwner.sendWebhook(effect);
+          if (sent.outcome === 'committed') return effectOutput({ delivered: true, operation_id: effect.operation_id }, sent.receipt as JsonValue);
+          if (sent.outcome === 'rejected') throw rejected('webhook_rejected', 'The external system refused the delivery.', { details: { http_status: (sent.receipt as { http_status: number }).http_status } });
+          // Unknown: recorded as uncertain; it is reconciled under its operation id, never repeated.
+          throw effectOwner.outcomeUnknown(effect.operation_id, unknownReason(sent.receipt as JsonValue));
         }),
     },
   ];

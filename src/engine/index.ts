@@ -1,5 +1,5 @@
 /** Public API of the run engine. */
-export { Engine, openEngine, runSummary, FAULT_AFTER_MUTATION_INTENT, FAULT_IMPORT_AFTER_KERNEL_COMMIT, type EngineOptions, type ExportedSnapshot, type SignedExport, type Resolution, type RunView, type StartOptions } from './engine.js';
+export { Engine, openEngine, runSummary, FAULT_AFTER_EFFECT_SETTLED, FAULT_AFTER_MUTATION_INTENT, FAULT_IMPORT_AFTER_KERNEL_COMMIT, type EngineOptions, type ExportedSnapshot, type SignedExport, type Resolution, type RunView, type StartOptions, type UncertainEffect } from './engine.js';
 export { defineAgent, loadAgentFile, parseAgentDefinition, agentDefinitionToFile, AGENT_FILE_SCHEMA, type AgentDefinition, type ScriptStep } from './agent.js';
 export { defineApplication, convenienceApplication, type Application, type ApplicationSpec } from './application.js';
 export { builtinApplication, builtinToolPlan, BUILTIN_TOOL_PLAN, BUILTIN_COMPATIBILITY, FAULT_AFTER_MUTATING_DISPATCH } from './builtin.js';
@@ -13,6 +13,7 @@ export { aiSdkProvider } from './providers/ai-sdk.js';
 export type { RunStore, RunHead, MutationRecord, MutationState } from './run-store/contract.js';
 export { memoryRunStore } from './run-store/memory.js';
 export { openSqliteRunStore } from './run-store/sqlite.js';
-export { runGoalWork, openRootOwners, goalWorkToolPlan, GOAL_WORK_TOOL_PLAN, EFFECTS_NAMESPACE, operationIdOf, type RootOwners, type GoalWorkRunOptions, type GoalWorkRunResult } from './goal-work.js';
+export { runGoalWork, openRootOwners, goalWorkToolPlan, GOAL_WORK_TOOL_PLAN, EFFECTS_NAMESPACE, type RootOwners, type GoalWorkRunOptions, type GoalWorkRunResult } from './goal-work.js';
+export { operationIdOf } from './mutations.js';
 export { withAuthority, withRootEngine, withRootOwners, withVerifyingEngine, goalDetail, type RootAccess } from './root-access.js';
 export { listWorkspace, showWorkspaceGoal, type WorkspaceListing, type WorkspaceGoalDetail } from './workspace.js';

@@ -6,6 +6,7 @@
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import { conflict, notFound, rejected } from '../core/errors.js';
+import type { EffectRecord, JsonValue as EffectJsonValue } from '../owners/effect/index.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
@@ -15,14 +16,30 @@ export interface ToolDefinition {
   readonly description: string;
   /** JSON Schema (draft 2020-12 subset Ajv understands) of the arguments object. */
   readonly inputSchema: { readonly [k: string]: JsonValue };
-  /** A mutating tool changes the world; it goes through intent/outcome recording and is never re-run. */
+  /** A mutating tool changes the world; it goes through the effect owner (intent before, outcome after) and is never re-run. */
   readonly mutating: boolean;
+}
+
+/** A mutating call's effect as the effect owner journals it (recorded before anything is dispatched). */
+export interface EffectIntent {
+  /** The Goal the effect belongs to; omitted: the run's own scope (`run:<run id>`). */
+  readonly goal_id?: string;
+  /** What kind of effect, e.g. `webhook.deliver`. */
+  readonly kind: string;
+  /** Public-safe label of what it changes (no credentials, queries or fragments). */
+  readonly target: string;
+  /** What is to happen, private to the effect owner. */
+  readonly intent: EffectJsonValue;
 }
 
 /** What a tool may ask of the run while it executes. */
 export interface ToolContext {
   readonly runId: string;
   readonly callId: string;
+  /** The effect owner's operation id of this call, derived from `callId`. */
+  readonly operationId: string;
+  /** A mutating call's effect as the effect owner recorded it: its intent and dispatch are durable when `execute` runs. */
+  readonly effect?: EffectRecord;
   readonly turn: number;
   /** Ask a human. The run waits; `loopx run answer` continues it with the answer as this call's result. */
   requestInteraction(interactionId: string, prompt: string): InteractionRequest;
@@ -35,16 +52,37 @@ export interface InteractionRequest {
   readonly prompt: string;
 }
 
-export type ToolOutput = JsonValue | InteractionRequest;
+/** Returned by a mutating tool whose effect has a receipt (the external system's evidence) beside the result the model sees. */
+export interface EffectOutput {
+  readonly kind: 'effect_output';
+  readonly result: JsonValue;
+  readonly receipt: JsonValue;
+}
+
+export type ToolOutput = JsonValue | InteractionRequest | EffectOutput;
 
 export interface Tool {
   readonly definition: ToolDefinition;
   readonly identity?: ComponentIdentity;
+  /**
+   * A mutating tool's effect, described before anything is dispatched (the engine records it in the
+   * effect owner). Omitted: kind `tool.call`, target `tool:<name>`, the arguments as the intent, in
+   * the run's scope. A typed refusal here refuses the call before any intent exists.
+   */
+  describeEffect?(args: { readonly [k: string]: JsonValue }, ctx: ToolContext): Promise<EffectIntent> | EffectIntent;
+  /**
+   * Runs the call. A mutating tool reports an outcome it cannot know by throwing the effect owner's
+   * typed `effect_outcome_unknown`, and a refusal before acting by throwing any other typed refusal.
+   */
   execute(args: { readonly [k: string]: JsonValue }, ctx: ToolContext): Promise<ToolOutput> | ToolOutput;
 }
 
 export const isInteractionRequest = (v: unknown): v is InteractionRequest =>
   typeof v === 'object' && v !== null && (v as { kind?: unknown }).kind === 'interaction_request';
+
+export const effectOutput = (result: JsonValue, receipt: JsonValue): EffectOutput => ({ kind: 'effect_output', result, receipt });
+
+export const isEffectOutput = (v: unknown): v is EffectOutput => typeof v === 'object' && v !== null && (v as { kind?: unknown }).kind === 'effect_output';
 
 export interface ToolPlan {
   readonly id: string;

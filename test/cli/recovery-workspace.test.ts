@@ -107,7 +107,8 @@ describe('backup-state workspace ls|show', () => {
     expect(doc.runs_readable).toBe(true);
     expect(doc.runs.map((x: { run_id: string }) => x.run_id)).toContain(runId);
     expect(doc.sessions).toBe(1);
-    expect(doc.effects_by_outcome).toEqual({ committed: 3 }); // two Todo updates and one webhook delivery
+    // The sample Goal's two Todo updates and one webhook delivery, and the researcher run's outbox.append (every mutating call is an effect).
+    expect(doc.effects_by_outcome).toEqual({ committed: 4 });
     expect(JSON.stringify(doc)).not.toContain(live.split('/root')[0]!);
     expect(treeState(destination)).toEqual(before);
   });

@@ -73,7 +73,8 @@ describe('a process killed during a mutating tool call', () => {
     const root = tempRoot();
     const runId = startAndCrash(root, FAULT_AFTER_MUTATION_INTENT);
     const shown = loopx(['run', 'show', runId, '--root', root, '--json']).json();
-    expect(shown.waiting_for).toEqual({ kind: 'resolution', call_ids: [`${runId}/t1/k0`] });
+    // The engine's view is the effect owner's: dispatch recorded, never settled (pending).
+    expect(shown.waiting_for).toEqual({ kind: 'resolution', call_ids: [`${runId}/t1/k0`], effects: [{ call_id: `${runId}/t1/k0`, operation_id: `${runId}:t1:k0`, outcome: 'pending' }] });
     const resolved = loopx(['run', 'resolve', runId, `${runId}/t1/k0`, '--absent', '--root', root, '--json']).json();
     expect(resolved.status).toBe('completed'); // the model saw the absent result and went on to finish
     expect(outboxLines(root)).toHaveLength(0);

@@ -74,7 +74,7 @@ describe('loopx work run', () => {
     expect(killed.signal).toBe('SIGKILL');
     const runId: string = loopx(['run', 'list', '--root', root, '--json']).json().runs[0].run_id;
     const shown = loopx(['run', 'show', runId, '--root', root, '--json']).json();
-    expect(shown.waiting_for).toEqual({ kind: 'resolution', call_ids: [`${runId}/t2/k0`] });
+    expect(shown.waiting_for).toEqual({ kind: 'resolution', call_ids: [`${runId}/t2/k0`], effects: [{ call_id: `${runId}/t2/k0`, operation_id: `${runId}:t2:k0`, outcome: 'pending' }] });
     const todos = loopx(['todo', 'list', '--goal', 'launch', '--root', root, '--json']).json().todos;
     expect(todos[0].status).toBe('open'); // the update never ran, and it is not guessed
     const before = deliveriesFor(runId).length;

@@ -10,6 +10,7 @@ export function printRun(v: RunView, out: Output): void {
     out.hint(`  answer: loopx run answer ${v.run_id} ${v.waiting_for.interaction_id} "<text>"`);
   } else if (v.waiting_for?.kind === 'resolution') {
     out.line(`  uncertain mutating call(s), never re-run automatically: ${v.waiting_for.call_ids.join(', ')}`);
+    for (const e of v.waiting_for.effects) out.line(`    ${e.call_id}: effect ${e.operation_id} ${e.outcome ?? 'not in the effect journal (recorded before it)'}`);
     out.hint(`  settle: loopx run resolve ${v.run_id} <call-id> (--committed RESULT | --absent | --abandon)`);
   }
   if (v.suspend_requested) out.line('  suspend requested: takes effect when the current turn completes');

@@ -21,6 +21,11 @@
  *   external system by the original operation id and turns unknown (or a dispatch that never
  *   settled) into committed or absent — or leaves a visible hold (`holds()`), never a guess.
  *   Only `absent` may be reissued, under the same operation id and idempotency key.
+ * - `resolve` settles an uncertain effect from evidence found outside the external system's
+ *   answer (an operator's finding), only while the effect is exactly in the state the caller read
+ *   (outcome and attempt); otherwise it fails with `effect_state_changed` and changes nothing, so
+ *   an outcome settled meanwhile (by reconciliation) is never overwritten. The same outcome and
+ *   receipt again is a readback (`replayed`).
  * - "Not found" is `undefined` from `get*`; a write naming a missing effect fails with
  *   `effect_not_found`.
  * - Targets are public-safe labels (no credentials, queries or fragments); intents and receipts
@@ -33,9 +38,17 @@ export const EFFECT_OUTCOMES = ['pending', 'committed', 'absent', 'unknown', 're
 export type EffectOutcome = (typeof EFFECT_OUTCOMES)[number];
 export type SettledOutcome = Exclude<EffectOutcome, 'pending'>;
 
+/**
+ * The scope of an effect made by an agent run outside any Goal (a built-in tool of a plain run):
+ * `run:<run id>` in the `goal_id` field. It is never a Goal id (those have no `:`), so such an
+ * effect is never adopted with a Goal.
+ */
+export const runEffectScope = (runId: string): string => `run:${runId}`;
+
 export interface EffectRecord {
   readonly operation_id: string;
   readonly idempotency_key: string;
+  /** The Goal the effect belongs to, or the run scope of a run outside any Goal (`runEffectScope`). */
   readonly goal_id: string;
   /** What kind of effect, e.g. `webhook.deliver`. */
   readonly kind: string;
@@ -106,6 +119,15 @@ export interface ReconcileResult {
   readonly resolution: 'committed' | 'absent' | 'held' | 'already_settled';
 }
 
+/** The state an effect was read in, which `resolve` requires it still to be in. */
+export interface ExpectedEffectState {
+  readonly outcome: EffectOutcome;
+  readonly attempt: number;
+}
+
+/** What `resolve` may settle an uncertain effect as: committed, absent, or unknown (a dispatch that never settled, now recorded as such). */
+export type ResolvedOutcome = 'committed' | 'absent' | 'unknown';
+
 export interface ListEffectsFilter {
   readonly goal_id?: string;
   readonly outcome?: EffectOutcome;
@@ -122,6 +144,8 @@ export interface EffectJournal {
   reissue(operationId: string): EffectRecord;
   /** Resolve an uncertain effect by asking the external system about its original operation id. */
   reconcile(operationId: string, query: ReconcileQuery): Promise<ReconcileResult>;
+  /** Settle an uncertain effect from outside evidence, if it is still exactly in the `expected` state. */
+  resolve(operationId: string, expected: ExpectedEffectState, outcome: ResolvedOutcome, receipt: JsonValue): EffectWriteResult;
 
   get(operationId: string): EffectRecord | undefined;
   getByIdempotencyKey(idempotencyKey: string): EffectRecord | undefined;

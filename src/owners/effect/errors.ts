@@ -16,6 +16,8 @@ export const EFFECT_ERROR_CODES = [
   'effect_already_settled',
   'effect_not_held',
   'effect_not_reissuable',
+  'effect_outcome_unknown',
+  'effect_state_changed',
 ] as const;
 export type EffectErrorCode = (typeof EFFECT_ERROR_CODES)[number];
 
@@ -90,4 +92,22 @@ export const notReissuable = (operationId: string, outcome: string): EffectError
   new EffectError('rejected', 'effect_not_reissuable', `Only an absent effect may be reissued; this one is ${outcome}.`, {
     nextAction: outcome === 'unknown' ? 'reconcile the effect by its original operation id first' : 'read its receipt instead',
     details: { operation_id: operationId, outcome },
+  });
+
+/**
+ * An effect was (or may have been) dispatched and its outcome is not known: thrown by the code
+ * that dispatches it (a tool, a delivery) so that its caller records it as unknown — uncertain,
+ * never retried, reconciled only under its original operation id. Kind `internal`: it is no
+ * refusal, so nothing that treats typed refusals as "did not act" can mistake it for one.
+ */
+export const outcomeUnknown = (operationId: string, reason: string): EffectError =>
+  new EffectError('internal', 'effect_outcome_unknown', `The outcome of operation ${operationId} is unknown (${reason}).`, {
+    nextAction: 'reconcile the effect by its original operation id; never dispatch it again',
+    details: { operation_id: operationId, reason },
+  });
+
+export const stateChanged = (operationId: string, expected: string, outcome: string): EffectError =>
+  new EffectError('conflict', 'effect_state_changed', `The effect is ${outcome} now, not ${expected} as it was read.`, {
+    nextAction: 'read the effect again and decide on its current state',
+    details: { operation_id: operationId, expected, outcome },
   });

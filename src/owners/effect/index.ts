@@ -8,6 +8,7 @@ export {
   EFFECT_OUTCOMES,
   MAX_INTENT_BYTES,
   MAX_RECEIPT_BYTES,
+  runEffectScope,
   type EffectEvent,
   type EffectJournal,
   type EffectJournalOptions,
@@ -15,6 +16,7 @@ export {
   type EffectRecord,
   type EffectTransition,
   type EffectWriteResult,
+  type ExpectedEffectState,
   type JsonValue,
   type ListEffectsFilter,
   type OutboxEntry,
@@ -22,20 +24,26 @@ export {
   type ReconcileQuery,
   type ReconcileResult,
   type RecordIntentRequest,
+  type ResolvedOutcome,
   type SettledOutcome,
 } from './contract.js';
-export { EFFECT_ERROR_CODES, EffectError, isEffectError, type EffectErrorCode } from './errors.js';
+export { EFFECT_ERROR_CODES, EffectError, alreadySettled, isEffectError, outcomeUnknown, type EffectErrorCode } from './errors.js';
+export { isUncertain } from './rules.js';
 export { memoryEffectJournal } from './memory.js';
 export { openSqliteEffectJournal, type SqliteEffectJournalOptions } from './sqlite.js';
 export {
   DEFAULT_WEBHOOK_TIMEOUT_MS,
+  FAULT_BEFORE_WEBHOOK_SEND,
   WEBHOOK_KIND,
   deliverWebhook,
+  sendWebhook,
+  webhookIntent,
   webhookOperationQuery,
   webhookTarget,
   type WebhookDeliveryRequest,
   type WebhookDeliveryResult,
   type WebhookOptions,
+  type WebhookSendResult,
 } from './webhook.js';
 export type { EffectFinding, EffectHistory, ReadHistoricalOptions } from './historical.js';
 export { recovery } from './recovery.js';

@@ -3,13 +3,16 @@ import type { EffectJournal, EffectJournalOptions, EffectRecord, ReconcileQuery,
 import { effectNotFound } from './errors.js';
 import { reconcileEffect } from './reconcile.js';
 import {
+  checkExpected,
   checkId,
   checkOutcome,
   checkReason,
+  checkResolved,
   decideDispatch,
   decideHold,
   decideRecordIntent,
   decideReissue,
+  decideResolve,
   decideSettle,
   isUncertain,
   normalizeIntent,
@@ -57,6 +60,11 @@ export function memoryEffectJournal(options: EffectJournalOptions = {}): EffectJ
     settle(operationId, outcome, receipt) {
       const e = effect(operationId);
       const d = decideSettle(e, checkOutcome(outcome), receiptText(receipt), now());
+      return 'readback' in d ? { effect: clone(d.readback), replayed: true } : { effect: apply(d.change), replayed: false };
+    },
+    resolve(operationId, expected, outcome, receipt) {
+      const e = effect(operationId);
+      const d = decideResolve(e, checkExpected(expected), checkResolved(outcome), receiptText(receipt), now());
       return 'readback' in d ? { effect: clone(d.readback), replayed: true } : { effect: apply(d.change), replayed: false };
     },
     holdUnknown(operationId, reason) {

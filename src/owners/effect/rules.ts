@@ -6,7 +6,7 @@
 import { canonicalJson } from '../../core/canonical-json.js';
 import { sha256Hex } from '../../core/digest.js';
 import { assertGoalId } from '../layout.js';
-import type { EffectEvent, EffectOutcome, EffectRecord, JsonValue, RecordIntentRequest, SettledOutcome } from './contract.js';
+import type { EffectEvent, EffectOutcome, EffectRecord, ExpectedEffectState, JsonValue, RecordIntentRequest, ResolvedOutcome, SettledOutcome } from './contract.js';
 import { EFFECT_OUTCOMES, MAX_INTENT_BYTES, MAX_RECEIPT_BYTES } from './contract.js';
 import {
   alreadySettled,
@@ -18,6 +18,7 @@ import {
   notHeld,
   notReissuable,
   payloadTooLarge,
+  stateChanged,
   targetUnsafe,
 } from './errors.js';
 
@@ -25,6 +26,8 @@ const ID = /^[A-Za-z0-9][A-Za-z0-9._:#@-]{0,191}$/;
 const KIND = /^[a-z][a-z0-9_.-]{0,63}$/;
 const TARGET = /^[A-Za-z0-9][A-Za-z0-9._:/[\]-]{0,255}$/;
 const REASON = /^[a-z][a-z0-9_]{0,63}$/;
+/** `runEffectScope(run id)`: the scope of an effect of a run outside any Goal. */
+const RUN_SCOPE = /^run:[A-Za-z0-9_-]{1,128}$/;
 
 export function checkId(value: unknown, field: string): string {
   if (typeof value !== 'string' || !ID.test(value)) {
@@ -37,6 +40,19 @@ export function checkId(value: unknown, field: string): string {
 export function checkReason(value: unknown): string {
   if (typeof value !== 'string' || !REASON.test(value)) throw invalidInput('A reason is a lowercase code of a–z, 0–9 and _.', 'reason');
   return value;
+}
+
+export function checkResolved(value: unknown): ResolvedOutcome {
+  if (value !== 'committed' && value !== 'absent' && value !== 'unknown') throw invalidInput('A resolution is committed, absent or unknown.', 'outcome');
+  return value;
+}
+
+export function checkExpected(value: unknown): ExpectedEffectState {
+  const v = value as Partial<ExpectedEffectState> | null;
+  if (typeof v !== 'object' || v === null || !(EFFECT_OUTCOMES as readonly unknown[]).includes(v.outcome) || !Number.isSafeInteger(v.attempt) || v.attempt! < 0) {
+    throw invalidInput('expected is the outcome and attempt the effect was read with.', 'expected');
+  }
+  return { outcome: v.outcome!, attempt: v.attempt! };
 }
 
 export function checkOutcome(value: unknown): SettledOutcome {
@@ -78,10 +94,12 @@ export function normalizeIntent(r: RecordIntentRequest): NormalizedIntent {
   if (typeof r !== 'object' || r === null) throw invalidInput('An intent request is required.', 'request');
   const operation_id = checkId(r.operation_id, 'operation_id');
   const idempotency_key = checkId(r.idempotency_key, 'idempotency_key');
-  try {
-    assertGoalId(r.goal_id);
-  } catch {
-    throw invalidInput('goal_id is not a valid Goal id.', 'goal_id');
+  if (typeof r.goal_id !== 'string' || !RUN_SCOPE.test(r.goal_id)) {
+    try {
+      assertGoalId(r.goal_id);
+    } catch {
+      throw invalidInput('goal_id is not a valid Goal id or run scope.', 'goal_id');
+    }
   }
   if (typeof r.kind !== 'string' || !KIND.test(r.kind)) throw invalidInput('kind is a lowercase dotted name (e.g. webhook.deliver).', 'kind');
   if (typeof r.target !== 'string' || !TARGET.test(r.target)) throw targetUnsafe();
@@ -148,6 +166,14 @@ export function decideSettle(e: EffectRecord, outcome: SettledOutcome, receipt: 
   if ((outcome === 'committed' || outcome === 'unknown') && e.dispatched_at === null) throw notDispatched(e.operation_id);
   const next: EffectRecord = { ...e, outcome, receipt: JSON.parse(receipt) as JsonValue, hold: null, settled_at: at };
   return { change: { next, event: 'settle', receipt, reason: null, outbox: 'remove' } };
+}
+
+/** `resolve`: an uncertain effect, still exactly as the caller read it, settled from outside evidence. */
+export function decideResolve(e: EffectRecord, expected: ExpectedEffectState, outcome: ResolvedOutcome, receipt: string, at: string): Decision {
+  if (e.outcome === outcome && canonicalJson(e.receipt) === receipt) return { readback: e };
+  if (e.outcome !== expected.outcome || e.attempt !== expected.attempt) throw stateChanged(e.operation_id, expected.outcome, e.outcome);
+  if (!isUncertain(e)) throw e.outcome === 'pending' ? notDispatched(e.operation_id) : alreadySettled(e.operation_id, e.outcome);
+  return decideSettle(e, outcome, receipt, at);
 }
 
 export function decideHold(e: EffectRecord, reason: string): Change {

@@ -7,17 +7,20 @@
 import { canonicalJson } from '../../core/canonical-json.js';
 import { internal } from '../../core/errors.js';
 import { RowInvalid, openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
-import type { EffectJournal, EffectJournalOptions, EffectRecord, ReconcileQuery, ReconcileResult, OutboxEntry } from './contract.js';
+import type { EffectJournal, EffectJournalOptions, EffectRecord, ExpectedEffectState, ReconcileQuery, ReconcileResult, OutboxEntry, ResolvedOutcome } from './contract.js';
 import { effectNotFound } from './errors.js';
 import { reconcileEffect } from './reconcile.js';
 import {
+  checkExpected,
   checkId,
   checkOutcome,
   checkReason,
+  checkResolved,
   decideDispatch,
   decideHold,
   decideRecordIntent,
   decideReissue,
+  decideResolve,
   decideSettle,
   normalizeIntent,
   receiptText,
@@ -100,6 +103,7 @@ export function openSqliteEffectJournal(path: string, options: SqliteEffectJourn
   const intentTx = tx((n: NormalizedIntent) => outcomeOf(decideRecordIntent(read(q.get.get(n.operation_id)), read(q.byKey.get(n.idempotency_key)), n, now()), true));
   const dispatchTx = tx((id: string) => persist(decideDispatch(requireEffect(id), q.inOutbox.get(id) !== undefined, now()), false));
   const settleTx = tx((id: string, outcome: ReturnType<typeof checkOutcome>, receipt: string) => outcomeOf(decideSettle(requireEffect(id), outcome, receipt, now())));
+  const resolveTx = tx((id: string, expected: ExpectedEffectState, outcome: ResolvedOutcome, receipt: string) => outcomeOf(decideResolve(requireEffect(id), expected, outcome, receipt, now())));
   const holdTx = tx((id: string, reason: string) => persist(decideHold(requireEffect(id), reason), false));
   const reissueTx = tx((id: string) => persist(decideReissue(requireEffect(id)), false));
 
@@ -107,6 +111,8 @@ export function openSqliteEffectJournal(path: string, options: SqliteEffectJourn
     recordIntent: (request) => intentTx(normalizeIntent(request)),
     beginDispatch: (operationId) => dispatchTx(checkId(operationId, 'operation_id')),
     settle: (operationId, outcome, receipt) => settleTx(checkId(operationId, 'operation_id'), checkOutcome(outcome), receiptText(receipt)),
+    resolve: (operationId, expected, outcome, receipt) =>
+      resolveTx(checkId(operationId, 'operation_id'), checkExpected(expected), checkResolved(outcome), receiptText(receipt)),
     holdUnknown: (operationId, reason) => holdTx(checkId(operationId, 'operation_id'), checkReason(reason)),
     reissue: (operationId) => reissueTx(checkId(operationId, 'operation_id')),
     reconcile: (operationId: string, query: ReconcileQuery): Promise<ReconcileResult> => reconcileEffect(journal, operationId, query),

@@ -5,7 +5,9 @@
  * `Idempotency-Key` and `X-Operation-Id` headers, and records the outcome. It never retries:
  * a network error, a timeout, a redirect, 408, 429 or 5xx leaves the effect `unknown`, to be
  * resolved only by `reconcile` under the original operation id. A repeated call for a settled
- * effect returns it without sending.
+ * effect returns it without sending. `sendWebhook` is its sending step alone, for a caller that
+ * journals the effect itself (the engine, for a mutating tool call): it POSTs the recorded intent
+ * of an effect whose dispatch is already recorded and returns the outcome to settle.
  *
  * The query protocol (what `webhookOperationQuery` speaks, and `src/dev/webhook-sink` serves):
  *   GET <deliveries-url>?operation_id=<id>  →  200 {"found": true, "delivery": {"operation_id", "idempotency_key", …}}
@@ -14,11 +16,14 @@
  */
 import { canonicalJson } from '../../core/canonical-json.js';
 import { sha256Hex } from '../../core/digest.js';
+import { faultPoint } from '../../core/faults.js';
 import type { EffectJournal, EffectRecord, JsonValue, ReconcileObservation, ReconcileQuery } from './contract.js';
 import { MAX_RECEIPT_BYTES } from './contract.js';
 import { dispatchInFlight, invalidInput } from './errors.js';
 
 export const WEBHOOK_KIND = 'webhook.deliver';
+/** Fault point (tests only): a webhook's dispatch is recorded, the request not sent yet. */
+export const FAULT_BEFORE_WEBHOOK_SEND = 'effect.webhook.before-send';
 export const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
 
 export interface WebhookDeliveryRequest {
@@ -56,44 +61,66 @@ function parseUrl(url: string): URL {
 /** The public-safe target label of a URL: its host (and port) only. */
 export const webhookTarget = (url: string): string => `webhook:${parseUrl(url).host}`;
 
+/** The effect intent of a delivery: what `sendWebhook` sends and `webhookOperationQuery` asks about. */
+export const webhookIntent = (url: string, body: JsonValue): { url: string; body: JsonValue } => ({ url: parseUrl(url).href, body });
+
+/** The outcome of one send, to settle the effect with. */
+export interface WebhookSendResult {
+  readonly outcome: 'committed' | 'unknown' | 'rejected';
+  readonly receipt: JsonValue;
+}
+
 export async function deliverWebhook(journal: EffectJournal, request: WebhookDeliveryRequest, options: WebhookOptions = {}): Promise<WebhookDeliveryResult> {
-  const url = parseUrl(request.url);
   const { effect } = journal.recordIntent({
     operation_id: request.operation_id,
     idempotency_key: request.idempotency_key,
     goal_id: request.goal_id,
     kind: WEBHOOK_KIND,
     target: webhookTarget(request.url),
-    intent: { url: url.href, body: request.body },
+    intent: webhookIntent(request.url, request.body),
   });
   if (effect.outcome !== 'pending') return { effect, dispatched: false };
   if (effect.dispatched_at !== null) throw dispatchInFlight(effect.operation_id);
 
-  journal.beginDispatch(effect.operation_id);
+  const sent = await sendWebhook(journal.beginDispatch(effect.operation_id), options);
+  return { effect: journal.settle(effect.operation_id, sent.outcome, sent.receipt).effect, dispatched: true };
+}
+
+/**
+ * POST a webhook effect's recorded intent once. The caller has recorded the dispatch; it settles
+ * the returned outcome. Anything that may have been applied is `unknown`, never `rejected`.
+ */
+export async function sendWebhook(effect: EffectRecord, options: WebhookOptions = {}): Promise<WebhookSendResult> {
+  if (effect.kind !== WEBHOOK_KIND) throw invalidInput('The effect is not a webhook delivery.', 'kind');
+  let url: URL;
+  let body: JsonValue;
+  try {
+    const intent = JSON.parse(effect.intent) as { url: string; body: JsonValue };
+    url = parseUrl(intent.url);
+    body = intent.body;
+  } catch {
+    throw invalidInput('The effect intent is not a webhook delivery.', 'intent');
+  }
+  faultPoint(FAULT_BEFORE_WEBHOOK_SEND);
   const doFetch = options.fetch ?? fetch;
   let response: Response;
   try {
     response = await doFetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': effect.idempotency_key, 'x-operation-id': effect.operation_id },
-      body: canonicalJson(request.body),
+      body: canonicalJson(body),
       redirect: 'manual',
       signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS),
     });
   } catch (e) {
-    const reason = isTimeout(e) ? 'timeout' : 'network_error';
-    return { effect: journal.settle(effect.operation_id, 'unknown', { reason }).effect, dispatched: true };
+    return { outcome: 'unknown', receipt: { reason: isTimeout(e) ? 'timeout' : 'network_error' } };
   }
   const status = response.status;
-  if (status >= 200 && status < 300) {
-    const body = await readBounded(response);
-    return { effect: journal.settle(effect.operation_id, 'committed', { http_status: status, response: body }).effect, dispatched: true };
-  }
+  if (status >= 200 && status < 300) return { outcome: 'committed', receipt: { http_status: status, response: await readBounded(response) } };
   await response.body?.cancel().catch(() => undefined);
   // Only a definite refusal is `rejected`; anything that may have been applied stays unknown.
   const uncertain = status < 200 || (status >= 300 && status < 400) || status === 408 || status === 429 || status >= 500;
-  const outcome = uncertain ? 'unknown' : 'rejected';
-  return { effect: journal.settle(effect.operation_id, outcome, { http_status: status }).effect, dispatched: true };
+  return { outcome: uncertain ? 'unknown' : 'rejected', receipt: { http_status: status } };
 }
 
 /** A reconcile query for webhook effects: asks the deliveries endpoint by the ORIGINAL operation id. */

@@ -9,8 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  EFFECT_ERROR_CODES,
+  isEffectError,
   memoryEffectJournal,
   openSqliteEffectJournal,
+  outcomeUnknown,
+  runEffectScope,
   type EffectJournal,
   type EffectRecord,
   type ReconcileObservation,
@@ -260,6 +264,60 @@ describe.each(providers)('effect owner (%s)', (_name, make) => {
     expect(j.outbox().map((o) => o.operation_id)).toEqual(['op-2', 'op-3']);
     expect(j.get('op-9')).toBeUndefined();
     j.close();
+  });
+
+  it('resolve settles an uncertain effect only from the exact state it was read in; a changed effect is effect_state_changed and keeps its outcome', async () => {
+    const j = make();
+    j.recordIntent(intent());
+    const read = j.beginDispatch('op-1'); // dispatched, never settled: what a dead process leaves
+    const expected = { outcome: read.outcome, attempt: read.attempt };
+    // Reconciliation settles it first; the operator's resolution from the stale read changes nothing.
+    await j.reconcile('op-1', answer({ status: 'committed', receipt: { found: true } }).query);
+    expect(codeOf(() => j.resolve('op-1', expected, 'absent', { resolved_by: 'operator' }))).toBe('effect_state_changed');
+    expect(j.get('op-1')).toMatchObject({ outcome: 'committed' });
+
+    j.recordIntent(intent(2));
+    const pending = j.beginDispatch('op-2');
+    const first = j.resolve('op-2', { outcome: pending.outcome, attempt: pending.attempt }, 'absent', { resolved_by: 'operator' });
+    expect(first).toMatchObject({ replayed: false, effect: { outcome: 'absent', receipt: { resolved_by: 'operator' } } });
+    expect(j.resolve('op-2', { outcome: 'pending', attempt: 1 }, 'absent', { resolved_by: 'operator' }).replayed).toBe(true);
+    expect(j.history('op-2').map((h) => [h.event, h.outcome])).toEqual([['intent', 'pending'], ['dispatch', 'pending'], ['settle', 'absent']]);
+    expect(j.holds()).toEqual([]);
+    j.close();
+  });
+
+  it('resolve refuses an effect that was never dispatched or is already settled, and takes only committed, absent or unknown', () => {
+    const j = make();
+    j.recordIntent(intent());
+    expect(codeOf(() => j.resolve('op-1', { outcome: 'pending', attempt: 0 }, 'absent', {}))).toBe('effect_not_dispatched');
+    expect(j.outbox().map((o) => o.operation_id)).toEqual(['op-1']);
+    j.beginDispatch('op-1');
+    expect(codeOf(() => j.resolve('op-1', { outcome: 'pending', attempt: 1 }, 'rejected' as 'absent', {}))).toBe('effect_input_invalid');
+    expect(codeOf(() => j.resolve('op-1', { outcome: 'pending', attempt: -1 }, 'absent', {}))).toBe('effect_input_invalid');
+    // An operator who cannot find out records the dispatch as unknown: it stays a hold.
+    expect(j.resolve('op-1', { outcome: 'pending', attempt: 1 }, 'unknown', { abandoned: true }).effect.outcome).toBe('unknown');
+    expect(j.holds().map((e) => e.operation_id)).toEqual(['op-1']);
+    j.settle('op-1', 'committed', { checked: true });
+    expect(codeOf(() => j.resolve('op-1', { outcome: 'committed', attempt: 1 }, 'absent', {}))).toBe('effect_already_settled');
+    j.close();
+  });
+
+  it('an effect of a run outside any Goal is scoped to its run (run:<run id>), which is never a Goal id', () => {
+    const j = make();
+    expect(j.recordIntent(intent(1, { goal_id: runEffectScope('run_ab12') })).effect.goal_id).toBe('run:run_ab12');
+    expect(codeOf(() => j.recordIntent(intent(2, { goal_id: 'run:bad id' })))).toBe('effect_input_invalid');
+    expect(codeOf(() => j.recordIntent(intent(3, { goal_id: 'g:1' })))).toBe('effect_input_invalid');
+    expect(j.list({ goal_id: 'g1' })).toEqual([]);
+    j.close();
+  });
+});
+
+describe('an unknown outcome is a typed error', () => {
+  it('outcomeUnknown is effect_outcome_unknown (kind internal: never mistaken for a refusal before acting), with the operation id and a reason code', () => {
+    const e = outcomeUnknown('op-1', 'timeout');
+    expect(isEffectError(e, 'effect_outcome_unknown')).toBe(true);
+    expect(e).toMatchObject({ kind: 'internal', details: { operation_id: 'op-1', reason: 'timeout' } });
+    expect(EFFECT_ERROR_CODES.filter((c) => c === 'effect_outcome_unknown')).toHaveLength(1);
   });
 });
 

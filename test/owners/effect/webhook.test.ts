@@ -14,6 +14,8 @@ import {
   deliverWebhook,
   memoryEffectJournal,
   openSqliteEffectJournal,
+  sendWebhook,
+  webhookIntent,
   webhookOperationQuery,
   webhookTarget,
   type EffectJournal,
@@ -174,6 +176,19 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     expect(await asyncCodeOf(deliverWebhook(j, req))).toBe('effect_dispatch_in_flight');
     expect(sink.deliveries()).toEqual([]);
     expect((await j.reconcile('op-1', webhookOperationQuery())).effect.outcome).toBe('absent');
+    j.close();
+  });
+
+  it('sendWebhook posts the recorded intent of a journalled effect once, under its operation id, and records nothing itself', async () => {
+    const sink = await sinkAt();
+    const j = make();
+    const req = delivery(sink);
+    j.recordIntent({ operation_id: req.operation_id, idempotency_key: req.idempotency_key, goal_id: 'g1', kind: 'webhook.deliver', target: webhookTarget(req.url), intent: webhookIntent(req.url, req.body) });
+    const dispatched = j.beginDispatch('op-1');
+    const sent = await sendWebhook(dispatched);
+    expect(sent).toMatchObject({ outcome: 'committed', receipt: { http_status: 201 } });
+    expect(sink.deliveries()).toEqual([expect.objectContaining({ operation_id: 'op-1', idempotency_key: 'key-1', body: { todo: 't1', n: 1 } })]);
+    expect(j.get('op-1')).toEqual(dispatched); // the caller settles it
     j.close();
   });
 

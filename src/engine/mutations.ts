@@ -1,0 +1,285 @@
+/**
+ * The journal of mutating tool calls: one journal, the effect owner's (`effects.db`), which decides
+ * every mutating call's outcome. The engine's mutation rows (`engine.db`) stay its per-call record
+ * of what the run saw; this module is how the engine keeps the two in step.
+ *
+ * Rules it keeps:
+ * - Every mutating call — built-in, Goal work or an application's — is journalled in the effect
+ *   owner under `operationIdOf(callId)`: its intent and its dispatch are durable there before the
+ *   engine's own intent row and before the tool runs; its outcome is settled there before the
+ *   engine records it. A crash in between leaves the effect owner ahead, never behind, and the
+ *   next driver takes the effect owner's outcome (readback) instead of guessing.
+ * - A tool's outcome is classified by code, explicitly: a value is committed; the effect owner's
+ *   `effect_outcome_unknown` is unknown; any other typed refusal (a LoopxError that is not
+ *   `internal`) means the tool or an owner refused before acting: rejected. Anything else — an
+ *   untyped or internal throw mid-dispatch, an interaction asked after acting — is unknown,
+ *   because the effect may have happened.
+ * - An uncertain call is never re-run. It is settled by reconciliation or by the operator, under
+ *   its original operation id and only from the exact state it was read in; an outcome the
+ *   effect owner already settled is taken as it is, never a conflicting one.
+ * - Runs recorded before this journal have engine rows and no effect: such a row is read as it is
+ *   (dual read) and resolved in the engine alone.
+ * - Roots that never run a mutating call get no `effects.db` from the engine: reads of a root
+ *   without one find nothing and create nothing.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { canonicalJson } from '../core/canonical-json.js';
+import { sha256Hex } from '../core/digest.js';
+import { isLoopxError, rejected, type LoopxError } from '../core/errors.js';
+import {
+  isEffectError,
+  isUncertain,
+  memoryEffectJournal,
+  openSqliteEffectJournal,
+  runEffectScope,
+  MAX_RECEIPT_BYTES,
+  type EffectJournal,
+  type EffectOutcome,
+  type EffectRecord,
+} from '../owners/effect/index.js';
+import { LAYOUT } from '../owners/layout.js';
+import type { ToolResultStatus } from '../snapshot/index.js';
+import type { MutationRecord, MutationState } from './run-store/contract.js';
+import { isEffectOutput, isInteractionRequest, type EffectIntent, type JsonValue, type Tool, type ToolContext } from './tools.js';
+
+export type Resolution = { readonly kind: 'committed'; readonly resultJson: string } | { readonly kind: 'absent' } | { readonly kind: 'abandon' };
+
+/** An uncertain call as the effect owner has it: its operation id and outcome (`pending`, `unknown`), or null for a run recorded before the effect journal. */
+export interface UncertainEffect {
+  readonly call_id: string;
+  readonly operation_id: string;
+  readonly outcome: EffectOutcome | null;
+}
+
+/** Owner-safe operation id for an engine call id (`run/t1/k0` → `run:t1:k0`). */
+export const operationIdOf = (callId: string): string => callId.replaceAll('/', ':');
+const idempotencyKeyOf = (operationId: string): string => `idem:${operationId}`;
+
+/** The root's effect journal, opened on first use: for a write (creating effects.db), or for a read (only if it exists). */
+export class EffectAccess {
+  readonly #root: string | undefined;
+  #journal: EffectJournal | undefined;
+
+  constructor(options: { readonly root?: string; readonly effects?: EffectJournal }) {
+    this.#root = options.root;
+    this.#journal = options.effects;
+  }
+
+  forWrite(): EffectJournal {
+    this.#journal ??= this.#root === undefined ? memoryEffectJournal() : openSqliteEffectJournal(join(this.#root, LAYOUT.effectsDb));
+    return this.#journal;
+  }
+
+  /** Undefined while the root has no effects.db: nothing was journalled there (a run from before the journal). */
+  forRead(): EffectJournal | undefined {
+    if (this.#journal === undefined && this.#root !== undefined && !existsSync(join(this.#root, LAYOUT.effectsDb))) return undefined;
+    return this.forWrite();
+  }
+
+  effectOf(callId: string): EffectRecord | undefined {
+    return this.forRead()?.get(operationIdOf(callId));
+  }
+
+  close(): void {
+    this.#journal?.close();
+  }
+}
+
+/** What a mutating call's effect allows before the tool runs. */
+export type Begun =
+  /** Intent and dispatch recorded: run the tool. */
+  | { readonly kind: 'dispatch'; readonly effect: EffectRecord }
+  /** The effect owner already has this call's outcome (a driver died before the engine recorded it): take it. */
+  | { readonly kind: 'settled'; readonly effect: EffectRecord }
+  /** Dispatched before and never settled: uncertain, never run again. */
+  | { readonly kind: 'uncertain'; readonly effect: EffectRecord };
+
+/**
+ * Record a mutating call's intent in the effect owner and begin its dispatch. A call journalled
+ * before keeps its original intent (it is not described again).
+ */
+export async function beginEffect(journal: EffectJournal, tool: Tool, args: { readonly [k: string]: JsonValue }, ctx: ToolContext): Promise<Begun> {
+  let effect = journal.get(ctx.operationId);
+  if (effect === undefined) {
+    const d: EffectIntent = tool.describeEffect
+      ? await tool.describeEffect(args, ctx)
+      : { kind: 'tool.call', target: `tool:${tool.definition.name}`, intent: { tool: tool.definition.name, arguments: args } };
+    effect = journal.recordIntent({
+      operation_id: ctx.operationId,
+      idempotency_key: idempotencyKeyOf(ctx.operationId),
+      goal_id: d.goal_id ?? runEffectScope(ctx.runId),
+      kind: d.kind,
+      target: d.target,
+      intent: d.intent,
+    }).effect;
+  }
+  if (takenOutcome(effect)) return { kind: 'settled', effect };
+  if (isUncertain(effect)) return { kind: 'uncertain', effect };
+  return { kind: 'dispatch', effect: journal.beginDispatch(ctx.operationId) };
+}
+
+/** The open calls (engine rows without an outcome) whose effect has none either; a row with no effect is read as it is. */
+export function uncertainEffects(open: readonly MutationRecord[], effects: EffectAccess): UncertainEffect[] {
+  const uncertain: UncertainEffect[] = [];
+  for (const m of open) {
+    const effect = effects.effectOf(m.callId);
+    // Settled by the effect owner: no longer uncertain; the next driver takes its outcome.
+    if (effect && takenOutcome(effect)) continue;
+    uncertain.push({ call_id: m.callId, operation_id: operationIdOf(m.callId), outcome: effect?.outcome ?? null });
+  }
+  return uncertain;
+}
+
+/** A call's outcome: the engine's record of it and the effect owner's. */
+export interface CallOutcome {
+  readonly state: Extract<MutationState, 'committed' | 'failed' | 'uncertain'>;
+  readonly status: ToolResultStatus;
+  /** What the model sees. */
+  readonly result: JsonValue;
+  readonly effect: { readonly outcome: 'committed' | 'rejected' | 'unknown'; readonly receipt: JsonValue };
+}
+
+/** The outcome of a tool that returned. */
+export function outcomeOfOutput(output: unknown): CallOutcome {
+  if (isInteractionRequest(output)) {
+    // It has already run, so its effect may have happened: that is an unknown outcome, not a failure.
+    const result = { error: 'interaction_from_mutating_tool', message: 'A mutating tool asked for an interaction after running; its outcome is unknown.' };
+    return { state: 'uncertain', status: 'mutation_uncertain', result, effect: { outcome: 'unknown', receipt: { reason: 'interaction_from_mutating_tool' } } };
+  }
+  const { ok, value } = toJsonResult(isEffectOutput(output) ? output.result : output);
+  const receipt = isEffectOutput(output) && ok ? output.receipt : value;
+  return { state: 'committed', status: ok ? 'ok' : 'error', result: value, effect: { outcome: 'committed', receipt: bounded(receipt) } };
+}
+
+/** The outcome of a tool that threw, by the error's code — see the module header. */
+export function outcomeOfThrow(toolName: string, e: unknown): CallOutcome {
+  if (isEffectError(e, 'effect_outcome_unknown')) {
+    const reason = typeof e.details?.reason === 'string' ? e.details.reason : 'outcome_unknown';
+    const result = { error: 'mutation_uncertain', message: `The outcome of ${toolName} is unknown: ${errorMessage(e)}` };
+    return { state: 'uncertain', status: 'mutation_uncertain', result, effect: { outcome: 'unknown', receipt: { reason } } };
+  }
+  if (isLoopxError(e) && e.kind !== 'internal') {
+    // A typed refusal (rejected, conflict, not found, usage): the tool or an owner refused before acting.
+    return { state: 'failed', status: 'error', result: toolError(e), effect: { outcome: 'rejected', receipt: refusalReceipt(e) } };
+  }
+  // An untyped or internal throw mid-dispatch: the effect may have happened, so its outcome is unknown.
+  const result = { error: 'mutation_uncertain', message: `The outcome of ${toolName} is unknown: ${errorMessage(e)}` };
+  return { state: 'uncertain', status: 'mutation_uncertain', result, effect: { outcome: 'unknown', receipt: { reason: isLoopxError(e) ? e.code : 'tool_failed' } } };
+}
+
+/**
+ * Settle a dispatched call's effect with its outcome. Returns undefined when it was settled as
+ * given, or the effect as someone else settled it meanwhile (a reconciliation): that outcome stands.
+ */
+export function settleEffect(journal: EffectJournal, operationId: string, outcome: CallOutcome): EffectRecord | undefined {
+  try {
+    journal.settle(operationId, outcome.effect.outcome, outcome.effect.receipt);
+    return undefined;
+  } catch (e) {
+    if (!isEffectError(e, 'effect_already_settled')) throw e;
+    return journal.get(operationId);
+  }
+}
+
+/** The engine's record of a call whose effect the effect owner has settled; undefined while the outcome is uncertain. */
+export function takenOutcome(effect: EffectRecord): { readonly state: MutationState; readonly status: ToolResultStatus; readonly result: JsonValue } | undefined {
+  const op = effect.operation_id;
+  switch (effect.outcome) {
+    case 'committed':
+      return { state: 'committed', status: 'ok', result: { result: 'already_applied', operation_id: op, receipt: effect.receipt as JsonValue } };
+    case 'absent':
+      return { state: 'absent', status: 'error', result: { error: 'mutation_absent', message: 'The effect owner established that this operation did not take effect. It was not retried.' } };
+    case 'rejected':
+      return { state: 'failed', status: 'error', result: { error: 'effect_rejected', message: 'The operation was refused before it took effect.', receipt: effect.receipt as JsonValue } };
+    case 'superseded':
+      return { state: 'failed', status: 'error', result: { error: 'effect_superseded', message: 'The operation was superseded before it was dispatched; it did not take effect.' } };
+    default:
+      return undefined;
+  }
+}
+
+/** A call found dispatched in the effect owner, with no outcome there: it stays uncertain. */
+export const undispatchedOutcome = (toolName: string): { readonly state: MutationState; readonly status: ToolResultStatus; readonly result: JsonValue } => ({
+  state: 'uncertain',
+  status: 'mutation_uncertain',
+  result: { error: 'mutation_uncertain', message: `An earlier dispatch of ${toolName} has no recorded outcome. It will not be re-run.` },
+});
+
+/** The engine's record of a call the operator resolved. */
+export function operatorOutcome(resolution: Resolution): { readonly state: MutationState; readonly status: ToolResultStatus; readonly result: JsonValue } {
+  if (resolution.kind === 'committed') {
+    let result: JsonValue;
+    try {
+      result = JSON.parse(resolution.resultJson) as JsonValue;
+    } catch {
+      throw rejected('resolution_result_invalid', 'The --committed result is not JSON.', { nextAction: 'pass the result as JSON, e.g. \'{"ok":true}\' or \'"text"\'' });
+    }
+    return { state: 'committed', status: 'ok', result };
+  }
+  if (resolution.kind === 'absent') {
+    return { state: 'absent', status: 'error', result: { error: 'mutation_absent', message: 'The operator established that this operation did not take effect. It was not retried.' } };
+  }
+  return { state: 'abandoned', status: 'error', result: { error: 'mutation_abandoned', message: 'The operator abandoned this operation; its outcome stays unknown. It was not retried.' } };
+}
+
+/** Whether an operator's resolution agrees with an outcome the effect owner settled. */
+export const agrees = (resolution: Resolution, effect: EffectRecord): boolean =>
+  resolution.kind === 'abandon' || (resolution.kind === 'committed' ? effect.outcome === 'committed' : effect.outcome !== 'committed');
+
+/**
+ * Settle an uncertain call's effect by the operator's resolution, under its original operation id
+ * and only from the exact state it is read in. Returns the effect as it ends and whether this
+ * resolution settled it; an effect settled meanwhile (by reconciliation) is returned as it is.
+ * `--abandon` leaves the outcome unknown: recorded as such, and held.
+ */
+export function settleByOperator(journal: EffectJournal, operationId: string, resolution: Resolution, result: JsonValue): { readonly effect: EffectRecord; readonly byOperator: boolean } {
+  for (let attempt = 0; ; attempt++) {
+    const e = journal.get(operationId)!;
+    if (takenOutcome(e)) return { effect: e, byOperator: false };
+    const expected = { outcome: e.outcome, attempt: e.attempt };
+    try {
+      if (resolution.kind === 'committed') return { effect: journal.resolve(operationId, expected, 'committed', { resolved_by: 'operator', result: bounded(result) }).effect, byOperator: true };
+      if (resolution.kind === 'absent') return { effect: journal.resolve(operationId, expected, 'absent', { resolved_by: 'operator' }).effect, byOperator: true };
+      if (e.outcome === 'pending') journal.resolve(operationId, expected, 'unknown', { resolved_by: 'operator', abandoned: true });
+      return { effect: journal.holdUnknown(operationId, 'operator_abandoned'), byOperator: true };
+    } catch (err) {
+      // Settled or changed between the read and the write: read it again and decide on what it is now.
+      if (attempt === 0 && (isEffectError(err, 'effect_state_changed') || isEffectError(err, 'effect_already_settled'))) continue;
+      throw err;
+    }
+  }
+}
+
+export function toolError(e: unknown): JsonValue {
+  return { error: isLoopxError(e) ? e.code : 'tool_failed', message: errorMessage(e) };
+}
+
+/** A tool's output as a JSON result; a value JSON cannot carry is reported as an error result. */
+export function toJsonResult(output: unknown): { ok: boolean; value: JsonValue } {
+  const value = output === undefined ? null : output;
+  try {
+    canonicalJson(value);
+    return { ok: true, value: value as JsonValue };
+  } catch {
+    return { ok: false, value: { error: 'tool_result_not_json', message: 'The tool returned a value that is not JSON.' } };
+  }
+}
+
+export const errorMessage = (e: unknown): string => (e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 500);
+
+/** A refusal's receipt: its code and its public-safe details. */
+function refusalReceipt(e: LoopxError): JsonValue {
+  try {
+    return bounded({ ...(e.details as { [k: string]: JsonValue } | undefined), code: e.code });
+  } catch {
+    return { code: e.code };
+  }
+}
+
+/** A JSON value small enough for an effect receipt, or its digest. */
+function bounded(value: JsonValue): JsonValue {
+  const text = canonicalJson(value);
+  const size = Buffer.byteLength(text, 'utf8');
+  return size <= MAX_RECEIPT_BYTES / 2 ? value : { sha256: sha256Hex(text), bytes: size };
+}
