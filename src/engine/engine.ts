@@ -22,12 +22,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { canonicalJson } from '../core/canonical-json.js';
-import { conflict, hasCode, internal, isLoopxError, LoopxError, notFound, rejected } from '../core/errors.js';
-import { toHex } from '../core/digest.js';
-import { faultPoint } from '../core/faults.js';
-import { tryLockExclusive } from '../core/flock.js';
-import { ensurePrivateDir } from '../core/fs.js';
+import { canonicalJson, conflict, hasCode, internal, isLoopxError, LoopxError, notFound, rejected, toHex, faultPoint, tryLockExclusive, ensurePrivateDir } from '../core/index.js';
 import { decodeEnvelope, encodeEnvelope, encodeSnapshot, ENVELOPE_ERRORS, signEnvelope, snapshotDigest, TERMINAL_LIFECYCLES, verifyEnvelope, type Message, type SnapshotEnvelope, type RunSnapshotState, type ToolCallPart, type ToolResultPart, type ToolResultStatus } from '../snapshot/index.js';
 import { agentDefinitionToFile, defineAgent, type AgentDefinition } from './agent.js';
 import type { Application } from './application.js';

@@ -18,15 +18,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { isLoopxError, rejected } from '../core/errors.js';
-import { LOOPX_VERSION } from '../core/version.js';
-import * as configOwner from '../owners/config/index.js';
-import * as effectOwner from '../owners/effect/index.js';
-import * as goalOwner from '../owners/goal/index.js';
-import { LAYOUT } from '../owners/layout.js';
-import * as registryOwner from '../owners/registry/index.js';
-import * as sessionOwner from '../owners/session/index.js';
-import * as workOwner from '../owners/work/index.js';
+import { isLoopxError, rejected, LOOPX_VERSION } from '../core/index.js';
+import { config as configOwner, effect as effectOwner, goal as goalOwner, LAYOUT, registry as registryOwner, session as sessionOwner, work as workOwner } from '../owners/index.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import type { Engine, RunView } from './engine.js';

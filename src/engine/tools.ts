@@ -5,7 +5,7 @@
  * mistaken for a lease: only `ToolPlanHost.lease` makes one.
  */
 import { Ajv, type ValidateFunction } from 'ajv';
-import { conflict, notFound, rejected } from '../core/errors.js';
+import { conflict, notFound, rejected } from '../core/index.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };

@@ -12,10 +12,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { notFound } from '../core/errors.js';
-import { operatorPath } from '../core/recovery-workspace.js';
-import { effect, goal, session, work } from '../owners/index.js';
-import { LAYOUT } from '../owners/layout.js';
+import { notFound, operatorPath } from '../core/index.js';
+import { effect, goal, session, work, LAYOUT } from '../owners/index.js';
 import { showAudit, WORKSPACE_DIR } from '../recovery/index.js';
 import { readHistoricalRuns, type HistoricalRun } from './run-store/historical.js';
 

@@ -7,7 +7,7 @@
  * lease. Its report carries counts, ids, statuses and finding codes — never payloads.
  */
 import { closeSync, constants, openSync, readSync } from 'node:fs';
-import { readRegularFileOnce } from '../core/read-once.js';
+import { readRegularFileOnce } from '../core/index.js';
 import { join } from 'node:path';
 import { isOutOfSpace, openSqliteCopy } from '../store/index.js';
 import { config, effect, goal, quota, registry, scheduler, session, work } from '../owners/index.js';

@@ -6,7 +6,7 @@
  */
 import Database from 'better-sqlite3';
 import { chmodSync, existsSync } from 'node:fs';
-import { internal } from '../core/errors.js';
+import { internal } from '../core/index.js';
 
 export type SqliteDatabase = Database.Database;
 export type SqliteStatement = Database.Statement;

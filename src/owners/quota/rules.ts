@@ -2,8 +2,7 @@
  * The quota owner's decisions as pure functions, shared by the SQLite provider and the in-memory
  * reference: request validation and digest, replay/conflict, void, and window normalization.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
+import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';
 import type { QuotaGoal, QuotaWindow, SpendEntry, SpendRequest } from './contract.js';
 import { invalidInput, spendConflict } from './errors.js';

@@ -2,7 +2,7 @@
  * SQLite quota ledger: `quota.db` in the runtime root. Each write is one IMMEDIATE transaction
  * that re-reads the entry it decides on, so two processes never debit one effect id twice.
  */
-import { internal } from '../../core/errors.js';
+import { internal } from '../../core/index.js';
 import { RowInvalid, openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
 import type { QuotaLedger, QuotaLedgerOptions, SpendEntry } from './contract.js';
 import { spendNotFound } from './errors.js';

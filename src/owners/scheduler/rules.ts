@@ -4,8 +4,7 @@
  * fire acknowledgement that skips (never replays) missed occurrences.
  */
 import { randomBytes } from 'node:crypto';
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
+import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';
 import type { Cadence, CadenceFrequency, CreateTimerRequest, Timer } from './contract.js';
 import { CADENCE_FREQUENCIES } from './contract.js';

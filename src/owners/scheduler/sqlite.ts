@@ -3,7 +3,7 @@
  * transaction that re-reads the timer it decides on, so the reset-token fence and the
  * acknowledge-once rule hold across processes sharing the file.
  */
-import { internal } from '../../core/errors.js';
+import { internal } from '../../core/index.js';
 import { RowInvalid, openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
 import type { SchedulerStore, SchedulerStoreOptions, Timer } from './contract.js';
 import { timerNotFound } from './errors.js';

@@ -3,8 +3,7 @@
  * provider and the in-memory reference so both enforce the contract identically. Storage code
  * reads the rows, asks these functions, then writes what they decided inside one transaction.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
+import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';
 import type {
   GoalRef,

@@ -4,7 +4,7 @@
  * by the same generation checks as one.
  */
 import { randomBytes } from 'node:crypto';
-import { internal } from '../../core/errors.js';
+import { internal } from '../../core/index.js';
 import { RowInvalid, openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
 import type { Session, SessionStore, SessionStoreOptions, TurnJournal, TurnSettlement } from './contract.js';
 import { SESSION_MODE } from './contract.js';

@@ -6,9 +6,7 @@
  * read here — leases, fence, receipts — authorizes execution (`execution_authority_granted: false`).
  */
 import { existsSync, statSync } from 'node:fs';
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
-import { isLoopxError } from '../../core/errors.js';
+import { canonicalJson, sha256Hex, isLoopxError } from '../../core/index.js';
 import { isOutOfSpace } from '../../store/index.js';
 import { INCARNATION_PATTERN, MAX_SCAN_LIMIT, STORE_IDENTITY_PATTERN, parseProviderRevision } from './contract.js';
 import { finding, type WorkFinding, type WorkFindingCode } from './findings.js';

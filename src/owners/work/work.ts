@@ -17,9 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
-import { conflict, internal, notFound, rejected, type LoopxError } from '../../core/errors.js';
+import { canonicalJson, sha256Hex, conflict, internal, notFound, rejected, type LoopxError } from '../../core/index.js';
 import { LAYOUT } from '../layout.js';
 import type { JsonValue, WorkLoad, WorkProvider, WorkStoreIdentity } from './contract.js';
 import {
