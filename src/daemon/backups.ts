@@ -15,8 +15,7 @@ import { closeSync, constants, existsSync, lstatSync, openSync, readdirSync, rmS
 import { BACKUP_ID } from '../backup/index.js';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { conflict, isLoopxError, notFound, rejected } from '../core/errors.js';
-import { ensurePrivateDir } from '../core/fs.js';
+import { conflict, isLoopxError, notFound, rejected, ensurePrivateDir } from '../core/index.js';
 import { RECOVERY_LIMITS, executeVerifyIsolated, publicSummary, showAudit, type RecoveryAudit, type VerifyProgress } from '../recovery/index.js';
 import { daemonError } from './security.js';
 

@@ -5,7 +5,7 @@
  * Anything else is an internal error whose message is not shown (it may name paths).
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isLoopxError, type ErrorKind } from '../core/errors.js';
+import { isLoopxError, type ErrorKind } from '../core/index.js';
 
 const STATUS: Record<ErrorKind, number> = { usage: 400, not_found: 404, conflict: 409, rejected: 422, internal: 500 };
 

@@ -7,12 +7,8 @@
  * its port, so `loopx daemon login-url` can ask it for another one-time login address.
  */
 import { rmSync } from 'node:fs';
-import { readRegularFileOnce } from '../core/read-once.js';
+import { readRegularFileOnce, conflict, internal, notFound, usageError, tryLockExclusive, ensurePrivateDir, writeFileDurable, PACKAGE_ROOT } from '../core/index.js';
 import { join, resolve } from 'node:path';
-import { conflict, internal, notFound, usageError } from '../core/errors.js';
-import { tryLockExclusive } from '../core/flock.js';
-import { ensurePrivateDir, writeFileDurable } from '../core/fs.js';
-import { PACKAGE_ROOT } from '../core/version.js';
 import { buildApp, type DaemonApp } from './app.js';
 import type { DaemonTimeouts } from './body.js';
 import { LoginTokens, newToken } from './security.js';

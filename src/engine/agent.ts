@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
-import { isLoopxError, notFound, rejected } from '../core/errors.js';
+import { isLoopxError, notFound, rejected } from '../core/index.js';
 import type { ModelRef } from '../snapshot/index.js';
 import type { JsonValue } from './tools.js';
 

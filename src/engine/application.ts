@@ -8,7 +8,7 @@
  * - `convenienceApplication` leaves compatibility empty and identities optional: local
  *   suspend/resume and export for inspection work, and other engines refuse its snapshots.
  */
-import { rejected, notFound } from '../core/errors.js';
+import { rejected, notFound } from '../core/index.js';
 import type { ComponentIdentity, ComponentKind, PlanIdentity } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import { compareComponents, computePlanIdentity } from './identity.js';

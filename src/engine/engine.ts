@@ -23,12 +23,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { canonicalJson } from '../core/canonical-json.js';
-import { conflict, hasCode, internal, isLoopxError, LoopxError, notFound, rejected } from '../core/errors.js';
-import { toHex } from '../core/digest.js';
-import { faultPoint } from '../core/faults.js';
-import { tryLockExclusive } from '../core/flock.js';
-import { ensurePrivateDir } from '../core/fs.js';
+import { canonicalJson, conflict, hasCode, internal, isLoopxError, LoopxError, notFound, rejected, toHex, faultPoint, tryLockExclusive, ensurePrivateDir } from '../core/index.js';
 import { decodeEnvelope, encodeEnvelope, encodeSnapshot, ENVELOPE_ERRORS, signEnvelope, snapshotDigest, TERMINAL_LIFECYCLES, verifyEnvelope, type Message, type SnapshotEnvelope, type RunSnapshotState, type ToolCallPart, type ToolResultPart, type ToolResultStatus } from '../snapshot/index.js';
 import { agentDefinitionToFile, defineAgent, type AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
@@ -42,7 +37,7 @@ import { memoryRunStore } from './run-store/memory.js';
 import { openSqliteRunStore } from './run-store/sqlite.js';
 import { rootDirectoryIdentity, type RebindOutcome, type RunAuthority, type RunLease, type RunRecord } from '../run-authority/index.js';
 import { LAYOUT } from '../owners/index.js';
-import { alreadySettled, type EffectJournal, type EffectRecord } from '../owners/effect/index.js';
+import { effect as effectOwner } from '../owners/index.js';
 import { isInteractionRequest, type InteractionRequest, type JsonValue, type Tool, type ToolContext, type ToolPlanLease } from './tools.js';
 
 /** Fault points (tests only) around the durable steps of a mutating call. */
@@ -74,7 +69,7 @@ export interface EngineOptions {
   /** A store to use instead of the root's (tests). */
   readonly store?: RunStore;
   /** An effect journal to use instead of the root's effects.db, opened when first needed (tests). */
-  readonly effects?: EffectJournal;
+  readonly effects?: effectOwner.EffectJournal;
   /**
    * The per-user run authority. With one, run locks are the authority's (shared by every root of
    * the user), every run has a durable authority record, and exports are signed envelopes.
@@ -453,8 +448,8 @@ export class Engine {
   }
 
   /** A call the effect owner settled before the operator's resolution: the run has its outcome; a contradicting resolution is refused. */
-  async #resolvedByEffectOwner(runId: string, resolution: Resolution, effect: EffectRecord): Promise<RunView> {
-    if (!agrees(resolution, effect)) throw alreadySettled(effect.operation_id, effect.outcome);
+  async #resolvedByEffectOwner(runId: string, resolution: Resolution, effect: effectOwner.EffectRecord): Promise<RunView> {
+    if (!agrees(resolution, effect)) throw effectOwner.alreadySettled(effect.operation_id, effect.outcome);
     if (this.#head(runId).lifecycle === 'active') await this.#drive(runId);
     return this.#view(this.#head(runId));
   }

@@ -7,11 +7,8 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { notFound } from '../core/errors.js';
-import { ensurePrivateDir } from '../core/fs.js';
-import { refuseRecoveryWorkspaceRoot } from '../core/recovery-workspace.js';
-import { LAYOUT, assertRuntimeRoot } from '../owners/layout.js';
-import * as workOwner from '../owners/work/index.js';
+import { notFound, ensurePrivateDir, refuseRecoveryWorkspaceRoot } from '../core/index.js';
+import { LAYOUT, assertRuntimeRoot, work as workOwner } from '../owners/index.js';
 import { openRunAuthority, type LocalRunAuthority } from '../run-authority/index.js';
 import { builtinApplication } from './builtin.js';
 import { openEngine, type Engine } from './engine.js';

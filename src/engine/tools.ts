@@ -5,8 +5,8 @@
  * mistaken for a lease: only `ToolPlanHost.lease` makes one.
  */
 import { Ajv, type ValidateFunction } from 'ajv';
-import { conflict, notFound, rejected } from '../core/errors.js';
-import type { EffectRecord, JsonValue as EffectJsonValue } from '../owners/effect/index.js';
+import { conflict, notFound, rejected } from '../core/index.js';
+import { effect as effectOwner } from '../owners/index.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
@@ -29,7 +29,7 @@ export interface EffectIntent {
   /** Public-safe label of what it changes (no credentials, queries or fragments). */
   readonly target: string;
   /** What is to happen, private to the effect owner. */
-  readonly intent: EffectJsonValue;
+  readonly intent: effectOwner.JsonValue;
 }
 
 /** What a tool may ask of the run while it executes. */
@@ -39,7 +39,7 @@ export interface ToolContext {
   /** The effect owner's operation id of this call, derived from `callId`. */
   readonly operationId: string;
   /** A mutating call's effect as the effect owner recorded it: its intent and dispatch are durable when `execute` runs. */
-  readonly effect?: EffectRecord;
+  readonly effect?: effectOwner.EffectRecord;
   readonly turn: number;
   /** Ask a human. The run waits; `loopx run answer` continues it with the answer as this call's result. */
   requestInteraction(interactionId: string, prompt: string): InteractionRequest;

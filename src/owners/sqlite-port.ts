@@ -5,7 +5,7 @@
  * Only a failing COMMIT is `ambiguous`; anything failing before it is rolled back and `failed`
  * (nothing written). It decides nothing about the owner's rows.
  */
-import { internal, isLoopxError } from '../core/errors.js';
+import { internal, isLoopxError } from '../core/index.js';
 import { RowInvalid, SQLITE_PROVIDER, openSqlite, setup, type Migration, type SqliteDatabase } from '../store/index.js';
 import { APPLIED, conflictOf, providerClosed, type CommitResult, type ConflictReason } from './port.js';
 

@@ -8,12 +8,7 @@
  */
 import { join } from 'node:path';
 import { createHmac, randomBytes } from 'node:crypto';
-import { canonicalJson } from '../core/canonical-json.js';
-import { sha256Hex } from '../core/digest.js';
-import { notFound, rejected } from '../core/errors.js';
-import { readRegularFileOnce } from '../core/read-once.js';
-import { LOOPX_VERSION } from '../core/version.js';
-import { RECOVERY_AUDIT_FILE, RECOVERY_WORKSPACE_DIR } from '../core/recovery-workspace.js';
+import { canonicalJson, sha256Hex, notFound, rejected, readRegularFileOnce, LOOPX_VERSION, RECOVERY_AUDIT_FILE, RECOVERY_WORKSPACE_DIR } from '../core/index.js';
 import { BACKUP_SCHEMA, type BackupManifest } from '../backup/index.js';
 import { AUDIT_CODES } from './codes.js';
 import type { ExtractionFacts } from './extract.js';

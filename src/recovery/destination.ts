@@ -9,8 +9,7 @@
  */
 import { lstatSync, realpathSync, statfsSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
-import { conflict, rejected } from '../core/errors.js';
-import { physical, recoveryDestinationOf } from '../core/recovery-workspace.js';
+import { conflict, rejected, physical, recoveryDestinationOf } from '../core/index.js';
 import type { BackupManifest } from '../backup/index.js';
 import { LAYOUT, ROOT_MARKERS } from '../owners/index.js';
 import { CAPACITY_CODES, DESTINATION_CODES } from './codes.js';

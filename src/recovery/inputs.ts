@@ -7,11 +7,9 @@
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
 import { readFileSync, statSync } from 'node:fs';
-import { readRegularFileOnce } from '../core/read-once.js';
+import { readRegularFileOnce, internal, notFound, rejected, PACKAGE_ROOT } from '../core/index.js';
 import { join } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import { internal, notFound, rejected } from '../core/errors.js';
-import { PACKAGE_ROOT } from '../core/version.js';
 import { BACKUP_SCHEMA, type BackupManifest } from '../backup/index.js';
 import { INPUT_CODES } from './codes.js';
 import { RECOVERY_LIMITS } from './limits.js';

@@ -12,7 +12,7 @@
  * not leave the workspace; a hard link is never materialized (it is refused, with the most
  * specific reason).
  */
-import { rejected, type LoopxError } from '../core/errors.js';
+import { rejected, type LoopxError } from '../core/index.js';
 import { CAPACITY_CODES, MEMBER_CODES } from './codes.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { SQLITE_SIDECAR_SUFFIXES, foldPath, sqliteSidecarBase } from '../backup/index.js';

@@ -15,7 +15,7 @@
  * `onData` for its bytes and `onEntryEnd` after them; `finish()` checks the end-of-archive and
  * that the stream is whole 512-byte blocks.
  */
-import { rejected, type LoopxError } from '../core/errors.js';
+import { rejected, type LoopxError } from '../core/index.js';
 import { FORMAT_CODES, MEMBER_CODES } from './codes.js';
 import { capacityRefusal } from './members.js';
 import { RECOVERY_LIMITS } from './limits.js';

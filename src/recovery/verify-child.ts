@@ -10,7 +10,7 @@
  * `verify_interrupted`.
  */
 import { createInterface } from 'node:readline';
-import { isLoopxError } from '../core/errors.js';
+import { isLoopxError } from '../core/index.js';
 import { executeVerify, type VerifyInputs } from './verify.js';
 
 const MAX_LINE = 64 * 1024;

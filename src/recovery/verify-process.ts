@@ -17,7 +17,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { LoopxError, rejected, type ErrorKind } from '../core/errors.js';
+import { LoopxError, rejected, type ErrorKind } from '../core/index.js';
 import { showAudit, type RecoveryAudit } from './audit.js';
 import { interrupted } from './extract.js';
 import { RECOVERY_LIMITS } from './limits.js';

@@ -17,8 +17,7 @@
 import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fsyncDir } from '../core/fs.js';
-import { conflict, hasCode, internal, isLoopxError, rejected } from '../core/errors.js';
+import { fsyncDir, conflict, hasCode, internal, isLoopxError, rejected } from '../core/index.js';
 import { isOutOfSpace } from '../store/index.js';
 import { CAPACITY_CODES, DESTINATION_CODES, OWNER_CODES } from './codes.js';
 import { AUDIT_FILE, WORKSPACE_DIR, buildAudit, publicSummary, publishableAuditBytes, type PublicAuditSummary, type RecoveryAudit } from './audit.js';

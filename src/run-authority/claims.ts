@@ -11,8 +11,8 @@
  * anything, and never decides liveness: the authority checks that before it asks.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { internal, rejected } from '../core/errors.js';
-import { lengthPrefixed, u64be, utf8 } from '../core/encoding.js';
+import { internal, rejected } from '../core/index.js';
+import { lengthPrefixed, u64be, utf8 } from '../core/index.js';
 import type { ClaimInput } from './contract.js';
 
 export const SUBKEY_DOMAIN = 'loopx.run-authority.subkey/v1';

@@ -36,9 +36,7 @@ import {
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { isAbsolute, resolve, sep } from 'node:path';
-import { conflict, internal, LoopxError, rejected } from '../core/errors.js';
-import { faultPoint } from '../core/faults.js';
-import { writeNewFileSync } from '../core/fs.js';
+import { conflict, internal, LoopxError, rejected, faultPoint, writeNewFileSync } from '../core/index.js';
 
 const STICKY = 0o1000;
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}$/;

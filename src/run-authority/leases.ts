@@ -9,7 +9,7 @@
  * (flock files, a set in memory, an advisory lock in a database): the book is handed an `unlock`
  * per lease and a `tryLock` per import wait. It holds no keys and stores nothing.
  */
-import { conflict, internal, rejected } from '../core/errors.js';
+import { conflict, internal, rejected } from '../core/index.js';
 import type { ImportLease, RunLease } from './contract.js';
 
 /** How long an importer waits for a competing import of the same run before `import_busy`. */

@@ -17,7 +17,7 @@
  * identities are still real: `rebindRoot` asks the file system whether the bound original exists.
  */
 import { randomBytes } from 'node:crypto';
-import { faultPoint } from '../core/faults.js';
+import { faultPoint } from '../core/index.js';
 import { Keyring } from './claims.js';
 import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
 import { decodeRecord, encodeRecord } from './records.js';

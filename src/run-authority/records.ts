@@ -3,7 +3,7 @@
  * stores these bytes and reads them back through `decodeRecord`, so a record round-trips the same
  * way everywhere and a damaged one is `authority_record_corrupt` — never treated as absent.
  */
-import { internal } from '../core/errors.js';
+import { internal } from '../core/index.js';
 import type { RunRecord, RunRecordState } from './contract.js';
 
 const RECORD_SCHEMA = 'loopx.run-authority.record/v1';

@@ -30,7 +30,7 @@
  * It never reads or writes inside the root, and never prints a path (the binding is private).
  */
 import { realpathSync, statSync } from 'node:fs';
-import { LoopxError, conflict, internal, rejected } from '../core/errors.js';
+import { LoopxError, conflict, internal, rejected } from '../core/index.js';
 import type { ConfinedDir } from './confined-dir.js';
 
 const BINDING_SCHEMA = 'loopx.run-authority.root/v1';

@@ -13,9 +13,7 @@
  */
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { timingSafeEqual } from 'node:crypto';
-import { sha256, toHex } from '../core/digest.js';
-import { lengthPrefixed, u32be, u64be, utf8 } from '../core/encoding.js';
-import { rejected } from '../core/errors.js';
+import { sha256, toHex, lengthPrefixed, u32be, u64be, utf8, rejected } from '../core/index.js';
 import { decodeSnapshot, LIFECYCLE_WIRE_NUMBER, SNAPSHOT_LIMITS } from './codec.js';
 import { SnapshotEnvelopeSchema } from './gen/loopx/snapshot/v1alpha2/envelope_pb.js';
 import type { Lifecycle, RunSnapshotState } from './state.js';

@@ -9,7 +9,7 @@
  */
 import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, fsyncSync, openSync, constants } from 'node:fs';
-import { rejected } from '../core/errors.js';
+import { rejected } from '../core/index.js';
 
 export interface SqliteSnapshotFacts {
   readonly sqliteVersion: string;

@@ -1,9 +1,8 @@
 /** `loopx goal create|list|show` — Goals through the goal owner. */
 import type { Command } from 'commander';
-import { notFound } from '../../core/errors.js';
+import { notFound } from '../../core/index.js';
 import { goalDetail } from '../../engine/index.js';
-import * as goalOwner from '../../owners/goal/index.js';
-import * as workOwner from '../../owners/work/index.js';
+import { goal as goalOwner, work as workOwner } from '../../owners/index.js';
 import { emit, type GlobalOptions } from '../context.js';
 import { withOwners } from './owners-context.js';
 

@@ -1,7 +1,7 @@
 /** Opening the owners of the runtime root for the Goal/Todo commands. */
-import { notFound } from '../../core/errors.js';
+import { notFound } from '../../core/index.js';
 import { withRootOwners, type RootOwners } from '../../engine/index.js';
-import * as workOwner from '../../owners/work/index.js';
+import { work as workOwner } from '../../owners/index.js';
 import { existingRoot, type GlobalOptions } from '../context.js';
 
 /** The root's owners; `root_not_found` (never an empty answer) when the root does not exist. */

@@ -1,7 +1,7 @@
 /** Reading a snapshot file under the envelope's size bound, with typed refusals. */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { conflict, LoopxError, notFound, rejected } from '../../core/errors.js';
+import { conflict, LoopxError, notFound, rejected } from '../../core/index.js';
 import { SNAPSHOT_LIMITS } from '../../snapshot/index.js';
 
 export function readSnapshotFile(file: string): Uint8Array {

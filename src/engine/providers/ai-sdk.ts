@@ -36,7 +36,7 @@ import type {
   LanguageModelV3ToolCallPart,
   LanguageModelV3ToolResultPart,
 } from '@ai-sdk/provider';
-import { internal, rejected } from '../../core/errors.js';
+import { internal, rejected } from '../../core/index.js';
 import type { ComponentIdentity, Message, Part } from '../../snapshot/index.js';
 import { ALLOWED_PARTS } from '../../snapshot/index.js';
 import type { JsonValue, ToolDefinition } from '../tools.js';

@@ -1,7 +1,6 @@
 /** In-memory reference run store: the contract without a disk, for engine tests. */
-import { canonicalJson } from '../../core/canonical-json.js';
+import { canonicalJson, conflict, rejected } from '../../core/index.js';
 import { randomBytes } from 'node:crypto';
-import { conflict, rejected } from '../../core/errors.js';
 import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
 import { agentDefinitionToFile, parseAgentDefinition, type AgentDefinition } from '../agent.js';
 import type { RunEvent } from '../events.js';

@@ -2,9 +2,8 @@
  * SQLite run store: `engine.db` in the runtime root. One database for the kernel state and its
  * event log, so a head change and the events that explain it commit in one transaction.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
+import { canonicalJson, conflict, rejected } from '../../core/index.js';
 import { randomBytes } from 'node:crypto';
-import { conflict, rejected } from '../../core/errors.js';
 import { openSqlite, setup, type SqliteDatabase, type SqliteStatement } from '../../store/index.js';
 import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
 import { agentDefinitionToFile, parseAgentDefinition, type AgentDefinition } from '../agent.js';

@@ -2,7 +2,7 @@
  * Typed refusals of the effect owner. Each code is stable and carries exactly one next action;
  * details hold ids and outcomes only — never intents, receipts or URLs.
  */
-import { LoopxError, type ErrorKind, type LoopxErrorOptions } from '../../core/errors.js';
+import { LoopxError, type ErrorKind, type LoopxErrorOptions } from '../../core/index.js';
 
 export const EFFECT_ERROR_CODES = [
   'effect_input_invalid',

@@ -4,8 +4,7 @@
  * registry's public API only — this owner never writes registry.json). The file and memory
  * implementations differ only in their GoalStorage.
  */
-import { sha256Hex } from '../../core/digest.js';
-import { conflict, hasCode, notFound, rejected } from '../../core/errors.js';
+import { sha256Hex, conflict, hasCode, notFound, rejected } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';
 import type { Registry } from '../registry/index.js';
 import {

@@ -3,9 +3,7 @@
  * both implementations apply. Decoding is strict (fail closed); encoding is canonical JSON plus a
  * newline, so equal documents have equal bytes and equal revisions.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
-import { conflict, notFound, rejected, type LoopxError } from '../../core/errors.js';
+import { canonicalJson, sha256Hex, conflict, notFound, rejected, type LoopxError } from '../../core/index.js';
 import { GOAL_ID, LAYOUT } from '../layout.js';
 import {
   REGISTRY_SCHEMA,

@@ -4,10 +4,7 @@
  * death). Reads take no lock: a rename is atomic, so a read sees one whole version.
  */
 import { join } from 'node:path';
-import { rejected, type LoopxError } from '../../core/errors.js';
-import { withExclusiveLock } from '../../core/flock.js';
-import { writeFileDurable } from '../../core/fs.js';
-import { readRegularFileOnce } from '../../core/read-once.js';
+import { rejected, type LoopxError, withExclusiveLock, writeFileDurable, readRegularFileOnce } from '../../core/index.js';
 import { assertRuntimeRoot, LAYOUT } from '../layout.js';
 import { checkRevision, encodeRegistry, exactRead, REGISTRY_MAX_BYTES, toRead, withGoal, withGoalStatus, withProject } from './codec.js';
 import type { Registry, RegistryDocument, RegistryExactRead, RegistryRead } from './contract.js';

@@ -4,7 +4,7 @@
  */
 import { join } from 'node:path';
 import { lstatSync } from 'node:fs';
-import { isLoopxError, rejected } from '../../core/errors.js';
+import { isLoopxError, rejected } from '../../core/index.js';
 import { LAYOUT } from '../layout.js';
 import { exactRead } from './codec.js';
 import type { RegistryFindingCode, RegistryHistoricalRead } from './contract.js';

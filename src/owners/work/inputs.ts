@@ -1,5 +1,5 @@
 /** The work owner's limits and input checks: every request field is checked here before a plan is made. */
-import { rejected, type LoopxError } from '../../core/errors.js';
+import { rejected, type LoopxError } from '../../core/index.js';
 import type { JsonValue } from './contract.js';
 import { TODO_STATUSES, type FenceToken, type TodoStatus, type WorkOperation } from './model.js';
 import type { LeaseProof } from './api.js';

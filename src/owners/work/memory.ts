@@ -3,7 +3,7 @@
  * `MemoryWorkState` object, so a test can "restart" by opening a new provider on the same state.
  * Stores canonical JSON text (like the SQLite provider) and hands back parsed copies.
  */
-import { internal } from '../../core/errors.js';
+import { internal } from '../../core/index.js';
 import { MEMORY_PROVIDER } from '../../store/index.js';
 import {
   formatProviderRevision,

@@ -4,9 +4,7 @@
  * every next projection with `applyTransaction`, so replaying history (retained-prefix verify,
  * recovery readback) reproduces the head byte for byte. Never does I/O, never reads a clock.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
-import { rejected } from '../../core/errors.js';
+import { canonicalJson, sha256Hex, rejected } from '../../core/index.js';
 import type { JsonObject } from './contract.js';
 
 export const TODO_STATUSES = ['open', 'done', 'blocked', 'deferred'] as const;

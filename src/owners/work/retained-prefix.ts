@@ -9,9 +9,7 @@
  * checks the result against the header's head projection digest. A valid prefix is history: it
  * never makes a lease valid or grants authority.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
-import { internal } from '../../core/errors.js';
+import { canonicalJson, sha256Hex, internal } from '../../core/index.js';
 import { MAX_SCAN_LIMIT, WORK_RETENTION, type JsonObject, type WorkProvider } from './contract.js';
 import { finding, hasErrors, type WorkFinding } from './findings.js';
 import {

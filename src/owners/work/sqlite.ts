@@ -14,7 +14,7 @@
  * copy, never creates sidecars beside it and holds no lock on it.
  */
 import { existsSync, lstatSync } from 'node:fs';
-import { hasCode, internal, isLoopxError, notFound, rejected, type LoopxError } from '../../core/errors.js';
+import { hasCode, internal, isLoopxError, notFound, rejected, type LoopxError } from '../../core/index.js';
 import {
   SQLITE_COPY_TOO_LARGE,
   SQLITE_COPY_UNREADABLE,

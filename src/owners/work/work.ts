@@ -22,9 +22,9 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
-import { conflict, internal, notFound, rejected } from '../../core/errors.js';
+import { canonicalJson } from '../../core/index.js';
+import { sha256Hex } from '../../core/index.js';
+import { conflict, internal, notFound, rejected } from '../../core/index.js';
 import { LAYOUT } from '../layout.js';
 import type { JsonValue, WorkLoad } from './contract.js';
 import {
