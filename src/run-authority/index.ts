@@ -4,3 +4,4 @@ export { LocalRunAuthority, openRunAuthority, defaultAuthorityDir, deriveRunSubk
 export { ConfinedDir, validateAncestry } from './confined-dir.js';
 export { rootDirectoryIdentity, ROOT_IS_COPY, type RebindOutcome, type RootDirectoryIdentity } from './roots.js';
 export { recordNextAction } from './next-action.js';
+export { leaseRequired, runIdInvalid } from './errors.js';

@@ -20,6 +20,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { conflict, internal, LoopxError, rejected, lengthPrefixed, u64be, utf8, tryFlock } from '../core/index.js';
 import { ConfinedDir } from './confined-dir.js';
+import { authorityClosed, leaseRequired, runIdInvalid } from './errors.js';
 import { bindRoot, rebindRoot, type RebindOutcome, type RootDirectoryIdentity } from './roots.js';
 import type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord, RunRecordState } from './contract.js';
 
@@ -30,7 +31,8 @@ const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const GEN_FILE = /^([1-9][0-9]{0,15})\.(key|retired)$/;
 const RECORD_SCHEMA = 'loopx.run-authority.record/v1';
 const STATES: readonly RunRecordState[] = ['ACTIVE', 'SUSPENDED', 'IMPORTING', 'TERMINAL'];
-const runIdInvalid = () => rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
+const generationUnknown = (generation: number, why: string) => rejected('authority_generation_unknown', `Key generation ${generation} is not ${why}.`);
+const recordCorrupt = (runId: string, why: string) => internal('authority_record_corrupt', `The authority record of run ${runId} is ${why}.`);
 
 /**
  * The per-run subkey (ARCHITECTURE.md "Decisions"): HMAC-SHA256 keyed by the authority key over
@@ -158,7 +160,7 @@ export class LocalRunAuthority implements RunAuthority {
 
   /** Work of outstanding leases may finish during the drain; after it, nothing runs. */
   #open(): void {
-    if (this.#closed) throw internal('authority_closed', 'The run authority is closed.');
+    if (this.#closed) throw authorityClosed();
   }
 
   /** Reads and claims about a run: new work during shutdown unless a lease of that run is outstanding. */
@@ -190,7 +192,7 @@ export class LocalRunAuthority implements RunAuthority {
 
   retire(generation: number): void {
     this.#live();
-    if (!this.#keys.has(generation)) throw rejected('authority_generation_unknown', `Key generation ${generation} is not active here.`);
+    if (!this.#keys.has(generation)) throw generationUnknown(generation, 'active here');
     if (this.#keys.size === 1) throw rejected('authority_last_generation', 'The last active key generation cannot be retired.', { nextAction: 'rotate first: loopx authority rotate' });
     this.#keysDir.write(`${generation}.retired`, `${new Date().toISOString()}\n`, { exclusive: true });
     this.#keysDir.remove(`${generation}.key`);
@@ -205,7 +207,7 @@ export class LocalRunAuthority implements RunAuthority {
     this.#liveFor(input.runId);
     this.#loadKeys();
     const key = this.#keys.get(input.keyGeneration);
-    if (!key) throw rejected('authority_generation_unknown', `Key generation ${input.keyGeneration} is not available for signing.`);
+    if (!key) throw generationUnknown(input.keyGeneration, 'available for signing');
     const sub = this.#subkey(key, input.runId, input.transitionGeneration);
     try {
       return new Uint8Array(createHmac('sha256', sub).update(input.macInput).digest());
@@ -275,10 +277,10 @@ export class LocalRunAuthority implements RunAuthority {
     try {
       doc = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
     } catch {
-      throw internal('authority_record_corrupt', `The authority record of run ${runId} is not JSON.`);
+      throw recordCorrupt(runId, 'not JSON');
     }
     if (doc.schema !== RECORD_SCHEMA || doc.run_id !== runId || !STATES.includes(doc.state as RunRecordState) || !Number.isSafeInteger(doc.transition_generation) || typeof doc.owner_root !== 'string') {
-      throw internal('authority_record_corrupt', `The authority record of run ${runId} is malformed.`);
+      throw recordCorrupt(runId, 'malformed');
     }
     return {
       runId,
@@ -297,7 +299,7 @@ export class LocalRunAuthority implements RunAuthority {
   writeRecord(lease: RunLease, record: RunRecord, options: { fault?: string } = {}): void {
     this.#open();
     if (lease.released || !this.#runLeases.has(lease) || lease.runId !== record.runId) {
-      throw internal('authority_lease_required', `Writing the record of run ${record.runId} needs its live lease.`);
+      throw leaseRequired(record.runId);
     }
     const doc = {
       schema: RECORD_SCHEMA,

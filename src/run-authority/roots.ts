@@ -31,6 +31,7 @@ import type { ConfinedDir } from './confined-dir.js';
 
 const BINDING_SCHEMA = 'loopx.run-authority.root/v1';
 const ROOT_ID = /^[A-Za-z0-9_-]{1,128}$/;
+const rootIdInvalid = () => internal('root_id_invalid', 'The root id in engine.db is malformed.');
 
 /** A root directory's identity, as the file system reports it now. */
 export interface RootDirectoryIdentity {
@@ -110,7 +111,7 @@ export interface BindOptions {
  * `root_binding_required` (see the header).
  */
 export function bindRoot(dir: ConfinedDir, rootId: string, id: RootDirectoryIdentity, options: BindOptions): void {
-  if (!ROOT_ID.test(rootId)) throw internal('root_id_invalid', 'The root id in engine.db is malformed.');
+  if (!ROOT_ID.test(rootId)) throw rootIdInvalid();
   const name = `${rootId}.json`;
   let raw = dir.read(name);
   if (!raw) {
@@ -141,7 +142,7 @@ export type RebindOutcome = 'bound' | 'unchanged' | 'rebound';
  * directory still exists with its bound identity (`root_binding_original_present`).
  */
 export function rebindRoot(dir: ConfinedDir, rootId: string, id: RootDirectoryIdentity, options: { noSync?: boolean } = {}): RebindOutcome {
-  if (!ROOT_ID.test(rootId)) throw internal('root_id_invalid', 'The root id in engine.db is malformed.');
+  if (!ROOT_ID.test(rootId)) throw rootIdInvalid();
   const name = `${rootId}.json`;
   const raw = dir.read(name);
   const bound = raw ? parse(rootId, raw) : undefined;
