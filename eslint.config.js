@@ -1,5 +1,6 @@
 import tseslint from 'typescript-eslint';
 import boundaries from 'eslint-plugin-boundaries';
+import reactHooks from 'eslint-plugin-react-hooks';
 
 /**
  * The map (docs/architecture.md): each folder of src/ and the folders it may import, downward
@@ -44,7 +45,7 @@ const MAP_POLICIES = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'src/snapshot/gen/**', 'ui/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'src/snapshot/gen/**', 'coverage/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {
@@ -58,6 +59,8 @@ export default tseslint.config(
     files: ['src/store/**', 'test/**', 'bench/**'],
     rules: { 'no-restricted-imports': 'off' },
   },
+  // The Settings ▸ Capability Center app: the same TypeScript rules, and the rules of hooks.
+  { files: ['ui/**/*.{ts,tsx}'], ...reactHooks.configs.flat.recommended },
   {
     files: ['src/**/*.ts'],
     ignores: ['src/snapshot/gen/**'],

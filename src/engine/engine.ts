@@ -35,10 +35,10 @@ import { SCRIPTED_PROVIDER } from './providers/scripted.js';
 import type { MutationRecord, MutationState, RunCommit, RunHead, RunStore } from './run-store/contract.js';
 import { memoryRunStore } from './run-store/memory.js';
 import { openSqliteRunStore } from './run-store/sqlite.js';
-import { rootDirectoryIdentity, type RebindOutcome, type RunAuthority, type RunLease, type RunRecord } from '../run-authority/index.js';
+import { leaseRequired, rootDirectoryIdentity, runIdInvalid, type RebindOutcome, type RunAuthority, type RunLease, type RunRecord } from '../run-authority/index.js';
 import { LAYOUT } from '../owners/index.js';
 import { effect as effectOwner } from '../owners/index.js';
-import { isInteractionRequest, type InteractionRequest, type JsonValue, type Tool, type ToolContext, type ToolPlanLease } from './tools.js';
+import { isInteractionRequest, toolArgumentsInvalid, type InteractionRequest, type JsonValue, type Tool, type ToolContext, type ToolPlanLease } from './tools.js';
 
 /** Fault points (tests only) around the durable steps of a mutating call. */
 export const FAULT_AFTER_MUTATION_INTENT = 'engine.mutation.after-intent';
@@ -93,6 +93,8 @@ export interface SignedExport {
 
 /** Fault point (tests only): after an import committed the kernel run, before it is ACTIVE. */
 export const FAULT_IMPORT_AFTER_KERNEL_COMMIT = 'engine.import.after-kernel-commit';
+
+const runNotFound = (runId: string) => notFound('run_not_found', `No run ${runId} in this root.`, { nextAction: 'list runs: loopx run list' });
 
 const consumed = (runId: string) =>
   conflict('snapshot_consumed', `The snapshot of run ${runId} was already imported; a snapshot is consumed once.`, {
@@ -278,7 +280,7 @@ export class Engine {
     // The root's identity before anything is stored: a byte copy (root_is_copy) keeps no definition.
     if (this.authority) void this.rootId;
     const runId = options.runId ?? `run_${randomBytes(10).toString('hex')}`;
-    if (!RUN_ID.test(runId)) throw rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
+    if (!RUN_ID.test(runId)) throw runIdInvalid();
     if (options.suspendAfterTurns !== undefined && !(Number.isInteger(options.suspendAfterTurns) && options.suspendAfterTurns >= 0)) {
       throw rejected('suspend_after_turns_invalid', '--suspend-after-turns must be a whole number ≥ 0.');
     }
@@ -792,7 +794,7 @@ export class Engine {
 
   #writeRecord(lock: RunLock, record: RunRecord, fault?: string): void {
     if (!this.authority) return;
-    if (!lock.lease) throw internal('authority_lease_required', 'Authority records are written under the run lease.');
+    if (!lock.lease) throw leaseRequired(record.runId);
     this.authority.writeRecord(lock.lease, { ...record, updatedAt: new Date().toISOString() }, fault ? { fault } : {});
   }
 
@@ -1006,7 +1008,7 @@ export class Engine {
       args = JSON.parse(call.argumentsJson) as { [k: string]: JsonValue };
       lease.validateArguments(call.toolName, args);
       if (typeof args !== 'object' || args === null || Array.isArray(args)) {
-        throw rejected('tool_arguments_invalid', `Arguments for ${call.toolName} are not a JSON object.`);
+        throw toolArgumentsInvalid(call.toolName, 'they are not a JSON object');
       }
     } catch (e) {
       settle(head, 'error', toolError(e), [calledEvent]);
@@ -1174,7 +1176,7 @@ export class Engine {
 
   #head(runId: string): RunHead {
     const head = this.store.get(runId);
-    if (!head) throw notFound('run_not_found', `No run ${runId} in this root.`, { nextAction: 'list runs: loopx run list' });
+    if (!head) throw runNotFound(runId);
     return head;
   }
 
@@ -1226,7 +1228,7 @@ export class Engine {
   }
 
   #tryLock(runId: string): RunLock | undefined {
-    if (!RUN_ID.test(runId)) throw notFound('run_not_found', `No run ${runId} in this root.`);
+    if (!RUN_ID.test(runId)) throw runNotFound(runId);
     if (this.authority) {
       const lease = this.authority.acquireRun(runId);
       return lease ? { lease, release: () => lease.release() } : undefined;

@@ -275,7 +275,7 @@ export async function runGoalWork(options: GoalWorkRunOptions): Promise<GoalWork
   const runId = `run_${randomBytes(10).toString('hex')}`;
   try {
     const goal = owners.goals.get(options.goalId);
-    if (!goal) throw rejected('goal_not_found', `No Goal ${options.goalId} in this root.`, { nextAction: `create it: loopx goal create ${options.goalId} --title TITLE` });
+    if (!goal) throw goalOwner.goalNotFound(options.goalId);
     if (goal.lifecycle !== 'active') {
       throw rejected('goal_not_active', `Goal ${options.goalId} is ${goal.lifecycle}; only an active Goal takes work.`, { nextAction: `resume it: loopx goal resume ${options.goalId}` });
     }

@@ -14,6 +14,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { internal, rejected } from '../core/index.js';
 import { lengthPrefixed, u64be, utf8 } from '../core/index.js';
 import type { ClaimInput } from './contract.js';
+import { authorityCorrupt } from './errors.js';
 
 export const SUBKEY_DOMAIN = 'loopx.run-authority.subkey/v1';
 
@@ -44,7 +45,7 @@ export class Keyring {
   readonly #retired = new Set<number>();
 
   constructor(scopeId: Uint8Array) {
-    if (scopeId.byteLength !== 32) throw internal('authority_corrupt', "The authority's scope id is malformed.");
+    if (scopeId.byteLength !== 32) throw authorityCorrupt('scope id');
     this.#scopeId = Buffer.from(scopeId);
   }
 

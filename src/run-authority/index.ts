@@ -6,3 +6,4 @@ export { deriveRunSubkey, SUBKEY_DOMAIN } from './claims.js';
 export { ConfinedDir, validateAncestry } from './confined-dir.js';
 export { rootDirectoryIdentity, ROOT_IS_COPY, type RebindOutcome, type RootDirectoryIdentity } from './roots.js';
 export { recordNextAction } from './next-action.js';
+export { leaseRequired, runIdInvalid } from './errors.js';

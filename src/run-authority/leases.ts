@@ -9,8 +9,9 @@
  * (flock files, a set in memory, an advisory lock in a database): the book is handed an `unlock`
  * per lease and a `tryLock` per import wait. It holds no keys and stores nothing.
  */
-import { conflict, internal, rejected } from '../core/index.js';
+import { conflict } from '../core/index.js';
 import type { ImportLease, RunLease } from './contract.js';
+import { authorityClosed, leaseRequired, runIdInvalid } from './errors.js';
 
 /** How long an importer waits for a competing import of the same run before `import_busy`. */
 export const IMPORT_WAIT_MS = 30_000;
@@ -21,7 +22,7 @@ const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
 export const isRunId = (runId: string): boolean => RUN_ID.test(runId);
 
 export function checkRunId(runId: string): void {
-  if (!isRunId(runId)) throw rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
+  if (!isRunId(runId)) throw runIdInvalid();
 }
 
 export class LeaseBook {
@@ -39,7 +40,7 @@ export class LeaseBook {
 
   /** Work of outstanding leases may finish during the drain; after it, nothing runs. */
   open(): void {
-    if (this.#closed) throw internal('authority_closed', 'The run authority is closed.');
+    if (this.#closed) throw authorityClosed();
   }
 
   /** Reads and claims about a run: new work during shutdown unless a lease of that run is outstanding. */
@@ -54,7 +55,7 @@ export class LeaseBook {
   requireLease(lease: RunLease, runId: string): void {
     this.open();
     if (lease.released || !this.#runLeases.has(lease) || lease.runId !== runId) {
-      throw internal('authority_lease_required', `Writing the record of run ${runId} needs its live lease.`);
+      throw leaseRequired(runId);
     }
   }
 

@@ -21,9 +21,10 @@ import { randomBytes } from 'node:crypto';
 import { closeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { internal, LoopxError } from '../core/index.js';
+import { LoopxError } from '../core/index.js';
 import { tryFlock } from '../core/index.js';
 import { Keyring } from './claims.js';
+import { authorityCorrupt } from './errors.js';
 import { ConfinedDir } from './confined-dir.js';
 import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
 import { decodeRecord, encodeRecord } from './records.js';
@@ -39,7 +40,7 @@ export function defaultAuthorityDir(env: NodeJS.ProcessEnv = process.env): strin
 
 const hex32 = (text: string | undefined, what: string): Buffer => {
   const t = (text ?? '').trim();
-  if (!/^[0-9a-f]{64}$/.test(t)) throw internal('authority_corrupt', `The authority's ${what} is malformed.`, { nextAction: 'restore the authority directory from a backup' });
+  if (!/^[0-9a-f]{64}$/.test(t)) throw authorityCorrupt(what);
   return Buffer.from(t, 'hex');
 };
 

@@ -3,7 +3,7 @@
  * stores these bytes and reads them back through `decodeRecord`, so a record round-trips the same
  * way everywhere and a damaged one is `authority_record_corrupt` — never treated as absent.
  */
-import { internal } from '../core/index.js';
+import { recordCorrupt } from './errors.js';
 import type { RunRecord, RunRecordState } from './contract.js';
 
 const RECORD_SCHEMA = 'loopx.run-authority.record/v1';
@@ -31,10 +31,10 @@ export function decodeRecord(runId: string, raw: Uint8Array | string): RunRecord
   try {
     doc = JSON.parse(typeof raw === 'string' ? raw : Buffer.from(raw).toString('utf8')) as Record<string, unknown>;
   } catch {
-    throw internal('authority_record_corrupt', `The authority record of run ${runId} is not JSON.`);
+    throw recordCorrupt(runId, 'not JSON');
   }
   if (doc.schema !== RECORD_SCHEMA || doc.run_id !== runId || !STATES.includes(doc.state as RunRecordState) || !Number.isSafeInteger(doc.transition_generation) || typeof doc.owner_root !== 'string') {
-    throw internal('authority_record_corrupt', `The authority record of run ${runId} is malformed.`);
+    throw recordCorrupt(runId, 'malformed');
   }
   return {
     runId,

@@ -9,7 +9,7 @@ import { assertRuntimeRoot, LAYOUT } from '../layout.js';
 import { checkRevision, encodeRegistry, exactRead, REGISTRY_MAX_BYTES, toRead, withGoal, withGoalStatus, withProject } from './codec.js';
 import type { Registry, RegistryDocument, RegistryExactRead, RegistryRead } from './contract.js';
 
-const unreadable = (what: string): LoopxError =>
+export const unreadable = (what: string): LoopxError =>
   rejected('registry_unreadable', `registry.json cannot be read as a registry: ${what}.`, {
     nextAction: 'replace the registry path with a regular file (restore it from a backup)',
   });

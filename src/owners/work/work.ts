@@ -22,10 +22,10 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { canonicalJson } from '../../core/index.js';
-import { sha256Hex } from '../../core/index.js';
-import { conflict, internal, notFound, rejected } from '../../core/index.js';
+import { canonicalJson, sha256Hex, conflict, internal, notFound, rejected } from '../../core/index.js';
+import { goalNotFound } from '../goal/index.js';
 import { LAYOUT } from '../layout.js';
+import { operationIdentityMismatch } from '../refusals.js';
 import type { JsonValue, WorkLoad } from './contract.js';
 import {
   applyTransaction,
@@ -52,6 +52,7 @@ import {
 } from './model.js';
 import { exportRetainedPrefix } from './retained-prefix.js';
 import { openSqliteWorkProvider } from './sqlite.js';
+import { leaseNotHolder, leaseVersionMismatch, protocolViolation, workEventInvalid } from './errors.js';
 
 import type {
   LeaseProof,
@@ -157,10 +158,7 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
     const prior = provider.readReceipt(operationId);
     if (prior === undefined) return undefined;
     if (prior.request_digest !== digest) {
-      throw rejected('operation_identity_mismatch', `Operation ${operationId} was already used for a different request.`, {
-        nextAction: 'use a new operation id for a different request',
-        details: { operation_id: operationId },
-      });
+      throw operationIdentityMismatch(operationId);
     }
     return result('already_applied', receiptOf(prior.receipt), prior.cursor, prior.provider_revision, p);
   };
@@ -221,7 +219,7 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
       switch (r.status) {
         case 'applied':
           if (r.cursor !== cursor) {
-            throw internal('provider_protocol_violation', `The provider committed at cursor ${r.cursor}, expected ${cursor}.`, { details: { cursor: r.cursor, expected_cursor: cursor } });
+            throw protocolViolation(`the provider committed at cursor ${r.cursor}, expected ${cursor}`, { cursor: r.cursor, expected_cursor: cursor });
           }
           return result('applied', receipt, r.cursor, r.provider_revision, next);
         case 'conflict':
@@ -289,13 +287,10 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
       });
     }
     if (lease.owner !== proof.owner || lease.execution_key !== proof.execution_key) {
-      throw conflict('lease_not_holder', `The caller does not hold the lease of Todo ${t.todo_id}.`, { nextAction: 'stop working on this Todo', details: { todo_id: t.todo_id } });
+      throw leaseNotHolder(t.todo_id, 'The caller');
     }
     if (expectedVersion !== undefined && lease.version !== expectedVersion) {
-      throw conflict('lease_version_mismatch', `The lease of Todo ${t.todo_id} is at version ${lease.version}, not ${expectedVersion}.`, {
-        nextAction: 'read the lease again and retry with its version',
-        details: { todo_id: t.todo_id, expected_version: expectedVersion, version: lease.version },
-      });
+      throw leaseVersionMismatch(t.todo_id, lease.version, expectedVersion);
     }
     if (mode !== 'release' && leaseExpired(lease, now)) {
       throw conflict('lease_expired', `The lease of Todo ${t.todo_id} expired at ${lease.expires_at}.`, { nextAction: 'acquire the lease again', details: { todo_id: t.todo_id, expires_at: lease.expires_at } });
@@ -318,15 +313,11 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
 
   function toTransaction(t: { cursor: number; provider_revision: string; operation_id: string; request_digest: string; events: readonly unknown[]; receipt: unknown }): WorkTransaction {
     const problem = eventsProblem(t.events);
-    if (problem) throw rejected('work_event_invalid', `Transaction ${t.cursor} cannot be read: ${problem}.`, { nextAction: 'inspect a copy with the recovery read side', details: { cursor: t.cursor } });
+    if (problem) throw workEventInvalid(`transaction ${t.cursor}: ${problem}`, { cursor: t.cursor });
     return { cursor: t.cursor, provider_revision: t.provider_revision, operation_id: t.operation_id, request_digest: t.request_digest, events: t.events as WorkEvent[], receipt: receiptOf(t.receipt) };
   }
 
-  const gap = (cursor: number) =>
-    internal('provider_protocol_violation', `The work history has a gap at cursor ${cursor}.`, {
-      nextAction: 'do not write to this store; inspect a copy with the recovery read side',
-      details: { cursor },
-    });
+  const gap = (cursor: number) => protocolViolation(`the history has a gap at cursor ${cursor}`, { cursor });
 
   function history(afterCursor: number, limit: number): WorkHistoryPage {
     const page = provider.scanCommitted(afterCursor, limit);
@@ -440,7 +431,7 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
         refuseTerminal(t);
         if (p.handoff_mode === 'hard_lease' || proof !== undefined) {
           const lease = requireLease(t, proof, now, 'use');
-          if (lease.owner !== agent) throw conflict('lease_not_holder', `${agent} does not hold the lease of Todo ${id}.`, { nextAction: 'claim as the lease holder', details: { todo_id: id } });
+          if (lease.owner !== agent) throw leaseNotHolder(id, agent);
         } else if (t.claimed_by !== null && t.claimed_by !== agent) {
           throw conflict('todo_claimed', `Todo ${id} is claimed by another agent.`, { nextAction: 'pick another Todo, or ask its claimant to unclaim it', details: { todo_id: id, claimed_by: t.claimed_by } });
         }
@@ -456,7 +447,7 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
         const t = findTodo(p, id);
         if (p.handoff_mode === 'hard_lease' || proof !== undefined) {
           const lease = requireLease(t, proof, now, 'use');
-          if (lease.owner !== agent) throw conflict('lease_not_holder', `${agent} does not hold the lease of Todo ${id}.`, { nextAction: 'unclaim as the lease holder', details: { todo_id: id } });
+          if (lease.owner !== agent) throw leaseNotHolder(id, agent);
         }
         if (t.claimed_by !== agent) {
           throw conflict('todo_not_claimed_by_agent', `Todo ${id} is not claimed by ${agent}.`, { nextAction: 'read the Todo again', details: { todo_id: id, claimed_by: t.claimed_by } });
@@ -478,10 +469,7 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
         const current = t.lease;
         const version = current?.version ?? 0;
         if (version !== expectedVersion) {
-          throw conflict('lease_version_mismatch', `The lease of Todo ${id} is at version ${version}, not ${expectedVersion}.`, {
-            nextAction: 'read the lease again and retry with its version',
-            details: { todo_id: id, expected_version: expectedVersion, version },
-          });
+          throw leaseVersionMismatch(id, version, expectedVersion);
         }
         if (current !== null && current.status === 'active' && !leaseExpired(current, now)) {
           throw conflict('lease_held', `Todo ${id} is leased until ${current.expires_at}.`, {
@@ -618,7 +606,7 @@ export interface OpenGoalWorkOptions {
 export function openGoalWork(options: OpenGoalWorkOptions): WorkOwner {
   const path = join(options.root, LAYOUT.workDb(options.goal_id));
   if (!existsSync(dirname(path))) {
-    throw notFound('goal_not_found', `Goal ${options.goal_id} does not exist in this root.`, { nextAction: `create it: loopx goal create ${options.goal_id} --title TITLE`, details: { goal_id: options.goal_id } });
+    throw goalNotFound(options.goal_id);
   }
   const provider = openSqliteWorkProvider(path, {
     goal_id: options.goal_id,
