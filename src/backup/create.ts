@@ -13,7 +13,7 @@
 import { createHash } from 'node:crypto';
 import { lstatSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { canonicalJson } from '../core/canonical-json.js';
+import { canonicalJson } from '../core/index.js';
 import { countSqliteTableRows, isOutOfSpace, snapshotSqliteDatabase, type SqliteSnapshotFacts } from '../store/index.js';
 import { categoryOf, type MissingEntry } from './discover.js';
 import {

@@ -2,7 +2,7 @@
  * The typed refusals of backup-state plan/create. Every code is stable; callers branch on it.
  * Details carry only relative paths, counts and limits — never absolute paths or payloads.
  */
-import { LoopxError, conflict, notFound, rejected, usageError } from '../core/errors.js';
+import { LoopxError, conflict, notFound, rejected, usageError } from '../core/index.js';
 import { BACKUP_LIMITS, CAPACITY_CODES, type BackupLimitName } from './limits.js';
 
 export const BACKUP_ERRORS = {

@@ -32,7 +32,7 @@ export const BACKUP_LIMITS = {
 export type BackupLimitName = keyof typeof BACKUP_LIMITS;
 
 /** The typed refusal code of each limit. */
-export const CAPACITY_CODES: Readonly<Record<BackupLimitName, string>> = {
+export const CAPACITY_CODES = {
   archiveBytes: 'backup_capacity_archive_bytes',
   expandedBytes: 'backup_capacity_expanded_bytes',
   regularFileBytes: 'backup_capacity_regular_file_bytes',
@@ -45,7 +45,7 @@ export const CAPACITY_CODES: Readonly<Record<BackupLimitName, string>> = {
   sqliteFiles: 'backup_capacity_sqlite_files',
   goalCommittedTransactions: 'backup_capacity_goal_history',
   manifestBytes: 'backup_capacity_manifest_bytes',
-};
+} as const satisfies Readonly<Record<BackupLimitName, string>>;
 
 /** Limits as the manifest records them (snake_case, the values in force for this producer). */
 export const limitsRecord = (): Record<string, number> => ({

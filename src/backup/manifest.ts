@@ -7,7 +7,7 @@
  * `execution.embedded_manifest`. Every path in it is relative (to the root, the archive or the
  * output directory); it never holds an absolute path.
  */
-import { LOOPX_VERSION } from '../core/version.js';
+import { LOOPX_VERSION } from '../core/index.js';
 import type { BackupWarning, ExcludedEntry, MissingEntry } from './discover.js';
 import type { ConfigurationCheckpointVerification } from './sources.js';
 import type { PlannedGoal } from './plan.js';

@@ -4,10 +4,8 @@
  * is built and verified by the config owner from those same reads — the backup producer decides
  * none of these facts itself.
  */
-import { canonicalJson } from '../core/canonical-json.js';
-import { sha256Hex } from '../core/digest.js';
-import * as configOwner from '../owners/config/index.js';
-import * as registryOwner from '../owners/registry/index.js';
+import { canonicalJson, sha256Hex } from '../core/index.js';
+import { config as configOwner, registry as registryOwner } from '../owners/index.js';
 import { sourceUnusable } from './errors.js';
 import { WITNESSED_SOURCES, type BackupSources, type ConfigurationCheckpointVerification, type MachineConfigurationRead, type RegistryRead } from './sources.js';
 

@@ -9,8 +9,7 @@
  */
 import { closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, unlinkSync, writeSync, constants } from 'node:fs';
 import { join } from 'node:path';
-import { fsyncDir } from '../core/fs.js';
-import { faultPoint } from '../core/faults.js';
+import { fsyncDir, faultPoint } from '../core/index.js';
 import { destinationOccupied, outputDirInvalid } from './errors.js';
 
 /** Named crash points of publication (LOOPX_TEST_FAULT; tests only). */

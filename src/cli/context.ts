@@ -9,8 +9,7 @@
  */
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { exitCodeOf, isLoopxError } from '../core/errors.js';
-import { ROOT_IS_RECOVERY_WORKSPACE, refuseRecoveryWorkspaceRoot } from '../core/recovery-workspace.js';
+import { exitCodeOf, isLoopxError, ROOT_IS_RECOVERY_WORKSPACE, refuseRecoveryWorkspaceRoot } from '../core/index.js';
 import { ROOT_IS_COPY } from '../run-authority/index.js';
 import { withAuthority as withRootAuthority, withRootEngine, withVerifyingEngine, type Engine } from '../engine/index.js';
 import { assertRuntimeRoot } from '../owners/index.js';

@@ -4,8 +4,7 @@
  * 3 rejected / fail-closed refusal, 4 conflict.
  */
 import { Command, CommanderError } from 'commander';
-import { EXIT_CODES } from '../core/errors.js';
-import { LOOPX_VERSION } from '../core/version.js';
+import { EXIT_CODES, LOOPX_VERSION } from '../core/index.js';
 import { reportError, stdoutOutput, type GlobalOptions } from './context.js';
 import * as demo from './commands/demo.js';
 import * as runAnswer from './commands/run-answer.js';

@@ -7,10 +7,12 @@ import { rejected } from './errors.js';
 
 const canonicalizeFn = canonicalizeImpl as unknown as (value: unknown) => string | undefined;
 
+const notCanonical = (why: string) => rejected('non_canonical_json', `The value has no canonical JSON form: ${why}.`);
+
 export const canonicalJson = (value: unknown): string => {
   assertJsonValue(value, 0);
   const text = canonicalizeFn(value);
-  if (text === undefined) throw rejected('non_canonical_json', 'Value has no canonical JSON form.');
+  if (text === undefined) throw notCanonical('JCS cannot encode it');
   return text;
 };
 
@@ -20,7 +22,7 @@ function assertJsonValue(value: unknown, depth: number): void {
   if (depth > MAX_JSON_DEPTH) throw rejected('json_too_deep', `JSON nesting exceeds ${MAX_JSON_DEPTH} levels.`);
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return;
   if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw rejected('non_canonical_json', 'JSON numbers must be finite.');
+    if (!Number.isFinite(value)) throw notCanonical('a JSON number must be finite');
     return;
   }
   if (Array.isArray(value)) {
@@ -31,5 +33,5 @@ function assertJsonValue(value: unknown, depth: number): void {
     for (const v of Object.values(value as Record<string, unknown>)) assertJsonValue(v, depth + 1);
     return;
   }
-  throw rejected('non_canonical_json', `Value of type ${typeof value} is not JSON.`);
+  throw notCanonical(`a value of type ${typeof value} is not JSON`);
 }

@@ -5,7 +5,7 @@
 import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync, constants } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
-import { conflict, rejected } from './errors.js';
+import { conflict, rejected, type LoopxError } from './errors.js';
 
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
@@ -83,14 +83,16 @@ export function writeFileDurable(path: string, data: Uint8Array | string, option
   if (!options.noSync) fsyncDir(dir);
 }
 
+/** An output file that already exists: loopx never overwrites one. */
+export const destinationOccupied = (): LoopxError =>
+  conflict('destination_occupied', 'The output file already exists; loopx never overwrites it.', { nextAction: 'choose a new output path' });
+
 function linkExclusive(from: string, to: string): void {
   try {
     linkSync(from, to);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw conflict('destination_occupied', 'The output file already exists; loopx never overwrites it.', {
-        nextAction: 'choose a new output path',
-      });
+      throw destinationOccupied();
     }
     throw e;
   }

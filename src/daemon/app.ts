@@ -12,16 +12,14 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
-import { sha256Hex } from '../core/digest.js';
-import { isLoopxError, notFound, usageError, type LoopxError } from '../core/errors.js';
-import { LOOPX_VERSION } from '../core/version.js';
+import { sha256Hex, isLoopxError, usageError, type LoopxError, LOOPX_VERSION } from '../core/index.js';
 import { goalDetail, listWorkspace, runSummary, showWorkspaceGoal, withRootEngine, withRootOwners, type Engine } from '../engine/index.js';
 import { LAYOUT, ownerDescriptions } from '../owners/index.js';
-import { SNAPSHOT_LIMITS } from '../snapshot/index.js';
+import { ENVELOPE_MAX_BYTES } from '../snapshot/index.js';
 import { DEFAULT_TIMEOUTS, requestBody, type DaemonTimeouts } from './body.js';
 import { IdempotencyKeys } from './idempotency.js';
 import { BackupService, type Job, type UploadPart } from './backups.js';
-import { handleError } from './errors.js';
+import { bodyNotOctetStream, bodyTooLarge, daemonInternal, handleError, routeNotFound } from './errors.js';
 import { LoginTokens, allowedHosts, allowedOrigins, daemonError, isPublicRequest, sameSecret, type RouteAccess } from './security.js';
 
 export interface AppOptions {
@@ -212,7 +210,7 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
       }, true);
     } catch (e) {
       // The typed refusal as the error body carries it (code, message, next action, details).
-      if (!out.signal.aborted) out.send('error', isLoopxError(e) ? e.toJSON() : { code: 'daemon_internal', message: 'The event stream failed; see the daemon log.' });
+      if (!out.signal.aborted) out.send('error', (isLoopxError(e) ? e : daemonInternal()).toJSON());
     } finally {
       out.end();
     }
@@ -232,13 +230,13 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
       .send(Buffer.from(signed.bytes));
   });
   app.post('/api/runs/import', { config: WRITE }, async (req) => {
-    const max = SNAPSHOT_LIMITS.maxPayloadBytes + 1024;
+    const max = ENVELOPE_MAX_BYTES;
     const parts: Buffer[] = [];
     let size = 0;
-    if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw usageError('daemon_body_invalid', 'Send the snapshot as application/octet-stream.');
+    if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw bodyNotOctetStream('snapshot');
     for await (const c of requestBody(req.raw, req.body as Readable, timeouts.bodyIdleMs)) {
       size += c.length;
-      if (size > max) throw daemonError(413, 'daemon_upload_too_large', 'The snapshot is larger than any snapshot can be.');
+      if (size > max) throw bodyTooLarge('snapshot');
       parts.push(c);
     }
     const view = await withEngine((e) => e.importSnapshot(new Uint8Array(Buffer.concat(parts))));
@@ -265,8 +263,8 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   });
   app.put<{ Params: { id: string; part: string } }>('/api/backups/uploads/:id/:part', { config: WRITE }, async (req) => {
     const part = req.params.part;
-    if (part !== 'archive' && part !== 'manifest') throw notFound('daemon_route_not_found', 'No such upload part.');
-    if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw usageError('daemon_body_invalid', 'Send the file as application/octet-stream.');
+    if (part !== 'archive' && part !== 'manifest') throw routeNotFound();
+    if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw bodyNotOctetStream(part);
     const declared = req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : undefined;
     const body = req.body as Readable;
     return backups.receive(req.params.id, part as UploadPart, body, requestBody(req.raw, body, timeouts.bodyIdleMs), Number.isFinite(declared) ? declared : undefined);
@@ -313,7 +311,7 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
     return showWorkspaceGoal(backups.destination(req.params.id), req.params.goal, { listAction: `GET /api/audits/${req.params.id}/workspace` });
   });
   app.all('/api/*', async () => {
-    throw notFound('daemon_route_not_found', 'No such API route.');
+    throw routeNotFound();
   });
 
   if (o.uiDir !== undefined && existsSync(join(o.uiDir, 'index.html'))) {

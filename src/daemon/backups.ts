@@ -15,9 +15,9 @@ import { closeSync, constants, existsSync, lstatSync, openSync, readdirSync, rmS
 import { BACKUP_ID } from '../backup/index.js';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { conflict, isLoopxError, notFound, rejected } from '../core/errors.js';
-import { ensurePrivateDir } from '../core/fs.js';
-import { RECOVERY_LIMITS, executeVerifyIsolated, publicSummary, showAudit, type RecoveryAudit, type VerifyProgress } from '../recovery/index.js';
+import { conflict, isLoopxError, notFound, rejected, ensurePrivateDir } from '../core/index.js';
+import { RECOVERY_LIMITS, executeVerifyIsolated, publicSummary, showAudit, verifyFailed, type RecoveryAudit, type VerifyProgress } from '../recovery/index.js';
+import { bodyTooLarge } from './errors.js';
 import { daemonError } from './security.js';
 
 export type UploadPart = 'archive' | 'manifest';
@@ -66,6 +66,10 @@ export interface AuditListItem {
 }
 
 const uploadNotFound = () => notFound('daemon_upload_not_found', 'No such upload.', { nextAction: 'start a new upload' });
+
+/** An upload receiving a part or being verified takes no other request until that ends (a verified one is removed then). */
+const uploadInUse = (what: 'receiving a part' | 'being verified') =>
+  conflict('daemon_upload_in_use', `The upload is ${what}.`, { nextAction: 'wait for that to end (a verified upload is removed when its job ends), or start a new upload' });
 
 export class BackupService {
   private readonly uploads: string;
@@ -135,8 +139,8 @@ export class BackupService {
   /** Discard a waiting upload; one whose verify job is running is refused (409). */
   discardUpload(id: string): void {
     const dir = this.uploadDir(id);
-    if (this.receiving.has(id)) throw conflict('daemon_upload_in_use', 'The upload is receiving a part.', { nextAction: 'wait for the part to arrive (or cancel that request), then discard it' });
-    if (this.inUse(id)) throw conflict('daemon_upload_in_use', 'The upload is being verified.', { nextAction: 'wait for its verify job to end; the upload is removed then' });
+    if (this.receiving.has(id)) throw uploadInUse('receiving a part');
+    if (this.inUse(id)) throw uploadInUse('being verified');
     rmSync(dir, { recursive: true, force: true });
   }
 
@@ -161,7 +165,7 @@ export class BackupService {
     const dir = this.uploadDir(id);
     const tooLarge = () => {
       rmSync(dir, { recursive: true, force: true });
-      return daemonError(413, 'daemon_upload_too_large', `The ${part} is over its ${LIMIT[part]}-byte limit; nothing was kept.`, 'upload a backup within the verifier limits');
+      return bodyTooLarge(`${part} (${LIMIT[part]} bytes at most)`);
     };
     if (declaredLength !== undefined && declaredLength > LIMIT[part]) {
       body.resume();
@@ -169,7 +173,7 @@ export class BackupService {
     }
     if (this.inUse(id) && !this.receiving.has(id)) {
       body.resume();
-      throw conflict('daemon_upload_in_use', 'The upload is being verified.', { nextAction: 'start a new upload' });
+      throw uploadInUse('being verified');
     }
     const file = join(dir, FILE[part]);
     let fd: number;
@@ -207,8 +211,8 @@ export class BackupService {
 
   startVerify(uploadId: string): Job {
     const dir = this.uploadDir(uploadId);
-    if (this.receiving.has(uploadId)) throw conflict('daemon_upload_in_use', 'The upload is receiving a part.', { nextAction: 'wait for the part to arrive, then verify' });
-    if (this.inUse(uploadId)) throw conflict('daemon_upload_in_use', 'The upload is being verified.', { nextAction: 'follow its verify job; the upload is removed when it ends' });
+    if (this.receiving.has(uploadId)) throw uploadInUse('receiving a part');
+    if (this.inUse(uploadId)) throw uploadInUse('being verified');
     for (const part of ['archive', 'manifest'] as const) {
       if (!existsSync(join(dir, FILE[part]))) throw rejected('daemon_upload_incomplete', `The upload has no ${part} yet.`, { nextAction: `upload the ${part}, then verify` });
     }
@@ -262,9 +266,8 @@ export class BackupService {
       },
       (e: unknown) => {
         job.state = 'refused';
-        job.error = isLoopxError(e)
-          ? { code: e.code, message: e.message, next_action: e.nextAction ?? null }
-          : { code: 'verify_failed', message: 'Verification stopped on an unexpected error.', next_action: 'see the daemon log' };
+        const refusal = isLoopxError(e) ? e : verifyFailed();
+        job.error = { code: refusal.code, message: refusal.message, next_action: refusal.nextAction ?? null };
       },
     ).finally(() => {
       // The upload has served its purpose: the workspace holds its bytes, the audit its digests.

@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { isLoopxError, usageError } from '../core/errors.js';
+import { isLoopxError, usageError } from '../core/index.js';
 import { daemonError } from './security.js';
 
 /** Server and body time limits (AppOptions.timeouts); each bounds how long one client can hold a connection. */

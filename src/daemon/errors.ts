@@ -5,7 +5,21 @@
  * Anything else is an internal error whose message is not shown (it may name paths).
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isLoopxError, type ErrorKind } from '../core/errors.js';
+import { internal, isLoopxError, notFound, usageError, type ErrorKind, type LoopxError } from '../core/index.js';
+import { daemonError } from './security.js';
+
+/** No route (or no upload part) by that name: Fastify's own 404s answer with it too. */
+export const routeNotFound = (): LoopxError => notFound('daemon_route_not_found', 'No such route.');
+
+/** A body over its limit (a snapshot, an upload part, or any body Fastify's limit stops): nothing of it is kept. */
+export const bodyTooLarge = (what: string): LoopxError =>
+  daemonError(413, 'daemon_upload_too_large', `The ${what} is over its limit; nothing of it was kept.`, 'send one within the limits of docs/api.md');
+
+/** Anything that is not a LoopxError: its own message is not shown (it may name paths). */
+export const daemonInternal = (): LoopxError => internal('daemon_internal', 'The daemon failed to answer; see its log.');
+
+/** A streamed route whose body is not application/octet-stream. */
+export const bodyNotOctetStream = (what: string): LoopxError => usageError('daemon_body_invalid', `Send the ${what} as application/octet-stream.`);
 
 const STATUS: Record<ErrorKind, number> = { usage: 400, not_found: 404, conflict: 409, rejected: 422, internal: 500 };
 
@@ -19,10 +33,10 @@ export function errorBody(e: unknown): { error: Record<string, unknown> } {
   if (isLoopxError(e)) return { error: e.toJSON() };
   const fe = e as FastifyError;
   const status = statusOf(e);
-  if (status === 413) return { error: { code: 'daemon_upload_too_large', message: 'The request body is over its limit.' } };
-  if (status === 404) return { error: { code: 'daemon_route_not_found', message: 'No such route.' } };
+  if (status === 413) return { error: bodyTooLarge('request body').toJSON() };
+  if (status === 404) return { error: routeNotFound().toJSON() };
   if (status < 500) return { error: { code: 'daemon_bad_request', message: typeof fe.code === 'string' ? `The request is malformed (${fe.code}).` : 'The request is malformed.' } };
-  return { error: { code: 'daemon_internal', message: 'The daemon failed to answer; see its log.' } };
+  return { error: daemonInternal().toJSON() };
 }
 
 export function handleError(e: unknown, req: FastifyRequest, reply: FastifyReply): void {

@@ -17,7 +17,7 @@ import { createHash, type Hash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, Transform, type Readable, type TransformCallback } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { conflict, rejected, usageError } from '../core/errors.js';
+import { conflict, rejected, usageError } from '../core/index.js';
 import { requestBody } from './body.js';
 
 export const IDEMPOTENCY_LIMITS = {

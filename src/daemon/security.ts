@@ -10,7 +10,7 @@
  * served without the token. Tokens are compared in constant time; login tokens are one-time.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { LoopxError } from '../core/errors.js';
+import { LoopxError } from '../core/index.js';
 
 export const newToken = (): string => randomBytes(32).toString('base64url');
 

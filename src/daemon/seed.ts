@@ -5,11 +5,10 @@
  * Everything goes through the same library calls as `loopx goal create`, `todo add` and `work run`.
  */
 import { join } from 'node:path';
-import { ensurePrivateDir } from '../core/fs.js';
-import { PACKAGE_ROOT } from '../core/version.js';
+import { ensurePrivateDir, PACKAGE_ROOT } from '../core/index.js';
 import { startWebhookSink } from '../dev/index.js';
 import { loadAgentFile, openRootOwners, runGoalWork, withRootEngine } from '../engine/index.js';
-import * as workOwner from '../owners/work/index.js';
+import { work as workOwner } from '../owners/index.js';
 
 export async function seedSample(root: string, options: { authorityDir?: string } = {}): Promise<{ seeded: boolean }> {
   ensurePrivateDir(root);

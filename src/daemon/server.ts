@@ -7,12 +7,9 @@
  * its port, so `loopx daemon login-url` can ask it for another one-time login address.
  */
 import { rmSync } from 'node:fs';
-import { readRegularFileOnce } from '../core/read-once.js';
+import { readRegularFileOnce, conflict, internal, notFound, usageError, tryLockExclusive, ensurePrivateDir, writeFileDurable, PACKAGE_ROOT } from '../core/index.js';
 import { join, resolve } from 'node:path';
-import { conflict, internal, notFound, usageError } from '../core/errors.js';
-import { tryLockExclusive } from '../core/flock.js';
-import { ensurePrivateDir, writeFileDurable } from '../core/fs.js';
-import { PACKAGE_ROOT } from '../core/version.js';
+import { assertRuntimeRoot } from '../owners/index.js';
 import { buildApp, type DaemonApp } from './app.js';
 import type { DaemonTimeouts } from './body.js';
 import { LoginTokens, newToken } from './security.js';
@@ -104,7 +101,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
   }
   if (o.port !== undefined && !isValidPort(o.port)) throw portInvalid();
   const root = resolve(o.root);
-  if (!existsSync(root)) throw notFound('root_not_initialized', 'The runtime root does not exist.', { nextAction: 'create it: loopx init' });
+  assertRuntimeRoot(root);
   ensurePrivateDir(join(root, 'locks'));
   const lock = tryLockExclusive(join(root, 'locks', 'daemon.lock'));
   if (!lock) throw conflict('daemon_already_running', 'Another loopx daemon already serves this root.', { nextAction: 'use the running daemon, or stop it first' });

@@ -23,8 +23,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { canonicalJson } from '../core/canonical-json.js';
-import { rejected, usageError } from '../core/errors.js';
+import { canonicalJson, rejected, usageError } from '../core/index.js';
 
 export const SINK_BODY_LIMIT = 1024 * 1024;
 const SINK_DRAIN_LIMIT = 8 * SINK_BODY_LIMIT;

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
-import { isLoopxError, notFound, rejected } from '../core/errors.js';
+import { isLoopxError, notFound, rejected } from '../core/index.js';
 import type { ModelRef } from '../snapshot/index.js';
 import type { JsonValue } from './tools.js';
 
@@ -80,13 +80,17 @@ interface AgentFile {
   script?: Array<{ text?: string; tool_calls?: Array<{ name: string; arguments: JsonValue }> }>;
 }
 
+const definitionInvalid = (path: string, why: string, cause?: unknown) =>
+  rejected('agent_definition_invalid', `Agent definition is invalid at ${path}: ${why}.`, {
+    nextAction: 'fix the agent definition file (see docs/agent-definition.md)',
+    ...(cause === undefined ? {} : { cause }),
+  });
+
 export function parseAgentDefinition(value: unknown): AgentDefinition {
   const validateFile = fileValidator();
   if (!validateFile(value)) {
     const first = validateFile.errors?.[0];
-    throw rejected('agent_definition_invalid', `Agent definition is invalid at ${first?.instancePath || '/'}: ${first?.message ?? 'unknown error'}.`, {
-      nextAction: 'fix the agent definition file (see docs/agent-definition.md)',
-    });
+    throw definitionInvalid(first?.instancePath || '/', first?.message ?? 'unknown error');
   }
   const f = value as unknown as AgentFile;
   return {
@@ -136,9 +140,7 @@ const TYPED_KEYS = {
 
 function checkTypedShape(def: unknown): void {
   const invalid = (path: string, message: string): never => {
-    throw rejected('agent_definition_invalid', `Agent definition is invalid at ${path}: ${message}.`, {
-      nextAction: 'fix the agent definition (see docs/agent-definition.md)',
-    });
+    throw definitionInvalid(path, message);
   };
   const object = (value: unknown, keys: readonly string[], path: string): Record<string, unknown> => {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return invalid(path, 'must be object');
@@ -172,7 +174,7 @@ export function loadAgentFile(path: string): AgentDefinition {
   try {
     json = JSON.parse(text);
   } catch (e) {
-    throw rejected('agent_definition_invalid', 'The agent definition file is not valid JSON.', { cause: e, nextAction: 'fix the JSON syntax of the agent file' });
+    throw definitionInvalid('/', 'the file is not valid JSON', e);
   }
   try {
     return parseAgentDefinition(json);

@@ -8,13 +8,13 @@
  * - `convenienceApplication` leaves compatibility empty and identities optional: local
  *   suspend/resume and export for inspection work, and other engines refuse its snapshots.
  */
-import { rejected, notFound } from '../core/errors.js';
+import { rejected, notFound } from '../core/index.js';
 import type { ComponentIdentity, ComponentKind, PlanIdentity } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import { compareComponents, computePlanIdentity } from './identity.js';
 import type { ModelProvider } from './providers/provider.js';
 import { SCRIPTED_PROVIDER, scriptedProvider } from './providers/scripted.js';
-import { ToolPlanHost, type ToolPlan, type ToolPlanLease } from './tools.js';
+import { ToolPlanHost, toolPlanMissing, type ToolPlan, type ToolPlanLease } from './tools.js';
 
 export interface Application {
   /** Empty for convenience applications. */
@@ -135,9 +135,7 @@ function build(spec: ApplicationSpec, full: boolean): Application {
     staticComponentsFor(def) {
       const plan = host.declared(def.toolPlan);
       if (!plan) {
-        throw notFound('tool_plan_missing', `Tool plan ${def.toolPlan} is not available in this engine.`, {
-          nextAction: 'run with an application that provides this tool plan',
-        });
+        throw toolPlanMissing(def.toolPlan);
       }
       return componentsOf(def, plan);
     },

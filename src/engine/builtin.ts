@@ -6,9 +6,7 @@
  */
 import { appendFileSync, closeSync, existsSync, fsyncSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { canonicalJson } from '../core/canonical-json.js';
-import { faultPoint } from '../core/faults.js';
-import { LOOPX_VERSION, PACKAGE_ROOT } from '../core/version.js';
+import { canonicalJson, faultPoint, LOOPX_VERSION, PACKAGE_ROOT } from '../core/index.js';
 import { parseAgentDefinition, type AgentDefinition } from './agent.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
 import { defineApplication, type Application } from './application.js';

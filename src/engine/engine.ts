@@ -18,8 +18,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { internal } from '../core/errors.js';
-import { ensurePrivateDir } from '../core/fs.js';
+import { ensurePrivateDir, internal } from '../core/index.js';
 import type { Message } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
@@ -33,8 +32,7 @@ import { memoryRunStore } from './run-store/memory.js';
 import { openSqliteRunStore } from './run-store/sqlite.js';
 import { RunTransfer, type ExportedSnapshot, type SignedExport, type SnapshotVerification } from './transfer.js';
 import { TurnDriver } from './turns.js';
-import { LAYOUT } from '../owners/index.js';
-import type { EffectJournal } from '../owners/effect/index.js';
+import { LAYOUT, type effect as effectOwner } from '../owners/index.js';
 import type { RebindOutcome, RunAuthority } from '../run-authority/index.js';
 
 export { FAULT_AFTER_EFFECT_SETTLED, FAULT_AFTER_MUTATION_INTENT } from './turns.js';
@@ -50,7 +48,7 @@ export interface EngineOptions {
   /** A store to use instead of the root's (tests). */
   readonly store?: RunStore;
   /** An effect journal to use instead of the root's effects.db, opened when first needed (tests). */
-  readonly effects?: EffectJournal;
+  readonly effects?: effectOwner.EffectJournal;
   /**
    * The per-user run authority: its run locks, per-run records and claims. The CLI and the daemon
    * pass the user's local authority; tests pass an in-memory one (or a local one in a temp dir).

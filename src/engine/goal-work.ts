@@ -22,15 +22,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { internal, rejected } from '../core/errors.js';
-import { LOOPX_VERSION } from '../core/version.js';
-import * as configOwner from '../owners/config/index.js';
-import * as effectOwner from '../owners/effect/index.js';
-import * as goalOwner from '../owners/goal/index.js';
-import { LAYOUT } from '../owners/layout.js';
-import * as registryOwner from '../owners/registry/index.js';
-import * as sessionOwner from '../owners/session/index.js';
-import * as workOwner from '../owners/work/index.js';
+import { internal, rejected } from '../core/index.js';
+import { LOOPX_VERSION } from '../core/index.js';
+import { config as configOwner } from '../owners/index.js';
+import { effect as effectOwner } from '../owners/index.js';
+import { goal as goalOwner } from '../owners/index.js';
+import { LAYOUT } from '../owners/index.js';
+import { registry as registryOwner } from '../owners/index.js';
+import { session as sessionOwner } from '../owners/index.js';
+import { work as workOwner } from '../owners/index.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import type { Engine, RunView } from './engine.js';
@@ -275,7 +275,7 @@ export async function runGoalWork(options: GoalWorkRunOptions): Promise<GoalWork
   const runId = `run_${randomBytes(10).toString('hex')}`;
   try {
     const goal = owners.goals.get(options.goalId);
-    if (!goal) throw rejected('goal_not_found', `No Goal ${options.goalId} in this root.`, { nextAction: `create it: loopx goal create ${options.goalId} --title TITLE` });
+    if (!goal) throw goalOwner.goalNotFound(options.goalId);
     if (goal.lifecycle !== 'active') {
       throw rejected('goal_not_active', `Goal ${options.goalId} is ${goal.lifecycle}; only an active Goal takes work.`, { nextAction: `resume it: loopx goal resume ${options.goalId}` });
     }

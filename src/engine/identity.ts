@@ -4,8 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { canonicalJson } from '../core/canonical-json.js';
-import { sha256Hex } from '../core/digest.js';
+import { canonicalJson, sha256Hex } from '../core/index.js';
 import type { ComponentIdentity, PlanIdentity } from '../snapshot/index.js';
 import type { ToolDefinition } from './tools.js';
 

@@ -18,7 +18,7 @@
  * - A run id is used once, in this root and in the authority.
  */
 import { randomBytes } from 'node:crypto';
-import { conflict, notFound, rejected } from '../core/errors.js';
+import { conflict, notFound, rejected } from '../core/index.js';
 import type { Message, ToolResultPart } from '../snapshot/index.js';
 import { defineAgent, type AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
@@ -30,7 +30,8 @@ import type { RunHead, RunStore } from './run-store/contract.js';
 import { commitRun, compareStrings, RUN_ID, terminalError, toolMessage } from './runs.js';
 import { importIncomplete } from './transfer.js';
 import type { TurnDriver } from './turns.js';
-import { alreadySettled, type EffectRecord } from '../owners/effect/index.js';
+import { effect as effectOwner } from '../owners/index.js';
+import { runIdInvalid } from '../run-authority/index.js';
 
 export interface StartOptions {
   readonly input?: string;
@@ -70,7 +71,7 @@ export class RunKernel {
     // The root's identity before anything is stored: a byte copy (root_is_copy) keeps no definition.
     void this.#own.rootId;
     const runId = options.runId ?? `run_${randomBytes(10).toString('hex')}`;
-    if (!RUN_ID.test(runId)) throw rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
+    if (!RUN_ID.test(runId)) throw runIdInvalid();
     if (options.suspendAfterTurns !== undefined && !(Number.isInteger(options.suspendAfterTurns) && options.suspendAfterTurns >= 0)) {
       throw rejected('suspend_after_turns_invalid', '--suspend-after-turns must be a whole number ≥ 0.');
     }
@@ -240,8 +241,8 @@ export class RunKernel {
   }
 
   /** A call the effect owner settled before the operator's resolution: the run has its outcome; a contradicting resolution is refused. */
-  async #resolvedByEffectOwner(runId: string, resolution: Resolution, effect: EffectRecord): Promise<RunView> {
-    if (!agrees(resolution, effect)) throw alreadySettled(effect.operation_id, effect.outcome);
+  async #resolvedByEffectOwner(runId: string, resolution: Resolution, effect: effectOwner.EffectRecord): Promise<RunView> {
+    if (!agrees(resolution, effect)) throw effectOwner.alreadySettled(effect.operation_id, effect.outcome);
     if (this.#reads.head(runId).lifecycle === 'active') await this.#turns.drive(runId);
     return this.#reads.view(this.#reads.head(runId));
   }

@@ -24,21 +24,11 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { canonicalJson } from '../core/canonical-json.js';
-import { sha256Hex } from '../core/digest.js';
-import { isLoopxError, rejected, type LoopxError } from '../core/errors.js';
-import {
-  isEffectError,
-  isUncertain,
-  memoryEffectJournal,
-  openSqliteEffectJournal,
-  runEffectScope,
-  MAX_RECEIPT_BYTES,
-  type EffectJournal,
-  type EffectOutcome,
-  type EffectRecord,
-} from '../owners/effect/index.js';
-import { LAYOUT } from '../owners/layout.js';
+import { canonicalJson } from '../core/index.js';
+import { sha256Hex } from '../core/index.js';
+import { isLoopxError, rejected, type LoopxError } from '../core/index.js';
+import { effect as effectOwner } from '../owners/index.js';
+import { LAYOUT } from '../owners/index.js';
 import type { ToolResultStatus } from '../snapshot/index.js';
 import type { MutationRecord, MutationState } from './run-store/contract.js';
 import { isEffectOutput, isInteractionRequest, type EffectIntent, type JsonValue, type Tool, type ToolContext } from './tools.js';
@@ -49,7 +39,7 @@ export type Resolution = { readonly kind: 'committed'; readonly resultJson: stri
 export interface UncertainEffect {
   readonly call_id: string;
   readonly operation_id: string;
-  readonly outcome: EffectOutcome | null;
+  readonly outcome: effectOwner.EffectOutcome | null;
 }
 
 /** Owner-safe operation id for an engine call id (`run/t1/k0` → `run:t1:k0`). */
@@ -59,25 +49,25 @@ const idempotencyKeyOf = (operationId: string): string => `idem:${operationId}`;
 /** The root's effect journal, opened on first use: for a write (creating effects.db), or for a read (only if it exists). */
 export class EffectAccess {
   readonly #root: string | undefined;
-  #journal: EffectJournal | undefined;
+  #journal: effectOwner.EffectJournal | undefined;
 
-  constructor(options: { readonly root?: string; readonly effects?: EffectJournal }) {
+  constructor(options: { readonly root?: string; readonly effects?: effectOwner.EffectJournal }) {
     this.#root = options.root;
     this.#journal = options.effects;
   }
 
-  forWrite(): EffectJournal {
-    this.#journal ??= this.#root === undefined ? memoryEffectJournal() : openSqliteEffectJournal(join(this.#root, LAYOUT.effectsDb));
+  forWrite(): effectOwner.EffectJournal {
+    this.#journal ??= this.#root === undefined ? effectOwner.memoryEffectJournal() : effectOwner.openSqliteEffectJournal(join(this.#root, LAYOUT.effectsDb));
     return this.#journal;
   }
 
   /** Undefined while the root has no effects.db: nothing was journalled there (a run from before the journal). */
-  forRead(): EffectJournal | undefined {
+  forRead(): effectOwner.EffectJournal | undefined {
     if (this.#journal === undefined && this.#root !== undefined && !existsSync(join(this.#root, LAYOUT.effectsDb))) return undefined;
     return this.forWrite();
   }
 
-  effectOf(callId: string): EffectRecord | undefined {
+  effectOf(callId: string): effectOwner.EffectRecord | undefined {
     return this.forRead()?.get(operationIdOf(callId));
   }
 
@@ -89,17 +79,17 @@ export class EffectAccess {
 /** What a mutating call's effect allows before the tool runs. */
 export type Begun =
   /** Intent and dispatch recorded: run the tool. */
-  | { readonly kind: 'dispatch'; readonly effect: EffectRecord }
+  | { readonly kind: 'dispatch'; readonly effect: effectOwner.EffectRecord }
   /** The effect owner already has this call's outcome (a driver died before the engine recorded it): take it. */
-  | { readonly kind: 'settled'; readonly effect: EffectRecord }
+  | { readonly kind: 'settled'; readonly effect: effectOwner.EffectRecord }
   /** Dispatched before and never settled: uncertain, never run again. */
-  | { readonly kind: 'uncertain'; readonly effect: EffectRecord };
+  | { readonly kind: 'uncertain'; readonly effect: effectOwner.EffectRecord };
 
 /**
  * Record a mutating call's intent in the effect owner and begin its dispatch. A call journalled
  * before keeps its original intent (it is not described again).
  */
-export async function beginEffect(journal: EffectJournal, tool: Tool, args: { readonly [k: string]: JsonValue }, ctx: ToolContext): Promise<Begun> {
+export async function beginEffect(journal: effectOwner.EffectJournal, tool: Tool, args: { readonly [k: string]: JsonValue }, ctx: ToolContext): Promise<Begun> {
   let effect = journal.get(ctx.operationId);
   if (effect === undefined) {
     const d: EffectIntent = tool.describeEffect
@@ -108,14 +98,14 @@ export async function beginEffect(journal: EffectJournal, tool: Tool, args: { re
     effect = journal.recordIntent({
       operation_id: ctx.operationId,
       idempotency_key: idempotencyKeyOf(ctx.operationId),
-      goal_id: d.goal_id ?? runEffectScope(ctx.runId),
+      goal_id: d.goal_id ?? effectOwner.runEffectScope(ctx.runId),
       kind: d.kind,
       target: d.target,
       intent: d.intent,
     }).effect;
   }
   if (takenOutcome(effect)) return { kind: 'settled', effect };
-  if (isUncertain(effect)) return { kind: 'uncertain', effect };
+  if (effectOwner.isUncertain(effect)) return { kind: 'uncertain', effect };
   return { kind: 'dispatch', effect: journal.beginDispatch(ctx.operationId) };
 }
 
@@ -154,7 +144,7 @@ export function outcomeOfOutput(output: unknown): CallOutcome {
 
 /** The outcome of a tool that threw, by the error's code — see the module header. */
 export function outcomeOfThrow(toolName: string, e: unknown): CallOutcome {
-  if (isEffectError(e, 'effect_outcome_unknown')) {
+  if (effectOwner.isEffectError(e, 'effect_outcome_unknown')) {
     const reason = typeof e.details?.reason === 'string' ? e.details.reason : 'outcome_unknown';
     const result = { error: 'mutation_uncertain', message: `The outcome of ${toolName} is unknown: ${errorMessage(e)}` };
     return { state: 'uncertain', status: 'mutation_uncertain', result, effect: { outcome: 'unknown', receipt: { reason } } };
@@ -172,18 +162,18 @@ export function outcomeOfThrow(toolName: string, e: unknown): CallOutcome {
  * Settle a dispatched call's effect with its outcome. Returns undefined when it was settled as
  * given, or the effect as someone else settled it meanwhile (a reconciliation): that outcome stands.
  */
-export function settleEffect(journal: EffectJournal, operationId: string, outcome: CallOutcome): EffectRecord | undefined {
+export function settleEffect(journal: effectOwner.EffectJournal, operationId: string, outcome: CallOutcome): effectOwner.EffectRecord | undefined {
   try {
     journal.settle(operationId, outcome.effect.outcome, outcome.effect.receipt);
     return undefined;
   } catch (e) {
-    if (!isEffectError(e, 'effect_already_settled')) throw e;
+    if (!effectOwner.isEffectError(e, 'effect_already_settled')) throw e;
     return journal.get(operationId);
   }
 }
 
 /** The engine's record of a call whose effect the effect owner has settled; undefined while the outcome is uncertain. */
-export function takenOutcome(effect: EffectRecord): { readonly state: MutationState; readonly status: ToolResultStatus; readonly result: JsonValue } | undefined {
+export function takenOutcome(effect: effectOwner.EffectRecord): { readonly state: MutationState; readonly status: ToolResultStatus; readonly result: JsonValue } | undefined {
   const op = effect.operation_id;
   switch (effect.outcome) {
     case 'committed':
@@ -224,7 +214,7 @@ export function operatorOutcome(resolution: Resolution): { readonly state: Mutat
 }
 
 /** Whether an operator's resolution agrees with an outcome the effect owner settled. */
-export const agrees = (resolution: Resolution, effect: EffectRecord): boolean =>
+export const agrees = (resolution: Resolution, effect: effectOwner.EffectRecord): boolean =>
   resolution.kind === 'abandon' || (resolution.kind === 'committed' ? effect.outcome === 'committed' : effect.outcome !== 'committed');
 
 /**
@@ -233,7 +223,7 @@ export const agrees = (resolution: Resolution, effect: EffectRecord): boolean =>
  * resolution settled it; an effect settled meanwhile (by reconciliation) is returned as it is.
  * `--abandon` leaves the outcome unknown: recorded as such, and held.
  */
-export function settleByOperator(journal: EffectJournal, operationId: string, resolution: Resolution, result: JsonValue): { readonly effect: EffectRecord; readonly byOperator: boolean } {
+export function settleByOperator(journal: effectOwner.EffectJournal, operationId: string, resolution: Resolution, result: JsonValue): { readonly effect: effectOwner.EffectRecord; readonly byOperator: boolean } {
   for (let attempt = 0; ; attempt++) {
     const e = journal.get(operationId)!;
     if (takenOutcome(e)) return { effect: e, byOperator: false };
@@ -245,7 +235,7 @@ export function settleByOperator(journal: EffectJournal, operationId: string, re
       return { effect: journal.holdUnknown(operationId, 'operator_abandoned'), byOperator: true };
     } catch (err) {
       // Settled or changed between the read and the write: read it again and decide on what it is now.
-      if (attempt === 0 && (isEffectError(err, 'effect_state_changed') || isEffectError(err, 'effect_already_settled'))) continue;
+      if (attempt === 0 && (effectOwner.isEffectError(err, 'effect_state_changed') || effectOwner.isEffectError(err, 'effect_already_settled'))) continue;
       throw err;
     }
   }
@@ -281,5 +271,5 @@ function refusalReceipt(e: LoopxError): JsonValue {
 function bounded(value: JsonValue): JsonValue {
   const text = canonicalJson(value);
   const size = Buffer.byteLength(text, 'utf8');
-  return size <= MAX_RECEIPT_BYTES / 2 ? value : { sha256: sha256Hex(text), bytes: size };
+  return size <= effectOwner.MAX_RECEIPT_BYTES / 2 ? value : { sha256: sha256Hex(text), bytes: size };
 }

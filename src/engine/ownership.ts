@@ -18,7 +18,7 @@
  * - A root id counts only from the directory the authority bound it to: a byte copy of a root is
  *   `root_is_copy` the first time it asks for its id, and so owns no runs.
  */
-import { conflict, internal, rejected, type LoopxError } from '../core/errors.js';
+import { conflict, internal, rejected, type LoopxError } from '../core/index.js';
 import { TERMINAL_LIFECYCLES } from '../snapshot/index.js';
 import { rootDirectoryIdentity, type RebindOutcome, type RunAuthority, type RunLease, type RunRecord } from '../run-authority/index.js';
 import type { RunStore } from './run-store/contract.js';
@@ -60,7 +60,7 @@ export class RunOwnership {
 
   /** The run's lease, or undefined while another process (or call) holds it. */
   tryLock(runId: string): RunLease | undefined {
-    if (!RUN_ID.test(runId)) throw runNotFound(runId, false);
+    if (!RUN_ID.test(runId)) throw runNotFound(runId);
     return this.authority.acquireRun(runId);
   }
 

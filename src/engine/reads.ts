@@ -11,7 +11,7 @@
  *   is in flight); whether one does is the `isDriven` probe's answer (the authority's run lock).
  *   An engine without the authority cannot see that lock and reports no driver.
  */
-import { rejected } from '../core/errors.js';
+import { rejected } from '../core/index.js';
 import type { Message } from '../snapshot/index.js';
 import type { RunEvent } from './events.js';
 import { uncertainEffects, type EffectAccess, type UncertainEffect } from './mutations.js';

@@ -7,11 +7,8 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { notFound } from '../core/errors.js';
-import { ensurePrivateDir } from '../core/fs.js';
-import { refuseRecoveryWorkspaceRoot } from '../core/recovery-workspace.js';
-import { LAYOUT, assertRuntimeRoot } from '../owners/layout.js';
-import * as workOwner from '../owners/work/index.js';
+import { ensurePrivateDir, refuseRecoveryWorkspaceRoot } from '../core/index.js';
+import { LAYOUT, assertRuntimeRoot, goal as goalOwner, work as workOwner } from '../owners/index.js';
 import { openRunAuthority, type LocalRunAuthority } from '../run-authority/index.js';
 import { builtinApplication } from './builtin.js';
 import { openEngine, type Engine } from './engine.js';
@@ -92,7 +89,7 @@ export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) =
 /** A Goal with its Todo counts, history length and handoff mode (`loopx goal show`, `GET /api/goals/:id`). */
 export function goalDetail(owners: RootOwners, root: string, goalId: string, options: { todos?: boolean } = {}) {
   const record = owners.goals.get(goalId);
-  if (!record) throw notFound('goal_not_found', `No Goal ${goalId} in this root.`, { nextAction: 'list Goals: loopx goal list' });
+  if (!record) throw goalOwner.goalNotFound(goalId);
   const work = workOwner.openGoalWork({ root, goal_id: goalId });
   try {
     const todos = work.listTodos();

@@ -9,16 +9,14 @@
  *   reaches a lock file name or the authority.
  * - A finished run never runs again: one `run_terminal` refusal, defined here.
  */
-import { canonicalJson } from '../core/canonical-json.js';
-import { notFound, rejected, type LoopxError } from '../core/errors.js';
+import { canonicalJson, notFound, rejected, type LoopxError } from '../core/index.js';
 import type { Message, ToolResultStatus } from '../snapshot/index.js';
 import type { RunCommit, RunHead, RunStore } from './run-store/contract.js';
 import type { JsonValue } from './tools.js';
 
 export const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
-export const runNotFound = (runId: string, withAction = true): LoopxError =>
-  notFound('run_not_found', `No run ${runId} in this root.`, withAction ? { nextAction: 'list runs: loopx run list' } : {});
+export const runNotFound = (runId: string): LoopxError => notFound('run_not_found', `No run ${runId} in this root.`, { nextAction: 'list runs: loopx run list' });
 
 /** The run's head; `run_not_found` when this root has no such run. */
 export function headOf(store: RunStore, runId: string): RunHead {

@@ -5,9 +5,16 @@
  * mistaken for a lease: only `ToolPlanHost.lease` makes one.
  */
 import { Ajv, type ValidateFunction } from 'ajv';
-import { conflict, notFound, rejected } from '../core/errors.js';
-import type { EffectRecord, JsonValue as EffectJsonValue } from '../owners/effect/index.js';
+import { conflict, notFound, rejected, type LoopxError } from '../core/index.js';
+import { effect as effectOwner } from '../owners/index.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
+
+/** A tool plan an agent or a snapshot names that no application of this engine provides. */
+export const toolPlanMissing = (planId: string): LoopxError =>
+  notFound('tool_plan_missing', `Tool plan ${planId} is not available in this engine.`, { nextAction: 'run with an application that provides this tool plan' });
+
+/** A model's tool call whose arguments the tool does not take (settled as a tool error, not a refusal of the run). */
+export const toolArgumentsInvalid = (toolName: string, why: string): LoopxError => rejected('tool_arguments_invalid', `Arguments for ${toolName} are invalid: ${why}.`);
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
 
@@ -29,7 +36,7 @@ export interface EffectIntent {
   /** Public-safe label of what it changes (no credentials, queries or fragments). */
   readonly target: string;
   /** What is to happen, private to the effect owner. */
-  readonly intent: EffectJsonValue;
+  readonly intent: effectOwner.JsonValue;
 }
 
 /** What a tool may ask of the run while it executes. */
@@ -39,7 +46,7 @@ export interface ToolContext {
   /** The effect owner's operation id of this call, derived from `callId`. */
   readonly operationId: string;
   /** A mutating call's effect as the effect owner recorded it: its intent and dispatch are durable when `execute` runs. */
-  readonly effect?: EffectRecord;
+  readonly effect?: effectOwner.EffectRecord;
   readonly turn: number;
   /** Ask a human. The run waits; `loopx run answer` continues it with the answer as this call's result. */
   requestInteraction(interactionId: string, prompt: string): InteractionRequest;
@@ -160,9 +167,7 @@ export class ToolPlanHost {
   lease(planId: string): ToolPlanLease {
     const entry = this.#plans.get(planId);
     if (!entry) {
-      throw notFound('tool_plan_missing', `Tool plan ${planId} is not available in this engine.`, {
-        nextAction: 'run with an application that provides this tool plan',
-      });
+      throw toolPlanMissing(planId);
     }
     const leaseId = this.#nextLease++;
     this.#live.add(leaseId);
@@ -183,7 +188,7 @@ export class ToolPlanHost {
         if (!validate) throw rejected('tool_unknown', `The model called ${toolName}, which is not in tool plan ${planId}.`);
         if (!validate(args)) {
           const first = validate.errors?.[0];
-          throw rejected('tool_arguments_invalid', `Arguments for ${toolName} do not match its schema: ${first?.instancePath || '/'} ${first?.message ?? ''}`.trim());
+          throw toolArgumentsInvalid(toolName, `they do not match its schema at ${first?.instancePath || '/'}${first?.message ? `: ${first.message}` : ''}`);
         }
       },
       release() {

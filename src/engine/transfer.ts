@@ -23,10 +23,7 @@
  *   FAULT_IMPORT_AFTER_KERNEL_COMMIT, `authority.import.activate`.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { canonicalJson } from '../core/canonical-json.js';
-import { toHex } from '../core/digest.js';
-import { conflict, hasCode, internal, rejected } from '../core/errors.js';
-import { faultPoint } from '../core/faults.js';
+import { canonicalJson, conflict, faultPoint, hasCode, internal, rejected, toHex } from '../core/index.js';
 import { decodeEnvelope, encodeEnvelope, encodeSnapshot, ENVELOPE_ERRORS, signEnvelope, snapshotDigest, verifyEnvelope, type RunSnapshotState, type SnapshotEnvelope } from '../snapshot/index.js';
 import type { RunLease, RunRecord } from '../run-authority/index.js';
 import { agentDefinitionToFile, defineAgent, type AgentDefinition } from './agent.js';

@@ -16,9 +16,7 @@
  * - A run continues only under the tool plan and PlanIdentity it started with (`checkPlan`).
  * - Message, model-call and tool-call ids derive from (run id, turn, index).
  */
-import { canonicalJson } from '../core/canonical-json.js';
-import { internal, isLoopxError, rejected } from '../core/errors.js';
-import { faultPoint } from '../core/faults.js';
+import { canonicalJson, faultPoint, internal, isLoopxError, rejected } from '../core/index.js';
 import type { Message, ToolCallPart, ToolResultPart, ToolResultStatus } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
@@ -28,7 +26,7 @@ import { beginEffect, errorMessage, operationIdOf, outcomeOfOutput, outcomeOfThr
 import type { ModelProvider } from './providers/provider.js';
 import type { MutationRecord, MutationState, RunCommit, RunHead, RunStore } from './run-store/contract.js';
 import { commitRun, headOf, toolMessage } from './runs.js';
-import { isInteractionRequest, type InteractionRequest, type JsonValue, type Tool, type ToolContext, type ToolPlanLease } from './tools.js';
+import { isInteractionRequest, toolArgumentsInvalid, type InteractionRequest, type JsonValue, type Tool, type ToolContext, type ToolPlanLease } from './tools.js';
 
 /** Fault points (tests only) around the durable steps of a mutating call. */
 export const FAULT_AFTER_MUTATION_INTENT = 'engine.mutation.after-intent';
@@ -202,7 +200,7 @@ export class TurnDriver {
       args = JSON.parse(call.argumentsJson) as { [k: string]: JsonValue };
       lease.validateArguments(call.toolName, args);
       if (typeof args !== 'object' || args === null || Array.isArray(args)) {
-        throw rejected('tool_arguments_invalid', `Arguments for ${call.toolName} are not a JSON object.`);
+        throw toolArgumentsInvalid(call.toolName, 'they are not a JSON object');
       }
     } catch (e) {
       settle(head, 'error', toolError(e), [calledEvent]);

@@ -12,8 +12,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { notFound } from '../core/errors.js';
-import { operatorPath } from '../core/recovery-workspace.js';
+import { notFound } from '../core/index.js';
+import { operatorPath } from '../core/index.js';
 import { LAYOUT, MACHINE, OWNERS, goalScope } from '../owners/index.js';
 import { showAudit, WORKSPACE_DIR } from '../recovery/index.js';
 import { readHistoricalRuns, type HistoricalRun } from './run-store/historical.js';

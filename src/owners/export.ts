@@ -8,9 +8,9 @@
  * `verifyExport` checks a chain offline and returns every finding (schema, owner, chain, count,
  * capacity, trailing records); it trusts nothing in the export it has not re-computed.
  */
-import { canonicalJson } from '../core/canonical-json.js';
-import { sha256Hex } from '../core/digest.js';
-import { rejected } from '../core/errors.js';
+import { canonicalJson } from '../core/index.js';
+import { sha256Hex } from '../core/index.js';
+import { rejected } from '../core/index.js';
 import type { OwnerFinding, OwnerScope } from './contract.js';
 
 export interface ExportHeader {

@@ -24,7 +24,7 @@
  */
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
-import { notFound, rejected } from '../core/errors.js';
+import { notFound, rejected } from '../core/index.js';
 
 export const GOAL_ID = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 

@@ -19,8 +19,8 @@
  * A commit rejects instead of answering only when a row it must check does not decode
  * (`<owner>_store_corrupt`): a damaged store is never written to.
  */
-import { canonicalJson } from '../core/canonical-json.js';
-import { conflict, internal, type LoopxError } from '../core/errors.js';
+import { canonicalJson } from '../core/index.js';
+import { conflict, internal, type LoopxError } from '../core/index.js';
 
 export type ConflictReason = 'exists' | 'missing' | 'changed';
 

@@ -5,7 +5,7 @@
  * Only a failing COMMIT is `ambiguous`; anything failing before it is rolled back and `failed`
  * (nothing written). It decides nothing about the owner's rows.
  */
-import { internal, isLoopxError } from '../core/errors.js';
+import { internal, isLoopxError } from '../core/index.js';
 import { RowInvalid, SQLITE_PROVIDER, openSqlite, setup, type Migration, type SqliteDatabase } from '../store/index.js';
 import { APPLIED, conflictOf, providerClosed, type CommitResult, type ConflictReason } from './port.js';
 
@@ -25,8 +25,11 @@ export interface SqlitePortBase {
 
 const isBusy = (e: unknown): boolean => typeof (e as { code?: unknown })?.code === 'string' && (e as { code: string }).code.startsWith('SQLITE_BUSY');
 
+/** The code of a row that does not decode, per owner over a SQLite port (one closed set: built once, here). */
+const STORE_CORRUPT = { session: 'session_store_corrupt', quota: 'quota_store_corrupt', scheduler: 'scheduler_store_corrupt' } as const;
+
 /** Opens `path` with the owner's migrations. `owner` names it in errors; `file` is its name in a root (e.g. `sessions.db`). */
-export function openSqlitePort(path: string, migrations: readonly Migration[], owner: string, file: string, options: SqlitePortOptions = {}): SqlitePortBase {
+export function openSqlitePort(path: string, migrations: readonly Migration[], owner: keyof typeof STORE_CORRUPT, file: string, options: SqlitePortOptions = {}): SqlitePortBase {
   const db = openSqlite(path, options.synchronous ? { synchronous: options.synchronous } : {});
   try {
     setup(db, migrations);
@@ -41,7 +44,7 @@ export function openSqlitePort(path: string, migrations: readonly Migration[], o
   };
   // Our own rows failing to decode means the file was damaged under us: stop, never guess.
   const corrupt = (e: RowInvalid) =>
-    internal(`${owner}_store_corrupt`, `${file} holds a malformed row (${e.field}).`, { nextAction: `run the backup verifier on a copy of ${file}`, cause: e });
+    internal(STORE_CORRUPT[owner], `${file} holds a malformed row (${e.field}).`, { nextAction: `run the backup verifier on a copy of ${file}`, cause: e });
 
   return {
     provider: SQLITE_PROVIDER,

@@ -7,14 +7,14 @@
 import type { OwnedMember, OwnerRecovery, OwnerScope } from './contract.js';
 import { MACHINE, goalScope } from './contract.js';
 import { GOAL_ID, LAYOUT } from './layout.js';
-import { recovery as registry } from './registry/recovery.js';
-import { recovery as config } from './config/recovery.js';
-import { recovery as goal } from './goal/recovery.js';
-import { recovery as work } from './work/recovery.js';
-import { recovery as session } from './session/recovery.js';
-import { recovery as effect } from './effect/recovery.js';
-import { recovery as quota } from './quota/recovery.js';
-import { recovery as scheduler } from './scheduler/recovery.js';
+import { recovery as registry } from './registry/index.js';
+import { recovery as config } from './config/index.js';
+import { recovery as goal } from './goal/index.js';
+import { recovery as work } from './work/index.js';
+import { recovery as session } from './session/index.js';
+import { recovery as effect } from './effect/index.js';
+import { recovery as quota } from './quota/index.js';
+import { recovery as scheduler } from './scheduler/index.js';
 
 export const OWNERS = { registry, config, goal, work, session, effect, quota, scheduler } as const;
 export type OwnerName = keyof typeof OWNERS;

@@ -8,12 +8,7 @@
  */
 import { join } from 'node:path';
 import { createHmac, randomBytes } from 'node:crypto';
-import { canonicalJson } from '../core/canonical-json.js';
-import { sha256Hex } from '../core/digest.js';
-import { notFound, rejected } from '../core/errors.js';
-import { readRegularFileOnce } from '../core/read-once.js';
-import { LOOPX_VERSION } from '../core/version.js';
-import { RECOVERY_AUDIT_FILE, RECOVERY_WORKSPACE_DIR } from '../core/recovery-workspace.js';
+import { canonicalJson, sha256Hex, notFound, rejected, readRegularFileOnce, LOOPX_VERSION, RECOVERY_AUDIT_FILE, RECOVERY_WORKSPACE_DIR } from '../core/index.js';
 import { BACKUP_SCHEMA, type BackupManifest } from '../backup/index.js';
 import { AUDIT_CODES } from './codes.js';
 import type { ExtractionFacts } from './extract.js';
@@ -154,27 +149,25 @@ const unownedRow = (name: string) => UNOWNED_STORES.find((s) => s.name === name)
 /** The owners kept once per Goal (their databases live under the Goal's directory). */
 const GOAL_SCOPED = OWNER_LIST.filter((o) => o.scope === 'goal');
 
-/** Build the audit (its recovery_id computed last, over everything else). */
-export function buildAudit(a: AuditInputs): RecoveryAudit {
-  const { scopeOf, idOf } = labeller();
-  const m = a.manifest;
-  const r = a.report;
-  const findings: AuditFinding[] = [];
-  const add = (code: string, severity: Severity, component: string | null, owner: string, next: string, subject: string | null = null): void => {
-    findings.push({ code, severity, component, owner, next_action: next, subject });
-  };
-  const fromOwner = (component: string, owner: string, list: readonly FindingLite[]): void => {
-    for (const f of list) add(f.code, f.severity === 'error' ? 'error' : 'warning', component, owner, f.next_action, f.subject);
-  };
-  add('legacy_manifest_incomplete', 'hold', null, 'backup', NEXT.legacy);
-  add('legacy_best_effort', 'hold', null, 'backup', NEXT.best);
+/** What every section of the audit adds to: the inputs, the components and findings so far, the labels. */
+interface AuditContext {
+  readonly a: AuditInputs;
+  readonly r: WorkerReport;
+  readonly files: ReadonlyMap<string, ExtractionFacts['files'][number]>;
+  readonly claimed: Set<string>;
+  readonly components: AuditComponent[];
+  readonly findings: AuditFinding[];
+  readonly add: (code: string, severity: Severity, component: string | null, owner: string, next: string, subject?: string | null) => void;
+  readonly fromOwner: (component: string, owner: string, list: readonly FindingLite[]) => void;
+  readonly scopeOf: (goalId: string) => string;
+  readonly idOf: (prefix: string, key: string) => string;
+  readonly base: { readonly producer_version: string; readonly capture_profile: null; readonly cursor: null };
+  readonly dbIdByPath: Map<string, string>;
+}
 
-  const files = new Map(a.extraction.files.map((f) => [f.path, f]));
-  const claimed = new Set<string>(['manifest.json']);
-  const components: AuditComponent[] = [];
-  const base = { producer_version: m.producer_version, capture_profile: null, cursor: null } as const;
-
-  // 1. configuration: the checkpoint plus the registry and machine configuration it was built from.
+/** 1. The configuration: the checkpoint plus the registry and machine configuration it was built from. */
+function configurationComponent(ctx: AuditContext): void {
+  const { r, files, claimed, components, add, fromOwner, base } = ctx;
   const cfg = documentOwner(r, OWNERS.config);
   const reg = documentOwner(r, OWNERS.registry);
   const checkpoint = checkpointOf(r);
@@ -214,9 +207,11 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
       registry_goals: registryGoals,
     },
   });
+}
 
-  // 2. one component per SQLite file.
-  const dbIdByPath = new Map<string, string>();
+/** 2. One component per SQLite file, classified by its owner in the OWNERS table. */
+function databaseComponents(ctx: AuditContext): void {
+  const { r, files, claimed, components, add, fromOwner, scopeOf, idOf, base, dbIdByPath } = ctx;
   for (const s of r.sqlite) {
     const id = idOf('database', s.path);
     dbIdByPath.set(s.path, id);
@@ -251,10 +246,14 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
     });
   }
 
-  // 3. one component per Goal — found by the goal owner, or named by the registry and missing —
-  // linked to the configuration. A Goal's own owner findings decide its classification.
+}
+
+/** 3. One component per Goal — found by the goal owner, or named by the registry and missing — linked to the configuration. Returns the dependency links made. */
+function goalComponents(ctx: AuditContext): number {
+  const { a, r, files, claimed, components, add, fromOwner, scopeOf, idOf, base, dbIdByPath } = ctx;
   const gl = documentOwner(r, OWNERS.goal);
   const goalRecords = goalsOf(r);
+  const registryGoals = registryGoalsOf(r);
   // Per goal-scoped owner (the work owner), its report for each Goal.
   const storesByGoal = GOAL_SCOPED.map((o) => ({ owner: o, byGoal: new Map(r.sqlite.filter((s) => s.owner === o.name).map((s) => [s.goal_id!, s])) }));
   const goalOfSubject = (subject: string): string | undefined => /^goals\/([^/]+)/.exec(subject)?.[1];
@@ -336,7 +335,12 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
     if (!verifiedDbs.has(snap.archive_path)) add('sqlite_snapshot_not_sqlite', 'error', null, ownerOfSqlite(snap.archive_path).owner, 'the manifest declares a database the archive does not hold as SQLite; use another backup', snap.archive_path);
   }
 
-  // 4. the remainder: bytes no owner reads.
+  return links;
+}
+
+/** 4. The remainder: bytes no owner reads. */
+function remainderComponent(ctx: AuditContext): void {
+  const { a, files, claimed, components, add, base } = ctx;
   const rest = [...files.keys()].filter((p) => !claimed.has(p)).sort();
   if (rest.length > 0) {
     components.push({
@@ -361,9 +365,10 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
   }
   for (const s of a.extraction.symlinks) add('member_symlink_inert', 'warning', null, 'backup', NEXT.symlink, s);
 
-  if (components.length > RECOVERY_LIMITS.components) throw capacityRefusal('components', components.length, RECOVERY_LIMITS.components);
-  if (links > RECOVERY_LIMITS.dependencyLinks) throw capacityRefusal('dependencyLinks', links, RECOVERY_LIMITS.dependencyLinks);
+}
 
+/** The counts of the components and findings, as the audit records them. */
+function countsOf(components: readonly AuditComponent[], findings: readonly AuditFinding[]) {
   const byOwner: Record<string, { required: number; optional: number }> = {};
   const verification: Record<VerificationStatus, number> = { verified: 0, invalid: 0, missing: 0, ambiguous: 0, unsupported: 0, unknown: 0 };
   const assets: Record<Classification, number> = { recovered_readable: 0, historical_only: 0, unknown_unrecoverable: 0 };
@@ -376,6 +381,39 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
   }
   const severities: Record<Severity, number> = { error: 0, hold: 0, warning: 0 };
   for (const f of findings) severities[f.severity]++;
+
+  return { byOwner, verification, assets, severities };
+}
+
+/** Build the audit (its recovery_id computed last, over everything else). */
+export function buildAudit(a: AuditInputs): RecoveryAudit {
+  const { scopeOf, idOf } = labeller();
+  const m = a.manifest;
+  const r = a.report;
+  const findings: AuditFinding[] = [];
+  const add = (code: string, severity: Severity, component: string | null, owner: string, next: string, subject: string | null = null): void => {
+    findings.push({ code, severity, component, owner, next_action: next, subject });
+  };
+  const fromOwner = (component: string, owner: string, list: readonly FindingLite[]): void => {
+    for (const f of list) add(f.code, f.severity === 'error' ? 'error' : 'warning', component, owner, f.next_action, f.subject);
+  };
+  add('legacy_manifest_incomplete', 'hold', null, 'backup', NEXT.legacy);
+  add('legacy_best_effort', 'hold', null, 'backup', NEXT.best);
+
+  const files = new Map(a.extraction.files.map((f) => [f.path, f]));
+  const claimed = new Set<string>(['manifest.json']);
+  const components: AuditComponent[] = [];
+  const base = { producer_version: m.producer_version, capture_profile: null, cursor: null } as const;
+
+  const ctx: AuditContext = { a, r, files, claimed, components, findings, add, fromOwner, scopeOf, idOf, base, dbIdByPath: new Map() };
+  configurationComponent(ctx);
+  databaseComponents(ctx);
+  const links = goalComponents(ctx);
+  remainderComponent(ctx);
+  if (components.length > RECOVERY_LIMITS.components) throw capacityRefusal('components', components.length, RECOVERY_LIMITS.components);
+  if (links > RECOVERY_LIMITS.dependencyLinks) throw capacityRefusal('dependencyLinks', links, RECOVERY_LIMITS.dependencyLinks);
+
+  const { byOwner, verification, assets, severities } = countsOf(components, findings);
 
   const body: Omit<RecoveryAudit, 'recovery_id'> = {
     schema_version: AUDIT_SCHEMA,

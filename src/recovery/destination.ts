@@ -9,8 +9,7 @@
  */
 import { lstatSync, realpathSync, statfsSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
-import { conflict, rejected } from '../core/errors.js';
-import { physical, recoveryDestinationOf } from '../core/recovery-workspace.js';
+import { conflict, rejected, type LoopxError, physical, recoveryDestinationOf } from '../core/index.js';
 import type { BackupManifest } from '../backup/index.js';
 import { LAYOUT, ROOT_MARKERS } from '../owners/index.js';
 import { CAPACITY_CODES, DESTINATION_CODES } from './codes.js';
@@ -62,10 +61,18 @@ export function checkDeclared(d: DeclaredInventory, archiveSize: number): void {
 }
 
 /** The destination filled (ENOSPC) or hit its quota (EDQUOT) during a run: what the run created is removed. */
-export const outOfSpace = (): Error =>
-  rejected(CAPACITY_CODES.freeSpace, 'The destination file system ran out of space during verification; nothing was published.', {
+export const outOfSpace = (): Error => freeSpaceRefusal('ran out of space during verification; nothing was published');
+
+/** Too little free space at the destination, found before (the preflight) or during a run. */
+const freeSpaceRefusal = (what: string, details?: Record<string, unknown>): LoopxError =>
+  rejected(CAPACITY_CODES.freeSpace, `The destination file system ${what}.`, {
     nextAction: 'free space or choose a destination on a larger file system',
+    ...(details ? { details } : {}),
   });
+
+/** The destination exists (at the preflight, or made by someone else before this run created it): verification only creates a new one. */
+export const destinationExists = (): LoopxError =>
+  conflict(DESTINATION_CODES.exists, 'The destination already exists; verification only creates a new workspace.', { nextAction: 'choose a destination path that does not exist yet' });
 
 /** Free bytes for an unprivileged user; LOOPX_TEST_FREE_BYTES overrides it for tests. */
 function freeBytes(dir: string): number {
@@ -148,9 +155,7 @@ export function preflightDestination(destination: string, d: DeclaredInventory, 
     exists = false;
   }
   if (exists) {
-    throw conflict(DESTINATION_CODES.exists, 'The destination already exists; verification only creates a new workspace.', {
-      nextAction: 'choose a destination path that does not exist yet',
-    });
+    throw destinationExists();
   }
   let st;
   try {
@@ -184,10 +189,7 @@ export function preflightDestination(destination: string, d: DeclaredInventory, 
   // §12: regular-file bytes + 16 MiB; plus the one scratch copy the owner worker makes of a database.
   const required = d.regularBytes + d.largestSqliteBytes + RECOVERY_LIMITS.freeSpaceMarginBytes;
   if (free < required) {
-    throw rejected(CAPACITY_CODES.freeSpace, 'The destination file system has too little free space for this backup.', {
-      nextAction: 'free space or choose a destination on a larger file system',
-      details: { limit: 'freeSpace', observed: free, minimum: required },
-    });
+    throw freeSpaceRefusal('has too little free space for this backup', { limit: 'freeSpace', observed: free, minimum: required });
   }
   return { path, parent, freeBytes: free, requiredBytes: required };
 }

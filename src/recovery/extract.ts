@@ -13,15 +13,13 @@ import { join } from 'node:path';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { promisify } from 'node:util';
 import { crc32, createInflateRaw } from 'node:zlib';
-import { isLoopxError, rejected } from '../core/errors.js';
-import { canonicalJson } from '../core/canonical-json.js';
-import { fsyncDir } from '../core/fs.js';
+import { isLoopxError, rejected, canonicalJson, fsyncDir } from '../core/index.js';
 import type { BackupManifest } from '../backup/index.js';
 import { FORMAT_CODES, INPUT_CODES, MEMBER_CODES } from './codes.js';
 import { decodeManifestBytes } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { MemberChecker, capacityRefusal, memberRefusal, type CheckedMember } from './members.js';
-import { TarScanner, checkExpansion, type TarEntry } from './tar-scan.js';
+import { TarScanner, checkExpansion, trailingData, type TarEntry } from './tar-scan.js';
 
 const READ_CHUNK = 1024 * 1024;
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\u0000', 'latin1');
@@ -92,7 +90,7 @@ async function syncTree(files: readonly Promise<void>[], dirs: readonly string[]
 }
 
 const gzipInvalid = (): Error => rejected(FORMAT_CODES.gzipInvalid, 'The archive is not a valid gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' });
-const trailing = (): Error => rejected(FORMAT_CODES.trailingData, 'The archive has data after the end of its gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' });
+const trailing = (): Error => trailingData('the end of its gzip stream');
 const GZIP_HEADER_MAX = 64 * 1024;
 export const interrupted = (): Error =>
   rejected('verify_interrupted', 'Verification was interrupted; nothing was published.', { nextAction: 'run verify again into a new destination' });

@@ -7,11 +7,9 @@
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
 import { readFileSync, statSync } from 'node:fs';
-import { readRegularFileOnce } from '../core/read-once.js';
+import { readRegularFileOnce, internal, notFound, rejected, type LoopxError, PACKAGE_ROOT } from '../core/index.js';
 import { join } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import { internal, notFound, rejected } from '../core/errors.js';
-import { PACKAGE_ROOT } from '../core/version.js';
 import { BACKUP_SCHEMA, type BackupManifest } from '../backup/index.js';
 import { INPUT_CODES } from './codes.js';
 import { RECOVERY_LIMITS } from './limits.js';
@@ -28,13 +26,19 @@ export interface BoundInputs {
 
 const READ_CHUNK = 1024 * 1024;
 
+/** The archive or the manifest is missing, a link, or not a regular file. */
+const notRegular = (input: 'archive' | 'manifest'): LoopxError =>
+  notFound(INPUT_CODES.notRegular, `The ${input} is missing or is not a regular file.`, { nextAction: `pass the ${input} file itself (not a link or directory)`, details: { input } });
+
+const manifestInvalid = (why: string): LoopxError =>
+  rejected(INPUT_CODES.manifestInvalid, `The manifest is not a valid loopx_state_backup_v0 manifest (${why}).`, {
+    nextAction: 'pass the .manifest.json that backup-state published with this archive',
+  });
+
 /** Opens `path` without following a final link and requires a regular file. */
 function openRegular(path: string, input: 'archive' | 'manifest'): number {
   const refuse = (): never => {
-    throw notFound(INPUT_CODES.notRegular, `The ${input} is missing or is not a regular file.`, {
-      nextAction: `pass the ${input} file itself (not a link or directory)`,
-      details: { input },
-    });
+    throw notRegular(input);
   };
   try {
     if (!lstatSync(path).isFile()) refuse();
@@ -62,13 +66,11 @@ const TOO_LARGE = 'too large';
  * a non-regular file is `verify_input_not_regular`, a file over `max` the named capacity refusal.
  */
 export function readBounded(path: string, input: 'archive' | 'manifest', max: number, limit: 'manifestBytes'): Uint8Array {
-  const notRegular = (): Error =>
-    notFound(INPUT_CODES.notRegular, `The ${input} is missing or is not a regular file.`, { nextAction: `pass the ${input} file itself (not a link or directory)`, details: { input } });
   const bytes = readRegularFileOnce(path, max, {
     tooLarge: TOO_LARGE,
-    unreadable: (what) => (what === TOO_LARGE ? capacityRefusal(limit, statSync(path).size, max) : notRegular()),
+    unreadable: (what) => (what === TOO_LARGE ? capacityRefusal(limit, statSync(path).size, max) : notRegular(input)),
   });
-  if (bytes === null) throw notRegular();
+  if (bytes === null) throw notRegular(input);
   return bytes;
 }
 
@@ -97,7 +99,7 @@ export function decodeManifestBytes(bytes: Uint8Array): unknown {
   try {
     return JSON.parse(new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes)) as unknown;
   } catch {
-    throw rejected(INPUT_CODES.manifestInvalid, 'The manifest is not valid UTF-8 JSON.', { nextAction: 'pass the .manifest.json that backup-state published with this archive' });
+    throw manifestInvalid('not valid UTF-8 JSON');
   }
 }
 
@@ -113,9 +115,7 @@ function manifestValidator(): ValidateFunction {
 /** Schema and internal consistency of a decoded external manifest. */
 export function checkManifest(doc: unknown): BackupManifest {
   const invalid = (why: string): never => {
-    throw rejected(INPUT_CODES.manifestInvalid, `The manifest is not a valid loopx_state_backup_v0 manifest (${why}).`, {
-      nextAction: 'pass the .manifest.json that backup-state published with this archive',
-    });
+    throw manifestInvalid(why);
   };
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) invalid('not an object');
   const schema = (doc as { schema_version?: unknown }).schema_version;

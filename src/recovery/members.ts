@@ -12,7 +12,7 @@
  * not leave the workspace; a hard link is never materialized (it is refused, with the most
  * specific reason).
  */
-import { rejected, type LoopxError } from '../core/errors.js';
+import { rejected, type LoopxError } from '../core/index.js';
 import { CAPACITY_CODES, MEMBER_CODES } from './codes.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { SQLITE_SIDECAR_SUFFIXES, foldPath, sqliteSidecarBase } from '../backup/index.js';
@@ -33,11 +33,12 @@ export const TOP_LEVEL = new Set(['runtime-root', 'configuration-backup.json', '
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\ufeff]/;
 
 /** A member refusal. It never names the member: member names are private data, a refusal is public output. */
-export function memberRefusal(code: string, message: string): LoopxError {
+export function memberRefusal(code: (typeof MEMBER_CODES)[keyof typeof MEMBER_CODES], message: string): LoopxError {
   return rejected(code, message, { nextAction: 'use an intact backup made by loopx backup-state; this archive is not safe to extract' });
 }
 
-export function capacityRefusal(limit: keyof typeof CAPACITY_CODES, observed: number, maximum: number): LoopxError {
+/** A §12 capacity refusal of the archive (free space at the destination is destination.ts's own refusal). */
+export function capacityRefusal(limit: Exclude<keyof typeof CAPACITY_CODES, 'freeSpace'>, observed: number, maximum: number): LoopxError {
   return rejected(CAPACITY_CODES[limit], `The backup exceeds the ${limit} limit (${observed} > ${maximum}).`, {
     nextAction: 'split the runtime root or prune it before backing up again; limits are fixed for this profile',
     details: { limit, observed, maximum },

@@ -15,9 +15,9 @@
  * `onData` for its bytes and `onEntryEnd` after them; `finish()` checks the end-of-archive and
  * that the stream is whole 512-byte blocks.
  */
-import { rejected, type LoopxError } from '../core/errors.js';
+import { rejected, type LoopxError } from '../core/index.js';
 import { FORMAT_CODES, MEMBER_CODES } from './codes.js';
-import { capacityRefusal } from './members.js';
+import { capacityRefusal, memberRefusal } from './members.js';
 import { RECOVERY_LIMITS } from './limits.js';
 
 export type TarEntryType = 'file' | 'directory' | 'symlink' | 'hardlink';
@@ -60,6 +60,9 @@ const invalid = (message: string): LoopxError =>
   rejected(FORMAT_CODES.headerInvalid, message, { nextAction: 'use an intact backup made by loopx backup-state' });
 const unsupported = (message: string): LoopxError =>
   rejected(FORMAT_CODES.headerUnsupported, message, { nextAction: 'use a backup made by loopx backup-state; this tar feature is not accepted' });
+/** Bytes after the end of a stream (the gzip member, or the tar end-of-archive marker). */
+export const trailingData = (after: string): LoopxError =>
+  rejected(FORMAT_CODES.trailingData, `The archive has data after ${after}.`, { nextAction: 'use an intact backup made by loopx backup-state' });
 
 /** A NUL-terminated (or full-width) field as UTF-8; a non-UTF-8 name is a member path refusal. */
 function text(block: Buffer, start: number, length: number, isName: boolean): string {
@@ -69,7 +72,7 @@ function text(block: Buffer, start: number, length: number, isName: boolean): st
     return utf8.decode(block.subarray(start, end));
   } catch {
     throw isName
-      ? rejected(MEMBER_CODES.invalid, 'An archive member name is not valid UTF-8.', { nextAction: 'use an intact backup made by loopx backup-state; this archive is not safe to extract' })
+      ? memberRefusal(MEMBER_CODES.invalid, 'An archive member name is not valid UTF-8.')
       : invalid('A tar header text field is not valid UTF-8.');
   }
 }
@@ -118,7 +121,7 @@ function parsePax(data: Buffer): Map<string, string> {
     if (eq <= 0) throw invalid('A PAX record has no key.');
     const key = record.slice(0, eq);
     if (key.startsWith('GNU.sparse.')) {
-      throw rejected(MEMBER_CODES.sparse, 'A member is a sparse file.', { nextAction: 'use a backup made by loopx backup-state; sparse members are not accepted' });
+      throw memberRefusal(MEMBER_CODES.sparse, 'A member is a sparse file.');
     }
     if (!PAX_KEYS.has(key)) throw unsupported('A PAX header carries a key this verifier does not interpret.');
     if (out.has(key)) throw unsupported('A PAX header repeats a key.');
@@ -158,7 +161,7 @@ export class TarScanner {
       const s = this.state;
       if (s.at === 'end') {
         for (let i = off; i < buf.length; i++) {
-          if (buf[i] !== 0) throw rejected(FORMAT_CODES.trailingData, 'The archive has data after the tar end-of-archive marker.', { nextAction: 'use an intact backup made by loopx backup-state' });
+          if (buf[i] !== 0) throw trailingData('the tar end-of-archive marker');
         }
         return;
       }
@@ -230,10 +233,10 @@ export class TarScanner {
       return;
     }
     if (flag === 'g' || flag === 'L' || flag === 'K' || flag === 'X') throw unsupported('A tar header type this verifier does not interpret (PAX global or GNU long name).');
-    if (flag === 'S') throw rejected(MEMBER_CODES.sparse, 'A member is a sparse file.', { nextAction: 'use a backup made by loopx backup-state; sparse members are not accepted' });
+    if (flag === 'S') throw memberRefusal(MEMBER_CODES.sparse, 'A member is a sparse file.');
     const type: TarEntryType | undefined = flag === '0' || flag === '\0' ? 'file' : flag === '5' ? 'directory' : flag === '2' ? 'symlink' : flag === '1' ? 'hardlink' : undefined;
     if (type === undefined) {
-      throw rejected(MEMBER_CODES.specialType, 'An archive member is a device, FIFO, socket or of an unknown type.', { nextAction: 'use an intact backup made by loopx backup-state; this archive is not safe to extract' });
+      throw memberRefusal(MEMBER_CODES.specialType, 'An archive member is a device, FIFO, socket or of an unknown type.');
     }
     if (type !== 'file' && size !== 0) throw invalid('A directory or link member declares data.');
 

@@ -10,8 +10,8 @@
  * `verify_interrupted`.
  */
 import { createInterface } from 'node:readline';
-import { isLoopxError } from '../core/errors.js';
-import { executeVerify, type VerifyInputs } from './verify.js';
+import { isLoopxError } from '../core/index.js';
+import { executeVerify, verifyFailed, type VerifyInputs } from './verify.js';
 
 const MAX_LINE = 64 * 1024;
 const write = (doc: unknown): void => void process.stdout.write(`${JSON.stringify(doc)}\n`);
@@ -37,7 +37,7 @@ async function main(): Promise<number> {
     return 0;
   } catch (e) {
     if (isLoopxError(e)) write({ error: { kind: e.kind, ...e.toJSON() } });
-    else write({ error: { kind: 'internal', code: 'verify_failed', message: 'Verification stopped on an unexpected error.' } });
+    else write({ error: { kind: 'internal', ...verifyFailed().toJSON() } });
     return 1;
   }
 }

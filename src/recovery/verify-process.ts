@@ -17,11 +17,11 @@ import { spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { LoopxError, rejected, type ErrorKind } from '../core/errors.js';
+import { LoopxError, rejected, type ErrorKind } from '../core/index.js';
 import { showAudit, type RecoveryAudit } from './audit.js';
 import { interrupted } from './extract.js';
 import { RECOVERY_LIMITS } from './limits.js';
-import type { VerifyInputs, VerifyOptions, VerifyProgress } from './verify.js';
+import { verifyFailed, type VerifyInputs, type VerifyOptions, type VerifyProgress } from './verify.js';
 import { childEnv, siblingEntry } from './worker-client.js';
 
 const KINDS: readonly ErrorKind[] = ['usage', 'not_found', 'conflict', 'rejected', 'internal'];
@@ -39,7 +39,8 @@ type ChildAnswer = { progress: VerifyProgress } | { done: true } | { error: { ki
 
 function errorOf(e: Extract<ChildAnswer, { error: unknown }>['error']): LoopxError {
   const kind = KINDS.includes(e.kind as ErrorKind) ? (e.kind as ErrorKind) : 'internal';
-  const code = typeof e.code === 'string' && /^[a-z0-9_]{1,64}$/.test(e.code) ? e.code : 'verify_failed';
+  if (typeof e.code !== 'string' || !/^[a-z0-9_]{1,64}$/.test(e.code)) return verifyFailed();
+  const code = e.code;
   return new LoopxError(kind, code, typeof e.message === 'string' ? e.message : 'Verification refused the backup.', {
     ...(typeof e.next_action === 'string' ? { nextAction: e.next_action } : {}),
     ...(typeof e.details === 'object' && e.details !== null ? { details: e.details as Record<string, unknown> } : {}),

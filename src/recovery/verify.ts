@@ -17,12 +17,11 @@
 import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fsyncDir } from '../core/fs.js';
-import { conflict, hasCode, internal, isLoopxError, rejected } from '../core/errors.js';
+import { fsyncDir, hasCode, internal, isLoopxError, rejected, type LoopxError } from '../core/index.js';
 import { isOutOfSpace } from '../store/index.js';
-import { CAPACITY_CODES, DESTINATION_CODES, OWNER_CODES } from './codes.js';
+import { CAPACITY_CODES, OWNER_CODES } from './codes.js';
 import { AUDIT_FILE, WORKSPACE_DIR, buildAudit, publicSummary, publishableAuditBytes, type PublicAuditSummary, type RecoveryAudit } from './audit.js';
-import { checkDeclared, declaredInventory, outOfSpace, preflightDestination, type ProtectedPlaces } from './destination.js';
+import { checkDeclared, declaredInventory, destinationExists, outOfSpace, preflightDestination, type ProtectedPlaces } from './destination.js';
 import { extractArchive, interrupted, planMembers } from './extract.js';
 import { bindInputs } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
@@ -86,6 +85,10 @@ function sameDirectory(path: string, id: { dev: number; ino: number }): boolean 
 }
 const SCRATCH = '.scratch';
 
+/** Verification stopped on an error that is not a typed refusal (a bug, or a failure of the machine): see the log. */
+export const verifyFailed = (): LoopxError =>
+  internal('verify_failed', 'Verification stopped on an unexpected error.', { nextAction: 'see the log of the process that ran the verification' });
+
 function prepare(inputs: VerifyInputs, progress?: (p: VerifyProgress) => void) {
   progress?.({ step: 'inputs', done: 0, total: 1 });
   const bound = bindInputs(inputs.archive, inputs.manifest);
@@ -139,9 +142,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     } catch (e) {
       // Created by someone else since the preflight: the same conflict, and it is not ours to remove.
       if ((e as NodeJS.ErrnoException).code === 'EEXIST') {
-        throw conflict(DESTINATION_CODES.exists, 'The destination already exists; verification only creates a new workspace.', {
-          nextAction: 'choose a destination path that does not exist yet',
-        });
+        throw destinationExists();
       }
       throw e;
     }

@@ -11,11 +11,17 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { rejected } from '../core/errors.js';
+import { rejected } from '../core/index.js';
 import { OWNER_CODES } from './codes.js';
 import { outOfSpace } from './destination.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { WORKER_EXIT, type WorkerMessage, type WorkerReport, type WorkspaceRef } from './owner-verify.js';
+
+const workerFailed = (why: string, details?: Record<string, unknown>) =>
+  rejected(OWNER_CODES.workerFailed, `Owner verification failed: ${why}.`, {
+    nextAction: 'use another backup of this root; keep this one for inspection',
+    ...(details ? { details } : {}),
+  });
 
 /**
  * How to start one of this directory's process entries (`worker`, `verify-child`) with the running
@@ -123,15 +129,12 @@ export class WorkerSession {
       });
     }
     if (this.overflow || exit.code !== 0) {
-      throw rejected(OWNER_CODES.workerFailed, 'Owner verification stopped without a report (a damaged or oversized owner store).', {
-        nextAction: 'use another backup of this root; keep this one for inspection',
-        details: { exit_code: exit.code, signal: exit.signal },
-      });
+      throw workerFailed('it stopped without a report (a damaged or oversized owner store)', { exit_code: exit.code, signal: exit.signal });
     }
     try {
       return JSON.parse(this.out) as WorkerReport;
     } catch {
-      throw rejected(OWNER_CODES.workerFailed, 'Owner verification returned an unreadable report.', { nextAction: 'use another backup of this root; keep this one for inspection' });
+      throw workerFailed('it returned an unreadable report');
     }
   }
 }

@@ -36,9 +36,8 @@ import {
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { isAbsolute, resolve, sep } from 'node:path';
-import { conflict, internal, LoopxError, rejected } from '../core/errors.js';
-import { faultPoint } from '../core/faults.js';
-import { writeNewFileSync } from '../core/fs.js';
+import { conflict, internal, LoopxError, rejected, faultPoint, writeNewFileSync } from '../core/index.js';
+import { authorityClosed, authorityMissing } from './errors.js';
 
 const STICKY = 0o1000;
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}$/;
@@ -52,6 +51,16 @@ const uid = (): number => (process.getuid ? process.getuid() : -1);
 
 const unsafe = (code: string, message: string): LoopxError =>
   rejected(code, message, { nextAction: 'choose an authority directory whose every ancestor is owned by root or you and not writable by others' });
+
+/** An entry that is a link (or a directory where a file belongs): never followed. */
+const entrySymlink = (name: string): LoopxError => unsafe('authority_entry_symlink', `The authority entry ${name} is a symbolic link or not what it should be.`);
+
+const entryUnsafe = (name: string, what: string): LoopxError => unsafe('authority_entry_unsafe', `The authority entry ${name} is not ${what} of yours.`);
+
+const dirSubstituted = (when: string): LoopxError =>
+  conflict('authority_dir_substituted', `The run authority directory was renamed or replaced ${when}; nothing was read or written.`, {
+    nextAction: 'find out who moved or replaced it, restore it, then retry',
+  });
 
 /**
  * Walk every component of `absPath` from `/` (lstat, no following): each must be a directory (no
@@ -84,7 +93,7 @@ export function validateAncestry(absPath: string, options: { createParents?: boo
           continue;
         }
         if ((e as NodeJS.ErrnoException).code === 'ENOENT' && options.mustExist) {
-          throw rejected('authority_missing', 'The run authority directory does not exist.', { nextAction: 'create it: loopx authority init' });
+          throw authorityMissing();
         }
         if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw rejected('authority_parent_missing', 'A parent of the authority directory does not exist.', { nextAction: 'create the parent directories first' });
         throw e;
@@ -107,7 +116,7 @@ function openNoFollow(path: string, flags: number, mode: number | undefined, nam
     return openSync(path, flags, mode);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP' || code === 'ENOTDIR') throw unsafe('authority_entry_symlink', `The authority entry ${name} is a symbolic link or not what it should be.`);
+    if (code === 'ELOOP' || code === 'ENOTDIR') throw entrySymlink(name);
     throw e;
   }
 }
@@ -142,7 +151,7 @@ export class ConfinedDir {
     const abs = resolve(path);
     let leaf = validateAncestry(abs, { createParents: options.createParents ?? false, mustExist: !options.create });
     if (!leaf) {
-      if (!options.create) throw rejected('authority_missing', 'The run authority directory does not exist.', { nextAction: 'create it: loopx authority init' });
+      if (!options.create) throw authorityMissing();
       let created = true;
       try {
         mkdirSync(abs, { mode: 0o700 });
@@ -176,22 +185,20 @@ export class ConfinedDir {
     const st = fstatSync(fd);
     if (st.dev !== leaf.dev || st.ino !== leaf.ino) {
       closeSync(fd);
-      throw conflict('authority_dir_substituted', 'The authority directory changed while it was being opened.', { nextAction: 'check who else writes to this directory, then retry' });
+      throw dirSubstituted('while it was being opened');
     }
     return new ConfinedDir(fd, { dev: st.dev, ino: st.ino }, { path: abs });
   }
 
   /** Prove the descriptor still refers to the retained object and the path still names it. */
   verify(): void {
-    if (this.#closed) throw internal('authority_closed', 'The run authority is closed.');
+    if (this.#closed) throw authorityClosed();
     const name = this.#name;
     if ('parent' in name) name.parent.verify();
     const st = fstatSync(this.#fd);
     const byPath = lstatSync('parent' in name ? name.parent.#at(name.entry) : name.path, { throwIfNoEntry: false });
     if (st.dev !== this.identity.dev || st.ino !== this.identity.ino || !byPath || byPath.isSymbolicLink() || byPath.dev !== this.identity.dev || byPath.ino !== this.identity.ino) {
-      throw conflict('authority_dir_substituted', 'The run authority directory was renamed or replaced after it was opened; nothing was read or written.', {
-        nextAction: 'find out who moved it, restore it, then retry',
-      });
+      throw dirSubstituted('after it was opened');
     }
   }
 
@@ -233,12 +240,12 @@ export class ConfinedDir {
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return undefined;
-      if (code === 'ELOOP') throw unsafe('authority_entry_symlink', `The authority entry ${name} is a symbolic link.`);
+      if (code === 'ELOOP') throw entrySymlink(name);
       throw e;
     }
     try {
       const st = fstatSync(fd);
-      if (!st.isFile() || st.uid !== uid() || (st.mode & 0o077) !== 0) throw unsafe('authority_entry_unsafe', `The authority entry ${name} is not a private regular file.`);
+      if (!st.isFile() || st.uid !== uid() || (st.mode & 0o077) !== 0) throw entryUnsafe(name, 'a private regular file');
       return readFileSync(fd);
     } finally {
       closeSync(fd);
@@ -298,7 +305,7 @@ export class ConfinedDir {
     const st = fstatSync(fd);
     if (!st.isFile() || st.uid !== uid()) {
       closeSync(fd);
-      throw unsafe('authority_entry_unsafe', `The lock ${name} is not a regular file of yours.`);
+      throw entryUnsafe(name, 'a regular file');
     }
     return fd;
   }

@@ -25,6 +25,10 @@ import type { RebindOutcome, RootDirectoryIdentity } from './roots.js';
  * - Shutdown (`close`): rejects new work at once — new leases, key changes, and `claim`,
  *   `verifyClaim` and `readRecord` for a run this authority holds no lease of — waits for
  *   outstanding run and import leases to be released, then zeroes the in-memory key buffers.
+ *
+ * Providers: `local.ts` (the user's private directory; flock locks die with their process) and
+ * `memory.ts` (tests and embedding; its locks live as long as the authority object). One suite,
+ * test/run-authority/conformance/, runs these rules against every provider.
  */
 
 /** Durable per-run record states. TERMINAL is a tombstone: never resumable, never importable. */

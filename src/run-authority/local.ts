@@ -13,36 +13,25 @@
  *
  * Every access goes through ConfinedDir (descriptor-relative, identity re-proved). It must never
  * hold an IPC token, never hand out key bytes, and never write a record without the run's lease.
+ * What the contract decides is done by the pieces every provider shares — the Keyring (claims.ts),
+ * the LeaseBook (leases.ts), the record encoding (records.ts), the root binding decisions
+ * (roots.ts); this file owns only where their state is kept and how its locks are taken.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { closeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { conflict, internal, LoopxError, rejected } from '../core/errors.js';
-import { lengthPrefixed, u64be, utf8 } from '../core/encoding.js';
-import { tryFlock } from '../core/flock.js';
+import { LoopxError } from '../core/index.js';
+import { tryFlock } from '../core/index.js';
+import { Keyring } from './claims.js';
+import { authorityCorrupt } from './errors.js';
 import { ConfinedDir } from './confined-dir.js';
-import { bindRoot, rebindRoot, type RebindOutcome, type RootDirectoryIdentity } from './roots.js';
-import type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord, RunRecordState } from './contract.js';
+import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
+import { decodeRecord, encodeRecord } from './records.js';
+import { bindRoot, directoryBindings, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity } from './roots.js';
+import type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord } from './contract.js';
 
-export const SUBKEY_DOMAIN = 'loopx.run-authority.subkey/v1';
-/** How long an importer waits for a competing import of the same run before `import_busy`. */
-const IMPORT_WAIT_MS = 30_000;
-const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const GEN_FILE = /^([1-9][0-9]{0,15})\.(key|retired)$/;
-const RECORD_SCHEMA = 'loopx.run-authority.record/v1';
-const STATES: readonly RunRecordState[] = ['ACTIVE', 'SUSPENDED', 'IMPORTING', 'TERMINAL'];
-const runIdInvalid = () => rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
-
-/**
- * The per-run subkey (ARCHITECTURE.md "Decisions"): HMAC-SHA256 keyed by the authority key over
- * the length-prefixed tuple (SUBKEY_DOMAIN, scope id, run id, transition generation as u64 BE).
- * The claim is HMAC-SHA256 keyed by this subkey over the canonical MAC input. Exported for the
- * published test vectors; callers other than the authority never hold a key.
- */
-export function deriveRunSubkey(key: Uint8Array, scopeId: Uint8Array, runId: string, transitionGeneration: number): Buffer {
-  return createHmac('sha256', key).update(lengthPrefixed([utf8(SUBKEY_DOMAIN), scopeId, utf8(runId), u64be(transitionGeneration)])).digest();
-}
 
 export function defaultAuthorityDir(env: NodeJS.ProcessEnv = process.env): string {
   const state = env.XDG_STATE_HOME && env.XDG_STATE_HOME.startsWith('/') ? env.XDG_STATE_HOME : join(homedir(), '.local', 'state');
@@ -51,7 +40,7 @@ export function defaultAuthorityDir(env: NodeJS.ProcessEnv = process.env): strin
 
 const hex32 = (text: string | undefined, what: string): Buffer => {
   const t = (text ?? '').trim();
-  if (!/^[0-9a-f]{64}$/.test(t)) throw internal('authority_corrupt', `The authority's ${what} is malformed.`, { nextAction: 'restore the authority directory from a backup' });
+  if (!/^[0-9a-f]{64}$/.test(t)) throw authorityCorrupt(what);
   return Buffer.from(t, 'hex');
 };
 
@@ -81,15 +70,9 @@ export class LocalRunAuthority implements RunAuthority {
   readonly #locksDir: ConfinedDir;
   readonly #runsDir: ConfinedDir;
   readonly #rootsDir: ConfinedDir;
-  readonly #keys = new Map<number, Buffer>();
-  readonly #retired = new Set<number>();
-  readonly #runLeases = new Set<RunLease>();
-  readonly #importLeases = new Set<ImportLease>();
-  #closing = false;
-  #closePromise: Promise<void> | undefined;
-  #closed = false;
-  #drained: (() => void) | undefined;
-
+  readonly #roots: RootBindingTable;
+  readonly #keyring: Keyring;
+  readonly #leases = new LeaseBook();
   readonly #noSync: boolean;
   readonly #importWaitMs: number;
 
@@ -103,27 +86,29 @@ export class LocalRunAuthority implements RunAuthority {
       this.#locksDir = track(opened, dir.subdir('locks'));
       this.#runsDir = track(opened, dir.subdir('runs'));
       this.#rootsDir = track(opened, dir.subdir('roots'));
-      this.scopeId = this.#init();
+      this.#roots = directoryBindings(this.#rootsDir, { noSync });
+      this.#keyring = this.#init();
+      this.scopeId = this.#keyring.scopeId;
     } catch (e) {
       for (const d of opened) d.close();
       throw e;
     }
   }
 
-  #init(): Uint8Array {
+  #init(): Keyring {
     const dir = this.#dir;
     let scope = dir.read('scope');
     if (!scope) {
       createOnce(dir, 'scope');
       scope = dir.read('scope')!;
     }
-    const scopeId = new Uint8Array(hex32(scope.toString('utf8'), 'scope id'));
-    this.#loadKeys();
-    if (this.#keys.size === 0 && this.#retired.size === 0) {
+    const keyring = new Keyring(hex32(scope.toString('utf8'), 'scope id'));
+    this.#loadKeys(keyring);
+    if (keyring.empty) {
       createOnce(this.#keysDir, '1.key');
-      this.#loadKeys();
+      this.#loadKeys(keyring);
     }
-    return scopeId;
+    return keyring;
   }
 
   static open(options: OpenAuthorityOptions = {}): LocalRunAuthority {
@@ -138,105 +123,59 @@ export class LocalRunAuthority implements RunAuthority {
     }
   }
 
-  #loadKeys(): void {
-    for (const name of this.#keysDir.list()) {
-      const m = GEN_FILE.exec(name);
-      if (!m) continue;
+  /** Another process may have rotated or retired generations since this one last looked. */
+  #loadKeys(keyring: Keyring = this.#keyring): void {
+    const entries = this.#keysDir
+      .list()
+      .map((name) => ({ name, m: GEN_FILE.exec(name) }))
+      .filter((e): e is { name: string; m: RegExpExecArray } => e.m !== null);
+    // Tombstones first: a key whose generation is retired (its file not yet removed) is never loaded.
+    for (const { m } of entries) if (m[2] === 'retired') keyring.markRetired(Number(m[1]));
+    for (const { name, m } of entries) {
       const gen = Number(m[1]);
-      if (m[2] === 'retired') {
-        this.#retired.add(gen);
-        this.#keys.get(gen)?.fill(0);
-        this.#keys.delete(gen);
-      } else if (!this.#retired.has(gen) && !this.#keys.has(gen)) {
-        this.#keys.set(gen, hex32(this.#keysDir.read(name)?.toString('utf8'), `key generation ${gen}`));
-      }
+      if (m[2] === 'key' && !keyring.knows(gen)) keyring.add(gen, hex32(this.#keysDir.read(name)?.toString('utf8'), `key generation ${gen}`));
     }
   }
 
-  /** New work (new leases, key changes) is refused from the moment shutdown begins. */
-  #live(): void {
-    if (this.#closing) throw conflict('authority_shutting_down', 'The run authority is shutting down and takes no new work.', { nextAction: 'retry in a new process' });
-  }
-
-  /** Work of outstanding leases may finish during the drain; after it, nothing runs. */
-  #open(): void {
-    if (this.#closed) throw internal('authority_closed', 'The run authority is closed.');
-  }
-
-  /** Reads and claims about a run: new work during shutdown unless a lease of that run is outstanding. */
-  #liveFor(runId: string): void {
-    this.#open();
-    if (!this.#closing) return;
-    const leased = [...this.#runLeases].some((l) => l.runId === runId) || [...this.#importLeases].some((l) => l.runId === runId);
-    if (!leased) this.#live();
-  }
-
   currentKeyGeneration(): number {
-    const gens = [...this.#keys.keys()];
-    if (gens.length === 0) throw rejected('authority_no_key', 'Every key generation of this authority is retired.', { nextAction: 'add one: loopx authority rotate' });
-    return Math.max(...gens);
+    return this.#keyring.current();
   }
 
   keyGenerations(): Array<{ generation: number; retired: boolean }> {
-    return [...[...this.#keys.keys()].map((g) => ({ generation: g, retired: false })), ...[...this.#retired].map((g) => ({ generation: g, retired: true }))].sort((a, b) => a.generation - b.generation);
+    return this.#keyring.generations();
   }
 
   rotate(): number {
-    this.#live();
-    const next = Math.max(0, ...this.#keys.keys(), ...this.#retired) + 1;
-    if (!Number.isSafeInteger(next)) throw internal('authority_generation_overflow', 'Key generations are exhausted.');
+    this.#leases.live();
+    const next = this.#keyring.next();
     this.#keysDir.write(`${next}.key`, `${randomBytes(32).toString('hex')}\n`, { exclusive: true });
     this.#loadKeys();
     return next;
   }
 
   retire(generation: number): void {
-    this.#live();
-    if (!this.#keys.has(generation)) throw rejected('authority_generation_unknown', `Key generation ${generation} is not active here.`);
-    if (this.#keys.size === 1) throw rejected('authority_last_generation', 'The last active key generation cannot be retired.', { nextAction: 'rotate first: loopx authority rotate' });
+    this.#leases.live();
+    this.#keyring.checkRetirable(generation);
     this.#keysDir.write(`${generation}.retired`, `${new Date().toISOString()}\n`, { exclusive: true });
     this.#keysDir.remove(`${generation}.key`);
     this.#loadKeys();
   }
 
-  #subkey(key: Buffer, runId: string, transitionGeneration: number): Buffer {
-    return deriveRunSubkey(key, this.scopeId, runId, transitionGeneration);
-  }
-
   claim(input: ClaimInput): Uint8Array {
-    this.#liveFor(input.runId);
+    this.#leases.liveFor(input.runId);
     this.#loadKeys();
-    const key = this.#keys.get(input.keyGeneration);
-    if (!key) throw rejected('authority_generation_unknown', `Key generation ${input.keyGeneration} is not available for signing.`);
-    const sub = this.#subkey(key, input.runId, input.transitionGeneration);
-    try {
-      return new Uint8Array(createHmac('sha256', sub).update(input.macInput).digest());
-    } finally {
-      sub.fill(0);
-    }
+    return this.#keyring.claim(input);
   }
 
   verifyClaim(scopeId: Uint8Array, input: ClaimInput, hmac: Uint8Array): boolean {
-    this.#liveFor(input.runId);
-    if (!Number.isSafeInteger(input.transitionGeneration) || input.transitionGeneration < 0 || !Number.isSafeInteger(input.keyGeneration)) return false;
-    // Another process may have rotated or retired generations since this one opened.
+    this.#leases.liveFor(input.runId);
     this.#loadKeys();
-    const scopeOk = scopeId.byteLength === 32 && timingSafeEqual(Buffer.from(scopeId), Buffer.from(this.scopeId));
-    const real = this.#keys.get(input.keyGeneration);
-    // Unknown scope or generation still does the same work against a throwaway key: one failure shape.
-    const key = scopeOk && real ? real : randomBytes(32);
-    const sub = this.#subkey(key, input.runId, input.transitionGeneration);
-    const expected = createHmac('sha256', sub).update(input.macInput).digest();
-    sub.fill(0);
-    const given = Buffer.alloc(32);
-    Buffer.from(hmac).copy(given, 0, 0, Math.min(32, hmac.byteLength));
-    const same = timingSafeEqual(expected, given);
-    return same && scopeOk && real !== undefined && hmac.byteLength === 32;
+    return this.#keyring.verify(scopeId, input, hmac);
   }
 
   acquireRun(runId: string): RunLease | undefined {
-    this.#live();
-    if (!RUN_ID.test(runId)) throw runIdInvalid();
+    this.#leases.live();
+    checkRunId(runId);
     const fd = this.#locksDir.openLockFile(`${runId}.lock`);
     let taken: boolean;
     try {
@@ -249,82 +188,29 @@ export class LocalRunAuthority implements RunAuthority {
       closeSync(fd);
       return undefined;
     }
-    let released = false;
-    const leases = this.#runLeases;
-    const lease: RunLease = {
-      runId,
-      get released() {
-        return released;
-      },
-      release: () => {
-        if (released) return;
-        released = true;
-        closeSync(fd); // releases the flock; the lock file stays
-        leases.delete(lease);
-        this.#maybeDrained();
-      },
-    };
-    leases.add(lease);
-    return lease;
+    return this.#leases.runLease(runId, () => closeSync(fd)); // releases the flock; the lock file stays
   }
 
   readRecord(runId: string): RunRecord | undefined {
-    this.#liveFor(runId);
-    if (!RUN_ID.test(runId)) return undefined;
+    this.#leases.liveFor(runId);
+    if (!isRunId(runId)) return undefined;
     const raw = this.#runsDir.read(`${runId}.json`);
-    if (!raw) return undefined;
-    let doc: Record<string, unknown>;
-    try {
-      doc = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
-    } catch {
-      throw internal('authority_record_corrupt', `The authority record of run ${runId} is not JSON.`);
-    }
-    if (doc.schema !== RECORD_SCHEMA || doc.run_id !== runId || !STATES.includes(doc.state as RunRecordState) || !Number.isSafeInteger(doc.transition_generation) || typeof doc.owner_root !== 'string') {
-      throw internal('authority_record_corrupt', `The authority record of run ${runId} is malformed.`);
-    }
-    return {
-      runId,
-      state: doc.state as RunRecordState,
-      transitionGeneration: doc.transition_generation as number,
-      ownerRoot: doc.owner_root as string,
-      ...(typeof doc.payload_sha256 === 'string' ? { payloadSha256: doc.payload_sha256 } : {}),
-      ...(typeof doc.claim_hmac === 'string' ? { claimHmac: doc.claim_hmac } : {}),
-      ...(typeof doc.key_generation === 'number' ? { keyGeneration: doc.key_generation } : {}),
-      ...(typeof doc.claim_generation === 'number' ? { claimGeneration: doc.claim_generation } : {}),
-      ...(typeof doc.last_sequence === 'number' ? { lastSequence: doc.last_sequence } : {}),
-      updatedAt: String(doc.updated_at),
-    };
+    return raw ? decodeRecord(runId, raw) : undefined;
   }
 
   writeRecord(lease: RunLease, record: RunRecord, options: { fault?: string } = {}): void {
-    this.#open();
-    if (lease.released || !this.#runLeases.has(lease) || lease.runId !== record.runId) {
-      throw internal('authority_lease_required', `Writing the record of run ${record.runId} needs its live lease.`);
-    }
-    const doc = {
-      schema: RECORD_SCHEMA,
-      run_id: record.runId,
-      state: record.state,
-      transition_generation: record.transitionGeneration,
-      owner_root: record.ownerRoot,
-      ...(record.payloadSha256 !== undefined ? { payload_sha256: record.payloadSha256 } : {}),
-      ...(record.claimHmac !== undefined ? { claim_hmac: record.claimHmac } : {}),
-      ...(record.keyGeneration !== undefined ? { key_generation: record.keyGeneration } : {}),
-      ...(record.claimGeneration !== undefined ? { claim_generation: record.claimGeneration } : {}),
-      ...(record.lastSequence !== undefined ? { last_sequence: record.lastSequence } : {}),
-      updated_at: record.updatedAt,
-    };
-    this.#runsDir.write(`${record.runId}.json`, `${JSON.stringify(doc)}\n`, { noSync: this.#noSync, ...(options.fault ? { fault: options.fault } : {}) });
+    this.#leases.requireLease(lease, record.runId);
+    this.#runsDir.write(`${record.runId}.json`, encodeRecord(record), { noSync: this.#noSync, ...(options.fault ? { fault: options.fault } : {}) });
   }
 
   bindRoot(rootId: string, directory: RootDirectoryIdentity): void {
-    this.#live();
-    bindRoot(this.#rootsDir, rootId, directory, { noSync: this.#noSync, hasRecordedRuns: () => this.#ownsRecords(rootId) });
+    this.#leases.live();
+    bindRoot(this.#roots, rootId, directory, () => this.#ownsRecords(rootId));
   }
 
   rebindRoot(rootId: string, directory: RootDirectoryIdentity): RebindOutcome {
-    this.#live();
-    return rebindRoot(this.#rootsDir, rootId, directory, { noSync: this.#noSync });
+    this.#leases.live();
+    return rebindRoot(this.#roots, rootId, directory);
   }
 
   /** Whether any run record names `rootId` as its owner (read once per root, when it is first bound). */
@@ -335,78 +221,39 @@ export class LocalRunAuthority implements RunAuthority {
       .some((n) => this.readRecord(n.slice(0, -'.json'.length))?.ownerRoot === rootId);
   }
 
-  /**
-   * Poll the import lock (a blocking flock would hold a thread-pool thread with no way to give up):
-   * bounded by importWaitMs (`import_busy`), and given up at once when shutdown begins — a waiting
-   * importer is new work, not an outstanding lease.
-   */
-  async #waitForImportLock(fd: number, runId: string): Promise<void> {
-    const deadline = Date.now() + this.#importWaitMs;
-    for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
-      this.#live();
-      if (tryFlock(fd)) return;
-      if (Date.now() >= deadline) {
-        throw conflict('import_busy', `Another import of run ${runId} is still running.`, { nextAction: 'run the same import again once the other one has finished' });
-      }
-      await new Promise((r) => setTimeout(r, pause));
-    }
-  }
-
   async beginImport(runId: string): Promise<ImportLease> {
-    this.#live();
-    if (!RUN_ID.test(runId)) throw runIdInvalid();
+    this.#leases.live();
+    checkRunId(runId);
     // Run ids have no dot, so this name never collides with a run's own lock file.
     const fd = this.#locksDir.openLockFile(`${runId}.import.lock`);
     try {
-      await this.#waitForImportLock(fd, runId);
+      await this.#leases.waitForImportLock(runId, () => tryFlock(fd), this.#importWaitMs);
     } catch (e) {
       closeSync(fd);
       throw e;
     }
-    let released = false;
-    const lease: ImportLease = {
-      runId,
-      release: () => {
-        if (released) return;
-        released = true;
-        closeSync(fd); // releases the flock; the lock file stays
-        this.#importLeases.delete(lease);
-        this.#maybeDrained();
-      },
-    };
-    this.#importLeases.add(lease);
-    return lease;
+    return this.#leases.importLease(runId, () => closeSync(fd)); // releases the flock; the lock file stays
   }
 
   /** Number of outstanding run and import leases (observable drain). */
   get outstandingLeases(): number {
-    return this.#runLeases.size + this.#importLeases.size;
-  }
-
-  #maybeDrained(): void {
-    if (this.#closing && this.outstandingLeases === 0) this.#drained?.();
+    return this.#leases.outstanding;
   }
 
   close(): Promise<void> {
-    this.#closePromise ??= this.#close();
-    return this.#closePromise;
-  }
-
-  async #close(): Promise<void> {
-    this.#closing = true;
-    if (this.outstandingLeases > 0) await new Promise<void>((r) => (this.#drained = r));
-    this.#closed = true;
-    for (const key of this.#keys.values()) key.fill(0);
-    this.#runsDir.close();
-    this.#rootsDir.close();
-    this.#locksDir.close();
-    this.#keysDir.close();
-    this.#dir.close();
+    return this.#leases.close(() => {
+      this.#keyring.zero();
+      this.#runsDir.close();
+      this.#rootsDir.close();
+      this.#locksDir.close();
+      this.#keysDir.close();
+      this.#dir.close();
+    });
   }
 
   /** Test hook: the key buffers, to observe that shutdown zeroes them. */
   keyBuffersForTest(): readonly Buffer[] {
-    return [...this.#keys.values()];
+    return this.#keyring.buffersForTest();
   }
 }
 

@@ -23,10 +23,14 @@
  * directory it names no longer exists with its bound identity: a copy can never take the place
  * of a live original.
  *
+ * The decisions — bind, prove, refresh, refuse; rebind or refuse — are made here once, by
+ * `bindRoot` and `rebindRoot` over a provider's `RootBindingTable`: the directory-backed one below
+ * for the local authority, a Map for the in-memory one (memory.ts).
+ *
  * It never reads or writes inside the root, and never prints a path (the binding is private).
  */
 import { realpathSync, statSync } from 'node:fs';
-import { LoopxError, conflict, internal, rejected } from '../core/errors.js';
+import { LoopxError, conflict, internal, rejected } from '../core/index.js';
 import type { ConfinedDir } from './confined-dir.js';
 
 const BINDING_SCHEMA = 'loopx.run-authority.root/v1';
@@ -63,33 +67,27 @@ const bindingMoved = (): LoopxError =>
     nextAction: 'if this directory is the original root (not a copy of it), bind it again: loopx authority bind-root',
   });
 
-const originalPresent = (): LoopxError =>
+const originalPresentRefusal = (): LoopxError =>
   conflict('root_binding_original_present', 'The directory this root id is bound to still exists; a copy never takes its place.', { nextAction: NEW_ROOT });
 
-interface Binding extends RootDirectoryIdentity {
-  readonly rootId: string;
-}
+const bindingCorrupt = (rootId: string): LoopxError =>
+  internal('authority_root_binding_corrupt', `The authority's binding of root ${rootId} is malformed.`, { nextAction: 'restore the authority directory from a backup' });
 
-function parse(rootId: string, raw: Buffer): Binding {
-  let doc: Record<string, unknown>;
-  try {
-    doc = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
-  } catch {
-    doc = {};
-  }
-  if (doc.schema !== BINDING_SCHEMA || doc.root_id !== rootId || typeof doc.dev !== 'string' || typeof doc.ino !== 'string' || typeof doc.path !== 'string') {
-    throw internal('authority_root_binding_corrupt', `The authority's binding of root ${rootId} is malformed.`, { nextAction: 'restore the authority directory from a backup' });
-  }
-  return { rootId, dev: doc.dev, ino: doc.ino, path: doc.path };
+/**
+ * Where a provider keeps its bindings, one per root id. `create` is exclusive: it answers false
+ * when another writer bound the id first (what that one bound then decides). Bindings are never
+ * removed by the authority.
+ */
+export interface RootBindingTable {
+  get(rootId: string): RootDirectoryIdentity | undefined;
+  create(rootId: string, id: RootDirectoryIdentity): boolean;
+  put(rootId: string, id: RootDirectoryIdentity): void;
 }
-
-const encode = (rootId: string, id: RootDirectoryIdentity): string =>
-  `${JSON.stringify({ schema: BINDING_SCHEMA, root_id: rootId, ino: id.ino, dev: id.dev, path: id.path, bound_at: new Date().toISOString() })}\n`;
 
 const sameDirectory = (a: RootDirectoryIdentity, b: RootDirectoryIdentity): boolean => a.dev === b.dev && a.ino === b.ino;
 
 /** Whether the directory a binding names still exists there with its bound identity. */
-function stillThere(bound: Binding): boolean {
+export function stillThere(bound: RootDirectoryIdentity): boolean {
   try {
     const st = statSync(bound.path, { bigint: true });
     return st.isDirectory() && st.dev.toString() === bound.dev && st.ino.toString() === bound.ino;
@@ -98,39 +96,51 @@ function stillThere(bound: Binding): boolean {
   }
 }
 
-export interface BindOptions {
-  readonly noSync?: boolean;
-  /** Whether run records already name `rootId` as their owner (asked only when it has no binding yet). */
-  readonly hasRecordedRuns: () => boolean;
+/**
+ * The decision of `bindRoot` (pure): `create` a first binding, keep the `same` one, `refresh` one
+ * whose path moved, or refuse (see the header).
+ */
+export function decideBind(bound: RootDirectoryIdentity | undefined, id: RootDirectoryIdentity, hasRecordedRuns: () => boolean): 'create' | 'same' | 'refresh' {
+  if (!bound) {
+    if (hasRecordedRuns()) throw bindingRequired();
+    return 'create';
+  }
+  if (sameDirectory(bound, id)) return bound.path === id.path ? 'same' : 'refresh';
+  if (bound.ino === id.ino && bound.path === id.path) throw bindingMoved();
+  throw copyRefusal();
 }
+
+/**
+ * The decision of `rebindRoot` (pure but for `originalPresent`, which asks about the bound
+ * directory): `unchanged`, `bound` or `rebound` — never while the bound original still exists.
+ */
+export function decideRebind(bound: RootDirectoryIdentity | undefined, id: RootDirectoryIdentity, originalPresent: (bound: RootDirectoryIdentity) => boolean): RebindOutcome {
+  if (bound && sameDirectory(bound, id) && bound.path === id.path) return 'unchanged';
+  if (bound && !sameDirectory(bound, id) && originalPresent(bound)) throw originalPresentRefusal();
+  return bound ? 'rebound' : 'bound';
+}
+
+const checkRootId = (rootId: string): void => {
+  if (!ROOT_ID.test(rootId)) throw internal('root_id_invalid', 'The root id in engine.db is malformed.');
+};
 
 /**
  * Bind `rootId` to the directory `id` on first use, or prove that `id` is the bound directory
  * (refreshing a binding whose path moved); otherwise `root_is_copy`, `root_binding_moved` or
- * `root_binding_required` (see the header).
+ * `root_binding_required` (see the header). `hasRecordedRuns` says whether run records already
+ * name `rootId` as their owner (asked only when it has no binding yet).
  */
-export function bindRoot(dir: ConfinedDir, rootId: string, id: RootDirectoryIdentity, options: BindOptions): void {
-  if (!ROOT_ID.test(rootId)) throw internal('root_id_invalid', 'The root id in engine.db is malformed.');
-  const name = `${rootId}.json`;
-  let raw = dir.read(name);
-  if (!raw) {
-    if (options.hasRecordedRuns()) throw bindingRequired();
-    try {
-      dir.write(name, encode(rootId, id), { exclusive: true, ...(options.noSync ? { noSync: true } : {}) });
-      return;
-    } catch (e) {
-      // Another process bound it first: what it bound decides.
-      if (!(e instanceof LoopxError && e.code === 'authority_entry_exists')) throw e;
-      raw = dir.read(name)!;
-    }
+export function bindRoot(table: RootBindingTable, rootId: string, id: RootDirectoryIdentity, hasRecordedRuns: () => boolean): void {
+  checkRootId(rootId);
+  let decision = decideBind(table.get(rootId), id, hasRecordedRuns);
+  if (decision === 'create') {
+    if (table.create(rootId, id)) return;
+    // Another writer bound it first: what it bound decides.
+    const winner = table.get(rootId);
+    if (!winner) throw bindingCorrupt(rootId);
+    decision = decideBind(winner, id, hasRecordedRuns);
   }
-  const bound = parse(rootId, raw);
-  if (sameDirectory(bound, id)) {
-    if (bound.path !== id.path) dir.write(name, encode(rootId, id), options.noSync ? { noSync: true } : {});
-    return;
-  }
-  if (bound.ino === id.ino && bound.path === id.path) throw bindingMoved();
-  throw copyRefusal();
+  if (decision === 'refresh') table.put(rootId, id);
 }
 
 export type RebindOutcome = 'bound' | 'unchanged' | 'rebound';
@@ -140,13 +150,42 @@ export type RebindOutcome = 'bound' | 'unchanged' | 'rebound';
  * runs are recorded under it or its binding names another directory — but never while that other
  * directory still exists with its bound identity (`root_binding_original_present`).
  */
-export function rebindRoot(dir: ConfinedDir, rootId: string, id: RootDirectoryIdentity, options: { noSync?: boolean } = {}): RebindOutcome {
-  if (!ROOT_ID.test(rootId)) throw internal('root_id_invalid', 'The root id in engine.db is malformed.');
-  const name = `${rootId}.json`;
-  const raw = dir.read(name);
-  const bound = raw ? parse(rootId, raw) : undefined;
-  if (bound && sameDirectory(bound, id) && bound.path === id.path) return 'unchanged';
-  if (bound && !sameDirectory(bound, id) && stillThere(bound)) throw originalPresent();
-  dir.write(name, encode(rootId, id), options.noSync ? { noSync: true } : {});
-  return bound ? 'rebound' : 'bound';
+export function rebindRoot(table: RootBindingTable, rootId: string, id: RootDirectoryIdentity, originalPresent: (bound: RootDirectoryIdentity) => boolean = stillThere): RebindOutcome {
+  checkRootId(rootId);
+  const outcome = decideRebind(table.get(rootId), id, originalPresent);
+  if (outcome !== 'unchanged') table.put(rootId, id);
+  return outcome;
+}
+
+/** The local authority's table: `roots/<root_id>.json` in its confined directory (0600, atomic, durable). */
+export function directoryBindings(dir: ConfinedDir, options: { noSync?: boolean } = {}): RootBindingTable {
+  const sync = options.noSync ? { noSync: true } : {};
+  const encode = (rootId: string, id: RootDirectoryIdentity): string =>
+    `${JSON.stringify({ schema: BINDING_SCHEMA, root_id: rootId, ino: id.ino, dev: id.dev, path: id.path, bound_at: new Date().toISOString() })}\n`;
+  return {
+    get(rootId) {
+      const raw = dir.read(`${rootId}.json`);
+      if (!raw) return undefined;
+      let doc: Record<string, unknown>;
+      try {
+        doc = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
+      } catch {
+        doc = {};
+      }
+      if (doc.schema !== BINDING_SCHEMA || doc.root_id !== rootId || typeof doc.dev !== 'string' || typeof doc.ino !== 'string' || typeof doc.path !== 'string') throw bindingCorrupt(rootId);
+      return { dev: doc.dev, ino: doc.ino, path: doc.path };
+    },
+    create(rootId, id) {
+      try {
+        dir.write(`${rootId}.json`, encode(rootId, id), { exclusive: true, ...sync });
+        return true;
+      } catch (e) {
+        if (e instanceof LoopxError && e.code === 'authority_entry_exists') return false;
+        throw e;
+      }
+    },
+    put(rootId, id) {
+      dir.write(`${rootId}.json`, encode(rootId, id), sync);
+    },
+  };
 }

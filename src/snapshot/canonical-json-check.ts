@@ -17,7 +17,7 @@
  * `\t`, lowercase `\u00xx` for other controls) and raw, paired surrogates; nesting at most
  * maxJsonDepth.
  */
-import { canonicalJson } from '../core/canonical-json.js';
+import { canonicalJson } from '../core/index.js';
 import { SNAPSHOT_ERRORS, snapshotError } from './errors.js';
 import { SNAPSHOT_LIMITS } from './limits.js';
 

@@ -15,7 +15,7 @@
  */
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
-import { fromHex, sha256Hex, toHex } from '../core/digest.js';
+import { fromHex, sha256Hex, toHex } from '../core/index.js';
 import { SNAPSHOT_ERRORS, snapshotError } from './errors.js';
 import {
   ComponentKind as PbComponentKind,

@@ -13,9 +13,7 @@
  */
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { timingSafeEqual } from 'node:crypto';
-import { sha256, toHex } from '../core/digest.js';
-import { lengthPrefixed, u32be, u64be, utf8 } from '../core/encoding.js';
-import { rejected } from '../core/errors.js';
+import { sha256, toHex, lengthPrefixed, u32be, u64be, utf8, rejected, type LoopxError } from '../core/index.js';
 import { decodeSnapshot, LIFECYCLE_WIRE_NUMBER, SNAPSHOT_LIMITS } from './codec.js';
 import { SnapshotEnvelopeSchema } from './gen/loopx/snapshot/v1alpha2/envelope_pb.js';
 import type { Lifecycle, RunSnapshotState } from './state.js';
@@ -161,18 +159,26 @@ export function encodeEnvelope(env: SnapshotEnvelope): Uint8Array {
   });
 }
 
+/** The largest envelope a payload within its bound can make. */
+export const ENVELOPE_MAX_BYTES = SNAPSHOT_LIMITS.maxPayloadBytes + ENVELOPE_OVERHEAD;
+
+/** Bytes over the envelope bound (a file read for import or inspect, or bytes handed to decode): refused before parsing. */
+export const envelopeOversized = (): LoopxError =>
+  rejected(ENVELOPE_ERRORS.oversized, 'The snapshot envelope is larger than its bound.', {
+    nextAction: 'pass a file written by loopx run export',
+    details: { limit: ENVELOPE_MAX_BYTES },
+  });
+
+const digestMismatch = (why: string): LoopxError =>
+  rejected(ENVELOPE_ERRORS.digestMismatch, `The snapshot envelope is damaged: ${why}.`, { nextAction: 'the file is damaged; export the run again' });
+
 /**
  * Decode an envelope: size bound, protobuf structure, no unknown fields, format, claim shape,
  * payload digest, the payload's own fail-closed validation, and canonical encoding. Proves bytes
  * and structure only — never authority.
  */
 export function decodeEnvelope(bytes: Uint8Array): SnapshotEnvelope {
-  if (bytes.byteLength > SNAPSHOT_LIMITS.maxPayloadBytes + ENVELOPE_OVERHEAD) {
-    throw rejected(ENVELOPE_ERRORS.oversized, 'The snapshot envelope is larger than its bound.', {
-      nextAction: 'pass a file written by loopx run export',
-      details: { limit: SNAPSHOT_LIMITS.maxPayloadBytes + ENVELOPE_OVERHEAD },
-    });
-  }
+  if (bytes.byteLength > ENVELOPE_MAX_BYTES) throw envelopeOversized();
   let msg;
   try {
     msg = fromBinary(SnapshotEnvelopeSchema, bytes, { readUnknownFields: true });
@@ -190,10 +196,10 @@ export function decodeEnvelope(bytes: Uint8Array): SnapshotEnvelope {
   }
   if (!msg.claim || msg.claim.keyGeneration > BigInt(Number.MAX_SAFE_INTEGER)) throw malformedClaim();
   const claim = checkClaim({ scopeId: msg.claim.scopeId, keyGeneration: Number(msg.claim.keyGeneration), hmac: msg.claim.hmac });
-  if (msg.payloadSha256.byteLength !== 32) throw rejected(ENVELOPE_ERRORS.digestMismatch, 'The payload digest of the envelope is malformed.', { nextAction: 'the file is damaged; export the run again' });
+  if (msg.payloadSha256.byteLength !== 32) throw digestMismatch('the payload digest of the envelope is malformed');
   const digest = sha256(msg.payload);
   if (!timingSafeEqual(Buffer.from(digest), Buffer.from(msg.payloadSha256))) {
-    throw rejected(ENVELOPE_ERRORS.digestMismatch, 'The payload does not match the digest the envelope carries.', { nextAction: 'the file is damaged; export the run again' });
+    throw digestMismatch('the payload does not match the digest the envelope carries');
   }
   const payload = new Uint8Array(msg.payload); // a copy, not a view into the caller's buffer
   const state = decodeSnapshot(payload);

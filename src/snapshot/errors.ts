@@ -4,7 +4,7 @@
  * message text. Every refusal is a LoopxError of kind 'rejected' (exit code 3) whose `details`
  * carry only positions, field names, bounds and counts — never payload content.
  */
-import { rejected, type LoopxError } from '../core/errors.js';
+import { rejected, type LoopxError } from '../core/index.js';
 
 export const SNAPSHOT_ERRORS = {
   /** The bytes are not a parsable protobuf RunSnapshot (truncated, bad wire type, bad UTF-8…). */

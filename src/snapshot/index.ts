@@ -21,6 +21,8 @@ export {
   encodeEnvelope,
   ENVELOPE_ERRORS,
   ENVELOPE_FORMAT,
+  ENVELOPE_MAX_BYTES,
+  envelopeOversized,
   MAC_DOMAIN,
   macInput,
   signEnvelope,

@@ -11,7 +11,7 @@
  */
 import type { DescField, DescMessage } from '@bufbuild/protobuf';
 import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
-import { isLoopxError } from '../core/errors.js';
+import { isLoopxError } from '../core/index.js';
 import { SNAPSHOT_ERRORS, snapshotError } from './errors.js';
 import { MessageSchema, PlanIdentitySchema, RunSnapshotSchema } from './gen/loopx/snapshot/v1alpha2/snapshot_pb.js';
 import { SNAPSHOT_LIMITS, type SnapshotBound } from './limits.js';

@@ -7,7 +7,7 @@
 import { chmodSync, closeSync, constants, copyFileSync, fstatSync, lstatSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hasCode, rejected } from '../core/errors.js';
+import { hasCode, rejected } from '../core/index.js';
 import { openSqlite, type SqliteDatabase } from './sqlite.js';
 
 /** The code of the refusal thrown when a copy is not a SQLite database that opens. */

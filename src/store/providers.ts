@@ -9,7 +9,7 @@
  * registered, which importing this folder's index does. Registering is idempotent; nothing is ever
  * unregistered.
  */
-import { internal } from '../core/errors.js';
+import { internal } from '../core/index.js';
 
 /** A provider name: lowercase, no `:` (the identity separator), short. */
 const PROVIDER_NAME = /^[a-z][a-z0-9]{0,31}$/;

@@ -9,7 +9,7 @@
  */
 import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, fsyncSync, openSync, constants } from 'node:fs';
-import { rejected } from '../core/errors.js';
+import { rejected } from '../core/index.js';
 
 export interface SqliteSnapshotFacts {
   readonly sqliteVersion: string;
@@ -19,6 +19,9 @@ export interface SqliteSnapshotFacts {
   /** Always 'ok': anything else is a refusal. */
   readonly integrity: 'ok';
 }
+
+const snapshotFailed = (step: string, cause: unknown) =>
+  rejected('sqlite_snapshot_failed', `The SQLite online snapshot of a database failed: ${step}.`, { cause, nextAction: 'check the database file, then retry' });
 
 /** Pages per backup step: "all of them", so the whole copy is one read transaction. */
 const ALL_PAGES = 0x7fffffff;
@@ -34,13 +37,13 @@ export async function snapshotSqliteDatabase(sourcePath: string, destPath: strin
   try {
     source = new Database(sourcePath, { readonly: true, fileMustExist: true });
   } catch (e) {
-    throw rejected('sqlite_snapshot_failed', 'A SQLite database could not be opened read-only for its snapshot.', { cause: e, nextAction: 'check the database file, then retry' });
+    throw snapshotFailed('it could not be opened read-only', e);
   }
   try {
     source.pragma('busy_timeout = 10000');
     await source.backup(destPath, { progress: () => ALL_PAGES });
   } catch (e) {
-    throw rejected('sqlite_snapshot_failed', 'The SQLite online backup of a database failed.', { cause: e, nextAction: 'check the database file, then retry' });
+    throw snapshotFailed('the backup step failed', e);
   } finally {
     source.close();
   }

@@ -6,7 +6,7 @@
  */
 import Database from 'better-sqlite3';
 import { chmodSync, existsSync } from 'node:fs';
-import { internal } from '../core/errors.js';
+import { internal } from '../core/index.js';
 import { registerStoreProvider } from './providers.js';
 
 /** The SQLite provider's name in the provider registry: its store identities are `sqlite:<hex>`. */

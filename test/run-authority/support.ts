@@ -26,8 +26,8 @@ export function tempBase(): string {
 }
 
 /** Open an authority and close it when the file's tests are done. */
-export function open(dir: string, create = true): LocalRunAuthority {
-  const a = openRunAuthority({ dir, create });
+export function open(dir: string, create = true, options: { importWaitMs?: number } = {}): LocalRunAuthority {
+  const a = openRunAuthority({ dir, create, ...options });
   opened.push(a);
   return a;
 }

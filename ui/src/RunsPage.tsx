@@ -197,17 +197,23 @@ export function RunDetail({ runId }: { runId: string }) {
     [runId],
   );
 
+  // App.tsx keys RunDetail by its run id: another run is a new component with fresh state, so
+  // nothing here resets it (a setState in the effect body would render twice). The first load
+  // sets state in its promise's callbacks: react-hooks/set-state-in-effect takes a setState after
+  // an await inside loadRun for a synchronous one (react/react#34905).
   useEffect(() => {
     const ctrl = new AbortController();
-    setRun(null);
-    setEvents([]);
-    setImportedAt(null);
-    lastSeen.current = 0;
-    loadRun(ctrl.signal).catch((e: unknown) => {
-      if (!isAbort(e)) setLoadError(asApiError(e));
-    });
+    getJson<RunView>(`/api/runs/${enc(runId)}`, ctrl.signal).then(
+      (r) => {
+        setRun(r);
+        setLoadError(null);
+      },
+      (e: unknown) => {
+        if (!isAbort(e)) setLoadError(asApiError(e));
+      },
+    );
     return () => ctrl.abort();
-  }, [loadRun]);
+  }, [runId]);
 
   // Follow the run's events from the last one seen; refresh the run when the stream ends.
   useEffect(() => {

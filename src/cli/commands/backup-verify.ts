@@ -11,7 +11,7 @@
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { usageError } from '../../core/errors.js';
+import { usageError } from '../../core/index.js';
 import { executeVerify, planVerify, publicSummary, showAudit, type PublicAuditSummary, type VerifyPlan, type VerifyProgress } from '../../recovery/index.js';
 import { defaultAuthorityDir } from '../../run-authority/index.js';
 import { emit, resolveRoot, type GlobalOptions, type Output } from '../context.js';

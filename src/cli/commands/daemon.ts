@@ -5,7 +5,7 @@
  * an empty root with a sample Goal worked by a scripted agent (what `npm start` shows).
  */
 import { resolve } from 'node:path';
-import { ensurePrivateDir } from '../../core/fs.js';
+import { ensurePrivateDir } from '../../core/index.js';
 import { openRootOwners } from '../../engine/index.js';
 import { emit, resolveRoot, type GlobalOptions } from '../context.js';
 import { InvalidArgumentError, type Command } from 'commander';

@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { writeFileDurable } from '../../core/fs.js';
+import { writeFileDurable } from '../../core/index.js';
 import { parseAgentDefinition } from '../../engine/index.js';
 import { decodeEnvelope } from '../../snapshot/index.js';
 import { emit, resolveRoot, withEngine, type GlobalOptions } from '../context.js';

@@ -1,9 +1,7 @@
 /** `loopx goal create|list|show` — Goals through the goal owner. */
 import type { Command } from 'commander';
-import { notFound } from '../../core/errors.js';
 import { goalDetail } from '../../engine/index.js';
-import * as goalOwner from '../../owners/goal/index.js';
-import * as workOwner from '../../owners/work/index.js';
+import { goal as goalOwner, work as workOwner } from '../../owners/index.js';
 import { emit, type GlobalOptions } from '../context.js';
 import { withOwners } from './owners-context.js';
 
@@ -49,7 +47,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         const g = globals();
         const record = await withOwners(g, (owners) => {
           const current = owners.goals.get(goalId);
-          if (!current) throw notFound('goal_not_found', `No Goal ${goalId} in this root.`, { nextAction: 'list Goals: loopx goal list' });
+          if (!current) throw goalOwner.goalNotFound(goalId);
           const ref = { goal_id: current.goal_id, goal_instance_id: current.goal_instance_id };
           const expected = from ?? current.lifecycle;
           return verb === 'pause' ? owners.goals.pause(ref, expected) : verb === 'resume' ? owners.goals.resume(ref, expected) : owners.goals.retire(ref, expected);

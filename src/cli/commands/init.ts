@@ -1,6 +1,6 @@
 /** `loopx init` — create the runtime root (0700) and its owners' stores. Idempotent. */
 import type { Command } from 'commander';
-import { ensurePrivateDir } from '../../core/fs.js';
+import { ensurePrivateDir } from '../../core/index.js';
 import { openRootOwners } from '../../engine/index.js';
 import { emit, resolveRoot, withEngine, type GlobalOptions } from '../context.js';
 

@@ -1,7 +1,6 @@
 /** Opening the owners of the runtime root for the Goal/Todo commands. */
-import { notFound } from '../../core/errors.js';
 import { withRootOwners, type RootOwners } from '../../engine/index.js';
-import * as workOwner from '../../owners/work/index.js';
+import { goal as goalOwner, work as workOwner } from '../../owners/index.js';
 import { existingRoot, type GlobalOptions } from '../context.js';
 
 /** The root's owners; `root_not_found` (never an empty answer) when the root does not exist. */
@@ -12,7 +11,7 @@ export const withOwners = <T>(g: GlobalOptions, fn: (owners: RootOwners, root: s
 
 export async function withGoalWork<T>(g: GlobalOptions, goalId: string, fn: (work: workOwner.WorkOwner) => Promise<T> | T): Promise<T> {
   return withOwners(g, async (owners, root) => {
-    if (!owners.goals.get(goalId)) throw notFound('goal_not_found', `No Goal ${goalId} in this root.`, { nextAction: 'list Goals: loopx goal list' });
+    if (!owners.goals.get(goalId)) throw goalOwner.goalNotFound(goalId);
     const work = workOwner.openGoalWork({ root, goal_id: goalId });
     try {
       return await fn(work);

@@ -1,7 +1,6 @@
 /** `loopx run export <id> --out <file>` — the signed envelope, never written over an existing file. */
 import type { Command } from 'commander';
-import { toHex } from '../../core/digest.js';
-import { writeFileDurable } from '../../core/fs.js';
+import { toHex, writeFileDurable } from '../../core/index.js';
 import { emit, withEngine, type GlobalOptions } from '../context.js';
 import { checkOutputPath } from './snapshot-file.js';
 

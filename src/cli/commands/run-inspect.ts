@@ -5,7 +5,7 @@
  * forged claim.
  */
 import type { Command } from 'commander';
-import { toHex } from '../../core/digest.js';
+import { toHex } from '../../core/index.js';
 import { claimInvalid, decodeEnvelope } from '../../snapshot/index.js';
 import { emit, withClaimChecker, type GlobalOptions } from '../context.js';
 import { snapshotToJson } from './snapshot-json.js';

@@ -1,6 +1,6 @@
 /** `loopx run resolve <id> <call-id> (--committed RESULT | --absent | --abandon)` */
 import type { Command } from 'commander';
-import { usageError } from '../../core/errors.js';
+import { usageError } from '../../core/index.js';
 import type { Resolution } from '../../engine/index.js';
 import { emit, withEngine, type GlobalOptions } from '../context.js';
 import { printRun, runSummary } from './run-view.js';

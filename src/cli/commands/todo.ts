@@ -1,8 +1,8 @@
 /** `loopx todo add|list|update` — a Goal's canonical work through the work owner. */
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
-import { usageError } from '../../core/errors.js';
-import * as workOwner from '../../owners/work/index.js';
+import { usageError } from '../../core/index.js';
+import { work as workOwner } from '../../owners/index.js';
 import { emit, type GlobalOptions } from '../context.js';
 import { withGoalWork } from './owners-context.js';
 

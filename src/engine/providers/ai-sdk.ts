@@ -36,7 +36,7 @@ import type {
   LanguageModelV3ToolCallPart,
   LanguageModelV3ToolResultPart,
 } from '@ai-sdk/provider';
-import { internal, rejected } from '../../core/errors.js';
+import { internal, rejected } from '../../core/index.js';
 import type { ComponentIdentity, Message, Part } from '../../snapshot/index.js';
 import { ALLOWED_PARTS } from '../../snapshot/index.js';
 import type { JsonValue, ToolDefinition } from '../tools.js';
@@ -67,13 +67,18 @@ const toCallOptions = (request: ModelRequest): LanguageModelV3CallOptions => ({
 
 const toPrompt = (messages: readonly Message[]): LanguageModelV3Prompt => messages.map(toV3Message);
 
+/** Stored history this adapter cannot translate: the history is damaged, never sent in part. */
+const historyInvalid = (message: Message, why: string, details: Record<string, unknown>, cause?: unknown) =>
+  internal('model_history_invalid', `Message ${message.id} cannot be sent to the model: ${why}.`, {
+    details: { message_id: message.id, ...details },
+    ...(cause === undefined ? {} : { cause }),
+  });
+
 const toV3Message = (message: Message): LanguageModelV3Message => {
   // History may come from a decoded snapshot, so the role is checked at run time too (hence `?.`).
   for (const part of message.parts) {
     if (!ALLOWED_PARTS[message.role]?.includes(part.type)) {
-      throw internal('model_history_invalid', `Message ${message.id} (${message.role}) carries a ${part.type} part, which its role may not carry.`, {
-        details: { message_id: message.id, role: message.role, part_type: part.type },
-      });
+      throw historyInvalid(message, `a ${message.role} message may not carry a ${part.type} part`, { role: message.role, part_type: part.type });
     }
   }
   switch (message.role) {
@@ -96,7 +101,7 @@ const toV3Message = (message: Message): LanguageModelV3Message => {
       return { role: 'tool', content: message.parts.flatMap((part) => (part.type === 'tool_result' ? [toToolResult(part, message)] : [])) };
     default: {
       const role: never = message.role;
-      throw internal('model_history_invalid', `Message ${message.id} has unknown role ${JSON.stringify(role)}.`, { details: { message_id: message.id } });
+      throw historyInvalid(message, `unknown role ${JSON.stringify(role)}`, {});
     }
   }
 };
@@ -116,7 +121,7 @@ const toToolResult = (part: Extract<Part, { type: 'tool_result' }>, message: Mes
       throw internal('model_history_mutation_uncertain', `Tool call ${part.callId} has an uncertain mutation outcome; it must be resolved before a model sees it.`, { details });
     default: {
       const status: never = part.status;
-      throw internal('model_history_invalid', `Tool call ${part.callId} has unknown result status ${JSON.stringify(status)}.`, { details });
+      throw historyInvalid(message, `tool call ${part.callId} has unknown result status ${JSON.stringify(status)}`, details);
     }
   }
 };
@@ -126,10 +131,7 @@ const parseStored = (json: string, message: Message, callId: string): JSONValue 
   try {
     return JSON.parse(json) as JSONValue;
   } catch (cause) {
-    throw internal('model_history_invalid', `Message ${message.id} holds JSON for tool call ${callId} that does not parse.`, {
-      cause,
-      details: { message_id: message.id, call_id: callId },
-    });
+    throw historyInvalid(message, `the JSON of tool call ${callId} does not parse`, { call_id: callId }, cause);
   }
 };
 

@@ -4,7 +4,7 @@
  * assistant messages), so a run resumed in another process gets exactly the step it would have.
  * An exhausted script is a provider failure (`script_exhausted`), never an invented answer.
  */
-import { rejected } from '../../core/errors.js';
+import { rejected } from '../../core/index.js';
 import type { ComponentIdentity } from '../../snapshot/index.js';
 import type { ScriptStep } from '../agent.js';
 import type { ModelProvider, ModelRequest, ModelResponse } from './provider.js';

@@ -1,11 +1,11 @@
 /** In-memory reference run store: the contract without a disk, for engine tests. */
-import { canonicalJson } from '../../core/canonical-json.js';
+import { canonicalJson } from '../../core/index.js';
 import { randomBytes } from 'node:crypto';
-import { conflict, rejected } from '../../core/errors.js';
 import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
 import { agentDefinitionToFile, parseAgentDefinition, type AgentDefinition } from '../agent.js';
 import type { RunEvent } from '../events.js';
 import type { MutationRecord, RunHead, RunStore } from './contract.js';
+import { definitionConflict, emptyCommit, sequenceConflict } from './errors.js';
 
 export function memoryRunStore(): RunStore {
   const defs = new Map<string, string>();
@@ -21,7 +21,7 @@ export function memoryRunStore(): RunStore {
       const body = canonicalJson(agentDefinitionToFile(def));
       const existing = defs.get(key);
       if (existing === undefined) defs.set(key, body);
-      else if (existing !== body) throw conflict('definition_conflict', `Agent ${def.id}@${def.version} is already known with different content.`, { nextAction: 'give the changed agent definition a new version' });
+      else if (existing !== body) throw definitionConflict(def);
     },
     getDefinition(identity: DefinitionIdentity) {
       const body = defs.get(`${identity.id}\u0000${identity.version}`);
@@ -32,11 +32,11 @@ export function memoryRunStore(): RunStore {
     messages: (runId) => clone(runs.get(runId)?.messages ?? []),
     mutations: (runId) => clone([...(runs.get(runId)?.mutations.values() ?? [])].sort((a, b) => (a.callId < b.callId ? -1 : 1))),
     commit(c) {
-      if (c.events.length === 0) throw rejected('empty_commit', 'A run commit must carry at least one event.');
+      if (c.events.length === 0) throw emptyCommit();
       const existing = runs.get(c.head.runId);
       const found = existing?.head.lastSequence;
       if (c.expectedSequence === 0 ? existing !== undefined : found !== c.expectedSequence) {
-        throw conflict('run_sequence_conflict', `Run ${c.head.runId} changed under this writer.`, { nextAction: 'reload the run and retry' });
+        throw sequenceConflict(c.head.runId, c.expectedSequence, found);
       }
       const at = new Date().toISOString();
       const events: RunEvent[] = c.events.map((e, i) => ({ runId: c.head.runId, sequence: c.expectedSequence + 1 + i, type: e.type, data: clone(e.data), at }));
@@ -52,7 +52,7 @@ export function memoryRunStore(): RunStore {
     },
     readEvents: (runId, after, limit) => clone((runs.get(runId)?.events ?? []).filter((e) => e.sequence > after).slice(0, limit)),
     insertImported(head, messages, definition) {
-      if (runs.has(head.runId)) throw conflict('run_sequence_conflict', `Run ${head.runId} already exists in this store.`);
+      if (runs.has(head.runId)) throw sequenceConflict(head.runId, 0, runs.get(head.runId)!.head.lastSequence);
       store.putDefinition(definition);
       const at = new Date().toISOString();
       runs.set(head.runId, { head: clone({ ...head, createdAt: at, updatedAt: at }), messages: clone([...messages]), mutations: new Map(), events: [] });

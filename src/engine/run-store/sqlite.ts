@@ -2,14 +2,14 @@
  * SQLite run store: `engine.db` in the runtime root. One database for the kernel state and its
  * event log, so a head change and the events that explain it commit in one transaction.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
+import { canonicalJson } from '../../core/index.js';
 import { randomBytes } from 'node:crypto';
-import { conflict, rejected } from '../../core/errors.js';
 import { openSqlite, setup, type SqliteDatabase, type SqliteStatement } from '../../store/index.js';
 import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
 import { agentDefinitionToFile, parseAgentDefinition, type AgentDefinition } from '../agent.js';
 import type { RunEvent } from '../events.js';
 import type { MutationRecord, RunCommit, RunHead, RunStore } from './contract.js';
+import { definitionConflict, emptyCommit, sequenceConflict } from './errors.js';
 
 const MIGRATIONS = [
   `CREATE TABLE definitions (id TEXT NOT NULL, version TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (id, version)) WITHOUT ROWID;
@@ -54,16 +54,13 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
     const existing = q.getDef.get(def.id, def.version) as { body: string } | undefined;
     if (existing === undefined) q.putDef.run(def.id, def.version, body);
     else if (existing.body !== body) {
-      throw conflict('definition_conflict', `Agent ${def.id}@${def.version} is already known with different content.`, {
-        nextAction: 'give the changed agent definition a new version',
-      });
+      throw definitionConflict(def);
     }
   };
 
   const importTx = db.transaction((head: RunHead, messages: readonly Message[], def: AgentDefinition) => {
-    if (q.lastSeq.get(head.runId) !== undefined) {
-      throw conflict('run_sequence_conflict', `Run ${head.runId} already exists in this root.`, { details: { run_id: head.runId } });
-    }
+    const existing = q.lastSeq.get(head.runId) as { last_sequence: number } | undefined;
+    if (existing !== undefined) throw sequenceConflict(head.runId, 0, existing.last_sequence);
     putDefinition(def);
     const at = new Date().toISOString();
     const h: RunHead = { ...head, createdAt: at, updatedAt: at };
@@ -75,10 +72,7 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
     const current = q.lastSeq.get(c.head.runId) as { last_sequence: number } | undefined;
     const currentSeq = current?.last_sequence;
     if (c.expectedSequence === 0 ? current !== undefined : currentSeq !== c.expectedSequence) {
-      throw conflict('run_sequence_conflict', `Run ${c.head.runId} changed under this writer (expected sequence ${c.expectedSequence}, found ${currentSeq ?? 'none'}).`, {
-        nextAction: 'reload the run and retry',
-        details: { run_id: c.head.runId, expected_sequence: c.expectedSequence, found_sequence: currentSeq ?? null },
-      });
+      throw sequenceConflict(c.head.runId, c.expectedSequence, currentSeq);
     }
     const at = new Date().toISOString();
     const events: RunEvent[] = c.events.map((e, i) => ({ runId: c.head.runId, sequence: c.expectedSequence + 1 + i, type: e.type, data: e.data, at }));
@@ -114,7 +108,7 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
       return (q.mutations.all(runId) as Array<{ body: string }>).map((r) => JSON.parse(r.body) as MutationRecord);
     },
     commit(c) {
-      if (c.events.length === 0) throw rejected('empty_commit', 'A run commit must carry at least one event.');
+      if (c.events.length === 0) throw emptyCommit();
       const events = commitTx.immediate(c);
       for (const l of listeners) l(c.head.runId);
       return events;

@@ -4,9 +4,7 @@
  * the checkpoint can never describe a different version than the raw copy beside it; it never
  * reads a live path. Inert: it carries no authority and claims neither privacy nor activation.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
-import { internal, isLoopxError, rejected } from '../../core/errors.js';
+import { canonicalJson, sha256Hex, internal, isLoopxError, rejected } from '../../core/index.js';
 import { decodeRegistry, registryRevision, validateRegistryGoal, type RegistryExactRead } from '../registry/index.js';
 import { configRevision, decodeMachineConfiguration, isPlainObject, parseJsonBytes, validateMachineConfiguration } from './codec.js';
 import {

@@ -2,9 +2,7 @@
  * The one place the machine configuration, its transaction receipts and apply intents are
  * decoded, validated and encoded, and the pure apply both store implementations share.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
-import { conflict, internal, isLoopxError, rejected, type LoopxError } from '../../core/errors.js';
+import { canonicalJson, sha256Hex, conflict, internal, isLoopxError, rejected, type LoopxError } from '../../core/index.js';
 import {
   MACHINE_CONFIGURATION_SCHEMA,
   TRANSACTION_SCHEMA,

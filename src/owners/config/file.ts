@@ -12,11 +12,7 @@
  */
 import { mkdirSync, readdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { rejected, type LoopxError } from '../../core/errors.js';
-import { faultPoint } from '../../core/faults.js';
-import { withExclusiveLock } from '../../core/flock.js';
-import { fsyncDir, writeFileDurable } from '../../core/fs.js';
-import { readRegularFileOnce } from '../../core/read-once.js';
+import { rejected, type LoopxError, faultPoint, withExclusiveLock, fsyncDir, writeFileDurable, readRegularFileOnce } from '../../core/index.js';
 import { assertRuntimeRoot, LAYOUT } from '../layout.js';
 import {
   checkRevision,

@@ -6,7 +6,7 @@
  */
 import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { isLoopxError } from '../../core/errors.js';
+import { isLoopxError } from '../../core/index.js';
 import { LAYOUT } from '../layout.js';
 import { decodeReceipt, exactRead } from './codec.js';
 import type { ConfigExactRead, ConfigFinding, ConfigFindingCode, ConfigHistoricalRead, TransactionReceipt } from './contract.js';

@@ -4,7 +4,7 @@
  * backup's `configuration-backup.json`), the checkpoint's own verifier.
  */
 import { dirname, join } from 'node:path';
-import { readRegularFileOnce } from '../../core/read-once.js';
+import { readRegularFileOnce } from '../../core/index.js';
 import type { HistoricalRead, OwnerFinding, OwnerRecovery, OwnerScope } from '../contract.js';
 import { MACHINE, hasErrors } from '../contract.js';
 import { OWNER_EXPORT_MAX_ITEMS, byKey, exportFindings } from '../export.js';

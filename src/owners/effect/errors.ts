@@ -2,7 +2,8 @@
  * Typed refusals of the effect owner. Each code is stable and carries exactly one next action;
  * details hold ids and outcomes only — never intents, receipts or URLs.
  */
-import { LoopxError, type ErrorKind, type LoopxErrorOptions } from '../../core/errors.js';
+import { LoopxError, type ErrorKind, type LoopxErrorOptions } from '../../core/index.js';
+import { operationIdentityMismatch } from '../refusals.js';
 
 export const EFFECT_ERROR_CODES = [
   'effect_input_invalid',
@@ -52,11 +53,8 @@ export const effectNotFound = (operationId: string): EffectError =>
     details: { operation_id: operationId },
   });
 
-export const identityMismatch = (operationId: string): EffectError =>
-  new EffectError('conflict', 'operation_identity_mismatch', 'The operation id was already recorded with a different intent.', {
-    nextAction: 'read the original effect; a changed intent needs a new operation id and idempotency key',
-    details: { operation_id: operationId },
-  });
+/** A changed intent under a recorded operation id: the refusal every owner's operation ids share. */
+export const identityMismatch = (operationId: string): LoopxError => operationIdentityMismatch(operationId);
 
 export const keyInUse = (idempotencyKey: string, holder: string): EffectError =>
   new EffectError('conflict', 'idempotency_key_in_use', 'The idempotency key belongs to another operation.', {

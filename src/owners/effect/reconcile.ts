@@ -3,7 +3,7 @@
  * principle 6). It asks the external system, then settles through the journal: committed or
  * absent when the answer is certain, otherwise a visible hold. It never dispatches anything.
  */
-import { isLoopxError } from '../../core/errors.js';
+import { isLoopxError } from '../../core/index.js';
 import type { EffectJournal, EffectRecord, ReconcileObservation, ReconcileQuery, ReconcileResult } from './contract.js';
 import { effectNotFound, notDispatched } from './errors.js';
 import { checkId, isUncertain } from './rules.js';

@@ -3,8 +3,7 @@
  * provider and the in-memory reference. Each returns either a readback (an idempotent repeat) or
  * the change to persist: the next row, the history event, and what happens to the outbox row.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
+import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';
 import type { EffectEvent, EffectOutcome, EffectRecord, ExpectedEffectState, JsonValue, RecordIntentRequest, ResolvedOutcome, SettledOutcome } from './contract.js';
 import { EFFECT_OUTCOMES, MAX_INTENT_BYTES, MAX_RECEIPT_BYTES } from './contract.js';

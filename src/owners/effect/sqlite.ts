@@ -4,8 +4,7 @@
  * together — so an intent is durable before dispatch and a dispatch is recorded before sending,
  * across processes sharing the file.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { internal } from '../../core/errors.js';
+import { canonicalJson, internal } from '../../core/index.js';
 import { RowInvalid, openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
 import type { EffectJournal, EffectJournalOptions, EffectRecord, ExpectedEffectState, ReconcileQuery, ReconcileResult, OutboxEntry, ResolvedOutcome } from './contract.js';
 import { effectNotFound } from './errors.js';

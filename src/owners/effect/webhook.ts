@@ -14,9 +14,9 @@
  *                                          |  200 {"found": false}
  * URLs stay in the private intent; targets, receipts and errors carry the host label only.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
-import { faultPoint } from '../../core/faults.js';
+import { canonicalJson } from '../../core/index.js';
+import { sha256Hex } from '../../core/index.js';
+import { faultPoint } from '../../core/index.js';
 import type { EffectJournal, EffectRecord, JsonValue, ReconcileObservation, ReconcileQuery } from './contract.js';
 import { MAX_RECEIPT_BYTES } from './contract.js';
 import { dispatchInFlight, invalidInput } from './errors.js';

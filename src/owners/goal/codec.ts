@@ -3,8 +3,7 @@
  * the input rules (titles, document names). Decoding is strict (fail closed).
  */
 import { randomBytes } from 'node:crypto';
-import { canonicalJson } from '../../core/canonical-json.js';
-import { rejected, type LoopxError } from '../../core/errors.js';
+import { canonicalJson, rejected, type LoopxError } from '../../core/index.js';
 import { GOAL_ID } from '../layout.js';
 import { GOAL_INSTANCE_ID } from '../registry/index.js';
 import { GOAL_SCHEMA, type GoalDoc, type GoalLifecycle, type GoalRecord, type GoalRef } from './contract.js';

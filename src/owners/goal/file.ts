@@ -10,10 +10,7 @@
  */
 import { lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { rejected, type LoopxError } from '../../core/errors.js';
-import { withExclusiveLock } from '../../core/flock.js';
-import { writeFileDurable } from '../../core/fs.js';
-import { readRegularFileOnce } from '../../core/read-once.js';
+import { rejected, type LoopxError, withExclusiveLock, writeFileDurable, readRegularFileOnce } from '../../core/index.js';
 import { assertRuntimeRoot, LAYOUT } from '../layout.js';
 import { GOAL_DOC_MAX_BYTES, GOAL_MAX_BYTES, isGoalId } from './codec.js';
 import type { GoalStore } from './contract.js';

@@ -6,8 +6,7 @@
  */
 import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { sha256Hex } from '../../core/digest.js';
-import { isLoopxError } from '../../core/errors.js';
+import { sha256Hex, isLoopxError } from '../../core/index.js';
 import { LAYOUT } from '../layout.js';
 import { decodeGoal, GOAL_DOC_MAX_BYTES, GOAL_MAX_BYTES, isGoalId } from './codec.js';
 import type { GoalFinding, GoalFindingCode, GoalHistoricalRead, GoalRecord } from './contract.js';

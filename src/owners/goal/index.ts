@@ -14,6 +14,7 @@ export {
 } from './contract.js';
 export { assertDocName, assertGoalRef, decodeGoal, DOC_NAME, GOAL_DOC_MAX_BYTES, GOAL_MAX_DOCS, goalRef, isGoalRef, mintGoalInstanceId, sameGoalRef } from './codec.js';
 export { DEFAULT_PROJECT, type GoalStoreOptions } from './store.js';
+export { goalNotFound, goalRetired } from './errors.js';
 export { openFileGoalStore } from './file.js';
 export { memoryGoalStore } from './memory.js';
 export { recovery } from './recovery.js';

@@ -13,8 +13,8 @@ import { readHistoricalCopy } from './historical.js';
 import { isGoalId } from './codec.js';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { sha256Hex } from '../../core/digest.js';
-import { canonicalJson } from '../../core/canonical-json.js';
+import { sha256Hex } from '../../core/index.js';
+import { canonicalJson } from '../../core/index.js';
 
 const EXPORT_SCHEMA = 'loopx_goal_export_v0';
 

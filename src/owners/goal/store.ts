@@ -4,10 +4,9 @@
  * registry's public API only — this owner never writes registry.json). The file and memory
  * implementations differ only in their GoalStorage.
  */
-import { sha256Hex } from '../../core/digest.js';
-import { conflict, hasCode, notFound, rejected } from '../../core/errors.js';
+import { sha256Hex, conflict, hasCode, rejected } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';
-import type { Registry } from '../registry/index.js';
+import { projectNotFound, type Registry } from '../registry/index.js';
 import {
   assertDocName,
   assertGoalRef,
@@ -21,6 +20,7 @@ import {
   mintGoalInstanceId,
 } from './codec.js';
 import { GOAL_SCHEMA, type GoalLifecycle, type GoalRecord, type GoalRef, type GoalStore } from './contract.js';
+import { goalNotFound, goalRetired } from './errors.js';
 
 /** Where goal.json and documents live; every call is for an already validated id and name. */
 export interface GoalStorage {
@@ -61,7 +61,7 @@ export function goalStoreOver(storage: GoalStorage, options: GoalStoreOptions): 
   };
   const mustLoad = (goalId: string): GoalRecord => {
     const goal = load(goalId);
-    if (!goal) throw notFound('goal_not_found', `Goal ${goalId} does not exist.`, { nextAction: `create the Goal first: loopx goal create ${goalId} --title TITLE` });
+    if (!goal) throw goalNotFound(goalId);
     return goal;
   };
 
@@ -109,7 +109,7 @@ export function goalStoreOver(storage: GoalStorage, options: GoalStoreOptions): 
         return goal;
       }
       if (goal.lifecycle === 'retired') {
-        throw conflict('goal_retired', `Goal ${ref.goal_id} is retired; that is final.`, { nextAction: 'create the Goal again for a new lifetime' });
+        throw goalRetired(ref.goal_id);
       }
       if (goal.lifecycle !== expected) {
         throw conflict('goal_lifecycle_conflict', `Goal ${ref.goal_id} is ${goal.lifecycle}, not ${expected}.`, { nextAction: 'read the Goal again and retry' });
@@ -126,7 +126,7 @@ export function goalStoreOver(storage: GoalStorage, options: GoalStoreOptions): 
       const title = assertTitle(titleIn);
       const projectId = createOptions.projectId;
       if (projectId !== undefined && projectId !== DEFAULT_PROJECT.project_id && !registry.read().value.projects.some((p) => p.project_id === projectId)) {
-        throw notFound('registry_project_not_found', `Project ${projectId} is not registered.`, { nextAction: 'add the project first' });
+        throw projectNotFound(projectId);
       }
       return storage.withGoalLock(goalId, () => {
         const existing = load(goalId);
@@ -176,7 +176,7 @@ export function goalStoreOver(storage: GoalStorage, options: GoalStoreOptions): 
       return storage.withGoalLock(goalId, () => {
         const goal = mustLoad(goalId);
         if (goal.lifecycle === 'retired') {
-          throw conflict('goal_retired', `Goal ${goalId} is retired; its documents are history.`, { nextAction: 'create the Goal again for a new lifetime' });
+          throw goalRetired(goalId);
         }
         const prior = goal.docs.find((d) => d.name === name);
         if (!prior && goal.docs.length >= GOAL_MAX_DOCS) {

@@ -2,7 +2,7 @@
  * Typed refusals of the quota owner. Each code is stable and carries exactly one next action;
  * details hold ids and digests only.
  */
-import { LoopxError, type ErrorKind, type LoopxErrorOptions } from '../../core/errors.js';
+import { LoopxError, type ErrorKind, type LoopxErrorOptions } from '../../core/index.js';
 
 export const QUOTA_ERROR_CODES = ['quota_input_invalid', 'quota_spend_conflict', 'quota_spend_not_found'] as const;
 export type QuotaErrorCode = (typeof QUOTA_ERROR_CODES)[number];

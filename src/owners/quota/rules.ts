@@ -3,8 +3,7 @@
  * void, and window normalization — the one place they are made, whatever the storage port. The
  * owner (quota.ts) reads the entry, asks these functions and commits what they decided.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
+import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';
 import type { QuotaGoal, QuotaWindow, SpendEntry, SpendRequest } from './contract.js';
 import { invalidInput, spendConflict } from './errors.js';

@@ -3,9 +3,7 @@
  * both implementations apply. Decoding is strict (fail closed); encoding is canonical JSON plus a
  * newline, so equal documents have equal bytes and equal revisions.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
-import { conflict, notFound, rejected, type LoopxError } from '../../core/errors.js';
+import { canonicalJson, sha256Hex, conflict, notFound, rejected, type LoopxError } from '../../core/index.js';
 import { GOAL_ID, LAYOUT } from '../layout.js';
 import {
   REGISTRY_SCHEMA,
@@ -136,6 +134,16 @@ function validStatus(status: unknown): GoalStatus {
   return status as GoalStatus;
 }
 
+/** A project the registry does not hold (registering a Goal under it, or creating one there). */
+export const projectNotFound = (projectId: string): LoopxError =>
+  notFound('registry_project_not_found', `Project ${projectId} is not registered.`, { nextAction: 'add the project first' });
+
+/** A lifetime id is registered once; an alias again only after its live lifetime is retired. */
+const goalExists = (goalId: string, why: string): LoopxError =>
+  conflict('registry_goal_exists', `Goal ${goalId} cannot be registered: ${why}.`, {
+    nextAction: 'read the registry: a lifetime is registered once, and an alias again only after its live lifetime is retired',
+  });
+
 /** Register a Goal lifetime: a new alias, or a new lifetime over a retired row. The route never changes. */
 export function withGoal(doc: RegistryDocument, input: RegisterGoalInput): RegistryDocument {
   if (!isPlainObject(input) || typeof input.goal_id !== 'string' || !GOAL_ID.test(input.goal_id) || input.goal_id.includes('..')) {
@@ -146,16 +154,16 @@ export function withGoal(doc: RegistryDocument, input: RegisterGoalInput): Regis
   }
   const status = validStatus(input.status);
   if (!doc.projects.some((p) => p.project_id === input.project_id)) {
-    throw notFound('registry_project_not_found', `Project ${String(input.project_id)} is not registered.`, { nextAction: 'add the project first' });
+    throw projectNotFound(String(input.project_id));
   }
   if (doc.goals.some((g) => g.goal_instance_id === input.goal_instance_id)) {
-    throw conflict('registry_goal_exists', 'This Goal lifetime is already registered.', { nextAction: 'read the registry; the route exists' });
+    throw goalExists(input.goal_id, 'its lifetime is already registered');
   }
   const row: RegistryGoal = { goal_id: input.goal_id, goal_instance_id: input.goal_instance_id, project_id: input.project_id, status, route: goalRoute(input.goal_id) };
   const at = doc.goals.findIndex((g) => g.goal_id === input.goal_id);
   if (at < 0) return { ...doc, goals: [...doc.goals, row] };
   if (doc.goals[at]!.status !== 'retired') {
-    throw conflict('registry_goal_exists', `Goal ${input.goal_id} is registered to a live lifetime.`, { nextAction: 'retire the Goal before creating it again' });
+    throw goalExists(input.goal_id, 'the alias belongs to a live lifetime');
   }
   return { ...doc, goals: doc.goals.map((g, i) => (i === at ? row : g)) };
 }

@@ -4,15 +4,12 @@
  * death). Reads take no lock: a rename is atomic, so a read sees one whole version.
  */
 import { join } from 'node:path';
-import { rejected, type LoopxError } from '../../core/errors.js';
-import { withExclusiveLock } from '../../core/flock.js';
-import { writeFileDurable } from '../../core/fs.js';
-import { readRegularFileOnce } from '../../core/read-once.js';
+import { rejected, type LoopxError, withExclusiveLock, writeFileDurable, readRegularFileOnce } from '../../core/index.js';
 import { assertRuntimeRoot, LAYOUT } from '../layout.js';
 import { checkRevision, encodeRegistry, exactRead, REGISTRY_MAX_BYTES, toRead, withGoal, withGoalStatus, withProject } from './codec.js';
 import type { Registry, RegistryDocument, RegistryExactRead, RegistryRead } from './contract.js';
 
-const unreadable = (what: string): LoopxError =>
+export const unreadable = (what: string): LoopxError =>
   rejected('registry_unreadable', `registry.json cannot be read as a registry: ${what}.`, {
     nextAction: 'replace the registry path with a regular file (restore it from a backup)',
   });

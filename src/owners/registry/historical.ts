@@ -4,11 +4,11 @@
  */
 import { join } from 'node:path';
 import { lstatSync } from 'node:fs';
-import { isLoopxError, rejected } from '../../core/errors.js';
+import { isLoopxError } from '../../core/index.js';
 import { LAYOUT } from '../layout.js';
 import { exactRead } from './codec.js';
 import type { RegistryFindingCode, RegistryHistoricalRead } from './contract.js';
-import { readRegistryBytes } from './file.js';
+import { readRegistryBytes, unreadable } from './file.js';
 
 const CODES: readonly RegistryFindingCode[] = ['registry_unknown_schema', 'registry_malformed', 'registry_unreadable'];
 
@@ -22,7 +22,7 @@ const isDirectory = (path: string): boolean => {
 
 export function readHistoricalCopy(copiedRootDir: string): RegistryHistoricalRead {
   try {
-    if (!isDirectory(copiedRootDir)) throw rejected('registry_unreadable', 'The copied root is not a directory.', { nextAction: 'pass the directory the backup was extracted into' });
+    if (!isDirectory(copiedRootDir)) throw unreadable('the copied root is not a directory');
     return { ok: true, read: exactRead(readRegistryBytes(join(copiedRootDir, LAYOUT.registry))), findings: [] };
   } catch (e) {
     if (!isLoopxError(e) || !CODES.includes(e.code as RegistryFindingCode)) throw e;

@@ -2,7 +2,7 @@
  * Typed refusals of the scheduler owner. Each code is stable and carries exactly one next
  * action; details hold ids and instants only.
  */
-import { LoopxError, type ErrorKind, type LoopxErrorOptions } from '../../core/errors.js';
+import { LoopxError, type ErrorKind, type LoopxErrorOptions } from '../../core/index.js';
 
 export const SCHEDULER_ERROR_CODES = [
   'scheduler_input_invalid',

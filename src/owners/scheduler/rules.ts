@@ -5,8 +5,7 @@
  * timer, asks these functions and commits what they decided.
  */
 import { randomBytes } from 'node:crypto';
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
+import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';
 import type { Cadence, CadenceFrequency, CreateTimerRequest, Timer } from './contract.js';
 import { CADENCE_FREQUENCIES } from './contract.js';

@@ -2,7 +2,7 @@
  * Typed refusals of the session owner. Each code is stable and carries exactly one next action;
  * details hold public-safe facts only (ids and generations).
  */
-import { LoopxError, type ErrorKind, type LoopxErrorOptions } from '../../core/errors.js';
+import { LoopxError, type ErrorKind, type LoopxErrorOptions } from '../../core/index.js';
 
 export const SESSION_ERROR_CODES = [
   'session_input_invalid',

@@ -3,8 +3,7 @@
  * made, whatever the storage port. The owner (session.ts) reads the rows, asks these functions,
  * then commits what they decided under the precondition that the rows are still the ones read.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
+import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';
 import type {
   GoalRef,

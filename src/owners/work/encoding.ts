@@ -3,8 +3,7 @@
  * projections and receipts, and the argument checks every provider applies the same way. Providers
  * store these bytes and hand back parsed copies; they never re-encode stored text.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { rejected } from '../../core/errors.js';
+import { canonicalJson, rejected } from '../../core/index.js';
 import { MAX_SCAN_LIMIT, type JsonObject, type WorkCommitRequest } from './contract.js';
 
 export interface EncodedCommit {

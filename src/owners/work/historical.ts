@@ -6,9 +6,9 @@
  * read here — leases, fence, receipts — authorizes execution (`execution_authority_granted: false`).
  */
 import { existsSync, statSync } from 'node:fs';
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
-import { isLoopxError } from '../../core/errors.js';
+import { canonicalJson } from '../../core/index.js';
+import { sha256Hex } from '../../core/index.js';
+import { isLoopxError } from '../../core/index.js';
 import { isOutOfSpace, isStoreIdentity } from '../../store/index.js';
 import { INCARNATION_PATTERN, MAX_SCAN_LIMIT, parseProviderRevision } from './contract.js';
 import { finding, type WorkFinding, type WorkFindingCode } from './findings.js';

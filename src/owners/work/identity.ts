@@ -4,7 +4,7 @@
  * expects (a database swapped for other bytes), is refused — never served.
  */
 import { randomBytes } from 'node:crypto';
-import { rejected } from '../../core/errors.js';
+import { rejected } from '../../core/index.js';
 import { formatStoreIdentity } from '../../store/index.js';
 import type { WorkStoreIdentity } from './contract.js';
 

@@ -3,7 +3,6 @@
  * `MemoryWorkState` object, so a test can "restart" by opening a new provider on the same state.
  * Stores canonical JSON text (like the SQLite provider) and hands back parsed copies.
  */
-import { internal } from '../../core/errors.js';
 import { MEMORY_PROVIDER } from '../../store/index.js';
 import {
   formatProviderRevision,
@@ -16,6 +15,7 @@ import {
 } from './contract.js';
 import { assertScanArguments, decodeEvents, decodeObject, encodeCommit, type EncodedCommit } from './encoding.js';
 import { checkIdentity, mintIdentity, type IdentityExpectations } from './identity.js';
+import { protocolViolation, providerClosed } from './errors.js';
 
 interface MemoryRow extends Omit<EncodedCommit, 'expected_provider_revision' | 'projection'> {
   readonly cursor: number;
@@ -47,7 +47,7 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
   checkIdentity(state.identity, options);
   let closed = false;
   const open = (): void => {
-    if (closed) throw internal('provider_closed', 'The work store is closed.');
+    if (closed) throw providerClosed();
   };
   const toTransaction = (row: MemoryRow): CommittedTransaction => ({
     cursor: row.cursor,
@@ -89,7 +89,7 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
       const cursor = state.byOperation.get(operationId);
       if (cursor === undefined) return undefined;
       const row = state.commits[cursor - 1];
-      if (!row) throw internal('provider_protocol_violation', 'A receipt index entry points at no commit.');
+      if (!row) throw protocolViolation('a receipt index entry points at no commit');
       return { operation_id: row.operation_id, request_digest: row.request_digest, cursor: row.cursor, provider_revision: row.provider_revision, receipt: decodeObject(row.receipt) };
     },
     scanCommitted(afterCursor: number, limit: number): ScanPage {

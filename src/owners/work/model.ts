@@ -4,10 +4,9 @@
  * every next projection with `applyTransaction`, so replaying history (retained-prefix verify,
  * recovery readback) reproduces the head byte for byte. Never does I/O, never reads a clock.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
-import { rejected } from '../../core/errors.js';
+import { canonicalJson, sha256Hex } from '../../core/index.js';
 import type { JsonObject } from './contract.js';
+import { workEventInvalid as eventInvalid } from './errors.js';
 
 export const TODO_STATUSES = ['open', 'done', 'blocked', 'deferred'] as const;
 export type TodoStatus = (typeof TODO_STATUSES)[number];
@@ -131,8 +130,6 @@ export const initialProjection = (goalId: string): WorkProjection => ({
   todos: [],
   updated_at: null,
 });
-
-const eventInvalid = (why: string) => rejected('work_event_invalid', `A work event cannot be applied: ${why}.`, { nextAction: 'inspect the history with the recovery read side' });
 
 /** The next projection after one committed transaction. Throws `work_event_invalid` on an event that does not fit. */
 export function applyTransaction(p: WorkProjection, events: readonly WorkEvent[], committedAt: string): WorkProjection {

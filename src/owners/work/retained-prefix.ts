@@ -9,10 +9,9 @@
  * checks the result against the header's head projection digest. A valid prefix is history: it
  * never makes a lease valid or grants authority.
  */
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
-import { internal } from '../../core/errors.js';
+import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { MAX_SCAN_LIMIT, WORK_RETENTION, type JsonObject, type WorkProvider } from './contract.js';
+import { protocolViolation } from './errors.js';
 import { finding, hasErrors, type WorkFinding } from './findings.js';
 import {
   applyTransaction,
@@ -93,7 +92,7 @@ export function exportRetainedPrefix(provider: WorkProvider, clock: () => Date):
   }
   const last = body.at(-1);
   if (last !== undefined && last.provider_revision !== pin.provider_revision) {
-    throw internal('provider_protocol_violation', 'The pinned head revision is not the revision of its cursor.', { details: { head_cursor: pin.cursor } });
+    throw protocolViolation('the pinned head revision is not the revision of its cursor', { head_cursor: pin.cursor });
   }
   const end = clock().toISOString();
   const header: RetainedPrefixHeader = {
@@ -129,11 +128,7 @@ export function exportRetainedPrefix(provider: WorkProvider, clock: () => Date):
   };
 }
 
-const gap = (cursor: number) =>
-  internal('provider_protocol_violation', `The work history has a gap at cursor ${cursor}.`, {
-    nextAction: 'do not export from this store; inspect a copy with the recovery read side',
-    details: { cursor },
-  });
+const gap = (cursor: number) => protocolViolation(`the history has a gap at cursor ${cursor}`, { cursor });
 
 /** One canonical JSON record per line. */
 export const retainedPrefixNdjson = (records: readonly RetainedPrefixRecord[]): string => records.map((r) => `${canonicalJson(r)}\n`).join('');

@@ -14,7 +14,7 @@
  * copy, never creates sidecars beside it and holds no lock on it.
  */
 import { existsSync, lstatSync } from 'node:fs';
-import { hasCode, internal, isLoopxError, notFound, rejected, type LoopxError } from '../../core/errors.js';
+import { hasCode, internal, isLoopxError, notFound, rejected, type LoopxError } from '../../core/index.js';
 import {
   SQLITE_COPY_TOO_LARGE,
   SQLITE_COPY_UNREADABLE,
@@ -42,6 +42,7 @@ import {
 } from './contract.js';
 import { assertScanArguments, decodeEvents, decodeObject, encodeCommit } from './encoding.js';
 import { checkIdentity, foreignIncarnation, mintIdentity, type IdentityExpectations } from './identity.js';
+import { protocolViolation, providerClosed, workDbTooLarge, workDbUnreadable } from './errors.js';
 
 export const WORK_DB_SCHEMA = 'loopx_work_sqlite_v0';
 
@@ -145,10 +146,7 @@ function readIdentity(db: SqliteDatabase): WorkStoreIdentity {
     if (rev && rev.incarnation !== meta.incarnation) throw foreignIncarnation(rev.incarnation, meta.incarnation);
     const stats = db.prepare('SELECT count(*) AS n, coalesce(max(cursor), 0) AS max FROM commits').get() as { n: number; max: number };
     if (!rev || rev.cursor !== head.cursor || stats.n !== head.cursor || stats.max !== head.cursor) {
-      throw rejected('provider_protocol_violation', 'The work database head and its commits disagree (a gap or a foreign head).', {
-        nextAction: 'do not write to it; inspect a copy with the recovery read side',
-        details: { head_cursor: head.cursor, commit_count: stats.n, max_cursor: stats.max },
-      });
+      throw protocolViolation('the head and the commits disagree (a gap or a foreign head)', { head_cursor: head.cursor, commit_count: stats.n, max_cursor: stats.max });
     }
     return { store_identity: meta.store_identity, incarnation: meta.incarnation, goal_id: meta.goal_id };
   })();
@@ -168,7 +166,7 @@ function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkPr
     scan: db.prepare('SELECT cursor, provider_revision, operation_id, request_digest, events, receipt FROM commits WHERE cursor > ? ORDER BY cursor LIMIT ?'),
   };
   const read = <T>(fn: () => T): T => {
-    if (closed) throw internal('provider_closed', 'The work store is closed.');
+    if (closed) throw providerClosed();
     try {
       return fn();
     } catch (e) {
@@ -178,7 +176,7 @@ function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkPr
   };
   const headRow = (): HeadRow => {
     const row = q.head.get() as HeadRow | undefined;
-    if (!row) throw internal('provider_protocol_violation', 'The work database lost its head row.');
+    if (!row) throw protocolViolation('the database lost its head row');
     return row;
   };
   const rollback = (): void => {
@@ -232,7 +230,7 @@ function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkPr
         const revision = formatProviderRevision(identity.incarnation, cursor);
         q.insert.run(cursor, revision, c.operation_id, c.request_digest, c.events, c.receipt);
         const updated = q.updateHead.run(cursor, revision, c.projection, head.provider_revision);
-        if (updated.changes !== 1) throw internal('provider_protocol_violation', 'The head moved inside a write transaction.');
+        if (updated.changes !== 1) throw protocolViolation('the head moved inside a write transaction');
         applied = { cursor, provider_revision: revision };
       } catch (e) {
         // Nothing is committed before COMMIT: rolling back proves absence.
@@ -300,14 +298,14 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
   let size: number;
   try {
     const st = lstatSync(path); // a link is not a copy: refused like any other non-regular file
-    if (!st.isFile()) throw rejected('work_db_unreadable', 'The work database copy is not a regular file.', { nextAction: 'point at the copied work.db file' });
+    if (!st.isFile()) throw workDbUnreadable('it is not a regular file');
     size = st.size;
   } catch (e) {
     if (isLoopxError(e)) throw e;
-    throw rejected('work_db_unreadable', 'The work database copy cannot be read.', { cause: e, nextAction: 'point at the copied work.db file' });
+    throw workDbUnreadable('reading its file failed', e);
   }
   if (size > MAX_WORK_DB_COPY_BYTES) {
-    throw rejected('work_db_too_large', `The work database copy exceeds ${MAX_WORK_DB_COPY_BYTES} bytes.`, { nextAction: 'inspect it with sqlite3 directly', details: { byte_size: size } });
+    throw workDbTooLarge(MAX_WORK_DB_COPY_BYTES, { byte_size: size });
   }
   // The private copy is made by a file copy (the database never passes through this process's
   // memory) and, in the copy only, a WAL-mode header (format bytes 2/2) — which would make even a
@@ -322,20 +320,20 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
     copy?.close();
     if (isOutOfSpace(e)) throw e; // a full scratch disk is not a damaged database
     if (hasCode(e, SQLITE_COPY_TOO_LARGE)) {
-      throw rejected('work_db_too_large', `The work database copy exceeds ${MAX_WORK_DB_COPY_BYTES} bytes.`, { nextAction: 'inspect it with sqlite3 directly', ...((e as LoopxError).details ? { details: (e as LoopxError).details! } : {}) });
+      throw workDbTooLarge(MAX_WORK_DB_COPY_BYTES, (e as LoopxError).details);
     }
     if (hasCode(e, SQLITE_COPY_UNREADABLE) && !isSqliteFile(path)) {
       throw rejected('work_db_not_sqlite', 'The work database copy is not an SQLite database.', { nextAction: 'check that the copy is complete' });
     }
     const cause = hasCode(e, SQLITE_COPY_UNREADABLE) ? (e as Error).cause : e;
-    throw rejected('work_db_unreadable', 'The work database copy cannot be opened.', { cause, nextAction: 'check that the copy is complete' });
+    throw workDbUnreadable('it cannot be opened', cause);
   }
   const guard = <T>(fn: () => T): T => {
     try {
       return fn();
     } catch (e) {
       if (isOutOfSpace(e)) throw e;
-      throw rejected('work_db_unreadable', 'Reading the work database copy failed.', { cause: e, nextAction: 'check that the copy is complete' });
+      throw workDbUnreadable('reading it failed', e);
     }
   };
   const opened: SqliteCopy = copy;

@@ -13,15 +13,20 @@
  * anything else, replays included: a fenced writer learns nothing and changes nothing. The clock is
  * injected; lease expiry is decided only against it (an expiry equal to "now" is expired).
  * Never owns anything but work state; never touches another owner's store.
+ *
+ * `openWork` is one long factory on purpose: every operation is a plan over the same loaded
+ * projection, replay check and conditional commit, and those are closures over one provider and
+ * clock; splitting it would pass that state around instead. Its requests and results are in
+ * api.ts, the input checks in inputs.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/digest.js';
-import { conflict, internal, notFound, rejected, type LoopxError } from '../../core/errors.js';
+import { canonicalJson, sha256Hex, conflict, internal, notFound, rejected } from '../../core/index.js';
+import { goalNotFound } from '../goal/index.js';
 import { LAYOUT } from '../layout.js';
-import type { JsonValue, WorkLoad, WorkProvider, WorkStoreIdentity } from './contract.js';
+import { operationIdentityMismatch } from '../refusals.js';
+import type { JsonValue, WorkLoad } from './contract.js';
 import {
   applyTransaction,
   eventsProblem,
@@ -34,11 +39,9 @@ import {
   toJson,
   HANDOFF_MODES,
   RECEIPT_SCHEMA,
-  TODO_STATUSES,
   type FenceToken,
   type HandoffMode,
   type Lease,
-  type LeaseAuthorization,
   type Todo,
   type TodoChange,
   type TodoStatus,
@@ -47,242 +50,40 @@ import {
   type WorkProjection,
   type WorkReceipt,
 } from './model.js';
-import { exportRetainedPrefix, type RetainedPrefixExport } from './retained-prefix.js';
+import { exportRetainedPrefix } from './retained-prefix.js';
 import { openSqliteWorkProvider } from './sqlite.js';
+import { leaseNotHolder, leaseVersionMismatch, protocolViolation, workEventInvalid } from './errors.js';
 
-// ---------------------------------------------------------------------------------------------
-// Requests and results
-
-export interface WriteOptions {
-  /** Idempotency key: 1–200 characters of A–Z a–z 0–9 . _ : @ / + = -, starting with a letter or digit. */
-  readonly operation_id: string;
-  /** The writer's fence token; a token that is not the current one is refused (`writer_fenced`). */
-  readonly fence?: FenceToken;
-  /** Precondition on the Goal's authority revision (`authority_revision_mismatch`). */
-  readonly expected_authority_revision?: number;
-}
-
-/** Proof that the caller holds a Todo's active lease. */
-export interface LeaseProof {
-  readonly owner: string;
-  readonly execution_key: string;
-  readonly lease_epoch: number;
-}
-
-export interface AddTodoRequest extends WriteOptions {
-  /** Generated as `t<n>` when absent. */
-  readonly todo_id?: string;
-  readonly title: string;
-  readonly text?: string;
-  /** `open` (default), `blocked` or `deferred`. */
-  readonly status?: TodoStatus;
-  readonly priority?: number;
-  readonly note?: string | null;
-}
-
-export interface UpdateTodoRequest extends WriteOptions {
-  readonly todo_id: string;
-  readonly title?: string;
-  readonly text?: string;
-  readonly status?: TodoStatus;
-  readonly priority?: number;
-  readonly note?: string | null;
-  readonly expected_todo_revision?: number;
-  /** Required in hard_lease mode to complete (`done`) or supersede (`deferred`); checked whenever given. */
-  readonly lease?: LeaseProof;
-}
-
-export interface ClaimRequest extends WriteOptions {
-  readonly todo_id: string;
-  readonly agent: string;
-  /** Required in hard_lease mode, where a claim change needs the active lease. */
-  readonly lease?: LeaseProof;
-}
-
-export interface AcquireLeaseRequest extends WriteOptions {
-  readonly todo_id: string;
-  readonly owner: string;
-  readonly execution_key: string;
-  readonly ttl_ms: number;
-  /** The lease version the caller last saw (0 when the Todo never had a lease). */
-  readonly expected_version: number;
-}
-
-export interface RenewLeaseRequest extends WriteOptions {
-  readonly todo_id: string;
-  readonly owner: string;
-  readonly execution_key: string;
-  readonly lease_epoch: number;
-  readonly expected_version: number;
-  readonly ttl_ms: number;
-}
-
-export interface TransferLeaseRequest extends RenewLeaseRequest {
-  readonly to_owner: string;
-  readonly to_execution_key: string;
-}
-
-export interface ReleaseLeaseRequest extends WriteOptions {
-  readonly todo_id: string;
-  readonly owner: string;
-  readonly execution_key: string;
-  readonly lease_epoch: number;
-  readonly expected_version: number;
-}
-
-export interface SetHandoffModeRequest extends WriteOptions {
-  readonly handoff_mode: HandoffMode;
-}
-
-export type EngageFenceRequest = WriteOptions;
-
-export interface WorkOperationResult {
-  /** `already_applied`: this operation id committed earlier; `receipt` is the original, field for field. */
-  readonly result: 'applied' | 'already_applied';
-  readonly receipt: WorkReceipt;
-  readonly cursor: number;
-  readonly provider_revision: string;
-  /** Current observation, separate from the receipt. */
-  readonly observed_authority_revision: number;
-  /** Lease operations only: what the receipt's lease is worth now. A historical receipt never grants authority. */
-  readonly authorization_status?: 'active' | 'expired' | 'released' | 'superseded';
-}
-
-export interface WorkView {
-  readonly goal_id: string;
-  readonly store_identity: string;
-  readonly incarnation: string;
-  readonly authority_revision: number;
-  readonly cursor: number;
-  readonly provider_revision: string;
-  readonly handoff_mode: HandoffMode;
-  /** The fence epoch (the token itself is only ever returned to its engager). */
-  readonly fence_epoch: number | null;
-  readonly todos: readonly Todo[];
-}
-
-export interface LeaseStatus {
-  readonly todo_id: string;
-  readonly lease: Lease | null;
-  readonly authorization: LeaseAuthorization;
-  readonly observed_at: string;
-}
-
-export interface WorkTransaction {
-  readonly cursor: number;
-  readonly provider_revision: string;
-  readonly operation_id: string;
-  readonly request_digest: string;
-  readonly events: readonly WorkEvent[];
-  readonly receipt: WorkReceipt;
-}
-
-export interface WorkHistoryPage {
-  readonly transactions: readonly WorkTransaction[];
-  readonly next_cursor: number;
-  readonly has_more: boolean;
-}
-
-export interface ReceiptReadback {
-  readonly receipt: WorkReceipt;
-  readonly cursor: number;
-  readonly provider_revision: string;
-}
-
-export interface WorkOwner {
-  readonly goal_id: string;
-  storeIdentity(): WorkStoreIdentity;
-  view(): WorkView;
-  listTodos(): Todo[];
-  getTodo(todoId: string): Todo | undefined;
-  leaseStatus(todoId: string): LeaseStatus;
-  addTodo(request: AddTodoRequest): WorkOperationResult;
-  updateTodo(request: UpdateTodoRequest): WorkOperationResult;
-  claimTodo(request: ClaimRequest): WorkOperationResult;
-  unclaimTodo(request: ClaimRequest): WorkOperationResult;
-  acquireLease(request: AcquireLeaseRequest): WorkOperationResult;
-  renewLease(request: RenewLeaseRequest): WorkOperationResult;
-  transferLease(request: TransferLeaseRequest): WorkOperationResult;
-  releaseLease(request: ReleaseLeaseRequest): WorkOperationResult;
-  setHandoffMode(request: SetHandoffModeRequest): WorkOperationResult;
-  /** Engages (or rotates) the writer fence; the receipt's `fence` is the new token. Older tokens are refused from then on. */
-  engageFence(request: EngageFenceRequest): WorkOperationResult;
-  readReceipt(operationId: string): ReceiptReadback | undefined;
-  /** Committed transactions with cursor > afterCursor, contiguous, at most `limit` (1..1000). */
-  history(afterCursor: number, limit: number): WorkHistoryPage;
-  /** Every committed transaction after `afterCursor`, paged (streaming; never truncated). */
-  iterateHistory(afterCursor?: number, pageSize?: number): Generator<WorkTransaction, void, undefined>;
-  /** Committed transactions so far (= head cursor). */
-  transactionCount(): number;
-  exportRetainedPrefix(): RetainedPrefixExport;
-  close(): void;
-}
-
-export interface WorkOwnerOptions {
-  readonly provider: WorkProvider;
-  /** Injectable clock (tests, lease expiry). Defaults to the system clock. */
-  readonly clock?: () => Date;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Limits and input checks
-
-const OPERATION_ID = /^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,199}$/;
-const TODO_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-const MAX_TITLE = 1000;
-const MAX_TEXT = 64 * 1024;
-const MAX_ACTOR = 200;
-export const MIN_LEASE_TTL_MS = 1000;
-export const MAX_LEASE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
-const MAX_PRIORITY = 1_000_000;
-/** Provider-revision conflicts retried (each re-evaluates against the fresh head) before giving up. */
-const MAX_ATTEMPTS = 16;
-const HISTORY_PAGE = 500;
-const REQUEST_SCHEMA = 'loopx_work_request_v0';
-const LEASE_OPERATIONS: ReadonlySet<WorkOperation> = new Set(['acquire_lease', 'renew_lease', 'transfer_lease', 'release_lease']);
-
-const invalid = (field: string, rule: string): LoopxError =>
-  rejected('work_request_invalid', `${field}: ${rule}.`, { nextAction: `fix ${field} and retry with a new operation id`, details: { field } });
-
-function text(field: string, v: unknown, max: number, allowEmpty = false): string {
-  if (typeof v !== 'string' || (!allowEmpty && v.length === 0) || v.length > max) throw invalid(field, `a ${allowEmpty ? '' : 'non-empty '}string of at most ${max} characters`);
-  return v;
-}
-function nat(field: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw invalid(field, 'a non-negative integer');
-  return v;
-}
-function todoId(v: unknown): string {
-  if (typeof v !== 'string' || !TODO_ID.test(v)) throw invalid('todo_id', '1–128 characters of A–Z a–z 0–9 . _ : -, starting with a letter or digit');
-  return v;
-}
-function status(v: unknown): TodoStatus {
-  if (!(TODO_STATUSES as readonly unknown[]).includes(v)) throw invalid('status', `one of ${TODO_STATUSES.join(', ')}`);
-  return v as TodoStatus;
-}
-function priority(v: unknown): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || Math.abs(v) > MAX_PRIORITY) throw invalid('priority', `an integer between -${MAX_PRIORITY} and ${MAX_PRIORITY}`);
-  return v;
-}
-function ttl(v: unknown): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < MIN_LEASE_TTL_MS || v > MAX_LEASE_TTL_MS) throw invalid('ttl_ms', `an integer between ${MIN_LEASE_TTL_MS} and ${MAX_LEASE_TTL_MS}`);
-  return v;
-}
-const note = (v: unknown): string | null => (v === null ? null : text('note', v, MAX_TEXT, true));
-const actor = (field: string, v: unknown): string => text(field, v, MAX_ACTOR);
-function leaseProof(v: LeaseProof | undefined): LeaseProof | undefined {
-  if (v === undefined) return undefined;
-  if (typeof v !== 'object' || v === null) throw invalid('lease', 'an object {owner, execution_key, lease_epoch}');
-  return { owner: actor('lease.owner', v.owner), execution_key: actor('lease.execution_key', v.execution_key), lease_epoch: nat('lease.lease_epoch', v.lease_epoch) };
-}
-function fenceToken(v: FenceToken | undefined): FenceToken | undefined {
-  if (v === undefined) return undefined;
-  if (typeof v !== 'object' || v === null || typeof v.fence_id !== 'string' || !Number.isSafeInteger(v.epoch)) throw invalid('fence', 'a fence token {fence_id, epoch}');
-  return { fence_id: v.fence_id, epoch: v.epoch };
-}
-/** Drops undefined members so the digest covers exactly the request's semantic fields. */
-const defined = (o: Record<string, JsonValue | undefined>): Record<string, JsonValue> =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Record<string, JsonValue>;
+import type {
+  LeaseProof,
+  WorkHistoryPage,
+  WorkOperationResult,
+  WorkOwner,
+  WorkOwnerOptions,
+  WorkTransaction,
+  WriteOptions,
+} from './api.js';
+import {
+  OPERATION_ID,
+  MAX_TITLE,
+  MAX_TEXT,
+  MAX_ATTEMPTS,
+  HISTORY_PAGE,
+  REQUEST_SCHEMA,
+  LEASE_OPERATIONS,
+  invalid,
+  text,
+  nat,
+  todoId,
+  status,
+  priority,
+  ttl,
+  note,
+  actor,
+  leaseProof,
+  fenceToken,
+  defined,
+} from './inputs.js';
 
 // ---------------------------------------------------------------------------------------------
 // Owner
@@ -357,10 +158,7 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
     const prior = provider.readReceipt(operationId);
     if (prior === undefined) return undefined;
     if (prior.request_digest !== digest) {
-      throw rejected('operation_identity_mismatch', `Operation ${operationId} was already used for a different request.`, {
-        nextAction: 'use a new operation id for a different request',
-        details: { operation_id: operationId },
-      });
+      throw operationIdentityMismatch(operationId);
     }
     return result('already_applied', receiptOf(prior.receipt), prior.cursor, prior.provider_revision, p);
   };
@@ -421,7 +219,7 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
       switch (r.status) {
         case 'applied':
           if (r.cursor !== cursor) {
-            throw internal('provider_protocol_violation', `The provider committed at cursor ${r.cursor}, expected ${cursor}.`, { details: { cursor: r.cursor, expected_cursor: cursor } });
+            throw protocolViolation(`the provider committed at cursor ${r.cursor}, expected ${cursor}`, { cursor: r.cursor, expected_cursor: cursor });
           }
           return result('applied', receipt, r.cursor, r.provider_revision, next);
         case 'conflict':
@@ -489,13 +287,10 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
       });
     }
     if (lease.owner !== proof.owner || lease.execution_key !== proof.execution_key) {
-      throw conflict('lease_not_holder', `The caller does not hold the lease of Todo ${t.todo_id}.`, { nextAction: 'stop working on this Todo', details: { todo_id: t.todo_id } });
+      throw leaseNotHolder(t.todo_id, 'The caller');
     }
     if (expectedVersion !== undefined && lease.version !== expectedVersion) {
-      throw conflict('lease_version_mismatch', `The lease of Todo ${t.todo_id} is at version ${lease.version}, not ${expectedVersion}.`, {
-        nextAction: 'read the lease again and retry with its version',
-        details: { todo_id: t.todo_id, expected_version: expectedVersion, version: lease.version },
-      });
+      throw leaseVersionMismatch(t.todo_id, lease.version, expectedVersion);
     }
     if (mode !== 'release' && leaseExpired(lease, now)) {
       throw conflict('lease_expired', `The lease of Todo ${t.todo_id} expired at ${lease.expires_at}.`, { nextAction: 'acquire the lease again', details: { todo_id: t.todo_id, expires_at: lease.expires_at } });
@@ -518,15 +313,11 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
 
   function toTransaction(t: { cursor: number; provider_revision: string; operation_id: string; request_digest: string; events: readonly unknown[]; receipt: unknown }): WorkTransaction {
     const problem = eventsProblem(t.events);
-    if (problem) throw rejected('work_event_invalid', `Transaction ${t.cursor} cannot be read: ${problem}.`, { nextAction: 'inspect a copy with the recovery read side', details: { cursor: t.cursor } });
+    if (problem) throw workEventInvalid(`transaction ${t.cursor}: ${problem}`, { cursor: t.cursor });
     return { cursor: t.cursor, provider_revision: t.provider_revision, operation_id: t.operation_id, request_digest: t.request_digest, events: t.events as WorkEvent[], receipt: receiptOf(t.receipt) };
   }
 
-  const gap = (cursor: number) =>
-    internal('provider_protocol_violation', `The work history has a gap at cursor ${cursor}.`, {
-      nextAction: 'do not write to this store; inspect a copy with the recovery read side',
-      details: { cursor },
-    });
+  const gap = (cursor: number) => protocolViolation(`the history has a gap at cursor ${cursor}`, { cursor });
 
   function history(afterCursor: number, limit: number): WorkHistoryPage {
     const page = provider.scanCommitted(afterCursor, limit);
@@ -640,7 +431,7 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
         refuseTerminal(t);
         if (p.handoff_mode === 'hard_lease' || proof !== undefined) {
           const lease = requireLease(t, proof, now, 'use');
-          if (lease.owner !== agent) throw conflict('lease_not_holder', `${agent} does not hold the lease of Todo ${id}.`, { nextAction: 'claim as the lease holder', details: { todo_id: id } });
+          if (lease.owner !== agent) throw leaseNotHolder(id, agent);
         } else if (t.claimed_by !== null && t.claimed_by !== agent) {
           throw conflict('todo_claimed', `Todo ${id} is claimed by another agent.`, { nextAction: 'pick another Todo, or ask its claimant to unclaim it', details: { todo_id: id, claimed_by: t.claimed_by } });
         }
@@ -656,7 +447,7 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
         const t = findTodo(p, id);
         if (p.handoff_mode === 'hard_lease' || proof !== undefined) {
           const lease = requireLease(t, proof, now, 'use');
-          if (lease.owner !== agent) throw conflict('lease_not_holder', `${agent} does not hold the lease of Todo ${id}.`, { nextAction: 'unclaim as the lease holder', details: { todo_id: id } });
+          if (lease.owner !== agent) throw leaseNotHolder(id, agent);
         }
         if (t.claimed_by !== agent) {
           throw conflict('todo_not_claimed_by_agent', `Todo ${id} is not claimed by ${agent}.`, { nextAction: 'read the Todo again', details: { todo_id: id, claimed_by: t.claimed_by } });
@@ -678,10 +469,7 @@ export function openWork(options: WorkOwnerOptions): WorkOwner {
         const current = t.lease;
         const version = current?.version ?? 0;
         if (version !== expectedVersion) {
-          throw conflict('lease_version_mismatch', `The lease of Todo ${id} is at version ${version}, not ${expectedVersion}.`, {
-            nextAction: 'read the lease again and retry with its version',
-            details: { todo_id: id, expected_version: expectedVersion, version },
-          });
+          throw leaseVersionMismatch(id, version, expectedVersion);
         }
         if (current !== null && current.status === 'active' && !leaseExpired(current, now)) {
           throw conflict('lease_held', `Todo ${id} is leased until ${current.expires_at}.`, {
@@ -818,7 +606,7 @@ export interface OpenGoalWorkOptions {
 export function openGoalWork(options: OpenGoalWorkOptions): WorkOwner {
   const path = join(options.root, LAYOUT.workDb(options.goal_id));
   if (!existsSync(dirname(path))) {
-    throw notFound('goal_not_found', `Goal ${options.goal_id} does not exist in this root.`, { nextAction: `create it: loopx goal create ${options.goal_id} --title TITLE`, details: { goal_id: options.goal_id } });
+    throw goalNotFound(options.goal_id);
   }
   const provider = openSqliteWorkProvider(path, {
     goal_id: options.goal_id,

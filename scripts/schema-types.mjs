@@ -1,0 +1,53 @@
+#!/usr/bin/env node
+// `npm run schemas:types`: the UI's types of the audit documents it reads, generated from the
+// published JSON Schemas in docs/schemas/ (json-schema-to-typescript) into ui/src/generated/.
+// The generated files are committed; test/ui/schema-types.test.ts regenerates them into a scratch
+// directory and fails when the committed ones differ. Cross-schema $refs name their schema by its
+// `$id` (https://loopx.dev/schemas/<name>.json); they are read from docs/schemas/, never fetched.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { compile } from 'json-schema-to-typescript';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
+const SCHEMAS = join(REPO, 'docs', 'schemas');
+export const OUT_DIR = join(REPO, 'ui', 'src', 'generated');
+
+/** Generated file → the schema it comes from (docs/schemas/<schema>.schema.json). */
+export const TYPES = {
+  'audit-public.d.ts': 'state-recovery-audit-public-v0',
+  'audit-list.d.ts': 'daemon-audit-list',
+  'job.d.ts': 'daemon-job',
+  'workspace-ls.d.ts': 'backup-workspace-ls',
+  'workspace-show.d.ts': 'backup-workspace-show',
+};
+
+const ID = /^https:\/\/loopx\.dev\/schemas\/([a-z0-9-]+)\.json$/;
+const localSchemas = {
+  order: 1,
+  canRead: (file) => ID.test(file.url.split('#')[0]),
+  read: (file) => readFileSync(join(SCHEMAS, `${ID.exec(file.url.split('#')[0])[1]}.schema.json`), 'utf8'),
+};
+
+/** Write every generated file into `outDir` (created if missing); returns the names written. */
+export async function generate(outDir = OUT_DIR) {
+  mkdirSync(outDir, { recursive: true });
+  for (const [file, schema] of Object.entries(TYPES)) {
+    const doc = JSON.parse(readFileSync(join(SCHEMAS, `${schema}.schema.json`), 'utf8'));
+    const ts = await compile(doc, schema, {
+      cwd: SCHEMAS,
+      bannerComment: `/* Generated from docs/schemas/${schema}.schema.json by \`npm run schemas:types\` (json-schema-to-typescript). Do not edit. */`,
+      format: true,
+      additionalProperties: false,
+      ignoreMinAndMaxItems: true,
+      $refOptions: { resolve: { http: false, loopx: localSchemas } },
+    });
+    writeFileSync(join(outDir, file), ts);
+  }
+  return Object.keys(TYPES);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const written = await generate();
+  process.stdout.write(`schemas:types: ${written.length} files in ui/src/generated/\n`);
+}

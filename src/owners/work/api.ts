@@ -1,0 +1,178 @@
+/**
+ * The work owner's live API: its requests, results and the `WorkOwner` interface (what each
+ * operation guarantees is in work.ts's header). Types only.
+ */
+import type { WorkProvider, WorkStoreIdentity } from './contract.js';
+import type { FenceToken, HandoffMode, Lease, LeaseAuthorization, Todo, TodoStatus, WorkEvent, WorkReceipt } from './model.js';
+import type { RetainedPrefixExport } from './retained-prefix.js';
+
+export interface WriteOptions {
+  /** Idempotency key: 1–200 characters of A–Z a–z 0–9 . _ : @ / + = -, starting with a letter or digit. */
+  readonly operation_id: string;
+  /** The writer's fence token; a token that is not the current one is refused (`writer_fenced`). */
+  readonly fence?: FenceToken;
+  /** Precondition on the Goal's authority revision (`authority_revision_mismatch`). */
+  readonly expected_authority_revision?: number;
+}
+
+/** Proof that the caller holds a Todo's active lease. */
+export interface LeaseProof {
+  readonly owner: string;
+  readonly execution_key: string;
+  readonly lease_epoch: number;
+}
+
+export interface AddTodoRequest extends WriteOptions {
+  /** Generated as `t<n>` when absent. */
+  readonly todo_id?: string;
+  readonly title: string;
+  readonly text?: string;
+  /** `open` (default), `blocked` or `deferred`. */
+  readonly status?: TodoStatus;
+  readonly priority?: number;
+  readonly note?: string | null;
+}
+
+export interface UpdateTodoRequest extends WriteOptions {
+  readonly todo_id: string;
+  readonly title?: string;
+  readonly text?: string;
+  readonly status?: TodoStatus;
+  readonly priority?: number;
+  readonly note?: string | null;
+  readonly expected_todo_revision?: number;
+  /** Required in hard_lease mode to complete (`done`) or supersede (`deferred`); checked whenever given. */
+  readonly lease?: LeaseProof;
+}
+
+export interface ClaimRequest extends WriteOptions {
+  readonly todo_id: string;
+  readonly agent: string;
+  /** Required in hard_lease mode, where a claim change needs the active lease. */
+  readonly lease?: LeaseProof;
+}
+
+export interface AcquireLeaseRequest extends WriteOptions {
+  readonly todo_id: string;
+  readonly owner: string;
+  readonly execution_key: string;
+  readonly ttl_ms: number;
+  /** The lease version the caller last saw (0 when the Todo never had a lease). */
+  readonly expected_version: number;
+}
+
+export interface RenewLeaseRequest extends WriteOptions {
+  readonly todo_id: string;
+  readonly owner: string;
+  readonly execution_key: string;
+  readonly lease_epoch: number;
+  readonly expected_version: number;
+  readonly ttl_ms: number;
+}
+
+export interface TransferLeaseRequest extends RenewLeaseRequest {
+  readonly to_owner: string;
+  readonly to_execution_key: string;
+}
+
+export interface ReleaseLeaseRequest extends WriteOptions {
+  readonly todo_id: string;
+  readonly owner: string;
+  readonly execution_key: string;
+  readonly lease_epoch: number;
+  readonly expected_version: number;
+}
+
+export interface SetHandoffModeRequest extends WriteOptions {
+  readonly handoff_mode: HandoffMode;
+}
+
+export type EngageFenceRequest = WriteOptions;
+
+export interface WorkOperationResult {
+  /** `already_applied`: this operation id committed earlier; `receipt` is the original, field for field. */
+  readonly result: 'applied' | 'already_applied';
+  readonly receipt: WorkReceipt;
+  readonly cursor: number;
+  readonly provider_revision: string;
+  /** Current observation, separate from the receipt. */
+  readonly observed_authority_revision: number;
+  /** Lease operations only: what the receipt's lease is worth now. A historical receipt never grants authority. */
+  readonly authorization_status?: 'active' | 'expired' | 'released' | 'superseded';
+}
+
+export interface WorkView {
+  readonly goal_id: string;
+  readonly store_identity: string;
+  readonly incarnation: string;
+  readonly authority_revision: number;
+  readonly cursor: number;
+  readonly provider_revision: string;
+  readonly handoff_mode: HandoffMode;
+  /** The fence epoch (the token itself is only ever returned to its engager). */
+  readonly fence_epoch: number | null;
+  readonly todos: readonly Todo[];
+}
+
+export interface LeaseStatus {
+  readonly todo_id: string;
+  readonly lease: Lease | null;
+  readonly authorization: LeaseAuthorization;
+  readonly observed_at: string;
+}
+
+export interface WorkTransaction {
+  readonly cursor: number;
+  readonly provider_revision: string;
+  readonly operation_id: string;
+  readonly request_digest: string;
+  readonly events: readonly WorkEvent[];
+  readonly receipt: WorkReceipt;
+}
+
+export interface WorkHistoryPage {
+  readonly transactions: readonly WorkTransaction[];
+  readonly next_cursor: number;
+  readonly has_more: boolean;
+}
+
+export interface ReceiptReadback {
+  readonly receipt: WorkReceipt;
+  readonly cursor: number;
+  readonly provider_revision: string;
+}
+
+export interface WorkOwner {
+  readonly goal_id: string;
+  storeIdentity(): WorkStoreIdentity;
+  view(): WorkView;
+  listTodos(): Todo[];
+  getTodo(todoId: string): Todo | undefined;
+  leaseStatus(todoId: string): LeaseStatus;
+  addTodo(request: AddTodoRequest): WorkOperationResult;
+  updateTodo(request: UpdateTodoRequest): WorkOperationResult;
+  claimTodo(request: ClaimRequest): WorkOperationResult;
+  unclaimTodo(request: ClaimRequest): WorkOperationResult;
+  acquireLease(request: AcquireLeaseRequest): WorkOperationResult;
+  renewLease(request: RenewLeaseRequest): WorkOperationResult;
+  transferLease(request: TransferLeaseRequest): WorkOperationResult;
+  releaseLease(request: ReleaseLeaseRequest): WorkOperationResult;
+  setHandoffMode(request: SetHandoffModeRequest): WorkOperationResult;
+  /** Engages (or rotates) the writer fence; the receipt's `fence` is the new token. Older tokens are refused from then on. */
+  engageFence(request: EngageFenceRequest): WorkOperationResult;
+  readReceipt(operationId: string): ReceiptReadback | undefined;
+  /** Committed transactions with cursor > afterCursor, contiguous, at most `limit` (1..1000). */
+  history(afterCursor: number, limit: number): WorkHistoryPage;
+  /** Every committed transaction after `afterCursor`, paged (streaming; never truncated). */
+  iterateHistory(afterCursor?: number, pageSize?: number): Generator<WorkTransaction, void, undefined>;
+  /** Committed transactions so far (= head cursor). */
+  transactionCount(): number;
+  exportRetainedPrefix(): RetainedPrefixExport;
+  close(): void;
+}
+
+export interface WorkOwnerOptions {
+  readonly provider: WorkProvider;
+  /** Injectable clock (tests, lease expiry). Defaults to the system clock. */
+  readonly clock?: () => Date;
+}

@@ -1,0 +1,163 @@
+/**
+ * The in-memory run authority: the reference implementation of the RunAuthority contract beside
+ * LocalRunAuthority, for engine and owner tests without an authority directory, and for
+ * embedding loopx in a process that moves no run anywhere else.
+ *
+ * It behaves as the local authority does, through the same pieces: a random scope id and key
+ * generations with the same rotate/retire refusals, claims and verification by the one Keyring
+ * (claims.ts), the same LeaseBook (leases.ts) for shutdown, lease checks and the bounded import
+ * wait, the same record encoding (records.ts), and the same bind/rebind decisions (roots.ts) over
+ * a Map. Its run and import locks are exclusive within this authority object: two engines that
+ * share one contend as two processes sharing a directory do. Record writes pass the same named
+ * fault points as the local write (`<fault>.before-rename`, `<fault>.after-rename`).
+ *
+ * It must never be used by the CLI, nor for a real runtime root: its keys, records, locks and
+ * bindings die with the process, so its claims verify nowhere else, its locks prove nothing to
+ * another process, and a root bound here is unknown to the user's real authority. Root directory
+ * identities are still real: `rebindRoot` asks the file system whether the bound original exists.
+ */
+import { randomBytes } from 'node:crypto';
+import { faultPoint } from '../core/index.js';
+import { Keyring } from './claims.js';
+import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
+import { decodeRecord, encodeRecord } from './records.js';
+import { bindRoot, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity } from './roots.js';
+import type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord } from './contract.js';
+
+export interface MemoryAuthorityOptions {
+  /** How long `beginImport` waits for a competing importer of the same run (default 30 s, as local). */
+  readonly importWaitMs?: number;
+}
+
+/** The memory table of root bindings: copies in, copies out, never removed. */
+function mapBindings(): RootBindingTable {
+  const bindings = new Map<string, RootDirectoryIdentity>();
+  const copy = (id: RootDirectoryIdentity): RootDirectoryIdentity => ({ dev: id.dev, ino: id.ino, path: id.path });
+  return {
+    get: (rootId) => {
+      const bound = bindings.get(rootId);
+      return bound && copy(bound);
+    },
+    create: (rootId, id) => {
+      if (bindings.has(rootId)) return false;
+      bindings.set(rootId, copy(id));
+      return true;
+    },
+    put: (rootId, id) => void bindings.set(rootId, copy(id)),
+  };
+}
+
+export class MemoryRunAuthority implements RunAuthority {
+  readonly scopeId: Uint8Array;
+  readonly #keyring: Keyring;
+  readonly #leases = new LeaseBook();
+  readonly #runLocks = new Set<string>();
+  readonly #importLocks = new Set<string>();
+  /** Encoded records (records.ts), by run id. */
+  readonly #records = new Map<string, string>();
+  readonly #roots = mapBindings();
+  readonly #importWaitMs: number;
+
+  constructor(options: MemoryAuthorityOptions = {}) {
+    this.#importWaitMs = options.importWaitMs ?? IMPORT_WAIT_MS;
+    this.#keyring = new Keyring(randomBytes(32));
+    this.#keyring.add(1, randomBytes(32));
+    this.scopeId = this.#keyring.scopeId;
+  }
+
+  currentKeyGeneration(): number {
+    return this.#keyring.current();
+  }
+
+  keyGenerations(): Array<{ generation: number; retired: boolean }> {
+    return this.#keyring.generations();
+  }
+
+  rotate(): number {
+    this.#leases.live();
+    const next = this.#keyring.next();
+    this.#keyring.add(next, randomBytes(32));
+    return next;
+  }
+
+  retire(generation: number): void {
+    this.#leases.live();
+    this.#keyring.checkRetirable(generation);
+    this.#keyring.markRetired(generation);
+  }
+
+  claim(input: ClaimInput): Uint8Array {
+    this.#leases.liveFor(input.runId);
+    return this.#keyring.claim(input);
+  }
+
+  verifyClaim(scopeId: Uint8Array, input: ClaimInput, hmac: Uint8Array): boolean {
+    this.#leases.liveFor(input.runId);
+    return this.#keyring.verify(scopeId, input, hmac);
+  }
+
+  acquireRun(runId: string): RunLease | undefined {
+    this.#leases.live();
+    checkRunId(runId);
+    if (this.#runLocks.has(runId)) return undefined;
+    this.#runLocks.add(runId);
+    return this.#leases.runLease(runId, () => this.#runLocks.delete(runId));
+  }
+
+  readRecord(runId: string): RunRecord | undefined {
+    this.#leases.liveFor(runId);
+    if (!isRunId(runId)) return undefined;
+    const raw = this.#records.get(runId);
+    return raw === undefined ? undefined : decodeRecord(runId, raw);
+  }
+
+  writeRecord(lease: RunLease, record: RunRecord, options: { fault?: string } = {}): void {
+    this.#leases.requireLease(lease, record.runId);
+    const encoded = encodeRecord(record);
+    if (options.fault) faultPoint(`${options.fault}.before-rename`);
+    this.#records.set(record.runId, encoded);
+    if (options.fault) faultPoint(`${options.fault}.after-rename`);
+  }
+
+  bindRoot(rootId: string, directory: RootDirectoryIdentity): void {
+    this.#leases.live();
+    bindRoot(this.#roots, rootId, directory, () => this.#ownsRecords(rootId));
+  }
+
+  rebindRoot(rootId: string, directory: RootDirectoryIdentity): RebindOutcome {
+    this.#leases.live();
+    return rebindRoot(this.#roots, rootId, directory);
+  }
+
+  #ownsRecords(rootId: string): boolean {
+    return [...this.#records.keys()].some((runId) => this.readRecord(runId)?.ownerRoot === rootId);
+  }
+
+  async beginImport(runId: string): Promise<ImportLease> {
+    this.#leases.live();
+    checkRunId(runId);
+    const tryLock = (): boolean => {
+      if (this.#importLocks.has(runId)) return false;
+      this.#importLocks.add(runId);
+      return true;
+    };
+    await this.#leases.waitForImportLock(runId, tryLock, this.#importWaitMs);
+    return this.#leases.importLease(runId, () => this.#importLocks.delete(runId));
+  }
+
+  /** Number of outstanding run and import leases (observable drain). */
+  get outstandingLeases(): number {
+    return this.#leases.outstanding;
+  }
+
+  close(): Promise<void> {
+    return this.#leases.close(() => this.#keyring.zero());
+  }
+
+  /** Test hook: the key buffers, to observe that retiring and shutdown zero them. */
+  keyBuffersForTest(): readonly Buffer[] {
+    return this.#keyring.buffersForTest();
+  }
+}
+
+export const memoryRunAuthority = (options: MemoryAuthorityOptions = {}): MemoryRunAuthority => new MemoryRunAuthority(options);

@@ -1,0 +1,576 @@
+/**
+ * The conformance suite of the RunAuthority contract (src/run-authority/contract.ts): every
+ * provider — the local directory, the in-memory reference, a later PostgreSQL one — runs these
+ * same cases through `describeRunAuthority(name, factory)`, so they answer alike: the claim round
+ * trip and its one failure shape, rotate/retire refusals, exclusive run leases, records written
+ * only under a live lease and read back exactly, import leases that wait and give up with
+ * `import_busy`, root binding outcomes, and a shutdown that drains, then refuses.
+ *
+ * The factory returns a fresh, empty authority of its own (two calls: two authorities that share
+ * nothing). Cases about one provider's storage — files, modes, descriptors, other processes — stay
+ * in that provider's own tests. Root bindings use real temporary directories: a root is a
+ * directory, whatever the authority keeps its state in.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inspect } from 'node:util';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { rootDirectoryIdentity, type ClaimInput, type RunAuthority, type RunRecord } from '../../../src/run-authority/index.js';
+import { asyncCodeOf, codeOf, record, turns } from '../support.js';
+
+/** A provider under test: the contract plus the two test hooks every provider keeps. */
+export type ConformingAuthority = RunAuthority & {
+  /** The in-memory key buffers, to observe that retiring and shutdown zero them. */
+  keyBuffersForTest(): readonly Buffer[];
+  /** Outstanding run and import leases (the drain, observed). */
+  readonly outstandingLeases: number;
+};
+
+export interface FactoryOptions {
+  /** Bound of `beginImport`'s wait for a competing importer (the provider's default otherwise). */
+  readonly importWaitMs?: number;
+}
+
+export type AuthorityFactory = (options: FactoryOptions) => ConformingAuthority | Promise<ConformingAuthority>;
+
+const input = (overrides: Partial<ClaimInput> = {}): ClaimInput => ({
+  keyGeneration: 1,
+  runId: 'run-1',
+  transitionGeneration: 1,
+  macInput: new Uint8Array(Buffer.from('0000000000000004demo', 'utf8')),
+  ...overrides,
+});
+
+const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
+const isZero = (b: Buffer): boolean => b.every((x) => x === 0);
+
+export function describeRunAuthority(name: string, factory: AuthorityFactory): void {
+  describe(`RunAuthority conformance: ${name}`, () => {
+    const opened: ConformingAuthority[] = [];
+    const dirs: string[] = [];
+    const make = async (options: FactoryOptions = {}): Promise<ConformingAuthority> => {
+      const a = await factory(options);
+      opened.push(a);
+      return a;
+    };
+    /** A fresh private directory to serve as a runtime root. */
+    const rootDir = (): string => {
+      const d = mkdtempSync(join(tmpdir(), 'loopx-conf-root-'));
+      dirs.push(d);
+      return d;
+    };
+
+    afterEach(async () => {
+      // A case that leaves a lease outstanding must not hang the suite on the drain.
+      for (const a of opened.splice(0)) await Promise.race([a.close(), turns()]).catch(() => undefined);
+    });
+    afterAll(() => {
+      for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+    });
+
+    describe('key generations', () => {
+      it('a new authority has a random 32-byte scope id and one active generation, 1', async () => {
+        const a = await make();
+        const b = await make();
+        expect(a.scopeId.byteLength).toBe(32);
+        expect(hex(a.scopeId)).not.toBe(hex(b.scopeId));
+        expect(a.currentKeyGeneration()).toBe(1);
+        expect(a.keyGenerations()).toEqual([{ generation: 1, retired: false }]);
+      });
+
+      it('rotate adds generations 2 and 3 with distinct keys, and the current generation is the highest', async () => {
+        const a = await make();
+        expect(a.rotate()).toBe(2);
+        expect(a.rotate()).toBe(3);
+        expect(a.currentKeyGeneration()).toBe(3);
+        expect(a.keyGenerations()).toEqual([1, 2, 3].map((generation) => ({ generation, retired: false })));
+        expect(new Set(a.keyBuffersForTest().map(hex)).size).toBe(3);
+      });
+
+      it('retire(1) makes generation-1 claims a plain false, refuses signing with it, and its number is never handed out again', async () => {
+        const a = await make();
+        const hmac = a.claim(input());
+        a.rotate();
+        a.retire(1);
+        expect(a.verifyClaim(a.scopeId, input(), hmac)).toBe(false);
+        expect(codeOf(() => a.claim(input()))).toBe('authority_generation_unknown');
+        expect(a.keyGenerations()).toEqual([
+          { generation: 1, retired: true },
+          { generation: 2, retired: false },
+        ]);
+        expect(a.currentKeyGeneration()).toBe(2);
+        expect(a.rotate()).toBe(3);
+      });
+
+      it('retiring a generation zeroes its in-memory key at once', async () => {
+        const a = await make();
+        const [gen1] = a.keyBuffersForTest();
+        expect(isZero(gen1!)).toBe(false);
+        a.rotate();
+        a.retire(1);
+        expect(isZero(gen1!)).toBe(true);
+        expect(a.keyBuffersForTest()).toHaveLength(1);
+      });
+
+      it('retiring the last active generation is refused with authority_last_generation and changes nothing', async () => {
+        const a = await make();
+        expect(codeOf(() => a.retire(1))).toBe('authority_last_generation');
+        a.rotate();
+        a.retire(1);
+        expect(codeOf(() => a.retire(2))).toBe('authority_last_generation');
+        expect(a.currentKeyGeneration()).toBe(2);
+        expect(a.verifyClaim(a.scopeId, input({ keyGeneration: 2 }), a.claim(input({ keyGeneration: 2 })))).toBe(true);
+      });
+
+      it('retiring an unknown or already retired generation is refused with authority_generation_unknown', async () => {
+        const a = await make();
+        a.rotate();
+        expect(codeOf(() => a.retire(99))).toBe('authority_generation_unknown');
+        a.retire(1);
+        expect(codeOf(() => a.retire(1))).toBe('authority_generation_unknown');
+      });
+
+      it('key material never appears in the public surface of the authority (listing, JSON, inspect)', async () => {
+        const a = await make();
+        a.rotate();
+        const keys = a.keyBuffersForTest().map(hex);
+        const surfaces = [JSON.stringify(a.keyGenerations()), JSON.stringify(a), inspect(a, { depth: 5, showHidden: true }), String(a.currentKeyGeneration())];
+        for (const s of surfaces) for (const k of keys) expect(s).not.toContain(k);
+      });
+    });
+
+    describe('claims', () => {
+      it('a claim verifies (round trip); the same input gives the same 32-byte HMAC', async () => {
+        const a = await make();
+        const h1 = a.claim(input());
+        const h2 = a.claim(input({ macInput: new Uint8Array(input().macInput) }));
+        expect(h1.byteLength).toBe(32);
+        expect(hex(h2)).toBe(hex(h1));
+        expect(a.verifyClaim(a.scopeId, input(), h1)).toBe(true);
+      });
+
+      it('claims made under generation 1 still verify after rotation; generation 3 signs with another key', async () => {
+        const a = await make();
+        const hmac = a.claim(input());
+        a.rotate();
+        a.rotate();
+        expect(a.verifyClaim(a.scopeId, input(), hmac)).toBe(true);
+        const h3 = a.claim(input({ keyGeneration: 3 }));
+        expect(hex(h3)).not.toBe(hex(hmac));
+        expect(a.verifyClaim(a.scopeId, input({ keyGeneration: 3 }), h3)).toBe(true);
+        expect(a.verifyClaim(a.scopeId, input({ keyGeneration: 3 }), hmac)).toBe(false);
+      });
+
+      it('another transition generation or run id gives another HMAC for an identical macInput, and neither verifies as the other', async () => {
+        const a = await make();
+        const g1 = a.claim(input({ transitionGeneration: 1 }));
+        const g2 = a.claim(input({ transitionGeneration: 2 }));
+        expect(hex(g2)).not.toBe(hex(g1));
+        expect(a.verifyClaim(a.scopeId, input({ transitionGeneration: 2 }), g1)).toBe(false);
+        expect(a.verifyClaim(a.scopeId, input({ transitionGeneration: 1 }), g2)).toBe(false);
+        expect(hex(a.claim(input({ runId: 'run-2' })))).not.toBe(hex(g1));
+        expect(a.verifyClaim(a.scopeId, input({ runId: 'run-2' }), g1)).toBe(false);
+      });
+
+      it('signing with an unknown generation is refused with authority_generation_unknown', async () => {
+        const a = await make();
+        expect(codeOf(() => a.claim(input({ keyGeneration: 2 })))).toBe('authority_generation_unknown');
+      });
+
+      it('one failure shape: a wrong HMAC, an unknown scope, a retired or unknown generation, a wrong transition generation all answer a plain false, never a throw', async () => {
+        const a = await make();
+        const other = await make();
+        const hmac = a.claim(input());
+        const retiredHmac = a.claim(input({ runId: 'run-r' }));
+        a.rotate();
+        const flipped = (i: number, bit: number): Uint8Array => {
+          const c = new Uint8Array(hmac);
+          c[i] = c[i]! ^ (1 << bit);
+          return c;
+        };
+        const cases: Array<[string, () => boolean]> = [
+          ["another authority's scope id", () => a.verifyClaim(other.scopeId, input(), hmac)],
+          ['a random scope id', () => a.verifyClaim(new Uint8Array(randomBytes(32)), input(), hmac)],
+          ['a 31-byte scope id', () => a.verifyClaim(a.scopeId.slice(0, 31), input(), hmac)],
+          ['unknown generation 99', () => a.verifyClaim(a.scopeId, input({ keyGeneration: 99 }), hmac)],
+          ['generation 0', () => a.verifyClaim(a.scopeId, input({ keyGeneration: 0 }), hmac)],
+          ['a non-integer generation', () => a.verifyClaim(a.scopeId, input({ keyGeneration: 1.5 }), hmac)],
+          ['the wrong transition generation', () => a.verifyClaim(a.scopeId, input({ transitionGeneration: 2 }), hmac)],
+          ['a negative transition generation', () => a.verifyClaim(a.scopeId, input({ transitionGeneration: -1 }), hmac)],
+          ['a non-integer transition generation', () => a.verifyClaim(a.scopeId, input({ transitionGeneration: 1.5 }), hmac)],
+          ['a flipped bit in byte 0', () => a.verifyClaim(a.scopeId, input(), flipped(0, 0))],
+          ['a flipped bit in byte 31', () => a.verifyClaim(a.scopeId, input(), flipped(31, 7))],
+          ['a truncated (31-byte) HMAC', () => a.verifyClaim(a.scopeId, input(), hmac.slice(0, 31))],
+          ['an extended (33-byte) HMAC', () => a.verifyClaim(a.scopeId, input(), new Uint8Array([...hmac, 0]))],
+          ['an empty HMAC', () => a.verifyClaim(a.scopeId, input(), new Uint8Array(0))],
+          ['a different macInput', () => a.verifyClaim(a.scopeId, input({ macInput: new Uint8Array([9]) }), hmac)],
+          ["a claim from another authority with the same inputs", () => a.verifyClaim(a.scopeId, input(), other.claim(input()))],
+        ];
+        const answers = (): Array<[string, unknown]> =>
+          cases.map(([label, check]) => {
+            try {
+              return [label, check()];
+            } catch (e) {
+              return [label, `threw ${String(e)}`];
+            }
+          });
+        expect(answers()).toEqual(cases.map(([label]) => [label, false]));
+        expect(a.verifyClaim(a.scopeId, input(), hmac)).toBe(true);
+        // A retired generation joins the same shape.
+        expect(a.verifyClaim(a.scopeId, input({ runId: 'run-r' }), retiredHmac)).toBe(true);
+        a.retire(1);
+        expect(a.verifyClaim(a.scopeId, input({ runId: 'run-r' }), retiredHmac)).toBe(false);
+      });
+
+      it('a claim made by authority A does not verify in authority B for the same run, generations and input', async () => {
+        const a = await make();
+        const b = await make();
+        const hmac = a.claim(input());
+        expect(b.verifyClaim(a.scopeId, input(), hmac)).toBe(false);
+        expect(b.verifyClaim(b.scopeId, input(), hmac)).toBe(false);
+        expect(hex(b.claim(input()))).not.toBe(hex(hmac));
+        expect(a.verifyClaim(a.scopeId, input(), hmac)).toBe(true);
+      });
+
+      it('the scope id a caller holds is not the one the authority verifies against: changing it changes nothing', async () => {
+        const a = await make();
+        const hmac = a.claim(input());
+        const scope = new Uint8Array(a.scopeId);
+        a.scopeId.fill(0);
+        expect(a.verifyClaim(scope, input(), hmac)).toBe(true);
+      });
+    });
+
+    describe('run leases', () => {
+      it('a second acquireRun of a leased run is undefined (two engines sharing the authority contend); other runs are free; after release it is acquirable again', async () => {
+        const a = await make();
+        const first = a.acquireRun('run-1');
+        expect(first).toMatchObject({ runId: 'run-1', released: false });
+        expect(a.acquireRun('run-1')).toBeUndefined();
+        expect(a.acquireRun('run-1')).toBeUndefined(); // refusing neither steals nor breaks it
+        const run2 = a.acquireRun('run-2');
+        expect(run2).toBeDefined();
+        first!.release();
+        first!.release(); // idempotent
+        expect(first!.released).toBe(true);
+        const again = a.acquireRun('run-1');
+        expect(again).toBeDefined();
+        expect(a.outstandingLeases).toBe(2);
+        again!.release();
+        run2!.release();
+        expect(a.outstandingLeases).toBe(0);
+      });
+
+      it('an import lease does not hold the run lease: an importer takes both, import lock first', async () => {
+        const a = await make();
+        const imp = await a.beginImport('run-1');
+        const lease = a.acquireRun('run-1');
+        expect(lease).toBeDefined();
+        lease!.release();
+        imp.release();
+      });
+
+      it('run ids that are not single safe names are refused with run_id_invalid; reading one is not found', async () => {
+        const a = await make();
+        for (const bad of ['../../escape', '', 'a.b', 'x'.repeat(129)]) {
+          expect(codeOf(() => a.acquireRun(bad)), bad).toBe('run_id_invalid');
+          expect(await asyncCodeOf(a.beginImport(bad)), bad).toBe('run_id_invalid');
+          expect(a.readRecord(bad), bad).toBeUndefined();
+        }
+      });
+    });
+
+    describe('records', () => {
+      it("writeRecord needs the live lease of that run: released, another run's, another authority's or a forged lease are refused with authority_lease_required and nothing is written", async () => {
+        const a = await make();
+        const other = await make();
+        const released = a.acquireRun('run-1')!;
+        released.release();
+        const run2 = a.acquireRun('run-2')!;
+        const foreign = other.acquireRun('run-1')!;
+        const forged = { runId: 'run-1', released: false, release: () => undefined };
+        for (const lease of [released, run2, foreign, forged]) {
+          expect(codeOf(() => a.writeRecord(lease, record('run-1')))).toBe('authority_lease_required');
+        }
+        expect(a.readRecord('run-1')).toBeUndefined();
+        expect(other.readRecord('run-1')).toBeUndefined();
+        run2.release();
+        foreign.release();
+      });
+
+      it('a record is not found before it is written, round-trips exactly (minimal and full), and the last write wins', async () => {
+        const a = await make();
+        expect(a.readRecord('run-1')).toBeUndefined();
+        const lease = a.acquireRun('run-1')!;
+        const minimal = record('run-1');
+        const full = record('run-1', { state: 'SUSPENDED', transitionGeneration: 4, payloadSha256: 'ab'.repeat(32), claimHmac: 'cd'.repeat(32), keyGeneration: 2, claimGeneration: 4, lastSequence: 41 });
+        a.writeRecord(lease, minimal);
+        expect(a.readRecord('run-1')).toStrictEqual(minimal);
+        a.writeRecord(lease, full);
+        expect(a.readRecord('run-1')).toStrictEqual(full);
+        lease.release();
+        // A record outlives its lease, and the next lease may replace it.
+        expect(a.readRecord('run-1')).toStrictEqual(full);
+        const next = a.acquireRun('run-1')!;
+        const terminal = record('run-1', { state: 'TERMINAL', transitionGeneration: 5 });
+        a.writeRecord(next, terminal);
+        expect(a.readRecord('run-1')).toStrictEqual(terminal);
+        next.release();
+      });
+
+      it('a record keeps only the contract fields: absent optional fields stay absent, other properties are not stored', async () => {
+        const a = await make();
+        const lease = a.acquireRun('run-1')!;
+        const sloppy = { ...record('run-1', { payloadSha256: undefined, lastSequence: 3 }), extra: 'not a record field' } as RunRecord;
+        a.writeRecord(lease, sloppy);
+        expect(a.readRecord('run-1')).toStrictEqual(record('run-1', { lastSequence: 3 }));
+        lease.release();
+      });
+
+      it('records of one authority are invisible to another', async () => {
+        const a = await make();
+        const b = await make();
+        const lease = a.acquireRun('run-1')!;
+        a.writeRecord(lease, record('run-1'));
+        expect(b.readRecord('run-1')).toBeUndefined();
+        lease.release();
+      });
+    });
+
+    describe('import leases', () => {
+      it('a second importer of a run waits while the first holds its import lease, and gets it once that is released; other runs do not wait', async () => {
+        const a = await make();
+        const first = await a.beginImport('run-1');
+        let second: Awaited<ReturnType<RunAuthority['beginImport']>> | undefined;
+        const waiting = a.beginImport('run-1').then((l) => (second = l));
+        const other = await a.beginImport('run-2');
+        await turns();
+        expect(second).toBeUndefined();
+        first.release();
+        await waiting;
+        expect(second).toMatchObject({ runId: 'run-1' });
+        second!.release();
+        other.release();
+        expect(a.outstandingLeases).toBe(0);
+      });
+
+      it('the wait is bounded: import_busy (a conflict, one next action) while the other importer still holds the lock, which stays held', async () => {
+        const a = await make({ importWaitMs: 50 });
+        const first = await a.beginImport('run-1');
+        const busy = await a.beginImport('run-1').catch((e: unknown) => e);
+        expect(busy).toMatchObject({ code: 'import_busy', kind: 'conflict', nextAction: 'run the same import again once the other one has finished' });
+        expect(a.outstandingLeases).toBe(1);
+        first.release();
+        const again = await a.beginImport('run-1');
+        again.release();
+      });
+
+      it('a waiting importer is new work: shutdown ends its wait with authority_shutting_down while the drain waits for the held lease', async () => {
+        const a = await make();
+        const first = await a.beginImport('run-1');
+        const waiting = asyncCodeOf(a.beginImport('run-1'));
+        await turns();
+        let closed = false;
+        const closing = a.close().then(() => (closed = true));
+        expect(await waiting).toBe('authority_shutting_down');
+        expect(closed).toBe(false);
+        first.release();
+        await closing;
+        expect(closed).toBe(true);
+      });
+    });
+
+    describe('root bindings', () => {
+      it('a root is bound on first use and proved on every later use; another directory carrying its id is root_is_copy', async () => {
+        const a = await make();
+        const root = rootDir();
+        const copy = rootDir();
+        expect(codeOf(() => a.bindRoot('root_a', rootDirectoryIdentity(root)))).toBeUndefined();
+        expect(codeOf(() => a.bindRoot('root_a', rootDirectoryIdentity(root)))).toBeUndefined();
+        expect(codeOf(() => a.bindRoot('root_a', rootDirectoryIdentity(copy)))).toBe('root_is_copy');
+        // The copy is a root of its own under another id.
+        expect(codeOf(() => a.bindRoot('root_b', rootDirectoryIdentity(copy)))).toBeUndefined();
+        expect(a.rebindRoot('root_a', rootDirectoryIdentity(root))).toBe('unchanged');
+      });
+
+      it('a root moved on one file system keeps its identity (the binding follows its path)', async () => {
+        const a = await make();
+        const root = rootDir();
+        a.bindRoot('root_a', rootDirectoryIdentity(root));
+        const moved = `${root}.moved`;
+        renameSync(root, moved);
+        dirs.push(moved);
+        expect(codeOf(() => a.bindRoot('root_a', rootDirectoryIdentity(moved)))).toBeUndefined();
+        expect(a.rebindRoot('root_a', rootDirectoryIdentity(moved))).toBe('unchanged');
+      });
+
+      it('an inode number alone is no identity: another device at the bound path is root_binding_moved, elsewhere root_is_copy', async () => {
+        const a = await make();
+        const root = rootDir();
+        const bound = rootDirectoryIdentity(root);
+        a.bindRoot('root_a', bound);
+        const otherDevice = { ...bound, dev: `${bound.dev}1` };
+        expect(codeOf(() => a.bindRoot('root_a', otherDevice))).toBe('root_binding_moved');
+        expect(codeOf(() => a.bindRoot('root_a', { ...otherDevice, path: rootDir() }))).toBe('root_is_copy');
+      });
+
+      it('a root id with recorded runs and no binding is root_binding_required for every directory until the operator binds one', async () => {
+        const a = await make();
+        const original = rootDir();
+        const copy = rootDir();
+        const lease = a.acquireRun('run-1')!;
+        a.writeRecord(lease, record('run-1', { ownerRoot: 'root_old' }));
+        lease.release();
+        for (const d of [copy, original]) {
+          const e = (() => {
+            try {
+              a.bindRoot('root_old', rootDirectoryIdentity(d));
+            } catch (err) {
+              return err;
+            }
+          })();
+          expect(e).toMatchObject({ code: 'root_binding_required', kind: 'rejected' });
+        }
+        expect(a.rebindRoot('root_old', rootDirectoryIdentity(original))).toBe('bound');
+        expect(codeOf(() => a.bindRoot('root_old', rootDirectoryIdentity(original)))).toBeUndefined();
+        expect(codeOf(() => a.bindRoot('root_old', rootDirectoryIdentity(copy)))).toBe('root_is_copy');
+      });
+
+      it('rebindRoot never lets a copy take the place of a live original (root_binding_original_present); once the original is gone it rebinds', async () => {
+        const a = await make();
+        const original = rootDir();
+        const copy = rootDir();
+        a.bindRoot('root_a', rootDirectoryIdentity(original));
+        const refused = (() => {
+          try {
+            return a.rebindRoot('root_a', rootDirectoryIdentity(copy));
+          } catch (e) {
+            return e;
+          }
+        })();
+        expect(refused).toMatchObject({ code: 'root_binding_original_present', kind: 'conflict' });
+        expect(codeOf(() => a.bindRoot('root_a', rootDirectoryIdentity(copy)))).toBe('root_is_copy');
+        rmSync(original, { recursive: true });
+        expect(a.rebindRoot('root_a', rootDirectoryIdentity(copy))).toBe('rebound');
+        expect(codeOf(() => a.bindRoot('root_a', rootDirectoryIdentity(copy)))).toBeUndefined();
+        expect(a.rebindRoot('root_b', rootDirectoryIdentity(copy))).toBe('bound');
+      });
+
+      it('a malformed root id is refused with root_id_invalid', async () => {
+        const a = await make();
+        const id = rootDirectoryIdentity(rootDir());
+        expect(codeOf(() => a.bindRoot('../x', id))).toBe('root_id_invalid');
+        expect(codeOf(() => a.rebindRoot('', id))).toBe('root_id_invalid');
+      });
+    });
+
+    describe('close()', () => {
+      it('drains: pending with an outstanding run lease, refuses new work, lets the lease write, resolves on release, then zeroes keys and refuses everything', async () => {
+        const a = await make();
+        a.rotate();
+        const keys = a.keyBuffersForTest();
+        expect(keys).toHaveLength(2);
+        expect(keys.some(isZero)).toBe(false);
+        const lease = a.acquireRun('run-1')!;
+        const root = rootDirectoryIdentity(rootDir());
+
+        let closed = false;
+        const closing = a.close().then(() => (closed = true));
+        await turns();
+        expect(closed).toBe(false);
+        expect(a.outstandingLeases).toBe(1);
+
+        expect(codeOf(() => a.acquireRun('run-2'))).toBe('authority_shutting_down');
+        expect(await asyncCodeOf(a.beginImport('run-2'))).toBe('authority_shutting_down');
+        expect(codeOf(() => a.rotate())).toBe('authority_shutting_down');
+        expect(codeOf(() => a.retire(1))).toBe('authority_shutting_down');
+        expect(codeOf(() => a.bindRoot('root_a', root))).toBe('authority_shutting_down');
+        expect(codeOf(() => a.rebindRoot('root_a', root))).toBe('authority_shutting_down');
+
+        const rec = record('run-1', { state: 'SUSPENDED' });
+        a.writeRecord(lease, rec);
+        expect(a.readRecord('run-1')).toStrictEqual(rec);
+        expect(keys.some(isZero)).toBe(false);
+        await turns();
+        expect(closed).toBe(false);
+
+        lease.release();
+        await closing;
+        expect(closed).toBe(true);
+        expect(keys.every(isZero)).toBe(true);
+        expect(a.keyBuffersForTest().every(isZero)).toBe(true);
+        expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_closed');
+        expect(codeOf(() => a.claim(input({ keyGeneration: 2 })))).toBe('authority_closed');
+        expect(codeOf(() => a.verifyClaim(a.scopeId, input(), new Uint8Array(32)))).toBe('authority_closed');
+        expect(codeOf(() => a.acquireRun('run-1'))).toBe('authority_shutting_down');
+        expect(codeOf(() => a.writeRecord(lease, rec))).toBe('authority_closed');
+      });
+
+      it('during the drain, claim, verifyClaim and readRecord of a run no outstanding lease covers are refused as new work; those of a leased run still answer', async () => {
+        const a = await make();
+        const lease = a.acquireRun('run-1')!;
+        const imp = await a.beginImport('run-3');
+        const hmac = a.claim(input({ runId: 'run-1' }));
+        const closing = a.close();
+
+        expect(codeOf(() => a.readRecord('run-2'))).toBe('authority_shutting_down');
+        expect(codeOf(() => a.claim(input({ runId: 'run-2' })))).toBe('authority_shutting_down');
+        expect(codeOf(() => a.verifyClaim(a.scopeId, input({ runId: 'run-2' }), hmac))).toBe('authority_shutting_down');
+        expect(a.readRecord('run-1')).toBeUndefined();
+        expect(a.readRecord('run-3')).toBeUndefined();
+        expect(hex(a.claim(input({ runId: 'run-1' })))).toBe(hex(hmac));
+        expect(a.verifyClaim(a.scopeId, input({ runId: 'run-1' }), hmac)).toBe(true);
+        expect(a.verifyClaim(a.scopeId, input({ runId: 'run-3' }), hmac)).toBe(false);
+
+        lease.release();
+        imp.release();
+        await closing;
+        expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_closed');
+      });
+
+      it('with run and import leases outstanding, close resolves only after the last one is released', async () => {
+        const a = await make();
+        const run = a.acquireRun('run-1')!;
+        const imp = await a.beginImport('run-1');
+        let closed = false;
+        const closing = a.close().then(() => (closed = true));
+        run.release();
+        await turns();
+        expect(closed).toBe(false);
+        expect(a.keyBuffersForTest().some(isZero)).toBe(false);
+        imp.release();
+        await closing;
+        expect(closed).toBe(true);
+        expect(a.keyBuffersForTest().every(isZero)).toBe(true);
+      });
+
+      it('with nothing outstanding, close resolves at once and zeroes the keys; it is idempotent, and new work is refused afterwards', async () => {
+        const a = await make();
+        await a.close();
+        expect(a.keyBuffersForTest().every(isZero)).toBe(true);
+        expect(codeOf(() => a.acquireRun('run-1'))).toBe('authority_shutting_down');
+        expect(await asyncCodeOf(a.beginImport('run-1'))).toBe('authority_shutting_down');
+        expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_closed');
+        expect(await asyncCodeOf(a.close())).toBeUndefined();
+      });
+
+      it('a second close() during the drain also waits for the drain (it does not report closed early)', async () => {
+        const a = await make();
+        const lease = a.acquireRun('run-1')!;
+        const first = a.close();
+        let secondDone = false;
+        const second = a.close().then(() => (secondDone = true));
+        await turns();
+        const secondResolvedDuringDrain = secondDone;
+        const keysZeroedThen = a.keyBuffersForTest().every(isZero);
+        lease.release();
+        await Promise.all([first, second]);
+        expect(secondResolvedDuringDrain, 'the second close() resolved while a lease was outstanding').toBe(false);
+        expect(keysZeroedThen).toBe(false);
+        expect(a.keyBuffersForTest().every(isZero)).toBe(true);
+      });
+    });
+  });
+}

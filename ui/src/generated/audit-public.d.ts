@@ -1,0 +1,221 @@
+/* Generated from docs/schemas/state-recovery-audit-public-v0.schema.json by `npm run schemas:types` (json-schema-to-typescript). Do not edit. */
+
+/**
+ * stdout of `loopx backup-state verify --execute … --json` and of `loopx backup-state audit show D --public --json`: the redacted view of the private audit (state-recovery-audit-v0.schema.json) — counts, component ids, redacted scopes, digests and codes; no member name, Goal id, owner subject, readback or path.
+ */
+export interface LoopxStateRecoveryAuditV0PublicSummary {
+  schema_version: "loopx_state_recovery_audit_v0";
+  /**
+   * The private audit's content address.
+   */
+  recovery_id: string;
+  backup: Backup;
+  workspace: Workspace;
+  /**
+   * Every audit of a loopx_state_backup_v0 archive is `held`.
+   */
+  phase: "audited" | "held";
+  /**
+   * `audit_held` for every v0 archive.
+   */
+  operator_state: "restored_inert" | "audit_held";
+  next_action: string;
+  capture: Capture;
+  fences: Fences;
+  /**
+   * @maxItems 258
+   */
+  components: {
+    /**
+     * `configuration`, `database-<sha256(archive path)[0..12]>` (one per SQLite file), `goal-<sha256(goal_id)[0..12]>` (one per Goal), or `unclassified` (the bytes no owner reads). Never a path or a Goal id.
+     */
+    component_id: string;
+    owner_kind:
+      | "config"
+      | "registry"
+      | "goal"
+      | "work"
+      | "session"
+      | "effect"
+      | "quota"
+      | "scheduler"
+      | "engine"
+      | "unknown"
+      | "backup";
+    /**
+     * `machine`, or `goal:<sha256(goal_id)[0..12]>` — never a Goal id.
+     */
+    logical_scope: string;
+    required: boolean;
+    member_count: number;
+    /**
+     * SHA-256, lowercase hex.
+     */
+    content_digest: string;
+    /**
+     * Items: `configuration`, `database-<sha256(archive path)[0..12]>` (one per SQLite file), `goal-<sha256(goal_id)[0..12]>` (one per Goal), or `unclassified` (the bytes no owner reads). Never a path or a Goal id.
+     */
+    dependency_ids: string[];
+    verification: "verified" | "invalid" | "missing" | "ambiguous" | "unsupported" | "unknown";
+    /**
+     * recovered and readable / historical only / unknown or unrecoverable (docs/backup-guide.md).
+     */
+    classification: "recovered_readable" | "historical_only" | "unknown_unrecoverable";
+    next_action: string;
+  }[];
+  /**
+   * @minItems 2
+   */
+  findings: {
+    code: string;
+    /**
+     * `hold` keeps the audit held; `error` is an owner's error finding; `warning` is informational.
+     */
+    severity: "error" | "hold" | "warning";
+    component: string | null;
+    owner:
+      | "config"
+      | "registry"
+      | "goal"
+      | "work"
+      | "session"
+      | "effect"
+      | "quota"
+      | "scheduler"
+      | "engine"
+      | "unknown"
+      | "backup";
+    next_action: string;
+  }[];
+  counts: Counts;
+  measurements: Measurements;
+  activation_eligible: false;
+  execution_authority_granted: false;
+}
+/**
+ * The backup verified: its manifest's identity and the digests of the three inputs the verifier bound (archive, external manifest, embedded manifest).
+ */
+export interface Backup {
+  schema_version: "loopx_state_backup_v0";
+  backup_id: string;
+  /**
+   * SHA-256, lowercase hex.
+   */
+  archive_sha256: string;
+  /**
+   * SHA-256, lowercase hex.
+   */
+  external_manifest_sha256: string;
+  /**
+   * SHA-256, lowercase hex.
+   */
+  embedded_manifest_sha256: string;
+  producer_version: string;
+  /**
+   * UTC, toISOString form.
+   */
+  created_at: string;
+}
+export interface Workspace {
+  isolation: "inert";
+  registered: false;
+  /**
+   * Relative to the destination: D/workspace/ holds the archive's top (configuration-backup.json, manifest.json, runtime-root/).
+   */
+  directory: "workspace";
+}
+export interface Capture {
+  requested_profile: null;
+  achieved_profile: "legacy_best_effort";
+  /**
+   * The manifest's capture.profile, as the producer claimed it.
+   */
+  producer_claim: "legacy_best_effort_online";
+}
+export interface Fences {
+  source_established: false;
+  destination_established: false;
+}
+export interface Counts {
+  components: {
+    required: number;
+    optional: number;
+    /**
+     * Per owner kind present among the components.
+     */
+    by_owner: {
+      config?: RequiredOptional;
+      registry?: RequiredOptional;
+      goal?: RequiredOptional;
+      work?: RequiredOptional;
+      session?: RequiredOptional;
+      effect?: RequiredOptional;
+      quota?: RequiredOptional;
+      scheduler?: RequiredOptional;
+      engine?: RequiredOptional;
+      unknown?: RequiredOptional;
+      backup?: RequiredOptional;
+    };
+  };
+  verification: {
+    verified: number;
+    invalid: number;
+    missing: number;
+    ambiguous: number;
+    unsupported: number;
+    unknown: number;
+  };
+  /**
+   * Components per classification.
+   */
+  assets: {
+    recovered_readable: number;
+    historical_only: number;
+    unknown_unrecoverable: number;
+  };
+  members: {
+    /**
+     * Every archive member, the embedded manifest.json included.
+     */
+    total: number;
+    /**
+     * Regular files, manifest.json included.
+     */
+    files: number;
+    directories: number;
+    symlinks: number;
+    sqlite_files: number;
+  };
+  findings: {
+    error: number;
+    hold: number;
+    warning: number;
+  };
+  dependency_links: number;
+}
+export interface RequiredOptional {
+  required: number;
+  optional: number;
+}
+export interface Measurements {
+  archive_bytes: number;
+  expanded_bytes: number;
+  /**
+   * Regular-file bytes extracted, the embedded manifest.json included (as the plan counts them).
+   */
+  regular_file_bytes: number;
+  durations_ms: {
+    /**
+     * Steps 1–4: inputs, destination, planned members, extraction.
+     */
+    archive_processing: number;
+    /**
+     * Step 5: the owner worker.
+     */
+    owner_read: number;
+    /**
+     * Up to the audit's construction (publication not included).
+     */
+    total: number;
+  };
+}
