@@ -1,6 +1,6 @@
 /**
  * Test support for the engine behaviour suites: engines over either store, each with the test's
- * run authority (cleaned up after each test), latches for driving races without sleeps, small
+ * in-memory run authority (cleaned up after each test), latches for driving races without sleeps, small
  * tool/agent/application builders, and assertions on typed error codes. Everything here is
  * observable-outcome plumbing, not mocks.
  */
@@ -10,8 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect } from 'vitest';
 import { isLoopxError, type LoopxError } from '../../src/core/errors.js';
-import * as runAuthority from '../../src/run-authority/index.js';
-import type { RunAuthority } from '../../src/run-authority/index.js';
+import { memoryRunAuthority, type RunAuthority } from '../../src/run-authority/index.js';
 import {
   convenienceApplication,
   defineAgent,
@@ -46,13 +45,9 @@ export function privateDir(prefix = 'loopx-engine-'): string {
 
 let current: RunAuthority | undefined;
 
-/**
- * A fresh run authority, closed after the test (after its engines): the in-memory authority when
- * run-authority/ exports it; until then the real local authority in a private temp dir.
- */
+/** A fresh in-memory run authority (another user's, or another world's), closed after the test, after its engines. */
 export function newTestAuthority(): RunAuthority {
-  const memory = (runAuthority as unknown as { memoryRunAuthority?: () => RunAuthority }).memoryRunAuthority;
-  const authority = memory ? memory() : runAuthority.openRunAuthority({ dir: join(privateDir('loopx-authority-'), 'authority'), create: true });
+  const authority = memoryRunAuthority();
   cleanups.push(() => authority.close());
   return authority;
 }
