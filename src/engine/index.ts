@@ -1,5 +1,5 @@
 /** Public API of the run engine. */
-export { Engine, openEngine, runSummary, FAULT_AFTER_EFFECT_SETTLED, FAULT_AFTER_MUTATION_INTENT, FAULT_IMPORT_AFTER_KERNEL_COMMIT, type EngineOptions, type ExportedSnapshot, type SignedExport, type Resolution, type RunView, type StartOptions, type UncertainEffect } from './engine.js';
+export { Engine, openEngine, openReadOnlyEngine, runSummary, FAULT_AFTER_EFFECT_SETTLED, FAULT_AFTER_MUTATION_INTENT, FAULT_IMPORT_AFTER_KERNEL_COMMIT, type EngineOptions, type EventsOptions, type ExportedSnapshot, type ReadOnlyEngineOptions, type SignedExport, type SnapshotVerification, type Resolution, type RunView, type StartOptions, type UncertainEffect } from './engine.js';
 export { defineAgent, loadAgentFile, parseAgentDefinition, agentDefinitionToFile, AGENT_FILE_SCHEMA, type AgentDefinition, type ScriptStep } from './agent.js';
 export { defineApplication, convenienceApplication, type Application, type ApplicationSpec } from './application.js';
 export { builtinApplication, builtinToolPlan, BUILTIN_TOOL_PLAN, BUILTIN_COMPATIBILITY, FAULT_AFTER_MUTATING_DISPATCH } from './builtin.js';

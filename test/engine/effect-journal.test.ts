@@ -12,7 +12,7 @@ import { rejected } from '../../src/core/errors.js';
 import { openEngine, type Engine, type JsonValue, type Message, type Tool } from '../../src/engine/index.js';
 import { memoryEffectJournal, openSqliteEffectJournal, outcomeUnknown, type EffectJournal } from '../../src/owners/effect/index.js';
 import type { ToolResultPart } from '../../src/snapshot/index.js';
-import { allEvents, call, expectCode, latch, localApp, makeTool, privateDir, scriptedAgent, STORE_KINDS, type StoreKind } from './engine-support.js';
+import { allEvents, call, expectCode, latch, localApp, makeTool, privateDir, scriptedAgent, STORE_KINDS, testAuthority, type StoreKind } from './engine-support.js';
 
 const results = (messages: Message[]): ToolResultPart[] => messages.filter((m) => m.role === 'tool').map((m) => m.parts[0] as ToolResultPart);
 const chargeSchema: { [k: string]: JsonValue } = { type: 'object', additionalProperties: false, required: ['amount'], properties: { amount: { type: 'number' } } };
@@ -35,12 +35,12 @@ interface Journalled {
 function journalled(kind: StoreKind, tools: readonly Tool[], root?: string): Journalled {
   if (kind === 'memory') {
     const effects = memoryEffectJournal();
-    const engine = openEngine({ application: localApp(tools), effects });
+    const engine = openEngine({ application: localApp(tools), effects, authority: testAuthority() });
     closers.push(() => engine.close());
     return { engine, effects: () => effects };
   }
   const dir = root ?? privateDir();
-  const engine = openEngine({ root: dir, application: localApp(tools) });
+  const engine = openEngine({ root: dir, application: localApp(tools), authority: testAuthority() });
   closers.push(() => engine.close());
   let handle: EffectJournal | undefined;
   closers.unshift(() => handle?.close());
@@ -175,7 +175,7 @@ describe('runs recorded before the effect journal (dual read)', () => {
       const root = privateDir();
       let runs = 0;
       const tools = [charge(() => (runs++, Promise.reject(new Error('connection reset'))))];
-      const before = openEngine({ root, application: localApp(tools) });
+      const before = openEngine({ root, application: localApp(tools), authority: testAuthority() });
       await before.start(scriptedAgent(chargeScript), { runId: 'run-old' });
       before.close();
       // What a root written before the journal holds: the engine's uncertain row and no effect for it.

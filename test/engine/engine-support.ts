@@ -1,7 +1,8 @@
 /**
- * Test support for the engine behaviour suites: engines over either store (cleaned up after each
- * test), latches for driving races without sleeps, small tool/agent/application builders, and
- * assertions on typed error codes. Everything here is observable-outcome plumbing, not mocks.
+ * Test support for the engine behaviour suites: engines over either store, each with the test's
+ * in-memory run authority (cleaned up after each test), latches for driving races without sleeps, small
+ * tool/agent/application builders, and assertions on typed error codes. Everything here is
+ * observable-outcome plumbing, not mocks.
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -9,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect } from 'vitest';
 import { isLoopxError, type LoopxError } from '../../src/core/errors.js';
+import { memoryRunAuthority, type RunAuthority } from '../../src/run-authority/index.js';
 import {
   convenienceApplication,
   defineAgent,
@@ -28,9 +30,10 @@ import type { ToolOutput } from '../../src/engine/tools.js';
 export type StoreKind = 'memory' | 'sqlite';
 export const STORE_KINDS: readonly StoreKind[] = ['memory', 'sqlite'];
 
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  current = undefined;
+  while (cleanups.length > 0) await cleanups.pop()!();
 });
 
 /** A fresh private (0700) directory, removed after the test. */
@@ -40,9 +43,27 @@ export function privateDir(prefix = 'loopx-engine-'): string {
   return dir;
 }
 
-/** An engine over the given store, closed after the test. `root` reopens an existing SQLite root. */
-export function openTestEngine(kind: StoreKind, application: Application, root?: string): Engine {
-  const engine = kind === 'memory' ? openEngine({ application }) : openEngine({ root: root ?? privateDir(), application });
+let current: RunAuthority | undefined;
+
+/** A fresh in-memory run authority (another user's, or another world's), closed after the test, after its engines. */
+export function newTestAuthority(): RunAuthority {
+  const authority = memoryRunAuthority();
+  cleanups.push(() => authority.close());
+  return authority;
+}
+
+/** The test's run authority, shared by every engine the test opens, as one user's authority is by their roots. */
+export function testAuthority(): RunAuthority {
+  current ??= newTestAuthority();
+  return current;
+}
+
+/**
+ * An engine over the given store, closed after the test. `root` reopens an existing SQLite root;
+ * `authority` is the test's unless given (another user's: `newTestAuthority()`).
+ */
+export function openTestEngine(kind: StoreKind, application: Application, root?: string, authority: RunAuthority = testAuthority()): Engine {
+  const engine = kind === 'memory' ? openEngine({ application, authority }) : openEngine({ root: root ?? privateDir(), application, authority });
   cleanups.push(() => engine.close());
   return engine;
 }

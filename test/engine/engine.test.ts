@@ -20,6 +20,7 @@ import {
   latch,
   localApp,
   makeTool,
+  newTestAuthority,
   openTestEngine,
   PLAN,
   privateDir,
@@ -290,8 +291,8 @@ describe.each(STORE_KINDS)('message history (%s store)', (kind) => {
     expect(new Set(callIds).size).toBe(callIds.length);
     expect(modelCallIds).toEqual(['run-ids/t1/c0', 'run-ids/t2/c0', 'run-ids/t3/c0']);
 
-    // The interrupted run's history is exactly the uninterrupted one's.
-    const straight = openTestEngine(kind, localApp([addTool()]));
+    // The interrupted run's history is exactly the uninterrupted one's (run elsewhere, under its own authority).
+    const straight = openTestEngine(kind, localApp([addTool()]), undefined, newTestAuthority());
     await straight.start(scriptedAgent(script, { system: 'be brief' }), { input: 'sum things', runId: 'run-ids' });
     expect(messages).toEqual(straight.messages('run-ids'));
   });
@@ -493,8 +494,9 @@ describe('export across stores', () => {
 
   it('the memory store and the SQLite store give byte-identical snapshots of the same scripted run, suspended and completed', async () => {
     const root = privateDir();
-    const sqlite = openTestEngine('sqlite', builtinApplication(root), root);
-    const memory = openTestEngine('memory', builtinApplication(privateDir()));
+    // Two separate worlds running the same run id: each with its own run authority.
+    const sqlite = openTestEngine('sqlite', builtinApplication(root), root, newTestAuthority());
+    const memory = openTestEngine('memory', builtinApplication(privateDir()), undefined, newTestAuthority());
 
     const snapshots = await Promise.all(
       [memory, sqlite].map(async (engine) => {

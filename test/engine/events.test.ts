@@ -6,8 +6,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { builtinApplication, defineAgent, openEngine, type RunEvent } from '../../src/engine/index.js';
+import { builtinApplication, defineAgent, openEngine, openReadOnlyEngine, type RunEvent } from '../../src/engine/index.js';
 import { loopxAsync, tempRoot } from '../support/cli.js';
+import { testAuthority } from './engine-support.js';
 
 const TURNS = 120;
 const longAgent = {
@@ -31,7 +32,8 @@ describe('run event subscription', () => {
     const root = tempRoot();
     const agentFile = join(root, '..', 'long.json');
     writeFileSync(agentFile, JSON.stringify(longAgent));
-    const engine = openEngine({ root, application: builtinApplication(root) });
+    // A reader, as `loopx run events --follow` is: the writer is the other process.
+    const engine = openReadOnlyEngine({ root, application: builtinApplication(root) });
     try {
       const writer = loopxAsync(['run', 'start', '--agent', agentFile, '--root', root, '--json']);
       // Wait until the writer has created the run (its first commit), then subscribe from cursor 0.
@@ -60,7 +62,7 @@ describe('run event subscription', () => {
 
   it('a subscription from a middle cursor starts right after it', async () => {
     const root = tempRoot();
-    const engine = openEngine({ root, application: builtinApplication(root) });
+    const engine = openEngine({ root, application: builtinApplication(root), authority: testAuthority() });
     try {
       const run = await engine.start(defineAgent({ ...toDef(longAgent), turnLimit: 10, script: toDef(longAgent).script!.slice(0, 3).concat([{ text: 'end' }]) }));
       const events: RunEvent[] = [];
@@ -73,7 +75,7 @@ describe('run event subscription', () => {
   });
 
   it('a cursor past the head waits, then delivers exactly the events beyond it', async () => {
-    const engine = openEngine({ application: builtinApplication(tempRoot()) });
+    const engine = openEngine({ application: builtinApplication(tempRoot()), authority: testAuthority() });
     const def = defineAgent({ ...toDef(longAgent), turnLimit: 10, script: toDef(longAgent).script!.slice(0, 4).concat([{ text: 'end' }]) });
     const suspended = await engine.start(def, { suspendAfterTurns: 1 });
     expect(suspended.status).toBe('suspended');

@@ -1,0 +1,162 @@
+/**
+ * A run's ownership through the per-user run authority: the run's exclusive lock (the authority's
+ * lease), its durable authority record and the transitions the engine writes to it, and this
+ * root's identity as the record's owner. The kernel and the transfer protocol change a record only
+ * through here; the authority holds the keys and the locks, this module only decides which record
+ * a step writes.
+ *
+ * Rules it keeps:
+ * - Every run has a record, and it names one owner root by its random id. A run whose record names
+ *   another root is `run_moved` here — whoever holds its lock — and never runs again in this root.
+ * - Records are written only under the run's lease, and each durable write passes its named fault
+ *   point (`authority.resume`, `authority.tombstone`, …) for the crash tests.
+ * - Continuing execution needs an ACTIVE record. Local resume moves SUSPENDED → ACTIVE at the next
+ *   transition generation, so the claim of the last export dies and that snapshot can never be
+ *   imported; an IMPORTING record of this root is completed to ACTIVE.
+ * - A run that ended gets its tombstone (TERMINAL, at the next transition generation) before its
+ *   lock is released; a tombstoned record is never resumed or imported.
+ * - A root id counts only from the directory the authority bound it to: a byte copy of a root is
+ *   `root_is_copy` the first time it asks for its id, and so owns no runs.
+ */
+import { conflict, internal, rejected, type LoopxError } from '../core/index.js';
+import { TERMINAL_LIFECYCLES } from '../snapshot/index.js';
+import { rootDirectoryIdentity, type RebindOutcome, type RunAuthority, type RunLease, type RunRecord } from '../run-authority/index.js';
+import type { RunStore } from './run-store/contract.js';
+import { headOf, RUN_ID, runNotFound, terminalError } from './runs.js';
+
+export class RunOwnership {
+  readonly authority: RunAuthority;
+  readonly #root: string | undefined;
+  readonly #store: () => RunStore;
+  #rootId: string | undefined;
+
+  /** `store` opens the root's run store on first use (the root id lives there). */
+  constructor(options: { readonly authority: RunAuthority; readonly root: string | undefined; readonly store: () => RunStore }) {
+    this.authority = options.authority;
+    this.#root = options.root;
+    this.#store = options.store;
+  }
+
+  /** This root's random identity, proved against the directory the authority bound it to. */
+  get rootId(): string {
+    if (this.#rootId === undefined) {
+      const id = this.#store().rootId();
+      if (this.#root !== undefined) this.authority.bindRoot(id, rootDirectoryIdentity(this.#root));
+      this.#rootId = id;
+    }
+    return this.#rootId;
+  }
+
+  /** The operator's explicit binding of this root to its directory; refused while the bound original exists. */
+  bindRootDirectory(): { readonly root_id: string; readonly binding: RebindOutcome } {
+    if (this.#root === undefined) throw internal('root_required', 'Binding needs a runtime root directory.');
+    const id = this.#store().rootId();
+    const binding = this.authority.rebindRoot(id, rootDirectoryIdentity(this.#root));
+    this.#rootId = id;
+    return { root_id: id, binding };
+  }
+
+  // ── locks ────────────────────────────────────────────────────────────────────────────
+
+  /** The run's lease, or undefined while another process (or call) holds it. */
+  tryLock(runId: string): RunLease | undefined {
+    if (!RUN_ID.test(runId)) throw runNotFound(runId);
+    return this.authority.acquireRun(runId);
+  }
+
+  /** The run's lease, or `run_busy` — `run_moved` instead when another root owns the run. */
+  lock(runId: string): RunLease {
+    const lease = this.tryLock(runId);
+    if (!lease) {
+      // Busy only when it is ours: a run another root owns is run_moved, whoever holds its lock now.
+      const record = this.authority.readRecord(runId);
+      if (record && this.#store().get(runId) && record.ownerRoot !== this.rootId) this.ownedRecord(runId);
+      throw conflict('run_busy', `Run ${runId} is being driven by another process or call.`, {
+        nextAction: `wait for it, or follow it: loopx run events ${runId} --follow`,
+      });
+    }
+    return lease;
+  }
+
+  /** Whether a live driver (any process) holds the run's lock now. */
+  isDriven(runId: string): boolean {
+    const lease = this.tryLock(runId);
+    if (!lease) return true;
+    lease.release();
+    return false;
+  }
+
+  /** Release a run lock; a run that ended while held gets its tombstone first. */
+  release(lease: RunLease, runId: string): void {
+    try {
+      const head = this.#store().get(runId);
+      if (!lease.released && head && TERMINAL_LIFECYCLES.includes(head.lifecycle)) {
+        const record = this.authority.readRecord(runId);
+        // The tombstone is a transition: a claim bound earlier stays verifiable (so its snapshot is
+        // refused as tombstoned) but no longer counts as this generation's export.
+        if (record && record.ownerRoot === this.rootId && record.state !== 'TERMINAL') this.tombstone(lease, record);
+      }
+    } finally {
+      lease.release();
+    }
+  }
+
+  // ── records ──────────────────────────────────────────────────────────────────────────
+
+  /** The run's authority record, which must name this root as its owner. */
+  ownedRecord(runId: string): RunRecord {
+    const record = this.authority.readRecord(runId);
+    if (!record) {
+      throw rejected('run_authority_record_missing', `The run authority has no record of run ${runId}.`, { nextAction: 'use the authority directory this root was used with (--authority-dir)' });
+    }
+    if (record.ownerRoot !== this.rootId) {
+      throw conflict('run_moved', `Run ${runId} is owned by another runtime root; this copy will never run again.`, {
+        nextAction: 'continue the run in the root that imported it',
+      });
+    }
+    return record;
+  }
+
+  /** Ownership for continuing execution: owned, and ACTIVE. */
+  activeRecord(runId: string): void {
+    const record = this.ownedRecord(runId);
+    if (record.state === 'ACTIVE') return;
+    if (record.state === 'TERMINAL') throw this.#tombstonedError(runId);
+    throw conflict('run_not_active', `Run ${runId} is ${record.state} in the run authority.`, { nextAction: `resume it: loopx run resume ${runId}` });
+  }
+
+  /**
+   * Local resume's authority step, while the kernel is still suspended: SUSPENDED → ACTIVE at the
+   * next transition generation (the old claim dies, so that snapshot can never be imported);
+   * IMPORTING here with the kernel run present → ACTIVE (completes an interrupted import).
+   */
+  activateRecord(lease: RunLease, runId: string): void {
+    const record = this.ownedRecord(runId);
+    if (record.state === 'ACTIVE') return;
+    if (record.state === 'TERMINAL') throw this.#tombstonedError(runId);
+    const next: RunRecord =
+      record.state === 'SUSPENDED'
+        ? { runId, state: 'ACTIVE', transitionGeneration: record.transitionGeneration + 1, ownerRoot: record.ownerRoot, updatedAt: '' }
+        : { ...record, state: 'ACTIVE' };
+    this.writeRecord(lease, next, 'authority.resume');
+  }
+
+  /** The run has ended: TERMINAL at the next transition generation. */
+  tombstone(lease: RunLease, record: RunRecord): void {
+    this.writeRecord(lease, { ...record, state: 'TERMINAL', transitionGeneration: record.transitionGeneration + 1 }, 'authority.tombstone');
+  }
+
+  /** A durable record write under the run's lease; `fault` names its crash points. */
+  writeRecord(lease: RunLease, record: RunRecord, fault?: string): void {
+    this.authority.writeRecord(lease, { ...record, updatedAt: new Date().toISOString() }, fault ? { fault } : {});
+  }
+
+  /** The authority tombstoned the run; a kernel not yet terminal means a cancel was interrupted. */
+  #tombstonedError(runId: string): LoopxError {
+    const head = headOf(this.#store(), runId);
+    if (TERMINAL_LIFECYCLES.includes(head.lifecycle)) return terminalError(head);
+    return rejected('run_cancel_incomplete', `Run ${runId} is tombstoned in the run authority but its cancel did not finish here.`, {
+      nextAction: `finish it: loopx run cancel ${runId}`,
+    });
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Reading runs: their views (what an active run waits for), messages, mutation rows and the event
+ * stream. Reads change nothing — no record, no lock held past the probe, no file — so a read-only
+ * engine (`run list|show|events`, the daemon's read routes) is these reads alone.
+ *
+ * Rules it keeps:
+ * - Events are delivered in sequence order with no gap or duplicate. An imported run has no copy
+ *   of the events before its snapshot: a cursor before it is `cursor_before_snapshot`, never a
+ *   silent skip.
+ * - A mutating call's intent counts as uncertain only when no live driver holds the run (else it
+ *   is in flight); whether one does is the `isDriven` probe's answer (the authority's run lock).
+ *   An engine without the authority cannot see that lock and reports no driver.
+ */
+import { rejected } from '../core/index.js';
+import type { Message } from '../snapshot/index.js';
+import type { RunEvent } from './events.js';
+import { uncertainEffects, type EffectAccess, type UncertainEffect } from './mutations.js';
+import type { MutationRecord, RunHead, RunStore } from './run-store/contract.js';
+import { headOf } from './runs.js';
+
+const EVENT_PAGE = 256;
+
+export interface RunView {
+  readonly run_id: string;
+  readonly status: RunHead['lifecycle'];
+  readonly definition: { readonly id: string; readonly version: string };
+  readonly completed_turns: number;
+  readonly turn_limit: number;
+  readonly last_sequence: number;
+  /** What an active run that is not being driven waits for. */
+  readonly waiting_for: null | { readonly kind: 'interaction'; readonly interaction_id: string; readonly prompt: string } | { readonly kind: 'resolution'; readonly call_ids: readonly string[]; readonly effects: readonly UncertainEffect[] };
+  readonly suspend_requested: boolean;
+  readonly failure: RunHead['failure'];
+}
+
+export interface EventsOptions {
+  readonly after?: number;
+  readonly follow?: false | 'forever' | 'while-active';
+  readonly signal?: AbortSignal;
+  readonly pollMs?: number;
+}
+
+export class RunReads {
+  readonly #store: () => RunStore;
+  readonly #effects: EffectAccess;
+  readonly #isDriven: (runId: string) => boolean;
+
+  constructor(options: { readonly store: () => RunStore; readonly effects: EffectAccess; readonly isDriven: (runId: string) => boolean }) {
+    this.#store = options.store;
+    this.#effects = options.effects;
+    this.#isDriven = options.isDriven;
+  }
+
+  head(runId: string): RunHead {
+    return headOf(this.#store(), runId);
+  }
+
+  list(): RunView[] {
+    return this.#store()
+      .list()
+      .map((h) => this.view(h));
+  }
+
+  show(runId: string): RunView {
+    return this.view(this.head(runId));
+  }
+
+  messages(runId: string): Message[] {
+    this.head(runId);
+    return this.#store().messages(runId);
+  }
+
+  mutations(runId: string): MutationRecord[] {
+    this.head(runId);
+    return this.#store().mutations(runId);
+  }
+
+  /**
+   * Events after `after`, in sequence order, with no gap or duplicate. With `follow`, waits for
+   * new events (a cursor past the head waits too) until `signal` aborts or — for
+   * `follow: 'while-active'` — the run is no longer active and every event has been delivered.
+   */
+  async *events(runId: string, options: EventsOptions = {}): AsyncGenerator<RunEvent> {
+    const first = this.head(runId);
+    let cursor = options.after ?? 0;
+    if (first.importedAtSequence !== undefined && cursor < first.importedAtSequence) {
+      throw rejected('cursor_before_snapshot', `Run ${runId} was imported at sequence ${first.importedAtSequence}; events up to it are not in this root.`, {
+        nextAction: `subscribe from the snapshot sequence: --after ${first.importedAtSequence}`,
+        details: { run_id: runId, recovery_cursor: first.importedAtSequence },
+      });
+    }
+    for (;;) {
+      const batch = this.#store().readEvents(runId, cursor, EVENT_PAGE);
+      for (const e of batch) {
+        yield e;
+        cursor = e.sequence;
+      }
+      if (batch.length === EVENT_PAGE) continue;
+      if (!options.follow || options.signal?.aborted) return;
+      if (options.follow === 'while-active') {
+        const head = this.head(runId);
+        if (head.lifecycle !== 'active' && head.lastSequence <= cursor) return;
+        if (head.lifecycle === 'active' && !this.#isDriven(runId) && (head.pendingInteraction || this.uncertainCalls(runId).length > 0) && head.lastSequence <= cursor) return;
+      }
+      await this.#waitForCommit(runId, options.pollMs ?? 50, options.signal);
+    }
+  }
+
+  /**
+   * Calls whose outcome is unknown: open here and without an outcome in the effect owner (a run
+   * recorded before the effect journal: open here). An intent counts only when no live driver
+   * holds the run (else it is in flight); a call the effect owner settled waits only for a driver
+   * to take its outcome.
+   */
+  uncertainCalls(runId: string): UncertainEffect[] {
+    const open = this.#store()
+      .mutations(runId)
+      .filter((m) => m.state === 'intent' || m.state === 'uncertain');
+    if (open.length === 0) return [];
+    const inFlight = open.some((m) => m.state === 'intent') && this.#isDriven(runId);
+    return uncertainEffects(open.filter((m) => m.state === 'uncertain' || !inFlight), this.#effects);
+  }
+
+  view(head: RunHead): RunView {
+    const uncertain = this.uncertainCalls(head.runId);
+    return {
+      run_id: head.runId,
+      status: head.lifecycle,
+      definition: { id: head.definition.id, version: head.definition.version },
+      completed_turns: head.completedTurns,
+      turn_limit: head.turnLimit,
+      last_sequence: head.lastSequence,
+      waiting_for: head.pendingInteraction
+        ? { kind: 'interaction', interaction_id: head.pendingInteraction.interactionId, prompt: head.pendingInteraction.prompt }
+        : uncertain.length > 0
+          ? { kind: 'resolution', call_ids: uncertain.map((c) => c.call_id), effects: uncertain }
+          : null,
+      suspend_requested: head.lifecycle === 'active' && this.#store().suspendRequested(head.runId),
+      failure: head.failure,
+    };
+  }
+
+  #waitForCommit(runId: string, pollMs: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        off();
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, pollMs);
+      const off = this.#store().onCommit((id) => {
+        if (id === runId) done();
+      });
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+}

@@ -1,0 +1,369 @@
+/**
+ * The turn loop: driving an active run, whose lock the caller holds, from one committed step to
+ * the next — a model call, then each of its tool calls in order — until the run suspends,
+ * finishes, or must wait for a person (an interaction) or an operator (an uncertain call).
+ *
+ * Rules it keeps:
+ * - Every step is committed before the next one starts; a crash loses at most the step in flight,
+ *   and the next driver continues from the last commit under the same ids (a model call that was
+ *   interrupted is made again, without a second TurnStarted).
+ * - A mutating tool call goes through the effect owner, which decides its outcome (mutations.ts):
+ *   intent durable before dispatch, outcome after. An intent found without an outcome by a later
+ *   driver means the earlier driver died mid-call: the effect owner's outcome is taken if it has
+ *   one, else the call becomes *uncertain* and waits for `resolve`; it is never re-run.
+ * - Suspension happens only at a completed turn boundary; a request made during a turn (from any
+ *   process) takes effect when that turn completes.
+ * - A run continues only under the tool plan and PlanIdentity it started with (`checkPlan`).
+ * - Message, model-call and tool-call ids derive from (run id, turn, index).
+ */
+import { canonicalJson, faultPoint, internal, isLoopxError, rejected } from '../core/index.js';
+import type { Message, ToolCallPart, ToolResultPart, ToolResultStatus } from '../snapshot/index.js';
+import type { AgentDefinition } from './agent.js';
+import type { Application } from './application.js';
+import type { NewEvent } from './events.js';
+import { messageId, modelCallId, toolCallId } from './messages.js';
+import { beginEffect, errorMessage, operationIdOf, outcomeOfOutput, outcomeOfThrow, settleEffect, takenOutcome, toJsonResult, toolError, undispatchedOutcome, type Begun, type CallOutcome, type EffectAccess } from './mutations.js';
+import type { ModelProvider } from './providers/provider.js';
+import type { MutationRecord, MutationState, RunCommit, RunHead, RunStore } from './run-store/contract.js';
+import { commitRun, headOf, toolMessage } from './runs.js';
+import { isInteractionRequest, toolArgumentsInvalid, type InteractionRequest, type JsonValue, type Tool, type ToolContext, type ToolPlanLease } from './tools.js';
+
+/** Fault points (tests only) around the durable steps of a mutating call. */
+export const FAULT_AFTER_MUTATION_INTENT = 'engine.mutation.after-intent';
+export const FAULT_AFTER_EFFECT_SETTLED = 'engine.mutation.after-effect-settled';
+
+type Settle = (h: RunHead, status: ToolResultStatus, result: JsonValue, extra?: NewEvent[], mutation?: MutationRecord) => RunHead;
+
+export class TurnDriver {
+  readonly #application: Application;
+  readonly #store: () => RunStore;
+  readonly #effects: EffectAccess;
+
+  constructor(options: { readonly application: Application; readonly store: () => RunStore; readonly effects: EffectAccess }) {
+    this.#application = options.application;
+    this.#store = options.store;
+    this.#effects = options.effects;
+  }
+
+  /** Drive the run (whose lock the caller holds) until it suspends, finishes, or must wait. */
+  async drive(runId: string): Promise<void> {
+    const first = this.#head(runId);
+    if (first.lifecycle !== 'active') return;
+    const def = this.checkPlan(first);
+    const provider = this.#application.providerFor(def);
+    const lease = this.#application.toolPlans.lease(def.toolPlan);
+    try {
+      this.settleOpenCalls(runId);
+      for (;;) {
+        const head = this.#head(runId);
+        if (head.lifecycle !== 'active' || head.pendingInteraction) return;
+        if (head.turnInProgress) {
+          if ((await this.#continueTurn(head, lease)) === 'waiting') return;
+          continue;
+        }
+        if (this.#store().suspendRequested(runId) || (head.suspendAtTurn !== null && head.completedTurns >= head.suspendAtTurn)) {
+          this.suspendAtBoundary(head);
+          return;
+        }
+        if (head.completedTurns >= head.turnLimit) {
+          this.terminate(head, 'failed', { type: 'Failed', data: { code: 'turn_limit_reached', completed_turns: head.completedTurns } }, { code: 'turn_limit_reached', message: `The run used all ${head.turnLimit} turns without a final answer.` });
+          return;
+        }
+        await this.#modelStep(head, def, provider, lease);
+      }
+    } finally {
+      lease.release();
+    }
+  }
+
+  suspendAtBoundary(head: RunHead): void {
+    this.#commit(head, {
+      head: { ...head, lifecycle: 'suspended', suspendAtTurn: null },
+      events: [{ type: 'Suspended', data: { completed_turns: head.completedTurns } }],
+      clearSuspendRequest: true,
+    });
+  }
+
+  /**
+   * The run's definition, provided this application still has its tool plan and the same
+   * PlanIdentity. Commands that continue a run call it before their first commit, so a refusal
+   * (`plan_identity_changed`, `tool_plan_missing`) leaves the run exactly as it was.
+   */
+  checkPlan(head: RunHead): AgentDefinition {
+    const def = this.#store().getDefinition(head.definition);
+    if (!def) throw internal('definition_missing', `The definition of run ${head.runId} is missing from this root.`);
+    const expected = this.#application.planIdentityFor(def);
+    if (expected.fingerprint !== head.planIdentity.fingerprint) {
+      throw rejected('plan_identity_changed', `The tools or components of run ${head.runId} changed since it started; it will not continue under different code.`, {
+        nextAction: 'continue it with the same build of loopx that started it (component identities hash the built source)',
+      });
+    }
+    return def;
+  }
+
+  async #modelStep(head: RunHead, def: AgentDefinition, provider: ModelProvider, lease: ToolPlanLease): Promise<void> {
+    const turn = head.completedTurns + 1;
+    const runId = head.runId;
+    // A turn whose model call was interrupted is retried under the same ids, without a second TurnStarted.
+    const started = head.turnInProgress ? head : this.#commit(head, { head: { ...head, turnInProgress: true }, events: [{ type: 'TurnStarted', data: { turn } }] });
+    const callId = modelCallId(runId, turn, 0);
+    let response;
+    try {
+      response = await provider.generate({
+        runId,
+        turn,
+        modelCallId: callId,
+        model: def.model,
+        messages: this.#store().messages(runId),
+        tools: lease.plan.tools.map((t) => t.definition),
+      });
+    } catch (e) {
+      const code = isLoopxError(e) ? e.code : 'model_failed';
+      this.terminate(started, 'failed', { type: 'Failed', data: { code, turn } }, { code, message: `The model call failed: ${errorMessage(e)}` });
+      return;
+    }
+    const parts: Array<{ type: 'text'; text: string } | ToolCallPart> = [];
+    if (response.text) parts.push({ type: 'text', text: response.text });
+    response.toolCalls.forEach((c, i) => {
+      let argumentsJson: string;
+      try {
+        argumentsJson = canonicalJson(c.arguments);
+      } catch {
+        // Not representable as JSON: recorded as null, which no tool accepts (see #callTool), so
+        // nothing executes with arguments the model did not send.
+        argumentsJson = 'null';
+      }
+      parts.push({ type: 'tool_call', callId: toolCallId(runId, turn, i), toolName: c.toolName, argumentsJson });
+    });
+    const assistant: Message = { id: messageId(runId, turn, 0), role: 'assistant', parts };
+    const toolCalls = parts.filter((p): p is ToolCallPart => p.type === 'tool_call');
+    const events: NewEvent[] = [{ type: 'ModelResponded', data: { turn, model_call_id: callId, text: response.text, tool_calls: toolCalls.map((c) => ({ call_id: c.callId, tool_name: c.toolName })) } }];
+    const next: RunHead = { ...started, messageCount: started.messageCount + 1 };
+    if (toolCalls.length === 0) {
+      // A final answer completes the turn and the run.
+      events.push({ type: 'TurnCompleted', data: { turn } }, { type: 'Completed', data: { completed_turns: turn } });
+      this.#commit(started, { head: { ...next, turnInProgress: false, completedTurns: turn, lifecycle: 'completed' }, messages: [{ index: started.messageCount, message: assistant }], events, clearSuspendRequest: true });
+      return;
+    }
+    this.#commit(started, { head: next, messages: [{ index: started.messageCount, message: assistant }], events });
+  }
+
+  /** Work through the current turn's tool calls in order; complete the turn when all are settled. */
+  async #continueTurn(head: RunHead, lease: ToolPlanLease): Promise<'done' | 'waiting'> {
+    const runId = head.runId;
+    const turn = head.completedTurns + 1;
+    const messages = this.#store().messages(runId);
+    const assistantIndex = messages.findIndex((m) => m.id === messageId(runId, turn, 0));
+    if (assistantIndex < 0) {
+      // The driver died between TurnStarted and ModelResponded: nothing of the turn is recorded, so
+      // the model call is simply made again under the same ids.
+      const def = this.#store().getDefinition(head.definition)!;
+      await this.#modelStep(head, def, this.#application.providerFor(def), lease);
+      return 'done';
+    }
+    const calls = messages[assistantIndex]!.parts.filter((p): p is ToolCallPart => p.type === 'tool_call');
+    for (let i = 0; i < calls.length; i++) {
+      const call = calls[i]!;
+      const index = assistantIndex + 1 + i;
+      const existing = messages[index];
+      const status = existing ? (existing.parts[0] as ToolResultPart).status : undefined;
+      if (status === 'ok' || status === 'error') continue;
+      if (status === 'interaction_pending' || status === 'mutation_uncertain') return 'waiting';
+      const outcome = await this.#callTool(this.#head(runId), lease, call, i, index, turn);
+      if (outcome === 'waiting') return 'waiting';
+    }
+    const current = this.#head(runId);
+    this.#commit(current, {
+      head: { ...current, turnInProgress: false, completedTurns: turn },
+      events: [{ type: 'TurnCompleted', data: { turn } }],
+    });
+    return 'done';
+  }
+
+  async #callTool(head: RunHead, lease: ToolPlanLease, call: ToolCallPart, callIndex: number, index: number, turn: number): Promise<'done' | 'waiting'> {
+    const runId = head.runId;
+    const id = messageId(runId, turn, callIndex + 1);
+    const settle = (h: RunHead, status: ToolResultStatus, result: JsonValue, extra: NewEvent[] = [], mutation?: MutationRecord): RunHead => {
+      const grows = index >= h.messageCount;
+      return this.#commit(h, {
+        head: { ...h, messageCount: grows ? index + 1 : h.messageCount },
+        messages: [{ index, message: toolMessage(id, call.callId, call.toolName, status, result) }],
+        ...(mutation ? { mutations: [mutation] } : {}),
+        events: [...extra, { type: 'ToolResulted', data: { call_id: call.callId, tool_name: call.toolName, status } }],
+      });
+    };
+    const calledEvent: NewEvent = { type: 'ToolCalled', data: { call_id: call.callId, tool_name: call.toolName } };
+
+    const tool = lease.tool(call.toolName);
+    let args: { [k: string]: JsonValue };
+    try {
+      args = JSON.parse(call.argumentsJson) as { [k: string]: JsonValue };
+      lease.validateArguments(call.toolName, args);
+      if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+        throw toolArgumentsInvalid(call.toolName, 'they are not a JSON object');
+      }
+    } catch (e) {
+      settle(head, 'error', toolError(e), [calledEvent]);
+      return 'done';
+    }
+    if (!tool) {
+      settle(head, 'error', { error: 'tool_unknown', message: `No tool named ${call.toolName}.` }, [calledEvent]);
+      return 'done';
+    }
+    const ctx: ToolContext = {
+      runId,
+      callId: call.callId,
+      operationId: operationIdOf(call.callId),
+      turn,
+      requestInteraction: (interactionId: string, prompt: string): InteractionRequest => ({ kind: 'interaction_request', interactionId, prompt }),
+    };
+
+    if (tool.definition.mutating) return this.#callMutating(head, tool, call, args, ctx, settle, calledEvent);
+
+    let output: unknown;
+    try {
+      output = await tool.execute(args, ctx);
+    } catch (e) {
+      settle(head, 'error', toolError(e), [calledEvent]);
+      return 'done';
+    }
+    if (isInteractionRequest(output)) {
+      const iid = output.interactionId;
+      if (head.usedInteractionIds.includes(iid)) {
+        settle(head, 'error', { error: 'interaction_id_reused', message: `Interaction id ${iid} was already used in this run; ids are used once.` }, [calledEvent]);
+        return 'done';
+      }
+      const grows = index >= head.messageCount;
+      this.#commit(head, {
+        head: { ...head, messageCount: grows ? index + 1 : head.messageCount, pendingInteraction: { interactionId: iid, callId: call.callId, prompt: output.prompt } },
+        messages: [{ index, message: toolMessage(id, call.callId, call.toolName, 'interaction_pending', { interaction_id: iid, prompt: output.prompt }) }],
+        events: [calledEvent, { type: 'InteractionRequested', data: { interaction_id: iid, call_id: call.callId, prompt: output.prompt } }],
+      });
+      return 'waiting';
+    }
+    const result = toJsonResult(output);
+    settle(head, result.ok ? 'ok' : 'error', result.value, [calledEvent]);
+    return 'done';
+  }
+
+  async #callMutating(
+    head: RunHead,
+    tool: Tool,
+    call: ToolCallPart,
+    args: { [k: string]: JsonValue },
+    ctx: ToolContext,
+    settle: Settle,
+    calledEvent: NewEvent,
+  ): Promise<'done' | 'waiting'> {
+    const intent: MutationRecord = { runId: head.runId, callId: call.callId, turn: ctx.turn, toolName: call.toolName, argumentsJson: call.argumentsJson, state: 'intent', resultJson: null };
+    const record = (h: RunHead, state: MutationState, status: ToolResultStatus, result: JsonValue, extra: NewEvent[] = []): 'done' | 'waiting' => {
+      settle(h, status, result, extra, { ...intent, state, resultJson: canonicalJson(result) });
+      return state === 'uncertain' ? 'waiting' : 'done';
+    };
+    const journal = this.#effects.forWrite();
+    let begun: Begun;
+    try {
+      begun = await beginEffect(journal, tool, args, ctx);
+    } catch (e) {
+      // Refused before any dispatch (its description, or its intent by the effect owner): a definite failure.
+      // Anything else (the journal failed) stops the driver; the next one finds the call as the effect owner has it.
+      if (!isLoopxError(e) || e.kind === 'internal') throw e;
+      return record(head, 'failed', 'error', toolError(e), [calledEvent]);
+    }
+    if (begun.kind !== 'dispatch') {
+      // Journalled by a driver that died before recording it here: its outcome is taken, or it stays uncertain; never run again.
+      const known = takenOutcome(begun.effect) ?? undispatchedOutcome(call.toolName);
+      return record(head, known.state, known.status, known.result, [calledEvent]);
+    }
+    // Durable intent before dispatch — the effect owner's, then the engine's: from here on a crash leaves an intent without an outcome.
+    const afterIntent = this.#commit(head, { head, mutations: [intent], events: [calledEvent] });
+    faultPoint(FAULT_AFTER_MUTATION_INTENT);
+    let outcome: CallOutcome;
+    try {
+      outcome = outcomeOfOutput(await tool.execute(args, { ...ctx, effect: begun.effect }));
+    } catch (e) {
+      outcome = outcomeOfThrow(call.toolName, e);
+    }
+    // The effect owner's outcome first; one settled there meanwhile (a reconciliation) stands.
+    const settledElsewhere = settleEffect(journal, ctx.operationId, outcome);
+    faultPoint(FAULT_AFTER_EFFECT_SETTLED);
+    const taken = settledElsewhere && takenOutcome(settledElsewhere);
+    if (taken) return record(afterIntent, taken.state, taken.status, taken.result);
+    return record(afterIntent, outcome.state, outcome.status, outcome.result);
+  }
+
+  /**
+   * Open mutating calls found by a driver holding the lock. One whose effect the effect owner has
+   * settled takes that outcome (readback); an intent without one was left by a dead driver and
+   * becomes uncertain. Returns the calls whose outcome was taken from the effect owner.
+   */
+  settleOpenCalls(runId: string): Set<string> {
+    const taken = new Set<string>();
+    const open = this.#store().mutations(runId).filter((m) => m.state === 'intent' || m.state === 'uncertain');
+    if (open.length === 0) return taken;
+    let head = this.#head(runId);
+    for (const m of open) {
+      const effect = this.#effects.effectOf(m.callId);
+      const outcome = effect && takenOutcome(effect);
+      if (outcome) {
+        head = this.settleCall(head, m, outcome.state, outcome.status, outcome.result, { settled_by: 'effect_owner' });
+        taken.add(m.callId);
+      } else if (m.state === 'intent') {
+        const result = { error: 'mutation_uncertain', message: `The process running ${m.toolName} stopped before its outcome was recorded. It will not be re-run.` };
+        head = this.settleCall(head, m, 'uncertain', 'mutation_uncertain', result);
+      }
+    }
+    return taken;
+  }
+
+  /** Commit a mutating call's result: its tool message, its mutation row and `ToolResulted`. */
+  settleCall(head: RunHead, m: MutationRecord, state: MutationState, status: ToolResultStatus, result: JsonValue, data: { [k: string]: JsonValue } = {}): RunHead {
+    const runId = head.runId;
+    const assistantIndex = this.#store().messages(runId).findIndex((msg) => msg.id === messageId(runId, m.turn, 0));
+    if (assistantIndex < 0) throw internal('uncertain_call_without_message', `Mutating call ${m.callId} has no model message.`);
+    const callIndex = Number(m.callId.slice(m.callId.lastIndexOf('/k') + 2));
+    const index = assistantIndex + 1 + callIndex;
+    return this.#commit(head, {
+      head: { ...head, messageCount: Math.max(head.messageCount, index + 1) },
+      messages: [{ index, message: toolMessage(messageId(runId, m.turn, callIndex + 1), m.callId, m.toolName, status, result) }],
+      mutations: [{ ...m, state, resultJson: canonicalJson(result) }],
+      events: [{ type: 'ToolResulted', data: { call_id: m.callId, tool_name: m.toolName, status, ...data } }],
+    });
+  }
+
+  /** End a run; open tool calls of an interrupted turn are settled as errors so the history stays matched. */
+  terminate(head: RunHead, lifecycle: 'failed' | 'cancelled', event: NewEvent, failure: RunHead['failure']): void {
+    const runId = head.runId;
+    const messages = this.#store().messages(runId);
+    const upserts: Array<{ index: number; message: Message }> = [];
+    let messageCount = head.messageCount;
+    if (head.turnInProgress) {
+      const turn = head.completedTurns + 1;
+      const assistantIndex = messages.findIndex((m) => m.id === messageId(runId, turn, 0));
+      if (assistantIndex >= 0) {
+        const calls = messages[assistantIndex]!.parts.filter((p): p is ToolCallPart => p.type === 'tool_call');
+        calls.forEach((call, i) => {
+          const index = assistantIndex + 1 + i;
+          const status = messages[index] ? (messages[index]!.parts[0] as ToolResultPart).status : undefined;
+          if (status === 'ok' || status === 'error' || status === 'mutation_uncertain') return;
+          upserts.push({ index, message: toolMessage(messageId(runId, turn, i + 1), call.callId, call.toolName, 'error', { error: `run_${lifecycle}`, message: `The run was ${lifecycle} before this call finished.` }) });
+          messageCount = Math.max(messageCount, index + 1);
+        });
+      }
+    }
+    this.#commit(head, {
+      head: { ...head, lifecycle, failure, pendingInteraction: null, messageCount, turnInProgress: head.turnInProgress },
+      messages: upserts,
+      events: [event],
+      clearSuspendRequest: true,
+    });
+  }
+
+  #commit(head: RunHead, c: Omit<RunCommit, 'expectedSequence'>): RunHead {
+    return commitRun(this.#store(), head, c);
+  }
+
+  #head(runId: string): RunHead {
+    return headOf(this.#store(), runId);
+  }
+}
