@@ -15,7 +15,7 @@ import type { ExtractionFacts } from './extract.js';
 import { decodeManifestBytes } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
-import { MACHINE, OWNERS, OWNER_LIST, UNOWNED_STORES, config as configOwner, type OwnerRecovery } from '../owners/index.js';
+import { MACHINE, OWNERS, OWNER_LIST, UNOWNED_STORES, config as configOwner, goal as goalOwner, type OwnerRecovery } from '../owners/index.js';
 import { checkpointOf, documentOwner, goalsOf, ownerOfSqlite, registryGoalsOf, workOf, type FindingLite, type OwnerKind, type WorkerReport } from './owner-verify.js';
 
 export const AUDIT_SCHEMA = 'loopx_state_recovery_audit_v0';
@@ -256,7 +256,6 @@ function goalComponents(ctx: AuditContext): number {
   const registryGoals = registryGoalsOf(r);
   // Per goal-scoped owner (the work owner), its report for each Goal.
   const storesByGoal = GOAL_SCOPED.map((o) => ({ owner: o, byGoal: new Map(r.sqlite.filter((s) => s.owner === o.name).map((s) => [s.goal_id!, s])) }));
-  const goalOfSubject = (subject: string): string | undefined => /^goals\/([^/]+)/.exec(subject)?.[1];
   const registered = new Set(registryGoals.map((g) => g.goal_id));
   const found = new Set(goalRecords.map((g) => g.goal_id));
   let links = 0;
@@ -288,7 +287,7 @@ function goalComponents(ctx: AuditContext): number {
     const isGoalMember = memberMatcher(OWNERS.goal.members({ goal_id: g.goal_id }));
     const members = [...files.keys()].filter((p) => isGoalMember(p) && !claimed.has(p)).sort();
     members.forEach((p) => claimed.add(p));
-    const own = gl.findings.filter((f) => goalOfSubject(f.subject) === g.goal_id);
+    const own = gl.findings.filter((f) => goalOwner.goalOfSubject(f.subject) === g.goal_id);
     fromOwner(id, OWNERS.goal.name, own);
     let storesOk = true;
     let storeMissing = false;
@@ -317,11 +316,11 @@ function goalComponents(ctx: AuditContext): number {
   }
   // Goal findings of no readable Goal (a goal.json that did not decode) and of the goals directory.
   const ownerless = gl.findings.filter((f) => {
-    const gid = goalOfSubject(f.subject);
+    const gid = goalOwner.goalOfSubject(f.subject);
     return gid === undefined || !found.has(gid);
   });
   for (const f of ownerless) {
-    const gid = goalOfSubject(f.subject);
+    const gid = goalOwner.goalOfSubject(f.subject);
     add(f.code, f.severity === 'error' ? 'error' : 'warning', gid !== undefined && registered.has(gid) ? idOf('goal', gid) : null, OWNERS.goal.name, f.next_action, f.subject);
   }
   for (const { owner, byGoal } of storesByGoal) {

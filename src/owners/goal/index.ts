@@ -17,4 +17,4 @@ export { DEFAULT_PROJECT, type GoalStoreOptions } from './store.js';
 export { goalNotFound, goalRetired } from './errors.js';
 export { openFileGoalStore } from './file.js';
 export { memoryGoalStore } from './memory.js';
-export { recovery } from './recovery.js';
+export { goalOfSubject, recovery } from './recovery.js';

@@ -26,7 +26,8 @@ function goalIdsIn(root: string): string[] {
     return [];
   }
 }
-const goalOfSubject = (subject: string): string | undefined => /^goals\/([^/]+)/.exec(subject)?.[1];
+/** The Goal a goal-owner finding's subject names (`goals/<id>/…`; any directory name, valid id or not). */
+export const goalOfSubject = (subject: string): string | undefined => /^goals\/([^/]+)/.exec(subject)?.[1];
 
 function readHistorical(root: string, scope: OwnerScope): HistoricalRead<GoalHistoricalRead> {
   const all = readHistoricalCopy(root);
@@ -89,4 +90,3 @@ export const recovery: OwnerRecovery<GoalHistoricalRead> = {
   readHistorical: (copy, scope) => readHistorical(copy.root, scope),
 };
 
-export { goalOfSubject };
