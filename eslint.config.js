@@ -9,8 +9,9 @@ import reactHooks from 'eslint-plugin-react-hooks';
  * another only through that owner's index.ts.
  */
 const LAYERS = {
-  cli: ['daemon', 'engine', 'backup', 'recovery', 'snapshot', 'run-authority', 'owners', 'store', 'core', 'dev'],
-  daemon: ['engine', 'backup', 'recovery', 'snapshot', 'run-authority', 'owners', 'store', 'core', 'dev'],
+  cli: ['daemon', 'runtime', 'core'],
+  daemon: ['runtime', 'core'],
+  runtime: ['engine', 'backup', 'recovery', 'snapshot', 'run-authority', 'owners', 'store', 'core', 'dev'],
   engine: ['snapshot', 'owners', 'run-authority', 'store', 'core'],
   backup: ['owners', 'store', 'core'],
   recovery: ['backup', 'owners', 'store', 'core'],
@@ -40,8 +41,6 @@ const MAP_POLICIES = [
   { from: { element: { type: 'owner' } }, allow: { to: { element: { ...folder(['owners']), fileInternalPath: '!index.ts' } } } },
   { from: { element: { type: 'owner' } }, allow: { to: index({ type: 'owner' }) } },
   { from: { element: folder(['owners']) }, allow: { to: index({ type: 'owner' }) } },
-  // The one documented exception: a workspace read re-checks its audit first.
-  { from: { file: { path: 'src/engine/workspace.ts' } }, allow: { to: index(folder(['recovery'])) } },
 ];
 
 export default tseslint.config(

@@ -10,10 +10,7 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { exitCodeOf, isLoopxError, ROOT_IS_RECOVERY_WORKSPACE, refuseRecoveryWorkspaceRoot } from '../core/index.js';
-import { ROOT_IS_COPY } from '../run-authority/index.js';
-import { withAuthority as withRootAuthority, withRootEngine, withVerifyingEngine, type Engine } from '../engine/index.js';
-import { assertRuntimeRoot } from '../owners/index.js';
-import type { LocalRunAuthority } from '../run-authority/index.js';
+import { assertRuntimeRoot, ROOT_IS_COPY, withAuthority as withRootAuthority, withRootEngine, withVerifyingEngine, type Engine, type LocalRunAuthority } from '../runtime/index.js';
 
 export interface GlobalOptions {
   root?: string;

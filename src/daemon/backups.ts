@@ -12,11 +12,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { closeSync, constants, existsSync, lstatSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
-import { BACKUP_ID } from '../backup/index.js';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { conflict, isLoopxError, notFound, rejected, ensurePrivateDir } from '../core/index.js';
-import { RECOVERY_LIMITS, executeVerifyIsolated, publicSummary, showAudit, verifyFailed, type RecoveryAudit, type VerifyProgress } from '../recovery/index.js';
+import { BACKUP_ID, RECOVERY_LIMITS, executeVerifyIsolated, publicSummary, showAudit, verifyFailed, type RecoveryAudit, type VerifyProgress } from '../runtime/index.js';
 import { bodyTooLarge } from './errors.js';
 import { daemonError } from './security.js';
 

@@ -9,7 +9,7 @@
 import { rmSync } from 'node:fs';
 import { readRegularFileOnce, conflict, internal, notFound, usageError, tryLockExclusive, ensurePrivateDir, writeFileDurable, PACKAGE_ROOT } from '../core/index.js';
 import { join, resolve } from 'node:path';
-import { assertRuntimeRoot } from '../owners/index.js';
+import { assertRuntimeRoot } from '../runtime/index.js';
 import { buildApp, type DaemonApp } from './app.js';
 import type { DaemonTimeouts } from './body.js';
 import { LoginTokens, newToken } from './security.js';

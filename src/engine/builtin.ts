@@ -12,7 +12,7 @@ import type { ComponentIdentity } from '../snapshot/index.js';
 import { defineApplication, type Application } from './application.js';
 import { sourceIdentityOf } from './identity.js';
 import { SCRIPTED_PROVIDER, SCRIPTED_PROVIDER_MODULE } from './providers/scripted.js';
-import { goalWorkToolPlan } from './goal-work.js';
+import { goalWorkToolPlan } from './goal-tools.js';
 import type { Tool, ToolPlan } from './tools.js';
 
 export const BUILTIN_TOOL_PLAN = 'loopx.builtin.v1';

@@ -237,14 +237,8 @@ export class Engine {
   }
 }
 
-export function openEngine(options: EngineOptions): Engine;
-/**
- * @deprecated Without an authority this opens a read-only engine (the reads only): call
- * `openReadOnlyEngine`, which says so. Kept for root-access.ts's read-only path until it moves.
- */
-export function openEngine(options: ReadOnlyEngineOptions): Engine;
-export function openEngine(options: EngineOptions | ReadOnlyEngineOptions): Engine {
-  return 'authority' in options && options.authority !== undefined ? new Engine(options as EngineOptions) : openReadOnlyEngine(options);
+export function openEngine(options: EngineOptions): Engine {
+  return new Engine(options);
 }
 
 /** An engine for reads only (`run list|show|events`, the daemon's read routes): no authority, every command refused. */

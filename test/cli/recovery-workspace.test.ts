@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedSample } from '../../src/daemon/seed.js';
+import { seedSample } from '../../src/runtime/index.js';
 import { startWebhookSink } from '../../src/dev/index.js';
 import { defaultAuthorityDir } from '../../src/run-authority/index.js';
 import { loopx, REPO, STATE_HOME, tempRoot } from '../support/cli.js';
@@ -75,7 +75,7 @@ describe('a recovery workspace is never a runtime root', () => {
     expect(loopx(['run', 'list', '--root', join(ws, '..', '..', 'workspace', 'runtime-root'), '--json']).json().error.code).toBe('root_is_recovery_workspace');
     expect(treeState(destination)).toEqual(before);
     expect(sink.deliveries()).toHaveLength(0);
-  });
+  }, 180_000); // eighteen CLI processes: a generous bound, not a timing assertion
 
   it("the refusal's next action reads the workspace back when run as printed", () => {
     const r = loopx(['todo', 'list', '--goal', 'sample', '--root', join(destination, 'workspace', 'runtime-root'), '--json']);

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, LoginTokens, seedSample, type DaemonApp } from '../../src/daemon/index.js';
+import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
+import { seedSample } from '../../src/runtime/index.js';
 import { REPO, STATE_HOME, loopx, tempRoot } from '../support/cli.js';
 import { treeState } from '../support/tree.js';
 

@@ -29,9 +29,9 @@ describe('the map (boundaries/dependencies)', () => {
   });
 
   it("an owner's folder is internal to owners/: other folders go through owners/index.ts", async () => {
-    await refused('src/cli/commands/probe.ts', "import * as workOwner from '../../owners/work/index.js';\nvoid workOwner;\n");
-    await refused('src/daemon/probe.ts', "import type { WorkOwner } from '../owners/work/work.js';\nexport type T = WorkOwner;\n");
-    await allowed('src/cli/commands/probe.ts', "import { work as workOwner } from '../../owners/index.js';\nvoid workOwner;\n");
+    await refused('src/runtime/probe.ts', "import * as workOwner from '../owners/work/index.js';\nvoid workOwner;\n");
+    await refused('src/engine/probe.ts', "import type { WorkOwner } from '../owners/work/work.js';\nexport type T = WorkOwner;\n");
+    await allowed('src/runtime/probe.ts', "import { work as workOwner } from '../owners/index.js';\nvoid workOwner;\n");
   });
 
   it('inside owners/, an owner reaches another only through its index.ts, and never owners/index.ts', async () => {
@@ -50,8 +50,20 @@ describe('the map (boundaries/dependencies)', () => {
     await allowed('src/cli/commands/probe.ts', "export const load = () => import('../../daemon/index.js');\n");
   });
 
-  it('the engine reaches recovery from workspace.ts only (the documented exception)', async () => {
+  it('the engine never reaches recovery (the runtime composes them; no exception remains)', async () => {
     await refused('src/engine/probe.ts', "import { showAudit } from '../recovery/index.js';\nvoid showAudit;\n");
-    await allowed('src/engine/workspace.ts', "import { showAudit } from '../recovery/index.js';\nvoid showAudit;\n");
+    await refused('src/engine/workspace.ts', "import { showAudit } from '../recovery/index.js';\nvoid showAudit;\n");
+    await allowed('src/runtime/probe.ts', "import { showAudit } from '../recovery/index.js';\nvoid showAudit;\n");
+  });
+
+  it('the CLI and the daemon call the runtime and nothing below it', async () => {
+    for (const [at, up] of [['src/cli/commands/probe.ts', '../..'], ['src/daemon/probe.ts', '..']] as const) {
+      for (const below of ['owners', 'engine', 'backup', 'recovery', 'snapshot', 'run-authority', 'store', 'dev']) {
+        await refused(at, `import * as below from '${up}/${below}/index.js';\nvoid below;\n`);
+      }
+      await allowed(at, `import { withRootOwners } from '${up}/runtime/index.js';\nimport { rejected } from '${up}/core/index.js';\nvoid withRootOwners; void rejected;\n`);
+    }
+    await refused('src/runtime/probe.ts', "import { main } from '../cli/index.js';\nvoid main;\n");
+    await refused('src/runtime/probe.ts', "import { buildApp } from '../daemon/index.js';\nvoid buildApp;\n");
   });
 });

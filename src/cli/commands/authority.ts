@@ -1,7 +1,7 @@
 /** `loopx authority init|show|rotate|retire|bind-root` — the per-user run authority and the binding of a root to its directory. Never prints key material. */
 import type { Command } from 'commander';
 import { toHex, usageError } from '../../core/index.js';
-import { recordNextAction, type LocalRunAuthority } from '../../run-authority/index.js';
+import { recordNextAction, type LocalRunAuthority } from '../../runtime/index.js';
 import { emit, existingRoot, withAuthority, withEngine, type GlobalOptions } from '../context.js';
 import { parseCount } from '../parse.js';
 

@@ -6,7 +6,7 @@
  * is drawn on stderr only when stderr is a terminal.
  */
 import type { Command } from 'commander';
-import { CAPTURE_FACTS, create, describePlan, plan, type BackupProgress, type BackupResult, type PlanSummary } from '../../backup/index.js';
+import { CAPTURE_FACTS, createBackup as create, describePlan, planBackup as plan, type BackupProgress, type BackupResult, type PlanSummary } from '../../runtime/index.js';
 import { emit, resolveRoot, type GlobalOptions, type Output } from '../context.js';
 import { register as registerVerify } from './backup-verify.js';
 import { register as registerWorkspace } from './backup-workspace.js';

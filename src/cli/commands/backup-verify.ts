@@ -12,8 +12,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { usageError } from '../../core/index.js';
-import { executeVerify, planVerify, publicSummary, showAudit, type PublicAuditSummary, type VerifyPlan, type VerifyProgress } from '../../recovery/index.js';
-import { defaultAuthorityDir } from '../../run-authority/index.js';
+import { defaultAuthorityDir, executeVerify, planVerify, publicSummary, showAudit, type PublicAuditSummary, type VerifyPlan, type VerifyProgress } from '../../runtime/index.js';
 import { emit, resolveRoot, type GlobalOptions, type Output } from '../context.js';
 import { onStopSignal } from '../signals.js';
 import { progressBar } from '../progress.js';

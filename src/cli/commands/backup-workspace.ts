@@ -6,7 +6,7 @@
  * nothing read here grants execution.
  */
 import type { Command } from 'commander';
-import { listWorkspace, showWorkspaceGoal, type WorkspaceGoalDetail, type WorkspaceListing } from '../../engine/index.js';
+import { listWorkspace, showWorkspaceGoal, type WorkspaceGoalDetail, type WorkspaceListing } from '../../runtime/index.js';
 import { emit, type GlobalOptions, type Output } from '../context.js';
 
 const counts = (by: Record<string, number>): string =>

@@ -5,8 +5,7 @@
  * an empty root with a sample Goal worked by a scripted agent (what `npm start` shows).
  */
 import { resolve } from 'node:path';
-import { ensurePrivateDir } from '../../core/index.js';
-import { openRootOwners } from '../../engine/index.js';
+import { initRoot, seedSample } from '../../runtime/index.js';
 import { emit, resolveRoot, type GlobalOptions } from '../context.js';
 import { InvalidArgumentError, type Command } from 'commander';
 import { onStopSignal } from '../signals.js';
@@ -27,12 +26,11 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .action(async (o: { port?: number; host?: string; seedSample?: boolean }) => {
       const g = globals();
       // Loaded here, not at the top: Fastify and the UI server cost every other command ~20 MiB.
-      const { seedSample, startDaemon } = await import('../../daemon/index.js');
+      const { startDaemon } = await import('../../daemon/index.js');
       const root = resolveRoot(g);
       const authorityDir = g.authorityDir !== undefined ? resolve(g.authorityDir) : undefined;
       if (o.seedSample) {
-        ensurePrivateDir(root);
-        openRootOwners(root).close();
+        initRoot(root);
         const s = await seedSample(root, authorityDir !== undefined ? { authorityDir } : {});
         if (s.seeded && !g.json) process.stdout.write('seeded Goal "sample": three Todos worked by the scripted agent examples/agents/goal-worker.json\n');
       }

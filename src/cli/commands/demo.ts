@@ -8,8 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { writeFileDurable } from '../../core/index.js';
-import { parseAgentDefinition } from '../../engine/index.js';
-import { decodeEnvelope } from '../../snapshot/index.js';
+import { decodeEnvelope, parseAgentDefinition } from '../../runtime/index.js';
 import { emit, resolveRoot, withEngine, type GlobalOptions } from '../context.js';
 import { snapshotToJson } from './snapshot-json.js';
 

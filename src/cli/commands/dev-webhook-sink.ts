@@ -1,6 +1,6 @@
 /** `loopx dev webhook-sink --port P` — a loopback stand-in for an external system (tests, demos). */
 import type { Command } from 'commander';
-import { startWebhookSink } from '../../dev/index.js';
+import { startWebhookSink } from '../../runtime/index.js';
 import { emit, type GlobalOptions } from '../context.js';
 import { parseCount } from '../parse.js';
 import { onStopSignal } from '../signals.js';

@@ -1,6 +1,6 @@
 /** `loopx run import <file> [--agent <file>]` — take a signed snapshot into this root. */
 import type { Command } from 'commander';
-import { loadAgentFile } from '../../engine/index.js';
+import { loadAgentFile } from '../../runtime/index.js';
 import { emit, withEngine, type GlobalOptions } from '../context.js';
 import { readSnapshotFile } from './snapshot-file.js';
 import { printRun } from './run-view.js';

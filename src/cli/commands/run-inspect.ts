@@ -6,7 +6,7 @@
  */
 import type { Command } from 'commander';
 import { toHex } from '../../core/index.js';
-import { claimInvalid, decodeEnvelope } from '../../snapshot/index.js';
+import { claimInvalid, decodeEnvelope } from '../../runtime/index.js';
 import { emit, withClaimChecker, type GlobalOptions } from '../context.js';
 import { snapshotToJson } from './snapshot-json.js';
 import { readSnapshotFile } from './snapshot-file.js';

@@ -1,7 +1,7 @@
 /** `loopx run resolve <id> <call-id> (--committed RESULT | --absent | --abandon)` */
 import type { Command } from 'commander';
 import { usageError } from '../../core/index.js';
-import type { Resolution } from '../../engine/index.js';
+import type { Resolution } from '../../runtime/index.js';
 import { emit, withEngine, type GlobalOptions } from '../context.js';
 import { printRun, runSummary } from './run-view.js';
 

@@ -1,6 +1,6 @@
 /** `loopx run start --agent <file> [--input TEXT] [--suspend-after-turns N]` */
 import type { Command } from 'commander';
-import { loadAgentFile } from '../../engine/index.js';
+import { loadAgentFile } from '../../runtime/index.js';
 import { emit, withEngine, type GlobalOptions } from '../context.js';
 import { parseCount } from '../parse.js';
 import { printRun, runSummary } from './run-view.js';

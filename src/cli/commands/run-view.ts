@@ -1,5 +1,5 @@
 /** Human rendering of a run, shared by the run commands. */
-import type { RunView } from '../../engine/index.js';
+import type { RunView } from '../../runtime/index.js';
 import type { Output } from '../context.js';
 
 export function printRun(v: RunView, out: Output): void {
@@ -17,4 +17,4 @@ export function printRun(v: RunView, out: Output): void {
 }
 
 /** The short JSON shape of `run start` / `run resume` and friends (shared with the daemon). */
-export { runSummary } from '../../engine/index.js';
+export { runSummary } from '../../runtime/index.js';

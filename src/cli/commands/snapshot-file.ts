@@ -2,7 +2,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { destinationOccupied, LoopxError, notFound, rejected } from '../../core/index.js';
-import { ENVELOPE_MAX_BYTES, envelopeOversized } from '../../snapshot/index.js';
+import { ENVELOPE_MAX_BYTES, envelopeOversized } from '../../runtime/index.js';
 
 export function readSnapshotFile(file: string): Uint8Array {
   let size: number;

@@ -1,5 +1,5 @@
 /** The JSON rendering of a decoded snapshot (`loopx run inspect --json`); see docs/cli-json.md. */
-import type { RunSnapshotState } from '../../snapshot/index.js';
+import type { RunSnapshotState } from '../../runtime/index.js';
 
 export const snapshotToJson = (s: RunSnapshotState) => ({
   run_id: s.runId,

@@ -1,7 +1,7 @@
 /** `loopx work run --goal G --agent A [--turns N] [--sink URL]` — a Goal work run. */
 import type { Command } from 'commander';
 import { rejected } from '../../core/index.js';
-import { GOAL_WORK_TOOL_PLAN, loadAgentFile, runGoalWork } from '../../engine/index.js';
+import { GOAL_WORK_TOOL_PLAN, loadAgentFile, runGoalWork } from '../../runtime/index.js';
 import { emit, existingRoot, withEngine, type GlobalOptions } from '../context.js';
 import { parsePositive } from '../parse.js';
 import { printRun, runSummary } from './run-view.js';

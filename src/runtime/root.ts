@@ -8,11 +8,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensurePrivateDir, refuseRecoveryWorkspaceRoot } from '../core/index.js';
-import { LAYOUT, assertRuntimeRoot, goal as goalOwner, work as workOwner } from '../owners/index.js';
+import { builtinApplication, openEngine, openReadOnlyEngine, type Engine } from '../engine/index.js';
+import { LAYOUT, assertRuntimeRoot, openRootOwners, type RootOwners } from '../owners/index.js';
 import { openRunAuthority, type LocalRunAuthority } from '../run-authority/index.js';
-import { builtinApplication } from './builtin.js';
-import { openEngine, type Engine } from './engine.js';
-import { openRootOwners, type RootOwners } from './goal-work.js';
 
 export interface RootAccess {
   /** The runtime root (absolute). */
@@ -35,8 +33,8 @@ export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => P
   refuseRecoveryWorkspaceRoot(a.root);
   if (options.readOnly) {
     const engine = existsSync(join(a.root, LAYOUT.engineDb))
-      ? openEngine({ root: a.root, application: builtinApplication(a.root) })
-      : openEngine({ application: builtinApplication(a.root) });
+      ? openReadOnlyEngine({ root: a.root, application: builtinApplication(a.root) })
+      : openReadOnlyEngine({ application: builtinApplication(a.root) });
     try {
       return await fn(engine);
     } finally {
@@ -86,17 +84,12 @@ export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) =
   }
 }
 
-/** A Goal with its Todo counts, history length and handoff mode (`loopx goal show`, `GET /api/goals/:id`). */
-export function goalDetail(owners: RootOwners, root: string, goalId: string, options: { todos?: boolean } = {}) {
-  const record = owners.goals.get(goalId);
-  if (!record) throw goalOwner.goalNotFound(goalId);
-  const work = workOwner.openGoalWork({ root, goal_id: goalId });
-  try {
-    const todos = work.listTodos();
-    const counts: Record<string, number> = { open: 0, done: 0, blocked: 0, deferred: 0 };
-    for (const t of todos) counts[t.status] = (counts[t.status] ?? 0) + 1;
-    return { record, counts, committed_transactions: work.transactionCount(), handoff_mode: work.view().handoff_mode, ...(options.todos ? { todos } : {}) };
-  } finally {
-    work.close();
-  }
+/**
+ * Create the runtime root (0700) and its owners' stores, or check an existing one; idempotent
+ * (`loopx init`, `loopx daemon`). It binds nothing to the run authority.
+ */
+export function initRoot(root: string): void {
+  refuseRecoveryWorkspaceRoot(root);
+  ensurePrivateDir(root);
+  openRootOwners(root).close();
 }

@@ -7,8 +7,10 @@
 import { join } from 'node:path';
 import { ensurePrivateDir, PACKAGE_ROOT } from '../core/index.js';
 import { startWebhookSink } from '../dev/index.js';
-import { loadAgentFile, openRootOwners, runGoalWork, withRootEngine } from '../engine/index.js';
-import { work as workOwner } from '../owners/index.js';
+import { loadAgentFile } from '../engine/index.js';
+import { openRootOwners, work as workOwner } from '../owners/index.js';
+import { runGoalWork } from './goal-work.js';
+import { withRootEngine } from './root.js';
 
 export async function seedSample(root: string, options: { authorityDir?: string } = {}): Promise<{ seeded: boolean }> {
   ensurePrivateDir(root);

@@ -16,7 +16,7 @@ import { notFound } from '../core/index.js';
 import { operatorPath } from '../core/index.js';
 import { LAYOUT, MACHINE, OWNERS, goalScope } from '../owners/index.js';
 import { showAudit, WORKSPACE_DIR } from '../recovery/index.js';
-import { readHistoricalRuns, type HistoricalRun } from './run-store/historical.js';
+import { readHistoricalRuns, type HistoricalRun } from '../engine/index.js';
 
 /** The archive's name for the root inside the workspace (backup/paths.ts ARCHIVE_ROOT). */
 const RUNTIME_ROOT = 'runtime-root';

@@ -1,14 +1,12 @@
 /**
- * Goal work runs: an engine run bound to one Goal through an agent session, whose tools act on
- * the Goal's owners and nothing else.
+ * The `loopx.goal-work.v1` tool plan: the tools of a Goal work run, whose calls act on the Goal's
+ * owners and nothing else. The orchestration that admits a run to a Goal (session, fence, hard
+ * leases) is the runtime's (src/runtime/goal-work.ts); this file is what a run may call.
  *
- * - `loopx work run` opens a session on the (active) Goal, engages the Goal work store's writer
- *   fence for that session, switches the Goal to hard leases, binds a fresh run id to the session
- *   and starts an ordinary engine run — which then suspends, exports and resumes like any other.
- * - The `loopx.goal-work.v1` tool plan is static; each call finds its context from the run id:
- *   the session bound to the run in this root, its fence token (read back from the work owner's
- *   receipt) and its execution generation. A run with no session here (e.g. imported from another
- *   root) gets a `goal_work_unbound` error result: it never acts on a Goal it was not admitted to.
+ * - The plan is static; each call finds its context from the run id: the session bound to the run
+ *   in this root, its fence token (read back from the work owner's receipt) and its execution
+ *   generation. A run with no session here (e.g. imported from another root) gets a
+ *   `goal_work_unbound` error result: it never acts on a Goal it was not admitted to.
  * - Both mutating tools describe their effect to the engine, which journals it in the effect owner
  *   under the call's operation id (intent before dispatch, outcome after — src/engine/mutations.ts),
  *   scoped to the Goal. A refusal before acting is a typed error (the engine settles it rejected);
@@ -20,20 +18,10 @@
  *
  * It never writes an owner's files itself.
  */
-import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { internal, rejected } from '../core/index.js';
 import { LOOPX_VERSION } from '../core/index.js';
-import { config as configOwner } from '../owners/index.js';
-import { effect as effectOwner } from '../owners/index.js';
-import { goal as goalOwner } from '../owners/index.js';
-import { LAYOUT } from '../owners/index.js';
-import { registry as registryOwner } from '../owners/index.js';
-import { session as sessionOwner } from '../owners/index.js';
-import { work as workOwner } from '../owners/index.js';
+import { effect as effectOwner, openRootOwners, work as workOwner, type RootOwners } from '../owners/index.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
-import type { AgentDefinition } from './agent.js';
-import type { Engine, RunView } from './engine.js';
 import { sourceIdentityOf } from './identity.js';
 import { effectOutput, type EffectIntent, type JsonValue, type Tool, type ToolContext, type ToolPlan } from './tools.js';
 
@@ -51,42 +39,8 @@ const identity = (name: string): ComponentIdentity => ({
   sourceSha256: (cachedSource ??= sourceIdentityOf(import.meta.url)),
 });
 
-const fenceOperation = (sessionId: string) => `session:${sessionId}:fence`;
-
-export interface RootOwners {
-  readonly registry: registryOwner.Registry;
-  readonly config: configOwner.ConfigStore;
-  readonly goals: goalOwner.GoalStore;
-  readonly sessions: sessionOwner.SessionStore;
-  readonly effects: effectOwner.EffectJournal;
-  close(): void;
-}
-
-/** The file-backed owners of a runtime root (a Goal's work store is opened per Goal). */
-export function openRootOwners(root: string): RootOwners {
-  const registry = registryOwner.openFileRegistry(root);
-  const config = configOwner.openFileConfigStore(root);
-  const goals = goalOwner.openFileGoalStore(root, { registry });
-  const sessions = sessionOwner.openSqliteSessionStore(join(root, LAYOUT.sessionsDb));
-  let effects: effectOwner.EffectJournal;
-  try {
-    effects = effectOwner.openSqliteEffectJournal(join(root, LAYOUT.effectsDb));
-  } catch (e) {
-    sessions.close();
-    throw e;
-  }
-  return {
-    registry,
-    config,
-    goals,
-    sessions,
-    effects,
-    close() {
-      sessions.close();
-      effects.close();
-    },
-  };
-}
+/** The work owner operation that engages a session's writer fence; its receipt holds the fence. */
+export const goalWorkFenceOperation = (sessionId: string) => `session:${sessionId}:fence`;
 
 interface CallContext {
   readonly goalId: string;
@@ -109,7 +63,7 @@ async function withCallContext<T>(root: string, ctx: ToolContext, fn: (c: CallCo
     }
     const work = workOwner.openGoalWork({ root, goal_id: session.goal_id });
     try {
-      const fence = work.readReceipt(fenceOperation(session.session_id))?.receipt.fence;
+      const fence = work.readReceipt(goalWorkFenceOperation(session.session_id))?.receipt.fence;
       if (!fence) throw rejected('goal_work_unfenced', 'The session holds no writer fence on the Goal work store.', { nextAction: 'start Goal work with loopx work run' });
       return await fn({
         goalId: session.goal_id,
@@ -242,73 +196,4 @@ export function goalWorkToolPlan(root: string): ToolPlan {
     },
   ];
   return { id: GOAL_WORK_TOOL_PLAN, tools };
-}
-
-export interface GoalWorkRunOptions {
-  readonly root: string;
-  readonly goalId: string;
-  readonly agent: AgentDefinition;
-  readonly turns?: number;
-  readonly webhookUrl?: string;
-  readonly input?: string;
-  /** The engine of the root (the CLI's has the run authority). */
-  readonly engine: Engine;
-}
-
-export interface GoalWorkRunResult {
-  readonly run: RunView;
-  readonly goal: { readonly goal_id: string; readonly goal_instance_id: string };
-  readonly session: { readonly session_id: string; readonly session_generation: number; readonly execution_generation: number };
-}
-
-/**
- * `loopx work run`: open a session on the active Goal, fence the Goal's work store for it,
- * switch the Goal to hard leases, bind a fresh run to the session and drive it.
- */
-export async function runGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunResult> {
-  // The root's identity first: a byte copy of a root (root_is_copy) opens no session, fence or lease.
-  if (options.engine.authority) void options.engine.rootId;
-  const owners = openRootOwners(options.root);
-  let bound: sessionOwner.Session;
-  let ref: { goal_id: string; goal_instance_id: string };
-  let title: string;
-  const runId = `run_${randomBytes(10).toString('hex')}`;
-  try {
-    const goal = owners.goals.get(options.goalId);
-    if (!goal) throw goalOwner.goalNotFound(options.goalId);
-    if (goal.lifecycle !== 'active') {
-      throw rejected('goal_not_active', `Goal ${options.goalId} is ${goal.lifecycle}; only an active Goal takes work.`, { nextAction: `resume it: loopx goal resume ${options.goalId}` });
-    }
-    ref = { goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id };
-    title = goal.title;
-    if (options.webhookUrl !== undefined) {
-      const current = owners.config.read();
-      owners.config.apply({
-        expectedRevision: current.revision,
-        transactionId: `effects-${randomBytes(8).toString('hex')}`,
-        changes: { [EFFECTS_NAMESPACE]: { schema_version: 'loopx_effects_config_v0', webhook_url: options.webhookUrl } },
-      });
-    }
-    const work = workOwner.openGoalWork({ root: options.root, goal_id: goal.goal_id });
-    try {
-      const session = await owners.sessions.openSession(ref);
-      const fence = work.engageFence({ operation_id: fenceOperation(session.session_id) }).receipt.fence!;
-      if (work.view().handoff_mode !== 'hard_lease') {
-        work.setHandoffMode({ operation_id: `session:${session.session_id}:hard-lease`, fence, handoff_mode: 'hard_lease' });
-      }
-      // Bound before the first turn runs, so every call of the run finds its session.
-      bound = await owners.sessions.bindRun(session.session_id, runId, session.execution_generation);
-    } finally {
-      work.close();
-    }
-  } finally {
-    owners.close();
-  }
-  const input = options.input ?? `Work on Goal ${ref.goal_id}: ${title}. Use todo.list to see the open Todos.`;
-  const run = await options.engine.start(options.agent, { input, runId, ...(options.turns !== undefined ? { suspendAfterTurns: options.turns } : {}) });
-  return {
-    run,
-    goal: ref,
-    session: { session_id: bound.session_id, session_generation: bound.session_generation, execution_generation: bound.execution_generation },
-  };
 }

@@ -1,0 +1,86 @@
+/**
+ * Goals and their work for the CLI and the daemon: creating a Goal with its documents, moving it
+ * through its lifecycle, listing and showing it with its Todo counts, and opening one Goal's work.
+ * Every change goes through the goal and work owners' APIs; an unknown Goal is the goal owner's
+ * `goal_not_found` (one code, one next action, wherever it is asked).
+ */
+import { goal as goalOwner, work as workOwner, type RootOwners } from '../owners/index.js';
+import { withRootOwners } from './root.js';
+
+/** The public shape of a Goal (`loopx goal … --json`). */
+export const goalView = (g: goalOwner.GoalRecord) => ({
+  goal_id: g.goal_id,
+  goal_instance_id: g.goal_instance_id,
+  title: g.title,
+  lifecycle: g.lifecycle,
+  docs: g.docs.map((d) => ({ name: d.name, sha256: d.sha256, bytes: d.bytes })),
+});
+
+export interface GoalDocInput {
+  readonly name: string;
+  readonly content: string;
+}
+
+/**
+ * A new Goal (a fresh lifetime) with its documents and an empty work store. Every document name
+ * is checked before anything is created, so a bad one leaves no half-made Goal.
+ */
+export async function createGoal(root: string, goalId: string, title: string, docs: readonly GoalDocInput[] = []): Promise<goalOwner.GoalRecord> {
+  for (const d of docs) goalOwner.assertDocName(d.name);
+  return withRootOwners(root, (owners) => {
+    const created = owners.goals.create(goalId, title);
+    for (const d of docs) owners.goals.addDoc(goalId, d.name, d.content);
+    workOwner.openGoalWork({ root, goal_id: goalId }).close();
+    return owners.goals.get(goalId) ?? created;
+  });
+}
+
+export type GoalTransition = 'pause' | 'resume' | 'retire';
+
+/** Where each transition starts from; retiring ends a Goal's lifetime from whichever state it is in. */
+const TRANSITION_FROM: Record<GoalTransition, goalOwner.GoalLifecycle | null> = { pause: 'active', resume: 'paused', retire: null };
+
+/** Pause, resume or retire a Goal, conditional on the lifecycle it was read in. */
+export function transitionGoal(root: string, goalId: string, transition: GoalTransition): Promise<goalOwner.GoalRecord> {
+  return withRootOwners(root, (owners) => {
+    const current = owners.goals.get(goalId);
+    if (!current) throw goalOwner.goalNotFound(goalId);
+    const ref = { goal_id: current.goal_id, goal_instance_id: current.goal_instance_id };
+    const expected = TRANSITION_FROM[transition] ?? current.lifecycle;
+    if (transition === 'pause') return owners.goals.pause(ref, expected);
+    if (transition === 'resume') return owners.goals.resume(ref, expected);
+    return owners.goals.retire(ref, expected);
+  });
+}
+
+export const listGoals = (root: string): Promise<goalOwner.GoalRecord[]> => withRootOwners(root, (owners) => owners.goals.list());
+
+/** A Goal with its Todo counts, history length and handoff mode (`loopx goal show`, `GET /api/goals/:id`). */
+export function goalDetail(owners: RootOwners, root: string, goalId: string, options: { todos?: boolean } = {}) {
+  const record = owners.goals.get(goalId);
+  if (!record) throw goalOwner.goalNotFound(goalId);
+  const work = workOwner.openGoalWork({ root, goal_id: goalId });
+  try {
+    const todos = work.listTodos();
+    const counts: Record<string, number> = { open: 0, done: 0, blocked: 0, deferred: 0 };
+    for (const t of todos) counts[t.status] = (counts[t.status] ?? 0) + 1;
+    return { record, counts, committed_transactions: work.transactionCount(), handoff_mode: work.view().handoff_mode, ...(options.todos ? { todos } : {}) };
+  } finally {
+    work.close();
+  }
+}
+
+export const showGoal = (root: string, goalId: string, options: { todos?: boolean } = {}) => withRootOwners(root, (owners) => goalDetail(owners, root, goalId, options));
+
+/** One existing Goal's work owner for `fn`, closed after; `goal_not_found` for an unknown Goal. */
+export async function withGoalWork<T>(root: string, goalId: string, fn: (work: workOwner.WorkOwner) => Promise<T> | T): Promise<T> {
+  return withRootOwners(root, async (owners) => {
+    if (!owners.goals.get(goalId)) throw goalOwner.goalNotFound(goalId);
+    const work = workOwner.openGoalWork({ root, goal_id: goalId });
+    try {
+      return await fn(work);
+    } finally {
+      work.close();
+    }
+  });
+}

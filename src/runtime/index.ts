@@ -1,0 +1,35 @@
+/**
+ * Public API of the runtime: the one layer the CLI and the daemon call. It composes what is below
+ * it — opening a root's owners and engine for one operation, Goal-work orchestration, Goals and
+ * Todos with their lease discipline, reading a recovery workspace back, the sample root — and
+ * passes through, by name, the parts of the layers below that the CLI and daemon use as they are
+ * (backup, verification, snapshots, the run authority, agent definitions). Nothing else of those
+ * layers is reachable from cli/ or daemon/ (the map lint, eslint.config.js).
+ */
+export { withAuthority, withRootEngine, withRootOwners, withVerifyingEngine, initRoot, type RootAccess } from './root.js';
+export { runGoalWork, type GoalWorkRunOptions, type GoalWorkRunResult } from './goal-work.js';
+export { createGoal, goalDetail, goalView, listGoals, showGoal, transitionGoal, withGoalWork, type GoalDocInput, type GoalTransition } from './goals.js';
+export { addTodo, listTodos, operatorOperationId, TODO_STATUSES, todoView, updateTodo, type AddTodoInput, type UpdateTodoInput } from './todos.js';
+export { listWorkspace, showWorkspaceGoal, type WorkspaceListing, type WorkspaceGoalDetail } from './workspace.js';
+export { seedSample } from './sample.js';
+
+// Passed through as they are.
+export { GOAL_WORK_TOOL_PLAN, loadAgentFile, parseAgentDefinition, runSummary, type Engine, type Resolution, type RunView } from '../engine/index.js';
+export { assertRuntimeRoot, LAYOUT, ownerDescriptions, type RootOwners } from '../owners/index.js';
+export { defaultAuthorityDir, recordNextAction, ROOT_IS_COPY, type LocalRunAuthority } from '../run-authority/index.js';
+export { claimInvalid, decodeEnvelope, ENVELOPE_MAX_BYTES, envelopeOversized, type RunSnapshotState } from '../snapshot/index.js';
+export { BACKUP_ID, CAPTURE_FACTS, create as createBackup, describePlan, plan as planBackup, type BackupProgress, type BackupResult, type PlanSummary } from '../backup/index.js';
+export {
+  executeVerify,
+  executeVerifyIsolated,
+  planVerify,
+  publicSummary,
+  RECOVERY_LIMITS,
+  showAudit,
+  verifyFailed,
+  type PublicAuditSummary,
+  type RecoveryAudit,
+  type VerifyPlan,
+  type VerifyProgress,
+} from '../recovery/index.js';
+export { startWebhookSink } from '../dev/index.js';

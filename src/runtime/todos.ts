@@ -1,0 +1,79 @@
+/**
+ * A Goal's Todos for an operator (`loopx todo add|list|update`): canonical work through the work
+ * owner, with the lease discipline the Goal's handoff mode asks for.
+ *
+ * - In `hard_lease` mode (a Goal worked by sessions) an operator's update takes the Todo's lease
+ *   first — refused while a session holds it — updates under it, and releases it again.
+ * - Every change carries an operation id. Repeating it replays the original receipt, with the
+ *   lease proof the first request was made under; a different request under the same id is
+ *   refused by the work owner. Nothing is applied twice.
+ */
+import { randomBytes } from 'node:crypto';
+import { work as workOwner } from '../owners/index.js';
+import { withGoalWork } from './goals.js';
+
+export const TODO_STATUSES: readonly workOwner.TodoStatus[] = ['open', 'done', 'blocked', 'deferred'];
+
+/** How long an operator's lease lives if the process dies between taking and releasing it. */
+const OPERATOR_LEASE_TTL_MS = 60_000;
+
+/** The public shape of a Todo (`loopx todo … --json`). */
+export const todoView = (t: workOwner.Todo) => ({
+  todo_id: t.todo_id,
+  title: t.title,
+  status: t.status,
+  note: t.note,
+  todo_revision: t.todo_revision,
+  lease_owner: t.lease?.status === 'active' ? t.lease.owner : null,
+});
+
+/** A fresh operation id for an operator's change that named none. */
+export const operatorOperationId = (prefix: string): string => `${prefix}:${randomBytes(8).toString('hex')}`;
+
+export interface AddTodoInput {
+  readonly operation_id: string;
+  readonly title: string;
+  readonly todo_id?: string;
+  readonly text?: string;
+}
+
+export const addTodo = (root: string, goalId: string, input: AddTodoInput) => withGoalWork(root, goalId, (work) => work.addTodo(input));
+
+export const listTodos = (root: string, goalId: string) => withGoalWork(root, goalId, (work) => work.listTodos());
+
+export interface UpdateTodoInput {
+  readonly operation_id: string;
+  readonly todo_id: string;
+  readonly status?: workOwner.TodoStatus;
+  readonly note?: string;
+  /** Who takes the Todo's lease in hard-lease mode, e.g. `operator:cli`. */
+  readonly lease_owner: string;
+}
+
+/** Change a Todo's status and/or note as an operator (see the header for leases and repeats). */
+export function updateTodo(root: string, goalId: string, input: UpdateTodoInput) {
+  const { operation_id: op, todo_id: todoId } = input;
+  const changes = { ...(input.status !== undefined ? { status: input.status } : {}), ...(input.note !== undefined ? { note: input.note } : {}) };
+  return withGoalWork(root, goalId, (work) => {
+    if (work.readReceipt(op)) {
+      const proof = work.readReceipt(`${op}:lease`)?.receipt.lease;
+      return work.updateTodo({ operation_id: op, todo_id: todoId, ...changes, ...(proof ? { lease: { owner: proof.owner, execution_key: proof.execution_key, lease_epoch: proof.lease_epoch } } : {}) });
+    }
+    if (work.view().handoff_mode !== 'hard_lease') return work.updateTodo({ operation_id: op, todo_id: todoId, ...changes });
+    const current = work.leaseStatus(todoId);
+    const lease = work.acquireLease({
+      operation_id: `${op}:lease`,
+      todo_id: todoId,
+      owner: input.lease_owner,
+      execution_key: op,
+      ttl_ms: OPERATOR_LEASE_TTL_MS,
+      expected_version: current.lease?.version ?? 0,
+    }).receipt.lease!;
+    const updated = work.updateTodo({ operation_id: op, todo_id: todoId, ...changes, lease: { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch } });
+    const after = work.leaseStatus(todoId);
+    if (after.lease?.status === 'active') {
+      work.releaseLease({ operation_id: `${op}:release`, todo_id: todoId, owner: lease.owner, execution_key: lease.execution_key, lease_epoch: after.lease.lease_epoch, expected_version: after.lease.version });
+    }
+    return updated;
+  });
+}
