@@ -1,7 +1,7 @@
 /**
  * `loopx backup-state workspace ls D` and `loopx backup-state workspace show D --goal G`: read a
  * recovery workspace back without changing it — its Goals, Todos, committed history, sessions,
- * runs and effects, through the owners' historical readers (src/engine/workspace.ts). The
+ * runs and effects, through the owners' historical readers (src/runtime/workspace.ts). The
  * destination's audit is re-checked first. Nothing here opens the workspace as a root, and
  * nothing read here grants execution.
  */
