@@ -1,0 +1,74 @@
+/**
+ * The runtime's Todo operations, called in-process as the CLI and daemon call them: an operator's
+ * update in hard-lease mode takes the Todo's lease, updates under it and releases it; it is
+ * refused while a session holds the lease; an operation id applies once and replays its receipt;
+ * another request under the same id is refused and changes nothing.
+ */
+import { describe, expect, it } from 'vitest';
+import { addTodo, createGoal, initRoot, listTodos, todoView, updateTodo, withGoalWork } from '../../src/runtime/index.js';
+import { tempRoot } from '../support/cli.js';
+
+async function hardLeaseGoal(): Promise<string> {
+  const root = tempRoot('loopx-runtime-todos-');
+  initRoot(root);
+  await createGoal(root, 'g1', 'Ship it');
+  await addTodo(root, 'g1', { operation_id: 'add-1', todo_id: 't1', title: 'Draft' });
+  await addTodo(root, 'g1', { operation_id: 'add-2', todo_id: 't2', title: 'Review' });
+  await withGoalWork(root, 'g1', async (work) => {
+    const fence = (await work.engageFence({ operation_id: 'session:s1:fence' })).receipt.fence!;
+    await work.setHandoffMode({ operation_id: 'session:s1:hard-lease', fence, handoff_mode: 'hard_lease' });
+    const status = await work.leaseStatus('t1');
+    await work.acquireLease({ operation_id: 'session:s1:lease', fence, todo_id: 't1', owner: 'session:s1', execution_key: 'exec:s1:1', ttl_ms: 600_000, expected_version: status.lease?.version ?? 0 });
+  });
+  return root;
+}
+
+const leaseOwnerOf = async (root: string, todoId: string) => (await listTodos(root, 'g1')).map(todoView).find((t) => t.todo_id === todoId)!.lease_owner;
+
+describe('runtime Todo updates', () => {
+  it('an update without hard leases applies once and replays under its operation id', async () => {
+    const root = tempRoot('loopx-runtime-todos-');
+    initRoot(root);
+    await createGoal(root, 'g1', 'Ship it');
+    await addTodo(root, 'g1', { operation_id: 'add-1', todo_id: 't1', title: 'Draft' });
+    const first = await updateTodo(root, 'g1', { operation_id: 'op-1', todo_id: 't1', status: 'done', lease_owner: 'operator:test' });
+    const again = await updateTodo(root, 'g1', { operation_id: 'op-1', todo_id: 't1', status: 'done', lease_owner: 'operator:test' });
+    expect([first.result, again.result]).toEqual(['applied', 'already_applied']);
+    expect(again.receipt).toEqual(first.receipt);
+    expect(await leaseOwnerOf(root, 't1')).toBeNull();
+  });
+
+  it('in hard-lease mode the operator takes, uses and releases the lease; a repeat replays with its lease proof', async () => {
+    const root = await hardLeaseGoal();
+    const first = await updateTodo(root, 'g1', { operation_id: 'op-2', todo_id: 't2', note: 'looked at it', lease_owner: 'operator:test' });
+    expect(first.result).toBe('applied');
+    expect(first.receipt.todo!.note).toBe('looked at it');
+    expect(await leaseOwnerOf(root, 't2')).toBeNull(); // released again
+    const again = await updateTodo(root, 'g1', { operation_id: 'op-2', todo_id: 't2', note: 'looked at it', lease_owner: 'operator:test' });
+    expect(again.result).toBe('already_applied');
+    expect(again.receipt).toEqual(first.receipt);
+  });
+
+  it('is refused while a session holds the lease, and changes nothing', async () => {
+    const root = await hardLeaseGoal();
+    const before = await listTodos(root, 'g1');
+    await expect(updateTodo(root, 'g1', { operation_id: 'op-3', todo_id: 't1', status: 'done', lease_owner: 'operator:test' })).rejects.toMatchObject({ code: 'lease_held' });
+    expect(await listTodos(root, 'g1')).toEqual(before);
+    expect(await leaseOwnerOf(root, 't1')).toBe('session:s1');
+  });
+
+  it('another request under a used operation id is refused and changes nothing', async () => {
+    const root = await hardLeaseGoal();
+    await updateTodo(root, 'g1', { operation_id: 'op-4', todo_id: 't2', status: 'done', lease_owner: 'operator:test' });
+    const before = await listTodos(root, 'g1');
+    await expect(updateTodo(root, 'g1', { operation_id: 'op-4', todo_id: 't2', status: 'blocked', lease_owner: 'operator:test' })).rejects.toMatchObject({ code: 'operation_identity_mismatch' });
+    expect(await listTodos(root, 'g1')).toEqual(before);
+  });
+
+  it('an unknown Goal is goal_not_found and a missing root root_not_found', async () => {
+    const root = tempRoot('loopx-runtime-todos-');
+    initRoot(root);
+    await expect(listTodos(root, 'nope')).rejects.toMatchObject({ code: 'goal_not_found' });
+    await expect(listTodos(`${root}/missing`, 'g1')).rejects.toMatchObject({ code: 'root_not_found' });
+  });
+});
