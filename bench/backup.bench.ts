@@ -76,7 +76,7 @@ export interface BuildRootOptions {
 }
 
 /** Build the ~128 MiB root; returns its regular-file bytes. */
-export function buildRoot(root: string, options: BuildRootOptions = {}): number {
+export async function buildRoot(root: string, options: BuildRootOptions = {}): Promise<number> {
   mkdirSync(root, { recursive: true, mode: 0o700 });
   const next = rng(42);
   const goals = Array.from({ length: GOALS }, (_, i) => `goal-${i}`);
@@ -87,9 +87,9 @@ export function buildRoot(root: string, options: BuildRootOptions = {}): number 
   for (const g of goals) {
     goalStore.create(g, `Benchmark Goal ${g}`);
     if (options.work === 'loopx') {
-      const w = openGoalWork({ root, goal_id: g, synchronous: 'OFF' });
-      for (let i = 1; i <= 20; i++) w.addTodo({ operation_id: `add-${i}`, title: prose(next, 60) });
-      for (let i = 21; i <= COMMITS_PER_GOAL; i++) w.updateTodo({ operation_id: `note-${i}`, todo_id: `t${(i % 20) + 1}`, note: `step ${i}` });
+      const w = await openGoalWork({ root, goal_id: g, synchronous: 'OFF' });
+      for (let i = 1; i <= 20; i++) await w.addTodo({ operation_id: `add-${i}`, title: prose(next, 60) });
+      for (let i = 21; i <= COMMITS_PER_GOAL; i++) await w.updateTodo({ operation_id: `note-${i}`, todo_id: `t${(i % 20) + 1}`, note: `step ${i}` });
       w.close();
     } else {
       db(join(root, 'goals', g, 'work.db'), (d) => {
@@ -190,7 +190,7 @@ export async function run(): Promise<BenchFigure[]> {
   chmodSync(base, 0o700);
   try {
     const root = join(base, 'root');
-    const rootBytes = buildRoot(root);
+    const rootBytes = await buildRoot(root);
     const ours: Array<ChildReport & { wallSeconds: number }> = [];
     const baseline: number[] = [];
     // One warm-up of each (page cache), then alternating samples.

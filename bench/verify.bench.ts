@@ -202,14 +202,14 @@ export async function run(): Promise<BenchFigure[]> {
     // 1. Exactly the backup benchmark's root and archive (synthetic work.db files: the work owner
     //    does not recognize them, so the owner worker reads little).
     const same = join(base, 'root-backup-bench');
-    buildRoot(same);
+    await buildRoot(same);
     const first = await backUp(same, join(base, 'backups'), 'bench-verify-backup-bench-root');
     out.push(...figures("the backup benchmark's root (synthetic work.db)", first, sample(first, scratch)));
     rmSync(same, { recursive: true, force: true });
 
     // 2. The same builder with real loopx work stores at the 20,000-transaction maximum per Goal.
     const root = join(base, 'root');
-    buildRoot(root, { work: 'loopx' });
+    await buildRoot(root, { work: 'loopx' });
     const second = await backUp(root, join(base, 'backups'), 'bench-verify');
     out.push(...figures(`${GOALS} Goals × ${COMMITS_PER_GOAL.toLocaleString('en-US')} real work transactions`, second, sample(second, scratch)));
 

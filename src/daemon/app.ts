@@ -244,8 +244,8 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   // Goals and Todos: read only.
   app.get('/api/goals', async () => ({ goals: (await withRootOwners(root, (ow) => ow.goals.list())).map(goalView) }));
   app.get<{ Params: { id: string } }>('/api/goals/:id', async (req) =>
-    withRootOwners(root, (ow) => {
-      const d = goalDetail(ow, root, req.params.id, { todos: true });
+    withRootOwners(root, async (ow) => {
+      const d = await goalDetail(ow, root, req.params.id, { todos: true });
       return { ...goalView(d.record), counts: d.counts, committed_transactions: d.committed_transactions, handoff_mode: d.handoff_mode, todos: d.todos };
     }),
   );

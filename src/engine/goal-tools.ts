@@ -61,9 +61,9 @@ async function withCallContext<T>(root: string, ctx: ToolContext, fn: (c: CallCo
         nextAction: 'start Goal work with loopx work run',
       });
     }
-    const work = workOwner.openGoalWork({ root, goal_id: session.goal_id });
+    const work = await workOwner.openGoalWork({ root, goal_id: session.goal_id });
     try {
-      const fence = work.readReceipt(goalWorkFenceOperation(session.session_id))?.receipt.fence;
+      const fence = (await work.readReceipt(goalWorkFenceOperation(session.session_id)))?.receipt.fence;
       if (!fence) throw rejected('goal_work_unfenced', 'The session holds no writer fence on the Goal work store.', { nextAction: 'start Goal work with loopx work run' });
       return await fn({
         goalId: session.goal_id,
@@ -115,7 +115,7 @@ export function goalWorkToolPlan(root: string): ToolPlan {
         mutating: false,
       },
       identity: identity('todo.list'),
-      execute: (_args, ctx) => withCallContext(root, ctx, (c) => ({ todos: c.work.listTodos().map(todoView) }) as JsonValue),
+      execute: (_args, ctx) => withCallContext(root, ctx, async (c) => ({ todos: (await c.work.listTodos()).map(todoView) }) as JsonValue),
     },
     {
       definition: {
@@ -141,25 +141,27 @@ export function goalWorkToolPlan(root: string): ToolPlan {
           (c): EffectIntent => ({ goal_id: c.goalId, kind: 'work.todo_update', target: `work:${c.goalId}`, intent: { todo_id: args.todo_id as string, status: args.status ?? null, note: args.note ?? null } }),
         ),
       execute: (args, ctx) =>
-        withCallContext(root, ctx, (c) => {
+        withCallContext(root, ctx, async (c) => {
           const op = ctx.operationId;
           const todoId = args.todo_id as string;
           // A hard lease on the Todo for this session's execution, then the update under it. A
           // refusal of the work owner (a stale fence, a held lease) is typed: nothing was applied.
-          const current = c.work.leaseStatus(todoId);
+          const current = await c.work.leaseStatus(todoId);
           const held = current.lease && current.authorization === 'active' && current.lease.owner === c.leaseOwner && current.lease.execution_key === c.executionKey;
           const lease = held
             ? current.lease!
-            : c.work.acquireLease({
-                operation_id: `${op}:lease`,
-                fence: c.fence,
-                todo_id: todoId,
-                owner: c.leaseOwner,
-                execution_key: c.executionKey,
-                ttl_ms: LEASE_TTL_MS,
-                expected_version: current.lease?.version ?? 0,
-              }).receipt.lease!;
-          const result = c.work.updateTodo({
+            : (
+                await c.work.acquireLease({
+                  operation_id: `${op}:lease`,
+                  fence: c.fence,
+                  todo_id: todoId,
+                  owner: c.leaseOwner,
+                  execution_key: c.executionKey,
+                  ttl_ms: LEASE_TTL_MS,
+                  expected_version: current.lease?.version ?? 0,
+                })
+              ).receipt.lease!;
+          const result = await c.work.updateTodo({
             operation_id: op,
             fence: c.fence,
             todo_id: todoId,
@@ -167,7 +169,7 @@ export function goalWorkToolPlan(root: string): ToolPlan {
             ...(args.note !== undefined ? { note: args.note as string } : {}),
             lease: { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch },
           });
-          const output = { result: result.result, cursor: result.cursor, todo: todoView(c.work.getTodo(todoId)!) } as JsonValue;
+          const output = { result: result.result, cursor: result.cursor, todo: todoView((await c.work.getTodo(todoId))!) } as JsonValue;
           return effectOutput(output, { work_cursor: result.cursor, work_result: result.result });
         }),
     },

@@ -63,12 +63,12 @@ export async function runGoalWork(options: GoalWorkRunOptions): Promise<GoalWork
         changes: { [EFFECTS_NAMESPACE]: { schema_version: 'loopx_effects_config_v0', webhook_url: options.webhookUrl } },
       });
     }
-    const work = workOwner.openGoalWork({ root: options.root, goal_id: goal.goal_id });
+    const work = await workOwner.openGoalWork({ root: options.root, goal_id: goal.goal_id });
     try {
       const session = await owners.sessions.openSession(ref);
-      const fence = work.engageFence({ operation_id: goalWorkFenceOperation(session.session_id) }).receipt.fence!;
-      if (work.view().handoff_mode !== 'hard_lease') {
-        work.setHandoffMode({ operation_id: `session:${session.session_id}:hard-lease`, fence, handoff_mode: 'hard_lease' });
+      const fence = (await work.engageFence({ operation_id: goalWorkFenceOperation(session.session_id) })).receipt.fence!;
+      if ((await work.view()).handoff_mode !== 'hard_lease') {
+        await work.setHandoffMode({ operation_id: `session:${session.session_id}:hard-lease`, fence, handoff_mode: 'hard_lease' });
       }
       // Bound before the first turn runs, so every call of the run finds its session.
       bound = await owners.sessions.bindRun(session.session_id, runId, session.execution_generation);

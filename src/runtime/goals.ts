@@ -27,10 +27,10 @@ export interface GoalDocInput {
  */
 export async function createGoal(root: string, goalId: string, title: string, docs: readonly GoalDocInput[] = []): Promise<goalOwner.GoalRecord> {
   for (const d of docs) goalOwner.assertDocName(d.name);
-  return withRootOwners(root, (owners) => {
+  return withRootOwners(root, async (owners) => {
     const created = owners.goals.create(goalId, title);
     for (const d of docs) owners.goals.addDoc(goalId, d.name, d.content);
-    workOwner.openGoalWork({ root, goal_id: goalId }).close();
+    (await workOwner.openGoalWork({ root, goal_id: goalId })).close();
     return owners.goals.get(goalId) ?? created;
   });
 }
@@ -56,15 +56,16 @@ export function transitionGoal(root: string, goalId: string, transition: GoalTra
 export const listGoals = (root: string): Promise<goalOwner.GoalRecord[]> => withRootOwners(root, (owners) => owners.goals.list());
 
 /** A Goal with its Todo counts, history length and handoff mode (`loopx goal show`, `GET /api/goals/:id`). */
-export function goalDetail(owners: RootOwners, root: string, goalId: string, options: { todos?: boolean } = {}) {
+export async function goalDetail(owners: RootOwners, root: string, goalId: string, options: { todos?: boolean } = {}) {
   const record = owners.goals.get(goalId);
   if (!record) throw goalOwner.goalNotFound(goalId);
-  const work = workOwner.openGoalWork({ root, goal_id: goalId });
+  const work = await workOwner.openGoalWork({ root, goal_id: goalId });
   try {
-    const todos = work.listTodos();
+    const todos = await work.listTodos();
     const counts: Record<string, number> = { open: 0, done: 0, blocked: 0, deferred: 0 };
     for (const t of todos) counts[t.status] = (counts[t.status] ?? 0) + 1;
-    return { record, counts, committed_transactions: work.transactionCount(), handoff_mode: work.view().handoff_mode, ...(options.todos ? { todos } : {}) };
+    const view = await work.view();
+    return { record, counts, committed_transactions: view.cursor, handoff_mode: view.handoff_mode, ...(options.todos ? { todos } : {}) };
   } finally {
     work.close();
   }
@@ -76,7 +77,7 @@ export const showGoal = (root: string, goalId: string, options: { todos?: boolea
 export async function withGoalWork<T>(root: string, goalId: string, fn: (work: workOwner.WorkOwner) => Promise<T> | T): Promise<T> {
   return withRootOwners(root, async (owners) => {
     if (!owners.goals.get(goalId)) throw goalOwner.goalNotFound(goalId);
-    const work = workOwner.openGoalWork({ root, goal_id: goalId });
+    const work = await workOwner.openGoalWork({ root, goal_id: goalId });
     try {
       return await fn(work);
     } finally {

@@ -21,9 +21,10 @@ export async function seedSample(root: string, options: { authorityDir?: string 
   } finally {
     owners.close();
   }
-  const work = workOwner.openGoalWork({ root, goal_id: 'sample' });
+  const work = await workOwner.openGoalWork({ root, goal_id: 'sample' });
   try {
-    ['Draft the outline', 'Review with design', 'Publish the post'].forEach((title, i) => work.addTodo({ operation_id: `seed-${i}`, todo_id: `t${i + 1}`, title }));
+    const titles = ['Draft the outline', 'Review with design', 'Publish the post'];
+    for (const [i, title] of titles.entries()) await work.addTodo({ operation_id: `seed-${i}`, todo_id: `t${i + 1}`, title });
   } finally {
     work.close();
   }

@@ -19,10 +19,10 @@ function addGoals(root: string, count: number): void {
   for (let i = 0; i < count; i++) goals.create(`g${String(i).padStart(3, '0')}`, `Goal ${i}`, { projectId: PROJECT.project_id });
 }
 
-function setup() {
+async function setup() {
   const base = tempBase();
   const root = join(base, 'root');
-  makeRoot(root, { specials: false });
+  await makeRoot(root, { specials: false });
   return { root, out: join(base, 'out') };
 }
 
@@ -40,14 +40,14 @@ async function refusal(root: string, out: string, hooks: CreateHooks = {}) {
 
 describe('backup-state create enforces the §12 capacity bounds', () => {
   it('more than 20,000 committed transactions in one Goal refuses publication; exactly 20,000 is captured whole', async () => {
-    const { root, out } = setup();
-    createGoal(root, 'gamma');
-    commitWork(root, 'gamma', BACKUP_LIMITS.goalCommittedTransactions + 1);
+    const { root, out } = await setup();
+    await createGoal(root, 'gamma');
+    await commitWork(root, 'gamma', BACKUP_LIMITS.goalCommittedTransactions + 1);
     expect(await refusal(root, out)).toEqual({ code: 'backup_capacity_goal_history', kind: 'rejected', details: { limit: 20_000, observed: 20_001, subject: 'gamma' } });
 
-    const ok = setup();
-    createGoal(ok.root, 'gamma');
-    commitWork(ok.root, 'gamma', BACKUP_LIMITS.goalCommittedTransactions);
+    const ok = await setup();
+    await createGoal(ok.root, 'gamma');
+    await commitWork(ok.root, 'gamma', BACKUP_LIMITS.goalCommittedTransactions);
     const r = await create(plan(ok.root, { outputDir: ok.out, backupId: 'b' }));
     const snap = r.manifest_doc.execution.sqlite_snapshots.find((s) => s.source === 'goals/gamma/work.db')!;
     expect([snap.goal_id, snap.committed_transactions]).toEqual(['gamma', 20_000]);
@@ -60,38 +60,38 @@ describe('backup-state create enforces the §12 capacity bounds', () => {
   }, 60_000);
 
   it('a path deeper than 64 components refuses before anything is written', async () => {
-    const { root, out } = setup();
+    const { root, out } = await setup();
     // runtime-root + 64 directories = 65 components.
     mkdirSync(join(root, ...Array.from({ length: 64 }, (_, i) => `d${i}`)), { recursive: true });
     expect((await refusal(root, out)).code).toBe('backup_capacity_path_components');
   });
 
   it('an archive path longer than 1,024 characters refuses', async () => {
-    const { root, out } = setup();
+    const { root, out } = await setup();
     mkdirSync(join(root, ...Array.from({ length: 5 }, (_, i) => `${i}`.repeat(250))), { recursive: true });
     expect(await refusal(root, out)).toMatchObject({ code: 'backup_capacity_path_chars', details: { limit: 1024 } });
   });
 
   it('more than 128 Goals refuses', async () => {
-    const { root, out } = setup();
+    const { root, out } = await setup();
     addGoals(root, 127); // + alpha, beta, orphan
     expect(await refusal(root, out)).toMatchObject({ code: 'backup_capacity_goals', details: { limit: 128, observed: 130 } });
   });
 
   it('regular-file bytes over 512 MiB refuse — also when a file grew after planning (refused before it is copied; nothing is truncated)', async () => {
-    const big = setup();
+    const big = await setup();
     writeFileSync(join(big.root, 'sparse.bin'), '');
     truncateSync(join(big.root, 'sparse.bin'), BACKUP_LIMITS.regularFileBytes + 1);
     expect((await refusal(big.root, big.out)).code).toBe('backup_capacity_regular_file_bytes');
 
-    const grows = setup();
+    const grows = await setup();
     writeFileSync(join(grows.root, 'sparse.bin'), 'small when planned');
     const r = await refusal(grows.root, grows.out, { afterPlan: () => truncateSync(join(grows.root, 'sparse.bin'), BACKUP_LIMITS.regularFileBytes + 1) });
     expect(r.code).toBe('backup_capacity_regular_file_bytes');
   }, 60_000);
 
   it('a root just inside the bounds is captured with every member', async () => {
-    const { root, out } = setup();
+    const { root, out } = await setup();
     addGoals(root, 125); // 128 Goals
     const r = await create(plan(root, { outputDir: out, backupId: 'b' }));
     expect(r.manifest_doc.execution.member_count).toBe((await readArchive(join(out, 'b.tar.gz'))).length);

@@ -16,16 +16,16 @@ function loopx(args: string[], env: Record<string, string> = {}) {
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, json: () => JSON.parse(r.stdout) };
 }
 
-function setup() {
+async function setup() {
   const base = tempBase();
   const root = join(base, 'root');
-  makeRoot(root);
+  await makeRoot(root);
   return { base, root, out: join(base, 'out') };
 }
 
 describe('loopx backup-state', () => {
-  it('without --execute prints the plan and writes nothing', () => {
-    const { base, root, out } = setup();
+  it('without --execute prints the plan and writes nothing', async () => {
+    const { base, root, out } = await setup();
     const before = treeFingerprint(base);
     const human = loopx(['backup-state', '--root', root, '--output-dir', out, '--backup-id', 'b1']);
     expect(human.status, human.stderr).toBe(0);
@@ -40,8 +40,8 @@ describe('loopx backup-state', () => {
     for (const r of [human, json]) expect(r.stdout + r.stderr).not.toContain(base);
   });
 
-  it('--execute creates the pair and prints one JSON document', () => {
-    const { base, root, out } = setup();
+  it('--execute creates the pair and prints one JSON document', async () => {
+    const { base, root, out } = await setup();
     const r = loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1', '--include-automations', '--json']);
     expect(r.status, r.stderr).toBe(0);
     const doc = r.json();
@@ -59,8 +59,8 @@ describe('loopx backup-state', () => {
     expect(r.stderr).toBe(''); // no progress bar when stderr is not a terminal
   });
 
-  it('human output of --execute names files relative to the output directory', () => {
-    const { base, root, out } = setup();
+  it('human output of --execute names files relative to the output directory', async () => {
+    const { base, root, out } = await setup();
     const r = loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1']);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain('created backup b1 in the output directory:');
@@ -69,8 +69,8 @@ describe('loopx backup-state', () => {
     expect(r.stdout).not.toContain(base);
   });
 
-  it('an occupied destination exits 4 with backup_destination_occupied; a refusal exits 3; a bad id exits 2', () => {
-    const { base, root, out } = setup();
+  it('an occupied destination exits 4 with backup_destination_occupied; a refusal exits 3; a bad id exits 2', async () => {
+    const { base, root, out } = await setup();
     expect(loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1']).status).toBe(0);
     const again = loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1', '--json']);
     expect(again.status).toBe(4);
@@ -89,15 +89,15 @@ describe('loopx backup-state', () => {
     for (const r of [again, refused, bad]) expect(r.stdout + r.stderr).not.toContain(base);
   });
 
-  it('a missing root is refused with exit 3', () => {
-    const { base } = setup();
+  it('a missing root is refused with exit 3', async () => {
+    const { base } = await setup();
     const r = loopx(['backup-state', '--root', join(base, 'nowhere'), '--json']);
     expect(r.status).toBe(3);
     expect(r.json().error.code).toBe('backup_root_missing');
   });
 
-  it('draws a progress bar on stderr when it is a terminal (script(1) gives the command a pty)', () => {
-    const { root, out } = setup();
+  it('draws a progress bar on stderr when it is a terminal (script(1) gives the command a pty)', async () => {
+    const { root, out } = await setup();
     const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
     const cmd = [process.execPath, '--import', 'tsx', ENTRY, 'backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'tty'].map(quote).join(' ');
     const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
@@ -106,7 +106,7 @@ describe('loopx backup-state', () => {
     expect(r.stdout).toContain('created backup tty');
   });
 
-  it('answers --help', () => {
+  it('answers --help', async () => {
     const r = loopx(['backup-state', '--help']);
     expect(r.status).toBe(0);
     for (const flag of ['--output-dir', '--backup-id', '--include-automations', '--include-skills', '--execute', '--root', '--json']) expect(r.stdout).toContain(flag);

@@ -16,10 +16,10 @@ import { isLoopxError } from '../../src/core/errors.js';
 import { goalRef } from '../../src/owners/goal/index.js';
 import { addProject, applyMachineConfiguration, goalsOf, machineDoc, makeRoot, ORPHAN_TITLE, PROJECT, registryOf, tempBase } from './support/fixtures.js';
 
-function setup(options: { machine?: boolean } = {}) {
+async function setup(options: { machine?: boolean } = {}) {
   const base = tempBase();
   const root = join(base, 'root');
-  const fixture = makeRoot(root, { specials: false, ...options });
+  const fixture = await makeRoot(root, { specials: false, ...options });
   const out = join(base, 'out');
   return { base, root, out, fixture, registry: join(root, 'registry.json'), machine: join(root, 'machine/configuration.json') };
 }
@@ -38,7 +38,7 @@ async function refusal(root: string, out: string, hooks: CreateHooks): Promise<{
 
 describe('backup-state create refuses publication when an owner source moves', () => {
   it('A→B: the registry changes during capture', async () => {
-    const { root, out, registry } = setup();
+    const { root, out, registry } = await setup();
     const a = readFileSync(registry);
     const value = registryOf(root).read().value;
     const r = await refusal(root, out, {
@@ -53,7 +53,7 @@ describe('backup-state create refuses publication when an owner source moves', (
   });
 
   it('A→B→A: a change that is reverted before the end is still refused (copied bytes, not a re-read)', async () => {
-    const { root, out, registry } = setup();
+    const { root, out, registry } = await setup();
     const a = readFileSync(registry);
     const r = await refusal(root, out, {
       beforeCopy: (step) => {
@@ -69,7 +69,7 @@ describe('backup-state create refuses publication when an owner source moves', (
   });
 
   it('A→B on the machine configuration during capture', async () => {
-    const { root, out, machine } = setup();
+    const { root, out, machine } = await setup();
     const r = await refusal(root, out, {
       beforeCopy: (step) => {
         if (step.path === 'machine/configuration.json') applyMachineConfiguration(root, { goal_storage: null });
@@ -80,7 +80,7 @@ describe('backup-state create refuses publication when an owner source moves', (
   });
 
   it('appearance: a machine configuration read as absent appears during capture', async () => {
-    const { root, out } = setup({ machine: false });
+    const { root, out } = await setup({ machine: false });
     const r = await refusal(root, out, {
       beforeCopy: (step) => {
         if (step.kind === 'absence_witness' && step.path === 'machine/configuration.json') applyMachineConfiguration(root, machineDoc.namespaces);
@@ -90,13 +90,13 @@ describe('backup-state create refuses publication when an owner source moves', (
   });
 
   it('appearance after planning: a machine configuration created between plan and create', async () => {
-    const { root, out } = setup({ machine: false });
+    const { root, out } = await setup({ machine: false });
     const r = await refusal(root, out, { afterPlan: () => applyMachineConfiguration(root, machineDoc.namespaces) });
     expect(r.code).toBe('backup_source_appeared');
   });
 
   it('removal: the registry disappears during capture', async () => {
-    const { root, out, registry } = setup();
+    const { root, out, registry } = await setup();
     const r = await refusal(root, out, {
       beforeCopy: (step) => {
         if (step.path === 'registry.json') rmSync(registry);
@@ -106,13 +106,13 @@ describe('backup-state create refuses publication when an owner source moves', (
   });
 
   it('removal after planning: the machine configuration is deleted between plan and create', async () => {
-    const { root, out, machine } = setup();
+    const { root, out, machine } = await setup();
     const r = await refusal(root, out, { afterPlan: () => rmSync(machine) });
     expect(r.code).toBe('backup_source_removed');
   });
 
   it('discovery drift: a Goal route that changes hands after planning (a new lifetime of beta) refuses; a fresh plan succeeds', async () => {
-    const { root, out, fixture } = setup();
+    const { root, out, fixture } = await setup();
     // The registry freezes a route to goals/<goal_id>; what can change is the lifetime it routes to.
     let reborn = fixture.beta;
     const r = await refusal(root, out, {
@@ -133,7 +133,7 @@ describe('backup-state create refuses publication when an owner source moves', (
   });
 
   it('discovery drift: a registry that moves a route after planning is not one the registry owner reads, and refuses', async () => {
-    const { root, out, registry } = setup();
+    const { root, out, registry } = await setup();
     const doc = JSON.parse(readFileSync(registry, 'utf8'));
     const moved = { ...doc, goals: doc.goals.map((g: { route: string }) => ({ ...g, route: g.route === 'goals/alpha' ? 'goals/beta' : 'goals/alpha' })) };
     const r = await refusal(root, out, { afterPlan: () => writeFileSync(registry, JSON.stringify(moved)) });
@@ -141,7 +141,7 @@ describe('backup-state create refuses publication when an owner source moves', (
   });
 
   it('discovery drift: a Goal registered after planning refuses', async () => {
-    const { root, out, fixture } = setup();
+    const { root, out, fixture } = await setup();
     // The goal owner completes orphan's interrupted registration: same lifetime, route now registered.
     const r = await refusal(root, out, { afterPlan: () => expect(goalsOf(root).create('orphan', ORPHAN_TITLE, { projectId: PROJECT.project_id })).toEqual(fixture.orphan) });
     expect(r.code).toBe('backup_routes_changed');
@@ -149,7 +149,7 @@ describe('backup-state create refuses publication when an owner source moves', (
   });
 
   it('any other registry byte change after planning refuses too (no partial agreement)', async () => {
-    const { root, out } = setup();
+    const { root, out } = await setup();
     const r = await refusal(root, out, { afterPlan: () => addProject(root, { project_id: 'other', name: 'Other' }) });
     expect(r.code).toBe('backup_source_changed');
   });
@@ -157,7 +157,7 @@ describe('backup-state create refuses publication when an owner source moves', (
 
 describe('frozen Goal routes must reach the archive', () => {
   it('a Goal route directory removed during capture refuses publication', async () => {
-    const { root, out } = setup();
+    const { root, out } = await setup();
     const r = await refusal(root, out, {
       beforeCopy: (step) => {
         if (step.path === 'goals/beta') rmSync(join(root, 'goals/beta'), { recursive: true });
@@ -167,7 +167,7 @@ describe('frozen Goal routes must reach the archive', () => {
   });
 
   it('an ordinary file removed during capture is recorded as missing (best-effort traversal), not refused', async () => {
-    const { root, out } = setup();
+    const { root, out } = await setup();
     const r = await create(plan(root, { outputDir: out, backupId: 'b' }), {
       hooks: {
         beforeCopy: (step) => {

@@ -19,10 +19,10 @@ const normalized = (e: ArchiveEntry) => e.name.replace(/\/$/, '');
 async function backupOf(options: { includeAutomations?: boolean; id?: string } = {}) {
   const base = tempBase();
   const root = join(base, 'root');
-  const fixture = makeRoot(root);
+  const fixture = await makeRoot(root);
   // The work owner holds a committed transaction in alpha's WAL, not yet checkpointed: the snapshot must contain it.
-  const live = openGoalWork({ root, goal_id: 'alpha' });
-  live.addTodo({ operation_id: 'only-in-the-wal', todo_id: 'wal', title: 'only in the WAL' });
+  const live = await openGoalWork({ root, goal_id: 'alpha' });
+  await live.addTodo({ operation_id: 'only-in-the-wal', todo_id: 'wal', title: 'only in the WAL' });
   expect(statSync(join(root, 'goals/alpha/work.db-wal')).size).toBeGreaterThan(0);
   const out = join(base, 'out');
   const id = options.id ?? 'b1';
@@ -182,7 +182,7 @@ describe('backup-state create', () => {
   it('a missing machine configuration is captured as a witnessed absence', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    makeRoot(root, { machine: false, specials: false });
+    await makeRoot(root, { machine: false, specials: false });
     await create(plan(root, { outputDir: join(base, 'out'), backupId: 'nomachine' }));
     const manifest = JSON.parse(readFileSync(join(base, 'out', 'nomachine.manifest.json'), 'utf8')) as BackupManifest;
     expect(manifest.source_witnesses.find((w) => w.owner === 'config')).toEqual({
@@ -201,7 +201,7 @@ describe('backup-state create', () => {
   it('the default backup id is the UTC time and the default output directory is <root>/backups', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    makeRoot(root, { specials: false });
+    await makeRoot(root, { specials: false });
     const p = plan(root, { now: new Date('2026-03-04T05:06:07.891Z') });
     expect(p.backupId).toBe('20260304T050607Z');
     await create(p);
@@ -214,7 +214,7 @@ describe('a database that cannot be snapshotted', () => {
   it('refuses the backup instead of copying its raw bytes', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    makeRoot(root, { specials: false });
+    await makeRoot(root, { specials: false });
     // A SQLite header followed by garbage: recognized as a database, but not a readable one.
     const corrupt = Buffer.alloc(8192, 0xab);
     Buffer.from('SQLite format 3\0', 'latin1').copy(corrupt);

@@ -49,9 +49,9 @@ describe('a capture while a real process writes to a Goal work database', () => 
   it('snapshots a committed state that passes integrity_check; the archive matches the manifest exactly', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    makeRoot(root, { specials: false, commitsAlpha: FIXTURE_COMMITS });
+    await makeRoot(root, { specials: false, commitsAlpha: FIXTURE_COMMITS });
     // Enough history (about 2 KiB per commit) that the snapshot takes a while.
-    commitWork(root, 'alpha', PRELOADED, { todoId: 't1', text: (i) => `seed ${i} ${'s'.repeat(1024)}` });
+    await commitWork(root, 'alpha', PRELOADED, { todoId: 't1', text: (i) => `seed ${i} ${'s'.repeat(1024)}` });
 
     writer = new Writer(root, 'alpha', 't1');
     await writer.progressed(50);

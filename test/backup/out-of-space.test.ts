@@ -21,11 +21,11 @@ let root: string;
 let fs: Tmpfs | undefined;
 let n = 0;
 
-beforeAll(() => {
+beforeAll(async () => {
   base = tempBase('loopx-backup-enospc-');
   root = join(base, 'root');
   // alpha's work.db (~5.5 MiB) is snapshotted into the staging directory before it is archived.
-  makeRoot(root, { commitsAlpha: 4000, specials: false });
+  await makeRoot(root, { commitsAlpha: 4000, specials: false });
   fs = mountTmpfs(join(base, 'mnt'), 16 * MiB);
 }, 120_000);
 
@@ -60,7 +60,7 @@ async function createInto(hooks: CreateHooks = {}): Promise<{ outcome: string; l
 }
 
 describe('backup-state create into an output directory that fills', () => {
-  it('the tmpfs is mounted (under CI=true this must not be skipped)', () => {
+  it('the tmpfs is mounted (under CI=true this must not be skipped)', async () => {
     if (process.env.CI === 'true') expect(fs).toBeDefined();
   });
 

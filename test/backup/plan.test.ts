@@ -11,20 +11,20 @@ import { mintGoalInstanceId } from '../../src/owners/goal/index.js';
 import { jsonStrings, makeRoot, PROJECT, registryOf, tempBase, treeFingerprint } from './support/fixtures.js';
 
 describe('backup-state plan', () => {
-  it('writes nothing: the root and the output directory are untouched', () => {
+  it('writes nothing: the root and the output directory are untouched', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    makeRoot(root);
+    await makeRoot(root);
     const before = treeFingerprint(base);
     const p = plan(root, { outputDir: join(base, 'out') });
     describePlan(p);
     expect(treeFingerprint(base)).toEqual(before);
   });
 
-  it('discovers members, SQLite databases by header, Goals and their frozen routes', () => {
+  it('discovers members, SQLite databases by header, Goals and their frozen routes', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    const { alpha, beta } = makeRoot(root);
+    const { alpha, beta } = await makeRoot(root);
     const p = plan(root, { outputDir: join(base, 'out'), backupId: 'b1' });
     const paths = p.members.map((m) => m.path);
     expect(paths).toContain('registry.json');
@@ -46,10 +46,10 @@ describe('backup-state plan', () => {
     expect(p.machineRead.absent).toBeFalsy();
   });
 
-  it('does not follow symlinks or capture special files: they are recorded as missing with warnings', () => {
+  it('does not follow symlinks or capture special files: they are recorded as missing with warnings', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    makeRoot(root);
+    await makeRoot(root);
     const p = plan(root, { outputDir: join(base, 'out') });
     expect(p.missing).toEqual(
       expect.arrayContaining([
@@ -61,10 +61,10 @@ describe('backup-state plan', () => {
     expect(p.members.some((m) => m.path.endsWith('/link') || m.path.endsWith('/fifo'))).toBe(false);
   });
 
-  it('excludes non-state, SQLite sidecars, and automations/skills unless requested', () => {
+  it('excludes non-state, SQLite sidecars, and automations/skills unless requested', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    makeRoot(root, { specials: false });
+    await makeRoot(root, { specials: false });
     writeFileSync(join(root, 'engine.db-wal'), 'x');
     writeFileSync(join(root, 'engine.db-shm'), 'x');
     writeFileSync(join(root, 'goals/alpha/work.db-journal'), 'x');
@@ -87,20 +87,20 @@ describe('backup-state plan', () => {
     expect(withOptional.members.find((m) => m.path === 'skills/loopx-review/SKILL.md')!.category).toBe('skills');
   });
 
-  it('leaves an output directory inside the root out of the capture', () => {
+  it('leaves an output directory inside the root out of the capture', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    makeRoot(root, { specials: false });
+    await makeRoot(root, { specials: false });
     mkdirSync(join(root, 'goals/alpha/out'), { mode: 0o700 });
     const p = plan(root, { outputDir: join(root, 'goals/alpha/out') });
     expect(p.excluded).toContainEqual({ key: 'member:goals/alpha/out', source_path: 'goals/alpha/out', reason: 'output_dir' });
     expect(() => plan(root, { outputDir: root })).toThrow(expect.objectContaining({ code: 'backup_output_dir_invalid' }));
   });
 
-  it('records a registered route whose directory is missing', () => {
+  it('records a registered route whose directory is missing', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    makeRoot(root, { specials: false });
+    await makeRoot(root, { specials: false });
     const registry = registryOf(root);
     registry.registerGoal({ goal_id: 'gone', goal_instance_id: mintGoalInstanceId(), project_id: PROJECT.project_id, status: 'active' }, registry.read().revision);
     const p = plan(root, { outputDir: join(base, 'out') });
@@ -112,10 +112,10 @@ describe('backup-state plan', () => {
     expect(p.missing).toContainEqual({ key: 'registry_route:gone', source_path: 'goals/gone', reason: 'route_missing' });
   });
 
-  it('records routes outside the root without their paths, and keeps an absolute route inside the root relative (another source)', () => {
+  it('records routes outside the root without their paths, and keeps an absolute route inside the root relative (another source)', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    makeRoot(root, { specials: false });
+    await makeRoot(root, { specials: false });
     const registry = join(root, 'registry.json');
     const doc = JSON.parse(readFileSync(registry, 'utf8'));
     // Only goals/<goal_id> routes are loopx_registry_v0: the registry owner refuses these rows,
@@ -146,10 +146,10 @@ describe('backup-state plan', () => {
     expect(jsonStrings(describePlan(p)).some((s) => s.includes('/srv/elsewhere') || s.includes(base))).toBe(false);
   });
 
-  it('the plan summary carries counts and relative paths only', () => {
+  it('the plan summary carries counts and relative paths only', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    makeRoot(root);
+    await makeRoot(root);
     const d = describePlan(plan(root, { outputDir: join(base, 'out'), backupId: 'b2' }));
     expect(d).toMatchObject({ dry_run: true, backup_id: 'b2', archive_name: 'b2.tar.gz', manifest_name: 'b2.manifest.json', capacity: { ok: true, refusals: [] } });
     expect(d.counts.sqlite_databases).toBe(5);
@@ -159,10 +159,10 @@ describe('backup-state plan', () => {
     for (const s of jsonStrings(d)) expect(s.startsWith('/') || s.includes(base)).toBe(false);
   });
 
-  it('refuses an unusable owner source instead of treating it as absent', () => {
+  it('refuses an unusable owner source instead of treating it as absent', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    makeRoot(root, { specials: false });
+    await makeRoot(root, { specials: false });
     // The registry owner is strict: an unknown field is refused, not ignored.
     const doc = JSON.parse(readFileSync(join(root, 'registry.json'), 'utf8'));
     writeFileSync(join(root, 'registry.json'), JSON.stringify({ ...doc, surprise: true }));
@@ -177,10 +177,10 @@ describe('backup-state plan', () => {
     expect(() => plan(root)).toThrow(expect.objectContaining({ code: 'backup_source_unusable' }));
   });
 
-  it('an absent registry and machine configuration are owner-confirmed absences', () => {
+  it('an absent registry and machine configuration are owner-confirmed absences', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    makeRoot(root, { machine: false, specials: false });
+    await makeRoot(root, { machine: false, specials: false });
     rmSync(join(root, 'registry.json'));
     const p = plan(root);
     expect(p.registryRead).toEqual({ absent: true });
@@ -188,11 +188,11 @@ describe('backup-state plan', () => {
     expect(p.goals).toEqual([]);
   });
 
-  it('refuses a bad backup id, a missing root, and reports capacity a create would refuse', () => {
+  it('refuses a bad backup id, a missing root, and reports capacity a create would refuse', async () => {
     const base = tempBase();
     const root = join(base, 'root');
     expect(() => plan(root)).toThrow(expect.objectContaining({ code: 'backup_root_missing' }));
-    makeRoot(root, { specials: false });
+    await makeRoot(root, { specials: false });
     for (const id of ['../x', '', 'a/b', '.hidden']) {
       let err: unknown;
       try {

@@ -13,10 +13,10 @@ import { makeRoot, readArchive, sha256File, tempBase } from './support/fixtures.
 
 const CHILD = resolve(import.meta.dirname, 'support/create-child.ts');
 
-function setup() {
+async function setup() {
   const base = tempBase();
   const root = join(base, 'root');
-  makeRoot(root, { specials: false });
+  await makeRoot(root, { specials: false });
   return { root, out: join(base, 'out') };
 }
 
@@ -43,7 +43,7 @@ const fingerprint = (out: string) => Object.fromEntries(readdirSync(out).filter(
 
 describe('backup publication never overwrites', () => {
   it('an occupied archive name is refused before capture and the occupying file is untouched', async () => {
-    const { root, out } = setup();
+    const { root, out } = await setup();
     await create(plan(root, { outputDir: out, backupId: 'first' }));
     writeFileSync(join(out, 'b.tar.gz'), 'someone else');
     const before = fingerprint(out);
@@ -52,7 +52,7 @@ describe('backup publication never overwrites', () => {
   });
 
   it('an occupied manifest name is refused', async () => {
-    const { root, out } = setup();
+    const { root, out } = await setup();
     await create(plan(root, { outputDir: out, backupId: 'first' }));
     writeFileSync(join(out, 'b.manifest.json'), '{}');
     const before = fingerprint(out);
@@ -61,7 +61,7 @@ describe('backup publication never overwrites', () => {
   });
 
   it('a complete pair is never replaced by a second create with its id', async () => {
-    const { root, out } = setup();
+    const { root, out } = await setup();
     await create(plan(root, { outputDir: out, backupId: 'b' }));
     const before = fingerprint(out);
     writeFileSync(join(root, 'goals/alpha/docs/plan.md'), 'changed since');
@@ -70,7 +70,7 @@ describe('backup publication never overwrites', () => {
   });
 
   it('an archive name taken during capture: the manifest this attempt linked is withdrawn, the other file untouched', async () => {
-    const { root, out } = setup();
+    const { root, out } = await setup();
     const r = await conflictOf(root, out, 'b', { beforePublish: () => writeFileSync(join(out, 'b.tar.gz'), 'raced in') });
     expect(r).toMatchObject({ code: 'backup_destination_occupied', details: { occupied: ['b.tar.gz'] } });
     expect(readdirSync(out)).toEqual(['b.tar.gz']);
@@ -78,15 +78,15 @@ describe('backup publication never overwrites', () => {
   });
 
   it('a manifest name taken during capture: nothing of this attempt is published', async () => {
-    const { root, out } = setup();
+    const { root, out } = await setup();
     const r = await conflictOf(root, out, 'b', { beforePublish: () => writeFileSync(join(out, 'b.manifest.json'), 'raced in') });
     expect(r).toMatchObject({ code: 'backup_destination_occupied', details: { occupied: ['b.manifest.json'] } });
     expect(readdirSync(out)).toEqual(['b.manifest.json']);
     expect(readFileSync(join(out, 'b.manifest.json'), 'utf8')).toBe('raced in');
   });
 
-  it('killed before publication: nothing is published, and the names stay free', () => {
-    const { root, out } = setup();
+  it('killed before publication: nothing is published, and the names stay free', async () => {
+    const { root, out } = await setup();
     const killed = runChild(root, out, 'b', BACKUP_FAULT_POINTS.beforePublish);
     expect(killed.signal).toBe('SIGKILL');
     expect(readdirSync(out).filter((f) => !f.startsWith('.'))).toEqual([]);
@@ -96,7 +96,7 @@ describe('backup publication never overwrites', () => {
   });
 
   it('killed between the manifest and the archive link: the partial pair is neither deleted nor completed by a retry', async () => {
-    const { root, out } = setup();
+    const { root, out } = await setup();
     expect(runChild(root, out, 'earlier').status).toBe(0);
     const earlier = fingerprint(out);
     const killed = runChild(root, out, 'b', BACKUP_FAULT_POINTS.afterManifestLink);
@@ -119,7 +119,7 @@ describe('backup publication never overwrites', () => {
   });
 
   it('killed right after the archive link: the pair is complete and verifiable, and a retry is refused', async () => {
-    const { root, out } = setup();
+    const { root, out } = await setup();
     const killed = runChild(root, out, 'b', BACKUP_FAULT_POINTS.afterArchiveLink);
     expect(killed.signal).toBe('SIGKILL');
     const manifest = JSON.parse(readFileSync(join(out, 'b.manifest.json'), 'utf8'));

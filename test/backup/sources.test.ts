@@ -17,10 +17,10 @@ const text = (b: Uint8Array) => new TextDecoder().decode(b);
 const bytes = (s: string) => new TextEncoder().encode(s);
 
 describe('the owner sources', () => {
-  it('the owner sources (the default) keep the same contract: exactly the bytes the owners decoded, revisions over their canonical JSON', () => {
+  it('the owner sources (the default) keep the same contract: exactly the bytes the owners decoded, revisions over their canonical JSON', async () => {
     const base = tempBase();
     const root = join(base, 'root');
-    const { alpha, beta } = makeRoot(root, { specials: false });
+    const { alpha, beta } = await makeRoot(root, { specials: false });
     const sources = ownerBackupSources(root);
     const reg = sources.readRegistryExact();
     const mac = sources.readMachineConfigurationExact();
@@ -60,7 +60,7 @@ describe.each(['owner'] as const)('a source whose checkpoint does not say what t
   async function refusalWith(override: (root: string) => Partial<BackupSources>) {
     const base = tempBase();
     const root = join(base, 'root');
-    makeRoot(root, { specials: false });
+    await makeRoot(root, { specials: false });
     const sources = { ...KINDS[kind].sources(root), ...override(root) };
     const out = join(base, 'out');
     try {

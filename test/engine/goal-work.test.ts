@@ -46,10 +46,10 @@ describe('loopx work run', () => {
       ['t3', 'open'],
     ]);
     // Each update is a receipt under the engine call id; the delivery is one committed effect.
-    const work = workOwner.openGoalWork({ root, goal_id: 'launch' });
+    const work = await workOwner.openGoalWork({ root, goal_id: 'launch' });
     try {
-      expect(work.readReceipt(`${out.run_id}:t2:k0`)?.receipt.todo?.status).toBe('done');
-      expect(work.view().handoff_mode).toBe('hard_lease');
+      expect((await work.readReceipt(`${out.run_id}:t2:k0`))?.receipt.todo?.status).toBe('done');
+      expect((await work.view()).handoff_mode).toBe('hard_lease');
     } finally {
       work.close();
     }

@@ -70,7 +70,7 @@ beforeAll(async () => {
   // An escape target outside the corpus base (absolute-path members aim here).
   outside = mkdtempSync(join(tmpdir(), 'loopx-corpus-outside-'));
   const root = join(work, 'root');
-  makeRoot(root, { specials: false });
+  await makeRoot(root, { specials: false });
   rmSync(join(root, 'big.bin')); // keep every case small and fast
   const out = join(work, 'out');
   const result = await create(plan(root, { outputDir: out, backupId: 'base' }));

@@ -23,7 +23,7 @@ let goalsBefore: string[];
 beforeAll(async () => {
   base = tempBase('loopx-verify-placement-');
   root = join(base, 'root');
-  makeRoot(root, { specials: false });
+  await makeRoot(root, { specials: false });
   const made = await create(plan(root, { outputDir: join(base, 'out'), backupId: 'b' }));
   goalsBefore = made.manifest_doc.goals.map((g) => g.goal_id).sort();
   archive = join(base, 'out', 'b.tar.gz');

@@ -141,7 +141,7 @@ describe('SQLite sidecars', () => {
 
   it('the producer leaves sidecar names beside any file out (also a plain file, also in another case), so its backup verifies', async () => {
     const root = join(fx.work, 'sidecar-root');
-    makeRoot(root, { specials: false });
+    await makeRoot(root, { specials: false });
     rmSync(join(root, 'big.bin'));
     writeFileSync(join(root, 'notes'), 'plain text, not a database');
     writeFileSync(join(root, 'notes-wal'), wal);

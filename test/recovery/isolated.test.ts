@@ -20,7 +20,7 @@ let n = 0;
 
 beforeAll(async () => {
   dir = tempBase('loopx-verify-isolated-');
-  makeRoot(join(dir, 'root'));
+  await makeRoot(join(dir, 'root'));
   await create(plan(join(dir, 'root'), { outputDir: join(dir, 'out'), backupId: 'iso' }));
   archive = join(dir, 'out', 'iso.tar.gz');
   manifest = join(dir, 'out', 'iso.manifest.json');

@@ -27,7 +27,7 @@ let n = 0;
 beforeAll(async () => {
   base = tempBase('loopx-verify-enospc-');
   // alpha's work.db is ~5.5 MiB: the worker's private copy of it needs that much room again.
-  makeRoot(join(base, 'root'), { commitsAlpha: 4000 });
+  await makeRoot(join(base, 'root'), { commitsAlpha: 4000 });
   await create(plan(join(base, 'root'), { outputDir: join(base, 'out'), backupId: 'b' }));
   archive = join(base, 'out', 'b.tar.gz');
   manifest = join(base, 'out', 'b.manifest.json');

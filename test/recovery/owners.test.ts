@@ -29,7 +29,7 @@ async function backup(root: string, out: string, id: string): Promise<{ archive:
 
 beforeAll(async () => {
   dir = tempBase('loopx-verify-owners-');
-  makeRoot(join(dir, 'root'));
+  await makeRoot(join(dir, 'root'));
   const b = await backup(join(dir, 'root'), join(dir, 'out'), 'base');
   base = await loadBase(b.archive, b.manifest);
 }, 60_000);
@@ -139,12 +139,12 @@ describe('exact boundaries', () => {
 
   beforeAll(async () => {
     const root = join(dir, 'history-root');
-    makeRoot(root, { specials: false });
-    createGoal(root, 'gamma');
-    commitWork(root, 'gamma', 20_000);
+    await makeRoot(root, { specials: false });
+    await createGoal(root, 'gamma');
+    await commitWork(root, 'gamma', 20_000);
     const b = await backup(root, join(dir, 'history-out'), 'h');
     history = await loadBase(b.archive, b.manifest);
-    commitWork(root, 'gamma', 1);
+    await commitWork(root, 'gamma', 1);
     over = readFileSync(join(root, 'goals', 'gamma', 'work.db'));
   }, 180_000);
 

@@ -25,7 +25,7 @@ const started: ChildProcess[] = [];
 beforeAll(async () => {
   base = tempBase('loopx-verify-kill-');
   // ~9 MiB of regular files, a 5.5 MiB work.db: the worker lives for seconds, not milliseconds.
-  makeRoot(join(base, 'root'), { commitsAlpha: 4000 });
+  await makeRoot(join(base, 'root'), { commitsAlpha: 4000 });
   await create(plan(join(base, 'root'), { outputDir: join(base, 'out'), backupId: 'b' }));
   archive = join(base, 'out', 'b.tar.gz');
   manifest = join(base, 'out', 'b.manifest.json');

@@ -142,32 +142,36 @@ export interface ReceiptReadback {
   readonly provider_revision: string;
 }
 
+/**
+ * A Goal's work owner: every read and write answers through a Promise (the storage port is
+ * Promise-based); `close()` is synchronous. A write's refusal is a rejection with a typed LoopxError.
+ */
 export interface WorkOwner {
   readonly goal_id: string;
-  storeIdentity(): WorkStoreIdentity;
-  view(): WorkView;
-  listTodos(): Todo[];
-  getTodo(todoId: string): Todo | undefined;
-  leaseStatus(todoId: string): LeaseStatus;
-  addTodo(request: AddTodoRequest): WorkOperationResult;
-  updateTodo(request: UpdateTodoRequest): WorkOperationResult;
-  claimTodo(request: ClaimRequest): WorkOperationResult;
-  unclaimTodo(request: ClaimRequest): WorkOperationResult;
-  acquireLease(request: AcquireLeaseRequest): WorkOperationResult;
-  renewLease(request: RenewLeaseRequest): WorkOperationResult;
-  transferLease(request: TransferLeaseRequest): WorkOperationResult;
-  releaseLease(request: ReleaseLeaseRequest): WorkOperationResult;
-  setHandoffMode(request: SetHandoffModeRequest): WorkOperationResult;
+  storeIdentity(): Promise<WorkStoreIdentity>;
+  view(): Promise<WorkView>;
+  listTodos(): Promise<Todo[]>;
+  getTodo(todoId: string): Promise<Todo | undefined>;
+  leaseStatus(todoId: string): Promise<LeaseStatus>;
+  addTodo(request: AddTodoRequest): Promise<WorkOperationResult>;
+  updateTodo(request: UpdateTodoRequest): Promise<WorkOperationResult>;
+  claimTodo(request: ClaimRequest): Promise<WorkOperationResult>;
+  unclaimTodo(request: ClaimRequest): Promise<WorkOperationResult>;
+  acquireLease(request: AcquireLeaseRequest): Promise<WorkOperationResult>;
+  renewLease(request: RenewLeaseRequest): Promise<WorkOperationResult>;
+  transferLease(request: TransferLeaseRequest): Promise<WorkOperationResult>;
+  releaseLease(request: ReleaseLeaseRequest): Promise<WorkOperationResult>;
+  setHandoffMode(request: SetHandoffModeRequest): Promise<WorkOperationResult>;
   /** Engages (or rotates) the writer fence; the receipt's `fence` is the new token. Older tokens are refused from then on. */
-  engageFence(request: EngageFenceRequest): WorkOperationResult;
-  readReceipt(operationId: string): ReceiptReadback | undefined;
+  engageFence(request: EngageFenceRequest): Promise<WorkOperationResult>;
+  readReceipt(operationId: string): Promise<ReceiptReadback | undefined>;
   /** Committed transactions with cursor > afterCursor, contiguous, at most `limit` (1..1000). */
-  history(afterCursor: number, limit: number): WorkHistoryPage;
+  history(afterCursor: number, limit: number): Promise<WorkHistoryPage>;
   /** Every committed transaction after `afterCursor`, paged (streaming; never truncated). */
-  iterateHistory(afterCursor?: number, pageSize?: number): Generator<WorkTransaction, void, undefined>;
+  iterateHistory(afterCursor?: number, pageSize?: number): AsyncGenerator<WorkTransaction, void, undefined>;
   /** Committed transactions so far (= head cursor). */
-  transactionCount(): number;
-  exportRetainedPrefix(): RetainedPrefixExport;
+  transactionCount(): Promise<number>;
+  exportRetainedPrefix(): Promise<RetainedPrefixExport>;
   close(): void;
 }
 

@@ -9,6 +9,9 @@
  *   receipt together under the next cursor, or nothing at all.
  * - conditional_provider_revision: `commit` applies only when `expected_provider_revision` equals
  *   the current revision; otherwise `conflict/provider_revision_mismatch` and nothing is written.
+ *   Of commits racing on the same expected revision (in flight together, over one connection or
+ *   several) exactly one applies; every other is that conflict, or `operation_id_exists` when it
+ *   carries the winner's operation id.
  * - durable_same_key_readback: an operation id commits at most once per store. A second commit
  *   with it is `conflict/operation_id_exists` (checked before the revision, so a racing duplicate
  *   is reported as such), and `readReceipt` returns the original receipt, request digest, cursor
@@ -26,8 +29,13 @@
  * - retain_all_v0: nothing committed is pruned or rewritten; every receipt stays readable.
  *
  * "Not found" is `undefined` from `readReceipt` and an empty page from `scanCommitted`, never an
- * error. Reads throw a typed LoopxError only for a closed provider or an unreadable store.
- * `load()` and each `scanCommitted()` call are snapshot-consistent.
+ * error. Reads reject with a typed LoopxError only for a closed provider, an unreadable store or
+ * bad scan arguments; `commit` never rejects — its outcome is data. `load()` and each
+ * `scanCommitted()` call are snapshot-consistent.
+ *
+ * Every method but `close()` is Promise-based, so a provider whose driver is async by nature
+ * (PostgreSQL) implements this contract as it is; opening a provider (and failing closed on a
+ * foreign store) is the provider's own constructor and may be synchronous or async.
  */
 
 export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
@@ -105,12 +113,13 @@ export interface ScanPage {
 export interface WorkProvider {
   /** The registered storage provider this implementation belongs to (`registerStoreProvider`). */
   readonly provider: string;
-  storeIdentity(): WorkStoreIdentity;
-  load(): WorkLoad;
-  commit(request: WorkCommitRequest): WorkCommitResult;
-  readReceipt(operationId: string): StoredReceipt | undefined;
+  storeIdentity(): Promise<WorkStoreIdentity>;
+  load(): Promise<WorkLoad>;
+  commit(request: WorkCommitRequest): Promise<WorkCommitResult>;
+  readReceipt(operationId: string): Promise<StoredReceipt | undefined>;
   /** Transactions with cursor > afterCursor in cursor order, at most `limit` (1..MAX_SCAN_LIMIT). */
-  scanCommitted(afterCursor: number, limit: number): ScanPage;
+  scanCommitted(afterCursor: number, limit: number): Promise<ScanPage>;
+  /** Releases the store; later reads reject and commits fail with `provider_closed`. Idempotent. */
   close(): void;
 }
 

@@ -109,6 +109,9 @@ export function readHistoricalFile(copiedWorkDbPath: string, options: ReadHistor
 type Out = { -readonly [K in keyof HistoricalWork]: HistoricalWork[K] };
 type Add = (code: WorkFindingCode, subject: string, next?: string, severity?: 'error' | 'warning') => void;
 
+type HeadRow = NonNullable<ReturnType<WorkDbCopy['head']>>;
+type CommitRow = ReturnType<WorkDbCopy['scanRows']>[number];
+
 function readCopy(copy: WorkDbCopy, out: Out, add: Add, options: ReadHistoricalOptions): HistoricalWork {
   const check = options.integrity === 'full' ? copy.integrityCheck() : copy.quickCheck();
   if (check.length !== 1 || check[0] !== 'ok') add('work_db_integrity_failed', 'work.db');
@@ -150,8 +153,22 @@ function readCopy(copy: WorkDbCopy, out: Out, add: Add, options: ReadHistoricalO
     add('work_history_capacity_exceeded', 'commits', `split the Goal's work; at most ${MAX_RETAINED_TRANSACTIONS} transactions are supported`);
   }
 
-  // Replay every committed transaction, in pages, and compare with the stored head.
-  let replayed: WorkProjection | null = initialProjection(meta.goal_id);
+  const replayed = replayHistory(copy, meta.goal_id, meta.incarnation, out, add);
+  const stored = storedHead(head, meta.goal_id, out, add);
+  if (stored !== null && replayed !== null && projectionDigest(replayed) !== projectionDigest(stored)) add('work_projection_mismatch', 'head');
+
+  const view = stored ?? replayed;
+  if (view !== null) {
+    out.todos = view.todos;
+    out.handoff_mode = view.handoff_mode;
+    out.fence_epoch = view.fence?.epoch ?? null;
+  }
+  return out;
+}
+
+/** Every committed transaction of the copy replayed, in pages; `null` once one cannot be applied. */
+function replayHistory(copy: WorkDbCopy, goalId: string, incarnation: string, out: Out, add: Add): WorkProjection | null {
+  let replayed: WorkProjection | null = initialProjection(goalId);
   let expected = 1;
   let after = 0;
   let gapReported = false;
@@ -169,60 +186,62 @@ function readCopy(copy: WorkDbCopy, out: Out, add: Add, options: ReadHistoricalO
       if (operations.has(row.operation_id)) add('work_operation_duplicate', at);
       operations.add(row.operation_id);
       const rowRev = parseProviderRevision(row.provider_revision);
-      if (!rowRev || rowRev.incarnation !== meta.incarnation || rowRev.cursor !== row.cursor) add('work_store_foreign_incarnation', at);
-      let receipt: unknown;
-      let events: unknown;
-      try {
-        receipt = JSON.parse(row.receipt);
-        events = JSON.parse(row.events);
-      } catch {
-        add('work_receipt_invalid', at);
-        replayed = null;
-        continue;
-      }
-      const rp = receiptProblem(receipt);
-      if (rp) add('work_receipt_invalid', at);
-      else {
-        const r = receipt as WorkReceipt;
-        if (r.operation_id !== row.operation_id || r.request_digest !== row.request_digest || r.cursor !== row.cursor) add('work_receipt_mismatch', at);
-      }
-      if (eventsProblem(events)) {
-        add('work_event_invalid', at);
-        replayed = null;
-      } else if (replayed !== null && !rp) {
-        try {
-          replayed = applyTransaction(replayed, events as WorkEvent[], (receipt as WorkReceipt).committed_at);
-        } catch {
-          add('work_event_invalid', at);
-          replayed = null;
-        }
-      }
+      if (!rowRev || rowRev.incarnation !== incarnation || rowRev.cursor !== row.cursor) add('work_store_foreign_incarnation', at);
+      replayed = replayRow(row, at, replayed, add);
     }
     if (rows.length < MAX_SCAN_LIMIT) break;
     after = rows.at(-1)!.cursor;
   }
+  return replayed;
+}
 
-  let stored: WorkProjection | null = null;
-  if (head.projection !== null) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(head.projection);
-    } catch {
-      parsed = undefined;
-    }
-    if (projectionProblem(parsed, meta.goal_id)) add('work_head_invalid', 'head');
-    else {
-      stored = parsed as WorkProjection;
-      out.head_projection_sha256 = sha256Hex(canonicalJson(stored));
-    }
-  } else if (head.cursor !== 0) add('work_head_invalid', 'head');
-  if (stored !== null && replayed !== null && projectionDigest(replayed) !== projectionDigest(stored)) add('work_projection_mismatch', 'head');
-
-  const view = stored ?? replayed;
-  if (view !== null) {
-    out.todos = view.todos;
-    out.handoff_mode = view.handoff_mode;
-    out.fence_epoch = view.fence?.epoch ?? null;
+/** One row's receipt and events checked and, while the replay still holds, applied. */
+function replayRow(row: CommitRow, at: string, replayed: WorkProjection | null, add: Add): WorkProjection | null {
+  let receipt: unknown;
+  let events: unknown;
+  try {
+    receipt = JSON.parse(row.receipt);
+    events = JSON.parse(row.events);
+  } catch {
+    add('work_receipt_invalid', at);
+    return null;
   }
-  return out;
+  const rp = receiptProblem(receipt);
+  if (rp) add('work_receipt_invalid', at);
+  else {
+    const r = receipt as WorkReceipt;
+    if (r.operation_id !== row.operation_id || r.request_digest !== row.request_digest || r.cursor !== row.cursor) add('work_receipt_mismatch', at);
+  }
+  if (eventsProblem(events)) {
+    add('work_event_invalid', at);
+    return null;
+  }
+  if (replayed === null || rp) return replayed;
+  try {
+    return applyTransaction(replayed, events as WorkEvent[], (receipt as WorkReceipt).committed_at);
+  } catch {
+    add('work_event_invalid', at);
+    return null;
+  }
+}
+
+/** The head projection as stored, when it is usable (its digest recorded in `out`). */
+function storedHead(head: HeadRow, goalId: string, out: Out, add: Add): WorkProjection | null {
+  if (head.projection === null) {
+    if (head.cursor !== 0) add('work_head_invalid', 'head');
+    return null;
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(head.projection);
+  } catch {
+    parsed = undefined;
+  }
+  if (projectionProblem(parsed, goalId)) {
+    add('work_head_invalid', 'head');
+    return null;
+  }
+  const stored = parsed as WorkProjection;
+  out.head_projection_sha256 = sha256Hex(canonicalJson(stored));
+  return stored;
 }

@@ -1,7 +1,9 @@
 /**
  * In-memory reference work provider: the contract without a disk. Its state lives in a plain
  * `MemoryWorkState` object, so a test can "restart" by opening a new provider on the same state.
- * Stores canonical JSON text (like the SQLite provider) and hands back parsed copies.
+ * Stores canonical JSON text (like the SQLite provider) and hands back parsed copies. Each method
+ * runs to completion before it answers (no await inside), so a commit's checks and writes are one
+ * atomic step however many callers have commits in flight.
  */
 import { MEMORY_PROVIDER } from '../../store/index.js';
 import {
@@ -61,15 +63,15 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
 
   const provider = {
     provider: MEMORY_PROVIDER,
-    storeIdentity: (): WorkStoreIdentity => {
+    storeIdentity: async (): Promise<WorkStoreIdentity> => {
       open();
       return { ...state.identity };
     },
-    load() {
+    async load() {
       open();
       return { head: state.head === null ? null : decodeObject(state.head), provider_revision: state.provider_revision, cursor: state.cursor };
     },
-    commit(request): WorkCommitResult {
+    async commit(request): Promise<WorkCommitResult> {
       if (closed) return { status: 'failed', code: 'provider_closed' };
       const encoded = encodeCommit(request);
       if ('failed' in encoded) return { status: 'failed', code: encoded.failed };
@@ -84,7 +86,7 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
       state.head = encoded.projection;
       return { status: 'applied', cursor, provider_revision: revision };
     },
-    readReceipt(operationId: string): StoredReceipt | undefined {
+    async readReceipt(operationId: string): Promise<StoredReceipt | undefined> {
       open();
       const cursor = state.byOperation.get(operationId);
       if (cursor === undefined) return undefined;
@@ -92,7 +94,7 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
       if (!row) throw protocolViolation('a receipt index entry points at no commit');
       return { operation_id: row.operation_id, request_digest: row.request_digest, cursor: row.cursor, provider_revision: row.provider_revision, receipt: decodeObject(row.receipt) };
     },
-    scanCommitted(afterCursor: number, limit: number): ScanPage {
+    async scanCommitted(afterCursor: number, limit: number): Promise<ScanPage> {
       open();
       assertScanArguments(afterCursor, limit);
       const rows = state.commits.slice(afterCursor, afterCursor + limit);

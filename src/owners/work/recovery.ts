@@ -82,11 +82,11 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
     const provider = openSqliteWorkProvider(join(live.root, rel), { goal_id: goalId, create: false });
     try {
       const startAt = new Date().toISOString();
-      const start = provider.load();
-      const ex = exportRetainedPrefix(provider, () => new Date());
+      const start = await provider.load();
+      const ex = await exportRetainedPrefix(provider, () => new Date());
       mkdirSync(dirname(join(into, rel)), { recursive: true, mode: 0o700 });
       await snapshotSqliteDatabase(join(live.root, rel), join(into, rel));
-      const end = provider.load();
+      const end = await provider.load();
       const endAt = new Date().toISOString();
       return {
         owner: 'work',

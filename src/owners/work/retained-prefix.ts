@@ -7,7 +7,8 @@
  * seal (record count and chain tip). `archive_sha256` is the SHA-256 of the seal, so it covers the
  * whole chain; it is a digest of records, not of file bytes. The verifier replays the events and
  * checks the result against the header's head projection digest. A valid prefix is history: it
- * never makes a lease valid or grants authority.
+ * never makes a lease valid or grants authority. The export reads through the Promise-based
+ * provider; the verifier is synchronous and pure (it reads no store).
  */
 import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { MAX_SCAN_LIMIT, WORK_RETENTION, type JsonObject, type WorkProvider } from './contract.js';
@@ -74,15 +75,15 @@ export interface RetainedPrefixExport {
 
 const recordSha = (record: unknown): string => sha256Hex(canonicalJson(record));
 
-export function exportRetainedPrefix(provider: WorkProvider, clock: () => Date): RetainedPrefixExport {
+export async function exportRetainedPrefix(provider: WorkProvider, clock: () => Date): Promise<RetainedPrefixExport> {
   const start = clock().toISOString();
-  const identity = provider.storeIdentity();
-  const pin = provider.load();
+  const identity = await provider.storeIdentity();
+  const pin = await provider.load();
   const headProjection: JsonObject | WorkProjection = pin.head ?? initialProjection(identity.goal_id);
   const body: Array<Omit<RetainedPrefixTransaction, 'prev_sha256'>> = [];
   let after = 0;
   while (after < pin.cursor) {
-    const page = provider.scanCommitted(after, Math.min(MAX_SCAN_LIMIT, pin.cursor - after));
+    const page = await provider.scanCommitted(after, Math.min(MAX_SCAN_LIMIT, pin.cursor - after));
     if (page.transactions.length === 0) throw gap(after + 1);
     for (const t of page.transactions) {
       if (t.cursor !== after + 1) throw gap(after + 1);
@@ -169,6 +170,88 @@ const HEX64 = /^[0-9a-f]{64}$/;
 
 const REEXPORT = 'produce a new export from the live store; do not trust this one';
 
+type Header = RetainedPrefixHeader;
+
+/** The header's own checks: a header the rest can be checked against, or the verification's early answer. */
+function checkHeader(header: unknown, findings: WorkFinding[]): { header: Header } | { stop: Partial<RetainedPrefixVerification> } {
+  if (!isObj(header) || header.record !== 'header') {
+    findings.push(finding('retained_prefix_record_invalid', 'header', REEXPORT));
+    return { stop: {} };
+  }
+  if (header.schema_version !== RETAINED_PREFIX_SCHEMA) {
+    findings.push(finding('retained_prefix_schema_unknown', 'header', 'read it with the loopx version that wrote it'));
+    return { stop: {} };
+  }
+  if (
+    !isStr(header.goal_id) || !isStr(header.store_identity) || !isStr(header.incarnation) || header.retention !== WORK_RETENTION ||
+    !isNat(header.head_cursor) || !isStr(header.provider_revision) || !isStr(header.head_projection_sha256) || !HEX64.test(header.head_projection_sha256) ||
+    !isStr(header.captured_at_start) || !isStr(header.captured_at_end)
+  ) {
+    findings.push(finding('retained_prefix_record_invalid', 'header', REEXPORT));
+    return { stop: {} };
+  }
+  if (header.head_cursor > MAX_RETAINED_TRANSACTIONS) {
+    findings.push(finding('retained_prefix_capacity_exceeded', 'header', `split the Goal's work; at most ${MAX_RETAINED_TRANSACTIONS} transactions are supported`));
+    return { stop: { goal_id: header.goal_id, store_identity: header.store_identity, head_cursor: header.head_cursor } };
+  }
+  return { header: header as unknown as Header };
+}
+
+/** Where the walk over the transaction records stands. */
+interface Walk {
+  /** Index of the first record after the transactions (the seal, when there is one). */
+  i: number;
+  prev: string;
+  projection: WorkProjection | null;
+  expectedCursor: number;
+  count: number;
+  lastRevision: string | null;
+  lastCursor: number;
+  readonly seen: Set<string>;
+}
+
+/** One transaction record: chain, contiguity, uniqueness, receipt and replay. */
+function checkTransaction(rec: unknown, subject: string, w: Walk, findings: WorkFinding[]): void {
+  if (
+    !isObj(rec) || rec.record !== 'transaction' || !isStr(rec.prev_sha256) || !isNat(rec.cursor) || !isStr(rec.provider_revision) ||
+    !isStr(rec.operation_id) || !isStr(rec.request_digest) || !Array.isArray(rec.events) || !isObj(rec.receipt)
+  ) {
+    findings.push(finding('retained_prefix_record_invalid', subject, REEXPORT));
+    w.projection = null;
+    w.prev = recordSha(rec ?? null);
+    w.count++;
+    return;
+  }
+  const at = `cursor:${rec.cursor}`;
+  if (rec.prev_sha256 !== w.prev) findings.push(finding('retained_prefix_chain_broken', at, REEXPORT));
+  if (rec.cursor !== w.expectedCursor) findings.push(finding('retained_prefix_cursor_gap', at, REEXPORT));
+  if (w.seen.has(rec.operation_id)) findings.push(finding('work_operation_duplicate', at, REEXPORT));
+  w.seen.add(rec.operation_id);
+  const rp = receiptProblem(rec.receipt);
+  const receipt = rec.receipt as unknown as WorkReceipt;
+  if (rp) findings.push(finding('work_receipt_invalid', at, REEXPORT));
+  else if (receipt.operation_id !== rec.operation_id || receipt.request_digest !== rec.request_digest || receipt.cursor !== rec.cursor) {
+    findings.push(finding('work_receipt_mismatch', at, REEXPORT));
+  }
+  const ep = eventsProblem(rec.events);
+  if (ep) {
+    findings.push(finding('work_event_invalid', at, REEXPORT));
+    w.projection = null;
+  } else if (w.projection !== null && !rp) {
+    try {
+      w.projection = applyTransaction(w.projection, rec.events as unknown as WorkEvent[], receipt.committed_at);
+    } catch {
+      findings.push(finding('work_event_invalid', at, REEXPORT));
+      w.projection = null;
+    }
+  }
+  w.prev = recordSha(rec);
+  w.expectedCursor = rec.cursor + 1;
+  w.lastCursor = rec.cursor;
+  w.lastRevision = rec.provider_revision;
+  w.count++;
+}
+
 /** Checks a retained prefix offline: schema, capacity, chain, contiguity, seal, receipts and replay. Collects every finding. */
 export function verifyRetainedPrefix(records: readonly unknown[], options: { goal_id?: string } = {}): RetainedPrefixVerification {
   const findings: WorkFinding[] = [];
@@ -183,28 +266,10 @@ export function verifyRetainedPrefix(records: readonly unknown[], options: { goa
     projection: null,
     ...extra,
   });
-  const header = records[0];
-  if (!isObj(header) || header.record !== 'header') {
-    findings.push(finding('retained_prefix_record_invalid', 'header', REEXPORT));
-    return done();
-  }
-  if (header.schema_version !== RETAINED_PREFIX_SCHEMA) {
-    findings.push(finding('retained_prefix_schema_unknown', 'header', 'read it with the loopx version that wrote it'));
-    return done();
-  }
-  if (
-    !isStr(header.goal_id) || !isStr(header.store_identity) || !isStr(header.incarnation) || header.retention !== WORK_RETENTION ||
-    !isNat(header.head_cursor) || !isStr(header.provider_revision) || !isStr(header.head_projection_sha256) || !HEX64.test(header.head_projection_sha256) ||
-    !isStr(header.captured_at_start) || !isStr(header.captured_at_end)
-  ) {
-    findings.push(finding('retained_prefix_record_invalid', 'header', REEXPORT));
-    return done();
-  }
+  const checked = checkHeader(records[0], findings);
+  if ('stop' in checked) return done(checked.stop);
+  const header = checked.header;
   const base = { goal_id: header.goal_id, store_identity: header.store_identity, head_cursor: header.head_cursor };
-  if (header.head_cursor > MAX_RETAINED_TRANSACTIONS) {
-    findings.push(finding('retained_prefix_capacity_exceeded', 'header', `split the Goal's work; at most ${MAX_RETAINED_TRANSACTIONS} transactions are supported`));
-    return done(base);
-  }
   if (options.goal_id !== undefined && header.goal_id !== options.goal_id) {
     findings.push(finding('retained_prefix_goal_mismatch', 'header', 'use the export of the Goal being verified'));
   }
@@ -214,73 +279,29 @@ export function verifyRetainedPrefix(records: readonly unknown[], options: { goa
     findings.push(finding('retained_prefix_interval_invalid', 'header', REEXPORT));
   }
 
-  let prev = recordSha(header);
-  let projection: WorkProjection | null = initialProjection(header.goal_id);
-  let expectedCursor = 1;
-  let count = 0;
-  let lastRevision: string | null = null;
-  let lastCursor = 0;
-  const seen = new Set<string>();
-  let i = 1;
-  for (; i < records.length; i++) {
-    const rec = records[i];
+  const w: Walk = { i: 1, prev: recordSha(header), projection: initialProjection(header.goal_id), expectedCursor: 1, count: 0, lastRevision: null, lastCursor: 0, seen: new Set() };
+  for (; w.i < records.length; w.i++) {
+    const rec = records[w.i];
     if (isObj(rec) && rec.record === 'seal') break;
-    const subject = `record:${i}`;
-    if (
-      !isObj(rec) || rec.record !== 'transaction' || !isStr(rec.prev_sha256) || !isNat(rec.cursor) || !isStr(rec.provider_revision) ||
-      !isStr(rec.operation_id) || !isStr(rec.request_digest) || !Array.isArray(rec.events) || !isObj(rec.receipt)
-    ) {
-      findings.push(finding('retained_prefix_record_invalid', subject, REEXPORT));
-      projection = null;
-      prev = recordSha(rec ?? null);
-      count++;
-      continue;
-    }
-    const at = `cursor:${rec.cursor}`;
-    if (rec.prev_sha256 !== prev) findings.push(finding('retained_prefix_chain_broken', at, REEXPORT));
-    if (rec.cursor !== expectedCursor) findings.push(finding('retained_prefix_cursor_gap', at, REEXPORT));
-    if (seen.has(rec.operation_id)) findings.push(finding('work_operation_duplicate', at, REEXPORT));
-    seen.add(rec.operation_id);
-    const rp = receiptProblem(rec.receipt);
-    const receipt = rec.receipt as unknown as WorkReceipt;
-    if (rp) findings.push(finding('work_receipt_invalid', at, REEXPORT));
-    else if (receipt.operation_id !== rec.operation_id || receipt.request_digest !== rec.request_digest || receipt.cursor !== rec.cursor) {
-      findings.push(finding('work_receipt_mismatch', at, REEXPORT));
-    }
-    const ep = eventsProblem(rec.events);
-    if (ep) {
-      findings.push(finding('work_event_invalid', at, REEXPORT));
-      projection = null;
-    } else if (projection !== null && !rp) {
-      try {
-        projection = applyTransaction(projection, rec.events as unknown as WorkEvent[], receipt.committed_at);
-      } catch {
-        findings.push(finding('work_event_invalid', at, REEXPORT));
-        projection = null;
-      }
-    }
-    prev = recordSha(rec);
-    expectedCursor = rec.cursor + 1;
-    lastCursor = rec.cursor;
-    lastRevision = rec.provider_revision;
-    count++;
+    checkTransaction(rec, `record:${w.i}`, w, findings);
   }
 
-  const seal = records[i];
+  const seal = records[w.i];
   let archiveSha: string | null = null;
   if (!isObj(seal) || seal.record !== 'seal') {
     findings.push(finding('retained_prefix_seal_missing', 'seal', 'the export is truncated; produce a new one'));
   } else {
     archiveSha = recordSha(seal);
-    if (seal.record_count !== count || seal.chain_sha256 !== prev) findings.push(finding('retained_prefix_seal_mismatch', 'seal', REEXPORT));
-    if (i + 1 < records.length) findings.push(finding('retained_prefix_trailing_records', `record:${i + 1}`, REEXPORT));
+    if (seal.record_count !== w.count || seal.chain_sha256 !== w.prev) findings.push(finding('retained_prefix_seal_mismatch', 'seal', REEXPORT));
+    if (w.i + 1 < records.length) findings.push(finding('retained_prefix_trailing_records', `record:${w.i + 1}`, REEXPORT));
   }
-  if (lastCursor !== header.head_cursor || (count > 0 && lastRevision !== header.provider_revision)) {
+  if (w.lastCursor !== header.head_cursor || (w.count > 0 && w.lastRevision !== header.provider_revision)) {
     findings.push(finding('retained_prefix_head_mismatch', 'header', REEXPORT));
   }
+  let projection = w.projection;
   if (projection !== null && projectionDigest(projection) !== header.head_projection_sha256) {
     findings.push(finding('work_projection_mismatch', 'header', REEXPORT));
     projection = null;
   }
-  return done({ ...base, record_count: count, archive_sha256: archiveSha, projection: hasErrors(findings) ? null : projection });
+  return done({ ...base, record_count: w.count, archive_sha256: archiveSha, projection: hasErrors(findings) ? null : projection });
 }

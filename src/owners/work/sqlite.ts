@@ -7,9 +7,10 @@
  *   commits   one row per committed transaction: cursor (1, 2, …), provider_revision, operation_id
  *             (UNIQUE — the receipt index), request_digest, events, receipt; also the projection outbox
  *
- * A commit is BEGIN IMMEDIATE → checks → insert + head update → COMMIT; only a failing COMMIT is
- * `ambiguous`. Opening fails closed on an unknown `user_version`, foreign tables, metadata of
- * another Goal, or a head whose revision names a foreign incarnation. `openWorkDbCopy` reads a
+ * A commit is BEGIN IMMEDIATE → checks → insert + head update → COMMIT, one synchronous step on the
+ * connection behind the port's Promise; only a failing COMMIT is `ambiguous`. Opening (synchronous:
+ * it opens a file) fails closed on an unknown `user_version`, foreign tables, metadata of another
+ * Goal, or a head whose revision names a foreign incarnation. `openWorkDbCopy` reads a
  * copied database once and queries a private image of it, so a recovery read never writes to the
  * copy, never creates sidecars beside it and holds no lock on it.
  */
@@ -35,6 +36,7 @@ import {
   type CommittedTransaction,
   type ScanPage,
   type StoredReceipt,
+  type WorkCommitRequest,
   type WorkCommitResult,
   type WorkLoad,
   type WorkProvider,
@@ -152,9 +154,10 @@ function readIdentity(db: SqliteDatabase): WorkStoreIdentity {
   })();
 }
 
-function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkProvider {
-  let closed = false;
-  const q = {
+type Queries = ReturnType<typeof prepare>;
+
+function prepare(db: SqliteDatabase) {
+  return {
     begin: db.prepare('BEGIN IMMEDIATE'),
     commit: db.prepare('COMMIT'),
     rollback: db.prepare('ROLLBACK'),
@@ -165,28 +168,67 @@ function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkPr
     receipt: db.prepare('SELECT cursor, provider_revision, operation_id, request_digest, receipt FROM commits WHERE operation_id = ?'),
     scan: db.prepare('SELECT cursor, provider_revision, operation_id, request_digest, events, receipt FROM commits WHERE cursor > ? ORDER BY cursor LIMIT ?'),
   };
-  const read = <T>(fn: () => T): T => {
-    if (closed) throw providerClosed();
-    try {
-      return fn();
-    } catch (e) {
-      if (isLoopxError(e)) throw e;
-      throw internal('work_store_read_failed', 'Reading the work database failed.', { cause: e, nextAction: 'check the disk, then retry' });
-    }
-  };
-  const headRow = (): HeadRow => {
-    const row = q.head.get() as HeadRow | undefined;
-    if (!row) throw protocolViolation('the database lost its head row');
-    return row;
-  };
+}
+
+const headRow = (q: Queries): HeadRow => {
+  const row = q.head.get() as HeadRow | undefined;
+  if (!row) throw protocolViolation('the database lost its head row');
+  return row;
+};
+
+/**
+ * One commit: BEGIN IMMEDIATE → checks → insert + head update → COMMIT, all synchronous on this
+ * connection (nothing else runs on it in between). Only a failing COMMIT is `ambiguous`.
+ */
+function commitOnce(db: SqliteDatabase, q: Queries, incarnation: string, request: WorkCommitRequest): WorkCommitResult {
+  const c = encodeCommit(request);
+  if ('failed' in c) return { status: 'failed', code: c.failed };
   const rollback = (): void => {
     if (db.inTransaction) q.rollback.run();
   };
-  const scanTx = db.transaction((afterCursor: number, limit: number): ScanPage => {
+  try {
+    q.begin.run();
+  } catch (e) {
+    return { status: 'failed', code: isBusy(e) ? 'provider_busy' : 'provider_write_failed' };
+  }
+  let applied: { cursor: number; provider_revision: string };
+  try {
+    if (q.opExists.get(c.operation_id) !== undefined) {
+      rollback();
+      return { status: 'conflict', reason: 'operation_id_exists' };
+    }
+    const head = headRow(q);
+    if (head.provider_revision !== c.expected_provider_revision) {
+      rollback();
+      return { status: 'conflict', reason: 'provider_revision_mismatch' };
+    }
+    const cursor = head.cursor + 1;
+    const revision = formatProviderRevision(incarnation, cursor);
+    q.insert.run(cursor, revision, c.operation_id, c.request_digest, c.events, c.receipt);
+    const updated = q.updateHead.run(cursor, revision, c.projection, head.provider_revision);
+    if (updated.changes !== 1) throw protocolViolation('the head moved inside a write transaction');
+    applied = { cursor, provider_revision: revision };
+  } catch (e) {
+    // Nothing is committed before COMMIT: rolling back proves absence.
+    try { rollback(); } catch { /* still uncommitted: no COMMIT was issued */ }
+    return { status: 'failed', code: isBusy(e) ? 'provider_busy' : 'provider_write_failed' };
+  }
+  try {
+    q.commit.run();
+  } catch {
+    // The commit point itself failed: WAL frames may or may not be durable. Only a readback can tell.
+    try { rollback(); } catch { /* the outcome stays ambiguous either way */ }
+    return { status: 'ambiguous' };
+  }
+  return { status: 'applied', ...applied };
+}
+
+/** One snapshot-consistent page: the rows and the head they are compared with, in one read transaction. */
+function scanPage(db: SqliteDatabase, q: Queries, afterCursor: number, limit: number): ScanPage {
+  return db.transaction((): ScanPage => {
     const rows = q.scan.all(afterCursor, limit + 1) as RawCommitRow[];
-    const head = headRow();
-    const page = rows.slice(0, limit);
-    const transactions: CommittedTransaction[] = page.map((r) => ({
+    const head = headRow(q);
+    const transactions: CommittedTransaction[] = rows.slice(0, limit).map((r) => ({
       cursor: r.cursor,
       provider_revision: r.provider_revision,
       operation_id: r.operation_id,
@@ -196,65 +238,40 @@ function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkPr
       ...(r.cursor === head.cursor && head.projection !== null ? { projection: decodeObject(head.projection) } : {}),
     }));
     return { transactions, next_cursor: transactions.at(-1)?.cursor ?? afterCursor, has_more: rows.length > limit };
-  });
+  })();
+}
 
+function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkProvider {
+  let closed = false;
+  const q = prepare(db);
+  // better-sqlite3 answers synchronously; each method is one synchronous step behind its Promise.
+  const read = async <T>(fn: () => T): Promise<T> => {
+    if (closed) throw providerClosed();
+    try {
+      return fn();
+    } catch (e) {
+      if (isLoopxError(e)) throw e;
+      throw internal('work_store_read_failed', 'Reading the work database failed.', { cause: e, nextAction: 'check the disk, then retry' });
+    }
+  };
   const provider = {
     provider: SQLITE_PROVIDER,
-    storeIdentity: (): WorkStoreIdentity => read(() => ({ ...identity })),
-    load: (): WorkLoad =>
+    storeIdentity: (): Promise<WorkStoreIdentity> => read(() => ({ ...identity })),
+    load: (): Promise<WorkLoad> =>
       read(() => {
-        const h = headRow();
+        const h = headRow(q);
         return { head: h.projection === null ? null : decodeObject(h.projection), provider_revision: h.provider_revision, cursor: h.cursor };
       }),
-    commit(request): WorkCommitResult {
-      if (closed) return { status: 'failed', code: 'provider_closed' };
-      const c = encodeCommit(request);
-      if ('failed' in c) return { status: 'failed', code: c.failed };
-      try {
-        q.begin.run();
-      } catch (e) {
-        return { status: 'failed', code: isBusy(e) ? 'provider_busy' : 'provider_write_failed' };
-      }
-      let applied: { cursor: number; provider_revision: string };
-      try {
-        if (q.opExists.get(c.operation_id) !== undefined) {
-          rollback();
-          return { status: 'conflict', reason: 'operation_id_exists' };
-        }
-        const head = headRow();
-        if (head.provider_revision !== c.expected_provider_revision) {
-          rollback();
-          return { status: 'conflict', reason: 'provider_revision_mismatch' };
-        }
-        const cursor = head.cursor + 1;
-        const revision = formatProviderRevision(identity.incarnation, cursor);
-        q.insert.run(cursor, revision, c.operation_id, c.request_digest, c.events, c.receipt);
-        const updated = q.updateHead.run(cursor, revision, c.projection, head.provider_revision);
-        if (updated.changes !== 1) throw protocolViolation('the head moved inside a write transaction');
-        applied = { cursor, provider_revision: revision };
-      } catch (e) {
-        // Nothing is committed before COMMIT: rolling back proves absence.
-        try { rollback(); } catch { /* still uncommitted: no COMMIT was issued */ }
-        return { status: 'failed', code: isBusy(e) ? 'provider_busy' : 'provider_write_failed' };
-      }
-      try {
-        q.commit.run();
-      } catch {
-        // The commit point itself failed: WAL frames may or may not be durable. Only a readback can tell.
-        try { rollback(); } catch { /* the outcome stays ambiguous either way */ }
-        return { status: 'ambiguous' };
-      }
-      return { status: 'applied', ...applied };
-    },
-    readReceipt: (operationId: string): StoredReceipt | undefined =>
+    commit: async (request: WorkCommitRequest): Promise<WorkCommitResult> => (closed ? { status: 'failed', code: 'provider_closed' } : commitOnce(db, q, identity.incarnation, request)),
+    readReceipt: (operationId: string): Promise<StoredReceipt | undefined> =>
       read(() => {
         const r = q.receipt.get(operationId) as Omit<RawCommitRow, 'events'> | undefined;
         if (!r) return undefined;
         return { operation_id: r.operation_id, request_digest: r.request_digest, cursor: r.cursor, provider_revision: r.provider_revision, receipt: decodeObject(r.receipt) };
       }),
-    scanCommitted(afterCursor: number, limit: number): ScanPage {
+    async scanCommitted(afterCursor: number, limit: number): Promise<ScanPage> {
       assertScanArguments(afterCursor, limit);
-      return read(() => scanTx(afterCursor, limit));
+      return read(() => scanPage(db, q, afterCursor, limit));
     },
     close() {
       if (closed) return;

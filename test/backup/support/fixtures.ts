@@ -68,9 +68,9 @@ export function addProject(root: string, project: { project_id: string; name: st
 }
 
 /** Create a registered Goal through the goal owner (which registers `goals/<goal_id>` through the registry owner) with its work store. */
-export function createGoal(root: string, goalId: string, title = goalId): GoalRecord {
+export async function createGoal(root: string, goalId: string, title = goalId): Promise<GoalRecord> {
   const goal = goalsOf(root).create(goalId, title, { projectId: PROJECT.project_id });
-  openGoalWork({ root, goal_id: goalId }).close();
+  (await openGoalWork({ root, goal_id: goalId })).close();
   return goal;
 }
 
@@ -80,19 +80,19 @@ export function createGoal(root: string, goalId: string, title = goalId): GoalRe
  * given, is each update's Todo text (the history grows by about that much per commit). The
  * store is opened with synchronous=OFF: a fixture needs no durability, and 20,000 commits stay fast.
  */
-export function commitWork(root: string, goalId: string, commits: number, options: { todoId?: string; text?: (i: number) => string } = {}): void {
+export async function commitWork(root: string, goalId: string, commits: number, options: { todoId?: string; text?: (i: number) => string } = {}): Promise<void> {
   const todoId = options.todoId ?? 'history';
-  const work = openGoalWork({ root, goal_id: goalId, synchronous: 'OFF' });
+  const work = await openGoalWork({ root, goal_id: goalId, synchronous: 'OFF' });
   try {
-    const base = work.transactionCount();
+    const base = await work.transactionCount();
     let done = 0;
-    if (commits > 0 && work.getTodo(todoId) === undefined) {
-      work.addTodo({ operation_id: `${goalId}-${base}`, todo_id: todoId, title: `history of ${goalId}` });
+    if (commits > 0 && (await work.getTodo(todoId)) === undefined) {
+      await work.addTodo({ operation_id: `${goalId}-${base}`, todo_id: todoId, title: `history of ${goalId}` });
       done++;
     }
     for (; done < commits; done++) {
       const n = base + done;
-      work.updateTodo({ operation_id: `${goalId}-${n}`, todo_id: todoId, ...(options.text ? { text: options.text(n) } : { priority: n % 1000 }) });
+      await work.updateTodo({ operation_id: `${goalId}-${n}`, todo_id: todoId, ...(options.text ? { text: options.text(n) } : { priority: n % 1000 }) });
     }
   } finally {
     work.close();
@@ -123,22 +123,22 @@ export interface Fixture {
  * attachment, a fake .db, a large file, an empty directory, non-state, automations, skills,
  * and (optionally) a symlink and a FIFO.
  */
-export function makeRoot(root: string, options: FixtureOptions = {}): Fixture {
+export async function makeRoot(root: string, options: FixtureOptions = {}): Promise<Fixture> {
   mkdirSync(root, { mode: 0o700 });
   addProject(root, PROJECT);
   if (options.machine ?? true) applyMachineConfiguration(root, machineDoc.namespaces);
 
   const goals = goalsOf(root);
   const alpha = goals.create('alpha', 'Alpha', { projectId: PROJECT.project_id });
-  const work = openGoalWork({ root, goal_id: 'alpha' });
+  const work = await openGoalWork({ root, goal_id: 'alpha' });
   try {
-    work.addTodo({ operation_id: 'alpha-add-report', todo_id: 't1', title: 'finish the report' });
-    work.addTodo({ operation_id: 'alpha-add-sources', todo_id: 't2', title: 'gather sources' });
-    work.updateTodo({ operation_id: 'alpha-done-sources', todo_id: 't2', status: 'done' });
+    await work.addTodo({ operation_id: 'alpha-add-report', todo_id: 't1', title: 'finish the report' });
+    await work.addTodo({ operation_id: 'alpha-add-sources', todo_id: 't2', title: 'gather sources' });
+    await work.updateTodo({ operation_id: 'alpha-done-sources', todo_id: 't2', status: 'done' });
   } finally {
     work.close();
   }
-  commitWork(root, 'alpha', (options.commitsAlpha ?? 25) - 3, { todoId: 't1' });
+  await commitWork(root, 'alpha', (options.commitsAlpha ?? 25) - 3, { todoId: 't1' });
   goals.addDoc('alpha', 'plan.md', '# Plan\n\n- [ ] finish the report\n- [x] gather sources\n');
   // A SQLite database is recognized by its header, not its name: a Goal document that is one.
   const scratch = mkdtempSync(join(tmpdir(), 'loopx-backup-attachment-'));
@@ -152,7 +152,7 @@ export function makeRoot(root: string, options: FixtureOptions = {}): Fixture {
   write(root, 'goals/alpha/docs/notes-é.md', 'non-ASCII file name\n');
 
   const created = goals.create('beta', 'Beta', { projectId: PROJECT.project_id });
-  commitWork(root, 'beta', 3);
+  await commitWork(root, 'beta', 3);
   const beta = goals.pause(goalRef(created), 'active');
   mkdirSync(join(root, 'goals/beta/empty'), { mode: 0o700 });
 

@@ -4,16 +4,16 @@
 import { openGoalWork } from '../../../src/owners/work/index.js';
 
 const [root, goalId, todoId] = process.argv.slice(2) as [string, string, string];
-const work = openGoalWork({ root, goal_id: goalId });
+const work = await openGoalWork({ root, goal_id: goalId });
 const body = 'e'.repeat(1024);
 let written = 0;
-const batch = (): void => {
+const batch = async (): Promise<void> => {
   for (let i = 0; i < 10; i++) {
-    work.updateTodo({ operation_id: `live-${written}`, todo_id: todoId, text: `${written}:${body}` });
+    await work.updateTodo({ operation_id: `live-${written}`, todo_id: todoId, text: `${written}:${body}` });
     written++;
   }
   process.stdout.write(`${written}\n`);
-  setImmediate(batch);
+  setImmediate(() => void batch());
 };
 process.stdout.write('ready\n');
-batch();
+await batch();

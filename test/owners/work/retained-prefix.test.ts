@@ -17,25 +17,25 @@ import {
 } from '../../../src/owners/work/index.js';
 import { GOAL, HARNESSES, manualClock, owner, sqliteHarness } from './support.js';
 
-const populate = (w: WorkOwner): void => {
-  w.setHandoffMode({ operation_id: 'mode', handoff_mode: 'hard_lease' });
-  for (let i = 1; i <= 6; i++) w.addTodo({ operation_id: `add-${i}`, title: `Todo ${i}`, priority: i });
-  w.engageFence({ operation_id: 'fence' });
-  w.acquireLease({ operation_id: 'lease', todo_id: 't2', owner: 'agent', execution_key: 'k', ttl_ms: 60_000, expected_version: 0 });
-  w.updateTodo({ operation_id: 'done', todo_id: 't2', status: 'done', lease: { owner: 'agent', execution_key: 'k', lease_epoch: 1 } });
-  w.updateTodo({ operation_id: 'block', todo_id: 't3', status: 'blocked', note: 'needs input' });
+const populate = async (w: WorkOwner): Promise<void> => {
+  await w.setHandoffMode({ operation_id: 'mode', handoff_mode: 'hard_lease' });
+  for (let i = 1; i <= 6; i++) await w.addTodo({ operation_id: `add-${i}`, title: `Todo ${i}`, priority: i });
+  await w.engageFence({ operation_id: 'fence' });
+  await w.acquireLease({ operation_id: 'lease', todo_id: 't2', owner: 'agent', execution_key: 'k', ttl_ms: 60_000, expected_version: 0 });
+  await w.updateTodo({ operation_id: 'done', todo_id: 't2', status: 'done', lease: { owner: 'agent', execution_key: 'k', lease_epoch: 1 } });
+  await w.updateTodo({ operation_id: 'block', todo_id: 't3', status: 'blocked', note: 'needs input' });
 };
 
 const codes = (records: readonly unknown[]) => verifyRetainedPrefix(records).findings.map((f) => f.code);
 const clone = (records: readonly RetainedPrefixRecord[]): Array<Record<string, unknown>> => JSON.parse(JSON.stringify(records));
 
 describe.each(HARNESSES)('retained-prefix export: %s', (_name, make) => {
-  it('exports a pinned, hash-linked, sealed prefix that verifies offline and replays to the live head', () => {
+  it('exports a pinned, hash-linked, sealed prefix that verifies offline and replays to the live head', async () => {
     const clock = manualClock();
-    const w = owner(make(), clock);
-    populate(w);
-    const view = w.view();
-    const ex = w.exportRetainedPrefix();
+    const w = await owner(make(), clock);
+    await populate(w);
+    const view = await w.view();
+    const ex = await w.exportRetainedPrefix();
     expect(ex.head_cursor).toBe(view.cursor);
     expect(ex.provider_revision).toBe(view.provider_revision);
     expect(ex.store_identity).toBe(view.store_identity);
@@ -55,22 +55,22 @@ describe.each(HARNESSES)('retained-prefix export: %s', (_name, make) => {
     expect(verifyRetainedPrefix(parsed.records).ok).toBe(true);
   });
 
-  it('an empty store exports a header and a seal that verify', () => {
-    const ex = owner(make()).exportRetainedPrefix();
+  it('an empty store exports a header and a seal that verify', async () => {
+    const ex = await (await owner(make())).exportRetainedPrefix();
     expect(ex.records.map((r) => r.record)).toEqual(['header', 'seal']);
     expect(verifyRetainedPrefix(ex.records).ok).toBe(true);
   });
 });
 
 describe('retained-prefix damage, one finding per defect', () => {
-  const exported = () => {
-    const w = owner(sqliteHarness());
-    populate(w);
-    return w.exportRetainedPrefix().records;
+  const exported = async () => {
+    const w = await owner(sqliteHarness());
+    await populate(w);
+    return (await w.exportRetainedPrefix()).records;
   };
 
-  it('a tampered transaction record breaks the chain at the next record', () => {
-    const r = clone(exported());
+  it('a tampered transaction record breaks the chain at the next record', async () => {
+    const r = clone(await exported());
     ((r[3]!.events as Array<Record<string, unknown>>)[0]!.todo as Record<string, unknown>).title = 'rewritten';
     const v = verifyRetainedPrefix(r);
     expect(v.ok).toBe(false);
@@ -78,14 +78,14 @@ describe('retained-prefix damage, one finding per defect', () => {
     expect(v.projection).toBeNull();
   });
 
-  it('a tampered last record is caught by the seal', () => {
-    const r = clone(exported());
+  it('a tampered last record is caught by the seal', async () => {
+    const r = clone(await exported());
     (r.at(-2)!.receipt as Record<string, unknown>).committed_at = '1999-01-01T00:00:00.000Z';
     expect(codes(r)).toContain('retained_prefix_seal_mismatch');
   });
 
-  it('a removed record is a cursor gap and a broken chain', () => {
-    const r = clone(exported());
+  it('a removed record is a cursor gap and a broken chain', async () => {
+    const r = clone(await exported());
     r.splice(4, 1);
     const c = codes(r);
     expect(c).toContain('retained_prefix_cursor_gap');
@@ -93,14 +93,14 @@ describe('retained-prefix damage, one finding per defect', () => {
     expect(c).toContain('retained_prefix_seal_mismatch');
   });
 
-  it('a changed header (head cursor) no longer chains', () => {
-    const r = clone(exported());
+  it('a changed header (head cursor) no longer chains', async () => {
+    const r = clone(await exported());
     r[0]!.head_cursor = 3;
     expect(codes(r)).toEqual(expect.arrayContaining(['retained_prefix_chain_broken', 'retained_prefix_head_mismatch']));
   });
 
-  it('a missing seal, trailing records, an unknown schema and a bad interval are each reported', () => {
-    const base = exported();
+  it('a missing seal, trailing records, an unknown schema and a bad interval are each reported', async () => {
+    const base = await exported();
     expect(codes(clone(base).slice(0, -1))).toContain('retained_prefix_seal_missing');
     expect(codes([...clone(base), { record: 'transaction' }])).toContain('retained_prefix_trailing_records');
     const unknown = clone(base);
@@ -113,9 +113,9 @@ describe('retained-prefix damage, one finding per defect', () => {
     expect(parseRetainedPrefixNdjson('{"record":"header"}\nnot json\n').findings.map((f) => f.subject)).toEqual(['line:2']);
   });
 
-  it('a consistently re-hashed forgery still fails replay against the header’s head digest', () => {
+  it('a consistently re-hashed forgery still fails replay against the header’s head digest', async () => {
     // An attacker who rewrites an event and recomputes every hash cannot match the pinned head projection.
-    const r = clone(exported());
+    const r = clone(await exported());
     ((r[2]!.events as Array<Record<string, unknown>>)[0]!.todo as Record<string, unknown>).title = 'forged';
     const sha = (v: unknown) => sha256Hex(canonicalJson(v));
     for (let i = 1; i < r.length - 1; i++) r[i]!.prev_sha256 = sha(r[i - 1]);
@@ -123,10 +123,10 @@ describe('retained-prefix damage, one finding per defect', () => {
     expect(codes(r)).toEqual(['work_projection_mismatch']);
   });
 
-  it('an export made while a writer commits is the pinned prefix: later commits are not in it', () => {
+  it('an export made while a writer commits is the pinned prefix: later commits are not in it', async () => {
     const h = sqliteHarness();
-    const w = owner(h);
-    populate(w);
+    const w = await owner(h);
+    await populate(w);
     const inner = h.open();
     let wrote = false;
     const racing: WorkProvider = {
@@ -135,19 +135,19 @@ describe('retained-prefix damage, one finding per defect', () => {
       load: () => inner.load(),
       commit: (c) => inner.commit(c),
       readReceipt: (id) => inner.readReceipt(id),
-      scanCommitted: (a, l) => {
+      scanCommitted: async (a, l) => {
         if (!wrote) {
           wrote = true;
-          w.addTodo({ operation_id: 'during-export', title: 'Late' });
+          await w.addTodo({ operation_id: 'during-export', title: 'Late' });
         }
         return inner.scanCommitted(a, l);
       },
       close: () => inner.close(),
     };
-    const pinnedCursor = w.transactionCount();
-    const ex = openWork({ provider: racing }).exportRetainedPrefix();
+    const pinnedCursor = await w.transactionCount();
+    const ex = await (await openWork({ provider: racing })).exportRetainedPrefix();
     expect(wrote).toBe(true);
-    expect(w.transactionCount()).toBe(pinnedCursor + 1);
+    expect(await w.transactionCount()).toBe(pinnedCursor + 1);
     expect(ex.head_cursor).toBe(pinnedCursor);
     expect(ex.records.some((r) => r.record === 'transaction' && r.operation_id === 'during-export')).toBe(false);
     expect(verifyRetainedPrefix(ex.records).ok).toBe(true);

@@ -18,7 +18,7 @@ import {
   WORK_DB_VERSION,
 } from '../../../src/owners/work/index.js';
 import { readHistoricalFile as readHistorical } from '../../../src/owners/work/historical.js';
-import { GOAL, errorOf, manualClock, owner, sqliteHarness, tempDir } from './support.js';
+import { GOAL, errorOf, manualClock, owner, rejectionOf, sqliteHarness, tempDir } from './support.js';
 
 const REPO = resolve(import.meta.dirname, '../../..');
 
@@ -42,33 +42,33 @@ const snapshot = async (path: string, dest: string): Promise<void> => {
   }
 };
 
-const populated = () => {
+const populated = async () => {
   const h = sqliteHarness();
-  const w = owner(h);
-  w.setHandoffMode({ operation_id: 'mode', handoff_mode: 'hard_lease' });
-  w.addTodo({ operation_id: 'a1', title: 'First' });
-  w.addTodo({ operation_id: 'a2', title: 'Second' });
-  w.acquireLease({ operation_id: 'l1', todo_id: 't1', owner: 'agent', execution_key: 'k', ttl_ms: 60_000, expected_version: 0 });
-  w.engageFence({ operation_id: 'f1' });
+  const w = await owner(h);
+  await w.setHandoffMode({ operation_id: 'mode', handoff_mode: 'hard_lease' });
+  await w.addTodo({ operation_id: 'a1', title: 'First' });
+  await w.addTodo({ operation_id: 'a2', title: 'Second' });
+  await w.acquireLease({ operation_id: 'l1', todo_id: 't1', owner: 'agent', execution_key: 'k', ttl_ms: 60_000, expected_version: 0 });
+  await w.engageFence({ operation_id: 'f1' });
   return { h, w };
 };
 
 describe('sqlite work store: layout and fail-closed opening', () => {
-  it('a Goal’s work lives in goals/<goal_id>/work.db, owner-only; a missing Goal directory is goal_not_found', () => {
+  it('a Goal’s work lives in goals/<goal_id>/work.db, owner-only; a missing Goal directory is goal_not_found', async () => {
     const root = tempDir();
-    expect(errorOf(() => openGoalWork({ root, goal_id: GOAL })).code).toBe('goal_not_found');
+    expect((await rejectionOf(() => openGoalWork({ root, goal_id: GOAL }))).code).toBe('goal_not_found');
     mkdirSync(join(root, 'goals', GOAL), { recursive: true, mode: 0o700 });
-    const w = openGoalWork({ root, goal_id: GOAL });
-    w.addTodo({ operation_id: 'a', title: 'T' });
-    expect(w.storeIdentity().store_identity).toMatch(/^sqlite:[0-9a-f]{32}$/);
+    const w = await openGoalWork({ root, goal_id: GOAL });
+    await w.addTodo({ operation_id: 'a', title: 'T' });
+    expect((await w.storeIdentity()).store_identity).toMatch(/^sqlite:[0-9a-f]{32}$/);
     w.close();
     const path = join(root, 'goals', GOAL, 'work.db');
     expect(statSync(path).mode & 0o777).toBe(0o600);
-    expect(errorOf(() => openGoalWork({ root, goal_id: 'bad/../id' })).code).toBe('goal_id_invalid');
+    expect((await rejectionOf(() => openGoalWork({ root, goal_id: 'bad/../id' }))).code).toBe('goal_id_invalid');
   });
 
-  it('a foreign incarnation refuses: metadata that does not match the head’s revisions', () => {
-    const { h, w } = populated();
+  it('a foreign incarnation refuses: metadata that does not match the head’s revisions', async () => {
+    const { h, w } = await populated();
     w.close();
     damage(h.path, `UPDATE metadata SET incarnation = '${'a'.repeat(32)}'`);
     const e = errorOf(() => h.open());
@@ -76,19 +76,19 @@ describe('sqlite work store: layout and fail-closed opening', () => {
     expect(e.kind).toBe('rejected');
   });
 
-  it('a foreign incarnation refuses: a database other than the one the caller expects', () => {
-    const { h, w } = populated();
-    const { incarnation } = w.storeIdentity();
+  it('a foreign incarnation refuses: a database other than the one the caller expects', async () => {
+    const { h, w } = await populated();
+    const { incarnation } = await w.storeIdentity();
     w.close();
     // The same path now holds another store's bytes (a swapped or restored file).
     const other = sqliteHarness();
-    owner(other).addTodo({ operation_id: 'x', title: 'Other' });
+    await (await owner(other)).addTodo({ operation_id: 'x', title: 'Other' });
     copyFileSync(other.path, h.path);
     expect(errorOf(() => h.open({ expected_incarnation: incarnation })).code).toBe('work_store_foreign_incarnation');
   });
 
-  it('an unknown user_version fails closed', () => {
-    const { h, w } = populated();
+  it('an unknown user_version fails closed', async () => {
+    const { h, w } = await populated();
     w.close();
     damage(h.path, `PRAGMA user_version = ${WORK_DB_VERSION + 1}`);
     const e = errorOf(() => h.open());
@@ -96,25 +96,25 @@ describe('sqlite work store: layout and fail-closed opening', () => {
     expect(e.details).toMatchObject({ user_version: WORK_DB_VERSION + 1 });
   });
 
-  it('another SQLite database at the path is not taken over', () => {
+  it('another SQLite database at the path is not taken over', async () => {
     const h = sqliteHarness();
     damage(h.path, 'CREATE TABLE something_else (x)');
     expect(errorOf(() => h.open()).code).toBe('work_store_unrecognized');
   });
 
-  it('a store whose history has a gap refuses to open (provider_protocol_violation)', () => {
-    const { h, w } = populated();
+  it('a store whose history has a gap refuses to open (provider_protocol_violation)', async () => {
+    const { h, w } = await populated();
     w.close();
     damage(h.path, 'DELETE FROM commits WHERE cursor = 2');
     expect(errorOf(() => h.open()).code).toBe('provider_protocol_violation');
   });
 
-  it('a repeated operation never applies twice across a real process restart', () => {
+  it('a repeated operation never applies twice across a real process restart', async () => {
     const h = sqliteHarness();
     const script = `
       import { openWork, openSqliteWorkProvider } from ${JSON.stringify(join(REPO, 'src/owners/work/index.ts'))};
-      const w = openWork({ provider: openSqliteWorkProvider(${JSON.stringify(h.path)}, { goal_id: ${JSON.stringify(GOAL)} }) });
-      const r = w.addTodo({ operation_id: 'child-op', title: 'From the child' });
+      const w = await openWork({ provider: openSqliteWorkProvider(${JSON.stringify(h.path)}, { goal_id: ${JSON.stringify(GOAL)} }) });
+      const r = await w.addTodo({ operation_id: 'child-op', title: 'From the child' });
       process.stdout.write(JSON.stringify(r));
       w.close();`;
     const run = () => spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
@@ -127,19 +127,19 @@ describe('sqlite work store: layout and fail-closed opening', () => {
     expect(a.result).toBe('applied');
     expect(b.result).toBe('already_applied');
     expect(b.receipt).toEqual(a.receipt);
-    const w = owner(h);
-    expect(w.transactionCount()).toBe(1);
-    expect(w.listTodos()).toHaveLength(1);
+    const w = await owner(h);
+    expect(await w.transactionCount()).toBe(1);
+    expect(await w.listTodos()).toHaveLength(1);
   }, 60_000);
 });
 
 describe('sqlite work store: recovery read side on a copy', () => {
   it('readHistorical reads a live snapshot copy read-only: Todos, history, identity, no findings, no authority', async () => {
-    const { h, w } = populated();
+    const { h, w } = await populated();
     const dir = tempDir();
     const copy = join(dir, 'work.db');
     await snapshot(h.path, copy);
-    w.addTodo({ operation_id: 'after-copy', title: 'Not in the copy' });
+    await w.addTodo({ operation_id: 'after-copy', title: 'Not in the copy' });
     const before = sha256Hex(readFileSync(copy));
     const mtime = statSync(copy).mtimeMs;
     const scratch = () => readdirSync(tmpdir()).filter((n) => n.startsWith('loopx-work-read-')).length;
@@ -149,8 +149,8 @@ describe('sqlite work store: recovery read side on a copy', () => {
     expect(r.findings).toEqual([]);
     expect(r.readable).toBe(true);
     expect(r.execution_authority_granted).toBe(false);
-    expect(r.store_identity).toBe(w.storeIdentity().store_identity);
-    expect(r.incarnation).toBe(w.storeIdentity().incarnation);
+    expect(r.store_identity).toBe((await w.storeIdentity()).store_identity);
+    expect(r.incarnation).toBe((await w.storeIdentity()).incarnation);
     expect(r.goal_id).toBe(GOAL);
     expect(r.history_count).toBe(5);
     expect(r.head_cursor).toBe(5);
@@ -165,7 +165,7 @@ describe('sqlite work store: recovery read side on a copy', () => {
   });
 
   it('readHistorical reports damage as findings instead of throwing', async () => {
-    const { h } = populated();
+    const { h } = await populated();
     const dir = tempDir();
 
     const tampered = join(dir, 'tampered.db');
@@ -198,8 +198,8 @@ describe('sqlite work store: recovery read side on a copy', () => {
     expect(readHistorical(tampered, { goal_id: 'other' }).findings.map((f) => f.code)).toContain('work_store_goal_mismatch');
   });
 
-  it('a WAL sidecar beside a copy is reported (readback reflects the main file only)', () => {
-    const { h, w } = populated();
+  it('a WAL sidecar beside a copy is reported (readback reflects the main file only)', async () => {
+    const { h, w } = await populated();
     // A raw file copy of a live WAL database: the main file plus a non-empty -wal.
     const dir = tempDir();
     copyFileSync(h.path, join(dir, 'work.db'));
@@ -214,22 +214,22 @@ describe('sqlite work store: capacity', () => {
   it(`${MAX_RETAINED_TRANSACTIONS} committed transactions are readable completely: history, export and copy readback`, async () => {
     const h = sqliteHarness(undefined, 'OFF');
     const clock = manualClock();
-    const w = openWork({ provider: h.open(), clock: clock.now });
-    w.addTodo({ operation_id: 'seed', title: 'Busy Todo' });
+    const w = await openWork({ provider: h.open(), clock: clock.now });
+    await w.addTodo({ operation_id: 'seed', title: 'Busy Todo' });
     for (let i = 1; i < MAX_RETAINED_TRANSACTIONS; i++) {
       clock.advance(1);
-      w.updateTodo({ operation_id: `n${i}`, todo_id: 't1', note: `step ${i}` });
+      await w.updateTodo({ operation_id: `n${i}`, todo_id: 't1', note: `step ${i}` });
     }
-    expect(w.transactionCount()).toBe(MAX_RETAINED_TRANSACTIONS);
+    expect(await w.transactionCount()).toBe(MAX_RETAINED_TRANSACTIONS);
     let count = 0;
     let last = 0;
-    for (const t of w.iterateHistory()) {
+    for await (const t of w.iterateHistory()) {
       expect(t.cursor).toBe(last + 1);
       last = t.cursor;
       count++;
     }
     expect(count).toBe(MAX_RETAINED_TRANSACTIONS);
-    const ex = w.exportRetainedPrefix();
+    const ex = await w.exportRetainedPrefix();
     expect(ex.records).toHaveLength(MAX_RETAINED_TRANSACTIONS + 2);
     const v = verifyRetainedPrefix(ex.records);
     expect(v.findings).toEqual([]);
@@ -242,10 +242,10 @@ describe('sqlite work store: capacity', () => {
     expect(existsSync(`${copy}-wal`)).toBe(false);
   }, 120_000);
 
-  it('verification refuses a prefix beyond capacity instead of truncating it', () => {
-    const w = owner(sqliteHarness());
-    w.addTodo({ operation_id: 'a', title: 'T' });
-    const records = JSON.parse(JSON.stringify(w.exportRetainedPrefix().records));
+  it('verification refuses a prefix beyond capacity instead of truncating it', async () => {
+    const w = await owner(sqliteHarness());
+    await w.addTodo({ operation_id: 'a', title: 'T' });
+    const records = JSON.parse(JSON.stringify((await w.exportRetainedPrefix()).records));
     records[0].head_cursor = MAX_RETAINED_TRANSACTIONS + 1;
     expect(verifyRetainedPrefix(records).findings.map((f: { code: string }) => f.code)).toEqual(['retained_prefix_capacity_exceeded']);
   });

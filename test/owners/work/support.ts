@@ -1,4 +1,4 @@
-/** Shared harnesses for the work owner tests: both providers behind one factory, a manual clock, errors by code. */
+/** Shared harnesses for the work owner tests: both providers behind one factory, a manual clock, errors and rejections by code. */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,7 +60,7 @@ export function manualClock(start = '2030-01-01T00:00:00.000Z') {
   };
 }
 
-export function owner(h: ProviderHarness, clock = manualClock()): WorkOwner {
+export function owner(h: ProviderHarness, clock = manualClock()): Promise<WorkOwner> {
   return openWork({ provider: h.open(), clock: clock.now });
 }
 
@@ -73,6 +73,24 @@ export function errorOf(fn: () => unknown): LoopxError {
     throw e;
   }
   expect.fail('expected a LoopxError');
+}
+
+/** Every item of an async iterable, in order. */
+export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+/** Awaits `fn()`, expects it to reject with a LoopxError and returns it. */
+export async function rejectionOf(fn: () => Promise<unknown>): Promise<LoopxError> {
+  try {
+    await fn();
+  } catch (e) {
+    if (isLoopxError(e)) return e;
+    throw e;
+  }
+  expect.fail('expected a rejection with a LoopxError');
 }
 
 export const sha = (n: number): string => n.toString(16).padStart(64, '0');

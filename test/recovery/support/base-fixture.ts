@@ -27,7 +27,7 @@ export function useBaseBackup(prefix: string): BaseFixture {
   beforeAll(async () => {
     work = tempBase(prefix);
     const root = join(work, 'root');
-    makeRoot(root, { specials: false });
+    await makeRoot(root, { specials: false });
     rmSync(join(root, 'big.bin'));
     const result = await create(plan(root, { outputDir: join(work, 'out'), backupId: 'base' }));
     base = await loadBase(join(work, 'out', 'base.tar.gz'), result.manifest_doc);

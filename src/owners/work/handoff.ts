@@ -1,0 +1,36 @@
+/**
+ * The Goal-wide writes of the work owner: the handoff mode (soft_claim ↔ hard_lease, only while
+ * no open Todo is claimed and no lease is active) and the writer fence (engaging mints a new
+ * token one epoch on; every older token is refused from then on). Both plan inside the shared
+ * commit loop (commit.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import { conflict } from '../../core/index.js';
+import { execute, type WorkCore } from './commit.js';
+import { invalid } from './inputs.js';
+import { isTerminal, leaseAuthorization, HANDOFF_MODES } from './model.js';
+import type { EngageFenceRequest, SetHandoffModeRequest, WorkOperationResult } from './api.js';
+
+export async function setHandoffMode(core: WorkCore, r: SetHandoffModeRequest): Promise<WorkOperationResult> {
+  if (!(HANDOFF_MODES as readonly unknown[]).includes(r.handoff_mode)) throw invalid('handoff_mode', `one of ${HANDOFF_MODES.join(', ')}`);
+  const mode = r.handoff_mode;
+  return execute(core, 'set_handoff_mode', r, { handoff_mode: mode }, ({ p, now }) => {
+    if (mode !== p.handoff_mode) {
+      const busy = p.todos.find((t) => (!isTerminal(t.status) && t.claimed_by !== null) || leaseAuthorization(t.lease, now) === 'active');
+      if (busy) {
+        throw conflict('handoff_mode_not_quiescent', 'The handoff mode changes only while no open Todo is claimed and no lease is active.', {
+          nextAction: 'release claims and leases (or let leases expire), then retry',
+          details: { todo_id: busy.todo_id },
+        });
+      }
+    }
+    return { events: [{ type: 'handoff_mode_set', handoff_mode: mode }], handoff_mode: mode };
+  });
+}
+
+export async function engageFence(core: WorkCore, r: EngageFenceRequest): Promise<WorkOperationResult> {
+  return execute(core, 'engage_fence', r, {}, ({ p, at }) => {
+    const fence = { fence_id: randomBytes(16).toString('hex'), epoch: (p.fence?.epoch ?? 0) + 1 };
+    return { events: [{ type: 'fence_engaged', fence: { ...fence, engaged_at: at } }], fence };
+  });
+}
