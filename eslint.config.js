@@ -58,6 +58,26 @@ export default tseslint.config(
     files: ['src/store/**', 'test/**', 'bench/**'],
     rules: { 'no-restricted-imports': 'off' },
   },
+  // Size: no file over 600 lines, no function over 80 (blank lines and comments not counted).
+  // A longer function states why in its header comment, ending with
+  // `// eslint-disable-next-line max-lines-per-function -- <reason>` directly above it.
+  {
+    files: ['src/**/*.ts', 'ui/src/**/*.{ts,tsx}'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }],
+      'max-lines': ['error', { max: 600 }],
+    },
+  },
+  // Being rewritten on other branches; removed when they land.
+  {
+    files: ['src/engine/goal-work.ts', 'src/owners/work/**', 'src/owners/effect/**', 'src/cli/**', 'src/runtime/**'],
+    rules: { 'max-lines-per-function': 'off' },
+  },
+  // Being rewritten on other branches (work/** above); removed when they land. 618 lines today.
+  {
+    files: ['src/owners/work/work.ts'],
+    rules: { 'max-lines': 'off' },
+  },
   // The Settings ▸ Capability Center app: the same TypeScript rules, and the rules of hooks.
   { files: ['ui/**/*.{ts,tsx}'], ...reactHooks.configs.flat.recommended },
   {

@@ -146,6 +146,84 @@ export async function create(p: BackupPlan, options: CreateOptions = {}): Promis
   }
 }
 
+/** Refuse a §12 bound as soon as it is crossed. */
+function checkLimit(limit: BackupLimitName, observed: number, subject?: string): void {
+  if (observed > BACKUP_LIMITS[limit]) throw capacityExceeded(limit, observed, subject);
+}
+
+/** An owner source's exact read from the plan, by root-relative path. */
+interface ExactRead {
+  readonly owner: SourceWitness['owner'];
+  readonly read: RegistryRead | MachineConfigurationRead;
+}
+type ExactReads = Map<string, ExactRead>;
+
+/** What one capture accumulates while it streams the planned members into the archive. */
+interface CaptureRun {
+  readonly p: BackupPlan;
+  readonly writer: ArchiveWriter;
+  readonly staging: string;
+  readonly onProgress: CreateOptions['onProgress'];
+  readonly members: ManifestMember[];
+  readonly fileMembers: FileMemberRecord[];
+  readonly snapshots: SqliteSnapshotRecord[];
+  readonly missing: MissingEntry[];
+  readonly warnings: BackupPlan['warnings'][number][];
+  readonly witnesses: Map<string, SourceWitness>;
+  readonly copiedWitness: Map<string, { archive_path: string; size_bytes: number; sha256: string }>;
+  readonly bytesTotal: number;
+  regularBytes: number;
+  snapshotSeq: number;
+  bytesDone: number;
+  membersDone: number;
+}
+
+function newCaptureRun(p: BackupPlan, writer: ArchiveWriter, staging: string, onProgress: CreateOptions['onProgress']): CaptureRun {
+  return {
+    p,
+    writer,
+    staging,
+    onProgress,
+    members: [],
+    fileMembers: [],
+    snapshots: [],
+    missing: [...p.missing],
+    warnings: [...p.warnings],
+    witnesses: new Map(),
+    copiedWitness: new Map(),
+    bytesTotal: p.members.reduce((n, m) => n + m.size_bytes, 0),
+    regularBytes: 0,
+    snapshotSeq: 0,
+    bytesDone: 0,
+    membersDone: 0,
+  };
+}
+
+function progress(run: CaptureRun, phase: BackupProgress['phase']): void {
+  run.onProgress?.({ phase, members_done: run.membersDone, members_total: run.p.members.length, bytes_done: run.bytesDone, bytes_total: run.bytesTotal });
+}
+
+/** Live bounds while copying: a file that grew since the plan is refused before or while it is copied, never cut short. */
+function watch(run: CaptureRun, withProgress: boolean): { onSize(size: number): void; onChunk(n: number): void } {
+  return {
+    onSize: (size: number) => checkLimit('regularFileBytes', run.regularBytes + size),
+    onChunk: (n: number) => {
+      run.regularBytes += n;
+      checkLimit('expandedBytes', run.writer.expandedBytes);
+      checkLimit('archiveBytes', run.writer.archiveBytes);
+      if (withProgress) {
+        run.bytesDone += n;
+        progress(run, 'capture');
+      }
+    },
+  };
+}
+
+function lost(run: CaptureRun, path: string, reason: string): void {
+  run.missing.push({ key: `member:${path}`, source_path: path, reason });
+  run.warnings.push({ code: reason, source_path: path });
+}
+
 async function capture(p: BackupPlan, options: CreateOptions): Promise<BackupResult> {
   const hooks = options.hooks ?? {};
   const now = options.now ?? (() => new Date());
@@ -167,212 +245,44 @@ async function capture(p: BackupPlan, options: CreateOptions): Promise<BackupRes
   const writer = ArchiveWriter.create(stagedArchive, mtime, options.gzipLevel ?? 6);
   let published = false;
   try {
-    const members: ManifestMember[] = [];
-    const fileMembers: FileMemberRecord[] = [];
-    const snapshots: SqliteSnapshotRecord[] = [];
-    const missing: MissingEntry[] = [...p.missing];
-    const warnings = [...p.warnings];
-    const witnesses = new Map<string, SourceWitness>();
-    const copiedWitness = new Map<string, { archive_path: string; size_bytes: number; sha256: string }>();
-    let regularBytes = 0;
-    let snapshotSeq = 0;
-    const bytesTotal = p.members.reduce((n, m) => n + m.size_bytes, 0);
-    let bytesDone = 0;
-    let membersDone = 0;
-    const progress = (phase: BackupProgress['phase']) =>
-      options.onProgress?.({ phase, members_done: membersDone, members_total: p.members.length, bytes_done: bytesDone, bytes_total: bytesTotal });
-    const check = (limit: BackupLimitName, observed: number, subject?: string) => {
-      if (observed > BACKUP_LIMITS[limit]) throw capacityExceeded(limit, observed, subject);
-    };
-    // Live bounds while copying: a file that grew since the plan is refused before or while it is copied, never cut short.
-    const watch = (withProgress: boolean) => ({
-      onSize: (size: number) => check('regularFileBytes', regularBytes + size),
-      onChunk: (n: number) => {
-        regularBytes += n;
-        check('expandedBytes', writer.expandedBytes);
-        check('archiveBytes', writer.archiveBytes);
-        if (withProgress) {
-          bytesDone += n;
-          progress('capture');
-        }
-      },
-    });
-    const lost = (path: string, reason: string) => {
-      missing.push({ key: `member:${path}`, source_path: path, reason });
-      warnings.push({ code: reason, source_path: path });
-    };
-
+    const run = newCaptureRun(p, writer, staging, options.onProgress);
     // The configuration checkpoint first: it depends only on the plan's exact reads.
-    const checkpoint = configurationCheckpoint(p);
-    const checkpointEntry = await writer.buffer(ARCHIVE_CONFIGURATION_BACKUP, checkpoint.bytes);
-    regularBytes += checkpointEntry.size_bytes;
-    members.push({ path: ARCHIVE_CONFIGURATION_BACKUP, type: 'file', size_bytes: checkpointEntry.size_bytes, sha256: checkpointEntry.sha256, origin: 'configuration_checkpoint' });
-    fileMembers.push({ archive_path: ARCHIVE_CONFIGURATION_BACKUP, size_bytes: checkpointEntry.size_bytes, sha256: checkpointEntry.sha256 });
-
-    // The owner sources' witnesses: a present read is compared with its copied member; an absent one is re-checked in place.
-    const exactReads = new Map<string, { owner: SourceWitness['owner']; read: RegistryRead | MachineConfigurationRead }>([
-      [WITNESSED_SOURCES.registry, { owner: 'registry', read: p.registryRead }],
-      [WITNESSED_SOURCES.machineConfiguration, { owner: 'config', read: p.machineRead }],
-    ]);
-    const steps: CaptureStep[] = p.members.map((m) => ({ path: m.path, archive_path: m.archive_path, kind: m.type === 'directory' ? 'directory' : m.sqlite ? 'sqlite' : 'file' }));
-    for (const [source, { read }] of exactReads) if (read.absent) steps.push({ path: source, archive_path: archivePathOf(source), kind: 'absence_witness' });
-    steps.sort((a, b) => (a.archive_path < b.archive_path ? -1 : a.archive_path > b.archive_path ? 1 : 0));
-
-    for (const step of steps) {
+    const checkpoint = await captureCheckpoint(run);
+    const exactReads = exactReadsOf(p);
+    for (const step of captureSteps(p, exactReads)) {
       await hooks.beforeCopy?.(step);
-      const abs = step.path === '' ? p.root : join(p.root, step.path);
-      const exact = exactReads.get(step.path);
-      if (step.kind === 'absence_witness') {
-        let exists = true;
-        try {
-          lstatSync(abs);
-        } catch (e) {
-          if (errnoOf(e) !== 'ENOENT' && errnoOf(e) !== 'ENOTDIR') throw e;
-          exists = false;
-        }
-        if (exists) throw sourceAppeared(step.path, 'during capture');
-        witnesses.set(step.path, { owner: exact!.owner, source: step.path, archive_path: step.archive_path, present: false, revision: null, read_sha256: null, read_size_bytes: null, copied_sha256: null });
-      } else if (step.kind === 'directory') {
-        let st;
-        try {
-          st = lstatSync(abs);
-        } catch (e) {
-          if (errnoOf(e) !== 'ENOENT') throw e;
-        }
-        if (!st) lost(step.path, 'removed_during_capture');
-        else if (!st.isDirectory()) lost(step.path, 'type_changed_during_capture');
-        else {
-          await writer.directory(step.archive_path);
-          members.push({ path: step.archive_path, type: 'directory', size_bytes: 0, sha256: null, origin: 'runtime_root' });
-        }
-        membersDone++;
-      } else if (step.kind === 'file') {
-        let copied;
-        try {
-          copied = await writer.file(step.archive_path, abs, watch(true));
-        } catch (e) {
-          if (e instanceof ShortReadError) throw memberTruncated(step.archive_path);
-          const code = errnoOf(e);
-          const gone = code === 'ENOENT' || code === 'ENOTDIR';
-          const typeChanged = code === 'ELOOP' || code === 'ENOTREGULAR';
-          const unreadable = code === 'EACCES' || code === 'EPERM';
-          if (exact && gone) throw sourceRemoved(step.path, 'during capture');
-          if (exact && (typeChanged || unreadable)) throw sourceChanged(step.path, 'during capture');
-          if (!gone && !typeChanged && !unreadable) throw e;
-          // Best-effort traversal: an ordinary file that moved is recorded as missing, never silently dropped.
-          lost(step.path, gone ? 'removed_during_capture' : typeChanged ? 'type_changed_during_capture' : 'unreadable');
-        }
-        if (copied) {
-          if (exact) copiedWitness.set(step.path, { archive_path: step.archive_path, ...copied });
-          members.push({ path: step.archive_path, type: 'file', size_bytes: copied.size_bytes, sha256: copied.sha256, origin: 'runtime_root' });
-          fileMembers.push({ archive_path: step.archive_path, size_bytes: copied.size_bytes, sha256: copied.sha256 });
-        }
-        membersDone++;
-      } else {
-        const planned = p.members.find((m) => m.path === step.path)!;
-        let gone: 'removed_during_capture' | 'type_changed_during_capture' | undefined;
-        try {
-          if (!lstatSync(abs).isFile()) gone = 'type_changed_during_capture';
-        } catch (e) {
-          if (errnoOf(e) !== 'ENOENT' && errnoOf(e) !== 'ENOTDIR') throw e;
-          gone = 'removed_during_capture';
-        }
-        if (gone) {
-          lost(step.path, gone);
-          bytesDone += planned.size_bytes;
-        } else {
-          const snapPath = join(staging, `sqlite-${++snapshotSeq}.db`);
-          let facts: SqliteSnapshotFacts;
-          try {
-            facts = await snapshotSqliteDatabase(abs, snapPath);
-          } catch (e) {
-            throw sqliteSnapshotFailed(step.path, e);
-          }
-          const goalId = workDbGoalOf(p, step.path) ?? null;
-          let commits: number | null = null;
-          if (goalId !== null) {
-            commits = countSqliteTableRows(snapPath, 'commits') ?? null;
-            if (commits !== null) check('goalCommittedTransactions', commits, goalId);
-          }
-          const copied = await writer.file(step.archive_path, snapPath, watch(false));
-          unlinkSync(snapPath);
-          bytesDone += planned.size_bytes;
-          progress('capture');
-          snapshots.push({
-            source: step.path,
-            archive_path: step.archive_path,
-            snapshot_sha256: copied.sha256,
-            snapshot_size_bytes: copied.size_bytes,
-            integrity: facts.integrity,
-            goal_id: goalId,
-            committed_transactions: commits,
-            runtime_identity: { node_version: process.version, sqlite_version: facts.sqliteVersion, sqlite_source_id: facts.sqliteSourceId },
-          });
-          members.push({ path: step.archive_path, type: 'file', size_bytes: copied.size_bytes, sha256: copied.sha256, origin: 'sqlite_snapshot' });
-          fileMembers.push({ archive_path: step.archive_path, size_bytes: copied.size_bytes, sha256: copied.sha256 });
-        }
-        membersDone++;
-      }
+      await captureStep(run, step, exactReads.get(step.path));
       await hooks.afterCopy?.(step);
-      check('expandedBytes', writer.expandedBytes);
-      check('archiveBytes', writer.archiveBytes);
-      progress('capture');
+      checkLimit('expandedBytes', writer.expandedBytes);
+      checkLimit('archiveBytes', writer.archiveBytes);
+      progress(run, 'capture');
     }
-    // Before publication, every exact read is checked against the bytes actually copied into the
-    // archive (never against a re-read of the live file, which cannot see A→B→A).
-    for (const [source, { owner, read }] of exactReads) {
-      const copy = copiedWitness.get(source);
-      if (read.absent) {
-        if (copy) throw sourceAppeared(source, 'during capture');
-        if (!witnesses.has(source)) throw sourceAppeared(source, 'during capture');
-        continue;
-      }
-      if (!copy) throw sourceRemoved(source, 'during capture');
-      const readSha = sha256Hex(read.bytes);
-      if (copy.sha256 !== readSha || copy.size_bytes !== read.bytes.byteLength) throw sourceChanged(source, 'during capture');
-      witnesses.set(source, { owner, source, archive_path: copy.archive_path, present: true, revision: read.revision, read_sha256: readSha, read_size_bytes: read.bytes.byteLength, copied_sha256: copy.sha256 });
-    }
+    checkCopiedWitnesses(run, exactReads);
     // The manifest names each included Goal's frozen archive route: it must be in the archive.
-    const capturedDirectories = new Set(members.filter((m) => m.type === 'directory').map((m) => m.path));
+    const capturedDirectories = new Set(run.members.filter((m) => m.type === 'directory').map((m) => m.path));
     for (const g of p.goals) if (g.archive_route !== null && !capturedDirectories.has(g.archive_route)) throw sourceRemoved(g.route ?? g.goal_id, 'during capture');
-    check('members', members.length + 1);
+    checkLimit('members', run.members.length + 1);
 
     const ended = now();
     const embedded = buildManifest(p, {
       createdAt,
       endedAt: ended.toISOString(),
       mtime: mtime.toISOString(),
-      members,
-      fileMembers,
-      snapshots,
-      missing,
-      warnings,
-      witnesses: [...witnesses.values()].sort((a, b) => (a.source < b.source ? -1 : 1)),
-      checkpoint: { entry: checkpointEntry, verification: checkpoint.verification },
+      members: run.members,
+      fileMembers: run.fileMembers,
+      snapshots: run.snapshots,
+      missing: run.missing,
+      warnings: run.warnings,
+      witnesses: [...run.witnesses.values()].sort((a, b) => (a.source < b.source ? -1 : 1)),
+      checkpoint,
     });
-    const embeddedBytes = manifestBytes(embedded);
-    check('manifestBytes', embeddedBytes.byteLength, ARCHIVE_MANIFEST);
-    await writer.buffer(ARCHIVE_MANIFEST, embeddedBytes);
-    const archive = await writer.finish();
-    check('archiveBytes', archive.size_bytes);
-    check('expandedBytes', archive.expanded_bytes);
-    check('expansionRatio', archive.size_bytes > 0 ? Math.ceil(archive.expanded_bytes / archive.size_bytes) : 0);
+    const { archive, external, externalBytes } = await sealArchive(run, embedded, stagedManifest);
 
-    const external = withArchiveFacts(embedded, {
-      sha256: archive.sha256,
-      size_bytes: archive.size_bytes,
-      expanded_bytes: archive.expanded_bytes,
-      embedded_manifest: { archive_path: ARCHIVE_MANIFEST, sha256: sha256Hex(embeddedBytes), size_bytes: embeddedBytes.byteLength },
-    });
-    const externalBytes = manifestBytes(external);
-    check('manifestBytes', externalBytes.byteLength, p.manifestName);
-    writeNewFile(stagedManifest, externalBytes);
-
-    progress('publish');
+    progress(run, 'publish');
     await hooks.beforePublish?.();
     publishPair(p.outputDir, { manifestPath: stagedManifest, archivePath: stagedArchive }, { manifest: p.manifestName, archive: p.archiveName });
     published = true;
-    progress('done');
+    progress(run, 'done');
     return {
       backup_id: p.backupId,
       archive: { name: p.archiveName, sha256: archive.sha256, size_bytes: archive.size_bytes },
@@ -383,6 +293,183 @@ async function capture(p: BackupPlan, options: CreateOptions): Promise<BackupRes
     if (!published) await writer.abort();
     removeStaging(staging);
   }
+}
+
+/** Write the configuration checkpoint as the first member. */
+async function captureCheckpoint(run: CaptureRun): Promise<Captured['checkpoint']> {
+  const checkpoint = configurationCheckpoint(run.p);
+  const entry = await run.writer.buffer(ARCHIVE_CONFIGURATION_BACKUP, checkpoint.bytes);
+  run.regularBytes += entry.size_bytes;
+  run.members.push({ path: ARCHIVE_CONFIGURATION_BACKUP, type: 'file', size_bytes: entry.size_bytes, sha256: entry.sha256, origin: 'configuration_checkpoint' });
+  run.fileMembers.push({ archive_path: ARCHIVE_CONFIGURATION_BACKUP, size_bytes: entry.size_bytes, sha256: entry.sha256 });
+  return { entry, verification: checkpoint.verification };
+}
+
+/** The owner sources' exact reads, by root-relative path. */
+function exactReadsOf(p: BackupPlan): ExactReads {
+  return new Map<string, ExactRead>([
+    [WITNESSED_SOURCES.registry, { owner: 'registry', read: p.registryRead }],
+    [WITNESSED_SOURCES.machineConfiguration, { owner: 'config', read: p.machineRead }],
+  ]);
+}
+
+/**
+ * The planned members and, for each owner source read as absent, an absence witness, in archive
+ * path order. A present read is compared with its copied member; an absent one is re-checked in place.
+ */
+function captureSteps(p: BackupPlan, exactReads: ExactReads): CaptureStep[] {
+  const steps: CaptureStep[] = p.members.map((m) => ({ path: m.path, archive_path: m.archive_path, kind: m.type === 'directory' ? 'directory' : m.sqlite ? 'sqlite' : 'file' }));
+  for (const [source, { read }] of exactReads) if (read.absent) steps.push({ path: source, archive_path: archivePathOf(source), kind: 'absence_witness' });
+  steps.sort((a, b) => (a.archive_path < b.archive_path ? -1 : a.archive_path > b.archive_path ? 1 : 0));
+  return steps;
+}
+
+async function captureStep(run: CaptureRun, step: CaptureStep, exact: ExactRead | undefined): Promise<void> {
+  const abs = step.path === '' ? run.p.root : join(run.p.root, step.path);
+  if (step.kind === 'absence_witness') return witnessAbsence(run, step, abs, exact!.owner);
+  if (step.kind === 'directory') await captureDirectory(run, step, abs);
+  else if (step.kind === 'file') await captureFile(run, step, abs, exact !== undefined);
+  else await captureSqlite(run, step, abs);
+  run.membersDone++;
+}
+
+/** An owner source read as absent must still be absent while the capture runs. */
+function witnessAbsence(run: CaptureRun, step: CaptureStep, abs: string, owner: SourceWitness['owner']): void {
+  let exists = true;
+  try {
+    lstatSync(abs);
+  } catch (e) {
+    if (errnoOf(e) !== 'ENOENT' && errnoOf(e) !== 'ENOTDIR') throw e;
+    exists = false;
+  }
+  if (exists) throw sourceAppeared(step.path, 'during capture');
+  run.witnesses.set(step.path, { owner, source: step.path, archive_path: step.archive_path, present: false, revision: null, read_sha256: null, read_size_bytes: null, copied_sha256: null });
+}
+
+async function captureDirectory(run: CaptureRun, step: CaptureStep, abs: string): Promise<void> {
+  let st;
+  try {
+    st = lstatSync(abs);
+  } catch (e) {
+    if (errnoOf(e) !== 'ENOENT') throw e;
+  }
+  if (!st) lost(run, step.path, 'removed_during_capture');
+  else if (!st.isDirectory()) lost(run, step.path, 'type_changed_during_capture');
+  else {
+    await run.writer.directory(step.archive_path);
+    run.members.push({ path: step.archive_path, type: 'directory', size_bytes: 0, sha256: null, origin: 'runtime_root' });
+  }
+}
+
+/** A regular file, hashed while copied. An owner source (`exact`) that moved is refused; any other is recorded as missing. */
+async function captureFile(run: CaptureRun, step: CaptureStep, abs: string, exact: boolean): Promise<void> {
+  let copied;
+  try {
+    copied = await run.writer.file(step.archive_path, abs, watch(run, true));
+  } catch (e) {
+    if (e instanceof ShortReadError) throw memberTruncated(step.archive_path);
+    const code = errnoOf(e);
+    const gone = code === 'ENOENT' || code === 'ENOTDIR';
+    const typeChanged = code === 'ELOOP' || code === 'ENOTREGULAR';
+    const unreadable = code === 'EACCES' || code === 'EPERM';
+    if (exact && gone) throw sourceRemoved(step.path, 'during capture');
+    if (exact && (typeChanged || unreadable)) throw sourceChanged(step.path, 'during capture');
+    if (!gone && !typeChanged && !unreadable) throw e;
+    // Best-effort traversal: an ordinary file that moved is recorded as missing, never silently dropped.
+    lost(run, step.path, gone ? 'removed_during_capture' : typeChanged ? 'type_changed_during_capture' : 'unreadable');
+  }
+  if (copied) {
+    if (exact) run.copiedWitness.set(step.path, { archive_path: step.archive_path, ...copied });
+    run.members.push({ path: step.archive_path, type: 'file', size_bytes: copied.size_bytes, sha256: copied.sha256, origin: 'runtime_root' });
+    run.fileMembers.push({ archive_path: step.archive_path, size_bytes: copied.size_bytes, sha256: copied.sha256 });
+  }
+}
+
+/** A SQLite database, through an online snapshot in the staging directory; a Goal's work store also has its commits counted. */
+async function captureSqlite(run: CaptureRun, step: CaptureStep, abs: string): Promise<void> {
+  const planned = run.p.members.find((m) => m.path === step.path)!;
+  let gone: 'removed_during_capture' | 'type_changed_during_capture' | undefined;
+  try {
+    if (!lstatSync(abs).isFile()) gone = 'type_changed_during_capture';
+  } catch (e) {
+    if (errnoOf(e) !== 'ENOENT' && errnoOf(e) !== 'ENOTDIR') throw e;
+    gone = 'removed_during_capture';
+  }
+  if (gone) {
+    lost(run, step.path, gone);
+    run.bytesDone += planned.size_bytes;
+    return;
+  }
+  const snapPath = join(run.staging, `sqlite-${++run.snapshotSeq}.db`);
+  let facts: SqliteSnapshotFacts;
+  try {
+    facts = await snapshotSqliteDatabase(abs, snapPath);
+  } catch (e) {
+    throw sqliteSnapshotFailed(step.path, e);
+  }
+  const goalId = workDbGoalOf(run.p, step.path) ?? null;
+  let commits: number | null = null;
+  if (goalId !== null) {
+    commits = countSqliteTableRows(snapPath, 'commits') ?? null;
+    if (commits !== null) checkLimit('goalCommittedTransactions', commits, goalId);
+  }
+  const copied = await run.writer.file(step.archive_path, snapPath, watch(run, false));
+  unlinkSync(snapPath);
+  run.bytesDone += planned.size_bytes;
+  progress(run, 'capture');
+  run.snapshots.push({
+    source: step.path,
+    archive_path: step.archive_path,
+    snapshot_sha256: copied.sha256,
+    snapshot_size_bytes: copied.size_bytes,
+    integrity: facts.integrity,
+    goal_id: goalId,
+    committed_transactions: commits,
+    runtime_identity: { node_version: process.version, sqlite_version: facts.sqliteVersion, sqlite_source_id: facts.sqliteSourceId },
+  });
+  run.members.push({ path: step.archive_path, type: 'file', size_bytes: copied.size_bytes, sha256: copied.sha256, origin: 'sqlite_snapshot' });
+  run.fileMembers.push({ archive_path: step.archive_path, size_bytes: copied.size_bytes, sha256: copied.sha256 });
+}
+
+/**
+ * Before publication, every exact read is checked against the bytes actually copied into the
+ * archive (never against a re-read of the live file, which cannot see A→B→A).
+ */
+function checkCopiedWitnesses(run: CaptureRun, exactReads: ExactReads): void {
+  for (const [source, { owner, read }] of exactReads) {
+    const copy = run.copiedWitness.get(source);
+    if (read.absent) {
+      if (copy) throw sourceAppeared(source, 'during capture');
+      if (!run.witnesses.has(source)) throw sourceAppeared(source, 'during capture');
+      continue;
+    }
+    if (!copy) throw sourceRemoved(source, 'during capture');
+    const readSha = sha256Hex(read.bytes);
+    if (copy.sha256 !== readSha || copy.size_bytes !== read.bytes.byteLength) throw sourceChanged(source, 'during capture');
+    run.witnesses.set(source, { owner, source, archive_path: copy.archive_path, present: true, revision: read.revision, read_sha256: readSha, read_size_bytes: read.bytes.byteLength, copied_sha256: copy.sha256 });
+  }
+}
+
+/** Close the archive with its embedded manifest and stage the external manifest, which names the archive's digest. */
+async function sealArchive(run: CaptureRun, embedded: BackupManifest, stagedManifest: string): Promise<{ archive: { sha256: string; size_bytes: number; expanded_bytes: number }; external: BackupManifest; externalBytes: Uint8Array }> {
+  const embeddedBytes = manifestBytes(embedded);
+  checkLimit('manifestBytes', embeddedBytes.byteLength, ARCHIVE_MANIFEST);
+  await run.writer.buffer(ARCHIVE_MANIFEST, embeddedBytes);
+  const archive = await run.writer.finish();
+  checkLimit('archiveBytes', archive.size_bytes);
+  checkLimit('expandedBytes', archive.expanded_bytes);
+  checkLimit('expansionRatio', archive.size_bytes > 0 ? Math.ceil(archive.expanded_bytes / archive.size_bytes) : 0);
+
+  const external = withArchiveFacts(embedded, {
+    sha256: archive.sha256,
+    size_bytes: archive.size_bytes,
+    expanded_bytes: archive.expanded_bytes,
+    embedded_manifest: { archive_path: ARCHIVE_MANIFEST, sha256: sha256Hex(embeddedBytes), size_bytes: embeddedBytes.byteLength },
+  });
+  const externalBytes = manifestBytes(external);
+  checkLimit('manifestBytes', externalBytes.byteLength, run.p.manifestName);
+  writeNewFile(stagedManifest, externalBytes);
+  return { archive, external, externalBytes };
 }
 
 interface Captured {
@@ -398,42 +485,55 @@ interface Captured {
   readonly checkpoint: { entry: { size_bytes: number; sha256: string }; verification: ConfigurationCheckpointVerification };
 }
 
-/** The embedded manifest (archive-dependent fields null). */
-function buildManifest(p: BackupPlan, c: Captured): BackupManifest {
-  const rootPrefix = `${ARCHIVE_ROOT}/`;
-  const statsOf = (filter: (relative: string) => boolean): Stats => {
-    const s = emptyStats();
-    for (const m of c.members) {
-      if (m.origin === 'configuration_checkpoint') continue;
-      const rel = m.path === ARCHIVE_ROOT ? '' : m.path.slice(rootPrefix.length);
-      if (!filter(rel)) continue;
-      s.paths++;
-      if (m.type === 'file') {
-        s.files++;
-        s.bytes += m.size_bytes;
-      } else s.directories++;
-    }
-    s.symlinks = c.missing.filter((x) => x.reason === 'symlink_not_followed' && x.source_path !== null && filter(x.source_path)).length;
-    return s;
-  };
-  const total = statsOf(() => true);
-  const included: IncludedTarget[] = [{ key: 'runtime_root', source_path: '.', archive_path: ARCHIVE_ROOT, stats: total }];
-  for (const [key, dir, wanted] of [['automations', 'automations', p.options.include_automations], ['skills', 'skills', p.options.include_skills]] as const) {
-    if (wanted && c.members.some((m) => m.path === archivePathOf(dir))) {
-      included.push({ key, source_path: dir, archive_path: archivePathOf(dir), stats: statsOf((r) => r === dir || r.startsWith(`${dir}/`)) });
-    }
-  }
-  const categoryStats: Record<string, Stats> = {};
+const ROOT_PREFIX = `${ARCHIVE_ROOT}/`;
+const relativeOf = (m: ManifestMember): string => (m.path === ARCHIVE_ROOT ? '' : m.path.slice(ROOT_PREFIX.length));
+
+/** Counts of the captured root members (not the checkpoint) whose root-relative path passes `filter`. */
+function statsOf(c: Captured, filter: (relative: string) => boolean): Stats {
+  const s = emptyStats();
   for (const m of c.members) {
     if (m.origin === 'configuration_checkpoint') continue;
-    const rel = m.path === ARCHIVE_ROOT ? '' : m.path.slice(rootPrefix.length);
-    const s = (categoryStats[categoryOf(rel)] ??= emptyStats());
+    const rel = relativeOf(m);
+    if (!filter(rel)) continue;
     s.paths++;
     if (m.type === 'file') {
       s.files++;
       s.bytes += m.size_bytes;
     } else s.directories++;
   }
+  s.symlinks = c.missing.filter((x) => x.reason === 'symlink_not_followed' && x.source_path !== null && filter(x.source_path)).length;
+  return s;
+}
+
+/** The runtime root, and automations and skills when the options asked for them and they were captured. */
+function includedTargets(p: BackupPlan, c: Captured, total: Stats): IncludedTarget[] {
+  const included: IncludedTarget[] = [{ key: 'runtime_root', source_path: '.', archive_path: ARCHIVE_ROOT, stats: total }];
+  for (const [key, dir, wanted] of [['automations', 'automations', p.options.include_automations], ['skills', 'skills', p.options.include_skills]] as const) {
+    if (wanted && c.members.some((m) => m.path === archivePathOf(dir))) {
+      included.push({ key, source_path: dir, archive_path: archivePathOf(dir), stats: statsOf(c, (r) => r === dir || r.startsWith(`${dir}/`)) });
+    }
+  }
+  return included;
+}
+
+function categoryStatsOf(c: Captured): Record<string, Stats> {
+  const categoryStats: Record<string, Stats> = {};
+  for (const m of c.members) {
+    if (m.origin === 'configuration_checkpoint') continue;
+    const s = (categoryStats[categoryOf(relativeOf(m))] ??= emptyStats());
+    s.paths++;
+    if (m.type === 'file') {
+      s.files++;
+      s.bytes += m.size_bytes;
+    } else s.directories++;
+  }
+  return categoryStats;
+}
+
+/** The embedded manifest (archive-dependent fields null). */
+function buildManifest(p: BackupPlan, c: Captured): BackupManifest {
+  const total = statsOf(c, () => true);
+  const included = includedTargets(p, c, total);
   const goalsMissing = p.goals.filter((g) => g.route_status !== 'included').length;
   return {
     ok: true,
@@ -474,7 +574,7 @@ function buildManifest(p: BackupPlan, c: Captured): BackupManifest {
       warning_count: c.warnings.length,
       total_stats: total,
       logical_source_bytes: total.bytes,
-      category_stats: categoryStats,
+      category_stats: categoryStatsOf(c),
     },
     members: c.members,
     limits: limitsRecord(),

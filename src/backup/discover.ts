@@ -96,98 +96,118 @@ export function categoryOf(relative: string): MemberCategory {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-export function discover(root: string, options: DiscoverOptions): Discovery {
-  const members: PlannedMember[] = [];
-  const missing: MissingEntry[] = [];
-  const excluded: ExcludedEntry[] = [];
-  const warnings: BackupWarning[] = [];
-  const goalDirectories: string[] = [];
-  const note = (source: string, reason: string) => {
-    missing.push({ key: `member:${source}`, source_path: source, reason });
-    warnings.push({ code: reason, source_path: source });
-  };
+/** Record an entry that could not be captured, as missing and as a warning. */
+function note(found: Discovery, source: string, reason: string): void {
+  found.missing.push({ key: `member:${source}`, source_path: source, reason });
+  found.warnings.push({ code: reason, source_path: source });
+}
 
-  const topLevelExclusion = (name: string): ExcludedEntry['reason'] | undefined => {
-    if (LAYOUT.nonState.includes(name)) return 'not_state';
-    if (name === LAYOUT.automationsDir && !options.includeAutomations) return 'not_requested';
-    if (name === LAYOUT.skillsDir && !options.includeSkills) return 'not_requested';
+function topLevelExclusion(name: string, options: DiscoverOptions): ExcludedEntry['reason'] | undefined {
+  if (LAYOUT.nonState.includes(name)) return 'not_state';
+  if (name === LAYOUT.automationsDir && !options.includeAutomations) return 'not_requested';
+  if (name === LAYOUT.skillsDir && !options.includeSkills) return 'not_requested';
+  return undefined;
+}
+
+interface Entry {
+  readonly rel: string;
+  readonly abs: string;
+  readonly st: Stats;
+}
+
+/** A directory's entry names in sorted order; undefined when it cannot be listed (recorded as missing). */
+function readNames(found: Discovery, dirRel: string, dirAbs: string): string[] | undefined {
+  let raw: Buffer[];
+  try {
+    raw = readdirSync(dirAbs, { encoding: 'buffer' });
+  } catch (e) {
+    note(found, dirRel, (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'vanished_during_discovery' : 'unreadable');
     return undefined;
-  };
+  }
+  const names: string[] = [];
+  for (const b of raw) {
+    try {
+      names.push(utf8.decode(b));
+    } catch {
+      // The name cannot be represented in the manifest; record the directory that holds it.
+      note(found, dirRel, 'name_not_utf8');
+    }
+  }
+  return names.sort();
+}
 
-  members.push({ path: '', archive_path: archivePathOf(''), type: 'directory', size_bytes: 0, sqlite: false, category: 'runtime' });
+/** The entries of one directory that are not excluded, each with its lstat. */
+function statEntries(found: Discovery, options: DiscoverOptions, dirRel: string, dirAbs: string, names: readonly string[]): Entry[] {
+  const entries: Entry[] = [];
+  for (const name of names) {
+    const rel = dirRel === '' ? name : `${dirRel}/${name}`;
+    if (dirRel === '') {
+      const reason = topLevelExclusion(name, options);
+      if (reason) {
+        found.excluded.push({ key: `member:${rel}`, source_path: rel, reason });
+        continue;
+      }
+    }
+    if (options.excludeSubtree !== undefined && rel === options.excludeSubtree) {
+      found.excluded.push({ key: `member:${rel}`, source_path: rel, reason: 'output_dir' });
+      continue;
+    }
+    const abs = join(dirAbs, name);
+    let st: Stats;
+    try {
+      st = lstatSync(abs);
+    } catch (e) {
+      note(found, rel, (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'vanished_during_discovery' : 'unreadable');
+      continue;
+    }
+    entries.push({ rel, abs, st });
+  }
+  return entries;
+}
+
+/** Record one directory's entries as members, excluded or missing; returns its subdirectories in order. */
+function recordEntries(found: Discovery, dirRel: string, entries: readonly Entry[]): string[] {
+  const sqlite = new Set<string>();
+  for (const e of entries) if (e.st.isFile() && e.st.size >= SQLITE_HEADER.byteLength && hasSqliteHeader(e.abs)) sqlite.add(e.rel);
+  const files = new Set(entries.filter((e) => e.st.isFile()).map((e) => foldPath(e.rel)));
+  const children: string[] = [];
+  for (const e of entries) {
+    const { rel, st } = e;
+    if (st.isFile()) {
+      // Beside ANY regular file, not only a detected database: the verifier refuses such a pair.
+      const sidecarOf = sqliteSidecarBase(foldPath(rel));
+      if (sidecarOf !== undefined && files.has(sidecarOf)) {
+        found.excluded.push({ key: `member:${rel}`, source_path: rel, reason: 'sqlite_sidecar' });
+        continue;
+      }
+      found.members.push({ path: rel, archive_path: archivePathOf(rel), type: 'file', size_bytes: st.size, sqlite: sqlite.has(rel), category: categoryOf(rel) });
+    } else if (st.isDirectory()) {
+      found.members.push({ path: rel, archive_path: archivePathOf(rel), type: 'directory', size_bytes: 0, sqlite: false, category: categoryOf(rel) });
+      if (dirRel === LAYOUT.goalsDir) found.goalDirectories.push(rel.slice(LAYOUT.goalsDir.length + 1));
+      children.push(rel);
+    } else if (st.isSymbolicLink()) {
+      note(found, rel, 'symlink_not_followed');
+    } else {
+      note(found, rel, 'special_file_not_captured');
+    }
+  }
+  return children;
+}
+
+export function discover(root: string, options: DiscoverOptions): Discovery {
+  const found: Discovery = { members: [], missing: [], excluded: [], warnings: [], goalDirectories: [] };
+  found.members.push({ path: '', archive_path: archivePathOf(''), type: 'directory', size_bytes: 0, sqlite: false, category: 'runtime' });
   // Depth-first, children in sorted order, so the archive order is deterministic.
   const stack: string[] = [''];
   while (stack.length > 0) {
     const dirRel = stack.pop()!;
     const dirAbs = dirRel === '' ? root : join(root, dirRel);
-    let raw: Buffer[];
-    try {
-      raw = readdirSync(dirAbs, { encoding: 'buffer' });
-    } catch (e) {
-      note(dirRel, (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'vanished_during_discovery' : 'unreadable');
-      continue;
-    }
-    const names: string[] = [];
-    for (const b of raw) {
-      try {
-        names.push(utf8.decode(b));
-      } catch {
-        // The name cannot be represented in the manifest; record the directory that holds it.
-        note(dirRel, 'name_not_utf8');
-      }
-    }
-    names.sort();
-    const entries: Array<{ rel: string; abs: string; st: Stats }> = [];
-    for (const name of names) {
-      const rel = dirRel === '' ? name : `${dirRel}/${name}`;
-      if (dirRel === '') {
-        const reason = topLevelExclusion(name);
-        if (reason) {
-          excluded.push({ key: `member:${rel}`, source_path: rel, reason });
-          continue;
-        }
-      }
-      if (options.excludeSubtree !== undefined && rel === options.excludeSubtree) {
-        excluded.push({ key: `member:${rel}`, source_path: rel, reason: 'output_dir' });
-        continue;
-      }
-      const abs = join(dirAbs, name);
-      let st: Stats;
-      try {
-        st = lstatSync(abs);
-      } catch (e) {
-        note(rel, (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'vanished_during_discovery' : 'unreadable');
-        continue;
-      }
-      entries.push({ rel, abs, st });
-    }
-    const sqlite = new Set<string>();
-    for (const e of entries) if (e.st.isFile() && e.st.size >= SQLITE_HEADER.byteLength && hasSqliteHeader(e.abs)) sqlite.add(e.rel);
-    const files = new Set(entries.filter((e) => e.st.isFile()).map((e) => foldPath(e.rel)));
-    const children: string[] = [];
-    for (const e of entries) {
-      const { rel, st } = e;
-      if (st.isFile()) {
-        // Beside ANY regular file, not only a detected database: the verifier refuses such a pair.
-        const sidecarOf = sqliteSidecarBase(foldPath(rel));
-        if (sidecarOf !== undefined && files.has(sidecarOf)) {
-          excluded.push({ key: `member:${rel}`, source_path: rel, reason: 'sqlite_sidecar' });
-          continue;
-        }
-        members.push({ path: rel, archive_path: archivePathOf(rel), type: 'file', size_bytes: st.size, sqlite: sqlite.has(rel), category: categoryOf(rel) });
-      } else if (st.isDirectory()) {
-        members.push({ path: rel, archive_path: archivePathOf(rel), type: 'directory', size_bytes: 0, sqlite: false, category: categoryOf(rel) });
-        if (dirRel === LAYOUT.goalsDir) goalDirectories.push(rel.slice(LAYOUT.goalsDir.length + 1));
-        children.push(rel);
-      } else if (st.isSymbolicLink()) {
-        note(rel, 'symlink_not_followed');
-      } else {
-        note(rel, 'special_file_not_captured');
-      }
-    }
+    const names = readNames(found, dirRel, dirAbs);
+    if (names === undefined) continue;
+    const children = recordEntries(found, dirRel, statEntries(found, options, dirRel, dirAbs, names));
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
   }
   // Archive order: sorted by archive path (a parent always precedes its children).
-  members.sort((a, b) => (a.archive_path < b.archive_path ? -1 : a.archive_path > b.archive_path ? 1 : 0));
-  return { members, missing, excluded, warnings, goalDirectories };
+  found.members.sort((a, b) => (a.archive_path < b.archive_path ? -1 : a.archive_path > b.archive_path ? 1 : 0));
+  return found;
 }

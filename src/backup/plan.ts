@@ -8,7 +8,7 @@ import { statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { LAYOUT, OWNERS, ownerOfMember } from '../owners/index.js';
 import { backupIdInvalid, outputDirInvalid, rootInvalid, rootMissing, sourceAppeared, sourceRemoved } from './errors.js';
-import { discover, type BackupWarning, type ExcludedEntry, type MemberCategory, type MissingEntry, type PlannedMember } from './discover.js';
+import { discover, type BackupWarning, type Discovery, type ExcludedEntry, type MemberCategory, type MissingEntry, type PlannedMember } from './discover.js';
 import { BACKUP_LIMITS, CAPACITY_CODES, type BackupLimitName } from './limits.js';
 import { archivePathOf, normalizeRoute, pathLimitBroken } from './paths.js';
 import { ownerBackupSources } from './owner-sources.js';
@@ -69,18 +69,18 @@ export const defaultBackupId = (now: Date): string => now.toISOString().replace(
 export const archiveNameOf = (backupId: string): string => `${backupId}.tar.gz`;
 export const manifestNameOf = (backupId: string): string => `${backupId}.manifest.json`;
 
-export function plan(root: string, options: PlanOptions = {}): BackupPlan {
-  const rootAbs = resolve(root);
-  const now = options.now ?? new Date();
-  const backupId = options.backupId ?? defaultBackupId(now);
-  if (!BACKUP_ID.test(backupId)) throw backupIdInvalid();
+/**
+ * Refuse a root that is missing or not a directory, and an output directory that is the root or
+ * not a directory. `excludeSubtree` is the output directory when it lies inside the root.
+ */
+function checkRootAndOutput(rootAbs: string, outputDirOption: string | undefined): { outputDir: string; excludeSubtree: string | undefined } {
   try {
     if (!statSync(rootAbs).isDirectory()) throw rootInvalid();
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw rootMissing();
     throw e;
   }
-  const outputDir = resolve(options.outputDir ?? join(rootAbs, 'backups'));
+  const outputDir = resolve(outputDirOption ?? join(rootAbs, 'backups'));
   if (outputDir === rootAbs) throw outputDirInvalid('it is the runtime root');
   try {
     if (!statSync(outputDir).isDirectory()) throw outputDirInvalid('it is not a directory');
@@ -89,25 +89,13 @@ export function plan(root: string, options: PlanOptions = {}): BackupPlan {
   }
   const outRel = relative(rootAbs, outputDir);
   const excludeSubtree = outRel.startsWith('..') || outRel === '' || outRel.startsWith(sep) ? undefined : outRel.split(sep).join('/');
+  return { outputDir, excludeSubtree };
+}
 
-  const sources = options.sources ?? ownerBackupSources(rootAbs);
-  // The exact reads come first; discovery must then agree with them.
-  const registryRead = sources.readRegistryExact();
-  const machineRead = sources.readMachineConfigurationExact();
-  const includeAutomations = options.includeAutomations ?? false;
-  const includeSkills = options.includeSkills ?? false;
-  const found = discover(rootAbs, { includeAutomations, includeSkills, excludeSubtree });
-
+/** Resolve and freeze each registered Goal's route; a route that is not an included directory is recorded in `missing`. */
+function planGoalRoutes(rootAbs: string, registryRead: RegistryRead, found: Discovery, missing: MissingEntry[]): { goals: PlannedGoal[]; registered: Set<string> } {
   const byPath = new Map(found.members.map((m) => [m.path, m]));
-  for (const [source, read] of [[WITNESSED_SOURCES.registry, registryRead], [WITNESSED_SOURCES.machineConfiguration, machineRead]] as const) {
-    const member = byPath.get(source);
-    const present = member !== undefined && member.type === 'file';
-    if (!read.absent && !present) throw sourceRemoved(source, 'while the plan was made');
-    if (read.absent && member !== undefined) throw sourceAppeared(source, 'while the plan was made');
-  }
-
   const goals: PlannedGoal[] = [];
-  const missing = [...found.missing];
   const registered = new Set<string>();
   for (const g of registryRead.absent ? [] : registryRead.value.goals) {
     registered.add(g.goal_id);
@@ -130,6 +118,34 @@ export function plan(root: string, options: PlanOptions = {}): BackupPlan {
       route_status: status,
     });
   }
+  return { goals, registered };
+}
+
+export function plan(root: string, options: PlanOptions = {}): BackupPlan {
+  const rootAbs = resolve(root);
+  const now = options.now ?? new Date();
+  const backupId = options.backupId ?? defaultBackupId(now);
+  if (!BACKUP_ID.test(backupId)) throw backupIdInvalid();
+  const { outputDir, excludeSubtree } = checkRootAndOutput(rootAbs, options.outputDir);
+
+  const sources = options.sources ?? ownerBackupSources(rootAbs);
+  // The exact reads come first; discovery must then agree with them.
+  const registryRead = sources.readRegistryExact();
+  const machineRead = sources.readMachineConfigurationExact();
+  const includeAutomations = options.includeAutomations ?? false;
+  const includeSkills = options.includeSkills ?? false;
+  const found = discover(rootAbs, { includeAutomations, includeSkills, excludeSubtree });
+
+  const byPath = new Map(found.members.map((m) => [m.path, m]));
+  for (const [source, read] of [[WITNESSED_SOURCES.registry, registryRead], [WITNESSED_SOURCES.machineConfiguration, machineRead]] as const) {
+    const member = byPath.get(source);
+    const present = member !== undefined && member.type === 'file';
+    if (!read.absent && !present) throw sourceRemoved(source, 'while the plan was made');
+    if (read.absent && member !== undefined) throw sourceAppeared(source, 'while the plan was made');
+  }
+
+  const missing = [...found.missing];
+  const { goals, registered } = planGoalRoutes(rootAbs, registryRead, found, missing);
   const warnings = [...found.warnings];
   const routed = new Set(goals.map((g) => g.route));
   const unregisteredGoalDirectories = found.goalDirectories.filter((d) => !registered.has(d) && !routed.has(`${LAYOUT.goalsDir}/${d}`)).sort();

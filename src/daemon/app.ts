@@ -88,10 +88,9 @@ function sse(req: FastifyRequest, reply: FastifyReply): { send(event: string, da
   };
 }
 
-export async function buildApp(o: AppOptions): Promise<DaemonApp> {
-  const root = resolve(o.root);
-  const timeouts: DaemonTimeouts = { ...DEFAULT_TIMEOUTS, ...o.timeouts };
-  const app = Fastify({
+/** The Fastify instance: logging that never carries a token, body, query value or path, and Node's own time limits. */
+function createFastify(o: AppOptions, timeouts: DaemonTimeouts): FastifyInstance {
+  return Fastify({
     logger:
       o.logger === false
         ? false
@@ -118,11 +117,10 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
         handler,
       ),
   });
-  const backups = new BackupService(root);
-  streams.set(app, new Set());
-  app.addHook('preClose', async () => {
-    for (const a of streams.get(app) ?? []) a.abort();
-  });
+}
+
+/** Idempotency keys on every WRITE route; a state-changing route that is not marked is refused when it is defined. */
+function installIdempotency(app: FastifyInstance, o: AppOptions, timeouts: DaemonTimeouts): void {
   const keys = new IdempotencyKeys(o.now);
   // Every state-changing API route declares itself WRITE (or PUBLIC): one that does not is a bug, refused at build time.
   app.addHook('onRoute', (r) => {
@@ -141,11 +139,10 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
     keys.onSend(req, reply, payload);
     return payload;
   });
-  app.setErrorHandler(handleError);
-  app.setNotFoundHandler((req, reply) => handleError(Object.assign(new Error('not found'), { statusCode: 404 }), req, reply));
-  // Raw bodies (backup parts, snapshots) reach their handlers as streams, never buffered here.
-  app.addContentTypeParser('application/octet-stream', (_req, payload, done) => done(null, payload));
+}
 
+/** Security headers on every response, and the Host, Origin and bearer-token guards on every request. */
+function installGuards(app: FastifyInstance, o: AppOptions): void {
   app.addHook('onSend', async (_req, reply, payload) => {
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
@@ -172,10 +169,34 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
       throw refuse(daemonError(401, 'daemon_unauthorized', 'A valid bearer token is required.', 'open the address `loopx daemon` printed, or send the token from <root>/daemon/token'));
     }
   });
+}
 
-  const access = { root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) };
-  const withEngine = <T>(fn: (engine: Engine) => Promise<T> | T, readOnly = false): Promise<T> => withRootEngine(access, fn, { readOnly });
+/** Every hook of the app, in the order they must run: stream drain, idempotency, errors in one place, raw bodies, guards. */
+function installHooks(app: FastifyInstance, o: AppOptions, timeouts: DaemonTimeouts): void {
+  streams.set(app, new Set());
+  app.addHook('preClose', async () => {
+    for (const a of streams.get(app) ?? []) a.abort();
+  });
+  installIdempotency(app, o, timeouts);
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((req, reply) => handleError(Object.assign(new Error('not found'), { statusCode: 404 }), req, reply));
+  // Raw bodies (backup parts, snapshots) reach their handlers as streams, never buffered here.
+  app.addContentTypeParser('application/octet-stream', (_req, payload, done) => done(null, payload));
+  installGuards(app, o);
+}
 
+/** What the route registrations share. */
+interface Routes {
+  readonly app: FastifyInstance;
+  readonly o: AppOptions;
+  readonly root: string;
+  readonly timeouts: DaemonTimeouts;
+  readonly backups: BackupService;
+  readonly withEngine: <T>(fn: (engine: Engine) => Promise<T> | T, readOnly?: boolean) => Promise<T>;
+}
+
+/** The login exchange, another login address, health and the owner legend. */
+function registerSessionRoutes({ app, o, root, withEngine }: Routes): void {
   app.post<{ Body: { login_token?: unknown } }>('/api/session', { config: PUBLIC }, async (req) => {
     const t = req.body?.login_token;
     if (typeof t !== 'string' || !o.loginTokens.consume(t)) throw daemonError(401, 'daemon_login_invalid', 'That login token is unknown or was already used.', 'print a new login address: loopx daemon login-url');
@@ -187,8 +208,10 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
 
   // The owners of a root, as the OWNERS table describes them (the UI's owner legend).
   app.get('/api/owners', async () => ({ owners: ownerDescriptions() }));
+}
 
-  // Runs.
+/** Runs: list, show, follow events, suspend, resume, export and import a snapshot. */
+function registerRunRoutes({ app, timeouts, withEngine }: Routes): void {
   app.get('/api/runs', async () => {
     const runs = await withEngine((e) => e.list(), true);
     return { runs: runs.map((r) => ({ ...runSummary(r), definition: r.definition, turn_limit: r.turn_limit })) };
@@ -240,8 +263,10 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
     const view = await withEngine((e) => e.importSnapshot(new Uint8Array(Buffer.concat(parts))));
     return runSummary(view);
   });
+}
 
-  // Goals and Todos: read only.
+/** Goals and Todos: read only. */
+function registerGoalRoutes({ app, root }: Routes): void {
   app.get('/api/goals', async () => ({ goals: (await withRootOwners(root, (ow) => ow.goals.list())).map(goalView) }));
   app.get<{ Params: { id: string } }>('/api/goals/:id', async (req) =>
     withRootOwners(root, async (ow) => {
@@ -249,8 +274,38 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
       return { ...goalView(d.record), counts: d.counts, committed_transactions: d.committed_transactions, handoff_mode: d.handoff_mode, todos: d.todos };
     }),
   );
+}
 
-  // Backups: upload, verify, audits.
+/** A backup job's progress and result as server-sent events, until it ends or the client goes. */
+async function streamJob(req: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply, backups: BackupService): Promise<void> {
+  const { job, events } = backups.job(req.params.id);
+  const out = sse(req, reply);
+  if (job.progress) out.send('progress', job.progress);
+  if (job.state !== 'running') {
+    out.send('result', job);
+    out.end();
+    return;
+  }
+  await new Promise<void>((resolveDone) => {
+    const progress = (p: unknown) => out.send('progress', p);
+    const result = (j: Job) => {
+      out.send('result', j);
+      finish();
+    };
+    const finish = () => {
+      events.off('progress', progress);
+      events.off('result', result);
+      out.end();
+      resolveDone();
+    };
+    events.on('progress', progress);
+    events.once('result', result);
+    out.signal.addEventListener('abort', finish, { once: true });
+  });
+}
+
+/** Backups: the root's backups, uploads, verify jobs and their events. */
+function registerBackupRoutes({ app, timeouts, backups }: Routes): void {
   app.get('/api/backups', async () => ({ backups: backups.listRootBackups() }));
   app.post<{ Params: { id: string } }>('/api/backups/:id/verify', { config: WRITE }, async (req, reply) => reply.code(202).send({ job_id: backups.startRootBackupVerify(req.params.id).job_id }));
   app.post('/api/backups/uploads', { config: WRITE }, async (_req, reply) => reply.code(201).send({ upload_id: backups.createUpload() }));
@@ -269,32 +324,11 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   });
   app.post<{ Params: { id: string } }>('/api/backups/uploads/:id/verify', { config: WRITE }, async (req, reply) => reply.code(202).send({ job_id: backups.startVerify(req.params.id).job_id }));
   app.get<{ Params: { id: string } }>('/api/backups/jobs/:id', async (req) => backups.job(req.params.id).job);
-  app.get<{ Params: { id: string } }>('/api/backups/jobs/:id/events', async (req, reply) => {
-    const { job, events } = backups.job(req.params.id);
-    const out = sse(req, reply);
-    if (job.progress) out.send('progress', job.progress);
-    if (job.state !== 'running') {
-      out.send('result', job);
-      out.end();
-      return;
-    }
-    await new Promise<void>((resolveDone) => {
-      const progress = (p: unknown) => out.send('progress', p);
-      const result = (j: Job) => {
-        out.send('result', j);
-        finish();
-      };
-      const finish = () => {
-        events.off('progress', progress);
-        events.off('result', result);
-        out.end();
-        resolveDone();
-      };
-      events.on('progress', progress);
-      events.once('result', result);
-      out.signal.addEventListener('abort', finish, { once: true });
-    });
-  });
+  app.get<{ Params: { id: string } }>('/api/backups/jobs/:id/events', async (req, reply) => streamJob(req, reply, backups));
+}
+
+/** Audits and their recovery workspaces. */
+function registerAuditRoutes({ app, backups }: Routes): void {
   app.get('/api/audits', async () => ({ audits: backups.listAudits() }));
   app.get<{ Params: { id: string } }>('/api/audits/:id', async (req) => backups.summary(req.params.id));
   app.get<{ Params: { id: string } }>('/api/audits/:id/raw', async (req, reply) => {
@@ -308,19 +342,39 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
     // Over HTTP the listing is a route, never the destination's path.
     return showWorkspaceGoal(backups.destination(req.params.id), req.params.goal, { listAction: `GET /api/audits/${req.params.id}/workspace` });
   });
+}
+
+/** The built UI's files, when it was built. */
+async function serveUi(app: FastifyInstance, uiDir: string | undefined): Promise<void> {
+  if (uiDir === undefined || !existsSync(join(uiDir, 'index.html'))) return;
+  await app.register(async (ui) => {
+    // The built UI's files are public (they hold no data); marked here, where its routes are made.
+    ui.addHook('onRoute', (r) => {
+      r.config = { ...(r.config ?? {}), ...PUBLIC };
+    });
+    await ui.register(fastifyStatic, { root: uiDir, prefix: '/', index: ['index.html'], wildcard: true, serveDotFiles: false });
+  });
+}
+
+export async function buildApp(o: AppOptions): Promise<DaemonApp> {
+  const root = resolve(o.root);
+  const timeouts: DaemonTimeouts = { ...DEFAULT_TIMEOUTS, ...o.timeouts };
+  const app = createFastify(o, timeouts);
+  const backups = new BackupService(root);
+  installHooks(app, o, timeouts);
+
+  const access = { root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) };
+  const withEngine = <T>(fn: (engine: Engine) => Promise<T> | T, readOnly = false): Promise<T> => withRootEngine(access, fn, { readOnly });
+  const routes: Routes = { app, o, root, timeouts, backups, withEngine };
+  registerSessionRoutes(routes);
+  registerRunRoutes(routes);
+  registerGoalRoutes(routes);
+  registerBackupRoutes(routes);
+  registerAuditRoutes(routes);
   app.all('/api/*', async () => {
     throw routeNotFound();
   });
 
-  if (o.uiDir !== undefined && existsSync(join(o.uiDir, 'index.html'))) {
-    const uiDir = o.uiDir;
-    await app.register(async (ui) => {
-      // The built UI's files are public (they hold no data); marked here, where its routes are made.
-      ui.addHook('onRoute', (r) => {
-        r.config = { ...(r.config ?? {}), ...PUBLIC };
-      });
-      await ui.register(fastifyStatic, { root: uiDir, prefix: '/', index: ['index.html'], wildcard: true, serveDotFiles: false });
-    });
-  }
+  await serveUi(app, o.uiDir);
   return { app, backups };
 }

@@ -21,7 +21,7 @@
  */
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { canonicalJson, rejected, usageError } from '../core/index.js';
 
@@ -71,6 +71,100 @@ class HttpRefusal extends Error {
   }
 }
 
+/** A running sink's deliveries, indexes, journal and armed failure. */
+interface SinkState {
+  readonly byKey: Map<string, StoredDelivery>;
+  readonly byOperation: Map<string, StoredDelivery>;
+  readonly ordered: StoredDelivery[];
+  readonly journalFd: number | undefined;
+  readonly control: boolean;
+  armed: SinkFailMode;
+  port: number;
+}
+
+function remember(s: SinkState, d: StoredDelivery): void {
+  s.byKey.set(d.idempotency_key, d);
+  s.byOperation.set(d.operation_id, d);
+  s.ordered.push(d);
+}
+
+/** Store a delivery once: journalled and fsynced before it is acknowledged. */
+function store(s: SinkState, idempotencyKey: string, operationId: string, body: unknown): StoredDelivery {
+  const d: StoredDelivery = {
+    sequence: s.ordered.length + 1,
+    idempotency_key: idempotencyKey,
+    operation_id: operationId,
+    body,
+    body_sha256: createHash('sha256').update(canonicalJson(body)).digest('hex'),
+    received_at: new Date().toISOString(),
+  };
+  if (s.journalFd !== undefined) {
+    const line = Buffer.from(`${JSON.stringify(d)}\n`);
+    let off = 0;
+    while (off < line.byteLength) off += writeSync(s.journalFd, line, off, line.byteLength - off);
+    fsyncSync(s.journalFd);
+  }
+  remember(s, d);
+  return d;
+}
+
+/** POST /deliveries: stored once by idempotency key, a repeat replayed, a reuse refused; an armed failure strikes here. */
+async function deliver(s: SinkState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const idempotencyKey = header(req, 'idempotency-key');
+  const operationId = header(req, 'x-operation-id');
+  const body = parseJson(await readBody(req));
+  const mode = s.armed;
+  s.armed = 'none';
+  if (mode === 'drop_before_store') return void req.socket.destroy();
+
+  const previous = s.byKey.get(idempotencyKey);
+  if (previous !== undefined) {
+    if (previous.operation_id !== operationId || previous.body_sha256 !== sha(body)) throw new HttpRefusal(409, 'idempotency_key_reused');
+    return send(res, 200, { replayed: true, delivery: previous });
+  }
+  if (s.byOperation.has(operationId)) throw new HttpRefusal(409, 'operation_id_reused');
+  const delivery = store(s, idempotencyKey, operationId, body);
+  if (mode === 'drop_response_after_store') return void req.socket.destroy();
+  if (mode === 'respond_500_after_store') return send(res, 500, { error: 'simulated_failure' });
+  return send(res, 201, { replayed: false, delivery });
+}
+
+async function handle(s: SinkState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const hostHeader = req.headers.host ?? '';
+  if (hostHeader !== `127.0.0.1:${s.port}` && hostHeader !== `localhost:${s.port}`) throw new HttpRefusal(421, 'host_not_allowed');
+  const url = new URL(req.url ?? '/', `http://127.0.0.1:${s.port}`);
+
+  if (url.pathname === '/deliveries' && req.method === 'GET') {
+    const operationId = url.searchParams.get('operation_id');
+    if (operationId === null) return send(res, 200, { deliveries: s.ordered });
+    const d = s.byOperation.get(operationId);
+    return send(res, 200, { found: d !== undefined, delivery: d ?? null });
+  }
+
+  if (url.pathname === '/deliveries' && req.method === 'POST') return deliver(s, req, res);
+
+  if (url.pathname === '/control' && req.method === 'POST' && s.control) {
+    const body = parseJson(await readBody(req)) as { mode?: unknown } | null;
+    const mode = body?.mode;
+    if (!(SINK_FAIL_MODES as readonly unknown[]).includes(mode)) throw new HttpRefusal(400, 'unknown_mode');
+    s.armed = mode as SinkFailMode;
+    return send(res, 200, { mode: s.armed });
+  }
+
+  if (url.pathname === '/deliveries' || (url.pathname === '/control' && s.control)) throw new HttpRefusal(405, 'method_not_allowed');
+  throw new HttpRefusal(404, 'not_found');
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
 export async function startWebhookSink(options: WebhookSinkOptions): Promise<WebhookSink> {
   const host = options.host ?? '127.0.0.1';
   if (host !== '127.0.0.1') {
@@ -79,87 +173,13 @@ export async function startWebhookSink(options: WebhookSinkOptions): Promise<Web
   if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535) {
     throw usageError('webhook_sink_port_invalid', 'The port must be an integer from 0 to 65535.', 'pass a valid --port');
   }
-  const byKey = new Map<string, StoredDelivery>();
-  const byOperation = new Map<string, StoredDelivery>();
-  const ordered: StoredDelivery[] = [];
-  if (options.journalPath !== undefined && existsSync(options.journalPath)) {
-    for (const d of loadJournal(options.journalPath)) remember(d);
-  }
+  const loaded = options.journalPath !== undefined && existsSync(options.journalPath) ? loadJournal(options.journalPath) : [];
   const journalFd = options.journalPath === undefined ? undefined : openSync(options.journalPath, 'a', 0o600);
-  let armed: SinkFailMode = 'none';
-  let port = 0;
-
-  function remember(d: StoredDelivery): void {
-    byKey.set(d.idempotency_key, d);
-    byOperation.set(d.operation_id, d);
-    ordered.push(d);
-  }
-
-  function store(idempotencyKey: string, operationId: string, body: unknown): StoredDelivery {
-    const d: StoredDelivery = {
-      sequence: ordered.length + 1,
-      idempotency_key: idempotencyKey,
-      operation_id: operationId,
-      body,
-      body_sha256: createHash('sha256').update(canonicalJson(body)).digest('hex'),
-      received_at: new Date().toISOString(),
-    };
-    if (journalFd !== undefined) {
-      const line = Buffer.from(`${JSON.stringify(d)}\n`);
-      let off = 0;
-      while (off < line.byteLength) off += writeSync(journalFd, line, off, line.byteLength - off);
-      fsyncSync(journalFd);
-    }
-    remember(d);
-    return d;
-  }
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const hostHeader = req.headers.host ?? '';
-    if (hostHeader !== `127.0.0.1:${port}` && hostHeader !== `localhost:${port}`) throw new HttpRefusal(421, 'host_not_allowed');
-    const url = new URL(req.url ?? '/', `http://127.0.0.1:${port}`);
-
-    if (url.pathname === '/deliveries' && req.method === 'GET') {
-      const operationId = url.searchParams.get('operation_id');
-      if (operationId === null) return send(res, 200, { deliveries: ordered });
-      const d = byOperation.get(operationId);
-      return send(res, 200, { found: d !== undefined, delivery: d ?? null });
-    }
-
-    if (url.pathname === '/deliveries' && req.method === 'POST') {
-      const idempotencyKey = header(req, 'idempotency-key');
-      const operationId = header(req, 'x-operation-id');
-      const body = parseJson(await readBody(req));
-      const mode = armed;
-      armed = 'none';
-      if (mode === 'drop_before_store') return void req.socket.destroy();
-
-      const previous = byKey.get(idempotencyKey);
-      if (previous !== undefined) {
-        if (previous.operation_id !== operationId || previous.body_sha256 !== sha(body)) throw new HttpRefusal(409, 'idempotency_key_reused');
-        return send(res, 200, { replayed: true, delivery: previous });
-      }
-      if (byOperation.has(operationId)) throw new HttpRefusal(409, 'operation_id_reused');
-      const delivery = store(idempotencyKey, operationId, body);
-      if (mode === 'drop_response_after_store') return void req.socket.destroy();
-      if (mode === 'respond_500_after_store') return send(res, 500, { error: 'simulated_failure' });
-      return send(res, 201, { replayed: false, delivery });
-    }
-
-    if (url.pathname === '/control' && req.method === 'POST' && options.control !== false) {
-      const body = parseJson(await readBody(req)) as { mode?: unknown } | null;
-      const mode = body?.mode;
-      if (!(SINK_FAIL_MODES as readonly unknown[]).includes(mode)) throw new HttpRefusal(400, 'unknown_mode');
-      armed = mode as SinkFailMode;
-      return send(res, 200, { mode: armed });
-    }
-
-    if (url.pathname === '/deliveries' || (url.pathname === '/control' && options.control !== false)) throw new HttpRefusal(405, 'method_not_allowed');
-    throw new HttpRefusal(404, 'not_found');
-  }
+  const s: SinkState = { byKey: new Map(), byOperation: new Map(), ordered: [], journalFd, control: options.control !== false, armed: 'none', port: 0 };
+  for (const d of loaded) remember(s, d);
 
   const server = createServer((req, res) => {
-    handle(req, res).catch((e: unknown) => {
+    handle(s, req, res).catch((e: unknown) => {
       if (res.headersSent || req.socket.destroyed) return;
       if (e instanceof HttpRefusal) {
         if (e.status === 413) res.setHeader('connection', 'close');
@@ -171,25 +191,19 @@ export async function startWebhookSink(options: WebhookSinkOptions): Promise<Web
   });
   server.requestTimeout = 30_000;
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  port = (server.address() as AddressInfo).port;
-  const url = `http://127.0.0.1:${port}`;
+  await listen(server, options.port, host);
+  s.port = (server.address() as AddressInfo).port;
+  const url = `http://127.0.0.1:${s.port}`;
 
   return {
     url,
     deliveriesUrl: `${url}/deliveries`,
-    port,
+    port: s.port,
     failNext(mode) {
       if (!(SINK_FAIL_MODES as readonly string[]).includes(mode)) throw usageError('webhook_sink_mode_invalid', 'Unknown failure mode.', `use one of ${SINK_FAIL_MODES.join(', ')}`);
-      armed = mode;
+      s.armed = mode;
     },
-    deliveries: () => structuredClone(ordered),
+    deliveries: () => structuredClone(s.ordered),
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err) => {

@@ -148,6 +148,8 @@ const ownerRow = (name: string): OwnerRecovery | undefined => OWNER_LIST.find((o
 const unownedRow = (name: string) => UNOWNED_STORES.find((s) => s.name === name);
 /** The owners kept once per Goal (their databases live under the Goal's directory). */
 const GOAL_SCOPED = OWNER_LIST.filter((o) => o.scope === 'goal');
+/** Per goal-scoped owner (the work owner), its database report for each Goal. */
+type StoresByGoal = ReadonlyArray<{ readonly owner: (typeof GOAL_SCOPED)[number]; readonly byGoal: ReadonlyMap<string, WorkerReport['sqlite'][number]> }>;
 
 /** What every section of the audit adds to: the inputs, the components and findings so far, the labels. */
 interface AuditContext {
@@ -248,14 +250,40 @@ function databaseComponents(ctx: AuditContext): void {
 
 }
 
+/**
+ * Findings that belong to no readable Goal: goal findings of a goal.json that did not decode or of
+ * the goals directory, goal-scoped stores without a goal.json, and declared databases that are not SQLite.
+ */
+function orphanGoalFindings(ctx: AuditContext, gl: ReturnType<typeof documentOwner>, storesByGoal: StoresByGoal, found: ReadonlySet<string>, registered: ReadonlySet<string>): void {
+  const { a, r, add, idOf, dbIdByPath } = ctx;
+  const ownerless = gl.findings.filter((f) => {
+    const gid = goalOwner.goalOfSubject(f.subject);
+    return gid === undefined || !found.has(gid);
+  });
+  for (const f of ownerless) {
+    const gid = goalOwner.goalOfSubject(f.subject);
+    add(f.code, f.severity === 'error' ? 'error' : 'warning', gid !== undefined && registered.has(gid) ? idOf('goal', gid) : null, OWNERS.goal.name, f.next_action, f.subject);
+  }
+  for (const { owner, byGoal } of storesByGoal) {
+    for (const [goalId, w] of byGoal) {
+      if (!found.has(goalId)) add(`${owner.name}_without_goal`, 'warning', dbIdByPath.get(w.path)!, OWNERS.goal.name, `the ${owner.name} store has no goal.json beside it; read it as history only`, goalId);
+    }
+  }
+  // Every database the producer declared must be one the worker read as SQLite.
+  const verifiedDbs = new Set(r.sqlite.map((x) => x.path));
+  for (const snap of a.manifest.execution.sqlite_snapshots) {
+    if (!verifiedDbs.has(snap.archive_path)) add('sqlite_snapshot_not_sqlite', 'error', null, ownerOfSqlite(snap.archive_path).owner, 'the manifest declares a database the archive does not hold as SQLite; use another backup', snap.archive_path);
+  }
+}
+
 /** 3. One component per Goal — found by the goal owner, or named by the registry and missing — linked to the configuration. Returns the dependency links made. */
 function goalComponents(ctx: AuditContext): number {
-  const { a, r, files, claimed, components, add, fromOwner, scopeOf, idOf, base, dbIdByPath } = ctx;
+  const { r, files, claimed, components, add, fromOwner, scopeOf, idOf, base, dbIdByPath } = ctx;
   const gl = documentOwner(r, OWNERS.goal);
   const goalRecords = goalsOf(r);
   const registryGoals = registryGoalsOf(r);
   // Per goal-scoped owner (the work owner), its report for each Goal.
-  const storesByGoal = GOAL_SCOPED.map((o) => ({ owner: o, byGoal: new Map(r.sqlite.filter((s) => s.owner === o.name).map((s) => [s.goal_id!, s])) }));
+  const storesByGoal: StoresByGoal = GOAL_SCOPED.map((o) => ({ owner: o, byGoal: new Map(r.sqlite.filter((s) => s.owner === o.name).map((s) => [s.goal_id!, s])) }));
   const registered = new Set(registryGoals.map((g) => g.goal_id));
   const found = new Set(goalRecords.map((g) => g.goal_id));
   let links = 0;
@@ -314,26 +342,7 @@ function goalComponents(ctx: AuditContext): number {
     add('registry_goal_missing', 'error', id, OWNERS.goal.name, 'restore this Goal from another backup; the registry routes to it but its goal.json was not read', g.goal_id);
     goalComponent(g.goal_id, { source_identity: g.goal_instance_id, readback: { goal_id: g.goal_id, goal_instance_id: g.goal_instance_id } }, [], false, true);
   }
-  // Goal findings of no readable Goal (a goal.json that did not decode) and of the goals directory.
-  const ownerless = gl.findings.filter((f) => {
-    const gid = goalOwner.goalOfSubject(f.subject);
-    return gid === undefined || !found.has(gid);
-  });
-  for (const f of ownerless) {
-    const gid = goalOwner.goalOfSubject(f.subject);
-    add(f.code, f.severity === 'error' ? 'error' : 'warning', gid !== undefined && registered.has(gid) ? idOf('goal', gid) : null, OWNERS.goal.name, f.next_action, f.subject);
-  }
-  for (const { owner, byGoal } of storesByGoal) {
-    for (const [goalId, w] of byGoal) {
-      if (!found.has(goalId)) add(`${owner.name}_without_goal`, 'warning', dbIdByPath.get(w.path)!, OWNERS.goal.name, `the ${owner.name} store has no goal.json beside it; read it as history only`, goalId);
-    }
-  }
-  // Every database the producer declared must be one the worker read as SQLite.
-  const verifiedDbs = new Set(r.sqlite.map((x) => x.path));
-  for (const snap of a.manifest.execution.sqlite_snapshots) {
-    if (!verifiedDbs.has(snap.archive_path)) add('sqlite_snapshot_not_sqlite', 'error', null, ownerOfSqlite(snap.archive_path).owner, 'the manifest declares a database the archive does not hold as SQLite; use another backup', snap.archive_path);
-  }
-
+  orphanGoalFindings(ctx, gl, storesByGoal, found, registered);
   return links;
 }
 

@@ -223,112 +223,122 @@ function expectedEmbedded(m: BackupManifest): unknown {
   };
 }
 
-export async function extractArchive(
-  fd: number,
-  bound: { readonly archiveSize: number; readonly archiveSha256: string; readonly manifest: BackupManifest },
-  planned: ReadonlyMap<string, PlannedMember>,
-  staging: string,
-  onProgress?: (p: ExtractProgress) => void,
-  onSqlite?: (path: string) => void,
-  signal?: AbortSignal,
-): Promise<ExtractionFacts> {
-  const checker = new MemberChecker();
-  const seen = new Set<string>();
-  const files: ExtractedFile[] = [];
-  const symlinks: string[] = [];
-  let directories = 0;
-  let regularBytes = 0;
-  let embedded: Buffer[] | undefined;
-  let embeddedBytes = 0;
-  let current: { fd: number; member: CheckedMember; hash: Hash; size: number; head: Buffer[]; headLen: number } | undefined;
-  let manifestChunks: Buffer[] | undefined;
-  const flushes: Promise<void>[] = [];
-  const createdDirs: string[] = [];
+/** What one extraction has written and seen so far, shared by the tar scanner's callbacks. */
+interface Extraction {
+  readonly planned: ReadonlyMap<string, PlannedMember>;
+  readonly staging: string;
+  readonly onSqlite: ((path: string) => void) | undefined;
+  readonly checker: MemberChecker;
+  readonly seen: Set<string>;
+  readonly files: ExtractedFile[];
+  readonly symlinks: string[];
+  readonly flushes: Promise<void>[];
+  readonly createdDirs: string[];
+  directories: number;
+  regularBytes: number;
+  embedded: Buffer[] | undefined;
+  embeddedBytes: number;
+  current: { fd: number; member: CheckedMember; hash: Hash; size: number; head: Buffer[]; headLen: number } | undefined;
+  manifestChunks: Buffer[] | undefined;
+}
 
-  const witness = new FdWitness(fd, (n) => onProgress?.({ compressed_done: n, compressed_total: bound.archiveSize }));
-  const scanner = new TarScanner({
-    onEntry(e: TarEntry) {
-      const m = checker.add(e.name, e.type, e.type === 'symlink' || e.type === 'hardlink' ? e.linkName : undefined);
-      if (m.path === EMBEDDED_MANIFEST) {
-        if (e.type !== 'file') throw memberRefusal(MEMBER_CODES.planMismatch, 'The embedded manifest is not a regular file.');
-        if (e.size > RECOVERY_LIMITS.manifestBytes) throw capacityRefusal('manifestBytes', e.size, RECOVERY_LIMITS.manifestBytes);
-        manifestChunks = [];
-        embedded = manifestChunks;
-        seen.add(m.path);
-        return;
-      }
-      const plan = planned.get(m.path);
-      if (plan === undefined) throw memberRefusal(MEMBER_CODES.unplanned, 'The archive holds a member the manifest does not list.');
-      if (plan.type !== e.type || (e.type === 'file' && plan.size_bytes !== e.size) || (e.type === 'symlink' && plan.link_target !== e.linkName)) {
-        throw memberRefusal(MEMBER_CODES.planMismatch, "An archive member's type, size or link target differs from the manifest.");
-      }
-      seen.add(m.path);
-      const target = join(staging, m.path);
-      if (e.type === 'directory') {
-        mkdirSync(target, { mode: 0o700 });
-        directories++;
-        createdDirs.push(target);
-      } else if (e.type === 'symlink') {
-        symlinkSync(e.linkName, target);
-        symlinks.push(m.path);
-      } else {
-        regularBytes += e.size;
-        if (regularBytes > RECOVERY_LIMITS.regularFileBytes) throw capacityRefusal('regularFileBytes', regularBytes, RECOVERY_LIMITS.regularFileBytes);
-        const out = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-        current = { fd: out, member: m, hash: createHash('sha256'), size: 0, head: [], headLen: 0 };
-      }
-    },
-    onData(chunk: Buffer) {
-      if (manifestChunks) {
-        manifestChunks.push(Buffer.from(chunk));
-        embeddedBytes += chunk.length;
-        return;
-      }
-      const c = current!;
-      c.hash.update(chunk);
-      c.size += chunk.length;
-      if (c.headLen < 16) {
-        c.head.push(Buffer.from(chunk.subarray(0, 16 - c.headLen)));
-        c.headLen += Math.min(16 - c.headLen, chunk.length);
-      }
-      for (let off = 0; off < chunk.length; ) off += writeSync(c.fd, chunk, off, chunk.length - off);
-    },
-    onEntryEnd() {
-      if (manifestChunks) {
-        manifestChunks = undefined;
-        return;
-      }
-      const c = current;
-      if (!c) return;
-      current = undefined;
-      // Flushed in the background while extraction goes on; awaited before the audit can exist.
-      flushes.push(fsyncThenClose(c.fd));
-      const sha = c.hash.digest('hex');
-      const plan = planned.get(c.member.path)!;
-      if (sha !== plan.sha256) throw memberRefusal(MEMBER_CODES.digestMismatch, "An archive member's SHA-256 differs from the manifest.");
-      const head = Buffer.concat(c.head).subarray(0, 16);
-      const sqlite = head.length === 16 && head.equals(SQLITE_MAGIC);
-      files.push({ path: c.member.path, size_bytes: c.size, sha256: sha, sqlite });
-      // Written and digest-checked: the owner worker may start on it while extraction goes on.
-      if (sqlite) onSqlite?.(c.member.path);
-    },
+/** A member header: checked, matched to its planned member, then created in the staging directory. */
+function onEntry(x: Extraction, e: TarEntry): void {
+  const m = x.checker.add(e.name, e.type, e.type === 'symlink' || e.type === 'hardlink' ? e.linkName : undefined);
+  if (m.path === EMBEDDED_MANIFEST) {
+    if (e.type !== 'file') throw memberRefusal(MEMBER_CODES.planMismatch, 'The embedded manifest is not a regular file.');
+    if (e.size > RECOVERY_LIMITS.manifestBytes) throw capacityRefusal('manifestBytes', e.size, RECOVERY_LIMITS.manifestBytes);
+    x.manifestChunks = [];
+    x.embedded = x.manifestChunks;
+    x.seen.add(m.path);
+    return;
+  }
+  const plan = x.planned.get(m.path);
+  if (plan === undefined) throw memberRefusal(MEMBER_CODES.unplanned, 'The archive holds a member the manifest does not list.');
+  if (plan.type !== e.type || (e.type === 'file' && plan.size_bytes !== e.size) || (e.type === 'symlink' && plan.link_target !== e.linkName)) {
+    throw memberRefusal(MEMBER_CODES.planMismatch, "An archive member's type, size or link target differs from the manifest.");
+  }
+  x.seen.add(m.path);
+  const target = join(x.staging, m.path);
+  if (e.type === 'directory') {
+    mkdirSync(target, { mode: 0o700 });
+    x.directories++;
+    x.createdDirs.push(target);
+  } else if (e.type === 'symlink') {
+    symlinkSync(e.linkName, target);
+    x.symlinks.push(m.path);
+  } else {
+    x.regularBytes += e.size;
+    if (x.regularBytes > RECOVERY_LIMITS.regularFileBytes) throw capacityRefusal('regularFileBytes', x.regularBytes, RECOVERY_LIMITS.regularFileBytes);
+    const out = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    x.current = { fd: out, member: m, hash: createHash('sha256'), size: 0, head: [], headLen: 0 };
+  }
+}
+
+/** A member's bytes: the embedded manifest is kept in memory; a file is hashed and written. */
+function onData(x: Extraction, chunk: Buffer): void {
+  if (x.manifestChunks) {
+    x.manifestChunks.push(Buffer.from(chunk));
+    x.embeddedBytes += chunk.length;
+    return;
+  }
+  const c = x.current!;
+  c.hash.update(chunk);
+  c.size += chunk.length;
+  if (c.headLen < 16) {
+    c.head.push(Buffer.from(chunk.subarray(0, 16 - c.headLen)));
+    c.headLen += Math.min(16 - c.headLen, chunk.length);
+  }
+  for (let off = 0; off < chunk.length; ) off += writeSync(c.fd, chunk, off, chunk.length - off);
+}
+
+/** A member's end: a file's digest is checked against the plan and, when it is SQLite, handed to the owner worker. */
+function onEntryEnd(x: Extraction): void {
+  if (x.manifestChunks) {
+    x.manifestChunks = undefined;
+    return;
+  }
+  const c = x.current;
+  if (!c) return;
+  x.current = undefined;
+  // Flushed in the background while extraction goes on; awaited before the audit can exist.
+  x.flushes.push(fsyncThenClose(c.fd));
+  const sha = c.hash.digest('hex');
+  const plan = x.planned.get(c.member.path)!;
+  if (sha !== plan.sha256) throw memberRefusal(MEMBER_CODES.digestMismatch, "An archive member's SHA-256 differs from the manifest.");
+  const head = Buffer.concat(c.head).subarray(0, 16);
+  const sqlite = head.length === 16 && head.equals(SQLITE_MAGIC);
+  x.files.push({ path: c.member.path, size_bytes: c.size, sha256: sha, sqlite });
+  // Written and digest-checked: the owner worker may start on it while extraction goes on.
+  if (sqlite) x.onSqlite?.(c.member.path);
+}
+
+const changed = (): Error =>
+  rejected(INPUT_CODES.archiveWitnessMismatch, 'The archive changed while it was verified.', {
+    nextAction: 'keep the archive unchanged during verification and run verify again',
   });
 
-  const changed = (): Error =>
-    rejected(INPUT_CODES.archiveWitnessMismatch, 'The archive changed while it was verified.', {
-      nextAction: 'keep the archive unchanged during verification and run verify again',
-    });
+/** A zlib failure is the gzip refusal; a typed refusal stays itself. */
+const failed = (e: unknown): unknown => {
+  if (isLoopxError(e)) return e;
+  const code = (e as NodeJS.ErrnoException).code;
+  if (typeof code === 'string' && code.startsWith('Z_')) return gzipInvalid();
+  return e;
+};
+
+type Bound = { readonly archiveSize: number; readonly archiveSha256: string; readonly manifest: BackupManifest };
+
+/**
+ * The streaming pass: witness → gzip header → inflate → tar scanner. A failure is reported as a
+ * change when the witness no longer matches the preflight. Returns the inflated bytes' CRC-32 and
+ * the gzip stages, whose counts place the trailer.
+ */
+async function inflateAndScan(x: Extraction, witness: FdWitness, scanner: TarScanner, bound: Bound, signal: AbortSignal | undefined): Promise<{ crc: number; body: GzipBody; gunzip: ReturnType<typeof createInflateRaw> }> {
   const body = new GzipBody();
   const gunzip = createInflateRaw({ chunkSize: 64 * 1024 });
   const source = Readable.from(witness.chunks(), { objectMode: false });
   source.pipe(body).pipe(gunzip);
   let crc = 0;
-  const failed = (e: unknown): unknown => {
-    if (isLoopxError(e)) return e;
-    const code = (e as NodeJS.ErrnoException).code;
-    if (typeof code === 'string' && code.startsWith('Z_')) return gzipInvalid();
-    return e;
-  };
   try {
     source.on('error', (e) => gunzip.destroy(e));
     body.on('error', (e) => gunzip.destroy(e));
@@ -339,7 +349,7 @@ export async function extractArchive(
       checkExpansion(scanner.bytes, witness.bytes);
     }
     scanner.finish();
-    checker.finalizeLinks();
+    x.checker.finalizeLinks();
   } catch (e) {
     const refusal = failed(e);
     source.unpipe();
@@ -351,22 +361,75 @@ export async function extractArchive(
     source.destroy();
     body.destroy();
     gunzip.destroy();
-    if (current) closeSync(current.fd);
-    await Promise.allSettled(flushes);
+    if (x.current) closeSync(x.current.fd);
+    await Promise.allSettled(x.flushes);
   }
+  return { crc, body, gunzip };
+}
+
+/** Exactly one gzip member: its 8-byte trailer (CRC-32, ISIZE) follows the deflate body, then nothing. */
+function checkGzipTrailer(fd: number, archiveSize: number, headerLength: number | undefined, deflateBytes: number, crc: number, expandedBytes: number): void {
+  const trailerAt = (headerLength ?? 0) + deflateBytes;
+  if (headerLength === undefined || archiveSize < trailerAt + 8) throw gzipInvalid();
+  if (archiveSize > trailerAt + 8) throw trailing();
+  const trailer = Buffer.alloc(8);
+  if (readSync(fd, trailer, 0, 8, trailerAt) !== 8 || trailer.readUInt32LE(0) !== crc >>> 0 || trailer.readUInt32LE(4) !== expandedBytes % 2 ** 32) throw gzipInvalid();
+}
+
+/** The embedded manifest must be present and say what the external one says, archive facts aside. */
+function checkEmbeddedManifest(x: Extraction, m: BackupManifest): { embeddedBuf: Buffer; embeddedSha: string } {
+  if (x.embedded === undefined) {
+    throw rejected(INPUT_CODES.embeddedManifestMissing, 'The archive holds no embedded manifest.json.', { nextAction: 'use an intact backup made by loopx backup-state' });
+  }
+  const embeddedBuf = Buffer.concat(x.embedded);
+  const embeddedSha = createHash('sha256').update(embeddedBuf).digest('hex');
+  const mismatch = (): never => {
+    throw rejected(INPUT_CODES.embeddedManifestMismatch, 'The embedded manifest differs from the external manifest.', {
+      nextAction: 'pass the archive and manifest of the same backup, both unmodified',
+    });
+  };
+  if (embeddedSha !== m.execution.embedded_manifest?.sha256 || embeddedBuf.length !== m.execution.embedded_manifest.size_bytes || x.embeddedBytes !== embeddedBuf.length) mismatch();
+  if (!same(decodeManifestBytes(embeddedBuf), expectedEmbedded(m))) mismatch();
+  return { embeddedBuf, embeddedSha };
+}
+
+export async function extractArchive(
+  fd: number,
+  bound: Bound,
+  planned: ReadonlyMap<string, PlannedMember>,
+  staging: string,
+  onProgress?: (p: ExtractProgress) => void,
+  onSqlite?: (path: string) => void,
+  signal?: AbortSignal,
+): Promise<ExtractionFacts> {
+  const x: Extraction = {
+    planned,
+    staging,
+    onSqlite,
+    checker: new MemberChecker(),
+    seen: new Set(),
+    files: [],
+    symlinks: [],
+    flushes: [],
+    createdDirs: [],
+    directories: 0,
+    regularBytes: 0,
+    embedded: undefined,
+    embeddedBytes: 0,
+    current: undefined,
+    manifestChunks: undefined,
+  };
+  const witness = new FdWitness(fd, (n) => onProgress?.({ compressed_done: n, compressed_total: bound.archiveSize }));
+  const scanner = new TarScanner({ onEntry: (e: TarEntry) => onEntry(x, e), onData: (chunk: Buffer) => onData(x, chunk), onEntryEnd: () => onEntryEnd(x) });
+  const { crc, body, gunzip } = await inflateAndScan(x, witness, scanner, bound, signal);
 
   // The scan's own witness must equal the preflight before anything else is trusted. (The
   // inflater stops at the end of the deflate body; the witness reads the rest of the file.)
   await witness.drain();
   if (!witness.matches(bound.archiveSize, bound.archiveSha256)) throw changed();
-  // Exactly one gzip member: its 8-byte trailer (CRC-32, ISIZE) follows the deflate body, then nothing.
-  const trailerAt = (body.headerLength ?? 0) + gunzip.bytesWritten;
-  if (body.headerLength === undefined || bound.archiveSize < trailerAt + 8) throw gzipInvalid();
-  if (bound.archiveSize > trailerAt + 8) throw trailing();
-  const trailer = Buffer.alloc(8);
-  if (readSync(fd, trailer, 0, 8, trailerAt) !== 8 || trailer.readUInt32LE(0) !== crc >>> 0 || trailer.readUInt32LE(4) !== scanner.bytes % 2 ** 32) throw gzipInvalid();
+  checkGzipTrailer(fd, bound.archiveSize, body.headerLength, gunzip.bytesWritten, crc, scanner.bytes);
   for (const path of planned.keys()) {
-    if (!seen.has(path)) throw memberRefusal(MEMBER_CODES.missing, 'A member the manifest lists is not in the archive.');
+    if (!x.seen.has(path)) throw memberRefusal(MEMBER_CODES.missing, 'A member the manifest lists is not in the archive.');
   }
   const m = bound.manifest;
   if (scanner.bytes !== m.execution.archive_expanded_bytes) {
@@ -374,31 +437,20 @@ export async function extractArchive(
       nextAction: 'pass the archive and manifest of the same backup, both unmodified',
     });
   }
-  if (embedded === undefined) {
-    throw rejected(INPUT_CODES.embeddedManifestMissing, 'The archive holds no embedded manifest.json.', { nextAction: 'use an intact backup made by loopx backup-state' });
-  }
-  const embeddedBuf = Buffer.concat(embedded);
-  const embeddedSha = createHash('sha256').update(embeddedBuf).digest('hex');
-  const mismatch = (): never => {
-    throw rejected(INPUT_CODES.embeddedManifestMismatch, 'The embedded manifest differs from the external manifest.', {
-      nextAction: 'pass the archive and manifest of the same backup, both unmodified',
-    });
-  };
-  if (embeddedSha !== m.execution.embedded_manifest?.sha256 || embeddedBuf.length !== m.execution.embedded_manifest.size_bytes || embeddedBytes !== embeddedBuf.length) mismatch();
-  if (!same(decodeManifestBytes(embeddedBuf), expectedEmbedded(m))) mismatch();
+  const { embeddedBuf, embeddedSha } = checkEmbeddedManifest(x, m);
   writeFileSync(join(staging, EMBEDDED_MANIFEST), embeddedBuf, { mode: 0o600, flag: 'wx' });
   const manifestFd = openSync(join(staging, EMBEDDED_MANIFEST), constants.O_RDONLY | constants.O_NOFOLLOW);
-  flushes.push(fsyncThenClose(manifestFd));
+  x.flushes.push(fsyncThenClose(manifestFd));
   // Every byte the audit will vouch for is on disk before the audit is written.
-  await syncTree(flushes, createdDirs, staging);
+  await syncTree(x.flushes, x.createdDirs, staging);
 
   return {
     expandedBytes: scanner.bytes,
-    regularBytes: regularBytes + embeddedBuf.length,
-    members: checker.count,
-    files,
-    directories,
-    symlinks,
+    regularBytes: x.regularBytes + embeddedBuf.length,
+    members: x.checker.count,
+    files: x.files,
+    directories: x.directories,
+    symlinks: x.symlinks,
     embeddedManifestSha256: embeddedSha,
   };
 }

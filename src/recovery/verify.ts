@@ -129,6 +129,60 @@ export function planVerify(inputs: VerifyInputs): VerifyPlan {
   };
 }
 
+/** Step 5's end: the worker's owner readback. An abort while the worker reads owners kills it at once, and the run ends as interrupted. */
+async function ownerReport(session: WorkerSession, signal: AbortSignal | undefined): Promise<WorkerReport> {
+  const stopWorker = (): void => void session.kill();
+  signal?.addEventListener('abort', stopWorker, { once: true });
+  let report: WorkerReport;
+  try {
+    report = await session.finish();
+  } catch (e) {
+    if (signal?.aborted) throw interrupted();
+    throw e;
+  } finally {
+    signal?.removeEventListener('abort', stopWorker);
+  }
+  if (signal?.aborted) throw interrupted();
+  return report;
+}
+
+/** Refusals the readback decides before any audit: a corrupt database, a checkpoint that did not verify, too many Goals or too much history. */
+function checkReport(report: WorkerReport): void {
+  const broken = report.sqlite.find((s) => s.integrity !== 'ok');
+  if (broken) {
+    throw rejected(OWNER_CODES.sqliteIntegrity, 'A SQLite database in the backup failed its integrity check.', {
+      nextAction: 'use another backup of this root; keep this one for inspection',
+      details: { owner: broken.owner },
+    });
+  }
+  const checkpoint = checkpointOf(report);
+  if (!checkpoint.ok) {
+    throw rejected(OWNER_CODES.configurationCheckpoint, 'The configuration checkpoint did not verify.', {
+      nextAction: 'use another backup of this root; keep this one for inspection',
+      details: { codes: checkpoint.codes },
+    });
+  }
+  // The manifest declared at most 128 Goals; the owner's own count is what the audit will list.
+  const goalCount = goalsOf(report).length;
+  if (goalCount > RECOVERY_LIMITS.goals) throw capacityRefusal('goals', goalCount, RECOVERY_LIMITS.goals);
+  const overflow = report.sqlite.find((s) => (workOf(s)?.history_count ?? 0) > RECOVERY_LIMITS.goalCommittedTransactions);
+  if (overflow) throw capacityRefusal('goalHistory', workOf(overflow)!.history_count, RECOVERY_LIMITS.goalCommittedTransactions);
+}
+
+/** Step 7: the workspace first, the audit last (its presence is what marks D complete), each made durable. */
+function publish(dest: { readonly path: string; readonly parent: string }, staging: string, bytes: Buffer): void {
+  renameSync(staging, join(dest.path, WORKSPACE_DIR));
+  const fd = openSync(join(dest.path, AUDIT_FILE), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  fsyncDir(dest.path);
+  fsyncDir(dest.parent);
+}
+
 export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions = {}): Promise<VerifyOutcome> {
   const t0 = performance.now();
   const progress = options.onProgress;
@@ -175,39 +229,8 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     progress?.({ step: 'owners', done: 0, total: databases });
     const session = worker;
     worker = undefined;
-    // An abort while the worker reads owners kills it at once, and the run ends as interrupted.
-    const stopWorker = (): void => void session.kill();
-    options.signal?.addEventListener('abort', stopWorker, { once: true });
-    let report: WorkerReport;
-    try {
-      report = await session.finish();
-    } catch (e) {
-      if (options.signal?.aborted) throw interrupted();
-      throw e;
-    } finally {
-      options.signal?.removeEventListener('abort', stopWorker);
-    }
-    if (options.signal?.aborted) throw interrupted();
-
-    const broken = report.sqlite.find((s) => s.integrity !== 'ok');
-    if (broken) {
-      throw rejected(OWNER_CODES.sqliteIntegrity, 'A SQLite database in the backup failed its integrity check.', {
-        nextAction: 'use another backup of this root; keep this one for inspection',
-        details: { owner: broken.owner },
-      });
-    }
-    const checkpoint = checkpointOf(report);
-    if (!checkpoint.ok) {
-      throw rejected(OWNER_CODES.configurationCheckpoint, 'The configuration checkpoint did not verify.', {
-        nextAction: 'use another backup of this root; keep this one for inspection',
-        details: { codes: checkpoint.codes },
-      });
-    }
-    // The manifest declared at most 128 Goals; the owner's own count is what the audit will list.
-    const goalCount = goalsOf(report).length;
-    if (goalCount > RECOVERY_LIMITS.goals) throw capacityRefusal('goals', goalCount, RECOVERY_LIMITS.goals);
-    const overflow = report.sqlite.find((s) => (workOf(s)?.history_count ?? 0) > RECOVERY_LIMITS.goalCommittedTransactions);
-    if (overflow) throw capacityRefusal('goalHistory', workOf(overflow)!.history_count, RECOVERY_LIMITS.goalCommittedTransactions);
+    const report = await ownerReport(session, options.signal);
+    checkReport(report);
 
     // The worker's scratch goes before the audit step starts: what is left then is only what is published.
     rmSync(scratch, { recursive: true, force: true });
@@ -223,17 +246,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     });
     const bytes = publishableAuditBytes(audit);
 
-    // Publish: the workspace first, the audit last (its presence is what marks D complete).
-    renameSync(staging, join(dest.path, WORKSPACE_DIR));
-    const fd = openSync(join(dest.path, AUDIT_FILE), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    try {
-      for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    fsyncDir(dest.path);
-    fsyncDir(dest.parent);
+    publish(dest, staging, bytes);
     return { audit, audit_bytes: bytes, summary: publicSummary(audit) };
   } catch (e) {
     await worker?.kill();

@@ -20,6 +20,8 @@ import {
   type Lifecycle,
   type Part,
   type Role,
+  type ToolCallPart,
+  type ToolResultPart,
   type RunSnapshotState,
   type ToolResultStatus,
 } from './state.js';
@@ -146,6 +148,49 @@ interface CallRecord {
   settled: boolean;
 }
 
+/** A tool call: ids, canonical arguments, a call id not used before. Returns its content bytes. */
+function checkToolCall(part: ToolCallPart, here: { message: number; part: number }, calls: Map<string, CallRecord>): number {
+  checkId(part.callId, 'tool_call.call_id', 'maxIdBytes', here);
+  checkId(part.toolName, 'tool_call.tool_name', 'maxNameBytes', here);
+  const content = checkString(part.argumentsJson, 'tool_call.arguments_json', null, here);
+  if (calls.has(part.callId)) {
+    throw snapshotError(SNAPSHOT_ERRORS.duplicateCallId, 'Two tool calls share a call id.', here);
+  }
+  calls.set(part.callId, { toolName: part.toolName, settled: false });
+  assertCanonicalJson(part.argumentsJson, { ...here, field: 'tool_call.arguments_json' });
+  return content;
+}
+
+/** A tool result: a known, settled status, matching an earlier unsettled call of the same tool. Returns its content bytes. */
+function checkToolResult(part: ToolResultPart, here: { message: number; part: number }, calls: Map<string, CallRecord>): number {
+  checkId(part.callId, 'tool_result.call_id', 'maxIdBytes', here);
+  checkId(part.toolName, 'tool_result.tool_name', 'maxNameBytes', here);
+  const content = checkString(part.resultJson, 'tool_result.result_json', null, here);
+  const status: unknown = part.status;
+  if (typeof status !== 'string' || !STATUSES.has(status)) {
+    throw snapshotError(SNAPSHOT_ERRORS.invalidStatus, 'A tool result status is unspecified or unknown.', here);
+  }
+  if (status === 'interaction_pending') {
+    throw snapshotError(SNAPSHOT_ERRORS.pendingInteraction, 'The run has a pending interaction: a tool call waits for a human.', here);
+  }
+  if (status === 'mutation_uncertain') {
+    throw snapshotError(SNAPSHOT_ERRORS.unresolvedMutation, 'The run has an unresolved tool mutation: its outcome is unknown.', here);
+  }
+  const call = calls.get(part.callId);
+  if (call === undefined) {
+    throw snapshotError(SNAPSHOT_ERRORS.unmatchedToolResult, 'A tool result has no earlier tool call with its call id.', here);
+  }
+  if (call.toolName !== part.toolName) {
+    throw snapshotError(SNAPSHOT_ERRORS.unmatchedToolResult, 'A tool result names a different tool than its call.', here);
+  }
+  if (call.settled) {
+    throw snapshotError(SNAPSHOT_ERRORS.duplicateCallId, 'A tool call has two results.', here);
+  }
+  call.settled = true;
+  assertCanonicalJson(part.resultJson, { ...here, field: 'tool_result.result_json' });
+  return content;
+}
+
 function checkMessages(messages: unknown): void {
   checkArray(messages, 'messages');
   if (messages.length > SNAPSHOT_LIMITS.maxMessages) oversized('maxMessages', messages.length);
@@ -187,45 +232,12 @@ function checkMessages(messages: unknown): void {
         case 'text':
           content += checkString(part.text, 'part.text', null, here);
           break;
-        case 'tool_call': {
-          checkId(part.callId, 'tool_call.call_id', 'maxIdBytes', here);
-          checkId(part.toolName, 'tool_call.tool_name', 'maxNameBytes', here);
-          content += checkString(part.argumentsJson, 'tool_call.arguments_json', null, here);
-          if (calls.has(part.callId)) {
-            throw snapshotError(SNAPSHOT_ERRORS.duplicateCallId, 'Two tool calls share a call id.', here);
-          }
-          calls.set(part.callId, { toolName: part.toolName, settled: false });
-          assertCanonicalJson(part.argumentsJson, { ...here, field: 'tool_call.arguments_json' });
+        case 'tool_call':
+          content += checkToolCall(part, here, calls);
           break;
-        }
-        case 'tool_result': {
-          checkId(part.callId, 'tool_result.call_id', 'maxIdBytes', here);
-          checkId(part.toolName, 'tool_result.tool_name', 'maxNameBytes', here);
-          content += checkString(part.resultJson, 'tool_result.result_json', null, here);
-          const status: unknown = part.status;
-          if (typeof status !== 'string' || !STATUSES.has(status)) {
-            throw snapshotError(SNAPSHOT_ERRORS.invalidStatus, 'A tool result status is unspecified or unknown.', here);
-          }
-          if (status === 'interaction_pending') {
-            throw snapshotError(SNAPSHOT_ERRORS.pendingInteraction, 'The run has a pending interaction: a tool call waits for a human.', here);
-          }
-          if (status === 'mutation_uncertain') {
-            throw snapshotError(SNAPSHOT_ERRORS.unresolvedMutation, 'The run has an unresolved tool mutation: its outcome is unknown.', here);
-          }
-          const call = calls.get(part.callId);
-          if (call === undefined) {
-            throw snapshotError(SNAPSHOT_ERRORS.unmatchedToolResult, 'A tool result has no earlier tool call with its call id.', here);
-          }
-          if (call.toolName !== part.toolName) {
-            throw snapshotError(SNAPSHOT_ERRORS.unmatchedToolResult, 'A tool result names a different tool than its call.', here);
-          }
-          if (call.settled) {
-            throw snapshotError(SNAPSHOT_ERRORS.duplicateCallId, 'A tool call has two results.', here);
-          }
-          call.settled = true;
-          assertCanonicalJson(part.resultJson, { ...here, field: 'tool_result.result_json' });
+        case 'tool_result':
+          content += checkToolResult(part, here, calls);
           break;
-        }
       }
     }
     if (content > SNAPSHOT_LIMITS.maxMessageContentBytes) oversized('maxMessageContentBytes', content, at);

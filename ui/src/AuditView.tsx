@@ -36,189 +36,213 @@ export function AuditView({ recoveryId }: { recoveryId: string }) {
 }
 
 function AuditBody({ audit }: { audit: PublicAudit }) {
-  const findings = orderFindings(audit.findings);
   // What each owner decides, from the daemon's owners table (the legend under the components).
   const { data: ownerList } = useApiJson<OwnerList>('/api/owners');
   const decides = new Map((ownerList?.owners ?? []).map((o) => [o.name, o.decides]));
-  const shown = [...new Set(audit.components.map((c) => c.owner_kind))].filter((name) => decides.has(name));
-  const a = audit.counts.assets;
   return (
     <>
-      <section aria-labelledby="audit-status-heading" className="card">
-        <h2 id="audit-status-heading">Status</h2>
-        <p className={`status-badge phase-${audit.phase}`} data-testid="audit-status">
-          <span className="status-phase">{audit.phase}</span>
-          <span className="status-operator">
-            operator state: <code>{audit.operator_state}</code>
-          </span>
-        </p>
-        <p className="next-action">
-          <strong>Next action:</strong> {audit.next_action}
-        </p>
-        <dl className="facts">
-          <div>
-            <dt>Execution authority granted</dt>
-            <dd data-testid="audit-execution-authority">{audit.execution_authority_granted ? 'yes' : 'no'}</dd>
-          </div>
-          <div>
-            <dt>Activation eligible</dt>
-            <dd>{audit.activation_eligible ? 'yes' : 'no'}</dd>
-          </div>
-          <div>
-            <dt>Workspace</dt>
-            <dd>
-              {audit.workspace.isolation}, {audit.workspace.registered ? 'registered' : 'not registered'}
-            </dd>
-          </div>
-          <div>
-            <dt>Capture</dt>
-            <dd>
-              <code>{audit.capture.achieved_profile}</code>
-            </dd>
-          </div>
-          <div>
-            <dt>Backup</dt>
-            <dd>
-              {audit.backup.backup_id}, created <time dateTime={audit.backup.created_at}>{audit.backup.created_at}</time> by loopx{' '}
-              {audit.backup.producer_version}
-            </dd>
-          </div>
-          <div>
-            <dt>Recovery id</dt>
-            <dd>
-              <code className="digest">{audit.recovery_id}</code>
-            </dd>
-          </div>
-          <div>
-            <dt>Archive SHA-256</dt>
-            <dd>
-              <code className="digest">{audit.backup.archive_sha256}</code>
-            </dd>
-          </div>
-          <div>
-            <dt>Archive</dt>
-            <dd>
-              {formatBytes(audit.measurements.archive_bytes)} compressed, {formatBytes(audit.measurements.expanded_bytes)} expanded;{' '}
-              {audit.counts.members.total} members ({audit.counts.members.sqlite_files} SQLite files)
-            </dd>
-          </div>
-        </dl>
-        <div className="download">
-          <DownloadAudit recoveryId={audit.recovery_id} />
-        </div>
-      </section>
-
-      <section aria-labelledby="audit-counts-heading" className="card">
-        <h2 id="audit-counts-heading">Classification</h2>
-        <ul className="counts" data-testid="audit-counts">
-          <li className="count class-recovered_readable">
-            <span className="count-n">{a.recovered_readable}</span> <span className="count-label">{CLASSIFICATION_WORDS.recovered_readable}</span>
-          </li>
-          <li className="count class-historical_only">
-            <span className="count-n">{a.historical_only}</span> <span className="count-label">{CLASSIFICATION_WORDS.historical_only}</span>
-          </li>
-          <li className="count class-unknown_unrecoverable">
-            <span className="count-n">{a.unknown_unrecoverable}</span> <span className="count-label">{CLASSIFICATION_WORDS.unknown_unrecoverable}</span>
-          </li>
-        </ul>
-        <p className="muted">
-          Recovered and readable: its owner read it back; it can be read from the inert workspace. Historical only: sound, kept as history; reconciled
-          only during a later adoption, never by replay. Unknown or unrecoverable: no loopx owner reads it, or its owner could not.
-        </p>
-      </section>
-
-      <section aria-labelledby="audit-components-heading" className="card">
-        <h2 id="audit-components-heading">Components</h2>
-        <TableRegion label="Components">
-          <table>
-            <caption className="visually-hidden">
-              {audit.components.length} components, each with its classification, owner, verification status and next action
-            </caption>
-            <thead>
-              <tr>
-                <th scope="col">Component</th>
-                <th scope="col">Classification</th>
-                <th scope="col">Owner</th>
-                <th scope="col">Verification</th>
-                <th scope="col">Required</th>
-                <th scope="col">Members</th>
-                <th scope="col">Next action</th>
-              </tr>
-            </thead>
-            <tbody>
-              {audit.components.map((c) => (
-                <tr key={c.component_id} data-testid="audit-component-row">
-                  <th scope="row">
-                    <code>{c.component_id}</code>
-                    {c.logical_scope !== 'machine' ? <span className="muted scope"> {c.logical_scope}</span> : null}
-                  </th>
-                  <td>
-                    <ClassificationBadge value={c.classification} />
-                  </td>
-                  <td data-testid="component-owner" title={decides.get(c.owner_kind)}>
-                    {c.owner_kind}
-                  </td>
-                  <td>
-                    <span className={`verification verification-${c.verification}`}>{c.verification}</span>
-                  </td>
-                  <td>{c.required ? 'required' : 'optional'}</td>
-                  <td className="num">{c.member_count}</td>
-                  <td data-testid="component-next-action">{c.next_action}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableRegion>
-        {shown.length > 0 ? (
-          <dl className="owner-legend" data-testid="owner-legend" aria-label="What each owner decides">
-            {shown.map((name) => (
-              <div key={name} data-testid="owner-legend-entry">
-                <dt>{name}</dt>
-                <dd>{decides.get(name)}</dd>
-              </div>
-            ))}
-          </dl>
-        ) : null}
-      </section>
-
-      <section aria-labelledby="audit-findings-heading" className="card">
-        <h2 id="audit-findings-heading">Findings</h2>
-        <p className="muted">
-          {audit.counts.findings.hold} held, {audit.counts.findings.error} errors, {audit.counts.findings.warning} warnings — holds and errors first.
-        </p>
-        <TableRegion label="Findings">
-          <table>
-            <caption className="visually-hidden">Findings, holds and errors first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Code</th>
-                <th scope="col">Severity</th>
-                <th scope="col">Owner</th>
-                <th scope="col">Component</th>
-                <th scope="col">Next action</th>
-              </tr>
-            </thead>
-            <tbody>
-              {findings.map((f, i) => (
-                <tr key={`${f.code}-${f.component ?? ''}-${i}`} data-testid="audit-finding-row">
-                  <th scope="row">
-                    <code>{f.code}</code>
-                  </th>
-                  <td>
-                    <span className={`badge severity-${f.severity}`}>{f.severity}</span>
-                  </td>
-                  <td>{f.owner}</td>
-                  <td>{f.component ? <code>{f.component}</code> : <span className="muted">whole backup</span>}</td>
-                  <td>{f.next_action}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableRegion>
-      </section>
-
+      <AuditStatus audit={audit} />
+      <AuditCounts audit={audit} />
+      <AuditComponents audit={audit} decides={decides} />
+      <AuditFindings audit={audit} />
       <WorkspaceSection recoveryId={audit.recovery_id} />
     </>
+  );
+}
+
+/** The verdict, its next action and the facts it rests on, with the raw audit's download. */
+function AuditStatus({ audit }: { audit: PublicAudit }) {
+  return (
+    <section aria-labelledby="audit-status-heading" className="card">
+      <h2 id="audit-status-heading">Status</h2>
+      <p className={`status-badge phase-${audit.phase}`} data-testid="audit-status">
+        <span className="status-phase">{audit.phase}</span>
+        <span className="status-operator">
+          operator state: <code>{audit.operator_state}</code>
+        </span>
+      </p>
+      <p className="next-action">
+        <strong>Next action:</strong> {audit.next_action}
+      </p>
+      <dl className="facts">
+        <div>
+          <dt>Execution authority granted</dt>
+          <dd data-testid="audit-execution-authority">{audit.execution_authority_granted ? 'yes' : 'no'}</dd>
+        </div>
+        <div>
+          <dt>Activation eligible</dt>
+          <dd>{audit.activation_eligible ? 'yes' : 'no'}</dd>
+        </div>
+        <div>
+          <dt>Workspace</dt>
+          <dd>
+            {audit.workspace.isolation}, {audit.workspace.registered ? 'registered' : 'not registered'}
+          </dd>
+        </div>
+        <div>
+          <dt>Capture</dt>
+          <dd>
+            <code>{audit.capture.achieved_profile}</code>
+          </dd>
+        </div>
+        <div>
+          <dt>Backup</dt>
+          <dd>
+            {audit.backup.backup_id}, created <time dateTime={audit.backup.created_at}>{audit.backup.created_at}</time> by loopx{' '}
+            {audit.backup.producer_version}
+          </dd>
+        </div>
+        <div>
+          <dt>Recovery id</dt>
+          <dd>
+            <code className="digest">{audit.recovery_id}</code>
+          </dd>
+        </div>
+        <div>
+          <dt>Archive SHA-256</dt>
+          <dd>
+            <code className="digest">{audit.backup.archive_sha256}</code>
+          </dd>
+        </div>
+        <div>
+          <dt>Archive</dt>
+          <dd>
+            {formatBytes(audit.measurements.archive_bytes)} compressed, {formatBytes(audit.measurements.expanded_bytes)} expanded;{' '}
+            {audit.counts.members.total} members ({audit.counts.members.sqlite_files} SQLite files)
+          </dd>
+        </div>
+      </dl>
+      <div className="download">
+        <DownloadAudit recoveryId={audit.recovery_id} />
+      </div>
+    </section>
+  );
+}
+
+/** How many assets each classification holds, and what the three words mean. */
+function AuditCounts({ audit }: { audit: PublicAudit }) {
+  const a = audit.counts.assets;
+  return (
+    <section aria-labelledby="audit-counts-heading" className="card">
+      <h2 id="audit-counts-heading">Classification</h2>
+      <ul className="counts" data-testid="audit-counts">
+        <li className="count class-recovered_readable">
+          <span className="count-n">{a.recovered_readable}</span> <span className="count-label">{CLASSIFICATION_WORDS.recovered_readable}</span>
+        </li>
+        <li className="count class-historical_only">
+          <span className="count-n">{a.historical_only}</span> <span className="count-label">{CLASSIFICATION_WORDS.historical_only}</span>
+        </li>
+        <li className="count class-unknown_unrecoverable">
+          <span className="count-n">{a.unknown_unrecoverable}</span> <span className="count-label">{CLASSIFICATION_WORDS.unknown_unrecoverable}</span>
+        </li>
+      </ul>
+      <p className="muted">
+        Recovered and readable: its owner read it back; it can be read from the inert workspace. Historical only: sound, kept as history; reconciled
+        only during a later adoption, never by replay. Unknown or unrecoverable: no loopx owner reads it, or its owner could not.
+      </p>
+    </section>
+  );
+}
+
+/** Every component with its owner, verification and next action; the legend says what each owner shown decides. */
+function AuditComponents({ audit, decides }: { audit: PublicAudit; decides: ReadonlyMap<string, string> }) {
+  const shown = [...new Set(audit.components.map((c) => c.owner_kind))].filter((name) => decides.has(name));
+  return (
+    <section aria-labelledby="audit-components-heading" className="card">
+      <h2 id="audit-components-heading">Components</h2>
+      <TableRegion label="Components">
+        <table>
+          <caption className="visually-hidden">
+            {audit.components.length} components, each with its classification, owner, verification status and next action
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Component</th>
+              <th scope="col">Classification</th>
+              <th scope="col">Owner</th>
+              <th scope="col">Verification</th>
+              <th scope="col">Required</th>
+              <th scope="col">Members</th>
+              <th scope="col">Next action</th>
+            </tr>
+          </thead>
+          <tbody>
+            {audit.components.map((c) => (
+              <tr key={c.component_id} data-testid="audit-component-row">
+                <th scope="row">
+                  <code>{c.component_id}</code>
+                  {c.logical_scope !== 'machine' ? <span className="muted scope"> {c.logical_scope}</span> : null}
+                </th>
+                <td>
+                  <ClassificationBadge value={c.classification} />
+                </td>
+                <td data-testid="component-owner" title={decides.get(c.owner_kind)}>
+                  {c.owner_kind}
+                </td>
+                <td>
+                  <span className={`verification verification-${c.verification}`}>{c.verification}</span>
+                </td>
+                <td>{c.required ? 'required' : 'optional'}</td>
+                <td className="num">{c.member_count}</td>
+                <td data-testid="component-next-action">{c.next_action}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableRegion>
+      {shown.length > 0 ? (
+        <dl className="owner-legend" data-testid="owner-legend" aria-label="What each owner decides">
+          {shown.map((name) => (
+            <div key={name} data-testid="owner-legend-entry">
+              <dt>{name}</dt>
+              <dd>{decides.get(name)}</dd>
+            </div>
+          ))}
+        </dl>
+      ) : null}
+    </section>
+  );
+}
+
+/** Every finding, holds and errors first. */
+function AuditFindings({ audit }: { audit: PublicAudit }) {
+  const findings = orderFindings(audit.findings);
+  return (
+    <section aria-labelledby="audit-findings-heading" className="card">
+      <h2 id="audit-findings-heading">Findings</h2>
+      <p className="muted">
+        {audit.counts.findings.hold} held, {audit.counts.findings.error} errors, {audit.counts.findings.warning} warnings — holds and errors first.
+      </p>
+      <TableRegion label="Findings">
+        <table>
+          <caption className="visually-hidden">Findings, holds and errors first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Code</th>
+              <th scope="col">Severity</th>
+              <th scope="col">Owner</th>
+              <th scope="col">Component</th>
+              <th scope="col">Next action</th>
+            </tr>
+          </thead>
+          <tbody>
+            {findings.map((f, i) => (
+              <tr key={`${f.code}-${f.component ?? ''}-${i}`} data-testid="audit-finding-row">
+                <th scope="row">
+                  <code>{f.code}</code>
+                </th>
+                <td>
+                  <span className={`badge severity-${f.severity}`}>{f.severity}</span>
+                </td>
+                <td>{f.owner}</td>
+                <td>{f.component ? <code>{f.component}</code> : <span className="muted">whole backup</span>}</td>
+                <td>{f.next_action}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableRegion>
+    </section>
   );
 }
 

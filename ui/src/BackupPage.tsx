@@ -1,5 +1,5 @@
 /** Settings ▸ Capability Center ▸ Backup & recovery: verify a backup, and the list of audits. */
-import { useCallback, useEffect, useId, useRef, useState, type FormEvent } from 'react';
+import { useCallback, useEffect, useId, useRef, useState, type Dispatch, type FormEvent, type SetStateAction } from 'react';
 import { ApiError, asApiError, enc, getJson, isAbort, postJson, putBytes } from './api';
 import { useApiJson } from './hooks';
 import { ErrorBox, ExecutionStatement, Loading, PageHeading, TableRegion, abbreviate, formatBytes } from './components';
@@ -74,21 +74,9 @@ interface RootBackup {
   readonly archive_bytes: number;
 }
 
-function VerifyBackup() {
-  const archiveId = useId();
-  const manifestId = useId();
-  const [archive, setArchive] = useState<File | null>(null);
-  const [manifest, setManifest] = useState<File | null>(null);
-  const [missing, setMissing] = useState<string | null>(null);
-  const [phase, setPhase] = useState<Phase>({ kind: 'idle' });
-  const [steps, setSteps] = useState<Steps>(initialSteps);
-  const [announce, setAnnounce] = useState('');
+/** The backups of this root the daemon can verify in place (an empty list when it cannot say). */
+function useRootBackups(): readonly RootBackup[] {
   const [rootBackups, setRootBackups] = useState<readonly RootBackup[]>([]);
-  const [picked, setPicked] = useState('');
-  const pickId = useId();
-  const abortRef = useRef<AbortController | null>(null);
-
-  useEffect(() => () => abortRef.current?.abort(), []);
   useEffect(() => {
     const ctrl = new AbortController();
     getJson<{ backups: RootBackup[] }>('/api/backups', ctrl.signal).then(
@@ -97,6 +85,77 @@ function VerifyBackup() {
     );
     return () => ctrl.abort();
   }, []);
+  return rootBackups;
+}
+
+/** How a verification run reports its steps and what a screen reader hears. */
+interface Reporter {
+  readonly setSteps: Dispatch<SetStateAction<Steps>>;
+  readonly setAnnounce: (text: string) => void;
+}
+
+/** Upload the pair, then start verifying the upload; returns the job id. */
+async function startUpload(r: Reporter, archiveFile: File, manifestFile: File, signal: AbortSignal): Promise<string> {
+  const { setSteps, setAnnounce } = r;
+  const { upload_id } = await postJson<{ upload_id: string }>('/api/backups/uploads', undefined, signal);
+  setAnnounce('Uploading the archive');
+  setSteps((s) => advance(s, 'upload-archive', 0, archiveFile.size));
+  await putBytes(`/api/backups/uploads/${enc(upload_id)}/archive`, archiveFile, (done, total) => setSteps((s) => advance(s, 'upload-archive', done, total)), signal);
+  setAnnounce('Uploading the manifest');
+  setSteps((s) => advance(s, 'upload-manifest', 0, manifestFile.size));
+  await putBytes(`/api/backups/uploads/${enc(upload_id)}/manifest`, manifestFile, (done, total) => setSteps((s) => advance(s, 'upload-manifest', done, total)), signal);
+  setSteps((s) => advance(s, 'inputs', 0, 1));
+  setAnnounce('Verifying');
+  const { job_id } = await postJson<{ job_id: string }>(`/api/backups/uploads/${enc(upload_id)}/verify`, undefined, signal);
+  return job_id;
+}
+
+/** Start verifying a backup of this root; returns the job id. */
+async function startPicked(r: Reporter, backupId: string, signal: AbortSignal): Promise<string> {
+  r.setSteps((s) => advance(s, 'inputs', 0, 1));
+  r.setAnnounce('Verifying');
+  const { job_id } = await postJson<{ job_id: string }>(`/api/backups/${enc(backupId)}/verify`, undefined, signal);
+  return job_id;
+}
+
+/** Follow the job's events; if the stream ends without a result, ask for the job and follow again. */
+async function follow(job_id: string, signal: AbortSignal, onProgress: (p: JobProgress) => void): Promise<Job> {
+  for (let attempt = 0; ; attempt++) {
+    let result: Job | null = null;
+    await readSse(`/api/backups/jobs/${enc(job_id)}/events`, {
+      signal,
+      onMessage: (m) => {
+        if (m.event === 'progress') onProgress(JSON.parse(m.data) as JobProgress);
+        else if (m.event === 'result') result = JSON.parse(m.data) as Job;
+      },
+    });
+    if (signal.aborted) throw new DOMException('aborted', 'AbortError');
+    if (result) return result;
+    const job = await getJson<Job>(`/api/backups/jobs/${enc(job_id)}`, signal);
+    if (job.state !== 'running') return job;
+    if (job.progress) onProgress(job.progress);
+    await sleep(Math.min(250 * 2 ** attempt, 2000));
+  }
+}
+
+/** The refusal a job that ended without an audit carries (or says it did not). */
+function jobRefusal(job: Job): ApiError {
+  return new ApiError(
+    422,
+    job.error
+      ? { code: job.error.code, message: job.error.message, ...(job.error.next_action ? { next_action: job.error.next_action } : {}) }
+      : { code: 'ui_unexpected_response', message: 'The verification ended without an audit or a typed reason.' },
+  );
+}
+
+/** One verification at a time: its phase, its steps and its announcements; a new one (or leaving the page) aborts the last. */
+function useVerification() {
+  const [phase, setPhase] = useState<Phase>({ kind: 'idle' });
+  const [steps, setSteps] = useState<Steps>(initialSteps);
+  const [announce, setAnnounce] = useState('');
+  const abortRef = useRef<AbortController | null>(null);
+
+  useEffect(() => () => abortRef.current?.abort(), []);
 
   const lastStep = useRef<string | null>(null);
 
@@ -109,72 +168,20 @@ function VerifyBackup() {
     setSteps((s) => advance(s, p.step, p.done, p.total));
   }, []);
 
-  async function startUpload(archiveFile: File, manifestFile: File, signal: AbortSignal): Promise<string> {
-    const { upload_id } = await postJson<{ upload_id: string }>('/api/backups/uploads', undefined, signal);
-    setAnnounce('Uploading the archive');
-    setSteps((s) => advance(s, 'upload-archive', 0, archiveFile.size));
-    await putBytes(`/api/backups/uploads/${enc(upload_id)}/archive`, archiveFile, (done, total) => setSteps((s) => advance(s, 'upload-archive', done, total)), signal);
-    setAnnounce('Uploading the manifest');
-    setSteps((s) => advance(s, 'upload-manifest', 0, manifestFile.size));
-    await putBytes(`/api/backups/uploads/${enc(upload_id)}/manifest`, manifestFile, (done, total) => setSteps((s) => advance(s, 'upload-manifest', done, total)), signal);
-    setSteps((s) => advance(s, 'inputs', 0, 1));
-    setAnnounce('Verifying');
-    const { job_id } = await postJson<{ job_id: string }>(`/api/backups/uploads/${enc(upload_id)}/verify`, undefined, signal);
-    return job_id;
-  }
-
-  async function startPicked(backupId: string, signal: AbortSignal): Promise<string> {
-    setSteps((s) => advance(s, 'inputs', 0, 1));
-    setAnnounce('Verifying');
-    const { job_id } = await postJson<{ job_id: string }>(`/api/backups/${enc(backupId)}/verify`, undefined, signal);
-    return job_id;
-  }
-
-  async function follow(job_id: string, signal: AbortSignal): Promise<Job> {
-
-    // Follow the job's events; if the stream ends without a result, ask for the job and follow again.
-    for (let attempt = 0; ; attempt++) {
-      let result: Job | null = null;
-      await readSse(`/api/backups/jobs/${enc(job_id)}/events`, {
-        signal,
-        onMessage: (m) => {
-          if (m.event === 'progress') onProgress(JSON.parse(m.data) as JobProgress);
-          else if (m.event === 'result') result = JSON.parse(m.data) as Job;
-        },
-      });
-      if (signal.aborted) throw new DOMException('aborted', 'AbortError');
-      if (result) return result;
-      const job = await getJson<Job>(`/api/backups/jobs/${enc(job_id)}`, signal);
-      if (job.state !== 'running') return job;
-      if (job.progress) onProgress(job.progress);
-      await sleep(Math.min(250 * 2 ** attempt, 2000));
-    }
-  }
-
-  async function onSubmit(ev: FormEvent) {
-    ev.preventDefault();
-    if (phase.kind === 'running') return;
-    if (picked === '' && (!archive || !manifest)) {
-      setMissing(!archive && !manifest ? 'Choose the archive and its manifest, or pick a backup of this root.' : !archive ? 'Choose the archive (.tar.gz).' : 'Choose the manifest (.json).');
-      return;
-    }
-    setMissing(null);
+  /** Verify the picked backup of this root, or else the uploaded pair. */
+  async function verify(picked: string, archive: File | null, manifest: File | null) {
     abortRef.current?.abort();
     const ctrl = new AbortController();
     abortRef.current = ctrl;
     lastStep.current = null;
     setSteps(initialSteps());
     setPhase({ kind: 'running' });
+    const reporter: Reporter = { setSteps, setAnnounce };
     try {
-      const jobId = picked !== '' ? await startPicked(picked, ctrl.signal) : await startUpload(archive!, manifest!, ctrl.signal);
-      const job = await follow(jobId, ctrl.signal);
+      const jobId = picked !== '' ? await startPicked(reporter, picked, ctrl.signal) : await startUpload(reporter, archive!, manifest!, ctrl.signal);
+      const job = await follow(jobId, ctrl.signal, onProgress);
       if (job.state === 'refused' || !job.recovery_id) {
-        const error = new ApiError(
-          422,
-          job.error
-            ? { code: job.error.code, message: job.error.message, ...(job.error.next_action ? { next_action: job.error.next_action } : {}) }
-            : { code: 'ui_unexpected_response', message: 'The verification ended without an audit or a typed reason.' },
-        );
+        const error = jobRefusal(job);
         setSteps(failRunning);
         setPhase({ kind: 'refused', error });
         setAnnounce('Verification refused');
@@ -192,8 +199,42 @@ function VerifyBackup() {
     }
   }
 
+  return { phase, steps, announce, verify };
+}
+
+function FileField({ id, label, accept, file, disabled, onFile }: { id: string; label: string; accept: string; file: File | null; disabled: boolean; onFile: (f: File | null) => void }) {
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <input id={id} type="file" accept={accept} disabled={disabled} onChange={(e) => onFile(e.currentTarget.files?.[0] ?? null)} />
+      {file ? <span className="muted file-note">{formatBytes(file.size)}</span> : null}
+    </div>
+  );
+}
+
+function VerifyBackup() {
+  const archiveId = useId();
+  const manifestId = useId();
+  const [archive, setArchive] = useState<File | null>(null);
+  const [manifest, setManifest] = useState<File | null>(null);
+  const [missing, setMissing] = useState<string | null>(null);
+  const rootBackups = useRootBackups();
+  const [picked, setPicked] = useState('');
+  const pickId = useId();
+  const { phase, steps, announce, verify } = useVerification();
+
+  async function onSubmit(ev: FormEvent) {
+    ev.preventDefault();
+    if (phase.kind === 'running') return;
+    if (picked === '' && (!archive || !manifest)) {
+      setMissing(!archive && !manifest ? 'Choose the archive and its manifest, or pick a backup of this root.' : !archive ? 'Choose the archive (.tar.gz).' : 'Choose the manifest (.json).');
+      return;
+    }
+    setMissing(null);
+    await verify(picked, archive, manifest);
+  }
+
   const running = phase.kind === 'running';
-  const showSteps = phase.kind !== 'idle';
   return (
     <section aria-labelledby="verify-heading" className="card">
       <h2 id="verify-heading">Verify a backup</h2>
@@ -202,28 +243,8 @@ function VerifyBackup() {
         extracts them into a new, inert directory with a recovery audit.
       </p>
       <form onSubmit={onSubmit} noValidate>
-        <div className="field">
-          <label htmlFor={archiveId}>Backup archive (.tar.gz)</label>
-          <input
-            id={archiveId}
-            type="file"
-            accept=".gz,.tgz,application/gzip"
-            disabled={running}
-            onChange={(e) => setArchive(e.currentTarget.files?.[0] ?? null)}
-          />
-          {archive ? <span className="muted file-note">{formatBytes(archive.size)}</span> : null}
-        </div>
-        <div className="field">
-          <label htmlFor={manifestId}>Backup manifest (.json)</label>
-          <input
-            id={manifestId}
-            type="file"
-            accept=".json,application/json"
-            disabled={running}
-            onChange={(e) => setManifest(e.currentTarget.files?.[0] ?? null)}
-          />
-          {manifest ? <span className="muted file-note">{formatBytes(manifest.size)}</span> : null}
-        </div>
+        <FileField id={archiveId} label="Backup archive (.tar.gz)" accept=".gz,.tgz,application/gzip" file={archive} disabled={running} onFile={setArchive} />
+        <FileField id={manifestId} label="Backup manifest (.json)" accept=".json,application/json" file={manifest} disabled={running} onFile={setManifest} />
         <div className="field">
           <label htmlFor={pickId}>Or pick a backup of this root</label>
           <select id={pickId} value={picked} disabled={running} onChange={(e) => setPicked(e.currentTarget.value)}>
@@ -244,7 +265,16 @@ function VerifyBackup() {
           {running ? 'Verifying…' : 'Verify'}
         </button>
       </form>
+      <VerifyStatus phase={phase} steps={steps} announce={announce} />
+    </section>
+  );
+}
 
+/** What a screen reader hears, the outcome, and each step's progress once a verification started. */
+function VerifyStatus({ phase, steps, announce }: { phase: Phase; steps: Steps; announce: string }) {
+  const showSteps = phase.kind !== 'idle';
+  return (
+    <>
       <p className="visually-hidden" aria-live="polite" aria-atomic="true">
         {announce}
       </p>
@@ -266,7 +296,7 @@ function VerifyBackup() {
           ))}
         </ol>
       ) : null}
-    </section>
+    </>
   );
 }
 

@@ -1,5 +1,5 @@
 /** Settings ▸ Capability Center ▸ Runs: the runs of the root, importing a snapshot, and one run's detail. */
-import { useCallback, useEffect, useId, useRef, useState, type FormEvent } from 'react';
+import { useCallback, useEffect, useId, useRef, useState, type Dispatch, type FormEvent, type SetStateAction } from 'react';
 import { ApiError, apiFetch, asApiError, enc, getJson, isAbort, postJson, saveBlob } from './api';
 import { useApiJson } from './hooks';
 import { ErrorBox, Loading, PageHeading, TableRegion, abbreviate, formatBytes } from './components';
@@ -172,20 +172,10 @@ const SUMMARY_EVENTS = new Set(['Suspended', 'Resumed', 'Completed', 'Cancelled'
 
 type Follow = 'connecting' | 'following' | 'ended' | 'error';
 
-export function RunDetail({ runId }: { runId: string }) {
+/** The run, loaded when the view opens and again through loadRun. */
+function useRun(runId: string) {
   const [run, setRun] = useState<RunView | null>(null);
   const [loadError, setLoadError] = useState<ApiError | null>(null);
-  const [events, setEvents] = useState<readonly RunEvent[]>([]);
-  const [follow, setFollow] = useState<Follow>('connecting');
-  const [streamError, setStreamError] = useState<ApiError | null>(null);
-  const [streamGeneration, setStreamGeneration] = useState(0);
-  const [actionError, setActionError] = useState<ApiError | null>(null);
-  const [actionNote, setActionNote] = useState('');
-  const [busy, setBusy] = useState<string | null>(null);
-  const [turns, setTurns] = useState('');
-  const lastSeen = useRef(0);
-  const [importedAt, setImportedAt] = useState<number | null>(null);
-  const turnsId = useId();
 
   const loadRun = useCallback(
     async (signal?: AbortSignal) => {
@@ -215,79 +205,120 @@ export function RunDetail({ runId }: { runId: string }) {
     return () => ctrl.abort();
   }, [runId]);
 
-  // Follow the run's events from the last one seen; refresh the run when the stream ends.
+  return { run, setRun, loadError, loadRun };
+}
+
+/** What following a run's events changes in the view. */
+interface FollowHandlers {
+  readonly setFollow: (f: Follow) => void;
+  readonly setEvents: Dispatch<SetStateAction<readonly RunEvent[]>>;
+  readonly setStreamError: (e: ApiError | null) => void;
+  readonly setImportedAt: (n: number) => void;
+  readonly loadRun: (signal?: AbortSignal) => Promise<RunView>;
+}
+
+/**
+ * The cursor an imported run's refusal names: details.recovery_cursor, else the `--after N` of its
+ * next action (an imported run has no events before its snapshot).
+ */
+function namedCursor(err: ApiError): number | undefined {
+  const detail = (err.details as { recovery_cursor?: unknown } | undefined)?.recovery_cursor;
+  const fromNext = /--after (\d+)/.exec(err.nextAction ?? '')?.[1];
+  return typeof detail === 'number' ? detail : fromNext !== undefined ? Number(fromNext) : undefined;
+}
+
+/** Follow the run's events from the last one seen; refresh the run when the stream ends, and follow again while it is driven. */
+async function followRun(runId: string, signal: AbortSignal, lastSeen: { current: number }, h: FollowHandlers): Promise<void> {
+  const { setFollow, setEvents, setStreamError, setImportedAt, loadRun } = h;
+  for (let pass = 0; !signal.aborted; pass++) {
+    setFollow(pass === 0 ? 'connecting' : 'following');
+    let received = 0;
+    let streamFailure: ApiError | null = null;
+    try {
+      await readSse(`/api/runs/${enc(runId)}/events?after=${lastSeen.current}`, {
+        signal,
+        lastEventId: lastSeen.current > 0 ? String(lastSeen.current) : null,
+        onMessage: (m) => {
+          if (m.event === 'error') {
+            // The daemon ends the stream with `event: error` when the engine refuses mid-stream.
+            streamFailure = parseStreamError(m.data);
+            return;
+          }
+          let ev: RunEvent;
+          try {
+            ev = JSON.parse(m.data) as RunEvent;
+          } catch {
+            return;
+          }
+          if (typeof ev.sequence !== 'number' || ev.sequence <= lastSeen.current) return;
+          lastSeen.current = ev.sequence;
+          received++;
+          setFollow('following');
+          setEvents((prev) => [...prev, ev]);
+          if (SUMMARY_EVENTS.has(ev.type)) void loadRun(signal).catch(() => undefined);
+        },
+      });
+      if (streamFailure) throw streamFailure;
+    } catch (e) {
+      if (isAbort(e) || signal.aborted) return;
+      const err = asApiError(e);
+      // An imported run: start at the cursor the daemon names, else at the run's last sequence.
+      if (err.code === 'cursor_before_snapshot') {
+        let cursor = namedCursor(err);
+        if (cursor === undefined) cursor = (await loadRun(signal).catch(() => null))?.last_sequence;
+        if (cursor !== undefined && cursor > lastSeen.current) {
+          lastSeen.current = cursor;
+          setImportedAt(cursor);
+          continue;
+        }
+      }
+      setStreamError(err);
+      setFollow('error');
+      return;
+    }
+    if (signal.aborted) return;
+    setStreamError(null);
+    let r: RunView;
+    try {
+      r = await loadRun(signal);
+    } catch {
+      setFollow('ended');
+      return;
+    }
+    // The daemon follows while the run is active and driven; when it ended the stream, stop unless events are still coming.
+    if (r.status !== 'active' || r.waiting_for || received === 0) {
+      setFollow('ended');
+      return;
+    }
+    await new Promise((res) => window.setTimeout(res, 500));
+  }
+}
+
+/** The run's events as they arrive; `refollow` opens the stream again. */
+function useRunEvents(runId: string, loadRun: (signal?: AbortSignal) => Promise<RunView>) {
+  const [events, setEvents] = useState<readonly RunEvent[]>([]);
+  const [follow, setFollow] = useState<Follow>('connecting');
+  const [streamError, setStreamError] = useState<ApiError | null>(null);
+  const [streamGeneration, setStreamGeneration] = useState(0);
+  const lastSeen = useRef(0);
+  const [importedAt, setImportedAt] = useState<number | null>(null);
+
   useEffect(() => {
     const ctrl = new AbortController();
-    const { signal } = ctrl;
-    (async () => {
-      for (let pass = 0; !signal.aborted; pass++) {
-        setFollow(pass === 0 ? 'connecting' : 'following');
-        let received = 0;
-        let streamFailure: ApiError | null = null;
-        try {
-          await readSse(`/api/runs/${enc(runId)}/events?after=${lastSeen.current}`, {
-            signal,
-            lastEventId: lastSeen.current > 0 ? String(lastSeen.current) : null,
-            onMessage: (m) => {
-              if (m.event === 'error') {
-                // The daemon ends the stream with `event: error` when the engine refuses mid-stream.
-                streamFailure = parseStreamError(m.data);
-                return;
-              }
-              let ev: RunEvent;
-              try {
-                ev = JSON.parse(m.data) as RunEvent;
-              } catch {
-                return;
-              }
-              if (typeof ev.sequence !== 'number' || ev.sequence <= lastSeen.current) return;
-              lastSeen.current = ev.sequence;
-              received++;
-              setFollow('following');
-              setEvents((prev) => [...prev, ev]);
-              if (SUMMARY_EVENTS.has(ev.type)) void loadRun(signal).catch(() => undefined);
-            },
-          });
-          if (streamFailure) throw streamFailure;
-        } catch (e) {
-          if (isAbort(e) || signal.aborted) return;
-          const err = asApiError(e);
-          // An imported run has no events before its snapshot: start at the cursor the daemon names
-          // (details.recovery_cursor; else the `--after N` of its next action; else the run's last sequence).
-          if (err.code === 'cursor_before_snapshot') {
-            const detail = (err.details as { recovery_cursor?: unknown } | undefined)?.recovery_cursor;
-            const fromNext = /--after (\d+)/.exec(err.nextAction ?? '')?.[1];
-            let cursor = typeof detail === 'number' ? detail : fromNext !== undefined ? Number(fromNext) : undefined;
-            if (cursor === undefined) cursor = (await loadRun(signal).catch(() => null))?.last_sequence;
-            if (cursor !== undefined && cursor > lastSeen.current) {
-              lastSeen.current = cursor;
-              setImportedAt(cursor);
-              continue;
-            }
-          }
-          setStreamError(err);
-          setFollow('error');
-          return;
-        }
-        if (signal.aborted) return;
-        setStreamError(null);
-        let r: RunView;
-        try {
-          r = await loadRun(signal);
-        } catch {
-          setFollow('ended');
-          return;
-        }
-        // The daemon follows while the run is active and driven; when it ended the stream, stop unless events are still coming.
-        if (r.status !== 'active' || r.waiting_for || received === 0) {
-          setFollow('ended');
-          return;
-        }
-        await new Promise((res) => window.setTimeout(res, 500));
-      }
-    })();
+    void followRun(runId, ctrl.signal, lastSeen, { setFollow, setEvents, setStreamError, setImportedAt, loadRun });
     return () => ctrl.abort();
   }, [runId, streamGeneration, loadRun]);
+
+  const refollow = useCallback(() => setStreamGeneration((g) => g + 1), []);
+  return { events, follow, streamError, importedAt, refollow };
+}
+
+/** Suspend, resume (optionally for some turns) and export, one at a time; a suspend or resume follows the events again. */
+function useRunActions(runId: string, setRun: Dispatch<SetStateAction<RunView | null>>, refollow: () => void) {
+  const [actionError, setActionError] = useState<ApiError | null>(null);
+  const [actionNote, setActionNote] = useState('');
+  const [busy, setBusy] = useState<string | null>(null);
+  const [turns, setTurns] = useState('');
 
   async function act(name: 'suspend' | 'resume' | 'export') {
     setBusy(name);
@@ -316,7 +347,7 @@ export function RunDetail({ runId }: { runId: string }) {
             : `Suspend requested: the run suspends at its next completed turn boundary (status ${summary.status}).`
           : `Resumed: status ${summary.status}, ${summary.completed_turns} turns, last sequence ${summary.last_sequence}.`,
       );
-      setStreamGeneration((g) => g + 1);
+      refollow();
     } catch (e) {
       setActionError(asApiError(e));
     } finally {
@@ -324,9 +355,16 @@ export function RunDetail({ runId }: { runId: string }) {
     }
   }
 
-  const canSuspend = run?.status === 'active';
-  const canResume = run?.status === 'suspended' || run?.status === 'active';
-  const canExport = run !== null && run.status !== 'active';
+
+  return { act, busy, actionError, actionNote, turns, setTurns };
+}
+
+type RunActions = ReturnType<typeof useRunActions>;
+
+export function RunDetail({ runId }: { runId: string }) {
+  const { run, setRun, loadError, loadRun } = useRun(runId);
+  const { events, follow, streamError, importedAt, refollow } = useRunEvents(runId, loadRun);
+  const actions = useRunActions(runId, setRun, refollow);
 
   return (
     <>
@@ -338,126 +376,148 @@ export function RunDetail({ runId }: { runId: string }) {
       </PageHeading>
       {loadError ? <ErrorBox error={loadError} title="Could not load the run" /> : null}
       {!run && !loadError ? <Loading what="the run" /> : null}
-      {run ? (
-        <section aria-labelledby="run-status-heading" className="card">
-          <h2 id="run-status-heading">Status</h2>
-          <dl className="facts">
-            <div>
-              <dt>Status</dt>
-              <dd data-testid="run-status">
-                <RunStatus run={run} />
-              </dd>
-            </div>
-            <div>
-              <dt>Turns</dt>
-              <dd>
-                {run.completed_turns} of at most {run.turn_limit}
-              </dd>
-            </div>
-            <div>
-              <dt>Last sequence</dt>
-              <dd>{run.last_sequence}</dd>
-            </div>
-            <div>
-              <dt>Definition</dt>
-              <dd>
-                <code>
-                  {run.definition.id}@{run.definition.version}
-                </code>
-              </dd>
-            </div>
-            {run.waiting_for?.kind === 'interaction' ? (
-              <div>
-                <dt>Waiting for an answer</dt>
-                <dd>
-                  “{run.waiting_for.prompt}” (interaction <code>{run.waiting_for.interaction_id}</code>; answer with{' '}
-                  <code>
-                    loopx run answer {run.run_id} {run.waiting_for.interaction_id} …
-                  </code>
-                  )
-                </dd>
-              </div>
-            ) : null}
-            {run.waiting_for?.kind === 'resolution' ? (
-              <div>
-                <dt>Waiting for a resolution</dt>
-                <dd>
-                  mutating calls with an unknown outcome: {run.waiting_for.call_ids.map((c) => <code key={c}>{c} </code>)} (settle each with{' '}
-                  <code>loopx run resolve</code>)
-                </dd>
-              </div>
-            ) : null}
-            {run.failure ? (
-              <div>
-                <dt>Failure</dt>
-                <dd>
-                  <code>{run.failure.code}</code> {run.failure.message}
-                </dd>
-              </div>
-            ) : null}
-          </dl>
-
-          <div className="actions">
-            <button type="button" onClick={() => void act('suspend')} disabled={!canSuspend || busy !== null}>
-              {busy === 'suspend' ? 'Suspending…' : 'Suspend'}
-            </button>
-            <span className="inline-field">
-              <label htmlFor={turnsId}>Turns to resume (optional)</label>
-              <input id={turnsId} type="number" min={1} step={1} inputMode="numeric" value={turns} onChange={(e) => setTurns(e.currentTarget.value)} />
-            </span>
-            <button type="button" onClick={() => void act('resume')} disabled={!canResume || busy !== null}>
-              {busy === 'resume' ? 'Resuming…' : 'Resume'}
-            </button>
-            <button type="button" onClick={() => void act('export')} disabled={!canExport || busy !== null}>
-              {busy === 'export' ? 'Exporting…' : 'Export'}
-            </button>
-          </div>
-          <p className="muted">Suspend takes effect at the next completed turn boundary. Export saves the signed snapshot of a suspended or finished run.</p>
-          <p aria-live="polite" className="result-ok">
-            {actionNote}
-          </p>
-          {actionError ? <ErrorBox error={actionError} title="Refused" /> : null}
-        </section>
-      ) : null}
-
-      <section aria-labelledby="run-events-heading" className="card">
-        <div className="section-head">
-          <h2 id="run-events-heading">Events</h2>
-          {follow === 'ended' || follow === 'error' ? (
-            <button type="button" onClick={() => setStreamGeneration((g) => g + 1)}>
-              Follow again
-            </button>
-          ) : null}
-        </div>
-        <p className="muted">
-          <span role="status" data-testid="run-follow-state">
-            {follow === 'connecting' ? 'Connecting to the event stream…' : null}
-            {follow === 'following' ? 'Following new events live.' : null}
-            {follow === 'ended' ? 'Not following: the run is not being driven right now.' : null}
-            {follow === 'error' ? 'The event stream stopped.' : null}
-          </span>{' '}
-          <span>{events.length === 1 ? '1 event' : `${events.length} events`} shown.</span>
-        </p>
-        {importedAt !== null ? (
-          <p className="muted" data-testid="run-imported-note">
-            This run came into this root by import: events up to sequence {importedAt} are not here; the list starts after it.
-          </p>
-        ) : null}
-        {streamError ? <ErrorBox error={streamError} title="Could not follow the events" /> : null}
-        <div role="log" aria-label="Run events" className="event-log" tabIndex={0}>
-          <ol className="events">
-            {events.map((e) => (
-              <li key={e.sequence} data-testid="run-event">
-                <span className="ev-seq">{e.sequence}</span> <span className="ev-type">{e.type}</span>{' '}
-                <time className="ev-at muted" dateTime={e.at}>
-                  {e.at}
-                </time>{' '}
-                <code className="ev-data">{JSON.stringify(e.data)}</code>
-              </li>
-            ))}
-          </ol>
-        </div>
-      </section>
+      {run ? <RunStatusCard run={run} actions={actions} /> : null}
+      <RunEvents events={events} follow={follow} streamError={streamError} importedAt={importedAt} refollow={refollow} />
     </>
+  );
+}
+
+/** The run's status, what it waits for, and the actions it allows now. */
+function RunStatusCard({ run, actions }: { run: RunView; actions: RunActions }) {
+  const { act, busy, actionError, actionNote, turns, setTurns } = actions;
+  const turnsId = useId();
+  const canSuspend = run.status === 'active';
+  const canResume = run.status === 'suspended' || run.status === 'active';
+  const canExport = run.status !== 'active';
+  return (
+    <section aria-labelledby="run-status-heading" className="card">
+      <h2 id="run-status-heading">Status</h2>
+      <RunFacts run={run} />
+
+      <div className="actions">
+        <button type="button" onClick={() => void act('suspend')} disabled={!canSuspend || busy !== null}>
+          {busy === 'suspend' ? 'Suspending…' : 'Suspend'}
+        </button>
+        <span className="inline-field">
+          <label htmlFor={turnsId}>Turns to resume (optional)</label>
+          <input id={turnsId} type="number" min={1} step={1} inputMode="numeric" value={turns} onChange={(e) => setTurns(e.currentTarget.value)} />
+        </span>
+        <button type="button" onClick={() => void act('resume')} disabled={!canResume || busy !== null}>
+          {busy === 'resume' ? 'Resuming…' : 'Resume'}
+        </button>
+        <button type="button" onClick={() => void act('export')} disabled={!canExport || busy !== null}>
+          {busy === 'export' ? 'Exporting…' : 'Export'}
+        </button>
+      </div>
+      <p className="muted">Suspend takes effect at the next completed turn boundary. Export saves the signed snapshot of a suspended or finished run.</p>
+      <p aria-live="polite" className="result-ok">
+        {actionNote}
+      </p>
+      {actionError ? <ErrorBox error={actionError} title="Refused" /> : null}
+    </section>
+  );
+}
+
+function RunFacts({ run }: { run: RunView }) {
+  return (
+    <dl className="facts">
+      <div>
+        <dt>Status</dt>
+        <dd data-testid="run-status">
+          <RunStatus run={run} />
+        </dd>
+      </div>
+      <div>
+        <dt>Turns</dt>
+        <dd>
+          {run.completed_turns} of at most {run.turn_limit}
+        </dd>
+      </div>
+      <div>
+        <dt>Last sequence</dt>
+        <dd>{run.last_sequence}</dd>
+      </div>
+      <div>
+        <dt>Definition</dt>
+        <dd>
+          <code>
+            {run.definition.id}@{run.definition.version}
+          </code>
+        </dd>
+      </div>
+      {run.waiting_for?.kind === 'interaction' ? (
+        <div>
+          <dt>Waiting for an answer</dt>
+          <dd>
+            “{run.waiting_for.prompt}” (interaction <code>{run.waiting_for.interaction_id}</code>; answer with{' '}
+            <code>
+              loopx run answer {run.run_id} {run.waiting_for.interaction_id} …
+            </code>
+            )
+          </dd>
+        </div>
+      ) : null}
+      {run.waiting_for?.kind === 'resolution' ? (
+        <div>
+          <dt>Waiting for a resolution</dt>
+          <dd>
+            mutating calls with an unknown outcome: {run.waiting_for.call_ids.map((c) => <code key={c}>{c} </code>)} (settle each with{' '}
+            <code>loopx run resolve</code>)
+          </dd>
+        </div>
+      ) : null}
+      {run.failure ? (
+        <div>
+          <dt>Failure</dt>
+          <dd>
+            <code>{run.failure.code}</code> {run.failure.message}
+          </dd>
+        </div>
+      ) : null}
+    </dl>
+  );
+}
+
+/** The events shown, whether they are followed live, and why not. */
+function RunEvents({ events, follow, streamError, importedAt, refollow }: { events: readonly RunEvent[]; follow: Follow; streamError: ApiError | null; importedAt: number | null; refollow: () => void }) {
+  return (
+    <section aria-labelledby="run-events-heading" className="card">
+      <div className="section-head">
+        <h2 id="run-events-heading">Events</h2>
+        {follow === 'ended' || follow === 'error' ? (
+          <button type="button" onClick={refollow}>
+            Follow again
+          </button>
+        ) : null}
+      </div>
+      <p className="muted">
+        <span role="status" data-testid="run-follow-state">
+          {follow === 'connecting' ? 'Connecting to the event stream…' : null}
+          {follow === 'following' ? 'Following new events live.' : null}
+          {follow === 'ended' ? 'Not following: the run is not being driven right now.' : null}
+          {follow === 'error' ? 'The event stream stopped.' : null}
+        </span>{' '}
+        <span>{events.length === 1 ? '1 event' : `${events.length} events`} shown.</span>
+      </p>
+      {importedAt !== null ? (
+        <p className="muted" data-testid="run-imported-note">
+          This run came into this root by import: events up to sequence {importedAt} are not here; the list starts after it.
+        </p>
+      ) : null}
+      {streamError ? <ErrorBox error={streamError} title="Could not follow the events" /> : null}
+      <div role="log" aria-label="Run events" className="event-log" tabIndex={0}>
+        <ol className="events">
+          {events.map((e) => (
+            <li key={e.sequence} data-testid="run-event">
+              <span className="ev-seq">{e.sequence}</span> <span className="ev-type">{e.type}</span>{' '}
+              <time className="ev-at muted" dateTime={e.at}>
+                {e.at}
+              </time>{' '}
+              <code className="ev-data">{JSON.stringify(e.data)}</code>
+            </li>
+          ))}
+        </ol>
+      </div>
+    </section>
   );
 }

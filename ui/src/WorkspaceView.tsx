@@ -47,74 +47,10 @@ export function WorkspaceSection({ recoveryId }: { recoveryId: string }) {
 function WorkspaceBody({ ws, open, onToggle }: { ws: WorkspaceListing; open: string | null; onToggle: (goalId: string) => void }) {
   return (
     <>
-      <dl className="facts" data-testid="workspace-facts">
-        <div>
-          <dt>Goals</dt>
-          <dd>{ws.goals.length}</dd>
-        </div>
-        <div>
-          <dt>Runs</dt>
-          <dd>{ws.runs_readable ? ws.runs.length : 'unreadable'}</dd>
-        </div>
-        <div>
-          <dt>Sessions</dt>
-          <dd data-testid="workspace-sessions">{ws.sessions}</dd>
-        </div>
-        <div>
-          <dt>Effects by outcome</dt>
-          <dd data-testid="workspace-effects">{countsText(ws.effects_by_outcome, OUTCOME_ORDER)}</dd>
-        </div>
-        <div>
-          <dt>Execution authority</dt>
-          <dd data-testid="workspace-execution-authority">{ws.execution_authority_granted ? 'granted' : 'not granted'}</dd>
-        </div>
-      </dl>
+      <WorkspaceFacts ws={ws} />
 
       <h3>Goals</h3>
-      {ws.goals.length === 0 ? (
-        <p className="muted">The workspace holds no readable Goal.</p>
-      ) : (
-        <TableRegion label="Workspace Goals">
-          <table>
-            <caption className="visually-hidden">Goals in the workspace, with their Todos by status and committed transactions</caption>
-            <thead>
-              <tr>
-                <th scope="col">Goal</th>
-                <th scope="col">Title</th>
-                <th scope="col">Lifecycle</th>
-                <th scope="col">Todos</th>
-                <th scope="col" className="num">
-                  Committed transactions
-                </th>
-                <th scope="col">
-                  <span className="visually-hidden">Details</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {ws.goals.map((g) => (
-                <tr key={g.goal_id} data-testid="workspace-goal-row">
-                  <th scope="row">
-                    <code>{g.goal_id}</code>
-                  </th>
-                  <td>{g.title}</td>
-                  <td>{g.lifecycle}</td>
-                  <td data-testid="workspace-goal-todos">{g.work_readable ? countsText(g.todos_by_status, TODO_ORDER) : 'work store unreadable'}</td>
-                  <td className="num" data-testid="workspace-goal-transactions">
-                    {g.committed_transactions}
-                  </td>
-                  <td>
-                    <button type="button" data-goal-toggle={g.goal_id} aria-expanded={open === g.goal_id} aria-controls={open === g.goal_id ? GOAL_DETAIL_ID : undefined} onClick={() => onToggle(g.goal_id)}>
-                      {open === g.goal_id ? 'Close' : 'Open'}
-                      <span className="visually-hidden"> Goal {g.goal_id}</span>
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableRegion>
-      )}
+      <WorkspaceGoals ws={ws} open={open} onToggle={onToggle} />
 
       <h3>Runs</h3>
       {!ws.runs_readable ? <p className="muted">The workspace’s run store could not be read; see the findings.</p> : <RunsTable runs={ws.runs} label="Workspace runs" testId="workspace-run-row" />}
@@ -126,6 +62,81 @@ function WorkspaceBody({ ws, open, onToggle }: { ws: WorkspaceListing; open: str
         </>
       ) : null}
     </>
+  );
+}
+
+/** How much the workspace holds, and that it grants no execution authority. */
+function WorkspaceFacts({ ws }: { ws: WorkspaceListing }) {
+  return (
+    <dl className="facts" data-testid="workspace-facts">
+      <div>
+        <dt>Goals</dt>
+        <dd>{ws.goals.length}</dd>
+      </div>
+      <div>
+        <dt>Runs</dt>
+        <dd>{ws.runs_readable ? ws.runs.length : 'unreadable'}</dd>
+      </div>
+      <div>
+        <dt>Sessions</dt>
+        <dd data-testid="workspace-sessions">{ws.sessions}</dd>
+      </div>
+      <div>
+        <dt>Effects by outcome</dt>
+        <dd data-testid="workspace-effects">{countsText(ws.effects_by_outcome, OUTCOME_ORDER)}</dd>
+      </div>
+      <div>
+        <dt>Execution authority</dt>
+        <dd data-testid="workspace-execution-authority">{ws.execution_authority_granted ? 'granted' : 'not granted'}</dd>
+      </div>
+    </dl>
+  );
+}
+
+/** The workspace's Goals, each with a button that opens its detail. */
+function WorkspaceGoals({ ws, open, onToggle }: { ws: WorkspaceListing; open: string | null; onToggle: (goalId: string) => void }) {
+  if (ws.goals.length === 0) return <p className="muted">The workspace holds no readable Goal.</p>;
+  return (
+    <TableRegion label="Workspace Goals">
+      <table>
+        <caption className="visually-hidden">Goals in the workspace, with their Todos by status and committed transactions</caption>
+        <thead>
+          <tr>
+            <th scope="col">Goal</th>
+            <th scope="col">Title</th>
+            <th scope="col">Lifecycle</th>
+            <th scope="col">Todos</th>
+            <th scope="col" className="num">
+              Committed transactions
+            </th>
+            <th scope="col">
+              <span className="visually-hidden">Details</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {ws.goals.map((g) => (
+            <tr key={g.goal_id} data-testid="workspace-goal-row">
+              <th scope="row">
+                <code>{g.goal_id}</code>
+              </th>
+              <td>{g.title}</td>
+              <td>{g.lifecycle}</td>
+              <td data-testid="workspace-goal-todos">{g.work_readable ? countsText(g.todos_by_status, TODO_ORDER) : 'work store unreadable'}</td>
+              <td className="num" data-testid="workspace-goal-transactions">
+                {g.committed_transactions}
+              </td>
+              <td>
+                <button type="button" data-goal-toggle={g.goal_id} aria-expanded={open === g.goal_id} aria-controls={open === g.goal_id ? GOAL_DETAIL_ID : undefined} onClick={() => onToggle(g.goal_id)}>
+                  {open === g.goal_id ? 'Close' : 'Open'}
+                  <span className="visually-hidden"> Goal {g.goal_id}</span>
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableRegion>
   );
 }
 
@@ -156,170 +167,21 @@ function WorkspaceGoal({ recoveryId, goalId, onClose }: { recoveryId: string; go
 }
 
 function GoalBody({ d }: { d: WorkspaceGoalDetail }) {
-  const w = d.work;
   return (
     <>
-      <dl className="facts">
-        <div>
-          <dt>Title</dt>
-          <dd>{d.goal.title}</dd>
-        </div>
-        <div>
-          <dt>Lifecycle</dt>
-          <dd>{d.goal.lifecycle}</dd>
-        </div>
-        <div>
-          <dt>Instance</dt>
-          <dd>
-            <code>{d.goal.goal_instance_id}</code>
-          </dd>
-        </div>
-        <div>
-          <dt>Work</dt>
-          <dd>
-            {w.readable ? (
-              <>
-                {w.committed_transactions} committed transactions, head cursor {w.head_cursor ?? '—'}
-                {w.handoff_mode ? `, handoff ${w.handoff_mode}` : ''}; store <code>{w.store_identity ?? '—'}</code>
-              </>
-            ) : (
-              'unreadable'
-            )}
-          </dd>
-        </div>
-        <div>
-          <dt>Documents</dt>
-          <dd>{d.goal.docs.length === 0 ? 'none' : d.goal.docs.map((x) => x.name).join(', ')}</dd>
-        </div>
-        <div>
-          <dt>Execution authority</dt>
-          <dd>{d.execution_authority_granted ? 'granted' : 'not granted'}</dd>
-        </div>
-      </dl>
+      <GoalFacts d={d} />
 
       <h3>Todos</h3>
-      {d.todos.length === 0 ? (
-        <p className="muted">No Todos.</p>
-      ) : (
-        <TableRegion label="Workspace Todos">
-          <table>
-            <caption className="visually-hidden">Todos of Goal {d.goal.goal_id} in the workspace</caption>
-            <thead>
-              <tr>
-                <th scope="col">Todo</th>
-                <th scope="col">Title</th>
-                <th scope="col">Status</th>
-                <th scope="col" className="num">
-                  Priority
-                </th>
-                <th scope="col">Note</th>
-                <th scope="col" className="num">
-                  Revision
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {d.todos.map((t) => (
-                <tr key={t.todo_id} data-testid="workspace-todo-row">
-                  <th scope="row">
-                    <code>{t.todo_id}</code>
-                  </th>
-                  <td>{t.title}</td>
-                  <td>
-                    <span className={`badge todo-${t.status}`}>{t.status}</span>
-                  </td>
-                  <td className="num">{t.priority}</td>
-                  <td>{t.note ?? <span className="muted">—</span>}</td>
-                  <td className="num">{t.todo_revision}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableRegion>
-      )}
+      <TodosTable d={d} />
 
       <h3>Sessions</h3>
-      {d.sessions.length === 0 ? (
-        <p className="muted">No sessions.</p>
-      ) : (
-        <TableRegion label="Workspace sessions">
-          <table>
-            <caption className="visually-hidden">Sessions bound to Goal {d.goal.goal_id}, with their run and generations</caption>
-            <thead>
-              <tr>
-                <th scope="col">Session</th>
-                <th scope="col">Status</th>
-                <th scope="col">Run</th>
-                <th scope="col" className="num">
-                  Session generation
-                </th>
-                <th scope="col" className="num">
-                  Execution generation
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {d.sessions.map((s) => (
-                <tr key={s.session_id} data-testid="workspace-session-row">
-                  <th scope="row">
-                    <code>{s.session_id}</code>
-                  </th>
-                  <td>{s.status}</td>
-                  <td>{s.run_id ? <code>{s.run_id}</code> : <span className="muted">none</span>}</td>
-                  <td className="num">{s.session_generation}</td>
-                  <td className="num">{s.execution_generation}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableRegion>
-      )}
+      <SessionsTable d={d} />
 
       <h3>Bound runs</h3>
       <RunsTable runs={d.runs} label="Runs bound to the Goal's sessions" testId="workspace-goal-run-row" />
 
       <h3>Effects</h3>
-      {d.effects.length === 0 ? (
-        <p className="muted">No effects.</p>
-      ) : (
-        <TableRegion label="Workspace effects">
-          <table>
-            <caption className="visually-hidden">Effects of Goal {d.goal.goal_id}, each with its recorded outcome</caption>
-            <thead>
-              <tr>
-                <th scope="col">Operation</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Target</th>
-                <th scope="col">Outcome</th>
-                <th scope="col">Hold</th>
-                <th scope="col" className="num">
-                  Attempt
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {d.effects.map((e) => (
-                <tr key={e.operation_id} data-testid="workspace-effect-row">
-                  <th scope="row">
-                    <code>{e.operation_id}</code>
-                  </th>
-                  <td>
-                    <code>{e.kind}</code>
-                  </td>
-                  <td>
-                    <code>{e.target}</code>
-                  </td>
-                  <td>
-                    <span className={`badge outcome-${e.outcome}`}>{e.outcome}</span>
-                  </td>
-                  <td>{e.hold ?? <span className="muted">none</span>}</td>
-                  <td className="num">{e.attempt}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableRegion>
-      )}
+      <EffectsTable d={d} />
 
       {d.findings.length > 0 ? (
         <>
@@ -328,6 +190,172 @@ function GoalBody({ d }: { d: WorkspaceGoalDetail }) {
         </>
       ) : null}
     </>
+  );
+}
+
+/** The Goal's identity and lifecycle, its work store's facts, its documents, and that it grants no execution authority. */
+function GoalFacts({ d }: { d: WorkspaceGoalDetail }) {
+  const w = d.work;
+  return (
+    <dl className="facts">
+      <div>
+        <dt>Title</dt>
+        <dd>{d.goal.title}</dd>
+      </div>
+      <div>
+        <dt>Lifecycle</dt>
+        <dd>{d.goal.lifecycle}</dd>
+      </div>
+      <div>
+        <dt>Instance</dt>
+        <dd>
+          <code>{d.goal.goal_instance_id}</code>
+        </dd>
+      </div>
+      <div>
+        <dt>Work</dt>
+        <dd>
+          {w.readable ? (
+            <>
+              {w.committed_transactions} committed transactions, head cursor {w.head_cursor ?? '—'}
+              {w.handoff_mode ? `, handoff ${w.handoff_mode}` : ''}; store <code>{w.store_identity ?? '—'}</code>
+            </>
+          ) : (
+            'unreadable'
+          )}
+        </dd>
+      </div>
+      <div>
+        <dt>Documents</dt>
+        <dd>{d.goal.docs.length === 0 ? 'none' : d.goal.docs.map((x) => x.name).join(', ')}</dd>
+      </div>
+      <div>
+        <dt>Execution authority</dt>
+        <dd>{d.execution_authority_granted ? 'granted' : 'not granted'}</dd>
+      </div>
+    </dl>
+  );
+}
+
+function TodosTable({ d }: { d: WorkspaceGoalDetail }) {
+  if (d.todos.length === 0) return <p className="muted">No Todos.</p>;
+  return (
+    <TableRegion label="Workspace Todos">
+      <table>
+        <caption className="visually-hidden">Todos of Goal {d.goal.goal_id} in the workspace</caption>
+        <thead>
+          <tr>
+            <th scope="col">Todo</th>
+            <th scope="col">Title</th>
+            <th scope="col">Status</th>
+            <th scope="col" className="num">
+              Priority
+            </th>
+            <th scope="col">Note</th>
+            <th scope="col" className="num">
+              Revision
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {d.todos.map((t) => (
+            <tr key={t.todo_id} data-testid="workspace-todo-row">
+              <th scope="row">
+                <code>{t.todo_id}</code>
+              </th>
+              <td>{t.title}</td>
+              <td>
+                <span className={`badge todo-${t.status}`}>{t.status}</span>
+              </td>
+              <td className="num">{t.priority}</td>
+              <td>{t.note ?? <span className="muted">—</span>}</td>
+              <td className="num">{t.todo_revision}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableRegion>
+  );
+}
+
+function SessionsTable({ d }: { d: WorkspaceGoalDetail }) {
+  if (d.sessions.length === 0) return <p className="muted">No sessions.</p>;
+  return (
+    <TableRegion label="Workspace sessions">
+      <table>
+        <caption className="visually-hidden">Sessions bound to Goal {d.goal.goal_id}, with their run and generations</caption>
+        <thead>
+          <tr>
+            <th scope="col">Session</th>
+            <th scope="col">Status</th>
+            <th scope="col">Run</th>
+            <th scope="col" className="num">
+              Session generation
+            </th>
+            <th scope="col" className="num">
+              Execution generation
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {d.sessions.map((s) => (
+            <tr key={s.session_id} data-testid="workspace-session-row">
+              <th scope="row">
+                <code>{s.session_id}</code>
+              </th>
+              <td>{s.status}</td>
+              <td>{s.run_id ? <code>{s.run_id}</code> : <span className="muted">none</span>}</td>
+              <td className="num">{s.session_generation}</td>
+              <td className="num">{s.execution_generation}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableRegion>
+  );
+}
+
+/** Each effect with its recorded outcome and hold: evidence, never delivered again from here. */
+function EffectsTable({ d }: { d: WorkspaceGoalDetail }) {
+  if (d.effects.length === 0) return <p className="muted">No effects.</p>;
+  return (
+    <TableRegion label="Workspace effects">
+      <table>
+        <caption className="visually-hidden">Effects of Goal {d.goal.goal_id}, each with its recorded outcome</caption>
+        <thead>
+          <tr>
+            <th scope="col">Operation</th>
+            <th scope="col">Kind</th>
+            <th scope="col">Target</th>
+            <th scope="col">Outcome</th>
+            <th scope="col">Hold</th>
+            <th scope="col" className="num">
+              Attempt
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {d.effects.map((e) => (
+            <tr key={e.operation_id} data-testid="workspace-effect-row">
+              <th scope="row">
+                <code>{e.operation_id}</code>
+              </th>
+              <td>
+                <code>{e.kind}</code>
+              </td>
+              <td>
+                <code>{e.target}</code>
+              </td>
+              <td>
+                <span className={`badge outcome-${e.outcome}`}>{e.outcome}</span>
+              </td>
+              <td>{e.hold ?? <span className="muted">none</span>}</td>
+              <td className="num">{e.attempt}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableRegion>
   );
 }
 

@@ -23,12 +23,9 @@ const MIGRATIONS = [
 
 interface EventRow { run_id: string; sequence: number; type: string; at: string; data: string }
 
-export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL' | 'NORMAL' | 'OFF' } = {}): RunStore {
-  const db: SqliteDatabase = openSqlite(path, options.synchronous ? { synchronous: options.synchronous } : {});
-  setup(db, MIGRATIONS);
-  const listeners = new Set<(runId: string) => void>();
-
-  const q = {
+/** Every statement the store runs, prepared once. */
+function prepareStatements(db: SqliteDatabase) {
+  return {
     getDef: db.prepare('SELECT body FROM definitions WHERE id = ? AND version = ?'),
     putDef: db.prepare('INSERT INTO definitions (id, version, body) VALUES (?, ?, ?)'),
     getRun: db.prepare('SELECT head FROM runs WHERE run_id = ?'),
@@ -48,8 +45,13 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
     getMeta: db.prepare('SELECT value FROM meta WHERE key = ?'),
     putMeta: db.prepare('INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)'),
   };
+}
 
-  const putDefinition = (def: AgentDefinition): void => {
+type Statements = ReturnType<typeof prepareStatements>;
+
+/** Store a definition once; the same id and version with another body is a conflict. */
+function putDefinitionWith(q: Statements): (def: AgentDefinition) => void {
+  return (def) => {
     const body = canonicalJson(agentDefinitionToFile(def));
     const existing = q.getDef.get(def.id, def.version) as { body: string } | undefined;
     if (existing === undefined) q.putDef.run(def.id, def.version, body);
@@ -57,8 +59,11 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
       throw definitionConflict(def);
     }
   };
+}
 
-  const importTx = db.transaction((head: RunHead, messages: readonly Message[], def: AgentDefinition) => {
+/** An imported run: its head and messages, only when the run is not known yet. */
+function importTransaction(db: SqliteDatabase, q: Statements, putDefinition: (def: AgentDefinition) => void) {
+  return db.transaction((head: RunHead, messages: readonly Message[], def: AgentDefinition) => {
     const existing = q.lastSeq.get(head.runId) as { last_sequence: number } | undefined;
     if (existing !== undefined) throw sequenceConflict(head.runId, 0, existing.last_sequence);
     putDefinition(def);
@@ -67,8 +72,11 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
     q.insertRun.run(h.runId, h.lifecycle, h.lastSequence, at, JSON.stringify(h));
     messages.forEach((m, i) => q.upsertMessage.run(h.runId, i, JSON.stringify(m)));
   });
+}
 
-  const commitTx = db.transaction((c: RunCommit): RunEvent[] => {
+/** A commit: the head moves from the expected sequence, with its messages, mutations and events, in one transaction. */
+function commitTransaction(db: SqliteDatabase, q: Statements) {
+  return db.transaction((c: RunCommit): RunEvent[] => {
     const current = q.lastSeq.get(c.head.runId) as { last_sequence: number } | undefined;
     const currentSeq = current?.last_sequence;
     if (c.expectedSequence === 0 ? current !== undefined : currentSeq !== c.expectedSequence) {
@@ -87,6 +95,16 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
     if (c.clearSuspendRequest) q.clearSuspend.run(head.runId);
     return events;
   });
+}
+
+export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL' | 'NORMAL' | 'OFF' } = {}): RunStore {
+  const db: SqliteDatabase = openSqlite(path, options.synchronous ? { synchronous: options.synchronous } : {});
+  setup(db, MIGRATIONS);
+  const listeners = new Set<(runId: string) => void>();
+  const q = prepareStatements(db);
+  const putDefinition = putDefinitionWith(q);
+  const importTx = importTransaction(db, q, putDefinition);
+  const commitTx = commitTransaction(db, q);
 
   return {
     putDefinition,

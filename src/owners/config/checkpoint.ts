@@ -96,10 +96,64 @@ const NEXT: Record<CheckpointFindingCode, string> = {
 
 const subjectKey = (k: string): string => (/^[a-z_][a-z0-9_]{0,63}$/.test(k) ? k : '<unrecognized>');
 
+type AddFinding = (code: CheckpointFindingCode, subject: string) => void;
+
+/** `$.data.machine_configuration`: present, and null or a valid machine configuration. Returns whether one is present. */
+function checkMachineConfiguration(data: Record<string, unknown>, add: AddFinding): boolean {
+  const mc = data.machine_configuration;
+  if (!('machine_configuration' in data)) {
+    add('checkpoint_malformed', '$.data.machine_configuration');
+    return false;
+  }
+  if (mc === null) return false;
+  try {
+    validateMachineConfiguration(mc);
+  } catch (e) {
+    if (!isLoopxError(e)) throw e;
+    add(e.code === 'config_unknown_schema' ? 'checkpoint_unknown_field' : 'checkpoint_malformed', '$.data.machine_configuration');
+  }
+  return true;
+}
+
+/** `$.data.goals`: each a known-shaped, valid registry Goal whose id is its configuration's and unique. Returns how many there are. */
+function checkGoals(goals: unknown, add: AddFinding): number {
+  if (!Array.isArray(goals)) {
+    add('checkpoint_malformed', '$.data.goals');
+    return 0;
+  }
+  const seen = new Set<string>();
+  goals.forEach((g: unknown, i) => {
+    const at = `$.data.goals[${i}]`;
+    if (!isPlainObject(g)) return add('checkpoint_malformed', at);
+    for (const k of Object.keys(g)) if (k !== 'goal_id' && k !== 'goal_configuration') add('checkpoint_unknown_field', `${at}.${subjectKey(k)}`);
+    try {
+      const row = validateRegistryGoal(g.goal_configuration);
+      if (g.goal_id !== row.goal_id || seen.has(row.goal_id)) add('checkpoint_malformed', `${at}.goal_id`);
+      seen.add(row.goal_id);
+    } catch (e) {
+      if (!isLoopxError(e)) throw e;
+      add(e.code === 'registry_unknown_schema' ? 'checkpoint_unknown_field' : 'checkpoint_malformed', `${at}.goal_configuration`);
+    }
+  });
+  return goals.length;
+}
+
+/** `$.data`: only known fields, its machine configuration and its Goals. */
+function checkData(data: unknown, add: AddFinding): { goalCount: number; machinePresent: boolean } {
+  if (!isPlainObject(data)) {
+    add('checkpoint_malformed', '$.data');
+    return { goalCount: 0, machinePresent: false };
+  }
+  for (const k of Object.keys(data)) if (k !== 'machine_configuration' && k !== 'goals') add('checkpoint_unknown_field', `$.data.${subjectKey(k)}`);
+  const machinePresent = checkMachineConfiguration(data, add);
+  const goalCount = checkGoals(data.goals, add);
+  return { goalCount, machinePresent };
+}
+
 /** Verify checkpoint bytes; every finding is collected (none stops another unless nothing can be read). */
 export function verifyConfigurationCheckpoint(bytes: Uint8Array): CheckpointVerification {
   const findings: CheckpointFinding[] = [];
-  const add = (code: CheckpointFindingCode, subject: string): void => {
+  const add: AddFinding = (code, subject) => {
     findings.push({ code, severity: 'error', subject, next_action: NEXT[code] });
   };
   const result = (extra: Partial<CheckpointVerification> = {}): CheckpointVerification => ({
@@ -138,42 +192,7 @@ export function verifyConfigurationCheckpoint(bytes: Uint8Array): CheckpointVeri
   if (doc.privacy_certified !== false) add('checkpoint_privacy_certified_invalid', '$.privacy_certified');
   if (doc.activation_performed !== false) add('checkpoint_activation_performed_invalid', '$.activation_performed');
 
-  let goalCount = 0;
-  let machinePresent = false;
-  const data = doc.data;
-  if (!isPlainObject(data)) add('checkpoint_malformed', '$.data');
-  else {
-    for (const k of Object.keys(data)) if (k !== 'machine_configuration' && k !== 'goals') add('checkpoint_unknown_field', `$.data.${subjectKey(k)}`);
-    const mc = data.machine_configuration;
-    if (!('machine_configuration' in data)) add('checkpoint_malformed', '$.data.machine_configuration');
-    else if (mc !== null) {
-      machinePresent = true;
-      try {
-        validateMachineConfiguration(mc);
-      } catch (e) {
-        if (!isLoopxError(e)) throw e;
-        add(e.code === 'config_unknown_schema' ? 'checkpoint_unknown_field' : 'checkpoint_malformed', '$.data.machine_configuration');
-      }
-    }
-    if (!Array.isArray(data.goals)) add('checkpoint_malformed', '$.data.goals');
-    else {
-      goalCount = data.goals.length;
-      const seen = new Set<string>();
-      data.goals.forEach((g: unknown, i) => {
-        const at = `$.data.goals[${i}]`;
-        if (!isPlainObject(g)) return add('checkpoint_malformed', at);
-        for (const k of Object.keys(g)) if (k !== 'goal_id' && k !== 'goal_configuration') add('checkpoint_unknown_field', `${at}.${subjectKey(k)}`);
-        try {
-          const row = validateRegistryGoal(g.goal_configuration);
-          if (g.goal_id !== row.goal_id || seen.has(row.goal_id)) add('checkpoint_malformed', `${at}.goal_id`);
-          seen.add(row.goal_id);
-        } catch (e) {
-          if (!isLoopxError(e)) throw e;
-          add(e.code === 'registry_unknown_schema' ? 'checkpoint_unknown_field' : 'checkpoint_malformed', `${at}.goal_configuration`);
-        }
-      });
-    }
-  }
+  const { goalCount, machinePresent } = checkData(doc.data, add);
 
   const stated = doc.sha256;
   if (typeof stated !== 'string' || !/^[0-9a-f]{64}$/.test(stated)) add('checkpoint_malformed', '$.sha256');

@@ -19,7 +19,7 @@ import {
   mintDocId,
   mintGoalInstanceId,
 } from './codec.js';
-import { GOAL_SCHEMA, type GoalLifecycle, type GoalRecord, type GoalRef, type GoalStore } from './contract.js';
+import { GOAL_SCHEMA, type BindingMatch, type GoalDoc, type GoalLifecycle, type GoalRecord, type GoalRef, type GoalStore } from './contract.js';
 import { goalNotFound, goalRetired } from './errors.js';
 
 /** Where goal.json and documents live; every call is for an already validated id and name. */
@@ -47,174 +47,186 @@ const routeConflict = (goalId: string) =>
     nextAction: 'inspect the registry and the Goal; restore the one that is wrong from a backup',
   });
 
-export function goalStoreOver(storage: GoalStorage, options: GoalStoreOptions): GoalStore {
-  const { registry } = options;
-  const now = (): string => (options.now ?? (() => new Date()))().toISOString();
+/** What every decision of the store reads: its storage, the registry and the clock. */
+interface GoalContext {
+  readonly storage: GoalStorage;
+  readonly registry: Registry;
+  readonly now: () => string;
+}
 
-  const load = (goalId: string): GoalRecord | undefined => {
-    const bytes = storage.readGoal(goalId);
-    return bytes === null ? undefined : decodeGoal(bytes, goalId);
-  };
-  const save = (goal: GoalRecord): GoalRecord => {
-    storage.writeGoal(goal.goal_id, encodeGoal(goal));
-    return goal;
-  };
-  const mustLoad = (goalId: string): GoalRecord => {
-    const goal = load(goalId);
-    if (!goal) throw goalNotFound(goalId);
-    return goal;
-  };
+function load(c: GoalContext, goalId: string): GoalRecord | undefined {
+  const bytes = c.storage.readGoal(goalId);
+  return bytes === null ? undefined : decodeGoal(bytes, goalId);
+}
 
-  /** Make the registry row say what goal.json says: this lifetime, this status. */
-  const syncRoute = (goal: GoalRecord, projectId?: string): void => {
-    for (let attempt = 0; attempt < REGISTRY_ATTEMPTS; attempt++) {
-      const { value, revision } = registry.read();
-      const row = value.goals.find((g) => g.goal_id === goal.goal_id);
-      try {
-        if (row?.goal_instance_id === goal.goal_instance_id) {
-          if (row.status !== goal.lifecycle) {
-            registry.updateGoalStatus({ goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id, status: goal.lifecycle }, revision);
-          }
-          return;
+function save(c: GoalContext, goal: GoalRecord): GoalRecord {
+  c.storage.writeGoal(goal.goal_id, encodeGoal(goal));
+  return goal;
+}
+
+function mustLoad(c: GoalContext, goalId: string): GoalRecord {
+  const goal = load(c, goalId);
+  if (!goal) throw goalNotFound(goalId);
+  return goal;
+}
+
+/** Make the registry row say what goal.json says: this lifetime, this status. */
+function syncRoute(c: GoalContext, goal: GoalRecord, projectId?: string): void {
+  const { registry } = c;
+  for (let attempt = 0; attempt < REGISTRY_ATTEMPTS; attempt++) {
+    const { value, revision } = registry.read();
+    const row = value.goals.find((g) => g.goal_id === goal.goal_id);
+    try {
+      if (row?.goal_instance_id === goal.goal_instance_id) {
+        if (row.status !== goal.lifecycle) {
+          registry.updateGoalStatus({ goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id, status: goal.lifecycle }, revision);
         }
-        if (row && row.status !== 'retired') throw routeConflict(goal.goal_id);
-        const project = projectId ?? row?.project_id ?? DEFAULT_PROJECT.project_id;
-        if (project === DEFAULT_PROJECT.project_id && !value.projects.some((p) => p.project_id === project)) {
-          registry.addProject(DEFAULT_PROJECT, revision);
-          continue;
-        }
-        registry.registerGoal({ goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id, project_id: project, status: goal.lifecycle }, revision);
         return;
-      } catch (e) {
-        if (!hasCode(e, 'registry_revision_conflict')) throw e;
       }
+      if (row && row.status !== 'retired') throw routeConflict(goal.goal_id);
+      const project = projectId ?? row?.project_id ?? DEFAULT_PROJECT.project_id;
+      if (project === DEFAULT_PROJECT.project_id && !value.projects.some((p) => p.project_id === project)) {
+        registry.addProject(DEFAULT_PROJECT, revision);
+        continue;
+      }
+      registry.registerGoal({ goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id, project_id: project, status: goal.lifecycle }, revision);
+      return;
+    } catch (e) {
+      if (!hasCode(e, 'registry_revision_conflict')) throw e;
     }
-    throw conflict('goal_registry_busy', 'The registry kept changing while the Goal route was written.', { nextAction: 'retry the command' });
-  };
+  }
+  throw conflict('goal_registry_busy', 'The registry kept changing while the Goal route was written.', { nextAction: 'retry the command' });
+}
 
-  const transition = (refIn: GoalRef, expected: GoalLifecycle, target: GoalLifecycle, from: readonly GoalLifecycle[]): GoalRecord => {
-    const ref = assertGoalRef(refIn);
-    if (!from.includes(expected)) {
-      throw rejected('goal_transition_invalid', `A Goal cannot become ${target} from ${String(expected)}.`, {
-        nextAction: `pass the lifecycle you observed: ${from.join(' or ')}`,
-      });
-    }
-    return storage.withGoalLock(ref.goal_id, () => {
-      const goal = mustLoad(ref.goal_id);
-      if (goal.goal_instance_id !== ref.goal_instance_id) {
-        throw conflict('goal_instance_mismatch', `Goal ${ref.goal_id} is now another lifetime.`, { nextAction: 'read the Goal again and use its current ref' });
-      }
-      if (goal.lifecycle === target) {
-        syncRoute(goal);
-        return goal;
-      }
-      if (goal.lifecycle === 'retired') {
-        throw goalRetired(ref.goal_id);
-      }
-      if (goal.lifecycle !== expected) {
-        throw conflict('goal_lifecycle_conflict', `Goal ${ref.goal_id} is ${goal.lifecycle}, not ${expected}.`, { nextAction: 'read the Goal again and retry' });
-      }
-      const next = save({ ...goal, lifecycle: target, updated_at: now() });
-      syncRoute(next);
-      return next;
+function transition(c: GoalContext, refIn: GoalRef, expected: GoalLifecycle, target: GoalLifecycle, from: readonly GoalLifecycle[]): GoalRecord {
+  const ref = assertGoalRef(refIn);
+  if (!from.includes(expected)) {
+    throw rejected('goal_transition_invalid', `A Goal cannot become ${target} from ${String(expected)}.`, {
+      nextAction: `pass the lifecycle you observed: ${from.join(' or ')}`,
     });
-  };
+  }
+  return c.storage.withGoalLock(ref.goal_id, () => {
+    const goal = mustLoad(c, ref.goal_id);
+    if (goal.goal_instance_id !== ref.goal_instance_id) {
+      throw conflict('goal_instance_mismatch', `Goal ${ref.goal_id} is now another lifetime.`, { nextAction: 'read the Goal again and use its current ref' });
+    }
+    if (goal.lifecycle === target) {
+      syncRoute(c, goal);
+      return goal;
+    }
+    if (goal.lifecycle === 'retired') {
+      throw goalRetired(ref.goal_id);
+    }
+    if (goal.lifecycle !== expected) {
+      throw conflict('goal_lifecycle_conflict', `Goal ${ref.goal_id} is ${goal.lifecycle}, not ${expected}.`, { nextAction: 'read the Goal again and retry' });
+    }
+    const next = save(c, { ...goal, lifecycle: target, updated_at: c.now() });
+    syncRoute(c, next);
+    return next;
+  });
+}
 
-  const store = {
-    create(goalIdIn, titleIn, createOptions = {}) {
-      const goalId = assertGoalId(goalIdIn);
-      const title = assertTitle(titleIn);
-      const projectId = createOptions.projectId;
-      if (projectId !== undefined && projectId !== DEFAULT_PROJECT.project_id && !registry.read().value.projects.some((p) => p.project_id === projectId)) {
-        throw projectNotFound(projectId);
+/** A new lifetime of a Goal id, or the completion of a create whose route was not written. */
+function createGoal(c: GoalContext, goalIdIn: string, titleIn: string, projectId: string | undefined): GoalRecord {
+  const { registry } = c;
+  const goalId = assertGoalId(goalIdIn);
+  const title = assertTitle(titleIn);
+  if (projectId !== undefined && projectId !== DEFAULT_PROJECT.project_id && !registry.read().value.projects.some((p) => p.project_id === projectId)) {
+    throw projectNotFound(projectId);
+  }
+  return c.storage.withGoalLock(goalId, () => {
+    const existing = load(c, goalId);
+    if (existing && existing.lifecycle !== 'retired') {
+      const row = registry.read().value.goals.find((g) => g.goal_id === goalId);
+      if (row?.goal_instance_id !== existing.goal_instance_id && existing.title === title) {
+        // goal.json was written and the route was not: finish that create.
+        syncRoute(c, existing, projectId);
+        return existing;
       }
-      return storage.withGoalLock(goalId, () => {
-        const existing = load(goalId);
-        if (existing && existing.lifecycle !== 'retired') {
-          const row = registry.read().value.goals.find((g) => g.goal_id === goalId);
-          if (row?.goal_instance_id !== existing.goal_instance_id && existing.title === title) {
-            // goal.json was written and the route was not: finish that create.
-            syncRoute(existing, projectId);
-            return existing;
-          }
-          throw conflict('goal_exists', `Goal ${goalId} already exists (${existing.lifecycle}).`, {
-            nextAction: 'choose another Goal id, or retire the existing Goal first',
-          });
-        }
-        const live = registry.read().value.goals.find((g) => g.goal_id === goalId && g.status !== 'retired');
-        if (live && live.goal_instance_id !== existing?.goal_instance_id) throw routeConflict(goalId);
-        if (existing) syncRoute(existing); // settle the retired lifetime's row before replacing it
-        let instance = mintGoalInstanceId();
-        while (instance === existing?.goal_instance_id) instance = mintGoalInstanceId();
-        const at = now();
-        const goal = save({ schema_version: GOAL_SCHEMA, goal_id: goalId, goal_instance_id: instance, title, lifecycle: 'active', created_at: at, updated_at: at, docs: [] });
-        syncRoute(goal, projectId);
-        return goal;
+      throw conflict('goal_exists', `Goal ${goalId} already exists (${existing.lifecycle}).`, {
+        nextAction: 'choose another Goal id, or retire the existing Goal first',
       });
-    },
+    }
+    const live = registry.read().value.goals.find((g) => g.goal_id === goalId && g.status !== 'retired');
+    if (live && live.goal_instance_id !== existing?.goal_instance_id) throw routeConflict(goalId);
+    if (existing) syncRoute(c, existing); // settle the retired lifetime's row before replacing it
+    let instance = mintGoalInstanceId();
+    while (instance === existing?.goal_instance_id) instance = mintGoalInstanceId();
+    const at = c.now();
+    const goal = save(c, { schema_version: GOAL_SCHEMA, goal_id: goalId, goal_instance_id: instance, title, lifecycle: 'active', created_at: at, updated_at: at, docs: [] });
+    syncRoute(c, goal, projectId);
+    return goal;
+  });
+}
 
-    get: (goalId) => load(assertGoalId(goalId)),
+function addDoc(c: GoalContext, goalIdIn: string, nameIn: string, content: string | Uint8Array): GoalDoc {
+  const goalId = assertGoalId(goalIdIn);
+  const name = assertDocName(nameIn);
+  const bytes = typeof content === 'string' ? new TextEncoder().encode(content) : new Uint8Array(content);
+  if (bytes.byteLength > GOAL_DOC_MAX_BYTES) {
+    throw rejected('goal_doc_too_large', 'A Goal document is at most 16 MiB.', { nextAction: 'split the document or store it elsewhere' });
+  }
+  return c.storage.withGoalLock(goalId, () => {
+    const goal = mustLoad(c, goalId);
+    if (goal.lifecycle === 'retired') {
+      throw goalRetired(goalId);
+    }
+    const prior = goal.docs.find((d) => d.name === name);
+    if (!prior && goal.docs.length >= GOAL_MAX_DOCS) {
+      throw rejected('goal_docs_limit', `A Goal holds at most ${GOAL_MAX_DOCS} documents.`, { nextAction: 'replace an existing document instead' });
+    }
+    c.storage.writeDoc(goalId, name, bytes);
+    const doc = { doc_id: prior?.doc_id ?? mintDocId(), kind: 'goal_doc', name, sha256: sha256Hex(bytes), bytes: bytes.byteLength } as const;
+    const docs = [...goal.docs.filter((d) => d.name !== name), doc].sort((a, b) => (a.name < b.name ? -1 : 1));
+    save(c, { ...goal, docs, updated_at: c.now() });
+    return doc;
+  });
+}
 
+/** A document's bytes, checked against the digest goal.json records. */
+function readDoc(c: GoalContext, goalIdIn: string, nameIn: string): Uint8Array | undefined {
+  const goalId = assertGoalId(goalIdIn);
+  const name = assertDocName(nameIn);
+  const doc = mustLoad(c, goalId).docs.find((d) => d.name === name);
+  if (!doc) return undefined;
+  const bytes = c.storage.readDoc(goalId, name);
+  if (bytes === null) {
+    throw rejected('goal_doc_missing', `Document ${name} of Goal ${goalId} is recorded but missing.`, { nextAction: 'add the document again' });
+  }
+  if (bytes.byteLength !== doc.bytes || sha256Hex(bytes) !== doc.sha256) {
+    throw rejected('goal_doc_digest_mismatch', `Document ${name} of Goal ${goalId} differs from its recorded digest.`, { nextAction: 'add the document again' });
+  }
+  return bytes;
+}
+
+function checkBinding(c: GoalContext, ref: GoalRef): BindingMatch {
+  if (!isGoalRef(ref)) return 'invalid';
+  const goal = load(c, ref.goal_id);
+  if (!goal) return 'goal_not_registered';
+  if (goal.goal_instance_id !== ref.goal_instance_id) return 'goal_instance_mismatch';
+  if (goal.lifecycle === 'retired') return 'retired';
+  const row = c.registry.read().value.goals.find((g) => g.goal_id === ref.goal_id);
+  if (!row || row.goal_instance_id !== goal.goal_instance_id || row.status === 'retired') return 'goal_not_registered';
+  return 'current';
+}
+
+export function goalStoreOver(storage: GoalStorage, options: GoalStoreOptions): GoalStore {
+  const c: GoalContext = { storage, registry: options.registry, now: () => (options.now ?? (() => new Date()))().toISOString() };
+  const store = {
+    create: (goalId, title, createOptions = {}) => createGoal(c, goalId, title, createOptions.projectId),
+    get: (goalId) => load(c, assertGoalId(goalId)),
     list: () =>
       storage
         .listGoalIds()
         .sort()
-        .map((id) => load(id))
+        .map((id) => load(c, id))
         .filter((g): g is GoalRecord => g !== undefined),
-
-    pause: (ref, expected) => transition(ref, expected, 'paused', ['active']),
-    resume: (ref, expected) => transition(ref, expected, 'active', ['paused']),
-    retire: (ref, expected) => transition(ref, expected, 'retired', ['active', 'paused']),
-
-    addDoc(goalIdIn, nameIn, content) {
-      const goalId = assertGoalId(goalIdIn);
-      const name = assertDocName(nameIn);
-      const bytes = typeof content === 'string' ? new TextEncoder().encode(content) : new Uint8Array(content);
-      if (bytes.byteLength > GOAL_DOC_MAX_BYTES) {
-        throw rejected('goal_doc_too_large', 'A Goal document is at most 16 MiB.', { nextAction: 'split the document or store it elsewhere' });
-      }
-      return storage.withGoalLock(goalId, () => {
-        const goal = mustLoad(goalId);
-        if (goal.lifecycle === 'retired') {
-          throw goalRetired(goalId);
-        }
-        const prior = goal.docs.find((d) => d.name === name);
-        if (!prior && goal.docs.length >= GOAL_MAX_DOCS) {
-          throw rejected('goal_docs_limit', `A Goal holds at most ${GOAL_MAX_DOCS} documents.`, { nextAction: 'replace an existing document instead' });
-        }
-        storage.writeDoc(goalId, name, bytes);
-        const doc = { doc_id: prior?.doc_id ?? mintDocId(), kind: 'goal_doc', name, sha256: sha256Hex(bytes), bytes: bytes.byteLength } as const;
-        const docs = [...goal.docs.filter((d) => d.name !== name), doc].sort((a, b) => (a.name < b.name ? -1 : 1));
-        save({ ...goal, docs, updated_at: now() });
-        return doc;
-      });
-    },
-
-    readDoc(goalIdIn, nameIn) {
-      const goalId = assertGoalId(goalIdIn);
-      const name = assertDocName(nameIn);
-      const doc = mustLoad(goalId).docs.find((d) => d.name === name);
-      if (!doc) return undefined;
-      const bytes = storage.readDoc(goalId, name);
-      if (bytes === null) {
-        throw rejected('goal_doc_missing', `Document ${name} of Goal ${goalId} is recorded but missing.`, { nextAction: 'add the document again' });
-      }
-      if (bytes.byteLength !== doc.bytes || sha256Hex(bytes) !== doc.sha256) {
-        throw rejected('goal_doc_digest_mismatch', `Document ${name} of Goal ${goalId} differs from its recorded digest.`, { nextAction: 'add the document again' });
-      }
-      return bytes;
-    },
-
-    checkBinding(ref) {
-      if (!isGoalRef(ref)) return 'invalid';
-      const goal = load(ref.goal_id);
-      if (!goal) return 'goal_not_registered';
-      if (goal.goal_instance_id !== ref.goal_instance_id) return 'goal_instance_mismatch';
-      if (goal.lifecycle === 'retired') return 'retired';
-      const row = registry.read().value.goals.find((g) => g.goal_id === ref.goal_id);
-      if (!row || row.goal_instance_id !== goal.goal_instance_id || row.status === 'retired') return 'goal_not_registered';
-      return 'current';
-    },
+    pause: (ref, expected) => transition(c, ref, expected, 'paused', ['active']),
+    resume: (ref, expected) => transition(c, ref, expected, 'active', ['paused']),
+    retire: (ref, expected) => transition(c, ref, expected, 'retired', ['active', 'paused']),
+    addDoc: (goalId, name, content) => addDoc(c, goalId, name, content),
+    readDoc: (goalId, name) => readDoc(c, goalId, name),
+    checkBinding: (ref) => checkBinding(c, ref),
   } satisfies GoalStore;
   return store;
 }

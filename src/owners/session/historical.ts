@@ -66,19 +66,24 @@ export function readHistoricalFile(copiedFilePath: string, options: ReadHistoric
   return withSqliteCopy(copiedFilePath, read, { scratchDir: options.scratchDir, scratchPrefix: 'loopx-session-historical-', fileName: 'sessions.db', onUnreadable: unreadable });
 }
 
-function decodeAll(db: SqliteDatabase, findings: SessionFinding[]): Omit<SessionHistory, 'schema_version'> {
-  const invalid = (subject: string) => findings.push({ code: 'session_row_invalid', severity: 'error', subject, next_action: VERIFY });
+const rowInvalid = (findings: SessionFinding[], subject: string) => findings.push({ code: 'session_row_invalid', severity: 'error', subject, next_action: VERIFY });
+
+function decodeSessions(db: SqliteDatabase, findings: SessionFinding[]): Session[] {
   const sessions: Session[] = [];
   for (const row of db.prepare('SELECT * FROM sessions ORDER BY rowid').all() as SessionRow[]) {
     try {
       sessions.push(decodeSession(row));
     } catch (e) {
       if (!(e instanceof RowInvalid)) throw e;
-      invalid(`session:${String(row.session_id)}`);
+      rowInvalid(findings, `session:${String(row.session_id)}`);
     }
   }
-  const sessionById = new Map(sessions.map((s) => [s.session_id, s]));
+  return sessions;
+}
 
+/** Turns with their phases; a turn whose key or session does not match is a finding, and so is a phase without a turn. */
+function decodeTurns(db: SqliteDatabase, findings: SessionFinding[], sessions: readonly Session[]): TurnJournal[] {
+  const sessionById = new Map(sessions.map((s) => [s.session_id, s]));
   const phasesByTurn = new Map<unknown, PhaseRow[]>();
   for (const p of db.prepare('SELECT * FROM turn_phases ORDER BY turn_key, position').all() as PhaseRow[]) {
     phasesByTurn.set(p.turn_key, [...(phasesByTurn.get(p.turn_key) ?? []), p]);
@@ -92,7 +97,7 @@ function decodeAll(db: SqliteDatabase, findings: SessionFinding[]): Omit<Session
       t = decodeTurn(row, phaseRows);
     } catch (e) {
       if (!(e instanceof RowInvalid)) throw e;
-      invalid(`turn:${String(row.turn_key)}`);
+      rowInvalid(findings, `turn:${String(row.turn_key)}`);
       continue;
     }
     if (t.turn_key !== turnKeyOf(t.session_id, t.turn_index)) {
@@ -106,11 +111,14 @@ function decodeAll(db: SqliteDatabase, findings: SessionFinding[]): Omit<Session
     }
     turns.push(t);
   }
-  for (const orphan of phasesByTurn.keys()) invalid(`turn:${String(orphan)}`);
-  const turnByKey = new Map(turns.map((t) => [t.turn_key, t]));
+  for (const orphan of phasesByTurn.keys()) rowInvalid(findings, `turn:${String(orphan)}`);
+  return turns;
+}
 
+/** Settlements that match their turn (status, session, request digest); any other is a finding. */
+function decodeSettlements(db: SqliteDatabase, findings: SessionFinding[], turns: readonly TurnJournal[]): TurnSettlement[] {
+  const turnByKey = new Map(turns.map((t) => [t.turn_key, t]));
   const settlements: TurnSettlement[] = [];
-  const settled = new Set<string>();
   for (const row of db.prepare('SELECT * FROM settlements ORDER BY settled_at, turn_key').all() as SettlementRow[]) {
     let st: TurnSettlement;
     try {
@@ -126,10 +134,14 @@ function decodeAll(db: SqliteDatabase, findings: SessionFinding[]): Omit<Session
       findings.push({ code: 'settlement_turn_mismatch', severity: 'error', subject: `settlement:${st.settlement_id}`, next_action: VERIFY });
       continue;
     }
-    settled.add(st.turn_key);
     settlements.push(st);
   }
+  return settlements;
+}
 
+/** Holds for what a live owner must settle or readmit, and errors for finished turns that were never settled. */
+function holdsAndGaps(findings: SessionFinding[], sessions: readonly Session[], turns: readonly TurnJournal[], settlements: readonly TurnSettlement[]): void {
+  const settled = new Set(settlements.map((st) => st.turn_key));
   for (const t of turns) {
     if (t.status === 'in_progress') {
       findings.push({
@@ -152,5 +164,12 @@ function decodeAll(db: SqliteDatabase, findings: SessionFinding[]): Omit<Session
       });
     }
   }
+}
+
+function decodeAll(db: SqliteDatabase, findings: SessionFinding[]): Omit<SessionHistory, 'schema_version'> {
+  const sessions = decodeSessions(db, findings);
+  const turns = decodeTurns(db, findings, sessions);
+  const settlements = decodeSettlements(db, findings, turns);
+  holdsAndGaps(findings, sessions, turns, settlements);
   return { owner: 'session', sessions, turns, settlements, findings };
 }

@@ -6,7 +6,8 @@
  */
 import { type ConflictReason } from '../port.js';
 import { openSqlitePort, type SqlitePortOptions } from '../sqlite-port.js';
-import type { SessionPort, SessionRows, SessionWrite } from './port.js';
+import type { SqliteDatabase } from '../../store/index.js';
+import type { SessionPort, SessionQuery, SessionRows, SessionWrite } from './port.js';
 import {
   MIGRATIONS,
   decodeSession,
@@ -20,10 +21,9 @@ import {
 
 export type SqliteSessionPortOptions = SqlitePortOptions;
 
-export function openSqliteSessionPort(path: string, options: SqliteSessionPortOptions = {}): SessionPort {
-  const base = openSqlitePort(path, MIGRATIONS, 'session', 'sessions.db', options);
-  const db = base.db;
-  const q = {
+/** Every statement the port runs, prepared once. */
+function prepareStatements(db: SqliteDatabase) {
+  return {
     getSession: db.prepare('SELECT * FROM sessions WHERE session_id = ?'),
     generation: db.prepare('SELECT execution_generation FROM sessions WHERE session_id = ?'),
     listSessions: db.prepare('SELECT * FROM sessions ORDER BY rowid'),
@@ -55,92 +55,103 @@ export function openSqliteSessionPort(path: string, options: SqliteSessionPortOp
        VALUES (@turn_key, @settlement_id, @session_id, @goal_id, @status, @failed_phase, @result_kind, @phase_count, @request_digest, @settled_at)`,
     ),
   };
+}
 
-  const turnFromRow = (row: TurnRow) => decodeTurn(row, q.phases.all(row.turn_key) as PhaseRow[]);
-  const settlementOf = (row: unknown) => (row === undefined ? undefined : decodeSettlement(row as SettlementRow));
-  /** The session a write acts under, checked against the generation the decision saw. */
-  const fenced = (sessionId: string, expected: number): ConflictReason | undefined => {
-    const row = q.generation.get(sessionId) as { execution_generation: number } | undefined;
-    if (row === undefined) return 'missing';
-    return row.execution_generation === expected ? undefined : 'changed';
-  };
-  const turnState = (turnKey: string): { status: unknown; session_id: string; phases: number } | undefined => {
-    const row = q.getTurn.get(turnKey) as (TurnRow & { session_id: string }) | undefined;
-    if (row === undefined) return undefined;
-    return { status: row.status, session_id: row.session_id, phases: (q.phaseCount.get(turnKey) as { n: number }).n };
-  };
+type Statements = ReturnType<typeof prepareStatements>;
 
-  const apply = (w: SessionWrite): ConflictReason | undefined => {
-    switch (w.op) {
-      case 'create_session':
-        if (q.getSession.get(w.session.session_id) !== undefined) return 'exists';
-        q.insertSession.run(w.session);
-        return undefined;
-      case 'update_session': {
-        const refused = fenced(w.session.session_id, w.expected_execution_generation);
-        if (refused) return refused;
-        q.updateSession.run(w.session);
-        return undefined;
-      }
-      case 'begin_turn': {
-        const refused = fenced(w.turn.session_id, w.expected_execution_generation);
-        if (refused) return refused;
-        if (q.turnTaken.get(w.turn.turn_key, w.turn.session_id, w.turn.turn_index) !== undefined) return 'exists';
-        const { phases, ...row } = w.turn;
-        q.insertTurn.run(row);
-        phases.forEach((p, i) => q.insertPhase.run(w.turn.turn_key, i, p.phase, p.at, p.ref));
-        return undefined;
-      }
-      case 'append_phase': {
-        const t = turnState(w.turn_key);
-        if (t === undefined) return 'missing';
-        if (t.status !== 'in_progress' || t.phases !== w.position) return 'changed';
-        const refused = fenced(t.session_id, w.expected_execution_generation);
-        if (refused) return refused;
-        q.insertPhase.run(w.turn_key, w.position, w.phase.phase, w.phase.at, w.phase.ref);
-        q.setTurnStatus.run('in_progress', w.phase.at, w.turn_key);
-        return undefined;
-      }
-      case 'settle_turn': {
-        const s = w.settlement;
-        if (q.settlementOfTurn.get(s.turn_key) !== undefined || q.settlementById.get(s.settlement_id) !== undefined) return 'exists';
-        const t = turnState(s.turn_key);
-        if (t === undefined) return 'missing';
-        if (t.status !== 'in_progress' || t.phases !== w.phase_count) return 'changed';
-        const refused = fenced(t.session_id, w.expected_execution_generation);
-        if (refused) return refused;
-        q.insertSettlement.run(s);
-        q.setTurnStatus.run(s.status, s.settled_at, s.turn_key);
-        return undefined;
-      }
+const turnFromRow = (q: Statements, row: TurnRow) => decodeTurn(row, q.phases.all(row.turn_key) as PhaseRow[]);
+const settlementOf = (row: unknown) => (row === undefined ? undefined : decodeSettlement(row as SettlementRow));
+
+/** The session a write acts under, checked against the generation the decision saw. */
+function fenced(q: Statements, sessionId: string, expected: number): ConflictReason | undefined {
+  const row = q.generation.get(sessionId) as { execution_generation: number } | undefined;
+  if (row === undefined) return 'missing';
+  return row.execution_generation === expected ? undefined : 'changed';
+}
+
+function turnState(q: Statements, turnKey: string): { status: unknown; session_id: string; phases: number } | undefined {
+  const row = q.getTurn.get(turnKey) as (TurnRow & { session_id: string }) | undefined;
+  if (row === undefined) return undefined;
+  return { status: row.status, session_id: row.session_id, phases: (q.phaseCount.get(turnKey) as { n: number }).n };
+}
+
+/** One write inside the commit's transaction, applied only when its precondition holds on the current rows. */
+function apply(q: Statements, w: SessionWrite): ConflictReason | undefined {
+  switch (w.op) {
+    case 'create_session':
+      if (q.getSession.get(w.session.session_id) !== undefined) return 'exists';
+      q.insertSession.run(w.session);
+      return undefined;
+    case 'update_session': {
+      const refused = fenced(q, w.session.session_id, w.expected_execution_generation);
+      if (refused) return refused;
+      q.updateSession.run(w.session);
+      return undefined;
     }
-  };
+    case 'begin_turn': {
+      const refused = fenced(q, w.turn.session_id, w.expected_execution_generation);
+      if (refused) return refused;
+      if (q.turnTaken.get(w.turn.turn_key, w.turn.session_id, w.turn.turn_index) !== undefined) return 'exists';
+      const { phases, ...row } = w.turn;
+      q.insertTurn.run(row);
+      phases.forEach((p, i) => q.insertPhase.run(w.turn.turn_key, i, p.phase, p.at, p.ref));
+      return undefined;
+    }
+    case 'append_phase': {
+      const t = turnState(q, w.turn_key);
+      if (t === undefined) return 'missing';
+      if (t.status !== 'in_progress' || t.phases !== w.position) return 'changed';
+      const refused = fenced(q, t.session_id, w.expected_execution_generation);
+      if (refused) return refused;
+      q.insertPhase.run(w.turn_key, w.position, w.phase.phase, w.phase.at, w.phase.ref);
+      q.setTurnStatus.run('in_progress', w.phase.at, w.turn_key);
+      return undefined;
+    }
+    case 'settle_turn': {
+      const s = w.settlement;
+      if (q.settlementOfTurn.get(s.turn_key) !== undefined || q.settlementById.get(s.settlement_id) !== undefined) return 'exists';
+      const t = turnState(q, s.turn_key);
+      if (t === undefined) return 'missing';
+      if (t.status !== 'in_progress' || t.phases !== w.phase_count) return 'changed';
+      const refused = fenced(q, t.session_id, w.expected_execution_generation);
+      if (refused) return refused;
+      q.insertSettlement.run(s);
+      q.setTurnStatus.run(s.status, s.settled_at, s.turn_key);
+      return undefined;
+    }
+  }
+}
 
+/** The rows a decision reads, decoded. */
+function readRows(q: Statements, query: SessionQuery): SessionRows {
+  const turnRow = query.turn_key === undefined ? undefined : (q.getTurn.get(query.turn_key) as TurnRow | undefined);
+  const turn = turnRow === undefined ? undefined : turnFromRow(q, turnRow);
+  const sessionId = query.session_id ?? turn?.session_id;
+  const sessionRow = sessionId === undefined ? undefined : (q.getSession.get(sessionId) as SessionRow | undefined);
+  const session = sessionRow === undefined ? undefined : decodeSession(sessionRow);
+  const lastRow = session === undefined ? undefined : (q.lastTurn.get(session.session_id) as TurnRow | undefined);
+  const last = lastRow === undefined ? undefined : turnFromRow(q, lastRow);
+  const settlement = query.turn_key === undefined ? undefined : settlementOf(q.settlementOfTurn.get(query.turn_key));
+  const byId = query.settlement_id === undefined ? undefined : settlementOf(q.settlementById.get(query.settlement_id));
+  return {
+    ...(session ? { session } : {}),
+    ...(turn ? { turn } : {}),
+    ...(last ? { last_turn: last } : {}),
+    ...(settlement ? { settlement } : {}),
+    ...(byId ? { settlement_by_id: byId } : {}),
+  };
+}
+
+export function openSqliteSessionPort(path: string, options: SqliteSessionPortOptions = {}): SessionPort {
+  const base = openSqlitePort(path, MIGRATIONS, 'session', 'sessions.db', options);
+  const q = prepareStatements(base.db);
   const port = {
     provider: base.provider,
-    read: (query) =>
-      base.read((): SessionRows => {
-        const turnRow = query.turn_key === undefined ? undefined : (q.getTurn.get(query.turn_key) as TurnRow | undefined);
-        const turn = turnRow === undefined ? undefined : turnFromRow(turnRow);
-        const sessionId = query.session_id ?? turn?.session_id;
-        const sessionRow = sessionId === undefined ? undefined : (q.getSession.get(sessionId) as SessionRow | undefined);
-        const session = sessionRow === undefined ? undefined : decodeSession(sessionRow);
-        const lastRow = session === undefined ? undefined : (q.lastTurn.get(session.session_id) as TurnRow | undefined);
-        const last = lastRow === undefined ? undefined : turnFromRow(lastRow);
-        const settlement = query.turn_key === undefined ? undefined : settlementOf(q.settlementOfTurn.get(query.turn_key));
-        const byId = query.settlement_id === undefined ? undefined : settlementOf(q.settlementById.get(query.settlement_id));
-        return {
-          ...(session ? { session } : {}),
-          ...(turn ? { turn } : {}),
-          ...(last ? { last_turn: last } : {}),
-          ...(settlement ? { settlement } : {}),
-          ...(byId ? { settlement_by_id: byId } : {}),
-        };
-      }),
+    read: (query) => base.read((): SessionRows => readRows(q, query)),
     listSessions: (goalId) =>
       base.read(() => ((goalId === undefined ? q.listSessions.all() : q.listSessionsOfGoal.all(goalId)) as SessionRow[]).map(decodeSession)),
-    listTurns: (sessionId) => base.read(() => (q.listTurns.all(sessionId) as TurnRow[]).map(turnFromRow)),
-    commit: (write) => base.commit(() => apply(write)),
+    listTurns: (sessionId) => base.read(() => (q.listTurns.all(sessionId) as TurnRow[]).map((row) => turnFromRow(q, row))),
+    commit: (write) => base.commit(() => apply(q, write)),
     close: () => base.close(),
   } satisfies SessionPort;
   return port;
