@@ -64,7 +64,10 @@ async function withCallContext<T>(root: string, ctx: ToolContext, fn: (c: CallCo
     const work = await workOwner.openGoalWork({ root, goal_id: session.goal_id });
     try {
       const fence = (await work.readReceipt(goalWorkFenceOperation(session.session_id)))?.receipt.fence;
-      if (!fence) throw rejected('goal_work_unfenced', 'The session holds no writer fence on the Goal work store.', { nextAction: 'start Goal work with loopx work run' });
+      if (!fence)
+        throw rejected('goal_work_unfenced', 'The session holds no writer fence on the Goal work store.', {
+          nextAction: 'start Goal work with loopx work run',
+        });
       return await fn({
         goalId: session.goal_id,
         work,
@@ -85,7 +88,9 @@ async function withCallContext<T>(root: string, ctx: ToolContext, fn: (c: CallCo
 function webhookUrl(c: CallContext): string {
   const ns = c.owners.config.read().value.namespaces[EFFECTS_NAMESPACE] as { webhook_url?: string } | undefined;
   if (!ns?.webhook_url) {
-    throw rejected('webhook_not_configured', 'No external system is configured for Goal work in this root.', { nextAction: 'pass --sink URL to loopx work run' });
+    throw rejected('webhook_not_configured', 'No external system is configured for Goal work in this root.', {
+      nextAction: 'pass --sink URL to loopx work run',
+    });
   }
   return ns.webhook_url;
 }
@@ -103,6 +108,41 @@ const unknownReason = (receipt: JsonValue): string => {
 };
 
 const todoView = (t: workOwner.Todo) => ({ todo_id: t.todo_id, title: t.title, status: t.status, note: t.note ?? null });
+
+/**
+ * `todo.update` for one call: a hard lease on the Todo for this session's execution, then the
+ * update under it. A refusal of the work owner (a stale fence, a held lease) is typed: nothing was
+ * applied.
+ */
+async function updateUnderLease(c: CallContext, ctx: ToolContext, args: Record<string, JsonValue>) {
+  const op = ctx.operationId;
+  const todoId = args.todo_id as string;
+  const current = await c.work.leaseStatus(todoId);
+  const held = current.lease && current.authorization === 'active' && current.lease.owner === c.leaseOwner && current.lease.execution_key === c.executionKey;
+  const lease = held
+    ? current.lease!
+    : (
+        await c.work.acquireLease({
+          operation_id: `${op}:lease`,
+          fence: c.fence,
+          todo_id: todoId,
+          owner: c.leaseOwner,
+          execution_key: c.executionKey,
+          ttl_ms: LEASE_TTL_MS,
+          expected_version: current.lease?.version ?? 0,
+        })
+      ).receipt.lease!;
+  const result = await c.work.updateTodo({
+    operation_id: op,
+    fence: c.fence,
+    todo_id: todoId,
+    ...(args.status !== undefined ? { status: args.status as workOwner.TodoStatus } : {}),
+    ...(args.note !== undefined ? { note: args.note as string } : {}),
+    lease: { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch },
+  });
+  const output = { result: result.result, cursor: result.cursor, todo: todoView((await c.work.getTodo(todoId))!) } as JsonValue;
+  return effectOutput(output, { work_cursor: result.cursor, work_result: result.result });
+}
 
 /** The static tool plan of Goal work runs in a runtime root. */
 export function goalWorkToolPlan(root: string): ToolPlan {
@@ -135,43 +175,13 @@ export function goalWorkToolPlan(root: string): ToolPlan {
       },
       identity: identity('todo.update'),
       describeEffect: (args, ctx) =>
-        withCallContext(
-          root,
-          ctx,
-          (c): EffectIntent => ({ goal_id: c.goalId, kind: 'work.todo_update', target: `work:${c.goalId}`, intent: { todo_id: args.todo_id as string, status: args.status ?? null, note: args.note ?? null } }),
-        ),
-      execute: (args, ctx) =>
-        withCallContext(root, ctx, async (c) => {
-          const op = ctx.operationId;
-          const todoId = args.todo_id as string;
-          // A hard lease on the Todo for this session's execution, then the update under it. A
-          // refusal of the work owner (a stale fence, a held lease) is typed: nothing was applied.
-          const current = await c.work.leaseStatus(todoId);
-          const held = current.lease && current.authorization === 'active' && current.lease.owner === c.leaseOwner && current.lease.execution_key === c.executionKey;
-          const lease = held
-            ? current.lease!
-            : (
-                await c.work.acquireLease({
-                  operation_id: `${op}:lease`,
-                  fence: c.fence,
-                  todo_id: todoId,
-                  owner: c.leaseOwner,
-                  execution_key: c.executionKey,
-                  ttl_ms: LEASE_TTL_MS,
-                  expected_version: current.lease?.version ?? 0,
-                })
-              ).receipt.lease!;
-          const result = await c.work.updateTodo({
-            operation_id: op,
-            fence: c.fence,
-            todo_id: todoId,
-            ...(args.status !== undefined ? { status: args.status as workOwner.TodoStatus } : {}),
-            ...(args.note !== undefined ? { note: args.note as string } : {}),
-            lease: { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch },
-          });
-          const output = { result: result.result, cursor: result.cursor, todo: todoView((await c.work.getTodo(todoId))!) } as JsonValue;
-          return effectOutput(output, { work_cursor: result.cursor, work_result: result.result });
-        }),
+        withCallContext(root, ctx, (c): EffectIntent => ({
+          goal_id: c.goalId,
+          kind: 'work.todo_update',
+          target: `work:${c.goalId}`,
+          intent: { todo_id: args.todo_id as string, status: args.status ?? null, note: args.note ?? null },
+        })),
+      execute: (args, ctx) => withCallContext(root, ctx, (c) => updateUnderLease(c, ctx, args)),
     },
     {
       definition: {
@@ -184,14 +194,22 @@ export function goalWorkToolPlan(root: string): ToolPlan {
       describeEffect: (args, ctx) =>
         withCallContext(root, ctx, (c): EffectIntent => {
           const url = webhookUrl(c);
-          return { goal_id: c.goalId, kind: effectOwner.WEBHOOK_KIND, target: effectOwner.webhookTarget(url), intent: effectOwner.webhookIntent(url, { goal_id: c.goalId, message: args.message as string }) };
+          return {
+            goal_id: c.goalId,
+            kind: effectOwner.WEBHOOK_KIND,
+            target: effectOwner.webhookTarget(url),
+            intent: effectOwner.webhookIntent(url, { goal_id: c.goalId, message: args.message as string }),
+          };
         }),
       execute: (_args, ctx) =>
         withCallContext(root, ctx, async () => {
           const effect = journalled(ctx);
           const sent = await effectOwner.sendWebhook(effect);
           if (sent.outcome === 'committed') return effectOutput({ delivered: true, operation_id: effect.operation_id }, sent.receipt as JsonValue);
-          if (sent.outcome === 'rejected') throw rejected('webhook_rejected', 'The external system refused the delivery.', { details: { http_status: (sent.receipt as { http_status: number }).http_status } });
+          if (sent.outcome === 'rejected')
+            throw rejected('webhook_rejected', 'The external system refused the delivery.', {
+              details: { http_status: (sent.receipt as { http_status: number }).http_status },
+            });
           // Unknown: recorded as uncertain; it is reconciled under its operation id, never repeated.
           throw effectOwner.outcomeUnknown(effect.operation_id, unknownReason(sent.receipt as JsonValue));
         }),
