@@ -145,11 +145,11 @@ export class Engine {
 
   // ── reads ────────────────────────────────────────────────────────────────────────────
 
-  list(): RunView[] {
+  list(): Promise<RunView[]> {
     return this.#reads.list();
   }
 
-  show(runId: string): RunView {
+  show(runId: string): Promise<RunView> {
     return this.#reads.show(runId);
   }
 

@@ -212,10 +212,10 @@ export class RunKernel {
     const lock = this.#own.lock(runId);
     try {
       this.#own.ownedRecord(runId);
-      const takenNow = this.#turns.settleOpenCalls(runId);
+      const takenNow = await this.#turns.settleOpenCalls(runId);
       const found = this.#store().mutations(runId).find((m) => m.callId === callId);
       if (!found) throw notFound('call_not_found', `Run ${runId} has no mutating call ${callId}.`, { nextAction: `list uncertain calls: loopx run show ${runId}` });
-      const effect = this.#effects.effectOf(callId);
+      const effect = await this.#effects.effectOf(callId);
       if (found.state !== 'uncertain') {
         // The effect owner had settled it (by reconciliation): the run took that outcome just now.
         if (effect && takenNow.has(callId)) return await this.#resolvedByEffectOwner(runId, resolution, effect);
@@ -226,9 +226,9 @@ export class RunKernel {
       if (head.lifecycle === 'active') this.#turns.checkPlan(head);
       // The effect owner first, under the original operation id (a run from before it has no effect: the engine's row alone).
       if (effect) {
-        const settled = settleByOperator(this.#effects.forWrite(), effect.operation_id, resolution, result);
+        const settled = await settleByOperator(this.#effects.forWrite(), effect.operation_id, resolution, result);
         if (!settled.byOperator) {
-          this.#turns.settleOpenCalls(runId);
+          await this.#turns.settleOpenCalls(runId);
           return await this.#resolvedByEffectOwner(runId, resolution, settled.effect);
         }
       }
@@ -251,7 +251,7 @@ export class RunKernel {
     const lock = this.#own.lock(runId);
     try {
       const record = this.#own.ownedRecord(runId);
-      this.#turns.settleOpenCalls(runId);
+      await this.#turns.settleOpenCalls(runId);
       const head = this.#reads.head(runId);
       if (head.lifecycle !== 'active' && head.lifecycle !== 'suspended') throw terminalError(head);
       // Tombstone first, kernel second: a crash in between leaves a run that can no longer move

@@ -67,7 +67,7 @@ export class EffectAccess {
     return this.forWrite();
   }
 
-  effectOf(callId: string): effectOwner.EffectRecord | undefined {
+  async effectOf(callId: string): Promise<effectOwner.EffectRecord | undefined> {
     return this.forRead()?.get(operationIdOf(callId));
   }
 
@@ -90,30 +90,32 @@ export type Begun =
  * before keeps its original intent (it is not described again).
  */
 export async function beginEffect(journal: effectOwner.EffectJournal, tool: Tool, args: { readonly [k: string]: JsonValue }, ctx: ToolContext): Promise<Begun> {
-  let effect = journal.get(ctx.operationId);
+  let effect = await journal.get(ctx.operationId);
   if (effect === undefined) {
     const d: EffectIntent = tool.describeEffect
       ? await tool.describeEffect(args, ctx)
       : { kind: 'tool.call', target: `tool:${tool.definition.name}`, intent: { tool: tool.definition.name, arguments: args } };
-    effect = journal.recordIntent({
+    effect = (
+      await journal.recordIntent({
       operation_id: ctx.operationId,
       idempotency_key: idempotencyKeyOf(ctx.operationId),
       goal_id: d.goal_id ?? effectOwner.runEffectScope(ctx.runId),
       kind: d.kind,
       target: d.target,
       intent: d.intent,
-    }).effect;
+      })
+    ).effect;
   }
   if (takenOutcome(effect)) return { kind: 'settled', effect };
   if (effectOwner.isUncertain(effect)) return { kind: 'uncertain', effect };
-  return { kind: 'dispatch', effect: journal.beginDispatch(ctx.operationId) };
+  return { kind: 'dispatch', effect: await journal.beginDispatch(ctx.operationId) };
 }
 
 /** The open calls (engine rows without an outcome) whose effect has none either; a row with no effect is read as it is. */
-export function uncertainEffects(open: readonly MutationRecord[], effects: EffectAccess): UncertainEffect[] {
+export async function uncertainEffects(open: readonly MutationRecord[], effects: EffectAccess): Promise<UncertainEffect[]> {
   const uncertain: UncertainEffect[] = [];
   for (const m of open) {
-    const effect = effects.effectOf(m.callId);
+    const effect = await effects.effectOf(m.callId);
     // Settled by the effect owner: no longer uncertain; the next driver takes its outcome.
     if (effect && takenOutcome(effect)) continue;
     uncertain.push({ call_id: m.callId, operation_id: operationIdOf(m.callId), outcome: effect?.outcome ?? null });
@@ -162,13 +164,13 @@ export function outcomeOfThrow(toolName: string, e: unknown): CallOutcome {
  * Settle a dispatched call's effect with its outcome. Returns undefined when it was settled as
  * given, or the effect as someone else settled it meanwhile (a reconciliation): that outcome stands.
  */
-export function settleEffect(journal: effectOwner.EffectJournal, operationId: string, outcome: CallOutcome): effectOwner.EffectRecord | undefined {
+export async function settleEffect(journal: effectOwner.EffectJournal, operationId: string, outcome: CallOutcome): Promise<effectOwner.EffectRecord | undefined> {
   try {
-    journal.settle(operationId, outcome.effect.outcome, outcome.effect.receipt);
+    await journal.settle(operationId, outcome.effect.outcome, outcome.effect.receipt);
     return undefined;
   } catch (e) {
     if (!effectOwner.isEffectError(e, 'effect_already_settled')) throw e;
-    return journal.get(operationId);
+    return await journal.get(operationId);
   }
 }
 
@@ -223,16 +225,21 @@ export const agrees = (resolution: Resolution, effect: effectOwner.EffectRecord)
  * resolution settled it; an effect settled meanwhile (by reconciliation) is returned as it is.
  * `--abandon` leaves the outcome unknown: recorded as such, and held.
  */
-export function settleByOperator(journal: effectOwner.EffectJournal, operationId: string, resolution: Resolution, result: JsonValue): { readonly effect: effectOwner.EffectRecord; readonly byOperator: boolean } {
+export async function settleByOperator(
+  journal: effectOwner.EffectJournal,
+  operationId: string,
+  resolution: Resolution,
+  result: JsonValue,
+): Promise<{ readonly effect: effectOwner.EffectRecord; readonly byOperator: boolean }> {
   for (let attempt = 0; ; attempt++) {
-    const e = journal.get(operationId)!;
+    const e = (await journal.get(operationId))!;
     if (takenOutcome(e)) return { effect: e, byOperator: false };
     const expected = { outcome: e.outcome, attempt: e.attempt };
     try {
-      if (resolution.kind === 'committed') return { effect: journal.resolve(operationId, expected, 'committed', { resolved_by: 'operator', result: bounded(result) }).effect, byOperator: true };
-      if (resolution.kind === 'absent') return { effect: journal.resolve(operationId, expected, 'absent', { resolved_by: 'operator' }).effect, byOperator: true };
-      if (e.outcome === 'pending') journal.resolve(operationId, expected, 'unknown', { resolved_by: 'operator', abandoned: true });
-      return { effect: journal.holdUnknown(operationId, 'operator_abandoned'), byOperator: true };
+      if (resolution.kind === 'committed') return { effect: (await journal.resolve(operationId, expected, 'committed', { resolved_by: 'operator', result: bounded(result) })).effect, byOperator: true };
+      if (resolution.kind === 'absent') return { effect: (await journal.resolve(operationId, expected, 'absent', { resolved_by: 'operator' })).effect, byOperator: true };
+      if (e.outcome === 'pending') await journal.resolve(operationId, expected, 'unknown', { resolved_by: 'operator', abandoned: true });
+      return { effect: await journal.holdUnknown(operationId, 'operator_abandoned'), byOperator: true };
     } catch (err) {
       // Settled or changed between the read and the write: read it again and decide on what it is now.
       if (attempt === 0 && (effectOwner.isEffectError(err, 'effect_state_changed') || effectOwner.isEffectError(err, 'effect_already_settled'))) continue;

@@ -55,13 +55,15 @@ export class RunReads {
     return headOf(this.#store(), runId);
   }
 
-  list(): RunView[] {
-    return this.#store()
-      .list()
-      .map((h) => this.view(h));
+  async list(): Promise<RunView[]> {
+    return Promise.all(
+      this.#store()
+        .list()
+        .map((h) => this.view(h)),
+    );
   }
 
-  show(runId: string): RunView {
+  async show(runId: string): Promise<RunView> {
     return this.view(this.head(runId));
   }
 
@@ -100,7 +102,7 @@ export class RunReads {
       if (options.follow === 'while-active') {
         const head = this.head(runId);
         if (head.lifecycle !== 'active' && head.lastSequence <= cursor) return;
-        if (head.lifecycle === 'active' && !this.#isDriven(runId) && (head.pendingInteraction || this.uncertainCalls(runId).length > 0) && head.lastSequence <= cursor) return;
+        if (head.lifecycle === 'active' && !this.#isDriven(runId) && (head.pendingInteraction || (await this.uncertainCalls(runId)).length > 0) && head.lastSequence <= cursor) return;
       }
       await this.#waitForCommit(runId, options.pollMs ?? 50, options.signal);
     }
@@ -112,7 +114,7 @@ export class RunReads {
    * holds the run (else it is in flight); a call the effect owner settled waits only for a driver
    * to take its outcome.
    */
-  uncertainCalls(runId: string): UncertainEffect[] {
+  async uncertainCalls(runId: string): Promise<UncertainEffect[]> {
     const open = this.#store()
       .mutations(runId)
       .filter((m) => m.state === 'intent' || m.state === 'uncertain');
@@ -121,8 +123,8 @@ export class RunReads {
     return uncertainEffects(open.filter((m) => m.state === 'uncertain' || !inFlight), this.#effects);
   }
 
-  view(head: RunHead): RunView {
-    const uncertain = this.uncertainCalls(head.runId);
+  async view(head: RunHead): Promise<RunView> {
+    const uncertain = await this.uncertainCalls(head.runId);
     return {
       run_id: head.runId,
       status: head.lifecycle,

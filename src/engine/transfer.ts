@@ -404,14 +404,14 @@ export class RunTransfer {
   #export(runId: string): ExportedSnapshot {
     const head = this.#reads.head(runId);
     if (head.lifecycle === 'active') {
-      const waiting = this.#reads.view(head).waiting_for;
+      // The hint reads the engine's rows only (an export stays synchronous): an uncertain call here is one to settle.
+      const uncertain = head.pendingInteraction ? undefined : this.#store().mutations(runId).find((m) => m.state === 'uncertain');
       throw rejected('export_run_active', `Run ${runId} is active; only a suspended or finished run can be exported.`, {
-        nextAction:
-          waiting?.kind === 'interaction'
-            ? `answer it, then suspend: loopx run answer ${runId} ${waiting.interaction_id} TEXT`
-            : waiting?.kind === 'resolution'
-              ? `settle its uncertain call, then suspend: loopx run resolve ${runId} ${waiting.call_ids[0]} (--committed RESULT | --absent | --abandon)`
-              : `suspend it first: loopx run suspend ${runId}`,
+        nextAction: head.pendingInteraction
+          ? `answer it, then suspend: loopx run answer ${runId} ${head.pendingInteraction.interactionId} TEXT`
+          : uncertain
+            ? `settle its uncertain call, then suspend: loopx run resolve ${runId} ${uncertain.callId} (--committed RESULT | --absent | --abandon)`
+            : `suspend it first: loopx run suspend ${runId}`,
       });
     }
     const unresolved = this.#store().mutations(runId).filter((m) => m.state === 'intent' || m.state === 'uncertain');

@@ -53,7 +53,7 @@ export class TurnDriver {
     const provider = this.#application.providerFor(def);
     const lease = this.#application.toolPlans.lease(def.toolPlan);
     try {
-      this.settleOpenCalls(runId);
+      await this.settleOpenCalls(runId);
       for (;;) {
         const head = this.#head(runId);
         if (head.lifecycle !== 'active' || head.pendingInteraction) return;
@@ -285,7 +285,7 @@ export class TurnDriver {
       outcome = outcomeOfThrow(call.toolName, e);
     }
     // The effect owner's outcome first; one settled there meanwhile (a reconciliation) stands.
-    const settledElsewhere = settleEffect(journal, ctx.operationId, outcome);
+    const settledElsewhere = await settleEffect(journal, ctx.operationId, outcome);
     faultPoint(FAULT_AFTER_EFFECT_SETTLED);
     const taken = settledElsewhere && takenOutcome(settledElsewhere);
     if (taken) return record(afterIntent, taken.state, taken.status, taken.result);
@@ -297,13 +297,13 @@ export class TurnDriver {
    * settled takes that outcome (readback); an intent without one was left by a dead driver and
    * becomes uncertain. Returns the calls whose outcome was taken from the effect owner.
    */
-  settleOpenCalls(runId: string): Set<string> {
+  async settleOpenCalls(runId: string): Promise<Set<string>> {
     const taken = new Set<string>();
     const open = this.#store().mutations(runId).filter((m) => m.state === 'intent' || m.state === 'uncertain');
     if (open.length === 0) return taken;
     let head = this.#head(runId);
     for (const m of open) {
-      const effect = this.#effects.effectOf(m.callId);
+      const effect = await this.#effects.effectOf(m.callId);
       const outcome = effect && takenOutcome(effect);
       if (outcome) {
         head = this.settleCall(head, m, outcome.state, outcome.status, outcome.result, { settled_by: 'effect_owner' });

@@ -1,5 +1,5 @@
 /**
- * The shape every storage port of an owner shares (session, quota, scheduler; work keeps its own
+ * The shape every storage port of an owner shares (session, quota, scheduler, effect; work keeps its own
  * contract in work/contract.ts, which this one follows): Promise-based reads and one conditional
  * `commit` whose outcome is data, and the owner-side loop that turns read → decide → commit into
  * one answer. Ports store rows; they never decide. No driver type appears here.
@@ -88,6 +88,14 @@ export const commitFailed = (owner: string, code: string): LoopxError =>
     nextAction: 'retry the same request',
     details: { owner, provider_code: code },
   });
+
+/** The code of a row that does not decode, per owner over a storage port (one closed set: built once, here). */
+const STORE_CORRUPT = { session: 'session_store_corrupt', quota: 'quota_store_corrupt', scheduler: 'scheduler_store_corrupt', effect: 'effect_store_corrupt' } as const;
+export type StoreOwner = keyof typeof STORE_CORRUPT;
+
+/** A stored row of `owner` that does not decode (`field` names the column): the store was damaged under us — stop, never guess. */
+export const storeCorrupt = (owner: StoreOwner, file: string, cause: { readonly field: string }): LoopxError =>
+  internal(STORE_CORRUPT[owner], `${file} holds a malformed row (${cause.field}).`, { nextAction: `run the backup verifier on a copy of ${file}`, cause });
 
 /** A read or commit on a closed port. */
 export const providerClosed = (owner: string): LoopxError => internal('provider_closed', `The ${owner} store is closed.`, { details: { owner } });

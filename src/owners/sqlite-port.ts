@@ -1,5 +1,5 @@
 /**
- * What every SQLite storage-port implementation of an owner shares (session, quota, scheduler):
+ * What every SQLite storage-port implementation of an owner shares (session, quota, scheduler, effect):
  * opening its database, snapshot reads, and the commit protocol of port.ts — BEGIN IMMEDIATE →
  * the implementation checks the write's precondition on the current rows and writes → COMMIT.
  * Only a failing COMMIT is `ambiguous`; anything failing before it is rolled back and `failed`
@@ -7,7 +7,7 @@
  */
 import { internal, isLoopxError } from '../core/index.js';
 import { RowInvalid, SQLITE_PROVIDER, openSqlite, setup, type Migration, type SqliteDatabase } from '../store/index.js';
-import { APPLIED, conflictOf, providerClosed, type CommitResult, type ConflictReason } from './port.js';
+import { APPLIED, conflictOf, providerClosed, storeCorrupt, type CommitResult, type ConflictReason, type StoreOwner } from './port.js';
 
 export interface SqlitePortOptions {
   readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
@@ -25,11 +25,8 @@ export interface SqlitePortBase {
 
 const isBusy = (e: unknown): boolean => typeof (e as { code?: unknown })?.code === 'string' && (e as { code: string }).code.startsWith('SQLITE_BUSY');
 
-/** The code of a row that does not decode, per owner over a SQLite port (one closed set: built once, here). */
-const STORE_CORRUPT = { session: 'session_store_corrupt', quota: 'quota_store_corrupt', scheduler: 'scheduler_store_corrupt' } as const;
-
 /** Opens `path` with the owner's migrations. `owner` names it in errors; `file` is its name in a root (e.g. `sessions.db`). */
-export function openSqlitePort(path: string, migrations: readonly Migration[], owner: keyof typeof STORE_CORRUPT, file: string, options: SqlitePortOptions = {}): SqlitePortBase {
+export function openSqlitePort(path: string, migrations: readonly Migration[], owner: StoreOwner, file: string, options: SqlitePortOptions = {}): SqlitePortBase {
   const db = openSqlite(path, options.synchronous ? { synchronous: options.synchronous } : {});
   try {
     setup(db, migrations);
@@ -43,8 +40,7 @@ export function openSqlitePort(path: string, migrations: readonly Migration[], o
     if (db.inTransaction) q.rollback.run();
   };
   // Our own rows failing to decode means the file was damaged under us: stop, never guess.
-  const corrupt = (e: RowInvalid) =>
-    internal(STORE_CORRUPT[owner], `${file} holds a malformed row (${e.field}).`, { nextAction: `run the backup verifier on a copy of ${file}`, cause: e });
+  const corrupt = (e: RowInvalid) => storeCorrupt(owner, file, e);
 
   return {
     provider: SQLITE_PROVIDER,

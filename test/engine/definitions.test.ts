@@ -133,7 +133,7 @@ describe('agent definitions', () => {
 
     await expectCode(engine.start({ ...v1, turnLimit: 4 }, { runId: 'run-v1-changed' }), 'definition_conflict');
     await expectCode(engine.start({ ...v1, script: [{ text: 'other' }] }, { runId: 'run-v1-script' }), 'definition_conflict');
-    expect(engine.list().map((r) => r.run_id)).toEqual(['run-v1']);
+    expect((await engine.list()).map((r) => r.run_id)).toEqual(['run-v1']);
 
     // The same content again, or the change under a new version, is accepted.
     expect((await engine.start(v1, { runId: 'run-v1-again' })).status).toBe('completed');
@@ -179,7 +179,7 @@ describe('applications and identities', () => {
     const engine = openTestEngine('memory', app);
 
     await expectCode(engine.start(scriptedAgent([{ text: 'done' }]), { runId: 'run-noid' }), 'component_identity_missing');
-    expect(engine.list()).toEqual([]);
+    expect(await engine.list()).toEqual([]);
   });
 
   it("a convenience application's snapshots carry an empty compatibility identity", async () => {
@@ -261,7 +261,7 @@ describe('applications and identities', () => {
     await expectCode(after.resume('run-pc'), 'plan_identity_changed');
 
     // Refused before any mutation: still suspended, no Resumed event, the same snapshot bytes.
-    expect(after.show('run-pc')).toEqual(suspended);
+    expect(await after.show('run-pc')).toEqual(suspended);
     expect((await allEvents(after, 'run-pc')).map((e) => e.type)).not.toContain('Resumed');
     expect(Buffer.from(after.exportSnapshot('run-pc').bytes).equals(Buffer.from(snapshot.bytes))).toBe(true);
     expect(changed.toolPlans.liveLeases).toBe(0);
@@ -280,7 +280,7 @@ describe('applications and identities', () => {
 
     const after = openTestEngine('sqlite', localApp([addTool()], 'another.plan'), root);
     await expectCode(after.resume('run-pm'), 'tool_plan_missing');
-    expect(after.show('run-pm')).toEqual(suspended);
+    expect(await after.show('run-pm')).toEqual(suspended);
   });
 
   it('an answer to a run whose plan identity changed is refused with plan_identity_changed and is not recorded', async () => {
@@ -292,7 +292,7 @@ describe('applications and identities', () => {
     const changedAsk = makeTool('ask', (args, ctx) => ctx.requestInteraction(args.id as string, args.prompt as string), { description: 'changed' });
     const after = openTestEngine('sqlite', fullApp([changedAsk]), root);
     await expectCode(after.answer('run-pa', 'q', 'yes'), 'plan_identity_changed');
-    expect(after.show('run-pa')).toEqual(waiting);
+    expect(await after.show('run-pa')).toEqual(waiting);
   });
 
   it('a resolution for a run whose plan identity changed is refused with plan_identity_changed and the call stays uncertain', async () => {
@@ -312,7 +312,7 @@ describe('applications and identities', () => {
 
     const after = openTestEngine('sqlite', fullApp([failing('charge v2')]), root);
     await expectCode(after.resolve('run-pr', 'run-pr/t1/k0', { kind: 'absent' }), 'plan_identity_changed');
-    expect(after.show('run-pr')).toEqual(waiting);
+    expect(await after.show('run-pr')).toEqual(waiting);
     expect(after.mutations('run-pr')).toMatchObject([{ state: 'uncertain' }]);
   });
 });
@@ -368,7 +368,7 @@ describe('tool plans', () => {
   it('starting a run whose tool plan the engine does not have is refused with tool_plan_missing', async () => {
     const engine = openTestEngine('memory', localApp([addTool()]));
     await expectCode(engine.start(scriptedAgent([{ text: 'done' }], { toolPlan: 'nope.plan' }), { runId: 'run-np' }), 'tool_plan_missing');
-    expect(engine.list()).toEqual([]);
+    expect(await engine.list()).toEqual([]);
   });
 
   /** A host that keeps every lease it hands out, so a test can watch each one's release. */

@@ -36,10 +36,10 @@ const onlyRun = (root: string): string => {
 const outboxLines = (root: string): string[] => (existsSync(join(root, 'outbox.jsonl')) ? readFileSync(join(root, 'outbox.jsonl'), 'utf8').split('\n').filter(Boolean) : []);
 
 /** Read the root's effect journal (the effect owner's live API) and close it. */
-function withEffects<T>(root: string, fn: (j: EffectJournal) => T): T {
+async function withEffects<T>(root: string, fn: (j: EffectJournal) => Promise<T>): Promise<T> {
   const j = openSqliteEffectJournal(join(root, 'effects.db'));
   try {
-    return fn(j);
+    return await fn(j);
   } finally {
     j.close();
   }
@@ -64,7 +64,7 @@ function auditFindings(root: string, backupId: string): AuditFinding[] {
 const aboutEffect = (findings: readonly AuditFinding[], operationId: string) => findings.filter((f) => f.subject === `effect:${operationId}`);
 
 describe('a built-in mutating tool killed between dispatch and outcome', () => {
-  it('outbox.append is the same unknown effect in run show, in the effect owner and in a backup audit; run resolve settles it in all three', () => {
+  it('outbox.append is the same unknown effect in run show, in the effect owner and in a backup audit; run resolve settles it in all three', async () => {
     const root = tempRoot();
     const killed = loopx(['run', 'start', '--agent', MUTATOR, '--root', root, '--json'], { LOOPX_TEST_FAULT: FAULT_AFTER_MUTATING_DISPATCH });
     expect(killed.signal).toBe('SIGKILL');
@@ -76,29 +76,29 @@ describe('a built-in mutating tool killed between dispatch and outcome', () => {
     // The engine's view is read from the effect owner: dispatched, never settled.
     const shown = ok(loopx(['run', 'show', runId, '--root', root, '--json'])).json();
     expect(shown.waiting_for).toEqual({ kind: 'resolution', call_ids: [callId], effects: [{ call_id: callId, operation_id: op, outcome: 'pending' }] });
-    withEffects(root, (j) => {
-      expect(j.holds().map((e) => e.operation_id)).toEqual([op]);
-      expect(j.get(op)).toMatchObject({ kind: 'outbox.append', goal_id: `run:${runId}`, target: 'file:outbox.jsonl', attempt: 1 });
+    await withEffects(root, async (j) => {
+      expect((await j.holds()).map((e) => e.operation_id)).toEqual([op]);
+      expect(await j.get(op)).toMatchObject({ kind: 'outbox.append', goal_id: `run:${runId}`, target: 'file:outbox.jsonl', attempt: 1 });
     });
     expect(aboutEffect(auditFindings(root, 'before'), op)).toEqual([expect.objectContaining({ code: 'effect_dispatch_in_flight', owner: 'effect' })]);
 
     const resolved = ok(loopx(['run', 'resolve', runId, callId, '--committed', '{"delivered":true}', '--root', root, '--json']));
     expect(resolved.json()).toMatchObject({ status: 'completed', waiting_for: null });
 
-    withEffects(root, (j) => {
-      expect(j.get(op)).toMatchObject({ outcome: 'committed', receipt: { resolved_by: 'operator', result: { delivered: true } } });
-      expect(j.holds()).toEqual([]);
+    await withEffects(root, async (j) => {
+      expect(await j.get(op)).toMatchObject({ outcome: 'committed', receipt: { resolved_by: 'operator', result: { delivered: true } } });
+      expect(await j.holds()).toEqual([]);
     });
     expect(ok(loopx(['run', 'show', runId, '--root', root, '--json'])).json()).toMatchObject({ status: 'completed', waiting_for: null });
     expect(aboutEffect(auditFindings(root, 'after'), op)).toEqual([]);
     expect(outboxLines(root)).toHaveLength(1); // never re-run
   }, 120_000);
 
-  it("killed after the effect owner settled the call but before the engine recorded it, the next driver takes the effect owner's outcome: never uncertain, never re-run", () => {
+  it("killed after the effect owner settled the call but before the engine recorded it, the next driver takes the effect owner's outcome: never uncertain, never re-run", async () => {
     const root = tempRoot();
     expect(loopx(['run', 'start', '--agent', MUTATOR, '--root', root, '--json'], { LOOPX_TEST_FAULT: FAULT_AFTER_EFFECT_SETTLED }).signal).toBe('SIGKILL');
     const runId = onlyRun(root);
-    withEffects(root, (j) => expect(j.get(`${runId}:t1:k0`)).toMatchObject({ outcome: 'committed', receipt: { delivered: true } }));
+    await withEffects(root, async (j) => expect(await j.get(`${runId}:t1:k0`)).toMatchObject({ outcome: 'committed', receipt: { delivered: true } }));
     // Nothing to resolve: the effect owner has the outcome; the run only needs a driver.
     expect(ok(loopx(['run', 'show', runId, '--root', root, '--json'])).json()).toMatchObject({ status: 'active', waiting_for: null });
 
@@ -125,9 +125,9 @@ describe('a Goal work run killed after the webhook intent, before the send', () 
 
     const shown = ok(loopx(['run', 'show', runId, '--root', root, '--json'])).json();
     expect(shown.waiting_for).toEqual({ kind: 'resolution', call_ids: [callId], effects: [{ call_id: callId, operation_id: op, outcome: 'pending' }] });
-    withEffects(root, (j) => {
-      expect(j.holds().map((e) => e.operation_id)).toEqual([op]);
-      expect(j.get(op)).toMatchObject({ kind: 'webhook.deliver', goal_id: 'launch', outcome: 'pending' });
+    await withEffects(root, async (j) => {
+      expect((await j.holds()).map((e) => e.operation_id)).toEqual([op]);
+      expect(await j.get(op)).toMatchObject({ kind: 'webhook.deliver', goal_id: 'launch', outcome: 'pending' });
     });
     expect(aboutEffect(auditFindings(root, 'before'), op)).toEqual([expect.objectContaining({ code: 'effect_dispatch_in_flight', owner: 'effect' })]);
 
@@ -135,10 +135,10 @@ describe('a Goal work run killed after the webhook intent, before the send', () 
     expect(resolved.status, resolved.stderr).toBe(0);
     expect(resolved.json()).toMatchObject({ status: 'completed', waiting_for: null });
 
-    withEffects(root, (j) => {
-      expect(j.get(op)).toMatchObject({ outcome: 'absent', receipt: { resolved_by: 'operator' } });
-      expect(j.holds()).toEqual([]);
-      expect(j.outbox()).toEqual([]);
+    await withEffects(root, async (j) => {
+      expect(await j.get(op)).toMatchObject({ outcome: 'absent', receipt: { resolved_by: 'operator' } });
+      expect(await j.holds()).toEqual([]);
+      expect(await j.outbox()).toEqual([]);
     });
     expect(aboutEffect(auditFindings(root, 'after'), op)).toEqual([]);
     expect(sink.deliveries().filter((d) => d.operation_id.startsWith(`${runId}:`))).toEqual([]);

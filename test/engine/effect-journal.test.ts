@@ -61,15 +61,15 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
     const running = engine.start(scriptedAgent(chargeScript), { runId: 'run-j' });
     await entered.wait();
 
-    expect(effects().get('run-j:t1:k0')).toMatchObject({ idempotency_key: 'idem:run-j:t1:k0', goal_id: 'run:run-j', kind: 'tool.call', target: 'tool:charge', outcome: 'pending', attempt: 1 });
-    expect(effects().get('run-j:t1:k0')!.dispatched_at).not.toBeNull();
-    expect(JSON.parse(effects().get('run-j:t1:k0')!.intent)).toEqual({ tool: 'charge', arguments: { amount: 5 } });
+    expect(await effects().get('run-j:t1:k0')).toMatchObject({ idempotency_key: 'idem:run-j:t1:k0', goal_id: 'run:run-j', kind: 'tool.call', target: 'tool:charge', outcome: 'pending', attempt: 1 });
+    expect((await effects().get('run-j:t1:k0'))!.dispatched_at).not.toBeNull();
+    expect(JSON.parse((await effects().get('run-j:t1:k0'))!.intent)).toEqual({ tool: 'charge', arguments: { amount: 5 } });
     expect(engine.mutations('run-j')).toMatchObject([{ callId: 'run-j/t1/k0', state: 'intent' }]);
 
     gate.open();
     expect(await running).toMatchObject({ status: 'completed' });
-    expect(effects().get('run-j:t1:k0')).toMatchObject({ outcome: 'committed', receipt: { charged: 5 } });
-    expect(effects().history('run-j:t1:k0').map((h) => h.event)).toEqual(['intent', 'dispatch', 'settle']);
+    expect(await effects().get('run-j:t1:k0')).toMatchObject({ outcome: 'committed', receipt: { charged: 5 } });
+    expect((await effects().history('run-j:t1:k0')).map((h) => h.event)).toEqual(['intent', 'dispatch', 'settle']);
   });
 
   it.each([
@@ -87,14 +87,14 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
     const view = await engine.start(scriptedAgent(chargeScript), { runId: 'run-c' });
 
     expect(engine.mutations('run-c')).toMatchObject([{ state }]);
-    expect(effects().get('run-c:t1:k0')).toMatchObject({ outcome, receipt });
+    expect(await effects().get('run-c:t1:k0')).toMatchObject({ outcome, receipt });
     if (state === 'uncertain') {
       // The engine's view of the call is the effect owner's: its operation id and outcome.
       expect(view.waiting_for).toEqual({ kind: 'resolution', call_ids: ['run-c/t1/k0'], effects: [{ call_id: 'run-c/t1/k0', operation_id: 'run-c:t1:k0', outcome: 'unknown' }] });
-      expect(effects().holds().map((e) => e.operation_id)).toEqual(['run-c:t1:k0']);
+      expect((await effects().holds()).map((e) => e.operation_id)).toEqual(['run-c:t1:k0']);
     } else {
       expect(view).toMatchObject({ status: 'completed', waiting_for: null });
-      expect(effects().holds()).toEqual([]);
+      expect(await effects().holds()).toEqual([]);
     }
   });
 
@@ -107,9 +107,9 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
     await engine.start(scriptedAgent(chargeScript), { runId: 'run-r' });
 
     expect(await engine.resolve('run-r', 'run-r/t1/k0', resolution)).toMatchObject({ status: 'completed', waiting_for: null });
-    expect(effects().get('run-r:t1:k0')).toMatchObject({ operation_id: 'run-r:t1:k0', ...effect });
-    expect(effects().holds().map((e) => e.operation_id)).toEqual(holds);
-    expect(effects().list().map((e) => e.operation_id)).toEqual(['run-r:t1:k0']); // no new identity
+    expect(await effects().get('run-r:t1:k0')).toMatchObject({ operation_id: 'run-r:t1:k0', ...effect });
+    expect((await effects().holds()).map((e) => e.operation_id)).toEqual(holds);
+    expect((await effects().list()).map((e) => e.operation_id)).toEqual(['run-r:t1:k0']); // no new identity
   });
 
   it.each(['resume', 'resolve --committed'] as const)(
@@ -120,7 +120,7 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
       await engine.start(scriptedAgent(chargeScript), { runId: 'run-t' });
       const reconciled = await effects().reconcile('run-t:t1:k0', async () => ({ status: 'committed', receipt: { found: true } }));
       expect(reconciled.resolution).toBe('committed');
-      expect(engine.show('run-t').waiting_for).toBeNull(); // the effect owner has the outcome: nothing to resolve
+      expect((await engine.show('run-t')).waiting_for).toBeNull(); // the effect owner has the outcome: nothing to resolve
 
       const view = how === 'resume' ? await engine.resume('run-t') : await engine.resolve('run-t', 'run-t/t1/k0', { kind: 'committed', resultJson: '{"charged":5}' });
 
@@ -142,7 +142,7 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
 
     expect(refused.details).toEqual({ operation_id: 'run-x:t1:k0', outcome: 'committed' });
     expect(engine.mutations('run-x')).toMatchObject([{ state: 'committed' }]);
-    expect(effects().get('run-x:t1:k0')).toMatchObject({ outcome: 'committed' });
+    expect(await effects().get('run-x:t1:k0')).toMatchObject({ outcome: 'committed' });
     await expectCode(engine.resolve('run-x', 'run-x/t1/k0', { kind: 'absent' }), 'call_not_uncertain');
   });
 
@@ -157,13 +157,13 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
     });
     const { engine, effects } = journalled(kind, [tool]);
     await engine.start(scriptedAgent(chargeScript), { runId: 'run-d' });
-    expect(effects().get('run-d:t1:k0')).toMatchObject({ goal_id: 'launch', kind: 'payment.charge', target: 'payments:acme', intent: '{"amount":5}', outcome: 'committed' });
+    expect(await effects().get('run-d:t1:k0')).toMatchObject({ goal_id: 'launch', kind: 'payment.charge', target: 'payments:acme', intent: '{"amount":5}', outcome: 'committed' });
 
     refuse = true;
     const view = await engine.start(scriptedAgent(chargeScript), { runId: 'run-d2' });
     expect(view).toMatchObject({ status: 'completed', waiting_for: null });
     expect(engine.mutations('run-d2')).toMatchObject([{ state: 'failed', resultJson: '{"error":"goal_work_unbound","message":"Not bound."}' }]);
-    expect(effects().get('run-d2:t1:k0')).toBeUndefined();
+    expect(await effects().get('run-d2:t1:k0')).toBeUndefined();
     expect(executed).toBe(1);
   });
 });
@@ -184,7 +184,7 @@ describe('runs recorded before the effect journal (dual read)', () => {
 
       const { engine, effects } = journalled('sqlite', tools, root);
       expect(engine.mutations('run-old')).toMatchObject([{ state: 'uncertain' }]);
-      expect(engine.show('run-old').waiting_for).toEqual({ kind: 'resolution', call_ids: ['run-old/t1/k0'], effects: [{ call_id: 'run-old/t1/k0', operation_id: 'run-old:t1:k0', outcome: null }] });
+      expect((await engine.show('run-old')).waiting_for).toEqual({ kind: 'resolution', call_ids: ['run-old/t1/k0'], effects: [{ call_id: 'run-old/t1/k0', operation_id: 'run-old:t1:k0', outcome: null }] });
       expect(await engine.resume('run-old')).toMatchObject({ status: 'active', waiting_for: { kind: 'resolution' } });
 
       expect(await engine.resolve('run-old', 'run-old/t1/k0', { kind: 'absent' })).toMatchObject({ status: 'completed', waiting_for: null });
@@ -192,7 +192,7 @@ describe('runs recorded before the effect journal (dual read)', () => {
       expect(runs).toBe(1);
       // Nothing was invented in the effect owner for a call it never journalled.
       if (shape === 'no effects.db') expect(existsSync(join(root, 'effects.db'))).toBe(false);
-      else expect(effects().list()).toEqual([]);
+      else expect(await effects().list()).toEqual([]);
     },
   );
 });

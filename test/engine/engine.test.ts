@@ -244,7 +244,7 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
 
   it('an unknown run is run_not_found', async () => {
     const engine = openTestEngine(kind, localApp([]));
-    expectThrowsCode(() => engine.show('run-nope'), 'run_not_found');
+    await expectCode(engine.show('run-nope'), 'run_not_found');
     await expectCode(engine.resume('run-nope'), 'run_not_found');
   });
 });
@@ -279,9 +279,9 @@ describe.each(STORE_KINDS)('message history (%s store)', (kind) => {
     const engine = openTestEngine(kind, localApp([addTool()]));
     await engine.start(scriptedAgent(script, { system: 'be brief' }), { input: 'sum things', runId: 'run-ids', suspendAfterTurns: 1 });
     await engine.resume('run-ids', { turns: 1 });
-    expect(engine.show('run-ids').status).toBe('suspended');
+    expect((await engine.show('run-ids')).status).toBe('suspended');
     await engine.resume('run-ids');
-    expect(engine.show('run-ids').status).toBe('completed');
+    expect((await engine.show('run-ids')).status).toBe('completed');
 
     const messages = engine.messages('run-ids');
     const messageIds = messages.map((m) => m.id);
@@ -324,7 +324,7 @@ describe.each(STORE_KINDS)('suspend and resume (%s store)', (kind) => {
     const engine = openTestEngine(kind, localApp([addTool()]));
     await expectCode(engine.start(scriptedAgent(fourTurnScript), { suspendAfterTurns: -1 }), 'suspend_after_turns_invalid');
     await expectCode(engine.start(scriptedAgent(fourTurnScript), { suspendAfterTurns: 1.5 }), 'suspend_after_turns_invalid');
-    expect(engine.list()).toEqual([]);
+    expect(await engine.list()).toEqual([]);
   });
 
   it('a suspend requested while a turn is in progress takes effect when that turn completes, not before', async () => {
@@ -347,7 +347,7 @@ describe.each(STORE_KINDS)('suspend and resume (%s store)', (kind) => {
 
     // Requested, not yet taken: the turn is still running.
     expect(requested).toMatchObject({ status: 'active', suspend_requested: true, completed_turns: 0 });
-    expect(engine.show('run-mid').status).toBe('active');
+    expect((await engine.show('run-mid')).status).toBe('active');
     expect(order).toEqual([]);
 
     gate.open();
@@ -371,11 +371,11 @@ describe.each(STORE_KINDS)('suspend and resume (%s store)', (kind) => {
 
     const running = engine.start(scriptedAgent([{ toolCalls: [call('block', {})] }, { text: 'done' }]), { runId: 'run-busy' });
     await entered.wait();
-    const before = engine.show('run-busy').last_sequence;
+    const before = (await engine.show('run-busy')).last_sequence;
     await expectCode(engine.resume('run-busy'), 'run_busy');
     await expectCode(engine.cancel('run-busy'), 'run_busy');
     await expectCode(engine.answer('run-busy', 'x', 'y'), 'run_busy');
-    expect(engine.show('run-busy').last_sequence).toBe(before);
+    expect((await engine.show('run-busy')).last_sequence).toBe(before);
 
     gate.open();
     expect((await running).status).toBe('completed');
@@ -421,7 +421,7 @@ describe.each(STORE_KINDS)('suspend and resume (%s store)', (kind) => {
     const suspended = await engine.start(scriptedAgent(fourTurnScript), { runId: 'run-rt0', suspendAfterTurns: 1 });
 
     await expectCode(engine.resume('run-rt0', { turns: 0 }), 'turns_invalid');
-    expect(engine.show('run-rt0')).toEqual(suspended);
+    expect(await engine.show('run-rt0')).toEqual(suspended);
   });
 
   it.each([
@@ -432,11 +432,11 @@ describe.each(STORE_KINDS)('suspend and resume (%s store)', (kind) => {
     const engine = openTestEngine(kind, localApp([addTool()]));
     await engine.start(scriptedAgent(script, { turnLimit }), { runId: 'run-t', ...(cancel ? { suspendAfterTurns: 1 } : {}) });
     if (cancel) await engine.cancel('run-t');
-    const before = engine.show('run-t');
+    const before = await engine.show('run-t');
     expect(before.status).toBe(status);
 
     await expectCode(engine.resume('run-t'), 'run_terminal');
-    expect(engine.show('run-t')).toEqual(before);
+    expect(await engine.show('run-t')).toEqual(before);
   });
 });
 
@@ -525,7 +525,7 @@ describe('export across stores', () => {
     first.close();
 
     const second = openTestEngine('sqlite', builtinApplication(root), root);
-    expect(second.show('run-reopen')).toEqual(suspended);
+    expect(await second.show('run-reopen')).toEqual(suspended);
     expect(Buffer.from(second.exportSnapshot('run-reopen').bytes).equals(Buffer.from(before.bytes))).toBe(true);
     expect(await second.resume('run-reopen', { turns: 1 })).toMatchObject({ status: 'suspended', completed_turns: 2 });
   });
@@ -544,7 +544,7 @@ describe.each(STORE_KINDS)('cancel (%s store)', (kind) => {
     await expectCode(engine.resume('run-c'), 'run_terminal');
     await expectCode(engine.suspend('run-c'), 'run_terminal');
     await expectCode(engine.cancel('run-c'), 'run_terminal');
-    expect(engine.show('run-c')).toEqual(view);
+    expect(await engine.show('run-c')).toEqual(view);
     expect(decodeSnapshot(engine.exportSnapshot('run-c').bytes).lifecycle).toBe('cancelled');
   });
 

@@ -39,21 +39,21 @@ describe('run event subscription', () => {
       // Wait until the writer has created the run (its first commit), then subscribe from cursor 0.
       let runId: string | undefined;
       while (!runId) {
-        runId = engine.list()[0]?.run_id;
+        runId = (await engine.list())[0]?.run_id;
         if (!runId) await new Promise((r) => setTimeout(r, 10));
       }
       const seen: RunEvent[] = [];
       let midRun = false;
       for await (const e of engine.events(runId, { after: 0, follow: 'while-active', pollMs: 5 })) {
         seen.push(e);
-        if (e.sequence === 10) midRun = engine.show(runId).status === 'active';
+        if (e.sequence === 10) midRun = (await engine.show(runId)).status === 'active';
       }
       const result = await writer;
       expect(result.status).toBe(0);
       expect(midRun).toBe(true); // the subscription really overlapped the writer
       assertContiguous(seen, 1);
       expect(seen.at(-1)!.type).toBe('Completed');
-      expect(seen.at(-1)!.sequence).toBe(engine.show(runId).last_sequence);
+      expect(seen.at(-1)!.sequence).toBe((await engine.show(runId)).last_sequence);
       expect(seen.filter((e) => e.type === 'TurnCompleted')).toHaveLength(TURNS + 1);
     } finally {
       engine.close();

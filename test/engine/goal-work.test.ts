@@ -55,10 +55,10 @@ describe('loopx work run', () => {
     }
     const effects = effectOwner.openSqliteEffectJournal(join(root, 'effects.db'));
     try {
-      expect(effects.get(`${out.run_id}:t3:k0`)).toMatchObject({ outcome: 'committed', kind: 'webhook.deliver' });
+      expect(await effects.get(`${out.run_id}:t3:k0`)).toMatchObject({ outcome: 'committed', kind: 'webhook.deliver' });
       // Every mutating call of the run went through the effect owner, Todo updates included.
-      expect(effects.get(`${out.run_id}:t2:k0`)).toMatchObject({ outcome: 'committed', kind: 'work.todo_update' });
-      expect(effects.get(`${out.run_id}:t4:k0`)).toMatchObject({ outcome: 'committed', kind: 'work.todo_update' });
+      expect(await effects.get(`${out.run_id}:t2:k0`)).toMatchObject({ outcome: 'committed', kind: 'work.todo_update' });
+      expect(await effects.get(`${out.run_id}:t4:k0`)).toMatchObject({ outcome: 'committed', kind: 'work.todo_update' });
     } finally {
       effects.close();
     }
@@ -101,7 +101,7 @@ describe('loopx work run', () => {
     const effects = effectOwner.openSqliteEffectJournal(join(root, 'effects.db'));
     try {
       // The owner refused before acting: a definite outcome, recorded as rejected, never unknown.
-      expect(effects.get(`${first.run_id}:t2:k0`)).toMatchObject({ outcome: 'rejected', kind: 'work.todo_update' });
+      expect(await effects.get(`${first.run_id}:t2:k0`)).toMatchObject({ outcome: 'rejected', kind: 'work.todo_update' });
     } finally {
       effects.close();
     }

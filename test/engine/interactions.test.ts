@@ -66,7 +66,7 @@ describe.each(STORE_KINDS)('interactions (%s store)', (kind) => {
     const waiting = await engine.answer('run-twice', 'b-2', 'yes');
 
     await expectCode(engine.answer('run-twice', 'b-2', 'yes again'), 'interaction_id_reused');
-    expect(engine.show('run-twice')).toEqual(waiting);
+    expect(await engine.show('run-twice')).toEqual(waiting);
   });
 
   it('answering an id the run is not waiting for is refused with interaction_not_pending', async () => {
@@ -75,7 +75,7 @@ describe.each(STORE_KINDS)('interactions (%s store)', (kind) => {
 
     await expectCode(engine.answer('run-wrong', 'a-1', 'not asked yet'), 'interaction_not_pending');
     await expectCode(engine.answer('run-wrong', 'zzz', 'never asked'), 'interaction_not_pending');
-    expect(engine.show('run-wrong')).toEqual(waiting);
+    expect(await engine.show('run-wrong')).toEqual(waiting);
   });
 
   it('a later tool requesting an already-used interaction id gets an interaction_id_reused error result instead of waiting', async () => {

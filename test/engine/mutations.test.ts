@@ -155,7 +155,7 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
     const settled = await engine.resolve('run-nu', 'run-nu/t1/k0', { kind: 'absent' });
 
     await expectCode(engine.resolve('run-nu', 'run-nu/t1/k0', { kind: 'committed', resultJson: '{}' }), 'call_not_uncertain');
-    expect(engine.show('run-nu')).toEqual(settled);
+    expect(await engine.show('run-nu')).toEqual(settled);
     expect(engine.mutations('run-nu')).toMatchObject([{ state: 'absent' }]);
   });
 
@@ -174,7 +174,7 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
     const waiting = await engine.start(scriptedAgent(chargeScript), { runId: 'run-bad' });
 
     await expectCode(engine.resolve('run-bad', 'run-bad/t1/k0', { kind: 'committed', resultJson: 'charged!' }), 'resolution_result_invalid');
-    expect(engine.show('run-bad')).toEqual(waiting);
+    expect(await engine.show('run-bad')).toEqual(waiting);
   });
 
   it('after a resolution, the later calls of the same turn run and no earlier one runs again', async () => {

@@ -340,7 +340,7 @@ describe('competing importers, differing claims and an uncertain activation', ()
     // Released: no run or import lease is left, and the run lock is free for the next driver.
     expect(real.outstandingLeases).toBe(0);
     // Stopped: the kernel run is suspended at the snapshot's sequence and no event was appended.
-    expect(b.show(s.run_id)).toMatchObject({ status: 'suspended', last_sequence: s.last_sequence });
+    expect(await b.show(s.run_id)).toMatchObject({ status: 'suspended', last_sequence: s.last_sequence });
     expect(await collect(b, s.run_id, s.last_sequence)).toEqual([]);
     // The next driver takes the lock and continues under the ACTIVE record.
     const resumed = await w.open('b').resume(s.run_id);

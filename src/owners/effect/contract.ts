@@ -2,9 +2,15 @@
  * The effect owner's contract: the journal of external effects (`effects.db` in a runtime root),
  * its outbox, and reconciliation of uncertain outcomes under their ORIGINAL operation identity.
  *
+ * The owner decides over a storage port (port.ts; memory.ts and sqlite.ts implement it), so the
+ * guarantees below hold for every provider.
+ *
  * Failure modes — what each operation guarantees:
- * - Every write is atomic and durable when it returns; each state change also appends one row to
- *   the effect's history (evidence is never overwritten, not even by `reissue`).
+ * - Every write is atomic and durable when its Promise resolves; one whose commit point failed
+ *   unprovably is read back, and answered only if the readback shows it (else
+ *   `store_outcome_unproved`: retry the same request — it applies at most once). Each state
+ *   change also appends one row to the effect's history (evidence is never overwritten, not even
+ *   by `reissue`).
  * - `recordIntent` is durable BEFORE anything is dispatched. It is idempotent by operation id:
  *   the same operation id with the same intent digest returns the existing row (`replayed`);
  *   a different digest fails with `operation_identity_mismatch`; an idempotency key already held
@@ -133,29 +139,34 @@ export interface ListEffectsFilter {
   readonly outcome?: EffectOutcome;
 }
 
+/**
+ * The effect owner's live API (journal.ts, over any `EffectPort`). Reads and writes are
+ * asynchronous; `close` is not. A write that a store could not prove landed rejects with
+ * `store_outcome_unproved` (retry the same request: it applies at most once).
+ */
 export interface EffectJournal {
-  recordIntent(request: RecordIntentRequest): EffectWriteResult;
+  recordIntent(request: RecordIntentRequest): Promise<EffectWriteResult>;
   /** Take the effect out of the outbox and record the dispatch attempt; call before sending. */
-  beginDispatch(operationId: string): EffectRecord;
-  settle(operationId: string, outcome: SettledOutcome, receipt: JsonValue): EffectWriteResult;
+  beginDispatch(operationId: string): Promise<EffectRecord>;
+  settle(operationId: string, outcome: SettledOutcome, receipt: JsonValue): Promise<EffectWriteResult>;
   /** Record that reconciliation could not resolve an unknown effect (a visible hold). */
-  holdUnknown(operationId: string, reason: string): EffectRecord;
+  holdUnknown(operationId: string, reason: string): Promise<EffectRecord>;
   /** Put an `absent` effect back into the outbox under the same identity. */
-  reissue(operationId: string): EffectRecord;
+  reissue(operationId: string): Promise<EffectRecord>;
   /** Resolve an uncertain effect by asking the external system about its original operation id. */
   reconcile(operationId: string, query: ReconcileQuery): Promise<ReconcileResult>;
   /** Settle an uncertain effect from outside evidence, if it is still exactly in the `expected` state. */
-  resolve(operationId: string, expected: ExpectedEffectState, outcome: ResolvedOutcome, receipt: JsonValue): EffectWriteResult;
+  resolve(operationId: string, expected: ExpectedEffectState, outcome: ResolvedOutcome, receipt: JsonValue): Promise<EffectWriteResult>;
 
-  get(operationId: string): EffectRecord | undefined;
-  getByIdempotencyKey(idempotencyKey: string): EffectRecord | undefined;
+  get(operationId: string): Promise<EffectRecord | undefined>;
+  getByIdempotencyKey(idempotencyKey: string): Promise<EffectRecord | undefined>;
   /** Effects in creation order. */
-  list(filter?: ListEffectsFilter): EffectRecord[];
+  list(filter?: ListEffectsFilter): Promise<EffectRecord[]>;
   /** Effects awaiting their first dispatch, in enqueue order. */
-  outbox(): OutboxEntry[];
+  outbox(): Promise<OutboxEntry[]>;
   /** Effects whose outcome is uncertain: unknown, or dispatched and never settled. */
-  holds(): EffectRecord[];
-  history(operationId: string): EffectTransition[];
+  holds(): Promise<EffectRecord[]>;
+  history(operationId: string): Promise<EffectTransition[]>;
 
   close(): void;
 }

@@ -1,7 +1,9 @@
 /**
  * Public API of the effect owner: the journal of external effects (operation identity, intent,
  * outcome, receipt, history) and its outbox; reconciliation of uncertain outcomes under their
- * original operation id; webhook delivery through the journal. Recovery contract:
+ * original operation id; webhook delivery through the journal. Live API: `EffectJournal` (async),
+ * the owner over an `EffectPort` — SQLite `effects.db` or the in-memory reference; a new provider
+ * implements the port in its own file. Recovery contract:
  * `readHistorical` reads a copy of effects.db without authority and dispatches nothing.
  */
 export {
@@ -29,8 +31,10 @@ export {
 } from './contract.js';
 export { EFFECT_ERROR_CODES, EffectError, alreadySettled, isEffectError, outcomeUnknown, type EffectErrorCode } from './errors.js';
 export { isUncertain } from './rules.js';
-export { memoryEffectJournal } from './memory.js';
-export { openSqliteEffectJournal, type SqliteEffectJournalOptions } from './sqlite.js';
+export type { EffectOutboxChange, EffectPort, EffectQuery, EffectRows, EffectWrite } from './port.js';
+export { effectJournal, memoryEffectJournal, openSqliteEffectJournal, type SqliteEffectJournalOptions } from './journal.js';
+export { createMemoryEffectState, memoryEffectPort, type MemoryEffectPortOptions, type MemoryEffectState } from './memory.js';
+export { openSqliteEffectPort, type SqliteEffectPortOptions } from './sqlite.js';
 export {
   DEFAULT_WEBHOOK_TIMEOUT_MS,
   FAULT_BEFORE_WEBHOOK_SEND,

@@ -24,7 +24,7 @@ function checked(o: unknown): ReconcileObservation {
 
 export async function reconcileEffect(journal: Primitives, operationId: string, query: ReconcileQuery): Promise<ReconcileResult> {
   checkId(operationId, 'operation_id');
-  const e = journal.get(operationId);
+  const e = await journal.get(operationId);
   if (e === undefined) throw effectNotFound(operationId);
   if (!isUncertain(e)) {
     if (e.outcome === 'pending') throw notDispatched(operationId);
@@ -37,23 +37,23 @@ export async function reconcileEffect(journal: Primitives, operationId: string, 
     observation = { status: 'unknown', reason: 'query_failed' };
   }
   try {
-    return settleObservation(journal, e, observation);
+    return await settleObservation(journal, e, observation);
   } catch (err) {
     // Someone else settled it while we were asking: their outcome stands; report it.
-    if (isLoopxError(err) && err.code === 'effect_already_settled') return { effect: journal.get(operationId)!, resolution: 'already_settled' };
+    if (isLoopxError(err) && err.code === 'effect_already_settled') return { effect: (await journal.get(operationId))!, resolution: 'already_settled' };
     throw err;
   }
 }
 
-function settleObservation(journal: Primitives, e: EffectRecord, o: ReconcileObservation): ReconcileResult {
+async function settleObservation(journal: Primitives, e: EffectRecord, o: ReconcileObservation): Promise<ReconcileResult> {
   if (o.status === 'committed') {
-    const { effect } = journal.settle(e.operation_id, 'committed', { reconciled: true, observation: o.receipt });
+    const { effect } = await journal.settle(e.operation_id, 'committed', { reconciled: true, observation: o.receipt });
     return { effect, resolution: 'committed' };
   }
   if (o.status === 'absent') {
-    const { effect } = journal.settle(e.operation_id, 'absent', { reconciled: true, observation: o.receipt ?? null });
+    const { effect } = await journal.settle(e.operation_id, 'absent', { reconciled: true, observation: o.receipt ?? null });
     return { effect, resolution: 'absent' };
   }
-  if (e.outcome === 'pending') journal.settle(e.operation_id, 'unknown', { reconciled: false, reason: o.reason });
-  return { effect: journal.holdUnknown(e.operation_id, o.reason), resolution: 'held' };
+  if (e.outcome === 'pending') await journal.settle(e.operation_id, 'unknown', { reconciled: false, reason: o.reason });
+  return { effect: await journal.holdUnknown(e.operation_id, o.reason), resolution: 'held' };
 }

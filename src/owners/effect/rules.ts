@@ -1,7 +1,9 @@
 /**
- * The effect owner's decisions as pure functions over the current row, shared by the SQLite
- * provider and the in-memory reference. Each returns either a readback (an idempotent repeat) or
- * the change to persist: the next row, the history event, and what happens to the outbox row.
+ * The effect owner's decisions as pure functions over the current row: the one place they are
+ * made, whatever the storage port. The owner (journal.ts) reads the rows, asks these functions,
+ * then commits what they decided under the precondition that the effect is still at the revision
+ * read. Each returns either a readback (an idempotent repeat) or the change to persist: the next
+ * row, the history event, and what happens to the outbox row.
  */
 import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';

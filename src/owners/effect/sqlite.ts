@@ -1,49 +1,40 @@
 /**
- * SQLite effect journal: `effects.db` in the runtime root. Each write is one IMMEDIATE transaction
- * that re-reads the row it decides on and lands the row, its history entry and its outbox change
- * together — so an intent is durable before dispatch and a dispatch is recorded before sending,
- * across processes sharing the file.
+ * SQLite effect port: `effects.db` in the runtime root, on the schema it has always had (existing
+ * roots and backups read unchanged). Each commit is one IMMEDIATE transaction that checks the
+ * write's precondition on the current rows and lands the effect, its history row and its outbox
+ * change together (sqlite-port.ts) — so an intent is durable before dispatch and a dispatch is
+ * recorded before sending, across processes sharing the file. Stores rows; decides nothing about
+ * effects (journal.ts does).
  */
-import { canonicalJson, internal } from '../../core/index.js';
-import { RowInvalid, openSqlite, setup, type SqliteDatabase } from '../../store/index.js';
-import type { EffectJournal, EffectJournalOptions, EffectRecord, ExpectedEffectState, ReconcileQuery, ReconcileResult, OutboxEntry, ResolvedOutcome } from './contract.js';
-import { effectNotFound } from './errors.js';
-import { reconcileEffect } from './reconcile.js';
-import {
-  checkExpected,
-  checkId,
-  checkOutcome,
-  checkReason,
-  checkResolved,
-  decideDispatch,
-  decideHold,
-  decideRecordIntent,
-  decideReissue,
-  decideResolve,
-  decideSettle,
-  normalizeIntent,
-  receiptText,
-  type Change,
-  type Decision,
-  type NormalizedIntent,
-} from './rules.js';
-import { MIGRATIONS, decodeEffect, decodeTransition, type EffectRow, type HistoryRow, type OutboxRow } from './schema.js';
+import { canonicalJson } from '../../core/index.js';
+import { type ConflictReason } from '../port.js';
+import { openSqlitePort, type SqlitePortOptions } from '../sqlite-port.js';
+import type { EffectTransition, OutboxEntry } from './contract.js';
+import type { EffectPort, EffectRows, EffectWrite } from './port.js';
+import { MIGRATIONS, decodeEffect, decodeTransition, type EffectRow, type HistoryRow } from './schema.js';
 
-export interface SqliteEffectJournalOptions extends EffectJournalOptions {
-  readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
-}
+export type SqliteEffectPortOptions = SqlitePortOptions;
 
-export function openSqliteEffectJournal(path: string, options: SqliteEffectJournalOptions = {}): EffectJournal {
-  const db: SqliteDatabase = openSqlite(path, options.synchronous ? { synchronous: options.synchronous } : {});
-  setup(db, MIGRATIONS);
-  const now = () => (options.now ?? (() => new Date()))().toISOString();
+type OutboxJoinRow = { operation_id: string; enqueued_at: string; idempotency_key: string; goal_id: string; kind: string; target: string };
 
+const jsonText = (v: unknown): string | null => (v === null ? null : canonicalJson(v));
+const outboxEntry = (r: OutboxJoinRow): OutboxEntry => ({
+  operation_id: String(r.operation_id),
+  idempotency_key: r.idempotency_key,
+  goal_id: r.goal_id,
+  kind: r.kind,
+  target: r.target,
+  enqueued_at: String(r.enqueued_at),
+});
+
+export function openSqliteEffectPort(path: string, options: SqliteEffectPortOptions = {}): EffectPort {
+  const base = openSqlitePort(path, MIGRATIONS, 'effect', 'effects.db', options);
+  const db = base.db;
   const q = {
     get: db.prepare('SELECT * FROM effects WHERE operation_id = ?'),
     byKey: db.prepare('SELECT * FROM effects WHERE idempotency_key = ?'),
-    list: db.prepare(
-      'SELECT * FROM effects WHERE (@goal_id IS NULL OR goal_id = @goal_id) AND (@outcome IS NULL OR outcome = @outcome) ORDER BY rowid',
-    ),
+    taken: db.prepare('SELECT 1 FROM effects WHERE operation_id = ? OR idempotency_key = ?'),
+    list: db.prepare('SELECT * FROM effects WHERE (@goal_id IS NULL OR goal_id = @goal_id) AND (@outcome IS NULL OR outcome = @outcome) ORDER BY rowid'),
     holds: db.prepare("SELECT * FROM effects WHERE outcome = 'unknown' OR (outcome = 'pending' AND dispatched_at IS NOT NULL) ORDER BY rowid"),
     insert: db.prepare(
       `INSERT INTO effects (operation_id, idempotency_key, goal_id, kind, target, intent, intent_digest, outcome, receipt, attempt, dispatched_at, hold, reconcile_attempts, created_at, settled_at)
@@ -53,80 +44,65 @@ export function openSqliteEffectJournal(path: string, options: SqliteEffectJourn
       `UPDATE effects SET outcome = @outcome, receipt = @receipt, attempt = @attempt, dispatched_at = @dispatched_at, hold = @hold,
          reconcile_attempts = @reconcile_attempts, settled_at = @settled_at WHERE operation_id = @operation_id`,
     ),
-    inOutbox: db.prepare('SELECT 1 FROM outbox WHERE operation_id = ?'),
+    queued: db.prepare(
+      'SELECT o.operation_id, o.enqueued_at, e.idempotency_key, e.goal_id, e.kind, e.target FROM outbox o JOIN effects e USING (operation_id) WHERE o.operation_id = ?',
+    ),
     outboxAdd: db.prepare('INSERT INTO outbox (operation_id, enqueued_at) VALUES (?, ?)'),
     outboxRemove: db.prepare('DELETE FROM outbox WHERE operation_id = ?'),
     outbox: db.prepare(
       'SELECT o.operation_id, o.enqueued_at, e.idempotency_key, e.goal_id, e.kind, e.target FROM outbox o JOIN effects e USING (operation_id) ORDER BY o.rowid',
     ),
-    historyCount: db.prepare('SELECT COUNT(*) AS n FROM effect_history WHERE operation_id = ?'),
+    revision: db.prepare('SELECT COUNT(*) AS n FROM effect_history WHERE operation_id = ?'),
+    last: db.prepare('SELECT * FROM effect_history WHERE operation_id = ? ORDER BY seq DESC LIMIT 1'),
     historyAdd: db.prepare('INSERT INTO effect_history (operation_id, seq, event, outcome, receipt, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
     history: db.prepare('SELECT * FROM effect_history WHERE operation_id = ? ORDER BY seq'),
   };
 
-  const decoded = <T>(fn: () => T): T => {
-    try {
-      return fn();
-    } catch (e) {
-      if (e instanceof RowInvalid) {
-        throw internal('effect_store_corrupt', `effects.db holds a malformed row (${e.field}).`, { nextAction: 'run the backup verifier on a copy of effects.db', cause: e });
-      }
-      throw e;
+  const effectOf = (row: unknown) => (row === undefined ? undefined : decodeEffect(row as EffectRow));
+  const addHistory = (t: EffectTransition): void => {
+    q.historyAdd.run(t.operation_id, t.seq, t.event, t.outcome, jsonText(t.receipt), t.reason, t.at);
+  };
+
+  const apply = (w: EffectWrite): ConflictReason | undefined => {
+    const e = w.effect;
+    const row = { ...e, receipt: jsonText(e.receipt) };
+    if (w.op === 'create_effect') {
+      if (q.taken.get(e.operation_id, e.idempotency_key) !== undefined) return 'exists';
+      q.insert.run(row);
+      q.outboxAdd.run(e.operation_id, w.enqueued_at);
+      addHistory(w.transition);
+      return undefined;
     }
-  };
-  const read = (row: unknown): EffectRecord | undefined => (row === undefined ? undefined : decoded(() => decodeEffect(row as EffectRow)));
-  const requireEffect = (operationId: string): EffectRecord => {
-    const e = read(q.get.get(operationId));
-    if (e === undefined) throw effectNotFound(operationId);
-    return e;
+    if (q.get.get(e.operation_id) === undefined) return 'missing';
+    if ((q.revision.get(e.operation_id) as { n: number }).n !== w.transition.seq - 1) return 'changed';
+    q.update.run(row);
+    if (w.outbox !== 'keep') q.outboxRemove.run(e.operation_id);
+    if (w.outbox !== 'keep' && w.outbox !== 'remove') q.outboxAdd.run(e.operation_id, w.outbox.add);
+    addHistory(w.transition);
+    return undefined;
   };
 
-  const persist = (c: Change, insert: boolean): EffectRecord => {
-    const at = now();
-    const row = { ...c.next, receipt: c.next.receipt === null ? null : canonicalJson(c.next.receipt) };
-    if (insert) q.insert.run(row);
-    else q.update.run(row);
-    if (c.outbox === 'add') q.outboxAdd.run(c.next.operation_id, at);
-    if (c.outbox === 'remove') q.outboxRemove.run(c.next.operation_id);
-    const seq = (q.historyCount.get(c.next.operation_id) as { n: number }).n + 1;
-    q.historyAdd.run(c.next.operation_id, seq, c.event, c.next.outcome, c.receipt, c.reason, at);
-    return c.next;
-  };
-  const outcomeOf = (d: Decision, insert = false) =>
-    'readback' in d ? { effect: d.readback, replayed: true } : { effect: persist(d.change, insert), replayed: false };
-
-  const tx = <A extends unknown[], R>(fn: (...args: A) => R) => {
-    const t = db.transaction(fn);
-    return (...args: A): R => t.immediate(...args);
-  };
-  const intentTx = tx((n: NormalizedIntent) => outcomeOf(decideRecordIntent(read(q.get.get(n.operation_id)), read(q.byKey.get(n.idempotency_key)), n, now()), true));
-  const dispatchTx = tx((id: string) => persist(decideDispatch(requireEffect(id), q.inOutbox.get(id) !== undefined, now()), false));
-  const settleTx = tx((id: string, outcome: ReturnType<typeof checkOutcome>, receipt: string) => outcomeOf(decideSettle(requireEffect(id), outcome, receipt, now())));
-  const resolveTx = tx((id: string, expected: ExpectedEffectState, outcome: ResolvedOutcome, receipt: string) => outcomeOf(decideResolve(requireEffect(id), expected, outcome, receipt, now())));
-  const holdTx = tx((id: string, reason: string) => persist(decideHold(requireEffect(id), reason), false));
-  const reissueTx = tx((id: string) => persist(decideReissue(requireEffect(id)), false));
-
-  const journal = {
-    recordIntent: (request) => intentTx(normalizeIntent(request)),
-    beginDispatch: (operationId) => dispatchTx(checkId(operationId, 'operation_id')),
-    settle: (operationId, outcome, receipt) => settleTx(checkId(operationId, 'operation_id'), checkOutcome(outcome), receiptText(receipt)),
-    resolve: (operationId, expected, outcome, receipt) =>
-      resolveTx(checkId(operationId, 'operation_id'), checkExpected(expected), checkResolved(outcome), receiptText(receipt)),
-    holdUnknown: (operationId, reason) => holdTx(checkId(operationId, 'operation_id'), checkReason(reason)),
-    reissue: (operationId) => reissueTx(checkId(operationId, 'operation_id')),
-    reconcile: (operationId: string, query: ReconcileQuery): Promise<ReconcileResult> => reconcileEffect(journal, operationId, query),
-    get: (id) => read(q.get.get(id)),
-    getByIdempotencyKey: (key) => read(q.byKey.get(key)),
-    list: (filter = {}) => q.list.all({ goal_id: filter.goal_id ?? null, outcome: filter.outcome ?? null }).map((r) => read(r)!),
-    outbox: () =>
-      (q.outbox.all() as Array<OutboxRow & { idempotency_key: string; goal_id: string; kind: string; target: string }>).map(
-        (r): OutboxEntry => ({ operation_id: String(r.operation_id), idempotency_key: r.idempotency_key, goal_id: r.goal_id, kind: r.kind, target: r.target, enqueued_at: String(r.enqueued_at) }),
-      ),
-    holds: () => q.holds.all().map((r) => read(r)!),
-    history: (id) => (q.history.all(id) as HistoryRow[]).map((r) => decoded(() => decodeTransition(r))),
-    close() {
-      db.close();
-    },
-  } satisfies EffectJournal;
-  return journal;
+  const port = {
+    provider: base.provider,
+    read: (query) =>
+      base.read((): EffectRows => {
+        const effect = query.operation_id === undefined ? undefined : effectOf(q.get.get(query.operation_id));
+        const lastRow = effect === undefined ? undefined : (q.last.get(effect.operation_id) as HistoryRow | undefined);
+        const queuedRow = effect === undefined ? undefined : (q.queued.get(effect.operation_id) as OutboxJoinRow | undefined);
+        const holder = query.idempotency_key === undefined ? undefined : effectOf(q.byKey.get(query.idempotency_key));
+        return {
+          ...(effect ? { effect } : {}),
+          ...(lastRow ? { last_transition: decodeTransition(lastRow) } : {}),
+          ...(queuedRow ? { queued: outboxEntry(queuedRow) } : {}),
+          ...(holder ? { key_holder: holder } : {}),
+        };
+      }),
+    listEffects: (filter = {}) => base.read(() => (q.list.all({ goal_id: filter.goal_id ?? null, outcome: filter.outcome ?? null }) as EffectRow[]).map(decodeEffect)),
+    listOutbox: () => base.read(() => (q.outbox.all() as OutboxJoinRow[]).map(outboxEntry)),
+    listHolds: () => base.read(() => (q.holds.all() as EffectRow[]).map(decodeEffect)),
+    listHistory: (operationId) => base.read(() => (q.history.all(operationId) as HistoryRow[]).map(decodeTransition)),
+    commit: (write) => base.commit(() => apply(write)),
+    close: () => base.close(),
+  } satisfies EffectPort;
+  return port;
 }

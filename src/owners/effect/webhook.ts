@@ -71,7 +71,7 @@ export interface WebhookSendResult {
 }
 
 export async function deliverWebhook(journal: EffectJournal, request: WebhookDeliveryRequest, options: WebhookOptions = {}): Promise<WebhookDeliveryResult> {
-  const { effect } = journal.recordIntent({
+  const { effect } = await journal.recordIntent({
     operation_id: request.operation_id,
     idempotency_key: request.idempotency_key,
     goal_id: request.goal_id,
@@ -82,8 +82,8 @@ export async function deliverWebhook(journal: EffectJournal, request: WebhookDel
   if (effect.outcome !== 'pending') return { effect, dispatched: false };
   if (effect.dispatched_at !== null) throw dispatchInFlight(effect.operation_id);
 
-  const sent = await sendWebhook(journal.beginDispatch(effect.operation_id), options);
-  return { effect: journal.settle(effect.operation_id, sent.outcome, sent.receipt).effect, dispatched: true };
+  const sent = await sendWebhook(await journal.beginDispatch(effect.operation_id), options);
+  return { effect: (await journal.settle(effect.operation_id, sent.outcome, sent.receipt)).effect, dispatched: true };
 }
 
 /**

@@ -28,15 +28,15 @@ const intent = (n: number): RecordIntentRequest => ({
 });
 
 /** op-1 committed, op-2 unknown, op-3 waiting in the outbox, op-4 dispatched and never settled. */
-function copiedFixture() {
+async function copiedFixture() {
   const live = join(tempDir(), 'effects.db');
   const j = openSqliteEffectJournal(live);
-  for (const n of [1, 2, 3, 4]) j.recordIntent(intent(n));
-  j.beginDispatch('op-1');
-  j.settle('op-1', 'committed', { http_status: 201 });
-  j.beginDispatch('op-2');
-  j.settle('op-2', 'unknown', { reason: 'timeout' });
-  j.beginDispatch('op-4');
+  for (const n of [1, 2, 3, 4]) await j.recordIntent(intent(n));
+  await j.beginDispatch('op-1');
+  await j.settle('op-1', 'committed', { http_status: 201 });
+  await j.beginDispatch('op-2');
+  await j.settle('op-2', 'unknown', { reason: 'timeout' });
+  await j.beginDispatch('op-4');
   j.close();
   const workspace = tempDir();
   const copy = join(workspace, 'effects.db');
@@ -53,8 +53,8 @@ function damage(path: string, sql: string): void {
 const codes = (h: { findings: readonly { code: string; subject: string }[] }) => h.findings.map((f) => `${f.code} ${f.subject}`).sort();
 
 describe('effect readHistorical', () => {
-  it('decodes effects, outbox and history, and holds every uncertain or undelivered effect', () => {
-    const { copy } = copiedFixture();
+  it('decodes effects, outbox and history, and holds every uncertain or undelivered effect', async () => {
+    const { copy } = await copiedFixture();
     const h = readHistorical(copy);
     expect(h.schema_version).toBe(1);
     expect(h.effects.map((e) => [e.operation_id, e.outcome])).toEqual([['op-1', 'committed'], ['op-2', 'unknown'], ['op-3', 'pending'], ['op-4', 'pending']]);
@@ -65,8 +65,8 @@ describe('effect readHistorical', () => {
     expect(JSON.stringify(h.findings)).not.toContain('secret');
   });
 
-  it('never writes the copy: same bytes, no sidecars beside it', () => {
-    const { copy, workspace } = copiedFixture();
+  it('never writes the copy: same bytes, no sidecars beside it', async () => {
+    const { copy, workspace } = await copiedFixture();
     const before = sha256Hex(readFileSync(copy));
     const listing = readdirSync(workspace).sort();
     readHistorical(copy);
@@ -74,39 +74,39 @@ describe('effect readHistorical', () => {
     expect(readdirSync(workspace).sort()).toEqual(listing);
   });
 
-  it('a file that is not SQLite is effect_copy_unreadable; a newer schema is effect_schema_unsupported', () => {
+  it('a file that is not SQLite is effect_copy_unreadable; a newer schema is effect_schema_unsupported', async () => {
     const path = join(tempDir(), 'effects.db');
     writeFileSync(path, Buffer.alloc(4096, 7));
     expect(codes(readHistorical(path))).toEqual(['effect_copy_unreadable file:effects.db']);
-    const { copy } = copiedFixture();
+    const { copy } = await copiedFixture();
     damage(copy, 'PRAGMA user_version = 2');
     expect(codes(readHistorical(copy))).toEqual(['effect_schema_unsupported schema:2']);
   });
 
-  it('an intent changed after it was recorded is effect_intent_digest_mismatch', () => {
-    const { copy } = copiedFixture();
+  it('an intent changed after it was recorded is effect_intent_digest_mismatch', async () => {
+    const { copy } = await copiedFixture();
     damage(copy, `UPDATE effects SET intent = '{"body":{"n":99},"url":"http://127.0.0.1:9/deliveries"}' WHERE operation_id = 'op-1'`);
     const h = readHistorical(copy);
     expect(codes(h)).toContain('effect_intent_digest_mismatch effect:op-1');
     expect(h.effects.map((e) => e.operation_id)).not.toContain('op-1');
   });
 
-  it('an unknown outcome word is effect_row_invalid', () => {
-    const { copy } = copiedFixture();
+  it('an unknown outcome word is effect_row_invalid', async () => {
+    const { copy } = await copiedFixture();
     damage(copy, `UPDATE effects SET outcome = 'probably_fine' WHERE operation_id = 'op-2'`);
     expect(codes(readHistorical(copy))).toContain('effect_row_invalid effect:op-2');
   });
 
-  it('an outbox row for a settled effect, or a pending effect missing from the outbox, is effect_outbox_inconsistent', () => {
-    const { copy } = copiedFixture();
+  it('an outbox row for a settled effect, or a pending effect missing from the outbox, is effect_outbox_inconsistent', async () => {
+    const { copy } = await copiedFixture();
     damage(copy, `INSERT INTO outbox (operation_id, enqueued_at) VALUES ('op-1', '2026-01-01T00:00:00.000Z'); DELETE FROM outbox WHERE operation_id = 'op-3'`);
     const c = codes(readHistorical(copy));
     expect(c).toContain('effect_outbox_inconsistent effect:op-1');
     expect(c).toContain('effect_outbox_inconsistent effect:op-3');
   });
 
-  it('history that does not end in the current outcome, or has a gap, is effect_history_invalid', () => {
-    const { copy } = copiedFixture();
+  it('history that does not end in the current outcome, or has a gap, is effect_history_invalid', async () => {
+    const { copy } = await copiedFixture();
     damage(copy, `DELETE FROM effect_history WHERE operation_id = 'op-1' AND seq = 3; DELETE FROM effect_history WHERE operation_id = 'op-2' AND seq = 2`);
     const c = codes(readHistorical(copy));
     expect(c).toContain('effect_history_invalid effect:op-1');

@@ -91,8 +91,8 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     expect(r.effect.receipt).toMatchObject({ reconciled: true, observation: { source: 'operation_query', found: true, delivery: { operation_id: 'op-1', idempotency_key: 'key-1' } } });
     const stored = (await (await fetch(sink.deliveriesUrl)).json()) as { deliveries: unknown[] };
     expect(stored.deliveries).toHaveLength(1);
-    expect(j.list()).toHaveLength(1);
-    expect(j.holds()).toEqual([]);
+    expect(await j.list()).toHaveLength(1);
+    expect(await j.holds()).toEqual([]);
     j.close();
   });
 
@@ -115,7 +115,7 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     const r = await j.reconcile('op-1', webhookOperationQuery());
     expect([r.resolution, r.effect.outcome]).toEqual(['absent', 'absent']);
     expect(await deliverWebhook(j, delivery(sink))).toMatchObject({ dispatched: false, effect: { outcome: 'absent' } });
-    j.reissue('op-1');
+    await j.reissue('op-1');
     const again = await deliverWebhook(j, delivery(sink));
     expect(again.effect).toMatchObject({ outcome: 'committed', attempt: 2 });
     expect(sink.deliveries().map((d) => [d.operation_id, d.idempotency_key])).toEqual([['op-1', 'key-1']]);
@@ -133,7 +133,7 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     expect(r.effect).toMatchObject({ outcome: 'unknown', receipt: { reason: 'network_error' } });
     const held = await j.reconcile('op-1', webhookOperationQuery());
     expect(held).toMatchObject({ resolution: 'held', effect: { outcome: 'unknown', hold: 'query_unreachable' } });
-    expect(j.holds().map((e) => e.operation_id)).toEqual(['op-1']);
+    expect((await j.holds()).map((e) => e.operation_id)).toEqual(['op-1']);
     await sinkAt(port, journalPath);
     const resolved = await j.reconcile('op-1', webhookOperationQuery());
     expect([resolved.resolution, resolved.effect.hold]).toEqual(['absent', null]);
@@ -171,8 +171,8 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     const sink = await sinkAt();
     const j = make();
     const req = delivery(sink);
-    j.recordIntent({ operation_id: req.operation_id, idempotency_key: req.idempotency_key, goal_id: 'g1', kind: 'webhook.deliver', target: webhookTarget(req.url), intent: { url: req.url, body: req.body } });
-    j.beginDispatch('op-1'); // as if the process died right after dispatching
+    await j.recordIntent({ operation_id: req.operation_id, idempotency_key: req.idempotency_key, goal_id: 'g1', kind: 'webhook.deliver', target: webhookTarget(req.url), intent: { url: req.url, body: req.body } });
+    await j.beginDispatch('op-1'); // as if the process died right after dispatching
     expect(await asyncCodeOf(deliverWebhook(j, req))).toBe('effect_dispatch_in_flight');
     expect(sink.deliveries()).toEqual([]);
     expect((await j.reconcile('op-1', webhookOperationQuery())).effect.outcome).toBe('absent');
@@ -183,12 +183,12 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     const sink = await sinkAt();
     const j = make();
     const req = delivery(sink);
-    j.recordIntent({ operation_id: req.operation_id, idempotency_key: req.idempotency_key, goal_id: 'g1', kind: 'webhook.deliver', target: webhookTarget(req.url), intent: webhookIntent(req.url, req.body) });
-    const dispatched = j.beginDispatch('op-1');
+    await j.recordIntent({ operation_id: req.operation_id, idempotency_key: req.idempotency_key, goal_id: 'g1', kind: 'webhook.deliver', target: webhookTarget(req.url), intent: webhookIntent(req.url, req.body) });
+    const dispatched = await j.beginDispatch('op-1');
     const sent = await sendWebhook(dispatched);
     expect(sent).toMatchObject({ outcome: 'committed', receipt: { http_status: 201 } });
     expect(sink.deliveries()).toEqual([expect.objectContaining({ operation_id: 'op-1', idempotency_key: 'key-1', body: { todo: 't1', n: 1 } })]);
-    expect(j.get('op-1')).toEqual(dispatched); // the caller settles it
+    expect(await j.get('op-1')).toEqual(dispatched); // the caller settles it
     j.close();
   });
 
@@ -196,7 +196,7 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     expect(webhookTarget('https://user:s3cret@hooks.example:8443/T0/B1/XYZ?token=abc')).toBe('webhook:hooks.example:8443');
     const j = make();
     expect(await asyncCodeOf(deliverWebhook(j, { goal_id: 'g1', url: 'file:///etc/passwd', operation_id: 'op-1', idempotency_key: 'k', body: {} }))).toBe('effect_input_invalid');
-    expect(j.list()).toEqual([]);
+    expect(await j.list()).toEqual([]);
     j.close();
   });
 });
