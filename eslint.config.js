@@ -68,11 +68,6 @@ export default tseslint.config(
       'max-lines': ['error', { max: 600 }],
     },
   },
-  // Being rewritten on another branch; removed when it lands.
-  {
-    files: ['src/owners/effect/**'],
-    rules: { 'max-lines-per-function': 'off' },
-  },
   // The Settings ▸ Capability Center app: the same TypeScript rules, and the rules of hooks.
   { files: ['ui/**/*.{ts,tsx}'], ...reactHooks.configs.flat.recommended },
   {
