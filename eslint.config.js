@@ -49,9 +49,12 @@ export default tseslint.config(
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      'no-restricted-imports': ['error', {
-        patterns: [{ group: ['better-sqlite3', 'pg'], message: 'Drivers are imported only inside src/store providers.' }],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [{ group: ['better-sqlite3', 'pg'], message: 'Drivers are imported only inside src/store providers.' }],
+        },
+      ],
     },
   },
   {

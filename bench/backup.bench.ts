@@ -37,7 +37,28 @@ function rng(seed: number): () => number {
   };
 }
 
-const WORDS = ['todo', 'commit', 'lease', 'epoch', 'receipt', 'the', 'agent', 'writes', 'a', 'plan', 'for', 'goal', 'result', 'tool', 'call', 'turn', 'session', 'effect', 'delivered', 'pending'];
+const WORDS = [
+  'todo',
+  'commit',
+  'lease',
+  'epoch',
+  'receipt',
+  'the',
+  'agent',
+  'writes',
+  'a',
+  'plan',
+  'for',
+  'goal',
+  'result',
+  'tool',
+  'call',
+  'turn',
+  'session',
+  'effect',
+  'delivered',
+  'pending',
+];
 function prose(next: () => number, bytes: number): string {
   const parts: string[] = [];
   let n = 0;
@@ -83,7 +104,11 @@ export async function buildRoot(root: string, options: BuildRootOptions = {}): P
   // Registry, Goals and machine configuration through their owners (the producer reads them so).
   const goalStore = openFileGoalStore(root, { registry: openFileRegistry(root) });
   const config = openFileConfigStore(root);
-  config.apply({ expectedRevision: config.read().revision, transactionId: 'bench-config', changes: { effects: { schema_version: 'loopx_effects_config_v0', webhook_url: 'http://127.0.0.1:9/deliveries' } } });
+  config.apply({
+    expectedRevision: config.read().revision,
+    transactionId: 'bench-config',
+    changes: { effects: { schema_version: 'loopx_effects_config_v0', webhook_url: 'http://127.0.0.1:9/deliveries' } },
+  });
   for (const g of goals) {
     goalStore.create(g, `Benchmark Goal ${g}`);
     if (options.work === 'loopx') {
@@ -105,7 +130,10 @@ export async function buildRoot(root: string, options: BuildRootOptions = {}): P
     mkdirSync(join(root, 'goals', g, 'docs'), { recursive: true, mode: 0o700 });
     for (let i = 0; i < 50; i++) writeFileSync(join(root, 'goals', g, 'docs', `doc-${i}.md`), `# ${g} document ${i}\n\n${prose(next, 40 * 1024)}\n`);
   }
-  for (const [name, rows] of [['sessions.db', 7_000], ['effects.db', 3_500]] as const) {
+  for (const [name, rows] of [
+    ['sessions.db', 7_000],
+    ['effects.db', 3_500],
+  ] as const) {
     db(join(root, name), (d) => {
       d.exec('CREATE TABLE journal (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
       const ins = d.prepare('INSERT INTO journal (body) VALUES (?)');

@@ -55,7 +55,9 @@ async function figure(perCommit: number, total: number, synchronous: 'FULL' | 'N
     const raw = new Database(join(dir, 'raw.db'));
     raw.pragma('journal_mode = WAL');
     raw.pragma(`synchronous = ${synchronous}`);
-    raw.exec('CREATE TABLE events (run_id TEXT NOT NULL, sequence INTEGER NOT NULL, type TEXT NOT NULL, at TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, sequence)) WITHOUT ROWID');
+    raw.exec(
+      'CREATE TABLE events (run_id TEXT NOT NULL, sequence INTEGER NOT NULL, type TEXT NOT NULL, at TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, sequence)) WITHOUT ROWID',
+    );
     const insert = raw.prepare('INSERT INTO events (run_id, sequence, type, at, data) VALUES (?, ?, ?, ?, ?)');
     const batch = raw.transaction((runId: string, from: number, n: number) => {
       const at = new Date().toISOString();

@@ -36,8 +36,7 @@ export async function measure(fn: () => unknown | Promise<unknown>, options: { i
   return times[Math.floor(times.length / 2)]!;
 }
 
-export const ratioOf = (f: BenchFigure): number =>
-  f.ratioKind === 'speed' ? f.baselineSeconds / f.seconds : f.seconds / f.baselineSeconds;
+export const ratioOf = (f: BenchFigure): number => (f.ratioKind === 'speed' ? f.baselineSeconds / f.seconds : f.seconds / f.baselineSeconds);
 
 const fmt = (s: number): string => (s >= 1 ? `${s.toFixed(3)} s` : s >= 1e-3 ? `${(s * 1e3).toFixed(3)} ms` : `${(s * 1e6).toFixed(1)} µs`);
 

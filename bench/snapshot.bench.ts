@@ -78,10 +78,7 @@ export function benchState(): RunSnapshotState {
 }
 
 const contentBytes = (s: RunSnapshotState): number =>
-  s.messages.reduce(
-    (n, m) => n + m.parts.reduce((k, p) => k + Buffer.byteLength(p.type === 'text' ? p.text : p.type === 'tool_call' ? p.argumentsJson : p.resultJson), 0),
-    0,
-  );
+  s.messages.reduce((n, m) => n + m.parts.reduce((k, p) => k + Buffer.byteLength(p.type === 'text' ? p.text : p.type === 'tool_call' ? p.argumentsJson : p.resultJson), 0), 0);
 
 export async function run(): Promise<BenchFigure[]> {
   const state = benchState();

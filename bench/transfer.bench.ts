@@ -65,8 +65,22 @@ async function scenario(sync: boolean): Promise<BenchFigure[]> {
     const label = sync ? 'with fsyncs' : 'without fsyncs';
     const size = `${(payloadBytes.byteLength / 1024).toFixed(0)} KiB payload, ${TURNS * 2 + 1} messages`;
     return [
-      { name: `sign+export, ${label} (${size})`, seconds: median(exportTimes), baselineName: 'raw HMAC-SHA256 of the payload', baselineSeconds: hmac, target: 'reported (no target)', ratioKind: 'cost' },
-      { name: `verify+import, ${label} (${size})`, seconds: median(importTimes), baselineName: 'raw HMAC-SHA256 of the payload', baselineSeconds: hmac, target: 'reported (no target)', ratioKind: 'cost' },
+      {
+        name: `sign+export, ${label} (${size})`,
+        seconds: median(exportTimes),
+        baselineName: 'raw HMAC-SHA256 of the payload',
+        baselineSeconds: hmac,
+        target: 'reported (no target)',
+        ratioKind: 'cost',
+      },
+      {
+        name: `verify+import, ${label} (${size})`,
+        seconds: median(importTimes),
+        baselineName: 'raw HMAC-SHA256 of the payload',
+        baselineSeconds: hmac,
+        target: 'reported (no target)',
+        ratioKind: 'cost',
+      },
     ];
   } finally {
     await authority.close();

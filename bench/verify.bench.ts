@@ -285,11 +285,14 @@ if (process.argv[2] === '--verify-child' && process.argv[1] !== undefined && res
     step = next;
     stepStart = now;
   };
-  const outcome = await executeVerify({ archive: archive!, manifest: manifest!, destination: destination! }, {
-    onProgress: (p) => {
-      if (p.step !== step) mark(p.step);
+  const outcome = await executeVerify(
+    { archive: archive!, manifest: manifest!, destination: destination! },
+    {
+      onProgress: (p) => {
+        if (p.step !== step) mark(p.step);
+      },
     },
-  });
+  );
   mark(undefined);
   const seconds = (performance.now() - t0) / 1000;
   clearInterval(poll);

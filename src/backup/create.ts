@@ -15,7 +15,7 @@ import { lstatSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../core/index.js';
 import { countSqliteTableRows, isOutOfSpace, snapshotSqliteDatabase, type SqliteSnapshotFacts } from '../store/index.js';
-import { categoryOf, type MissingEntry } from './discover.js';
+import type { MissingEntry } from './discover.js';
 import {
   capacityExceeded,
   configurationCheckpointInvalid,
@@ -27,26 +27,14 @@ import {
   sourceRemoved,
   sqliteSnapshotFailed,
 } from './errors.js';
-import { BACKUP_LIMITS, limitsRecord, type BackupLimitName } from './limits.js';
-import {
-  BACKUP_SCHEMA,
-  CAPTURE_FACTS,
-  manifestBytes,
-  producerVersion,
-  withArchiveFacts,
-  type BackupManifest,
-  type FileMemberRecord,
-  type IncludedTarget,
-  type ManifestMember,
-  type SourceWitness,
-  type SqliteSnapshotRecord,
-  type Stats,
-} from './manifest.js';
-import { ARCHIVE_CONFIGURATION_BACKUP, ARCHIVE_MANIFEST, ARCHIVE_ROOT, archivePathOf } from './paths.js';
+import { BACKUP_LIMITS, type BackupLimitName } from './limits.js';
+import { manifestBytes, withArchiveFacts, type BackupManifest, type FileMemberRecord, type ManifestMember, type SourceWitness, type SqliteSnapshotRecord } from './manifest.js';
+import { ARCHIVE_CONFIGURATION_BACKUP, ARCHIVE_MANIFEST, archivePathOf } from './paths.js';
 import { planCapacityRefusals, workDbGoalOf, type BackupPlan } from './plan.js';
 import { assertNamesFree, createStaging, prepareOutputDir, publishPair, removeStaging, writeNewFile } from './publish.js';
 import { WITNESSED_SOURCES, type ConfigurationCheckpointVerification, type MachineConfigurationRead, type RegistryRead } from './sources.js';
 import { ArchiveWriter, ShortReadError } from './tar-writer.js';
+import { buildManifest, type Captured } from './manifest-build.js';
 
 /** One step of the capture, as hooks see it. `path` is relative to the root. */
 export interface CaptureStep {
@@ -87,7 +75,8 @@ export interface BackupResult {
 }
 
 const sha256Hex = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
-const equalBytes = (a: Uint8Array, b: Uint8Array): boolean => Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.byteLength), Buffer.from(b.buffer, b.byteOffset, b.byteLength)) === 0;
+const equalBytes = (a: Uint8Array, b: Uint8Array): boolean =>
+  Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.byteLength), Buffer.from(b.buffer, b.byteOffset, b.byteLength)) === 0;
 const errnoOf = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | undefined)?.code;
 
 /** Refuse when the live owner sources no longer say what the plan read (discovery drift). */
@@ -133,8 +122,6 @@ function configurationCheckpoint(p: BackupPlan): { bytes: Uint8Array; verificati
   if (canonicalJson(doc.data?.machine_configuration ?? null) !== canonicalJson(machine)) throw configurationCheckpointInvalid('its machine configuration differs from the read');
   return { bytes, verification: v };
 }
-
-const emptyStats = (): Stats => ({ paths: 0, files: 0, directories: 0, symlinks: 0, bytes: 0 });
 
 export async function create(p: BackupPlan, options: CreateOptions = {}): Promise<BackupResult> {
   try {
@@ -343,7 +330,16 @@ function witnessAbsence(run: CaptureRun, step: CaptureStep, abs: string, owner: 
     exists = false;
   }
   if (exists) throw sourceAppeared(step.path, 'during capture');
-  run.witnesses.set(step.path, { owner, source: step.path, archive_path: step.archive_path, present: false, revision: null, read_sha256: null, read_size_bytes: null, copied_sha256: null });
+  run.witnesses.set(step.path, {
+    owner,
+    source: step.path,
+    archive_path: step.archive_path,
+    present: false,
+    revision: null,
+    read_sha256: null,
+    read_size_bytes: null,
+    copied_sha256: null,
+  });
 }
 
 async function captureDirectory(run: CaptureRun, step: CaptureStep, abs: string): Promise<void> {
@@ -446,12 +442,25 @@ function checkCopiedWitnesses(run: CaptureRun, exactReads: ExactReads): void {
     if (!copy) throw sourceRemoved(source, 'during capture');
     const readSha = sha256Hex(read.bytes);
     if (copy.sha256 !== readSha || copy.size_bytes !== read.bytes.byteLength) throw sourceChanged(source, 'during capture');
-    run.witnesses.set(source, { owner, source, archive_path: copy.archive_path, present: true, revision: read.revision, read_sha256: readSha, read_size_bytes: read.bytes.byteLength, copied_sha256: copy.sha256 });
+    run.witnesses.set(source, {
+      owner,
+      source,
+      archive_path: copy.archive_path,
+      present: true,
+      revision: read.revision,
+      read_sha256: readSha,
+      read_size_bytes: read.bytes.byteLength,
+      copied_sha256: copy.sha256,
+    });
   }
 }
 
 /** Close the archive with its embedded manifest and stage the external manifest, which names the archive's digest. */
-async function sealArchive(run: CaptureRun, embedded: BackupManifest, stagedManifest: string): Promise<{ archive: { sha256: string; size_bytes: number; expanded_bytes: number }; external: BackupManifest; externalBytes: Uint8Array }> {
+async function sealArchive(
+  run: CaptureRun,
+  embedded: BackupManifest,
+  stagedManifest: string,
+): Promise<{ archive: { sha256: string; size_bytes: number; expanded_bytes: number }; external: BackupManifest; externalBytes: Uint8Array }> {
   const embeddedBytes = manifestBytes(embedded);
   checkLimit('manifestBytes', embeddedBytes.byteLength, ARCHIVE_MANIFEST);
   await run.writer.buffer(ARCHIVE_MANIFEST, embeddedBytes);
@@ -470,128 +479,4 @@ async function sealArchive(run: CaptureRun, embedded: BackupManifest, stagedMani
   checkLimit('manifestBytes', externalBytes.byteLength, run.p.manifestName);
   writeNewFile(stagedManifest, externalBytes);
   return { archive, external, externalBytes };
-}
-
-interface Captured {
-  readonly createdAt: string;
-  readonly endedAt: string;
-  readonly mtime: string;
-  readonly members: ManifestMember[];
-  readonly fileMembers: FileMemberRecord[];
-  readonly snapshots: SqliteSnapshotRecord[];
-  readonly missing: MissingEntry[];
-  readonly warnings: BackupPlan['warnings'][number][];
-  readonly witnesses: SourceWitness[];
-  readonly checkpoint: { entry: { size_bytes: number; sha256: string }; verification: ConfigurationCheckpointVerification };
-}
-
-const ROOT_PREFIX = `${ARCHIVE_ROOT}/`;
-const relativeOf = (m: ManifestMember): string => (m.path === ARCHIVE_ROOT ? '' : m.path.slice(ROOT_PREFIX.length));
-
-/** Counts of the captured root members (not the checkpoint) whose root-relative path passes `filter`. */
-function statsOf(c: Captured, filter: (relative: string) => boolean): Stats {
-  const s = emptyStats();
-  for (const m of c.members) {
-    if (m.origin === 'configuration_checkpoint') continue;
-    const rel = relativeOf(m);
-    if (!filter(rel)) continue;
-    s.paths++;
-    if (m.type === 'file') {
-      s.files++;
-      s.bytes += m.size_bytes;
-    } else s.directories++;
-  }
-  s.symlinks = c.missing.filter((x) => x.reason === 'symlink_not_followed' && x.source_path !== null && filter(x.source_path)).length;
-  return s;
-}
-
-/** The runtime root, and automations and skills when the options asked for them and they were captured. */
-function includedTargets(p: BackupPlan, c: Captured, total: Stats): IncludedTarget[] {
-  const included: IncludedTarget[] = [{ key: 'runtime_root', source_path: '.', archive_path: ARCHIVE_ROOT, stats: total }];
-  for (const [key, dir, wanted] of [['automations', 'automations', p.options.include_automations], ['skills', 'skills', p.options.include_skills]] as const) {
-    if (wanted && c.members.some((m) => m.path === archivePathOf(dir))) {
-      included.push({ key, source_path: dir, archive_path: archivePathOf(dir), stats: statsOf(c, (r) => r === dir || r.startsWith(`${dir}/`)) });
-    }
-  }
-  return included;
-}
-
-function categoryStatsOf(c: Captured): Record<string, Stats> {
-  const categoryStats: Record<string, Stats> = {};
-  for (const m of c.members) {
-    if (m.origin === 'configuration_checkpoint') continue;
-    const s = (categoryStats[categoryOf(relativeOf(m))] ??= emptyStats());
-    s.paths++;
-    if (m.type === 'file') {
-      s.files++;
-      s.bytes += m.size_bytes;
-    } else s.directories++;
-  }
-  return categoryStats;
-}
-
-/** The embedded manifest (archive-dependent fields null). */
-function buildManifest(p: BackupPlan, c: Captured): BackupManifest {
-  const total = statsOf(c, () => true);
-  const included = includedTargets(p, c, total);
-  const goalsMissing = p.goals.filter((g) => g.route_status !== 'included').length;
-  return {
-    ok: true,
-    schema_version: BACKUP_SCHEMA,
-    mode: 'state_backup',
-    dry_run: false,
-    backup_id: p.backupId,
-    producer: 'loopx',
-    producer_version: producerVersion(),
-    created_at: c.createdAt,
-    runtime_root: ARCHIVE_ROOT,
-    options: p.options,
-    capture: CAPTURE_FACTS,
-    privacy_certified: false,
-    registry_discovery: {
-      goal_count: p.goals.length,
-      project_count: p.projectCount,
-      route_count: p.goals.length,
-      included_route_count: p.goals.length - goalsMissing,
-      missing_route_count: goalsMissing,
-      unregistered_goal_directory_count: p.unregisteredGoalDirectories.length,
-    },
-    goals: p.goals,
-    source_witnesses: c.witnesses,
-    configuration_checkpoint: {
-      archive_path: ARCHIVE_CONFIGURATION_BACKUP,
-      sha256: c.checkpoint.verification.sha256,
-      file_sha256: c.checkpoint.entry.sha256,
-      size_bytes: c.checkpoint.entry.size_bytes,
-    },
-    included,
-    missing: c.missing,
-    excluded: p.excluded,
-    warnings: c.warnings,
-    summary: {
-      included_target_count: included.length,
-      missing_target_count: c.missing.length,
-      warning_count: c.warnings.length,
-      total_stats: total,
-      logical_source_bytes: total.bytes,
-      category_stats: categoryStatsOf(c),
-    },
-    members: c.members,
-    limits: limitsRecord(),
-    execution: {
-      archive_path: p.archiveName,
-      manifest_path: p.manifestName,
-      archive_sha256: null,
-      archive_size_bytes: null,
-      archive_expanded_bytes: null,
-      archive_to_logical_ratio: null,
-      embedded_manifest: null,
-      member_count: c.members.length + 1,
-      capture_interval: { started_at: c.createdAt, ended_at: c.endedAt },
-      tar: { uid: 0, gid: 0, file_mode: '0600', directory_mode: '0700', mtime: c.mtime, compression: 'gzip' },
-      configuration_backup: { ...c.checkpoint.verification, archive_path: ARCHIVE_CONFIGURATION_BACKUP },
-      sqlite_snapshots: c.snapshots,
-      file_members: c.fileMembers,
-    },
-  };
 }

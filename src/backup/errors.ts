@@ -34,11 +34,9 @@ const RETRY = 'run the same backup-state command again: it makes a fresh plan';
 export const backupIdInvalid = (): LoopxError =>
   usageError(BACKUP_ERRORS.backupIdInvalid, 'A backup id is 1–128 characters of A–Z, a–z, 0–9, ., _ and -, starting with a letter or digit.', 'choose another --backup-id');
 
-export const rootMissing = (): LoopxError =>
-  notFound(BACKUP_ERRORS.rootMissing, 'The runtime root does not exist.', { nextAction: 'check --root (or LOOPX_HOME)' });
+export const rootMissing = (): LoopxError => notFound(BACKUP_ERRORS.rootMissing, 'The runtime root does not exist.', { nextAction: 'check --root (or LOOPX_HOME)' });
 
-export const rootInvalid = (): LoopxError =>
-  rejected(BACKUP_ERRORS.rootInvalid, 'The runtime root is not a directory.', { nextAction: 'check --root (or LOOPX_HOME)' });
+export const rootInvalid = (): LoopxError => rejected(BACKUP_ERRORS.rootInvalid, 'The runtime root is not a directory.', { nextAction: 'check --root (or LOOPX_HOME)' });
 
 export const outputDirInvalid = (why: string): LoopxError =>
   rejected(BACKUP_ERRORS.outputDirInvalid, `The output directory cannot be used: ${why}.`, { nextAction: 'choose another --output-dir' });
@@ -60,13 +58,16 @@ export const sourceRemoved = (source: string, during: string): LoopxError =>
   rejected(BACKUP_ERRORS.sourceRemoved, `The owner source ${source} was removed ${during}; nothing was published.`, { nextAction: RETRY, details: { source } });
 
 export const routesChanged = (changedGoals: number): LoopxError =>
-  rejected(BACKUP_ERRORS.routesChanged, 'The registry\'s Goals or routes changed after the plan froze them; nothing was published.', {
+  rejected(BACKUP_ERRORS.routesChanged, "The registry's Goals or routes changed after the plan froze them; nothing was published.", {
     nextAction: RETRY,
     details: { changed_goals: changedGoals },
   });
 
 export const memberTruncated = (archivePath: string): LoopxError =>
-  rejected(BACKUP_ERRORS.memberTruncated, `A file became shorter while it was copied (${archivePath}); nothing was published.`, { nextAction: RETRY, details: { archive_path: archivePath } });
+  rejected(BACKUP_ERRORS.memberTruncated, `A file became shorter while it was copied (${archivePath}); nothing was published.`, {
+    nextAction: RETRY,
+    details: { archive_path: archivePath },
+  });
 
 export const sqliteSnapshotFailed = (source: string, cause: unknown): LoopxError =>
   rejected(BACKUP_ERRORS.sqliteSnapshotFailed, `The online snapshot of the SQLite database ${source} failed; nothing was published.`, {
@@ -81,7 +82,7 @@ export const configurationCheckpointInvalid = (why: string): LoopxError =>
   });
 
 export const destinationOccupied = (names: readonly string[]): LoopxError =>
-  conflict(BACKUP_ERRORS.destinationOccupied, 'The backup\'s archive or manifest name is already taken in the output directory; loopx never replaces or deletes it.', {
+  conflict(BACKUP_ERRORS.destinationOccupied, "The backup's archive or manifest name is already taken in the output directory; loopx never replaces or deletes it.", {
     nextAction: 'choose a new --backup-id or --output-dir',
     details: { occupied: [...names] },
   });
@@ -95,5 +96,5 @@ export const capacityExceeded = (limit: BackupLimitName, observed: number, subje
 
 export const outOfSpace = (): LoopxError =>
   rejected(BACKUP_ERRORS.outOfSpace, 'The output directory ran out of space while the backup was written; nothing was published.', {
-    nextAction: 'free space on the output directory\'s file system (or choose another output directory), then run the same backup-state command again',
+    nextAction: "free space on the output directory's file system (or choose another output directory), then run the same backup-state command again",
   });

@@ -35,7 +35,11 @@ export function ownerBackupSources(root: string): BackupSources {
       // The BackupSources revision is over the canonical JSON of the decoded value (as the config
       // owner's is); the registry owner's own revision is over its exact bytes, so it is not passed through.
       const revision = `sha256:${sha256Hex(canonicalJson(read.value))}`;
-      const view = { bytes: read.bytes, revision, value: { goals: read.value.goals.map((g) => ({ goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, route: g.route })), projects: read.value.projects } };
+      const view = {
+        bytes: read.bytes,
+        revision,
+        value: { goals: read.value.goals.map((g) => ({ goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, route: g.route })), projects: read.value.projects },
+      };
       registryReads.set(view, read);
       return view;
     },
@@ -48,7 +52,7 @@ export function ownerBackupSources(root: string): BackupSources {
     buildConfigurationCheckpoint(registryRead: RegistryRead, machineRead: MachineConfigurationRead): Uint8Array {
       const r = registryReads.get(registryRead);
       const m = configReads.get(machineRead);
-      if (!r || !m) throw sourceUnusable('configuration-backup.json', 'the checkpoint must be built from this source\'s own exact reads');
+      if (!r || !m) throw sourceUnusable('configuration-backup.json', "the checkpoint must be built from this source's own exact reads");
       return configOwner.buildConfigurationCheckpoint({ registry: r, machineConfiguration: m }).bytes;
     },
     verifyConfigurationCheckpoint(bytes: Uint8Array): ConfigurationCheckpointVerification {

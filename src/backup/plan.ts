@@ -64,7 +64,11 @@ export interface BackupPlan {
 
 export const BACKUP_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
-export const defaultBackupId = (now: Date): string => now.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/[-:]/g, '');
+export const defaultBackupId = (now: Date): string =>
+  now
+    .toISOString()
+    .replace(/\.\d{3}Z$/, 'Z')
+    .replace(/[-:]/g, '');
 
 export const archiveNameOf = (backupId: string): string => `${backupId}.tar.gz`;
 export const manifestNameOf = (backupId: string): string => `${backupId}.manifest.json`;
@@ -137,7 +141,10 @@ export function plan(root: string, options: PlanOptions = {}): BackupPlan {
   const found = discover(rootAbs, { includeAutomations, includeSkills, excludeSubtree });
 
   const byPath = new Map(found.members.map((m) => [m.path, m]));
-  for (const [source, read] of [[WITNESSED_SOURCES.registry, registryRead], [WITNESSED_SOURCES.machineConfiguration, machineRead]] as const) {
+  for (const [source, read] of [
+    [WITNESSED_SOURCES.registry, registryRead],
+    [WITNESSED_SOURCES.machineConfiguration, machineRead],
+  ] as const) {
     const member = byPath.get(source);
     const present = member !== undefined && member.type === 'file';
     if (!read.absent && !present) throw sourceRemoved(source, 'while the plan was made');

@@ -66,7 +66,11 @@ export class ArchiveWriter {
   private failure: unknown;
   private closed = false;
 
-  private constructor(private readonly fd: number, private readonly mtime: Date, gzipLevel: number) {
+  private constructor(
+    private readonly fd: number,
+    private readonly mtime: Date,
+    gzipLevel: number,
+  ) {
     const out = new FdSink(fd);
     this.done = pipeline(this.pack, this.expanded, createGzip({ level: gzipLevel }), this.compressed, out);
     this.done.catch((e: unknown) => {

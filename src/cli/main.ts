@@ -89,7 +89,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (e instanceof CommanderError) {
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return EXIT_CODES.ok;
       // commander has already written the human message (and the --help hint) to stderr.
-      if (argv.includes('--json')) stdoutOutput.json({ error: { code: 'usage_error', message: e.message.replace(/^error: /, ''), next_action: 'run the command with --help', details: { parser_code: e.code } } });
+      if (argv.includes('--json'))
+        stdoutOutput.json({
+          error: { code: 'usage_error', message: e.message.replace(/^error: /, ''), next_action: 'run the command with --help', details: { parser_code: e.code } },
+        });
       return EXIT_CODES.usage;
     }
     const json = argv.includes('--json');

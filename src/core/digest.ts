@@ -1,8 +1,7 @@
 /** SHA-256 helpers. Digests in public output are lowercase hex. */
 import { createHash } from 'node:crypto';
 
-export const sha256 = (data: Uint8Array | string): Uint8Array =>
-  new Uint8Array(createHash('sha256').update(data).digest());
+export const sha256 = (data: Uint8Array | string): Uint8Array => new Uint8Array(createHash('sha256').update(data).digest());
 
 export const sha256Hex = (data: Uint8Array | string): string => createHash('sha256').update(data).digest('hex');
 

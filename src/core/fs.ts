@@ -77,7 +77,11 @@ export function writeFileDurable(path: string, data: Uint8Array | string, option
       renameSync(tmp, path);
     }
   } catch (e) {
-    try { unlinkSync(tmp); } catch { /* the temp file is ours; it is already gone */ }
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* the temp file is ours; it is already gone */
+    }
     throw e;
   }
   if (!options.noSync) fsyncDir(dir);

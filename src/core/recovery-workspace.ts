@@ -43,7 +43,7 @@ const hasAudit = (dir: string): boolean => {
 
 /** The recovery destination D (the directory holding `recovery-audit.json`) that contains `path` or is it, else undefined. */
 export function recoveryDestinationOf(path: string): string | undefined {
-  for (let dir = physical(path); ; ) {
+  for (let dir = physical(path); ;) {
     if (hasAudit(dir)) return dir;
     const up = dirname(dir);
     if (up === dir) return undefined;

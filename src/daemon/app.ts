@@ -13,7 +13,18 @@ import { createServer } from 'node:http';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { sha256Hex, isLoopxError, usageError, type LoopxError, LOOPX_VERSION } from '../core/index.js';
-import { ENVELOPE_MAX_BYTES, goalDetail, LAYOUT, listWorkspace, ownerDescriptions, runSummary, showWorkspaceGoal, withRootEngine, withRootOwners, type Engine } from '../runtime/index.js';
+import {
+  ENVELOPE_MAX_BYTES,
+  goalDetail,
+  LAYOUT,
+  listWorkspace,
+  ownerDescriptions,
+  runSummary,
+  showWorkspaceGoal,
+  withRootEngine,
+  withRootOwners,
+  type Engine,
+} from '../runtime/index.js';
 import { DEFAULT_TIMEOUTS, requestBody, type DaemonTimeouts } from './body.js';
 import { IdempotencyKeys } from './idempotency.js';
 import { BackupService, type Job, type UploadPart } from './backups.js';
@@ -166,7 +177,9 @@ function installGuards(app: FastifyInstance, o: AppOptions): void {
     const auth = req.headers.authorization ?? '';
     const token = auth.startsWith('Bearer ') ? auth.slice(7) : '';
     if (token === '' || !sameSecret(token, o.token)) {
-      throw refuse(daemonError(401, 'daemon_unauthorized', 'A valid bearer token is required.', 'open the address `loopx daemon` printed, or send the token from <root>/daemon/token'));
+      throw refuse(
+        daemonError(401, 'daemon_unauthorized', 'A valid bearer token is required.', 'open the address `loopx daemon` printed, or send the token from <root>/daemon/token'),
+      );
     }
   });
 }
@@ -199,11 +212,14 @@ interface Routes {
 function registerSessionRoutes({ app, o, root, withEngine }: Routes): void {
   app.post<{ Body: { login_token?: unknown } }>('/api/session', { config: PUBLIC }, async (req) => {
     const t = req.body?.login_token;
-    if (typeof t !== 'string' || !o.loginTokens.consume(t)) throw daemonError(401, 'daemon_login_invalid', 'That login token is unknown or was already used.', 'print a new login address: loopx daemon login-url');
+    if (typeof t !== 'string' || !o.loginTokens.consume(t))
+      throw daemonError(401, 'daemon_login_invalid', 'That login token is unknown or was already used.', 'print a new login address: loopx daemon login-url');
     return { token: o.token };
   });
   // Another one-time login address (Bearer only: what `loopx daemon login-url` calls).
-  app.post('/api/session/login-urls', { config: WRITE }, async (_req, reply) => reply.code(201).send({ login_url: `http://127.0.0.1:${o.port()}/#login=${o.loginTokens.issue()}` }));
+  app.post('/api/session/login-urls', { config: WRITE }, async (_req, reply) =>
+    reply.code(201).send({ login_url: `http://127.0.0.1:${o.port()}/#login=${o.loginTokens.issue()}` }),
+  );
   app.get('/api/health', async () => withEngine((e) => ({ ok: true, version: LOOPX_VERSION, root_id: existsSync(join(root, LAYOUT.engineDb)) ? e.rootId : null }), true));
 
   // The owners of a root, as the OWNERS table describes them (the UI's owner legend).
@@ -219,7 +235,7 @@ function registerRunRoutes({ app, timeouts, withEngine }: Routes): void {
   app.get<{ Params: { id: string } }>('/api/runs/:id', async (req) => withEngine((e) => e.show(req.params.id), true));
   app.get<{ Params: { id: string }; Querystring: { after?: string } }>('/api/runs/:id/events', async (req, reply) => {
     const header = req.headers['last-event-id'];
-    const raw = typeof header === 'string' ? header : req.query.after ?? '0';
+    const raw = typeof header === 'string' ? header : (req.query.after ?? '0');
     if (!/^\d{1,15}$/.test(raw)) throw usageError('daemon_cursor_invalid', 'The event cursor must be a sequence number.');
     await withEngine((e) => e.show(req.params.id), true); // 404 before the stream opens
     const out = sse(req, reply);
@@ -239,7 +255,8 @@ function registerRunRoutes({ app, timeouts, withEngine }: Routes): void {
   app.post<{ Params: { id: string } }>('/api/runs/:id/suspend', { config: WRITE }, async (req) => runSummary(await withEngine((e) => e.suspend(req.params.id))));
   app.post<{ Params: { id: string }; Body: { turns?: unknown } | undefined }>('/api/runs/:id/resume', { config: WRITE }, async (req) => {
     const turns = req.body?.turns;
-    if (turns !== undefined && (typeof turns !== 'number' || !Number.isSafeInteger(turns) || turns < 1)) throw usageError('daemon_turns_invalid', 'turns must be a positive integer.');
+    if (turns !== undefined && (typeof turns !== 'number' || !Number.isSafeInteger(turns) || turns < 1))
+      throw usageError('daemon_turns_invalid', 'turns must be a positive integer.');
     return runSummary(await withEngine((e) => e.resume(req.params.id, turns !== undefined ? { turns } : {})));
   });
   app.post<{ Params: { id: string } }>('/api/runs/:id/export', { config: WRITE }, async (req, reply) => {
@@ -307,7 +324,9 @@ async function streamJob(req: FastifyRequest<{ Params: { id: string } }>, reply:
 /** Backups: the root's backups, uploads, verify jobs and their events. */
 function registerBackupRoutes({ app, timeouts, backups }: Routes): void {
   app.get('/api/backups', async () => ({ backups: backups.listRootBackups() }));
-  app.post<{ Params: { id: string } }>('/api/backups/:id/verify', { config: WRITE }, async (req, reply) => reply.code(202).send({ job_id: backups.startRootBackupVerify(req.params.id).job_id }));
+  app.post<{ Params: { id: string } }>('/api/backups/:id/verify', { config: WRITE }, async (req, reply) =>
+    reply.code(202).send({ job_id: backups.startRootBackupVerify(req.params.id).job_id }),
+  );
   app.post('/api/backups/uploads', { config: WRITE }, async (_req, reply) => reply.code(201).send({ upload_id: backups.createUpload() }));
   app.get('/api/backups/uploads', async () => ({ uploads: backups.listUploads() }));
   app.delete<{ Params: { id: string } }>('/api/backups/uploads/:id', { config: WRITE }, async (req, reply) => {
@@ -322,7 +341,9 @@ function registerBackupRoutes({ app, timeouts, backups }: Routes): void {
     const body = req.body as Readable;
     return backups.receive(req.params.id, part as UploadPart, body, requestBody(req.raw, body, timeouts.bodyIdleMs), Number.isFinite(declared) ? declared : undefined);
   });
-  app.post<{ Params: { id: string } }>('/api/backups/uploads/:id/verify', { config: WRITE }, async (req, reply) => reply.code(202).send({ job_id: backups.startVerify(req.params.id).job_id }));
+  app.post<{ Params: { id: string } }>('/api/backups/uploads/:id/verify', { config: WRITE }, async (req, reply) =>
+    reply.code(202).send({ job_id: backups.startVerify(req.params.id).job_id }),
+  );
   app.get<{ Params: { id: string } }>('/api/backups/jobs/:id', async (req) => backups.job(req.params.id).job);
   app.get<{ Params: { id: string } }>('/api/backups/jobs/:id/events', async (req, reply) => streamJob(req, reply, backups));
 }

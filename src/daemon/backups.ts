@@ -194,7 +194,7 @@ export class BackupService {
           throw tooLarge();
         }
         hash.update(chunk);
-        for (let off = 0; off < chunk.length; ) off += writeSync(fd, chunk, off, chunk.length - off);
+        for (let off = 0; off < chunk.length;) off += writeSync(fd, chunk, off, chunk.length - off);
       }
       kept = true;
     } finally {
@@ -258,21 +258,23 @@ export class BackupService {
           events.emit('progress', p);
         },
       },
-    ).then(
-      (outcome) => {
-        job.state = outcome.audit.phase === 'held' ? 'held' : 'audited';
-        job.recovery_id = outcome.audit.recovery_id;
-      },
-      (e: unknown) => {
-        job.state = 'refused';
-        const refusal = isLoopxError(e) ? e : verifyFailed();
-        job.error = { code: refusal.code, message: refusal.message, next_action: refusal.nextAction ?? null };
-      },
-    ).finally(() => {
-      // The upload has served its purpose: the workspace holds its bytes, the audit its digests.
-      if (source.upload_id !== null) rmSync(join(this.uploads, source.upload_id), { recursive: true, force: true });
-      events.emit('result', job);
-    });
+    )
+      .then(
+        (outcome) => {
+          job.state = outcome.audit.phase === 'held' ? 'held' : 'audited';
+          job.recovery_id = outcome.audit.recovery_id;
+        },
+        (e: unknown) => {
+          job.state = 'refused';
+          const refusal = isLoopxError(e) ? e : verifyFailed();
+          job.error = { code: refusal.code, message: refusal.message, next_action: refusal.nextAction ?? null };
+        },
+      )
+      .finally(() => {
+        // The upload has served its purpose: the workspace holds its bytes, the audit its digests.
+        if (source.upload_id !== null) rmSync(join(this.uploads, source.upload_id), { recursive: true, force: true });
+        events.emit('result', job);
+      });
     this.jobs.set(jobId, { job, events, done, abort });
     return job;
   }
@@ -288,7 +290,10 @@ export class BackupService {
   private readonly indexed = new Set<string>();
 
   private auditDirs(): string[] {
-    return readdirSync(this.recoveries).filter((n) => JOB_ID.test(n)).map((n) => join(this.recoveries, n)).filter((d) => existsSync(join(d, 'recovery-audit.json')));
+    return readdirSync(this.recoveries)
+      .filter((n) => JOB_ID.test(n))
+      .map((n) => join(this.recoveries, n))
+      .filter((d) => existsSync(join(d, 'recovery-audit.json')));
   }
 
   listAudits(): AuditListItem[] {

@@ -25,7 +25,8 @@ export const DEFAULT_TIMEOUTS: DaemonTimeouts = { headersMs: 30_000, requestMs: 
 export const bodyIncomplete = () =>
   usageError('daemon_body_incomplete', 'The request body ended before all of it arrived; nothing of it was kept.', 'send the same request again with the whole body');
 
-const bodyTimeout = (ms: number) => daemonError(408, 'daemon_body_timeout', `The request body paused for more than ${ms} ms; nothing of it was kept.`, 'send the same request again');
+const bodyTimeout = (ms: number) =>
+  daemonError(408, 'daemon_body_timeout', `The request body paused for more than ${ms} ms; nothing of it was kept.`, 'send the same request again');
 
 /**
  * The chunks of `body` (the payload of `raw`), refused unless it ends normally with its declared

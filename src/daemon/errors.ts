@@ -41,6 +41,6 @@ export function errorBody(e: unknown): { error: Record<string, unknown> } {
 
 export function handleError(e: unknown, req: FastifyRequest, reply: FastifyReply): void {
   const status = statusOf(e);
-  if (status >= 500) req.log.error({ code: isLoopxError(e) ? e.code : (e as { code?: string }).code ?? 'unknown' }, 'request failed');
+  if (status >= 500) req.log.error({ code: isLoopxError(e) ? e.code : ((e as { code?: string }).code ?? 'unknown') }, 'request failed');
   void reply.code(status).type('application/json').send(errorBody(e));
 }

@@ -54,11 +54,17 @@ interface Entry {
 }
 
 const keyInvalid = () =>
-  usageError('daemon_idempotency_key_invalid', `An Idempotency-Key is 1–${IDEMPOTENCY_LIMITS.maxKeyLength} printable ASCII characters without spaces.`, 'send a key such as a random UUID');
+  usageError(
+    'daemon_idempotency_key_invalid',
+    `An Idempotency-Key is 1–${IDEMPOTENCY_LIMITS.maxKeyLength} printable ASCII characters without spaces.`,
+    'send a key such as a random UUID',
+  );
 const keyReused = () =>
   rejected('daemon_idempotency_key_reused', 'This Idempotency-Key was used for a different request.', { nextAction: 'send a new Idempotency-Key for a new request' });
 const outcomeDropped = () =>
-  conflict('daemon_idempotency_outcome_dropped', 'That request was carried out, but its answer is no longer kept.', { nextAction: 'read the current state (a GET of the resource) instead of sending it again' });
+  conflict('daemon_idempotency_outcome_dropped', 'That request was carried out, but its answer is no longer kept.', {
+    nextAction: 'read the current state (a GET of the resource) instead of sending it again',
+  });
 
 /** Passes a body through unchanged while hashing it; `digest` is set once it ended normally. */
 class HashTap extends Transform {
@@ -130,7 +136,11 @@ export class IdempotencyKeys {
     if (typeof header !== 'string' || !KEY.test(header)) throw keyInvalid();
     const request = JSON.stringify([req.method, req.routeOptions.url, req.params, req.query]);
     const streamed = isStream(req.body);
-    const jsonDigest = streamed ? null : createHash('sha256').update(JSON.stringify(req.body ?? null)).digest('hex');
+    const jsonDigest = streamed
+      ? null
+      : createHash('sha256')
+          .update(JSON.stringify(req.body ?? null))
+          .digest('hex');
     this.#prune();
     for (;;) {
       const found = this.#entries.get(header);
@@ -148,7 +158,10 @@ export class IdempotencyKeys {
         if (hash.digest('hex') !== found.bodyDigest) throw keyReused();
       }
       if (outcome.body === null) throw outcomeDropped();
-      await reply.code(outcome.status).headers({ ...outcome.headers, 'idempotent-replayed': 'true' }).send(outcome.body);
+      await reply
+        .code(outcome.status)
+        .headers({ ...outcome.headers, 'idempotent-replayed': 'true' })
+        .send(outcome.body);
       return;
     }
     let settle!: (o: Outcome | null) => void;

@@ -79,7 +79,9 @@ export async function requestLoginUrl(rootDir: string): Promise<string> {
   }
   const body = (await res.json().catch(() => null)) as { login_url?: unknown; error?: { code?: unknown } } | null;
   if (res.status !== 201 || typeof body?.login_url !== 'string') {
-    throw internal('daemon_login_url_refused', `The daemon refused a new login address (${typeof body?.error?.code === 'string' ? body.error.code : `HTTP ${res.status}`}).`, { nextAction: 'restart the daemon: stop it, then loopx daemon' });
+    throw internal('daemon_login_url_refused', `The daemon refused a new login address (${typeof body?.error?.code === 'string' ? body.error.code : `HTTP ${res.status}`}).`, {
+      nextAction: 'restart the daemon: stop it, then loopx daemon',
+    });
   }
   return body.login_url;
 }
@@ -89,11 +91,15 @@ export const MAX_PORT = 65535;
 
 export const isValidPort = (p: number): boolean => Number.isInteger(p) && p >= 0 && p <= MAX_PORT;
 
-const portInvalid = () => usageError('daemon_port_invalid', `The port must be a whole number from 0 to ${MAX_PORT} (0: a free one).`, 'run the same command without --port (a free port is taken)');
+const portInvalid = () =>
+  usageError('daemon_port_invalid', `The port must be a whole number from 0 to ${MAX_PORT} (0: a free one).`, 'run the same command without --port (a free port is taken)');
 
 /** The port is taken by another process (a conflict: exit 4), named so the operator can find it. */
 const portInUse = (port: number) =>
-  conflict('daemon_port_in_use', `Port ${port} on ${LOOPBACK} is already in use.`, { nextAction: 'run the same command without --port (a free port is taken), or stop what listens there', details: { port } });
+  conflict('daemon_port_in_use', `Port ${port} on ${LOOPBACK} is already in use.`, {
+    nextAction: 'run the same command without --port (a free port is taken), or stop what listens there',
+    details: { port },
+  });
 
 export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
   if (o.host !== undefined && o.host !== LOOPBACK) {

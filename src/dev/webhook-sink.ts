@@ -66,7 +66,10 @@ export interface WebhookSink {
 const HEADER_VALUE = /^[\x21-\x7e]{1,255}$/;
 
 class HttpRefusal extends Error {
-  constructor(readonly status: number, readonly error: string) {
+  constructor(
+    readonly status: number,
+    readonly error: string,
+  ) {
     super(error);
   }
 }
@@ -200,7 +203,8 @@ export async function startWebhookSink(options: WebhookSinkOptions): Promise<Web
     deliveriesUrl: `${url}/deliveries`,
     port: s.port,
     failNext(mode) {
-      if (!(SINK_FAIL_MODES as readonly string[]).includes(mode)) throw usageError('webhook_sink_mode_invalid', 'Unknown failure mode.', `use one of ${SINK_FAIL_MODES.join(', ')}`);
+      if (!(SINK_FAIL_MODES as readonly string[]).includes(mode))
+        throw usageError('webhook_sink_mode_invalid', 'Unknown failure mode.', `use one of ${SINK_FAIL_MODES.join(', ')}`);
       s.armed = mode;
     },
     deliveries: () => structuredClone(s.ordered),
@@ -276,11 +280,17 @@ function loadJournal(path: string): StoredDelivery[] {
       throw invalid(i + 1);
     }
     const ok =
-      typeof d === 'object' && d !== null &&
+      typeof d === 'object' &&
+      d !== null &&
       d.sequence === out.length + 1 &&
-      typeof d.idempotency_key === 'string' && HEADER_VALUE.test(d.idempotency_key) && !keys.has(d.idempotency_key) &&
-      typeof d.operation_id === 'string' && HEADER_VALUE.test(d.operation_id) && !operations.has(d.operation_id) &&
-      typeof d.received_at === 'string' && d.body_sha256 === sha(d.body);
+      typeof d.idempotency_key === 'string' &&
+      HEADER_VALUE.test(d.idempotency_key) &&
+      !keys.has(d.idempotency_key) &&
+      typeof d.operation_id === 'string' &&
+      HEADER_VALUE.test(d.operation_id) &&
+      !operations.has(d.operation_id) &&
+      typeof d.received_at === 'string' &&
+      d.body_sha256 === sha(d.body);
     if (!ok) throw invalid(i + 1);
     keys.add(d.idempotency_key);
     operations.add(d.operation_id);

@@ -116,7 +116,12 @@ export function agentDefinitionToFile(def: AgentDefinition): AgentFile {
     tool_plan: def.toolPlan,
     ...(def.system !== undefined ? { system: def.system } : {}),
     ...(def.script !== undefined
-      ? { script: def.script.map((s) => ({ ...(s.text !== undefined ? { text: s.text } : {}), ...(s.toolCalls ? { tool_calls: s.toolCalls.map((c) => ({ name: c.name, arguments: c.arguments })) } : {}) })) }
+      ? {
+          script: def.script.map((s) => ({
+            ...(s.text !== undefined ? { text: s.text } : {}),
+            ...(s.toolCalls ? { tool_calls: s.toolCalls.map((c) => ({ name: c.name, arguments: c.arguments })) } : {}),
+          })),
+        }
       : {}),
   };
 }
@@ -167,7 +172,8 @@ export function loadAgentFile(path: string): AgentDefinition {
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw notFound('agent_file_missing', 'The agent definition file does not exist.', { nextAction: 'pass an existing file to --agent' });
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+      throw notFound('agent_file_missing', 'The agent definition file does not exist.', { nextAction: 'pass an existing file to --agent' });
     throw e;
   }
   let json: unknown;

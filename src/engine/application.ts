@@ -130,8 +130,7 @@ function build(spec: ApplicationSpec, full: boolean): Application {
         lease.release();
       }
     },
-    agent: (identity) =>
-      typeof spec.agents === 'function' ? spec.agents(identity) : (spec.agents ?? []).find((a) => a.id === identity.id && a.version === identity.version),
+    agent: (identity) => (typeof spec.agents === 'function' ? spec.agents(identity) : (spec.agents ?? []).find((a) => a.id === identity.id && a.version === identity.version)),
     staticComponentsFor(def) {
       const plan = host.declared(def.toolPlan);
       if (!plan) {

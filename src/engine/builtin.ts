@@ -93,7 +93,9 @@ function shippedAgent(identity: { readonly id: string; readonly version: string 
   if (!PACKAGE_ROOT) return undefined;
   const dir = join(PACKAGE_ROOT, 'examples', 'agents');
   if (!existsSync(dir)) return undefined;
-  for (const f of readdirSync(dir).filter((n) => n.endsWith('.json')).sort()) {
+  for (const f of readdirSync(dir)
+    .filter((n) => n.endsWith('.json'))
+    .sort()) {
     let def: AgentDefinition;
     try {
       def = parseAgentDefinition(JSON.parse(readFileSync(join(dir, f), 'utf8')));

@@ -1,12 +1,40 @@
 /** Public API of the run engine. */
-export { Engine, openEngine, openReadOnlyEngine, runSummary, FAULT_AFTER_EFFECT_SETTLED, FAULT_AFTER_MUTATION_INTENT, FAULT_IMPORT_AFTER_KERNEL_COMMIT, type EngineOptions, type EventsOptions, type ExportedSnapshot, type ReadOnlyEngineOptions, type SignedExport, type SnapshotVerification, type Resolution, type RunView, type StartOptions, type UncertainEffect } from './engine.js';
+export {
+  Engine,
+  openEngine,
+  openReadOnlyEngine,
+  runSummary,
+  FAULT_AFTER_EFFECT_SETTLED,
+  FAULT_AFTER_MUTATION_INTENT,
+  FAULT_IMPORT_AFTER_KERNEL_COMMIT,
+  type EngineOptions,
+  type EventsOptions,
+  type ExportedSnapshot,
+  type ReadOnlyEngineOptions,
+  type SignedExport,
+  type SnapshotVerification,
+  type Resolution,
+  type RunView,
+  type StartOptions,
+  type UncertainEffect,
+} from './engine.js';
 export { defineAgent, loadAgentFile, parseAgentDefinition, agentDefinitionToFile, AGENT_FILE_SCHEMA, type AgentDefinition, type ScriptStep } from './agent.js';
 export { defineApplication, convenienceApplication, type Application, type ApplicationSpec } from './application.js';
 export { builtinApplication, builtinToolPlan, BUILTIN_TOOL_PLAN, BUILTIN_COMPATIBILITY, FAULT_AFTER_MUTATING_DISPATCH } from './builtin.js';
 export { computePlanIdentity, sourceIdentityOf, type ComponentIdentity, type ComponentKind, type PlanIdentity } from './identity.js';
 export { messageId, modelCallId, toolCallId, type Message, type Part, type Role } from './messages.js';
 export { EVENT_TYPES, type EventType, type NewEvent, type RunEvent } from './events.js';
-export { ToolPlanHost, isInteractionRequest, type Tool, type ToolContext, type ToolDefinition, type ToolPlan, type ToolPlanLease, type JsonValue, type InteractionRequest } from './tools.js';
+export {
+  ToolPlanHost,
+  isInteractionRequest,
+  type Tool,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolPlan,
+  type ToolPlanLease,
+  type JsonValue,
+  type InteractionRequest,
+} from './tools.js';
 export type { ModelProvider, ModelRequest, ModelResponse, ModelToolCall } from './providers/provider.js';
 export { scriptedProvider, SCRIPTED_PROVIDER } from './providers/scripted.js';
 export { aiSdkProvider } from './providers/ai-sdk.js';

@@ -109,7 +109,19 @@ export class RunKernel {
         head,
         expectedSequence: 0,
         messages: messages.map((message, index) => ({ index, message })),
-        events: [{ type: 'RunStarted', data: { definition_id: def.id, definition_version: def.version, model_provider: def.model.provider, model_id: def.model.modelId, turn_limit: def.turnLimit, plan_fingerprint: planIdentity.fingerprint } }],
+        events: [
+          {
+            type: 'RunStarted',
+            data: {
+              definition_id: def.id,
+              definition_version: def.version,
+              model_provider: def.model.provider,
+              model_id: def.model.modelId,
+              turn_limit: def.turnLimit,
+              plan_fingerprint: planIdentity.fingerprint,
+            },
+          },
+        ],
       });
       await this.#turns.drive(runId);
     } finally {
@@ -213,7 +225,9 @@ export class RunKernel {
     try {
       this.#own.ownedRecord(runId);
       const takenNow = await this.#turns.settleOpenCalls(runId);
-      const found = this.#store().mutations(runId).find((m) => m.callId === callId);
+      const found = this.#store()
+        .mutations(runId)
+        .find((m) => m.callId === callId);
       if (!found) throw notFound('call_not_found', `Run ${runId} has no mutating call ${callId}.`, { nextAction: `list uncertain calls: loopx run show ${runId}` });
       const effect = await this.#effects.effectOf(callId);
       if (found.state !== 'uncertain') {

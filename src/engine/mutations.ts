@@ -97,12 +97,12 @@ export async function beginEffect(journal: effectOwner.EffectJournal, tool: Tool
       : { kind: 'tool.call', target: `tool:${tool.definition.name}`, intent: { tool: tool.definition.name, arguments: args } };
     effect = (
       await journal.recordIntent({
-      operation_id: ctx.operationId,
-      idempotency_key: idempotencyKeyOf(ctx.operationId),
-      goal_id: d.goal_id ?? effectOwner.runEffectScope(ctx.runId),
-      kind: d.kind,
-      target: d.target,
-      intent: d.intent,
+        operation_id: ctx.operationId,
+        idempotency_key: idempotencyKeyOf(ctx.operationId),
+        goal_id: d.goal_id ?? effectOwner.runEffectScope(ctx.runId),
+        kind: d.kind,
+        target: d.target,
+        intent: d.intent,
       })
     ).effect;
   }
@@ -181,11 +181,23 @@ export function takenOutcome(effect: effectOwner.EffectRecord): { readonly state
     case 'committed':
       return { state: 'committed', status: 'ok', result: { result: 'already_applied', operation_id: op, receipt: effect.receipt as JsonValue } };
     case 'absent':
-      return { state: 'absent', status: 'error', result: { error: 'mutation_absent', message: 'The effect owner established that this operation did not take effect. It was not retried.' } };
+      return {
+        state: 'absent',
+        status: 'error',
+        result: { error: 'mutation_absent', message: 'The effect owner established that this operation did not take effect. It was not retried.' },
+      };
     case 'rejected':
-      return { state: 'failed', status: 'error', result: { error: 'effect_rejected', message: 'The operation was refused before it took effect.', receipt: effect.receipt as JsonValue } };
+      return {
+        state: 'failed',
+        status: 'error',
+        result: { error: 'effect_rejected', message: 'The operation was refused before it took effect.', receipt: effect.receipt as JsonValue },
+      };
     case 'superseded':
-      return { state: 'failed', status: 'error', result: { error: 'effect_superseded', message: 'The operation was superseded before it was dispatched; it did not take effect.' } };
+      return {
+        state: 'failed',
+        status: 'error',
+        result: { error: 'effect_superseded', message: 'The operation was superseded before it was dispatched; it did not take effect.' },
+      };
     default:
       return undefined;
   }
@@ -210,9 +222,17 @@ export function operatorOutcome(resolution: Resolution): { readonly state: Mutat
     return { state: 'committed', status: 'ok', result };
   }
   if (resolution.kind === 'absent') {
-    return { state: 'absent', status: 'error', result: { error: 'mutation_absent', message: 'The operator established that this operation did not take effect. It was not retried.' } };
+    return {
+      state: 'absent',
+      status: 'error',
+      result: { error: 'mutation_absent', message: 'The operator established that this operation did not take effect. It was not retried.' },
+    };
   }
-  return { state: 'abandoned', status: 'error', result: { error: 'mutation_abandoned', message: 'The operator abandoned this operation; its outcome stays unknown. It was not retried.' } };
+  return {
+    state: 'abandoned',
+    status: 'error',
+    result: { error: 'mutation_abandoned', message: 'The operator abandoned this operation; its outcome stays unknown. It was not retried.' },
+  };
 }
 
 /** Whether an operator's resolution agrees with an outcome the effect owner settled. */
@@ -236,7 +256,8 @@ export async function settleByOperator(
     if (takenOutcome(e)) return { effect: e, byOperator: false };
     const expected = { outcome: e.outcome, attempt: e.attempt };
     try {
-      if (resolution.kind === 'committed') return { effect: (await journal.resolve(operationId, expected, 'committed', { resolved_by: 'operator', result: bounded(result) })).effect, byOperator: true };
+      if (resolution.kind === 'committed')
+        return { effect: (await journal.resolve(operationId, expected, 'committed', { resolved_by: 'operator', result: bounded(result) })).effect, byOperator: true };
       if (resolution.kind === 'absent') return { effect: (await journal.resolve(operationId, expected, 'absent', { resolved_by: 'operator' })).effect, byOperator: true };
       if (e.outcome === 'pending') await journal.resolve(operationId, expected, 'unknown', { resolved_by: 'operator', abandoned: true });
       return { effect: await journal.holdUnknown(operationId, 'operator_abandoned'), byOperator: true };

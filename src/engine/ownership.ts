@@ -107,7 +107,9 @@ export class RunOwnership {
   ownedRecord(runId: string): RunRecord {
     const record = this.authority.readRecord(runId);
     if (!record) {
-      throw rejected('run_authority_record_missing', `The run authority has no record of run ${runId}.`, { nextAction: 'use the authority directory this root was used with (--authority-dir)' });
+      throw rejected('run_authority_record_missing', `The run authority has no record of run ${runId}.`, {
+        nextAction: 'use the authority directory this root was used with (--authority-dir)',
+      });
     }
     if (record.ownerRoot !== this.rootId) {
       throw conflict('run_moved', `Run ${runId} is owned by another runtime root; this copy will never run again.`, {

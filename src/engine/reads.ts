@@ -28,7 +28,10 @@ export interface RunView {
   readonly turn_limit: number;
   readonly last_sequence: number;
   /** What an active run that is not being driven waits for. */
-  readonly waiting_for: null | { readonly kind: 'interaction'; readonly interaction_id: string; readonly prompt: string } | { readonly kind: 'resolution'; readonly call_ids: readonly string[]; readonly effects: readonly UncertainEffect[] };
+  readonly waiting_for:
+    | null
+    | { readonly kind: 'interaction'; readonly interaction_id: string; readonly prompt: string }
+    | { readonly kind: 'resolution'; readonly call_ids: readonly string[]; readonly effects: readonly UncertainEffect[] };
   readonly suspend_requested: boolean;
   readonly failure: RunHead['failure'];
 }
@@ -102,7 +105,8 @@ export class RunReads {
       if (options.follow === 'while-active') {
         const head = this.head(runId);
         if (head.lifecycle !== 'active' && head.lastSequence <= cursor) return;
-        if (head.lifecycle === 'active' && !this.#isDriven(runId) && (head.pendingInteraction || (await this.uncertainCalls(runId)).length > 0) && head.lastSequence <= cursor) return;
+        if (head.lifecycle === 'active' && !this.#isDriven(runId) && (head.pendingInteraction || (await this.uncertainCalls(runId)).length > 0) && head.lastSequence <= cursor)
+          return;
       }
       await this.#waitForCommit(runId, options.pollMs ?? 50, options.signal);
     }
@@ -120,7 +124,10 @@ export class RunReads {
       .filter((m) => m.state === 'intent' || m.state === 'uncertain');
     if (open.length === 0) return [];
     const inFlight = open.some((m) => m.state === 'intent') && this.#isDriven(runId);
-    return uncertainEffects(open.filter((m) => m.state === 'uncertain' || !inFlight), this.#effects);
+    return uncertainEffects(
+      open.filter((m) => m.state === 'uncertain' || !inFlight),
+      this.#effects,
+    );
   }
 
   async view(head: RunHead): Promise<RunView> {

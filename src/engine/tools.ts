@@ -84,8 +84,7 @@ export interface Tool {
   execute(args: { readonly [k: string]: JsonValue }, ctx: ToolContext): Promise<ToolOutput> | ToolOutput;
 }
 
-export const isInteractionRequest = (v: unknown): v is InteractionRequest =>
-  typeof v === 'object' && v !== null && (v as { kind?: unknown }).kind === 'interaction_request';
+export const isInteractionRequest = (v: unknown): v is InteractionRequest => typeof v === 'object' && v !== null && (v as { kind?: unknown }).kind === 'interaction_request';
 
 export const effectOutput = (result: JsonValue, receipt: JsonValue): EffectOutput => ({ kind: 'effect_output', result, receipt });
 

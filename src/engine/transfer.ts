@@ -24,7 +24,17 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import { canonicalJson, conflict, faultPoint, hasCode, internal, rejected, toHex } from '../core/index.js';
-import { decodeEnvelope, encodeEnvelope, encodeSnapshot, ENVELOPE_ERRORS, signEnvelope, snapshotDigest, verifyEnvelope, type RunSnapshotState, type SnapshotEnvelope } from '../snapshot/index.js';
+import {
+  decodeEnvelope,
+  encodeEnvelope,
+  encodeSnapshot,
+  ENVELOPE_ERRORS,
+  signEnvelope,
+  snapshotDigest,
+  verifyEnvelope,
+  type RunSnapshotState,
+  type SnapshotEnvelope,
+} from '../snapshot/index.js';
 import type { RunLease, RunRecord } from '../run-authority/index.js';
 import { agentDefinitionToFile, defineAgent, type AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
@@ -249,7 +259,9 @@ export class RunTransfer {
       });
     }
     if (seen.state === 'TERMINAL') {
-      throw conflict('run_tombstoned', `Run ${runId} has ended; its snapshots are never imported as live.`, { nextAction: `see how it ended: loopx authority show --run ${runId}` });
+      throw conflict('run_tombstoned', `Run ${runId} has ended; its snapshots are never imported as live.`, {
+        nextAction: `see how it ended: loopx authority show --run ${runId}`,
+      });
     }
     if (!this.#importable(seen, seen)) throw consumed(runId);
     const def = this.#definitionForImport(state, agent);
@@ -264,7 +276,12 @@ export class RunTransfer {
     if (!current || !this.#importable(current, seen)) throw consumed(runId);
     const head = this.#store().get(runId);
     // Completing an import whose kernel commit landed: the kernel run is exactly the snapshot's, never driven.
-    const landed = current.state === 'IMPORTING' && head !== undefined && head.importedAtSequence === state.lastSequence && head.lastSequence === state.lastSequence && head.lifecycle === 'suspended';
+    const landed =
+      current.state === 'IMPORTING' &&
+      head !== undefined &&
+      head.importedAtSequence === state.lastSequence &&
+      head.lastSequence === state.lastSequence &&
+      head.lifecycle === 'suspended';
     if (head && !landed) throw conflict('run_known', `This root already knows run ${runId}.`, { nextAction: 'import into a root that has never seen this run' });
     const planLease = landed ? undefined : this.#application.toolPlans.lease(state.planIdentity.toolPlanId);
     try {
@@ -312,7 +329,11 @@ export class RunTransfer {
     const runId = envelope.state.runId;
     const seen = authority.readRecord(runId);
     verifyEnvelope(envelope, (mac, claim) => {
-      const macOk = authority.verifyClaim(claim.scopeId, { keyGeneration: claim.keyGeneration, runId, transitionGeneration: seen?.claimGeneration ?? 0, macInput: mac }, claim.hmac);
+      const macOk = authority.verifyClaim(
+        claim.scopeId,
+        { keyGeneration: claim.keyGeneration, runId, transitionGeneration: seen?.claimGeneration ?? 0, macInput: mac },
+        claim.hmac,
+      );
       const boundOk = seen?.claimHmac !== undefined && hexEqual(seen.claimHmac, toHex(claim.hmac)) && seen.payloadSha256 === toHex(envelope.payloadSha256);
       return macOk && boundOk;
     });
@@ -346,7 +367,12 @@ export class RunTransfer {
 
   #definitionForImport(state: RunSnapshotState, given: AgentDefinition | undefined): AgentDefinition {
     const matches = (d: AgentDefinition) =>
-      d.id === state.definition.id && d.version === state.definition.version && d.model.provider === state.model.provider && d.model.modelId === state.model.modelId && d.turnLimit === state.turnLimit && d.toolPlan === state.planIdentity.toolPlanId;
+      d.id === state.definition.id &&
+      d.version === state.definition.version &&
+      d.model.provider === state.model.provider &&
+      d.model.modelId === state.model.modelId &&
+      d.turnLimit === state.turnLimit &&
+      d.toolPlan === state.planIdentity.toolPlanId;
     const mismatch = () =>
       rejected('import_definition_mismatch', `The agent definition does not match the snapshot's (${state.definition.id}@${state.definition.version}).`, {
         nextAction: 'pass the agent file the run was started with',
@@ -366,9 +392,13 @@ export class RunTransfer {
       return known;
     }
     if (state.model.provider === SCRIPTED_PROVIDER) {
-      throw rejected('import_definition_unknown', `This root does not know agent ${state.definition.id}@${state.definition.version}, and its scripted model needs the definition's script.`, {
-        nextAction: 'pass the agent file: loopx run import <snapshot-file> --agent <agent-file>',
-      });
+      throw rejected(
+        'import_definition_unknown',
+        `This root does not know agent ${state.definition.id}@${state.definition.version}, and its scripted model needs the definition's script.`,
+        {
+          nextAction: 'pass the agent file: loopx run import <snapshot-file> --agent <agent-file>',
+        },
+      );
     }
     // Everything a non-scripted definition holds is in the snapshot (the system prompt is in the history).
     return defineAgent({ id: state.definition.id, version: state.definition.version, model: state.model, turnLimit: state.turnLimit, toolPlan: state.planIdentity.toolPlanId });
@@ -383,9 +413,13 @@ export class RunTransfer {
       });
     }
     if (recorded.compatibilityIdentity !== this.#application.compatibilityIdentity) {
-      throw rejected('snapshot_compatibility_mismatch', `The snapshot needs compatibility ${recorded.compatibilityIdentity}; this engine is ${this.#application.compatibilityIdentity || '(empty)'}.`, {
-        nextAction: 'import with the application version that exported it',
-      });
+      throw rejected(
+        'snapshot_compatibility_mismatch',
+        `The snapshot needs compatibility ${recorded.compatibilityIdentity}; this engine is ${this.#application.compatibilityIdentity || '(empty)'}.`,
+        {
+          nextAction: 'import with the application version that exported it',
+        },
+      );
     }
     const here = this.#application.staticComponentsFor(def);
     const key = (c: { kind: string; name: string; module: string; version: string; sourceSha256: string }) => JSON.stringify([c.kind, c.name, c.module, c.version, c.sourceSha256]);
@@ -405,7 +439,11 @@ export class RunTransfer {
     const head = this.#reads.head(runId);
     if (head.lifecycle === 'active') {
       // The hint reads the engine's rows only (an export stays synchronous): an uncertain call here is one to settle.
-      const uncertain = head.pendingInteraction ? undefined : this.#store().mutations(runId).find((m) => m.state === 'uncertain');
+      const uncertain = head.pendingInteraction
+        ? undefined
+        : this.#store()
+            .mutations(runId)
+            .find((m) => m.state === 'uncertain');
       throw rejected('export_run_active', `Run ${runId} is active; only a suspended or finished run can be exported.`, {
         nextAction: head.pendingInteraction
           ? `answer it, then suspend: loopx run answer ${runId} ${head.pendingInteraction.interactionId} TEXT`
@@ -414,7 +452,9 @@ export class RunTransfer {
             : `suspend it first: loopx run suspend ${runId}`,
       });
     }
-    const unresolved = this.#store().mutations(runId).filter((m) => m.state === 'intent' || m.state === 'uncertain');
+    const unresolved = this.#store()
+      .mutations(runId)
+      .filter((m) => m.state === 'intent' || m.state === 'uncertain');
     if (unresolved.length > 0) {
       throw rejected('export_unresolved_mutation', `Run ${runId} has ${unresolved.length} mutating call(s) with an unknown outcome.`, {
         nextAction: `settle it: loopx run resolve ${runId} ${unresolved[0]!.callId} (--committed RESULT | --absent | --abandon)`,

@@ -22,7 +22,21 @@ import type { AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
 import type { NewEvent } from './events.js';
 import { messageId, modelCallId, toolCallId } from './messages.js';
-import { beginEffect, errorMessage, operationIdOf, outcomeOfOutput, outcomeOfThrow, settleEffect, takenOutcome, toJsonResult, toolError, undispatchedOutcome, type Begun, type CallOutcome, type EffectAccess } from './mutations.js';
+import {
+  beginEffect,
+  errorMessage,
+  operationIdOf,
+  outcomeOfOutput,
+  outcomeOfThrow,
+  settleEffect,
+  takenOutcome,
+  toJsonResult,
+  toolError,
+  undispatchedOutcome,
+  type Begun,
+  type CallOutcome,
+  type EffectAccess,
+} from './mutations.js';
 import type { ModelProvider } from './providers/provider.js';
 import type { MutationRecord, MutationState, RunCommit, RunHead, RunStore } from './run-store/contract.js';
 import { commitRun, headOf, toolMessage } from './runs.js';
@@ -66,7 +80,12 @@ export class TurnDriver {
           return;
         }
         if (head.completedTurns >= head.turnLimit) {
-          this.terminate(head, 'failed', { type: 'Failed', data: { code: 'turn_limit_reached', completed_turns: head.completedTurns } }, { code: 'turn_limit_reached', message: `The run used all ${head.turnLimit} turns without a final answer.` });
+          this.terminate(
+            head,
+            'failed',
+            { type: 'Failed', data: { code: 'turn_limit_reached', completed_turns: head.completedTurns } },
+            { code: 'turn_limit_reached', message: `The run used all ${head.turnLimit} turns without a final answer.` },
+          );
           return;
         }
         await this.#modelStep(head, def, provider, lease);
@@ -137,12 +156,19 @@ export class TurnDriver {
     });
     const assistant: Message = { id: messageId(runId, turn, 0), role: 'assistant', parts };
     const toolCalls = parts.filter((p): p is ToolCallPart => p.type === 'tool_call');
-    const events: NewEvent[] = [{ type: 'ModelResponded', data: { turn, model_call_id: callId, text: response.text, tool_calls: toolCalls.map((c) => ({ call_id: c.callId, tool_name: c.toolName })) } }];
+    const events: NewEvent[] = [
+      { type: 'ModelResponded', data: { turn, model_call_id: callId, text: response.text, tool_calls: toolCalls.map((c) => ({ call_id: c.callId, tool_name: c.toolName })) } },
+    ];
     const next: RunHead = { ...started, messageCount: started.messageCount + 1 };
     if (toolCalls.length === 0) {
       // A final answer completes the turn and the run.
       events.push({ type: 'TurnCompleted', data: { turn } }, { type: 'Completed', data: { completed_turns: turn } });
-      this.#commit(started, { head: { ...next, turnInProgress: false, completedTurns: turn, lifecycle: 'completed' }, messages: [{ index: started.messageCount, message: assistant }], events, clearSuspendRequest: true });
+      this.#commit(started, {
+        head: { ...next, turnInProgress: false, completedTurns: turn, lifecycle: 'completed' },
+        messages: [{ index: started.messageCount, message: assistant }],
+        events,
+        clearSuspendRequest: true,
+      });
       return;
     }
     this.#commit(started, { head: next, messages: [{ index: started.messageCount, message: assistant }], events });
@@ -255,7 +281,15 @@ export class TurnDriver {
     settle: Settle,
     calledEvent: NewEvent,
   ): Promise<'done' | 'waiting'> {
-    const intent: MutationRecord = { runId: head.runId, callId: call.callId, turn: ctx.turn, toolName: call.toolName, argumentsJson: call.argumentsJson, state: 'intent', resultJson: null };
+    const intent: MutationRecord = {
+      runId: head.runId,
+      callId: call.callId,
+      turn: ctx.turn,
+      toolName: call.toolName,
+      argumentsJson: call.argumentsJson,
+      state: 'intent',
+      resultJson: null,
+    };
     const record = (h: RunHead, state: MutationState, status: ToolResultStatus, result: JsonValue, extra: NewEvent[] = []): 'done' | 'waiting' => {
       settle(h, status, result, extra, { ...intent, state, resultJson: canonicalJson(result) });
       return state === 'uncertain' ? 'waiting' : 'done';
@@ -299,7 +333,9 @@ export class TurnDriver {
    */
   async settleOpenCalls(runId: string): Promise<Set<string>> {
     const taken = new Set<string>();
-    const open = this.#store().mutations(runId).filter((m) => m.state === 'intent' || m.state === 'uncertain');
+    const open = this.#store()
+      .mutations(runId)
+      .filter((m) => m.state === 'intent' || m.state === 'uncertain');
     if (open.length === 0) return taken;
     let head = this.#head(runId);
     for (const m of open) {
@@ -319,7 +355,9 @@ export class TurnDriver {
   /** Commit a mutating call's result: its tool message, its mutation row and `ToolResulted`. */
   settleCall(head: RunHead, m: MutationRecord, state: MutationState, status: ToolResultStatus, result: JsonValue, data: { [k: string]: JsonValue } = {}): RunHead {
     const runId = head.runId;
-    const assistantIndex = this.#store().messages(runId).findIndex((msg) => msg.id === messageId(runId, m.turn, 0));
+    const assistantIndex = this.#store()
+      .messages(runId)
+      .findIndex((msg) => msg.id === messageId(runId, m.turn, 0));
     if (assistantIndex < 0) throw internal('uncertain_call_without_message', `Mutating call ${m.callId} has no model message.`);
     const callIndex = Number(m.callId.slice(m.callId.lastIndexOf('/k') + 2));
     const index = assistantIndex + 1 + callIndex;
@@ -346,7 +384,13 @@ export class TurnDriver {
           const index = assistantIndex + 1 + i;
           const status = messages[index] ? (messages[index]!.parts[0] as ToolResultPart).status : undefined;
           if (status === 'ok' || status === 'error' || status === 'mutation_uncertain') return;
-          upserts.push({ index, message: toolMessage(messageId(runId, turn, i + 1), call.callId, call.toolName, 'error', { error: `run_${lifecycle}`, message: `The run was ${lifecycle} before this call finished.` }) });
+          upserts.push({
+            index,
+            message: toolMessage(messageId(runId, turn, i + 1), call.callId, call.toolName, 'error', {
+              error: `run_${lifecycle}`,
+              message: `The run was ${lifecycle} before this call finished.`,
+            }),
+          });
           messageCount = Math.max(messageCount, index + 1);
         });
       }

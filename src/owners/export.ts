@@ -122,11 +122,20 @@ export const OWNER_EXPORT_MAX_ITEMS = 1_000_000;
 export const byKey = <T>(items: readonly T[], key: (t: T) => string): T[] => [...items].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 
 /** An export checked and compared with the revision of the copy it was captured with. */
-export function exportFindings(records: readonly unknown[], expect: { schema: string; owner: string; scope: OwnerScope; maxItems: number }, copyRevision: string | null): OwnerFinding[] {
+export function exportFindings(
+  records: readonly unknown[],
+  expect: { schema: string; owner: string; scope: OwnerScope; maxItems: number },
+  copyRevision: string | null,
+): OwnerFinding[] {
   const check = verifyExport(records, expect);
   const findings = [...check.findings];
   if (check.header !== null && check.header.revision !== copyRevision) {
-    findings.push({ code: 'owner_export_revision_mismatch', severity: 'error', subject: 'header', next_action: 'capture this owner again; the export and the copied store differ' });
+    findings.push({
+      code: 'owner_export_revision_mismatch',
+      severity: 'error',
+      subject: 'header',
+      next_action: 'capture this owner again; the export and the copied store differ',
+    });
   }
   return findings;
 }

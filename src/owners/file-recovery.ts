@@ -51,7 +51,15 @@ export function captureFiles<T>(spec: FileCaptureSpec<T>, live: LiveSource, scop
   const items = spec.items(h.value);
   const captured = { revision: h.revision ?? 'absent', cursor: items.length };
   const built = buildExport(
-    { schema_version: spec.exportSchema, owner: spec.owner, goal_id: scope.goal_id, source_identity: h.source_identity, ...captured, captured_at_start: startAt, captured_at_end: endAt },
+    {
+      schema_version: spec.exportSchema,
+      owner: spec.owner,
+      goal_id: scope.goal_id,
+      source_identity: h.source_identity,
+      ...captured,
+      captured_at_start: startAt,
+      captured_at_end: endAt,
+    },
     items,
     OWNER_EXPORT_MAX_ITEMS,
   );

@@ -70,4 +70,12 @@ export const LAYOUT = {
 } as const;
 
 /** Files only a runtime root holds at its top: any one of them marks a directory as a root. */
-export const ROOT_MARKERS: readonly string[] = [LAYOUT.engineDb, LAYOUT.registry, LAYOUT.sessionsDb, LAYOUT.effectsDb, LAYOUT.quotaDb, LAYOUT.schedulerDb, LAYOUT.machineConfiguration];
+export const ROOT_MARKERS: readonly string[] = [
+  LAYOUT.engineDb,
+  LAYOUT.registry,
+  LAYOUT.sessionsDb,
+  LAYOUT.effectsDb,
+  LAYOUT.quotaDb,
+  LAYOUT.schedulerDb,
+  LAYOUT.machineConfiguration,
+];

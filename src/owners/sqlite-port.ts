@@ -70,7 +70,11 @@ export function openSqlitePort(path: string, migrations: readonly Migration[], o
         }
       } catch (e) {
         // Nothing is committed before COMMIT: rolling back proves absence.
-        try { rollback(); } catch { /* still uncommitted: no COMMIT was issued */ }
+        try {
+          rollback();
+        } catch {
+          /* still uncommitted: no COMMIT was issued */
+        }
         if (e instanceof RowInvalid) throw corrupt(e);
         return { status: 'failed', code: isBusy(e) ? 'provider_busy' : 'provider_write_failed' };
       }
@@ -78,7 +82,11 @@ export function openSqlitePort(path: string, migrations: readonly Migration[], o
         q.commit.run();
       } catch {
         // The commit point itself failed: WAL frames may or may not be durable. Only a readback can tell.
-        try { rollback(); } catch { /* the outcome stays ambiguous either way */ }
+        try {
+          rollback();
+        } catch {
+          /* the outcome stays ambiguous either way */
+        }
         return { status: 'ambiguous' };
       }
       return APPLIED;

@@ -67,7 +67,12 @@ interface RawFinding {
   readonly next_action: string;
 }
 
-export const asOwnerFinding = (f: RawFinding): OwnerFinding => ({ code: f.code, severity: (f.severity === 'error' || f.severity === 'hold' ? f.severity : 'warning') as FindingSeverity, subject: f.subject, next_action: f.next_action });
+export const asOwnerFinding = (f: RawFinding): OwnerFinding => ({
+  code: f.code,
+  severity: (f.severity === 'error' || f.severity === 'hold' ? f.severity : 'warning') as FindingSeverity,
+  subject: f.subject,
+  next_action: f.next_action,
+});
 
 export interface SqliteOwnerSpec<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }> {
   readonly name: string;
@@ -156,7 +161,8 @@ export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]
       }
       const h = readHistorical(copy, scope);
       const findings = [...h.findings];
-      if (options.export !== undefined) findings.push(...exportFindings(options.export, { schema: spec.exportSchema, owner: spec.name, scope, maxItems: spec.maxItems }, h.revision));
+      if (options.export !== undefined)
+        findings.push(...exportFindings(options.export, { schema: spec.exportSchema, owner: spec.name, scope, maxItems: spec.maxItems }, h.revision));
       const ok = !hasErrors(findings);
       return { ...base, ok, readback: { ok, counts: h.counts }, revision: h.revision, cursor: h.cursor, findings };
     },

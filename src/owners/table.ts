@@ -25,7 +25,12 @@ export const OWNER_LIST: readonly OwnerRecovery[] = Object.values(OWNERS);
  * the verifier checks its SQLite integrity only and keeps it as history).
  */
 export const UNOWNED_STORES: readonly { readonly name: string; readonly decides: string; readonly member: OwnedMember; readonly verificationProfile: string }[] = [
-  { name: 'engine', decides: "the run kernel's runs, messages and event log (kept as history; runs move by snapshot)", member: { path: LAYOUT.engineDb, kind: 'sqlite' }, verificationProfile: 'sqlite.integrity_check' },
+  {
+    name: 'engine',
+    decides: "the run kernel's runs, messages and event log (kept as history; runs move by snapshot)",
+    member: { path: LAYOUT.engineDb, kind: 'sqlite' },
+    verificationProfile: 'sqlite.integrity_check',
+  },
 ];
 
 /** The public description of every owner and unowned store (the daemon's `GET /api/owners`, the UI's owner legend). */
@@ -60,6 +65,11 @@ export const DOCUMENT_OWNERS: readonly OwnerRecovery[] = OWNER_LIST.filter((o) =
 
 /** Root-relative names of the databases the owners (and unowned stores) keep at the root's top. */
 export const ROOT_DATABASES: readonly string[] = [
-  ...OWNER_LIST.filter((o) => o.scope === 'machine').flatMap((o) => o.members(MACHINE).filter((m) => m.kind === 'sqlite').map((m) => posix(m.path))),
+  ...OWNER_LIST.filter((o) => o.scope === 'machine').flatMap((o) =>
+    o
+      .members(MACHINE)
+      .filter((m) => m.kind === 'sqlite')
+      .map((m) => posix(m.path)),
+  ),
   ...UNOWNED_STORES.map((s) => posix(s.member.path)),
 ];

@@ -121,8 +121,7 @@ function labeller(): { scopeOf(goalId: string): string; idOf(prefix: string, key
   const mac = (s: string): string => createHmac('sha256', key).update(s).digest('hex').slice(0, 12);
   return { scopeOf: (goalId) => `goal:${mac(`goal\0${goalId}`)}`, idOf: (prefix, name) => `${prefix}-${mac(`${prefix}\0${name}`)}` };
 }
-const digestOf = (parts: readonly { path: string; sha256: string }[]): string =>
-  sha256Hex(canonicalJson(parts.map((p) => [p.path, p.sha256])));
+const digestOf = (parts: readonly { path: string; sha256: string }[]): string => sha256Hex(canonicalJson(parts.map((p) => [p.path, p.sha256])));
 
 const NEXT = {
   legacy: 'create a new backup with a producer that records owner revisions and capture profiles (a newer loopx); until then treat this audit as held',
@@ -135,8 +134,6 @@ const NEXT = {
 } as const;
 
 /** Owner names a public summary may show: the OWNERS table's, the unowned stores', and the coordinators'. */
-const OWNER_LABELS: ReadonlySet<string> = new Set([...OWNER_LIST.map((o) => o.name), ...UNOWNED_STORES.map((s) => s.name), 'unknown', 'backup']);
-
 const ROOT = 'runtime-root';
 /** Archive paths of an owner's members (a directory member covers everything under it). */
 const memberMatcher = (paths: readonly { path: string; kind: string }[]): ((p: string) => boolean) => {
@@ -179,7 +176,8 @@ function configurationComponent(ctx: AuditContext): void {
   configMembers.forEach((p) => claimed.add(p));
   // The configuration checkpoint carries the registry's Goal rows: the counts must agree.
   const countMismatch = checkpoint.ok && reg.ok && checkpoint.goal_count !== registryGoals.length;
-  if (countMismatch) add('configuration_goal_count_mismatch', 'error', 'configuration', OWNERS.config.name, 'the checkpoint and the registry disagree; use another backup of this root');
+  if (countMismatch)
+    add('configuration_goal_count_mismatch', 'error', 'configuration', OWNERS.config.name, 'the checkpoint and the registry disagree; use another backup of this root');
   const configOk = checkpoint.ok && (cfg.facts.config_ok as boolean) && reg.ok && !countMismatch;
   fromOwner('configuration', OWNERS.config.name, cfg.findings);
   fromOwner('configuration', OWNERS.registry.name, reg.findings);
@@ -247,14 +245,19 @@ function databaseComponents(ctx: AuditContext): void {
       readback: { integrity: s.integrity, wal_header: s.wal_header, ...(s.readback ? { counts: s.readback.counts } : {}), ...s.facts },
     });
   }
-
 }
 
 /**
  * Findings that belong to no readable Goal: goal findings of a goal.json that did not decode or of
  * the goals directory, goal-scoped stores without a goal.json, and declared databases that are not SQLite.
  */
-function orphanGoalFindings(ctx: AuditContext, gl: ReturnType<typeof documentOwner>, storesByGoal: StoresByGoal, found: ReadonlySet<string>, registered: ReadonlySet<string>): void {
+function orphanGoalFindings(
+  ctx: AuditContext,
+  gl: ReturnType<typeof documentOwner>,
+  storesByGoal: StoresByGoal,
+  found: ReadonlySet<string>,
+  registered: ReadonlySet<string>,
+): void {
   const { a, r, add, idOf, dbIdByPath } = ctx;
   const ownerless = gl.findings.filter((f) => {
     const gid = goalOwner.goalOfSubject(f.subject);
@@ -266,13 +269,29 @@ function orphanGoalFindings(ctx: AuditContext, gl: ReturnType<typeof documentOwn
   }
   for (const { owner, byGoal } of storesByGoal) {
     for (const [goalId, w] of byGoal) {
-      if (!found.has(goalId)) add(`${owner.name}_without_goal`, 'warning', dbIdByPath.get(w.path)!, OWNERS.goal.name, `the ${owner.name} store has no goal.json beside it; read it as history only`, goalId);
+      if (!found.has(goalId))
+        add(
+          `${owner.name}_without_goal`,
+          'warning',
+          dbIdByPath.get(w.path)!,
+          OWNERS.goal.name,
+          `the ${owner.name} store has no goal.json beside it; read it as history only`,
+          goalId,
+        );
     }
   }
   // Every database the producer declared must be one the worker read as SQLite.
   const verifiedDbs = new Set(r.sqlite.map((x) => x.path));
   for (const snap of a.manifest.execution.sqlite_snapshots) {
-    if (!verifiedDbs.has(snap.archive_path)) add('sqlite_snapshot_not_sqlite', 'error', null, ownerOfSqlite(snap.archive_path).owner, 'the manifest declares a database the archive does not hold as SQLite; use another backup', snap.archive_path);
+    if (!verifiedDbs.has(snap.archive_path))
+      add(
+        'sqlite_snapshot_not_sqlite',
+        'error',
+        null,
+        ownerOfSqlite(snap.archive_path).owner,
+        'the manifest declares a database the archive does not hold as SQLite; use another backup',
+        snap.archive_path,
+      );
   }
 }
 
@@ -333,7 +352,13 @@ function goalComponents(ctx: AuditContext): number {
     }
     if (!registered.has(g.goal_id)) add('goal_unregistered', 'warning', id, OWNERS.registry.name, 'the registry does not route to this Goal; read it as history only', g.goal_id);
     const readable = storesOk && !own.some((f) => f.severity === 'error');
-    goalComponent(g.goal_id, { source_identity: g.goal_instance_id, readback: { goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, lifecycle: g.lifecycle, docs: g.docs, ...storeFacts } }, members, readable, storeMissing);
+    goalComponent(
+      g.goal_id,
+      { source_identity: g.goal_instance_id, readback: { goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, lifecycle: g.lifecycle, docs: g.docs, ...storeFacts } },
+      members,
+      readable,
+      storeMissing,
+    );
   }
   for (const g of registryGoals) {
     if (found.has(g.goal_id)) continue;
@@ -372,7 +397,6 @@ function remainderComponent(ctx: AuditContext): void {
     });
   }
   for (const s of a.extraction.symlinks) add('member_symlink_inert', 'warning', null, 'backup', NEXT.symlink, s);
-
 }
 
 /** The counts of the components and findings, as the audit records them. */
@@ -498,67 +522,6 @@ export function publishableAuditBytes(audit: RecoveryAudit): Buffer {
   const bytes = auditBytes(audit);
   if (bytes.length > RECOVERY_LIMITS.savedAuditBytes) throw capacityRefusal('auditBytes', bytes.length, RECOVERY_LIMITS.savedAuditBytes);
   return bytes;
-}
-
-export interface PublicAuditSummary {
-  readonly schema_version: typeof AUDIT_SCHEMA;
-  readonly recovery_id: string;
-  readonly backup: RecoveryAudit['backup'];
-  readonly workspace: RecoveryAudit['workspace'];
-  readonly phase: RecoveryAudit['phase'];
-  readonly operator_state: RecoveryAudit['operator_state'];
-  readonly next_action: string;
-  readonly capture: RecoveryAudit['capture'];
-  readonly fences: RecoveryAudit['fences'];
-  readonly components: readonly {
-    readonly component_id: string;
-    readonly owner_kind: string;
-    readonly logical_scope: string;
-    readonly required: boolean;
-    readonly member_count: number;
-    readonly content_digest: string;
-    readonly dependency_ids: readonly string[];
-    readonly verification: VerificationStatus;
-    readonly classification: Classification;
-    readonly next_action: string;
-  }[];
-  readonly findings: readonly { readonly code: string; readonly severity: Severity; readonly component: string | null; readonly owner: string; readonly next_action: string }[];
-  readonly counts: RecoveryAudit['counts'];
-  readonly measurements: RecoveryAudit['measurements'];
-  readonly activation_eligible: false;
-  readonly execution_authority_granted: false;
-}
-
-/** The redacted view: no member names, Goal ids, subjects, readback or paths. */
-export function publicSummary(a: RecoveryAudit): PublicAuditSummary {
-  return {
-    schema_version: a.schema_version,
-    recovery_id: a.recovery_id,
-    backup: a.backup,
-    workspace: a.workspace,
-    phase: a.phase,
-    operator_state: a.operator_state,
-    next_action: a.next_action,
-    capture: a.capture,
-    fences: a.fences,
-    components: a.components.map((c) => ({
-      component_id: c.component_id,
-      owner_kind: OWNER_LABELS.has(c.owner_kind) ? c.owner_kind : 'unknown',
-      logical_scope: c.logical_scope,
-      required: c.required,
-      member_count: c.member_count,
-      content_digest: c.content_digest,
-      dependency_ids: c.dependency_ids,
-      verification: c.verification,
-      classification: c.classification,
-      next_action: c.next_action,
-    })),
-    findings: a.findings.map((f) => ({ code: f.code, severity: f.severity, component: f.component, owner: f.owner, next_action: f.next_action })),
-    counts: a.counts,
-    measurements: a.measurements,
-    activation_eligible: false,
-    execution_authority_granted: false,
-  };
 }
 
 /** Read `<destination>/recovery-audit.json` back: the exact bytes, decoded, content address re-checked. */

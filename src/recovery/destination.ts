@@ -72,7 +72,9 @@ const freeSpaceRefusal = (what: string, details?: Record<string, unknown>): Loop
 
 /** The destination exists (at the preflight, or made by someone else before this run created it): verification only creates a new one. */
 export const destinationExists = (): LoopxError =>
-  conflict(DESTINATION_CODES.exists, 'The destination already exists; verification only creates a new workspace.', { nextAction: 'choose a destination path that does not exist yet' });
+  conflict(DESTINATION_CODES.exists, 'The destination already exists; verification only creates a new workspace.', {
+    nextAction: 'choose a destination path that does not exist yet',
+  });
 
 /** Free bytes for an unprivileged user; LOOPX_TEST_FREE_BYTES overrides it for tests. */
 function freeBytes(dir: string): number {

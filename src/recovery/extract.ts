@@ -163,7 +163,6 @@ class GzipBody extends Transform {
   }
 }
 
-
 /**
  * The scan's witness: it reads the bound file description from offset 0 and hashes every byte it
  * hands on, in order — exactly what gunzip consumes. After a failure `drain()` hashes the rest of
@@ -174,7 +173,10 @@ class FdWitness {
   bytes = 0;
   private readonly hash: Hash = createHash('sha256');
   private position = 0;
-  constructor(private readonly fd: number, private readonly onBytes: (n: number) => void) {}
+  constructor(
+    private readonly fd: number,
+    private readonly onBytes: (n: number) => void,
+  ) {}
 
   /** Reads are chained: a drain after a failure never overlaps a read still in flight. */
   private chain: Promise<unknown> = Promise.resolve();
@@ -289,7 +291,7 @@ function onData(x: Extraction, chunk: Buffer): void {
     c.head.push(Buffer.from(chunk.subarray(0, 16 - c.headLen)));
     c.headLen += Math.min(16 - c.headLen, chunk.length);
   }
-  for (let off = 0; off < chunk.length; ) off += writeSync(c.fd, chunk, off, chunk.length - off);
+  for (let off = 0; off < chunk.length;) off += writeSync(c.fd, chunk, off, chunk.length - off);
 }
 
 /** A member's end: a file's digest is checked against the plan and, when it is SQLite, handed to the owner worker. */
@@ -333,7 +335,13 @@ type Bound = { readonly archiveSize: number; readonly archiveSha256: string; rea
  * change when the witness no longer matches the preflight. Returns the inflated bytes' CRC-32 and
  * the gzip stages, whose counts place the trailer.
  */
-async function inflateAndScan(x: Extraction, witness: FdWitness, scanner: TarScanner, bound: Bound, signal: AbortSignal | undefined): Promise<{ crc: number; body: GzipBody; gunzip: ReturnType<typeof createInflateRaw> }> {
+async function inflateAndScan(
+  x: Extraction,
+  witness: FdWitness,
+  scanner: TarScanner,
+  bound: Bound,
+  signal: AbortSignal | undefined,
+): Promise<{ crc: number; body: GzipBody; gunzip: ReturnType<typeof createInflateRaw> }> {
   const body = new GzipBody();
   const gunzip = createInflateRaw({ chunkSize: 64 * 1024 });
   const source = Readable.from(witness.chunks(), { objectMode: false });
@@ -388,7 +396,8 @@ function checkEmbeddedManifest(x: Extraction, m: BackupManifest): { embeddedBuf:
       nextAction: 'pass the archive and manifest of the same backup, both unmodified',
     });
   };
-  if (embeddedSha !== m.execution.embedded_manifest?.sha256 || embeddedBuf.length !== m.execution.embedded_manifest.size_bytes || x.embeddedBytes !== embeddedBuf.length) mismatch();
+  if (embeddedSha !== m.execution.embedded_manifest?.sha256 || embeddedBuf.length !== m.execution.embedded_manifest.size_bytes || x.embeddedBytes !== embeddedBuf.length)
+    mismatch();
   if (!same(decodeManifestBytes(embeddedBuf), expectedEmbedded(m))) mismatch();
   return { embeddedBuf, embeddedSha };
 }

@@ -28,7 +28,10 @@ const READ_CHUNK = 1024 * 1024;
 
 /** The archive or the manifest is missing, a link, or not a regular file. */
 const notRegular = (input: 'archive' | 'manifest'): LoopxError =>
-  notFound(INPUT_CODES.notRegular, `The ${input} is missing or is not a regular file.`, { nextAction: `pass the ${input} file itself (not a link or directory)`, details: { input } });
+  notFound(INPUT_CODES.notRegular, `The ${input} is missing or is not a regular file.`, {
+    nextAction: `pass the ${input} file itself (not a link or directory)`,
+    details: { input },
+  });
 
 const manifestInvalid = (why: string): LoopxError =>
   rejected(INPUT_CODES.manifestInvalid, `The manifest is not a valid loopx_state_backup_v0 manifest (${why}).`, {

@@ -56,8 +56,7 @@ export function checkExpansion(expandedBytes: number, compressedBytes: number): 
   }
 }
 
-const invalid = (message: string): LoopxError =>
-  rejected(FORMAT_CODES.headerInvalid, message, { nextAction: 'use an intact backup made by loopx backup-state' });
+const invalid = (message: string): LoopxError => rejected(FORMAT_CODES.headerInvalid, message, { nextAction: 'use an intact backup made by loopx backup-state' });
 const unsupported = (message: string): LoopxError =>
   rejected(FORMAT_CODES.headerUnsupported, message, { nextAction: 'use a backup made by loopx backup-state; this tar feature is not accepted' });
 /** Bytes after the end of a stream (the gzip member, or the tar end-of-archive marker). */
@@ -71,9 +70,7 @@ function text(block: Buffer, start: number, length: number, isName: boolean): st
   try {
     return utf8.decode(block.subarray(start, end));
   } catch {
-    throw isName
-      ? memberRefusal(MEMBER_CODES.invalid, 'An archive member name is not valid UTF-8.')
-      : invalid('A tar header text field is not valid UTF-8.');
+    throw isName ? memberRefusal(MEMBER_CODES.invalid, 'An archive member name is not valid UTF-8.') : invalid('A tar header text field is not valid UTF-8.');
   }
 }
 
@@ -132,10 +129,7 @@ function parsePax(data: Buffer): Map<string, string> {
 }
 
 type State =
-  | { readonly at: 'header' }
-  | { at: 'data'; remaining: number; padding: number }
-  | { at: 'pax'; remaining: number; padding: number; parts: Buffer[] }
-  | { readonly at: 'end' };
+  { readonly at: 'header' } | { at: 'data'; remaining: number; padding: number } | { at: 'pax'; remaining: number; padding: number; parts: Buffer[] } | { readonly at: 'end' };
 
 export class TarScanner {
   private state: State = { at: 'header' };

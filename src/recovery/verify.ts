@@ -20,7 +20,8 @@ import { performance } from 'node:perf_hooks';
 import { fsyncDir, hasCode, internal, isLoopxError, rejected, type LoopxError } from '../core/index.js';
 import { isOutOfSpace } from '../store/index.js';
 import { CAPACITY_CODES, OWNER_CODES } from './codes.js';
-import { AUDIT_FILE, WORKSPACE_DIR, buildAudit, publicSummary, publishableAuditBytes, type PublicAuditSummary, type RecoveryAudit } from './audit.js';
+import { AUDIT_FILE, WORKSPACE_DIR, buildAudit, publishableAuditBytes, type RecoveryAudit } from './audit.js';
+import { publicSummary, type PublicAuditSummary } from './audit-summary.js';
 import { checkDeclared, declaredInventory, destinationExists, outOfSpace, preflightDestination, type ProtectedPlaces } from './destination.js';
 import { extractArchive, interrupted, planMembers } from './extract.js';
 import { bindInputs } from './inputs.js';
@@ -174,7 +175,7 @@ function publish(dest: { readonly path: string; readonly parent: string }, stagi
   renameSync(staging, join(dest.path, WORKSPACE_DIR));
   const fd = openSync(join(dest.path, AUDIT_FILE), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {
-    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+    for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, bytes.length - off);
     fsyncSync(fd);
   } finally {
     closeSync(fd);

@@ -25,7 +25,9 @@ export const SUBKEY_DOMAIN = 'loopx.run-authority.subkey/v1';
  * published test vectors; callers other than the authority never hold a key.
  */
 export function deriveRunSubkey(key: Uint8Array, scopeId: Uint8Array, runId: string, transitionGeneration: number): Buffer {
-  return createHmac('sha256', key).update(lengthPrefixed([utf8(SUBKEY_DOMAIN), scopeId, utf8(runId), u64be(transitionGeneration)])).digest();
+  return createHmac('sha256', key)
+    .update(lengthPrefixed([utf8(SUBKEY_DOMAIN), scopeId, utf8(runId), u64be(transitionGeneration)]))
+    .digest();
 }
 
 function mac(key: Uint8Array, scopeId: Uint8Array, input: ClaimInput): Buffer {
@@ -86,7 +88,9 @@ export class Keyring {
   }
 
   generations(): Array<{ generation: number; retired: boolean }> {
-    return [...[...this.#keys.keys()].map((g) => ({ generation: g, retired: false })), ...[...this.#retired].map((g) => ({ generation: g, retired: true }))].sort((a, b) => a.generation - b.generation);
+    return [...[...this.#keys.keys()].map((g) => ({ generation: g, retired: false })), ...[...this.#retired].map((g) => ({ generation: g, retired: true }))].sort(
+      (a, b) => a.generation - b.generation,
+    );
   }
 
   /** The generation `rotate` adds: above every active and retired one (a retired number is never reused). */
@@ -99,7 +103,8 @@ export class Keyring {
   /** The refusals of `retire`, before the provider records anything. */
   checkRetirable(generation: number): void {
     if (!this.#keys.has(generation)) throw generationUnknown(generation, 'active here');
-    if (this.#keys.size === 1) throw rejected('authority_last_generation', 'The last active key generation cannot be retired.', { nextAction: 'rotate first: loopx authority rotate' });
+    if (this.#keys.size === 1)
+      throw rejected('authority_last_generation', 'The last active key generation cannot be retired.', { nextAction: 'rotate first: loopx authority rotate' });
   }
 
   claim(input: ClaimInput): Uint8Array {

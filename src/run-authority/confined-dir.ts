@@ -95,7 +95,8 @@ export function validateAncestry(absPath: string, options: { createParents?: boo
         if ((e as NodeJS.ErrnoException).code === 'ENOENT' && options.mustExist) {
           throw authorityMissing();
         }
-        if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw rejected('authority_parent_missing', 'A parent of the authority directory does not exist.', { nextAction: 'create the parent directories first' });
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+          throw rejected('authority_parent_missing', 'A parent of the authority directory does not exist.', { nextAction: 'create the parent directories first' });
         throw e;
       }
     }
@@ -197,7 +198,14 @@ export class ConfinedDir {
     if ('parent' in name) name.parent.verify();
     const st = fstatSync(this.#fd);
     const byPath = lstatSync('parent' in name ? name.parent.#at(name.entry) : name.path, { throwIfNoEntry: false });
-    if (st.dev !== this.identity.dev || st.ino !== this.identity.ino || !byPath || byPath.isSymbolicLink() || byPath.dev !== this.identity.dev || byPath.ino !== this.identity.ino) {
+    if (
+      st.dev !== this.identity.dev ||
+      st.ino !== this.identity.ino ||
+      !byPath ||
+      byPath.isSymbolicLink() ||
+      byPath.dev !== this.identity.dev ||
+      byPath.ino !== this.identity.ino
+    ) {
       throw dirSubstituted('after it was opened');
     }
   }
@@ -228,7 +236,9 @@ export class ConfinedDir {
 
   list(): string[] {
     this.verify();
-    return readdirSync(`/proc/self/fd/${this.#fd}`).filter((n) => NAME.test(n)).sort();
+    return readdirSync(`/proc/self/fd/${this.#fd}`)
+      .filter((n) => NAME.test(n))
+      .sort();
   }
 
   /** Read a private regular file (0600, ours); undefined if absent. */
@@ -315,6 +325,4 @@ export class ConfinedDir {
     this.#closed = true;
     closeSync(this.#fd);
   }
-
 }
-

@@ -8,14 +8,12 @@ import { internal, rejected, type LoopxError } from '../core/index.js';
 export const authorityClosed = (): LoopxError => internal('authority_closed', 'The run authority is closed.');
 
 /** The authority directory does not exist and this command does not create it. */
-export const authorityMissing = (): LoopxError =>
-  rejected('authority_missing', 'The run authority directory does not exist.', { nextAction: 'create it: loopx authority init' });
+export const authorityMissing = (): LoopxError => rejected('authority_missing', 'The run authority directory does not exist.', { nextAction: 'create it: loopx authority init' });
 
 export const runIdInvalid = (): LoopxError => rejected('run_id_invalid', 'Run ids are 1–128 characters of A–Z, a–z, 0–9, _ and -.');
 
 /** A run's authority record is written only under that run's live lease: a caller's bug. */
-export const leaseRequired = (runId: string): LoopxError =>
-  internal('authority_lease_required', `Writing the authority record of run ${runId} needs its live run lease.`);
+export const leaseRequired = (runId: string): LoopxError => internal('authority_lease_required', `Writing the authority record of run ${runId} needs its live run lease.`);
 
 /** A secret of the authority directory (scope or key) that is not what it must be. */
 export const authorityCorrupt = (what: string): LoopxError =>

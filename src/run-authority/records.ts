@@ -33,7 +33,13 @@ export function decodeRecord(runId: string, raw: Uint8Array | string): RunRecord
   } catch {
     throw recordCorrupt(runId, 'not JSON');
   }
-  if (doc.schema !== RECORD_SCHEMA || doc.run_id !== runId || !STATES.includes(doc.state as RunRecordState) || !Number.isSafeInteger(doc.transition_generation) || typeof doc.owner_root !== 'string') {
+  if (
+    doc.schema !== RECORD_SCHEMA ||
+    doc.run_id !== runId ||
+    !STATES.includes(doc.state as RunRecordState) ||
+    !Number.isSafeInteger(doc.transition_generation) ||
+    typeof doc.owner_root !== 'string'
+  ) {
     throw recordCorrupt(runId, 'malformed');
   }
   return {

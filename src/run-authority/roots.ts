@@ -54,8 +54,7 @@ export const ROOT_IS_COPY = 'root_is_copy';
 
 const NEW_ROOT = 'start a new root instead: loopx init --root <new-root>';
 
-const copyRefusal = (): LoopxError =>
-  rejected(ROOT_IS_COPY, 'This directory is a copy of another runtime root; a copy owns no runs and may start none.', { nextAction: NEW_ROOT });
+const copyRefusal = (): LoopxError => rejected(ROOT_IS_COPY, 'This directory is a copy of another runtime root; a copy owns no runs and may start none.', { nextAction: NEW_ROOT });
 
 const bindingRequired = (): LoopxError =>
   rejected('root_binding_required', 'The run authority has runs of this root recorded from before roots were bound to their directories; bind the original root once.', {
@@ -150,7 +149,12 @@ export type RebindOutcome = 'bound' | 'unchanged' | 'rebound';
  * runs are recorded under it or its binding names another directory — but never while that other
  * directory still exists with its bound identity (`root_binding_original_present`).
  */
-export function rebindRoot(table: RootBindingTable, rootId: string, id: RootDirectoryIdentity, originalPresent: (bound: RootDirectoryIdentity) => boolean = stillThere): RebindOutcome {
+export function rebindRoot(
+  table: RootBindingTable,
+  rootId: string,
+  id: RootDirectoryIdentity,
+  originalPresent: (bound: RootDirectoryIdentity) => boolean = stillThere,
+): RebindOutcome {
   checkRootId(rootId);
   const outcome = decideRebind(table.get(rootId), id, originalPresent);
   if (outcome !== 'unchanged') table.put(rootId, id);
@@ -172,7 +176,8 @@ export function directoryBindings(dir: ConfinedDir, options: { noSync?: boolean 
       } catch {
         doc = {};
       }
-      if (doc.schema !== BINDING_SCHEMA || doc.root_id !== rootId || typeof doc.dev !== 'string' || typeof doc.ino !== 'string' || typeof doc.path !== 'string') throw bindingCorrupt(rootId);
+      if (doc.schema !== BINDING_SCHEMA || doc.root_id !== rootId || typeof doc.dev !== 'string' || typeof doc.ino !== 'string' || typeof doc.path !== 'string')
+        throw bindingCorrupt(rootId);
       return { dev: doc.dev, ino: doc.ino, path: doc.path };
     },
     create(rootId, id) {

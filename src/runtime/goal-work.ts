@@ -51,7 +51,9 @@ export async function runGoalWork(options: GoalWorkRunOptions): Promise<GoalWork
     const goal = owners.goals.get(options.goalId);
     if (!goal) throw goalOwner.goalNotFound(options.goalId);
     if (goal.lifecycle !== 'active') {
-      throw rejected('goal_not_active', `Goal ${options.goalId} is ${goal.lifecycle}; only an active Goal takes work.`, { nextAction: `resume it: loopx goal resume ${options.goalId}` });
+      throw rejected('goal_not_active', `Goal ${options.goalId} is ${goal.lifecycle}; only an active Goal takes work.`, {
+        nextAction: `resume it: loopx goal resume ${options.goalId}`,
+      });
     }
     ref = { goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id };
     title = goal.title;

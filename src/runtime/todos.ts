@@ -57,7 +57,12 @@ export function updateTodo(root: string, goalId: string, input: UpdateTodoInput)
   return withGoalWork(root, goalId, async (work) => {
     if (await work.readReceipt(op)) {
       const proof = (await work.readReceipt(`${op}:lease`))?.receipt.lease;
-      return work.updateTodo({ operation_id: op, todo_id: todoId, ...changes, ...(proof ? { lease: { owner: proof.owner, execution_key: proof.execution_key, lease_epoch: proof.lease_epoch } } : {}) });
+      return work.updateTodo({
+        operation_id: op,
+        todo_id: todoId,
+        ...changes,
+        ...(proof ? { lease: { owner: proof.owner, execution_key: proof.execution_key, lease_epoch: proof.lease_epoch } } : {}),
+      });
     }
     if ((await work.view()).handoff_mode !== 'hard_lease') return work.updateTodo({ operation_id: op, todo_id: todoId, ...changes });
     const current = await work.leaseStatus(todoId);
@@ -71,10 +76,22 @@ export function updateTodo(root: string, goalId: string, input: UpdateTodoInput)
         expected_version: current.lease?.version ?? 0,
       })
     ).receipt.lease!;
-    const updated = await work.updateTodo({ operation_id: op, todo_id: todoId, ...changes, lease: { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch } });
+    const updated = await work.updateTodo({
+      operation_id: op,
+      todo_id: todoId,
+      ...changes,
+      lease: { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch },
+    });
     const after = await work.leaseStatus(todoId);
     if (after.lease?.status === 'active') {
-      await work.releaseLease({ operation_id: `${op}:release`, todo_id: todoId, owner: lease.owner, execution_key: lease.execution_key, lease_epoch: after.lease.lease_epoch, expected_version: after.lease.version });
+      await work.releaseLease({
+        operation_id: `${op}:release`,
+        todo_id: todoId,
+        owner: lease.owner,
+        execution_key: lease.execution_key,
+        lease_epoch: after.lease.lease_epoch,
+        expected_version: after.lease.version,
+      });
     }
     return updated;
   });

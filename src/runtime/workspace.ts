@@ -54,8 +54,20 @@ export interface WorkspaceListing {
 export interface WorkspaceGoalDetail {
   readonly recovery_id: string;
   readonly execution_authority_granted: false;
-  readonly goal: { readonly goal_id: string; readonly goal_instance_id: string; readonly title: string; readonly lifecycle: string; readonly docs: readonly { name: string; sha256: string; bytes: number }[] };
-  readonly work: { readonly readable: boolean; readonly store_identity: string | null; readonly head_cursor: number | null; readonly committed_transactions: number; readonly handoff_mode: string | null };
+  readonly goal: {
+    readonly goal_id: string;
+    readonly goal_instance_id: string;
+    readonly title: string;
+    readonly lifecycle: string;
+    readonly docs: readonly { name: string; sha256: string; bytes: number }[];
+  };
+  readonly work: {
+    readonly readable: boolean;
+    readonly store_identity: string | null;
+    readonly head_cursor: number | null;
+    readonly committed_transactions: number;
+    readonly handoff_mode: string | null;
+  };
   readonly todos: readonly { todo_id: string; title: string; status: string; priority: number; note: string | null; todo_revision: number }[];
   readonly sessions: readonly { session_id: string; run_id: string | null; status: string; session_generation: number; execution_generation: number }[];
   readonly runs: readonly HistoricalRun[];
@@ -63,7 +75,12 @@ export interface WorkspaceGoalDetail {
   readonly findings: readonly WorkspaceFinding[];
 }
 
-const lite = (f: { code: string; severity?: string; subject: string; next_action: string }): WorkspaceFinding => ({ code: f.code, severity: f.severity ?? 'error', subject: f.subject, next_action: f.next_action });
+const lite = (f: { code: string; severity?: string; subject: string; next_action: string }): WorkspaceFinding => ({
+  code: f.code,
+  severity: f.severity ?? 'error',
+  subject: f.subject,
+  next_action: f.next_action,
+});
 
 /** The destination's audit, re-checked, and the runtime root copy inside its workspace. */
 function open(destination: string) {
@@ -96,7 +113,15 @@ export function listWorkspace(destination: string): WorkspaceListing {
       findings.push(...w.findings.map(lite));
       const byStatus: Record<string, number> = {};
       for (const t of w.todos) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
-      return { goal_id: record.goal_id, goal_instance_id: record.goal_instance_id, title: record.title, lifecycle: record.lifecycle, work_readable: w.readable, todos_by_status: byStatus, committed_transactions: w.history_count };
+      return {
+        goal_id: record.goal_id,
+        goal_instance_id: record.goal_instance_id,
+        title: record.title,
+        lifecycle: record.lifecycle,
+        work_readable: w.readable,
+        todos_by_status: byStatus,
+        committed_transactions: w.history_count,
+      };
     });
     const runs = readHistoricalRuns(join(root, LAYOUT.engineDb), { scratchDir: scratch });
     const s = OWNERS.session.readHistorical({ root, scratchDir: scratch }, MACHINE).value;
@@ -125,7 +150,9 @@ export function showWorkspaceGoal(destination: string, goalId: string, options: 
   const record = OWNERS.goal.readHistorical({ root }, MACHINE).value.goals.find((x) => x.goal_id === goalId);
   if (!record) {
     const nextAction =
-      options.listAction !== undefined ? `list the workspace's Goals: ${options.listAction}` : `list the workspace's Goals: loopx backup-state workspace ls ${operatorPath(destination)}`;
+      options.listAction !== undefined
+        ? `list the workspace's Goals: ${options.listAction}`
+        : `list the workspace's Goals: loopx backup-state workspace ls ${operatorPath(destination)}`;
     throw notFound('workspace_goal_not_found', `The workspace holds no readable Goal ${goalId}.`, { nextAction });
   }
   return withScratch((scratch) => {
@@ -138,12 +165,26 @@ export function showWorkspaceGoal(destination: string, goalId: string, options: 
     return {
       recovery_id: audit.recovery_id,
       execution_authority_granted: false,
-      goal: { goal_id: record.goal_id, goal_instance_id: record.goal_instance_id, title: record.title, lifecycle: record.lifecycle, docs: record.docs.map((d) => ({ name: d.name, sha256: d.sha256, bytes: d.bytes })) },
+      goal: {
+        goal_id: record.goal_id,
+        goal_instance_id: record.goal_instance_id,
+        title: record.title,
+        lifecycle: record.lifecycle,
+        docs: record.docs.map((d) => ({ name: d.name, sha256: d.sha256, bytes: d.bytes })),
+      },
       work: { readable: w.readable, store_identity: w.store_identity, head_cursor: w.head_cursor, committed_transactions: w.history_count, handoff_mode: w.handoff_mode },
       todos: w.todos.map((t) => ({ todo_id: t.todo_id, title: t.title, status: t.status, priority: t.priority, note: t.note, todo_revision: t.todo_revision })),
-      sessions: sessions.map((x) => ({ session_id: x.session_id, run_id: x.run_id, status: x.status, session_generation: x.session_generation, execution_generation: x.execution_generation })),
+      sessions: sessions.map((x) => ({
+        session_id: x.session_id,
+        run_id: x.run_id,
+        status: x.status,
+        session_generation: x.session_generation,
+        execution_generation: x.execution_generation,
+      })),
       runs,
-      effects: e.effects.filter((x) => x.goal_id === goalId).map((x) => ({ operation_id: x.operation_id, kind: x.kind, target: x.target, outcome: x.outcome, hold: x.hold, attempt: x.attempt })),
+      effects: e.effects
+        .filter((x) => x.goal_id === goalId)
+        .map((x) => ({ operation_id: x.operation_id, kind: x.kind, target: x.target, outcome: x.outcome, hold: x.hold, attempt: x.attempt })),
       findings: [...w.findings, ...s.findings.filter((f) => f.subject.includes(goalId)), ...e.findings.filter((f) => f.subject.includes(goalId))].map(lite),
     };
   });

@@ -75,8 +75,7 @@ const KIND_TO_PB: Readonly<Record<ComponentKind, PbComponentKind>> = {
   decorator: PbComponentKind.DECORATOR,
 };
 
-const invert = <K extends string>(table: Readonly<Record<K, number>>): ReadonlyMap<number, K> =>
-  new Map(Object.entries(table).map(([k, v]) => [v as number, k as K]));
+const invert = <K extends string>(table: Readonly<Record<K, number>>): ReadonlyMap<number, K> => new Map(Object.entries(table).map(([k, v]) => [v as number, k as K]));
 
 const LIFECYCLE_FROM_PB = invert(LIFECYCLE_WIRE_NUMBER);
 const ROLE_FROM_PB = invert(ROLE_TO_PB);
@@ -396,4 +395,3 @@ function componentFromProto(c: PbComponentIdentity, index: number): ComponentIde
     sourceSha256: digestHex(c.sourceSha256, 'component.source_sha256', { component: index }),
   };
 }
-

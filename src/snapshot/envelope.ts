@@ -121,7 +121,6 @@ export class SnapshotEnvelope {
   }
 }
 
-
 /**
  * Sign an already-encoded, validated payload. `hmacOf` is the authority's claim function over the
  * MAC input; the payload bytes are carried exactly as given.
@@ -206,7 +205,9 @@ export function decodeEnvelope(bytes: Uint8Array): SnapshotEnvelope {
   const env = makeEnvelope(payload, digest, claim, state);
   const canonical = encodeEnvelope(env);
   if (canonical.byteLength !== bytes.byteLength || !timingSafeEqual(Buffer.from(canonical), Buffer.from(bytes))) {
-    throw rejected(ENVELOPE_ERRORS.nonCanonical, 'The snapshot envelope is not in its canonical encoding.', { nextAction: 'use the envelope exactly as loopx run export wrote it' });
+    throw rejected(ENVELOPE_ERRORS.nonCanonical, 'The snapshot envelope is not in its canonical encoding.', {
+      nextAction: 'use the envelope exactly as loopx run export wrote it',
+    });
   }
   return env;
 }
@@ -228,7 +229,6 @@ export class VerifiedSnapshot {
     makeVerified = (envelope) => new VerifiedSnapshot(CONSTRUCT, envelope);
   }
 }
-
 
 export const claimInvalid = () =>
   rejected(ENVELOPE_ERRORS.claimInvalid, 'The snapshot claim does not verify against this run authority.', {

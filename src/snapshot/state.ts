@@ -76,8 +76,7 @@ export interface PlanIdentity {
 }
 
 /** Total order of component identities (PlanIdentity keeps them sorted by it). */
-export const componentSortKey = (c: ComponentIdentity): string =>
-  [c.kind, c.name, c.module, c.version, c.sourceSha256].join('\u0000');
+export const componentSortKey = (c: ComponentIdentity): string => [c.kind, c.name, c.module, c.version, c.sourceSha256].join('\u0000');
 
 export const compareComponents = (a: ComponentIdentity, b: ComponentIdentity): number => {
   const ka = componentSortKey(a);

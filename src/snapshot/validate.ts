@@ -135,11 +135,7 @@ function checkSequence(state: RunSnapshotState): void {
     throw snapshotError(SNAPSHOT_ERRORS.invalidSequence, 'Snapshot completed_turns exceeds turn_limit.', details);
   }
   if (seq < minimumLastSequence(state.completedTurns) || seq > Number.MAX_SAFE_INTEGER) {
-    throw snapshotError(
-      SNAPSHOT_ERRORS.invalidSequence,
-      'Snapshot last_sequence must be at least 1 + 2 × completed_turns and at most 2^53 − 1.',
-      details,
-    );
+    throw snapshotError(SNAPSHOT_ERRORS.invalidSequence, 'Snapshot last_sequence must be at least 1 + 2 × completed_turns and at most 2^53 − 1.', details);
   }
 }
 

@@ -145,7 +145,11 @@ describe('backup-state create refuses publication when an owner source moves', (
     // The goal owner completes orphan's interrupted registration: same lifetime, route now registered.
     const r = await refusal(root, out, { afterPlan: () => expect(goalsOf(root).create('orphan', ORPHAN_TITLE, { projectId: PROJECT.project_id })).toEqual(fixture.orphan) });
     expect(r.code).toBe('backup_routes_changed');
-    expect(registryOf(root).read().value.goals.map((g) => g.goal_id)).toEqual(['alpha', 'beta', 'orphan']);
+    expect(
+      registryOf(root)
+        .read()
+        .value.goals.map((g) => g.goal_id),
+    ).toEqual(['alpha', 'beta', 'orphan']);
   });
 
   it('any other registry byte change after planning refuses too (no partial agreement)', async () => {

@@ -51,9 +51,7 @@ describe('backup-state create', () => {
     expect(manifest.members.map((m) => [m.path, m.type, m.size_bytes, m.sha256])).toEqual(
       entries.filter((e) => e.name !== 'manifest.json').map((e) => [normalized(e), e.type, e.type === 'file' ? e.size : 0, e.sha256]),
     );
-    expect(manifest.execution.file_members).toEqual(
-      files.filter((e) => e.name !== 'manifest.json').map((e) => ({ archive_path: e.name, size_bytes: e.size, sha256: e.sha256 })),
-    );
+    expect(manifest.execution.file_members).toEqual(files.filter((e) => e.name !== 'manifest.json').map((e) => ({ archive_path: e.name, size_bytes: e.size, sha256: e.sha256 })));
     expect(manifest.execution.member_count).toBe(entries.length);
     expect(entries[0]!.name).toBe('configuration-backup.json');
     expect(entries.at(-1)!.name).toBe('manifest.json');
@@ -98,7 +96,12 @@ describe('backup-state create', () => {
         // A Goal's snapshot is a work store its owner reads back whole, the WAL commit included.
         const work = readHistorical(copy, { goal_id: s.goal_id });
         expect([work.readable, work.history_count, work.findings]).toEqual([true, s.committed_transactions, []]);
-        if (s.goal_id === 'alpha') expect(work.todos.map((t) => [t.todo_id, t.title, t.status])).toEqual([['t1', 'finish the report', 'open'], ['t2', 'gather sources', 'done'], ['wal', 'only in the WAL', 'open']]);
+        if (s.goal_id === 'alpha')
+          expect(work.todos.map((t) => [t.todo_id, t.title, t.status])).toEqual([
+            ['t1', 'finish the report', 'open'],
+            ['t2', 'gather sources', 'done'],
+            ['wal', 'only in the WAL', 'open'],
+          ]);
       }
     }
     const alpha = snaps.find((s) => s.source === 'goals/alpha/work.db')!;
@@ -112,7 +115,15 @@ describe('backup-state create', () => {
     const bytes = entries.find((e) => e.name === 'configuration-backup.json')!.data;
     // The config owner built it; the config owner's verifier is the one that accepts it.
     const v = verifyConfigurationCheckpoint(new Uint8Array(bytes));
-    expect(v).toMatchObject({ ok: true, goal_count: 2, machine_configuration_present: true, privacy_certified: false, activation_performed: false, readback_verified: true, findings: [] });
+    expect(v).toMatchObject({
+      ok: true,
+      goal_count: 2,
+      machine_configuration_present: true,
+      privacy_certified: false,
+      activation_performed: false,
+      readback_verified: true,
+      findings: [],
+    });
     const doc = JSON.parse(bytes.toString('utf8'));
     expect(doc.data.machine_configuration).toEqual(machineDoc);
     expect(doc.data.goals.map((g: { goal_id: string }) => g.goal_id)).toEqual(['alpha', 'beta']);
@@ -121,7 +132,12 @@ describe('backup-state create', () => {
       { goal_id: 'alpha', goal_instance_id: fixture.alpha.goal_instance_id, project_id: 'proj', status: 'active', route: 'goals/alpha' },
       { goal_id: 'beta', goal_instance_id: fixture.beta.goal_instance_id, project_id: 'proj', status: 'paused', route: 'goals/beta' },
     ]);
-    expect(manifest.configuration_checkpoint).toEqual({ archive_path: 'configuration-backup.json', sha256: v.sha256, file_sha256: entries[0]!.sha256, size_bytes: bytes.byteLength });
+    expect(manifest.configuration_checkpoint).toEqual({
+      archive_path: 'configuration-backup.json',
+      sha256: v.sha256,
+      file_sha256: entries[0]!.sha256,
+      size_bytes: bytes.byteLength,
+    });
     expect(manifest.execution.configuration_backup).toMatchObject({ ok: true, sha256: v.sha256 });
     // The copied owner sources are byte-identical to the reads the plan decoded.
     for (const w of manifest.source_witnesses) {
@@ -136,19 +152,43 @@ describe('backup-state create', () => {
     const embeddedEntry = entries.find((e) => e.name === 'manifest.json')!;
     const embedded = JSON.parse(embeddedEntry.data.toString('utf8')) as BackupManifest;
     expect(manifest.execution.embedded_manifest).toEqual({ archive_path: 'manifest.json', sha256: embeddedEntry.sha256, size_bytes: embeddedEntry.size });
-    expect(embedded.execution).toMatchObject({ archive_sha256: null, archive_size_bytes: null, archive_expanded_bytes: null, archive_to_logical_ratio: null, embedded_manifest: null });
+    expect(embedded.execution).toMatchObject({
+      archive_sha256: null,
+      archive_size_bytes: null,
+      archive_expanded_bytes: null,
+      archive_to_logical_ratio: null,
+      embedded_manifest: null,
+    });
     const { execution: e1, ...rest1 } = manifest;
     const { execution: e2, ...rest2 } = embedded;
     expect(rest2).toEqual(rest1);
-    const strip = (e: BackupManifest['execution']) => ({ ...e, archive_sha256: null, archive_size_bytes: null, archive_expanded_bytes: null, archive_to_logical_ratio: null, embedded_manifest: null });
+    const strip = (e: BackupManifest['execution']) => ({
+      ...e,
+      archive_sha256: null,
+      archive_size_bytes: null,
+      archive_expanded_bytes: null,
+      archive_to_logical_ratio: null,
+      embedded_manifest: null,
+    });
     expect(strip(e2)).toEqual(strip(e1));
   });
 
   it('states the capture facts exactly, and the producer, schema, Goals and routes', async () => {
     const { manifest } = await backupOf();
-    expect(manifest.capture).toEqual({ profile: 'legacy_best_effort_online', cross_owner_point_in_time: false, sqlite: 'component_local_online_snapshot', files: 'best_effort_live_traversal' });
+    expect(manifest.capture).toEqual({
+      profile: 'legacy_best_effort_online',
+      cross_owner_point_in_time: false,
+      sqlite: 'component_local_online_snapshot',
+      files: 'best_effort_live_traversal',
+    });
     expect(manifest.capture).toEqual(CAPTURE_FACTS);
-    expect(manifest).toMatchObject({ schema_version: 'loopx_state_backup_v0', backup_id: 'b1', producer_version: LOOPX_VERSION, runtime_root: 'runtime-root', privacy_certified: false });
+    expect(manifest).toMatchObject({
+      schema_version: 'loopx_state_backup_v0',
+      backup_id: 'b1',
+      producer_version: LOOPX_VERSION,
+      runtime_root: 'runtime-root',
+      privacy_certified: false,
+    });
     expect(Date.parse(manifest.created_at)).not.toBeNaN();
     expect(manifest.goals.map((g) => [g.goal_id, g.route, g.archive_route])).toEqual([
       ['alpha', 'goals/alpha', 'runtime-root/goals/alpha'],
@@ -220,7 +260,10 @@ describe('a database that cannot be snapshotted', () => {
     Buffer.from('SQLite format 3\0', 'latin1').copy(corrupt);
     writeFileSync(join(root, 'goals/alpha/docs/broken.db'), corrupt);
     const out = join(base, 'out');
-    await expect(create(plan(root, { outputDir: out, backupId: 'b' }))).rejects.toMatchObject({ code: 'backup_sqlite_snapshot_failed', details: { source: 'goals/alpha/docs/broken.db' } });
+    await expect(create(plan(root, { outputDir: out, backupId: 'b' }))).rejects.toMatchObject({
+      code: 'backup_sqlite_snapshot_failed',
+      details: { source: 'goals/alpha/docs/broken.db' },
+    });
     expect(readdirSync(out)).toEqual([]);
   });
 });
@@ -238,7 +281,9 @@ describe('backup-state create with Goals registered out of id order', () => {
     goals.create('alpha', 'First by id, created second');
     const result = await create(plan(root, { outputDir: join(base, 'out'), backupId: 'order' }));
     expect(result.manifest_doc.goals.map((g) => g.goal_id).sort()).toEqual(['alpha', 'beta']);
-    const checkpoint = verifyConfigurationCheckpoint(new Uint8Array((await readArchive(join(base, 'out', 'order.tar.gz'))).find((e) => e.name === 'configuration-backup.json')!.data));
+    const checkpoint = verifyConfigurationCheckpoint(
+      new Uint8Array((await readArchive(join(base, 'out', 'order.tar.gz'))).find((e) => e.name === 'configuration-backup.json')!.data),
+    );
     expect(checkpoint).toMatchObject({ ok: true, goal_count: 2 });
   });
 });

@@ -32,7 +32,12 @@ describe('backup-state plan', () => {
     expect(paths).toContain('goals/alpha/docs/plan.md');
     expect(paths).toContain('goals/alpha/docs/notes-é.md');
     expect(paths).toContain('goals/beta/empty');
-    expect(p.members.filter((m) => m.sqlite).map((m) => m.path).sort()).toEqual(['engine.db', 'goals/alpha/docs/attachment.bin', 'goals/alpha/work.db', 'goals/beta/work.db', 'sessions.db']);
+    expect(
+      p.members
+        .filter((m) => m.sqlite)
+        .map((m) => m.path)
+        .sort(),
+    ).toEqual(['engine.db', 'goals/alpha/docs/attachment.bin', 'goals/alpha/work.db', 'goals/beta/work.db', 'sessions.db']);
     expect(p.members.find((m) => m.path === 'fake.db')!.sqlite).toBe(false);
     // Parents precede children; the order is deterministic.
     expect(p.members[0]!.archive_path).toBe('runtime-root');
@@ -155,7 +160,10 @@ describe('backup-state plan', () => {
     expect(d.counts.sqlite_databases).toBe(5);
     expect(d.counts.goals).toBe(3); // alpha, beta and the unregistered orphan directory
     expect(d.categories.goals!.files).toBeGreaterThan(0);
-    expect(d.source_witnesses.map((w) => [w.source, w.present])).toEqual([['registry.json', true], ['machine/configuration.json', true]]);
+    expect(d.source_witnesses.map((w) => [w.source, w.present])).toEqual([
+      ['registry.json', true],
+      ['machine/configuration.json', true],
+    ]);
     for (const s of jsonStrings(d)) expect(s.startsWith('/') || s.includes(base)).toBe(false);
   });
 

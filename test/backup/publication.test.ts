@@ -39,7 +39,12 @@ async function conflictOf(root: string, out: string, id: string, hooks: CreateHo
 }
 
 /** The published files (a killed attempt's private staging directory is not one). */
-const fingerprint = (out: string) => Object.fromEntries(readdirSync(out).filter((f) => !f.startsWith('.')).map((f) => [f, sha256File(join(out, f))]));
+const fingerprint = (out: string) =>
+  Object.fromEntries(
+    readdirSync(out)
+      .filter((f) => !f.startsWith('.'))
+      .map((f) => [f, sha256File(join(out, f))]),
+  );
 
 describe('backup publication never overwrites', () => {
   it('an occupied archive name is refused before capture and the occupying file is untouched', async () => {
@@ -92,7 +97,11 @@ describe('backup publication never overwrites', () => {
     expect(readdirSync(out).filter((f) => !f.startsWith('.'))).toEqual([]);
     const retried = runChild(root, out, 'b');
     expect(retried.status, retried.stderr).toBe(0);
-    expect(readdirSync(out).filter((f) => !f.startsWith('.')).sort()).toEqual(['b.manifest.json', 'b.tar.gz']);
+    expect(
+      readdirSync(out)
+        .filter((f) => !f.startsWith('.'))
+        .sort(),
+    ).toEqual(['b.manifest.json', 'b.tar.gz']);
   });
 
   it('killed between the manifest and the archive link: the partial pair is neither deleted nor completed by a retry', async () => {
@@ -105,7 +114,10 @@ describe('backup publication never overwrites', () => {
     const staging = readdirSync(out).filter((f) => f.startsWith('.b.staging-'));
     expect(staging).toHaveLength(1);
     expect(statSync(join(out, staging[0]!)).mode & 0o777).toBe(0o700);
-    const visible = () => readdirSync(out).filter((f) => !f.startsWith('.')).sort();
+    const visible = () =>
+      readdirSync(out)
+        .filter((f) => !f.startsWith('.'))
+        .sort();
     expect(visible()).toEqual(['b.manifest.json', 'earlier.manifest.json', 'earlier.tar.gz']); // manifest first, archive never
     const partial = sha256File(join(out, 'b.manifest.json'));
     const retried = runChild(root, out, 'b');

@@ -50,9 +50,13 @@ describe('the owner sources', () => {
 const KINDS = {
   owner: {
     sources: ownerBackupSources,
-    dropsMachine: (root: string) => configOwner.buildConfigurationCheckpoint({ registry: registryOf(root).readExact(), machineConfiguration: configOwner.memoryConfigStore().readExact() }).bytes,
+    dropsMachine: (root: string) =>
+      configOwner.buildConfigurationCheckpoint({ registry: registryOf(root).readExact(), machineConfiguration: configOwner.memoryConfigStore().readExact() }).bytes,
     otherMachine: (root: string) =>
-      configOwner.buildConfigurationCheckpoint({ registry: registryOf(root).readExact(), machineConfiguration: configOwner.memoryConfigStore(bytes(JSON.stringify({ ...machineDoc, namespaces: {} }))).readExact() }).bytes,
+      configOwner.buildConfigurationCheckpoint({
+        registry: registryOf(root).readExact(),
+        machineConfiguration: configOwner.memoryConfigStore(bytes(JSON.stringify({ ...machineDoc, namespaces: {} }))).readExact(),
+      }).bytes,
   },
 } as const;
 
@@ -74,22 +78,28 @@ describe.each(['owner'] as const)('a source whose checkpoint does not say what t
   }
 
   it('refuses a checkpoint that fails its verifier', async () => {
-    expect(await refusalWith(() => ({ buildConfigurationCheckpoint: () => bytes('{"schema_version":"loopx_configuration_backup_v0"}') }))).toBe('backup_configuration_checkpoint_invalid');
+    expect(await refusalWith(() => ({ buildConfigurationCheckpoint: () => bytes('{"schema_version":"loopx_configuration_backup_v0"}') }))).toBe(
+      'backup_configuration_checkpoint_invalid',
+    );
   });
 
   it('refuses a valid checkpoint that dropped the machine configuration the plan read', async () => {
-    expect(await refusalWith((root) => {
-      const checkpoint = KINDS[kind].dropsMachine(root);
-      expect(KINDS[kind].sources(root).verifyConfigurationCheckpoint(checkpoint)).toMatchObject({ ok: true, goal_count: 2, machine_configuration_present: false });
-      return { buildConfigurationCheckpoint: () => checkpoint };
-    })).toBe('backup_configuration_checkpoint_invalid');
+    expect(
+      await refusalWith((root) => {
+        const checkpoint = KINDS[kind].dropsMachine(root);
+        expect(KINDS[kind].sources(root).verifyConfigurationCheckpoint(checkpoint)).toMatchObject({ ok: true, goal_count: 2, machine_configuration_present: false });
+        return { buildConfigurationCheckpoint: () => checkpoint };
+      }),
+    ).toBe('backup_configuration_checkpoint_invalid');
   });
 
   it('refuses a valid checkpoint whose machine configuration differs from the exact read', async () => {
-    expect(await refusalWith((root) => {
-      const checkpoint = KINDS[kind].otherMachine(root);
-      expect(KINDS[kind].sources(root).verifyConfigurationCheckpoint(checkpoint)).toMatchObject({ ok: true, goal_count: 2, machine_configuration_present: true });
-      return { buildConfigurationCheckpoint: () => checkpoint };
-    })).toBe('backup_configuration_checkpoint_invalid');
+    expect(
+      await refusalWith((root) => {
+        const checkpoint = KINDS[kind].otherMachine(root);
+        expect(KINDS[kind].sources(root).verifyConfigurationCheckpoint(checkpoint)).toMatchObject({ ok: true, goal_count: 2, machine_configuration_present: true });
+        return { buildConfigurationCheckpoint: () => checkpoint };
+      }),
+    ).toBe('backup_configuration_checkpoint_invalid');
   });
 });

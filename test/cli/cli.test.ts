@@ -108,7 +108,10 @@ describe('loopx CLI', () => {
 
     const resumed = loopx(['run', 'resume', s.run_id, '--root', root, '--json']).json();
     expect(resumed).toMatchObject({ status: 'active', waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' } });
-    const events = loopx(['run', 'events', s.run_id, '--after', String(s.last_sequence), '--root', root, '--json']).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const events = loopx(['run', 'events', s.run_id, '--after', String(s.last_sequence), '--root', root, '--json'])
+      .stdout.trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(events[0]).toMatchObject({ sequence: s.last_sequence + 1, type: 'Resumed' });
     expect(events.map((e: { type: string }) => e.type)).not.toContain('RunStarted');
 
@@ -142,7 +145,14 @@ function printedCommand(text: string): string[] {
 describe('refusals and hints keep to the state the command was given', () => {
   it('a read-only command on a missing root is refused with root_not_found (exit 3), never read as empty, and creates nothing', () => {
     const root = tempRoot();
-    for (const argv of [['run', 'list'], ['run', 'show', 'run_x'], ['run', 'events', 'run_x'], ['goal', 'list'], ['goal', 'show', 'g'], ['todo', 'list', '--goal', 'g']]) {
+    for (const argv of [
+      ['run', 'list'],
+      ['run', 'show', 'run_x'],
+      ['run', 'events', 'run_x'],
+      ['goal', 'list'],
+      ['goal', 'show', 'g'],
+      ['todo', 'list', '--goal', 'g'],
+    ]) {
       const r = loopx([...argv, '--root', root, '--json']);
       expect(r.status, argv.join(' ')).toBe(3);
       expect(r.json().error, argv.join(' ')).toMatchObject({ code: 'root_not_found', next_action: `pass the right --root, or create this root: loopx init --root ${root}` });
@@ -198,7 +208,7 @@ describe('refusals and hints keep to the state the command was given', () => {
     expect(shown.json().run).toMatchObject({ run_id: s.run_id, state: 'TERMINAL' });
   }, 120_000);
 
-  it('todo_not_found names the Goal: its next action lists that Goal\'s Todos when run as printed', () => {
+  it("todo_not_found names the Goal: its next action lists that Goal's Todos when run as printed", () => {
     const root = tempRoot();
     expect(loopx(['init', '--root', root]).status).toBe(0);
     expect(loopx(['goal', 'create', 'g1', '--title', 'G', '--root', root]).status).toBe(0);

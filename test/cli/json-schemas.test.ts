@@ -29,7 +29,9 @@ import { spawn } from 'node:child_process';
 import { ENTRY, REPO, STATE_HOME, loopx, loopxAsync, tempRoot, type CliResult } from '../support/cli.js';
 
 const SCHEMA_DIR = join(REPO, 'docs/schemas');
-const SCHEMA_FILES = readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.schema.json')).sort();
+const SCHEMA_FILES = readdirSync(SCHEMA_DIR)
+  .filter((f) => f.endsWith('.schema.json'))
+  .sort();
 const schemas = new Map(SCHEMA_FILES.map((f) => [f, JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>]));
 
 const ajv = new Ajv2020({ strict: true, allErrors: true });
@@ -98,11 +100,36 @@ describe('the --json contract: every published document validates against docs/s
   it('the schemas compile under Ajv 2020 strict mode, and every object that lists properties closes them', () => {
     expect(SCHEMA_FILES).toEqual(
       expect.arrayContaining([
-        'agent-definition.schema.json', 'authority.schema.json', 'demo.schema.json', 'error.schema.json', 'run-event.schema.json', 'run-export.schema.json', 'run-import.schema.json', 'run-inspect.schema.json', 'run-list.schema.json', 'run-show.schema.json', 'run-summary.schema.json',
-        'init.schema.json', 'goal.schema.json', 'goal-list.schema.json', 'goal-show.schema.json', 'todo-receipt.schema.json', 'todo-list.schema.json', 'work-run.schema.json',
-        'backup-state-plan.schema.json', 'backup-state-result.schema.json', 'state-backup-manifest-v0.schema.json',
-        'backup-verify-plan.schema.json', 'state-recovery-audit-v0.schema.json', 'state-recovery-audit-public-v0.schema.json',
-        'daemon-start.schema.json', 'daemon-job.schema.json', 'daemon-audit-list.schema.json', 'daemon-upload-list.schema.json', 'daemon-login-url.schema.json', 'daemon-owners.schema.json',
+        'agent-definition.schema.json',
+        'authority.schema.json',
+        'demo.schema.json',
+        'error.schema.json',
+        'run-event.schema.json',
+        'run-export.schema.json',
+        'run-import.schema.json',
+        'run-inspect.schema.json',
+        'run-list.schema.json',
+        'run-show.schema.json',
+        'run-summary.schema.json',
+        'init.schema.json',
+        'goal.schema.json',
+        'goal-list.schema.json',
+        'goal-show.schema.json',
+        'todo-receipt.schema.json',
+        'todo-list.schema.json',
+        'work-run.schema.json',
+        'backup-state-plan.schema.json',
+        'backup-state-result.schema.json',
+        'state-backup-manifest-v0.schema.json',
+        'backup-verify-plan.schema.json',
+        'state-recovery-audit-v0.schema.json',
+        'state-recovery-audit-public-v0.schema.json',
+        'daemon-start.schema.json',
+        'daemon-job.schema.json',
+        'daemon-audit-list.schema.json',
+        'daemon-upload-list.schema.json',
+        'daemon-login-url.schema.json',
+        'daemon-owners.schema.json',
       ]),
     );
     for (const [file, s] of schemas) {
@@ -260,18 +287,40 @@ describe('the --json contract: every published document validates against docs/s
 
     const backup = ['backup-state', '--output-dir', out, '--backup-id', 'json-contract', ...root];
     const planned = ok('backup-state-plan', backup);
-    expect(planned).toMatchObject({ dry_run: true, backup_id: 'json-contract', archive_name: 'json-contract.tar.gz', manifest_name: 'json-contract.manifest.json', capacity: { ok: true, refusals: [] } });
+    expect(planned).toMatchObject({
+      dry_run: true,
+      backup_id: 'json-contract',
+      archive_name: 'json-contract.tar.gz',
+      manifest_name: 'json-contract.manifest.json',
+      capacity: { ok: true, refusals: [] },
+    });
     expect(planned.goals).toEqual([{ ...ref, route: 'goals/launch', archive_route: 'runtime-root/goals/launch', route_status: 'included' }]);
     expect(existsSync(out), 'the plan writes nothing').toBe(false);
 
     const created = ok('backup-state-result', [...backup, '--execute']);
-    expect(created).toMatchObject({ backup_id: 'json-contract', archive: { name: 'json-contract.tar.gz' }, manifest: { name: 'json-contract.manifest.json' }, goals: planned.goals });
+    expect(created).toMatchObject({
+      backup_id: 'json-contract',
+      archive: { name: 'json-contract.tar.gz' },
+      manifest: { name: 'json-contract.manifest.json' },
+      goals: planned.goals,
+    });
     const bytes = readFileSync(join(out, created.manifest.name));
     expect(createHash('sha256').update(bytes).digest('hex')).toBe(created.manifest.sha256);
     const manifest = JSON.parse(bytes.toString('utf8'));
     expectValid('state-backup-manifest-v0', manifest);
-    expect(manifest).toMatchObject({ backup_id: 'json-contract', capture: created.capture, goals: planned.goals, configuration_checkpoint: { sha256: created.configuration_checkpoint_sha256 } });
-    expect(manifest.execution).toMatchObject({ archive_path: created.archive.name, manifest_path: created.manifest.name, archive_sha256: created.archive.sha256, archive_size_bytes: created.archive.size_bytes, member_count: created.counts.members });
+    expect(manifest).toMatchObject({
+      backup_id: 'json-contract',
+      capture: created.capture,
+      goals: planned.goals,
+      configuration_checkpoint: { sha256: created.configuration_checkpoint_sha256 },
+    });
+    expect(manifest.execution).toMatchObject({
+      archive_path: created.archive.name,
+      manifest_path: created.manifest.name,
+      archive_sha256: created.archive.sha256,
+      archive_size_bytes: created.archive.size_bytes,
+      member_count: created.counts.members,
+    });
     expect(manifest.execution.sqlite_snapshots.find((s: { goal_id: string | null }) => s.goal_id === 'launch')).toMatchObject({ source: 'goals/launch/work.db', integrity: 'ok' });
 
     // The same id again: never overwritten (exit 4).
@@ -283,7 +332,13 @@ describe('the --json contract: every published document validates against docs/s
     const dest = join(R, '..', 'verified');
     const verify = ['backup-state', 'verify', '--archive', join(out, created.archive.name), '--manifest', join(out, created.manifest.name), '--destination', dest];
     const verifyPlan = ok('backup-verify-plan', verify);
-    expect(verifyPlan).toMatchObject({ dry_run: true, backup_id: 'json-contract', archive_sha256: created.archive.sha256, members: created.counts.members, execution_authority_granted: false });
+    expect(verifyPlan).toMatchObject({
+      dry_run: true,
+      backup_id: 'json-contract',
+      archive_sha256: created.archive.sha256,
+      members: created.counts.members,
+      execution_authority_granted: false,
+    });
     expect(existsSync(dest), 'the verify plan creates nothing').toBe(false);
     const summary = ok('state-recovery-audit-public-v0', [...verify, '--execute']);
     expect(summary).toMatchObject({ phase: 'held', backup: { backup_id: 'json-contract', archive_sha256: created.archive.sha256 }, execution_authority_granted: false });
@@ -299,7 +354,10 @@ describe('the --json contract: every published document validates against docs/s
     const workspace = ok('backup-workspace-ls', ['backup-state', 'workspace', 'ls', dest]);
     expect(workspace).toMatchObject({ recovery_id: summary.recovery_id, execution_authority_granted: false });
     const goalId = workspace.goals[0].goal_id;
-    expect(ok('backup-workspace-show', ['backup-state', 'workspace', 'show', dest, '--goal', goalId])).toMatchObject({ goal: { goal_id: goalId }, execution_authority_granted: false });
+    expect(ok('backup-workspace-show', ['backup-state', 'workspace', 'show', dest, '--goal', goalId])).toMatchObject({
+      goal: { goal_id: goalId },
+      execution_authority_granted: false,
+    });
     refused(4, 'verify_destination_exists', [...verify, '--execute']);
   }, 120_000);
 
@@ -357,10 +415,18 @@ describe('the --json contract: every published document validates against docs/s
       expect(loginUrl.status, loginUrl.stderr).toBe(0);
       expectValid('daemon-login-url', loginUrl.json());
       const token = readFileSync(join(root, 'daemon', 'token'), 'utf8').trim();
-      const api = (path: string, init: RequestInit = {}) => fetch(`${started.url as string}api/${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers ?? {}) } });
+      const api = (path: string, init: RequestInit = {}) =>
+        fetch(`${started.url as string}api/${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers ?? {}) } });
       const { upload_id } = (await (await api('backups/uploads', { method: 'POST' })).json()) as { upload_id: string };
-      for (const [part, file] of [['archive', 'b1.tar.gz'], ['manifest', 'b1.manifest.json']] as const) {
-        const r = await api(`backups/uploads/${upload_id}/${part}`, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: readFileSync(join(out, file)) });
+      for (const [part, file] of [
+        ['archive', 'b1.tar.gz'],
+        ['manifest', 'b1.manifest.json'],
+      ] as const) {
+        const r = await api(`backups/uploads/${upload_id}/${part}`, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/octet-stream' },
+          body: readFileSync(join(out, file)),
+        });
         expect(r.status).toBe(200);
       }
       const uploads = await (await api('backups/uploads')).json();
@@ -373,7 +439,9 @@ describe('the --json contract: every published document validates against docs/s
       expect(job).toMatchObject({ state: 'held' });
       const owners = await (await api('owners')).json();
       expectValid('daemon-owners', owners);
-      expect((owners as { owners: { name: string }[] }).owners.map((o) => o.name)).toEqual(expect.arrayContaining(['registry', 'config', 'goal', 'work', 'session', 'effect', 'quota', 'scheduler', 'engine']));
+      expect((owners as { owners: { name: string }[] }).owners.map((o) => o.name)).toEqual(
+        expect.arrayContaining(['registry', 'config', 'goal', 'work', 'session', 'effect', 'quota', 'scheduler', 'engine']),
+      );
       const audits = await (await api('audits')).json();
       expectValid('daemon-audit-list', audits);
       expectValid('state-recovery-audit-public-v0', await (await api(`audits/${(job as { recovery_id: string }).recovery_id}`)).json());

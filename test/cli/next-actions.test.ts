@@ -59,7 +59,7 @@ function literalsOf(dir: string): Text[] {
 
 /** Quoted commands that are not for an operator to run as they stand, and why. */
 const TYPED_ELSEWHERE: Readonly<Record<string, string>> = {
-  'Ask the operator a question; the run waits for `loopx run answer`.': 'a tool description for the model, part of the built-in tool plan\'s identity',
+  'Ask the operator a question; the run waits for `loopx run answer`.': "a tool description for the model, part of the built-in tool plan's identity",
 };
 
 const SCRATCH = '1';
@@ -115,7 +115,7 @@ describe('next actions and hints', () => {
   const texts = literalsOf(join(REPO, 'src'));
   const commands = texts.filter((t) => t.text.includes(COMMAND_MARK) && t.text !== COMMAND_MARK);
 
-  it('every command a next action or hint names parses as printed, with the invocation\'s --root and --authority-dir carried', async () => {
+  it("every command a next action or hint names parses as printed, with the invocation's --root and --authority-dir carried", async () => {
     // A floor, so a scanner that finds nothing cannot pass.
     expect(commands.length).toBeGreaterThanOrEqual(30);
     const root = tempRoot();
@@ -156,8 +156,8 @@ describe('next actions and hints', () => {
     expect(prose).toEqual([]);
   });
 
-  it('the walker\'s own rules: placeholders become scratch values and each alternative is tried', async () => {
-    expect(argvsOf('run resolve ${runId} <call-id> (--committed RESULT | --absent | --abandon) --root \'/a b\'')).toEqual([
+  it("the walker's own rules: placeholders become scratch values and each alternative is tried", async () => {
+    expect(argvsOf("run resolve ${runId} <call-id> (--committed RESULT | --absent | --abandon) --root '/a b'")).toEqual([
       ['run', 'resolve', '1', '1', '--committed', '1', '--root', '/a b'],
       ['run', 'resolve', '1', '1', '--absent', '--root', '/a b'],
       ['run', 'resolve', '1', '1', '--abandon', '--root', '/a b'],

@@ -15,7 +15,6 @@ import { treeState } from '../support/tree.js';
 const AGENT = join(REPO, 'examples/agents/researcher.json');
 const GOAL_AGENT = join(REPO, 'examples/agents/goal-worker.json');
 
-
 let live: string;
 let destination: string;
 let runId: string;
@@ -31,7 +30,18 @@ beforeAll(async () => {
   const backup = loopx(['backup-state', '--execute', '--backup-id', 'b1', '--root', live, '--json']);
   expect(backup.status, backup.stderr).toBe(0);
   destination = join(live, '..', 'D');
-  const verified = loopx(['backup-state', 'verify', '--archive', join(live, 'backups', 'b1.tar.gz'), '--manifest', join(live, 'backups', 'b1.manifest.json'), '--destination', destination, '--execute', '--json']);
+  const verified = loopx([
+    'backup-state',
+    'verify',
+    '--archive',
+    join(live, 'backups', 'b1.tar.gz'),
+    '--manifest',
+    join(live, 'backups', 'b1.manifest.json'),
+    '--destination',
+    destination,
+    '--execute',
+    '--json',
+  ]);
   expect(verified.status, verified.stderr).toBe(0);
   sink = await startWebhookSink({ port: 0 });
 }, 120_000);
@@ -41,7 +51,12 @@ afterAll(async () => {
 });
 
 describe('a recovery workspace is never a runtime root', () => {
-  const inside = () => [join(destination, 'workspace', 'runtime-root'), join(destination, 'workspace'), destination, join(destination, 'workspace', 'runtime-root', 'goals', 'sample')];
+  const inside = () => [
+    join(destination, 'workspace', 'runtime-root'),
+    join(destination, 'workspace'),
+    destination,
+    join(destination, 'workspace', 'runtime-root', 'goals', 'sample'),
+  ];
 
   it('every command refuses a root inside the workspace with root_is_recovery_workspace (exit 3) and changes nothing', () => {
     const before = treeState(destination);
@@ -102,7 +117,9 @@ describe('backup-state workspace ls|show', () => {
     expect(r.status, r.stderr).toBe(0);
     const doc = r.json();
     expect(doc.execution_authority_granted).toBe(false);
-    expect(doc.goals).toEqual([expect.objectContaining({ goal_id: 'sample', title: 'Ship the launch post', work_readable: true, todos_by_status: { done: 1, blocked: 1, open: 1 } })]);
+    expect(doc.goals).toEqual([
+      expect.objectContaining({ goal_id: 'sample', title: 'Ship the launch post', work_readable: true, todos_by_status: { done: 1, blocked: 1, open: 1 } }),
+    ]);
     expect(doc.goals[0].committed_transactions).toBeGreaterThan(3);
     expect(doc.runs_readable).toBe(true);
     expect(doc.runs.map((x: { run_id: string }) => x.run_id)).toContain(runId);
@@ -127,7 +144,11 @@ describe('backup-state workspace ls|show', () => {
     expect(doc.work).toMatchObject({ readable: true });
     expect(doc.sessions).toHaveLength(1);
     expect(doc.runs.map((x: { run_id: string }) => x.run_id)).toEqual([doc.sessions[0].run_id]);
-    expect(doc.effects.map((e: { kind: string; outcome: string }) => `${e.kind} ${e.outcome}`)).toEqual(['work.todo_update committed', 'webhook.deliver committed', 'work.todo_update committed']);
+    expect(doc.effects.map((e: { kind: string; outcome: string }) => `${e.kind} ${e.outcome}`)).toEqual([
+      'work.todo_update committed',
+      'webhook.deliver committed',
+      'work.todo_update committed',
+    ]);
     expect(doc.effects.every((e: { operation_id: string }) => e.operation_id.startsWith(`${doc.sessions[0].run_id}:`))).toBe(true);
     const human = loopx(['backup-state', 'workspace', 'show', destination, '--goal', 'sample']);
     expect(human.stdout).toContain('inert: read only, no execution authority');

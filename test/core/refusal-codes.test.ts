@@ -118,7 +118,7 @@ function scan(): { places: Map<string, string[]>; open: string[] } {
     };
     visit(sf);
   }
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const call of calls) {
       const arg = codeArgument(call);

@@ -37,7 +37,8 @@ beforeAll(async () => {
   root = tempRoot('loopx-daemon-');
   expect(loopx(['init', '--root', root]).status).toBe(0);
   expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
-  for (const title of ['Draft the outline', 'Review with design', 'Publish the post']) expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
+  for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
+    expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
   const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl, '--root', root, '--json']);
   expect(run.status, run.stderr).toBe(0);
   const started = loopx(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '1', '--root', root, '--json']);

@@ -96,7 +96,12 @@ describe('the bearer token is decided on the matched route, default deny', () =>
 
   it('the same spellings and an absolute-form target are 401 over a real socket, and never reach a handler', async () => {
     const before = login.issued;
-    const targets: [string, string][] = [...TARGETS, ['GET', `http://127.0.0.1:${port}/api/runs`], ['POST', `http://127.0.0.1:${port}/api/session/login-urls`], ['GET', `http://127.0.0.1:${port}/%61pi/runs`]];
+    const targets: [string, string][] = [
+      ...TARGETS,
+      ['GET', `http://127.0.0.1:${port}/api/runs`],
+      ['POST', `http://127.0.0.1:${port}/api/session/login-urls`],
+      ['GET', `http://127.0.0.1:${port}/%61pi/runs`],
+    ];
     for (const [method, target] of targets) {
       const r = await rawRequest(port, `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
       expect(r.status, `${method} ${target}: ${r.head.split('\r\n')[0]}`).toBe(401);
@@ -125,7 +130,10 @@ describe('the bearer token is decided on the matched route, default deny', () =>
   it('the token still opens the API, and only the login exchange and the UI files are public', async () => {
     const auth = { host: `127.0.0.1:${port}`, authorization: `Bearer ${TOKEN}` };
     expect((await d.app.inject({ method: 'GET', url: '/api/runs', headers: auth })).statusCode).toBe(200);
-    const issued = await rawRequest(port, `POST /api/session/login-urls HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+    const issued = await rawRequest(
+      port,
+      `POST /api/session/login-urls HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+    );
     expect(issued.status).toBe(201);
     const t = (JSON.parse(issued.body) as { login_url: string }).login_url.split('#login=')[1];
     const session = await d.app.inject({ method: 'POST', url: '/api/session', headers: { host: `127.0.0.1:${port}` }, payload: { login_token: t } });

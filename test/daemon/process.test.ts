@@ -21,7 +21,10 @@ afterEach(() => {
 
 /** Start `loopx daemon --json` and wait for its one JSON line. */
 function daemon(root: string, ...args: string[]): Promise<{ child: ChildProcessWithoutNullStreams; doc: { url: string; login_url: string; port: number } }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, 'daemon', '--root', root, '--json', ...args], { cwd: REPO, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
+  const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, 'daemon', '--root', root, '--json', ...args], {
+    cwd: REPO,
+    env: { ...process.env, XDG_STATE_HOME: STATE_HOME },
+  });
   running.push(child);
   return new Promise((resolve, reject) => {
     let out = '';
@@ -53,7 +56,11 @@ describe('loopx daemon (a real process)', () => {
     const ok = await fetch(`${doc.url}api/health`, { headers: { authorization: `Bearer ${token}` } });
     expect(ok.status).toBe(200);
     expect((await fetch(`${doc.url}api/health`)).status).toBe(401);
-    const session = await fetch(`${doc.url}api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login_token: doc.login_url.split('#login=')[1] }) });
+    const session = await fetch(`${doc.url}api/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ login_token: doc.login_url.split('#login=')[1] }),
+    });
     expect(session.status).toBe(200);
 
     // A new one-time login address from the CLI, for another tab: it signs in once.
@@ -62,7 +69,8 @@ describe('loopx daemon (a real process)', () => {
     const { login_url } = more.json() as { login_url: string };
     expect(login_url).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${doc.port}/#login=[A-Za-z0-9_-]{43}$`));
     expect(login_url).not.toBe(doc.login_url);
-    const exchange = () => fetch(`${doc.url}api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login_token: login_url.split('#login=')[1] }) });
+    const exchange = () =>
+      fetch(`${doc.url}api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login_token: login_url.split('#login=')[1] }) });
     expect((await exchange()).status).toBe(200);
     expect((await exchange()).status).toBe(401);
     expect(statSync(join(root, 'daemon', 'endpoint.json')).mode & 0o777).toBe(0o600);
@@ -202,8 +210,14 @@ describe('draining', () => {
     try {
       const api = (path: string, init: RequestInit = {}) => fetch(`${d.url}api/${path}`, { ...init, headers: { authorization: `Bearer ${d.token}`, ...(init.headers ?? {}) } });
       const { upload_id } = (await (await api('backups/uploads', { method: 'POST' })).json()) as { upload_id: string };
-      for (const [part, file] of [['archive', 'b1.tar.gz'], ['manifest', 'b1.manifest.json']] as const) {
-        expect((await api(`backups/uploads/${upload_id}/${part}`, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: readFileSync(join(out, file)) })).status).toBe(200);
+      for (const [part, file] of [
+        ['archive', 'b1.tar.gz'],
+        ['manifest', 'b1.manifest.json'],
+      ] as const) {
+        expect(
+          (await api(`backups/uploads/${upload_id}/${part}`, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: readFileSync(join(out, file)) }))
+            .status,
+        ).toBe(200);
       }
       const { job_id } = (await (await api(`backups/uploads/${upload_id}/verify`, { method: 'POST' })).json()) as { job_id: string };
       const stream = await api(`backups/jobs/${job_id}/events`);

@@ -66,7 +66,12 @@ const api = (path: string, init: RequestInit & { key?: string } = {}) => {
 };
 const answer = async (r: Promise<Response>) => {
   const res = await r;
-  return { status: res.status, body: Buffer.from(await res.arrayBuffer()).toString('latin1'), replayed: res.headers.get('idempotent-replayed'), sha: res.headers.get('x-loopx-sha256') };
+  return {
+    status: res.status,
+    body: Buffer.from(await res.arrayBuffer()).toString('latin1'),
+    replayed: res.headers.get('idempotent-replayed'),
+    sha: res.headers.get('x-loopx-sha256'),
+  };
 };
 const json = { 'content-type': 'application/json' };
 const completedTurns = async (id = runId) => ((await (await api(`runs/${id}`)).json()) as { completed_turns: number }).completed_turns;
@@ -74,7 +79,10 @@ const completedTurns = async (id = runId) => ((await (await api(`runs/${id}`)).j
 describe('Idempotency-Key on state-changing routes', () => {
   it('a retry with the same key gets the original outcome and the change happens once — sent after the answer or while the first still runs', async () => {
     const before = login.issued;
-    const [a, b] = await Promise.all([answer(api('session/login-urls', { method: 'POST', key: 'login-1' })), answer(api('session/login-urls', { method: 'POST', key: 'login-1' }))]);
+    const [a, b] = await Promise.all([
+      answer(api('session/login-urls', { method: 'POST', key: 'login-1' })),
+      answer(api('session/login-urls', { method: 'POST', key: 'login-1' })),
+    ]);
     const c = await answer(api('session/login-urls', { method: 'POST', key: 'login-1' }));
     expect(a.status).toBe(201);
     expect([b.body, c.body]).toEqual([a.body, a.body]);
@@ -108,7 +116,10 @@ describe('Idempotency-Key on state-changing routes', () => {
   }, 120_000);
 
   it('an export, an upload and its part retried with their keys answer the same bytes and create nothing twice', async () => {
-    const [e1, e2] = await Promise.all([answer(api(`runs/${runId}/export`, { method: 'POST', key: 'export-1' })), answer(api(`runs/${runId}/export`, { method: 'POST', key: 'export-1' }))]);
+    const [e1, e2] = await Promise.all([
+      answer(api(`runs/${runId}/export`, { method: 'POST', key: 'export-1' })),
+      answer(api(`runs/${runId}/export`, { method: 'POST', key: 'export-1' })),
+    ]);
     expect(e1.status, e1.body).toBe(200);
     expect(e2).toMatchObject({ status: 200, body: e1.body, sha: e1.sha });
     const u1 = await answer(api('backups/uploads', { method: 'POST', key: 'upload-1' }));
@@ -119,7 +130,8 @@ describe('Idempotency-Key on state-changing routes', () => {
     expect(uploads).toHaveLength(1);
     const id = (JSON.parse(u1.body) as { upload_id: string }).upload_id;
     const part = Buffer.from('{"not":"a manifest, just bytes"}');
-    const put = (key: string, bytes: Buffer) => answer(api(`backups/uploads/${id}/manifest`, { method: 'PUT', key, headers: { 'content-type': 'application/octet-stream' }, body: bytes }));
+    const put = (key: string, bytes: Buffer) =>
+      answer(api(`backups/uploads/${id}/manifest`, { method: 'PUT', key, headers: { 'content-type': 'application/octet-stream' }, body: bytes }));
     const p1 = await put('part-1', part);
     expect(p1.status, p1.body).toBe(200);
     expect(await put('part-1', part)).toMatchObject({ status: 200, body: p1.body, replayed: 'true' });
@@ -171,7 +183,7 @@ describe('Idempotency-Key on state-changing routes', () => {
     expect(reads).toBeGreaterThan(0);
   }, 180_000);
 
-  it('a read takes no write lock: it answers while another connection holds the root\'s engine.db for writing, and a write after it is not held up', async () => {
+  it("a read takes no write lock: it answers while another connection holds the root's engine.db for writing, and a write after it is not held up", async () => {
     // Opening a store used to rewrite its schema version: a write transaction (and an fsync) per
     // read, which waited — the event loop with it — for any writer, up to the busy timeout.
     const writer = openSqlite(join(root, 'engine.db'));
@@ -189,7 +201,9 @@ describe('Idempotency-Key on state-changing routes', () => {
   }, 60_000);
 
   it(`keys are bounded: forgotten after ${IDEMPOTENCY_LIMITS.maxAgeMs / 60_000} minutes and beyond the newest ${IDEMPOTENCY_LIMITS.maxKeys}`, async () => {
-    const send = async (key: string) => (await d.app.inject({ method: 'POST', url: '/api/session/login-urls', headers: { host: `127.0.0.1:${port}`, authorization: `Bearer ${TOKEN}`, 'idempotency-key': key } })).body;
+    const send = async (key: string) =>
+      (await d.app.inject({ method: 'POST', url: '/api/session/login-urls', headers: { host: `127.0.0.1:${port}`, authorization: `Bearer ${TOKEN}`, 'idempotency-key': key } }))
+        .body;
     const first = await send('aging');
     expect(await send('aging')).toBe(first);
     clock += IDEMPOTENCY_LIMITS.maxAgeMs;

@@ -43,7 +43,9 @@ const newUpload = async (): Promise<string> => (await d.app.inject({ method: 'PO
 const putHead = (id: string, extra: string) =>
   `PUT /api/backups/uploads/${id}/manifest HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/octet-stream\r\n${extra}\r\n`;
 const uploadOf = async (id: string) =>
-  ((await d.app.inject({ method: 'GET', url: '/api/backups/uploads', headers: headers() })).json().uploads as { upload_id: string; manifest_bytes: number | null }[]).find((u) => u.upload_id === id);
+  ((await d.app.inject({ method: 'GET', url: '/api/backups/uploads', headers: headers() })).json().uploads as { upload_id: string; manifest_bytes: number | null }[]).find(
+    (u) => u.upload_id === id,
+  );
 const partFile = (id: string) => join(root, 'daemon', 'uploads', id, 'backup.manifest.json');
 
 /** The daemon runs in this process: yield to it until the refused part's file is gone (bounded, not timed). */

@@ -37,7 +37,6 @@ let destination: string;
 
 const get = (url: string) => d.app.inject({ method: 'GET', url, headers: AUTH });
 
-
 beforeAll(async () => {
   // The root `npm start` shows: Goal `sample`, three Todos worked by the scripted agent, one webhook delivery.
   root = tempRoot('loopx-daemon-workspace-');
@@ -84,7 +83,12 @@ describe('the workspace of an audit', () => {
     expect(r.statusCode, r.body).toBe(200);
     const doc = r.json();
     expectValid('backup-workspace-show', doc);
-    expect(doc).toMatchObject({ recovery_id: recoveryId, execution_authority_granted: false, goal: { goal_id: 'sample', title: 'Ship the launch post' }, work: { readable: true } });
+    expect(doc).toMatchObject({
+      recovery_id: recoveryId,
+      execution_authority_granted: false,
+      goal: { goal_id: 'sample', title: 'Ship the launch post' },
+      work: { readable: true },
+    });
     expect(doc.todos.map((t: { title: string }) => t.title)).toEqual(['Draft the outline', 'Review with design', 'Publish the post']);
     expect(doc.sessions).toHaveLength(1);
     expect(doc.runs.map((x: { run_id: string }) => x.run_id)).toEqual([doc.sessions[0].run_id]);
@@ -95,7 +99,12 @@ describe('the workspace of an audit', () => {
   });
 
   it('an unknown audit is a typed 404 on both routes; an unknown Goal is a typed 404 workspace_goal_not_found naming the listing route', async () => {
-    for (const url of [`/api/audits/${'0'.repeat(64)}/workspace`, `/api/audits/${'0'.repeat(64)}/workspace/goals/sample`, '/api/audits/nope/workspace', '/api/audits/..%2F..%2Fetc/workspace']) {
+    for (const url of [
+      `/api/audits/${'0'.repeat(64)}/workspace`,
+      `/api/audits/${'0'.repeat(64)}/workspace/goals/sample`,
+      '/api/audits/nope/workspace',
+      '/api/audits/..%2F..%2Fetc/workspace',
+    ]) {
       const r = await get(url);
       expect(r.statusCode, url).toBe(404);
       expect(r.json().error.code, url).toBe('audit_not_found');
@@ -109,7 +118,9 @@ describe('the workspace of an audit', () => {
 
   it('names no path: neither the root, the workspace nor any absolute path, in any answer', async () => {
     const bodies = await Promise.all(
-      [`/api/audits/${recoveryId}/workspace`, `/api/audits/${recoveryId}/workspace/goals/sample`, `/api/audits/${recoveryId}/workspace/goals/nope`].map(async (u) => (await get(u)).body),
+      [`/api/audits/${recoveryId}/workspace`, `/api/audits/${recoveryId}/workspace/goals/sample`, `/api/audits/${recoveryId}/workspace/goals/nope`].map(
+        async (u) => (await get(u)).body,
+      ),
     );
     for (const body of bodies) {
       expect(body).not.toContain(dirname(root));

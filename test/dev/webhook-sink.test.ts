@@ -34,7 +34,11 @@ const post = (sink: WebhookSink, key: string, op: string, body: unknown) =>
   });
 const query = async (sink: WebhookSink, op: string) => (await fetch(`${sink.deliveriesUrl}?operation_id=${encodeURIComponent(op)}`)).json();
 const list = async (sink: WebhookSink) => ((await (await fetch(sink.deliveriesUrl)).json()) as { deliveries: unknown[] }).deliveries;
-const codeOf = async (p: Promise<unknown>): Promise<string | undefined> => p.then(() => undefined, (e: { code?: string }) => e.code);
+const codeOf = async (p: Promise<unknown>): Promise<string | undefined> =>
+  p.then(
+    () => undefined,
+    (e: { code?: string }) => e.code,
+  );
 
 describe('webhook sink', () => {
   it('binds 127.0.0.1 only; any other host is refused before listening', async () => {

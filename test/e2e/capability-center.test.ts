@@ -70,7 +70,7 @@ const shot = (name: string) => session.page.screenshot({ path: join(SCREENSHOTS,
 
 // Under CI=true the browser tests must run: a missing chromium fails instead of skipping. Only a
 // local run on a machine without chromium skips them (test/daemon covers every route without a browser).
-if (process.env.CI === 'true' && !hasChromium()) throw new Error('CI=true but no chromium binary: install Debian\'s chromium (.ci/run does)');
+if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
   beforeAll(async () => {
     sink = await startWebhookSink({ port: 0 });
@@ -396,7 +396,11 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     expect(await row.getByRole('button', { name: 'Close Goal sample' }).getAttribute('aria-expanded')).toBe('true');
     expect(await todos.getByRole('rowheader').allTextContents()).toEqual(['t1', 't2', 't3']);
     const todoText = await todos.allTextContents();
-    for (const [i, [title, status]] of [['Draft the outline', 'done'], ['Review with design', 'blocked'], ['Publish the post', 'open']].entries()) {
+    for (const [i, [title, status]] of [
+      ['Draft the outline', 'done'],
+      ['Review with design', 'blocked'],
+      ['Publish the post', 'open'],
+    ].entries()) {
       expect(todoText[i]).toContain(title);
       expect(todoText[i]).toContain(status);
     }
@@ -423,6 +427,9 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     page.off('request', onRequest);
     const calls = requested.filter((r) => r.includes('/api/'));
     expect(calls).toContain(`GET /api/audits/${recoveryId}/workspace/goals/sample`);
-    expect(calls.filter((r) => !r.startsWith('GET ')), 'reading the workspace back only GETs').toEqual([]);
+    expect(
+      calls.filter((r) => !r.startsWith('GET ')),
+      'reading the workspace back only GETs',
+    ).toEqual([]);
   }, 120_000);
 });

@@ -10,8 +10,7 @@ import { FAULT_AFTER_MUTATING_DISPATCH, FAULT_AFTER_MUTATION_INTENT } from '../.
 import { loopx, tempRoot } from '../support/cli.js';
 
 const AGENT = 'test/fixtures/agents/mutator.json';
-const outboxLines = (root: string): string[] =>
-  existsSync(join(root, 'outbox.jsonl')) ? readFileSync(join(root, 'outbox.jsonl'), 'utf8').split('\n').filter(Boolean) : [];
+const outboxLines = (root: string): string[] => (existsSync(join(root, 'outbox.jsonl')) ? readFileSync(join(root, 'outbox.jsonl'), 'utf8').split('\n').filter(Boolean) : []);
 
 function startAndCrash(root: string, fault: string) {
   const r = loopx(['run', 'start', '--agent', AGENT, '--root', root, '--json'], { LOOPX_TEST_FAULT: fault });
@@ -52,7 +51,9 @@ describe('a process killed during a mutating tool call', () => {
     const out = join(root, '..', 'run.snapshot');
     expect(loopx(['run', 'export', runId, '--out', out, '--root', root]).status).toBe(0);
     const inspected = loopx(['run', 'inspect', out, '--json']).json();
-    const results = inspected.snapshot.messages.flatMap((m: { parts: Array<{ type: string; call_id?: string; status?: string; result_json?: string }> }) => m.parts).filter((p: { type: string }) => p.type === 'tool_result');
+    const results = inspected.snapshot.messages
+      .flatMap((m: { parts: Array<{ type: string; call_id?: string; status?: string; result_json?: string }> }) => m.parts)
+      .filter((p: { type: string }) => p.type === 'tool_result');
     expect(results.find((p: { call_id: string }) => p.call_id === callId)).toMatchObject({ status: 'ok', result_json: '{"delivered":true}' });
   });
 
@@ -74,7 +75,11 @@ describe('a process killed during a mutating tool call', () => {
     const runId = startAndCrash(root, FAULT_AFTER_MUTATION_INTENT);
     const shown = loopx(['run', 'show', runId, '--root', root, '--json']).json();
     // The engine's view is the effect owner's: dispatch recorded, never settled (pending).
-    expect(shown.waiting_for).toEqual({ kind: 'resolution', call_ids: [`${runId}/t1/k0`], effects: [{ call_id: `${runId}/t1/k0`, operation_id: `${runId}:t1:k0`, outcome: 'pending' }] });
+    expect(shown.waiting_for).toEqual({
+      kind: 'resolution',
+      call_ids: [`${runId}/t1/k0`],
+      effects: [{ call_id: `${runId}/t1/k0`, operation_id: `${runId}:t1:k0`, outcome: 'pending' }],
+    });
     const resolved = loopx(['run', 'resolve', runId, `${runId}/t1/k0`, '--absent', '--root', root, '--json']).json();
     expect(resolved.status).toBe('completed'); // the model saw the absent result and went on to finish
     expect(outboxLines(root)).toHaveLength(0);

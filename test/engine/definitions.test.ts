@@ -86,7 +86,13 @@ describe('agent definitions', () => {
     const typed = defineAgent(fromFile);
 
     expect(typed).toEqual(fromFile);
-    expect(fromFile).toMatchObject({ id: 'demo.researcher', version: '1.0.0', model: { provider: 'scripted', modelId: 'scripted-v1' }, turnLimit: 6, toolPlan: 'loopx.builtin.v1' });
+    expect(fromFile).toMatchObject({
+      id: 'demo.researcher',
+      version: '1.0.0',
+      model: { provider: 'scripted', modelId: 'scripted-v1' },
+      turnLimit: 6,
+      toolPlan: 'loopx.builtin.v1',
+    });
     expect(fromFile.script).toHaveLength(4);
     expect(defineAgent(typedAgent)).toEqual(typedAgent);
   });
@@ -200,7 +206,12 @@ describe('applications and identities', () => {
     const decoded = decodeSnapshot(engine.exportSnapshot('run-full').bytes);
 
     expect(decoded.planIdentity).toMatchObject({ compatibilityIdentity: BUILTIN_COMPATIBILITY, toolPlanId: BUILTIN_TOOL_PLAN });
-    expect(decoded.planIdentity.components.map((c) => `${c.kind}:${c.name}`)).toEqual(['provider:scripted', 'static_tool:human.ask', 'static_tool:math.add', 'static_tool:outbox.append']);
+    expect(decoded.planIdentity.components.map((c) => `${c.kind}:${c.name}`)).toEqual([
+      'provider:scripted',
+      'static_tool:human.ask',
+      'static_tool:math.add',
+      'static_tool:outbox.append',
+    ]);
   });
 
   it('PlanIdentity components are sorted and unique whatever order the application declares them in', async () => {
@@ -214,7 +225,14 @@ describe('applications and identities', () => {
     const components = decodeSnapshot(engine.exportSnapshot('run-sorted').bytes).planIdentity.components;
 
     expect(components).toEqual([...components].sort(compareComponents));
-    expect(components.map((c) => `${c.kind}:${c.name}`)).toEqual(['broker:queue', 'observer:audit', 'provider:scripted', 'static_tool:alpha', 'static_tool:mid', 'static_tool:zeta']);
+    expect(components.map((c) => `${c.kind}:${c.name}`)).toEqual([
+      'broker:queue',
+      'observer:audit',
+      'provider:scripted',
+      'static_tool:alpha',
+      'static_tool:mid',
+      'static_tool:zeta',
+    ]);
   });
 
   it("the plan fingerprint changes when a tool's JSON Schema changes", () => {
@@ -228,8 +246,12 @@ describe('applications and identities', () => {
 
   it('the plan fingerprint is the same for equal schemas whose keys are ordered differently (RFC 8785)', () => {
     const agent = scriptedAgent([{ text: 'done' }]);
-    const ordered = fullApp([addWithSchema({ type: 'object', required: ['a', 'b'], properties: { a: { type: 'number', minimum: 0 }, b: { type: 'number' } } })]).planIdentityFor(agent);
-    const reordered = fullApp([addWithSchema({ properties: { b: { type: 'number' }, a: { minimum: 0, type: 'number' } }, required: ['a', 'b'], type: 'object' })]).planIdentityFor(agent);
+    const ordered = fullApp([addWithSchema({ type: 'object', required: ['a', 'b'], properties: { a: { type: 'number', minimum: 0 }, b: { type: 'number' } } })]).planIdentityFor(
+      agent,
+    );
+    const reordered = fullApp([addWithSchema({ properties: { b: { type: 'number' }, a: { minimum: 0, type: 'number' } }, required: ['a', 'b'], type: 'object' })]).planIdentityFor(
+      agent,
+    );
 
     expect(reordered.fingerprint).toBe(ordered.fingerprint);
     expect(reordered.fingerprint).toMatch(/^[0-9a-f]{64}$/);
@@ -398,7 +420,12 @@ describe('tool plans', () => {
     });
     const { app, host } = recordingApp([block, askTool(), addTool()]);
     const engine = openTestEngine(kind, app);
-    const agent = scriptedAgent([{ toolCalls: [call('block', {})] }, { toolCalls: [call('ask', { id: 'q', prompt: '?' })] }, { toolCalls: [call('add', { a: 1, b: 1 })] }, { text: 'done' }]);
+    const agent = scriptedAgent([
+      { toolCalls: [call('block', {})] },
+      { toolCalls: [call('ask', { id: 'q', prompt: '?' })] },
+      { toolCalls: [call('add', { a: 1, b: 1 })] },
+      { text: 'done' },
+    ]);
 
     const running = engine.start(agent, { runId: 'run-lease' });
     await entered.wait();

@@ -58,7 +58,20 @@ function auditFindings(root: string, backupId: string): AuditFinding[] {
   const out = join(base, `out-${backupId}`);
   ok(loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', backupId, '--json']));
   const dest = join(base, `verified-${backupId}`);
-  ok(loopx(['backup-state', 'verify', '--archive', join(out, `${backupId}.tar.gz`), '--manifest', join(out, `${backupId}.manifest.json`), '--destination', dest, '--execute', '--json']));
+  ok(
+    loopx([
+      'backup-state',
+      'verify',
+      '--archive',
+      join(out, `${backupId}.tar.gz`),
+      '--manifest',
+      join(out, `${backupId}.manifest.json`),
+      '--destination',
+      dest,
+      '--execute',
+      '--json',
+    ]),
+  );
   return (JSON.parse(readFileSync(join(dest, 'recovery-audit.json'), 'utf8')) as { findings: AuditFinding[] }).findings;
 }
 const aboutEffect = (findings: readonly AuditFinding[], operationId: string) => findings.filter((f) => f.subject === `effect:${operationId}`);
@@ -104,7 +117,10 @@ describe('a built-in mutating tool killed between dispatch and outcome', () => {
 
     expect(ok(loopx(['run', 'resume', runId, '--root', root, '--json'])).json()).toMatchObject({ status: 'completed' });
     expect(outboxLines(root)).toHaveLength(1);
-    const events = ok(loopx(['run', 'events', runId, '--root', root, '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const events = ok(loopx(['run', 'events', runId, '--root', root, '--json']))
+      .stdout.trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(events.filter((e) => e.type === 'ToolResulted' && e.data.call_id === `${runId}/t1/k0`)).toEqual([
       expect.objectContaining({ data: { call_id: `${runId}/t1/k0`, tool_name: 'outbox.append', status: 'ok', settled_by: 'effect_owner' } }),
     ]);
@@ -117,7 +133,9 @@ describe('a Goal work run killed after the webhook intent, before the send', () 
     ok(loopx(['init', '--root', root]));
     ok(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]));
     for (const title of ['Draft the outline', 'Review with design']) ok(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]));
-    const killed = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', GOAL_WORKER, '--sink', sink.deliveriesUrl, '--root', root, '--json'], { LOOPX_TEST_FAULT: FAULT_BEFORE_WEBHOOK_SEND });
+    const killed = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', GOAL_WORKER, '--sink', sink.deliveriesUrl, '--root', root, '--json'], {
+      LOOPX_TEST_FAULT: FAULT_BEFORE_WEBHOOK_SEND,
+    });
     expect(killed.signal).toBe('SIGKILL');
     const runId = onlyRun(root);
     const callId = `${runId}/t3/k0`; // the delivery (t1 lists, t2 updates a Todo)

@@ -61,7 +61,14 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
     const running = engine.start(scriptedAgent(chargeScript), { runId: 'run-j' });
     await entered.wait();
 
-    expect(await effects().get('run-j:t1:k0')).toMatchObject({ idempotency_key: 'idem:run-j:t1:k0', goal_id: 'run:run-j', kind: 'tool.call', target: 'tool:charge', outcome: 'pending', attempt: 1 });
+    expect(await effects().get('run-j:t1:k0')).toMatchObject({
+      idempotency_key: 'idem:run-j:t1:k0',
+      goal_id: 'run:run-j',
+      kind: 'tool.call',
+      target: 'tool:charge',
+      outcome: 'pending',
+      attempt: 1,
+    });
     expect((await effects().get('run-j:t1:k0'))!.dispatched_at).not.toBeNull();
     expect(JSON.parse((await effects().get('run-j:t1:k0'))!.intent)).toEqual({ tool: 'charge', arguments: { amount: 5 } });
     expect(engine.mutations('run-j')).toMatchObject([{ callId: 'run-j/t1/k0', state: 'intent' }]);
@@ -74,9 +81,27 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
 
   it.each([
     { name: 'a value is committed', throws: undefined, state: 'committed', outcome: 'committed', receipt: { charged: 5 } },
-    { name: 'a typed refusal is rejected (it refused before acting)', throws: () => rejected('insufficient_funds', 'No funds.'), state: 'failed', outcome: 'rejected', receipt: { code: 'insufficient_funds' } },
-    { name: "the effect owner's typed effect_outcome_unknown is unknown", throws: () => outcomeUnknown('run-c:t1:k0', 'timeout'), state: 'uncertain', outcome: 'unknown', receipt: { reason: 'timeout' } },
-    { name: 'an untyped throw mid-dispatch is unknown (the effect may have happened)', throws: () => new Error('connection reset'), state: 'uncertain', outcome: 'unknown', receipt: { reason: 'tool_failed' } },
+    {
+      name: 'a typed refusal is rejected (it refused before acting)',
+      throws: () => rejected('insufficient_funds', 'No funds.'),
+      state: 'failed',
+      outcome: 'rejected',
+      receipt: { code: 'insufficient_funds' },
+    },
+    {
+      name: "the effect owner's typed effect_outcome_unknown is unknown",
+      throws: () => outcomeUnknown('run-c:t1:k0', 'timeout'),
+      state: 'uncertain',
+      outcome: 'unknown',
+      receipt: { reason: 'timeout' },
+    },
+    {
+      name: 'an untyped throw mid-dispatch is unknown (the effect may have happened)',
+      throws: () => new Error('connection reset'),
+      state: 'uncertain',
+      outcome: 'unknown',
+      receipt: { reason: 'tool_failed' },
+    },
   ] as const)("a tool's outcome is classified by code: $name, in the engine and in the effect owner", async ({ throws, state, outcome, receipt }) => {
     const { engine, effects } = journalled(kind, [
       charge((args) => {
@@ -99,7 +124,12 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
   });
 
   it.each([
-    { name: 'committed', resolution: { kind: 'committed', resultJson: '{"charged":5}' }, effect: { outcome: 'committed', receipt: { resolved_by: 'operator', result: { charged: 5 } }, hold: null }, holds: [] },
+    {
+      name: 'committed',
+      resolution: { kind: 'committed', resultJson: '{"charged":5}' },
+      effect: { outcome: 'committed', receipt: { resolved_by: 'operator', result: { charged: 5 } }, hold: null },
+      holds: [],
+    },
     { name: 'absent', resolution: { kind: 'absent' }, effect: { outcome: 'absent', receipt: { resolved_by: 'operator' }, hold: null }, holds: [] },
     { name: 'abandon', resolution: { kind: 'abandon' }, effect: { outcome: 'unknown', hold: 'operator_abandoned' }, holds: ['run-r:t1:k0'] },
   ] as const)('resolve --$name settles the effect owner first, under the original operation id (abandon leaves it unknown and held)', async ({ resolution, effect, holds }) => {
@@ -127,7 +157,11 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
       expect(view).toMatchObject({ status: 'completed', waiting_for: null });
       expect(runs).toBe(1);
       expect(engine.mutations('run-t')).toMatchObject([{ state: 'committed' }]);
-      expect(JSON.parse(results(engine.messages('run-t'))[0]!.resultJson)).toEqual({ result: 'already_applied', operation_id: 'run-t:t1:k0', receipt: { reconciled: true, observation: { found: true } } });
+      expect(JSON.parse(results(engine.messages('run-t'))[0]!.resultJson)).toEqual({
+        result: 'already_applied',
+        operation_id: 'run-t:t1:k0',
+        receipt: { reconciled: true, observation: { found: true } },
+      });
       const taken = (await allEvents(engine, 'run-t')).filter((e) => e.type === 'ToolResulted').pop();
       expect(taken?.data).toEqual({ call_id: 'run-t/t1/k0', tool_name: 'charge', status: 'ok', settled_by: 'effect_owner' });
     },
@@ -169,30 +203,31 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
 });
 
 describe('runs recorded before the effect journal (dual read)', () => {
-  it.each(['no effects.db', 'an effects.db without the record'] as const)(
-    'an uncertain engine.db row with %s is read and resolved from the engine row alone',
-    async (shape) => {
-      const root = privateDir();
-      let runs = 0;
-      const tools = [charge(() => (runs++, Promise.reject(new Error('connection reset'))))];
-      const before = openEngine({ root, application: localApp(tools), authority: testAuthority() });
-      await before.start(scriptedAgent(chargeScript), { runId: 'run-old' });
-      before.close();
-      // What a root written before the journal holds: the engine's uncertain row and no effect for it.
-      for (const f of ['effects.db', 'effects.db-wal', 'effects.db-shm']) rmSync(join(root, f), { force: true });
-      if (shape === 'an effects.db without the record') openSqliteEffectJournal(join(root, 'effects.db')).close();
+  it.each(['no effects.db', 'an effects.db without the record'] as const)('an uncertain engine.db row with %s is read and resolved from the engine row alone', async (shape) => {
+    const root = privateDir();
+    let runs = 0;
+    const tools = [charge(() => (runs++, Promise.reject(new Error('connection reset'))))];
+    const before = openEngine({ root, application: localApp(tools), authority: testAuthority() });
+    await before.start(scriptedAgent(chargeScript), { runId: 'run-old' });
+    before.close();
+    // What a root written before the journal holds: the engine's uncertain row and no effect for it.
+    for (const f of ['effects.db', 'effects.db-wal', 'effects.db-shm']) rmSync(join(root, f), { force: true });
+    if (shape === 'an effects.db without the record') openSqliteEffectJournal(join(root, 'effects.db')).close();
 
-      const { engine, effects } = journalled('sqlite', tools, root);
-      expect(engine.mutations('run-old')).toMatchObject([{ state: 'uncertain' }]);
-      expect((await engine.show('run-old')).waiting_for).toEqual({ kind: 'resolution', call_ids: ['run-old/t1/k0'], effects: [{ call_id: 'run-old/t1/k0', operation_id: 'run-old:t1:k0', outcome: null }] });
-      expect(await engine.resume('run-old')).toMatchObject({ status: 'active', waiting_for: { kind: 'resolution' } });
+    const { engine, effects } = journalled('sqlite', tools, root);
+    expect(engine.mutations('run-old')).toMatchObject([{ state: 'uncertain' }]);
+    expect((await engine.show('run-old')).waiting_for).toEqual({
+      kind: 'resolution',
+      call_ids: ['run-old/t1/k0'],
+      effects: [{ call_id: 'run-old/t1/k0', operation_id: 'run-old:t1:k0', outcome: null }],
+    });
+    expect(await engine.resume('run-old')).toMatchObject({ status: 'active', waiting_for: { kind: 'resolution' } });
 
-      expect(await engine.resolve('run-old', 'run-old/t1/k0', { kind: 'absent' })).toMatchObject({ status: 'completed', waiting_for: null });
-      expect(engine.mutations('run-old')).toMatchObject([{ state: 'absent' }]);
-      expect(runs).toBe(1);
-      // Nothing was invented in the effect owner for a call it never journalled.
-      if (shape === 'no effects.db') expect(existsSync(join(root, 'effects.db'))).toBe(false);
-      else expect(await effects().list()).toEqual([]);
-    },
-  );
+    expect(await engine.resolve('run-old', 'run-old/t1/k0', { kind: 'absent' })).toMatchObject({ status: 'completed', waiting_for: null });
+    expect(engine.mutations('run-old')).toMatchObject([{ state: 'absent' }]);
+    expect(runs).toBe(1);
+    // Nothing was invented in the effect owner for a call it never journalled.
+    if (shape === 'no effects.db') expect(existsSync(join(root, 'effects.db'))).toBe(false);
+    else expect(await effects().list()).toEqual([]);
+  });
 });

@@ -135,7 +135,10 @@ export const askTool = (): Tool =>
 
 export const call = (name: string, args: JsonValue): { name: string; arguments: JsonValue } => ({ name, arguments: args });
 
-export function scriptedAgent(script: readonly ScriptStep[], options: { turnLimit?: number; id?: string; version?: string; system?: string; toolPlan?: string } = {}): AgentDefinition {
+export function scriptedAgent(
+  script: readonly ScriptStep[],
+  options: { turnLimit?: number; id?: string; version?: string; system?: string; toolPlan?: string } = {},
+): AgentDefinition {
   return defineAgent({
     id: options.id ?? 'test.agent',
     version: options.version ?? '1.0.0',

@@ -38,13 +38,13 @@ const reactiveProvider = (): ModelProvider => ({
     const last = request.messages[request.messages.length - 1]!;
     if (last.role === 'user') return { text: 'adding', toolCalls: [{ toolName: 'add', arguments: { a: 'one', b: 2 } }] };
     const result = last.parts[0] as ToolResultPart;
-    if (result.status === 'error') return { text: `retrying after ${(JSON.parse(result.resultJson) as { error: string }).error}`, toolCalls: [{ toolName: 'add', arguments: { a: 1, b: 2 } }] };
+    if (result.status === 'error')
+      return { text: `retrying after ${(JSON.parse(result.resultJson) as { error: string }).error}`, toolCalls: [{ toolName: 'add', arguments: { a: 1, b: 2 } }] };
     return { text: `the sum is ${(JSON.parse(result.resultJson) as { sum: number }).sum}`, toolCalls: [] };
   },
 });
 
-const reactiveAgent = (provider: string) =>
-  defineAgent({ id: 'test.reactive', version: '1.0.0', model: { provider, modelId: 'm1' }, turnLimit: 5, toolPlan: PLAN });
+const reactiveAgent = (provider: string) => defineAgent({ id: 'test.reactive', version: '1.0.0', model: { provider, modelId: 'm1' }, turnLimit: 5, toolPlan: PLAN });
 
 /** Four turns of tool calls, then an answer. */
 const fourTurnScript = [
@@ -104,7 +104,11 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
     expect(JSON.parse(first!.resultJson)).toMatchObject({ error: 'tool_arguments_invalid' });
     expect(second).toMatchObject({ status: 'ok', resultJson: '{"sum":3}' });
     // The model's second turn reacted to the error result it was shown.
-    expect(messages.filter((m) => m.role === 'assistant').map((m) => (m.parts[0] as { text: string }).text)).toEqual(['adding', 'retrying after tool_arguments_invalid', 'the sum is 3']);
+    expect(messages.filter((m) => m.role === 'assistant').map((m) => (m.parts[0] as { text: string }).text)).toEqual([
+      'adding',
+      'retrying after tool_arguments_invalid',
+      'the sum is 3',
+    ]);
     expect(executions).toBe(1);
     expect(view).toMatchObject({ status: 'completed', completed_turns: 3 });
   });
@@ -134,7 +138,9 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
     const loose = makeTool('loose', (args) => (executions++, args), { inputSchema: {} });
     const engine = openTestEngine(kind, localApp([loose]));
 
-    const view = await engine.start(scriptedAgent([{ toolCalls: [call('loose', 'just text'), call('loose', [1, 2]), call('loose', { ok: true })] }, { text: 'done' }]), { runId: 'run-obj' });
+    const view = await engine.start(scriptedAgent([{ toolCalls: [call('loose', 'just text'), call('loose', [1, 2]), call('loose', { ok: true })] }, { text: 'done' }]), {
+      runId: 'run-obj',
+    });
 
     const results = toolResults(engine.messages('run-obj'));
     expect(results.map((r) => r.status)).toEqual(['error', 'error', 'ok']);
@@ -250,11 +256,7 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
 });
 
 describe.each(STORE_KINDS)('message history (%s store)', (kind) => {
-  const script = [
-    { text: 'two sums', toolCalls: [call('add', { a: 1, b: 2 }), call('add', { a: 3, b: 4 })] },
-    { toolCalls: [call('add', { a: 5, b: 6 })] },
-    { text: 'done' },
-  ];
+  const script = [{ text: 'two sums', toolCalls: [call('add', { a: 1, b: 2 }), call('add', { a: 3, b: 4 })] }, { toolCalls: [call('add', { a: 5, b: 6 })] }, { text: 'done' }];
 
   it('holds system, user, assistant and tool messages in order, each tool result matched to its call id and tool', async () => {
     const engine = openTestEngine(kind, localApp([addTool()]));
@@ -356,7 +358,17 @@ describe.each(STORE_KINDS)('suspend and resume (%s store)', (kind) => {
     // The rest of the turn ran (the second call too), then the run suspended at the boundary.
     expect(order).toEqual(['block', 'add']);
     expect(view).toMatchObject({ status: 'suspended', completed_turns: 1, suspend_requested: false });
-    expect(await eventTypes(engine, 'run-mid')).toEqual(['RunStarted', 'TurnStarted', 'ModelResponded', 'ToolCalled', 'ToolResulted', 'ToolCalled', 'ToolResulted', 'TurnCompleted', 'Suspended']);
+    expect(await eventTypes(engine, 'run-mid')).toEqual([
+      'RunStarted',
+      'TurnStarted',
+      'ModelResponded',
+      'ToolCalled',
+      'ToolResulted',
+      'ToolCalled',
+      'ToolResulted',
+      'TurnCompleted',
+      'Suspended',
+    ]);
   });
 
   it('a second driver of a run being driven gets run_busy and changes nothing', async () => {
@@ -598,9 +610,13 @@ describe.each(STORE_KINDS)('review fixes (%s store)', (kind) => {
   });
 
   it('a cancelled run still shows its unresolved mutating call', async () => {
-    const boom = makeTool('boom', () => {
-      throw new Error('connection reset');
-    }, { mutating: true });
+    const boom = makeTool(
+      'boom',
+      () => {
+        throw new Error('connection reset');
+      },
+      { mutating: true },
+    );
     const engine = openTestEngine(kind, localApp([boom]));
     await engine.start(scriptedAgent([{ toolCalls: [call('boom', {})] }, { text: 'done' }]), { runId: 'run-c' });
     const cancelled = await engine.cancel('run-c');

@@ -17,10 +17,7 @@ const longAgent = {
   model: { provider: 'scripted', model_id: 'scripted-v1' },
   turn_limit: TURNS + 1,
   tool_plan: 'loopx.builtin.v1',
-  script: [
-    ...Array.from({ length: TURNS }, (_, i) => ({ text: `step ${i}`, tool_calls: [{ name: 'math.add', arguments: { a: i, b: 1 } }] })),
-    { text: 'finished' },
-  ],
+  script: [...Array.from({ length: TURNS }, (_, i) => ({ text: `step ${i}`, tool_calls: [{ name: 'math.add', arguments: { a: i, b: 1 } }] })), { text: 'finished' }],
 };
 
 const assertContiguous = (events: RunEvent[], from: number): void => {
@@ -64,7 +61,15 @@ describe('run event subscription', () => {
     const root = tempRoot();
     const engine = openEngine({ root, application: builtinApplication(root), authority: testAuthority() });
     try {
-      const run = await engine.start(defineAgent({ ...toDef(longAgent), turnLimit: 10, script: toDef(longAgent).script!.slice(0, 3).concat([{ text: 'end' }]) }));
+      const run = await engine.start(
+        defineAgent({
+          ...toDef(longAgent),
+          turnLimit: 10,
+          script: toDef(longAgent)
+            .script!.slice(0, 3)
+            .concat([{ text: 'end' }]),
+        }),
+      );
       const events: RunEvent[] = [];
       for await (const e of engine.events(run.run_id, { after: 7 })) events.push(e);
       assertContiguous(events, 8);
@@ -76,7 +81,13 @@ describe('run event subscription', () => {
 
   it('a cursor past the head waits, then delivers exactly the events beyond it', async () => {
     const engine = openEngine({ application: builtinApplication(tempRoot()), authority: testAuthority() });
-    const def = defineAgent({ ...toDef(longAgent), turnLimit: 10, script: toDef(longAgent).script!.slice(0, 4).concat([{ text: 'end' }]) });
+    const def = defineAgent({
+      ...toDef(longAgent),
+      turnLimit: 10,
+      script: toDef(longAgent)
+        .script!.slice(0, 4)
+        .concat([{ text: 'end' }]),
+    });
     const suspended = await engine.start(def, { suspendAfterTurns: 1 });
     expect(suspended.status).toBe('suspended');
     const cursor = suspended.last_sequence + 3;

@@ -74,7 +74,11 @@ describe('loopx work run', () => {
     expect(killed.signal).toBe('SIGKILL');
     const runId: string = loopx(['run', 'list', '--root', root, '--json']).json().runs[0].run_id;
     const shown = loopx(['run', 'show', runId, '--root', root, '--json']).json();
-    expect(shown.waiting_for).toEqual({ kind: 'resolution', call_ids: [`${runId}/t2/k0`], effects: [{ call_id: `${runId}/t2/k0`, operation_id: `${runId}:t2:k0`, outcome: 'pending' }] });
+    expect(shown.waiting_for).toEqual({
+      kind: 'resolution',
+      call_ids: [`${runId}/t2/k0`],
+      effects: [{ call_id: `${runId}/t2/k0`, operation_id: `${runId}:t2:k0`, outcome: 'pending' }],
+    });
     const todos = loopx(['todo', 'list', '--goal', 'launch', '--root', root, '--json']).json().todos;
     expect(todos[0].status).toBe('open'); // the update never ran, and it is not guessed
     const before = deliveriesFor(runId).length;
@@ -95,7 +99,10 @@ describe('loopx work run', () => {
     expect(inspected.completed_turns).toBe(2);
     const todo = loopx(['todo', 'list', '--goal', 'launch', '--root', root, '--json']).json().todos[0];
     expect(todo).toMatchObject({ todo_id: 't1', status: 'open' }); // the stale writer changed nothing
-    const events = loopx(['run', 'events', first.run_id, '--root', root, '--json']).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const events = loopx(['run', 'events', first.run_id, '--root', root, '--json'])
+      .stdout.trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const refused = events.find((e: { type: string; data: { call_id?: string } }) => e.type === 'ToolResulted' && e.data.call_id === `${first.run_id}/t2/k0`);
     expect(refused.data.status).toBe('error');
     const effects = effectOwner.openSqliteEffectJournal(join(root, 'effects.db'));

@@ -29,7 +29,8 @@ function scratch(): string {
 
 const describeCli = (args: readonly string[], r: CliResult) => `loopx ${args.join(' ')} → status ${r.status} signal ${r.signal}\n${r.stderr}${r.stdout}`;
 
-async function ok(args: readonly string[]): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function ok(args: readonly string[]): Promise<any> {
   const r = await loopxAsync([...args, '--json']);
   if (r.status !== 0) throw new Error(`expected success: ${describeCli(args, r)}`);
   return r.json();
@@ -64,89 +65,104 @@ beforeAll(() => {
 });
 
 describe.concurrent('one snapshot, many importers', () => {
-  it(`${RACERS} processes import one snapshot into ${RACERS} fresh roots at once: exactly one wins and continues it, every other one is told snapshot_consumed`, async () => {
-    const base = scratch();
-    const file = join(base, 'run.snapshot');
-    const s = await exportedRun(join(base, 'origin'), file);
-    const roots = Array.from({ length: RACERS }, (_, i) => join(base, `root-${i}`));
+  it(
+    `${RACERS} processes import one snapshot into ${RACERS} fresh roots at once: exactly one wins and continues it, every other one is told snapshot_consumed`,
+    async () => {
+      const base = scratch();
+      const file = join(base, 'run.snapshot');
+      const s = await exportedRun(join(base, 'origin'), file);
+      const roots = Array.from({ length: RACERS }, (_, i) => join(base, `root-${i}`));
 
-    // All children start before any is awaited.
-    const racing = roots.map((root) => loopxAsync(importArgs(file, root)));
-    const results = await Promise.all(racing);
+      // All children start before any is awaited.
+      const racing = roots.map((root) => loopxAsync(importArgs(file, root)));
+      const results = await Promise.all(racing);
 
-    const outcomes = results.map((r, i) => `#${i}: ${describeCli(['run', 'import', '--root', roots[i]!], r)}`).join('\n');
-    const winners = results.flatMap((r, i) => (r.status === 0 ? [i] : []));
-    expect(winners, outcomes).toHaveLength(1);
-    const w = winners[0]!;
-    const winner = roots[w]!;
-    expect(results[w]!.json()).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
-    for (const [i, r] of results.entries()) {
-      if (i === w) continue;
-      expect({ status: r.status, signal: r.signal }, outcomes).toEqual({ status: 4, signal: null });
-      expect(r.json().error.code, outcomes).toBe('snapshot_consumed');
-    }
+      const outcomes = results.map((r, i) => `#${i}: ${describeCli(['run', 'import', '--root', roots[i]!], r)}`).join('\n');
+      const winners = results.flatMap((r, i) => (r.status === 0 ? [i] : []));
+      expect(winners, outcomes).toHaveLength(1);
+      const w = winners[0]!;
+      const winner = roots[w]!;
+      expect(results[w]!.json()).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
+      for (const [i, r] of results.entries()) {
+        if (i === w) continue;
+        expect({ status: r.status, signal: r.signal }, outcomes).toEqual({ status: 4, signal: null });
+        expect(r.json().error.code, outcomes).toBe('snapshot_consumed');
+      }
 
-    // One owner: the authority names the winner's root, and only that root has the run.
-    // A loser is refused before it opens its root: the fresh root it was given stays absent.
-    for (const [i, root] of roots.entries()) if (i !== w) expect(existsSync(root), `#${i}`).toBe(false);
-    const [shown, ...lists] = await Promise.all([
-      ok(['authority', 'show', '--run', s.run_id]),
-      ...roots.map((root) => (existsSync(root) ? ok(['run', 'list', '--root', root]) : Promise.resolve({ runs: [] }))),
-    ]);
-    expect(shown.run).toMatchObject({ run_id: s.run_id, state: 'ACTIVE', transition_generation: 2, payload_sha256: s.payload_sha256 });
-    expect(shown.run.owner_root).toBe(rootIdOf(winner));
-    const holders = lists.flatMap((l, i) => (l.runs.some((r: { run_id: string }) => r.run_id === s.run_id) ? [i] : []));
-    expect(holders).toEqual([w]);
-    expect(lists[w]!.runs).toEqual([expect.objectContaining({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence })]);
-    for (const [i, root] of roots.entries()) if (i !== w) expect(rootIdOf(root)).not.toBe(shown.run.owner_root);
+      // One owner: the authority names the winner's root, and only that root has the run.
+      // A loser is refused before it opens its root: the fresh root it was given stays absent.
+      for (const [i, root] of roots.entries()) if (i !== w) expect(existsSync(root), `#${i}`).toBe(false);
+      const [shown, ...lists] = await Promise.all([
+        ok(['authority', 'show', '--run', s.run_id]),
+        ...roots.map((root) => (existsSync(root) ? ok(['run', 'list', '--root', root]) : Promise.resolve({ runs: [] }))),
+      ]);
+      expect(shown.run).toMatchObject({ run_id: s.run_id, state: 'ACTIVE', transition_generation: 2, payload_sha256: s.payload_sha256 });
+      expect(shown.run.owner_root).toBe(rootIdOf(winner));
+      const holders = lists.flatMap((l, i) => (l.runs.some((r: { run_id: string }) => r.run_id === s.run_id) ? [i] : []));
+      expect(holders).toEqual([w]);
+      expect(lists[w]!.runs).toEqual([expect.objectContaining({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence })]);
+      for (const [i, root] of roots.entries()) if (i !== w) expect(rootIdOf(root)).not.toBe(shown.run.owner_root);
 
-    // The winner continues at last_sequence+1; its root's log starts with Resumed, never RunStarted.
-    const resumed = await ok(['run', 'resume', s.run_id, '--root', winner]);
-    expect(resumed).toMatchObject({ status: 'active', completed_turns: 2, waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' } });
-    const [tail, before] = await Promise.all([
-      loopxAsync(['run', 'events', s.run_id, '--after', String(s.last_sequence), '--root', winner, '--json']),
-      loopxAsync(['run', 'events', s.run_id, '--after', '0', '--root', winner, '--json']),
-    ]);
-    expect(tail.status, tail.stderr).toBe(0);
-    const events = tail.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { sequence: number; type: string });
-    expect(events[0]).toMatchObject({ sequence: s.last_sequence + 1, type: 'Resumed' });
-    expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => s.last_sequence + 1 + i));
-    expect(events.map((e) => e.type)).not.toContain('RunStarted');
+      // The winner continues at last_sequence+1; its root's log starts with Resumed, never RunStarted.
+      const resumed = await ok(['run', 'resume', s.run_id, '--root', winner]);
+      expect(resumed).toMatchObject({ status: 'active', completed_turns: 2, waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' } });
+      const [tail, before] = await Promise.all([
+        loopxAsync(['run', 'events', s.run_id, '--after', String(s.last_sequence), '--root', winner, '--json']),
+        loopxAsync(['run', 'events', s.run_id, '--after', '0', '--root', winner, '--json']),
+      ]);
+      expect(tail.status, tail.stderr).toBe(0);
+      const events = tail.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { sequence: number; type: string });
+      expect(events[0]).toMatchObject({ sequence: s.last_sequence + 1, type: 'Resumed' });
+      expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => s.last_sequence + 1 + i));
+      expect(events.map((e) => e.type)).not.toContain('RunStarted');
 
-    // A cursor older than the snapshot fails explicitly, naming the snapshot sequence as the recovery cursor.
-    expect(before.status, before.stderr).toBe(3);
-    const error = JSON.parse(before.stdout).error;
-    expect(error).toMatchObject({ code: 'cursor_before_snapshot', details: { run_id: s.run_id, recovery_cursor: s.last_sequence } });
-  }, TIMEOUT);
+      // A cursor older than the snapshot fails explicitly, naming the snapshot sequence as the recovery cursor.
+      expect(before.status, before.stderr).toBe(3);
+      const error = JSON.parse(before.stdout).error;
+      expect(error).toMatchObject({ code: 'cursor_before_snapshot', details: { run_id: s.run_id, recovery_cursor: s.last_sequence } });
+    },
+    TIMEOUT,
+  );
 
-  it('a snapshot signed under another authority directory is refused with exactly the failure of a tampered one', async () => {
-    const base = scratch();
-    const otherAuthority = ['--authority-dir', join(base, 'other-authority')];
-    const [foreign, own] = await Promise.all([
-      exportedRun(join(base, 'foreign-origin'), join(base, 'foreign.snapshot'), otherAuthority),
-      exportedRun(join(base, 'origin'), join(base, 'own.snapshot')),
-    ]);
-    expect(foreign.run_id).not.toBe(own.run_id);
+  it(
+    'a snapshot signed under another authority directory is refused with exactly the failure of a tampered one',
+    async () => {
+      const base = scratch();
+      const otherAuthority = ['--authority-dir', join(base, 'other-authority')];
+      const [foreign, own] = await Promise.all([
+        exportedRun(join(base, 'foreign-origin'), join(base, 'foreign.snapshot'), otherAuthority),
+        exportedRun(join(base, 'origin'), join(base, 'own.snapshot')),
+      ]);
+      expect(foreign.run_id).not.toBe(own.run_id);
 
-    // The claim HMAC is the last 32 bytes of the envelope: flip one byte inside it.
-    const genuine = readFileSync(join(base, 'own.snapshot'));
-    expect(Buffer.from(decodeEnvelope(genuine).claim.hmac).equals(genuine.subarray(genuine.length - 32))).toBe(true);
-    const tampered = Buffer.from(genuine);
-    tampered[tampered.length - 7]! ^= 0x20;
-    writeFileSync(join(base, 'tampered.snapshot'), tampered, { mode: 0o600 });
+      // The claim HMAC is the last 32 bytes of the envelope: flip one byte inside it.
+      const genuine = readFileSync(join(base, 'own.snapshot'));
+      expect(Buffer.from(decodeEnvelope(genuine).claim.hmac).equals(genuine.subarray(genuine.length - 32))).toBe(true);
+      const tampered = Buffer.from(genuine);
+      tampered[tampered.length - 7]! ^= 0x20;
+      writeFileSync(join(base, 'tampered.snapshot'), tampered, { mode: 0o600 });
 
-    const [fromForeign, fromTampered] = await Promise.all([
-      loopxAsync(importArgs(join(base, 'foreign.snapshot'), join(base, 'b1'))),
-      loopxAsync(importArgs(join(base, 'tampered.snapshot'), join(base, 'b2'))),
-    ]);
-    expect(fromForeign.status, describeCli(['run', 'import', 'foreign.snapshot'], fromForeign)).toBe(3);
-    expect(fromTampered.status, describeCli(['run', 'import', 'tampered.snapshot'], fromTampered)).toBe(3);
-    const foreignError = JSON.parse(fromForeign.stdout).error;
-    expect(foreignError.code).toBe('snapshot_claim_invalid');
-    expect(JSON.parse(fromTampered.stdout).error).toEqual(foreignError); // same code, message, next action, no details
-    expect(fromTampered.stderr).toBe(fromForeign.stderr);
+      const [fromForeign, fromTampered] = await Promise.all([
+        loopxAsync(importArgs(join(base, 'foreign.snapshot'), join(base, 'b1'))),
+        loopxAsync(importArgs(join(base, 'tampered.snapshot'), join(base, 'b2'))),
+      ]);
+      expect(fromForeign.status, describeCli(['run', 'import', 'foreign.snapshot'], fromForeign)).toBe(3);
+      expect(fromTampered.status, describeCli(['run', 'import', 'tampered.snapshot'], fromTampered)).toBe(3);
+      const foreignError = JSON.parse(fromForeign.stdout).error;
+      expect(foreignError.code).toBe('snapshot_claim_invalid');
+      expect(JSON.parse(fromTampered.stdout).error).toEqual(foreignError); // same code, message, next action, no details
+      expect(fromTampered.stderr).toBe(fromForeign.stderr);
 
-    // Neither refusal changed anything: the untampered snapshot still imports.
-    expect(await ok(importArgs(join(base, 'own.snapshot'), join(base, 'b3')).slice(0, -1))).toEqual({ run_id: own.run_id, status: 'suspended', last_sequence: own.last_sequence });
-  }, TIMEOUT);
+      // Neither refusal changed anything: the untampered snapshot still imports.
+      expect(await ok(importArgs(join(base, 'own.snapshot'), join(base, 'b3')).slice(0, -1))).toEqual({
+        run_id: own.run_id,
+        status: 'suspended',
+        last_sequence: own.last_sequence,
+      });
+    },
+    TIMEOUT,
+  );
 });

@@ -126,7 +126,13 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
   });
 
   it.each([
-    { name: 'committed', resolution: { kind: 'committed', resultJson: '{ "charged": 5, "receipt": "r-1" }' }, status: 'ok', state: 'committed', result: { charged: 5, receipt: 'r-1' } },
+    {
+      name: 'committed',
+      resolution: { kind: 'committed', resultJson: '{ "charged": 5, "receipt": "r-1" }' },
+      status: 'ok',
+      state: 'committed',
+      result: { charged: 5, receipt: 'r-1' },
+    },
     { name: 'absent', resolution: { kind: 'absent' }, status: 'error', state: 'absent', result: { error: 'mutation_absent' } },
     { name: 'abandon', resolution: { kind: 'abandon' }, status: 'error', state: 'abandoned', result: { error: 'mutation_abandoned' } },
   ] as const)('resolve --$name settles the uncertain call with status $status under its original call id, and the run continues', async ({ resolution, status, state, result }) => {

@@ -22,7 +22,6 @@ function suspendedRun(root: string): string {
 
 const AUTHORITY = () => defaultAuthorityDir({ XDG_STATE_HOME: STATE_HOME });
 
-
 const rootIdOf = (runId: string): string => authorityRecord(runId).owner_root;
 
 /** The command a next action names (`…: loopx <command>`), as argv. */
@@ -57,7 +56,19 @@ describe('root identity', () => {
     // Every entry but the directory's own mtime (reading engine.db's id opens SQLite, whose WAL sidecars come and go).
     const entries = (dir: string) => Object.fromEntries(Object.entries(treeState(dir)).filter(([k]) => k !== '.'));
     const copyBefore = entries(copy);
-    const work = loopx(['work', 'run', '--goal', 'g', '--agent', join(REPO, 'examples/agents/goal-worker.json'), '--sink', 'http://127.0.0.1:9/deliveries', '--root', copy, '--json']);
+    const work = loopx([
+      'work',
+      'run',
+      '--goal',
+      'g',
+      '--agent',
+      join(REPO, 'examples/agents/goal-worker.json'),
+      '--sink',
+      'http://127.0.0.1:9/deliveries',
+      '--root',
+      copy,
+      '--json',
+    ]);
     expect(work.json().error.code).toBe('root_is_copy');
     expect(entries(copy)).toEqual(copyBefore);
 

@@ -35,7 +35,8 @@ function space() {
 const describeCli = (args: readonly string[], r: CliResult) => `loopx ${args.join(' ')} → status ${r.status} signal ${r.signal}\n${r.stderr}${r.stdout}`;
 
 /** Run a command that must succeed; its JSON document. */
-async function ok(args: readonly string[]): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function ok(args: readonly string[]): Promise<any> {
   const r = await loopxAsync([...args, '--json']);
   if (r.status !== 0) throw new Error(`expected success: ${describeCli(args, r)}`);
   return r.json();
@@ -108,7 +109,10 @@ async function runsIn(root: string): Promise<Array<{ run_id: string; status: str
 async function eventsAfter(runId: string, root: string, after: number): Promise<Array<{ sequence: number; type: string; data: Record<string, unknown> }>> {
   const r = await loopxAsync(['run', 'events', runId, '--after', String(after), '--root', root, '--json']);
   if (r.status !== 0) throw new Error(`expected events: ${describeCli(['run', 'events', runId], r)}`);
-  return r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return r.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 /** A run of the researcher in `root`, suspended at the boundary after its first turn. */
@@ -151,129 +155,155 @@ describe.concurrent('crash injection around the durable steps of export, resume,
   // ── export ───────────────────────────────────────────────────────────────────────────────
 
   describe('killed during export', () => {
-    it('authority.export.before-rename: the record stays ACTIVE, no file is written; a retried export succeeds and imports', async () => {
-      const w = space();
-      const s = await suspendedRun(w.a);
-      await killedAt('authority.export.before-rename', ['run', 'export', s.run_id, '--out', w.snap(), '--root', w.a]);
+    it(
+      'authority.export.before-rename: the record stays ACTIVE, no file is written; a retried export succeeds and imports',
+      async () => {
+        const w = space();
+        const s = await suspendedRun(w.a);
+        await killedAt('authority.export.before-rename', ['run', 'export', s.run_id, '--out', w.snap(), '--root', w.a]);
 
-      expect(readdirSync(w.snaps)).toEqual([]);
-      expect(await record(s.run_id)).toMatchObject({ state: 'ACTIVE', transition_generation: 1, owner_root: rootIdOf(w.a), payload_sha256: null });
+        expect(readdirSync(w.snaps)).toEqual([]);
+        expect(await record(s.run_id)).toMatchObject({ state: 'ACTIVE', transition_generation: 1, owner_root: rootIdOf(w.a), payload_sha256: null });
 
-      const exported = await exportRun(s.run_id, w.a, w.snap());
-      expect(exported).toMatchObject({ run_id: s.run_id, lifecycle: 'suspended', last_sequence: s.last_sequence });
+        const exported = await exportRun(s.run_id, w.a, w.snap());
+        expect(exported).toMatchObject({ run_id: s.run_id, lifecycle: 'suspended', last_sequence: s.last_sequence });
 
-      expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
-      expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
-    }, TIMEOUT);
+        expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
+        expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
+      },
+      TIMEOUT,
+    );
 
-    it('authority.export.after-rename: the record is SUSPENDED but no file exists; retried exports give the exact bytes the record binds', async () => {
-      const w = space();
-      const s = await suspendedRun(w.a);
-      await killedAt('authority.export.after-rename', ['run', 'export', s.run_id, '--out', w.snap(), '--root', w.a]);
+    it(
+      'authority.export.after-rename: the record is SUSPENDED but no file exists; retried exports give the exact bytes the record binds',
+      async () => {
+        const w = space();
+        const s = await suspendedRun(w.a);
+        await killedAt('authority.export.after-rename', ['run', 'export', s.run_id, '--out', w.snap(), '--root', w.a]);
 
-      expect(readdirSync(w.snaps)).toEqual([]); // the CLI died before it wrote the file
-      const rec = await record(s.run_id);
-      expect(rec).toMatchObject({ state: 'SUSPENDED', transition_generation: 1, owner_root: rootIdOf(w.a), last_sequence: s.last_sequence });
-      expect(rec.payload_sha256).toMatch(/^[0-9a-f]{64}$/);
+        expect(readdirSync(w.snaps)).toEqual([]); // the CLI died before it wrote the file
+        const rec = await record(s.run_id);
+        expect(rec).toMatchObject({ state: 'SUSPENDED', transition_generation: 1, owner_root: rootIdOf(w.a), last_sequence: s.last_sequence });
+        expect(rec.payload_sha256).toMatch(/^[0-9a-f]{64}$/);
 
-      const first = await exportRun(s.run_id, w.a, w.snap('first.snapshot'));
-      expect(first).toMatchObject({ run_id: s.run_id, lifecycle: 'suspended', last_sequence: s.last_sequence, payload_sha256: rec.payload_sha256 });
-      const second = await exportRun(s.run_id, w.a, w.snap('second.snapshot'));
-      expect(second).toEqual(first);
-      expect(readFileSync(w.snap('second.snapshot')).equals(readFileSync(w.snap('first.snapshot')))).toBe(true);
+        const first = await exportRun(s.run_id, w.a, w.snap('first.snapshot'));
+        expect(first).toMatchObject({ run_id: s.run_id, lifecycle: 'suspended', last_sequence: s.last_sequence, payload_sha256: rec.payload_sha256 });
+        const second = await exportRun(s.run_id, w.a, w.snap('second.snapshot'));
+        expect(second).toEqual(first);
+        expect(readFileSync(w.snap('second.snapshot')).equals(readFileSync(w.snap('first.snapshot')))).toBe(true);
 
-      // The claim in the file is the one the record binds (digest and HMAC), and the record did not move.
-      const inspected = await ok(['run', 'inspect', w.snap('first.snapshot'), '--verify']);
-      expect(inspected.payload_sha256).toBe(rec.payload_sha256);
-      expect(inspected.verification).toEqual({ valid: true, record_state: 'SUSPENDED' });
-    }, TIMEOUT);
+        // The claim in the file is the one the record binds (digest and HMAC), and the record did not move.
+        const inspected = await ok(['run', 'inspect', w.snap('first.snapshot'), '--verify']);
+        expect(inspected.payload_sha256).toBe(rec.payload_sha256);
+        expect(inspected.verification).toEqual({ valid: true, record_state: 'SUSPENDED' });
+      },
+      TIMEOUT,
+    );
   });
 
   // ── local resume ─────────────────────────────────────────────────────────────────────────
 
   describe('killed during local resume', () => {
-    it('authority.resume.before-rename: the record stays SUSPENDED and the exported snapshot still imports into another root', async () => {
-      const w = space();
-      const s = await suspendedRun(w.a);
-      const exported = await exportRun(s.run_id, w.a, w.snap());
-      await killedAt('authority.resume.before-rename', resumeIn(s.run_id, w.a));
+    it(
+      'authority.resume.before-rename: the record stays SUSPENDED and the exported snapshot still imports into another root',
+      async () => {
+        const w = space();
+        const s = await suspendedRun(w.a);
+        const exported = await exportRun(s.run_id, w.a, w.snap());
+        await killedAt('authority.resume.before-rename', resumeIn(s.run_id, w.a));
 
-      expect(await record(s.run_id)).toMatchObject({ state: 'SUSPENDED', transition_generation: 1, owner_root: rootIdOf(w.a), payload_sha256: exported.payload_sha256 });
+        expect(await record(s.run_id)).toMatchObject({ state: 'SUSPENDED', transition_generation: 1, owner_root: rootIdOf(w.a), payload_sha256: exported.payload_sha256 });
 
-      expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
-      expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
-    }, TIMEOUT);
+        expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
+        expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
+      },
+      TIMEOUT,
+    );
 
-    it('authority.resume.after-rename: ACTIVE at the next generation while the kernel is still suspended; the old snapshot is dead; a retried resume continues', async () => {
-      const w = space();
-      const s = await suspendedRun(w.a);
-      await exportRun(s.run_id, w.a, w.snap());
-      await killedAt('authority.resume.after-rename', resumeIn(s.run_id, w.a));
+    it(
+      'authority.resume.after-rename: ACTIVE at the next generation while the kernel is still suspended; the old snapshot is dead; a retried resume continues',
+      async () => {
+        const w = space();
+        const s = await suspendedRun(w.a);
+        await exportRun(s.run_id, w.a, w.snap());
+        await killedAt('authority.resume.after-rename', resumeIn(s.run_id, w.a));
 
-      const [rec, shown] = await Promise.all([record(s.run_id), ok(['run', 'show', s.run_id, '--root', w.a])]);
-      expect(rec).toMatchObject({ state: 'ACTIVE', transition_generation: 2, owner_root: rootIdOf(w.a), payload_sha256: null });
-      expect(shown).toMatchObject({ status: 'suspended', last_sequence: s.last_sequence }); // the kernel never resumed
+        const [rec, shown] = await Promise.all([record(s.run_id), ok(['run', 'show', s.run_id, '--root', w.a])]);
+        expect(rec).toMatchObject({ state: 'ACTIVE', transition_generation: 2, owner_root: rootIdOf(w.a), payload_sha256: null });
+        expect(shown).toMatchObject({ status: 'suspended', last_sequence: s.last_sequence }); // the kernel never resumed
 
-      // The old claim died with the durable ACTIVE write.
-      await refused(importInto(w.snap(), w.b), 3, 'snapshot_claim_invalid');
+        // The old claim died with the durable ACTIVE write.
+        await refused(importInto(w.snap(), w.b), 3, 'snapshot_claim_invalid');
 
-      // The retried resume finds ACTIVE and continues.
-      await expectContinues(s.run_id, w.a, s.last_sequence);
-    }, TIMEOUT);
+        // The retried resume finds ACTIVE and continues.
+        await expectContinues(s.run_id, w.a, s.last_sequence);
+      },
+      TIMEOUT,
+    );
   });
 
   // ── import ───────────────────────────────────────────────────────────────────────────────
 
   describe('killed during import (root A exported; the import into root B dies)', () => {
-    it('authority.import.consume.before-rename: abortable — the record stays SUSPENDED, B has no run and no stored definition, a retried import succeeds', async () => {
-      const w = space();
-      const s = await suspendedRun(w.a);
-      const exported = await exportRun(s.run_id, w.a, w.snap());
-      await killedAt('authority.import.consume.before-rename', importInto(w.snap(), w.b));
+    it(
+      'authority.import.consume.before-rename: abortable — the record stays SUSPENDED, B has no run and no stored definition, a retried import succeeds',
+      async () => {
+        const w = space();
+        const s = await suspendedRun(w.a);
+        const exported = await exportRun(s.run_id, w.a, w.snap());
+        await killedAt('authority.import.consume.before-rename', importInto(w.snap(), w.b));
 
-      const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
-      expect(rec).toMatchObject({ state: 'SUSPENDED', transition_generation: 1, owner_root: rootIdOf(w.a), payload_sha256: exported.payload_sha256 });
-      expect(inB).toEqual([]);
-      // The definition is stored with the kernel run, after the consume point: nothing of it here.
-      expect(definitionsIn(w.b)).toBe(0);
+        const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
+        expect(rec).toMatchObject({ state: 'SUSPENDED', transition_generation: 1, owner_root: rootIdOf(w.a), payload_sha256: exported.payload_sha256 });
+        expect(inB).toEqual([]);
+        // The definition is stored with the kernel run, after the consume point: nothing of it here.
+        expect(definitionsIn(w.b)).toBe(0);
 
-      expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
-      expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
-    }, TIMEOUT);
+        expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
+        expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
+      },
+      TIMEOUT,
+    );
 
-    it('authority.import.consume.after-rename: IMPORTING owned by B, B has no run yet; other roots get snapshot_consumed, A run_moved, B run_import_incomplete; the same import into B completes it, once', async () => {
-      const w = space();
-      const s = await suspendedRun(w.a);
-      const exported = await exportRun(s.run_id, w.a, w.snap());
-      await killedAt('authority.import.consume.after-rename', importInto(w.snap(), w.b));
+    it(
+      'authority.import.consume.after-rename: IMPORTING owned by B, B has no run yet; other roots get snapshot_consumed, A run_moved, B run_import_incomplete; the same import into B completes it, once',
+      async () => {
+        const w = space();
+        const s = await suspendedRun(w.a);
+        const exported = await exportRun(s.run_id, w.a, w.snap());
+        await killedAt('authority.import.consume.after-rename', importInto(w.snap(), w.b));
 
-      const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
-      // The consume point binds the snapshot it consumed: its digest (and claim) stay in the record.
-      expect(rec).toMatchObject({ state: 'IMPORTING', transition_generation: 2, payload_sha256: exported.payload_sha256, last_sequence: s.last_sequence });
-      expect(rec.owner_root).toBe(rootIdOf(w.b));
-      expect(inB).toEqual([]);
-      // authority show names the one next action: the same import, in the root the record names.
-      expect(rec.next_action).toBe(`complete it by importing the same snapshot file again into the root the record names (owner_root ${rec.owner_root}): loopx run import <snapshot-file> --root <that-root>`);
+        const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
+        // The consume point binds the snapshot it consumed: its digest (and claim) stay in the record.
+        expect(rec).toMatchObject({ state: 'IMPORTING', transition_generation: 2, payload_sha256: exported.payload_sha256, last_sequence: s.last_sequence });
+        expect(rec.owner_root).toBe(rootIdOf(w.b));
+        expect(inB).toEqual([]);
+        // authority show names the one next action: the same import, in the root the record names.
+        expect(rec.next_action).toBe(
+          `complete it by importing the same snapshot file again into the root the record names (owner_root ${rec.owner_root}): loopx run import <snapshot-file> --root <that-root>`,
+        );
 
-      // One after another: two resumes at once would meet on the run's lock (run_busy), which is not what is tested.
-      const intoC = await refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed');
-      const fromA = await refused(resumeIn(s.run_id, w.a), 4, 'run_moved');
-      const inBResume = await refused(resumeIn(s.run_id, w.b), 4, 'run_import_incomplete');
-      expect(intoC).toMatchObject({ next_action: `find the run where it was imported: loopx authority show --run ${s.run_id} --root ${w.c}` });
-      expect(fromA.code).toBe('run_moved');
-      expect(inBResume).toMatchObject({ next_action: `complete it by importing the same snapshot file into this root again: loopx run import <snapshot-file> --root ${w.b}` });
-      expect(await record(s.run_id)).toEqual(rec);
+        // One after another: two resumes at once would meet on the run's lock (run_busy), which is not what is tested.
+        const intoC = await refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed');
+        const fromA = await refused(resumeIn(s.run_id, w.a), 4, 'run_moved');
+        const inBResume = await refused(resumeIn(s.run_id, w.b), 4, 'run_import_incomplete');
+        expect(intoC).toMatchObject({ next_action: `find the run where it was imported: loopx authority show --run ${s.run_id} --root ${w.c}` });
+        expect(fromA.code).toBe('run_moved');
+        expect(inBResume).toMatchObject({ next_action: `complete it by importing the same snapshot file into this root again: loopx run import <snapshot-file> --root ${w.b}` });
+        expect(await record(s.run_id)).toEqual(rec);
 
-      // The same import into B completes it: no second consume (the transition generation stays 2).
-      expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
-      const [owner] = await Promise.all([
-        expectSoleOwner(s.run_id, w.b, w.a),
-        refused(importInto(w.snap(), w.b), 4, 'snapshot_consumed'),
-        refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed'),
-      ]);
-      expect(owner).toMatchObject({ state: 'ACTIVE', transition_generation: 2, next_action: null });
-      await expectContinues(s.run_id, w.b, s.last_sequence);
-    }, LONG);
+        // The same import into B completes it: no second consume (the transition generation stays 2).
+        expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
+        const [owner] = await Promise.all([
+          expectSoleOwner(s.run_id, w.b, w.a),
+          refused(importInto(w.snap(), w.b), 4, 'snapshot_consumed'),
+          refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed'),
+        ]);
+        expect(owner).toMatchObject({ state: 'ACTIVE', transition_generation: 2, next_action: null });
+        await expectContinues(s.run_id, w.b, s.last_sequence);
+      },
+      LONG,
+    );
 
     const afterKernelCommit: Array<[point: string, state: AuthorityRun['state']]> = [
       [FAULT_IMPORT_AFTER_KERNEL_COMMIT, 'IMPORTING'],
@@ -281,21 +311,25 @@ describe.concurrent('crash injection around the durable steps of export, resume,
       ['authority.import.activate.after-rename', 'ACTIVE'],
     ];
     for (const [point, state] of afterKernelCommit) {
-      it(`${point}: the record is ${state} owned by B, B has the run suspended; resume in B continues at last_sequence+1; the snapshot stays consumed`, async () => {
-        const w = space();
-        const s = await suspendedRun(w.a);
-        await exportRun(s.run_id, w.a, w.snap());
-        await killedAt(point, importInto(w.snap(), w.b));
+      it(
+        `${point}: the record is ${state} owned by B, B has the run suspended; resume in B continues at last_sequence+1; the snapshot stays consumed`,
+        async () => {
+          const w = space();
+          const s = await suspendedRun(w.a);
+          await exportRun(s.run_id, w.a, w.snap());
+          await killedAt(point, importInto(w.snap(), w.b));
 
-        const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
-        expect(rec).toMatchObject({ state, transition_generation: 2, owner_root: rootIdOf(w.b), last_sequence: s.last_sequence });
-        expect(inB).toEqual([expect.objectContaining({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence })]);
+          const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
+          expect(rec).toMatchObject({ state, transition_generation: 2, owner_root: rootIdOf(w.b), last_sequence: s.last_sequence });
+          expect(inB).toEqual([expect.objectContaining({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence })]);
 
-        // The next command that holds B's lock completes the activation and drives the run on.
-        await expectContinues(s.run_id, w.b, s.last_sequence);
-        expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
-        await refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed');
-      }, TIMEOUT);
+          // The next command that holds B's lock completes the activation and drives the run on.
+          await expectContinues(s.run_id, w.b, s.last_sequence);
+          expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
+          await refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed');
+        },
+        TIMEOUT,
+      );
     }
   });
 
@@ -319,32 +353,39 @@ describe.concurrent('crash injection around the durable steps of export, resume,
     ];
     for (const [point, state, ownerIsB, kernelInB] of cases) {
       const then = state === 'ACTIVE' ? 'the activation landed: the same import is snapshot_consumed, resume in B continues' : 'the same import into B completes it';
-      it(`throw at ${point}: import_uncertain (exit 1); the record is ${state}${kernelInB ? ', B holds the run suspended and nothing ran' : ', B has no run'}; ${then}`, async () => {
-        const w = space();
-        const s = await suspendedRun(w.a);
-        await exportRun(s.run_id, w.a, w.snap());
-        const error = await uncertainAt(point, importInto(w.snap(), w.b));
-        expect(error).toMatchObject({ details: { run_id: s.run_id }, next_action: `complete it by importing the same snapshot file into this root again: loopx run import <snapshot-file> --root ${w.b}` });
+      it(
+        `throw at ${point}: import_uncertain (exit 1); the record is ${state}${kernelInB ? ', B holds the run suspended and nothing ran' : ', B has no run'}; ${then}`,
+        async () => {
+          const w = space();
+          const s = await suspendedRun(w.a);
+          await exportRun(s.run_id, w.a, w.snap());
+          const error = await uncertainAt(point, importInto(w.snap(), w.b));
+          expect(error).toMatchObject({
+            details: { run_id: s.run_id },
+            next_action: `complete it by importing the same snapshot file into this root again: loopx run import <snapshot-file> --root ${w.b}`,
+          });
 
-        const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
-        expect(rec).toMatchObject({ state, owner_root: rootIdOf(ownerIsB ? w.b : w.a) });
-        if (kernelInB) {
-          expect(inB).toEqual([expect.objectContaining({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence })]);
-          // The kernel run is stopped: no event after the snapshot, although the locks were released.
-          expect(await eventsAfter(s.run_id, w.b, s.last_sequence)).toEqual([]);
-        } else {
-          expect(inB).toEqual([]);
-        }
-        if (state !== 'SUSPENDED') await refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed');
+          const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
+          expect(rec).toMatchObject({ state, owner_root: rootIdOf(ownerIsB ? w.b : w.a) });
+          if (kernelInB) {
+            expect(inB).toEqual([expect.objectContaining({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence })]);
+            // The kernel run is stopped: no event after the snapshot, although the locks were released.
+            expect(await eventsAfter(s.run_id, w.b, s.last_sequence)).toEqual([]);
+          } else {
+            expect(inB).toEqual([]);
+          }
+          if (state !== 'SUSPENDED') await refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed');
 
-        if (state === 'ACTIVE') {
-          await refused(importInto(w.snap(), w.b), 4, 'snapshot_consumed');
-        } else {
-          expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
-        }
-        expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
-        await expectContinues(s.run_id, w.b, s.last_sequence);
-      }, LONG);
+          if (state === 'ACTIVE') {
+            await refused(importInto(w.snap(), w.b), 4, 'snapshot_consumed');
+          } else {
+            expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
+          }
+          expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
+          await expectContinues(s.run_id, w.b, s.last_sequence);
+        },
+        LONG,
+      );
     }
   });
 
@@ -358,59 +399,71 @@ describe.concurrent('crash injection around the durable steps of export, resume,
       return s;
     }
 
-    it('authority.tombstone.before-rename: a completed run keeps an ACTIVE record; the next locked command (export) writes the tombstone; its terminal snapshot never imports', async () => {
-      const w = space();
-      const s = await waitingRun(w.a);
-      await killedAt('authority.tombstone.before-rename', ['run', 'answer', s.run_id, 'confirm-1', 'yes', '--root', w.a]);
+    it(
+      'authority.tombstone.before-rename: a completed run keeps an ACTIVE record; the next locked command (export) writes the tombstone; its terminal snapshot never imports',
+      async () => {
+        const w = space();
+        const s = await waitingRun(w.a);
+        await killedAt('authority.tombstone.before-rename', ['run', 'answer', s.run_id, 'confirm-1', 'yes', '--root', w.a]);
 
-      const [rec, shown] = await Promise.all([record(s.run_id), ok(['run', 'show', s.run_id, '--root', w.a])]);
-      expect(rec).toMatchObject({ state: 'ACTIVE', owner_root: rootIdOf(w.a) });
-      expect(shown.status).toBe('completed');
+        const [rec, shown] = await Promise.all([record(s.run_id), ok(['run', 'show', s.run_id, '--root', w.a])]);
+        expect(rec).toMatchObject({ state: 'ACTIVE', owner_root: rootIdOf(w.a) });
+        expect(shown.status).toBe('completed');
 
-      const exported = await exportRun(s.run_id, w.a, w.snap());
-      expect(exported).toMatchObject({ lifecycle: 'completed', last_sequence: shown.last_sequence });
-      expect(await record(s.run_id)).toMatchObject({ state: 'TERMINAL', owner_root: rootIdOf(w.a), payload_sha256: exported.payload_sha256 });
+        const exported = await exportRun(s.run_id, w.a, w.snap());
+        expect(exported).toMatchObject({ lifecycle: 'completed', last_sequence: shown.last_sequence });
+        expect(await record(s.run_id)).toMatchObject({ state: 'TERMINAL', owner_root: rootIdOf(w.a), payload_sha256: exported.payload_sha256 });
 
-      await refused(importInto(w.snap(), w.b), 3, 'snapshot_terminal');
-    }, TIMEOUT);
+        await refused(importInto(w.snap(), w.b), 3, 'snapshot_terminal');
+      },
+      TIMEOUT,
+    );
 
-    it('authority.tombstone.after-rename: the completed run is TERMINAL at once; its export is inspectable and never importable', async () => {
-      const w = space();
-      const s = await waitingRun(w.a);
-      await killedAt('authority.tombstone.after-rename', ['run', 'answer', s.run_id, 'confirm-1', 'yes', '--root', w.a]);
+    it(
+      'authority.tombstone.after-rename: the completed run is TERMINAL at once; its export is inspectable and never importable',
+      async () => {
+        const w = space();
+        const s = await waitingRun(w.a);
+        await killedAt('authority.tombstone.after-rename', ['run', 'answer', s.run_id, 'confirm-1', 'yes', '--root', w.a]);
 
-      expect(await record(s.run_id)).toMatchObject({ state: 'TERMINAL', owner_root: rootIdOf(w.a) });
+        expect(await record(s.run_id)).toMatchObject({ state: 'TERMINAL', owner_root: rootIdOf(w.a) });
 
-      const exported = await exportRun(s.run_id, w.a, w.snap());
-      expect(exported.lifecycle).toBe('completed');
-      await refused(importInto(w.snap(), w.b), 3, 'snapshot_terminal');
-    }, TIMEOUT);
+        const exported = await exportRun(s.run_id, w.a, w.snap());
+        expect(exported.lifecycle).toBe('completed');
+        await refused(importInto(w.snap(), w.b), 3, 'snapshot_terminal');
+      },
+      TIMEOUT,
+    );
 
     for (const point of ['authority.tombstone.before-rename', 'authority.tombstone.after-rename']) {
-      it(`${point} while cancelling an exported suspended run: once the root reports it cancelled, the earlier snapshot never runs anywhere`, async () => {
-        const w = space();
-        const s = await suspendedRun(w.a);
-        await exportRun(s.run_id, w.a, w.snap());
-        await killedAt(point, ['run', 'cancel', s.run_id, '--root', w.a]);
+      it(
+        `${point} while cancelling an exported suspended run: once the root reports it cancelled, the earlier snapshot never runs anywhere`,
+        async () => {
+          const w = space();
+          const s = await suspendedRun(w.a);
+          await exportRun(s.run_id, w.a, w.snap());
+          await killedAt(point, ['run', 'cancel', s.run_id, '--root', w.a]);
 
-        // The tombstone is written before the kernel commits Cancelled, so in both cases the kernel is still suspended.
-        const shown = await ok(['run', 'show', s.run_id, '--root', w.a]);
-        expect(shown.status).toBe('suspended');
-        const imported = await loopxAsync([...importInto(w.snap(), w.b), '--json']);
-        if (point.endsWith('before-rename')) {
-          // The cancel never reached the authority: the snapshot may still move, and then A's copy is dead.
-          expect(imported.status, describeCli(['run', 'import'], imported)).toBe(0);
-          await expectSoleOwner(s.run_id, w.b, w.a);
-        } else {
-          // The tombstone landed: the earlier snapshot never runs anywhere, A cannot resume it, and cancel finishes it.
-          expect(imported.status, describeCli(['run', 'import'], imported)).toBe(4);
-          expect(imported.json().error.code).toBe('run_tombstoned');
-          const resumed = await loopxAsync(['run', 'resume', s.run_id, '--root', w.a, '--json']);
-          expect(resumed.json().error.code).toBe('run_cancel_incomplete');
-          expect((await ok(['run', 'cancel', s.run_id, '--root', w.a])).status).toBe('cancelled');
-          expect((await record(s.run_id)).owner_root).toBe(rootIdOf(w.a));
-        }
-      }, TIMEOUT);
+          // The tombstone is written before the kernel commits Cancelled, so in both cases the kernel is still suspended.
+          const shown = await ok(['run', 'show', s.run_id, '--root', w.a]);
+          expect(shown.status).toBe('suspended');
+          const imported = await loopxAsync([...importInto(w.snap(), w.b), '--json']);
+          if (point.endsWith('before-rename')) {
+            // The cancel never reached the authority: the snapshot may still move, and then A's copy is dead.
+            expect(imported.status, describeCli(['run', 'import'], imported)).toBe(0);
+            await expectSoleOwner(s.run_id, w.b, w.a);
+          } else {
+            // The tombstone landed: the earlier snapshot never runs anywhere, A cannot resume it, and cancel finishes it.
+            expect(imported.status, describeCli(['run', 'import'], imported)).toBe(4);
+            expect(imported.json().error.code).toBe('run_tombstoned');
+            const resumed = await loopxAsync(['run', 'resume', s.run_id, '--root', w.a, '--json']);
+            expect(resumed.json().error.code).toBe('run_cancel_incomplete');
+            expect((await ok(['run', 'cancel', s.run_id, '--root', w.a])).status).toBe('cancelled');
+            expect((await record(s.run_id)).owner_root).toBe(rootIdOf(w.a));
+          }
+        },
+        TIMEOUT,
+      );
     }
   });
 });

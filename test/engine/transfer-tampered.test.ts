@@ -22,12 +22,12 @@ const TIMEOUT = 120_000; // generous: every step is a real child process, and CI
 
 const describeCli = (args: readonly string[], r: CliResult) => `loopx ${args.join(' ')} → status ${r.status} signal ${r.signal}\n${r.stderr}${r.stdout}`;
 
-async function ok(args: readonly string[]): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function ok(args: readonly string[]): Promise<any> {
   const r = await loopxAsync([...args, '--json']);
   if (r.status !== 0) throw new Error(`expected success: ${describeCli(args, r)}`);
   return r.json();
 }
-
 
 function definitionRows(root: string): number {
   const db = new Database(join(root, 'engine.db'), { readonly: true, fileMustExist: true });
@@ -70,56 +70,64 @@ beforeAll(() => {
 });
 
 describe.concurrent('a snapshot whose claim does not verify', () => {
-  it('a rejected import leaves the destination untouched: an absent root stays absent, an empty directory empty, an existing root identical to the byte and mtime, with no stored definition', async () => {
-    const w = await world();
-    // An existing root that has seen other work (its own run and the researcher's definition).
-    const existing = join(w.base, 'existing');
-    await ok(['run', 'start', '--agent', AGENT, '--input', 'hello', '--suspend-after-turns', '0', '--root', existing]);
-    const rowsBefore = definitionRows(existing);
-    const empty = join(w.base, 'empty');
-    mkdirSync(empty, { mode: 0o700 });
-    const absent = join(w.base, 'absent');
+  it(
+    'a rejected import leaves the destination untouched: an absent root stays absent, an empty directory empty, an existing root identical to the byte and mtime, with no stored definition',
+    async () => {
+      const w = await world();
+      // An existing root that has seen other work (its own run and the researcher's definition).
+      const existing = join(w.base, 'existing');
+      await ok(['run', 'start', '--agent', AGENT, '--input', 'hello', '--suspend-after-turns', '0', '--root', existing]);
+      const rowsBefore = definitionRows(existing);
+      const empty = join(w.base, 'empty');
+      mkdirSync(empty, { mode: 0o700 });
+      const absent = join(w.base, 'absent');
 
-    for (const forged of [w.scopeFlipped, w.hmacFlipped]) {
-      for (const root of [absent, empty, existing]) {
-        const before = treeState(root);
-        const args = ['run', 'import', forged, '--root', root, '--agent', AGENT, '--json'];
-        const r = await loopxAsync(args);
-        expect({ status: r.status, code: r.json().error?.code }, describeCli(args, r)).toEqual({ status: 3, code: 'snapshot_claim_invalid' });
-        expect(treeState(root), `${root} changed`).toEqual(before);
+      for (const forged of [w.scopeFlipped, w.hmacFlipped]) {
+        for (const root of [absent, empty, existing]) {
+          const before = treeState(root);
+          const args = ['run', 'import', forged, '--root', root, '--agent', AGENT, '--json'];
+          const r = await loopxAsync(args);
+          expect({ status: r.status, code: r.json().error?.code }, describeCli(args, r)).toEqual({ status: 3, code: 'snapshot_claim_invalid' });
+          expect(treeState(root), `${root} changed`).toEqual(before);
+        }
       }
-    }
-    expect(treeState(absent)).toBe('absent');
-    expect(readdirSync(empty)).toEqual([]);
-    expect(definitionRows(existing)).toBe(rowsBefore);
+      expect(treeState(absent)).toBe('absent');
+      expect(readdirSync(empty)).toEqual([]);
+      expect(definitionRows(existing)).toBe(rowsBefore);
 
-    // The genuine snapshot still imports into the existing root: the refusals consumed nothing.
-    expect(await ok(['run', 'import', w.genuine, '--root', existing, '--agent', AGENT])).toMatchObject({ run_id: w.runId, status: 'suspended' });
-  }, TIMEOUT);
+      // The genuine snapshot still imports into the existing root: the refusals consumed nothing.
+      expect(await ok(['run', 'import', w.genuine, '--root', existing, '--agent', AGENT])).toMatchObject({ run_id: w.runId, status: 'suspended' });
+    },
+    TIMEOUT,
+  );
 
-  it('run inspect --verify exits 3 with run import\'s snapshot_claim_invalid for a flipped scope-id byte and a flipped HMAC byte, and 0 for the genuine snapshot', async () => {
-    const w = await world();
-    const dest = join(w.base, 'dest');
-    const verify = (file: string) => loopxAsync(['run', 'inspect', file, '--verify', '--json']);
-    const [scope, hmac, genuine, imported] = await Promise.all([
-      verify(w.scopeFlipped),
-      verify(w.hmacFlipped),
-      verify(w.genuine),
-      loopxAsync(['run', 'import', w.hmacFlipped, '--root', dest, '--agent', AGENT, '--json']),
-    ]);
-    for (const r of [scope, hmac]) {
-      expect(r.status, describeCli(['run', 'inspect', '--verify'], r)).toBe(3);
-      // The same document as run import's refusal: code, message, next action, no details.
-      expect(r.json()).toEqual(imported.json());
-      expect(r.json().error.code).toBe('snapshot_claim_invalid');
-      expect(r.stderr).toBe(imported.stderr);
-    }
-    expect(genuine.status, describeCli(['run', 'inspect', '--verify'], genuine)).toBe(0);
-    expect(genuine.json().verification).toEqual({ valid: true, record_state: 'SUSPENDED' });
+  it(
+    "run inspect --verify exits 3 with run import's snapshot_claim_invalid for a flipped scope-id byte and a flipped HMAC byte, and 0 for the genuine snapshot",
+    async () => {
+      const w = await world();
+      const dest = join(w.base, 'dest');
+      const verify = (file: string) => loopxAsync(['run', 'inspect', file, '--verify', '--json']);
+      const [scope, hmac, genuine, imported] = await Promise.all([
+        verify(w.scopeFlipped),
+        verify(w.hmacFlipped),
+        verify(w.genuine),
+        loopxAsync(['run', 'import', w.hmacFlipped, '--root', dest, '--agent', AGENT, '--json']),
+      ]);
+      for (const r of [scope, hmac]) {
+        expect(r.status, describeCli(['run', 'inspect', '--verify'], r)).toBe(3);
+        // The same document as run import's refusal: code, message, next action, no details.
+        expect(r.json()).toEqual(imported.json());
+        expect(r.json().error.code).toBe('snapshot_claim_invalid');
+        expect(r.stderr).toBe(imported.stderr);
+      }
+      expect(genuine.status, describeCli(['run', 'inspect', '--verify'], genuine)).toBe(0);
+      expect(genuine.json().verification).toEqual({ valid: true, record_state: 'SUSPENDED' });
 
-    // Without --verify, inspect proves structure only and still shows the forged file (exit 0).
-    const plain = await loopxAsync(['run', 'inspect', w.hmacFlipped, '--json']);
-    expect(plain.status, plain.stderr).toBe(0);
-    expect(plain.json().verification).toBeUndefined();
-  }, TIMEOUT);
+      // Without --verify, inspect proves structure only and still shows the forged file (exit 0).
+      const plain = await loopxAsync(['run', 'inspect', w.hmacFlipped, '--json']);
+      expect(plain.status, plain.stderr).toBe(0);
+      expect(plain.json().verification).toBeUndefined();
+    },
+    TIMEOUT,
+  );
 });

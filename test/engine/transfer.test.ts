@@ -350,13 +350,22 @@ describe('competing importers, differing claims and an uncertain activation', ()
 });
 
 describe('static compatibility is checked before any tool plan is leased', () => {
-  const agent = defineAgent({ id: 'test.agent', version: '1.0.0', model: { provider: 'scripted', modelId: 'm' }, turnLimit: 5, toolPlan: PLAN, script: [{ toolCalls: [{ name: 'add', arguments: { a: 1, b: 2 } }] }, { text: 'done' }] });
-  const full = (compat: string, version = '1.0.0') => () =>
-    defineApplication({
-      compatibilityIdentity: compat,
-      toolPlans: [{ id: PLAN, tools: [{ ...addTool(), identity: componentIdentity('static_tool', 'add', version) }] }],
-      scriptedProviderIdentity: componentIdentity('provider', 'scripted'),
-    });
+  const agent = defineAgent({
+    id: 'test.agent',
+    version: '1.0.0',
+    model: { provider: 'scripted', modelId: 'm' },
+    turnLimit: 5,
+    toolPlan: PLAN,
+    script: [{ toolCalls: [{ name: 'add', arguments: { a: 1, b: 2 } }] }, { text: 'done' }],
+  });
+  const full =
+    (compat: string, version = '1.0.0') =>
+    () =>
+      defineApplication({
+        compatibilityIdentity: compat,
+        toolPlans: [{ id: PLAN, tools: [{ ...addTool(), identity: componentIdentity('static_tool', 'add', version) }] }],
+        scriptedProviderIdentity: componentIdentity('provider', 'scripted'),
+      });
 
   async function exported(app: () => Application) {
     const w = world();

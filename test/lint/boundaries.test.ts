@@ -37,7 +37,10 @@ describe('the map (boundaries/dependencies)', () => {
   it('inside owners/, an owner reaches another only through its index.ts, and never owners/index.ts', async () => {
     await refused('src/owners/work/probe.ts', "import { DEFAULT_PROJECT } from '../goal/store.js';\nvoid DEFAULT_PROJECT;\n");
     await refused('src/owners/work/probe.ts', "import { goal } from '../index.js';\nvoid goal;\n");
-    await allowed('src/owners/work/probe.ts', "import { DEFAULT_PROJECT } from '../goal/index.js';\nimport { LAYOUT } from '../layout.js';\nimport { rejected } from '../../core/index.js';\nvoid DEFAULT_PROJECT; void LAYOUT; void rejected;\n");
+    await allowed(
+      'src/owners/work/probe.ts',
+      "import { DEFAULT_PROJECT } from '../goal/index.js';\nimport { LAYOUT } from '../layout.js';\nimport { rejected } from '../../core/index.js';\nvoid DEFAULT_PROJECT; void LAYOUT; void rejected;\n",
+    );
     await allowed('src/owners/probe.ts', "export * as work from './work/index.js';\n");
   });
 
@@ -57,7 +60,10 @@ describe('the map (boundaries/dependencies)', () => {
   });
 
   it('the CLI and the daemon call the runtime and nothing below it', async () => {
-    for (const [at, up] of [['src/cli/commands/probe.ts', '../..'], ['src/daemon/probe.ts', '..']] as const) {
+    for (const [at, up] of [
+      ['src/cli/commands/probe.ts', '../..'],
+      ['src/daemon/probe.ts', '..'],
+    ] as const) {
       for (const below of ['owners', 'engine', 'backup', 'recovery', 'snapshot', 'run-authority', 'store', 'dev']) {
         await refused(at, `import * as below from '${up}/${below}/index.js';\nvoid below;\n`);
       }

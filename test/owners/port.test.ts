@@ -17,14 +17,22 @@ const deciding = (landed = false) => {
 describe('decideAndCommit', () => {
   it('a decision without a write is its answer and commits nothing', async () => {
     let commits = 0;
-    expect(await decideAndCommit('test', async () => (commits++, { status: 'applied' }), async () => ({ result: 'readback' }))).toBe('readback');
+    expect(
+      await decideAndCommit(
+        'test',
+        async () => (commits++, { status: 'applied' }),
+        async () => ({ result: 'readback' }),
+      ),
+    ).toBe('readback');
     expect(commits).toBe(0);
   });
 
   it('a conflict re-reads and re-decides; writers that keep winning end in store_commit_contention', async () => {
     const d = deciding();
     let left = 2;
-    expect(await decideAndCommit('test', async (): Promise<CommitResult> => (left-- > 0 ? { status: 'conflict', reason: 'changed' } : { status: 'applied' }), d.decide)).toBe('answer');
+    expect(await decideAndCommit('test', async (): Promise<CommitResult> => (left-- > 0 ? { status: 'conflict', reason: 'changed' } : { status: 'applied' }), d.decide)).toBe(
+      'answer',
+    );
     expect(d.reads()).toBe(3);
     const always = deciding();
     const e = await rejectionOf(() => decideAndCommit('test', async () => ({ status: 'conflict', reason: 'changed' }), always.decide));

@@ -148,7 +148,9 @@ describe('inventory: Goals and SQLite files, declared and found', () => {
     const ok = await verify({ entries: sqliteFound(128) });
     expect(ok.code).toBeUndefined();
     expect(ok.audit!.counts.members.sqlite_files).toBe(128);
-    expect(ok.audit!.components.filter((c) => c.owner_kind === 'unknown' && c.component_id.startsWith('database-')).length).toBeGreaterThanOrEqual(128 - fx.base.entries.filter(isSqlite).length);
+    expect(ok.audit!.components.filter((c) => c.owner_kind === 'unknown' && c.component_id.startsWith('database-')).length).toBeGreaterThanOrEqual(
+      128 - fx.base.entries.filter(isSqlite).length,
+    );
     expect((await verify({ entries: sqliteFound(129) })).code).toBe('verify_capacity_sqlite_files');
   }, 120_000);
 });
@@ -166,8 +168,21 @@ describe('the audit graph: components and dependency links', () => {
     const report: WorkerReport = {
       sqlite_heap_limit: RECOVERY_LIMITS.sqliteHardHeapBytes,
       owners: [
-        documentReport('registry', { revision: null, goals: [...goalIds, ...Array.from({ length: registeredOnly }, (_, i) => `r${i}`)].map((goal_id) => ({ goal_id, goal_instance_id: `i-${goal_id}`, status: 'active', route: `goals/${goal_id}` })) }),
-        documentReport('config', { checkpoint: { ok: true, sha256: 'b'.repeat(64), goal_count: found + registeredOnly, machine_configuration_present: false, codes: [] }, config_ok: true, configuration_revision: null, configuration_receipts: 0 }),
+        documentReport('registry', {
+          revision: null,
+          goals: [...goalIds, ...Array.from({ length: registeredOnly }, (_, i) => `r${i}`)].map((goal_id) => ({
+            goal_id,
+            goal_instance_id: `i-${goal_id}`,
+            status: 'active',
+            route: `goals/${goal_id}`,
+          })),
+        }),
+        documentReport('config', {
+          checkpoint: { ok: true, sha256: 'b'.repeat(64), goal_count: found + registeredOnly, machine_configuration_present: false, codes: [] },
+          config_ok: true,
+          configuration_revision: null,
+          configuration_receipts: 0,
+        }),
         documentReport('goal', { goals: goalIds.map((goal_id) => ({ goal_id, goal_instance_id: `i-${goal_id}`, lifecycle: 'active', docs: 0 })) }),
       ],
       sqlite: dbPaths.map((path) => ({ path, owner: 'unknown', goal_id: null, integrity: 'ok', wal_header: false, readback: null, facts: {} })),
@@ -247,7 +262,7 @@ describe('byte-sized bounds', () => {
     expect((await verify(padEmbedded(16 * MiB + 1))).code).toBe('verify_capacity_manifest_bytes');
   }, 120_000);
 
-  it("an owner worker answer of exactly 2 Mi characters is read; one character more refuses (verify_worker_failed)", async () => {
+  it('an owner worker answer of exactly 2 Mi characters is read; one character more refuses (verify_worker_failed)', async () => {
     const chars = RECOVERY_LIMITS.workerOutputChars;
     expect(chars).toBe(2 * MiB);
     const ok = await withEnv('LOOPX_TEST_WORKER_ANSWER_CHARS', String(chars), () => verify({}));

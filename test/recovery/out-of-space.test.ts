@@ -106,7 +106,7 @@ describe('verify into a destination that fills', () => {
     expect(await verifyInto({ step: 'extract', run: () => fs!.fill() })).toMatchObject({ ...capacity, step: 'extract' });
   }, 60_000);
 
-  it("filling up when the owner worker starts on its private copies is the capacity refusal, not verify_sqlite_integrity_failed", async (ctx) => {
+  it('filling up when the owner worker starts on its private copies is the capacity refusal, not verify_sqlite_integrity_failed', async (ctx) => {
     if (!fs) return ctx.skip();
     for (let i = 0; i < 3; i++) {
       clear();
@@ -127,7 +127,9 @@ describe('verify into a destination that fills', () => {
     clear();
     fs.leave(11 * MiB);
     const destination = join(fs.dir, 'cli');
-    const r = loopx(['backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', destination, '--execute', '--json'], { LOOPX_TEST_FREE_BYTES: String(1024 * MiB * 1024) });
+    const r = loopx(['backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', destination, '--execute', '--json'], {
+      LOOPX_TEST_FREE_BYTES: String(1024 * MiB * 1024),
+    });
     expect(r.status, r.stderr).toBe(3);
     expect(r.json().error).toMatchObject({ code: 'verify_capacity_free_space', next_action: capacity.nextAction });
     expect(r.stderr).toContain('try: free space or choose a destination on a larger file system');

@@ -110,7 +110,7 @@ describe('the owner/dependency graph', () => {
   const audit = (dest: string): RecoveryAudit => JSON.parse(readFileSync(join(dest, AUDIT_FILE), 'utf8')) as RecoveryAudit;
   const goalOf = (a: RecoveryAudit, goalId: string) => a.components.find((c) => c.owner_kind === 'goal' && (c.readback as { goal_id?: string }).goal_id === goalId)!;
 
-  it("a Goal whose document does not match its recorded digest is invalid, never readable", async () => {
+  it('a Goal whose document does not match its recorded digest is invalid, never readable', async () => {
     const doc = base.entries.find((e) => e.type === 'file' && e.path.startsWith('runtime-root/goals/alpha/docs/'))!;
     const changed = Buffer.concat([doc.data!, Buffer.from(' (changed after the Goal recorded it)')]);
     const r = await verifyCorpus({ entries: replaceEntry(base.entries, doc.path, (e) => ({ ...e, data: changed })) });

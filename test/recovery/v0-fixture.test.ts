@@ -18,10 +18,16 @@ describe('a v0 archive made by the previous producer', () => {
   it('verifies with the audit its own verifier wrote (labels and durations aside)', () => {
     const dest = join(mkdtempSync(join(tmpdir(), 'loopx-v0-')), 'dest');
     const r = loopx([
-      'backup-state', 'verify',
-      '--archive', join(FIXTURE, 'v0-fixture.tar.gz'),
-      '--manifest', join(FIXTURE, 'v0-fixture.manifest.json'),
-      '--destination', dest, '--execute', '--json',
+      'backup-state',
+      'verify',
+      '--archive',
+      join(FIXTURE, 'v0-fixture.tar.gz'),
+      '--manifest',
+      join(FIXTURE, 'v0-fixture.manifest.json'),
+      '--destination',
+      dest,
+      '--execute',
+      '--json',
     ]);
     expect(r.status, r.stderr).toBe(0);
     const audit = JSON.parse(readFileSync(join(dest, AUDIT_FILE), 'utf8')) as RecoveryAudit;

@@ -120,12 +120,13 @@ describe('backup-state verify --execute', () => {
       expect(f.next_action.length).toBeGreaterThan(0);
     }
     // The §5 top-level fields are all there.
-    for (const k of ['schema_version', 'recovery_id', 'backup', 'workspace', 'components', 'findings', 'activation_eligible', 'execution_authority_granted']) expect(audit).toHaveProperty(k);
+    for (const k of ['schema_version', 'recovery_id', 'backup', 'workspace', 'components', 'findings', 'activation_eligible', 'execution_authority_granted'])
+      expect(audit).toHaveProperty(k);
     expect(audit.backup.archive_sha256).toBe(summary.backup.archive_sha256);
     expect(audit.capture.requested_profile).toBeNull();
   });
 
-  it("classifies each asset: the Goal and its work readable, runs/sessions/effects historical, nothing unknown relabelled", () => {
+  it('classifies each asset: the Goal and its work readable, runs/sessions/effects historical, nothing unknown relabelled', () => {
     const audit = JSON.parse(readFileSync(join(dest, AUDIT_FILE), 'utf8')) as RecoveryAudit;
     const byOwner = (o: string) => audit.components.filter((c) => c.owner_kind === o);
     expect(byOwner('config')[0]!.classification).toBe('recovered_readable');
@@ -164,7 +165,10 @@ describe('backup-state verify --execute', () => {
   });
 
   it('audit show --private reads the audit back byte-identically; --json prints the public summary', () => {
-    const shown = spawnSync(process.execPath, ['--import', 'tsx', ENTRY, 'backup-state', 'audit', 'show', dest, '--private'], { cwd: REPO, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
+    const shown = spawnSync(process.execPath, ['--import', 'tsx', ENTRY, 'backup-state', 'audit', 'show', dest, '--private'], {
+      cwd: REPO,
+      env: { ...process.env, XDG_STATE_HOME: STATE_HOME },
+    });
     expect(shown.status).toBe(0);
     expect(Buffer.compare(shown.stdout, readFileSync(join(dest, AUDIT_FILE)))).toBe(0);
     const pub = loopx(['backup-state', 'audit', 'show', dest, '--json']);
@@ -247,12 +251,32 @@ describe('no live mutation', () => {
     const beforeBytes = [...contents(root), ...contents(authority)];
     const dest = join(base, 'dest-strace');
     const trace = join(base, 'strace.log');
-    const r = spawnSync('strace', ['-f', '-qq', '-s', '4096', '-o', trace, '-e', 'trace=socket,connect,bind,listen,execve,clone,clone3,fork,vfork', process.execPath, '--import', 'tsx', ENTRY, ...verifyArgs(dest), '--execute', '--json'], {
-      cwd: REPO,
-      env: { ...process.env, XDG_STATE_HOME: STATE_HOME },
-      encoding: 'utf8',
-      timeout: 120_000,
-    });
+    const r = spawnSync(
+      'strace',
+      [
+        '-f',
+        '-qq',
+        '-s',
+        '4096',
+        '-o',
+        trace,
+        '-e',
+        'trace=socket,connect,bind,listen,execve,clone,clone3,fork,vfork',
+        process.execPath,
+        '--import',
+        'tsx',
+        ENTRY,
+        ...verifyArgs(dest),
+        '--execute',
+        '--json',
+      ],
+      {
+        cwd: REPO,
+        env: { ...process.env, XDG_STATE_HOME: STATE_HOME },
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    );
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).execution_authority_granted).toBe(false);
     expect(fingerprint()).toEqual(before);

@@ -39,7 +39,9 @@ afterAll(() => {
 /** A process's start time (field 22 of /proc/<pid>/stat) and state; undefined once it is gone. */
 function stat(pid: number): { state: string; start: string } | undefined {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /s, '')
+      .split(' ');
     return { state: fields[0]!, start: fields[19]! };
   } catch {
     return undefined;
@@ -57,7 +59,12 @@ function workerOf(pid: number): number | undefined {
     }
     for (const kid of kids) {
       try {
-        if (readFileSync(`/proc/${kid}/cmdline`, 'utf8').split('\0').some((arg) => WORKER_ENTRY.test(arg))) return Number(kid);
+        if (
+          readFileSync(`/proc/${kid}/cmdline`, 'utf8')
+            .split('\0')
+            .some((arg) => WORKER_ENTRY.test(arg))
+        )
+          return Number(kid);
       } catch {
         // gone meanwhile
       }
@@ -80,11 +87,15 @@ async function until<T>(what: string, ms: number, probe: () => T | undefined): P
 /** Start a verify, latch on its worker (and on `ready` when given), SIGKILL it, and wait for the worker to end. */
 async function killVerifyAndWatchWorker(env: Record<string, string>, ready?: (destination: string) => boolean): Promise<void> {
   const destination = join(base, `d${++n}`);
-  const verify = spawn(process.execPath, ['--import', 'tsx', ENTRY, 'backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', destination, '--execute', '--json'], {
-    cwd: REPO,
-    env: { ...process.env, XDG_STATE_HOME: STATE_HOME, ...env },
-    stdio: 'ignore',
-  });
+  const verify = spawn(
+    process.execPath,
+    ['--import', 'tsx', ENTRY, 'backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', destination, '--execute', '--json'],
+    {
+      cwd: REPO,
+      env: { ...process.env, XDG_STATE_HOME: STATE_HOME, ...env },
+      stdio: 'ignore',
+    },
+  );
   started.push(verify);
   const exited = new Promise<NodeJS.Signals | null>((r) => verify.on('exit', (_code, signal) => r(signal)));
   const worker = await until('the owner worker to start', 60_000, () => workerOf(verify.pid!));

@@ -11,5 +11,7 @@ import { cleanup, tempBase } from './support.js';
 
 afterAll(cleanup);
 
-describeRunAuthority('local', ({ importWaitMs }) => openRunAuthority({ dir: join(tempBase(), 'authority'), create: true, ...(importWaitMs !== undefined ? { importWaitMs } : {}) }));
+describeRunAuthority('local', ({ importWaitMs }) =>
+  openRunAuthority({ dir: join(tempBase(), 'authority'), create: true, ...(importWaitMs !== undefined ? { importWaitMs } : {}) }),
+);
 describeRunAuthority('memory', ({ importWaitMs }) => memoryRunAuthority(importWaitMs !== undefined ? { importWaitMs } : {}));

@@ -12,7 +12,11 @@ import { spawnImporter } from './support.js';
 
 const record = (runId: string): RunRecord => ({ runId, state: 'SUSPENDED', transitionGeneration: 1, ownerRoot: 'root_a', updatedAt: '' });
 
-const codeOf = (p: Promise<unknown>) => p.then(() => 'ok', (e: { code?: string }) => e.code ?? String(e));
+const codeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => 'ok',
+    (e: { code?: string }) => e.code ?? String(e),
+  );
 
 describe('waiting for a competing importer', () => {
   it('is bounded: import_busy (a conflict) while the other importer holds the lock, then the lock is taken once it has finished', async () => {

@@ -112,7 +112,15 @@ describe('records', () => {
 
 describe('atomic record writes under a crash (child SIGKILLed at the named fault point)', () => {
   const OLD = record('run-1', { state: 'ACTIVE', transitionGeneration: 1, ownerRoot: 'root-a' });
-  const NEW = record('run-1', { state: 'SUSPENDED', transitionGeneration: 1, ownerRoot: 'root-a', payloadSha256: 'ee'.repeat(32), claimHmac: 'ff'.repeat(32), keyGeneration: 1, lastSequence: 12 });
+  const NEW = record('run-1', {
+    state: 'SUSPENDED',
+    transitionGeneration: 1,
+    ownerRoot: 'root-a',
+    payloadSha256: 'ee'.repeat(32),
+    claimHmac: 'ff'.repeat(32),
+    keyGeneration: 1,
+    lastSequence: 12,
+  });
 
   const setup = () => {
     const dir = join(tempBase(), 'authority');

@@ -66,7 +66,10 @@ describe('engines on one memory authority', () => {
   it('a snapshot signed by another memory authority fails verification like a forged one', async () => {
     const first = memoryRunAuthority();
     const second = memoryRunAuthority();
-    cleanups.push(() => first.close(), () => second.close());
+    cleanups.push(
+      () => first.close(),
+      () => second.close(),
+    );
     const dir = base();
     const a = engineOn(first, join(dir, 'a'));
     const started = await a.start(researcher(), { input: 'go', suspendAfterTurns: 1 });

@@ -16,7 +16,12 @@ const freshRoot = () => {
 describe('runtime Goals', () => {
   it('a bad document name is refused before anything is created', async () => {
     const root = freshRoot();
-    await expect(createGoal(root, 'g1', 'Ship it', [{ name: 'ok', content: 'x' }, { name: '../escape', content: 'y' }])).rejects.toMatchObject({ code: 'goal_doc_name_invalid' });
+    await expect(
+      createGoal(root, 'g1', 'Ship it', [
+        { name: 'ok', content: 'x' },
+        { name: '../escape', content: 'y' },
+      ]),
+    ).rejects.toMatchObject({ code: 'goal_doc_name_invalid' });
     expect(await listGoals(root)).toEqual([]);
   });
 

@@ -18,7 +18,15 @@ async function hardLeaseGoal(): Promise<string> {
     const fence = (await work.engageFence({ operation_id: 'session:s1:fence' })).receipt.fence!;
     await work.setHandoffMode({ operation_id: 'session:s1:hard-lease', fence, handoff_mode: 'hard_lease' });
     const status = await work.leaseStatus('t1');
-    await work.acquireLease({ operation_id: 'session:s1:lease', fence, todo_id: 't1', owner: 'session:s1', execution_key: 'exec:s1:1', ttl_ms: 600_000, expected_version: status.lease?.version ?? 0 });
+    await work.acquireLease({
+      operation_id: 'session:s1:lease',
+      fence,
+      todo_id: 't1',
+      owner: 'session:s1',
+      execution_key: 'exec:s1:1',
+      ttl_ms: 600_000,
+      expected_version: status.lease?.version ?? 0,
+    });
   });
   return root;
 }
@@ -61,7 +69,9 @@ describe('runtime Todo updates', () => {
     const root = await hardLeaseGoal();
     await updateTodo(root, 'g1', { operation_id: 'op-4', todo_id: 't2', status: 'done', lease_owner: 'operator:test' });
     const before = await listTodos(root, 'g1');
-    await expect(updateTodo(root, 'g1', { operation_id: 'op-4', todo_id: 't2', status: 'blocked', lease_owner: 'operator:test' })).rejects.toMatchObject({ code: 'operation_identity_mismatch' });
+    await expect(updateTodo(root, 'g1', { operation_id: 'op-4', todo_id: 't2', status: 'blocked', lease_owner: 'operator:test' })).rejects.toMatchObject({
+      code: 'operation_identity_mismatch',
+    });
     expect(await listTodos(root, 'g1')).toEqual(before);
   });
 

@@ -28,11 +28,7 @@ const checkAccepts = (text: string): boolean => {
 };
 
 const hasEscapedName = (v: unknown): boolean =>
-  v !== null &&
-  typeof v === 'object' &&
-  (Array.isArray(v)
-    ? v.some(hasEscapedName)
-    : Object.entries(v).some(([k, x]) => JSON.stringify(k) !== `"${k}"` || hasEscapedName(x)));
+  v !== null && typeof v === 'object' && (Array.isArray(v) ? v.some(hasEscapedName) : Object.entries(v).some(([k, x]) => JSON.stringify(k) !== `"${k}"` || hasEscapedName(x)));
 
 const jsonValue = fc.oneof(fc.jsonValue({ maxDepth: 4 }), fc.jsonValue({ maxDepth: 3, stringUnit: 'binary' }));
 const weirdString = fc.string({ unit: fc.constantFrom('a', 'é', '"', '\\', '\n', '\u0000', '\u001f', '\u007f', '\ud800', '\udc00', '🧪', '/', '\u2028'), maxLength: 8 });
@@ -53,9 +49,13 @@ const candidateText = fc.oneof(
   jsonValue.map((v) => canonicalJson(v)),
   weirdValue.map((v) => JSON.stringify(v) ?? 'null'),
   weirdValue.map((v) => JSON.stringify(v, null, 1) ?? 'null'),
-  fc.tuple(jsonValue.map((v) => canonicalJson(v)), fc.nat(), fc.constantFrom(' ', '0', '-', '.', 'e', '"', '\\', ',', '}', ']', '\\u0041', '\\ud800', 'E+1')).map(
-    ([t, at, ins]) => t.slice(0, at % (t.length + 1)) + ins + t.slice(at % (t.length + 1)),
-  ),
+  fc
+    .tuple(
+      jsonValue.map((v) => canonicalJson(v)),
+      fc.nat(),
+      fc.constantFrom(' ', '0', '-', '.', 'e', '"', '\\', ',', '}', ']', '\\u0041', '\\ud800', 'E+1'),
+    )
+    .map(([t, at, ins]) => t.slice(0, at % (t.length + 1)) + ins + t.slice(at % (t.length + 1))),
   fc.string({ unit: fc.constantFrom('{', '}', '[', ']', '"', ':', ',', '0', '1', '-', '.', 'e', 'a', '\\', 'u', 'n', 't'), maxLength: 12 }),
 );
 

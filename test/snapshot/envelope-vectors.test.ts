@@ -221,7 +221,11 @@ describe.each(vectors.map((v) => [v.name, v] as const))('vector %s', (_name, v) 
   it('HMAC-SHA256 under the subkey over the MAC input gives claim_hmac_hex', () => {
     const i = v.inputs;
     const sub = deriveRunSubkey(bytes(i.authority_key_hex), bytes(i.scope_id_hex), i.run_id, Number(i.transition_generation));
-    expect(createHmac('sha256', sub).update(macInput(macFieldsOf(v))).digest('hex')).toBe(v.outputs.claim_hmac_hex);
+    expect(
+      createHmac('sha256', sub)
+        .update(macInput(macFieldsOf(v)))
+        .digest('hex'),
+    ).toBe(v.outputs.claim_hmac_hex);
     expect(createHmac('sha256', handSubkey(v)).update(handMacInput(v)).digest('hex')).toBe(v.outputs.claim_hmac_hex);
   });
 
@@ -229,7 +233,12 @@ describe.each(vectors.map((v) => [v.name, v] as const))('vector %s', (_name, v) 
     const i = v.inputs;
     const a = seededAuthority(v);
     expect(hexOf(a.scopeId)).toBe(i.scope_id_hex);
-    const input = { keyGeneration: Number(i.key_generation), runId: i.run_id, transitionGeneration: Number(i.transition_generation), macInput: new Uint8Array(bytes(v.outputs.mac_input_hex)) };
+    const input = {
+      keyGeneration: Number(i.key_generation),
+      runId: i.run_id,
+      transitionGeneration: Number(i.transition_generation),
+      macInput: new Uint8Array(bytes(v.outputs.mac_input_hex)),
+    };
     const claim = a.claim(input);
     expect(hexOf(claim)).toBe(v.outputs.claim_hmac_hex);
     expect(a.verifyClaim(a.scopeId, input, claim)).toBe(true);
@@ -260,7 +269,9 @@ describe('vectors through the envelope', () => {
   });
 
   it('an identical payload at transition generations 1 and 7 has the same MAC input but a different subkey and claim', () => {
-    const pairs = vectors.filter((a) => vectors.some((b) => a !== b && a.outputs.mac_input_hex === b.outputs.mac_input_hex && a.inputs.authority_key_hex === b.inputs.authority_key_hex));
+    const pairs = vectors.filter((a) =>
+      vectors.some((b) => a !== b && a.outputs.mac_input_hex === b.outputs.mac_input_hex && a.inputs.authority_key_hex === b.inputs.authority_key_hex),
+    );
     const gens = new Set(pairs.map((p) => p.inputs.transition_generation));
     expect(gens.has('1') && gens.has('7')).toBe(true);
     expect(new Set(pairs.map((p) => p.outputs.mac_input_hex)).size).toBe(1);

@@ -106,7 +106,8 @@ const verifierFor =
   (mac: Uint8Array, claim: SnapshotClaim): boolean =>
     by.verifyClaim(claim.scopeId, { keyGeneration: claim.keyGeneration, runId: env.state.runId, transitionGeneration, macInput: mac }, claim.hmac);
 
-const verify = (env: SnapshotEnvelope, by: LocalRunAuthority = authority, transitionGeneration = 1): VerifiedSnapshot => verifyEnvelope(env, verifierFor(env, by, transitionGeneration));
+const verify = (env: SnapshotEnvelope, by: LocalRunAuthority = authority, transitionGeneration = 1): VerifiedSnapshot =>
+  verifyEnvelope(env, verifierFor(env, by, transitionGeneration));
 
 const payloadOf = (state: RunSnapshotState = validState()): Uint8Array => encodeSnapshot(state);
 const terminalState = (): RunSnapshotState => ({ ...validState(), lifecycle: 'completed', lastSequence: 41 });
@@ -325,7 +326,18 @@ describe('signEnvelope refuses', () => {
 
   it('a signer that throws produces no envelope (its error propagates)', () => {
     const boom = new Error('authority unavailable');
-    expect(thrownBy(() => signEnvelope({ payload: payloadOf(), scopeId: authority.scopeId, keyGeneration: 1, hmacOf: () => { throw boom; } }))).toBe(boom);
+    expect(
+      thrownBy(() =>
+        signEnvelope({
+          payload: payloadOf(),
+          scopeId: authority.scopeId,
+          keyGeneration: 1,
+          hmacOf: () => {
+            throw boom;
+          },
+        }),
+      ),
+    ).toBe(boom);
   });
 });
 
@@ -352,7 +364,19 @@ describe('decodeEnvelope refuses', () => {
 
   it('an unknown top-level field, varint or length-delimited, appended or prepended (envelope_unknown_field)', () => {
     refusal(() => decodeEnvelope(concat(validBytes, new Uint8Array([0x28, 0x01]))), E.unknownField); // field 5, varint 1
-    refusal(() => decodeEnvelope(concat(validBytes, new BinaryWriter().tag(15, WireType.LengthDelimited).bytes(new Uint8Array([1, 2, 3])).finish())), E.unknownField);
+    refusal(
+      () =>
+        decodeEnvelope(
+          concat(
+            validBytes,
+            new BinaryWriter()
+              .tag(15, WireType.LengthDelimited)
+              .bytes(new Uint8Array([1, 2, 3]))
+              .finish(),
+          ),
+        ),
+      E.unknownField,
+    );
     refusal(() => decodeEnvelope(concat(new BinaryWriter().tag(1000, WireType.Varint).uint64(0).finish(), validBytes)), E.unknownField);
   });
 
@@ -611,7 +635,9 @@ describe('no unsigned envelope, no unverified VerifiedSnapshot', () => {
       .filter(([, v]) => typeof v === 'function')
       .map(([k]) => k)
       .sort();
-    expect(functions).toEqual(['SnapshotEnvelope', 'VerifiedSnapshot', 'claimInvalid', 'decodeEnvelope', 'encodeEnvelope', 'envelopeOversized', 'macInput', 'signEnvelope', 'verifyEnvelope'].sort());
+    expect(functions).toEqual(
+      ['SnapshotEnvelope', 'VerifiedSnapshot', 'claimInvalid', 'decodeEnvelope', 'encodeEnvelope', 'envelopeOversized', 'macInput', 'signEnvelope', 'verifyEnvelope'].sort(),
+    );
     expect(functions.filter((k) => /make|create|construct|build|unsafe|unsigned|from/i.test(k))).toEqual([]);
   });
 });

@@ -5,15 +5,7 @@
  * SNAPSHOT_ERRORS has at least one case here.
  */
 import { describe, expect, test } from 'vitest';
-import {
-  decodeSnapshot,
-  encodeSnapshot,
-  SNAPSHOT_ERRORS,
-  SNAPSHOT_LIMITS,
-  type Message,
-  type Part,
-  type RunSnapshotState,
-} from '../../src/snapshot/index.js';
+import { decodeSnapshot, encodeSnapshot, SNAPSHOT_ERRORS, SNAPSHOT_LIMITS, type Message, type Part, type RunSnapshotState } from '../../src/snapshot/index.js';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import {
@@ -127,7 +119,8 @@ const cases: Case[] = [
   {
     rule: 'another version is named even when the rest does not parse as v1alpha2',
     code: E.unsupportedVersion,
-    bytes: () => concat(new BinaryWriter().tag(1, WireType.LengthDelimited).string('loopx.run-snapshot').tag(2, WireType.LengthDelimited).string('v2').finish(), new Uint8Array([0xff, 0xff])),
+    bytes: () =>
+      concat(new BinaryWriter().tag(1, WireType.LengthDelimited).string('loopx.run-snapshot').tag(2, WireType.LengthDelimited).string('v2').finish(), new Uint8Array([0xff, 0xff])),
   },
 
   // ---- required content ----
@@ -144,10 +137,14 @@ const cases: Case[] = [
   },
   { rule: 'an empty run id is refused', code: E.missingField, state: () => ({ ...validState(), runId: '' }) },
   { rule: 'an empty tool call id is refused', code: E.missingField, state: () => appended(msg('x1', 'assistant', [call('')]), msg('x2', 'tool', [result('')])) },
-  { rule: 'an empty component module is refused', code: E.missingField, state: () => {
-    const s = validState();
-    return { ...s, planIdentity: { ...s.planIdentity, components: [{ ...s.planIdentity.components[0]!, module: '' }] } };
-  } },
+  {
+    rule: 'an empty component module is refused',
+    code: E.missingField,
+    state: () => {
+      const s = validState();
+      return { ...s, planIdentity: { ...s.planIdentity, components: [{ ...s.planIdentity.components[0]!, module: '' }] } };
+    },
+  },
 
   // ---- values of the wrong type or form (export only: the wire cannot carry them) ----
   { rule: 'a fractional turn limit is refused', code: E.invalidField, state: () => ({ ...validState(), turnLimit: 1.5 }), exportOnly: true },
@@ -268,7 +265,11 @@ const cases: Case[] = [
   {
     rule: 'a pending interaction is refused',
     code: E.pendingInteraction,
-    state: () => appended(msg('x1', 'assistant', [call('c1', 'human.ask')]), msg('x2', 'tool', [result('c1', 'interaction_pending', 'human.ask', '{"interaction_id":"ia_03","prompt":"ok?"}')])),
+    state: () =>
+      appended(
+        msg('x1', 'assistant', [call('c1', 'human.ask')]),
+        msg('x2', 'tool', [result('c1', 'interaction_pending', 'human.ask', '{"interaction_id":"ia_03","prompt":"ok?"}')]),
+      ),
   },
   {
     rule: 'an unresolved tool mutation is refused',
@@ -277,8 +278,16 @@ const cases: Case[] = [
   },
 
   // ---- tool JSON ----
-  { rule: 'tool arguments that are not JSON are refused', code: E.invalidJson, state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{"a":')]), msg('x2', 'tool', [result('c1', 'ok', 't')])) },
-  { rule: 'a tool result that is not JSON is refused', code: E.invalidJson, state: () => appended(msg('x1', 'assistant', [call('c1', 't')]), msg('x2', 'tool', [result('c1', 'ok', 't', 'undefined')])) },
+  {
+    rule: 'tool arguments that are not JSON are refused',
+    code: E.invalidJson,
+    state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{"a":')]), msg('x2', 'tool', [result('c1', 'ok', 't')])),
+  },
+  {
+    rule: 'a tool result that is not JSON is refused',
+    code: E.invalidJson,
+    state: () => appended(msg('x1', 'assistant', [call('c1', 't')]), msg('x2', 'tool', [result('c1', 'ok', 't', 'undefined')])),
+  },
   {
     rule: 'tool arguments nested deeper than the JSON depth bound are refused',
     code: E.invalidJson,
@@ -287,31 +296,79 @@ const cases: Case[] = [
       return appended(msg('x1', 'assistant', [call('c1', 't', deep)]), msg('x2', 'tool', [result('c1', 'ok', 't')]));
     },
   },
-  { rule: 'tool arguments with unsorted keys are refused', code: E.nonCanonicalJson, state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{"b":1,"a":2}')]), msg('x2', 'tool', [result('c1', 'ok', 't')])) },
-  { rule: 'tool arguments with whitespace are refused', code: E.nonCanonicalJson, state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{ "a": 1 }')]), msg('x2', 'tool', [result('c1', 'ok', 't')])) },
-  { rule: 'a tool result with a non-canonical number is refused', code: E.nonCanonicalJson, state: () => appended(msg('x1', 'assistant', [call('c1', 't')]), msg('x2', 'tool', [result('c1', 'ok', 't', '1.0')])) },
-  { rule: 'a tool result with an unnecessary escape is refused', code: E.nonCanonicalJson, state: () => appended(msg('x1', 'assistant', [call('c1', 't')]), msg('x2', 'tool', [result('c1', 'ok', 't', '"\\u0041"')])) },
-  { rule: 'tool arguments with a duplicate key are refused', code: E.nonCanonicalJson, state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{"a":1,"a":1}')]), msg('x2', 'tool', [result('c1', 'ok', 't')])) },
-  { rule: 'tool arguments with integer-like keys out of code-unit order are refused', code: E.nonCanonicalJson, state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{"2":1,"10":2}')]), msg('x2', 'tool', [result('c1', 'ok', 't')])) },
+  {
+    rule: 'tool arguments with unsorted keys are refused',
+    code: E.nonCanonicalJson,
+    state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{"b":1,"a":2}')]), msg('x2', 'tool', [result('c1', 'ok', 't')])),
+  },
+  {
+    rule: 'tool arguments with whitespace are refused',
+    code: E.nonCanonicalJson,
+    state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{ "a": 1 }')]), msg('x2', 'tool', [result('c1', 'ok', 't')])),
+  },
+  {
+    rule: 'a tool result with a non-canonical number is refused',
+    code: E.nonCanonicalJson,
+    state: () => appended(msg('x1', 'assistant', [call('c1', 't')]), msg('x2', 'tool', [result('c1', 'ok', 't', '1.0')])),
+  },
+  {
+    rule: 'a tool result with an unnecessary escape is refused',
+    code: E.nonCanonicalJson,
+    state: () => appended(msg('x1', 'assistant', [call('c1', 't')]), msg('x2', 'tool', [result('c1', 'ok', 't', '"\\u0041"')])),
+  },
+  {
+    rule: 'tool arguments with a duplicate key are refused',
+    code: E.nonCanonicalJson,
+    state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{"a":1,"a":1}')]), msg('x2', 'tool', [result('c1', 'ok', 't')])),
+  },
+  {
+    rule: 'tool arguments with integer-like keys out of code-unit order are refused',
+    code: E.nonCanonicalJson,
+    state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{"2":1,"10":2}')]), msg('x2', 'tool', [result('c1', 'ok', 't')])),
+  },
 
   // ---- bounds ----
   { rule: 'a payload above maxPayloadBytes is refused before parsing', code: E.oversized, bytes: () => new Uint8Array(SNAPSHOT_LIMITS.maxPayloadBytes + 1) },
-  { rule: 'content whose total exceeds maxPayloadBytes is refused before encoding', code: E.oversized, exportOnly: true, state: () => ({ ...validState(), messages: Array.from({ length: 70 }, (_, i) => msg(`big${i}`, 'user', [text('x'.repeat(250 * 1024))])) }) },
+  {
+    rule: 'content whose total exceeds maxPayloadBytes is refused before encoding',
+    code: E.oversized,
+    exportOnly: true,
+    state: () => ({ ...validState(), messages: Array.from({ length: 70 }, (_, i) => msg(`big${i}`, 'user', [text('x'.repeat(250 * 1024))])) }),
+  },
   {
     rule: 'an encoding above maxPayloadBytes is refused even when its content alone fits',
     code: E.oversized,
     exportOnly: true,
     state: () => ({ ...validState(), messages: Array.from({ length: 64 }, (_, i) => msg(`big${i}`, 'user', [text('x'.repeat(262_140))])) }),
   },
-  { rule: 'a message above maxMessageContentBytes is refused', code: E.oversized, state: () => appended(msg('x1', 'user', [text('é'.repeat(SNAPSHOT_LIMITS.maxMessageContentBytes / 2)), text('!')])) },
+  {
+    rule: 'a message above maxMessageContentBytes is refused',
+    code: E.oversized,
+    state: () => appended(msg('x1', 'user', [text('é'.repeat(SNAPSHOT_LIMITS.maxMessageContentBytes / 2)), text('!')])),
+  },
   { rule: 'more than maxMessages messages are refused', code: E.oversized, state: () => ({ ...validState(), messages: manyMessages(SNAPSHOT_LIMITS.maxMessages + 1) }) },
-  { rule: 'more than maxPartsPerMessage parts are refused', code: E.oversized, state: () => appended(msg('x1', 'user', Array.from({ length: SNAPSHOT_LIMITS.maxPartsPerMessage + 1 }, () => text('p')))) },
+  {
+    rule: 'more than maxPartsPerMessage parts are refused',
+    code: E.oversized,
+    state: () =>
+      appended(
+        msg(
+          'x1',
+          'user',
+          Array.from({ length: SNAPSHOT_LIMITS.maxPartsPerMessage + 1 }, () => text('p')),
+        ),
+      ),
+  },
   { rule: 'a run id above maxRunIdBytes is refused', code: E.oversized, state: () => ({ ...validState(), runId: 'r'.repeat(SNAPSHOT_LIMITS.maxRunIdBytes + 1) }) },
   { rule: 'a message id above maxIdBytes is refused', code: E.oversized, state: () => appended(msg('m'.repeat(SNAPSHOT_LIMITS.maxIdBytes + 1), 'user', [text('x')])) },
-  { rule: 'a tool plan id above maxNameBytes is refused', code: E.oversized, state: () => {
-    const s = validState();
-    return { ...s, planIdentity: { ...s.planIdentity, toolPlanId: 'p'.repeat(SNAPSHOT_LIMITS.maxNameBytes + 1) } };
-  } },
+  {
+    rule: 'a tool plan id above maxNameBytes is refused',
+    code: E.oversized,
+    state: () => {
+      const s = validState();
+      return { ...s, planIdentity: { ...s.planIdentity, toolPlanId: 'p'.repeat(SNAPSHOT_LIMITS.maxNameBytes + 1) } };
+    },
+  },
   {
     rule: 'more than maxInteractionIds used interaction ids are refused',
     code: E.oversized,
@@ -323,7 +380,13 @@ const cases: Case[] = [
     state: () => {
       const s = validState();
       const components = sortComponents(
-        Array.from({ length: SNAPSHOT_LIMITS.maxComponents + 1 }, (_, i) => ({ kind: 'stage' as const, name: `s${String(i).padStart(5, '0')}`, module: 'm', version: '1', sourceSha256: hex32(`s${i}`) })),
+        Array.from({ length: SNAPSHOT_LIMITS.maxComponents + 1 }, (_, i) => ({
+          kind: 'stage' as const,
+          name: `s${String(i).padStart(5, '0')}`,
+          module: 'm',
+          version: '1',
+          sourceSha256: hex32(`s${i}`),
+        })),
       );
       return { ...s, planIdentity: { ...s.planIdentity, components } };
     },
@@ -332,21 +395,34 @@ const cases: Case[] = [
   // ---- sequence ----
   { rule: 'a last sequence below 1 + 2 × completed turns is refused', code: E.invalidSequence, state: () => ({ ...validState(), lastSequence: 4 }) },
   { rule: 'more completed turns than the turn limit is refused', code: E.invalidSequence, state: () => ({ ...validState(), completedTurns: 9, lastSequence: 40 }) },
-  { rule: 'a last sequence above 2^53 − 1 is refused', code: E.invalidSequence, state: () => ({ ...validState(), lastSequence: 2 ** 53 }), bytes: () => rawEncode({ ...toPb(validState()), lastSequence: 2n ** 53n }) },
+  {
+    rule: 'a last sequence above 2^53 − 1 is refused',
+    code: E.invalidSequence,
+    state: () => ({ ...validState(), lastSequence: 2 ** 53 }),
+    bytes: () => rawEncode({ ...toPb(validState()), lastSequence: 2n ** 53n }),
+  },
   { rule: 'a zero last sequence is refused', code: E.invalidSequence, state: () => ({ ...validState(), completedTurns: 0, lastSequence: 0 }) },
 
   // ---- canonical order ----
   { rule: 'unsorted used interaction ids are refused', code: E.nonCanonicalOrder, state: () => ({ ...validState(), usedInteractionIds: ['ia_02', 'ia_01'] }) },
   { rule: 'a duplicated used interaction id is refused', code: E.nonCanonicalOrder, state: () => ({ ...validState(), usedInteractionIds: ['ia_01', 'ia_01'] }) },
-  { rule: 'unsorted plan components are refused', code: E.nonCanonicalOrder, state: () => {
-    const s = validState();
-    return { ...s, planIdentity: { ...s.planIdentity, components: [...s.planIdentity.components].reverse() } };
-  } },
-  { rule: 'a duplicated plan component is refused', code: E.nonCanonicalOrder, state: () => {
-    const s = validState();
-    const c = s.planIdentity.components[0]!;
-    return { ...s, planIdentity: { ...s.planIdentity, components: [c, c] } };
-  } },
+  {
+    rule: 'unsorted plan components are refused',
+    code: E.nonCanonicalOrder,
+    state: () => {
+      const s = validState();
+      return { ...s, planIdentity: { ...s.planIdentity, components: [...s.planIdentity.components].reverse() } };
+    },
+  },
+  {
+    rule: 'a duplicated plan component is refused',
+    code: E.nonCanonicalOrder,
+    state: () => {
+      const s = validState();
+      const c = s.planIdentity.components[0]!;
+      return { ...s, planIdentity: { ...s.planIdentity, components: [c, c] } };
+    },
+  },
 
   // ---- canonical encoding (import only: the encoder only writes canonical bytes) ----
   {
@@ -440,7 +516,10 @@ describe('snapshot codec refusals', () => {
   test('a message of millions of empty parts is refused by count before it is parsed', () => {
     const parts = new Uint8Array(4_000_000);
     for (let i = 0; i < parts.length; i += 2) parts[i] = 0x1a; // Message.parts (field 3), length 0
-    const message = new BinaryWriter().tag(8, WireType.LengthDelimited).bytes(concat(new Uint8Array([0x0a, 0x01, 0x6d]), parts)).finish();
+    const message = new BinaryWriter()
+      .tag(8, WireType.LengthDelimited)
+      .bytes(concat(new Uint8Array([0x0a, 0x01, 0x6d]), parts))
+      .finish();
     const e = expectRefusal(() => decodeSnapshot(concat(validBytes().subarray(0, 30), message)), E.oversized);
     expect(e.details).toMatchObject({ bound: 'maxPartsPerMessage', path: 'messages[0]' });
   });

@@ -1,15 +1,7 @@
 /** Accepted snapshots: round trips, determinism, the golden v1alpha2 vector and the wire numbers. */
 import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
-import {
-  decodeSnapshot,
-  encodeSnapshot,
-  LIFECYCLE_WIRE_NUMBER,
-  SNAPSHOT_FORMAT,
-  SNAPSHOT_VERSION,
-  snapshotDigest,
-  type RunSnapshotState,
-} from '../../src/snapshot/index.js';
+import { decodeSnapshot, encodeSnapshot, LIFECYCLE_WIRE_NUMBER, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, snapshotDigest, type RunSnapshotState } from '../../src/snapshot/index.js';
 import { validState } from './arbitraries.js';
 
 const golden = new Uint8Array(Buffer.from(readFileSync(new URL('./fixtures/golden-v1alpha2.hex', import.meta.url), 'utf8').replace(/\s+/g, ''), 'hex'));

@@ -109,4 +109,3 @@ export function expectRefusal(fn: () => unknown, code: string) {
   expect(thrown.nextAction).toBeTruthy();
   return thrown;
 }
-

@@ -13,7 +13,13 @@ export function treeState(dir: string): Record<string, string> | 'absent' {
   const out: Record<string, string> = {};
   const stamp = (p: string): string => {
     const st = lstatSync(p);
-    const what = st.isDirectory() ? 'dir' : st.isSymbolicLink() ? `link ${readlinkSync(p)}` : st.isFile() ? `file ${createHash('sha256').update(readFileSync(p)).digest('hex')}` : 'other';
+    const what = st.isDirectory()
+      ? 'dir'
+      : st.isSymbolicLink()
+        ? `link ${readlinkSync(p)}`
+        : st.isFile()
+          ? `file ${createHash('sha256').update(readFileSync(p)).digest('hex')}`
+          : 'other';
     return `${what} ${(st.mode & 0o7777).toString(8)} ${st.size} ${st.mtimeMs}`;
   };
   const walk = (d: string, rel: string): void => {

@@ -104,9 +104,8 @@ function SignIn({ reason, error }: { reason: 'none' | 'expired' | 'login-failed'
         {reason === 'expired' ? <p role="alert">Your session is no longer accepted: the daemon was restarted, or it refused the token.</p> : null}
         {reason === 'login-failed' ? <p role="alert">The login address was not accepted. Each login address works once.</p> : null}
         <p>
-          Open the address printed by <code>loopx daemon</code> in this browser. It looks like{' '}
-          <code className="address">http://127.0.0.1:&lt;port&gt;/#login=…</code> and signs this tab in once; the session lasts until the tab is closed.
-          For another tab or browser, print a new address with <code>loopx daemon login-url</code>.
+          Open the address printed by <code>loopx daemon</code> in this browser. It looks like <code className="address">http://127.0.0.1:&lt;port&gt;/#login=…</code> and signs
+          this tab in once; the session lasts until the tab is closed. For another tab or browser, print a new address with <code>loopx daemon login-url</code>.
         </p>
         <p className="muted">
           Start the daemon with <code>loopx daemon</code> (optionally <code>--root R --port P</code>). It serves one runtime root, on this machine only.

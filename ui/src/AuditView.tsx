@@ -88,8 +88,7 @@ function AuditStatus({ audit }: { audit: PublicAudit }) {
         <div>
           <dt>Backup</dt>
           <dd>
-            {audit.backup.backup_id}, created <time dateTime={audit.backup.created_at}>{audit.backup.created_at}</time> by loopx{' '}
-            {audit.backup.producer_version}
+            {audit.backup.backup_id}, created <time dateTime={audit.backup.created_at}>{audit.backup.created_at}</time> by loopx {audit.backup.producer_version}
           </dd>
         </div>
         <div>
@@ -107,8 +106,8 @@ function AuditStatus({ audit }: { audit: PublicAudit }) {
         <div>
           <dt>Archive</dt>
           <dd>
-            {formatBytes(audit.measurements.archive_bytes)} compressed, {formatBytes(audit.measurements.expanded_bytes)} expanded;{' '}
-            {audit.counts.members.total} members ({audit.counts.members.sqlite_files} SQLite files)
+            {formatBytes(audit.measurements.archive_bytes)} compressed, {formatBytes(audit.measurements.expanded_bytes)} expanded; {audit.counts.members.total} members (
+            {audit.counts.members.sqlite_files} SQLite files)
           </dd>
         </div>
       </dl>
@@ -137,8 +136,8 @@ function AuditCounts({ audit }: { audit: PublicAudit }) {
         </li>
       </ul>
       <p className="muted">
-        Recovered and readable: its owner read it back; it can be read from the inert workspace. Historical only: sound, kept as history; reconciled
-        only during a later adoption, never by replay. Unknown or unrecoverable: no loopx owner reads it, or its owner could not.
+        Recovered and readable: its owner read it back; it can be read from the inert workspace. Historical only: sound, kept as history; reconciled only during a later adoption,
+        never by replay. Unknown or unrecoverable: no loopx owner reads it, or its owner could not.
       </p>
     </section>
   );
@@ -152,9 +151,7 @@ function AuditComponents({ audit, decides }: { audit: PublicAudit; decides: Read
       <h2 id="audit-components-heading">Components</h2>
       <TableRegion label="Components">
         <table>
-          <caption className="visually-hidden">
-            {audit.components.length} components, each with its classification, owner, verification status and next action
-          </caption>
+          <caption className="visually-hidden">{audit.components.length} components, each with its classification, owner, verification status and next action</caption>
           <thead>
             <tr>
               <th scope="col">Component</th>

@@ -34,15 +34,11 @@ const STEPS: readonly { readonly key: StepKey; readonly label: string; readonly 
 ];
 
 type StepState =
-  | { readonly state: 'waiting' }
-  | { readonly state: 'running'; readonly done: number; readonly total: number }
-  | { readonly state: 'done' }
-  | { readonly state: 'failed' };
+  { readonly state: 'waiting' } | { readonly state: 'running'; readonly done: number; readonly total: number } | { readonly state: 'done' } | { readonly state: 'failed' };
 
 type Steps = Readonly<Record<StepKey, StepState>>;
 
-const initialSteps = (): Steps =>
-  Object.fromEntries(STEPS.map((s) => [s.key, { state: 'waiting' }])) as unknown as Steps;
+const initialSteps = (): Steps => Object.fromEntries(STEPS.map((s) => [s.key, { state: 'waiting' }])) as unknown as Steps;
 
 /** `key` is running at done/total: every earlier step is done. */
 function advance(steps: Steps, key: StepKey, done: number, total: number): Steps {
@@ -202,7 +198,21 @@ function useVerification() {
   return { phase, steps, announce, verify };
 }
 
-function FileField({ id, label, accept, file, disabled, onFile }: { id: string; label: string; accept: string; file: File | null; disabled: boolean; onFile: (f: File | null) => void }) {
+function FileField({
+  id,
+  label,
+  accept,
+  file,
+  disabled,
+  onFile,
+}: {
+  id: string;
+  label: string;
+  accept: string;
+  file: File | null;
+  disabled: boolean;
+  onFile: (f: File | null) => void;
+}) {
   return (
     <div className="field">
       <label htmlFor={id}>{label}</label>
@@ -227,7 +237,9 @@ function VerifyBackup() {
     ev.preventDefault();
     if (phase.kind === 'running') return;
     if (picked === '' && (!archive || !manifest)) {
-      setMissing(!archive && !manifest ? 'Choose the archive and its manifest, or pick a backup of this root.' : !archive ? 'Choose the archive (.tar.gz).' : 'Choose the manifest (.json).');
+      setMissing(
+        !archive && !manifest ? 'Choose the archive and its manifest, or pick a backup of this root.' : !archive ? 'Choose the archive (.tar.gz).' : 'Choose the manifest (.json).',
+      );
       return;
     }
     setMissing(null);
@@ -239,8 +251,8 @@ function VerifyBackup() {
     <section aria-labelledby="verify-heading" className="card">
       <h2 id="verify-heading">Verify a backup</h2>
       <p className="muted">
-        Choose a backup pair made by <code>loopx backup-state --execute</code>: the archive and its external manifest. The daemon checks them and
-        extracts them into a new, inert directory with a recovery audit.
+        Choose a backup pair made by <code>loopx backup-state --execute</code>: the archive and its external manifest. The daemon checks them and extracts them into a new, inert
+        directory with a recovery audit.
       </p>
       <form onSubmit={onSubmit} noValidate>
         <FileField id={archiveId} label="Backup archive (.tar.gz)" accept=".gz,.tgz,application/gzip" file={archive} disabled={running} onFile={setArchive} />
@@ -283,8 +295,7 @@ function VerifyStatus({ phase, steps, announce }: { phase: Phase; steps: Steps; 
         {phase.kind === 'refused' ? <ErrorBox error={phase.error} title="Verification refused" testId="job-error-code" /> : null}
         {phase.kind === 'finished' ? (
           <p className="result-ok">
-            Verification finished: <strong>{phase.job.state}</strong>.{' '}
-            {phase.job.recovery_id ? <a href={ROUTES.audit(phase.job.recovery_id)}>Open the audit</a> : null}
+            Verification finished: <strong>{phase.job.state}</strong>. {phase.job.recovery_id ? <a href={ROUTES.audit(phase.job.recovery_id)}>Open the audit</a> : null}
           </p>
         ) : null}
       </div>

@@ -121,8 +121,7 @@ function ImportSnapshot({ onImported }: { onImported: () => void }) {
     <section aria-labelledby="import-heading" className="card">
       <h2 id="import-heading">Import a run</h2>
       <p className="muted">
-        Take a suspended run’s signed snapshot (made by <code>loopx run export</code> or Export below) into this root, once. Both roots must share your
-        run authority.
+        Take a suspended run’s signed snapshot (made by <code>loopx run export</code> or Export below) into this root, once. Both roots must share your run authority.
       </p>
       <form onSubmit={onSubmit} noValidate>
         <div className="field">
@@ -355,7 +354,6 @@ function useRunActions(runId: string, setRun: Dispatch<SetStateAction<RunView | 
     }
   }
 
-
   return { act, busy, actionError, actionNote, turns, setTurns };
 }
 
@@ -461,8 +459,11 @@ function RunFacts({ run }: { run: RunView }) {
         <div>
           <dt>Waiting for a resolution</dt>
           <dd>
-            mutating calls with an unknown outcome: {run.waiting_for.call_ids.map((c) => <code key={c}>{c} </code>)} (settle each with{' '}
-            <code>loopx run resolve</code>)
+            mutating calls with an unknown outcome:{' '}
+            {run.waiting_for.call_ids.map((c) => (
+              <code key={c}>{c} </code>
+            ))}{' '}
+            (settle each with <code>loopx run resolve</code>)
           </dd>
         </div>
       ) : null}
@@ -479,7 +480,19 @@ function RunFacts({ run }: { run: RunView }) {
 }
 
 /** The events shown, whether they are followed live, and why not. */
-function RunEvents({ events, follow, streamError, importedAt, refollow }: { events: readonly RunEvent[]; follow: Follow; streamError: ApiError | null; importedAt: number | null; refollow: () => void }) {
+function RunEvents({
+  events,
+  follow,
+  streamError,
+  importedAt,
+  refollow,
+}: {
+  events: readonly RunEvent[];
+  follow: Follow;
+  streamError: ApiError | null;
+  importedAt: number | null;
+  refollow: () => void;
+}) {
   return (
     <section aria-labelledby="run-events-heading" className="card">
       <div className="section-head">

@@ -53,7 +53,11 @@ function WorkspaceBody({ ws, open, onToggle }: { ws: WorkspaceListing; open: str
       <WorkspaceGoals ws={ws} open={open} onToggle={onToggle} />
 
       <h3>Runs</h3>
-      {!ws.runs_readable ? <p className="muted">The workspace’s run store could not be read; see the findings.</p> : <RunsTable runs={ws.runs} label="Workspace runs" testId="workspace-run-row" />}
+      {!ws.runs_readable ? (
+        <p className="muted">The workspace’s run store could not be read; see the findings.</p>
+      ) : (
+        <RunsTable runs={ws.runs} label="Workspace runs" testId="workspace-run-row" />
+      )}
 
       {ws.findings.length > 0 ? (
         <>
@@ -127,7 +131,13 @@ function WorkspaceGoals({ ws, open, onToggle }: { ws: WorkspaceListing; open: st
                 {g.committed_transactions}
               </td>
               <td>
-                <button type="button" data-goal-toggle={g.goal_id} aria-expanded={open === g.goal_id} aria-controls={open === g.goal_id ? GOAL_DETAIL_ID : undefined} onClick={() => onToggle(g.goal_id)}>
+                <button
+                  type="button"
+                  data-goal-toggle={g.goal_id}
+                  aria-expanded={open === g.goal_id}
+                  aria-controls={open === g.goal_id ? GOAL_DETAIL_ID : undefined}
+                  onClick={() => onToggle(g.goal_id)}
+                >
                   {open === g.goal_id ? 'Close' : 'Open'}
                   <span className="visually-hidden"> Goal {g.goal_id}</span>
                 </button>

@@ -20,7 +20,10 @@ export function parseRoute(hash: string): Route {
   const raw = hash.replace(/^#\/?/, '');
   let parts: string[];
   try {
-    parts = raw.split('/').filter((p) => p.length > 0).map((p) => decodeURIComponent(p));
+    parts = raw
+      .split('/')
+      .filter((p) => p.length > 0)
+      .map((p) => decodeURIComponent(p));
   } catch {
     return { page: 'not-found', hash };
   }

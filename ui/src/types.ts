@@ -58,8 +58,7 @@ export type EffectOutcome = WorkspaceGoalDetail['effects'][number]['outcome'];
 export type RunStatus = 'active' | 'suspended' | 'completed' | 'failed' | 'cancelled';
 
 export type WaitingFor =
-  | { readonly kind: 'interaction'; readonly interaction_id: string; readonly prompt: string }
-  | { readonly kind: 'resolution'; readonly call_ids: readonly string[] };
+  { readonly kind: 'interaction'; readonly interaction_id: string; readonly prompt: string } | { readonly kind: 'resolution'; readonly call_ids: readonly string[] };
 
 export interface RunSummary {
   readonly run_id: string;

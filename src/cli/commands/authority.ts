@@ -17,6 +17,21 @@ const print = (d: ReturnType<typeof describe>, out: { line(t?: string): void }) 
   for (const g of d.key_generations) out.line(`  generation ${g.generation}${g.retired ? ' (retired)' : ''}`);
 };
 
+/** One run's authority record as `authority show --run` prints it, or null without one. */
+const runRecordView = (a: LocalRunAuthority, runId: string) => {
+  const rec = a.readRecord(runId);
+  if (!rec) return null;
+  return {
+    run_id: rec.runId,
+    state: rec.state,
+    transition_generation: rec.transitionGeneration,
+    owner_root: rec.ownerRoot,
+    payload_sha256: rec.payloadSha256 ?? null,
+    last_sequence: rec.lastSequence ?? null,
+    next_action: recordNextAction(rec),
+  };
+};
+
 export function register(program: Command, globals: () => GlobalOptions): void {
   const authority = program.command('authority').description('the per-user run authority that signs snapshots and owns runs');
   authority
@@ -29,12 +44,16 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     });
   authority
     .command('bind-root')
-    .description('bind this runtime root (--root) to its directory: once for a root whose runs were recorded before roots were bound, or after its device changed; refused while the directory it is bound to still exists')
+    .description(
+      'bind this runtime root (--root) to its directory: once for a root whose runs were recorded before roots were bound, or after its device changed; refused while the directory it is bound to still exists',
+    )
     .action(async () => {
       const g = globals();
       existingRoot(g);
       const d = await withEngine(g, (engine) => engine.bindRootDirectory());
-      emit(g, d, (x, out) => out.line(`root ${x.root_id}: ${x.binding === 'unchanged' ? 'already bound to this directory' : 'bound to this directory'}; a copy of it owns no runs`));
+      emit(g, d, (x, out) =>
+        out.line(`root ${x.root_id}: ${x.binding === 'unchanged' ? 'already bound to this directory' : 'bound to this directory'}; a copy of it owns no runs`),
+      );
     });
   authority
     .command('show')
@@ -42,22 +61,13 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--run <id>', 'also show the authority record of this run')
     .action(async (o: { run?: string }) => {
       const g = globals();
-      const d = await withAuthority(
-        g,
-        (a) => {
-          const rec = o.run ? a.readRecord(o.run) : undefined;
-          return {
-            ...describe(a),
-            ...(o.run
-              ? { run: rec ? { run_id: rec.runId, state: rec.state, transition_generation: rec.transitionGeneration, owner_root: rec.ownerRoot, payload_sha256: rec.payloadSha256 ?? null, last_sequence: rec.lastSequence ?? null, next_action: recordNextAction(rec) } : null }
-              : {}),
-          };
-        },
-        { create: false },
-      );
+      const d = await withAuthority(g, (a) => ({ ...describe(a), ...(o.run ? { run: runRecordView(a, o.run) } : {}) }), { create: false });
       emit(g, d, (doc, out) => {
         print(doc, out);
-        if (o.run) out.line(doc.run ? `run ${doc.run.run_id}: ${doc.run.state}, transition generation ${doc.run.transition_generation}, owner ${doc.run.owner_root}` : `run ${o.run}: no record`);
+        if (o.run)
+          out.line(
+            doc.run ? `run ${doc.run.run_id}: ${doc.run.state}, transition generation ${doc.run.transition_generation}, owner ${doc.run.owner_root}` : `run ${o.run}: no record`,
+          );
         if (doc.run?.next_action) out.line(`  next: ${doc.run.next_action}`);
       });
     });

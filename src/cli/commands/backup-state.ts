@@ -20,8 +20,7 @@ interface BackupStateOptions {
   execute?: boolean;
 }
 
-const mib = (bytes: number): string =>
-  bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+const mib = (bytes: number): string => (bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`);
 
 /** The create's progress as a bar on a terminal. */
 function createProgress(stream: NodeJS.WriteStream): { update(p: BackupProgress): void; end(): void } {
@@ -63,11 +62,16 @@ export function executeSummary(r: BackupResult) {
 
 function printPlan(d: PlanSummary, out: Output): void {
   out.line(`backup-state plan ${d.backup_id} (dry run: nothing was written; add --execute to create it)`);
-  out.line(`  members: ${d.counts.members} (${d.counts.directories} directories, ${d.counts.files} files, ${mib(d.counts.bytes)}), ${d.counts.sqlite_databases} SQLite databases (online snapshots)`);
+  out.line(
+    `  members: ${d.counts.members} (${d.counts.directories} directories, ${d.counts.files} files, ${mib(d.counts.bytes)}), ${d.counts.sqlite_databases} SQLite databases (online snapshots)`,
+  );
   out.line('  by category:');
-  for (const [name, c] of Object.entries(d.categories)) out.line(`    ${name.padEnd(16)} ${String(c.files).padStart(6)} files ${String(c.directories).padStart(5)} dirs ${mib(c.bytes).padStart(11)}`);
+  for (const [name, c] of Object.entries(d.categories))
+    out.line(`    ${name.padEnd(16)} ${String(c.files).padStart(6)} files ${String(c.directories).padStart(5)} dirs ${mib(c.bytes).padStart(11)}`);
   const unregistered = d.unregistered_goal_directories.length;
-  out.line(`  Goals: ${d.goals.length} registered${unregistered > 0 ? `, ${unregistered} more ${unregistered === 1 ? 'directory' : 'directories'} under goals/ not in the registry` : ''}`);
+  out.line(
+    `  Goals: ${d.goals.length} registered${unregistered > 0 ? `, ${unregistered} more ${unregistered === 1 ? 'directory' : 'directories'} under goals/ not in the registry` : ''}`,
+  );
   for (const g of d.goals) out.line(`    ${g.goal_id}  ${g.goal_instance_id ?? '-'}  ${g.route ?? '(outside the root)'}  ${g.route_status}`);
   for (const w of d.source_witnesses) out.line(`  ${w.owner}: ${w.source} ${w.present ? `read ${w.revision}` : 'absent'}`);
   if (d.missing.length > 0) {
@@ -85,7 +89,9 @@ function printCreated(d: ReturnType<typeof executeSummary>, out: Output): void {
   out.line(`created backup ${d.backup_id} in the output directory:`);
   out.line(`  ${d.archive.name}  ${mib(d.archive.size_bytes)}  sha256 ${d.archive.sha256}`);
   out.line(`  ${d.manifest.name}  sha256 ${d.manifest.sha256}`);
-  out.line(`  ${d.counts.members} members (${d.counts.files} files, ${d.counts.directories} directories, ${mib(d.counts.bytes)}), ${d.counts.sqlite_snapshots} SQLite snapshots (integrity ok), ${d.counts.goals} Goals`);
+  out.line(
+    `  ${d.counts.members} members (${d.counts.files} files, ${d.counts.directories} directories, ${mib(d.counts.bytes)}), ${d.counts.sqlite_snapshots} SQLite snapshots (integrity ok), ${d.counts.goals} Goals`,
+  );
   out.line(`  configuration checkpoint sha256 ${d.configuration_checkpoint_sha256}`);
   if (d.counts.missing > 0 || d.counts.warnings > 0) out.line(`  missing: ${d.counts.missing}, warnings: ${d.counts.warnings} (see the manifest)`);
   out.line(`  capture: ${d.capture.profile} — no cross-owner point in time; private, not encrypted`);

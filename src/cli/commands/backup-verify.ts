@@ -24,8 +24,7 @@ interface VerifyFlags {
   execute?: boolean;
 }
 
-const mib = (bytes: number): string =>
-  bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+const mib = (bytes: number): string => (bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`);
 
 const LABEL = {
   recovered_readable: 'recovered and readable',
@@ -53,7 +52,9 @@ export function printSummary(s: PublicAuditSummary, out: Output): void {
   if (held.length > 0) out.line('  holds and errors:');
   for (const f of held) out.line(`    ${f.code} (${f.owner}${f.component ? `, ${f.component}` : ''}) — ${f.next_action}`);
   const m = s.measurements;
-  out.line(`  measured: archive ${mib(m.archive_bytes)}, regular files ${mib(m.regular_file_bytes)}; archive ${m.durations_ms.archive_processing} ms, owner read ${m.durations_ms.owner_read} ms`);
+  out.line(
+    `  measured: archive ${mib(m.archive_bytes)}, regular files ${mib(m.regular_file_bytes)}; archive ${m.durations_ms.archive_processing} ms, owner read ${m.durations_ms.owner_read} ms`,
+  );
   out.line(`  next: ${s.next_action}`);
   out.line('  execution authority granted: no — verification never grants it');
 }
@@ -73,8 +74,9 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
       // refuse the create-only flags instead of ignoring them.
       const parent = backupState.opts<Record<string, unknown>>();
       const misplaced = ['outputDir', 'backupId', 'includeAutomations', 'includeSkills'].filter((k) => parent[k] !== undefined);
-      if (misplaced.length > 0) throw usageError('usage_invalid_option', 'Those backup-state create options do not apply to verify.', 'see its options: loopx backup-state verify --help');
-      const o = { ...flags, execute: flags.execute ?? (parent.execute === true) };
+      if (misplaced.length > 0)
+        throw usageError('usage_invalid_option', 'Those backup-state create options do not apply to verify.', 'see its options: loopx backup-state verify --help');
+      const o = { ...flags, execute: flags.execute ?? parent.execute === true };
       // The live root and the run authority this invocation would use: never a place to verify into.
       const protect = { liveRoot: resolveRoot(g), authorityDir: g.authorityDir !== undefined ? resolve(g.authorityDir) : defaultAuthorityDir() };
       const inputs = { archive: o.archive, manifest: o.manifest, destination: o.destination, protect };
@@ -99,7 +101,7 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
   const audit = backupState.command('audit').description('read recovery audits back');
   audit
     .command('show <destination>')
-    .description('print a stored audit\'s public summary (--json: the document); --private writes the private audit\'s exact bytes')
+    .description("print a stored audit's public summary (--json: the document); --private writes the private audit's exact bytes")
     .option('--private', 'write the private audit file byte for byte (member names, Goal ids) after re-checking its content address')
     .action((destination: string, o: { private?: boolean }) => {
       const g = globals();

@@ -31,7 +31,9 @@ function printGoal(d: WorkspaceGoalDetail, out: Output): void {
   const g = d.goal;
   out.line(`Goal ${g.goal_id} in recovery workspace ${d.recovery_id} — inert: read only, no execution authority`);
   out.line(`  instance ${g.goal_instance_id}, ${g.lifecycle}: ${g.title}`);
-  out.line(`  work: ${d.work.readable ? `${d.work.committed_transactions} committed transactions, head cursor ${d.work.head_cursor}, store ${d.work.store_identity}` : 'unreadable'}`);
+  out.line(
+    `  work: ${d.work.readable ? `${d.work.committed_transactions} committed transactions, head cursor ${d.work.head_cursor}, store ${d.work.store_identity}` : 'unreadable'}`,
+  );
   out.line(`  Todos: ${d.todos.length}`);
   for (const t of d.todos) out.line(`    ${t.todo_id.padEnd(16)} ${t.status.padEnd(9)} ${t.title}`);
   out.line(`  sessions: ${d.sessions.length}`);
@@ -51,7 +53,7 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
     .action((destination: string) => emit(globals(), listWorkspace(destination), printListing));
   workspace
     .command('show <destination>')
-    .description("one Goal of a verified workspace: its Todos, history, sessions, runs and effects")
+    .description('one Goal of a verified workspace: its Todos, history, sessions, runs and effects')
     .requiredOption('--goal <goal_id>', 'the Goal to show')
     .action((destination: string, o: { goal: string }) => emit(globals(), showWorkspaceGoal(destination, o.goal), printGoal));
 }

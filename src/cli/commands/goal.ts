@@ -55,7 +55,11 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       const doc = { ...goalView(d.record), todos: d.counts, committed_transactions: d.committed_transactions, handoff_mode: d.handoff_mode };
       emit(g, doc, (d, out) => {
         out.line(`Goal ${d.goal_id} (${d.goal_instance_id}) ${d.lifecycle}: ${d.title}`);
-        out.line(`  todos: ${Object.entries(d.todos).map(([k, n]) => `${n} ${k}`).join(', ')}; ${d.committed_transactions} committed transactions; ${d.handoff_mode}`);
+        out.line(
+          `  todos: ${Object.entries(d.todos)
+            .map(([k, n]) => `${n} ${k}`)
+            .join(', ')}; ${d.committed_transactions} committed transactions; ${d.handoff_mode}`,
+        );
         for (const doc of d.docs) out.line(`  doc ${doc.name} (${doc.bytes} bytes, sha256 ${doc.sha256.slice(0, 16)}…)`);
       });
     });

@@ -24,7 +24,9 @@ export function register(run: Command, globals: () => GlobalOptions): void {
         key_generation: signed.envelope.claim.keyGeneration,
       };
       emit(g, doc, (d, out) =>
-        out.line(`exported run ${d.run_id} (${d.lifecycle}, last sequence ${d.last_sequence}), signed by scope ${d.scope_id.slice(0, 16)}… generation ${d.key_generation}; payload sha256 ${d.payload_sha256}`),
+        out.line(
+          `exported run ${d.run_id} (${d.lifecycle}, last sequence ${d.last_sequence}), signed by scope ${d.scope_id.slice(0, 16)}… generation ${d.key_generation}; payload sha256 ${d.payload_sha256}`,
+        ),
       );
     });
 }

@@ -36,7 +36,9 @@ export function register(run: Command, globals: () => GlobalOptions): void {
         out.line(`snapshot of run ${s.runId}: ${s.lifecycle}, ${s.completedTurns}/${s.turnLimit} turns, last sequence ${s.lastSequence}`);
         out.line(`  agent ${s.definition.id}@${s.definition.version}, model ${s.model.provider}/${s.model.modelId}`);
         out.line(`  ${s.messages.length} messages, ${s.usedInteractionIds.length} used interaction ids`);
-        out.line(`  tool plan ${s.planIdentity.toolPlanId}, ${s.planIdentity.components.length} components, compatibility ${s.planIdentity.compatibilityIdentity || '(empty: inspection only)'}`);
+        out.line(
+          `  tool plan ${s.planIdentity.toolPlanId}, ${s.planIdentity.components.length} components, compatibility ${s.planIdentity.compatibilityIdentity || '(empty: inspection only)'}`,
+        );
         out.line(`  plan fingerprint ${s.planIdentity.fingerprint}`);
         out.line(`  payload ${d.payload_bytes} bytes, sha256 ${d.payload_sha256}`);
         out.line(`  claim: scope ${d.claim.scope_id.slice(0, 16)}…, key generation ${d.claim.key_generation}`);

@@ -12,7 +12,8 @@ export function register(run: Command, globals: () => GlobalOptions): void {
       const runs = await withEngine(g, (engine) => engine.list(), { readOnly: true });
       emit(g, { runs: runs.map((r) => ({ ...runSummary(r), definition: r.definition, turn_limit: r.turn_limit })) }, (_, out) => {
         if (runs.length === 0) out.line('no runs');
-        for (const r of runs) out.line(`${r.run_id}  ${r.status.padEnd(9)}  turns ${r.completed_turns}/${r.turn_limit}  seq ${r.last_sequence}  ${r.definition.id}@${r.definition.version}`);
+        for (const r of runs)
+          out.line(`${r.run_id}  ${r.status.padEnd(9)}  turns ${r.completed_turns}/${r.turn_limit}  seq ${r.last_sequence}  ${r.definition.id}@${r.definition.version}`);
       });
     });
 }

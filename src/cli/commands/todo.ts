@@ -19,8 +19,15 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--operation-id <id>', 'idempotency key: repeating it returns the original receipt')
     .action(async (o: { goal: string; title: string; id?: string; text?: string; operationId?: string }) => {
       const g = globals();
-      const r = await addTodo(resolveRoot(g), o.goal, { operation_id: opId(o.operationId), title: o.title, ...(o.id ? { todo_id: o.id } : {}), ...(o.text ? { text: o.text } : {}) });
-      emit(g, { result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) }, (d, out) => out.line(`${d.result === 'applied' ? 'added' : 'already added'} ${d.todo.todo_id}: ${d.todo.title}`));
+      const r = await addTodo(resolveRoot(g), o.goal, {
+        operation_id: opId(o.operationId),
+        title: o.title,
+        ...(o.id ? { todo_id: o.id } : {}),
+        ...(o.text ? { text: o.text } : {}),
+      });
+      emit(g, { result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) }, (d, out) =>
+        out.line(`${d.result === 'applied' ? 'added' : 'already added'} ${d.todo.todo_id}: ${d.todo.title}`),
+      );
     });
   todo
     .command('list')
@@ -54,6 +61,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         ...(o.status !== undefined ? { status: o.status as Status } : {}),
         ...(o.note !== undefined ? { note: o.note } : {}),
       });
-      emit(g, { result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) }, (d, out) => out.line(`${d.result === 'applied' ? 'updated' : 'already updated'} ${d.todo.todo_id}: ${d.todo.status}`));
+      emit(g, { result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) }, (d, out) =>
+        out.line(`${d.result === 'applied' ? 'updated' : 'already updated'} ${d.todo.todo_id}: ${d.todo.status}`),
+      );
     });
 }

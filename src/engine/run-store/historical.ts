@@ -26,13 +26,15 @@ export function readHistoricalRuns(copiedEngineDb: string, options: { scratchDir
     (db) => {
       try {
         const rows = db.prepare('SELECT head FROM runs ORDER BY run_id').all() as Array<{ head: string }>;
-        const runs = rows.map((r) => JSON.parse(r.head) as RunHead).map((h) => ({
-          run_id: String(h.runId),
-          lifecycle: String(h.lifecycle),
-          last_sequence: Number(h.lastSequence),
-          completed_turns: Number(h.completedTurns),
-          definition_id: String(h.definition.id),
-        }));
+        const runs = rows
+          .map((r) => JSON.parse(r.head) as RunHead)
+          .map((h) => ({
+            run_id: String(h.runId),
+            lifecycle: String(h.lifecycle),
+            last_sequence: Number(h.lastSequence),
+            completed_turns: Number(h.completedTurns),
+            definition_id: String(h.definition.id),
+          }));
         return { readable: true, runs };
       } catch {
         // A damaged copy is unreadable history, never an error of the reader.

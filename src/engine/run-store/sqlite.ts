@@ -21,7 +21,13 @@ const MIGRATIONS = [
   `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;`,
 ];
 
-interface EventRow { run_id: string; sequence: number; type: string; at: string; data: string }
+interface EventRow {
+  run_id: string;
+  sequence: number;
+  type: string;
+  at: string;
+  data: string;
+}
 
 /** Every statement the store runs, prepared once. */
 function prepareStatements(db: SqliteDatabase) {

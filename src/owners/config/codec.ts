@@ -30,8 +30,7 @@ const unknownSchema = (what: string): LoopxError =>
 const malformed = (what: string): LoopxError =>
   rejected('config_malformed', `The machine configuration is malformed: ${what}.`, { nextAction: 'restore machine/configuration.json from a backup' });
 
-export const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function parseJsonBytes(bytes: Uint8Array): unknown {
   return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));

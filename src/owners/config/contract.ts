@@ -108,12 +108,7 @@ export type CheckpointFindingCode =
   | 'checkpoint_privacy_certified_invalid'
   | 'checkpoint_activation_performed_invalid';
 
-export type ConfigFindingCode =
-  | 'config_unknown_schema'
-  | 'config_malformed'
-  | 'config_unreadable'
-  | 'config_receipt_invalid'
-  | 'config_transaction_pending';
+export type ConfigFindingCode = 'config_unknown_schema' | 'config_malformed' | 'config_unreadable' | 'config_receipt_invalid' | 'config_transaction_pending';
 
 /** Findings are the owners' one finding type (owners/contract.ts). */
 export type Finding<Code extends string> = OwnerFinding<Code>;

@@ -99,7 +99,13 @@ export const recovery: OwnerRecovery<ConfigHistoricalRead> = {
       revision: h.revision,
       cursor: null,
       facts: {
-        checkpoint: checkpoint && { ok: checkpoint.ok, sha256: checkpoint.sha256, goal_count: checkpoint.goal_count, machine_configuration_present: checkpoint.machine_configuration_present, codes: checkpoint.findings.map((f) => f.code) },
+        checkpoint: checkpoint && {
+          ok: checkpoint.ok,
+          sha256: checkpoint.sha256,
+          goal_count: checkpoint.goal_count,
+          machine_configuration_present: checkpoint.machine_configuration_present,
+          codes: checkpoint.findings.map((f) => f.code),
+        },
         config_ok: h.ok,
         configuration_revision: h.revision,
         configuration_receipts: h.value.receipts.length,

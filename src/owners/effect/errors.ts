@@ -30,8 +30,7 @@ export class EffectError extends LoopxError {
   }
 }
 
-export const isEffectError = (e: unknown, code?: EffectErrorCode): e is EffectError =>
-  e instanceof EffectError && (code === undefined || e.code === code);
+export const isEffectError = (e: unknown, code?: EffectErrorCode): e is EffectError => e instanceof EffectError && (code === undefined || e.code === code);
 
 export const invalidInput = (message: string, field: string): EffectError =>
   new EffectError('usage', 'effect_input_invalid', message, { nextAction: `correct ${field} and retry`, details: { field } });

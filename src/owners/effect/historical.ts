@@ -11,7 +11,6 @@ import type { EffectRecord, EffectTransition, OutboxEntry } from './contract.js'
 import { intentDigest } from './rules.js';
 import { MIGRATIONS, decodeEffect, decodeTransition, type EffectRow, type HistoryRow, type OutboxRow } from './schema.js';
 
-
 /** Subjects are `<kind>:<id>` — ids only, never URLs, intents or receipts. */
 export type EffectFinding = OwnerFinding;
 

@@ -89,7 +89,16 @@ export interface NormalizedIntent {
 
 /** The digest binds the whole semantic request: identity, Goal, kind, target and intent. */
 export const intentDigest = (n: Omit<NormalizedIntent, 'intent_digest'>): string =>
-  sha256Hex(canonicalJson({ operation_id: n.operation_id, idempotency_key: n.idempotency_key, goal_id: n.goal_id, kind: n.kind, target: n.target, intent: JSON.parse(n.intent) as JsonValue }));
+  sha256Hex(
+    canonicalJson({
+      operation_id: n.operation_id,
+      idempotency_key: n.idempotency_key,
+      goal_id: n.goal_id,
+      kind: n.kind,
+      target: n.target,
+      intent: JSON.parse(n.intent) as JsonValue,
+    }),
+  );
 
 export function normalizeIntent(r: RecordIntentRequest): NormalizedIntent {
   if (typeof r !== 'object' || r === null) throw invalidInput('An intent request is required.', 'request');

@@ -3,7 +3,18 @@
  * historical reader. Decoders check every column; a row they cannot prove well-formed is refused
  * (live) or reported as a finding (historical), never guessed.
  */
-import { instantColumn as instant, instantOrNullColumn as instantOrNull, intColumn as int, jsonColumn as json, jsonOrNullColumn as jsonOrNull, oneOfColumn as oneOf, sha256Column, textColumn as str, textOrNullColumn as strOrNull, type Migration } from '../../store/index.js';
+import {
+  instantColumn as instant,
+  instantOrNullColumn as instantOrNull,
+  intColumn as int,
+  jsonColumn as json,
+  jsonOrNullColumn as jsonOrNull,
+  oneOfColumn as oneOf,
+  sha256Column,
+  textColumn as str,
+  textOrNullColumn as strOrNull,
+  type Migration,
+} from '../../store/index.js';
 import type { EffectEvent, EffectRecord, EffectTransition, JsonValue } from './contract.js';
 import { EFFECT_OUTCOMES } from './contract.js';
 
@@ -43,12 +54,35 @@ export const MIGRATIONS: readonly Migration[] = [
 ];
 
 export interface EffectRow {
-  operation_id: unknown; idempotency_key: unknown; goal_id: unknown; kind: unknown; target: unknown; intent: unknown;
-  intent_digest: unknown; outcome: unknown; receipt: unknown; attempt: unknown; dispatched_at: unknown; hold: unknown;
-  reconcile_attempts: unknown; created_at: unknown; settled_at: unknown;
+  operation_id: unknown;
+  idempotency_key: unknown;
+  goal_id: unknown;
+  kind: unknown;
+  target: unknown;
+  intent: unknown;
+  intent_digest: unknown;
+  outcome: unknown;
+  receipt: unknown;
+  attempt: unknown;
+  dispatched_at: unknown;
+  hold: unknown;
+  reconcile_attempts: unknown;
+  created_at: unknown;
+  settled_at: unknown;
 }
-export interface OutboxRow { operation_id: unknown; enqueued_at: unknown }
-export interface HistoryRow { operation_id: unknown; seq: unknown; event: unknown; outcome: unknown; receipt: unknown; reason: unknown; at: unknown }
+export interface OutboxRow {
+  operation_id: unknown;
+  enqueued_at: unknown;
+}
+export interface HistoryRow {
+  operation_id: unknown;
+  seq: unknown;
+  event: unknown;
+  outcome: unknown;
+  receipt: unknown;
+  reason: unknown;
+  at: unknown;
+}
 
 export function decodeEffect(r: EffectRow): EffectRecord {
   const digest = sha256Column(r.intent_digest, 'intent_digest');

@@ -49,9 +49,7 @@ export function openSqliteEffectPort(path: string, options: SqliteEffectPortOpti
     ),
     outboxAdd: db.prepare('INSERT INTO outbox (operation_id, enqueued_at) VALUES (?, ?)'),
     outboxRemove: db.prepare('DELETE FROM outbox WHERE operation_id = ?'),
-    outbox: db.prepare(
-      'SELECT o.operation_id, o.enqueued_at, e.idempotency_key, e.goal_id, e.kind, e.target FROM outbox o JOIN effects e USING (operation_id) ORDER BY o.rowid',
-    ),
+    outbox: db.prepare('SELECT o.operation_id, o.enqueued_at, e.idempotency_key, e.goal_id, e.kind, e.target FROM outbox o JOIN effects e USING (operation_id) ORDER BY o.rowid'),
     revision: db.prepare('SELECT COUNT(*) AS n FROM effect_history WHERE operation_id = ?'),
     last: db.prepare('SELECT * FROM effect_history WHERE operation_id = ? ORDER BY seq DESC LIMIT 1'),
     historyAdd: db.prepare('INSERT INTO effect_history (operation_id, seq, event, outcome, receipt, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)'),

@@ -25,8 +25,11 @@ export const mintDocId = (): string => `doc_${randomBytes(16).toString('hex')}`;
 export const isGoalId = (v: unknown): v is string => typeof v === 'string' && GOAL_ID.test(v) && !v.includes('..');
 
 export const isGoalRef = (v: unknown): v is GoalRef =>
-  typeof v === 'object' && v !== null && isGoalId((v as GoalRef).goal_id) &&
-  typeof (v as GoalRef).goal_instance_id === 'string' && GOAL_INSTANCE_ID.test((v as GoalRef).goal_instance_id);
+  typeof v === 'object' &&
+  v !== null &&
+  isGoalId((v as GoalRef).goal_id) &&
+  typeof (v as GoalRef).goal_instance_id === 'string' &&
+  GOAL_INSTANCE_ID.test((v as GoalRef).goal_instance_id);
 
 export const goalRef = (goal: GoalRef): GoalRef => ({ goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id });
 
@@ -62,8 +65,7 @@ const unknownSchema = (what: string): LoopxError =>
     nextAction: 'upgrade loopx, or restore goal.json from a backup written by this version',
   });
 
-const malformed = (what: string): LoopxError =>
-  rejected('goal_malformed', `goal.json is malformed: ${what}.`, { nextAction: "restore the Goal's goal.json from a backup" });
+const malformed = (what: string): LoopxError => rejected('goal_malformed', `goal.json is malformed: ${what}.`, { nextAction: "restore the Goal's goal.json from a backup" });
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 

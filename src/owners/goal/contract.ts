@@ -85,13 +85,7 @@ export interface GoalStore {
   checkBinding(ref: GoalRef): BindingMatch;
 }
 
-export type GoalFindingCode =
-  | 'goal_unknown_schema'
-  | 'goal_malformed'
-  | 'goal_unreadable'
-  | 'goal_id_mismatch'
-  | 'goal_doc_missing'
-  | 'goal_doc_digest_mismatch';
+export type GoalFindingCode = 'goal_unknown_schema' | 'goal_malformed' | 'goal_unreadable' | 'goal_id_mismatch' | 'goal_doc_missing' | 'goal_doc_digest_mismatch';
 
 /** Subjects are relative member names — never an absolute path or a payload. */
 export type GoalFinding = OwnerFinding<GoalFindingCode>;

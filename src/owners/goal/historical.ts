@@ -65,7 +65,8 @@ export function readHistoricalCopy(copiedRootDir: string): GoalHistoricalRead {
       try {
         const bytes = readOnce(join(docsDir, doc.name), GOAL_DOC_MAX_BYTES);
         if (bytes === null) add('goal_doc_missing', subject, 'restore the document from a backup that holds it');
-        else if (bytes.byteLength !== doc.bytes || sha256Hex(bytes) !== doc.sha256) add('goal_doc_digest_mismatch', subject, 'use an intact copy; the document differs from its recorded digest');
+        else if (bytes.byteLength !== doc.bytes || sha256Hex(bytes) !== doc.sha256)
+          add('goal_doc_digest_mismatch', subject, 'use an intact copy; the document differs from its recorded digest');
       } catch (e) {
         if (!isLoopxError(e) || e.code !== 'goal_unreadable') throw e;
         add('goal_unreadable', subject, e.nextAction ?? 'restore the document from a backup');

@@ -83,10 +83,23 @@ export const recovery: OwnerRecovery<GoalHistoricalRead> = {
   verifyOffline(copy, scope = MACHINE, options = {}) {
     const h = readHistorical(copy.root, scope);
     const goals = h.value.goals.map((x) => ({ goal_id: x.goal_id, goal_instance_id: x.goal_instance_id, lifecycle: x.lifecycle, docs: x.docs.length }));
-    const findings = [...h.findings, ...(options.export === undefined ? [] : exportFindings(options.export, { schema: EXPORT_SCHEMA, owner: 'goal', scope, maxItems: OWNER_EXPORT_MAX_ITEMS }, h.revision))];
+    const findings = [
+      ...h.findings,
+      ...(options.export === undefined ? [] : exportFindings(options.export, { schema: EXPORT_SCHEMA, owner: 'goal', scope, maxItems: OWNER_EXPORT_MAX_ITEMS }, h.revision)),
+    ];
     const ok = h.ok && !hasErrors(findings);
-    return { owner: 'goal', scope, members: [], ok, readback: { ok, counts: h.counts }, source_identity: h.source_identity, revision: h.revision, cursor: null, facts: { goals }, findings };
+    return {
+      owner: 'goal',
+      scope,
+      members: [],
+      ok,
+      readback: { ok, counts: h.counts },
+      source_identity: h.source_identity,
+      revision: h.revision,
+      cursor: null,
+      facts: { goals },
+      findings,
+    };
   },
   readHistorical: (copy, scope) => readHistorical(copy.root, scope),
 };
-

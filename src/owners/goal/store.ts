@@ -7,18 +7,7 @@
 import { sha256Hex, conflict, hasCode, rejected } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';
 import { projectNotFound, type Registry } from '../registry/index.js';
-import {
-  assertDocName,
-  assertGoalRef,
-  assertTitle,
-  decodeGoal,
-  encodeGoal,
-  GOAL_DOC_MAX_BYTES,
-  GOAL_MAX_DOCS,
-  isGoalRef,
-  mintDocId,
-  mintGoalInstanceId,
-} from './codec.js';
+import { assertDocName, assertGoalRef, assertTitle, decodeGoal, encodeGoal, GOAL_DOC_MAX_BYTES, GOAL_MAX_DOCS, isGoalRef, mintDocId, mintGoalInstanceId } from './codec.js';
 import { GOAL_SCHEMA, type BindingMatch, type GoalDoc, type GoalLifecycle, type GoalRecord, type GoalRef, type GoalStore } from './contract.js';
 import { goalNotFound, goalRetired } from './errors.js';
 

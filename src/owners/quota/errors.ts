@@ -15,8 +15,7 @@ export class QuotaError extends LoopxError {
   }
 }
 
-export const isQuotaError = (e: unknown, code?: QuotaErrorCode): e is QuotaError =>
-  e instanceof QuotaError && (code === undefined || e.code === code);
+export const isQuotaError = (e: unknown, code?: QuotaErrorCode): e is QuotaError => e instanceof QuotaError && (code === undefined || e.code === code);
 
 export const invalidInput = (message: string, field: string): QuotaError =>
   new QuotaError('usage', 'quota_input_invalid', message, { nextAction: `correct ${field} and retry`, details: { field } });

@@ -10,7 +10,6 @@ import type { SpendEntry } from './contract.js';
 import { spendDigest } from './rules.js';
 import { MIGRATIONS, decodeSpend, type SpendRow } from './schema.js';
 
-
 /** Subjects are `<kind>:<id>` — ids only. */
 export type QuotaFinding = OwnerFinding;
 

@@ -44,7 +44,9 @@ export function memoryQuotaPort(options: MemoryQuotaPortOptions = {}): QuotaPort
     },
     async list(filter) {
       open();
-      return clone([...entries.values()].filter((e) => (filter.goal_id === undefined || e.goal_id === filter.goal_id) && (filter.status === undefined || e.status === filter.status)));
+      return clone(
+        [...entries.values()].filter((e) => (filter.goal_id === undefined || e.goal_id === filter.goal_id) && (filter.status === undefined || e.status === filter.status)),
+      );
     },
     async sumWritten(q) {
       open();

@@ -22,8 +22,16 @@ export const MIGRATIONS: readonly Migration[] = [
 ];
 
 export interface SpendRow {
-  effect_id: unknown; goal_id: unknown; goal_instance_id: unknown; amount: unknown; unit: unknown; request_digest: unknown;
-  status: unknown; created_at: unknown; voided_at: unknown; void_reason: unknown;
+  effect_id: unknown;
+  goal_id: unknown;
+  goal_instance_id: unknown;
+  amount: unknown;
+  unit: unknown;
+  request_digest: unknown;
+  status: unknown;
+  created_at: unknown;
+  voided_at: unknown;
+  void_reason: unknown;
 }
 
 export function decodeSpend(r: SpendRow): SpendEntry {

@@ -33,14 +33,11 @@ const unknownSchema = (what: string): LoopxError =>
     nextAction: 'upgrade loopx, or restore registry.json from a backup written by this version',
   });
 
-const malformed = (what: string): LoopxError =>
-  rejected('registry_malformed', `The registry is malformed: ${what}.`, { nextAction: 'restore registry.json from a backup' });
+const malformed = (what: string): LoopxError => rejected('registry_malformed', `The registry is malformed: ${what}.`, { nextAction: 'restore registry.json from a backup' });
 
-const invalidInput = (what: string): LoopxError =>
-  rejected('registry_input_invalid', `Invalid registry input: ${what}.`, { nextAction: 'correct the input and retry' });
+const invalidInput = (what: string): LoopxError => rejected('registry_input_invalid', `Invalid registry input: ${what}.`, { nextAction: 'correct the input and retry' });
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function fields(v: unknown, keys: readonly string[], where: string): Record<string, unknown> {
   if (!isPlainObject(v)) throw malformed(`${where} is not an object`);
@@ -174,7 +171,9 @@ export function withGoalStatus(doc: RegistryDocument, update: GoalStatusUpdate):
   if (at < 0) throw notFound('registry_goal_not_found', `Goal ${String(update.goal_id)} is not registered.`, { nextAction: 'create the Goal first' });
   const row = doc.goals[at]!;
   if (row.goal_instance_id !== update.goal_instance_id) {
-    throw conflict('registry_goal_instance_mismatch', `Goal ${row.goal_id} is registered to another lifetime.`, { nextAction: 'read the registry and use the current goal_instance_id' });
+    throw conflict('registry_goal_instance_mismatch', `Goal ${row.goal_id} is registered to another lifetime.`, {
+      nextAction: 'read the registry and use the current goal_instance_id',
+    });
   }
   if (row.status === status) return doc;
   if (row.status === 'retired') {

@@ -44,7 +44,13 @@ export const recovery: OwnerRecovery<RegistryHistoricalRead> = {
         members: [LAYOUT.registry],
         liveRevision: (l) => openFileRegistry(l.root).readExact().revision,
         readHistorical,
-        items: (v) => (v.ok ? [...byKey(v.read.value.projects, (p) => p.project_id).map((value) => ({ kind: 'project', value })), ...byKey(v.read.value.goals, (g) => g.goal_id).map((value) => ({ kind: 'goal', value }))] : []),
+        items: (v) =>
+          v.ok
+            ? [
+                ...byKey(v.read.value.projects, (p) => p.project_id).map((value) => ({ kind: 'project', value })),
+                ...byKey(v.read.value.goals, (g) => g.goal_id).map((value) => ({ kind: 'goal', value })),
+              ]
+            : [],
       },
       live,
       scope,
@@ -52,7 +58,10 @@ export const recovery: OwnerRecovery<RegistryHistoricalRead> = {
     ),
   verifyOffline(copy, scope = MACHINE, options = {}) {
     const h = readHistorical(copy.root, scope);
-    const findings = [...h.findings, ...(options.export === undefined ? [] : exportFindings(options.export, { schema: EXPORT_SCHEMA, owner: 'registry', scope, maxItems: OWNER_EXPORT_MAX_ITEMS }, h.revision))];
+    const findings = [
+      ...h.findings,
+      ...(options.export === undefined ? [] : exportFindings(options.export, { schema: EXPORT_SCHEMA, owner: 'registry', scope, maxItems: OWNER_EXPORT_MAX_ITEMS }, h.revision)),
+    ];
     const ok = h.ok && !hasErrors(findings);
     const goals = h.value.ok ? h.value.read.value.goals.map((g) => ({ goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, status: g.status, route: g.route })) : [];
     return {

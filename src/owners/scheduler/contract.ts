@@ -98,7 +98,6 @@ export interface SchedulerStoreOptions {
   readonly now?: () => Date;
 }
 
-
 /** Subjects are `<kind>:<id>` — ids and names only, never paths. */
 export type SchedulerFinding = OwnerFinding;
 

@@ -42,7 +42,12 @@ function listDataDirectory(rootDir: string, kind: 'automations' | 'skills'): Dat
     else findings.push({ code: `${singular}_not_directory`, severity: 'error', subject: `${singular}:${d.name}`, next_action: `keep only plain directories in ${kind}/` });
   }
   if (unsafe > 0) {
-    findings.push({ code: `${singular}_name_unsafe`, severity: 'error', subject: `dir:${kind}`, next_action: `rename the ${unsafe} entr${unsafe === 1 ? 'y' : 'ies'} in ${kind}/ to letters, digits, . _ and -` });
+    findings.push({
+      code: `${singular}_name_unsafe`,
+      severity: 'error',
+      subject: `dir:${kind}`,
+      next_action: `rename the ${unsafe} entr${unsafe === 1 ? 'y' : 'ies'} in ${kind}/ to letters, digits, . _ and -`,
+    });
   }
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return { kind, entries, findings };

@@ -23,8 +23,7 @@ export class SchedulerError extends LoopxError {
   }
 }
 
-export const isSchedulerError = (e: unknown, code?: SchedulerErrorCode): e is SchedulerError =>
-  e instanceof SchedulerError && (code === undefined || e.code === code);
+export const isSchedulerError = (e: unknown, code?: SchedulerErrorCode): e is SchedulerError => e instanceof SchedulerError && (code === undefined || e.code === code);
 
 export const invalidInput = (message: string, field: string): SchedulerError =>
   new SchedulerError('usage', 'scheduler_input_invalid', message, { nextAction: `correct ${field} and retry`, details: { field } });

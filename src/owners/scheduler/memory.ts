@@ -41,7 +41,9 @@ export function memorySchedulerPort(options: MemorySchedulerPortOptions = {}): S
     async due(at) {
       open();
       // A stable sort keeps creation order among equal instants.
-      return clone([...timers.values()].filter((t) => t.enabled && t.next_due_at <= at).sort((a, b) => (a.next_due_at < b.next_due_at ? -1 : a.next_due_at > b.next_due_at ? 1 : 0)));
+      return clone(
+        [...timers.values()].filter((t) => t.enabled && t.next_due_at <= at).sort((a, b) => (a.next_due_at < b.next_due_at ? -1 : a.next_due_at > b.next_due_at ? 1 : 0)),
+      );
     },
     async commit(w) {
       if (closed) return { status: 'failed', code: 'provider_closed' };

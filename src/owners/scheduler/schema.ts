@@ -24,8 +24,16 @@ export const MIGRATIONS: readonly Migration[] = [
 ];
 
 export interface TimerRow {
-  timer_id: unknown; goal_id: unknown; cadence: unknown; next_due_at: unknown; enabled: unknown; reset_token: unknown;
-  last_fired_due_at: unknown; create_digest: unknown; created_at: unknown; updated_at: unknown;
+  timer_id: unknown;
+  goal_id: unknown;
+  cadence: unknown;
+  next_due_at: unknown;
+  enabled: unknown;
+  reset_token: unknown;
+  last_fired_due_at: unknown;
+  create_digest: unknown;
+  created_at: unknown;
+  updated_at: unknown;
 }
 
 /** Instants are stored in canonical toISOString form: comparisons are textual. */

@@ -51,15 +51,7 @@ export interface Session {
 }
 
 /** `loopx_turn_transaction_contract_v0` phases, in order. A journal records a prefix of them. */
-export const TURN_PHASES = [
-  'host_execute',
-  'typed_result',
-  'validation',
-  'durable_writeback',
-  'quota_spend',
-  'scheduler_apply',
-  'scheduler_ack',
-] as const;
+export const TURN_PHASES = ['host_execute', 'typed_result', 'validation', 'durable_writeback', 'quota_spend', 'scheduler_apply', 'scheduler_ack'] as const;
 export type TurnPhase = (typeof TURN_PHASES)[number];
 
 export type TurnStatus = 'in_progress' | 'committed' | 'stopped' | 'failed';

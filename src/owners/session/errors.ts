@@ -31,8 +31,7 @@ export class SessionError extends LoopxError {
   }
 }
 
-export const isSessionError = (e: unknown, code?: SessionErrorCode): e is SessionError =>
-  e instanceof SessionError && (code === undefined || e.code === code);
+export const isSessionError = (e: unknown, code?: SessionErrorCode): e is SessionError => e instanceof SessionError && (code === undefined || e.code === code);
 
 export const invalidInput = (message: string, field: string): SessionError =>
   new SessionError('usage', 'session_input_invalid', message, { nextAction: `correct ${field} and retry`, details: { field } });
@@ -49,12 +48,7 @@ export const sessionIdentityMismatch = (sessionId: string): SessionError =>
     details: { session_id: sessionId },
   });
 
-export const generationStale = (
-  sessionId: string,
-  which: 'execution_generation' | 'session_generation',
-  expected: number,
-  current: number,
-): SessionError =>
+export const generationStale = (sessionId: string, which: 'execution_generation' | 'session_generation', expected: number, current: number): SessionError =>
   new SessionError('conflict', 'session_generation_stale', `The session's ${which.replace('_', ' ')} moved on; this writer is fenced.`, {
     nextAction: 'reload the session and act only under its current generation',
     details: { session_id: sessionId, generation: which, expected, current },

@@ -9,17 +9,7 @@ import type { OwnerFinding } from '../contract.js';
 import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
 import type { Session, TurnJournal, TurnSettlement } from './contract.js';
 import { settlementDigest, turnKeyOf } from './rules.js';
-import {
-  MIGRATIONS,
-  decodeSession,
-  decodeSettlement,
-  decodeTurn,
-  type PhaseRow,
-  type SessionRow,
-  type SettlementRow,
-  type TurnRow,
-} from './schema.js';
-
+import { MIGRATIONS, decodeSession, decodeSettlement, decodeTurn, type PhaseRow, type SessionRow, type SettlementRow, type TurnRow } from './schema.js';
 
 /** Subjects are `<kind>:<id>` — ids only, never paths or payloads. */
 export type SessionFinding = OwnerFinding;

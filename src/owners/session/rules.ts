@@ -5,14 +5,7 @@
  */
 import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';
-import type {
-  GoalRef,
-  Session,
-  SettleTurnRequest,
-  TurnJournal,
-  TurnPhase,
-  TurnSettlement,
-} from './contract.js';
+import type { GoalRef, Session, SettleTurnRequest, TurnJournal, TurnPhase, TurnSettlement } from './contract.js';
 import { TURN_PHASES, TURN_RESULT_KINDS } from './contract.js';
 import {
   generationStale,
@@ -70,8 +63,7 @@ export function checkRef(value: unknown): string | null {
 }
 
 /** The Turn journal key: sha256 of the canonical JSON of the session id and turn index. */
-export const turnKeyOf = (sessionId: string, turnIndex: number): string =>
-  sha256Hex(canonicalJson({ session_id: sessionId, turn_index: turnIndex }));
+export const turnKeyOf = (sessionId: string, turnIndex: number): string => sha256Hex(canonicalJson({ session_id: sessionId, turn_index: turnIndex }));
 
 /** The settlement's request digest: what it decides, excluding the caller's fence token. */
 export const settlementDigest = (turnKey: string, r: Pick<TurnSettlement, 'settlement_id' | 'status' | 'failed_phase' | 'result_kind'>): string =>

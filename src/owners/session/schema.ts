@@ -3,7 +3,16 @@
  * historical reader. Decoders check every column strictly: a row they cannot prove well-formed
  * is refused (live) or reported as a finding (historical), never guessed.
  */
-import { RowInvalid, instantColumn as instant, intColumn as int, oneOfColumn as oneOf, sha256Column, textColumn as str, textOrNullColumn as strOrNull, type Migration } from '../../store/index.js';
+import {
+  RowInvalid,
+  instantColumn as instant,
+  intColumn as int,
+  oneOfColumn as oneOf,
+  sha256Column,
+  textColumn as str,
+  textOrNullColumn as strOrNull,
+  type Migration,
+} from '../../store/index.js';
 import type { Session, TurnJournal, TurnPhaseRecord, TurnSettlement } from './contract.js';
 import { SESSION_MODE, TURN_PHASES, TURN_RESULT_KINDS } from './contract.js';
 
@@ -57,17 +66,47 @@ export const MIGRATIONS: readonly Migration[] = [
 ];
 
 export interface SessionRow {
-  session_id: unknown; goal_id: unknown; goal_instance_id: unknown; session_mode: unknown; session_generation: unknown;
-  execution_generation: unknown; run_id: unknown; status: unknown; created_at: unknown; updated_at: unknown;
+  session_id: unknown;
+  goal_id: unknown;
+  goal_instance_id: unknown;
+  session_mode: unknown;
+  session_generation: unknown;
+  execution_generation: unknown;
+  run_id: unknown;
+  status: unknown;
+  created_at: unknown;
+  updated_at: unknown;
 }
 export interface TurnRow {
-  turn_key: unknown; session_id: unknown; goal_id: unknown; goal_instance_id: unknown; turn_index: unknown;
-  execution_generation: unknown; run_id: unknown; status: unknown; created_at: unknown; updated_at: unknown;
+  turn_key: unknown;
+  session_id: unknown;
+  goal_id: unknown;
+  goal_instance_id: unknown;
+  turn_index: unknown;
+  execution_generation: unknown;
+  run_id: unknown;
+  status: unknown;
+  created_at: unknown;
+  updated_at: unknown;
 }
-export interface PhaseRow { turn_key: unknown; position: unknown; phase: unknown; at: unknown; ref: unknown }
+export interface PhaseRow {
+  turn_key: unknown;
+  position: unknown;
+  phase: unknown;
+  at: unknown;
+  ref: unknown;
+}
 export interface SettlementRow {
-  turn_key: unknown; settlement_id: unknown; session_id: unknown; goal_id: unknown; status: unknown; failed_phase: unknown;
-  result_kind: unknown; phase_count: unknown; request_digest: unknown; settled_at: unknown;
+  turn_key: unknown;
+  settlement_id: unknown;
+  session_id: unknown;
+  goal_id: unknown;
+  status: unknown;
+  failed_phase: unknown;
+  result_kind: unknown;
+  phase_count: unknown;
+  request_digest: unknown;
+  settled_at: unknown;
 }
 
 export function decodeSession(r: SessionRow): Session {

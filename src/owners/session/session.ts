@@ -79,7 +79,17 @@ async function openSession(c: SessionContext, goal: GoalRef, opts: OpenSessionOp
       return { result: existing };
     }
     const at = c.now();
-    const s: Session = { session_id: id, ...ref, session_mode: SESSION_MODE, session_generation: 1, execution_generation: 1, run_id: null, status: 'active', created_at: at, updated_at: at };
+    const s: Session = {
+      session_id: id,
+      ...ref,
+      session_mode: SESSION_MODE,
+      session_generation: 1,
+      execution_generation: 1,
+      run_id: null,
+      status: 'active',
+      created_at: at,
+      updated_at: at,
+    };
     return { result: s, write: { op: 'create_session', session: s }, landed: async () => shows((await c.port.read({ session_id: id })).session, s) };
   });
 }

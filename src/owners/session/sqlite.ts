@@ -8,16 +8,7 @@ import { type ConflictReason } from '../port.js';
 import { openSqlitePort, type SqlitePortOptions } from '../sqlite-port.js';
 import type { SqliteDatabase } from '../../store/index.js';
 import type { SessionPort, SessionQuery, SessionRows, SessionWrite } from './port.js';
-import {
-  MIGRATIONS,
-  decodeSession,
-  decodeSettlement,
-  decodeTurn,
-  type PhaseRow,
-  type SessionRow,
-  type SettlementRow,
-  type TurnRow,
-} from './schema.js';
+import { MIGRATIONS, decodeSession, decodeSettlement, decodeTurn, type PhaseRow, type SessionRow, type SettlementRow, type TurnRow } from './schema.js';
 
 export type SqliteSessionPortOptions = SqlitePortOptions;
 
@@ -148,8 +139,7 @@ export function openSqliteSessionPort(path: string, options: SqliteSessionPortOp
   const port = {
     provider: base.provider,
     read: (query) => base.read((): SessionRows => readRows(q, query)),
-    listSessions: (goalId) =>
-      base.read(() => ((goalId === undefined ? q.listSessions.all() : q.listSessionsOfGoal.all(goalId)) as SessionRow[]).map(decodeSession)),
+    listSessions: (goalId) => base.read(() => ((goalId === undefined ? q.listSessions.all() : q.listSessionsOfGoal.all(goalId)) as SessionRow[]).map(decodeSession)),
     listTurns: (sessionId) => base.read(() => (q.listTurns.all(sessionId) as TurnRow[]).map((row) => turnFromRow(q, row))),
     commit: (write) => base.commit(() => apply(q, write)),
     close: () => base.close(),

@@ -114,7 +114,14 @@ async function replay(core: WorkCore, operationId: string, digest: string, p: Wo
 
 /** The SHA-256 of the canonical semantic request: operation, Goal, parameters — not the operation id, not the fence token. */
 const requestDigest = (core: WorkCore, operation: WorkOperation, write: WriteOptions, params: Record<string, JsonValue>): string =>
-  sha256Hex(canonicalJson({ schema_version: REQUEST_SCHEMA, goal_id: core.goalId, operation, params: defined({ ...params, expected_authority_revision: write.expected_authority_revision }) }));
+  sha256Hex(
+    canonicalJson({
+      schema_version: REQUEST_SCHEMA,
+      goal_id: core.goalId,
+      operation,
+      params: defined({ ...params, expected_authority_revision: write.expected_authority_revision }),
+    }),
+  );
 
 interface Attempt {
   readonly operation: WorkOperation;
@@ -172,7 +179,13 @@ async function settle(core: WorkCore, a: Attempt, r: WorkCommitResult, receipt: 
 }
 
 /** Runs one write: `plan` decides over the freshly loaded projection, the loop commits it (see the header). */
-export async function execute(core: WorkCore, operation: WorkOperation, write: WriteOptions, params: Record<string, JsonValue>, plan: (ctx: PlanContext) => Plan): Promise<WorkOperationResult> {
+export async function execute(
+  core: WorkCore,
+  operation: WorkOperation,
+  write: WriteOptions,
+  params: Record<string, JsonValue>,
+  plan: (ctx: PlanContext) => Plan,
+): Promise<WorkOperationResult> {
   if (typeof write.operation_id !== 'string' || !OPERATION_ID.test(write.operation_id)) {
     throw invalid('operation_id', '1–200 characters of A–Z a–z 0–9 . _ : @ / + = -, starting with a letter or digit');
   }

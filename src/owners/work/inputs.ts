@@ -42,7 +42,8 @@ export function priority(v: unknown): number {
   return v;
 }
 export function ttl(v: unknown): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < MIN_LEASE_TTL_MS || v > MAX_LEASE_TTL_MS) throw invalid('ttl_ms', `an integer between ${MIN_LEASE_TTL_MS} and ${MAX_LEASE_TTL_MS}`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < MIN_LEASE_TTL_MS || v > MAX_LEASE_TTL_MS)
+    throw invalid('ttl_ms', `an integer between ${MIN_LEASE_TTL_MS} and ${MAX_LEASE_TTL_MS}`);
   return v;
 }
 export const note = (v: unknown): string | null => (v === null ? null : text('note', v, MAX_TEXT, true));

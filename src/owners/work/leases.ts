@@ -27,34 +27,40 @@ export async function acquireLease(core: WorkCore, r: AcquireLeaseRequest): Prom
   const key = actor('execution_key', r.execution_key);
   const ttlMs = ttl(r.ttl_ms);
   const expectedVersion = nat('expected_version', r.expected_version);
-  return execute(core, 'acquire_lease', r, { todo_id: id, owner, execution_key: key, ttl_ms: ttlMs, expected_version: expectedVersion }, ({ p, now, at, operationId, storeIdentity }) => {
-    requireHardLease(p);
-    const t = findTodo(p, id);
-    refuseTerminal(t);
-    const current = t.lease;
-    const version = current?.version ?? 0;
-    if (version !== expectedVersion) {
-      throw leaseVersionMismatch(id, version, expectedVersion);
-    }
-    if (current !== null && current.status === 'active' && !leaseExpired(current, now)) {
-      throw conflict('lease_held', `Todo ${id} is leased until ${current.expires_at}.`, {
-        nextAction: 'wait for the lease to expire or be released',
-        details: { todo_id: id, lease_epoch: current.lease_epoch, expires_at: current.expires_at },
-      });
-    }
-    const lease: Lease = {
-      lease_id: leaseId(storeIdentity, operationId),
-      owner,
-      execution_key: key,
-      lease_epoch: (current?.lease_epoch ?? 0) + 1,
-      version: version + 1,
-      status: 'active',
-      acquired_at: at,
-      expires_at: expiry(now, ttlMs),
-      released_at: null,
-    };
-    return changed(t, 'lease_acquire', at, { lease, claimed_by: owner });
-  });
+  return execute(
+    core,
+    'acquire_lease',
+    r,
+    { todo_id: id, owner, execution_key: key, ttl_ms: ttlMs, expected_version: expectedVersion },
+    ({ p, now, at, operationId, storeIdentity }) => {
+      requireHardLease(p);
+      const t = findTodo(p, id);
+      refuseTerminal(t);
+      const current = t.lease;
+      const version = current?.version ?? 0;
+      if (version !== expectedVersion) {
+        throw leaseVersionMismatch(id, version, expectedVersion);
+      }
+      if (current !== null && current.status === 'active' && !leaseExpired(current, now)) {
+        throw conflict('lease_held', `Todo ${id} is leased until ${current.expires_at}.`, {
+          nextAction: 'wait for the lease to expire or be released',
+          details: { todo_id: id, lease_epoch: current.lease_epoch, expires_at: current.expires_at },
+        });
+      }
+      const lease: Lease = {
+        lease_id: leaseId(storeIdentity, operationId),
+        owner,
+        execution_key: key,
+        lease_epoch: (current?.lease_epoch ?? 0) + 1,
+        version: version + 1,
+        status: 'active',
+        acquired_at: at,
+        expires_at: expiry(now, ttlMs),
+        released_at: null,
+      };
+      return changed(t, 'lease_acquire', at, { lease, claimed_by: owner });
+    },
+  );
 }
 
 export async function renewLease(core: WorkCore, r: RenewLeaseRequest): Promise<WorkOperationResult> {

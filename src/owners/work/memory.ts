@@ -79,7 +79,14 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
       if (encoded.expected_provider_revision !== state.provider_revision) return { status: 'conflict', reason: 'provider_revision_mismatch' };
       const cursor = state.cursor + 1;
       const revision = formatProviderRevision(state.identity.incarnation, cursor);
-      state.commits.push({ cursor, provider_revision: revision, operation_id: encoded.operation_id, request_digest: encoded.request_digest, events: encoded.events, receipt: encoded.receipt });
+      state.commits.push({
+        cursor,
+        provider_revision: revision,
+        operation_id: encoded.operation_id,
+        request_digest: encoded.request_digest,
+        events: encoded.events,
+        receipt: encoded.receipt,
+      });
       state.byOperation.set(encoded.operation_id, cursor);
       state.cursor = cursor;
       state.provider_revision = revision;
@@ -92,7 +99,13 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
       if (cursor === undefined) return undefined;
       const row = state.commits[cursor - 1];
       if (!row) throw protocolViolation('a receipt index entry points at no commit');
-      return { operation_id: row.operation_id, request_digest: row.request_digest, cursor: row.cursor, provider_revision: row.provider_revision, receipt: decodeObject(row.receipt) };
+      return {
+        operation_id: row.operation_id,
+        request_digest: row.request_digest,
+        cursor: row.cursor,
+        provider_revision: row.provider_revision,
+        receipt: decodeObject(row.receipt),
+      };
     },
     async scanCommitted(afterCursor: number, limit: number): Promise<ScanPage> {
       open();
@@ -111,4 +124,3 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
   } satisfies WorkProvider;
   return provider;
 }
-

@@ -30,10 +30,24 @@ export async function readReceipt(core: WorkCore, operationId: string): Promise<
   return r === undefined ? undefined : { receipt: receiptOf(r.receipt), cursor: r.cursor, provider_revision: r.provider_revision };
 }
 
-function toTransaction(t: { cursor: number; provider_revision: string; operation_id: string; request_digest: string; events: readonly unknown[]; receipt: unknown }): WorkTransaction {
+function toTransaction(t: {
+  cursor: number;
+  provider_revision: string;
+  operation_id: string;
+  request_digest: string;
+  events: readonly unknown[];
+  receipt: unknown;
+}): WorkTransaction {
   const problem = eventsProblem(t.events);
   if (problem) throw workEventInvalid(`transaction ${t.cursor}: ${problem}`, { cursor: t.cursor });
-  return { cursor: t.cursor, provider_revision: t.provider_revision, operation_id: t.operation_id, request_digest: t.request_digest, events: t.events as WorkEvent[], receipt: receiptOf(t.receipt) };
+  return {
+    cursor: t.cursor,
+    provider_revision: t.provider_revision,
+    operation_id: t.operation_id,
+    request_digest: t.request_digest,
+    events: t.events as WorkEvent[],
+    receipt: receiptOf(t.receipt),
+  };
 }
 
 const gap = (cursor: number) => protocolViolation(`the history has a gap at cursor ${cursor}`, { cursor });

@@ -62,7 +62,12 @@ function prefixFindings(abs: string, goalId: string, records: readonly unknown[]
   const header = records[0] as RetainedPrefixHeader;
   const at = revisionAt(abs, header.head_cursor);
   if (header.head_cursor > 0 && at !== header.provider_revision) {
-    findings.push({ code: 'retained_prefix_head_mismatch', severity: 'error', subject: 'header', next_action: 'capture this Goal again; the export is not a prefix of the copied store' });
+    findings.push({
+      code: 'retained_prefix_head_mismatch',
+      severity: 'error',
+      subject: 'header',
+      next_action: 'capture this Goal again; the export is not a prefix of the copied store',
+    });
   }
   return findings;
 }

@@ -14,16 +14,7 @@ import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { MAX_SCAN_LIMIT, WORK_RETENTION, type JsonObject, type WorkProvider } from './contract.js';
 import { protocolViolation } from './errors.js';
 import { finding, hasErrors, type WorkFinding } from './findings.js';
-import {
-  applyTransaction,
-  eventsProblem,
-  initialProjection,
-  projectionDigest,
-  receiptProblem,
-  type WorkEvent,
-  type WorkProjection,
-  type WorkReceipt,
-} from './model.js';
+import { applyTransaction, eventsProblem, initialProjection, projectionDigest, receiptProblem, type WorkEvent, type WorkProjection, type WorkReceipt } from './model.js';
 
 export const RETAINED_PREFIX_SCHEMA = 'loopx_work_retained_prefix_v0';
 /** §12 capacity: committed transactions per Goal that must be readable completely. */
@@ -87,7 +78,15 @@ export async function exportRetainedPrefix(provider: WorkProvider, clock: () => 
     if (page.transactions.length === 0) throw gap(after + 1);
     for (const t of page.transactions) {
       if (t.cursor !== after + 1) throw gap(after + 1);
-      body.push({ record: 'transaction', cursor: t.cursor, provider_revision: t.provider_revision, operation_id: t.operation_id, request_digest: t.request_digest, events: t.events, receipt: t.receipt });
+      body.push({
+        record: 'transaction',
+        cursor: t.cursor,
+        provider_revision: t.provider_revision,
+        operation_id: t.operation_id,
+        request_digest: t.request_digest,
+        events: t.events,
+        receipt: t.receipt,
+      });
       after = t.cursor;
     }
   }
@@ -183,9 +182,16 @@ function checkHeader(header: unknown, findings: WorkFinding[]): { header: Header
     return { stop: {} };
   }
   if (
-    !isStr(header.goal_id) || !isStr(header.store_identity) || !isStr(header.incarnation) || header.retention !== WORK_RETENTION ||
-    !isNat(header.head_cursor) || !isStr(header.provider_revision) || !isStr(header.head_projection_sha256) || !HEX64.test(header.head_projection_sha256) ||
-    !isStr(header.captured_at_start) || !isStr(header.captured_at_end)
+    !isStr(header.goal_id) ||
+    !isStr(header.store_identity) ||
+    !isStr(header.incarnation) ||
+    header.retention !== WORK_RETENTION ||
+    !isNat(header.head_cursor) ||
+    !isStr(header.provider_revision) ||
+    !isStr(header.head_projection_sha256) ||
+    !HEX64.test(header.head_projection_sha256) ||
+    !isStr(header.captured_at_start) ||
+    !isStr(header.captured_at_end)
   ) {
     findings.push(finding('retained_prefix_record_invalid', 'header', REEXPORT));
     return { stop: {} };
@@ -213,8 +219,15 @@ interface Walk {
 /** One transaction record: chain, contiguity, uniqueness, receipt and replay. */
 function checkTransaction(rec: unknown, subject: string, w: Walk, findings: WorkFinding[]): void {
   if (
-    !isObj(rec) || rec.record !== 'transaction' || !isStr(rec.prev_sha256) || !isNat(rec.cursor) || !isStr(rec.provider_revision) ||
-    !isStr(rec.operation_id) || !isStr(rec.request_digest) || !Array.isArray(rec.events) || !isObj(rec.receipt)
+    !isObj(rec) ||
+    rec.record !== 'transaction' ||
+    !isStr(rec.prev_sha256) ||
+    !isNat(rec.cursor) ||
+    !isStr(rec.provider_revision) ||
+    !isStr(rec.operation_id) ||
+    !isStr(rec.request_digest) ||
+    !Array.isArray(rec.events) ||
+    !isObj(rec.receipt)
   ) {
     findings.push(finding('retained_prefix_record_invalid', subject, REEXPORT));
     w.projection = null;

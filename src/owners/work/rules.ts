@@ -11,7 +11,11 @@ import type { Plan } from './commit.js';
 
 export function findTodo(p: WorkProjection, id: string): Todo {
   const t = p.todos.find((x) => x.todo_id === id);
-  if (!t) throw notFound('todo_not_found', `Todo ${id} does not exist in this Goal.`, { nextAction: `list the Goal’s Todos: loopx todo list --goal ${p.goal_id}`, details: { todo_id: id } });
+  if (!t)
+    throw notFound('todo_not_found', `Todo ${id} does not exist in this Goal.`, {
+      nextAction: `list the Goal’s Todos: loopx todo list --goal ${p.goal_id}`,
+      details: { todo_id: id },
+    });
   return t;
 }
 
@@ -38,7 +42,10 @@ export function requireLease(t: Todo, proof: LeaseProof | undefined, now: Date, 
   const lease = t.lease;
   if (proof === undefined || lease === null || lease.status !== 'active') {
     if (mode === 'use') {
-      throw rejected('lease_required', `Todo ${t.todo_id} needs its active lease for this change.`, { nextAction: 'acquire the lease, then retry with it', details: { todo_id: t.todo_id } });
+      throw rejected('lease_required', `Todo ${t.todo_id} needs its active lease for this change.`, {
+        nextAction: 'acquire the lease, then retry with it',
+        details: { todo_id: t.todo_id },
+      });
     }
     throw conflict('lease_not_active', `Todo ${t.todo_id} has no active lease.`, { nextAction: 'acquire the lease', details: { todo_id: t.todo_id } });
   }
@@ -55,7 +62,10 @@ export function requireLease(t: Todo, proof: LeaseProof | undefined, now: Date, 
     throw leaseVersionMismatch(t.todo_id, lease.version, expectedVersion);
   }
   if (mode !== 'release' && leaseExpired(lease, now)) {
-    throw conflict('lease_expired', `The lease of Todo ${t.todo_id} expired at ${lease.expires_at}.`, { nextAction: 'acquire the lease again', details: { todo_id: t.todo_id, expires_at: lease.expires_at } });
+    throw conflict('lease_expired', `The lease of Todo ${t.todo_id} expired at ${lease.expires_at}.`, {
+      nextAction: 'acquire the lease again',
+      details: { todo_id: t.todo_id, expires_at: lease.expires_at },
+    });
   }
   return lease;
 }

@@ -78,9 +78,26 @@ export interface SqliteWorkOptions extends IdentityExpectations {
   readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
 }
 
-interface HeadRow { cursor: number; provider_revision: string; projection: string | null }
-interface MetadataRow { schema: string; goal_id: string; store_identity: string; incarnation: string; created_at: string }
-export interface RawCommitRow { cursor: number; provider_revision: string; operation_id: string; request_digest: string; events: string; receipt: string }
+interface HeadRow {
+  cursor: number;
+  provider_revision: string;
+  projection: string | null;
+}
+interface MetadataRow {
+  schema: string;
+  goal_id: string;
+  store_identity: string;
+  incarnation: string;
+  created_at: string;
+}
+export interface RawCommitRow {
+  cursor: number;
+  provider_revision: string;
+  operation_id: string;
+  request_digest: string;
+  events: string;
+  receipt: string;
+}
 
 const isBusy = (e: unknown): boolean => typeof (e as { code?: unknown })?.code === 'string' && (e as { code: string }).code.startsWith('SQLITE_BUSY');
 
@@ -114,7 +131,9 @@ function refuseUnknownSchema(db: SqliteDatabase): void {
   if (version === 0) {
     const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number };
     if (tables.n > 0) {
-      throw rejected('work_store_unrecognized', 'The file is an SQLite database but not a loopx work database.', { nextAction: 'check the Goal directory; do not reuse another database as work.db' });
+      throw rejected('work_store_unrecognized', 'The file is an SQLite database but not a loopx work database.', {
+        nextAction: 'check the Goal directory; do not reuse another database as work.db',
+      });
     }
   }
 }
@@ -125,8 +144,13 @@ function initialize(db: SqliteDatabase, goalId: string): void {
     const stray = db.prepare('SELECT (SELECT count(*) FROM head) + (SELECT count(*) FROM commits) AS n').get() as { n: number };
     if (stray.n > 0) throw metadataInvalid('metadata is missing beside existing work');
     const id = mintIdentity(SQLITE_PROVIDER, goalId);
-    db.prepare('INSERT INTO metadata (singleton, schema, goal_id, store_identity, incarnation, created_at) VALUES (1, ?, ?, ?, ?, ?)')
-      .run(WORK_DB_SCHEMA, goalId, id.store_identity, id.incarnation, new Date().toISOString());
+    db.prepare('INSERT INTO metadata (singleton, schema, goal_id, store_identity, incarnation, created_at) VALUES (1, ?, ?, ?, ?, ?)').run(
+      WORK_DB_SCHEMA,
+      goalId,
+      id.store_identity,
+      id.incarnation,
+      new Date().toISOString(),
+    );
     db.prepare('INSERT INTO head (singleton, cursor, provider_revision, projection) VALUES (1, 0, ?, NULL)').run(formatProviderRevision(id.incarnation, 0));
   });
   tx.immediate();
@@ -210,14 +234,22 @@ function commitOnce(db: SqliteDatabase, q: Queries, incarnation: string, request
     applied = { cursor, provider_revision: revision };
   } catch (e) {
     // Nothing is committed before COMMIT: rolling back proves absence.
-    try { rollback(); } catch { /* still uncommitted: no COMMIT was issued */ }
+    try {
+      rollback();
+    } catch {
+      /* still uncommitted: no COMMIT was issued */
+    }
     return { status: 'failed', code: isBusy(e) ? 'provider_busy' : 'provider_write_failed' };
   }
   try {
     q.commit.run();
   } catch {
     // The commit point itself failed: WAL frames may or may not be durable. Only a readback can tell.
-    try { rollback(); } catch { /* the outcome stays ambiguous either way */ }
+    try {
+      rollback();
+    } catch {
+      /* the outcome stays ambiguous either way */
+    }
     return { status: 'ambiguous' };
   }
   return { status: 'applied', ...applied };
@@ -262,7 +294,8 @@ function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkPr
         const h = headRow(q);
         return { head: h.projection === null ? null : decodeObject(h.projection), provider_revision: h.provider_revision, cursor: h.cursor };
       }),
-    commit: async (request: WorkCommitRequest): Promise<WorkCommitResult> => (closed ? { status: 'failed', code: 'provider_closed' } : commitOnce(db, q, identity.incarnation, request)),
+    commit: async (request: WorkCommitRequest): Promise<WorkCommitResult> =>
+      closed ? { status: 'failed', code: 'provider_closed' } : commitOnce(db, q, identity.incarnation, request),
     readReceipt: (operationId: string): Promise<StoredReceipt | undefined> =>
       read(() => {
         const r = q.receipt.get(operationId) as Omit<RawCommitRow, 'events'> | undefined;
@@ -360,15 +393,30 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
     user_version: userVersion,
     byte_size: opened.byteSize,
     metadata: () =>
-      hasTable('metadata') ? guard(() => handle.prepare('SELECT schema, goal_id, store_identity, incarnation, created_at FROM metadata WHERE singleton = 1').get() as MetadataRow | undefined) : undefined,
-    head: () => (hasTable('head') ? guard(() => handle.prepare('SELECT cursor, provider_revision, projection FROM head WHERE singleton = 1').get() as HeadRow | undefined) : undefined),
+      hasTable('metadata')
+        ? guard(() => handle.prepare('SELECT schema, goal_id, store_identity, incarnation, created_at FROM metadata WHERE singleton = 1').get() as MetadataRow | undefined)
+        : undefined,
+    head: () =>
+      hasTable('head') ? guard(() => handle.prepare('SELECT cursor, provider_revision, projection FROM head WHERE singleton = 1').get() as HeadRow | undefined) : undefined,
     commitStats: () =>
       hasTable('commits')
-        ? guard(() => handle.prepare('SELECT count(*) AS count, coalesce(min(cursor), 0) AS min, coalesce(max(cursor), 0) AS max FROM commits').get() as { count: number; min: number; max: number })
+        ? guard(
+            () =>
+              handle.prepare('SELECT count(*) AS count, coalesce(min(cursor), 0) AS min, coalesce(max(cursor), 0) AS max FROM commits').get() as {
+                count: number;
+                min: number;
+                max: number;
+              },
+          )
         : { count: 0, min: 0, max: 0 },
     scanRows: (after, limit) =>
       hasTable('commits')
-        ? guard(() => handle.prepare('SELECT cursor, provider_revision, operation_id, request_digest, events, receipt FROM commits WHERE cursor > ? ORDER BY cursor LIMIT ?').all(after, limit) as RawCommitRow[])
+        ? guard(
+            () =>
+              handle
+                .prepare('SELECT cursor, provider_revision, operation_id, request_digest, events, receipt FROM commits WHERE cursor > ? ORDER BY cursor LIMIT ?')
+                .all(after, limit) as RawCommitRow[],
+          )
         : [],
     quickCheck: () => guard(() => (handle.pragma('quick_check') as Array<{ quick_check: string }>).map((r) => r.quick_check)),
     integrityCheck: () => guard(() => (handle.pragma('integrity_check') as Array<{ integrity_check: string }>).map((r) => r.integrity_check)),

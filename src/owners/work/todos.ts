@@ -89,7 +89,10 @@ export async function claimTodo(core: WorkCore, r: ClaimRequest): Promise<WorkOp
       const lease = requireLease(t, proof, now, 'use');
       if (lease.owner !== agent) throw leaseNotHolder(id, agent);
     } else if (t.claimed_by !== null && t.claimed_by !== agent) {
-      throw conflict('todo_claimed', `Todo ${id} is claimed by another agent.`, { nextAction: 'pick another Todo, or ask its claimant to unclaim it', details: { todo_id: id, claimed_by: t.claimed_by } });
+      throw conflict('todo_claimed', `Todo ${id} is claimed by another agent.`, {
+        nextAction: 'pick another Todo, or ask its claimant to unclaim it',
+        details: { todo_id: id, claimed_by: t.claimed_by },
+      });
     }
     return changed(t, 'claim', at, { claimed_by: agent });
   });
@@ -106,7 +109,10 @@ export async function unclaimTodo(core: WorkCore, r: ClaimRequest): Promise<Work
       if (lease.owner !== agent) throw leaseNotHolder(id, agent);
     }
     if (t.claimed_by !== agent) {
-      throw conflict('todo_not_claimed_by_agent', `Todo ${id} is not claimed by ${agent}.`, { nextAction: 'read the Todo again', details: { todo_id: id, claimed_by: t.claimed_by } });
+      throw conflict('todo_not_claimed_by_agent', `Todo ${id} is not claimed by ${agent}.`, {
+        nextAction: 'read the Todo again',
+        details: { todo_id: id, claimed_by: t.claimed_by },
+      });
     }
     return changed(t, 'unclaim', at, { claimed_by: null });
   });

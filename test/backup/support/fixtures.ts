@@ -162,7 +162,11 @@ export async function makeRoot(root: string, options: FixtureOptions = {}): Prom
   openSqliteRunStore(join(root, 'engine.db')).close();
   openSqliteSessionStore(join(root, 'sessions.db')).close();
   write(root, 'fake.db', 'not a database, just a name');
-  write(root, 'big.bin', new Uint8Array(3 * 1024 * 1024 + 7).map((_, i) => (i * 7919) % 251));
+  write(
+    root,
+    'big.bin',
+    new Uint8Array(3 * 1024 * 1024 + 7).map((_, i) => (i * 7919) % 251),
+  );
   // Not owner state, and optional targets.
   write(root, 'locks/run_1.lock', '');
   write(root, 'exports/run_1.snapshot', 'x');

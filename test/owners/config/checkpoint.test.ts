@@ -6,13 +6,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../../src/core/canonical-json.js';
-import {
-  buildConfigurationCheckpoint,
-  openFileConfigStore,
-  verifyConfigurationCheckpoint,
-  type ConfigExactRead,
-  type ConfigStore,
-} from '../../../src/owners/config/index.js';
+import { buildConfigurationCheckpoint, openFileConfigStore, verifyConfigurationCheckpoint, type ConfigExactRead, type ConfigStore } from '../../../src/owners/config/index.js';
 import { openFileRegistry, type Registry, type RegistryExactRead } from '../../../src/owners/registry/index.js';
 import { cleanup, codeOf, inst, tempRoot, utf8 } from '../registry/support.js';
 
@@ -181,13 +175,7 @@ describe('verifying the configuration checkpoint', () => {
     c.data.goals = [...c.data.goals, { goal_id: 'x', goal_configuration: { goal_id: 'x' } }];
     const v = verifyConfigurationCheckpoint(encode(c, false));
     expect(v.findings.map((f) => f.code).sort()).toEqual(
-      [
-        'checkpoint_activation_performed_invalid',
-        'checkpoint_digest_mismatch',
-        'checkpoint_malformed',
-        'checkpoint_privacy_certified_invalid',
-        'checkpoint_unknown_field',
-      ].sort(),
+      ['checkpoint_activation_performed_invalid', 'checkpoint_digest_mismatch', 'checkpoint_malformed', 'checkpoint_privacy_certified_invalid', 'checkpoint_unknown_field'].sort(),
     );
     expect(v.goal_count).toBe(3);
     for (const f of v.findings) expect(f.next_action).toBeTruthy();

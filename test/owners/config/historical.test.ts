@@ -49,7 +49,9 @@ describe('config readHistorical', () => {
     const h = readHistorical(copy);
     expect(snapshotTree(copy)).toEqual(before);
     expect(h.ok).toBe(true);
-    expect(h.findings).toEqual([expect.objectContaining({ code: 'config_transaction_pending', severity: 'warning', subject: 'machine/configuration/transactions/t3.intent.json' })]);
+    expect(h.findings).toEqual([
+      expect.objectContaining({ code: 'config_transaction_pending', severity: 'warning', subject: 'machine/configuration/transactions/t3.intent.json' }),
+    ]);
   });
 
   it('a tampered receipt and an unknown configuration schema are error findings', () => {

@@ -44,26 +44,23 @@ describe('file configuration transactions', () => {
     ['config.apply.after_intent', ['base.json', 'tx-crash.intent.json'], false],
     ['config.apply.after_configuration_write', ['base.json', 'tx-crash.intent.json'], true],
     ['config.apply.after_receipt', ['base.json', 'tx-crash.intent.json', 'tx-crash.json'], true],
-  ] as const)(
-    'a crash at %s is settled by the retry: applied exactly once, one receipt, no intent left',
-    (fault, leftAfterCrash, configWritten) => {
-      const root = tempRoot();
-      const base = openFileConfigStore(root).apply({ expectedRevision: 'absent', transactionId: 'base', changes: { a: ns({ v: 0 }) } });
-      const tx = { expectedRevision: base.applied_revision, transactionId: 'tx-crash', changes: { a: ns({ v: 1 }), b: ns() } };
-      const child = childApply(root, tx, fault);
-      expect(child.signal).toBe('SIGKILL');
-      expect(readdirSync(txDir(root)).sort()).toEqual(leftAfterCrash);
-      expect(openFileConfigStore(root).read().revision !== base.applied_revision).toBe(configWritten);
+  ] as const)('a crash at %s is settled by the retry: applied exactly once, one receipt, no intent left', (fault, leftAfterCrash, configWritten) => {
+    const root = tempRoot();
+    const base = openFileConfigStore(root).apply({ expectedRevision: 'absent', transactionId: 'base', changes: { a: ns({ v: 0 }) } });
+    const tx = { expectedRevision: base.applied_revision, transactionId: 'tx-crash', changes: { a: ns({ v: 1 }), b: ns() } };
+    const child = childApply(root, tx, fault);
+    expect(child.signal).toBe('SIGKILL');
+    expect(readdirSync(txDir(root)).sort()).toEqual(leftAfterCrash);
+    expect(openFileConfigStore(root).read().revision !== base.applied_revision).toBe(configWritten);
 
-      const store = openFileConfigStore(root);
-      const receipt = store.apply(tx);
-      expect(receipt).toMatchObject({ transaction_id: 'tx-crash', prior_revision: base.applied_revision, readback_verified: true, changed_namespaces: ['a', 'b'] });
-      expect(store.read().revision).toBe(receipt.applied_revision);
-      expect(store.read().value.namespaces).toEqual({ a: ns({ v: 1 }), b: ns() });
-      expect(readdirSync(txDir(root)).sort()).toEqual(['base.json', 'tx-crash.json']);
-      expect(store.apply(tx)).toEqual(receipt);
-    },
-  );
+    const store = openFileConfigStore(root);
+    const receipt = store.apply(tx);
+    expect(receipt).toMatchObject({ transaction_id: 'tx-crash', prior_revision: base.applied_revision, readback_verified: true, changed_namespaces: ['a', 'b'] });
+    expect(store.read().revision).toBe(receipt.applied_revision);
+    expect(store.read().value.namespaces).toEqual({ a: ns({ v: 1 }), b: ns() });
+    expect(readdirSync(txDir(root)).sort()).toEqual(['base.json', 'tx-crash.json']);
+    expect(store.apply(tx)).toEqual(receipt);
+  });
 
   it('another transaction after a crash first publishes the interrupted one’s receipt', () => {
     const root = tempRoot();

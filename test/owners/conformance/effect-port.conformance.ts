@@ -49,7 +49,14 @@ const step = (e: EffectRecord, seq: number, event: EffectTransition['event'], s:
   ...over,
 });
 const create = (e: EffectRecord): EffectWrite => ({ op: 'create_effect', effect: e, transition: step(e, 1, 'intent', 0), enqueued_at: e.created_at });
-const queuedOf = (e: EffectRecord, enqueued_at = e.created_at) => ({ operation_id: e.operation_id, idempotency_key: e.idempotency_key, goal_id: e.goal_id, kind: e.kind, target: e.target, enqueued_at });
+const queuedOf = (e: EffectRecord, enqueued_at = e.created_at) => ({
+  operation_id: e.operation_id,
+  idempotency_key: e.idempotency_key,
+  goal_id: e.goal_id,
+  kind: e.kind,
+  target: e.target,
+  enqueued_at,
+});
 const dispatched = (e: EffectRecord, s: number): EffectRecord => ({ ...e, attempt: e.attempt + 1, dispatched_at: at(s) });
 const settled = (e: EffectRecord, outcome: EffectRecord['outcome'], receipt: EffectRecord['receipt'], s: number): EffectRecord => ({ ...e, outcome, receipt, settled_at: at(s) });
 
@@ -187,7 +194,9 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
       const before = { one: await p.read({ operation_id: 'op-1' }), two: await p.read({ operation_id: 'op-2', idempotency_key: 'key-1' }), history: await p.listHistory('op-1') };
       p.close();
       const q = h.open();
-      expect({ one: await q.read({ operation_id: 'op-1' }), two: await q.read({ operation_id: 'op-2', idempotency_key: 'key-1' }), history: await q.listHistory('op-1') }).toEqual(before);
+      expect({ one: await q.read({ operation_id: 'op-1' }), two: await q.read({ operation_id: 'op-2', idempotency_key: 'key-1' }), history: await q.listHistory('op-1') }).toEqual(
+        before,
+      );
       expect(await q.commit({ op: 'update_effect', effect: dispatched(d, 3), transition: step(d, 2, 'dispatch', 3), outbox: 'remove' })).toEqual(conflict('changed'));
       expect(await q.commit(create(effect(2)))).toEqual(conflict('exists'));
     });
@@ -197,11 +206,15 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
       const s = settled(d, 'committed', { http_status: 201, body: { ok: true } }, 3);
       await p.commit({ op: 'update_effect', effect: s, transition: step(s, 3, 'settle', 3, { receipt: { http_status: 201 } }), outbox: 'remove' });
       const rows = await p.read({ operation_id: 'op-1', idempotency_key: 'key-1' });
-      ((rows.effect!.receipt as { body: { ok: boolean } }).body).ok = false;
+      (rows.effect!.receipt as { body: { ok: boolean } }).body.ok = false;
       (rows.key_holder as { outcome: string }).outcome = 'absent';
       ((await p.listHistory('op-1'))[2]!.receipt as { http_status: number }).http_status = 500;
       ((await p.listEffects())[0] as { attempt: number }).attempt = 7;
-      expect(await p.read({ operation_id: 'op-1', idempotency_key: 'key-1' })).toEqual({ effect: s, last_transition: step(s, 3, 'settle', 3, { receipt: { http_status: 201 } }), key_holder: s });
+      expect(await p.read({ operation_id: 'op-1', idempotency_key: 'key-1' })).toEqual({
+        effect: s,
+        last_transition: step(s, 3, 'settle', 3, { receipt: { http_status: 201 } }),
+        key_holder: s,
+      });
     });
 
     it('a closed port fails commits with provider_closed and rejects every read', async () => {
@@ -221,7 +234,7 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
       h.damage('op-1');
       expect((await rejectionOf(() => p.read({ operation_id: 'op-1' }))).code).toBe('effect_store_corrupt');
       expect((await rejectionOf(() => p.read({ idempotency_key: 'key-1' }))).code).toBe('effect_store_corrupt');
-      expect((await rejectionOf(() => p.listEffects()))).toMatchObject({ code: 'effect_store_corrupt', kind: 'internal' });
+      expect(await rejectionOf(() => p.listEffects())).toMatchObject({ code: 'effect_store_corrupt', kind: 'internal' });
       expect((await p.read({ operation_id: 'op-2' })).effect).toEqual(effect(2));
       const j = effectJournal(p, CLOCK);
       expect((await rejectionOf(() => j.beginDispatch('op-1'))).code).toBe('effect_store_corrupt');

@@ -170,7 +170,10 @@ export function describeQuotaPort(name: string, make: PortFactory<QuotaPort>): v
       expect((await racing.spend(request)).status).toBe('replayed');
       race = () => other.spend({ ...request, effect_id: 'st-s#quota_spend' });
       expect((await rejectionOf(() => racing.spend({ ...request, effect_id: 'st-s#quota_spend', amount: 7 }))).code).toBe('quota_spend_conflict');
-      expect((await inner.list({})).map((e) => [e.effect_id, e.amount])).toEqual([['st-r#quota_spend', 1], ['st-s#quota_spend', 1]]);
+      expect((await inner.list({})).map((e) => [e.effect_id, e.amount])).toEqual([
+        ['st-r#quota_spend', 1],
+        ['st-s#quota_spend', 1],
+      ]);
     });
   });
 }

@@ -82,7 +82,13 @@ export function describeSchedulerPort(name: string, make: PortFactory<SchedulerP
 
     it('due timers are the enabled ones at or before the instant, earliest first, ties in creation order', async () => {
       const p = make().open();
-      const rows = [timer('tmr-c', { next_due_at: at(10) }), timer('tmr-a', { next_due_at: at(5) }), timer('tmr-off', { next_due_at: at(1), enabled: false }), timer('tmr-b', { next_due_at: at(5) }), timer('tmr-late', { next_due_at: at(11) })];
+      const rows = [
+        timer('tmr-c', { next_due_at: at(10) }),
+        timer('tmr-a', { next_due_at: at(5) }),
+        timer('tmr-off', { next_due_at: at(1), enabled: false }),
+        timer('tmr-b', { next_due_at: at(5) }),
+        timer('tmr-late', { next_due_at: at(11) }),
+      ];
       for (const t of rows) await p.commit({ op: 'insert_timer', timer: t });
       expect((await p.due(at(10))).map((t) => t.timer_id)).toEqual(['tmr-a', 'tmr-b', 'tmr-c']);
       expect((await p.due(at(4))).map((t) => t.timer_id)).toEqual([]);

@@ -164,8 +164,17 @@ export function describeSessionPort(name: string, make: PortFactory<SessionPort>
       const t1 = turnRow(s, 1);
       await p.commit({ op: 'begin_turn', expected_execution_generation: 1, turn: t1 });
       expect(await p.commit({ op: 'settle_turn', expected_execution_generation: 1, phase_count: 0, settlement: settlementRow(t1, 'st-1') })).toEqual(conflict('exists'));
-      expect(await p.commit({ op: 'settle_turn', expected_execution_generation: 1, phase_count: 0, settlement: settlementRow(turnRow(sessionRow({ session_id: 'ses_none' }), 0), 'st-9') })).toEqual(conflict('missing'));
-      expect(await p.commit({ op: 'append_phase', expected_execution_generation: 1, turn_key: t.turn_key, position: 1, phase: { phase: 'typed_result', at: at(10), ref: null } })).toEqual(conflict('changed'));
+      expect(
+        await p.commit({
+          op: 'settle_turn',
+          expected_execution_generation: 1,
+          phase_count: 0,
+          settlement: settlementRow(turnRow(sessionRow({ session_id: 'ses_none' }), 0), 'st-9'),
+        }),
+      ).toEqual(conflict('missing'));
+      expect(
+        await p.commit({ op: 'append_phase', expected_execution_generation: 1, turn_key: t.turn_key, position: 1, phase: { phase: 'typed_result', at: at(10), ref: null } }),
+      ).toEqual(conflict('changed'));
       expect((await p.read({ turn_key: t1.turn_key })).settlement).toBeUndefined();
     });
 

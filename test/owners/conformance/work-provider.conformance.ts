@@ -72,9 +72,23 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
       expect(r).toEqual({ status: 'applied', cursor: 1, provider_revision: revision });
       expect(revisionOf(r)).not.toBe(before);
       expect(await p.load()).toEqual({ head: { n: 1 }, cursor: 1, provider_revision: revision });
-      expect(await p.readReceipt('op-1')).toEqual({ operation_id: 'op-1', request_digest: sha(1), cursor: 1, provider_revision: revision, receipt: { operation_id: 'op-1', n: 1 } });
+      expect(await p.readReceipt('op-1')).toEqual({
+        operation_id: 'op-1',
+        request_digest: sha(1),
+        cursor: 1,
+        provider_revision: revision,
+        receipt: { operation_id: 'op-1', n: 1 },
+      });
       expect((await p.scanCommitted(0, 10)).transactions).toEqual([
-        { cursor: 1, provider_revision: revision, operation_id: 'op-1', request_digest: sha(1), events: [{ type: 'e', n: 1 }], receipt: { operation_id: 'op-1', n: 1 }, projection: { n: 1 } },
+        {
+          cursor: 1,
+          provider_revision: revision,
+          operation_id: 'op-1',
+          request_digest: sha(1),
+          events: [{ type: 'e', n: 1 }],
+          receipt: { operation_id: 'op-1', n: 1 },
+          projection: { n: 1 },
+        },
       ]);
     });
 
@@ -94,7 +108,10 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
       const p = await h.open();
       const q = await h.open(); // a second connection on the same store
       const expected = (await p.load()).provider_revision;
-      const racers = [p, q, p, q].map((via, i) => ({ via, req: { expected_provider_revision: expected, operation_id: `race-${i}`, request_digest: sha(100 + i), events: [{ type: 'e', i }], next_projection: { i }, receipt: { i } } }));
+      const racers = [p, q, p, q].map((via, i) => ({
+        via,
+        req: { expected_provider_revision: expected, operation_id: `race-${i}`, request_digest: sha(100 + i), events: [{ type: 'e', i }], next_projection: { i }, receipt: { i } },
+      }));
       // Every commit is in flight before any answer is looked at.
       const results = await Promise.all(racers.map(({ via, req }) => via.commit(req)));
       const applied = results.flatMap((r, i) => (r.status === 'applied' ? [i] : []));
@@ -103,7 +120,7 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
       const winner = applied[0]!;
       expect(await q.load()).toMatchObject({ cursor: 1, head: { i: winner } });
       expect((await p.scanCommitted(0, 10)).transactions.map((t) => t.operation_id)).toEqual([`race-${winner}`]);
-      for (const i of [0, 1, 2, 3]) expect(await p.readReceipt(`race-${i}`) === undefined).toBe(i !== winner);
+      for (const i of [0, 1, 2, 3]) expect((await p.readReceipt(`race-${i}`)) === undefined).toBe(i !== winner);
     });
 
     it('the same operation id racing on the same expected revision applies once; the other is operation_id_exists or provider_revision_mismatch', async () => {
@@ -232,14 +249,23 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
       expect(await p.storeIdentity()).toEqual(id);
       expect((await p.scanCommitted(0, 12)).transactions).toEqual(early);
       for (let n = 1; n <= 30; n++) {
-        expect(await p.readReceipt(`op-${n}`)).toEqual({ operation_id: `op-${n}`, request_digest: sha(n), cursor: n, provider_revision: `${id.incarnation}:${n}`, receipt: { operation_id: `op-${n}`, n } });
+        expect(await p.readReceipt(`op-${n}`)).toEqual({
+          operation_id: `op-${n}`,
+          request_digest: sha(n),
+          cursor: n,
+          provider_revision: `${id.incarnation}:${n}`,
+          receipt: { operation_id: `op-${n}`, n },
+        });
       }
     });
 
     it('a closed provider fails commits and rejects reads', async () => {
       const p = await make().open();
       p.close();
-      expect(await p.commit({ expected_provider_revision: 'x', operation_id: 'a', request_digest: sha(1), events: [{}], next_projection: {}, receipt: {} })).toEqual({ status: 'failed', code: 'provider_closed' });
+      expect(await p.commit({ expected_provider_revision: 'x', operation_id: 'a', request_digest: sha(1), events: [{}], next_projection: {}, receipt: {} })).toEqual({
+        status: 'failed',
+        code: 'provider_closed',
+      });
       expect((await rejectionOf(() => p.load())).code).toBe('provider_closed');
       expect((await rejectionOf(() => p.readReceipt('a'))).code).toBe('provider_closed');
       expect((await rejectionOf(() => p.scanCommitted(0, 1))).code).toBe('provider_closed');

@@ -37,7 +37,11 @@ const codeOf = async (fn: () => Promise<unknown>): Promise<string | undefined> =
   }
   return undefined;
 };
-const asyncCodeOf = (p: Promise<unknown>): Promise<string | undefined> => p.then(() => undefined, (e: { code?: string }) => e.code);
+const asyncCodeOf = (p: Promise<unknown>): Promise<string | undefined> =>
+  p.then(
+    () => undefined,
+    (e: { code?: string }) => e.code,
+  );
 
 const intent = (n = 1, over: Partial<RecordIntentRequest> = {}): RecordIntentRequest => ({
   operation_id: `op-${n}`,
@@ -72,7 +76,16 @@ describe.each(providers)('effect owner (%s)', (_name, make) => {
     const j = make();
     const { effect, replayed } = await j.recordIntent(intent());
     expect(replayed).toBe(false);
-    expect(effect).toMatchObject({ operation_id: 'op-1', idempotency_key: 'key-1', goal_id: 'g1', outcome: 'pending', receipt: null, attempt: 0, dispatched_at: null, settled_at: null });
+    expect(effect).toMatchObject({
+      operation_id: 'op-1',
+      idempotency_key: 'key-1',
+      goal_id: 'g1',
+      outcome: 'pending',
+      receipt: null,
+      attempt: 0,
+      dispatched_at: null,
+      settled_at: null,
+    });
     expect(effect.intent).toBe('{"body":{"n":1},"url":"http://127.0.0.1:9/deliveries"}');
     expect(effect.intent_digest).toMatch(/^[0-9a-f]{64}$/);
     expect(await j.outbox()).toEqual([expect.objectContaining({ operation_id: 'op-1', idempotency_key: 'key-1', target: 'webhook:127.0.0.1:9' })]);
@@ -144,7 +157,11 @@ describe.each(providers)('effect owner (%s)', (_name, make) => {
     expect(await codeOf(() => j.settle('op-1', 'committed', { http_status: 200 }))).toBe('effect_already_settled');
     expect(await codeOf(() => j.settle('op-1', 'absent', {}))).toBe('effect_already_settled');
     expect(await codeOf(() => j.settle('op-1', 'pending' as 'absent', {}))).toBe('effect_input_invalid');
-    expect((await j.history('op-1')).map((h) => [h.seq, h.event, h.outcome])).toEqual([[1, 'intent', 'pending'], [2, 'dispatch', 'pending'], [3, 'settle', 'committed']]);
+    expect((await j.history('op-1')).map((h) => [h.seq, h.event, h.outcome])).toEqual([
+      [1, 'intent', 'pending'],
+      [2, 'dispatch', 'pending'],
+      [3, 'settle', 'committed'],
+    ]);
     j.close();
   });
 
@@ -227,7 +244,12 @@ describe.each(providers)('effect owner (%s)', (_name, make) => {
     expect((await j.outbox()).map((o) => o.operation_id)).toEqual(['op-1']);
     expect((await j.beginDispatch('op-1')).attempt).toBe(2);
     expect((await j.history('op-1')).map((h) => `${h.event}:${h.outcome}`)).toEqual([
-      'intent:pending', 'dispatch:pending', 'settle:unknown', 'settle:absent', 'reissue:pending', 'dispatch:pending',
+      'intent:pending',
+      'dispatch:pending',
+      'settle:unknown',
+      'settle:absent',
+      'reissue:pending',
+      'dispatch:pending',
     ]);
     expect((await j.history('op-1'))[3]!.receipt).toEqual({ checked: true });
     j.close();
@@ -281,7 +303,11 @@ describe.each(providers)('effect owner (%s)', (_name, make) => {
     const first = await j.resolve('op-2', { outcome: pending.outcome, attempt: pending.attempt }, 'absent', { resolved_by: 'operator' });
     expect(first).toMatchObject({ replayed: false, effect: { outcome: 'absent', receipt: { resolved_by: 'operator' } } });
     expect((await j.resolve('op-2', { outcome: 'pending', attempt: 1 }, 'absent', { resolved_by: 'operator' })).replayed).toBe(true);
-    expect((await j.history('op-2')).map((h) => [h.event, h.outcome])).toEqual([['intent', 'pending'], ['dispatch', 'pending'], ['settle', 'absent']]);
+    expect((await j.history('op-2')).map((h) => [h.event, h.outcome])).toEqual([
+      ['intent', 'pending'],
+      ['dispatch', 'pending'],
+      ['settle', 'absent'],
+    ]);
     expect(await j.holds()).toEqual([]);
     j.close();
   });

@@ -57,7 +57,12 @@ describe('effect readHistorical', () => {
     const { copy } = await copiedFixture();
     const h = readHistorical(copy);
     expect(h.schema_version).toBe(1);
-    expect(h.effects.map((e) => [e.operation_id, e.outcome])).toEqual([['op-1', 'committed'], ['op-2', 'unknown'], ['op-3', 'pending'], ['op-4', 'pending']]);
+    expect(h.effects.map((e) => [e.operation_id, e.outcome])).toEqual([
+      ['op-1', 'committed'],
+      ['op-2', 'unknown'],
+      ['op-3', 'pending'],
+      ['op-4', 'pending'],
+    ]);
     expect(h.outbox.map((o) => o.operation_id)).toEqual(['op-3']);
     expect(h.transitions.filter((t) => t.operation_id === 'op-1').map((t) => t.event)).toEqual(['intent', 'dispatch', 'settle']);
     expect(codes(h)).toEqual(['effect_delivery_pending effect:op-3', 'effect_dispatch_in_flight effect:op-4', 'effect_outcome_unknown effect:op-2']);

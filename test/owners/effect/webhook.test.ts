@@ -37,7 +37,11 @@ const sinkAt = async (port = 0, journalPath?: string): Promise<WebhookSink> => {
   closers.push(() => sink.close());
   return sink;
 };
-const asyncCodeOf = (p: Promise<unknown>): Promise<string | undefined> => p.then(() => undefined, (e: { code?: string }) => e.code);
+const asyncCodeOf = (p: Promise<unknown>): Promise<string | undefined> =>
+  p.then(
+    () => undefined,
+    (e: { code?: string }) => e.code,
+  );
 
 const providers: Array<[string, () => EffectJournal]> = [
   ['memory', () => memoryEffectJournal()],
@@ -88,7 +92,10 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     const r = await j.reconcile('op-1', webhookOperationQuery());
     expect(r.resolution).toBe('committed');
     expect(r.effect).toMatchObject({ operation_id: 'op-1', outcome: 'committed', attempt: 1 });
-    expect(r.effect.receipt).toMatchObject({ reconciled: true, observation: { source: 'operation_query', found: true, delivery: { operation_id: 'op-1', idempotency_key: 'key-1' } } });
+    expect(r.effect.receipt).toMatchObject({
+      reconciled: true,
+      observation: { source: 'operation_query', found: true, delivery: { operation_id: 'op-1', idempotency_key: 'key-1' } },
+    });
     const stored = (await (await fetch(sink.deliveriesUrl)).json()) as { deliveries: unknown[] };
     expect(stored.deliveries).toHaveLength(1);
     expect(await j.list()).toHaveLength(1);
@@ -143,10 +150,13 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
   it('a timeout is unknown and never retried', async () => {
     const hanging: Server = createServer(() => undefined); // accepts, never answers
     await new Promise<void>((res) => hanging.listen(0, '127.0.0.1', res));
-    closers.push(() => new Promise<void>((res) => {
-      hanging.closeAllConnections();
-      hanging.close(() => res());
-    }));
+    closers.push(
+      () =>
+        new Promise<void>((res) => {
+          hanging.closeAllConnections();
+          hanging.close(() => res());
+        }),
+    );
     let requests = 0;
     hanging.on('request', () => requests++);
     const j = make();
@@ -171,7 +181,14 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     const sink = await sinkAt();
     const j = make();
     const req = delivery(sink);
-    await j.recordIntent({ operation_id: req.operation_id, idempotency_key: req.idempotency_key, goal_id: 'g1', kind: 'webhook.deliver', target: webhookTarget(req.url), intent: { url: req.url, body: req.body } });
+    await j.recordIntent({
+      operation_id: req.operation_id,
+      idempotency_key: req.idempotency_key,
+      goal_id: 'g1',
+      kind: 'webhook.deliver',
+      target: webhookTarget(req.url),
+      intent: { url: req.url, body: req.body },
+    });
     await j.beginDispatch('op-1'); // as if the process died right after dispatching
     expect(await asyncCodeOf(deliverWebhook(j, req))).toBe('effect_dispatch_in_flight');
     expect(sink.deliveries()).toEqual([]);
@@ -183,7 +200,14 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     const sink = await sinkAt();
     const j = make();
     const req = delivery(sink);
-    await j.recordIntent({ operation_id: req.operation_id, idempotency_key: req.idempotency_key, goal_id: 'g1', kind: 'webhook.deliver', target: webhookTarget(req.url), intent: webhookIntent(req.url, req.body) });
+    await j.recordIntent({
+      operation_id: req.operation_id,
+      idempotency_key: req.idempotency_key,
+      goal_id: 'g1',
+      kind: 'webhook.deliver',
+      target: webhookTarget(req.url),
+      intent: webhookIntent(req.url, req.body),
+    });
     const dispatched = await j.beginDispatch('op-1');
     const sent = await sendWebhook(dispatched);
     expect(sent).toMatchObject({ outcome: 'committed', receipt: { http_status: 201 } });

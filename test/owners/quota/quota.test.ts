@@ -9,13 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/core/index.js';
-import {
-  memoryQuotaLedger,
-  openSqliteQuotaLedger,
-  rollingWindow,
-  type QuotaLedger,
-  type SpendRequest,
-} from '../../../src/owners/quota/index.js';
+import { memoryQuotaLedger, openSqliteQuotaLedger, rollingWindow, type QuotaLedger, type SpendRequest } from '../../../src/owners/quota/index.js';
 import { readHistoricalFile as readHistorical } from '../../../src/owners/quota/historical.js';
 
 const dirs: string[] = [];
@@ -130,7 +124,12 @@ describe.each(providers)('quota owner (%s)', (_name, make) => {
     c.advance(10 * MIN);
     await q.spend(spend(5)); // 00:30
     expect(await q.total('g1', { since: '2026-03-01T00:00:00Z' })).toEqual({
-      goal_id: 'g1', goal_instance_id: null, since: '2026-03-01T00:00:00.000Z', until: null, totals: { turn: 3, token: 500 }, entries: 4,
+      goal_id: 'g1',
+      goal_instance_id: null,
+      since: '2026-03-01T00:00:00.000Z',
+      until: null,
+      totals: { turn: 3, token: 500 },
+      entries: 4,
     });
     expect((await q.total({ goal_id: 'g1', goal_instance_id: 'gi_1' }, { since: '2026-03-01T00:00:00Z' })).totals).toEqual({ turn: 2, token: 500 });
     // since is inclusive, until exclusive
@@ -207,7 +206,10 @@ describe('quota readHistorical', () => {
     const listing = readdirSync(workspace).sort();
     const h = readHistorical(copy);
     expect(h.schema_version).toBe(1);
-    expect(h.entries.map((e) => [e.effect_id, e.status])).toEqual([['st-1#quota_spend', 'written'], ['st-2#quota_spend', 'voided']]);
+    expect(h.entries.map((e) => [e.effect_id, e.status])).toEqual([
+      ['st-1#quota_spend', 'written'],
+      ['st-2#quota_spend', 'voided'],
+    ]);
     expect(codes(h)).toEqual(['quota_ledger_historical file:quota.db']);
     expect(h.findings[0]!.severity).toBe('warning');
     expect(sha256Hex(readFileSync(copy))).toBe(before);

@@ -147,7 +147,9 @@ describe.each(impls)('registry contract (%s)', (_name, make) => {
     const p = registry.addProject({ project_id: 'proj', name: 'P' }, 'absent');
     expect(codeOf(() => registry.registerGoal({ goal_id: '../x', goal_instance_id: inst(1), project_id: 'proj', status: 'active' }, p.revision))).toBe('registry_input_invalid');
     expect(codeOf(() => registry.registerGoal({ goal_id: 'g', goal_instance_id: 'ginst_XYZ', project_id: 'proj', status: 'active' }, p.revision))).toBe('registry_input_invalid');
-    expect(codeOf(() => registry.registerGoal({ goal_id: 'g', goal_instance_id: inst(1), project_id: 'proj', status: 'done' as never }, p.revision))).toBe('registry_input_invalid');
+    expect(codeOf(() => registry.registerGoal({ goal_id: 'g', goal_instance_id: inst(1), project_id: 'proj', status: 'done' as never }, p.revision))).toBe(
+      'registry_input_invalid',
+    );
   });
 
   it('A→B→A: every exact read holds the bytes it decoded, and an earlier witness is a copy the store never changes', () => {

@@ -35,7 +35,10 @@ describe('automations and skills', () => {
     mkdirSync(join(root, 'skills', 'loopx-review'), { recursive: true });
     expect(listAutomations(root)).toEqual({
       kind: 'automations',
-      entries: [{ name: 'heartbeat', disabled: true }, { name: 'nightly-report', disabled: true }],
+      entries: [
+        { name: 'heartbeat', disabled: true },
+        { name: 'nightly-report', disabled: true },
+      ],
       findings: [],
     });
     expect(listSkills(root).entries).toEqual([{ name: 'loopx-review', disabled: true }]);
@@ -50,7 +53,11 @@ describe('automations and skills', () => {
     mkdirSync(join(root, 'skills', 'has space'));
     const l = listSkills(root);
     expect(l.entries).toEqual([{ name: 'ok', disabled: true }]);
-    expect(l.findings.map((f) => `${f.code} ${f.subject}`).sort()).toEqual(['skill_name_unsafe dir:skills', 'skill_not_directory skill:alias', 'skill_not_directory skill:stray.txt']);
+    expect(l.findings.map((f) => `${f.code} ${f.subject}`).sort()).toEqual([
+      'skill_name_unsafe dir:skills',
+      'skill_not_directory skill:alias',
+      'skill_not_directory skill:stray.txt',
+    ]);
     expect(l.findings.every((f) => f.severity === 'error' && f.next_action.length > 0)).toBe(true);
   });
 

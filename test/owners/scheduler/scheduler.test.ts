@@ -9,12 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/core/index.js';
-import {
-  memorySchedulerStore,
-  openSqliteSchedulerStore,
-  parseCadence,
-  type SchedulerStore,
-} from '../../../src/owners/scheduler/index.js';
+import { memorySchedulerStore, openSqliteSchedulerStore, parseCadence, type SchedulerStore } from '../../../src/owners/scheduler/index.js';
 import { readHistoricalFile as readHistorical } from '../../../src/owners/scheduler/historical.js';
 
 const dirs: string[] = [];
@@ -52,7 +47,17 @@ describe('cadence', () => {
   });
 
   it('refuses anything else', async () => {
-    for (const bad of ['', 'FREQ=WEEKLY', 'FREQ=MINUTELY;INTERVAL=0', 'FREQ=MINUTELY;INTERVAL=05', 'FREQ=MINUTELY;FREQ=HOURLY', 'FREQ=MINUTELY;COUNT=3', 'freq=minutely', 'FREQ=MINUTELY;INTERVAL=1000001', 'FREQ=MINUTELY;']) {
+    for (const bad of [
+      '',
+      'FREQ=WEEKLY',
+      'FREQ=MINUTELY;INTERVAL=0',
+      'FREQ=MINUTELY;INTERVAL=05',
+      'FREQ=MINUTELY;FREQ=HOURLY',
+      'FREQ=MINUTELY;COUNT=3',
+      'freq=minutely',
+      'FREQ=MINUTELY;INTERVAL=1000001',
+      'FREQ=MINUTELY;',
+    ]) {
       expect(await codeOf(() => parseCadence(bad)), bad).toBe('scheduler_cadence_invalid');
     }
   });
@@ -63,7 +68,14 @@ describe.each(providers)('scheduler owner (%s)', (_name, make) => {
     const s = make(clock().now);
     const { timer, replayed } = await s.createTimer(every5);
     expect(replayed).toBe(false);
-    expect(timer).toMatchObject({ timer_id: 'tmr-1', goal_id: 'g1', cadence: 'FREQ=MINUTELY;INTERVAL=5', next_due_at: '2026-03-01T00:05:00.000Z', enabled: true, last_fired_due_at: null });
+    expect(timer).toMatchObject({
+      timer_id: 'tmr-1',
+      goal_id: 'g1',
+      cadence: 'FREQ=MINUTELY;INTERVAL=5',
+      next_due_at: '2026-03-01T00:05:00.000Z',
+      enabled: true,
+      last_fired_due_at: null,
+    });
     expect(timer.reset_token).toMatch(/^rst_[0-9a-f]{24}$/);
     expect(await s.createTimer(every5)).toEqual({ timer, replayed: true });
     expect(await codeOf(() => s.createTimer({ ...every5, cadence: 'FREQ=MINUTELY;INTERVAL=6' }))).toBe('timer_identity_mismatch');
@@ -200,7 +212,10 @@ describe('scheduler readHistorical', () => {
     const listing = readdirSync(workspace).sort();
     const h = readHistorical(copy);
     expect(h.schema_version).toBe(1);
-    expect(h.timers.map((t) => [t.timer_id, t.enabled, t.cadence])).toEqual([['tmr-1', true, 'FREQ=MINUTELY;INTERVAL=5'], ['tmr-off', false, 'FREQ=MINUTELY;INTERVAL=5']]);
+    expect(h.timers.map((t) => [t.timer_id, t.enabled, t.cadence])).toEqual([
+      ['tmr-1', true, 'FREQ=MINUTELY;INTERVAL=5'],
+      ['tmr-off', false, 'FREQ=MINUTELY;INTERVAL=5'],
+    ]);
     expect(codes(h)).toEqual(['timer_restored_disabled timer:tmr-1']);
     expect(h.findings[0]!.severity).toBe('warning');
     expect(sha256Hex(readFileSync(copy))).toBe(before);

@@ -54,8 +54,14 @@ describe('session readHistorical', () => {
     const f = await copiedFixture();
     const h = readHistorical(f.copy);
     expect(h.schema_version).toBe(1);
-    expect(h.sessions.map((s) => [s.session_id, s.status])).toEqual([[f.sessionId, 'active'], [f.retiredId, 'retired']]);
-    expect(h.turns.map((t) => [t.turn_key, t.status, t.phases.length])).toEqual([[f.t0, 'committed', 4], [f.t1, 'in_progress', 1]]);
+    expect(h.sessions.map((s) => [s.session_id, s.status])).toEqual([
+      [f.sessionId, 'active'],
+      [f.retiredId, 'retired'],
+    ]);
+    expect(h.turns.map((t) => [t.turn_key, t.status, t.phases.length])).toEqual([
+      [f.t0, 'committed', 4],
+      [f.t1, 'in_progress', 1],
+    ]);
     expect(h.turns[1]!.phases[0]).toMatchObject({ phase: 'host_execute', ref: 'op-1#host_execute' });
     expect(h.settlements.map((s) => s.settlement_id)).toEqual(['st-0']);
     expect(h.findings).toEqual(

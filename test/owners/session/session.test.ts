@@ -8,13 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { canonicalJson, sha256Hex } from '../../../src/core/index.js';
-import {
-  TURN_PHASES,
-  memorySessionStore,
-  openSqliteSessionStore,
-  type SessionStore,
-  type TurnPhase,
-} from '../../../src/owners/session/index.js';
+import { TURN_PHASES, memorySessionStore, openSqliteSessionStore, type SessionStore, type TurnPhase } from '../../../src/owners/session/index.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -113,7 +107,9 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
     const r = await store.retireSession(id, 1);
     expect(await codeOf(() => store.recordPhase(turn.turn_key, 'host_execute', gen))).toBe('session_retired');
     expect(await codeOf(() => store.settleTurn(turn.turn_key, { settlement_id: 'st-1', status: 'stopped', expected_execution_generation: gen }))).toBe('session_generation_stale');
-    expect((await store.settleTurn(turn.turn_key, { settlement_id: 'st-1', status: 'stopped', expected_execution_generation: r.execution_generation })).settlement.status).toBe('stopped');
+    expect((await store.settleTurn(turn.turn_key, { settlement_id: 'st-1', status: 'stopped', expected_execution_generation: r.execution_generation })).settlement.status).toBe(
+      'stopped',
+    );
     expect(r).toMatchObject({ status: 'retired', execution_generation: gen + 1 });
     expect(await codeOf(() => store.bindRun(id, 'run-2', gen))).toBe('session_retired');
     expect(await codeOf(() => store.beginTurn(id, 1, r.execution_generation))).toBe('session_retired');
@@ -183,8 +179,16 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
     const base = { expected_execution_generation: gen };
     expect(await codeOf(() => store.settleTurn(turn.turn_key, { ...base, settlement_id: 'st-1', status: 'committed' }))).toBe('settlement_invalid');
     expect(await codeOf(() => store.settleTurn(turn.turn_key, { ...base, settlement_id: 'st-1', status: 'failed', failed_phase: 'validation' }))).toBe('settlement_invalid');
-    expect(await codeOf(() => store.settleTurn(turn.turn_key, { ...base, settlement_id: 'st-1', status: 'stopped', failed_phase: 'durable_writeback' }))).toBe('settlement_invalid');
-    const { settlement } = await store.settleTurn(turn.turn_key, { ...base, settlement_id: 'st-1', status: 'failed', failed_phase: 'durable_writeback', result_kind: 'writeback_failed' });
+    expect(await codeOf(() => store.settleTurn(turn.turn_key, { ...base, settlement_id: 'st-1', status: 'stopped', failed_phase: 'durable_writeback' }))).toBe(
+      'settlement_invalid',
+    );
+    const { settlement } = await store.settleTurn(turn.turn_key, {
+      ...base,
+      settlement_id: 'st-1',
+      status: 'failed',
+      failed_phase: 'durable_writeback',
+      result_kind: 'writeback_failed',
+    });
     expect(settlement).toMatchObject({ status: 'failed', failed_phase: 'durable_writeback', result_kind: 'writeback_failed', phase_count: 3 });
     expect((await store.getTurn(turn.turn_key))!.status).toBe('failed');
     store.close();
@@ -212,7 +216,9 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
     const t0 = (await store.beginTurn(id, 0, gen)).turn;
     await store.settleTurn(t0.turn_key, { settlement_id: 'st-1', status: 'stopped', expected_execution_generation: gen });
     const t1 = (await store.beginTurn(id, 1, gen)).turn;
-    expect(await codeOf(() => store.settleTurn(t1.turn_key, { settlement_id: 'st-1', status: 'stopped', expected_execution_generation: gen }))).toBe('settlement_identity_mismatch');
+    expect(await codeOf(() => store.settleTurn(t1.turn_key, { settlement_id: 'st-1', status: 'stopped', expected_execution_generation: gen }))).toBe(
+      'settlement_identity_mismatch',
+    );
     expect((await store.listTurns(id)).map((t) => t.turn_index)).toEqual([0, 1]);
     store.close();
   });
@@ -222,8 +228,12 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
     const { turn } = await store.beginTurn(id, 0, gen);
     await recordUpTo(store, turn.turn_key, gen, 'durable_writeback');
     const next = (await store.bindRun(id, 'run-2', gen)).execution_generation;
-    expect(await codeOf(() => store.settleTurn(turn.turn_key, { settlement_id: 'st-old', status: 'committed', expected_execution_generation: gen }))).toBe('session_generation_stale');
-    expect(await codeOf(() => store.settleTurn(turn.turn_key, { settlement_id: 'st-new', status: 'committed', expected_execution_generation: next }))).toBe('turn_identity_mismatch');
+    expect(await codeOf(() => store.settleTurn(turn.turn_key, { settlement_id: 'st-old', status: 'committed', expected_execution_generation: gen }))).toBe(
+      'session_generation_stale',
+    );
+    expect(await codeOf(() => store.settleTurn(turn.turn_key, { settlement_id: 'st-new', status: 'committed', expected_execution_generation: next }))).toBe(
+      'turn_identity_mismatch',
+    );
     const closed = await store.settleTurn(turn.turn_key, { settlement_id: 'st-new', status: 'stopped', expected_execution_generation: next });
     expect(closed.settlement.status).toBe('stopped');
     // The replay is a readback even though the generation has moved on since.

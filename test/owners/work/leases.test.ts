@@ -31,13 +31,24 @@ describe.each(HARNESSES)('leases: %s', (_name, make) => {
     const e = await rejectionOf(() => acquire(w, 'acq'));
     expect(e.code).toBe('handoff_mode_soft_claim');
     expect(e.kind).toBe('rejected');
-    expect((await rejectionOf(() => w.renewLease({ operation_id: 'r', todo_id: 't1', owner: 'a', execution_key: 'k', lease_epoch: 1, expected_version: 1, ttl_ms: TTL }))).code).toBe('handoff_mode_soft_claim');
+    expect(
+      (await rejectionOf(() => w.renewLease({ operation_id: 'r', todo_id: 't1', owner: 'a', execution_key: 'k', lease_epoch: 1, expected_version: 1, ttl_ms: TTL }))).code,
+    ).toBe('handoff_mode_soft_claim');
   });
 
   it('acquire: version +1, epoch +1, a new execution identity, expiry = clock + TTL, claimed by the owner', async () => {
     const { w } = await setup();
     const r = await acquire(w, 'acq');
-    expect(r.receipt.lease).toMatchObject({ owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, version: 1, status: 'active', acquired_at: T0, expires_at: '2030-01-01T00:01:00.000Z', released_at: null });
+    expect(r.receipt.lease).toMatchObject({
+      owner: 'agent-a',
+      execution_key: 'exec-1',
+      lease_epoch: 1,
+      version: 1,
+      status: 'active',
+      acquired_at: T0,
+      expires_at: '2030-01-01T00:01:00.000Z',
+      released_at: null,
+    });
     expect(r.receipt.lease!.lease_id).toMatch(/^lease_[0-9a-f]{24}$/);
     expect(r.authorization_status).toBe('active');
     expect(await w.getTodo('t1')).toMatchObject({ claimed_by: 'agent-a', status: 'open', todo_revision: 2 });
@@ -59,17 +70,41 @@ describe.each(HARNESSES)('leases: %s', (_name, make) => {
     clock.advance(30_000);
     const r = await w.renewLease({ operation_id: 'renew', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1, ttl_ms: TTL });
     expect(r.receipt.lease).toMatchObject({ lease_epoch: 1, version: 2, expires_at: '2030-01-01T00:01:30.000Z', status: 'active' });
-    expect((await rejectionOf(() => w.renewLease({ operation_id: 'renew-2', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1, ttl_ms: TTL }))).code).toBe('lease_version_mismatch');
-    expect((await rejectionOf(() => w.renewLease({ operation_id: 'renew-3', todo_id: 't1', owner: 'agent-b', execution_key: 'exec-1', lease_epoch: 1, expected_version: 2, ttl_ms: TTL }))).code).toBe('lease_not_holder');
+    expect(
+      (
+        await rejectionOf(() =>
+          w.renewLease({ operation_id: 'renew-2', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1, ttl_ms: TTL }),
+        )
+      ).code,
+    ).toBe('lease_version_mismatch');
+    expect(
+      (
+        await rejectionOf(() =>
+          w.renewLease({ operation_id: 'renew-3', todo_id: 't1', owner: 'agent-b', execution_key: 'exec-1', lease_epoch: 1, expected_version: 2, ttl_ms: TTL }),
+        )
+      ).code,
+    ).toBe('lease_not_holder');
   });
 
   it('transfer: version +1, epoch +1, new owner and key; the old holder is stale', async () => {
     const { w } = await setup();
     await acquire(w, 'acq');
-    const r = await w.transferLease({ operation_id: 'xfer', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1, ttl_ms: TTL, to_owner: 'agent-b', to_execution_key: 'exec-9' });
+    const r = await w.transferLease({
+      operation_id: 'xfer',
+      todo_id: 't1',
+      owner: 'agent-a',
+      execution_key: 'exec-1',
+      lease_epoch: 1,
+      expected_version: 1,
+      ttl_ms: TTL,
+      to_owner: 'agent-b',
+      to_execution_key: 'exec-9',
+    });
     expect(r.receipt.lease).toMatchObject({ owner: 'agent-b', execution_key: 'exec-9', lease_epoch: 2, version: 2, status: 'active' });
     expect((await w.getTodo('t1'))!.claimed_by).toBe('agent-b');
-    const stale = await rejectionOf(() => w.renewLease({ operation_id: 'old-renew', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 2, ttl_ms: TTL }));
+    const stale = await rejectionOf(() =>
+      w.renewLease({ operation_id: 'old-renew', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 2, ttl_ms: TTL }),
+    );
     expect(stale.code).toBe('lease_epoch_stale');
     expect(stale.kind).toBe('conflict');
     // The original acquire receipt is history now.
@@ -84,7 +119,9 @@ describe.each(HARNESSES)('leases: %s', (_name, make) => {
     expect(rel.authorization_status).toBe('released');
     expect((await w.getTodo('t1'))!.claimed_by).toBeNull();
     expect((await w.leaseStatus('t1')).authorization).toBe('released');
-    expect((await rejectionOf(() => w.releaseLease({ operation_id: 'rel-2', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1 }))).code).toBe('lease_not_active');
+    expect(
+      (await rejectionOf(() => w.releaseLease({ operation_id: 'rel-2', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1 }))).code,
+    ).toBe('lease_not_active');
     const again = await acquire(w, 'acq-2', 'agent-b', 'exec-2', 1);
     expect(again.receipt.lease).toMatchObject({ owner: 'agent-b', lease_epoch: 2, version: 2, status: 'active' });
   });
@@ -97,7 +134,9 @@ describe.each(HARNESSES)('leases: %s', (_name, make) => {
     expect((await rejectionOf(() => acquire(w, 'take-early', 'agent-b', 'exec-2', 1))).code).toBe('lease_held');
     clock.set('2030-01-01T00:01:00.000Z');
     expect((await w.leaseStatus('t1')).authorization).toBe('expired');
-    const renew = await rejectionOf(() => w.renewLease({ operation_id: 'late-renew', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1, ttl_ms: TTL }));
+    const renew = await rejectionOf(() =>
+      w.renewLease({ operation_id: 'late-renew', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1, ttl_ms: TTL }),
+    );
     expect(renew.code).toBe('lease_expired');
     const take = await acquire(w, 'takeover', 'agent-b', 'exec-2', 1);
     expect(take.receipt.lease).toMatchObject({ owner: 'agent-b', lease_epoch: 2, version: 2, expires_at: '2030-01-01T00:02:00.000Z' });
@@ -118,12 +157,19 @@ describe.each(HARNESSES)('leases: %s', (_name, make) => {
     expect(none.kind).toBe('rejected');
     await acquire(w, 'acq');
     expect((await rejectionOf(() => w.updateTodo({ operation_id: 'done-1', todo_id: 't1', status: 'done' }))).code).toBe('lease_required');
-    expect((await rejectionOf(() => w.updateTodo({ operation_id: 'done-2', todo_id: 't1', status: 'done', lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 7 } }))).code).toBe('lease_epoch_stale');
-    expect((await rejectionOf(() => w.updateTodo({ operation_id: 'done-3', todo_id: 't1', status: 'deferred', lease: { owner: 'agent-b', execution_key: 'exec-1', lease_epoch: 1 } }))).code).toBe('lease_not_holder');
+    expect(
+      (await rejectionOf(() => w.updateTodo({ operation_id: 'done-2', todo_id: 't1', status: 'done', lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 7 } }))).code,
+    ).toBe('lease_epoch_stale');
+    expect(
+      (await rejectionOf(() => w.updateTodo({ operation_id: 'done-3', todo_id: 't1', status: 'deferred', lease: { owner: 'agent-b', execution_key: 'exec-1', lease_epoch: 1 } })))
+        .code,
+    ).toBe('lease_not_holder');
     // Non-closing changes need no lease.
     expect((await w.updateTodo({ operation_id: 'note', todo_id: 't1', note: 'progress' })).result).toBe('applied');
     clock.advance(TTL);
-    expect((await rejectionOf(() => w.updateTodo({ operation_id: 'done-4', todo_id: 't1', status: 'done', lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1 } }))).code).toBe('lease_expired');
+    expect(
+      (await rejectionOf(() => w.updateTodo({ operation_id: 'done-4', todo_id: 't1', status: 'done', lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1 } }))).code,
+    ).toBe('lease_expired');
     expect((await w.getTodo('t1'))!.status).toBe('open');
   });
 
@@ -143,8 +189,14 @@ describe.each(HARNESSES)('leases: %s', (_name, make) => {
     expect((await rejectionOf(() => w.claimTodo({ operation_id: 'claim', todo_id: 't1', agent: 'agent-a' }))).code).toBe('lease_required');
     await acquire(w, 'acq');
     expect((await rejectionOf(() => w.unclaimTodo({ operation_id: 'unclaim-1', todo_id: 't1', agent: 'agent-a' }))).code).toBe('lease_required');
-    expect((await w.unclaimTodo({ operation_id: 'unclaim-2', todo_id: 't1', agent: 'agent-a', lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1 } })).receipt.todo!.claimed_by).toBeNull();
-    expect((await w.claimTodo({ operation_id: 'claim-2', todo_id: 't1', agent: 'agent-a', lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1 } })).receipt.todo!.claimed_by).toBe('agent-a');
+    expect(
+      (await w.unclaimTodo({ operation_id: 'unclaim-2', todo_id: 't1', agent: 'agent-a', lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1 } })).receipt.todo!
+        .claimed_by,
+    ).toBeNull();
+    expect(
+      (await w.claimTodo({ operation_id: 'claim-2', todo_id: 't1', agent: 'agent-a', lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1 } })).receipt.todo!
+        .claimed_by,
+    ).toBe('agent-a');
   });
 
   it('the handoff mode changes only when quiescent', async () => {

@@ -153,4 +153,3 @@ describe('retained-prefix damage, one finding per defect', () => {
     expect(verifyRetainedPrefix(ex.records).ok).toBe(true);
   });
 });
-

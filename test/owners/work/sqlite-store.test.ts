@@ -10,13 +10,7 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/core/digest.js';
 import { openSqlite } from '../../../src/store/index.js';
-import {
-  openGoalWork,
-  openWork,
-  verifyRetainedPrefix,
-  MAX_RETAINED_TRANSACTIONS,
-  WORK_DB_VERSION,
-} from '../../../src/owners/work/index.js';
+import { openGoalWork, openWork, verifyRetainedPrefix, MAX_RETAINED_TRANSACTIONS, WORK_DB_VERSION } from '../../../src/owners/work/index.js';
 import { readHistoricalFile as readHistorical } from '../../../src/owners/work/historical.js';
 import { GOAL, errorOf, manualClock, owner, rejectionOf, sqliteHarness, tempDir } from './support.js';
 

@@ -4,14 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { isLoopxError, type LoopxError } from '../../../src/core/errors.js';
-import {
-  createMemoryWorkState,
-  memoryWorkProvider,
-  openSqliteWorkProvider,
-  openWork,
-  type WorkOwner,
-  type WorkProvider,
-} from '../../../src/owners/work/index.js';
+import { createMemoryWorkState, memoryWorkProvider, openSqliteWorkProvider, openWork, type WorkOwner, type WorkProvider } from '../../../src/owners/work/index.js';
 
 export const GOAL = 'g1';
 
@@ -25,7 +18,10 @@ export interface ProviderHarness {
 
 export function memoryHarness(): ProviderHarness {
   const state = createMemoryWorkState(GOAL);
-  return { name: 'memory', open: (o = {}) => memoryWorkProvider({ goal_id: o.goal_id ?? GOAL, state, ...(o.expected_incarnation ? { expected_incarnation: o.expected_incarnation } : {}) }) };
+  return {
+    name: 'memory',
+    open: (o = {}) => memoryWorkProvider({ goal_id: o.goal_id ?? GOAL, state, ...(o.expected_incarnation ? { expected_incarnation: o.expected_incarnation } : {}) }),
+  };
 }
 
 export function sqliteHarness(path = join(tempDir(), 'work.db'), synchronous?: 'FULL' | 'NORMAL' | 'OFF'): ProviderHarness & { path: string } {

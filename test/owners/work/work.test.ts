@@ -27,7 +27,11 @@ describe.each(HARNESSES)('work owner: %s', (_name, make) => {
     });
     await w.addTodo({ operation_id: 'add-2', todo_id: 't2-explicit', title: 'Second' });
     await w.addTodo({ operation_id: 'add-3', title: 'Third', status: 'blocked' });
-    expect((await w.listTodos()).map((t) => [t.todo_id, t.status])).toEqual([['t1', 'open'], ['t2-explicit', 'open'], ['t2', 'blocked']]);
+    expect((await w.listTodos()).map((t) => [t.todo_id, t.status])).toEqual([
+      ['t1', 'open'],
+      ['t2-explicit', 'open'],
+      ['t2', 'blocked'],
+    ]);
     expect(await w.getTodo('nope')).toBeUndefined();
     expect((await rejectionOf(() => w.addTodo({ operation_id: 'add-4', todo_id: 't1', title: 'dup' }))).code).toBe('todo_exists');
     expect((await rejectionOf(() => w.addTodo({ operation_id: 'add-5', title: '' }))).code).toBe('work_request_invalid');

@@ -206,7 +206,7 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
           ['an extended (33-byte) HMAC', () => a.verifyClaim(a.scopeId, input(), new Uint8Array([...hmac, 0]))],
           ['an empty HMAC', () => a.verifyClaim(a.scopeId, input(), new Uint8Array(0))],
           ['a different macInput', () => a.verifyClaim(a.scopeId, input({ macInput: new Uint8Array([9]) }), hmac)],
-          ["a claim from another authority with the same inputs", () => a.verifyClaim(a.scopeId, input(), other.claim(input()))],
+          ['a claim from another authority with the same inputs', () => a.verifyClaim(a.scopeId, input(), other.claim(input()))],
         ];
         const answers = (): Array<[string, unknown]> =>
           cases.map(([label, check]) => {
@@ -275,7 +275,10 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
       it('run ids that are not single safe names are refused with run_id_invalid; reading one is not found', async () => {
         const a = await make();
         for (const bad of ['../../escape', '', 'a.b', 'x'.repeat(129)]) {
-          expect(codeOf(() => a.acquireRun(bad)), bad).toBe('run_id_invalid');
+          expect(
+            codeOf(() => a.acquireRun(bad)),
+            bad,
+          ).toBe('run_id_invalid');
           expect(await asyncCodeOf(a.beginImport(bad)), bad).toBe('run_id_invalid');
           expect(a.readRecord(bad), bad).toBeUndefined();
         }
@@ -305,7 +308,15 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         expect(a.readRecord('run-1')).toBeUndefined();
         const lease = a.acquireRun('run-1')!;
         const minimal = record('run-1');
-        const full = record('run-1', { state: 'SUSPENDED', transitionGeneration: 4, payloadSha256: 'ab'.repeat(32), claimHmac: 'cd'.repeat(32), keyGeneration: 2, claimGeneration: 4, lastSequence: 41 });
+        const full = record('run-1', {
+          state: 'SUSPENDED',
+          transitionGeneration: 4,
+          payloadSha256: 'ab'.repeat(32),
+          claimHmac: 'cd'.repeat(32),
+          keyGeneration: 2,
+          claimGeneration: 4,
+          lastSequence: 41,
+        });
         a.writeRecord(lease, minimal);
         expect(a.readRecord('run-1')).toStrictEqual(minimal);
         a.writeRecord(lease, full);
