@@ -117,6 +117,3 @@ export function decodeTransition(r: HistoryRow): EffectTransition {
     at: instant(r.at, 'at'),
   };
 }
-
-/** Encodes a record for the `effects` table (receipt as canonical text supplied by the caller). */
-export const effectRow = (e: EffectRecord, receipt: string | null) => ({ ...e, receipt });

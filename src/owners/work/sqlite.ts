@@ -45,6 +45,7 @@ import {
 import { assertScanArguments, decodeEvents, decodeObject, encodeCommit } from './encoding.js';
 import { checkIdentity, foreignIncarnation, mintIdentity, type IdentityExpectations } from './identity.js';
 import { protocolViolation, providerClosed, workDbTooLarge, workDbUnreadable } from './errors.js';
+import { immediateTransaction, transactionStatements, type TransactionDecision } from '../sqlite-port.js';
 
 export const WORK_DB_SCHEMA = 'loopx_work_sqlite_v0';
 
@@ -98,8 +99,6 @@ export interface RawCommitRow {
   events: string;
   receipt: string;
 }
-
-const isBusy = (e: unknown): boolean => typeof (e as { code?: unknown })?.code === 'string' && (e as { code: string }).code.startsWith('SQLITE_BUSY');
 
 export function openSqliteWorkProvider(path: string, options: SqliteWorkOptions): WorkProvider {
   if (options.create === false && !existsSync(path)) {
@@ -182,9 +181,7 @@ type Queries = ReturnType<typeof prepare>;
 
 function prepare(db: SqliteDatabase) {
   return {
-    begin: db.prepare('BEGIN IMMEDIATE'),
-    commit: db.prepare('COMMIT'),
-    rollback: db.prepare('ROLLBACK'),
+    tx: transactionStatements(db),
     head: db.prepare('SELECT cursor, provider_revision, projection FROM head WHERE singleton = 1'),
     opExists: db.prepare('SELECT 1 FROM commits WHERE operation_id = ?'),
     insert: db.prepare('INSERT INTO commits (cursor, provider_revision, operation_id, request_digest, events, receipt) VALUES (?, ?, ?, ?, ?, ?)'),
@@ -207,52 +204,17 @@ const headRow = (q: Queries): HeadRow => {
 function commitOnce(db: SqliteDatabase, q: Queries, incarnation: string, request: WorkCommitRequest): WorkCommitResult {
   const c = encodeCommit(request);
   if ('failed' in c) return { status: 'failed', code: c.failed };
-  const rollback = (): void => {
-    if (db.inTransaction) q.rollback.run();
-  };
-  try {
-    q.begin.run();
-  } catch (e) {
-    return { status: 'failed', code: isBusy(e) ? 'provider_busy' : 'provider_write_failed' };
-  }
-  let applied: { cursor: number; provider_revision: string };
-  try {
-    if (q.opExists.get(c.operation_id) !== undefined) {
-      rollback();
-      return { status: 'conflict', reason: 'operation_id_exists' };
-    }
+  return immediateTransaction(q.tx, (): TransactionDecision<WorkCommitResult> => {
+    if (q.opExists.get(c.operation_id) !== undefined) return { commit: false, value: { status: 'conflict', reason: 'operation_id_exists' } };
     const head = headRow(q);
-    if (head.provider_revision !== c.expected_provider_revision) {
-      rollback();
-      return { status: 'conflict', reason: 'provider_revision_mismatch' };
-    }
+    if (head.provider_revision !== c.expected_provider_revision) return { commit: false, value: { status: 'conflict', reason: 'provider_revision_mismatch' } };
     const cursor = head.cursor + 1;
     const revision = formatProviderRevision(incarnation, cursor);
     q.insert.run(cursor, revision, c.operation_id, c.request_digest, c.events, c.receipt);
     const updated = q.updateHead.run(cursor, revision, c.projection, head.provider_revision);
     if (updated.changes !== 1) throw protocolViolation('the head moved inside a write transaction');
-    applied = { cursor, provider_revision: revision };
-  } catch (e) {
-    // Nothing is committed before COMMIT: rolling back proves absence.
-    try {
-      rollback();
-    } catch {
-      /* still uncommitted: no COMMIT was issued */
-    }
-    return { status: 'failed', code: isBusy(e) ? 'provider_busy' : 'provider_write_failed' };
-  }
-  try {
-    q.commit.run();
-  } catch {
-    // The commit point itself failed: WAL frames may or may not be durable. Only a readback can tell.
-    try {
-      rollback();
-    } catch {
-      /* the outcome stays ambiguous either way */
-    }
-    return { status: 'ambiguous' };
-  }
-  return { status: 'applied', ...applied };
+    return { commit: true, value: { status: 'applied', cursor, provider_revision: revision } };
+  });
 }
 
 /** One snapshot-consistent page: the rows and the head they are compared with, in one read transaction. */
