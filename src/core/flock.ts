@@ -11,16 +11,22 @@ import { conflict } from './errors.js';
 
 export interface HeldLock {
   readonly path: string;
+  /** The locked open file description's descriptor: for writing a diagnostic record into the lock file; closing it is `release()`'s job. */
+  readonly fd: number;
   release(): void;
 }
 
+/** flock(2) lock modes: exclusive (one holder) or shared (any number of holders, no exclusive one). */
+export type FlockMode = 'exclusive' | 'shared';
+
 /**
- * flock(fd, LOCK_EX|LOCK_NB): true when taken, false when another open file description holds
- * it. Any other failure is thrown. The caller owns (and eventually closes) the descriptor.
+ * flock(fd, LOCK_EX|LOCK_NB) — or LOCK_SH|LOCK_NB for `shared`: true when taken, false when a
+ * conflicting lock is held through another open file description (in this process or another).
+ * Any other failure is thrown. The caller owns (and eventually closes) the descriptor.
  */
-export function tryFlock(fd: number): boolean {
+export function tryFlock(fd: number, mode: FlockMode = 'exclusive'): boolean {
   try {
-    fsExt.flockSync(fd, 'exnb');
+    fsExt.flockSync(fd, mode === 'exclusive' ? 'exnb' : 'shnb');
     return true;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
@@ -29,12 +35,23 @@ export function tryFlock(fd: number): boolean {
   }
 }
 
-/** Take an exclusive lock without waiting; `undefined` when another open file description holds it. */
-export function tryLockExclusive(path: string): HeldLock | undefined {
+/** Open (creating owner-only, never through a link) a lock file: a new open file description, holding no lock yet. */
+export function openLockFile(path: string): number {
   const fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
   try {
     if (!fstatSync(fd).isFile()) throw conflict('lock_not_regular', 'A lock path is not a regular file.');
-    if (!tryFlock(fd)) {
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+  return fd;
+}
+
+/** Take a lock without waiting; `undefined` when a conflicting lock is held through another open file description. */
+export function tryLock(path: string, mode: FlockMode): HeldLock | undefined {
+  const fd = openLockFile(path);
+  try {
+    if (!tryFlock(fd, mode)) {
       closeSync(fd);
       return undefined;
     }
@@ -45,6 +62,7 @@ export function tryLockExclusive(path: string): HeldLock | undefined {
   let held = true;
   return {
     path,
+    fd,
     release() {
       if (!held) return;
       held = false;
@@ -53,6 +71,12 @@ export function tryLockExclusive(path: string): HeldLock | undefined {
     },
   };
 }
+
+/** Take an exclusive lock without waiting; `undefined` when another open file description holds it. */
+export const tryLockExclusive = (path: string): HeldLock | undefined => tryLock(path, 'exclusive');
+
+/** Take a shared lock without waiting; `undefined` while another open file description holds it exclusively. */
+export const tryLockShared = (path: string): HeldLock | undefined => tryLock(path, 'shared');
 
 /**
  * Run `fn` holding an exclusive lock on the lock file `name` in `dir`, waiting as long as another
