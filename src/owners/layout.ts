@@ -16,6 +16,7 @@
  *   scheduler.db                  timers (scheduler)
  *   automations/  skills/         plain directories, captured only on request (scheduler)
  *   locks/  outbox.jsonl  exports/  backups/  daemon/   not owner state (daemon/: its token, uploads and recovery workspaces)
+ *   locks/admission.gate  locks/writers.lock           the admission gate of quiescent backups (runtime/admission.ts)
  *
  * A directory holding any of the root-level owner files (`ROOT_MARKERS`) is taken for a runtime
  * root. The only place inside a root where a recovery workspace may be created is a direct child
@@ -63,6 +64,12 @@ export const LAYOUT = {
   schedulerDb: 'scheduler.db',
   automationsDir: 'automations',
   skillsDir: 'skills',
+  /** Advisory lock files (flock), never unlinked; not owner state. */
+  locksDir: 'locks',
+  /** Held LOCK_EX by a quiescent backup for as long as admission of writers is closed. */
+  admissionGate: join('locks', 'admission.gate'),
+  /** Held LOCK_SH by every admitted writer for the whole of its write work. */
+  writersLock: join('locks', 'writers.lock'),
   /** Not owner state: never captured as such. */
   nonState: ['locks', 'exports', 'backups', 'daemon', 'outbox.jsonl'] as readonly string[],
   /** Where the daemon's verifications create their recovery workspaces (inside daemon/, not state). */

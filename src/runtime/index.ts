@@ -1,12 +1,25 @@
 /**
  * Public API of the runtime: the one layer the CLI and the daemon call. It composes what is below
- * it — opening a root's owners and engine for one operation, Goal-work orchestration, Goals and
+ * it — opening a root's owners and engine for one operation, the admission gate of quiescent
+ * backups (every writer admitted, closed and drained by a backup), Goal-work orchestration, Goals and
  * Todos with their lease discipline, reading a recovery workspace back, the sample root — and
  * passes through, by name, the parts of the layers below that the CLI and daemon use as they are
  * (backup, verification, snapshots, the run authority, agent definitions). Nothing else of those
  * layers is reachable from cli/ or daemon/ (the map lint, eslint.config.js).
  */
 export { withAuthority, withRootEngine, withRootOwners, withVerifyingEngine, initRoot, type RootAccess } from './root.js';
+export {
+  admit,
+  admissionState,
+  closeAdmission,
+  isAdmissionClosed,
+  withAdmission,
+  ADMISSION_CLOSED,
+  type AdmissionState,
+  type AdmissionTicket,
+  type ClosedAdmission,
+  type CloseAdmissionOptions,
+} from './admission.js';
 export { runGoalWork, type GoalWorkRunOptions, type GoalWorkRunResult } from './goal-work.js';
 export { createGoal, goalDetail, goalView, listGoals, showGoal, transitionGoal, withGoalWork, type GoalDocInput, type GoalTransition } from './goals.js';
 export { addTodo, listTodos, operatorOperationId, TODO_STATUSES, todoView, updateTodo, type AddTodoInput, type UpdateTodoInput } from './todos.js';
