@@ -12,7 +12,8 @@
  *   command with `authority_required` before touching anything.
  * - Opening the engine opens nothing: the root (its directory, engine.db) is created or opened on
  *   first use, so a command refused before it needs the root — an import whose claim does not
- *   verify — leaves the root exactly as it was, or absent.
+ *   verify — leaves the root exactly as it was, or absent. `beforeRootOpen` (the runtime's
+ *   admission of a writer) runs once, right before that first use: its refusal opens nothing.
  * - It holds no keys (the authority signs and verifies), and it never decides an effect's outcome
  *   by guessing (mutations.ts and the effect owner do).
  */
@@ -54,6 +55,12 @@ export interface EngineOptions {
    * pass the user's local authority; tests pass an in-memory one (or a local one in a temp dir).
    */
   readonly authority: RunAuthority;
+  /**
+   * Called once, before the engine first opens or creates anything in its root (the run store, the
+   * effect journal): the runtime admits the writer here (runtime/admission.ts). A throw refuses the
+   * operation with nothing of the root opened.
+   */
+  readonly beforeRootOpen?: () => void;
 }
 
 /** A read-only engine's options: no authority, so no command (`run list|show|events`). */
@@ -72,6 +79,8 @@ export class Engine {
   #store: RunStore | undefined;
   readonly #effects: EffectAccess;
   #rootReady = false;
+  readonly #beforeRootOpen: (() => void) | undefined;
+  #rootAdmitted = false;
   #closed = false;
   readonly #reads: RunReads;
   readonly #writer: Writer | undefined;
@@ -81,7 +90,12 @@ export class Engine {
     this.application = options.application;
     this.#root = options.root;
     this.#store = options.store;
-    this.#effects = new EffectAccess({ ...(options.root !== undefined ? { root: options.root } : {}), ...(options.effects ? { effects: options.effects } : {}) });
+    this.#beforeRootOpen = options.beforeRootOpen;
+    this.#effects = new EffectAccess({
+      ...(options.root !== undefined ? { root: options.root } : {}),
+      ...(options.effects ? { effects: options.effects } : {}),
+      beforeOpen: () => this.#admitRoot(),
+    });
     const store = () => this.store;
     if ('readOnly' in options) {
       // Without the authority its run locks are invisible here: reads report no live driver.
@@ -227,8 +241,16 @@ export class Engine {
   /** The root directory (created owner-only, or validated as private), once. */
   #openRoot(): void {
     if (this.#rootReady || this.#root === undefined) return;
+    this.#admitRoot();
     ensurePrivateDir(this.#root);
     this.#rootReady = true;
+  }
+
+  /** `beforeRootOpen`, once: a refusal is thrown again on the next use, before anything opens. */
+  #admitRoot(): void {
+    if (this.#rootAdmitted || this.#root === undefined) return;
+    this.#beforeRootOpen?.();
+    this.#rootAdmitted = true;
   }
 
   /** Whether the root has stored anything: a store is open, it is in memory, or engine.db exists. */

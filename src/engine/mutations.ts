@@ -50,13 +50,17 @@ const idempotencyKeyOf = (operationId: string): string => `idem:${operationId}`;
 export class EffectAccess {
   readonly #root: string | undefined;
   #journal: effectOwner.EffectJournal | undefined;
+  readonly #beforeOpen: (() => void) | undefined;
 
-  constructor(options: { readonly root?: string; readonly effects?: effectOwner.EffectJournal }) {
+  /** `beforeOpen` runs before the root's effects.db is first opened (the engine's root admission). */
+  constructor(options: { readonly root?: string; readonly effects?: effectOwner.EffectJournal; readonly beforeOpen?: () => void }) {
     this.#root = options.root;
     this.#journal = options.effects;
+    this.#beforeOpen = options.beforeOpen;
   }
 
   forWrite(): effectOwner.EffectJournal {
+    if (this.#journal === undefined && this.#root !== undefined) this.#beforeOpen?.();
     this.#journal ??= this.#root === undefined ? effectOwner.memoryEffectJournal() : effectOwner.openSqliteEffectJournal(join(this.#root, LAYOUT.effectsDb));
     return this.#journal;
   }

@@ -11,12 +11,16 @@
  *   runs — so every call of the run finds its session. The run then suspends, exports and resumes
  *   like any other.
  *
- * It never writes an owner's files itself: every change goes through an owner's API.
+ * It never writes an owner's files itself: every change goes through an owner's API. It is a
+ * writer of the root: admitted through the admission gate (admission.ts) before the root's
+ * identity is checked, holding its ticket until the run returns (already admitted by the
+ * caller's `withRootEngine`, it rides on that ticket).
  */
 import { randomBytes } from 'node:crypto';
 import { rejected } from '../core/index.js';
 import { EFFECTS_NAMESPACE, goalWorkFenceOperation, type AgentDefinition, type Engine, type RunView } from '../engine/index.js';
 import { goal as goalOwner, openRootOwners, work as workOwner, type session as sessionOwner } from '../owners/index.js';
+import { withAdmission } from './admission.js';
 
 export interface GoalWorkRunOptions {
   readonly root: string;
@@ -37,9 +41,12 @@ export interface GoalWorkRunResult {
 
 /**
  * `loopx work run`: open a session on the active Goal, fence the Goal's work store for it,
- * switch the Goal to hard leases, bind a fresh run to the session and drive it.
+ * switch the Goal to hard leases, bind a fresh run to the session and drive it — as an admitted
+ * writer (`admission_closed` while a backup holds the root closed).
  */
-export async function runGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunResult> {
+export const runGoalWork = (options: GoalWorkRunOptions): Promise<GoalWorkRunResult> => withAdmission(options.root, 'work run', () => driveGoalWork(options));
+
+async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunResult> {
   // The root's identity first: a byte copy of a root (root_is_copy) opens no session, fence or lease.
   void options.engine.rootId;
   const owners = openRootOwners(options.root);

@@ -27,12 +27,16 @@ export interface GoalDocInput {
  */
 export async function createGoal(root: string, goalId: string, title: string, docs: readonly GoalDocInput[] = []): Promise<goalOwner.GoalRecord> {
   for (const d of docs) goalOwner.assertDocName(d.name);
-  return withRootOwners(root, async (owners) => {
-    const created = owners.goals.create(goalId, title);
-    for (const d of docs) owners.goals.addDoc(goalId, d.name, d.content);
-    (await workOwner.openGoalWork({ root, goal_id: goalId })).close();
-    return owners.goals.get(goalId) ?? created;
-  });
+  return withRootOwners(
+    root,
+    async (owners) => {
+      const created = owners.goals.create(goalId, title);
+      for (const d of docs) owners.goals.addDoc(goalId, d.name, d.content);
+      (await workOwner.openGoalWork({ root, goal_id: goalId })).close();
+      return owners.goals.get(goalId) ?? created;
+    },
+    { write: 'goal create' },
+  );
 }
 
 export type GoalTransition = 'pause' | 'resume' | 'retire';
@@ -42,15 +46,19 @@ const TRANSITION_FROM: Record<GoalTransition, goalOwner.GoalLifecycle | null> = 
 
 /** Pause, resume or retire a Goal, conditional on the lifecycle it was read in. */
 export function transitionGoal(root: string, goalId: string, transition: GoalTransition): Promise<goalOwner.GoalRecord> {
-  return withRootOwners(root, (owners) => {
-    const current = owners.goals.get(goalId);
-    if (!current) throw goalOwner.goalNotFound(goalId);
-    const ref = { goal_id: current.goal_id, goal_instance_id: current.goal_instance_id };
-    const expected = TRANSITION_FROM[transition] ?? current.lifecycle;
-    if (transition === 'pause') return owners.goals.pause(ref, expected);
-    if (transition === 'resume') return owners.goals.resume(ref, expected);
-    return owners.goals.retire(ref, expected);
-  });
+  return withRootOwners(
+    root,
+    (owners) => {
+      const current = owners.goals.get(goalId);
+      if (!current) throw goalOwner.goalNotFound(goalId);
+      const ref = { goal_id: current.goal_id, goal_instance_id: current.goal_instance_id };
+      const expected = TRANSITION_FROM[transition] ?? current.lifecycle;
+      if (transition === 'pause') return owners.goals.pause(ref, expected);
+      if (transition === 'resume') return owners.goals.resume(ref, expected);
+      return owners.goals.retire(ref, expected);
+    },
+    { write: `goal ${transition}` },
+  );
 }
 
 export const listGoals = (root: string): Promise<goalOwner.GoalRecord[]> => withRootOwners(root, (owners) => owners.goals.list());
@@ -73,15 +81,22 @@ export async function goalDetail(owners: RootOwners, root: string, goalId: strin
 
 export const showGoal = (root: string, goalId: string, options: { todos?: boolean } = {}) => withRootOwners(root, (owners) => goalDetail(owners, root, goalId, options));
 
-/** One existing Goal's work owner for `fn`, closed after; `goal_not_found` for an unknown Goal. */
-export async function withGoalWork<T>(root: string, goalId: string, fn: (work: workOwner.WorkOwner) => Promise<T> | T): Promise<T> {
-  return withRootOwners(root, async (owners) => {
-    if (!owners.goals.get(goalId)) throw goalOwner.goalNotFound(goalId);
-    const work = await workOwner.openGoalWork({ root, goal_id: goalId });
-    try {
-      return await fn(work);
-    } finally {
-      work.close();
-    }
-  });
+/**
+ * One existing Goal's work owner for `fn`, closed after; `goal_not_found` for an unknown Goal.
+ * With `write` (the writer's name) `fn` changes the work: it is admitted through the admission gate.
+ */
+export async function withGoalWork<T>(root: string, goalId: string, fn: (work: workOwner.WorkOwner) => Promise<T> | T, options: { write?: string } = {}): Promise<T> {
+  return withRootOwners(
+    root,
+    async (owners) => {
+      if (!owners.goals.get(goalId)) throw goalOwner.goalNotFound(goalId);
+      const work = await workOwner.openGoalWork({ root, goal_id: goalId });
+      try {
+        return await fn(work);
+      } finally {
+        work.close();
+      }
+    },
+    options,
+  );
 }

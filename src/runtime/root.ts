@@ -2,8 +2,11 @@
  * Opening a runtime root's engine and owners for one operation, shared by every consumer (the
  * CLI's commands and the daemon's routes), so both open them the same way and close them always.
  * Read-only access opens neither the run authority nor — when it does not exist yet — the root:
- * it creates nothing. A path inside a recovery workspace is never opened as a root
- * (`root_is_recovery_workspace`): a workspace is inert evidence, read only by its own readers.
+ * it creates nothing. Every other access is a writer, admitted through the root's admission gate
+ * (admission.ts) before it first opens anything in the root, holding its ticket until the
+ * operation ends, so a quiescent backup can close the root to writers and drain them. A path
+ * inside a recovery workspace is never opened as a root (`root_is_recovery_workspace`): a
+ * workspace is inert evidence, read only by its own readers.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,6 +14,7 @@ import { ensurePrivateDir, refuseRecoveryWorkspaceRoot } from '../core/index.js'
 import { builtinApplication, openEngine, openReadOnlyEngine, type Engine } from '../engine/index.js';
 import { LAYOUT, assertRuntimeRoot, openRootOwners, type RootOwners } from '../owners/index.js';
 import { openRunAuthority, type LocalRunAuthority } from '../run-authority/index.js';
+import { withAdmission, withLazyAdmission } from './admission.js';
 
 export interface RootAccess {
   /** The runtime root (absolute). */
@@ -28,8 +32,12 @@ export async function withAuthority<T>(a: Pick<RootAccess, 'authorityDir'>, fn: 
   }
 }
 
-/** The root's engine with the user's run authority (created on first use), or read-only without it. */
-export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean } = {}): Promise<T> {
+/**
+ * The root's engine with the user's run authority (created on first use), admitted as a writer
+ * (`admission_closed` while a backup holds the root closed; `what` names the writer in it) — or
+ * read-only without the authority, never refused by the gate.
+ */
+export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean; what?: string } = {}): Promise<T> {
   refuseRecoveryWorkspaceRoot(a.root);
   if (options.readOnly) {
     const engine = existsSync(join(a.root, LAYOUT.engineDb))
@@ -41,14 +49,18 @@ export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => P
       engine.close();
     }
   }
-  return withAuthority(a, async (authority) => {
-    const engine = openEngine({ root: a.root, application: builtinApplication(a.root), authority });
-    try {
-      return await fn(engine);
-    } finally {
-      engine.close();
-    }
-  });
+  // Admitted when the engine first opens the root: a command refused before (an import whose claim
+  // does not verify) leaves the root as it was, or absent.
+  return withLazyAdmission(a.root, options.what ?? 'run command', (admitNow) =>
+    withAuthority(a, async (authority) => {
+      const engine = openEngine({ root: a.root, application: builtinApplication(a.root), authority, beforeRootOpen: admitNow });
+      try {
+        return await fn(engine);
+      } finally {
+        engine.close();
+      }
+    }),
+  );
 }
 
 /**
@@ -71,17 +83,24 @@ export async function withVerifyingEngine<T>(a: Pick<RootAccess, 'root' | 'autho
   );
 }
 
-/** The root's file-backed owners; `root_not_found` when the root does not exist. */
-export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) => Promise<T> | T): Promise<T> {
+/**
+ * The root's file-backed owners; `root_not_found` when the root does not exist. With `write` (the
+ * writer's name), `fn` changes owner state: it is admitted through the admission gate first
+ * (`admission_closed` while a backup holds the root closed), after the root is known to exist.
+ */
+export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) => Promise<T> | T, options: { write?: string } = {}): Promise<T> {
   refuseRecoveryWorkspaceRoot(root);
   assertRuntimeRoot(root);
   ensurePrivateDir(root); // validates an existing root (0700), never chmods it
-  const owners = openRootOwners(root);
-  try {
-    return await fn(owners);
-  } finally {
-    owners.close();
-  }
+  const open = async () => {
+    const owners = openRootOwners(root);
+    try {
+      return await fn(owners);
+    } finally {
+      owners.close();
+    }
+  };
+  return options.write === undefined ? open() : withAdmission(root, options.write, open);
 }
 
 /**

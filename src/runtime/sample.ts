@@ -2,18 +2,24 @@
  * The sample `npm start` shows: when a root holds no Goal yet, create Goal `sample` with three
  * Todos and let the shipped scripted agent (examples/agents/goal-worker.json) work them through the
  * owners, delivering its one external effect to an in-process loopback sink that is closed again.
- * Everything goes through the same library calls as `loopx goal create`, `todo add` and `work run`.
+ * Everything goes through the same library calls as `loopx goal create`, `todo add` and `work run`,
+ * under one admission ticket (admission.ts): refused as a whole while a backup holds the root closed.
  */
 import { join } from 'node:path';
 import { ensurePrivateDir, PACKAGE_ROOT } from '../core/index.js';
 import { startWebhookSink } from '../dev/index.js';
 import { loadAgentFile } from '../engine/index.js';
 import { openRootOwners, work as workOwner } from '../owners/index.js';
+import { withAdmission } from './admission.js';
 import { runGoalWork } from './goal-work.js';
 import { withRootEngine } from './root.js';
 
 export async function seedSample(root: string, options: { authorityDir?: string } = {}): Promise<{ seeded: boolean }> {
   ensurePrivateDir(root);
+  return withAdmission(root, 'sample seeding', () => seed(root, options));
+}
+
+async function seed(root: string, options: { authorityDir?: string }): Promise<{ seeded: boolean }> {
   const owners = openRootOwners(root);
   try {
     if (owners.goals.list().length > 0) return { seeded: false };

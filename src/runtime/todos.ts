@@ -37,7 +37,7 @@ export interface AddTodoInput {
   readonly text?: string;
 }
 
-export const addTodo = (root: string, goalId: string, input: AddTodoInput) => withGoalWork(root, goalId, (work) => work.addTodo(input));
+export const addTodo = (root: string, goalId: string, input: AddTodoInput) => withGoalWork(root, goalId, (work) => work.addTodo(input), { write: 'todo add' });
 
 export const listTodos = (root: string, goalId: string) => withGoalWork(root, goalId, (work) => work.listTodos());
 
@@ -54,45 +54,50 @@ export interface UpdateTodoInput {
 export function updateTodo(root: string, goalId: string, input: UpdateTodoInput) {
   const { operation_id: op, todo_id: todoId } = input;
   const changes = { ...(input.status !== undefined ? { status: input.status } : {}), ...(input.note !== undefined ? { note: input.note } : {}) };
-  return withGoalWork(root, goalId, async (work) => {
-    if (await work.readReceipt(op)) {
-      const proof = (await work.readReceipt(`${op}:lease`))?.receipt.lease;
-      return work.updateTodo({
+  return withGoalWork(
+    root,
+    goalId,
+    async (work) => {
+      if (await work.readReceipt(op)) {
+        const proof = (await work.readReceipt(`${op}:lease`))?.receipt.lease;
+        return work.updateTodo({
+          operation_id: op,
+          todo_id: todoId,
+          ...changes,
+          ...(proof ? { lease: { owner: proof.owner, execution_key: proof.execution_key, lease_epoch: proof.lease_epoch } } : {}),
+        });
+      }
+      if ((await work.view()).handoff_mode !== 'hard_lease') return work.updateTodo({ operation_id: op, todo_id: todoId, ...changes });
+      const current = await work.leaseStatus(todoId);
+      const lease = (
+        await work.acquireLease({
+          operation_id: `${op}:lease`,
+          todo_id: todoId,
+          owner: input.lease_owner,
+          execution_key: op,
+          ttl_ms: OPERATOR_LEASE_TTL_MS,
+          expected_version: current.lease?.version ?? 0,
+        })
+      ).receipt.lease!;
+      const updated = await work.updateTodo({
         operation_id: op,
         todo_id: todoId,
         ...changes,
-        ...(proof ? { lease: { owner: proof.owner, execution_key: proof.execution_key, lease_epoch: proof.lease_epoch } } : {}),
+        lease: { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch },
       });
-    }
-    if ((await work.view()).handoff_mode !== 'hard_lease') return work.updateTodo({ operation_id: op, todo_id: todoId, ...changes });
-    const current = await work.leaseStatus(todoId);
-    const lease = (
-      await work.acquireLease({
-        operation_id: `${op}:lease`,
-        todo_id: todoId,
-        owner: input.lease_owner,
-        execution_key: op,
-        ttl_ms: OPERATOR_LEASE_TTL_MS,
-        expected_version: current.lease?.version ?? 0,
-      })
-    ).receipt.lease!;
-    const updated = await work.updateTodo({
-      operation_id: op,
-      todo_id: todoId,
-      ...changes,
-      lease: { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch },
-    });
-    const after = await work.leaseStatus(todoId);
-    if (after.lease?.status === 'active') {
-      await work.releaseLease({
-        operation_id: `${op}:release`,
-        todo_id: todoId,
-        owner: lease.owner,
-        execution_key: lease.execution_key,
-        lease_epoch: after.lease.lease_epoch,
-        expected_version: after.lease.version,
-      });
-    }
-    return updated;
-  });
+      const after = await work.leaseStatus(todoId);
+      if (after.lease?.status === 'active') {
+        await work.releaseLease({
+          operation_id: `${op}:release`,
+          todo_id: todoId,
+          owner: lease.owner,
+          execution_key: lease.execution_key,
+          lease_epoch: after.lease.lease_epoch,
+          expected_version: after.lease.version,
+        });
+      }
+      return updated;
+    },
+    { write: 'todo update' },
+  );
 }
