@@ -16,6 +16,7 @@ import { sha256Hex, isLoopxError, usageError, type LoopxError, LOOPX_VERSION } f
 import {
   ENVELOPE_MAX_BYTES,
   goalDetail,
+  isAdmissionClosed,
   LAYOUT,
   listWorkspace,
   ownerDescriptions,
@@ -131,7 +132,7 @@ function createFastify(o: AppOptions, timeouts: DaemonTimeouts): FastifyInstance
 }
 
 /** Idempotency keys on every WRITE route; a state-changing route that is not marked is refused when it is defined. */
-function installIdempotency(app: FastifyInstance, o: AppOptions, timeouts: DaemonTimeouts): void {
+function installIdempotency(app: FastifyInstance, o: AppOptions, timeouts: DaemonTimeouts): IdempotencyKeys {
   const keys = new IdempotencyKeys(o.now);
   // Every state-changing API route declares itself WRITE (or PUBLIC): one that does not is a bug, refused at build time.
   app.addHook('onRoute', (r) => {
@@ -150,6 +151,7 @@ function installIdempotency(app: FastifyInstance, o: AppOptions, timeouts: Daemo
     keys.onSend(req, reply, payload);
     return payload;
   });
+  return keys;
 }
 
 /** Security headers on every response, and the Host, Origin and bearer-token guards on every request. */
@@ -190,8 +192,13 @@ function installHooks(app: FastifyInstance, o: AppOptions, timeouts: DaemonTimeo
   app.addHook('preClose', async () => {
     for (const a of streams.get(app) ?? []) a.abort();
   });
-  installIdempotency(app, o, timeouts);
-  app.setErrorHandler(handleError);
+  const keys = installIdempotency(app, o, timeouts);
+  app.setErrorHandler((e, req, reply) => {
+    // Refused before it began (a backup holds the root closed to writers): the same request, under
+    // the same Idempotency-Key, is to run once the backup is done — not to replay this refusal.
+    if (isAdmissionClosed(e)) keys.discard(req);
+    handleError(e, req, reply);
+  });
   app.setNotFoundHandler((req, reply) => handleError(Object.assign(new Error('not found'), { statusCode: 404 }), req, reply));
   // Raw bodies (backup parts, snapshots) reach their handlers as streams, never buffered here.
   app.addContentTypeParser('application/octet-stream', (_req, payload, done) => done(null, payload));

@@ -10,7 +10,8 @@
  * kept answer bodies pass their byte budget the oldest bodies are dropped first and a retry of
  * one of those gets `daemon_idempotency_outcome_dropped` (409) — never a second execution. An
  * outcome is recorded only when the request body arrived whole: a cut-off request did nothing and
- * may run again under its key. The public login exchange takes no key (a replay would hand its
+ * may run again under its key, and so may a request refused before it began (`discard`: a closed
+ * admission gate), whose next action is to send it again. The public login exchange takes no key (a replay would hand its
  * bearer token to whoever sends the same key).
  */
 import { createHash, type Hash } from 'node:crypto';
@@ -185,6 +186,18 @@ export class IdempotencyKeys {
       req.body = through;
     }
     this.#tickets.set(req, { key: header, entry, tap });
+  }
+
+  /**
+   * The request changed nothing and is to be sent again as it was (refused before it began: the
+   * root's admission gate was closed): its outcome is not kept, so a retry under its key runs.
+   */
+  discard(req: FastifyRequest): void {
+    const t = this.#tickets.get(req);
+    if (t === undefined) return;
+    this.#tickets.delete(req);
+    this.#forget(t.key, t.entry);
+    t.entry.settle(null);
   }
 
   /** onSend: the owner of a key records what it answered (when its body arrived whole). */
