@@ -39,6 +39,12 @@ const identity = (name: string): ComponentIdentity => ({
   sourceSha256: (cachedSource ??= sourceIdentityOf(import.meta.url)),
 });
 
+/** A run no session of this root is bound to: it may not act on, or take turns for, Goal work here. */
+export const goalWorkUnbound = () =>
+  rejected('goal_work_unbound', 'This run is not bound to a Goal session in this root; it may not act on Goal work here.', {
+    nextAction: 'start Goal work with loopx work run',
+  });
+
 /** The work owner operation that engages a session's writer fence; its receipt holds the fence. */
 export const goalWorkFenceOperation = (sessionId: string) => `session:${sessionId}:fence`;
 
@@ -56,11 +62,7 @@ async function withCallContext<T>(root: string, ctx: ToolContext, fn: (c: CallCo
   const owners = openRootOwners(root);
   try {
     const session = (await owners.sessions.listSessions()).find((s) => s.run_id === ctx.runId && s.status === 'active');
-    if (!session) {
-      throw rejected('goal_work_unbound', 'This run is not bound to a Goal session in this root; it may not act on Goal work here.', {
-        nextAction: 'start Goal work with loopx work run',
-      });
-    }
+    if (!session) throw goalWorkUnbound();
     const work = await workOwner.openGoalWork({ root, goal_id: session.goal_id });
     try {
       const fence = (await work.readReceipt(goalWorkFenceOperation(session.session_id)))?.receipt.fence;
