@@ -6,7 +6,9 @@
  * - The plan is static; each call finds its context from the run id: the session bound to the run
  *   in this root, its fence token (read back from the work owner's receipt) and its execution
  *   generation. A run with no session here (e.g. imported from another root) gets a
- *   `goal_work_unbound` error result: it never acts on a Goal it was not admitted to.
+ *   `goal_work_unbound` error result: it never acts on a Goal it was not admitted to. (The turn
+ *   loop refuses such a run's turns with the same code before its first model call —
+ *   goal-turns.ts — so this answer is the last line, for a binding lost mid-turn.)
  * - Both mutating tools describe their effect to the engine, which journals it in the effect owner
  *   under the call's operation id (intent before dispatch, outcome after — src/engine/mutations.ts),
  *   scoped to the Goal. A refusal before acting is a typed error (the engine settles it rejected);
