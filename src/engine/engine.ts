@@ -24,6 +24,7 @@ import type { Message } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
 import type { RunEvent } from './events.js';
+import { GoalTurnAccess } from './goal-turns.js';
 import { EffectAccess, type Resolution, type UncertainEffect } from './mutations.js';
 import { RunKernel, type StartOptions } from './kernel.js';
 import { RunOwnership } from './ownership.js';
@@ -37,6 +38,7 @@ import { LAYOUT, type effect as effectOwner } from '../owners/index.js';
 import type { RebindOutcome, RunAuthority } from '../run-authority/index.js';
 
 export { FAULT_AFTER_EFFECT_SETTLED, FAULT_AFTER_MUTATION_INTENT } from './turns.js';
+export { FAULT_AFTER_QUOTA_DEBIT, FAULT_BEFORE_TURN_SETTLED, TURN_DEBIT_UNIT, turnTokens } from './goal-turns.js';
 export { FAULT_IMPORT_AFTER_KERNEL_COMMIT, type ExportedSnapshot, type SignedExport, type SnapshotVerification } from './transfer.js';
 export type { EventsOptions, RunView } from './reads.js';
 export type { StartOptions } from './kernel.js';
@@ -78,6 +80,7 @@ export class Engine {
   readonly #root: string | undefined;
   #store: RunStore | undefined;
   readonly #effects: EffectAccess;
+  readonly #goalTurns: GoalTurnAccess;
   #rootReady = false;
   readonly #beforeRootOpen: (() => void) | undefined;
   #rootAdmitted = false;
@@ -96,6 +99,8 @@ export class Engine {
       ...(options.effects ? { effects: options.effects } : {}),
       beforeOpen: () => this.#admitRoot(),
     });
+    // Goal work turns run after the engine opened (and so admitted) the root.
+    this.#goalTurns = new GoalTurnAccess(options.root !== undefined ? { root: options.root } : {});
     const store = () => this.store;
     if ('readOnly' in options) {
       // Without the authority its run locks are invisible here: reads report no live driver.
@@ -105,7 +110,7 @@ export class Engine {
     }
     const ownership = new RunOwnership({ authority: options.authority, root: options.root, store });
     this.#reads = new RunReads({ store, effects: this.#effects, isDriven: (runId) => ownership.isDriven(runId) });
-    const turns = new TurnDriver({ application: this.application, store, effects: this.#effects });
+    const turns = new TurnDriver({ application: this.application, store, effects: this.#effects, goalTurns: this.#goalTurns });
     this.#writer = {
       ownership,
       kernel: new RunKernel({ application: this.application, store, effects: this.#effects, reads: this.#reads, ownership, turns }),
@@ -155,6 +160,7 @@ export class Engine {
     this.#closed = true;
     this.#store?.close();
     this.#effects.close();
+    this.#goalTurns.close();
   }
 
   // ── reads ────────────────────────────────────────────────────────────────────────────

@@ -6,7 +6,9 @@
  * - The plan is static; each call finds its context from the run id: the session bound to the run
  *   in this root, its fence token (read back from the work owner's receipt) and its execution
  *   generation. A run with no session here (e.g. imported from another root) gets a
- *   `goal_work_unbound` error result: it never acts on a Goal it was not admitted to.
+ *   `goal_work_unbound` error result: it never acts on a Goal it was not admitted to. (The turn
+ *   loop refuses such a run's turns with the same code before its first model call —
+ *   goal-turns.ts — so this answer is the last line, for a binding lost mid-turn.)
  * - Both mutating tools describe their effect to the engine, which journals it in the effect owner
  *   under the call's operation id (intent before dispatch, outcome after — src/engine/mutations.ts),
  *   scoped to the Goal. A refusal before acting is a typed error (the engine settles it rejected);
@@ -39,6 +41,12 @@ const identity = (name: string): ComponentIdentity => ({
   sourceSha256: (cachedSource ??= sourceIdentityOf(import.meta.url)),
 });
 
+/** A run no session of this root is bound to: it may not act on, or take turns for, Goal work here. */
+export const goalWorkUnbound = () =>
+  rejected('goal_work_unbound', 'This run is not bound to a Goal session in this root; it may not act on Goal work here.', {
+    nextAction: 'start Goal work with loopx work run',
+  });
+
 /** The work owner operation that engages a session's writer fence; its receipt holds the fence. */
 export const goalWorkFenceOperation = (sessionId: string) => `session:${sessionId}:fence`;
 
@@ -56,11 +64,7 @@ async function withCallContext<T>(root: string, ctx: ToolContext, fn: (c: CallCo
   const owners = openRootOwners(root);
   try {
     const session = (await owners.sessions.listSessions()).find((s) => s.run_id === ctx.runId && s.status === 'active');
-    if (!session) {
-      throw rejected('goal_work_unbound', 'This run is not bound to a Goal session in this root; it may not act on Goal work here.', {
-        nextAction: 'start Goal work with loopx work run',
-      });
-    }
+    if (!session) throw goalWorkUnbound();
     const work = await workOwner.openGoalWork({ root, goal_id: session.goal_id });
     try {
       const fence = (await work.readReceipt(goalWorkFenceOperation(session.session_id)))?.receipt.fence;

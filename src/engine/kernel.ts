@@ -16,6 +16,9 @@
  * - An uncertain call is settled under its original call id and operation id, effect owner first;
  *   it is never re-run.
  * - A run id is used once, in this root and in the authority.
+ * - A Goal work run's open Turn (goal-turns.ts) is closed by `cancel` (stopped, or committed when
+ *   its engine turn had completed) and by a `resume` that finds the run finished — a crash at its
+ *   last boundary — which settles it and still refuses with `run_terminal`.
  */
 import { randomBytes } from 'node:crypto';
 import { conflict, notFound, rejected } from '../core/index.js';
@@ -169,6 +172,8 @@ export class RunKernel {
           clearSuspendRequest: true,
         });
       } else if (head.lifecycle !== 'active') {
+        // A crash at the finished run's last boundary may have left its Turn open: settle it, then refuse.
+        await this.#turns.closeFinishedTurn(runId);
         throw terminalError(head);
       } else {
         this.#own.activeRecord(runId);
@@ -273,6 +278,7 @@ export class RunKernel {
       // snapshot could still be imported elsewhere.
       if (record.state !== 'TERMINAL') this.#own.tombstone(lock, record);
       this.#turns.terminate(head, 'cancelled', { type: 'Cancelled', data: { completed_turns: head.completedTurns } }, null);
+      await this.#turns.closeFinishedTurn(runId);
     } finally {
       this.#own.release(lock, runId);
     }

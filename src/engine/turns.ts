@@ -15,12 +15,18 @@
  *   process) takes effect when that turn completes.
  * - A run continues only under the tool plan and PlanIdentity it started with (`checkPlan`).
  * - Message, model-call and tool-call ids derive from (run id, turn, index).
+ * - A Goal work run's turns go through its session's Turn journal and the quota ledger
+ *   (goal-turns.ts): the Turn is begun before the model call, its phases recorded as they happen,
+ *   and it is debited and settled at the next boundary, before anything else happens there. A
+ *   refusal of those owners (a stale execution generation) stops the run: it fails with the
+ *   owner's code and never continues.
  */
-import { canonicalJson, faultPoint, internal, isLoopxError, rejected } from '../core/index.js';
+import { canonicalJson, faultPoint, internal, isLoopxError, rejected, type LoopxError } from '../core/index.js';
 import type { Message, ToolCallPart, ToolResultPart, ToolResultStatus } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
 import type { NewEvent } from './events.js';
+import { isTurnRefusal, type GoalTurnAccess, type RunTurns } from './goal-turns.js';
 import { messageId, modelCallId, toolCallId } from './messages.js';
 import {
   beginEffect,
@@ -52,11 +58,13 @@ export class TurnDriver {
   readonly #application: Application;
   readonly #store: () => RunStore;
   readonly #effects: EffectAccess;
+  readonly #goalTurns: GoalTurnAccess;
 
-  constructor(options: { readonly application: Application; readonly store: () => RunStore; readonly effects: EffectAccess }) {
+  constructor(options: { readonly application: Application; readonly store: () => RunStore; readonly effects: EffectAccess; readonly goalTurns: GoalTurnAccess }) {
     this.#application = options.application;
     this.#store = options.store;
     this.#effects = options.effects;
+    this.#goalTurns = options.goalTurns;
   }
 
   /** Drive the run (whose lock the caller holds) until it suspends, finishes, or must wait. */
@@ -68,11 +76,15 @@ export class TurnDriver {
     const lease = this.#application.toolPlans.lease(def.toolPlan);
     try {
       await this.settleOpenCalls(runId);
+      let turns: RunTurns | undefined;
+      if (!(await this.#turnStep(runId, async () => (turns = await this.#goalTurns.forRun(this.#head(runId), def))))) return;
       for (;;) {
         const head = this.#head(runId);
+        // The boundary's Turn (debit, settlement) is closed before anything else happens here.
+        if (turns && !(await this.#turnStep(runId, () => turns!.closeAt(head, () => this.#store().messages(runId))))) return;
         if (head.lifecycle !== 'active' || head.pendingInteraction) return;
         if (head.turnInProgress) {
-          if ((await this.#continueTurn(head, lease)) === 'waiting') return;
+          if ((await this.#continueTurn(head, lease, turns)) === 'waiting') return;
           continue;
         }
         if (this.#store().suspendRequested(runId) || (head.suspendAtTurn !== null && head.completedTurns >= head.suspendAtTurn)) {
@@ -88,11 +100,43 @@ export class TurnDriver {
           );
           return;
         }
-        await this.#modelStep(head, def, provider, lease);
+        await this.#modelStep(head, def, provider, lease, turns);
       }
     } finally {
       lease.release();
     }
+  }
+
+  /**
+   * One step of a Goal work run's Turn through the session and quota owners. Their refusal stops
+   * an active run — failed with the owner's code, never continued — and leaves a finished run's
+   * open Turn to the session's current executor. Returns false when it refused.
+   */
+  async #turnStep(runId: string, step: () => Promise<unknown>): Promise<boolean> {
+    try {
+      await step();
+      return true;
+    } catch (e) {
+      if (!isTurnRefusal(e)) throw e;
+      const head = this.#head(runId);
+      if (head.lifecycle === 'active') this.#refuse(head, e);
+      return false;
+    }
+  }
+
+  #refuse(head: RunHead, e: LoopxError): void {
+    const data: NewEvent['data'] = head.turnInProgress ? { code: e.code, turn: head.completedTurns + 1 } : { code: e.code, completed_turns: head.completedTurns };
+    this.terminate(head, 'failed', { type: 'Failed', data }, { code: e.code, message: e.message });
+  }
+
+  /** Close the open Turn of a run that finished outside the turn loop (cancelled, or found finished by resume). */
+  async closeFinishedTurn(runId: string): Promise<void> {
+    const head = this.#head(runId);
+    const def = this.#store().getDefinition(head.definition);
+    if (!def) return;
+    let turns: RunTurns | undefined;
+    if (!(await this.#turnStep(runId, async () => (turns = await this.#goalTurns.forRun(head, def))))) return;
+    if (turns) await this.#turnStep(runId, () => turns!.closeAt(head, () => this.#store().messages(runId)));
   }
 
   suspendAtBoundary(head: RunHead): void {
@@ -120,11 +164,13 @@ export class TurnDriver {
     return def;
   }
 
-  async #modelStep(head: RunHead, def: AgentDefinition, provider: ModelProvider, lease: ToolPlanLease): Promise<void> {
+  async #modelStep(head: RunHead, def: AgentDefinition, provider: ModelProvider, lease: ToolPlanLease, turns: RunTurns | undefined): Promise<void> {
     const turn = head.completedTurns + 1;
     const runId = head.runId;
     // A turn whose model call was interrupted is retried under the same ids, without a second TurnStarted.
     const started = head.turnInProgress ? head : this.#commit(head, { head: { ...head, turnInProgress: true }, events: [{ type: 'TurnStarted', data: { turn } }] });
+    // The session's Turn before the model call: a fenced run makes no call.
+    if (turns && !(await this.#turnStep(runId, () => turns.begin()))) return;
     const callId = modelCallId(runId, turn, 0);
     let response;
     try {
@@ -169,13 +215,15 @@ export class TurnDriver {
         events,
         clearSuspendRequest: true,
       });
-      return;
+    } else {
+      this.#commit(started, { head: next, messages: [{ index: started.messageCount, message: assistant }], events });
     }
-    this.#commit(started, { head: next, messages: [{ index: started.messageCount, message: assistant }], events });
+    // The response is durable: the host executed and its result is typed.
+    if (turns) await this.#turnStep(runId, () => turns.through('typed_result', { host_execute: operationIdOf(callId) }));
   }
 
   /** Work through the current turn's tool calls in order; complete the turn when all are settled. */
-  async #continueTurn(head: RunHead, lease: ToolPlanLease): Promise<'done' | 'waiting'> {
+  async #continueTurn(head: RunHead, lease: ToolPlanLease, turns: RunTurns | undefined): Promise<'done' | 'waiting'> {
     const runId = head.runId;
     const turn = head.completedTurns + 1;
     const messages = this.#store().messages(runId);
@@ -184,7 +232,7 @@ export class TurnDriver {
       // The driver died between TurnStarted and ModelResponded: nothing of the turn is recorded, so
       // the model call is simply made again under the same ids.
       const def = this.#store().getDefinition(head.definition)!;
-      await this.#modelStep(head, def, this.#application.providerFor(def), lease);
+      await this.#modelStep(head, def, this.#application.providerFor(def), lease, turns);
       return 'done';
     }
     const calls = messages[assistantIndex]!.parts.filter((p): p is ToolCallPart => p.type === 'tool_call');
@@ -198,6 +246,8 @@ export class TurnDriver {
       const outcome = await this.#callTool(this.#head(runId), lease, call, i, index, turn);
       if (outcome === 'waiting') return 'waiting';
     }
+    // Every call was validated against the plan and has a definite result.
+    if (turns && !(await this.#turnStep(runId, () => turns.through('validation')))) return 'done';
     const current = this.#head(runId);
     this.#commit(current, {
       head: { ...current, turnInProgress: false, completedTurns: turn },
