@@ -11,7 +11,7 @@
  * directory this attempt created; a full output file system is `backup_capacity_free_space`. It never truncates history or claims more than CAPTURE_FACTS.
  */
 import { createHash } from 'node:crypto';
-import { lstatSync, unlinkSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../core/index.js';
 import { countSqliteTableRows, isOutOfSpace, snapshotSqliteDatabase, type SqliteSnapshotFacts } from '../store/index.js';
@@ -35,6 +35,12 @@ import { assertNamesFree, createStaging, prepareOutputDir, publishPair, removeSt
 import { WITNESSED_SOURCES, type ConfigurationCheckpointVerification, type MachineConfigurationRead, type RegistryRead } from './sources.js';
 import { ArchiveWriter, ShortReadError } from './tar-writer.js';
 import { buildManifest, type Captured } from './manifest-build.js';
+import type { BackupFormat } from './manifest.js';
+import { profileNotAchieved } from './errors.js';
+import type { CaptureProfile } from './profiles.js';
+import { captureSet, type CapturedSet, type SetCaptureOptions } from './set-capture.js';
+import { ARCHIVE_EXPORTS } from './components.js';
+import { sqliteRuntimeIdentity } from '../store/index.js';
 
 /** One step of the capture, as hooks see it. `path` is relative to the root. */
 export interface CaptureStep {
@@ -49,6 +55,8 @@ export interface CreateHooks {
   beforeCopy?(step: CaptureStep): void | Promise<void>;
   afterCopy?(step: CaptureStep): void | Promise<void>;
   beforePublish?(): void | Promise<void>;
+  /** v1: after each component's owner capture. */
+  afterComponent?(componentId: string): void | Promise<void>;
 }
 
 export interface BackupProgress {
@@ -65,6 +73,14 @@ export interface CreateOptions {
   /** gzip level (1–9); default 6, gzip's own default. */
   readonly gzipLevel?: number;
   readonly now?: () => Date;
+  /** Manifest revision: `v1` (default) declares components and capture profiles; `v0` is the legacy manifest. */
+  readonly format?: BackupFormat;
+  /** v1: the capture profile requested (default `online`). */
+  readonly profile?: CaptureProfile;
+  /** v1: refuse publication when the set achieves less than `profile`. */
+  readonly requireProfile?: boolean;
+  /** v1 quiescent: the admission epoch the caller closed, and whether every writer drained. */
+  readonly quiescence?: SetCaptureOptions['quiescence'];
 }
 
 export interface BackupResult {
@@ -159,14 +175,17 @@ interface CaptureRun {
   readonly witnesses: Map<string, SourceWitness>;
   readonly copiedWitness: Map<string, { archive_path: string; size_bytes: number; sha256: string }>;
   readonly bytesTotal: number;
+  /** v1: the owner-captured set (members are archived from its copies). */
+  readonly set: CapturedSet | undefined;
   regularBytes: number;
   snapshotSeq: number;
   bytesDone: number;
   membersDone: number;
 }
 
-function newCaptureRun(p: BackupPlan, writer: ArchiveWriter, staging: string, onProgress: CreateOptions['onProgress']): CaptureRun {
+function newCaptureRun(p: BackupPlan, writer: ArchiveWriter, staging: string, onProgress: CreateOptions['onProgress'], set: CapturedSet | undefined): CaptureRun {
   return {
+    set,
     p,
     writer,
     staging,
@@ -232,11 +251,13 @@ async function capture(p: BackupPlan, options: CreateOptions): Promise<BackupRes
   const writer = ArchiveWriter.create(stagedArchive, mtime, options.gzipLevel ?? 6);
   let published = false;
   try {
-    const run = newCaptureRun(p, writer, staging, options.onProgress);
+    const set = await captureComponents(p, staging, options);
+    const run = newCaptureRun(p, writer, staging, options.onProgress, set);
     // The configuration checkpoint first: it depends only on the plan's exact reads.
     const checkpoint = await captureCheckpoint(run);
+    await writeExports(run);
     const exactReads = exactReadsOf(p);
-    for (const step of captureSteps(p, exactReads)) {
+    for (const step of captureSteps(p, exactReads, set)) {
       await hooks.beforeCopy?.(step);
       await captureStep(run, step, exactReads.get(step.path));
       await hooks.afterCopy?.(step);
@@ -262,6 +283,7 @@ async function capture(p: BackupPlan, options: CreateOptions): Promise<BackupRes
       warnings: run.warnings,
       witnesses: [...run.witnesses.values()].sort((a, b) => (a.source < b.source ? -1 : 1)),
       checkpoint,
+      set,
     });
     const { archive, external, externalBytes } = await sealArchive(run, embedded, stagedManifest);
 
@@ -304,15 +326,24 @@ function exactReadsOf(p: BackupPlan): ExactReads {
  * The planned members and, for each owner source read as absent, an absence witness, in archive
  * path order. A present read is compared with its copied member; an absent one is re-checked in place.
  */
-function captureSteps(p: BackupPlan, exactReads: ExactReads): CaptureStep[] {
+function captureSteps(p: BackupPlan, exactReads: ExactReads, set: CapturedSet | undefined): CaptureStep[] {
   const steps: CaptureStep[] = p.members.map((m) => ({ path: m.path, archive_path: m.archive_path, kind: m.type === 'directory' ? 'directory' : m.sqlite ? 'sqlite' : 'file' }));
+  if (set) steps.push(...capturedOnlySteps(p, set));
   for (const [source, { read }] of exactReads) if (read.absent) steps.push({ path: source, archive_path: archivePathOf(source), kind: 'absence_witness' });
   steps.sort((a, b) => (a.archive_path < b.archive_path ? -1 : a.archive_path > b.archive_path ? 1 : 0));
   return steps;
 }
 
-async function captureStep(run: CaptureRun, step: CaptureStep, exact: ExactRead | undefined): Promise<void> {
-  const abs = step.path === '' ? run.p.root : join(run.p.root, step.path);
+async function captureStep(run: CaptureRun, planned: CaptureStep, exact: ExactRead | undefined): Promise<void> {
+  // v1: an owner-captured member is archived from the owner's copy, never re-read from the live root,
+  // as a database only where the owner declares one; an unreadable component's members are withheld.
+  const copy = run.set?.files.get(planned.path);
+  const step: CaptureStep = copy === undefined || planned.kind === 'directory' ? planned : { ...planned, kind: run.set!.databases.has(planned.path) ? 'sqlite' : 'file' };
+  if (copy === undefined && planned.kind !== 'directory' && run.set?.withheld.some((w) => planned.path === w || planned.path.startsWith(`${w}/`))) {
+    lost(run, planned.path, 'owner_capture_failed');
+    return;
+  }
+  const abs = copy ?? (step.path === '' ? run.p.root : join(run.p.root, step.path));
   if (step.kind === 'absence_witness') return witnessAbsence(run, step, abs, exact!.owner);
   if (step.kind === 'directory') await captureDirectory(run, step, abs);
   else if (step.kind === 'file') await captureFile(run, step, abs, exact !== undefined);
@@ -396,10 +427,12 @@ async function captureSqlite(run: CaptureRun, step: CaptureStep, abs: string): P
     run.bytesDone += planned.size_bytes;
     return;
   }
-  const snapPath = join(run.staging, `sqlite-${++run.snapshotSeq}.db`);
-  let facts: SqliteSnapshotFacts;
+  const ownerCopy = run.set?.files.has(step.path) === true;
+  const snapPath = ownerCopy ? abs : join(run.staging, `sqlite-${++run.snapshotSeq}.db`);
+  let facts: Pick<SqliteSnapshotFacts, 'integrity' | 'sqliteVersion' | 'sqliteSourceId'>;
   try {
-    facts = await snapshotSqliteDatabase(abs, snapPath);
+    // The owner's capture already took (and integrity-checked) its online snapshot.
+    facts = ownerCopy ? { integrity: 'ok', ...sqliteRuntimeIdentity() } : await snapshotSqliteDatabase(abs, snapPath);
   } catch (e) {
     throw sqliteSnapshotFailed(step.path, e);
   }
@@ -410,7 +443,7 @@ async function captureSqlite(run: CaptureRun, step: CaptureStep, abs: string): P
     if (commits !== null) checkLimit('goalCommittedTransactions', commits, goalId);
   }
   const copied = await run.writer.file(step.archive_path, snapPath, watch(run, false));
-  unlinkSync(snapPath);
+  if (!ownerCopy) unlinkSync(snapPath);
   run.bytesDone += planned.size_bytes;
   progress(run, 'capture');
   run.snapshots.push({
@@ -479,4 +512,66 @@ async function sealArchive(
   checkLimit('manifestBytes', externalBytes.byteLength, run.p.manifestName);
   writeNewFile(stagedManifest, externalBytes);
   return { archive, external, externalBytes };
+}
+
+/** v1: capture every component through its owner first (nothing when the format is v0). */
+async function captureComponents(p: BackupPlan, staging: string, options: CreateOptions): Promise<CapturedSet | undefined> {
+  if (options.format === 'v0') return undefined;
+  const profile = options.profile ?? 'online';
+  const set = await captureSet(p, staging, {
+    profile,
+    ...(options.quiescence ? { quiescence: options.quiescence } : {}),
+    ...(options.hooks?.afterComponent ? { afterComponent: options.hooks.afterComponent } : {}),
+  });
+  if (options.requireProfile && set.capture.achieved_profile !== profile) {
+    throw profileNotAchieved(
+      profile,
+      set.capture.achieved_profile,
+      set.capture.downgrades.map((d) => d.code),
+    );
+  }
+  return set;
+}
+
+/** v1: the owners' canonical exports, right after the configuration checkpoint. */
+async function writeExports(run: CaptureRun): Promise<void> {
+  if (!run.set || run.set.exports.length === 0) return;
+  await run.writer.directory(ARCHIVE_EXPORTS);
+  run.members.push({ path: ARCHIVE_EXPORTS, type: 'directory', size_bytes: 0, sha256: null, origin: 'owner_export' });
+  for (const x of run.set.exports) {
+    const entry = await run.writer.buffer(x.archive_path, x.bytes);
+    run.regularBytes += entry.size_bytes;
+    checkLimit('regularFileBytes', run.regularBytes);
+    run.members.push({ path: x.archive_path, type: 'file', size_bytes: entry.size_bytes, sha256: entry.sha256, origin: 'owner_export' });
+    run.fileMembers.push({ archive_path: x.archive_path, size_bytes: entry.size_bytes, sha256: entry.sha256 });
+  }
+}
+
+const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
+
+/** v1: owner-captured members the plan did not list (created after planning), with any directory above them it did not list either. */
+function capturedOnlySteps(p: BackupPlan, set: CapturedSet): CaptureStep[] {
+  const planned = new Set(p.members.map((m) => m.path));
+  const steps: CaptureStep[] = [];
+  for (const [rel, abs] of set.files) {
+    if (planned.has(rel)) continue;
+    const parts = rel.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join('/');
+      if (!planned.has(dir)) {
+        planned.add(dir);
+        steps.push({ path: dir, archive_path: archivePathOf(dir), kind: 'directory' });
+      }
+    }
+    planned.add(rel);
+    const head = Buffer.alloc(16);
+    const fd = openSync(abs, 'r');
+    try {
+      readSync(fd, head, 0, 16, 0);
+    } finally {
+      closeSync(fd);
+    }
+    steps.push({ path: rel, archive_path: archivePathOf(rel), kind: head.equals(SQLITE_MAGIC) ? 'sqlite' : 'file' });
+  }
+  return steps;
 }

@@ -27,6 +27,14 @@ export const BACKUP_ERRORS = {
   destinationOccupied: 'backup_destination_occupied',
   /** The output directory's file system filled (ENOSPC) or hit its quota (EDQUOT) while the backup was written. */
   outOfSpace: 'backup_capacity_free_space',
+  /** Crash-consistent capture was asked for, but something still runs on the root. */
+  crashSourceLive: 'backup_crash_source_live',
+  /** Crash-consistent capture: the observed bytes changed while they were captured (the source was not stopped). */
+  crashSourceMoved: 'backup_crash_source_moved',
+  /** --require-profile: the set achieved less than the profile requested. */
+  profileNotAchieved: 'backup_profile_not_achieved',
+  /** A v0 backup declares no capture profile. */
+  formatProfileConflict: 'backup_format_profile_conflict',
 } as const;
 
 const RETRY = 'run the same backup-state command again: it makes a fresh plan';
@@ -98,3 +106,22 @@ export const outOfSpace = (): LoopxError =>
   rejected(BACKUP_ERRORS.outOfSpace, 'The output directory ran out of space while the backup was written; nothing was published.', {
     nextAction: "free space on the output directory's file system (or choose another output directory), then run the same backup-state command again",
   });
+
+export const crashSourceLive = (why: string): LoopxError =>
+  conflict(BACKUP_ERRORS.crashSourceLive, `A crash-consistent backup needs a stopped source, but ${why}; nothing was captured.`, {
+    nextAction: 'stop every loopx process using this root (the daemon included), then run the same backup-state command again',
+  });
+
+export const crashSourceMoved = (): LoopxError =>
+  conflict(BACKUP_ERRORS.crashSourceMoved, 'The root changed while its crash-consistent observation was captured: it was not stopped; nothing was published.', {
+    nextAction: 'stop every loopx process using this root (the daemon included), then run the same backup-state command again',
+  });
+
+export const profileNotAchieved = (requested: string, achieved: string, codes: readonly string[]): LoopxError =>
+  rejected(BACKUP_ERRORS.profileNotAchieved, `The backup achieved the ${achieved} profile, not the ${requested} one required; nothing was published.`, {
+    nextAction: 'clear what the downgrade codes name, then run the same backup-state command again',
+    details: { requested, achieved, codes: [...new Set(codes)].sort() },
+  });
+
+export const formatProfileConflict = (): LoopxError =>
+  usageError(BACKUP_ERRORS.formatProfileConflict, 'A v0 backup declares no capture profile; --profile and --require-profile need the default format.', 'drop --format v0');

@@ -1,6 +1,7 @@
 /**
- * Public API of backup: `loopx backup-state` plan/create, the v0 producer of
- * `loopx_state_backup_v0` archives (RFC complete-state-recovery §4, §5, §7, §12).
+ * Public API of backup: `loopx backup-state` plan/create, the producer of `loopx_state_backup_v1`
+ * archives (components captured through their owners, declared capture profiles) and, on request,
+ * of the legacy `loopx_state_backup_v0`.
  *
  *   plan(root, options)   discover, freeze routes, retain the owner sources' exact reads; writes nothing
  *   describePlan(plan)    the plan's public view (counts, relative paths, no absolute path)
@@ -10,8 +11,24 @@ export { plan, describePlan, planCapacityRefusals, defaultBackupId, archiveNameO
 export type { BackupPlan, PlanOptions, PlannedGoal, PlanSummary, RouteStatus, CapacityRefusal } from './plan.js';
 export { create } from './create.js';
 export type { BackupProgress, BackupResult, CaptureStep, CreateHooks, CreateOptions } from './create.js';
-export { BACKUP_SCHEMA, CAPTURE_FACTS } from './manifest.js';
-export type { BackupManifest, FileMemberRecord, ManifestMember, MemberOrigin, SourceWitness, SqliteSnapshotRecord } from './manifest.js';
+export { BACKUP_SCHEMA, BACKUP_SCHEMA_V1, CAPTURE_FACTS } from './manifest.js';
+export type {
+  BackupFormat,
+  BackupManifest,
+  ComponentSkew,
+  DowngradeFinding,
+  FileMemberRecord,
+  GoalClosure,
+  ManifestComponent,
+  ManifestMember,
+  MemberOrigin,
+  RecoverySetCapture,
+  SourceWitness,
+  SqliteSnapshotRecord,
+} from './manifest.js';
+export { CAPTURE_PROFILES, DOWNGRADE_CODES, DOWNGRADE_NEXT, parseProfile, weakestProfile, type CaptureProfile, type DowngradeCode } from './profiles.js';
+export { ARCHIVE_EXPORTS } from './components.js';
+export { BACKUP_CAPTURE_FAULT, proveStopped } from './set-capture.js';
 export { WITNESSED_SOURCES } from './sources.js';
 export { ownerBackupSources } from './owner-sources.js';
 export type {
@@ -25,7 +42,7 @@ export type {
   RegistryRead,
   RegistryValue,
 } from './sources.js';
-export { BACKUP_ERRORS } from './errors.js';
+export { BACKUP_ERRORS, formatProfileConflict } from './errors.js';
 export { BACKUP_LIMITS, CAPACITY_CODES, type BackupLimitName } from './limits.js';
 export { BACKUP_FAULT_POINTS } from './publish.js';
 export { ARCHIVE_ROOT, ARCHIVE_CONFIGURATION_BACKUP, ARCHIVE_MANIFEST, SQLITE_SIDECAR_SUFFIXES, foldPath, sqliteSidecarBase } from './paths.js';

@@ -8,6 +8,7 @@ import { categoryOf, type MissingEntry } from './discover.js';
 import { limitsRecord } from './limits.js';
 import {
   BACKUP_SCHEMA,
+  BACKUP_SCHEMA_V1,
   CAPTURE_FACTS,
   producerVersion,
   type BackupManifest,
@@ -21,6 +22,7 @@ import {
 import { ARCHIVE_CONFIGURATION_BACKUP, ARCHIVE_ROOT, archivePathOf } from './paths.js';
 import type { BackupPlan } from './plan.js';
 import type { ConfigurationCheckpointVerification } from './sources.js';
+import type { CapturedSet } from './set-capture.js';
 
 export const emptyStats = (): Stats => ({ paths: 0, files: 0, directories: 0, symlinks: 0, bytes: 0 });
 
@@ -35,6 +37,8 @@ export interface Captured {
   readonly warnings: BackupPlan['warnings'][number][];
   readonly witnesses: SourceWitness[];
   readonly checkpoint: { entry: { size_bytes: number; sha256: string }; verification: ConfigurationCheckpointVerification };
+  /** v1: the owner-captured set; absent for a v0 manifest. */
+  readonly set?: CapturedSet | undefined;
 }
 
 const ROOT_PREFIX = `${ARCHIVE_ROOT}/`;
@@ -44,7 +48,7 @@ const relativeOf = (m: ManifestMember): string => (m.path === ARCHIVE_ROOT ? '' 
 function statsOf(c: Captured, filter: (relative: string) => boolean): Stats {
   const s = emptyStats();
   for (const m of c.members) {
-    if (m.origin === 'configuration_checkpoint') continue;
+    if (m.origin === 'configuration_checkpoint' || m.origin === 'owner_export') continue;
     const rel = relativeOf(m);
     if (!filter(rel)) continue;
     s.paths++;
@@ -74,7 +78,7 @@ function includedTargets(p: BackupPlan, c: Captured, total: Stats): IncludedTarg
 function categoryStatsOf(c: Captured): Record<string, Stats> {
   const categoryStats: Record<string, Stats> = {};
   for (const m of c.members) {
-    if (m.origin === 'configuration_checkpoint') continue;
+    if (m.origin === 'configuration_checkpoint' || m.origin === 'owner_export') continue;
     const s = (categoryStats[categoryOf(relativeOf(m))] ??= emptyStats());
     s.paths++;
     if (m.type === 'file') {
@@ -92,7 +96,7 @@ export function buildManifest(p: BackupPlan, c: Captured): BackupManifest {
   const goalsMissing = p.goals.filter((g) => g.route_status !== 'included').length;
   return {
     ok: true,
-    schema_version: BACKUP_SCHEMA,
+    schema_version: c.set ? BACKUP_SCHEMA_V1 : BACKUP_SCHEMA,
     mode: 'state_backup',
     dry_run: false,
     backup_id: p.backupId,
@@ -101,7 +105,8 @@ export function buildManifest(p: BackupPlan, c: Captured): BackupManifest {
     created_at: c.createdAt,
     runtime_root: ARCHIVE_ROOT,
     options: p.options,
-    capture: CAPTURE_FACTS,
+    capture: c.set ? c.set.capture : CAPTURE_FACTS,
+    ...(c.set ? { components: c.set.components, goal_closures: c.set.closures } : {}),
     privacy_certified: false,
     registry_discovery: {
       goal_count: p.goals.length,

@@ -11,8 +11,12 @@ import { LOOPX_VERSION } from '../core/index.js';
 import type { BackupWarning, ExcludedEntry, MissingEntry } from './discover.js';
 import type { ConfigurationCheckpointVerification } from './sources.js';
 import type { PlannedGoal } from './plan.js';
+import type { CaptureProfile, DowngradeCode } from './profiles.js';
 
 export const BACKUP_SCHEMA = 'loopx_state_backup_v0';
+/** The manifest revision that declares its components and capture profiles (written by default). */
+export const BACKUP_SCHEMA_V1 = 'loopx_state_backup_v1';
+export type BackupFormat = 'v0' | 'v1';
 
 /** What this producer captures, stated exactly — it never claims more. */
 export const CAPTURE_FACTS = Object.freeze({
@@ -22,7 +26,7 @@ export const CAPTURE_FACTS = Object.freeze({
   files: 'best_effort_live_traversal',
 } as const);
 
-export type MemberOrigin = 'runtime_root' | 'sqlite_snapshot' | 'configuration_checkpoint';
+export type MemberOrigin = 'runtime_root' | 'sqlite_snapshot' | 'configuration_checkpoint' | 'owner_export';
 
 export interface ManifestMember {
   /** Normalized archive path (no trailing slash). */
@@ -85,7 +89,7 @@ export interface IncludedTarget {
 
 export interface BackupManifest {
   readonly ok: true;
-  readonly schema_version: typeof BACKUP_SCHEMA;
+  readonly schema_version: typeof BACKUP_SCHEMA | typeof BACKUP_SCHEMA_V1;
   readonly mode: 'state_backup';
   readonly dry_run: false;
   readonly backup_id: string;
@@ -94,7 +98,12 @@ export interface BackupManifest {
   readonly created_at: string;
   readonly runtime_root: string;
   readonly options: { readonly include_automations: boolean; readonly include_skills: boolean };
-  readonly capture: typeof CAPTURE_FACTS;
+  /** v0: CAPTURE_FACTS. v1: the set's requested and achieved profiles (`RecoverySetCapture`). */
+  readonly capture: typeof CAPTURE_FACTS | RecoverySetCapture;
+  /** v1 only: one component per owner boundary. */
+  readonly components?: readonly ManifestComponent[];
+  /** v1 only: each Goal's required-owner closure. */
+  readonly goal_closures?: readonly GoalClosure[];
   readonly privacy_certified: false;
   readonly registry_discovery: {
     readonly goal_count: number;
@@ -136,6 +145,103 @@ export interface BackupManifest {
     readonly sqlite_snapshots: readonly SqliteSnapshotRecord[];
     readonly file_members: readonly FileMemberRecord[];
   };
+}
+
+/** One position of a live owner as the capture observed it (the owner's revision domain). */
+export interface PointRecord {
+  readonly revision: string | null;
+  readonly cursor: number | null;
+  readonly at: string;
+}
+
+/** A downgrade or hold of a component (or, with component_id null, of the set). */
+export interface DowngradeFinding {
+  readonly code: DowngradeCode;
+  readonly component_id: string | null;
+  readonly severity: 'hold' | 'warning';
+  readonly next_action: string;
+}
+
+/** One component of a v1 recovery set: one owner boundary (RFC field table, plus capture evidence). */
+export interface ManifestComponent {
+  /** Stable within this set; keyed per backup, never a live owner identity and never a Goal id. */
+  readonly component_id: string;
+  readonly owner_kind: string;
+  /** `machine`, or `goal:<tag>` with the same keyed tag for every component of one Goal. */
+  readonly logical_scope: string;
+  /** Private (the manifest is private): the Goal the component belongs to. */
+  readonly goal_id: string | null;
+  /** Exact normalized archive paths of the owner's captured members. */
+  readonly archive_members: readonly string[];
+  /** The owner's canonical export (JSON lines), or null when there is nothing captured. */
+  readonly export_member: string | null;
+  readonly required: boolean;
+  /** `captured`; `absent` — the owner holds no state here (its store was never created); `unreadable` — held. */
+  readonly state: 'captured' | 'absent' | 'unreadable';
+  /** The export's format (decoder boundary). */
+  readonly schema_version: string | null;
+  readonly producer_version: string;
+  /** The achieved profile (equal to achieved_profile). */
+  readonly capture_profile: CaptureProfile;
+  readonly requested_profile: CaptureProfile;
+  readonly achieved_profile: CaptureProfile;
+  readonly source_identity: string | null;
+  readonly source_revision: string | null;
+  readonly cursor: number | null;
+  /** SHA-256 of the export's seal, which chains every record. */
+  readonly content_digest: string | null;
+  readonly record_count: number | null;
+  readonly dependency_ids: readonly string[];
+  readonly verification_profile: string;
+  /** The live owner before and after its own capture. */
+  readonly capture_interval: { readonly start: PointRecord | null; readonly end: PointRecord | null };
+  /** Operations begun and unsettled in the captured state (the effect owner's dispatched effects). */
+  readonly in_flight: number;
+  readonly skew: ComponentSkew;
+  readonly downgrades: readonly DowngradeCode[];
+}
+
+/** How far a component moved: during its own capture, and from its capture to the set's end re-check. */
+export interface ComponentSkew {
+  readonly moved_during_capture: boolean;
+  readonly moved_before_set_end: boolean;
+  readonly set_end: PointRecord | null;
+  /** set_end.cursor − captured cursor, where both have cursors. */
+  readonly cursor_delta: number | null;
+}
+
+export interface GoalClosure {
+  /** Private. */
+  readonly goal_id: string;
+  readonly logical_scope: string;
+  /** Every component the Goal's recovery requires (its own and the machine owners'), dependencies included. */
+  readonly required_component_ids: readonly string[];
+}
+
+export interface RecoverySetCapture {
+  /** The achieved profile (the field v0 readers know as `profile`). */
+  readonly profile: CaptureProfile;
+  readonly requested_profile: CaptureProfile;
+  readonly achieved_profile: CaptureProfile;
+  readonly cross_owner_point_in_time: boolean;
+  readonly sqlite: 'owner_capture_online_snapshot';
+  readonly files: 'owner_capture_with_traversal_remainder';
+  readonly interval: { readonly start: string; readonly end: string };
+  /** Quiescent: the epoch admission was closed under, and whether every writer drained. */
+  readonly quiescence: { readonly epoch: string; readonly drained: boolean; readonly waited_ms: number } | null;
+  /** Crash-consistent: the one failure observation the components were captured from. */
+  readonly failure_observation: FailureObservation | null;
+  /** Every component, moved or not (the complete skew inventory). */
+  readonly skew_inventory: readonly { readonly component_id: string; readonly moved: boolean; readonly cursor_delta: number | null }[];
+  readonly downgrades: readonly DowngradeFinding[];
+}
+
+export interface FailureObservation {
+  readonly observed_at: string;
+  /** What proved the source stopped. */
+  readonly proof: { readonly root_locks_free: number; readonly other_processes_with_open_files: 0 };
+  /** The exact durable bytes observed (databases with their journals), root-relative. */
+  readonly files: readonly { readonly path: string; readonly size_bytes: number; readonly sha256: string }[];
 }
 
 export interface ArchiveFacts {

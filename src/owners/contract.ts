@@ -35,6 +35,9 @@ export interface OwnerFinding<Code extends string = string> {
   readonly next_action: string;
 }
 
+/** The boundary a backup component of `o` covers. */
+export const boundaryOf = (o: Pick<OwnerRecovery, 'scope' | 'boundary'>): 'machine' | 'goal' => o.boundary ?? o.scope;
+
 export const hasErrors = (findings: readonly { readonly severity: string }[]): boolean => findings.some((f) => f.severity === 'error');
 
 /** What an owner's state belongs to: the whole root (`machine`) or one Goal. */
@@ -115,6 +118,8 @@ export interface OwnerCapture {
   /** SHA-256 of the seal (which chains every record): the component's content digest. */
   readonly export_sha256: string;
   readonly record_count: number;
+  /** Operations begun and not settled in the captured state (e.g. effects dispatched without an outcome). */
+  readonly in_flight?: number;
 }
 
 /** One member as the offline verifier found it. */
@@ -162,13 +167,32 @@ export interface OwnerRecovery<T = unknown> {
   readonly scope: 'machine' | 'goal';
   /** The members it owns in a root for a scope (from LAYOUT). */
   members(scope: OwnerScope): readonly OwnedMember[];
-  /** Whether a Goal's recovery requires this owner's state. */
+  /** Whether a Goal's recovery requires this owner's state (it is then in every Goal's required closure). */
   readonly requiredForGoal: boolean;
+  /**
+   * Set where audits of `loopx_state_backup_v0` archives recorded this owner as optional before it
+   * joined the required closure: those audits keep saying so, so that they stay identical.
+   */
+  readonly optionalInV0Audits?: true;
+  /**
+   * The boundary one backup component of this owner covers: `machine` (one per root) or `goal` (one
+   * per Goal). Defaults to `scope`; an owner that keeps every Goal's state in one place of the root
+   * (the goal owner's `goals/`) may still be captured Goal by Goal.
+   */
+  readonly boundary?: 'machine' | 'goal';
+  /** Owners (earlier in the OWNERS table) whose state this owner's state refers to: a component depends on theirs. */
+  readonly dependsOn: readonly string[];
   /** What a sound copy of its state is to a recovery. */
   readonly classification: ReadableClassification;
   /** Names what `verifyOffline` checks, as recorded in audits. */
   readonly verificationProfile: string;
   capture(live: LiveSource, scope: OwnerScope, into: string): Promise<OwnerCapture>;
+  /**
+   * The live owner's revision and cursor now, in the domain of `capture`'s start and end, read
+   * without changing anything (a backup re-checks every component with it at the end of a set);
+   * null when the owner holds no state there (its store was never created: a confirmed absence).
+   */
+  observe(live: LiveSource, scope: OwnerScope): Promise<CapturePoint | null>;
   verifyOffline(copy: CopiedRoot, scope: OwnerScope, options?: VerifyOfflineOptions): OfflineVerification;
   readHistorical(copy: CopiedRoot, scope: OwnerScope): HistoricalRead<T>;
 }

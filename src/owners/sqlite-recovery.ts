@@ -11,10 +11,21 @@
  * - `verifyOffline` runs SQLite's integrity check on a private copy, then the owner's reader; an
  *   export, when given, must verify and name the copy's revision.
  */
-import { closeSync, constants, mkdirSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, lstatSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { isOutOfSpace, openSqliteCopy, snapshotSqliteDatabase } from '../store/index.js';
-import type { FindingSeverity, HistoricalRead, OfflineVerification, OwnerFinding, OwnerRecovery, OwnerScope, ReadableClassification, VerifiedMember } from './contract.js';
+import type {
+  CapturePoint,
+  FindingSeverity,
+  HistoricalRead,
+  OfflineVerification,
+  OwnerFinding,
+  OwnerRecovery,
+  OwnerScope,
+  ReadableClassification,
+  VerifiedMember,
+} from './contract.js';
 import { MACHINE, hasErrors } from './contract.js';
 import { buildExport, contentRevision, exportFindings } from './export.js';
 
@@ -32,6 +43,14 @@ export function walHeader(abs: string): boolean | null {
     return null;
   }
 }
+
+const existsFile = (abs: string): boolean => {
+  try {
+    return lstatSync(abs).isFile();
+  } catch {
+    return false;
+  }
+};
 
 /** SQLite's full `integrity_check` on a private copy; a full scratch disk is thrown, never a verdict. */
 export function sqliteIntegrity(abs: string, scratch: string | undefined): VerifiedMember['integrity'] {
@@ -80,6 +99,8 @@ export interface SqliteOwnerSpec<H extends { readonly findings: readonly RawFind
   /** Root-relative path of the database (LAYOUT). */
   readonly file: string;
   readonly requiredForGoal: boolean;
+  readonly optionalInV0Audits?: true;
+  readonly dependsOn: readonly string[];
   readonly classification: ReadableClassification;
   readonly exportSchema: string;
   /** Most items an export holds. */
@@ -88,6 +109,29 @@ export interface SqliteOwnerSpec<H extends { readonly findings: readonly RawFind
   counts(h: H): Record<string, number>;
   /** The canonical export items, sorted. */
   items(h: H): readonly unknown[];
+  /** Operations begun and not settled in a read state (capture reports it). */
+  inFlight?(h: H): number;
+}
+
+/** The live content revision, from an online snapshot in a private scratch directory that is removed at once. */
+async function observeSqlite<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(
+  spec: SqliteOwnerSpec<H>,
+  envelope: (h: H, scope: OwnerScope) => HistoricalRead<H>,
+  root: string,
+  scope: OwnerScope,
+): Promise<CapturePoint | null> {
+  const abs = join(root, spec.file);
+  if (!existsFile(abs)) return null;
+  const scratch = mkdtempSync(join(tmpdir(), 'loopx-observe-'));
+  try {
+    await snapshotSqliteDatabase(abs, join(scratch, 'observe.db'));
+    const at = new Date().toISOString();
+    const h = spec.read(join(scratch, 'observe.db'), scratch);
+    const items = envelope(h, scope).readable ? spec.items(h) : [];
+    return { revision: contentRevision(items), cursor: items.length, at };
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
 }
 
 export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(spec: SqliteOwnerSpec<H>): OwnerRecovery<H> {
@@ -118,8 +162,12 @@ export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]
     scope: 'machine',
     members: () => [{ path: spec.file, kind: 'sqlite' }],
     requiredForGoal: spec.requiredForGoal,
+    ...(spec.optionalInV0Audits ? { optionalInV0Audits: true as const } : {}),
+    dependsOn: spec.dependsOn,
     classification: spec.classification,
     verificationProfile: `sqlite.integrity_check+${spec.name}.readHistorical/v0`,
+
+    observe: (live, scope) => observeSqlite(spec, envelope, live.root, scope),
 
     async capture(live, scope, into) {
       const dest = join(into, spec.file);
@@ -147,6 +195,7 @@ export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]
         export: built.records,
         export_sha256: built.sha256,
         record_count: built.record_count,
+        in_flight: spec.inFlight?.(h.value) ?? 0,
       };
     },
 

@@ -25,7 +25,7 @@ export interface PublicAuditSummary {
     readonly logical_scope: string;
     readonly required: boolean;
     readonly member_count: number;
-    readonly content_digest: string;
+    readonly content_digest: string | null;
     readonly dependency_ids: readonly string[];
     readonly verification: VerificationStatus;
     readonly classification: Classification;
@@ -34,7 +34,10 @@ export interface PublicAuditSummary {
   readonly findings: readonly { readonly code: string; readonly severity: Severity; readonly component: string | null; readonly owner: string; readonly next_action: string }[];
   readonly counts: RecoveryAudit['counts'];
   readonly measurements: RecoveryAudit['measurements'];
-  readonly activation_eligible: false;
+  readonly activation_eligible: boolean;
+  readonly activation?: RecoveryAudit['activation'];
+  readonly last_durable_receipt?: null;
+  readonly retryable?: boolean;
   readonly execution_authority_granted: false;
 }
 
@@ -65,7 +68,9 @@ export function publicSummary(a: RecoveryAudit): PublicAuditSummary {
     findings: a.findings.map((f) => ({ code: f.code, severity: f.severity, component: f.component, owner: f.owner, next_action: f.next_action })),
     counts: a.counts,
     measurements: a.measurements,
-    activation_eligible: false,
+    activation_eligible: a.activation_eligible,
+    ...(a.activation ? { activation: a.activation } : {}),
+    ...(a.retryable !== undefined ? { last_durable_receipt: null, retryable: a.retryable } : {}),
     execution_authority_granted: false,
   };
 }

@@ -6,13 +6,12 @@
  * names, Goal ids, owner subjects — it keeps component ids, redacted scopes, counts, digests and
  * codes. A v0 archive is always held; execution authority is never granted.
  */
-import { join } from 'node:path';
 import { createHmac, randomBytes } from 'node:crypto';
-import { canonicalJson, sha256Hex, notFound, rejected, readRegularFileOnce, LOOPX_VERSION, RECOVERY_AUDIT_FILE, RECOVERY_WORKSPACE_DIR } from '../core/index.js';
-import { BACKUP_SCHEMA, type BackupManifest } from '../backup/index.js';
-import { AUDIT_CODES } from './codes.js';
+import { canonicalJson, sha256Hex, LOOPX_VERSION, RECOVERY_AUDIT_FILE, RECOVERY_WORKSPACE_DIR } from '../core/index.js';
+import { BACKUP_SCHEMA, BACKUP_SCHEMA_V1, type BackupManifest, type CaptureProfile } from '../backup/index.js';
+import { v1Sections } from './audit-v1.js';
+import { isV1 } from './recovery-set.js';
 import type { ExtractionFacts } from './extract.js';
-import { decodeManifestBytes } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
 import { MACHINE, OWNERS, OWNER_LIST, UNOWNED_STORES, config as configOwner, goal as goalOwner, type OwnerRecovery } from '../owners/index.js';
@@ -37,12 +36,13 @@ export interface AuditComponent {
   readonly member_count: number;
   readonly schema_version: string | null;
   readonly producer_version: string;
-  /** Not recorded by v0 producers: null, never fabricated. */
-  readonly capture_profile: null;
+  /** Not recorded by v0 producers: null, never fabricated. v1: the component's achieved profile. */
+  readonly capture_profile: CaptureProfile | null;
   readonly source_identity: string | null;
   readonly source_revision: string | null;
   readonly cursor: number | null;
-  readonly content_digest: string;
+  /** v1: null where the owner held no state or could not capture it. */
+  readonly content_digest: string | null;
   readonly dependency_ids: readonly string[];
   readonly verification_profile: string;
   readonly verification: VerificationStatus;
@@ -66,7 +66,7 @@ export interface RecoveryAudit {
   readonly schema_version: typeof AUDIT_SCHEMA;
   readonly recovery_id: string;
   readonly backup: {
-    readonly schema_version: typeof BACKUP_SCHEMA;
+    readonly schema_version: typeof BACKUP_SCHEMA | typeof BACKUP_SCHEMA_V1;
     readonly backup_id: string;
     readonly archive_sha256: string;
     readonly external_manifest_sha256: string;
@@ -78,7 +78,7 @@ export interface RecoveryAudit {
   readonly phase: 'audited' | 'held';
   readonly operator_state: 'restored_inert' | 'audit_held';
   readonly next_action: string;
-  readonly capture: { readonly requested_profile: null; readonly achieved_profile: 'legacy_best_effort'; readonly producer_claim: string };
+  readonly capture: { readonly requested_profile: CaptureProfile | null; readonly achieved_profile: CaptureProfile | 'legacy_best_effort'; readonly producer_claim: string };
   readonly fences: { readonly source_established: false; readonly destination_established: false };
   readonly verifier: { readonly producer: 'loopx'; readonly version: string; readonly limits: Record<string, number> };
   readonly components: readonly AuditComponent[];
@@ -97,7 +97,14 @@ export interface RecoveryAudit {
     readonly regular_file_bytes: number;
     readonly durations_ms: { readonly archive_processing: number; readonly owner_read: number; readonly total: number };
   };
-  readonly activation_eligible: false;
+  /** v1: whether the set qualifies a one-Goal local adoption (a complete, verified closure captured at a qualifying point). */
+  readonly activation_eligible: boolean;
+  /** v1: the Goals (by logical scope) whose closure qualifies. */
+  readonly activation?: { readonly eligible_scopes: readonly string[] };
+  /** v1: the last durable owner receipt of this recovery (none before adoption). */
+  readonly last_durable_receipt?: null;
+  /** v1: whether the operator may run this step again (verify always may, into a new destination). */
+  readonly retryable?: boolean;
   readonly execution_authority_granted: false;
 }
 
@@ -112,12 +119,19 @@ export interface AuditInputs {
 }
 
 /**
- * Public labels of Goals and databases: keyed with a random per-audit key that is never stored,
- * so a short, guessable Goal id or path cannot be recovered from a public summary by trying
- * candidates (an unkeyed hash could be). The private audit maps each label to its names.
+ * Public labels of Goals and databases: keyed (v0: a random per-audit key that is never stored;
+ * v1: a key derived from the archive's private inventory, so verifying one archive twice gives the
+ * same labels), so a short, guessable Goal id or path cannot be recovered from a public summary by
+ * trying candidates (an unkeyed hash could be). The private audit maps each label to its names.
  */
-function labeller(): { scopeOf(goalId: string): string; idOf(prefix: string, key: string): string } {
-  const key = randomBytes(32);
+function labeller(m: BackupManifest): { scopeOf(goalId: string): string; idOf(prefix: string, key: string): string } {
+  // v1: keyed by the archive's private inventory (its components name private Goal ids and the
+  // producer's own keyed tags), so two verifications of one archive agree and nothing public derives it.
+  const key = isV1(m)
+    ? createHmac('sha256', 'loopx-audit-labels/v1')
+        .update(canonicalJson([m.components, m.goal_closures]))
+        .digest()
+    : randomBytes(32);
   const mac = (s: string): string => createHmac('sha256', key).update(s).digest('hex').slice(0, 12);
   return { scopeOf: (goalId) => `goal:${mac(`goal\0${goalId}`)}`, idOf: (prefix, name) => `${prefix}-${mac(`${prefix}\0${name}`)}` };
 }
@@ -158,9 +172,13 @@ interface AuditContext {
   readonly findings: AuditFinding[];
   readonly add: (code: string, severity: Severity, component: string | null, owner: string, next: string, subject?: string | null) => void;
   readonly fromOwner: (component: string, owner: string, list: readonly FindingLite[]) => void;
+  /** v1: an owner's `hold` stays a hold (v0 audits recorded it as a warning and keep doing so). */
+  readonly fromOwnerKeepingHolds: (component: string, owner: string, list: readonly FindingLite[]) => void;
   readonly scopeOf: (goalId: string) => string;
   readonly idOf: (prefix: string, key: string) => string;
   readonly base: { readonly producer_version: string; readonly capture_profile: null; readonly cursor: null };
+  /** v1: databases whose component the recovery set declares (the v0 database section skips them). */
+  readonly covered?: ReadonlySet<string>;
   readonly dbIdByPath: Map<string, string>;
 }
 
@@ -213,6 +231,7 @@ function configurationComponent(ctx: AuditContext): void {
 function databaseComponents(ctx: AuditContext): void {
   const { r, files, claimed, components, add, fromOwner, scopeOf, idOf, base, dbIdByPath } = ctx;
   for (const s of r.sqlite) {
+    if (ctx.covered?.has(s.path)) continue;
     const id = idOf('database', s.path);
     dbIdByPath.set(s.path, id);
     claimed.add(s.path);
@@ -230,7 +249,7 @@ function databaseComponents(ctx: AuditContext): void {
       component_id: id,
       owner_kind: s.owner,
       logical_scope: s.goal_id ? scopeOf(s.goal_id) : 'machine',
-      required: row?.requiredForGoal ?? false,
+      required: (row?.requiredForGoal ?? false) && row?.optionalInV0Audits !== true,
       archive_members: [s.path],
       member_count: 1,
       schema_version: null,
@@ -417,11 +436,45 @@ function countsOf(components: readonly AuditComponent[], findings: readonly Audi
   return { byOwner, verification, assets, severities };
 }
 
-/** Build the audit (its recovery_id computed last, over everything else). */
-export function buildAudit(a: AuditInputs): RecoveryAudit {
-  const { scopeOf, idOf } = labeller();
-  const m = a.manifest;
-  const r = a.report;
+/** What the v0 or the v1 sections decide for the audit's top-level fields. */
+interface Sections {
+  readonly links: number;
+  readonly capture: RecoveryAudit['capture'];
+  readonly eligibleScopes: readonly string[] | null;
+}
+
+/** v0: every archive is held (owner revisions and capture profiles are incomplete), and eligible for nothing. */
+function v0Sections(ctx: AuditContext): Sections {
+  ctx.add('legacy_manifest_incomplete', 'hold', null, 'backup', NEXT.legacy);
+  ctx.add('legacy_best_effort', 'hold', null, 'backup', NEXT.best);
+  configurationComponent(ctx);
+  databaseComponents(ctx);
+  const links = goalComponents(ctx);
+  remainderComponent(ctx);
+  if (ctx.components.length > RECOVERY_LIMITS.components) throw capacityRefusal('components', ctx.components.length, RECOVERY_LIMITS.components);
+  if (links > RECOVERY_LIMITS.dependencyLinks) throw capacityRefusal('dependencyLinks', links, RECOVERY_LIMITS.dependencyLinks);
+  return { links, capture: { requested_profile: null, achieved_profile: 'legacy_best_effort', producer_claim: ctx.a.manifest.capture.profile }, eligibleScopes: null };
+}
+
+/** v1: the manifest's components (owner-verified with their exports), then the stores no component declares and the remainder. */
+function v1AuditSections(ctx: AuditContext): Sections {
+  const v1 = v1Sections({ ...ctx, fromOwner: ctx.fromOwnerKeepingHolds });
+  // A database a component already covers (a Goal document that is a SQLite file, say) is not reported twice.
+  databaseComponents({ ...ctx, covered: new Set([...(ctx.covered ?? []), ...ctx.claimed]) });
+  remainderComponent(ctx);
+  if (ctx.components.length > V1_LIMITS.components) throw capacityRefusal('components', ctx.components.length, V1_LIMITS.components);
+  if (v1.links > V1_LIMITS.dependencyLinks) throw capacityRefusal('dependencyLinks', v1.links, V1_LIMITS.dependencyLinks);
+  return { links: v1.links, capture: v1.capture, eligibleScopes: v1.eligibleScopes };
+}
+
+/**
+ * v1 inventories: every owner boundary once per root and the Goal boundaries once per Goal (6 + 2 ×
+ * 128), the unowned run kernel, the remainder; each Goal component links to three others at most.
+ */
+const V1_LIMITS = { components: 2 * RECOVERY_LIMITS.goals + 16, dependencyLinks: 4 * RECOVERY_LIMITS.goals + 16 } as const;
+
+/** The audit's findings and the three ways sections add to them. */
+function findingSink() {
   const findings: AuditFinding[] = [];
   const add = (code: string, severity: Severity, component: string | null, owner: string, next: string, subject: string | null = null): void => {
     findings.push({ code, severity, component, owner, next_action: next, subject });
@@ -429,28 +482,37 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
   const fromOwner = (component: string, owner: string, list: readonly FindingLite[]): void => {
     for (const f of list) add(f.code, f.severity === 'error' ? 'error' : 'warning', component, owner, f.next_action, f.subject);
   };
-  add('legacy_manifest_incomplete', 'hold', null, 'backup', NEXT.legacy);
-  add('legacy_best_effort', 'hold', null, 'backup', NEXT.best);
+  const fromOwnerKeepingHolds = (component: string, owner: string, list: readonly FindingLite[]): void => {
+    for (const f of list) add(f.code, f.severity === 'error' || f.severity === 'hold' ? f.severity : 'warning', component, owner, f.next_action, f.subject);
+  };
+  return { findings, add, fromOwner, fromOwnerKeepingHolds };
+}
+
+/** Build the audit (its recovery_id computed last, over everything else). */
+export function buildAudit(a: AuditInputs): RecoveryAudit {
+  const { scopeOf, idOf } = labeller(a.manifest);
+  const m = a.manifest;
+  const r = a.report;
+  const { findings, add, fromOwner, fromOwnerKeepingHolds } = findingSink();
 
   const files = new Map(a.extraction.files.map((f) => [f.path, f]));
   const claimed = new Set<string>(['manifest.json']);
   const components: AuditComponent[] = [];
   const base = { producer_version: m.producer_version, capture_profile: null, cursor: null } as const;
-
-  const ctx: AuditContext = { a, r, files, claimed, components, findings, add, fromOwner, scopeOf, idOf, base, dbIdByPath: new Map() };
-  configurationComponent(ctx);
-  databaseComponents(ctx);
-  const links = goalComponents(ctx);
-  remainderComponent(ctx);
-  if (components.length > RECOVERY_LIMITS.components) throw capacityRefusal('components', components.length, RECOVERY_LIMITS.components);
-  if (links > RECOVERY_LIMITS.dependencyLinks) throw capacityRefusal('dependencyLinks', links, RECOVERY_LIMITS.dependencyLinks);
+  const v1 = isV1(m);
+  const covered = new Set(r.sqlite.filter((x) => x.component !== undefined).map((x) => x.path));
+  const ctx: AuditContext = { a, r, files, claimed, components, findings, add, fromOwner, fromOwnerKeepingHolds, scopeOf, idOf, base, dbIdByPath: new Map(), covered };
+  const sections = v1 ? v1AuditSections(ctx) : v0Sections(ctx);
 
   const { byOwner, verification, assets, severities } = countsOf(components, findings);
+  const eligible = sections.eligibleScopes !== null && sections.eligibleScopes.length > 0 && severities.error === 0;
+  const held = !v1 || severities.error > 0 || severities.hold > 0;
+  const next = !v1 ? NEXT.legacy : ((findings.find((f) => f.severity === 'error') ?? findings.find((f) => f.severity === 'hold'))?.next_action ?? NEXT.readable);
 
   const body: Omit<RecoveryAudit, 'recovery_id'> = {
     schema_version: AUDIT_SCHEMA,
     backup: {
-      schema_version: BACKUP_SCHEMA,
+      schema_version: m.schema_version,
       backup_id: m.backup_id,
       archive_sha256: a.archiveSha256,
       external_manifest_sha256: a.manifestSha256,
@@ -459,13 +521,16 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
       created_at: m.created_at,
     },
     workspace: { isolation: 'inert', registered: false, directory: WORKSPACE_DIR },
-    // Every v0 archive is held: owner revisions and capture profiles are incomplete.
-    phase: 'held',
-    operator_state: 'audit_held',
-    next_action: NEXT.legacy,
-    capture: { requested_profile: null, achieved_profile: 'legacy_best_effort', producer_claim: m.capture.profile },
+    phase: held ? 'held' : 'audited',
+    operator_state: held ? 'audit_held' : 'restored_inert',
+    next_action: next,
+    capture: sections.capture,
     fences: { source_established: false, destination_established: false },
-    verifier: { producer: 'loopx', version: LOOPX_VERSION, limits: limitsRecord() },
+    verifier: {
+      producer: 'loopx',
+      version: LOOPX_VERSION,
+      limits: v1 ? { ...limitsRecord(), v1_components: V1_LIMITS.components, v1_dependency_links: V1_LIMITS.dependencyLinks } : limitsRecord(),
+    },
     components,
     findings,
     counts: {
@@ -484,7 +549,7 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
         sqlite_files: r.sqlite.length,
       },
       findings: severities,
-      dependency_links: links,
+      dependency_links: sections.links,
     },
     measurements: {
       archive_bytes: a.archiveSize,
@@ -492,7 +557,8 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
       regular_file_bytes: a.extraction.regularBytes,
       durations_ms: a.durations,
     },
-    activation_eligible: false,
+    activation_eligible: eligible,
+    ...(v1 ? { activation: { eligible_scopes: eligible ? sections.eligibleScopes! : [] }, last_durable_receipt: null, retryable: true } : {}),
     execution_authority_granted: false,
   };
   const { schema_version, ...fields } = body;
@@ -511,43 +577,4 @@ export const recoveryIdOf = (body: object): string => {
   return sha256Hex(canonicalJson(rest));
 };
 
-/** The audit's bytes as written to disk. */
-export const auditBytes = (audit: RecoveryAudit): Buffer => Buffer.from(`${JSON.stringify(audit, null, 2)}\n`, 'utf8');
-
-/**
- * The bytes verify may publish: at most 16 MiB, the most `audit show` reads back — so every
- * published audit can be shown. Over it, the whole verification is refused.
- */
-export function publishableAuditBytes(audit: RecoveryAudit): Buffer {
-  const bytes = auditBytes(audit);
-  if (bytes.length > RECOVERY_LIMITS.savedAuditBytes) throw capacityRefusal('auditBytes', bytes.length, RECOVERY_LIMITS.savedAuditBytes);
-  return bytes;
-}
-
-/** Read `<destination>/recovery-audit.json` back: the exact bytes, decoded, content address re-checked. */
-export function showAudit(destination: string): { bytes: Buffer; audit: RecoveryAudit } {
-  let bytes: Buffer;
-  try {
-    const read = readRegularFileOnce(join(destination, AUDIT_FILE), RECOVERY_LIMITS.savedAuditBytes);
-    if (read === null) throw new Error('absent');
-    bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
-  } catch {
-    throw notFound(AUDIT_CODES.notFound, 'There is no readable recovery audit in that destination.', { nextAction: 'pass the destination a verify --execute created' });
-  }
-  let doc: unknown;
-  try {
-    doc = decodeManifestBytes(bytes);
-  } catch {
-    doc = undefined;
-  }
-  const audit = doc as RecoveryAudit | undefined;
-  if (!audit || typeof audit !== 'object' || audit.schema_version !== AUDIT_SCHEMA || typeof audit.recovery_id !== 'string' || audit.execution_authority_granted !== false) {
-    throw rejected(AUDIT_CODES.invalid, 'The recovery audit is not a loopx_state_recovery_audit_v0 document.', { nextAction: 'run verify --execute again into a new destination' });
-  }
-  if (recoveryIdOf(audit) !== audit.recovery_id || !auditBytes(audit).equals(bytes)) {
-    throw rejected(AUDIT_CODES.digestMismatch, 'The recovery audit does not match its content address: it was changed after it was written.', {
-      nextAction: 'run verify --execute again into a new destination',
-    });
-  }
-  return { bytes, audit };
-}
+export { auditBytes, publishableAuditBytes, showAudit } from './audit-io.js';

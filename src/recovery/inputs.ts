@@ -10,7 +10,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { readRegularFileOnce, internal, notFound, rejected, type LoopxError, PACKAGE_ROOT } from '../core/index.js';
 import { join } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import { BACKUP_SCHEMA, type BackupManifest } from '../backup/index.js';
+import { BACKUP_SCHEMA, BACKUP_SCHEMA_V1, type BackupManifest } from '../backup/index.js';
 import { INPUT_CODES } from './codes.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
@@ -106,13 +106,20 @@ export function decodeManifestBytes(bytes: Uint8Array): unknown {
   }
 }
 
-let validator: ValidateFunction | undefined;
-function manifestValidator(): ValidateFunction {
-  if (validator) return validator;
+/** The manifest revisions this verifier reads (dual-read), each with its published schema. */
+const MANIFEST_SCHEMAS: Readonly<Record<string, string>> = {
+  [BACKUP_SCHEMA]: 'state-backup-manifest-v0.schema.json',
+  [BACKUP_SCHEMA_V1]: 'state-backup-manifest-v1.schema.json',
+};
+const validators = new Map<string, ValidateFunction>();
+function manifestValidator(revision: string): ValidateFunction {
+  const known = validators.get(revision);
+  if (known) return known;
   if (!PACKAGE_ROOT) throw internal('package_root_unknown', 'loopx cannot find its own package files.');
-  const schema = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'docs', 'schemas', 'state-backup-manifest-v0.schema.json'), 'utf8')) as object;
-  validator = new Ajv2020({ strict: true, allErrors: false }).compile(schema);
-  return validator;
+  const schema = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'docs', 'schemas', MANIFEST_SCHEMAS[revision]!), 'utf8')) as object;
+  const validate = new Ajv2020({ strict: true, allErrors: false }).compile(schema);
+  validators.set(revision, validate);
+  return validate;
 }
 
 /** Schema and internal consistency of a decoded external manifest. */
@@ -122,13 +129,13 @@ export function checkManifest(doc: unknown): BackupManifest {
   };
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) invalid('not an object');
   const schema = (doc as { schema_version?: unknown }).schema_version;
-  if (schema !== BACKUP_SCHEMA) {
+  if (typeof schema !== 'string' || !Object.hasOwn(MANIFEST_SCHEMAS, schema)) {
     throw rejected(INPUT_CODES.manifestSchemaUnknown, 'The manifest has a schema_version this verifier does not read.', {
       nextAction: 'verify it with the loopx version that produced it',
       details: { schema_version: typeof schema === 'string' && /^[a-z0-9_]{1,64}$/.test(schema) ? schema : null },
     });
   }
-  const validate = manifestValidator();
+  const validate = manifestValidator(schema);
   if (!validate(doc)) {
     const first = validate.errors?.[0];
     invalid(`${first?.instancePath || '/'} ${first?.message ?? ''}`.replace(/[^\x20-\x7e]/g, '?').slice(0, 160));

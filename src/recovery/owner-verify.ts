@@ -7,7 +7,8 @@
  * lease. Its report carries counts, ids, statuses and finding codes — never payloads.
  */
 import { join } from 'node:path';
-import { DOCUMENT_OWNERS, MACHINE, OWNERS, integrityOnly, ownerOfMember, type OfflineVerification, type OwnerRecovery } from '../owners/index.js';
+import { canonicalJson, readRegularFileOnce, sha256Hex } from '../core/index.js';
+import { DOCUMENT_OWNERS, MACHINE, OWNERS, OWNER_LIST, goalScope, integrityOnly, ownerOfMember, type OfflineVerification, type OwnerRecovery } from '../owners/index.js';
 
 export interface WorkspaceRef {
   /** The staged workspace (the archive's top). */
@@ -22,7 +23,31 @@ export interface WorkspaceRef {
  * checked its digest, then `{"end": true}` once the whole archive is verified. The caller keeps
  * stdin open until the worker exits: its end means the caller died, and the worker exits at once.
  */
-export type WorkerMessage = { readonly sqlite: string } | { readonly end: true };
+export type WorkerMessage =
+  { readonly sqlite: string; readonly export?: string; readonly component_id?: string } | { readonly component: DocumentComponentRef } | { readonly end: true };
+
+/** A v1 component of a document owner (registry, configuration, a Goal): verified with its export once the whole copy is in place. */
+export interface DocumentComponentRef {
+  readonly component_id: string;
+  readonly owner: string;
+  readonly goal_id: string | null;
+  /** Workspace-relative path of its export, or null when the component holds nothing. */
+  readonly export: string | null;
+}
+
+/** What the worker found of one v1 component: the owner's offline verification with its export, and the export's digest. */
+export interface ComponentReport {
+  readonly component_id: string;
+  readonly owner: string;
+  readonly ok: boolean;
+  readonly revision: string | null;
+  readonly cursor: number | null;
+  readonly source_identity: string | null;
+  /** SHA-256 of the export's seal as read from the copy (null: no export, or it did not parse). */
+  readonly export_digest: string | null;
+  readonly counts: Readonly<Record<string, number>>;
+  readonly findings: readonly FindingLite[];
+}
 
 /**
  * The worker's exit codes besides 0 (report printed): `noSpace` — the scratch file system filled
@@ -51,6 +76,8 @@ export interface SqliteReport {
   readonly readback: { readonly ok: boolean; readonly counts: Readonly<Record<string, number>>; readonly findings: readonly FindingLite[] } | null;
   /** Owner-specific facts kept in the audit's private readback (e.g. `work`). */
   readonly facts: Readonly<Record<string, unknown>>;
+  /** v1: the owner's readback position and its export's digest, when the database was verified with an export. */
+  readonly component?: ComponentReport;
 }
 
 export interface WorkerReport {
@@ -60,6 +87,8 @@ export interface WorkerReport {
   /** The document owners' offline verifications (OWNERS order). */
   readonly owners: readonly OfflineVerification[];
   readonly sqlite: readonly SqliteReport[];
+  /** v1: the document owners' components. */
+  readonly components?: readonly ComponentReport[];
 }
 
 const ROOT = 'runtime-root';
@@ -70,17 +99,80 @@ export function ownerOfSqlite(path: string): { owner: OwnerKind; goal_id: string
   return found === null ? { owner: 'unknown', goal_id: null } : { owner: found.store, goal_id: found.scope.goal_id };
 }
 
+/** Most bytes of one owner export the worker reads. */
+export const EXPORT_MAX_BYTES = 128 * 1024 * 1024;
+
+/** An export member (JSON lines) as records; null when it is unreadable or not JSON lines. */
+export function readExport(req: WorkspaceRef, path: string): unknown[] | null {
+  try {
+    const bytes = readRegularFileOnce(join(req.workspace, path), EXPORT_MAX_BYTES);
+    if (bytes === null) return null;
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+    return text
+      .split('\n')
+      .filter((l) => l.length > 0)
+      .map((l) => JSON.parse(l) as unknown);
+  } catch {
+    return null;
+  }
+}
+
+/** The export's digest: SHA-256 of its last record (the seal, which chains every record). */
+const exportDigest = (records: readonly unknown[] | null): string | null => (records && records.length > 0 ? sha256Hex(canonicalJson(records.at(-1))) : null);
+
+const EXPORT_UNREADABLE: FindingLite = {
+  code: 'component_export_unreadable',
+  severity: 'error',
+  subject: 'export',
+  next_action: 'use another backup of this root; this export could not be read',
+};
+
+function componentReport(component_id: string, v: OfflineVerification, records: readonly unknown[] | null, exportExpected: boolean): ComponentReport {
+  const findings = exportExpected && records === null ? [...v.findings, EXPORT_UNREADABLE] : v.findings;
+  return {
+    component_id,
+    owner: v.owner,
+    ok: v.ok && !(exportExpected && records === null),
+    revision: v.revision,
+    cursor: v.cursor,
+    source_identity: v.source_identity,
+    export_digest: exportDigest(records),
+    counts: v.readback?.counts ?? {},
+    findings,
+  };
+}
+
+/** A document owner's v1 component, verified on the whole copy with its export. */
+export function verifyDocumentComponent(req: WorkspaceRef, c: DocumentComponentRef): ComponentReport {
+  const owner = OWNER_LIST.find((o) => o.name === c.owner);
+  const empty = { ok: false, revision: null, cursor: null, source_identity: null, export_digest: null, counts: {} };
+  if (owner === undefined)
+    return {
+      component_id: c.component_id,
+      owner: c.owner,
+      ...empty,
+      findings: [{ code: 'component_owner_unknown', severity: 'error', subject: 'component', next_action: 'use a newer loopx to read this backup' }],
+    };
+  const records = c.export === null ? null : readExport(req, c.export);
+  const copy = { root: join(req.workspace, ROOT), scratchDir: req.scratch, beside: req.workspace };
+  const scope = c.goal_id === null ? MACHINE : goalScope(c.goal_id);
+  const v = owner.verifyOffline(copy, scope, records === null ? {} : { export: records });
+  return componentReport(c.component_id, v, records, c.export !== null);
+}
+
 /** One SQLite file of the workspace: its owner's offline verification (integrity on a private copy, then readback). */
-export function verifySqliteFile(req: WorkspaceRef, path: string): SqliteReport {
+export function verifySqliteFile(req: WorkspaceRef, path: string, exportPath?: string, componentId?: string): SqliteReport {
   const copy = { root: join(req.workspace, ROOT), scratchDir: req.scratch };
   const found = path.startsWith(`${ROOT}/`) ? ownerOfMember(path.slice(ROOT.length + 1)) : null;
   if (found === null || found.owner === null) {
     const m = integrityOnly(join(req.workspace, path), path, req.scratch);
     return { path, owner: found?.store ?? 'unknown', goal_id: null, integrity: m.integrity, wal_header: m.wal_header, readback: null, facts: {} };
   }
-  const v = found.owner.verifyOffline(copy, found.scope, { integrity: 'full' });
+  const records = exportPath === undefined ? null : readExport(req, exportPath);
+  const v = found.owner.verifyOffline(copy, found.scope, { integrity: 'full', ...(records === null ? {} : { export: records }) });
   const m = v.members[0]!;
   return {
+    ...(componentId === undefined ? {} : { component: componentReport(componentId, v, records, exportPath !== undefined) }),
     path,
     owner: v.owner,
     goal_id: v.scope.goal_id,
@@ -92,9 +184,14 @@ export function verifySqliteFile(req: WorkspaceRef, path: string): SqliteReport 
 }
 
 /** The document owners (OWNERS order), with the SQLite reports already made. */
-export function verifyOwners(req: WorkspaceRef, sqlite: readonly SqliteReport[], heapLimit: number): WorkerReport {
+export function verifyOwners(req: WorkspaceRef, sqlite: readonly SqliteReport[], heapLimit: number, components: readonly DocumentComponentRef[] = []): WorkerReport {
   const copy = { root: join(req.workspace, ROOT), scratchDir: req.scratch, beside: req.workspace };
-  return { sqlite_heap_limit: heapLimit, owners: DOCUMENT_OWNERS.map((o) => o.verifyOffline(copy, MACHINE)), sqlite };
+  return {
+    sqlite_heap_limit: heapLimit,
+    owners: DOCUMENT_OWNERS.map((o) => o.verifyOffline(copy, MACHINE)),
+    sqlite,
+    ...(components.length > 0 ? { components: components.map((c) => verifyDocumentComponent(req, c)) } : {}),
+  };
 }
 
 /** Typed views of the facts the document owners and the work owner report (see each owner's recovery.ts). */

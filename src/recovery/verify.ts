@@ -29,6 +29,7 @@ import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
 import { WorkerSession } from './worker-client.js';
 import { checkpointOf, goalsOf, workOf, type WorkerReport } from './owner-verify.js';
+import { componentRoutes } from './recovery-set.js';
 
 export interface VerifyInputs {
   readonly archive: string;
@@ -212,6 +213,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     // The worker starts now and checks each database as soon as it is extracted (step 5
     // overlapping step 4); it reads the root-level owners once the archive is fully verified.
     worker = new WorkerSession({ workspace: staging, scratch });
+    const routes = componentRoutes(bound.manifest);
     let databases = 0;
     const extraction = await extractArchive(
       bound.archiveFd,
@@ -221,7 +223,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
       (p) => progress?.({ step: 'extract', done: p.compressed_done, total: p.compressed_total }),
       (path) => {
         if (++databases > RECOVERY_LIMITS.sqliteFiles) throw capacityRefusal('sqliteFiles', databases, RECOVERY_LIMITS.sqliteFiles);
-        worker!.add(path);
+        worker!.add(path, routes.sqlite.get(path));
       },
       options.signal,
     );
@@ -230,6 +232,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     progress?.({ step: 'owners', done: 0, total: databases });
     const session = worker;
     worker = undefined;
+    for (const d of routes.documents) session.component(d);
     const report = await ownerReport(session, options.signal);
     checkReport(report);
 

@@ -15,7 +15,7 @@ import { rejected } from '../core/index.js';
 import { OWNER_CODES } from './codes.js';
 import { outOfSpace } from './destination.js';
 import { RECOVERY_LIMITS } from './limits.js';
-import { WORKER_EXIT, type WorkerMessage, type WorkerReport, type WorkspaceRef } from './owner-verify.js';
+import { WORKER_EXIT, type DocumentComponentRef, type WorkerMessage, type WorkerReport, type WorkspaceRef } from './owner-verify.js';
 
 const workerFailed = (why: string, details?: Record<string, unknown>) =>
   rejected(OWNER_CODES.workerFailed, `Owner verification failed: ${why}.`, {
@@ -98,8 +98,14 @@ export class WorkerSession {
     if (!this.child.stdin.destroyed) this.child.stdin.write(`${JSON.stringify(msg)}\n`);
   }
 
-  add(path: string): void {
-    this.send({ sqlite: path });
+  /** A database extraction completed; with a v1 component, its owner export (already extracted: exports precede the root). */
+  add(path: string, component?: { readonly component_id: string; readonly export: string }): void {
+    this.send(component === undefined ? { sqlite: path } : { sqlite: path, export: component.export, component_id: component.component_id });
+  }
+
+  /** A v1 document component, verified once the whole copy is in place. */
+  component(ref: DocumentComponentRef): void {
+    this.send({ component: ref });
   }
 
   async kill(): Promise<void> {

@@ -19,7 +19,7 @@ import { createInterface } from 'node:readline';
 import { Worker } from 'node:worker_threads';
 import { isOutOfSpace, setSqliteHardHeapLimit } from '../store/index.js';
 import { RECOVERY_LIMITS } from './limits.js';
-import { WORKER_EXIT, verifyOwners, verifySqliteFile, type SqliteReport, type WorkerMessage, type WorkspaceRef } from './owner-verify.js';
+import { WORKER_EXIT, verifyOwners, verifySqliteFile, type DocumentComponentRef, type SqliteReport, type WorkerMessage, type WorkspaceRef } from './owner-verify.js';
 
 const MAX_LINE = 64 * 1024;
 /** How often the watchdog thread re-reads the parent pid (a re-parented process has another). */
@@ -53,13 +53,19 @@ async function main(): Promise<void> {
   };
   const ref = (await next()) as WorkspaceRef;
   const sqlite: SqliteReport[] = [];
+  const components: DocumentComponentRef[] = [];
   let busy = 0;
   for (;;) {
     const msg = (await next()) as WorkerMessage;
     if ('end' in msg) break;
+    if ('component' in msg) {
+      if (components.length >= RECOVERY_LIMITS.components) throw new Error('too many components');
+      components.push(msg.component);
+      continue;
+    }
     if (sqlite.length >= RECOVERY_LIMITS.sqliteFiles) throw new Error('too many databases');
     const t = performance.now();
-    sqlite.push(verifySqliteFile(ref, msg.sqlite));
+    sqlite.push(verifySqliteFile(ref, msg.sqlite, msg.export, msg.export === undefined ? undefined : msg.component_id));
     busy += performance.now() - t;
     await yieldTurn();
   }
@@ -73,7 +79,7 @@ async function main(): Promise<void> {
   }
   await yieldTurn();
   const t = performance.now();
-  const report = verifyOwners(ref, sqlite, heap);
+  const report = verifyOwners(ref, sqlite, heap, components);
   busy += performance.now() - t;
   const answer = JSON.stringify({ ...report, busy_ms: Math.round(busy) });
   // Test hook: JSON whitespace pads the answer to exactly N characters (the 2 Mi-character bound's boundary).

@@ -31,7 +31,21 @@ export { GOAL_WORK_TOOL_PLAN, loadAgentFile, parseAgentDefinition, runSummary, t
 export { assertRuntimeRoot, LAYOUT, ownerDescriptions, type RootOwners } from '../owners/index.js';
 export { defaultAuthorityDir, recordNextAction, ROOT_IS_COPY, type LocalRunAuthority } from '../run-authority/index.js';
 export { claimInvalid, decodeEnvelope, ENVELOPE_MAX_BYTES, envelopeOversized, type RunSnapshotState } from '../snapshot/index.js';
-export { BACKUP_ID, CAPTURE_FACTS, create as createBackup, describePlan, plan as planBackup, type BackupProgress, type BackupResult, type PlanSummary } from '../backup/index.js';
+export {
+  BACKUP_ID,
+  CAPTURE_FACTS,
+  create as createBackup,
+  describePlan,
+  parseProfile,
+  plan as planBackup,
+  type BackupFormat,
+  type BackupProgress,
+  type BackupResult,
+  type CaptureProfile,
+  type PlanSummary,
+  type RecoverySetCapture,
+} from '../backup/index.js';
+export { createBackupWithProfile, DEFAULT_QUIESCE_TIMEOUT_MS, type ProfiledCreateOptions } from './backup.js';
 export {
   executeVerify,
   executeVerifyIsolated,

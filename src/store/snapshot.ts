@@ -95,3 +95,19 @@ export function countSqliteTableRows(path: string, table: string): number | unde
     db.close();
   }
 }
+
+let runtimeIdentity: { sqliteVersion: string; sqliteSourceId: string } | undefined;
+
+/** The SQLite library this process links (what a snapshot taken here was written by). */
+export function sqliteRuntimeIdentity(): { sqliteVersion: string; sqliteSourceId: string } {
+  if (runtimeIdentity === undefined) {
+    const db = new Database(':memory:');
+    try {
+      const v = db.prepare('SELECT sqlite_version() AS v, sqlite_source_id() AS s').get() as { v: string; s: string };
+      runtimeIdentity = { sqliteVersion: v.v, sqliteSourceId: v.s };
+    } finally {
+      db.close();
+    }
+  }
+  return runtimeIdentity;
+}

@@ -51,9 +51,24 @@ describe('loopx backup-state', () => {
       backup_id: 'b1',
       archive: { name: 'b1.tar.gz' },
       manifest: { name: 'b1.manifest.json' },
-      capture: { profile: 'legacy_best_effort_online', cross_owner_point_in_time: false },
-      counts: { sqlite_snapshots: 5, goals: 2 },
+      capture: { profile: 'online', requested_profile: 'online', achieved_profile: 'online', cross_owner_point_in_time: false },
+      // The owners' databases and the run kernel's; a Goal document that is a SQLite file is archived as its owner copied it.
+      counts: { sqlite_snapshots: 4, goals: 2 },
+      components: { requested_profile: 'online', achieved_profile: 'online', downgrades: [] },
     });
+    expect(doc.components.list.map((c: { owner_kind: string }) => c.owner_kind)).toEqual([
+      'registry',
+      'config',
+      'goal',
+      'goal',
+      'work',
+      'work',
+      'session',
+      'effect',
+      'quota',
+      'scheduler',
+    ]);
+    expect(JSON.stringify(doc.components)).not.toMatch(/alpha|beta/);
     expect(readdirSync(out).sort()).toEqual(['b1.manifest.json', 'b1.tar.gz']);
     expect(r.stdout + r.stderr).not.toContain(base);
     expect(r.stderr).toBe(''); // no progress bar when stderr is not a terminal
@@ -65,8 +80,23 @@ describe('loopx backup-state', () => {
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain('created backup b1 in the output directory:');
     expect(r.stdout).toMatch(/b1\.tar\.gz {2}[\d.]+ (B|KiB|MiB) {2}sha256 [0-9a-f]{64}/);
-    expect(r.stdout).toContain('legacy_best_effort_online');
+    expect(r.stdout).toContain('capture profile: online; private, not encrypted');
+    expect(r.stdout).toMatch(/10 components \(3 absent, 0 held\), 0 moved while captured/);
     expect(r.stdout).not.toContain(base);
+  });
+
+  it('--format v0 writes the legacy manifest; with --profile it is a usage error (exit 2) that writes nothing', async () => {
+    const { root, out } = await setup();
+    const legacy = loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'old', '--format', 'v0', '--json']);
+    expect(legacy.status, legacy.stderr).toBe(0);
+    expect(legacy.json()).toMatchObject({ capture: { profile: 'legacy_best_effort_online', cross_owner_point_in_time: false }, counts: { sqlite_snapshots: 5 } });
+    expect(legacy.json().components).toBeUndefined();
+    const conflict = loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'x', '--format', 'v0', '--profile', 'quiescent', '--json']);
+    expect(conflict.status).toBe(2);
+    expect(conflict.json()).toMatchObject({ error: { code: 'backup_format_profile_conflict' } });
+    expect(readdirSync(out).filter((n) => n.startsWith('x.'))).toEqual([]);
+    const bad = loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--profile', 'sometimes']);
+    expect(bad.status).toBe(2);
   });
 
   it('an occupied destination exits 4 with backup_destination_occupied; a refusal exits 3; a bad id exits 2', async () => {

@@ -26,7 +26,7 @@ async function setup(options: { machine?: boolean } = {}) {
 
 async function refusal(root: string, out: string, hooks: CreateHooks): Promise<{ code: string; kind: string }> {
   try {
-    await create(plan(root, { outputDir: out, backupId: 'b' }), { hooks });
+    await create(plan(root, { outputDir: out, backupId: 'b' }), { hooks, format: 'v0' });
   } catch (e) {
     if (!isLoopxError(e)) throw e;
     // Nothing was published and this attempt left no staging directory behind.
@@ -173,6 +173,7 @@ describe('frozen Goal routes must reach the archive', () => {
   it('an ordinary file removed during capture is recorded as missing (best-effort traversal), not refused', async () => {
     const { root, out } = await setup();
     const r = await create(plan(root, { outputDir: out, backupId: 'b' }), {
+      format: 'v0',
       hooks: {
         beforeCopy: (step) => {
           if (step.path === 'goals/alpha/docs/plan.md') rmSync(join(root, step.path));

@@ -26,7 +26,7 @@ async function backupOf(options: { includeAutomations?: boolean; id?: string } =
   expect(statSync(join(root, 'goals/alpha/work.db-wal')).size).toBeGreaterThan(0);
   const out = join(base, 'out');
   const id = options.id ?? 'b1';
-  const result = await create(plan(root, { outputDir: out, backupId: id, includeAutomations: options.includeAutomations }));
+  const result = await create(plan(root, { outputDir: out, backupId: id, includeAutomations: options.includeAutomations }), { format: 'v0' });
   live.close();
   const manifest = JSON.parse(readFileSync(join(out, `${id}.manifest.json`), 'utf8')) as BackupManifest;
   const entries = await readArchive(join(out, `${id}.tar.gz`));
@@ -260,7 +260,7 @@ describe('a database that cannot be snapshotted', () => {
     Buffer.from('SQLite format 3\0', 'latin1').copy(corrupt);
     writeFileSync(join(root, 'goals/alpha/docs/broken.db'), corrupt);
     const out = join(base, 'out');
-    await expect(create(plan(root, { outputDir: out, backupId: 'b' }))).rejects.toMatchObject({
+    await expect(create(plan(root, { outputDir: out, backupId: 'b' }), { format: 'v0' })).rejects.toMatchObject({
       code: 'backup_sqlite_snapshot_failed',
       details: { source: 'goals/alpha/docs/broken.db' },
     });

@@ -9,7 +9,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { create, plan, type BackupManifest } from '../../src/backup/index.js';
+import { create, plan, type BackupManifest, type RecoverySetCapture } from '../../src/backup/index.js';
+import { executeVerify } from '../../src/recovery/index.js';
 import { readHistoricalFile as readHistorical } from '../../src/owners/work/historical.js';
 import { commitWork, makeRoot, readArchive, tempBase } from './support/fixtures.js';
 
@@ -59,6 +60,7 @@ describe('a capture while a real process writes to a Goal work database', () => 
     let before = 0;
     let after = 0;
     const result = await create(plan(root, { outputDir: join(base, 'out'), backupId: 'live' }), {
+      format: 'v0',
       hooks: {
         beforeCopy: async (step) => {
           if (step.path === 'goals/alpha/work.db') before = await w.progressed();
@@ -98,5 +100,56 @@ describe('a capture while a real process writes to a Goal work database', () => 
     const work = readHistorical(copy, { goal_id: 'alpha' });
     expect([work.readable, work.history_count, work.findings]).toEqual([true, FIXTURE_COMMITS + PRELOADED + rows, []]);
     expect(work.todos.find((t) => t.todo_id === 't1')!.text).toBe(rows === 0 ? `seed ${FIXTURE_COMMITS + PRELOADED - 1} ${'s'.repeat(1024)}` : `${rows - 1}:${'e'.repeat(1024)}`);
+  });
+
+  it('v1 online: the capture succeeds while the writer commits, the skew inventory names the moved work, and the archive verifies', async () => {
+    const base = tempBase();
+    const root = join(base, 'root');
+    await makeRoot(root, { specials: false, commitsAlpha: FIXTURE_COMMITS });
+    await commitWork(root, 'alpha', 500, { todoId: 't1' });
+    writer = new Writer(root, 'alpha', 't1');
+    await writer.progressed(20);
+    const w = writer;
+    const p = plan(root, { outputDir: join(base, 'out'), backupId: 'online' });
+    const alpha = p.goals.find((g) => g.goal_id === 'alpha')!;
+    expect(alpha.route_status).toBe('included');
+    let workId = '';
+    const result = await create(p, {
+      hooks: {
+        // The writer commits again after alpha's work was captured: a movement the set-end re-check must see.
+        afterComponent: async (id) => {
+          if (id.startsWith('work-') && workId === '') {
+            workId = id;
+            await w.progressed();
+          }
+        },
+      },
+    });
+    expect(w.child.exitCode).toBeNull();
+    const m = result.manifest_doc;
+    const work = m.components!.find((c) => c.owner_kind === 'work' && c.goal_id === 'alpha')!;
+    expect(work.component_id).toBe(workId);
+    expect(work.skew.moved_before_set_end).toBe(true);
+    expect(work.skew.cursor_delta).toBeGreaterThan(0);
+    expect(work.achieved_profile).toBe('online');
+    const set = m.capture as RecoverySetCapture;
+    expect(set.skew_inventory.find((x) => x.component_id === workId)).toEqual({ component_id: workId, moved: true, cursor_delta: work.skew.cursor_delta });
+    expect(set.skew_inventory.length).toBe(m.components!.length);
+    expect(set.downgrades).toEqual([]);
+    w.child.kill('SIGKILL');
+
+    const v = await executeVerify({ archive: join(base, 'out', result.archive.name), manifest: join(base, 'out', result.manifest.name), destination: join(base, 'dest') });
+    const audited = v.audit.components.find((c) => c.component_id === workId)!;
+    expect(audited.verification).toBe('verified');
+    // The archived copy holds at least the exported prefix; its owner proved the prefix.
+    const readback = audited.readback as { cursor: number; revision: string };
+    expect(readback.cursor).toBeGreaterThanOrEqual(work.cursor!);
+    if (readback.cursor === work.cursor) expect(readback.revision).toBe(work.source_revision);
+    // alpha's closure moved: no point in time for it, so it is held and not offered for adoption; beta's did not move.
+    expect(v.audit.findings.some((f) => f.code === 'capture_not_point_in_time' && f.severity === 'hold')).toBe(true);
+    const betaScope = m.components!.find((c) => c.goal_id === 'beta')!.logical_scope;
+    expect(v.audit.activation?.eligible_scopes ?? []).not.toContain(work.logical_scope);
+    expect(v.audit.activation?.eligible_scopes).toEqual([betaScope]);
+    expect(v.audit.phase).toBe('held');
   });
 });

@@ -121,6 +121,7 @@ describe('the --json contract: every published document validates against docs/s
         'backup-state-plan.schema.json',
         'backup-state-result.schema.json',
         'state-backup-manifest-v0.schema.json',
+        'state-backup-manifest-v1.schema.json',
         'backup-verify-plan.schema.json',
         'state-recovery-audit-v0.schema.json',
         'state-recovery-audit-public-v0.schema.json',
@@ -307,7 +308,10 @@ describe('the --json contract: every published document validates against docs/s
     const bytes = readFileSync(join(out, created.manifest.name));
     expect(createHash('sha256').update(bytes).digest('hex')).toBe(created.manifest.sha256);
     const manifest = JSON.parse(bytes.toString('utf8'));
-    expectValid('state-backup-manifest-v0', manifest);
+    expectValid('state-backup-manifest-v1', manifest);
+    // The legacy manifest, still written on request.
+    const legacy = ok('backup-state-result', [...backup.map((a) => (a === 'json-contract' ? 'json-contract-v0' : a)), '--execute', '--format', 'v0']);
+    expectValid('state-backup-manifest-v0', JSON.parse(readFileSync(join(out, legacy.manifest.name), 'utf8')));
     expect(manifest).toMatchObject({
       backup_id: 'json-contract',
       capture: created.capture,
@@ -341,7 +345,7 @@ describe('the --json contract: every published document validates against docs/s
     });
     expect(existsSync(dest), 'the verify plan creates nothing').toBe(false);
     const summary = ok('state-recovery-audit-public-v0', [...verify, '--execute']);
-    expect(summary).toMatchObject({ phase: 'held', backup: { backup_id: 'json-contract', archive_sha256: created.archive.sha256 }, execution_authority_granted: false });
+    expect(summary).toMatchObject({ backup: { backup_id: 'json-contract', archive_sha256: created.archive.sha256 }, execution_authority_granted: false });
     const stored = readFileSync(join(dest, 'recovery-audit.json'));
     const audit = JSON.parse(stored.toString('utf8'));
     expectValid('state-recovery-audit-v0', audit);
@@ -436,7 +440,7 @@ describe('the --json contract: every published document validates against docs/s
       await (await api(`backups/jobs/${job_id}/events`)).text(); // ends with the result
       const job = await (await api(`backups/jobs/${job_id}`)).json();
       expectValid('daemon-job', job);
-      expect(job).toMatchObject({ state: 'held' });
+      expect(job).toMatchObject({ state: 'audited' });
       const owners = await (await api('owners')).json();
       expectValid('daemon-owners', owners);
       expect((owners as { owners: { name: string }[] }).owners.map((o) => o.name)).toEqual(

@@ -101,6 +101,13 @@ describe.each(OWNER_LIST.map((o) => [o.name, o] as const))('the %s owner', (_nam
     expect(Object.values(h.counts).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
   });
 
+  it("observe() reads the live position in capture's domain: the capture's end while nothing moved", async () => {
+    const now = await owner.observe({ root }, scope);
+    expect(now).not.toBeNull();
+    expect(now!.revision).toBe(cap.end.revision);
+    if (cap.end.cursor !== null) expect(now!.cursor).toBe(cap.end.cursor);
+  });
+
   it('a changed export record is refused with the export finding, never accepted', () => {
     const damaged = cap.export.map((r, i) => (i === 1 ? { ...(r as object), tampered: true } : r));
     const v = owner.verifyOffline({ root: into, scratchDir: fresh('loopx-scratch-') }, scope, { export: damaged });
@@ -133,5 +140,11 @@ describe.each(OWNER_LIST.map((o) => [o.name, o] as const))('the %s owner', (_nam
         expect(f.subject).not.toContain(damaged);
       }
     });
+  });
+});
+
+describe.each(OWNER_LIST.filter((o) => o.members(scopeOf(o)).some((m) => m.kind === 'sqlite')).map((o) => [o.name, o] as const))('the %s owner (a database)', (_name, owner) => {
+  it('observe() of a root where it never created its database is a confirmed absence (null)', async () => {
+    expect(await owner.observe({ root: fresh('loopx-empty-root-') }, scopeOf(owner))).toBeNull();
   });
 });

@@ -73,7 +73,7 @@ beforeAll(async () => {
   await makeRoot(root, { specials: false });
   rmSync(join(root, 'big.bin')); // keep every case small and fast
   const out = join(work, 'out');
-  const result = await create(plan(root, { outputDir: out, backupId: 'base' }));
+  const result = await create(plan(root, { outputDir: out, backupId: 'base' }), { format: 'v0' });
   baseArchive = join(out, 'base.tar.gz');
   base = await loadBase(baseArchive, result.manifest_doc);
 }, 60_000);
@@ -245,7 +245,7 @@ describe('inputs', () => {
   });
 
   it('refuses an unknown schema_version before schema validation', async () => {
-    const s = build({ external: (m) => ((m as Record<string, unknown>).schema_version = 'loopx_state_backup_v1') });
+    const s = build({ external: (m) => ((m as Record<string, unknown>).schema_version = 'loopx_state_backup_v9') });
     await expectRefusal(s, 'verify_manifest_schema_unknown');
   });
 

@@ -21,7 +21,7 @@ let n = 0;
 beforeAll(async () => {
   dir = tempBase('loopx-verify-isolated-');
   await makeRoot(join(dir, 'root'));
-  await create(plan(join(dir, 'root'), { outputDir: join(dir, 'out'), backupId: 'iso' }));
+  await create(plan(join(dir, 'root'), { outputDir: join(dir, 'out'), backupId: 'iso' }), { format: 'v0' });
   archive = join(dir, 'out', 'iso.tar.gz');
   manifest = join(dir, 'out', 'iso.manifest.json');
 }, 60_000);

@@ -23,7 +23,7 @@ let base: BaseBackup;
 let n = 0;
 
 async function backup(root: string, out: string, id: string): Promise<{ archive: string; manifest: BackupManifest }> {
-  await create(plan(root, { outputDir: out, backupId: id }));
+  await create(plan(root, { outputDir: out, backupId: id }), { format: 'v0' });
   return { archive: join(out, `${id}.tar.gz`), manifest: JSON.parse(readFileSync(join(out, `${id}.manifest.json`), 'utf8')) as BackupManifest };
 }
 

@@ -40,7 +40,7 @@ beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   root = await rootWithGoalWork();
   base = dirname(root);
-  const made = loopx(['backup-state', '--execute', '--output-dir', join(base, 'out'), '--backup-id', 'b1', '--root', root, '--json']);
+  const made = loopx(['backup-state', '--execute', '--output-dir', join(base, 'out'), '--backup-id', 'b1', '--root', root, '--format', 'v0', '--json']);
   expect(made.status, made.stderr).toBe(0);
   archive = join(base, 'out', 'b1.tar.gz');
   manifest = join(base, 'out', 'b1.manifest.json');

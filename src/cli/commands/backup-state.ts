@@ -1,12 +1,25 @@
 /**
- * `loopx backup-state [--output-dir O] [--backup-id ID] [--include-automations] [--include-skills] [--execute]`
+ * `loopx backup-state [--output-dir O] [--backup-id ID] [--include-automations] [--include-skills]
+ * [--profile online|quiescent|crash-consistent] [--require-profile] [--quiesce-timeout S] [--format v1|v0] [--execute]`
  * (`--root` and `--json` are the global options). Without --execute it prints the plan and writes
  * nothing; with --execute it creates and publishes `<ID>.tar.gz` and `<ID>.manifest.json` in O.
  * Output carries counts, relative paths, digests and codes — never an absolute path. A progress bar
  * is drawn on stderr only when stderr is a terminal.
  */
-import type { Command } from 'commander';
-import { CAPTURE_FACTS, createBackup as create, describePlan, planBackup as plan, type BackupProgress, type BackupResult, type PlanSummary } from '../../runtime/index.js';
+import { InvalidArgumentError, type Command } from 'commander';
+import {
+  CAPTURE_FACTS,
+  createBackupWithProfile as create,
+  describePlan,
+  parseProfile,
+  planBackup as plan,
+  type BackupFormat,
+  type BackupProgress,
+  type BackupResult,
+  type CaptureProfile,
+  type PlanSummary,
+  type RecoverySetCapture,
+} from '../../runtime/index.js';
 import { emit, resolveRoot, type GlobalOptions, type Output } from '../context.js';
 import { register as registerVerify } from './backup-verify.js';
 import { register as registerWorkspace } from './backup-workspace.js';
@@ -18,7 +31,25 @@ interface BackupStateOptions {
   includeAutomations?: boolean;
   includeSkills?: boolean;
   execute?: boolean;
+  profile?: CaptureProfile;
+  requireProfile?: boolean;
+  quiesceTimeout?: number;
+  format?: BackupFormat;
 }
+
+const profileOption = (v: string): CaptureProfile => {
+  const p = parseProfile(v);
+  if (p === undefined) throw new InvalidArgumentError('expected online, quiescent or crash-consistent');
+  return p;
+};
+const formatOption = (v: string): BackupFormat => {
+  if (v !== 'v0' && v !== 'v1') throw new InvalidArgumentError('expected v1 or v0');
+  return v;
+};
+const secondsOption = (v: string): number => {
+  if (!/^\d{1,6}(\.\d{1,3})?$/.test(v)) throw new InvalidArgumentError('expected seconds, e.g. 30 or 2.5');
+  return Math.round(Number(v) * 1000);
+};
 
 const mib = (bytes: number): string => (bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`);
 
@@ -57,6 +88,28 @@ export function executeSummary(r: BackupResult) {
     },
     configuration_checkpoint_sha256: m.configuration_checkpoint.sha256,
     goals: m.goals,
+    ...(m.components ? { components: componentSummary(m) } : {}),
+  };
+}
+
+/** v1: the set's profile and each component's id, owner, state, achieved profile and downgrades (no Goal id, no path). */
+function componentSummary(m: BackupResult['manifest_doc']) {
+  const set = m.capture as RecoverySetCapture;
+  return {
+    requested_profile: set.requested_profile,
+    achieved_profile: set.achieved_profile,
+    moved: set.skew_inventory.filter((x) => x.moved).length,
+    downgrades: set.downgrades.map((d) => ({ code: d.code, component_id: d.component_id, severity: d.severity, next_action: d.next_action })),
+    list: (m.components ?? []).map((c) => ({
+      component_id: c.component_id,
+      owner_kind: c.owner_kind,
+      logical_scope: c.logical_scope,
+      state: c.state,
+      achieved_profile: c.achieved_profile,
+      moved: c.skew.moved_during_capture || c.skew.moved_before_set_end,
+      cursor_delta: c.skew.cursor_delta,
+      downgrades: [...c.downgrades],
+    })),
   };
 }
 
@@ -94,7 +147,15 @@ function printCreated(d: ReturnType<typeof executeSummary>, out: Output): void {
   );
   out.line(`  configuration checkpoint sha256 ${d.configuration_checkpoint_sha256}`);
   if (d.counts.missing > 0 || d.counts.warnings > 0) out.line(`  missing: ${d.counts.missing}, warnings: ${d.counts.warnings} (see the manifest)`);
-  out.line(`  capture: ${d.capture.profile} — no cross-owner point in time; private, not encrypted`);
+  const c = d.components;
+  if (c === undefined) {
+    out.line(`  capture: ${d.capture.profile} — no cross-owner point in time; private, not encrypted`);
+    return;
+  }
+  const held = c.list.filter((x) => x.state === 'unreadable').length;
+  out.line(`  capture profile: ${c.achieved_profile}${c.achieved_profile === c.requested_profile ? '' : ` (requested ${c.requested_profile})`}; private, not encrypted`);
+  out.line(`  ${c.list.length} components (${c.list.filter((x) => x.state === 'absent').length} absent, ${held} held), ${c.moved} moved while captured`);
+  for (const x of c.downgrades) out.line(`  ${x.severity}: ${x.code}${x.component_id === null ? '' : ` (${x.component_id})`} — what to do: ${x.next_action}`);
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -105,6 +166,14 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--backup-id <id>', 'backup id (default: UTC time as YYYYMMDDTHHMMSSZ)')
     .option('--include-automations', 'also capture automations/')
     .option('--include-skills', 'also capture skills/')
+    .option(
+      '--profile <profile>',
+      'capture consistency to aim for: online (default), quiescent (closes admission and drains writers) or crash-consistent (the root must be stopped)',
+      profileOption,
+    )
+    .option('--require-profile', 'refuse publication unless the backup achieves --profile')
+    .option('--quiesce-timeout <seconds>', 'quiescent: how long to wait for running work to drain (default 30)', secondsOption)
+    .option('--format <format>', 'manifest revision: v1 (default) declares components and capture profiles; v0 is the legacy manifest', formatOption)
     .option('--execute', 'create and publish the backup (never overwrites)')
     .action(async (o: BackupStateOptions) => {
       const g = globals();
@@ -121,7 +190,13 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       const bar = process.stderr.isTTY ? createProgress(process.stderr) : undefined;
       let result: BackupResult;
       try {
-        result = await create(p, bar ? { onProgress: (x) => bar.update(x) } : {});
+        result = await create(p, {
+          ...(bar ? { onProgress: (x: BackupProgress) => bar.update(x) } : {}),
+          ...(o.format ? { format: o.format } : {}),
+          ...(o.profile ? { profile: o.profile } : {}),
+          ...(o.requireProfile ? { requireProfile: true } : {}),
+          ...(o.quiesceTimeout !== undefined ? { quiesceTimeoutMs: o.quiesceTimeout } : {}),
+        });
       } finally {
         bar?.end();
       }

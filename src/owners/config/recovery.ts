@@ -59,6 +59,8 @@ export const recovery: OwnerRecovery<ConfigHistoricalRead> = {
   scope: 'machine',
   members: () => [{ path: MACHINE_DIR, kind: 'directory' }],
   requiredForGoal: true,
+  dependsOn: ['registry'],
+  observe: async (live) => ({ revision: openFileConfigStore(live.root).readExact().revision, cursor: null, at: new Date().toISOString() }),
   classification: 'recovered_readable',
   verificationProfile: 'loopx.config.checkpoint+readHistorical/v0',
   capture: async (live, scope, into) =>

@@ -9,10 +9,12 @@ export const recovery = sqliteOwner<EffectHistory>({
   decides: 'external effects: operation identity, intent, outcome, receipts and the outbox',
   file: LAYOUT.effectsDb,
   requiredForGoal: true,
+  dependsOn: ['config'],
   classification: 'historical_only',
   exportSchema: 'loopx_effect_export_v0',
   maxItems: OWNER_EXPORT_MAX_ITEMS,
   read: (abs, scratchDir) => readHistoricalFile(abs, scratchDir === undefined ? {} : { scratchDir }),
+  inFlight: (h) => h.effects.filter((e) => e.outcome === 'pending' && e.dispatched_at !== null).length,
   counts: (h) => ({ effects: h.effects.length, outbox: h.outbox.length, transitions: h.transitions.length }),
   items: (h) => [
     ...byKey(h.effects, (e) => e.operation_id).map((value) => ({ kind: 'effect', value })),

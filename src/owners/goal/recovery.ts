@@ -61,6 +61,9 @@ export const recovery: OwnerRecovery<GoalHistoricalRead> = {
   scope: 'machine',
   members: (scope) => [{ path: scope.goal_id === null ? LAYOUT.goalsDir : LAYOUT.goalDir(scope.goal_id), kind: 'directory' }],
   requiredForGoal: true,
+  boundary: 'goal',
+  dependsOn: ['registry', 'config'],
+  observe: async (live, scope) => ({ revision: readHistorical(live.root, scope).revision!, cursor: null, at: new Date().toISOString() }),
   classification: 'recovered_readable',
   verificationProfile: 'goal.readHistorical+work.readHistorical/v0',
   capture: async (live, scope, into) => {

@@ -34,8 +34,10 @@ export const recovery: OwnerRecovery<RegistryHistoricalRead> = {
   scope: 'machine',
   members: () => [{ path: LAYOUT.registry, kind: 'file' }],
   requiredForGoal: true,
+  dependsOn: [],
   classification: 'recovered_readable',
   verificationProfile: 'registry.readHistorical/v0',
+  observe: async (live) => ({ revision: openFileRegistry(live.root).readExact().revision, cursor: null, at: new Date().toISOString() }),
   capture: async (live, scope, into) =>
     captureFiles(
       {

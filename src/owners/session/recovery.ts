@@ -9,6 +9,7 @@ export const recovery = sqliteOwner<SessionHistory>({
   decides: 'agent sessions bound to a Goal, their generations, Turn journals and Turn settlement',
   file: LAYOUT.sessionsDb,
   requiredForGoal: true,
+  dependsOn: ['config'],
   classification: 'historical_only',
   exportSchema: 'loopx_session_export_v0',
   maxItems: OWNER_EXPORT_MAX_ITEMS,

@@ -8,7 +8,7 @@
  *   history holds it as a prefix (same revision at the export's head cursor).
  * - `readHistorical`: the copy's Todos, leases, fence and committed history — history only.
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { snapshotSqliteDatabase } from '../../store/index.js';
 import type { HistoricalRead, OfflineVerification, OwnerFinding, OwnerRecovery, OwnerScope } from '../contract.js';
@@ -78,7 +78,20 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
   scope: 'goal',
   members: (scope) => [{ path: LAYOUT.workDb(goalOf(scope)), kind: 'sqlite' }],
   requiredForGoal: true,
+  dependsOn: ['goal'],
   classification: 'recovered_readable',
+
+  async observe(live, scope) {
+    const abs = join(live.root, LAYOUT.workDb(goalOf(scope)));
+    if (!existsSync(abs)) return null;
+    const provider = openSqliteWorkProvider(abs, { goal_id: goalOf(scope), create: false });
+    try {
+      const head = await provider.load();
+      return { revision: head.provider_revision, cursor: head.cursor, at: new Date().toISOString() };
+    } finally {
+      provider.close();
+    }
+  },
   verificationProfile: 'sqlite.integrity_check+work.readHistorical/v0',
 
   async capture(live, scope, into) {

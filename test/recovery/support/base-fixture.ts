@@ -20,7 +20,7 @@ export interface BaseFixture {
   stage(options: BuildOptions): ReturnType<typeof writeCorpus> & { readonly dir: string; readonly destination: string };
 }
 
-export function useBaseBackup(prefix: string): BaseFixture {
+export function useBaseBackup(prefix: string, format: 'v0' | 'v1' = 'v0'): BaseFixture {
   let work = '';
   let base: BaseBackup | undefined;
   let seq = 0;
@@ -29,7 +29,7 @@ export function useBaseBackup(prefix: string): BaseFixture {
     const root = join(work, 'root');
     await makeRoot(root, { specials: false });
     rmSync(join(root, 'big.bin'));
-    const result = await create(plan(root, { outputDir: join(work, 'out'), backupId: 'base' }));
+    const result = await create(plan(root, { outputDir: join(work, 'out'), backupId: 'base' }), { format });
     base = await loadBase(join(work, 'out', 'base.tar.gz'), result.manifest_doc);
   }, 60_000);
   afterAll(() => {

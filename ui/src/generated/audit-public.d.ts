@@ -23,11 +23,11 @@ export interface LoopxStateRecoveryAuditV0PublicSummary {
   capture: Capture;
   fences: Fences;
   /**
-   * @maxItems 258
+   * @maxItems 512
    */
   components: {
     /**
-     * `configuration`, `database-<sha256(archive path)[0..12]>` (one per SQLite file), `goal-<sha256(goal_id)[0..12]>` (one per Goal), or `unclassified` (the bytes no owner reads). Never a path or a Goal id.
+     * `configuration`, `database-<sha256(archive path)[0..12]>` (one per SQLite file), `goal-<sha256(goal_id)[0..12]>` (one per Goal), or `unclassified` (the bytes no owner reads). Never a path or a Goal id. v1 archives: the producer's ids — `<owner>` for a machine component, `<owner>-<keyed tag>` for a Goal's — keyed per archive, so two verifications of one archive agree.
      */
     component_id: string;
     owner_kind:
@@ -48,12 +48,9 @@ export interface LoopxStateRecoveryAuditV0PublicSummary {
     logical_scope: string;
     required: boolean;
     member_count: number;
+    content_digest: string | null;
     /**
-     * SHA-256, lowercase hex.
-     */
-    content_digest: string;
-    /**
-     * Items: `configuration`, `database-<sha256(archive path)[0..12]>` (one per SQLite file), `goal-<sha256(goal_id)[0..12]>` (one per Goal), or `unclassified` (the bytes no owner reads). Never a path or a Goal id.
+     * Items: `configuration`, `database-<sha256(archive path)[0..12]>` (one per SQLite file), `goal-<sha256(goal_id)[0..12]>` (one per Goal), or `unclassified` (the bytes no owner reads). Never a path or a Goal id. v1 archives: the producer's ids — `<owner>` for a machine component, `<owner>-<keyed tag>` for a Goal's — keyed per archive, so two verifications of one archive agree.
      */
     dependency_ids: string[];
     verification: "verified" | "invalid" | "missing" | "ambiguous" | "unsupported" | "unknown";
@@ -64,7 +61,7 @@ export interface LoopxStateRecoveryAuditV0PublicSummary {
     next_action: string;
   }[];
   /**
-   * @minItems 2
+   * As in the private audit, without subjects.
    */
   findings: {
     code: string;
@@ -89,14 +86,23 @@ export interface LoopxStateRecoveryAuditV0PublicSummary {
   }[];
   counts: Counts;
   measurements: Measurements;
-  activation_eligible: false;
+  activation_eligible: boolean;
   execution_authority_granted: false;
+  activation?: Activation;
+  /**
+   * v1: the last durable owner receipt of this recovery (none before adoption).
+   */
+  last_durable_receipt?: null;
+  /**
+   * v1: whether this step may be run again (verify always may, into a new destination).
+   */
+  retryable?: boolean;
 }
 /**
  * The backup verified: its manifest's identity and the digests of the three inputs the verifier bound (archive, external manifest, embedded manifest).
  */
 export interface Backup {
-  schema_version: "loopx_state_backup_v0";
+  schema_version: "loopx_state_backup_v0" | "loopx_state_backup_v1";
   backup_id: string;
   /**
    * SHA-256, lowercase hex.
@@ -125,12 +131,18 @@ export interface Workspace {
   directory: "workspace";
 }
 export interface Capture {
-  requested_profile: null;
-  achieved_profile: "legacy_best_effort";
+  /**
+   * null for v0 archives (they request none).
+   */
+  requested_profile: null | ("online" | "quiescent" | "crash_consistent");
+  /**
+   * As the producer recorded it; never recomputed upward, and lowered (with capture_profile_overclaimed) where it claims more than its weakest required component.
+   */
+  achieved_profile: "legacy_best_effort" | "online" | "quiescent" | "crash_consistent";
   /**
    * The manifest's capture.profile, as the producer claimed it.
    */
-  producer_claim: "legacy_best_effort_online";
+  producer_claim: "legacy_best_effort_online" | "online" | "quiescent" | "crash_consistent";
 }
 export interface Fences {
   source_established: false;
@@ -218,4 +230,13 @@ export interface Measurements {
      */
     total: number;
   };
+}
+/**
+ * v1: the Goals (by logical scope) a one-Goal adoption may start from.
+ */
+export interface Activation {
+  /**
+   * Items: `machine`, or `goal:<sha256(goal_id)[0..12]>` — never a Goal id.
+   */
+  eligible_scopes: string[];
 }

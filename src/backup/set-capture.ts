@@ -1,0 +1,224 @@
+/**
+ * Capture of a `loopx_state_backup_v1` recovery set, before the archive is written: every component
+ * through its owner (components.ts), the end re-check of every component, and the profile evidence.
+ *
+ * - online: components are captured from the live root while it may be written; the skew inventory
+ *   says which moved and by how much.
+ * - quiescent: the caller (the runtime) has closed admission and drained writers before calling,
+ *   and says whether they drained; any movement, undrained writer or effect in flight downgrades
+ *   the affected components to online.
+ * - crash_consistent: the source must already be stopped. It is proved (no held root lock, no other
+ *   process with a file of the root open) or refused; then the exact durable bytes of every
+ *   component's members — databases with their WAL or rollback journals — are copied once (the
+ *   failure observation) and the owners capture from that copy, so no SQLite recovery ever runs on
+ *   the source. The observed bytes are hashed again at the end: a source that moved was not stopped.
+ *
+ * Everything is written under the attempt's private staging directory; the live root is only read.
+ */
+import { createHash } from 'node:crypto';
+import { copyFileSync, constants, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { faultPoint, tryLockExclusive } from '../core/index.js';
+import type { CapturePoint } from '../owners/index.js';
+import { captureComponent, describeComponents, goalClosures, observeAll, planComponents, type CapturedComponent } from './components.js';
+import { crashSourceLive, crashSourceMoved } from './errors.js';
+import type { FailureObservation, GoalClosure, ManifestComponent, RecoverySetCapture } from './manifest.js';
+import type { BackupPlan } from './plan.js';
+import type { CaptureProfile } from './profiles.js';
+
+export interface SetCaptureOptions {
+  readonly profile: CaptureProfile;
+  /** Quiescent: the epoch admission was closed under, whether writers drained, how long it waited. */
+  readonly quiescence?: { readonly epoch: string; readonly drained: boolean; readonly waited_ms: number };
+  /** Test hook: runs after each component is captured (latches, never sleeps). */
+  readonly afterComponent?: (componentId: string) => void | Promise<void>;
+}
+
+export interface CapturedSet {
+  readonly components: readonly ManifestComponent[];
+  readonly closures: readonly GoalClosure[];
+  readonly capture: RecoverySetCapture;
+  /** Root-relative member → its captured copy (absolute, under staging). */
+  readonly files: ReadonlyMap<string, string>;
+  /** Captured members that are their owner's databases (archived as SQLite snapshots; any other captured file is archived as the owner copied it). */
+  readonly databases: ReadonlySet<string>;
+  /** Root-relative members (files, or directories covering files) of components whose owner could not capture them: never archived raw. */
+  readonly withheld: readonly string[];
+  readonly exports: readonly { readonly archive_path: string; readonly bytes: Uint8Array }[];
+}
+
+const SIDE_JOURNALS = ['-wal', '-journal'];
+
+/** Named fault point (tests only): every component captured, the end re-check not yet made. */
+export const BACKUP_CAPTURE_FAULT = 'backup.capture.components-captured';
+
+const isFile = (abs: string): boolean => {
+  try {
+    return lstatSync(abs).isFile();
+  } catch {
+    return false;
+  }
+};
+
+/** Every regular file under `rel` (a file or a directory tree), root-relative; links are never followed. */
+function filesUnder(root: string, rel: string): string[] {
+  let st;
+  try {
+    st = lstatSync(join(root, rel));
+  } catch {
+    return [];
+  }
+  if (st.isFile()) return [rel, ...SIDE_JOURNALS.map((s) => `${rel}${s}`).filter((j) => isFile(join(root, j)))];
+  if (!st.isDirectory()) return [];
+  return readdirSync(join(root, rel))
+    .sort()
+    .flatMap((name) => filesUnder(root, join(rel, name)));
+}
+
+const sha256File = (abs: string): string => createHash('sha256').update(readFileSync(abs)).digest('hex');
+
+/**
+ * The proof that nothing runs on the root: no lock file under locks/ is held (daemon, registry,
+ * configuration, Goals, admission) and no other process has a file under the root open (Linux
+ * /proc). Refuses with `backup_crash_source_live` otherwise.
+ */
+export function proveStopped(root: string): FailureObservation['proof'] {
+  let locks = 0;
+  const lockDir = join(root, 'locks');
+  let names: string[] = [];
+  try {
+    names = readdirSync(lockDir).sort();
+  } catch {
+    names = [];
+  }
+  for (const name of names) {
+    if (!isFile(join(lockDir, name))) continue;
+    const held = tryLockExclusive(join(lockDir, name));
+    if (held === undefined) throw crashSourceLive('a lock of the root is held');
+    held.release();
+    locks++;
+  }
+  if (otherProcessesWithOpenFiles(root) > 0) throw crashSourceLive('another process has a file of the root open');
+  return { root_locks_free: locks, other_processes_with_open_files: 0 };
+}
+
+/** Processes other than this one with a descriptor open under `root` (0 where /proc cannot be read for a process). */
+function otherProcessesWithOpenFiles(root: string): number {
+  const prefix = `${resolve(root)}/`;
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((n) => /^\d+$/.test(n) && Number(n) !== process.pid);
+  } catch {
+    throw crashSourceLive('open files cannot be listed on this system, so a stopped source cannot be proved');
+  }
+  let count = 0;
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    const opens = fds.some((fd) => {
+      try {
+        const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+        return target === resolve(root) || target.startsWith(prefix);
+      } catch {
+        return false;
+      }
+    });
+    if (opens) count++;
+  }
+  return count;
+}
+
+/** Copy the exact durable bytes of every component's members into `into`; returns what was observed. */
+function observeFailure(root: string, members: readonly string[], into: string, proof: FailureObservation['proof']): FailureObservation {
+  const files = [...new Set(members.flatMap((m) => filesUnder(root, m)))].sort();
+  const observed = files.map((rel) => {
+    mkdirSync(dirname(join(into, rel)), { recursive: true, mode: 0o700 });
+    copyFileSync(join(root, rel), join(into, rel), constants.COPYFILE_EXCL);
+    const st = lstatSync(join(into, rel));
+    return { path: rel.split('\\').join('/'), size_bytes: st.size, sha256: sha256File(join(into, rel)) };
+  });
+  return { observed_at: new Date().toISOString(), proof, files: observed };
+}
+
+/** The observed bytes are still the source's: a stopped source does not move. */
+function checkObservationStill(root: string, obs: FailureObservation, members: readonly string[]): void {
+  const now = [...new Set(members.flatMap((m) => filesUnder(root, m)))].map((r) => r.split('\\').join('/')).sort();
+  if (now.length !== obs.files.length || now.some((p, i) => p !== obs.files[i]!.path)) throw crashSourceMoved();
+  for (const f of obs.files) if (sha256File(join(root, f.path)) !== f.sha256) throw crashSourceMoved();
+}
+
+/** Capture every component of the set into `staging/capture`, with the evidence of the profile requested. */
+export async function captureSet(p: BackupPlan, staging: string, options: SetCaptureOptions): Promise<CapturedSet> {
+  const startedAt = new Date().toISOString();
+  const goalIds = p.goals.filter((g) => g.route_status === 'included').map((g) => g.goal_id);
+  const plans = planComponents(goalIds);
+  const into = join(staging, 'capture');
+  mkdirSync(into, { mode: 0o700 });
+  const memberPaths = plans.flatMap((c) => c.owner.members(c.scope).map((m) => m.path));
+
+  let source = p.root;
+  let failure: FailureObservation | null = null;
+  if (options.profile === 'crash_consistent') {
+    const proof = proveStopped(p.root);
+    source = join(staging, 'observation');
+    mkdirSync(source, { mode: 0o700 });
+    failure = observeFailure(p.root, memberPaths, source, proof);
+  }
+
+  const captured: CapturedComponent[] = [];
+  for (const plan of plans) {
+    captured.push(await captureComponent(source, plan, into));
+    await options.afterComponent?.(plan.component_id);
+  }
+  faultPoint(BACKUP_CAPTURE_FAULT);
+  const ends: Map<string, CapturePoint | null> = await observeAll(source, plans);
+  if (failure !== null) checkObservationStill(p.root, failure, memberPaths);
+  const endedAt = new Date().toISOString();
+
+  const { components, downgrades, achieved } = describeComponents(captured, ends, {
+    requested: options.profile,
+    ...(options.quiescence ? { drained: options.quiescence.drained } : {}),
+  });
+  const files = new Map<string, string>();
+  for (const c of captured) for (const m of c.capture?.members ?? []) files.set(m.split('\\').join('/'), join(into, m));
+  const posix = (x: string): string => x.split('\\').join('/');
+  const databases = new Set(
+    plans.flatMap((c) =>
+      c.owner
+        .members(c.scope)
+        .filter((m) => m.kind === 'sqlite')
+        .map((m) => posix(m.path)),
+    ),
+  );
+  const withheld = captured.filter((c) => c.state === 'unreadable').flatMap((c) => c.plan.owner.members(c.plan.scope).map((m) => posix(m.path)));
+  const exports = captured.flatMap((c, i) => (c.exportBytes && components[i]!.export_member ? [{ archive_path: components[i]!.export_member!, bytes: c.exportBytes }] : []));
+  return {
+    components,
+    closures: goalClosures(plans),
+    files,
+    databases,
+    withheld,
+    exports,
+    capture: {
+      profile: achieved,
+      requested_profile: options.profile,
+      achieved_profile: achieved,
+      cross_owner_point_in_time: achieved !== 'online',
+      sqlite: 'owner_capture_online_snapshot',
+      files: 'owner_capture_with_traversal_remainder',
+      interval: { start: startedAt, end: endedAt },
+      quiescence: options.quiescence ?? null,
+      failure_observation: failure,
+      skew_inventory: components.map((c) => ({
+        component_id: c.component_id,
+        moved: c.skew.moved_during_capture || c.skew.moved_before_set_end,
+        cursor_delta: c.skew.cursor_delta,
+      })),
+      downgrades,
+    },
+  };
+}

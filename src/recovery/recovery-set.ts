@@ -1,0 +1,34 @@
+/**
+ * What a `loopx_state_backup_v1` manifest tells verification before the audit: which owner export
+ * goes with each extracted database (so the worker verifies a database and its export in one read),
+ * and which document components the worker verifies once the whole copy is in place. A v0 manifest
+ * has no components: both are empty, and verification is exactly the v0 one.
+ */
+import { BACKUP_SCHEMA_V1, type BackupManifest, type ManifestComponent } from '../backup/index.js';
+import type { DocumentComponentRef } from './owner-verify.js';
+
+export interface ComponentRoutes {
+  /** Archive path of a database → its component and export. */
+  readonly sqlite: ReadonlyMap<string, { readonly component_id: string; readonly export: string }>;
+  readonly documents: readonly DocumentComponentRef[];
+}
+
+export const isV1 = (m: BackupManifest): boolean => m.schema_version === BACKUP_SCHEMA_V1;
+
+export const componentsOf = (m: BackupManifest): readonly ManifestComponent[] => (isV1(m) ? (m.components ?? []) : []);
+
+export function componentRoutes(m: BackupManifest): ComponentRoutes {
+  const databases = new Set(m.execution.sqlite_snapshots.map((s) => s.archive_path));
+  const sqlite = new Map<string, { component_id: string; export: string }>();
+  const documents: DocumentComponentRef[] = [];
+  const seen = new Set<string>();
+  for (const c of componentsOf(m)) {
+    // A duplicated id is the audit's finding; the worker verifies each id once.
+    if (c.state !== 'captured' || seen.has(c.component_id)) continue;
+    seen.add(c.component_id);
+    const only = c.archive_members.length === 1 ? c.archive_members[0]! : undefined;
+    if (only !== undefined && databases.has(only) && c.export_member !== null && !sqlite.has(only)) sqlite.set(only, { component_id: c.component_id, export: c.export_member });
+    else documents.push({ component_id: c.component_id, owner: c.owner_kind, goal_id: c.goal_id, export: c.export_member });
+  }
+  return { sqlite, documents };
+}

@@ -1,0 +1,122 @@
+/**
+ * Capture profiles are evidence. Crash-consistent: refused while anything still runs on the root (a
+ * held root lock, another process with a root file open); after writers were SIGKILLed mid-commit it
+ * captures the exact durable bytes — WAL included — from one failure observation without cleaning
+ * the source up, and the owners recover the copy. A required component its owner cannot capture is
+ * an explicit hold, its raw bytes withheld, never silently optional.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { create, plan, type RecoverySetCapture } from '../../src/backup/index.js';
+import { executeVerify } from '../../src/recovery/index.js';
+import { commitWork, makeRoot, tempBase } from './support/fixtures.js';
+
+const HOLDER = resolve(import.meta.dirname, 'support/holder.ts');
+const WRITER = resolve(import.meta.dirname, 'support/work-writer.ts');
+
+const children: ChildProcessWithoutNullStreams[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+});
+
+/** Spawn a child and resolve once it printed a line matching `ready` (a latch, never a sleep). */
+function spawnUntil(args: string[], ready: RegExp): Promise<{ child: ChildProcessWithoutNullStreams; lines: string[] }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args]);
+  children.push(child);
+  const lines: string[] = [];
+  return new Promise((res, rej) => {
+    let buffered = '';
+    child.stdout.on('data', (d: Buffer) => {
+      buffered += d.toString();
+      const parts = buffered.split('\n');
+      buffered = parts.pop()!;
+      lines.push(...parts);
+      if (parts.some((l) => ready.test(l))) res({ child, lines });
+    });
+    child.on('exit', (code) => rej(new Error(`child exited (${code}) before it was ready`)));
+  });
+}
+
+const sha = (p: string): string => createHash('sha256').update(readFileSync(p)).digest('hex');
+const killed = (c: ChildProcessWithoutNullStreams): Promise<void> =>
+  new Promise((res) => {
+    c.once('exit', () => res());
+    c.kill('SIGKILL');
+  });
+
+async function root(): Promise<{ base: string; root: string; out: string }> {
+  const base = tempBase();
+  const r = join(base, 'root');
+  await makeRoot(r, { specials: false });
+  return { base, root: r, out: join(base, 'out') };
+}
+
+describe('crash-consistent capture', () => {
+  it('is refused while a process holds a lock of the root, and nothing is published', async () => {
+    const { root: r, out } = await root();
+    await spawnUntil([HOLDER, 'lock', join(r, 'locks', 'run_1.lock')], /^holding$/);
+    await expect(create(plan(r, { outputDir: out, backupId: 'b' }), { profile: 'crash_consistent' })).rejects.toMatchObject({ code: 'backup_crash_source_live' });
+    expect(existsSync(out) ? readdirSync(out) : []).toEqual([]);
+  });
+
+  it('is refused while another process has a file of the root open', async () => {
+    const { root: r, out } = await root();
+    await spawnUntil([HOLDER, 'open', join(r, 'goals', 'alpha', 'work.db')], /^holding$/);
+    await expect(create(plan(r, { outputDir: out, backupId: 'b' }), { profile: 'crash_consistent' })).rejects.toMatchObject({ code: 'backup_crash_source_live' });
+  });
+
+  it('after a writer was SIGKILLed mid-commit: the exact durable bytes, WAL included, untouched at the source; the owners recover the copy', async () => {
+    const { base, root: r, out } = await root();
+    await commitWork(r, 'alpha', 50, { todoId: 't1' });
+    const w = await spawnUntil([WRITER, r, 'alpha', 't1'], /^[1-9]\d*0$/);
+    await killed(w.child);
+    const written = Math.max(...w.lines.filter((l) => /^\d+$/.test(l)).map(Number));
+    const wal = join(r, 'goals', 'alpha', 'work.db-wal');
+    expect(existsSync(wal)).toBe(true);
+    const before = { db: sha(join(r, 'goals', 'alpha', 'work.db')), wal: sha(wal) };
+
+    const result = await create(plan(r, { outputDir: out, backupId: 'crash' }), { profile: 'crash_consistent' });
+    // Nothing was cleaned up first: the source's database and its WAL are byte for byte what the crash left.
+    expect({ db: sha(join(r, 'goals', 'alpha', 'work.db')), wal: sha(wal) }).toEqual(before);
+    const set = result.manifest_doc.capture as RecoverySetCapture;
+    expect(set).toMatchObject({ requested_profile: 'crash_consistent', achieved_profile: 'crash_consistent', cross_owner_point_in_time: true, downgrades: [] });
+    expect(set.failure_observation!.proof.other_processes_with_open_files).toBe(0);
+    expect(set.failure_observation!.files.find((f) => f.path === 'goals/alpha/work.db-wal')).toEqual({
+      path: 'goals/alpha/work.db-wal',
+      size_bytes: readFileSync(wal).length,
+      sha256: before.wal,
+    });
+    const work = result.manifest_doc.components!.find((c) => c.owner_kind === 'work' && c.goal_id === 'alpha')!;
+    expect(work.achieved_profile).toBe('crash_consistent');
+    // Every commit the writer reported before it died is in the recovered copy (25 fixture + 50 + the live ones).
+    expect(work.cursor).toBeGreaterThanOrEqual(25 + 50 + written);
+
+    const v = await executeVerify({ archive: join(out, result.archive.name), manifest: join(out, result.manifest.name), destination: join(base, 'dest') });
+    expect(v.audit.capture).toEqual({ requested_profile: 'crash_consistent', achieved_profile: 'crash_consistent', producer_claim: 'crash_consistent' });
+    expect(v.audit.components.find((c) => c.component_id === work.component_id)!.verification).toBe('verified');
+    expect([v.audit.phase, v.audit.activation_eligible, v.audit.execution_authority_granted]).toEqual(['audited', true, false]);
+  });
+});
+
+describe('a required component its owner cannot capture', () => {
+  it('is held with capture_component_unreadable, its raw bytes withheld, and its Goals are not offered for adoption', async () => {
+    const { base, root: r, out } = await root();
+    const corrupt = Buffer.alloc(8192, 0xab);
+    Buffer.from('SQLite format 3\0', 'latin1').copy(corrupt);
+    writeFileSync(join(r, 'quota.db'), corrupt);
+    const result = await create(plan(r, { outputDir: out, backupId: 'b' }));
+    const m = result.manifest_doc;
+    expect(m.components!.find((c) => c.owner_kind === 'quota')).toMatchObject({ state: 'unreadable', archive_members: [], downgrades: ['capture_component_unreadable'] });
+    expect((m.capture as RecoverySetCapture).downgrades).toContainEqual(expect.objectContaining({ code: 'capture_component_unreadable', component_id: 'quota', severity: 'hold' }));
+    expect(m.members.some((x) => x.path === 'runtime-root/quota.db')).toBe(false);
+    expect(m.missing).toContainEqual({ key: 'member:quota.db', source_path: 'quota.db', reason: 'owner_capture_failed' });
+
+    const v = await executeVerify({ archive: join(out, result.archive.name), manifest: join(out, result.manifest.name), destination: join(base, 'dest') });
+    expect(v.audit.components.find((c) => c.component_id === 'quota')!.verification).toBe('missing');
+    expect(v.audit.findings.filter((f) => f.code === 'goal_closure_incomplete').length).toBe(2);
+    expect([v.audit.phase, v.audit.activation_eligible]).toEqual(['held', false]);
+  });
+});
