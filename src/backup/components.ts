@@ -97,7 +97,9 @@ const exists = (abs: string): boolean => {
 /** Capture one component from `source` (the live root, or a failure observation of it) into `into`. */
 export async function captureComponent(source: string, plan: ComponentPlan, into: string): Promise<CapturedComponent> {
   const present = plan.owner.members(plan.scope).some((m) => exists(join(source, m.path)));
-  if (!present) return { plan, state: 'absent', capture: null, exportBytes: null };
+  // A machine owner that never created its store holds nothing (a confirmed absence); a registered
+  // Goal whose own store is not there is missing state, never silently optional.
+  if (!present) return { plan, state: plan.scope.goal_id === null ? 'absent' : 'missing', capture: null, exportBytes: null };
   let capture: OwnerCapture;
   try {
     capture = await plan.owner.capture({ root: source }, plan.scope, into);
@@ -152,6 +154,7 @@ export interface SetEvidence {
 /** The downgrades a component's evidence forces, for the profile requested. */
 function downgradesOf(c: CapturedComponent, skew: ComponentSkew, ev: SetEvidence): DowngradeCode[] {
   if (c.state === 'unreadable') return [DOWNGRADE_CODES.unreadable];
+  if (c.state === 'missing') return [DOWNGRADE_CODES.missing];
   if (ev.requested !== 'quiescent') return [];
   const codes: DowngradeCode[] = [];
   if (ev.drained === false) codes.push(DOWNGRADE_CODES.notDrained);
@@ -172,7 +175,8 @@ export function describeComponents(
     const codes = downgradesOf(c, skew, ev);
     const achieved: CaptureProfile = codes.length > 0 ? 'online' : ev.requested;
     for (const code of codes) {
-      downgrades.push({ code, component_id: c.plan.component_id, severity: code === DOWNGRADE_CODES.unreadable ? 'hold' : 'warning', next_action: DOWNGRADE_NEXT[code] });
+      const held = code === DOWNGRADE_CODES.unreadable || code === DOWNGRADE_CODES.missing;
+      downgrades.push({ code, component_id: c.plan.component_id, severity: held ? 'hold' : 'warning', next_action: DOWNGRADE_NEXT[code] });
     }
     const cap = c.capture;
     return {

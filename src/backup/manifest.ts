@@ -176,8 +176,11 @@ export interface ManifestComponent {
   /** The owner's canonical export (JSON lines), or null when there is nothing captured. */
   readonly export_member: string | null;
   readonly required: boolean;
-  /** `captured`; `absent` — the owner holds no state here (its store was never created); `unreadable` — held. */
-  readonly state: 'captured' | 'absent' | 'unreadable';
+  /**
+   * `captured`; `absent` — a machine owner that holds no state here (its store was never created);
+   * `missing` — a registered Goal's own store is not there (held); `unreadable` — its owner could not capture it (held).
+   */
+  readonly state: 'captured' | 'absent' | 'missing' | 'unreadable';
   /** The export's format (decoder boundary). */
   readonly schema_version: string | null;
   readonly producer_version: string;

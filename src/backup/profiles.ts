@@ -24,6 +24,8 @@ export const DOWNGRADE_CODES = {
   effectInFlight: 'capture_effect_in_flight',
   /** The owner could not capture a required component: it is held, never silently optional. */
   unreadable: 'capture_component_unreadable',
+  /** A Goal's required component has no store at all (its Goal is registered, its state is not there): held. */
+  missing: 'capture_component_missing',
   /** The set achieved less than it requested (its weakest required component's profile). */
   setDowngraded: 'capture_profile_downgraded',
 } as const;
@@ -35,6 +37,7 @@ export const DOWNGRADE_NEXT: Record<DowngradeCode, string> = {
   capture_component_moved: 'back up again with --profile quiescent once nothing writes to the root',
   capture_effect_in_flight: 'let the external call finish, or settle it through the run that made it, then back up again with --profile quiescent',
   capture_component_unreadable: "repair this owner's store, then back up again",
+  capture_component_missing: "restore the Goal's missing store from an earlier backup, or retire the Goal, then back up again",
   capture_profile_downgraded: 'read the component downgrades; back up again when they are cleared if a stronger profile is needed',
 };
 

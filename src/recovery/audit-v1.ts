@@ -88,7 +88,7 @@ function checkComponent(ctx: V1Context, c: ManifestComponent, rep: ComponentRepo
   const problems: Checked['problems'] = [];
   if (!OWNER_LIST.some((o) => o.name === c.owner_kind)) return { verification: 'unsupported', problems: [{ code: V1_CODES.ownerUnknown, severity: 'error', next: NEXT.newer }] };
   if (c.state === 'absent') return { verification: c.archive_members.length === 0 ? 'verified' : 'invalid', problems };
-  if (c.state === 'unreadable') return { verification: 'missing', problems };
+  if (c.state === 'unreadable' || c.state === 'missing') return { verification: 'missing', problems };
   const members = [...c.archive_members, ...(c.export_member ? [c.export_member] : [])];
   if (members.some((p) => !ctx.files.has(p))) problems.push({ code: V1_CODES.memberMissing, severity: 'error', next: NEXT.broken });
   if (rep === undefined) {
@@ -152,11 +152,16 @@ export function v1Sections(ctx: V1Context): V1Result {
   const reports = reportsOf(ctx.r);
   const verified = new Map<string, VerificationStatus>();
   const unique = new Set<string>();
+  const seen = new Map<string, number>();
+  for (const c of list) seen.set(c.component_id, (seen.get(c.component_id) ?? 0) + 1);
   for (const c of list) {
     if (unique.has(c.component_id)) continue;
     unique.add(c.component_id);
     const rep = reports.get(c.component_id);
-    const { verification, problems } = checkComponent(ctx, c, rep);
+    const checked = checkComponent(ctx, c, rep);
+    const problems = checked.problems;
+    // Two components under one id: which one the archive means is ambiguous.
+    const verification: VerificationStatus = seen.get(c.component_id)! > 1 ? 'ambiguous' : checked.verification;
     verified.set(c.component_id, verification);
     [...c.archive_members, ...(c.export_member ? [c.export_member] : [])].forEach((p) => ctx.claimed.add(p));
     for (const p of problems) ctx.add(p.code, p.severity, c.component_id, ownerLabel(c.owner_kind), p.next);

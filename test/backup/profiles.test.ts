@@ -7,7 +7,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { create, plan, type RecoverySetCapture } from '../../src/backup/index.js';
@@ -118,5 +118,20 @@ describe('a required component its owner cannot capture', () => {
     expect(v.audit.components.find((c) => c.component_id === 'quota')!.verification).toBe('missing');
     expect(v.audit.findings.filter((f) => f.code === 'goal_closure_incomplete').length).toBe(2);
     expect([v.audit.phase, v.audit.activation_eligible]).toEqual(['held', false]);
+  });
+});
+
+describe("a registered Goal's store that is not there", () => {
+  it('is missing (capture_component_missing, a hold), never a confirmed absence, and its closure is incomplete', async () => {
+    const { base, root: r, out } = await root();
+    rmSync(join(r, 'goals', 'beta', 'work.db'));
+    const result = await create(plan(r, { outputDir: out, backupId: 'b' }));
+    const work = result.manifest_doc.components!.find((c) => c.owner_kind === 'work' && c.goal_id === 'beta')!;
+    expect([work.state, work.downgrades, work.archive_members]).toEqual(['missing', ['capture_component_missing'], []]);
+    const v = await executeVerify({ archive: join(out, result.archive.name), manifest: join(out, result.manifest.name), destination: join(base, 'dest') });
+    expect(v.audit.components.find((c) => c.component_id === work.component_id)!.verification).toBe('missing');
+    expect(v.audit.findings).toContainEqual(expect.objectContaining({ code: 'goal_closure_incomplete', severity: 'hold', subject: work.component_id }));
+    // alpha's closure is whole: it is still offered; beta's is not.
+    expect(v.audit.activation?.eligible_scopes).toEqual([result.manifest_doc.components!.find((c) => c.goal_id === 'alpha')!.logical_scope]);
   });
 });

@@ -143,6 +143,8 @@ describe('quiescent capture', () => {
     const moved = r.manifest_doc.components!.find((c) => c.component_id === workId)!;
     expect([moved.achieved_profile, moved.downgrades, moved.skew.cursor_delta]).toEqual(['online', ['capture_component_moved'], 1]);
     expect(r.manifest_doc.components!.filter((c) => c.component_id !== workId).every((c) => c.achieved_profile === 'quiescent')).toBe(true);
+    // The set is its weakest required component's.
+    expect((r.manifest_doc.capture as RecoverySetCapture).achieved_profile).toBe('online');
   });
 
   it('the capturing process SIGKILLed while admission is closed: admission reopens with its death, and nothing is published', async () => {

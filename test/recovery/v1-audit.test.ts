@@ -50,6 +50,8 @@ describe('a v1 recovery set, audited', () => {
       (m.components as ManifestComponent[]).push(structuredClone(byOwner(m, 'session')));
     });
     expect(codes(a, 'error')).toContainEqual(['component_duplicate', 'session']);
+    expect(a.components.find((c) => c.component_id === 'session')!.verification).toBe('ambiguous');
+    expect(a.counts.verification.ambiguous).toBe(1);
     expect(a.activation_eligible).toBe(false);
   });
 

@@ -152,7 +152,7 @@ function printCreated(d: ReturnType<typeof executeSummary>, out: Output): void {
     out.line(`  capture: ${d.capture.profile} — no cross-owner point in time; private, not encrypted`);
     return;
   }
-  const held = c.list.filter((x) => x.state === 'unreadable').length;
+  const held = c.list.filter((x) => x.state === 'unreadable' || x.state === 'missing').length;
   out.line(`  capture profile: ${c.achieved_profile}${c.achieved_profile === c.requested_profile ? '' : ` (requested ${c.requested_profile})`}; private, not encrypted`);
   out.line(`  ${c.list.length} components (${c.list.filter((x) => x.state === 'absent').length} absent, ${held} held), ${c.moved} moved while captured`);
   for (const x of c.downgrades) out.line(`  ${x.severity}: ${x.code}${x.component_id === null ? '' : ` (${x.component_id})`} — what to do: ${x.next_action}`);
