@@ -12,7 +12,16 @@ const s = structuredClone(v0);
 const d = s.$defs;
 const nullable = (ref) => ({ oneOf: [{ type: 'null' }, ref] });
 const PROFILE = { enum: ['online', 'quiescent', 'crash_consistent'] };
-const DOWNGRADE = { enum: ['capture_writers_not_drained', 'capture_component_moved', 'capture_effect_in_flight', 'capture_component_unreadable', 'capture_component_missing', 'capture_profile_downgraded'] };
+const DOWNGRADE = {
+  enum: [
+    'capture_writers_not_drained',
+    'capture_component_moved',
+    'capture_effect_in_flight',
+    'capture_component_unreadable',
+    'capture_component_missing',
+    'capture_profile_downgraded',
+  ],
+};
 const COMPONENT_ID = { type: 'string', pattern: '^[a-z][a-z0-9_]{0,31}(-[0-9a-f]{12})?$', description: 'Stable within the set; keyed per backup, never a Goal id.' };
 const SCOPE = { type: 'string', pattern: '^(machine|goal:[0-9a-f]{12})$' };
 const obj = (props, required = Object.keys(props)) => ({ type: 'object', additionalProperties: false, required, properties: props });
