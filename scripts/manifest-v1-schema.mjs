@@ -35,11 +35,14 @@ s.properties.capture = { $ref: '#/$defs/set_capture' };
 s.properties.components = { type: 'array', items: { $ref: '#/$defs/component' } };
 s.properties.goal_closures = { type: 'array', items: { $ref: '#/$defs/goal_closure' } };
 s.required = [...s.required, 'components', 'goal_closures'];
-d.archive_path = { ...d.archive_path, pattern: '^(runtime-root(/.+)?|component-exports(/[a-z0-9_-]+\\.jsonl)?|configuration-backup\\.json|manifest\\.json)$' };
+d.archive_path = {
+  ...d.archive_path,
+  pattern: '^(runtime-root(/.+)?|component-exports(/[a-z0-9_-]+\\.jsonl)?|failure-observation(/[0-9]{6}\\.bin)?|configuration-backup\\.json|manifest\\.json)$',
+};
 // Members: owner exports are files (and one directory) of their own origin.
 const [file, dir, ...rest] = s.properties.members.items.oneOf;
-file.properties.origin = { enum: [...file.properties.origin.enum, 'owner_export'] };
-dir.properties.origin = { enum: ['runtime_root', 'owner_export'] };
+file.properties.origin = { enum: [...file.properties.origin.enum, 'owner_export', 'failure_observation'] };
+dir.properties.origin = { enum: ['runtime_root', 'owner_export', 'failure_observation'] };
 s.properties.members.items.oneOf = [file, dir, ...rest];
 delete d.capture;
 
@@ -91,7 +94,16 @@ d.set_capture = obj({
     obj({
       observed_at: { $ref: '#/$defs/timestamp' },
       proof: obj({ root_locks_free: { type: 'integer', minimum: 0 }, other_processes_with_open_files: { const: 0 } }),
-      files: { type: 'array', items: obj({ path: { $ref: '#/$defs/relative_path' }, size_bytes: { type: 'integer', minimum: 0 }, sha256: { $ref: '#/$defs/sha256' } }) },
+      files: {
+        type: 'array',
+        items: obj({
+          path: { $ref: '#/$defs/relative_path' },
+          size_bytes: { type: 'integer', minimum: 0 },
+          sha256: { $ref: '#/$defs/sha256' },
+          archive_member: { $ref: '#/$defs/archive_path' },
+        }),
+      },
+      component_files: { type: 'object', propertyNames: COMPONENT_ID, additionalProperties: { type: 'array', items: { $ref: '#/$defs/relative_path' } } },
     }),
   ),
   skew_inventory: { type: 'array', items: obj({ component_id: COMPONENT_ID, moved: { type: 'boolean' }, cursor_delta: { type: ['integer', 'null'] } }) },

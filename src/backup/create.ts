@@ -38,7 +38,7 @@ import { buildManifest, type Captured } from './manifest-build.js';
 import type { BackupFormat } from './manifest.js';
 import { profileNotAchieved } from './errors.js';
 import type { CaptureProfile } from './profiles.js';
-import { captureSet, type CapturedSet, type SetCaptureOptions } from './set-capture.js';
+import { ARCHIVE_OBSERVATION, captureSet, type CapturedSet, type SetCaptureOptions } from './set-capture.js';
 import { ARCHIVE_EXPORTS } from './components.js';
 import { sqliteRuntimeIdentity } from '../store/index.js';
 
@@ -533,9 +533,19 @@ async function captureComponents(p: BackupPlan, staging: string, options: Create
   return set;
 }
 
-/** v1: the owners' canonical exports, right after the configuration checkpoint. */
+/** v1: the owners' canonical exports, right after the configuration checkpoint; then a crash-consistent set's observed bytes. */
 async function writeExports(run: CaptureRun): Promise<void> {
-  if (!run.set || run.set.exports.length === 0) return;
+  if (!run.set) return;
+  if (run.set.observation.length > 0) {
+    await run.writer.directory(ARCHIVE_OBSERVATION);
+    run.members.push({ path: ARCHIVE_OBSERVATION, type: 'directory', size_bytes: 0, sha256: null, origin: 'failure_observation' });
+    for (const o of run.set.observation) {
+      const copied = await run.writer.file(o.archive_path, o.file, watch(run, false));
+      run.members.push({ path: o.archive_path, type: 'file', size_bytes: copied.size_bytes, sha256: copied.sha256, origin: 'failure_observation' });
+      run.fileMembers.push({ archive_path: o.archive_path, size_bytes: copied.size_bytes, sha256: copied.sha256 });
+    }
+  }
+  if (run.set.exports.length === 0) return;
   await run.writer.directory(ARCHIVE_EXPORTS);
   run.members.push({ path: ARCHIVE_EXPORTS, type: 'directory', size_bytes: 0, sha256: null, origin: 'owner_export' });
   for (const x of run.set.exports) {

@@ -48,7 +48,7 @@ const relativeOf = (m: ManifestMember): string => (m.path === ARCHIVE_ROOT ? '' 
 function statsOf(c: Captured, filter: (relative: string) => boolean): Stats {
   const s = emptyStats();
   for (const m of c.members) {
-    if (m.origin === 'configuration_checkpoint' || m.origin === 'owner_export') continue;
+    if (m.origin === 'configuration_checkpoint' || m.origin === 'owner_export' || m.origin === 'failure_observation') continue;
     const rel = relativeOf(m);
     if (!filter(rel)) continue;
     s.paths++;
@@ -78,7 +78,7 @@ function includedTargets(p: BackupPlan, c: Captured, total: Stats): IncludedTarg
 function categoryStatsOf(c: Captured): Record<string, Stats> {
   const categoryStats: Record<string, Stats> = {};
   for (const m of c.members) {
-    if (m.origin === 'configuration_checkpoint' || m.origin === 'owner_export') continue;
+    if (m.origin === 'configuration_checkpoint' || m.origin === 'owner_export' || m.origin === 'failure_observation') continue;
     const s = (categoryStats[categoryOf(relativeOf(m))] ??= emptyStats());
     s.paths++;
     if (m.type === 'file') {

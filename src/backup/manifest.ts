@@ -26,7 +26,7 @@ export const CAPTURE_FACTS = Object.freeze({
   files: 'best_effort_live_traversal',
 } as const);
 
-export type MemberOrigin = 'runtime_root' | 'sqlite_snapshot' | 'configuration_checkpoint' | 'owner_export';
+export type MemberOrigin = 'runtime_root' | 'sqlite_snapshot' | 'configuration_checkpoint' | 'owner_export' | 'failure_observation';
 
 export interface ManifestMember {
   /** Normalized archive path (no trailing slash). */
@@ -243,8 +243,14 @@ export interface FailureObservation {
   readonly observed_at: string;
   /** What proved the source stopped. */
   readonly proof: { readonly root_locks_free: number; readonly other_processes_with_open_files: 0 };
-  /** The exact durable bytes observed (databases with their journals), root-relative. */
-  readonly files: readonly { readonly path: string; readonly size_bytes: number; readonly sha256: string }[];
+  /**
+   * The exact durable bytes observed (databases with their journals), root-relative, each archived
+   * as it was under an opaque name (`failure-observation/<n>.bin`: a journal never sits beside its
+   * database in the archive), so the verifier can replay each owner's crash recovery from them.
+   */
+  readonly files: readonly { readonly path: string; readonly size_bytes: number; readonly sha256: string; readonly archive_member: string }[];
+  /** Per component, the observed files its owner's state is (root-relative). */
+  readonly component_files: Readonly<Record<string, readonly string[]>>;
 }
 
 export interface ArchiveFacts {

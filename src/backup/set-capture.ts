@@ -20,7 +20,7 @@ import { copyFileSync, constants, lstatSync, mkdirSync, readFileSync, readdirSyn
 import { dirname, join, resolve } from 'node:path';
 import { faultPoint, tryLockExclusive } from '../core/index.js';
 import type { CapturePoint } from '../owners/index.js';
-import { captureComponent, describeComponents, goalClosures, observeAll, planComponents, type CapturedComponent } from './components.js';
+import { captureComponent, describeComponents, goalClosures, observeAll, planComponents, type CapturedComponent, type ComponentPlan } from './components.js';
 import { crashSourceLive, crashSourceMoved } from './errors.js';
 import type { FailureObservation, GoalClosure, ManifestComponent, RecoverySetCapture } from './manifest.js';
 import type { BackupPlan } from './plan.js';
@@ -45,6 +45,8 @@ export interface CapturedSet {
   /** Root-relative members (files, or directories covering files) of components whose owner could not capture them: never archived raw. */
   readonly withheld: readonly string[];
   readonly exports: readonly { readonly archive_path: string; readonly bytes: Uint8Array }[];
+  /** Crash-consistent: the observed files (absolute, under staging) by their archive member. */
+  readonly observation: readonly { readonly archive_path: string; readonly file: string }[];
 }
 
 const SIDE_JOURNALS = ['-wal', '-journal'];
@@ -132,21 +134,32 @@ function otherProcessesWithOpenFiles(root: string): number {
   return count;
 }
 
-/** Copy the exact durable bytes of every component's members into `into`; returns what was observed. */
-function observeFailure(root: string, members: readonly string[], into: string, proof: FailureObservation['proof']): FailureObservation {
-  const files = [...new Set(members.flatMap((m) => filesUnder(root, m)))].sort();
-  const observed = files.map((rel) => {
+export const ARCHIVE_OBSERVATION = 'failure-observation';
+
+/**
+ * Copy the exact durable bytes of every component's members once: into `into` laid out as a root
+ * (the owners capture from it — opening a database there may replay its journal) and, untouched,
+ * into `raw` under their archive names (what the archive carries). Returns what was observed.
+ */
+function observeFailure(root: string, plans: readonly ComponentPlan[], into: string, raw: string, proof: FailureObservation['proof']): FailureObservation {
+  const posix = (x: string): string => x.split('\\').join('/');
+  const byComponent = Object.fromEntries(plans.map((c) => [c.component_id, [...new Set(c.owner.members(c.scope).flatMap((m) => filesUnder(root, m.path)))].map(posix).sort()]));
+  const files = [...new Set(Object.values(byComponent).flat())].sort();
+  const observed = files.map((rel, i) => {
     mkdirSync(dirname(join(into, rel)), { recursive: true, mode: 0o700 });
-    copyFileSync(join(root, rel), join(into, rel), constants.COPYFILE_EXCL);
-    const st = lstatSync(join(into, rel));
-    return { path: rel.split('\\').join('/'), size_bytes: st.size, sha256: sha256File(join(into, rel)) };
+    const name = `${String(i + 1).padStart(6, '0')}.bin`;
+    copyFileSync(join(root, rel), join(raw, name), constants.COPYFILE_EXCL);
+    copyFileSync(join(raw, name), join(into, rel), constants.COPYFILE_EXCL);
+    const st = lstatSync(join(raw, name));
+    return { path: rel, size_bytes: st.size, sha256: sha256File(join(raw, name)), archive_member: `${ARCHIVE_OBSERVATION}/${name}` };
   });
-  return { observed_at: new Date().toISOString(), proof, files: observed };
+  const componentFiles = Object.fromEntries(Object.entries(byComponent).filter(([, list]) => list.length > 0));
+  return { observed_at: new Date().toISOString(), proof, files: observed, component_files: componentFiles };
 }
 
 /** The observed bytes are still the source's: a stopped source does not move. */
-function checkObservationStill(root: string, obs: FailureObservation, members: readonly string[]): void {
-  const now = [...new Set(members.flatMap((m) => filesUnder(root, m)))].map((r) => r.split('\\').join('/')).sort();
+function checkObservationStill(root: string, obs: FailureObservation, plans: readonly ComponentPlan[]): void {
+  const now = [...new Set(plans.flatMap((c) => c.owner.members(c.scope).flatMap((m) => filesUnder(root, m.path))))].map((r) => r.split('\\').join('/')).sort();
   if (now.length !== obs.files.length || now.some((p, i) => p !== obs.files[i]!.path)) throw crashSourceMoved();
   for (const f of obs.files) if (sha256File(join(root, f.path)) !== f.sha256) throw crashSourceMoved();
 }
@@ -158,7 +171,6 @@ export async function captureSet(p: BackupPlan, staging: string, options: SetCap
   const plans = planComponents(goalIds);
   const into = join(staging, 'capture');
   mkdirSync(into, { mode: 0o700 });
-  const memberPaths = plans.flatMap((c) => c.owner.members(c.scope).map((m) => m.path));
 
   let source = p.root;
   let failure: FailureObservation | null = null;
@@ -166,7 +178,8 @@ export async function captureSet(p: BackupPlan, staging: string, options: SetCap
     const proof = proveStopped(p.root);
     source = join(staging, 'observation');
     mkdirSync(source, { mode: 0o700 });
-    failure = observeFailure(p.root, memberPaths, source, proof);
+    mkdirSync(join(staging, 'observed-bytes'), { mode: 0o700 });
+    failure = observeFailure(p.root, plans, source, join(staging, 'observed-bytes'), proof);
   }
 
   const captured: CapturedComponent[] = [];
@@ -176,7 +189,7 @@ export async function captureSet(p: BackupPlan, staging: string, options: SetCap
   }
   faultPoint(BACKUP_CAPTURE_FAULT);
   const ends: Map<string, CapturePoint | null> = await observeAll(source, plans);
-  if (failure !== null) checkObservationStill(p.root, failure, memberPaths);
+  if (failure !== null) checkObservationStill(p.root, failure, plans);
   const endedAt = new Date().toISOString();
 
   const { components, downgrades, achieved } = describeComponents(captured, ends, {
@@ -202,6 +215,10 @@ export async function captureSet(p: BackupPlan, staging: string, options: SetCap
     files,
     databases,
     withheld,
+    observation: (failure?.files ?? []).map((f) => ({
+      archive_path: f.archive_member,
+      file: join(staging, 'observed-bytes', f.archive_member.slice(ARCHIVE_OBSERVATION.length + 1)),
+    })),
     exports,
     capture: {
       profile: achieved,

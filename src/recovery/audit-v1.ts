@@ -31,6 +31,9 @@ export const V1_CODES = {
   closureIncomplete: 'goal_closure_incomplete',
   overclaimed: 'capture_profile_overclaimed',
   notPointInTime: 'capture_not_point_in_time',
+  crashUnproved: 'crash_recovery_unproved',
+  crashMismatch: 'crash_recovery_mismatch',
+  observationDigest: 'crash_observation_digest_mismatch',
 } as const;
 
 const NEXT = {
@@ -80,6 +83,30 @@ function readbackOf(c: ManifestComponent, rep: ComponentReport | undefined, r: W
 
 /** The owner label an audit may carry: a known owner's name, else `unknown`. */
 const ownerLabel = (kind: string): string => (OWNER_LIST.some((o) => o.name === kind) ? kind : 'unknown');
+
+/**
+ * Crash-consistent sets: each captured component's crash recovery, replayed by its owner from the
+ * archived observed bytes, must arrive at the state the producer captured; the observed bytes must
+ * be the ones the manifest recorded. Returns the problems and what the replay read back.
+ */
+function crashChecks(ctx: V1Context, c: ManifestComponent): { problems: Checked['problems']; readback: Record<string, unknown> } {
+  const obs = (ctx.a.manifest.capture as RecoverySetCapture).failure_observation;
+  if (!obs || c.state !== 'captured') return { problems: [], readback: {} };
+  const replay = (ctx.r.crash ?? []).find((x) => x.component_id === c.component_id);
+  if (obs.component_files[c.component_id] === undefined || replay === undefined)
+    return { problems: [{ code: V1_CODES.crashUnproved, severity: 'error', next: NEXT.broken }], readback: {} };
+  const problems: Checked['problems'] = [];
+  const byPath = new Map(obs.files.map((f) => [f.path, f]));
+  for (const path of obs.component_files[c.component_id]!) {
+    const f = byPath.get(path);
+    if (f === undefined || ctx.files.get(f.archive_member)?.sha256 !== f.sha256) problems.push({ code: V1_CODES.observationDigest, severity: 'error', next: NEXT.broken });
+  }
+  if (replay.revision === null || replay.revision !== c.source_revision) problems.push({ code: V1_CODES.crashMismatch, severity: 'error', next: NEXT.broken });
+  return {
+    problems: [...new Map(problems.map((p) => [p.code, p])).values()],
+    readback: { crash_recovery: { revision: replay.revision, cursor: replay.cursor, files: replay.files } },
+  };
+}
 
 type Checked = { verification: VerificationStatus; problems: { code: string; severity: Severity; next: string }[] };
 
@@ -159,9 +186,10 @@ export function v1Sections(ctx: V1Context): V1Result {
     unique.add(c.component_id);
     const rep = reports.get(c.component_id);
     const checked = checkComponent(ctx, c, rep);
-    const problems = checked.problems;
+    const crash = crashChecks(ctx, c);
+    const problems = [...checked.problems, ...crash.problems];
     // Two components under one id: which one the archive means is ambiguous.
-    const verification: VerificationStatus = seen.get(c.component_id)! > 1 ? 'ambiguous' : checked.verification;
+    const verification: VerificationStatus = seen.get(c.component_id)! > 1 ? 'ambiguous' : crash.problems.length > 0 ? 'invalid' : checked.verification;
     verified.set(c.component_id, verification);
     [...c.archive_members, ...(c.export_member ? [c.export_member] : [])].forEach((p) => ctx.claimed.add(p));
     for (const p of problems) ctx.add(p.code, p.severity, c.component_id, ownerLabel(c.owner_kind), p.next);
@@ -188,9 +216,12 @@ export function v1Sections(ctx: V1Context): V1Result {
       classification,
       next_action:
         c.state === 'absent' ? NEXT.absent : classification === 'recovered_readable' ? NEXT.readable : classification === 'historical_only' ? NEXT.historical : NEXT.broken,
-      readback: readbackOf(c, rep, ctx.r),
+      readback: { ...readbackOf(c, rep, ctx.r), ...crash.readback },
     });
   }
+  // The observed bytes are the crash recovery's inputs, not another component.
+  for (const f of set.failure_observation?.files ?? []) ctx.claimed.add(f.archive_member);
+  if (set.failure_observation) ctx.claimed.add('failure-observation');
   for (const g of graphFindings(list)) ctx.add(g.code, 'error', g.component, ownerLabel(list.find((c) => c.component_id === g.component)!.owner_kind), NEXT.broken);
   for (const d of set.downgrades)
     ctx.add(

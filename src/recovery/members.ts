@@ -27,7 +27,7 @@ export interface CheckedMember {
   readonly linkTarget?: string;
 }
 
-export const TOP_LEVEL = new Set(['runtime-root', 'component-exports', 'configuration-backup.json', 'manifest.json']);
+export const TOP_LEVEL = new Set(['runtime-root', 'component-exports', 'failure-observation', 'configuration-backup.json', 'manifest.json']);
 
 /** C0 and C1 controls, bidi overrides and isolates, and the byte-order mark: never in a member name. */
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\ufeff]/;

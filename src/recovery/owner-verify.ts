@@ -6,7 +6,9 @@
  * the scratch directory it is given; it loads no restored code, opens no socket, takes no lock or
  * lease. Its report carries counts, ids, statuses and finding codes — never payloads.
  */
-import { join } from 'node:path';
+import { constants, copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { isOutOfSpace, recoverSqliteCopy } from '../store/index.js';
 import { canonicalJson, readRegularFileOnce, sha256Hex } from '../core/index.js';
 import { DOCUMENT_OWNERS, MACHINE, OWNERS, OWNER_LIST, goalScope, integrityOnly, ownerOfMember, type OfflineVerification, type OwnerRecovery } from '../owners/index.js';
 
@@ -24,7 +26,27 @@ export interface WorkspaceRef {
  * stdin open until the worker exits: its end means the caller died, and the worker exits at once.
  */
 export type WorkerMessage =
-  { readonly sqlite: string; readonly export?: string; readonly component_id?: string } | { readonly component: DocumentComponentRef } | { readonly end: true };
+  | { readonly sqlite: string; readonly export?: string; readonly component_id?: string }
+  | { readonly component: DocumentComponentRef }
+  | { readonly crash: CrashRecoveryRef }
+  | { readonly end: true };
+
+/** A crash-consistent component: its owner's crash recovery replayed from the observed bytes. */
+export interface CrashRecoveryRef {
+  readonly component_id: string;
+  readonly owner: string;
+  readonly goal_id: string | null;
+  /** Each observed file: its workspace-relative archive member and its root-relative place. */
+  readonly files: readonly { readonly member: string; readonly path: string }[];
+}
+
+/** What the owner recovered from a component's observed bytes (null revision: it could not read them). */
+export interface CrashRecoveryReport {
+  readonly component_id: string;
+  readonly revision: string | null;
+  readonly cursor: number | null;
+  readonly files: number;
+}
 
 /** A v1 component of a document owner (registry, configuration, a Goal): verified with its export once the whole copy is in place. */
 export interface DocumentComponentRef {
@@ -89,6 +111,8 @@ export interface WorkerReport {
   readonly sqlite: readonly SqliteReport[];
   /** v1: the document owners' components. */
   readonly components?: readonly ComponentReport[];
+  /** v1 crash-consistent: each component's crash recovery replayed from the observed bytes. */
+  readonly crash?: readonly CrashRecoveryReport[];
 }
 
 const ROOT = 'runtime-root';
@@ -183,14 +207,48 @@ export function verifySqliteFile(req: WorkspaceRef, path: string, exportPath?: s
   };
 }
 
+/**
+ * A component's crash recovery, replayed: its observed files are copied, under their root-relative
+ * names (a database with its journal beside it), into a private root under the scratch directory,
+ * and its owner reads that root back — SQLite replays the journal there, on the copy only.
+ */
+export function replayCrashRecovery(req: WorkspaceRef, ref: CrashRecoveryRef, index: number): CrashRecoveryReport {
+  const owner = OWNER_LIST.find((o) => o.name === ref.owner);
+  const root = join(req.scratch, `crash-${index}`);
+  try {
+    for (const f of ref.files) {
+      const to = join(root, f.path);
+      if (!to.startsWith(`${root}/`)) return { component_id: ref.component_id, revision: null, cursor: null, files: ref.files.length };
+      mkdirSync(dirname(to), { recursive: true, mode: 0o700 });
+      copyFileSync(join(req.workspace, f.member), to, constants.COPYFILE_EXCL);
+    }
+    // SQLite's crash recovery, on the private copies: each database beside its observed journal.
+    for (const f of ref.files) if (ref.files.some((j) => j.path === `${f.path}-wal` || j.path === `${f.path}-journal`)) recoverSqliteCopy(join(root, f.path));
+    const h = owner?.readHistorical({ root, scratchDir: req.scratch }, ref.goal_id === null ? MACHINE : goalScope(ref.goal_id));
+    return { component_id: ref.component_id, revision: h?.readable ? h.revision : null, cursor: h?.readable ? h.cursor : null, files: ref.files.length };
+  } catch (e) {
+    if (isOutOfSpace(e)) throw e;
+    return { component_id: ref.component_id, revision: null, cursor: null, files: ref.files.length };
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
 /** The document owners (OWNERS order), with the SQLite reports already made. */
-export function verifyOwners(req: WorkspaceRef, sqlite: readonly SqliteReport[], heapLimit: number, components: readonly DocumentComponentRef[] = []): WorkerReport {
+export function verifyOwners(
+  req: WorkspaceRef,
+  sqlite: readonly SqliteReport[],
+  heapLimit: number,
+  components: readonly DocumentComponentRef[] = [],
+  crash: readonly CrashRecoveryRef[] = [],
+): WorkerReport {
   const copy = { root: join(req.workspace, ROOT), scratchDir: req.scratch, beside: req.workspace };
   return {
     sqlite_heap_limit: heapLimit,
     owners: DOCUMENT_OWNERS.map((o) => o.verifyOffline(copy, MACHINE)),
     sqlite,
     ...(components.length > 0 ? { components: components.map((c) => verifyDocumentComponent(req, c)) } : {}),
+    ...(crash.length > 0 ? { crash: crash.map((c, i) => replayCrashRecovery(req, c, i)) } : {}),
   };
 }
 

@@ -4,8 +4,25 @@
  * and which document components the worker verifies once the whole copy is in place. A v0 manifest
  * has no components: both are empty, and verification is exactly the v0 one.
  */
-import { BACKUP_SCHEMA_V1, type BackupManifest, type ManifestComponent } from '../backup/index.js';
-import type { DocumentComponentRef } from './owner-verify.js';
+import { BACKUP_SCHEMA_V1, type BackupManifest, type ManifestComponent, type RecoverySetCapture } from '../backup/index.js';
+import type { CrashRecoveryRef, DocumentComponentRef } from './owner-verify.js';
+
+/** A crash-consistent set's components with the observed files each was captured from. */
+export function crashRefs(m: BackupManifest): CrashRecoveryRef[] {
+  const set = m.capture as Partial<RecoverySetCapture>;
+  const obs = isV1(m) ? set.failure_observation : null;
+  if (!obs) return [];
+  const memberOf = new Map(obs.files.map((f) => [f.path, f.archive_member]));
+  const seen = new Set<string>();
+  return componentsOf(m).flatMap((c) => {
+    const paths = obs.component_files[c.component_id];
+    if (c.state !== 'captured' || paths === undefined || seen.has(c.component_id)) return [];
+    seen.add(c.component_id);
+    return [
+      { component_id: c.component_id, owner: c.owner_kind, goal_id: c.goal_id, files: paths.flatMap((p) => (memberOf.has(p) ? [{ member: memberOf.get(p)!, path: p }] : [])) },
+    ];
+  });
+}
 
 export interface ComponentRoutes {
   /** Archive path of a database → its component and export. */

@@ -29,7 +29,7 @@ import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
 import { WorkerSession } from './worker-client.js';
 import { checkpointOf, goalsOf, workOf, type WorkerReport } from './owner-verify.js';
-import { componentRoutes } from './recovery-set.js';
+import { componentRoutes, crashRefs } from './recovery-set.js';
 
 export interface VerifyInputs {
   readonly archive: string;
@@ -233,6 +233,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     const session = worker;
     worker = undefined;
     for (const d of routes.documents) session.component(d);
+    for (const c of crashRefs(bound.manifest)) session.crash(c);
     const report = await ownerReport(session, options.signal);
     checkReport(report);
 

@@ -15,7 +15,7 @@ import { rejected } from '../core/index.js';
 import { OWNER_CODES } from './codes.js';
 import { outOfSpace } from './destination.js';
 import { RECOVERY_LIMITS } from './limits.js';
-import { WORKER_EXIT, type DocumentComponentRef, type WorkerMessage, type WorkerReport, type WorkspaceRef } from './owner-verify.js';
+import { WORKER_EXIT, type CrashRecoveryRef, type DocumentComponentRef, type WorkerMessage, type WorkerReport, type WorkspaceRef } from './owner-verify.js';
 
 const workerFailed = (why: string, details?: Record<string, unknown>) =>
   rejected(OWNER_CODES.workerFailed, `Owner verification failed: ${why}.`, {
@@ -106,6 +106,11 @@ export class WorkerSession {
   /** A v1 document component, verified once the whole copy is in place. */
   component(ref: DocumentComponentRef): void {
     this.send({ component: ref });
+  }
+
+  /** A crash-consistent component whose crash recovery the worker replays from the observed bytes. */
+  crash(ref: CrashRecoveryRef): void {
+    this.send({ crash: ref });
   }
 
   async kill(): Promise<void> {

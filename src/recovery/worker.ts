@@ -19,7 +19,16 @@ import { createInterface } from 'node:readline';
 import { Worker } from 'node:worker_threads';
 import { isOutOfSpace, setSqliteHardHeapLimit } from '../store/index.js';
 import { RECOVERY_LIMITS } from './limits.js';
-import { WORKER_EXIT, verifyOwners, verifySqliteFile, type DocumentComponentRef, type SqliteReport, type WorkerMessage, type WorkspaceRef } from './owner-verify.js';
+import {
+  WORKER_EXIT,
+  verifyOwners,
+  verifySqliteFile,
+  type CrashRecoveryRef,
+  type DocumentComponentRef,
+  type SqliteReport,
+  type WorkerMessage,
+  type WorkspaceRef,
+} from './owner-verify.js';
 
 const MAX_LINE = 64 * 1024;
 /** How often the watchdog thread re-reads the parent pid (a re-parented process has another). */
@@ -54,6 +63,7 @@ async function main(): Promise<void> {
   const ref = (await next()) as WorkspaceRef;
   const sqlite: SqliteReport[] = [];
   const components: DocumentComponentRef[] = [];
+  const crash: CrashRecoveryRef[] = [];
   let busy = 0;
   for (;;) {
     const msg = (await next()) as WorkerMessage;
@@ -61,6 +71,11 @@ async function main(): Promise<void> {
     if ('component' in msg) {
       if (components.length >= RECOVERY_LIMITS.components) throw new Error('too many components');
       components.push(msg.component);
+      continue;
+    }
+    if ('crash' in msg) {
+      if (crash.length >= RECOVERY_LIMITS.components) throw new Error('too many components');
+      crash.push(msg.crash);
       continue;
     }
     if (sqlite.length >= RECOVERY_LIMITS.sqliteFiles) throw new Error('too many databases');
@@ -79,7 +94,7 @@ async function main(): Promise<void> {
   }
   await yieldTurn();
   const t = performance.now();
-  const report = verifyOwners(ref, sqlite, heap, components);
+  const report = verifyOwners(ref, sqlite, heap, components, crash);
   busy += performance.now() - t;
   const answer = JSON.stringify({ ...report, busy_ms: Math.round(busy) });
   // Test hook: JSON whitespace pads the answer to exactly N characters (the 2 Mi-character bound's boundary).

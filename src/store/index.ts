@@ -1,6 +1,6 @@
 /** Public API of store: database plumbing. Drivers never cross this boundary as contract types. */
 export { SQLITE_PROVIDER, openSqlite, setSqliteHardHeapLimit, setup, type Migration, type OpenOptions, type SqliteDatabase, type SqliteStatement } from './sqlite.js';
-export { countSqliteTableRows, snapshotSqliteDatabase, sqliteRuntimeIdentity, type SqliteSnapshotFacts } from './snapshot.js';
+export { countSqliteTableRows, recoverSqliteCopy, snapshotSqliteDatabase, sqliteRuntimeIdentity, type SqliteSnapshotFacts } from './snapshot.js';
 export {
   SQLITE_COPY_NO_SPACE,
   SQLITE_COPY_TOO_LARGE,

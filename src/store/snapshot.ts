@@ -111,3 +111,18 @@ export function sqliteRuntimeIdentity(): { sqliteVersion: string; sqliteSourceId
   }
   return runtimeIdentity;
 }
+
+/**
+ * Run SQLite's own crash recovery on a PRIVATE copy of a database that sits beside its copied WAL
+ * or rollback journal: open it read-write (a hot journal is rolled back, a WAL is read), fold the
+ * WAL into the file and remove it. Never call it on a live store: it writes the file it is given.
+ */
+export function recoverSqliteCopy(path: string): void {
+  const db = new Database(path, { fileMustExist: true });
+  try {
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.pragma('journal_mode = DELETE');
+  } finally {
+    db.close();
+  }
+}

@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { create, plan, type RecoverySetCapture } from '../../src/backup/index.js';
 import { executeVerify } from '../../src/recovery/index.js';
 import { commitWork, makeRoot, tempBase } from './support/fixtures.js';
+import { buildCorpus, loadBase, replaceEntry, writeCorpus } from '../recovery/support/corpus.js';
 
 const HOLDER = resolve(import.meta.dirname, 'support/holder.ts');
 const WRITER = resolve(import.meta.dirname, 'support/work-writer.ts');
@@ -84,7 +85,7 @@ describe('crash-consistent capture', () => {
     const set = result.manifest_doc.capture as RecoverySetCapture;
     expect(set).toMatchObject({ requested_profile: 'crash_consistent', achieved_profile: 'crash_consistent', cross_owner_point_in_time: true, downgrades: [] });
     expect(set.failure_observation!.proof.other_processes_with_open_files).toBe(0);
-    expect(set.failure_observation!.files.find((f) => f.path === 'goals/alpha/work.db-wal')).toEqual({
+    expect(set.failure_observation!.files.find((f) => f.path === 'goals/alpha/work.db-wal')).toMatchObject({
       path: 'goals/alpha/work.db-wal',
       size_bytes: readFileSync(wal).length,
       sha256: before.wal,
@@ -94,10 +95,31 @@ describe('crash-consistent capture', () => {
     // Every commit the writer reported before it died is in the recovered copy (25 fixture + 50 + the live ones).
     expect(work.cursor).toBeGreaterThanOrEqual(25 + 50 + written);
 
+    // The observed bytes themselves are in the archive, under opaque names (a journal never beside its database).
+    const walMember = set.failure_observation!.files.find((f) => f.path === 'goals/alpha/work.db-wal')!.archive_member;
+    expect(result.manifest_doc.members).toContainEqual(expect.objectContaining({ path: walMember, origin: 'failure_observation', sha256: before.wal }));
+
     const v = await executeVerify({ archive: join(out, result.archive.name), manifest: join(out, result.manifest.name), destination: join(base, 'dest') });
     expect(v.audit.capture).toEqual({ requested_profile: 'crash_consistent', achieved_profile: 'crash_consistent', producer_claim: 'crash_consistent' });
-    expect(v.audit.components.find((c) => c.component_id === work.component_id)!.verification).toBe('verified');
+    const audited = v.audit.components.find((c) => c.component_id === work.component_id)!;
+    expect(
+      audited.verification,
+      JSON.stringify({ f: v.audit.findings.filter((f) => f.component === work.component_id), rb: audited.readback, w: [work.source_revision, work.cursor] }),
+    ).toBe('verified');
+    // The verifier replayed the owner's crash recovery from the observed bytes and reached the captured state.
+    expect((audited.readback as { crash_recovery: unknown }).crash_recovery).toEqual({ revision: work.source_revision, cursor: work.cursor, files: 2 });
+    expect(v.audit.components.every((c) => !c.archive_members.some((m) => m.startsWith('failure-observation')) || c.owner_kind !== 'unknown')).toBe(true);
     expect([v.audit.phase, v.audit.activation_eligible, v.audit.execution_authority_granted]).toEqual(['audited', true, false]);
+
+    // The same archive with its observed WAL cut in half: the replay no longer reaches the captured state.
+    const damaged = await loadBase(join(out, result.archive.name), result.manifest_doc);
+    const corpus = buildCorpus(damaged, { entries: replaceEntry(damaged.entries, walMember, (e) => ({ ...e, data: e.data!.subarray(0, Math.floor(e.data!.length / 2)) })) });
+    const pair = writeCorpus(join(base, 'damaged'), corpus);
+    const bad = await executeVerify({ archive: pair.archive, manifest: pair.manifest, destination: join(base, 'dest2') });
+    const codes = bad.audit.findings.filter((f) => f.component === work.component_id).map((f) => f.code);
+    expect(codes).toEqual(expect.arrayContaining(['crash_observation_digest_mismatch', 'crash_recovery_mismatch']));
+    expect(bad.audit.components.find((c) => c.component_id === work.component_id)!.verification).toBe('invalid');
+    expect(bad.audit.activation_eligible).toBe(false);
   });
 });
 

@@ -76,7 +76,7 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     sink = await startWebhookSink({ port: 0 });
     root = await rootWithGoalWork();
     const out = join(dirname(root), 'out');
-    const made = loopx(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root, '--json']);
+    const made = loopx(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root, '--format', 'v0', '--json']);
     expect(made.status, made.stderr).toBe(0);
     // And one in the root's own backups/ directory, to pick instead of uploading.
     expect(loopx(['backup-state', '--execute', '--backup-id', 'in-root', '--root', root]).status).toBe(0);
