@@ -1,9 +1,17 @@
 /**
- * backup-state create on a ~128 MiB runtime root (4 Goals whose work databases hold the maximum
- * 20,000-transaction history, owner databases, Goal documents, a few multi-MiB files) against the
- * same-run baseline `tar czf` of the same tree plus `sqlite3 .backup` of each of its databases.
- * The create runs in a child process (plan + create, timed inside it) so its peak RSS can be read
- * from that process alone. Target: speed ≥ 0.7× the baseline.
+ * backup-state create on a ~128 MiB-class runtime root (4 Goals whose real loopx work stores hold
+ * the maximum 20,000-transaction history, owner databases, Goal documents, a few multi-MiB files)
+ * against the same-run baseline `tar czf` of the same tree plus `sqlite3 .backup` of each of its
+ * databases, in four variants on that one root: the legacy v0 archive (`format: 'v0'`) and the v1
+ * archive under each capture profile (online, quiescent through the runtime's admission gate,
+ * crash-consistent). Each v1 figure is also printed as a cost against v0 create of the same run.
+ * The root's work stores are written through the work owner: a v1 capture reads them through it,
+ * and a work.db it did not recognize would be withheld (component unreadable), so v1 would archive
+ * less than v0 and the two would not be comparable.
+ * Each create runs in a child process (plan + create, timed inside it) so its peak RSS can be read
+ * from that process alone; the child also reports where its time went (plan, the owners' component
+ * capture, the set end until the first archived member, the archive and publication). Targets:
+ * speed ≥ 0.7× the baseline; v1 create no slower than v0 create (cost ≤ 1.0×, printed, not asserted).
  */
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
@@ -16,7 +24,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { create, plan } from '../src/backup/index.js';
+import { create, plan, type BackupResult, type CreateOptions, type RecoverySetCapture } from '../src/backup/index.js';
+import { createBackupWithProfile } from '../src/runtime/index.js';
 import type { BenchFigure } from './harness.js';
 
 const MiB = 1024 * 1024;
@@ -175,11 +184,25 @@ function sqliteFiles(root: string): string[] {
 
 export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+/** What one create is: the v0 archive, or the v1 archive under one capture profile. */
+export type CreateVariant = 'v0' | RecoverySetCapture['requested_profile'];
+const VARIANTS: readonly CreateVariant[] = ['v0', 'online', 'quiescent', 'crash_consistent'];
+/** Quiescent: nothing runs on the bench root, so admission drains at once; this only bounds a stuck run. */
+const QUIESCE_TIMEOUT_MS = 5_000;
+
 interface ChildReport {
   seconds: number;
   maxRssKiB: number;
   archiveBytes: number;
+  /** v1: the achieved profile, the components by state and the downgrade codes (null and empty for v0). */
+  achieved: string | null;
+  states: Record<string, number>;
+  downgrades: string[];
+  /** Seconds: plan; the owners' component capture (v1; quiescent: with closing admission); the set end until the first archived member (observe, checkpoint, exports); the archive and publication. */
+  phases: { plan: number; owners: number; setEnd: number; archive: number };
 }
+
+type Sample = ChildReport & { wallSeconds: number };
 
 /** The module-loader flags of this process (tsx when run from source), and nothing else: never an --eval. */
 export function loaderArgs(): string[] {
@@ -193,11 +216,11 @@ export function loaderArgs(): string[] {
   return out;
 }
 
-function runCreateChild(root: string, out: string, id: string): ChildReport & { wallSeconds: number } {
+function runCreateChild(root: string, out: string, id: string, variant: CreateVariant): Sample {
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [...loaderArgs(), fileURLToPath(import.meta.url), '--backup-child', root, out, id], { encoding: 'utf8', maxBuffer: 16 * MiB });
+  const r = spawnSync(process.execPath, [...loaderArgs(), fileURLToPath(import.meta.url), '--backup-child', root, out, id, variant], { encoding: 'utf8', maxBuffer: 16 * MiB });
   const wallSeconds = (performance.now() - t0) / 1000;
-  if (r.status !== 0) throw new Error(`backup child failed: ${r.stderr}`);
+  if (r.status !== 0) throw new Error(`backup child (${variant}) failed: ${r.stderr}`);
   return { ...(JSON.parse(r.stdout) as ChildReport), wallSeconds };
 }
 
@@ -213,48 +236,117 @@ function runBaseline(root: string, dir: string): number {
   return (performance.now() - t0) / 1000;
 }
 
+/**
+ * One warm-up round (page cache), then SAMPLES rounds; each round runs every variant and the
+ * baseline one after the other on the same root, so every figure sees the same load.
+ */
+function sampleAll(root: string, base: string): { ours: Map<CreateVariant, Sample[]>; baseline: number[] } {
+  const ours = new Map<CreateVariant, Sample[]>(VARIANTS.map((v) => [v, []]));
+  const baseline: number[] = [];
+  for (let i = 0; i <= SAMPLES; i++) {
+    for (const v of VARIANTS) {
+      const out = join(base, `out-${v}-${i}`);
+      const o = runCreateChild(root, out, `bench-${v}-${i}`, v);
+      if (i > 0) ours.get(v)!.push(o);
+      rmSync(out, { recursive: true, force: true });
+    }
+    const b = runBaseline(root, join(base, `baseline-${i}`));
+    if (i > 0) baseline.push(b);
+    rmSync(join(base, `baseline-${i}`), { recursive: true, force: true });
+  }
+  return { ours, baseline };
+}
+
+const LABEL: Record<CreateVariant, string> = { v0: "v0 (format: 'v0')", online: 'v1 online', quiescent: 'v1 quiescent', crash_consistent: 'v1 crash-consistent' };
+
+function extraOf(samples: Sample[]): string {
+  const peakRss = Math.max(...samples.map((o) => o.maxRssKiB)) / 1024;
+  const mid = [...samples].sort((a, c) => a.seconds - c.seconds)[Math.floor(samples.length / 2)]!;
+  const ph = mid.phases;
+  const ms = (s: number): string => `${(s * 1000).toFixed(0)} ms`;
+  const states = Object.entries(mid.states)
+    .map(([k, n]) => `${n} ${k}`)
+    .join(', ');
+  const v1 =
+    mid.achieved === null ? '' : `\n  achieved profile ${mid.achieved}; components ${states}; downgrades ${mid.downgrades.length > 0 ? mid.downgrades.join(', ') : 'none'}`;
+  return (
+    `peak RSS of the create process ${peakRss.toFixed(0)} MiB; archive ${(mid.archiveBytes / MiB).toFixed(1)} MiB; child wall time incl. Node start ${median(samples.map((o) => o.wallSeconds)).toFixed(3)} s` +
+    `\n  phases (median sample): plan ${ms(ph.plan)}, owner capture ${ms(ph.owners)}, set end to first member ${ms(ph.setEnd)}, archive + publish ${ms(ph.archive)}${v1}`
+  );
+}
+
 export async function run(): Promise<BenchFigure[]> {
   const base = mkdtempSync(join(tmpdir(), 'loopx-bench-backup-'));
   chmodSync(base, 0o700);
   try {
     const root = join(base, 'root');
-    const rootBytes = await buildRoot(root);
-    const ours: Array<ChildReport & { wallSeconds: number }> = [];
-    const baseline: number[] = [];
-    // One warm-up of each (page cache), then alternating samples.
-    for (let i = 0; i <= SAMPLES; i++) {
-      const o = runCreateChild(root, join(base, `out-${i}`), `bench-${i}`);
-      const b = runBaseline(root, join(base, `baseline-${i}`));
-      if (i > 0) {
-        ours.push(o);
-        baseline.push(b);
-      }
-      rmSync(join(base, `out-${i}`), { recursive: true, force: true });
-      rmSync(join(base, `baseline-${i}`), { recursive: true, force: true });
-    }
-    const peakRss = Math.max(...ours.map((o) => o.maxRssKiB)) / 1024;
-    return [
-      {
-        name: `backup-state create, ${(rootBytes / MiB).toFixed(0)} MiB root (${GOALS} Goals × ${COMMITS_PER_GOAL.toLocaleString('en-US')} commits, ${sqliteFiles(root).length} SQLite files)`,
-        seconds: median(ours.map((o) => o.seconds)),
+    const rootBytes = await buildRoot(root, { work: 'loopx' });
+    const { ours, baseline } = sampleAll(root, base);
+    const rootName = `${(rootBytes / MiB).toFixed(0)} MiB root (${GOALS} Goals × ${COMMITS_PER_GOAL.toLocaleString('en-US')} real work transactions, ${sqliteFiles(root).length} SQLite files)`;
+    const v0Seconds = median(ours.get('v0')!.map((o) => o.seconds));
+    const out: BenchFigure[] = [];
+    for (const v of VARIANTS) {
+      const samples = ours.get(v)!;
+      const seconds = median(samples.map((o) => o.seconds));
+      const common = { seconds, ratioKind: 'speed', extra: extraOf(samples) } as const;
+      out.push({
+        ...common,
+        name: `backup-state create ${LABEL[v]}, ${rootName}`,
         baselineName: 'tar czf + sqlite3 .backup',
         baselineSeconds: median(baseline),
         target: 'speed ≥ 0.7×',
-        ratioKind: 'speed',
-        extra: `peak RSS of the create process ${peakRss.toFixed(0)} MiB; archive ${(ours[0]!.archiveBytes / MiB).toFixed(1)} MiB; child wall time incl. Node start ${median(ours.map((o) => o.wallSeconds)).toFixed(3)} s`,
-      },
-    ];
+      });
+      if (v === 'v0') continue;
+      out.push({
+        name: `  ${LABEL[v]} create against v0 create (same root, same run)`,
+        seconds,
+        baselineName: 'v0 create',
+        baselineSeconds: v0Seconds,
+        target: 'cost ≤ 1.0× (v1 no slower than v0; not asserted)',
+        ratioKind: 'cost',
+      });
+    }
+    return out;
   } finally {
     rmSync(base, { recursive: true, force: true });
   }
 }
 
-// Child mode: plan + create one backup, report its duration and this process's peak RSS.
-if (process.argv[2] === '--backup-child' && process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const [root, out, id] = process.argv.slice(3);
+/** Child mode: plan + create one backup of `variant`, timed by phase (progress and component hooks only read the clock). */
+async function createOnce(root: string, out: string, id: string, variant: CreateVariant): Promise<ChildReport> {
+  let owned: number | undefined;
+  let first: number | undefined;
+  const observe: Pick<CreateOptions, 'hooks' | 'onProgress'> = {
+    hooks: { afterComponent: () => void (owned = performance.now()) },
+    onProgress: () => void (first ??= performance.now()),
+  };
   const t0 = performance.now();
-  const result = await create(plan(root!, { outputDir: out, backupId: id }));
-  const seconds = (performance.now() - t0) / 1000;
-  const report: ChildReport = { seconds, maxRssKiB: process.resourceUsage().maxRSS, archiveBytes: result.archive.size_bytes };
-  process.stdout.write(`${JSON.stringify(report)}\n`);
+  const p = plan(root, { outputDir: out, backupId: id });
+  const planned = performance.now();
+  let result: BackupResult;
+  if (variant === 'v0') result = await create(p, { ...observe, format: 'v0' });
+  else if (variant === 'quiescent') result = await createBackupWithProfile(p, { ...observe, format: 'v1', profile: 'quiescent', quiesceTimeoutMs: QUIESCE_TIMEOUT_MS });
+  else result = await create(p, { ...observe, format: 'v1', profile: variant });
+  const end = performance.now();
+  const doc = result.manifest_doc;
+  const capture = 'achieved_profile' in doc.capture ? doc.capture : null;
+  const states: Record<string, number> = {};
+  for (const c of doc.components ?? []) states[c.state] = (states[c.state] ?? 0) + 1;
+  const ownersEnd = owned ?? planned;
+  const firstMember = first ?? end;
+  return {
+    seconds: (end - t0) / 1000,
+    maxRssKiB: process.resourceUsage().maxRSS,
+    archiveBytes: result.archive.size_bytes,
+    achieved: capture?.achieved_profile ?? null,
+    states,
+    downgrades: capture?.downgrades.map((d) => d.code) ?? [],
+    phases: { plan: (planned - t0) / 1000, owners: (ownersEnd - planned) / 1000, setEnd: (firstMember - ownersEnd) / 1000, archive: (end - firstMember) / 1000 },
+  };
+}
+
+if (process.argv[2] === '--backup-child' && process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const [root, out, id, variant] = process.argv.slice(3);
+  if (!VARIANTS.includes(variant as CreateVariant)) throw new Error(`unknown create variant ${variant}`);
+  process.stdout.write(`${JSON.stringify(await createOnce(root!, out!, id!, variant as CreateVariant))}\n`);
 }

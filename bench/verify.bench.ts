@@ -1,12 +1,14 @@
 /**
- * backup-state verify --execute on three archives made by backup-state create from roots built by
- * bench/backup.bench.ts's builder: (1) exactly the backup benchmark's ~128 MiB root, whose synthetic
- * work.db files the work owner does not recognize; (2) the same builder with real loopx work stores
- * of 20,000 committed transactions in each of its 4 Goals, so the owner worker replays the maximum
- * history; (3) root 2 grown with incompressible files until its archive is close to the 128 MiB
- * compressed maximum. Same-run baselines on the same archive: `tar xzf A -C <fresh dir>` followed by
- * `sha256sum A` (the target's baseline), and `gzip -dc A | sha256sum` (decompression and hashing
- * alone: a floor no extracting verifier reaches).
+ * backup-state verify --execute on archives made by backup-state create from roots built by
+ * bench/backup.bench.ts's builder: (1) the builder's synthetic root, whose synthetic work.db files
+ * the work owner does not recognize (its v1 archive withholds them as unreadable components);
+ * (2) the backup benchmark's root: real loopx work stores of 20,000 committed transactions in each
+ * of its 4 Goals, so the owner worker replays the maximum history — backed up twice, as a v1 and
+ * as a v0 archive, and the v1 verify is also printed as a cost against the v0 verify of the same
+ * run (target ≤ 1.1×, printed, not asserted); (3) root 2 grown with incompressible files until its
+ * v1 archive is close to the 128 MiB compressed maximum. Same-run baselines on the same archive:
+ * `tar xzf A -C <fresh dir>` followed by `sha256sum A` (the target's baseline), and
+ * `gzip -dc A | sha256sum` (decompression and hashing alone: a floor no extracting verifier reaches).
  *
  * Each verify runs `executeVerify` in a child process into a fresh destination and is timed inside
  * that child (Node start and module loading are reported separately as wall time). The child
@@ -69,8 +71,8 @@ function incompressible(seed: number, bytes: number): Buffer {
   return b;
 }
 
-async function backUp(root: string, outputDir: string, backupId: string): Promise<Backup> {
-  const result = await create(plan(root, { outputDir, backupId }));
+async function backUp(root: string, outputDir: string, backupId: string, format: 'v0' | 'v1'): Promise<Backup> {
+  const result = await create(plan(root, { outputDir, backupId }), { format });
   const manifest = join(outputDir, result.manifest.name);
   const m = JSON.parse(readFileSync(manifest, 'utf8')) as {
     members: { type: string; size_bytes: number }[];
@@ -116,30 +118,33 @@ interface Samples {
 const settle = (): void => void spawnSync('sync');
 
 /**
- * One warm-up of each (page cache), then alternating samples; every destination is fresh and
- * removed after, and the file system is synced before each timed command.
+ * One warm-up round (page cache), then SAMPLES rounds; each round runs, for every archive in turn,
+ * the verify and both baselines, so archives compared in one run see the same load. Every
+ * destination is fresh and removed after, and the file system is synced before each timed command.
  */
-function sample(b: Backup, scratch: string): Samples {
-  const s: Samples = { ours: [], tar: [], gzip: [] };
+function sample(backups: readonly Backup[], scratch: string): Samples[] {
+  const out: Samples[] = backups.map(() => ({ ours: [], tar: [], gzip: [] }));
   for (let i = 0; i <= SAMPLES; i++) {
-    const dest = join(scratch, `verified-${i}`);
-    settle();
-    const o = runVerifyChild(b, dest);
-    rmSync(dest, { recursive: true, force: true });
-    const x = join(scratch, `tar-${i}`);
-    mkdirSync(x, { mode: 0o700 });
-    settle();
-    const t = timed('tar xzf "$1" -C "$2"; sha256sum "$1" >/dev/null', [b.archive, x]);
-    rmSync(x, { recursive: true, force: true });
-    settle();
-    const g = timed('gzip -dc "$1" | sha256sum >/dev/null', [b.archive]);
-    if (i > 0) {
-      s.ours.push(o);
-      s.tar.push(t);
-      s.gzip.push(g);
+    for (const [k, b] of backups.entries()) {
+      const dest = join(scratch, `verified-${k}-${i}`);
+      settle();
+      const o = runVerifyChild(b, dest);
+      rmSync(dest, { recursive: true, force: true });
+      const x = join(scratch, `tar-${k}-${i}`);
+      mkdirSync(x, { mode: 0o700 });
+      settle();
+      const t = timed('tar xzf "$1" -C "$2"; sha256sum "$1" >/dev/null', [b.archive, x]);
+      rmSync(x, { recursive: true, force: true });
+      settle();
+      const g = timed('gzip -dc "$1" | sha256sum >/dev/null', [b.archive]);
+      if (i > 0) {
+        out[k]!.ours.push(o);
+        out[k]!.tar.push(t);
+        out[k]!.gzip.push(g);
+      }
     }
   }
-  return s;
+  return out;
 }
 
 const archiveSteps = (steps: Record<string, number>): number => ['inputs', 'destination', 'members', 'extract'].reduce((n, k) => n + (steps[k] ?? 0), 0);
@@ -191,6 +196,23 @@ function figures(label: string, b: Backup, s: Samples): BenchFigure[] {
   ];
 }
 
+/** The v1 verify against the v0 verify of the same root, from the same rounds. */
+function formatRatio(v1: { b: Backup; s: Samples }, v0: { b: Backup; s: Samples }): BenchFigure {
+  const mid = (s: Samples) => [...s.ours].sort((a, c) => a.seconds - c.seconds)[Math.floor(s.ours.length / 2)]!;
+  const step = (s: Samples, k: string) => `${((mid(s).steps[k] ?? 0) * 1000).toFixed(0)} ms`;
+  return {
+    name: '  v1 verify against v0 verify (the same root, same run)',
+    seconds: median(v1.s.ours.map((o) => o.seconds)),
+    baselineName: 'v0 verify',
+    baselineSeconds: median(v0.s.ours.map((o) => o.seconds)),
+    target: 'cost ≤ 1.1× (not asserted)',
+    ratioKind: 'cost',
+    extra:
+      `v1 / v0: archive ${mib(v1.b.archiveBytes)} / ${mib(v0.b.archiveBytes)}, expanded ${mib(v1.b.expandedBytes)} / ${mib(v0.b.expandedBytes)}, ${v1.b.members} / ${v0.b.members} members; ` +
+      `extract ${step(v1.s, 'extract')} / ${step(v0.s, 'extract')}, owners ${step(v1.s, 'owners')} / ${step(v0.s, 'owners')} (median samples)`,
+  };
+}
+
 export async function run(): Promise<BenchFigure[]> {
   const base = mkdtempSync(join(tmpdir(), 'loopx-bench-verify-'));
   chmodSync(base, 0o700);
@@ -199,21 +221,26 @@ export async function run(): Promise<BenchFigure[]> {
     mkdirSync(scratch, { mode: 0o700 });
     const out: BenchFigure[] = [];
 
-    // 1. Exactly the backup benchmark's root and archive (synthetic work.db files: the work owner
-    //    does not recognize them, so the owner worker reads little).
-    const same = join(base, 'root-backup-bench');
-    await buildRoot(same);
-    const first = await backUp(same, join(base, 'backups'), 'bench-verify-backup-bench-root');
-    out.push(...figures("the backup benchmark's root (synthetic work.db)", first, sample(first, scratch)));
-    rmSync(same, { recursive: true, force: true });
+    // 1. The builder's synthetic root (synthetic work.db files: the work owner does not recognize
+    //    them, so the v1 archive withholds them and the owner worker reads little).
+    const synthetic = join(base, 'root-synthetic');
+    await buildRoot(synthetic);
+    const first = await backUp(synthetic, join(base, 'backups'), 'bench-verify-synthetic-root', 'v1');
+    out.push(...figures('synthetic root (synthetic work.db), v1 archive', first, sample([first], scratch)[0]!));
+    rmSync(synthetic, { recursive: true, force: true });
 
-    // 2. The same builder with real loopx work stores at the 20,000-transaction maximum per Goal.
+    // 2. The backup benchmark's root (real loopx work stores at the 20,000-transaction maximum per
+    //    Goal), as a v1 and as a v0 archive, sampled in the same rounds.
     const root = join(base, 'root');
     await buildRoot(root, { work: 'loopx' });
-    const second = await backUp(root, join(base, 'backups'), 'bench-verify');
-    out.push(...figures(`${GOALS} Goals × ${COMMITS_PER_GOAL.toLocaleString('en-US')} real work transactions`, second, sample(second, scratch)));
+    const second = await backUp(root, join(base, 'backups'), 'bench-verify', 'v1');
+    const legacy = await backUp(root, join(base, 'backups'), 'bench-verify-v0', 'v0');
+    const [s1, s0] = sample([second, legacy], scratch);
+    const real = `${GOALS} Goals × ${COMMITS_PER_GOAL.toLocaleString('en-US')} real work transactions (the backup benchmark's root)`;
+    out.push(...figures(`${real}, v1 archive`, second, s1!), ...figures(`${real}, v0 archive`, legacy, s0!));
+    out.push(formatRatio({ b: second, s: s1! }, { b: legacy, s: s0! }));
 
-    // 3. Root 2 grown with incompressible files until its archive is close to the 128 MiB maximum.
+    // 3. Root 2 grown with incompressible files until its v1 archive is close to the 128 MiB maximum.
     const fill = Math.max(0, NEAR_MAX_ARCHIVE_BYTES - second.archiveBytes);
     if (fill > 8 * MiB) {
       const dir = join(root, 'files', 'filler');
@@ -221,8 +248,8 @@ export async function run(): Promise<BenchFigure[]> {
       for (let i = 0, left = fill; left > 0; i++, left -= FILLER_FILE_BYTES) {
         writeFileSync(join(dir, `blob-${i}.bin`), incompressible(1000 + i, Math.min(FILLER_FILE_BYTES, left)));
       }
-      const near = await backUp(root, join(base, 'backups'), 'bench-verify-near-max');
-      out.push(...figures('root 2 grown to near the 128 MiB archive maximum', near, sample(near, scratch)));
+      const near = await backUp(root, join(base, 'backups'), 'bench-verify-near-max', 'v1');
+      out.push(...figures('root 2 grown to near the 128 MiB archive maximum, v1 archive', near, sample([near], scratch)[0]!));
     }
     return out;
   } finally {
