@@ -108,8 +108,9 @@ export async function captureComponent(source: string, plan: ComponentPlan, into
     if (isOutOfSpace(e) || (isLoopxError(e) && e.code.endsWith('_capacity_exceeded'))) throw e;
     return { plan, state: 'unreadable', capture: null, exportBytes: null };
   }
-  const lines = capture.export.map((r) => canonicalJson(r)).join('\n');
-  return { plan, state: 'captured', capture, exportBytes: new TextEncoder().encode(`${lines}\n`) };
+  // The owner's own encoding of each record (encoded once, as hashed); the records otherwise.
+  const lines = (capture.export_lines ?? capture.export.map((r) => canonicalJson(r))).join('\n');
+  return { plan, state: 'captured', capture: { ...capture, export: [], export_lines: [] }, exportBytes: Buffer.from(`${lines}\n`, 'utf8') };
 }
 
 /** The set's end re-check: every component's live position now (null: absent). */

@@ -115,6 +115,8 @@ export interface OwnerCapture {
   readonly members: readonly string[];
   /** The canonical export: a header, the records, a seal chaining them. */
   readonly export: readonly unknown[];
+  /** Each export record's canonical JSON, as hashed into the chain (what a backup stores, encoded once). */
+  readonly export_lines?: readonly string[];
   /** SHA-256 of the seal (which chains every record): the component's content digest. */
   readonly export_sha256: string;
   readonly record_count: number;

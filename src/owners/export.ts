@@ -44,6 +44,8 @@ export const contentRevision = (items: readonly unknown[]): string => `sha256:${
 
 export interface BuiltExport {
   readonly records: readonly unknown[];
+  /** Each record's canonical JSON, as hashed into the chain. */
+  readonly lines: readonly string[];
   readonly sha256: string;
   readonly record_count: number;
 }
@@ -57,15 +59,18 @@ export function buildExport(header: Omit<ExportHeader, 'record'>, items: readonl
   }
   const head: ExportHeader = { record: 'header', ...header };
   const records: unknown[] = [head];
-  let prev = recordSha256(head);
+  const lines: string[] = [canonicalJson(head)];
+  let prev = sha256Hex(lines[0]!);
   for (const value of items) {
     const rec: ExportItem = { record: 'item', prev_sha256: prev, value };
     records.push(rec);
-    prev = recordSha256(rec);
+    lines.push(canonicalJson(rec));
+    prev = sha256Hex(lines.at(-1)!);
   }
   const seal: ExportSeal = { record: 'seal', record_count: items.length, chain_sha256: prev };
   records.push(seal);
-  return { records, sha256: recordSha256(seal), record_count: items.length };
+  lines.push(canonicalJson(seal));
+  return { records, lines, sha256: sha256Hex(lines.at(-1)!), record_count: items.length };
 }
 
 export interface ExportCheck {

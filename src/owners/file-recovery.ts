@@ -73,6 +73,7 @@ export function captureFiles<T>(spec: FileCaptureSpec<T>, live: LiveSource, scop
     captured,
     members,
     export: built.records,
+    export_lines: built.lines,
     export_sha256: built.sha256,
     record_count: built.record_count,
   };

@@ -20,6 +20,7 @@ import type {
   FindingSeverity,
   HistoricalRead,
   OfflineVerification,
+  OwnerCapture,
   OwnerFinding,
   OwnerRecovery,
   OwnerScope,
@@ -134,6 +135,44 @@ async function observeSqlite<H extends { readonly findings: readonly RawFinding[
   }
 }
 
+/** An online snapshot of the owner's database into the capture directory, and its canonical export. */
+async function captureSqlite<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(
+  spec: SqliteOwnerSpec<H>,
+  readHistorical: OwnerRecovery<H>['readHistorical'],
+  root: string,
+  scope: OwnerScope,
+  into: string,
+): Promise<OwnerCapture> {
+  const dest = join(into, spec.file);
+  mkdirSync(dirname(dest), { recursive: true, mode: 0o700 });
+  const startAt = new Date().toISOString();
+  await snapshotSqliteDatabase(join(root, spec.file), dest);
+  const endAt = new Date().toISOString();
+  const h = readHistorical({ root: into }, scope);
+  const items = spec.items(h.value);
+  const point = { revision: contentRevision(items), cursor: items.length };
+  const built = buildExport(
+    { schema_version: spec.exportSchema, owner: spec.name, goal_id: scope.goal_id, source_identity: null, ...point, captured_at_start: startAt, captured_at_end: endAt },
+    items,
+    spec.maxItems,
+  );
+  return {
+    owner: spec.name,
+    scope,
+    export_schema: spec.exportSchema,
+    source_identity: null,
+    start: { ...point, at: startAt },
+    end: { ...point, at: endAt },
+    captured: point,
+    members: [spec.file],
+    export: built.records,
+    export_lines: built.lines,
+    export_sha256: built.sha256,
+    record_count: built.record_count,
+    in_flight: spec.inFlight?.(h.value) ?? 0,
+  };
+}
+
 export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(spec: SqliteOwnerSpec<H>): OwnerRecovery<H> {
   const envelope = (h: H, scope: OwnerScope): HistoricalRead<H> => {
     const findings = h.findings.map(asOwnerFinding);
@@ -169,35 +208,7 @@ export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]
 
     observe: (live, scope) => observeSqlite(spec, envelope, live.root, scope),
 
-    async capture(live, scope, into) {
-      const dest = join(into, spec.file);
-      mkdirSync(dirname(dest), { recursive: true, mode: 0o700 });
-      const startAt = new Date().toISOString();
-      await snapshotSqliteDatabase(join(live.root, spec.file), dest);
-      const endAt = new Date().toISOString();
-      const h = readHistorical({ root: into }, scope);
-      const items = spec.items(h.value);
-      const point = { revision: contentRevision(items), cursor: items.length };
-      const built = buildExport(
-        { schema_version: spec.exportSchema, owner: spec.name, goal_id: scope.goal_id, source_identity: null, ...point, captured_at_start: startAt, captured_at_end: endAt },
-        items,
-        spec.maxItems,
-      );
-      return {
-        owner: spec.name,
-        scope,
-        export_schema: spec.exportSchema,
-        source_identity: null,
-        start: { ...point, at: startAt },
-        end: { ...point, at: endAt },
-        captured: point,
-        members: [spec.file],
-        export: built.records,
-        export_sha256: built.sha256,
-        record_count: built.record_count,
-        in_flight: spec.inFlight?.(h.value) ?? 0,
-      };
-    },
+    capture: (live, scope, into) => captureSqlite(spec, readHistorical, live.root, scope, into),
 
     verifyOffline(copy, scope = MACHINE, options = {}): OfflineVerification {
       const abs = join(copy.root, spec.file);

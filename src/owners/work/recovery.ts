@@ -116,6 +116,7 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
         captured: { revision: ex.provider_revision, cursor: ex.head_cursor },
         members: [rel],
         export: ex.records,
+        export_lines: ex.lines,
         export_sha256: ex.archive_sha256,
         record_count: ex.records.length - 2,
       };

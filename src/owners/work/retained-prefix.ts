@@ -56,6 +56,8 @@ export type RetainedPrefixRecord = RetainedPrefixHeader | RetainedPrefixTransact
 
 export interface RetainedPrefixExport {
   readonly records: readonly RetainedPrefixRecord[];
+  /** Each record's canonical JSON (RFC 8785), as hashed into the chain. */
+  readonly lines: readonly string[];
   readonly archive_sha256: string;
   readonly capture_interval: { readonly start: string; readonly end: string };
   readonly goal_id: string;
@@ -108,18 +110,23 @@ export async function exportRetainedPrefix(provider: WorkProvider, clock: () => 
     captured_at_start: start,
     captured_at_end: end,
   };
+  // Each record is encoded once: the text hashed into the chain is the text a backup stores.
   const records: RetainedPrefixRecord[] = [header];
-  let prev = recordSha(header);
+  const lines: string[] = [canonicalJson(header)];
+  let prev = sha256Hex(lines[0]!);
   for (const t of body) {
     const rec: RetainedPrefixTransaction = { ...t, prev_sha256: prev };
     records.push(rec);
-    prev = recordSha(rec);
+    lines.push(canonicalJson(rec));
+    prev = sha256Hex(lines.at(-1)!);
   }
   const seal: RetainedPrefixSeal = { record: 'seal', record_count: body.length, chain_sha256: prev };
   records.push(seal);
+  lines.push(canonicalJson(seal));
   return {
     records,
-    archive_sha256: recordSha(seal),
+    lines,
+    archive_sha256: sha256Hex(lines.at(-1)!),
     capture_interval: { start, end },
     goal_id: identity.goal_id,
     store_identity: identity.store_identity,
