@@ -118,7 +118,9 @@ export async function observeAll(source: string, plans: readonly ComponentPlan[]
   const out = new Map<string, CapturePoint | null>();
   for (const p of plans) {
     try {
-      out.set(p.component_id, await p.owner.observe({ root: source }, p.scope));
+      // Presence is decided as the capture decided it: none of the owner's members there is no state.
+      const present = p.owner.members(p.scope).some((m) => exists(join(source, m.path)));
+      out.set(p.component_id, present ? await p.owner.observe({ root: source }, p.scope) : null);
     } catch (e) {
       if (isOutOfSpace(e)) throw e;
       // Unobservable now: counted as moved (never as still).

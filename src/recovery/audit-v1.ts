@@ -12,7 +12,7 @@
  * false; `activation_eligible` only says the set qualifies for a one-Goal local adoption.
  */
 import { DOWNGRADE_NEXT, weakestProfile, type CaptureProfile, type ManifestComponent, type RecoverySetCapture } from '../backup/index.js';
-import { OWNERS, OWNER_LIST } from '../owners/index.js';
+import { OWNERS, OWNER_LIST, config as configOwner } from '../owners/index.js';
 import type { ComponentReport, WorkerReport } from './owner-verify.js';
 import { componentsOf } from './recovery-set.js';
 import type { AuditComponent, AuditInputs, Classification, Severity, VerificationStatus } from './audit.js';
@@ -171,6 +171,22 @@ const classify = (c: ManifestComponent, v: VerificationStatus): Classification =
   return OWNER_LIST.find((o) => o.name === c.owner_kind)?.classification ?? 'unknown_unrecoverable';
 };
 
+/** Every Goal's required closure: each component it lacks is a hold; a closure that moved under an online capture is not a point in time. Returns the eligible scopes. */
+function closureFindings(ctx: V1Context, list: readonly ManifestComponent[], verified: ReadonlyMap<string, VerificationStatus>, achieved: CaptureProfile): string[] {
+  const eligibleScopes: string[] = [];
+  for (const closure of ctx.a.manifest.goal_closures ?? []) {
+    const incomplete = closure.required_component_ids.filter((id) => verified.get(id) !== 'verified');
+    const goalComponent = list.find((c) => c.logical_scope === closure.logical_scope && c.owner_kind === OWNERS.goal.name);
+    for (const id of incomplete) ctx.add(V1_CODES.closureIncomplete, 'hold', goalComponent?.component_id ?? null, 'backup', NEXT.closure, id);
+    const members = list.filter((c) => closure.required_component_ids.includes(c.component_id));
+    const still = members.every((c) => !c.skew.moved_during_capture && !c.skew.moved_before_set_end);
+    const pointInTime = achieved !== 'online' || still;
+    if (incomplete.length === 0 && !pointInTime) ctx.add(V1_CODES.notPointInTime, 'hold', goalComponent?.component_id ?? null, 'backup', NEXT.online);
+    if (incomplete.length === 0 && pointInTime) eligibleScopes.push(closure.logical_scope);
+  }
+  return eligibleScopes;
+}
+
 /** The v1 components, graph, closures and profile; returns what the audit's top-level fields need. */
 export function v1Sections(ctx: V1Context): V1Result {
   const m = ctx.a.manifest;
@@ -181,6 +197,8 @@ export function v1Sections(ctx: V1Context): V1Result {
   const unique = new Set<string>();
   const seen = new Map<string, number>();
   for (const c of list) seen.set(c.component_id, (seen.get(c.component_id) ?? 0) + 1);
+  // The configuration checkpoint the producer built from the registry and configuration reads is the config component's.
+  const checkpoint = ctx.files.has(configOwner.CHECKPOINT_FILE) ? [configOwner.CHECKPOINT_FILE] : [];
   for (const c of list) {
     if (unique.has(c.component_id)) continue;
     unique.add(c.component_id);
@@ -191,7 +209,8 @@ export function v1Sections(ctx: V1Context): V1Result {
     // Two components under one id: which one the archive means is ambiguous.
     const verification: VerificationStatus = seen.get(c.component_id)! > 1 ? 'ambiguous' : crash.problems.length > 0 ? 'invalid' : checked.verification;
     verified.set(c.component_id, verification);
-    [...c.archive_members, ...(c.export_member ? [c.export_member] : [])].forEach((p) => ctx.claimed.add(p));
+    const extra = c.owner_kind === OWNERS.config.name ? checkpoint : [];
+    [...c.archive_members, ...(c.export_member ? [c.export_member] : []), ...extra].forEach((p) => ctx.claimed.add(p));
     for (const p of problems) ctx.add(p.code, p.severity, c.component_id, ownerLabel(c.owner_kind), p.next);
     if (rep) ctx.fromOwner(c.component_id, ownerLabel(c.owner_kind), rep.findings);
     const classification = classify(c, verification);
@@ -201,8 +220,8 @@ export function v1Sections(ctx: V1Context): V1Result {
       owner_kind: ownerLabel(c.owner_kind),
       logical_scope: c.logical_scope,
       required: c.required,
-      archive_members: [...c.archive_members, ...(c.export_member ? [c.export_member] : [])],
-      member_count: c.archive_members.length + (c.export_member ? 1 : 0),
+      archive_members: [...c.archive_members, ...(c.export_member ? [c.export_member] : []), ...extra],
+      member_count: c.archive_members.length + (c.export_member ? 1 : 0) + extra.length,
       schema_version: c.schema_version,
       producer_version: c.producer_version,
       capture_profile: c.achieved_profile,
@@ -243,17 +262,7 @@ export function v1Sections(ctx: V1Context): V1Result {
     achieved = weakest;
   }
 
-  const eligibleScopes: string[] = [];
-  for (const closure of m.goal_closures ?? []) {
-    const incomplete = closure.required_component_ids.filter((id) => verified.get(id) !== 'verified');
-    const goalComponent = list.find((c) => c.logical_scope === closure.logical_scope && c.owner_kind === OWNERS.goal.name);
-    for (const id of incomplete) ctx.add(V1_CODES.closureIncomplete, 'hold', goalComponent?.component_id ?? null, 'backup', NEXT.closure, id);
-    const members = list.filter((c) => closure.required_component_ids.includes(c.component_id));
-    const still = members.every((c) => !c.skew.moved_during_capture && !c.skew.moved_before_set_end);
-    const pointInTime = achieved !== 'online' || still;
-    if (incomplete.length === 0 && !pointInTime) ctx.add(V1_CODES.notPointInTime, 'hold', goalComponent?.component_id ?? null, 'backup', NEXT.online);
-    if (incomplete.length === 0 && pointInTime) eligibleScopes.push(closure.logical_scope);
-  }
+  const eligibleScopes = closureFindings(ctx, list, verified, achieved);
   const links = list.reduce((n, c) => n + c.dependency_ids.length, 0);
   return { capture: { requested_profile: set.requested_profile, achieved_profile: achieved, producer_claim: set.profile }, links, eligibleScopes: eligibleScopes.sort() };
 }

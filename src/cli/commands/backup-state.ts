@@ -113,7 +113,7 @@ function componentSummary(m: BackupResult['manifest_doc']) {
   };
 }
 
-function printPlan(d: PlanSummary, out: Output): void {
+function printPlan(d: PlanSummary, out: Output, o: BackupStateOptions): void {
   out.line(`backup-state plan ${d.backup_id} (dry run: nothing was written; add --execute to create it)`);
   out.line(
     `  members: ${d.counts.members} (${d.counts.directories} directories, ${d.counts.files} files, ${mib(d.counts.bytes)}), ${d.counts.sqlite_databases} SQLite databases (online snapshots)`,
@@ -133,7 +133,11 @@ function printPlan(d: PlanSummary, out: Output): void {
     out.line(`  missing: ${d.missing.length} (${[...reasons].map(([r, n]) => `${r}: ${n}`).join(', ')})`);
   }
   if (d.excluded.length > 0) out.line(`  excluded: ${d.excluded.map((x) => `${x.source_path} (${x.reason})`).join(', ')}`);
-  out.line(`  capture: ${CAPTURE_FACTS.profile} — SQLite ${CAPTURE_FACTS.sqlite}, files ${CAPTURE_FACTS.files}, no cross-owner point in time`);
+  if (o.format === 'v0') out.line(`  capture: ${CAPTURE_FACTS.profile} — SQLite ${CAPTURE_FACTS.sqlite}, files ${CAPTURE_FACTS.files}, no cross-owner point in time`);
+  else
+    out.line(
+      `  capture: ${(o.profile ?? 'online').replace('_', '-')} profile requested — each owner's state captured through its owner; the profile achieved is recorded when the backup is created`,
+    );
   if (d.capacity.ok) out.line(`  would write ${d.archive_name} and ${d.manifest_name} in the output directory`);
   else for (const r of d.capacity.refusals) out.line(`  create would refuse: ${r.code} (${r.observed} > ${r.limit})`);
 }
@@ -184,7 +188,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         includeSkills: o.includeSkills ?? false,
       });
       if (!o.execute) {
-        emit(g, describePlan(p), printPlan);
+        emit(g, describePlan(p), (d, out) => printPlan(d, out, o));
         return;
       }
       const bar = process.stderr.isTTY ? createProgress(process.stderr) : undefined;

@@ -45,6 +45,13 @@ export function printSummary(s: PublicAuditSummary, out: Output): void {
   out.line(`recovery audit ${s.recovery_id}`);
   out.line(`  backup ${s.backup.backup_id} (${s.backup.schema_version}), archive sha256 ${s.backup.archive_sha256}`);
   out.line(`  status: ${s.phase} (${s.operator_state}); workspace inert and unregistered`);
+  const cap = s.capture;
+  if (cap.requested_profile !== null) {
+    const profile = (p: string): string => p.replace('_', '-');
+    out.line(`  capture profile: ${profile(cap.achieved_profile)}${cap.achieved_profile === cap.requested_profile ? '' : ` (requested ${profile(cap.requested_profile)})`}`);
+    const goals = s.activation?.eligible_scopes.length ?? 0;
+    out.line(`  Goals captured whole, at one point in time: ${goals}${goals === 0 ? ' (see the holds below)' : ''}`);
+  }
   const a = s.counts.assets;
   out.line(`  assets: ${a.recovered_readable} recovered and readable, ${a.historical_only} historical only, ${a.unknown_unrecoverable} unknown or unrecoverable`);
   for (const c of s.components) out.line(`    ${c.component_id.padEnd(22)} ${c.owner_kind.padEnd(9)} ${LABEL[c.classification].padEnd(25)} next: ${c.next_action}`);
