@@ -17,7 +17,7 @@ import { MACHINE, OWNER_LIST, boundaryOf, goalScope, type CapturePoint, type Own
 import { isOutOfSpace } from '../store/index.js';
 import type { ComponentSkew, DowngradeFinding, GoalClosure, ManifestComponent, PointRecord } from './manifest.js';
 import { producerVersion } from './manifest.js';
-import { archivePathOf } from './paths.js';
+import { archivePathOf, posixPath } from './paths.js';
 import { DOWNGRADE_CODES, DOWNGRADE_NEXT, weakestProfile, type CaptureProfile, type DowngradeCode } from './profiles.js';
 
 export const ARCHIVE_EXPORTS = 'component-exports';
@@ -94,9 +94,12 @@ const exists = (abs: string): boolean => {
   }
 };
 
+/** Whether the owner holds state in `source` for the component: any of its members is there. Capture and the end re-check decide it alike. */
+const isPresent = (source: string, plan: ComponentPlan): boolean => plan.owner.members(plan.scope).some((m) => exists(join(source, m.path)));
+
 /** Capture one component from `source` (the live root, or a failure observation of it) into `into`. */
 export async function captureComponent(source: string, plan: ComponentPlan, into: string): Promise<CapturedComponent> {
-  const present = plan.owner.members(plan.scope).some((m) => exists(join(source, m.path)));
+  const present = isPresent(source, plan);
   // A machine owner that never created its store holds nothing (a confirmed absence); a registered
   // Goal whose own store is not there is missing state, never silently optional.
   if (!present) return { plan, state: plan.scope.goal_id === null ? 'absent' : 'missing', capture: null, exportBytes: null };
@@ -118,9 +121,7 @@ export async function observeAll(source: string, plans: readonly ComponentPlan[]
   const out = new Map<string, CapturePoint | null>();
   for (const p of plans) {
     try {
-      // Presence is decided as the capture decided it: none of the owner's members there is no state.
-      const present = p.owner.members(p.scope).some((m) => exists(join(source, m.path)));
-      out.set(p.component_id, present ? await p.owner.observe({ root: source }, p.scope) : null);
+      out.set(p.component_id, isPresent(source, p) ? await p.owner.observe({ root: source }, p.scope) : null);
     } catch (e) {
       if (isOutOfSpace(e)) throw e;
       // Unobservable now: counted as moved (never as still).
@@ -187,7 +188,7 @@ export function describeComponents(
       owner_kind: c.plan.owner.name,
       logical_scope: c.plan.logical_scope,
       goal_id: c.plan.scope.goal_id,
-      archive_members: (cap?.members ?? []).map((m) => archivePathOf(m.split('\\').join('/'))).sort(),
+      archive_members: (cap?.members ?? []).map((m) => archivePathOf(posixPath(m))).sort(),
       export_member: cap ? `${ARCHIVE_EXPORTS}/${c.plan.component_id}.jsonl` : null,
       required: c.plan.required,
       state: c.state,

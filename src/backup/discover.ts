@@ -11,7 +11,7 @@
 import { closeSync, lstatSync, openSync, readSync, readdirSync, constants, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { LAYOUT, ROOT_DATABASES } from '../owners/index.js';
-import { archivePathOf, foldPath, sqliteSidecarBase } from './paths.js';
+import { archivePathOf, foldPath, posixPath, sqliteSidecarBase } from './paths.js';
 
 export type MemberCategory = 'runtime' | 'registry' | 'configuration' | 'goals' | 'owner_databases' | 'automations' | 'skills' | 'other';
 
@@ -63,7 +63,6 @@ export interface DiscoverOptions {
 const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
 /** The databases at the root's top, as the OWNERS table lists them. */
 const OWNER_DATABASES: ReadonlySet<string> = new Set<string>(ROOT_DATABASES);
-const posix = (p: string): string => p.split('\\').join('/');
 
 /** True when the regular file at `path` starts with the SQLite header. */
 export function hasSqliteHeader(path: string): boolean {
@@ -85,8 +84,8 @@ export function hasSqliteHeader(path: string): boolean {
 export function categoryOf(relative: string): MemberCategory {
   if (relative === '') return 'runtime';
   const top = relative.split('/')[0]!;
-  if (relative === posix(LAYOUT.registry)) return 'registry';
-  if (top === posix(LAYOUT.machineConfiguration).split('/')[0]) return 'configuration';
+  if (relative === posixPath(LAYOUT.registry)) return 'registry';
+  if (top === posixPath(LAYOUT.machineConfiguration).split('/')[0]) return 'configuration';
   if (top === LAYOUT.goalsDir) return 'goals';
   if (top === LAYOUT.automationsDir) return 'automations';
   if (top === LAYOUT.skillsDir) return 'skills';

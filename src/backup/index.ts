@@ -28,7 +28,7 @@ export type {
 } from './manifest.js';
 export { CAPTURE_PROFILES, DOWNGRADE_CODES, DOWNGRADE_NEXT, parseProfile, weakestProfile, type CaptureProfile, type DowngradeCode } from './profiles.js';
 export { ARCHIVE_EXPORTS } from './components.js';
-export { BACKUP_CAPTURE_FAULT, proveStopped } from './set-capture.js';
+export { ARCHIVE_OBSERVATION, BACKUP_CAPTURE_FAULT, proveStopped } from './set-capture.js';
 export { WITNESSED_SOURCES } from './sources.js';
 export { ownerBackupSources } from './owner-sources.js';
 export type {

@@ -9,6 +9,9 @@ export const ARCHIVE_ROOT = 'runtime-root';
 export const ARCHIVE_CONFIGURATION_BACKUP = 'configuration-backup.json';
 export const ARCHIVE_MANIFEST = 'manifest.json';
 
+/** A root-relative path with POSIX separators (what manifests and archives name). */
+export const posixPath = (p: string): string => p.split('\\').join('/');
+
 /** `runtime-root` for the root itself, else `runtime-root/<relative>`. */
 export const archivePathOf = (relative: string): string => (relative === '' ? ARCHIVE_ROOT : `${ARCHIVE_ROOT}/${relative}`);
 

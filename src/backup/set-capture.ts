@@ -25,6 +25,7 @@ import { crashSourceLive, crashSourceMoved } from './errors.js';
 import type { FailureObservation, GoalClosure, ManifestComponent, RecoverySetCapture } from './manifest.js';
 import type { BackupPlan } from './plan.js';
 import type { CaptureProfile } from './profiles.js';
+import { SQLITE_SIDECAR_SUFFIXES, posixPath } from './paths.js';
 
 export interface SetCaptureOptions {
   readonly profile: CaptureProfile;
@@ -49,7 +50,8 @@ export interface CapturedSet {
   readonly observation: readonly { readonly archive_path: string; readonly file: string }[];
 }
 
-const SIDE_JOURNALS = ['-wal', '-journal'];
+/** The journals SQLite recovers a crashed database from (the shared-memory index is rebuilt, never needed). */
+const SIDE_JOURNALS = SQLITE_SIDECAR_SUFFIXES.filter((s) => s !== '-shm');
 
 /** Named fault point (tests only): every component captured, the end re-check not yet made. */
 export const BACKUP_CAPTURE_FAULT = 'backup.capture.components-captured';
@@ -136,16 +138,21 @@ function otherProcessesWithOpenFiles(root: string): number {
 
 export const ARCHIVE_OBSERVATION = 'failure-observation';
 
+/** Per component, the files (databases with their journals) its members are in `root`, root-relative and sorted. */
+function filesByComponent(root: string, plans: readonly ComponentPlan[]): Record<string, string[]> {
+  return Object.fromEntries(plans.map((c) => [c.component_id, [...new Set(c.owner.members(c.scope).flatMap((m) => filesUnder(root, m.path)))].map(posixPath).sort()]));
+}
+
+const allFiles = (byComponent: Record<string, string[]>): string[] => [...new Set(Object.values(byComponent).flat())].sort();
+
 /**
  * Copy the exact durable bytes of every component's members once: into `into` laid out as a root
  * (the owners capture from it — opening a database there may replay its journal) and, untouched,
  * into `raw` under their archive names (what the archive carries). Returns what was observed.
  */
 function observeFailure(root: string, plans: readonly ComponentPlan[], into: string, raw: string, proof: FailureObservation['proof']): FailureObservation {
-  const posix = (x: string): string => x.split('\\').join('/');
-  const byComponent = Object.fromEntries(plans.map((c) => [c.component_id, [...new Set(c.owner.members(c.scope).flatMap((m) => filesUnder(root, m.path)))].map(posix).sort()]));
-  const files = [...new Set(Object.values(byComponent).flat())].sort();
-  const observed = files.map((rel, i) => {
+  const byComponent = filesByComponent(root, plans);
+  const observed = allFiles(byComponent).map((rel, i) => {
     mkdirSync(dirname(join(into, rel)), { recursive: true, mode: 0o700 });
     const name = `${String(i + 1).padStart(6, '0')}.bin`;
     copyFileSync(join(root, rel), join(raw, name), constants.COPYFILE_EXCL);
@@ -159,7 +166,7 @@ function observeFailure(root: string, plans: readonly ComponentPlan[], into: str
 
 /** The observed bytes are still the source's: a stopped source does not move. */
 function checkObservationStill(root: string, obs: FailureObservation, plans: readonly ComponentPlan[]): void {
-  const now = [...new Set(plans.flatMap((c) => c.owner.members(c.scope).flatMap((m) => filesUnder(root, m.path))))].map((r) => r.split('\\').join('/')).sort();
+  const now = allFiles(filesByComponent(root, plans));
   if (now.length !== obs.files.length || now.some((p, i) => p !== obs.files[i]!.path)) throw crashSourceMoved();
   for (const f of obs.files) if (sha256File(join(root, f.path)) !== f.sha256) throw crashSourceMoved();
 }
@@ -197,17 +204,16 @@ export async function captureSet(p: BackupPlan, staging: string, options: SetCap
     ...(options.quiescence ? { drained: options.quiescence.drained } : {}),
   });
   const files = new Map<string, string>();
-  for (const c of captured) for (const m of c.capture?.members ?? []) files.set(m.split('\\').join('/'), join(into, m));
-  const posix = (x: string): string => x.split('\\').join('/');
+  for (const c of captured) for (const m of c.capture?.members ?? []) files.set(posixPath(m), join(into, m));
   const databases = new Set(
     plans.flatMap((c) =>
       c.owner
         .members(c.scope)
         .filter((m) => m.kind === 'sqlite')
-        .map((m) => posix(m.path)),
+        .map((m) => posixPath(m.path)),
     ),
   );
-  const withheld = captured.filter((c) => c.state === 'unreadable').flatMap((c) => c.plan.owner.members(c.plan.scope).map((m) => posix(m.path)));
+  const withheld = captured.filter((c) => c.state === 'unreadable').flatMap((c) => c.plan.owner.members(c.plan.scope).map((m) => posixPath(m.path)));
   const exports = captured.flatMap((c, i) => (c.exportBytes && components[i]!.export_member ? [{ archive_path: components[i]!.export_member!, bytes: c.exportBytes }] : []));
   return {
     components,

@@ -11,7 +11,7 @@
  * It decides nothing an owner decides and grants nothing: `execution_authority_granted` stays
  * false; `activation_eligible` only says the set qualifies for a one-Goal local adoption.
  */
-import { DOWNGRADE_NEXT, weakestProfile, type CaptureProfile, type ManifestComponent, type RecoverySetCapture } from '../backup/index.js';
+import { ARCHIVE_OBSERVATION, DOWNGRADE_NEXT, weakestProfile, type CaptureProfile, type ManifestComponent, type RecoverySetCapture } from '../backup/index.js';
 import { OWNERS, OWNER_LIST, config as configOwner } from '../owners/index.js';
 import type { ComponentReport, WorkerReport } from './owner-verify.js';
 import { componentsOf } from './recovery-set.js';
@@ -240,7 +240,7 @@ export function v1Sections(ctx: V1Context): V1Result {
   }
   // The observed bytes are the crash recovery's inputs, not another component.
   for (const f of set.failure_observation?.files ?? []) ctx.claimed.add(f.archive_member);
-  if (set.failure_observation) ctx.claimed.add('failure-observation');
+  if (set.failure_observation) ctx.claimed.add(ARCHIVE_OBSERVATION);
   for (const g of graphFindings(list)) ctx.add(g.code, 'error', g.component, ownerLabel(list.find((c) => c.component_id === g.component)!.owner_kind), NEXT.broken);
   for (const d of set.downgrades)
     ctx.add(
