@@ -56,6 +56,11 @@ d.component = obj({
   goal_id: { type: ['string', 'null'] },
   archive_members: { type: 'array', items: { $ref: '#/$defs/archive_path' } },
   export_member: nullable({ $ref: '#/$defs/archive_path' }),
+  export_items: {
+    enum: ['in_export', 'from_copy', null],
+    description:
+      "Where the export's records are: in_export — the export member holds the header, every record and the seal; from_copy — the records are the owner's reading of its archived members, the member holds only the header and the seal, and verification rebuilds the records from the copy. Null without an export.",
+  },
   required: { type: 'boolean' },
   state: { enum: ['captured', 'absent', 'missing', 'unreadable'] },
   schema_version: { type: ['string', 'null'] },

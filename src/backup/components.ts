@@ -190,6 +190,7 @@ export function describeComponents(
       goal_id: c.plan.scope.goal_id,
       archive_members: (cap?.members ?? []).map((m) => archivePathOf(posixPath(m))).sort(),
       export_member: cap ? `${ARCHIVE_EXPORTS}/${c.plan.component_id}.jsonl` : null,
+      export_items: cap?.export_items ?? null,
       required: c.plan.required,
       state: c.state,
       schema_version: cap?.export_schema ?? null,

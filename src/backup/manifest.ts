@@ -175,6 +175,13 @@ export interface ManifestComponent {
   readonly archive_members: readonly string[];
   /** The owner's canonical export (JSON lines), or null when there is nothing captured. */
   readonly export_member: string | null;
+  /**
+   * Where the export's records are: `in_export` — the member holds the header, every record and the
+   * seal; `from_copy` — the records are the owner's reading of its archived members, so the member
+   * holds only the header and the seal, and verification rebuilds the records from the copy and
+   * checks them against that seal (and the seal against `content_digest`). Null without an export.
+   */
+  readonly export_items: 'in_export' | 'from_copy' | null;
   readonly required: boolean;
   /**
    * `captured`; `absent` — a machine owner that holds no state here (its store was never created);

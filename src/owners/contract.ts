@@ -99,6 +99,9 @@ export interface CapturePoint {
   readonly at: string;
 }
 
+/** Where an owner export's records are: in the export itself, or rebuilt from the copied members. */
+export type ExportItems = 'in_export' | 'from_copy';
+
 /** The result of `capture`: evidence of what was copied and the interval it was copied in. */
 export interface OwnerCapture {
   readonly owner: string;
@@ -113,9 +116,16 @@ export interface OwnerCapture {
   readonly captured: { readonly revision: string; readonly cursor: number };
   /** Root-relative members written into the capture directory. */
   readonly members: readonly string[];
-  /** The canonical export: a header, the records, a seal chaining them. */
+  /**
+   * Where the export's records are: `in_export` — `export` holds the header, every record and the
+   * seal; `from_copy` — the records are the owner's canonical reading of the members it copied, so
+   * `export` holds only the header and the seal, and `verifyOffline` rebuilds the records from the
+   * copy and checks them against that seal.
+   */
+  readonly export_items: ExportItems;
+  /** The canonical export: a header, the records (`in_export` only), a seal chaining them. */
   readonly export: readonly unknown[];
-  /** Each export record's canonical JSON, as hashed into the chain (what a backup stores, encoded once). */
+  /** Each record of `export`'s canonical JSON, as hashed into the chain (what a backup stores, encoded once). */
   readonly export_lines?: readonly string[];
   /** SHA-256 of the seal (which chains every record): the component's content digest. */
   readonly export_sha256: string;
@@ -146,12 +156,16 @@ export interface OfflineVerification {
   readonly cursor: number | null;
   /** Owner-specific facts the audit keeps privately (ids, statuses, counts — never payloads). */
   readonly facts: Readonly<Record<string, unknown>>;
+  /** With a `from_copy` export: SHA-256 of the seal rebuilt from the copy (null when it could not be rebuilt). */
+  readonly export_sha256?: string | null;
   readonly findings: readonly OwnerFinding[];
 }
 
 export interface VerifyOfflineOptions {
   /** The owner's export captured with the members (from `capture`), checked against the copy. */
   readonly export?: readonly unknown[];
+  /** Where that export's records are (as `capture` said); `in_export` when not given. */
+  readonly exportItems?: ExportItems;
   /** `full` runs SQLite's `integrity_check` instead of `quick_check` (the recovery verifier's check). */
   readonly integrity?: 'quick' | 'full';
 }

@@ -144,3 +144,48 @@ export function exportFindings(
   }
   return findings;
 }
+
+/** The header and the seal of a built export: what is archived when its records are rebuilt from the copy (`from_copy`). */
+export const exportFrame = (built: BuiltExport): { records: unknown[]; lines: string[] } => ({
+  records: [built.records[0], built.records.at(-1)],
+  lines: [built.lines[0]!, built.lines.at(-1)!],
+});
+
+/**
+ * A `from_copy` export checked: its header and seal (`frame`) against the records rebuilt from the
+ * copy (`items`, read by the owner from its copied members) and the copy's revision. Returns every
+ * finding and the rebuilt seal's SHA-256 (null when no chain could be rebuilt).
+ */
+export function rebuiltExportFindings(
+  frame: readonly unknown[],
+  items: readonly unknown[],
+  expect: { schema: string; owner: string; scope: OwnerScope; maxItems: number },
+  copyRevision: string | null,
+): { findings: OwnerFinding[]; sha256: string | null } {
+  const findings: OwnerFinding[] = [];
+  const add = (code: string, subject: string): void => void findings.push({ code, severity: 'error', subject, next_action: REEXPORT });
+  const [header, seal, ...rest] = frame;
+  if (!isObj(header) || header.record !== 'header') add('owner_export_header_missing', 'header');
+  else if (!isObj(seal) || seal.record !== 'seal') add('owner_export_seal_missing', 'seal');
+  if (findings.length > 0 || !isObj(header) || !isObj(seal)) return { findings, sha256: null };
+  if (rest.length > 0) add('owner_export_trailing_records', 'record:2');
+  if (header.schema_version !== expect.schema) add('owner_export_schema_unknown', 'header');
+  if (header.owner !== expect.owner || header.goal_id !== expect.scope.goal_id) add('owner_export_scope_mismatch', 'header');
+  if (items.length > expect.maxItems) {
+    add('owner_export_capacity_exceeded', 'header');
+    return { findings, sha256: null };
+  }
+  const { record: _record, ...fields } = header;
+  const built = buildExport(fields as unknown as Omit<ExportHeader, 'record'>, items, expect.maxItems);
+  if (built.lines.at(-1) !== canonicalJson(seal)) add('owner_export_seal_mismatch', 'seal');
+  if (header.cursor !== items.length) add('owner_export_cursor_mismatch', 'header');
+  if (header.revision !== copyRevision) {
+    findings.push({
+      code: 'owner_export_revision_mismatch',
+      severity: 'error',
+      subject: 'header',
+      next_action: 'capture this owner again; the export and the copied store differ',
+    });
+  }
+  return { findings, sha256: built.sha256 };
+}

@@ -72,6 +72,7 @@ export function captureFiles<T>(spec: FileCaptureSpec<T>, live: LiveSource, scop
     end: { revision: endRev, cursor: null, at: endAt },
     captured,
     members,
+    export_items: 'in_export',
     export: built.records,
     export_lines: built.lines,
     export_sha256: built.sha256,

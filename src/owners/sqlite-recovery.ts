@@ -28,7 +28,7 @@ import type {
   VerifiedMember,
 } from './contract.js';
 import { MACHINE, hasErrors } from './contract.js';
-import { buildExport, contentRevision, exportFindings } from './export.js';
+import { buildExport, contentRevision, exportFindings, exportFrame, rebuiltExportFindings } from './export.js';
 
 /** Whether the file's header says WAL mode (format bytes 2/2); null when it cannot be read. */
 export function walHeader(abs: string): boolean | null {
@@ -156,6 +156,7 @@ async function captureSqlite<H extends { readonly findings: readonly RawFinding[
     items,
     spec.maxItems,
   );
+  const frame = exportFrame(built);
   return {
     owner: spec.name,
     scope,
@@ -165,8 +166,10 @@ async function captureSqlite<H extends { readonly findings: readonly RawFinding[
     end: { ...point, at: endAt },
     captured: point,
     members: [spec.file],
-    export: built.records,
-    export_lines: built.lines,
+    // The records are the owner's reading of the snapshot it archives: only header and seal are kept.
+    export_items: 'from_copy',
+    export: frame.records,
+    export_lines: frame.lines,
     export_sha256: built.sha256,
     record_count: built.record_count,
     in_flight: spec.inFlight?.(h.value) ?? 0,
@@ -221,10 +224,15 @@ export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]
       }
       const h = readHistorical(copy, scope);
       const findings = [...h.findings];
-      if (options.export !== undefined)
-        findings.push(...exportFindings(options.export, { schema: spec.exportSchema, owner: spec.name, scope, maxItems: spec.maxItems }, h.revision));
+      const expect = { schema: spec.exportSchema, owner: spec.name, scope, maxItems: spec.maxItems };
+      let rebuilt: string | null | undefined;
+      if (options.export !== undefined && options.exportItems === 'from_copy') {
+        const r = rebuiltExportFindings(options.export, spec.items(h.value), expect, h.revision);
+        findings.push(...r.findings);
+        rebuilt = r.sha256;
+      } else if (options.export !== undefined) findings.push(...exportFindings(options.export, expect, h.revision));
       const ok = !hasErrors(findings);
-      return { ...base, ok, readback: { ok, counts: h.counts }, revision: h.revision, cursor: h.cursor, findings };
+      return { ...base, ok, readback: { ok, counts: h.counts }, revision: h.revision, cursor: h.cursor, ...(rebuilt === undefined ? {} : { export_sha256: rebuilt }), findings };
     },
 
     readHistorical,

@@ -10,7 +10,18 @@ import { constants, copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { isOutOfSpace, recoverSqliteCopy } from '../store/index.js';
 import { canonicalJson, readRegularFileOnce, sha256Hex } from '../core/index.js';
-import { DOCUMENT_OWNERS, MACHINE, OWNERS, OWNER_LIST, goalScope, integrityOnly, ownerOfMember, type OfflineVerification, type OwnerRecovery } from '../owners/index.js';
+import {
+  DOCUMENT_OWNERS,
+  MACHINE,
+  OWNERS,
+  OWNER_LIST,
+  goalScope,
+  integrityOnly,
+  ownerOfMember,
+  type ExportItems,
+  type OfflineVerification,
+  type OwnerRecovery,
+} from '../owners/index.js';
 
 export interface WorkspaceRef {
   /** The staged workspace (the archive's top). */
@@ -26,7 +37,7 @@ export interface WorkspaceRef {
  * stdin open until the worker exits: its end means the caller died, and the worker exits at once.
  */
 export type WorkerMessage =
-  | { readonly sqlite: string; readonly export?: string; readonly component_id?: string }
+  | { readonly sqlite: string; readonly export?: string; readonly export_items?: ExportItems; readonly component_id?: string }
   | { readonly component: DocumentComponentRef }
   | { readonly crash: CrashRecoveryRef }
   | { readonly end: true };
@@ -55,6 +66,8 @@ export interface DocumentComponentRef {
   readonly goal_id: string | null;
   /** Workspace-relative path of its export, or null when the component holds nothing. */
   readonly export: string | null;
+  /** Where the export's records are (the manifest's `export_items`). */
+  readonly export_items: ExportItems | null;
 }
 
 /** What the worker found of one v1 component: the owner's offline verification with its export, and the export's digest. */
@@ -141,8 +154,12 @@ export function readExport(req: WorkspaceRef, path: string): unknown[] | null {
   }
 }
 
-/** The export's digest: SHA-256 of its last record (the seal, which chains every record). */
-const exportDigest = (records: readonly unknown[] | null): string | null => (records && records.length > 0 ? sha256Hex(canonicalJson(records.at(-1))) : null);
+/**
+ * The export's digest: with its records in the copy, the SHA-256 of the seal the owner rebuilt from
+ * the copy; otherwise of the export's last record (the seal, which chains every record).
+ */
+const exportDigest = (records: readonly unknown[] | null, v: OfflineVerification): string | null =>
+  v.export_sha256 !== undefined ? v.export_sha256 : records && records.length > 0 ? sha256Hex(canonicalJson(records.at(-1))) : null;
 
 const EXPORT_UNREADABLE: FindingLite = {
   code: 'component_export_unreadable',
@@ -160,7 +177,7 @@ function componentReport(component_id: string, v: OfflineVerification, records: 
     revision: v.revision,
     cursor: v.cursor,
     source_identity: v.source_identity,
-    export_digest: exportDigest(records),
+    export_digest: exportDigest(records, v),
     counts: v.readback?.counts ?? {},
     findings,
   };
@@ -180,12 +197,12 @@ export function verifyDocumentComponent(req: WorkspaceRef, c: DocumentComponentR
   const records = c.export === null ? null : readExport(req, c.export);
   const copy = { root: join(req.workspace, ROOT), scratchDir: req.scratch, beside: req.workspace };
   const scope = c.goal_id === null ? MACHINE : goalScope(c.goal_id);
-  const v = owner.verifyOffline(copy, scope, records === null ? {} : { export: records });
+  const v = owner.verifyOffline(copy, scope, records === null ? {} : { export: records, exportItems: c.export_items ?? 'in_export' });
   return componentReport(c.component_id, v, records, c.export !== null);
 }
 
 /** One SQLite file of the workspace: its owner's offline verification (integrity on a private copy, then readback). */
-export function verifySqliteFile(req: WorkspaceRef, path: string, exportPath?: string, componentId?: string): SqliteReport {
+export function verifySqliteFile(req: WorkspaceRef, path: string, exportPath?: string, componentId?: string, exportItems: ExportItems = 'in_export'): SqliteReport {
   const copy = { root: join(req.workspace, ROOT), scratchDir: req.scratch };
   const found = path.startsWith(`${ROOT}/`) ? ownerOfMember(path.slice(ROOT.length + 1)) : null;
   if (found === null || found.owner === null) {
@@ -193,7 +210,7 @@ export function verifySqliteFile(req: WorkspaceRef, path: string, exportPath?: s
     return { path, owner: found?.store ?? 'unknown', goal_id: null, integrity: m.integrity, wal_header: m.wal_header, readback: null, facts: {} };
   }
   const records = exportPath === undefined ? null : readExport(req, exportPath);
-  const v = found.owner.verifyOffline(copy, found.scope, { integrity: 'full', ...(records === null ? {} : { export: records }) });
+  const v = found.owner.verifyOffline(copy, found.scope, { integrity: 'full', ...(records === null ? {} : { export: records, exportItems }) });
   const m = v.members[0]!;
   return {
     ...(componentId === undefined ? {} : { component: componentReport(componentId, v, records, exportPath !== undefined) }),

@@ -5,6 +5,7 @@
  * has no components: both are empty, and verification is exactly the v0 one.
  */
 import { BACKUP_SCHEMA_V1, type BackupManifest, type ManifestComponent, type RecoverySetCapture } from '../backup/index.js';
+import type { ExportItems } from '../owners/index.js';
 import type { CrashRecoveryRef, DocumentComponentRef } from './owner-verify.js';
 
 /** A crash-consistent set's components with the observed files each was captured from. */
@@ -26,7 +27,7 @@ export function crashRefs(m: BackupManifest): CrashRecoveryRef[] {
 
 export interface ComponentRoutes {
   /** Archive path of a database → its component and export. */
-  readonly sqlite: ReadonlyMap<string, { readonly component_id: string; readonly export: string }>;
+  readonly sqlite: ReadonlyMap<string, { readonly component_id: string; readonly export: string; readonly export_items: ExportItems }>;
   readonly documents: readonly DocumentComponentRef[];
 }
 
@@ -36,7 +37,7 @@ export const componentsOf = (m: BackupManifest): readonly ManifestComponent[] =>
 
 export function componentRoutes(m: BackupManifest): ComponentRoutes {
   const databases = new Set(m.execution.sqlite_snapshots.map((s) => s.archive_path));
-  const sqlite = new Map<string, { component_id: string; export: string }>();
+  const sqlite = new Map<string, { component_id: string; export: string; export_items: ExportItems }>();
   const documents: DocumentComponentRef[] = [];
   const seen = new Set<string>();
   for (const c of componentsOf(m)) {
@@ -44,8 +45,10 @@ export function componentRoutes(m: BackupManifest): ComponentRoutes {
     if (c.state !== 'captured' || seen.has(c.component_id)) continue;
     seen.add(c.component_id);
     const only = c.archive_members.length === 1 ? c.archive_members[0]! : undefined;
-    if (only !== undefined && databases.has(only) && c.export_member !== null && !sqlite.has(only)) sqlite.set(only, { component_id: c.component_id, export: c.export_member });
-    else documents.push({ component_id: c.component_id, owner: c.owner_kind, goal_id: c.goal_id, export: c.export_member });
+    const items = c.export_items === 'from_copy' ? 'from_copy' : 'in_export';
+    if (only !== undefined && databases.has(only) && c.export_member !== null && !sqlite.has(only))
+      sqlite.set(only, { component_id: c.component_id, export: c.export_member, export_items: items });
+    else documents.push({ component_id: c.component_id, owner: c.owner_kind, goal_id: c.goal_id, export: c.export_member, export_items: c.export_member === null ? null : items });
   }
   return { sqlite, documents };
 }

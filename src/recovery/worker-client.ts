@@ -16,6 +16,7 @@ import { OWNER_CODES } from './codes.js';
 import { outOfSpace } from './destination.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { WORKER_EXIT, type CrashRecoveryRef, type DocumentComponentRef, type WorkerMessage, type WorkerReport, type WorkspaceRef } from './owner-verify.js';
+import type { ExportItems } from '../owners/index.js';
 
 const workerFailed = (why: string, details?: Record<string, unknown>) =>
   rejected(OWNER_CODES.workerFailed, `Owner verification failed: ${why}.`, {
@@ -99,8 +100,8 @@ export class WorkerSession {
   }
 
   /** A database extraction completed; with a v1 component, its owner export (already extracted: exports precede the root). */
-  add(path: string, component?: { readonly component_id: string; readonly export: string }): void {
-    this.send(component === undefined ? { sqlite: path } : { sqlite: path, export: component.export, component_id: component.component_id });
+  add(path: string, component?: { readonly component_id: string; readonly export: string; readonly export_items: ExportItems }): void {
+    this.send(component === undefined ? { sqlite: path } : { sqlite: path, export: component.export, export_items: component.export_items, component_id: component.component_id });
   }
 
   /** A v1 document component, verified once the whole copy is in place. */

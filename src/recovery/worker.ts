@@ -80,7 +80,7 @@ async function main(): Promise<void> {
     }
     if (sqlite.length >= RECOVERY_LIMITS.sqliteFiles) throw new Error('too many databases');
     const t = performance.now();
-    sqlite.push(verifySqliteFile(ref, msg.sqlite, msg.export, msg.export === undefined ? undefined : msg.component_id));
+    sqlite.push(verifySqliteFile(ref, msg.sqlite, msg.export, msg.export === undefined ? undefined : msg.component_id, msg.export_items ?? 'in_export'));
     busy += performance.now() - t;
     await yieldTurn();
   }

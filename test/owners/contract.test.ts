@@ -85,10 +85,17 @@ describe.each(OWNER_LIST.map((o) => [o.name, o] as const))('the %s owner', (_nam
   });
 
   it('verifyOffline() accepts the copy with its export, at the captured revision', () => {
-    const v = owner.verifyOffline({ root: into, scratchDir: fresh('loopx-scratch-') }, scope, { export: cap.export });
+    const v = owner.verifyOffline({ root: into, scratchDir: fresh('loopx-scratch-') }, scope, { export: cap.export, exportItems: cap.export_items });
     expect(v.findings.filter((f) => f.severity === 'error')).toEqual([]);
     expect(v.ok).toBe(true);
     expect(v.revision).toBe(cap.captured.revision);
+    // A database owner's records are its copy's: the export is its header and seal, and the owner rebuilds the same seal from the copy.
+    const database = owner.members(scope).every((m) => m.kind === 'sqlite');
+    expect(cap.export_items).toBe(database ? 'from_copy' : 'in_export');
+    if (database) {
+      expect(cap.export).toHaveLength(2);
+      expect(v.export_sha256).toBe(cap.export_sha256);
+    }
   });
 
   it('readHistorical() reads the captured state back: same revision and cursor, no authority', () => {
@@ -110,7 +117,7 @@ describe.each(OWNER_LIST.map((o) => [o.name, o] as const))('the %s owner', (_nam
 
   it('a changed export record is refused with the export finding, never accepted', () => {
     const damaged = cap.export.map((r, i) => (i === 1 ? { ...(r as object), tampered: true } : r));
-    const v = owner.verifyOffline({ root: into, scratchDir: fresh('loopx-scratch-') }, scope, { export: damaged });
+    const v = owner.verifyOffline({ root: into, scratchDir: fresh('loopx-scratch-') }, scope, { export: damaged, exportItems: cap.export_items });
     expect(v.ok).toBe(false);
     expect(v.findings.some((f) => f.severity === 'error' && /^(owner_export|retained_prefix)_/.test(f.code))).toBe(true);
   });

@@ -111,6 +111,32 @@ describe('a v1 recovery set, audited', () => {
     expect(a.activation_eligible).toBe(false);
   });
 
+  it("a work export's seal that is not the chain of the copied rows fails the work owner's verification", async () => {
+    const base = fx.base;
+    const work = byOwner(base.manifest as unknown as ManifestDoc, 'work', 'alpha');
+    expect(work.export_items).toBe('from_copy');
+    const entries = replaceEntry(base.entries, work.export_member!, (e) => {
+      const [header, seal] = e.data!.toString('utf8').trimEnd().split('\n') as [string, string];
+      const forged = { ...(JSON.parse(seal) as object), chain_sha256: 'f'.repeat(64) };
+      return { ...e, data: Buffer.from(`${header}\n${JSON.stringify(forged)}\n`) };
+    });
+    const a = await audit(() => undefined, entries);
+    expect(a.components.find((c) => c.component_id === work.component_id)!.verification).toBe('invalid');
+    expect(codes(a, 'error')).toContainEqual(['retained_prefix_seal_mismatch', work.component_id]);
+    expect(a.activation_eligible).toBe(false);
+  });
+
+  it('a manifest that says a header-and-seal export holds every record is not verified', async () => {
+    let id = '';
+    const a = await audit((m) => {
+      const work = byOwner(m, 'work', 'alpha');
+      id = work.component_id;
+      edit(work).export_items = 'in_export';
+    });
+    expect(a.components.find((c) => c.component_id === id)!.verification).toBe('invalid');
+    expect(a.activation_eligible).toBe(false);
+  });
+
   it('a set that claims more than its weakest required component is capture_profile_overclaimed and shown at the weaker profile', async () => {
     const a = await audit((m) => {
       const set = m.capture as unknown as { achieved_profile: string; profile: string; requested_profile: string };

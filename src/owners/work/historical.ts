@@ -25,6 +25,7 @@ import {
   type WorkProjection,
   type WorkReceipt,
 } from './model.js';
+import { TransactionChain } from './copy-export.js';
 import { MAX_RETAINED_TRANSACTIONS } from './retained-prefix.js';
 import { WORK_DB_SCHEMA, WORK_DB_VERSION, openWorkDbCopy, type WorkDbCopy } from './sqlite.js';
 
@@ -46,6 +47,8 @@ export interface HistoricalWork {
   readonly todos: readonly Todo[];
   /** SHA-256 of the head projection as stored, when there is one. */
   readonly head_projection_sha256: string | null;
+  /** With `chainHeader`: the seal of the export rebuilt from every row read (null when the rows could not be read). */
+  readonly export_seal?: { readonly line: string; readonly sha256: string } | null;
   readonly findings: readonly WorkFinding[];
 }
 
@@ -54,6 +57,11 @@ export interface ReadHistoricalOptions {
   readonly goal_id?: string;
   /** `full` runs `integrity_check` (the recovery verifier's check) instead of `quick_check`. */
   readonly integrity?: 'quick' | 'full';
+  /**
+   * The canonical header line of a retained-prefix export whose records are this copy's rows: the
+   * replay then also rebuilds the export's chain over every row it reads (`export_seal`).
+   */
+  readonly chainHeader?: string;
 }
 
 const INSPECT = 'keep the copy held; inspect it with the recovery audit';
@@ -77,6 +85,7 @@ export function readHistoricalFile(copiedWorkDbPath: string, options: ReadHistor
     fence_epoch: null as number | null,
     todos: [] as readonly Todo[],
     head_projection_sha256: null as string | null,
+    ...(options.chainHeader === undefined ? {} : { export_seal: null }),
     findings,
   };
 
@@ -153,7 +162,9 @@ function readCopy(copy: WorkDbCopy, out: Out, add: Add, options: ReadHistoricalO
     add('work_history_capacity_exceeded', 'commits', `split the Goal's work; at most ${MAX_RETAINED_TRANSACTIONS} transactions are supported`);
   }
 
-  const replayed = replayHistory(copy, meta.goal_id, meta.incarnation, out, add);
+  const chain = options.chainHeader === undefined ? undefined : new TransactionChain(options.chainHeader);
+  const replayed = replayHistory(copy, meta.goal_id, meta.incarnation, out, add, chain);
+  if (chain !== undefined) out.export_seal = chain.seal();
   const stored = storedHead(head, meta.goal_id, out, add);
   if (stored !== null && replayed !== null && projectionDigest(replayed) !== projectionDigest(stored)) add('work_projection_mismatch', 'head');
 
@@ -167,7 +178,7 @@ function readCopy(copy: WorkDbCopy, out: Out, add: Add, options: ReadHistoricalO
 }
 
 /** Every committed transaction of the copy replayed, in pages; `null` once one cannot be applied. */
-function replayHistory(copy: WorkDbCopy, goalId: string, incarnation: string, out: Out, add: Add): WorkProjection | null {
+function replayHistory(copy: WorkDbCopy, goalId: string, incarnation: string, out: Out, add: Add, chain: TransactionChain | undefined): WorkProjection | null {
   let replayed: WorkProjection | null = initialProjection(goalId);
   let expected = 1;
   let after = 0;
@@ -183,6 +194,7 @@ function replayHistory(copy: WorkDbCopy, goalId: string, incarnation: string, ou
       }
       expected = row.cursor + 1;
       out.history_count++;
+      chain?.add(row);
       if (operations.has(row.operation_id)) add('work_operation_duplicate', at);
       operations.add(row.operation_id);
       const rowRev = parseProviderRevision(row.provider_revision);

@@ -1,11 +1,13 @@
 /**
  * The work owner's recovery contract, for one Goal:
- * - `capture`: the retained-prefix export (`loopx_work_retained_prefix_v0`) read through the live
- *   provider, then an online snapshot of `work.db`. The export is pinned first, so it is a prefix of
- *   the snapshot's committed history; start and end are the live head before and after.
+ * - `capture`: an online snapshot of `work.db` between two reads of the live head (start and end),
+ *   then the retained-prefix export (`loopx_work_retained_prefix_v0`) of that snapshot. Its records
+ *   are the snapshot's rows (`from_copy`): only the header and the seal leave the owner.
  * - `verifyOffline`: the work reader on a private copy, with the full `integrity_check` (one copy,
- *   one check), and, when an export is given, its offline verifier plus the check that the copy's
- *   history holds it as a prefix (same revision at the export's head cursor).
+ *   one check). With a `from_copy` export it rebuilds the chain from the copy's rows in the same
+ *   pass that replays them and checks the header against the copy's head and the seal against the
+ *   chain; with a whole export (`in_export`) it runs the export's offline verifier plus the check
+ *   that the copy's history holds it as a prefix (same revision at the export's head cursor).
  * - `readHistorical`: the copy's Todos, leases, fence and committed history — history only.
  */
 import { existsSync, mkdirSync } from 'node:fs';
@@ -16,7 +18,11 @@ import { hasErrors } from '../contract.js';
 import { LAYOUT } from '../layout.js';
 import { walHeader } from '../sqlite-recovery.js';
 import { readHistoricalFile, type HistoricalWork } from './historical.js';
-import { RETAINED_PREFIX_SCHEMA, exportRetainedPrefix, verifyRetainedPrefix, type RetainedPrefixHeader } from './retained-prefix.js';
+import { canonicalJson } from '../../core/index.js';
+import { WORK_RETENTION, type WorkLoad } from './contract.js';
+import { exportWorkCopy } from './copy-export.js';
+import { initialProjection, projectionDigest } from './model.js';
+import { RETAINED_PREFIX_SCHEMA, verifyRetainedPrefix, type RetainedPrefixHeader } from './retained-prefix.js';
 import { openSqliteWorkProvider, openWorkDbCopy, WORK_DB_SCHEMA } from './sqlite.js';
 
 const goalOf = (scope: OwnerScope): string => {
@@ -72,6 +78,48 @@ function prefixFindings(abs: string, goalId: string, records: readonly unknown[]
   return findings;
 }
 
+/** A `from_copy` export as archived: its header and its seal (either undefined when it is not there). */
+interface CopyFrame {
+  readonly header: Record<string, unknown> | undefined;
+  readonly seal: Record<string, unknown> | undefined;
+  readonly extra: boolean;
+}
+
+const isRecord = (v: unknown, kind: string): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && (v as Record<string, unknown>).record === kind;
+
+function copyFrame(records: readonly unknown[]): CopyFrame {
+  const [header, seal, ...rest] = records;
+  return { header: isRecord(header, 'header') ? header : undefined, seal: isRecord(seal, 'seal') ? seal : undefined, extra: rest.length > 0 };
+}
+
+const REEXPORT = 'capture this Goal again; do not trust this export';
+
+/** The archived header and seal against the copy: the header names the copy's head, the seal the chain rebuilt from its rows. */
+function copyExportFindings(frame: CopyFrame, h: HistoricalWork, goalId: string): OwnerFinding[] {
+  const err = (code: string, subject: string): OwnerFinding => ({ code, severity: 'error', subject, next_action: REEXPORT });
+  const { header, seal } = frame;
+  if (header === undefined) return [err('retained_prefix_record_invalid', 'header')];
+  if (header.schema_version !== RETAINED_PREFIX_SCHEMA)
+    return [{ ...err('retained_prefix_schema_unknown', 'header'), next_action: 'read it with the loopx version that wrote it' }];
+  const out: OwnerFinding[] = [];
+  if (header.goal_id !== goalId) out.push(err('retained_prefix_goal_mismatch', 'header'));
+  if (!h.readable) return out;
+  const headProjection = h.head_projection_sha256 ?? (h.head_cursor === 0 ? projectionDigest(initialProjection(goalId)) : null);
+  const sameHead =
+    header.store_identity === h.store_identity &&
+    header.incarnation === h.incarnation &&
+    header.retention === WORK_RETENTION &&
+    header.head_cursor === h.head_cursor &&
+    header.provider_revision === h.provider_revision &&
+    header.head_projection_sha256 === headProjection;
+  if (!sameHead) out.push(err('retained_prefix_head_mismatch', 'header'));
+  if (seal === undefined) out.push({ ...err('retained_prefix_seal_missing', 'seal'), next_action: 'the export is truncated; capture this Goal again' });
+  else if (h.export_seal == null || canonicalJson(seal) !== h.export_seal.line) out.push(err('retained_prefix_seal_mismatch', 'seal'));
+  if (frame.extra) out.push(err('retained_prefix_trailing_records', 'record:2'));
+  return out;
+}
+
 export const recovery: OwnerRecovery<HistoricalWork> = {
   name: 'work',
   decides: "a Goal's canonical work: Todos, committed history, receipts, leases, store identity and writer fence",
@@ -97,51 +145,63 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
   async capture(live, scope, into) {
     const goalId = goalOf(scope);
     const rel = LAYOUT.workDb(goalId);
+    const dest = join(into, rel);
     const provider = openSqliteWorkProvider(join(live.root, rel), { goal_id: goalId, create: false });
+    let start: WorkLoad;
+    let end: WorkLoad;
+    const startAt = new Date().toISOString();
     try {
-      const startAt = new Date().toISOString();
-      const start = await provider.load();
-      const ex = await exportRetainedPrefix(provider, () => new Date());
-      mkdirSync(dirname(join(into, rel)), { recursive: true, mode: 0o700 });
-      await snapshotSqliteDatabase(join(live.root, rel), join(into, rel));
-      const end = await provider.load();
-      const endAt = new Date().toISOString();
-      return {
-        owner: 'work',
-        scope,
-        export_schema: RETAINED_PREFIX_SCHEMA,
-        source_identity: ex.store_identity,
-        start: { revision: start.provider_revision, cursor: start.cursor, at: startAt },
-        end: { revision: end.provider_revision, cursor: end.cursor, at: endAt },
-        captured: { revision: ex.provider_revision, cursor: ex.head_cursor },
-        members: [rel],
-        export: ex.records,
-        export_lines: ex.lines,
-        export_sha256: ex.archive_sha256,
-        record_count: ex.records.length - 2,
-      };
+      start = await provider.load();
+      mkdirSync(dirname(dest), { recursive: true, mode: 0o700 });
+      await snapshotSqliteDatabase(join(live.root, rel), dest);
+      end = await provider.load();
     } finally {
       provider.close();
     }
+    const endAt = new Date().toISOString();
+    // The export is the snapshot's: its records are the copy's rows, archived once (in the copy).
+    const ex = exportWorkCopy(dest, goalId, { start: startAt, end: endAt });
+    return {
+      owner: 'work',
+      scope,
+      export_schema: RETAINED_PREFIX_SCHEMA,
+      source_identity: ex.store_identity,
+      start: { revision: start.provider_revision, cursor: start.cursor, at: startAt },
+      end: { revision: end.provider_revision, cursor: end.cursor, at: endAt },
+      captured: { revision: ex.provider_revision, cursor: ex.head_cursor },
+      members: [rel],
+      export_items: 'from_copy',
+      export: [ex.header, ex.seal],
+      export_lines: ex.lines,
+      export_sha256: ex.archive_sha256,
+      record_count: ex.record_count,
+    };
   },
 
   verifyOffline(copy, scope, options = {}): OfflineVerification {
     const goalId = goalOf(scope);
     const rel = LAYOUT.workDb(goalId);
     const abs = join(copy.root, rel);
-    const h = readHistoricalFile(abs, { goal_id: goalId, integrity: options.integrity ?? 'full' });
+    const frame = options.export !== undefined && options.exportItems === 'from_copy' ? copyFrame(options.export) : undefined;
+    const h = readHistoricalFile(abs, {
+      goal_id: goalId,
+      integrity: options.integrity ?? 'full',
+      ...(frame?.header === undefined ? {} : { chainHeader: canonicalJson(frame.header) }),
+    });
     const codes = new Set(h.findings.map((f) => f.code));
     const integrity = [...codes].some((c) => INTEGRITY_FAILED.has(c)) ? 'failed' : [...codes].some((c) => UNREADABLE.has(c)) ? 'unreadable' : 'ok';
     const member = { path: rel, integrity, wal_header: walHeader(abs) === true } as const;
     const base = { owner: 'work', scope, members: [member], source_identity: h.store_identity, revision: h.provider_revision, cursor: h.head_cursor };
     if (integrity !== 'ok') return { ...base, ok: false, readback: null, facts: {}, findings: h.findings };
-    const findings: OwnerFinding[] = [...h.findings, ...(options.export === undefined ? [] : prefixFindings(abs, goalId, options.export))];
+    const exportChecks = frame !== undefined ? copyExportFindings(frame, h, goalId) : options.export === undefined ? [] : prefixFindings(abs, goalId, options.export);
+    const findings: OwnerFinding[] = [...h.findings, ...exportChecks];
     const byStatus: Record<string, number> = {};
     for (const t of h.todos) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
     const ok = h.readable && !hasErrors(findings);
     return {
       ...base,
       ok,
+      ...(frame === undefined ? {} : { export_sha256: h.export_seal?.sha256 ?? null }),
       readback: { ok, counts: { todos: h.todos.length, history: h.history_count } },
       facts: {
         work: {
