@@ -22,6 +22,9 @@ import { DOWNGRADE_CODES, DOWNGRADE_NEXT, weakestProfile, type CaptureProfile, t
 
 export const ARCHIVE_EXPORTS = 'component-exports';
 
+/** The archive member of a component's export. */
+export const exportMemberOf = (componentId: string): string => `${ARCHIVE_EXPORTS}/${componentId}.jsonl`;
+
 export interface ComponentPlan {
   readonly component_id: string;
   readonly owner: OwnerRecovery;
@@ -189,7 +192,7 @@ export function describeComponents(
       logical_scope: c.plan.logical_scope,
       goal_id: c.plan.scope.goal_id,
       archive_members: (cap?.members ?? []).map((m) => archivePathOf(posixPath(m))).sort(),
-      export_member: cap ? `${ARCHIVE_EXPORTS}/${c.plan.component_id}.jsonl` : null,
+      export_member: cap ? exportMemberOf(c.plan.component_id) : null,
       export_items: cap?.export_items ?? null,
       required: c.plan.required,
       state: c.state,

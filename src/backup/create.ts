@@ -11,7 +11,7 @@
  * directory this attempt created; a full output file system is `backup_capacity_free_space`. It never truncates history or claims more than CAPTURE_FACTS.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, lstatSync, openSync, readSync, unlinkSync } from 'node:fs';
+import { lstatSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../core/index.js';
 import { countSqliteTableRows, isOutOfSpace, snapshotSqliteDatabase, type SqliteSnapshotFacts } from '../store/index.js';
@@ -38,8 +38,9 @@ import { buildManifest, type Captured } from './manifest-build.js';
 import type { BackupFormat } from './manifest.js';
 import { profileNotAchieved } from './errors.js';
 import type { CaptureProfile } from './profiles.js';
-import { ARCHIVE_OBSERVATION, captureSet, type CapturedSet, type SetCaptureOptions } from './set-capture.js';
-import { ARCHIVE_EXPORTS } from './components.js';
+import { proveStopped, type CapturedSet, type SetCaptureOptions } from './set-capture.js';
+import { SetCaptureThread } from './capture-thread.js';
+import { streamComponents, type ComponentSink } from './component-stream.js';
 import { sqliteRuntimeIdentity } from '../store/index.js';
 
 /** One step of the capture, as hooks see it. `path` is relative to the root. */
@@ -175,17 +176,23 @@ interface CaptureRun {
   readonly witnesses: Map<string, SourceWitness>;
   readonly copiedWitness: Map<string, { archive_path: string; size_bytes: number; sha256: string }>;
   readonly bytesTotal: number;
-  /** v1: the owner-captured set (members are archived from its copies). */
-  readonly set: CapturedSet | undefined;
+  /** v1: root-relative member → the owner's captured copy (archived instead of the live file). */
+  readonly copies: Map<string, string>;
+  /** v1: captured members that are their owner's databases (archived as SQLite snapshots). */
+  readonly databases: Set<string>;
+  /** v1: members of components whose owner could not capture them: never archived raw. */
+  readonly withheld: string[];
   regularBytes: number;
   snapshotSeq: number;
   bytesDone: number;
   membersDone: number;
 }
 
-function newCaptureRun(p: BackupPlan, writer: ArchiveWriter, staging: string, onProgress: CreateOptions['onProgress'], set: CapturedSet | undefined): CaptureRun {
+function newCaptureRun(p: BackupPlan, writer: ArchiveWriter, staging: string, onProgress: CreateOptions['onProgress']): CaptureRun {
   return {
-    set,
+    copies: new Map(),
+    databases: new Set(),
+    withheld: [],
     p,
     writer,
     staging,
@@ -250,20 +257,34 @@ async function capture(p: BackupPlan, options: CreateOptions): Promise<BackupRes
   const stagedManifest = join(staging, 'manifest.json');
   const writer = ArchiveWriter.create(stagedArchive, mtime, options.gzipLevel ?? 6);
   let published = false;
+  let thread: SetCaptureThread | undefined;
   try {
-    const set = await captureComponents(p, staging, options);
-    const run = newCaptureRun(p, writer, staging, options.onProgress, set);
+    const run = newCaptureRun(p, writer, staging, options.onProgress);
+    // v1: the owners capture on their own thread while the archive streams (capture-thread.ts).
+    thread = options.format === 'v0' ? undefined : startSetCapture(p, staging, options);
     // The configuration checkpoint first: it depends only on the plan's exact reads.
     const checkpoint = await captureCheckpoint(run);
-    await writeExports(run);
     const exactReads = exactReadsOf(p);
-    for (const step of captureSteps(p, exactReads, set)) {
+    const runStep = async (step: CaptureStep): Promise<void> => {
       await hooks.beforeCopy?.(step);
       await captureStep(run, step, exactReads.get(step.path));
       await hooks.afterCopy?.(step);
       checkLimit('expandedBytes', writer.expandedBytes);
       checkLimit('archiveBytes', writer.archiveBytes);
       progress(run, 'capture');
+    };
+    const steps = captureSteps(p, exactReads);
+    let set: CapturedSet | undefined;
+    if (thread === undefined) for (const step of steps) await runStep(step);
+    else {
+      set = await streamComponents(thread, steps, new Set(p.members.map((m) => m.path)), componentSink(run, runStep));
+      if (options.requireProfile && set.capture.achieved_profile !== (options.profile ?? 'online')) {
+        throw profileNotAchieved(
+          options.profile ?? 'online',
+          set.capture.achieved_profile,
+          set.capture.downgrades.map((d) => d.code),
+        );
+      }
     }
     checkCopiedWitnesses(run, exactReads);
     // The manifest names each included Goal's frozen archive route: it must be in the archive.
@@ -299,6 +320,7 @@ async function capture(p: BackupPlan, options: CreateOptions): Promise<BackupRes
       manifest_doc: external,
     };
   } finally {
+    await thread?.close();
     if (!published) await writer.abort();
     removeStaging(staging);
   }
@@ -326,9 +348,8 @@ function exactReadsOf(p: BackupPlan): ExactReads {
  * The planned members and, for each owner source read as absent, an absence witness, in archive
  * path order. A present read is compared with its copied member; an absent one is re-checked in place.
  */
-function captureSteps(p: BackupPlan, exactReads: ExactReads, set: CapturedSet | undefined): CaptureStep[] {
+function captureSteps(p: BackupPlan, exactReads: ExactReads): CaptureStep[] {
   const steps: CaptureStep[] = p.members.map((m) => ({ path: m.path, archive_path: m.archive_path, kind: m.type === 'directory' ? 'directory' : m.sqlite ? 'sqlite' : 'file' }));
-  if (set) steps.push(...capturedOnlySteps(p, set));
   for (const [source, { read }] of exactReads) if (read.absent) steps.push({ path: source, archive_path: archivePathOf(source), kind: 'absence_witness' });
   steps.sort((a, b) => (a.archive_path < b.archive_path ? -1 : a.archive_path > b.archive_path ? 1 : 0));
   return steps;
@@ -337,9 +358,9 @@ function captureSteps(p: BackupPlan, exactReads: ExactReads, set: CapturedSet | 
 async function captureStep(run: CaptureRun, planned: CaptureStep, exact: ExactRead | undefined): Promise<void> {
   // v1: an owner-captured member is archived from the owner's copy, never re-read from the live root,
   // as a database only where the owner declares one; an unreadable component's members are withheld.
-  const copy = run.set?.files.get(planned.path);
-  const step: CaptureStep = copy === undefined || planned.kind === 'directory' ? planned : { ...planned, kind: run.set!.databases.has(planned.path) ? 'sqlite' : 'file' };
-  if (copy === undefined && planned.kind !== 'directory' && run.set?.withheld.some((w) => planned.path === w || planned.path.startsWith(`${w}/`))) {
+  const copy = run.copies.get(planned.path);
+  const step: CaptureStep = copy === undefined || planned.kind === 'directory' ? planned : { ...planned, kind: run.databases.has(planned.path) ? 'sqlite' : 'file' };
+  if (copy === undefined && planned.kind !== 'directory' && run.withheld.some((w) => planned.path === w || planned.path.startsWith(`${w}/`))) {
     lost(run, planned.path, 'owner_capture_failed');
     return;
   }
@@ -427,7 +448,7 @@ async function captureSqlite(run: CaptureRun, step: CaptureStep, abs: string): P
     run.bytesDone += planned.size_bytes;
     return;
   }
-  const ownerCopy = run.set?.files.has(step.path) === true;
+  const ownerCopy = run.copies.has(step.path);
   const snapPath = ownerCopy ? abs : join(run.staging, `sqlite-${++run.snapshotSeq}.db`);
   let facts: Pick<SqliteSnapshotFacts, 'integrity' | 'sqliteVersion' | 'sqliteSourceId'>;
   try {
@@ -514,74 +535,39 @@ async function sealArchive(
   return { archive, external, externalBytes };
 }
 
-/** v1: capture every component through its owner first (nothing when the format is v0). */
-async function captureComponents(p: BackupPlan, staging: string, options: CreateOptions): Promise<CapturedSet | undefined> {
-  if (options.format === 'v0') return undefined;
+/** v1: the set capture on its own thread, for the Goals the plan included. */
+function startSetCapture(p: BackupPlan, staging: string, options: CreateOptions): SetCaptureThread {
+  const goalIds = p.goals.filter((g) => g.route_status === 'included').map((g) => g.goal_id);
   const profile = options.profile ?? 'online';
-  const set = await captureSet(p, staging, {
-    profile,
-    ...(options.quiescence ? { quiescence: options.quiescence } : {}),
-    ...(options.hooks?.afterComponent ? { afterComponent: options.hooks.afterComponent } : {}),
-  });
-  if (options.requireProfile && set.capture.achieved_profile !== profile) {
-    throw profileNotAchieved(
-      profile,
-      set.capture.achieved_profile,
-      set.capture.downgrades.map((d) => d.code),
-    );
-  }
-  return set;
+  // A stopped source is proved here: its lock probes run on the main thread only.
+  const stopped = profile === 'crash_consistent' ? { stopped: proveStopped(p.root) } : {};
+  return new SetCaptureThread(
+    { root: p.root, goalIds, staging, options: { profile, ...stopped, ...(options.quiescence ? { quiescence: options.quiescence } : {}) } },
+    options.hooks?.afterComponent,
+  );
 }
 
-/** v1: the owners' canonical exports, right after the configuration checkpoint; then a crash-consistent set's observed bytes. */
-async function writeExports(run: CaptureRun): Promise<void> {
-  if (!run.set) return;
-  if (run.set.observation.length > 0) {
-    await run.writer.directory(ARCHIVE_OBSERVATION);
-    run.members.push({ path: ARCHIVE_OBSERVATION, type: 'directory', size_bytes: 0, sha256: null, origin: 'failure_observation' });
-    for (const o of run.set.observation) {
-      const copied = await run.writer.file(o.archive_path, o.file, watch(run, false));
-      run.members.push({ path: o.archive_path, type: 'file', size_bytes: copied.size_bytes, sha256: copied.sha256, origin: 'failure_observation' });
-      run.fileMembers.push({ archive_path: o.archive_path, size_bytes: copied.size_bytes, sha256: copied.sha256 });
-    }
-  }
-  if (run.set.exports.length === 0) return;
-  await run.writer.directory(ARCHIVE_EXPORTS);
-  run.members.push({ path: ARCHIVE_EXPORTS, type: 'directory', size_bytes: 0, sha256: null, origin: 'owner_export' });
-  for (const x of run.set.exports) {
-    const entry = await run.writer.buffer(x.archive_path, x.bytes);
-    run.regularBytes += entry.size_bytes;
-    checkLimit('regularFileBytes', run.regularBytes);
-    run.members.push({ path: x.archive_path, type: 'file', size_bytes: entry.size_bytes, sha256: entry.sha256, origin: 'owner_export' });
-    run.fileMembers.push({ archive_path: x.archive_path, size_bytes: entry.size_bytes, sha256: entry.sha256 });
-  }
-}
-
-const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
-
-/** v1: owner-captured members the plan did not list (created after planning), with any directory above them it did not list either. */
-function capturedOnlySteps(p: BackupPlan, set: CapturedSet): CaptureStep[] {
-  const planned = new Set(p.members.map((m) => m.path));
-  const steps: CaptureStep[] = [];
-  for (const [rel, abs] of set.files) {
-    if (planned.has(rel)) continue;
-    const parts = rel.split('/');
-    for (let i = 1; i < parts.length; i++) {
-      const dir = parts.slice(0, i).join('/');
-      if (!planned.has(dir)) {
-        planned.add(dir);
-        steps.push({ path: dir, archive_path: archivePathOf(dir), kind: 'directory' });
+/** The archive run as the component stream writes into it. */
+function componentSink(run: CaptureRun, runStep: (step: CaptureStep) => Promise<void>): ComponentSink {
+  return {
+    step: runStep,
+    route(ready) {
+      for (const [rel, abs] of ready.files) run.copies.set(rel, abs);
+      for (const d of ready.databases) run.databases.add(d);
+      run.withheld.push(...ready.withheld);
+    },
+    async directory(archivePath, origin) {
+      await run.writer.directory(archivePath);
+      run.members.push({ path: archivePath, type: 'directory', size_bytes: 0, sha256: null, origin });
+    },
+    async extra(archivePath, content, origin) {
+      const entry = 'file' in content ? await run.writer.file(archivePath, content.file, watch(run, false)) : await run.writer.buffer(archivePath, content.bytes);
+      if ('bytes' in content) {
+        run.regularBytes += entry.size_bytes;
+        checkLimit('regularFileBytes', run.regularBytes);
       }
-    }
-    planned.add(rel);
-    const head = Buffer.alloc(16);
-    const fd = openSync(abs, 'r');
-    try {
-      readSync(fd, head, 0, 16, 0);
-    } finally {
-      closeSync(fd);
-    }
-    steps.push({ path: rel, archive_path: archivePathOf(rel), kind: head.equals(SQLITE_MAGIC) ? 'sqlite' : 'file' });
-  }
-  return steps;
+      run.members.push({ path: archivePath, type: 'file', size_bytes: entry.size_bytes, sha256: entry.sha256, origin });
+      run.fileMembers.push({ archive_path: archivePath, size_bytes: entry.size_bytes, sha256: entry.sha256 });
+    },
+  };
 }

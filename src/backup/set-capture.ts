@@ -20,10 +20,9 @@ import { copyFileSync, constants, lstatSync, mkdirSync, readFileSync, readdirSyn
 import { dirname, join, resolve } from 'node:path';
 import { faultPoint, tryLockExclusive } from '../core/index.js';
 import type { CapturePoint } from '../owners/index.js';
-import { captureComponent, describeComponents, goalClosures, observeAll, planComponents, type CapturedComponent, type ComponentPlan } from './components.js';
+import { captureComponent, describeComponents, exportMemberOf, goalClosures, observeAll, planComponents, type CapturedComponent, type ComponentPlan } from './components.js';
 import { crashSourceLive, crashSourceMoved } from './errors.js';
 import type { FailureObservation, GoalClosure, ManifestComponent, RecoverySetCapture } from './manifest.js';
-import type { BackupPlan } from './plan.js';
 import type { CaptureProfile } from './profiles.js';
 import { SQLITE_SIDECAR_SUFFIXES, posixPath } from './paths.js';
 
@@ -31,8 +30,43 @@ export interface SetCaptureOptions {
   readonly profile: CaptureProfile;
   /** Quiescent: the epoch admission was closed under, whether writers drained, how long it waited. */
   readonly quiescence?: { readonly epoch: string; readonly drained: boolean; readonly waited_ms: number };
-  /** Test hook: runs after each component is captured (latches, never sleeps). */
-  readonly afterComponent?: (componentId: string) => void | Promise<void>;
+  /** Crash-consistent: the proof that the source is stopped, taken by the caller on the main thread (locks are taken there only); proved here when absent. */
+  readonly stopped?: FailureObservation['proof'];
+}
+
+/** What a set capture reads: the root and the Goals the plan included. */
+export interface SetSource {
+  readonly root: string;
+  readonly goalIds: readonly string[];
+}
+
+/** A component in the set's capture order, with the root-relative paths its owner keeps. */
+export interface PlannedComponent {
+  readonly component_id: string;
+  readonly paths: readonly string[];
+}
+
+/** One component as soon as its owner captured it: what the archive needs to carry it. */
+export interface ComponentReady {
+  readonly component_id: string;
+  /** Root-relative member → its captured copy (absolute, under staging). */
+  readonly files: readonly (readonly [string, string])[];
+  /** Its members that are its owner's databases. */
+  readonly databases: readonly string[];
+  /** Its members, when its owner could not capture them (never archived raw). */
+  readonly withheld: readonly string[];
+  readonly export: { readonly archive_path: string; readonly bytes: Uint8Array } | null;
+}
+
+/**
+ * What a set capture tells its caller while it runs, so the archive can carry each component as
+ * soon as it is captured: the plan first, then (crash-consistent) the observed bytes, then each
+ * component in order. `component` is awaited before the next component is captured.
+ */
+export interface SetCaptureEvents {
+  plan?(components: readonly PlannedComponent[]): void;
+  observation?(files: CapturedSet['observation']): void;
+  component?(ready: ComponentReady): void | Promise<void>;
 }
 
 export interface CapturedSet {
@@ -45,7 +79,6 @@ export interface CapturedSet {
   readonly databases: ReadonlySet<string>;
   /** Root-relative members (files, or directories covering files) of components whose owner could not capture them: never archived raw. */
   readonly withheld: readonly string[];
-  readonly exports: readonly { readonly archive_path: string; readonly bytes: Uint8Array }[];
   /** Crash-consistent: the observed files (absolute, under staging) by their archive member. */
   readonly observation: readonly { readonly archive_path: string; readonly file: string }[];
 }
@@ -171,32 +204,53 @@ function checkObservationStill(root: string, obs: FailureObservation, plans: rea
   for (const f of obs.files) if (sha256File(join(root, f.path)) !== f.sha256) throw crashSourceMoved();
 }
 
-/** Capture every component of the set into `staging/capture`, with the evidence of the profile requested. */
-export async function captureSet(p: BackupPlan, staging: string, options: SetCaptureOptions): Promise<CapturedSet> {
+/** A captured component as the archive carries it. */
+function readyOf(c: CapturedComponent, into: string): ComponentReady {
+  const members = c.plan.owner.members(c.plan.scope);
+  return {
+    component_id: c.plan.component_id,
+    files: (c.capture?.members ?? []).map((m) => [posixPath(m), join(into, m)] as const),
+    databases: members.filter((m) => m.kind === 'sqlite').map((m) => posixPath(m.path)),
+    withheld: c.state === 'unreadable' ? members.map((m) => posixPath(m.path)) : [],
+    export: c.exportBytes === null ? null : { archive_path: exportMemberOf(c.plan.component_id), bytes: c.exportBytes },
+  };
+}
+
+/**
+ * Capture every component of the set into `staging/capture`, with the evidence of the profile
+ * requested, telling `events` of each component as soon as it is captured.
+ */
+export async function captureSet(src: SetSource, staging: string, options: SetCaptureOptions, events: SetCaptureEvents = {}): Promise<CapturedSet> {
   const startedAt = new Date().toISOString();
-  const goalIds = p.goals.filter((g) => g.route_status === 'included').map((g) => g.goal_id);
-  const plans = planComponents(goalIds);
+  const plans = planComponents(src.goalIds);
+  events.plan?.(plans.map((c) => ({ component_id: c.component_id, paths: c.owner.members(c.scope).map((m) => posixPath(m.path)) })));
   const into = join(staging, 'capture');
   mkdirSync(into, { mode: 0o700 });
 
-  let source = p.root;
+  let source = src.root;
   let failure: FailureObservation | null = null;
   if (options.profile === 'crash_consistent') {
-    const proof = proveStopped(p.root);
+    const proof = options.stopped ?? proveStopped(src.root);
     source = join(staging, 'observation');
     mkdirSync(source, { mode: 0o700 });
     mkdirSync(join(staging, 'observed-bytes'), { mode: 0o700 });
-    failure = observeFailure(p.root, plans, source, join(staging, 'observed-bytes'), proof);
+    failure = observeFailure(src.root, plans, source, join(staging, 'observed-bytes'), proof);
   }
+  const observation = (failure?.files ?? []).map((f) => ({
+    archive_path: f.archive_member,
+    file: join(staging, 'observed-bytes', f.archive_member.slice(ARCHIVE_OBSERVATION.length + 1)),
+  }));
+  events.observation?.(observation);
 
   const captured: CapturedComponent[] = [];
   for (const plan of plans) {
-    captured.push(await captureComponent(source, plan, into));
-    await options.afterComponent?.(plan.component_id);
+    const c = await captureComponent(source, plan, into);
+    captured.push(c);
+    await events.component?.(readyOf(c, into));
   }
   faultPoint(BACKUP_CAPTURE_FAULT);
   const ends: Map<string, CapturePoint | null> = await observeAll(source, plans);
-  if (failure !== null) checkObservationStill(p.root, failure, plans);
+  if (failure !== null) checkObservationStill(src.root, failure, plans);
   const endedAt = new Date().toISOString();
 
   const { components, downgrades, achieved } = describeComponents(captured, ends, {
@@ -214,18 +268,13 @@ export async function captureSet(p: BackupPlan, staging: string, options: SetCap
     ),
   );
   const withheld = captured.filter((c) => c.state === 'unreadable').flatMap((c) => c.plan.owner.members(c.plan.scope).map((m) => posixPath(m.path)));
-  const exports = captured.flatMap((c, i) => (c.exportBytes && components[i]!.export_member ? [{ archive_path: components[i]!.export_member!, bytes: c.exportBytes }] : []));
   return {
     components,
     closures: goalClosures(plans),
     files,
     databases,
     withheld,
-    observation: (failure?.files ?? []).map((f) => ({
-      archive_path: f.archive_member,
-      file: join(staging, 'observed-bytes', f.archive_member.slice(ARCHIVE_OBSERVATION.length + 1)),
-    })),
-    exports,
+    observation,
     capture: {
       profile: achieved,
       requested_profile: options.profile,

@@ -5,9 +5,23 @@
  * inodes under one name.
  */
 import { closeSync, constants, fstatSync, mkdirSync, openSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import fsExt from 'fs-ext';
+import { isMainThread } from 'node:worker_threads';
 import { conflict } from './errors.js';
+
+type FsExt = typeof import('fs-ext');
+let loaded: FsExt | undefined;
+
+/**
+ * fs-ext, loaded on first use and only on the main thread: its addon is not safe to load on a
+ * worker thread (a second thread that loads it crashes the process), and no worker thread locks —
+ * the backup's capture thread takes every lock-related proof on the main thread first.
+ */
+function fsExt(): FsExt {
+  if (!isMainThread) throw new Error('locks are taken on the main thread only');
+  return (loaded ??= createRequire(import.meta.url)('fs-ext') as FsExt);
+}
 
 export interface HeldLock {
   readonly path: string;
@@ -26,7 +40,7 @@ export type FlockMode = 'exclusive' | 'shared';
  */
 export function tryFlock(fd: number, mode: FlockMode = 'exclusive'): boolean {
   try {
-    fsExt.flockSync(fd, mode === 'exclusive' ? 'exnb' : 'shnb');
+    fsExt().flockSync(fd, mode === 'exclusive' ? 'exnb' : 'shnb');
     return true;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
@@ -88,7 +102,7 @@ export function withExclusiveLock<T>(dir: string, name: string, fn: () => T): T 
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const fd = openSync(join(dir, name), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
   try {
-    fsExt.flockSync(fd, 'ex');
+    fsExt().flockSync(fd, 'ex');
     return fn();
   } finally {
     closeSync(fd);

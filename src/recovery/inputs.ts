@@ -33,8 +33,8 @@ const notRegular = (input: 'archive' | 'manifest'): LoopxError =>
     details: { input },
   });
 
-const manifestInvalid = (why: string): LoopxError =>
-  rejected(INPUT_CODES.manifestInvalid, `The manifest is not a valid loopx_state_backup_v0 manifest (${why}).`, {
+const manifestInvalid = (why: string, revision = BACKUP_SCHEMA): LoopxError =>
+  rejected(INPUT_CODES.manifestInvalid, `The manifest is not a valid ${revision} manifest (${why}).`, {
     nextAction: 'pass the .manifest.json that backup-state published with this archive',
   });
 
@@ -124,8 +124,9 @@ function manifestValidator(revision: string): ValidateFunction {
 
 /** Schema and internal consistency of a decoded external manifest. */
 export function checkManifest(doc: unknown): BackupManifest {
+  let revision = BACKUP_SCHEMA;
   const invalid = (why: string): never => {
-    throw manifestInvalid(why);
+    throw manifestInvalid(why, revision);
   };
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) invalid('not an object');
   const schema = (doc as { schema_version?: unknown }).schema_version;
@@ -135,7 +136,8 @@ export function checkManifest(doc: unknown): BackupManifest {
       details: { schema_version: typeof schema === 'string' && /^[a-z0-9_]{1,64}$/.test(schema) ? schema : null },
     });
   }
-  const validate = manifestValidator(schema);
+  revision = schema as string;
+  const validate = manifestValidator(schema as string);
   if (!validate(doc)) {
     const first = validate.errors?.[0];
     invalid(`${first?.instancePath || '/'} ${first?.message ?? ''}`.replace(/[^\x20-\x7e]/g, '?').slice(0, 160));

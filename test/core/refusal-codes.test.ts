@@ -39,6 +39,9 @@ const PASSED_ON: Readonly<Record<string, string>> = {
   // The verify child's refusal, raised again in the parent from the child's JSON answer: the
   // child built it in its own place (executeVerify's code path), with its kind and next action.
   'src/recovery/verify-process.ts errorOf': 'a refusal of the verify child, re-raised in the parent',
+  // The backup's capture thread: a refusal an owner or the set capture raised on that thread,
+  // raised again on the main thread from its structured-clone form, with its kind and next action.
+  'src/backup/capture-thread.ts deserializeError': 'a refusal of the capture thread, re-raised on the main thread',
 };
 
 function scan(): { places: Map<string, string[]>; open: string[] } {
