@@ -39,12 +39,13 @@ export type CaptureThreadMessage =
 export type CaptureThreadReply = { readonly type: 'continue' } | { readonly type: 'stop' };
 
 export function serializeError(e: unknown): SerializedError {
+  // A full disk anywhere in the causes is the capacity refusal, whatever wrapped it.
+  if (isOutOfSpace(e)) return { errno: 'ENOSPC', message: 'no space left on device' };
   if (isLoopxError(e)) {
     return {
       loopx: { kind: e.kind, code: e.code, message: e.message, ...(e.nextAction === undefined ? {} : { nextAction: e.nextAction }), ...(e.details ? { details: e.details } : {}) },
     };
   }
-  if (isOutOfSpace(e)) return { errno: 'ENOSPC', message: 'no space left on device' };
   const code = (e as NodeJS.ErrnoException | undefined)?.code;
   const message = e instanceof Error ? e.message : String(e);
   return typeof code === 'string' ? { errno: code, message } : { message };
@@ -93,6 +94,8 @@ export class SetCaptureThread {
   private readonly worker: Worker;
   private failed: Error | undefined;
   private finished = false;
+  private closing = false;
+  private waiting = false;
   private readonly exited: Promise<void>;
 
   constructor(input: CaptureThreadInput, afterComponent?: (componentId: string) => void | Promise<void>) {
@@ -117,8 +120,16 @@ export class SetCaptureThread {
    * the thread ends by itself; after a refusal of the archive's it is stopped.
    */
   async close(): Promise<void> {
-    if (!this.finished) await this.worker.terminate();
+    // Never terminated mid-capture (a SQLite step on a terminating thread aborts the process):
+    // it is told to stop at its next component and waited for.
+    this.closing = true;
+    if (this.waiting) this.reply({ type: 'stop' });
     await this.exited;
+  }
+
+  private reply(r: CaptureThreadReply): void {
+    this.waiting = false;
+    this.worker.postMessage(r);
   }
 
   private slot(id: string): ReturnType<typeof deferred<ComponentReady>> {
@@ -136,12 +147,13 @@ export class SetCaptureThread {
     else if (m.type === 'observation') this.observation.resolve(m.files);
     else if (m.type === 'component') {
       this.slot(m.ready.component_id).resolve(m.ready);
+      this.waiting = true;
       try {
         await afterComponent?.(m.ready.component_id);
-        this.worker.postMessage({ type: 'continue' } satisfies CaptureThreadReply);
+        if (this.waiting) this.reply({ type: this.closing ? 'stop' : 'continue' });
       } catch (e) {
         this.fail(e instanceof Error ? e : new Error(String(e)));
-        this.worker.postMessage({ type: 'stop' } satisfies CaptureThreadReply);
+        if (this.waiting) this.reply({ type: 'stop' });
       }
     } else if (m.type === 'done') {
       this.finished = true;
