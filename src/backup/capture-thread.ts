@@ -17,7 +17,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { LoopxError, isLoopxError, type ErrorKind } from '../core/index.js';
 import { isOutOfSpace } from '../store/index.js';
-import type { CapturedSet, ComponentReady, PlannedComponent, SetCaptureOptions, SetSource } from './set-capture.js';
+import type { CapturedSet, ComponentReady, ObservedMember, PlannedComponent, SetCaptureOptions, SetSource } from './set-capture.js';
 
 export interface CaptureThreadInput extends SetSource {
   readonly staging: string;
@@ -31,7 +31,7 @@ export type SerializedError =
 
 export type CaptureThreadMessage =
   | { readonly type: 'plan'; readonly components: readonly PlannedComponent[] }
-  | { readonly type: 'observation'; readonly files: CapturedSet['observation'] }
+  | { readonly type: 'observation'; readonly files: readonly ObservedMember[] }
   | { readonly type: 'component'; readonly ready: ComponentReady }
   | { readonly type: 'done'; readonly set: CapturedSet }
   | { readonly type: 'error'; readonly error: SerializedError };
@@ -88,7 +88,7 @@ function deferred<T>(): { promise: Promise<T>; resolve(v: T): void; reject(e: Er
 /** One running set capture, as the archive consumes it. */
 export class SetCaptureThread {
   readonly plan = deferred<readonly PlannedComponent[]>();
-  readonly observation = deferred<CapturedSet['observation']>();
+  readonly observation = deferred<readonly ObservedMember[]>();
   readonly done = deferred<CapturedSet>();
   private readonly ready = new Map<string, ReturnType<typeof deferred<ComponentReady>>>();
   private readonly worker: Worker;

@@ -65,22 +65,20 @@ export interface ComponentReady {
  */
 export interface SetCaptureEvents {
   plan?(components: readonly PlannedComponent[]): void;
-  observation?(files: CapturedSet['observation']): void;
+  observation?(files: readonly ObservedMember[]): void;
   component?(ready: ComponentReady): void | Promise<void>;
+}
+
+/** A crash-consistent observed file, as the archive carries it: its member and its bytes under staging. */
+export interface ObservedMember {
+  readonly archive_path: string;
+  readonly file: string;
 }
 
 export interface CapturedSet {
   readonly components: readonly ManifestComponent[];
   readonly closures: readonly GoalClosure[];
   readonly capture: RecoverySetCapture;
-  /** Root-relative member → its captured copy (absolute, under staging). */
-  readonly files: ReadonlyMap<string, string>;
-  /** Captured members that are their owner's databases (archived as SQLite snapshots; any other captured file is archived as the owner copied it). */
-  readonly databases: ReadonlySet<string>;
-  /** Root-relative members (files, or directories covering files) of components whose owner could not capture them: never archived raw. */
-  readonly withheld: readonly string[];
-  /** Crash-consistent: the observed files (absolute, under staging) by their archive member. */
-  readonly observation: readonly { readonly archive_path: string; readonly file: string }[];
 }
 
 /** The journals SQLite recovers a crashed database from (the shared-memory index is rebuilt, never needed). */
@@ -257,24 +255,9 @@ export async function captureSet(src: SetSource, staging: string, options: SetCa
     requested: options.profile,
     ...(options.quiescence ? { drained: options.quiescence.drained } : {}),
   });
-  const files = new Map<string, string>();
-  for (const c of captured) for (const m of c.capture?.members ?? []) files.set(posixPath(m), join(into, m));
-  const databases = new Set(
-    plans.flatMap((c) =>
-      c.owner
-        .members(c.scope)
-        .filter((m) => m.kind === 'sqlite')
-        .map((m) => posixPath(m.path)),
-    ),
-  );
-  const withheld = captured.filter((c) => c.state === 'unreadable').flatMap((c) => c.plan.owner.members(c.plan.scope).map((m) => posixPath(m.path)));
   return {
     components,
     closures: goalClosures(plans),
-    files,
-    databases,
-    withheld,
-    observation,
     capture: {
       profile: achieved,
       requested_profile: options.profile,
