@@ -1,7 +1,7 @@
 /**
  * Runs a v1 set capture on its own thread (capture-worker.ts) and hands its events to the archive:
- * the planned components at once, the observed bytes (crash-consistent), each component as soon as
- * its owner captured it, then the whole set. The owners' work — snapshots, reading copies back,
+ * the planned components at once, each component as soon as its owner captured it, then the whole
+ * set (with, crash-consistent, the observed bytes no component archived as its member). The owners' work — snapshots, reading copies back,
  * hashing exports — is CPU work that would otherwise stall the main thread, and Node's gzip needs
  * the main thread between its blocks; on a thread of its own the capture overlaps the archive.
  *
@@ -17,7 +17,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { LoopxError, isLoopxError, type ErrorKind } from '../core/index.js';
 import { isOutOfSpace } from '../store/index.js';
-import type { CapturedSet, ComponentReady, ObservedMember, PlannedComponent, SetCaptureOptions, SetSource } from './set-capture.js';
+import type { CapturedSet, ComponentReady, PlannedComponent, SetCaptureOptions, SetSource } from './set-capture.js';
 
 export interface CaptureThreadInput extends SetSource {
   readonly staging: string;
@@ -31,7 +31,6 @@ export type SerializedError =
 
 export type CaptureThreadMessage =
   | { readonly type: 'plan'; readonly components: readonly PlannedComponent[] }
-  | { readonly type: 'observation'; readonly files: readonly ObservedMember[] }
   | { readonly type: 'component'; readonly ready: ComponentReady }
   | { readonly type: 'done'; readonly set: CapturedSet }
   | { readonly type: 'error'; readonly error: SerializedError };
@@ -88,7 +87,6 @@ function deferred<T>(): { promise: Promise<T>; resolve(v: T): void; reject(e: Er
 /** One running set capture, as the archive consumes it. */
 export class SetCaptureThread {
   readonly plan = deferred<readonly PlannedComponent[]>();
-  readonly observation = deferred<readonly ObservedMember[]>();
   readonly done = deferred<CapturedSet>();
   private readonly ready = new Map<string, ReturnType<typeof deferred<ComponentReady>>>();
   private readonly worker: Worker;
@@ -144,7 +142,6 @@ export class SetCaptureThread {
 
   private async receive(m: CaptureThreadMessage, afterComponent?: (componentId: string) => void | Promise<void>): Promise<void> {
     if (m.type === 'plan') this.plan.resolve(m.components);
-    else if (m.type === 'observation') this.observation.resolve(m.files);
     else if (m.type === 'component') {
       this.slot(m.ready.component_id).resolve(m.ready);
       this.waiting = true;
@@ -167,6 +164,6 @@ export class SetCaptureThread {
   private fail(e: Error): void {
     if (this.failed) return;
     this.failed = e;
-    for (const d of [this.plan, this.observation, this.done, ...this.ready.values()]) (d.reject as (e: Error) => void)(e);
+    for (const d of [this.plan, this.done, ...this.ready.values()]) (d.reject as (e: Error) => void)(e);
   }
 }

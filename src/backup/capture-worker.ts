@@ -21,7 +21,6 @@ const answered = (): Promise<CaptureThreadReply> => new Promise((resolve) => rep
 try {
   const set = await captureSet({ root: input.root, goalIds: input.goalIds }, input.staging, input.options, {
     plan: (components) => post({ type: 'plan', components }),
-    observation: (files) => post({ type: 'observation', files }),
     component: async (ready) => {
       post({ type: 'component', ready });
       if ((await answered()).type === 'stop') throw new Error('the backup stopped');

@@ -1,11 +1,15 @@
 /**
  * The order a `loopx_state_backup_v1` archive is written in while its set is captured on the capture
- * thread (capture-thread.ts): first every planned directory, absence witness and member no owner
- * keeps (the archive streams them while the owners capture); then, component by component in the
- * set's capture order and as soon as each is captured, its export and its members from the owner's
- * copies (a component's export always precedes its databases, so verification reads them together);
- * the crash-consistent observed bytes before them. The set's end re-check finishes on the thread
- * meanwhile; the caller writes the manifest once it is done.
+ * thread (capture-thread.ts): first every planned directory and absence witness; then, component by
+ * component in the set's capture order and as soon as each is captured, its export and its members
+ * from the owner's copies (a component's export always precedes its databases, so verification
+ * reads them together), with the members no owner keeps filling every wait for the next component
+ * (the archive never idles while an owner captures) and whatever of them is left after the last.
+ * So the owners' databases come as early as their capture allows, and the verifier, which checks
+ * each database as soon as it is extracted, has the rest of the archive to finish them in;
+ * last, the crash-consistent observed bytes no component archived as its member (a database with its
+ * journal). The set's end re-check finishes on the thread meanwhile; the caller writes the manifest
+ * once it is done.
  */
 import { closeSync, openSync, readSync } from 'node:fs';
 import { ARCHIVE_EXPORTS } from './components.js';
@@ -73,16 +77,20 @@ export async function streamComponents(thread: SetCaptureThread, steps: readonly
     if (id === undefined) unowned.push(s);
     else own.get(id)!.push(s);
   }
-  for (const s of unowned) await sink.step(s);
+  const fill = unowned.filter((s) => s.kind !== 'directory' && s.kind !== 'absence_witness');
+  for (const s of unowned) if (s.kind === 'directory' || s.kind === 'absence_witness') await sink.step(s);
 
-  const observed = await thread.observation.promise;
-  if (observed.length > 0) {
-    await sink.directory(ARCHIVE_OBSERVATION, 'failure_observation');
-    for (const o of observed) await sink.extra(o.archive_path, { file: o.file }, 'failure_observation');
-  }
   let exportsDir = false;
   for (const c of planned) {
-    const ready = await thread.component(c.component_id);
+    const next = thread.component(c.component_id);
+    let captured = false;
+    next.then(
+      () => (captured = true),
+      () => undefined,
+    );
+    // While the owner captures, the archive carries what no owner keeps.
+    while (!captured && fill.length > 0) await sink.step(fill.shift()!);
+    const ready = await next;
     sink.route(ready);
     if (ready.export !== null) {
       if (!exportsDir) await sink.directory(ARCHIVE_EXPORTS, 'owner_export');
@@ -91,5 +99,11 @@ export async function streamComponents(thread: SetCaptureThread, steps: readonly
     }
     for (const s of [...own.get(c.component_id)!, ...capturedOnlySteps(plannedPaths, ready.files)].sort(byArchivePath)) await sink.step(s);
   }
-  return thread.done.promise;
+  for (const s of fill) await sink.step(s);
+  const set = await thread.done.promise;
+  if (set.observed.length > 0) {
+    await sink.directory(ARCHIVE_OBSERVATION, 'failure_observation');
+    for (const o of set.observed) await sink.extra(o.archive_path, { file: o.file }, 'failure_observation');
+  }
+  return set;
 }

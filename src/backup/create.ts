@@ -180,6 +180,8 @@ interface CaptureRun {
   readonly copies: Map<string, string>;
   /** v1: captured members that are their owner's databases (archived as SQLite snapshots). */
   readonly databases: Set<string>;
+  /** v1: owner-captured databases archived as observed bytes → the owner's copy, read instead of them. */
+  readonly reads: Map<string, string>;
   /** v1: members of components whose owner could not capture them: never archived raw. */
   readonly withheld: string[];
   regularBytes: number;
@@ -192,6 +194,7 @@ function newCaptureRun(p: BackupPlan, writer: ArchiveWriter, staging: string, on
   return {
     copies: new Map(),
     databases: new Set(),
+    reads: new Map(),
     withheld: [],
     p,
     writer,
@@ -460,7 +463,7 @@ async function captureSqlite(run: CaptureRun, step: CaptureStep, abs: string): P
   const goalId = workDbGoalOf(run.p, step.path) ?? null;
   let commits: number | null = null;
   if (goalId !== null) {
-    commits = countSqliteTableRows(snapPath, 'commits') ?? null;
+    commits = countSqliteTableRows(run.reads.get(step.path) ?? snapPath, 'commits') ?? null;
     if (commits !== null) checkLimit('goalCommittedTransactions', commits, goalId);
   }
   const copied = await run.writer.file(step.archive_path, snapPath, watch(run, false));
@@ -554,6 +557,7 @@ function componentSink(run: CaptureRun, runStep: (step: CaptureStep) => Promise<
     route(ready) {
       for (const [rel, abs] of ready.files) run.copies.set(rel, abs);
       for (const d of ready.databases) run.databases.add(d);
+      for (const [rel, abs] of ready.reads) run.reads.set(rel, abs);
       run.withheld.push(...ready.withheld);
     },
     async directory(archivePath, origin) {

@@ -12,19 +12,23 @@
  *   component's members — databases with their WAL or rollback journals — are copied once (the
  *   failure observation) and the owners capture from that copy, so no SQLite recovery ever runs on
  *   the source. The observed bytes are hashed again at the end: a source that moved was not stopped.
+ *   The archive carries each observed byte once: a file its owner copied unchanged, and a database
+ *   observed without a journal (its bytes are a complete state), are archived as the component's
+ *   member itself; only a database with its journal, or bytes no component archived, are carried
+ *   under opaque names beside the owner's recovered copy.
  *
  * Everything is written under the attempt's private staging directory; the live root is only read.
  */
 import { createHash } from 'node:crypto';
-import { copyFileSync, constants, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { closeSync, copyFileSync, constants, lstatSync, mkdirSync, openSync, readSync, readdirSync, readlinkSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { faultPoint, tryLockExclusive } from '../core/index.js';
 import type { CapturePoint } from '../owners/index.js';
 import { captureComponent, describeComponents, exportMemberOf, goalClosures, observeAll, planComponents, type CapturedComponent, type ComponentPlan } from './components.js';
 import { crashSourceLive, crashSourceMoved } from './errors.js';
 import type { FailureObservation, GoalClosure, ManifestComponent, RecoverySetCapture } from './manifest.js';
 import type { CaptureProfile } from './profiles.js';
-import { SQLITE_SIDECAR_SUFFIXES, posixPath } from './paths.js';
+import { SQLITE_SIDECAR_SUFFIXES, archivePathOf, posixPath } from './paths.js';
 
 export interface SetCaptureOptions {
   readonly profile: CaptureProfile;
@@ -49,8 +53,13 @@ export interface PlannedComponent {
 /** One component as soon as its owner captured it: what the archive needs to carry it. */
 export interface ComponentReady {
   readonly component_id: string;
-  /** Root-relative member → its captured copy (absolute, under staging). */
+  /** Root-relative member → the bytes archived for it (absolute, under staging). */
   readonly files: readonly (readonly [string, string])[];
+  /**
+   * Root-relative database → a copy of it to read (count) instead of the archived bytes, where those
+   * are the crash-consistent observed bytes (which must not be opened where they lie).
+   */
+  readonly reads: readonly (readonly [string, string])[];
   /** Its members that are its owner's databases. */
   readonly databases: readonly string[];
   /** Its members, when its owner could not capture them (never archived raw). */
@@ -60,16 +69,15 @@ export interface ComponentReady {
 
 /**
  * What a set capture tells its caller while it runs, so the archive can carry each component as
- * soon as it is captured: the plan first, then (crash-consistent) the observed bytes, then each
- * component in order. `component` is awaited before the next component is captured.
+ * soon as it is captured: the plan first, then each component in order. `component` is awaited
+ * before the next component is captured.
  */
 export interface SetCaptureEvents {
   plan?(components: readonly PlannedComponent[]): void;
-  observation?(files: readonly ObservedMember[]): void;
   component?(ready: ComponentReady): void | Promise<void>;
 }
 
-/** A crash-consistent observed file, as the archive carries it: its member and its bytes under staging. */
+/** A crash-consistent observed file no component archived as it was: its opaque member and its bytes under staging. */
 export interface ObservedMember {
   readonly archive_path: string;
   readonly file: string;
@@ -79,6 +87,8 @@ export interface CapturedSet {
   readonly components: readonly ManifestComponent[];
   readonly closures: readonly GoalClosure[];
   readonly capture: RecoverySetCapture;
+  /** Crash-consistent: the observed bytes the archive carries besides the components' members. */
+  readonly observed: readonly ObservedMember[];
 }
 
 /** The journals SQLite recovers a crashed database from (the shared-memory index is rebuilt, never needed). */
@@ -105,12 +115,24 @@ function filesUnder(root: string, rel: string): string[] {
   }
   if (st.isFile()) return [rel, ...SIDE_JOURNALS.map((s) => `${rel}${s}`).filter((j) => isFile(join(root, j)))];
   if (!st.isDirectory()) return [];
-  return readdirSync(join(root, rel))
-    .sort()
-    .flatMap((name) => filesUnder(root, join(rel, name)));
+  const names = readdirSync(join(root, rel)).sort();
+  // A database's shared-memory index is rebuilt by whoever opens it: never part of an observation.
+  const shm = new Set(names.filter((n) => n.endsWith('-shm') && names.includes(n.slice(0, -'-shm'.length))));
+  return names.filter((n) => !shm.has(n)).flatMap((name) => filesUnder(root, join(rel, name)));
 }
 
-const sha256File = (abs: string): string => createHash('sha256').update(readFileSync(abs)).digest('hex');
+/** SHA-256 of a file, read in 1 MiB blocks (bounded memory whatever its size). */
+function sha256File(abs: string): string {
+  const hash = createHash('sha256');
+  const block = Buffer.allocUnsafe(1 << 20);
+  const fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    for (let n = readSync(fd, block); n > 0; n = readSync(fd, block)) hash.update(block.subarray(0, n));
+  } finally {
+    closeSync(fd);
+  }
+  return hash.digest('hex');
+}
 
 /**
  * The proof that nothing runs on the root: no lock file under locks/ is held (daemon, registry,
@@ -202,16 +224,75 @@ function checkObservationStill(root: string, obs: FailureObservation, plans: rea
   for (const f of obs.files) if (sha256File(join(root, f.path)) !== f.sha256) throw crashSourceMoved();
 }
 
+const holdsDatabase = (plan: ComponentPlan): boolean => plan.owner.members(plan.scope).some((m) => m.kind === 'sqlite');
+
+/** A crash-consistent observation as the components are archived against it. */
+interface Observed {
+  readonly failure: FailureObservation;
+  /** Root-relative path → its observed bytes under staging. */
+  readonly raw: ReadonlyMap<string, string>;
+  /** Observed files that are neither a journal nor a file with a journal observed beside it. */
+  readonly whole: ReadonlySet<string>;
+  /** Observed files a component archives as they were observed (as its member). */
+  readonly asMember: Set<string>;
+}
+
+function observedIndex(failure: FailureObservation, rawDir: string): Observed {
+  const paths = new Set(failure.files.map((f) => f.path));
+  // An empty journal holds nothing to recover: the database beside it is whole on its own.
+  const journals = new Set(failure.files.filter((f) => f.size_bytes > 0).map((f) => f.path));
+  const journaled = (p: string): boolean => SIDE_JOURNALS.some((s) => journals.has(`${p}${s}`) || (p.endsWith(s) && paths.has(p.slice(0, -s.length))));
+  return {
+    failure,
+    raw: new Map(failure.files.map((f) => [f.path, join(rawDir, basename(f.archive_member))])),
+    whole: new Set([...paths].filter((p) => !journaled(p))),
+    asMember: new Set(),
+  };
+}
+
+/**
+ * A captured component's members as the archive carries them: the owner's copies — except, in a
+ * crash-consistent set, a database observed without a journal, which is archived as the observed
+ * bytes themselves (a complete state; its owner's copy is read instead of them), and a file its
+ * owner copied byte for byte, which stands for its observed bytes.
+ */
+function archivedMembers(c: CapturedComponent, into: string, obs: Observed | null): Pick<ComponentReady, 'files' | 'reads'> {
+  const files: (readonly [string, string])[] = [];
+  const reads: (readonly [string, string])[] = [];
+  const databases = new Set(c.plan.owner.members(c.plan.scope).flatMap((m) => (m.kind === 'sqlite' ? [posixPath(m.path)] : [])));
+  for (const m of (c.capture?.members ?? []).map(posixPath)) {
+    const copy = join(into, m);
+    const observed = obs?.whole.has(m) ? obs.failure.files.find((f) => f.path === m) : undefined;
+    if (observed !== undefined && databases.has(m)) {
+      files.push([m, obs!.raw.get(m)!]);
+      reads.push([m, copy]);
+      obs!.asMember.add(m);
+      continue;
+    }
+    if (observed !== undefined && sha256File(copy) === observed.sha256) obs!.asMember.add(m);
+    files.push([m, copy]);
+  }
+  return { files, reads };
+}
+
 /** A captured component as the archive carries it. */
-function readyOf(c: CapturedComponent, into: string): ComponentReady {
+function readyOf(c: CapturedComponent, into: string, obs: Observed | null): ComponentReady {
   const members = c.plan.owner.members(c.plan.scope);
   return {
     component_id: c.plan.component_id,
-    files: (c.capture?.members ?? []).map((m) => [posixPath(m), join(into, m)] as const),
+    ...archivedMembers(c, into, obs),
     databases: members.filter((m) => m.kind === 'sqlite').map((m) => posixPath(m.path)),
     withheld: c.state === 'unreadable' ? members.map((m) => posixPath(m.path)) : [],
     export: c.exportBytes === null ? null : { archive_path: exportMemberOf(c.plan.component_id), bytes: c.exportBytes },
   };
+}
+
+/** The observation as the manifest records it — each file at the member that carries it — and the bytes still to archive. */
+function settleObservation(obs: Observed | null): { failure: FailureObservation | null; observed: ObservedMember[] } {
+  if (obs === null) return { failure: null, observed: [] };
+  const files = obs.failure.files.map((f) => (obs.asMember.has(f.path) ? { ...f, archive_member: archivePathOf(f.path) } : f));
+  const observed = files.filter((f) => !obs.asMember.has(f.path)).map((f) => ({ archive_path: f.archive_member, file: obs.raw.get(f.path)! }));
+  return { failure: { ...obs.failure, files }, observed };
 }
 
 /**
@@ -221,34 +302,35 @@ function readyOf(c: CapturedComponent, into: string): ComponentReady {
 export async function captureSet(src: SetSource, staging: string, options: SetCaptureOptions, events: SetCaptureEvents = {}): Promise<CapturedSet> {
   const startedAt = new Date().toISOString();
   const plans = planComponents(src.goalIds);
-  events.plan?.(plans.map((c) => ({ component_id: c.component_id, paths: c.owner.members(c.scope).map((m) => posixPath(m.path)) })));
+  // Components holding databases are captured first, so the archive carries them as early as it can
+  // (the verifier checks each database as soon as it is extracted, while the rest still streams).
+  // The manifest lists them in the plan's (dependency) order all the same.
+  const order = [...plans].sort((a, b) => Number(!holdsDatabase(a)) - Number(!holdsDatabase(b)));
+  events.plan?.(order.map((c) => ({ component_id: c.component_id, paths: c.owner.members(c.scope).map((m) => posixPath(m.path)) })));
   const into = join(staging, 'capture');
   mkdirSync(into, { mode: 0o700 });
 
   let source = src.root;
-  let failure: FailureObservation | null = null;
+  let obs: Observed | null = null;
   if (options.profile === 'crash_consistent') {
     const proof = options.stopped ?? proveStopped(src.root);
     source = join(staging, 'observation');
     mkdirSync(source, { mode: 0o700 });
     mkdirSync(join(staging, 'observed-bytes'), { mode: 0o700 });
-    failure = observeFailure(src.root, plans, source, join(staging, 'observed-bytes'), proof);
+    obs = observedIndex(observeFailure(src.root, plans, source, join(staging, 'observed-bytes'), proof), join(staging, 'observed-bytes'));
   }
-  const observation = (failure?.files ?? []).map((f) => ({
-    archive_path: f.archive_member,
-    file: join(staging, 'observed-bytes', f.archive_member.slice(ARCHIVE_OBSERVATION.length + 1)),
-  }));
-  events.observation?.(observation);
 
-  const captured: CapturedComponent[] = [];
-  for (const plan of plans) {
+  const byId = new Map<string, CapturedComponent>();
+  for (const plan of order) {
     const c = await captureComponent(source, plan, into);
-    captured.push(c);
-    await events.component?.(readyOf(c, into));
+    byId.set(plan.component_id, c);
+    await events.component?.(readyOf(c, into, obs));
   }
+  const captured = plans.map((p) => byId.get(p.component_id)!);
   faultPoint(BACKUP_CAPTURE_FAULT);
   const ends: Map<string, CapturePoint | null> = await observeAll(source, plans);
-  if (failure !== null) checkObservationStill(src.root, failure, plans);
+  if (obs !== null) checkObservationStill(src.root, obs.failure, plans);
+  const { failure, observed } = settleObservation(obs);
   const endedAt = new Date().toISOString();
 
   const { components, downgrades, achieved } = describeComponents(captured, ends, {
@@ -275,5 +357,6 @@ export async function captureSet(src: SetSource, staging: string, options: SetCa
       })),
       downgrades,
     },
+    observed,
   };
 }

@@ -14,7 +14,7 @@
 import { ARCHIVE_OBSERVATION, DOWNGRADE_NEXT, weakestProfile, type CaptureProfile, type ManifestComponent, type RecoverySetCapture } from '../backup/index.js';
 import { OWNERS, OWNER_LIST, config as configOwner } from '../owners/index.js';
 import type { ComponentReport, WorkerReport } from './owner-verify.js';
-import { componentsOf } from './recovery-set.js';
+import { componentsOf, observedAsMembers } from './recovery-set.js';
 import type { AuditComponent, AuditInputs, Classification, Severity, VerificationStatus } from './audit.js';
 
 /** The finding codes this module adds, defined once. */
@@ -89,10 +89,14 @@ const ownerLabel = (kind: string): string => (OWNER_LIST.some((o) => o.name === 
  * archived observed bytes, must arrive at the state the producer captured; the observed bytes must
  * be the ones the manifest recorded. Returns the problems and what the replay read back.
  */
-function crashChecks(ctx: V1Context, c: ManifestComponent): { problems: Checked['problems']; readback: Record<string, unknown> } {
-  const obs = (ctx.a.manifest.capture as RecoverySetCapture).failure_observation;
+function crashChecks(ctx: V1Context, c: ManifestComponent, rep: ComponentReport | undefined): { problems: Checked['problems']; readback: Record<string, unknown> } {
+  const set = ctx.a.manifest.capture as RecoverySetCapture;
+  const obs = set.failure_observation;
   if (!obs || c.state !== 'captured') return { problems: [], readback: {} };
-  const replay = (ctx.r.crash ?? []).find((x) => x.component_id === c.component_id);
+  // Observed bytes archived as the component's own members: their verification is the recovery.
+  const replay = observedAsMembers(set, c)
+    ? { revision: rep?.revision ?? null, cursor: rep?.cursor ?? null, files: obs.component_files[c.component_id]!.length }
+    : (ctx.r.crash ?? []).find((x) => x.component_id === c.component_id);
   if (obs.component_files[c.component_id] === undefined || replay === undefined)
     return { problems: [{ code: V1_CODES.crashUnproved, severity: 'error', next: NEXT.broken }], readback: {} };
   const problems: Checked['problems'] = [];
@@ -204,7 +208,7 @@ export function v1Sections(ctx: V1Context): V1Result {
     unique.add(c.component_id);
     const rep = reports.get(c.component_id);
     const checked = checkComponent(ctx, c, rep);
-    const crash = crashChecks(ctx, c);
+    const crash = crashChecks(ctx, c, rep);
     const problems = [...checked.problems, ...crash.problems];
     // Two components under one id: which one the archive means is ambiguous.
     const verification: VerificationStatus = seen.get(c.component_id)! > 1 ? 'ambiguous' : crash.problems.length > 0 ? 'invalid' : checked.verification;

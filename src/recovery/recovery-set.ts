@@ -8,7 +8,19 @@ import { BACKUP_SCHEMA_V1, type BackupManifest, type ManifestComponent, type Rec
 import type { ExportItems } from '../owners/index.js';
 import type { CrashRecoveryRef, DocumentComponentRef } from './owner-verify.js';
 
-/** A crash-consistent set's components with the observed files each was captured from. */
+/**
+ * Whether every observed file of a crash-consistent component is archived as one of its own members
+ * (no journal was observed beside its database): those members are the observed bytes, so their
+ * owner verification is the crash recovery — there is nothing to replay.
+ */
+export function observedAsMembers(set: Partial<RecoverySetCapture>, c: ManifestComponent): boolean {
+  const paths = set.failure_observation?.component_files[c.component_id];
+  if (paths === undefined) return false;
+  const memberOf = new Map(set.failure_observation!.files.map((f) => [f.path, f.archive_member]));
+  return paths.every((p) => memberOf.has(p) && c.archive_members.includes(memberOf.get(p)!));
+}
+
+/** A crash-consistent set's components with the observed files each was captured from (those whose observed bytes are not their members). */
 export function crashRefs(m: BackupManifest): CrashRecoveryRef[] {
   const set = m.capture as Partial<RecoverySetCapture>;
   const obs = isV1(m) ? set.failure_observation : null;
@@ -17,7 +29,7 @@ export function crashRefs(m: BackupManifest): CrashRecoveryRef[] {
   const seen = new Set<string>();
   return componentsOf(m).flatMap((c) => {
     const paths = obs.component_files[c.component_id];
-    if (c.state !== 'captured' || paths === undefined || seen.has(c.component_id)) return [];
+    if (c.state !== 'captured' || paths === undefined || seen.has(c.component_id) || observedAsMembers(set, c)) return [];
     seen.add(c.component_id);
     return [
       { component_id: c.component_id, owner: c.owner_kind, goal_id: c.goal_id, files: paths.flatMap((p) => (memberOf.has(p) ? [{ member: memberOf.get(p)!, path: p }] : [])) },

@@ -98,6 +98,15 @@ describe('crash-consistent capture', () => {
     // The observed bytes themselves are in the archive, under opaque names (a journal never beside its database).
     const walMember = set.failure_observation!.files.find((f) => f.path === 'goals/alpha/work.db-wal')!.archive_member;
     expect(result.manifest_doc.members).toContainEqual(expect.objectContaining({ path: walMember, origin: 'failure_observation', sha256: before.wal }));
+    // Each observed byte is archived once: only the database with its journal is carried beside the
+    // owner's recovered copy; every other observed file is its component's member, byte for byte.
+    const byPath = new Map(result.manifest_doc.members.map((m) => [m.path, m]));
+    const opaque = set.failure_observation!.files.filter((f) => f.archive_member.startsWith('failure-observation/')).map((f) => f.path);
+    expect(opaque.sort()).toEqual(['goals/alpha/work.db', 'goals/alpha/work.db-wal']);
+    const quota = set.failure_observation!.files.find((f) => f.path === 'sessions.db')!;
+    expect(quota.archive_member).toBe('runtime-root/sessions.db');
+    for (const f of set.failure_observation!.files) expect(byPath.get(f.archive_member)?.sha256, f.path).toBe(f.sha256);
+    expect(result.manifest_doc.members.filter((m) => m.origin === 'failure_observation' && m.type === 'file')).toHaveLength(2);
 
     const v = await executeVerify({ archive: join(out, result.archive.name), manifest: join(out, result.manifest.name), destination: join(base, 'dest') });
     expect(v.audit.capture).toEqual({ requested_profile: 'crash_consistent', achieved_profile: 'crash_consistent', producer_claim: 'crash_consistent' });
@@ -119,6 +128,41 @@ describe('crash-consistent capture', () => {
     const codes = bad.audit.findings.filter((f) => f.component === work.component_id).map((f) => f.code);
     expect(codes).toEqual(expect.arrayContaining(['crash_observation_digest_mismatch', 'crash_recovery_mismatch']));
     expect(bad.audit.components.find((c) => c.component_id === work.component_id)!.verification).toBe('invalid');
+    expect(bad.audit.activation_eligible).toBe(false);
+  });
+});
+
+describe('crash-consistent capture of a cleanly stopped root', () => {
+  it('archives every observed file once, as its component member, and the verifier takes their owner verification as the recovery', async () => {
+    const { base, root: r, out } = await root();
+    const result = await create(plan(r, { outputDir: out, backupId: 'stopped' }), { profile: 'crash_consistent' });
+    const online = await create(plan(r, { outputDir: join(base, 'online'), backupId: 'online' }));
+    const set = result.manifest_doc.capture as RecoverySetCapture;
+    expect(set.achieved_profile).toBe('crash_consistent');
+    // No database of a cleanly stopped root has a journal: nothing is carried under an opaque name.
+    expect(set.failure_observation!.files.length).toBeGreaterThan(3);
+    expect(set.failure_observation!.files.every((f) => f.archive_member === `runtime-root/${f.path}`)).toBe(true);
+    expect(result.manifest_doc.members.some((m) => m.origin === 'failure_observation')).toBe(false);
+    // The databases are archived as observed (the bytes the source holds), not as a second copy.
+    const work = set.failure_observation!.files.find((f) => f.path === 'goals/alpha/work.db')!;
+    expect(work.sha256).toBe(sha(join(r, 'goals', 'alpha', 'work.db')));
+    // The archive carries no more than the online archive of the same root does (a few bytes of header at most).
+    expect(result.manifest_doc.summary.logical_source_bytes).toBeLessThanOrEqual(online.manifest_doc.summary.logical_source_bytes + 4096);
+
+    const v = await executeVerify({ archive: join(out, result.archive.name), manifest: join(out, result.manifest.name), destination: join(base, 'dest') });
+    expect([v.audit.phase, v.audit.activation_eligible]).toEqual(['audited', true]);
+    const component = result.manifest_doc.components!.find((c) => c.owner_kind === 'work' && c.goal_id === 'alpha')!;
+    const audited = v.audit.components.find((c) => c.component_id === component.component_id)!;
+    expect(audited.verification).toBe('verified');
+    expect((audited.readback as { crash_recovery: unknown }).crash_recovery).toEqual({ revision: component.source_revision, cursor: component.cursor, files: 1 });
+
+    // An observed database whose archived bytes were replaced: the digest no longer matches the observation.
+    const damaged = await loadBase(join(out, result.archive.name), result.manifest_doc);
+    const member = 'runtime-root/goals/alpha/work.db';
+    const corpus = buildCorpus(damaged, { entries: replaceEntry(damaged.entries, member, (e) => ({ ...e, data: Buffer.concat([e.data!, Buffer.alloc(4096)]) })) });
+    const pair = writeCorpus(join(base, 'damaged'), corpus);
+    const bad = await executeVerify({ archive: pair.archive, manifest: pair.manifest, destination: join(base, 'dest2') });
+    expect(bad.audit.findings.filter((f) => f.component === component.component_id).map((f) => f.code)).toContain('crash_observation_digest_mismatch');
     expect(bad.audit.activation_eligible).toBe(false);
   });
 });
