@@ -231,6 +231,8 @@ interface Observed {
   readonly failure: FailureObservation;
   /** Root-relative path → its observed bytes under staging. */
   readonly raw: ReadonlyMap<string, string>;
+  /** Root-relative path → what was observed of it. */
+  readonly byPath: ReadonlyMap<string, FailureObservation['files'][number]>;
   /** Observed files that are neither a journal nor a file with a journal observed beside it. */
   readonly whole: ReadonlySet<string>;
   /** Observed files a component archives as they were observed (as its member). */
@@ -245,6 +247,7 @@ function observedIndex(failure: FailureObservation, rawDir: string): Observed {
   return {
     failure,
     raw: new Map(failure.files.map((f) => [f.path, join(rawDir, basename(f.archive_member))])),
+    byPath: new Map(failure.files.map((f) => [f.path, f])),
     whole: new Set([...paths].filter((p) => !journaled(p))),
     asMember: new Set(),
   };
@@ -262,7 +265,7 @@ function archivedMembers(c: CapturedComponent, into: string, obs: Observed | nul
   const databases = new Set(c.plan.owner.members(c.plan.scope).flatMap((m) => (m.kind === 'sqlite' ? [posixPath(m.path)] : [])));
   for (const m of (c.capture?.members ?? []).map(posixPath)) {
     const copy = join(into, m);
-    const observed = obs?.whole.has(m) ? obs.failure.files.find((f) => f.path === m) : undefined;
+    const observed = obs?.whole.has(m) ? obs.byPath.get(m) : undefined;
     if (observed !== undefined && databases.has(m)) {
       files.push([m, obs!.raw.get(m)!]);
       reads.push([m, copy]);
