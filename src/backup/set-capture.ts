@@ -331,7 +331,9 @@ export async function captureSet(src: SetSource, staging: string, options: SetCa
   }
   const captured = plans.map((p) => byId.get(p.component_id)!);
   faultPoint(BACKUP_CAPTURE_FAULT);
-  const ends: Map<string, CapturePoint | null> = await observeAll(source, plans);
+  // A failure observation is a private copy: nothing moves in it, so each component ends where its
+  // capture ended; that the source itself stayed still is what the observation's re-hash proves.
+  const ends: Map<string, CapturePoint | null> = obs === null ? await observeAll(source, plans) : new Map(captured.map((c) => [c.plan.component_id, c.capture?.end ?? null]));
   if (obs !== null) checkObservationStill(src.root, obs.failure, plans);
   const { failure, observed } = settleObservation(obs);
   const endedAt = new Date().toISOString();
