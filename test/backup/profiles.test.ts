@@ -167,6 +167,26 @@ describe('crash-consistent capture of a cleanly stopped root', () => {
   });
 });
 
+describe('crash-consistent capture with an empty journal beside a database', () => {
+  it('archives the database as its member (an empty journal holds nothing to recover) and the empty journal under an opaque name; the replay still agrees', async () => {
+    const { base, root: r, out } = await root();
+    writeFileSync(join(r, 'sessions.db-wal'), '');
+    const result = await create(plan(r, { outputDir: out, backupId: 'empty-wal' }), { profile: 'crash_consistent' });
+    const set = result.manifest_doc.capture as RecoverySetCapture;
+    const byPath = new Map(set.failure_observation!.files.map((f) => [f.path, f]));
+    expect(byPath.get('sessions.db')!.archive_member).toBe('runtime-root/sessions.db');
+    expect(byPath.get('sessions.db-wal')).toMatchObject({ size_bytes: 0 });
+    expect(byPath.get('sessions.db-wal')!.archive_member).toMatch(/^failure-observation\/\d{6}\.bin$/);
+    expect(result.manifest_doc.members.some((m) => m.path === 'runtime-root/sessions.db-wal')).toBe(false);
+
+    const v = await executeVerify({ archive: join(out, result.archive.name), manifest: join(out, result.manifest.name), destination: join(base, 'dest') });
+    const session = v.audit.components.find((c) => c.owner_kind === 'session')!;
+    expect(session.verification).toBe('verified');
+    expect((session.readback as { crash_recovery: { files: number } }).crash_recovery.files).toBe(2);
+    expect(v.audit.activation_eligible).toBe(true);
+  });
+});
+
 describe('a required component its owner cannot capture', () => {
   it('is held with capture_component_unreadable, its raw bytes withheld, and its Goals are not offered for adoption', async () => {
     const { base, root: r, out } = await root();
