@@ -56,7 +56,7 @@ describe('a v1 backup', () => {
     expect(work.state).toBe('captured');
     expect(work.source_identity).toMatch(/^sqlite:[0-9a-f]{32}$/);
     expect(work.cursor).toBe(25);
-    expect(work.schema_version).toBe('loopx_work_retained_prefix_v0');
+    expect(work.schema_version).toBe('loopx_work_copy_export_v0');
     expect(work.archive_members).toEqual(['runtime-root/goals/alpha/work.db']);
     expect(work.dependency_ids).toEqual([list.find((c) => c.owner_kind === 'goal' && c.goal_id === 'alpha')!.component_id]);
     expect(work.capture_interval.start!.cursor).toBe(25);

@@ -7,14 +7,16 @@
  * reader's items.
  */
 import Database from 'better-sqlite3';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/core/index.js';
 import { LAYOUT, MACHINE, OWNERS, goalScope, quota, type OwnerCapture } from '../../src/owners/index.js';
 import { openGoalWork } from '../../src/owners/work/index.js';
-import { TransactionChain, transactionLine } from '../../src/owners/work/copy-export.js';
+import { COPY_EXPORT_SCHEMA, CopySeal, exportWorkCopy, framedRow, type StoredCommit } from '../../src/owners/work/copy-export.js';
+import { REPO } from '../support/cli.js';
 import { openWorkDbCopy, openSqliteWorkProvider } from '../../src/owners/work/sqlite.js';
 import { exportRetainedPrefix } from '../../src/owners/work/retained-prefix.js';
 
@@ -47,40 +49,57 @@ afterAll(() => {
 });
 
 describe("the work owner's export from its copy", () => {
-  it('writes each transaction record exactly as canonicalJson would', () => {
+  it('seals the stored rows exactly as documented, and binds the same head and rows as the live retained-prefix export', async () => {
+    const ex = exportWorkCopy(join(root, LAYOUT.workDb(GOAL)), GOAL, { start: 'a', end: 'b' });
+    // The framing, computed here independently of the implementation: the header line, then each
+    // row's cursor, three JSON strings, and events and receipt after their UTF-8 byte lengths.
     const copy = openWorkDbCopy(join(root, LAYOUT.workDb(GOAL)));
-    try {
-      const rows = copy.scanRows(0, 1000);
-      expect(rows.length).toBe(AWKWARD.length + 40);
-      for (const row of rows) {
-        const prev = 'a'.repeat(64);
-        const record = {
-          record: 'transaction',
-          prev_sha256: prev,
-          cursor: row.cursor,
-          provider_revision: row.provider_revision,
-          operation_id: row.operation_id,
-          request_digest: row.request_digest,
-          events: JSON.parse(row.events) as unknown,
-          receipt: JSON.parse(row.receipt) as unknown,
-        };
-        expect(transactionLine(row, prev)).toBe(canonicalJson(record));
-      }
-    } finally {
-      copy.close();
+    const rows = copy.scanRows(0, 1000);
+    copy.close();
+    expect(rows.length).toBe(AWKWARD.length + 40);
+    const parts: Buffer[] = [Buffer.from(`${canonicalJson(ex.header)}\n`)];
+    for (const r of rows) {
+      const field = (text: string): Buffer => Buffer.concat([Buffer.from(`${Buffer.from(text, 'utf8').length}\n`), Buffer.from(text, 'utf8'), Buffer.from('\n')]);
+      parts.push(Buffer.from(`${r.cursor}\n${JSON.stringify(r.provider_revision)}\n${JSON.stringify(r.operation_id)}\n${JSON.stringify(r.request_digest)}\n`));
+      parts.push(field(r.events), field(r.receipt));
     }
+    expect(ex.seal).toEqual({ record: 'seal', record_count: rows.length, records_sha256: createHash('sha256').update(Buffer.concat(parts)).digest('hex') });
+    expect(ex.archive_sha256).toBe(createHash('sha256').update(canonicalJson(ex.seal)).digest('hex'));
+
+    const provider = openSqliteWorkProvider(join(root, LAYOUT.workDb(GOAL)), { goal_id: GOAL, create: false });
+    const live = await exportRetainedPrefix(provider, () => new Date());
+    provider.close();
+    const { schema_version: liveSchema, captured_at_start: _s, captured_at_end: _e, ...liveHead } = live.records[0] as unknown as Record<string, unknown>;
+    const { schema_version: copySchema, captured_at_start: _s2, captured_at_end: _e2, ...copyHead } = ex.header as unknown as Record<string, unknown>;
+    expect([liveSchema, copySchema]).toEqual(['loopx_work_retained_prefix_v0', COPY_EXPORT_SCHEMA]);
+    expect(copyHead).toEqual(liveHead);
+    expect(ex.record_count).toBe(live.records.length - 2);
   });
 
-  it('chains the same records as the live retained-prefix export, whose seal it reproduces', async () => {
-    const provider = openSqliteWorkProvider(join(root, LAYOUT.workDb(GOAL)), { goal_id: GOAL, create: false });
-    const ex = await exportRetainedPrefix(provider, () => new Date());
-    provider.close();
-    const copy = openWorkDbCopy(join(root, LAYOUT.workDb(GOAL)));
-    const chain = new TransactionChain(ex.lines[0]!);
-    for (const row of copy.scanRows(0, 1000)) chain.add(row);
-    copy.close();
-    expect(chain.seal().line).toBe(ex.lines.at(-1));
-    expect(chain.seal().sha256).toBe(ex.archive_sha256);
+  it('frames each field by its length: text moved between events and receipt changes the seal', () => {
+    const row = { cursor: 1, provider_revision: 'r', operation_id: 'o', request_digest: 'd' };
+    const a = new CopySeal('{}');
+    a.add({ ...row, events: '[1]\n3', receipt: '{}' });
+    const b = new CopySeal('{}');
+    b.add({ ...row, events: '[1]', receipt: '3\n{}' });
+    expect(a.seal().sha256).not.toBe(b.seal().sha256);
+    expect(framedRow({ ...row, events: '["é"]', receipt: '{}' })).toBe('1\n"r"\n"o"\n"d"\n6\n["é"]\n2\n{}\n');
+  });
+
+  it('reproduces its test vector', () => {
+    const vector = JSON.parse(readFileSync(join(REPO, 'docs/test-vectors/work-copy-export-v0.json'), 'utf8')) as {
+      header_line: string;
+      rows: StoredCommit[];
+      framed_rows: string[];
+      seal_line: string;
+      content_digest: string;
+    };
+    const seal = new CopySeal(vector.header_line);
+    vector.rows.forEach((r, i) => {
+      expect(framedRow(r)).toBe(vector.framed_rows[i]);
+      seal.add(r);
+    });
+    expect([seal.seal().line, seal.seal().sha256]).toEqual([vector.seal_line, vector.content_digest]);
   });
 
   describe('verified against a copy', () => {

@@ -111,13 +111,13 @@ describe('a v1 recovery set, audited', () => {
     expect(a.activation_eligible).toBe(false);
   });
 
-  it("a work export's seal that is not the chain of the copied rows fails the work owner's verification", async () => {
+  it("a work export's seal that is not the seal of the copied rows fails the work owner's verification", async () => {
     const base = fx.base;
     const work = byOwner(base.manifest as unknown as ManifestDoc, 'work', 'alpha');
     expect(work.export_items).toBe('from_copy');
     const entries = replaceEntry(base.entries, work.export_member!, (e) => {
       const [header, seal] = e.data!.toString('utf8').trimEnd().split('\n') as [string, string];
-      const forged = { ...(JSON.parse(seal) as object), chain_sha256: 'f'.repeat(64) };
+      const forged = { ...(JSON.parse(seal) as object), records_sha256: 'f'.repeat(64) };
       return { ...e, data: Buffer.from(`${header}\n${JSON.stringify(forged)}\n`) };
     });
     const a = await audit(() => undefined, entries);

@@ -25,7 +25,7 @@ import {
   type WorkProjection,
   type WorkReceipt,
 } from './model.js';
-import { TransactionChain } from './copy-export.js';
+import { CopySeal } from './copy-export.js';
 import { MAX_RETAINED_TRANSACTIONS } from './retained-prefix.js';
 import { WORK_DB_SCHEMA, WORK_DB_VERSION, openWorkDbCopy, type WorkDbCopy } from './sqlite.js';
 
@@ -47,7 +47,7 @@ export interface HistoricalWork {
   readonly todos: readonly Todo[];
   /** SHA-256 of the head projection as stored, when there is one. */
   readonly head_projection_sha256: string | null;
-  /** With `chainHeader`: the seal of the export rebuilt from every row read (null when the rows could not be read). */
+  /** With `sealHeader`: the copy export's seal rebuilt from every row read (null when the rows could not be read). */
   readonly export_seal?: { readonly line: string; readonly sha256: string } | null;
   readonly findings: readonly WorkFinding[];
 }
@@ -58,10 +58,10 @@ export interface ReadHistoricalOptions {
   /** `full` runs `integrity_check` (the recovery verifier's check) instead of `quick_check`. */
   readonly integrity?: 'quick' | 'full';
   /**
-   * The canonical header line of a retained-prefix export whose records are this copy's rows: the
-   * replay then also rebuilds the export's chain over every row it reads (`export_seal`).
+   * The canonical header line of a copy export (`loopx_work_copy_export_v0`) sealing this copy's
+   * rows: the replay then also rebuilds the seal over every row it reads (`export_seal`).
    */
-  readonly chainHeader?: string;
+  readonly sealHeader?: string;
 }
 
 const INSPECT = 'keep the copy held; inspect it with the recovery audit';
@@ -85,7 +85,7 @@ export function readHistoricalFile(copiedWorkDbPath: string, options: ReadHistor
     fence_epoch: null as number | null,
     todos: [] as readonly Todo[],
     head_projection_sha256: null as string | null,
-    ...(options.chainHeader === undefined ? {} : { export_seal: null }),
+    ...(options.sealHeader === undefined ? {} : { export_seal: null }),
     findings,
   };
 
@@ -162,7 +162,7 @@ function readCopy(copy: WorkDbCopy, out: Out, add: Add, options: ReadHistoricalO
     add('work_history_capacity_exceeded', 'commits', `split the Goal's work; at most ${MAX_RETAINED_TRANSACTIONS} transactions are supported`);
   }
 
-  const chain = options.chainHeader === undefined ? undefined : new TransactionChain(options.chainHeader);
+  const chain = options.sealHeader === undefined ? undefined : new CopySeal(options.sealHeader);
   const replayed = replayHistory(copy, meta.goal_id, meta.incarnation, out, add, chain);
   if (chain !== undefined) out.export_seal = chain.seal();
   const stored = storedHead(head, meta.goal_id, out, add);
@@ -178,7 +178,7 @@ function readCopy(copy: WorkDbCopy, out: Out, add: Add, options: ReadHistoricalO
 }
 
 /** Every committed transaction of the copy replayed, in pages; `null` once one cannot be applied. */
-function replayHistory(copy: WorkDbCopy, goalId: string, incarnation: string, out: Out, add: Add, chain: TransactionChain | undefined): WorkProjection | null {
+function replayHistory(copy: WorkDbCopy, goalId: string, incarnation: string, out: Out, add: Add, chain: CopySeal | undefined): WorkProjection | null {
   let replayed: WorkProjection | null = initialProjection(goalId);
   let expected = 1;
   let after = 0;

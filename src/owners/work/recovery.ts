@@ -1,12 +1,12 @@
 /**
  * The work owner's recovery contract, for one Goal:
  * - `capture`: an online snapshot of `work.db` between two reads of the live head (start and end),
- *   then the retained-prefix export (`loopx_work_retained_prefix_v0`) of that snapshot. Its records
- *   are the snapshot's rows (`from_copy`): only the header and the seal leave the owner.
+ *   then the copy export (`loopx_work_copy_export_v0`) of that snapshot. Its records are the
+ *   snapshot's rows (`from_copy`): only the header and the seal leave the owner.
  * - `verifyOffline`: the work reader on a private copy, with the full `integrity_check` (one copy,
- *   one check). With a `from_copy` export it rebuilds the chain from the copy's rows in the same
+ *   one check). With a `from_copy` export it rebuilds the seal from the copy's rows in the same
  *   pass that replays them and checks the header against the copy's head and the seal against the
- *   chain; with a whole export (`in_export`) it runs the export's offline verifier plus the check
+ *   rebuilt one; with a whole retained-prefix export (`in_export`) it runs the export's offline verifier plus the check
  *   that the copy's history holds it as a prefix (same revision at the export's head cursor).
  * - `readHistorical`: the copy's Todos, leases, fence and committed history — history only.
  */
@@ -20,9 +20,9 @@ import { walHeader } from '../sqlite-recovery.js';
 import { readHistoricalFile, type HistoricalWork } from './historical.js';
 import { canonicalJson } from '../../core/index.js';
 import { WORK_RETENTION, type WorkLoad } from './contract.js';
-import { exportWorkCopy } from './copy-export.js';
+import { COPY_EXPORT_SCHEMA, exportWorkCopy } from './copy-export.js';
 import { initialProjection, projectionDigest } from './model.js';
-import { RETAINED_PREFIX_SCHEMA, verifyRetainedPrefix, type RetainedPrefixHeader } from './retained-prefix.js';
+import { verifyRetainedPrefix, type RetainedPrefixHeader } from './retained-prefix.js';
 import { openSqliteWorkProvider, openWorkDbCopy, WORK_DB_SCHEMA } from './sqlite.js';
 
 const goalOf = (scope: OwnerScope): string => {
@@ -62,6 +62,10 @@ function revisionAt(abs: string, cursor: number): string | null | undefined {
 }
 
 function prefixFindings(abs: string, goalId: string, records: readonly unknown[]): OwnerFinding[] {
+  // A copy export's header and seal, said to hold every record: not a retained-prefix export at all.
+  if ((records[0] as { schema_version?: unknown } | undefined)?.schema_version === COPY_EXPORT_SCHEMA) {
+    return [{ code: 'retained_prefix_record_invalid', severity: 'error', subject: 'header', next_action: REEXPORT }];
+  }
   const v = verifyRetainedPrefix(records, { goal_id: goalId });
   const findings: OwnerFinding[] = [...v.findings];
   if (!v.ok) return findings;
@@ -95,13 +99,12 @@ function copyFrame(records: readonly unknown[]): CopyFrame {
 
 const REEXPORT = 'capture this Goal again; do not trust this export';
 
-/** The archived header and seal against the copy: the header names the copy's head, the seal the chain rebuilt from its rows. */
+/** The archived header and seal against the copy: the header names the copy's head, the seal the one rebuilt from its rows. */
 function copyExportFindings(frame: CopyFrame, h: HistoricalWork, goalId: string): OwnerFinding[] {
   const err = (code: string, subject: string): OwnerFinding => ({ code, severity: 'error', subject, next_action: REEXPORT });
   const { header, seal } = frame;
   if (header === undefined) return [err('retained_prefix_record_invalid', 'header')];
-  if (header.schema_version !== RETAINED_PREFIX_SCHEMA)
-    return [{ ...err('retained_prefix_schema_unknown', 'header'), next_action: 'read it with the loopx version that wrote it' }];
+  if (header.schema_version !== COPY_EXPORT_SCHEMA) return [{ ...err('retained_prefix_schema_unknown', 'header'), next_action: 'read it with the loopx version that wrote it' }];
   const out: OwnerFinding[] = [];
   if (header.goal_id !== goalId) out.push(err('retained_prefix_goal_mismatch', 'header'));
   if (!h.readable) return out;
@@ -164,7 +167,7 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
     return {
       owner: 'work',
       scope,
-      export_schema: RETAINED_PREFIX_SCHEMA,
+      export_schema: COPY_EXPORT_SCHEMA,
       source_identity: ex.store_identity,
       start: { revision: start.provider_revision, cursor: start.cursor, at: startAt },
       end: { revision: end.provider_revision, cursor: end.cursor, at: endAt },
@@ -186,7 +189,7 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
     const h = readHistoricalFile(abs, {
       goal_id: goalId,
       integrity: options.integrity ?? 'full',
-      ...(frame?.header === undefined ? {} : { chainHeader: canonicalJson(frame.header) }),
+      ...(frame?.header === undefined ? {} : { sealHeader: canonicalJson(frame.header) }),
     });
     const codes = new Set(h.findings.map((f) => f.code));
     const integrity = [...codes].some((c) => INTEGRITY_FAILED.has(c)) ? 'failed' : [...codes].some((c) => UNREADABLE.has(c)) ? 'unreadable' : 'ok';
