@@ -259,10 +259,9 @@ function observedIndex(failure: FailureObservation, rawDir: string): Observed {
  * bytes themselves (a complete state; its owner's copy is read instead of them), and a file its
  * owner copied byte for byte, which stands for its observed bytes.
  */
-function archivedMembers(c: CapturedComponent, into: string, obs: Observed | null): Pick<ComponentReady, 'files' | 'reads'> {
+function archivedMembers(c: CapturedComponent, into: string, obs: Observed | null, databases: ReadonlySet<string>): Pick<ComponentReady, 'files' | 'reads'> {
   const files: (readonly [string, string])[] = [];
   const reads: (readonly [string, string])[] = [];
-  const databases = new Set(c.plan.owner.members(c.plan.scope).flatMap((m) => (m.kind === 'sqlite' ? [posixPath(m.path)] : [])));
   for (const m of (c.capture?.members ?? []).map(posixPath)) {
     const copy = join(into, m);
     const observed = obs?.whole.has(m) ? obs.byPath.get(m) : undefined;
@@ -281,10 +280,11 @@ function archivedMembers(c: CapturedComponent, into: string, obs: Observed | nul
 /** A captured component as the archive carries it. */
 function readyOf(c: CapturedComponent, into: string, obs: Observed | null): ComponentReady {
   const members = c.plan.owner.members(c.plan.scope);
+  const databases = members.filter((m) => m.kind === 'sqlite').map((m) => posixPath(m.path));
   return {
     component_id: c.plan.component_id,
-    ...archivedMembers(c, into, obs),
-    databases: members.filter((m) => m.kind === 'sqlite').map((m) => posixPath(m.path)),
+    ...archivedMembers(c, into, obs, new Set(databases)),
+    databases,
     withheld: c.state === 'unreadable' ? members.map((m) => posixPath(m.path)) : [],
     export: c.exportBytes === null ? null : { archive_path: exportMemberOf(c.plan.component_id), bytes: c.exportBytes },
   };
