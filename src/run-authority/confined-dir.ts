@@ -246,7 +246,8 @@ export class ConfinedDir {
     this.verify();
     let fd: number;
     try {
-      fd = openSync(this.#at(name), constants.O_RDONLY | constants.O_NOFOLLOW);
+      // O_NONBLOCK: a FIFO planted under the name is opened (then refused below), never waited on.
+      fd = openSync(this.#at(name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return undefined;
@@ -296,6 +297,12 @@ export class ConfinedDir {
     }
     if (!options.noSync) fsyncSync(this.#fd);
     if (options.fault) faultPoint(`${options.fault}.after-rename`);
+  }
+
+  /** fsync the directory itself: an entry another writer linked is durable before this one answers from it. */
+  sync(): void {
+    this.verify();
+    fsyncSync(this.#fd);
   }
 
   remove(name: string): void {

@@ -22,9 +22,21 @@ import type { RebindOutcome, RootDirectoryIdentity } from './roots.js';
  *   also never unlinked), so at most one importer of a run — in any process — works at a time,
  *   and one that waited finds the first one's outcome (consumed, or still importable) in the record.
  *   Importers take it before the run's lock, never the other way round.
- * - Shutdown (`close`): rejects new work at once — new leases, key changes, and `claim`,
- *   `verifyClaim` and `readRecord` for a run this authority holds no lease of — waits for
- *   outstanding run and import leases to be released, then zeroes the in-memory key buffers.
+ * - Goal lifetimes: a Goal recovered into a new root gets a new lifetime (`goal_instance_id`);
+ *   `supersedeLifetime` records, once and for ever, that the old lifetime was replaced — by which
+ *   successor, in which root, under which fence and recovery. It is kept here, outside every root,
+ *   so every root of the user (the lost source root too, if it comes back) sees it and its old
+ *   writers refuse with `goal_lifetime_superseded`. The record is created exclusively and durably
+ *   and never changed or removed: the same request again answers the stored record with
+ *   `replayed: true`; any other request for that lifetime is `goal_lifetime_already_superseded`
+ *   (conflict) and changes nothing; a malformed one is `lifetime_supersession_invalid`. Of two
+ *   concurrent writers (any processes) exactly one creates it. "Not superseded" is `undefined`
+ *   from `lifetimeSupersession`; a stored record that does not decode, or an entry that is not a
+ *   private regular file, is a typed refusal — never "not superseded" (lifetimes.ts).
+ * - Shutdown (`close`): rejects new work at once — new leases, key changes, bindings, lifetime
+ *   supersessions and their reads, and `claim`, `verifyClaim` and `readRecord` for a run this
+ *   authority holds no lease of — waits for outstanding run and import leases to be released,
+ *   then zeroes the in-memory key buffers.
  *
  * Providers: `local.ts` (the user's private directory; flock locks die with their process) and
  * `memory.ts` (tests and embedding; its locks live as long as the authority object). One suite,
@@ -70,6 +82,35 @@ export interface ClaimInput {
   readonly macInput: Uint8Array;
 }
 
+/** A Goal lifetime replaced by a recovery: recorded once, never changed, never removed. */
+export interface LifetimeSupersession {
+  /** The superseded lifetime (`ginst_` + 32 lowercase hex). */
+  readonly goal_instance_id: string;
+  /** The alias (the same for both lifetimes). */
+  readonly goal_id: string;
+  /** The new lifetime (`ginst_` + 32 lowercase hex), never the superseded one. */
+  readonly successor_instance_id: string;
+  /** The Goal's lineage id, stable across lifetimes (`/^[A-Za-z0-9_.:-]{1,128}$/`). */
+  readonly goal_lineage: string;
+  /** The successor's delivery fence (a positive safe integer). */
+  readonly fence: number;
+  /** The recovery that minted the successor (64 lowercase hex). */
+  readonly recovery_id: string;
+  /** The root id that holds the successor (the form `bindRoot` takes). */
+  readonly successor_root: string;
+  /** ISO timestamp, set by the authority when it recorded the supersession. */
+  readonly recorded_at: string;
+}
+
+/** What a caller asks for: every field but the authority's `recorded_at`, and nothing else. */
+export type LifetimeSupersessionRequest = Omit<LifetimeSupersession, 'recorded_at'>;
+
+/** The stored record; `replayed` when it was already there, from the very same request. */
+export interface LifetimeSupersessionOutcome {
+  readonly record: LifetimeSupersession;
+  readonly replayed: boolean;
+}
+
 export interface RunAuthority {
   readonly scopeId: Uint8Array;
   currentKeyGeneration(): number;
@@ -90,6 +131,10 @@ export interface RunAuthority {
   bindRoot(rootId: string, directory: RootDirectoryIdentity): void;
   /** The operator's explicit binding (`authority bind-root`); never while the bound original still exists (`root_binding_original_present`). */
   rebindRoot(rootId: string, directory: RootDirectoryIdentity): RebindOutcome;
+  /** Record that a Goal lifetime was replaced by a recovery (exclusive, durable, idempotent); else `goal_lifetime_already_superseded`. */
+  supersedeLifetime(request: LifetimeSupersessionRequest): LifetimeSupersessionOutcome;
+  /** The supersession of `goalInstanceId`; `undefined` while it is not superseded. */
+  lifetimeSupersession(goalInstanceId: string): LifetimeSupersession | undefined;
 
   close(): Promise<void>;
 }

@@ -2,7 +2,7 @@
  * Refusals of the run authority that more than one module raises (the engine too), each built
  * only here: one kind, one message shape, one next action.
  */
-import { internal, rejected, type LoopxError } from '../core/index.js';
+import { conflict, internal, rejected, type LoopxError } from '../core/index.js';
 
 /** A call on a closed authority (after shutdown): a caller's bug. */
 export const authorityClosed = (): LoopxError => internal('authority_closed', 'The run authority is closed.');
@@ -21,3 +21,13 @@ export const authorityCorrupt = (what: string): LoopxError =>
 
 /** A run record that does not decode: the authority directory was changed outside loopx. */
 export const recordCorrupt = (runId: string, why: string): LoopxError => internal('authority_record_corrupt', `The authority record of run ${runId} is ${why}.`);
+
+/**
+ * A writer of a Goal lifetime that the authority records as superseded (a recovery replaced it
+ * with a new lifetime in another root): it may no longer commit, dispatch or deliver for the Goal.
+ * Built here, once; every Goal-work writer that checks `lifetimeSupersession` raises this one.
+ */
+export const goalLifetimeSuperseded = (goalId: string): LoopxError =>
+  conflict('goal_lifetime_superseded', `Goal ${goalId}'s lifetime was replaced by a recovery into another root; this root may no longer write or deliver for it.`, {
+    nextAction: `continue the Goal in the root it was recovered into (loopx work run --goal ${goalId} --root <that root>)`,
+  });

@@ -1,9 +1,19 @@
 /** Public API of the per-user run authority. */
-export type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord, RunRecordState } from './contract.js';
+export type {
+  ClaimInput,
+  ImportLease,
+  LifetimeSupersession,
+  LifetimeSupersessionOutcome,
+  LifetimeSupersessionRequest,
+  RunAuthority,
+  RunLease,
+  RunRecord,
+  RunRecordState,
+} from './contract.js';
 export { LocalRunAuthority, openRunAuthority, defaultAuthorityDir, type OpenAuthorityOptions } from './local.js';
 export { MemoryRunAuthority, memoryRunAuthority, type MemoryAuthorityOptions } from './memory.js';
 export { deriveRunSubkey, SUBKEY_DOMAIN } from './claims.js';
 export { ConfinedDir, validateAncestry } from './confined-dir.js';
 export { rootDirectoryIdentity, ROOT_IS_COPY, type RebindOutcome, type RootDirectoryIdentity } from './roots.js';
 export { recordNextAction } from './next-action.js';
-export { leaseRequired, runIdInvalid } from './errors.js';
+export { goalLifetimeSuperseded, leaseRequired, runIdInvalid } from './errors.js';

@@ -51,6 +51,12 @@ export class LeaseBook {
     if (!leased) this.live();
   }
 
+  /** A read no lease can cover (a Goal lifetime's supersession): new work during shutdown, refused after it. */
+  liveRead(): void {
+    this.open();
+    this.live();
+  }
+
   /** Records are written only under the live lease of that run, handed out by this very authority. */
   requireLease(lease: RunLease, runId: string): void {
     this.open();

@@ -10,12 +10,14 @@
  *   locks/<run>.import.lock  per-run import locks (flock), never unlinked
  *   runs/<run>.json    durable per-run records (ACTIVE / SUSPENDED / IMPORTING / TERMINAL)
  *   roots/<root>.json  the directory each runtime root id is bound to (roots.ts): a copy owns nothing
+ *   lifetimes/<ginst>.json  a Goal lifetime superseded by a recovery (lifetimes.ts): created
+ *                      exclusively, never changed or removed
  *
  * Every access goes through ConfinedDir (descriptor-relative, identity re-proved). It must never
  * hold an IPC token, never hand out key bytes, and never write a record without the run's lease.
  * What the contract decides is done by the pieces every provider shares — the Keyring (claims.ts),
  * the LeaseBook (leases.ts), the record encoding (records.ts), the root binding decisions
- * (roots.ts); this file owns only where their state is kept and how its locks are taken.
+ * (roots.ts), the lifetime supersession rules (lifetimes.ts); this file owns only where their state is kept and how its locks are taken.
  */
 import { randomBytes } from 'node:crypto';
 import { closeSync } from 'node:fs';
@@ -27,9 +29,10 @@ import { Keyring } from './claims.js';
 import { authorityCorrupt } from './errors.js';
 import { ConfinedDir } from './confined-dir.js';
 import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
+import { directoryLifetimes, readLifetime, supersedeLifetime, type LifetimeTable } from './lifetimes.js';
 import { decodeRecord, encodeRecord } from './records.js';
 import { bindRoot, directoryBindings, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity } from './roots.js';
-import type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord } from './contract.js';
+import type { ClaimInput, ImportLease, LifetimeSupersession, LifetimeSupersessionOutcome, LifetimeSupersessionRequest, RunAuthority, RunLease, RunRecord } from './contract.js';
 
 const GEN_FILE = /^([1-9][0-9]{0,15})\.(key|retired)$/;
 
@@ -71,6 +74,8 @@ export class LocalRunAuthority implements RunAuthority {
   readonly #runsDir: ConfinedDir;
   readonly #rootsDir: ConfinedDir;
   readonly #roots: RootBindingTable;
+  readonly #lifetimesDir: ConfinedDir;
+  readonly #lifetimes: LifetimeTable;
   readonly #keyring: Keyring;
   readonly #leases = new LeaseBook();
   readonly #noSync: boolean;
@@ -87,6 +92,8 @@ export class LocalRunAuthority implements RunAuthority {
       this.#runsDir = track(opened, dir.subdir('runs'));
       this.#rootsDir = track(opened, dir.subdir('roots'));
       this.#roots = directoryBindings(this.#rootsDir, { noSync });
+      this.#lifetimesDir = track(opened, dir.subdir('lifetimes'));
+      this.#lifetimes = directoryLifetimes(this.#lifetimesDir, { noSync });
       this.#keyring = this.#init();
       this.scopeId = this.#keyring.scopeId;
     } catch (e) {
@@ -213,6 +220,16 @@ export class LocalRunAuthority implements RunAuthority {
     return rebindRoot(this.#roots, rootId, directory);
   }
 
+  supersedeLifetime(request: LifetimeSupersessionRequest): LifetimeSupersessionOutcome {
+    this.#leases.live();
+    return supersedeLifetime(this.#lifetimes, request);
+  }
+
+  lifetimeSupersession(goalInstanceId: string): LifetimeSupersession | undefined {
+    this.#leases.liveRead();
+    return readLifetime(this.#lifetimes, goalInstanceId);
+  }
+
   /** Whether any run record names `rootId` as its owner (read once per root, when it is first bound). */
   #ownsRecords(rootId: string): boolean {
     return this.#runsDir
@@ -245,6 +262,7 @@ export class LocalRunAuthority implements RunAuthority {
       this.#keyring.zero();
       this.#runsDir.close();
       this.#rootsDir.close();
+      this.#lifetimesDir.close();
       this.#locksDir.close();
       this.#keysDir.close();
       this.#dir.close();

@@ -6,8 +6,8 @@
  * It behaves as the local authority does, through the same pieces: a random scope id and key
  * generations with the same rotate/retire refusals, claims and verification by the one Keyring
  * (claims.ts), the same LeaseBook (leases.ts) for shutdown, lease checks and the bounded import
- * wait, the same record encoding (records.ts), and the same bind/rebind decisions (roots.ts) over
- * a Map. Its run and import locks are exclusive within this authority object: two engines that
+ * wait, the same record encoding (records.ts), the same bind/rebind decisions (roots.ts) over
+ * a Map, and the same lifetime supersession rules and encoding (lifetimes.ts) over another. Its run and import locks are exclusive within this authority object: two engines that
  * share one contend as two processes sharing a directory do. Record writes pass the same named
  * fault points as the local write (`<fault>.before-rename`, `<fault>.after-rename`).
  *
@@ -20,9 +20,10 @@ import { randomBytes } from 'node:crypto';
 import { faultPoint } from '../core/index.js';
 import { Keyring } from './claims.js';
 import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
+import { readLifetime, supersedeLifetime, type LifetimeTable } from './lifetimes.js';
 import { decodeRecord, encodeRecord } from './records.js';
 import { bindRoot, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity } from './roots.js';
-import type { ClaimInput, ImportLease, RunAuthority, RunLease, RunRecord } from './contract.js';
+import type { ClaimInput, ImportLease, LifetimeSupersession, LifetimeSupersessionOutcome, LifetimeSupersessionRequest, RunAuthority, RunLease, RunRecord } from './contract.js';
 
 export interface MemoryAuthorityOptions {
   /** How long `beginImport` waits for a competing importer of the same run (default 30 s, as local). */
@@ -47,6 +48,19 @@ function mapBindings(): RootBindingTable {
   };
 }
 
+/** The memory table of lifetime supersessions: encoded records (lifetimes.ts), created once, never changed or removed. */
+function mapLifetimes(): LifetimeTable {
+  const records = new Map<string, string>();
+  return {
+    get: (goalInstanceId) => records.get(goalInstanceId),
+    create: (goalInstanceId, encoded) => {
+      if (records.has(goalInstanceId)) return false;
+      records.set(goalInstanceId, encoded);
+      return true;
+    },
+  };
+}
+
 export class MemoryRunAuthority implements RunAuthority {
   readonly scopeId: Uint8Array;
   readonly #keyring: Keyring;
@@ -56,6 +70,7 @@ export class MemoryRunAuthority implements RunAuthority {
   /** Encoded records (records.ts), by run id. */
   readonly #records = new Map<string, string>();
   readonly #roots = mapBindings();
+  readonly #lifetimes = mapLifetimes();
   readonly #importWaitMs: number;
 
   constructor(options: MemoryAuthorityOptions = {}) {
@@ -127,6 +142,16 @@ export class MemoryRunAuthority implements RunAuthority {
   rebindRoot(rootId: string, directory: RootDirectoryIdentity): RebindOutcome {
     this.#leases.live();
     return rebindRoot(this.#roots, rootId, directory);
+  }
+
+  supersedeLifetime(request: LifetimeSupersessionRequest): LifetimeSupersessionOutcome {
+    this.#leases.live();
+    return supersedeLifetime(this.#lifetimes, request);
+  }
+
+  lifetimeSupersession(goalInstanceId: string): LifetimeSupersession | undefined {
+    this.#leases.liveRead();
+    return readLifetime(this.#lifetimes, goalInstanceId);
   }
 
   #ownsRecords(rootId: string): boolean {

@@ -119,8 +119,11 @@ export function decideRebind(bound: RootDirectoryIdentity | undefined, id: RootD
   return bound ? 'rebound' : 'bound';
 }
 
+/** The form of a root id (the one `bindRoot` takes): what a lifetime supersession names its successor's root by. */
+export const isRootId = (rootId: string): boolean => ROOT_ID.test(rootId);
+
 const checkRootId = (rootId: string): void => {
-  if (!ROOT_ID.test(rootId)) throw internal('root_id_invalid', 'The root id in engine.db is malformed.');
+  if (!isRootId(rootId)) throw internal('root_id_invalid', 'The root id in engine.db is malformed.');
 };
 
 /**

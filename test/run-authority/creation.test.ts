@@ -48,7 +48,7 @@ describe('creating a new authority', () => {
     const dir = join(tempBase(), 'authority');
     withUmask(mask, () => open(dir));
     expect(modeOf(dir)).toBe(0o700);
-    for (const sub of ['keys', 'locks', 'runs']) expect(modeOf(join(dir, sub))).toBe(0o700);
+    for (const sub of ['keys', 'locks', 'runs', 'roots', 'lifetimes']) expect(modeOf(join(dir, sub))).toBe(0o700);
   });
 
   it('the scope file and the first key are 0600 even with umask 0, and hold distinct random 32-byte values', () => {
@@ -68,7 +68,7 @@ describe('creating a new authority', () => {
     expect(a.currentKeyGeneration()).toBe(1);
     expect(a.keyGenerations()).toEqual([{ generation: 1, retired: false }]);
     // The key lives apart from the scope, and the authority holds nothing else at its top level.
-    expect(readdirSync(dir).sort()).toEqual(['keys', 'locks', 'roots', 'runs', 'scope']);
+    expect(readdirSync(dir).sort()).toEqual(['keys', 'lifetimes', 'locks', 'roots', 'runs', 'scope']);
     expect(readdirSync(join(dir, 'keys'))).toEqual(['1.key']);
   });
 

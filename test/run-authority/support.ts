@@ -8,7 +8,7 @@ import { lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { isLoopxError } from '../../src/core/errors.js';
-import { openRunAuthority, type LocalRunAuthority, type RunRecord } from '../../src/run-authority/index.js';
+import { openRunAuthority, type LifetimeSupersessionRequest, type LocalRunAuthority, type RunRecord } from '../../src/run-authority/index.js';
 
 export const REPO = resolve(import.meta.dirname, '../..');
 export const CHILD = join(REPO, 'test/run-authority/fixtures/authority-child.ts');
@@ -58,6 +58,33 @@ export async function asyncCodeOf(p: Promise<unknown>): Promise<string | undefin
     return isLoopxError(e) ? e.code : `non-loopx:${String(e)}`;
   }
   return undefined;
+}
+
+/** The error a call throws (`undefined` when it returns), to match its code, kind and next action. */
+export function errorOf(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
+/** A Goal lifetime id made of one repeated hex digit (`ginst_` + 32 lowercase hex). */
+export const ginst = (digit: string): string => `ginst_${digit.repeat(32)}`;
+
+/** A valid supersession of lifetime `ginst('a')` by `ginst('b')` in root `root_new`, with `overrides`. */
+export function supersession(overrides: Partial<LifetimeSupersessionRequest> = {}): LifetimeSupersessionRequest {
+  return {
+    goal_instance_id: ginst('a'),
+    goal_id: 'goal-a',
+    successor_instance_id: ginst('b'),
+    goal_lineage: 'lineage:goal-a.1',
+    fence: 7,
+    recovery_id: 'd'.repeat(64),
+    successor_root: 'root_new',
+    ...overrides,
+  };
 }
 
 export const modeOf = (path: string): number => lstatSync(path).mode & 0o7777;

@@ -4,7 +4,8 @@
  * same cases through `describeRunAuthority(name, factory)`, so they answer alike: the claim round
  * trip and its one failure shape, rotate/retire refusals, exclusive run leases, records written
  * only under a live lease and read back exactly, import leases that wait and give up with
- * `import_busy`, root binding outcomes, and a shutdown that drains, then refuses.
+ * `import_busy`, root binding outcomes, Goal lifetime supersessions recorded once (replay,
+ * conflict, invalid input), and a shutdown that drains, then refuses.
  *
  * The factory returns a fresh, empty authority of its own (two calls: two authorities that share
  * nothing). Cases about one provider's storage — files, modes, descriptors, other processes — stay
@@ -16,9 +17,13 @@ import { mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { rootDirectoryIdentity, type ClaimInput, type RunAuthority, type RunRecord } from '../../../src/run-authority/index.js';
-import { asyncCodeOf, codeOf, record, turns } from '../support.js';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { exitCodeOf, type LoopxError } from '../../../src/core/index.js';
+import { rootDirectoryIdentity, type ClaimInput, type LifetimeSupersessionRequest, type RunAuthority, type RunRecord } from '../../../src/run-authority/index.js';
+import { asyncCodeOf, codeOf, errorOf, ginst, record, supersession, turns } from '../support.js';
+
+const OLD = ginst('a');
+const NEW = ginst('b');
 
 /** A provider under test: the contract plus the two test hooks every provider keeps. */
 export type ConformingAuthority = RunAuthority & {
@@ -477,6 +482,134 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
       });
     });
 
+    describe('Goal lifetime supersessions', () => {
+      it('an unknown lifetime is not superseded (undefined); a supersession reads back exactly, with the time the authority recorded it, and names no other lifetime', async () => {
+        const a = await make();
+        expect(a.lifetimeSupersession(OLD)).toBeUndefined();
+        const before = Date.now();
+        const { record: stored, replayed } = a.supersedeLifetime(supersession());
+        expect(replayed).toBe(false);
+        expect(stored).toStrictEqual({ ...supersession(), recorded_at: stored.recorded_at });
+        expect(new Date(stored.recorded_at).toISOString()).toBe(stored.recorded_at);
+        expect(Date.parse(stored.recorded_at)).toBeGreaterThanOrEqual(before - 1);
+        expect(a.lifetimeSupersession(OLD)).toStrictEqual(stored);
+        // The successor, and any other lifetime, stays not superseded.
+        expect(a.lifetimeSupersession(NEW)).toBeUndefined();
+        expect(a.lifetimeSupersession(ginst('c'))).toBeUndefined();
+      });
+
+      it('the same request again is a replay: the stored record (its first recorded_at), replayed: true, nothing changed', async () => {
+        const a = await make();
+        const first = a.supersedeLifetime(supersession()).record;
+        vi.useFakeTimers({ toFake: ['Date'] });
+        try {
+          vi.setSystemTime(Date.parse(first.recorded_at) + 86_400_000);
+          const again = a.supersedeLifetime({ ...supersession() });
+          expect(again).toStrictEqual({ record: first, replayed: true });
+        } finally {
+          vi.useRealTimers();
+        }
+        expect(a.lifetimeSupersession(OLD)).toStrictEqual(first);
+      });
+
+      it('any other request for a superseded lifetime is goal_lifetime_already_superseded (conflict, exit 4, one next action naming the recorded successor root) and changes nothing', async () => {
+        const a = await make();
+        const stored = a.supersedeLifetime(supersession()).record;
+        const others: Array<[string, Partial<LifetimeSupersessionRequest>]> = [
+          ['another successor', { successor_instance_id: ginst('c') }],
+          ['another fence', { fence: 8 }],
+          ['another recovery', { recovery_id: 'f'.repeat(64) }],
+          ['another successor root', { successor_root: 'root_other' }],
+          ['another lineage', { goal_lineage: 'lineage:other' }],
+          ['another alias', { goal_id: 'goal-b' }],
+        ];
+        for (const [label, change] of others) {
+          const refused = errorOf(() => a.supersedeLifetime(supersession(change)));
+          expect(refused, label).toMatchObject({ code: 'goal_lifetime_already_superseded', kind: 'conflict' });
+          expect(exitCodeOf(refused), label).toBe(4);
+          expect((refused as LoopxError).nextAction, label).toContain(`root id ${stored.successor_root}`);
+          expect((refused as LoopxError).details, label).toMatchObject({ goal_instance_id: OLD, successor_instance_id: NEW, successor_root: 'root_new' });
+          expect(a.lifetimeSupersession(OLD), label).toStrictEqual(stored);
+        }
+        expect(a.lifetimeSupersession(ginst('c'))).toBeUndefined();
+        // Still the first request's: a replay, not a conflict.
+        expect(a.supersedeLifetime(supersession())).toStrictEqual({ record: stored, replayed: true });
+      });
+
+      it('a successor can itself be superseded later (a recovery of the recovered Goal): each lifetime has its own record', async () => {
+        const a = await make();
+        const first = a.supersedeLifetime(supersession()).record;
+        const second = a.supersedeLifetime(
+          supersession({ goal_instance_id: NEW, successor_instance_id: ginst('c'), fence: 9, recovery_id: 'e'.repeat(64), successor_root: 'root_third' }),
+        ).record;
+        expect(a.lifetimeSupersession(OLD)).toStrictEqual(first);
+        expect(a.lifetimeSupersession(NEW)).toStrictEqual(second);
+        expect(second.successor_instance_id).toBe(ginst('c'));
+      });
+
+      it('invalid input is lifetime_supersession_invalid (rejected, exit 3) and records nothing', async () => {
+        const a = await make();
+        const { fence: _fence, ...withoutFence } = supersession();
+        const cases: Array<[string, unknown]> = [
+          ['not an object', null],
+          ['an array', [supersession()]],
+          ['a missing field', withoutFence],
+          ['an unknown field', { ...supersession(), extra: 1 }],
+          ['recorded_at from the caller', { ...supersession(), recorded_at: new Date().toISOString() }],
+          ['an uppercase instance id', supersession({ goal_instance_id: OLD.toUpperCase() })],
+          ['a short instance id', supersession({ goal_instance_id: OLD.slice(0, -1) })],
+          ['another prefix', supersession({ goal_instance_id: `ginst-${'a'.repeat(32)}` })],
+          ['a successor that is no lifetime id', supersession({ successor_instance_id: 'ginst_x' })],
+          ['the lifetime as its own successor', supersession({ successor_instance_id: OLD })],
+          ['a goal id with ..', supersession({ goal_id: 'goal..a' })],
+          ['an uppercase goal id', supersession({ goal_id: 'Goal-A' })],
+          ['an empty lineage', supersession({ goal_lineage: '' })],
+          ['a lineage with a slash', supersession({ goal_lineage: 'a/b' })],
+          ['a 129-character lineage', supersession({ goal_lineage: 'l'.repeat(129) })],
+          ['fence 0', supersession({ fence: 0 })],
+          ['a negative fence', supersession({ fence: -1 })],
+          ['a fractional fence', supersession({ fence: 1.5 })],
+          ['an unsafe fence', supersession({ fence: 2 ** 53 })],
+          ['a string fence', { ...supersession(), fence: '7' }],
+          ['a 63-hex recovery id', supersession({ recovery_id: 'd'.repeat(63) })],
+          ['an uppercase recovery id', supersession({ recovery_id: 'D'.repeat(64) })],
+          ['a successor root that is a path', supersession({ successor_root: '../root' })],
+          ['an empty successor root', supersession({ successor_root: '' })],
+        ];
+        for (const [label, request] of cases) {
+          const refused = errorOf(() => a.supersedeLifetime(request as LifetimeSupersessionRequest));
+          expect(refused, label).toMatchObject({ code: 'lifetime_supersession_invalid', kind: 'rejected' });
+          expect(exitCodeOf(refused), label).toBe(3);
+        }
+        expect(a.lifetimeSupersession(OLD)).toBeUndefined();
+        expect(a.lifetimeSupersession(NEW)).toBeUndefined();
+        for (const id of ['', 'ginst_x', OLD.toUpperCase(), '../etc/passwd'])
+          expect(
+            codeOf(() => a.lifetimeSupersession(id)),
+            id,
+          ).toBe('lifetime_supersession_invalid');
+        // The valid request is still the first one.
+        expect(a.supersedeLifetime(supersession()).replayed).toBe(false);
+      });
+
+      it('a returned record is a copy: changing it changes nothing stored', async () => {
+        const a = await make();
+        const { record: stored } = a.supersedeLifetime(supersession());
+        (stored as { successor_root: string }).successor_root = 'root_forged';
+        (a.lifetimeSupersession(OLD) as { fence: number }).fence = 99;
+        expect(a.lifetimeSupersession(OLD)).toMatchObject({ successor_root: 'root_new', fence: 7 });
+        expect(a.supersedeLifetime(supersession()).replayed).toBe(true);
+      });
+
+      it('supersessions of one authority are invisible to another', async () => {
+        const a = await make();
+        const b = await make();
+        a.supersedeLifetime(supersession());
+        expect(b.lifetimeSupersession(OLD)).toBeUndefined();
+        expect(b.supersedeLifetime(supersession({ successor_instance_id: ginst('c') })).replayed).toBe(false);
+      });
+    });
+
     describe('close()', () => {
       it('drains: pending with an outstanding run lease, refuses new work, lets the lease write, resolves on release, then zeroes keys and refuses everything', async () => {
         const a = await make();
@@ -499,6 +632,8 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         expect(codeOf(() => a.retire(1))).toBe('authority_shutting_down');
         expect(codeOf(() => a.bindRoot('root_a', root))).toBe('authority_shutting_down');
         expect(codeOf(() => a.rebindRoot('root_a', root))).toBe('authority_shutting_down');
+        expect(codeOf(() => a.supersedeLifetime(supersession()))).toBe('authority_shutting_down');
+        expect(codeOf(() => a.lifetimeSupersession(supersession().goal_instance_id))).toBe('authority_shutting_down');
 
         const rec = record('run-1', { state: 'SUSPENDED' });
         a.writeRecord(lease, rec);
@@ -517,6 +652,8 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         expect(codeOf(() => a.verifyClaim(a.scopeId, input(), new Uint8Array(32)))).toBe('authority_closed');
         expect(codeOf(() => a.acquireRun('run-1'))).toBe('authority_shutting_down');
         expect(codeOf(() => a.writeRecord(lease, rec))).toBe('authority_closed');
+        expect(codeOf(() => a.lifetimeSupersession(supersession().goal_instance_id))).toBe('authority_closed');
+        expect(codeOf(() => a.supersedeLifetime(supersession()))).toBe('authority_shutting_down');
       });
 
       it('during the drain, claim, verifyClaim and readRecord of a run no outstanding lease covers are refused as new work; those of a leased run still answer', async () => {
