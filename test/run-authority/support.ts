@@ -176,3 +176,53 @@ export function spawnImporter(dir: string, rec: RunRecord): Importer {
   });
   return { child, held, exited, finish: () => child.stdin.write('go\n') };
 }
+
+/** A child process that is a competing recovery (fixture mode `supersede`), stopped before its write. */
+export interface Superseder {
+  readonly child: ChildProcessWithoutNullStreams;
+  /** Resolves once the child has opened the authority and waits for its go. */
+  readonly ready: Promise<void>;
+  /** Let it supersede now. */
+  go(): void;
+  /** Its one JSON answer (`{ replayed, record }` or `{ code }`), once it has exited 0. */
+  readonly answer: Promise<Record<string, unknown>>;
+}
+
+export function spawnSuperseder(dir: string, request: LifetimeSupersessionRequest): Superseder {
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, 'supersede', dir, JSON.stringify(request)], { cwd: REPO, env: { ...process.env, LOOPX_TEST_FAULT: '' } });
+  let out = '';
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += String(d)));
+  const ready = new Promise<void>((res, rej) => {
+    child.stdout.on('data', (d) => {
+      out += String(d);
+      if (out.split('\n').includes('ready')) res();
+    });
+    child.on('exit', (code, signal) => rej(new Error(`superseder exited (${code ?? signal}) before "ready": ${out} ${stderr}`)));
+  });
+  const answer = new Promise<Record<string, unknown>>((res, rej) =>
+    child.on('exit', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (code === 0 && line) res(JSON.parse(line) as Record<string, unknown>);
+      else rej(new Error(`superseder exited ${code}: ${out} ${stderr}`));
+    }),
+  );
+  return { child, ready, answer, go: () => child.stdin.write('go\n') };
+}
+
+/** A child process's read of a lifetime's supersession (fixture mode `lifetime`): `{ record }` or `{ code }`. */
+export function childReadLifetime(dir: string, goalInstanceId: string): { readonly child: ChildProcessWithoutNullStreams; readonly answer: Promise<Record<string, unknown>> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, 'lifetime', dir, goalInstanceId], { cwd: REPO, env: { ...process.env, LOOPX_TEST_FAULT: '' } });
+  let out = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (out += String(d)));
+  child.stderr.on('data', (d) => (stderr += String(d)));
+  const answer = new Promise<Record<string, unknown>>((res, rej) =>
+    child.on('exit', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (code === 0 && line) res(JSON.parse(line) as Record<string, unknown>);
+      else rej(new Error(`lifetime reader exited ${code}: ${out} ${stderr}`));
+    }),
+  );
+  return { child, answer };
+}
