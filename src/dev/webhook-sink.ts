@@ -2,28 +2,59 @@
  * A loopback "webhook sink": a development/test stand-in for an external system that receives
  * effects. It is not part of any owner and holds no loopx authority.
  *
- * It behaves like a well-behaved idempotent receiver, so tests and the demo can exercise effect
- * reconciliation end to end:
- *   POST /deliveries   headers Idempotency-Key, X-Operation-Id; a JSON body (at most 1 MiB).
+ * It behaves like a well-behaved idempotent receiver that also fences old writers, so tests and
+ * the demo can exercise effect reconciliation and the recovery of a Goal into a new lifetime:
+ *   POST /deliveries   headers Idempotency-Key, X-Operation-Id; optionally X-Loopx-Goal-Lineage with
+ *                      X-Loopx-Fence (both or neither: else 400 fence_headers_incomplete; the fence
+ *                      a non-negative safe integer in decimal without leading zeros, else 400
+ *                      fence_invalid; a bad lineage is 400 goal_lineage_invalid); a JSON body (≤ 1 MiB).
+ *                      409 {error:"fence_stale", newest_fence} — the fence is below the newest one
+ *                          seen for the lineage: nothing stored (an old writer is fenced HERE);
+ *                          otherwise the lineage's newest fence becomes max(newest, fence);
  *                      201 {replayed:false, delivery} — stored once, by idempotency key;
- *                      200 {replayed:true, delivery}  — a repeat returns the original, never stores twice;
- *                      409 when the key (or operation id) was used with a different request.
+ *                      200 {replayed:true, delivery}  — the key again with the same body (canonical
+ *                          JSON sha256), even under another operation id: a logical operation keeps
+ *                          its key across lifetimes, not its operation id. Never stored twice;
+ *                      409 {error:"idempotency_key_reused"} — the key with another body;
+ *                      409 {error:"operation_id_reused"}    — the operation id is stored under another key.
  *   GET  /deliveries?operation_id=X  → {found, delivery}  (the query reconciliation uses)
+ *   GET  /deliveries?goal_lineage=X  → {deliveries} of that lineage, in arrival order
  *   GET  /deliveries                 → {deliveries}
+ *   POST /fences {goal_lineage, fence} → 200 {status:"advanced"|"already", newest_fence}
+ *                                      | 409 {error:"fence_stale", newest_fence}   (idempotent)
+ *   GET  /fences?goal_lineage=X      → {goal_lineage, newest_fence}  (null: never seen)
+ *   GET  /attempts[?goal_lineage=X]  → {attempts, counts}: every POST /deliveries that got past its
+ *        headers and body, with its result — stored, duplicate (a re-send of a held key, counted
+ *        though not stored twice), refused_stale_fence, conflict (a 409 reuse), dropped.
  *   POST /control {mode}             → arms a failure for the next POST /deliveries (tests):
  *        drop_response_after_store  — commit, then drop the connection (the response is lost)
- *        drop_before_store          — drop the connection without storing
+ *        drop_before_store          — drop the connection without storing (attempt: dropped)
  *        respond_500_after_store    — commit, then answer 500
  *        none                       — disarm
  * It binds 127.0.0.1 only and answers only Host 127.0.0.1:<port> or localhost:<port>.
- * Deliveries live in memory and, with `journalPath`, in an owner-only JSONL file that is fsynced
- * before a delivery is acknowledged and reloaded on start.
+ * Deliveries, newest fences and attempts live in memory and, with `journalPath`, in an owner-only
+ * JSONL file (./webhook-sink-journal.ts) that is fsynced before anything is acknowledged and
+ * reloaded on start; a journal written before fences loads as deliveries without them.
  */
-import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { canonicalJson, rejected, usageError } from '../core/index.js';
+import { canonicalJson, usageError } from '../core/index.js';
+import {
+  GOAL_LINEAGE,
+  HEADER_VALUE,
+  SINK_ATTEMPT_RESULTS,
+  appendJournal,
+  isFence,
+  loadJournal,
+  sha,
+  type JournalLine,
+  type SinkAttempt,
+  type SinkAttemptResult,
+  type StoredDelivery,
+} from './webhook-sink-journal.js';
+
+export { SINK_ATTEMPT_RESULTS, type SinkAttempt, type SinkAttemptResult, type StoredDelivery } from './webhook-sink-journal.js';
 
 export const SINK_BODY_LIMIT = 1024 * 1024;
 const SINK_DRAIN_LIMIT = 8 * SINK_BODY_LIMIT;
@@ -34,20 +65,16 @@ export interface WebhookSinkOptions {
   /** 0 picks a free port. */
   readonly port: number;
   readonly host?: '127.0.0.1';
-  /** Append-only JSONL file of stored deliveries (created 0600, reloaded on start). */
+  /** Append-only JSONL file of deliveries, fences and attempts (created 0600, reloaded on start). */
   readonly journalPath?: string;
   /** Serve POST /control (default true). */
   readonly control?: boolean;
 }
 
-export interface StoredDelivery {
-  readonly sequence: number;
-  readonly idempotency_key: string;
-  readonly operation_id: string;
-  readonly body: unknown;
-  /** sha256 hex of the body's canonical JSON. */
-  readonly body_sha256: string;
-  readonly received_at: string;
+/** The attempts ledger (all of it, or one lineage's) with a count per result. */
+export interface SinkAttempts {
+  readonly attempts: SinkAttempt[];
+  readonly counts: Record<SinkAttemptResult, number>;
 }
 
 export interface WebhookSink {
@@ -60,30 +87,53 @@ export interface WebhookSink {
   failNext(mode: SinkFailMode): void;
   /** What the sink has stored, in arrival order. */
   deliveries(): StoredDelivery[];
+  /** Every POST /deliveries attempt and the counts per result (the in-process twin of GET /attempts). */
+  attempts(goalLineage?: string): SinkAttempts;
   close(): Promise<void>;
 }
-
-const HEADER_VALUE = /^[\x21-\x7e]{1,255}$/;
 
 class HttpRefusal extends Error {
   constructor(
     readonly status: number,
     readonly error: string,
+    readonly extra: Record<string, unknown> = {},
   ) {
     super(error);
   }
 }
 
-/** A running sink's deliveries, indexes, journal and armed failure. */
+/** A running sink's deliveries, fences, attempts, indexes, journal and armed failure. */
 interface SinkState {
   readonly byKey: Map<string, StoredDelivery>;
   readonly byOperation: Map<string, StoredDelivery>;
   readonly ordered: StoredDelivery[];
+  /** The newest fence seen per Goal lineage. */
+  readonly fences: Map<string, number>;
+  readonly attempts: SinkAttempt[];
   readonly journalFd: number | undefined;
   readonly control: boolean;
   armed: SinkFailMode;
   port: number;
 }
+
+interface WriterFence {
+  readonly goal_lineage: string;
+  readonly fence: number;
+}
+
+/** What one POST /deliveries asked for. */
+interface Asked {
+  readonly idempotency_key: string;
+  readonly operation_id: string;
+  readonly writer: WriterFence | null;
+  readonly body: unknown;
+}
+
+type Verdict =
+  | { readonly result: 'refused_stale_fence'; readonly newest: number }
+  | { readonly result: 'conflict'; readonly error: 'idempotency_key_reused' | 'operation_id_reused' }
+  | { readonly result: 'duplicate' | 'stored'; readonly delivery: StoredDelivery }
+  | { readonly result: 'dropped' };
 
 function remember(s: SinkState, d: StoredDelivery): void {
   s.byKey.set(d.idempotency_key, d);
@@ -91,70 +141,163 @@ function remember(s: SinkState, d: StoredDelivery): void {
   s.ordered.push(d);
 }
 
-/** Store a delivery once: journalled and fsynced before it is acknowledged. */
-function store(s: SinkState, idempotencyKey: string, operationId: string, body: unknown): StoredDelivery {
-  const d: StoredDelivery = {
-    sequence: s.ordered.length + 1,
-    idempotency_key: idempotencyKey,
-    operation_id: operationId,
-    body,
-    body_sha256: createHash('sha256').update(canonicalJson(body)).digest('hex'),
-    received_at: new Date().toISOString(),
-  };
-  if (s.journalFd !== undefined) {
-    const line = Buffer.from(`${JSON.stringify(d)}\n`);
-    let off = 0;
-    while (off < line.byteLength) off += writeSync(s.journalFd, line, off, line.byteLength - off);
-    fsyncSync(s.journalFd);
+const withoutType = <T extends { type: string }>(line: T): Omit<T, 'type'> => {
+  const { type: _type, ...fact } = line;
+  return fact;
+};
+
+/** Journals (fsynced) then applies: memory never holds a fact the journal lacks. */
+function commit(s: SinkState, lines: JournalLine[]): void {
+  if (s.journalFd !== undefined) appendJournal(s.journalFd, lines);
+  for (const line of lines) {
+    if (line.type === 'fence') s.fences.set(line.goal_lineage, line.fence);
+    else if (line.type === 'delivery') remember(s, withoutType(line));
+    else s.attempts.push(withoutType(line));
   }
-  remember(s, d);
-  return d;
 }
 
-/** POST /deliveries: stored once by idempotency key, a repeat replayed, a reuse refused; an armed failure strikes here. */
+/** The fence rule first (an old writer is refused whatever it sends), then dedup by key, then operation id. */
+function judge(s: SinkState, a: Asked): Verdict {
+  const newest = a.writer === null ? undefined : s.fences.get(a.writer.goal_lineage);
+  if (a.writer !== null && newest !== undefined && a.writer.fence < newest) return { result: 'refused_stale_fence', newest };
+  const digest = sha(a.body);
+  const previous = s.byKey.get(a.idempotency_key);
+  const holder = s.byOperation.get(a.operation_id);
+  if (previous !== undefined && previous.body_sha256 !== digest) return { result: 'conflict', error: 'idempotency_key_reused' };
+  if (holder !== undefined && holder !== previous) return { result: 'conflict', error: 'operation_id_reused' };
+  if (previous !== undefined) return { result: 'duplicate', delivery: previous };
+  const delivery: StoredDelivery = {
+    sequence: s.ordered.length + 1,
+    idempotency_key: a.idempotency_key,
+    operation_id: a.operation_id,
+    goal_lineage: a.writer?.goal_lineage ?? null,
+    fence: a.writer?.fence ?? null,
+    body: a.body,
+    body_sha256: digest,
+    received_at: new Date().toISOString(),
+  };
+  return { result: 'stored', delivery };
+}
+
+/** Records the attempt (and what it stored, and the fence it raised) durably, in one fsync. */
+function record(s: SinkState, a: Asked, v: Verdict): void {
+  const lines: JournalLine[] = [];
+  const w = a.writer;
+  const raises = w !== null && v.result !== 'refused_stale_fence' && v.result !== 'dropped' && w.fence > (s.fences.get(w.goal_lineage) ?? -1);
+  if (raises) lines.push({ type: 'fence', goal_lineage: w.goal_lineage, fence: w.fence });
+  if (v.result === 'stored') lines.push({ type: 'delivery', ...v.delivery });
+  const attempt: SinkAttempt = {
+    sequence: s.attempts.length + 1,
+    at: new Date().toISOString(),
+    idempotency_key: a.idempotency_key,
+    operation_id: a.operation_id,
+    goal_lineage: w?.goal_lineage ?? null,
+    fence: w?.fence ?? null,
+    result: v.result,
+  };
+  lines.push({ type: 'attempt', ...attempt });
+  commit(s, lines);
+}
+
+/** POST /deliveries: fenced by lineage, stored once by idempotency key, a repeat replayed, a reuse refused; every attempt recorded. */
 async function deliver(s: SinkState, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const idempotencyKey = header(req, 'idempotency-key');
-  const operationId = header(req, 'x-operation-id');
-  const body = parseJson(await readBody(req));
+  const idempotency_key = header(req, 'idempotency-key');
+  const operation_id = header(req, 'x-operation-id');
+  const writer = writerFence(req);
+  const asked: Asked = { idempotency_key, operation_id, writer, body: parseJson(await readBody(req)) };
   const mode = s.armed;
   s.armed = 'none';
-  if (mode === 'drop_before_store') return void req.socket.destroy();
-
-  const previous = s.byKey.get(idempotencyKey);
-  if (previous !== undefined) {
-    if (previous.operation_id !== operationId || previous.body_sha256 !== sha(body)) throw new HttpRefusal(409, 'idempotency_key_reused');
-    return send(res, 200, { replayed: true, delivery: previous });
+  const verdict: Verdict = mode === 'drop_before_store' ? { result: 'dropped' } : judge(s, asked);
+  record(s, asked, verdict);
+  switch (verdict.result) {
+    case 'dropped':
+      return void req.socket.destroy();
+    case 'refused_stale_fence':
+      return send(res, 409, { error: 'fence_stale', newest_fence: verdict.newest });
+    case 'conflict':
+      return send(res, 409, { error: verdict.error });
+    case 'duplicate':
+      return send(res, 200, { replayed: true, delivery: verdict.delivery });
   }
-  if (s.byOperation.has(operationId)) throw new HttpRefusal(409, 'operation_id_reused');
-  const delivery = store(s, idempotencyKey, operationId, body);
   if (mode === 'drop_response_after_store') return void req.socket.destroy();
   if (mode === 'respond_500_after_store') return send(res, 500, { error: 'simulated_failure' });
-  return send(res, 201, { replayed: false, delivery });
+  return send(res, 201, { replayed: false, delivery: verdict.delivery });
+}
+
+/** X-Loopx-Goal-Lineage and X-Loopx-Fence: both or neither. */
+function writerFence(req: IncomingMessage): WriterFence | null {
+  const lineage = req.headers['x-loopx-goal-lineage'];
+  const fence = req.headers['x-loopx-fence'];
+  if (lineage === undefined && fence === undefined) return null;
+  if (lineage === undefined || fence === undefined) throw new HttpRefusal(400, 'fence_headers_incomplete');
+  if (typeof lineage !== 'string' || !GOAL_LINEAGE.test(lineage)) throw new HttpRefusal(400, 'goal_lineage_invalid');
+  if (typeof fence !== 'string' || !/^(0|[1-9][0-9]{0,15})$/.test(fence) || !isFence(Number(fence))) throw new HttpRefusal(400, 'fence_invalid');
+  return { goal_lineage: lineage, fence: Number(fence) };
+}
+
+/** POST /fences: raise a lineage's newest fence so that older writers are refused from now on. */
+async function advanceFence(s: SinkState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = parseJson(await readBody(req)) as { goal_lineage?: unknown; fence?: unknown } | null;
+  const lineage = body?.goal_lineage;
+  const fence = body?.fence;
+  if (typeof lineage !== 'string' || !GOAL_LINEAGE.test(lineage) || !isFence(fence)) throw new HttpRefusal(400, 'fence_request_invalid');
+  const newest = s.fences.get(lineage);
+  if (newest !== undefined && fence < newest) throw new HttpRefusal(409, 'fence_stale', { newest_fence: newest });
+  if (newest === fence) return send(res, 200, { status: 'already', newest_fence: newest });
+  commit(s, [{ type: 'fence', goal_lineage: lineage, fence }]);
+  return send(res, 200, { status: 'advanced', newest_fence: fence });
+}
+
+function lineageParam(url: URL): string | null {
+  const lineage = url.searchParams.get('goal_lineage');
+  if (lineage !== null && !GOAL_LINEAGE.test(lineage)) throw new HttpRefusal(400, 'goal_lineage_invalid');
+  return lineage;
+}
+
+function attemptsOf(s: SinkState, lineage: string | null | undefined): SinkAttempts {
+  const attempts = lineage == null ? s.attempts : s.attempts.filter((a) => a.goal_lineage === lineage);
+  const counts = Object.fromEntries(SINK_ATTEMPT_RESULTS.map((r) => [r, 0])) as Record<SinkAttemptResult, number>;
+  for (const a of attempts) counts[a.result] += 1;
+  return { attempts, counts };
+}
+
+function queryDeliveries(s: SinkState, url: URL, res: ServerResponse): void {
+  const operationId = url.searchParams.get('operation_id');
+  const lineage = lineageParam(url);
+  if (operationId !== null && lineage !== null) throw new HttpRefusal(400, 'query_ambiguous');
+  if (lineage !== null) return send(res, 200, { deliveries: s.ordered.filter((d) => d.goal_lineage === lineage) });
+  if (operationId === null) return send(res, 200, { deliveries: s.ordered });
+  const d = s.byOperation.get(operationId);
+  return send(res, 200, { found: d !== undefined, delivery: d ?? null });
+}
+
+async function arm(s: SinkState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = parseJson(await readBody(req)) as { mode?: unknown } | null;
+  const mode = body?.mode;
+  if (!(SINK_FAIL_MODES as readonly unknown[]).includes(mode)) throw new HttpRefusal(400, 'unknown_mode');
+  s.armed = mode as SinkFailMode;
+  return send(res, 200, { mode: s.armed });
 }
 
 async function handle(s: SinkState, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const hostHeader = req.headers.host ?? '';
   if (hostHeader !== `127.0.0.1:${s.port}` && hostHeader !== `localhost:${s.port}`) throw new HttpRefusal(421, 'host_not_allowed');
   const url = new URL(req.url ?? '/', `http://127.0.0.1:${s.port}`);
+  const route = `${req.method ?? ''} ${url.pathname}`;
 
-  if (url.pathname === '/deliveries' && req.method === 'GET') {
-    const operationId = url.searchParams.get('operation_id');
-    if (operationId === null) return send(res, 200, { deliveries: s.ordered });
-    const d = s.byOperation.get(operationId);
-    return send(res, 200, { found: d !== undefined, delivery: d ?? null });
+  if (route === 'GET /deliveries') return queryDeliveries(s, url, res);
+  if (route === 'POST /deliveries') return deliver(s, req, res);
+  if (route === 'POST /fences') return advanceFence(s, req, res);
+  if (route === 'GET /fences') {
+    const lineage = lineageParam(url);
+    if (lineage === null) throw new HttpRefusal(400, 'goal_lineage_invalid');
+    return send(res, 200, { goal_lineage: lineage, newest_fence: s.fences.get(lineage) ?? null });
   }
+  if (route === 'GET /attempts') return send(res, 200, attemptsOf(s, lineageParam(url)));
+  if (route === 'POST /control' && s.control) return arm(s, req, res);
 
-  if (url.pathname === '/deliveries' && req.method === 'POST') return deliver(s, req, res);
-
-  if (url.pathname === '/control' && req.method === 'POST' && s.control) {
-    const body = parseJson(await readBody(req)) as { mode?: unknown } | null;
-    const mode = body?.mode;
-    if (!(SINK_FAIL_MODES as readonly unknown[]).includes(mode)) throw new HttpRefusal(400, 'unknown_mode');
-    s.armed = mode as SinkFailMode;
-    return send(res, 200, { mode: s.armed });
-  }
-
-  if (url.pathname === '/deliveries' || (url.pathname === '/control' && s.control)) throw new HttpRefusal(405, 'method_not_allowed');
+  const known = ['/deliveries', '/fences', '/attempts', ...(s.control ? ['/control'] : [])];
+  if (known.includes(url.pathname)) throw new HttpRefusal(405, 'method_not_allowed');
   throw new HttpRefusal(404, 'not_found');
 }
 
@@ -168,6 +311,24 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
+function openState(options: WebhookSinkOptions): SinkState {
+  const loaded = options.journalPath !== undefined && existsSync(options.journalPath) ? loadJournal(options.journalPath) : undefined;
+  const journalFd = options.journalPath === undefined ? undefined : openSync(options.journalPath, 'a', 0o600);
+  const s: SinkState = {
+    byKey: new Map(),
+    byOperation: new Map(),
+    ordered: [],
+    fences: new Map(loaded?.fences ?? []),
+    attempts: [...(loaded?.attempts ?? [])],
+    journalFd,
+    control: options.control !== false,
+    armed: 'none',
+    port: 0,
+  };
+  for (const d of loaded?.deliveries ?? []) remember(s, d);
+  return s;
+}
+
 export async function startWebhookSink(options: WebhookSinkOptions): Promise<WebhookSink> {
   const host = options.host ?? '127.0.0.1';
   if (host !== '127.0.0.1') {
@@ -176,17 +337,15 @@ export async function startWebhookSink(options: WebhookSinkOptions): Promise<Web
   if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535) {
     throw usageError('webhook_sink_port_invalid', 'The port must be an integer from 0 to 65535.', 'pass a valid --port');
   }
-  const loaded = options.journalPath !== undefined && existsSync(options.journalPath) ? loadJournal(options.journalPath) : [];
-  const journalFd = options.journalPath === undefined ? undefined : openSync(options.journalPath, 'a', 0o600);
-  const s: SinkState = { byKey: new Map(), byOperation: new Map(), ordered: [], journalFd, control: options.control !== false, armed: 'none', port: 0 };
-  for (const d of loaded) remember(s, d);
+  const s = openState(options);
+  const journalFd = s.journalFd;
 
   const server = createServer((req, res) => {
     handle(s, req, res).catch((e: unknown) => {
       if (res.headersSent || req.socket.destroyed) return;
       if (e instanceof HttpRefusal) {
         if (e.status === 413) res.setHeader('connection', 'close');
-        send(res, e.status, { error: e.error });
+        send(res, e.status, { error: e.error, ...e.extra });
       } else {
         send(res, 500, { error: 'internal' });
       }
@@ -208,6 +367,7 @@ export async function startWebhookSink(options: WebhookSinkOptions): Promise<Web
       s.armed = mode;
     },
     deliveries: () => structuredClone(s.ordered),
+    attempts: (goalLineage) => structuredClone(attemptsOf(s, goalLineage)),
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err) => {
@@ -231,8 +391,6 @@ function header(req: IncomingMessage, name: string): string {
   if (typeof v !== 'string' || !HEADER_VALUE.test(v)) throw new HttpRefusal(400, `missing_${name.replace(/-/g, '_')}`);
   return v;
 }
-
-const sha = (body: unknown): string => createHash('sha256').update(canonicalJson(body)).digest('hex');
 
 function parseJson(bytes: Buffer): unknown {
   try {
@@ -262,39 +420,4 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     req.on('error', reject);
     req.on('close', () => reject(new HttpRefusal(400, 'request_aborted'))); // no-op once settled
   });
-}
-
-function loadJournal(path: string): StoredDelivery[] {
-  const invalid = (line: number) =>
-    rejected('webhook_sink_journal_invalid', `The sink journal is malformed at line ${line}.`, { nextAction: 'start the sink with a new journal file' });
-  const out: StoredDelivery[] = [];
-  const keys = new Set<string>();
-  const operations = new Set<string>();
-  const lines = readFileSync(path, 'utf8').split('\n');
-  lines.forEach((text, i) => {
-    if (text === '' && i === lines.length - 1) return;
-    let d: StoredDelivery;
-    try {
-      d = JSON.parse(text) as StoredDelivery;
-    } catch {
-      throw invalid(i + 1);
-    }
-    const ok =
-      typeof d === 'object' &&
-      d !== null &&
-      d.sequence === out.length + 1 &&
-      typeof d.idempotency_key === 'string' &&
-      HEADER_VALUE.test(d.idempotency_key) &&
-      !keys.has(d.idempotency_key) &&
-      typeof d.operation_id === 'string' &&
-      HEADER_VALUE.test(d.operation_id) &&
-      !operations.has(d.operation_id) &&
-      typeof d.received_at === 'string' &&
-      d.body_sha256 === sha(d.body);
-    if (!ok) throw invalid(i + 1);
-    keys.add(d.idempotency_key);
-    operations.add(d.operation_id);
-    out.push(d);
-  });
-  return out;
 }

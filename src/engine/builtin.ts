@@ -12,7 +12,7 @@ import type { ComponentIdentity } from '../snapshot/index.js';
 import { defineApplication, type Application } from './application.js';
 import { sourceIdentityOf } from './identity.js';
 import { SCRIPTED_PROVIDER, SCRIPTED_PROVIDER_MODULE } from './providers/scripted.js';
-import { goalWorkToolPlan } from './goal-tools.js';
+import { goalWorkToolPlan, type LifetimeGuard } from './goal-tools.js';
 import type { Tool, ToolPlan } from './tools.js';
 
 export const BUILTIN_TOOL_PLAN = 'loopx.builtin.v1';
@@ -108,11 +108,11 @@ function shippedAgent(identity: { readonly id: string; readonly version: string 
 }
 
 /** The built-in application: the scripted provider, the built-in tools and the Goal work tools. */
-export function builtinApplication(root: string): Application {
+export function builtinApplication(root: string, guard?: LifetimeGuard): Application {
   return defineApplication({
     agents: shippedAgent,
     compatibilityIdentity: BUILTIN_COMPATIBILITY,
-    toolPlans: [builtinToolPlan(root), goalWorkToolPlan(root)],
+    toolPlans: [builtinToolPlan(root), goalWorkToolPlan(root, guard)],
     scriptedProviderIdentity: { ...identity('provider', SCRIPTED_PROVIDER), module: 'loopx/engine/providers/scripted', sourceSha256: sourceIdentityOf(SCRIPTED_PROVIDER_MODULE) },
   });
 }

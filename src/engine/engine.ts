@@ -100,7 +100,7 @@ export class Engine {
       beforeOpen: () => this.#admitRoot(),
     });
     // Goal work turns run after the engine opened (and so admitted) the root.
-    this.#goalTurns = new GoalTurnAccess(options.root !== undefined ? { root: options.root } : {});
+    this.#goalTurns = new GoalTurnAccess(options.root !== undefined ? { root: options.root, ...('authority' in options ? { guard: options.authority } : {}) } : {});
     const store = () => this.store;
     if ('readOnly' in options) {
       // Without the authority its run locks are invisible here: reads report no live driver.

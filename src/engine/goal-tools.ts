@@ -16,20 +16,36 @@
  * - `todo.update` changes canonical work through the work owner, under that fence and a hard lease
  *   on the Todo, with the operation id as the work owner's (a repeat returns its receipt).
  * - `webhook.deliver` sends the journalled intent once, with an Idempotency-Key header; an unknown
- *   outcome stays unknown, never repeated.
+ *   outcome stays unknown, never repeated. Its idempotency key is the LOGICAL operation's — the
+ *   Goal's lineage and the delivered body — stable across retries and across the Goal's lifetimes,
+ *   so a receiver stores a delivery once however often it is attempted. A delivery whose logical
+ *   operation the journal already holds committed (in this lifetime, or recovered from an earlier
+ *   one, "committed after capture" included) is not sent again: the call settles as that
+ *   operation's duplicate. One whose earlier attempt is uncertain is refused until that attempt is
+ *   reconciled. Each delivery carries the Goal's lineage and its lifetime's generation as a fence
+ *   (`X-Loopx-Goal-Lineage`, `X-Loopx-Fence`) the receiver checks.
+ * - Every call first asks the run authority whether the Goal's lifetime was superseded by a
+ *   recovery into another root (`goal_lifetime_superseded`): an old lifetime's run never writes,
+ *   spends or delivers for the Goal again.
  *
  * It never writes an owner's files itself.
  */
-import { internal, rejected } from '../core/index.js';
+import { canonicalJson, internal, rejected, sha256Hex } from '../core/index.js';
 import { LOOPX_VERSION } from '../core/index.js';
-import { effect as effectOwner, openRootOwners, work as workOwner, type RootOwners } from '../owners/index.js';
+import { effect as effectOwner, goal as goalOwner, openRootOwners, work as workOwner, type RootOwners } from '../owners/index.js';
+import { goalLifetimeSuperseded } from '../run-authority/index.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
 import { sourceIdentityOf } from './identity.js';
 import { effectOutput, type EffectIntent, type JsonValue, type Tool, type ToolContext, type ToolPlan } from './tools.js';
 
 export const GOAL_WORK_TOOL_PLAN = 'loopx.goal-work.v1';
 /** Machine-configuration namespace holding the external system's deliveries endpoint. */
-export const EFFECTS_NAMESPACE = 'effects';
+export const EFFECTS_NAMESPACE = effectOwner.EFFECTS_CONFIG_NAMESPACE;
+
+/** Where a Goal work call learns whether its Goal lifetime was superseded (the run authority). */
+export interface LifetimeGuard {
+  lifetimeSupersession(goalInstanceId: string): unknown;
+}
 const LEASE_TTL_MS = 10 * 60 * 1000;
 
 let cachedSource: string | undefined;
@@ -52,6 +68,7 @@ export const goalWorkFenceOperation = (sessionId: string) => `session:${sessionI
 
 interface CallContext {
   readonly goalId: string;
+  readonly lineage: goalOwner.GoalLineage;
   readonly work: workOwner.WorkOwner;
   readonly owners: RootOwners;
   readonly fence: workOwner.FenceToken;
@@ -60,11 +77,14 @@ interface CallContext {
 }
 
 /** Resolve the Goal context of a call from its run, run `fn`, and close what was opened. */
-async function withCallContext<T>(root: string, ctx: ToolContext, fn: (c: CallContext) => Promise<T> | T): Promise<T> {
+async function withCallContext<T>(root: string, guard: LifetimeGuard | undefined, ctx: ToolContext, fn: (c: CallContext) => Promise<T> | T): Promise<T> {
   const owners = openRootOwners(root);
   try {
     const session = (await owners.sessions.listSessions()).find((s) => s.run_id === ctx.runId && s.status === 'active');
     if (!session) throw goalWorkUnbound();
+    if (guard?.lifetimeSupersession(session.goal_instance_id) !== undefined) throw goalLifetimeSuperseded(session.goal_id);
+    const goal = owners.goals.get(session.goal_id);
+    if (goal?.goal_instance_id !== session.goal_instance_id) throw goalWorkUnbound();
     const work = await workOwner.openGoalWork({ root, goal_id: session.goal_id });
     try {
       const fence = (await work.readReceipt(goalWorkFenceOperation(session.session_id)))?.receipt.fence;
@@ -74,6 +94,7 @@ async function withCallContext<T>(root: string, ctx: ToolContext, fn: (c: CallCo
         });
       return await fn({
         goalId: session.goal_id,
+        lineage: goalOwner.lineageOf(goal),
         work,
         owners,
         fence,
@@ -148,8 +169,35 @@ async function updateUnderLease(c: CallContext, ctx: ToolContext, args: Record<s
   return effectOutput(output, { work_cursor: result.cursor, work_result: result.result });
 }
 
+/** The idempotency key of a delivery's logical operation: the Goal's lineage and the body, never the call. */
+const deliveryKey = (lineage: goalOwner.GoalLineage, body: JsonValue): string =>
+  `dlv-${sha256Hex(canonicalJson({ lineage: lineage.lineage_id, kind: effectOwner.WEBHOOK_KIND, body })).slice(0, 48)}`;
+
+/** A delivery's effect: its logical key, its fence, or — when the logical operation is known — what that means for this call (see the header). */
+async function describeDelivery(c: CallContext, ctx: ToolContext, message: string): Promise<EffectIntent> {
+  const url = webhookUrl(c);
+  const body = { goal_id: c.goalId, message };
+  const key = deliveryKey(c.lineage, body);
+  const base = { goal_id: c.goalId, kind: effectOwner.WEBHOOK_KIND, target: effectOwner.webhookTarget(url) };
+  const send = (idempotency_key: string): EffectIntent => ({
+    ...base,
+    idempotency_key,
+    intent: effectOwner.webhookIntent(url, body, { goal_lineage: c.lineage.lineage_id, fence: c.lineage.generation }),
+  });
+  const prior = await c.owners.effects.getByIdempotencyKey(key);
+  if (prior === undefined) return send(key);
+  if (prior.outcome === 'committed') return { ...base, idempotency_key: `${key}:dup:${ctx.operationId}`, intent: { duplicate_of: prior.operation_id } };
+  if (effectOwner.isUncertain(prior) || prior.outcome === 'pending') {
+    throw rejected('delivery_outcome_unknown', `An earlier attempt of this delivery (${prior.operation_id}) has an unknown outcome; it is not sent again until that is settled.`, {
+      nextAction: 'settle the earlier attempt under its own operation id first: loopx run resolve RUN CALL (--committed RESULT | --absent | --abandon)',
+    });
+  }
+  // The logical operation never landed (absent, rejected, superseded): this call makes it, under its own key.
+  return send(`${key}:${ctx.operationId}`);
+}
+
 /** The static tool plan of Goal work runs in a runtime root. */
-export function goalWorkToolPlan(root: string): ToolPlan {
+export function goalWorkToolPlan(root: string, guard?: LifetimeGuard): ToolPlan {
   const tools: Tool[] = [
     {
       definition: {
@@ -159,7 +207,7 @@ export function goalWorkToolPlan(root: string): ToolPlan {
         mutating: false,
       },
       identity: identity('todo.list'),
-      execute: (_args, ctx) => withCallContext(root, ctx, async (c) => ({ todos: (await c.work.listTodos()).map(todoView) }) as JsonValue),
+      execute: (_args, ctx) => withCallContext(root, guard, ctx, async (c) => ({ todos: (await c.work.listTodos()).map(todoView) }) as JsonValue),
     },
     {
       definition: {
@@ -179,13 +227,13 @@ export function goalWorkToolPlan(root: string): ToolPlan {
       },
       identity: identity('todo.update'),
       describeEffect: (args, ctx) =>
-        withCallContext(root, ctx, (c): EffectIntent => ({
+        withCallContext(root, guard, ctx, (c): EffectIntent => ({
           goal_id: c.goalId,
           kind: 'work.todo_update',
           target: `work:${c.goalId}`,
           intent: { todo_id: args.todo_id as string, status: args.status ?? null, note: args.note ?? null },
         })),
-      execute: (args, ctx) => withCallContext(root, ctx, (c) => updateUnderLease(c, ctx, args)),
+      execute: (args, ctx) => withCallContext(root, guard, ctx, (c) => updateUnderLease(c, ctx, args)),
     },
     {
       definition: {
@@ -195,19 +243,13 @@ export function goalWorkToolPlan(root: string): ToolPlan {
         mutating: true,
       },
       identity: identity('webhook.deliver'),
-      describeEffect: (args, ctx) =>
-        withCallContext(root, ctx, (c): EffectIntent => {
-          const url = webhookUrl(c);
-          return {
-            goal_id: c.goalId,
-            kind: effectOwner.WEBHOOK_KIND,
-            target: effectOwner.webhookTarget(url),
-            intent: effectOwner.webhookIntent(url, { goal_id: c.goalId, message: args.message as string }),
-          };
-        }),
+      describeEffect: (args, ctx) => withCallContext(root, guard, ctx, (c) => describeDelivery(c, ctx, args.message as string)),
       execute: (_args, ctx) =>
-        withCallContext(root, ctx, async () => {
+        withCallContext(root, guard, ctx, async () => {
           const effect = journalled(ctx);
+          const duplicateOf = (JSON.parse(effect.intent) as { duplicate_of?: string }).duplicate_of;
+          // The logical operation is already committed: nothing is sent (the receiver would count a duplicate).
+          if (duplicateOf !== undefined) return effectOutput({ delivered: true, already: true, operation_id: duplicateOf }, { sent: false, duplicate_of: duplicateOf });
           const sent = await effectOwner.sendWebhook(effect);
           if (sent.outcome === 'committed') return effectOutput({ delivered: true, operation_id: effect.operation_id }, sent.receipt as JsonValue);
           if (sent.outcome === 'rejected')

@@ -34,7 +34,8 @@ import { canonicalJson, faultPoint, hasCode, internal, type LoopxError } from '.
 import { LAYOUT, quota as quotaOwner, session as sessionOwner } from '../owners/index.js';
 import type { Message } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
-import { GOAL_WORK_TOOL_PLAN, goalWorkUnbound } from './goal-tools.js';
+import { goalLifetimeSuperseded } from '../run-authority/index.js';
+import { GOAL_WORK_TOOL_PLAN, goalWorkUnbound, type LifetimeGuard } from './goal-tools.js';
 import { messageId } from './messages.js';
 import type { RunHead } from './run-store/contract.js';
 
@@ -54,7 +55,8 @@ export const TURN_DEBIT_UNIT = 'token';
 export const turnTokens = (assistant: Message): number => Math.max(1, Math.ceil(Buffer.byteLength(canonicalJson(assistant.parts), 'utf8') / 4));
 
 /** A refusal of the owners a Turn goes through: it stops the run, it is never retried by the driver. */
-export const isTurnRefusal = (e: unknown): e is LoopxError => sessionOwner.isSessionError(e) || quotaOwner.isQuotaError(e) || hasCode(e, 'goal_work_unbound');
+export const isTurnRefusal = (e: unknown): e is LoopxError =>
+  sessionOwner.isSessionError(e) || quotaOwner.isQuotaError(e) || hasCode(e, 'goal_work_unbound') || hasCode(e, 'goal_lifetime_superseded');
 
 /** The session and quota owners of a root, opened on first use; a root without sessions.db has no Goal work run. */
 export class GoalTurnAccess {
@@ -62,8 +64,11 @@ export class GoalTurnAccess {
   #sessions: sessionOwner.SessionStore | undefined;
   #quota: quotaOwner.QuotaLedger | undefined;
 
-  constructor(options: { readonly root?: string }) {
+  readonly #guard: LifetimeGuard | undefined;
+
+  constructor(options: { readonly root?: string; readonly guard?: LifetimeGuard }) {
     this.#root = options.root;
+    this.#guard = options.guard;
   }
 
   /** The Turn journal of a run, or undefined for a run that is not Goal work here. */
@@ -75,6 +80,8 @@ export class GoalTurnAccess {
       if (this.#root !== undefined && def.toolPlan === GOAL_WORK_TOOL_PLAN) throw goalWorkUnbound();
       return undefined;
     }
+    // A lifetime a recovery superseded takes no turn: its run stops before the model is called.
+    if (session.status === 'active' && this.#guard?.lifetimeSupersession(session.goal_instance_id) !== undefined) throw goalLifetimeSuperseded(session.goal_id);
     const ownTurns = (await sessions!.listTurns(session.session_id)).filter((t) => t.run_id === head.runId);
     const generation = ownTurns.at(-1)?.execution_generation ?? session.execution_generation;
     return new RunTurns(sessions!, () => this.#ledger(), session, head.runId, generation);

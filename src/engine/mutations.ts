@@ -102,7 +102,7 @@ export async function beginEffect(journal: effectOwner.EffectJournal, tool: Tool
     effect = (
       await journal.recordIntent({
         operation_id: ctx.operationId,
-        idempotency_key: idempotencyKeyOf(ctx.operationId),
+        idempotency_key: d.idempotency_key ?? idempotencyKeyOf(ctx.operationId),
         goal_id: d.goal_id ?? effectOwner.runEffectScope(ctx.runId),
         kind: d.kind,
         target: d.target,

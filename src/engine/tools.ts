@@ -37,6 +37,8 @@ export interface EffectIntent {
   readonly target: string;
   /** What is to happen, private to the effect owner. */
   readonly intent: effectOwner.JsonValue;
+  /** The logical operation's idempotency key, when the tool derives one (stable across retries and Goal lifetimes); default: one per call. */
+  readonly idempotency_key?: string;
 }
 
 /** What a tool may ask of the run while it executes. */

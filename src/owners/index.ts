@@ -17,3 +17,5 @@ export * as session from './session/index.js';
 export * as effect from './effect/index.js';
 export * as quota from './quota/index.js';
 export * as scheduler from './scheduler/index.js';
+export { ADOPTION } from './adoption.js';
+export * from './adoption-contract.js';

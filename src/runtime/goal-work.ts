@@ -20,6 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { rejected } from '../core/index.js';
 import { EFFECTS_NAMESPACE, goalWorkFenceOperation, type AgentDefinition, type Engine, type RunView } from '../engine/index.js';
 import { goal as goalOwner, openRootOwners, work as workOwner, type session as sessionOwner } from '../owners/index.js';
+import { goalLifetimeSuperseded } from '../run-authority/index.js';
 import { withAdmission } from './admission.js';
 
 export interface GoalWorkRunOptions {
@@ -62,6 +63,8 @@ async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunRe
         nextAction: `resume it: loopx goal resume ${options.goalId}`,
       });
     }
+    // A lifetime a recovery superseded (recorded in the run authority, outside any root) takes no new work.
+    if (options.engine.authority.lifetimeSupersession(goal.goal_instance_id) !== undefined) throw goalLifetimeSuperseded(goal.goal_id);
     ref = { goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id };
     title = goal.title;
     if (options.webhookUrl !== undefined) {

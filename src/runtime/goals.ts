@@ -5,6 +5,8 @@
  * `goal_not_found` (one code, one next action, wherever it is asked).
  */
 import { goal as goalOwner, work as workOwner, type RootOwners } from '../owners/index.js';
+import type { LifetimeGuard } from '../engine/index.js';
+import { goalLifetimeSuperseded } from '../run-authority/index.js';
 import { withRootOwners } from './root.js';
 
 /** The public shape of a Goal (`loopx goal … --json`). */
@@ -85,11 +87,18 @@ export const showGoal = (root: string, goalId: string, options: { todos?: boolea
  * One existing Goal's work owner for `fn`, closed after; `goal_not_found` for an unknown Goal.
  * With `write` (the writer's name) `fn` changes the work: it is admitted through the admission gate.
  */
-export async function withGoalWork<T>(root: string, goalId: string, fn: (work: workOwner.WorkOwner) => Promise<T> | T, options: { write?: string } = {}): Promise<T> {
+export async function withGoalWork<T>(
+  root: string,
+  goalId: string,
+  fn: (work: workOwner.WorkOwner) => Promise<T> | T,
+  options: { write?: string; guard?: LifetimeGuard } = {},
+): Promise<T> {
   return withRootOwners(
     root,
     async (owners) => {
-      if (!owners.goals.get(goalId)) throw goalOwner.goalNotFound(goalId);
+      const goal = owners.goals.get(goalId);
+      if (!goal) throw goalOwner.goalNotFound(goalId);
+      if (options.guard?.lifetimeSupersession(goal.goal_instance_id) !== undefined) throw goalLifetimeSuperseded(goalId);
       const work = await workOwner.openGoalWork({ root, goal_id: goalId });
       try {
         return await fn(work);
@@ -97,6 +106,6 @@ export async function withGoalWork<T>(root: string, goalId: string, fn: (work: w
         work.close();
       }
     },
-    options,
+    options.write === undefined ? {} : { write: options.write },
   );
 }

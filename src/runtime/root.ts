@@ -53,7 +53,7 @@ export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => P
   // does not verify) leaves the root as it was, or absent.
   return withLazyAdmission(a.root, options.what ?? 'run command', (admitNow) =>
     withAuthority(a, async (authority) => {
-      const engine = openEngine({ root: a.root, application: builtinApplication(a.root), authority, beforeRootOpen: admitNow });
+      const engine = openEngine({ root: a.root, application: builtinApplication(a.root, authority), authority, beforeRootOpen: admitNow });
       try {
         return await fn(engine);
       } finally {

@@ -7,9 +7,12 @@
  * - Every change carries an operation id. Repeating it replays the original receipt, with the
  *   lease proof the first request was made under; a different request under the same id is
  *   refused by the work owner. Nothing is applied twice.
+ * - With the run authority as `guard`, a write to a Goal lifetime a recovery superseded is refused
+ *   (`goal_lifetime_superseded`) before the work store is opened.
  */
 import { randomBytes } from 'node:crypto';
 import { work as workOwner } from '../owners/index.js';
+import type { LifetimeGuard } from '../engine/index.js';
 import { withGoalWork } from './goals.js';
 
 export const TODO_STATUSES: readonly workOwner.TodoStatus[] = ['open', 'done', 'blocked', 'deferred'];
@@ -37,7 +40,8 @@ export interface AddTodoInput {
   readonly text?: string;
 }
 
-export const addTodo = (root: string, goalId: string, input: AddTodoInput) => withGoalWork(root, goalId, (work) => work.addTodo(input), { write: 'todo add' });
+export const addTodo = (root: string, goalId: string, input: AddTodoInput, guard?: LifetimeGuard) =>
+  withGoalWork(root, goalId, (work) => work.addTodo(input), { write: 'todo add', ...(guard ? { guard } : {}) });
 
 export const listTodos = (root: string, goalId: string) => withGoalWork(root, goalId, (work) => work.listTodos());
 
@@ -51,7 +55,7 @@ export interface UpdateTodoInput {
 }
 
 /** Change a Todo's status and/or note as an operator (see the header for leases and repeats). */
-export function updateTodo(root: string, goalId: string, input: UpdateTodoInput) {
+export function updateTodo(root: string, goalId: string, input: UpdateTodoInput, guard?: LifetimeGuard) {
   const { operation_id: op, todo_id: todoId } = input;
   const changes = { ...(input.status !== undefined ? { status: input.status } : {}), ...(input.note !== undefined ? { note: input.note } : {}) };
   return withGoalWork(
@@ -98,6 +102,6 @@ export function updateTodo(root: string, goalId: string, input: UpdateTodoInput)
       }
       return updated;
     },
-    { write: 'todo update' },
+    { write: 'todo update', ...(guard ? { guard } : {}) },
   );
 }

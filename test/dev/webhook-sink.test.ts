@@ -1,13 +1,16 @@
 /**
  * The loopback webhook sink: stores a delivery once per idempotency key, answers queries by
- * operation id, binds loopback only, bounds bodies, and simulates a lost response on request.
+ * operation id and Goal lineage, fences old writers of a lineage at the receiver, records every
+ * attempt, binds loopback only, bounds bodies, and simulates a lost response on request.
  */
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
+import { canonicalJson } from '../../src/core/index.js';
+import { startWebhookSink, type SinkAttempts, type WebhookSink } from '../../src/dev/index.js';
 
 const dirs: string[] = [];
 const sinks: WebhookSink[] = [];
@@ -32,6 +35,17 @@ const post = (sink: WebhookSink, key: string, op: string, body: unknown) =>
     headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-operation-id': op },
     body: JSON.stringify(body),
   });
+/** A POST /deliveries from a writer of `lineage` holding `fence`. */
+const postFenced = (sink: WebhookSink, key: string, op: string, body: unknown, lineage: string, fence: number | string) =>
+  fetch(sink.deliveriesUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-operation-id': op, 'x-loopx-goal-lineage': lineage, 'x-loopx-fence': String(fence) },
+    body: JSON.stringify(body),
+  });
+const postFence = (sink: WebhookSink, value: unknown) => fetch(`${sink.url}/fences`, { method: 'POST', body: JSON.stringify(value) });
+const newestFence = async (sink: WebhookSink, lineage: string) => (await fetch(`${sink.url}/fences?goal_lineage=${lineage}`)).json();
+const attemptsOf = async (sink: WebhookSink, lineage?: string) =>
+  (await (await fetch(`${sink.url}/attempts${lineage === undefined ? '' : `?goal_lineage=${lineage}`}`)).json()) as SinkAttempts;
 const query = async (sink: WebhookSink, op: string) => (await fetch(`${sink.deliveriesUrl}?operation_id=${encodeURIComponent(op)}`)).json();
 const list = async (sink: WebhookSink) => ((await (await fetch(sink.deliveriesUrl)).json()) as { deliveries: unknown[] }).deliveries;
 const codeOf = async (p: Promise<unknown>): Promise<string | undefined> =>
@@ -59,15 +73,38 @@ describe('webhook sink', () => {
     expect(await list(sink)).toHaveLength(1);
   });
 
-  it('a key reused with another body or operation id, or an operation id under another key, is 409 and stores nothing', async () => {
+  it('a key reused with another body, or an operation id under another key, is 409 and stores nothing', async () => {
     const sink = await start();
     await post(sink, 'key-1', 'op-1', { n: 1 });
-    expect((await post(sink, 'key-1', 'op-1', { n: 2 })).status).toBe(409);
-    expect((await post(sink, 'key-1', 'op-2', { n: 1 })).status).toBe(409);
+    const body = await post(sink, 'key-1', 'op-1', { n: 2 });
+    expect([body.status, await body.json()]).toEqual([409, { error: 'idempotency_key_reused' }]);
     const r = await post(sink, 'key-2', 'op-1', { n: 1 });
-    expect(r.status).toBe(409);
-    expect(await r.json()).toEqual({ error: 'operation_id_reused' });
+    expect([r.status, await r.json()]).toEqual([409, { error: 'operation_id_reused' }]);
     expect(sink.deliveries()).toHaveLength(1);
+    expect(sink.attempts().counts).toMatchObject({ stored: 1, conflict: 2 });
+  });
+
+  it('a held key re-sent with the same body under another operation id is replayed, never stored twice, and counted as a duplicate', async () => {
+    const sink = await start();
+    const first = (await (await post(sink, 'key-1', 'op-1', { n: 1 })).json()) as { delivery: unknown };
+    const again = await post(sink, 'key-1', 'op-1-new-lifetime', { n: 1 });
+    expect([again.status, await again.json()]).toEqual([200, { replayed: true, delivery: first.delivery }]);
+    expect(sink.deliveries().map((d) => d.operation_id)).toEqual(['op-1']);
+    // The new operation id is not an alias: the query by it finds nothing.
+    expect(await query(sink, 'op-1-new-lifetime')).toEqual({ found: false, delivery: null });
+    expect(sink.attempts().attempts.map((a) => [a.operation_id, a.result])).toEqual([
+      ['op-1', 'stored'],
+      ['op-1-new-lifetime', 'duplicate'],
+    ]);
+  });
+
+  it('a held key re-sent under an operation id stored under another key is 409 operation_id_reused', async () => {
+    const sink = await start();
+    await post(sink, 'key-1', 'op-1', { n: 1 });
+    await post(sink, 'key-2', 'op-2', { n: 2 });
+    const r = await post(sink, 'key-1', 'op-2', { n: 1 });
+    expect([r.status, await r.json()]).toEqual([409, { error: 'operation_id_reused' }]);
+    expect(sink.attempts().counts).toMatchObject({ stored: 2, duplicate: 0, conflict: 1 });
   });
 
   it('missing headers and malformed JSON are 400', async () => {
@@ -155,5 +192,218 @@ describe('webhook sink', () => {
     const journalPath = join(tempDir(), 'sink.jsonl');
     writeFileSync(journalPath, '{"sequence":1}\n');
     expect(await codeOf(startWebhookSink({ port: 0, journalPath }))).toBe('webhook_sink_journal_invalid');
+  });
+});
+
+describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
+  it("a delivery whose fence is below the lineage's newest is 409 fence_stale and stores nothing", async () => {
+    const sink = await start();
+    expect((await postFenced(sink, 'key-1', 'op-1', { n: 1 }, 'goal-a', 2)).status).toBe(201);
+    const stale = await postFenced(sink, 'key-2', 'op-2', { n: 2 }, 'goal-a', 1);
+    expect([stale.status, await stale.json()]).toEqual([409, { error: 'fence_stale', newest_fence: 2 }]);
+    expect(sink.deliveries().map((d) => [d.operation_id, d.goal_lineage, d.fence])).toEqual([['op-1', 'goal-a', 2]]);
+    expect(await query(sink, 'op-2')).toEqual({ found: false, delivery: null });
+    // Another lineage has fences of its own; a delivery without fence headers is not fenced.
+    expect((await postFenced(sink, 'key-3', 'op-3', {}, 'goal-b', 0)).status).toBe(201);
+    expect((await post(sink, 'key-4', 'op-4', {})).status).toBe(201);
+    expect(sink.deliveries().find((d) => d.operation_id === 'op-4')).toMatchObject({ goal_lineage: null, fence: null });
+  });
+
+  it('an old writer is refused even when it re-sends a delivery the sink holds', async () => {
+    const sink = await start();
+    await postFenced(sink, 'key-1', 'op-1', { n: 1 }, 'goal-a', 1);
+    await postFenced(sink, 'key-2', 'op-2', { n: 2 }, 'goal-a', 2);
+    const r = await postFenced(sink, 'key-1', 'op-1', { n: 1 }, 'goal-a', 1);
+    expect([r.status, await r.json()]).toEqual([409, { error: 'fence_stale', newest_fence: 2 }]);
+    expect(sink.attempts().counts).toMatchObject({ stored: 2, duplicate: 0, refused_stale_fence: 1 });
+  });
+
+  it('POST /fences raises the newest fence: older deliveries are refused, equal ones accepted; a lower fence is 409', async () => {
+    const sink = await start();
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: null });
+    await postFenced(sink, 'key-1', 'op-1', { n: 1 }, 'goal-a', 1);
+    const advanced = await postFence(sink, { goal_lineage: 'goal-a', fence: 3 });
+    expect([advanced.status, await advanced.json()]).toEqual([200, { status: 'advanced', newest_fence: 3 }]);
+    const already = await postFence(sink, { goal_lineage: 'goal-a', fence: 3 });
+    expect([already.status, await already.json()]).toEqual([200, { status: 'already', newest_fence: 3 }]);
+    const lower = await postFence(sink, { goal_lineage: 'goal-a', fence: 2 });
+    expect([lower.status, await lower.json()]).toEqual([409, { error: 'fence_stale', newest_fence: 3 }]);
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 3 });
+
+    const old = await postFenced(sink, 'key-2', 'op-2', { n: 2 }, 'goal-a', 2);
+    expect([old.status, await old.json()]).toEqual([409, { error: 'fence_stale', newest_fence: 3 }]);
+    expect((await postFenced(sink, 'key-2', 'op-2', { n: 2 }, 'goal-a', 3)).status).toBe(201);
+    // A delivery with a higher fence raises it too.
+    expect((await postFenced(sink, 'key-3', 'op-3', {}, 'goal-a', 5)).status).toBe(201);
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 5 });
+  });
+
+  it('a malformed POST /fences or GET /fences is 400 and changes nothing', async () => {
+    const sink = await start();
+    for (const bad of [{ goal_lineage: 'goal a', fence: 1 }, { goal_lineage: 'goal-a', fence: -1 }, { goal_lineage: 'goal-a', fence: 1.5 }, { goal_lineage: 'goal-a' }, null]) {
+      const r = await postFence(sink, bad);
+      expect([r.status, await r.json()]).toEqual([400, { error: 'fence_request_invalid' }]);
+    }
+    expect((await fetch(`${sink.url}/fences`)).status).toBe(400);
+    expect((await fetch(`${sink.url}/fences`, { method: 'PUT' })).status).toBe(405);
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: null });
+  });
+
+  it('fence headers come both or neither, the fence a canonical non-negative safe integer; a refused header is 400 and no attempt', async () => {
+    const sink = await start();
+    const only = (headers: Record<string, string>) =>
+      fetch(sink.deliveriesUrl, { method: 'POST', headers: { 'idempotency-key': 'k', 'x-operation-id': 'op', ...headers }, body: '{}' });
+    for (const headers of [{ 'x-loopx-goal-lineage': 'goal-a' }, { 'x-loopx-fence': '1' }] as Array<Record<string, string>>) {
+      const r = await only(headers);
+      expect([r.status, await r.json()]).toEqual([400, { error: 'fence_headers_incomplete' }]);
+    }
+    for (const fence of ['-1', '01', '1.5', '1e3', '9007199254740992', '']) {
+      const r = await only({ 'x-loopx-goal-lineage': 'goal-a', 'x-loopx-fence': fence });
+      expect([fence, r.status, await r.json()]).toEqual([fence, 400, { error: 'fence_invalid' }]);
+    }
+    const badLineage = await only({ 'x-loopx-goal-lineage': 'goal/a', 'x-loopx-fence': '1' });
+    expect([badLineage.status, await badLineage.json()]).toEqual([400, { error: 'goal_lineage_invalid' }]);
+    expect((await only({ 'x-loopx-goal-lineage': 'goal-a', 'x-loopx-fence': '9007199254740991' })).status).toBe(201);
+    expect(sink.attempts().attempts).toHaveLength(1);
+  });
+
+  it('the attempts ledger records every attempt with its result and counts each, per lineage too', async () => {
+    const sink = await start();
+    await postFenced(sink, 'key-1', 'op-1', { n: 1 }, 'goal-a', 1); // stored
+    await postFenced(sink, 'key-1', 'op-1b', { n: 1 }, 'goal-a', 2); // duplicate (raises the fence to 2)
+    await postFenced(sink, 'key-2', 'op-2', { n: 2 }, 'goal-a', 1); // refused_stale_fence
+    await postFenced(sink, 'key-1', 'op-1', { n: 9 }, 'goal-a', 2); // conflict
+    sink.failNext('drop_before_store');
+    await expect(postFenced(sink, 'key-3', 'op-3', { n: 3 }, 'goal-a', 2)).rejects.toThrow(); // dropped
+    await post(sink, 'key-4', 'op-4', {}); // stored, no lineage
+
+    const all = await attemptsOf(sink);
+    expect(all.counts).toEqual({ stored: 2, duplicate: 1, refused_stale_fence: 1, conflict: 1, dropped: 1 });
+    expect(all.attempts.map((a) => [a.sequence, a.operation_id, a.goal_lineage, a.fence, a.result])).toEqual([
+      [1, 'op-1', 'goal-a', 1, 'stored'],
+      [2, 'op-1b', 'goal-a', 2, 'duplicate'],
+      [3, 'op-2', 'goal-a', 1, 'refused_stale_fence'],
+      [4, 'op-1', 'goal-a', 2, 'conflict'],
+      [5, 'op-3', 'goal-a', 2, 'dropped'],
+      [6, 'op-4', null, null, 'stored'],
+    ]);
+    expect(all.attempts.every((a) => typeof a.at === 'string' && typeof a.idempotency_key === 'string')).toBe(true);
+    expect(sink.attempts()).toEqual(all);
+    const a = await attemptsOf(sink, 'goal-a');
+    expect(a.counts).toEqual({ stored: 1, duplicate: 1, refused_stale_fence: 1, conflict: 1, dropped: 1 });
+    expect(sink.attempts('goal-a')).toEqual(a);
+    expect((await attemptsOf(sink, 'goal-b')).attempts).toEqual([]);
+    expect(sink.deliveries().map((d) => d.operation_id)).toEqual(['op-1', 'op-4']);
+  });
+
+  it("GET /deliveries?goal_lineage lists that lineage's deliveries in arrival order; the other queries are unchanged", async () => {
+    const sink = await start();
+    await postFenced(sink, 'key-1', 'op-1', { n: 1 }, 'goal-a', 1);
+    await postFenced(sink, 'key-2', 'op-2', { n: 2 }, 'goal-b', 1);
+    await post(sink, 'key-3', 'op-3', { n: 3 });
+    await postFenced(sink, 'key-4', 'op-4', { n: 4 }, 'goal-a', 2);
+    const byLineage = async (lineage: string) =>
+      ((await (await fetch(`${sink.deliveriesUrl}?goal_lineage=${lineage}`)).json()) as { deliveries: Array<{ operation_id: string; fence: number }> }).deliveries;
+    expect((await byLineage('goal-a')).map((d) => [d.operation_id, d.fence])).toEqual([
+      ['op-1', 1],
+      ['op-4', 2],
+    ]);
+    expect(await byLineage('goal-c')).toEqual([]);
+    expect(((await list(sink)) as Array<{ operation_id: string }>).map((d) => d.operation_id)).toEqual(['op-1', 'op-2', 'op-3', 'op-4']);
+    expect(await query(sink, 'op-2')).toMatchObject({ found: true, delivery: { goal_lineage: 'goal-b', fence: 1 } });
+    expect((await fetch(`${sink.deliveriesUrl}?goal_lineage=a%2Fb`)).status).toBe(400);
+    expect((await fetch(`${sink.deliveriesUrl}?goal_lineage=goal-a&operation_id=op-1`)).status).toBe(400);
+  });
+
+  it('with a journal, fences and attempts survive a restart: an old writer stays refused and the ledger continues', async () => {
+    const journalPath = join(tempDir(), 'sink.jsonl');
+    const first = await start({ journalPath });
+    await postFenced(first, 'key-1', 'op-1', { n: 1 }, 'goal-a', 1);
+    await postFence(first, { goal_lineage: 'goal-a', fence: 4 });
+    await postFenced(first, 'key-2', 'op-2', { n: 2 }, 'goal-a', 1);
+    const before = first.attempts();
+    await first.close();
+    sinks.splice(sinks.indexOf(first), 1);
+
+    const second = await start({ journalPath });
+    expect(await newestFence(second, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 4 });
+    expect(second.attempts()).toEqual(before);
+    expect(second.deliveries()).toEqual([expect.objectContaining({ operation_id: 'op-1', goal_lineage: 'goal-a', fence: 1 })]);
+    expect((await postFenced(second, 'key-3', 'op-3', {}, 'goal-a', 3)).status).toBe(409);
+    const replay = await postFenced(second, 'key-1', 'op-1-next', { n: 1 }, 'goal-a', 4);
+    expect(replay.status).toBe(200);
+    expect(second.attempts().attempts.map((a) => [a.sequence, a.result])).toEqual([
+      [1, 'stored'],
+      [2, 'refused_stale_fence'],
+      [3, 'refused_stale_fence'],
+      [4, 'duplicate'],
+    ]);
+  });
+
+  it('a journal written before fences (plain delivery lines) still loads; new lines append after it', async () => {
+    const journalPath = join(tempDir(), 'sink.jsonl');
+    const old = (sequence: number, key: string, op: string, body: unknown) => ({
+      sequence,
+      idempotency_key: key,
+      operation_id: op,
+      body,
+      body_sha256: createHash('sha256').update(canonicalJson(body)).digest('hex'),
+      received_at: '2025-01-01T00:00:00.000Z',
+    });
+    writeFileSync(journalPath, `${JSON.stringify(old(1, 'key-1', 'op-1', { n: 1 }))}\n${JSON.stringify(old(2, 'key-2', 'op-2', [1]))}\n`, { mode: 0o600 });
+    const first = await start({ journalPath });
+    expect(first.deliveries().map((d) => [d.sequence, d.operation_id, d.goal_lineage, d.fence])).toEqual([
+      [1, 'op-1', null, null],
+      [2, 'op-2', null, null],
+    ]);
+    expect(first.attempts()).toEqual({ attempts: [], counts: { stored: 0, duplicate: 0, refused_stale_fence: 0, conflict: 0, dropped: 0 } });
+    expect((await post(first, 'key-1', 'op-1', { n: 1 })).status).toBe(200);
+    expect((await postFenced(first, 'key-3', 'op-3', {}, 'goal-a', 1)).status).toBe(201);
+    await first.close();
+    sinks.splice(sinks.indexOf(first), 1);
+    const types = readFileSync(journalPath, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { type?: string }).type ?? 'untyped');
+    expect(types).toEqual(['untyped', 'untyped', 'attempt', 'fence', 'delivery', 'attempt']);
+
+    const second = await start({ journalPath });
+    expect(second.deliveries().map((d) => d.operation_id)).toEqual(['op-1', 'op-2', 'op-3']);
+    expect(second.attempts().counts).toMatchObject({ stored: 1, duplicate: 1 });
+    expect(await newestFence(second, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 1 });
+  });
+
+  it('a journal line that breaks a rule is refused at start', async () => {
+    const fence = (lineage: string, n: number) => JSON.stringify({ type: 'fence', goal_lineage: lineage, fence: n });
+    const attempt = (result: string) => JSON.stringify({ type: 'attempt', sequence: 1, at: 'x', idempotency_key: 'k', operation_id: 'o', goal_lineage: null, fence: null, result });
+    const fencedDelivery = JSON.stringify({
+      type: 'delivery',
+      sequence: 1,
+      idempotency_key: 'k',
+      operation_id: 'o',
+      goal_lineage: 'goal-a',
+      fence: 2,
+      body: {},
+      body_sha256: createHash('sha256').update('{}').digest('hex'),
+      received_at: 'x',
+    });
+    const cases = {
+      'a fence that does not rise': [fence('goal-a', 2), fence('goal-a', 2)],
+      'an unknown line type': [JSON.stringify({ type: 'nope' })],
+      'an attempt with an unknown result': [attempt('maybe')],
+      "a delivery above its lineage's newest fence": [fence('goal-a', 1), fencedDelivery],
+      'a torn line': [fence('goal-a', 1), '{"type":"fen'],
+    };
+    for (const [name, lines] of Object.entries(cases)) {
+      const journalPath = join(tempDir(), 'sink.jsonl');
+      writeFileSync(journalPath, `${lines.join('\n')}\n`);
+      expect([name, await codeOf(startWebhookSink({ port: 0, journalPath }))]).toEqual([name, 'webhook_sink_journal_invalid']);
+    }
+    // The well-formed versions load.
+    const journalPath = join(tempDir(), 'sink.jsonl');
+    writeFileSync(journalPath, `${[fence('goal-a', 2), fencedDelivery, attempt('stored')].join('\n')}\n`);
+    appendFileSync(journalPath, `${fence('goal-a', 3)}\n`);
+    const sink = await start({ journalPath });
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 3 });
   });
 });

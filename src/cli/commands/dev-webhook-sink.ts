@@ -1,4 +1,8 @@
-/** `loopx dev webhook-sink --port P` — a loopback stand-in for an external system (tests, demos). */
+/**
+ * `loopx dev webhook-sink --port P` — a loopback stand-in for an external system (tests, demos):
+ * deliveries stored once by idempotency key, old writers fenced by Goal lineage, every attempt
+ * counted. The protocol is in src/dev/webhook-sink.ts.
+ */
 import type { Command } from 'commander';
 import { startWebhookSink } from '../../runtime/index.js';
 import { emit, type GlobalOptions } from '../context.js';
@@ -9,9 +13,9 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   const dev = program.command('dev').description('development helpers');
   dev
     .command('webhook-sink')
-    .description('serve a loopback deliveries endpoint that stores deliveries by idempotency key (Ctrl-C stops it)')
+    .description('serve a loopback deliveries endpoint that stores deliveries by idempotency key and fences old writers (Ctrl-C stops it)')
     .option('--port <port>', 'port on 127.0.0.1 (0: any free port)', parseCount, 0)
-    .option('--journal <file>', 'keep deliveries in this JSONL file across restarts')
+    .option('--journal <file>', 'keep deliveries, fences and attempts in this JSONL file across restarts')
     .action(async (o: { port: number; journal?: string }) => {
       const g = globals();
       // Before the address is printed: a signal sent the moment it appears must close the sink

@@ -1,8 +1,8 @@
-/** `loopx todo add|list|update` — a Goal's canonical work through the runtime's Todo operations. */
+/** `loopx todo add|list|update` — a Goal's canonical work through the runtime's Todo operations (writes check the run authority: a superseded Goal lifetime takes none). */
 import type { Command } from 'commander';
 import { usageError } from '../../core/index.js';
 import { addTodo, listTodos, operatorOperationId, TODO_STATUSES, todoView, updateTodo } from '../../runtime/index.js';
-import { emit, resolveRoot, type GlobalOptions } from '../context.js';
+import { emit, resolveRoot, withAuthority, type GlobalOptions } from '../context.js';
 
 const opId = (given: string | undefined) => given ?? operatorOperationId('cli');
 type Status = (typeof TODO_STATUSES)[number];
@@ -19,12 +19,19 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--operation-id <id>', 'idempotency key: repeating it returns the original receipt')
     .action(async (o: { goal: string; title: string; id?: string; text?: string; operationId?: string }) => {
       const g = globals();
-      const r = await addTodo(resolveRoot(g), o.goal, {
-        operation_id: opId(o.operationId),
-        title: o.title,
-        ...(o.id ? { todo_id: o.id } : {}),
-        ...(o.text ? { text: o.text } : {}),
-      });
+      const r = await withAuthority(g, (authority) =>
+        addTodo(
+          resolveRoot(g),
+          o.goal,
+          {
+            operation_id: opId(o.operationId),
+            title: o.title,
+            ...(o.id ? { todo_id: o.id } : {}),
+            ...(o.text ? { text: o.text } : {}),
+          },
+          authority,
+        ),
+      );
       emit(g, { result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) }, (d, out) =>
         out.line(`${d.result === 'applied' ? 'added' : 'already added'} ${d.todo.todo_id}: ${d.todo.title}`),
       );
@@ -54,13 +61,20 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         throw usageError('todo_status_invalid', `--status must be one of ${TODO_STATUSES.join(', ')}.`, 'see its options: loopx todo update --help');
       }
       if (o.status === undefined && o.note === undefined) throw usageError('todo_update_empty', 'Give --status and/or --note.', 'see its options: loopx todo update --help');
-      const r = await updateTodo(resolveRoot(g), o.goal, {
-        operation_id: opId(o.operationId),
-        todo_id: todoId,
-        lease_owner: 'operator:cli',
-        ...(o.status !== undefined ? { status: o.status as Status } : {}),
-        ...(o.note !== undefined ? { note: o.note } : {}),
-      });
+      const r = await withAuthority(g, (authority) =>
+        updateTodo(
+          resolveRoot(g),
+          o.goal,
+          {
+            operation_id: opId(o.operationId),
+            todo_id: todoId,
+            lease_owner: 'operator:cli',
+            ...(o.status !== undefined ? { status: o.status as Status } : {}),
+            ...(o.note !== undefined ? { note: o.note } : {}),
+          },
+          authority,
+        ),
+      );
       emit(g, { result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) }, (d, out) =>
         out.line(`${d.result === 'applied' ? 'updated' : 'already updated'} ${d.todo.todo_id}: ${d.todo.status}`),
       );

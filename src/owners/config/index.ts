@@ -26,3 +26,4 @@ export { openFileConfigStore, TRANSACTIONS_DIR } from './file.js';
 export { memoryConfigStore } from './memory.js';
 export { buildConfigurationCheckpoint, verifyConfigurationCheckpoint, CHECKPOINT_MAX_BYTES, type CheckpointSources } from './checkpoint.js';
 export { recovery } from './recovery.js';
+export { adoptionSteps } from './adopt.js';

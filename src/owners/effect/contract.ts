@@ -84,6 +84,13 @@ export interface RecordIntentRequest {
   readonly intent: JsonValue;
 }
 
+export interface AdoptEffectRequest extends RecordIntentRequest {
+  readonly outcome: SettledOutcome;
+  readonly receipt: JsonValue;
+  /** Dispatches the source recorded. */
+  readonly attempt: number;
+}
+
 export interface EffectWriteResult {
   readonly effect: EffectRecord;
   readonly replayed: boolean;
@@ -153,6 +160,12 @@ export interface EffectJournal {
   holdUnknown(operationId: string, reason: string): Promise<EffectRecord>;
   /** Put an `absent` effect back into the outbox under the same identity. */
   reissue(operationId: string): Promise<EffectRecord>;
+  /**
+   * Adoption (`reconcile`): record an effect recovered from a backup under its ORIGINAL operation
+   * id and idempotency key, with the outcome reconciliation established, without dispatching it.
+   * The same request again is a readback; another outcome for it is `effect_already_settled`.
+   */
+  adopt(request: AdoptEffectRequest): Promise<EffectWriteResult>;
   /** Resolve an uncertain effect by asking the external system about its original operation id. */
   reconcile(operationId: string, query: ReconcileQuery): Promise<ReconcileResult>;
   /** Settle an uncertain effect from outside evidence, if it is still exactly in the `expected` state. */

@@ -11,6 +11,7 @@ export {
   MAX_INTENT_BYTES,
   MAX_RECEIPT_BYTES,
   runEffectScope,
+  type AdoptEffectRequest,
   type EffectEvent,
   type EffectJournal,
   type EffectJournalOptions,
@@ -39,15 +40,24 @@ export {
   DEFAULT_WEBHOOK_TIMEOUT_MS,
   FAULT_BEFORE_WEBHOOK_SEND,
   WEBHOOK_KIND,
+  advanceReceiverFence,
   deliverWebhook,
   sendWebhook,
+  webhookGoalQuery,
   webhookIntent,
   webhookOperationQuery,
   webhookTarget,
+  type DeliveryFence,
+  type ReceiverDelivery,
+  type ReceiverFenceResult,
   type WebhookDeliveryRequest,
   type WebhookDeliveryResult,
+  type WebhookGoalQueryResult,
+  type WebhookIntent,
   type WebhookOptions,
   type WebhookSendResult,
 } from './webhook.js';
 export type { EffectFinding, EffectHistory, ReadHistoricalOptions } from './historical.js';
 export { recovery } from './recovery.js';
+export { adoptionSteps, EFFECTS_CONFIG_NAMESPACE, TODO_UPDATE_KIND } from './adopt.js';
+export { readHistoricalFile } from './historical.js';

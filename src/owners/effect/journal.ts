@@ -9,7 +9,17 @@
  * Timestamps come from the injected clock and are recorded facts only. It never dispatches.
  */
 import { decideAndCommit, shows, type Decided } from '../port.js';
-import type { EffectJournal, EffectJournalOptions, EffectRecord, EffectTransition, EffectWriteResult, JsonValue, ReconcileQuery, ReconcileResult } from './contract.js';
+import type {
+  AdoptEffectRequest,
+  EffectJournal,
+  EffectJournalOptions,
+  EffectRecord,
+  EffectTransition,
+  EffectWriteResult,
+  JsonValue,
+  ReconcileQuery,
+  ReconcileResult,
+} from './contract.js';
 import { effectNotFound } from './errors.js';
 import { memoryEffectPort, type MemoryEffectPortOptions } from './memory.js';
 import type { EffectPort, EffectRows, EffectWrite } from './port.js';
@@ -20,6 +30,7 @@ import {
   checkOutcome,
   checkReason,
   checkResolved,
+  decideAdopt,
   decideDispatch,
   decideHold,
   decideRecordIntent,
@@ -63,6 +74,26 @@ function changed<T>(port: EffectPort, rows: EffectRows | undefined, c: Change, a
 }
 
 const record = (e: EffectRecord): EffectRecord => e;
+
+/** `adopt` (see the contract): the bare intent recorded under the original identity, then the reconciled outcome, never a dispatch. */
+async function adopt(
+  journal: Pick<EffectJournal, 'recordIntent'>,
+  run: <T>(decide: () => Promise<Step<T>>) => Promise<T>,
+  rowsOf: (id: string) => Promise<EffectRows & { readonly effect: EffectRecord }>,
+  written: (rows: EffectRows, d: Decision, at: string) => Step<EffectWriteResult>,
+  now: () => string,
+  request: AdoptEffectRequest,
+): Promise<EffectWriteResult> {
+  const o = checkOutcome(request.outcome);
+  const text = receiptText(request.receipt);
+  const attempt = Number.isSafeInteger(request.attempt) && request.attempt >= 0 ? request.attempt : 0;
+  const { effect } = await journal.recordIntent(request);
+  return run(async () => {
+    const rows = await rowsOf(effect.operation_id);
+    const at = now();
+    return written(rows, decideAdopt(rows.effect, o, text, attempt, at), at);
+  });
+}
 
 export function effectJournal(port: EffectPort, options: EffectJournalOptions = {}): EffectJournal {
   const now = () => (options.now ?? (() => new Date()))().toISOString();
@@ -129,6 +160,7 @@ export function effectJournal(port: EffectPort, options: EffectJournalOptions = 
         return changed(port, rows, decideReissue(rows.effect), now(), record);
       });
     },
+    adopt: (request): Promise<EffectWriteResult> => adopt(journal, run, rowsOf, written, now, request),
     reconcile: (operationId: string, query: ReconcileQuery): Promise<ReconcileResult> => reconcileEffect(journal, operationId, query),
     get: async (id) => (typeof id === 'string' ? (await port.read({ operation_id: id })).effect : undefined),
     getByIdempotencyKey: async (key) => (typeof key === 'string' ? (await port.read({ idempotency_key: key })).key_holder : undefined),

@@ -197,5 +197,27 @@ export function decideReissue(e: EffectRecord): Change {
   return { next, event: 'reissue', receipt: null, reason: null, outbox: 'add' };
 }
 
+/**
+ * `adopt`: an effect recovered from a backup, recorded under its ORIGINAL identity in a new root's
+ * journal with the outcome reconciliation established — never dispatched here. Only onto the bare
+ * intent just recorded for it (pending, never dispatched); once adopted, the effect's current
+ * state is the readback (a later reconciliation or resolution is never overwritten). A recovered `unknown` stays held (`recovered_unknown`) until it is reconciled or resolved.
+ */
+export function decideAdopt(e: EffectRecord, outcome: SettledOutcome, receipt: string, attempt: number, at: string): Decision {
+  // Adopted before (and perhaps reconciled or resolved since): its current state stands, never overwritten.
+  if (e.outcome !== 'pending' || e.dispatched_at !== null || e.attempt !== 0) return { readback: e };
+  const dispatched = outcome === 'committed' || outcome === 'unknown';
+  const next: EffectRecord = {
+    ...e,
+    outcome,
+    receipt: JSON.parse(receipt) as JsonValue,
+    attempt: dispatched ? Math.max(1, attempt) : attempt,
+    dispatched_at: dispatched ? at : null,
+    hold: outcome === 'unknown' ? 'recovered_unknown' : null,
+    settled_at: at,
+  };
+  return { change: { next, event: 'settle', receipt, reason: 'recovered', outbox: 'remove' } };
+}
+
 /** Uncertain: unknown, or dispatched and never settled (e.g. the process died mid-dispatch). */
 export const isUncertain = (e: EffectRecord): boolean => e.outcome === 'unknown' || (e.outcome === 'pending' && e.dispatched_at !== null);

@@ -9,9 +9,22 @@
  * journals the effect itself (the engine, for a mutating tool call): it POSTs the recorded intent
  * of an effect whose dispatch is already recorded and returns the outcome to settle.
  *
- * The query protocol (what `webhookOperationQuery` speaks, and `src/dev/webhook-sink` serves):
+ * A delivery of a Goal that can be recovered into a new lifetime carries its writer's fence
+ * (`webhookIntent(url, body, {goal_lineage, fence})`, sent as `X-Loopx-Goal-Lineage` and
+ * `X-Loopx-Fence`): the receiver refuses a fence below the newest it has seen for the lineage with
+ * `409 {"error":"fence_stale"}` — a definite refusal, settled `rejected` with reason `fence_stale`.
+ * An intent without a fence is sent as before. A logical operation keeps its idempotency key
+ * across lifetimes; the receiver replays a held key even under a new operation id.
+ *
+ * The query protocol (what the functions below speak, and `src/dev/webhook-sink` serves):
  *   GET <deliveries-url>?operation_id=<id>  →  200 {"found": true, "delivery": {"operation_id", "idempotency_key", …}}
- *                                          |  200 {"found": false}
+ *                                          |  200 {"found": false}                  (webhookOperationQuery)
+ *   GET <deliveries-url>?goal_lineage=<L>   →  200 {"deliveries": [{…, "goal_lineage", "fence", "body_sha256"}]}
+ *                                                                                   (webhookGoalQuery)
+ *   POST <base>/fences {"goal_lineage", "fence"} → 200 {"status": "advanced"|"already", "newest_fence"}
+ *                                          |  409 {"error": "fence_stale", "newest_fence"}  (advanceReceiverFence;
+ *      <base>/fences is the deliveries URL with its last segment `deliveries` replaced; idempotent)
+ * A query that gets no well-formed answer is `unknown` with a reason code, never a guess.
  * URLs stay in the private intent; targets, receipts and errors carry the host label only.
  */
 import { canonicalJson } from '../../core/index.js';
@@ -25,6 +38,9 @@ export const WEBHOOK_KIND = 'webhook.deliver';
 /** Fault point (tests only): a webhook's dispatch is recorded, the request not sent yet. */
 export const FAULT_BEFORE_WEBHOOK_SEND = 'effect.webhook.before-send';
 export const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
+/** The largest answer a Goal or fence query reads (a Goal's deliveries carry their bodies). */
+const QUERY_ANSWER_LIMIT = 32 * 1024 * 1024;
+const GOAL_LINEAGE = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 export interface WebhookDeliveryRequest {
   readonly goal_id: string;
@@ -61,8 +77,26 @@ function parseUrl(url: string): URL {
 /** The public-safe target label of a URL: its host (and port) only. */
 export const webhookTarget = (url: string): string => `webhook:${parseUrl(url).host}`;
 
+/** A Goal lineage and its writer's fence: the receiver refuses a fence below the newest it has seen. */
+export type DeliveryFence = { readonly goal_lineage: string; readonly fence: number };
+
+/** What a webhook effect's intent holds; `delivery_fence` only for a fenced delivery. */
+export type WebhookIntent = { readonly url: string; readonly body: JsonValue } | { readonly url: string; readonly body: JsonValue; readonly delivery_fence: DeliveryFence };
+
+const isFence = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+const isLineage = (v: unknown): v is string => typeof v === 'string' && GOAL_LINEAGE.test(v);
+
+function checkFence(fence: { readonly goal_lineage: unknown; readonly fence: unknown }): DeliveryFence {
+  if (!isLineage(fence.goal_lineage)) throw invalidInput('goal_lineage must be 1-128 characters of A-Z a-z 0-9 _ . : -', 'goal_lineage');
+  if (!isFence(fence.fence)) throw invalidInput('fence must be a non-negative safe integer.', 'fence');
+  return { goal_lineage: fence.goal_lineage, fence: fence.fence };
+}
+
 /** The effect intent of a delivery: what `sendWebhook` sends and `webhookOperationQuery` asks about. */
-export const webhookIntent = (url: string, body: JsonValue): { url: string; body: JsonValue } => ({ url: parseUrl(url).href, body });
+export function webhookIntent(url: string, body: JsonValue, fence?: DeliveryFence): WebhookIntent {
+  const href = parseUrl(url).href;
+  return fence === undefined ? { url: href, body } : { url: href, body, delivery_fence: checkFence(fence) };
+}
 
 /** The outcome of one send, to settle the effect with. */
 export interface WebhookSendResult {
@@ -94,20 +128,23 @@ export async function sendWebhook(effect: EffectRecord, options: WebhookOptions 
   if (effect.kind !== WEBHOOK_KIND) throw invalidInput('The effect is not a webhook delivery.', 'kind');
   let url: URL;
   let body: JsonValue;
+  let fence: DeliveryFence | undefined;
   try {
-    const intent = JSON.parse(effect.intent) as { url: string; body: JsonValue };
+    const intent = JSON.parse(effect.intent) as { url: string; body: JsonValue; delivery_fence?: { goal_lineage: unknown; fence: unknown } };
     url = parseUrl(intent.url);
     body = intent.body;
+    fence = intent.delivery_fence === undefined ? undefined : checkFence(intent.delivery_fence);
   } catch {
     throw invalidInput('The effect intent is not a webhook delivery.', 'intent');
   }
   faultPoint(FAULT_BEFORE_WEBHOOK_SEND);
   const doFetch = options.fetch ?? fetch;
+  const fenceHeaders: Record<string, string> = fence === undefined ? {} : { 'x-loopx-goal-lineage': fence.goal_lineage, 'x-loopx-fence': String(fence.fence) };
   let response: Response;
   try {
     response = await doFetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': effect.idempotency_key, 'x-operation-id': effect.operation_id },
+      headers: { 'content-type': 'application/json', 'idempotency-key': effect.idempotency_key, 'x-operation-id': effect.operation_id, ...fenceHeaders },
       body: canonicalJson(body),
       redirect: 'manual',
       signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS),
@@ -117,6 +154,12 @@ export async function sendWebhook(effect: EffectRecord, options: WebhookOptions 
   }
   const status = response.status;
   if (status >= 200 && status < 300) return { outcome: 'committed', receipt: { http_status: status, response: await readBounded(response) } };
+  if (status === 409) {
+    // A fenced receiver refused this writer as stale: definite, and the reason is kept.
+    const answer = await readBounded(response);
+    const stale = isRecord(answer) && answer.error === 'fence_stale';
+    return { outcome: 'rejected', receipt: stale ? { http_status: 409, reason: 'fence_stale' } : { http_status: 409 } };
+  }
   await response.body?.cancel().catch(() => undefined);
   // Only a definite refusal is `rejected`; anything that may have been applied stays unknown.
   const uncertain = status < 200 || (status >= 300 && status < 400) || status === 408 || status === 429 || status >= 500;
@@ -157,30 +200,156 @@ export function webhookOperationQuery(options: WebhookOptions = {}): ReconcileQu
   };
 }
 
+/** A delivery as the receiver reports it for a Goal lineage (its body left out). */
+export interface ReceiverDelivery {
+  readonly operation_id: string;
+  readonly idempotency_key: string;
+  readonly goal_lineage: string;
+  readonly fence: number;
+  readonly body_sha256: string;
+  readonly sequence: number;
+  readonly received_at: string;
+}
+
+export type WebhookGoalQueryResult = { readonly status: 'answered'; readonly deliveries: ReceiverDelivery[] } | { readonly status: 'unknown'; readonly reason: string };
+
+export type ReceiverFenceResult =
+  | { readonly status: 'advanced' | 'already'; readonly newest_fence: number }
+  | { readonly status: 'refused'; readonly newest_fence: number }
+  | { readonly status: 'unknown'; readonly reason: string };
+
+type Unknown = { readonly status: 'unknown'; readonly reason: string };
+type Answer = { readonly status: 'answered'; readonly http_status: number; readonly json: { readonly [key: string]: unknown } };
+
+/** One query exchange: a JSON object answered with one of `accepted`, or `unknown` with the reason. */
+async function exchange(url: URL, init: RequestInit, accepted: readonly number[], options: WebhookOptions): Promise<Answer | Unknown> {
+  const doFetch = options.fetch ?? fetch;
+  let response: Response;
+  try {
+    response = await doFetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS) });
+  } catch (e) {
+    return { status: 'unknown', reason: isTimeout(e) ? 'query_timeout' : 'query_unreachable' };
+  }
+  if (!accepted.includes(response.status)) {
+    await response.body?.cancel().catch(() => undefined);
+    return { status: 'unknown', reason: 'query_http_error' };
+  }
+  let bytes: Buffer | null | { readonly over: number };
+  try {
+    bytes = await readBytes(response, QUERY_ANSWER_LIMIT);
+  } catch (e) {
+    return { status: 'unknown', reason: isTimeout(e) ? 'query_timeout' : 'query_unreachable' };
+  }
+  if (bytes !== null && !Buffer.isBuffer(bytes)) return { status: 'unknown', reason: 'query_too_large' };
+  let json: unknown;
+  try {
+    json = JSON.parse((bytes ?? Buffer.alloc(0)).toString('utf8'));
+  } catch {
+    return { status: 'unknown', reason: 'query_malformed' };
+  }
+  return isRecord(json) ? { status: 'answered', http_status: response.status, json } : { status: 'unknown', reason: 'query_malformed' };
+}
+
+function receiverDelivery(v: unknown): ReceiverDelivery | undefined {
+  if (!isRecord(v)) return undefined;
+  const { operation_id, idempotency_key, goal_lineage, fence, body_sha256, sequence, received_at } = v;
+  const ok =
+    typeof operation_id === 'string' &&
+    typeof idempotency_key === 'string' &&
+    isLineage(goal_lineage) &&
+    isFence(fence) &&
+    typeof body_sha256 === 'string' &&
+    /^[0-9a-f]{64}$/.test(body_sha256) &&
+    typeof sequence === 'number' &&
+    Number.isSafeInteger(sequence) &&
+    sequence > 0 &&
+    typeof received_at === 'string';
+  return ok ? { operation_id, idempotency_key, goal_lineage, fence, body_sha256, sequence, received_at } : undefined;
+}
+
+/**
+ * What the receiver holds for a Goal lineage (`GET <deliveries-url>?goal_lineage=L`), in its
+ * arrival order: what a Goal recovered into a new lifetime asks before it sends again. Any answer
+ * that is not a well-formed list of that lineage's deliveries is `unknown`.
+ */
+export async function webhookGoalQuery(deliveriesUrl: string, goalLineage: string, options: WebhookOptions = {}): Promise<WebhookGoalQueryResult> {
+  const url = parseUrl(deliveriesUrl);
+  if (!isLineage(goalLineage)) throw invalidInput('goal_lineage must be 1-128 characters of A-Z a-z 0-9 _ . : -', 'goal_lineage');
+  url.searchParams.set('goal_lineage', goalLineage);
+  const answer = await exchange(url, { method: 'GET' }, [200], options);
+  if (answer.status === 'unknown') return answer;
+  const list = answer.json.deliveries;
+  if (!Array.isArray(list)) return { status: 'unknown', reason: 'query_malformed' };
+  const deliveries: ReceiverDelivery[] = [];
+  for (const item of list as unknown[]) {
+    const d = receiverDelivery(item);
+    if (d === undefined) return { status: 'unknown', reason: 'query_malformed' };
+    if (d.goal_lineage !== goalLineage) return { status: 'unknown', reason: 'identity_mismatch' };
+    deliveries.push(d);
+  }
+  return { status: 'answered', deliveries };
+}
+
+/** `<base>/fences` beside `<base>/deliveries`. */
+function fencesUrl(deliveriesUrl: string): URL {
+  const url = parseUrl(deliveriesUrl);
+  const segments = url.pathname.split('/');
+  if (segments[segments.length - 1] !== 'deliveries') throw invalidInput('The deliveries URL must end in /deliveries.', 'url');
+  url.pathname = [...segments.slice(0, -1), 'fences'].join('/');
+  url.hash = '';
+  return url;
+}
+
+/**
+ * Raise the receiver's newest fence for a Goal lineage (`POST <base>/fences`), so that every
+ * writer of an older lifetime is refused there from now on. Idempotent: `already` when the
+ * receiver holds this fence, `refused` when it holds a newer one, `unknown` on no clear answer.
+ */
+export async function advanceReceiverFence(deliveriesUrl: string, goalLineage: string, fence: number, options: WebhookOptions = {}): Promise<ReceiverFenceResult> {
+  const url = fencesUrl(deliveriesUrl);
+  const asked = checkFence({ goal_lineage: goalLineage, fence });
+  const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body: canonicalJson(asked) };
+  const answer = await exchange(url, init, [200, 409], options);
+  if (answer.status === 'unknown') return answer;
+  const { status, error, newest_fence } = answer.json;
+  if (answer.http_status === 200 && (status === 'advanced' || status === 'already') && newest_fence === fence) return { status, newest_fence };
+  if (answer.http_status === 409 && error === 'fence_stale' && isFence(newest_fence) && newest_fence > fence) return { status: 'refused', newest_fence };
+  return { status: 'unknown', reason: 'query_malformed' };
+}
+
+const isRecord = (v: unknown): v is { readonly [key: string]: unknown } => typeof v === 'object' && v !== null && !Array.isArray(v);
+
 function isTimeout(e: unknown): boolean {
   const name = (e as { name?: string } | null)?.name;
   return name === 'TimeoutError' || name === 'AbortError';
+}
+
+/** A response body of at most `limit` bytes; null without a body; `over` (the rest cancelled) when longer. */
+async function readBytes(response: Response, limit: number): Promise<Buffer | null | { readonly over: number }> {
+  const reader = response.body?.getReader();
+  if (reader === undefined) return null;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return Buffer.concat(chunks);
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      return { over: size };
+    }
+    chunks.push(Buffer.from(value));
+  }
 }
 
 /** Reads a response body as JSON when it is small and well-formed; otherwise a digest of its bytes. */
 async function readBounded(response: Response): Promise<JsonValue> {
   let bytes: Buffer;
   try {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const reader = response.body?.getReader();
-    if (reader === undefined) return null;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > 4 * MAX_RECEIPT_BYTES) {
-        await reader.cancel();
-        return { truncated: true, bytes_at_least: size };
-      }
-      chunks.push(Buffer.from(value));
-    }
-    bytes = Buffer.concat(chunks);
+    const read = await readBytes(response, 4 * MAX_RECEIPT_BYTES);
+    if (read === null) return null;
+    if (!Buffer.isBuffer(read)) return { truncated: true, bytes_at_least: read.over };
+    bytes = read;
   } catch {
     return { unreadable: true };
   }

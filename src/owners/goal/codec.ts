@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { canonicalJson, rejected, type LoopxError } from '../../core/index.js';
 import { GOAL_ID } from '../layout.js';
 import { GOAL_INSTANCE_ID } from '../registry/index.js';
-import { GOAL_SCHEMA, type GoalDoc, type GoalLifecycle, type GoalRecord, type GoalRef } from './contract.js';
+import { GOAL_SCHEMA, type GoalDoc, type GoalLifecycle, type GoalLineage, type GoalRecord, type GoalRef } from './contract.js';
 
 export const GOAL_MAX_BYTES = 16 * 1024 * 1024;
 export const GOAL_DOC_MAX_BYTES = 16 * 1024 * 1024;
@@ -90,7 +90,7 @@ function decodeDoc(v: unknown): GoalDoc {
 export function validateGoal(parsed: unknown): GoalRecord {
   if (!isPlainObject(parsed)) throw malformed('the document is not an object');
   if (parsed.schema_version !== GOAL_SCHEMA) throw unknownSchema('schema_version');
-  const o = exact(parsed, FIELDS, 'the document');
+  const o = exact(parsed, 'lineage' in parsed ? [...FIELDS, 'lineage'] : FIELDS, 'the document');
   if (!isGoalId(o.goal_id)) throw malformed('goal_id is invalid');
   if (typeof o.goal_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(o.goal_instance_id)) throw malformed('goal_instance_id is invalid');
   if (!isTitle(o.title)) throw malformed('title is invalid');
@@ -112,8 +112,26 @@ export function validateGoal(parsed: unknown): GoalRecord {
     created_at: o.created_at as string,
     updated_at: o.updated_at as string,
     docs,
+    ...('lineage' in o ? { lineage: decodeLineage(o.lineage) } : {}),
   };
 }
+
+function decodeLineage(v: unknown): GoalLineage {
+  const o = exact(v, ['lineage_id', 'generation', 'supersedes'], 'lineage');
+  if (typeof o.lineage_id !== 'string' || !LINEAGE_ID.test(o.lineage_id)) throw malformed('lineage_id is invalid');
+  if (typeof o.generation !== 'number' || !Number.isSafeInteger(o.generation) || o.generation < 2) throw malformed('lineage generation is invalid');
+  if (o.supersedes === null) throw malformed('a recovered lifetime names the lifetime it supersedes');
+  const s = exact(o.supersedes, ['goal_instance_id', 'recovery_id'], 'lineage.supersedes');
+  if (typeof s.goal_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(s.goal_instance_id)) throw malformed('lineage.supersedes.goal_instance_id is invalid');
+  if (typeof s.recovery_id !== 'string' || !/^[0-9a-f]{64}$/.test(s.recovery_id)) throw malformed('lineage.supersedes.recovery_id is invalid');
+  return { lineage_id: o.lineage_id, generation: o.generation, supersedes: { goal_instance_id: s.goal_instance_id, recovery_id: s.recovery_id } };
+}
+
+/** A lineage id: the first lifetime's instance id. */
+const LINEAGE_ID = GOAL_INSTANCE_ID;
+
+/** The lineage of a Goal lifetime: its recorded one, else the first of a lineage of its own. */
+export const lineageOf = (goal: GoalRecord): GoalLineage => goal.lineage ?? { lineage_id: goal.goal_instance_id, generation: 1, supersedes: null };
 
 /** Decode goal.json bytes; `goalId` is the directory it was found in and must be its goal_id. */
 export function decodeGoal(bytes: Uint8Array, goalId: string): GoalRecord {

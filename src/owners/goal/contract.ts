@@ -51,6 +51,30 @@ export interface GoalRecord {
   readonly updated_at: string;
   /** Sorted by name. */
   readonly docs: readonly GoalDoc[];
+  /** A lifetime minted by a recovery: which lineage it continues and which lifetime it superseded. Absent: the first lifetime of its lineage. */
+  readonly lineage?: GoalLineage;
+}
+
+/**
+ * A Goal's lineage across lifetimes. `lineage_id` is stable (the first lifetime's instance id);
+ * `generation` is 1 for the first lifetime and one more for each recovery, and is the delivery
+ * fence the Goal's deliveries carry, so a receiver can refuse an older lifetime's sends.
+ */
+export interface GoalLineage {
+  readonly lineage_id: string;
+  readonly generation: number;
+  readonly supersedes: { readonly goal_instance_id: string; readonly recovery_id: string } | null;
+}
+
+/** What `adoptLifetime` needs: the recovered Goal's title, lifecycle and documents, and the lifetime it supersedes. */
+export interface AdoptLifetimeRequest {
+  readonly goal_id: string;
+  readonly title: string;
+  readonly lifecycle: GoalLifecycle;
+  readonly docs: readonly { readonly name: string; readonly bytes: Uint8Array }[];
+  readonly recovery_id: string;
+  /** The recovered lifetime's record (its lineage continues). */
+  readonly supersedes: GoalRecord;
 }
 
 /** The exact pair every durable attachment to a Goal carries. */
@@ -83,6 +107,13 @@ export interface GoalStore {
   /** `undefined` when the Goal has no document of that name. */
   readDoc(goalId: string, name: string): Uint8Array | undefined;
   checkBinding(ref: GoalRef): BindingMatch;
+  /**
+   * A recovery's new lifetime of a Goal in an empty root (`rebind`): a NEW instance id, the same
+   * alias, title and documents, its lineage one generation on, the superseded lifetime recorded.
+   * The same recovery again returns the lifetime it made (readback); any other Goal of that id
+   * already here is `goal_exists`.
+   */
+  adoptLifetime(request: AdoptLifetimeRequest): { readonly goal: GoalRecord; readonly replayed: boolean };
 }
 
 export type GoalFindingCode = 'goal_unknown_schema' | 'goal_malformed' | 'goal_unreadable' | 'goal_id_mismatch' | 'goal_doc_missing' | 'goal_doc_digest_mismatch';

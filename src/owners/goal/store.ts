@@ -7,8 +7,20 @@
 import { sha256Hex, conflict, hasCode, rejected } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';
 import { projectNotFound, type Registry } from '../registry/index.js';
-import { assertDocName, assertGoalRef, assertTitle, decodeGoal, encodeGoal, GOAL_DOC_MAX_BYTES, GOAL_MAX_DOCS, isGoalRef, mintDocId, mintGoalInstanceId } from './codec.js';
-import { GOAL_SCHEMA, type BindingMatch, type GoalDoc, type GoalLifecycle, type GoalRecord, type GoalRef, type GoalStore } from './contract.js';
+import {
+  assertDocName,
+  assertGoalRef,
+  assertTitle,
+  decodeGoal,
+  encodeGoal,
+  GOAL_DOC_MAX_BYTES,
+  GOAL_MAX_DOCS,
+  isGoalRef,
+  lineageOf,
+  mintDocId,
+  mintGoalInstanceId,
+} from './codec.js';
+import { GOAL_SCHEMA, type AdoptLifetimeRequest, type BindingMatch, type GoalDoc, type GoalLifecycle, type GoalRecord, type GoalRef, type GoalStore } from './contract.js';
 import { goalNotFound, goalRetired } from './errors.js';
 
 /** Where goal.json and documents live; every call is for an already validated id and name. */
@@ -188,6 +200,44 @@ function readDoc(c: GoalContext, goalIdIn: string, nameIn: string): Uint8Array |
   return bytes;
 }
 
+/** A recovery's new lifetime (see GoalStore.adoptLifetime): documents first, then goal.json, then the route. */
+function adoptLifetime(c: GoalContext, r: AdoptLifetimeRequest): { goal: GoalRecord; replayed: boolean } {
+  const goalId = assertGoalId(r.goal_id);
+  const title = assertTitle(r.title);
+  const from = lineageOf(r.supersedes);
+  return c.storage.withGoalLock(goalId, () => {
+    const existing = load(c, goalId);
+    if (existing) {
+      if (existing.lineage?.supersedes?.recovery_id === r.recovery_id && existing.lineage.supersedes.goal_instance_id === r.supersedes.goal_instance_id) {
+        syncRoute(c, existing);
+        return { goal: existing, replayed: true };
+      }
+      throw conflict('goal_exists', `Goal ${goalId} already exists (${existing.lifecycle}).`, { nextAction: 'recover into a new, empty destination' });
+    }
+    const docs = r.docs.map((d) => {
+      const name = assertDocName(d.name);
+      c.storage.writeDoc(goalId, name, d.bytes);
+      return { doc_id: mintDocId(), kind: 'goal_doc', name, sha256: sha256Hex(d.bytes), bytes: d.bytes.byteLength } as const;
+    });
+    let instance = mintGoalInstanceId();
+    while (instance === r.supersedes.goal_instance_id || instance === from.lineage_id) instance = mintGoalInstanceId();
+    const at = c.now();
+    const goal = save(c, {
+      schema_version: GOAL_SCHEMA,
+      goal_id: goalId,
+      goal_instance_id: instance,
+      title,
+      lifecycle: r.lifecycle === 'retired' ? 'paused' : r.lifecycle,
+      created_at: at,
+      updated_at: at,
+      docs: docs.sort((a, b) => (a.name < b.name ? -1 : 1)),
+      lineage: { lineage_id: from.lineage_id, generation: from.generation + 1, supersedes: { goal_instance_id: r.supersedes.goal_instance_id, recovery_id: r.recovery_id } },
+    });
+    syncRoute(c, goal);
+    return { goal, replayed: false };
+  });
+}
+
 function checkBinding(c: GoalContext, ref: GoalRef): BindingMatch {
   if (!isGoalRef(ref)) return 'invalid';
   const goal = load(c, ref.goal_id);
@@ -216,6 +266,7 @@ export function goalStoreOver(storage: GoalStorage, options: GoalStoreOptions): 
     addDoc: (goalId, name, content) => addDoc(c, goalId, name, content),
     readDoc: (goalId, name) => readDoc(c, goalId, name),
     checkBinding: (ref) => checkBinding(c, ref),
+    adoptLifetime: (r) => adoptLifetime(c, r),
   } satisfies GoalStore;
   return store;
 }

@@ -2,7 +2,7 @@
  * The work owner's live API: its requests, results and the `WorkOwner` interface (what each
  * operation guarantees is in work.ts's header). Types only.
  */
-import type { WorkProvider, WorkStoreIdentity } from './contract.js';
+import type { LineageRecord, WorkProvider, WorkStoreIdentity } from './contract.js';
 import type { FenceToken, HandoffMode, Lease, LeaseAuthorization, Todo, TodoStatus, WorkEvent, WorkReceipt } from './model.js';
 import type { RetainedPrefixExport } from './retained-prefix.js';
 
@@ -89,6 +89,23 @@ export interface SetHandoffModeRequest extends WriteOptions {
 
 export type EngageFenceRequest = WriteOptions;
 
+/** `importLineage`: a verified copy of the source work.db and what the audit binds it to. */
+export interface ImportLineageRequest {
+  readonly recovery_id: string;
+  /** The recovery workspace's copy of the source work.db (read once, privately; never written). */
+  readonly copy_path: string;
+  /** The component export's header line, as the backup archived it. */
+  readonly export_header_line: string;
+  /** The component's content digest from the audit (the copy export seal's SHA-256). */
+  readonly content_digest: string;
+}
+
+export interface AdoptStateRequest {
+  /** The recovery's idempotency key for this action. */
+  readonly operation_id: string;
+  readonly recovery_id: string;
+}
+
 export interface WorkOperationResult {
   /** `already_applied`: this operation id committed earlier; `receipt` is the original, field for field. */
   readonly result: 'applied' | 'already_applied';
@@ -172,6 +189,12 @@ export interface WorkOwner {
   /** Committed transactions so far (= head cursor). */
   transactionCount(): Promise<number>;
   exportRetainedPrefix(): Promise<RetainedPrefixExport>;
+  /** Adoption (`import_inert`): a recovered source's history, checked against the audit, imported once before the first commit. */
+  importLineage(request: ImportLineageRequest): Promise<{ readonly result: 'applied' | 'already'; readonly lineage: LineageRecord }>;
+  /** Adoption (`rebind`): the recovered Todos as this store's first transaction, its receipt naming the recovery. */
+  adoptRecoveredState(request: AdoptStateRequest): Promise<WorkOperationResult>;
+  /** The histories this store holds from earlier lifetimes. */
+  lineage(): Promise<LineageRecord[]>;
   close(): void;
 }
 

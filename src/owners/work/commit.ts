@@ -22,6 +22,7 @@ import {
   RECEIPT_SCHEMA,
   type FenceToken,
   type HandoffMode,
+  type RecoveredFrom,
   type Todo,
   type WorkEvent,
   type WorkOperation,
@@ -44,6 +45,8 @@ export interface Plan {
   readonly todo?: Todo;
   readonly handoff_mode?: HandoffMode;
   readonly fence?: FenceToken;
+  /** `adopt_recovered_state` only: the source the receipt names. */
+  readonly recovery?: RecoveredFrom;
 }
 
 export interface PlanContext {
@@ -147,6 +150,7 @@ function receiptFor(core: WorkCore, a: Attempt, planned: Plan, next: WorkProject
     lease: LEASE_OPERATIONS.has(a.operation) ? (planned.todo?.lease ?? null) : null,
     handoff_mode: planned.handoff_mode ?? null,
     fence: planned.fence ?? null,
+    ...(planned.recovery ? { recovery: planned.recovery } : {}),
   };
 }
 

@@ -27,6 +27,12 @@
  *   a database of another Goal, another incarnation than expected, or an unknown schema version
  *   refuses to open (fail closed) instead of serving it.
  * - retain_all_v0: nothing committed is pruned or rewritten; every receipt stays readable.
+ * - lineage_import_once: `importLineage` stores another store's committed rows — a recovered
+ *   Goal's earlier lifetime — as read-only history, byte for byte, in one transaction and only
+ *   while this store has no commit of its own (`store_not_empty` otherwise). The same source again
+ *   is a readback (`already`). Imported operation ids count as this store's: a commit under one is
+ *   `operation_id_exists`, and `readReceipt` returns the ORIGINAL receipt (its store identity and
+ *   revision are the source's, never relabelled).
  *
  * "Not found" is `undefined` from `readReceipt` and an empty page from `scanCommitted`, never an
  * error. Reads reject with a typed LoopxError only for a closed provider, an unreadable store or
@@ -110,6 +116,44 @@ export interface ScanPage {
   readonly has_more: boolean;
 }
 
+/** A committed row as a provider stores it: events and receipt are canonical JSON text. */
+export interface StoredCommitText {
+  readonly cursor: number;
+  readonly provider_revision: string;
+  readonly operation_id: string;
+  readonly request_digest: string;
+  readonly events: string;
+  readonly receipt: string;
+}
+
+/** Another store's history held by this one, as `importLineage` recorded it. */
+export interface LineageRecord {
+  readonly source_store_identity: string;
+  readonly source_incarnation: string;
+  readonly source_head_cursor: number;
+  readonly source_provider_revision: string;
+  /** The source head projection (canonical JSON text), null when the source had no commit. */
+  readonly source_projection: string | null;
+  /** The recovery that imported it. */
+  readonly recovery_id: string;
+  /** The digest the rows were checked against before import (the source component's content digest). */
+  readonly content_digest: string;
+  readonly imported_at: string;
+}
+
+export interface LineageImportRequest {
+  readonly lineage: Omit<LineageRecord, 'imported_at'>;
+  /** The source's committed rows in cursor order, 1..source_head_cursor. */
+  readonly rows: Iterable<StoredCommitText>;
+}
+
+export type LineageImportResult =
+  | { readonly status: 'applied' | 'already'; readonly lineage: LineageRecord }
+  | { readonly status: 'conflict'; readonly reason: 'store_not_empty' | 'operation_id_exists' | 'rows_invalid' }
+  /** The commit point failed unprovably: call again with the same request (a landed import is then `already`). */
+  | { readonly status: 'ambiguous' }
+  | { readonly status: 'failed'; readonly code: string };
+
 export interface WorkProvider {
   /** The registered storage provider this implementation belongs to (`registerStoreProvider`). */
   readonly provider: string;
@@ -119,6 +163,10 @@ export interface WorkProvider {
   readReceipt(operationId: string): Promise<StoredReceipt | undefined>;
   /** Transactions with cursor > afterCursor in cursor order, at most `limit` (1..MAX_SCAN_LIMIT). */
   scanCommitted(afterCursor: number, limit: number): Promise<ScanPage>;
+  /** Imports another store's history, once, before this store's first commit (lineage_import_once). */
+  importLineage(request: LineageImportRequest): Promise<LineageImportResult>;
+  /** The imported lineages, in import order. */
+  lineage(): Promise<LineageRecord[]>;
   /** Releases the store; later reads reject and commits fail with `provider_closed`. Idempotent. */
   close(): void;
 }

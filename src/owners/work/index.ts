@@ -11,6 +11,8 @@ export {
   WORK_RETENTION,
   type CommittedTransaction,
   type JsonObject,
+  type LineageRecord,
+  type StoredCommitText,
   type JsonValue,
   type ScanPage,
   type StoredReceipt,
@@ -49,12 +51,15 @@ export {
   type WorkOperation,
   type WorkProjection,
   type WorkReceipt,
+  type RecoveredFrom,
 } from './model.js';
 export { openWork, openGoalWork, type OpenGoalWorkOptions } from './work.js';
 export { MIN_LEASE_TTL_MS, MAX_LEASE_TTL_MS } from './inputs.js';
 export type {
   AcquireLeaseRequest,
   AddTodoRequest,
+  AdoptStateRequest,
+  ImportLineageRequest,
   ClaimRequest,
   EngageFenceRequest,
   LeaseProof,
@@ -90,3 +95,4 @@ export {
 export { type HistoricalWork, type ReadHistoricalOptions } from './historical.js';
 export { recovery } from './recovery.js';
 export { hasErrors as workFindingsHaveErrors, type WorkFinding, type WorkFindingCode } from './findings.js';
+export { adoptionSteps } from './adopt-steps.js';

@@ -9,6 +9,10 @@ import { MEMORY_PROVIDER } from '../../store/index.js';
 import {
   formatProviderRevision,
   type CommittedTransaction,
+  type LineageImportRequest,
+  type LineageImportResult,
+  type LineageRecord,
+  type StoredCommitText,
   type ScanPage,
   type StoredReceipt,
   type WorkCommitResult,
@@ -32,11 +36,23 @@ export interface MemoryWorkState {
   /** commits[i] has cursor i + 1. */
   readonly commits: MemoryRow[];
   readonly byOperation: Map<string, number>;
+  /** Imported lineages and their rows (lineage_import_once). */
+  readonly lineage: LineageRecord[];
+  readonly lineageRows: Map<string, StoredCommitText>;
 }
 
 export function createMemoryWorkState(goalId: string): MemoryWorkState {
   const identity = mintIdentity(MEMORY_PROVIDER, goalId);
-  return { identity, cursor: 0, provider_revision: formatProviderRevision(identity.incarnation, 0), head: null, commits: [], byOperation: new Map() };
+  return {
+    identity,
+    cursor: 0,
+    provider_revision: formatProviderRevision(identity.incarnation, 0),
+    head: null,
+    commits: [],
+    byOperation: new Map(),
+    lineage: [],
+    lineageRows: new Map(),
+  };
 }
 
 export interface MemoryWorkOptions extends IdentityExpectations {
@@ -75,7 +91,7 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
       if (closed) return { status: 'failed', code: 'provider_closed' };
       const encoded = encodeCommit(request);
       if ('failed' in encoded) return { status: 'failed', code: encoded.failed };
-      if (state.byOperation.has(encoded.operation_id)) return { status: 'conflict', reason: 'operation_id_exists' };
+      if (state.byOperation.has(encoded.operation_id) || state.lineageRows.has(encoded.operation_id)) return { status: 'conflict', reason: 'operation_id_exists' };
       if (encoded.expected_provider_revision !== state.provider_revision) return { status: 'conflict', reason: 'provider_revision_mismatch' };
       const cursor = state.cursor + 1;
       const revision = formatProviderRevision(state.identity.incarnation, cursor);
@@ -93,19 +109,9 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
       state.head = encoded.projection;
       return { status: 'applied', cursor, provider_revision: revision };
     },
-    async readReceipt(operationId: string): Promise<StoredReceipt | undefined> {
+    readReceipt: async (operationId: string): Promise<StoredReceipt | undefined> => {
       open();
-      const cursor = state.byOperation.get(operationId);
-      if (cursor === undefined) return undefined;
-      const row = state.commits[cursor - 1];
-      if (!row) throw protocolViolation('a receipt index entry points at no commit');
-      return {
-        operation_id: row.operation_id,
-        request_digest: row.request_digest,
-        cursor: row.cursor,
-        provider_revision: row.provider_revision,
-        receipt: decodeObject(row.receipt),
-      };
+      return receiptOf(state, operationId);
     },
     async scanCommitted(afterCursor: number, limit: number): Promise<ScanPage> {
       open();
@@ -118,9 +124,49 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
         has_more: afterCursor + rows.length < state.commits.length,
       };
     },
+    importLineage: async (request: LineageImportRequest): Promise<LineageImportResult> => (closed ? { status: 'failed', code: 'provider_closed' } : importLineage(state, request)),
+    lineage: async (): Promise<LineageRecord[]> => {
+      open();
+      return state.lineage.map((l) => ({ ...l }));
+    },
     close() {
       closed = true;
     },
   } satisfies WorkProvider;
   return provider;
+}
+
+/** One lineage import, checked in full before anything is kept (the SQLite provider's rules). */
+function importLineage(state: MemoryWorkState, request: LineageImportRequest): LineageImportResult {
+  const l = request.lineage;
+  const prior = state.lineage.find((x) => x.source_store_identity === l.source_store_identity);
+  if (prior) return { status: 'already', lineage: { ...prior } };
+  if (state.cursor !== 0) return { status: 'conflict', reason: 'store_not_empty' };
+  const rows: StoredCommitText[] = [];
+  const seen = new Set<string>();
+  for (const row of request.rows) {
+    if (row.cursor !== rows.length + 1 || row.provider_revision !== formatProviderRevision(l.source_incarnation, row.cursor)) return { status: 'conflict', reason: 'rows_invalid' };
+    if (state.lineageRows.has(row.operation_id) || seen.has(row.operation_id)) return { status: 'conflict', reason: 'operation_id_exists' };
+    seen.add(row.operation_id);
+    rows.push({ ...row });
+  }
+  if (rows.length !== l.source_head_cursor) return { status: 'conflict', reason: 'rows_invalid' };
+  const record: LineageRecord = { ...l, imported_at: new Date().toISOString() };
+  state.lineage.push(record);
+  for (const row of rows) state.lineageRows.set(row.operation_id, row);
+  return { status: 'applied', lineage: { ...record } };
+}
+
+/** The receipt stored under an operation id: this store's own, else an imported lineage's (the original, never relabelled). */
+function receiptOf(state: MemoryWorkState, operationId: string): StoredReceipt | undefined {
+  const cursor = state.byOperation.get(operationId);
+  const imported = state.lineageRows.get(operationId);
+  if (cursor === undefined && imported) {
+    const { operation_id, request_digest, cursor: at, provider_revision, receipt } = imported;
+    return { operation_id, request_digest, cursor: at, provider_revision, receipt: decodeObject(receipt) };
+  }
+  if (cursor === undefined) return undefined;
+  const row = state.commits[cursor - 1];
+  if (!row) throw protocolViolation('a receipt index entry points at no commit');
+  return { operation_id: row.operation_id, request_digest: row.request_digest, cursor: row.cursor, provider_revision: row.provider_revision, receipt: decodeObject(row.receipt) };
 }

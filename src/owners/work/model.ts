@@ -79,7 +79,27 @@ export type WorkEvent =
   | { readonly type: 'todo_added'; readonly todo: Todo; readonly todo_seq: number }
   | { readonly type: 'todo_changed'; readonly change: TodoChange; readonly todo: Todo }
   | { readonly type: 'handoff_mode_set'; readonly handoff_mode: HandoffMode }
-  | { readonly type: 'fence_engaged'; readonly fence: FenceRecord };
+  | { readonly type: 'fence_engaged'; readonly fence: FenceRecord }
+  /**
+   * The first transaction of a store recovered from another: the source's Todos as the new
+   * lifetime's state (leases retired, claims cleared), its Todo counter and handoff mode. Only on
+   * an empty store. `from` names the source head and the recovery that adopted it.
+   */
+  | {
+      readonly type: 'state_adopted';
+      readonly from: RecoveredFrom;
+      readonly todos: readonly Todo[];
+      readonly todo_seq: number;
+      readonly handoff_mode: HandoffMode;
+    };
+
+/** Where an adopted state came from: the source store's head, and the recovery that adopted it. */
+export interface RecoveredFrom {
+  readonly recovery_id: string;
+  readonly source_store_identity: string;
+  readonly source_provider_revision: string;
+  readonly source_cursor: number;
+}
 
 export const WORK_OPERATIONS = [
   'add_todo',
@@ -92,6 +112,7 @@ export const WORK_OPERATIONS = [
   'release_lease',
   'set_handoff_mode',
   'engage_fence',
+  'adopt_recovered_state',
 ] as const;
 export type WorkOperation = (typeof WORK_OPERATIONS)[number];
 
@@ -118,6 +139,8 @@ export interface WorkReceipt {
   readonly handoff_mode: HandoffMode | null;
   /** Only for `engage_fence`: the token its caller writes with. */
   readonly fence: FenceToken | null;
+  /** Only for `adopt_recovered_state`: the recovery and the source head it adopted. */
+  readonly recovery?: RecoveredFrom;
 }
 
 export const initialProjection = (goalId: string): WorkProjection => ({
@@ -153,6 +176,13 @@ export function applyTransaction(p: WorkProjection, events: readonly WorkEvent[]
         break;
       case 'fence_engaged':
         fence = e.fence;
+        break;
+      case 'state_adopted':
+        if (p.authority_revision !== 0 || todos.length > 0) throw eventInvalid('state is adopted only into an empty store');
+        todos = e.todos;
+        todo_seq = e.todo_seq;
+        handoff_mode = e.handoff_mode;
+        fence = null;
         break;
       default:
         throw eventInvalid(`unknown event type ${JSON.stringify((e as { type?: unknown }).type)}`);
@@ -246,9 +276,27 @@ export function eventsProblem(v: unknown): string | undefined {
       case 'fence_engaged':
         if (!isObj(e.fence) || !isStr(e.fence.fence_id) || !isNat(e.fence.epoch) || !isStr(e.fence.engaged_at)) return 'fence_engaged is malformed';
         break;
+      case 'state_adopted': {
+        const problem = adoptedProblem(e);
+        if (problem) return problem;
+        break;
+      }
       default:
         return `unknown event type ${JSON.stringify(e.type)}`;
     }
+  }
+  return undefined;
+}
+
+function adoptedProblem(e: Record<string, unknown>): string | undefined {
+  const from = e.from;
+  if (!isObj(from) || !isStr(from.recovery_id) || !isStr(from.source_store_identity) || !isStr(from.source_provider_revision) || !isNat(from.source_cursor)) {
+    return 'state_adopted names no source';
+  }
+  if (!isNat(e.todo_seq) || !(HANDOFF_MODES as readonly unknown[]).includes(e.handoff_mode) || !Array.isArray(e.todos)) return 'state_adopted is malformed';
+  for (const t of e.todos) {
+    const p = todoProblem(t);
+    if (p) return p;
   }
   return undefined;
 }

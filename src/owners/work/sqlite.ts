@@ -6,6 +6,9 @@
  *   head      one row: cursor, provider_revision, projection (canonical JSON, NULL before the first commit)
  *   commits   one row per committed transaction: cursor (1, 2, …), provider_revision, operation_id
  *             (UNIQUE — the receipt index), request_digest, events, receipt; also the projection outbox
+ *   lineage, lineage_commits   (version 2) the history of an earlier lifetime this store was
+ *             recovered from: one row per imported source store, and its committed rows exactly as
+ *             that store held them (read-only: written once by `importLineage`, never changed)
  *
  * A commit is BEGIN IMMEDIATE → checks → insert + head update → COMMIT, one synchronous step on the
  * connection behind the port's Promise; only a failing COMMIT is `ambiguous`. Opening (synchronous:
@@ -34,6 +37,9 @@ import {
   formatProviderRevision,
   parseProviderRevision,
   type CommittedTransaction,
+  type LineageImportRequest,
+  type LineageImportResult,
+  type LineageRecord,
   type ScanPage,
   type StoredReceipt,
   type WorkCommitRequest,
@@ -70,6 +76,24 @@ export const WORK_DB_MIGRATIONS: readonly string[] = [
      request_digest TEXT NOT NULL,
      events TEXT NOT NULL,
      receipt TEXT NOT NULL);`,
+  `CREATE TABLE lineage (
+     source_store_identity TEXT PRIMARY KEY,
+     source_incarnation TEXT NOT NULL,
+     source_head_cursor INTEGER NOT NULL CHECK (source_head_cursor >= 0),
+     source_provider_revision TEXT NOT NULL,
+     source_projection TEXT,
+     recovery_id TEXT NOT NULL,
+     content_digest TEXT NOT NULL,
+     imported_at TEXT NOT NULL);
+   CREATE TABLE lineage_commits (
+     source_store_identity TEXT NOT NULL REFERENCES lineage (source_store_identity),
+     cursor INTEGER NOT NULL CHECK (cursor > 0),
+     provider_revision TEXT NOT NULL,
+     operation_id TEXT NOT NULL UNIQUE,
+     request_digest TEXT NOT NULL,
+     events TEXT NOT NULL,
+     receipt TEXT NOT NULL,
+     PRIMARY KEY (source_store_identity, cursor));`,
 ];
 export const WORK_DB_VERSION = WORK_DB_MIGRATIONS.length;
 
@@ -183,7 +207,16 @@ function prepare(db: SqliteDatabase) {
   return {
     tx: transactionStatements(db),
     head: db.prepare('SELECT cursor, provider_revision, projection FROM head WHERE singleton = 1'),
-    opExists: db.prepare('SELECT 1 FROM commits WHERE operation_id = ?'),
+    opExists: db.prepare('SELECT 1 FROM commits WHERE operation_id = ? UNION ALL SELECT 1 FROM lineage_commits WHERE operation_id = ?'),
+    lineageReceipt: db.prepare('SELECT cursor, provider_revision, operation_id, request_digest, receipt FROM lineage_commits WHERE operation_id = ?'),
+    lineage: db.prepare('SELECT * FROM lineage ORDER BY rowid'),
+    lineageOf: db.prepare('SELECT * FROM lineage WHERE source_store_identity = ?'),
+    insertLineage: db.prepare(
+      'INSERT INTO lineage (source_store_identity, source_incarnation, source_head_cursor, source_provider_revision, source_projection, recovery_id, content_digest, imported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+    insertLineageRow: db.prepare(
+      'INSERT INTO lineage_commits (source_store_identity, cursor, provider_revision, operation_id, request_digest, events, receipt) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ),
     insert: db.prepare('INSERT INTO commits (cursor, provider_revision, operation_id, request_digest, events, receipt) VALUES (?, ?, ?, ?, ?, ?)'),
     updateHead: db.prepare('UPDATE head SET cursor = ?, provider_revision = ?, projection = ? WHERE singleton = 1 AND provider_revision = ?'),
     receipt: db.prepare('SELECT cursor, provider_revision, operation_id, request_digest, receipt FROM commits WHERE operation_id = ?'),
@@ -205,7 +238,7 @@ function commitOnce(db: SqliteDatabase, q: Queries, incarnation: string, request
   const c = encodeCommit(request);
   if ('failed' in c) return { status: 'failed', code: c.failed };
   return immediateTransaction(q.tx, (): TransactionDecision<WorkCommitResult> => {
-    if (q.opExists.get(c.operation_id) !== undefined) return { commit: false, value: { status: 'conflict', reason: 'operation_id_exists' } };
+    if (q.opExists.get(c.operation_id, c.operation_id) !== undefined) return { commit: false, value: { status: 'conflict', reason: 'operation_id_exists' } };
     const head = headRow(q);
     if (head.provider_revision !== c.expected_provider_revision) return { commit: false, value: { status: 'conflict', reason: 'provider_revision_mismatch' } };
     const cursor = head.cursor + 1;
@@ -235,6 +268,42 @@ function scanPage(db: SqliteDatabase, q: Queries, afterCursor: number, limit: nu
   })();
 }
 
+/**
+ * One lineage import: BEGIN IMMEDIATE → the same source already imported (readback) or this store
+ * already written (refused) → the lineage row and every source row, checked contiguous and of the
+ * source incarnation → COMMIT. Nothing is written unless all of it is.
+ */
+function importLineageOnce(q: Queries, request: LineageImportRequest): LineageImportResult {
+  const l = request.lineage;
+  return immediateTransaction(q.tx, (): TransactionDecision<LineageImportResult> => {
+    const prior = q.lineageOf.get(l.source_store_identity) as LineageRecord | undefined;
+    if (prior) return { commit: false, value: { status: 'already', lineage: prior } };
+    if (headRow(q).cursor !== 0) return { commit: false, value: { status: 'conflict', reason: 'store_not_empty' } };
+    const record: LineageRecord = { ...l, imported_at: new Date().toISOString() };
+    q.insertLineage.run(
+      l.source_store_identity,
+      l.source_incarnation,
+      l.source_head_cursor,
+      l.source_provider_revision,
+      l.source_projection,
+      l.recovery_id,
+      l.content_digest,
+      record.imported_at,
+    );
+    let cursor = 0;
+    for (const row of request.rows) {
+      if (row.cursor !== cursor + 1 || row.provider_revision !== formatProviderRevision(l.source_incarnation, row.cursor)) {
+        return { commit: false, value: { status: 'conflict', reason: 'rows_invalid' } };
+      }
+      if (q.opExists.get(row.operation_id, row.operation_id) !== undefined) return { commit: false, value: { status: 'conflict', reason: 'operation_id_exists' } };
+      q.insertLineageRow.run(l.source_store_identity, row.cursor, row.provider_revision, row.operation_id, row.request_digest, row.events, row.receipt);
+      cursor = row.cursor;
+    }
+    if (cursor !== l.source_head_cursor) return { commit: false, value: { status: 'conflict', reason: 'rows_invalid' } };
+    return { commit: true, value: { status: 'applied', lineage: record } };
+  });
+}
+
 function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkProvider {
   let closed = false;
   const q = prepare(db);
@@ -260,7 +329,7 @@ function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkPr
       closed ? { status: 'failed', code: 'provider_closed' } : commitOnce(db, q, identity.incarnation, request),
     readReceipt: (operationId: string): Promise<StoredReceipt | undefined> =>
       read(() => {
-        const r = q.receipt.get(operationId) as Omit<RawCommitRow, 'events'> | undefined;
+        const r = (q.receipt.get(operationId) ?? q.lineageReceipt.get(operationId)) as Omit<RawCommitRow, 'events'> | undefined;
         if (!r) return undefined;
         return { operation_id: r.operation_id, request_digest: r.request_digest, cursor: r.cursor, provider_revision: r.provider_revision, receipt: decodeObject(r.receipt) };
       }),
@@ -268,6 +337,8 @@ function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkPr
       assertScanArguments(afterCursor, limit);
       return read(() => scanPage(db, q, afterCursor, limit));
     },
+    importLineage: async (request: LineageImportRequest): Promise<LineageImportResult> => (closed ? { status: 'failed', code: 'provider_closed' } : importLineageOnce(q, request)),
+    lineage: (): Promise<LineageRecord[]> => read(() => q.lineage.all() as LineageRecord[]),
     close() {
       if (closed) return;
       closed = true;

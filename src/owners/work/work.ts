@@ -26,6 +26,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { goalNotFound } from '../goal/index.js';
 import { LAYOUT } from '../layout.js';
+import { adoptRecoveredState, importLineage } from './adopt.js';
 import { readProjection, type WorkCore } from './commit.js';
 import { engageFence, setHandoffMode } from './handoff.js';
 import { acquireLease, leaseStatus, releaseLease, renewLease, transferLease } from './leases.js';
@@ -62,6 +63,9 @@ export async function openWork(options: WorkOwnerOptions): Promise<WorkOwner> {
     iterateHistory: (afterCursor, pageSize) => iterateHistory(core, afterCursor, pageSize),
     transactionCount: async () => (await provider.load()).cursor,
     exportRetainedPrefix: () => exportRetainedPrefix(provider, clock),
+    importLineage: (r) => importLineage(core, r),
+    adoptRecoveredState: (r) => adoptRecoveredState(core, r),
+    lineage: () => provider.lineage(),
     close: () => provider.close(),
   };
 }

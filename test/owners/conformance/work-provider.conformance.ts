@@ -47,6 +47,8 @@ const forward = (p: WorkProvider): WorkProvider => ({
   commit: (r) => p.commit(r),
   readReceipt: (id) => p.readReceipt(id),
   scanCommitted: (a, l) => p.scanCommitted(a, l),
+  importLineage: (r) => p.importLineage(r),
+  lineage: () => p.lineage(),
   close: () => p.close(),
 });
 
@@ -283,5 +285,70 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
       expect(e.kind).toBe('rejected');
       expect((await (await h.open({ expected_incarnation: incarnation })).storeIdentity()).incarnation).toBe(incarnation);
     });
+
+    describeLineage(make);
+  });
+}
+
+const SOURCE_INC = 'a'.repeat(32);
+const lineageRows = (n: number, prefix = 'src') =>
+  Array.from({ length: n }, (_, i) => ({
+    cursor: i + 1,
+    provider_revision: `${SOURCE_INC}:${i + 1}`,
+    operation_id: `${prefix}-${i + 1}`,
+    request_digest: sha(i + 100),
+    events: '[{"n":1}]',
+    receipt: `{"operation_id":"${prefix}-${i + 1}","store":"old"}`,
+  }));
+const lineageOf = (n: number, over: Record<string, unknown> = {}) => ({
+  source_store_identity: 'sqlite:' + 'b'.repeat(32),
+  source_incarnation: SOURCE_INC,
+  source_head_cursor: n,
+  source_provider_revision: `${SOURCE_INC}:${n}`,
+  source_projection: '{"n":0}',
+  recovery_id: 'c'.repeat(64),
+  content_digest: 'd'.repeat(64),
+  ...over,
+});
+
+/** lineage_import_once: another store's history, imported once, before this store's first commit. */
+function describeLineage(make: WorkProviderFactory): void {
+  it('imports another store’s history once, byte for byte: its receipts read back as the originals and its operation ids count as this store’s', async () => {
+    const h = make();
+    const p = await h.open();
+    const r = await p.importLineage({ lineage: lineageOf(3), rows: lineageRows(3) });
+    expect(r).toMatchObject({ status: 'applied', lineage: { source_head_cursor: 3, recovery_id: 'c'.repeat(64) } });
+    expect(await p.readReceipt('src-2')).toEqual({
+      operation_id: 'src-2',
+      request_digest: sha(101),
+      cursor: 2,
+      provider_revision: `${SOURCE_INC}:2`,
+      receipt: { operation_id: 'src-2', store: 'old' },
+    });
+    expect(await p.importLineage({ lineage: lineageOf(3), rows: lineageRows(3) })).toMatchObject({ status: 'already' });
+    // The store's own cursor is untouched; an imported operation id cannot commit again.
+    expect((await p.load()).cursor).toBe(0);
+    expect(await p.commit(await request(p, 1, { operation_id: 'src-1' }))).toEqual({ status: 'conflict', reason: 'operation_id_exists' });
+    expect((await p.commit(await request(p, 1))).status).toBe('applied');
+    p.close();
+    const again = await h.open();
+    expect((await again.lineage()).map((l) => l.source_store_identity)).toEqual(['sqlite:' + 'b'.repeat(32)]);
+    expect((await again.readReceipt('src-3'))?.cursor).toBe(3);
+    again.close();
+  });
+
+  it('refuses a lineage into a store with commits, and rows that are not contiguous in the source incarnation, writing nothing', async () => {
+    const p = await make().open();
+    const gap = lineageRows(3).filter((r) => r.cursor !== 2);
+    expect(await p.importLineage({ lineage: lineageOf(3), rows: gap })).toEqual({ status: 'conflict', reason: 'rows_invalid' });
+    const foreign = lineageRows(2).map((r) => ({ ...r, provider_revision: `${'e'.repeat(32)}:${r.cursor}` }));
+    expect(await p.importLineage({ lineage: lineageOf(2), rows: foreign })).toEqual({ status: 'conflict', reason: 'rows_invalid' });
+    expect(await p.importLineage({ lineage: lineageOf(4), rows: lineageRows(3) })).toEqual({ status: 'conflict', reason: 'rows_invalid' });
+    expect(await p.lineage()).toEqual([]);
+    expect(await p.readReceipt('src-1')).toBeUndefined();
+    expect((await p.commit(await request(p, 1))).status).toBe('applied');
+    expect(await p.importLineage({ lineage: lineageOf(3), rows: lineageRows(3) })).toEqual({ status: 'conflict', reason: 'store_not_empty' });
+    expect(await p.lineage()).toEqual([]);
+    p.close();
   });
 }

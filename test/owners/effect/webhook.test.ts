@@ -2,6 +2,9 @@
  * Webhook delivery through the effect journal against the real loopback sink (port 0). A lost
  * response leaves the effect unknown; reconciliation by the ORIGINAL operation id finds it
  * committed — and the sink still holds exactly one delivery. Nothing is ever retried blindly.
+ * A Goal recovered into a new lifetime fences its old writers at the receiver: their deliveries
+ * are refused there (`fence_stale`, settled rejected), and the new lifetime's re-send of a logical
+ * operation is a counted duplicate, never a second delivery.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,14 +14,18 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../../src/dev/index.js';
 import {
+  advanceReceiverFence,
   deliverWebhook,
   memoryEffectJournal,
   openSqliteEffectJournal,
   sendWebhook,
+  webhookGoalQuery,
   webhookIntent,
   webhookOperationQuery,
   webhookTarget,
+  type DeliveryFence,
   type EffectJournal,
+  type JsonValue,
 } from '../../../src/owners/effect/index.js';
 
 const dirs: string[] = [];
@@ -42,6 +49,22 @@ const asyncCodeOf = (p: Promise<unknown>): Promise<string | undefined> =>
     () => undefined,
     (e: { code?: string }) => e.code,
   );
+
+/** Journals a webhook effect (fenced when `fence` is given), records its dispatch and sends it once. */
+const sendOnce = async (j: EffectJournal, url: string, op: string, key: string, body: JsonValue, fence?: DeliveryFence, fetchImpl?: typeof fetch) => {
+  await j.recordIntent({ operation_id: op, idempotency_key: key, goal_id: 'g1', kind: 'webhook.deliver', target: webhookTarget(url), intent: webhookIntent(url, body, fence) });
+  return sendWebhook(await j.beginDispatch(op), fetchImpl ? { fetch: fetchImpl } : {});
+};
+
+/** A fetch that records the headers of every request it passes on. */
+const recordingFetch = () => {
+  const seen: Array<Record<string, string>> = [];
+  const f: typeof fetch = (input, init) => {
+    seen.push(Object.fromEntries(new Headers(init?.headers).entries()));
+    return fetch(input, init);
+  };
+  return { seen, fetch: f };
+};
 
 const providers: Array<[string, () => EffectJournal]> = [
   ['memory', () => memoryEffectJournal()],
@@ -173,6 +196,7 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     const j = make();
     const r = await deliverWebhook(j, delivery(sink));
     expect(r.effect).toMatchObject({ outcome: 'rejected', receipt: { http_status: 409 } });
+    expect(r.effect.receipt).toEqual({ http_status: 409 }); // not a fence refusal: no reason
     expect((await j.reconcile('op-1', webhookOperationQuery())).resolution).toBe('already_settled');
     j.close();
   });
@@ -216,11 +240,212 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     j.close();
   });
 
+  it('a fenced intent is sent with X-Loopx-Goal-Lineage and X-Loopx-Fence; an unfenced one exactly as before', async () => {
+    const sink = await sinkAt();
+    const j = make();
+    const rec = recordingFetch();
+    expect(webhookIntent(sink.deliveriesUrl, { n: 1 }, { goal_lineage: 'goal-a', fence: 3 })).toEqual({
+      url: sink.deliveriesUrl,
+      body: { n: 1 },
+      delivery_fence: { goal_lineage: 'goal-a', fence: 3 },
+    });
+    expect(await sendOnce(j, sink.deliveriesUrl, 'op-1', 'key-1', { n: 1 }, { goal_lineage: 'goal-a', fence: 3 }, rec.fetch)).toMatchObject({ outcome: 'committed' });
+    expect(await sendOnce(j, sink.deliveriesUrl, 'op-2', 'key-2', { n: 2 }, undefined, rec.fetch)).toMatchObject({ outcome: 'committed' });
+    expect(rec.seen).toEqual([
+      { 'content-type': 'application/json', 'idempotency-key': 'key-1', 'x-operation-id': 'op-1', 'x-loopx-goal-lineage': 'goal-a', 'x-loopx-fence': '3' },
+      { 'content-type': 'application/json', 'idempotency-key': 'key-2', 'x-operation-id': 'op-2' },
+    ]);
+    expect(sink.deliveries().map((d) => [d.operation_id, d.goal_lineage, d.fence])).toEqual([
+      ['op-1', 'goal-a', 3],
+      ['op-2', null, null],
+    ]);
+    j.close();
+  });
+
+  it("an old writer refused by the receiver's fence is rejected with reason fence_stale, stores nothing and is never reconciled", async () => {
+    const sink = await sinkAt();
+    const j = make();
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2)).toEqual({ status: 'advanced', newest_fence: 2 });
+    const sent = await sendOnce(j, sink.deliveriesUrl, 'op-1', 'key-1', { n: 1 }, { goal_lineage: 'goal-a', fence: 1 });
+    expect(sent).toEqual({ outcome: 'rejected', receipt: { http_status: 409, reason: 'fence_stale' } });
+    await j.settle('op-1', sent.outcome, sent.receipt);
+    expect((await j.reconcile('op-1', webhookOperationQuery())).resolution).toBe('already_settled');
+    expect(sink.deliveries()).toEqual([]);
+    expect(sink.attempts().counts).toMatchObject({ stored: 0, refused_stale_fence: 1 });
+    j.close();
+  });
+
+  it('recovery into a new lifetime: the receiver is fenced, asked by lineage, and the re-send under the stable key is a counted duplicate', async () => {
+    const sink = await sinkAt();
+    const old = make();
+    const body = { todo: 't1', n: 1 };
+    expect((await sendOnce(old, sink.deliveriesUrl, 'op-1', 'key-t1', body, { goal_lineage: 'goal-a', fence: 1 })).outcome).toBe('committed');
+
+    // The new lifetime fences the old writer at the receiver, then asks what it already holds.
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2)).toEqual({ status: 'advanced', newest_fence: 2 });
+    const held = await webhookGoalQuery(sink.deliveriesUrl, 'goal-a');
+    expect(held).toMatchObject({ status: 'answered', deliveries: [{ operation_id: 'op-1', idempotency_key: 'key-t1', goal_lineage: 'goal-a', fence: 1, sequence: 1 }] });
+
+    // The same logical operation, a new operation id: replayed, never delivered twice.
+    const next = make();
+    const again = await sendOnce(next, sink.deliveriesUrl, 'op-1-life2', 'key-t1', body, { goal_lineage: 'goal-a', fence: 2 });
+    expect(again).toMatchObject({ outcome: 'committed', receipt: { http_status: 200, response: { replayed: true, delivery: { operation_id: 'op-1' } } } });
+    // The old writer, still running, is refused at the receiver.
+    const late = await sendOnce(old, sink.deliveriesUrl, 'op-9', 'key-t9', { todo: 't9' }, { goal_lineage: 'goal-a', fence: 1 });
+    expect(late).toEqual({ outcome: 'rejected', receipt: { http_status: 409, reason: 'fence_stale' } });
+    expect(sink.deliveries().map((d) => d.operation_id)).toEqual(['op-1']);
+    expect(sink.attempts('goal-a').counts).toEqual({ stored: 1, duplicate: 1, refused_stale_fence: 1, conflict: 0, dropped: 0 });
+    old.close();
+    next.close();
+  });
+
+  it('a malformed fence is refused before anything is recorded or sent', async () => {
+    const sink = await sinkAt();
+    const j = make();
+    for (const fence of [
+      { goal_lineage: 'goal a', fence: 1 },
+      { goal_lineage: '', fence: 1 },
+      { goal_lineage: 'g'.repeat(129), fence: 1 },
+      { goal_lineage: 'goal-a', fence: -1 },
+      { goal_lineage: 'goal-a', fence: 1.5 },
+      { goal_lineage: 'goal-a', fence: 2 ** 53 },
+    ]) {
+      expect(await asyncCodeOf(Promise.resolve().then(() => webhookIntent(sink.deliveriesUrl, {}, fence)))).toBe('effect_input_invalid');
+    }
+    // An intent recorded with a broken fence (not through webhookIntent) is not sent.
+    await j.recordIntent({
+      operation_id: 'op-1',
+      idempotency_key: 'key-1',
+      goal_id: 'g1',
+      kind: 'webhook.deliver',
+      target: webhookTarget(sink.deliveriesUrl),
+      intent: { url: sink.deliveriesUrl, body: {}, delivery_fence: { goal_lineage: 'goal-a', fence: '1' } },
+    });
+    expect(await asyncCodeOf(sendWebhook(await j.beginDispatch('op-1')))).toBe('effect_input_invalid');
+    expect(sink.attempts().attempts).toEqual([]);
+    j.close();
+  });
+
   it('the target names the host only: credentials, path and query stay in the private intent', async () => {
     expect(webhookTarget('https://user:s3cret@hooks.example:8443/T0/B1/XYZ?token=abc')).toBe('webhook:hooks.example:8443');
     const j = make();
     expect(await asyncCodeOf(deliverWebhook(j, { goal_id: 'g1', url: 'file:///etc/passwd', operation_id: 'op-1', idempotency_key: 'k', body: {} }))).toBe('effect_input_invalid');
     expect(await j.list()).toEqual([]);
     j.close();
+  });
+});
+
+describe('the receiver queries of a Goal lineage (webhookGoalQuery, advanceReceiverFence)', () => {
+  const answering =
+    (status: number, text: string): typeof fetch =>
+    () =>
+      Promise.resolve(new Response(text, { status, headers: { 'content-type': 'application/json' } }));
+  const closedSinkUrl = async (): Promise<string> => {
+    const sink = await sinkAt();
+    const url = sink.deliveriesUrl;
+    await sink.close();
+    closers.pop();
+    return url;
+  };
+
+  it("webhookGoalQuery lists the lineage's deliveries in arrival order, without bodies", async () => {
+    const sink = await sinkAt();
+    const j = memoryEffectJournal();
+    await sendOnce(j, sink.deliveriesUrl, 'op-1', 'key-1', { n: 1 }, { goal_lineage: 'goal-a', fence: 1 });
+    await sendOnce(j, sink.deliveriesUrl, 'op-2', 'key-2', { n: 2 }, { goal_lineage: 'goal-b', fence: 1 });
+    await sendOnce(j, sink.deliveriesUrl, 'op-3', 'key-3', { n: 3 });
+    await sendOnce(j, sink.deliveriesUrl, 'op-4', 'key-4', { n: 4 }, { goal_lineage: 'goal-a', fence: 2 });
+    const stored = sink.deliveries();
+    const expected = [stored[0], stored[3]].map((d) => ({
+      operation_id: d!.operation_id,
+      idempotency_key: d!.idempotency_key,
+      goal_lineage: 'goal-a',
+      fence: d!.fence,
+      body_sha256: d!.body_sha256,
+      sequence: d!.sequence,
+      received_at: d!.received_at,
+    }));
+    expect(await webhookGoalQuery(sink.deliveriesUrl, 'goal-a')).toEqual({ status: 'answered', deliveries: expected });
+    expect(await webhookGoalQuery(sink.deliveriesUrl, 'goal-c')).toEqual({ status: 'answered', deliveries: [] });
+    j.close();
+  });
+
+  it('webhookGoalQuery is unknown, never a guess, without a well-formed answer', async () => {
+    const url = 'http://127.0.0.1:9/deliveries';
+    expect(await webhookGoalQuery(await closedSinkUrl(), 'goal-a')).toEqual({ status: 'unknown', reason: 'query_unreachable' });
+    expect(await webhookGoalQuery(url, 'goal-a', { fetch: answering(500, '{}') })).toEqual({ status: 'unknown', reason: 'query_http_error' });
+    expect(await webhookGoalQuery(url, 'goal-a', { fetch: answering(200, 'not json') })).toEqual({ status: 'unknown', reason: 'query_malformed' });
+    expect(await webhookGoalQuery(url, 'goal-a', { fetch: answering(200, '{"found":false}') })).toEqual({ status: 'unknown', reason: 'query_malformed' });
+    expect(await webhookGoalQuery(url, 'goal-a', { fetch: answering(200, '{"deliveries":[{"operation_id":"op-1"}]}') })).toEqual({
+      status: 'unknown',
+      reason: 'query_malformed',
+    });
+    const other = { operation_id: 'o', idempotency_key: 'k', goal_lineage: 'goal-b', fence: 1, body_sha256: 'a'.repeat(64), sequence: 1, received_at: 't' };
+    expect(await webhookGoalQuery(url, 'goal-a', { fetch: answering(200, JSON.stringify({ deliveries: [other] })) })).toEqual({
+      status: 'unknown',
+      reason: 'identity_mismatch',
+    });
+    const hanging: Server = createServer(() => undefined);
+    await new Promise<void>((res) => hanging.listen(0, '127.0.0.1', res));
+    closers.push(() => new Promise<void>((res) => (hanging.closeAllConnections(), hanging.close(() => res()))));
+    const slow = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/deliveries`;
+    expect(await webhookGoalQuery(slow, 'goal-a', { timeoutMs: 100 })).toEqual({ status: 'unknown', reason: 'query_timeout' });
+  });
+
+  it('advanceReceiverFence advances, is idempotent, and reports a newer fence as refused', async () => {
+    const sink = await sinkAt();
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 3)).toEqual({ status: 'advanced', newest_fence: 3 });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 3)).toEqual({ status: 'already', newest_fence: 3 });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2)).toEqual({ status: 'refused', newest_fence: 3 });
+    expect(await (await fetch(`${sink.url}/fences?goal_lineage=goal-a`)).json()).toEqual({ goal_lineage: 'goal-a', newest_fence: 3 });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-b', 0)).toEqual({ status: 'advanced', newest_fence: 0 });
+  });
+
+  it('advanceReceiverFence posts beside the deliveries path and is unknown without a clear answer', async () => {
+    const asked: string[] = [];
+    const capture: typeof fetch = (input, init) => {
+      asked.push(`${init?.method} ${String(input)} ${String(init?.body)}`);
+      return Promise.resolve(new Response('{"status":"advanced","newest_fence":7}', { status: 200 }));
+    };
+    expect(await advanceReceiverFence('https://hooks.example/api/v1/deliveries?token=t', 'goal-a', 7, { fetch: capture })).toEqual({ status: 'advanced', newest_fence: 7 });
+    expect(asked).toEqual(['POST https://hooks.example/api/v1/fences?token=t {"fence":7,"goal_lineage":"goal-a"}']);
+
+    const url = 'http://127.0.0.1:9/deliveries';
+    expect(await advanceReceiverFence(await closedSinkUrl(), 'goal-a', 1)).toEqual({ status: 'unknown', reason: 'query_unreachable' });
+    expect(await advanceReceiverFence(url, 'goal-a', 1, { fetch: answering(503, '') })).toEqual({ status: 'unknown', reason: 'query_http_error' });
+    // An answer that does not match the request (another fence, a "stale" that is not newer) is no answer.
+    expect(await advanceReceiverFence(url, 'goal-a', 1, { fetch: answering(200, '{"status":"advanced","newest_fence":2}') })).toEqual({
+      status: 'unknown',
+      reason: 'query_malformed',
+    });
+    expect(await advanceReceiverFence(url, 'goal-a', 1, { fetch: answering(409, '{"error":"fence_stale","newest_fence":1}') })).toEqual({
+      status: 'unknown',
+      reason: 'query_malformed',
+    });
+    expect(await advanceReceiverFence(url, 'goal-a', 1, { fetch: answering(409, '{"error":"idempotency_key_reused"}') })).toEqual({
+      status: 'unknown',
+      reason: 'query_malformed',
+    });
+  });
+
+  it('a bad URL, lineage or fence is refused before any request, and the error never carries the URL', async () => {
+    let requests = 0;
+    const counting: typeof fetch = () => (requests++, Promise.resolve(new Response('{}')));
+    const secret = 'https://user:s3cret@hooks.example/T0/B1/notdeliveries?token=abc';
+    for (const p of [
+      advanceReceiverFence(secret, 'goal-a', 1, { fetch: counting }),
+      advanceReceiverFence('https://hooks.example/deliveries', 'goal a', 1, { fetch: counting }),
+      advanceReceiverFence('https://hooks.example/deliveries', 'goal-a', -1, { fetch: counting }),
+      webhookGoalQuery('file:///etc/passwd', 'goal-a', { fetch: counting }),
+      webhookGoalQuery('https://hooks.example/deliveries', 'goal/a', { fetch: counting }),
+    ]) {
+      const e = await p.then(
+        () => undefined,
+        (err: Error & { code?: string }) => err,
+      );
+      expect(e?.code).toBe('effect_input_invalid');
+      expect(JSON.stringify({ message: e?.message, ...e })).not.toMatch(/s3cret|token|T0\/B1|passwd/);
+    }
+    expect(requests).toBe(0);
   });
 });

@@ -135,6 +135,8 @@ describe('retained-prefix damage, one finding per defect', () => {
       load: () => inner.load(),
       commit: (c) => inner.commit(c),
       readReceipt: (id) => inner.readReceipt(id),
+      importLineage: (r) => inner.importLineage(r),
+      lineage: () => inner.lineage(),
       scanCommitted: async (a, l) => {
         if (!wrote) {
           wrote = true;

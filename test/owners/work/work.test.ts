@@ -173,6 +173,8 @@ const wrap = (p: WorkProvider, over: Partial<WorkProvider>): WorkProvider => ({
   load: () => p.load(),
   commit: (r) => p.commit(r),
   readReceipt: (id) => p.readReceipt(id),
+  importLineage: (r) => p.importLineage(r),
+  lineage: () => p.lineage(),
   scanCommitted: (a, l) => p.scanCommitted(a, l),
   close: () => p.close(),
   ...over,

@@ -1,0 +1,123 @@
+/**
+ * The types of an owner's adoption steps (adoption.ts has the table and the rules), and the one
+ * step every owner whose state stays history shares: `retain_historical`.
+ */
+import type { HistoricalRead, OwnerScope } from './contract.js';
+
+export const DISPOSITIONS = ['retain_historical', 'import_inert', 'rebind', 'reconcile', 'rebuild', 'discard'] as const;
+export type Disposition = (typeof DISPOSITIONS)[number];
+
+/** What an owner cannot settle during adoption: visible, owned, with one next action. */
+export interface AdoptionHold {
+  /** Stable within a recovery, e.g. `effect:<operation id>`. */
+  readonly hold_id: string;
+  readonly owner: string;
+  readonly code: string;
+  /** Public-safe subject: ids and labels, never URLs, paths or payloads. */
+  readonly subject: string;
+  /** What must become true for the hold to clear. */
+  readonly continuation: string;
+  /** Whether asking again (`recover resolve … --hold H`) can clear it. */
+  readonly retryable: boolean;
+}
+
+export interface AdoptionStepReceipt {
+  readonly owner: string;
+  readonly action: string;
+  readonly disposition: Disposition;
+  readonly idempotency_key: string;
+  readonly result: 'applied' | 'already';
+  /** What the owner's readback shows after the step (ids, counts, revisions — never payloads). */
+  readonly readback: Readonly<Record<string, unknown>>;
+  readonly holds: readonly AdoptionHold[];
+  /** A lifetime this step minted: the coordinator records the supersession outside the root before going on. */
+  readonly lifetime?: { readonly goal_id: string; readonly superseded: string; readonly successor: string; readonly lineage_id: string; readonly generation: number };
+  readonly execution_authority_granted: false;
+}
+
+/** A component of the Goal's closure as the audit verified it. */
+export interface AdoptionComponent {
+  readonly component_id: string;
+  readonly owner: string;
+  readonly content_digest: string;
+  readonly source_identity: string | null;
+  readonly source_revision: string | null;
+  /** The component's export in the workspace (relative to the workspace directory), if any. */
+  readonly export_member: string | null;
+}
+
+/** An external receiver, asked by the effect owner during reconciliation (injectable for tests). */
+export interface AdoptionOptions {
+  readonly fetch?: typeof fetch;
+  readonly timeoutMs?: number;
+}
+
+export interface AdoptionContext {
+  readonly recovery_id: string;
+  readonly goal_id: string;
+  /** The recovery workspace's copy of the source root (read only through owners' readers). */
+  readonly workspace_root: string;
+  /** The recovery workspace directory (component exports live here). */
+  readonly workspace_dir: string;
+  /** Private scratch for SQLite copies. */
+  readonly scratch_dir: string;
+  /** The destination runtime root. */
+  readonly destination: string;
+  /** This owner's components in the Goal's closure. */
+  readonly components: readonly AdoptionComponent[];
+  /** The idempotency key of one action: derived from (recovery id, component id, action). */
+  key(action: string): string;
+  /** Named crash points around owner commits (tests): `recover.<action>.before|after`. */
+  fault(point: string): void;
+  readonly options: AdoptionOptions;
+}
+
+export interface OwnerAdoptionStep {
+  /** `<owner>:<disposition>`, unique in a recovery. */
+  readonly action: string;
+  readonly disposition: Disposition;
+  /** One sentence for the preview. */
+  readonly describes: string;
+  /** The step mints a new Goal lifetime (its receipt's `lifetime`): the coordinator records the supersession outside the root right after it. */
+  readonly mintsLifetime?: true;
+  apply(ctx: AdoptionContext): Promise<AdoptionStepReceipt>;
+}
+
+/** The receipt of a step, with the fields every receipt carries. */
+export const stepReceipt = (
+  step: Pick<OwnerAdoptionStep, 'action' | 'disposition'>,
+  owner: string,
+  ctx: AdoptionContext,
+  result: 'applied' | 'already',
+  readback: Record<string, unknown>,
+  extra: { holds?: readonly AdoptionHold[]; lifetime?: AdoptionStepReceipt['lifetime'] } = {},
+): AdoptionStepReceipt => ({
+  owner,
+  action: step.action,
+  disposition: step.disposition,
+  idempotency_key: ctx.key(step.action),
+  result,
+  readback,
+  holds: extra.holds ?? [],
+  ...(extra.lifetime ? { lifetime: extra.lifetime } : {}),
+  execution_authority_granted: false,
+});
+
+/**
+ * `retain_historical`: the owner's recovered state stays history, readable in the recovery
+ * workspace the plan binds; nothing is written to the destination, and nothing of it is live.
+ */
+export function retainHistorical(owner: string, describes: string, read?: (ctx: AdoptionContext) => HistoricalRead<unknown>): OwnerAdoptionStep {
+  const step: OwnerAdoptionStep = {
+    action: `${owner}:retain_historical`,
+    disposition: 'retain_historical',
+    describes,
+    apply: async (ctx) => {
+      const h = read?.(ctx);
+      return stepReceipt(step, owner, ctx, 'already', { kept_in: 'recovery_workspace', ...(h ? { counts: h.counts, revision: h.revision } : {}) });
+    },
+  };
+  return step;
+}
+
+export type { OwnerScope };
