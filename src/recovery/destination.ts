@@ -107,7 +107,8 @@ const looksLikeRoot = (dir: string): boolean => ROOT_MARKERS.some((m) => isFile(
 /** A direct child of `root`'s reserved recoveries directory: the one place in a root a workspace may be made. */
 const reservedIn = (path: string, root: string): boolean => dirname(path) === join(root, LAYOUT.recoveriesDir);
 
-function refusePlacement(path: string, places: ProtectedPlaces): void {
+/** Refuse a destination inside a recovery workspace, a runtime root or the run authority (verify's, and a recovery's new root). */
+export function refusePlacement(path: string, places: ProtectedPlaces): void {
   const here = physical(path);
   if (recoveryDestinationOf(dirname(here)) !== undefined) {
     throw rejected(DESTINATION_CODES.insideRecoveryWorkspace, 'The destination is inside an existing recovery workspace, which stays as it was verified.', {

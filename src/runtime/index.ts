@@ -24,6 +24,8 @@ export { runGoalWork, type GoalWorkRunOptions, type GoalWorkRunResult } from './
 export { createGoal, goalDetail, goalView, listGoals, showGoal, transitionGoal, withGoalWork, type GoalDocInput, type GoalTransition } from './goals.js';
 export { addTodo, listTodos, operatorOperationId, TODO_STATUSES, todoView, updateTodo, type AddTodoInput, type UpdateTodoInput } from './todos.js';
 export { listWorkspace, showWorkspaceGoal, type WorkspaceListing, type WorkspaceGoalDetail } from './workspace.js';
+export { planRecovery, applyRecovery, recoveryStatusOf, resolveRecoveryHold, abortRecovery, type RecoverAccess } from './recover.js';
+export { publicPlan, type AdoptionPlan, type RecoveryStatus } from '../recovery/index.js';
 export { seedSample } from './sample.js';
 
 // Passed through as they are.

@@ -125,6 +125,8 @@ describe('the --json contract: every published document validates against docs/s
         'backup-verify-plan.schema.json',
         'state-recovery-audit-v0.schema.json',
         'state-recovery-audit-public-v0.schema.json',
+        'recover-plan.schema.json',
+        'recover-status.schema.json',
         'daemon-start.schema.json',
         'daemon-job.schema.json',
         'daemon-audit-list.schema.json',
@@ -363,7 +365,16 @@ describe('the --json contract: every published document validates against docs/s
       execution_authority_granted: false,
     });
     refused(4, 'verify_destination_exists', [...verify, '--execute']);
-  }, 120_000);
+
+    // recover: the Goal planned into a new root, the plan's status, then applied — the receiver is gone, so it holds.
+    const into = join(R, '..', 'recovered');
+    const recoverPlan = ok('recover-plan', ['recover', 'plan', '--from', dest, '--goal', goalId, '--destination', into]);
+    expect(recoverPlan).toMatchObject({ goal: { goal_id: goalId }, execution_authority_granted: false });
+    expect(ok('recover-status', ['recover', 'status', '--destination', into])).toMatchObject({ state: 'adoption_prepared', plan_digest: recoverPlan.plan_digest });
+    const applied = await okAsync('recover-status', ['recover', 'apply', '--destination', into, '--confirm', recoverPlan.plan_digest]);
+    expect(applied).toMatchObject({ state: 'reconciliation_held', execution_authority_granted: false, fences: { source_established: true, destination_established: false } });
+    expect(applied.holds.map((h: { code: string }) => h.code)).toEqual(['receiver_unreachable']);
+  }, 180_000);
 
   it('demo, and authority init|show|rotate|retire on another --authority-dir', () => {
     const demo = ok('demo', ['demo', '--root', tempRoot('loopx-json-demo-')]);

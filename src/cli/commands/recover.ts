@@ -1,0 +1,113 @@
+/**
+ * `loopx recover plan | apply | status | resolve | abort`: recover one Goal of a verified backup
+ * workspace into a new, empty runtime root — a digest-bound plan and its preview, a confirmed
+ * apply through the owners, holds settled through their owners, and a status read back from the
+ * plan, the journal and the owners (src/runtime/recover.ts). Nothing here grants execution:
+ * after `complete`, `loopx work run --root <destination>` continues the Goal through ordinary
+ * admission.
+ */
+import type { Command } from 'commander';
+import { operatorPath, usageError } from '../../core/index.js';
+import { abortRecovery, applyRecovery, planRecovery, publicPlan, recoveryStatusOf, resolveRecoveryHold, type AdoptionPlan, type RecoveryStatus } from '../../runtime/index.js';
+import { emit, resolveRoot, type GlobalOptions, type Output } from '../context.js';
+import { progressBar } from '../progress.js';
+
+const access = (g: GlobalOptions) => ({
+  ...(g.authorityDir !== undefined ? { authorityDir: g.authorityDir } : {}),
+  liveRoot: resolveRoot(g),
+});
+
+function printPlan(plan: AdoptionPlan, out: Output): void {
+  const d = operatorPath(plan.destination.path);
+  out.line(`recovery plan for Goal ${plan.goal.goal_id} "${plan.goal.title}" from backup ${plan.audit.backup_id} (${plan.audit.achieved_profile} capture)`);
+  out.line(`  plan digest: ${plan.plan_digest}`);
+  const section = (title: string, items: readonly string[]) => {
+    out.line(`  ${title}:`);
+    for (const i of items.length > 0 ? items : ['none']) out.line(`    - ${i}`);
+  };
+  section('recovered and readable', plan.preview.recovered_readable);
+  section('historical only', plan.preview.historical_only);
+  section('lost or unknown', plan.preview.lost_or_unknown);
+  section('holds expected', plan.preview.expected_holds);
+  section('external systems that will be asked', plan.preview.external_systems);
+  section('human actions left', plan.preview.human_actions);
+  out.line(`  steps: ${plan.steps.map((s) => s.action).join(' → ')}`);
+  out.line('  nothing live was touched; execution authority granted: no');
+  out.line(`  next: confirm and apply: loopx recover apply --destination ${d} --confirm ${plan.plan_digest}`);
+}
+
+function printStatus(s: RecoveryStatus, out: Output): void {
+  out.line(`recovery ${s.recovery_id.slice(0, 16)}… of Goal ${s.goal.goal_id} (backup ${s.backup_id}): ${s.state}`);
+  out.line(`  plan digest ${s.plan_digest}; capture ${s.capture.achieved_profile} (requested ${s.capture.requested_profile ?? 'unknown'})`);
+  out.line(`  Goal lifetime: ${s.goal.recovered_instance_id} → ${s.goal.new_instance_id ?? 'not yet adopted'}`);
+  out.line(`  steps: ${s.phase.completed_steps}/${s.phase.total_steps} done${s.phase.current ? `; next step ${s.phase.current}` : ''}`);
+  for (const r of s.receipts) out.line(`    ${r.action.padEnd(28)} ${r.result.padEnd(8)} ${r.disposition}`);
+  if (s.last_durable_receipt) out.line(`  last durable receipt: ${s.last_durable_receipt.action} (${s.last_durable_receipt.owner}, ${s.last_durable_receipt.result})`);
+  out.line(
+    `  writer fences: source ${s.fences.source_established ? 'established' : 'not established'}, destination ${s.fences.destination_established ? 'established' : 'not established'}`,
+  );
+  out.line(`  holds: ${s.holds.length}`);
+  for (const h of s.holds) out.line(`    ${h.hold_id} (${h.owner}, ${h.code}): until ${h.continuation} — ${h.next_action}`);
+  out.line(`  retryable: ${s.retryable ? 'yes' : 'no'}; execution authority granted: no — the owners admit new work`);
+  out.line(`  next: ${s.next_action}`);
+}
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  const recover = program.command('recover').description('recover one Goal of a verified backup into a new, empty runtime root');
+  recover
+    .command('plan')
+    .description('re-verify the workspace and write a digest-bound adoption plan into the destination; prints what will be recovered, kept as history or lost')
+    .requiredOption('--from <workspace>', 'a verified recovery workspace (the destination backup-state verify wrote)')
+    .requiredOption('--goal <goal-id>', 'the Goal to recover')
+    .requiredOption('--destination <dir>', 'a new, empty directory (it becomes the new runtime root)')
+    .action((o: { from: string; goal: string; destination: string }) => {
+      const g = globals();
+      const plan = planRecovery({ ...access(g), workspace: o.from, goalId: o.goal, destination: o.destination });
+      emit(g, publicPlan(plan), (_doc, out) => printPlan(plan, out));
+    });
+  recover
+    .command('apply')
+    .description('apply the confirmed plan through the owners; ends complete or reconciliation_held')
+    .requiredOption('--destination <dir>', 'the destination the plan was written into')
+    .requiredOption('--confirm <plan-digest>', 'the plan digest, as plan or status printed it')
+    .action(async (o: { destination: string; confirm: string }) => {
+      const g = globals();
+      const bar = process.stderr.isTTY ? progressBar(process.stderr) : undefined;
+      try {
+        const status = await applyRecovery({ ...access(g), onStep: (step, i, total) => bar?.update(i / total, `${step.action} (${step.owner})`, true) }, o.destination, o.confirm);
+        bar?.end();
+        emit(g, status, printStatus);
+      } finally {
+        bar?.end();
+      }
+    });
+  recover
+    .command('status')
+    .description('the recovery state, read back from the plan, the journal and the owners')
+    .requiredOption('--destination <dir>', 'the recovery destination')
+    .action(async (o: { destination: string }) => {
+      const g = globals();
+      emit(g, await recoveryStatusOf(access(g), o.destination), printStatus);
+    });
+  recover
+    .command('resolve')
+    .description("settle one hold through its owner: ask the external system again, or record the operator's evidence")
+    .requiredOption('--destination <dir>', 'the recovery destination')
+    .requiredOption('--hold <hold-id>', 'the hold, as status lists it')
+    .option('--outcome <outcome>', 'an effect hold: settle it from your own evidence, committed or absent')
+    .action(async (o: { destination: string; hold: string; outcome?: string }) => {
+      const g = globals();
+      if (o.outcome !== undefined && o.outcome !== 'committed' && o.outcome !== 'absent') {
+        throw usageError('recover_outcome_invalid', '--outcome is committed or absent.', 'pass --outcome committed or --outcome absent');
+      }
+      emit(g, await resolveRecoveryHold(access(g), o.destination, o.hold, o.outcome as 'committed' | 'absent' | undefined), printStatus);
+    });
+  recover
+    .command('abort')
+    .description('abandon a recovery that has not changed a live owner yet (the plan stays as evidence)')
+    .requiredOption('--destination <dir>', 'the recovery destination')
+    .action(async (o: { destination: string }) => {
+      const g = globals();
+      emit(g, await abortRecovery(access(g), o.destination), printStatus);
+    });
+}

@@ -1,0 +1,206 @@
+/**
+ * The adoption coordinator (`loopx recover apply | status | resolve | abort`). It owns the plan,
+ * the phase journal and the owners' receipts — nothing else. It runs the plan's steps in order:
+ * for each, a durable intent in the journal, the owner's step (which calls the owner's API with
+ * the step's idempotency key and reads the owner back), then the receipt in the journal. A crash
+ * anywhere and a second `apply` converge: a step that is done is not called again, a step that
+ * began is called again and its owner answers `already` for what had landed.
+ *
+ * - `apply` refuses a plan whose digest is not the confirmed one, and — before its first live
+ *   mutation — a plan whose workspace, audit or destination changed (`recover_plan_stale`), or
+ *   whose Goal lifetime another recovery already superseded.
+ * - It ends `complete`, or `reconciliation_held` with the holds the owners reported; `resolve`
+ *   settles one hold through its owner; `abort` is legal only before the first step began.
+ * - Status is read back from the journal and the owners, never kept in memory: it survives any
+ *   restart. Every receipt and status says `execution_authority_granted: false`; admission is the
+ *   owners' ordinary business afterwards (`loopx work run` in the new root).
+ */
+import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { faultPoint, operatorPath } from '../core/index.js';
+import { ADOPTION, LAYOUT, OWNER_LIST, effect, type AdoptionContext, type AdoptionStepReceipt, type OwnerAdoptionStep } from '../owners/index.js';
+import { WORKSPACE_DIR } from './audit.js';
+import { RECOVER_REFUSALS as R } from './adopt-codes.js';
+import { appendJournal, foldJournal, readJournal, type HostReceipt } from './adopt-journal.js';
+import { RECOVERY_DIR, RUNTIME_ROOT_DIR, readPlan, reverifyWorkspace, type AdoptionPlan, type PlannedStep } from './adopt-plan.js';
+import { recoveryStatus, type RecoveryStatus } from './adopt-status.js';
+
+/** What the coordinator asks outside the owners: the new root and the per-user run authority. */
+export interface AdoptionHost {
+  /** Make the destination a runtime root and bind its identity in the run authority (idempotent); its root id. */
+  initDestination(root: string): Promise<string>;
+  /** Record a lifetime as superseded in the run authority (idempotent; a different successor is a conflict). */
+  supersede(request: {
+    goal_instance_id: string;
+    goal_id: string;
+    successor_instance_id: string;
+    goal_lineage: string;
+    fence: number;
+    recovery_id: string;
+    successor_root: string;
+  }): { readonly replayed: boolean };
+  supersession(goalInstanceId: string): { readonly successor_instance_id: string; readonly recovery_id: string } | undefined;
+}
+
+export interface AdoptionRunOptions {
+  readonly host: AdoptionHost;
+  readonly fetch?: typeof fetch;
+  readonly timeoutMs?: number;
+  /** Called as each step starts (progress on a TTY). */
+  readonly onStep?: (step: PlannedStep, index: number, total: number) => void;
+}
+
+const stepOf = (action: string): OwnerAdoptionStep | undefined => {
+  for (const o of OWNER_LIST) {
+    const s = ADOPTION[o.name as keyof typeof ADOPTION].find((x) => x.action === action);
+    if (s) return s;
+  }
+  return undefined;
+};
+
+/** Before the first live mutation: the plan still describes the world it bound. */
+function checkFresh(plan: AdoptionPlan, host: AdoptionHost): void {
+  const { audit } = reverifyWorkspace(plan.workspace.path);
+  if (audit.recovery_id !== plan.audit.recovery_id || audit.backup.embedded_manifest_sha256 !== plan.audit.embedded_manifest_sha256)
+    throw R.planStale('the workspace holds another verification');
+  const st = lstatSync(plan.destination.path);
+  if (st.dev !== plan.destination.dev || st.ino !== plan.destination.ino) throw R.planStale('the destination is another directory');
+  if (readdirSync(plan.destination.path).some((n) => n !== RECOVERY_DIR)) throw R.planStale('the destination is no longer empty');
+  const superseded = host.supersession(plan.goal.goal_instance_id);
+  if (superseded && superseded.recovery_id !== plan.recovery_id) throw R.supersededElsewhere();
+}
+
+function contextFor(plan: AdoptionPlan, step: PlannedStep, scratch: string, options: AdoptionRunOptions): AdoptionContext {
+  return {
+    recovery_id: plan.recovery_id,
+    goal_id: plan.goal.goal_id,
+    workspace_root: join(plan.workspace.path, WORKSPACE_DIR, RUNTIME_ROOT_DIR),
+    workspace_dir: join(plan.workspace.path, WORKSPACE_DIR),
+    scratch_dir: scratch,
+    destination: plan.destination.path,
+    components: plan.components.filter((c) => step.component_ids.includes(c.component_id)),
+    key: () => step.idempotency_key,
+    fault: faultPoint,
+    options: { ...(options.fetch ? { fetch: options.fetch } : {}), ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}) },
+  };
+}
+
+const hostReceipt = (step: PlannedStep, result: 'applied' | 'already', readback: Record<string, unknown>): HostReceipt => ({
+  owner: step.owner,
+  action: step.action,
+  disposition: 'bind',
+  idempotency_key: step.idempotency_key,
+  result,
+  readback,
+  holds: [],
+  execution_authority_granted: false,
+});
+
+/** The coordinator's own steps: the new root, and the supersession of the recovered lifetime. */
+async function runHostStep(plan: AdoptionPlan, step: PlannedStep, done: ReturnType<typeof foldJournal>['done'], host: AdoptionHost): Promise<HostReceipt> {
+  if (step.action === 'host:destination') {
+    faultPoint('recover.host:destination.before');
+    const rootId = await host.initDestination(plan.destination.path);
+    return hostReceipt(step, 'applied', { root_id: rootId });
+  }
+  const lifetime = [...done.values()].map((d) => (d.receipt as AdoptionStepReceipt).lifetime).find((l) => l !== undefined);
+  const rootId = (done.get('host:destination')?.receipt.readback as { root_id?: string } | undefined)?.root_id;
+  if (!lifetime || rootId === undefined) throw R.planInvalid('the supersession step comes before the lifetime it records');
+  faultPoint('recover.host:supersede.before');
+  const { replayed } = host.supersede({
+    goal_instance_id: lifetime.superseded,
+    goal_id: lifetime.goal_id,
+    successor_instance_id: lifetime.successor,
+    goal_lineage: lifetime.lineage_id,
+    fence: lifetime.generation,
+    recovery_id: plan.recovery_id,
+    successor_root: rootId,
+  });
+  faultPoint('recover.host:supersede.after');
+  const back = host.supersession(lifetime.superseded);
+  if (back?.successor_instance_id !== lifetime.successor) throw R.supersededElsewhere();
+  return hostReceipt(step, replayed ? 'already' : 'applied', {
+    superseded_instance_id: lifetime.superseded,
+    successor_instance_id: lifetime.successor,
+    fence: lifetime.generation,
+  });
+}
+
+/** Run every step not done yet, in order; each with its intent before and its receipt after. */
+async function runSteps(plan: AdoptionPlan, options: AdoptionRunOptions): Promise<void> {
+  const scratch = mkdtempSync(join(tmpdir(), 'loopx-recover-'));
+  try {
+    for (const [i, step] of plan.steps.entries()) {
+      const { done } = foldJournal(readJournal(plan.destination.path));
+      if (done.has(step.action)) continue;
+      options.onStep?.(step, i, plan.steps.length);
+      appendJournal(plan.destination.path, { event: 'intent', action: step.action, idempotency_key: step.idempotency_key, at: new Date().toISOString() });
+      const owned = stepOf(step.action);
+      const receipt = owned ? await owned.apply(contextFor(plan, step, scratch, options)) : await runHostStep(plan, step, done, options.host);
+      appendJournal(plan.destination.path, { event: 'done', action: step.action, idempotency_key: step.idempotency_key, receipt, at: new Date().toISOString() });
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** `loopx recover apply`: the confirmed plan, applied (see the header). */
+export async function applyAdoption(destination: string, confirm: string, options: AdoptionRunOptions): Promise<RecoveryStatus> {
+  const plan = readPlan(destination);
+  if (confirm !== plan.plan_digest) throw R.confirmMismatch(operatorPath(plan.destination.path));
+  const state = foldJournal(readJournal(plan.destination.path));
+  if (state.abandoned) throw R.abandoned();
+  if (state.began.size === 0) checkFresh(plan, options.host);
+  await runSteps(plan, options);
+  return recoveryStatus(plan.destination.path, options.host);
+}
+
+/** `loopx recover abort`: legal only before the first step began; the plan stays as evidence. */
+export function abortAdoption(destination: string, host?: AdoptionHost): RecoveryStatus {
+  const plan = readPlan(destination);
+  const state = foldJournal(readJournal(plan.destination.path));
+  if (!state.abandoned) {
+    if (state.began.size > 0) throw R.abortTooLate(operatorPath(plan.destination.path), plan.plan_digest);
+    appendJournal(plan.destination.path, { event: 'abandoned', at: new Date().toISOString() });
+  }
+  return recoveryStatus(plan.destination.path, host);
+}
+
+/**
+ * `loopx recover resolve --hold H`: one hold settled through its owner. An effect hold is asked of
+ * its external system again under its original operation id (or, with `outcome`, settled from the
+ * operator's evidence, only from the exact state it was read in); a receiver hold re-runs the
+ * effect owner's reconciliation, which asks the receiver again.
+ */
+export async function resolveHold(destination: string, holdId: string, options: AdoptionRunOptions & { outcome?: 'committed' | 'absent' }): Promise<RecoveryStatus> {
+  const plan = readPlan(destination);
+  const root = plan.destination.path;
+  const before = recoveryStatus(root, options.host);
+  if (before.state === 'adoption_prepared' || before.state === 'abandoned') throw R.notApplied(operatorPath(root), plan.plan_digest);
+  const hold = before.holds.find((h) => h.hold_id === holdId);
+  if (!hold) throw R.holdNotFound(holdId, operatorPath(root));
+  if (holdId.startsWith('effect:')) {
+    const journal = effect.openSqliteEffectJournal(join(root, LAYOUT.effectsDb));
+    try {
+      const id = holdId.slice('effect:'.length);
+      const e = await journal.get(id);
+      const r = options.outcome
+        ? (await journal.resolve(id, { outcome: e!.outcome, attempt: e!.attempt }, options.outcome, { resolved_by: 'operator', recovery_id: plan.recovery_id })).effect
+        : (await journal.reconcile(id, effect.webhookOperationQuery(options))).effect;
+      if (r.outcome !== 'unknown') appendJournal(root, { event: 'resolved', hold_id: holdId, receipt: { owner: 'effect', outcome: r.outcome }, at: new Date().toISOString() });
+    } finally {
+      journal.close();
+    }
+  } else {
+    const step = plan.steps.find((s) => s.action === 'effect:reconcile')!;
+    const scratch = mkdtempSync(join(tmpdir(), 'loopx-recover-'));
+    try {
+      const receipt = await stepOf(step.action)!.apply(contextFor(plan, step, scratch, options));
+      appendJournal(root, { event: 'done', action: step.action, idempotency_key: step.idempotency_key, receipt, at: new Date().toISOString() });
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }
+  return recoveryStatus(root, options.host);
+}

@@ -1,0 +1,61 @@
+/**
+ * The refusals of `loopx recover` (plan, apply, status, resolve, abort): each code built once
+ * here, with one message and one next action. A refusal leaves the plan, the journal, the
+ * workspace and every live owner as they were.
+ */
+import { conflict, notFound, rejected, type LoopxError } from '../core/index.js';
+
+/** `cmd`: how the operator names the destination in a next action (relative, quoted when needed). */
+export const RECOVER_REFUSALS = {
+  auditNotEligible: (why: string): LoopxError =>
+    rejected('recover_audit_not_eligible', `This verified backup cannot be adopted: ${why}.`, {
+      nextAction: 'make a new backup (then verify it into a new workspace): loopx backup-state --execute',
+    }),
+  goalNotInAudit: (goalId: string, workspace: string): LoopxError =>
+    notFound('recover_goal_not_in_backup', `The verified backup holds no Goal ${goalId} that can be adopted.`, {
+      nextAction: `list the workspace's Goals: loopx backup-state workspace ls ${workspace}`,
+    }),
+  workspaceChanged: (what: string): LoopxError =>
+    rejected('recover_workspace_changed', `The recovery workspace no longer matches its audit: ${what}.`, {
+      nextAction: 'verify the backup again into a new workspace and plan the recovery from it',
+    }),
+  destinationNotEmpty: (): LoopxError =>
+    conflict('recover_destination_not_empty', 'The destination is not a new, empty directory.', { nextAction: 'choose a destination path that does not exist yet' }),
+  destinationNotPrivate: (): LoopxError =>
+    rejected('recover_destination_not_private', 'The destination is not a private directory (owner-only, not a link).', {
+      nextAction: 'choose a destination path that does not exist yet',
+    }),
+  planExists: (): LoopxError =>
+    conflict('recover_plan_exists', 'The destination already holds a recovery plan.', { nextAction: 'choose a destination path that does not exist yet' }),
+  planMissing: (destination: string): LoopxError =>
+    notFound('recover_plan_missing', 'The destination holds no recovery plan.', {
+      nextAction: `plan the recovery first: loopx recover plan --from WORKSPACE --goal GOAL --destination ${destination}`,
+    }),
+  planInvalid: (why: string): LoopxError =>
+    rejected('recover_plan_invalid', `The recovery plan cannot be used: ${why}.`, { nextAction: 'plan the recovery again into a new destination' }),
+  confirmMismatch: (destination: string): LoopxError =>
+    rejected('recover_confirm_mismatch', 'The confirmed digest is not the digest of the plan in the destination.', {
+      nextAction: `read the plan's digest again: loopx recover status --destination ${destination}`,
+    }),
+  planStale: (why: string): LoopxError =>
+    conflict('recover_plan_stale', `The recovery plan no longer matches what it bound: ${why}.`, { nextAction: 'plan the recovery again into a new destination' }),
+  abandoned: (): LoopxError => conflict('recover_abandoned', 'This recovery was abandoned; it is never applied.', { nextAction: 'plan the recovery again into a new destination' }),
+  abortTooLate: (destination: string, digest: string): LoopxError =>
+    conflict('recover_abort_too_late', 'Adoption has begun changing live owners; it can no longer be abandoned, only completed.', {
+      nextAction: `finish it: loopx recover apply --destination ${destination} --confirm ${digest}`,
+    }),
+  journalInvalid: (line: number): LoopxError =>
+    rejected('recover_journal_invalid', `The recovery journal is malformed at line ${line}.`, {
+      nextAction: 'keep the destination as evidence and plan the recovery again into a new destination',
+    }),
+  holdNotFound: (holdId: string, destination: string): LoopxError =>
+    notFound('recover_hold_not_found', `The recovery has no open hold ${holdId}.`, { nextAction: `list the open holds: loopx recover status --destination ${destination}` }),
+  notApplied: (destination: string, digest: string): LoopxError =>
+    conflict('recover_not_applied', 'The recovery has not been applied yet; holds exist only after apply.', {
+      nextAction: `apply it: loopx recover apply --destination ${destination} --confirm ${digest}`,
+    }),
+  supersededElsewhere: (): LoopxError =>
+    conflict('recover_lifetime_superseded_elsewhere', 'The recovered Goal lifetime was already superseded by another recovery; only one recovery may continue it.', {
+      nextAction: 'continue the Goal in the root that recovery made',
+    }),
+} as const;

@@ -1,0 +1,97 @@
+/**
+ * The phase journal of an adoption (`<destination>/recovery/journal.jsonl`, owner-only): the
+ * coordinator's own durable record, one JSON line per event, appended and fsynced before the
+ * coordinator goes on. An `intent` is written before an owner is called, `done` with the owner's
+ * receipt after the owner's readback; `resolved` records a hold settled through its owner;
+ * `abandoned` ends a recovery that never changed a live owner. Nothing is rewritten. A last line
+ * cut short by a crash is not an event (its step simply runs again: every step is idempotent);
+ * any other malformed line refuses the journal.
+ */
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, truncateSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { fsyncDir } from '../core/index.js';
+import type { AdoptionStepReceipt } from '../owners/index.js';
+import { RECOVER_REFUSALS as R } from './adopt-codes.js';
+import { RECOVERY_DIR } from './adopt-plan.js';
+
+export const JOURNAL_FILE = 'journal.jsonl';
+
+export type JournalEvent =
+  | { readonly event: 'intent'; readonly action: string; readonly idempotency_key: string; readonly at: string }
+  | { readonly event: 'done'; readonly action: string; readonly idempotency_key: string; readonly receipt: AdoptionStepReceipt | HostReceipt; readonly at: string }
+  | { readonly event: 'resolved'; readonly hold_id: string; readonly receipt: Readonly<Record<string, unknown>>; readonly at: string }
+  | { readonly event: 'abandoned'; readonly at: string };
+
+/** A receipt of the coordinator's own steps (the new root, the run authority's supersession). */
+export interface HostReceipt {
+  readonly owner: string;
+  readonly action: string;
+  readonly disposition: 'bind';
+  readonly idempotency_key: string;
+  readonly result: 'applied' | 'already';
+  readonly readback: Readonly<Record<string, unknown>>;
+  readonly holds: readonly [];
+  readonly execution_authority_granted: false;
+}
+
+export type Entry = JournalEvent & { readonly seq: number };
+
+const journalPath = (destination: string): string => join(destination, RECOVERY_DIR, JOURNAL_FILE);
+
+export function readJournal(destination: string): Entry[] {
+  const path = journalPath(destination);
+  if (!existsSync(path)) return [];
+  const lines = readFileSync(path, 'utf8').split('\n');
+  const out: Entry[] = [];
+  lines.forEach((text, i) => {
+    if (text === '') return;
+    let e: Entry;
+    try {
+      e = JSON.parse(text) as Entry;
+    } catch {
+      if (i === lines.length - 1) return; // cut short by a crash: never an event
+      throw R.journalInvalid(i + 1);
+    }
+    if (typeof e !== 'object' || e === null || e.seq !== out.length + 1) throw R.journalInvalid(i + 1);
+    out.push(e);
+  });
+  return out;
+}
+
+/** Append one event durably. */
+export function appendJournal(destination: string, event: JournalEvent): Entry {
+  const path = journalPath(destination);
+  const created = !existsSync(path);
+  if (!created) {
+    // A line cut short by a crash is dropped before the next event is appended after it.
+    const text = readFileSync(path, 'utf8');
+    if (text.length > 0 && !text.endsWith('\n')) truncateSync(path, Buffer.byteLength(text.slice(0, text.lastIndexOf('\n') + 1)));
+  }
+  const entry = { seq: readJournal(destination).length + 1, ...event } as Entry;
+  const fd = openSync(path, 'a', 0o600);
+  try {
+    const line = Buffer.from(`${JSON.stringify(entry)}\n`);
+    for (let off = 0; off < line.byteLength;) off += writeSync(fd, line, off, line.byteLength - off);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  if (created) fsyncDir(join(destination, RECOVERY_DIR));
+  return entry;
+}
+
+/** The journal folded: the done receipts by action, what began, the resolved holds, abandonment. */
+export function foldJournal(entries: readonly Entry[]) {
+  const done = new Map<string, { receipt: AdoptionStepReceipt | HostReceipt; at: string; seq: number }>();
+  const began = new Set<string>();
+  const resolved = new Map<string, Readonly<Record<string, unknown>>>();
+  let abandoned = false;
+  for (const e of entries) {
+    if (e.event === 'intent') began.add(e.action);
+    if (e.event === 'done') done.set(e.action, { receipt: e.receipt, at: e.at, seq: e.seq });
+    if (e.event === 'resolved') resolved.set(e.hold_id, e.receipt);
+    if (e.event === 'abandoned') abandoned = true;
+  }
+  const last = [...done.values()].sort((a, b) => b.seq - a.seq)[0];
+  return { done, began, resolved, abandoned, last };
+}

@@ -1,0 +1,308 @@
+/**
+ * The digest-bound adoption plan (`loopx recover plan`): one Goal of a verified recovery
+ * workspace, into a new, empty destination root. Planning re-verifies the recovery set — the
+ * audit's content address, the embedded manifest's digest, and every workspace member's bytes
+ * against it — rebuilds the Goal's required closure from the manifest, and lists the owners'
+ * adoption steps in dependency order, each with its idempotency key (derived from the recovery id,
+ * the component and the action). The plan binds the audit, the workspace, the destination's facts
+ * (its device and inode, empty) and the owner revisions the audit verified; its digest is the
+ * SHA-256 of its canonical JSON without the digest. Nothing live is touched: the plan is written
+ * into the destination (`recovery/plan.json`, owner-only, never overwritten) and read back.
+ *
+ * The plan is private (it names the workspace and destination paths); `publicPlan` is what
+ * `--json` prints.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { canonicalJson, ensurePrivateDir, operatorPath, physical, sha256Hex, writeFileDurable } from '../core/index.js';
+import { ADOPTION, MACHINE, OWNERS, OWNER_LIST, effect, goalScope, type AdoptionComponent, type Disposition } from '../owners/index.js';
+import { showAudit, WORKSPACE_DIR, type RecoveryAudit } from './audit.js';
+import { RECOVER_REFUSALS as R } from './adopt-codes.js';
+import { refusePlacement, type ProtectedPlaces } from './destination.js';
+
+export const PLAN_SCHEMA = 'loopx_recovery_plan_v0';
+/** The directory of a destination root that holds the plan and the phase journal. */
+export const RECOVERY_DIR = 'recovery';
+export const PLAN_FILE = 'plan.json';
+/** The archive's name for the root inside a workspace (backup/paths.ts ARCHIVE_ROOT). */
+export const RUNTIME_ROOT_DIR = 'runtime-root';
+
+/** A step of the adoption, as planned. `host:*` steps are the coordinator's calls outside the owners (the new root, the run authority). */
+export interface PlannedStep {
+  readonly action: string;
+  readonly owner: string;
+  readonly disposition: Disposition | 'bind';
+  readonly describes: string;
+  readonly idempotency_key: string;
+  readonly component_ids: readonly string[];
+}
+
+export interface PlanPreview {
+  readonly recovered_readable: readonly string[];
+  readonly historical_only: readonly string[];
+  readonly lost_or_unknown: readonly string[];
+  readonly expected_holds: readonly string[];
+  readonly external_systems: readonly string[];
+  readonly human_actions: readonly string[];
+}
+
+export interface AdoptionPlan {
+  readonly schema_version: typeof PLAN_SCHEMA;
+  readonly recovery_id: string;
+  readonly created_at: string;
+  readonly audit: {
+    readonly recovery_id: string;
+    readonly backup_id: string;
+    readonly archive_sha256: string;
+    readonly embedded_manifest_sha256: string;
+    readonly requested_profile: string | null;
+    readonly achieved_profile: string;
+    readonly captured_at_end: string | null;
+  };
+  /** Private: the recovery workspace (the verify destination). */
+  readonly workspace: { readonly path: string; readonly members_verified: number };
+  readonly goal: { readonly goal_id: string; readonly goal_instance_id: string; readonly logical_scope: string; readonly title: string };
+  /** Private: the destination root and the facts apply re-checks. */
+  readonly destination: { readonly path: string; readonly nonce: string; readonly dev: number; readonly ino: number };
+  readonly components: readonly (AdoptionComponent & {
+    readonly required: boolean;
+    readonly verification: string;
+    readonly classification: string;
+    readonly cursor: number | null;
+  })[];
+  readonly steps: readonly PlannedStep[];
+  readonly preview: PlanPreview;
+  readonly execution_authority_granted: false;
+  readonly plan_digest: string;
+}
+
+export const planDigest = (plan: Omit<AdoptionPlan, 'plan_digest'>): string => sha256Hex(canonicalJson(plan));
+
+/** The idempotency key of one action of a recovery: fits every owner's id rules. */
+export const stepKey = (recoveryId: string, componentIds: readonly string[], action: string): string =>
+  `rcv-${sha256Hex(canonicalJson([recoveryId, [...componentIds].sort(), action])).slice(0, 40)}`;
+
+function fileSha256(path: string): string {
+  const hash = createHash('sha256');
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(1 << 20);
+    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0;) hash.update(buf.subarray(0, n));
+  } finally {
+    closeSync(fd);
+  }
+  return hash.digest('hex');
+}
+
+interface ManifestView {
+  readonly goals: readonly { goal_id: string; goal_instance_id: string }[];
+  readonly goal_closures: readonly { goal_id: string; logical_scope: string; required_component_ids: readonly string[] }[];
+  readonly components: readonly { component_id: string; owner_kind: string; export_member: string | null; capture_interval?: { end?: { at?: string } } }[];
+  readonly members: readonly { path: string; type: string; sha256: string | null }[];
+}
+
+/** The audit (content address re-checked) and the embedded manifest, its digest and every member re-verified. */
+export function reverifyWorkspace(workspace: string): { audit: RecoveryAudit; manifest: ManifestView; members: number } {
+  const { audit } = showAudit(workspace);
+  const dir = join(workspace, WORKSPACE_DIR);
+  const manifestPath = join(dir, 'manifest.json');
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(manifestPath);
+  } catch {
+    throw R.workspaceChanged('its manifest is missing');
+  }
+  if (sha256Hex(bytes) !== audit.backup.embedded_manifest_sha256) throw R.workspaceChanged('its manifest differs from the one the audit verified');
+  const manifest = JSON.parse(bytes.toString('utf8')) as ManifestView;
+  let files = 0;
+  for (const m of manifest.members) {
+    if (m.type !== 'file') continue;
+    const path = join(dir, m.path);
+    let st;
+    try {
+      st = lstatSync(path);
+    } catch {
+      throw R.workspaceChanged(`a member is missing (${m.path})`);
+    }
+    if (!st.isFile() || m.sha256 === null || fileSha256(path) !== m.sha256) throw R.workspaceChanged(`a member differs from its digest (${m.path})`);
+    files++;
+  }
+  return { audit, manifest, members: files };
+}
+
+/** The destination: new (created 0700) or an existing empty private directory, outside every root, workspace and the authority. */
+function prepareDestination(destination: string, places: ProtectedPlaces): { path: string; dev: number; ino: number } {
+  const path = resolve(destination);
+  refusePlacement(path, places);
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch {
+    mkdirSync(path, { mode: 0o700 });
+    st = lstatSync(path);
+  }
+  if (!st.isDirectory()) throw R.destinationNotEmpty();
+  if (physical(path) !== path || (st.mode & 0o077) !== 0) throw R.destinationNotPrivate();
+  if (readdirSync(path).length > 0) throw R.destinationNotEmpty();
+  return { path, dev: st.dev, ino: st.ino };
+}
+
+/** The closure's components as the audit verified them, with the manifest's export members. */
+function closureComponents(audit: RecoveryAudit, manifest: ManifestView, ids: readonly string[]): AdoptionPlan['components'] {
+  return ids.map((id) => {
+    const a = audit.components.find((c) => c.component_id === id);
+    const m = manifest.components.find((c) => c.component_id === id);
+    // A verified component holds its digest, or is a confirmed absence (the owner never created its store).
+    const absent = (a?.readback as { state?: unknown } | undefined)?.state === 'absent';
+    if (!a || !m || a.verification !== 'verified' || (a.content_digest === null && !absent)) throw R.auditNotEligible(`component ${id} of the Goal's closure is not verified`);
+    return {
+      component_id: id,
+      owner: a.owner_kind,
+      content_digest: a.content_digest ?? 'absent',
+      source_identity: a.source_identity,
+      source_revision: a.source_revision,
+      export_member: m.export_member ?? null,
+      required: a.required,
+      verification: a.verification,
+      classification: a.classification,
+      cursor: a.cursor,
+    };
+  });
+}
+
+/** Every owner's adoption steps in the OWNERS table's order, with the coordinator's own around them. */
+function plannedSteps(recoveryId: string, components: AdoptionPlan['components']): PlannedStep[] {
+  const steps: PlannedStep[] = [];
+  const add = (action: string, owner: string, disposition: PlannedStep['disposition'], describes: string, ids: readonly string[]) =>
+    steps.push({ action, owner, disposition, describes, idempotency_key: stepKey(recoveryId, ids, action), component_ids: ids });
+  add('host:destination', 'runtime', 'bind', 'the destination becomes a new runtime root with its own identity in the run authority', []);
+  for (const owner of OWNER_LIST) {
+    const ids = components.filter((c) => c.owner === owner.name).map((c) => c.component_id);
+    for (const step of ADOPTION[owner.name as keyof typeof ADOPTION]) {
+      add(step.action, owner.name, step.disposition, step.describes, ids);
+      if (step.mintsLifetime) add('host:supersede', 'run-authority', 'bind', 'the recovered lifetime recorded as superseded in the run authority, outside every root', ids);
+    }
+  }
+  return steps;
+}
+
+/** What the operator is shown before confirming, read from the workspace through the owners' readers. */
+function preview(audit: RecoveryAudit, wsRoot: string, goal: AdoptionPlan['goal'], components: AdoptionPlan['components'], endAt: string | null): PlanPreview {
+  const w = OWNERS.work.readHistorical({ root: wsRoot }, goalScope(goal.goal_id)).value;
+  const byStatus: Record<string, number> = {};
+  for (const t of w.todos) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
+  const todos = Object.entries(byStatus)
+    .map(([s, n]) => `${n} ${s}`)
+    .join(', ');
+  const scratch = mkdtempSync(join(tmpdir(), 'loopx-recover-plan-'));
+  let effects: readonly effect.EffectRecord[];
+  let sessions: number;
+  try {
+    effects = OWNERS.effect.readHistorical({ root: wsRoot, scratchDir: scratch }, MACHINE).value.effects.filter((e) => e.goal_id === goal.goal_id);
+    sessions = OWNERS.session.readHistorical({ root: wsRoot, scratchDir: scratch }, MACHINE).value.sessions.filter((x) => x.goal_id === goal.goal_id).length;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  const uncertain = effects.filter((e) => effect.isUncertain(e) || e.outcome === 'pending');
+  // The audit's holds that adoption settles (each owner's step), and the effects that may stay held.
+  const steps = (owner: string) => ADOPTION[owner as keyof typeof ADOPTION]?.map((x) => x.action).join(', ');
+  const holds = [
+    ...audit.findings.filter((f) => f.severity === 'hold').map((f) => `${f.owner}: ${f.code} — settled by this recovery (${steps(f.owner) || 'no step'})`),
+    ...uncertain.map((e) => `effect ${e.operation_id}: held if ${e.target} cannot say what became of it`),
+  ];
+  return {
+    recovered_readable: [
+      `Goal ${goal.goal_id} "${goal.title}" as a new lifetime (same alias, new instance id)`,
+      `Todos: ${todos || 'none'}`,
+      `${w.history_count} committed transactions, with their original receipts`,
+    ],
+    historical_only: [
+      `${sessions} session(s) and their Turn journals`,
+      ...components.filter((c) => c.classification === 'historical_only' && c.owner !== 'session').map((c) => `${c.owner} (${c.component_id})`),
+    ],
+    lost_or_unknown: [
+      `anything after the captured checkpoints (capture ended ${endAt ?? 'at an unknown time'}, work cursor ${w.head_cursor ?? 'unknown'})`,
+      ...uncertain.map(
+        (e) =>
+          `effect ${e.operation_id} (${e.target}): ${e.outcome === 'pending' && e.dispatched_at === null ? 'never dispatched' : 'outcome unknown'}, asked of its external system under its original id`,
+      ),
+    ],
+    expected_holds: holds,
+    external_systems: [...new Set(effects.filter((e) => e.kind !== effect.TODO_UPDATE_KIND).map((e) => e.target))].sort(),
+    human_actions: ['confirm the plan digest (recover apply)', 'resolve each hold the apply reports, if any (recover resolve)'],
+  };
+}
+
+/** Plan one Goal's adoption into `destination` (see the header). */
+export function planAdoption(args: { workspace: string; goalId: string; destination: string; places?: ProtectedPlaces; now?: Date }): AdoptionPlan {
+  const workspace = resolve(args.workspace);
+  const { audit, manifest, members } = reverifyWorkspace(workspace);
+  if (audit.backup.schema_version !== 'loopx_state_backup_v1' || !audit.activation_eligible) throw R.auditNotEligible('its audit is not activation-eligible');
+  const closure = manifest.goal_closures.find((c) => c.goal_id === args.goalId);
+  const source = manifest.goals.find((g) => g.goal_id === args.goalId);
+  if (!closure || !source) throw R.goalNotInAudit(args.goalId, operatorPath(workspace));
+  if (!(audit.activation?.eligible_scopes ?? []).includes(closure.logical_scope)) throw R.auditNotEligible(`Goal ${args.goalId} is not among its eligible scopes`);
+  const components = closureComponents(audit, manifest, closure.required_component_ids);
+  const wsRoot = join(workspace, WORKSPACE_DIR, RUNTIME_ROOT_DIR);
+  const title = OWNERS.goal.readHistorical({ root: wsRoot }, MACHINE).value.goals.find((g) => g.goal_id === args.goalId)?.title ?? args.goalId;
+  const endAt =
+    manifest.components
+      .map((c) => c.capture_interval?.end?.at)
+      .filter((x): x is string => typeof x === 'string')
+      .sort()
+      .at(-1) ?? null;
+  const shown = preview(audit, wsRoot, { goal_id: args.goalId, goal_instance_id: source.goal_instance_id, logical_scope: closure.logical_scope, title }, components, endAt);
+  const dest = prepareDestination(args.destination, args.places ?? {});
+  const nonce = randomBytes(16).toString('hex');
+  const recoveryId = sha256Hex(canonicalJson({ audit: audit.recovery_id, goal_id: args.goalId, nonce }));
+  const goal = { goal_id: args.goalId, goal_instance_id: source.goal_instance_id, logical_scope: closure.logical_scope, title };
+  const body: Omit<AdoptionPlan, 'plan_digest'> = {
+    schema_version: PLAN_SCHEMA,
+    recovery_id: recoveryId,
+    created_at: (args.now ?? new Date()).toISOString(),
+    audit: {
+      recovery_id: audit.recovery_id,
+      backup_id: audit.backup.backup_id,
+      archive_sha256: audit.backup.archive_sha256,
+      embedded_manifest_sha256: audit.backup.embedded_manifest_sha256,
+      requested_profile: audit.capture.requested_profile,
+      achieved_profile: audit.capture.achieved_profile,
+      captured_at_end: endAt,
+    },
+    workspace: { path: workspace, members_verified: members },
+    goal,
+    destination: { path: dest.path, nonce, dev: dest.dev, ino: dest.ino },
+    components,
+    steps: plannedSteps(recoveryId, components),
+    preview: shown,
+    execution_authority_granted: false,
+  };
+  const plan: AdoptionPlan = { ...body, plan_digest: planDigest(body) };
+  ensurePrivateDir(join(dest.path, RECOVERY_DIR));
+  writeFileDurable(join(dest.path, RECOVERY_DIR, PLAN_FILE), `${JSON.stringify(plan, null, 2)}\n`, { exclusive: true });
+  return readPlan(dest.path);
+}
+
+/** The plan in a destination, its digest re-checked. */
+export function readPlan(destination: string): AdoptionPlan {
+  const path = join(resolve(destination), RECOVERY_DIR, PLAN_FILE);
+  let plan: AdoptionPlan;
+  try {
+    plan = JSON.parse(readFileSync(path, 'utf8')) as AdoptionPlan;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw R.planMissing(operatorPath(resolve(destination)));
+    throw R.planInvalid('it is not JSON');
+  }
+  if (plan?.schema_version !== PLAN_SCHEMA) throw R.planInvalid('its schema is unknown');
+  const { plan_digest, ...body } = plan;
+  if (planDigest(body) !== plan_digest) throw R.planInvalid('its digest does not match its content');
+  return plan;
+}
+
+/** The plan without private paths: what `--json` and the public status show. */
+export function publicPlan(plan: AdoptionPlan): Omit<AdoptionPlan, 'workspace' | 'destination'> & { workspace: { members_verified: number } } {
+  const { workspace, destination: _destination, ...rest } = plan;
+  return { ...rest, workspace: { members_verified: workspace.members_verified } };
+}

@@ -1,0 +1,139 @@
+/**
+ * The status of an adoption (`loopx recover status`), read back from the plan, the phase journal
+ * and the owners — never from a process's memory — with the operator state and the fields every
+ * recovery status shows: ids and digests, requested and achieved capture profile, component and
+ * verification counts, asset counts, the current phase, the last durable owner receipt,
+ * retryability, whether the source and destination writer fences are established, the holds with
+ * their owners, continuation conditions and one next action each, and
+ * `execution_authority_granted: false`.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { operatorPath } from '../core/index.js';
+import { LAYOUT, effect, type AdoptionHold, type AdoptionStepReceipt } from '../owners/index.js';
+import { foldJournal, readJournal } from './adopt-journal.js';
+import { readPlan, type PlanPreview } from './adopt-plan.js';
+import type { AdoptionHost } from './adopt-apply.js';
+
+export const RECOVERY_STATES = ['verifying', 'restored_inert', 'audit_held', 'adoption_prepared', 'applying', 'reconciliation_held', 'complete', 'abandoned'] as const;
+export type RecoveryState = (typeof RECOVERY_STATES)[number];
+
+export interface RecoveryHold extends AdoptionHold {
+  readonly next_action: string;
+}
+
+export interface RecoveryStatus {
+  readonly schema_version: 'loopx_recovery_status_v0';
+  readonly recovery_id: string;
+  readonly backup_id: string;
+  readonly audit_recovery_id: string;
+  readonly plan_digest: string;
+  readonly state: RecoveryState;
+  readonly goal: { readonly goal_id: string; readonly recovered_instance_id: string; readonly new_instance_id: string | null };
+  readonly capture: { readonly requested_profile: string | null; readonly achieved_profile: string; readonly captured_at_end: string | null };
+  readonly components: { readonly required: number; readonly optional: number; readonly by_owner: Record<string, number> };
+  readonly verification: { readonly verified: number; readonly other: number };
+  readonly assets: { readonly recovered_readable: number; readonly historical_only: number; readonly unknown_unrecoverable: number };
+  readonly phase: { readonly completed_steps: number; readonly total_steps: number; readonly current: string | null };
+  readonly last_durable_receipt: { readonly action: string; readonly owner: string; readonly result: string; readonly at: string } | null;
+  readonly retryable: boolean;
+  readonly fences: { readonly source_established: boolean; readonly destination_established: boolean };
+  readonly holds: readonly RecoveryHold[];
+  readonly preview: PlanPreview;
+  readonly receipts: readonly {
+    readonly action: string;
+    readonly owner: string;
+    readonly disposition: string;
+    readonly result: string;
+    readonly readback: Readonly<Record<string, unknown>>;
+  }[];
+  readonly next_action: string;
+  readonly execution_authority_granted: false;
+}
+
+/** The open holds, read back from the owners: unknown effects from the destination's journal, receiver holds from the latest reconciliation. */
+function openHolds(
+  root: string,
+  goalId: string,
+  receipts: Map<string, { receipt: AdoptionStepReceipt | { holds: readonly [] } }>,
+  resolved: ReadonlyMap<string, unknown>,
+): AdoptionHold[] {
+  const latest = (receipts.get('effect:reconcile')?.receipt.holds ?? []) as readonly AdoptionHold[];
+  const held = new Set<string>();
+  if (existsSync(join(root, LAYOUT.effectsDb))) {
+    const historical = effect.readHistoricalFile(join(root, LAYOUT.effectsDb));
+    for (const e of historical.effects) if (e.goal_id === goalId && e.outcome === 'unknown') held.add(`effect:${e.operation_id}`);
+  }
+  return latest.filter((h) => (h.hold_id.startsWith('effect:') ? held.has(h.hold_id) : !resolved.has(h.hold_id)));
+}
+
+const nextActionOf = (h: AdoptionHold, d: string): string =>
+  h.retryable
+    ? `ask again when the external system answers: loopx recover resolve --destination ${d} --hold ${h.hold_id}`
+    : `settle it with the external system's owner, then: loopx recover resolve --destination ${d} --hold ${h.hold_id}`;
+
+export function recoveryStatus(destination: string, host?: AdoptionHost): RecoveryStatus {
+  const plan = readPlan(destination);
+  const root = plan.destination.path;
+  const d = operatorPath(root);
+  const j = foldJournal(readJournal(root));
+  const steps = plan.steps.length;
+  const completed = plan.steps.filter((s) => j.done.has(s.action)).length;
+  const holds = completed === steps ? openHolds(root, plan.goal.goal_id, j.done, j.resolved).map((h) => ({ ...h, next_action: nextActionOf(h, d) })) : [];
+  const state: RecoveryState = j.abandoned
+    ? 'abandoned'
+    : j.began.size === 0
+      ? 'adoption_prepared'
+      : completed < steps
+        ? 'applying'
+        : holds.length > 0
+          ? 'reconciliation_held'
+          : 'complete';
+  const goalReceipt = j.done.get('goal:rebind')?.receipt.readback as { goal_instance_id?: string } | undefined;
+  const superseded = host?.supersession(plan.goal.goal_instance_id);
+  const receiverHolds = holds.some((h) => h.hold_id.startsWith('receiver:'));
+  const byOwner: Record<string, number> = {};
+  for (const c of plan.components) byOwner[c.owner] = (byOwner[c.owner] ?? 0) + 1;
+  const next =
+    state === 'adoption_prepared'
+      ? `confirm and apply: loopx recover apply --destination ${d} --confirm ${plan.plan_digest}`
+      : state === 'applying'
+        ? `finish it: loopx recover apply --destination ${d} --confirm ${plan.plan_digest}`
+        : state === 'reconciliation_held'
+          ? holds[0]!.next_action
+          : state === 'complete'
+            ? `continue the Goal's unfinished work: loopx work run --goal ${plan.goal.goal_id} --root ${d} --agent AGENT_FILE`
+            : 'plan the recovery again into a new destination';
+  return {
+    schema_version: 'loopx_recovery_status_v0',
+    recovery_id: plan.recovery_id,
+    backup_id: plan.audit.backup_id,
+    audit_recovery_id: plan.audit.recovery_id,
+    plan_digest: plan.plan_digest,
+    state,
+    goal: { goal_id: plan.goal.goal_id, recovered_instance_id: plan.goal.goal_instance_id, new_instance_id: goalReceipt?.goal_instance_id ?? null },
+    capture: { requested_profile: plan.audit.requested_profile, achieved_profile: plan.audit.achieved_profile, captured_at_end: plan.audit.captured_at_end },
+    components: { required: plan.components.filter((c) => c.required).length, optional: plan.components.filter((c) => !c.required).length, by_owner: byOwner },
+    verification: { verified: plan.components.filter((c) => c.verification === 'verified').length, other: plan.components.filter((c) => c.verification !== 'verified').length },
+    assets: {
+      recovered_readable: plan.components.filter((c) => c.classification === 'recovered_readable').length,
+      historical_only: plan.components.filter((c) => c.classification === 'historical_only').length,
+      unknown_unrecoverable: plan.components.filter((c) => c.classification !== 'recovered_readable' && c.classification !== 'historical_only').length,
+    },
+    phase: { completed_steps: completed, total_steps: steps, current: plan.steps.find((s) => !j.done.has(s.action))?.action ?? null },
+    last_durable_receipt: j.last ? { action: j.last.receipt.action, owner: j.last.receipt.owner, result: j.last.receipt.result, at: j.last.at } : null,
+    retryable: state === 'applying' || state === 'adoption_prepared' || holds.some((h) => h.retryable),
+    fences: {
+      source_established: superseded !== undefined && superseded.recovery_id === plan.recovery_id,
+      destination_established: j.done.has('work:import_inert') && j.done.has('effect:reconcile') && !receiverHolds,
+    },
+    holds,
+    preview: plan.preview,
+    receipts: plan.steps.flatMap((s) => {
+      const r = j.done.get(s.action)?.receipt;
+      return r ? [{ action: r.action, owner: r.owner, disposition: r.disposition, result: r.result, readback: r.readback }] : [];
+    }),
+    next_action: next,
+    execution_authority_granted: false,
+  };
+}

@@ -1,0 +1,69 @@
+/**
+ * `loopx recover` composed for the CLI and the daemon: the adoption coordinator (src/recovery/)
+ * with its host — the new root made and bound through the engine (its identity in the run
+ * authority), and the run authority's record of the superseded lifetime. It decides nothing the
+ * coordinator, an owner or the authority decides.
+ */
+import { resolve } from 'node:path';
+import {
+  abortAdoption,
+  applyAdoption,
+  planAdoption,
+  recoveryStatus,
+  resolveHold,
+  type AdoptionHost,
+  type AdoptionPlan,
+  type AdoptionRunOptions,
+  type PlannedStep,
+  type RecoveryStatus,
+} from '../recovery/index.js';
+import type { RunAuthority } from '../run-authority/index.js';
+import { initRoot, withAuthority, withRootEngine } from './root.js';
+
+export interface RecoverAccess {
+  readonly authorityDir?: string;
+  /** The live root of this invocation (never a destination). */
+  readonly liveRoot?: string;
+  /** Injected for tests (the receivers' HTTP client). */
+  readonly fetch?: typeof fetch;
+  readonly onStep?: (step: PlannedStep, index: number, total: number) => void;
+}
+
+function hostOf(a: RecoverAccess, authority: RunAuthority): AdoptionHost {
+  return {
+    async initDestination(root) {
+      initRoot(root);
+      return withRootEngine({ root, ...(a.authorityDir !== undefined ? { authorityDir: a.authorityDir } : {}) }, (engine) => engine.rootId, { what: 'recover apply' });
+    },
+    supersede: (request) => authority.supersedeLifetime(request),
+    supersession: (id) => authority.lifetimeSupersession(id),
+  };
+}
+
+const runOptions = (a: RecoverAccess, authority: RunAuthority): AdoptionRunOptions => ({
+  host: hostOf(a, authority),
+  ...(a.fetch ? { fetch: a.fetch } : {}),
+  ...(a.onStep ? { onStep: a.onStep } : {}),
+});
+
+/** `loopx recover plan`: the digest-bound plan written into the destination; nothing live is touched. */
+export function planRecovery(a: RecoverAccess & { workspace: string; goalId: string; destination: string }): AdoptionPlan {
+  return planAdoption({
+    workspace: a.workspace,
+    goalId: a.goalId,
+    destination: a.destination,
+    places: { liveRoot: a.liveRoot, authorityDir: a.authorityDir },
+  });
+}
+
+export const applyRecovery = (a: RecoverAccess, destination: string, confirm: string): Promise<RecoveryStatus> =>
+  withAuthority(a, (authority) => applyAdoption(resolve(destination), confirm, runOptions(a, authority)));
+
+export const recoveryStatusOf = (a: RecoverAccess, destination: string): Promise<RecoveryStatus> =>
+  withAuthority(a, (authority) => recoveryStatus(resolve(destination), hostOf(a, authority)));
+
+export const resolveRecoveryHold = (a: RecoverAccess, destination: string, holdId: string, outcome?: 'committed' | 'absent'): Promise<RecoveryStatus> =>
+  withAuthority(a, (authority) => resolveHold(resolve(destination), holdId, { ...runOptions(a, authority), ...(outcome ? { outcome } : {}) }));
+
+export const abortRecovery = (a: RecoverAccess, destination: string): Promise<RecoveryStatus> =>
+  withAuthority(a, (authority) => abortAdoption(resolve(destination), hostOf(a, authority)));

@@ -1,0 +1,96 @@
+/**
+ * What `loopx recover` refuses, and that a refusal changes nothing: a Goal the backup does not
+ * hold, an occupied or misplaced destination, a legacy (v0) backup, a plan whose world changed
+ * before its first step (a destination no longer empty, a workspace member altered), an abandoned
+ * recovery, an abort after the first step, and a second recovery of a lifetime another recovery
+ * already superseded. Each case as its own user (its own run authority) where the run authority
+ * matters.
+ */
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
+import { loopx, loopxAsync } from '../support/cli.js';
+import { ok, sourceWithBackup, type Source } from './support/adopt.js';
+
+let sink: WebhookSink;
+let s: Source;
+beforeAll(async () => {
+  sink = await startWebhookSink({ port: 0 });
+  s = await sourceWithBackup(sink, { afterCapture: false });
+}, 240_000);
+afterAll(async () => {
+  await sink.close();
+});
+
+/** A fresh user (run authority) and a destination path that does not exist yet. */
+const fresh = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'loopx-adopt-refuse-'));
+  return { authority: join(dir, 'authority'), destination: join(dir, 'recovered'), dir };
+};
+const refused = (authority: string, args: readonly string[]) => {
+  const r = loopx([...args, '--authority-dir', authority, '--json']);
+  return { status: r.status, code: r.status === 0 ? undefined : (r.json().error.code as string) };
+};
+const planIn = (u: ReturnType<typeof fresh>) => ok(u, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', u.destination, '--root', s.root]);
+
+describe('loopx recover refuses, and a refusal changes nothing', () => {
+  it('plan: a Goal the backup does not hold, an occupied destination, a destination inside a root', () => {
+    const u = fresh();
+    expect(refused(u.authority, ['recover', 'plan', '--from', s.workspace, '--goal', 'nope', '--destination', u.destination])).toEqual({
+      status: 3,
+      code: 'recover_goal_not_in_backup',
+    });
+    expect(existsSync(u.destination)).toBe(false);
+    mkdirSync(u.destination, { mode: 0o700 });
+    writeFileSync(join(u.destination, 'keep.txt'), 'mine');
+    expect(refused(u.authority, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', u.destination])).toEqual({
+      status: 4,
+      code: 'recover_destination_not_empty',
+    });
+    expect(readdirSync(u.destination)).toEqual(['keep.txt']);
+    const inside = refused(u.authority, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', join(s.root, 'nested'), '--root', s.root]);
+    expect(inside).toEqual({ status: 3, code: 'verify_destination_inside_runtime_root' });
+    expect(existsSync(join(s.root, 'nested'))).toBe(false);
+  });
+
+  it('apply: a plan whose destination is no longer empty is stale; abort abandons it for good', () => {
+    const u = fresh();
+    const plan = planIn(u);
+    writeFileSync(join(u.destination, 'intruder'), 'x');
+    expect(refused(u.authority, ['recover', 'apply', '--destination', u.destination, '--confirm', plan.plan_digest])).toEqual({ status: 4, code: 'recover_plan_stale' });
+    expect(existsSync(join(u.destination, 'registry.json'))).toBe(false);
+    expect(ok(u, ['recover', 'abort', '--destination', u.destination]).state).toBe('abandoned');
+    expect(refused(u.authority, ['recover', 'apply', '--destination', u.destination, '--confirm', plan.plan_digest])).toEqual({ status: 4, code: 'recover_abandoned' });
+  });
+
+  it('apply: a workspace member altered after the plan is refused before any change', () => {
+    const u = fresh();
+    const plan = planIn(u);
+    const member = join(s.workspace, 'workspace', 'configuration-backup.json');
+    const original = readFileSync(member);
+    appendFileSync(member, ' ');
+    try {
+      expect(refused(u.authority, ['recover', 'apply', '--destination', u.destination, '--confirm', plan.plan_digest])).toEqual({ status: 3, code: 'recover_workspace_changed' });
+      expect(readdirSync(u.destination)).toEqual(['recovery']);
+    } finally {
+      writeFileSync(member, original);
+    }
+  });
+
+  it('a lifetime is recovered once: a second recovery of it is refused, and abort after the first step is too late', async () => {
+    const u = fresh();
+    const first = planIn(u);
+    const second = { ...fresh(), authority: u.authority };
+    const other = planIn(second);
+    const applied = await loopxAsync(['recover', 'apply', '--destination', u.destination, '--confirm', first.plan_digest, '--authority-dir', u.authority, '--json']);
+    expect(applied.status, applied.stderr).toBe(0);
+    expect(refused(u.authority, ['recover', 'apply', '--destination', second.destination, '--confirm', other.plan_digest])).toEqual({
+      status: 4,
+      code: 'recover_lifetime_superseded_elsewhere',
+    });
+    expect(readdirSync(second.destination)).toEqual(['recovery']);
+    expect(refused(u.authority, ['recover', 'abort', '--destination', u.destination])).toEqual({ status: 4, code: 'recover_abort_too_late' });
+  });
+});

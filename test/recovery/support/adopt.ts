@@ -1,0 +1,116 @@
+/**
+ * A source root that did real Goal work, its verified backup, and what happened after the capture:
+ * the starting point of every adoption test. Everything runs through the real CLI in child
+ * processes, against a real loopback receiver with a journal.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import type { WebhookSink } from '../../../src/dev/index.js';
+import { loopx, loopxAsync, tempRoot } from '../../support/cli.js';
+
+/** A command's JSON document, read field by field by the tests. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Doc = any;
+
+export interface Step {
+  readonly text: string;
+  readonly tool_calls?: readonly { name: string; arguments: Record<string, unknown> }[];
+}
+
+/** A scripted Goal worker agent file (the provider plays `script` turn by turn). */
+export function agentFile(dir: string, name: string, script: readonly Step[]): string {
+  const path = join(dir, `${name}.json`);
+  writeFileSync(
+    path,
+    JSON.stringify({
+      id: `test.${name}`,
+      version: '1.0.0',
+      model: { provider: 'scripted', model_id: 'scripted-v1' },
+      turn_limit: 12,
+      tool_plan: 'loopx.goal-work.v1',
+      system: 'Work the Goal.',
+      script,
+    }),
+  );
+  return path;
+}
+
+/** The work before the capture: t1 done and announced, t2 blocked, t3 left open. */
+export const BEFORE: readonly Step[] = [
+  { text: 'Outline done.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't1', status: 'done', note: 'outline drafted' } }] },
+  { text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'outline ready' } }] },
+  { text: 'Review blocked.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't2', status: 'blocked', note: 'waiting for design' } }] },
+  { text: 'Publishing stays open.' },
+];
+
+/** The work after the capture, lost locally: a note on t3 and its announcement reached the receiver. */
+export const AFTER_CAPTURE: readonly Step[] = [
+  { text: 'Starting the post.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', note: 'draft started' } }] },
+  { text: 'Announcing the draft.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'post draft ready' } }] },
+  { text: 'More later.' },
+];
+
+/** The continuation in the new root: the same announcement again (a duplicate the journal must catch), a new one, t3 done. */
+export const CONTINUE: readonly Step[] = [
+  { text: 'Looking.', tool_calls: [{ name: 'todo.list', arguments: {} }] },
+  { text: 'Announcing the draft.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'post draft ready' } }] },
+  { text: 'Publishing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'post published' } }] },
+  { text: 'Done.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', status: 'done', note: 'published' } }] },
+  { text: 'The Goal is finished.' },
+];
+
+export interface Source {
+  readonly dir: string;
+  readonly root: string;
+  readonly authority: string;
+  readonly workspace: string;
+  readonly agents: { before: string; after: string; cont: string };
+  /** `--root R --authority-dir A` for this source's user. */
+  readonly at: (root: string) => string[];
+}
+
+/** Run the CLI for `s`'s user and expect success; its JSON document. */
+export function ok(s: Pick<Source, 'authority'>, args: readonly string[]): Doc {
+  const r = loopx([...args, '--authority-dir', s.authority, '--json']);
+  expect(r.status, `${args.join(' ')}\n${r.stderr}${r.stdout}`).toBe(0);
+  return r.json();
+}
+
+/** `ok` for a command that talks to the in-process receiver (the test's event loop must keep running). */
+export async function okAsync(s: Pick<Source, 'authority'>, args: readonly string[]): Promise<Doc> {
+  const r = await loopxAsync([...args, '--authority-dir', s.authority, '--json']);
+  expect(r.status, `${args.join(' ')}\n${r.stderr}${r.stdout}`).toBe(0);
+  return r.json();
+}
+
+/** A source root worked before a quiescent capture, verified into a workspace, then worked again (lost locally). */
+export async function sourceWithBackup(sink: WebhookSink, options: { profile?: 'quiescent' | 'online'; afterCapture?: boolean } = {}): Promise<Source> {
+  const dir = mkdtempSync(join(tmpdir(), 'loopx-adopt-'));
+  const root = tempRoot();
+  const authority = join(dir, 'authority');
+  const at = (r: string) => ['--root', r, '--authority-dir', authority];
+  const agents = { before: agentFile(dir, 'before', BEFORE), after: agentFile(dir, 'after', AFTER_CAPTURE), cont: agentFile(dir, 'continue', CONTINUE) };
+  const s: Source = { dir, root, authority, workspace: join(dir, 'workspace'), agents, at };
+  expect(loopx(['init', ...at(root)]).status).toBe(0);
+  expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at(root)]).status).toBe(0);
+  for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
+    expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, ...at(root)]).status).toBe(0);
+  const w = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agents.before, '--sink', sink.deliveriesUrl, ...at(root), '--json']);
+  expect(w.status, w.stderr).toBe(0);
+  const out = join(dir, 'backups');
+  const b = ok(s, ['backup-state', '--execute', '--profile', options.profile ?? 'quiescent', '--output-dir', out, '--backup-id', 'b1', '--root', root]);
+  ok(s, ['backup-state', 'verify', '--archive', join(out, b.archive.name), '--manifest', join(out, b.manifest.name), '--destination', s.workspace, '--execute', '--root', root]);
+  if (options.afterCapture !== false) {
+    const a = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agents.after, ...at(root), '--json']);
+    expect(a.status, a.stderr).toBe(0);
+  }
+  return s;
+}
+
+/** Plan `s`'s Goal into a new destination beside the workspace; the plan's public document. */
+export function plan(s: Source, name = 'recovered'): { destination: string; doc: Doc } {
+  const destination = join(s.dir, name);
+  return { destination, doc: ok(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', destination, '--root', s.root]) };
+}
