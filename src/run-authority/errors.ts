@@ -29,5 +29,5 @@ export const recordCorrupt = (runId: string, why: string): LoopxError => interna
  */
 export const goalLifetimeSuperseded = (goalId: string): LoopxError =>
   conflict('goal_lifetime_superseded', `Goal ${goalId}'s lifetime was replaced by a recovery into another root; this root may no longer write or deliver for it.`, {
-    nextAction: `continue the Goal in the root it was recovered into: loopx work run --goal ${goalId} --root <recovered-root> --agent AGENT_FILE`,
+    nextAction: `continue the Goal in the root it was recovered into: loopx work run --goal ${goalId} --agent <agent-file> --root <recovered-root>`,
   });

@@ -46,7 +46,7 @@ const alreadySuperseded = (stored: LifetimeSupersession): LoopxError =>
     'goal_lifetime_already_superseded',
     `Goal ${stored.goal_id}'s lifetime ${stored.goal_instance_id} was already superseded by lifetime ${stored.successor_instance_id} (recovery ${stored.recovery_id}); a lifetime is superseded once, and nothing was changed.`,
     {
-      nextAction: `continue the Goal in the root the earlier recovery made (root id ${stored.successor_root}): loopx work run --goal ${stored.goal_id} --root <recovered-root> --agent AGENT_FILE`,
+      nextAction: `continue the Goal in the root the earlier recovery made (root id ${stored.successor_root}): loopx work run --goal ${stored.goal_id} --agent <agent-file> --root <recovered-root>`,
       details: {
         goal_id: stored.goal_id,
         goal_instance_id: stored.goal_instance_id,

@@ -53,7 +53,7 @@ describe('loopx recover refuses, and a refusal changes nothing', () => {
     const inside = refused(u.authority, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', join(s.root, 'nested'), '--root', s.root]);
     expect(inside).toEqual({ status: 3, code: 'verify_destination_inside_runtime_root' });
     expect(existsSync(join(s.root, 'nested'))).toBe(false);
-  });
+  }, 180_000);
 
   it('apply: a plan whose destination is no longer empty is stale; abort abandons it for good', () => {
     const u = fresh();
@@ -63,7 +63,7 @@ describe('loopx recover refuses, and a refusal changes nothing', () => {
     expect(existsSync(join(u.destination, 'registry.json'))).toBe(false);
     expect(ok(u, ['recover', 'abort', '--destination', u.destination]).state).toBe('abandoned');
     expect(refused(u.authority, ['recover', 'apply', '--destination', u.destination, '--confirm', plan.plan_digest])).toEqual({ status: 4, code: 'recover_abandoned' });
-  });
+  }, 180_000);
 
   it('apply: a workspace member altered after the plan is refused before any change', () => {
     const u = fresh();
@@ -77,7 +77,7 @@ describe('loopx recover refuses, and a refusal changes nothing', () => {
     } finally {
       writeFileSync(member, original);
     }
-  });
+  }, 180_000);
 
   it('a lifetime is recovered once: a second recovery of it is refused, and abort after the first step is too late', async () => {
     const u = fresh();
@@ -92,5 +92,5 @@ describe('loopx recover refuses, and a refusal changes nothing', () => {
     });
     expect(readdirSync(second.destination)).toEqual(['recovery']);
     expect(refused(u.authority, ['recover', 'abort', '--destination', u.destination])).toEqual({ status: 4, code: 'recover_abort_too_late' });
-  });
+  }, 180_000);
 });

@@ -70,13 +70,13 @@ describe('loopx recover: one Goal into a new root', () => {
     expect(JSON.stringify(p.doc)).not.toContain(s.dir);
     const st = ok(s, ['recover', 'status', '--destination', destination]);
     expect(st).toMatchObject({ state: 'adoption_prepared', plan_digest: digest, execution_authority_granted: false, fences: { source_established: false } });
-  });
+  }, 180_000);
 
   it('refuses a digest that is not the plan’s', () => {
     const r = loopx(['recover', 'apply', '--destination', destination, '--confirm', '0'.repeat(64), '--authority-dir', s.authority, '--json']);
     expect(r.status).toBe(3);
     expect(r.json().error.code).toBe('recover_confirm_mismatch');
-  });
+  }, 180_000);
 
   it('applies through the owners: a new lifetime and work store, original receipts kept, the after-capture delivery found', async () => {
     const st = await okAsync(s, ['recover', 'apply', '--destination', destination, '--confirm', digest]);
@@ -95,7 +95,7 @@ describe('loopx recover: one Goal into a new root', () => {
       ['t2', 'blocked'],
       ['t3', 'open'],
     ]);
-  });
+  }, 180_000);
 
   it('keeps the original receipts readable under their original store identity, never relabelled', async () => {
     const st = ok(s, ['recover', 'status', '--destination', destination]);
@@ -113,7 +113,7 @@ describe('loopx recover: one Goal into a new root', () => {
     } finally {
       work.close();
     }
-  });
+  }, 180_000);
 
   it('continues the unfinished Todo through ordinary admission; one delivery per logical operation at the receiver', async () => {
     const st = ok(s, ['recover', 'status', '--destination', destination]);
@@ -130,7 +130,7 @@ describe('loopx recover: one Goal into a new root', () => {
     expect((after.counts.stored ?? 0) - (before.counts.stored ?? 0)).toBe(1);
     const keys = after.attempts.filter((a) => a.result === 'stored').map((a) => a.idempotency_key);
     expect(new Set(keys).size).toBe(keys.length);
-  });
+  }, 180_000);
 
   it('refuses the old lifetime’s writers: the run authority in every root, the fence at the receiver', async () => {
     const w = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', s.agents.after, ...s.at(s.root), '--json']);
@@ -148,7 +148,7 @@ describe('loopx recover: one Goal into a new root', () => {
     });
     expect(res.status).toBe(409);
     expect(((await res.json()) as { error: string }).error).toBe('fence_stale');
-  });
+  }, 180_000);
 
   it('converges when applied again, and cannot be aborted any more', async () => {
     const again = await okAsync(s, ['recover', 'apply', '--destination', destination, '--confirm', digest]);
@@ -156,5 +156,5 @@ describe('loopx recover: one Goal into a new root', () => {
     const a = loopx(['recover', 'abort', '--destination', destination, '--authority-dir', s.authority, '--json']);
     expect(a.status).toBe(4);
     expect(a.json().error.code).toBe('recover_abort_too_late');
-  });
+  }, 180_000);
 });

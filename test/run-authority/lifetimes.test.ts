@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { GOAL_ID } from '../../src/owners/index.js';
 import { GOAL_ALIAS } from '../../src/run-authority/lifetimes.js';
-import type { LifetimeSupersession } from '../../src/run-authority/index.js';
+import { exitCodeOf } from '../../src/core/index.js';
+import { goalLifetimeSuperseded, type LifetimeSupersession } from '../../src/run-authority/index.js';
 import { childReadLifetime, cleanup, codeOf, errorOf, FOREIGN_UID, ginst, modeOf, open, snapshotTree, spawnSuperseder, supersession, tempBase } from './support.js';
 
 afterAll(cleanup);
@@ -54,6 +55,14 @@ describe('the lifetime file', () => {
     expect(reopened.supersedeLifetime(supersession())).toStrictEqual({ record: stored, replayed: true });
     expect(codeOf(() => reopened.supersedeLifetime(supersession({ successor_instance_id: ginst('c') })))).toBe('goal_lifetime_already_superseded');
     expect(reopened.lifetimeSupersession(OLD)).toStrictEqual(stored);
+  });
+
+  it('a writer of a superseded lifetime refuses with goal_lifetime_superseded: a conflict (exit 4) naming the Goal, whose one next action continues it in the root it was recovered into', () => {
+    const refusal = goalLifetimeSuperseded('goal-a');
+    expect(refusal).toMatchObject({ code: 'goal_lifetime_superseded', kind: 'conflict' });
+    expect(exitCodeOf(refusal)).toBe(4);
+    expect(refusal.message).toBe("Goal goal-a's lifetime was replaced by a recovery into another root; this root may no longer write or deliver for it.");
+    expect(refusal.nextAction).toBe('continue the Goal in the root it was recovered into: loopx work run --goal goal-a --agent <agent-file> --root <recovered-root>');
   });
 
   it('the alias form checked here is the goal owner’s (owners/layout.ts GOAL_ID)', () => {
