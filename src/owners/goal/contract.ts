@@ -111,7 +111,7 @@ export interface GoalStore {
    * A recovery's new lifetime of a Goal in an empty root (`rebind`): a NEW instance id, the same
    * alias, title and documents, its lineage one generation on, the superseded lifetime recorded.
    * The same recovery again returns the lifetime it made (readback); any other Goal of that id
-   * already here is `goal_exists`.
+   * already here is `goal_adoption_conflict`.
    */
   adoptLifetime(request: AdoptLifetimeRequest): { readonly goal: GoalRecord; readonly replayed: boolean };
 }

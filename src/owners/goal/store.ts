@@ -212,7 +212,9 @@ function adoptLifetime(c: GoalContext, r: AdoptLifetimeRequest): { goal: GoalRec
         syncRoute(c, existing);
         return { goal: existing, replayed: true };
       }
-      throw conflict('goal_exists', `Goal ${goalId} already exists (${existing.lifecycle}).`, { nextAction: 'recover into a new, empty destination' });
+      throw conflict('goal_adoption_conflict', `Goal ${goalId} already exists here as another lifetime than this recovery's.`, {
+        nextAction: 'recover into a new, empty destination',
+      });
     }
     const docs = r.docs.map((d) => {
       const name = assertDocName(d.name);

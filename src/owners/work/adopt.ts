@@ -29,6 +29,13 @@ const lineageRefused = (code: 'work_lineage_mismatch', why: string) =>
     nextAction: 'verify the backup again into a new workspace and plan the recovery from it',
   });
 
+/** This store has work of its own: history is imported, and a recovered state adopted, only into a new store. */
+const storeNotEmpty = (details?: Record<string, unknown>) =>
+  conflict('work_lineage_store_not_empty', 'This work store already has work of its own; a recovered Goal is adopted only into a new store.', {
+    nextAction: 'recover into a new, empty destination',
+    ...(details ? { details } : {}),
+  });
+
 interface SourceRows {
   readonly lineage: Omit<LineageRecord, 'imported_at'>;
   readonly rows: StoredCommitText[];
@@ -97,10 +104,7 @@ export async function importLineage(core: WorkCore, r: ImportLineageRequest): Pr
       return { result: outcome.status, lineage: outcome.lineage };
     case 'conflict':
       if (outcome.reason === 'rows_invalid') throw lineageRefused('work_lineage_mismatch', 'the copy’s history is not contiguous in its own incarnation');
-      throw conflict('work_lineage_store_not_empty', 'This work store already has work of its own; history is imported only into a new store.', {
-        nextAction: 'recover into a new, empty destination',
-        details: { reason: outcome.reason },
-      });
+      throw storeNotEmpty({ reason: outcome.reason });
     default:
       throw internal('work_lineage_import_failed', 'The work store could not import the recovered history.', {
         nextAction: 'retry the same recovery step',
@@ -134,9 +138,7 @@ export async function adoptRecoveredState(core: WorkCore, r: AdoptStateRequest):
   };
   return execute(core, 'adopt_recovered_state', r, { recovery: canonicalJson(from) }, ({ p, at }) => {
     if (p.authority_revision !== 0) {
-      throw conflict('work_lineage_store_not_empty', 'This work store already has work of its own; a recovered state is adopted only as its first transaction.', {
-        nextAction: 'recover into a new, empty destination',
-      });
+      throw storeNotEmpty();
     }
     return {
       events: [

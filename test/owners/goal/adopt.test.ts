@@ -2,7 +2,7 @@
  * The goal owner's new lifetime for a recovery (`adoptLifetime`): a new instance id under the same
  * alias, the documents and title carried over, the lineage one generation on naming the superseded
  * lifetime, the route written; the same recovery again reads it back; anything else there is
- * `goal_exists`. A lineage in goal.json is decoded strictly.
+ * `goal_adoption_conflict`. A lineage in goal.json is decoded strictly.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -45,7 +45,7 @@ describe('goal owner: a recovered lifetime', () => {
     expect(goals.readDoc('launch', 'brief.md')).toEqual(new TextEncoder().encode('Launch on Monday'));
     expect(registry.read().value.goals.find((r) => r.goal_id === 'launch')?.goal_instance_id).toBe(goal.goal_instance_id);
     expect(goals.adoptLifetime(req)).toEqual({ goal, replayed: true });
-    expect(codeOf(() => goals.adoptLifetime({ ...req, recovery_id: 'b'.repeat(64) }))).toBe('goal_exists');
+    expect(codeOf(() => goals.adoptLifetime({ ...req, recovery_id: 'b'.repeat(64) }))).toBe('goal_adoption_conflict');
     // A second recovery of the recovered lifetime continues the same lineage.
     const third = openFileGoalStore(tempRoot(), { registry: openFileRegistry(tempRoot()) });
     expect(lineageOf(third.adoptLifetime({ ...req, recovery_id: 'c'.repeat(64), supersedes: goal }).goal)).toMatchObject({ lineage_id: old.goal_instance_id, generation: 3 });
