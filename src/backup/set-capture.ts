@@ -19,10 +19,9 @@
  *
  * Everything is written under the attempt's private staging directory; the live root is only read.
  */
-import { createHash } from 'node:crypto';
-import { closeSync, copyFileSync, constants, lstatSync, mkdirSync, openSync, readSync, readdirSync, readlinkSync } from 'node:fs';
+import { copyFileSync, constants, lstatSync, mkdirSync, readdirSync, readlinkSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { faultPoint, tryLockExclusive } from '../core/index.js';
+import { faultPoint, sha256FileHex, tryLockExclusive } from '../core/index.js';
 import type { CapturePoint } from '../owners/index.js';
 import { captureComponent, describeComponents, exportMemberOf, goalClosures, observeAll, planComponents, type CapturedComponent, type ComponentPlan } from './components.js';
 import { crashSourceLive, crashSourceMoved } from './errors.js';
@@ -121,19 +120,6 @@ function filesUnder(root: string, rel: string): string[] {
   return names.filter((n) => !shm.has(n)).flatMap((name) => filesUnder(root, join(rel, name)));
 }
 
-/** SHA-256 of a file, read in 1 MiB blocks (bounded memory whatever its size). */
-function sha256File(abs: string): string {
-  const hash = createHash('sha256');
-  const block = Buffer.allocUnsafe(1 << 20);
-  const fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
-  try {
-    for (let n = readSync(fd, block); n > 0; n = readSync(fd, block)) hash.update(block.subarray(0, n));
-  } finally {
-    closeSync(fd);
-  }
-  return hash.digest('hex');
-}
-
 /**
  * The proof that nothing runs on the root: no lock file under locks/ is held (daemon, registry,
  * configuration, Goals, admission) and no other process has a file under the root open (Linux
@@ -211,7 +197,7 @@ function observeFailure(root: string, plans: readonly ComponentPlan[], into: str
     copyFileSync(join(root, rel), join(raw, name), constants.COPYFILE_EXCL);
     copyFileSync(join(raw, name), join(into, rel), constants.COPYFILE_EXCL);
     const st = lstatSync(join(raw, name));
-    return { path: rel, size_bytes: st.size, sha256: sha256File(join(raw, name)), archive_member: `${ARCHIVE_OBSERVATION}/${name}` };
+    return { path: rel, size_bytes: st.size, sha256: sha256FileHex(join(raw, name)), archive_member: `${ARCHIVE_OBSERVATION}/${name}` };
   });
   const componentFiles = Object.fromEntries(Object.entries(byComponent).filter(([, list]) => list.length > 0));
   return { observed_at: new Date().toISOString(), proof, files: observed, component_files: componentFiles };
@@ -221,7 +207,7 @@ function observeFailure(root: string, plans: readonly ComponentPlan[], into: str
 function checkObservationStill(root: string, obs: FailureObservation, plans: readonly ComponentPlan[]): void {
   const now = allFiles(filesByComponent(root, plans));
   if (now.length !== obs.files.length || now.some((p, i) => p !== obs.files[i]!.path)) throw crashSourceMoved();
-  for (const f of obs.files) if (sha256File(join(root, f.path)) !== f.sha256) throw crashSourceMoved();
+  for (const f of obs.files) if (sha256FileHex(join(root, f.path)) !== f.sha256) throw crashSourceMoved();
 }
 
 const holdsDatabase = (plan: ComponentPlan): boolean => plan.owner.members(plan.scope).some((m) => m.kind === 'sqlite');
@@ -271,7 +257,7 @@ function archivedMembers(c: CapturedComponent, into: string, obs: Observed | nul
       obs!.asMember.add(m);
       continue;
     }
-    if (observed !== undefined && sha256File(copy) === observed.sha256) obs!.asMember.add(m);
+    if (observed !== undefined && sha256FileHex(copy) === observed.sha256) obs!.asMember.add(m);
     files.push([m, copy]);
   }
   return { files, reads };

@@ -23,12 +23,11 @@
  * by the type checker.
  */
 import type { OwnerName } from './table.js';
-import type { GoalRecord } from './goal/index.js';
 import { adoptionSteps as config } from './config/index.js';
 import { adoptionSteps as goal } from './goal/index.js';
 import { adoptionSteps as work } from './work/index.js';
 import { adoptionSteps as effect } from './effect/index.js';
-import { retainHistorical, type AdoptionContext, type OwnerAdoptionStep } from './adoption-contract.js';
+import { retainHistorical, type OwnerAdoptionStep } from './adoption-contract.js';
 
 export * from './adoption-contract.js';
 
@@ -43,7 +42,3 @@ export const ADOPTION: Readonly<Record<OwnerName, readonly OwnerAdoptionStep[]>>
   quota: [retainHistorical('quota', 'the settled ledger stays history; nothing is debited again, new spend is debited under new Turn keys')],
   scheduler: [retainHistorical('scheduler', 'timers, automations and skills stay disabled data; re-create them explicitly')],
 };
-
-/** The new lifetime a recovery minted, read back from the destination's goal owner. */
-export type AdoptedGoal = GoalRecord;
-export type { AdoptionContext };

@@ -20,10 +20,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { faultPoint, operatorPath } from '../core/index.js';
 import { ADOPTION, LAYOUT, OWNER_LIST, effect, type AdoptionContext, type AdoptionStepReceipt, type OwnerAdoptionStep } from '../owners/index.js';
+import { ARCHIVE_ROOT } from '../backup/index.js';
 import { WORKSPACE_DIR } from './audit.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
 import { appendJournal, foldJournal, readJournal, type HostReceipt } from './adopt-journal.js';
-import { RECOVERY_DIR, RUNTIME_ROOT_DIR, readPlan, reverifyWorkspace, type AdoptionPlan, type PlannedStep } from './adopt-plan.js';
+import { RECOVERY_DIR, readPlan, reverifyWorkspace, type AdoptionPlan, type PlannedStep } from './adopt-plan.js';
 import { recoveryStatus, type RecoveryStatus } from './adopt-status.js';
 
 /** What the coordinator asks outside the owners: the new root and the per-user run authority. */
@@ -75,7 +76,7 @@ function contextFor(plan: AdoptionPlan, step: PlannedStep, scratch: string, opti
   return {
     recovery_id: plan.recovery_id,
     goal_id: plan.goal.goal_id,
-    workspace_root: join(plan.workspace.path, WORKSPACE_DIR, RUNTIME_ROOT_DIR),
+    workspace_root: join(plan.workspace.path, WORKSPACE_DIR, ARCHIVE_ROOT),
     workspace_dir: join(plan.workspace.path, WORKSPACE_DIR),
     scratch_dir: scratch,
     destination: plan.destination.path,

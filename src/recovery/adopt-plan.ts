@@ -12,11 +12,12 @@
  * The plan is private (it names the workspace and destination paths); `publicPlan` is what
  * `--json` prints.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { canonicalJson, ensurePrivateDir, operatorPath, physical, sha256Hex, writeFileDurable } from '../core/index.js';
+import { canonicalJson, ensurePrivateDir, operatorPath, physical, sha256FileHex, sha256Hex, writeFileDurable } from '../core/index.js';
+import { ARCHIVE_ROOT } from '../backup/index.js';
 import { ADOPTION, MACHINE, OWNERS, OWNER_LIST, effect, goalScope, type AdoptionComponent, type Disposition } from '../owners/index.js';
 import { showAudit, WORKSPACE_DIR, type RecoveryAudit } from './audit.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
@@ -26,8 +27,6 @@ export const PLAN_SCHEMA = 'loopx_recovery_plan_v0';
 /** The directory of a destination root that holds the plan and the phase journal. */
 export const RECOVERY_DIR = 'recovery';
 export const PLAN_FILE = 'plan.json';
-/** The archive's name for the root inside a workspace (backup/paths.ts ARCHIVE_ROOT). */
-export const RUNTIME_ROOT_DIR = 'runtime-root';
 
 /** A step of the adoption, as planned. `host:*` steps are the coordinator's calls outside the owners (the new root, the run authority). */
 export interface PlannedStep {
@@ -84,18 +83,6 @@ export const planDigest = (plan: Omit<AdoptionPlan, 'plan_digest'>): string => s
 export const stepKey = (recoveryId: string, componentIds: readonly string[], action: string): string =>
   `rcv-${sha256Hex(canonicalJson([recoveryId, [...componentIds].sort(), action])).slice(0, 40)}`;
 
-function fileSha256(path: string): string {
-  const hash = createHash('sha256');
-  const fd = openSync(path, 'r');
-  try {
-    const buf = Buffer.allocUnsafe(1 << 20);
-    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0;) hash.update(buf.subarray(0, n));
-  } finally {
-    closeSync(fd);
-  }
-  return hash.digest('hex');
-}
-
 interface ManifestView {
   readonly goals: readonly { goal_id: string; goal_instance_id: string }[];
   readonly goal_closures: readonly { goal_id: string; logical_scope: string; required_component_ids: readonly string[] }[];
@@ -126,7 +113,7 @@ export function reverifyWorkspace(workspace: string): { audit: RecoveryAudit; ma
     } catch {
       throw R.workspaceChanged(`a member is missing (${m.path})`);
     }
-    if (!st.isFile() || m.sha256 === null || fileSha256(path) !== m.sha256) throw R.workspaceChanged(`a member differs from its digest (${m.path})`);
+    if (!st.isFile() || m.sha256 === null || sha256FileHex(path) !== m.sha256) throw R.workspaceChanged(`a member differs from its digest (${m.path})`);
     files++;
   }
   return { audit, manifest, members: files };
@@ -245,7 +232,7 @@ export function planAdoption(args: { workspace: string; goalId: string; destinat
   if (!closure || !source) throw R.goalNotInAudit(args.goalId, operatorPath(workspace));
   if (!(audit.activation?.eligible_scopes ?? []).includes(closure.logical_scope)) throw R.auditNotEligible(`Goal ${args.goalId} is not among its eligible scopes`);
   const components = closureComponents(audit, manifest, closure.required_component_ids);
-  const wsRoot = join(workspace, WORKSPACE_DIR, RUNTIME_ROOT_DIR);
+  const wsRoot = join(workspace, WORKSPACE_DIR, ARCHIVE_ROOT);
   const title = OWNERS.goal.readHistorical({ root: wsRoot }, MACHINE).value.goals.find((g) => g.goal_id === args.goalId)?.title ?? args.goalId;
   const endAt =
     manifest.components

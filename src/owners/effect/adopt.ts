@@ -113,12 +113,9 @@ async function adoptRecovered(ctx: AdoptionContext, journal: EffectJournal, sour
 
 /** The deliveries endpoints of this Goal: its recovered deliveries' and the destination configuration's. */
 function receiversOf(ctx: AdoptionContext, source: readonly EffectRecord[]): string[] {
-  const urls = new Set<string>();
-  for (const e of source) if (e.kind === WEBHOOK_KIND) urls.add(urlOf(e) ?? '');
   const ns = openFileConfigStore(ctx.destination).read().value.namespaces[EFFECTS_CONFIG_NAMESPACE] as { webhook_url?: unknown } | undefined;
-  if (typeof ns?.webhook_url === 'string') urls.add(ns.webhook_url);
-  urls.delete('');
-  return [...urls].sort();
+  const urls = [...source.filter((e) => e.kind === WEBHOOK_KIND).map(urlOf), ns?.webhook_url];
+  return [...new Set(urls.filter((u): u is string => typeof u === 'string'))].sort();
 }
 
 const receiverHold = (url: string, code: string, retryable: boolean, continuation: string): AdoptionHold => ({
