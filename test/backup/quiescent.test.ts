@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BACKUP_CAPTURE_FAULT, plan, type RecoverySetCapture } from '../../src/backup/index.js';
 import { openSqliteEffectJournal } from '../../src/owners/effect/index.js';
 import { admissionState, createBackupWithProfile } from '../../src/runtime/index.js';
-import { ENTRY, STATE_HOME } from '../support/cli.js';
+import { CLI, STATE_HOME } from '../support/cli.js';
 import { commitWork, makeRoot, tempBase } from './support/fixtures.js';
 
 const CHILD = resolve(import.meta.dirname, '../runtime/support/admission-child.ts');
@@ -149,13 +149,9 @@ describe('quiescent capture', () => {
 
   it('the capturing process SIGKILLed while admission is closed: admission reopens with its death, and nothing is published', async () => {
     const { root, out } = await fixture();
-    const backup = spawn(
-      process.execPath,
-      ['--import', 'tsx', ENTRY, 'backup-state', '--execute', '--profile', 'quiescent', '--root', root, '--output-dir', out, '--backup-id', 'killed'],
-      {
-        env: { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_TEST_FAULT: BACKUP_CAPTURE_FAULT },
-      },
-    );
+    const backup = spawn(process.execPath, [...CLI, 'backup-state', '--execute', '--profile', 'quiescent', '--root', root, '--output-dir', out, '--backup-id', 'killed'], {
+      env: { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_TEST_FAULT: BACKUP_CAPTURE_FAULT },
+    });
     children.push(backup as ChildProcessWithoutNullStreams);
     const exit = await new Promise<NodeJS.Signals | null>((res) => backup.on('exit', (_code, signal) => res(signal)));
     expect(exit).toBe('SIGKILL');

@@ -26,7 +26,7 @@ import { describe, expect, it } from 'vitest';
 import { startWebhookSink } from '../../src/dev/index.js';
 import { AGENT_FILE_SCHEMA, FAULT_AFTER_MUTATING_DISPATCH } from '../../src/engine/index.js';
 import { spawn } from 'node:child_process';
-import { ENTRY, REPO, STATE_HOME, loopx, loopxAsync, tempRoot, type CliResult } from '../support/cli.js';
+import { CLI, REPO, STATE_HOME, loopx, loopxAsync, tempRoot, type CliResult } from '../support/cli.js';
 
 const SCHEMA_DIR = join(REPO, 'docs/schemas');
 const SCHEMA_FILES = readdirSync(SCHEMA_DIR)
@@ -411,7 +411,7 @@ describe('the --json contract: every published document validates against docs/s
     expect(loopx(['init', '--root', root]).status).toBe(0);
     const out = join(root, '..', 'out');
     expect(loopx(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root]).status).toBe(0);
-    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, 'daemon', '--root', root, '--json'], { cwd: REPO, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
+    const child = spawn(process.execPath, [...CLI, 'daemon', '--root', root, '--json'], { cwd: REPO, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
     try {
       const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
         let text = '';

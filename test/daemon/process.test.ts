@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens } from '../../src/daemon/index.js';
-import { ENTRY, REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { CLI, REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 
 const running: ChildProcessWithoutNullStreams[] = [];
 afterEach(() => {
@@ -21,7 +21,7 @@ afterEach(() => {
 
 /** Start `loopx daemon --json` and wait for its one JSON line. */
 function daemon(root: string, ...args: string[]): Promise<{ child: ChildProcessWithoutNullStreams; doc: { url: string; login_url: string; port: number } }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, 'daemon', '--root', root, '--json', ...args], {
+  const child = spawn(process.execPath, [...CLI, 'daemon', '--root', root, '--json', ...args], {
     cwd: REPO,
     env: { ...process.env, XDG_STATE_HOME: STATE_HOME },
   });
@@ -114,7 +114,7 @@ describe('loopx daemon (a real process)', () => {
     const root = tempRoot('loopx-daemon-race-');
     expect(loopx(['init', '--root', root]).status).toBe(0);
     for (let i = 0; i < 8; i++) {
-      const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, 'daemon', '--root', root, '--json'], { cwd: REPO, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
+      const child = spawn(process.execPath, [...CLI, 'daemon', '--root', root, '--json'], { cwd: REPO, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
       running.push(child);
       const ended = new Promise<string>((r) => child.on('exit', (code, signal) => r(`${code}/${signal}`)));
       child.stdout.once('data', () => child.kill('SIGTERM'));

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { OWNERS } from '../../src/owners/index.js';
 import { AUDIT_FILE, WORKSPACE_DIR, type RecoveryAudit } from '../../src/recovery/index.js';
-import { ENTRY, REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { CLI, REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { treeFingerprint, jsonStrings } from '../backup/support/fixtures.js';
 
 const AGENT = 'examples/agents/goal-worker.json';
@@ -165,7 +165,7 @@ describe('backup-state verify --execute', () => {
   });
 
   it('audit show --private reads the audit back byte-identically; --json prints the public summary', () => {
-    const shown = spawnSync(process.execPath, ['--import', 'tsx', ENTRY, 'backup-state', 'audit', 'show', dest, '--private'], {
+    const shown = spawnSync(process.execPath, [...CLI, 'backup-state', 'audit', 'show', dest, '--private'], {
       cwd: REPO,
       env: { ...process.env, XDG_STATE_HOME: STATE_HOME },
     });
@@ -219,7 +219,7 @@ describe('backup-state verify --execute', () => {
 describe('terminal output', () => {
   it('draws a progress bar on stderr when it is a terminal (script(1) gives it a pty), and is quiet otherwise', () => {
     const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
-    const cmd = [process.execPath, '--import', 'tsx', ENTRY, ...verifyArgs(join(base, 'dest-tty')), '--execute'].map(quote).join(' ');
+    const cmd = [process.execPath, ...CLI, ...verifyArgs(join(base, 'dest-tty')), '--execute'].map(quote).join(' ');
     const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { cwd: REPO, encoding: 'utf8', timeout: 60_000, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/\r\x1b\[2K\[[#.]{28}\] \d+%/);
@@ -263,9 +263,7 @@ describe('no live mutation', () => {
         '-e',
         'trace=socket,connect,bind,listen,execve,clone,clone3,fork,vfork',
         process.execPath,
-        '--import',
-        'tsx',
-        ENTRY,
+        ...CLI,
         ...verifyArgs(dest),
         '--execute',
         '--json',

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { create, plan } from '../../src/backup/index.js';
 import { makeRoot, tempBase } from '../backup/support/fixtures.js';
-import { ENTRY, REPO, STATE_HOME } from '../support/cli.js';
+import { CLI, REPO, STATE_HOME } from '../support/cli.js';
 
 const WORKER_ENTRY = /\/recovery\/worker\.[jt]s$/;
 let base: string;
@@ -87,15 +87,11 @@ async function until<T>(what: string, ms: number, probe: () => T | undefined): P
 /** Start a verify, latch on its worker (and on `ready` when given), SIGKILL it, and wait for the worker to end. */
 async function killVerifyAndWatchWorker(env: Record<string, string>, ready?: (destination: string) => boolean): Promise<void> {
   const destination = join(base, `d${++n}`);
-  const verify = spawn(
-    process.execPath,
-    ['--import', 'tsx', ENTRY, 'backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', destination, '--execute', '--json'],
-    {
-      cwd: REPO,
-      env: { ...process.env, XDG_STATE_HOME: STATE_HOME, ...env },
-      stdio: 'ignore',
-    },
-  );
+  const verify = spawn(process.execPath, [...CLI, 'backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', destination, '--execute', '--json'], {
+    cwd: REPO,
+    env: { ...process.env, XDG_STATE_HOME: STATE_HOME, ...env },
+    stdio: 'ignore',
+  });
   started.push(verify);
   const exited = new Promise<NodeJS.Signals | null>((r) => verify.on('exit', (_code, signal) => r(signal)));
   const worker = await until('the owner worker to start', 60_000, () => workerOf(verify.pid!));

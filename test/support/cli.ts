@@ -1,4 +1,7 @@
-/** Runs the real `loopx` CLI in a child process (from source via tsx) and captures its outcome. */
+/**
+ * Runs the real `loopx` CLI in a child process and captures its outcome: the built CLI as installed
+ * (test/support/cli-build.ts keeps it up to date), or the sources via tsx with LOOPX_TEST_CLI=source.
+ */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +12,8 @@ export const REPO = resolve(import.meta.dirname, '../..');
 export const STATE_HOME = mkdtempSync(join(tmpdir(), 'loopx-state-'));
 const baseEnv = (): NodeJS.ProcessEnv => ({ ...process.env, XDG_STATE_HOME: STATE_HOME });
 export const ENTRY = join(REPO, 'test/support/loopx-entry.ts');
+/** Node's arguments before the CLI's own: `[...CLI, 'goal', 'list']`. */
+export const CLI: readonly string[] = process.env['LOOPX_TEST_CLI'] === 'source' ? ['--import', 'tsx', ENTRY] : [join(REPO, 'bin/loopx.js')];
 
 export interface CliResult {
   readonly status: number | null;
@@ -27,7 +32,7 @@ const wrap = (status: number | null, signal: NodeJS.Signals | null, stdout: stri
 });
 
 export function loopx(args: readonly string[], env: Record<string, string> = {}): CliResult {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', ENTRY, ...args], {
+  const r = spawnSync(process.execPath, [...CLI, ...args], {
     cwd: REPO,
     env: { ...baseEnv(), ...env },
     encoding: 'utf8',
@@ -38,7 +43,7 @@ export function loopx(args: readonly string[], env: Record<string, string> = {})
 
 export function loopxAsync(args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((res, rej) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], { cwd: REPO, env: { ...baseEnv(), ...env } });
+    const child = spawn(process.execPath, [...CLI, ...args], { cwd: REPO, env: { ...baseEnv(), ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

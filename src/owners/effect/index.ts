@@ -39,6 +39,7 @@ export { openSqliteEffectPort, type SqliteEffectPortOptions } from './sqlite.js'
 export {
   DEFAULT_WEBHOOK_TIMEOUT_MS,
   FAULT_BEFORE_WEBHOOK_SEND,
+  FAULT_AFTER_WEBHOOK_SEND,
   WEBHOOK_KIND,
   advanceReceiverFence,
   deliverWebhook,

@@ -37,6 +37,8 @@ import { dispatchInFlight, invalidInput } from './errors.js';
 export const WEBHOOK_KIND = 'webhook.deliver';
 /** Fault point (tests only): a webhook's dispatch is recorded, the request not sent yet. */
 export const FAULT_BEFORE_WEBHOOK_SEND = 'effect.webhook.before-send';
+/** Fault point (tests and the recovery drill): the receiver answered, the outcome is not settled locally. */
+export const FAULT_AFTER_WEBHOOK_SEND = 'effect.webhook.after-send';
 export const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
 /** The largest answer a Goal or fence query reads (a Goal's deliveries carry their bodies). */
 const QUERY_ANSWER_LIMIT = 32 * 1024 * 1024;
@@ -152,6 +154,7 @@ export async function sendWebhook(effect: EffectRecord, options: WebhookOptions 
   } catch (e) {
     return { outcome: 'unknown', receipt: { reason: isTimeout(e) ? 'timeout' : 'network_error' } };
   }
+  faultPoint(FAULT_AFTER_WEBHOOK_SEND);
   const status = response.status;
   if (status >= 200 && status < 300) return { outcome: 'committed', receipt: { http_status: status, response: await readBounded(response) } };
   if (status === 409) {
