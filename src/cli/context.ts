@@ -10,7 +10,16 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { exitCodeOf, isLoopxError, ROOT_IS_RECOVERY_WORKSPACE, refuseRecoveryWorkspaceRoot } from '../core/index.js';
-import { assertRuntimeRoot, ROOT_IS_COPY, withAuthority as withRootAuthority, withRootEngine, withVerifyingEngine, type Engine, type LocalRunAuthority } from '../runtime/index.js';
+import {
+  assertRuntimeRoot,
+  ROOT_IS_COPY,
+  withAuthority as withRootAuthority,
+  withGoalWriter as withRootGoalWriter,
+  withRootEngine,
+  withVerifyingEngine,
+  type Engine,
+  type LocalRunAuthority,
+} from '../runtime/index.js';
 
 export interface GlobalOptions {
   root?: string;
@@ -30,6 +39,9 @@ const accessOf = (opts: GlobalOptions) => ({ root: resolveRoot(opts), ...(opts.a
 /** The user's run authority: --authority-dir, else $XDG_STATE_HOME/loopx/run-authority, else ~/.local/state/loopx/run-authority. */
 export const withAuthority = <T>(opts: GlobalOptions, fn: (authority: LocalRunAuthority) => Promise<T> | T, options: { create?: boolean } = {}): Promise<T> =>
   withRootAuthority(accessOf(opts), fn, options);
+
+/** A writer of the root's Goals: the run authority as its guard, the root proven not to be a byte copy (`root_is_copy`). */
+export const withGoalWriter = <T>(opts: GlobalOptions, fn: (guard: LocalRunAuthority) => Promise<T> | T): Promise<T> => withRootGoalWriter(accessOf(opts), fn);
 
 /**
  * The engine of the root, with the user's run authority (created on first use). `readOnly`
@@ -95,6 +107,18 @@ export function emit<T>(opts: GlobalOptions, doc: T, human: (doc: T, out: Output
   if (opts.json) stdoutOutput.json(doc);
   else human(doc, outputFor(opts));
 }
+
+let outcomeExit: number | undefined;
+/** A command that printed its document but did not succeed (a drill that missed a target) exits with `code`. */
+export const exitAfterOutput = (code: number): void => {
+  outcomeExit = code;
+};
+/** The exit code a command left with `exitAfterOutput`, once. */
+export const takeOutcomeExit = (): number | undefined => {
+  const code = outcomeExit;
+  outcomeExit = undefined;
+  return code;
+};
 
 /**
  * Report an error (human on stderr; with --json also one JSON document on stdout) and return the

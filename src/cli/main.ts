@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { EXIT_CODES, LOOPX_VERSION } from '../core/index.js';
-import { reportError, stdoutOutput, type GlobalOptions } from './context.js';
+import { reportError, stdoutOutput, takeOutcomeExit, type GlobalOptions } from './context.js';
 import * as demo from './commands/demo.js';
 import * as runAnswer from './commands/run-answer.js';
 import * as runCancel from './commands/run-cancel.js';
@@ -85,7 +85,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
   try {
     await program.parseAsync([...argv], { from: 'user' });
-    return EXIT_CODES.ok;
+    return takeOutcomeExit() ?? EXIT_CODES.ok;
   } catch (e) {
     if (e instanceof CommanderError) {
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return EXIT_CODES.ok;

@@ -163,6 +163,7 @@ export class RunKernel {
         if (record?.state === 'IMPORTING' && record.ownerRoot === this.#own.rootId) throw importIncomplete(runId);
       }
       const head = this.#reads.head(runId);
+      if (head.lifecycle === 'suspended' || head.lifecycle === 'active') await this.#turns.refuseSupersededLifetime(head);
       if (head.lifecycle === 'suspended') {
         this.#turns.checkPlan(head);
         this.#own.activateRecord(lock, runId);

@@ -67,6 +67,18 @@ export class TurnDriver {
     this.#goalTurns = options.goalTurns;
   }
 
+  /**
+   * Before a run is resumed: a Goal work run of a lifetime a recovery superseded is refused there
+   * (`goal_lifetime_superseded`), and nothing of the run changes — it stays as it was, as evidence.
+   */
+  async refuseSupersededLifetime(head: RunHead): Promise<void> {
+    try {
+      await this.#goalTurns.forRun(head, this.checkPlan(head));
+    } catch (e) {
+      if (isLoopxError(e) && e.code === 'goal_lifetime_superseded') throw e;
+    }
+  }
+
   /** Drive the run (whose lock the caller holds) until it suspends, finishes, or must wait. */
   async drive(runId: string): Promise<void> {
     const first = this.#head(runId);

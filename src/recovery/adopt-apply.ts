@@ -157,12 +157,13 @@ export async function applyAdoption(destination: string, confirm: string, option
   return recoveryStatus(plan.destination.path, options.host);
 }
 
-/** `loopx recover abort`: legal only before the first step began; the plan stays as evidence. */
+/** `loopx recover abort`: legal only before the first live-owner step began (making the new root is not one); the plan stays as evidence. */
 export function abortAdoption(destination: string, host?: AdoptionHost): RecoveryStatus {
   const plan = readPlan(destination);
   const state = foldJournal(readJournal(plan.destination.path));
   if (!state.abandoned) {
-    if (state.began.size > 0) throw R.abortTooLate(operatorPath(plan.destination.path), plan.plan_digest);
+    // Making the new, empty root changes no live owner; any later step does.
+    if ([...state.began].some((action) => action !== 'host:destination')) throw R.abortTooLate(operatorPath(plan.destination.path), plan.plan_digest);
     appendJournal(plan.destination.path, { event: 'abandoned', at: new Date().toISOString() });
   }
   return recoveryStatus(plan.destination.path, host);

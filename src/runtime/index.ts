@@ -7,7 +7,7 @@
  * (backup, verification, snapshots, the run authority, agent definitions). Nothing else of those
  * layers is reachable from cli/ or daemon/ (the map lint, eslint.config.js).
  */
-export { withAuthority, withRootEngine, withRootOwners, withVerifyingEngine, initRoot, type RootAccess } from './root.js';
+export { withAuthority, withGoalWriter, withRootEngine, withRootOwners, withVerifyingEngine, initRoot, type RootAccess } from './root.js';
 export {
   admit,
   admissionState,
@@ -27,6 +27,7 @@ export { listWorkspace, showWorkspaceGoal, type WorkspaceListing, type Workspace
 export { planRecovery, applyRecovery, recoveryStatusOf, resolveRecoveryHold, abortRecovery, type RecoverAccess } from './recover.js';
 export { publicPlan, type AdoptionPlan, type RecoveryStatus } from '../recovery/index.js';
 export { seedSample } from './sample.js';
+export { runRecoveryDrill, renderReceipt, DRILL_SCHEMA, DRILL_TARGETS, type DrillMode, type DrillReceipt } from './drill/index.js';
 
 // Passed through as they are.
 export { GOAL_WORK_TOOL_PLAN, loadAgentFile, parseAgentDefinition, runSummary, type Engine, type Resolution, type RunView } from '../engine/index.js';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { ensurePrivateDir, refuseRecoveryWorkspaceRoot } from '../core/index.js';
 import { builtinApplication, openEngine, openReadOnlyEngine, type Engine } from '../engine/index.js';
 import { LAYOUT, assertRuntimeRoot, openRootOwners, type RootOwners } from '../owners/index.js';
-import { openRunAuthority, type LocalRunAuthority } from '../run-authority/index.js';
+import { openRunAuthority, rootDirectoryIdentity, type LocalRunAuthority } from '../run-authority/index.js';
 import { withAdmission, withLazyAdmission } from './admission.js';
 
 export interface RootAccess {
@@ -30,6 +30,28 @@ export async function withAuthority<T>(a: Pick<RootAccess, 'authorityDir'>, fn: 
   } finally {
     await authority.close();
   }
+}
+
+/**
+ * The user's run authority as the guard of a writer of a root's Goals (Todos, lifecycle) that
+ * needs no engine: the root is first proven to be the directory the authority bound its id to, so
+ * a byte copy of a root (`root_is_copy`) changes none of its Goals — as a run would not start in it.
+ */
+export async function withGoalWriter<T>(a: RootAccess, fn: (guard: LocalRunAuthority) => Promise<T> | T): Promise<T> {
+  refuseRecoveryWorkspaceRoot(a.root);
+  return withAuthority(a, async (authority) => {
+    if (existsSync(join(a.root, LAYOUT.engineDb))) {
+      const engine = openReadOnlyEngine({ root: a.root, application: builtinApplication(a.root) });
+      let rootId: string;
+      try {
+        rootId = engine.rootId;
+      } finally {
+        engine.close();
+      }
+      authority.bindRoot(rootId, rootDirectoryIdentity(a.root));
+    }
+    return fn(authority);
+  });
 }
 
 /**

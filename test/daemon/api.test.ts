@@ -12,7 +12,9 @@ import { buildApp, LoginTokens, MAX_PENDING_UPLOADS, type DaemonApp } from '../.
 import { BackupService } from '../../src/daemon/backups.js';
 import { PassThrough } from 'node:stream';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { cliFromSources, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+
+cliFromSources();
 
 const TOKEN = 'test-token-0123456789';
 const HOST = { host: '127.0.0.1:80' };

@@ -10,7 +10,9 @@ import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js
 import { IDEMPOTENCY_LIMITS } from '../../src/daemon/idempotency.js';
 import { join } from 'node:path';
 import { openSqlite } from '../../src/store/index.js';
-import { STATE_HOME, loopx, tempRoot } from '../support/cli.js';
+import { cliFromSources, STATE_HOME, loopx, tempRoot } from '../support/cli.js';
+
+cliFromSources();
 
 const TOKEN = 'retry-test-token-0123456789';
 const authorityDir = join(STATE_HOME, 'loopx', 'run-authority');

@@ -15,7 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { admit, admissionState, closeAdmission, initRoot, withAdmission } from '../../src/runtime/index.js';
-import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot, type CliResult } from '../support/cli.js';
+import { cliFromSources, REPO, STATE_HOME, loopx, loopxAsync, tempRoot, type CliResult } from '../support/cli.js';
+
+cliFromSources();
 
 const CHILD = join(REPO, 'test/runtime/support/admission-child.ts');
 const RESEARCHER = 'examples/agents/researcher.json';

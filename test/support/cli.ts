@@ -13,7 +13,17 @@ export const STATE_HOME = mkdtempSync(join(tmpdir(), 'loopx-state-'));
 const baseEnv = (): NodeJS.ProcessEnv => ({ ...process.env, XDG_STATE_HOME: STATE_HOME });
 export const ENTRY = join(REPO, 'test/support/loopx-entry.ts');
 /** Node's arguments before the CLI's own: `[...CLI, 'goal', 'list']`. */
-export const CLI: readonly string[] = process.env['LOOPX_TEST_CLI'] === 'source' ? ['--import', 'tsx', ENTRY] : [join(REPO, 'bin/loopx.js')];
+const SOURCE_CLI: readonly string[] = ['--import', 'tsx', ENTRY];
+export const CLI: readonly string[] = process.env['LOOPX_TEST_CLI'] === 'source' ? SOURCE_CLI : [join(REPO, 'bin/loopx.js')];
+let children: readonly string[] = CLI;
+/**
+ * For a test file whose in-process engine (a daemon's app, a resumed run) continues what a CLI child
+ * started: its children run the same sources, since a run's plan identity hashes the bytes of its
+ * tools' modules (built .js and source .ts differ).
+ */
+export function cliFromSources(): void {
+  children = SOURCE_CLI;
+}
 
 export interface CliResult {
   readonly status: number | null;
@@ -32,7 +42,7 @@ const wrap = (status: number | null, signal: NodeJS.Signals | null, stdout: stri
 });
 
 export function loopx(args: readonly string[], env: Record<string, string> = {}): CliResult {
-  const r = spawnSync(process.execPath, [...CLI, ...args], {
+  const r = spawnSync(process.execPath, [...children, ...args], {
     cwd: REPO,
     env: { ...baseEnv(), ...env },
     encoding: 'utf8',
@@ -43,7 +53,7 @@ export function loopx(args: readonly string[], env: Record<string, string> = {})
 
 export function loopxAsync(args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((res, rej) => {
-    const child = spawn(process.execPath, [...CLI, ...args], { cwd: REPO, env: { ...baseEnv(), ...env } });
+    const child = spawn(process.execPath, [...children, ...args], { cwd: REPO, env: { ...baseEnv(), ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

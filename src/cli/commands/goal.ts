@@ -1,7 +1,7 @@
 /** `loopx goal create|pause|resume|retire|list|show` — Goals through the runtime's goal operations. */
 import type { Command } from 'commander';
 import { createGoal, goalView, listGoals, showGoal, transitionGoal } from '../../runtime/index.js';
-import { emit, resolveRoot, type GlobalOptions } from '../context.js';
+import { emit, resolveRoot, withGoalWriter, type GlobalOptions } from '../context.js';
 
 /** `--doc name=text` (a name alone is an empty document). */
 const parseDoc = (d: string) => {
@@ -18,7 +18,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--doc <name=text...>', 'attach a Goal document (kind=goal_doc); repeatable')
     .action(async (goalId: string, o: { title: string; doc?: string[] }) => {
       const g = globals();
-      const record = await createGoal(resolveRoot(g), goalId, o.title, (o.doc ?? []).map(parseDoc));
+      const record = await withGoalWriter(g, () => createGoal(resolveRoot(g), goalId, o.title, (o.doc ?? []).map(parseDoc)));
       emit(g, goalView(record), (v, out) => out.line(`created Goal ${v.goal_id} (${v.goal_instance_id}): ${v.title}`));
     });
   for (const [verb, help] of [
@@ -31,7 +31,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       .description(help)
       .action(async (goalId: string) => {
         const g = globals();
-        const record = await transitionGoal(resolveRoot(g), goalId, verb);
+        const record = await withGoalWriter(g, () => transitionGoal(resolveRoot(g), goalId, verb));
         emit(g, goalView(record), (v, out) => out.line(`Goal ${v.goal_id} is ${v.lifecycle}`));
       });
   }

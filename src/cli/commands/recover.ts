@@ -7,9 +7,20 @@
  * admission.
  */
 import type { Command } from 'commander';
-import { operatorPath, usageError } from '../../core/index.js';
-import { abortRecovery, applyRecovery, planRecovery, publicPlan, recoveryStatusOf, resolveRecoveryHold, type AdoptionPlan, type RecoveryStatus } from '../../runtime/index.js';
-import { emit, resolveRoot, type GlobalOptions, type Output } from '../context.js';
+import { EXIT_CODES, operatorPath, usageError } from '../../core/index.js';
+import {
+  abortRecovery,
+  applyRecovery,
+  planRecovery,
+  publicPlan,
+  recoveryStatusOf,
+  renderReceipt,
+  resolveRecoveryHold,
+  runRecoveryDrill,
+  type AdoptionPlan,
+  type RecoveryStatus,
+} from '../../runtime/index.js';
+import { emit, exitAfterOutput, resolveRoot, type GlobalOptions, type Output } from '../context.js';
 import { progressBar } from '../progress.js';
 
 const access = (g: GlobalOptions) => ({
@@ -109,5 +120,33 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .action(async (o: { destination: string }) => {
       const g = globals();
       emit(g, await abortRecovery(access(g), o.destination), printStatus);
+    });
+  registerDrill(recover, globals);
+}
+
+/** `loopx recover drill`: the rehearsal on synthetic state, its receipt printed whatever the outcome. */
+function registerDrill(recover: Command, globals: () => GlobalOptions): void {
+  recover
+    .command('drill')
+    .description(
+      'rehearse the recovery of one Goal end to end on disposable synthetic state (its own temporary roots, users and receiver; never yours) and report each measured figure beside its target',
+    )
+    .option('--short', 'the short drill: two crash points of the apply instead of every owner commit point')
+    .option('--keep', "keep the drill's temporary state for inspection")
+    .action(async (o: { short?: boolean; keep?: boolean }) => {
+      const g = globals();
+      const progress = process.stderr.isTTY && !g.json ? (line: string) => process.stderr.write(`  ${line}\n`) : undefined;
+      const { receipt, kept } = await runRecoveryDrill({
+        command: [...process.execArgv, process.argv[1]!],
+        mode: o.short ? 'short' : 'full',
+        keep: o.keep === true,
+        ...(progress ? { onProgress: progress } : {}),
+      });
+      emit(g, receipt, (r, out) => {
+        renderReceipt(r, (text) => out.line(text));
+        if (kept !== undefined) out.line(`  the drill's state is kept in ${operatorPath(kept)} (remove it when done)`);
+      });
+      // Every figure is printed; a missed target still fails the command.
+      if (receipt.result !== 'targets_met') exitAfterOutput(EXIT_CODES.rejected);
     });
 }

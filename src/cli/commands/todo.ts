@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { usageError } from '../../core/index.js';
 import { addTodo, listTodos, operatorOperationId, TODO_STATUSES, todoView, updateTodo } from '../../runtime/index.js';
-import { emit, resolveRoot, withAuthority, type GlobalOptions } from '../context.js';
+import { emit, resolveRoot, withGoalWriter, type GlobalOptions } from '../context.js';
 
 const opId = (given: string | undefined) => given ?? operatorOperationId('cli');
 type Status = (typeof TODO_STATUSES)[number];
@@ -19,7 +19,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--operation-id <id>', 'idempotency key: repeating it returns the original receipt')
     .action(async (o: { goal: string; title: string; id?: string; text?: string; operationId?: string }) => {
       const g = globals();
-      const r = await withAuthority(g, (authority) =>
+      const r = await withGoalWriter(g, (authority) =>
         addTodo(
           resolveRoot(g),
           o.goal,
@@ -61,7 +61,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         throw usageError('todo_status_invalid', `--status must be one of ${TODO_STATUSES.join(', ')}.`, 'see its options: loopx todo update --help');
       }
       if (o.status === undefined && o.note === undefined) throw usageError('todo_update_empty', 'Give --status and/or --note.', 'see its options: loopx todo update --help');
-      const r = await withAuthority(g, (authority) =>
+      const r = await withGoalWriter(g, (authority) =>
         updateTodo(
           resolveRoot(g),
           o.goal,

@@ -1,0 +1,133 @@
+/**
+ * The drill's main journey, as an operator runs it after losing the source: verify the backup,
+ * plan, confirm, resolve any hold, then continue the unfinished Todo in the new root — timed per
+ * phase to the first admitted turn (the RTO) — and accept the result independently: the owners
+ * read back in the new root, the receiver's ledger of every attempt. Then the old source comes
+ * back and each of its writers tries, and must be refused.
+ */
+import { join } from 'node:path';
+import type { Doc } from './cli.js';
+import { drillStepFailed, expectOk } from './cli.js';
+import { GOAL } from './definition.js';
+import type { DrillContext, DrillSource } from './source.js';
+
+export interface Phase {
+  readonly phase: 'verify' | 'plan' | 'apply' | 'resolve' | 'first_turn';
+  readonly elapsed_ms: number;
+}
+
+export interface JourneyOutcome {
+  readonly workspace: string;
+  readonly destination: string;
+  readonly state: string;
+  readonly phases: readonly Phase[];
+  /** From "backup and manifest supplied" to the first admitted turn in the new root. */
+  readonly rto_ms: number;
+  readonly human_actions: readonly string[];
+  readonly holds: readonly { hold_id: string; owner: string; code: string; continuation: string; resolved: boolean }[];
+  readonly preview_lost_or_unknown: readonly string[];
+  readonly recovered: {
+    readonly new_goal_instance_id: string;
+    readonly imported_transactions: number;
+    readonly todos_at_adoption: Readonly<Record<string, number>>;
+    readonly effects: Readonly<Record<string, number>>;
+    readonly committed_after_capture: number;
+  };
+  readonly lineage_id: string;
+  readonly fence: number;
+  readonly continued: { readonly run_status: string; readonly todo_done_in_new_lifetime: boolean };
+}
+
+const receiptOf = (status: Doc, action: string): Doc => (status.receipts as { action: string; readback: Doc }[]).find((r) => r.action === action)?.readback ?? {};
+
+/** The first admitted turn of `runId` in `root`: its TurnStarted event's time. */
+async function firstTurnAt(ctx: DrillContext, user: string, root: string, runId: string): Promise<number> {
+  const events = await ctx.cli.run(user, ['run', 'events', runId, '--root', root]);
+  if (events.status !== 0) throw drillStepFailed('run events', events.code ?? `exit ${events.status}`);
+  for (const line of events.stdout.split('\n')) {
+    if (line.trim() === '') continue;
+    const event = JSON.parse(line) as { type: string; at: string };
+    if (event.type === 'TurnStarted') return Date.parse(event.at);
+  }
+  throw drillStepFailed('run events', 'the continuation has no admitted turn');
+}
+
+/** verify → plan → apply (→ resolve) → continue, as the operator. */
+export async function recoverAndContinue(ctx: DrillContext, source: DrillSource): Promise<JourneyOutcome> {
+  const user = source.user;
+  const workspace = join(ctx.dir, 'workspace');
+  const destination = join(ctx.dir, 'recovered');
+  const phases: Phase[] = [];
+  const human: string[] = [];
+  const timed = async <T>(phase: Phase['phase'], fn: () => Promise<T>): Promise<T> => {
+    const t = performance.now();
+    try {
+      return await fn();
+    } finally {
+      phases.push({ phase, elapsed_ms: Math.round(performance.now() - t) });
+    }
+  };
+  const supplied = Date.now();
+  ctx.progress('recovery: verify the backup into a workspace');
+  await timed('verify', async () => {
+    human.push('verify the backup');
+    return expectOk(await ctx.cli.run(user, ['backup-state', 'verify', '--archive', source.archive, '--manifest', source.manifest, '--destination', workspace, '--execute']));
+  });
+  ctx.progress('recovery: plan (preview) into a new root');
+  const plan = await timed('plan', async () => {
+    human.push('plan the recovery (preview)');
+    return expectOk(await ctx.cli.run(user, ['recover', 'plan', '--from', workspace, '--goal', GOAL, '--destination', destination]));
+  });
+  ctx.progress('recovery: confirm and apply');
+  let status = await timed('apply', async () => {
+    human.push('confirm the plan');
+    return expectOk(await ctx.cli.run(user, ['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest as string]));
+  });
+  const holds = (status.holds as { hold_id: string; owner: string; code: string; continuation: string }[]).map((h) => ({ ...h, resolved: false }));
+  if (holds.length > 0) {
+    status = await timed('resolve', async () => {
+      let last = status;
+      for (const h of holds) {
+        human.push(`resolve hold ${h.hold_id}`);
+        const r = await ctx.cli.run(user, ['recover', 'resolve', '--destination', destination, '--hold', h.hold_id]);
+        if (r.status === 0) last = r.doc;
+      }
+      return last;
+    });
+    const open = new Set((status.holds as { hold_id: string }[]).map((h) => h.hold_id));
+    for (const h of holds) h.resolved = !open.has(h.hold_id);
+  }
+  if (status.state !== 'complete') throw drillStepFailed('recover apply', `the recovery ended ${status.state}`);
+  ctx.progress('recovery: continue the unfinished Todo in the new root');
+  const run = await timed('first_turn', async () => expectOk(await ctx.cli.run(user, ['work', 'run', '--goal', GOAL, '--agent', ctx.agents.cont, '--root', destination])));
+  const firstTurn = await firstTurnAt(ctx, user, destination, run.run_id as string);
+  const shown = expectOk(await ctx.cli.run(user, ['goal', 'show', GOAL, '--root', destination]));
+  const todos = expectOk(await ctx.cli.run(user, ['todo', 'list', '--goal', GOAL, '--root', destination])).todos as { todo_id: string; status: string }[];
+  const goal = receiptOf(status, 'goal:rebind');
+  const work = receiptOf(status, 'work:import_inert');
+  const adopted = receiptOf(status, 'work:rebind');
+  const effects = receiptOf(status, 'effect:reconcile');
+  return {
+    workspace,
+    destination,
+    state: status.state as string,
+    phases,
+    rto_ms: Math.max(0, firstTurn - supplied),
+    human_actions: human,
+    holds,
+    preview_lost_or_unknown: plan.preview.lost_or_unknown as string[],
+    recovered: {
+      new_goal_instance_id: goal.goal_instance_id as string,
+      imported_transactions: work.imported_transactions as number,
+      todos_at_adoption: adopted.todos_by_status as Record<string, number>,
+      effects: effects.by_outcome as Record<string, number>,
+      committed_after_capture: (effects.committed_after_capture as unknown[]).length,
+    },
+    lineage_id: goal.lineage_id as string,
+    fence: receiptOf(status, 'host:supersede').fence as number,
+    continued: {
+      run_status: run.status as string,
+      todo_done_in_new_lifetime: shown.goal_instance_id === goal.goal_instance_id && todos.some((t) => t.todo_id === 't3' && t.status === 'done'),
+    },
+  };
+}
