@@ -106,6 +106,20 @@ export interface BuildRootOptions {
   readonly work?: 'synthetic' | 'loopx';
 }
 
+/**
+ * A real loopx work store for Goal `goalId` of `root`, written through the work owner: 20 Todos
+ * (t1…t20, all left open), then note updates on them up to COMMITS_PER_GOAL committed transactions.
+ */
+export async function writeWorkHistory(root: string, goalId: string, next: () => number = rng(42)): Promise<void> {
+  const w = await openGoalWork({ root, goal_id: goalId, synchronous: 'OFF' });
+  try {
+    for (let i = 1; i <= 20; i++) await w.addTodo({ operation_id: `add-${i}`, title: prose(next, 60) });
+    for (let i = 21; i <= COMMITS_PER_GOAL; i++) await w.updateTodo({ operation_id: `note-${i}`, todo_id: `t${(i % 20) + 1}`, note: `step ${i}` });
+  } finally {
+    w.close();
+  }
+}
+
 /** Build the ~128 MiB root; returns its regular-file bytes. */
 export async function buildRoot(root: string, options: BuildRootOptions = {}): Promise<number> {
   mkdirSync(root, { recursive: true, mode: 0o700 });
@@ -122,10 +136,7 @@ export async function buildRoot(root: string, options: BuildRootOptions = {}): P
   for (const g of goals) {
     goalStore.create(g, `Benchmark Goal ${g}`);
     if (options.work === 'loopx') {
-      const w = await openGoalWork({ root, goal_id: g, synchronous: 'OFF' });
-      for (let i = 1; i <= 20; i++) await w.addTodo({ operation_id: `add-${i}`, title: prose(next, 60) });
-      for (let i = 21; i <= COMMITS_PER_GOAL; i++) await w.updateTodo({ operation_id: `note-${i}`, todo_id: `t${(i % 20) + 1}`, note: `step ${i}` });
-      w.close();
+      await writeWorkHistory(root, g, next);
     } else {
       db(join(root, 'goals', g, 'work.db'), (d) => {
         d.exec('CREATE TABLE commits (seq INTEGER PRIMARY KEY, payload TEXT NOT NULL); CREATE TABLE todos (id INTEGER PRIMARY KEY, title TEXT, status TEXT)');

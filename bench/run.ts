@@ -7,6 +7,7 @@ const suites: Array<[string, () => Promise<BenchFigure[]>]> = [
   ['transfer', async () => (await import('./transfer.bench.js')).run()],
   ['backup', async () => (await import('./backup.bench.js')).run()],
   ['verify', async () => (await import('./verify.bench.js')).run()],
+  ['recover', async () => (await import('./recover.bench.js')).run()],
 ];
 
 const only = process.argv[2];
