@@ -31,6 +31,10 @@ export const RECOVER_REFUSALS = {
     notFound('recover_plan_missing', 'The destination holds no recovery plan.', {
       nextAction: `plan the recovery first: loopx recover plan --from WORKSPACE --goal GOAL --destination ${destination}`,
     }),
+  planElsewhere: (): LoopxError =>
+    rejected('recover_plan_elsewhere', 'This directory is not the destination its recovery plan bound (a copy of it, or a destination that moved); it is no recovery.', {
+      nextAction: 'use the destination the plan was written into; a copy of it never continues its recovery',
+    }),
   planInvalid: (why: string): LoopxError =>
     rejected('recover_plan_invalid', `The recovery plan cannot be used: ${why}.`, { nextAction: 'plan the recovery again into a new destination' }),
   confirmMismatch: (destination: string): LoopxError =>

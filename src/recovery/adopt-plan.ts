@@ -274,7 +274,8 @@ export function planAdoption(args: { workspace: string; goalId: string; destinat
 
 /** The plan in a destination, its digest re-checked. */
 export function readPlan(destination: string): AdoptionPlan {
-  const path = join(resolve(destination), RECOVERY_DIR, PLAN_FILE);
+  const given = resolve(destination);
+  const path = join(given, RECOVERY_DIR, PLAN_FILE);
   let plan: AdoptionPlan;
   try {
     plan = JSON.parse(readFileSync(path, 'utf8')) as AdoptionPlan;
@@ -285,6 +286,11 @@ export function readPlan(destination: string): AdoptionPlan {
   if (plan?.schema_version !== PLAN_SCHEMA) throw R.planInvalid('its schema is unknown');
   const { plan_digest, ...body } = plan;
   if (planDigest(body) !== plan_digest) throw R.planInvalid('its digest does not match its content');
+  // Every step acts on the directory the plan bound: read from another one (a byte copy of the
+  // destination, or a destination moved away), the plan is nobody's, and nothing may act on it.
+  // The inode tells a copy put at the same path; the device number is not compared (it may change at boot).
+  const here = physical(given);
+  if (here !== plan.destination.path || lstatSync(here).ino !== plan.destination.ino) throw R.planElsewhere();
   return plan;
 }
 

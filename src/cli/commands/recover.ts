@@ -44,7 +44,7 @@ function printPlan(plan: AdoptionPlan, out: Output): void {
   section('human actions left', plan.preview.human_actions);
   out.line(`  steps: ${plan.steps.map((s) => s.action).join(' → ')}`);
   out.line('  nothing live was touched; execution authority granted: no');
-  out.line(`  next: confirm and apply: loopx recover apply --destination ${d} --confirm ${plan.plan_digest}`);
+  out.hint(`  next: confirm and apply: loopx recover apply --destination ${d} --confirm ${plan.plan_digest}`);
 }
 
 function printStatus(s: RecoveryStatus, out: Output): void {
@@ -58,9 +58,9 @@ function printStatus(s: RecoveryStatus, out: Output): void {
     `  writer fences: source ${s.fences.source_established ? 'established' : 'not established'}, destination ${s.fences.destination_established ? 'established' : 'not established'}`,
   );
   out.line(`  holds: ${s.holds.length}`);
-  for (const h of s.holds) out.line(`    ${h.hold_id} (${h.owner}, ${h.code}): until ${h.continuation} — ${h.next_action}`);
+  for (const h of s.holds) out.hint(`    ${h.hold_id} (${h.owner}, ${h.code}): until ${h.continuation} — ${h.next_action}`);
   out.line(`  retryable: ${s.retryable ? 'yes' : 'no'}; execution authority granted: no — the owners admit new work`);
-  out.line(`  next: ${s.next_action}`);
+  out.hint(`  next: ${s.next_action}`);
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
