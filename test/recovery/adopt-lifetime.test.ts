@@ -103,10 +103,12 @@ describe('recovering a retired and re-created Goal’s backed-up lifetime', () =
     expect(await committed(R)).toBe(before);
   }, 180_000);
 
-  it('refuses L1’s stale run in the source before its next turn: nothing written, spent, delivered or settled there', async () => {
+  it('refuses to resume L1’s stale run in the source: the run unchanged, nothing written, spent, delivered or settled there', async () => {
     const [todosBefore, spendsBefore, effectsBefore, committedBefore] = [await todos(u.root), await spendsOf(u.root), await effectsOf(u.root), await committed(u.root)];
-    const resumed = await as(u, ['run', 'resume', stale.inSource, '--root', u.root]);
-    expect(resumed).toMatchObject({ status: 'failed', completed_turns: 1, failure: { code: 'goal_lifetime_superseded' } });
+    const shown = await as(u, ['run', 'show', stale.inSource, '--root', u.root]);
+    // Refused before the run is leased or changed: it stays as it was, as evidence.
+    expect(await refusedAs(u, ['run', 'resume', stale.inSource, '--root', u.root])).toEqual({ status: 4, code: 'goal_lifetime_superseded' });
+    expect(await as(u, ['run', 'show', stale.inSource, '--root', u.root])).toEqual(shown);
     expect(await todos(u.root)).toEqual(todosBefore);
     expect(await committed(u.root)).toBe(committedBefore);
     expect(await spendsOf(u.root)).toEqual(spendsBefore);

@@ -19,7 +19,7 @@ export interface CrashCase {
   /** The state `recover status` showed between the crash and the retry. */
   readonly state_after_crash: string;
   readonly state_after_retry: string;
-  /** Owner readback: one lineage, one adopted state, each effect once and settled, an empty outbox. */
+  /** Both writer fences established, and owner readback: one lineage, one adopted state, each effect once and settled, an empty outbox. */
   readonly owners_converged: boolean;
   readonly converged: boolean;
 }
@@ -52,7 +52,8 @@ async function crashAndRetry(ctx: DrillContext, workspace: string, point: string
   const mid = expectOk(await ctx.cli.run(user, ['recover', 'status', '--destination', destination]));
   const retried = await ctx.cli.run(user, apply);
   const after = retried.status === 0 ? (retried.doc.state as string) : (retried.code ?? `exit_${retried.status}`);
-  const owners = after === 'complete' && (await ownersConverged(destination));
+  const fenced = retried.status === 0 && retried.doc.fences?.source_established === true && retried.doc.fences?.destination_established === true;
+  const owners = after === 'complete' && fenced && (await ownersConverged(destination));
   const killed = crashed.signal === 'SIGKILL';
   return { point, killed, state_after_crash: mid.state as string, state_after_retry: after, owners_converged: owners, converged: killed && owners };
 }

@@ -77,7 +77,7 @@ export function buildReceipt(e: DrillEvidence) {
     met: e.crashes.cases.every((c) => c.converged) && e.crashes.deliveries_sent === 0,
     cases: e.crashes.cases,
   };
-  const cases = [...e.cases, e.held, e.online.quiet, e.online.moving];
+  const cases = [...e.cases, e.held, e.online.quiet, e.online.moving].map((c) => ({ case: c.case, expected: c.expected, observed: c.observed, met: c.met }));
   const continued = { ...e.journey.continued, met: e.journey.continued.run_status === 'completed' && e.journey.continued.todo_done_in_new_lifetime };
   const checks: [string, boolean][] = [
     ['rto', rto.met],
