@@ -58,6 +58,10 @@ export const RECOVER_REFUSALS = {
     conflict('recover_not_applied', 'The recovery has not been applied yet; holds exist only after apply.', {
       nextAction: `apply it: loopx recover apply --destination ${destination} --confirm ${digest}`,
     }),
+  destinationNotApplied: (destination: string): LoopxError =>
+    conflict('recover_destination_not_applied', 'This directory is a planned recovery destination; it becomes a runtime root only when the recovery is applied.', {
+      nextAction: `see the recovery: loopx recover status --destination ${destination}`,
+    }),
   supersededElsewhere: (): LoopxError =>
     conflict('recover_lifetime_superseded_elsewhere', 'The recovered Goal lifetime was already superseded by another recovery; only one recovery may continue it.', {
       nextAction: 'continue the Goal in the root that recovery made',

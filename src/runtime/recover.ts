@@ -18,7 +18,7 @@ import {
   type RecoveryStatus,
 } from '../recovery/index.js';
 import type { RunAuthority } from '../run-authority/index.js';
-import { initRoot, withAuthority, withRootEngine } from './root.js';
+import { initDestinationRoot, withAuthority, withDestinationEngine } from './root.js';
 
 export interface RecoverAccess {
   readonly authorityDir?: string;
@@ -32,8 +32,8 @@ export interface RecoverAccess {
 function hostOf(a: RecoverAccess, authority: RunAuthority): AdoptionHost {
   return {
     async initDestination(root) {
-      initRoot(root);
-      return withRootEngine({ root, ...(a.authorityDir !== undefined ? { authorityDir: a.authorityDir } : {}) }, (engine) => engine.rootId, { what: 'recover apply' });
+      initDestinationRoot(root);
+      return withDestinationEngine({ root, ...(a.authorityDir !== undefined ? { authorityDir: a.authorityDir } : {}) }, (engine) => engine.rootId);
     },
     supersede: (request) => authority.supersedeLifetime(request),
     supersession: (id) => authority.lifetimeSupersession(id),

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { ensurePrivateDir, refuseRecoveryWorkspaceRoot } from '../core/index.js';
 import { builtinApplication, openEngine, openReadOnlyEngine, type Engine } from '../engine/index.js';
 import { LAYOUT, assertRuntimeRoot, openRootOwners, type RootOwners } from '../owners/index.js';
+import { refusePlannedDestination } from '../recovery/index.js';
 import { openRunAuthority, rootDirectoryIdentity, type LocalRunAuthority } from '../run-authority/index.js';
 import { withAdmission, withLazyAdmission } from './admission.js';
 
@@ -39,6 +40,7 @@ export async function withAuthority<T>(a: Pick<RootAccess, 'authorityDir'>, fn: 
  */
 export async function withGoalWriter<T>(a: RootAccess, fn: (guard: LocalRunAuthority) => Promise<T> | T): Promise<T> {
   refuseRecoveryWorkspaceRoot(a.root);
+  refusePlannedDestination(a.root);
   return withAuthority(a, async (authority) => {
     if (existsSync(join(a.root, LAYOUT.engineDb))) {
       const engine = openReadOnlyEngine({ root: a.root, application: builtinApplication(a.root) });
@@ -60,6 +62,14 @@ export async function withGoalWriter<T>(a: RootAccess, fn: (guard: LocalRunAutho
  * read-only without the authority, never refused by the gate.
  */
 export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean; what?: string } = {}): Promise<T> {
+  refusePlannedDestination(a.root);
+  return rootEngine(a, fn, options);
+}
+
+/** The engine of the new root a recovery's apply is making (refused to every other command until it is made). */
+export const withDestinationEngine = <T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T): Promise<T> => rootEngine(a, fn, { what: 'recover apply' });
+
+async function rootEngine<T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean; what?: string }): Promise<T> {
   refuseRecoveryWorkspaceRoot(a.root);
   if (options.readOnly) {
     const engine = existsSync(join(a.root, LAYOUT.engineDb))
@@ -112,6 +122,7 @@ export async function withVerifyingEngine<T>(a: Pick<RootAccess, 'root' | 'autho
  */
 export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) => Promise<T> | T, options: { write?: string } = {}): Promise<T> {
   refuseRecoveryWorkspaceRoot(root);
+  refusePlannedDestination(root);
   assertRuntimeRoot(root);
   ensurePrivateDir(root); // validates an existing root (0700), never chmods it
   const open = async () => {
@@ -130,6 +141,12 @@ export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) =
  * (`loopx init`, `loopx daemon`). It binds nothing to the run authority.
  */
 export function initRoot(root: string): void {
+  refusePlannedDestination(root);
+  initDestinationRoot(root);
+}
+
+/** `initRoot` for the new root a recovery's apply is making (its plan is there already). */
+export function initDestinationRoot(root: string): void {
   refuseRecoveryWorkspaceRoot(root);
   ensurePrivateDir(root);
   openRootOwners(root).close();

@@ -1,7 +1,8 @@
 /**
  * What `loopx recover` refuses, and that a refusal changes nothing: a Goal the backup does not
  * hold, an occupied or misplaced destination, a legacy (v0) backup, a plan whose world changed
- * before its first step (a destination no longer empty, a workspace member altered), an abandoned
+ * before its first step (a destination no longer empty, a workspace member altered), a planned
+ * destination opened as a root before its apply, an abandoned
  * recovery, an abort after the first step, and a second recovery of a lifetime another recovery
  * already superseded. Each case as its own user (its own run authority) where the run authority
  * matters.
@@ -63,6 +64,25 @@ describe('loopx recover refuses, and a refusal changes nothing', () => {
     expect(existsSync(join(u.destination, 'registry.json'))).toBe(false);
     expect(ok(u, ['recover', 'abort', '--destination', u.destination]).state).toBe('abandoned');
     expect(refused(u.authority, ['recover', 'apply', '--destination', u.destination, '--confirm', plan.plan_digest])).toEqual({ status: 4, code: 'recover_abandoned' });
+  }, 180_000);
+
+  it('a planned destination is no root until the apply makes it one: reads, writers and init are refused, and change nothing', async () => {
+    const u = fresh();
+    const plan = planIn(u);
+    for (const args of [
+      ['goal', 'show', 'launch', '--root', u.destination],
+      ['goal', 'list', '--root', u.destination],
+      ['todo', 'list', '--goal', 'launch', '--root', u.destination],
+      ['todo', 'add', '--goal', 'launch', '--title', 'early', '--root', u.destination],
+      ['run', 'list', '--root', u.destination],
+      ['init', '--root', u.destination],
+    ]) {
+      expect(refused(u.authority, args), args.join(' ')).toEqual({ status: 4, code: 'recover_destination_not_applied' });
+    }
+    expect(readdirSync(u.destination)).toEqual(['recovery']);
+    const applied = await loopxAsync(['recover', 'apply', '--destination', u.destination, '--confirm', plan.plan_digest, '--authority-dir', u.authority, '--json']);
+    expect(applied.status, applied.stderr).toBe(0);
+    expect(ok(u, ['goal', 'show', 'launch', '--root', u.destination]).goal_id).toBe('launch');
   }, 180_000);
 
   it('apply: a workspace member altered after the plan is refused before any change', () => {
