@@ -62,6 +62,10 @@ export const RECOVER_REFUSALS = {
     conflict('recover_destination_not_applied', 'This directory is a planned recovery destination; it becomes a runtime root only when the recovery is applied.', {
       nextAction: `see the recovery: loopx recover status --destination ${destination}`,
     }),
+  adoptionIncomplete: (destination: string, digest: string): LoopxError =>
+    conflict('recover_adoption_incomplete', 'A recovery into this root has not finished; the root takes no new work until it has.', {
+      nextAction: `finish it: loopx recover apply --destination ${destination} --confirm ${digest}`,
+    }),
   supersededElsewhere: (): LoopxError =>
     conflict('recover_lifetime_superseded_elsewhere', 'The recovered Goal lifetime was already superseded by another recovery; only one recovery may continue it.', {
       nextAction: 'continue the Goal in the root that recovery made',

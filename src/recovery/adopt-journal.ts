@@ -8,11 +8,11 @@
  * any other malformed line refuses the journal.
  */
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, truncateSync, writeSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fsyncDir, operatorPath } from '../core/index.js';
+import { join } from 'node:path';
+import { fsyncDir } from '../core/index.js';
 import type { AdoptionStepReceipt } from '../owners/index.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
-import { PLAN_FILE, RECOVERY_DIR } from './adopt-plan.js';
+import { RECOVERY_DIR } from './adopt-plan.js';
 
 export const JOURNAL_FILE = 'journal.jsonl';
 
@@ -94,20 +94,4 @@ export function foldJournal(entries: readonly Entry[]) {
   }
   const last = [...done.values()].sort((a, b) => b.seq - a.seq)[0];
   return { done, began, resolved, abandoned, last };
-}
-
-/**
- * A destination a recovery planned but has not made a root yet (its plan, and no completed
- * `host:destination` step): opened as a root, a command would create stores in it, and the apply
- * would then find it no longer empty (`recover_plan_stale`). Refused until the apply makes it one.
- */
-export function refusePlannedDestination(root: string): void {
-  if (!existsSync(join(root, RECOVERY_DIR, PLAN_FILE))) return;
-  let made = false;
-  try {
-    made = foldJournal(readJournal(root)).done.has('host:destination');
-  } catch {
-    made = false;
-  }
-  if (!made) throw R.destinationNotApplied(operatorPath(resolve(root)));
 }

@@ -26,4 +26,4 @@ export { planAdoption, readPlan, publicPlan, PLAN_SCHEMA, RECOVERY_DIR, type Ado
 export { applyAdoption, abortAdoption, resolveHold, type AdoptionHost, type AdoptionRunOptions } from './adopt-apply.js';
 export { recoveryStatus, RECOVERY_STATES, type RecoveryState, type RecoveryStatus, type RecoveryHold } from './adopt-status.js';
 export { RECOVER_REFUSALS } from './adopt-codes.js';
-export { refusePlannedDestination } from './adopt-journal.js';
+export { refuseRecoveryInProgress } from './adopt-guard.js';

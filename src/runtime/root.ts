@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { ensurePrivateDir, refuseRecoveryWorkspaceRoot } from '../core/index.js';
 import { builtinApplication, openEngine, openReadOnlyEngine, type Engine } from '../engine/index.js';
 import { LAYOUT, assertRuntimeRoot, openRootOwners, type RootOwners } from '../owners/index.js';
-import { refusePlannedDestination } from '../recovery/index.js';
+import { refuseRecoveryInProgress } from '../recovery/index.js';
 import { openRunAuthority, rootDirectoryIdentity, type LocalRunAuthority } from '../run-authority/index.js';
 import { withAdmission, withLazyAdmission } from './admission.js';
 
@@ -40,7 +40,7 @@ export async function withAuthority<T>(a: Pick<RootAccess, 'authorityDir'>, fn: 
  */
 export async function withGoalWriter<T>(a: RootAccess, fn: (guard: LocalRunAuthority) => Promise<T> | T): Promise<T> {
   refuseRecoveryWorkspaceRoot(a.root);
-  refusePlannedDestination(a.root);
+  refuseRecoveryInProgress(a.root, { writer: true });
   return withAuthority(a, async (authority) => {
     if (existsSync(join(a.root, LAYOUT.engineDb))) {
       const engine = openReadOnlyEngine({ root: a.root, application: builtinApplication(a.root) });
@@ -62,7 +62,7 @@ export async function withGoalWriter<T>(a: RootAccess, fn: (guard: LocalRunAutho
  * read-only without the authority, never refused by the gate.
  */
 export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean; what?: string } = {}): Promise<T> {
-  refusePlannedDestination(a.root);
+  refuseRecoveryInProgress(a.root, { writer: options.readOnly !== true });
   return rootEngine(a, fn, options);
 }
 
@@ -122,7 +122,7 @@ export async function withVerifyingEngine<T>(a: Pick<RootAccess, 'root' | 'autho
  */
 export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) => Promise<T> | T, options: { write?: string } = {}): Promise<T> {
   refuseRecoveryWorkspaceRoot(root);
-  refusePlannedDestination(root);
+  refuseRecoveryInProgress(root, { writer: options.write !== undefined });
   assertRuntimeRoot(root);
   ensurePrivateDir(root); // validates an existing root (0700), never chmods it
   const open = async () => {
@@ -141,7 +141,7 @@ export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) =
  * (`loopx init`, `loopx daemon`). It binds nothing to the run authority.
  */
 export function initRoot(root: string): void {
-  refusePlannedDestination(root);
+  refuseRecoveryInProgress(root, { writer: true });
   initDestinationRoot(root);
 }
 

@@ -2,7 +2,7 @@
  * What `loopx recover` refuses, and that a refusal changes nothing: a Goal the backup does not
  * hold, an occupied or misplaced destination, a legacy (v0) backup, a plan whose world changed
  * before its first step (a destination no longer empty, a workspace member altered), a planned
- * destination opened as a root before its apply, an abandoned
+ * destination opened as a root before its apply, a writer in a half-adopted root, an abandoned
  * recovery, an abort after the first step, and a second recovery of a lifetime another recovery
  * already superseded. Each case as its own user (its own run authority) where the run authority
  * matters.
@@ -83,6 +83,32 @@ describe('loopx recover refuses, and a refusal changes nothing', () => {
     const applied = await loopxAsync(['recover', 'apply', '--destination', u.destination, '--confirm', plan.plan_digest, '--authority-dir', u.authority, '--json']);
     expect(applied.status, applied.stderr).toBe(0);
     expect(ok(u, ['goal', 'show', 'launch', '--root', u.destination]).goal_id).toBe('launch');
+  }, 180_000);
+
+  it('a half-adopted root takes no writer until the adoption finishes; the refusal names the way forward', async () => {
+    const u = fresh();
+    const plan = planIn(u);
+    const crashed = await loopxAsync(['recover', 'apply', '--destination', u.destination, '--confirm', plan.plan_digest, '--authority-dir', u.authority, '--json'], {
+      LOOPX_TEST_FAULT: 'recover.work:import_inert.after',
+    });
+    expect(crashed.signal).toBe('SIGKILL');
+    for (const args of [
+      ['todo', 'add', '--goal', 'launch', '--title', 'too early', '--root', u.destination],
+      ['todo', 'update', 't3', '--goal', 'launch', '--status', 'done', '--root', u.destination],
+      ['goal', 'pause', 'launch', '--root', u.destination],
+    ]) {
+      expect(refused(u.authority, args), args.join(' ')).toEqual({ status: 4, code: 'recover_adoption_incomplete' });
+    }
+    const run = loopx(['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--root', u.destination, '--authority-dir', u.authority, '--json']);
+    expect(run.status).toBe(4);
+    const next = run.json().error.next_action as string;
+    expect(next).toContain(plan.plan_digest);
+    // Reads still answer; the history is as the crash left it.
+    expect(ok(u, ['goal', 'show', 'launch', '--root', u.destination]).goal_id).toBe('launch');
+    const finished = await loopxAsync([...next.slice(next.indexOf('loopx ') + 'loopx '.length).split(' '), '--authority-dir', u.authority, '--json']);
+    expect(finished.status, finished.stderr).toBe(0);
+    expect(finished.json().state).toBe('complete');
+    expect(ok(u, ['todo', 'add', '--goal', 'launch', '--title', 'now', '--root', u.destination]).result).toBe('applied');
   }, 180_000);
 
   it('apply: a workspace member altered after the plan is refused before any change', () => {

@@ -89,6 +89,7 @@ describe(`loopx recover drill (${FULL ? 'full' : 'short'})`, () => {
       'a second recovery of the lifetime already recovered',
       'adoption interrupted before any live change, then abort',
       'apply of an abandoned recovery',
+      'a writer in the half-adopted root',
       'adoption interrupted after a live change, then abort',
       'its next action, run as printed',
       'receiver down during the apply, then resolved',

@@ -85,12 +85,14 @@ async function interrupted(ctx: DrillContext, workspace: string): Promise<DrillC
   const late = ctx.user('interrupted-late');
   const b = await planned(ctx, late, workspace, 'interrupted-late');
   await ctx.cli.run(late, b.apply, { fault: INTERRUPT_AFTER_LIVE });
+  const earlyWriter = await ctx.cli.run(late, ['todo', 'add', '--goal', GOAL, '--title', 'too early', '--root', b.destination]);
   const refused = await ctx.cli.run(late, ['recover', 'abort', '--destination', b.destination]);
   const next = refused.doc?.error?.next_action as string | undefined;
   const finished = next === undefined ? undefined : await ctx.cli.run(late, commandOf(next));
   return [
     caseOf('adoption interrupted before any live change, then abort', 'abandoned', aborted),
     caseOf('apply of an abandoned recovery', 'recover_abandoned', again),
+    caseOf('a writer in the half-adopted root', 'recover_adoption_incomplete', earlyWriter),
     caseOf('adoption interrupted after a live change, then abort', 'recover_abort_too_late', refused),
     caseOf('its next action, run as printed', 'complete', finished ?? 'no next action'),
   ];

@@ -1,0 +1,35 @@
+/**
+ * A root a recovery is making takes no command before the apply made it, and no writer before the
+ * adoption finished: opened early, a command would create stores in it (the apply would find it no
+ * longer empty), and a writer would commit beside a half-adopted state (its work store imported but
+ * not adopted, its effects not reconciled). Decided here once from the plan and the phase journal;
+ * every way into a root (runtime/root.ts) asks before it opens anything, the apply's own path does not.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { operatorPath } from '../core/index.js';
+import { RECOVER_REFUSALS as R } from './adopt-codes.js';
+import { foldJournal, readJournal } from './adopt-journal.js';
+import { PLAN_FILE, RECOVERY_DIR } from './adopt-plan.js';
+
+/** Refuse `root` while a recovery is making it: any command before `host:destination` is done, a writer until every step is. */
+export function refuseRecoveryInProgress(root: string, options: { writer: boolean }): void {
+  const planPath = join(root, RECOVERY_DIR, PLAN_FILE);
+  if (!existsSync(planPath)) return;
+  const destination = operatorPath(resolve(root));
+  let steps: string[] = [];
+  let digest = '<plan-digest>';
+  let state: ReturnType<typeof foldJournal> | undefined;
+  try {
+    const plan = JSON.parse(readFileSync(planPath, 'utf8')) as { plan_digest: string; steps: { action: string }[] };
+    steps = plan.steps.map((s) => s.action);
+    digest = plan.plan_digest;
+    state = foldJournal(readJournal(root));
+  } catch {
+    state = undefined;
+  }
+  if (!state?.done.has('host:destination')) throw R.destinationNotApplied(destination);
+  if (!options.writer) return;
+  if (state.abandoned) throw R.abandoned();
+  if (steps.length === 0 || steps.some((action) => !state.done.has(action))) throw R.adoptionIncomplete(destination, digest);
+}
