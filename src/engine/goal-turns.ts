@@ -84,7 +84,7 @@ export class GoalTurnAccess {
     if (session.status === 'active' && this.#guard?.lifetimeSupersession(session.goal_instance_id) !== undefined) throw goalLifetimeSuperseded(session.goal_id);
     const ownTurns = (await sessions!.listTurns(session.session_id)).filter((t) => t.run_id === head.runId);
     const generation = ownTurns.at(-1)?.execution_generation ?? session.execution_generation;
-    return new RunTurns(sessions!, () => this.#ledger(), session, head.runId, generation);
+    return new RunTurns(sessions!, () => this.#ledger(), session, head.runId, generation, this.#guard);
   }
 
   close(): void {
@@ -113,6 +113,8 @@ export class RunTurns {
     readonly session: sessionOwner.Session,
     readonly runId: string,
     readonly generation: number,
+    /** Asked before each new Turn: a lifetime superseded while the run was live takes no further turn. */
+    readonly guard?: LifetimeGuard,
   ) {}
 
   /** The run's open Turn: the session's latest, while it is this run's and in progress. */
@@ -126,6 +128,7 @@ export class RunTurns {
     const turns = await this.sessions.listTurns(this.session.session_id);
     const last = turns.at(-1);
     if (last && last.run_id === this.runId && last.status === 'in_progress') return last;
+    if (this.guard?.lifetimeSupersession(this.session.goal_instance_id) !== undefined) throw goalLifetimeSuperseded(this.session.goal_id);
     return (await this.sessions.beginTurn(this.session.session_id, last ? last.turn_index + 1 : 0, this.generation)).turn;
   }
 
