@@ -28,8 +28,9 @@ import {
 } from '../runtime/index.js';
 import { DEFAULT_TIMEOUTS, requestBody, type DaemonTimeouts } from './body.js';
 import { IdempotencyKeys } from './idempotency.js';
+import { AdoptionService } from './adoptions.js';
 import { BackupService, type Job, type UploadPart } from './backups.js';
-import { bodyNotOctetStream, bodyTooLarge, daemonInternal, handleError, routeNotFound } from './errors.js';
+import { bodyNotOctetStream, bodyTooLarge, daemonInternal, fieldInvalid, handleError, routeNotFound } from './errors.js';
 import { LoginTokens, allowedHosts, allowedOrigins, daemonError, isPublicRequest, sameSecret, type RouteAccess } from './security.js';
 
 export interface AppOptions {
@@ -55,6 +56,7 @@ export interface AppOptions {
 export interface DaemonApp {
   readonly app: FastifyInstance;
   readonly backups: BackupService;
+  readonly adoptions: AdoptionService;
 }
 
 /** What a route's definition says about it (`config`): the guards and the idempotency hooks read it. */
@@ -212,6 +214,7 @@ interface Routes {
   readonly root: string;
   readonly timeouts: DaemonTimeouts;
   readonly backups: BackupService;
+  readonly adoptions: AdoptionService;
   readonly withEngine: <T>(fn: (engine: Engine) => Promise<T> | T, readOnly?: boolean) => Promise<T>;
 }
 
@@ -372,6 +375,36 @@ function registerAuditRoutes({ app, backups }: Routes): void {
   });
 }
 
+/** Recoveries: one Goal of an audit recovered into a new root beside this one (adoptions.ts). */
+function registerRecoveryRoutes({ app, adoptions }: Routes): void {
+  const text = (v: unknown, field: string): string | undefined => {
+    if (v === undefined) return undefined;
+    if (typeof v !== 'string' || v.length === 0) throw fieldInvalid(`${field} must be a non-empty string.`);
+    return v;
+  };
+  app.get('/api/recoveries', async () => ({ recoveries: await adoptions.list() }));
+  app.get<{ Params: { id: string }; Querystring: { goal?: string } }>('/api/audits/:id/recoveries/proposal', async (req) => ({
+    destination_name: adoptions.proposeName(text(req.query.goal, 'goal') ?? 'goal'),
+  }));
+  app.post<{ Params: { id: string }; Body: { goal_id?: unknown; destination_name?: unknown } | undefined }>('/api/audits/:id/recoveries', { config: WRITE }, async (req, reply) => {
+    const goal = text(req.body?.goal_id, 'goal_id');
+    if (goal === undefined) throw fieldInvalid('goal_id must be a non-empty string.');
+    return reply.code(201).send(adoptions.plan(req.params.id, goal, text(req.body?.destination_name, 'destination_name')));
+  });
+  app.get<{ Params: { id: string } }>('/api/recoveries/:id', async (req) => adoptions.show(req.params.id));
+  app.post<{ Params: { id: string }; Body: { confirm?: unknown } | undefined }>('/api/recoveries/:id/apply', { config: WRITE }, async (req, reply) => {
+    const confirm = text(req.body?.confirm, 'confirm');
+    if (confirm === undefined) throw fieldInvalid('confirm must be the plan digest.');
+    return reply.code(202).send(await adoptions.apply(req.params.id, confirm));
+  });
+  app.post<{ Params: { id: string; hold: string }; Body: { outcome?: unknown } | undefined }>('/api/recoveries/:id/holds/:hold/resolve', { config: WRITE }, async (req) => {
+    const outcome = text(req.body?.outcome, 'outcome');
+    if (outcome !== undefined && outcome !== 'committed' && outcome !== 'absent') throw fieldInvalid('outcome is committed or absent.');
+    return adoptions.resolve(req.params.id, req.params.hold, outcome);
+  });
+  app.post<{ Params: { id: string } }>('/api/recoveries/:id/abort', { config: WRITE }, async (req) => adoptions.abort(req.params.id));
+}
+
 /** The built UI's files, when it was built. */
 async function serveUi(app: FastifyInstance, uiDir: string | undefined): Promise<void> {
   if (uiDir === undefined || !existsSync(join(uiDir, 'index.html'))) return;
@@ -393,16 +426,18 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
 
   const access = { root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) };
   const withEngine = <T>(fn: (engine: Engine) => Promise<T> | T, readOnly = false): Promise<T> => withRootEngine(access, fn, { readOnly });
-  const routes: Routes = { app, o, root, timeouts, backups, withEngine };
+  const adoptions = new AdoptionService(root, o.authorityDir, backups);
+  const routes: Routes = { app, o, root, timeouts, backups, adoptions, withEngine };
   registerSessionRoutes(routes);
   registerRunRoutes(routes);
   registerGoalRoutes(routes);
   registerBackupRoutes(routes);
   registerAuditRoutes(routes);
+  registerRecoveryRoutes(routes);
   app.all('/api/*', async () => {
     throw routeNotFound();
   });
 
   await serveUi(app, o.uiDir);
-  return { app, backups };
+  return { app, backups, adoptions };
 }

@@ -21,6 +21,9 @@ export const daemonInternal = (): LoopxError => internal('daemon_internal', 'The
 /** A streamed route whose body is not application/octet-stream. */
 export const bodyNotOctetStream = (what: string): LoopxError => usageError('daemon_body_invalid', `Send the ${what} as application/octet-stream.`);
 
+/** A JSON body field that is missing or not what the route takes. */
+export const fieldInvalid = (message: string): LoopxError => usageError('daemon_field_invalid', message, 'send the fields docs/api.md lists for this route');
+
 const STATUS: Record<ErrorKind, number> = { usage: 400, not_found: 404, conflict: 409, rejected: 422, internal: 500 };
 
 export function statusOf(e: unknown): number {

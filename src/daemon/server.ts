@@ -155,6 +155,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
         closed = true;
         try {
           await d.backups.close();
+          await d.adoptions.close();
           await d.app.close();
         } finally {
           rmSync(join(root, 'daemon', 'token'), { force: true });

@@ -42,6 +42,8 @@ const PASSED_ON: Readonly<Record<string, string>> = {
   // The backup's capture thread: a refusal an owner or the set capture raised on that thread,
   // raised again on the main thread from its structured-clone form, with its kind and next action.
   'src/backup/capture-thread.ts deserializeError': 'a refusal of the capture thread, re-raised on the main thread',
+  // A recovery's refusal over HTTP: the same code and message, its next action given as a route.
+  'src/daemon/adoptions.ts pathFree': 'a refusal of the recovery coordinator, its next action named by route instead of path',
 };
 
 function scan(): { places: Map<string, string[]>; open: string[] } {

@@ -1,0 +1,227 @@
+/**
+ * Recoveries started from the daemon: one Goal of an audited workspace recovered into a new root
+ * beside the daemon's own, through the same library calls as `loopx recover` (plan, apply,
+ * status, resolve, abort). The browser never names a path: the operator names the new root's
+ * directory (one plain name; the daemon proposes one), which is made beside the daemon's root —
+ * never inside it. Each recovery is remembered in `<root>/daemon/adoptions/<recovery_id>.json`
+ * (0600: its audit, Goal and destination name), so the list and every state survive a reload or a
+ * daemon restart; the state itself is always read back from the recovery's plan, journal and
+ * owners, never kept here. An apply runs in the daemon in the background, one at a time per
+ * recovery; one interrupted by a restart is retried by applying again (it converges).
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { conflict, ensurePrivateDir, isLoopxError, LoopxError, notFound, usageError, writeFileDurable } from '../core/index.js';
+import { applyRecovery, abortRecovery, planRecovery, publicPlan, recoveryStatusOf, resolveRecoveryHold, type RecoveryStatus } from '../runtime/index.js';
+import type { BackupService } from './backups.js';
+
+const RECOVERY_ID = /^[0-9a-f]{64}$/;
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+interface AdoptionEntry {
+  readonly recovery_id: string;
+  readonly audit_id: string;
+  readonly goal_id: string;
+  readonly destination_name: string;
+  readonly created_at: string;
+}
+
+export interface AdoptionView {
+  readonly recovery_id: string;
+  readonly audit_id: string;
+  readonly goal_id: string;
+  /** The new root's directory, beside the daemon's root. */
+  readonly destination_name: string;
+  readonly created_at: string;
+  /** An apply is running in this daemon now. */
+  readonly applying_now: boolean;
+  readonly last_apply_error: ApplyError | null;
+  readonly status: RecoveryStatus;
+}
+
+export interface ApplyError {
+  readonly code: string;
+  readonly message: string;
+  readonly next_action: string | null;
+}
+
+const errorOf = (err: unknown): ApplyError =>
+  isLoopxError(err)
+    ? { code: err.code, message: err.message, next_action: err.nextAction ?? null }
+    : { code: 'recover_apply_failed', message: 'The apply stopped on an unexpected error.', next_action: 'apply again: it continues where it stopped' };
+
+const notFoundRecovery = () => notFound('daemon_recovery_not_found', 'No such recovery.', { nextAction: 'list the recoveries: GET /api/recoveries' });
+const badName = () =>
+  usageError('daemon_destination_name_invalid', 'The new root is named by one plain directory name (letters, digits, . _ -; at most 64).', 'choose a name like launch-recovered');
+
+/**
+ * Over HTTP a recovery is named by its route, never by its destination's path: a refusal's or a
+ * state's command-line next action (which names the destination) becomes the route's.
+ */
+function pathFree(e: unknown, id: string | undefined): unknown {
+  if (!isLoopxError(e) || e.nextAction === undefined || !e.nextAction.includes('--destination')) return e;
+  const nextAction = id === undefined ? 'plan the recovery again: POST /api/audits/<audit_id>/recoveries' : `read the recovery's state: GET /api/recoveries/${id}`;
+  return new LoopxError(e.kind, e.code, e.message, { nextAction, ...(e.details ? { details: e.details } : {}) });
+}
+
+function httpStatus(status: RecoveryStatus, id: string): RecoveryStatus {
+  const route = `/api/recoveries/${id}`;
+  const next: Record<string, string> = {
+    adoption_prepared: `confirm the plan by its digest: POST ${route}/apply`,
+    applying: `apply again (it continues where it stopped): POST ${route}/apply`,
+    reconciliation_held: `resolve each hold: POST ${route}/holds/<hold_id>/resolve`,
+    complete: 'continue the Goal in the new root',
+    abandoned: 'plan the recovery again: POST /api/audits/<audit_id>/recoveries',
+  };
+  return {
+    ...status,
+    next_action: next[status.state] ?? `read the recovery's state: GET ${route}`,
+    holds: status.holds.map((h) => ({ ...h, next_action: `POST ${route}/holds/${encodeURIComponent(h.hold_id)}/resolve` })),
+  };
+}
+const applyRunning = () =>
+  conflict('daemon_recovery_applying', 'This recovery is being applied now.', { nextAction: 'wait for the apply to end: GET /api/recoveries/<recovery_id>' });
+
+export class AdoptionService {
+  private readonly dir: string;
+  private readonly running = new Map<string, Promise<void>>();
+  /** The last apply's failure per recovery, in this daemon's lifetime (the state itself is read back). */
+  private readonly failures = new Map<string, ApplyError>();
+
+  constructor(
+    private readonly root: string,
+    private readonly authorityDir: string | undefined,
+    private readonly backups: BackupService,
+  ) {
+    this.dir = join(root, 'daemon', 'adoptions');
+    ensurePrivateDir(join(root, 'daemon'));
+    ensurePrivateDir(this.dir);
+  }
+
+  private access() {
+    return { liveRoot: this.root, ...(this.authorityDir !== undefined ? { authorityDir: this.authorityDir } : {}) };
+  }
+
+  private destinationOf(name: string): string {
+    return join(dirname(this.root), name);
+  }
+
+  /** A free directory name beside the root for a Goal's recovery: `<root name>-<goal>-recovered[-n]`. */
+  proposeName(goalId: string): string {
+    const base = `${basename(this.root)}-${goalId}-recovered`.slice(0, 56);
+    for (let n = 1; ; n++) {
+      const name = n === 1 ? base : `${base}-${n}`;
+      if (!existsSync(this.destinationOf(name))) return name;
+    }
+  }
+
+  /** Plan the recovery of `goalId` from audit `auditId` into a new root named `name` (proposed when absent). */
+  plan(auditId: string, goalId: string, name: string | undefined) {
+    const destinationName = name ?? this.proposeName(goalId);
+    if (!NAME.test(destinationName)) throw badName();
+    let plan;
+    try {
+      plan = planRecovery({ ...this.access(), workspace: this.backups.destination(auditId), goalId, destination: this.destinationOf(destinationName) });
+    } catch (err) {
+      throw pathFree(err, undefined);
+    }
+    const entry: AdoptionEntry = { recovery_id: plan.recovery_id, audit_id: auditId, goal_id: goalId, destination_name: destinationName, created_at: plan.created_at };
+    writeFileDurable(join(this.dir, `${plan.recovery_id}.json`), `${JSON.stringify(entry)}\n`, { exclusive: true });
+    return { ...publicPlan(plan), destination_name: destinationName };
+  }
+
+  private entry(id: string): AdoptionEntry {
+    if (!RECOVERY_ID.test(id)) throw notFoundRecovery();
+    try {
+      return JSON.parse(readFileSync(join(this.dir, `${id}.json`), 'utf8')) as AdoptionEntry;
+    } catch {
+      throw notFoundRecovery();
+    }
+  }
+
+  private async view(e: AdoptionEntry): Promise<AdoptionView> {
+    const status = httpStatus(await recoveryStatusOf(this.access(), this.destinationOf(e.destination_name)), e.recovery_id);
+    return { ...e, applying_now: this.running.has(e.recovery_id), last_apply_error: this.failures.get(e.recovery_id) ?? null, status };
+  }
+
+  show(id: string): Promise<AdoptionView> {
+    return this.view(this.entry(id));
+  }
+
+  /** Every recovery this daemon started, newest first. */
+  async list(): Promise<AdoptionView[]> {
+    const entries = readdirSync(this.dir)
+      .filter((f) => f.endsWith('.json') && RECOVERY_ID.test(f.slice(0, -5)))
+      .map((f) => this.entry(f.slice(0, -5)))
+      .sort((a, b) => (a.created_at < b.created_at ? 1 : -1));
+    const out: AdoptionView[] = [];
+    for (const e of entries) {
+      try {
+        out.push(await this.view(e));
+      } catch {
+        // its destination was removed: no longer a recovery to show
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Apply the confirmed plan. A refusal before the first step (a digest that is not the plan's, a
+   * stale or abandoned plan, a lifetime recovered elsewhere) is the response; once the first step
+   * starts, the apply goes on in the background and the response is the state at that moment — read
+   * it again with `show`. A failure after that is in the state (and in `last_apply_error` until
+   * the next apply of this recovery in this daemon).
+   */
+  async apply(id: string, confirm: string): Promise<AdoptionView> {
+    const e = this.entry(id);
+    if (this.running.has(id)) throw applyRunning();
+    const destination = this.destinationOf(e.destination_name);
+    let started!: () => void;
+    const firstStep = new Promise<void>((r) => (started = r));
+    this.failures.delete(id);
+    const run = applyRecovery({ ...this.access(), onStep: () => started() }, destination, confirm);
+    let outcome: 'started' | 'finished';
+    try {
+      outcome = await Promise.race([firstStep.then(() => 'started' as const), run.then(() => 'finished' as const)]);
+    } catch (err) {
+      throw pathFree(err, id);
+    }
+    if (outcome === 'started') {
+      const done = run
+        .then(() => undefined)
+        .catch((err: unknown) => {
+          this.failures.set(id, errorOf(pathFree(err, id)));
+        })
+        .finally(() => this.running.delete(id));
+      this.running.set(id, done);
+    }
+    return this.view(e);
+  }
+
+  /** Wait for a running apply (tests, shutdown). */
+  async settled(id: string): Promise<void> {
+    await this.running.get(id);
+  }
+
+  async resolve(id: string, holdId: string, outcome: 'committed' | 'absent' | undefined): Promise<AdoptionView> {
+    const e = this.entry(id);
+    if (this.running.has(id)) throw applyRunning();
+    await resolveRecoveryHold(this.access(), this.destinationOf(e.destination_name), holdId, outcome).catch((err: unknown) => {
+      throw pathFree(err, id);
+    });
+    return this.view(e);
+  }
+
+  async abort(id: string): Promise<AdoptionView> {
+    const e = this.entry(id);
+    if (this.running.has(id)) throw applyRunning();
+    await abortRecovery(this.access(), this.destinationOf(e.destination_name)).catch((err: unknown) => {
+      throw pathFree(err, id);
+    });
+    return this.view(e);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.running.values()]);
+  }
+}
