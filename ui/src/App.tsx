@@ -3,6 +3,7 @@ import { useEffect, useState, type MouseEvent, type ReactNode } from 'react';
 import { ApiError, asApiError, clearToken, exchangeLoginToken, getJson, getToken, isAbort, onUnauthorized, setToken } from './api';
 import { AuditView } from './AuditView';
 import { BackupPage } from './BackupPage';
+import { RecoveryView } from './RecoveryView';
 import { ErrorBox, PageHeading, abbreviate } from './components';
 import { ROUTES, useRoute, type Route } from './router';
 import { RunDetail, RunsPage } from './RunsPage';
@@ -143,6 +144,8 @@ function Page({ route }: { route: Route }) {
       return <BackupPage />;
     case 'audit':
       return <AuditView key={route.recoveryId} recoveryId={route.recoveryId} />;
+    case 'recovery':
+      return <RecoveryView key={route.recoveryId} recoveryId={route.recoveryId} />;
     case 'runs':
       return <RunsPage />;
     case 'run':
@@ -160,7 +163,14 @@ function Page({ route }: { route: Route }) {
 }
 
 function Shell({ health, route, children, onSignOut }: { health: Health | null; route: Route | null; children: ReactNode; onSignOut?: () => void }) {
-  const section = route === null ? null : route.page === 'backup' || route.page === 'audit' ? 'backup' : route.page === 'runs' || route.page === 'run' ? 'runs' : null;
+  const section =
+    route === null
+      ? null
+      : route.page === 'backup' || route.page === 'audit' || route.page === 'recovery'
+        ? 'backup'
+        : route.page === 'runs' || route.page === 'run'
+          ? 'runs'
+          : null;
 
   function skip(ev: MouseEvent<HTMLAnchorElement>) {
     // Hash routing: move focus to the content without changing the address.

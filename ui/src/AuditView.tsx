@@ -6,6 +6,7 @@ import { CLASSIFICATION_WORDS, ClassificationBadge, ErrorBox, ExecutionStatement
 import { ROUTES } from './router';
 import type { AuditFinding, OwnerList, PublicAudit } from './types';
 import { WorkspaceSection } from './WorkspaceView';
+import { RecoverSection } from './RecoveryView';
 
 const SEVERITY_ORDER: Readonly<Record<string, number>> = { hold: 0, error: 1, warning: 2 };
 
@@ -45,6 +46,7 @@ function AuditBody({ audit }: { audit: PublicAudit }) {
       <AuditCounts audit={audit} />
       <AuditComponents audit={audit} decides={decides} />
       <AuditFindings audit={audit} />
+      <RecoverSection audit={audit} />
       <WorkspaceSection recoveryId={audit.recovery_id} />
     </>
   );

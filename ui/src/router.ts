@@ -1,9 +1,10 @@
-/** Hash routes: #/settings/capability-center/backup, …/backup/audits/<recovery_id>, #/runs, #/runs/<run_id>. */
+/** Hash routes: #/settings/capability-center/backup, …/backup/audits/<recovery_id>, …/backup/recoveries/<recovery_id>, #/runs, #/runs/<run_id>. */
 import { useEffect, useState } from 'react';
 
 export const ROUTES = {
   backup: '#/settings/capability-center/backup',
   audit: (recoveryId: string) => `#/settings/capability-center/backup/audits/${encodeURIComponent(recoveryId)}`,
+  recovery: (recoveryId: string) => `#/settings/capability-center/backup/recoveries/${encodeURIComponent(recoveryId)}`,
   runs: '#/runs',
   run: (runId: string) => `#/runs/${encodeURIComponent(runId)}`,
 } as const;
@@ -11,6 +12,7 @@ export const ROUTES = {
 export type Route =
   | { readonly page: 'backup' }
   | { readonly page: 'audit'; readonly recoveryId: string }
+  | { readonly page: 'recovery'; readonly recoveryId: string }
   | { readonly page: 'runs' }
   | { readonly page: 'run'; readonly runId: string }
   | { readonly page: 'not-found'; readonly hash: string };
@@ -34,6 +36,7 @@ export function parseRoute(hash: string): Route {
     if (b === 'capability-center' && c === 'backup') {
       if (parts.length === 3) return { page: 'backup' };
       if (d === 'audits' && e && rest.length === 0) return { page: 'audit', recoveryId: e };
+      if (d === 'recoveries' && e && rest.length === 0) return { page: 'recovery', recoveryId: e };
     }
     if (b === 'capability-center' && c === 'runs' && parts.length === 3) return { page: 'runs' };
   }

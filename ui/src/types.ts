@@ -99,3 +99,55 @@ export interface OwnerList {
     readonly classification: 'recovered_readable' | 'historical_only';
   }[];
 }
+
+/** A recovery hold (GET /api/recoveries/:id `status.holds[]`). */
+export interface RecoveryHold {
+  readonly hold_id: string;
+  readonly owner: string;
+  readonly code: string;
+  readonly subject: string;
+  readonly continuation: string;
+  readonly retryable: boolean;
+  readonly next_action: string;
+}
+
+/** The preview a plan shows before it is confirmed. */
+export interface RecoveryPreview {
+  readonly recovered_readable: readonly string[];
+  readonly historical_only: readonly string[];
+  readonly lost_or_unknown: readonly string[];
+  readonly expected_holds: readonly string[];
+  readonly external_systems: readonly string[];
+  readonly human_actions: readonly string[];
+}
+
+/** GET /api/recoveries/:id (daemon-recovery.schema.json). */
+export interface Recovery {
+  readonly recovery_id: string;
+  readonly audit_id: string;
+  readonly goal_id: string;
+  readonly destination_name: string;
+  readonly created_at: string;
+  readonly applying_now: boolean;
+  readonly last_apply_error: ErrorBody | null;
+  readonly status: {
+    readonly state: 'adoption_prepared' | 'applying' | 'reconciliation_held' | 'complete' | 'abandoned' | string;
+    readonly plan_digest: string;
+    readonly backup_id: string;
+    readonly goal: { readonly goal_id: string; readonly recovered_instance_id: string; readonly new_instance_id: string | null };
+    readonly phase: { readonly completed_steps: number; readonly total_steps: number; readonly current: string | null };
+    readonly fences: { readonly source_established: boolean; readonly destination_established: boolean };
+    readonly holds: readonly RecoveryHold[];
+    readonly preview: RecoveryPreview;
+    readonly receipts: readonly { readonly action: string; readonly owner: string; readonly disposition: string; readonly result: string }[];
+    readonly next_action: string;
+    readonly retryable: boolean;
+  };
+}
+
+/** POST /api/audits/:id/recoveries: the plan and the destination's name. */
+export interface RecoveryPlanAnswer {
+  readonly recovery_id: string;
+  readonly plan_digest: string;
+  readonly destination_name: string;
+}

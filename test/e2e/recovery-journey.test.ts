@@ -1,0 +1,103 @@
+/**
+ * The recovery journey in the Capability Center, end to end in headless Chromium against a real
+ * daemon: a backup made from real Goal work is verified, its audit page offers to recover the
+ * Goal into a new root (a proposed name; an occupied one is refused on the page), the recovery
+ * page shows the preview and the plan digest, recovers only after a deliberate confirmation, and
+ * shows the result — read back from the daemon, so a reload shows it again.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { build } from 'vite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
+import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
+import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
+
+const AUTHORITY_DIR = join(STATE_HOME, 'loopx', 'run-authority');
+
+let sink: WebhookSink;
+let root: string;
+let uiDir: string;
+let daemon: RunningDaemon;
+let session: BrowserSession;
+let auditId: string;
+
+const api = async (method: string, path: string): Promise<Record<string, unknown>> => {
+  const res = await fetch(`${daemon.url}${path.replace(/^\//, '')}`, { method, headers: { authorization: `Bearer ${daemon.token}` } });
+  return (await res.json()) as Record<string, unknown>;
+};
+
+if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
+describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
+  beforeAll(async () => {
+    sink = await startWebhookSink({ port: 0 });
+    root = tempRoot('loopx-e2e-recover-');
+    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
+    for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
+      expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
+    const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl, '--root', root, '--json']);
+    expect(run.status, run.stderr).toBe(0);
+    expect(loopx(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'j1', '--root', root]).status).toBe(0);
+
+    uiDir = mkdtempSync(join(tmpdir(), 'loopx-e2e-ui-'));
+    const nodeEnv = process.env.NODE_ENV;
+    process.env.NODE_ENV = 'production';
+    try {
+      await build({ configFile: join(REPO, 'ui', 'vite.config.ts'), root: join(REPO, 'ui'), mode: 'production', logLevel: 'warn', build: { outDir: uiDir, emptyOutDir: true } });
+    } finally {
+      process.env.NODE_ENV = nodeEnv;
+    }
+    daemon = await startDaemon({ root, port: 0, uiDir, authorityDir: AUTHORITY_DIR, logger: false });
+    const job = (await api('POST', '/api/backups/j1/verify')) as { job_id: string };
+    await fetch(`${daemon.url}api/backups/jobs/${job.job_id}/events`, { headers: { authorization: `Bearer ${daemon.token}` } }).then((r) => r.text());
+    auditId = ((await api('GET', `/api/backups/jobs/${job.job_id}`)) as { recovery_id: string }).recovery_id;
+    session = await launchBrowser();
+  }, 240_000);
+
+  afterAll(async () => {
+    await session?.close();
+    await daemon?.close();
+    await sink?.close();
+    for (const dir of [uiDir, root && dirname(root)]) if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('offers to recover the Goal from its audit, and refuses an occupied destination on the page', async () => {
+    const { page } = session;
+    await page.goto(daemon.loginUrl);
+    await expect.poll(() => page.getByRole('heading', { level: 1, name: 'Backup & recovery' }).isVisible()).toBe(true);
+    await page.goto(`${daemon.url}#/settings/capability-center/backup/audits/${auditId}`);
+    const form = page.getByTestId('recover-goal-launch');
+    const name = form.getByLabel('New root (a new directory beside this daemon’s root)');
+    await expect.poll(() => name.inputValue()).toBe('root-launch-recovered');
+    mkdirSync(join(dirname(root), 'occupied'), { mode: 0o700 });
+    writeFileSync(join(dirname(root), 'occupied', 'keep.txt'), 'mine');
+    await name.fill('occupied');
+    await form.getByRole('button', { name: 'Preview the recovery' }).click();
+    await expect.poll(() => form.textContent()).toContain('recover_destination_not_empty');
+    await name.fill('root-launch-recovered');
+    await form.getByRole('button', { name: 'Preview the recovery' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 1, name: 'Recovery of Goal launch' }).isVisible()).toBe(true);
+  });
+
+  it('shows the preview and the digest, recovers only after a deliberate confirmation, and shows the result after a reload', async () => {
+    const { page } = session;
+    expect(await page.getByTestId('recovery-state').textContent()).toContain('planned');
+    expect(await page.getByTestId('recovery-preview').textContent()).toContain('Lost or unknown');
+    expect(await page.getByTestId('plan-digest').textContent()).toMatch(/^[0-9a-f]{64}$/);
+    const confirm = page.getByRole('button', { name: 'Confirm and recover' });
+    expect(await confirm.isDisabled()).toBe(true);
+    await page.getByLabel(/I have read the preview/).check();
+    await confirm.click();
+    await expect.poll(() => page.getByTestId('recovery-state').textContent(), { timeout: 60_000 }).toContain('complete');
+    expect(await page.getByTestId('recovery-result').textContent()).toContain('--root root-launch-recovered');
+    await page.reload();
+    await expect.poll(() => page.getByTestId('recovery-state').textContent()).toContain('complete');
+    expect(await page.getByTestId('recovery-receipts').textContent()).toContain('effect:reconcile');
+    // The new root beside the daemon's holds the Goal under its new lifetime.
+    const shown = loopx(['goal', 'show', 'launch', '--root', join(dirname(root), 'root-launch-recovered'), '--json']);
+    expect(shown.status, shown.stderr).toBe(0);
+  }, 120_000);
+});

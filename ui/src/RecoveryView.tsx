@@ -1,0 +1,275 @@
+/**
+ * Recovering one Goal of an audit into a new root: on the audit page, the choice of the Goal and of
+ * the new root's name (proposed; an occupied one is refused) and the preview; on the recovery page
+ * (GET /api/recoveries/:id), the preview with the plan digest, a deliberate confirmation, the
+ * progress per step with its owner, the result — complete, or held with each hold, its owner, what
+ * must become true and its one control — and a retry that converges. The page holds nothing of its
+ * own: every state is read back from the daemon (the recovery's journal), so a reload or a daemon
+ * restart mid-adoption shows where it is.
+ */
+import { useEffect, useState, type FormEvent } from 'react';
+import { ApiError, asApiError, enc, getJson, postJson } from './api';
+import { ErrorBox, Loading, PageHeading, abbreviate } from './components';
+import { useApiJson } from './hooks';
+import { ROUTES } from './router';
+import type { PublicAudit, Recovery, RecoveryPlanAnswer, RecoveryPreview, WorkspaceListing } from './types';
+
+const STATE_WORDS: Record<string, string> = {
+  adoption_prepared: 'planned — waiting for your confirmation',
+  applying: 'applying',
+  reconciliation_held: 'held — a hold needs your action',
+  complete: 'complete',
+  abandoned: 'abandoned',
+};
+
+/** On the audit page: recover one of its Goals (only when the audit can be adopted). */
+export function RecoverSection({ audit }: { audit: PublicAudit }) {
+  const { data: ws } = useApiJson<WorkspaceListing>(`/api/audits/${enc(audit.recovery_id)}/workspace`);
+  return (
+    <section aria-labelledby="recover-heading" className="card" data-testid="recover-section">
+      <h2 id="recover-heading">Recover a Goal into a new root</h2>
+      {!audit.activation_eligible ? (
+        <p data-testid="recover-blocked">This backup cannot be recovered as it is: {audit.next_action}</p>
+      ) : !ws ? (
+        <Loading what="the Goals of the workspace" />
+      ) : (
+        ws.goals.map((g) => <RecoverGoalForm key={g.goal_id} auditId={audit.recovery_id} goalId={g.goal_id} title={g.title} />)
+      )}
+    </section>
+  );
+}
+
+function RecoverGoalForm({ auditId, goalId, title }: { auditId: string; goalId: string; title: string }) {
+  const [name, setName] = useState('');
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => {
+    const ctrl = new AbortController();
+    getJson<{ destination_name: string }>(`/api/audits/${enc(auditId)}/recoveries/proposal?goal=${enc(goalId)}`, ctrl.signal).then(
+      (r) => setName((n) => (n === '' ? r.destination_name : n)),
+      () => undefined,
+    );
+    return () => ctrl.abort();
+  }, [auditId, goalId]);
+
+  async function preview(ev: FormEvent) {
+    ev.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const plan = await postJson<RecoveryPlanAnswer>(`/api/audits/${enc(auditId)}/recoveries`, { goal_id: goalId, destination_name: name });
+      window.location.hash = ROUTES.recovery(plan.recovery_id);
+    } catch (e) {
+      setError(asApiError(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const inputId = `recover-name-${goalId}`;
+  return (
+    <form className="recover-form" onSubmit={(ev) => void preview(ev)} data-testid={`recover-goal-${goalId}`}>
+      <h3>
+        Goal <code>{goalId}</code> “{title}”
+      </h3>
+      <label htmlFor={inputId}>New root (a new directory beside this daemon’s root)</label>
+      <input id={inputId} value={name} onChange={(ev) => setName(ev.target.value)} required pattern="[A-Za-z0-9][A-Za-z0-9._-]{0,63}" />
+      <button type="submit" disabled={busy || name === ''}>
+        {busy ? 'Planning…' : 'Preview the recovery'}
+      </button>
+      <p className="muted">Previewing changes nothing live: it writes a plan into the new directory, bound to this backup by its digest.</p>
+      {error ? <ErrorBox error={error} title="The recovery cannot be planned" /> : null}
+    </form>
+  );
+}
+
+function PreviewList({ preview }: { preview: RecoveryPreview }) {
+  const sections: [string, readonly string[]][] = [
+    ['Recovered and readable', preview.recovered_readable],
+    ['Historical only', preview.historical_only],
+    ['Lost or unknown', preview.lost_or_unknown],
+    ['Holds expected', preview.expected_holds],
+    ['External systems that will be asked', preview.external_systems],
+    ['What is left for you to do', preview.human_actions],
+  ];
+  return (
+    <dl className="preview" data-testid="recovery-preview">
+      {sections.map(([label, items]) => (
+        <div key={label}>
+          <dt>{label}</dt>
+          <dd>
+            <ul>
+              {(items.length > 0 ? items : ['none']).map((i) => (
+                <li key={i}>{i}</li>
+              ))}
+            </ul>
+          </dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+type Act = (path: string, body?: unknown) => Promise<void>;
+
+function StateCard({ r, running, act, actionError }: { r: Recovery; running: boolean; act: Act; actionError: ApiError | null }) {
+  const s = r.status;
+  return (
+    <section aria-labelledby="recovery-state-heading" className="card">
+      <h2 id="recovery-state-heading">State</h2>
+      <p className={`status-badge recovery-${s.state}`} data-testid="recovery-state" role="status">
+        {STATE_WORDS[s.state] ?? s.state}
+      </p>
+      <dl className="facts">
+        <div>
+          <dt>New root</dt>
+          <dd>
+            <code data-testid="recovery-destination">{r.destination_name}</code> (beside this daemon’s root)
+          </dd>
+        </div>
+        <div>
+          <dt>Steps done</dt>
+          <dd data-testid="recovery-steps">
+            {s.phase.completed_steps} of {s.phase.total_steps}
+            {s.phase.current && s.state !== 'complete' ? ` — next: ${s.phase.current}` : ''}
+          </dd>
+        </div>
+        <div>
+          <dt>Old writers fenced</dt>
+          <dd>{s.fences.source_established ? 'yes' : 'not yet'}</dd>
+        </div>
+        <div>
+          <dt>Backup</dt>
+          <dd>{s.backup_id}</dd>
+        </div>
+      </dl>
+      {r.last_apply_error ? <ErrorBox error={new ApiError(0, r.last_apply_error)} title="The last apply stopped" /> : null}
+      {actionError ? <ErrorBox error={actionError} title="Refused" testId="recovery-refusal" /> : null}
+      {s.state === 'complete' ? (
+        <p data-testid="recovery-result">
+          The Goal continues in the new root under a new lifetime ({s.goal.new_instance_id}); its old lifetime can no longer write. Continue its work there:{' '}
+          <code>
+            loopx work run --goal {r.goal_id} --root {r.destination_name} --agent &lt;agent-file&gt;
+          </code>
+        </p>
+      ) : null}
+      {s.state === 'applying' && !r.applying_now ? (
+        <button type="button" disabled={running} onClick={() => void act(`/api/recoveries/${enc(r.recovery_id)}/apply`, { confirm: s.plan_digest })}>
+          Retry the apply (it continues where it stopped)
+        </button>
+      ) : null}
+    </section>
+  );
+}
+
+function ConfirmCard({ r, running, act }: { r: Recovery; running: boolean; act: Act }) {
+  const [confirmed, setConfirmed] = useState(false);
+  const s = r.status;
+  const base = `/api/recoveries/${enc(r.recovery_id)}`;
+  return (
+    <section aria-labelledby="confirm-heading" className="card">
+      <h2 id="confirm-heading">Preview and confirm</h2>
+      <PreviewList preview={s.preview} />
+      <p>
+        Plan digest: <code data-testid="plan-digest">{s.plan_digest}</code>
+      </p>
+      <label className="confirm-check">
+        <input type="checkbox" checked={confirmed} onChange={(ev) => setConfirmed(ev.target.checked)} /> I have read the preview: recover this Goal into{' '}
+        <code>{r.destination_name}</code>
+      </label>
+      <div className="actions">
+        <button type="button" disabled={!confirmed || running} onClick={() => void act(`${base}/apply`, { confirm: s.plan_digest })}>
+          Confirm and recover
+        </button>
+        <button type="button" className="secondary" disabled={running} onClick={() => void act(`${base}/abort`)}>
+          Abandon this plan
+        </button>
+      </div>
+    </section>
+  );
+}
+
+function HoldsCard({ r, running, act }: { r: Recovery; running: boolean; act: Act }) {
+  return (
+    <section aria-labelledby="holds-heading" className="card" data-testid="recovery-holds">
+      <h2 id="holds-heading">Holds</h2>
+      <ul className="holds">
+        {r.status.holds.map((h) => (
+          <li key={h.hold_id}>
+            <p>
+              <strong>{h.subject}</strong> — owner <code>{h.owner}</code>, <code>{h.code}</code>
+            </p>
+            <p>Continues when: {h.continuation}</p>
+            <button type="button" disabled={running} onClick={() => void act(`/api/recoveries/${enc(r.recovery_id)}/holds/${enc(h.hold_id)}/resolve`, {})}>
+              Ask again and settle
+            </button>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+/** The recovery page. */
+export function RecoveryView({ recoveryId }: { recoveryId: string }) {
+  const { data: r, error, reload } = useApiJson<Recovery>(`/api/recoveries/${enc(recoveryId)}`);
+  const [actionError, setActionError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const running = r !== null && (r.applying_now || busy);
+
+  // While an apply runs in the daemon, read its state again every second.
+  useEffect(() => {
+    if (!r?.applying_now) return;
+    const t = setTimeout(reload, 1000);
+    return () => clearTimeout(t);
+  }, [r, reload]);
+
+  const act: Act = async (path, body) => {
+    setBusy(true);
+    setActionError(null);
+    try {
+      await postJson(path, body);
+    } catch (e) {
+      setActionError(asApiError(e));
+    } finally {
+      setBusy(false);
+      reload();
+    }
+  };
+
+  return (
+    <>
+      <nav aria-label="Breadcrumb" className="breadcrumb">
+        <a href={ROUTES.backup}>Backup &amp; recovery</a> <span aria-hidden="true">▸</span>{' '}
+        {r ? (
+          <>
+            <a href={ROUTES.audit(r.audit_id)}>Audit {abbreviate(r.audit_id)}</a> <span aria-hidden="true">▸</span>{' '}
+          </>
+        ) : null}
+        <span aria-current="page">Recovery {abbreviate(recoveryId)}</span>
+      </nav>
+      <PageHeading>{r ? `Recovery of Goal ${r.goal_id}` : 'Recovery'}</PageHeading>
+      {error ? <ErrorBox error={error} title="Could not read the recovery" /> : null}
+      {!r && !error ? <Loading what="the recovery" /> : null}
+      {r ? (
+        <>
+          <StateCard r={r} running={running} act={act} actionError={actionError} />
+          {r.status.state === 'adoption_prepared' ? <ConfirmCard r={r} running={running} act={act} /> : null}
+          {r.status.holds.length > 0 ? <HoldsCard r={r} running={running} act={act} /> : null}
+          {r.status.receipts.length > 0 ? (
+            <section aria-labelledby="receipts-heading" className="card">
+              <h2 id="receipts-heading">Steps and their owners</h2>
+              <ol data-testid="recovery-receipts">
+                {r.status.receipts.map((x) => (
+                  <li key={x.action}>
+                    {x.action} — {x.owner}: {x.result}
+                  </li>
+                ))}
+              </ol>
+            </section>
+          ) : null}
+        </>
+      ) : null}
+    </>
+  );
+}
