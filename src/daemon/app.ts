@@ -14,8 +14,15 @@ import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { sha256Hex, isLoopxError, usageError, type LoopxError, LOOPX_VERSION } from '../core/index.js';
 import {
+  addTodo,
   ENVELOPE_MAX_BYTES,
   goalDetail,
+  operatorOperationId,
+  TODO_STATUSES,
+  todoView,
+  transitionGoal,
+  updateTodo,
+  withGoalWriter,
   isAdmissionClosed,
   LAYOUT,
   listWorkspace,
@@ -292,8 +299,43 @@ function registerRunRoutes({ app, timeouts, withEngine }: Routes): void {
   });
 }
 
-/** Goals and Todos: read only. */
-function registerGoalRoutes({ app, root }: Routes): void {
+/** Goals and Todos: read, and the operator's writes through the same runtime calls as `loopx todo` and `loopx goal`. */
+function registerGoalRoutes({ app, root, o }: Routes): void {
+  const access = { root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) };
+  const text = (v: unknown, field: string, optional = false): string | undefined => {
+    if (v === undefined && optional) return undefined;
+    if (typeof v !== 'string' || v.length === 0) throw fieldInvalid(`${field} must be a non-empty string.`);
+    return v;
+  };
+  const opId = (req: FastifyRequest) => {
+    const key = req.headers['idempotency-key'];
+    return typeof key === 'string' && key.length > 0 ? `ui:${sha256Hex(key).slice(0, 32)}` : operatorOperationId('ui');
+  };
+  app.post<{ Params: { id: string }; Body: { title?: unknown; text?: unknown } | undefined }>('/api/goals/:id/todos', { config: WRITE }, async (req, reply) => {
+    const input = { operation_id: opId(req), title: text(req.body?.title, 'title')!, ...(req.body?.text !== undefined ? { text: text(req.body.text, 'text')! } : {}) };
+    const r = await withGoalWriter(access, (guard) => addTodo(root, req.params.id, input, guard));
+    return reply.code(201).send({ result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) });
+  });
+  app.post<{ Params: { id: string; todo: string }; Body: { status?: unknown; note?: unknown } | undefined }>('/api/goals/:id/todos/:todo', { config: WRITE }, async (req) => {
+    const status = text(req.body?.status, 'status', true);
+    const note = text(req.body?.note, 'note', true);
+    if (status !== undefined && !(TODO_STATUSES as readonly string[]).includes(status)) throw fieldInvalid(`status is one of ${TODO_STATUSES.join(', ')}.`);
+    if (status === undefined && note === undefined) throw fieldInvalid('send status and/or note.');
+    const input = {
+      operation_id: opId(req),
+      todo_id: req.params.todo,
+      lease_owner: 'operator:ui',
+      ...(status !== undefined ? { status: status as (typeof TODO_STATUSES)[number] } : {}),
+      ...(note !== undefined ? { note } : {}),
+    };
+    const r = await withGoalWriter(access, (guard) => updateTodo(root, req.params.id, input, guard));
+    return { result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) };
+  });
+  for (const verb of ['pause', 'resume', 'retire'] as const) {
+    app.post<{ Params: { id: string } }>(`/api/goals/:id/${verb}`, { config: WRITE }, async (req) =>
+      goalView(await withGoalWriter(access, () => transitionGoal(root, req.params.id, verb))),
+    );
+  }
   app.get('/api/goals', async () => ({ goals: (await withRootOwners(root, (ow) => ow.goals.list())).map(goalView) }));
   app.get<{ Params: { id: string } }>('/api/goals/:id', async (req) =>
     withRootOwners(root, async (ow) => {

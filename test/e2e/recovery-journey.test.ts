@@ -3,7 +3,9 @@
  * daemon: a backup made from real Goal work is verified, its audit page offers to recover the
  * Goal into a new root (a proposed name; an occupied one is refused on the page), the recovery
  * page shows the preview and the plan digest, recovers only after a deliberate confirmation, and
- * shows the result — read back from the daemon, so a reload shows it again.
+ * shows the result — read back from the daemon, so a reload shows it again. Then the Goals pages:
+ * the list, a Goal worked from its page (a Todo added and done, the Goal paused), and a refusal
+ * shown where it happened (the recovered Goal's old lifetime takes no new Todo).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,6 +42,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
       expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
     const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl, '--root', root, '--json']);
     expect(run.status, run.stderr).toBe(0);
+    expect(loopx(['goal', 'create', 'notes', '--title', 'Keep the notes', '--root', root]).status).toBe(0);
     expect(loopx(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'j1', '--root', root]).status).toBe(0);
 
     uiDir = mkdtempSync(join(tmpdir(), 'loopx-e2e-ui-'));
@@ -100,4 +103,33 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     const shown = loopx(['goal', 'show', 'launch', '--root', join(dirname(root), 'root-launch-recovered'), '--json']);
     expect(shown.status, shown.stderr).toBe(0);
   }, 120_000);
+
+  it('lists the Goals, and works one from its page: add a Todo, change its status, pause the Goal', async () => {
+    const { page } = session;
+    await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Goals' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 1, name: 'Goals' }).isVisible()).toBe(true);
+    expect(await page.getByTestId('goals-table').textContent()).toContain('Keep the notes');
+    await page.getByRole('link', { name: 'notes' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 1, name: 'Goal notes: Keep the notes' }).isVisible()).toBe(true);
+    await page.getByLabel('New Todo').fill('Write it down');
+    await page.getByRole('button', { name: 'Add Todo' }).click();
+    await expect.poll(() => page.getByTestId('todo-t1').textContent()).toContain('Write it down');
+    await page.getByLabel('New status of t1').selectOption('done');
+    await page.getByRole('button', { name: 'Update t1' }).click();
+    await expect.poll(() => page.getByTestId('todo-t1').locator('.todo-status').textContent()).toBe('done');
+    await page.getByRole('button', { name: 'Pause the Goal' }).click();
+    await expect.poll(() => page.getByTestId('goal-lifecycle').textContent()).toBe('paused');
+    expect(await page.getByRole('button', { name: 'Pause the Goal' }).isDisabled()).toBe(true);
+    const cli = loopx(['todo', 'list', '--goal', 'notes', '--root', root, '--json']);
+    expect(cli.json().todos).toEqual([expect.objectContaining({ todo_id: 't1', status: 'done' })]);
+  });
+
+  it('shows the refusal where it happened: the recovered Goal’s old lifetime takes no new Todo here', async () => {
+    const { page } = session;
+    await page.goto(`${daemon.url}#/goals/launch`);
+    await expect.poll(() => page.getByRole('heading', { level: 1, name: /^Goal launch/ }).isVisible()).toBe(true);
+    await page.getByLabel('New Todo').fill('From the old lifetime');
+    await page.getByRole('button', { name: 'Add Todo' }).click();
+    await expect.poll(() => page.getByTestId('goal-refusal').textContent()).toContain('goal_lifetime_superseded');
+  });
 });

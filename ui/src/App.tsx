@@ -3,6 +3,7 @@ import { useEffect, useState, type MouseEvent, type ReactNode } from 'react';
 import { ApiError, asApiError, clearToken, exchangeLoginToken, getJson, getToken, isAbort, onUnauthorized, setToken } from './api';
 import { AuditView } from './AuditView';
 import { BackupPage } from './BackupPage';
+import { GoalDetail, GoalsPage } from './GoalsPage';
 import { RecoveryView } from './RecoveryView';
 import { ErrorBox, PageHeading, abbreviate } from './components';
 import { ROUTES, useRoute, type Route } from './router';
@@ -146,6 +147,10 @@ function Page({ route }: { route: Route }) {
       return <AuditView key={route.recoveryId} recoveryId={route.recoveryId} />;
     case 'recovery':
       return <RecoveryView key={route.recoveryId} recoveryId={route.recoveryId} />;
+    case 'goals':
+      return <GoalsPage />;
+    case 'goal':
+      return <GoalDetail key={route.goalId} goalId={route.goalId} />;
     case 'runs':
       return <RunsPage />;
     case 'run':
@@ -170,7 +175,9 @@ function Shell({ health, route, children, onSignOut }: { health: Health | null; 
         ? 'backup'
         : route.page === 'runs' || route.page === 'run'
           ? 'runs'
-          : null;
+          : route.page === 'goals' || route.page === 'goal'
+            ? 'goals'
+            : null;
 
   function skip(ev: MouseEvent<HTMLAnchorElement>) {
     // Hash routing: move focus to the content without changing the address.
@@ -216,6 +223,11 @@ function Shell({ health, route, children, onSignOut }: { health: Health | null; 
               <li>
                 <a href={ROUTES.backup} aria-current={section === 'backup' ? 'page' : undefined}>
                   Backup &amp; recovery
+                </a>
+              </li>
+              <li>
+                <a href={ROUTES.goals} aria-current={section === 'goals' ? 'page' : undefined}>
+                  Goals
                 </a>
               </li>
               <li>

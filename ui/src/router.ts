@@ -5,6 +5,8 @@ export const ROUTES = {
   backup: '#/settings/capability-center/backup',
   audit: (recoveryId: string) => `#/settings/capability-center/backup/audits/${encodeURIComponent(recoveryId)}`,
   recovery: (recoveryId: string) => `#/settings/capability-center/backup/recoveries/${encodeURIComponent(recoveryId)}`,
+  goals: '#/goals',
+  goal: (goalId: string) => `#/goals/${encodeURIComponent(goalId)}`,
   runs: '#/runs',
   run: (runId: string) => `#/runs/${encodeURIComponent(runId)}`,
 } as const;
@@ -13,6 +15,8 @@ export type Route =
   | { readonly page: 'backup' }
   | { readonly page: 'audit'; readonly recoveryId: string }
   | { readonly page: 'recovery'; readonly recoveryId: string }
+  | { readonly page: 'goals' }
+  | { readonly page: 'goal'; readonly goalId: string }
   | { readonly page: 'runs' }
   | { readonly page: 'run'; readonly runId: string }
   | { readonly page: 'not-found'; readonly hash: string };
@@ -39,6 +43,10 @@ export function parseRoute(hash: string): Route {
       if (d === 'recoveries' && e && rest.length === 0) return { page: 'recovery', recoveryId: e };
     }
     if (b === 'capability-center' && c === 'runs' && parts.length === 3) return { page: 'runs' };
+  }
+  if (a === 'goals') {
+    if (parts.length === 1) return { page: 'goals' };
+    if (b && parts.length === 2) return { page: 'goal', goalId: b };
   }
   if (a === 'runs') {
     if (parts.length === 1) return { page: 'runs' };
