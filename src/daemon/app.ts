@@ -340,7 +340,15 @@ function registerGoalRoutes({ app, root, o }: Routes): void {
   app.get<{ Params: { id: string } }>('/api/goals/:id', async (req) =>
     withRootOwners(root, async (ow) => {
       const d = await goalDetail(ow, root, req.params.id, { todos: true });
-      return { ...goalView(d.record), counts: d.counts, committed_transactions: d.committed_transactions, handoff_mode: d.handoff_mode, todos: d.todos };
+      return {
+        ...goalView(d.record),
+        // A lifetime a recovery minted: the lineage it continues and the lifetime it superseded (null: the lineage's first).
+        lineage: d.record.lineage ?? null,
+        counts: d.counts,
+        committed_transactions: d.committed_transactions,
+        handoff_mode: d.handoff_mode,
+        todos: d.todos,
+      };
     }),
   );
 }

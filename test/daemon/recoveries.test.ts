@@ -155,6 +155,24 @@ describe('recovering a Goal from the daemon', () => {
     expect(r.json().error.code).toBe('recover_lifetime_superseded_elsewhere');
   });
 
+  it('a daemon on the new root shows the Goal as a new lifetime of the same lineage, superseding the recovered one', async () => {
+    const recovered = await buildApp({ root: join(dirname(root), name), token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
+    try {
+      const r = await recovered.app.inject({ method: 'GET', url: '/api/goals/launch', headers: AUTH });
+      expect(r.statusCode, r.body).toBe(200);
+      const status = (await get(`/api/recoveries/${recoveryId}`)).json().status;
+      expect(r.json()).toMatchObject({
+        goal_instance_id: status.goal.new_instance_id,
+        lineage: { generation: 2, supersedes: { goal_instance_id: status.goal.recovered_instance_id, recovery_id: recoveryId } },
+      });
+      const own = (await get('/api/goals/launch')).json();
+      expect(own.lineage).toBeNull();
+    } finally {
+      await recovered.backups.close();
+      await recovered.app.close();
+    }
+  });
+
   it('is found again, complete, by a daemon started afresh on the same root', async () => {
     const again = await app();
     try {

@@ -25,6 +25,11 @@ interface TodoItem {
   readonly lease_owner: string | null;
 }
 interface GoalDetailDoc extends GoalItem {
+  readonly lineage: {
+    readonly lineage_id: string;
+    readonly generation: number;
+    readonly supersedes: { readonly goal_instance_id: string; readonly recovery_id: string } | null;
+  } | null;
   readonly counts: Readonly<Record<string, number>>;
   readonly committed_transactions: number;
   readonly handoff_mode: string;
@@ -153,6 +158,44 @@ function GoalActions({ goal, act, busy }: { goal: GoalDetailDoc; act: (path: str
   );
 }
 
+function GoalFacts({ goal }: { goal: GoalDetailDoc }) {
+  return (
+    <dl className="facts card">
+      <div>
+        <dt>Lifecycle</dt>
+        <dd data-testid="goal-lifecycle">{goal.lifecycle}</dd>
+      </div>
+      <div>
+        <dt>Lifetime</dt>
+        <dd>
+          <code>{goal.goal_instance_id}</code>
+        </dd>
+      </div>
+      <div>
+        <dt>Todos</dt>
+        <dd data-testid="goal-counts">{STATUSES.map((s) => `${goal.counts[s] ?? 0} ${s}`).join(', ')}</dd>
+      </div>
+      <div>
+        <dt>Committed history</dt>
+        <dd>{goal.committed_transactions} transactions</dd>
+      </div>
+      <div>
+        <dt>Lease mode</dt>
+        <dd>{goal.handoff_mode}</dd>
+      </div>
+      {goal.lineage?.supersedes ? (
+        <div>
+          <dt>Recovered</dt>
+          <dd data-testid="goal-lineage">
+            lifetime {goal.lineage.generation} of this Goal; it replaced <code>{abbreviate(goal.lineage.supersedes.goal_instance_id, 14)}</code> in recovery{' '}
+            <code>{abbreviate(goal.lineage.supersedes.recovery_id)}</code>, whose old writers are refused
+          </dd>
+        </div>
+      ) : null}
+    </dl>
+  );
+}
+
 export function GoalDetail({ goalId }: { goalId: string }) {
   const { data: goal, error, reload } = useApiJson<GoalDetailDoc>(`/api/goals/${enc(goalId)}`);
   const [actionError, setActionError] = useState<ApiError | null>(null);
@@ -179,30 +222,7 @@ export function GoalDetail({ goalId }: { goalId: string }) {
       {!goal && !error ? <Loading what="the Goal" /> : null}
       {goal ? (
         <>
-          <dl className="facts card">
-            <div>
-              <dt>Lifecycle</dt>
-              <dd data-testid="goal-lifecycle">{goal.lifecycle}</dd>
-            </div>
-            <div>
-              <dt>Lifetime</dt>
-              <dd>
-                <code>{goal.goal_instance_id}</code>
-              </dd>
-            </div>
-            <div>
-              <dt>Todos</dt>
-              <dd data-testid="goal-counts">{STATUSES.map((s) => `${goal.counts[s] ?? 0} ${s}`).join(', ')}</dd>
-            </div>
-            <div>
-              <dt>Committed history</dt>
-              <dd>{goal.committed_transactions} transactions</dd>
-            </div>
-            <div>
-              <dt>Lease mode</dt>
-              <dd>{goal.handoff_mode}</dd>
-            </div>
-          </dl>
+          <GoalFacts goal={goal} />
           {actionError ? <ErrorBox error={actionError} title="Refused" testId="goal-refusal" /> : null}
           <GoalActions goal={goal} act={act} busy={busy} />
           <TableRegion label="Todos">
