@@ -19,6 +19,7 @@ import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
 import { seedSample } from '../../src/runtime/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { axeViolations } from './support/axe.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
 
 // Screenshots go to docs/screenshots/ only when asked (LOOPX_SCREENSHOTS=1): an ordinary run
@@ -216,6 +217,7 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     // The workspace read back below the findings (the full page is the screenshot).
     await page.getByTestId('workspace-goal-row').filter({ hasText: 'launch' }).waitFor();
     await shot('capability-center-audit.png');
+    expect(await axeViolations(page), 'an audit page').toEqual([]);
 
     // Back on the backup page the audit is listed.
     await page.getByRole('navigation', { name: 'Breadcrumb' }).getByRole('link', { name: 'Backup & recovery' }).click();
@@ -243,6 +245,7 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     // Nothing was published: still one audit.
     expect(await page.getByTestId('audit-list-row').count()).toBe(1);
     await shot('capability-center-verify-refused.png');
+    expect(await axeViolations(page), 'the backup page with a refusal').toEqual([]);
   }, 90_000);
 
   it("picks one of the root's own backups instead of uploading, and opens its held audit", async () => {
@@ -275,6 +278,7 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     expect(download.suggestedFilename()).toBe(`${suspendedRun}.snapshot`);
     await page.getByText(`Exported ${suspendedRun}.snapshot`).waitFor();
     await shot('capability-center-run.png');
+    expect(await axeViolations(page), 'a run page').toEqual([]);
   }, 60_000);
 
   it('works at a narrow width: the navigation sits above the content', async () => {
@@ -287,6 +291,7 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     expect(nav && main && nav.y + nav.height <= main.y + 1).toBe(true);
     expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
     await shot('capability-center-narrow.png');
+    expect(await axeViolations(page), 'the backup page at 375 px').toEqual([]);
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 

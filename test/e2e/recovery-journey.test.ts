@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { axeViolations } from './support/axe.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
 
 const AUTHORITY_DIR = join(STATE_HOME, 'loopx', 'run-authority');
@@ -75,6 +76,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     const form = page.getByTestId('recover-goal-launch');
     const name = form.getByLabel('New root (a new directory beside this daemon’s root)');
     await expect.poll(() => name.inputValue()).toBe('root-launch-recovered');
+    expect(await axeViolations(page), 'the audit page with its recovery form').toEqual([]);
     mkdirSync(join(dirname(root), 'occupied'), { mode: 0o700 });
     writeFileSync(join(dirname(root), 'occupied', 'keep.txt'), 'mine');
     await name.fill('occupied');
@@ -90,6 +92,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(await page.getByTestId('recovery-state').textContent()).toContain('planned');
     expect(await page.getByTestId('recovery-preview').textContent()).toContain('Lost or unknown');
     expect(await page.getByTestId('plan-digest').textContent()).toMatch(/^[0-9a-f]{64}$/);
+    expect(await axeViolations(page), 'the planned recovery').toEqual([]);
     const confirm = page.getByRole('button', { name: 'Confirm and recover' });
     expect(await confirm.isDisabled()).toBe(true);
     await page.getByLabel(/I have read the preview/).check();
@@ -99,6 +102,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await page.reload();
     await expect.poll(() => page.getByTestId('recovery-state').textContent()).toContain('complete');
     expect(await page.getByTestId('recovery-receipts').textContent()).toContain('effect:reconcile');
+    expect(await axeViolations(page), 'the complete recovery').toEqual([]);
     // The new root beside the daemon's holds the Goal under its new lifetime.
     const shown = loopx(['goal', 'show', 'launch', '--root', join(dirname(root), 'root-launch-recovered'), '--json']);
     expect(shown.status, shown.stderr).toBe(0);
@@ -109,6 +113,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Goals' }).click();
     await expect.poll(() => page.getByRole('heading', { level: 1, name: 'Goals' }).isVisible()).toBe(true);
     expect(await page.getByTestId('goals-table').textContent()).toContain('Keep the notes');
+    expect(await axeViolations(page), 'the Goals list').toEqual([]);
     await page.getByRole('link', { name: 'notes' }).click();
     await expect.poll(() => page.getByRole('heading', { level: 1, name: 'Goal notes: Keep the notes' }).isVisible()).toBe(true);
     await page.getByLabel('New Todo').fill('Write it down');
@@ -119,6 +124,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await expect.poll(() => page.getByTestId('todo-t1').locator('.todo-status').textContent()).toBe('done');
     await page.getByRole('button', { name: 'Pause the Goal' }).click();
     await expect.poll(() => page.getByTestId('goal-lifecycle').textContent()).toBe('paused');
+    expect(await axeViolations(page), 'a Goal page').toEqual([]);
     expect(await page.getByRole('button', { name: 'Pause the Goal' }).isDisabled()).toBe(true);
     const cli = loopx(['todo', 'list', '--goal', 'notes', '--root', root, '--json']);
     expect(cli.json().todos).toEqual([expect.objectContaining({ todo_id: 't1', status: 'done' })]);
