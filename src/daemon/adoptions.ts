@@ -148,6 +148,21 @@ export class AdoptionService {
     return this.view(this.entry(id));
   }
 
+  /** Whether a recovery planned from audit `auditId` is live (anything but abandoned, or unreadable). */
+  async usesAudit(auditId: string): Promise<boolean> {
+    for (const f of readdirSync(this.dir)) {
+      if (!f.endsWith('.json') || !RECOVERY_ID.test(f.slice(0, -5))) continue;
+      const e = this.entry(f.slice(0, -5));
+      if (e.audit_id !== auditId) continue;
+      const state = await recoveryStatusOf(this.access(), this.destinationOf(e.destination_name)).then(
+        (st) => st.state,
+        () => 'unreadable',
+      );
+      if (state !== 'abandoned') return true;
+    }
+    return false;
+  }
+
   /** Every recovery this daemon started, newest first. */
   async list(): Promise<AdoptionView[]> {
     const entries = readdirSync(this.dir)

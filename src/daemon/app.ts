@@ -426,7 +426,7 @@ function registerAuditRoutes({ app, backups }: Routes): void {
 }
 
 /** Recoveries: one Goal of an audit recovered into a new root beside this one (adoptions.ts). */
-function registerRecoveryRoutes({ app, adoptions }: Routes): void {
+function registerRecoveryRoutes({ app, adoptions, backups }: Routes): void {
   const text = (v: unknown, field: string): string | undefined => {
     if (v === undefined) return undefined;
     if (typeof v !== 'string' || v.length === 0) throw fieldInvalid(`${field} must be a non-empty string.`);
@@ -442,6 +442,12 @@ function registerRecoveryRoutes({ app, adoptions }: Routes): void {
     return reply.code(201).send(adoptions.plan(req.params.id, goal, text(req.body?.destination_name, 'destination_name')));
   });
   app.get<{ Params: { id: string } }>('/api/recoveries/:id', async (req) => adoptions.show(req.params.id));
+  app.delete<{ Params: { id: string }; Body: { confirm?: unknown } | undefined }>('/api/audits/:id', { config: WRITE }, async (req, reply) => {
+    const confirm = text(req.body?.confirm, 'confirm');
+    if (confirm === undefined) throw fieldInvalid('confirm must be the audit’s recovery id.');
+    backups.deleteAudit(req.params.id, confirm, await adoptions.usesAudit(req.params.id));
+    return reply.code(204).send();
+  });
   app.post<{ Params: { id: string }; Body: { confirm?: unknown } | undefined }>('/api/recoveries/:id/apply', { config: WRITE }, async (req, reply) => {
     const confirm = text(req.body?.confirm, 'confirm');
     if (confirm === undefined) throw fieldInvalid('confirm must be the plan digest.');

@@ -353,6 +353,24 @@ export class BackupService {
     throw notFound('audit_not_found', 'No audit with that recovery id.', { nextAction: 'list audits: GET /api/audits' });
   }
 
+  /**
+   * Delete an audit and its inert workspace: only with `confirm` equal to its recovery id (the
+   * content address the operator saw), and only while no recovery planned from it is live
+   * (`inUse`: planned, applying, held or complete — an abandoned one does not count).
+   */
+  deleteAudit(id: string, confirm: string, inUse: boolean): void {
+    const { dir } = this.locate(id);
+    if (confirm !== id)
+      throw rejected('daemon_audit_confirm_mismatch', 'The confirmation is not this audit’s recovery id.', { nextAction: 'confirm with the recovery id the audit page shows' });
+    if (inUse)
+      throw conflict('daemon_audit_in_use', 'A recovery was planned from this audit’s workspace; it is kept while that recovery is live.', {
+        nextAction: 'abandon that recovery first, or keep the audit as its evidence',
+      });
+    rmSync(dir, { recursive: true, force: true });
+    this.byRecoveryId.delete(id);
+    this.indexed.delete(dir);
+  }
+
   summary(id: string) {
     return publicSummary(this.audit(id).audit);
   }

@@ -155,6 +155,26 @@ describe('recovering a Goal from the daemon', () => {
     expect(r.json().error.code).toBe('recover_lifetime_superseded_elsewhere');
   });
 
+  it('deletes an audit only by its recovery id, and only while no live recovery uses its workspace', async () => {
+    const del = (id: string, confirm: string) => d.app.inject({ method: 'DELETE', url: `/api/audits/${id}`, headers: AUTH, payload: { confirm } });
+    const used = await del(auditId, auditId);
+    expect(used.statusCode).toBe(409);
+    expect(used.json().error.code).toBe('daemon_audit_in_use');
+    expect((await get(`/api/audits/${auditId}`)).statusCode).toBe(200);
+    const started = await post('/api/backups/b1/verify');
+    const jobId = started.json().job_id as string;
+    await get(`/api/backups/jobs/${jobId}/events`);
+    const other = (await get(`/api/backups/jobs/${jobId}`)).json().recovery_id as string;
+    const wrong = await del(other, auditId);
+    expect(wrong.statusCode).toBe(422);
+    expect(wrong.json().error.code).toBe('daemon_audit_confirm_mismatch');
+    expect((await get(`/api/audits/${other}`)).statusCode).toBe(200);
+    expect((await del(other, other)).statusCode).toBe(204);
+    expect((await get(`/api/audits/${other}`)).json().error.code).toBe('audit_not_found');
+    expect((await get('/api/audits')).json().audits.map((a: { recovery_id: string }) => a.recovery_id)).toEqual([auditId]);
+    expect(existsSync(join(root, 'daemon', 'recoveries', jobId))).toBe(false);
+  });
+
   it('a daemon on the new root shows the Goal as a new lifetime of the same lineage, superseding the recovered one', async () => {
     const recovered = await buildApp({ root: join(dirname(root), name), token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
     try {

@@ -138,4 +138,13 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await page.getByRole('button', { name: 'Add Todo' }).click();
     await expect.poll(() => page.getByTestId('goal-refusal').textContent()).toContain('goal_lifetime_superseded');
   });
+
+  it('keeps an audit whose workspace a live recovery came from: deleting it is refused on the page, after a confirmation', async () => {
+    const { page } = session;
+    await page.goto(`${daemon.url}#/settings/capability-center/backup/audits/${auditId}`);
+    await page.getByRole('button', { name: 'Delete this audit…' }).click();
+    await page.getByRole('button', { name: /^Delete audit / }).click();
+    await expect.poll(() => page.getByTestId('delete-audit-refusal').textContent()).toContain('daemon_audit_in_use');
+    expect(((await api('GET', `/api/audits/${auditId}`)) as { recovery_id: string }).recovery_id).toBe(auditId);
+  });
 });

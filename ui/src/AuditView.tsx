@@ -48,6 +48,7 @@ function AuditBody({ audit }: { audit: PublicAudit }) {
       <AuditFindings audit={audit} />
       <RecoverSection audit={audit} />
       <WorkspaceSection recoveryId={audit.recovery_id} />
+      <DeleteAudit recoveryId={audit.recovery_id} />
     </>
   );
 }
@@ -283,5 +284,44 @@ function DownloadAudit({ recoveryId }: { recoveryId: string }) {
       </p>
       {error ? <ErrorBox error={error} title="Could not download the audit" /> : null}
     </>
+  );
+}
+
+/** Delete the audit and its inert workspace, after a confirmation bound to its recovery id. */
+function DeleteAudit({ recoveryId }: { recoveryId: string }) {
+  const [asking, setAsking] = useState(false);
+  const [error, setError] = useState<ApiError | null>(null);
+  async function remove() {
+    setError(null);
+    try {
+      await apiFetch(`/api/audits/${enc(recoveryId)}`, { method: 'DELETE', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ confirm: recoveryId }) });
+      window.location.hash = ROUTES.backup;
+    } catch (e) {
+      setError(asApiError(e));
+    }
+  }
+  return (
+    <section aria-labelledby="delete-audit-heading" className="card">
+      <h2 id="delete-audit-heading">Delete this audit</h2>
+      <p>Removes the audit and its inert workspace for good. It is refused while a recovery planned from this workspace is live.</p>
+      {asking ? (
+        <div className="actions">
+          <span>
+            Delete audit <code>{abbreviate(recoveryId)}</code> and its workspace?
+          </span>
+          <button type="button" className="danger" onClick={() => void remove()}>
+            Delete audit {abbreviate(recoveryId)}
+          </button>
+          <button type="button" className="secondary" onClick={() => setAsking(false)}>
+            Keep it
+          </button>
+        </div>
+      ) : (
+        <button type="button" className="secondary" onClick={() => setAsking(true)}>
+          Delete this audit…
+        </button>
+      )}
+      {error ? <ErrorBox error={error} title="Not deleted" testId="delete-audit-refusal" /> : null}
+    </section>
   );
 }
