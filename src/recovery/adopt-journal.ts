@@ -84,14 +84,19 @@ export function appendJournal(destination: string, event: JournalEvent): Entry {
 export function foldJournal(entries: readonly Entry[]) {
   const done = new Map<string, { receipt: AdoptionStepReceipt | HostReceipt; at: string; seq: number }>();
   const began = new Set<string>();
+  /** When each action's first intent was recorded (a retried step keeps its first start). */
+  const startedAt = new Map<string, string>();
   const resolved = new Map<string, Readonly<Record<string, unknown>>>();
   let abandoned = false;
   for (const e of entries) {
-    if (e.event === 'intent') began.add(e.action);
+    if (e.event === 'intent') {
+      began.add(e.action);
+      if (!startedAt.has(e.action)) startedAt.set(e.action, e.at);
+    }
     if (e.event === 'done') done.set(e.action, { receipt: e.receipt, at: e.at, seq: e.seq });
     if (e.event === 'resolved') resolved.set(e.hold_id, e.receipt);
     if (e.event === 'abandoned') abandoned = true;
   }
   const last = [...done.values()].sort((a, b) => b.seq - a.seq)[0];
-  return { done, began, resolved, abandoned, last };
+  return { done, began, startedAt, resolved, abandoned, last };
 }

@@ -46,6 +46,9 @@ export interface RecoveryStatus {
     readonly disposition: string;
     readonly result: string;
     readonly readback: Readonly<Record<string, unknown>>;
+    /** When the step's first intent was recorded, and when its receipt was (the step's elapsed time). */
+    readonly started_at: string;
+    readonly done_at: string;
   }[];
   readonly next_action: string;
   readonly execution_authority_granted: false;
@@ -130,8 +133,12 @@ export function recoveryStatus(destination: string, host?: AdoptionHost): Recove
     holds,
     preview: plan.preview,
     receipts: plan.steps.flatMap((s) => {
-      const r = j.done.get(s.action)?.receipt;
-      return r ? [{ action: r.action, owner: r.owner, disposition: r.disposition, result: r.result, readback: r.readback }] : [];
+      const d = j.done.get(s.action);
+      if (!d) return [];
+      const r = d.receipt;
+      return [
+        { action: r.action, owner: r.owner, disposition: r.disposition, result: r.result, readback: r.readback, started_at: j.startedAt.get(s.action) ?? d.at, done_at: d.at },
+      ];
     }),
     next_action: next,
     execution_authority_granted: false,

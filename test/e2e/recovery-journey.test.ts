@@ -19,6 +19,9 @@ import { axeViolations } from './support/axe.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
 
 const AUTHORITY_DIR = join(STATE_HOME, 'loopx', 'run-authority');
+// Screenshots of each step go to docs/screenshots/ only when asked (LOOPX_SCREENSHOTS=1).
+const SCREENSHOTS = process.env.LOOPX_SCREENSHOTS === '1' ? join(REPO, 'docs', 'screenshots') : mkdtempSync(join(tmpdir(), 'loopx-e2e-shots-'));
+const shot = (name: string) => session.page.screenshot({ path: join(SCREENSHOTS, name), fullPage: true });
 
 let sink: WebhookSink;
 let root: string;
@@ -58,6 +61,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     const job = (await api('POST', '/api/backups/j1/verify')) as { job_id: string };
     await fetch(`${daemon.url}api/backups/jobs/${job.job_id}/events`, { headers: { authorization: `Bearer ${daemon.token}` } }).then((r) => r.text());
     auditId = ((await api('GET', `/api/backups/jobs/${job.job_id}`)) as { recovery_id: string }).recovery_id;
+    mkdirSync(SCREENSHOTS, { recursive: true });
     session = await launchBrowser();
   }, 240_000);
 
@@ -77,6 +81,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     const name = form.getByLabel('New root (a new directory beside this daemon’s root)');
     await expect.poll(() => name.inputValue()).toBe('root-launch-recovered');
     expect(await axeViolations(page), 'the audit page with its recovery form').toEqual([]);
+    await page.getByTestId('recover-section').screenshot({ path: join(SCREENSHOTS, 'recovery-1-choose.png') });
     mkdirSync(join(dirname(root), 'occupied'), { mode: 0o700 });
     writeFileSync(join(dirname(root), 'occupied', 'keep.txt'), 'mine');
     await name.fill('occupied');
@@ -93,6 +98,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(await page.getByTestId('recovery-preview').textContent()).toContain('Lost or unknown');
     expect(await page.getByTestId('plan-digest').textContent()).toMatch(/^[0-9a-f]{64}$/);
     expect(await axeViolations(page), 'the planned recovery').toEqual([]);
+    await shot('recovery-2-preview.png');
     const confirm = page.getByRole('button', { name: 'Confirm and recover' });
     expect(await confirm.isDisabled()).toBe(true);
     await page.getByLabel(/I have read the preview/).check();
@@ -102,7 +108,9 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await page.reload();
     await expect.poll(() => page.getByTestId('recovery-state').textContent()).toContain('complete');
     expect(await page.getByTestId('recovery-receipts').textContent()).toContain('effect:reconcile');
+    expect(await page.getByTestId('recovery-elapsed').textContent()).toMatch(/^The apply took \d+\.\d s of the 60 s/);
     expect(await axeViolations(page), 'the complete recovery').toEqual([]);
+    await shot('recovery-3-complete.png');
     // The new root beside the daemon's holds the Goal under its new lifetime.
     const shown = loopx(['goal', 'show', 'launch', '--root', join(dirname(root), 'root-launch-recovered'), '--json']);
     expect(shown.status, shown.stderr).toBe(0);
@@ -125,6 +133,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await page.getByRole('button', { name: 'Pause the Goal' }).click();
     await expect.poll(() => page.getByTestId('goal-lifecycle').textContent()).toBe('paused');
     expect(await axeViolations(page), 'a Goal page').toEqual([]);
+    await shot('goal-page.png');
     expect(await page.getByRole('button', { name: 'Pause the Goal' }).isDisabled()).toBe(true);
     const cli = loopx(['todo', 'list', '--goal', 'notes', '--root', root, '--json']);
     expect(cli.json().todos).toEqual([expect.objectContaining({ todo_id: 't1', status: 'done' })]);
@@ -137,6 +146,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await page.getByLabel('New Todo').fill('From the old lifetime');
     await page.getByRole('button', { name: 'Add Todo' }).click();
     await expect.poll(() => page.getByTestId('goal-refusal').textContent()).toContain('goal_lifetime_superseded');
+    await shot('goal-refused.png');
   });
 
   it('keeps an audit whose workspace a live recovery came from: deleting it is refused on the page, after a confirmation', async () => {

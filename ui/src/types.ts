@@ -139,7 +139,14 @@ export interface Recovery {
     readonly fences: { readonly source_established: boolean; readonly destination_established: boolean };
     readonly holds: readonly RecoveryHold[];
     readonly preview: RecoveryPreview;
-    readonly receipts: readonly { readonly action: string; readonly owner: string; readonly disposition: string; readonly result: string }[];
+    readonly receipts: readonly {
+      readonly action: string;
+      readonly owner: string;
+      readonly disposition: string;
+      readonly result: string;
+      readonly started_at: string;
+      readonly done_at: string;
+    }[];
     readonly next_action: string;
     readonly retryable: boolean;
   };
