@@ -149,7 +149,7 @@ function Page({ route }: { route: Route }) {
       return <RecoveryView key={route.recoveryId} recoveryId={route.recoveryId} />;
     case 'goals':
       return <GoalsPage />;
-    case 'goal':
+    case 'goal-page':
       return <GoalDetail key={route.goalId} goalId={route.goalId} />;
     case 'runs':
       return <RunsPage />;
@@ -175,7 +175,7 @@ function Shell({ health, route, children, onSignOut }: { health: Health | null; 
         ? 'backup'
         : route.page === 'runs' || route.page === 'run'
           ? 'runs'
-          : route.page === 'goals' || route.page === 'goal'
+          : route.page === 'goals' || route.page === 'goal-page'
             ? 'goals'
             : null;
 

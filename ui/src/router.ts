@@ -16,7 +16,7 @@ export type Route =
   | { readonly page: 'audit'; readonly recoveryId: string }
   | { readonly page: 'recovery'; readonly recoveryId: string }
   | { readonly page: 'goals' }
-  | { readonly page: 'goal'; readonly goalId: string }
+  | { readonly page: 'goal-page'; readonly goalId: string }
   | { readonly page: 'runs' }
   | { readonly page: 'run'; readonly runId: string }
   | { readonly page: 'not-found'; readonly hash: string };
@@ -46,7 +46,7 @@ export function parseRoute(hash: string): Route {
   }
   if (a === 'goals') {
     if (parts.length === 1) return { page: 'goals' };
-    if (b && parts.length === 2) return { page: 'goal', goalId: b };
+    if (b && parts.length === 2) return { page: 'goal-page', goalId: b };
   }
   if (a === 'runs') {
     if (parts.length === 1) return { page: 'runs' };
