@@ -299,26 +299,28 @@ function registerRunRoutes({ app, timeouts, withEngine }: Routes): void {
   });
 }
 
+/** A JSON body's string field: absent (when `optional`), or a non-empty string; anything else is `daemon_field_invalid`. */
+function bodyText(v: unknown, field: string, optional = false): string | undefined {
+  if (v === undefined && optional) return undefined;
+  if (typeof v !== 'string' || v.length === 0) throw fieldInvalid(`${field} must be a non-empty string.`);
+  return v;
+}
+
 /** Goals and Todos: read, and the operator's writes through the same runtime calls as `loopx todo` and `loopx goal`. */
 function registerGoalRoutes({ app, root, o }: Routes): void {
   const access = { root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) };
-  const text = (v: unknown, field: string, optional = false): string | undefined => {
-    if (v === undefined && optional) return undefined;
-    if (typeof v !== 'string' || v.length === 0) throw fieldInvalid(`${field} must be a non-empty string.`);
-    return v;
-  };
   const opId = (req: FastifyRequest) => {
     const key = req.headers['idempotency-key'];
     return typeof key === 'string' && key.length > 0 ? `ui:${sha256Hex(key).slice(0, 32)}` : operatorOperationId('ui');
   };
   app.post<{ Params: { id: string }; Body: { title?: unknown; text?: unknown } | undefined }>('/api/goals/:id/todos', { config: WRITE }, async (req, reply) => {
-    const input = { operation_id: opId(req), title: text(req.body?.title, 'title')!, ...(req.body?.text !== undefined ? { text: text(req.body.text, 'text')! } : {}) };
+    const input = { operation_id: opId(req), title: bodyText(req.body?.title, 'title')!, ...(req.body?.text !== undefined ? { text: bodyText(req.body.text, 'text')! } : {}) };
     const r = await withGoalWriter(access, (guard) => addTodo(root, req.params.id, input, guard));
     return reply.code(201).send({ result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) });
   });
   app.post<{ Params: { id: string; todo: string }; Body: { status?: unknown; note?: unknown } | undefined }>('/api/goals/:id/todos/:todo', { config: WRITE }, async (req) => {
-    const status = text(req.body?.status, 'status', true);
-    const note = text(req.body?.note, 'note', true);
+    const status = bodyText(req.body?.status, 'status', true);
+    const note = bodyText(req.body?.note, 'note', true);
     if (status !== undefined && !(TODO_STATUSES as readonly string[]).includes(status)) throw fieldInvalid(`status is one of ${TODO_STATUSES.join(', ')}.`);
     if (status === undefined && note === undefined) throw fieldInvalid('send status and/or note.');
     const input = {
@@ -427,11 +429,7 @@ function registerAuditRoutes({ app, backups }: Routes): void {
 
 /** Recoveries: one Goal of an audit recovered into a new root beside this one (adoptions.ts). */
 function registerRecoveryRoutes({ app, adoptions, backups }: Routes): void {
-  const text = (v: unknown, field: string): string | undefined => {
-    if (v === undefined) return undefined;
-    if (typeof v !== 'string' || v.length === 0) throw fieldInvalid(`${field} must be a non-empty string.`);
-    return v;
-  };
+  const text = (v: unknown, field: string) => bodyText(v, field, true);
   app.get('/api/recoveries', async () => ({ recoveries: await adoptions.list() }));
   app.get<{ Params: { id: string }; Querystring: { goal?: string } }>('/api/audits/:id/recoveries/proposal', async (req) => ({
     destination_name: adoptions.proposeName(text(req.query.goal, 'goal') ?? 'goal'),

@@ -40,7 +40,7 @@ export async function withAuthority<T>(a: Pick<RootAccess, 'authorityDir'>, fn: 
  */
 export async function withGoalWriter<T>(a: RootAccess, fn: (guard: LocalRunAuthority) => Promise<T> | T): Promise<T> {
   refuseRecoveryWorkspaceRoot(a.root);
-  refuseRecoveryInProgress(a.root, { writer: true });
+  // The recovery guard is asked where the write opens the owners (withRootOwners), once.
   return withAuthority(a, async (authority) => {
     if (existsSync(join(a.root, LAYOUT.engineDb))) {
       const engine = openReadOnlyEngine({ root: a.root, application: builtinApplication(a.root) });

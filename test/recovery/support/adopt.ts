@@ -8,58 +8,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { WebhookSink } from '../../../src/dev/index.js';
+import { AFTER_CAPTURE, BEFORE, CONTINUE, agentDocument, type ScriptStep } from '../../../src/runtime/drill/definition.js';
 import { loopx, loopxAsync, tempRoot } from '../../support/cli.js';
 
 /** A command's JSON document, read field by field by the tests. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Doc = any;
 
-export interface Step {
-  readonly text: string;
-  readonly tool_calls?: readonly { name: string; arguments: Record<string, unknown> }[];
-}
+/** A scripted turn (the drill's own definition is the one source of the scripts below). */
+export type Step = ScriptStep;
 
 /** A scripted Goal worker agent file (the provider plays `script` turn by turn). */
 export function agentFile(dir: string, name: string, script: readonly Step[]): string {
   const path = join(dir, `${name}.json`);
-  writeFileSync(
-    path,
-    JSON.stringify({
-      id: `test.${name}`,
-      version: '1.0.0',
-      model: { provider: 'scripted', model_id: 'scripted-v1' },
-      turn_limit: 12,
-      tool_plan: 'loopx.goal-work.v1',
-      system: 'Work the Goal.',
-      script,
-    }),
-  );
+  writeFileSync(path, JSON.stringify(agentDocument(name, script)));
   return path;
 }
 
-/** The work before the capture: t1 done and announced, t2 blocked, t3 left open. */
-export const BEFORE: readonly Step[] = [
-  { text: 'Outline done.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't1', status: 'done', note: 'outline drafted' } }] },
-  { text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'outline ready' } }] },
-  { text: 'Review blocked.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't2', status: 'blocked', note: 'waiting for design' } }] },
-  { text: 'Publishing stays open.' },
-];
-
-/** The work after the capture, lost locally: a note on t3 and its announcement reached the receiver. */
-export const AFTER_CAPTURE: readonly Step[] = [
-  { text: 'Starting the post.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', note: 'draft started' } }] },
-  { text: 'Announcing the draft.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'post draft ready' } }] },
-  { text: 'More later.' },
-];
-
-/** The continuation in the new root: the same announcement again (a duplicate the journal must catch), a new one, t3 done. */
-export const CONTINUE: readonly Step[] = [
-  { text: 'Looking.', tool_calls: [{ name: 'todo.list', arguments: {} }] },
-  { text: 'Announcing the draft.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'post draft ready' } }] },
-  { text: 'Publishing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'post published' } }] },
-  { text: 'Done.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', status: 'done', note: 'published' } }] },
-  { text: 'The Goal is finished.' },
-];
+/** The work before the capture, after it (lost locally), and the continuation in the new root: the drill's scripts. */
+export { AFTER_CAPTURE, BEFORE, CONTINUE };
 
 export interface Source {
   readonly dir: string;
