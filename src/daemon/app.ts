@@ -7,37 +7,21 @@
  * every API call needs the token). Errors become responses in one place (errors.ts).
  */
 import fastifyStatic from '@fastify/static';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join, resolve } from 'node:path';
-import type { Readable } from 'node:stream';
-import { sha256Hex, isLoopxError, usageError, type LoopxError, LOOPX_VERSION } from '../core/index.js';
-import {
-  addTodo,
-  ENVELOPE_MAX_BYTES,
-  goalDetail,
-  operatorOperationId,
-  TODO_STATUSES,
-  todoView,
-  transitionGoal,
-  updateTodo,
-  withGoalWriter,
-  isAdmissionClosed,
-  LAYOUT,
-  listWorkspace,
-  ownerDescriptions,
-  runSummary,
-  showWorkspaceGoal,
-  withRootEngine,
-  withRootOwners,
-  type Engine,
-} from '../runtime/index.js';
-import { DEFAULT_TIMEOUTS, requestBody, type DaemonTimeouts } from './body.js';
+import { type LoopxError, LOOPX_VERSION } from '../core/index.js';
+import { isAdmissionClosed, LAYOUT, ownerDescriptions, withRootEngine, type Engine } from '../runtime/index.js';
+import { DEFAULT_TIMEOUTS, type DaemonTimeouts } from './body.js';
 import { IdempotencyKeys } from './idempotency.js';
 import { AdoptionService } from './adoptions.js';
-import { BackupService, type Job, type UploadPart } from './backups.js';
-import { bodyNotOctetStream, bodyTooLarge, daemonInternal, fieldInvalid, handleError, routeNotFound } from './errors.js';
+import { BackupService } from './backups.js';
+import { handleError, routeNotFound } from './errors.js';
+import { registerAuditRoutes, registerBackupRoutes, registerRecoveryRoutes } from './routes/backups.js';
+import { registerGoalRoutes } from './routes/goals.js';
+import { registerRunRoutes } from './routes/runs.js';
+import { PUBLIC, READ_METHODS, streams, WRITE, type RouteConfig, type Routes } from './routing.js';
 import { LoginTokens, allowedHosts, allowedOrigins, daemonError, isPublicRequest, sameSecret, type RouteAccess } from './security.js';
 
 export interface AppOptions {
@@ -64,49 +48,6 @@ export interface DaemonApp {
   readonly app: FastifyInstance;
   readonly backups: BackupService;
   readonly adoptions: AdoptionService;
-}
-
-/** What a route's definition says about it (`config`): the guards and the idempotency hooks read it. */
-interface RouteConfig extends RouteAccess {
-  /** State-changing: takes an `Idempotency-Key` (idempotency.ts). Every such route must say so. */
-  readonly idempotent?: boolean;
-}
-/** The one marking that lets a route be served without the bearer token (security.ts). */
-const PUBLIC: RouteConfig = { public: true };
-/** A state-changing route: a retry with the same Idempotency-Key gets the original outcome. */
-const WRITE: RouteConfig = { idempotent: true };
-const READ_METHODS = new Set(['GET', 'HEAD']);
-
-const goalView = (g: { goal_id: string; goal_instance_id: string; title: string; lifecycle: string; docs: readonly { name: string; sha256: string; bytes: number }[] }) => ({
-  goal_id: g.goal_id,
-  goal_instance_id: g.goal_instance_id,
-  title: g.title,
-  lifecycle: g.lifecycle,
-  docs: g.docs.map((d) => ({ name: d.name, sha256: d.sha256, bytes: d.bytes })),
-});
-
-/** Open event streams; the daemon ends them all when it shuts down (drain). */
-const streams = new WeakMap<FastifyInstance, Set<AbortController>>();
-
-/** Server-sent events on a hijacked reply; returns a writer and a signal that fires when the client goes or the daemon stops. */
-function sse(req: FastifyRequest, reply: FastifyReply): { send(event: string, data: unknown, id?: number): void; end(): void; signal: AbortSignal } {
-  const abort = new AbortController();
-  const open = streams.get(req.server);
-  open?.add(abort);
-  abort.signal.addEventListener('abort', () => open?.delete(abort), { once: true });
-  reply.hijack();
-  reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-content-type-options': 'nosniff' });
-  req.raw.on('close', () => abort.abort());
-  return {
-    send(event, data, id) {
-      if (!reply.raw.writableEnded) reply.raw.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    },
-    end() {
-      open?.delete(abort);
-      if (!reply.raw.writableEnded) reply.raw.end();
-    },
-    signal: abort.signal,
-  };
 }
 
 /** The Fastify instance: logging that never carries a token, body, query value or path, and Node's own time limits. */
@@ -214,17 +155,6 @@ function installHooks(app: FastifyInstance, o: AppOptions, timeouts: DaemonTimeo
   installGuards(app, o);
 }
 
-/** What the route registrations share. */
-interface Routes {
-  readonly app: FastifyInstance;
-  readonly o: AppOptions;
-  readonly root: string;
-  readonly timeouts: DaemonTimeouts;
-  readonly backups: BackupService;
-  readonly adoptions: AdoptionService;
-  readonly withEngine: <T>(fn: (engine: Engine) => Promise<T> | T, readOnly?: boolean) => Promise<T>;
-}
-
 /** The login exchange, another login address, health and the owner legend. */
 function registerSessionRoutes({ app, o, root, withEngine }: Routes): void {
   app.post<{ Body: { login_token?: unknown } }>('/api/session', { config: PUBLIC }, async (req) => {
@@ -241,222 +171,6 @@ function registerSessionRoutes({ app, o, root, withEngine }: Routes): void {
 
   // The owners of a root, as the OWNERS table describes them (the UI's owner legend).
   app.get('/api/owners', async () => ({ owners: ownerDescriptions() }));
-}
-
-/** Runs: list, show, follow events, suspend, resume, export and import a snapshot. */
-function registerRunRoutes({ app, timeouts, withEngine }: Routes): void {
-  app.get('/api/runs', async () => {
-    const runs = await withEngine((e) => e.list(), true);
-    return { runs: runs.map((r) => ({ ...runSummary(r), definition: r.definition, turn_limit: r.turn_limit })) };
-  });
-  app.get<{ Params: { id: string } }>('/api/runs/:id', async (req) => withEngine((e) => e.show(req.params.id), true));
-  app.get<{ Params: { id: string }; Querystring: { after?: string } }>('/api/runs/:id/events', async (req, reply) => {
-    const header = req.headers['last-event-id'];
-    const raw = typeof header === 'string' ? header : (req.query.after ?? '0');
-    if (!/^\d{1,15}$/.test(raw)) throw usageError('daemon_cursor_invalid', 'The event cursor must be a sequence number.');
-    await withEngine((e) => e.show(req.params.id), true); // 404 before the stream opens
-    const out = sse(req, reply);
-    try {
-      await withEngine(async (engine) => {
-        for await (const ev of engine.events(req.params.id, { after: Number(raw), follow: 'while-active', signal: out.signal })) {
-          out.send(ev.type, { run_id: ev.runId, sequence: ev.sequence, type: ev.type, at: ev.at, data: ev.data }, ev.sequence);
-        }
-      }, true);
-    } catch (e) {
-      // The typed refusal as the error body carries it (code, message, next action, details).
-      if (!out.signal.aborted) out.send('error', (isLoopxError(e) ? e : daemonInternal()).toJSON());
-    } finally {
-      out.end();
-    }
-  });
-  app.post<{ Params: { id: string } }>('/api/runs/:id/suspend', { config: WRITE }, async (req) => runSummary(await withEngine((e) => e.suspend(req.params.id))));
-  app.post<{ Params: { id: string }; Body: { turns?: unknown } | undefined }>('/api/runs/:id/resume', { config: WRITE }, async (req) => {
-    const turns = req.body?.turns;
-    if (turns !== undefined && (typeof turns !== 'number' || !Number.isSafeInteger(turns) || turns < 1))
-      throw usageError('daemon_turns_invalid', 'turns must be a positive integer.');
-    return runSummary(await withEngine((e) => e.resume(req.params.id, turns !== undefined ? { turns } : {})));
-  });
-  app.post<{ Params: { id: string } }>('/api/runs/:id/export', { config: WRITE }, async (req, reply) => {
-    const signed = await withEngine((e) => e.exportEnvelope(req.params.id));
-    return reply
-      .type('application/octet-stream')
-      .header('x-loopx-sha256', sha256Hex(signed.bytes))
-      .header('content-disposition', `attachment; filename="${signed.state.runId.replace(/[^A-Za-z0-9._-]/g, '_')}.snapshot"`)
-      .send(Buffer.from(signed.bytes));
-  });
-  app.post('/api/runs/import', { config: WRITE }, async (req) => {
-    const max = ENVELOPE_MAX_BYTES;
-    const parts: Buffer[] = [];
-    let size = 0;
-    if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw bodyNotOctetStream('snapshot');
-    for await (const c of requestBody(req.raw, req.body as Readable, timeouts.bodyIdleMs)) {
-      size += c.length;
-      if (size > max) throw bodyTooLarge('snapshot');
-      parts.push(c);
-    }
-    const view = await withEngine((e) => e.importSnapshot(new Uint8Array(Buffer.concat(parts))));
-    return runSummary(view);
-  });
-}
-
-/** A JSON body's string field: absent (when `optional`), or a non-empty string; anything else is `daemon_field_invalid`. */
-function bodyText(v: unknown, field: string, optional = false): string | undefined {
-  if (v === undefined && optional) return undefined;
-  if (typeof v !== 'string' || v.length === 0) throw fieldInvalid(`${field} must be a non-empty string.`);
-  return v;
-}
-
-/** Goals and Todos: read, and the operator's writes through the same runtime calls as `loopx todo` and `loopx goal`. */
-function registerGoalRoutes({ app, root, o }: Routes): void {
-  const access = { root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) };
-  const opId = (req: FastifyRequest) => {
-    const key = req.headers['idempotency-key'];
-    return typeof key === 'string' && key.length > 0 ? `ui:${sha256Hex(key).slice(0, 32)}` : operatorOperationId('ui');
-  };
-  app.post<{ Params: { id: string }; Body: { title?: unknown; text?: unknown } | undefined }>('/api/goals/:id/todos', { config: WRITE }, async (req, reply) => {
-    const input = { operation_id: opId(req), title: bodyText(req.body?.title, 'title')!, ...(req.body?.text !== undefined ? { text: bodyText(req.body.text, 'text')! } : {}) };
-    const r = await withGoalWriter(access, (guard) => addTodo(root, req.params.id, input, guard));
-    return reply.code(201).send({ result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) });
-  });
-  app.post<{ Params: { id: string; todo: string }; Body: { status?: unknown; note?: unknown } | undefined }>('/api/goals/:id/todos/:todo', { config: WRITE }, async (req) => {
-    const status = bodyText(req.body?.status, 'status', true);
-    const note = bodyText(req.body?.note, 'note', true);
-    if (status !== undefined && !(TODO_STATUSES as readonly string[]).includes(status)) throw fieldInvalid(`status is one of ${TODO_STATUSES.join(', ')}.`);
-    if (status === undefined && note === undefined) throw fieldInvalid('send status and/or note.');
-    const input = {
-      operation_id: opId(req),
-      todo_id: req.params.todo,
-      lease_owner: 'operator:ui',
-      ...(status !== undefined ? { status: status as (typeof TODO_STATUSES)[number] } : {}),
-      ...(note !== undefined ? { note } : {}),
-    };
-    const r = await withGoalWriter(access, (guard) => updateTodo(root, req.params.id, input, guard));
-    return { result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) };
-  });
-  for (const verb of ['pause', 'resume', 'retire'] as const) {
-    app.post<{ Params: { id: string } }>(`/api/goals/:id/${verb}`, { config: WRITE }, async (req) =>
-      goalView(await withGoalWriter(access, () => transitionGoal(root, req.params.id, verb))),
-    );
-  }
-  app.get('/api/goals', async () => ({ goals: (await withRootOwners(root, (ow) => ow.goals.list())).map(goalView) }));
-  app.get<{ Params: { id: string } }>('/api/goals/:id', async (req) =>
-    withRootOwners(root, async (ow) => {
-      const d = await goalDetail(ow, root, req.params.id, { todos: true });
-      return {
-        ...goalView(d.record),
-        // A lifetime a recovery minted: the lineage it continues and the lifetime it superseded (null: the lineage's first).
-        lineage: d.record.lineage ?? null,
-        counts: d.counts,
-        committed_transactions: d.committed_transactions,
-        handoff_mode: d.handoff_mode,
-        todos: d.todos,
-      };
-    }),
-  );
-}
-
-/** A backup job's progress and result as server-sent events, until it ends or the client goes. */
-async function streamJob(req: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply, backups: BackupService): Promise<void> {
-  const { job, events } = backups.job(req.params.id);
-  const out = sse(req, reply);
-  if (job.progress) out.send('progress', job.progress);
-  if (job.state !== 'running') {
-    out.send('result', job);
-    out.end();
-    return;
-  }
-  await new Promise<void>((resolveDone) => {
-    const progress = (p: unknown) => out.send('progress', p);
-    const result = (j: Job) => {
-      out.send('result', j);
-      finish();
-    };
-    const finish = () => {
-      events.off('progress', progress);
-      events.off('result', result);
-      out.end();
-      resolveDone();
-    };
-    events.on('progress', progress);
-    events.once('result', result);
-    out.signal.addEventListener('abort', finish, { once: true });
-  });
-}
-
-/** Backups: the root's backups, uploads, verify jobs and their events. */
-function registerBackupRoutes({ app, timeouts, backups }: Routes): void {
-  app.get('/api/backups', async () => ({ backups: backups.listRootBackups() }));
-  app.post<{ Params: { id: string } }>('/api/backups/:id/verify', { config: WRITE }, async (req, reply) =>
-    reply.code(202).send({ job_id: backups.startRootBackupVerify(req.params.id).job_id }),
-  );
-  app.post('/api/backups/uploads', { config: WRITE }, async (_req, reply) => reply.code(201).send({ upload_id: backups.createUpload() }));
-  app.get('/api/backups/uploads', async () => ({ uploads: backups.listUploads() }));
-  app.delete<{ Params: { id: string } }>('/api/backups/uploads/:id', { config: WRITE }, async (req, reply) => {
-    backups.discardUpload(req.params.id);
-    return reply.code(204).send();
-  });
-  app.put<{ Params: { id: string; part: string } }>('/api/backups/uploads/:id/:part', { config: WRITE }, async (req) => {
-    const part = req.params.part;
-    if (part !== 'archive' && part !== 'manifest') throw routeNotFound();
-    if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw bodyNotOctetStream(part);
-    const declared = req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : undefined;
-    const body = req.body as Readable;
-    return backups.receive(req.params.id, part as UploadPart, body, requestBody(req.raw, body, timeouts.bodyIdleMs), Number.isFinite(declared) ? declared : undefined);
-  });
-  app.post<{ Params: { id: string } }>('/api/backups/uploads/:id/verify', { config: WRITE }, async (req, reply) =>
-    reply.code(202).send({ job_id: backups.startVerify(req.params.id).job_id }),
-  );
-  app.get<{ Params: { id: string } }>('/api/backups/jobs/:id', async (req) => backups.job(req.params.id).job);
-  app.get<{ Params: { id: string } }>('/api/backups/jobs/:id/events', async (req, reply) => streamJob(req, reply, backups));
-}
-
-/** Audits and their recovery workspaces. */
-function registerAuditRoutes({ app, backups }: Routes): void {
-  app.get('/api/audits', async () => ({ audits: backups.listAudits() }));
-  app.get<{ Params: { id: string } }>('/api/audits/:id', async (req) => backups.summary(req.params.id));
-  app.get<{ Params: { id: string } }>('/api/audits/:id/raw', async (req, reply) => {
-    const { bytes } = backups.audit(req.params.id);
-    const digest = sha256Hex(bytes);
-    return reply.type('application/json').header('x-loopx-sha256', digest).header('etag', `"${digest}"`).send(bytes);
-  });
-  // An audit's recovery workspace read back through the owners' historical readers: read only, inert.
-  app.get<{ Params: { id: string } }>('/api/audits/:id/workspace', async (req) => listWorkspace(backups.destination(req.params.id)));
-  app.get<{ Params: { id: string; goal: string } }>('/api/audits/:id/workspace/goals/:goal', async (req) => {
-    // Over HTTP the listing is a route, never the destination's path.
-    return showWorkspaceGoal(backups.destination(req.params.id), req.params.goal, { listAction: `GET /api/audits/${req.params.id}/workspace` });
-  });
-}
-
-/** Recoveries: one Goal of an audit recovered into a new root beside this one (adoptions.ts). */
-function registerRecoveryRoutes({ app, adoptions, backups }: Routes): void {
-  const text = (v: unknown, field: string) => bodyText(v, field, true);
-  app.get('/api/recoveries', async () => ({ recoveries: await adoptions.list() }));
-  app.get<{ Params: { id: string }; Querystring: { goal?: string } }>('/api/audits/:id/recoveries/proposal', async (req) => ({
-    destination_name: adoptions.proposeName(text(req.query.goal, 'goal') ?? 'goal'),
-  }));
-  app.post<{ Params: { id: string }; Body: { goal_id?: unknown; destination_name?: unknown } | undefined }>('/api/audits/:id/recoveries', { config: WRITE }, async (req, reply) => {
-    const goal = text(req.body?.goal_id, 'goal_id');
-    if (goal === undefined) throw fieldInvalid('goal_id must be a non-empty string.');
-    return reply.code(201).send(adoptions.plan(req.params.id, goal, text(req.body?.destination_name, 'destination_name')));
-  });
-  app.get<{ Params: { id: string } }>('/api/recoveries/:id', async (req) => adoptions.show(req.params.id));
-  app.delete<{ Params: { id: string }; Body: { confirm?: unknown } | undefined }>('/api/audits/:id', { config: WRITE }, async (req, reply) => {
-    const confirm = text(req.body?.confirm, 'confirm');
-    if (confirm === undefined) throw fieldInvalid('confirm must be the audit’s recovery id.');
-    backups.deleteAudit(req.params.id, confirm, await adoptions.usesAudit(req.params.id));
-    return reply.code(204).send();
-  });
-  app.post<{ Params: { id: string }; Body: { confirm?: unknown } | undefined }>('/api/recoveries/:id/apply', { config: WRITE }, async (req, reply) => {
-    const confirm = text(req.body?.confirm, 'confirm');
-    if (confirm === undefined) throw fieldInvalid('confirm must be the plan digest.');
-    return reply.code(202).send(await adoptions.apply(req.params.id, confirm));
-  });
-  app.post<{ Params: { id: string; hold: string }; Body: { outcome?: unknown } | undefined }>('/api/recoveries/:id/holds/:hold/resolve', { config: WRITE }, async (req) => {
-    const outcome = text(req.body?.outcome, 'outcome');
-    if (outcome !== undefined && outcome !== 'committed' && outcome !== 'absent') throw fieldInvalid('outcome is committed or absent.');
-    return adoptions.resolve(req.params.id, req.params.hold, outcome);
-  });
-  app.post<{ Params: { id: string } }>('/api/recoveries/:id/abort', { config: WRITE }, async (req) => adoptions.abort(req.params.id));
 }
 
 /** The built UI's files, when it was built. */

@@ -1,0 +1,113 @@
+/** The daemon's backup, audit and recovery routes (the services in backups.ts and adoptions.ts do the work). */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Readable } from 'node:stream';
+import { sha256Hex } from '../../core/index.js';
+import { listWorkspace, showWorkspaceGoal } from '../../runtime/index.js';
+import type { BackupService, Job, UploadPart } from '../backups.js';
+import { requestBody } from '../body.js';
+import { bodyNotOctetStream, fieldInvalid, routeNotFound } from '../errors.js';
+import { bodyText, sse, WRITE, type Routes } from '../routing.js';
+
+/** A backup job's progress and result as server-sent events, until it ends or the client goes. */
+async function streamJob(req: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply, backups: BackupService): Promise<void> {
+  const { job, events } = backups.job(req.params.id);
+  const out = sse(req, reply);
+  if (job.progress) out.send('progress', job.progress);
+  if (job.state !== 'running') {
+    out.send('result', job);
+    out.end();
+    return;
+  }
+  await new Promise<void>((resolveDone) => {
+    const progress = (p: unknown) => out.send('progress', p);
+    const result = (j: Job) => {
+      out.send('result', j);
+      finish();
+    };
+    const finish = () => {
+      events.off('progress', progress);
+      events.off('result', result);
+      out.end();
+      resolveDone();
+    };
+    events.on('progress', progress);
+    events.once('result', result);
+    out.signal.addEventListener('abort', finish, { once: true });
+  });
+}
+
+/** Backups: the root's backups, uploads, verify jobs and their events. */
+export function registerBackupRoutes({ app, timeouts, backups }: Routes): void {
+  app.get('/api/backups', async () => ({ backups: backups.listRootBackups() }));
+  app.post<{ Params: { id: string } }>('/api/backups/:id/verify', { config: WRITE }, async (req, reply) =>
+    reply.code(202).send({ job_id: backups.startRootBackupVerify(req.params.id).job_id }),
+  );
+  app.post('/api/backups/uploads', { config: WRITE }, async (_req, reply) => reply.code(201).send({ upload_id: backups.createUpload() }));
+  app.get('/api/backups/uploads', async () => ({ uploads: backups.listUploads() }));
+  app.delete<{ Params: { id: string } }>('/api/backups/uploads/:id', { config: WRITE }, async (req, reply) => {
+    backups.discardUpload(req.params.id);
+    return reply.code(204).send();
+  });
+  app.put<{ Params: { id: string; part: string } }>('/api/backups/uploads/:id/:part', { config: WRITE }, async (req) => {
+    const part = req.params.part;
+    if (part !== 'archive' && part !== 'manifest') throw routeNotFound();
+    if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw bodyNotOctetStream(part);
+    const declared = req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : undefined;
+    const body = req.body as Readable;
+    return backups.receive(req.params.id, part as UploadPart, body, requestBody(req.raw, body, timeouts.bodyIdleMs), Number.isFinite(declared) ? declared : undefined);
+  });
+  app.post<{ Params: { id: string } }>('/api/backups/uploads/:id/verify', { config: WRITE }, async (req, reply) =>
+    reply.code(202).send({ job_id: backups.startVerify(req.params.id).job_id }),
+  );
+  app.get<{ Params: { id: string } }>('/api/backups/jobs/:id', async (req) => backups.job(req.params.id).job);
+  app.get<{ Params: { id: string } }>('/api/backups/jobs/:id/events', async (req, reply) => streamJob(req, reply, backups));
+}
+
+/** Audits and their recovery workspaces. */
+export function registerAuditRoutes({ app, backups }: Routes): void {
+  app.get('/api/audits', async () => ({ audits: backups.listAudits() }));
+  app.get<{ Params: { id: string } }>('/api/audits/:id', async (req) => backups.summary(req.params.id));
+  app.get<{ Params: { id: string } }>('/api/audits/:id/raw', async (req, reply) => {
+    const { bytes } = backups.audit(req.params.id);
+    const digest = sha256Hex(bytes);
+    return reply.type('application/json').header('x-loopx-sha256', digest).header('etag', `"${digest}"`).send(bytes);
+  });
+  // An audit's recovery workspace read back through the owners' historical readers: read only, inert.
+  app.get<{ Params: { id: string } }>('/api/audits/:id/workspace', async (req) => listWorkspace(backups.destination(req.params.id)));
+  app.get<{ Params: { id: string; goal: string } }>('/api/audits/:id/workspace/goals/:goal', async (req) => {
+    // Over HTTP the listing is a route, never the destination's path.
+    return showWorkspaceGoal(backups.destination(req.params.id), req.params.goal, { listAction: `GET /api/audits/${req.params.id}/workspace` });
+  });
+}
+
+/** Recoveries: one Goal of an audit recovered into a new root beside this one (adoptions.ts). */
+export function registerRecoveryRoutes({ app, adoptions, backups }: Routes): void {
+  const text = (v: unknown, field: string) => bodyText(v, field, true);
+  app.get('/api/recoveries', async () => ({ recoveries: await adoptions.list() }));
+  app.get<{ Params: { id: string }; Querystring: { goal?: string } }>('/api/audits/:id/recoveries/proposal', async (req) => ({
+    destination_name: adoptions.proposeName(text(req.query.goal, 'goal') ?? 'goal'),
+  }));
+  app.post<{ Params: { id: string }; Body: { goal_id?: unknown; destination_name?: unknown } | undefined }>('/api/audits/:id/recoveries', { config: WRITE }, async (req, reply) => {
+    const goal = text(req.body?.goal_id, 'goal_id');
+    if (goal === undefined) throw fieldInvalid('goal_id must be a non-empty string.');
+    return reply.code(201).send(adoptions.plan(req.params.id, goal, text(req.body?.destination_name, 'destination_name')));
+  });
+  app.get<{ Params: { id: string } }>('/api/recoveries/:id', async (req) => adoptions.show(req.params.id));
+  app.delete<{ Params: { id: string }; Body: { confirm?: unknown } | undefined }>('/api/audits/:id', { config: WRITE }, async (req, reply) => {
+    const confirm = text(req.body?.confirm, 'confirm');
+    if (confirm === undefined) throw fieldInvalid('confirm must be the audit’s recovery id.');
+    backups.deleteAudit(req.params.id, confirm, await adoptions.usesAudit(req.params.id));
+    return reply.code(204).send();
+  });
+  app.post<{ Params: { id: string }; Body: { confirm?: unknown } | undefined }>('/api/recoveries/:id/apply', { config: WRITE }, async (req, reply) => {
+    const confirm = text(req.body?.confirm, 'confirm');
+    if (confirm === undefined) throw fieldInvalid('confirm must be the plan digest.');
+    return reply.code(202).send(await adoptions.apply(req.params.id, confirm));
+  });
+  app.post<{ Params: { id: string; hold: string }; Body: { outcome?: unknown } | undefined }>('/api/recoveries/:id/holds/:hold/resolve', { config: WRITE }, async (req) => {
+    const outcome = text(req.body?.outcome, 'outcome');
+    if (outcome !== undefined && outcome !== 'committed' && outcome !== 'absent') throw fieldInvalid('outcome is committed or absent.');
+    return adoptions.resolve(req.params.id, req.params.hold, outcome);
+  });
+  app.post<{ Params: { id: string } }>('/api/recoveries/:id/abort', { config: WRITE }, async (req) => adoptions.abort(req.params.id));
+}
