@@ -239,4 +239,27 @@ export class AdoptionService {
   async close(): Promise<void> {
     await Promise.all([...this.running.values()]);
   }
+
+  /**
+   * The new root a recovery of this daemon made, by its directory name, once its adoption has
+   * changed it: the daemon serves that root's Goals and runs too (`?root=<name>`), so the operator
+   * sees the recovered Goal continue in the same place. Any other name is unknown here.
+   */
+  async recoveredRoot(name: string): Promise<string> {
+    const found = (await this.recoveredRoots()).find((x) => x.name === name);
+    if (found) return this.destinationOf(name);
+    if (!NAME.test(name)) throw badName();
+    throw notFound('daemon_root_unknown', `No recovery of this daemon made a root named ${name}.`, { nextAction: 'list the roots it made: GET /api/roots' });
+  }
+
+  /** The roots this daemon's recoveries made and changed (applying, held or complete), newest first. */
+  async recoveredRoots(): Promise<{ name: string; recovery_id: string; goal_id: string; state: string }[]> {
+    const out: { name: string; recovery_id: string; goal_id: string; state: string }[] = [];
+    for (const v of await this.list()) {
+      const state = v.status.state;
+      if (state === 'complete' || state === 'reconciliation_held' || state === 'applying')
+        out.push({ name: v.destination_name, recovery_id: v.recovery_id, goal_id: v.goal_id, state });
+    }
+    return out;
+  }
 }

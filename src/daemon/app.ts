@@ -11,13 +11,14 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join, resolve } from 'node:path';
-import { type LoopxError, LOOPX_VERSION } from '../core/index.js';
+import { type LoopxError, LOOPX_VERSION, PACKAGE_ROOT } from '../core/index.js';
 import { isAdmissionClosed, LAYOUT, ownerDescriptions, withRootEngine, type Engine } from '../runtime/index.js';
 import { DEFAULT_TIMEOUTS, type DaemonTimeouts } from './body.js';
 import { IdempotencyKeys } from './idempotency.js';
 import { AdoptionService } from './adoptions.js';
 import { BackupService } from './backups.js';
 import { handleError, routeNotFound } from './errors.js';
+import { WorkRunDrives } from './work-runs.js';
 import { registerAuditRoutes, registerBackupRoutes, registerRecoveryRoutes } from './routes/backups.js';
 import { registerGoalRoutes } from './routes/goals.js';
 import { registerRunRoutes } from './routes/runs.js';
@@ -34,6 +35,8 @@ export interface AppOptions {
   readonly loginTokens: LoginTokens;
   /** The port the daemon listens on (Host and Origin must name it). */
   readonly port: () => number;
+  /** The directory of the Goal work agents the UI offers (default: the package's examples/agents). */
+  readonly agentsDir?: string;
   /** The built UI (index.html and assets); not served when absent. */
   readonly uiDir?: string;
   /** pino options, or false for no logging (tests). */
@@ -48,6 +51,7 @@ export interface DaemonApp {
   readonly app: FastifyInstance;
   readonly backups: BackupService;
   readonly adoptions: AdoptionService;
+  readonly drives: WorkRunDrives;
 }
 
 /** The Fastify instance: logging that never carries a token, body, query value or path, and Node's own time limits. */
@@ -195,7 +199,8 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   const access = { root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) };
   const withEngine = <T>(fn: (engine: Engine) => Promise<T> | T, readOnly = false): Promise<T> => withRootEngine(access, fn, { readOnly });
   const adoptions = new AdoptionService(root, o.authorityDir, backups);
-  const routes: Routes = { app, o, root, timeouts, backups, adoptions, withEngine };
+  const drives = new WorkRunDrives(o.agentsDir ?? join(PACKAGE_ROOT ?? '.', 'examples', 'agents'), (msg, fields) => app.log.warn(fields, msg));
+  const routes: Routes = { app, o, root, timeouts, backups, adoptions, drives, withEngine };
   registerSessionRoutes(routes);
   registerRunRoutes(routes);
   registerGoalRoutes(routes);
@@ -207,5 +212,5 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   });
 
   await serveUi(app, o.uiDir);
-  return { app, backups, adoptions };
+  return { app, backups, adoptions, drives };
 }

@@ -9,6 +9,7 @@ import type { AdoptionService } from './adoptions.js';
 import type { AppOptions } from './app.js';
 import type { BackupService } from './backups.js';
 import type { DaemonTimeouts } from './body.js';
+import type { WorkRunDrives } from './work-runs.js';
 import { fieldInvalid } from './errors.js';
 import type { RouteAccess } from './security.js';
 
@@ -55,6 +56,7 @@ export interface Routes {
   readonly timeouts: DaemonTimeouts;
   readonly backups: BackupService;
   readonly adoptions: AdoptionService;
+  readonly drives: WorkRunDrives;
   readonly withEngine: <T>(fn: (engine: Engine) => Promise<T> | T, readOnly?: boolean) => Promise<T>;
 }
 
@@ -63,4 +65,15 @@ export function bodyText(v: unknown, field: string, optional = false): string | 
   if (v === undefined && optional) return undefined;
   if (typeof v !== 'string' || v.length === 0) throw fieldInvalid(`${field} must be a non-empty string.`);
   return v;
+}
+
+/** The query a route that serves more than one root takes: `root`, the name of a root one of the daemon's recoveries made. */
+export interface PlaceQuery {
+  readonly root?: string;
+}
+
+/** The root a request addresses: the daemon's own, or with `?root=<name>` a root one of its recoveries made (never a path). */
+export async function placeOf(r: Pick<Routes, 'root' | 'adoptions'>, req: FastifyRequest<{ Querystring: PlaceQuery }>): Promise<string> {
+  const name = req.query.root;
+  return name === undefined || name === '' ? r.root : r.adoptions.recoveredRoot(name);
 }

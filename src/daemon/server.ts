@@ -156,6 +156,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
         try {
           await d.backups.close();
           await d.adoptions.close();
+          await d.drives.close();
           await d.app.close();
         } finally {
           rmSync(join(root, 'daemon', 'token'), { force: true });

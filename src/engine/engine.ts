@@ -66,7 +66,10 @@ export interface EngineOptions {
 }
 
 /** A read-only engine's options: no authority, so no command (`run list|show|events`). */
-export type ReadOnlyEngineOptions = Omit<EngineOptions, 'authority'>;
+export type ReadOnlyEngineOptions = Omit<EngineOptions, 'authority'> & {
+  /** Whether a live driver (any process) holds a run's lock now — the run authority's probe; without it reads report no live driver. */
+  readonly isDriven?: (runId: string) => boolean;
+};
 
 /** The parts that change runs: present exactly when the engine has an authority. */
 interface Writer {
@@ -103,8 +106,8 @@ export class Engine {
     this.#goalTurns = new GoalTurnAccess(options.root !== undefined ? { root: options.root, ...('authority' in options ? { guard: options.authority } : {}) } : {});
     const store = () => this.store;
     if ('readOnly' in options) {
-      // Without the authority its run locks are invisible here: reads report no live driver.
-      this.#reads = new RunReads({ store, effects: this.#effects, isDriven: () => false });
+      // Without the authority's probe its run locks are invisible here: reads report no live driver.
+      this.#reads = new RunReads({ store, effects: this.#effects, isDriven: options.isDriven ?? (() => false) });
       this.#writer = undefined;
       return;
     }
@@ -271,8 +274,15 @@ export function openEngine(options: EngineOptions): Engine {
 
 /** An engine for reads only (`run list|show|events`, the daemon's read routes): no authority, every command refused. */
 export function openReadOnlyEngine(options: ReadOnlyEngineOptions): Engine {
-  const { application, root, store, effects } = options;
-  return new Engine({ application, ...(root !== undefined ? { root } : {}), ...(store ? { store } : {}), ...(effects ? { effects } : {}), readOnly: true });
+  const { application, root, store, effects, isDriven } = options;
+  return new Engine({
+    application,
+    ...(root !== undefined ? { root } : {}),
+    ...(store ? { store } : {}),
+    ...(effects ? { effects } : {}),
+    ...(isDriven ? { isDriven } : {}),
+    readOnly: true,
+  });
 }
 
 /** The short public shape of a run (`loopx run start|resume|… --json`, the daemon's run routes). */

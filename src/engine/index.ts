@@ -46,5 +46,5 @@ export type { RunStore, RunHead, MutationRecord, MutationState } from './run-sto
 export { memoryRunStore } from './run-store/memory.js';
 export { openSqliteRunStore } from './run-store/sqlite.js';
 export { goalWorkToolPlan, goalWorkFenceOperation, GOAL_WORK_TOOL_PLAN, EFFECTS_NAMESPACE, type LifetimeGuard } from './goal-tools.js';
-export { operationIdOf } from './mutations.js';
+export { callOfOperation, operationIdOf } from './mutations.js';
 export { readHistoricalRuns, type HistoricalRun } from './run-store/historical.js';

@@ -44,6 +44,11 @@ export interface UncertainEffect {
 
 /** Owner-safe operation id for an engine call id (`run/t1/k0` → `run:t1:k0`). */
 export const operationIdOf = (callId: string): string => callId.replaceAll('/', ':');
+/** The run and tool call an effect's operation id names (`operationIdOf` read back), or null for an effect no run call made. */
+export function callOfOperation(operationId: string): { readonly run_id: string; readonly call_id: string } | null {
+  const m = /^([A-Za-z0-9_-]+):(t\d+):(k\d+)$/.exec(operationId);
+  return m ? { run_id: m[1]!, call_id: `${m[1]}/${m[2]}/${m[3]}` } : null;
+}
 const idempotencyKeyOf = (operationId: string): string => `idem:${operationId}`;
 
 /** The root's effect journal, opened on first use: for a write (creating effects.db), or for a read (only if it exists). */

@@ -17,8 +17,10 @@
  * caller's `withRootEngine`, it rides on that ticket).
  */
 import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { rejected } from '../core/index.js';
-import { EFFECTS_NAMESPACE, goalWorkFenceOperation, type AgentDefinition, type Engine, type RunView } from '../engine/index.js';
+import { EFFECTS_NAMESPACE, GOAL_WORK_TOOL_PLAN, goalWorkFenceOperation, loadAgentFile, type AgentDefinition, type Engine, type RunView } from '../engine/index.js';
 import { goal as goalOwner, openRootOwners, work as workOwner, type session as sessionOwner } from '../owners/index.js';
 import { goalLifetimeSuperseded } from '../run-authority/index.js';
 import { withAdmission } from './admission.js';
@@ -30,6 +32,10 @@ export interface GoalWorkRunOptions {
   readonly turns?: number;
   readonly webhookUrl?: string;
   readonly input?: string;
+  /** The run id to bind (default: a fresh one); a caller that answers before the run ends names it first (the daemon). */
+  readonly runId?: string;
+  /** Called once every admission check passed and the run is bound, just before its first turn. */
+  readonly onStarting?: (runId: string) => void;
   /** The engine of the root (the CLI's has the run authority). */
   readonly engine: Engine;
 }
@@ -39,6 +45,31 @@ export interface GoalWorkRunResult {
   readonly goal: { readonly goal_id: string; readonly goal_instance_id: string };
   readonly session: { readonly session_id: string; readonly session_generation: number; readonly execution_generation: number };
 }
+
+/** The Goal work agents in a directory (its `*.json` agent files whose tool plan is Goal work; others and unreadable files are left out). */
+export function goalWorkAgents(dir: string): AgentDefinition[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir)
+      .filter((n) => n.endsWith('.json'))
+      .sort();
+  } catch {
+    return [];
+  }
+  const agents: AgentDefinition[] = [];
+  for (const n of names) {
+    try {
+      const a = loadAgentFile(join(dir, n));
+      if (a.toolPlan === GOAL_WORK_TOOL_PLAN) agents.push(a);
+    } catch {
+      // not an agent file: not offered
+    }
+  }
+  return agents;
+}
+
+/** A fresh run id for a Goal work run. */
+export const newRunId = (): string => `run_${randomBytes(10).toString('hex')}`;
 
 /**
  * `loopx work run`: open a session on the active Goal, fence the Goal's work store for it,
@@ -54,7 +85,7 @@ async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunRe
   let bound: sessionOwner.Session;
   let ref: { goal_id: string; goal_instance_id: string };
   let title: string;
-  const runId = `run_${randomBytes(10).toString('hex')}`;
+  const runId = options.runId ?? newRunId();
   try {
     const goal = owners.goals.get(options.goalId);
     if (!goal) throw goalOwner.goalNotFound(options.goalId);
@@ -90,6 +121,7 @@ async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunRe
   } finally {
     owners.close();
   }
+  options.onStarting?.(runId);
   const input = options.input ?? `Work on Goal ${ref.goal_id}: ${title}. Use todo.list to see the open Todos.`;
   const run = await options.engine.start(options.agent, { input, runId, ...(options.turns !== undefined ? { suspendAfterTurns: options.turns } : {}) });
   return {

@@ -75,7 +75,10 @@ export async function goalDetail(owners: RootOwners, root: string, goalId: strin
     const counts: Record<string, number> = { open: 0, done: 0, blocked: 0, deferred: 0 };
     for (const t of todos) counts[t.status] = (counts[t.status] ?? 0) + 1;
     const view = await work.view();
-    return { record, counts, committed_transactions: view.cursor, handoff_mode: view.handoff_mode, ...(options.todos ? { todos } : {}) };
+    // The last committed transaction's time: the Goal's last activity (null: nothing committed yet).
+    const last = view.cursor > 0 ? (await work.history(view.cursor - 1, 1)).transactions[0] : undefined;
+    const last_activity = last?.receipt.committed_at ?? null;
+    return { record, counts, committed_transactions: view.cursor, handoff_mode: view.handoff_mode, last_activity, ...(options.todos ? { todos } : {}) };
   } finally {
     work.close();
   }

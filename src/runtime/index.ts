@@ -20,7 +20,8 @@ export {
   type ClosedAdmission,
   type CloseAdmissionOptions,
 } from './admission.js';
-export { runGoalWork, type GoalWorkRunOptions, type GoalWorkRunResult } from './goal-work.js';
+export { goalWorkAgents, newRunId, runGoalWork, type GoalWorkRunOptions, type GoalWorkRunResult } from './goal-work.js';
+export { goalActivity, goalHistory, goalProgress, HISTORY_PAGE_MAX, type GoalActivity, type GoalProgress, type HistoryPage } from './goal-activity.js';
 export { createGoal, goalDetail, goalView, listGoals, showGoal, transitionGoal, withGoalWork, type GoalDocInput, type GoalTransition } from './goals.js';
 export { addTodo, listTodos, operatorOperationId, TODO_STATUSES, todoView, updateTodo, type AddTodoInput, type UpdateTodoInput } from './todos.js';
 export { listWorkspace, showWorkspaceGoal, type WorkspaceListing, type WorkspaceGoalDetail } from './workspace.js';
@@ -30,7 +31,7 @@ export { seedSample } from './sample.js';
 export { runRecoveryDrill, renderReceipt, DRILL_SCHEMA, DRILL_TARGETS, type DrillMode, type DrillReceipt } from './drill/index.js';
 
 // Passed through as they are.
-export { GOAL_WORK_TOOL_PLAN, loadAgentFile, parseAgentDefinition, runSummary, type Engine, type Resolution, type RunView } from '../engine/index.js';
+export { GOAL_WORK_TOOL_PLAN, loadAgentFile, parseAgentDefinition, runSummary, type AgentDefinition, type Engine, type Resolution, type RunView } from '../engine/index.js';
 export { assertRuntimeRoot, LAYOUT, ownerDescriptions, type RootOwners } from '../owners/index.js';
 export { defaultAuthorityDir, recordNextAction, ROOT_IS_COPY, type LocalRunAuthority } from '../run-authority/index.js';
 export { claimInvalid, decodeEnvelope, ENVELOPE_MAX_BYTES, envelopeOversized, type RunSnapshotState } from '../snapshot/index.js';

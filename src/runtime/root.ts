@@ -66,19 +66,40 @@ export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => P
   return rootEngine(a, fn, options);
 }
 
+/** Whether a live driver holds the run's lock now: probed by taking it (and letting go at once). */
+function drivenNow(authority: LocalRunAuthority, runId: string): boolean {
+  try {
+    const lease = authority.acquireRun(runId);
+    if (!lease) return true;
+    lease.release();
+    return false;
+  } catch {
+    return false; // not a run id the authority knows how to lock: nobody drives it
+  }
+}
+
 /** The engine of the new root a recovery's apply is making (refused to every other command until it is made). */
 export const withDestinationEngine = <T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T): Promise<T> => rootEngine(a, fn, { what: 'recover apply' });
 
 async function rootEngine<T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean; what?: string }): Promise<T> {
   refuseRecoveryWorkspaceRoot(a.root);
   if (options.readOnly) {
+    // The authority, when it exists (never created by a read), only to see whether a run is driven now.
+    let authority: LocalRunAuthority | undefined;
+    try {
+      authority = openRunAuthority({ ...(a.authorityDir !== undefined ? { dir: a.authorityDir } : {}), create: false });
+    } catch {
+      authority = undefined;
+    }
+    const isDriven = authority ? (runId: string) => drivenNow(authority!, runId) : undefined;
     const engine = existsSync(join(a.root, LAYOUT.engineDb))
-      ? openReadOnlyEngine({ root: a.root, application: builtinApplication(a.root) })
+      ? openReadOnlyEngine({ root: a.root, application: builtinApplication(a.root), ...(isDriven ? { isDriven } : {}) })
       : openReadOnlyEngine({ application: builtinApplication(a.root) });
     try {
       return await fn(engine);
     } finally {
       engine.close();
+      await authority?.close();
     }
   }
   // Admitted when the engine first opens the root: a command refused before (an import whose claim
