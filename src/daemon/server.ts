@@ -22,6 +22,8 @@ export interface DaemonOptions {
   readonly authorityDir?: string;
   /** The built UI; default `<package>/dist/ui`. */
   readonly uiDir?: string;
+  /** The Goal work agents the UI offers (`loopx daemon --agents DIR`; default the package's examples/agents). */
+  readonly agentsDir?: string;
   readonly logger?: boolean | Record<string, unknown>;
   /** Header, request and body-pause limits (default DEFAULT_TIMEOUTS). */
   readonly timeouts?: Partial<DaemonTimeouts>;
@@ -128,6 +130,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
       port: () => port,
       ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}),
       uiDir: o.uiDir ?? (PACKAGE_ROOT ? join(PACKAGE_ROOT, 'dist', 'ui') : undefined),
+      ...(o.agentsDir !== undefined ? { agentsDir: o.agentsDir } : {}),
       ...(o.logger !== undefined ? { logger: o.logger } : {}),
       ...(o.timeouts !== undefined ? { timeouts: o.timeouts } : {}),
     });

@@ -3,7 +3,8 @@ import { useEffect, useState, type MouseEvent, type ReactNode } from 'react';
 import { ApiError, asApiError, clearToken, exchangeLoginToken, getJson, getToken, isAbort, onUnauthorized, setToken } from './api';
 import { AuditView } from './AuditView';
 import { BackupPage } from './BackupPage';
-import { GoalDetail, GoalsPage } from './GoalsPage';
+import { GoalDetail } from './GoalDetail';
+import { GoalsPage } from './GoalsPage';
 import { RecoveryView } from './RecoveryView';
 import { ErrorBox, PageHeading, abbreviate } from './components';
 import { ROUTES, useRoute, type Route } from './router';
@@ -150,7 +151,7 @@ function Page({ route }: { route: Route }) {
     case 'goals':
       return <GoalsPage />;
     case 'goal-page':
-      return <GoalDetail key={route.goalId} goalId={route.goalId} />;
+      return <GoalDetail key={`${route.root ?? ''}/${route.goalId}`} goalId={route.goalId} root={route.root ?? null} />;
     case 'runs':
       return <RunsPage />;
     case 'run':

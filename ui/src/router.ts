@@ -1,24 +1,30 @@
-/** Hash routes: #/settings/capability-center/backup, …/backup/audits/<recovery_id>, …/backup/recoveries/<recovery_id>, #/runs, #/runs/<run_id>. */
+/** Hash routes: #/settings/capability-center/backup, …/backup/audits/<recovery_id>, …/backup/recoveries/<recovery_id>, #/goals, #/goals/<goal_id>, #/runs, #/runs/<run_id>; a recovered root's pages under #/roots/<name>/goals/<goal_id> and #/roots/<name>/runs/<run_id>. */
 import { useEffect, useState } from 'react';
+
+const rootPrefix = (root?: string | null) => (root ? `#/roots/${encodeURIComponent(root)}` : '');
 
 export const ROUTES = {
   backup: '#/settings/capability-center/backup',
   audit: (recoveryId: string) => `#/settings/capability-center/backup/audits/${encodeURIComponent(recoveryId)}`,
   recovery: (recoveryId: string) => `#/settings/capability-center/backup/recoveries/${encodeURIComponent(recoveryId)}`,
   goals: '#/goals',
-  goal: (goalId: string) => `#/goals/${encodeURIComponent(goalId)}`,
+  /** A Goal of the daemon's root, or of a root one of its recoveries made (`root`, that root's name). */
+  goal: (goalId: string, root?: string | null) => (root ? `${rootPrefix(root)}/goals/` : '#/goals/') + encodeURIComponent(goalId),
   runs: '#/runs',
-  run: (runId: string) => `#/runs/${encodeURIComponent(runId)}`,
+  run: (runId: string, root?: string | null) => (root ? `${rootPrefix(root)}/runs/` : '#/runs/') + encodeURIComponent(runId),
 } as const;
+
+/** The API query naming the root a page reads (empty for the daemon's own). */
+export const rootQuery = (root?: string | null, sep: '?' | '&' = '?') => (root ? `${sep}root=${encodeURIComponent(root)}` : '');
 
 export type Route =
   | { readonly page: 'backup' }
   | { readonly page: 'audit'; readonly recoveryId: string }
   | { readonly page: 'recovery'; readonly recoveryId: string }
   | { readonly page: 'goals' }
-  | { readonly page: 'goal-page'; readonly goalId: string }
+  | { readonly page: 'goal-page'; readonly goalId: string; readonly root?: string }
   | { readonly page: 'runs' }
-  | { readonly page: 'run'; readonly runId: string }
+  | { readonly page: 'run'; readonly runId: string; readonly root?: string }
   | { readonly page: 'not-found'; readonly hash: string };
 
 export function parseRoute(hash: string): Route {
@@ -35,6 +41,11 @@ export function parseRoute(hash: string): Route {
   }
   const [a, b, c, d, e, ...rest] = parts;
   if (parts.length === 0) return { page: 'backup' };
+  // A root one of the daemon's recoveries made: its Goal and run pages, named by the root's name.
+  if (a === 'roots' && b && d && parts.length === 4) {
+    if (c === 'goals') return { page: 'goal-page', goalId: d, root: b };
+    if (c === 'runs') return { page: 'run', runId: d, root: b };
+  }
   if (a === 'settings') {
     if (parts.length === 1 || (b === 'capability-center' && parts.length === 2)) return { page: 'backup' };
     if (b === 'capability-center' && c === 'backup') {

@@ -23,7 +23,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--port <port>', 'TCP port on 127.0.0.1, 0–65535 (default: a free one)', parsePort)
     .option('--host <address>', 'listen address; only 127.0.0.1 is accepted')
     .option('--seed-sample', 'create the runtime root if needed and, when it has no Goal, a sample Goal worked by a scripted agent')
-    .action(async (o: { port?: number; host?: string; seedSample?: boolean }) => {
+    .option('--agents <dir>', 'the directory of Goal work agent files the Capability Center offers (default: the shipped examples)')
+    .action(async (o: { port?: number; host?: string; seedSample?: boolean; agents?: string }) => {
       const g = globals();
       // Loaded here, not at the top: Fastify and the UI server cost every other command ~20 MiB.
       const { startDaemon } = await import('../../daemon/index.js');
@@ -43,6 +44,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
           ...(o.port !== undefined ? { port: o.port } : {}),
           ...(o.host !== undefined ? { host: o.host } : {}),
           ...(authorityDir !== undefined ? { authorityDir } : {}),
+          ...(o.agents !== undefined ? { agentsDir: resolve(o.agents) } : {}),
           logger: g.json ? false : { level: 'warn' },
         });
         try {

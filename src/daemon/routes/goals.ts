@@ -57,7 +57,23 @@ async function goalSummary(ow: RootOwners, root: string, goalId: string, todos: 
     committed_transactions: d.committed_transactions,
     handoff_mode: d.handoff_mode,
     last_activity: d.last_activity,
-    ...(todos ? { todos: d.todos } : {}),
+    // Each Todo with its lease holder and when that lease expires (null: no live lease).
+    ...(todos ? { todos: (d.todos ?? []).map((t) => ({ ...todoView(t), lease_expires_at: t.lease?.status === 'active' ? t.lease.expires_at : null })) } : {}),
+  };
+}
+
+/** The recovery of this daemon that minted a Goal's lifetime: from which backup, captured when, and what it could not bring back. */
+async function recoveredFrom({ adoptions }: Routes, recoveryId: string | undefined) {
+  if (recoveryId === undefined) return null;
+  const v = await adoptions.show(recoveryId).catch(() => undefined);
+  if (!v) return null; // recovered by the command line, or by another daemon: the lineage alone says it
+  return {
+    recovery_id: v.recovery_id,
+    backup_id: v.status.backup_id,
+    captured_at_end: v.status.capture.captured_at_end,
+    achieved_profile: v.status.capture.achieved_profile,
+    state: v.status.state,
+    lost_or_unknown: v.status.preview.lost_or_unknown,
   };
 }
 
@@ -150,7 +166,8 @@ export function registerGoalRoutes(r: Routes): void {
   });
   app.get<{ Params: { id: string }; Querystring: PlaceQuery }>('/api/goals/:id', async (req) => {
     const root = await placeOf(r, req);
-    return withRootOwners(root, (ow) => goalSummary(ow, root, req.params.id, true));
+    const goal = await withRootOwners(root, (ow) => goalSummary(ow, root, req.params.id, true));
+    return { ...goal, recovery: await recoveredFrom(r, goal.lineage?.supersedes?.recovery_id) };
   });
   app.get<{ Params: { id: string }; Querystring: PlaceQuery }>('/api/goals/:id/activity', async (req) =>
     goalActivity({ root: await placeOf(r, req), ...authority }, req.params.id),

@@ -1,0 +1,281 @@
+/**
+ * One Goal's page (GET /api/goals/:id, its activity and progress): what it is and where it came
+ * from (a recovered lifetime names its backup and what was lost), the operator's actions through
+ * the same calls as the CLI — add or change a Todo, start a work run, pause, resume or retire —
+ * its Todos with lease holders and last receipts, its holds, progress, runs, effects and committed
+ * history. Every change is read back from the daemon after it answers; a refusal shows its code
+ * and next action where it happened; a disabled control says why. While a run works on the Goal
+ * the page reads it again every few seconds, so work done elsewhere shows without a reload.
+ */
+import { useEffect, useState, type FormEvent } from 'react';
+import { ApiError, asApiError, enc, postJson } from './api';
+import { ErrorBox, Loading, PageHeading, TableRegion, abbreviate } from './components';
+import { GoalEffects, GoalHistory, GoalHolds, GoalRuns } from './GoalActivity';
+import { countsText, STATUSES, when, type GoalActivityDoc, type GoalDetailDoc, type ProgressDoc, type TodoItem } from './goalTypes';
+import { useApiJson } from './hooks';
+import { ProgressChart } from './ProgressChart';
+import { ROUTES, navigate, rootQuery } from './router';
+import { StartRun } from './StartRun';
+
+type Act = (path: string, body?: unknown) => Promise<unknown>;
+
+function TodoRow({ todo, act, busy, last }: { todo: TodoItem; act: Act; busy: boolean; last: ProgressDoc['last_receipts'][string] | undefined }) {
+  const [status, setStatus] = useState(todo.status);
+  const id = `todo-status-${todo.todo_id}`;
+  return (
+    <tr data-testid={`todo-${todo.todo_id}`}>
+      <td data-label="Todo">{todo.todo_id}</td>
+      <td data-label="Title">{todo.title}</td>
+      <td data-label="Status" className="todo-status">
+        {todo.status}
+      </td>
+      <td data-label="Note">{todo.note ?? '—'}</td>
+      <td data-label="Lease holder">{todo.lease_owner ? `${todo.lease_owner}, until ${when(todo.lease_expires_at)}` : '—'}</td>
+      <td data-label="Last receipt">{last ? `#${last.cursor} ${last.operation.replace(/_/g, ' ')}, ${when(last.committed_at)}` : '—'}</td>
+      <td data-label="Change">
+        <label htmlFor={id} className="visually-hidden">
+          New status of {todo.todo_id}
+        </label>
+        <select id={id} value={status} onChange={(ev) => setStatus(ev.target.value)}>
+          {STATUSES.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
+        </select>{' '}
+        <button type="button" disabled={busy || status === todo.status} onClick={() => void act(`todos/${enc(todo.todo_id)}`, { status })}>
+          Update {todo.todo_id}
+        </button>
+      </td>
+    </tr>
+  );
+}
+
+function GoalActions({ goal, act, busy }: { goal: GoalDetailDoc; act: Act; busy: boolean }) {
+  const [title, setTitle] = useState('');
+  const [retiring, setRetiring] = useState(false);
+  const retired = goal.lifecycle === 'retired';
+  async function add(ev: FormEvent) {
+    ev.preventDefault();
+    await act('todos', { title });
+    setTitle('');
+  }
+  return (
+    <section aria-labelledby="goal-actions-heading" className="card">
+      <h2 id="goal-actions-heading">Actions</h2>
+      <form className="add-todo" onSubmit={(ev) => void add(ev)}>
+        <label htmlFor="new-todo-title">New Todo</label>
+        <input id="new-todo-title" value={title} onChange={(ev) => setTitle(ev.target.value)} required maxLength={512} disabled={retired} aria-describedby="goal-retired-why" />
+        <button type="submit" disabled={busy || title === '' || retired}>
+          Add Todo
+        </button>
+      </form>
+      <div className="actions">
+        <button type="button" disabled={busy || goal.lifecycle !== 'active'} onClick={() => void act('pause')} aria-describedby="goal-lifecycle-why">
+          Pause the Goal
+        </button>
+        <button type="button" disabled={busy || goal.lifecycle !== 'paused'} onClick={() => void act('resume')} aria-describedby="goal-lifecycle-why">
+          Resume the Goal
+        </button>
+        {retiring ? (
+          <>
+            <span>Retiring ends this lifetime for good. </span>
+            <button type="button" className="danger" disabled={busy} onClick={() => void act('retire').then(() => setRetiring(false))}>
+              Retire {goal.goal_id}
+            </button>
+            <button type="button" className="secondary" onClick={() => setRetiring(false)}>
+              Keep it
+            </button>
+          </>
+        ) : (
+          <button type="button" className="secondary" disabled={busy || retired} onClick={() => setRetiring(true)}>
+            Retire…
+          </button>
+        )}
+      </div>
+      <p className="muted" id="goal-lifecycle-why">
+        {goal.lifecycle === 'active'
+          ? 'The Goal is active: it takes work. Pause it to stop new runs.'
+          : goal.lifecycle === 'paused'
+            ? 'The Goal is paused: it takes no new run until it is resumed.'
+            : 'The Goal is retired: it takes no new work; creating it again mints a new lifetime.'}
+      </p>
+      {retired ? (
+        <p className="visually-hidden" id="goal-retired-why">
+          A retired Goal takes no new Todo.
+        </p>
+      ) : null}
+    </section>
+  );
+}
+
+function GoalFacts({ goal }: { goal: GoalDetailDoc }) {
+  const rec = goal.recovery;
+  return (
+    <dl className="facts card">
+      <div>
+        <dt>Lifecycle</dt>
+        <dd data-testid="goal-lifecycle">{goal.lifecycle}</dd>
+      </div>
+      <div>
+        <dt>Lifetime</dt>
+        <dd>
+          <code>{goal.goal_instance_id}</code>
+        </dd>
+      </div>
+      <div>
+        <dt>Todos</dt>
+        <dd data-testid="goal-counts">{countsText(goal.counts)}</dd>
+      </div>
+      <div>
+        <dt>Committed history</dt>
+        <dd>
+          {goal.committed_transactions} transactions, the last {when(goal.last_activity)}
+        </dd>
+      </div>
+      <div>
+        <dt>Lease mode</dt>
+        <dd>{goal.handoff_mode}</dd>
+      </div>
+      {goal.lineage?.supersedes ? (
+        <div>
+          <dt>Recovered</dt>
+          <dd data-testid="goal-lineage">
+            lifetime {goal.lineage.generation} of this Goal; it replaced <code>{abbreviate(goal.lineage.supersedes.goal_instance_id, 14)}</code>, whose old writers are refused.{' '}
+            {rec ? (
+              <>
+                Recovered from backup <code>{rec.backup_id}</code> as captured {rec.captured_at_end ? `up to ${when(rec.captured_at_end)}` : ''} ({rec.achieved_profile}) —{' '}
+                <a href={ROUTES.recovery(rec.recovery_id)}>the recovery</a>.
+              </>
+            ) : (
+              <>
+                Recovery <code>{abbreviate(goal.lineage.supersedes.recovery_id)}</code>.
+              </>
+            )}
+          </dd>
+        </div>
+      ) : null}
+      {rec ? (
+        <div>
+          <dt>Lost or unknown</dt>
+          <dd data-testid="goal-lost">{rec.lost_or_unknown.length === 0 ? 'nothing' : rec.lost_or_unknown.join('; ')}</dd>
+        </div>
+      ) : null}
+    </dl>
+  );
+}
+
+function TodosTable({ goal, act, busy, progress }: { goal: GoalDetailDoc; act: Act; busy: boolean; progress: ProgressDoc | null }) {
+  return (
+    <TableRegion label="Todos">
+      <table className="reflow" data-testid="todos-table">
+        <thead>
+          <tr>
+            <th scope="col">Todo</th>
+            <th scope="col">Title</th>
+            <th scope="col">Status</th>
+            <th scope="col">Note</th>
+            <th scope="col">Lease holder</th>
+            <th scope="col">Last receipt</th>
+            <th scope="col">Change</th>
+          </tr>
+        </thead>
+        <tbody>
+          {goal.todos.map((t) => (
+            <TodoRow key={`${t.todo_id}:${t.status}`} todo={t} act={act} busy={busy} last={progress?.last_receipts[t.todo_id]} />
+          ))}
+        </tbody>
+      </table>
+    </TableRegion>
+  );
+}
+
+/** The Goal, its activity and its progress; read again every few seconds while a run works on it. */
+function useGoal(goalId: string, root: string | null) {
+  const q = rootQuery(root);
+  const goal = useApiJson<GoalDetailDoc>(`/api/goals/${enc(goalId)}${q}`);
+  const activity = useApiJson<GoalActivityDoc>(`/api/goals/${enc(goalId)}/activity${q}`);
+  const progress = useApiJson<ProgressDoc>(`/api/goals/${enc(goalId)}/progress${q}`);
+  const working = activity.data?.runs.some((r) => r.status === 'active' && r.waiting_for === null) ?? false;
+  const reloadAll = () => {
+    goal.reload();
+    activity.reload();
+    progress.reload();
+  };
+  const [rg, ra, rp] = [goal.reload, activity.reload, progress.reload];
+  useEffect(() => {
+    if (!working) return;
+    const t = setInterval(() => {
+      rg();
+      ra();
+      rp();
+    }, 3000);
+    return () => clearInterval(t);
+  }, [working, rg, ra, rp]);
+  return { goal, activity, progress, reloadAll };
+}
+
+export function GoalDetail({ goalId, root }: { goalId: string; root: string | null }) {
+  const { goal: g, activity, progress, reloadAll } = useGoal(goalId, root);
+  const goal = g.data;
+  const [actionError, setActionError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const act: Act = async (path, body) => {
+    setBusy(true);
+    setActionError(null);
+    try {
+      return await postJson(`/api/goals/${enc(goalId)}/${path}${rootQuery(root)}`, body);
+    } catch (e) {
+      setActionError(asApiError(e));
+      return undefined;
+    } finally {
+      setBusy(false);
+      reloadAll();
+    }
+  };
+  const startRun = async (body: unknown) => {
+    const r = (await act('work-runs', body)) as { run_id?: string } | undefined;
+    if (r?.run_id) navigate(ROUTES.run(r.run_id, root));
+  };
+  return (
+    <>
+      <nav aria-label="Breadcrumb" className="breadcrumb">
+        <a href={ROUTES.goals}>Goals</a> <span aria-hidden="true">▸</span>{' '}
+        {root ? (
+          <>
+            <code>{root}</code> <span aria-hidden="true">▸</span>{' '}
+          </>
+        ) : null}
+        <span aria-current="page">{goalId}</span>
+      </nav>
+      <PageHeading>{goal ? `Goal ${goal.goal_id}: ${goal.title}` : `Goal ${goalId}`}</PageHeading>
+      {root ? (
+        <p className="muted">
+          In <code>{root}</code>, the new root a recovery made beside this one.
+        </p>
+      ) : null}
+      {g.error ? <ErrorBox error={g.error} title="Could not open the Goal" /> : null}
+      {!goal && !g.error ? <Loading what="the Goal" /> : null}
+      {goal ? (
+        <>
+          <GoalFacts goal={goal} />
+          {actionError ? <ErrorBox error={actionError} title="Refused" testId="goal-refusal" /> : null}
+          <GoalActions goal={goal} act={act} busy={busy} />
+          <StartRun goal={goal} busy={busy} onStart={startRun} />
+          <TodosTable goal={goal} act={act} busy={busy} progress={progress.data} />
+          {activity.data ? <GoalHolds activity={activity.data} root={root} /> : null}
+          {progress.data ? (
+            <section aria-labelledby="progress-heading" className="card">
+              <h2 id="progress-heading">Progress</h2>
+              <ProgressChart progress={progress.data} />
+            </section>
+          ) : null}
+          {activity.data ? <GoalRuns activity={activity.data} root={root} /> : null}
+          {activity.data ? <GoalEffects activity={activity.data} root={root} /> : null}
+          <GoalHistory goalId={goalId} root={root} head={goal.committed_transactions} />
+          {activity.error ? <ErrorBox error={activity.error} title="Could not read the Goal's runs and effects" /> : null}
+        </>
+      ) : null}
+    </>
+  );
+}
