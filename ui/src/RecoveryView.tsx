@@ -112,6 +112,10 @@ function PreviewList({ preview }: { preview: RecoveryPreview }) {
 
 type Act = (path: string, body?: unknown) => Promise<void>;
 
+/** The last apply's failure as the typed error the page shows (its next action may be null). */
+const applyError = (e: NonNullable<Recovery['last_apply_error']>) =>
+  new ApiError(0, { code: e.code, message: e.message, ...(e.next_action !== null ? { next_action: e.next_action } : {}) });
+
 function StateCard({ r, running, act, actionError }: { r: Recovery; running: boolean; act: Act; actionError: ApiError | null }) {
   const s = r.status;
   return (
@@ -143,7 +147,7 @@ function StateCard({ r, running, act, actionError }: { r: Recovery; running: boo
           <dd>{s.backup_id}</dd>
         </div>
       </dl>
-      {r.last_apply_error ? <ErrorBox error={new ApiError(0, r.last_apply_error)} title="The last apply stopped" /> : null}
+      {r.last_apply_error ? <ErrorBox error={applyError(r.last_apply_error)} title="The last apply stopped" /> : null}
       {actionError ? <ErrorBox error={actionError} title="Refused" testId="recovery-refusal" /> : null}
       {s.state === 'complete' ? (
         <p data-testid="recovery-result">
