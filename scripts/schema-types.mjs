@@ -18,22 +18,37 @@ export const TYPES = {
   'audit-public.d.ts': 'state-recovery-audit-public-v0',
   'audit-list.d.ts': 'daemon-audit-list',
   'job.d.ts': 'daemon-job',
+  'recovery.d.ts': 'daemon-recovery',
   'workspace-ls.d.ts': 'backup-workspace-ls',
   'workspace-show.d.ts': 'backup-workspace-show',
 };
+
+/**
+ * An object the schema leaves open (no properties, no additionalProperties — a receipt's readback)
+ * is a record of unknown values, not the `{}` the generator's closed default would make of it.
+ */
+function openObjects(node) {
+  if (Array.isArray(node)) node.forEach(openObjects);
+  else if (node && typeof node === 'object') {
+    if (node.type === 'object' && !('properties' in node) && !('patternProperties' in node) && !('additionalProperties' in node)) node.additionalProperties = true;
+    Object.values(node).forEach(openObjects);
+  }
+  return node;
+}
+const readSchema = (name) => openObjects(JSON.parse(readFileSync(join(SCHEMAS, `${name}.schema.json`), 'utf8')));
 
 const ID = /^https:\/\/loopx\.dev\/schemas\/([a-z0-9-]+)\.json$/;
 const localSchemas = {
   order: 1,
   canRead: (file) => ID.test(file.url.split('#')[0]),
-  read: (file) => readFileSync(join(SCHEMAS, `${ID.exec(file.url.split('#')[0])[1]}.schema.json`), 'utf8'),
+  read: (file) => JSON.stringify(readSchema(ID.exec(file.url.split('#')[0])[1])),
 };
 
 /** Write every generated file into `outDir` (created if missing); returns the names written. */
 export async function generate(outDir = OUT_DIR) {
   mkdirSync(outDir, { recursive: true });
   for (const [file, schema] of Object.entries(TYPES)) {
-    const doc = JSON.parse(readFileSync(join(SCHEMAS, `${schema}.schema.json`), 'utf8'));
+    const doc = readSchema(schema);
     const ts = await compile(doc, schema, {
       cwd: SCHEMAS,
       bannerComment: `/* Generated from docs/schemas/${schema}.schema.json by \`npm run schemas:types\` (json-schema-to-typescript). Do not edit. */`,

@@ -7,7 +7,7 @@
  * own: every state is read back from the daemon (the recovery's journal), so a reload or a daemon
  * restart mid-adoption shows where it is.
  */
-import { useEffect, useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FormEvent, type RefObject } from 'react';
 import { ApiError, asApiError, enc, getJson, postJson } from './api';
 import { ErrorBox, Loading, PageHeading, abbreviate } from './components';
 import { useApiJson } from './hooks';
@@ -112,13 +112,32 @@ function PreviewList({ preview }: { preview: RecoveryPreview }) {
 
 type Act = (path: string, body?: unknown) => Promise<void>;
 
-function StateCard({ r, running, act, actionError }: { r: Recovery; running: boolean; act: Act; actionError: ApiError | null }) {
+/** The last apply's failure as the typed error the page shows (its next action may be null). */
+const applyError = (e: NonNullable<Recovery['last_apply_error']>) =>
+  new ApiError(0, { code: e.code, message: e.message, ...(e.next_action !== null ? { next_action: e.next_action } : {}) });
+
+function StateCard({
+  r,
+  running,
+  act,
+  actionError,
+  headingRef,
+}: {
+  r: Recovery;
+  running: boolean;
+  act: Act;
+  actionError: ApiError | null;
+  headingRef: RefObject<HTMLHeadingElement | null>;
+}) {
   const s = r.status;
   return (
     <section aria-labelledby="recovery-state-heading" className="card">
-      <h2 id="recovery-state-heading">State</h2>
+      {/* Focused after each action: the control that was used may be gone with the state it belonged to. */}
+      <h2 id="recovery-state-heading" ref={headingRef} tabIndex={-1}>
+        State
+      </h2>
       <p className={`status-badge recovery-${s.state}`} data-testid="recovery-state" role="status">
-        {STATE_WORDS[s.state] ?? s.state}
+        {s.state === 'applying' && !r.applying_now ? 'stopped part-way — not running now' : (STATE_WORDS[s.state] ?? s.state)}
       </p>
       <dl className="facts">
         <div>
@@ -143,7 +162,7 @@ function StateCard({ r, running, act, actionError }: { r: Recovery; running: boo
           <dd>{s.backup_id}</dd>
         </div>
       </dl>
-      {r.last_apply_error ? <ErrorBox error={new ApiError(0, r.last_apply_error)} title="The last apply stopped" /> : null}
+      {r.last_apply_error ? <ErrorBox error={applyError(r.last_apply_error)} title="The last apply stopped" /> : null}
       {actionError ? <ErrorBox error={actionError} title="Refused" testId="recovery-refusal" /> : null}
       {s.state === 'complete' ? (
         <p data-testid="recovery-result">
@@ -194,17 +213,32 @@ function HoldsCard({ r, running, act }: { r: Recovery; running: boolean; act: Ac
     <section aria-labelledby="holds-heading" className="card" data-testid="recovery-holds">
       <h2 id="holds-heading">Holds</h2>
       <ul className="holds">
-        {r.status.holds.map((h) => (
-          <li key={h.hold_id}>
-            <p>
-              <strong>{h.subject}</strong> — owner <code>{h.owner}</code>, <code>{h.code}</code>
-            </p>
-            <p>Continues when: {h.continuation}</p>
-            <button type="button" disabled={running} onClick={() => void act(`/api/recoveries/${enc(r.recovery_id)}/holds/${enc(h.hold_id)}/resolve`, {})}>
-              Ask again and settle
-            </button>
-          </li>
-        ))}
+        {r.status.holds.map((h) => {
+          const resolve = `/api/recoveries/${enc(r.recovery_id)}/holds/${enc(h.hold_id)}/resolve`;
+          return (
+            <li key={h.hold_id} data-testid={`hold-${h.hold_id}`}>
+              <p>
+                <strong>{h.subject}</strong> — owner <code>{h.owner}</code>, <code>{h.code}</code>
+              </p>
+              <p>Continues when: {h.continuation}</p>
+              <button type="button" disabled={running} onClick={() => void act(resolve, {})}>
+                Ask again and settle
+              </button>
+              {h.code === 'effect_outcome_unknown' ? (
+                // An effect whose outcome is unknown may also be settled from the operator's own evidence.
+                <fieldset className="hold-outcome">
+                  <legend>Or settle it from your own evidence</legend>
+                  <button type="button" className="secondary" disabled={running} onClick={() => void act(resolve, { outcome: 'committed' })}>
+                    It happened: committed
+                  </button>
+                  <button type="button" className="secondary" disabled={running} onClick={() => void act(resolve, { outcome: 'absent' })}>
+                    It did not happen: absent
+                  </button>
+                </fieldset>
+              ) : null}
+            </li>
+          );
+        })}
       </ul>
     </section>
   );
@@ -252,6 +286,7 @@ export function RecoveryView({ recoveryId }: { recoveryId: string }) {
   const { data: r, error, reload } = useApiJson<Recovery>(`/api/recoveries/${enc(recoveryId)}`);
   const [actionError, setActionError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
+  const stateHeading = useRef<HTMLHeadingElement>(null);
   const running = r !== null && (r.applying_now || busy);
 
   // While an apply runs in the daemon, read its state again every second.
@@ -271,6 +306,7 @@ export function RecoveryView({ recoveryId }: { recoveryId: string }) {
     } finally {
       setBusy(false);
       reload();
+      stateHeading.current?.focus();
     }
   };
 
@@ -290,7 +326,7 @@ export function RecoveryView({ recoveryId }: { recoveryId: string }) {
       {!r && !error ? <Loading what="the recovery" /> : null}
       {r ? (
         <>
-          <StateCard r={r} running={running} act={act} actionError={actionError} />
+          <StateCard r={r} running={running} act={act} actionError={actionError} headingRef={stateHeading} />
           {r.status.state === 'adoption_prepared' ? <ConfirmCard r={r} running={running} act={act} /> : null}
           {r.status.holds.length > 0 ? <HoldsCard r={r} running={running} act={act} /> : null}
           {r.status.receipts.length > 0 ? <Timeline receipts={r.status.receipts} /> : null}

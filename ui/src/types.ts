@@ -1,11 +1,12 @@
 /**
- * The shapes of docs/api.md (and the schemas it refers to) that the UI reads. The audit, job and
- * workspace documents are generated from docs/schemas/ into ./generated/ (`npm run schemas:types`;
- * test/ui/schema-types.test.ts keeps them current); the rest are written here.
+ * The shapes of docs/api.md (and the schemas it refers to) that the UI reads. The audit, job,
+ * workspace and recovery documents are generated from docs/schemas/ into ./generated/ (`npm run
+ * schemas:types`; test/ui/schema-types.test.ts keeps them current); the rest are written here.
  */
 import type { DaemonAuditList } from './generated/audit-list';
 import type { LoopxStateRecoveryAuditV0PublicSummary } from './generated/audit-public';
 import type { DaemonVerifyJob } from './generated/job';
+import type { DaemonRecovery } from './generated/recovery';
 import type { LoopxBackupStateWorkspaceLs } from './generated/workspace-ls';
 import type { LoopxBackupStateWorkspaceShow } from './generated/workspace-show';
 
@@ -100,57 +101,16 @@ export interface OwnerList {
   }[];
 }
 
-/** A recovery hold (GET /api/recoveries/:id `status.holds[]`). */
-export interface RecoveryHold {
-  readonly hold_id: string;
-  readonly owner: string;
-  readonly code: string;
-  readonly subject: string;
-  readonly continuation: string;
-  readonly retryable: boolean;
-  readonly next_action: string;
-}
+// ---- recoveries: generated from the published schema (npm run schemas:types) ----
 
+/** `GET /api/recoveries/:id` and the answers of its apply, resolve and abort routes (daemon-recovery). */
+export type Recovery = DaemonRecovery;
+/** Its state read back from the plan, the journal and the owners (recover-status). */
+export type RecoveryStatus = Recovery['status'];
+export type RecoveryHold = RecoveryStatus['holds'][number];
 /** The preview a plan shows before it is confirmed. */
-export interface RecoveryPreview {
-  readonly recovered_readable: readonly string[];
-  readonly historical_only: readonly string[];
-  readonly lost_or_unknown: readonly string[];
-  readonly expected_holds: readonly string[];
-  readonly external_systems: readonly string[];
-  readonly human_actions: readonly string[];
-}
-
-/** GET /api/recoveries/:id (daemon-recovery.schema.json). */
-export interface Recovery {
-  readonly recovery_id: string;
-  readonly audit_id: string;
-  readonly goal_id: string;
-  readonly destination_name: string;
-  readonly created_at: string;
-  readonly applying_now: boolean;
-  readonly last_apply_error: ErrorBody | null;
-  readonly status: {
-    readonly state: 'adoption_prepared' | 'applying' | 'reconciliation_held' | 'complete' | 'abandoned' | string;
-    readonly plan_digest: string;
-    readonly backup_id: string;
-    readonly goal: { readonly goal_id: string; readonly recovered_instance_id: string; readonly new_instance_id: string | null };
-    readonly phase: { readonly completed_steps: number; readonly total_steps: number; readonly current: string | null };
-    readonly fences: { readonly source_established: boolean; readonly destination_established: boolean };
-    readonly holds: readonly RecoveryHold[];
-    readonly preview: RecoveryPreview;
-    readonly receipts: readonly {
-      readonly action: string;
-      readonly owner: string;
-      readonly disposition: string;
-      readonly result: string;
-      readonly started_at: string;
-      readonly done_at: string;
-    }[];
-    readonly next_action: string;
-    readonly retryable: boolean;
-  };
-}
+export type RecoveryPreview = RecoveryStatus['preview'];
+export type RecoveryReceipt = RecoveryStatus['receipts'][number];
 
 /** POST /api/audits/:id/recoveries: the plan and the destination's name. */
 export interface RecoveryPlanAnswer {
