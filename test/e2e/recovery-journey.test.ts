@@ -7,7 +7,7 @@
  * the list, a Goal worked from its page (a Todo added and done, the Goal paused), and a refusal
  * shown where it happened (the recovered Goal's old lifetime takes no new Todo).
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { build } from 'vite';
@@ -29,6 +29,16 @@ let uiDir: string;
 let daemon: RunningDaemon;
 let session: BrowserSession;
 let auditId: string;
+let agentsDir: string;
+
+const FINISHER = {
+  id: 'test.finisher',
+  version: '1.0.0',
+  model: { provider: 'scripted', model_id: 'scripted-v1' },
+  turn_limit: 4,
+  tool_plan: 'loopx.goal-work.v1',
+  script: [{ text: 'Publishing the post.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', status: 'done', note: 'published' } }] }, { text: 'Published.' }],
+};
 
 const api = async (method: string, path: string): Promise<Record<string, unknown>> => {
   const res = await fetch(`${daemon.url}${path.replace(/^\//, '')}`, { method, headers: { authorization: `Bearer ${daemon.token}` } });
@@ -57,7 +67,11 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     } finally {
       process.env.NODE_ENV = nodeEnv;
     }
-    daemon = await startDaemon({ root, port: 0, uiDir, authorityDir: AUTHORITY_DIR, logger: false });
+    // The agents the Goal page offers: the shipped Goal worker, and one that finishes the Todo it leaves open.
+    agentsDir = mkdtempSync(join(tmpdir(), 'loopx-e2e-agents-'));
+    copyFileSync(join(REPO, 'examples', 'agents', 'goal-worker.json'), join(agentsDir, 'goal-worker.json'));
+    writeFileSync(join(agentsDir, 'finisher.json'), JSON.stringify(FINISHER));
+    daemon = await startDaemon({ root, port: 0, uiDir, agentsDir, authorityDir: AUTHORITY_DIR, logger: false });
     const job = (await api('POST', '/api/backups/j1/verify')) as { job_id: string };
     await fetch(`${daemon.url}api/backups/jobs/${job.job_id}/events`, { headers: { authorization: `Bearer ${daemon.token}` } }).then((r) => r.text());
     auditId = ((await api('GET', `/api/backups/jobs/${job.job_id}`)) as { recovery_id: string }).recovery_id;
@@ -69,7 +83,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await session?.close();
     await daemon?.close();
     await sink?.close();
-    for (const dir of [uiDir, root && dirname(root)]) if (dir) rmSync(dir, { recursive: true, force: true });
+    for (const dir of [uiDir, agentsDir, root && dirname(root)]) if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('offers to recover the Goal from its audit, and refuses an occupied destination on the page', async () => {
@@ -148,6 +162,54 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await expect.poll(() => page.getByTestId('goal-refusal').textContent()).toContain('goal_lifetime_superseded');
     await shot('goal-refused.png');
   });
+
+  it('shows what happened to a Goal: its run, its effects with outcomes, no hold, its progress and its history in pages', async () => {
+    const { page } = session;
+    await page.goto(`${daemon.url}#/goals/launch`);
+    await expect.poll(() => page.getByTestId('goal-runs').textContent()).toContain('completed');
+    expect(await page.getByTestId('goal-effects').textContent()).toContain('webhook.deliver');
+    expect(await page.getByTestId('goal-effects').locator('tr[data-outcome="committed"]').count()).toBe(3);
+    expect(await page.getByTestId('goal-no-holds').isVisible()).toBe(true);
+    expect(await page.getByTestId('goal-progress').textContent()).toMatch(/Now: 1 done, 1 blocked, 0 deferred, 1 open/);
+    expect(await page.getByTestId('todo-t1').textContent()).toMatch(/#\d+ update todo/);
+    const range = await page.getByTestId('history-range').textContent();
+    expect(range).toMatch(/^Transactions \d+–\d+ of \d+, newest last\.$/);
+    expect(await page.getByRole('button', { name: 'Newer' }).isDisabled()).toBe(true);
+    // The old lifetime takes no run: its recovery superseded it (refused typed, where it happened).
+    await page.getByRole('button', { name: 'Start a work run' }).click();
+    await expect.poll(() => page.getByTestId('goal-refusal').textContent()).toContain('goal_lifetime_superseded');
+    expect(await axeViolations(page), 'a worked Goal’s page').toEqual([]);
+    await page.setViewportSize({ width: 375, height: 800 });
+    expect(await axeViolations(page), 'a worked Goal’s page at 375 px').toEqual([]);
+    // Reflowed, not hidden: every effect row still names its outcome on screen.
+    expect(await page.getByTestId('goal-effects').locator('td[data-label="Outcome"]').first().isVisible()).toBe(true);
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth'), 'nothing scrolls sideways at 375 px').toBeLessThanOrEqual(375);
+    await shot('goal-page-375.png');
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('sees the recovered Goal continue from the same Goals page: its backup and losses, a work run started there finishes the open Todo', async () => {
+    const { page } = session;
+    await page.goto(`${daemon.url}#/goals`);
+    const table = page.getByTestId('goals-table-root-launch-recovered');
+    await expect.poll(() => table.textContent()).toContain('Ship the launch post');
+    await table.getByRole('link', { name: 'launch' }).click();
+    await expect.poll(() => page.getByTestId('goal-lineage').textContent()).toContain('Recovered from backup j1');
+    expect(await page.getByTestId('goal-lost').isVisible()).toBe(true);
+    expect(await page.getByTestId('goal-counts').textContent()).toBe('1 open, 1 done, 1 blocked, 0 deferred');
+    await page.getByLabel('Agent').selectOption('test.finisher');
+    await page.getByRole('button', { name: 'Start a work run' }).click();
+    await expect.poll(() => page.url()).toContain('#/roots/root-launch-recovered/runs/run_');
+    await page.goto(`${daemon.url}#/roots/root-launch-recovered/goals/launch`);
+    await expect.poll(() => page.getByTestId('todo-t3').locator('.todo-status').textContent(), { timeout: 60_000 }).toBe('done');
+    expect(await page.getByTestId('goal-counts').textContent()).toBe('0 open, 2 done, 1 blocked, 0 deferred');
+    expect(await page.getByTestId('goal-runs').textContent()).toContain('completed');
+    expect(await axeViolations(page), 'the recovered Goal’s page').toEqual([]);
+    await shot('goal-recovered-continued.png');
+    // The command line reads the same result in the new root.
+    const cli = loopx(['todo', 'list', '--goal', 'launch', '--root', join(dirname(root), 'root-launch-recovered'), '--json']);
+    expect(cli.json().todos.find((t: { todo_id: string }) => t.todo_id === 't3')).toMatchObject({ status: 'done', note: 'published' });
+  }, 120_000);
 
   it('keeps an audit whose workspace a live recovery came from: deleting it is refused on the page, after a confirmation', async () => {
     const { page } = session;
