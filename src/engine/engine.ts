@@ -25,7 +25,7 @@ import type { AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
 import type { RunEvent } from './events.js';
 import { GoalTurnAccess } from './goal-turns.js';
-import { EffectAccess, type Resolution, type UncertainEffect } from './mutations.js';
+import { EffectAccess, type CallEvidence, type Resolution, type UncertainEffect } from './mutations.js';
 import { RunKernel, type StartOptions } from './kernel.js';
 import { RunOwnership } from './ownership.js';
 import { RunReads, type EventsOptions, type RunView } from './reads.js';
@@ -42,7 +42,7 @@ export { FAULT_AFTER_QUOTA_DEBIT, FAULT_BEFORE_TURN_SETTLED, TURN_DEBIT_UNIT, tu
 export { FAULT_IMPORT_AFTER_KERNEL_COMMIT, type ExportedSnapshot, type SignedExport, type SnapshotVerification } from './transfer.js';
 export type { EventsOptions, RunView } from './reads.js';
 export type { StartOptions } from './kernel.js';
-export type { Resolution, UncertainEffect };
+export type { CallEvidence, Resolution, UncertainEffect };
 
 export interface EngineOptions {
   readonly application: Application;
@@ -174,6 +174,11 @@ export class Engine {
 
   show(runId: string): Promise<RunView> {
     return this.#reads.show(runId);
+  }
+
+  /** What the run and the effect owner hold about the named mutating calls (public-safe; see CallEvidence). */
+  callEvidence(runId: string, callIds: readonly string[]): Promise<CallEvidence[]> {
+    return this.#reads.callEvidence(runId, callIds);
   }
 
   messages(runId: string): Message[] {

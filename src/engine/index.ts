@@ -17,6 +17,7 @@ export {
   type ReadOnlyEngineOptions,
   type SignedExport,
   type SnapshotVerification,
+  type CallEvidence,
   type Resolution,
   type RunView,
   type StartOptions,

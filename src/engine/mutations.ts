@@ -42,6 +42,70 @@ export interface UncertainEffect {
   readonly outcome: effectOwner.EffectOutcome | null;
 }
 
+/**
+ * What the run and the effect owner hold about an uncertain call, for an operator deciding how to
+ * resolve it. Public-safe: labels, digests, counts and times — never the call's arguments, the
+ * effect's intent or a receipt (they may carry anything the model or a receiver sent).
+ */
+export interface CallEvidence {
+  readonly call_id: string;
+  readonly tool: string;
+  readonly turn: number;
+  /** The arguments the model sent, by the SHA-256 of their canonical JSON, their size and their top-level field names. */
+  readonly arguments: { readonly sha256: string; readonly bytes: number; readonly fields: readonly string[] };
+  /** The effect owner's record of it; null for a call recorded before the effect journal. */
+  readonly effect: null | {
+    /** What the receiver was asked: the kind of effect, its public-safe target label, the intent's digest and the key it was sent under. */
+    readonly kind: string;
+    readonly target: string;
+    readonly intent_digest: string;
+    readonly idempotency_key: string;
+    /** Dispatches under its original identity. */
+    readonly attempts: number;
+    readonly recorded_at: string;
+    readonly dispatched_at: string | null;
+    /** Why reconciliation left it held (a code), or null. */
+    readonly hold: string | null;
+    readonly reconcile_attempts: number;
+    /** Every state change, oldest first (receipts left out). */
+    readonly history: readonly { readonly event: effectOwner.EffectEvent; readonly outcome: effectOwner.EffectOutcome; readonly at: string; readonly reason: string | null }[];
+  };
+}
+
+/** The evidence of one call from its engine row and its effect (see CallEvidence). */
+export async function callEvidence(m: MutationRecord, effects: EffectAccess): Promise<CallEvidence> {
+  let fields: string[] = [];
+  try {
+    const args = JSON.parse(m.argumentsJson) as unknown;
+    if (typeof args === 'object' && args !== null && !Array.isArray(args)) fields = Object.keys(args).sort();
+  } catch {
+    // Recorded as it came: no field names to show.
+  }
+  const args = { sha256: sha256Hex(m.argumentsJson), bytes: Buffer.byteLength(m.argumentsJson, 'utf8'), fields };
+  const journal = effects.forRead();
+  const e = await journal?.get(operationIdOf(m.callId));
+  if (!journal || !e) return { call_id: m.callId, tool: m.toolName, turn: m.turn, arguments: args, effect: null };
+  const history = (await journal.history(e.operation_id)).map((h) => ({ event: h.event, outcome: h.outcome, at: h.at, reason: h.reason }));
+  return {
+    call_id: m.callId,
+    tool: m.toolName,
+    turn: m.turn,
+    arguments: args,
+    effect: {
+      kind: e.kind,
+      target: e.target,
+      intent_digest: e.intent_digest,
+      idempotency_key: e.idempotency_key,
+      attempts: e.attempt,
+      recorded_at: e.created_at,
+      dispatched_at: e.dispatched_at,
+      hold: e.hold,
+      reconcile_attempts: e.reconcile_attempts,
+      history,
+    },
+  };
+}
+
 /** Owner-safe operation id for an engine call id (`run/t1/k0` → `run:t1:k0`). */
 export const operationIdOf = (callId: string): string => callId.replaceAll('/', ':');
 /** The run and tool call an effect's operation id names (`operationIdOf` read back), or null for an effect no run call made. */

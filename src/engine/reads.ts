@@ -14,11 +14,12 @@
 import { rejected } from '../core/index.js';
 import type { Message } from '../snapshot/index.js';
 import type { RunEvent } from './events.js';
-import { uncertainEffects, type EffectAccess, type UncertainEffect } from './mutations.js';
+import { callEvidence, uncertainEffects, type CallEvidence, type EffectAccess, type UncertainEffect } from './mutations.js';
 import type { MutationRecord, RunHead, RunStore } from './run-store/contract.js';
 import { headOf } from './runs.js';
 
 const EVENT_PAGE = 256;
+const TERMINAL: ReadonlySet<RunHead['lifecycle']> = new Set(['completed', 'failed', 'cancelled']);
 
 export interface RunView {
   readonly run_id: string;
@@ -38,7 +39,12 @@ export interface RunView {
 
 export interface EventsOptions {
   readonly after?: number;
-  readonly follow?: false | 'forever' | 'while-active';
+  /**
+   * Wait for new events: `forever` (until `signal`), `while-active` (until the run is no longer
+   * active or waits for an operator, with no driver), or `until-terminal` (until the run has
+   * ended — completed, failed or cancelled — whoever drives it, here or in another process).
+   */
+  readonly follow?: false | 'forever' | 'while-active' | 'until-terminal';
   readonly signal?: AbortSignal;
   readonly pollMs?: number;
 }
@@ -83,7 +89,8 @@ export class RunReads {
   /**
    * Events after `after`, in sequence order, with no gap or duplicate. With `follow`, waits for
    * new events (a cursor past the head waits too) until `signal` aborts or — for
-   * `follow: 'while-active'` — the run is no longer active and every event has been delivered.
+   * `follow: 'while-active'` — the run is no longer active and every event has been delivered;
+   * for `follow: 'until-terminal'`, the run has ended and every event has been delivered.
    */
   async *events(runId: string, options: EventsOptions = {}): AsyncGenerator<RunEvent> {
     const first = this.head(runId);
@@ -102,6 +109,10 @@ export class RunReads {
       }
       if (batch.length === EVENT_PAGE) continue;
       if (!options.follow || options.signal?.aborted) return;
+      if (options.follow === 'until-terminal') {
+        const head = this.head(runId);
+        if (TERMINAL.has(head.lifecycle) && head.lastSequence <= cursor) return;
+      }
       if (options.follow === 'while-active') {
         const head = this.head(runId);
         if (head.lifecycle !== 'active' && head.lastSequence <= cursor) return;
@@ -128,6 +139,13 @@ export class RunReads {
       open.filter((m) => m.state === 'uncertain' || !inFlight),
       this.#effects,
     );
+  }
+
+  /** The evidence of the run's mutating calls named (those it has), in the order named. */
+  async callEvidence(runId: string, callIds: readonly string[]): Promise<CallEvidence[]> {
+    const rows = new Map(this.mutations(runId).map((m) => [m.callId, m]));
+    const found = callIds.map((id) => rows.get(id)).filter((m): m is MutationRecord => m !== undefined);
+    return Promise.all(found.map((m) => callEvidence(m, this.#effects)));
   }
 
   async view(head: RunHead): Promise<RunView> {

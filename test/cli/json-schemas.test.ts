@@ -42,6 +42,7 @@ const exercised = new Set<string>();
 const EXERCISED_ELSEWHERE: Readonly<Record<string, string>> = {
   'recover-drill.schema.json': 'test/recovery/drill.test.ts',
   'daemon-recovery.schema.json': 'test/daemon/recoveries.test.ts',
+  'daemon-run.schema.json': 'test/daemon/run-actions.test.ts',
 };
 
 /** Validate one document against docs/schemas/<name>.schema.json, with a readable failure. */

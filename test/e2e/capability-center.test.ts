@@ -270,7 +270,8 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     await page.getByTestId('run-status').filter({ hasText: 'suspended' }).waitFor();
     await expect.poll(() => page.getByTestId('run-event').count()).toBe(12);
     expect(await page.getByTestId('run-event').last().textContent()).toContain('Suspended');
-    await page.getByTestId('run-follow-state').filter({ hasText: 'Not following' }).waitFor();
+    // A suspended run can still change (resumed, cancelled, here or elsewhere): its page keeps following it.
+    await page.getByTestId('run-follow-state').filter({ hasText: 'Following live' }).waitFor();
     expect(await page.getByRole('button', { name: 'Suspend' }).isDisabled()).toBe(true);
     expect(await page.getByRole('button', { name: 'Resume' }).isEnabled()).toBe(true);
 

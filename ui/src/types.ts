@@ -58,8 +58,37 @@ export type EffectOutcome = WorkspaceGoalDetail['effects'][number]['outcome'];
 
 export type RunStatus = 'active' | 'suspended' | 'completed' | 'failed' | 'cancelled';
 
+/** What the run and the effect owner hold about an uncertain call (GET /api/runs/:id; docs/schemas/daemon-run.schema.json). */
+export interface CallEvidence {
+  readonly call_id: string;
+  readonly tool: string;
+  readonly turn: number;
+  readonly arguments: { readonly sha256: string; readonly bytes: number; readonly fields: readonly string[] };
+  readonly effect: null | {
+    readonly kind: string;
+    readonly target: string;
+    readonly intent_digest: string;
+    readonly idempotency_key: string;
+    readonly attempts: number;
+    readonly recorded_at: string;
+    readonly dispatched_at: string | null;
+    readonly hold: string | null;
+    readonly reconcile_attempts: number;
+    readonly history: readonly { readonly event: string; readonly outcome: string; readonly at: string; readonly reason: string | null }[];
+  };
+}
+
+/** An uncertain mutating call; `evidence` in the run view only (not in an action's run summary). */
+export interface UncertainCall {
+  readonly call_id: string;
+  readonly operation_id: string;
+  readonly outcome: 'pending' | 'unknown' | null;
+  readonly evidence?: CallEvidence | null;
+}
+
 export type WaitingFor =
-  { readonly kind: 'interaction'; readonly interaction_id: string; readonly prompt: string } | { readonly kind: 'resolution'; readonly call_ids: readonly string[] };
+  | { readonly kind: 'interaction'; readonly interaction_id: string; readonly prompt: string }
+  | { readonly kind: 'resolution'; readonly call_ids: readonly string[]; readonly effects?: readonly UncertainCall[] };
 
 export interface RunSummary {
   readonly run_id: string;
