@@ -197,7 +197,7 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   installHooks(app, o, timeouts);
 
   const access = { root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) };
-  const withEngine = <T>(fn: (engine: Engine) => Promise<T> | T, readOnly = false): Promise<T> => withRootEngine(access, fn, { readOnly });
+  const withEngine = <T>(fn: (engine: Engine) => Promise<T> | T, readOnly = false, at = root): Promise<T> => withRootEngine({ ...access, root: at }, fn, { readOnly });
   const adoptions = new AdoptionService(root, o.authorityDir, backups);
   const drives = new WorkRunDrives(o.agentsDir ?? join(PACKAGE_ROOT ?? '.', 'examples', 'agents'), (msg, fields) => app.log.warn(fields, msg));
   const routes: Routes = { app, o, root, timeouts, backups, adoptions, drives, withEngine };

@@ -57,7 +57,8 @@ export interface Routes {
   readonly backups: BackupService;
   readonly adoptions: AdoptionService;
   readonly drives: WorkRunDrives;
-  readonly withEngine: <T>(fn: (engine: Engine) => Promise<T> | T, readOnly?: boolean) => Promise<T>;
+  /** The engine of the daemon's root, or of `at` (a root its recoveries made). */
+  readonly withEngine: <T>(fn: (engine: Engine) => Promise<T> | T, readOnly?: boolean, at?: string) => Promise<T>;
 }
 
 /** A JSON body's string field: absent (when `optional`), or a non-empty string; anything else is `daemon_field_invalid`. */
@@ -73,7 +74,13 @@ export interface PlaceQuery {
 }
 
 /** The root a request addresses: the daemon's own, or with `?root=<name>` a root one of its recoveries made (never a path). */
-export async function placeOf(r: Pick<Routes, 'root' | 'adoptions'>, req: FastifyRequest<{ Querystring: PlaceQuery }>): Promise<string> {
-  const name = req.query.root;
+export async function placeOf(r: Pick<Routes, 'root' | 'adoptions'>, req: { readonly query: unknown }): Promise<string> {
+  const name = (req.query as PlaceQuery | undefined)?.root;
   return name === undefined || name === '' ? r.root : r.adoptions.recoveredRoot(name);
+}
+
+/** The engine of the root a request addresses (placeOf), as `withEngine` opens it. */
+export async function engineFor(r: Pick<Routes, 'root' | 'adoptions' | 'withEngine'>, req: { readonly query: unknown }): Promise<Routes['withEngine']> {
+  const at = await placeOf(r, req);
+  return (fn, readOnly) => r.withEngine(fn, readOnly, at);
 }

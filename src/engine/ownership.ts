@@ -24,6 +24,11 @@ import { rootDirectoryIdentity, type RebindOutcome, type RunAuthority, type RunL
 import type { RunStore } from './run-store/contract.js';
 import { headOf, RUN_ID, runNotFound, terminalError } from './runs.js';
 
+/** A synchronous pause between lock attempts (the lock is taken synchronously). */
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+const LOCK_ATTEMPTS = 20;
+const LOCK_PAUSE_MS = 5;
+
 export class RunOwnership {
   readonly authority: RunAuthority;
   readonly #root: string | undefined;
@@ -66,7 +71,7 @@ export class RunOwnership {
 
   /** The run's lease, or `run_busy` — `run_moved` instead when another root owns the run. */
   lock(runId: string): RunLease {
-    const lease = this.tryLock(runId);
+    const lease = this.tryLockPatiently(runId);
     if (!lease) {
       // Busy only when it is ours: a run another root owns is run_moved, whoever holds its lock now.
       const record = this.authority.readRecord(runId);
@@ -76,6 +81,20 @@ export class RunOwnership {
       });
     }
     return lease;
+  }
+
+  /**
+   * The run's lock, tried a few times over about a tenth of a second before giving up: a reader
+   * that asks whether the run is driven (`isDriven`, the daemon's run view) holds it for an
+   * instant, and that instant must not become a writer's `run_busy`. A driver holds it for a
+   * whole turn or more, so it is still refused.
+   */
+  private tryLockPatiently(runId: string): RunLease | undefined {
+    for (let attempt = 0; ; attempt++) {
+      const lease = this.tryLock(runId);
+      if (lease || attempt >= LOCK_ATTEMPTS) return lease;
+      Atomics.wait(PAUSE, 0, 0, LOCK_PAUSE_MS);
+    }
   }
 
   /** Whether a live driver (any process) holds the run's lock now. */

@@ -31,7 +31,17 @@ export { seedSample } from './sample.js';
 export { runRecoveryDrill, renderReceipt, DRILL_SCHEMA, DRILL_TARGETS, type DrillMode, type DrillReceipt } from './drill/index.js';
 
 // Passed through as they are.
-export { GOAL_WORK_TOOL_PLAN, loadAgentFile, parseAgentDefinition, runSummary, type AgentDefinition, type CallEvidence, type Engine, type Resolution, type RunView } from '../engine/index.js';
+export {
+  GOAL_WORK_TOOL_PLAN,
+  loadAgentFile,
+  parseAgentDefinition,
+  runSummary,
+  type AgentDefinition,
+  type CallEvidence,
+  type Engine,
+  type Resolution,
+  type RunView,
+} from '../engine/index.js';
 export { assertRuntimeRoot, LAYOUT, ownerDescriptions, type RootOwners } from '../owners/index.js';
 export { defaultAuthorityDir, recordNextAction, ROOT_IS_COPY, type LocalRunAuthority } from '../run-authority/index.js';
 export { claimInvalid, decodeEnvelope, ENVELOPE_MAX_BYTES, envelopeOversized, type RunSnapshotState } from '../snapshot/index.js';

@@ -200,6 +200,8 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await page.getByLabel('Agent').selectOption('test.finisher');
     await page.getByRole('button', { name: 'Start a work run' }).click();
     await expect.poll(() => page.url()).toContain('#/roots/root-launch-recovered/runs/run_');
+    // The run page follows the run in the recovered root until it ends.
+    await expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: 60_000 }).toContain('completed');
     await page.goto(`${daemon.url}#/roots/root-launch-recovered/goals/launch`);
     await expect.poll(() => page.getByTestId('todo-t3').locator('.todo-status').textContent(), { timeout: 60_000 }).toBe('done');
     expect(await page.getByTestId('goal-counts').textContent()).toBe('0 open, 2 done, 1 blocked, 0 deferred');

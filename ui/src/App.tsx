@@ -155,7 +155,7 @@ function Page({ route }: { route: Route }) {
     case 'runs':
       return <RunsPage />;
     case 'run':
-      return <RunDetail key={route.runId} runId={route.runId} />;
+      return <RunDetail key={`${route.root ?? ''}/${route.runId}`} runId={route.runId} root={route.root ?? null} />;
     case 'not-found':
       return (
         <>

@@ -5,7 +5,8 @@
  * its button is described by.
  */
 import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
-import { ApiError, apiFetch, asApiError, enc, postJson, saveBlob } from './api';
+import { ApiError, apiFetch, asApiError, postJson, saveBlob } from './api';
+import { runPath } from './router';
 import { ErrorBox, abbreviate, formatBytes } from './components';
 import { TERMINAL } from './RunFollow';
 import type { RunSummary, RunView } from './types';
@@ -22,7 +23,7 @@ export interface ActionOutcome {
 }
 
 /** The run's actions, one at a time: each answer is merged into the run, which is then read again (the view carries what a summary does not). */
-export function useRunActions(runId: string, setRun: (f: (prev: RunView | null) => RunView | null) => void, loadRun: () => Promise<RunView>) {
+export function useRunActions(runId: string, root: string | null, setRun: (f: (prev: RunView | null) => RunView | null) => void, loadRun: () => Promise<RunView>) {
   const [busy, setBusy] = useState<ActionName | null>(null);
   const [outcome, setOutcome] = useState<ActionOutcome | null>(null);
   const [turns, setTurns] = useState('');
@@ -34,7 +35,7 @@ export function useRunActions(runId: string, setRun: (f: (prev: RunView | null) 
     setOutcome(null);
     const about = subject !== undefined ? { subject } : {};
     try {
-      const summary = await postJson<RunSummary>(`/api/runs/${enc(runId)}/${name}`, body);
+      const summary = await postJson<RunSummary>(runPath(runId, root, `/${name}`), body);
       setRun((prev) => (prev ? { ...prev, ...summary } : prev));
       setOutcome({ name, ...about, note: note(summary) });
       void loadRun().catch(() => undefined);
@@ -52,7 +53,7 @@ export function useRunActions(runId: string, setRun: (f: (prev: RunView | null) 
     setBusy('export');
     setOutcome(null);
     try {
-      const res = await apiFetch(`/api/runs/${enc(runId)}/export`, { method: 'POST', headers: { Accept: 'application/octet-stream' } });
+      const res = await apiFetch(runPath(runId, root, '/export'), { method: 'POST', headers: { Accept: 'application/octet-stream' } });
       const blob = await res.blob();
       saveBlob(new Blob([blob], { type: 'application/octet-stream' }), `${runId}.snapshot`);
       const sha = res.headers.get('x-loopx-sha256');

@@ -13,10 +13,10 @@ import { RunStatus } from './RunStatus';
 import { ROUTES } from './router';
 import type { RunView } from './types';
 
-export function RunDetail({ runId }: { runId: string }) {
-  const { run, setRun, loadError, loadRun } = useRun(runId);
-  const { events, follow, streamError, importedAt, refollow } = useRunEvents(runId, setRun, loadRun);
-  const actions = useRunActions(runId, setRun, loadRun);
+export function RunDetail({ runId, root = null }: { runId: string; root?: string | null }) {
+  const { run, setRun, loadError, loadRun } = useRun(runId, root);
+  const { events, follow, streamError, importedAt, refollow } = useRunEvents(runId, root, setRun, loadRun);
+  const actions = useRunActions(runId, root, setRun, loadRun);
   const waiting = run?.waiting_for ?? null;
 
   return (

@@ -5,7 +5,8 @@
  * run's view (`event: run`) whenever it changes, so what is done elsewhere shows without a reload.
  */
 import { useCallback, useEffect, useRef, useState, type Dispatch, type SetStateAction } from 'react';
-import { ApiError, asApiError, enc, getJson, isAbort } from './api';
+import { ApiError, asApiError, getJson, isAbort } from './api';
+import { runPath } from './router';
 import { readSse } from './sse';
 import type { RunEvent, RunStatus, RunView } from './types';
 
@@ -18,18 +19,18 @@ export const TERMINAL: ReadonlySet<RunStatus> = new Set<RunStatus>(['completed',
 const REFOLLOW_MS = 1000;
 
 /** The run, loaded when the view opens and again through loadRun; the live stream sets it too. */
-export function useRun(runId: string) {
+export function useRun(runId: string, root: string | null = null) {
   const [run, setRun] = useState<RunView | null>(null);
   const [loadError, setLoadError] = useState<ApiError | null>(null);
 
   const loadRun = useCallback(
     async (signal?: AbortSignal) => {
-      const r = await getJson<RunView>(`/api/runs/${enc(runId)}`, signal);
+      const r = await getJson<RunView>(runPath(runId, root), signal);
       setRun(r);
       setLoadError(null);
       return r;
     },
-    [runId],
+    [runId, root],
   );
 
   // App.tsx keys RunDetail by its run id: another run is a new component with fresh state, so
@@ -38,7 +39,7 @@ export function useRun(runId: string) {
   // an await inside loadRun for a synchronous one (react/react#34905).
   useEffect(() => {
     const ctrl = new AbortController();
-    getJson<RunView>(`/api/runs/${enc(runId)}`, ctrl.signal).then(
+    getJson<RunView>(runPath(runId, root), ctrl.signal).then(
       (r) => {
         setRun(r);
         setLoadError(null);
@@ -48,7 +49,7 @@ export function useRun(runId: string) {
       },
     );
     return () => ctrl.abort();
-  }, [runId]);
+  }, [runId, root]);
 
   return { run, setRun, loadError, loadRun };
 }
@@ -90,10 +91,10 @@ interface FollowHandlers {
 }
 
 /** One pass over the live stream from the last event seen; resolves with the last view it carried (or null) when the daemon ends it. */
-async function followOnce(runId: string, signal: AbortSignal, lastSeen: { current: number }, h: FollowHandlers): Promise<RunView | null> {
+async function followOnce(runId: string, root: string | null, signal: AbortSignal, lastSeen: { current: number }, h: FollowHandlers): Promise<RunView | null> {
   let streamFailure: ApiError | null = null;
   let view: RunView | null = null;
-  await readSse(`/api/runs/${enc(runId)}/events?follow=until-terminal&after=${lastSeen.current}`, {
+  await readSse(runPath(runId, root, `/events?follow=until-terminal&after=${lastSeen.current}`), {
     signal,
     lastEventId: lastSeen.current > 0 ? String(lastSeen.current) : null,
     onMessage: (m) => {
@@ -125,11 +126,11 @@ async function followOnce(runId: string, signal: AbortSignal, lastSeen: { curren
 }
 
 /** Follow the run until it has ended: again after a pause if the daemon ended the stream before; an imported run from its snapshot's sequence. */
-async function followRun(runId: string, signal: AbortSignal, lastSeen: { current: number }, h: FollowHandlers): Promise<void> {
+async function followRun(runId: string, root: string | null, signal: AbortSignal, lastSeen: { current: number }, h: FollowHandlers): Promise<void> {
   while (!signal.aborted) {
     let last: RunView | null;
     try {
-      last = await followOnce(runId, signal, lastSeen, h);
+      last = await followOnce(runId, root, signal, lastSeen, h);
       if (signal.aborted) return;
       // The daemon ends a live stream when the run has ended, its last message the run as it ended; or when it stops.
       last = last && TERMINAL.has(last.status) ? last : await h.loadRun(signal);
@@ -160,7 +161,7 @@ async function followRun(runId: string, signal: AbortSignal, lastSeen: { current
 }
 
 /** The run's events as they arrive, and the run's view as it changes; `refollow` opens the stream again after it failed. */
-export function useRunEvents(runId: string, setRun: (r: RunView) => void, loadRun: (signal?: AbortSignal) => Promise<RunView>) {
+export function useRunEvents(runId: string, root: string | null, setRun: (r: RunView) => void, loadRun: (signal?: AbortSignal) => Promise<RunView>) {
   const [events, setEvents] = useState<readonly RunEvent[]>([]);
   const [follow, setFollow] = useState<Follow>('connecting');
   const [streamError, setStreamError] = useState<ApiError | null>(null);
@@ -170,9 +171,9 @@ export function useRunEvents(runId: string, setRun: (r: RunView) => void, loadRu
 
   useEffect(() => {
     const ctrl = new AbortController();
-    void followRun(runId, ctrl.signal, lastSeen, { setFollow, setEvents, setStreamError, setImportedAt, setRun, loadRun });
+    void followRun(runId, root, ctrl.signal, lastSeen, { setFollow, setEvents, setStreamError, setImportedAt, setRun, loadRun });
     return () => ctrl.abort();
-  }, [runId, streamGeneration, setRun, loadRun]);
+  }, [runId, root, streamGeneration, setRun, loadRun]);
 
   const refollow = useCallback(() => {
     setStreamError(null);

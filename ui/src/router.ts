@@ -14,6 +14,10 @@ export const ROUTES = {
   run: (runId: string, root?: string | null) => (root ? `${rootPrefix(root)}/runs/` : '#/runs/') + encodeURIComponent(runId),
 } as const;
 
+/** A run's API path (`suffix` after its id), in the root a page reads. */
+export const runPath = (runId: string, root: string | null | undefined, suffix = '') =>
+  `/api/runs/${encodeURIComponent(runId)}${suffix}${rootQuery(root, suffix.includes('?') ? '&' : '?')}`;
+
 /** The API query naming the root a page reads (empty for the daemon's own). */
 export const rootQuery = (root?: string | null, sep: '?' | '&' = '?') => (root ? `${sep}root=${encodeURIComponent(root)}` : '');
 

@@ -9,7 +9,7 @@ import { isLoopxError, sha256Hex, usageError } from '../../core/index.js';
 import { ENVELOPE_MAX_BYTES, runSummary, type CallEvidence, type Engine, type Resolution, type RunView } from '../../runtime/index.js';
 import { requestBody } from '../body.js';
 import { bodyNotOctetStream, bodyTooLarge, daemonInternal, fieldInvalid } from '../errors.js';
-import { bodyText, sse, WRITE, type Routes } from '../routing.js';
+import { bodyText, engineFor, sse, WRITE, type Routes } from '../routing.js';
 
 /** How often a live stream re-reads the run's view (changes made by another process reach it no later than this). */
 const LIVE_VIEW_MS = 500;
@@ -36,12 +36,13 @@ async function runPage(engine: Engine, runId: string): Promise<RunView> {
   return { ...view, waiting_for: { ...waiting, effects: waiting.effects.map((e) => ({ ...e, evidence: evidence.get(e.call_id) ?? null })) } };
 }
 
-function registerRunReads({ app, withEngine }: Routes): void {
-  app.get('/api/runs', async () => {
-    const runs = await withEngine((e) => e.list(), true);
+function registerRunReads(r: Routes): void {
+  const { app } = r;
+  app.get('/api/runs', async (req) => {
+    const runs = await (await engineFor(r, req))((e) => e.list(), true);
     return { runs: runs.map((r) => ({ ...runSummary(r), definition: r.definition, turn_limit: r.turn_limit })) };
   });
-  app.get<{ Params: { id: string } }>('/api/runs/:id', async (req) => withEngine((e) => runPage(e, req.params.id), true));
+  app.get<{ Params: { id: string } }>('/api/runs/:id', async (req) => (await engineFor(r, req))((e) => runPage(e, req.params.id), true));
   app.get<{ Params: { id: string }; Querystring: { after?: string; follow?: string } }>('/api/runs/:id/events', async (req, reply) => {
     const header = req.headers['last-event-id'];
     const raw = typeof header === 'string' ? header : (req.query.after ?? '0');
@@ -49,10 +50,14 @@ function registerRunReads({ app, withEngine }: Routes): void {
     const follow = req.query.follow ?? 'while-active';
     if (!(FOLLOW_MODES as readonly string[]).includes(follow)) throw fieldInvalid(`follow is one of ${FOLLOW_MODES.join(', ')}.`);
     const runId = req.params.id;
-    await withEngine((e) => e.show(runId), true); // 404 before the stream opens
+    await (
+      await engineFor(r, req)
+    )((e) => e.show(runId), true); // 404 before the stream opens
     const out = sse(req, reply);
     try {
-      await withEngine(async (engine) => {
+      await (
+        await engineFor(r, req)
+      )(async (engine) => {
         const views = follow === 'until-terminal' ? liveViews(engine, runId, out) : undefined;
         try {
           const options = { after: Number(raw), follow: follow as FollowMode, signal: out.signal, ...(views ? { pollMs: LIVE_POLL_MS } : {}) };
@@ -110,25 +115,26 @@ function liveViews(engine: Engine, runId: string, out: ReturnType<typeof sse>): 
 }
 
 /** Suspend, resume, answer, resolve and cancel: the CLI's verbs, through the same engine calls. */
-function registerRunCommands({ app, withEngine }: Routes): void {
-  app.post<{ Params: { id: string } }>('/api/runs/:id/suspend', { config: WRITE }, async (req) => runSummary(await withEngine((e) => e.suspend(req.params.id))));
+function registerRunCommands(r: Routes): void {
+  const { app } = r;
+  app.post<{ Params: { id: string } }>('/api/runs/:id/suspend', { config: WRITE }, async (req) => runSummary(await (await engineFor(r, req))((e) => e.suspend(req.params.id))));
   app.post<{ Params: { id: string }; Body: { turns?: unknown } | undefined }>('/api/runs/:id/resume', { config: WRITE }, async (req) => {
     const turns = req.body?.turns;
     if (turns !== undefined && (typeof turns !== 'number' || !Number.isSafeInteger(turns) || turns < 1))
       throw usageError('daemon_turns_invalid', 'turns must be a positive integer.');
-    return runSummary(await withEngine((e) => e.resume(req.params.id, turns !== undefined ? { turns } : {})));
+    return runSummary(await (await engineFor(r, req))((e) => e.resume(req.params.id, turns !== undefined ? { turns } : {})));
   });
   app.post<{ Params: { id: string }; Body: { interaction_id?: unknown; text?: unknown } | undefined }>('/api/runs/:id/answer', { config: WRITE }, async (req) => {
     const interactionId = bodyText(req.body?.interaction_id, 'interaction_id')!;
     const text = bodyText(req.body?.text, 'text')!;
-    return runSummary(await withEngine((e) => e.answer(req.params.id, interactionId, text)));
+    return runSummary(await (await engineFor(r, req))((e) => e.answer(req.params.id, interactionId, text)));
   });
   app.post<{ Params: { id: string }; Body: { call_id?: unknown; resolution?: unknown; result?: unknown } | undefined }>('/api/runs/:id/resolve', { config: WRITE }, async (req) => {
     const callId = bodyText(req.body?.call_id, 'call_id')!;
     const resolution = resolutionOf(req.body?.resolution, req.body?.result);
-    return runSummary(await withEngine((e) => e.resolve(req.params.id, callId, resolution)));
+    return runSummary(await (await engineFor(r, req))((e) => e.resolve(req.params.id, callId, resolution)));
   });
-  app.post<{ Params: { id: string } }>('/api/runs/:id/cancel', { config: WRITE }, async (req) => runSummary(await withEngine((e) => e.cancel(req.params.id))));
+  app.post<{ Params: { id: string } }>('/api/runs/:id/cancel', { config: WRITE }, async (req) => runSummary(await (await engineFor(r, req))((e) => e.cancel(req.params.id))));
 }
 
 /** `resolution` (committed, absent or abandon) and, with committed only, `result`: the operation's result as JSON text (the CLI's `--committed RESULT`). */
