@@ -43,6 +43,10 @@ const EXERCISED_ELSEWHERE: Readonly<Record<string, string>> = {
   'recover-drill.schema.json': 'test/recovery/drill.test.ts',
   'daemon-recovery.schema.json': 'test/daemon/recoveries.test.ts',
   'daemon-run.schema.json': 'test/daemon/run-actions.test.ts',
+  'daemon-goal.schema.json': 'test/daemon/goal-page.test.ts',
+  'daemon-goal-activity.schema.json': 'test/daemon/goal-page.test.ts',
+  'daemon-goal-history.schema.json': 'test/daemon/goal-page.test.ts',
+  'daemon-goal-progress.schema.json': 'test/daemon/goal-page.test.ts',
 };
 
 /** Validate one document against docs/schemas/<name>.schema.json, with a readable failure. */

@@ -6,11 +6,13 @@
  * and its progress over time with each Todo's last receipt. The Goals list carries counts, lease
  * mode and last activity; an unknown recovered root is refused.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { STATE_HOME, cliFromSources, loopx, tempRoot } from '../support/cli.js';
+import { REPO, STATE_HOME, cliFromSources, loopx, tempRoot } from '../support/cli.js';
 
 cliFromSources(); // the in-process engine drives runs whose plan identity must match the CLI's
 
@@ -18,10 +20,27 @@ const TOKEN = 'test-token-0123456789';
 const AUTH = { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` };
 const authorityDir = join(STATE_HOME, 'loopx', 'run-authority');
 
+// Every answer checked against its published schema: daemon-goal.schema.json, daemon-goal-activity.schema.json,
+// daemon-goal-history.schema.json and daemon-goal-progress.schema.json.
+const ajv = new Ajv2020({ strict: true, allErrors: true });
+for (const f of readdirSync(join(REPO, 'docs/schemas')).filter((n) => n.endsWith('.schema.json')))
+  ajv.addSchema(JSON.parse(readFileSync(join(REPO, 'docs/schemas', f), 'utf8')) as Record<string, unknown>);
+function valid(schema: string, doc: unknown): unknown {
+  const validate = ajv.getSchema(`https://loopx.dev/schemas/${schema}.json`)!;
+  expect(validate(doc) ? [] : validate.errors, schema).toEqual([]);
+  return doc;
+}
+
 let root: string;
 let d: DaemonApp;
 let sink: WebhookSink;
-const get = (url: string) => d.app.inject({ method: 'GET', url, headers: AUTH });
+const get = async (url: string) => {
+  const res = await d.app.inject({ method: 'GET', url, headers: AUTH });
+  // Each Goal answer as published (a refusal is the error schema's, checked elsewhere).
+  const schema = res.statusCode !== 200 ? undefined : (/\/api\/goals\/[^/?]+\/(activity|history|progress)/.exec(url)?.[1] ?? (/^\/api\/goals/.test(url) ? '' : undefined));
+  if (schema !== undefined) valid(schema === '' ? 'daemon-goal' : `daemon-goal-${schema}`, res.json());
+  return res;
+};
 const post = (url: string, payload?: object) => d.app.inject({ method: 'POST', url, headers: AUTH, ...(payload ? { payload } : {}) });
 
 /** Wait (bounded by the test's timeout, never by a clock) until the run is no longer being driven. */
