@@ -24,6 +24,7 @@ import { INTERRUPT_AFTER_LIVE, SOURCE_KILL_POINT } from '../../src/runtime/drill
 import { AFTER_CAPTURE, BEFORE, CONTINUE, agentFile, type Doc } from '../recovery/support/adopt.js';
 import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
+import { focusedElement as focusedOn, tabTo as tabToOn } from './support/keyboard.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
 
 const AUTHORITY_DIR = join(STATE_HOME, 'loopx', 'run-authority');
@@ -139,46 +140,8 @@ async function planOnPage(goal: string, name: string): Promise<string> {
   return decodeURIComponent(page.url().split('/recoveries/')[1]!);
 }
 
-interface Focused {
-  readonly tag: string;
-  readonly name: string;
-  readonly outlineStyle: string;
-  readonly outlineWidth: number;
-  readonly visible: boolean;
-}
-
-// The focused element, read in the page (a string: this file is compiled without the DOM's types).
-const FOCUSED = `(() => {
-  const el = document.activeElement;
-  if (!el || el === document.body || el === document.documentElement) return null;
-  const cs = getComputedStyle(el);
-  const box = el.getBoundingClientRect();
-  const label = el.getAttribute('aria-label') || (el.labels && el.labels.length > 0 ? el.labels[0].textContent : el.textContent) || '';
-  return { tag: el.tagName.toLowerCase(), name: label.replace(/\\s+/g, ' ').trim(), outlineStyle: cs.outlineStyle, outlineWidth: parseFloat(cs.outlineWidth), visible: box.width > 0 && box.height > 0 };
-})()`;
-
-/** The focused element: one with a name, on screen, with a visible focus outline — never the page itself. */
-async function focusedElement(): Promise<Focused> {
-  const f = (await session.page.evaluate(FOCUSED)) as Focused | null;
-  expect(f, 'focus is on an element, not lost to the page').not.toBeNull();
-  expect(f!.name, `the focused <${f!.tag}> has a name`).not.toBe('');
-  expect(f!.visible, `“${f!.name}” is on screen`).toBe(true);
-  expect(f!.outlineStyle, `“${f!.name}” shows its focus`).not.toBe('none');
-  expect(f!.outlineWidth, `“${f!.name}” shows its focus`).toBeGreaterThanOrEqual(2);
-  return f!;
-}
-
-/** Press `key` (Tab or Shift+Tab) until the focused element is named `name`, each stop checked by `focusedElement`. */
-async function tabTo(name: string, key: 'Tab' | 'Shift+Tab' = 'Tab'): Promise<void> {
-  const passed: string[] = [];
-  for (let i = 0; i < 40; i++) {
-    await session.page.keyboard.press(key);
-    const f = await focusedElement();
-    if (f.name === name) return;
-    passed.push(f.name);
-  }
-  throw new Error(`“${name}” was not reached with ${key}; focus went through: ${passed.join(' | ')}`);
-}
+const focusedElement = () => focusedOn(session.page);
+const tabTo = (name: string, key: 'Tab' | 'Shift+Tab' = 'Tab') => tabToOn(session.page, name, key);
 
 if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted adoptions in a browser', () => {

@@ -16,6 +16,7 @@ import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
+import { focusedElement, tabTo } from './support/keyboard.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
 
 const AUTHORITY_DIR = join(STATE_HOME, 'loopx', 'run-authority');
@@ -151,6 +152,27 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(await page.getByRole('button', { name: 'Pause the Goal' }).isDisabled()).toBe(true);
     const cli = loopx(['todo', 'list', '--goal', 'notes', '--root', root, '--json']);
     expect(cli.json().todos).toEqual([expect.objectContaining({ todo_id: 't1', status: 'done' })]);
+  });
+
+  it('works a Goal with the keyboard only: every stop named and visibly focused, focus kept where the change shows', async () => {
+    const { page } = session;
+    await page.goto(`${daemon.url}#/goals/notes`);
+    await expect.poll(() => page.getByTestId('goal-lifecycle').textContent()).toBe('paused');
+    await tabTo(page, 'Resume the Goal');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByTestId('goal-lifecycle').textContent()).toBe('active');
+    expect((await focusedElement(page)).name, 'the disabled button hands its focus to the actions').toBe('Actions');
+    await tabTo(page, 'New Todo');
+    await page.keyboard.type('Tell the team');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByTestId('todo-t2').textContent()).toContain('Tell the team');
+    await tabTo(page, 'New status of t2');
+    await page.keyboard.press('ArrowDown');
+    await tabTo(page, 'Update t2');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByTestId('todo-t2').locator('.todo-status').textContent()).toBe('done');
+    expect((await focusedElement(page)).name, 'the replaced row hands its focus to the Todos').toBe('Todos');
+    expect(loopx(['todo', 'list', '--goal', 'notes', '--root', root, '--json']).json().todos[1]).toMatchObject({ todo_id: 't2', status: 'done' });
   });
 
   it('shows the refusal where it happened: the recovered Goal’s old lifetime takes no new Todo here', async () => {

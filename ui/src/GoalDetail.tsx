@@ -7,7 +7,7 @@
  * and next action where it happened; a disabled control says why. While a run works on the Goal
  * the page reads it again every few seconds, so work done elsewhere shows without a reload.
  */
-import { useEffect, useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FormEvent, type RefObject } from 'react';
 import { ApiError, asApiError, enc, postJson } from './api';
 import { ErrorBox, Loading, PageHeading, TableRegion, abbreviate } from './components';
 import { GoalEffects, GoalHistory, GoalHolds, GoalRuns } from './GoalActivity';
@@ -51,7 +51,7 @@ function TodoRow({ todo, act, busy, last }: { todo: TodoItem; act: Act; busy: bo
   );
 }
 
-function GoalActions({ goal, act, busy }: { goal: GoalDetailDoc; act: Act; busy: boolean }) {
+function GoalActions({ goal, act, busy, headingRef }: { goal: GoalDetailDoc; act: Act; busy: boolean; headingRef: RefObject<HTMLHeadingElement | null> }) {
   const [title, setTitle] = useState('');
   const [retiring, setRetiring] = useState(false);
   const retired = goal.lifecycle === 'retired';
@@ -62,7 +62,9 @@ function GoalActions({ goal, act, busy }: { goal: GoalDetailDoc; act: Act; busy:
   }
   return (
     <section aria-labelledby="goal-actions-heading" className="card">
-      <h2 id="goal-actions-heading">Actions</h2>
+      <h2 id="goal-actions-heading" ref={headingRef} tabIndex={-1}>
+        Actions
+      </h2>
       <form className="add-todo" onSubmit={(ev) => void add(ev)}>
         <label htmlFor="new-todo-title">New Todo</label>
         <input id="new-todo-title" value={title} onChange={(ev) => setTitle(ev.target.value)} required maxLength={512} disabled={retired} aria-describedby="goal-retired-why" />
@@ -220,6 +222,19 @@ export function GoalDetail({ goalId, root }: { goalId: string; root: string | nu
   const goal = g.data;
   const [actionError, setActionError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
+  const actionsHeading = useRef<HTMLHeadingElement>(null);
+  // A control an action disables or replaces takes the focus with it: once the Goal is read back,
+  // the focus lands where the change shows instead (the Todos for a Todo's change, else Actions).
+  const pendingFocus = useRef<string | null>(null);
+  useEffect(() => {
+    const path = pendingFocus.current;
+    if (path === null || g.data === null) return;
+    pendingFocus.current = null;
+    const el = document.activeElement as HTMLElement | null;
+    if (el && el !== document.body && !(el as HTMLButtonElement).disabled && el.isConnected) return;
+    const todos = document.querySelector<HTMLElement>('[role="region"][aria-label="Todos"]');
+    (path.startsWith('todos/') && todos ? todos : actionsHeading.current)?.focus();
+  }, [g.data]);
   const act: Act = async (path, body) => {
     setBusy(true);
     setActionError(null);
@@ -230,6 +245,7 @@ export function GoalDetail({ goalId, root }: { goalId: string; root: string | nu
       return undefined;
     } finally {
       setBusy(false);
+      pendingFocus.current = path;
       reloadAll();
     }
   };
@@ -260,7 +276,7 @@ export function GoalDetail({ goalId, root }: { goalId: string; root: string | nu
         <>
           <GoalFacts goal={goal} />
           {actionError ? <ErrorBox error={actionError} title="Refused" testId="goal-refusal" /> : null}
-          <GoalActions goal={goal} act={act} busy={busy} />
+          <GoalActions goal={goal} act={act} busy={busy} headingRef={actionsHeading} />
           <StartRun goal={goal} busy={busy} onStart={startRun} />
           <TodosTable goal={goal} act={act} busy={busy} progress={progress.data} />
           {activity.data ? <GoalHolds activity={activity.data} root={root} /> : null}
