@@ -65,8 +65,12 @@ async function goalSummary(ow: RootOwners, root: string, goalId: string, todos: 
 /** The recovery of this daemon that minted a Goal's lifetime: from which backup, captured when, and what it could not bring back. */
 async function recoveredFrom({ adoptions }: Routes, recoveryId: string | undefined) {
   if (recoveryId === undefined) return null;
-  const v = await adoptions.show(recoveryId).catch(() => undefined);
-  if (!v) return null; // recovered by the command line, or by another daemon: the lineage alone says it
+  let v: Awaited<ReturnType<typeof adoptions.show>>;
+  try {
+    v = await adoptions.show(recoveryId);
+  } catch {
+    return null; // recovered by the command line, or by another daemon: the lineage alone says it
+  }
   return {
     recovery_id: v.recovery_id,
     backup_id: v.status.backup_id,
