@@ -43,6 +43,8 @@ const EXERCISED_ELSEWHERE: Readonly<Record<string, string>> = {
   'recover-drill.schema.json': 'test/recovery/drill.test.ts',
   'daemon-recovery.schema.json': 'test/daemon/recoveries.test.ts',
   'daemon-run.schema.json': 'test/daemon/run-actions.test.ts',
+  'daemon-drill-job.schema.json': 'test/daemon/drills.test.ts',
+  'daemon-drill-list.schema.json': 'test/daemon/drills.test.ts',
 };
 
 /** Validate one document against docs/schemas/<name>.schema.json, with a readable failure. */
