@@ -128,17 +128,26 @@ function rpoParts(p: RecoveryPoint): { key: string; className: string; grow: num
 /** The recovery point: the captured checkpoint beside what came after it, as one bar and its legend. */
 export function RpoPicture({ point, testId, caption }: { point: RecoveryPoint; testId?: string; caption: ReactNode }) {
   const parts = rpoParts(point);
+  const drawn = parts.filter((x) => x.grow > 0);
+  const total = drawn.reduce((n, x) => n + x.grow, 0);
+  // The checkpoint's label starts at the boundary when it is in the left half of the bar, else ends there.
+  const leftHalf = (drawn[0]?.grow ?? 0) <= total / 2;
   return (
     <figure className="rpo" data-testid={testId}>
       <div className="rpo-bar" aria-hidden="true">
-        {parts
-          .filter((x) => x.grow > 0)
-          .map((x) => (
-            <span key={x.key} className={`rpo-seg ${x.className}`} style={{ flexGrow: x.grow }} />
-          ))}
+        {drawn.map((x) => (
+          <span key={x.key} className={`rpo-seg ${x.className}`} style={{ flexGrow: x.grow }} />
+        ))}
       </div>
+      {/* The same segments, empty, so the label sits under the checkpoint: the end of the captured segment. */}
       <div className="rpo-scale" aria-hidden="true">
-        <span>↑ the captured checkpoint</span>
+        {drawn.map((x, i) => (
+          <span key={x.key} className="rpo-seg" style={{ flexGrow: x.grow }}>
+            {i === 0 ? (
+              <span className={leftHalf ? 'rpo-mark rpo-mark-after' : 'rpo-mark rpo-mark-before'}>{leftHalf ? '↑ captured checkpoint' : 'captured checkpoint ↑'}</span>
+            ) : null}
+          </span>
+        ))}
       </div>
       <ul className="rpo-legend">
         {parts.map((x) => (
