@@ -21,6 +21,9 @@ export const TYPES = {
   'recovery.d.ts': 'daemon-recovery',
   'workspace-ls.d.ts': 'backup-workspace-ls',
   'workspace-show.d.ts': 'backup-workspace-show',
+  'drill-receipt.d.ts': 'recover-drill',
+  'drill-job.d.ts': 'daemon-drill-job',
+  'drill-list.d.ts': 'daemon-drill-list',
 };
 
 /**

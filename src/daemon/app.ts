@@ -20,6 +20,7 @@ import { BackupService } from './backups.js';
 import { handleError, routeNotFound } from './errors.js';
 import { WorkRunDrives } from './work-runs.js';
 import { registerAuditRoutes, registerBackupRoutes, registerRecoveryRoutes } from './routes/backups.js';
+import { registerDrillRoutes } from './routes/drills.js';
 import { registerGoalRoutes } from './routes/goals.js';
 import { registerRunRoutes } from './routes/runs.js';
 import { PUBLIC, READ_METHODS, streams, WRITE, type RouteConfig, type Routes } from './routing.js';
@@ -207,6 +208,7 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   registerBackupRoutes(routes);
   registerAuditRoutes(routes);
   registerRecoveryRoutes(routes);
+  registerDrillRoutes(routes);
   app.all('/api/*', async () => {
     throw routeNotFound();
   });

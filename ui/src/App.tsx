@@ -3,6 +3,7 @@ import { useEffect, useState, type MouseEvent, type ReactNode } from 'react';
 import { ApiError, asApiError, clearToken, exchangeLoginToken, getJson, getToken, isAbort, onUnauthorized, setToken } from './api';
 import { AuditView } from './AuditView';
 import { BackupPage } from './BackupPage';
+import { DrillPage } from './DrillPage';
 import { GoalDetail } from './GoalDetail';
 import { GoalsPage } from './GoalsPage';
 import { RecoveryView } from './RecoveryView';
@@ -148,6 +149,10 @@ function Page({ route }: { route: Route }) {
       return <AuditView key={route.recoveryId} recoveryId={route.recoveryId} />;
     case 'recovery':
       return <RecoveryView key={route.recoveryId} recoveryId={route.recoveryId} />;
+    case 'drills':
+      return <DrillPage drillId={null} />;
+    case 'drill':
+      return <DrillPage key={route.drillId} drillId={route.drillId} />;
     case 'goals':
       return <GoalsPage />;
     case 'goal-page':
@@ -168,17 +173,21 @@ function Page({ route }: { route: Route }) {
   }
 }
 
+/** The navigation entry each page belongs to. */
+const SECTION: Partial<Record<Route['page'], 'backup' | 'drills' | 'goals' | 'runs'>> = {
+  backup: 'backup',
+  audit: 'backup',
+  recovery: 'backup',
+  drills: 'drills',
+  drill: 'drills',
+  goals: 'goals',
+  'goal-page': 'goals',
+  runs: 'runs',
+  run: 'runs',
+};
+
 function Shell({ health, route, children, onSignOut }: { health: Health | null; route: Route | null; children: ReactNode; onSignOut?: () => void }) {
-  const section =
-    route === null
-      ? null
-      : route.page === 'backup' || route.page === 'audit' || route.page === 'recovery'
-        ? 'backup'
-        : route.page === 'runs' || route.page === 'run'
-          ? 'runs'
-          : route.page === 'goals' || route.page === 'goal-page'
-            ? 'goals'
-            : null;
+  const section = route === null ? null : (SECTION[route.page] ?? null);
 
   function skip(ev: MouseEvent<HTMLAnchorElement>) {
     // Hash routing: move focus to the content without changing the address.
@@ -224,6 +233,11 @@ function Shell({ health, route, children, onSignOut }: { health: Health | null; 
               <li>
                 <a href={ROUTES.backup} aria-current={section === 'backup' ? 'page' : undefined}>
                   Backup &amp; recovery
+                </a>
+              </li>
+              <li>
+                <a href={ROUTES.drills} aria-current={section === 'drills' ? 'page' : undefined}>
+                  Recovery drill
                 </a>
               </li>
               <li>

@@ -12,6 +12,7 @@ import { ApiError, asApiError, enc, getJson, postJson } from './api';
 import { ErrorBox, Loading, PageHeading, abbreviate } from './components';
 import { useApiJson } from './hooks';
 import { ROUTES } from './router';
+import { RecoveryRpo, RecoveryTimeline } from './Timeline';
 import type { PublicAudit, Recovery, RecoveryPlanAnswer, RecoveryPreview, WorkspaceListing } from './types';
 
 const STATE_WORDS: Record<string, string> = {
@@ -244,43 +245,6 @@ function HoldsCard({ r, running, act }: { r: Recovery; running: boolean; act: Ac
   );
 }
 
-/** The budget the recovery drill holds a whole recovery to (verify, plan, apply and the first turn): the apply's steps are drawn against it. */
-const RTO_TARGET_MS = 60_000;
-
-/** Each step of the apply as a bar on one time axis, with the recovery-time target marked. */
-function Timeline({ receipts }: { receipts: Recovery['status']['receipts'] }) {
-  const t0 = Math.min(...receipts.map((x) => Date.parse(x.started_at)));
-  const end = Math.max(...receipts.map((x) => Date.parse(x.done_at)));
-  const total = end - t0;
-  const scale = Math.max(total, RTO_TARGET_MS);
-  const pct = (ms: number) => `${((ms / scale) * 100).toFixed(2)}%`;
-  return (
-    <section aria-labelledby="receipts-heading" className="card">
-      <h2 id="receipts-heading">Steps, their owners and their time</h2>
-      <p data-testid="recovery-elapsed">
-        The apply took {(total / 1000).toFixed(1)} s of the {RTO_TARGET_MS / 1000} s a whole recovery may take (verify, plan, apply and the first turn).
-      </p>
-      <ol className="timeline" data-testid="recovery-receipts">
-        {receipts.map((x) => {
-          const start = Date.parse(x.started_at) - t0;
-          const ms = Date.parse(x.done_at) - Date.parse(x.started_at);
-          return (
-            <li key={x.action}>
-              <span className="timeline-label">
-                {x.action} — {x.owner}: {x.result}, {ms} ms
-              </span>
-              <span className="timeline-track" aria-hidden="true">
-                <span className="timeline-bar" style={{ marginLeft: pct(start), width: `max(2px, ${pct(ms)})` }} />
-                <span className="timeline-target" style={{ left: pct(RTO_TARGET_MS) }} />
-              </span>
-            </li>
-          );
-        })}
-      </ol>
-    </section>
-  );
-}
-
 /** The recovery page. */
 export function RecoveryView({ recoveryId }: { recoveryId: string }) {
   const { data: r, error, reload } = useApiJson<Recovery>(`/api/recoveries/${enc(recoveryId)}`);
@@ -329,7 +293,8 @@ export function RecoveryView({ recoveryId }: { recoveryId: string }) {
           <StateCard r={r} running={running} act={act} actionError={actionError} headingRef={stateHeading} />
           {r.status.state === 'adoption_prepared' ? <ConfirmCard r={r} running={running} act={act} /> : null}
           {r.status.holds.length > 0 ? <HoldsCard r={r} running={running} act={act} /> : null}
-          {r.status.receipts.length > 0 ? <Timeline receipts={r.status.receipts} /> : null}
+          {r.status.receipts.length > 0 ? <RecoveryTimeline receipts={r.status.receipts} /> : null}
+          <RecoveryRpo status={r.status} />
         </>
       ) : null}
     </>

@@ -1,0 +1,196 @@
+/* Generated from docs/schemas/recover-drill.schema.json by `npm run schemas:types` (json-schema-to-typescript). Do not edit. */
+
+/**
+ * stdout of `loopx recover drill --json` (loopx_recovery_drill_v0): the receipt of a recovery drill on disposable synthetic state — each measured figure beside its target, frozen in the drill's definition before it ran, and whether it was met. Public: ids, counts, codes and times only, never a path, a payload or session text. The command exits 0 when every target is met and 3 when one is missed (the receipt is printed either way).
+ */
+export interface LoopxRecoverDrill {
+  schema_version: "loopx_recovery_drill_v0";
+  drill_id: string;
+  /**
+   * short: two crash points of the apply; full: every owner commit point
+   */
+  mode: "short" | "full";
+  started_at: string;
+  finished_at: string;
+  result: "targets_met" | "targets_missed";
+  /**
+   * what was missed; empty when every target was met
+   */
+  missed: (
+    | "rto"
+    | "rpo"
+    | "human_actions"
+    | "protected_duplicates"
+    | "old_writers"
+    | "fault_injection"
+    | "cases"
+    | "continuation"
+  )[];
+  /**
+   * the targets as the drill's definition froze them
+   */
+  targets: {
+    rto_seconds: number;
+    rpo: "last_captured_checkpoint";
+    human_actions_base: number;
+    human_actions_per_hold: number;
+    protected_duplicates: number;
+    old_writers_rejected_percent: number;
+  };
+  /**
+   * the source's last captured checkpoint
+   */
+  captured: {
+    profile: string;
+    captured_at_end: string;
+    work_cursor: number;
+    todos: Counts;
+    deliveries: number;
+  };
+  recovered: {
+    state: string;
+    new_goal_instance_id: string;
+    imported_transactions: number;
+    todos_at_adoption: Counts;
+    effects: Counts1;
+    /**
+     * deliveries the receiver holds that the capture did not
+     */
+    committed_after_capture: number;
+  };
+  lost_or_unknown: {
+    /**
+     * work transactions the source committed after the capture
+     */
+    work_items_lost_locally: number;
+    committed_after_capture: number;
+    /**
+     * holds still open at the end of the main journey
+     */
+    unknown: number;
+    /**
+     * what the plan's preview said would be lost or unknown
+     */
+    preview: string[];
+  };
+  phases: {
+    phase: "verify" | "plan" | "apply" | "resolve" | "first_turn";
+    elapsed_ms: number;
+  }[];
+  /**
+   * from backup and manifest supplied to the first admitted turn in the new root, verify included
+   */
+  rto: {
+    seconds: number;
+    target_seconds: number;
+    met: boolean;
+  };
+  rpo: {
+    checkpoint: {
+      captured_at_end: string;
+      work_cursor: number;
+      profile: string;
+    };
+    /**
+     * from the end of the capture to the loss of the source
+     */
+    seconds: number;
+    work_items_lost_locally: number;
+    committed_after_capture: number;
+    /**
+     * work transactions recovered beyond the captured checkpoint: 0 when the target is met
+     */
+    claimed_beyond_checkpoint: number;
+    target: "last_captured_checkpoint";
+    met: boolean;
+  };
+  human_actions: {
+    count: number;
+    visible_holds: number;
+    /**
+     * the base plus one per visible hold
+     */
+    limit: number;
+    met: boolean;
+    actions: string[];
+  };
+  holds: {
+    hold_id: string;
+    owner: string;
+    code: string;
+    continuation: string;
+    resolved: boolean;
+    where: "main" | "receiver_down";
+  }[];
+  /**
+   * re-sends the receiver saw of an operation it already held (it records every attempt)
+   */
+  protected_duplicates: {
+    count: number;
+    target: number;
+    attempts: Counts2;
+    each_logical_operation_stored_once: boolean;
+    met: boolean;
+  };
+  old_writers: {
+    attempted: number;
+    rejected: number;
+    percent: number;
+    target_percent: number;
+    nothing_changed: boolean;
+    met: boolean;
+    attempts: {
+      writer: string;
+      expected: string;
+      observed: string;
+      rejected: boolean;
+    }[];
+  };
+  /**
+   * a SIGKILL at owner commit points of the apply, each followed by a retry accepted by owner readback
+   */
+  fault_injection: {
+    points: number;
+    converged: number;
+    deliveries_sent: number;
+    met: boolean;
+    cases: {
+      point: string;
+      killed: boolean;
+      state_after_crash: string;
+      state_after_retry: string;
+      owners_converged: boolean;
+      converged: boolean;
+    }[];
+  };
+  /**
+   * refusals and variants: what was expected, what was observed
+   */
+  cases: {
+    case: string;
+    expected: string;
+    observed: string;
+    met: boolean;
+  }[];
+  continued: {
+    run_status: string;
+    todo_done_in_new_lifetime: boolean;
+    met: boolean;
+  };
+  execution_authority_granted: false;
+}
+export interface Counts {
+  [k: string]: number;
+}
+/**
+ * recovered effects by outcome
+ */
+export interface Counts1 {
+  [k: string]: number;
+}
+/**
+ * every attempt at the receiver by result
+ */
+export interface Counts2 {
+  [k: string]: number;
+}
