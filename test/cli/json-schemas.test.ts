@@ -47,6 +47,7 @@ const EXERCISED_ELSEWHERE: Readonly<Record<string, string>> = {
   'daemon-goal-activity.schema.json': 'test/daemon/goal-page.test.ts',
   'daemon-goal-history.schema.json': 'test/daemon/goal-page.test.ts',
   'daemon-goal-progress.schema.json': 'test/daemon/goal-page.test.ts',
+  'daemon-audit-contents.schema.json': 'test/daemon/audit-contents.test.ts',
 };
 
 /** Validate one document against docs/schemas/<name>.schema.json, with a readable failure. */
