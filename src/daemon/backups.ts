@@ -89,6 +89,7 @@ export interface AuditListItem {
   readonly execution_authority_granted: false;
 }
 
+const auditNotFound = () => notFound('audit_not_found', 'No audit with that recovery id.', { nextAction: 'list audits: GET /api/audits' });
 const uploadNotFound = () => notFound('daemon_upload_not_found', 'No such upload.', { nextAction: 'start a new upload' });
 
 /** An upload receiving a part or being verified takes no other request until that ends (a verified one is removed then). */
@@ -379,7 +380,7 @@ export class BackupService {
     const { dir } = this.locate(id);
     const read = readWorkspaceContents(dir);
     // The workspace reader re-read the audit: it must still be the one asked for.
-    if (read.audit.recovery_id !== id) throw notFound('audit_not_found', 'No audit with that recovery id.', { nextAction: 'list audits: GET /api/audits' });
+    if (read.audit.recovery_id !== id) throw auditNotFound();
     return { ...auditContents(read, basename(dir)), ...this.provenance(dir, read.audit) };
   }
 
@@ -412,7 +413,7 @@ export class BackupService {
         if (found.audit.recovery_id === id) return { dir, found };
       }
     }
-    throw notFound('audit_not_found', 'No audit with that recovery id.', { nextAction: 'list audits: GET /api/audits' });
+    throw auditNotFound();
   }
 
   /**
