@@ -17,6 +17,7 @@ export const OUT_DIR = join(REPO, 'ui', 'src', 'generated');
 export const TYPES = {
   'audit-public.d.ts': 'state-recovery-audit-public-v0',
   'audit-list.d.ts': 'daemon-audit-list',
+  'audit-contents.d.ts': 'daemon-audit-contents',
   'job.d.ts': 'daemon-job',
   'recovery.d.ts': 'daemon-recovery',
   'workspace-ls.d.ts': 'backup-workspace-ls',

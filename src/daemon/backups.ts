@@ -11,11 +11,22 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { closeSync, constants, existsSync, lstatSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, constants, existsSync, lstatSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { conflict, isLoopxError, notFound, rejected, ensurePrivateDir } from '../core/index.js';
-import { BACKUP_ID, RECOVERY_LIMITS, executeVerifyIsolated, publicSummary, showAudit, verifyFailed, type RecoveryAudit, type VerifyProgress } from '../runtime/index.js';
+import { RECOVERY_AUDIT_FILE, conflict, isLoopxError, notFound, rejected, ensurePrivateDir, writeFileDurable } from '../core/index.js';
+import {
+  BACKUP_ID,
+  RECOVERY_LIMITS,
+  executeVerifyIsolated,
+  publicSummary,
+  readWorkspaceContents,
+  showAudit,
+  verifyFailed,
+  type RecoveryAudit,
+  type VerifyProgress,
+} from '../runtime/index.js';
+import { auditContents, type AuditContents } from './audit-contents.js';
 import { bodyTooLarge } from './errors.js';
 import { daemonError } from './security.js';
 
@@ -54,16 +65,31 @@ export interface PendingUpload {
   readonly updated_at: string;
 }
 
+/** Where an audited backup came from: a backup of this root verified in place, an upload, or (verified before sources were recorded) unknown. */
+export interface AuditSource {
+  readonly kind: 'root_backup' | 'upload' | 'unknown';
+  readonly backup_id: string;
+  /** When the backup itself was made (its manifest's created_at). */
+  readonly backup_created_at: string;
+}
+
 export interface AuditListItem {
   readonly recovery_id: string;
   readonly backup_id: string;
   readonly phase: string;
   readonly operator_state: string;
+  /** The backup's creation time (as `source.backup_created_at`). */
   readonly created_at: string;
+  /** When the verification wrote this audit (the audit file is written once, never replaced). */
+  readonly verified_at: string;
+  readonly source: AuditSource;
+  /** Goals the audit names (its goal components). */
+  readonly goals: number;
   readonly assets: RecoveryAudit['counts']['assets'];
   readonly execution_authority_granted: false;
 }
 
+const auditNotFound = () => notFound('audit_not_found', 'No audit with that recovery id.', { nextAction: 'list audits: GET /api/audits' });
 const uploadNotFound = () => notFound('daemon_upload_not_found', 'No such upload.', { nextAction: 'start a new upload' });
 
 /** An upload receiving a part or being verified takes no other request until that ends (a verified one is removed then). */
@@ -74,6 +100,8 @@ export class BackupService {
   private readonly uploads: string;
   private readonly recoveries: string;
   private readonly rootBackups: string;
+  /** `<job_id>.json`: which source each verify job read (the audit itself does not say). */
+  private readonly sources: string;
   private readonly jobs = new Map<string, { job: Job; events: EventEmitter; done: Promise<void>; abort: AbortController }>();
   /** Uploads with a part being streamed in now (upload id → parts in flight). */
   private readonly receiving = new Map<string, number>();
@@ -84,7 +112,8 @@ export class BackupService {
     this.uploads = join(daemonDir, 'uploads');
     this.recoveries = join(daemonDir, 'recoveries');
     this.rootBackups = join(root, 'backups');
-    for (const d of [daemonDir, this.uploads, this.recoveries]) ensurePrivateDir(d);
+    this.sources = join(daemonDir, 'audit-sources');
+    for (const d of [daemonDir, this.uploads, this.recoveries, this.sources]) ensurePrivateDir(d);
   }
 
   /**
@@ -249,6 +278,9 @@ export class BackupService {
     const job: Job = { job_id: jobId, ...source, state: 'running', progress: null, recovery_id: null, error: null };
     const events = new EventEmitter();
     const abort = new AbortController();
+    // Recorded before the audit can exist, so every audit of this daemon names its source.
+    const sourceFile = join(this.sources, `${jobId}.json`);
+    writeFileDurable(sourceFile, JSON.stringify({ kind: source.backup_id !== null ? 'root_backup' : 'upload' }), { mode: 0o600 });
     const done = executeVerifyIsolated(
       { archive, manifest, destination: join(this.recoveries, jobId) },
       {
@@ -266,6 +298,7 @@ export class BackupService {
         },
         (e: unknown) => {
           job.state = 'refused';
+          rmSync(sourceFile, { force: true });
           const refusal = isLoopxError(e) ? e : verifyFailed();
           job.error = { code: refusal.code, message: refusal.message, next_action: refusal.nextAction ?? null };
         },
@@ -293,9 +326,25 @@ export class BackupService {
     return readdirSync(this.recoveries)
       .filter((n) => JOB_ID.test(n))
       .map((n) => join(this.recoveries, n))
-      .filter((d) => existsSync(join(d, 'recovery-audit.json')));
+      .filter((d) => existsSync(join(d, RECOVERY_AUDIT_FILE)));
   }
 
+  /** Where the audit in `dir` came from, and when it was written. */
+  private provenance(dir: string, audit: RecoveryAudit): { verified_at: string; source: AuditSource } {
+    let kind: AuditSource['kind'] = 'unknown';
+    try {
+      const recorded = (JSON.parse(readFileSync(join(this.sources, `${basename(dir)}.json`), 'utf8')) as { kind?: unknown }).kind;
+      if (recorded === 'root_backup' || recorded === 'upload') kind = recorded;
+    } catch {
+      // verified before sources were recorded (or the record is gone): unknown, never guessed
+    }
+    return {
+      verified_at: lstatSync(join(dir, RECOVERY_AUDIT_FILE)).mtime.toISOString(),
+      source: { kind, backup_id: audit.backup.backup_id, backup_created_at: audit.backup.created_at },
+    };
+  }
+
+  /** The audits, newest verification first, each with its source. */
   listAudits(): AuditListItem[] {
     const out: AuditListItem[] = [];
     for (const d of this.auditDirs()) {
@@ -311,6 +360,8 @@ export class BackupService {
           phase: audit.phase,
           operator_state: audit.operator_state,
           created_at: audit.backup.created_at,
+          ...this.provenance(d, audit),
+          goals: audit.components.filter((c) => c.owner_kind === 'goal').length,
           assets: audit.counts.assets,
           execution_authority_granted: false,
         });
@@ -318,7 +369,19 @@ export class BackupService {
         // An audit whose bytes no longer match its address is not listed; `raw` of it refuses.
       }
     }
-    return out.sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
+    return out.sort((a, b) => (a.verified_at < b.verified_at ? 1 : a.verified_at > b.verified_at ? -1 : 0));
+  }
+
+  /**
+   * What the audit's backup holds, per Goal, in the operator's terms (audit-contents.ts): read from
+   * its private audit and its workspace's historical readers; the workspace named relative to the root.
+   */
+  contents(id: string): AuditContents & { verified_at: string; source: AuditSource } {
+    const { dir } = this.locate(id);
+    const read = readWorkspaceContents(dir);
+    // The workspace reader re-read the audit: it must still be the one asked for.
+    if (read.audit.recovery_id !== id) throw auditNotFound();
+    return { ...auditContents(read, basename(dir)), ...this.provenance(dir, read.audit) };
   }
 
   /** The stored audit (exact bytes, address re-checked on every read) whose recovery_id is `id`. */
@@ -350,7 +413,7 @@ export class BackupService {
         if (found.audit.recovery_id === id) return { dir, found };
       }
     }
-    throw notFound('audit_not_found', 'No audit with that recovery id.', { nextAction: 'list audits: GET /api/audits' });
+    throw auditNotFound();
   }
 
   /**
@@ -367,6 +430,7 @@ export class BackupService {
         nextAction: 'abandon that recovery first, or keep the audit as its evidence',
       });
     rmSync(dir, { recursive: true, force: true });
+    rmSync(join(this.sources, `${basename(dir)}.json`), { force: true });
     this.byRecoveryId.delete(id);
     this.indexed.delete(dir);
   }

@@ -24,7 +24,16 @@ export { goalWorkAgents, newRunId, runGoalWork, type GoalWorkRunOptions, type Go
 export { goalActivity, goalHistory, goalProgress, HISTORY_PAGE_MAX, type GoalActivity, type GoalProgress, type HistoryPage } from './goal-activity.js';
 export { createGoal, goalDetail, goalView, listGoals, showGoal, transitionGoal, withGoalWork, type GoalDocInput, type GoalTransition } from './goals.js';
 export { addTodo, listTodos, operatorOperationId, TODO_STATUSES, todoView, updateTodo, type AddTodoInput, type UpdateTodoInput } from './todos.js';
-export { listWorkspace, showWorkspaceGoal, type WorkspaceListing, type WorkspaceGoalDetail } from './workspace.js';
+export {
+  listWorkspace,
+  showWorkspaceGoal,
+  readWorkspaceContents,
+  type WorkspaceListing,
+  type WorkspaceGoalDetail,
+  type WorkspaceContents,
+  type WorkspaceGoalContents,
+  type WorkspaceEffect,
+} from './workspace.js';
 export { planRecovery, applyRecovery, recoveryStatusOf, resolveRecoveryHold, abortRecovery, type RecoverAccess } from './recover.js';
 export { publicPlan, type AdoptionPlan, type RecoveryStatus } from '../recovery/index.js';
 export { seedSample } from './sample.js';

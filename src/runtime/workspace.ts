@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { notFound } from '../core/index.js';
 import { operatorPath } from '../core/index.js';
 import { LAYOUT, MACHINE, OWNERS, goalScope } from '../owners/index.js';
-import { showAudit, WORKSPACE_DIR } from '../recovery/index.js';
+import { showAudit, WORKSPACE_DIR, type RecoveryAudit } from '../recovery/index.js';
 import { readHistoricalRuns, type HistoricalRun } from '../engine/index.js';
 
 /** The archive's name for the root inside the workspace (backup/paths.ts ARCHIVE_ROOT). */
@@ -102,7 +102,8 @@ function workSummary(root: string, goalId: string) {
   return OWNERS.work.readHistorical({ root }, goalScope(goalId)).value;
 }
 
-export function listWorkspace(destination: string): WorkspaceListing {
+/** Everything a workspace's readers give back in one pass (each database read once, from a scratch copy). */
+function readAll(destination: string) {
   const { audit, root } = open(destination);
   return withScratch((scratch) => {
     const findings: WorkspaceFinding[] = [];
@@ -127,21 +128,88 @@ export function listWorkspace(destination: string): WorkspaceListing {
     const s = OWNERS.session.readHistorical({ root, scratchDir: scratch }, MACHINE).value;
     const e = OWNERS.effect.readHistorical({ root, scratchDir: scratch }, MACHINE).value;
     findings.push(...s.findings.map(lite), ...e.findings.map(lite));
-    const byOutcome: Record<string, number> = {};
-    for (const x of e.effects) byOutcome[x.outcome] = (byOutcome[x.outcome] ?? 0) + 1;
-    return {
-      recovery_id: audit.recovery_id,
-      backup_id: audit.backup.backup_id,
-      operator_state: audit.operator_state,
-      execution_authority_granted: false,
-      goals,
-      runs_readable: runs.readable,
-      runs: runs.runs,
-      sessions: s.sessions.length,
-      effects_by_outcome: byOutcome,
-      findings,
-    };
+    return { audit, goals, runs, sessions: s.sessions, effects: e.effects, findings };
   });
+}
+
+export function listWorkspace(destination: string): WorkspaceListing {
+  const { audit, goals, runs, sessions, effects, findings } = readAll(destination);
+  const byOutcome: Record<string, number> = {};
+  for (const x of effects) byOutcome[x.outcome] = (byOutcome[x.outcome] ?? 0) + 1;
+  return {
+    recovery_id: audit.recovery_id,
+    backup_id: audit.backup.backup_id,
+    operator_state: audit.operator_state,
+    execution_authority_granted: false,
+    goals,
+    runs_readable: runs.readable,
+    runs: runs.runs,
+    sessions: sessions.length,
+    effects_by_outcome: byOutcome,
+    findings,
+  };
+}
+
+/** A workspace effect as evidence: what, where, and how it ended (never its intent or receipt). */
+export interface WorkspaceEffect {
+  readonly operation_id: string;
+  readonly kind: string;
+  readonly target: string;
+  readonly outcome: string;
+  readonly hold: string | null;
+  readonly attempt: number;
+}
+
+/** One Goal of a workspace with what belongs to it: its sessions, the runs they bound, its effects. */
+export interface WorkspaceGoalContents extends WorkspaceGoalSummary {
+  readonly session_ids: readonly string[];
+  readonly runs: readonly HistoricalRun[];
+  readonly effects: readonly WorkspaceEffect[];
+}
+
+/** What a verified workspace holds, grouped by Goal (`listWorkspace`'s reading, kept together per Goal). */
+export interface WorkspaceContents {
+  readonly audit: RecoveryAudit;
+  readonly goals: readonly WorkspaceGoalContents[];
+  readonly runs_readable: boolean;
+  /** Runs no Goal's session bound, and effects scoped to no Goal of the workspace (a run's own scope). */
+  readonly other: { readonly session_ids: readonly string[]; readonly runs: readonly HistoricalRun[]; readonly effects: readonly WorkspaceEffect[] };
+  readonly findings: readonly WorkspaceFinding[];
+}
+
+const effectLite = (x: WorkspaceEffect): WorkspaceEffect => ({
+  operation_id: x.operation_id,
+  kind: x.kind,
+  target: x.target,
+  outcome: x.outcome,
+  hold: x.hold,
+  attempt: x.attempt,
+});
+
+/** The workspace's contents per Goal, with the destination's audit they were read under (re-checked first). */
+export function readWorkspaceContents(destination: string): WorkspaceContents {
+  const { audit, goals, runs, sessions, effects, findings } = readAll(destination);
+  const known = new Set(goals.map((g) => g.goal_id));
+  const part = (belongs: (goalId: string) => boolean) => {
+    const own = sessions.filter((x) => belongs(x.goal_id));
+    const bound = new Set(own.map((x) => x.run_id).filter((id): id is string => id !== null));
+    return {
+      session_ids: own.map((x) => x.session_id),
+      runs: runs.runs.filter((r) => bound.has(r.run_id)),
+      effects: effects.filter((x) => belongs(x.goal_id)).map(effectLite),
+    };
+  };
+  const perGoal = goals.map((g) => ({ ...g, ...part((id) => id === g.goal_id) }));
+  const other = part((id) => !known.has(id));
+  const claimed = new Set(perGoal.flatMap((g) => g.runs.map((r) => r.run_id)));
+  return {
+    audit,
+    goals: perGoal,
+    runs_readable: runs.readable,
+    // A run bound to no Goal's session is the workspace's, outside any Goal.
+    other: { ...other, runs: runs.runs.filter((r) => !claimed.has(r.run_id)) },
+    findings,
+  };
 }
 
 /** `listAction`: how the caller lists the Goals (default: the CLI command, naming D relative to here). */

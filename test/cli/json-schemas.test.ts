@@ -49,6 +49,7 @@ const EXERCISED_ELSEWHERE: Readonly<Record<string, string>> = {
   'daemon-goal-progress.schema.json': 'test/daemon/goal-page.test.ts',
   'daemon-drill-job.schema.json': 'test/daemon/drills.test.ts',
   'daemon-drill-list.schema.json': 'test/daemon/drills.test.ts',
+  'daemon-audit-contents.schema.json': 'test/daemon/audit-contents.test.ts',
 };
 
 /** Validate one document against docs/schemas/<name>.schema.json, with a readable failure. */

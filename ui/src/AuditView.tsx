@@ -7,6 +7,7 @@ import { ROUTES } from './router';
 import type { AuditFinding, OwnerList, PublicAudit } from './types';
 import { WorkspaceSection } from './WorkspaceView';
 import { RecoverSection } from './RecoveryView';
+import { AuditContentsSection, type AuditContents } from './AuditContents';
 
 const SEVERITY_ORDER: Readonly<Record<string, number>> = { hold: 0, error: 1, warning: 2 };
 
@@ -40,11 +41,14 @@ function AuditBody({ audit }: { audit: PublicAudit }) {
   // What each owner decides, from the daemon's owners table (the legend under the components).
   const { data: ownerList } = useApiJson<OwnerList>('/api/owners');
   const decides = new Map((ownerList?.owners ?? []).map((o) => [o.name, o.decides]));
+  // What the backup holds, from the private audit (for the signed-in operator): first, and it names the components.
+  const { data: contents, error: contentsError } = useApiJson<AuditContents>(`/api/audits/${enc(audit.recovery_id)}/contents`);
   return (
     <>
+      <AuditContentsSection contents={contents} error={contentsError} />
       <AuditStatus audit={audit} />
       <AuditCounts audit={audit} />
-      <AuditComponents audit={audit} decides={decides} />
+      <AuditComponents audit={audit} decides={decides} contents={contents} />
       <AuditFindings audit={audit} />
       <RecoverSection audit={audit} />
       <WorkspaceSection recoveryId={audit.recovery_id} />
@@ -146,8 +150,10 @@ function AuditCounts({ audit }: { audit: PublicAudit }) {
   );
 }
 
-/** Every component with its owner, verification and next action; the legend says what each owner shown decides. */
-function AuditComponents({ audit, decides }: { audit: PublicAudit; decides: ReadonlyMap<string, string> }) {
+/** Every component — named by its owner and what it belongs to, beside its id — with its verification and next action; the legend says what each owner shown decides. */
+function AuditComponents({ audit, decides, contents }: { audit: PublicAudit; decides: ReadonlyMap<string, string>; contents: AuditContents | null }) {
+  const names = new Map((contents?.components ?? []).map((c) => [c.component_id, c]));
+  const titles = new Map((contents?.goals ?? []).map((g) => [g.goal_id, g.title]));
   const shown = [...new Set(audit.components.map((c) => c.owner_kind))].filter((name) => decides.has(name));
   return (
     <section aria-labelledby="audit-components-heading" className="card">
@@ -170,7 +176,7 @@ function AuditComponents({ audit, decides }: { audit: PublicAudit; decides: Read
             {audit.components.map((c) => (
               <tr key={c.component_id} data-testid="audit-component-row">
                 <th scope="row">
-                  <code>{c.component_id}</code>
+                  <ComponentName id={c.component_id} named={names.get(c.component_id)} title={titles.get(names.get(c.component_id)?.goal_id ?? '') ?? null} />
                   {c.logical_scope !== 'machine' ? <span className="muted scope"> {c.logical_scope}</span> : null}
                 </th>
                 <td>
@@ -201,6 +207,18 @@ function AuditComponents({ audit, decides }: { audit: PublicAudit; decides: Read
         </dl>
       ) : null}
     </section>
+  );
+}
+
+/** A component by what it is (`Goal launch: work`, with the Goal's title), its id beneath; only its id until the contents arrive. */
+function ComponentName({ id, named, title }: { id: string; named: AuditContents['components'][number] | undefined; title: string | null }) {
+  if (!named) return <code>{id}</code>;
+  return (
+    <>
+      <span className="component-name">{named.name}</span>
+      {title !== null ? <span className="component-title"> “{title}”</span> : null}
+      <code className="muted scope">{id}</code>
+    </>
   );
 }
 

@@ -4,6 +4,7 @@ import { ApiError, asApiError, enc, getJson, isAbort, postJson, putBytes } from 
 import { useApiJson } from './hooks';
 import { ErrorBox, ExecutionStatement, Loading, PageHeading, TableRegion, abbreviate, formatBytes } from './components';
 import { ROUTES, navigate } from './router';
+import { sourceText } from './AuditContents';
 import { readSse } from './sse';
 import type { AuditListItem, Job, JobProgress, VerifyStep } from './types';
 
@@ -366,42 +367,41 @@ function AuditList() {
       {audits !== null && audits.length === 0 ? <p className="muted">No audits yet. Verify a backup above; each verification writes one.</p> : null}
       {audits !== null && audits.length > 0 ? (
         <TableRegion label="Audits">
-          <table>
-            <caption className="visually-hidden">Recovery audits, newest first</caption>
+          <table className="reflow">
+            <caption className="visually-hidden">Recovery audits, newest first: when each was made, from which backup, its Goals and its state</caption>
             <thead>
               <tr>
+                <th scope="col">Made</th>
+                <th scope="col">Source</th>
+                <th scope="col" className="num">
+                  Goals
+                </th>
+                <th scope="col">State</th>
                 <th scope="col">Audit</th>
-                <th scope="col">Backup</th>
-                <th scope="col">Status</th>
-                <th scope="col" className="num">
-                  Recovered and readable
-                </th>
-                <th scope="col" className="num">
-                  Historical only
-                </th>
-                <th scope="col" className="num">
-                  Unknown or unrecoverable
-                </th>
-                <th scope="col">Backup created</th>
               </tr>
             </thead>
             <tbody>
               {audits.map((a) => (
                 <tr key={a.recovery_id} data-testid="audit-list-row">
                   <th scope="row">
+                    <time dateTime={a.verified_at}>{a.verified_at}</time>
+                  </th>
+                  <td data-label="Source" data-testid="audit-list-source">
+                    {sourceText(a.source)}
+                    <span className="muted scope">
+                      backup made <time dateTime={a.source.backup_created_at}>{a.source.backup_created_at}</time>
+                    </span>
+                  </td>
+                  <td data-label="Goals" className="num" data-testid="audit-list-goals">
+                    {a.goals}
+                  </td>
+                  <td data-label="State">
+                    <span className={`badge phase-${a.phase}`}>{a.phase}</span> <span className="muted">{a.operator_state}</span>
+                  </td>
+                  <td data-label="Audit">
                     <a href={ROUTES.audit(a.recovery_id)} aria-label={`Open audit ${abbreviate(a.recovery_id)} of backup ${a.backup_id}`} title={a.recovery_id}>
                       <code>{abbreviate(a.recovery_id)}</code>
                     </a>
-                  </th>
-                  <td>{a.backup_id}</td>
-                  <td>
-                    <span className={`badge phase-${a.phase}`}>{a.phase}</span> <span className="muted">{a.operator_state}</span>
-                  </td>
-                  <td className="num">{a.assets.recovered_readable}</td>
-                  <td className="num">{a.assets.historical_only}</td>
-                  <td className="num">{a.assets.unknown_unrecoverable}</td>
-                  <td>
-                    <time dateTime={a.created_at}>{a.created_at}</time>
                   </td>
                 </tr>
               ))}

@@ -67,6 +67,8 @@ export function registerBackupRoutes({ app, timeouts, backups }: Routes): void {
 export function registerAuditRoutes({ app, backups }: Routes): void {
   app.get('/api/audits', async () => ({ audits: backups.listAudits() }));
   app.get<{ Params: { id: string } }>('/api/audits/:id', async (req) => backups.summary(req.params.id));
+  // What the backup holds in the operator's terms: from the private audit, for the token's holder only.
+  app.get<{ Params: { id: string } }>('/api/audits/:id/contents', async (req) => backups.contents(req.params.id));
   app.get<{ Params: { id: string } }>('/api/audits/:id/raw', async (req, reply) => {
     const { bytes } = backups.audit(req.params.id);
     const digest = sha256Hex(bytes);

@@ -1,7 +1,7 @@
 /* Generated from docs/schemas/daemon-audit-list.schema.json by `npm run schemas:types` (json-schema-to-typescript). Do not edit. */
 
 /**
- * `GET /api/audits`: the audits of this root's verify jobs, newest first (docs/api.md).
+ * `GET /api/audits`: the audits of this root's verify jobs, newest verification first, each with its source (docs/api.md).
  */
 export interface DaemonAuditList {
   audits: {
@@ -9,7 +9,19 @@ export interface DaemonAuditList {
     backup_id: string;
     phase: "audited" | "held";
     operator_state: "restored_inert" | "audit_held";
+    /**
+     * When the backup was made (its manifest's `created_at`; as `source.backup_created_at`).
+     */
     created_at: string;
+    /**
+     * When the verification wrote this audit (ISO 8601); the list is newest first by it.
+     */
+    verified_at: string;
+    source: Source;
+    /**
+     * How many Goals the audit names.
+     */
+    goals: number;
     assets: {
       recovered_readable: number;
       historical_only: number;
@@ -17,4 +29,15 @@ export interface DaemonAuditList {
     };
     execution_authority_granted: false;
   }[];
+}
+export interface Source {
+  /**
+   * `root_backup`: a backup in this root's `backups/` verified in place; `upload`: a pair uploaded to the daemon; `unknown`: verified before the daemon recorded sources.
+   */
+  kind: "root_backup" | "upload" | "unknown";
+  backup_id: string;
+  /**
+   * When the backup itself was made (its manifest's `created_at`).
+   */
+  backup_created_at: string;
 }
