@@ -7,6 +7,9 @@ export default defineConfig({
     globalSetup: ['./test/support/cli-build.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    // expect.poll waits for a page or a process to catch up: generous on a loaded 2-core machine,
+    // never a timing assertion (a poll returns as soon as its condition holds).
+    expect: { poll: { timeout: 15_000, interval: 50 } },
     reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });

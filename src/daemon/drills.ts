@@ -100,7 +100,7 @@ const FAILED = {
   timedOut: {
     code: 'daemon_drill_timed_out',
     message: `The drill ran longer than ${DRILL_TIMEOUT_MS / 60_000} minutes and was stopped; nothing was kept.`,
-    next_action: 'run the drill again; to see where it stops, run loopx recover drill --short --keep',
+    next_action: 'see where it stops: loopx recover drill --short --keep',
   },
   stopped: {
     code: 'daemon_drill_interrupted',
@@ -115,7 +115,7 @@ const FAILED = {
   notPathFree: {
     code: 'daemon_drill_receipt_not_path_free',
     message: 'The drill’s receipt named a private path; it was not kept.',
-    next_action: 'run loopx recover drill --short on the command line, and report the receipt',
+    next_action: 'run it on the command line and report its receipt: loopx recover drill --short',
   },
 } as const satisfies Record<string, DrillJobError>;
 
