@@ -207,6 +207,13 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     expect(findingText.join('\n')).toContain('legacy_manifest_incomplete');
     expect(findingText.join('\n')).toContain('legacy_best_effort');
 
+    // A held audit offers no recovery: the page names the hold that prevents it, its owner and its one next action.
+    const firstHold = (summary.findings as { code: string; severity: string; owner: string; next_action: string }[]).find((f) => f.severity === 'hold')!;
+    const blocked = await page.getByTestId('recover-blocked').textContent();
+    expect(blocked).toContain(`the ${firstHold.owner} owner holds it (${firstHold.code})`);
+    expect(blocked).toContain(`Next action: ${firstHold.next_action}`);
+    expect(await page.getByRole('button', { name: 'Preview the recovery' }).count()).toBe(0);
+
     // "Download audit" saves the private audit's exact bytes.
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download audit' }).click()]);
     const saved = readFileSync((await download.path())!);

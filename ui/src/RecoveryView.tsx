@@ -30,13 +30,30 @@ export function RecoverSection({ audit }: { audit: PublicAudit }) {
     <section aria-labelledby="recover-heading" className="card" data-testid="recover-section">
       <h2 id="recover-heading">Recover a Goal into a new root</h2>
       {!audit.activation_eligible ? (
-        <p data-testid="recover-blocked">This backup cannot be recovered as it is: {audit.next_action}</p>
+        <RecoverBlocked audit={audit} />
       ) : !ws ? (
         <Loading what="the Goals of the workspace" />
       ) : (
         ws.goals.map((g) => <RecoverGoalForm key={g.goal_id} auditId={audit.recovery_id} goalId={g.goal_id} title={g.title} />)
       )}
     </section>
+  );
+}
+
+/** Why no Goal of this audit can be recovered: the hold (or error) that prevents it, its owner, and its one next action. */
+function RecoverBlocked({ audit }: { audit: PublicAudit }) {
+  const blocking = audit.findings.find((f) => f.severity === 'hold') ?? audit.findings.find((f) => f.severity === 'error');
+  return (
+    <p data-testid="recover-blocked">
+      This backup cannot be recovered as it is
+      {blocking ? (
+        <>
+          : the {blocking.owner} owner holds it (<code>{blocking.code}</code>). Next action: {blocking.next_action}
+        </>
+      ) : (
+        <>: {audit.next_action}</>
+      )}
+    </p>
   );
 }
 
@@ -71,7 +88,7 @@ function RecoverGoalForm({ auditId, goalId, title }: { auditId: string; goalId: 
   return (
     <form className="recover-form" onSubmit={(ev) => void preview(ev)} data-testid={`recover-goal-${goalId}`}>
       <h3>
-        Goal <code>{goalId}</code> “{title}”
+        Recover this Goal: <code>{goalId}</code> “{title}”
       </h3>
       <label htmlFor={inputId}>New root (a new directory beside this daemon’s root)</label>
       <input id={inputId} value={name} onChange={(ev) => setName(ev.target.value)} required pattern="[A-Za-z0-9][A-Za-z0-9._-]{0,63}" />
