@@ -4,7 +4,8 @@
  * and one next action, changing nothing; a recovery held while its receiver is down, confirmed and
  * resolved with the keyboard only — each hold shown with its owner, what must become true and its
  * controls, an unknown effect settled as committed from the operator's evidence, the receiver asked
- * again once it is back — then `complete`, and the Goal continued in the new root; and an adoption
+ * again once it is back — then `complete`, and the Goal continued in the new root from the same
+ * daemon's Goal page (a work run started there finishes its open Todo); and an adoption
  * interrupted by a SIGKILL at an owner commit point (the drill's fault switch), shown after a
  * daemon restart and a reload as its journal has it, and retried until it converges.
  *
@@ -18,7 +19,6 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemon } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { INTERRUPT_AFTER_LIVE, SOURCE_KILL_POINT } from '../../src/runtime/drill/definition.js';
 import { AFTER_CAPTURE, BEFORE, CONTINUE, agentFile, type Doc } from '../recovery/support/adopt.js';
@@ -80,7 +80,9 @@ function startDaemonProcess(port: number, fault?: string): Promise<DaemonProcess
   const env: NodeJS.ProcessEnv = { ...process.env, XDG_STATE_HOME: STATE_HOME };
   delete env.LOOPX_TEST_FAULT;
   if (fault !== undefined) env.LOOPX_TEST_FAULT = fault;
-  const child = spawn(process.execPath, [join(pkg, 'bin', 'loopx.js'), 'daemon', '--root', root, '--port', String(port), '--json'], { cwd: dirname(root), env });
+  // --agents: the drill's scripted workers (written beside the root) are the agents the Goal page offers.
+  const args = [join(pkg, 'bin', 'loopx.js'), 'daemon', '--root', root, '--port', String(port), '--agents', dirname(root), '--json'];
+  const child = spawn(process.execPath, args, { cwd: dirname(root), env });
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
   let stderr = '';
   child.stderr.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
@@ -335,20 +337,23 @@ async function resolveHoldsWithKeyboard(holds: readonly Doc[]): Promise<void> {
 /** A Todo finished in the new root by `loopx work run`, and the Goal's page served from the new root shows it done under its new lifetime. */
 async function continueInTheNewRoot(newInstanceId: string, recoveryId: string): Promise<void> {
   const { page } = session;
-  const destination = destinationOf('launch-recovered');
-  const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agents.cont, '--sink', sink.deliveriesUrl, '--root', destination, '--json']);
-  expect(run.status, run.stderr).toBe(0);
-  const recovered = await startDaemon({ root: destination, port: 0, uiDir: join(pkg, 'dist', 'ui'), authorityDir: AUTHORITY_DIR, logger: false });
-  try {
-    const goal = (await (await fetch(`${recovered.url}api/goals/launch`, { headers: { authorization: `Bearer ${recovered.token}` } })).json()) as Doc;
-    expect(goal).toMatchObject({ goal_instance_id: newInstanceId, lineage: { supersedes: { recovery_id: recoveryId } } });
-    await signIn(recovered);
-    await page.goto(`${recovered.url}#/goals/launch`);
-    await expect.poll(() => page.getByTestId('todo-t3').locator('.todo-status').textContent()).toBe('done');
-    expect(await page.getByTestId('goal-lineage').textContent()).toContain(recoveryId.slice(0, 12));
-    await shot('recovery-held-continued.png');
-  } finally {
-    await recovered.close();
-  }
+  // The same daemon, the same Goals page: the recovered root's Goals are listed under its name.
+  await page.goto(`${daemon!.url}#/goals`);
+  const table = page.getByTestId('goals-table-launch-recovered');
+  await table.getByRole('link', { name: 'launch' }).click();
+  await expect.poll(() => page.getByTestId('goal-lineage').textContent()).toContain('Recovered from backup');
+  const goal = await api('GET', '/api/goals/launch?root=launch-recovered');
+  expect(goal).toMatchObject({ goal_instance_id: newInstanceId, lineage: { supersedes: { recovery_id: recoveryId } }, recovery: { recovery_id: recoveryId } });
+  await page.getByLabel('Agent').selectOption('drill.continue');
+  await page.getByLabel(/Deliveries endpoint/).fill(sink.deliveriesUrl);
+  await page.getByRole('button', { name: 'Start a work run' }).click();
+  await expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: 60_000 }).toContain('completed');
+  await page.goto(`${daemon!.url}#/roots/launch-recovered/goals/launch`);
+  await expect.poll(() => page.getByTestId('todo-t3').locator('.todo-status').textContent()).toBe('done');
+  expect(await page.getByTestId('goal-no-holds').isVisible()).toBe(true);
+  await shot('recovery-held-continued.png');
+  // The command line reads the same result in the new root.
+  const todos = loopx(['todo', 'list', '--goal', 'launch', '--root', destinationOf('launch-recovered'), '--json']).json().todos as Doc[];
+  expect(todos.find((t) => t.todo_id === 't3')).toMatchObject({ status: 'done', note: 'published' });
   await page.goto(`${daemon!.url}#/settings/capability-center/backup/recoveries/${recoveryId}`);
 }
