@@ -350,7 +350,7 @@ async function continueInTheNewRoot(newInstanceId: string, recoveryId: string): 
   await expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: 60_000 }).toContain('completed');
   await page.goto(`${daemon!.url}#/roots/launch-recovered/goals/launch`);
   await expect.poll(() => page.getByTestId('todo-t3').locator('.todo-status').textContent()).toBe('done');
-  expect(await page.getByTestId('goal-no-holds').isVisible()).toBe(true);
+  await expect.poll(() => page.getByTestId('goal-no-holds').isVisible()).toBe(true);
   await shot('recovery-held-continued.png');
   // The command line reads the same result in the new root.
   const todos = loopx(['todo', 'list', '--goal', 'launch', '--root', destinationOf('launch-recovered'), '--json']).json().todos as Doc[];

@@ -192,10 +192,10 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(await page.getByTestId('goal-effects').textContent()).toContain('webhook.deliver');
     expect(await page.getByTestId('goal-effects').locator('tr[data-outcome="committed"]').count()).toBe(3);
     expect(await page.getByTestId('goal-no-holds').isVisible()).toBe(true);
-    expect(await page.getByTestId('goal-progress').textContent()).toMatch(/Now: 1 done, 1 blocked, 0 deferred, 1 open/);
+    // The progress and the history arrive in answers of their own.
+    await expect.poll(() => page.getByTestId('goal-progress').textContent()).toMatch(/Now: 1 done, 1 blocked, 0 deferred, 1 open/);
     expect(await page.getByTestId('todo-t1').textContent()).toMatch(/#\d+ update todo/);
-    const range = await page.getByTestId('history-range').textContent();
-    expect(range).toMatch(/^Transactions \d+–\d+ of \d+, newest last\.$/);
+    await expect.poll(() => page.getByTestId('history-range').textContent()).toMatch(/^Transactions \d+–\d+ of \d+, newest last\.$/);
     expect(await page.getByRole('button', { name: 'Newer' }).isDisabled()).toBe(true);
     // The old lifetime takes no run: its recovery superseded it (refused typed, where it happened).
     await page.getByRole('button', { name: 'Start a work run' }).click();
@@ -227,7 +227,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await page.goto(`${daemon.url}#/roots/root-launch-recovered/goals/launch`);
     await expect.poll(() => page.getByTestId('todo-t3').locator('.todo-status').textContent(), { timeout: 60_000 }).toBe('done');
     expect(await page.getByTestId('goal-counts').textContent()).toBe('0 open, 2 done, 1 blocked, 0 deferred');
-    expect(await page.getByTestId('goal-runs').textContent()).toContain('completed');
+    await expect.poll(() => page.getByTestId('goal-runs').textContent()).toContain('completed');
     expect(await axeViolations(page), 'the recovered Goal’s page').toEqual([]);
     await shot('goal-recovered-continued.png');
     // The command line reads the same result in the new root.
