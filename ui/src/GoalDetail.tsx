@@ -43,9 +43,19 @@ function TodoRow({ todo, act, busy, last }: { todo: TodoItem; act: Act; busy: bo
             </option>
           ))}
         </select>{' '}
-        <button type="button" disabled={busy || status === todo.status} onClick={() => void act(`todos/${enc(todo.todo_id)}`, { status })}>
+        <button
+          type="button"
+          disabled={busy || status === todo.status}
+          aria-describedby={status === todo.status ? `${id}-why` : undefined}
+          onClick={() => void act(`todos/${enc(todo.todo_id)}`, { status })}
+        >
           Update {todo.todo_id}
         </button>
+        {status === todo.status ? (
+          <span id={`${id}-why`} className="visually-hidden">
+            Choose another status first.
+          </span>
+        ) : null}
       </td>
     </tr>
   );
