@@ -83,3 +83,4 @@ export {
   type VerifyProgress,
 } from '../recovery/index.js';
 export { startWebhookSink } from '../dev/index.js';
+export { chooseStore, migrateRootStore, PG_COMPONENTS, readStoreConfig, STORE_NAMESPACE, withRootPostgres, type MigrateResult, type StoreConfig } from './store-config.js';

@@ -25,3 +25,19 @@ export {
   registeredStoreProviders,
   type ParsedStoreIdentity,
 } from './providers.js';
+export {
+  POSTGRESQL_PROVIDER,
+  PgCommitAmbiguous,
+  databaseUrlFrom,
+  isRetryableConflict,
+  isUniqueViolation,
+  migratePostgres,
+  openPostgres,
+  requireSchemaVersion,
+  schemaIdent,
+  type PgDatabase,
+  type PgMigration,
+  type PgOptions,
+  type PgQuery,
+  type PgServerIdentity,
+} from './postgres.js';

@@ -270,7 +270,8 @@ describe('the --json contract: every published document validates against docs/s
     const out = join(R, '..', 'backups');
     const root = ['--root', R];
 
-    expect(ok('init', ['init', ...root])).toEqual({ initialized: true });
+    expect(ok('init', ['init', ...root])).toEqual({ initialized: true, store: { provider: 'sqlite' } });
+    expect(ok('db-migrate', ['db', 'migrate', ...root])).toEqual({ provider: 'sqlite', schema: null, components: [] });
     const goal = ok('goal', ['goal', 'create', 'launch', '--title', 'Ship the launch post', '--doc', 'brief.md=Launch on Monday', ...root]);
     expect(goal).toMatchObject({ goal_id: 'launch', title: 'Ship the launch post', lifecycle: 'active', docs: [{ name: 'brief.md', bytes: 16 }] });
     const ref = { goal_id: 'launch', goal_instance_id: goal.goal_instance_id };
@@ -410,7 +411,7 @@ describe('the --json contract: every published document validates against docs/s
       { generation: 2, retired: false },
     ]);
     const bindable = tempRoot('loopx-json-bind-');
-    expect(ok('init', ['init', '--root', bindable, ...a])).toEqual({ initialized: true });
+    expect(ok('init', ['init', '--root', bindable, ...a])).toEqual({ initialized: true, store: { provider: 'sqlite' } });
     expect(ok('authority-bind-root', ['authority', 'bind-root', '--root', bindable, ...a])).toMatchObject({ binding: 'unchanged' });
     const none = ok('authority', ['authority', 'show', '--run', 'run_unknown', ...a]);
     expect(none.run).toBeNull();

@@ -1,18 +1,40 @@
 /** `loopx init` — create the runtime root (0700) and its owners' stores. Idempotent. */
 import type { Command } from 'commander';
-import { initRoot } from '../../runtime/index.js';
+import { usageError } from '../../core/index.js';
+import { chooseStore, initRoot } from '../../runtime/index.js';
 import { emit, resolveRoot, withEngine, type GlobalOptions } from '../context.js';
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
     .command('init')
     .description('create the runtime root and its owner stores (idempotent)')
-    .action(async () => {
+    .option('--store <provider>', 'where Goal state lives: sqlite (the default, files in the root) or postgresql')
+    .option('--database-url <reference>', 'with --store postgresql: env:NAME, the environment variable holding the URL (read at run time, never stored)')
+    .option('--pg-schema <name>', "with --store postgresql: this installation's schema (default: a new loopx_<hex>)")
+    .action(async (o: { store?: string; databaseUrl?: string; pgSchema?: string }) => {
       const g = globals();
+      // No --store: the root keeps whatever it has (SQLite for a new one).
+      const provider = o.store;
+      if (provider !== undefined && provider !== 'sqlite' && provider !== 'postgresql')
+        throw usageError('store_provider_unknown', `--store is sqlite or postgresql, not ${provider}.`, 'see its options: loopx init --help');
+      if ((provider === 'postgresql') !== (o.databaseUrl !== undefined) || (o.pgSchema !== undefined && provider !== 'postgresql')) {
+        throw usageError('store_options_invalid', '--database-url (and --pg-schema) go with --store postgresql, which needs --database-url.', 'see its options: loopx init --help');
+      }
       const root = resolveRoot(g);
       initRoot(root);
       // Reading the root id binds it to this directory in the run authority (a later copy owns nothing).
       await withEngine(g, (engine) => void engine.rootId);
-      emit(g, { initialized: true }, (_, out) => out.hint('runtime root ready (owner-only); next: loopx goal create ID --title TITLE'));
+      const store = await chooseStore(root, {
+        provider,
+        ...(o.databaseUrl !== undefined ? { databaseUrl: o.databaseUrl } : {}),
+        ...(o.pgSchema !== undefined ? { schema: o.pgSchema } : {}),
+      });
+      emit(g, { initialized: true, store }, (d, out) =>
+        out.hint(
+          d.store.provider === 'postgresql'
+            ? `runtime root ready (owner-only), its Goal state in PostgreSQL schema ${d.store.schema}; next: loopx db migrate`
+            : 'runtime root ready (owner-only); next: loopx goal create ID --title TITLE',
+        ),
+      );
     });
 }

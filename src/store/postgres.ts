@@ -1,0 +1,234 @@
+/**
+ * PostgreSQL plumbing for the owners' PostgreSQL providers: a pool whose every connection works
+ * in one installation's own schema, transactions whose COMMIT is the only ambiguous point,
+ * versioned migrations applied only by an explicit `loopx db migrate` (a provider refuses a schema
+ * it was not migrated to, or one newer than it knows), the server's identity (what a restore
+ * changes), and database URLs given by reference (`env:NAME`, read at run time, never stored).
+ * `pg` never crosses this file: the owners see `PgDatabase` and `PgQuery`.
+ */
+import pg from 'pg';
+import { internal, rejected, usageError } from '../core/index.js';
+import { registerStoreProvider } from './providers.js';
+
+export const POSTGRESQL_PROVIDER = 'postgresql';
+registerStoreProvider(POSTGRESQL_PROVIDER);
+
+/** One statement in a transaction or a read: rows as plain objects. */
+export type PgQuery = <R extends Record<string, unknown> = Record<string, unknown>>(sql: string, params?: readonly unknown[]) => Promise<R[]>;
+
+export interface PgOptions {
+  /** The connection URL (resolved from its reference by `databaseUrlFrom`; never stored by loopx). */
+  readonly url: string;
+  /** The installation's schema: every connection's `search_path`, and where its tables live. */
+  readonly schema: string;
+  /** Pool size (default 4). */
+  readonly max?: number;
+}
+
+/** The server a store lives on, as a restore changes it: a physical restore keeps the system identifier but not the timeline or the database. */
+export interface PgServerIdentity {
+  readonly system_identifier: string;
+  readonly timeline: number;
+  readonly database_oid: number;
+}
+
+/** A COMMIT whose outcome the client cannot know (the connection failed at the commit point). */
+export class PgCommitAmbiguous extends Error {
+  constructor(cause: unknown) {
+    super('the connection failed at COMMIT', { cause });
+  }
+}
+
+/** SQLSTATEs of a transaction another one beat (serialization failure, deadlock): nothing was written. */
+const RETRYABLE = new Set(['40001', '40P01']);
+
+export const isUniqueViolation = (e: unknown): boolean => (e as { code?: unknown })?.code === '23505';
+export const isRetryableConflict = (e: unknown): boolean => RETRYABLE.has(String((e as { code?: unknown })?.code));
+
+/** A COMMIT the server answered with an ordinary error (the transaction rolled back), as opposed to a lost or ended connection. */
+function commitRefused(e: unknown): boolean {
+  const { code, severity } = e as { code?: unknown; severity?: unknown };
+  if (typeof code !== 'string' || typeof severity !== 'string') return false;
+  if (severity === 'FATAL' || severity === 'PANIC') return false;
+  return !code.startsWith('08') && !code.startsWith('57');
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** A schema name as SQL: checked against a plain identifier pattern (it is interpolated, never a parameter). */
+export function schemaIdent(schema: string): string {
+  if (!SCHEMA_NAME.test(schema))
+    throw usageError('pg_schema_name_invalid', `"${schema}" is not a plain schema name (lowercase letters, digits and _; at most 63).`, 'choose a schema name like loopx_main');
+  return `"${schema}"`;
+}
+
+export interface PgDatabase {
+  readonly schema: string;
+  /** One statement outside any explicit transaction. */
+  query: PgQuery;
+  /**
+   * `body` in one transaction at `isolation`: it commits when `body` resolves, rolls back when it
+   * rejects (the rejection passes through; nothing was written). A COMMIT the connection failed
+   * under rejects with `PgCommitAmbiguous`.
+   */
+  transaction<T>(
+    body: (q: PgQuery) => Promise<T>,
+    options?: { readonly isolation?: 'read committed' | 'repeatable read' | 'serializable'; readonly readOnly?: boolean },
+  ): Promise<T>;
+  serverIdentity(): Promise<PgServerIdentity>;
+  close(): Promise<void>;
+}
+
+/** Opens a pool on one installation's schema (nothing is created: `migratePostgres` does that). */
+export function openPostgres(options: PgOptions): PgDatabase {
+  const ident = schemaIdent(options.schema);
+  const pool = new pg.Pool({ connectionString: options.url, max: options.max ?? 4, application_name: 'loopx' });
+  // An idle client that loses its server must not crash the process; its next use fails typed.
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
+  const prepare = async (client: pg.PoolClient) => {
+    await client.query(`SET search_path TO ${ident}`);
+  };
+  const run =
+    (client: pg.PoolClient): PgQuery =>
+    async <R extends Record<string, unknown>>(sql: string, params: readonly unknown[] = []) =>
+      (await client.query<R>(sql, params as unknown[])).rows;
+
+  return {
+    schema: options.schema,
+    async query(sql, params) {
+      const client = await pool.connect();
+      try {
+        await prepare(client);
+        return await run(client)(sql, params);
+      } finally {
+        client.release();
+      }
+    },
+    async transaction(body, o = {}) {
+      const client = await pool.connect();
+      let broken = false;
+      try {
+        await prepare(client);
+        await client.query(`BEGIN ISOLATION LEVEL ${(o.isolation ?? 'read committed').toUpperCase()}${o.readOnly ? ' READ ONLY' : ''}`);
+        let value: Awaited<ReturnType<typeof body>>;
+        try {
+          value = await body(run(client));
+        } catch (e) {
+          await client.query('ROLLBACK').catch(() => (broken = true));
+          throw e;
+        }
+        try {
+          await client.query('COMMIT');
+        } catch (e) {
+          broken = true;
+          // A refusal of the COMMIT itself (a deferred constraint, a serialization failure) proves nothing landed;
+          // a connection lost or ended at the commit point (no answer, class 08 or 57, FATAL) proves nothing either way.
+          if (commitRefused(e)) throw e;
+          throw new PgCommitAmbiguous(e);
+        }
+        return value;
+      } finally {
+        client.release(broken);
+      }
+    },
+    async serverIdentity() {
+      const [row] = await this.query<{ system_identifier: string; timeline: number; database_oid: number }>(
+        `SELECT (SELECT system_identifier::text FROM pg_control_system()) AS system_identifier,
+                (SELECT timeline_id FROM pg_control_checkpoint()) AS timeline,
+                (SELECT oid::int FROM pg_database WHERE datname = current_database()) AS database_oid`,
+      );
+      if (!row) throw internal('pg_server_identity_unreadable', 'The PostgreSQL server did not say who it is.');
+      return { system_identifier: row.system_identifier, timeline: Number(row.timeline), database_oid: Number(row.database_oid) };
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+}
+
+/** One step of a component's schema: applied once, in order, by `migratePostgres`. */
+export interface PgMigration {
+  readonly version: number;
+  readonly sql: string;
+}
+
+const VERSIONS_TABLE = `CREATE TABLE IF NOT EXISTS loopx_schema_versions (
+  component TEXT PRIMARY KEY,
+  version INTEGER NOT NULL CHECK (version >= 1),
+  applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+)`;
+
+const latest = (migrations: readonly PgMigration[]): number => migrations.reduce((n, m) => Math.max(n, m.version), 0);
+
+/**
+ * `loopx db migrate` for one component (an owner's tables): creates the schema if it can, then
+ * applies the migrations it lacks in one transaction, serialised with any other migrator by an
+ * advisory lock. Returns the versions before and after. A schema newer than these migrations is
+ * refused (`pg_schema_version_unknown`), never rewritten.
+ */
+export async function migratePostgres(db: PgDatabase, component: string, migrations: readonly PgMigration[]): Promise<{ from: number; to: number }> {
+  return db.transaction(async (q) => {
+    // One migrator per schema at a time (the versions table and the schema itself are shared by its components).
+    await q('SELECT pg_advisory_xact_lock(hashtext($1))', [`loopx:${db.schema}`]);
+    await q(`CREATE SCHEMA IF NOT EXISTS ${schemaIdent(db.schema)}`);
+    await q(VERSIONS_TABLE);
+    const [row] = await q<{ version: number }>('SELECT version FROM loopx_schema_versions WHERE component = $1', [component]);
+    const from = row?.version ?? 0;
+    const to = latest(migrations);
+    if (from > to) throw schemaVersionUnknown(component, from, to);
+    for (const m of [...migrations].sort((a, b) => a.version - b.version)) if (m.version > from) await q(m.sql);
+    if (to > from) {
+      await q(
+        `INSERT INTO loopx_schema_versions (component, version) VALUES ($1, $2)
+         ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version, applied_at = now()`,
+        [component, to],
+      );
+    }
+    return { from, to };
+  });
+}
+
+/** What a provider asks before its first read or write: the component's schema is exactly the version it knows. */
+export async function requireSchemaVersion(db: PgDatabase, component: string, migrations: readonly PgMigration[]): Promise<void> {
+  const [exists] = await db.query<{ present: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS present`, [`${schemaIdent(db.schema)}.loopx_schema_versions`]);
+  const rows = exists?.present ? await db.query<{ version: number }>('SELECT version FROM loopx_schema_versions WHERE component = $1', [component]) : [];
+  const have = rows[0]?.version ?? 0;
+  const want = latest(migrations);
+  if (have === want) return;
+  if (have > want) throw schemaVersionUnknown(component, have, want);
+  throw rejected('pg_schema_not_migrated', `The ${component} tables in schema ${db.schema} are at version ${have}; this loopx needs version ${want}.`, {
+    nextAction: 'apply the migrations: loopx db migrate',
+    details: { component, schema: db.schema, have, want },
+  });
+}
+
+const schemaVersionUnknown = (component: string, have: number, known: number) =>
+  rejected('pg_schema_version_unknown', `The ${component} tables are at version ${have}, newer than this loopx knows (${known}); it will not read or change them.`, {
+    nextAction: 'upgrade loopx to the version that migrated this database',
+    details: { component, have, known },
+  });
+
+/**
+ * A database URL given by reference: `env:NAME` names the environment variable that holds it, read
+ * now, at run time. The reference is what configuration stores; the URL (and any password in it)
+ * never is.
+ */
+export function databaseUrlFrom(reference: string, env: NodeJS.ProcessEnv = process.env): string {
+  const m = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(reference);
+  if (!m)
+    throw usageError(
+      'database_url_ref_invalid',
+      'A database URL is given by reference: env:NAME, the environment variable that holds it.',
+      'pass --database-url env:LOOPX_DATABASE_URL',
+    );
+  const url = env[m[1]!];
+  if (url === undefined || url === '') {
+    throw rejected('database_url_missing', `The environment variable ${m[1]} that should hold the database URL is not set.`, {
+      nextAction: `set it before running loopx: export ${m[1]}=postgres://USER@HOST:5432/DATABASE`,
+    });
+  }
+  return url;
+}

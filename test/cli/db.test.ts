@@ -1,0 +1,61 @@
+/**
+ * Choosing where a root's Goal state lives, against the real PostgreSQL: `loopx init --store
+ * postgresql --database-url env:NAME` records the provider, the URL's *reference* and a schema —
+ * never the URL (nor its password) — and `loopx db migrate` creates that schema when asked. A
+ * reference that does not resolve, a bad option and a switch of an existing root's store are
+ * refused, changing nothing.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { openPostgres } from '../../src/store/index.js';
+import { loopx, tempRoot } from '../support/cli.js';
+import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
+
+const schema = pgSchemas();
+// The URL the tests give by reference, with a password the root must never hold.
+const SECRET_URL = PG_URL.replace('postgres://postgres@', 'postgres://postgres:not-a-real-password-7f3a@');
+
+function everyFile(dir: string): string[] {
+  return readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? everyFile(join(dir, n)) : [join(dir, n)]));
+}
+
+it('refuses a store it does not know, or a URL given inline', () => {
+  const root = tempRoot('loopx-db-');
+  expect(loopx(['init', '--root', root, '--store', 'mysql', '--json']).json().error.code).toBe('store_provider_unknown');
+  expect(loopx(['init', '--root', root, '--store', 'postgresql', '--json']).json().error.code).toBe('store_options_invalid');
+  const inline = loopx(['init', '--root', root, '--store', 'postgresql', '--database-url', SECRET_URL, '--json']);
+  expect(inline.json().error.code).toBe('database_url_ref_invalid');
+  expect(inline.stdout + inline.stderr).not.toContain('not-a-real-password');
+});
+
+describePg('a root whose Goal state lives in PostgreSQL', () => {
+  it('is initialised by reference, migrated when asked, and never holds the URL', async () => {
+    const root = tempRoot('loopx-db-');
+    const name = schema();
+    const env = { LOOPX_TEST_DATABASE_URL: SECRET_URL };
+    const missing = loopx(['init', '--root', root, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', name, '--json']);
+    expect(missing.json().error).toMatchObject({ code: 'database_url_missing', next_action: expect.stringContaining('export LOOPX_TEST_DATABASE_URL=') });
+
+    const init = loopx(['init', '--root', root, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', name, '--json'], env);
+    expect(init.status, init.stderr).toBe(0);
+    expect(init.json()).toEqual({ initialized: true, store: { provider: 'postgresql', database_url: 'env:LOOPX_TEST_DATABASE_URL', schema: name } });
+    // Again: the same answer. Another store for this root: refused.
+    expect(loopx(['init', '--root', root, '--json'], env).json().store).toEqual({ provider: 'postgresql', database_url: 'env:LOOPX_TEST_DATABASE_URL', schema: name });
+    expect(loopx(['init', '--root', root, '--store', 'sqlite', '--json'], env).json().error.code).toBe('store_provider_change_refused');
+
+    const admin = openPostgres({ url: PG_URL, schema: 'public', max: 1 });
+    try {
+      const exists = async () => (await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = $1', [name]))[0]!.n;
+      expect(await exists(), 'init creates nothing in the database').toBe(0);
+      const migrated = loopx(['db', 'migrate', '--root', root, '--json'], env);
+      expect(migrated.status, migrated.stderr).toBe(0);
+      expect(migrated.json()).toEqual({ provider: 'postgresql', schema: name, components: [] });
+      expect(await exists()).toBe(1);
+      expect(loopx(['db', 'migrate', '--root', root, '--json']).json().error.code, 'the URL is read at run time, every time').toBe('database_url_missing');
+    } finally {
+      await admin.close();
+    }
+    for (const f of everyFile(root)) expect(readFileSync(f).includes('not-a-real-password'), f).toBe(false);
+  });
+});
