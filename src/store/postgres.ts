@@ -7,7 +7,7 @@
  * `pg` never crosses this file: the owners see `PgDatabase` and `PgQuery`.
  */
 import pg from 'pg';
-import { internal, rejected, usageError } from '../core/index.js';
+import { internal, isLoopxError, rejected, usageError, type LoopxError } from '../core/index.js';
 import { registerStoreProvider } from './providers.js';
 
 export const POSTGRESQL_PROVIDER = 'postgresql';
@@ -149,6 +149,33 @@ export function openPostgres(options: PgOptions): PgDatabase {
   };
 }
 
+/**
+ * A failure of the server or the connection as the operator can act on it — never the URL, never
+ * a password: the server unreachable, the role refused, or the role lacking a privilege on the
+ * schema. Anything else is an internal error carrying only its SQLSTATE.
+ */
+export function pgFailure(e: unknown, schema: string): LoopxError {
+  if (isLoopxError(e)) return e;
+  const code = String((e as { code?: unknown })?.code ?? '');
+  if (['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET'].includes(code) || code.startsWith('08') || code === '57P03') {
+    return rejected('pg_unreachable', 'The PostgreSQL server named by the database URL does not answer.', {
+      nextAction: 'start the server, or correct the URL in the environment variable the root names',
+    });
+  }
+  if (code.startsWith('28') || code === '3D000') {
+    return rejected('pg_auth_failed', 'The PostgreSQL server refused the role or database the URL names.', {
+      nextAction: 'correct the role or database in the URL the root’s environment variable holds',
+    });
+  }
+  if (code === '42501' || code === '3F000') {
+    return rejected('pg_permission_denied', `The database role may not use schema ${schema}.`, {
+      nextAction: `grant the role USAGE and CREATE on schema ${schema}, or give this root a schema the role owns`,
+      details: { schema, sqlstate: code },
+    });
+  }
+  return internal('pg_error', 'The PostgreSQL server refused the request.', { cause: e, details: { sqlstate: code || null } });
+}
+
 /** One step of a component's schema: applied once, in order, by `migratePostgres`. */
 export interface PgMigration {
   readonly version: number;
@@ -170,6 +197,12 @@ const latest = (migrations: readonly PgMigration[]): number => migrations.reduce
  * refused (`pg_schema_version_unknown`), never rewritten.
  */
 export async function migratePostgres(db: PgDatabase, component: string, migrations: readonly PgMigration[]): Promise<{ from: number; to: number }> {
+  return migrate(db, component, migrations).catch((e: unknown) => {
+    throw pgFailure(e, db.schema);
+  });
+}
+
+async function migrate(db: PgDatabase, component: string, migrations: readonly PgMigration[]): Promise<{ from: number; to: number }> {
   return db.transaction(async (q) => {
     // One migrator per schema at a time (the versions table and the schema itself are shared by its components).
     await q('SELECT pg_advisory_xact_lock(hashtext($1))', [`loopx:${db.schema}`]);
@@ -193,6 +226,12 @@ export async function migratePostgres(db: PgDatabase, component: string, migrati
 
 /** What a provider asks before its first read or write: the component's schema is exactly the version it knows. */
 export async function requireSchemaVersion(db: PgDatabase, component: string, migrations: readonly PgMigration[]): Promise<void> {
+  return checkVersion(db, component, migrations).catch((e: unknown) => {
+    throw pgFailure(e, db.schema);
+  });
+}
+
+async function checkVersion(db: PgDatabase, component: string, migrations: readonly PgMigration[]): Promise<void> {
   const [exists] = await db.query<{ present: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS present`, [`${schemaIdent(db.schema)}.loopx_schema_versions`]);
   const rows = exists?.present ? await db.query<{ version: number }>('SELECT version FROM loopx_schema_versions WHERE component = $1', [component]) : [];
   const have = rows[0]?.version ?? 0;

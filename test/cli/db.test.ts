@@ -5,6 +5,7 @@
  * reference that does not resolve, a bad option and a switch of an existing root's store are
  * refused, changing nothing.
  */
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
@@ -57,5 +58,57 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
       await admin.close();
     }
     for (const f of everyFile(root)) expect(readFileSync(f).includes('not-a-real-password'), f).toBe(false);
+  });
+
+  it('keeps installations apart: each in its own schema under its own role, which cannot read the other', async () => {
+    const admin = openPostgres({ url: PG_URL, schema: 'public', max: 1 });
+    const tag = randomBytes(4).toString('hex');
+    const roles = [`loopx_a_${tag}`, `loopx_b_${tag}`];
+    const [dbName] = (await admin.query<{ d: string }>('SELECT current_database() AS d')).map((r) => r.d);
+    const urlAs = (role: string) => PG_URL.replace(/^postgres:\/\/[^@]*@/, `postgres://${role}@`);
+    try {
+      for (const r of roles) {
+        await admin.query(`CREATE ROLE ${r} LOGIN`);
+        await admin.query(`GRANT CREATE ON DATABASE "${dbName}" TO ${r}`);
+      }
+      const installs = roles.map((role) => ({ role, root: tempRoot('loopx-db-tenant-'), schema: schema(), env: { LOOPX_TEST_DATABASE_URL: urlAs(role) } }));
+      for (const i of installs) {
+        const init = loopx(['init', '--root', i.root, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', i.schema, '--json'], i.env);
+        expect(init.status, init.stderr).toBe(0);
+        const migrated = loopx(['db', 'migrate', '--root', i.root, '--json'], i.env);
+        expect(migrated.status, migrated.stderr).toBe(0);
+      }
+      const [a, b] = installs as [(typeof installs)[0], (typeof installs)[0]];
+      const asB = openPostgres({ url: urlAs(b.role), schema: b.schema, max: 1 });
+      try {
+        const refused = await asB.query(`SELECT * FROM "${a.schema}".loopx_schema_versions`).then(
+          () => 'read',
+          (e: { code?: string }) => e.code,
+        );
+        expect(refused, "B reading A's schema").toBe('42501'); // insufficient_privilege
+      } finally {
+        await asB.close();
+      }
+      // B cannot take over A's schema by naming it either: its migrate is refused, A's tables untouched.
+      const intruder = tempRoot('loopx-db-tenant-');
+      expect(loopx(['init', '--root', intruder, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', a.schema, '--json'], b.env).status).toBe(
+        0,
+      );
+      const taken = loopx(['db', 'migrate', '--root', intruder, '--json'], b.env);
+      expect(taken.json().error.code).toBe('pg_permission_denied');
+      expect(taken.stdout + taken.stderr).not.toContain('postgres://');
+      // A role the server does not know, and a server that does not answer: typed, and the URL never shown.
+      const stranger = loopx(['db', 'migrate', '--root', a.root, '--json'], { LOOPX_TEST_DATABASE_URL: urlAs(`nobody_${tag}`) });
+      expect(stranger.json().error.code).toBe('pg_auth_failed');
+      const away = loopx(['db', 'migrate', '--root', a.root, '--json'], { LOOPX_TEST_DATABASE_URL: 'postgres://postgres:not-a-real-password-7f3a@127.0.0.1:1/test' });
+      expect(away.json().error.code).toBe('pg_unreachable');
+      expect(away.stdout + away.stderr).not.toContain('not-a-real-password');
+    } finally {
+      for (const r of roles) {
+        await admin.query(`DROP OWNED BY ${r} CASCADE`).catch(() => undefined);
+        await admin.query(`DROP ROLE IF EXISTS ${r}`).catch(() => undefined);
+      }
+      await admin.close();
+    }
   });
 });
