@@ -6,7 +6,7 @@
 export { LAYOUT, GOAL_ID, ROOT_MARKERS, assertGoalId, assertRuntimeRoot } from './layout.js';
 export * from './contract.js';
 export { OWNERS, OWNER_LIST, DOCUMENT_OWNERS, ROOT_DATABASES, UNOWNED_STORES, goalOfPath, ownerDescriptions, ownerOfMember, type OwnerName } from './table.js';
-export { openRootOwners, type RootOwners } from './root-owners.js';
+export { openRootOwners, rootStoreProvider, STORE_CONFIG_NAMESPACE, type RootOwners } from './root-owners.js';
 export { integrityOnly } from './sqlite-recovery.js';
 export { verifyExport, type ExportHeader } from './export.js';
 export * as registry from './registry/index.js';

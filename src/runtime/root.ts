@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensurePrivateDir, refuseRecoveryWorkspaceRoot } from '../core/index.js';
 import { builtinApplication, openEngine, openReadOnlyEngine, type Engine } from '../engine/index.js';
-import { LAYOUT, assertRuntimeRoot, openRootOwners, type RootOwners } from '../owners/index.js';
+import { LAYOUT, assertRuntimeRoot, config as configOwner, openRootOwners, rootStoreProvider, type RootOwners } from '../owners/index.js';
 import { refuseRecoveryInProgress } from '../recovery/index.js';
 import { openRunAuthority, rootDirectoryIdentity, type LocalRunAuthority } from '../run-authority/index.js';
 import { withAdmission, withLazyAdmission } from './admission.js';
@@ -170,5 +170,6 @@ export function initRoot(root: string): void {
 export function initDestinationRoot(root: string): void {
   refuseRecoveryWorkspaceRoot(root);
   ensurePrivateDir(root);
-  openRootOwners(root).close();
+  // A root whose Goal state lives elsewhere (PostgreSQL) has no SQLite owner stores to make.
+  if (rootStoreProvider(configOwner.openFileConfigStore(root)) === 'sqlite') openRootOwners(root).close();
 }

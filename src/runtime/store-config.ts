@@ -9,9 +9,11 @@
 import { randomBytes } from 'node:crypto';
 import { conflict } from '../core/index.js';
 import { POSTGRESQL_PROVIDER, databaseUrlFrom, migratePostgres, openPostgres, schemaIdent, type PgDatabase, type PgMigration } from '../store/index.js';
-import { withRootOwners } from './root.js';
+import { config as configOwner, goal as goalOwner, registry as registryOwner, STORE_CONFIG_NAMESPACE } from '../owners/index.js';
+import { refuseRecoveryInProgress } from '../recovery/index.js';
+import { withAdmission } from './admission.js';
 
-export const STORE_NAMESPACE = 'store';
+export const STORE_NAMESPACE = STORE_CONFIG_NAMESPACE;
 export const STORE_CONFIG_SCHEMA = 'loopx_store_config_v0';
 
 export type StoreConfig = { readonly provider: 'sqlite' } | { readonly provider: 'postgresql'; readonly database_url: string; readonly schema: string };
@@ -27,9 +29,23 @@ type StoreNamespace = {
   readonly schema?: string;
 };
 
+/**
+ * The root's configuration and Goals only — not its SQLite session and effect stores, which a
+ * root on PostgreSQL does not open (openRootOwners refuses it) — as the store choice needs them.
+ */
+function withStoreOwners<T>(root: string, fn: (owners: { config: configOwner.ConfigStore; goals: goalOwner.GoalStore }) => T, write?: string): Promise<T> {
+  refuseRecoveryInProgress(root, { writer: write !== undefined });
+  const open = () => {
+    const registry = registryOwner.openFileRegistry(root);
+    return fn({ config: configOwner.openFileConfigStore(root), goals: goalOwner.openFileGoalStore(root, { registry }) });
+  };
+  // A writer of the root is admitted like any other (refused while a backup holds the root closed).
+  return write === undefined ? Promise.resolve().then(open) : withAdmission(root, write, async () => open());
+}
+
 /** The root's store, as its configuration says (SQLite when it says nothing). */
-export const readStoreConfig = (root: string): Promise<StoreConfig> =>
-  withRootOwners(root, (owners) => {
+export const readStoreConfig = async (root: string): Promise<StoreConfig> =>
+  withStoreOwners(root, (owners) => {
     const ns = owners.config.read().value.namespaces[STORE_NAMESPACE] as StoreNamespace | undefined;
     if (ns?.provider === POSTGRESQL_PROVIDER && ns.database_url !== undefined && ns.schema !== undefined) {
       return { provider: 'postgresql', database_url: ns.database_url, schema: ns.schema };
@@ -45,7 +61,7 @@ export const readStoreConfig = (root: string): Promise<StoreConfig> =>
 export async function chooseStore(root: string, choice: { readonly provider?: string; readonly databaseUrl?: string; readonly schema?: string }): Promise<StoreConfig> {
   if (choice.schema !== undefined) schemaIdent(choice.schema);
   if (choice.databaseUrl !== undefined) databaseUrlFrom(choice.databaseUrl); // the reference must resolve now
-  return withRootOwners(
+  return withStoreOwners(
     root,
     (owners) => {
       const current = owners.config.read();
@@ -76,7 +92,7 @@ export async function chooseStore(root: string, choice: { readonly provider?: st
       const after = owners.config.read().value.namespaces[STORE_NAMESPACE] as StoreNamespace | undefined;
       return after?.provider === POSTGRESQL_PROVIDER ? { provider: 'postgresql', database_url: after.database_url!, schema: after.schema! } : { provider: 'sqlite' };
     },
-    { write: 'init --store' },
+    choice.provider === undefined ? undefined : 'init --store',
   );
 }
 

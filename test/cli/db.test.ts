@@ -58,6 +58,11 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
       await admin.close();
     }
     for (const f of everyFile(root)) expect(readFileSync(f).includes('not-a-real-password'), f).toBe(false);
+    // Its Goal state is in PostgreSQL: no Goal work is split into the root's SQLite stores meanwhile.
+    const before = everyFile(root).sort();
+    const created = loopx(['goal', 'create', 'g', '--title', 'T', '--root', root, '--json'], env);
+    expect(created.json().error.code).toBe('store_not_openable');
+    expect(everyFile(root).sort()).toEqual(before);
   });
 
   it('keeps installations apart: each in its own schema under its own role, which cannot read the other', async () => {
