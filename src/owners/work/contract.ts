@@ -1,7 +1,8 @@
 /**
  * The work provider contract: durable storage for the canonical work of ONE Goal (domain notes §2,
  * the `AuthorityStore` seam). Storage only — a provider never interprets events, projections or
- * receipts; the work owner (`work.ts`) decides what they mean. No driver type crosses this file.
+ * receipts (it reads one member of the head projection, its writer `fence`, for fenced_commit); the
+ * work owner (`work.ts`) decides what they mean. No driver type crosses this file.
  *
  * Guarantees every provider gives (the conformance suite checks each one):
  *
