@@ -10,6 +10,7 @@
 import { canonicalJson, conflict, internal, rejected, sha256Hex } from '../../core/index.js';
 import { operationIdentityMismatch } from '../refusals.js';
 import type { JsonValue, WorkCommitResult, WorkLoad, WorkProvider, WorkStoreIdentity } from './contract.js';
+import { fenceOf } from './encoding.js';
 import { protocolViolation } from './errors.js';
 import { LEASE_OPERATIONS, MAX_ATTEMPTS, OPERATION_ID, REQUEST_SCHEMA, defined, fenceToken, invalid, nat } from './inputs.js';
 import {
@@ -77,14 +78,15 @@ export async function readProjection(core: WorkCore): Promise<{ p: WorkProjectio
   return { p: projectionOf(core, loaded), loaded };
 }
 
+const writerFenced = (token: FenceToken, currentEpoch: number | null) =>
+  conflict('writer_fenced', 'This writer’s fence token is not the current one; another writer took over.', {
+    nextAction: 'stop writing; re-engage the fence only if this process is meant to take over',
+    details: { presented_epoch: token.epoch, current_epoch: currentEpoch },
+  });
+
 function checkFence(p: WorkProjection, token: FenceToken | undefined): void {
   if (token === undefined) return;
-  if (p.fence === null || p.fence.fence_id !== token.fence_id || p.fence.epoch !== token.epoch) {
-    throw conflict('writer_fenced', 'This writer’s fence token is not the current one; another writer took over.', {
-      nextAction: 'stop writing; re-engage the fence only if this process is meant to take over',
-      details: { presented_epoch: token.epoch, current_epoch: p.fence?.epoch ?? null },
-    });
-  }
+  if (p.fence === null || p.fence.fence_id !== token.fence_id || p.fence.epoch !== token.epoch) throw writerFenced(token, p.fence?.epoch ?? null);
 }
 
 /** What a lease receipt is worth now (a historical receipt never grants authority). */
@@ -130,6 +132,7 @@ interface Attempt {
   readonly operation: WorkOperation;
   readonly operationId: string;
   readonly digest: string;
+  readonly fence: FenceToken | undefined;
 }
 
 function receiptFor(core: WorkCore, a: Attempt, planned: Plan, next: WorkProjection, cursor: number, at: string): WorkReceipt {
@@ -163,6 +166,8 @@ async function settle(core: WorkCore, a: Attempt, r: WorkCommitResult, receipt: 
       }
       return result(core, 'applied', receipt, r.cursor, r.provider_revision, next);
     case 'conflict':
+      // The store itself refused a stale fence token (fenced_commit), whatever this process loaded.
+      if (r.reason === 'writer_fenced' && a.fence !== undefined) throw writerFenced(a.fence, fenceOf(await core.provider.load().then((l) => l.head))?.epoch ?? null);
       return undefined; // another writer moved the head or committed this id: re-read and re-decide (or replay)
     case 'ambiguous': {
       const readback = await core.provider.readReceipt(a.operationId);
@@ -195,7 +200,7 @@ export async function execute(
   }
   const fence = fenceToken(write.fence);
   if (write.expected_authority_revision !== undefined) nat('expected_authority_revision', write.expected_authority_revision);
-  const a: Attempt = { operation, operationId: write.operation_id, digest: requestDigest(core, operation, write, params) };
+  const a: Attempt = { operation, operationId: write.operation_id, digest: requestDigest(core, operation, write, params), fence };
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const { p, loaded } = await readProjection(core);
     checkFence(p, fence);
@@ -219,6 +224,7 @@ export async function execute(
       events: planned.events.map(toJson),
       next_projection: toJson(next),
       receipt: toJson(receipt),
+      ...(fence === undefined ? {} : { writer_fence: { fence_id: fence.fence_id, epoch: fence.epoch } }),
     });
     const answer = await settle(core, a, r, receipt, next);
     if (answer) return answer;

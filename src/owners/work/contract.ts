@@ -1,7 +1,8 @@
 /**
  * The work provider contract: durable storage for the canonical work of ONE Goal (domain notes §2,
  * the `AuthorityStore` seam). Storage only — a provider never interprets events, projections or
- * receipts; the work owner (`work.ts`) decides what they mean. No driver type crosses this file.
+ * receipts (it reads one member of the head projection, its writer `fence`, for fenced_commit); the
+ * work owner (`work.ts`) decides what they mean. No driver type crosses this file.
  *
  * Guarantees every provider gives (the conformance suite checks each one):
  *
@@ -12,6 +13,10 @@
  *   Of commits racing on the same expected revision (in flight together, over one connection or
  *   several) exactly one applies; every other is that conflict, or `operation_id_exists` when it
  *   carries the winner's operation id.
+ * - fenced_commit: a commit carrying `writer_fence` applies only while the stored head's writer
+ *   fence (its projection's `fence`: id and epoch) is that token — checked inside the commit's own
+ *   transaction, before anything else — otherwise `conflict/writer_fenced` and nothing is written.
+ *   A stale writer is refused by the store, whatever its memory says.
  * - durable_same_key_readback: an operation id commits at most once per store. A second commit
  *   with it is `conflict/operation_id_exists` (checked before the revision, so a racing duplicate
  *   is reported as such), and `readReceipt` returns the original receipt, request digest, cursor
@@ -80,9 +85,17 @@ export interface WorkCommitRequest {
   readonly events: readonly JsonObject[];
   readonly next_projection: JsonObject;
   readonly receipt: JsonObject;
+  /** The fence token the writer writes under, if any (fenced_commit). */
+  readonly writer_fence?: WriterFence;
 }
 
-export type WorkCommitConflictReason = 'provider_revision_mismatch' | 'operation_id_exists';
+/** A writer fence as the store holds it: the head projection's `fence` (id and epoch). */
+export interface WriterFence {
+  readonly fence_id: string;
+  readonly epoch: number;
+}
+
+export type WorkCommitConflictReason = 'provider_revision_mismatch' | 'operation_id_exists' | 'writer_fenced';
 
 export type WorkCommitResult =
   | { readonly status: 'applied'; readonly cursor: number; readonly provider_revision: string }

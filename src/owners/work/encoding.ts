@@ -4,7 +4,7 @@
  * store these bytes and hand back parsed copies; they never re-encode stored text.
  */
 import { canonicalJson, rejected } from '../../core/index.js';
-import { MAX_SCAN_LIMIT, type JsonObject, type WorkCommitRequest } from './contract.js';
+import { MAX_SCAN_LIMIT, type JsonObject, type WorkCommitRequest, type WriterFence } from './contract.js';
 
 export interface EncodedCommit {
   readonly operation_id: string;
@@ -25,6 +25,7 @@ export function encodeCommit(request: WorkCommitRequest): EncodedCommit | { read
   if (typeof request.request_digest !== 'string' || !DIGEST.test(request.request_digest)) return { failed: 'commit_request_digest_invalid' };
   if (typeof request.expected_provider_revision !== 'string') return { failed: 'commit_expected_revision_invalid' };
   if (!Array.isArray(request.events) || request.events.length === 0) return { failed: 'commit_events_empty' };
+  if (request.writer_fence !== undefined && !isFence(request.writer_fence)) return { failed: 'commit_writer_fence_invalid' };
   try {
     return {
       operation_id: request.operation_id,
@@ -50,3 +51,16 @@ export function assertScanArguments(afterCursor: number, limit: number): void {
     throw rejected('scan_limit_invalid', `A scan page holds 1 to ${MAX_SCAN_LIMIT} transactions.`, { nextAction: `pass a limit between 1 and ${MAX_SCAN_LIMIT}` });
   }
 }
+
+const isFence = (v: unknown): v is WriterFence =>
+  typeof v === 'object' && v !== null && typeof (v as WriterFence).fence_id === 'string' && Number.isSafeInteger((v as WriterFence).epoch) && (v as WriterFence).epoch >= 0;
+
+/** The writer fence a head projection holds (its `fence` member), or null. */
+export function fenceOf(head: JsonObject | null): WriterFence | null {
+  const f = head?.fence;
+  return isFence(f) ? { fence_id: f.fence_id, epoch: f.epoch } : null;
+}
+
+/** fenced_commit: true when the commit carries no fence token, or the one `current` holds. */
+export const fenceHolds = (current: WriterFence | null, token: WriterFence | undefined): boolean =>
+  token === undefined || (current !== null && current.fence_id === token.fence_id && current.epoch === token.epoch);

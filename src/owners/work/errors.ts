@@ -2,7 +2,7 @@
  * Refusals of the work owner and its providers that more than one module raises, each built only
  * here (one kind, one message shape, one next action). Refusals raised by one function stay beside it.
  */
-import { conflict, rejected, type LoopxError } from '../../core/index.js';
+import { conflict, internal, notFound, rejected, type LoopxError } from '../../core/index.js';
 import { providerClosed as closedPort } from '../port.js';
 
 /** A call on a closed provider: a caller's bug, never a verdict on the store (built once, in owners/port.ts). */
@@ -44,3 +44,15 @@ export const leaseVersionMismatch = (todoId: string, version: number, expectedVe
     nextAction: 'read the lease again and retry with its version',
     details: { todo_id: todoId, expected_version: expectedVersion, version },
   });
+
+/** A Goal whose work store does not exist (opened without `create`). */
+export const workStoreMissing = (goalId: string): LoopxError =>
+  notFound('work_store_missing', 'The Goal has no work database.', { nextAction: `create the Goal first: loopx goal create ${goalId} --title TITLE` });
+
+/** The store's own metadata (schema, identity, incarnation, head row) cannot be trusted. */
+export const metadataInvalid = (why: string): LoopxError =>
+  rejected('work_store_metadata_invalid', `The work database's metadata is invalid: ${why}.`, { nextAction: 'do not write to it; inspect a copy with the recovery read side' });
+
+/** A read of a live store failed below the provider (disk, database server). */
+export const workStoreReadFailed = (cause: unknown): LoopxError =>
+  internal('work_store_read_failed', 'Reading the work database failed.', { cause, nextAction: 'check the disk or the database server, then retry' });

@@ -22,9 +22,11 @@ export {
   type WorkLoad,
   type WorkProvider,
   type WorkStoreIdentity,
+  type WriterFence,
 } from './contract.js';
 export { memoryWorkProvider, createMemoryWorkState, type MemoryWorkOptions, type MemoryWorkState } from './memory.js';
 export { openSqliteWorkProvider, WORK_DB_SCHEMA, WORK_DB_VERSION, MAX_WORK_DB_COPY_BYTES, type SqliteWorkOptions } from './sqlite.js';
+export { openPostgresWorkProvider, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS, WORK_PG_SCHEMA, type PgWorkOptions } from './postgres.js';
 export type { IdentityExpectations } from './identity.js';
 export {
   applyTransaction,

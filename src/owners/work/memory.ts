@@ -19,7 +19,7 @@ import {
   type WorkProvider,
   type WorkStoreIdentity,
 } from './contract.js';
-import { assertScanArguments, decodeEvents, decodeObject, encodeCommit, type EncodedCommit } from './encoding.js';
+import { assertScanArguments, decodeEvents, decodeObject, encodeCommit, fenceHolds, fenceOf, type EncodedCommit } from './encoding.js';
 import { checkIdentity, mintIdentity, type IdentityExpectations } from './identity.js';
 import { protocolViolation, providerClosed } from './errors.js';
 
@@ -91,6 +91,8 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
       if (closed) return { status: 'failed', code: 'provider_closed' };
       const encoded = encodeCommit(request);
       if ('failed' in encoded) return { status: 'failed', code: encoded.failed };
+      if (request.writer_fence !== undefined && !fenceHolds(fenceOf(state.head === null ? null : decodeObject(state.head)), request.writer_fence))
+        return { status: 'conflict', reason: 'writer_fenced' };
       if (state.byOperation.has(encoded.operation_id) || state.lineageRows.has(encoded.operation_id)) return { status: 'conflict', reason: 'operation_id_exists' };
       if (encoded.expected_provider_revision !== state.provider_revision) return { status: 'conflict', reason: 'provider_revision_mismatch' };
       const cursor = state.cursor + 1;

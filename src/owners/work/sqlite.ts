@@ -18,7 +18,7 @@
  * copy, never creates sidecars beside it and holds no lock on it.
  */
 import { existsSync, lstatSync } from 'node:fs';
-import { hasCode, internal, isLoopxError, notFound, rejected, type LoopxError } from '../../core/index.js';
+import { hasCode, isLoopxError, rejected, type LoopxError } from '../../core/index.js';
 import {
   SQLITE_COPY_TOO_LARGE,
   SQLITE_COPY_UNREADABLE,
@@ -48,9 +48,9 @@ import {
   type WorkProvider,
   type WorkStoreIdentity,
 } from './contract.js';
-import { assertScanArguments, decodeEvents, decodeObject, encodeCommit } from './encoding.js';
+import { assertScanArguments, decodeEvents, decodeObject, encodeCommit, fenceHolds, fenceOf } from './encoding.js';
 import { checkIdentity, foreignIncarnation, mintIdentity, type IdentityExpectations } from './identity.js';
-import { protocolViolation, providerClosed, workDbTooLarge, workDbUnreadable } from './errors.js';
+import { metadataInvalid, protocolViolation, providerClosed, workDbTooLarge, workDbUnreadable, workStoreMissing, workStoreReadFailed } from './errors.js';
 import { immediateTransaction, transactionStatements, type TransactionDecision } from '../sqlite-port.js';
 
 export const WORK_DB_SCHEMA = 'loopx_work_sqlite_v0';
@@ -126,7 +126,7 @@ export interface RawCommitRow {
 
 export function openSqliteWorkProvider(path: string, options: SqliteWorkOptions): WorkProvider {
   if (options.create === false && !existsSync(path)) {
-    throw notFound('work_store_missing', 'The Goal has no work database.', { nextAction: `create the Goal first: loopx goal create ${options.goal_id} --title TITLE` });
+    throw workStoreMissing(options.goal_id);
   }
   const db = openSqlite(path, options.synchronous ? { synchronous: options.synchronous } : {});
   let identity: WorkStoreIdentity;
@@ -178,9 +178,6 @@ function initialize(db: SqliteDatabase, goalId: string): void {
   });
   tx.immediate();
 }
-
-const metadataInvalid = (why: string) =>
-  rejected('work_store_metadata_invalid', `The work database's metadata is invalid: ${why}.`, { nextAction: 'do not write to it; inspect a copy with the recovery read side' });
 
 function readIdentity(db: SqliteDatabase): WorkStoreIdentity {
   return db.transaction(() => {
@@ -238,8 +235,11 @@ function commitOnce(db: SqliteDatabase, q: Queries, incarnation: string, request
   const c = encodeCommit(request);
   if ('failed' in c) return { status: 'failed', code: c.failed };
   return immediateTransaction(q.tx, (): TransactionDecision<WorkCommitResult> => {
-    if (q.opExists.get(c.operation_id, c.operation_id) !== undefined) return { commit: false, value: { status: 'conflict', reason: 'operation_id_exists' } };
     const head = headRow(q);
+    if (request.writer_fence !== undefined && !fenceHolds(fenceOf(head.projection === null ? null : decodeObject(head.projection)), request.writer_fence)) {
+      return { commit: false, value: { status: 'conflict', reason: 'writer_fenced' } };
+    }
+    if (q.opExists.get(c.operation_id, c.operation_id) !== undefined) return { commit: false, value: { status: 'conflict', reason: 'operation_id_exists' } };
     if (head.provider_revision !== c.expected_provider_revision) return { commit: false, value: { status: 'conflict', reason: 'provider_revision_mismatch' } };
     const cursor = head.cursor + 1;
     const revision = formatProviderRevision(incarnation, cursor);
@@ -314,7 +314,7 @@ function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkPr
       return fn();
     } catch (e) {
       if (isLoopxError(e)) throw e;
-      throw internal('work_store_read_failed', 'Reading the work database failed.', { cause: e, nextAction: 'check the disk, then retry' });
+      throw workStoreReadFailed(e);
     }
   };
   const provider = {

@@ -150,6 +150,25 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
       expect((await p.load()).cursor).toBe(1);
     });
 
+    it('a commit under a fence token that is not the stored head’s is writer_fenced, before any other check, and writes nothing', async () => {
+      const p = await make().open();
+      const fenced = { status: 'conflict', reason: 'writer_fenced' };
+      const a = { fence_id: 'a'.repeat(32), epoch: 1 };
+      const b = { fence_id: 'b'.repeat(32), epoch: 2 };
+      expect(await p.commit(await request(p, 1, { writer_fence: a }))).toEqual(fenced); // no fence is held yet
+      expect(await p.commit(await request(p, 1, { next_projection: { fence: a } }))).toMatchObject({ status: 'applied' });
+      expect(await p.commit(await request(p, 2, { writer_fence: a, next_projection: { fence: a } }))).toMatchObject({ status: 'applied' });
+      expect(await p.commit(await request(p, 3, { next_projection: { fence: b } }))).toMatchObject({ status: 'applied', cursor: 3 });
+      // At the current revision, and even under an operation id that exists: the old token is refused by the store.
+      expect(await p.commit(await request(p, 4, { writer_fence: a, next_projection: { fence: a } }))).toEqual(fenced);
+      expect(await p.commit(await request(p, 2, { writer_fence: a }))).toEqual(fenced);
+      expect(await p.commit(await request(p, 4, { writer_fence: { ...b, epoch: 1 } }))).toEqual(fenced);
+      expect(await p.commit(await request(p, 4, { writer_fence: { fence_id: '', epoch: -1 } }))).toEqual({ status: 'failed', code: 'commit_writer_fence_invalid' });
+      expect((await p.load()).cursor).toBe(3);
+      expect(await p.readReceipt('op-4')).toBeUndefined();
+      expect(await p.commit(await request(p, 4, { writer_fence: b, next_projection: { fence: b } }))).toMatchObject({ status: 'applied', cursor: 4 });
+    });
+
     it('an unknown operation id has no receipt (undefined, not an error)', async () => {
       expect(await (await make().open()).readReceipt('never')).toBeUndefined();
     });

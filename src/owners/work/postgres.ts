@@ -1,0 +1,430 @@
+/**
+ * PostgreSQL work provider: the canonical work of ONE Goal as rows of an installation's schema,
+ * where several Goals' stores live side by side. Every table carries the store's key (`goal_key`:
+ * by default the Goal id; what a work.db path is to the SQLite provider) and every statement is
+ * scoped by it, so a store never sees another Goal's rows. Tables (component `work`, applied only
+ * by `loopx db migrate`):
+ *
+ *   work_stores           one row per store: schema, goal_id, store_identity (`postgresql:<hex>`),
+ *                         incarnation, created_at, and the head — cursor, provider_revision,
+ *                         projection (canonical JSON, NULL before the first commit) and the writer
+ *                         fence it names (fence_id, fence_epoch)
+ *   work_commits          one row per committed transaction: (goal_key, cursor) and
+ *                         (goal_key, operation_id) unique — the receipt index
+ *   work_lineage, work_lineage_commits   the histories imported from earlier lifetimes
+ *
+ * Every mutation (commit, lineage import) is one transaction that first locks its store row
+ * (`SELECT … FOR UPDATE`) and checks there, in the database, the store identity and incarnation
+ * this provider opened, then the writer's fence token (fenced_commit), the operation id and the
+ * revision; the head moves by a conditional UPDATE on the revision, incarnation and fence epoch
+ * it checked. Writers of one Goal are serialised by that row lock, on any number of connections
+ * or processes. A decision not to write rolls back; only a COMMIT the connection failed under is
+ * `ambiguous` (`PgCommitAmbiguous`). BIGINT columns arrive as strings and are decoded explicitly;
+ * instants are stored as ISO text, as in SQLite. Opening checks the schema version, then fails
+ * closed on metadata of another Goal, a foreign incarnation or a head that disagrees with its
+ * commits. The database handle is the caller's: `close()` releases this provider, not the pool.
+ */
+import { isLoopxError, rejected, type LoopxError } from '../../core/index.js';
+import {
+  POSTGRESQL_PROVIDER,
+  PgCommitAmbiguous,
+  RowInvalid,
+  isRetryableConflict,
+  jsonColumn,
+  jsonOrNullColumn,
+  parseStoreIdentity,
+  requireSchemaVersion,
+  textColumn,
+  textOrNullColumn,
+  type PgDatabase,
+  type PgMigration,
+  type PgQuery,
+} from '../../store/index.js';
+import {
+  INCARNATION_PATTERN,
+  formatProviderRevision,
+  parseProviderRevision,
+  type CommittedTransaction,
+  type JsonObject,
+  type LineageImportRequest,
+  type LineageImportResult,
+  type LineageRecord,
+  type ScanPage,
+  type StoredReceipt,
+  type WorkCommitRequest,
+  type WorkCommitResult,
+  type WorkLoad,
+  type WorkProvider,
+  type WorkStoreIdentity,
+} from './contract.js';
+import { assertScanArguments, encodeCommit, fenceHolds, fenceOf } from './encoding.js';
+import { checkIdentity, foreignIncarnation, mintIdentity, type IdentityExpectations } from './identity.js';
+import { metadataInvalid, protocolViolation, providerClosed, workStoreMissing, workStoreReadFailed } from './errors.js';
+
+export const WORK_PG_SCHEMA = 'loopx_work_pg_v0';
+/** The component `loopx db migrate` knows these tables by. */
+export const WORK_PG_COMPONENT = 'work';
+
+/** Append-only; each step applied once, in order, by `migratePostgres`. */
+export const WORK_PG_MIGRATIONS: readonly PgMigration[] = [
+  {
+    version: 1,
+    sql: `CREATE TABLE work_stores (
+       goal_key TEXT PRIMARY KEY,
+       schema TEXT NOT NULL,
+       goal_id TEXT NOT NULL,
+       store_identity TEXT NOT NULL UNIQUE,
+       incarnation TEXT NOT NULL UNIQUE,
+       created_at TEXT NOT NULL,
+       cursor BIGINT NOT NULL CHECK (cursor >= 0),
+       provider_revision TEXT NOT NULL,
+       projection TEXT,
+       fence_id TEXT,
+       fence_epoch BIGINT NOT NULL DEFAULT 0 CHECK (fence_epoch >= 0));
+     CREATE TABLE work_commits (
+       goal_key TEXT NOT NULL REFERENCES work_stores (goal_key),
+       cursor BIGINT NOT NULL CHECK (cursor > 0),
+       provider_revision TEXT NOT NULL,
+       operation_id TEXT NOT NULL,
+       request_digest TEXT NOT NULL,
+       events TEXT NOT NULL,
+       receipt TEXT NOT NULL,
+       PRIMARY KEY (goal_key, cursor),
+       UNIQUE (goal_key, operation_id));
+     CREATE TABLE work_lineage (
+       goal_key TEXT NOT NULL REFERENCES work_stores (goal_key),
+       seq BIGINT GENERATED ALWAYS AS IDENTITY,
+       source_store_identity TEXT NOT NULL,
+       source_incarnation TEXT NOT NULL,
+       source_head_cursor BIGINT NOT NULL CHECK (source_head_cursor >= 0),
+       source_provider_revision TEXT NOT NULL,
+       source_projection TEXT,
+       recovery_id TEXT NOT NULL,
+       content_digest TEXT NOT NULL,
+       imported_at TEXT NOT NULL,
+       PRIMARY KEY (goal_key, source_store_identity));
+     CREATE TABLE work_lineage_commits (
+       goal_key TEXT NOT NULL,
+       source_store_identity TEXT NOT NULL,
+       cursor BIGINT NOT NULL CHECK (cursor > 0),
+       provider_revision TEXT NOT NULL,
+       operation_id TEXT NOT NULL,
+       request_digest TEXT NOT NULL,
+       events TEXT NOT NULL,
+       receipt TEXT NOT NULL,
+       PRIMARY KEY (goal_key, source_store_identity, cursor),
+       UNIQUE (goal_key, operation_id),
+       FOREIGN KEY (goal_key, source_store_identity) REFERENCES work_lineage (goal_key, source_store_identity));`,
+  },
+];
+
+export interface PgWorkOptions extends IdentityExpectations {
+  /** The store's row key in the schema (default: the Goal id). Opening it for another Goal is refused. */
+  readonly store_key?: string;
+  /** Create the store's rows when there are none (default true). */
+  readonly create?: boolean;
+}
+
+interface StoreRow {
+  readonly goal_id: string;
+  readonly store_identity: string;
+  readonly incarnation: string;
+  readonly cursor: number;
+  readonly provider_revision: string;
+  readonly projection: string | null;
+  readonly fence_id: string | null;
+  readonly fence_epoch: number;
+}
+
+const STORE_COLUMNS = 'schema, goal_id, store_identity, incarnation, cursor, provider_revision, projection, fence_id, fence_epoch';
+const COMMIT_COLUMNS = 'cursor, provider_revision, operation_id, request_digest, events, receipt';
+const LINEAGE_COLUMNS = 'source_store_identity, source_incarnation, source_head_cursor, source_provider_revision, source_projection, recovery_id, content_digest, imported_at';
+
+/** A BIGINT column (`pg` hands it over as text): a safe integer of at least `min`. */
+function bigintColumn(v: unknown, field: string, min: number): number {
+  const n = typeof v === 'string' && /^-?(0|[1-9][0-9]{0,15})$/.test(v) ? Number(v) : typeof v === 'number' ? v : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min) throw new RowInvalid(field);
+  return n;
+}
+
+function decodeStore(r: Record<string, unknown>): StoreRow {
+  return {
+    goal_id: textColumn(r.goal_id, 'goal_id'),
+    store_identity: textColumn(r.store_identity, 'store_identity'),
+    incarnation: textColumn(r.incarnation, 'incarnation'),
+    cursor: bigintColumn(r.cursor, 'cursor', 0),
+    provider_revision: textColumn(r.provider_revision, 'provider_revision'),
+    projection: textOrNullColumn(r.projection, 'projection'),
+    fence_id: textOrNullColumn(r.fence_id, 'fence_id'),
+    fence_epoch: bigintColumn(r.fence_epoch, 'fence_epoch', 0),
+  };
+}
+
+function decodeCommit(r: Record<string, unknown>): Omit<CommittedTransaction, 'projection'> {
+  return {
+    cursor: bigintColumn(r.cursor, 'cursor', 1),
+    provider_revision: textColumn(r.provider_revision, 'provider_revision'),
+    operation_id: textColumn(r.operation_id, 'operation_id'),
+    request_digest: textColumn(r.request_digest, 'request_digest'),
+    events: jsonColumn<JsonObject[]>(r.events, 'events'),
+    receipt: jsonColumn<JsonObject>(r.receipt, 'receipt'),
+  };
+}
+
+function decodeLineage(r: Record<string, unknown>): LineageRecord {
+  return {
+    source_store_identity: textColumn(r.source_store_identity, 'source_store_identity'),
+    source_incarnation: textColumn(r.source_incarnation, 'source_incarnation'),
+    source_head_cursor: bigintColumn(r.source_head_cursor, 'source_head_cursor', 0),
+    source_provider_revision: textColumn(r.source_provider_revision, 'source_provider_revision'),
+    source_projection: textOrNullColumn(r.source_projection, 'source_projection'),
+    recovery_id: textColumn(r.recovery_id, 'recovery_id'),
+    content_digest: textColumn(r.content_digest, 'content_digest'),
+    imported_at: textColumn(r.imported_at, 'imported_at'),
+  };
+}
+
+/** Our own rows failing to decode: the store was damaged or written by someone else — refuse, never guess. */
+const rowsInvalid = (e: RowInvalid): LoopxError => protocolViolation(`a stored row is malformed (${e.field})`, { column: e.field });
+
+/** The store row this provider opened is gone or was replaced (another identity or incarnation) under it. */
+const storeReplaced = (goalId: string): LoopxError =>
+  rejected('work_store_replaced', 'The Goal’s work store was removed or replaced since this process opened it; it is not written.', {
+    nextAction: `reopen the Goal's work (a replaced store must be adopted, not written): loopx goal show ${goalId}`,
+    details: { goal_id: goalId },
+  });
+
+/** Opens (and, unless `create` is false, first creates) the work store `store_key` of the migrated schema behind `db`. */
+export async function openPostgresWorkProvider(db: PgDatabase, options: PgWorkOptions): Promise<WorkProvider> {
+  await requireSchemaVersion(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS);
+  const key = options.store_key ?? options.goal_id;
+  if (options.create !== false) {
+    const minted = mintIdentity(POSTGRESQL_PROVIDER, options.goal_id);
+    await db.query(
+      `INSERT INTO work_stores (goal_key, schema, goal_id, store_identity, incarnation, created_at, cursor, provider_revision)
+       VALUES ($1, $2, $3, $4, $5, $6, 0, $7) ON CONFLICT (goal_key) DO NOTHING`,
+      [key, WORK_PG_SCHEMA, options.goal_id, minted.store_identity, minted.incarnation, new Date().toISOString(), formatProviderRevision(minted.incarnation, 0)],
+    );
+  }
+  const identity = await readIdentity(db, key, options.goal_id);
+  checkIdentity(identity, options);
+  return pgProvider(db, key, identity);
+}
+
+/** The store's identity, checked whole: metadata, and a head that agrees with its commits (one snapshot). */
+function readIdentity(db: PgDatabase, key: string, goalId: string): Promise<WorkStoreIdentity> {
+  return db.transaction(
+    async (q) => {
+      const [raw] = await q(`SELECT ${STORE_COLUMNS} FROM work_stores WHERE goal_key = $1`, [key]);
+      if (!raw) throw workStoreMissing(goalId);
+      if (raw.schema !== WORK_PG_SCHEMA) throw metadataInvalid(`unknown schema ${JSON.stringify(raw.schema).slice(0, 64)}`);
+      let s: StoreRow;
+      try {
+        s = decodeStore(raw);
+      } catch (e) {
+        throw e instanceof RowInvalid ? metadataInvalid(`malformed ${e.field}`) : e;
+      }
+      if (parseStoreIdentity(s.store_identity)?.provider !== POSTGRESQL_PROVIDER) throw metadataInvalid('malformed store identity');
+      if (!INCARNATION_PATTERN.test(s.incarnation)) throw metadataInvalid('malformed incarnation');
+      const rev = parseProviderRevision(s.provider_revision);
+      if (rev && rev.incarnation !== s.incarnation) throw foreignIncarnation(rev.incarnation, s.incarnation);
+      const [stats] = await q('SELECT count(*) AS n, coalesce(max(cursor), 0) AS max FROM work_commits WHERE goal_key = $1', [key]);
+      const n = bigintColumn(stats?.n, 'count', 0);
+      const max = bigintColumn(stats?.max, 'max', 0);
+      if (!rev || rev.cursor !== s.cursor || n !== s.cursor || max !== s.cursor) {
+        throw protocolViolation('the head and the commits disagree (a gap or a foreign head)', { head_cursor: s.cursor, commit_count: n, max_cursor: max });
+      }
+      return { store_identity: s.store_identity, incarnation: s.incarnation, goal_id: s.goal_id };
+    },
+    { isolation: 'repeatable read', readOnly: true },
+  );
+}
+
+/** Thrown inside a write transaction to roll it back and answer `value` (nothing was written). */
+class Decided<T> {
+  constructor(readonly value: T) {}
+}
+
+type WriteFailure = { readonly status: 'failed'; readonly code: string } | { readonly status: 'ambiguous' };
+
+/**
+ * One write transaction: `body` writes and returns its answer (COMMIT), or throws `Decided` (ROLLBACK,
+ * its answer). A failure before COMMIT is `failed` — nothing was written: `provider_busy` when another
+ * transaction beat it, the refusal's code for a typed one, else `provider_write_failed` — and a COMMIT
+ * the connection failed under is `ambiguous`.
+ */
+async function writeTransaction<T>(db: PgDatabase, body: (q: PgQuery) => Promise<T>): Promise<T | WriteFailure> {
+  try {
+    return await db.transaction(body);
+  } catch (e) {
+    if (e instanceof Decided) return e.value as T;
+    if (e instanceof PgCommitAmbiguous) return { status: 'ambiguous' };
+    if (isRetryableConflict(e)) return { status: 'failed', code: 'provider_busy' };
+    if (e instanceof RowInvalid) return { status: 'failed', code: rowsInvalid(e).code };
+    if (isLoopxError(e)) return { status: 'failed', code: e.code };
+    return { status: 'failed', code: 'provider_write_failed' };
+  }
+}
+
+/** Locks the store row for this transaction and checks it is still the store this provider opened. */
+async function lockStore(q: PgQuery, key: string, identity: WorkStoreIdentity): Promise<StoreRow> {
+  const [raw] = await q(`SELECT ${STORE_COLUMNS} FROM work_stores WHERE goal_key = $1 FOR UPDATE`, [key]);
+  const s = raw ? decodeStore(raw) : undefined;
+  if (!s || s.store_identity !== identity.store_identity || s.incarnation !== identity.incarnation || s.goal_id !== identity.goal_id) {
+    throw new Decided<WriteFailure>({ status: 'failed', code: storeReplaced(identity.goal_id).code });
+  }
+  return s;
+}
+
+const operationExists = async (q: PgQuery, key: string, operationId: string): Promise<boolean> =>
+  (
+    await q(
+      `SELECT 1 FROM work_commits WHERE goal_key = $1 AND operation_id = $2
+       UNION ALL SELECT 1 FROM work_lineage_commits WHERE goal_key = $1 AND operation_id = $2`,
+      [key, operationId],
+    )
+  ).length > 0;
+
+/** One commit: lock + checks (identity, fence, operation id, revision) → insert + conditional head update → COMMIT. */
+async function commitOnce(db: PgDatabase, key: string, identity: WorkStoreIdentity, request: WorkCommitRequest): Promise<WorkCommitResult> {
+  const c = encodeCommit(request);
+  if ('failed' in c) return { status: 'failed', code: c.failed };
+  const next = fenceOf(request.next_projection);
+  return writeTransaction(db, async (q): Promise<WorkCommitResult> => {
+    const s = await lockStore(q, key, identity);
+    const held = s.fence_id === null ? null : { fence_id: s.fence_id, epoch: s.fence_epoch };
+    if (!fenceHolds(held, request.writer_fence)) throw new Decided<WorkCommitResult>({ status: 'conflict', reason: 'writer_fenced' });
+    if (await operationExists(q, key, c.operation_id)) throw new Decided<WorkCommitResult>({ status: 'conflict', reason: 'operation_id_exists' });
+    if (s.provider_revision !== c.expected_provider_revision) throw new Decided<WorkCommitResult>({ status: 'conflict', reason: 'provider_revision_mismatch' });
+    const cursor = s.cursor + 1;
+    const revision = formatProviderRevision(identity.incarnation, cursor);
+    await q(`INSERT INTO work_commits (goal_key, ${COMMIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
+      key,
+      cursor,
+      revision,
+      c.operation_id,
+      c.request_digest,
+      c.events,
+      c.receipt,
+    ]);
+    const moved = await q(
+      `UPDATE work_stores SET cursor = $2, provider_revision = $3, projection = $4, fence_id = $5, fence_epoch = $6
+       WHERE goal_key = $1 AND provider_revision = $7 AND incarnation = $8 AND fence_epoch = $9 RETURNING goal_key`,
+      [key, cursor, revision, c.projection, next?.fence_id ?? null, next?.epoch ?? 0, s.provider_revision, identity.incarnation, s.fence_epoch],
+    );
+    if (moved.length !== 1) throw protocolViolation('the head moved inside a write transaction');
+    return { status: 'applied', cursor, provider_revision: revision };
+  });
+}
+
+/**
+ * One lineage import: lock → the same source already imported (readback) or this store already
+ * written (refused) → the lineage row and every source row, checked contiguous and of the source
+ * incarnation → COMMIT. Nothing is written unless all of it is.
+ */
+async function importLineageOnce(db: PgDatabase, key: string, identity: WorkStoreIdentity, request: LineageImportRequest): Promise<LineageImportResult> {
+  const l = request.lineage;
+  const refuse = (reason: 'store_not_empty' | 'operation_id_exists' | 'rows_invalid') => new Decided<LineageImportResult>({ status: 'conflict', reason });
+  return writeTransaction(db, async (q): Promise<LineageImportResult> => {
+    const s = await lockStore(q, key, identity);
+    const [prior] = await q(`SELECT ${LINEAGE_COLUMNS} FROM work_lineage WHERE goal_key = $1 AND source_store_identity = $2`, [key, l.source_store_identity]);
+    if (prior) throw new Decided<LineageImportResult>({ status: 'already', lineage: decodeLineage(prior) });
+    if (s.cursor !== 0) throw refuse('store_not_empty');
+    const record: LineageRecord = { ...l, imported_at: new Date().toISOString() };
+    await q(`INSERT INTO work_lineage (goal_key, ${LINEAGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
+      key,
+      l.source_store_identity,
+      l.source_incarnation,
+      l.source_head_cursor,
+      l.source_provider_revision,
+      l.source_projection,
+      l.recovery_id,
+      l.content_digest,
+      record.imported_at,
+    ]);
+    let cursor = 0;
+    for (const row of request.rows) {
+      if (row.cursor !== cursor + 1 || row.provider_revision !== formatProviderRevision(l.source_incarnation, row.cursor)) throw refuse('rows_invalid');
+      if (await operationExists(q, key, row.operation_id)) throw refuse('operation_id_exists');
+      await q(`INSERT INTO work_lineage_commits (goal_key, source_store_identity, ${COMMIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
+        key,
+        l.source_store_identity,
+        row.cursor,
+        row.provider_revision,
+        row.operation_id,
+        row.request_digest,
+        row.events,
+        row.receipt,
+      ]);
+      cursor = row.cursor;
+    }
+    if (cursor !== l.source_head_cursor) throw refuse('rows_invalid');
+    return { status: 'applied', lineage: record };
+  });
+}
+
+/** One snapshot-consistent page: the rows and the head they are compared with, in one read transaction. */
+async function scanPage(q: PgQuery, key: string, afterCursor: number, limit: number, head: StoreRow): Promise<ScanPage> {
+  const rows = await q(`SELECT ${COMMIT_COLUMNS} FROM work_commits WHERE goal_key = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`, [key, afterCursor, limit + 1]);
+  const transactions: CommittedTransaction[] = rows.slice(0, limit).map((r) => {
+    const t = decodeCommit(r);
+    return t.cursor === head.cursor && head.projection !== null ? { ...t, projection: jsonColumn<JsonObject>(head.projection, 'projection') } : t;
+  });
+  return { transactions, next_cursor: transactions.at(-1)?.cursor ?? afterCursor, has_more: rows.length > limit };
+}
+
+function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity): WorkProvider {
+  let closed = false;
+  /** One read transaction (a snapshot) of this store, whose row must still be the one opened. */
+  const read = async <T>(fn: (q: PgQuery, head: StoreRow) => Promise<T>): Promise<T> => {
+    if (closed) throw providerClosed();
+    try {
+      return await db.transaction(
+        async (q) => {
+          const [raw] = await q(`SELECT ${STORE_COLUMNS} FROM work_stores WHERE goal_key = $1`, [key]);
+          const head = raw ? decodeStore(raw) : undefined;
+          if (!head || head.store_identity !== identity.store_identity || head.incarnation !== identity.incarnation) throw storeReplaced(identity.goal_id);
+          return fn(q, head);
+        },
+        { isolation: 'repeatable read', readOnly: true },
+      );
+    } catch (e) {
+      if (e instanceof RowInvalid) throw rowsInvalid(e);
+      if (isLoopxError(e)) throw e;
+      throw workStoreReadFailed(e);
+    }
+  };
+  const provider = {
+    provider: POSTGRESQL_PROVIDER,
+    storeIdentity: async (): Promise<WorkStoreIdentity> => {
+      if (closed) throw providerClosed();
+      return { ...identity };
+    },
+    load: (): Promise<WorkLoad> =>
+      read(async (_q, h) => ({ head: jsonOrNullColumn<JsonObject>(h.projection, 'projection'), provider_revision: h.provider_revision, cursor: h.cursor })),
+    commit: async (request: WorkCommitRequest): Promise<WorkCommitResult> => (closed ? { status: 'failed', code: 'provider_closed' } : commitOnce(db, key, identity, request)),
+    readReceipt: (operationId: string): Promise<StoredReceipt | undefined> =>
+      read(async (q) => {
+        const [r] = await q(
+          `SELECT 0 AS src, ${COMMIT_COLUMNS} FROM work_commits WHERE goal_key = $1 AND operation_id = $2
+           UNION ALL SELECT 1 AS src, ${COMMIT_COLUMNS} FROM work_lineage_commits WHERE goal_key = $1 AND operation_id = $2
+           ORDER BY src LIMIT 1`,
+          [key, operationId],
+        );
+        if (!r) return undefined;
+        const t = decodeCommit(r);
+        return { operation_id: t.operation_id, request_digest: t.request_digest, cursor: t.cursor, provider_revision: t.provider_revision, receipt: t.receipt };
+      }),
+    async scanCommitted(afterCursor: number, limit: number): Promise<ScanPage> {
+      assertScanArguments(afterCursor, limit);
+      return read((q, head) => scanPage(q, key, afterCursor, limit, head));
+    },
+    importLineage: async (request: LineageImportRequest): Promise<LineageImportResult> =>
+      closed ? { status: 'failed', code: 'provider_closed' } : importLineageOnce(db, key, identity, request),
+    lineage: (): Promise<LineageRecord[]> => read(async (q) => (await q(`SELECT ${LINEAGE_COLUMNS} FROM work_lineage WHERE goal_key = $1 ORDER BY seq`, [key])).map(decodeLineage)),
+    close() {
+      closed = true;
+    },
+  } satisfies WorkProvider;
+  return provider;
+}
