@@ -1,11 +1,14 @@
 /** The effect storage port's conformance suite, once per provider (a new provider adds one line). */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { createMemoryEffectState, memoryEffectPort, openSqliteEffectPort } from '../../../src/owners/effect/index.js';
+import { EFFECT_PG_MIGRATIONS, createMemoryEffectState, memoryEffectPort, openPgEffectPort, openSqliteEffectPort } from '../../../src/owners/effect/index.js';
+import { describePg } from '../../support/pg.js';
 import { describeEffectPort } from '../conformance/effect-port.conformance.js';
+import { migratedPgStores, sidePool } from '../conformance/pg-harness.js';
 import { tempDirs } from '../conformance/support.js';
 
 const tempDir = tempDirs('loopx-effect-port-');
+const pgStore = migratedPgStores('effect', EFFECT_PG_MIGRATIONS);
 const NOT_AN_INSTANT = 'yesterday';
 
 describeEffectPort('memory', () => {
@@ -20,4 +23,13 @@ describeEffectPort('sqlite', () => {
     db.close();
   };
   return { open: () => openSqliteEffectPort(path), damage };
+});
+describePg('on the real PostgreSQL server', () => {
+  describeEffectPort('postgresql', () => {
+    const store = pgStore();
+    const damage = async (id: string): Promise<void> => {
+      await sidePool(store.schema).query('UPDATE effects SET created_at = $1 WHERE operation_id = $2', [NOT_AN_INSTANT, id]);
+    };
+    return { open: () => openPgEffectPort(store.open()), damage };
+  });
 });
