@@ -1,66 +1,54 @@
 /**
- * What every PostgreSQL storage-port implementation of an owner shares (effect, quota, session,
- * scheduler): the schema check, snapshot reads, and the commit protocol of port.ts over one pool
- * (`PgDatabase`) — one transaction in which the implementation checks the write's precondition on
- * the current rows (a conditional statement, or the row locked `FOR UPDATE` / `FOR SHARE`) and
- * writes. Only a COMMIT the connection failed under is `ambiguous`; anything failing before it is
- * rolled back and `failed` (nothing written). It decides nothing about the owner's rows.
- *
- * The port owns `db`: `close()` ends its pool. The constructor is synchronous (the pool connects
- * lazily); the component's schema version is checked once, before the first read or commit
- * (`pg_schema_not_migrated` / `pg_schema_version_unknown` — `loopx db migrate` applies migrations,
- * never a port).
+ * What every PostgreSQL storage-port implementation of an owner shares (session, scheduler, quota,
+ * effect): snapshot reads and the commit protocol of port.ts over a `PgDatabase`. A read is one
+ * REPEATABLE READ READ ONLY transaction; a commit is one transaction in which the implementation
+ * checks the write's precondition on the current rows (a conditional statement, or a row locked
+ * `FOR UPDATE` / `FOR SHARE`) and writes. A conflict reason rolls back; anything failing before
+ * COMMIT rolls back and is `failed` (nothing written); only a connection lost at COMMIT
+ * (`PgCommitAmbiguous`) is `ambiguous`. The component's schema version is checked once, before
+ * the first read or commit (`loopx db migrate` creates it; a port never does). It decides nothing
+ * about the owner's rows, and the pool is not its own: `close` ends the port, not the database.
  */
-import { internal, isLoopxError } from '../core/index.js';
+import { isLoopxError } from '../core/index.js';
 import { POSTGRESQL_PROVIDER, PgCommitAmbiguous, RowInvalid, isRetryableConflict, requireSchemaVersion, type PgDatabase, type PgMigration, type PgQuery } from '../store/index.js';
-import { APPLIED, conflictOf, providerClosed, storeCorrupt, type CommitResult, type ConflictReason, type StoreOwner } from './port.js';
+import { APPLIED, conflictOf, providerClosed, storeCorrupt, storeReadFailed, type CommitResult, type ConflictReason, type StoreOwner } from './port.js';
 
 export interface PgPortBase {
   readonly provider: string;
   readonly db: PgDatabase;
-  /** One snapshot-consistent read (REPEATABLE READ, READ ONLY). A closed port refuses; a row that does not decode is `<owner>_store_corrupt`. */
+  /** One snapshot-consistent read. A closed port refuses; a row that does not decode is `<owner>_store_corrupt`. */
   read<T>(fn: (q: PgQuery) => Promise<T>): Promise<T>;
   /** Runs `body` in one transaction: it returns a conflict reason (everything is rolled back) or writes and returns undefined. */
   commit(body: (q: PgQuery) => Promise<ConflictReason | undefined>): Promise<CommitResult>;
-  /** Ends the pool; later reads reject and commits fail with `provider_closed`. Idempotent. */
   close(): void;
 }
 
-/** A BIGINT (or numeric) column as `pg` returns it — a decimal string — as a bigint the row decoders' `intColumn` checks; anything else unchanged (and refused there). */
-export const pgInteger = (v: unknown): unknown => (typeof v === 'string' && /^-?\d{1,30}$/.test(v) ? BigInt(v) : v);
-
-/** The body decided on a conflict: carried out of the transaction so that it rolls back. */
-class Declined extends Error {
+/** The body's conflict: thrown inside the transaction so that it rolls back whole. */
+class Refused extends Error {
   constructor(readonly reason: ConflictReason) {
-    super(`precondition did not hold: ${reason}`);
+    super(`conflict: ${reason}`);
   }
 }
 
-const pgReadFailed = (owner: string, cause: unknown) =>
-  internal('pg_store_read_failed', `Reading the ${owner} tables in PostgreSQL failed.`, {
-    cause,
-    nextAction: 'check that the database server answers, then retry',
-    details: { owner },
-  });
+const failed = (e: unknown): CommitResult => ({ status: 'failed', code: isRetryableConflict(e) ? 'provider_busy' : 'provider_write_failed' });
 
-/** The owner's port base over `db`, whose `component` tables must be at the latest of `migrations`. */
+/** A port on `db`'s schema for `component`'s tables, migrated by `migrations`; `owner` names it in errors. */
 export function openPgPort(db: PgDatabase, component: string, migrations: readonly PgMigration[], owner: StoreOwner): PgPortBase {
+  const where = `the ${component} tables of schema ${db.schema}`;
+  const corrupt = (e: RowInvalid) => storeCorrupt(owner, where, e);
   let closed = false;
   let checked: Promise<void> | undefined;
-  // Checked once; a failed check (not migrated yet, server away) is asked again next time.
+  // Once per port; a refusal is not remembered, so a schema migrated later opens on the next use.
   const ready = (): Promise<void> =>
     (checked ??= requireSchemaVersion(db, component, migrations).catch((e: unknown) => {
       checked = undefined;
       throw e;
     }));
-  const where = `the ${component} tables of schema ${db.schema}`;
-  // Our own rows failing to decode means the store was damaged under us: stop, never guess.
-  const corrupt = (e: RowInvalid) => storeCorrupt(owner, where, e);
 
   return {
     provider: POSTGRESQL_PROVIDER,
     db,
-    async read(fn) {
+    async read<T>(fn: (q: PgQuery) => Promise<T>): Promise<T> {
       if (closed) throw providerClosed(owner);
       try {
         await ready();
@@ -68,8 +56,7 @@ export function openPgPort(db: PgDatabase, component: string, migrations: readon
       } catch (e) {
         if (e instanceof RowInvalid) throw corrupt(e);
         if (isLoopxError(e)) throw e;
-        if (closed) throw providerClosed(owner);
-        throw pgReadFailed(owner, e);
+        throw storeReadFailed(owner, where, e);
       }
     },
     async commit(body): Promise<CommitResult> {
@@ -77,28 +64,25 @@ export function openPgPort(db: PgDatabase, component: string, migrations: readon
       try {
         await ready();
       } catch (e) {
-        if (isLoopxError(e)) throw e; // the schema is not this loopx's: a refusal with its next action
-        return { status: 'failed', code: 'provider_write_failed' };
+        if (isLoopxError(e)) throw e;
+        return failed(e);
       }
       try {
         await db.transaction(async (q) => {
           const reason = await body(q);
-          if (reason !== undefined) throw new Declined(reason);
+          if (reason !== undefined) throw new Refused(reason);
         });
         return APPLIED;
       } catch (e) {
-        if (e instanceof Declined) return conflictOf(e.reason);
+        if (e instanceof Refused) return conflictOf(e.reason);
         if (e instanceof PgCommitAmbiguous) return { status: 'ambiguous' };
+        // Our own rows failing to decode means the tables were damaged under us: stop, never guess.
         if (e instanceof RowInvalid) throw corrupt(e);
-        // Rolled back before COMMIT, or COMMIT refused by the server: nothing was written.
-        if (closed) return { status: 'failed', code: 'provider_closed' };
-        return { status: 'failed', code: isRetryableConflict(e) ? 'provider_busy' : 'provider_write_failed' };
+        return failed(e);
       }
     },
     close() {
-      if (closed) return;
       closed = true;
-      void db.close().catch(() => undefined);
     },
   };
 }

@@ -128,7 +128,7 @@ async function update(q: PgQuery, w: Extract<EffectWrite, { op: 'update_effect' 
   return undefined;
 }
 
-/** The effect port over `db` (which it owns: `close()` ends the pool). */
+/** The effect port over `db` (the pool is not its own: `close()` ends the port, not the pool). */
 export function openPgEffectPort(db: PgDatabase): EffectPort {
   const base = openPgPort(db, 'effect', EFFECT_PG_MIGRATIONS, 'effect');
 

@@ -9,7 +9,7 @@
  * about debits (quota.ts does).
  */
 import { intColumn, textColumn, type PgDatabase, type PgMigration, type PgQuery } from '../../store/index.js';
-import { openPgPort, pgInteger } from '../pg-port.js';
+import { openPgPort } from '../pg-port.js';
 import type { ConflictReason } from '../port.js';
 import type { SpendEntry } from './contract.js';
 import type { QuotaPort, QuotaWrite } from './port.js';
@@ -35,6 +35,9 @@ export const QUOTA_PG_MIGRATIONS: readonly PgMigration[] = [
      CREATE INDEX spends_by_goal ON spends (goal_id, created_at);`,
   },
 ];
+
+/** A BIGINT (or numeric) column as `pg` returns it — a decimal string — as a bigint `intColumn` checks; anything else unchanged (and refused there). */
+const pgInteger = (v: unknown): unknown => (typeof v === 'string' && /^-?\d{1,30}$/.test(v) ? BigInt(v) : v);
 
 const COLUMNS = 'effect_id, goal_id, goal_instance_id, amount, unit, request_digest, status, created_at, voided_at, void_reason';
 
@@ -71,7 +74,7 @@ async function apply(q: PgQuery, w: QuotaWrite): Promise<ConflictReason | undefi
   return undefined;
 }
 
-/** The quota port over `db` (which it owns: `close()` ends the pool). */
+/** The quota port over `db` (the pool is not its own: `close()` ends the port, not the pool). */
 export function openPgQuotaPort(db: PgDatabase): QuotaPort {
   const base = openPgPort(db, 'quota', QUOTA_PG_MIGRATIONS, 'quota');
   const port = {

@@ -2,13 +2,14 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { EFFECT_PG_MIGRATIONS, createMemoryEffectState, memoryEffectPort, openPgEffectPort, openSqliteEffectPort } from '../../../src/owners/effect/index.js';
+import type { PgDatabase } from '../../../src/store/index.js';
 import { describePg } from '../../support/pg.js';
 import { describeEffectPort } from '../conformance/effect-port.conformance.js';
-import { migratedPgStores, sidePool } from '../conformance/pg-harness.js';
+import { pgHarnesses } from '../conformance/pg-harness.js';
 import { tempDirs } from '../conformance/support.js';
 
 const tempDir = tempDirs('loopx-effect-port-');
-const pgStore = migratedPgStores('effect', EFFECT_PG_MIGRATIONS);
+const pg = pgHarnesses('effect', EFFECT_PG_MIGRATIONS);
 const NOT_AN_INSTANT = 'yesterday';
 
 describeEffectPort('memory', () => {
@@ -26,10 +27,11 @@ describeEffectPort('sqlite', () => {
 });
 describePg('on the real PostgreSQL server', () => {
   describeEffectPort('postgresql', () => {
-    const store = pgStore();
+    let db: PgDatabase | undefined; // the latest pool opened on the harness's schema
+    const h = pg.harness((d) => openPgEffectPort((db = d)));
     const damage = async (id: string): Promise<void> => {
-      await sidePool(store.schema).query('UPDATE effects SET created_at = $1 WHERE operation_id = $2', [NOT_AN_INSTANT, id]);
+      await db!.query('UPDATE effects SET created_at = $1 WHERE operation_id = $2', [NOT_AN_INSTANT, id]);
     };
-    return { open: () => openPgEffectPort(store.open()), damage };
+    return { open: () => h.open(), damage };
   });
 });

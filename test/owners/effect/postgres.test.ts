@@ -9,11 +9,11 @@ import { expect, it } from 'vitest';
 import { EFFECT_PG_MIGRATIONS, effectJournal, openPgEffectPort, type EffectRecord, type EffectWrite } from '../../../src/owners/effect/index.js';
 import type { CommitResult } from '../../../src/owners/port.js';
 import { describePg } from '../../support/pg.js';
-import { meetingInTransaction, migratedPgStores, sidePool, terminatedAtCommit } from '../conformance/pg-harness.js';
+import { meetingInTransaction, terminatedAtCommit } from '../conformance/pg-faults.js';
+import { pgHarnesses } from '../conformance/pg-harness.js';
 import { rejectionOf, sha } from '../conformance/support.js';
 
-const stores = migratedPgStores('effect', EFFECT_PG_MIGRATIONS);
-const unmigrated = migratedPgStores('effect', []);
+const pg = pgHarnesses('effect', EFFECT_PG_MIGRATIONS);
 const T0 = '2030-01-01T00:00:00.000Z';
 const CLOCK = { now: () => new Date(T0) };
 const INTENT = { operation_id: 'op-a', idempotency_key: 'key-a', goal_id: 'g1', kind: 'webhook.deliver', target: 'webhook:127.0.0.1:9', intent: { n: 1 } };
@@ -53,10 +53,13 @@ const statuses = (rs: readonly CommitResult[]) => rs.map((r) => (r.status === 'c
 
 describePg('effect port on PostgreSQL: preconditions in the database, commit-point ambiguity', () => {
   it('two pools committing the same create, then the same update, of one effect at once: exactly one applies each time, the other is a conflict', async () => {
-    const store = stores();
-    const [a, b] = meetingInTransaction([store.open(), store.open()]).map(openPgEffectPort) as [ReturnType<typeof openPgEffectPort>, ReturnType<typeof openPgEffectPort>];
+    const db = await pg.database();
+    const [a, b] = meetingInTransaction([pg.pool(db.schema), pg.pool(db.schema)]).map(openPgEffectPort) as [
+      ReturnType<typeof openPgEffectPort>,
+      ReturnType<typeof openPgEffectPort>,
+    ];
     expect(statuses(await Promise.all([a.commit(CREATE), b.commit(CREATE)]))).toEqual(['applied', 'conflict:exists']);
-    const [c, d] = meetingInTransaction([store.open(), store.open()]).map(openPgEffectPort) as [typeof a, typeof a];
+    const [c, d] = meetingInTransaction([pg.pool(db.schema), pg.pool(db.schema)]).map(openPgEffectPort) as [typeof a, typeof a];
     expect(statuses(await Promise.all([c.commit(DISPATCH), d.commit(DISPATCH)]))).toEqual(['applied', 'conflict:changed']);
     expect(await a.listEffects()).toEqual([DISPATCHED]);
     expect((await a.listHistory('op-1')).map((t) => t.seq)).toEqual([1, 2]);
@@ -65,14 +68,14 @@ describePg('effect port on PostgreSQL: preconditions in the database, commit-poi
   });
 
   it('an intent whose COMMIT loses its connection is store_outcome_unproved (it did not land); the same request retried applies once', async () => {
-    const store = stores();
-    const cut = terminatedAtCommit(store.open(), sidePool(store.schema));
+    const db = await pg.database();
+    const cut = terminatedAtCommit(pg.pool(db.schema), pg.pool(db.schema));
     const port = openPgEffectPort(cut.db);
     expect(await port.commit(CREATE)).toEqual({ status: 'ambiguous' });
     expect(cut.fired()).toBe(true);
     expect(await port.read({ operation_id: 'op-1' })).toEqual({});
 
-    const again = terminatedAtCommit(store.open(), sidePool(store.schema));
+    const again = terminatedAtCommit(pg.pool(db.schema), pg.pool(db.schema));
     const journal = effectJournal(openPgEffectPort(again.db), CLOCK);
     expect((await rejectionOf(() => journal.recordIntent(INTENT))).code).toBe('store_outcome_unproved');
     expect(again.fired()).toBe(true);
@@ -88,7 +91,7 @@ describePg('effect port on PostgreSQL: preconditions in the database, commit-poi
   });
 
   it('a schema loopx db migrate has not prepared is refused on first use, never created by the port', async () => {
-    const port = openPgEffectPort(unmigrated().open());
+    const port = openPgEffectPort(pg.pool(pg.schema()));
     expect((await rejectionOf(() => port.read({ operation_id: 'op-1' }))).code).toBe('pg_schema_not_migrated');
     expect((await rejectionOf(() => port.commit(CREATE))).code).toBe('pg_schema_not_migrated');
     port.close();

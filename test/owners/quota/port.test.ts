@@ -2,12 +2,12 @@
 import { join } from 'node:path';
 import { QUOTA_PG_MIGRATIONS, createMemoryQuotaState, memoryQuotaPort, openPgQuotaPort, openSqliteQuotaPort } from '../../../src/owners/quota/index.js';
 import { describePg } from '../../support/pg.js';
-import { migratedPgStores } from '../conformance/pg-harness.js';
+import { pgHarnesses } from '../conformance/pg-harness.js';
 import { describeQuotaPort } from '../conformance/quota-port.conformance.js';
 import { tempDirs } from '../conformance/support.js';
 
 const tempDir = tempDirs('loopx-quota-port-');
-const pgStore = migratedPgStores('quota', QUOTA_PG_MIGRATIONS);
+const pg = pgHarnesses('quota', QUOTA_PG_MIGRATIONS);
 
 describeQuotaPort('memory', () => {
   const state = createMemoryQuotaState();
@@ -18,8 +18,5 @@ describeQuotaPort('sqlite', () => {
   return { open: () => openSqliteQuotaPort(path) };
 });
 describePg('on the real PostgreSQL server', () => {
-  describeQuotaPort('postgresql', () => {
-    const store = pgStore();
-    return { open: () => openPgQuotaPort(store.open()) };
-  });
+  describeQuotaPort('postgresql', () => pg.harness(openPgQuotaPort));
 });

@@ -9,10 +9,11 @@ import { expect, it } from 'vitest';
 import type { CommitResult } from '../../../src/owners/port.js';
 import { QUOTA_PG_MIGRATIONS, openPgQuotaPort, quotaLedger, type SpendEntry } from '../../../src/owners/quota/index.js';
 import { describePg } from '../../support/pg.js';
-import { meetingInTransaction, migratedPgStores, sidePool, terminatedAtCommit } from '../conformance/pg-harness.js';
+import { meetingInTransaction, terminatedAtCommit } from '../conformance/pg-faults.js';
+import { pgHarnesses } from '../conformance/pg-harness.js';
 import { rejectionOf, sha } from '../conformance/support.js';
 
-const stores = migratedPgStores('quota', QUOTA_PG_MIGRATIONS);
+const pg = pgHarnesses('quota', QUOTA_PG_MIGRATIONS);
 const T0 = '2030-01-01T00:00:00.000Z';
 const CLOCK = { now: () => new Date(T0) };
 const ENTRY: SpendEntry = {
@@ -34,11 +35,11 @@ const statuses = (rs: readonly CommitResult[]) => rs.map((r) => (r.status === 'c
 
 describePg('quota port on PostgreSQL: preconditions in the database, commit-point ambiguity', () => {
   it('two pools committing the same debit, then the same void, at once: exactly one applies each time, the other is a conflict', async () => {
-    const store = stores();
-    const [a, b] = meetingInTransaction([store.open(), store.open()]).map(openPgQuotaPort) as [ReturnType<typeof openPgQuotaPort>, ReturnType<typeof openPgQuotaPort>];
+    const db = await pg.database();
+    const [a, b] = meetingInTransaction([pg.pool(db.schema), pg.pool(db.schema)]).map(openPgQuotaPort) as [ReturnType<typeof openPgQuotaPort>, ReturnType<typeof openPgQuotaPort>];
     const debit = { op: 'insert_spend', entry: ENTRY } as const;
     expect(statuses(await Promise.all([a.commit(debit), b.commit(debit)]))).toEqual(['applied', 'conflict:exists']);
-    const [c, d] = meetingInTransaction([store.open(), store.open()]).map(openPgQuotaPort) as [typeof a, typeof a];
+    const [c, d] = meetingInTransaction([pg.pool(db.schema), pg.pool(db.schema)]).map(openPgQuotaPort) as [typeof a, typeof a];
     const cancel = { op: 'void_spend', entry: VOIDED } as const;
     expect(statuses(await Promise.all([c.commit(cancel), d.commit(cancel)]))).toEqual(['applied', 'conflict:changed']);
     expect(await a.list({})).toEqual([VOIDED]);
@@ -46,8 +47,8 @@ describePg('quota port on PostgreSQL: preconditions in the database, commit-poin
   });
 
   it('a debit whose COMMIT loses its connection is store_outcome_unproved (it did not land); the same request retried debits once', async () => {
-    const store = stores();
-    const cut = terminatedAtCommit(store.open(), sidePool(store.schema));
+    const db = await pg.database();
+    const cut = terminatedAtCommit(pg.pool(db.schema), pg.pool(db.schema));
     const ledger = quotaLedger(openPgQuotaPort(cut.db), CLOCK);
     const request = { effect_id: 'st-a#quota_spend', goal_id: 'g1', goal_instance_id: 'gi_1', amount: 2, unit: 'turn' };
     expect((await rejectionOf(() => ledger.spend(request))).code).toBe('store_outcome_unproved');
@@ -60,7 +61,7 @@ describePg('quota port on PostgreSQL: preconditions in the database, commit-poin
   });
 
   it('amounts beyond 32 bits are stored and summed exactly', async () => {
-    const port = openPgQuotaPort(stores().open());
+    const port = openPgQuotaPort(await pg.database());
     const big = { ...ENTRY, unit: 'token', amount: 2 ** 40 + 1 };
     await port.commit({ op: 'insert_spend', entry: big });
     await port.commit({ op: 'insert_spend', entry: { ...big, effect_id: 'st-2#quota_spend', request_digest: sha(2) } });
