@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { conflict } from '../core/index.js';
 import { POSTGRESQL_PROVIDER, databaseUrlFrom, migratePostgres, openPostgres, schemaIdent, type PgDatabase, type PgMigration } from '../store/index.js';
-import { config as configOwner, goal as goalOwner, registry as registryOwner, STORE_CONFIG_NAMESPACE, work } from '../owners/index.js';
+import { config as configOwner, goal as goalOwner, registry as registryOwner, STORE_CONFIG_NAMESPACE, effect as effectOwner, quota as quotaOwner, work } from '../owners/index.js';
 import { refuseRecoveryInProgress } from '../recovery/index.js';
 import { withAdmission } from './admission.js';
 
@@ -19,7 +19,11 @@ export const STORE_CONFIG_SCHEMA = 'loopx_store_config_v0';
 export type StoreConfig = { readonly provider: 'sqlite' } | { readonly provider: 'postgresql'; readonly database_url: string; readonly schema: string };
 
 /** The PostgreSQL components `loopx db migrate` migrates: an owner's provider adds `{ component, migrations }` here. */
-export const PG_COMPONENTS: { readonly component: string; readonly migrations: readonly PgMigration[] }[] = [{ component: 'work', migrations: work.WORK_PG_MIGRATIONS }];
+export const PG_COMPONENTS: { readonly component: string; readonly migrations: readonly PgMigration[] }[] = [
+  { component: 'work', migrations: work.WORK_PG_MIGRATIONS },
+  { component: 'effect', migrations: effectOwner.EFFECT_PG_MIGRATIONS },
+  { component: 'quota', migrations: quotaOwner.QUOTA_PG_MIGRATIONS },
+];
 
 // A type, not an interface: configuration values are plain JSON objects.
 type StoreNamespace = {

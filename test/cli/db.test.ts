@@ -51,8 +51,14 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
       expect(await exists(), 'init creates nothing in the database').toBe(0);
       const migrated = loopx(['db', 'migrate', '--root', root, '--json'], env);
       expect(migrated.status, migrated.stderr).toBe(0);
-      // Every component's tables (the work owner's among them) brought from nothing to the version this loopx knows.
-      expect(migrated.json()).toEqual({ provider: 'postgresql', schema: name, components: expect.arrayContaining([{ component: 'work', from: 0, to: 1 }]) });
+      expect(migrated.json()).toMatchObject({ provider: 'postgresql', schema: name });
+      // Every owner with a PostgreSQL provider is a component; each is migrated once.
+      expect(migrated.json().components).toContainEqual({ component: 'work', from: 0, to: 1 });
+      expect(migrated.json().components).toContainEqual({ component: 'effect', from: 0, to: 1 });
+      expect(migrated.json().components).toContainEqual({ component: 'quota', from: 0, to: 1 });
+      const again = loopx(['db', 'migrate', '--root', root, '--json'], env).json();
+      expect(again.components).toContainEqual({ component: 'effect', from: 1, to: 1 });
+      expect(again.components).toContainEqual({ component: 'quota', from: 1, to: 1 });
       expect(await exists()).toBe(1);
       expect(loopx(['db', 'migrate', '--root', root, '--json']).json().error.code, 'the URL is read at run time, every time').toBe('database_url_missing');
     } finally {

@@ -14,7 +14,7 @@ import { expectRegisteredProvider, rejectionOf, sha, type PortHarness } from './
 /** A provider's store, plus a way to damage one effect row the way a bad disk would. */
 export interface EffectPortHarness extends PortHarness<EffectPort> {
   /** Makes the stored row of `operationId` one that does not decode (its created_at is no instant). */
-  damage(operationId: string): void;
+  damage(operationId: string): void | Promise<void>;
 }
 
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
@@ -231,7 +231,7 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
       const p = h.open();
       await p.commit(create(effect(1)));
       await p.commit(create(effect(2)));
-      h.damage('op-1');
+      await h.damage('op-1');
       expect((await rejectionOf(() => p.read({ operation_id: 'op-1' }))).code).toBe('effect_store_corrupt');
       expect((await rejectionOf(() => p.read({ idempotency_key: 'key-1' }))).code).toBe('effect_store_corrupt');
       expect(await rejectionOf(() => p.listEffects())).toMatchObject({ code: 'effect_store_corrupt', kind: 'internal' });

@@ -1,11 +1,15 @@
 /** The effect storage port's conformance suite, once per provider (a new provider adds one line). */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { createMemoryEffectState, memoryEffectPort, openSqliteEffectPort } from '../../../src/owners/effect/index.js';
+import { EFFECT_PG_MIGRATIONS, createMemoryEffectState, memoryEffectPort, openPgEffectPort, openSqliteEffectPort } from '../../../src/owners/effect/index.js';
+import type { PgDatabase } from '../../../src/store/index.js';
+import { describePg } from '../../support/pg.js';
 import { describeEffectPort } from '../conformance/effect-port.conformance.js';
+import { pgHarnesses } from '../conformance/pg-harness.js';
 import { tempDirs } from '../conformance/support.js';
 
 const tempDir = tempDirs('loopx-effect-port-');
+const pg = pgHarnesses('effect', EFFECT_PG_MIGRATIONS);
 const NOT_AN_INSTANT = 'yesterday';
 
 describeEffectPort('memory', () => {
@@ -20,4 +24,14 @@ describeEffectPort('sqlite', () => {
     db.close();
   };
   return { open: () => openSqliteEffectPort(path), damage };
+});
+describePg('on the real PostgreSQL server', () => {
+  describeEffectPort('postgresql', () => {
+    let db: PgDatabase | undefined; // the latest pool opened on the harness's schema
+    const h = pg.harness((d) => openPgEffectPort((db = d)));
+    const damage = async (id: string): Promise<void> => {
+      await db!.query('UPDATE effects SET created_at = $1 WHERE operation_id = $2', [NOT_AN_INSTANT, id]);
+    };
+    return { open: () => h.open(), damage };
+  });
 });
