@@ -97,5 +97,9 @@ export type StoreOwner = keyof typeof STORE_CORRUPT;
 export const storeCorrupt = (owner: StoreOwner, file: string, cause: { readonly field: string }): LoopxError =>
   internal(STORE_CORRUPT[owner], `${file} holds a malformed row (${cause.field}).`, { nextAction: `run the backup verifier on a copy of ${file}`, cause });
 
+/** A read that failed for a reason other than a typed refusal (the disk, the connection): nothing was decided. */
+export const storeReadFailed = (owner: string, file: string, cause: unknown): LoopxError =>
+  internal('store_read_failed', `Reading ${file} failed.`, { cause, nextAction: 'check the disk or the database server, then retry', details: { owner } });
+
 /** A read or commit on a closed port. */
 export const providerClosed = (owner: string): LoopxError => internal('provider_closed', `The ${owner} store is closed.`, { details: { owner } });

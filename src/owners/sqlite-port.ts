@@ -6,9 +6,9 @@
  * (nothing written). The work provider runs the same protocol (`immediateTransaction`). It decides
  * nothing about the owner's rows.
  */
-import { internal, isLoopxError } from '../core/index.js';
+import { isLoopxError } from '../core/index.js';
 import { RowInvalid, SQLITE_PROVIDER, openSqlite, setup, type Migration, type SqliteDatabase } from '../store/index.js';
-import { APPLIED, conflictOf, providerClosed, storeCorrupt, type CommitResult, type ConflictReason, type StoreOwner } from './port.js';
+import { APPLIED, conflictOf, providerClosed, storeCorrupt, storeReadFailed, type CommitResult, type ConflictReason, type StoreOwner } from './port.js';
 
 export interface SqlitePortOptions {
   readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
@@ -117,7 +117,7 @@ export function openSqlitePort(path: string, migrations: readonly Migration[], o
       } catch (e) {
         if (e instanceof RowInvalid) throw corrupt(e);
         if (isLoopxError(e)) throw e;
-        throw internal('store_read_failed', `Reading ${file} failed.`, { cause: e, nextAction: 'check the disk, then retry', details: { owner } });
+        throw storeReadFailed(owner, file, e);
       }
     },
     async commit(body): Promise<CommitResult> {

@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { conflict } from '../core/index.js';
 import { POSTGRESQL_PROVIDER, databaseUrlFrom, migratePostgres, openPostgres, schemaIdent, type PgDatabase, type PgMigration } from '../store/index.js';
+import { session as sessionOwner } from '../owners/index.js';
 import { withRootOwners } from './root.js';
 
 export const STORE_NAMESPACE = 'store';
@@ -17,7 +18,9 @@ export const STORE_CONFIG_SCHEMA = 'loopx_store_config_v0';
 export type StoreConfig = { readonly provider: 'sqlite' } | { readonly provider: 'postgresql'; readonly database_url: string; readonly schema: string };
 
 /** The PostgreSQL components `loopx db migrate` migrates: an owner's provider adds `{ component, migrations }` here. */
-export const PG_COMPONENTS: { readonly component: string; readonly migrations: readonly PgMigration[] }[] = [];
+export const PG_COMPONENTS: { readonly component: string; readonly migrations: readonly PgMigration[] }[] = [
+  { component: 'session', migrations: sessionOwner.SESSION_PG_MIGRATIONS },
+];
 
 // A type, not an interface: configuration values are plain JSON objects.
 type StoreNamespace = {

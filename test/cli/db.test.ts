@@ -50,7 +50,11 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
       expect(await exists(), 'init creates nothing in the database').toBe(0);
       const migrated = loopx(['db', 'migrate', '--root', root, '--json'], env);
       expect(migrated.status, migrated.stderr).toBe(0);
-      expect(migrated.json()).toEqual({ provider: 'postgresql', schema: name, components: [] });
+      expect(migrated.json()).toMatchObject({ provider: 'postgresql', schema: name });
+      // Every owner with a PostgreSQL provider is a component; each is migrated once.
+      expect(migrated.json().components).toContainEqual({ component: 'session', from: 0, to: 1 });
+      const again = loopx(['db', 'migrate', '--root', root, '--json'], env).json();
+      expect(again.components).toContainEqual({ component: 'session', from: 1, to: 1 });
       expect(await exists()).toBe(1);
       expect(loopx(['db', 'migrate', '--root', root, '--json']).json().error.code, 'the URL is read at run time, every time').toBe('database_url_missing');
     } finally {
