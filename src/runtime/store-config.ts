@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { conflict } from '../core/index.js';
 import { POSTGRESQL_PROVIDER, databaseUrlFrom, migratePostgres, openPostgres, schemaIdent, type PgDatabase, type PgMigration } from '../store/index.js';
-import { session as sessionOwner } from '../owners/index.js';
+import { scheduler as schedulerOwner, session as sessionOwner } from '../owners/index.js';
 import { withRootOwners } from './root.js';
 
 export const STORE_NAMESPACE = 'store';
@@ -20,6 +20,7 @@ export type StoreConfig = { readonly provider: 'sqlite' } | { readonly provider:
 /** The PostgreSQL components `loopx db migrate` migrates: an owner's provider adds `{ component, migrations }` here. */
 export const PG_COMPONENTS: { readonly component: string; readonly migrations: readonly PgMigration[] }[] = [
   { component: 'session', migrations: sessionOwner.SESSION_PG_MIGRATIONS },
+  { component: 'scheduler', migrations: schedulerOwner.SCHEDULER_PG_MIGRATIONS },
 ];
 
 // A type, not an interface: configuration values are plain JSON objects.

@@ -53,6 +53,7 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
       expect(migrated.json()).toMatchObject({ provider: 'postgresql', schema: name });
       // Every owner with a PostgreSQL provider is a component; each is migrated once.
       expect(migrated.json().components).toContainEqual({ component: 'session', from: 0, to: 1 });
+      expect(migrated.json().components).toContainEqual({ component: 'scheduler', from: 0, to: 1 });
       const again = loopx(['db', 'migrate', '--root', root, '--json'], env).json();
       expect(again.components).toContainEqual({ component: 'session', from: 1, to: 1 });
       expect(await exists()).toBe(1);

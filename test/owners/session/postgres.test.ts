@@ -9,39 +9,13 @@
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { openSqliteSessionPort, sessionStore, SESSION_PG_MIGRATIONS, openPgSessionPort, type SessionPort, type SessionStore } from '../../../src/owners/session/index.js';
-import { PgCommitAmbiguous, migratePostgres, type PgDatabase, type PgQuery } from '../../../src/store/index.js';
-import { pgHarnesses } from '../conformance/pg-harness.js';
+import { PgCommitAmbiguous, migratePostgres, type PgDatabase } from '../../../src/store/index.js';
+import { backendPid, blockedBy, hooked, pgHarnesses } from '../conformance/pg-harness.js';
 import { rejectionOf, tempDirs } from '../conformance/support.js';
 import { describePg } from '../../support/pg.js';
 
 const pg = pgHarnesses('session', SESSION_PG_MIGRATIONS);
 const tempDir = tempDirs('loopx-session-pg-');
-
-type Hook = (q: PgQuery) => Promise<void>;
-
-/** `db` whose next writing transaction runs `hook` on its own connection: `before` the write's body, or `after` it, just ahead of COMMIT. */
-function hooked(db: PgDatabase): { db: PgDatabase; arm(when: 'before' | 'after', hook: Hook): void } {
-  let armed: { when: 'before' | 'after'; hook: Hook } | undefined;
-  return {
-    arm: (when, hook) => (armed = { when, hook }),
-    db: {
-      ...db,
-      query: (sql, params) => db.query(sql, params),
-      serverIdentity: () => db.serverIdentity(),
-      close: () => db.close(),
-      transaction: (body, options) => {
-        const a = options?.readOnly ? undefined : armed;
-        if (a) armed = undefined;
-        return db.transaction(async (q) => {
-          if (a?.when === 'before') await a.hook(q);
-          const value = await body(q);
-          if (a?.when === 'after') await a.hook(q);
-          return value;
-        }, options);
-      },
-    },
-  };
-}
 
 /** A session bound to run-A (execution generation 2) with turn 0 begun under it. */
 async function boundTurn(store: SessionStore) {
@@ -107,15 +81,10 @@ describePg('the PostgreSQL session provider on the real server', () => {
     const { s, turn } = await boundTurn(mine);
     let bind: Promise<unknown> | undefined;
     h.arm('after', async (q) => {
-      const [{ pid }] = (await q<{ pid: number }>('SELECT pg_backend_pid() AS pid')) as [{ pid: number }];
+      const pid = await backendPid(q);
       bind = other.bindRun(s.session_id, 'run-B', 2);
-      // Latch: the bind's transaction is blocked by this one's lock (polled, generous bound).
-      for (let i = 0; ; i++) {
-        const [{ n }] = (await a.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND $1 = ANY(pg_blocking_pids(pid))', [pid])) as [{ n: number }];
-        if (n > 0) break;
-        if (i > 1200) throw new Error('the bind never waited for the phase write');
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      // Latch: the bind's transaction is blocked by this one's lock.
+      await blockedBy(a, pid);
     });
     expect((await mine.recordPhase(turn.turn_key, 'host_execute', 2)).phases).toHaveLength(1);
     expect(await bind).toMatchObject({ execution_generation: 3, run_id: 'run-B' });
@@ -132,7 +101,7 @@ describePg('the PostgreSQL session provider on the real server', () => {
     const request = { settlement_id: 'st-cut', status: 'stopped' as const, expected_execution_generation: 2 };
 
     h.arm('after', async (q) => {
-      const [{ pid }] = (await q<{ pid: number }>('SELECT pg_backend_pid() AS pid')) as [{ pid: number }];
+      const pid = await backendPid(q);
       await killer.query('SELECT pg_terminate_backend($1)', [pid]);
     });
     expect((await rejectionOf(() => store.settleTurn(turn.turn_key, request))).code).toBe('store_outcome_unproved');
