@@ -8,7 +8,8 @@
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { SCHEDULER_PG_MIGRATIONS, openPgSchedulerPort, openSqliteSchedulerPort, schedulerStore, type SchedulerPort } from '../../../src/owners/scheduler/index.js';
-import { backendPid, blockedBy, hooked, pgHarnesses } from '../conformance/pg-harness.js';
+import { pgHarnesses } from '../conformance/pg-harness.js';
+import { backendPid, blockedBy, hooked } from '../conformance/pg-hooks.js';
 import { rejectionOf, tempDirs } from '../conformance/support.js';
 import { describePg } from '../../support/pg.js';
 

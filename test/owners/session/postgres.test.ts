@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { openSqliteSessionPort, sessionStore, SESSION_PG_MIGRATIONS, openPgSessionPort, type SessionPort, type SessionStore } from '../../../src/owners/session/index.js';
 import { PgCommitAmbiguous, migratePostgres, type PgDatabase } from '../../../src/store/index.js';
-import { backendPid, blockedBy, hooked, pgHarnesses } from '../conformance/pg-harness.js';
+import { pgHarnesses } from '../conformance/pg-harness.js';
+import { backendPid, blockedBy, hooked } from '../conformance/pg-hooks.js';
 import { rejectionOf, tempDirs } from '../conformance/support.js';
 import { describePg } from '../../support/pg.js';
 
