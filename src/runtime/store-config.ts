@@ -9,7 +9,17 @@
 import { randomBytes } from 'node:crypto';
 import { conflict } from '../core/index.js';
 import { POSTGRESQL_PROVIDER, databaseUrlFrom, migratePostgres, openPostgres, schemaIdent, type PgDatabase, type PgMigration } from '../store/index.js';
-import { config as configOwner, goal as goalOwner, registry as registryOwner, STORE_CONFIG_NAMESPACE, effect as effectOwner, quota as quotaOwner, work } from '../owners/index.js';
+import {
+  config as configOwner,
+  goal as goalOwner,
+  registry as registryOwner,
+  STORE_CONFIG_NAMESPACE,
+  effect as effectOwner,
+  quota as quotaOwner,
+  scheduler as schedulerOwner,
+  session as sessionOwner,
+  work,
+} from '../owners/index.js';
 import { refuseRecoveryInProgress } from '../recovery/index.js';
 import { withAdmission } from './admission.js';
 
@@ -23,6 +33,8 @@ export const PG_COMPONENTS: { readonly component: string; readonly migrations: r
   { component: 'work', migrations: work.WORK_PG_MIGRATIONS },
   { component: 'effect', migrations: effectOwner.EFFECT_PG_MIGRATIONS },
   { component: 'quota', migrations: quotaOwner.QUOTA_PG_MIGRATIONS },
+  { component: 'session', migrations: sessionOwner.SESSION_PG_MIGRATIONS },
+  { component: 'scheduler', migrations: schedulerOwner.SCHEDULER_PG_MIGRATIONS },
 ];
 
 // A type, not an interface: configuration values are plain JSON objects.

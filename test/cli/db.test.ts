@@ -56,9 +56,12 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
       expect(migrated.json().components).toContainEqual({ component: 'work', from: 0, to: 1 });
       expect(migrated.json().components).toContainEqual({ component: 'effect', from: 0, to: 1 });
       expect(migrated.json().components).toContainEqual({ component: 'quota', from: 0, to: 1 });
+      expect(migrated.json().components).toContainEqual({ component: 'session', from: 0, to: 1 });
+      expect(migrated.json().components).toContainEqual({ component: 'scheduler', from: 0, to: 1 });
       const again = loopx(['db', 'migrate', '--root', root, '--json'], env).json();
       expect(again.components).toContainEqual({ component: 'effect', from: 1, to: 1 });
       expect(again.components).toContainEqual({ component: 'quota', from: 1, to: 1 });
+      expect(again.components).toContainEqual({ component: 'session', from: 1, to: 1 });
       expect(await exists()).toBe(1);
       expect(loopx(['db', 'migrate', '--root', root, '--json']).json().error.code, 'the URL is read at run time, every time').toBe('database_url_missing');
     } finally {

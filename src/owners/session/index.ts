@@ -1,7 +1,7 @@
 /**
  * Public API of the session owner: Goal-bound agent sessions, session/execution generations,
  * Turn journals and Turn settlement. Live API: `SessionStore` (async), the owner over a
- * `SessionPort` — SQLite `sessions.db` or the in-memory reference; a new provider implements the
+ * `SessionPort` — SQLite `sessions.db`, PostgreSQL tables or the in-memory reference; a new provider implements the
  * port in its own file. Recovery contract: `readHistorical` reads a copy without authority.
  */
 export {
@@ -32,5 +32,7 @@ export type { SessionPort, SessionQuery, SessionRows, SessionWrite } from './por
 export { memorySessionStore, openSqliteSessionStore, sessionStore, type SqliteSessionStoreOptions } from './session.js';
 export { createMemorySessionState, memorySessionPort, type MemorySessionPortOptions, type MemorySessionState } from './memory.js';
 export { openSqliteSessionPort, type SqliteSessionPortOptions } from './sqlite.js';
+export { openPgSessionPort } from './postgres.js';
+export { SESSION_PG_MIGRATIONS } from './pg-schema.js';
 export type { ReadHistoricalOptions, SessionFinding, SessionHistory } from './historical.js';
 export { recovery } from './recovery.js';
