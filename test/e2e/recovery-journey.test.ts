@@ -16,6 +16,7 @@ import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
+import { contrastOf } from './support/contrast.js';
 import { focusedElement, tabTo } from './support/keyboard.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
 
@@ -197,6 +198,10 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(await page.getByTestId('todo-t1').textContent()).toMatch(/#\d+ update todo/);
     await expect.poll(() => page.getByTestId('history-range').textContent()).toMatch(/^Transactions \d+–\d+ of \d+, newest last\.$/);
     expect(await page.getByRole('button', { name: 'Newer' }).isDisabled()).toBe(true);
+    // Disabled controls stay readable (axe exempts them; WCAG's 4.5:1 is kept anyway).
+    const disabled = await contrastOf(page, 'button:disabled');
+    expect(disabled.length).toBeGreaterThan(0);
+    for (const d of disabled) expect(d.ratio, `“${d.text}”`).toBeGreaterThanOrEqual(4.5);
     // The old lifetime takes no run: its recovery superseded it (refused typed, where it happened).
     await page.getByRole('button', { name: 'Start a work run' }).click();
     await expect.poll(() => page.getByTestId('goal-refusal').textContent()).toContain('goal_lifetime_superseded');
