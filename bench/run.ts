@@ -8,6 +8,7 @@ const suites: Array<[string, () => Promise<BenchFigure[]>]> = [
   ['backup', async () => (await import('./backup.bench.js')).run()],
   ['verify', async () => (await import('./verify.bench.js')).run()],
   ['recover', async () => (await import('./recover.bench.js')).run()],
+  ['postgres', async () => (await import('./postgres.bench.js')).run()],
 ];
 
 const only = process.argv[2];
