@@ -50,7 +50,12 @@ export function rootPostgres(root: string): PgDatabase | undefined {
  * files directly (backup capture, recovery, adoption): they would miss the state, not protect it.
  */
 export function refuseNonSqliteRoot(root: string, operation: string): void {
-  const location = rootStoreLocation(root);
+  let location: RootStoreLocation;
+  try {
+    location = rootStoreLocation(root);
+  } catch {
+    return; // an unreadable configuration is the operation's own finding, not this refusal
+  }
   if (location.provider === 'sqlite') return;
   throw rejected('store_provider_unsupported', `This root keeps its Goal state in ${location.provider}; ${operation} works only on roots on SQLite.`, {
     nextAction: 'protect this root with its database service’s own backups',

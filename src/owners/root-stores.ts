@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import * as effectOwner from './effect/index.js';
 import { LAYOUT } from './layout.js';
 import * as quotaOwner from './quota/index.js';
-import { rootPostgres } from './root-store-location.js';
+import { rootPostgres, rootStoreLocation } from './root-store-location.js';
 import * as schedulerOwner from './scheduler/index.js';
 import * as sessionOwner from './session/index.js';
 
@@ -43,6 +43,6 @@ export function rootStores(root: string): RootStores {
       const db = rootPostgres(root);
       return db ? schedulerOwner.schedulerStore(schedulerOwner.openPgSchedulerPort(db)) : schedulerOwner.openSqliteSchedulerStore(at(LAYOUT.schedulerDb));
     },
-    holds: (store) => rootPostgres(root) !== undefined || existsSync(at(store === 'sessions' ? LAYOUT.sessionsDb : LAYOUT.effectsDb)),
+    holds: (store) => rootStoreLocation(root).provider !== 'sqlite' || existsSync(at(store === 'sessions' ? LAYOUT.sessionsDb : LAYOUT.effectsDb)),
   };
 }

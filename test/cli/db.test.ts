@@ -134,6 +134,8 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
     } finally {
       await db.close();
     }
+    // Its files are not its state: a backup of them is refused, typed.
+    expect(loopx(['backup-state', ...at], env).json().error.code).toBe('store_provider_unsupported');
     // The URL is read at run time: without its variable, the Goal's work is refused typed.
     expect(loopx(['todo', 'list', '--goal', 'launch', ...at]).json().error.code).toBe('database_url_missing');
   }, 120_000);
