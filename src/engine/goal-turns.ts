@@ -28,10 +28,8 @@
  *
  * It never writes an owner's files itself, and it never reads a clock for a decision.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { canonicalJson, faultPoint, hasCode, internal, type LoopxError } from '../core/index.js';
-import { LAYOUT, quota as quotaOwner, session as sessionOwner } from '../owners/index.js';
+import { quota as quotaOwner, rootStores, session as sessionOwner } from '../owners/index.js';
 import type { Message } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import { goalLifetimeSuperseded } from '../run-authority/index.js';
@@ -94,13 +92,13 @@ export class GoalTurnAccess {
 
   #sessionsForRead(): sessionOwner.SessionStore | undefined {
     if (this.#sessions) return this.#sessions;
-    if (this.#root === undefined || !existsSync(join(this.#root, LAYOUT.sessionsDb))) return undefined;
-    this.#sessions = sessionOwner.openSqliteSessionStore(join(this.#root, LAYOUT.sessionsDb));
+    if (this.#root === undefined || !rootStores(this.#root).holds('sessions')) return undefined;
+    this.#sessions = rootStores(this.#root).sessions();
     return this.#sessions;
   }
 
   #ledger(): quotaOwner.QuotaLedger {
-    this.#quota ??= quotaOwner.openSqliteQuotaLedger(join(this.#root!, LAYOUT.quotaDb));
+    this.#quota ??= rootStores(this.#root!).quota();
     return this.#quota;
   }
 }

@@ -22,13 +22,10 @@
  * - Roots that never run a mutating call get no `effects.db` from the engine: reads of a root
  *   without one find nothing and create nothing.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { canonicalJson } from '../core/index.js';
 import { sha256Hex } from '../core/index.js';
 import { isLoopxError, rejected, type LoopxError } from '../core/index.js';
-import { effect as effectOwner } from '../owners/index.js';
-import { LAYOUT } from '../owners/index.js';
+import { effect as effectOwner, rootStores } from '../owners/index.js';
 import type { ToolResultStatus } from '../snapshot/index.js';
 import type { MutationRecord, MutationState } from './run-store/contract.js';
 import { isEffectOutput, isInteractionRequest, type EffectIntent, type JsonValue, type Tool, type ToolContext } from './tools.js';
@@ -130,13 +127,13 @@ export class EffectAccess {
 
   forWrite(): effectOwner.EffectJournal {
     if (this.#journal === undefined && this.#root !== undefined) this.#beforeOpen?.();
-    this.#journal ??= this.#root === undefined ? effectOwner.memoryEffectJournal() : effectOwner.openSqliteEffectJournal(join(this.#root, LAYOUT.effectsDb));
+    this.#journal ??= this.#root === undefined ? effectOwner.memoryEffectJournal() : rootStores(this.#root).effects();
     return this.#journal;
   }
 
   /** Undefined while the root has no effects.db: nothing was journalled there (a run from before the journal). */
   forRead(): effectOwner.EffectJournal | undefined {
-    if (this.#journal === undefined && this.#root !== undefined && !existsSync(join(this.#root, LAYOUT.effectsDb))) return undefined;
+    if (this.#journal === undefined && this.#root !== undefined && !rootStores(this.#root).holds('effects')) return undefined;
     return this.forWrite();
   }
 

@@ -1,16 +1,14 @@
 /**
- * The file-backed owners of one runtime root, opened together: the registry, the machine
+ * The owners of one runtime root, opened together: the registry, the machine
  * configuration, the Goals, the sessions and the effect journal (a Goal's work store is opened per
  * Goal through the work owner). Callers close what they open; a failed open closes what it opened.
  */
-import { join } from 'node:path';
-import { rejected } from '../core/index.js';
 import * as configOwner from './config/index.js';
-import * as effectOwner from './effect/index.js';
+import type * as effectOwner from './effect/index.js';
 import * as goalOwner from './goal/index.js';
-import { LAYOUT } from './layout.js';
 import * as registryOwner from './registry/index.js';
-import * as sessionOwner from './session/index.js';
+import { rootStores } from './root-stores.js';
+import type * as sessionOwner from './session/index.js';
 
 export interface RootOwners {
   readonly registry: registryOwner.Registry;
@@ -21,39 +19,21 @@ export interface RootOwners {
   close(): void;
 }
 
-/** The namespace of a root's configuration that says where its Goal state lives (`loopx init --store`). */
-export const STORE_CONFIG_NAMESPACE = 'store';
-
-/** The provider a root's configuration names for its Goal state (`sqlite` when it names none). */
-export function rootStoreProvider(config: configOwner.ConfigStore): string {
-  const ns = config.read().value.namespaces[STORE_CONFIG_NAMESPACE] as { provider?: unknown } | undefined;
-  return typeof ns?.provider === 'string' ? ns.provider : 'sqlite';
-}
+export { rootStoreProvider, STORE_CONFIG_NAMESPACE } from './root-store-location.js';
 
 /**
- * The file-backed owners of a runtime root (a Goal's work store is opened per Goal). A root whose
- * Goal state lives in PostgreSQL is not opened here: these are its SQLite stores, and writing
- * there would split its state in two (`store_not_openable`).
+ * The owners of a runtime root (a Goal's work store is opened per Goal): its files, and its
+ * sessions and effect journal on the provider its configuration names (SQLite or PostgreSQL).
  */
 export function openRootOwners(root: string): RootOwners {
   const registry = registryOwner.openFileRegistry(root);
   const config = configOwner.openFileConfigStore(root);
-  const provider = rootStoreProvider(config);
-  if (provider !== 'sqlite') {
-    throw rejected(
-      'store_not_openable',
-      `This root keeps its Goal state in ${provider}; this loopx prepares such a root (loopx db migrate) and does Goal work only in roots on SQLite.`,
-      {
-        nextAction: 'keep Goal work in a root on the default store',
-        details: { provider },
-      },
-    );
-  }
+  const stores = rootStores(root);
   const goals = goalOwner.openFileGoalStore(root, { registry });
-  const sessions = sessionOwner.openSqliteSessionStore(join(root, LAYOUT.sessionsDb));
+  const sessions = stores.sessions();
   let effects: effectOwner.EffectJournal;
   try {
-    effects = effectOwner.openSqliteEffectJournal(join(root, LAYOUT.effectsDb));
+    effects = stores.effects();
   } catch (e) {
     sessions.close();
     throw e;

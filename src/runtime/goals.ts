@@ -32,9 +32,10 @@ export async function createGoal(root: string, goalId: string, title: string, do
   return withRootOwners(
     root,
     async (owners) => {
+      await workOwner.assertGoalWorkReady(root);
       const created = owners.goals.create(goalId, title);
       for (const d of docs) owners.goals.addDoc(goalId, d.name, d.content);
-      (await workOwner.openGoalWork({ root, goal_id: goalId })).close();
+      (await workOwner.openGoalWork({ root, goal_id: goalId, create: true })).close();
       return owners.goals.get(goalId) ?? created;
     },
     { write: 'goal create' },

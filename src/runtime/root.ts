@@ -161,15 +161,15 @@ export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) =
  * Create the runtime root (0700) and its owners' stores, or check an existing one; idempotent
  * (`loopx init`, `loopx daemon`). It binds nothing to the run authority.
  */
-export function initRoot(root: string): void {
+export function initRoot(root: string, options: { readonly ownerStores?: boolean } = {}): void {
   refuseRecoveryInProgress(root, { writer: true });
-  initDestinationRoot(root);
+  initDestinationRoot(root, options);
 }
 
 /** `initRoot` for the new root a recovery's apply is making (its plan is there already). */
-export function initDestinationRoot(root: string): void {
+export function initDestinationRoot(root: string, options: { readonly ownerStores?: boolean } = {}): void {
   refuseRecoveryWorkspaceRoot(root);
   ensurePrivateDir(root);
-  // A root whose Goal state lives elsewhere (PostgreSQL) has no SQLite owner stores to make.
-  if (rootStoreProvider(configOwner.openFileConfigStore(root)) === 'sqlite') openRootOwners(root).close();
+  // A root whose Goal state lives elsewhere (PostgreSQL), or is about to, has no SQLite owner stores to make.
+  if (options.ownerStores !== false && rootStoreProvider(configOwner.openFileConfigStore(root)) === 'sqlite') openRootOwners(root).close();
 }

@@ -27,7 +27,7 @@ async function seed(root: string, options: { authorityDir?: string }): Promise<{
   } finally {
     owners.close();
   }
-  const work = await workOwner.openGoalWork({ root, goal_id: 'sample' });
+  const work = await workOwner.openGoalWork({ root, goal_id: 'sample', create: true });
   try {
     const titles = ['Draft the outline', 'Review with design', 'Publish the post'];
     for (const [i, title] of titles.entries()) await work.addTodo({ operation_id: `seed-${i}`, todo_id: `t${i + 1}`, title });

@@ -23,6 +23,8 @@ export interface PgOptions {
   readonly schema: string;
   /** Pool size (default 4). */
   readonly max?: number;
+  /** Idle connections do not keep the process alive (a CLI process exits when its work is done). */
+  readonly allowExitOnIdle?: boolean;
 }
 
 /** The server a store lives on, as a restore changes it: a physical restore keeps the system identifier but not the timeline or the database. */
@@ -82,7 +84,7 @@ export interface PgDatabase {
 /** Opens a pool on one installation's schema (nothing is created: `migratePostgres` does that). */
 export function openPostgres(options: PgOptions): PgDatabase {
   const ident = schemaIdent(options.schema);
-  const pool = new pg.Pool({ connectionString: options.url, max: options.max ?? 4, application_name: 'loopx' });
+  const pool = new pg.Pool({ connectionString: options.url, max: options.max ?? 4, application_name: 'loopx', allowExitOnIdle: options.allowExitOnIdle ?? false });
   // An idle client that loses its server must not crash the process; its next use fails typed.
   pool.on('error', () => undefined);
   pool.on('connect', (client) => {

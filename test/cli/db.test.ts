@@ -10,7 +10,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { openPostgres } from '../../src/store/index.js';
-import { loopx, tempRoot } from '../support/cli.js';
+import { startWebhookSink } from '../../src/dev/index.js';
+import { REPO, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
 
 const schema = pgSchemas();
@@ -68,12 +69,76 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
       await admin.close();
     }
     for (const f of everyFile(root)) expect(readFileSync(f).includes('not-a-real-password'), f).toBe(false);
-    // Its Goal state is in PostgreSQL: no Goal work is split into the root's SQLite stores meanwhile.
-    const before = everyFile(root).sort();
-    const created = loopx(['goal', 'create', 'g', '--title', 'T', '--root', root, '--json'], env);
-    expect(created.json().error.code).toBe('store_not_openable');
-    expect(everyFile(root).sort()).toEqual(before);
   });
+
+  it('does its Goal work in PostgreSQL: Goals, Todos and a work run, with no SQLite store of Goal state in the root', async () => {
+    const root = tempRoot('loopx-db-work-');
+    const name = schema();
+    const env = { LOOPX_TEST_DATABASE_URL: PG_URL };
+    const at = ['--root', root, '--json'];
+    expect(loopx(['init', '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', name, ...at], env).status).toBe(0);
+    // Not migrated yet: refused with the one thing to do.
+    expect(loopx(['goal', 'create', 'g', '--title', 'T', ...at], env).json().error).toMatchObject({
+      code: 'pg_schema_not_migrated',
+      next_action: expect.stringContaining('loopx db migrate'),
+    });
+    expect(
+      everyFile(root).some((f) => f.includes(join('goals', 'g'))),
+      'no half-made Goal',
+    ).toBe(false);
+    expect(loopx(['db', 'migrate', ...at], env).status).toBe(0);
+
+    const created = loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at], env);
+    expect(created.status, created.stderr).toBe(0);
+    for (const [id, title] of [
+      ['t1', 'Draft the outline'],
+      ['t2', 'Review the draft'],
+      ['t3', 'Publish'],
+    ]) {
+      const added = loopx(['todo', 'add', '--goal', 'launch', '--title', title!, '--id', id!, ...at], env);
+      expect(added.status, added.stderr).toBe(0);
+    }
+    // The scripted worker completes t1, delivers one webhook and blocks t2.
+    const sink = await startWebhookSink({ port: 0 });
+    const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', join(REPO, 'examples/agents/goal-worker.json'), '--sink', sink.deliveriesUrl, ...at], env).finally(
+      () => sink.close(),
+    );
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.json()).toMatchObject({ status: 'completed', failure: null });
+    expect(sink.deliveries()).toHaveLength(1);
+
+    const listed = loopx(['todo', 'list', '--goal', 'launch', ...at], env).json();
+    expect(listed.todos.map((t: { todo_id: string; status: string }) => [t.todo_id, t.status])).toEqual([
+      ['t1', 'done'],
+      ['t2', 'blocked'],
+      ['t3', 'open'],
+    ]);
+    const shown = loopx(['goal', 'show', 'launch', ...at], env).json();
+    expect(shown).toMatchObject({ goal_id: 'launch', todos: { open: 1, done: 1, blocked: 1, deferred: 0 } });
+
+    // The Goal's files are in the root; its work, sessions, effects and quota are not SQLite files
+    // there (engine.db, the engine's own run store, is not Goal state).
+    const files = everyFile(root).map((f) => f.slice(root.length + 1));
+    expect(files).toContain(join('goals', 'launch', 'goal.json'));
+    expect(files.filter((f) => f.endsWith('.db'))).toEqual(['engine.db']);
+    for (const f of [join('goals', 'launch', 'work.db'), 'sessions.db', 'effects.db', 'quota.db']) expect(files).not.toContain(f);
+    // They are rows of the root's schema.
+    const db = openPostgres({ url: PG_URL, schema: name, max: 1 });
+    try {
+      const count = async (table: string) => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n;
+      expect(await count('work_stores')).toBe(1);
+      expect(await count('work_commits')).toBeGreaterThan(3);
+      expect(await count('effects'), 'the webhook and the Todo updates').toBeGreaterThan(0);
+      expect(await count('sessions')).toBe(1);
+      expect(await count('spends')).toBeGreaterThan(0);
+    } finally {
+      await db.close();
+    }
+    // Its files are not its state: a backup of them is refused, typed.
+    expect(loopx(['backup-state', ...at], env).json().error.code).toBe('store_provider_unsupported');
+    // The URL is read at run time: without its variable, the Goal's work is refused typed.
+    expect(loopx(['todo', 'list', '--goal', 'launch', ...at]).json().error.code).toBe('database_url_missing');
+  }, 120_000);
 
   it('keeps installations apart: each in its own schema under its own role, which cannot read the other', async () => {
     const admin = openPostgres({ url: PG_URL, schema: 'public', max: 1 });

@@ -21,7 +21,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         throw usageError('store_options_invalid', '--database-url (and --pg-schema) go with --store postgresql, which needs --database-url.', 'see its options: loopx init --help');
       }
       const root = resolveRoot(g);
-      initRoot(root);
+      // A root taking PostgreSQL gets no SQLite stores for its Goal state, even before the choice is recorded.
+      initRoot(root, { ownerStores: provider !== 'postgresql' });
       // Reading the root id binds it to this directory in the run authority (a later copy owns nothing).
       await withEngine(g, (engine) => void engine.rootId);
       const store = await chooseStore(root, {

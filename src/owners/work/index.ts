@@ -55,7 +55,7 @@ export {
   type WorkReceipt,
   type RecoveredFrom,
 } from './model.js';
-export { openWork, openGoalWork, type OpenGoalWorkOptions } from './work.js';
+export { assertGoalWorkReady, openWork, openGoalWork, type OpenGoalWorkOptions } from './work.js';
 export { MIN_LEASE_TTL_MS, MAX_LEASE_TTL_MS } from './inputs.js';
 export type {
   AcquireLeaseRequest,

@@ -33,6 +33,9 @@ import { acquireLease, leaseStatus, releaseLease, renewLease, transferLease } fr
 import { history, iterateHistory, readReceipt, view } from './reads.js';
 import { exportRetainedPrefix } from './retained-prefix.js';
 import { openSqliteWorkProvider } from './sqlite.js';
+import { openPostgresWorkProvider, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS } from './postgres.js';
+import { requireSchemaVersion } from '../../store/index.js';
+import { rootPostgres } from '../root-store-location.js';
 import { addTodo, claimTodo, unclaimTodo, updateTodo } from './todos.js';
 import type { WorkOwner, WorkOwnerOptions } from './api.js';
 
@@ -78,20 +81,34 @@ export interface OpenGoalWorkOptions {
   readonly expected_incarnation?: string;
   readonly expected_store_identity?: string;
   readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
+  /** On PostgreSQL: create the Goal's store when it has none (Goal creation); otherwise a missing store is refused. */
+  readonly create?: boolean;
 }
 
-/** Opens the work owner of a Goal on its SQLite store `goals/<goal_id>/work.db` (created on first open; the Goal directory must exist). */
+/** Refuses, before a Goal is made, a root whose work store cannot take it (a PostgreSQL schema not migrated to this version). */
+export async function assertGoalWorkReady(root: string): Promise<void> {
+  const db = rootPostgres(root);
+  if (db) await requireSchemaVersion(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS);
+}
+
+/**
+ * Opens the work owner of a Goal on the store its root's configuration names: its SQLite store
+ * `goals/<goal_id>/work.db` (created on first open), or its rows in the root's PostgreSQL schema
+ * (created only with `create`). The Goal directory must exist either way.
+ */
 export async function openGoalWork(options: OpenGoalWorkOptions): Promise<WorkOwner> {
   const path = join(options.root, LAYOUT.workDb(options.goal_id));
   if (!existsSync(dirname(path))) {
     throw goalNotFound(options.goal_id);
   }
-  const provider = openSqliteWorkProvider(path, {
-    goal_id: options.goal_id,
+  const expected = {
     ...(options.expected_incarnation === undefined ? {} : { expected_incarnation: options.expected_incarnation }),
     ...(options.expected_store_identity === undefined ? {} : { expected_store_identity: options.expected_store_identity }),
-    ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }),
-  });
+  };
+  const db = rootPostgres(options.root);
+  const provider = db
+    ? await openPostgresWorkProvider(db, { goal_id: options.goal_id, create: options.create === true, ...expected })
+    : openSqliteWorkProvider(path, { goal_id: options.goal_id, ...expected, ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }) });
   try {
     return await openWork({ provider, ...(options.clock ? { clock: options.clock } : {}) });
   } catch (e) {

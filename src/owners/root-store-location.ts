@@ -1,0 +1,64 @@
+/**
+ * Where a root keeps its Goal-scoped state, as its configuration says (namespace `store`, written
+ * once by `loopx init --store`): SQLite files in the root (the default), or a PostgreSQL schema.
+ * A root on PostgreSQL gets one pool per (URL, schema) per process, its URL read from the
+ * configured `env:NAME` reference when first opened (a missing variable: `database_url_missing`).
+ * Idle connections never keep a process alive; owners' ports close themselves, not the pool.
+ */
+import { rejected } from '../core/index.js';
+import { POSTGRESQL_PROVIDER, databaseUrlFrom, openPostgres, type PgDatabase } from '../store/index.js';
+import * as configOwner from './config/index.js';
+
+/** The namespace of a root's configuration that says where its Goal state lives (`loopx init --store`). */
+export const STORE_CONFIG_NAMESPACE = 'store';
+
+export type RootStoreLocation = { readonly provider: 'sqlite' } | { readonly provider: 'postgresql'; readonly database_url: string; readonly schema: string };
+
+/** The provider a root's configuration names for its Goal state (`sqlite` when it names none). */
+export function rootStoreProvider(config: configOwner.ConfigStore): string {
+  const ns = config.read().value.namespaces[STORE_CONFIG_NAMESPACE] as { provider?: unknown } | undefined;
+  return typeof ns?.provider === 'string' ? ns.provider : 'sqlite';
+}
+
+/** Where the root at `root` keeps its Goal state. */
+export function rootStoreLocation(root: string): RootStoreLocation {
+  const ns = configOwner.openFileConfigStore(root).read().value.namespaces[STORE_CONFIG_NAMESPACE] as { provider?: unknown; database_url?: unknown; schema?: unknown } | undefined;
+  if (ns?.provider === POSTGRESQL_PROVIDER && typeof ns.database_url === 'string' && typeof ns.schema === 'string') {
+    return { provider: 'postgresql', database_url: ns.database_url, schema: ns.schema };
+  }
+  return { provider: 'sqlite' };
+}
+
+const pools = new Map<string, PgDatabase>();
+
+/** The root's PostgreSQL database (shared in this process), or undefined for a root on SQLite. */
+export function rootPostgres(root: string): PgDatabase | undefined {
+  const location = rootStoreLocation(root);
+  if (location.provider !== 'postgresql') return undefined;
+  const url = databaseUrlFrom(location.database_url);
+  const key = `${location.schema}\n${url}`;
+  let db = pools.get(key);
+  if (db === undefined) {
+    db = openPostgres({ url, schema: location.schema, allowExitOnIdle: true });
+    pools.set(key, db);
+  }
+  return db;
+}
+
+/**
+ * Refuses a root whose Goal state is not in SQLite files, for the paths that read and write those
+ * files directly (backup capture, recovery, adoption): they would miss the state, not protect it.
+ */
+export function refuseNonSqliteRoot(root: string, operation: string): void {
+  let location: RootStoreLocation;
+  try {
+    location = rootStoreLocation(root);
+  } catch {
+    return; // an unreadable configuration is the operation's own finding, not this refusal
+  }
+  if (location.provider === 'sqlite') return;
+  throw rejected('store_provider_unsupported', `This root keeps its Goal state in ${location.provider}; ${operation} works only on roots on SQLite.`, {
+    nextAction: 'protect this root with its database service’s own backups',
+    details: { provider: location.provider, operation },
+  });
+}
