@@ -84,15 +84,19 @@ export interface PgDatabase {
 /** Opens a pool on one installation's schema (nothing is created: `migratePostgres` does that). */
 export function openPostgres(options: PgOptions): PgDatabase {
   const ident = schemaIdent(options.schema);
-  const pool = new pg.Pool({ connectionString: options.url, max: options.max ?? 4, application_name: 'loopx', allowExitOnIdle: options.allowExitOnIdle ?? false });
+  // The schema is every connection's search_path from its start (a startup option: no round trip per use).
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.max ?? 4,
+    application_name: 'loopx',
+    allowExitOnIdle: options.allowExitOnIdle ?? false,
+    options: `-c search_path=${ident}`,
+  });
   // An idle client that loses its server must not crash the process; its next use fails typed.
   pool.on('error', () => undefined);
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
   });
-  const prepare = async (client: pg.PoolClient) => {
-    await client.query(`SET search_path TO ${ident}`);
-  };
   const run =
     (client: pg.PoolClient): PgQuery =>
     async <R extends Record<string, unknown>>(sql: string, params: readonly unknown[] = []) =>
@@ -103,7 +107,6 @@ export function openPostgres(options: PgOptions): PgDatabase {
     async query(sql, params) {
       const client = await pool.connect();
       try {
-        await prepare(client);
         return await run(client)(sql, params);
       } finally {
         client.release();
@@ -113,7 +116,6 @@ export function openPostgres(options: PgOptions): PgDatabase {
       const client = await pool.connect();
       let broken = false;
       try {
-        await prepare(client);
         await client.query(`BEGIN ISOLATION LEVEL ${(o.isolation ?? 'read committed').toUpperCase()}${o.readOnly ? ' READ ONLY' : ''}`);
         let value: Awaited<ReturnType<typeof body>>;
         try {
