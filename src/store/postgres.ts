@@ -81,16 +81,28 @@ export interface PgDatabase {
   close(): Promise<void>;
 }
 
+/** The URL with the schema as its connections' search_path, beside any startup options the URL carries already. */
+function withSearchPath(url: string, ident: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw usageError('database_url_invalid', 'The database URL the environment variable holds is not a URL.', 'set it to a URL like postgres://USER@HOST:5432/DATABASE');
+  }
+  const given = u.searchParams.get('options');
+  u.searchParams.set('options', `${given ? `${given} ` : ''}-c search_path=${ident}`);
+  return u.toString();
+}
+
 /** Opens a pool on one installation's schema (nothing is created: `migratePostgres` does that). */
 export function openPostgres(options: PgOptions): PgDatabase {
   const ident = schemaIdent(options.schema);
   // The schema is every connection's search_path from its start (a startup option: no round trip per use).
   const pool = new pg.Pool({
-    connectionString: options.url,
+    connectionString: withSearchPath(options.url, ident),
     max: options.max ?? 4,
     application_name: 'loopx',
     allowExitOnIdle: options.allowExitOnIdle ?? false,
-    options: `-c search_path=${ident}`,
   });
   // An idle client that loses its server must not crash the process; its next use fails typed.
   pool.on('error', () => undefined);

@@ -98,6 +98,19 @@ describePg('PostgreSQL plumbing on the real server', () => {
     }
   });
 
+  it('keeps startup options the URL carries beside the schema it adds', async () => {
+    const name = database().schema; // a fresh schema name, dropped after the file
+    const db = openPostgres({ url: `${PG_URL}?options=${encodeURIComponent('-c statement_timeout=12345')}`, schema: name, max: 1 });
+    try {
+      await migratePostgres(db, 'probe', [V1]);
+      await db.query('INSERT INTO items (id, n) VALUES ($1, $2)', ['z', 1]);
+      expect(await db.query('SHOW statement_timeout')).toEqual([{ statement_timeout: '12345ms' }]);
+      expect(await db.query('SELECT id FROM items')).toEqual([{ id: 'z' }]);
+    } finally {
+      await db.close();
+    }
+  });
+
   it("reads the server's identity: system identifier, timeline, database", async () => {
     const id = await database().serverIdentity();
     expect(id.system_identifier).toMatch(/^\d+$/);
