@@ -17,10 +17,11 @@
  *   provider commit alone (diagnostic)  743 commits/s vs raw 2,643/s  → 0.28×
  *   owner, 8 writers on 8 Goals         802 commits/s vs raw 7,981/s  → 0.10× (target ≥ 0.7×: MISSED)
  *   export, 20,000 transactions         487 ms (41,029 tx/s) vs raw cursor 83 ms → cost 5.85×
- * Why the commit figures miss: an owner update is 3 transactions and 16 round trips (a read-only
- * load, a read-only receipt pre-check, then the commit: SET search_path, BEGIN, SELECT … FOR
- * UPDATE, operation-id check, INSERT, UPDATE, COMMIT) where the raw baseline is 1 round trip; each
- * `openPostgres` transaction also re-sends SET search_path.
+ * After the schema became each connection's startup search_path (no SET per transaction), the
+ * same day: 293 vs 3,036 commits/s → 0.10×; 8 writers 955 vs 8,236/s → 0.12×; export cost 4.27×.
+ * Why the commit figures miss: an owner update is 3 transactions and about 14 round trips (a
+ * read-only load, a read-only receipt pre-check, then the commit: BEGIN, SELECT … FOR UPDATE,
+ * operation-id check, INSERT, UPDATE, COMMIT) where the raw baseline is 1 round trip.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
