@@ -25,6 +25,11 @@ export const TYPES = {
   'drill-receipt.d.ts': 'recover-drill',
   'drill-job.d.ts': 'daemon-drill-job',
   'drill-list.d.ts': 'daemon-drill-list',
+  'run.d.ts': 'daemon-run',
+  'goal.d.ts': 'daemon-goal',
+  'goal-activity.d.ts': 'daemon-goal-activity',
+  'goal-history.d.ts': 'daemon-goal-history',
+  'goal-progress.d.ts': 'daemon-goal-progress',
 };
 
 /**

@@ -16,6 +16,8 @@ import { applyRecovery, abortRecovery, planRecovery, publicPlan, recoveryStatusO
 import type { BackupService } from './backups.js';
 
 const RECOVERY_ID = /^[0-9a-f]{64}$/;
+/** The states in which a recovery's new root has been changed, so the daemon serves its Goals and runs. */
+const SERVED: ReadonlySet<string> = new Set(['applying', 'reconciliation_held', 'complete']);
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 interface AdoptionEntry {
@@ -148,29 +150,35 @@ export class AdoptionService {
     return this.view(this.entry(id));
   }
 
+  /** Every recovery this daemon started, as its index remembers it (no state read), newest first. */
+  private entries(): AdoptionEntry[] {
+    return readdirSync(this.dir)
+      .filter((f) => f.endsWith('.json') && RECOVERY_ID.test(f.slice(0, -5)))
+      .map((f) => this.entry(f.slice(0, -5)))
+      .sort((a, b) => (a.created_at < b.created_at ? 1 : -1));
+  }
+
+  /** A recovery's state read back from its destination ('unreadable' when it cannot be). */
+  private stateOf(e: AdoptionEntry): Promise<string> {
+    return recoveryStatusOf(this.access(), this.destinationOf(e.destination_name)).then(
+      (st) => st.state,
+      () => 'unreadable',
+    );
+  }
+
   /** Whether a recovery planned from audit `auditId` is live (anything but abandoned, or unreadable). */
   async usesAudit(auditId: string): Promise<boolean> {
-    for (const f of readdirSync(this.dir)) {
-      if (!f.endsWith('.json') || !RECOVERY_ID.test(f.slice(0, -5))) continue;
-      const e = this.entry(f.slice(0, -5));
+    for (const e of this.entries()) {
       if (e.audit_id !== auditId) continue;
-      const state = await recoveryStatusOf(this.access(), this.destinationOf(e.destination_name)).then(
-        (st) => st.state,
-        () => 'unreadable',
-      );
-      if (state !== 'abandoned') return true;
+      if ((await this.stateOf(e)) !== 'abandoned') return true;
     }
     return false;
   }
 
   /** Every recovery this daemon started, newest first. */
   async list(): Promise<AdoptionView[]> {
-    const entries = readdirSync(this.dir)
-      .filter((f) => f.endsWith('.json') && RECOVERY_ID.test(f.slice(0, -5)))
-      .map((f) => this.entry(f.slice(0, -5)))
-      .sort((a, b) => (a.created_at < b.created_at ? 1 : -1));
     const out: AdoptionView[] = [];
-    for (const e of entries) {
+    for (const e of this.entries()) {
       try {
         out.push(await this.view(e));
       } catch {
@@ -246,19 +254,18 @@ export class AdoptionService {
    * sees the recovered Goal continue in the same place. Any other name is unknown here.
    */
   async recoveredRoot(name: string): Promise<string> {
-    const found = (await this.recoveredRoots()).find((x) => x.name === name);
-    if (found) return this.destinationOf(name);
     if (!NAME.test(name)) throw badName();
+    // Found by its name in the index; only that recovery's state is read (this runs on every request that names a root).
+    for (const e of this.entries()) if (e.destination_name === name && SERVED.has(await this.stateOf(e))) return this.destinationOf(name);
     throw notFound('daemon_root_unknown', `No recovery of this daemon made a root named ${name}.`, { nextAction: 'list the roots it made: GET /api/roots' });
   }
 
   /** The roots this daemon's recoveries made and changed (applying, held or complete), newest first. */
   async recoveredRoots(): Promise<{ name: string; recovery_id: string; goal_id: string; state: string }[]> {
     const out: { name: string; recovery_id: string; goal_id: string; state: string }[] = [];
-    for (const v of await this.list()) {
-      const state = v.status.state;
-      if (state === 'complete' || state === 'reconciliation_held' || state === 'applying')
-        out.push({ name: v.destination_name, recovery_id: v.recovery_id, goal_id: v.goal_id, state });
+    for (const e of this.entries()) {
+      const state = await this.stateOf(e);
+      if (SERVED.has(state)) out.push({ name: e.destination_name, recovery_id: e.recovery_id, goal_id: e.goal_id, state });
     }
     return out;
   }

@@ -19,7 +19,7 @@ export interface RootOwners {
   close(): void;
 }
 
-export { rootStoreProvider, STORE_CONFIG_NAMESPACE } from './root-store-location.js';
+export { STORE_CONFIG_NAMESPACE } from './root-store-location.js';
 
 /**
  * The owners of a runtime root (a Goal's work store is opened per Goal): its files, and its

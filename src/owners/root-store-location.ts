@@ -14,12 +14,6 @@ export const STORE_CONFIG_NAMESPACE = 'store';
 
 export type RootStoreLocation = { readonly provider: 'sqlite' } | { readonly provider: 'postgresql'; readonly database_url: string; readonly schema: string };
 
-/** The provider a root's configuration names for its Goal state (`sqlite` when it names none). */
-export function rootStoreProvider(config: configOwner.ConfigStore): string {
-  const ns = config.read().value.namespaces[STORE_CONFIG_NAMESPACE] as { provider?: unknown } | undefined;
-  return typeof ns?.provider === 'string' ? ns.provider : 'sqlite';
-}
-
 /** Where the root at `root` keeps its Goal state. */
 export function rootStoreLocation(root: string): RootStoreLocation {
   const ns = configOwner.openFileConfigStore(root).read().value.namespaces[STORE_CONFIG_NAMESPACE] as { provider?: unknown; database_url?: unknown; schema?: unknown } | undefined;

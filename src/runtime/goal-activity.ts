@@ -69,11 +69,14 @@ async function showOrUndefined(engine: Engine | undefined, runId: string): Promi
 }
 
 /** The holds of a Goal: uncertain effects (the effect owner's) and runs waiting for the operator (the engine's). */
-function holdsOf(effects: readonly GoalEffectItem[], runs: readonly (GoalRunItem & { view?: RunView })[]): GoalHold[] {
+function holdsOf(effects: readonly GoalEffectItem[], uncertain: ReadonlySet<string>, runs: readonly (GoalRunItem & { view?: RunView })[]): GoalHold[] {
   const holds: GoalHold[] = [];
   const here = new Set(runs.map((r) => r.run_id));
+  // A run of this root says itself which of its calls wait for a resolution (a call in flight under a live driver does not).
+  const waiting = new Set(runs.flatMap((r) => (r.view?.waiting_for?.kind === 'resolution' ? r.view.waiting_for.call_ids : [])));
   for (const e of effects) {
-    if (e.outcome !== 'unknown' && !(e.outcome === 'pending' && e.attempt > 0)) continue;
+    const held = e.run_id !== null && here.has(e.run_id) ? waiting.has(e.call_id!) : uncertain.has(e.operation_id);
+    if (!held) continue;
     // A run of this root settles its own call; an effect a recovery adopted is settled through that recovery's holds.
     const run = e.run_id !== null && here.has(e.run_id) ? e.run_id : null;
     holds.push({
@@ -136,7 +139,7 @@ export async function goalActivity(access: RootAccess, goalId: string): Promise<
     })),
     runs: runs.map(({ view: _view, ...r }) => r),
     effects: effectItems,
-    holds: holdsOf(effectItems, runs),
+    holds: holdsOf(effectItems, new Set(effects.filter(effectOwner.isUncertain).map((e) => e.operation_id)), runs),
   };
 }
 

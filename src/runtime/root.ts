@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensurePrivateDir, refuseRecoveryWorkspaceRoot } from '../core/index.js';
 import { builtinApplication, openEngine, openReadOnlyEngine, type Engine } from '../engine/index.js';
-import { LAYOUT, assertRuntimeRoot, config as configOwner, openRootOwners, rootStoreProvider, type RootOwners } from '../owners/index.js';
+import { LAYOUT, assertRuntimeRoot, openRootOwners, rootStoreLocation, type RootOwners } from '../owners/index.js';
 import { refuseRecoveryInProgress } from '../recovery/index.js';
 import { openRunAuthority, rootDirectoryIdentity, type LocalRunAuthority } from '../run-authority/index.js';
 import { withAdmission, withLazyAdmission } from './admission.js';
@@ -171,5 +171,5 @@ export function initDestinationRoot(root: string, options: { readonly ownerStore
   refuseRecoveryWorkspaceRoot(root);
   ensurePrivateDir(root);
   // A root whose Goal state lives elsewhere (PostgreSQL), or is about to, has no SQLite owner stores to make.
-  if (options.ownerStores !== false && rootStoreProvider(configOwner.openFileConfigStore(root)) === 'sqlite') openRootOwners(root).close();
+  if (options.ownerStores !== false && rootStoreLocation(root).provider === 'sqlite') openRootOwners(root).close();
 }

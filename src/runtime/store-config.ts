@@ -13,7 +13,9 @@ import {
   config as configOwner,
   goal as goalOwner,
   registry as registryOwner,
+  rootStoreLocation,
   STORE_CONFIG_NAMESPACE,
+  type RootStoreLocation,
   effect as effectOwner,
   quota as quotaOwner,
   scheduler as schedulerOwner,
@@ -26,7 +28,8 @@ import { withAdmission } from './admission.js';
 export const STORE_NAMESPACE = STORE_CONFIG_NAMESPACE;
 export const STORE_CONFIG_SCHEMA = 'loopx_store_config_v0';
 
-export type StoreConfig = { readonly provider: 'sqlite' } | { readonly provider: 'postgresql'; readonly database_url: string; readonly schema: string };
+/** Where the root keeps its Goal state (the owners read it: `rootStoreLocation`). */
+export type StoreConfig = RootStoreLocation;
 
 /** The PostgreSQL components `loopx db migrate` migrates: an owner's provider adds `{ component, migrations }` here. */
 export const PG_COMPONENTS: { readonly component: string; readonly migrations: readonly PgMigration[] }[] = [
@@ -60,14 +63,10 @@ function withStoreOwners<T>(root: string, fn: (owners: { config: configOwner.Con
 }
 
 /** The root's store, as its configuration says (SQLite when it says nothing). */
-export const readStoreConfig = async (root: string): Promise<StoreConfig> =>
-  withStoreOwners(root, (owners) => {
-    const ns = owners.config.read().value.namespaces[STORE_NAMESPACE] as StoreNamespace | undefined;
-    if (ns?.provider === POSTGRESQL_PROVIDER && ns.database_url !== undefined && ns.schema !== undefined) {
-      return { provider: 'postgresql', database_url: ns.database_url, schema: ns.schema };
-    }
-    return { provider: 'sqlite' };
-  });
+export const readStoreConfig = async (root: string): Promise<StoreConfig> => {
+  refuseRecoveryInProgress(root, { writer: false });
+  return rootStoreLocation(root);
+};
 
 /**
  * Records the root's store at its first `init`: PostgreSQL by URL reference and schema (a fresh
@@ -105,8 +104,7 @@ export async function chooseStore(root: string, choice: { readonly provider?: st
         };
         owners.config.apply({ expectedRevision: current.revision, transactionId: `store-${randomBytes(8).toString('hex')}`, changes: { [STORE_NAMESPACE]: value } });
       }
-      const after = owners.config.read().value.namespaces[STORE_NAMESPACE] as StoreNamespace | undefined;
-      return after?.provider === POSTGRESQL_PROVIDER ? { provider: 'postgresql', database_url: after.database_url!, schema: after.schema! } : { provider: 'sqlite' };
+      return rootStoreLocation(root);
     },
     choice.provider === undefined ? undefined : 'init --store',
   );

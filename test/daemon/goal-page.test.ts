@@ -12,7 +12,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { REPO, STATE_HOME, cliFromSources, loopx, tempRoot } from '../support/cli.js';
+import { SOURCE_KILL_POINT } from '../../src/runtime/drill/definition.js';
+import { REPO, STATE_HOME, cliFromSources, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 
 cliFromSources(); // the in-process engine drives runs whose plan identity must match the CLI's
 
@@ -107,6 +108,30 @@ describe('the Goal page over the daemon', () => {
     expect(JSON.stringify(a)).not.toContain(root);
   });
 
+  it('holds a delivery whose run died after sending it: owner effect, settled on its run by its one next action', async () => {
+    expect(loopx(['goal', 'create', 'crash', '--title', 'Crash mid-delivery', '--root', root]).status).toBe(0);
+    for (const title of ['Draft the outline', 'Review with design']) expect(loopx(['todo', 'add', '--goal', 'crash', '--title', title, '--root', root]).status).toBe(0);
+    // The run is killed right after the receiver took the delivery, before the effect owner heard back.
+    const killed = await loopxAsync(['work', 'run', '--goal', 'crash', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl, '--root', root], {
+      LOOPX_TEST_FAULT: SOURCE_KILL_POINT,
+    });
+    expect(killed.status).not.toBe(0);
+    const a = (await get('/api/goals/crash/activity')).json();
+    const delivery = a.effects.find((e: { kind: string }) => e.kind === 'webhook.deliver');
+    expect(a.holds).toEqual([
+      {
+        subject: delivery.operation_id,
+        owner: 'effect',
+        reason: 'dispatched_not_settled',
+        next_action: `settle it once ${delivery.target} says whether it took effect: loopx run resolve ${delivery.run_id} ${delivery.call_id} (--committed RESULT | --absent | --abandon)`,
+        run_id: delivery.run_id,
+      },
+    ]);
+    // Settled on its run, the hold is gone.
+    expect(loopx(['run', 'resolve', delivery.run_id, delivery.call_id, '--absent', '--root', root]).status).toBe(0);
+    expect((await get('/api/goals/crash/activity')).json().holds).toEqual([]);
+  });
+
   it('pages the committed history, newest page first, and walks to the oldest', async () => {
     const head = (await get('/api/goals/launch')).json().committed_transactions as number;
     const newest = (await get('/api/goals/launch/history?limit=2')).json();
@@ -135,10 +160,10 @@ describe('the Goal page over the daemon', () => {
   });
 
   it('lists the Goals with Todo counts, lease mode and last activity; an unknown recovered root is refused', async () => {
-    const goals = (await get('/api/goals')).json().goals;
-    expect(goals).toEqual([
+    const goals = (await get('/api/goals')).json().goals as { goal_id: string }[];
+    expect(goals.find((g) => g.goal_id === 'launch')).toEqual(
       expect.objectContaining({ goal_id: 'launch', counts: { open: 1, done: 1, blocked: 1, deferred: 0 }, handoff_mode: 'hard_lease', last_activity: expect.any(String) }),
-    ]);
+    );
     expect((await get('/api/roots')).json()).toEqual({ roots: [] });
     const r = await get('/api/goals?root=elsewhere');
     expect(r.statusCode).toBe(404);

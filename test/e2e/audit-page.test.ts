@@ -7,20 +7,18 @@
  * with the command that reads it. At 375 px the tables reflow: owner and next action stay on the
  * screen. The backup page lists the audits newest first by when they were made and from where.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
+import { SCREENSHOTS, buildUi } from './support/ui.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
 
 const AUTHORITY_DIR = join(STATE_HOME, 'loopx', 'run-authority');
 const TITLE = 'Ship the launch post';
-const SCREENSHOTS = process.env.LOOPX_SCREENSHOTS === '1' ? join(REPO, 'docs', 'screenshots') : mkdtempSync(join(tmpdir(), 'loopx-e2e-shots-'));
 const shot = (name: string) => session.page.screenshot({ path: join(SCREENSHOTS, name), fullPage: true });
 
 let sink: WebhookSink;
@@ -86,14 +84,7 @@ describe.skipIf(!hasChromium())('the audit page in the operator’s terms', () =
     expect(run.status, run.stderr).toBe(0);
     expect(loopx(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'a1', '--root', root]).status).toBe(0);
 
-    uiDir = mkdtempSync(join(tmpdir(), 'loopx-e2e-ui-'));
-    const nodeEnv = process.env.NODE_ENV;
-    process.env.NODE_ENV = 'production';
-    try {
-      await build({ configFile: join(REPO, 'ui', 'vite.config.ts'), root: join(REPO, 'ui'), mode: 'production', logLevel: 'warn', build: { outDir: uiDir, emptyOutDir: true } });
-    } finally {
-      process.env.NODE_ENV = nodeEnv;
-    }
+    uiDir = await buildUi();
     daemon = await startDaemon({ root, port: 0, uiDir, authorityDir: AUTHORITY_DIR, logger: false });
     await verifyBoth();
     session = await launchBrowser();

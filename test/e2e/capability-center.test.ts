@@ -13,18 +13,17 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
 import { seedSample } from '../../src/runtime/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
+import { SCREENSHOTS, buildUi } from './support/ui.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
 
 // Screenshots go to docs/screenshots/ only when asked (LOOPX_SCREENSHOTS=1): an ordinary run
 // leaves the tracked images alone and writes them to a private temporary directory.
-const SCREENSHOTS = process.env.LOOPX_SCREENSHOTS === '1' ? join(REPO, 'docs', 'screenshots') : mkdtempSync(join(tmpdir(), 'loopx-e2e-shots-'));
 const STATEMENT =
   'Verification checks bytes and structure only. It never grants execution authority: nothing restored here can run, and no Goal, lease, session or effect is resumed.';
 const WORKSPACE_STATEMENT =
@@ -90,14 +89,7 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     files = { archive, manifest: join(out, 'b1.manifest.json'), tampered };
 
     // The production bundle, as `npm run build` makes it (vitest sets NODE_ENV=test, which would select React's development build).
-    uiDir = mkdtempSync(join(tmpdir(), 'loopx-e2e-ui-'));
-    const nodeEnv = process.env.NODE_ENV;
-    process.env.NODE_ENV = 'production';
-    try {
-      await build({ configFile: join(REPO, 'ui', 'vite.config.ts'), root: join(REPO, 'ui'), mode: 'production', logLevel: 'warn', build: { outDir: uiDir, emptyOutDir: true } });
-    } finally {
-      process.env.NODE_ENV = nodeEnv;
-    }
+    uiDir = await buildUi();
 
     daemon = await startDaemon({ root, port: 0, uiDir, authorityDir: AUTHORITY_DIR, logger: false });
     mkdirSync(SCREENSHOTS, { recursive: true });

@@ -6,19 +6,16 @@
  * its target, the drill in the list of past drills. A missed target is said plainly (MISSED). The
  * page passes axe at full width and at 375 px, where nothing scrolls sideways but its tables.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
-import { REPO, STATE_HOME, loopx, tempRoot } from '../support/cli.js';
+import { STATE_HOME, loopx, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
+import { SCREENSHOTS, buildUi } from './support/ui.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
 
 const AUTHORITY_DIR = join(STATE_HOME, 'loopx', 'run-authority');
-// Screenshots go to docs/screenshots/ only when asked (LOOPX_SCREENSHOTS=1).
-const SCREENSHOTS = process.env.LOOPX_SCREENSHOTS === '1' ? join(REPO, 'docs', 'screenshots') : mkdtempSync(join(tmpdir(), 'loopx-e2e-shots-'));
 const shot = (name: string) => session.page.screenshot({ path: join(SCREENSHOTS, name), fullPage: true });
 
 let root: string;
@@ -37,14 +34,7 @@ describe.skipIf(!hasChromium())('the recovery drill in a browser', () => {
   beforeAll(async () => {
     root = tempRoot('loopx-e2e-drill-');
     expect(loopx(['init', '--root', root]).status).toBe(0);
-    uiDir = mkdtempSync(join(tmpdir(), 'loopx-e2e-ui-'));
-    const nodeEnv = process.env.NODE_ENV;
-    process.env.NODE_ENV = 'production';
-    try {
-      await build({ configFile: join(REPO, 'ui', 'vite.config.ts'), root: join(REPO, 'ui'), mode: 'production', logLevel: 'warn', build: { outDir: uiDir, emptyOutDir: true } });
-    } finally {
-      process.env.NODE_ENV = nodeEnv;
-    }
+    uiDir = await buildUi();
     daemon = await startDaemon({ root, port: 0, uiDir, authorityDir: AUTHORITY_DIR, logger: false });
     mkdirSync(SCREENSHOTS, { recursive: true });
     session = await launchBrowser();

@@ -17,7 +17,6 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { INTERRUPT_AFTER_LIVE, SOURCE_KILL_POINT } from '../../src/runtime/drill/definition.js';
@@ -25,11 +24,10 @@ import { AFTER_CAPTURE, BEFORE, CONTINUE, agentFile, type Doc } from '../recover
 import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
 import { focusedElement as focusedOn, tabTo as tabToOn } from './support/keyboard.js';
+import { SCREENSHOTS, buildUi } from './support/ui.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
 
 const AUTHORITY_DIR = join(STATE_HOME, 'loopx', 'run-authority');
-// Screenshots go to docs/screenshots/ only when asked (LOOPX_SCREENSHOTS=1).
-const SCREENSHOTS = process.env.LOOPX_SCREENSHOTS === '1' ? join(REPO, 'docs', 'screenshots') : mkdtempSync(join(tmpdir(), 'loopx-e2e-shots-'));
 const shot = (name: string) => session.page.screenshot({ path: join(SCREENSHOTS, name), fullPage: true });
 
 interface DaemonProcess {
@@ -59,19 +57,7 @@ async function installedPackage(): Promise<string> {
   cpSync(join(REPO, 'bin'), join(dir, 'bin'), { recursive: true });
   cpSync(join(REPO, 'package.json'), join(dir, 'package.json'));
   for (const shared of ['node_modules', 'docs', 'examples']) symlinkSync(join(REPO, shared), join(dir, shared));
-  const nodeEnv = process.env.NODE_ENV;
-  process.env.NODE_ENV = 'production';
-  try {
-    await build({
-      configFile: join(REPO, 'ui', 'vite.config.ts'),
-      root: join(REPO, 'ui'),
-      mode: 'production',
-      logLevel: 'warn',
-      build: { outDir: join(dir, 'dist', 'ui'), emptyOutDir: true },
-    });
-  } finally {
-    process.env.NODE_ENV = nodeEnv;
-  }
+  await buildUi(join(dir, 'dist', 'ui'));
   return dir;
 }
 

@@ -10,7 +10,6 @@
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
@@ -18,11 +17,10 @@ import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js
 import { axeViolations } from './support/axe.js';
 import { contrastOf } from './support/contrast.js';
 import { focusedElement, tabTo } from './support/keyboard.js';
+import { SCREENSHOTS, buildUi } from './support/ui.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
 
 const AUTHORITY_DIR = join(STATE_HOME, 'loopx', 'run-authority');
-// Screenshots of each step go to docs/screenshots/ only when asked (LOOPX_SCREENSHOTS=1).
-const SCREENSHOTS = process.env.LOOPX_SCREENSHOTS === '1' ? join(REPO, 'docs', 'screenshots') : mkdtempSync(join(tmpdir(), 'loopx-e2e-shots-'));
 const shot = (name: string) => session.page.screenshot({ path: join(SCREENSHOTS, name), fullPage: true });
 
 let sink: WebhookSink;
@@ -61,14 +59,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(loopx(['goal', 'create', 'notes', '--title', 'Keep the notes', '--root', root]).status).toBe(0);
     expect(loopx(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'j1', '--root', root]).status).toBe(0);
 
-    uiDir = mkdtempSync(join(tmpdir(), 'loopx-e2e-ui-'));
-    const nodeEnv = process.env.NODE_ENV;
-    process.env.NODE_ENV = 'production';
-    try {
-      await build({ configFile: join(REPO, 'ui', 'vite.config.ts'), root: join(REPO, 'ui'), mode: 'production', logLevel: 'warn', build: { outDir: uiDir, emptyOutDir: true } });
-    } finally {
-      process.env.NODE_ENV = nodeEnv;
-    }
+    uiDir = await buildUi();
     // The agents the Goal page offers: the shipped Goal worker, and one that finishes the Todo it leaves open.
     agentsDir = mkdtempSync(join(tmpdir(), 'loopx-e2e-agents-'));
     copyFileSync(join(REPO, 'examples', 'agents', 'goal-worker.json'), join(agentsDir, 'goal-worker.json'));

@@ -8,25 +8,22 @@
  * a CLI process shows as suspended without a reload, and is cancelled on the page after a
  * confirmation. Every disabled control is described by its reason; axe at full width and at 375 px.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { FAULT_AFTER_MUTATING_DISPATCH, FAULT_AFTER_QUOTA_DEBIT } from '../../src/engine/index.js';
-import { REPO, STATE_HOME, cliFromSources, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { STATE_HOME, cliFromSources, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
+import { SCREENSHOTS, buildUi } from './support/ui.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
 
 // The daemon's in-process engine continues runs CLI children started, and the other way round.
 cliFromSources();
 
 const AUTHORITY_DIR = join(STATE_HOME, 'loopx', 'run-authority');
-// Screenshots of each step go to docs/screenshots/ only when asked (LOOPX_SCREENSHOTS=1).
-const SCREENSHOTS = process.env.LOOPX_SCREENSHOTS === '1' ? join(REPO, 'docs', 'screenshots') : mkdtempSync(join(tmpdir(), 'loopx-e2e-shots-'));
 const shot = (name: string) => session.page.screenshot({ path: join(SCREENSHOTS, name), fullPage: true });
 /** A generous bound for what a CLI child or the daemon does on a loaded 2-core box. */
 const BOUND_MS = 60_000;
@@ -103,14 +100,7 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
     await cli(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl], { LOOPX_TEST_FAULT: FAULT_AFTER_QUOTA_DEBIT });
     runs.goalWork = runOf('demo.goal-worker');
 
-    uiDir = mkdtempSync(join(tmpdir(), 'loopx-e2e-ui-'));
-    const nodeEnv = process.env.NODE_ENV;
-    process.env.NODE_ENV = 'production';
-    try {
-      await build({ configFile: join(REPO, 'ui', 'vite.config.ts'), root: join(REPO, 'ui'), mode: 'production', logLevel: 'warn', build: { outDir: uiDir, emptyOutDir: true } });
-    } finally {
-      process.env.NODE_ENV = nodeEnv;
-    }
+    uiDir = await buildUi();
     daemon = await startDaemon({ root, port: 0, uiDir, authorityDir: AUTHORITY_DIR, logger: false });
     mkdirSync(SCREENSHOTS, { recursive: true });
     session = await launchBrowser();

@@ -3,7 +3,7 @@
  * one next action, and a link to the run whose page settles it), its runs and sessions, the
  * effects it made with their outcomes, and its committed history one page at a time.
  */
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { ErrorBox, TableRegion, abbreviate } from './components';
 import { when, type GoalActivityDoc, type HistoryPageDoc } from './goalTypes';
 import { useApiJson } from './hooks';
@@ -153,8 +153,10 @@ export function GoalHistory({ goalId, root, head }: { goalId: string; root: stri
     `/api/goals/${encodeURIComponent(goalId)}/history?limit=${PAGE}${after !== null ? `&after=${after}` : ''}${rootQuery(root, '&')}`,
   );
   // On the newest page, new commits show as they land (the Goal page reads its head again).
+  const seenHead = useRef(head);
   useEffect(() => {
-    if (after === null) reload();
+    if (seenHead.current !== head && after === null) reload();
+    seenHead.current = head;
   }, [head, after, reload]);
   return (
     <section aria-labelledby="history-heading" className="card">

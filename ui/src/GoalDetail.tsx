@@ -36,7 +36,7 @@ function TodoRow({ todo, act, busy, last }: { todo: TodoItem; act: Act; busy: bo
         <label htmlFor={id} className="visually-hidden">
           New status of {todo.todo_id}
         </label>
-        <select id={id} value={status} onChange={(ev) => setStatus(ev.target.value)}>
+        <select id={id} value={status} onChange={(ev) => setStatus(ev.target.value as TodoItem['status'])}>
           {STATUSES.map((s) => (
             <option key={s} value={s}>
               {s}
@@ -209,21 +209,27 @@ function useGoal(goalId: string, root: string | null) {
   const activity = useApiJson<GoalActivityDoc>(`/api/goals/${enc(goalId)}/activity${q}`);
   const progress = useApiJson<ProgressDoc>(`/api/goals/${enc(goalId)}/progress${q}`);
   const working = activity.data?.runs.some((r) => r.status === 'active' && r.waiting_for === null) ?? false;
-  const reloadAll = () => {
-    goal.reload();
-    activity.reload();
-    progress.reload();
-  };
   const [rg, ra, rp] = [goal.reload, activity.reload, progress.reload];
+  const reloadAll = () => {
+    rg();
+    ra();
+  };
   useEffect(() => {
     if (!working) return;
     const t = setInterval(() => {
       rg();
       ra();
-      rp();
     }, 3000);
     return () => clearInterval(t);
-  }, [working, rg, ra, rp]);
+  }, [working, rg, ra]);
+  // The progress reads the whole committed history: read again only when the history grew.
+  const head = goal.data?.committed_transactions;
+  const seenHead = useRef(head);
+  useEffect(() => {
+    if (head === undefined) return;
+    if (seenHead.current !== undefined && seenHead.current !== head) rp();
+    seenHead.current = head;
+  }, [head, rp]);
   return { goal, activity, progress, reloadAll };
 }
 

@@ -7,6 +7,7 @@ import type { DaemonAuditList } from './generated/audit-list';
 import type { LoopxStateRecoveryAuditV0PublicSummary } from './generated/audit-public';
 import type { DaemonVerifyJob } from './generated/job';
 import type { DaemonRecovery } from './generated/recovery';
+import type { DaemonRun, Evidence } from './generated/run';
 import type { LoopxBackupStateWorkspaceLs } from './generated/workspace-ls';
 import type { LoopxBackupStateWorkspaceShow } from './generated/workspace-show';
 
@@ -56,27 +57,10 @@ export type EffectOutcome = WorkspaceGoalDetail['effects'][number]['outcome'];
 
 // ---- runs ----
 
-export type RunStatus = 'active' | 'suspended' | 'completed' | 'failed' | 'cancelled';
+export type RunStatus = DaemonRun['status'];
 
-/** What the run and the effect owner hold about an uncertain call (GET /api/runs/:id; docs/schemas/daemon-run.schema.json). */
-export interface CallEvidence {
-  readonly call_id: string;
-  readonly tool: string;
-  readonly turn: number;
-  readonly arguments: { readonly sha256: string; readonly bytes: number; readonly fields: readonly string[] };
-  readonly effect: null | {
-    readonly kind: string;
-    readonly target: string;
-    readonly intent_digest: string;
-    readonly idempotency_key: string;
-    readonly attempts: number;
-    readonly recorded_at: string;
-    readonly dispatched_at: string | null;
-    readonly hold: string | null;
-    readonly reconcile_attempts: number;
-    readonly history: readonly { readonly event: string; readonly outcome: string; readonly at: string; readonly reason: string | null }[];
-  };
-}
+/** What the run and the effect owner hold about an uncertain call (GET /api/runs/:id; daemon-run). */
+export type CallEvidence = Evidence;
 
 /** An uncertain mutating call; `evidence` in the run view only (not in an action's run summary). */
 export interface UncertainCall {

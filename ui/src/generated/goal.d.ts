@@ -1,0 +1,80 @@
+/* Generated from docs/schemas/daemon-goal.schema.json by `npm run schemas:types` (json-schema-to-typescript). Do not edit. */
+
+/**
+ * GET /api/goals/:id (and each item of GET /api/goals): A Goal as the Capability Center's Goal pages read it: its lifetime and lineage, Todo counts, history size, lease mode and last activity; on its own page its Todos with lease holder and expiry, and — for a lifetime one of this daemon's recoveries minted — the backup it came from and what was lost or unknown. Either answer may be of a root a recovery made (`?root=<name>`). No path.
+ */
+export type DaemonGoal =
+  | {
+      goals: GoalItem[];
+    }
+  | {
+      goal_id: string;
+      goal_instance_id: string;
+      title: string;
+      lifecycle: "active" | "paused" | "retired";
+      docs: {
+        name: string;
+        sha256: string;
+        bytes: number;
+      }[];
+      lineage: null | {
+        lineage_id: string;
+        generation: number;
+        supersedes: null | {
+          goal_instance_id: string;
+          recovery_id: string;
+        };
+      };
+      counts: Counts;
+      committed_transactions: number;
+      handoff_mode: string;
+      last_activity: null | string;
+      todos: Todo[];
+      recovery: null | {
+        recovery_id: string;
+        backup_id: string;
+        captured_at_end: null | string;
+        achieved_profile: string;
+        state: string;
+        lost_or_unknown: string[];
+      };
+    };
+
+export interface GoalItem {
+  goal_id: string;
+  goal_instance_id: string;
+  title: string;
+  lifecycle: "active" | "paused" | "retired";
+  docs: {
+    name: string;
+    sha256: string;
+    bytes: number;
+  }[];
+  lineage: null | {
+    lineage_id: string;
+    generation: number;
+    supersedes: null | {
+      goal_instance_id: string;
+      recovery_id: string;
+    };
+  };
+  counts: Counts;
+  committed_transactions: number;
+  handoff_mode: string;
+  last_activity: null | string;
+}
+export interface Counts {
+  open: number;
+  done: number;
+  blocked: number;
+  deferred: number;
+}
+export interface Todo {
+  todo_id: string;
+  title: string;
+  status: "open" | "done" | "blocked" | "deferred";
+  note: string | null;
+  todo_revision: number;
+  lease_owner: string | null;
+  lease_expires_at: null | string;
+}
