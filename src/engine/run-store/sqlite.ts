@@ -33,7 +33,7 @@ interface EventRow {
 function prepareStatements(db: SqliteDatabase) {
   return {
     getDef: db.prepare('SELECT body FROM definitions WHERE id = ? AND version = ?'),
-    putDef: db.prepare('INSERT INTO definitions (id, version, body) VALUES (?, ?, ?)'),
+    putDef: db.prepare('INSERT INTO definitions (id, version, body) VALUES (?, ?, ?) ON CONFLICT (id, version) DO NOTHING'),
     getRun: db.prepare('SELECT head FROM runs WHERE run_id = ?'),
     listRuns: db.prepare('SELECT head FROM runs ORDER BY created_at, run_id'),
     lastSeq: db.prepare('SELECT last_sequence FROM runs WHERE run_id = ?'),
@@ -55,15 +55,17 @@ function prepareStatements(db: SqliteDatabase) {
 
 type Statements = ReturnType<typeof prepareStatements>;
 
-/** Store a definition once; the same id and version with another body is a conflict. */
+/**
+ * Store a definition once; the same id and version with another body is a conflict. The insert
+ * is the check (processes starting runs of one agent at the same moment race here): whoever
+ * inserted first wins, and every other writer compares against what is stored.
+ */
 function putDefinitionWith(q: Statements): (def: AgentDefinition) => void {
   return (def) => {
     const body = canonicalJson(agentDefinitionToFile(def));
-    const existing = q.getDef.get(def.id, def.version) as { body: string } | undefined;
-    if (existing === undefined) q.putDef.run(def.id, def.version, body);
-    else if (existing.body !== body) {
-      throw definitionConflict(def);
-    }
+    if (q.putDef.run(def.id, def.version, body).changes === 1) return;
+    const existing = q.getDef.get(def.id, def.version) as { body: string };
+    if (existing.body !== body) throw definitionConflict(def);
   };
 }
 
