@@ -83,4 +83,5 @@ export {
   type VerifyProgress,
 } from '../recovery/index.js';
 export { startWebhookSink } from '../dev/index.js';
+export { dbStatus, planRotation, rotateStore, ROTATION_PLAN_SCHEMA, type DbStatus, type OriginalFence, type RotationPlan, type RotationResult } from './store-rotation.js';
 export { chooseStore, migrateRootStore, PG_COMPONENTS, readStoreConfig, STORE_NAMESPACE, withRootPostgres, type MigrateResult, type StoreConfig } from './store-config.js';
