@@ -17,7 +17,7 @@
  * Interrupted, it is run again and resumes at the step it reached (each step reads back first).
  */
 import { randomBytes } from 'node:crypto';
-import { canonicalJson, conflict, rejected, sha256Hex, usageError, type LoopxError } from '../core/index.js';
+import { canonicalJson, conflict, faultPoint, rejected, sha256Hex, usageError, type LoopxError } from '../core/index.js';
 import { config as configOwner, STORE_CONFIG_NAMESPACE, work as workOwner } from '../owners/index.js';
 import {
   activateInstallation,
@@ -116,7 +116,8 @@ export async function planRotation(root: string, reference?: string): Promise<Ro
   return withDb(config, bind, async (db) => {
     const v = await installationOf(db);
     if (v.state === 'superseded') throw supersededHere(config.schema);
-    const restoreDetected = v.state !== 'active';
+    // A rotation interrupted midway (`rotating`) already re-recorded the server: it resumes with the reference it is given, or the root's.
+    const restoreDetected = v.state === 'restored_pending_rotation';
     if (restoreDetected && reference === undefined) throw urlRequired();
     const body = {
       schema_version: ROTATION_PLAN_SCHEMA,
@@ -150,8 +151,10 @@ export async function rotateStore(root: string, confirm: string, reference?: str
         return v.state === 'rotating' ? { store_identity: v.store_identity, restore_generation: v.restore_generation } : rotateInstallation(q, v);
       });
       // 2. The authority the Goals' work grants, revoked on the rotator's own admitted pool.
+      faultPoint('db.rotate.after-mint');
       const rotationId = `g${rotated.restore_generation}:${rotated.store_identity.slice(-32)}`;
       const revoked = await withDb(config, plan.database_url, (own) => workOwner.revokeGrantedAuthority(own, rotationId), rotationSetting(rotated));
+      faultPoint('db.rotate.after-revoke');
       // 3. The original service, when the previous reference still reaches it.
       const original = await fenceOriginal(config, plan, rotated);
       // 4. Writers admitted; the root bound to the reference it was rotated through.

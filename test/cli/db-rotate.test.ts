@@ -160,6 +160,38 @@ describePg('a restored PostgreSQL schema is rotated before it admits a writer', 
     expect(config).not.toContain('postgres://');
     expect(statSync(join(root, 'machine', 'configuration.json')).mode & 0o077).toBe(0);
   }, 180_000);
+
+  it('a rotation killed midway refuses writers until it is run again, and then revokes nothing twice', async () => {
+    // An operator rotates a schema loopx did not see restored (no URL needed); a lease is held again.
+    const work = await openGoalWork({ root, goal_id: 'g1' });
+    const t1 = (await work.getTodo('t1'))!;
+    await work.acquireLease({ operation_id: 'lease-2', todo_id: 't1', owner: 'worker-b', execution_key: 'exec-b', ttl_ms: 3_600_000, expected_version: t1.lease!.version });
+    work.close();
+    const plan = loopx(['db', 'rotate', '--root', root, '--json'], env).json();
+    expect(plan).toMatchObject({ restore_detected: false, state: 'active', restore_generation: 1, next_restore_generation: 2 });
+    const killed = loopx(['db', 'rotate', '--confirm', plan.digest, '--database-url', 'env:LX_ROT_B', '--root', root, '--json'], {
+      ...env,
+      LOOPX_TEST_FAULT: 'db.rotate.after-revoke',
+    });
+    expect(killed.signal).toBe('SIGKILL');
+
+    // Midway: the new generation is minted, the lease revoked, and no writer is admitted.
+    expect(loopx(['db', 'status', '--root', root, '--json'], env).json().installation).toMatchObject({ state: 'rotating', restore_generation: 2 });
+    expect(loopx(['todo', 'add', '--goal', 'g1', '--title', 'midway', '--root', root, '--json'], env).stderr).toContain('store_restored_pending_rotation');
+
+    // Run again: the plan says where it stopped; confirmed, it finishes without a second revocation.
+    const again = loopx(['db', 'rotate', '--root', root, '--json'], env).json();
+    expect(again).toMatchObject({ state: 'rotating', restore_generation: 2, next_restore_generation: 2 });
+    const done = loopx(['db', 'rotate', '--confirm', again.digest, '--root', root, '--json'], env);
+    expect(done.status, done.stderr).toBe(0);
+    expect(done.json()).toMatchObject({ restore_generation: 2, original: 'not_named', revoked: [{ goal_id: 'g1', result: 'already' }] });
+    const after = await openGoalWork({ root, goal_id: 'g1' });
+    const operations: string[] = [];
+    for await (const t of after.iterateHistory()) operations.push(t.receipt.operation);
+    after.close();
+    expect(operations.filter((o) => o === 'revoke_authority')).toHaveLength(2); // one per rotation
+    expect(loopx(['todo', 'add', '--goal', 'g1', '--title', 'after', '--root', root, '--json'], env).status).toBe(0);
+  }, 180_000);
 });
 
 describePg('a schema restored in place', () => {
