@@ -19,18 +19,18 @@ import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { faultPoint, operatorPath } from '../core/index.js';
-import { ADOPTION, LAYOUT, OWNER_LIST, effect, type AdoptionContext, type AdoptionStepReceipt, type OwnerAdoptionStep } from '../owners/index.js';
+import { ADOPTION, OWNER_LIST, effect, type AdoptionContext, type AdoptionStepReceipt, type OwnerAdoptionStep } from '../owners/index.js';
 import { ARCHIVE_ROOT } from '../backup/index.js';
 import { WORKSPACE_DIR } from './audit.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
 import { appendJournal, foldJournal, readJournal, type HostReceipt } from './adopt-journal.js';
-import { RECOVERY_DIR, readPlan, reverifyWorkspace, type AdoptionPlan, type PlannedStep } from './adopt-plan.js';
+import { RECOVERY_DIR, readPlan, reverifyWorkspace, type AdoptionPlan, type DestinationStore, type PlannedStep } from './adopt-plan.js';
 import { recoveryStatus, type RecoveryStatus } from './adopt-status.js';
 
 /** What the coordinator asks outside the owners: the new root and the per-user run authority. */
 export interface AdoptionHost {
-  /** Make the destination a runtime root and bind its identity in the run authority (idempotent); its root id. */
-  initDestination(root: string): Promise<string>;
+  /** Make the destination a runtime root — its Goal state in `store` when named — and bind its identity in the run authority (idempotent); its root id. */
+  initDestination(root: string, store?: DestinationStore): Promise<string>;
   /** Record a lifetime as superseded in the run authority (idempotent; a different successor is a conflict). */
   supersede(request: {
     goal_instance_id: string;
@@ -102,7 +102,7 @@ const hostReceipt = (step: PlannedStep, result: 'applied' | 'already', readback:
 async function runHostStep(plan: AdoptionPlan, step: PlannedStep, done: ReturnType<typeof foldJournal>['done'], host: AdoptionHost): Promise<HostReceipt> {
   if (step.action === 'host:destination') {
     faultPoint('recover.host:destination.before');
-    const rootId = await host.initDestination(plan.destination.path);
+    const rootId = await host.initDestination(plan.destination.path, plan.destination_store);
     return hostReceipt(step, 'applied', { root_id: rootId });
   }
   const lifetime = [...done.values()].map((d) => (d.receipt as AdoptionStepReceipt).lifetime).find((l) => l !== undefined);
@@ -158,7 +158,7 @@ export async function applyAdoption(destination: string, confirm: string, option
 }
 
 /** `loopx recover abort`: legal only before the first live-owner step began (making the new root is not one); the plan stays as evidence. */
-export function abortAdoption(destination: string, host?: AdoptionHost): RecoveryStatus {
+export async function abortAdoption(destination: string, host?: AdoptionHost): Promise<RecoveryStatus> {
   const plan = readPlan(destination);
   const state = foldJournal(readJournal(plan.destination.path));
   if (!state.abandoned) {
@@ -178,12 +178,12 @@ export function abortAdoption(destination: string, host?: AdoptionHost): Recover
 export async function resolveHold(destination: string, holdId: string, options: AdoptionRunOptions & { outcome?: 'committed' | 'absent' }): Promise<RecoveryStatus> {
   const plan = readPlan(destination);
   const root = plan.destination.path;
-  const before = recoveryStatus(root, options.host);
+  const before = await recoveryStatus(root, options.host);
   if (before.state === 'adoption_prepared' || before.state === 'abandoned') throw R.notApplied(operatorPath(root), plan.plan_digest);
   const hold = before.holds.find((h) => h.hold_id === holdId);
   if (!hold) throw R.holdNotFound(holdId, operatorPath(root));
   if (holdId.startsWith('effect:')) {
-    const journal = effect.openSqliteEffectJournal(join(root, LAYOUT.effectsDb));
+    const journal = effect.openRootEffectJournal(root);
     try {
       const id = holdId.slice('effect:'.length);
       const e = await journal.get(id);

@@ -65,6 +65,8 @@ export interface AdoptionPlan {
   readonly goal: { readonly goal_id: string; readonly goal_instance_id: string; readonly logical_scope: string; readonly title: string };
   /** Private: the destination root and the facts apply re-checks. */
   readonly destination: { readonly path: string; readonly nonce: string; readonly dev: number; readonly ino: number };
+  /** Where the new root keeps its Goal state when not in SQLite files: a PostgreSQL schema, by URL reference (never the URL). */
+  readonly destination_store?: DestinationStore;
   readonly components: readonly (AdoptionComponent & {
     readonly required: boolean;
     readonly verification: string;
@@ -75,6 +77,13 @@ export interface AdoptionPlan {
   readonly preview: PlanPreview;
   readonly execution_authority_granted: false;
   readonly plan_digest: string;
+}
+
+/** A destination whose Goal state lives in a new PostgreSQL schema (the URL read from its reference at apply). */
+export interface DestinationStore {
+  readonly provider: 'postgresql';
+  readonly database_url: string;
+  readonly schema: string;
 }
 
 export const planDigest = (plan: Omit<AdoptionPlan, 'plan_digest'>): string => sha256Hex(canonicalJson(plan));
@@ -223,7 +232,7 @@ function preview(audit: RecoveryAudit, wsRoot: string, goal: AdoptionPlan['goal'
 }
 
 /** Plan one Goal's adoption into `destination` (see the header). */
-export function planAdoption(args: { workspace: string; goalId: string; destination: string; places?: ProtectedPlaces; now?: Date }): AdoptionPlan {
+export function planAdoption(args: { workspace: string; goalId: string; destination: string; places?: ProtectedPlaces; now?: Date; store?: DestinationStore }): AdoptionPlan {
   const workspace = resolve(args.workspace);
   const { audit, manifest, members } = reverifyWorkspace(workspace);
   if (audit.backup.schema_version !== 'loopx_state_backup_v1' || !audit.activation_eligible) throw R.auditNotEligible('its audit is not activation-eligible');
@@ -261,6 +270,7 @@ export function planAdoption(args: { workspace: string; goalId: string; destinat
     workspace: { path: workspace, members_verified: members },
     goal,
     destination: { path: dest.path, nonce, dev: dest.dev, ino: dest.ino },
+    ...(args.store ? { destination_store: args.store } : {}),
     components,
     steps: plannedSteps(recoveryId, components),
     preview: shown,

@@ -55,15 +55,24 @@ export interface RecoveryStatus {
 }
 
 /** The open holds, read back from the owners: unknown effects from the destination's journal, receiver holds from the latest reconciliation. */
-function openHolds(
+async function openHolds(
   root: string,
   goalId: string,
   receipts: Map<string, { receipt: AdoptionStepReceipt | { holds: readonly [] } }>,
   resolved: ReadonlyMap<string, unknown>,
-): AdoptionHold[] {
+  onPostgres: boolean,
+): Promise<AdoptionHold[]> {
   const latest = (receipts.get('effect:reconcile')?.receipt.holds ?? []) as readonly AdoptionHold[];
   const held = new Set<string>();
-  if (existsSync(join(root, LAYOUT.effectsDb))) {
+  if (onPostgres) {
+    // The destination keeps its effects in PostgreSQL: read them from the live journal (reads take no lock there).
+    const journal = effect.openRootEffectJournal(root);
+    try {
+      for (const e of await journal.list()) if (e.goal_id === goalId && e.outcome === 'unknown') held.add(`effect:${e.operation_id}`);
+    } finally {
+      journal.close();
+    }
+  } else if (existsSync(join(root, LAYOUT.effectsDb))) {
     const historical = effect.readHistoricalFile(join(root, LAYOUT.effectsDb));
     for (const e of historical.effects) if (e.goal_id === goalId && e.outcome === 'unknown') held.add(`effect:${e.operation_id}`);
   }
@@ -75,14 +84,17 @@ const nextActionOf = (h: AdoptionHold, d: string): string =>
     ? `ask again when the external system answers: loopx recover resolve --destination ${d} --hold ${h.hold_id}`
     : `settle it with the external system's owner, then: loopx recover resolve --destination ${d} --hold ${h.hold_id}`;
 
-export function recoveryStatus(destination: string, host?: AdoptionHost): RecoveryStatus {
+export async function recoveryStatus(destination: string, host?: AdoptionHost): Promise<RecoveryStatus> {
   const plan = readPlan(destination);
   const root = plan.destination.path;
   const d = operatorPath(root);
   const j = foldJournal(readJournal(root));
   const steps = plan.steps.length;
   const completed = plan.steps.filter((s) => j.done.has(s.action)).length;
-  const holds = completed === steps ? openHolds(root, plan.goal.goal_id, j.done, j.resolved).map((h) => ({ ...h, next_action: nextActionOf(h, d) })) : [];
+  const holds =
+    completed === steps
+      ? (await openHolds(root, plan.goal.goal_id, j.done, j.resolved, plan.destination_store !== undefined)).map((h) => ({ ...h, next_action: nextActionOf(h, d) }))
+      : [];
   const state: RecoveryState = j.abandoned
     ? 'abandoned'
     : j.began.size === 0

@@ -4,6 +4,7 @@
  * authority), and the run authority's record of the superseded lifetime. It decides nothing the
  * coordinator, an owner or the authority decides.
  */
+import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import {
   abortAdoption,
@@ -14,11 +15,14 @@ import {
   type AdoptionHost,
   type AdoptionPlan,
   type AdoptionRunOptions,
+  type DestinationStore,
   type PlannedStep,
   type RecoveryStatus,
 } from '../recovery/index.js';
 import type { RunAuthority } from '../run-authority/index.js';
+import { databaseUrlFrom, schemaIdent } from '../store/index.js';
 import { initDestinationRoot, withAuthority, withDestinationEngine } from './root.js';
+import { initPostgresDestination } from './store-config.js';
 
 export interface RecoverAccess {
   readonly authorityDir?: string;
@@ -31,8 +35,9 @@ export interface RecoverAccess {
 
 function hostOf(a: RecoverAccess, authority: RunAuthority): AdoptionHost {
   return {
-    async initDestination(root) {
-      initDestinationRoot(root);
+    async initDestination(root, store) {
+      initDestinationRoot(root, { ownerStores: store === undefined });
+      if (store) await initPostgresDestination(root, store);
       return withDestinationEngine({ root, ...(a.authorityDir !== undefined ? { authorityDir: a.authorityDir } : {}) }, (engine) => engine.rootId);
     },
     supersede: (request) => authority.supersedeLifetime(request),
@@ -47,12 +52,21 @@ const runOptions = (a: RecoverAccess, authority: RunAuthority): AdoptionRunOptio
 });
 
 /** `loopx recover plan`: the digest-bound plan written into the destination; nothing live is touched. */
-export function planRecovery(a: RecoverAccess & { workspace: string; goalId: string; destination: string }): AdoptionPlan {
+export function planRecovery(
+  a: RecoverAccess & { workspace: string; goalId: string; destination: string; store?: { readonly databaseUrl: string; readonly schema?: string } },
+): AdoptionPlan {
+  let store: DestinationStore | undefined;
+  if (a.store) {
+    if (a.store.schema !== undefined) schemaIdent(a.store.schema);
+    databaseUrlFrom(a.store.databaseUrl); // the reference must resolve now; the URL itself is never recorded
+    store = { provider: 'postgresql', database_url: a.store.databaseUrl, schema: a.store.schema ?? `loopx_${randomBytes(6).toString('hex')}` };
+  }
   return planAdoption({
     workspace: a.workspace,
     goalId: a.goalId,
     destination: a.destination,
     places: { liveRoot: a.liveRoot, authorityDir: a.authorityDir },
+    ...(store ? { store } : {}),
   });
 }
 

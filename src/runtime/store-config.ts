@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { conflict } from '../core/index.js';
 import {
   INSTALLATION_COMPONENT,
+  installationExists,
   INSTALLATION_MIGRATIONS,
   POSTGRESQL_PROVIDER,
   databaseUrlFrom,
@@ -140,6 +141,35 @@ export interface MigrateResult {
 export async function migrateRootStore(root: string): Promise<MigrateResult> {
   const config = await readStoreConfig(root);
   if (config.provider !== 'postgresql') return { provider: config.provider, schema: null, components: [] };
+  return migrateStore(config);
+}
+
+/**
+ * A recovery's destination root whose Goal state goes to PostgreSQL: its store recorded once — in
+ * a schema that holds no loopx installation yet (one that does is another root's state, or a
+ * restored copy that `loopx db rotate` is for: `recover_destination_schema_occupied`) — and its
+ * schema migrated, so the new root starts with an installation identity of its own. Run again
+ * after a crash, it finds its own record and only migrates.
+ */
+export async function initPostgresDestination(root: string, store: { readonly database_url: string; readonly schema: string }): Promise<void> {
+  const config = configOwner.openFileConfigStore(root);
+  const current = config.read();
+  const pg: Extract<StoreConfig, { provider: 'postgresql' }> = { provider: 'postgresql', database_url: store.database_url, schema: store.schema };
+  if (current.value.namespaces[STORE_NAMESPACE] === undefined) {
+    if (await withRootPostgres(pg, installationExists)) throw destinationSchemaOccupied(store.schema);
+    const value: StoreNamespace = { schema_version: STORE_CONFIG_SCHEMA, provider: POSTGRESQL_PROVIDER, database_url: store.database_url, schema: store.schema };
+    config.apply({ expectedRevision: current.revision, transactionId: `store-${randomBytes(8).toString('hex')}`, changes: { [STORE_NAMESPACE]: value } });
+  }
+  await migrateStore(pg);
+}
+
+const destinationSchemaOccupied = (schema: string) =>
+  conflict('recover_destination_schema_occupied', `Schema ${schema} already holds a loopx installation; a recovery starts a new one.`, {
+    nextAction: 'plan the recovery again with a new schema name (--pg-schema), or leave it out for a fresh one',
+    details: { schema },
+  });
+
+async function migrateStore(config: Extract<StoreConfig, { provider: 'postgresql' }>): Promise<MigrateResult> {
   return withRootPostgres(config, async (db) => {
     // The schema, its versions table and its installation row come first, components or not.
     const components = [{ component: INSTALLATION_COMPONENT, ...(await migratePostgres(db, INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS)) }];

@@ -48,6 +48,7 @@ export {
   activateInstallation,
   admissionOf,
   admit,
+  installationExists,
   installationMissing,
   installationRefusal,
   readInstallation,

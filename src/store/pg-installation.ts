@@ -171,6 +171,12 @@ export async function supersedeInstallation(q: PgQuery, by: string): Promise<boo
   return rows.length === 1;
 }
 
+/** Whether the schema behind `db` holds a loopx installation (any state). */
+export async function installationExists(db: PgDatabase): Promise<boolean> {
+  const [r] = await db.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`"${db.schema}".loopx_installation`]);
+  return r?.present === true;
+}
+
 const admissions = new WeakMap<PgDatabase, Promise<PgAdmission>>();
 
 /**

@@ -71,9 +71,15 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .requiredOption('--from <workspace>', 'a verified recovery workspace (the destination backup-state verify wrote)')
     .requiredOption('--goal <goal-id>', 'the Goal to recover')
     .requiredOption('--destination <dir>', 'a new, empty directory (it becomes the new runtime root)')
-    .action((o: { from: string; goal: string; destination: string }) => {
+    .option('--database-url <reference>', 'the new root keeps its Goal state in PostgreSQL: env:NAME, the variable holding the URL (read at run time, never stored)')
+    .option('--pg-schema <name>', "with --database-url: the new root's schema, which must hold no loopx installation (default: a new loopx_<hex>)")
+    .action((o: { from: string; goal: string; destination: string; databaseUrl?: string; pgSchema?: string }) => {
       const g = globals();
-      const plan = planRecovery({ ...access(g), workspace: o.from, goalId: o.goal, destination: o.destination });
+      if (o.pgSchema !== undefined && o.databaseUrl === undefined) {
+        throw usageError('recover_store_options_invalid', '--pg-schema goes with --database-url (a destination on PostgreSQL).', 'see its options: loopx recover plan --help');
+      }
+      const store = o.databaseUrl === undefined ? undefined : { databaseUrl: o.databaseUrl, ...(o.pgSchema !== undefined ? { schema: o.pgSchema } : {}) };
+      const plan = planRecovery({ ...access(g), workspace: o.from, goalId: o.goal, destination: o.destination, ...(store ? { store } : {}) });
       emit(g, publicPlan(plan), (_doc, out) => printPlan(plan, out));
     });
   recover

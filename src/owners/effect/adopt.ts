@@ -31,7 +31,9 @@ import { openFileRegistry } from '../registry/index.js';
 import { openGoalWork } from '../work/index.js';
 import type { EffectJournal, EffectRecord, JsonValue, ReconcileObservation, SettledOutcome } from './contract.js';
 import { readHistoricalFile } from './historical.js';
-import { openSqliteEffectJournal } from './journal.js';
+import { effectJournal, openSqliteEffectJournal } from './journal.js';
+import { openPgEffectPort } from './postgres.js';
+import { rootPostgres } from '../root-store-location.js';
 import { isUncertain } from './rules.js';
 import { WEBHOOK_KIND, advanceReceiverFence, webhookGoalQuery, webhookIntent, webhookOperationQuery, webhookTarget } from './webhook.js';
 
@@ -156,6 +158,12 @@ async function askReceiver(ctx: AdoptionContext, journal: EffectJournal, url: st
   return { after, hold: undefined };
 }
 
+/** A root's effect journal on the provider its configuration names (a recovery's destination may keep it in PostgreSQL). */
+export function openRootEffectJournal(root: string): EffectJournal {
+  const db = rootPostgres(root);
+  return db ? effectJournal(openPgEffectPort(db)) : openSqliteEffectJournal(join(root, LAYOUT.effectsDb));
+}
+
 const reconcile: OwnerAdoptionStep = {
   action: 'effect:reconcile',
   disposition: 'reconcile',
@@ -167,7 +175,7 @@ const reconcile: OwnerAdoptionStep = {
     const source = (history?.effects ?? []).filter((e) => e.goal_id === ctx.goal_id);
     const goal = openFileGoalStore(ctx.destination, { registry: openFileRegistry(ctx.destination) }).get(ctx.goal_id);
     if (!goal) throw goalNotFound(ctx.goal_id); // the Goal's lifetime is adopted before its effects
-    const journal = openSqliteEffectJournal(join(ctx.destination, LAYOUT.effectsDb));
+    const journal = openRootEffectJournal(ctx.destination);
     try {
       ctx.fault(`recover.${reconcile.action}.before`);
       const { holds, counts } = await adoptRecovered(ctx, journal, source);

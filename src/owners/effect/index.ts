@@ -61,5 +61,5 @@ export {
 } from './webhook.js';
 export type { EffectFinding, EffectHistory, ReadHistoricalOptions } from './historical.js';
 export { recovery } from './recovery.js';
-export { adoptionSteps, EFFECTS_CONFIG_NAMESPACE, TODO_UPDATE_KIND } from './adopt.js';
+export { adoptionSteps, EFFECTS_CONFIG_NAMESPACE, openRootEffectJournal, TODO_UPDATE_KIND } from './adopt.js';
 export { readHistoricalFile } from './historical.js';

@@ -30,7 +30,8 @@ const importInert: OwnerAdoptionStep = {
   describes: 'the committed history as read-only history of a new work store (new store identity and incarnation); original receipts stay readable',
   async apply(ctx) {
     const { component, export_member } = componentOf(ctx);
-    const work = await openGoalWork({ root: ctx.destination, goal_id: ctx.goal_id });
+    // The first step that opens the new work store makes it (a SQLite file, or its rows in the destination's PostgreSQL schema).
+    const work = await openGoalWork({ root: ctx.destination, goal_id: ctx.goal_id, create: true });
     try {
       ctx.fault(`recover.${importInert.action}.before`);
       const { result, lineage } = await work.importLineage({
