@@ -7,6 +7,7 @@
 import { goal as goalOwner, work as workOwner, type RootOwners } from '../owners/index.js';
 import type { LifetimeGuard } from '../engine/index.js';
 import { goalLifetimeSuperseded } from '../run-authority/index.js';
+import { POSTGRESQL_PROVIDER, parseStoreIdentity } from '../store/index.js';
 import { withRootOwners } from './root.js';
 
 /** The public shape of a Goal (`loopx goal … --json`). */
@@ -90,7 +91,8 @@ export async function goalDetail(owners: RootOwners, root: string, goalId: strin
     // The last committed transaction's time: the Goal's last activity (null: nothing committed yet).
     const last = view.cursor > 0 ? (await work.history(view.cursor - 1, 1)).transactions[0] : undefined;
     const last_activity = last?.receipt.committed_at ?? null;
-    const work_provider = workOwner.goalWorkLocation(root, goalId).provider;
+    // Where the opened store is, read from its identity (`<provider>:<hex>`), not from what was asked.
+    const work_provider: 'sqlite' | 'postgresql' = parseStoreIdentity(view.store_identity)?.provider === POSTGRESQL_PROVIDER ? 'postgresql' : 'sqlite';
     return { record, counts, committed_transactions: view.cursor, handoff_mode: view.handoff_mode, work_provider, last_activity, ...(options.todos ? { todos } : {}) };
   } finally {
     work.close();
