@@ -161,7 +161,7 @@ describePg('a Goal whose work lives in PostgreSQL, in a root on SQLite', () => {
     expect(files.some((f) => readFileSync(join(root, f)).includes(REF))).toBe(true);
   }, 120_000);
 
-  it('keeps a Goal of a root on PostgreSQL in its own work.db with --work-provider sqlite', () => {
+  it('keeps a Goal of a root on PostgreSQL in its own work.db with --work-provider sqlite, or in a schema of its own', async () => {
     const root = tempRoot('loopx-workprov-pg-');
     const name = schema();
     const at = ['--root', root, '--json'];
@@ -176,5 +176,22 @@ describePg('a Goal whose work lives in PostgreSQL, in a root on SQLite', () => {
     const files = everyFile(root).map((f) => f.slice(root.length + 1));
     expect(files).toContain(join('goals', 'local', 'work.db'));
     expect(files).not.toContain(join('goals', 'shared', 'work.db'));
-  });
+
+    // A schema of its own, on the root's URL reference: migrated with the root's by db migrate.
+    const own = schema();
+    const apart = ['goal', 'create', 'apart', '--title', 'Its own schema', '--work-provider', 'postgresql', '--pg-schema', own, ...at];
+    expect(loopx(apart, env).json().error.code).toBe('pg_schema_not_migrated');
+    const migrated = loopx(['db', 'migrate', ...at], env).json();
+    expect(migrated).toMatchObject({ provider: 'postgresql', schema: name, goal_work_schemas: [{ database_url: REF, schema: own, goals: ['apart'] }] });
+    expect(migrated.components).toContainEqual({ component: 'work', from: 1, to: 1 });
+    expect(migrated.goal_work_schemas[0].components).toEqual([{ component: 'work', from: 0, to: 1 }]);
+    expect(loopx(apart, env).status).toBe(0);
+    expect(loopx(['todo', 'add', '--goal', 'apart', '--title', 'One', '--id', 't1', ...at], env).status).toBe(0);
+    const db = openPostgres({ url: PG_URL, schema: own, max: 1 });
+    try {
+      expect((await db.query<{ goal_id: string }>('SELECT goal_id FROM work_stores')).map((r) => r.goal_id)).toEqual(['apart']);
+    } finally {
+      await db.close();
+    }
+  }, 120_000);
 });
