@@ -10,6 +10,7 @@
  *   goals/<goal_id>/goal.json     Goal identity and lifecycle (goal)
  *   goals/<goal_id>/docs/         the Goal's documents, kind=goal_doc (goal)
  *   goals/<goal_id>/work.db       canonical work: Todos, history, receipts, leases, fence (work)
+ *   goals/<goal_id>/work-store.json  where the Goal's work lives, when not where the root keeps it (work)
  *   sessions.db                   agent sessions, Turn journals, settlement (session)
  *   effects.db                    external effects journal and outbox (effect)
  *   quota.db                      spend ledger (quota)
@@ -58,6 +59,8 @@ export const LAYOUT = {
   goalFile: (goalId: string) => join('goals', assertGoalId(goalId), 'goal.json'),
   goalDocsDir: (goalId: string) => join('goals', assertGoalId(goalId), 'docs'),
   workDb: (goalId: string) => join('goals', assertGoalId(goalId), 'work.db'),
+  /** The Goal's own choice of work provider (`goal create --work-provider`), only when it differs from the root's. */
+  workStoreLocation: (goalId: string) => join('goals', assertGoalId(goalId), 'work-store.json'),
   sessionsDb: 'sessions.db',
   effectsDb: 'effects.db',
   quotaDb: 'quota.db',

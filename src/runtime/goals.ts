@@ -7,6 +7,7 @@
 import { goal as goalOwner, work as workOwner, type RootOwners } from '../owners/index.js';
 import type { LifetimeGuard } from '../engine/index.js';
 import { goalLifetimeSuperseded } from '../run-authority/index.js';
+import { POSTGRESQL_PROVIDER, parseStoreIdentity } from '../store/index.js';
 import { withRootOwners } from './root.js';
 
 /** The public shape of a Goal (`loopx goal … --json`). */
@@ -24,15 +25,26 @@ export interface GoalDocInput {
 }
 
 /**
- * A new Goal (a fresh lifetime) with its documents and an empty work store. Every document name
- * is checked before anything is created, so a bad one leaves no half-made Goal.
+ * A new Goal (a fresh lifetime) with its documents and an empty work store — where `workProvider`
+ * asks (`goal create --work-provider`), else where the root keeps Goal state. Every document name
+ * and the store's readiness are checked before the Goal is created, so a refusal leaves no
+ * half-made Goal (a PostgreSQL choice whose schema is not migrated stays recorded, for
+ * `loopx db migrate` to find). An existing Goal's work never moves (`work_provider_change_refused`).
  */
-export async function createGoal(root: string, goalId: string, title: string, docs: readonly GoalDocInput[] = []): Promise<goalOwner.GoalRecord> {
+export async function createGoal(
+  root: string,
+  goalId: string,
+  title: string,
+  docs: readonly GoalDocInput[] = [],
+  options: { workProvider?: workOwner.WorkProviderRequest } = {},
+): Promise<goalOwner.GoalRecord> {
   for (const d of docs) goalOwner.assertDocName(d.name);
   return withRootOwners(
     root,
     async (owners) => {
-      await workOwner.assertGoalWorkReady(root);
+      const exists = owners.goals.get(goalId) !== undefined;
+      const location = workOwner.settleGoalWorkLocation(root, goalId, options.workProvider, { exists });
+      await workOwner.assertGoalWorkReady(location);
       const created = owners.goals.create(goalId, title);
       for (const d of docs) owners.goals.addDoc(goalId, d.name, d.content);
       (await workOwner.openGoalWork({ root, goal_id: goalId, create: true })).close();
@@ -66,7 +78,7 @@ export function transitionGoal(root: string, goalId: string, transition: GoalTra
 
 export const listGoals = (root: string): Promise<goalOwner.GoalRecord[]> => withRootOwners(root, (owners) => owners.goals.list());
 
-/** A Goal with its Todo counts, history length and handoff mode (`loopx goal show`, `GET /api/goals/:id`). */
+/** A Goal with its Todo counts, history length, handoff mode and work provider (`loopx goal show`, `GET /api/goals/:id`). */
 export async function goalDetail(owners: RootOwners, root: string, goalId: string, options: { todos?: boolean } = {}) {
   const record = owners.goals.get(goalId);
   if (!record) throw goalOwner.goalNotFound(goalId);
@@ -79,7 +91,9 @@ export async function goalDetail(owners: RootOwners, root: string, goalId: strin
     // The last committed transaction's time: the Goal's last activity (null: nothing committed yet).
     const last = view.cursor > 0 ? (await work.history(view.cursor - 1, 1)).transactions[0] : undefined;
     const last_activity = last?.receipt.committed_at ?? null;
-    return { record, counts, committed_transactions: view.cursor, handoff_mode: view.handoff_mode, last_activity, ...(options.todos ? { todos } : {}) };
+    // Where the opened store is, read from its identity (`<provider>:<hex>`), not from what was asked.
+    const work_provider: 'sqlite' | 'postgresql' = parseStoreIdentity(view.store_identity)?.provider === POSTGRESQL_PROVIDER ? 'postgresql' : 'sqlite';
+    return { record, counts, committed_transactions: view.cursor, handoff_mode: view.handoff_mode, work_provider, last_activity, ...(options.todos ? { todos } : {}) };
   } finally {
     work.close();
   }

@@ -4,7 +4,8 @@
  * machine configuration (namespace `store`) as a provider, a URL *reference* and the
  * installation's schema; the URL itself is read from the named environment variable at run time
  * and never written anywhere. `loopx db migrate` applies the PostgreSQL components' migrations
- * (PG_COMPONENTS: each owner's PostgreSQL provider adds its tables there).
+ * (PG_COMPONENTS: each owner's PostgreSQL provider adds its tables there), and the `work` component
+ * of any schema a single Goal chose for its work (`loopx goal create --work-provider postgresql`).
  */
 import { randomBytes } from 'node:crypto';
 import { conflict } from '../core/index.js';
@@ -134,14 +135,52 @@ export async function withRootPostgres<T>(config: Extract<StoreConfig, { provide
 export interface MigrateResult {
   readonly provider: string;
   readonly schema: string | null;
-  readonly components: readonly { readonly component: string; readonly from: number; readonly to: number }[];
+  readonly components: readonly MigratedComponent[];
+  /** The schemas where single Goals keep their work apart from the root's (`goal create --work-provider postgresql`). */
+  readonly goal_work_schemas: readonly {
+    readonly database_url: string;
+    readonly schema: string;
+    readonly goals: readonly string[];
+    readonly components: readonly MigratedComponent[];
+  }[];
 }
 
-/** `loopx db migrate`: every PostgreSQL component of the root brought to the version this loopx knows. */
+interface MigratedComponent {
+  readonly component: string;
+  readonly from: number;
+  readonly to: number;
+}
+
+/** The PostgreSQL schemas Goals chose for their work, other than the root's own, with the Goals in each. */
+function goalWorkSchemas(root: string, config: StoreConfig): { database_url: string; schema: string; goals: string[] }[] {
+  const out = new Map<string, { database_url: string; schema: string; goals: string[] }>();
+  for (const { goal_id, location } of work.recordedWorkLocations(root)) {
+    if (location.provider !== 'postgresql') continue;
+    if (config.provider === 'postgresql' && config.database_url === location.database_url && config.schema === location.schema) continue;
+    const key = `${location.database_url}\n${location.schema}`;
+    const entry = out.get(key) ?? { database_url: location.database_url, schema: location.schema, goals: [] };
+    entry.goals.push(goal_id);
+    out.set(key, entry);
+  }
+  return [...out.values()];
+}
+
+/**
+ * `loopx db migrate`: every PostgreSQL component of the root brought to the version this loopx
+ * knows, and the work component of each schema a Goal chose for its work alone.
+ */
 export async function migrateRootStore(root: string): Promise<MigrateResult> {
   const config = await readStoreConfig(root);
-  if (config.provider !== 'postgresql') return { provider: config.provider, schema: null, components: [] };
-  return migrateStore(config);
+  const goal_work_schemas: MigrateResult['goal_work_schemas'][number][] = [];
+  for (const g of goalWorkSchemas(root, config)) {
+    const components = await withRootPostgres({ provider: 'postgresql', database_url: g.database_url, schema: g.schema }, async (db) => {
+      await migratePostgres(db, INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS);
+      return [{ component: work.WORK_PG_COMPONENT, ...(await migratePostgres(db, work.WORK_PG_COMPONENT, work.WORK_PG_MIGRATIONS)) }];
+    });
+    goal_work_schemas.push({ ...g, components });
+  }
+  if (config.provider !== 'postgresql') return { provider: config.provider, schema: null, components: [], goal_work_schemas };
+  return migrateStore(config, goal_work_schemas);
 }
 
 /**
@@ -169,11 +208,11 @@ const destinationSchemaOccupied = (schema: string) =>
     details: { schema },
   });
 
-async function migrateStore(config: Extract<StoreConfig, { provider: 'postgresql' }>): Promise<MigrateResult> {
+async function migrateStore(config: Extract<StoreConfig, { provider: 'postgresql' }>, goal_work_schemas: MigrateResult['goal_work_schemas'] = []): Promise<MigrateResult> {
   return withRootPostgres(config, async (db) => {
     // The schema, its versions table and its installation row come first, components or not.
     const components = [{ component: INSTALLATION_COMPONENT, ...(await migratePostgres(db, INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS)) }];
     for (const c of PG_COMPONENTS) components.push({ component: c.component, ...(await migratePostgres(db, c.component, c.migrations)) });
-    return { provider: config.provider, schema: config.schema, components };
+    return { provider: config.provider, schema: config.schema, components, goal_work_schemas };
   });
 }

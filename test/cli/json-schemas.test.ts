@@ -274,7 +274,7 @@ describe('the --json contract: every published document validates against docs/s
     const root = ['--root', R];
 
     expect(ok('init', ['init', ...root])).toEqual({ initialized: true, store: { provider: 'sqlite' } });
-    expect(ok('db-migrate', ['db', 'migrate', ...root])).toEqual({ provider: 'sqlite', schema: null, components: [] });
+    expect(ok('db-migrate', ['db', 'migrate', ...root])).toEqual({ provider: 'sqlite', schema: null, components: [], goal_work_schemas: [] });
     const goal = ok('goal', ['goal', 'create', 'launch', '--title', 'Ship the launch post', '--doc', 'brief.md=Launch on Monday', ...root]);
     expect(goal).toMatchObject({ goal_id: 'launch', title: 'Ship the launch post', lifecycle: 'active', docs: [{ name: 'brief.md', bytes: 16 }] });
     const ref = { goal_id: 'launch', goal_instance_id: goal.goal_instance_id };

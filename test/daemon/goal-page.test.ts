@@ -162,7 +162,13 @@ describe('the Goal page over the daemon', () => {
   it('lists the Goals with Todo counts, lease mode and last activity; an unknown recovered root is refused', async () => {
     const goals = (await get('/api/goals')).json().goals as { goal_id: string }[];
     expect(goals.find((g) => g.goal_id === 'launch')).toEqual(
-      expect.objectContaining({ goal_id: 'launch', counts: { open: 1, done: 1, blocked: 1, deferred: 0 }, handoff_mode: 'hard_lease', last_activity: expect.any(String) }),
+      expect.objectContaining({
+        goal_id: 'launch',
+        counts: { open: 1, done: 1, blocked: 1, deferred: 0 },
+        handoff_mode: 'hard_lease',
+        work_provider: 'sqlite',
+        last_activity: expect.any(String),
+      }),
     );
     expect((await get('/api/roots')).json()).toEqual({ roots: [] });
     const r = await get('/api/goals?root=elsewhere');

@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { createGoal, goalView, listGoals, showGoal, transitionGoal } from '../../runtime/index.js';
 import { emit, resolveRoot, withGoalWriter, type GlobalOptions } from '../context.js';
+import { parseStoreChoice } from '../parse.js';
 
 /** `--doc name=text` (a name alone is an empty document). */
 const parseDoc = (d: string) => {
@@ -16,9 +17,21 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .description('create a Goal (a fresh lifetime) and register its route')
     .requiredOption('--title <title>', 'what the Goal is about')
     .option('--doc <name=text...>', 'attach a Goal document (kind=goal_doc); repeatable')
-    .action(async (goalId: string, o: { title: string; doc?: string[] }) => {
+    .option('--work-provider <provider>', "where this Goal's work (Todos, history) lives: sqlite or postgresql (default: where the root keeps Goal state)")
+    .option('--database-url <reference>', 'with --work-provider postgresql: env:NAME, the environment variable holding the URL (default: the root’s)')
+    .option('--pg-schema <name>', "with --work-provider postgresql: the schema (default: the root's, else a new loopx_<hex>)")
+    .action(async (goalId: string, o: { title: string; doc?: string[]; workProvider?: string; databaseUrl?: string; pgSchema?: string }) => {
       const g = globals();
-      const record = await withGoalWriter(g, () => createGoal(resolveRoot(g), goalId, o.title, (o.doc ?? []).map(parseDoc)));
+      const choice = parseStoreChoice('--work-provider', 'goal create', o.workProvider, o, false);
+      const workProvider =
+        choice.provider === undefined
+          ? undefined
+          : {
+              provider: choice.provider,
+              ...(choice.databaseUrl !== undefined ? { database_url: choice.databaseUrl } : {}),
+              ...(choice.schema !== undefined ? { schema: choice.schema } : {}),
+            };
+      const record = await withGoalWriter(g, () => createGoal(resolveRoot(g), goalId, o.title, (o.doc ?? []).map(parseDoc), workProvider ? { workProvider } : {}));
       emit(g, goalView(record), (v, out) => out.line(`created Goal ${v.goal_id} (${v.goal_instance_id}): ${v.title}`));
     });
   for (const [verb, help] of [
@@ -52,13 +65,13 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .action(async (goalId: string) => {
       const g = globals();
       const d = await showGoal(resolveRoot(g), goalId);
-      const doc = { ...goalView(d.record), todos: d.counts, committed_transactions: d.committed_transactions, handoff_mode: d.handoff_mode };
+      const doc = { ...goalView(d.record), todos: d.counts, committed_transactions: d.committed_transactions, handoff_mode: d.handoff_mode, work_provider: d.work_provider };
       emit(g, doc, (d, out) => {
         out.line(`Goal ${d.goal_id} (${d.goal_instance_id}) ${d.lifecycle}: ${d.title}`);
         out.line(
           `  todos: ${Object.entries(d.todos)
             .map(([k, n]) => `${n} ${k}`)
-            .join(', ')}; ${d.committed_transactions} committed transactions; ${d.handoff_mode}`,
+            .join(', ')}; ${d.committed_transactions} committed transactions; ${d.handoff_mode}; work in ${d.work_provider}`,
         );
         for (const doc of d.docs) out.line(`  doc ${doc.name} (${doc.bytes} bytes, sha256 ${doc.sha256.slice(0, 16)}…)`);
       });

@@ -1,8 +1,8 @@
 /** `loopx init` — create the runtime root (0700) and its owners' stores. Idempotent. */
 import type { Command } from 'commander';
-import { usageError } from '../../core/index.js';
 import { chooseStore, initRoot } from '../../runtime/index.js';
 import { emit, resolveRoot, withEngine, type GlobalOptions } from '../context.js';
+import { parseStoreChoice } from '../parse.js';
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -14,22 +14,14 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .action(async (o: { store?: string; databaseUrl?: string; pgSchema?: string }) => {
       const g = globals();
       // No --store: the root keeps whatever it has (SQLite for a new one).
-      const provider = o.store;
-      if (provider !== undefined && provider !== 'sqlite' && provider !== 'postgresql')
-        throw usageError('store_provider_unknown', `--store is sqlite or postgresql, not ${provider}.`, 'see its options: loopx init --help');
-      if ((provider === 'postgresql') !== (o.databaseUrl !== undefined) || (o.pgSchema !== undefined && provider !== 'postgresql')) {
-        throw usageError('store_options_invalid', '--database-url (and --pg-schema) go with --store postgresql, which needs --database-url.', 'see its options: loopx init --help');
-      }
+      const choice = parseStoreChoice('--store', 'init', o.store, o, true);
+      const provider = choice.provider;
       const root = resolveRoot(g);
       // A root taking PostgreSQL gets no SQLite stores for its Goal state, even before the choice is recorded.
       initRoot(root, { ownerStores: provider !== 'postgresql' });
       // Reading the root id binds it to this directory in the run authority (a later copy owns nothing).
       await withEngine(g, (engine) => void engine.rootId);
-      const store = await chooseStore(root, {
-        provider,
-        ...(o.databaseUrl !== undefined ? { databaseUrl: o.databaseUrl } : {}),
-        ...(o.pgSchema !== undefined ? { schema: o.pgSchema } : {}),
-      });
+      const store = await chooseStore(root, choice);
       emit(g, { initialized: true, store }, (d, out) =>
         out.hint(
           d.store.provider === 'postgresql'

@@ -56,6 +56,7 @@ async function goalSummary(ow: RootOwners, root: string, goalId: string, todos: 
     counts: d.counts,
     committed_transactions: d.committed_transactions,
     handoff_mode: d.handoff_mode,
+    work_provider: d.work_provider,
     last_activity: d.last_activity,
     // Each Todo with its lease holder and when that lease expires (null: no live lease).
     ...(todos ? { todos: (d.todos ?? []).map((t) => ({ ...todoView(t), lease_expires_at: t.lease?.status === 'active' ? t.lease.expires_at : null })) } : {}),

@@ -22,6 +22,7 @@
  * every later operation has the Goal id and store identity at hand and a provider that cannot
  * answer fails at open, not at its first write.
  */
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { goalNotFound } from '../goal/index.js';
@@ -34,8 +35,10 @@ import { history, iterateHistory, readReceipt, view } from './reads.js';
 import { exportRetainedPrefix } from './retained-prefix.js';
 import { openSqliteWorkProvider } from './sqlite.js';
 import { openPostgresWorkProvider, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS } from './postgres.js';
-import { requireSchemaVersion } from '../../store/index.js';
-import { rootPostgres } from '../root-store-location.js';
+import { databaseUrlFrom, requireSchemaVersion, schemaIdent } from '../../store/index.js';
+import { usageError } from '../../core/index.js';
+import { postgresAt, rootStoreLocation } from '../root-store-location.js';
+import { mintStoreKey, readWorkLocation, removeWorkLocation, workProviderChangeRefused, writeWorkLocation, type GoalWorkLocation } from './location.js';
 import { addTodo, claimTodo, unclaimTodo, updateTodo } from './todos.js';
 import type { WorkOwner, WorkOwnerOptions } from './api.js';
 
@@ -86,16 +89,87 @@ export interface OpenGoalWorkOptions {
   readonly create?: boolean;
 }
 
-/** Refuses, before a Goal is made, a root whose work store cannot take it (a PostgreSQL schema not migrated to this version). */
-export async function assertGoalWorkReady(root: string): Promise<void> {
-  const db = rootPostgres(root);
-  if (db) await requireSchemaVersion(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS);
+/** A Goal's own choice of work provider (`goal create --work-provider`): unset fields take the root's. */
+export interface WorkProviderRequest {
+  readonly provider: 'sqlite' | 'postgresql';
+  /** `env:NAME`, the variable holding the URL (default: the root's, when the root is on PostgreSQL). */
+  readonly database_url?: string;
+  /** Default: the root's schema when the root is on PostgreSQL, else a fresh `loopx_<hex>`. */
+  readonly schema?: string;
+}
+
+/** Where a root keeps a Goal's work when the Goal chose nothing: the root's store, its rows keyed by the Goal id. */
+function rootWorkLocation(root: string, goalId: string): GoalWorkLocation {
+  const at = rootStoreLocation(root);
+  return at.provider === 'postgresql' ? { ...at, store_key: goalId } : at;
+}
+
+/** Where a Goal's work lives: its own recorded choice, else where its root keeps Goal state. */
+export function goalWorkLocation(root: string, goalId: string): GoalWorkLocation {
+  return readWorkLocation(root, goalId) ?? rootWorkLocation(root, goalId);
+}
+
+const sameLocation = (a: GoalWorkLocation, b: GoalWorkLocation): boolean =>
+  a.provider === 'sqlite' ? b.provider === 'sqlite' : b.provider === 'postgresql' && a.database_url === b.database_url && a.schema === b.schema && a.store_key === b.store_key;
+
+/** Whether the location a Goal has answers a request (its unset fields match anything). */
+const answers = (have: GoalWorkLocation, request: WorkProviderRequest): boolean =>
+  have.provider === request.provider &&
+  (have.provider === 'sqlite' || ((request.database_url ?? have.database_url) === have.database_url && (request.schema ?? have.schema) === have.schema));
+
+/** The location a request names for a new Goal; a pending record of the same database and schema keeps its row key. */
+function resolveRequest(root: string, goalId: string, request: WorkProviderRequest, pending: GoalWorkLocation | null): GoalWorkLocation {
+  if (request.provider === 'sqlite') return { provider: 'sqlite' };
+  const at = rootStoreLocation(root);
+  const database_url = request.database_url ?? (at.provider === 'postgresql' ? at.database_url : undefined);
+  if (database_url === undefined) {
+    throw usageError(
+      'database_url_required',
+      "This root keeps its Goal state in SQLite: a Goal's work in PostgreSQL needs --database-url env:NAME.",
+      'pass --database-url env:LOOPX_DATABASE_URL',
+    );
+  }
+  const kept = pending?.provider === 'postgresql' && pending.database_url === database_url ? pending : undefined;
+  const schema = request.schema ?? kept?.schema ?? (at.provider === 'postgresql' ? at.schema : `loopx_${randomBytes(6).toString('hex')}`);
+  schemaIdent(schema);
+  databaseUrlFrom(database_url); // the reference must resolve now, before anything is recorded
+  const store_key = kept?.schema === schema ? kept.store_key : mintStoreKey(goalId, randomBytes(6).toString('hex'));
+  return { provider: 'postgresql', database_url, schema, store_key };
 }
 
 /**
- * Opens the work owner of a Goal on the store its root's configuration names: its SQLite store
- * `goals/<goal_id>/work.db` (created on first open), or its rows in the root's PostgreSQL schema
- * (created only with `create`). The Goal directory must exist either way.
+ * Settles where a Goal being created keeps its work, before its record is written. A Goal that
+ * exists already (a retired lifetime, or a create to finish) keeps the location it has: a request
+ * for another is refused (`work_provider_change_refused`). A new Goal takes the request — recorded
+ * when it differs from its root's — or, without one, its root's.
+ */
+export function settleGoalWorkLocation(root: string, goalId: string, request: WorkProviderRequest | undefined, options: { readonly exists: boolean }): GoalWorkLocation {
+  const recorded = readWorkLocation(root, goalId);
+  const asRoot = rootWorkLocation(root, goalId);
+  if (options.exists) {
+    const have = recorded ?? asRoot;
+    if (request !== undefined && !answers(have, request)) throw workProviderChangeRefused(goalId, have);
+    return have;
+  }
+  const wanted = request === undefined ? asRoot : resolveRequest(root, goalId, request, recorded);
+  const sameAsRoot = wanted.provider === asRoot.provider && (wanted.provider === 'sqlite' || answers(asRoot, wanted));
+  if (sameAsRoot) {
+    if (recorded !== null) removeWorkLocation(root, goalId);
+    return asRoot;
+  }
+  if (recorded === null || !sameLocation(recorded, wanted)) writeWorkLocation(root, goalId, wanted);
+  return wanted;
+}
+
+/** Refuses, before a Goal is made, a work store that cannot take it (a PostgreSQL schema not migrated to this version). */
+export async function assertGoalWorkReady(location: GoalWorkLocation): Promise<void> {
+  if (location.provider === 'postgresql') await requireSchemaVersion(postgresAt(location), WORK_PG_COMPONENT, WORK_PG_MIGRATIONS);
+}
+
+/**
+ * Opens the work owner of a Goal on the store its record names, else its root's configuration: its
+ * SQLite store `goals/<goal_id>/work.db` (created on first open), or its rows in a PostgreSQL
+ * schema (created only with `create`). The Goal directory must exist either way.
  */
 export async function openGoalWork(options: OpenGoalWorkOptions): Promise<WorkOwner> {
   const path = join(options.root, LAYOUT.workDb(options.goal_id));
@@ -106,10 +180,11 @@ export async function openGoalWork(options: OpenGoalWorkOptions): Promise<WorkOw
     ...(options.expected_incarnation === undefined ? {} : { expected_incarnation: options.expected_incarnation }),
     ...(options.expected_store_identity === undefined ? {} : { expected_store_identity: options.expected_store_identity }),
   };
-  const db = rootPostgres(options.root);
-  const provider = db
-    ? await openPostgresWorkProvider(db, { goal_id: options.goal_id, create: options.create === true, ...expected })
-    : openSqliteWorkProvider(path, { goal_id: options.goal_id, ...expected, ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }) });
+  const location = goalWorkLocation(options.root, options.goal_id);
+  const provider =
+    location.provider === 'postgresql'
+      ? await openPostgresWorkProvider(postgresAt(location), { goal_id: options.goal_id, store_key: location.store_key, create: options.create === true, ...expected })
+      : openSqliteWorkProvider(path, { goal_id: options.goal_id, ...expected, ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }) });
   try {
     return await openWork({ provider, ...(options.clock ? { clock: options.clock } : {}) });
   } catch (e) {

@@ -28,6 +28,10 @@ export type DaemonGoal =
       counts: Counts;
       committed_transactions: number;
       handoff_mode: string;
+      /**
+       * Where the Goal's canonical work lives: its SQLite work.db in the root, or a PostgreSQL schema (the root's, or the Goal's own from `goal create --work-provider`).
+       */
+      work_provider: "sqlite" | "postgresql";
       last_activity: null | string;
       todos: Todo[];
       recovery: null | {
@@ -61,6 +65,10 @@ export interface GoalItem {
   counts: Counts;
   committed_transactions: number;
   handoff_mode: string;
+  /**
+   * Where the Goal's canonical work lives: its SQLite work.db in the root, or a PostgreSQL schema (the root's, or the Goal's own from `goal create --work-provider`).
+   */
+  work_provider: "sqlite" | "postgresql";
   last_activity: null | string;
 }
 export interface Counts {
