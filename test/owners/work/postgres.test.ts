@@ -9,8 +9,16 @@
  * by the work owner's receipt readback, and a retry of the same request applies at most once.
  */
 import { expect, it } from 'vitest';
-import { PgCommitAmbiguous, openPostgres, type PgDatabase, type PgQuery } from '../../../src/store/index.js';
-import { openPostgresWorkProvider, openWork, type WorkCommitRequest, type WorkProvider, type WorkLoad } from '../../../src/owners/work/index.js';
+import { PgCommitAmbiguous, migratePostgres, openPostgres, type PgDatabase, type PgQuery } from '../../../src/store/index.js';
+import {
+  WORK_PG_COMPONENT,
+  WORK_PG_MIGRATIONS,
+  openPostgresWorkProvider,
+  openWork,
+  type WorkCommitRequest,
+  type WorkProvider,
+  type WorkLoad,
+} from '../../../src/owners/work/index.js';
 import { PG_URL, describePg, pgSchemas } from '../../support/pg.js';
 import { pgWorkHarnesses, type PgWorkHarness } from './pg-harness.js';
 import { GOAL, rejectionOf, sha, sqliteHarness } from './support.js';
@@ -178,6 +186,25 @@ describePg('the PostgreSQL work provider on the real server', () => {
     expect((await rejectionOf(() => old.load())).code).toBe('work_store_replaced');
     expect(await fresh.load()).toMatchObject({ cursor: 0, head: null });
     expect(await fresh.lineage()).toEqual([]);
+  });
+
+  it('a schema at work version 1 (before the one-statement commit) is refused until migrated, then commits; a statement the server refused is not ambiguous', async () => {
+    const db = openPostgres({ url: PG_URL, schema: freshSchema(), max: 1 });
+    try {
+      expect(await migratePostgres(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS.slice(0, 1))).toEqual({ from: 0, to: 1 });
+      expect((await rejectionOf(() => openPostgresWorkProvider(db, { goal_id: GOAL }))).code).toBe('pg_schema_not_migrated');
+      expect(await migratePostgres(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS)).toEqual({ from: 1, to: 2 });
+      const p = await openPostgresWorkProvider(db, { goal_id: GOAL });
+      expect(await p.commit(await request(p, 1))).toMatchObject({ status: 'applied', cursor: 1 });
+      const refused = await db.autocommit('SELECT 1 / 0', []).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(refused).not.toBeInstanceOf(PgCommitAmbiguous);
+      expect((refused as { code?: unknown }).code).toBe('22012');
+    } finally {
+      await db.close();
+    }
   });
 
   it('refuses a schema the work tables were not migrated into, a missing store when not creating, and rows that do not decode', async () => {
