@@ -5,8 +5,9 @@
  * conditional commit of events, next projection and receipt together. A conflict re-loads and
  * re-decides (a racing duplicate becomes its replay); an ambiguous commit is resolved by receipt
  * readback or answered `provider_outcome_unproved`. The first attempt skips the load when the owner
- * committed the head itself, and the receipt read (see `execute`): same answers, fewer reads. It reads the store only through the
- * Promise-based `WorkProvider`, and it is the only place the owner commits.
+ * committed the head itself, and the receipt read (see `execute`): same answers, fewer reads. It
+ * reads the store only through the Promise-based `WorkProvider`, and it is the only place the owner
+ * commits.
  */
 import { canonicalJson, conflict, internal, rejected, sha256Hex } from '../../core/index.js';
 import { operationIdentityMismatch } from '../refusals.js';
