@@ -29,11 +29,14 @@
  * itself and reads the receipt only after the store refuses the operation id — one round trip per
  * update. Measured 2026-12-02 with the machine shared by other jobs (load average 7–9 on 2 cores;
  * raw fell to 150–310 commits/s from 2,600–3,000 earlier), so only the ratios within a run mean
- * anything; two runs, and the old code in the same conditions just before:
+ * anything; three runs, and the old code in the same conditions just before:
  *   before   1 writer 70 vs raw 310/s → 0.23×; provider alone 0.67×; 8 writers 347 vs 1,525/s → 0.23×; export cost 10.07×
  *   run 1    1 writer 173 vs raw 157/s → 1.10×; provider alone 1.28×; 8 writers 668 vs 952/s → 0.70×; export cost 3.37×
  *   run 2    1 writer 281 vs raw 306/s → 0.92×; provider alone 0.85×; 8 writers 798 vs 1,816/s → 0.44×; export cost 3.78×
- * One writer meets the target. Eight writers on 2 cores are bound by server CPU: pgbench with 8
+ *   run 3    1 writer 221 vs raw 355/s → 0.62×; provider alone 0.83×; 8 writers 836 vs 2,400/s → 0.35×; export cost 4.30×
+ * One writer is at the target within this noise (0.62–1.10×, from 0.10–0.23×); eight writers are
+ * not (0.35–0.70×, from 0.10–0.23×). The owner's own CPU is small (about 55–90 µs an update over
+ * the memory provider). Eight writers on 2 cores are bound by server CPU: pgbench with 8
  * clients puts the `loopx_work_commit` statement alone at about 0.45× a raw INSERT (two row writes
  * and their WAL, index probes, PL/pgSQL); removing the store-row lock or the admission check from
  * it stayed within the noise, while the admission check alone added to a BEGIN … INSERT … COMMIT
