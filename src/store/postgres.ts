@@ -1,6 +1,6 @@
 /**
  * PostgreSQL plumbing for the owners' PostgreSQL providers: a pool whose every connection works
- * in one installation's own schema, transactions whose COMMIT is the only ambiguous point,
+ * in one installation's own schema, transactions (and single autocommit writes) whose commit point is the only ambiguous point,
  * versioned migrations applied only by an explicit `loopx db migrate` (a provider refuses a schema
  * it was not migrated to, or one newer than it knows), the server's identity (what a restore
  * changes), and database URLs given by reference (`env:NAME`, read at run time, never stored).
@@ -72,6 +72,13 @@ export interface PgDatabase {
   /** One statement outside any explicit transaction. */
   query: PgQuery;
   /**
+   * One WRITE statement in its own implicit transaction (autocommit: one round trip). An error the
+   * server answered proves nothing landed (it rejects with that error); a connection lost or ended
+   * once the statement was sent rejects with `PgCommitAmbiguous` — that statement is its own commit
+   * point. `name` prepares it once per connection (a hot statement: parsed and planned once).
+   */
+  autocommit(sql: string, params: readonly unknown[], name?: string): Promise<Record<string, unknown>[]>;
+  /**
    * `body` in one transaction at `isolation`: it commits when `body` resolves, rolls back when it
    * rejects (the rejection passes through; nothing was written). A COMMIT the connection failed
    * under rejects with `PgCommitAmbiguous`.
@@ -129,6 +136,19 @@ export function openPostgres(options: PgOptions): PgDatabase {
         return await run(client)(sql, params);
       } finally {
         client.release();
+      }
+    },
+    async autocommit(sql, params, name) {
+      const client = await pool.connect();
+      let broken = false;
+      try {
+        return (await client.query<Record<string, unknown>>({ text: sql, values: params as unknown[], ...(name === undefined ? {} : { name }) })).rows;
+      } catch (e) {
+        if (commitRefused(e)) throw e;
+        broken = true;
+        throw new PgCommitAmbiguous(e);
+      } finally {
+        client.release(broken);
       }
     },
     async transaction(body, o = {}) {

@@ -4,8 +4,10 @@
  * → check the authority precondition → plan (a synchronous decision over the loaded projection) →
  * conditional commit of events, next projection and receipt together. A conflict re-loads and
  * re-decides (a racing duplicate becomes its replay); an ambiguous commit is resolved by receipt
- * readback or answered `provider_outcome_unproved`. It reads the store only through the
- * Promise-based `WorkProvider`, and it is the only place the owner commits.
+ * readback or answered `provider_outcome_unproved`. The first attempt skips the load when the owner
+ * committed the head itself, and the receipt read (see `execute`): same answers, fewer reads. It
+ * reads the store only through the Promise-based `WorkProvider`, and it is the only place the owner
+ * commits.
  */
 import { canonicalJson, conflict, internal, rejected, sha256Hex } from '../../core/index.js';
 import { operationIdentityMismatch } from '../refusals.js';
@@ -38,6 +40,8 @@ export interface WorkCore {
   readonly clock: () => Date;
   readonly identity: WorkStoreIdentity;
   readonly goalId: string;
+  /** The head this owner's last write committed (a private copy): its next write decides over it first. */
+  head?: { readonly p: WorkProjection; readonly head: Head } | undefined;
 }
 
 /** A write's decision: the events to commit and what the receipt reports. */
@@ -78,11 +82,24 @@ export async function readProjection(core: WorkCore): Promise<{ p: WorkProjectio
   return { p: projectionOf(core, loaded), loaded };
 }
 
+/** Where a write decides from: the head's projection, cursor and revision. */
+interface Head {
+  readonly cursor: number;
+  readonly provider_revision: string;
+}
+
+async function loadHead(core: WorkCore): Promise<{ p: WorkProjection; head: Head }> {
+  const { p, loaded } = await readProjection(core);
+  return { p, head: loaded };
+}
+
 const writerFenced = (token: FenceToken, currentEpoch: number | null) =>
   conflict('writer_fenced', 'This writer’s fence token is not the current one; another writer took over.', {
     nextAction: 'stop writing; re-engage the fence only if this process is meant to take over',
     details: { presented_epoch: token.epoch, current_epoch: currentEpoch },
   });
+
+const isWriterFenced = (e: unknown): boolean => (e as { code?: unknown })?.code === 'writer_fenced';
 
 function checkFence(p: WorkProjection, token: FenceToken | undefined): void {
   if (token === undefined) return;
@@ -187,7 +204,30 @@ async function settle(core: WorkCore, a: Attempt, r: WorkCommitResult, receipt: 
   }
 }
 
-/** Runs one write: `plan` decides over the freshly loaded projection, the loop commits it (see the header). */
+/** The authority precondition, then the plan and its next projection and receipt, over `p` as loaded at `head`. */
+function decide(core: WorkCore, a: Attempt, write: WriteOptions, plan: (ctx: PlanContext) => Plan, p: WorkProjection, head: Head) {
+  if (write.expected_authority_revision !== undefined && write.expected_authority_revision !== p.authority_revision) {
+    throw conflict('authority_revision_mismatch', 'The Goal’s work changed since the caller read it.', {
+      nextAction: 'read the work again and decide anew',
+      details: { expected_authority_revision: write.expected_authority_revision, authority_revision: p.authority_revision },
+    });
+  }
+  const now = core.clock();
+  const at = now.toISOString();
+  const planned = plan({ p, now, at, operationId: a.operationId, storeIdentity: core.identity.store_identity });
+  const next = applyTransaction(p, planned.events, at);
+  return { planned, next, receipt: receiptFor(core, a, planned, next, head.cursor + 1, at) };
+}
+
+/**
+ * Runs one write: `plan` decides over the head, the loop commits it (see the header). The first
+ * attempt is optimistic: it decides over the head this owner itself last committed, when it has
+ * one (the commit's revision check refuses it if another writer moved the head since), and it does
+ * not read the receipt first — the provider refuses a known operation id atomically
+ * (`operation_id_exists`), and the replay is read then. A refusal decided over a remembered head is
+ * decided again over a fresh load; a refusal over a fresh load first asks whether the operation is
+ * a replay. The answers are those of a loop that loads and reads the receipt every time.
+ */
 export async function execute(
   core: WorkCore,
   operation: WorkOperation,
@@ -201,33 +241,41 @@ export async function execute(
   const fence = fenceToken(write.fence);
   if (write.expected_authority_revision !== undefined) nat('expected_authority_revision', write.expected_authority_revision);
   const a: Attempt = { operation, operationId: write.operation_id, digest: requestDigest(core, operation, write, params), fence };
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const { p, loaded } = await readProjection(core);
-    checkFence(p, fence);
-    const replayed = await replay(core, a.operationId, a.digest, p);
-    if (replayed) return replayed;
-    if (write.expected_authority_revision !== undefined && write.expected_authority_revision !== p.authority_revision) {
-      throw conflict('authority_revision_mismatch', 'The Goal’s work changed since the caller read it.', {
-        nextAction: 'read the work again and decide anew',
-        details: { expected_authority_revision: write.expected_authority_revision, authority_revision: p.authority_revision },
-      });
+  let optimistic = true;
+  for (let attempt = 0; attempt < MAX_ATTEMPTS;) {
+    const remembered = optimistic ? core.head : undefined;
+    core.head = undefined;
+    const { p, head } = remembered ?? (await loadHead(core));
+    let d: ReturnType<typeof decide>;
+    try {
+      checkFence(p, fence);
+      if (!optimistic) {
+        const replayed = await replay(core, a.operationId, a.digest, p);
+        if (replayed) return replayed;
+      }
+      d = decide(core, a, write, plan, p, head);
+    } catch (e) {
+      if (remembered) continue; // decided over a head that may be stale: decide again over a fresh one
+      const replayed = optimistic && !isWriterFenced(e) ? await replay(core, a.operationId, a.digest, p) : undefined;
+      if (replayed) return replayed;
+      throw e;
     }
-    const now = core.clock();
-    const at = now.toISOString();
-    const planned = plan({ p, now, at, operationId: a.operationId, storeIdentity: core.identity.store_identity });
-    const next = applyTransaction(p, planned.events, at);
-    const receipt = receiptFor(core, a, planned, next, loaded.cursor + 1, at);
     const r = await core.provider.commit({
-      expected_provider_revision: loaded.provider_revision,
+      expected_provider_revision: head.provider_revision,
       operation_id: a.operationId,
       request_digest: a.digest,
-      events: planned.events.map(toJson),
-      next_projection: toJson(next),
-      receipt: toJson(receipt),
+      events: d.planned.events.map(toJson),
+      next_projection: toJson(d.next),
+      receipt: toJson(d.receipt),
       ...(fence === undefined ? {} : { writer_fence: { fence_id: fence.fence_id, epoch: fence.epoch } }),
     });
-    const answer = await settle(core, a, r, receipt, next);
-    if (answer) return answer;
+    const answer = await settle(core, a, r, d.receipt, d.next);
+    if (answer) {
+      if (r.status === 'applied') core.head = { p: structuredClone(d.next), head: { cursor: r.cursor, provider_revision: r.provider_revision } };
+      return answer;
+    }
+    if (!remembered) attempt++;
+    optimistic = false;
   }
   throw conflict('work_commit_contention', 'Other writers kept changing the Goal’s work; the operation was not applied.', {
     nextAction: 'retry with the same operation id',

@@ -19,9 +19,11 @@
  * (`SELECT … FOR UPDATE`) and checks there, in the database, the store identity and incarnation
  * this provider opened, then the writer's fence token (fenced_commit), the operation id and the
  * revision; the head moves by a conditional UPDATE on the revision, incarnation and fence epoch
- * it checked. Writers of one Goal are serialised by that row lock, on any number of connections
- * or processes. A decision not to write rolls back; only a COMMIT the connection failed under is
- * `ambiguous` (`PgCommitAmbiguous`). BIGINT columns arrive as strings and are decoded explicitly;
+ * it checked. A commit is all of that in ONE autocommit statement, the server-side function
+ * `loopx_work_commit` (migration 2): one round trip, its own transaction. Writers of one Goal are
+ * serialised by that row lock, on any number of connections or processes. A decision not to write
+ * writes nothing; only a commit point the connection failed under (a COMMIT, or the one commit
+ * statement once sent) is `ambiguous` (`PgCommitAmbiguous`). BIGINT columns arrive as strings and are decoded explicitly;
  * instants are stored as ISO text, as in SQLite. Opening checks the schema version, then fails
  * closed on metadata of another Goal, a foreign incarnation or a head that disagrees with its
  * commits. The database handle is the caller's: `close()` releases this provider, not the pool.
@@ -65,7 +67,7 @@ import {
   type WorkProvider,
   type WorkStoreIdentity,
 } from './contract.js';
-import { assertScanArguments, encodeCommit, fenceHolds, fenceOf } from './encoding.js';
+import { assertScanArguments, encodeCommit, fenceOf } from './encoding.js';
 import { checkIdentity, foreignIncarnation, mintIdentity, type IdentityExpectations } from './identity.js';
 import { metadataInvalid, protocolViolation, providerClosed, workStoreMissing, workStoreReadFailed } from './errors.js';
 
@@ -123,6 +125,53 @@ export const WORK_PG_MIGRATIONS: readonly PgMigration[] = [
        PRIMARY KEY (goal_key, source_store_identity, cursor),
        UNIQUE (goal_key, operation_id),
        FOREIGN KEY (goal_key, source_store_identity) REFERENCES work_lineage (goal_key, source_store_identity));`,
+  },
+  {
+    // One commit as one autocommit statement (one round trip): the same admission, lock, checks and writes as a write transaction.
+    version: 2,
+    sql: `CREATE FUNCTION loopx_work_commit(
+       p_admit_identity TEXT, p_admit_generation BIGINT, p_key TEXT, p_store_identity TEXT, p_incarnation TEXT, p_goal_id TEXT,
+       p_fence_id TEXT, p_fence_epoch BIGINT, p_operation_id TEXT, p_request_digest TEXT, p_events TEXT, p_receipt TEXT,
+       p_expected_revision TEXT, p_projection TEXT, p_next_fence_id TEXT, p_next_fence_epoch BIGINT)
+     RETURNS TABLE (outcome TEXT, head_cursor BIGINT, head_revision TEXT) LANGUAGE plpgsql AS $fn$
+     DECLARE
+       s RECORD;
+       next_cursor BIGINT;
+       next_revision TEXT;
+     BEGIN
+       PERFORM loopx_admit(p_admit_identity, p_admit_generation);
+       SELECT w.goal_id, w.store_identity, w.incarnation, w.cursor, w.provider_revision, w.fence_id, w.fence_epoch INTO s
+         FROM work_stores w WHERE w.goal_key = p_key FOR UPDATE;
+       IF NOT FOUND OR s.store_identity <> p_store_identity OR s.incarnation <> p_incarnation OR s.goal_id <> p_goal_id THEN
+         RETURN QUERY SELECT 'work_store_replaced', NULL::BIGINT, NULL::TEXT;
+         RETURN;
+       END IF;
+       IF p_fence_id IS NOT NULL AND (s.fence_id IS NULL OR s.fence_id <> p_fence_id OR s.fence_epoch <> p_fence_epoch) THEN
+         RETURN QUERY SELECT 'writer_fenced', NULL::BIGINT, NULL::TEXT;
+         RETURN;
+       END IF;
+       IF EXISTS (SELECT 1 FROM work_commits c WHERE c.goal_key = p_key AND c.operation_id = p_operation_id)
+          OR EXISTS (SELECT 1 FROM work_lineage_commits l WHERE l.goal_key = p_key AND l.operation_id = p_operation_id) THEN
+         RETURN QUERY SELECT 'operation_id_exists', NULL::BIGINT, NULL::TEXT;
+         RETURN;
+       END IF;
+       IF s.provider_revision <> p_expected_revision THEN
+         RETURN QUERY SELECT 'provider_revision_mismatch', NULL::BIGINT, NULL::TEXT;
+         RETURN;
+       END IF;
+       next_cursor := s.cursor + 1;
+       next_revision := p_incarnation || ':' || next_cursor::TEXT;
+       INSERT INTO work_commits (goal_key, cursor, provider_revision, operation_id, request_digest, events, receipt)
+         VALUES (p_key, next_cursor, next_revision, p_operation_id, p_request_digest, p_events, p_receipt);
+       UPDATE work_stores w SET cursor = next_cursor, provider_revision = next_revision, projection = p_projection,
+           fence_id = p_next_fence_id, fence_epoch = p_next_fence_epoch
+         WHERE w.goal_key = p_key AND w.provider_revision = s.provider_revision AND w.incarnation = p_incarnation AND w.fence_epoch = s.fence_epoch;
+       IF NOT FOUND THEN
+         RAISE EXCEPTION 'loopx: the head moved inside a write transaction' USING ERRCODE = 'LXP01';
+       END IF;
+       RETURN QUERY SELECT 'applied', next_cursor, next_revision;
+     END
+     $fn$;`,
   },
 ];
 
@@ -269,17 +318,22 @@ async function writeTransaction<T>(db: PgDatabase, body: (q: PgQuery) => Promise
   } catch (e) {
     if (e instanceof Decided) return e.value as T;
     if (e instanceof PgCommitAmbiguous) return { status: 'ambiguous' };
-    // The installation refused this writer (restored, superseded, rotated since): typed, never retried.
-    const refusal = installationRefusal(e, db.schema);
-    if (refusal) throw refusal;
-    if (isRetryableConflict(e)) return { status: 'failed', code: 'provider_busy' };
-    if (e instanceof RowInvalid) return { status: 'failed', code: rowsInvalid(e).code };
-    if (isLoopxError(e)) return { status: 'failed', code: e.code };
-    return { status: 'failed', code: 'provider_write_failed' };
+    return writeFailure(db, e);
   }
 }
 
-/** Admits the writer at the installation, then locks the store row and checks it is still the store this provider opened. */
+/** A write that provably wrote nothing, as its answer — or the installation's typed refusal, thrown. */
+function writeFailure(db: PgDatabase, e: unknown): WriteFailure {
+  // The installation refused this writer (restored, superseded, rotated since): typed, never retried.
+  const refusal = installationRefusal(e, db.schema);
+  if (refusal) throw refusal;
+  if (isRetryableConflict(e)) return { status: 'failed', code: 'provider_busy' };
+  if (e instanceof RowInvalid) return { status: 'failed', code: rowsInvalid(e).code };
+  if (isLoopxError(e)) return { status: 'failed', code: e.code };
+  return { status: 'failed', code: 'provider_write_failed' };
+}
+
+/** Admits the writer at the installation, then locks the store row and checks it is still the store this provider opened (a lineage import's start; a commit does the same in `loopx_work_commit`). */
 async function lockStore(q: PgQuery, key: string, identity: WorkStoreIdentity, admission: PgAdmission): Promise<StoreRow> {
   await admit(q, admission);
   const [raw] = await q(`SELECT ${STORE_COLUMNS} FROM work_stores WHERE goal_key = $1 FOR UPDATE`, [key]);
@@ -299,36 +353,58 @@ const operationExists = async (q: PgQuery, key: string, operationId: string): Pr
     )
   ).length > 0;
 
-/** One commit: lock + checks (identity, fence, operation id, revision) → insert + conditional head update → COMMIT. */
+const COMMIT_SQL = 'SELECT outcome, head_cursor, head_revision FROM loopx_work_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)';
+const COMMIT_OUTCOMES = new Set(['writer_fenced', 'operation_id_exists', 'provider_revision_mismatch']);
+
+/**
+ * One commit as ONE autocommit statement (`loopx_work_commit`, migration 2): the installation's
+ * admission, the store-row lock, the identity, fence, operation-id and revision checks, the insert
+ * and the conditional head update, all in the database, in the statement's own transaction. A
+ * decision not to write writes nothing; a connection lost once the statement was sent is `ambiguous`.
+ */
 async function commitOnce(db: PgDatabase, key: string, identity: WorkStoreIdentity, admission: PgAdmission, request: WorkCommitRequest): Promise<WorkCommitResult> {
   const c = encodeCommit(request);
   if ('failed' in c) return { status: 'failed', code: c.failed };
   const next = fenceOf(request.next_projection);
-  return writeTransaction(db, async (q): Promise<WorkCommitResult> => {
-    const s = await lockStore(q, key, identity, admission);
-    const held = s.fence_id === null ? null : { fence_id: s.fence_id, epoch: s.fence_epoch };
-    if (!fenceHolds(held, request.writer_fence)) throw new Decided<WorkCommitResult>({ status: 'conflict', reason: 'writer_fenced' });
-    if (await operationExists(q, key, c.operation_id)) throw new Decided<WorkCommitResult>({ status: 'conflict', reason: 'operation_id_exists' });
-    if (s.provider_revision !== c.expected_provider_revision) throw new Decided<WorkCommitResult>({ status: 'conflict', reason: 'provider_revision_mismatch' });
-    const cursor = s.cursor + 1;
-    const revision = formatProviderRevision(identity.incarnation, cursor);
-    await q(`INSERT INTO work_commits (goal_key, ${COMMIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
-      key,
-      cursor,
-      revision,
-      c.operation_id,
-      c.request_digest,
-      c.events,
-      c.receipt,
-    ]);
-    const moved = await q(
-      `UPDATE work_stores SET cursor = $2, provider_revision = $3, projection = $4, fence_id = $5, fence_epoch = $6
-       WHERE goal_key = $1 AND provider_revision = $7 AND incarnation = $8 AND fence_epoch = $9 RETURNING goal_key`,
-      [key, cursor, revision, c.projection, next?.fence_id ?? null, next?.epoch ?? 0, s.provider_revision, identity.incarnation, s.fence_epoch],
+  const fence = request.writer_fence;
+  let rows: Record<string, unknown>[];
+  try {
+    rows = await db.autocommit(
+      COMMIT_SQL,
+      [
+        admission.store_identity,
+        admission.restore_generation,
+        key,
+        identity.store_identity,
+        identity.incarnation,
+        identity.goal_id,
+        fence?.fence_id ?? null,
+        fence?.epoch ?? null,
+        c.operation_id,
+        c.request_digest,
+        c.events,
+        c.receipt,
+        c.expected_provider_revision,
+        c.projection,
+        next?.fence_id ?? null,
+        next?.epoch ?? 0,
+      ],
+      'loopx_work_commit',
     );
-    if (moved.length !== 1) throw protocolViolation('the head moved inside a write transaction');
-    return { status: 'applied', cursor, provider_revision: revision };
-  });
+  } catch (e) {
+    if (e instanceof PgCommitAmbiguous) return { status: 'ambiguous' };
+    return writeFailure(db, (e as { code?: unknown })?.code === 'LXP01' ? protocolViolation('the head moved inside a write transaction') : e);
+  }
+  const outcome = rows[0]?.outcome;
+  if (outcome === 'work_store_replaced') return { status: 'failed', code: storeReplaced(identity.goal_id).code };
+  if (typeof outcome === 'string' && COMMIT_OUTCOMES.has(outcome))
+    return { status: 'conflict', reason: outcome as 'writer_fenced' | 'operation_id_exists' | 'provider_revision_mismatch' };
+  try {
+    if (outcome !== 'applied') throw new RowInvalid('outcome');
+    return { status: 'applied', cursor: bigintColumn(rows[0]?.head_cursor, 'cursor', 1), provider_revision: textColumn(rows[0]?.head_revision, 'provider_revision') };
+  } catch {
+    return { status: 'ambiguous' }; // the statement ran but its answer does not decode: what it did is unknown here (the receipt says)
+  }
 }
 
 /**

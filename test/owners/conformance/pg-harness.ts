@@ -13,6 +13,7 @@ import type { PortHarness } from './support.js';
 export const gated = (db: PgDatabase, ready: Promise<unknown>): PgDatabase => ({
   schema: db.schema,
   query: async (sql, params) => (await ready, db.query(sql, params)),
+  autocommit: async (sql, params, name) => (await ready, db.autocommit(sql, params, name)),
   transaction: async (body, options) => (await ready, db.transaction(body, options)),
   serverIdentity: async () => (await ready, db.serverIdentity()),
   close: () => db.close(),

@@ -4,12 +4,21 @@
  * the database itself (the fence token checked in the commit's transaction), with the same code as
  * on SQLite; a store replaced under an open handle is not written through it; a schema not migrated
  * and damaged rows are refused; and an ambiguous commit of a Todo update — the connection
- * terminated at the commit point, or a COMMIT that landed but whose answer was lost — is resolved
+ * terminated while its one commit statement is in flight, or a commit that landed but whose answer
+ * was lost — is resolved
  * by the work owner's receipt readback, and a retry of the same request applies at most once.
  */
 import { expect, it } from 'vitest';
-import { PgCommitAmbiguous, openPostgres, type PgDatabase } from '../../../src/store/index.js';
-import { openPostgresWorkProvider, openWork, type WorkCommitRequest, type WorkProvider, type WorkLoad } from '../../../src/owners/work/index.js';
+import { PgCommitAmbiguous, migratePostgres, openPostgres, type PgDatabase, type PgQuery } from '../../../src/store/index.js';
+import {
+  WORK_PG_COMPONENT,
+  WORK_PG_MIGRATIONS,
+  openPostgresWorkProvider,
+  openWork,
+  type WorkCommitRequest,
+  type WorkProvider,
+  type WorkLoad,
+} from '../../../src/owners/work/index.js';
 import { PG_URL, describePg, pgSchemas } from '../../support/pg.js';
 import { pgWorkHarnesses, type PgWorkHarness } from './pg-harness.js';
 import { GOAL, rejectionOf, sha, sqliteHarness } from './support.js';
@@ -63,9 +72,10 @@ async function staleWriterIsRefused(openA: () => Promise<WorkProvider>, openB: (
 type Fault = 'terminate_at_commit' | 'lose_commit_answer';
 
 /**
- * `db` whose next write transaction meets `fault` at its commit point: its connection terminated by
- * a second connection after the body ran (the COMMIT then fails: nothing landed), or a COMMIT that
- * landed and whose answer is lost. Either way the transaction rejects with `PgCommitAmbiguous`.
+ * `db` whose next commit (the provider's one autocommit statement) meets `fault`: its connection
+ * terminated by a second connection while the statement is in flight — held at the store table's
+ * lock until then, so nothing lands — or a statement that landed and whose answer is lost. Either
+ * way the statement rejects with `PgCommitAmbiguous`.
  */
 function commitPointFaults(db: PgDatabase, killer: PgDatabase): { db: PgDatabase; arm(fault: Fault): void; fired(): number } {
   let armed: Fault | undefined;
@@ -73,27 +83,40 @@ function commitPointFaults(db: PgDatabase, killer: PgDatabase): { db: PgDatabase
   const wrapped: PgDatabase = {
     schema: db.schema,
     query: (sql, params) => db.query(sql, params),
+    transaction: (body, options) => db.transaction(body, options),
     serverIdentity: () => db.serverIdentity(),
     close: () => db.close(),
-    async transaction(body, options) {
-      const fault = options?.readOnly ? undefined : armed;
-      if (fault === undefined) return db.transaction(body, options);
+    async autocommit(sql, params, name) {
+      const fault = armed;
+      if (fault === undefined) return db.autocommit(sql, params, name);
       armed = undefined;
       fired++;
       if (fault === 'lose_commit_answer') {
-        await db.transaction(body, options);
-        throw new PgCommitAmbiguous(new Error('the answer to COMMIT was lost'));
+        await db.autocommit(sql, params, name);
+        throw new PgCommitAmbiguous(new Error('the answer to the commit was lost'));
       }
-      return db.transaction(async (q) => {
-        const value = await body(q);
-        const [row] = await q<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-        // Waits until that backend is gone: the COMMIT that follows meets a terminated connection.
-        await killer.query('SELECT pg_terminate_backend($1, 30000)', [row!.pid]);
-        return value;
-      }, options);
+      return killer.transaction(async (q) => {
+        await q('LOCK TABLE work_stores IN EXCLUSIVE MODE');
+        const pending = db.autocommit(sql, params, name);
+        pending.catch(() => undefined);
+        const victim = await waitingFor(q);
+        // Waits until that backend is gone: the statement in flight meets a terminated connection.
+        await q('SELECT pg_terminate_backend($1, 30000)', [victim]);
+        return pending;
+      });
     },
   };
   return { db: wrapped, arm: (fault) => (armed = fault), fired: () => fired };
+}
+
+/** Latch: the backend waiting for a lock `q`'s own backend holds (polled; fails after a generous bound). */
+async function waitingFor(q: PgQuery): Promise<number> {
+  for (let i = 0; i <= 1200; i++) {
+    const [row] = await q<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid)) LIMIT 1');
+    if (row) return row.pid;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('no backend ever waited for the store table');
 }
 
 async function todoOwnerWithFaults(h: PgWorkHarness) {
@@ -163,6 +186,25 @@ describePg('the PostgreSQL work provider on the real server', () => {
     expect((await rejectionOf(() => old.load())).code).toBe('work_store_replaced');
     expect(await fresh.load()).toMatchObject({ cursor: 0, head: null });
     expect(await fresh.lineage()).toEqual([]);
+  });
+
+  it('a schema at work version 1 (before the one-statement commit) is refused until migrated, then commits; a statement the server refused is not ambiguous', async () => {
+    const db = openPostgres({ url: PG_URL, schema: freshSchema(), max: 1 });
+    try {
+      expect(await migratePostgres(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS.slice(0, 1))).toEqual({ from: 0, to: 1 });
+      expect((await rejectionOf(() => openPostgresWorkProvider(db, { goal_id: GOAL }))).code).toBe('pg_schema_not_migrated');
+      expect(await migratePostgres(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS)).toEqual({ from: 1, to: 2 });
+      const p = await openPostgresWorkProvider(db, { goal_id: GOAL });
+      expect(await p.commit(await request(p, 1))).toMatchObject({ status: 'applied', cursor: 1 });
+      const refused = await db.autocommit('SELECT 1 / 0', []).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(refused).not.toBeInstanceOf(PgCommitAmbiguous);
+      expect((refused as { code?: unknown }).code).toBe('22012');
+    } finally {
+      await db.close();
+    }
   });
 
   it('refuses a schema the work tables were not migrated into, a missing store when not creating, and rows that do not decode', async () => {
