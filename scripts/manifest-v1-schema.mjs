@@ -100,6 +100,13 @@ d.service_reference = obj({
   provider: { const: 'postgresql' },
   schema: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
   server: obj({ system_identifier: DIGITS, timeline: { type: 'integer', minimum: 1 }, database_oid: { type: 'integer', minimum: 1 } }),
+  installation: nullable(
+    obj({
+      store_identity: { type: 'string', pattern: '^postgresql:[0-9a-f]{32}$' },
+      restore_generation: { type: 'integer', minimum: 0 },
+      state: { enum: ['active', 'restored_pending_rotation', 'rotating', 'superseded'] },
+    }),
+  ),
   snapshot: obj({
     isolation: { const: 'repeatable_read' },
     read_only: { const: true },
@@ -110,7 +117,7 @@ d.service_reference = obj({
   }),
 });
 d.service_reference.description =
-  'The database service a root keeps its Goal state in: a reference (provider, schema, server identity, the one snapshot every served component was read in) — never a URL or a credential.';
+  'The database service a root keeps its Goal state in: a reference (provider, schema, server identity, the installation — store identity and restore generation — and the one snapshot every served component was read in) — never a URL or a credential.';
 d.goal_closure = obj({ goal_id: { type: 'string' }, logical_scope: SCOPE, required_component_ids: { type: 'array', items: COMPONENT_ID } });
 d.set_capture = withOptional(
   {

@@ -9,7 +9,7 @@
 import { rmSync } from 'node:fs';
 import { readRegularFileOnce, conflict, internal, notFound, usageError, tryLockExclusive, ensurePrivateDir, writeFileDurable, PACKAGE_ROOT } from '../core/index.js';
 import { join, resolve } from 'node:path';
-import { assertRuntimeRoot } from '../runtime/index.js';
+import { assertRuntimeRoot, closeRootPools } from '../runtime/index.js';
 import { buildApp, type DaemonApp } from './app.js';
 import type { DaemonTimeouts } from './body.js';
 import { LoginTokens, newToken } from './security.js';
@@ -161,6 +161,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
           await d.adoptions.close();
           await d.drives.close();
           await d.app.close();
+          await closeRootPools(); // the PostgreSQL connections of a root on PostgreSQL
         } finally {
           rmSync(join(root, 'daemon', 'token'), { force: true });
           rmSync(join(root, 'daemon', ENDPOINT_FILE), { force: true });

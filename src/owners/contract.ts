@@ -188,6 +188,8 @@ export interface VerifyOfflineOptions {
  */
 export interface LiveService {
   readonly provider: string;
+  /** The store identity of the service's installation the snapshot read (`postgresql:<hex>`), when it has one. */
+  readonly source_identity: string | null;
   /** Runs `fn` in the set's one snapshot (one statement sequence at a time). */
   snapshot<T>(fn: (q: PgQuery) => Promise<T>): Promise<T>;
   /** Runs `fn` in a fresh read-only transaction: the service's state now. */

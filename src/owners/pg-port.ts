@@ -5,12 +5,29 @@
  * checks the write's precondition on the current rows (a conditional statement, or a row locked
  * `FOR UPDATE` / `FOR SHARE`) and writes. A conflict reason rolls back; anything failing before
  * COMMIT rolls back and is `failed` (nothing written); only a connection lost at COMMIT
- * (`PgCommitAmbiguous`) is `ambiguous`. The component's schema version is checked once, before
+ * (`PgCommitAmbiguous`) is `ambiguous`. Every commit first runs the installation's admission
+ * check in its own transaction (store/pg-installation.ts): a restored schema awaiting rotation, a
+ * superseded one, or a rotation since this process was admitted rejects with that typed refusal. The component's schema version is checked once, before
  * the first read or commit (`loopx db migrate` creates it; a port never does). It decides nothing
  * about the owner's rows, and the pool is not its own: `close` ends the port, not the database.
  */
 import { isLoopxError } from '../core/index.js';
-import { POSTGRESQL_PROVIDER, PgCommitAmbiguous, RowInvalid, isRetryableConflict, requireSchemaVersion, type PgDatabase, type PgMigration, type PgQuery } from '../store/index.js';
+import {
+  INSTALLATION_COMPONENT,
+  INSTALLATION_MIGRATIONS,
+  POSTGRESQL_PROVIDER,
+  PgCommitAmbiguous,
+  RowInvalid,
+  admissionOf,
+  admit,
+  installationRefusal,
+  isRetryableConflict,
+  requireSchemaVersion,
+  type PgAdmission,
+  type PgDatabase,
+  type PgMigration,
+  type PgQuery,
+} from '../store/index.js';
 import { APPLIED, conflictOf, providerClosed, storeCorrupt, storeReadFailed, type CommitResult, type ConflictReason, type StoreOwner } from './port.js';
 
 export interface PgPortBase {
@@ -37,10 +54,14 @@ export function openPgPort(db: PgDatabase, component: string, migrations: readon
   const where = `the ${component} tables of schema ${db.schema}`;
   const corrupt = (e: RowInvalid) => storeCorrupt(owner, where, e);
   let closed = false;
-  let checked: Promise<void> | undefined;
+  let checked: Promise<PgAdmission> | undefined;
   // Once per port; a refusal is not remembered, so a schema migrated later opens on the next use.
-  const ready = (): Promise<void> =>
-    (checked ??= requireSchemaVersion(db, component, migrations).catch((e: unknown) => {
+  const ready = (): Promise<PgAdmission> =>
+    (checked ??= (async () => {
+      await requireSchemaVersion(db, INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS);
+      await requireSchemaVersion(db, component, migrations);
+      return admissionOf(db);
+    })().catch((e: unknown) => {
       checked = undefined;
       throw e;
     }));
@@ -61,14 +82,16 @@ export function openPgPort(db: PgDatabase, component: string, migrations: readon
     },
     async commit(body): Promise<CommitResult> {
       if (closed) return { status: 'failed', code: 'provider_closed' };
+      let admission: PgAdmission;
       try {
-        await ready();
+        admission = await ready();
       } catch (e) {
         if (isLoopxError(e)) throw e;
         return failed(e);
       }
       try {
         await db.transaction(async (q) => {
+          await admit(q, admission);
           const reason = await body(q);
           if (reason !== undefined) throw new Refused(reason);
         });
@@ -78,6 +101,9 @@ export function openPgPort(db: PgDatabase, component: string, migrations: readon
         if (e instanceof PgCommitAmbiguous) return { status: 'ambiguous' };
         // Our own rows failing to decode means the tables were damaged under us: stop, never guess.
         if (e instanceof RowInvalid) throw corrupt(e);
+        // The installation refused this writer (restored, superseded, rotated since): typed, never retried.
+        const refusal = installationRefusal(e, db.schema);
+        if (refusal) throw refusal;
         return failed(e);
       }
     },

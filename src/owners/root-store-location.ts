@@ -39,6 +39,13 @@ export function rootPostgres(root: string): PgDatabase | undefined {
   return db;
 }
 
+/** Ends every pool this process opened for roots (a daemon's shutdown): a later use opens a new one, admitted anew. */
+export async function closeRootPools(): Promise<void> {
+  const open = [...pools.values()];
+  pools.clear();
+  await Promise.all(open.map((db) => db.close().catch(() => undefined)));
+}
+
 /**
  * Refuses a root whose Goal state is not in SQLite files, for the paths that read and write those
  * files directly (backup capture, recovery, adoption): they would miss the state, not protect it.

@@ -7,10 +7,12 @@
  * set's end re-check).
  *
  * What it records about the service is a reference, never a credential: the provider, the schema,
- * the server's identity (system identifier, timeline, database OID — what a restore changes) and
- * the snapshot's transaction bounds. The URL and the environment variable's value never leave it.
+ * the server's identity (system identifier, timeline, database OID — what a restore changes), the
+ * installation the snapshot read (its store identity, restore generation and state, from the
+ * schema's `loopx_installation` row, read in the snapshot itself) and the snapshot's transaction
+ * bounds. The URL and the environment variable's value never leave it.
  */
-import { pgFailure, type PgDatabase, type PgQuery } from '../store/index.js';
+import { pgFailure, readInstallation, type InstallationState, type PgDatabase, type PgQuery } from '../store/index.js';
 import type { LiveService } from './contract.js';
 import { rootPostgres, rootStoreLocation } from './root-store-location.js';
 
@@ -19,6 +21,8 @@ export interface ServiceReference {
   readonly provider: 'postgresql';
   readonly schema: string;
   readonly server: { readonly system_identifier: string; readonly timeline: number; readonly database_oid: number };
+  /** The schema's installation as the snapshot read it (null: the schema has no installation row). */
+  readonly installation: { readonly store_identity: string; readonly restore_generation: number; readonly state: InstallationState } | null;
   readonly snapshot: {
     readonly isolation: 'repeatable_read';
     readonly read_only: true;
@@ -67,11 +71,17 @@ export async function openServiceSnapshot(root: string): Promise<ServiceSnapshot
   let q: PgQuery;
   let server;
   let bounds;
+  let installation: ServiceReference['installation'] = null;
   try {
     server = await db.serverIdentity();
     q = await held.opened;
     // The first statement takes the snapshot (REPEATABLE READ fixes it there, not at BEGIN).
-    [bounds] = await q<{ xmin: string; xmax: string }>('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, pg_snapshot_xmax(pg_current_snapshot())::text AS xmax');
+    [bounds] = await q<{ xmin: string; xmax: string; installed: boolean }>(
+      `SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, pg_snapshot_xmax(pg_current_snapshot())::text AS xmax,
+              to_regclass('loopx_installation') IS NOT NULL AS installed`,
+    );
+    const row = bounds?.installed ? await readInstallation(q) : undefined;
+    if (row !== undefined) installation = { store_identity: row.store_identity, restore_generation: row.restore_generation, state: row.state };
   } catch (e) {
     release();
     await held.ended;
@@ -82,6 +92,7 @@ export async function openServiceSnapshot(root: string): Promise<ServiceSnapshot
   let queue: Promise<unknown> = Promise.resolve();
   return {
     provider: 'postgresql',
+    source_identity: installation?.store_identity ?? null,
     snapshot<T>(fn: (q: PgQuery) => Promise<T>): Promise<T> {
       if (releasedAt !== null) return Promise.reject(new Error('the set snapshot was released'));
       const run = queue.then(() => fn(q));
@@ -93,6 +104,7 @@ export async function openServiceSnapshot(root: string): Promise<ServiceSnapshot
       provider: 'postgresql',
       schema: location.schema,
       server,
+      installation,
       snapshot: { isolation: 'repeatable_read', read_only: true, xmin: bounds!.xmin, xmax: bounds!.xmax, taken_at, released_at: releasedAt },
     }),
     async close() {

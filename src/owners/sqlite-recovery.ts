@@ -232,7 +232,15 @@ async function captureService<H extends { readonly findings: readonly RawFinding
   const items = spec.items(h);
   const point = { revision: contentRevision(items), cursor: items.length };
   const built = buildExport(
-    { schema_version: spec.exportSchema, owner: spec.name, goal_id: scope.goal_id, source_identity: null, ...point, captured_at_start: startAt, captured_at_end: endAt },
+    {
+      schema_version: spec.exportSchema,
+      owner: spec.name,
+      goal_id: scope.goal_id,
+      source_identity: service.source_identity,
+      ...point,
+      captured_at_start: startAt,
+      captured_at_end: endAt,
+    },
     items,
     spec.maxItems,
   );
@@ -240,7 +248,8 @@ async function captureService<H extends { readonly findings: readonly RawFinding
     owner: spec.name,
     scope,
     export_schema: spec.exportSchema,
-    source_identity: null,
+    // The installation the rows belong to: a restored copy of the schema is another one.
+    source_identity: service.source_identity,
     // One snapshot: the state read is both ends of the interval.
     start: { ...point, at: startAt },
     end: { ...point, at: endAt },
@@ -276,7 +285,7 @@ function verifyServiceExport<H extends { readonly findings: readonly RawFinding[
     members: [],
     ok,
     readback: { ok, counts },
-    source_identity: null,
+    source_identity: check.header?.source_identity ?? null,
     revision,
     cursor: check.sha256 === null ? null : check.items.length,
     facts: {},

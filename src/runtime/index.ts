@@ -51,7 +51,7 @@ export {
   type Resolution,
   type RunView,
 } from '../engine/index.js';
-export { assertRuntimeRoot, LAYOUT, ownerDescriptions, type RootOwners } from '../owners/index.js';
+export { assertRuntimeRoot, closeRootPools, LAYOUT, ownerDescriptions, type RootOwners } from '../owners/index.js';
 export { defaultAuthorityDir, recordNextAction, ROOT_IS_COPY, type LocalRunAuthority } from '../run-authority/index.js';
 export { claimInvalid, decodeEnvelope, ENVELOPE_MAX_BYTES, envelopeOversized, type RunSnapshotState } from '../snapshot/index.js';
 export {
@@ -83,4 +83,5 @@ export {
   type VerifyProgress,
 } from '../recovery/index.js';
 export { startWebhookSink } from '../dev/index.js';
+export { dbStatus, planRotation, rotateStore, ROTATION_PLAN_SCHEMA, type DbStatus, type OriginalFence, type RotationPlan, type RotationResult } from './store-rotation.js';
 export { chooseStore, migrateRootStore, PG_COMPONENTS, readStoreConfig, STORE_NAMESPACE, withRootPostgres, type MigrateResult, type StoreConfig } from './store-config.js';

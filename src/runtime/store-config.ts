@@ -8,7 +8,17 @@
  */
 import { randomBytes } from 'node:crypto';
 import { conflict } from '../core/index.js';
-import { POSTGRESQL_PROVIDER, databaseUrlFrom, migratePostgres, openPostgres, schemaIdent, type PgDatabase, type PgMigration } from '../store/index.js';
+import {
+  INSTALLATION_COMPONENT,
+  INSTALLATION_MIGRATIONS,
+  POSTGRESQL_PROVIDER,
+  databaseUrlFrom,
+  migratePostgres,
+  openPostgres,
+  schemaIdent,
+  type PgDatabase,
+  type PgMigration,
+} from '../store/index.js';
 import {
   config as configOwner,
   goal as goalOwner,
@@ -131,9 +141,8 @@ export async function migrateRootStore(root: string): Promise<MigrateResult> {
   const config = await readStoreConfig(root);
   if (config.provider !== 'postgresql') return { provider: config.provider, schema: null, components: [] };
   return withRootPostgres(config, async (db) => {
-    // The schema and its versions table exist from the first migrate on, components or not.
-    await migratePostgres(db, 'loopx', []);
-    const components = [];
+    // The schema, its versions table and its installation row come first, components or not.
+    const components = [{ component: INSTALLATION_COMPONENT, ...(await migratePostgres(db, INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS)) }];
     for (const c of PG_COMPONENTS) components.push({ component: c.component, ...(await migratePostgres(db, c.component, c.migrations)) });
     return { provider: config.provider, schema: config.schema, components };
   });

@@ -42,3 +42,20 @@ export {
   type PgQuery,
   type PgServerIdentity,
 } from './postgres.js';
+export {
+  INSTALLATION_COMPONENT,
+  INSTALLATION_MIGRATIONS,
+  INSTALLATION_STATES,
+  activateInstallation,
+  admissionOf,
+  admit,
+  installationMissing,
+  installationRefusal,
+  readInstallation,
+  rotateInstallation,
+  rotationSetting,
+  supersedeInstallation,
+  type InstallationState,
+  type InstallationView,
+  type PgAdmission,
+} from './pg-installation.js';

@@ -8,6 +8,7 @@
  */
 import pg from 'pg';
 import { internal, isLoopxError, rejected, usageError, type LoopxError } from '../core/index.js';
+import { INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS, ensureInstallation } from './pg-installation.js';
 import { registerStoreProvider } from './providers.js';
 
 export const POSTGRESQL_PROVIDER = 'postgresql';
@@ -25,6 +26,8 @@ export interface PgOptions {
   readonly max?: number;
   /** Idle connections do not keep the process alive (a CLI process exits when its work is done). */
   readonly allowExitOnIdle?: boolean;
+  /** Further startup settings of every connection (`-c name=value`; plain values only). */
+  readonly settings?: Readonly<Record<string, string>>;
 }
 
 /** The server a store lives on, as a restore changes it: a physical restore keeps the system identifier but not the timeline or the database. */
@@ -82,7 +85,7 @@ export interface PgDatabase {
 }
 
 /** The URL with the schema as its connections' search_path, beside any startup options the URL carries already. */
-function withSearchPath(url: string, ident: string): string {
+function withSearchPath(url: string, ident: string, settings: Readonly<Record<string, string>> = {}): string {
   let u: URL;
   try {
     u = new URL(url);
@@ -90,7 +93,11 @@ function withSearchPath(url: string, ident: string): string {
     throw usageError('database_url_invalid', 'The database URL the environment variable holds is not a URL.', 'set it to a URL like postgres://USER@HOST:5432/DATABASE');
   }
   const given = u.searchParams.get('options');
-  u.searchParams.set('options', `${given ? `${given} ` : ''}-c search_path=${ident}`);
+  const extra = Object.entries(settings).map(([k, v]) => {
+    if (!/^[a-z_.]+$/.test(k) || !/^[A-Za-z0-9_.:-]+$/.test(v)) throw internal('pg_setting_invalid', 'A startup setting is not a plain name and value.');
+    return ` -c ${k}=${v}`;
+  });
+  u.searchParams.set('options', `${given ? `${given} ` : ''}-c search_path=${ident}${extra.join('')}`);
   return u.toString();
 }
 
@@ -99,7 +106,7 @@ export function openPostgres(options: PgOptions): PgDatabase {
   const ident = schemaIdent(options.schema);
   // The schema is every connection's search_path from its start (a startup option: no round trip per use).
   const pool = new pg.Pool({
-    connectionString: withSearchPath(options.url, ident),
+    connectionString: withSearchPath(options.url, ident, options.settings),
     max: options.max ?? 4,
     application_name: 'loopx',
     allowExitOnIdle: options.allowExitOnIdle ?? false,
@@ -224,20 +231,28 @@ async function migrate(db: PgDatabase, component: string, migrations: readonly P
     await q('SELECT pg_advisory_xact_lock(hashtext($1))', [`loopx:${db.schema}`]);
     await q(`CREATE SCHEMA IF NOT EXISTS ${schemaIdent(db.schema)}`);
     await q(VERSIONS_TABLE);
-    const [row] = await q<{ version: number }>('SELECT version FROM loopx_schema_versions WHERE component = $1', [component]);
-    const from = row?.version ?? 0;
-    const to = latest(migrations);
-    if (from > to) throw schemaVersionUnknown(component, from, to);
-    for (const m of [...migrations].sort((a, b) => a.version - b.version)) if (m.version > from) await q(m.sql);
-    if (to > from) {
-      await q(
-        `INSERT INTO loopx_schema_versions (component, version) VALUES ($1, $2)
-         ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version, applied_at = now()`,
-        [component, to],
-      );
-    }
-    return { from, to };
+    // Every migrated schema has its installation row (what restores are told apart by) before any component's tables.
+    const installation = await applyMigrations(q, INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS);
+    await ensureInstallation(q);
+    return component === INSTALLATION_COMPONENT ? installation : applyMigrations(q, component, migrations);
   });
+}
+
+/** The steps of `component` the schema lacks, applied in order and recorded; a newer schema is refused. */
+async function applyMigrations(q: PgQuery, component: string, migrations: readonly PgMigration[]): Promise<{ from: number; to: number }> {
+  const [row] = await q<{ version: number }>('SELECT version FROM loopx_schema_versions WHERE component = $1', [component]);
+  const from = row?.version ?? 0;
+  const to = latest(migrations);
+  if (from > to) throw schemaVersionUnknown(component, from, to);
+  for (const m of [...migrations].sort((a, b) => a.version - b.version)) if (m.version > from) await q(m.sql);
+  if (to > from) {
+    await q(
+      `INSERT INTO loopx_schema_versions (component, version) VALUES ($1, $2)
+       ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version, applied_at = now()`,
+      [component, to],
+    );
+  }
+  return { from, to };
 }
 
 /** What a provider asks before its first read or write: the component's schema is exactly the version it knows. */

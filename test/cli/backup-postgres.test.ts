@@ -143,7 +143,15 @@ describePg('backup-state of a root whose Goal state lives in PostgreSQL', () => 
     const service = (m.capture as RecoverySetCapture).service!;
     const live = openPostgres({ url: PG_URL, schema: fx.name, max: 1 });
     try {
-      expect(service).toMatchObject({ provider: 'postgresql', schema: fx.name, server: await live.serverIdentity() });
+      const [row] = await live.query<{ store_identity: string; restore_generation: string }>('SELECT store_identity, restore_generation FROM loopx_installation');
+      expect(service).toMatchObject({
+        provider: 'postgresql',
+        schema: fx.name,
+        server: await live.serverIdentity(),
+        installation: { store_identity: row!.store_identity, restore_generation: Number(row!.restore_generation), state: 'active' },
+      });
+      // The machine owners' state belongs to that installation (a restored copy would be another one).
+      for (const owner of SERVED.filter((o) => o !== 'work')) expect(served(m, owner).source_identity, owner).toBe(row!.store_identity);
     } finally {
       await live.close();
     }

@@ -50,6 +50,9 @@ const EXERCISED_ELSEWHERE: Readonly<Record<string, string>> = {
   'daemon-drill-job.schema.json': 'test/daemon/drills.test.ts',
   'daemon-drill-list.schema.json': 'test/daemon/drills.test.ts',
   'daemon-audit-contents.schema.json': 'test/daemon/audit-contents.test.ts',
+  'db-status.schema.json': 'test/cli/db-rotate.test.ts',
+  'db-rotation-plan.schema.json': 'test/cli/db-rotate.test.ts',
+  'db-rotation.schema.json': 'test/cli/db-rotate.test.ts',
 };
 
 /** Validate one document against docs/schemas/<name>.schema.json, with a readable failure. */

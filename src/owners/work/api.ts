@@ -89,6 +89,11 @@ export interface SetHandoffModeRequest extends WriteOptions {
 
 export type EngageFenceRequest = WriteOptions;
 
+/** `revokeAuthority`: every active lease released and, when the Goal has a writer fence, a new one engaged — why, in `reason`. */
+export interface RevokeAuthorityRequest extends WriteOptions {
+  readonly reason: 'store_rotation';
+}
+
 /** `importLineage`: a verified copy of the source work.db and what the audit binds it to. */
 export interface ImportLineageRequest {
   readonly recovery_id: string;
@@ -181,6 +186,12 @@ export interface WorkOwner {
   setHandoffMode(request: SetHandoffModeRequest): Promise<WorkOperationResult>;
   /** Engages (or rotates) the writer fence; the receipt's `fence` is the new token. Older tokens are refused from then on. */
   engageFence(request: EngageFenceRequest): Promise<WorkOperationResult>;
+  /**
+   * Revokes every authority the store's state grants a writer — each active lease (released, its
+   * claim cleared) and the writer fence (a new one engaged, so no older token commits) — as one
+   * transaction. Refused with `work_nothing_to_revoke` when there is none.
+   */
+  revokeAuthority(request: RevokeAuthorityRequest): Promise<WorkOperationResult>;
   readReceipt(operationId: string): Promise<ReceiptReadback | undefined>;
   /** Committed transactions with cursor > afterCursor, contiguous, at most `limit` (1..1000). */
   history(afterCursor: number, limit: number): Promise<WorkHistoryPage>;

@@ -56,3 +56,7 @@ export const metadataInvalid = (why: string): LoopxError =>
 /** A read of a live store failed below the provider (disk, database server). */
 export const workStoreReadFailed = (cause: unknown): LoopxError =>
   internal('work_store_read_failed', 'Reading the work database failed.', { cause, nextAction: 'check the disk or the database server, then retry' });
+
+/** `revokeAuthority` on a store that grants none (no active lease, no writer fence). */
+export const nothingToRevoke = (goalId: string): LoopxError =>
+  conflict('work_nothing_to_revoke', `Goal ${goalId} holds no active lease and no writer fence; there is nothing to revoke.`, { details: { goal_id: goalId } });

@@ -7,9 +7,11 @@
 import { randomBytes } from 'node:crypto';
 import { conflict } from '../../core/index.js';
 import { execute, type WorkCore } from './commit.js';
+import { nothingToRevoke } from './errors.js';
 import { invalid } from './inputs.js';
-import { isTerminal, leaseAuthorization, HANDOFF_MODES } from './model.js';
-import type { EngageFenceRequest, SetHandoffModeRequest, WorkOperationResult } from './api.js';
+import { isTerminal, leaseAuthorization, HANDOFF_MODES, type WorkEvent } from './model.js';
+import { changed } from './rules.js';
+import type { EngageFenceRequest, RevokeAuthorityRequest, SetHandoffModeRequest, WorkOperationResult } from './api.js';
 
 export async function setHandoffMode(core: WorkCore, r: SetHandoffModeRequest): Promise<WorkOperationResult> {
   if (!(HANDOFF_MODES as readonly unknown[]).includes(r.handoff_mode)) throw invalid('handoff_mode', `one of ${HANDOFF_MODES.join(', ')}`);
@@ -25,6 +27,25 @@ export async function setHandoffMode(core: WorkCore, r: SetHandoffModeRequest): 
       }
     }
     return { events: [{ type: 'handoff_mode_set', handoff_mode: mode }], handoff_mode: mode };
+  });
+}
+
+/** Releases every active lease and engages a new writer fence when one exists (a store rotation: no earlier authority survives). */
+export async function revokeAuthority(core: WorkCore, r: RevokeAuthorityRequest): Promise<WorkOperationResult> {
+  if (r.reason !== 'store_rotation') throw invalid('reason', 'store_rotation');
+  return execute(core, 'revoke_authority', r, { reason: r.reason }, ({ p, now, at }) => {
+    const events: WorkEvent[] = [];
+    for (const t of p.todos) {
+      if (t.lease === null || leaseAuthorization(t.lease, now) !== 'active') continue;
+      const lease = t.lease;
+      events.push(
+        ...changed(t, 'lease_revoke', at, { lease: { ...lease, status: 'released', released_at: at }, claimed_by: t.claimed_by === lease.owner ? null : t.claimed_by }).events,
+      );
+    }
+    const fence = p.fence === null ? undefined : { fence_id: randomBytes(16).toString('hex'), epoch: p.fence.epoch + 1 };
+    if (fence) events.push({ type: 'fence_engaged', fence: { ...fence, engaged_at: at } });
+    if (events.length === 0) throw nothingToRevoke(p.goal_id);
+    return fence ? { events, fence } : { events };
   });
 }
 

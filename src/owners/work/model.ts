@@ -72,7 +72,7 @@ export interface WorkProjection {
   readonly updated_at: string | null;
 }
 
-export type TodoChange = 'update' | 'claim' | 'unclaim' | 'lease_acquire' | 'lease_renew' | 'lease_transfer' | 'lease_release';
+export type TodoChange = 'update' | 'claim' | 'unclaim' | 'lease_acquire' | 'lease_renew' | 'lease_transfer' | 'lease_release' | 'lease_revoke';
 
 /** Events carry post-images: they are the state deltas a retained prefix replays. */
 export type WorkEvent =
@@ -113,6 +113,7 @@ export const WORK_OPERATIONS = [
   'set_handoff_mode',
   'engage_fence',
   'adopt_recovered_state',
+  'revoke_authority',
 ] as const;
 export type WorkOperation = (typeof WORK_OPERATIONS)[number];
 

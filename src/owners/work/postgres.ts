@@ -13,7 +13,9 @@
  *                         (goal_key, operation_id) unique — the receipt index
  *   work_lineage, work_lineage_commits   the histories imported from earlier lifetimes
  *
- * Every mutation (commit, lineage import) is one transaction that first locks its store row
+ * Every mutation (commit, lineage import) is one transaction that first runs the installation's
+ * admission check (store/pg-installation.ts: a restored, superseded or since-rotated schema
+ * rejects the writer with its typed refusal), then locks its store row
  * (`SELECT … FOR UPDATE`) and checks there, in the database, the store identity and incarnation
  * this provider opened, then the writer's fence token (fenced_commit), the operation id and the
  * revision; the head moves by a conditional UPDATE on the revision, incarnation and fence epoch
@@ -26,8 +28,13 @@
  */
 import { isLoopxError, rejected, type LoopxError } from '../../core/index.js';
 import {
+  INSTALLATION_COMPONENT,
+  INSTALLATION_MIGRATIONS,
   POSTGRESQL_PROVIDER,
   PgCommitAmbiguous,
+  admissionOf,
+  admit,
+  installationRefusal,
   RowInvalid,
   isRetryableConflict,
   jsonColumn,
@@ -36,6 +43,7 @@ import {
   requireSchemaVersion,
   textColumn,
   textOrNullColumn,
+  type PgAdmission,
   type PgDatabase,
   type PgMigration,
   type PgQuery,
@@ -196,7 +204,9 @@ const storeReplaced = (goalId: string): LoopxError =>
 
 /** Opens (and, unless `create` is false, first creates) the work store `store_key` of the migrated schema behind `db`. */
 export async function openPostgresWorkProvider(db: PgDatabase, options: PgWorkOptions): Promise<WorkProvider> {
+  await requireSchemaVersion(db, INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS);
   await requireSchemaVersion(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS);
+  const admission = await admissionOf(db);
   const key = options.store_key ?? options.goal_id;
   if (options.create !== false) {
     const minted = mintIdentity(POSTGRESQL_PROVIDER, options.goal_id);
@@ -208,7 +218,7 @@ export async function openPostgresWorkProvider(db: PgDatabase, options: PgWorkOp
   }
   const identity = await readIdentity(db, key, options.goal_id);
   checkIdentity(identity, options);
-  return pgProvider(db, key, identity);
+  return pgProvider(db, key, identity, admission);
 }
 
 /** The store's identity, checked whole: metadata, and a head that agrees with its commits (one snapshot). */
@@ -309,6 +319,9 @@ async function writeTransaction<T>(db: PgDatabase, body: (q: PgQuery) => Promise
   } catch (e) {
     if (e instanceof Decided) return e.value as T;
     if (e instanceof PgCommitAmbiguous) return { status: 'ambiguous' };
+    // The installation refused this writer (restored, superseded, rotated since): typed, never retried.
+    const refusal = installationRefusal(e, db.schema);
+    if (refusal) throw refusal;
     if (isRetryableConflict(e)) return { status: 'failed', code: 'provider_busy' };
     if (e instanceof RowInvalid) return { status: 'failed', code: rowsInvalid(e).code };
     if (isLoopxError(e)) return { status: 'failed', code: e.code };
@@ -316,8 +329,9 @@ async function writeTransaction<T>(db: PgDatabase, body: (q: PgQuery) => Promise
   }
 }
 
-/** Locks the store row for this transaction and checks it is still the store this provider opened. */
-async function lockStore(q: PgQuery, key: string, identity: WorkStoreIdentity): Promise<StoreRow> {
+/** Admits the writer at the installation, then locks the store row and checks it is still the store this provider opened. */
+async function lockStore(q: PgQuery, key: string, identity: WorkStoreIdentity, admission: PgAdmission): Promise<StoreRow> {
+  await admit(q, admission);
   const [raw] = await q(`SELECT ${STORE_COLUMNS} FROM work_stores WHERE goal_key = $1 FOR UPDATE`, [key]);
   const s = raw ? decodeStore(raw) : undefined;
   if (!s || s.store_identity !== identity.store_identity || s.incarnation !== identity.incarnation || s.goal_id !== identity.goal_id) {
@@ -336,12 +350,12 @@ const operationExists = async (q: PgQuery, key: string, operationId: string): Pr
   ).length > 0;
 
 /** One commit: lock + checks (identity, fence, operation id, revision) → insert + conditional head update → COMMIT. */
-async function commitOnce(db: PgDatabase, key: string, identity: WorkStoreIdentity, request: WorkCommitRequest): Promise<WorkCommitResult> {
+async function commitOnce(db: PgDatabase, key: string, identity: WorkStoreIdentity, admission: PgAdmission, request: WorkCommitRequest): Promise<WorkCommitResult> {
   const c = encodeCommit(request);
   if ('failed' in c) return { status: 'failed', code: c.failed };
   const next = fenceOf(request.next_projection);
   return writeTransaction(db, async (q): Promise<WorkCommitResult> => {
-    const s = await lockStore(q, key, identity);
+    const s = await lockStore(q, key, identity, admission);
     const held = s.fence_id === null ? null : { fence_id: s.fence_id, epoch: s.fence_epoch };
     if (!fenceHolds(held, request.writer_fence)) throw new Decided<WorkCommitResult>({ status: 'conflict', reason: 'writer_fenced' });
     if (await operationExists(q, key, c.operation_id)) throw new Decided<WorkCommitResult>({ status: 'conflict', reason: 'operation_id_exists' });
@@ -372,11 +386,11 @@ async function commitOnce(db: PgDatabase, key: string, identity: WorkStoreIdenti
  * written (refused) → the lineage row and every source row, checked contiguous and of the source
  * incarnation → COMMIT. Nothing is written unless all of it is.
  */
-async function importLineageOnce(db: PgDatabase, key: string, identity: WorkStoreIdentity, request: LineageImportRequest): Promise<LineageImportResult> {
+async function importLineageOnce(db: PgDatabase, key: string, identity: WorkStoreIdentity, admission: PgAdmission, request: LineageImportRequest): Promise<LineageImportResult> {
   const l = request.lineage;
   const refuse = (reason: 'store_not_empty' | 'operation_id_exists' | 'rows_invalid') => new Decided<LineageImportResult>({ status: 'conflict', reason });
   return writeTransaction(db, async (q): Promise<LineageImportResult> => {
-    const s = await lockStore(q, key, identity);
+    const s = await lockStore(q, key, identity, admission);
     const [prior] = await q(`SELECT ${LINEAGE_COLUMNS} FROM work_lineage WHERE goal_key = $1 AND source_store_identity = $2`, [key, l.source_store_identity]);
     if (prior) throw new Decided<LineageImportResult>({ status: 'already', lineage: decodeLineage(prior) });
     if (s.cursor !== 0) throw refuse('store_not_empty');
@@ -423,7 +437,7 @@ async function scanPage(q: PgQuery, key: string, afterCursor: number, limit: num
   return { transactions, next_cursor: transactions.at(-1)?.cursor ?? afterCursor, has_more: rows.length > limit };
 }
 
-function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity): WorkProvider {
+function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity, admission: PgAdmission): WorkProvider {
   let closed = false;
   /** One read transaction (a snapshot) of this store, whose row must still be the one opened. */
   const read = async <T>(fn: (q: PgQuery, head: StoreRow) => Promise<T>): Promise<T> => {
@@ -452,7 +466,8 @@ function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity): W
     },
     load: (): Promise<WorkLoad> =>
       read(async (_q, h) => ({ head: jsonOrNullColumn<JsonObject>(h.projection, 'projection'), provider_revision: h.provider_revision, cursor: h.cursor })),
-    commit: async (request: WorkCommitRequest): Promise<WorkCommitResult> => (closed ? { status: 'failed', code: 'provider_closed' } : commitOnce(db, key, identity, request)),
+    commit: async (request: WorkCommitRequest): Promise<WorkCommitResult> =>
+      closed ? { status: 'failed', code: 'provider_closed' } : commitOnce(db, key, identity, admission, request),
     readReceipt: (operationId: string): Promise<StoredReceipt | undefined> =>
       read(async (q) => {
         const [r] = await q(
@@ -470,11 +485,18 @@ function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity): W
       return read((q, head) => scanPage(q, key, afterCursor, limit, head));
     },
     importLineage: async (request: LineageImportRequest): Promise<LineageImportResult> =>
-      closed ? { status: 'failed', code: 'provider_closed' } : importLineageOnce(db, key, identity, request),
+      closed ? { status: 'failed', code: 'provider_closed' } : importLineageOnce(db, key, identity, admission, request),
     lineage: (): Promise<LineageRecord[]> => read(async (q) => (await q(`SELECT ${LINEAGE_COLUMNS} FROM work_lineage WHERE goal_key = $1 ORDER BY seq`, [key])).map(decodeLineage)),
     close() {
       closed = true;
     },
   } satisfies WorkProvider;
   return provider;
+}
+
+/** The work stores of the schema behind `db` (migrated): each store's key and Goal, in key order. */
+export async function listPostgresWorkStores(db: PgDatabase): Promise<{ readonly store_key: string; readonly goal_id: string }[]> {
+  await requireSchemaVersion(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS);
+  const rows = await db.query('SELECT goal_key, goal_id FROM work_stores ORDER BY goal_key');
+  return rows.map((r) => ({ store_key: textColumn(r.goal_key, 'goal_key'), goal_id: textColumn(r.goal_id, 'goal_id') }));
 }

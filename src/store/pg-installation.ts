@@ -1,0 +1,253 @@
+/**
+ * The installation row of a loopx PostgreSQL schema: what makes a restored copy of the schema
+ * distinguishable from the original, and what fences writers at the database.
+ *
+ *   loopx_installation   one row: the installation's store identity (`postgresql:<hex>`), its
+ *                        restore generation (0, +1 per rotation), its state (`active`,
+ *                        `restored_pending_rotation`, `rotating`, `superseded`), and the server it was
+ *                        recorded on — system identifier, timeline, database OID — plus the OID of
+ *                        this very table (a logical restore re-creates it, in any database)
+ *   loopx_admit(identity, generation)   what every owner write runs first, inside its own
+ *                        transaction: it reads the row `FOR SHARE` and raises a loopx SQLSTATE when
+ *                        the schema was restored (the live server, timeline, database or table is
+ *                        not the recorded one, or the state says so), was superseded by a restored
+ *                        copy, or was rotated since the writer was admitted
+ *
+ * A writer is admitted once per process and pool (`admissionOf`): the identity and generation it
+ * read when it first used the schema. It is never refreshed, so a process that opened the schema
+ * before a rotation fails every later write in the database — restarting it admits it again. A
+ * rotation takes the row `FOR UPDATE` (it waits for writers in flight), mints the new identity
+ * and generation in state `rotating` — where only connections started with the startup setting
+ * `loopx.rotation=<new identity>` (the rotator's own) are admitted, to revoke the authority the
+ * state grants — and then makes it `active`. The row is created by the first `migratePostgres`.
+ */
+import { randomBytes } from 'node:crypto';
+import { rejected, type LoopxError } from '../core/index.js';
+import type { PgDatabase, PgMigration, PgQuery, PgServerIdentity } from './postgres.js';
+import { formatStoreIdentity } from './providers.js';
+
+/** The component `loopx db migrate` records the installation tables under. */
+export const INSTALLATION_COMPONENT = 'loopx';
+
+export const INSTALLATION_STATES = ['active', 'restored_pending_rotation', 'rotating', 'superseded'] as const;
+export type InstallationState = (typeof INSTALLATION_STATES)[number];
+
+/** The live server as the admission check compares it (one expression list, used in SQL twice). */
+const LIVE_SERVER = `(SELECT system_identifier::text FROM pg_control_system()) AS system_identifier,
+  (SELECT timeline_id FROM pg_control_checkpoint()) AS timeline,
+  (SELECT oid::bigint FROM pg_database WHERE datname = current_database()) AS database_oid,
+  'loopx_installation'::regclass::oid::bigint AS table_oid`;
+
+/** Append-only, applied by `migratePostgres` before any component's own steps. */
+export const INSTALLATION_MIGRATIONS: readonly PgMigration[] = [
+  {
+    version: 1,
+    sql: `CREATE TABLE loopx_installation (
+       singleton BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
+       store_identity TEXT NOT NULL,
+       restore_generation BIGINT NOT NULL CHECK (restore_generation >= 0),
+       state TEXT NOT NULL CHECK (state IN ('active', 'restored_pending_rotation', 'rotating', 'superseded')),
+       system_identifier TEXT NOT NULL,
+       timeline BIGINT NOT NULL,
+       database_oid BIGINT NOT NULL,
+       table_oid BIGINT NOT NULL,
+       created_at TEXT NOT NULL,
+       rotated_at TEXT,
+       superseded_by TEXT);
+     CREATE FUNCTION loopx_admit(p_identity TEXT, p_generation BIGINT) RETURNS void LANGUAGE plpgsql AS $fn$
+     DECLARE
+       r RECORD;
+       live RECORD;
+     BEGIN
+       SELECT * INTO r FROM loopx_installation FOR SHARE;
+       IF NOT FOUND THEN
+         RAISE EXCEPTION 'loopx: this schema has no installation row' USING ERRCODE = 'LXI01';
+       END IF;
+       IF r.state = 'superseded' THEN
+         RAISE EXCEPTION 'loopx: superseded by a restored copy' USING ERRCODE = 'LXS01';
+       END IF;
+       SELECT ${LIVE_SERVER} INTO live;
+       IF r.state = 'restored_pending_rotation'
+          OR (r.state = 'rotating' AND coalesce(current_setting('loopx.rotation', true), '') <> r.store_identity)
+          OR r.system_identifier <> live.system_identifier OR r.timeline <> live.timeline
+          OR r.database_oid <> live.database_oid OR r.table_oid <> live.table_oid THEN
+         RAISE EXCEPTION 'loopx: restored, pending rotation' USING ERRCODE = 'LXR01';
+       END IF;
+       IF r.store_identity <> p_identity OR r.restore_generation <> p_generation THEN
+         RAISE EXCEPTION 'loopx: admitted before a rotation' USING ERRCODE = 'LXW01';
+       END IF;
+     END
+     $fn$;`,
+  },
+];
+
+/** What a writer was admitted under: the installation's identity and restore generation when it first used the schema. */
+export interface PgAdmission {
+  readonly store_identity: string;
+  readonly restore_generation: number;
+}
+
+/** The installation row with the live server beside it (what `loopx db status` shows and a rotation plans from). */
+export interface InstallationView extends PgAdmission {
+  readonly recorded_state: InstallationState;
+  /** `restored_pending_rotation` when the live server, database or table is not the recorded one. */
+  readonly state: InstallationState;
+  readonly recorded_server: PgServerIdentity;
+  readonly live_server: PgServerIdentity;
+  /** Which of the recorded facts differ from the live ones (empty when none). */
+  readonly changed: readonly ('system_identifier' | 'timeline' | 'database_oid' | 'table_oid')[];
+  readonly created_at: string;
+  readonly rotated_at: string | null;
+  readonly superseded_by: string | null;
+}
+
+/** Mints the row when the schema has none (the first migration of the schema). Runs in the migrator's transaction. */
+export async function ensureInstallation(q: PgQuery): Promise<void> {
+  await q(
+    `INSERT INTO loopx_installation (store_identity, restore_generation, state, system_identifier, timeline, database_oid, table_oid, created_at)
+     SELECT $1, 0, 'active', l.system_identifier, l.timeline, l.database_oid, l.table_oid, $2 FROM (SELECT ${LIVE_SERVER}) l
+     ON CONFLICT (singleton) DO NOTHING`,
+    [mintInstallationIdentity(), new Date().toISOString()],
+  );
+}
+
+export const mintInstallationIdentity = (): string => formatStoreIdentity('postgresql', randomBytes(16).toString('hex'));
+
+const num = (v: unknown): number => Number(v);
+
+/** The row and the live server, read in `q`'s transaction (`lock`: `FOR UPDATE`, for a rotation). */
+export async function readInstallation(q: PgQuery, lock = false): Promise<InstallationView | undefined> {
+  const [r] = await q(`SELECT i.*, l.system_identifier AS live_system_identifier, l.timeline AS live_timeline, l.database_oid AS live_database_oid,
+       l.table_oid AS live_table_oid FROM loopx_installation i, (SELECT ${LIVE_SERVER}) l${lock ? ' FOR UPDATE OF i' : ''}`);
+  if (!r) return undefined;
+  const changed: InstallationView['changed'][number][] = [];
+  if (r.system_identifier !== r.live_system_identifier) changed.push('system_identifier');
+  if (num(r.timeline) !== num(r.live_timeline)) changed.push('timeline');
+  if (num(r.database_oid) !== num(r.live_database_oid)) changed.push('database_oid');
+  if (num(r.table_oid) !== num(r.live_table_oid)) changed.push('table_oid');
+  const recorded = r.state as InstallationState;
+  return {
+    store_identity: String(r.store_identity),
+    restore_generation: num(r.restore_generation),
+    recorded_state: recorded,
+    state: recorded === 'active' && changed.length > 0 ? 'restored_pending_rotation' : recorded,
+    recorded_server: { system_identifier: String(r.system_identifier), timeline: num(r.timeline), database_oid: num(r.database_oid) },
+    live_server: { system_identifier: String(r.live_system_identifier), timeline: num(r.live_timeline), database_oid: num(r.live_database_oid) },
+    changed,
+    created_at: String(r.created_at),
+    rotated_at: r.rotated_at === null ? null : String(r.rotated_at),
+    superseded_by: r.superseded_by === null ? null : String(r.superseded_by),
+  };
+}
+
+/** In a rotation's transaction: a new identity, the next generation, the live server recorded — `rotating`, admitting only the rotator. */
+export async function rotateInstallation(q: PgQuery, from: PgAdmission): Promise<PgAdmission> {
+  const next = { store_identity: mintInstallationIdentity(), restore_generation: from.restore_generation + 1 };
+  const moved = await q(
+    `UPDATE loopx_installation i SET store_identity = $1, restore_generation = $2, state = 'rotating', system_identifier = l.system_identifier,
+       timeline = l.timeline, database_oid = l.database_oid, table_oid = l.table_oid, rotated_at = $3, superseded_by = NULL
+     FROM (SELECT ${LIVE_SERVER}) l WHERE i.store_identity = $4 AND i.restore_generation = $5 RETURNING i.store_identity`,
+    [next.store_identity, next.restore_generation, new Date().toISOString(), from.store_identity, from.restore_generation],
+  );
+  if (moved.length !== 1) throw installationMoved();
+  return next;
+}
+
+/** The rotation's last step: the rotated installation admits writers. */
+export async function activateInstallation(q: PgQuery, rotated: PgAdmission): Promise<void> {
+  const moved = await q(`UPDATE loopx_installation SET state = 'active' WHERE state = 'rotating' AND store_identity = $1 AND restore_generation = $2 RETURNING singleton`, [
+    rotated.store_identity,
+    rotated.restore_generation,
+  ]);
+  if (moved.length !== 1) throw installationMoved();
+}
+
+/** The startup setting that admits a connection to a `rotating` installation: the rotator's own pool only. */
+export const rotationSetting = (rotated: PgAdmission): Record<string, string> => ({ 'loopx.rotation': rotated.store_identity });
+
+/** On the original service, once its restored copy is rotated: every later write there is refused. */
+export async function supersedeInstallation(q: PgQuery, by: string): Promise<boolean> {
+  const rows = await q(`UPDATE loopx_installation SET state = 'superseded', superseded_by = $1 WHERE state <> 'superseded' RETURNING singleton`, [by]);
+  return rows.length === 1;
+}
+
+const admissions = new WeakMap<PgDatabase, Promise<PgAdmission>>();
+
+/**
+ * What this process's writers on `db` are admitted under — read once, on first use, and kept
+ * (a failed read is not kept). A schema already refusing writers refuses here too, typed.
+ */
+export function admissionOf(db: PgDatabase): Promise<PgAdmission> {
+  let a = admissions.get(db);
+  if (a === undefined) {
+    a = db
+      .transaction(
+        async (q) => {
+          const view = await readInstallation(q);
+          if (view === undefined) throw installationMissing(db.schema);
+          return { store_identity: view.store_identity, restore_generation: view.restore_generation };
+        },
+        { isolation: 'repeatable read', readOnly: true },
+      )
+      .catch((e: unknown) => {
+        admissions.delete(db);
+        throw e;
+      });
+    admissions.set(db, a);
+  }
+  return a;
+}
+
+/** The first statement of every owner write: the installation checked in the write's own transaction. */
+export async function admit(q: PgQuery, admission: PgAdmission): Promise<void> {
+  await q('SELECT loopx_admit($1, $2)', [admission.store_identity, admission.restore_generation]);
+}
+
+/** The typed refusal for a loopx SQLSTATE raised by `loopx_admit`, or undefined for any other error. */
+export function installationRefusal(e: unknown, schema: string): LoopxError | undefined {
+  switch ((e as { code?: unknown })?.code) {
+    case 'LXR01':
+      return restoredPendingRotation(schema);
+    case 'LXS01':
+      return storeSuperseded(schema);
+    case 'LXW01':
+      return writerStale(schema);
+    case 'LXI01':
+      return installationMissing(schema);
+    default:
+      return undefined;
+  }
+}
+
+export const restoredPendingRotation = (schema: string): LoopxError =>
+  rejected(
+    'store_restored_pending_rotation',
+    `Schema ${schema} is a restored copy (or sits on another server than it was recorded on); no write is admitted before its identity is rotated.`,
+    {
+      nextAction: 'name the restored database’s URL again to preview its rotation: loopx db rotate --database-url env:LOOPX_DATABASE_URL',
+      details: { schema },
+    },
+  );
+
+export const storeSuperseded = (schema: string): LoopxError =>
+  rejected('store_superseded', `Schema ${schema} on this server was superseded by a restored copy; it admits no write.`, {
+    nextAction: 'point this process at the restored database the root now names, and start it again',
+    details: { schema },
+  });
+
+export const writerStale = (schema: string): LoopxError =>
+  rejected('store_writer_stale', `Schema ${schema} was rotated after this process first used it; its writes are no longer admitted.`, {
+    nextAction: 'start the process again (it is admitted under the rotated identity)',
+    details: { schema },
+  });
+
+export const installationMissing = (schema: string): LoopxError =>
+  rejected('store_installation_missing', `Schema ${schema} has no loopx installation row.`, {
+    nextAction: 'apply the migrations: loopx db migrate',
+    details: { schema },
+  });
+
+const installationMoved = (): LoopxError =>
+  rejected('store_rotation_raced', 'The installation changed while it was being rotated; nothing was rotated.', {
+    nextAction: 'preview the rotation again: loopx db rotate',
+  });
