@@ -64,6 +64,12 @@ export interface CopiedRoot {
   readonly scratchDir?: string;
   /** The directory that holds root-adjacent members (e.g. the configuration checkpoint); default: none. */
   readonly beside?: string;
+  /**
+   * A component's export records where its state is the export alone (captured from a database
+   * service, no member in `root`); undefined for an owner and scope whose state is in `root`.
+   * `readHistorical` reads such a component from its export.
+   */
+  readonly exports?: (owner: string, scope: OwnerScope) => readonly unknown[] | undefined;
 }
 
 /** A member an owner keeps in a root, root-relative (POSIX), from LAYOUT. */

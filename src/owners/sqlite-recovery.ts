@@ -120,7 +120,10 @@ export interface SqliteOwnerSpec<H extends { readonly findings: readonly RawFind
   items(h: H): readonly unknown[];
   /** Operations begun and not settled in a read state (capture reports it). */
   inFlight?(h: H): number;
-  /** Per item kind of the export, the count it adds to (the names `counts` gives): an export's counts without its store. */
+  /**
+   * Per item kind of the export, the count it adds to (the names `counts` gives), which is also the
+   * reader's field that holds those items: an export's counts, and its readback, without its store.
+   */
   readonly itemCounts: Readonly<Record<string, string>>;
   /** The owner's tables in a PostgreSQL schema and the reader's decoding of their rows. */
   readonly postgresql?: {
@@ -294,6 +297,36 @@ function verifyServiceExport<H extends { readonly findings: readonly RawFinding[
   };
 }
 
+/** A component captured from a service, read back from its export alone: its items as the reader's fields, the export's findings. */
+function readServiceExport<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(
+  spec: Spec<H>,
+  scope: OwnerScope,
+  records: readonly unknown[],
+): HistoricalRead<H> {
+  const check = verifyExport(records, { schema: spec.exportSchema, owner: spec.name, scope, maxItems: spec.maxItems });
+  const fields: Record<string, unknown[]> = Object.fromEntries(Object.values(spec.itemCounts).map((name) => [name, []]));
+  for (const item of check.items) {
+    const i = item as { kind?: unknown; value?: unknown } | null;
+    fields[spec.itemCounts[String(i?.kind)] ?? '']?.push(i?.value);
+  }
+  const findings = [...check.findings];
+  const readable = check.header !== null && check.sha256 !== null;
+  return {
+    owner: spec.name,
+    scope,
+    readable,
+    ok: readable && !hasErrors(findings),
+    schema_version: check.header?.schema_version ?? null,
+    source_identity: check.header?.source_identity ?? null,
+    revision: readable ? contentRevision(check.items) : null,
+    cursor: readable ? check.items.length : null,
+    counts: countItems(spec, check.items),
+    value: { owner: spec.name, schema_version: null, ...fields, findings } as unknown as H,
+    findings,
+    execution_authority_granted: false,
+  };
+}
+
 export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(spec: SqliteOwnerSpec<H>): OwnerRecovery<H> {
   const envelope = (h: H, scope: OwnerScope): HistoricalRead<H> => {
     const findings = h.findings.map(asOwnerFinding);
@@ -315,7 +348,11 @@ export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]
     };
   };
   const served = { providers: spec.postgresql ? [POSTGRESQL_PROVIDER] : [] };
-  const readHistorical: OwnerRecovery<H>['readHistorical'] = (copy, scope) => envelope(spec.read(join(copy.root, spec.file), copy.scratchDir), scope);
+  const readFile: OwnerRecovery<H>['readHistorical'] = (copy, scope) => envelope(spec.read(join(copy.root, spec.file), copy.scratchDir), scope);
+  const readHistorical: OwnerRecovery<H>['readHistorical'] = (copy, scope) => {
+    const records = copy.exports?.(spec.name, scope);
+    return records === undefined ? readFile(copy, scope) : readServiceExport(spec, scope, records);
+  };
 
   return {
     name: spec.name,

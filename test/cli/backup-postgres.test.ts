@@ -189,6 +189,22 @@ describePg('backup-state of a root whose Goal state lives in PostgreSQL', () => 
     expect(byOwner('effect').readback.counts.effects).toBeGreaterThan(0);
     expect(JSON.stringify(audit).includes(PASSWORD)).toBe(false);
 
+    // The workspace reads back what the database held, from the exports alone.
+    const ls = json(['backup-state', 'workspace', 'ls', dest, '--json']);
+    expect(ls.goals).toEqual([
+      expect.objectContaining({ goal_id: 'launch', work_readable: true, committed_transactions: fx.commits, todos_by_status: { done: 1, blocked: 1, open: 1 } }),
+    ]);
+    expect(ls.sessions).toBe(1);
+    const shown = json(['backup-state', 'workspace', 'show', dest, '--goal', 'launch', '--json']);
+    expect(shown.work).toMatchObject({ readable: true, store_identity: served(fx.doc, 'work').source_identity, head_cursor: fx.commits });
+    expect(shown.todos.map((t: Doc) => [t.todo_id, t.status])).toEqual([
+      ['t1', 'done'],
+      ['t2', 'blocked'],
+      ['t3', 'open'],
+    ]);
+    expect(shown.sessions).toHaveLength(1);
+    expect(shown.effects.length).toBeGreaterThan(0);
+
     // The variable naming a closed port: the same verdicts (nothing was ever asked of a server).
     const again = verify(fx.archive, fx.manifest, join(tempDir('loopx-pgverify-'), 'verified'), { [VAR]: CLOSED_URL });
     const verdicts = (a: Doc) => a.components.map((c: Doc) => [c.component_id, c.verification, c.content_digest]);

@@ -18,7 +18,7 @@ import { snapshotSqliteDatabase } from '../../store/index.js';
 import type { HistoricalRead, OfflineVerification, OwnerFinding, OwnerRecovery, OwnerScope } from '../contract.js';
 import { hasErrors, servedBy } from '../contract.js';
 import { POSTGRESQL_PROVIDER } from '../../store/index.js';
-import { captureWorkFromService, observeWorkInService, verifyWorkExport } from './service-recovery.js';
+import { captureWorkFromService, historicalFromExport, observeWorkInService, verifyWorkExport } from './service-recovery.js';
 import { LAYOUT } from '../layout.js';
 import { walHeader } from '../sqlite-recovery.js';
 import { readHistoricalFile, type HistoricalWork } from './historical.js';
@@ -231,5 +231,9 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
     };
   },
 
-  readHistorical: (copy, scope) => envelope(readHistoricalFile(join(copy.root, LAYOUT.workDb(goalOf(scope))), { goal_id: goalOf(scope) }), scope),
+  readHistorical(copy, scope) {
+    const records = copy.exports?.('work', scope);
+    if (records !== undefined) return envelope(historicalFromExport(records, goalOf(scope)), scope);
+    return envelope(readHistoricalFile(join(copy.root, LAYOUT.workDb(goalOf(scope))), { goal_id: goalOf(scope) }), scope);
+  },
 };

@@ -7,8 +7,12 @@
  * - `verifyOffline`: the retained-prefix verifier on that export alone — chain, seal, contiguity,
  *   receipts, and the replay of every transaction to the head projection the header names. It opens
  *   nothing: no copy, no connection.
+ * - `readHistorical` of such a component (a recovery workspace's): the same export replayed — its
+ *   Todos, fence and history as history only.
  */
+import { canonicalJson, sha256Hex } from '../../core/index.js';
 import type { LiveService, OfflineVerification, OwnerCapture, OwnerScope } from '../contract.js';
+import type { HistoricalWork } from './historical.js';
 import { openPgWorkSnapshot, pgWorkHead } from './postgres.js';
 import { RETAINED_PREFIX_SCHEMA, exportRetainedPrefix, verifyRetainedPrefix } from './retained-prefix.js';
 
@@ -69,6 +73,29 @@ export function verifyWorkExport(scope: OwnerScope & { goal_id: string }, record
         todos_by_status: byStatus,
       },
     },
+    findings: v.findings,
+  };
+}
+
+/** A Goal's work read back from its retained-prefix export alone (a recovery workspace of a PostgreSQL root): history only. */
+export function historicalFromExport(records: readonly unknown[], goalId: string): HistoricalWork {
+  const v = verifyRetainedPrefix(records, { goal_id: goalId });
+  const header = (v.goal_id === null ? null : records[0]) as { incarnation?: unknown; provider_revision?: unknown } | null;
+  const projection = v.projection;
+  return {
+    readable: v.ok,
+    execution_authority_granted: false,
+    goal_id: v.goal_id,
+    store_identity: v.store_identity,
+    incarnation: typeof header?.incarnation === 'string' ? header.incarnation : null,
+    user_version: null,
+    head_cursor: v.head_cursor,
+    provider_revision: v.ok && typeof header?.provider_revision === 'string' ? header.provider_revision : null,
+    history_count: v.record_count,
+    handoff_mode: projection?.handoff_mode ?? null,
+    fence_epoch: projection?.fence?.epoch ?? null,
+    todos: projection?.todos ?? [],
+    head_projection_sha256: projection === null ? null : sha256Hex(canonicalJson(projection)),
     findings: v.findings,
   };
 }
