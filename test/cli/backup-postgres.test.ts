@@ -8,7 +8,7 @@
  * verified, and a tampered export record is found. A set captured while writers commit is still one
  * snapshot: a write committed between two components is in neither, and each export agrees with itself.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -204,6 +204,12 @@ describePg('backup-state of a root whose Goal state lives in PostgreSQL', () => 
     ]);
     expect(shown.sessions).toHaveLength(1);
     expect(shown.effects.length).toBeGreaterThan(0);
+
+    // Adopting the Goal into a root is not supported from a database capture yet: refused, typed, nothing made.
+    const into = join(dirname(dest), 'adopted');
+    const adopt = loopx(['recover', 'plan', '--from', dest, '--goal', 'launch', '--destination', into, '--json']);
+    expect([adopt.status, adopt.json().error.code]).toEqual([3, 'recover_provider_unsupported']);
+    expect(existsSync(into)).toBe(false);
 
     // The variable naming a closed port: the same verdicts (nothing was ever asked of a server).
     const again = verify(fx.archive, fx.manifest, join(tempDir('loopx-pgverify-'), 'verified'), { [VAR]: CLOSED_URL });
