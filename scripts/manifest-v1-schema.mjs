@@ -25,6 +25,9 @@ const DOWNGRADE = {
 const COMPONENT_ID = { type: 'string', pattern: '^[a-z][a-z0-9_]{0,31}(-[0-9a-f]{12})?$', description: 'Stable within the set; keyed per backup, never a Goal id.' };
 const SCOPE = { type: 'string', pattern: '^(machine|goal:[0-9a-f]{12})$' };
 const obj = (props, required = Object.keys(props)) => ({ type: 'object', additionalProperties: false, required, properties: props });
+/** `obj` whose `optional` properties may be left out. */
+const withOptional = (props, optional) => obj({ ...props, ...optional }, Object.keys(props));
+const DIGITS = { type: 'string', pattern: '^[0-9]{1,20}$' };
 
 s.$id = 'https://loopx.dev/schemas/state-backup-manifest-v1.json';
 s.title = 'loopx_state_backup_v1 manifest';
@@ -49,71 +52,104 @@ delete d.capture;
 const point = obj({ revision: { type: ['string', 'null'] }, cursor: { type: ['integer', 'null'] }, at: { $ref: '#/$defs/timestamp' } });
 d.point = point;
 d.downgrade = obj({ code: DOWNGRADE, component_id: { oneOf: [{ type: 'null' }, COMPONENT_ID] }, severity: { enum: ['hold', 'warning'] }, next_action: { type: 'string' } });
-d.component = obj({
-  component_id: COMPONENT_ID,
-  owner_kind: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,31}$' },
-  logical_scope: SCOPE,
-  goal_id: { type: ['string', 'null'] },
-  archive_members: { type: 'array', items: { $ref: '#/$defs/archive_path' } },
-  export_member: nullable({ $ref: '#/$defs/archive_path' }),
-  export_items: {
-    enum: ['in_export', 'from_copy', null],
-    description:
-      "Where the export's records are: in_export — the export member holds the header, every record and the seal; from_copy — the records are the owner's reading of its archived members, the member holds only the header and the seal, and verification rebuilds the records from the copy. Null without an export.",
+d.component = withOptional(
+  {
+    component_id: COMPONENT_ID,
+    owner_kind: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,31}$' },
+    logical_scope: SCOPE,
+    goal_id: { type: ['string', 'null'] },
+    archive_members: { type: 'array', items: { $ref: '#/$defs/archive_path' } },
+    export_member: nullable({ $ref: '#/$defs/archive_path' }),
+    export_items: {
+      enum: ['in_export', 'from_copy', null],
+      description:
+        "Where the export's records are: in_export — the export member holds the header, every record and the seal; from_copy — the records are the owner's reading of its archived members, the member holds only the header and the seal, and verification rebuilds the records from the copy. Null without an export.",
+    },
+    required: { type: 'boolean' },
+    state: { enum: ['captured', 'absent', 'missing', 'unreadable'] },
+    schema_version: { type: ['string', 'null'] },
+    producer_version: { type: 'string' },
+    capture_profile: PROFILE,
+    requested_profile: PROFILE,
+    achieved_profile: PROFILE,
+    source_identity: { type: ['string', 'null'] },
+    source_revision: { type: ['string', 'null'] },
+    cursor: { type: ['integer', 'null'], minimum: 0 },
+    content_digest: nullable({ $ref: '#/$defs/sha256' }),
+    record_count: { type: ['integer', 'null'], minimum: 0 },
+    dependency_ids: { type: 'array', items: COMPONENT_ID },
+    verification_profile: { type: 'string' },
+    capture_interval: obj({ start: nullable({ $ref: '#/$defs/point' }), end: nullable({ $ref: '#/$defs/point' }) }),
+    in_flight: { type: 'integer', minimum: 0 },
+    skew: obj({
+      moved_during_capture: { type: 'boolean' },
+      moved_before_set_end: { type: 'boolean' },
+      set_end: nullable({ $ref: '#/$defs/point' }),
+      cursor_delta: { type: ['integer', 'null'] },
+    }),
+    downgrades: { type: 'array', items: DOWNGRADE },
   },
-  required: { type: 'boolean' },
-  state: { enum: ['captured', 'absent', 'missing', 'unreadable'] },
-  schema_version: { type: ['string', 'null'] },
-  producer_version: { type: 'string' },
-  capture_profile: PROFILE,
-  requested_profile: PROFILE,
-  achieved_profile: PROFILE,
-  source_identity: { type: ['string', 'null'] },
-  source_revision: { type: ['string', 'null'] },
-  cursor: { type: ['integer', 'null'], minimum: 0 },
-  content_digest: nullable({ $ref: '#/$defs/sha256' }),
-  record_count: { type: ['integer', 'null'], minimum: 0 },
-  dependency_ids: { type: 'array', items: COMPONENT_ID },
-  verification_profile: { type: 'string' },
-  capture_interval: obj({ start: nullable({ $ref: '#/$defs/point' }), end: nullable({ $ref: '#/$defs/point' }) }),
-  in_flight: { type: 'integer', minimum: 0 },
-  skew: obj({
-    moved_during_capture: { type: 'boolean' },
-    moved_before_set_end: { type: 'boolean' },
-    set_end: nullable({ $ref: '#/$defs/point' }),
-    cursor_delta: { type: ['integer', 'null'] },
-  }),
-  downgrades: { type: 'array', items: DOWNGRADE },
-});
-d.goal_closure = obj({ goal_id: { type: 'string' }, logical_scope: SCOPE, required_component_ids: { type: 'array', items: COMPONENT_ID } });
-d.set_capture = obj({
-  profile: PROFILE,
-  requested_profile: PROFILE,
-  achieved_profile: PROFILE,
-  cross_owner_point_in_time: { type: 'boolean' },
-  sqlite: { const: 'owner_capture_online_snapshot' },
-  files: { const: 'owner_capture_with_traversal_remainder' },
-  interval: obj({ start: { $ref: '#/$defs/timestamp' }, end: { $ref: '#/$defs/timestamp' } }),
-  quiescence: nullable(obj({ epoch: { type: 'string' }, drained: { type: 'boolean' }, waited_ms: { type: 'integer', minimum: 0 } })),
-  failure_observation: nullable(
+  {
+    provider: {
+      const: 'postgresql',
+      description: "Set when the component's state was read from the root's database service, not its files: its export holds every record and it has no member.",
+    },
+  },
+);
+d.service_reference = obj({
+  provider: { const: 'postgresql' },
+  schema: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
+  server: obj({ system_identifier: DIGITS, timeline: { type: 'integer', minimum: 1 }, database_oid: { type: 'integer', minimum: 1 } }),
+  installation: nullable(
     obj({
-      observed_at: { $ref: '#/$defs/timestamp' },
-      proof: obj({ root_locks_free: { type: 'integer', minimum: 0 }, other_processes_with_open_files: { const: 0 } }),
-      files: {
-        type: 'array',
-        items: obj({
-          path: { $ref: '#/$defs/relative_path' },
-          size_bytes: { type: 'integer', minimum: 0 },
-          sha256: { $ref: '#/$defs/sha256' },
-          archive_member: { $ref: '#/$defs/archive_path' },
-        }),
-      },
-      component_files: { type: 'object', propertyNames: COMPONENT_ID, additionalProperties: { type: 'array', items: { $ref: '#/$defs/relative_path' } } },
+      store_identity: { type: 'string', pattern: '^postgresql:[0-9a-f]{32}$' },
+      restore_generation: { type: 'integer', minimum: 0 },
+      state: { enum: ['active', 'restored_pending_rotation', 'rotating', 'superseded'] },
     }),
   ),
-  skew_inventory: { type: 'array', items: obj({ component_id: COMPONENT_ID, moved: { type: 'boolean' }, cursor_delta: { type: ['integer', 'null'] } }) },
-  downgrades: { type: 'array', items: { $ref: '#/$defs/downgrade' } },
+  snapshot: obj({
+    isolation: { const: 'repeatable_read' },
+    read_only: { const: true },
+    xmin: DIGITS,
+    xmax: DIGITS,
+    taken_at: { $ref: '#/$defs/timestamp' },
+    released_at: nullable({ $ref: '#/$defs/timestamp' }),
+  }),
 });
+d.service_reference.description =
+  'The database service a root keeps its Goal state in: a reference (provider, schema, server identity, the installation — store identity and restore generation — and the one snapshot every served component was read in) — never a URL or a credential.';
+d.goal_closure = obj({ goal_id: { type: 'string' }, logical_scope: SCOPE, required_component_ids: { type: 'array', items: COMPONENT_ID } });
+d.set_capture = withOptional(
+  {
+    profile: PROFILE,
+    requested_profile: PROFILE,
+    achieved_profile: PROFILE,
+    cross_owner_point_in_time: { type: 'boolean' },
+    sqlite: { const: 'owner_capture_online_snapshot' },
+    files: { const: 'owner_capture_with_traversal_remainder' },
+    interval: obj({ start: { $ref: '#/$defs/timestamp' }, end: { $ref: '#/$defs/timestamp' } }),
+    quiescence: nullable(obj({ epoch: { type: 'string' }, drained: { type: 'boolean' }, waited_ms: { type: 'integer', minimum: 0 } })),
+    failure_observation: nullable(
+      obj({
+        observed_at: { $ref: '#/$defs/timestamp' },
+        proof: obj({ root_locks_free: { type: 'integer', minimum: 0 }, other_processes_with_open_files: { const: 0 } }),
+        files: {
+          type: 'array',
+          items: obj({
+            path: { $ref: '#/$defs/relative_path' },
+            size_bytes: { type: 'integer', minimum: 0 },
+            sha256: { $ref: '#/$defs/sha256' },
+            archive_member: { $ref: '#/$defs/archive_path' },
+          }),
+        },
+        component_files: { type: 'object', propertyNames: COMPONENT_ID, additionalProperties: { type: 'array', items: { $ref: '#/$defs/relative_path' } } },
+      }),
+    ),
+    skew_inventory: { type: 'array', items: obj({ component_id: COMPONENT_ID, moved: { type: 'boolean' }, cursor_delta: { type: ['integer', 'null'] } }) },
+    downgrades: { type: 'array', items: { $ref: '#/$defs/downgrade' } },
+  },
+  { service: { $ref: '#/$defs/service_reference' } },
+);
 
 const out = `${JSON.stringify(s, null, 2)}\n`;
 const target = join(docs, 'state-backup-manifest-v1.schema.json');

@@ -13,7 +13,18 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson, isLoopxError } from '../core/index.js';
-import { MACHINE, OWNER_LIST, boundaryOf, goalScope, type CapturePoint, type OwnerCapture, type OwnerRecovery, type OwnerScope } from '../owners/index.js';
+import {
+  MACHINE,
+  OWNER_LIST,
+  boundaryOf,
+  goalScope,
+  servedBy,
+  type CapturePoint,
+  type LiveSource,
+  type OwnerCapture,
+  type OwnerRecovery,
+  type OwnerScope,
+} from '../owners/index.js';
 import { isOutOfSpace } from '../store/index.js';
 import type { ComponentSkew, DowngradeFinding, GoalClosure, ManifestComponent, PointRecord } from './manifest.js';
 import { producerVersion } from './manifest.js';
@@ -97,18 +108,22 @@ const exists = (abs: string): boolean => {
   }
 };
 
-/** Whether the owner holds state in `source` for the component: any of its members is there. Capture and the end re-check decide it alike. */
-const isPresent = (source: string, plan: ComponentPlan): boolean => plan.owner.members(plan.scope).some((m) => exists(join(source, m.path)));
+/**
+ * Whether the owner holds state in `live` for the component: its state is in the root's service
+ * (the owner keeps it there: read, never presumed absent), or any of its members is in the root.
+ * Capture and the end re-check decide it alike.
+ */
+const isPresent = (live: LiveSource, plan: ComponentPlan): boolean => servedBy(plan.owner, live) || plan.owner.members(plan.scope).some((m) => exists(join(live.root, m.path)));
 
-/** Capture one component from `source` (the live root, or a failure observation of it) into `into`. */
-export async function captureComponent(source: string, plan: ComponentPlan, into: string): Promise<CapturedComponent> {
-  const present = isPresent(source, plan);
+/** Capture one component from `live` (the live root with its service, or a failure observation of the root) into `into`. */
+export async function captureComponent(live: LiveSource, plan: ComponentPlan, into: string): Promise<CapturedComponent> {
+  const present = isPresent(live, plan);
   // A machine owner that never created its store holds nothing (a confirmed absence); a registered
   // Goal whose own store is not there is missing state, never silently optional.
   if (!present) return { plan, state: plan.scope.goal_id === null ? 'absent' : 'missing', capture: null, exportBytes: null };
   let capture: OwnerCapture;
   try {
-    capture = await plan.owner.capture({ root: source }, plan.scope, into);
+    capture = await plan.owner.capture(live, plan.scope, into);
   } catch (e) {
     // Out of space and capacity say nothing about the owner's state: they stop the backup.
     if (isOutOfSpace(e) || (isLoopxError(e) && e.code.endsWith('_capacity_exceeded'))) throw e;
@@ -120,11 +135,11 @@ export async function captureComponent(source: string, plan: ComponentPlan, into
 }
 
 /** The set's end re-check: every component's live position now (null: absent). */
-export async function observeAll(source: string, plans: readonly ComponentPlan[]): Promise<Map<string, CapturePoint | null>> {
+export async function observeAll(live: LiveSource, plans: readonly ComponentPlan[]): Promise<Map<string, CapturePoint | null>> {
   const out = new Map<string, CapturePoint | null>();
   for (const p of plans) {
     try {
-      out.set(p.component_id, isPresent(source, p) ? await p.owner.observe({ root: source }, p.scope) : null);
+      out.set(p.component_id, isPresent(live, p) ? await p.owner.observe(live, p.scope) : null);
     } catch (e) {
       if (isOutOfSpace(e)) throw e;
       // Unobservable now: counted as moved (never as still).
@@ -194,6 +209,7 @@ export function describeComponents(
       archive_members: (cap?.members ?? []).map((m) => archivePathOf(posixPath(m))).sort(),
       export_member: cap ? exportMemberOf(c.plan.component_id) : null,
       export_items: cap?.export_items ?? null,
+      ...(cap?.provider === undefined ? {} : { provider: cap.provider }),
       required: c.plan.required,
       state: c.state,
       schema_version: cap?.export_schema ?? null,

@@ -42,6 +42,7 @@ import { proveStopped, type CapturedSet, type SetCaptureOptions } from './set-ca
 import { SetCaptureThread } from './capture-thread.js';
 import { streamComponents, type ComponentSink } from './component-stream.js';
 import { sqliteRuntimeIdentity } from '../store/index.js';
+import { refuseNonSqliteRoot } from '../owners/index.js';
 
 /** One step of the capture, as hooks see it. `path` is relative to the root. */
 export interface CaptureStep {
@@ -141,6 +142,10 @@ function configurationCheckpoint(p: BackupPlan): { bytes: Uint8Array; verificati
 }
 
 export async function create(p: BackupPlan, options: CreateOptions = {}): Promise<BackupResult> {
+  // A root whose Goal state is in a database service is captured by its owners from one snapshot of
+  // it (v1, online or quiescent); the legacy manifest and a failure observation of files would miss it.
+  if (options.format === 'v0') refuseNonSqliteRoot(p.root, 'backup-state --format v0');
+  if (options.profile === 'crash_consistent') refuseNonSqliteRoot(p.root, 'backup-state --profile crash-consistent');
   try {
     return await capture(p, options);
   } catch (e) {

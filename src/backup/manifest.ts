@@ -8,6 +8,7 @@
  * output directory); it never holds an absolute path.
  */
 import { LOOPX_VERSION } from '../core/index.js';
+import type { ServiceReference } from '../owners/index.js';
 import type { BackupWarning, ExcludedEntry, MissingEntry } from './discover.js';
 import type { ConfigurationCheckpointVerification } from './sources.js';
 import type { PlannedGoal } from './plan.js';
@@ -182,6 +183,11 @@ export interface ManifestComponent {
    * checks them against that seal (and the seal against `content_digest`). Null without an export.
    */
   readonly export_items: 'in_export' | 'from_copy' | null;
+  /**
+   * Set when the component's state was read from the root's database service (`postgresql`), not
+   * its files: its export holds every record and it has no member. Absent otherwise.
+   */
+  readonly provider?: string;
   readonly required: boolean;
   /**
    * `captured`; `absent` — a machine owner that holds no state here (its store was never created);
@@ -241,6 +247,12 @@ export interface RecoverySetCapture {
   readonly quiescence: { readonly epoch: string; readonly drained: boolean; readonly waited_ms: number } | null;
   /** Crash-consistent: the one failure observation the components were captured from. */
   readonly failure_observation: FailureObservation | null;
+  /**
+   * The database service the root's Goal state lives in, when it is one: a reference to it (the
+   * provider, schema, server identity and the one snapshot every served component was read in) —
+   * never its URL or a credential. Absent for a root on SQLite.
+   */
+  readonly service?: ServiceReference;
   /** Every component, moved or not (the complete skew inventory). */
   readonly skew_inventory: readonly { readonly component_id: string; readonly moved: boolean; readonly cursor_delta: number | null }[];
   readonly downgrades: readonly DowngradeFinding[];

@@ -22,7 +22,7 @@
 import { copyFileSync, constants, lstatSync, mkdirSync, readdirSync, readlinkSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { faultPoint, sha256FileHex, tryLockExclusive } from '../core/index.js';
-import type { CapturePoint } from '../owners/index.js';
+import { openServiceSnapshot, type CapturePoint, type LiveSource, type ServiceSnapshot } from '../owners/index.js';
 import { captureComponent, describeComponents, exportMemberOf, goalClosures, observeAll, planComponents, type CapturedComponent, type ComponentPlan } from './components.js';
 import { crashSourceLive, crashSourceMoved } from './errors.js';
 import type { FailureObservation, GoalClosure, ManifestComponent, RecoverySetCapture } from './manifest.js';
@@ -284,6 +284,9 @@ function settleObservation(obs: Observed | null): { failure: FailureObservation 
   return { failure: { ...obs.failure, files }, observed };
 }
 
+/** The service reference the manifest records (none for a root on SQLite). */
+const serviceOf = (service: ServiceSnapshot | null): Pick<RecoverySetCapture, 'service'> => (service === null ? {} : { service: service.reference() });
+
 /**
  * Capture every component of the set into `staging/capture`, with the evidence of the profile
  * requested, telling `events` of each component as soon as it is captured.
@@ -309,17 +312,24 @@ export async function captureSet(src: SetSource, staging: string, options: SetCa
     obs = observedIndex(observeFailure(src.root, plans, source, join(staging, 'observed-bytes'), proof), join(staging, 'observed-bytes'));
   }
 
+  // A root whose Goal state is in a database service: every served component is read in one snapshot of it.
+  const service = obs === null ? await openServiceSnapshot(src.root) : null;
+  const live: LiveSource = service === null ? { root: source } : { root: source, service };
   const byId = new Map<string, CapturedComponent>();
-  for (const plan of order) {
-    const c = await captureComponent(source, plan, into);
-    byId.set(plan.component_id, c);
-    await events.component?.(readyOf(c, into, obs));
+  try {
+    for (const plan of order) {
+      const c = await captureComponent(live, plan, into);
+      byId.set(plan.component_id, c);
+      await events.component?.(readyOf(c, into, obs));
+    }
+  } finally {
+    await service?.close();
   }
   const captured = plans.map((p) => byId.get(p.component_id)!);
   faultPoint(BACKUP_CAPTURE_FAULT);
   // A failure observation is a private copy: nothing moves in it, so each component ends where its
   // capture ended; that the source itself stayed still is what the observation's re-hash proves.
-  const ends: Map<string, CapturePoint | null> = obs === null ? await observeAll(source, plans) : new Map(captured.map((c) => [c.plan.component_id, c.capture?.end ?? null]));
+  const ends: Map<string, CapturePoint | null> = obs === null ? await observeAll(live, plans) : new Map(captured.map((c) => [c.plan.component_id, c.capture?.end ?? null]));
   if (obs !== null) checkObservationStill(src.root, obs.failure, plans);
   const { failure, observed } = settleObservation(obs);
   const endedAt = new Date().toISOString();
@@ -341,6 +351,7 @@ export async function captureSet(src: SetSource, staging: string, options: SetCa
       interval: { start: startedAt, end: endedAt },
       quiescence: options.quiescence ?? null,
       failure_observation: failure,
+      ...serviceOf(service),
       skew_inventory: components.map((c) => ({
         component_id: c.component_id,
         moved: c.skew.moved_during_capture || c.skew.moved_before_set_end,

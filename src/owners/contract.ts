@@ -20,9 +20,16 @@
  *   error and writes nothing durable) and digest-bound (a header, the records, a seal chaining them).
  * - Nothing here grants execution authority: `execution_authority_granted` is always false.
  *
+ * A root whose Goal state lives in a database service (PostgreSQL) is captured from ONE read-only
+ * snapshot of it shared by every component of the set (`LiveSource.service`): the owners with a
+ * provider there export their rows as the whole of their component (`export_items: 'in_export'`,
+ * no members), and `verifyOffline` checks such an export alone (`VerifyOfflineOptions.provider`),
+ * with no connection to anything.
+ *
  * Adoption actions (retain_historical, import_inert, rebind, reconcile, rebuild, discard) will be
  * one more optional member of `OwnerRecovery`, keyed by the same scope.
  */
+import type { PgQuery } from '../store/index.js';
 
 /** One severity scale for every owner. `hold`: sound, but a live owner must act before execution. */
 export type FindingSeverity = 'error' | 'hold' | 'warning';
@@ -57,6 +64,12 @@ export interface CopiedRoot {
   readonly scratchDir?: string;
   /** The directory that holds root-adjacent members (e.g. the configuration checkpoint); default: none. */
   readonly beside?: string;
+  /**
+   * A component's export records where its state is the export alone (captured from a database
+   * service, no member in `root`); undefined for an owner and scope whose state is in `root`.
+   * `readHistorical` reads such a component from its export.
+   */
+  readonly exports?: (owner: string, scope: OwnerScope) => readonly unknown[] | undefined;
 }
 
 /** A member an owner keeps in a root, root-relative (POSIX), from LAYOUT. */
@@ -132,6 +145,8 @@ export interface OwnerCapture {
   readonly record_count: number;
   /** Operations begun and not settled in the captured state (e.g. effects dispatched without an outcome). */
   readonly in_flight?: number;
+  /** The service the state was read from (`postgresql`), when not the root's files. */
+  readonly provider?: string;
 }
 
 /** One member as the offline verifier found it. */
@@ -168,12 +183,34 @@ export interface VerifyOfflineOptions {
   readonly exportItems?: ExportItems;
   /** `full` runs SQLite's `integrity_check` instead of `quick_check` (the recovery verifier's check). */
   readonly integrity?: 'quick' | 'full';
+  /** The service the component was captured from (`postgresql`): its export is its whole state, there are no members. */
+  readonly provider?: string;
 }
 
-/** The live side `capture` reads: a runtime root (a PostgreSQL provider will add its connection). */
+/**
+ * A database service a root keeps its Goal state in, as a set capture reads it: one read-only
+ * snapshot shared by every component (PostgreSQL: one REPEATABLE READ READ ONLY transaction held
+ * open while the set is captured), and fresh reads of its current state for the end re-check.
+ */
+export interface LiveService {
+  readonly provider: string;
+  /** The store identity of the service's installation the snapshot read (`postgresql:<hex>`), when it has one. */
+  readonly source_identity: string | null;
+  /** Runs `fn` in the set's one snapshot (one statement sequence at a time). */
+  snapshot<T>(fn: (q: PgQuery) => Promise<T>): Promise<T>;
+  /** Runs `fn` in a fresh read-only transaction: the service's state now. */
+  current<T>(fn: (q: PgQuery) => Promise<T>): Promise<T>;
+}
+
+/** The live side `capture` reads: a runtime root, and the service its Goal state lives in when it is not the root's files. */
 export interface LiveSource {
   readonly root: string;
+  readonly service?: LiveService;
 }
+
+/** Whether `o` keeps its state in `live`'s service rather than in its members of the root. */
+export const servedBy = (o: Pick<OwnerRecovery, 'providers'>, live: LiveSource): live is LiveSource & { service: LiveService } =>
+  live.service !== undefined && (o.providers ?? []).includes(live.service.provider);
 
 export interface OwnerRecovery<T = unknown> {
   readonly name: string;
@@ -196,6 +233,8 @@ export interface OwnerRecovery<T = unknown> {
    * (the goal owner's `goals/`) may still be captured Goal by Goal.
    */
   readonly boundary?: 'machine' | 'goal';
+  /** Services (besides the root's files) this owner keeps its state in on a root that chose one (`postgresql`). */
+  readonly providers?: readonly string[];
   /** Owners (earlier in the OWNERS table) whose state this owner's state refers to: a component depends on theirs. */
   readonly dependsOn: readonly string[];
   /** What a sound copy of its state is to a recovery. */

@@ -10,15 +10,21 @@
  *   the SQLite provider's capture; a PostgreSQL provider captures through its storage port.
  * - `verifyOffline` runs SQLite's integrity check on a private copy, then the owner's reader; an
  *   export, when given, must verify and name the copy's revision.
+ * - On a root whose Goal state is in PostgreSQL, `capture` reads the owner's tables in the set's one
+ *   snapshot and decodes them with the same reader (table-rows.ts), so the export — header, items,
+ *   seal — is the one a SQLite capture of the same state makes; it holds every item (`in_export`)
+ *   and there is no member. `verifyOffline` then checks that export alone: chain, seal, counts and
+ *   the revision its items hash to. No connection is opened.
  */
 import { closeSync, constants, lstatSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { isOutOfSpace, openSqliteCopy, snapshotSqliteDatabase } from '../store/index.js';
+import { POSTGRESQL_PROVIDER, isOutOfSpace, openSqliteCopy, snapshotSqliteDatabase } from '../store/index.js';
 import type {
   CapturePoint,
   FindingSeverity,
   HistoricalRead,
+  LiveService,
   OfflineVerification,
   OwnerCapture,
   OwnerFinding,
@@ -27,8 +33,10 @@ import type {
   ReadableClassification,
   VerifiedMember,
 } from './contract.js';
-import { MACHINE, hasErrors } from './contract.js';
-import { buildExport, contentRevision, exportFindings, exportFrame, rebuiltExportFindings } from './export.js';
+import { MACHINE, hasErrors, servedBy } from './contract.js';
+import { buildExport, contentRevision, exportFindings, exportFrame, rebuiltExportFindings, verifyExport } from './export.js';
+import { pgRows, type TableQueries, type TableRows } from './table-rows.js';
+import { captureRowsInvalid } from './refusals.js';
 
 /** Whether the file's header says WAL mode (format bytes 2/2); null when it cannot be read. */
 export function walHeader(abs: string): boolean | null {
@@ -112,6 +120,27 @@ export interface SqliteOwnerSpec<H extends { readonly findings: readonly RawFind
   items(h: H): readonly unknown[];
   /** Operations begun and not settled in a read state (capture reports it). */
   inFlight?(h: H): number;
+  /**
+   * Per item kind of the export, the count it adds to (the names `counts` gives), which is also the
+   * reader's field that holds those items: an export's counts, and its readback, without its store.
+   */
+  readonly itemCounts: Readonly<Record<string, string>>;
+  /** The owner's tables in a PostgreSQL schema and the reader's decoding of their rows. */
+  readonly postgresql?: {
+    readonly tables: TableQueries<string>;
+    /** The reader over the tables' rows (its findings are the reader's, as on a copy). */
+    read(rows: TableRows<string>): H;
+  };
+}
+
+/** The counts of an export's items, by kind. */
+function countItems(spec: { readonly itemCounts: Readonly<Record<string, string>> }, items: readonly unknown[]): Record<string, number> {
+  const counts: Record<string, number> = Object.fromEntries(Object.values(spec.itemCounts).map((name) => [name, 0]));
+  for (const item of items) {
+    const name = spec.itemCounts[String((item as { kind?: unknown } | null)?.kind)];
+    if (name !== undefined) counts[name]! += 1;
+  }
+  return counts;
 }
 
 /** The live content revision, from an online snapshot in a private scratch directory that is removed at once. */
@@ -176,6 +205,128 @@ async function captureSqlite<H extends { readonly findings: readonly RawFinding[
   };
 }
 
+type Spec<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }> = SqliteOwnerSpec<H>;
+
+/** The owner's state in the service: its tables read through `run` (the set's snapshot, or the state now) and decoded. */
+async function readService<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(
+  spec: Spec<H>,
+  run: LiveService['snapshot'],
+): Promise<H> {
+  const pg = spec.postgresql!;
+  return run(async (q) => pg.read(await pgRows(q, pg.tables)));
+}
+
+/** A capture from the set's one snapshot of the service: every item in the export, no member. */
+async function captureService<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(
+  spec: Spec<H>,
+  service: LiveService,
+  scope: OwnerScope,
+): Promise<OwnerCapture> {
+  const startAt = new Date().toISOString();
+  const h = await readService(spec, (fn) => service.snapshot(fn));
+  const endAt = new Date().toISOString();
+  // A row the reader refuses would be left out of the export: not captured at all, rather than without it.
+  const refused = h.findings.map(asOwnerFinding).filter((f) => f.severity === 'error');
+  if (refused.length > 0)
+    throw captureRowsInvalid(
+      spec.name,
+      refused.map((f) => f.code),
+    );
+  const items = spec.items(h);
+  const point = { revision: contentRevision(items), cursor: items.length };
+  const built = buildExport(
+    {
+      schema_version: spec.exportSchema,
+      owner: spec.name,
+      goal_id: scope.goal_id,
+      source_identity: service.source_identity,
+      ...point,
+      captured_at_start: startAt,
+      captured_at_end: endAt,
+    },
+    items,
+    spec.maxItems,
+  );
+  return {
+    owner: spec.name,
+    scope,
+    export_schema: spec.exportSchema,
+    // The installation the rows belong to: a restored copy of the schema is another one.
+    source_identity: service.source_identity,
+    // One snapshot: the state read is both ends of the interval.
+    start: { ...point, at: startAt },
+    end: { ...point, at: endAt },
+    captured: point,
+    members: [],
+    export_items: 'in_export',
+    export: built.records,
+    export_lines: built.lines,
+    export_sha256: built.sha256,
+    record_count: built.record_count,
+    in_flight: spec.inFlight?.(h) ?? 0,
+    provider: service.provider,
+  };
+}
+
+/** An export captured from a service, checked alone: its chain and seal, its counts, and the revision its items hash to. */
+function verifyServiceExport<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(
+  spec: Spec<H>,
+  scope: OwnerScope,
+  records: readonly unknown[],
+): OfflineVerification {
+  const check = verifyExport(records, { schema: spec.exportSchema, owner: spec.name, scope, maxItems: spec.maxItems });
+  const findings: OwnerFinding[] = [...check.findings];
+  const revision = check.sha256 === null ? null : contentRevision(check.items);
+  if (check.header !== null && revision !== null && check.header.revision !== revision) {
+    findings.push({ code: 'owner_export_revision_mismatch', severity: 'error', subject: 'header', next_action: 'capture this owner again; the export and its records differ' });
+  }
+  const ok = !hasErrors(findings);
+  const counts = countItems(spec, check.items);
+  return {
+    owner: spec.name,
+    scope,
+    members: [],
+    ok,
+    readback: { ok, counts },
+    source_identity: check.header?.source_identity ?? null,
+    revision,
+    cursor: check.sha256 === null ? null : check.items.length,
+    facts: {},
+    export_sha256: check.sha256,
+    findings,
+  };
+}
+
+/** A component captured from a service, read back from its export alone: its items as the reader's fields, the export's findings. */
+function readServiceExport<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(
+  spec: Spec<H>,
+  scope: OwnerScope,
+  records: readonly unknown[],
+): HistoricalRead<H> {
+  const check = verifyExport(records, { schema: spec.exportSchema, owner: spec.name, scope, maxItems: spec.maxItems });
+  const fields: Record<string, unknown[]> = Object.fromEntries(Object.values(spec.itemCounts).map((name) => [name, []]));
+  for (const item of check.items) {
+    const i = item as { kind?: unknown; value?: unknown } | null;
+    fields[spec.itemCounts[String(i?.kind)] ?? '']?.push(i?.value);
+  }
+  const findings = [...check.findings];
+  const readable = check.header !== null && check.sha256 !== null;
+  return {
+    owner: spec.name,
+    scope,
+    readable,
+    ok: readable && !hasErrors(findings),
+    schema_version: check.header?.schema_version ?? null,
+    source_identity: check.header?.source_identity ?? null,
+    revision: readable ? contentRevision(check.items) : null,
+    cursor: readable ? check.items.length : null,
+    counts: countItems(spec, check.items),
+    value: { owner: spec.name, schema_version: null, ...fields, findings } as unknown as H,
+    findings,
+    execution_authority_granted: false,
+  };
+}
+
 export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(spec: SqliteOwnerSpec<H>): OwnerRecovery<H> {
   const envelope = (h: H, scope: OwnerScope): HistoricalRead<H> => {
     const findings = h.findings.map(asOwnerFinding);
@@ -196,7 +347,12 @@ export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]
       execution_authority_granted: false,
     };
   };
-  const readHistorical: OwnerRecovery<H>['readHistorical'] = (copy, scope) => envelope(spec.read(join(copy.root, spec.file), copy.scratchDir), scope);
+  const served = { providers: spec.postgresql ? [POSTGRESQL_PROVIDER] : [] };
+  const readFile: OwnerRecovery<H>['readHistorical'] = (copy, scope) => envelope(spec.read(join(copy.root, spec.file), copy.scratchDir), scope);
+  const readHistorical: OwnerRecovery<H>['readHistorical'] = (copy, scope) => {
+    const records = copy.exports?.(spec.name, scope);
+    return records === undefined ? readFile(copy, scope) : readServiceExport(spec, scope, records);
+  };
 
   return {
     name: spec.name,
@@ -209,11 +365,21 @@ export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]
     classification: spec.classification,
     verificationProfile: `sqlite.integrity_check+${spec.name}.readHistorical/v0`,
 
-    observe: (live, scope) => observeSqlite(spec, envelope, live.root, scope),
+    ...(spec.postgresql ? { providers: served.providers } : {}),
 
-    capture: (live, scope, into) => captureSqlite(spec, readHistorical, live.root, scope, into),
+    async observe(live, scope) {
+      if (!servedBy(served, live)) return observeSqlite(spec, envelope, live.root, scope);
+      const h = await readService(spec, (fn) => live.service.current(fn));
+      const items = spec.items(h);
+      return { revision: contentRevision(items), cursor: items.length, at: new Date().toISOString() };
+    },
+
+    capture(live, scope, into) {
+      return servedBy(served, live) ? captureService(spec, live.service, scope) : captureSqlite(spec, readHistorical, live.root, scope, into);
+    },
 
     verifyOffline(copy, scope = MACHINE, options = {}): OfflineVerification {
+      if (options.provider !== undefined) return verifyServiceExport(spec, scope, options.export ?? []);
       const abs = join(copy.root, spec.file);
       const member = integrityOnly(abs, spec.file, copy.scratchDir);
       const base = { owner: spec.name, scope, members: [member], source_identity: null, facts: {} };

@@ -95,7 +95,7 @@ export const stepKey = (recoveryId: string, componentIds: readonly string[], act
 interface ManifestView {
   readonly goals: readonly { goal_id: string; goal_instance_id: string }[];
   readonly goal_closures: readonly { goal_id: string; logical_scope: string; required_component_ids: readonly string[] }[];
-  readonly components: readonly { component_id: string; owner_kind: string; export_member: string | null; capture_interval?: { end?: { at?: string } } }[];
+  readonly components: readonly { component_id: string; owner_kind: string; export_member: string | null; provider?: string; capture_interval?: { end?: { at?: string } } }[];
   readonly members: readonly { path: string; type: string; sha256: string | null }[];
 }
 
@@ -240,6 +240,9 @@ export function planAdoption(args: { workspace: string; goalId: string; destinat
   const source = manifest.goals.find((g) => g.goal_id === args.goalId);
   if (!closure || !source) throw R.goalNotInAudit(args.goalId, operatorPath(workspace));
   if (!(audit.activation?.eligible_scopes ?? []).includes(closure.logical_scope)) throw R.auditNotEligible(`Goal ${args.goalId} is not among its eligible scopes`);
+  // A closure read from a database service is held in its exports, not in files adoption imports from: not adopted (yet).
+  const served = manifest.components.find((c) => closure.required_component_ids.includes(c.component_id) && typeof c.provider === 'string');
+  if (served !== undefined) throw R.providerUnsupported(args.goalId, served.provider!, operatorPath(workspace));
   const components = closureComponents(audit, manifest, closure.required_component_ids);
   const wsRoot = join(workspace, WORKSPACE_DIR, ARCHIVE_ROOT);
   const title = OWNERS.goal.readHistorical({ root: wsRoot }, MACHINE).value.goals.find((g) => g.goal_id === args.goalId)?.title ?? args.goalId;

@@ -78,7 +78,7 @@ function readbackOf(c: ManifestComponent, rep: ComponentReport | undefined, r: W
   if (c.goal_id === null) return base;
   const db = r.sqlite.find((s) => s.component?.component_id === c.component_id);
   const goal = (r.owners.find((o) => o.owner === OWNERS.goal.name)?.facts.goals as { goal_id: string }[] | undefined)?.find((g) => g.goal_id === c.goal_id);
-  return { ...base, goal_id: c.goal_id, ...(db ? db.facts : {}), ...(c.owner_kind === OWNERS.goal.name && goal ? { goal } : {}) };
+  return { ...base, goal_id: c.goal_id, ...(db ? db.facts : (rep?.facts ?? {})), ...(c.owner_kind === OWNERS.goal.name && goal ? { goal } : {}) };
 }
 
 /** The owner label an audit may carry: a known owner's name, else `unknown`. */

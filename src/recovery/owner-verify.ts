@@ -68,6 +68,8 @@ export interface DocumentComponentRef {
   readonly export: string | null;
   /** Where the export's records are (the manifest's `export_items`). */
   readonly export_items: ExportItems | null;
+  /** The database service the component was read from (the manifest's `provider`): its export is verified alone. */
+  readonly provider?: string;
 }
 
 /** What the worker found of one v1 component: the owner's offline verification with its export, and the export's digest. */
@@ -81,6 +83,8 @@ export interface ComponentReport {
   /** SHA-256 of the export's seal as read from the copy (null: no export, or it did not parse). */
   readonly export_digest: string | null;
   readonly counts: Readonly<Record<string, number>>;
+  /** A document or service component's owner facts (a database's are on its SqliteReport). */
+  readonly facts?: Readonly<Record<string, unknown>>;
   readonly findings: readonly FindingLite[];
 }
 
@@ -197,8 +201,10 @@ export function verifyDocumentComponent(req: WorkspaceRef, c: DocumentComponentR
   const records = c.export === null ? null : readExport(req, c.export);
   const copy = { root: join(req.workspace, ROOT), scratchDir: req.scratch, beside: req.workspace };
   const scope = c.goal_id === null ? MACHINE : goalScope(c.goal_id);
-  const v = owner.verifyOffline(copy, scope, records === null ? {} : { export: records, exportItems: c.export_items ?? 'in_export' });
-  return componentReport(c.component_id, v, records, c.export !== null);
+  const served = c.provider === undefined ? {} : { provider: c.provider };
+  const v = owner.verifyOffline(copy, scope, records === null ? served : { export: records, exportItems: c.export_items ?? 'in_export', ...served });
+  const report = componentReport(c.component_id, v, records, c.export !== null);
+  return c.provider === undefined ? report : { ...report, facts: v.facts };
 }
 
 /** One SQLite file of the workspace: its owner's offline verification (integrity on a private copy, then readback). */

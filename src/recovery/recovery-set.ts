@@ -60,7 +60,16 @@ export function componentRoutes(m: BackupManifest): ComponentRoutes {
     const items = c.export_items === 'from_copy' ? 'from_copy' : 'in_export';
     if (only !== undefined && databases.has(only) && c.export_member !== null && !sqlite.has(only))
       sqlite.set(only, { component_id: c.component_id, export: c.export_member, export_items: items });
-    else documents.push({ component_id: c.component_id, owner: c.owner_kind, goal_id: c.goal_id, export: c.export_member, export_items: c.export_member === null ? null : items });
+    else
+      documents.push({
+        component_id: c.component_id,
+        owner: c.owner_kind,
+        goal_id: c.goal_id,
+        export: c.export_member,
+        export_items: c.export_member === null ? null : items,
+        // Read from the root's database service: its export is its whole state (no member, no connection).
+        ...(typeof c.provider === 'string' ? { provider: c.provider } : {}),
+      });
   }
   return { sqlite, documents };
 }

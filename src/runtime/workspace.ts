@@ -7,14 +7,16 @@
  * grants nothing (`execution_authority_granted: false`).
  *
  * The destination's audit is re-read first (its content address re-checked), so only a published
- * verification is read, and the Goals reported are the ones that workspace's files hold.
+ * verification is read, and the Goals reported are the ones that workspace's files hold. A
+ * component captured from a database service (a root on PostgreSQL) has no files: its owner reads
+ * it back from its export, named by the workspace's manifest.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { notFound } from '../core/index.js';
+import { notFound, readRegularFileOnce } from '../core/index.js';
 import { operatorPath } from '../core/index.js';
-import { LAYOUT, MACHINE, OWNERS, goalScope } from '../owners/index.js';
+import { LAYOUT, MACHINE, OWNERS, goalScope, type CopiedRoot } from '../owners/index.js';
 import { showAudit, WORKSPACE_DIR, type RecoveryAudit } from '../recovery/index.js';
 import { readHistoricalRuns, type HistoricalRun } from '../engine/index.js';
 
@@ -82,10 +84,58 @@ const lite = (f: { code: string; severity?: string; subject: string; next_action
   next_action: f.next_action,
 });
 
-/** The destination's audit, re-checked, and the runtime root copy inside its workspace. */
+/** Most bytes of one export read back (the verifier's own bound). */
+const EXPORT_MAX_BYTES = 128 * 1024 * 1024;
+
+/** A workspace file's text, or undefined when it is not a readable regular file within `limit`. */
+function textOf(path: string, limit: number): string | undefined {
+  const bytes = readRegularFileOnce(path, limit);
+  return bytes === null ? undefined : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+}
+
+/** JSON lines of a workspace file, or undefined when it cannot be read as such (the owner then reports the component unreadable). */
+function jsonLines(path: string, limit: number): unknown[] | undefined {
+  try {
+    return textOf(path, limit)
+      ?.split('\n')
+      .filter((l) => l.length > 0)
+      .map((l) => JSON.parse(l) as unknown);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The workspace's manifest (the archive's embedded copy, which the verification bound), or undefined. */
+function manifestOf(workspace: string): { components?: unknown } | undefined {
+  try {
+    const text = textOf(join(workspace, 'manifest.json'), EXPORT_MAX_BYTES);
+    return text === undefined ? undefined : (JSON.parse(text) as { components?: unknown });
+  } catch {
+    return undefined;
+  }
+}
+
+/** The exports of the workspace's components captured from a database service, by owner and Goal (none for a root on SQLite). */
+function servedExports(workspace: string): CopiedRoot['exports'] {
+  const manifest = manifestOf(workspace);
+  const byKey = new Map<string, string>();
+  for (const c of Array.isArray(manifest?.components) ? (manifest.components as Record<string, unknown>[]) : []) {
+    if (typeof c.provider === 'string' && c.state === 'captured' && typeof c.export_member === 'string')
+      byKey.set(`${String(c.owner_kind)}\0${String(c.goal_id)}`, c.export_member);
+  }
+  if (byKey.size === 0) return undefined;
+  return (owner, scope) => {
+    const member = byKey.get(`${owner}\0${String(scope.goal_id)}`);
+    return member === undefined ? undefined : (jsonLines(join(workspace, member), EXPORT_MAX_BYTES) ?? []);
+  };
+}
+
+/** The destination's audit, re-checked, and the runtime root copy inside its workspace (with its served exports). */
 function open(destination: string) {
   const { audit } = showAudit(destination);
-  return { audit, root: join(destination, WORKSPACE_DIR, RUNTIME_ROOT) };
+  const root = join(destination, WORKSPACE_DIR, RUNTIME_ROOT);
+  const exports = servedExports(join(destination, WORKSPACE_DIR));
+  return { audit, root, copy: { root, ...(exports === undefined ? {} : { exports }) } };
 }
 
 /** `fn` with a private scratch directory for SQLite copies, removed afterwards (outside the workspace). */
@@ -98,19 +148,19 @@ function withScratch<T>(fn: (scratch: string) => T): T {
   }
 }
 
-function workSummary(root: string, goalId: string) {
-  return OWNERS.work.readHistorical({ root }, goalScope(goalId)).value;
+function workSummary(copy: CopiedRoot, goalId: string) {
+  return OWNERS.work.readHistorical(copy, goalScope(goalId)).value;
 }
 
 /** Everything a workspace's readers give back in one pass (each database read once, from a scratch copy). */
 function readAll(destination: string) {
-  const { audit, root } = open(destination);
+  const { audit, root, copy } = open(destination);
   return withScratch((scratch) => {
     const findings: WorkspaceFinding[] = [];
     const g = OWNERS.goal.readHistorical({ root }, MACHINE).value;
     findings.push(...g.findings.map(lite));
     const goals = g.goals.map((record) => {
-      const w = workSummary(root, record.goal_id);
+      const w = workSummary(copy, record.goal_id);
       findings.push(...w.findings.map(lite));
       const byStatus: Record<string, number> = {};
       for (const t of w.todos) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
@@ -125,8 +175,8 @@ function readAll(destination: string) {
       };
     });
     const runs = readHistoricalRuns(join(root, LAYOUT.engineDb), { scratchDir: scratch });
-    const s = OWNERS.session.readHistorical({ root, scratchDir: scratch }, MACHINE).value;
-    const e = OWNERS.effect.readHistorical({ root, scratchDir: scratch }, MACHINE).value;
+    const s = OWNERS.session.readHistorical({ ...copy, scratchDir: scratch }, MACHINE).value;
+    const e = OWNERS.effect.readHistorical({ ...copy, scratchDir: scratch }, MACHINE).value;
     findings.push(...s.findings.map(lite), ...e.findings.map(lite));
     return { audit, goals, runs, sessions: s.sessions, effects: e.effects, findings };
   });
@@ -214,7 +264,7 @@ export function readWorkspaceContents(destination: string): WorkspaceContents {
 
 /** `listAction`: how the caller lists the Goals (default: the CLI command, naming D relative to here). */
 export function showWorkspaceGoal(destination: string, goalId: string, options: { listAction?: string } = {}): WorkspaceGoalDetail {
-  const { audit, root } = open(destination);
+  const { audit, root, copy } = open(destination);
   const record = OWNERS.goal.readHistorical({ root }, MACHINE).value.goals.find((x) => x.goal_id === goalId);
   if (!record) {
     const nextAction =
@@ -224,9 +274,9 @@ export function showWorkspaceGoal(destination: string, goalId: string, options: 
     throw notFound('workspace_goal_not_found', `The workspace holds no readable Goal ${goalId}.`, { nextAction });
   }
   return withScratch((scratch) => {
-    const w = workSummary(root, goalId);
-    const s = OWNERS.session.readHistorical({ root, scratchDir: scratch }, MACHINE).value;
-    const e = OWNERS.effect.readHistorical({ root, scratchDir: scratch }, MACHINE).value;
+    const w = workSummary(copy, goalId);
+    const s = OWNERS.session.readHistorical({ ...copy, scratchDir: scratch }, MACHINE).value;
+    const e = OWNERS.effect.readHistorical({ ...copy, scratchDir: scratch }, MACHINE).value;
     const sessions = s.sessions.filter((x) => x.goal_id === goalId);
     const boundRuns = new Set(sessions.map((x) => x.run_id).filter((id): id is string => id !== null));
     const runs = readHistoricalRuns(join(root, LAYOUT.engineDb), { scratchDir: scratch }).runs.filter((r) => boundRuns.has(r.run_id));

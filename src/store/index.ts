@@ -33,6 +33,7 @@ export {
   isUniqueViolation,
   migratePostgres,
   openPostgres,
+  pgFailure,
   requireSchemaVersion,
   schemaIdent,
   type PgDatabase,

@@ -7,6 +7,7 @@
  */
 import type { FindingSeverity, OwnerFinding } from '../contract.js';
 import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
+import { sqliteRows, type TableQueries, type TableRows } from '../table-rows.js';
 import type { EffectRecord, EffectTransition, OutboxEntry } from './contract.js';
 import { intentDigest } from './rules.js';
 import { MIGRATIONS, decodeEffect, decodeTransition, type EffectRow, type HistoryRow, type OutboxRow } from './schema.js';
@@ -52,16 +53,26 @@ export function readHistoricalFile(copiedFilePath: string, options: ReadHistoric
     if (db.pragma('quick_check', { simple: true }) !== 'ok') {
       findings.push({ code: 'effect_db_corrupt', severity: 'error', subject: 'file:effects.db', next_action: VERIFY });
     }
-    return { ...decodeAll(db, findings), schema_version: version };
+    return { ...decodeEffects(sqliteRows(db, EFFECT_TABLES), findings), schema_version: version };
   };
   return withSqliteCopy(copiedFilePath, read, { scratchDir: options.scratchDir, scratchPrefix: 'loopx-effect-historical-', fileName: 'effects.db', onUnreadable: unreadable });
 }
 
-function decodeAll(db: SqliteDatabase, findings: EffectFinding[]): Omit<EffectHistory, 'schema_version'> {
+type EffectTable = 'effects' | 'outbox' | 'history';
+
+/** The journal's tables, in the reader's order on either provider (creation order: SQLite's rowid, PostgreSQL's position). */
+export const EFFECT_TABLES: TableQueries<EffectTable> = {
+  effects: { sqlite: 'SELECT * FROM effects ORDER BY rowid', postgresql: 'SELECT * FROM effects ORDER BY position' },
+  outbox: { sqlite: 'SELECT * FROM outbox ORDER BY rowid', postgresql: 'SELECT * FROM outbox ORDER BY position' },
+  history: { sqlite: 'SELECT * FROM effect_history ORDER BY operation_id, seq', postgresql: 'SELECT * FROM effect_history ORDER BY operation_id, seq' },
+};
+
+/** The journal decoded from its rows (either provider's), with its holds and defects as findings. */
+export function decodeEffects(rows: TableRows<EffectTable>, findings: EffectFinding[]): Omit<EffectHistory, 'schema_version'> {
   const push = (code: string, severity: FindingSeverity, subject: string, next_action: string) => findings.push({ code, severity, subject, next_action });
 
   const effects: EffectRecord[] = [];
-  for (const row of db.prepare('SELECT * FROM effects ORDER BY rowid').all() as EffectRow[]) {
+  for (const row of rows('effects') as unknown as EffectRow[]) {
     let e: EffectRecord;
     try {
       e = decodeEffect(row);
@@ -80,7 +91,7 @@ function decodeAll(db: SqliteDatabase, findings: EffectFinding[]): Omit<EffectHi
 
   const outbox: OutboxEntry[] = [];
   const queued = new Set<string>();
-  for (const row of db.prepare('SELECT * FROM outbox ORDER BY rowid').all() as OutboxRow[]) {
+  for (const row of rows('outbox') as unknown as OutboxRow[]) {
     const e = byId.get(String(row.operation_id));
     if (e === undefined || e.outcome !== 'pending' || e.dispatched_at !== null || typeof row.enqueued_at !== 'string') {
       push('effect_outbox_inconsistent', 'error', `effect:${String(row.operation_id)}`, VERIFY);
@@ -93,7 +104,7 @@ function decodeAll(db: SqliteDatabase, findings: EffectFinding[]): Omit<EffectHi
   const transitions: EffectTransition[] = [];
   const lastOf = new Map<string, EffectTransition>();
   const broken = new Set<string>();
-  for (const row of db.prepare('SELECT * FROM effect_history ORDER BY operation_id, seq').all() as HistoryRow[]) {
+  for (const row of rows('history') as unknown as HistoryRow[]) {
     const id = String(row.operation_id);
     try {
       const t = decodeTransition(row);

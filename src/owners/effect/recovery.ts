@@ -1,8 +1,8 @@
-/** The effect owner's recovery contract: `effects.db` through its historical reader (sqlite-recovery.ts). Dispatches nothing. */
+/** The effect owner's recovery contract: `effects.db` — or its tables of a PostgreSQL root — through its historical reader (sqlite-recovery.ts). Dispatches nothing. */
 import { LAYOUT } from '../layout.js';
 import { OWNER_EXPORT_MAX_ITEMS, byKey } from '../export.js';
 import { sqliteOwner } from '../sqlite-recovery.js';
-import { readHistoricalFile, type EffectHistory } from './historical.js';
+import { EFFECT_TABLES, decodeEffects, readHistoricalFile, type EffectHistory } from './historical.js';
 
 export const recovery = sqliteOwner<EffectHistory>({
   name: 'effect',
@@ -14,6 +14,9 @@ export const recovery = sqliteOwner<EffectHistory>({
   exportSchema: 'loopx_effect_export_v0',
   maxItems: OWNER_EXPORT_MAX_ITEMS,
   read: (abs, scratchDir) => readHistoricalFile(abs, scratchDir === undefined ? {} : { scratchDir }),
+  // On a root whose Goal state is in PostgreSQL: the same reader over the schema's rows.
+  postgresql: { tables: EFFECT_TABLES, read: (rows) => ({ ...decodeEffects(rows, []), schema_version: null }) },
+  itemCounts: { effect: 'effects', outbox: 'outbox', transition: 'transitions' },
   inFlight: (h) => h.effects.filter((e) => e.outcome === 'pending' && e.dispatched_at !== null).length,
   counts: (h) => ({ effects: h.effects.length, outbox: h.outbox.length, transitions: h.transitions.length }),
   items: (h) => [

@@ -6,6 +6,7 @@
  */
 import type { OwnerFinding } from '../contract.js';
 import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
+import { sqliteRows, type TableQueries, type TableRows } from '../table-rows.js';
 import type { SpendEntry } from './contract.js';
 import { spendDigest } from './rules.js';
 import { MIGRATIONS, decodeSpend, type SpendRow } from './schema.js';
@@ -48,31 +49,45 @@ export function readHistoricalFile(copiedFilePath: string, options: ReadHistoric
     if (db.pragma('quick_check', { simple: true }) !== 'ok') {
       findings.push({ code: 'quota_db_corrupt', severity: 'error', subject: 'file:quota.db', next_action: VERIFY });
     }
-    const entries: SpendEntry[] = [];
-    for (const row of db.prepare('SELECT * FROM spends ORDER BY rowid').all() as SpendRow[]) {
-      let e: SpendEntry;
-      try {
-        e = decodeSpend(row);
-      } catch (err) {
-        if (!(err instanceof RowInvalid)) throw err;
-        findings.push({ code: 'quota_row_invalid', severity: 'error', subject: `spend:${String(row.effect_id)}`, next_action: VERIFY });
-        continue;
-      }
-      if (e.request_digest !== spendDigest(e)) {
-        findings.push({ code: 'quota_request_digest_mismatch', severity: 'error', subject: `spend:${e.effect_id}`, next_action: VERIFY });
-        continue;
-      }
-      entries.push(e);
-    }
-    if (entries.length > 0) {
-      findings.push({
-        code: 'quota_ledger_historical',
-        severity: 'warning',
-        subject: 'file:quota.db',
-        next_action: 'keep the ledger as history; new spend goes through current admission under the adopted Goal lifetime',
-      });
-    }
-    return { owner: 'quota', schema_version: version, entries, findings };
+    return { ...decodeQuota(sqliteRows(db, QUOTA_TABLES), findings), schema_version: version };
   };
   return withSqliteCopy(copiedFilePath, read, { scratchDir: options.scratchDir, scratchPrefix: 'loopx-quota-historical-', fileName: 'quota.db', onUnreadable: unreadable });
+}
+
+/**
+ * The ledger's table, in creation order on either provider. PostgreSQL's BIGINT amount is read as a
+ * JavaScript number: exact to 2^53, and one beyond it fails its request digest (a finding), never
+ * rounded silently into the ledger.
+ */
+export const QUOTA_TABLES: TableQueries<'spends'> = {
+  spends: { sqlite: 'SELECT * FROM spends ORDER BY rowid', postgresql: 'SELECT *, amount::float8 AS amount FROM spends ORDER BY position' },
+};
+
+/** The ledger decoded from its rows (either provider's). */
+export function decodeQuota(rows: TableRows<'spends'>, findings: QuotaFinding[]): Omit<QuotaHistory, 'schema_version'> {
+  const entries: SpendEntry[] = [];
+  for (const row of rows('spends') as unknown as SpendRow[]) {
+    let e: SpendEntry;
+    try {
+      e = decodeSpend(row);
+    } catch (err) {
+      if (!(err instanceof RowInvalid)) throw err;
+      findings.push({ code: 'quota_row_invalid', severity: 'error', subject: `spend:${String(row.effect_id)}`, next_action: VERIFY });
+      continue;
+    }
+    if (e.request_digest !== spendDigest(e)) {
+      findings.push({ code: 'quota_request_digest_mismatch', severity: 'error', subject: `spend:${e.effect_id}`, next_action: VERIFY });
+      continue;
+    }
+    entries.push(e);
+  }
+  if (entries.length > 0) {
+    findings.push({
+      code: 'quota_ledger_historical',
+      severity: 'warning',
+      subject: 'file:quota.db',
+      next_action: 'keep the ledger as history; new spend goes through current admission under the adopted Goal lifetime',
+    });
+  }
+  return { owner: 'quota', entries, findings };
 }

@@ -1,8 +1,8 @@
-/** The quota owner's recovery contract: `quota.db` through its historical reader (sqlite-recovery.ts). Admits nothing. */
+/** The quota owner's recovery contract: `quota.db` — or its tables of a PostgreSQL root — through its historical reader (sqlite-recovery.ts). Admits nothing. */
 import { LAYOUT } from '../layout.js';
 import { OWNER_EXPORT_MAX_ITEMS, byKey } from '../export.js';
 import { sqliteOwner } from '../sqlite-recovery.js';
-import { readHistoricalFile, type QuotaHistory } from './historical.js';
+import { QUOTA_TABLES, decodeQuota, readHistoricalFile, type QuotaHistory } from './historical.js';
 
 export const recovery = sqliteOwner<QuotaHistory>({
   name: 'quota',
@@ -15,6 +15,9 @@ export const recovery = sqliteOwner<QuotaHistory>({
   exportSchema: 'loopx_quota_export_v0',
   maxItems: OWNER_EXPORT_MAX_ITEMS,
   read: (abs, scratchDir) => readHistoricalFile(abs, scratchDir === undefined ? {} : { scratchDir }),
+  // On a root whose Goal state is in PostgreSQL: the same reader over the schema's rows.
+  postgresql: { tables: QUOTA_TABLES, read: (rows) => ({ ...decodeQuota(rows, []), schema_version: null }) },
+  itemCounts: { spend: 'entries' },
   counts: (h) => ({ entries: h.entries.length }),
   items: (h) => byKey(h.entries, (e) => e.effect_id).map((value) => ({ kind: 'spend', value })),
 });

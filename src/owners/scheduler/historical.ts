@@ -7,6 +7,7 @@
  * on the restored root.
  */
 import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
+import { sqliteRows, type TableQueries, type TableRows } from '../table-rows.js';
 import type { SchedulerFinding, Timer } from './contract.js';
 import { MIGRATIONS, decodeTimer, type TimerRow } from './schema.js';
 
@@ -46,25 +47,35 @@ export function readHistoricalFile(copiedFilePath: string, options: ReadHistoric
     if (db.pragma('quick_check', { simple: true }) !== 'ok') {
       findings.push({ code: 'scheduler_db_corrupt', severity: 'error', subject: 'file:scheduler.db', next_action: VERIFY });
     }
-    const timers: Timer[] = [];
-    for (const row of db.prepare('SELECT * FROM timers ORDER BY rowid').all() as TimerRow[]) {
-      try {
-        const { create_digest: _digest, ...t } = decodeTimer(row);
-        timers.push(t);
-        if (t.enabled) {
-          findings.push({
-            code: 'timer_restored_disabled',
-            severity: 'warning',
-            subject: `timer:${t.timer_id}`,
-            next_action: 'a saved timer is not an active schedule; re-enable it through the scheduler owner after adoption, under a new reset token',
-          });
-        }
-      } catch (err) {
-        if (!(err instanceof RowInvalid)) throw err;
-        findings.push({ code: 'timer_row_invalid', severity: 'error', subject: `timer:${String(row.timer_id)}`, next_action: VERIFY });
-      }
-    }
-    return { owner: 'scheduler', schema_version: version, timers, findings };
+    return { ...decodeTimers(sqliteRows(db, SCHEDULER_TABLES), findings), schema_version: version };
   };
   return withSqliteCopy(copiedFilePath, read, { scratchDir: options.scratchDir, scratchPrefix: 'loopx-scheduler-historical-', fileName: 'scheduler.db', onUnreadable: unreadable });
+}
+
+/** The timers' table, in creation order on either provider. */
+export const SCHEDULER_TABLES: TableQueries<'timers'> = {
+  timers: { sqlite: 'SELECT * FROM timers ORDER BY rowid', postgresql: 'SELECT * FROM timers ORDER BY seq' },
+};
+
+/** The timers decoded from their rows (either provider's); an armed one is restored disabled (a warning). */
+export function decodeTimers(rows: TableRows<'timers'>, findings: SchedulerFinding[]): Omit<SchedulerHistory, 'schema_version'> {
+  const timers: Timer[] = [];
+  for (const row of rows('timers') as unknown as TimerRow[]) {
+    try {
+      const { create_digest: _digest, ...t } = decodeTimer(row);
+      timers.push(t);
+      if (t.enabled) {
+        findings.push({
+          code: 'timer_restored_disabled',
+          severity: 'warning',
+          subject: `timer:${t.timer_id}`,
+          next_action: 'a saved timer is not an active schedule; re-enable it through the scheduler owner after adoption, under a new reset token',
+        });
+      }
+    } catch (err) {
+      if (!(err instanceof RowInvalid)) throw err;
+      findings.push({ code: 'timer_row_invalid', severity: 'error', subject: `timer:${String(row.timer_id)}`, next_action: VERIFY });
+    }
+  }
+  return { owner: 'scheduler', timers, findings };
 }

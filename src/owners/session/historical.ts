@@ -7,6 +7,7 @@
  */
 import type { OwnerFinding } from '../contract.js';
 import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
+import { sqliteRows, type TableQueries, type TableRows } from '../table-rows.js';
 import type { Session, TurnJournal, TurnSettlement } from './contract.js';
 import { settlementDigest, turnKeyOf } from './rules.js';
 import { MIGRATIONS, decodeSession, decodeSettlement, decodeTurn, type PhaseRow, type SessionRow, type SettlementRow, type TurnRow } from './schema.js';
@@ -51,16 +52,26 @@ export function readHistoricalFile(copiedFilePath: string, options: ReadHistoric
     }
     const check = db.pragma('quick_check', { simple: true });
     if (check !== 'ok') findings.push({ code: 'session_db_corrupt', severity: 'error', subject: 'file:sessions.db', next_action: VERIFY });
-    return { ...decodeAll(db, findings), schema_version: version };
+    return { ...decodeSessionRows(sqliteRows(db, SESSION_TABLES), findings), schema_version: version };
   };
   return withSqliteCopy(copiedFilePath, read, { scratchDir: options.scratchDir, scratchPrefix: 'loopx-session-historical-', fileName: 'sessions.db', onUnreadable: unreadable });
 }
 
+type Rows = TableRows<'sessions' | 'turns' | 'phases' | 'settlements'>;
+
+/** The session tables, in the reader's order on either provider (sessions in creation order: SQLite's rowid, PostgreSQL's seq). */
+export const SESSION_TABLES: TableQueries<'sessions' | 'turns' | 'phases' | 'settlements'> = {
+  sessions: { sqlite: 'SELECT * FROM sessions ORDER BY rowid', postgresql: 'SELECT * FROM sessions ORDER BY seq' },
+  phases: { sqlite: 'SELECT * FROM turn_phases ORDER BY turn_key, position', postgresql: 'SELECT * FROM turn_phases ORDER BY turn_key COLLATE "C", position' },
+  turns: { sqlite: 'SELECT * FROM turns ORDER BY session_id, turn_index', postgresql: 'SELECT * FROM turns ORDER BY session_id COLLATE "C", turn_index' },
+  settlements: { sqlite: 'SELECT * FROM settlements ORDER BY settled_at, turn_key', postgresql: 'SELECT * FROM settlements ORDER BY settled_at COLLATE "C", turn_key COLLATE "C"' },
+};
+
 const rowInvalid = (findings: SessionFinding[], subject: string) => findings.push({ code: 'session_row_invalid', severity: 'error', subject, next_action: VERIFY });
 
-function decodeSessions(db: SqliteDatabase, findings: SessionFinding[]): Session[] {
+function decodeSessions(rows: Rows, findings: SessionFinding[]): Session[] {
   const sessions: Session[] = [];
-  for (const row of db.prepare('SELECT * FROM sessions ORDER BY rowid').all() as SessionRow[]) {
+  for (const row of rows('sessions') as unknown as SessionRow[]) {
     try {
       sessions.push(decodeSession(row));
     } catch (e) {
@@ -72,14 +83,14 @@ function decodeSessions(db: SqliteDatabase, findings: SessionFinding[]): Session
 }
 
 /** Turns with their phases; a turn whose key or session does not match is a finding, and so is a phase without a turn. */
-function decodeTurns(db: SqliteDatabase, findings: SessionFinding[], sessions: readonly Session[]): TurnJournal[] {
+function decodeTurns(rows: Rows, findings: SessionFinding[], sessions: readonly Session[]): TurnJournal[] {
   const sessionById = new Map(sessions.map((s) => [s.session_id, s]));
   const phasesByTurn = new Map<unknown, PhaseRow[]>();
-  for (const p of db.prepare('SELECT * FROM turn_phases ORDER BY turn_key, position').all() as PhaseRow[]) {
+  for (const p of rows('phases') as unknown as PhaseRow[]) {
     phasesByTurn.set(p.turn_key, [...(phasesByTurn.get(p.turn_key) ?? []), p]);
   }
   const turns: TurnJournal[] = [];
-  for (const row of db.prepare('SELECT * FROM turns ORDER BY session_id, turn_index').all() as TurnRow[]) {
+  for (const row of rows('turns') as unknown as TurnRow[]) {
     const phaseRows = phasesByTurn.get(row.turn_key) ?? [];
     phasesByTurn.delete(row.turn_key);
     let t: TurnJournal;
@@ -106,10 +117,10 @@ function decodeTurns(db: SqliteDatabase, findings: SessionFinding[], sessions: r
 }
 
 /** Settlements that match their turn (status, session, request digest); any other is a finding. */
-function decodeSettlements(db: SqliteDatabase, findings: SessionFinding[], turns: readonly TurnJournal[]): TurnSettlement[] {
+function decodeSettlements(rows: Rows, findings: SessionFinding[], turns: readonly TurnJournal[]): TurnSettlement[] {
   const turnByKey = new Map(turns.map((t) => [t.turn_key, t]));
   const settlements: TurnSettlement[] = [];
-  for (const row of db.prepare('SELECT * FROM settlements ORDER BY settled_at, turn_key').all() as SettlementRow[]) {
+  for (const row of rows('settlements') as unknown as SettlementRow[]) {
     let st: TurnSettlement;
     try {
       st = decodeSettlement(row);
@@ -156,10 +167,11 @@ function holdsAndGaps(findings: SessionFinding[], sessions: readonly Session[], 
   }
 }
 
-function decodeAll(db: SqliteDatabase, findings: SessionFinding[]): Omit<SessionHistory, 'schema_version'> {
-  const sessions = decodeSessions(db, findings);
-  const turns = decodeTurns(db, findings, sessions);
-  const settlements = decodeSettlements(db, findings, turns);
+/** The sessions, turns and settlements decoded from their rows (either provider's), with holds and defects as findings. */
+export function decodeSessionRows(rows: Rows, findings: SessionFinding[]): Omit<SessionHistory, 'schema_version'> {
+  const sessions = decodeSessions(rows, findings);
+  const turns = decodeTurns(rows, findings, sessions);
+  const settlements = decodeSettlements(rows, findings, turns);
   holdsAndGaps(findings, sessions, turns, settlements);
   return { owner: 'session', sessions, turns, settlements, findings };
 }

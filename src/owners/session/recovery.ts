@@ -1,8 +1,8 @@
-/** The session owner's recovery contract: `sessions.db` through its historical reader (sqlite-recovery.ts). */
+/** The session owner's recovery contract: `sessions.db` — or its tables of a PostgreSQL root — through its historical reader (sqlite-recovery.ts). */
 import { LAYOUT } from '../layout.js';
 import { OWNER_EXPORT_MAX_ITEMS, byKey } from '../export.js';
 import { sqliteOwner } from '../sqlite-recovery.js';
-import { readHistoricalFile, type SessionHistory } from './historical.js';
+import { SESSION_TABLES, decodeSessionRows, readHistoricalFile, type SessionHistory } from './historical.js';
 
 export const recovery = sqliteOwner<SessionHistory>({
   name: 'session',
@@ -14,6 +14,9 @@ export const recovery = sqliteOwner<SessionHistory>({
   exportSchema: 'loopx_session_export_v0',
   maxItems: OWNER_EXPORT_MAX_ITEMS,
   read: (abs, scratchDir) => readHistoricalFile(abs, scratchDir === undefined ? {} : { scratchDir }),
+  // On a root whose Goal state is in PostgreSQL: the same reader over the schema's rows.
+  postgresql: { tables: SESSION_TABLES, read: (rows) => ({ ...decodeSessionRows(rows, []), schema_version: null }) },
+  itemCounts: { session: 'sessions', turn: 'turns', settlement: 'settlements' },
   counts: (h) => ({ sessions: h.sessions.length, turns: h.turns.length, settlements: h.settlements.length }),
   items: (h) => [
     ...byKey(h.sessions, (s) => s.session_id).map((value) => ({ kind: 'session', value })),

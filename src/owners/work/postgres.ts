@@ -272,31 +272,81 @@ export async function openPostgresWorkProvider(db: PgDatabase, options: PgWorkOp
 
 /** The store's identity, checked whole: metadata, and a head that agrees with its commits (one snapshot). */
 function readIdentity(db: PgDatabase, key: string, goalId: string): Promise<WorkStoreIdentity> {
-  return db.transaction(
-    async (q) => {
-      const [raw] = await q(`SELECT ${STORE_COLUMNS} FROM work_stores WHERE goal_key = $1`, [key]);
-      if (!raw) throw workStoreMissing(goalId);
-      if (raw.schema !== WORK_PG_SCHEMA) throw metadataInvalid(`unknown schema ${JSON.stringify(raw.schema).slice(0, 64)}`);
-      let s: StoreRow;
-      try {
-        s = decodeStore(raw);
-      } catch (e) {
-        throw e instanceof RowInvalid ? metadataInvalid(`malformed ${e.field}`) : e;
-      }
-      if (parseStoreIdentity(s.store_identity)?.provider !== POSTGRESQL_PROVIDER) throw metadataInvalid('malformed store identity');
-      if (!INCARNATION_PATTERN.test(s.incarnation)) throw metadataInvalid('malformed incarnation');
-      const rev = parseProviderRevision(s.provider_revision);
-      if (rev && rev.incarnation !== s.incarnation) throw foreignIncarnation(rev.incarnation, s.incarnation);
-      const [stats] = await q('SELECT count(*) AS n, coalesce(max(cursor), 0) AS max FROM work_commits WHERE goal_key = $1', [key]);
-      const n = bigintColumn(stats?.n, 'count', 0);
-      const max = bigintColumn(stats?.max, 'max', 0);
-      if (!rev || rev.cursor !== s.cursor || n !== s.cursor || max !== s.cursor) {
-        throw protocolViolation('the head and the commits disagree (a gap or a foreign head)', { head_cursor: s.cursor, commit_count: n, max_cursor: max });
-      }
-      return { store_identity: s.store_identity, incarnation: s.incarnation, goal_id: s.goal_id };
+  return db.transaction((q) => identityIn(q, key, goalId), { isolation: 'repeatable read', readOnly: true });
+}
+
+/** The store's identity as `q`'s transaction sees it (refused: missing, malformed, or a head its commits disagree with). */
+async function identityIn(q: PgQuery, key: string, goalId: string): Promise<WorkStoreIdentity> {
+  const [raw] = await q(`SELECT ${STORE_COLUMNS} FROM work_stores WHERE goal_key = $1`, [key]);
+  if (!raw) throw workStoreMissing(goalId);
+  if (raw.schema !== WORK_PG_SCHEMA) throw metadataInvalid(`unknown schema ${JSON.stringify(raw.schema).slice(0, 64)}`);
+  let s: StoreRow;
+  try {
+    s = decodeStore(raw);
+  } catch (e) {
+    throw e instanceof RowInvalid ? metadataInvalid(`malformed ${e.field}`) : e;
+  }
+  if (parseStoreIdentity(s.store_identity)?.provider !== POSTGRESQL_PROVIDER) throw metadataInvalid('malformed store identity');
+  if (!INCARNATION_PATTERN.test(s.incarnation)) throw metadataInvalid('malformed incarnation');
+  const rev = parseProviderRevision(s.provider_revision);
+  if (rev && rev.incarnation !== s.incarnation) throw foreignIncarnation(rev.incarnation, s.incarnation);
+  const [stats] = await q('SELECT count(*) AS n, coalesce(max(cursor), 0) AS max FROM work_commits WHERE goal_key = $1', [key]);
+  const n = bigintColumn(stats?.n, 'count', 0);
+  const max = bigintColumn(stats?.max, 'max', 0);
+  if (!rev || rev.cursor !== s.cursor || n !== s.cursor || max !== s.cursor) {
+    throw protocolViolation('the head and the commits disagree (a gap or a foreign head)', { head_cursor: s.cursor, commit_count: n, max_cursor: max });
+  }
+  return { store_identity: s.store_identity, incarnation: s.incarnation, goal_id: s.goal_id };
+}
+
+/** Runs a read in a transaction someone else holds (a backup set's one snapshot). */
+export type SnapshotRun = <T>(fn: (q: PgQuery) => Promise<T>) => Promise<T>;
+
+/** What a retained-prefix export reads of a store. */
+export type WorkSnapshotReader = Pick<WorkProvider, 'provider' | 'storeIdentity' | 'load' | 'scanCommitted'>;
+
+/**
+ * A Goal's store read through `run` only — every read in the one transaction `run` holds, so a
+ * retained-prefix export of it is of one snapshot (a backup set's). Writes nothing; opening it
+ * checks the store whole, as opening a provider does.
+ */
+export async function openPgWorkSnapshot(run: SnapshotRun, goalId: string, storeKey: string = goalId): Promise<WorkSnapshotReader> {
+  const guarded = async <T>(fn: (q: PgQuery) => Promise<T>): Promise<T> => {
+    try {
+      return await run(fn);
+    } catch (e) {
+      if (e instanceof RowInvalid) throw rowsInvalid(e);
+      if (isLoopxError(e)) throw e;
+      throw workStoreReadFailed(e);
+    }
+  };
+  const identity = await guarded((q) => identityIn(q, storeKey, goalId));
+  const head = async (q: PgQuery): Promise<StoreRow> => {
+    const [raw] = await q(`SELECT ${STORE_COLUMNS} FROM work_stores WHERE goal_key = $1`, [storeKey]);
+    if (!raw) throw workStoreMissing(goalId);
+    return decodeStore(raw);
+  };
+  return {
+    provider: POSTGRESQL_PROVIDER,
+    storeIdentity: async () => ({ ...identity }),
+    load: () =>
+      guarded(async (q) => {
+        const h = await head(q);
+        return { head: jsonOrNullColumn<JsonObject>(h.projection, 'projection'), provider_revision: h.provider_revision, cursor: h.cursor };
+      }),
+    scanCommitted: (afterCursor, limit) => {
+      assertScanArguments(afterCursor, limit);
+      return guarded(async (q) => scanPage(q, storeKey, afterCursor, limit, await head(q)));
     },
-    { isolation: 'repeatable read', readOnly: true },
-  );
+  };
+}
+
+/** A Goal's head as `q` sees it (null: the Goal has no store in the schema). */
+export async function pgWorkHead(q: PgQuery, goalId: string, storeKey: string = goalId): Promise<{ provider_revision: string; cursor: number } | null> {
+  const [raw] = await q(`SELECT ${STORE_COLUMNS} FROM work_stores WHERE goal_key = $1`, [storeKey]);
+  if (!raw) return null;
+  const h = decodeStore(raw);
+  return { provider_revision: h.provider_revision, cursor: h.cursor };
 }
 
 /** Thrown inside a write transaction to roll it back and answer `value` (nothing was written). */

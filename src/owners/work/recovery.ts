@@ -9,12 +9,16 @@
  *   rebuilt one; with a whole retained-prefix export (`in_export`) it runs the export's offline verifier plus the check
  *   that the copy's history holds it as a prefix (same revision at the export's head cursor).
  * - `readHistorical`: the copy's Todos, leases, fence and committed history — history only.
+ * - On a root whose Goal state is in PostgreSQL: capture and verification of the Goal's
+ *   retained-prefix export from the set's one snapshot (service-recovery.ts).
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { snapshotSqliteDatabase } from '../../store/index.js';
 import type { HistoricalRead, OfflineVerification, OwnerFinding, OwnerRecovery, OwnerScope } from '../contract.js';
-import { hasErrors } from '../contract.js';
+import { hasErrors, servedBy } from '../contract.js';
+import { POSTGRESQL_PROVIDER } from '../../store/index.js';
+import { captureWorkFromService, historicalFromExport, observeWorkInService, verifyWorkExport } from './service-recovery.js';
 import { LAYOUT } from '../layout.js';
 import { walHeader } from '../sqlite-recovery.js';
 import { readHistoricalFile, type HistoricalWork } from './historical.js';
@@ -24,6 +28,8 @@ import { COPY_EXPORT_SCHEMA, exportWorkCopy } from './copy-export.js';
 import { initialProjection, projectionDigest } from './model.js';
 import { verifyRetainedPrefix, type RetainedPrefixHeader } from './retained-prefix.js';
 import { openSqliteWorkProvider, openWorkDbCopy, WORK_DB_SCHEMA } from './sqlite.js';
+
+const SERVED = { providers: [POSTGRESQL_PROVIDER] } as const;
 
 const goalOf = (scope: OwnerScope): string => {
   if (scope.goal_id === null) throw new TypeError('the work owner is read per Goal');
@@ -129,10 +135,12 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
   scope: 'goal',
   members: (scope) => [{ path: LAYOUT.workDb(goalOf(scope)), kind: 'sqlite' }],
   requiredForGoal: true,
+  providers: SERVED.providers,
   dependsOn: ['goal'],
   classification: 'recovered_readable',
 
   async observe(live, scope) {
+    if (servedBy(SERVED, live)) return observeWorkInService(live.service, goalOf(scope));
     const abs = join(live.root, LAYOUT.workDb(goalOf(scope)));
     if (!existsSync(abs)) return null;
     const provider = openSqliteWorkProvider(abs, { goal_id: goalOf(scope), create: false });
@@ -147,6 +155,7 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
 
   async capture(live, scope, into) {
     const goalId = goalOf(scope);
+    if (servedBy(SERVED, live)) return captureWorkFromService(live.service, { goal_id: goalId });
     const rel = LAYOUT.workDb(goalId);
     const dest = join(into, rel);
     const provider = openSqliteWorkProvider(join(live.root, rel), { goal_id: goalId, create: false });
@@ -183,6 +192,7 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
 
   verifyOffline(copy, scope, options = {}): OfflineVerification {
     const goalId = goalOf(scope);
+    if (options.provider !== undefined) return verifyWorkExport({ goal_id: goalId }, options.export ?? []);
     const rel = LAYOUT.workDb(goalId);
     const abs = join(copy.root, rel);
     const frame = options.export !== undefined && options.exportItems === 'from_copy' ? copyFrame(options.export) : undefined;
@@ -221,5 +231,9 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
     };
   },
 
-  readHistorical: (copy, scope) => envelope(readHistoricalFile(join(copy.root, LAYOUT.workDb(goalOf(scope))), { goal_id: goalOf(scope) }), scope),
+  readHistorical(copy, scope) {
+    const records = copy.exports?.('work', scope);
+    if (records !== undefined) return envelope(historicalFromExport(records, goalOf(scope)), scope);
+    return envelope(readHistoricalFile(join(copy.root, LAYOUT.workDb(goalOf(scope))), { goal_id: goalOf(scope) }), scope);
+  },
 };

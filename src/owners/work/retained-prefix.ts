@@ -68,7 +68,7 @@ export interface RetainedPrefixExport {
 
 const recordSha = (record: unknown): string => sha256Hex(canonicalJson(record));
 
-export async function exportRetainedPrefix(provider: WorkProvider, clock: () => Date): Promise<RetainedPrefixExport> {
+export async function exportRetainedPrefix(provider: Pick<WorkProvider, 'storeIdentity' | 'load' | 'scanCommitted'>, clock: () => Date): Promise<RetainedPrefixExport> {
   const start = clock().toISOString();
   const identity = await provider.storeIdentity();
   const pin = await provider.load();
