@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { openPostgres } from '../../src/store/index.js';
 import { startWebhookSink } from '../../src/dev/index.js';
-import { REPO, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { REPO, loopx, loopxAsync, tempRoot, addLaunchTodos } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
 
 const schema = pgSchemas();
@@ -90,14 +90,7 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
 
     const created = loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at], env);
     expect(created.status, created.stderr).toBe(0);
-    for (const [id, title] of [
-      ['t1', 'Draft the outline'],
-      ['t2', 'Review the draft'],
-      ['t3', 'Publish'],
-    ]) {
-      const added = loopx(['todo', 'add', '--goal', 'launch', '--title', title!, '--id', id!, ...at], env);
-      expect(added.status, added.stderr).toBe(0);
-    }
+    addLaunchTodos(at, env);
     // The scripted worker completes t1, delivers one webhook and blocks t2.
     const sink = await startWebhookSink({ port: 0 });
     const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', join(REPO, 'examples/agents/goal-worker.json'), '--sink', sink.deliveriesUrl, ...at], env).finally(

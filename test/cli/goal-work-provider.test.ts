@@ -12,7 +12,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { expect, it } from 'vitest';
 import { openPostgres } from '../../src/store/index.js';
 import { startWebhookSink } from '../../src/dev/index.js';
-import { REPO, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { REPO, loopx, loopxAsync, tempRoot, addLaunchTodos } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
 
 const schema = pgSchemas();
@@ -88,14 +88,7 @@ describePg('a Goal whose work lives in PostgreSQL, in a root on SQLite', () => {
     expect(created.status, created.stderr).toBe(0);
     const other = loopx(['goal', 'create', 'notes', '--title', 'Keep notes', ...at], env);
     expect(other.status, other.stderr).toBe(0);
-    for (const [id, title] of [
-      ['t1', 'Draft the outline'],
-      ['t2', 'Review the draft'],
-      ['t3', 'Publish'],
-    ]) {
-      const added = loopx(['todo', 'add', '--goal', 'launch', '--title', title!, '--id', id!, ...at], env);
-      expect(added.status, added.stderr).toBe(0);
-    }
+    addLaunchTodos(at, env);
     expect(loopx(['todo', 'add', '--goal', 'notes', '--title', 'Write one', '--id', 'n1', ...at], env).status).toBe(0);
 
     // The scripted worker completes t1, delivers one webhook and blocks t2.

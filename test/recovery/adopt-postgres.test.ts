@@ -30,6 +30,24 @@ describePg('loopx recover into a root on PostgreSQL', () => {
   afterAll(async () => {
     await sink.close();
   });
+  /** `recover plan` of the source's Goal into `destination`, its Goal state in `pgSchema` of the test server (by reference). */
+  const planInto = (destination: string, pgSchema: string) =>
+    ok(s, [
+      'recover',
+      'plan',
+      '--from',
+      s.workspace,
+      '--goal',
+      'launch',
+      '--destination',
+      destination,
+      '--database-url',
+      'env:LX_RECOVER_PG',
+      '--pg-schema',
+      pgSchema,
+      '--root',
+      s.root,
+    ]);
 
   it('refuses a schema that already holds an installation, before adopting anything', async () => {
     const taken = schemas();
@@ -40,22 +58,7 @@ describePg('loopx recover into a root on PostgreSQL', () => {
       await other.close();
     }
     const destination = join(s.dir, 'occupied');
-    const plan = ok(s, [
-      'recover',
-      'plan',
-      '--from',
-      s.workspace,
-      '--goal',
-      'launch',
-      '--destination',
-      destination,
-      '--database-url',
-      'env:LX_RECOVER_PG',
-      '--pg-schema',
-      taken,
-      '--root',
-      s.root,
-    ]);
+    const plan = planInto(destination, taken);
     const r = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest, '--authority-dir', s.authority, '--json']);
     expect(r.status).toBe(4);
     expect(r.json().error.code).toBe('recover_destination_schema_occupied');
@@ -64,22 +67,7 @@ describePg('loopx recover into a root on PostgreSQL', () => {
 
   it('adopts the Goal into a fresh schema and continues its work there', async () => {
     const destination = join(s.dir, 'on-postgres');
-    const plan = ok(s, [
-      'recover',
-      'plan',
-      '--from',
-      s.workspace,
-      '--goal',
-      'launch',
-      '--destination',
-      destination,
-      '--database-url',
-      'env:LX_RECOVER_PG',
-      '--pg-schema',
-      schema,
-      '--root',
-      s.root,
-    ]);
+    const plan = planInto(destination, schema);
     expect(plan.destination_store).toEqual({ provider: 'postgresql', database_url: 'env:LX_RECOVER_PG', schema });
     expect(JSON.stringify(plan)).not.toContain('postgres://');
 

@@ -69,3 +69,15 @@ export function tempRoot(prefix = 'loopx-test-'): string {
   chmodSync(dir, 0o700);
   return join(dir, 'root');
 }
+
+/** The launch Goal's three Todos (t1 Draft the outline, t2 Review the draft, t3 Publish), added through the CLI at `at`. */
+export function addLaunchTodos(at: readonly string[], env: Record<string, string> = {}): void {
+  for (const [id, title] of [
+    ['t1', 'Draft the outline'],
+    ['t2', 'Review the draft'],
+    ['t3', 'Publish'],
+  ] as const) {
+    const added = loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--id', id, ...at], env);
+    if (added.status !== 0) throw new Error(`todo add ${id}: ${added.stderr}`);
+  }
+}
