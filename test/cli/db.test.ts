@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { openPostgres } from '../../src/store/index.js';
 import { startWebhookSink } from '../../src/dev/index.js';
-import { REPO, loopx, loopxAsync, tempRoot, addLaunchTodos } from '../support/cli.js';
+import { REPO, loopx, loopxAsync, tempRoot, addLaunchTodos, todoStatuses } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
 
 const schema = pgSchemas();
@@ -100,8 +100,7 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
     expect(run.json()).toMatchObject({ status: 'completed', failure: null });
     expect(sink.deliveries()).toHaveLength(1);
 
-    const listed = loopx(['todo', 'list', '--goal', 'launch', ...at], env).json();
-    expect(listed.todos.map((t: { todo_id: string; status: string }) => [t.todo_id, t.status])).toEqual([
+    expect(todoStatuses('launch', at, env)).toEqual([
       ['t1', 'done'],
       ['t2', 'blocked'],
       ['t3', 'open'],

@@ -12,7 +12,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { expect, it } from 'vitest';
 import { openPostgres } from '../../src/store/index.js';
 import { startWebhookSink } from '../../src/dev/index.js';
-import { REPO, loopx, loopxAsync, tempRoot, addLaunchTodos } from '../support/cli.js';
+import { REPO, loopx, loopxAsync, tempRoot, addLaunchTodos, todoStatuses } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
 
 const schema = pgSchemas();
@@ -98,8 +98,7 @@ describePg('a Goal whose work lives in PostgreSQL, in a root on SQLite', () => {
     );
     expect(run.status, run.stderr).toBe(0);
     expect(run.json()).toMatchObject({ status: 'completed', failure: null });
-    const listed = loopx(['todo', 'list', '--goal', 'launch', ...at], env).json();
-    expect(listed.todos.map((t: { todo_id: string; status: string }) => [t.todo_id, t.status])).toEqual([
+    expect(todoStatuses('launch', at, env)).toEqual([
       ['t1', 'done'],
       ['t2', 'blocked'],
       ['t3', 'open'],

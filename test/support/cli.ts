@@ -81,3 +81,9 @@ export function addLaunchTodos(at: readonly string[], env: Record<string, string
     if (added.status !== 0) throw new Error(`todo add ${id}: ${added.stderr}`);
   }
 }
+
+/** A Goal's Todos as `[todo_id, status]`, in order, as `loopx todo list` reads them at `at`. */
+export function todoStatuses(goal: string, at: readonly string[], env: Record<string, string> = {}): [string, string][] {
+  const listed = loopx(['todo', 'list', '--goal', goal, ...at, '--json'], env).json() as { todos: { todo_id: string; status: string }[] };
+  return listed.todos.map((t) => [t.todo_id, t.status]);
+}
