@@ -152,7 +152,7 @@ interface MigratedComponent {
 }
 
 /** The PostgreSQL schemas Goals chose for their work, other than the root's own, with the Goals in each. */
-function goalWorkSchemas(root: string, config: StoreConfig): { database_url: string; schema: string; goals: string[] }[] {
+export function goalWorkSchemas(root: string, config: StoreConfig): { database_url: string; schema: string; goals: string[] }[] {
   const out = new Map<string, { database_url: string; schema: string; goals: string[] }>();
   for (const { goal_id, location } of work.recordedWorkLocations(root)) {
     if (location.provider !== 'postgresql') continue;

@@ -15,10 +15,16 @@
  *      writers are refused there, in its database);
  *   4. admits writers (`active`) and records the reference in the root's configuration.
  * Interrupted, it is run again and resumes at the step it reached (each step reads back first).
+ *
+ * The same holds for the schema a Goal chose for its work alone (`goal create --work-provider`):
+ * `--goal <id>` rotates the schema where that Goal's work lives (its own, or the root's when it has
+ * none), and rebinds every Goal record of this root that names that schema through the same
+ * reference. A schema several Goals or roots share is one installation: rotating it revokes the
+ * authority every Goal's work store in it grants.
  */
 import { randomBytes } from 'node:crypto';
-import { canonicalJson, conflict, faultPoint, rejected, sha256Hex, usageError, type LoopxError } from '../core/index.js';
-import { config as configOwner, STORE_CONFIG_NAMESPACE, work as workOwner } from '../owners/index.js';
+import { canonicalJson, conflict, faultPoint, isLoopxError, rejected, sha256Hex, usageError, type LoopxError } from '../core/index.js';
+import { config as configOwner, goal as goalOwner, STORE_CONFIG_NAMESPACE, work as workOwner } from '../owners/index.js';
 import {
   activateInstallation,
   databaseUrlFrom,
@@ -33,22 +39,42 @@ import {
   type PgDatabase,
 } from '../store/index.js';
 import { withAdmission } from './admission.js';
-import { readStoreConfig, type StoreConfig } from './store-config.js';
+import { withRootOwners } from './root.js';
+import { goalWorkSchemas, readStoreConfig } from './store-config.js';
 
 export const ROTATION_PLAN_SCHEMA = 'loopx_db_rotation_plan_v0';
 
-type PgConfig = Extract<StoreConfig, { provider: 'postgresql' }>;
+type InstallationStatus = Omit<InstallationView, 'created_at' | 'rotated_at' | 'superseded_by'>;
 
-/** `loopx db status`: the installation and the server it sits on now. */
+/** `loopx db status`: the installation and the server it sits on now — the root's, and each schema Goals chose for their work alone. */
 export interface DbStatus {
   readonly provider: string;
   readonly schema: string | null;
-  readonly installation: Omit<InstallationView, 'created_at' | 'rotated_at' | 'superseded_by'> | null;
+  readonly installation: InstallationStatus | null;
+  readonly goal_work_schemas: readonly {
+    readonly database_url: string;
+    readonly schema: string;
+    readonly goals: readonly string[];
+    /** null when it could not be read; `refusal` says why. */
+    readonly installation: InstallationStatus | null;
+    readonly refusal: string | null;
+  }[];
+}
+
+/** The schema a rotation rotates: the root's, or the one a Goal's work lives in (`goal_id`), with the reference it is bound through. */
+interface RotationTarget {
+  readonly goal_id: string | null;
+  readonly schema: string;
+  readonly database_url: string;
+  /** Binds the root (or every Goal record naming this schema through this reference) to `reference`. */
+  rebind(reference: string): void;
 }
 
 /** What `loopx db rotate` would do, bound by `digest`. */
 export interface RotationPlan {
   readonly schema_version: typeof ROTATION_PLAN_SCHEMA;
+  /** The Goal whose work schema is rotated (`--goal`), or null for the root's. */
+  readonly goal_id: string | null;
   readonly schema: string;
   /** The reference the root is bound to after the rotation, and the one it was bound to (the original service's). */
   readonly database_url: string;
@@ -66,6 +92,7 @@ export interface RotationPlan {
 export type OriginalFence = 'superseded' | 'already_superseded' | 'not_named' | 'unreachable' | 'not_the_original';
 
 export interface RotationResult {
+  readonly goal_id: string | null;
   readonly schema: string;
   readonly database_url: string;
   readonly store_identity: string;
@@ -74,7 +101,7 @@ export interface RotationResult {
   readonly original: OriginalFence;
 }
 
-async function withDb<T>(config: PgConfig, reference: string, fn: (db: PgDatabase) => Promise<T>, settings?: Record<string, string>): Promise<T> {
+async function withDb<T>(config: { readonly schema: string }, reference: string, fn: (db: PgDatabase) => Promise<T>, settings?: Record<string, string>): Promise<T> {
   const db = openPostgres({ url: databaseUrlFrom(reference), schema: config.schema, max: 2, ...(settings ? { settings } : {}) });
   try {
     return await fn(db);
@@ -83,11 +110,31 @@ async function withDb<T>(config: PgConfig, reference: string, fn: (db: PgDatabas
   }
 }
 
-const pgConfigOf = async (root: string): Promise<PgConfig> => {
+/** Where `--goal` (or, without it, the root) keeps the schema a rotation rotates. */
+async function targetOf(root: string, goalId?: string): Promise<RotationTarget> {
   const config = await readStoreConfig(root);
-  if (config.provider !== 'postgresql') throw notOnPostgres();
-  return config;
-};
+  const rootTarget = (): RotationTarget => {
+    if (config.provider !== 'postgresql') throw notOnPostgres(goalId);
+    return { goal_id: goalId ?? null, schema: config.schema, database_url: config.database_url, rebind: (reference) => bindReference(root, reference) };
+  };
+  if (goalId === undefined) return rootTarget();
+  if ((await withRootOwners(root, (owners) => owners.goals.get(goalId))) === undefined) throw goalOwner.goalNotFound(goalId);
+  const location = workOwner.readWorkLocation(root, goalId);
+  if (location === null) return rootTarget();
+  if (location.provider !== 'postgresql') throw notOnPostgres(goalId);
+  const sharing = workOwner
+    .recordedWorkLocations(root)
+    .filter(({ location: l }) => l.provider === 'postgresql' && l.schema === location.schema && l.database_url === location.database_url)
+    .map((r) => r.goal_id);
+  return {
+    goal_id: goalId,
+    schema: location.schema,
+    database_url: location.database_url,
+    rebind: (reference) => {
+      for (const id of sharing) workOwner.rebindWorkLocation(root, id, reference);
+    },
+  };
+}
 
 const installationOf = (db: PgDatabase): Promise<InstallationView> =>
   db.transaction(
@@ -99,31 +146,43 @@ const installationOf = (db: PgDatabase): Promise<InstallationView> =>
     { isolation: 'repeatable read', readOnly: true },
   );
 
+const statusOf = async (db: PgDatabase): Promise<InstallationStatus> => {
+  const { created_at: _c, rotated_at: _r, superseded_by: _s, ...installation } = await installationOf(db);
+  return installation;
+};
+
 /** `loopx db status`. */
 export async function dbStatus(root: string): Promise<DbStatus> {
   const config = await readStoreConfig(root);
-  if (config.provider !== 'postgresql') return { provider: config.provider, schema: null, installation: null };
-  return withDb(config, config.database_url, async (db) => {
-    const { created_at: _c, rotated_at: _r, superseded_by: _s, ...installation } = await installationOf(db);
-    return { provider: config.provider, schema: config.schema, installation };
-  });
+  const goal_work_schemas: DbStatus['goal_work_schemas'][number][] = [];
+  for (const g of goalWorkSchemas(root, config)) {
+    try {
+      goal_work_schemas.push({ ...g, installation: await withDb(g, g.database_url, statusOf), refusal: null });
+    } catch (e) {
+      if (!isLoopxError(e)) throw e;
+      goal_work_schemas.push({ ...g, installation: null, refusal: e.code });
+    }
+  }
+  if (config.provider !== 'postgresql') return { provider: config.provider, schema: null, installation: null, goal_work_schemas };
+  return { provider: config.provider, schema: config.schema, installation: await withDb(config, config.database_url, statusOf), goal_work_schemas };
 }
 
-/** The plan for binding the root to `reference` (its own when omitted — refused when a restore is detected). */
-export async function planRotation(root: string, reference?: string): Promise<RotationPlan> {
-  const config = await pgConfigOf(root);
-  const bind = reference ?? config.database_url;
-  return withDb(config, bind, async (db) => {
+/** The plan for binding the target's schema to `reference` (its own when omitted — refused when a restore is detected). */
+export async function planRotation(root: string, reference?: string, goalId?: string): Promise<RotationPlan> {
+  const target = await targetOf(root, goalId);
+  const bind = reference ?? target.database_url;
+  return withDb(target, bind, async (db) => {
     const v = await installationOf(db);
-    if (v.state === 'superseded') throw supersededHere(config.schema);
-    // A rotation interrupted midway (`rotating`) already re-recorded the server: it resumes with the reference it is given, or the root's.
+    if (v.state === 'superseded') throw supersededHere(target);
+    // A rotation interrupted midway (`rotating`) already re-recorded the server: it resumes with the reference it is given, or the target's.
     const restoreDetected = v.state === 'restored_pending_rotation';
-    if (restoreDetected && reference === undefined) throw urlRequired();
+    if (restoreDetected && reference === undefined) throw urlRequired(target);
     const body = {
       schema_version: ROTATION_PLAN_SCHEMA,
-      schema: config.schema,
+      goal_id: target.goal_id,
+      schema: target.schema,
       database_url: bind,
-      previous_database_url: bind === config.database_url ? null : config.database_url,
+      previous_database_url: bind === target.database_url ? null : target.database_url,
       state: v.state,
       restore_detected: restoreDetected,
       changed: v.changed,
@@ -137,17 +196,18 @@ export async function planRotation(root: string, reference?: string): Promise<Ro
 }
 
 /** `loopx db rotate --confirm <digest>`: the plan's digest must be the one previewed. */
-export async function rotateStore(root: string, confirm: string, reference?: string): Promise<RotationResult> {
-  const plan = await planRotation(root, reference);
-  if (plan.digest !== confirm) throw confirmMismatch(plan.database_url);
-  const config = await pgConfigOf(root);
+export async function rotateStore(root: string, confirm: string, reference?: string, goalId?: string): Promise<RotationResult> {
+  const plan = await planRotation(root, reference, goalId);
+  const target = await targetOf(root, goalId);
+  if (plan.digest !== confirm) throw confirmMismatch(target, plan.database_url);
+  const config = target;
   return withAdmission(root, 'db rotate', () =>
     withDb(config, plan.database_url, async (db) => {
       // 1. The new identity and generation, `rotating` (resumed as they are when a run was interrupted).
       const rotated = await db.transaction(async (q): Promise<PgAdmission> => {
         const v = await readInstallation(q, true);
         if (v === undefined) throw installationMissing(config.schema);
-        if (v.store_identity !== plan.store_identity || v.restore_generation !== plan.restore_generation || v.state !== plan.state) throw planStale(plan.database_url);
+        if (v.store_identity !== plan.store_identity || v.restore_generation !== plan.restore_generation || v.state !== plan.state) throw planStale(target, plan.database_url);
         return v.state === 'rotating' ? { store_identity: v.store_identity, restore_generation: v.restore_generation } : rotateInstallation(q, v);
       });
       // 2. The authority the Goals' work grants, revoked on the rotator's own admitted pool.
@@ -157,15 +217,15 @@ export async function rotateStore(root: string, confirm: string, reference?: str
       faultPoint('db.rotate.after-revoke');
       // 3. The original service, when the previous reference still reaches it.
       const original = await fenceOriginal(config, plan, rotated);
-      // 4. Writers admitted; the root bound to the reference it was rotated through.
+      // 4. Writers admitted; the root (or the Goals' records) bound to the reference it was rotated through.
       await db.transaction((q) => activateInstallation(q, rotated));
-      if (plan.previous_database_url !== null) bindReference(root, plan.database_url);
-      return { schema: config.schema, database_url: plan.database_url, ...rotated, revoked, original };
+      if (plan.previous_database_url !== null) target.rebind(plan.database_url);
+      return { goal_id: target.goal_id, schema: config.schema, database_url: plan.database_url, ...rotated, revoked, original };
     }),
   );
 }
 
-async function fenceOriginal(config: PgConfig, plan: RotationPlan, rotated: PgAdmission): Promise<OriginalFence> {
+async function fenceOriginal(config: { readonly schema: string }, plan: RotationPlan, rotated: PgAdmission): Promise<OriginalFence> {
   if (plan.previous_database_url === null) return 'not_named';
   try {
     return await withDb(config, plan.previous_database_url, (db) =>
@@ -193,26 +253,45 @@ function bindReference(root: string, reference: string): void {
   });
 }
 
-const notOnPostgres = (): LoopxError =>
-  usageError('db_not_postgresql', 'This root keeps its Goal state in SQLite files; it has no database to rotate.', 'use it on a root whose Goal state lives in PostgreSQL');
+const notOnPostgres = (goalId: string | undefined): LoopxError =>
+  usageError(
+    'db_not_postgresql',
+    goalId === undefined
+      ? 'This root keeps its Goal state in SQLite files; it has no database to rotate.'
+      : `Goal ${goalId} keeps its work in SQLite files; it has no database to rotate.`,
+    goalId === undefined ? 'use it on a root whose Goal state lives in PostgreSQL' : 'name a Goal whose work lives in PostgreSQL',
+  );
 
-const supersededHere = (schema: string): LoopxError =>
-  rejected('db_rotation_superseded', `Schema ${schema} on this server was superseded by a restored copy; it is never rotated back.`, {
-    nextAction: 'rotate the restored copy instead: loopx db rotate --database-url env:LOOPX_DATABASE_URL',
-    details: { schema },
+// Each next action names `--goal` when the target is a Goal's work schema: both forms are written out, so each parses as printed.
+const supersededHere = (t: RotationTarget): LoopxError =>
+  rejected('db_rotation_superseded', `Schema ${t.schema} on this server was superseded by a restored copy; it is never rotated back.`, {
+    nextAction:
+      t.goal_id === null
+        ? 'rotate the restored copy instead: loopx db rotate --database-url env:LOOPX_DATABASE_URL'
+        : `rotate the restored copy instead: loopx db rotate --goal ${t.goal_id} --database-url env:LOOPX_DATABASE_URL`,
+    details: { schema: t.schema },
   });
 
-const urlRequired = (): LoopxError =>
+const urlRequired = (t: RotationTarget): LoopxError =>
   rejected('db_rotation_url_required', 'The schema is a restored copy; name the database URL again to rotate it (a copied reference is never trusted).', {
-    nextAction: 'name the database URL again to preview the rotation: loopx db rotate --database-url env:LOOPX_DATABASE_URL',
+    nextAction:
+      t.goal_id === null
+        ? 'name the database URL again to preview the rotation: loopx db rotate --database-url env:LOOPX_DATABASE_URL'
+        : `name the database URL again to preview the rotation: loopx db rotate --goal ${t.goal_id} --database-url env:LOOPX_DATABASE_URL`,
   });
 
-const confirmMismatch = (reference: string): LoopxError =>
+const confirmMismatch = (t: RotationTarget, reference: string): LoopxError =>
   conflict('db_rotation_confirm_mismatch', 'The confirmed digest is not the digest of the rotation plan now.', {
-    nextAction: `preview the plan again: loopx db rotate --database-url ${reference}`,
+    nextAction:
+      t.goal_id === null
+        ? `preview the plan again: loopx db rotate --database-url ${reference}`
+        : `preview the plan again: loopx db rotate --goal ${t.goal_id} --database-url ${reference}`,
   });
 
-const planStale = (reference: string): LoopxError =>
+const planStale = (t: RotationTarget, reference: string): LoopxError =>
   conflict('db_rotation_plan_stale', 'The installation changed after the plan was made; nothing was rotated.', {
-    nextAction: `preview the plan again: loopx db rotate --database-url ${reference}`,
+    nextAction:
+      t.goal_id === null
+        ? `preview the plan again: loopx db rotate --database-url ${reference}`
+        : `preview the plan again: loopx db rotate --goal ${t.goal_id} --database-url ${reference}`,
   });

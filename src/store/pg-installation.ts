@@ -209,11 +209,14 @@ export async function admit(q: PgQuery, admission: PgAdmission): Promise<void> {
   await q('SELECT loopx_admit($1, $2)', [admission.store_identity, admission.restore_generation]);
 }
 
-/** The typed refusal for a loopx SQLSTATE raised by `loopx_admit`, or undefined for any other error. */
-export function installationRefusal(e: unknown, schema: string): LoopxError | undefined {
+/**
+ * The typed refusal for a loopx SQLSTATE raised by `loopx_admit`, or undefined for any other error.
+ * `goalId`: the writer is that Goal's work store, whose schema `loopx db rotate --goal` rotates.
+ */
+export function installationRefusal(e: unknown, schema: string, goalId?: string): LoopxError | undefined {
   switch ((e as { code?: unknown })?.code) {
     case 'LXR01':
-      return restoredPendingRotation(schema);
+      return restoredPendingRotation(schema, goalId);
     case 'LXS01':
       return storeSuperseded(schema);
     case 'LXW01':
@@ -225,13 +228,16 @@ export function installationRefusal(e: unknown, schema: string): LoopxError | un
   }
 }
 
-export const restoredPendingRotation = (schema: string): LoopxError =>
+export const restoredPendingRotation = (schema: string, goalId?: string): LoopxError =>
   rejected(
     'store_restored_pending_rotation',
     `Schema ${schema} is a restored copy (or sits on another server than it was recorded on); no write is admitted before its identity is rotated.`,
     {
-      nextAction: 'name the restored database’s URL again to preview its rotation: loopx db rotate --database-url env:LOOPX_DATABASE_URL',
-      details: { schema },
+      nextAction:
+        goalId === undefined
+          ? 'name the restored database’s URL again to preview its rotation: loopx db rotate --database-url env:LOOPX_DATABASE_URL'
+          : `name the restored database’s URL again to preview its rotation: loopx db rotate --goal ${goalId} --database-url env:LOOPX_DATABASE_URL`,
+      details: goalId === undefined ? { schema } : { schema, goal_id: goalId },
     },
   );
 

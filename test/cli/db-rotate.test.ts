@@ -9,59 +9,16 @@
  * rotation both fail their next write, in the database. A restore in place (the schema dropped
  * and restored into the same database) is detected too.
  */
-import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { randomBytes } from 'node:crypto';
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openGoalWork } from '../../src/owners/work/index.js';
 import { migratePostgres, openPostgres, readInstallation, type PgDatabase } from '../../src/store/index.js';
-import { REPO, loopx, tempRoot } from '../support/cli.js';
+import { loopx, tempRoot } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
-
-const SCHEMA_DIR = join(REPO, 'docs/schemas');
-const ajv = new Ajv2020({ strict: true, allErrors: true });
-const ids = new Map<string, string>();
-for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json'))) {
-  const schema = JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as { $id: string };
-  ajv.addSchema(schema);
-  ids.set(f, schema.$id);
-}
-/** `doc` is valid against docs/schemas/<file>. */
-const valid = (file: string, doc: unknown) => {
-  const check = ajv.getSchema(ids.get(file)!)!;
-  expect(check(doc), JSON.stringify(check.errors)).toBe(true);
-};
-
-const urlOf = (database: string): string => {
-  const u = new URL(PG_URL);
-  u.pathname = `/${database}`;
-  return u.toString();
-};
-
-/** A writer process with its own pool (and admission) for its whole life. */
-class Writer {
-  private readonly child: ChildProcessWithoutNullStreams;
-  private readonly answers: AsyncIterator<string>;
-  constructor(root: string, goal: string, env: Record<string, string>) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'test/support/pg-writer.ts', root, goal], { cwd: REPO, env: { ...process.env, ...env } });
-    this.answers = createInterface({ input: this.child.stdout })[Symbol.asyncIterator]();
-  }
-  async next(): Promise<Record<string, unknown>> {
-    const r = await this.answers.next();
-    if (r.done) throw new Error('the writer process ended');
-    return JSON.parse(r.value) as Record<string, unknown>;
-  }
-  async add(title: string): Promise<Record<string, unknown>> {
-    this.child.stdin.write(`add ${title}\n`);
-    return this.next();
-  }
-  stop(): void {
-    this.child.kill('SIGKILL');
-  }
-}
+import { PgWriter as Writer, expectSchemaValid as valid, pgUrlOf as urlOf, restoreSchemaInto } from '../support/pg-restore.js';
 
 describePg('a restored PostgreSQL schema is rotated before it admits a writer', () => {
   const schema = pgSchemas()();
@@ -101,8 +58,7 @@ describePg('a restored PostgreSQL schema is rotated before it admits a writer', 
 
     // The operator restores the schema into a new database with PostgreSQL's own tools.
     await admin.query(`CREATE DATABASE "${restoredDb}"`);
-    const dump = execFileSync('pg_dump', ['-d', PG_URL, '-n', schema, '-Fc'], { maxBuffer: 64 << 20 });
-    execFileSync('pg_restore', ['-d', env.LX_ROT_B, '--no-owner'], { input: dump });
+    restoreSchemaInto(schema, env.LX_ROT_B);
 
     // A process pointed at the copy before the rotation is admitted under the copied identity, and refused.
     const early = new Writer(root, 'g1', { LX_ROT_A: env.LX_ROT_B, LX_ROT_B: env.LX_ROT_B });

@@ -1,10 +1,11 @@
 /**
- * `loopx db migrate|status|rotate` — the root's PostgreSQL schema: its migrations (explicit; never
- * done implicitly), its installation as the database says it is, and the rotation a restored copy
- * needs before it admits a writer (preview, then `--confirm <digest>`).
+ * `loopx db migrate|status|rotate` — the root's PostgreSQL schema (and those Goals chose for their
+ * work alone): migrations (explicit; never done implicitly), each installation as the database says
+ * it is, and the rotation a restored copy needs before it admits a writer (preview, then
+ * `--confirm <digest>`; `--goal` for a Goal's work schema).
  */
 import type { Command } from 'commander';
-import { dbStatus, migrateRootStore, planRotation, rotateStore, type RotationPlan, type RotationResult } from '../../runtime/index.js';
+import { dbStatus, migrateRootStore, planRotation, rotateStore, type DbStatus, type RotationPlan, type RotationResult } from '../../runtime/index.js';
 import { emit, existingRoot, type GlobalOptions, type Output } from '../context.js';
 
 const ORIGINAL_TEXT: Record<RotationResult['original'], string> = {
@@ -20,8 +21,18 @@ function planText(d: RotationPlan, out: Output): void {
   out.line(`  restore generation ${d.restore_generation} → ${d.next_restore_generation}; a new store identity is minted`);
   const leases = d.goals.reduce((n, g) => n + g.active_leases, 0);
   out.line(`  ${d.goals.length} Goal work store(s): ${leases} active lease(s) and ${d.goals.filter((g) => g.fenced).length} writer fence(s) are revoked`);
-  if (d.previous_database_url !== null) out.line(`  the root is bound to ${d.database_url} (was ${d.previous_database_url}); the original is superseded if it answers`);
-  out.line(`confirm: loopx db rotate --database-url ${d.database_url} --confirm ${d.digest}`);
+  const bound = d.goal_id === null ? 'the root is' : `Goal ${d.goal_id}'s work (and this root's Goals in the schema) are`;
+  if (d.previous_database_url !== null) out.line(`  ${bound} bound to ${d.database_url} (was ${d.previous_database_url}); the original is superseded if it answers`);
+  out.line(
+    d.goal_id === null
+      ? `confirm: loopx db rotate --database-url ${d.database_url} --confirm ${d.digest}`
+      : `confirm: loopx db rotate --goal ${d.goal_id} --database-url ${d.database_url} --confirm ${d.digest}`,
+  );
+}
+
+function installationText(schema: string, i: NonNullable<DbStatus['installation']>, out: Output): void {
+  out.line(`schema ${schema}: ${i.state}${i.changed.length > 0 ? ` (changed since recorded: ${i.changed.join(', ')})` : ''}`);
+  out.line(`  store identity ${i.store_identity}, restore generation ${i.restore_generation}`);
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -38,25 +49,29 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       });
     });
   db.command('status')
-    .description("the root's PostgreSQL installation: its store identity, restore generation and whether it is a restored copy")
+    .description("the PostgreSQL installations of the root and of Goals' work: store identity, restore generation and whether each is a restored copy")
     .action(async () => {
       const g = globals();
       emit(g, await dbStatus(existingRoot(g)), (d, out) => {
-        if (d.installation === null) return out.line(`this root keeps its state in ${d.provider}: no database installation`);
-        const i = d.installation;
-        out.line(`schema ${d.schema}: ${i.state}${i.changed.length > 0 ? ` (changed since recorded: ${i.changed.join(', ')})` : ''}`);
-        out.line(`  store identity ${i.store_identity}, restore generation ${i.restore_generation}`);
+        if (d.installation === null) out.line(`this root keeps its state in ${d.provider}: no database installation`);
+        else installationText(d.schema ?? '', d.installation, out);
+        for (const w of d.goal_work_schemas) {
+          out.line(`work of Goal(s) ${w.goals.join(', ')} (${w.database_url}):`);
+          if (w.installation === null) out.line(`  schema ${w.schema}: not readable (${w.refusal ?? 'unknown'})`);
+          else installationText(w.schema, w.installation, out);
+        }
       });
     });
   db.command('rotate')
     .description('after a restore: mint a new store identity and restore generation, revoke every lease, and only then admit writers')
-    .option('--database-url <env:NAME>', 'the database URL, by reference, to bind the root to (required for a restored copy)')
+    .option('--goal <id>', "rotate the schema this Goal's work lives in (its own, or the root's) instead of the root's")
+    .option('--database-url <env:NAME>', 'the database URL, by reference, to bind the root (or the Goal) to (required for a restored copy)')
     .option('--confirm <digest>', 'the plan digest the preview printed; without it, only the plan is shown')
-    .action(async (opts: { databaseUrl?: string; confirm?: string }) => {
+    .action(async (opts: { goal?: string; databaseUrl?: string; confirm?: string }) => {
       const g = globals();
       const root = existingRoot(g);
-      if (opts.confirm === undefined) return emit(g, await planRotation(root, opts.databaseUrl), planText);
-      emit(g, await rotateStore(root, opts.confirm, opts.databaseUrl), (d, out) => {
+      if (opts.confirm === undefined) return emit(g, await planRotation(root, opts.databaseUrl, opts.goal), planText);
+      emit(g, await rotateStore(root, opts.confirm, opts.databaseUrl, opts.goal), (d, out) => {
         out.line(`schema ${d.schema} rotated: store identity ${d.store_identity}, restore generation ${d.restore_generation}; writers are admitted`);
         const revoked = d.revoked.filter((r) => r.result !== 'none');
         out.line(`  ${revoked.length} Goal work store(s) had their leases and fences revoked`);

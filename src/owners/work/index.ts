@@ -56,7 +56,7 @@ export {
   type RecoveredFrom,
 } from './model.js';
 export { assertGoalWorkReady, openWork, openGoalWork, settleGoalWorkLocation, type OpenGoalWorkOptions, type WorkProviderRequest } from './work.js';
-export { recordedWorkLocations, WORK_LOCATION_SCHEMA, type GoalWorkLocation } from './location.js';
+export { readWorkLocation, rebindWorkLocation, recordedWorkLocations, WORK_LOCATION_SCHEMA, type GoalWorkLocation } from './location.js';
 export { MIN_LEASE_TTL_MS, MAX_LEASE_TTL_MS } from './inputs.js';
 export type {
   AcquireLeaseRequest,

@@ -86,6 +86,16 @@ export function writeWorkLocation(root: string, goalId: string, location: GoalWo
   writeFileDurable(join(root, LAYOUT.workStoreLocation(goalId)), new TextEncoder().encode(`${canonicalJson({ schema_version: WORK_LOCATION_SCHEMA, ...location })}\n`));
 }
 
+/**
+ * After the Goal's PostgreSQL schema was rotated through another reference (a restored copy, named
+ * again): the record names that reference from now on. Provider, schema and row key never change.
+ */
+export function rebindWorkLocation(root: string, goalId: string, reference: string): void {
+  const have = readWorkLocation(root, goalId);
+  if (have?.provider !== 'postgresql' || !REFERENCE.test(reference)) throw workLocationInvalid(goalId, 'not a PostgreSQL choice to rebind');
+  writeWorkLocation(root, goalId, { ...have, database_url: reference });
+}
+
 /** Drops a pending choice (a Goal not created yet that now takes its root's). */
 export function removeWorkLocation(root: string, goalId: string): void {
   rmSync(join(root, LAYOUT.workStoreLocation(goalId)), { force: true });

@@ -362,20 +362,20 @@ type WriteFailure = { readonly status: 'failed'; readonly code: string } | { rea
  * transaction beat it, the refusal's code for a typed one, else `provider_write_failed` — and a COMMIT
  * the connection failed under is `ambiguous`.
  */
-async function writeTransaction<T>(db: PgDatabase, body: (q: PgQuery) => Promise<T>): Promise<T | WriteFailure> {
+async function writeTransaction<T>(db: PgDatabase, goalId: string, body: (q: PgQuery) => Promise<T>): Promise<T | WriteFailure> {
   try {
     return await db.transaction(body);
   } catch (e) {
     if (e instanceof Decided) return e.value as T;
     if (e instanceof PgCommitAmbiguous) return { status: 'ambiguous' };
-    return writeFailure(db, e);
+    return writeFailure(db, goalId, e);
   }
 }
 
 /** A write that provably wrote nothing, as its answer — or the installation's typed refusal, thrown. */
-function writeFailure(db: PgDatabase, e: unknown): WriteFailure {
+function writeFailure(db: PgDatabase, goalId: string, e: unknown): WriteFailure {
   // The installation refused this writer (restored, superseded, rotated since): typed, never retried.
-  const refusal = installationRefusal(e, db.schema);
+  const refusal = installationRefusal(e, db.schema, goalId);
   if (refusal) throw refusal;
   if (isRetryableConflict(e)) return { status: 'failed', code: 'provider_busy' };
   if (e instanceof RowInvalid) return { status: 'failed', code: rowsInvalid(e).code };
@@ -443,7 +443,7 @@ async function commitOnce(db: PgDatabase, key: string, identity: WorkStoreIdenti
     );
   } catch (e) {
     if (e instanceof PgCommitAmbiguous) return { status: 'ambiguous' };
-    return writeFailure(db, (e as { code?: unknown })?.code === 'LXP01' ? protocolViolation('the head moved inside a write transaction') : e);
+    return writeFailure(db, identity.goal_id, (e as { code?: unknown })?.code === 'LXP01' ? protocolViolation('the head moved inside a write transaction') : e);
   }
   const outcome = rows[0]?.outcome;
   if (outcome === 'work_store_replaced') return { status: 'failed', code: storeReplaced(identity.goal_id).code };
@@ -465,7 +465,7 @@ async function commitOnce(db: PgDatabase, key: string, identity: WorkStoreIdenti
 async function importLineageOnce(db: PgDatabase, key: string, identity: WorkStoreIdentity, admission: PgAdmission, request: LineageImportRequest): Promise<LineageImportResult> {
   const l = request.lineage;
   const refuse = (reason: 'store_not_empty' | 'operation_id_exists' | 'rows_invalid') => new Decided<LineageImportResult>({ status: 'conflict', reason });
-  return writeTransaction(db, async (q): Promise<LineageImportResult> => {
+  return writeTransaction(db, identity.goal_id, async (q): Promise<LineageImportResult> => {
     const s = await lockStore(q, key, identity, admission);
     const [prior] = await q(`SELECT ${LINEAGE_COLUMNS} FROM work_lineage WHERE goal_key = $1 AND source_store_identity = $2`, [key, l.source_store_identity]);
     if (prior) throw new Decided<LineageImportResult>({ status: 'already', lineage: decodeLineage(prior) });
