@@ -92,7 +92,8 @@ d.component = withOptional(
   {
     provider: {
       const: 'postgresql',
-      description: "Set when the component's state was read from the root's database service, not its files: its export holds every record and it has no member.",
+      description:
+        "Set when the component's state was read from a database service (the root's, or the one its Goal's work lives in), not its files: its export holds every record and it has no member.",
     },
   },
 );
@@ -118,6 +119,9 @@ d.service_reference = obj({
 });
 d.service_reference.description =
   'The database service a root keeps its Goal state in: a reference (provider, schema, server identity, the installation — store identity and restore generation — and the one snapshot every served component was read in) — never a URL or a credential.';
+d.goal_service_reference = obj({ goal_ids: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string' } }, ...d.service_reference.properties });
+d.goal_service_reference.description =
+  "A database service Goals' work was read from apart from the root's store (`goal create --work-provider postgresql`): the same reference as the root's service, with the Goals read in its one snapshot.";
 d.goal_closure = obj({ goal_id: { type: 'string' }, logical_scope: SCOPE, required_component_ids: { type: 'array', items: COMPONENT_ID } });
 d.set_capture = withOptional(
   {
@@ -148,7 +152,7 @@ d.set_capture = withOptional(
     skew_inventory: { type: 'array', items: obj({ component_id: COMPONENT_ID, moved: { type: 'boolean' }, cursor_delta: { type: ['integer', 'null'] } }) },
     downgrades: { type: 'array', items: { $ref: '#/$defs/downgrade' } },
   },
-  { service: { $ref: '#/$defs/service_reference' } },
+  { service: { $ref: '#/$defs/service_reference' }, goal_services: { type: 'array', minItems: 1, items: { $ref: '#/$defs/goal_service_reference' } } },
 );
 
 const out = `${JSON.stringify(s, null, 2)}\n`;

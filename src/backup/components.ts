@@ -18,7 +18,7 @@ import {
   OWNER_LIST,
   boundaryOf,
   goalScope,
-  servedBy,
+  servedAt,
   type CapturePoint,
   type LiveSource,
   type OwnerCapture,
@@ -109,11 +109,12 @@ const exists = (abs: string): boolean => {
 };
 
 /**
- * Whether the owner holds state in `live` for the component: its state is in the root's service
- * (the owner keeps it there: read, never presumed absent), or any of its members is in the root.
- * Capture and the end re-check decide it alike.
+ * Whether the owner holds state in `live` for the component: its state is in a service (the root's,
+ * or the one its Goal chose — the owner keeps it there: read, never presumed absent), or any of its
+ * members is in the root. Capture and the end re-check decide it alike.
  */
-const isPresent = (live: LiveSource, plan: ComponentPlan): boolean => servedBy(plan.owner, live) || plan.owner.members(plan.scope).some((m) => exists(join(live.root, m.path)));
+const isPresent = (live: LiveSource, plan: ComponentPlan): boolean =>
+  servedAt(plan.owner, live, plan.scope) || plan.owner.members(plan.scope).some((m) => exists(join(live.root, m.path)));
 
 /** Capture one component from `live` (the live root with its service, or a failure observation of the root) into `into`. */
 export async function captureComponent(live: LiveSource, plan: ComponentPlan, into: string): Promise<CapturedComponent> {

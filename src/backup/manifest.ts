@@ -253,6 +253,12 @@ export interface RecoverySetCapture {
    * never its URL or a credential. Absent for a root on SQLite.
    */
   readonly service?: ServiceReference;
+  /**
+   * The services Goals' work was read from apart from the root's store (`goal create
+   * --work-provider postgresql`): one reference — and one snapshot — per schema, with the Goals
+   * read in it. Absent when no Goal keeps its work in a schema other than the root's.
+   */
+  readonly goal_services?: readonly (ServiceReference & { readonly goal_ids: readonly string[] })[];
   /** Every component, moved or not (the complete skew inventory). */
   readonly skew_inventory: readonly { readonly component_id: string; readonly moved: boolean; readonly cursor_delta: number | null }[];
   readonly downgrades: readonly DowngradeFinding[];

@@ -6,7 +6,7 @@
  */
 import { statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
-import { LAYOUT, OWNERS, ownerOfMember, refuseGoalWorkApart } from '../owners/index.js';
+import { LAYOUT, OWNERS, ownerOfMember } from '../owners/index.js';
 import { backupIdInvalid, outputDirInvalid, rootInvalid, rootMissing, sourceAppeared, sourceRemoved } from './errors.js';
 import { discover, type BackupWarning, type Discovery, type ExcludedEntry, type MemberCategory, type MissingEntry, type PlannedMember } from './discover.js';
 import { BACKUP_LIMITS, CAPACITY_CODES, type BackupLimitName } from './limits.js';
@@ -131,7 +131,6 @@ export function plan(root: string, options: PlanOptions = {}): BackupPlan {
   const backupId = options.backupId ?? defaultBackupId(now);
   if (!BACKUP_ID.test(backupId)) throw backupIdInvalid();
   const { outputDir, excludeSubtree } = checkRootAndOutput(rootAbs, options.outputDir);
-  refuseGoalWorkApart(rootAbs, 'backup-state');
 
   const sources = options.sources ?? ownerBackupSources(rootAbs);
   // The exact reads come first; discovery must then agree with them.

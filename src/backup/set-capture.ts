@@ -22,7 +22,7 @@
 import { copyFileSync, constants, lstatSync, mkdirSync, readdirSync, readlinkSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { faultPoint, sha256FileHex, tryLockExclusive } from '../core/index.js';
-import { openServiceSnapshot, type CapturePoint, type LiveSource, type ServiceSnapshot } from '../owners/index.js';
+import { openGoalWorkSources, openServiceSnapshot, type CapturePoint, type GoalServiceSnapshot, type LiveSource, type ServiceSnapshot } from '../owners/index.js';
 import { captureComponent, describeComponents, exportMemberOf, goalClosures, observeAll, planComponents, type CapturedComponent, type ComponentPlan } from './components.js';
 import { crashSourceLive, crashSourceMoved } from './errors.js';
 import type { FailureObservation, GoalClosure, ManifestComponent, RecoverySetCapture } from './manifest.js';
@@ -284,8 +284,19 @@ function settleObservation(obs: Observed | null): { failure: FailureObservation 
   return { failure: { ...obs.failure, files }, observed };
 }
 
-/** The service reference the manifest records (none for a root on SQLite). */
-const serviceOf = (service: ServiceSnapshot | null): Pick<RecoverySetCapture, 'service'> => (service === null ? {} : { service: service.reference() });
+/** The service references the manifest records: the root's (none on SQLite), and those Goals' work was read from apart from it. */
+const serviceOf = (service: ServiceSnapshot | null, apart: readonly GoalServiceSnapshot[]): Pick<RecoverySetCapture, 'service' | 'goal_services'> => ({
+  ...(service === null ? {} : { service: service.reference() }),
+  ...(apart.length === 0 ? {} : { goal_services: apart.map((a) => ({ goal_ids: [...a.goal_ids], ...a.snapshot.reference() })) }),
+});
+
+/** Closes the root's snapshot when opening the Goals' own failed, and fails as they did. */
+const closing =
+  (service: ServiceSnapshot | null) =>
+  async (e: unknown): Promise<never> => {
+    await service?.close();
+    throw e;
+  };
 
 /**
  * Capture every component of the set into `staging/capture`, with the evidence of the profile
@@ -314,7 +325,9 @@ export async function captureSet(src: SetSource, staging: string, options: SetCa
 
   // A root whose Goal state is in a database service: every served component is read in one snapshot of it.
   const service = obs === null ? await openServiceSnapshot(src.root) : null;
-  const live: LiveSource = service === null ? { root: source } : { root: source, service };
+  // A Goal whose work is apart from its root's store: read where it lives (another schema: a snapshot of its own).
+  const apart = obs === null ? await openGoalWorkSources(src.root, src.goalIds, service).catch(closing(service)) : null;
+  const live: LiveSource = { root: source, ...(service === null ? {} : { service }), ...(apart === null ? {} : { goalWork: apart.sources }) };
   const byId = new Map<string, CapturedComponent>();
   try {
     for (const plan of order) {
@@ -324,6 +337,7 @@ export async function captureSet(src: SetSource, staging: string, options: SetCa
     }
   } finally {
     await service?.close();
+    for (const a of apart?.services ?? []) await a.snapshot.close();
   }
   const captured = plans.map((p) => byId.get(p.component_id)!);
   faultPoint(BACKUP_CAPTURE_FAULT);
@@ -351,7 +365,7 @@ export async function captureSet(src: SetSource, staging: string, options: SetCa
       interval: { start: startedAt, end: endedAt },
       quiescence: options.quiescence ?? null,
       failure_observation: failure,
-      ...serviceOf(service),
+      ...serviceOf(service, apart?.services ?? []),
       skew_inventory: components.map((c) => ({
         component_id: c.component_id,
         moved: c.skew.moved_during_capture || c.skew.moved_before_set_end,

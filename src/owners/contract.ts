@@ -202,15 +202,29 @@ export interface LiveService {
   current<T>(fn: (q: PgQuery) => Promise<T>): Promise<T>;
 }
 
+/** Where one Goal's work lives when the Goal chose it (`goal create --work-provider`): the root's files, or a schema of a service, its rows under `store_key`. */
+export type GoalWorkSource = { readonly provider: 'sqlite' } | { readonly provider: string; readonly service: LiveService; readonly store_key: string };
+
 /** The live side `capture` reads: a runtime root, and the service its Goal state lives in when it is not the root's files. */
 export interface LiveSource {
   readonly root: string;
   readonly service?: LiveService;
+  /** Goal id → where that Goal's work lives, for each Goal that chose (the work owner reads it before `service`). */
+  readonly goalWork?: ReadonlyMap<string, GoalWorkSource>;
 }
 
 /** Whether `o` keeps its state in `live`'s service rather than in its members of the root. */
 export const servedBy = (o: Pick<OwnerRecovery, 'providers'>, live: LiveSource): live is LiveSource & { service: LiveService } =>
   live.service !== undefined && (o.providers ?? []).includes(live.service.provider);
+
+/**
+ * Whether `o`'s state for `scope` is read from a service rather than from its members of the root:
+ * where the Goal chose to keep it, if `o` lets a Goal choose and the Goal did, else the root's service.
+ */
+export function servedAt(o: Pick<OwnerRecovery, 'providers' | 'placedPerGoal'>, live: LiveSource, scope: OwnerScope): boolean {
+  const own = o.placedPerGoal === true && scope.goal_id !== null ? live.goalWork?.get(scope.goal_id) : undefined;
+  return own !== undefined ? 'service' in own : servedBy(o, live);
+}
 
 export interface OwnerRecovery<T = unknown> {
   readonly name: string;
@@ -235,6 +249,8 @@ export interface OwnerRecovery<T = unknown> {
   readonly boundary?: 'machine' | 'goal';
   /** Services (besides the root's files) this owner keeps its state in on a root that chose one (`postgresql`). */
   readonly providers?: readonly string[];
+  /** Whether a Goal may keep this owner's state apart from its root's store (`LiveSource.goalWork` says where). */
+  readonly placedPerGoal?: boolean;
   /** Owners (earlier in the OWNERS table) whose state this owner's state refers to: a component depends on theirs. */
   readonly dependsOn: readonly string[];
   /** What a sound copy of its state is to a recovery. */

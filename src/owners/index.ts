@@ -7,9 +7,9 @@ export { LAYOUT, GOAL_ID, ROOT_MARKERS, assertGoalId, assertRuntimeRoot } from '
 export * from './contract.js';
 export { OWNERS, OWNER_LIST, DOCUMENT_OWNERS, ROOT_DATABASES, UNOWNED_STORES, goalOfPath, ownerDescriptions, ownerOfMember, type OwnerName } from './table.js';
 export { openRootOwners, STORE_CONFIG_NAMESPACE, type RootOwners } from './root-owners.js';
-export { closeRootPools, refuseGoalWorkApart, refuseNonSqliteRoot, rootPostgres, rootStoreLocation, type RootStoreLocation } from './root-store-location.js';
+export { closeRootPools, refuseNonSqliteRoot, rootPostgres, rootStoreLocation, type RootStoreLocation } from './root-store-location.js';
 export { rootStores, type RootStores } from './root-stores.js';
-export { openServiceSnapshot, type ServiceReference, type ServiceSnapshot } from './service-snapshot.js';
+export { openGoalWorkSources, openServiceSnapshot, type GoalServiceSnapshot, type ServiceReference, type ServiceSnapshot } from './service-snapshot.js';
 export { integrityOnly } from './sqlite-recovery.js';
 export { verifyExport, type ExportHeader } from './export.js';
 export * as registry from './registry/index.js';

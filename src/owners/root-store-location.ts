@@ -78,20 +78,6 @@ export function refuseNonSqliteRoot(root: string, operation: string): void {
   });
 }
 
-/**
- * Refuses a root with a Goal whose work lives apart from the root's own store (`goal create
- * --work-provider`), for backup capture: a capture of the root's store would miss that Goal's work.
- */
-export function refuseGoalWorkApart(root: string, operation: string): void {
-  const apart = recordedWorkLocations(root)[0];
-  if (apart === undefined) return;
-  throw providerUnsupported(`Goal ${apart.goal_id} keeps its work apart from this root's store, in ${apart.location.provider}; ${operation} would miss it.`, {
-    provider: apart.location.provider,
-    operation,
-    goal_id: apart.goal_id,
-  });
-}
-
 /** The one refusal of an operation that cannot cover where some Goal state lives. */
 const providerUnsupported = (message: string, details: Record<string, unknown>) =>
   rejected('store_provider_unsupported', message, { nextAction: 'protect this root with its database service’s own backups', details });

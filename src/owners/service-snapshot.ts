@@ -6,6 +6,11 @@
  * `LiveService.snapshot`; `current` reads the state now, in a fresh read-only transaction (the
  * set's end re-check).
  *
+ * A Goal that keeps its work apart from its root (`goal create --work-provider`) is read where it
+ * lives (`openGoalWorkSources`): in the root's snapshot when its schema is the root's, else in one
+ * snapshot per other (reference, schema) — opened at the same time and held as long — or from its
+ * files when it chose SQLite on a root on PostgreSQL.
+ *
  * What it records about the service is a reference, never a credential: the provider, the schema,
  * the server's identity (system identifier, timeline, database OID — what a restore changes), the
  * installation the snapshot read (its store identity, restore generation and state, from the
@@ -13,8 +18,9 @@
  * bounds. The URL and the environment variable's value never leave it.
  */
 import { pgFailure, readInstallation, type InstallationState, type PgDatabase, type PgQuery } from '../store/index.js';
-import type { LiveService } from './contract.js';
-import { rootPostgres, rootStoreLocation } from './root-store-location.js';
+import type { GoalWorkSource, LiveService } from './contract.js';
+import { postgresAt, rootPostgres, rootStoreLocation } from './root-store-location.js';
+import { recordedWorkLocations } from './work/index.js';
 
 /** The service a set was captured from, as the manifest records it. */
 export interface ServiceReference {
@@ -64,7 +70,55 @@ function holdTransaction(db: PgDatabase, release: Promise<void>): { opened: Prom
 export async function openServiceSnapshot(root: string): Promise<ServiceSnapshot | null> {
   const location = rootStoreLocation(root);
   if (location.provider !== 'postgresql') return null;
-  const db = rootPostgres(root)!;
+  return openSchemaSnapshot(rootPostgres(root)!, location.schema);
+}
+
+/** A service a Goal's work was read from, apart from its root's: its reference and the Goals read in it. */
+export interface GoalServiceSnapshot {
+  readonly goal_ids: readonly string[];
+  readonly snapshot: ServiceSnapshot;
+}
+
+/**
+ * Where each of `goalIds` that chose where its work lives keeps it, for one set: the root's own
+ * snapshot (`rootService`) when it is the root's schema, one snapshot per other schema (opened
+ * here; the caller closes them), or the root's files. Goals without a choice are not listed.
+ */
+export async function openGoalWorkSources(
+  root: string,
+  goalIds: readonly string[],
+  rootService: ServiceSnapshot | null,
+): Promise<{ readonly sources: ReadonlyMap<string, GoalWorkSource>; readonly services: readonly GoalServiceSnapshot[] }> {
+  const rootAt = rootStoreLocation(root);
+  const wanted = new Set(goalIds);
+  const sources = new Map<string, GoalWorkSource>();
+  const byService = new Map<string, { goal_ids: string[]; snapshot: ServiceSnapshot }>();
+  try {
+    for (const { goal_id, location } of recordedWorkLocations(root)) {
+      if (!wanted.has(goal_id)) continue;
+      if (location.provider === 'sqlite') {
+        sources.set(goal_id, { provider: 'sqlite' });
+        continue;
+      }
+      const isRoots = rootAt.provider === 'postgresql' && rootAt.database_url === location.database_url && rootAt.schema === location.schema;
+      const key = `${location.database_url}\n${location.schema}`;
+      let own = byService.get(key);
+      if (!isRoots && own === undefined) {
+        own = { goal_ids: [], snapshot: await openSchemaSnapshot(postgresAt(location), location.schema) };
+        byService.set(key, own);
+      }
+      own?.goal_ids.push(goal_id);
+      sources.set(goal_id, { provider: location.provider, service: isRoots ? rootService! : own!.snapshot, store_key: location.store_key });
+    }
+  } catch (e) {
+    for (const s of byService.values()) await s.snapshot.close();
+    throw e;
+  }
+  return { sources, services: [...byService.values()] };
+}
+
+/** One REPEATABLE READ READ ONLY snapshot of `schema` behind `db`, held until `close`. */
+async function openSchemaSnapshot(db: PgDatabase, schema: string): Promise<ServiceSnapshot> {
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
   const held = holdTransaction(db, released);
@@ -85,7 +139,7 @@ export async function openServiceSnapshot(root: string): Promise<ServiceSnapshot
   } catch (e) {
     release();
     await held.ended;
-    throw pgFailure(e, location.schema);
+    throw pgFailure(e, schema);
   }
   const taken_at = new Date().toISOString();
   let releasedAt: string | null = null;
@@ -102,7 +156,7 @@ export async function openServiceSnapshot(root: string): Promise<ServiceSnapshot
     current: (fn) => db.transaction(fn, READ),
     reference: () => ({
       provider: 'postgresql',
-      schema: location.schema,
+      schema,
       server,
       installation,
       snapshot: { isolation: 'repeatable_read', read_only: true, xmin: bounds!.xmin, xmax: bounds!.xmax, taken_at, released_at: releasedAt },

@@ -15,7 +15,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { snapshotSqliteDatabase } from '../../store/index.js';
-import type { HistoricalRead, OfflineVerification, OwnerFinding, OwnerRecovery, OwnerScope } from '../contract.js';
+import type { HistoricalRead, LiveService, LiveSource, OfflineVerification, OwnerFinding, OwnerRecovery, OwnerScope } from '../contract.js';
 import { hasErrors, servedBy } from '../contract.js';
 import { POSTGRESQL_PROVIDER } from '../../store/index.js';
 import { captureWorkFromService, historicalFromExport, observeWorkInService, verifyWorkExport } from './service-recovery.js';
@@ -35,6 +35,13 @@ const goalOf = (scope: OwnerScope): string => {
   if (scope.goal_id === null) throw new TypeError('the work owner is read per Goal');
   return scope.goal_id;
 };
+
+/** Where a set reads this Goal's work: the schema and row key of a service, or (null) its files under the root. */
+function workSourceOf(live: LiveSource, goalId: string): { readonly service: LiveService; readonly store_key: string } | null {
+  const own = live.goalWork?.get(goalId);
+  if (own !== undefined) return 'service' in own ? { service: own.service, store_key: own.store_key } : null;
+  return servedBy(SERVED, live) ? { service: live.service, store_key: goalId } : null;
+}
 
 function envelope(h: HistoricalWork, scope: OwnerScope): HistoricalRead<HistoricalWork> {
   return {
@@ -136,11 +143,13 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
   members: (scope) => [{ path: LAYOUT.workDb(goalOf(scope)), kind: 'sqlite' }],
   requiredForGoal: true,
   providers: SERVED.providers,
+  placedPerGoal: true,
   dependsOn: ['goal'],
   classification: 'recovered_readable',
 
   async observe(live, scope) {
-    if (servedBy(SERVED, live)) return observeWorkInService(live.service, goalOf(scope));
+    const served = workSourceOf(live, goalOf(scope));
+    if (served !== null) return observeWorkInService(served.service, goalOf(scope), served.store_key);
     const abs = join(live.root, LAYOUT.workDb(goalOf(scope)));
     if (!existsSync(abs)) return null;
     const provider = openSqliteWorkProvider(abs, { goal_id: goalOf(scope), create: false });
@@ -155,7 +164,8 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
 
   async capture(live, scope, into) {
     const goalId = goalOf(scope);
-    if (servedBy(SERVED, live)) return captureWorkFromService(live.service, { goal_id: goalId });
+    const served = workSourceOf(live, goalId);
+    if (served !== null) return captureWorkFromService(served.service, { ...scope, goal_id: goalId }, served.store_key);
     const rel = LAYOUT.workDb(goalId);
     const dest = join(into, rel);
     const provider = openSqliteWorkProvider(join(live.root, rel), { goal_id: goalId, create: false });

@@ -1,5 +1,6 @@
 /**
- * The work owner's recovery contract on a root whose Goal state is in PostgreSQL:
+ * The work owner's recovery contract where a Goal's work is in PostgreSQL (its root's schema, or one
+ * the Goal chose, its rows under the Goal's store key):
  * - `capture`: the Goal's retained-prefix export (`loopx_work_retained_prefix_v0`) read entirely in
  *   the backup set's one snapshot — store identity, head, and every committed transaction up to it.
  *   Its records are all in the export (`in_export`); there is no member. One snapshot: the head it
@@ -16,8 +17,8 @@ import type { HistoricalWork } from './historical.js';
 import { openPgWorkSnapshot, pgWorkHead } from './postgres.js';
 import { RETAINED_PREFIX_SCHEMA, exportRetainedPrefix, verifyRetainedPrefix } from './retained-prefix.js';
 
-export async function captureWorkFromService(service: LiveService, scope: OwnerScope & { goal_id: string }): Promise<OwnerCapture> {
-  const reader = await openPgWorkSnapshot((fn) => service.snapshot(fn), scope.goal_id);
+export async function captureWorkFromService(service: LiveService, scope: OwnerScope & { goal_id: string }, storeKey: string = scope.goal_id): Promise<OwnerCapture> {
+  const reader = await openPgWorkSnapshot((fn) => service.snapshot(fn), scope.goal_id, storeKey);
   const ex = await exportRetainedPrefix(reader, () => new Date());
   const point = { revision: ex.provider_revision, cursor: ex.head_cursor };
   return {
@@ -39,8 +40,8 @@ export async function captureWorkFromService(service: LiveService, scope: OwnerS
 }
 
 /** The Goal's head now (null: it has no store in the schema). */
-export async function observeWorkInService(service: LiveService, goalId: string): Promise<{ revision: string; cursor: number; at: string } | null> {
-  const head = await service.current((q) => pgWorkHead(q, goalId));
+export async function observeWorkInService(service: LiveService, goalId: string, storeKey: string = goalId): Promise<{ revision: string; cursor: number; at: string } | null> {
+  const head = await service.current((q) => pgWorkHead(q, goalId, storeKey));
   return head === null ? null : { revision: head.provider_revision, cursor: head.cursor, at: new Date().toISOString() };
 }
 
