@@ -2,7 +2,7 @@
  * The types of an owner's adoption steps (adoption.ts has the table and the rules), and the one
  * step every owner whose state stays history shares: `retain_historical`.
  */
-import type { HistoricalRead, OwnerScope } from './contract.js';
+import type { CopiedRoot, HistoricalRead, OwnerScope } from './contract.js';
 
 export const DISPOSITIONS = ['retain_historical', 'import_inert', 'rebind', 'reconcile', 'rebuild', 'discard'] as const;
 export type Disposition = (typeof DISPOSITIONS)[number];
@@ -59,6 +59,11 @@ export interface AdoptionContext {
   readonly workspace_root: string;
   /** The recovery workspace directory (component exports live here). */
   readonly workspace_dir: string;
+  /**
+   * The records of the workspace's components captured from a database service (no member in
+   * `workspace_root`: the export is their state), by owner and scope; undefined for the others.
+   */
+  readonly exports?: CopiedRoot['exports'];
   /** Private scratch for SQLite copies. */
   readonly scratch_dir: string;
   /** The destination runtime root. */

@@ -12,8 +12,8 @@ import { POSTGRESQL_PROVIDER, databaseUrlFrom, openPostgres, type PgDatabase } f
 import * as configOwner from './config/index.js';
 import { recordedWorkLocations } from './work/index.js';
 
-/** The namespace of a root's configuration that says where its Goal state lives (`loopx init --store`). */
-export const STORE_CONFIG_NAMESPACE = 'store';
+/** The namespace of a root's configuration that says where its Goal state lives (`loopx init --store`): the config owner's. */
+export const STORE_CONFIG_NAMESPACE = configOwner.STORE_CONFIG_NAMESPACE;
 
 export type RootStoreLocation = { readonly provider: 'sqlite' } | { readonly provider: 'postgresql'; readonly database_url: string; readonly schema: string };
 

@@ -24,6 +24,7 @@ import { ARCHIVE_ROOT } from '../backup/index.js';
 import { WORKSPACE_DIR } from './audit.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
 import { appendJournal, foldJournal, readJournal, type HostReceipt } from './adopt-journal.js';
+import { servedExports } from './served-exports.js';
 import { RECOVERY_DIR, readPlan, reverifyWorkspace, type AdoptionPlan, type DestinationStore, type PlannedStep } from './adopt-plan.js';
 import { recoveryStatus, type RecoveryStatus } from './adopt-status.js';
 
@@ -73,7 +74,9 @@ function checkFresh(plan: AdoptionPlan, host: AdoptionHost): void {
 }
 
 function contextFor(plan: AdoptionPlan, step: PlannedStep, scratch: string, options: AdoptionRunOptions): AdoptionContext {
+  const exports = servedExports(join(plan.workspace.path, WORKSPACE_DIR));
   return {
+    ...(exports === undefined ? {} : { exports }),
     recovery_id: plan.recovery_id,
     goal_id: plan.goal.goal_id,
     workspace_root: join(plan.workspace.path, WORKSPACE_DIR, ARCHIVE_ROOT),

@@ -15,11 +15,6 @@ export const RECOVER_REFUSALS = {
     notFound('recover_goal_not_in_backup', `The verified backup holds no Goal ${goalId} that can be adopted.`, {
       nextAction: `list the workspace's Goals: loopx backup-state workspace ls ${workspace}`,
     }),
-  providerUnsupported: (goalId: string, provider: string, workspace: string): LoopxError =>
-    rejected('recover_provider_unsupported', `Goal ${goalId} was captured from its root's ${provider} database; adopting it into a root is not supported yet.`, {
-      nextAction: `read it from the inert workspace: loopx backup-state workspace show ${workspace} --goal ${goalId}`,
-      details: { provider },
-    }),
   workspaceChanged: (what: string): LoopxError =>
     rejected('recover_workspace_changed', `The recovery workspace no longer matches its audit: ${what}.`, {
       nextAction: 'verify the backup again into a new workspace and plan the recovery from it',

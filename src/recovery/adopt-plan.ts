@@ -18,10 +18,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { canonicalJson, ensurePrivateDir, operatorPath, physical, sha256FileHex, sha256Hex, writeFileDurable } from '../core/index.js';
 import { ARCHIVE_ROOT } from '../backup/index.js';
-import { ADOPTION, MACHINE, OWNERS, OWNER_LIST, effect, goalScope, type AdoptionComponent, type Disposition } from '../owners/index.js';
+import { ADOPTION, MACHINE, OWNERS, OWNER_LIST, effect, goalScope, type AdoptionComponent, type CopiedRoot, type Disposition } from '../owners/index.js';
 import { showAudit, WORKSPACE_DIR, type RecoveryAudit } from './audit.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
 import { refusePlacement, type ProtectedPlaces } from './destination.js';
+import { servedExports } from './served-exports.js';
 
 export const PLAN_SCHEMA = 'loopx_recovery_plan_v0';
 /** The directory of a destination root that holds the plan and the phase journal. */
@@ -185,8 +186,8 @@ function plannedSteps(recoveryId: string, components: AdoptionPlan['components']
 }
 
 /** What the operator is shown before confirming, read from the workspace through the owners' readers. */
-function preview(audit: RecoveryAudit, wsRoot: string, goal: AdoptionPlan['goal'], components: AdoptionPlan['components'], endAt: string | null): PlanPreview {
-  const w = OWNERS.work.readHistorical({ root: wsRoot }, goalScope(goal.goal_id)).value;
+function preview(audit: RecoveryAudit, ws: CopiedRoot, goal: AdoptionPlan['goal'], components: AdoptionPlan['components'], endAt: string | null): PlanPreview {
+  const w = OWNERS.work.readHistorical(ws, goalScope(goal.goal_id)).value;
   const byStatus: Record<string, number> = {};
   for (const t of w.todos) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
   const todos = Object.entries(byStatus)
@@ -196,8 +197,8 @@ function preview(audit: RecoveryAudit, wsRoot: string, goal: AdoptionPlan['goal'
   let effects: readonly effect.EffectRecord[];
   let sessions: number;
   try {
-    effects = OWNERS.effect.readHistorical({ root: wsRoot, scratchDir: scratch }, MACHINE).value.effects.filter((e) => e.goal_id === goal.goal_id);
-    sessions = OWNERS.session.readHistorical({ root: wsRoot, scratchDir: scratch }, MACHINE).value.sessions.filter((x) => x.goal_id === goal.goal_id).length;
+    effects = OWNERS.effect.readHistorical({ ...ws, scratchDir: scratch }, MACHINE).value.effects.filter((e) => e.goal_id === goal.goal_id);
+    sessions = OWNERS.session.readHistorical({ ...ws, scratchDir: scratch }, MACHINE).value.sessions.filter((x) => x.goal_id === goal.goal_id).length;
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
@@ -240,9 +241,6 @@ export function planAdoption(args: { workspace: string; goalId: string; destinat
   const source = manifest.goals.find((g) => g.goal_id === args.goalId);
   if (!closure || !source) throw R.goalNotInAudit(args.goalId, operatorPath(workspace));
   if (!(audit.activation?.eligible_scopes ?? []).includes(closure.logical_scope)) throw R.auditNotEligible(`Goal ${args.goalId} is not among its eligible scopes`);
-  // A closure read from a database service is held in its exports, not in files adoption imports from: not adopted (yet).
-  const served = manifest.components.find((c) => closure.required_component_ids.includes(c.component_id) && typeof c.provider === 'string');
-  if (served !== undefined) throw R.providerUnsupported(args.goalId, served.provider!, operatorPath(workspace));
   const components = closureComponents(audit, manifest, closure.required_component_ids);
   const wsRoot = join(workspace, WORKSPACE_DIR, ARCHIVE_ROOT);
   const title = OWNERS.goal.readHistorical({ root: wsRoot }, MACHINE).value.goals.find((g) => g.goal_id === args.goalId)?.title ?? args.goalId;
@@ -252,7 +250,15 @@ export function planAdoption(args: { workspace: string; goalId: string; destinat
       .filter((x): x is string => typeof x === 'string')
       .sort()
       .at(-1) ?? null;
-  const shown = preview(audit, wsRoot, { goal_id: args.goalId, goal_instance_id: source.goal_instance_id, logical_scope: closure.logical_scope, title }, components, endAt);
+  // A component captured from a database service is read from its export (the closure may hold some, or all).
+  const exports = servedExports(join(workspace, WORKSPACE_DIR));
+  const shown = preview(
+    audit,
+    { root: wsRoot, ...(exports === undefined ? {} : { exports }) },
+    { goal_id: args.goalId, goal_instance_id: source.goal_instance_id, logical_scope: closure.logical_scope, title },
+    components,
+    endAt,
+  );
   const dest = prepareDestination(args.destination, args.places ?? {});
   const nonce = randomBytes(16).toString('hex');
   const recoveryId = sha256Hex(canonicalJson({ audit: audit.recovery_id, goal_id: args.goalId, nonce }));

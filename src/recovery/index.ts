@@ -27,3 +27,4 @@ export { applyAdoption, abortAdoption, resolveHold, type AdoptionHost, type Adop
 export { recoveryStatus, RECOVERY_STATES, type RecoveryState, type RecoveryStatus, type RecoveryHold } from './adopt-status.js';
 export { RECOVER_REFUSALS } from './adopt-codes.js';
 export { refuseRecoveryInProgress } from './adopt-guard.js';
+export { servedExports } from './served-exports.js';

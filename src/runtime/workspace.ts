@@ -14,10 +14,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { notFound, readRegularFileOnce } from '../core/index.js';
+import { notFound } from '../core/index.js';
 import { operatorPath } from '../core/index.js';
 import { LAYOUT, MACHINE, OWNERS, goalScope, type CopiedRoot } from '../owners/index.js';
-import { showAudit, WORKSPACE_DIR, type RecoveryAudit } from '../recovery/index.js';
+import { servedExports, showAudit, WORKSPACE_DIR, type RecoveryAudit } from '../recovery/index.js';
 import { readHistoricalRuns, type HistoricalRun } from '../engine/index.js';
 
 /** The archive's name for the root inside the workspace (backup/paths.ts ARCHIVE_ROOT). */
@@ -83,52 +83,6 @@ const lite = (f: { code: string; severity?: string; subject: string; next_action
   subject: f.subject,
   next_action: f.next_action,
 });
-
-/** Most bytes of one export read back (the verifier's own bound). */
-const EXPORT_MAX_BYTES = 128 * 1024 * 1024;
-
-/** A workspace file's text, or undefined when it is not a readable regular file within `limit`. */
-function textOf(path: string, limit: number): string | undefined {
-  const bytes = readRegularFileOnce(path, limit);
-  return bytes === null ? undefined : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
-}
-
-/** JSON lines of a workspace file, or undefined when it cannot be read as such (the owner then reports the component unreadable). */
-function jsonLines(path: string, limit: number): unknown[] | undefined {
-  try {
-    return textOf(path, limit)
-      ?.split('\n')
-      .filter((l) => l.length > 0)
-      .map((l) => JSON.parse(l) as unknown);
-  } catch {
-    return undefined;
-  }
-}
-
-/** The workspace's manifest (the archive's embedded copy, which the verification bound), or undefined. */
-function manifestOf(workspace: string): { components?: unknown } | undefined {
-  try {
-    const text = textOf(join(workspace, 'manifest.json'), EXPORT_MAX_BYTES);
-    return text === undefined ? undefined : (JSON.parse(text) as { components?: unknown });
-  } catch {
-    return undefined;
-  }
-}
-
-/** The exports of the workspace's components captured from a database service, by owner and Goal (none for a root on SQLite). */
-function servedExports(workspace: string): CopiedRoot['exports'] {
-  const manifest = manifestOf(workspace);
-  const byKey = new Map<string, string>();
-  for (const c of Array.isArray(manifest?.components) ? (manifest.components as Record<string, unknown>[]) : []) {
-    if (typeof c.provider === 'string' && c.state === 'captured' && typeof c.export_member === 'string')
-      byKey.set(`${String(c.owner_kind)}\0${String(c.goal_id)}`, c.export_member);
-  }
-  if (byKey.size === 0) return undefined;
-  return (owner, scope) => {
-    const member = byKey.get(`${owner}\0${String(scope.goal_id)}`);
-    return member === undefined ? undefined : (jsonLines(join(workspace, member), EXPORT_MAX_BYTES) ?? []);
-  };
-}
 
 /** The destination's audit, re-checked, and the runtime root copy inside its workspace (with its served exports). */
 function open(destination: string) {

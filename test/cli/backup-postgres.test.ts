@@ -8,7 +8,7 @@
  * verified, and a tampered export record is found. A set captured while writers commit is still one
  * snapshot: a write committed between two components is in neither, and each export agrees with itself.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -205,11 +205,11 @@ describePg('backup-state of a root whose Goal state lives in PostgreSQL', () => 
     expect(shown.sessions).toHaveLength(1);
     expect(shown.effects.length).toBeGreaterThan(0);
 
-    // Adopting the Goal into a root is not supported from a database capture yet: refused, typed, nothing made.
+    // The Goal is planned for adoption from those exports alone (test/recovery/adopt-from-postgres.test.ts applies one).
     const into = join(dirname(dest), 'adopted');
-    const adopt = loopx(['recover', 'plan', '--from', dest, '--goal', 'launch', '--destination', into, '--json']);
-    expect([adopt.status, adopt.json().error.code]).toEqual([3, 'recover_provider_unsupported']);
-    expect(existsSync(into)).toBe(false);
+    const planned = json(['recover', 'plan', '--from', dest, '--goal', 'launch', '--destination', into, '--json']);
+    expect(planned.preview.recovered_readable.join('\n')).toContain('Todos: 1 done, 1 blocked, 1 open');
+    expect(planned.preview.recovered_readable.join('\n')).toContain(`${fx.commits} committed transactions`);
 
     // The variable naming a closed port: the same verdicts (nothing was ever asked of a server).
     const again = verify(fx.archive, fx.manifest, join(tempDir('loopx-pgverify-'), 'verified'), { [VAR]: CLOSED_URL });

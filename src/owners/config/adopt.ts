@@ -3,9 +3,13 @@
  * references only (an endpoint, the name of an environment variable; never a secret: credentials
  * are references by design) — applied to the destination's configuration in one transaction whose
  * id is the step's idempotency key. A retry finds that transaction's receipt and applies nothing.
+ * The source's store choice (`store`: its own database and schema) is never adopted: the
+ * destination keeps its Goal state where the recovery plan put it, and must never write the
+ * source's database.
  */
 import { rejected } from '../../core/index.js';
 import { stepReceipt, type OwnerAdoptionStep } from '../adoption-contract.js';
+import { STORE_CONFIG_NAMESPACE } from './contract.js';
 import { openFileConfigStore } from './file.js';
 import { readHistoricalCopy } from './historical.js';
 
@@ -20,7 +24,7 @@ const rebind: OwnerAdoptionStep = {
         nextAction: 'verify the backup again into a new workspace and plan the recovery from it',
       });
     }
-    const namespaces = source.value?.namespaces ?? {};
+    const { [STORE_CONFIG_NAMESPACE]: sourceStore, ...namespaces } = source.value?.namespaces ?? {};
     const store = openFileConfigStore(ctx.destination);
     const transactionId = ctx.key(rebind.action);
     let receipt = store.receipt(transactionId);
@@ -35,6 +39,7 @@ const rebind: OwnerAdoptionStep = {
       revision: now.revision,
       namespaces: Object.keys(now.value.namespaces).sort(),
       transaction: receipt?.transaction_id ?? null,
+      not_adopted: sourceStore === undefined ? [] : [STORE_CONFIG_NAMESPACE],
     });
   },
 };

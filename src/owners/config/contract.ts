@@ -146,3 +146,10 @@ export interface ConfigHistoricalRead {
   readonly receipts: readonly TransactionReceipt[];
   readonly findings: readonly ConfigFinding[];
 }
+
+/**
+ * The namespace that says where a root keeps its Goal state (`loopx init --store`; read by
+ * root-store-location.ts). It names the root's own database: a recovery never adopts it from the
+ * source — the destination's store is the recovery plan's choice.
+ */
+export const STORE_CONFIG_NAMESPACE = 'store';

@@ -4,6 +4,7 @@ export {
   CHECKPOINT_SCHEMA,
   MACHINE_CONFIGURATION_SCHEMA,
   TRANSACTION_SCHEMA,
+  STORE_CONFIG_NAMESPACE,
   type BuiltCheckpoint,
   type CheckpointFinding,
   type CheckpointFindingCode,

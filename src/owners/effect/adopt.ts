@@ -27,6 +27,9 @@ import { stepReceipt, type AdoptionContext, type AdoptionHold, type OwnerAdoptio
 import { openFileConfigStore } from '../config/index.js';
 import { goalNotFound, lineageOf, openFileGoalStore, type GoalRecord } from '../goal/index.js';
 import { LAYOUT } from '../layout.js';
+import { MACHINE } from '../contract.js';
+import { rejected } from '../../core/index.js';
+import { recovery } from './recovery.js';
 import { openFileRegistry } from '../registry/index.js';
 import { openGoalWork } from '../work/index.js';
 import type { EffectJournal, EffectRecord, JsonValue, ReconcileObservation, SettledOutcome } from './contract.js';
@@ -164,15 +167,30 @@ export function openRootEffectJournal(root: string): EffectJournal {
   return db ? effectJournal(openPgEffectPort(db)) : openSqliteEffectJournal(join(root, LAYOUT.effectsDb));
 }
 
+/** The recovered journal's export no longer reads as it was verified. */
+const recoveredJournalUnreadable = () =>
+  rejected('recovery_effects_unreadable', 'The recovered effect journal cannot be read from the recovery workspace.', {
+    nextAction: 'verify the backup again into a new workspace and plan the recovery from it',
+  });
+
+/** The recovered journal's effects: from the workspace's copy of effects.db, or from the export of a journal captured from a database service. */
+function recoveredEffects(ctx: AdoptionContext): readonly EffectRecord[] {
+  if (ctx.exports?.('effect', MACHINE) !== undefined) {
+    const read = recovery.readHistorical({ root: ctx.workspace_root, scratchDir: ctx.scratch_dir, exports: ctx.exports }, MACHINE);
+    if (!read.ok) throw recoveredJournalUnreadable();
+    return read.value.effects;
+  }
+  const copy = join(ctx.workspace_root, LAYOUT.effectsDb);
+  return existsSync(copy) ? readHistoricalFile(copy, { scratchDir: ctx.scratch_dir }).effects : [];
+}
+
 const reconcile: OwnerAdoptionStep = {
   action: 'effect:reconcile',
   disposition: 'reconcile',
   describes:
     "every effect of the Goal under its original identity: settled ones kept, uncertain ones asked of their external system, never re-sent; each receiver's fence moved to the new lifetime",
   async apply(ctx) {
-    const copy = join(ctx.workspace_root, LAYOUT.effectsDb);
-    const history = existsSync(copy) ? readHistoricalFile(copy, { scratchDir: ctx.scratch_dir }) : undefined;
-    const source = (history?.effects ?? []).filter((e) => e.goal_id === ctx.goal_id);
+    const source = recoveredEffects(ctx).filter((e) => e.goal_id === ctx.goal_id);
     const goal = openFileGoalStore(ctx.destination, { registry: openFileRegistry(ctx.destination) }).get(ctx.goal_id);
     if (!goal) throw goalNotFound(ctx.goal_id); // the Goal's lifetime is adopted before its effects
     const journal = openRootEffectJournal(ctx.destination);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { rejected } from '../../core/index.js';
 import { stepReceipt, type AdoptionContext, type OwnerAdoptionStep } from '../adoption-contract.js';
+import { goalScope } from '../contract.js';
 import { LAYOUT } from '../layout.js';
 import { openGoalWork } from './work.js';
 
@@ -34,12 +35,18 @@ const importInert: OwnerAdoptionStep = {
     const work = await openGoalWork({ root: ctx.destination, goal_id: ctx.goal_id, create: true });
     try {
       ctx.fault(`recover.${importInert.action}.before`);
-      const { result, lineage } = await work.importLineage({
-        recovery_id: ctx.recovery_id,
-        copy_path: join(ctx.workspace_root, LAYOUT.workDb(ctx.goal_id)),
-        export_header_line: headerLine(ctx, export_member),
-        content_digest: component.content_digest,
-      });
+      // Captured from a database service: the export is the whole history; else the workspace's copy of work.db.
+      const records = ctx.exports?.('work', goalScope(ctx.goal_id));
+      const { result, lineage } = await work.importLineage(
+        records !== undefined
+          ? { recovery_id: ctx.recovery_id, export_records: records, content_digest: component.content_digest }
+          : {
+              recovery_id: ctx.recovery_id,
+              copy_path: join(ctx.workspace_root, LAYOUT.workDb(ctx.goal_id)),
+              export_header_line: headerLine(ctx, export_member),
+              content_digest: component.content_digest,
+            },
+      );
       ctx.fault(`recover.${importInert.action}.after`);
       const identity = await work.storeIdentity();
       return stepReceipt(importInert, 'work', ctx, result, {

@@ -2,8 +2,9 @@
  * The work owner's adoption actions, for a Goal recovered from a backup into a new root:
  *
  * - `importLineage` (disposition `import_inert`): the source store's committed rows — read from
- *   the verified copy in a recovery workspace — become this store's read-only history, byte for
- *   byte. Before anything is written the rows are sealed again exactly as the backup sealed them
+ *   the verified copy in a recovery workspace, or from the retained-prefix export of a Goal
+ *   captured from a database service (verified whole, its seal the audited digest) — become this
+ *   store's read-only history. Before anything is written the rows are sealed again exactly as the backup sealed them
  *   (the copy export's header line and `CopySeal`) and the seal's digest must be the component's
  *   content digest from the audit: only the history the backup bound is imported. The original
  *   receipts stay readable under their original operation ids, store identity and revisions; a
@@ -21,6 +22,7 @@ import { MAX_SCAN_LIMIT, type LineageImportResult, type LineageRecord, type Stor
 import { execute, type WorkCore } from './commit.js';
 import { COPY_EXPORT_SCHEMA, CopySeal } from './copy-export.js';
 import { projectionProblem, type RecoveredFrom, type Todo, type WorkProjection } from './model.js';
+import { verifyRetainedPrefix, type RetainedPrefixHeader, type RetainedPrefixTransaction } from './retained-prefix.js';
 import { openWorkDbCopy } from './sqlite.js';
 import type { AdoptStateRequest, ImportLineageRequest, WorkOperationResult } from './api.js';
 
@@ -41,8 +43,41 @@ interface SourceRows {
   readonly rows: StoredCommitText[];
 }
 
+/**
+ * A retained-prefix export's transactions, verified whole (chain, seal, contiguity, replay to the
+ * head it names) and bound to the audited digest (its seal's SHA-256), as the rows to import.
+ */
+function readExportSource(core: WorkCore, r: ImportLineageRequest & { readonly export_records: readonly unknown[] }): SourceRows {
+  const v = verifyRetainedPrefix(r.export_records, { goal_id: core.goalId });
+  if (!v.ok || v.store_identity === null || v.head_cursor === null) throw lineageRefused('work_lineage_mismatch', 'the export is not a sound history of this Goal');
+  if (v.archive_sha256 !== r.content_digest) throw lineageRefused('work_lineage_mismatch', 'the export is not the one the backup sealed');
+  if (v.store_identity === core.identity.store_identity) throw lineageRefused('work_lineage_mismatch', 'the export carries this store’s own identity');
+  const header = r.export_records[0] as RetainedPrefixHeader;
+  const rows: StoredCommitText[] = (r.export_records.slice(1, 1 + v.head_cursor) as RetainedPrefixTransaction[]).map((t) => ({
+    cursor: t.cursor,
+    provider_revision: t.provider_revision,
+    operation_id: t.operation_id,
+    request_digest: t.request_digest,
+    events: canonicalJson(t.events),
+    receipt: canonicalJson(t.receipt),
+  }));
+  return {
+    rows,
+    lineage: {
+      source_store_identity: header.store_identity,
+      source_incarnation: header.incarnation,
+      source_head_cursor: header.head_cursor,
+      source_provider_revision: header.provider_revision,
+      source_projection: header.head_cursor === 0 || v.projection === null ? null : canonicalJson(v.projection),
+      recovery_id: r.recovery_id,
+      content_digest: r.content_digest,
+    },
+  };
+}
+
 /** The copy's rows, checked against the export header and re-sealed to the audited digest. */
 function readSource(core: WorkCore, r: ImportLineageRequest): SourceRows {
+  if ('export_records' in r) return readExportSource(core, r);
   let header: Record<string, unknown>;
   try {
     header = JSON.parse(r.export_header_line) as Record<string, unknown>;

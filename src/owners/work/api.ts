@@ -95,15 +95,27 @@ export interface RevokeAuthorityRequest extends WriteOptions {
 }
 
 /** `importLineage`: a verified copy of the source work.db and what the audit binds it to. */
-export interface ImportLineageRequest {
+/**
+ * The recovered history to import: the recovery workspace's copy of the source work.db with its
+ * export's header line, or — for a Goal captured from a database service — the component's
+ * retained-prefix export records alone (its whole state).
+ */
+export type ImportLineageRequest = {
   readonly recovery_id: string;
-  /** The recovery workspace's copy of the source work.db (read once, privately; never written). */
-  readonly copy_path: string;
-  /** The component export's header line, as the backup archived it. */
-  readonly export_header_line: string;
-  /** The component's content digest from the audit (the copy export seal's SHA-256). */
+  /** The component's content digest from the audit (the export seal's SHA-256). */
   readonly content_digest: string;
-}
+} & (
+  | {
+      /** The recovery workspace's copy of the source work.db (read once, privately; never written). */
+      readonly copy_path: string;
+      /** The component export's header line, as the backup archived it. */
+      readonly export_header_line: string;
+    }
+  | {
+      /** The retained-prefix export's records (`loopx_work_retained_prefix_v0`), as the backup archived them. */
+      readonly export_records: readonly unknown[];
+    }
+);
 
 export interface AdoptStateRequest {
   /** The recovery's idempotency key for this action. */

@@ -53,14 +53,20 @@ export async function okAsync(s: Pick<Source, 'authority'>, args: readonly strin
 }
 
 /** A source root worked before a quiescent capture, verified into a workspace, then worked again (lost locally). */
-export async function sourceWithBackup(sink: WebhookSink, options: { profile?: 'quiescent' | 'online'; afterCapture?: boolean } = {}): Promise<Source> {
+export async function sourceWithBackup(
+  sink: WebhookSink,
+  options: { profile?: 'quiescent' | 'online'; afterCapture?: boolean; store?: { readonly database_url: string; readonly schema: string } } = {},
+): Promise<Source> {
   const dir = mkdtempSync(join(tmpdir(), 'loopx-adopt-'));
   const root = tempRoot();
   const authority = join(dir, 'authority');
   const at = (r: string) => ['--root', r, '--authority-dir', authority];
   const agents = { before: agentFile(dir, 'before', BEFORE), after: agentFile(dir, 'after', AFTER_CAPTURE), cont: agentFile(dir, 'continue', CONTINUE) };
   const s: Source = { dir, root, authority, workspace: join(dir, 'workspace'), agents, at };
-  expect(loopx(['init', ...at(root)]).status).toBe(0);
+  // The source's Goal state in PostgreSQL when `store` names a schema (by its URL reference, set in this process's environment).
+  const store = options.store === undefined ? [] : ['--store', 'postgresql', '--database-url', options.store.database_url, '--pg-schema', options.store.schema];
+  expect(loopx(['init', ...store, ...at(root)]).status).toBe(0);
+  if (options.store !== undefined) expect(loopx(['db', 'migrate', ...at(root)]).status).toBe(0);
   expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at(root)]).status).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
     expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, ...at(root)]).status).toBe(0);
