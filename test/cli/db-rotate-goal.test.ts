@@ -8,27 +8,22 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { openGoalWork } from '../../src/owners/work/index.js';
-import { openPostgres, type PgDatabase } from '../../src/store/index.js';
 import { loopx, tempRoot } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
-import { PgWriter, expectSchemaValid, pgUrlOf, restoreSchemaInto } from '../support/pg-restore.js';
+import { expectSchemaValid, holdLease, restoreScene } from '../support/pg-restore.js';
 
 describePg("a Goal's restored work schema is rotated through the Goal", () => {
   const schema = pgSchemas()();
-  const restoredDb = `loopx_goal_restored_${randomBytes(4).toString('hex')}`;
-  const env = { LX_GW_A: PG_URL, LX_GW_B: pgUrlOf(restoredDb) };
+  const scene = restoreScene('loopx_goal_restored');
+  const env = { LX_GW_A: PG_URL, LX_GW_B: scene.url };
   const onCopy = { ...env, LX_GW_A: env.LX_GW_B };
   let root: string;
-  let admin: PgDatabase;
-  const writers: PgWriter[] = [];
   const location = (goal: string) => readFileSync(join(root, 'goals', goal, 'work-store.json'), 'utf8');
 
   beforeAll(async () => {
     Object.assign(process.env, env);
-    admin = openPostgres({ url: pgUrlOf('postgres'), schema: 'public', max: 1 });
     root = tempRoot('loopx-db-rotate-goal-');
     expect(loopx(['init', '--root', root], env).status).toBe(0);
     const create = (goal: string) =>
@@ -38,31 +33,17 @@ describePg("a Goal's restored work schema is rotated through the Goal", () => {
     expect(create('g1').status).toBe(0);
     expect(create('g2').status).toBe(0);
     expect(loopx(['todo', 'add', '--goal', 'g1', '--title', 'leased work', '--root', root], env).status).toBe(0);
-    const work = await openGoalWork({ root, goal_id: 'g1' });
-    await work.setHandoffMode({ operation_id: 'mode-1', handoff_mode: 'hard_lease' });
-    await work.acquireLease({ operation_id: 'lease-1', todo_id: 't1', owner: 'worker-a', execution_key: 'exec-a', ttl_ms: 3_600_000, expected_version: 0 });
-    work.close();
+    await holdLease(root, 'g1');
   }, 120_000);
-
-  afterAll(async () => {
-    for (const w of writers) w.stop();
-    await admin?.query(`DROP DATABASE IF EXISTS "${restoredDb}" WITH (FORCE)`).catch(() => undefined);
-    await admin?.close();
-  });
 
   it('refuses the copy with the Goal named, rotates it with --goal, and fences both old writers', async () => {
     // A writer of the original service: every reference it has reaches the original.
-    const original = new PgWriter(root, 'g1', { LX_GW_A: env.LX_GW_A, LX_GW_B: env.LX_GW_A });
-    writers.push(original);
-    expect(await original.next()).toEqual({ ready: true });
+    const original = await scene.writer(root, 'g1', { LX_GW_A: env.LX_GW_A, LX_GW_B: env.LX_GW_A });
     expect(await original.add('before the restore')).toEqual({ ok: true });
 
-    await admin.query(`CREATE DATABASE "${restoredDb}"`);
-    restoreSchemaInto(schema, env.LX_GW_B);
+    await scene.restoreInto(schema);
 
-    const early = new PgWriter(root, 'g1', { LX_GW_A: env.LX_GW_B });
-    writers.push(early);
-    expect(await early.next()).toEqual({ ready: true });
+    const early = await scene.writer(root, 'g1', { LX_GW_A: env.LX_GW_B });
     expect(await early.add('on the copy, too early')).toEqual({ ok: false, code: 'store_restored_pending_rotation' });
     const refused = loopx(['todo', 'add', '--goal', 'g1', '--title', 'x', '--root', root], onCopy);
     expect(refused.status).toBe(3);

@@ -12,58 +12,39 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { openGoalWork } from '../../src/owners/work/index.js';
-import { migratePostgres, openPostgres, readInstallation, type PgDatabase } from '../../src/store/index.js';
+import { migratePostgres, openPostgres, readInstallation } from '../../src/store/index.js';
 import { loopx, tempRoot } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
-import { PgWriter as Writer, expectSchemaValid as valid, pgUrlOf as urlOf, restoreSchemaInto } from '../support/pg-restore.js';
+import { expectSchemaValid as valid, holdLease, restoreScene } from '../support/pg-restore.js';
 
 describePg('a restored PostgreSQL schema is rotated before it admits a writer', () => {
   const schema = pgSchemas()();
-  const restoredDb = `loopx_restored_${randomBytes(4).toString('hex')}`;
-  const env = { LX_ROT_A: PG_URL, LX_ROT_B: urlOf(restoredDb) };
+  const scene = restoreScene('loopx_restored');
+  const env = { LX_ROT_A: PG_URL, LX_ROT_B: scene.url };
   let root: string;
-  let admin: PgDatabase;
-  const writers: Writer[] = [];
 
   beforeAll(async () => {
     Object.assign(process.env, env);
-    admin = openPostgres({ url: urlOf('postgres'), schema: 'public', max: 1 });
     root = tempRoot('loopx-db-rotate-');
     expect(loopx(['init', '--root', root, '--store', 'postgresql', '--database-url', 'env:LX_ROT_A', '--pg-schema', schema], env).status).toBe(0);
     expect(loopx(['db', 'migrate', '--root', root], env).status).toBe(0);
     expect(loopx(['goal', 'create', 'g1', '--title', 'restored goal', '--root', root], env).status).toBe(0);
     expect(loopx(['todo', 'add', '--goal', 'g1', '--title', 'leased work', '--root', root], env).status).toBe(0);
-    // A lease held on the original: a restore must not let it authorise anything.
-    const work = await openGoalWork({ root, goal_id: 'g1' });
-    await work.setHandoffMode({ operation_id: 'mode-1', handoff_mode: 'hard_lease' });
-    await work.acquireLease({ operation_id: 'lease-1', todo_id: 't1', owner: 'worker-a', execution_key: 'exec-a', ttl_ms: 3_600_000, expected_version: 0 });
-    work.close();
+    await holdLease(root, 'g1');
   }, 120_000);
-
-  afterAll(async () => {
-    for (const w of writers) w.stop();
-    await admin?.query(`DROP DATABASE IF EXISTS "${restoredDb}" WITH (FORCE)`).catch(() => undefined);
-    await admin?.close();
-  });
 
   it('detects the copy, refuses its writers, rotates it on confirmation, and fences both old writers', async () => {
     // A writer of the original service, admitted before anything happens (every reference it has reaches the original).
-    const original = new Writer(root, 'g1', { LX_ROT_A: env.LX_ROT_A, LX_ROT_B: env.LX_ROT_A });
-    writers.push(original);
-    expect(await original.next()).toEqual({ ready: true });
+    const original = await scene.writer(root, 'g1', { LX_ROT_A: env.LX_ROT_A, LX_ROT_B: env.LX_ROT_A });
     expect(await original.add('before the restore')).toEqual({ ok: true });
 
     // The operator restores the schema into a new database with PostgreSQL's own tools.
-    await admin.query(`CREATE DATABASE "${restoredDb}"`);
-    restoreSchemaInto(schema, env.LX_ROT_B);
+    await scene.restoreInto(schema);
 
     // A process pointed at the copy before the rotation is admitted under the copied identity, and refused.
-    const early = new Writer(root, 'g1', { LX_ROT_A: env.LX_ROT_B, LX_ROT_B: env.LX_ROT_B });
-    writers.push(early);
-    expect(await early.next()).toEqual({ ready: true });
+    const early = await scene.writer(root, 'g1', { LX_ROT_A: env.LX_ROT_B, LX_ROT_B: env.LX_ROT_B });
     expect(await early.add('on the copy, too early')).toEqual({ ok: false, code: 'store_restored_pending_rotation' });
     const onCopy = { ...env, LX_ROT_A: env.LX_ROT_B };
     const refused = loopx(['todo', 'add', '--goal', 'g1', '--title', 'x', '--root', root, '--json'], onCopy);

@@ -9,7 +9,10 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { expect } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { afterAll, expect } from 'vitest';
+import { openGoalWork } from '../../src/owners/work/index.js';
+import { openPostgres, type PgDatabase } from '../../src/store/index.js';
 import { REPO } from './cli.js';
 import { PG_URL } from './pg.js';
 
@@ -59,5 +62,50 @@ export class PgWriter {
   }
   stop(): void {
     this.child.kill('SIGKILL');
+  }
+}
+
+/**
+ * A database on the test server to restore into, and the writer processes a restore test starts:
+ * both cleaned up after the file's tests (writers killed, the database dropped).
+ */
+export function restoreScene(prefix: string): {
+  readonly url: string;
+  restoreInto(schema: string): Promise<void>;
+  writer(root: string, goal: string, env: Record<string, string>): Promise<PgWriter>;
+} {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const writers: PgWriter[] = [];
+  let admin: PgDatabase | undefined;
+  afterAll(async () => {
+    for (const w of writers) w.stop();
+    await admin?.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined);
+    await admin?.close();
+  });
+  const url = pgUrlOf(name);
+  return {
+    url,
+    async restoreInto(schema) {
+      admin ??= openPostgres({ url: pgUrlOf('postgres'), schema: 'public', max: 1 });
+      await admin.query(`CREATE DATABASE "${name}"`);
+      restoreSchemaInto(schema, url);
+    },
+    async writer(root, goal, env) {
+      const w = new PgWriter(root, goal, env);
+      writers.push(w);
+      expect(await w.next()).toEqual({ ready: true });
+      return w;
+    },
+  };
+}
+
+/** Todo t1 of `goal` under an active hard lease of an hour: authority a restore must not let stand. */
+export async function holdLease(root: string, goal: string): Promise<void> {
+  const work = await openGoalWork({ root, goal_id: goal });
+  try {
+    await work.setHandoffMode({ operation_id: 'mode-1', handoff_mode: 'hard_lease' });
+    await work.acquireLease({ operation_id: 'lease-1', todo_id: 't1', owner: 'worker-a', execution_key: 'exec-a', ttl_ms: 3_600_000, expected_version: 0 });
+  } finally {
+    work.close();
   }
 }
