@@ -33,8 +33,10 @@
  * writers; plain readers (`db status`, a backup's snapshot) take ACCESS SHARE, which EXCLUSIVE
  * lets through. The live server's facts that cannot change while a connection lives on a
  * primary (system identifier, timeline, database OID) are read once per connection and kept in
- * the session setting `loopx.live_server`; the table's OID is the row's own `tableoid`, read
- * with the row. The row is created by the first `migratePostgres`.
+ * the session setting `loopx.live_server`, led by the backend's pid (a value any other session or
+ * a startup option set is read again); a standby's are never kept, as a promotion moves its
+ * timeline under its open connections. The table's OID is the row's own `tableoid`, read with
+ * the row. The row is created by the first `migratePostgres`.
  */
 import { randomBytes } from 'node:crypto';
 import { rejected, type LoopxError } from '../core/index.js';
