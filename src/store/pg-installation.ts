@@ -8,18 +8,35 @@
  *                        recorded on — system identifier, timeline, database OID — plus the OID of
  *                        this very table (a logical restore re-creates it, in any database)
  *   loopx_admit(identity, generation)   what every owner write runs first, inside its own
- *                        transaction: it reads the row `FOR SHARE` and raises a loopx SQLSTATE when
- *                        the schema was restored (the live server, timeline, database or table is
- *                        not the recorded one, or the state says so), was superseded by a restored
- *                        copy, or was rotated since the writer was admitted
+ *                        transaction: it raises a loopx SQLSTATE when the schema was restored (the
+ *                        live server, timeline, database or table is not the recorded one, or the
+ *                        state says so), was superseded by a restored copy, or was rotated since the
+ *                        writer was admitted
  *
  * A writer is admitted once per process and pool (`admissionOf`): the identity and generation it
  * read when it first used the schema. It is never refreshed, so a process that opened the schema
  * before a rotation fails every later write in the database — restarting it admits it again. A
- * rotation takes the row `FOR UPDATE` (it waits for writers in flight), mints the new identity
- * and generation in state `rotating` — where only connections started with the startup setting
- * `loopx.rotation=<new identity>` (the rotator's own) are admitted, to revoke the authority the
- * state grants — and then makes it `active`. The row is created by the first `migratePostgres`.
+ * rotation mints the new identity and generation in state `rotating` — where only connections
+ * started with the startup setting `loopx.rotation=<new identity>` (the rotator's own) are
+ * admitted, to revoke the authority the state grants — and then makes it `active`.
+ *
+ * Ordering (installation migration 2): a writer's admission takes the table `IN ROW SHARE MODE`
+ * and then reads the row plainly; anything that changes the row — a rotation, its activation, a
+ * supersede, and any other UPDATE or DELETE through the `loopx_installation_exclusive` trigger —
+ * holds the table `IN EXCLUSIVE MODE` until it commits. The two modes conflict, so a writer
+ * admitted under the old row commits before the change can, and a writer arriving during the
+ * change waits for its commit; its read, a statement of its own in READ COMMITTED, then takes a
+ * snapshot that holds the committed change (a transaction at a stricter isolation level, whose
+ * snapshot may be older, locks the row `FOR SHARE` as well and fails on a change instead). ROW
+ * SHARE is a fast-path lock, kept in the backend's own memory while nothing holds EXCLUSIVE: no
+ * tuple written, no WAL, no MultiXact, as the `FOR SHARE` of migration 1 needed with concurrent
+ * writers; plain readers (`db status`, a backup's snapshot) take ACCESS SHARE, which EXCLUSIVE
+ * lets through. The live server's facts that cannot change while a connection lives on a
+ * primary (system identifier, timeline, database OID) are read once per connection and kept in
+ * the session setting `loopx.live_server`, led by the backend's pid (a value any other session or
+ * a startup option set is read again); a standby's are never kept, as a promotion moves its
+ * timeline under its open connections. The table's OID is the row's own `tableoid`, read with
+ * the row. The row is created by the first `migratePostgres`.
  */
 import { randomBytes } from 'node:crypto';
 import { rejected, type LoopxError } from '../core/index.js';
@@ -32,8 +49,23 @@ export const INSTALLATION_COMPONENT = 'loopx';
 export const INSTALLATION_STATES = ['active', 'restored_pending_rotation', 'rotating', 'superseded'] as const;
 export type InstallationState = (typeof INSTALLATION_STATES)[number];
 
-/** The live server as the admission check compares it (one expression list, used in SQL twice). */
+/**
+ * The live server's timeline: the one its WAL is written on now (the first 8 hex digits of the
+ * current WAL file's name), which a promotion or a point-in-time restore moves at once; on a
+ * standby, which writes nothing, its last restartpoint's. Every recording and comparison reads it
+ * (`serverIdentity` too); migration 2's text holds it, so a change to it is a new migration.
+ */
+export const LIVE_TIMELINE = `CASE WHEN pg_is_in_recovery() THEN (SELECT timeline_id FROM pg_control_checkpoint())::bigint
+    ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint END`;
+
+/** The live server as the admission check compares it, the same facts every recording takes (one expression list). */
 const LIVE_SERVER = `(SELECT system_identifier::text FROM pg_control_system()) AS system_identifier,
+  ${LIVE_TIMELINE} AS timeline,
+  (SELECT oid::bigint FROM pg_database WHERE datname = current_database()) AS database_oid,
+  'loopx_installation'::regclass::oid::bigint AS table_oid`;
+
+/** Migration 1's live server, kept as it was applied (its text never changes). */
+const LIVE_SERVER_V1 = `(SELECT system_identifier::text FROM pg_control_system()) AS system_identifier,
   (SELECT timeline_id FROM pg_control_checkpoint()) AS timeline,
   (SELECT oid::bigint FROM pg_database WHERE datname = current_database()) AS database_oid,
   'loopx_installation'::regclass::oid::bigint AS table_oid`;
@@ -66,7 +98,7 @@ export const INSTALLATION_MIGRATIONS: readonly PgMigration[] = [
        IF r.state = 'superseded' THEN
          RAISE EXCEPTION 'loopx: superseded by a restored copy' USING ERRCODE = 'LXS01';
        END IF;
-       SELECT ${LIVE_SERVER} INTO live;
+       SELECT ${LIVE_SERVER_V1} INTO live;
        IF r.state = 'restored_pending_rotation'
           OR (r.state = 'rotating' AND coalesce(current_setting('loopx.rotation', true), '') <> r.store_identity)
           OR r.system_identifier <> live.system_identifier OR r.timeline <> live.timeline
@@ -78,6 +110,53 @@ export const INSTALLATION_MIGRATIONS: readonly PgMigration[] = [
        END IF;
      END
      $fn$;`,
+  },
+  {
+    // Writers ordered against rotations by table locks instead of a shared row lock; the live server read once per connection.
+    version: 2,
+    sql: `CREATE OR REPLACE FUNCTION loopx_admit(p_identity TEXT, p_generation BIGINT) RETURNS void LANGUAGE plpgsql AS $fn$
+     DECLARE
+       r RECORD;
+       live TEXT[] := string_to_array(current_setting('loopx.live_server', true), ':');
+     BEGIN
+       LOCK TABLE loopx_installation IN ROW SHARE MODE;
+       IF current_setting('transaction_isolation') = 'read committed' THEN
+         SELECT i.*, i.tableoid::bigint AS live_table_oid INTO r FROM loopx_installation i;
+       ELSE
+         SELECT i.*, i.tableoid::bigint AS live_table_oid INTO r FROM loopx_installation i FOR SHARE;
+       END IF;
+       IF NOT FOUND THEN
+         RAISE EXCEPTION 'loopx: this schema has no installation row' USING ERRCODE = 'LXI01';
+       END IF;
+       IF r.state = 'superseded' THEN
+         RAISE EXCEPTION 'loopx: superseded by a restored copy' USING ERRCODE = 'LXS01';
+       END IF;
+       IF live IS NULL OR live[1] IS DISTINCT FROM pg_backend_pid()::text THEN
+         SELECT ARRAY[pg_backend_pid()::text, (SELECT system_identifier::text FROM pg_control_system()), (${LIVE_TIMELINE})::text,
+                      (SELECT oid::text FROM pg_database WHERE datname = current_database())] INTO live;
+         IF NOT pg_is_in_recovery() THEN
+           PERFORM set_config('loopx.live_server', array_to_string(live, ':'), false);
+         END IF;
+       END IF;
+       IF r.state = 'restored_pending_rotation'
+          OR (r.state = 'rotating' AND coalesce(current_setting('loopx.rotation', true), '') <> r.store_identity)
+          OR r.system_identifier <> live[2] OR r.timeline::text <> live[3]
+          OR r.database_oid::text <> live[4] OR r.table_oid <> r.live_table_oid THEN
+         RAISE EXCEPTION 'loopx: restored, pending rotation' USING ERRCODE = 'LXR01';
+       END IF;
+       IF r.store_identity <> p_identity OR r.restore_generation <> p_generation THEN
+         RAISE EXCEPTION 'loopx: admitted before a rotation' USING ERRCODE = 'LXW01';
+       END IF;
+     END
+     $fn$;
+     CREATE FUNCTION loopx_installation_exclusive() RETURNS trigger LANGUAGE plpgsql AS $fn$
+     BEGIN
+       EXECUTE format('LOCK TABLE %I.%I IN EXCLUSIVE MODE', TG_TABLE_SCHEMA, TG_TABLE_NAME);
+       RETURN NULL;
+     END
+     $fn$;
+     CREATE TRIGGER loopx_installation_exclusive BEFORE UPDATE OR DELETE ON loopx_installation
+       FOR EACH STATEMENT EXECUTE FUNCTION loopx_installation_exclusive();`,
   },
 ];
 
@@ -115,8 +194,18 @@ export const mintInstallationIdentity = (): string => formatStoreIdentity('postg
 
 const num = (v: unknown): number => Number(v);
 
-/** The row and the live server, read in `q`'s transaction (`lock`: `FOR UPDATE`, for a rotation). */
+/**
+ * Held to the end of `q`'s transaction: every writer admitted before has committed, and none is
+ * admitted until this transaction commits (the header's ordering; a schema still at migration 1,
+ * whose writers lock the row `FOR SHARE`, is ordered by it the same way).
+ */
+const excludeWriters = async (q: PgQuery): Promise<void> => {
+  await q('LOCK TABLE loopx_installation IN EXCLUSIVE MODE');
+};
+
+/** The row and the live server, read in `q`'s transaction (`lock`: writers excluded and the row `FOR UPDATE`, for a rotation). */
 export async function readInstallation(q: PgQuery, lock = false): Promise<InstallationView | undefined> {
+  if (lock) await excludeWriters(q);
   const [r] = await q(`SELECT i.*, l.system_identifier AS live_system_identifier, l.timeline AS live_timeline, l.database_oid AS live_database_oid,
        l.table_oid AS live_table_oid FROM loopx_installation i, (SELECT ${LIVE_SERVER}) l${lock ? ' FOR UPDATE OF i' : ''}`);
   if (!r) return undefined;
@@ -143,6 +232,7 @@ export async function readInstallation(q: PgQuery, lock = false): Promise<Instal
 /** In a rotation's transaction: a new identity, the next generation, the live server recorded — `rotating`, admitting only the rotator. */
 export async function rotateInstallation(q: PgQuery, from: PgAdmission): Promise<PgAdmission> {
   const next = { store_identity: mintInstallationIdentity(), restore_generation: from.restore_generation + 1 };
+  await excludeWriters(q);
   const moved = await q(
     `UPDATE loopx_installation i SET store_identity = $1, restore_generation = $2, state = 'rotating', system_identifier = l.system_identifier,
        timeline = l.timeline, database_oid = l.database_oid, table_oid = l.table_oid, rotated_at = $3, superseded_by = NULL
@@ -155,6 +245,7 @@ export async function rotateInstallation(q: PgQuery, from: PgAdmission): Promise
 
 /** The rotation's last step: the rotated installation admits writers. */
 export async function activateInstallation(q: PgQuery, rotated: PgAdmission): Promise<void> {
+  await excludeWriters(q);
   const moved = await q(`UPDATE loopx_installation SET state = 'active' WHERE state = 'rotating' AND store_identity = $1 AND restore_generation = $2 RETURNING singleton`, [
     rotated.store_identity,
     rotated.restore_generation,
@@ -167,6 +258,7 @@ export const rotationSetting = (rotated: PgAdmission): Record<string, string> =>
 
 /** On the original service, once its restored copy is rotated: every later write there is refused. */
 export async function supersedeInstallation(q: PgQuery, by: string): Promise<boolean> {
+  await excludeWriters(q);
   const rows = await q(`UPDATE loopx_installation SET state = 'superseded', superseded_by = $1 WHERE state <> 'superseded' RETURNING singleton`, [by]);
   return rows.length === 1;
 }

@@ -8,7 +8,7 @@
  */
 import pg from 'pg';
 import { internal, isLoopxError, rejected, usageError, type LoopxError } from '../core/index.js';
-import { INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS, ensureInstallation } from './pg-installation.js';
+import { INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS, LIVE_TIMELINE, ensureInstallation } from './pg-installation.js';
 import { registerStoreProvider } from './providers.js';
 
 export const POSTGRESQL_PROVIDER = 'postgresql';
@@ -180,7 +180,7 @@ export function openPostgres(options: PgOptions): PgDatabase {
     async serverIdentity() {
       const [row] = await this.query<{ system_identifier: string; timeline: number; database_oid: number }>(
         `SELECT (SELECT system_identifier::text FROM pg_control_system()) AS system_identifier,
-                (SELECT timeline_id FROM pg_control_checkpoint()) AS timeline,
+                ${LIVE_TIMELINE} AS timeline,
                 (SELECT oid::int FROM pg_database WHERE datname = current_database()) AS database_oid`,
       );
       if (!row) throw internal('pg_server_identity_unreadable', 'The PostgreSQL server did not say who it is.');
