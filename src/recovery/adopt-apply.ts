@@ -73,8 +73,8 @@ function checkFresh(plan: AdoptionPlan, host: AdoptionHost): void {
   if (superseded && superseded.recovery_id !== plan.recovery_id) throw R.supersededElsewhere();
 }
 
-function contextFor(plan: AdoptionPlan, step: PlannedStep, scratch: string, options: AdoptionRunOptions): AdoptionContext {
-  const exports = servedExports(join(plan.workspace.path, WORKSPACE_DIR));
+/** The context of one step; `exports`: the workspace's served exports, read once per apply (`servedExports`). */
+function contextFor(plan: AdoptionPlan, step: PlannedStep, scratch: string, options: AdoptionRunOptions, exports: AdoptionContext['exports']): AdoptionContext {
   return {
     ...(exports === undefined ? {} : { exports }),
     recovery_id: plan.recovery_id,
@@ -134,6 +134,7 @@ async function runHostStep(plan: AdoptionPlan, step: PlannedStep, done: ReturnTy
 /** Run every step not done yet, in order; each with its intent before and its receipt after. */
 async function runSteps(plan: AdoptionPlan, options: AdoptionRunOptions): Promise<void> {
   const scratch = mkdtempSync(join(tmpdir(), 'loopx-recover-'));
+  const exports = servedExports(join(plan.workspace.path, WORKSPACE_DIR));
   try {
     for (const [i, step] of plan.steps.entries()) {
       const { done } = foldJournal(readJournal(plan.destination.path));
@@ -141,7 +142,7 @@ async function runSteps(plan: AdoptionPlan, options: AdoptionRunOptions): Promis
       options.onStep?.(step, i, plan.steps.length);
       appendJournal(plan.destination.path, { event: 'intent', action: step.action, idempotency_key: step.idempotency_key, at: new Date().toISOString() });
       const owned = stepOf(step.action);
-      const receipt = owned ? await owned.apply(contextFor(plan, step, scratch, options)) : await runHostStep(plan, step, done, options.host);
+      const receipt = owned ? await owned.apply(contextFor(plan, step, scratch, options, exports)) : await runHostStep(plan, step, done, options.host);
       appendJournal(plan.destination.path, { event: 'done', action: step.action, idempotency_key: step.idempotency_key, receipt, at: new Date().toISOString() });
     }
   } finally {
@@ -201,7 +202,7 @@ export async function resolveHold(destination: string, holdId: string, options: 
     const step = plan.steps.find((s) => s.action === 'effect:reconcile')!;
     const scratch = mkdtempSync(join(tmpdir(), 'loopx-recover-'));
     try {
-      const receipt = await stepOf(step.action)!.apply(contextFor(plan, step, scratch, options));
+      const receipt = await stepOf(step.action)!.apply(contextFor(plan, step, scratch, options, servedExports(join(plan.workspace.path, WORKSPACE_DIR))));
       appendJournal(root, { event: 'done', action: step.action, idempotency_key: step.idempotency_key, receipt, at: new Date().toISOString() });
     } finally {
       rmSync(scratch, { recursive: true, force: true });

@@ -101,8 +101,8 @@ export interface RotationResult {
   readonly original: OriginalFence;
 }
 
-async function withDb<T>(config: { readonly schema: string }, reference: string, fn: (db: PgDatabase) => Promise<T>, settings?: Record<string, string>): Promise<T> {
-  const db = openPostgres({ url: databaseUrlFrom(reference), schema: config.schema, max: 2, ...(settings ? { settings } : {}) });
+async function withDb<T>(at: { readonly schema: string }, reference: string, fn: (db: PgDatabase) => Promise<T>, settings?: Record<string, string>): Promise<T> {
+  const db = openPostgres({ url: databaseUrlFrom(reference), schema: at.schema, max: 2, ...(settings ? { settings } : {}) });
   try {
     return await fn(db);
   } finally {
@@ -169,7 +169,10 @@ export async function dbStatus(root: string): Promise<DbStatus> {
 
 /** The plan for binding the target's schema to `reference` (its own when omitted — refused when a restore is detected). */
 export async function planRotation(root: string, reference?: string, goalId?: string): Promise<RotationPlan> {
-  const target = await targetOf(root, goalId);
+  return planFor(await targetOf(root, goalId), reference);
+}
+
+async function planFor(target: RotationTarget, reference: string | undefined): Promise<RotationPlan> {
   const bind = reference ?? target.database_url;
   return withDb(target, bind, async (db) => {
     const v = await installationOf(db);
@@ -197,38 +200,37 @@ export async function planRotation(root: string, reference?: string, goalId?: st
 
 /** `loopx db rotate --confirm <digest>`: the plan's digest must be the one previewed. */
 export async function rotateStore(root: string, confirm: string, reference?: string, goalId?: string): Promise<RotationResult> {
-  const plan = await planRotation(root, reference, goalId);
   const target = await targetOf(root, goalId);
+  const plan = await planFor(target, reference);
   if (plan.digest !== confirm) throw confirmMismatch(target, plan.database_url);
-  const config = target;
   return withAdmission(root, 'db rotate', () =>
-    withDb(config, plan.database_url, async (db) => {
+    withDb(target, plan.database_url, async (db) => {
       // 1. The new identity and generation, `rotating` (resumed as they are when a run was interrupted).
       const rotated = await db.transaction(async (q): Promise<PgAdmission> => {
         const v = await readInstallation(q, true);
-        if (v === undefined) throw installationMissing(config.schema);
+        if (v === undefined) throw installationMissing(target.schema);
         if (v.store_identity !== plan.store_identity || v.restore_generation !== plan.restore_generation || v.state !== plan.state) throw planStale(target, plan.database_url);
         return v.state === 'rotating' ? { store_identity: v.store_identity, restore_generation: v.restore_generation } : rotateInstallation(q, v);
       });
       // 2. The authority the Goals' work grants, revoked on the rotator's own admitted pool.
       faultPoint('db.rotate.after-mint');
       const rotationId = `g${rotated.restore_generation}:${rotated.store_identity.slice(-32)}`;
-      const revoked = await withDb(config, plan.database_url, (own) => workOwner.revokeGrantedAuthority(own, rotationId), rotationSetting(rotated));
+      const revoked = await withDb(target, plan.database_url, (own) => workOwner.revokeGrantedAuthority(own, rotationId), rotationSetting(rotated));
       faultPoint('db.rotate.after-revoke');
       // 3. The original service, when the previous reference still reaches it.
-      const original = await fenceOriginal(config, plan, rotated);
+      const original = await fenceOriginal(target, plan, rotated);
       // 4. Writers admitted; the root (or the Goals' records) bound to the reference it was rotated through.
       await db.transaction((q) => activateInstallation(q, rotated));
       if (plan.previous_database_url !== null) target.rebind(plan.database_url);
-      return { goal_id: target.goal_id, schema: config.schema, database_url: plan.database_url, ...rotated, revoked, original };
+      return { goal_id: target.goal_id, schema: target.schema, database_url: plan.database_url, ...rotated, revoked, original };
     }),
   );
 }
 
-async function fenceOriginal(config: { readonly schema: string }, plan: RotationPlan, rotated: PgAdmission): Promise<OriginalFence> {
+async function fenceOriginal(target: { readonly schema: string }, plan: RotationPlan, rotated: PgAdmission): Promise<OriginalFence> {
   if (plan.previous_database_url === null) return 'not_named';
   try {
-    return await withDb(config, plan.previous_database_url, (db) =>
+    return await withDb(target, plan.previous_database_url, (db) =>
       db.transaction(async (q): Promise<OriginalFence> => {
         const v = await readInstallation(q, true);
         if (v === undefined || v.store_identity !== plan.store_identity || v.restore_generation !== plan.restore_generation) return 'not_the_original';

@@ -94,9 +94,8 @@ export interface RevokeAuthorityRequest extends WriteOptions {
   readonly reason: 'store_rotation';
 }
 
-/** `importLineage`: a verified copy of the source work.db and what the audit binds it to. */
 /**
- * The recovered history to import: the recovery workspace's copy of the source work.db with its
+ * `importLineage`: the recovered history to import, and what the audit binds it to: the recovery workspace's copy of the source work.db with its
  * export's header line, or — for a Goal captured from a database service — the component's
  * retained-prefix export records alone (its whole state).
  */
