@@ -9,8 +9,16 @@ import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type 
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-/** Whether a Chromium is there to launch (tests may `describe.skipIf(!hasChromium())`). */
-export const hasChromium = (): boolean => existsSync(CHROMIUM_PATH);
+/**
+ * Whether a Chromium is there to launch (tests may `describe.skipIf(!hasChromium())`, for a
+ * developer's machine without one). Under CI=true a missing browser fails instead: .ci/run
+ * installs it, and the browser tests must run there, never skip.
+ */
+export const hasChromium = (): boolean => {
+  if (existsSync(CHROMIUM_PATH)) return true;
+  if (process.env.CI === 'true') throw new Error(`CI=true but no Chromium at ${CHROMIUM_PATH} (.ci/run installs Debian's chromium)`);
+  return false;
+};
 
 export interface BrowserOptions {
   /** Viewport; default 1280×900. */
