@@ -61,6 +61,21 @@
  * writes of a larger message), while the server spends about 290 µs against 100 µs — on 2 cores
  * the two add up. Export: the owner reads, decodes and checks 20,000 transactions at 6.8–8.1× the
  * cost of streaming the same rows out with COPY (25,000–31,000 transactions/s).
+ *
+ * 2026-12-03, later: each commit figure now warms up 300 calls and times 5 samples of 200 (it was
+ * 10 and 60: the owner's decision code was still being compiled while it was timed, which the
+ * one-statement raw INSERT hardly notices). On a quiet machine (load 0.6) the same code then read
+ * 1 writer 0.58× (953 µs vs raw 555 µs), provider alone 0.75×, 8 writers 0.44× (2,073 vs 4,695
+ * commits/s) — against 0.45× / 0.72× / 0.35× with the short warm-up in the run just before. Tried
+ * on the server side with pgbench (8 clients, paired alternating runs), none kept: the commit row
+ * carrying the head (one row written, the (goal_key, cursor) key as the optimistic check, the store
+ * row only read) 0.60–0.63× raw where the kept statement read 0.50–0.55× — bought with a copy of the
+ * Goal's whole projection in every commit row, storage that grows with history × state; the same
+ * checks as one SQL statement of data-modifying CTEs (no PL/pgSQL) 0.5×; the head moved first by
+ * one conditional UPDATE, 0.5×. A bare PL/pgSQL INSERT of the commit row with no check at all reads
+ * 0.83–0.89×, and the foreign key from commits to their store alone costs about 0.1×: the checks
+ * the issue requires inside the transaction (admission, store identity, fence, operation id,
+ * revision) take the rest of the margin while the clients and the server share two cores.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -158,12 +173,12 @@ const perSecond = (s: number): string => Math.round(1 / s).toLocaleString('en');
 
 async function commitFigures(b: Bench): Promise<BenchFigure[]> {
   const one = updater(await newOwner(b.db));
-  const ours = await measure(one, { iterations: 60, samples: 5, warmup: 10 });
+  const ours = await measure(one, { iterations: 200, samples: 5, warmup: 300 });
   const rawOne = rawWriter(b.raw, 'raw-single');
-  const baseline = await measure(rawOne, { iterations: 60, samples: 5, warmup: 10 });
+  const baseline = await measure(rawOne, { iterations: 200, samples: 5, warmup: 300 });
 
   const commitOnly = await providerCommitter(b.db);
-  const provider = await measure(commitOnly, { iterations: 60, samples: 5, warmup: 10 });
+  const provider = await measure(commitOnly, { iterations: 200, samples: 5, warmup: 300 });
 
   const owners = await Promise.all(Array.from({ length: WRITERS }, () => newOwner(b.db)));
   const oursN = await concurrent(owners.map(updater), 30);
