@@ -38,6 +38,7 @@ function prepareStatements(db: SqliteDatabase) {
     listRuns: db.prepare('SELECT head FROM runs ORDER BY created_at, run_id'),
     lastSeq: db.prepare('SELECT last_sequence FROM runs WHERE run_id = ?'),
     insertRun: db.prepare('INSERT INTO runs (run_id, lifecycle, last_sequence, created_at, head) VALUES (?, ?, ?, ?, ?)'),
+    startRun: db.prepare('INSERT INTO runs (run_id, lifecycle, last_sequence, created_at, head) VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING'),
     updateRun: db.prepare('UPDATE runs SET lifecycle = ?, last_sequence = ?, head = ? WHERE run_id = ? AND last_sequence = ?'),
     messages: db.prepare('SELECT body FROM messages WHERE run_id = ? ORDER BY idx'),
     upsertMessage: db.prepare('INSERT INTO messages (run_id, idx, body) VALUES (?, ?, ?) ON CONFLICT (run_id, idx) DO UPDATE SET body = excluded.body'),
@@ -82,25 +83,30 @@ function importTransaction(db: SqliteDatabase, q: Statements, putDefinition: (de
   });
 }
 
-/** A commit: the head moves from the expected sequence, with its messages, mutations and events, in one transaction. */
+/**
+ * A commit: the head moves from the expected sequence, with its messages, mutations and events, in
+ * one transaction. The head write is the sequence check: a new run's row is inserted only if absent,
+ * an existing one updated only `WHERE last_sequence = expected`; no row changed is the conflict, and
+ * only then is the sequence read (for the refusal), before anything else is written.
+ */
 function commitTransaction(db: SqliteDatabase, q: Statements) {
   return db.transaction((c: RunCommit): RunEvent[] => {
-    const current = q.lastSeq.get(c.head.runId) as { last_sequence: number } | undefined;
-    const currentSeq = current?.last_sequence;
-    if (c.expectedSequence === 0 ? current !== undefined : currentSeq !== c.expectedSequence) {
-      throw sequenceConflict(c.head.runId, c.expectedSequence, currentSeq);
-    }
+    const runId = c.head.runId;
     const at = new Date().toISOString();
-    const events: RunEvent[] = c.events.map((e, i) => ({ runId: c.head.runId, sequence: c.expectedSequence + 1 + i, type: e.type, data: e.data, at }));
-    const last = c.expectedSequence + events.length;
-    const head: RunHead = { ...c.head, lastSequence: last, updatedAt: at, createdAt: c.expectedSequence === 0 ? at : c.head.createdAt };
+    const last = c.expectedSequence + c.events.length;
+    const isNew = c.expectedSequence === 0;
+    const head: RunHead = { ...c.head, lastSequence: last, updatedAt: at, createdAt: isNew ? at : c.head.createdAt };
     const headJson = JSON.stringify(head);
-    if (c.expectedSequence === 0) q.insertRun.run(head.runId, head.lifecycle, last, head.createdAt, headJson);
-    else q.updateRun.run(head.lifecycle, last, headJson, head.runId, c.expectedSequence);
-    for (const m of c.messages ?? []) q.upsertMessage.run(head.runId, m.index, JSON.stringify(m.message));
+    const moved = isNew ? q.startRun.run(runId, head.lifecycle, last, at, headJson) : q.updateRun.run(head.lifecycle, last, headJson, runId, c.expectedSequence);
+    if (moved.changes !== 1) {
+      const current = q.lastSeq.get(runId) as { last_sequence: number } | undefined;
+      throw sequenceConflict(runId, c.expectedSequence, current?.last_sequence);
+    }
+    for (const m of c.messages ?? []) q.upsertMessage.run(runId, m.index, JSON.stringify(m.message));
     for (const m of c.mutations ?? []) q.upsertMutation.run(m.runId, m.callId, JSON.stringify(m));
-    for (const e of events) q.insertEvent.run(e.runId, e.sequence, e.type, e.at, JSON.stringify(e.data));
-    if (c.clearSuspendRequest) q.clearSuspend.run(head.runId);
+    const events: RunEvent[] = c.events.map((e, i) => ({ runId, sequence: c.expectedSequence + 1 + i, type: e.type, data: e.data, at }));
+    for (const e of events) q.insertEvent.run(runId, e.sequence, e.type, at, JSON.stringify(e.data));
+    if (c.clearSuspendRequest) q.clearSuspend.run(runId);
     return events;
   });
 }
