@@ -88,6 +88,20 @@ describe.each(providers)('run store (%s)', (_name, open) => {
     expect(store.messages('r1')).toHaveLength(1);
   });
 
+  it('a large commit stores every event, in order, with its own data (16, 37 and 1 to a commit)', () => {
+    const [store] = open();
+    let seq = 0;
+    for (const n of [16, 37, 1]) {
+      const events = Array.from({ length: n }, (_, i) => ev(seq + i));
+      const appended = store.commit({ head: head('r1', seq), expectedSequence: seq, events });
+      expect(appended.map((e) => e.sequence)).toEqual(events.map((_, i) => seq + 1 + i));
+      seq += n;
+    }
+    const stored = store.readEvents('r1', 0, 100);
+    expect(stored.map((e) => [e.sequence, e.data.turn])).toEqual(Array.from({ length: 54 }, (_, i) => [i + 1, i]));
+    expect(store.get('r1')?.lastSequence).toBe(54);
+  });
+
   it('a stale writer is fenced: a commit at an old sequence is refused with the sequence found, and stores nothing', () => {
     const [a, b] = open();
     a.commit({ head: head('r1'), expectedSequence: 0, events: [ev(0)] });
