@@ -10,7 +10,21 @@
  *
  * The contestants alternate sample by sample (the order flipping each time), each on its own
  * database in one directory, so load on the shared box falls on all of them alike; each figure is
- * the median of 7 samples after one warm-up.
+ * the median of 9 samples after one warm-up; `extra` adds the median of the sample-by-sample
+ * ratios, steadier when the box's load drifts.
+ *
+ * Figures, 2026-12-03, the shared 2-core box at load 9–13 (other helpers' suites): three runs of the
+ * store before this day's changes (6692845) and after, alternated within seven minutes. Speed vs raw
+ * (head row + events), medians, the paired ratio in brackets:
+ *   1 per commit, FULL:    before 1.13 (1.08), 0.86 (0.94), 0.99 (1.00)   after 0.98 (0.81), 1.05 (1.03), 1.10 (1.06)
+ *   1 per commit, NORMAL:  before 0.75 (0.83), 0.87 (0.77), 0.64 (0.82)   after 1.07 (0.97), 0.89 (0.89), 0.87 (0.86)
+ *   100 per commit, FULL:  before 1.23 (1.20), 0.84 (0.88), 1.04 (0.88)   after 1.09 (1.02), 0.93 (0.93), 1.11 (1.16)
+ * Wall time at that load is mostly waiting (fsync, the scheduler), so the same A/B was also taken in
+ * CPU time per event (process.cpuUsage, raw ÷ store): 100 per commit, synchronous=OFF, before 0.93,
+ * 1.00, 0.92, after 1.25, 1.20, 1.19 (16-row INSERTs); 1 per commit, NORMAL, before 0.98, 0.79, 0.80,
+ * after 0.90, 0.92, 0.86 (no SELECT before the head write). Against raw events alone the store stays
+ * at 0.56–0.62× for 1 per commit, NORMAL: the head row is a second page in every WAL commit, which
+ * the contract (head and events in one transaction) requires; the old bench's 0.47–0.71× was that.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,8 +62,14 @@ const DATA = { turn: 1, call_id: 'run_bench/t1/k0', tool_name: 'math.add', statu
 const SCHEMA = `CREATE TABLE runs (run_id TEXT PRIMARY KEY, lifecycle TEXT NOT NULL, last_sequence INTEGER NOT NULL, created_at TEXT NOT NULL, head TEXT NOT NULL) WITHOUT ROWID;
   CREATE TABLE events (run_id TEXT NOT NULL, sequence INTEGER NOT NULL, type TEXT NOT NULL, at TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, sequence)) WITHOUT ROWID;`;
 
-/** Median seconds per call of each contestant, sampled in alternation after one warm-up each. */
-function interleaved(contestants: ReadonlyArray<() => void>, samples: number): number[] {
+const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/**
+ * Seconds per call of each contestant, sampled in alternation after one warm-up each: the median
+ * of each, and per contestant the median of its sample-by-sample ratio to the first one (the pairs
+ * ran seconds apart, so this ratio is the steadier one on a loaded box).
+ */
+function interleaved(contestants: ReadonlyArray<() => void>, samples: number): { medians: number[]; pairedToFirst: number[] } {
   for (const c of contestants) c();
   const times = contestants.map(() => [] as number[]);
   for (let s = 0; s < samples; s++) {
@@ -61,7 +81,7 @@ function interleaved(contestants: ReadonlyArray<() => void>, samples: number): n
       times[i]!.push((performance.now() - t0) / 1000);
     }
   }
-  return times.map((t) => t.sort((a, b) => a - b)[Math.floor(t.length / 2)]!);
+  return { medians: times.map(median), pairedToFirst: times.map((t) => median(t.map((x, s) => x / times[0]![s]!))) };
 }
 
 /** One run of `total` events through the store, `perCommit` to a commit, after its RunStarted. */
@@ -115,10 +135,11 @@ async function figure(perCommit: number, total: number, synchronous: Synchronous
     rawRun(join(dir, 'raw-events-only.db'), synchronous, perCommit, total, false),
   ];
   try {
-    const [ours, baseline, eventsOnly] = interleaved(
+    const { medians, pairedToFirst } = interleaved(
       contestants.map((c) => c.run),
-      7,
-    ).map((s) => s / total) as [number, number, number];
+      9,
+    );
+    const [ours, baseline, eventsOnly] = medians.map((s) => s / total) as [number, number, number];
     const rate = (s: number) => Math.round(1 / s).toLocaleString('en');
     return {
       name: `event append, ${perCommit} event(s) per commit, synchronous=${synchronous} (${total} events)`,
@@ -127,7 +148,7 @@ async function figure(perCommit: number, total: number, synchronous: Synchronous
       baselineSeconds: baseline,
       target,
       ratioKind: 'speed',
-      extra: `loopx ${rate(ours)} events/s, raw ${rate(baseline)} events/s, raw events alone (no head row) ${rate(eventsOnly)} events/s (loopx ${(eventsOnly / ours).toFixed(2)}× of it)`,
+      extra: `loopx ${rate(ours)} events/s, raw ${rate(baseline)} events/s, raw events alone (no head row) ${rate(eventsOnly)} events/s (loopx ${(eventsOnly / ours).toFixed(2)}× of it); paired sample ratios: ${pairedToFirst[1]!.toFixed(2)}× raw, ${pairedToFirst[2]!.toFixed(2)}× events alone`,
     };
   } finally {
     for (const c of contestants) c.close();
