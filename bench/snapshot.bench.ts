@@ -115,7 +115,7 @@ export async function run(): Promise<BenchFigure[]> {
       seconds: decode,
       baselineName: 'SHA-256 + JSON.parse',
       baselineSeconds: decodeBaseline,
-      target: '≤ 2×',
+      target: '≤ 1.5×',
       ratioKind: 'cost',
       extra: 'decode includes every fail-closed check and the wire-level canonical-encoding check',
     },
