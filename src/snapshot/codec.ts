@@ -10,6 +10,9 @@
  *   unsupported framing and every semantic defect, and finally refuses bytes that are not the
  *   canonical encoding of the state they decode to (checked on the wire, wire-canonical.ts). So for every accepted payload `b`,
  *   `encodeSnapshot(decodeSnapshot(b))` is byte-identical to `b`.
+ * - Decode runs a fused one-pass decoder first (wire-decode.ts): it answers only for payloads it
+ *   is sure are canonical and well-formed, then validation runs as usual; for anything else the
+ *   step-by-step definition path decides, so refusals keep their codes, details and precedence.
  * - Every refusal in either direction is a LoopxError (kind 'rejected') with a SNAPSHOT_ERRORS
  *   code; no other exception type escapes for any input bytes.
  */
