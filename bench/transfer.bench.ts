@@ -1,19 +1,45 @@
 /**
- * RFC 0007 transfer latency: sign+export and verify+import of a suspended run (~100 messages),
- * with the durable fsyncs and without them (reported separately), each beside raw HMAC-SHA256 of
- * the same payload bytes measured in the same run.
+ * RFC 0007 handoff latency: sign+export and verify+import of a suspended run (101 messages,
+ * 13 KiB payload), with the durable writes the crash contract needs, each beside the floor those
+ * writes cost on the same filesystem, measured in the same run.
+ *
+ * The durable writes (counted with strace -f -e trace=fsync,fdatasync,rename,openat):
+ * - export (engine exportEnvelope): 1 — the run record binding the claim (write, fsync, rename,
+ *   fsync dir). `loopx run export --out` adds the snapshot file (a second one).
+ * - import (importSnapshot into a root the authority already knows): 3 — the IMPORTING record
+ *   (the consume point), the kernel commit (SQLite WAL write + fsync), the ACTIVE record. None is
+ *   redundant: IMPORTING must be durable before the kernel commit (else a lost consume leaves a
+ *   second live copy), and ACTIVE before import returns (a later turn would otherwise outlive an
+ *   IMPORTING record that a re-import can no longer complete). A root's first import also binds
+ *   the root (its record) and creates its SQLite WAL: one-time work, done outside the timed part.
+ * The floor is N × (write of a record-sized file + fsync + rename + fsync dir), timed between the
+ * imports, so it sees the same disk at the same moment. The CPU side is reported alongside, from
+ * a second pass with fsyncs off (authority unsafeNoSync, SQLite synchronous OFF); on ext4 a
+ * rename over an existing file still starts writeback, so that pass is not pure CPU.
+ *
+ * 2026-12-03, shared 2-core box at load ~10 (no src change: the count found nothing removable):
+ * verify+import 2.19×, 2.51×, 1.87×, 1.78× its 3-write floor (one durable write 2.6–6.6 ms here);
+ * without fsyncs 8–15 ms, so the excess is CPU: the two record writes through the confined
+ * directory (open via /proc/self/fd, rename), the kernel insert (run-store/sqlite.ts), and for
+ * this scripted agent the canonical-JSON comparison of its 50-step definition with the stored
+ * one. sign+export 2.4–4.6× its 1-write floor (without fsyncs 2–4 ms). The old figures against
+ * raw HMAC-SHA256 (213× / 537×) compared disk latency with a 13 KiB hash and said nothing.
  */
-import { createHmac, randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { builtinApplication, defineAgent, openEngine, openSqliteRunStore, type Engine } from '../src/engine/index.js';
 import { LocalRunAuthority } from '../src/run-authority/index.js';
-import { measure, type BenchFigure } from './harness.js';
+import type { BenchFigure } from './harness.js';
 
 const RUNS = 25;
 const TURNS = 50;
+/** Durable writes per operation, as counted above. */
+const EXPORT_WRITES = 1;
+const IMPORT_WRITES = 3;
+/** About the size of a run record. */
+const RECORD_BYTES = 432;
 
 const agent = defineAgent({
   id: 'bench.transfer',
@@ -26,7 +52,35 @@ const agent = defineAgent({
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-async function scenario(sync: boolean): Promise<BenchFigure[]> {
+/** One durable replace, as the run authority does it, with plain node:fs calls: the floor's unit. */
+function durableWrite(dir: string, n: number, data: Uint8Array): number {
+  const t0 = performance.now();
+  const tmp = join(dir, `.tmp-${n}`);
+  const fd = openSync(tmp, 'wx', 0o600);
+  try {
+    writeSync(fd, data);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, join(dir, 'record.json'));
+  const dfd = openSync(dir, 'r');
+  try {
+    fsyncSync(dfd);
+  } finally {
+    closeSync(dfd);
+  }
+  return (performance.now() - t0) / 1000;
+}
+
+interface Timings {
+  readonly exportSeconds: number;
+  readonly importSeconds: number;
+  readonly writeSeconds: number;
+  readonly payloadBytes: number;
+}
+
+async function scenario(sync: boolean): Promise<Timings> {
   const base = mkdtempSync(join(tmpdir(), 'loopx-bench-transfer-'));
   chmodSync(base, 0o700);
   const authority = LocalRunAuthority.open({ dir: join(base, 'authority'), create: true, unsafeNoSync: !sync });
@@ -39,55 +93,63 @@ async function scenario(sync: boolean): Promise<BenchFigure[]> {
     probe.close();
     return openEngine({ root, application: builtinApplication(root), authority, store: openSqliteRunStore(join(root, 'engine.db'), { synchronous }) });
   };
+  const floorDir = join(base, 'floor');
+  mkdirSync(floorDir, { mode: 0o700 });
+  const record = new Uint8Array(RECORD_BYTES).fill(0x61);
   try {
     const a = engineAt('a');
+    const b = engineAt('b');
     const ids: string[] = [];
-    for (let i = 0; i < RUNS; i++) ids.push((await a.start(agent, { input: 'bench', suspendAfterTurns: TURNS })).run_id);
+    for (let i = 0; i <= RUNS; i++) ids.push((await a.start(agent, { input: 'bench', suspendAfterTurns: TURNS })).run_id);
+    // The destination's first import binds the root and creates its WAL: one-time, untimed.
+    await b.importSnapshot(a.exportEnvelope(ids.pop()!).bytes, { agent });
     const exportTimes: number[] = [];
-    const envelopes: Uint8Array[] = [];
-    for (const id of ids) {
-      const t0 = performance.now();
-      envelopes.push(a.exportEnvelope(id).bytes);
-      exportTimes.push((performance.now() - t0) / 1000);
-    }
-    const payloadBytes = a.exportSnapshot(ids[0]!).bytes;
-    const destinations = ids.map((_, i) => engineAt(`b${i}`));
     const importTimes: number[] = [];
-    for (let i = 0; i < ids.length; i++) {
-      const t0 = performance.now();
-      await destinations[i]!.importSnapshot(envelopes[i]!, { agent });
+    const writeTimes: number[] = [];
+    for (const id of ids) {
+      let t0 = performance.now();
+      const envelope = a.exportEnvelope(id).bytes;
+      exportTimes.push((performance.now() - t0) / 1000);
+      t0 = performance.now();
+      await b.importSnapshot(envelope, { agent });
       importTimes.push((performance.now() - t0) / 1000);
+      for (let k = 0; k < IMPORT_WRITES; k++) writeTimes.push(durableWrite(floorDir, k, record));
     }
-    for (const d of destinations) d.close();
+    const payloadBytes = a.exportSnapshot(ids[0]!).bytes.byteLength;
+    b.close();
     a.close();
-    const key = randomBytes(32);
-    const hmac = await measure(() => createHmac('sha256', key).update(payloadBytes).digest(), { iterations: 200, samples: 7 });
-    const label = sync ? 'with fsyncs' : 'without fsyncs';
-    const size = `${(payloadBytes.byteLength / 1024).toFixed(0)} KiB payload, ${TURNS * 2 + 1} messages`;
-    return [
-      {
-        name: `sign+export, ${label} (${size})`,
-        seconds: median(exportTimes),
-        baselineName: 'raw HMAC-SHA256 of the payload',
-        baselineSeconds: hmac,
-        target: 'reported (no target)',
-        ratioKind: 'cost',
-      },
-      {
-        name: `verify+import, ${label} (${size})`,
-        seconds: median(importTimes),
-        baselineName: 'raw HMAC-SHA256 of the payload',
-        baselineSeconds: hmac,
-        target: 'reported (no target)',
-        ratioKind: 'cost',
-      },
-    ];
+    return { exportSeconds: median(exportTimes), importSeconds: median(importTimes), writeSeconds: median(writeTimes), payloadBytes };
   } finally {
     await authority.close();
     rmSync(base, { recursive: true, force: true });
   }
 }
 
+const ms = (s: number): string => `${(s * 1e3).toFixed(2)} ms`;
+
 export async function run(): Promise<BenchFigure[]> {
-  return [...(await scenario(true)), ...(await scenario(false))];
+  const durable = await scenario(true);
+  const cpu = await scenario(false);
+  const size = `${(durable.payloadBytes / 1024).toFixed(0)} KiB payload, ${TURNS * 2 + 1} messages`;
+  const unit = 'write + fsync file + rename + fsync dir';
+  return [
+    {
+      name: `sign+export, durable (${size})`,
+      seconds: durable.exportSeconds,
+      baselineName: `floor ${EXPORT_WRITES} × (${unit})`,
+      baselineSeconds: EXPORT_WRITES * durable.writeSeconds,
+      target: 'reported (no target)',
+      ratioKind: 'cost',
+      extra: `without fsyncs: ${ms(cpu.exportSeconds)}`,
+    },
+    {
+      name: `verify+import, durable (${size})`,
+      seconds: durable.importSeconds,
+      baselineName: `floor ${IMPORT_WRITES} × (${unit})`,
+      baselineSeconds: IMPORT_WRITES * durable.writeSeconds,
+      target: '≤ 1.5×',
+      ratioKind: 'cost',
+      extra: `without fsyncs: ${ms(cpu.importSeconds)}; one durable write here: ${ms(durable.writeSeconds)}`,
+    },
+  ];
 }

@@ -102,6 +102,28 @@ function textLess(s: string, a: number, aEnd: number, b: number, bEnd: number): 
 
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 
+/**
+ * Whether the grammatical number token s[i, j) with a fraction and no exponent prints back
+ * unchanged, decided without building it. Such a decimal D of at most 15 significant digits is
+ * the only decimal of ≤ 15 digits that rounds to its binary64 value (15 digits round-trip), so
+ * the shortest digits ECMAScript prints are D's own — as long as D has no trailing fraction zero
+ * and is in the range printed without an exponent (≥ 1e-6; < 1e21 holds with 15 digits).
+ */
+function isShortDecimal(s: string, i: number, j: number): boolean {
+  if (s.charCodeAt(j - 1) === 0x30) return false; // a trailing zero in the fraction
+  let k = s.charCodeAt(i) === 0x2d ? i + 1 : i;
+  let digits = j - k - 1; // without the point
+  if (s.charCodeAt(k) === 0x30) {
+    // 0.000ddd: the leading zeros are not significant, and at most five print without an exponent.
+    k += 2;
+    let zeros = 0;
+    while (s.charCodeAt(k + zeros) === 0x30) zeros++;
+    if (zeros > 5) return false;
+    digits = j - k - zeros;
+  }
+  return digits <= 15;
+}
+
 /** Index after the number token at `i`, or NOT_CANONICAL unless it is `String(Number(token))`. */
 function scanNumber(s: string, i: number): number {
   let j = i;
@@ -111,7 +133,8 @@ function scanNumber(s: string, i: number): number {
   else if (first >= 0x31 && first <= 0x39) while (isDigit(s.charCodeAt(j))) j++;
   else return NOT_CANONICAL;
   let hasFractionOrExponent = false;
-  if (s.charCodeAt(j) === 0x2e) {
+  const hasFraction = s.charCodeAt(j) === 0x2e;
+  if (hasFraction) {
     hasFractionOrExponent = true;
     j++;
     if (!isDigit(s.charCodeAt(j))) return NOT_CANONICAL;
@@ -129,6 +152,7 @@ function scanNumber(s: string, i: number): number {
   // A plain integer of at most 15 digits is exact in binary64 and prints back unchanged
   // (the grammar above already refused leading zeros); only `-0` prints differently.
   if (j - i <= 15 && !hasFractionOrExponent && !(j - i === 2 && first === 0x30)) return j;
+  if (hasFraction && e !== 0x65 && e !== 0x45 && isShortDecimal(s, i, j)) return j;
   const token = s.slice(i, j);
   const value = Number(token);
   return Number.isFinite(value) && String(value) === token ? j : NOT_CANONICAL;

@@ -10,6 +10,9 @@
  *   unsupported framing and every semantic defect, and finally refuses bytes that are not the
  *   canonical encoding of the state they decode to (checked on the wire, wire-canonical.ts). So for every accepted payload `b`,
  *   `encodeSnapshot(decodeSnapshot(b))` is byte-identical to `b`.
+ * - Decode runs a fused one-pass decoder first (wire-decode.ts): it answers only for payloads it
+ *   is sure are canonical and well-formed, then validation runs as usual; for anything else the
+ *   step-by-step definition path decides, so refusals keep their codes, details and precedence.
  * - Every refusal in either direction is a LoopxError (kind 'rejected') with a SNAPSHOT_ERRORS
  *   code; no other exception type escapes for any input bytes.
  */
@@ -17,70 +20,25 @@ import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import { fromHex, sha256Hex, toHex } from '../core/index.js';
 import { SNAPSHOT_ERRORS, snapshotError } from './errors.js';
+import { KIND_FROM_PB, KIND_TO_PB, LIFECYCLE_FROM_PB, LIFECYCLE_WIRE_NUMBER, ROLE_FROM_PB, ROLE_TO_PB, STATUS_FROM_PB, STATUS_TO_PB } from './enums.js';
 import {
-  ComponentKind as PbComponentKind,
-  Lifecycle as PbLifecycle,
-  Role as PbRole,
   RunSnapshotSchema,
-  ToolResultStatus as PbToolResultStatus,
   type ComponentIdentity as PbComponentIdentity,
   type Message as PbMessage,
   type Part as PbPart,
   type RunSnapshot,
 } from './gen/loopx/snapshot/v1alpha2/snapshot_pb.js';
 import { SNAPSHOT_DIGEST_BYTES, SNAPSHOT_FORMAT, SNAPSHOT_LIMITS, SNAPSHOT_VERSION } from './limits.js';
-import type { ComponentIdentity, ComponentKind, Lifecycle, Message, Part, Role, RunSnapshotState, ToolResultStatus } from './state.js';
+import type { ComponentIdentity, Message, Part, RunSnapshotState } from './state.js';
 import { validateSnapshotState } from './validate.js';
 import { prescanSnapshot, renderPath } from './wire-prescan.js';
 import { isCanonicalSnapshotWire } from './wire-canonical.js';
+import { decodeCanonicalSnapshot } from './wire-decode.js';
 
 export { SNAPSHOT_DIGEST_BYTES, SNAPSHOT_FORMAT, SNAPSHOT_LIMITS, SNAPSHOT_VERSION, type SnapshotBound } from './limits.js';
 export { SNAPSHOT_ERRORS, type SnapshotErrorCode } from './errors.js';
+export { LIFECYCLE_WIRE_NUMBER } from './enums.js';
 export { validateSnapshotState, minimumLastSequence } from './validate.js';
-
-// ---- enum mappings (the .proto numbers are the wire truth; these tables only name them) ----
-
-/**
- * The stable u32 wire number of each lifecycle, as defined once in snapshot.proto. The run
- * authority MAC encodes exactly this number (four bytes, big-endian).
- */
-export const LIFECYCLE_WIRE_NUMBER: Readonly<Record<Lifecycle, number>> = {
-  active: PbLifecycle.ACTIVE,
-  suspended: PbLifecycle.SUSPENDED,
-  completed: PbLifecycle.COMPLETED,
-  failed: PbLifecycle.FAILED,
-  cancelled: PbLifecycle.CANCELLED,
-};
-
-const ROLE_TO_PB: Readonly<Record<Role, PbRole>> = {
-  system: PbRole.SYSTEM,
-  user: PbRole.USER,
-  assistant: PbRole.ASSISTANT,
-  tool: PbRole.TOOL,
-};
-
-const STATUS_TO_PB: Readonly<Record<ToolResultStatus, PbToolResultStatus>> = {
-  ok: PbToolResultStatus.OK,
-  error: PbToolResultStatus.ERROR,
-  interaction_pending: PbToolResultStatus.INTERACTION_PENDING,
-  mutation_uncertain: PbToolResultStatus.MUTATION_UNCERTAIN,
-};
-
-const KIND_TO_PB: Readonly<Record<ComponentKind, PbComponentKind>> = {
-  provider: PbComponentKind.PROVIDER,
-  stage: PbComponentKind.STAGE,
-  observer: PbComponentKind.OBSERVER,
-  broker: PbComponentKind.BROKER,
-  static_tool: PbComponentKind.STATIC_TOOL,
-  decorator: PbComponentKind.DECORATOR,
-};
-
-const invert = <K extends string>(table: Readonly<Record<K, number>>): ReadonlyMap<number, K> => new Map(Object.entries(table).map(([k, v]) => [v as number, k as K]));
-
-const LIFECYCLE_FROM_PB = invert(LIFECYCLE_WIRE_NUMBER);
-const ROLE_FROM_PB = invert(ROLE_TO_PB);
-const STATUS_FROM_PB = invert(STATUS_TO_PB);
-const KIND_FROM_PB = invert(KIND_TO_PB);
 
 // ---- public API ----
 
@@ -110,6 +68,22 @@ export function decodeSnapshot(bytes: Uint8Array): RunSnapshotState {
       actual: bytes.byteLength,
     });
   }
+  // The fused one-pass decoder answers for canonical payloads (all an encoder writes); anything
+  // else, and so every refusal before semantic validation, goes through the definition path below.
+  const fast = decodeCanonicalSnapshot(bytes);
+  if (fast !== undefined) {
+    validateSnapshotState(fast);
+    return fast;
+  }
+  return decodeSnapshotByDefinition(bytes);
+}
+
+/**
+ * The definition of decoding, step by step: framing, pre-scan, parse, unknown fields, mapping,
+ * validation, then the wire-level canonical check. Its refusals are the codec's refusals.
+ * Exported for the tests that hold the fused decoder to it; not part of the module's API.
+ */
+export function decodeSnapshotByDefinition(bytes: Uint8Array): RunSnapshotState {
   // A payload of another format or version may not parse as this schema: name the framing first.
   const framing = peekFraming(bytes);
   if (framing.format !== undefined) checkFormat(framing.format);

@@ -88,7 +88,42 @@ describe('canonical JSON check', () => {
     );
   });
 
+  test('the short-decimal rule of the scanner never accepts a number token that does not print back unchanged', () => {
+    // Decimals built digit by digit: leading fraction zeros, trailing zeros, up to 18 digits.
+    const digits = (min: number, max: number) => fc.array(fc.integer({ min: 0, max: 9 }), { minLength: min, maxLength: max }).map((d) => d.join(''));
+    const token = fc
+      .tuple(
+        fc.boolean(),
+        fc.oneof(
+          fc.constant('0'),
+          fc.tuple(fc.integer({ min: 1, max: 9 }), digits(0, 16)).map(([a, b]) => `${a}${b}`),
+        ),
+        fc.nat({ max: 8 }),
+        digits(1, 18),
+      )
+      .map(([neg, int, zeros, frac]) => `${neg ? '-' : ''}${int}.${'0'.repeat(zeros)}${frac}`);
+    fc.assert(
+      fc.property(fc.oneof(token, fc.double({ noNaN: true, noDefaultInfinity: true }).map(String)), (text) => {
+        if (isCanonicalJsonFast(text)) expect(String(Number(text))).toBe(text);
+        expect(checkAccepts(text)).toBe(String(Number(text)) === text && text !== '-0');
+      }),
+      { seed: 43, numRuns: 20_000 },
+    );
+  });
+
   test.each([
+    ['0.5', true],
+    ['-0.5', true],
+    ['0.50', false],
+    ['-0.0', false],
+    ['0.000001', true],
+    ['0.00000123', true],
+    ['0.000000123', false],
+    ['123456789.012345', true],
+    ['1234567890.123456', true], // 16 digits: decided by the slow path
+    ['0.1234567890123456', true],
+    ['0.12345678901234567', false],
+    ['0.30000000000000004', true],
     ['{"10":1,"2":2}', true],
     ['{"a":1,"a":1}', false],
     ['-0', false],
