@@ -44,7 +44,7 @@ const MAP_POLICIES = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'src/snapshot/gen/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'src/snapshot/gen/**', 'src/recovery/gen/**', 'coverage/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {
@@ -75,7 +75,7 @@ export default tseslint.config(
   { files: ['ui/**/*.{ts,tsx}'], ...reactHooks.configs.flat.recommended },
   {
     files: ['src/**/*.ts'],
-    ignores: ['src/snapshot/gen/**'],
+    ignores: ['src/snapshot/gen/**', 'src/recovery/gen/**'],
     plugins: { boundaries },
     settings: {
       'import/resolver': { typescript: { project: 'tsconfig.json' } },

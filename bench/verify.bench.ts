@@ -14,8 +14,22 @@
  * that child (Node start and module loading are reported separately as wall time). The child
  * reports its own peak RSS (`process.resourceUsage().maxRSS`: the verify process only, not its
  * owner worker) and the owner worker's peak RSS, sampled from /proc/<pid>/status VmHWM every 10 ms
- * while the worker lives (Linux; a lower bound of the true peak). Targets: speed ≥ 0.6× of
+ * while the worker lives (Linux; a lower bound of the true peak). Targets: speed ≥ 1.0× of
  * tar xzf + sha256sum; peak RSS ≤ 256 MiB.
+ *
+ * Measured 2026-12-03 (2-core shared machine, load average 8–16 from other work: every wall time
+ * is 2–3× an idle run; read the same-run ratios, not the seconds). Speed vs tar xzf + sha256sum,
+ * synthetic / real v1 / real v0 / near-maximum:
+ *   before (4cd86b0): 0.33 / 0.44 / 0.38 / 0.95 (alone); 0.55 / 0.38 / 0.33 / 0.47 (beside another run)
+ *   after (c4f5131):  0.92 / 0.36 / 0.50 / 0.71 (beside the "before" run); 0.58 / 0.37 / 0.54 / 0.91 (alone)
+ *   steps 1–4 alone, after: 1.08 / 0.70 / 1.04 / 0.88 and 0.88 / 0.96 / 1.40 / 1.03
+ * What changed: step 1 no longer compiles the manifest schema (Ajv standalone validators generated
+ * ahead of time: "inputs" 450–1,400 ms → 60–350 ms, the archive hash alone is left), and the
+ * inflater's 1 MiB output chunks cut the verify process's CPU by ~15–20 % (real 2.0 → 1.7 s, near
+ * 2.7 → 2.2 s). Step 4 now runs at about tar's speed; what keeps the whole verify under 1.0× on
+ * the real roots is step 5: the owner worker replays 4 × 20,000 transactions (~2.5 s CPU alone, of
+ * which ~0.3 s loading pg, which it never uses) while extraction holds the other core, so its tail
+ * after extraction ("owners") is 1–5 s on this machine.
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -170,7 +184,7 @@ function figures(label: string, b: Backup, s: Samples): BenchFigure[] {
       seconds,
       baselineName: 'tar xzf + sha256sum',
       baselineSeconds: median(s.tar),
-      target: 'speed ≥ 0.6×; peak RSS ≤ 256 MiB',
+      target: 'speed ≥ 1.0×; peak RSS ≤ 256 MiB',
       ratioKind: 'speed',
       extra:
         `peak RSS: verify process ${parentPeak.toFixed(0)} MiB (process.resourceUsage().maxRSS, the verify process alone), owner worker ${workerPeak} (VmHWM sampled every 10 ms)${both}\n` +
