@@ -6,7 +6,8 @@
  * changes), and database URLs given by reference (`env:NAME`, read at run time, never stored).
  * `pg` never crosses this file: the owners see `PgDatabase` and `PgQuery`.
  */
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
 import { internal, isLoopxError, rejected, usageError, type LoopxError } from '../core/index.js';
 import { INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS, LIVE_TIMELINE, ensureInstallation } from './pg-installation.js';
 import { registerStoreProvider } from './providers.js';
@@ -108,11 +109,19 @@ function withSearchPath(url: string, ident: string, settings: Readonly<Record<st
   return u.toString();
 }
 
+/**
+ * The `pg` driver, loaded on first use: most processes (every command on a SQLite root, the
+ * verify worker) never open a database and should not pay its load (~60 ms). `pg` is CommonJS,
+ * so a synchronous require keeps `openPostgres` synchronous.
+ */
+let driver: typeof pg | undefined;
+const pgDriver = (): typeof pg => (driver ??= createRequire(import.meta.url)('pg') as typeof pg);
+
 /** Opens a pool on one installation's schema (nothing is created: `migratePostgres` does that). */
 export function openPostgres(options: PgOptions): PgDatabase {
   const ident = schemaIdent(options.schema);
   // The schema is every connection's search_path from its start (a startup option: no round trip per use).
-  const pool = new pg.Pool({
+  const pool = new (pgDriver().Pool)({
     connectionString: withSearchPath(options.url, ident, options.settings),
     max: options.max ?? 4,
     application_name: 'loopx',
