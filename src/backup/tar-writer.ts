@@ -1,6 +1,7 @@
 /**
  * The archive writer: a tar stream (tar-stream) through gzip into a new private file, with bounded
- * memory (every entry is streamed with backpressure). It counts the expanded tar bytes and hashes
+ * memory (every entry is streamed with backpressure). The gzip is one standard member compressed in
+ * blocks on every core (parallel-gzip.ts). It counts the expanded tar bytes and hashes
  * the compressed bytes as they are written, so the archive digest is of exactly what reached the
  * file. Every member is owner-only (files 0600, directories 0700), owned by uid/gid 0 with empty
  * user and group names, and carries one fixed mtime. It writes only the file it created
@@ -11,8 +12,8 @@ import { closeSync, fsyncSync, openSync, write, constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { Transform, Writable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
+import { ParallelGzip } from './parallel-gzip.js';
 
 export const FILE_MODE = 0o600;
 export const DIRECTORY_MODE = 0o700;
@@ -72,7 +73,7 @@ export class ArchiveWriter {
     gzipLevel: number,
   ) {
     const out = new FdSink(fd);
-    this.done = pipeline(this.pack, this.expanded, createGzip({ level: gzipLevel }), this.compressed, out);
+    this.done = pipeline(this.pack, this.expanded, new ParallelGzip({ level: gzipLevel }), this.compressed, out);
     this.done.catch((e: unknown) => {
       this.failure ??= e;
     });
