@@ -12,7 +12,16 @@
  * from that process alone; the child also reports where its time went: the plan, the owners'
  * component capture (v1: on its own thread, alongside the archive, until the last component was
  * captured) and the archive with publication (from its first member to the end). Targets:
- * speed ≥ 0.7× the baseline; v1 create no slower than v0 create (cost ≤ 1.0×, printed, not asserted).
+ * speed ≥ 1.6× the baseline (the archive's gzip on both cores, src/backup/parallel-gzip.ts; it was
+ * ≥ 0.7× while the gzip ran on one); v1 create no slower than v0 create (cost ≤ 1.0×, printed, not
+ * asserted).
+ *
+ * Measured 2026-12-03 (2-core machine; see docs/performance.md for three runs at one commit): before
+ * the parallel gzip, on a quiet machine, v0 / v1 online / quiescent / crash-consistent 0.98× /
+ * 0.93× / 0.97× / 0.94× (peak RSS 155 / 206 MiB); after it 1.40–1.42× / 1.18–1.34× / 1.15–1.42× /
+ * 1.04–1.27× (peak RSS 173 / 221–230 MiB). What bounds v1: the owners' capture thread (about 3.2 s
+ * of a 4.0 s create) — the SQLite online backups, their integrity checks, and the end re-check's
+ * second online snapshot of every database (src/owners/sqlite-recovery.ts, `observeSqlite`).
  */
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
@@ -306,7 +315,7 @@ export async function run(): Promise<BenchFigure[]> {
         name: `backup-state create ${LABEL[v]}, ${rootName}`,
         baselineName: 'tar czf + sqlite3 .backup',
         baselineSeconds: median(baseline),
-        target: 'speed ≥ 0.7×',
+        target: 'speed ≥ 1.6×',
       });
       if (v === 'v0') continue;
       out.push({
