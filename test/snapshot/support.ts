@@ -4,6 +4,7 @@
  * assertion.
  */
 import { create, toBinary } from '@bufbuild/protobuf';
+import fc from 'fast-check';
 import { expect } from 'vitest';
 import { isLoopxError } from '../../src/core/errors.js';
 import {
@@ -108,4 +109,41 @@ export function expectRefusal(fn: () => unknown, code: string) {
   expect({ code: thrown.code, kind: thrown.kind }).toEqual({ code, kind: 'rejected' });
   expect(thrown.nextAction).toBeTruthy();
   return thrown;
+}
+
+export const concat = (...parts: Uint8Array[]): Uint8Array => {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+};
+
+/** One random damage to a payload: a flipped byte, bytes inserted, deleted or overwritten. */
+export const mutationArb = fc.oneof(
+  fc.record({ kind: fc.constant('flip' as const), at: fc.nat(), xor: fc.integer({ min: 1, max: 255 }) }),
+  fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 6 }) }),
+  fc.record({ kind: fc.constant('delete' as const), at: fc.nat(), length: fc.integer({ min: 1, max: 6 }) }),
+  fc.record({ kind: fc.constant('overwrite' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 3 }) }),
+);
+export type Mutation = typeof mutationArb extends fc.Arbitrary<infer M> ? M : never;
+
+/** `b` with `m` applied (its position taken modulo the length). */
+export function mutate(b: Uint8Array, m: Mutation): Uint8Array {
+  const at = m.at % (b.length + 1);
+  switch (m.kind) {
+    case 'flip': {
+      const c = new Uint8Array(b);
+      if (c.length) c[at % c.length]! ^= m.xor;
+      return c;
+    }
+    case 'insert':
+      return concat(b.subarray(0, at), m.bytes, b.subarray(at));
+    case 'delete':
+      return concat(b.subarray(0, at), b.subarray(at + m.length));
+    case 'overwrite':
+      return concat(b.subarray(0, at), m.bytes, b.subarray(at + m.bytes.length));
+  }
 }

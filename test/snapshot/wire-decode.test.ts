@@ -13,17 +13,7 @@ import { decodeSnapshotByDefinition } from '../../src/snapshot/codec.js';
 import { decodeSnapshot, encodeSnapshot, SNAPSHOT_ERRORS, validateSnapshotState, type RunSnapshotState } from '../../src/snapshot/index.js';
 import { RunSnapshotSchema, type Lifecycle, type Role } from '../../src/snapshot/gen/loopx/snapshot/v1alpha2/snapshot_pb.js';
 import { decodeCanonicalSnapshot } from '../../src/snapshot/wire-decode.js';
-import { rawEncode, rawEncodeState, toPb, validState, validStateArb } from './support.js';
-
-const concat = (...parts: Uint8Array[]): Uint8Array => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-};
+import { rawEncode, rawEncodeState, toPb, validState, validStateArb, concat, mutate, mutationArb } from './support.js';
 
 type Verdict = { ok: true; state: RunSnapshotState } | { ok: false; code: string };
 
@@ -66,28 +56,9 @@ describe('fused snapshot decoder', () => {
   });
 
   it('agrees with the definition on 5,000 damaged payloads (state and verdict), never answering for one it would refuse', () => {
-    const mutation = fc.oneof(
-      fc.record({ kind: fc.constant('flip' as const), at: fc.nat(), xor: fc.integer({ min: 1, max: 255 }) }),
-      fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 6 }) }),
-      fc.record({ kind: fc.constant('delete' as const), at: fc.nat(), length: fc.integer({ min: 1, max: 6 }) }),
-      fc.record({ kind: fc.constant('overwrite' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 3 }) }),
-    );
     fc.assert(
-      fc.property(validStateArb, mutation, (state, m) => {
-        const b = encodeSnapshot(state);
-        const at = m.at % (b.length + 1);
-        const mutated =
-          m.kind === 'flip'
-            ? (() => {
-                const c = new Uint8Array(b);
-                if (c.length) c[at % c.length]! ^= m.xor;
-                return c;
-              })()
-            : m.kind === 'insert'
-              ? concat(b.subarray(0, at), m.bytes, b.subarray(at))
-              : m.kind === 'delete'
-                ? concat(b.subarray(0, at), b.subarray(at + m.length))
-                : concat(b.subarray(0, at), m.bytes, b.subarray(at + m.bytes.length));
+      fc.property(validStateArb, mutationArb, (state, m) => {
+        const mutated = mutate(encodeSnapshot(state), m);
         expectAgreement(mutated);
       }),
       { seed: 17_002, numRuns: 5_000 },
