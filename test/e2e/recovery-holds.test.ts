@@ -188,7 +188,8 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
     const before = { destination: treeOf(destination), lifetimes: treeOf(join(AUTHORITY_DIR, 'lifetimes')), source: treeOf(root, 'daemon') };
     await page.getByLabel(/I have read the preview/).check();
     await page.getByRole('button', { name: 'Confirm and recover' }).click();
-    await expect.poll(() => page.getByTestId('recovery-refusal').textContent()).toBe('recover_plan_stale');
+    // The refusal comes from the daemon re-verifying the workspace, as long as an apply that proceeds (below) may take.
+    await expect.poll(() => page.getByTestId('recovery-refusal').textContent(), { timeout: 60_000 }).toBe('recover_plan_stale');
     const refusal = page.getByRole('alert').filter({ has: page.getByTestId('recovery-refusal') });
     expect(await refusal.locator('.error-message').textContent()).toBe('The recovery plan no longer matches what it bound: the destination is no longer empty.');
     expect(await refusal.locator('.error-next').allTextContents()).toEqual(['Next action: plan the recovery again into a new destination']);
