@@ -16,7 +16,7 @@ const LABELS: readonly RegExp[] = [/\bM[1-4]\b/, /§\s?\d/, /\bRFC[ -]?0\d{3}\b/
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((n) => {
     const p = join(dir, n);
-    if (statSync(p).isDirectory()) return n === 'generated' ? [] : files(p);
+    if (statSync(p).isDirectory()) return n === 'generated' || n === 'gen' ? [] : files(p); // generated code (protobuf, schema validators) shows no text of its own
     return /\.(ts|tsx)$/.test(n) && !n.endsWith('.d.ts') ? [p] : [];
   });
 }

@@ -123,8 +123,9 @@ async function planOnPage(goal: string, name: string): Promise<string> {
   const form = page.getByTestId(`recover-goal-${goal}`);
   await form.getByLabel('New root (a new directory beside this daemon’s root)').fill(name);
   await form.getByRole('button', { name: 'Preview the recovery' }).click();
-  await expect.poll(() => page.getByRole('heading', { level: 1, name: `Recovery of Goal ${goal}` }).isVisible()).toBe(true);
-  await expect.poll(() => page.getByTestId('recovery-state').textContent()).toContain('planned');
+  // The preview waits on the daemon verifying the workspace again: as long as an apply may take on a loaded machine.
+  await expect.poll(() => page.getByRole('heading', { level: 1, name: `Recovery of Goal ${goal}` }).isVisible(), { timeout: 60_000 }).toBe(true);
+  await expect.poll(() => page.getByTestId('recovery-state').textContent(), { timeout: 60_000 }).toContain('planned');
   return decodeURIComponent(page.url().split('/recoveries/')[1]!);
 }
 
