@@ -113,7 +113,7 @@ export function decodeManifestBytes(bytes: Uint8Array): unknown {
  * schema (docs/schemas/state-backup-manifest-v{0,1}.schema.json), generated ahead of time as Ajv
  * standalone code by scripts/manifest-validators.mjs: compiling the schema here cost ~0.5 s per run.
  */
-const MANIFEST_SCHEMAS: Readonly<Record<string, ValidateFunction>> = {
+const MANIFEST_VALIDATORS: Readonly<Record<string, ValidateFunction>> = {
   [BACKUP_SCHEMA]: validateV0 as unknown as ValidateFunction,
   [BACKUP_SCHEMA_V1]: validateV1 as unknown as ValidateFunction,
 };
@@ -126,14 +126,14 @@ export function checkManifest(doc: unknown): BackupManifest {
   };
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) invalid('not an object');
   const schema = (doc as { schema_version?: unknown }).schema_version;
-  if (typeof schema !== 'string' || !Object.hasOwn(MANIFEST_SCHEMAS, schema)) {
+  if (typeof schema !== 'string' || !Object.hasOwn(MANIFEST_VALIDATORS, schema)) {
     throw rejected(INPUT_CODES.manifestSchemaUnknown, 'The manifest has a schema_version this verifier does not read.', {
       nextAction: 'verify it with the loopx version that produced it',
       details: { schema_version: typeof schema === 'string' && /^[a-z0-9_]{1,64}$/.test(schema) ? schema : null },
     });
   }
   revision = schema as string;
-  const validate = MANIFEST_SCHEMAS[schema as string]!;
+  const validate = MANIFEST_VALIDATORS[schema as string]!;
   if (!validate(doc)) {
     const first = validate.errors?.[0];
     invalid(`${first?.instancePath || '/'} ${first?.message ?? ''}`.replace(/[^\x20-\x7e]/g, '?').slice(0, 160));

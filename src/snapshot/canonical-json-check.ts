@@ -223,9 +223,13 @@ export function isCanonicalJsonFast(text: string): boolean {
   return scanValue(text, 0, 0) === text.length;
 }
 
-/** Throws snapshot_invalid_json / snapshot_non_canonical_json unless `text` is canonical JSON. */
-export function assertCanonicalJson(text: string, where: Record<string, unknown>): void {
+/**
+ * Throws snapshot_invalid_json / snapshot_non_canonical_json unless `text` is canonical JSON. The
+ * refusal's details are `here` with `field`, built only for a refusal (the accept path allocates nothing).
+ */
+export function assertCanonicalJson(text: string, here: Record<string, unknown>, field?: string): void {
   if (isCanonicalJsonFast(text)) return;
+  const where = field === undefined ? here : { ...here, field };
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -9,7 +9,7 @@
  * Inputs may come from plain JavaScript, so every value is type-checked at runtime; a wrong type
  * is `snapshot_invalid_field`, never a TypeError.
  */
-import { assertCanonicalJson, isCanonicalJsonFast } from './canonical-json-check.js';
+import { assertCanonicalJson } from './canonical-json-check.js';
 import { SNAPSHOT_ERRORS, snapshotError } from './errors.js';
 import { SNAPSHOT_LIMITS, type SnapshotBound } from './limits.js';
 import {
@@ -153,7 +153,7 @@ function checkToolCall(part: ToolCallPart, here: { message: number; part: number
     throw snapshotError(SNAPSHOT_ERRORS.duplicateCallId, 'Two tool calls share a call id.', here);
   }
   calls.set(part.callId, { toolName: part.toolName, settled: false });
-  if (!isCanonicalJsonFast(part.argumentsJson)) assertCanonicalJson(part.argumentsJson, { ...here, field: 'tool_call.arguments_json' });
+  assertCanonicalJson(part.argumentsJson, here, 'tool_call.arguments_json');
   return content;
 }
 
@@ -183,7 +183,7 @@ function checkToolResult(part: ToolResultPart, here: { message: number; part: nu
     throw snapshotError(SNAPSHOT_ERRORS.duplicateCallId, 'A tool call has two results.', here);
   }
   call.settled = true;
-  if (!isCanonicalJsonFast(part.resultJson)) assertCanonicalJson(part.resultJson, { ...here, field: 'tool_result.result_json' });
+  assertCanonicalJson(part.resultJson, here, 'tool_result.result_json');
   return content;
 }
 
