@@ -14,14 +14,33 @@ export interface ScriptStep {
   readonly toolCalls?: ReadonlyArray<{ readonly name: string; readonly arguments: JsonValue }>;
 }
 
+/**
+ * The model an agent is answered by: the provider and its model id (the snapshot's ModelRef), and
+ * for a provider reached over HTTP where to reach it and the NAME of the environment variable that
+ * holds its API key — the key itself is read when a run is driven and is never stored.
+ */
+export interface ModelSpec extends ModelRef {
+  /** The provider's API base URL (required for `openai-compatible`); http(s), no credentials, query or fragment. */
+  readonly baseUrl?: string;
+  /** The environment variable holding the API key (default per provider, e.g. OPENAI_API_KEY). */
+  readonly apiKeyEnv?: string;
+}
+
+/** Limits a run stops at, at a turn boundary. */
+export interface RunBudget {
+  /** Model tokens (input + output, as the provider reports them) the run may use. */
+  readonly maxTokens: number;
+}
+
 export interface AgentDefinition {
   readonly id: string;
   readonly version: string;
-  readonly model: ModelRef;
+  readonly model: ModelSpec;
   readonly turnLimit: number;
   readonly toolPlan: string;
   readonly system?: string;
   readonly script?: readonly ScriptStep[];
+  readonly budget?: RunBudget;
 }
 
 /** The on-disk (snake_case) form; see docs/agent-definition.md and examples/. */
@@ -38,7 +57,18 @@ export const AGENT_FILE_SCHEMA = {
       type: 'object',
       additionalProperties: false,
       required: ['provider', 'model_id'],
-      properties: { provider: { type: 'string', minLength: 1, maxLength: 128 }, model_id: { type: 'string', minLength: 1, maxLength: 256 } },
+      properties: {
+        provider: { type: 'string', minLength: 1, maxLength: 128 },
+        model_id: { type: 'string', minLength: 1, maxLength: 256 },
+        base_url: { type: 'string', minLength: 1, maxLength: 2048, pattern: '^https?://[^/?#@\\s]+(/[^?#\\s]*)?$' },
+        api_key_env: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' },
+      },
+    },
+    budget: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['max_tokens'],
+      properties: { max_tokens: { type: 'integer', minimum: 1, maximum: 1000000000000 } },
     },
     turn_limit: { type: 'integer', minimum: 1, maximum: 10000 },
     tool_plan: { type: 'string', minLength: 1, maxLength: 256 },
@@ -73,7 +103,8 @@ const fileValidator = (): ValidateFunction => (compiled ??= new Ajv({ strict: tr
 interface AgentFile {
   id: string;
   version: string;
-  model: { provider: string; model_id: string };
+  model: { provider: string; model_id: string; base_url?: string; api_key_env?: string };
+  budget?: { max_tokens: number };
   turn_limit: number;
   tool_plan: string;
   system?: string;
@@ -96,10 +127,16 @@ export function parseAgentDefinition(value: unknown): AgentDefinition {
   return {
     id: f.id,
     version: f.version,
-    model: { provider: f.model.provider, modelId: f.model.model_id },
+    model: {
+      provider: f.model.provider,
+      modelId: f.model.model_id,
+      ...(f.model.base_url !== undefined ? { baseUrl: f.model.base_url } : {}),
+      ...(f.model.api_key_env !== undefined ? { apiKeyEnv: f.model.api_key_env } : {}),
+    },
     turnLimit: f.turn_limit,
     toolPlan: f.tool_plan,
     ...(f.system !== undefined ? { system: f.system } : {}),
+    ...(f.budget !== undefined ? { budget: { maxTokens: f.budget.max_tokens } } : {}),
     ...(f.script !== undefined
       ? { script: f.script.map((s) => ({ ...(s.text !== undefined ? { text: s.text } : {}), ...(s.tool_calls ? { toolCalls: s.tool_calls } : {}) })) }
       : {}),
@@ -111,10 +148,16 @@ export function agentDefinitionToFile(def: AgentDefinition): AgentFile {
   return {
     id: def.id,
     version: def.version,
-    model: { provider: def.model.provider, model_id: def.model.modelId },
+    model: {
+      provider: def.model.provider,
+      model_id: def.model.modelId,
+      ...(def.model.baseUrl !== undefined ? { base_url: def.model.baseUrl } : {}),
+      ...(def.model.apiKeyEnv !== undefined ? { api_key_env: def.model.apiKeyEnv } : {}),
+    },
     turn_limit: def.turnLimit,
     tool_plan: def.toolPlan,
     ...(def.system !== undefined ? { system: def.system } : {}),
+    ...(def.budget !== undefined ? { budget: { max_tokens: def.budget.maxTokens } } : {}),
     ...(def.script !== undefined
       ? {
           script: def.script.map((s) => ({
@@ -137,8 +180,9 @@ export const defineAgent = (def: AgentDefinition): AgentDefinition => {
  * copies only known keys and so would otherwise drop an unknown field instead of refusing it.
  */
 const TYPED_KEYS = {
-  agent: ['id', 'version', 'model', 'turnLimit', 'toolPlan', 'system', 'script'],
-  model: ['provider', 'modelId'],
+  agent: ['id', 'version', 'model', 'turnLimit', 'toolPlan', 'system', 'script', 'budget'],
+  model: ['provider', 'modelId', 'baseUrl', 'apiKeyEnv'],
+  budget: ['maxTokens'],
   step: ['text', 'toolCalls'],
   call: ['name', 'arguments'],
 } as const;
@@ -159,6 +203,7 @@ function checkTypedShape(def: unknown): void {
 
   const agent = object(def, TYPED_KEYS.agent, '/');
   object(agent.model, TYPED_KEYS.model, '/model');
+  if (agent.budget !== undefined) object(agent.budget, TYPED_KEYS.budget, '/budget');
   if (agent.script === undefined) return;
   array(agent.script, '/script').forEach((s, i) => {
     const step = object(s, TYPED_KEYS.step, `/script/${i}`);

@@ -12,6 +12,7 @@ import { rejected, notFound } from '../core/index.js';
 import type { ComponentIdentity, ComponentKind, PlanIdentity } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import { compareComponents, computePlanIdentity } from './identity.js';
+import type { ModelProviderKind } from './providers/catalog.js';
 import type { ModelProvider } from './providers/provider.js';
 import { SCRIPTED_PROVIDER, scriptedProvider } from './providers/scripted.js';
 import { ToolPlanHost, toolPlanMissing, type ToolPlan, type ToolPlanLease } from './tools.js';
@@ -20,8 +21,15 @@ export interface Application {
   /** Empty for convenience applications. */
   readonly compatibilityIdentity: string;
   readonly toolPlans: ToolPlanHost;
-  /** The provider serving a definition's model; throws `provider_missing`. */
+  /**
+   * The provider serving a definition's model, ready to be called: throws `provider_missing`, or
+   * `model_credentials_missing` when its API key is not in this process's environment.
+   */
   providerFor(def: AgentDefinition): ModelProvider;
+  /** Whether `name` is one of this application's provider kinds (whose settings live only in the agent file). */
+  providerKind(name: string): boolean;
+  /** How a failed model call is retried inside its turn. */
+  readonly modelRetry: ModelRetryPolicy;
   /** The PlanIdentity a run of `def` gets in this application (leases the plan briefly). */
   planIdentityFor(def: AgentDefinition): PlanIdentity;
   /** The PlanIdentity recomputed from a live lease of the plan (import). */
@@ -35,9 +43,21 @@ export interface Application {
   agent(identity: { readonly id: string; readonly version: string }): AgentDefinition | undefined;
 }
 
+/** A retryable model failure is retried `attempts - 1` times, waiting the provider's retry-after or `baseDelayMs × 2^n`, at most `maxDelayMs`. */
+export interface ModelRetryPolicy {
+  readonly attempts: number;
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+}
+
+export const DEFAULT_MODEL_RETRY: ModelRetryPolicy = { attempts: 4, baseDelayMs: 1000, maxDelayMs: 30_000 };
+
 export interface ApplicationSpec {
   readonly compatibilityIdentity: string;
   readonly providers?: readonly ModelProvider[];
+  /** Provider kinds that make a provider per agent model (the AI SDK providers: providers/catalog.ts). */
+  readonly providerKinds?: readonly ModelProviderKind[];
+  readonly modelRetry?: ModelRetryPolicy;
   readonly toolPlans: readonly ToolPlan[];
   /** Identity of the built-in scripted provider, when agents of this application use it. */
   readonly scriptedProviderIdentity?: ComponentIdentity;
@@ -86,25 +106,40 @@ function build(spec: ApplicationSpec, full: boolean): Application {
   const host = new ToolPlanHost();
   for (const plan of spec.toolPlans) host.register(plan);
   const providers = new Map((spec.providers ?? []).map((p) => [p.name, p]));
+  const kinds = new Map((spec.providerKinds ?? []).map((k) => [k.name, k]));
 
-  const providerFor = (def: AgentDefinition): ModelProvider => {
-    if (def.model.provider === SCRIPTED_PROVIDER && !providers.has(SCRIPTED_PROVIDER)) {
-      if (full && !spec.scriptedProviderIdentity) checkIdentity('provider', SCRIPTED_PROVIDER, undefined);
-      return scriptedProvider(def.script ?? [], spec.scriptedProviderIdentity);
-    }
+  // What serves a definition's model: a registered provider, a provider kind, or the built-in scripted one.
+  const sourceOf = (def: AgentDefinition): { provider: ModelProvider } | { kind: ModelProviderKind } | { scripted: true } => {
     const p = providers.get(def.model.provider);
-    if (!p) {
-      throw notFound('provider_missing', `No model provider named ${def.model.provider} is configured.`, {
-        nextAction: 'use an agent whose model provider this engine has',
-      });
+    if (p) return { provider: p };
+    const kind = kinds.get(def.model.provider);
+    if (kind) return { kind };
+    if (def.model.provider === SCRIPTED_PROVIDER) {
+      if (full && !spec.scriptedProviderIdentity) checkIdentity('provider', SCRIPTED_PROVIDER, undefined);
+      return { scripted: true };
     }
-    return p;
+    throw notFound('provider_missing', `No model provider named ${def.model.provider} is configured.`, {
+      nextAction: 'use an agent whose model provider this engine has',
+    });
+  };
+  const providerFor = (def: AgentDefinition): ModelProvider => {
+    const source = sourceOf(def);
+    if ('provider' in source) return source.provider;
+    if ('kind' in source) return source.kind.create(def.model);
+    return scriptedProvider(def.script ?? [], spec.scriptedProviderIdentity);
+  };
+  // Static: no credentials are read and nothing is loaded.
+  const providerIdentityOf = (def: AgentDefinition): ComponentIdentity | undefined => {
+    const source = sourceOf(def);
+    if ('provider' in source) return source.provider.identity;
+    if ('kind' in source) return source.kind.identity(def.model);
+    return spec.scriptedProviderIdentity;
   };
 
   const componentsOf = (def: AgentDefinition, plan: ToolPlan): ComponentIdentity[] => {
-    const provider = providerFor(def);
     const components: ComponentIdentity[] = [];
-    if (provider.identity) components.push(provider.identity);
+    const providerIdentity = providerIdentityOf(def);
+    if (providerIdentity) components.push(providerIdentity);
     for (const t of plan.tools) if (t.identity) components.push(t.identity);
     components.push(...(spec.components ?? []));
     return dedupe(components).sort(compareComponents);
@@ -121,6 +156,8 @@ function build(spec: ApplicationSpec, full: boolean): Application {
     compatibilityIdentity: spec.compatibilityIdentity,
     toolPlans: host,
     providerFor,
+    modelRetry: spec.modelRetry ?? DEFAULT_MODEL_RETRY,
+    providerKind: (name) => kinds.has(name) && !providers.has(name),
     planIdentityFromLease: fromLease,
     planIdentityFor(def) {
       const lease = host.lease(def.toolPlan);

@@ -1,6 +1,6 @@
 /**
- * The built-in application the `loopx` command runs agents with: the scripted provider and the
- * `loopx.builtin.v1` tool plan. Its compatibility identity is loopx's version, and every component
+ * The built-in application the `loopx` command runs agents with: the scripted provider, the AI SDK
+ * providers (`openai`, `anthropic`, `openai-compatible`) and the `loopx.builtin.v1` tool plan. Its compatibility identity is loopx's version, and every component
  * carries the SHA-256 of its built source, so only an engine built from the same code accepts
  * its snapshots.
  */
@@ -11,6 +11,7 @@ import { parseAgentDefinition, type AgentDefinition } from './agent.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
 import { defineApplication, type Application } from './application.js';
 import { sourceIdentityOf } from './identity.js';
+import { SDK_PROVIDER_KINDS } from './providers/catalog.js';
 import { SCRIPTED_PROVIDER, SCRIPTED_PROVIDER_MODULE } from './providers/scripted.js';
 import { goalWorkToolPlan, type LifetimeGuard } from './goal-tools.js';
 import type { Tool, ToolPlan } from './tools.js';
@@ -107,10 +108,11 @@ function shippedAgent(identity: { readonly id: string; readonly version: string 
   return undefined;
 }
 
-/** The built-in application: the scripted provider, the built-in tools and the Goal work tools. */
+/** The built-in application: the scripted provider, the AI SDK providers, the built-in tools and the Goal work tools. */
 export function builtinApplication(root: string, guard?: LifetimeGuard): Application {
   return defineApplication({
     agents: shippedAgent,
+    providerKinds: SDK_PROVIDER_KINDS,
     compatibilityIdentity: BUILTIN_COMPATIBILITY,
     toolPlans: [builtinToolPlan(root), goalWorkToolPlan(root, guard)],
     scriptedProviderIdentity: { ...identity('provider', SCRIPTED_PROVIDER), module: 'loopx/engine/providers/scripted', sourceSha256: sourceIdentityOf(SCRIPTED_PROVIDER_MODULE) },

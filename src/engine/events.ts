@@ -4,6 +4,10 @@ import type { JsonValue } from './tools.js';
 export const EVENT_TYPES = [
   'RunStarted',
   'TurnStarted',
+  /** Text of a model response as it arrives (informational; ModelResponded records the response). */
+  'ModelStreamed',
+  /** A retryable model failure, before the call is made again inside the turn. */
+  'ModelRetried',
   'ModelResponded',
   'ToolCalled',
   'ToolResulted',

@@ -22,19 +22,21 @@
  *   is an idempotent readback when present). The scheduler phases are not recorded: a Goal work
  *   turn applies no timer.
  * - The debit and the settlement share one settlement identity, the Turn key. The debit's amount
- *   is derived from the recorded response alone (`turnTokens`), so a repeated debit — after a
+ *   is the turn's recorded usage — the provider's report committed with the response, else the
+ *   estimate of the recorded response (usage.ts `debitTokens`) — so a repeated debit — after a
  *   crash between the debit and the settlement — is the same request: the ledger returns the
  *   original entry and never debits twice; the settlement then lands once.
  *
  * It never writes an owner's files itself, and it never reads a clock for a decision.
  */
-import { canonicalJson, faultPoint, hasCode, internal, type LoopxError } from '../core/index.js';
+import { faultPoint, hasCode, internal, type LoopxError } from '../core/index.js';
 import { quota as quotaOwner, rootStores, session as sessionOwner } from '../owners/index.js';
 import type { Message } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import { goalLifetimeSuperseded } from '../run-authority/index.js';
 import { GOAL_WORK_TOOL_PLAN, goalWorkUnbound, type LifetimeGuard } from './goal-tools.js';
 import { messageId } from './messages.js';
+import { debitTokens } from './usage.js';
 import type { RunHead } from './run-store/contract.js';
 
 /** Fault point (tests only): the ledger holds the Turn's debit; its `quota_spend` phase and settlement are not recorded yet. */
@@ -45,12 +47,7 @@ export const FAULT_BEFORE_TURN_SETTLED = 'engine.turn.before-settle';
 /** The ledger unit of a Turn's debit. */
 export const TURN_DEBIT_UNIT = 'token';
 
-/**
- * A Turn's debit: the tokens of the response the engine recorded for it, estimated as one per
- * four bytes of its canonical JSON (at least one). Derived from durable state only, so every
- * driver that settles the Turn asks the ledger for the same amount.
- */
-export const turnTokens = (assistant: Message): number => Math.max(1, Math.ceil(Buffer.byteLength(canonicalJson(assistant.parts), 'utf8') / 4));
+export { turnTokens } from './usage.js';
 
 /** A refusal of the owners a Turn goes through: it stops the run, it is never retried by the driver. */
 export const isTurnRefusal = (e: unknown): e is LoopxError =>
@@ -146,14 +143,14 @@ export class RunTurns {
    * the Turn key), `quota_spend`, then the settlement under the same identity. Every step is a
    * readback when a crashed driver already made it.
    */
-  async settleCompleted(turn: sessionOwner.TurnJournal, assistant: Message, completion: boolean): Promise<sessionOwner.SettleTurnResult> {
+  async settleCompleted(turn: sessionOwner.TurnJournal, amount: number, completion: boolean): Promise<sessionOwner.SettleTurnResult> {
     const key = turn.turn_key;
     await this.through('durable_writeback');
     await this.ledger().spend({
       effect_id: key,
       goal_id: turn.goal_id,
       goal_instance_id: turn.goal_instance_id,
-      amount: turnTokens(assistant),
+      amount,
       unit: TURN_DEBIT_UNIT,
     });
     faultPoint(FAULT_AFTER_QUOTA_DEBIT);
@@ -193,6 +190,6 @@ export class RunTurns {
     }
     const assistant = messages().find((m) => m.id === messageId(head.runId, head.completedTurns, 0));
     if (!assistant) throw internal('turn_response_missing', `Run ${head.runId} has an open Turn but no recorded response for turn ${head.completedTurns}.`);
-    await this.settleCompleted(turn, assistant, head.lifecycle === 'completed');
+    await this.settleCompleted(turn, debitTokens(head, assistant), head.lifecycle === 'completed');
   }
 }

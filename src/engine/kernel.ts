@@ -79,6 +79,8 @@ export class RunKernel {
       throw rejected('suspend_after_turns_invalid', '--suspend-after-turns must be a whole number ≥ 0.');
     }
     const planIdentity = this.#application.planIdentityFor(def);
+    // A provider that cannot be called (no credentials) is refused before anything is stored.
+    this.#application.providerFor(def);
     const lock = this.#own.lock(runId);
     try {
       if (this.#store().get(runId)) throw conflict('run_exists', `Run ${runId} already exists.`);
@@ -93,7 +95,7 @@ export class RunKernel {
       const head: RunHead = {
         runId,
         definition: { id: def.id, version: def.version },
-        model: def.model,
+        model: { provider: def.model.provider, modelId: def.model.modelId },
         turnLimit: def.turnLimit,
         completedTurns: 0,
         lifecycle: 'active',

@@ -40,6 +40,7 @@ import { agentDefinitionToFile, defineAgent, type AgentDefinition } from './agen
 import type { Application } from './application.js';
 import type { RunOwnership } from './ownership.js';
 import { SCRIPTED_PROVIDER } from './providers/scripted.js';
+import { estimatedUsage } from './usage.js';
 import type { RunReads, RunView } from './reads.js';
 import type { RunHead, RunStore } from './run-store/contract.js';
 
@@ -77,7 +78,7 @@ export const importIncomplete = (runId: string) =>
   conflict('run_import_incomplete', `Run ${runId} was imported into this root but the import did not complete.`, { nextAction: IMPORT_INCOMPLETE_ACTION });
 
 /** The kernel head of an imported run: suspended at the snapshot's last sequence, with no events before it here. */
-const importedHead = (state: RunSnapshotState): RunHead => ({
+const importedHead = (state: RunSnapshotState, usageBefore = estimatedUsage(state.messages)): RunHead => ({
   runId: state.runId,
   definition: state.definition,
   model: state.model,
@@ -93,6 +94,7 @@ const importedHead = (state: RunSnapshotState): RunHead => ({
   pendingInteraction: null,
   failure: null,
   importedAtSequence: state.lastSequence,
+  ...(usageBefore ? { usage: usageBefore } : {}),
   createdAt: '',
   updatedAt: '',
 });
@@ -391,16 +393,17 @@ export class RunTransfer {
       if (!matches(known)) throw mismatch();
       return known;
     }
-    if (state.model.provider === SCRIPTED_PROVIDER) {
+    // The snapshot does not hold a script, a provider's base URL, key variable or a budget.
+    if (state.model.provider === SCRIPTED_PROVIDER || this.#application.providerKind(state.model.provider)) {
       throw rejected(
         'import_definition_unknown',
-        `This root does not know agent ${state.definition.id}@${state.definition.version}, and its scripted model needs the definition's script.`,
+        `This root does not know agent ${state.definition.id}@${state.definition.version}, and its model settings (script, endpoint, key, budget) are only in the agent file.`,
         {
           nextAction: 'pass the agent file: loopx run import <snapshot-file> --agent <agent-file>',
         },
       );
     }
-    // Everything a non-scripted definition holds is in the snapshot (the system prompt is in the history).
+    // Everything a definition of a program's own provider holds is in the snapshot (the system prompt is in the history).
     return defineAgent({ id: state.definition.id, version: state.definition.version, model: state.model, turnLimit: state.turnLimit, toolPlan: state.planIdentity.toolPlanId });
   }
 

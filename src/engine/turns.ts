@@ -30,7 +30,6 @@ import { isTurnRefusal, type GoalTurnAccess, type RunTurns } from './goal-turns.
 import { messageId, modelCallId, toolCallId } from './messages.js';
 import {
   beginEffect,
-  errorMessage,
   operationIdOf,
   outcomeOfOutput,
   outcomeOfThrow,
@@ -43,7 +42,10 @@ import {
   type CallOutcome,
   type EffectAccess,
 } from './mutations.js';
+import { callModel } from './model-call.js';
+import { apiKeyEnvOf } from './providers/catalog.js';
 import type { ModelProvider } from './providers/provider.js';
+import { budgetRefusal, failureOf, turnUsageOf, usageData, withTurnUsage } from './usage.js';
 import type { MutationRecord, MutationState, RunCommit, RunHead, RunStore } from './run-store/contract.js';
 import { commitRun, headOf, toolMessage } from './runs.js';
 import { isInteractionRequest, toolArgumentsInvalid, type InteractionRequest, type JsonValue, type Tool, type ToolContext, type ToolPlanLease } from './tools.js';
@@ -101,6 +103,11 @@ export class TurnDriver {
         }
         if (this.#store().suspendRequested(runId) || (head.suspendAtTurn !== null && head.completedTurns >= head.suspendAtTurn)) {
           this.suspendAtBoundary(head);
+          return;
+        }
+        const overBudget = budgetRefusal(def, head);
+        if (overBudget) {
+          this.terminate(head, 'failed', { type: 'Failed', data: { code: overBudget.code, completed_turns: head.completedTurns } }, failureOf(overBudget));
           return;
         }
         if (head.completedTurns >= head.turnLimit) {
@@ -173,6 +180,8 @@ export class TurnDriver {
         nextAction: 'continue it with the same build of loopx that started it (component identities hash the built source)',
       });
     }
+    // The provider's credentials too: a run that cannot call its model is not continued.
+    this.#application.providerFor(def);
     return def;
   }
 
@@ -180,25 +189,24 @@ export class TurnDriver {
     const turn = head.completedTurns + 1;
     const runId = head.runId;
     // A turn whose model call was interrupted is retried under the same ids, without a second TurnStarted.
-    const started = head.turnInProgress ? head : this.#commit(head, { head: { ...head, turnInProgress: true }, events: [{ type: 'TurnStarted', data: { turn } }] });
+    if (!head.turnInProgress) this.#commit(head, { head: { ...head, turnInProgress: true }, events: [{ type: 'TurnStarted', data: { turn } }] });
     // The session's Turn before the model call: a fenced run makes no call.
     if (turns && !(await this.#turnStep(runId, () => turns.begin()))) return;
     const callId = modelCallId(runId, turn, 0);
-    let response;
-    try {
-      response = await provider.generate({
-        runId,
-        turn,
-        modelCallId: callId,
-        model: def.model,
-        messages: this.#store().messages(runId),
-        tools: lease.plan.tools.map((t) => t.definition),
-      });
-    } catch (e) {
-      const code = isLoopxError(e) ? e.code : 'model_failed';
-      this.terminate(started, 'failed', { type: 'Failed', data: { code, turn } }, { code, message: `The model call failed: ${errorMessage(e)}` });
+    const called = await callModel({
+      provider,
+      request: { runId, turn, modelCallId: callId, model: def.model, messages: this.#store().messages(runId), tools: lease.plan.tools.map((t) => t.definition) },
+      retry: this.#application.modelRetry,
+      keyEnv: apiKeyEnvOf(def.model),
+      // Streamed text and retries are recorded on the run's current head (the driver holds its lock).
+      record: (events) => void this.#commit(this.#head(runId), { head: this.#head(runId), events }),
+    });
+    if (!called.ok) {
+      const e = called.error;
+      this.terminate(this.#head(runId), 'failed', { type: 'Failed', data: { code: e.code, turn } }, failureOf(e));
       return;
     }
+    const { response, pending } = called;
     const parts: Array<{ type: 'text'; text: string } | ToolCallPart> = [];
     if (response.text) parts.push({ type: 'text', text: response.text });
     response.toolCalls.forEach((c, i) => {
@@ -214,21 +222,27 @@ export class TurnDriver {
     });
     const assistant: Message = { id: messageId(runId, turn, 0), role: 'assistant', parts };
     const toolCalls = parts.filter((p): p is ToolCallPart => p.type === 'tool_call');
+    const usage = turnUsageOf(turn, response, assistant);
     const events: NewEvent[] = [
-      { type: 'ModelResponded', data: { turn, model_call_id: callId, text: response.text, tool_calls: toolCalls.map((c) => ({ call_id: c.callId, tool_name: c.toolName })) } },
+      ...pending,
+      {
+        type: 'ModelResponded',
+        data: { turn, model_call_id: callId, text: response.text, tool_calls: toolCalls.map((c) => ({ call_id: c.callId, tool_name: c.toolName })), usage: usageData(usage) },
+      },
     ];
-    const next: RunHead = { ...started, messageCount: started.messageCount + 1 };
+    const current = this.#head(runId);
+    const next: RunHead = { ...current, messageCount: current.messageCount + 1, ...withTurnUsage(current, usage) };
     if (toolCalls.length === 0) {
       // A final answer completes the turn and the run.
       events.push({ type: 'TurnCompleted', data: { turn } }, { type: 'Completed', data: { completed_turns: turn } });
-      this.#commit(started, {
+      this.#commit(current, {
         head: { ...next, turnInProgress: false, completedTurns: turn, lifecycle: 'completed' },
-        messages: [{ index: started.messageCount, message: assistant }],
+        messages: [{ index: current.messageCount, message: assistant }],
         events,
         clearSuspendRequest: true,
       });
     } else {
-      this.#commit(started, { head: next, messages: [{ index: started.messageCount, message: assistant }], events });
+      this.#commit(current, { head: next, messages: [{ index: current.messageCount, message: assistant }], events });
     }
     // The response is durable: the host executed and its result is typed.
     if (turns) await this.#turnStep(runId, () => turns.through('typed_result', { host_execute: operationIdOf(callId) }));

@@ -1,9 +1,16 @@
 /**
  * The Vercel AI SDK adapter: any `LanguageModelV3` (from `@ai-sdk/provider`) serves as a loopx
  * ModelProvider. It owns only the mapping between loopx's provider-neutral history and the V3
- * call/result shapes; it never imports the `ai` package, never streams, and never retries.
+ * call/result shapes; it never imports the `ai` package and never retries (the turn loop decides
+ * that, from the typed failure: model-call.ts).
  *
- * Maps, request side (one `doGenerate` call per `generate`):
+ * Streaming (`stream: true`): one `doStream` call per `generate`; each text delta is handed to the
+ * request's `onText` as it arrives, and the response is assembled from the stream's parts exactly as
+ * `doGenerate`'s content would be (text deltas concatenated, `tool-call` parts, the `finish` part's
+ * usage). A stream that reports an `error` part, ends without `finish`, or breaks, throws — the
+ * partial response is never returned.
+ *
+ * Maps, request side (one `doGenerate` or `doStream` call per `generate`):
  * - system → `{ role: 'system', content }` (its text parts concatenated);
  * - user → text parts; assistant → text parts and `tool-call` parts (`toolCallId` = our `callId`,
  *   `input` = parsed `argumentsJson`);
@@ -28,6 +35,9 @@
 import type {
   JSONValue,
   LanguageModelV3,
+  LanguageModelV3Content,
+  LanguageModelV3StreamResult,
+  LanguageModelV3Usage,
   LanguageModelV3CallOptions,
   LanguageModelV3FunctionTool,
   LanguageModelV3GenerateResult,
@@ -40,6 +50,7 @@ import { internal, rejected } from '../../core/index.js';
 import type { ComponentIdentity, Message, Part } from '../../snapshot/index.js';
 import { ALLOWED_PARTS } from '../../snapshot/index.js';
 import type { JsonValue, ToolDefinition } from '../tools.js';
+import { ModelStreamIncomplete } from './failures.js';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelToolCall } from './provider.js';
 
 export interface AiSdkProviderOptions {
@@ -47,6 +58,8 @@ export interface AiSdkProviderOptions {
   readonly name: string;
   readonly model: LanguageModelV3;
   readonly identity?: ComponentIdentity;
+  /** Use `doStream` and report text as it arrives (the built-in providers do); default `doGenerate`. */
+  readonly stream?: boolean;
 }
 
 export const aiSdkProvider = (options: AiSdkProviderOptions): ModelProvider => ({
@@ -54,10 +67,47 @@ export const aiSdkProvider = (options: AiSdkProviderOptions): ModelProvider => (
   ...(options.identity ? { identity: options.identity } : {}),
   async generate(request: ModelRequest): Promise<ModelResponse> {
     const callOptions = toCallOptions(request);
+    if (options.stream) return fromStream(await options.model.doStream(callOptions), request.onText);
     const result = await options.model.doGenerate(callOptions);
     return fromGenerateResult(result);
   },
 });
+
+/** Read a V3 stream to its `finish` part into the content `doGenerate` would have returned. */
+async function fromStream(result: LanguageModelV3StreamResult, onText: ((delta: string) => void) | undefined): Promise<ModelResponse> {
+  const content: LanguageModelV3Content[] = [];
+  let text = '';
+  let usage: LanguageModelV3Usage | undefined;
+  const reader = result.stream.getReader();
+  try {
+    for (;;) {
+      const { done, value: part } = await reader.read();
+      if (done) break;
+      switch (part.type) {
+        case 'text-delta':
+          text += part.delta;
+          if (part.delta) onText?.(part.delta);
+          break;
+        case 'tool-call':
+        case 'tool-result':
+        case 'tool-approval-request':
+          content.push(part);
+          break;
+        case 'error':
+          throw part.error;
+        case 'finish':
+          usage = part.usage;
+          break;
+        default:
+          break;
+      }
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  if (!usage) throw new ModelStreamIncomplete();
+  return fromGenerateResult({ content: [{ type: 'text', text }, ...content], usage } as LanguageModelV3GenerateResult);
+}
 
 const toCallOptions = (request: ModelRequest): LanguageModelV3CallOptions => ({
   prompt: toPrompt(request.messages),

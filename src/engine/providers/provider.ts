@@ -20,6 +20,11 @@ export interface ModelRequest {
   readonly messages: readonly Message[];
   readonly tools: readonly ToolDefinition[];
   readonly signal?: AbortSignal;
+  /**
+   * Text of the response as it arrives, for a provider that streams (informational: what the run
+   * records is the whole response `generate` returns). Never called after `generate` settles.
+   */
+  readonly onText?: (delta: string) => void;
 }
 
 export interface ModelToolCall {
@@ -32,7 +37,7 @@ export interface ModelResponse {
   /** Assistant text (may be empty when the model only calls tools). */
   readonly text: string;
   readonly toolCalls: readonly ModelToolCall[];
-  /** Provider-reported usage, for accounting; not part of the snapshot. */
+  /** Provider-reported usage: recorded with the response, debited and counted against the run's budget; not part of the snapshot. */
   readonly usage?: { readonly inputTokens?: number; readonly outputTokens?: number };
 }
 

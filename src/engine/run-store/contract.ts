@@ -25,6 +25,23 @@ export interface PendingInteraction {
 export interface RunFailure {
   readonly code: string;
   readonly message: string;
+  /** What the operator can do about it, where there is something (provider failures, budgets). */
+  readonly nextAction?: string;
+}
+
+/** One model call's token usage (usage.ts): the provider's report, or estimated from the response. */
+export interface TurnUsage {
+  readonly turn: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly estimated: boolean;
+}
+
+/** A run's running token total; `estimated` when any part of it is. */
+export interface RunUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly estimated: boolean;
 }
 
 /** Everything about a run except its messages and events. */
@@ -48,6 +65,10 @@ export interface RunHead {
   readonly failure: RunFailure | null;
   /** Set on runs that arrived by import: the snapshot's last sequence. Events at or before it are not here. */
   readonly importedAtSequence?: number;
+  /** Tokens the run's model calls used (absent before its first response). */
+  readonly usage?: RunUsage;
+  /** The latest model call's usage (what its Turn debits). */
+  readonly turnUsage?: TurnUsage;
   readonly createdAt: string;
   readonly updatedAt: string;
 }

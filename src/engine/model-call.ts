@@ -1,0 +1,129 @@
+/**
+ * One model call of a turn, as the turn loop makes it: streamed text recorded as it arrives, and a
+ * retryable provider failure retried with backoff inside the turn.
+ *
+ * Rules it keeps:
+ * - Streamed text is informational: `ModelStreamed` events carry it (batched, at most every
+ *   STREAM_FLUSH_MS or STREAM_FLUSH_CHARS), so `run events --follow` and the UI show it as it
+ *   arrives from any process; what the run records as its response is the whole response, in
+ *   `ModelResponded` (the turn loop's commit). Text streamed by an attempt that then failed stays
+ *   in the log, marked by its attempt number.
+ * - A retry makes only the model call again, under the same model call id: the turn's response is
+ *   not recorded yet, so no tool of the turn has run and none is re-run. Each retry is recorded
+ *   (`ModelRetried`: the failed attempt, its code, the wait) before the wait.
+ * - The wait is the provider's own (retry-after) when it sent one, else `baseDelayMs × 2^n`; never
+ *   more than `maxDelayMs`. After `attempts` attempts the last failure is the turn's.
+ * - If recording streamed text fails (the run's log moved under this driver), the call is aborted
+ *   and that failure is raised: a driver that lost its run stops.
+ */
+import { isLoopxError, type LoopxError } from '../core/index.js';
+import type { ModelRetryPolicy } from './application.js';
+import type { NewEvent } from './events.js';
+import { classifyModelError } from './providers/failures.js';
+import type { ModelProvider, ModelRequest, ModelResponse } from './providers/provider.js';
+
+export const STREAM_FLUSH_MS = 100;
+export const STREAM_FLUSH_CHARS = 512;
+
+export interface ModelCall {
+  readonly provider: ModelProvider;
+  readonly request: Omit<ModelRequest, 'onText' | 'signal'>;
+  readonly retry: ModelRetryPolicy;
+  /** The variable the provider's key is read from, for an auth failure's next action. */
+  readonly keyEnv: string | undefined;
+  /** Commit informational events of this call to the run (synchronously). */
+  readonly record: (events: NewEvent[]) => void;
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+export type ModelCallResult =
+  | { readonly ok: true; readonly response: ModelResponse; /** Streamed text not yet recorded: commit it with the response. */ readonly pending: NewEvent[] }
+  | { readonly ok: false; readonly error: LoopxError };
+
+const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export async function callModel(call: ModelCall): Promise<ModelCallResult> {
+  const { turn, modelCallId } = call.request;
+  for (let attempt = 1; ; attempt++) {
+    const stream = new StreamRecorder(call, attempt);
+    try {
+      const response = await call.provider.generate({ ...call.request, onText: stream.onText, signal: stream.signal });
+      stream.throwIfFailed();
+      return { ok: true, response, pending: stream.take() };
+    } catch (e) {
+      stream.throwIfFailed();
+      stream.flush();
+      const failure = classifyModelError(e, call.provider.name, call.keyEnv);
+      if (!failure.retryable || attempt >= call.retry.attempts) return { ok: false, error: failure.error };
+      const delay = Math.min(call.retry.maxDelayMs, failure.retryAfterMs ?? call.retry.baseDelayMs * 2 ** (attempt - 1));
+      call.record([{ type: 'ModelRetried', data: { turn, model_call_id: modelCallId, attempt, code: failure.error.code, delay_ms: Math.round(delay) } }]);
+      await (call.sleep ?? wait)(delay);
+    } finally {
+      stream.close();
+    }
+  }
+}
+
+/** Buffers one attempt's text deltas and records them in batches. */
+class StreamRecorder {
+  readonly #call: ModelCall;
+  readonly #attempt: number;
+  readonly #abort = new AbortController();
+  #buffer = '';
+  #timer: NodeJS.Timeout | undefined;
+  #failed: unknown;
+  #closed = false;
+
+  constructor(call: ModelCall, attempt: number) {
+    this.#call = call;
+    this.#attempt = attempt;
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  readonly onText = (delta: string): void => {
+    if (this.#closed || this.#failed !== undefined) return;
+    this.#buffer += delta;
+    if (this.#buffer.length >= STREAM_FLUSH_CHARS) this.flush();
+    else this.#timer ??= setTimeout(() => this.flush(), STREAM_FLUSH_MS);
+  };
+
+  #event(text: string): NewEvent {
+    return { type: 'ModelStreamed', data: { turn: this.#call.request.turn, model_call_id: this.#call.request.modelCallId, attempt: this.#attempt, text } };
+  }
+
+  flush(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#buffer === '' || this.#failed !== undefined) return;
+    const text = this.#buffer;
+    this.#buffer = '';
+    try {
+      this.#call.record([this.#event(text)]);
+    } catch (e) {
+      this.#failed = e;
+      this.#abort.abort(e);
+    }
+  }
+
+  /** The unrecorded rest, for the response's own commit. */
+  take(): NewEvent[] {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const rest = this.#buffer;
+    this.#buffer = '';
+    return rest === '' ? [] : [this.#event(rest)];
+  }
+
+  throwIfFailed(): void {
+    if (this.#failed === undefined) return;
+    throw isLoopxError(this.#failed) ? this.#failed : new Error('recording streamed text failed', { cause: this.#failed });
+  }
+
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+  }
+}

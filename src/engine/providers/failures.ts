@@ -1,0 +1,129 @@
+/**
+ * What a failed model call means for a run: the typed run failures a provider error maps to, each
+ * with its one next action, and whether the call may be made again inside the same turn.
+ *
+ * Rules it keeps:
+ * - Classification reads only what the provider packages expose (`APICallError`'s status code,
+ *   response body and headers; a transport error's name) — never the request, so no credential or
+ *   prompt can reach a failure's message or details.
+ * - Retryable: rate limits (429), a provider that is overloaded or down (5xx, 529), and the network
+ *   (a refused connection, a reset, a stream cut mid-response). A retry makes only the model call
+ *   again: the turn's response is not recorded yet, so no tool of the turn has run.
+ * - Everything else is final for the turn: a refused key (401/403), a prompt over the model's
+ *   context window, any other refused request.
+ * - A LoopxError thrown by a provider (the scripted provider's `script_exhausted`, the adapter's
+ *   refusals of a malformed response) keeps its own code and is never retried.
+ */
+import { APICallError } from '@ai-sdk/provider';
+import { isLoopxError, rejected, type LoopxError } from '../../core/index.js';
+
+export interface ModelFailure {
+  readonly error: LoopxError;
+  readonly retryable: boolean;
+  /** The provider's own wait (retry-after-ms / retry-after headers), when it sent one. */
+  readonly retryAfterMs?: number;
+}
+
+/** A stream that closed without its `finish` part: the response is incomplete, as when the connection breaks. */
+export class ModelStreamIncomplete extends Error {
+  constructor() {
+    super('the response stream ended before the response was complete');
+    this.name = 'ModelStreamIncomplete';
+  }
+}
+
+const AGAIN = 'then start the run again';
+
+export const modelRateLimited = (provider: string): LoopxError =>
+  rejected('model_rate_limited', `The ${provider} API kept refusing the model call with its rate limit.`, {
+    nextAction: `wait for the rate limit of your ${provider} account to reset (or raise it), ${AGAIN}`,
+  });
+
+export const modelAuthFailed = (provider: string, keyEnv: string | undefined): LoopxError =>
+  rejected('model_auth_failed', `The ${provider} API refused the API key.`, {
+    nextAction: keyEnv ? `put a valid API key in ${keyEnv} for the process that drives the run, ${AGAIN}` : `give the agent an API key with model.api_key_env, ${AGAIN}`,
+  });
+
+export const modelContextTooLong = (provider: string): LoopxError =>
+  rejected('model_context_too_long', `The run's history no longer fits the ${provider} model's context window.`, {
+    nextAction: `use a model with a longer context window or a shorter system prompt and input, ${AGAIN}`,
+  });
+
+export const modelNetworkFailed = (provider: string): LoopxError =>
+  rejected('model_network_failed', `The ${provider} API could not be reached, or the connection broke during the response.`, {
+    nextAction: `check that this host reaches the agent's model.base_url (or the provider's default endpoint), ${AGAIN}`,
+  });
+
+export const modelUnavailable = (provider: string, status: number): LoopxError =>
+  rejected('model_unavailable', `The ${provider} API kept answering ${status} (unavailable or overloaded).`, {
+    nextAction: `wait until the ${provider} API is available, ${AGAIN}`,
+    details: { status },
+  });
+
+export const modelRequestRefused = (provider: string, status: number): LoopxError =>
+  rejected('model_request_refused', `The ${provider} API refused the model call (${status}).`, {
+    nextAction: `check the agent's model.model_id and model.base_url against the provider's documentation, ${AGAIN}`,
+    details: { status },
+  });
+
+/** Any other failure of a provider: not retried, reported with the provider's own message. */
+export const modelFailed = (message: string): LoopxError => rejected('model_failed', `The model call failed: ${message}`);
+
+const CONTEXT_TOO_LONG = /context_length_exceeded|maximum context length|prompt is too long|too many tokens|context window/i;
+
+/** Classify what a model call threw. `provider` names the provider kind in the message; `keyEnv` the key's variable. */
+export function classifyModelError(e: unknown, provider: string, keyEnv?: string): ModelFailure {
+  if (isLoopxError(e)) return { error: e, retryable: false };
+  if (APICallError.isInstance(e)) {
+    const status = e.statusCode ?? 0;
+    const retryAfterMs = retryAfterOf(e.responseHeaders);
+    const after = retryAfterMs === undefined ? {} : { retryAfterMs };
+    if (status === 429) return { error: modelRateLimited(provider), retryable: true, ...after };
+    if (status === 401 || status === 403) return { error: modelAuthFailed(provider, keyEnv), retryable: false };
+    if ((status === 400 || status === 413) && CONTEXT_TOO_LONG.test(e.responseBody ?? e.message)) return { error: modelContextTooLong(provider), retryable: false };
+    if (status >= 500 || status === 408 || status === 409) return { error: modelUnavailable(provider, status), retryable: true, ...after };
+    if (status === 0) return { error: modelNetworkFailed(provider), retryable: true };
+    return { error: modelRequestRefused(provider, status), retryable: false };
+  }
+  if (isNetworkError(e)) return { error: modelNetworkFailed(provider), retryable: true };
+  return { error: modelFailed(e instanceof Error ? e.message : String(e)), retryable: false };
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+]);
+
+/** fetch's "fetch failed" / "terminated" and the socket errors under them (undici nests the cause). */
+function isNetworkError(e: unknown): boolean {
+  if (e instanceof ModelStreamIncomplete) return true;
+  for (let cur: unknown = e, depth = 0; cur && depth < 5; cur = (cur as { cause?: unknown }).cause, depth++) {
+    const err = cur as { name?: string; code?: string; message?: string };
+    if (err.code && NETWORK_CODES.has(err.code)) return true;
+    if (err.name === 'TypeError' && (err.message === 'fetch failed' || err.message === 'terminated')) return true;
+    if (err.name === 'SocketError' || err.message === 'terminated' || err.message === 'other side closed') return true;
+  }
+  return false;
+}
+
+/** The provider's requested wait: `retry-after-ms`, else `retry-after` in seconds or as an HTTP date (never negative). */
+export function retryAfterOf(headers: Record<string, string> | undefined, now: number = Date.now()): number | undefined {
+  if (!headers) return undefined;
+  const get = (name: string) => Object.entries(headers).find(([k]) => k.toLowerCase() === name)?.[1];
+  const ms = Number(get('retry-after-ms'));
+  if (get('retry-after-ms') !== undefined && Number.isFinite(ms) && ms >= 0) return ms;
+  const after = get('retry-after');
+  if (after === undefined) return undefined;
+  const seconds = Number(after);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(after);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
