@@ -7,13 +7,14 @@
  * hanging. It also pins the server's own contract: FIFO per route, requests recorded, an empty
  * queue refused loudly, a latch that holds a stream.
  */
+import { readFileSync } from 'node:fs';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError } from '@ai-sdk/provider';
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { startModelFixtureServer, type FixtureRoute, type ModelFixtureServer } from './model-fixture-server.js';
+import { MODEL_WIRE_FIXTURES, startModelFixtureServer, type FixtureRoute, type ModelFixtureServer } from './model-fixture-server.js';
 
 const KEY = 'sk-fixture-key-from-env';
 
@@ -260,6 +261,17 @@ describe('the fixture server', () => {
     expect(server.requests).toMatchObject([{ route: undefined, path: '/v1/embeddings', body: { input: 'x' } }]);
   });
 
+  it('a stream fixture goes on the wire byte for byte as its file holds it, as text/event-stream', async () => {
+    for (const route of ['openai-responses', 'openai-chat', 'anthropic'] as const) {
+      server.enqueue(route, 'tool-call-stream');
+      const path = { 'openai-responses': '/responses', 'openai-chat': '/chat/completions', anthropic: '/messages' }[route];
+      const response = await fetch(`${server.url}${path}`, { method: 'POST', body: '{}' });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      expect(await response.text()).toBe(readFileSync(new URL(`${route}/tool-call-stream.sse`, MODEL_WIRE_FIXTURES), 'utf8'));
+    }
+  });
+
   it('a misspelt fixture name is refused when it is enqueued', () => {
     expect(() => server.enqueue('anthropic', 'no-such-fixture')).toThrow(/no model fixture anthropic\/no-such-fixture/);
     expect(() => server.enqueue('anthropic', { name: 'generate', holdAfterEvents: 1 })).toThrow(/apply only to streams/);
@@ -309,6 +321,7 @@ describe('the fixture server', () => {
     expect(thrown).toBeUndefined();
     expect(textDeltas(parts)).toEqual(['Hello']);
     expect(parts.filter((p) => p.type === 'error')).toEqual([{ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }]);
+    expect(parts.some((p) => p.type === 'finish')).toBe(false);
   });
 
   it("only the ai package's generateText retries: a 429 then an answer take two requests and succeed", async () => {
