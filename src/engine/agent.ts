@@ -124,6 +124,7 @@ export function parseAgentDefinition(value: unknown): AgentDefinition {
     throw definitionInvalid(first?.instancePath || '/', first?.message ?? 'unknown error');
   }
   const f = value as unknown as AgentFile;
+  checkModelSettings(f.model);
   return {
     id: f.id,
     version: f.version,
@@ -141,6 +142,16 @@ export function parseAgentDefinition(value: unknown): AgentDefinition {
       ? { script: f.script.map((s) => ({ ...(s.text !== undefined ? { text: s.text } : {}), ...(s.tool_calls ? { toolCalls: s.tool_calls } : {}) })) }
       : {}),
   };
+}
+
+/** Settings only some providers take: a base URL the OpenAI-compatible one needs, none for the scripted one. */
+function checkModelSettings(model: AgentFile['model']): void {
+  if (model.provider === 'openai-compatible' && model.base_url === undefined) {
+    throw definitionInvalid('/model', 'provider openai-compatible needs base_url (e.g. http://127.0.0.1:11434/v1 for Ollama)');
+  }
+  if (model.provider === 'scripted' && (model.base_url !== undefined || model.api_key_env !== undefined)) {
+    throw definitionInvalid('/model', 'the scripted provider takes no base_url or api_key_env');
+  }
 }
 
 /** The definition back in its file form (what the engine stores and compares). */

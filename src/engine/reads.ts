@@ -34,7 +34,8 @@ export interface RunView {
     | { readonly kind: 'interaction'; readonly interaction_id: string; readonly prompt: string }
     | { readonly kind: 'resolution'; readonly call_ids: readonly string[]; readonly effects: readonly UncertainEffect[] };
   readonly suspend_requested: boolean;
-  readonly failure: RunHead['failure'];
+  /** Why a failed run failed, with what the operator can do about it where there is something. */
+  readonly failure: { readonly code: string; readonly message: string; readonly next_action?: string } | null;
 }
 
 export interface EventsOptions {
@@ -163,7 +164,7 @@ export class RunReads {
           ? { kind: 'resolution', call_ids: uncertain.map((c) => c.call_id), effects: uncertain }
           : null,
       suspend_requested: head.lifecycle === 'active' && this.#store().suspendRequested(head.runId),
-      failure: head.failure,
+      failure: head.failure ? { code: head.failure.code, message: head.failure.message, ...(head.failure.nextAction ? { next_action: head.failure.nextAction } : {}) } : null,
     };
   }
 

@@ -5,6 +5,7 @@ import type { Output } from '../context.js';
 export function printRun(v: RunView, out: Output): void {
   out.line(`run ${v.run_id}  ${v.status}  turns ${v.completed_turns}/${v.turn_limit}  last sequence ${v.last_sequence}`);
   if (v.failure) out.line(`  failed: ${v.failure.message} [${v.failure.code}]`);
+  if (v.failure?.next_action) out.line(`  next: ${v.failure.next_action}`);
   if (v.waiting_for?.kind === 'interaction') {
     out.line(`  waiting for interaction ${v.waiting_for.interaction_id}: ${v.waiting_for.prompt}`);
     out.hint(`  answer: loopx run answer ${v.run_id} ${v.waiting_for.interaction_id} "<text>"`);

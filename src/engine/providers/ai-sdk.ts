@@ -50,7 +50,7 @@ import { internal, rejected } from '../../core/index.js';
 import type { ComponentIdentity, Message, Part } from '../../snapshot/index.js';
 import { ALLOWED_PARTS } from '../../snapshot/index.js';
 import type { JsonValue, ToolDefinition } from '../tools.js';
-import { ModelStreamIncomplete } from './failures.js';
+import { ModelStreamError, ModelStreamIncomplete } from './failures.js';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelToolCall } from './provider.js';
 
 export interface AiSdkProviderOptions {
@@ -94,7 +94,7 @@ async function fromStream(result: LanguageModelV3StreamResult, onText: ((delta: 
           content.push(part);
           break;
         case 'error':
-          throw part.error;
+          throw new ModelStreamError(part.error);
         case 'finish':
           usage = part.usage;
           break;

@@ -32,6 +32,29 @@ export class ModelStreamIncomplete extends Error {
   }
 }
 
+/** An `error` part inside a response stream (the provider's error object, e.g. Anthropic's overload after some text). */
+export class ModelStreamError extends Error {
+  readonly detail: unknown;
+  constructor(detail: unknown) {
+    super('the provider reported an error inside the response stream');
+    this.name = 'ModelStreamError';
+    this.detail = detail;
+  }
+}
+
+/** An in-stream error by its provider type or code: the response never completed, so anything unknown may be retried. */
+function classifyStreamError(detail: unknown, provider: string, keyEnv: string | undefined): ModelFailure {
+  if (detail instanceof Error) return classifyModelError(detail, provider, keyEnv);
+  const inner = (detail as { error?: unknown } | undefined)?.error ?? detail;
+  const kind = [(inner as { type?: unknown })?.type, (inner as { code?: unknown })?.code].filter((v) => typeof v === 'string').join(' ');
+  if (/rate_limit/.test(kind)) return { error: modelRateLimited(provider), retryable: true };
+  if (/authentication|permission|invalid_api_key/.test(kind)) return { error: modelAuthFailed(provider, keyEnv), retryable: false };
+  if (CONTEXT_TOO_LONG.test(kind) || CONTEXT_TOO_LONG.test(String((inner as { message?: unknown })?.message ?? '')))
+    return { error: modelContextTooLong(provider), retryable: false };
+  if (/invalid_request/.test(kind)) return { error: modelRequestRefused(provider, 400), retryable: false };
+  return { error: modelUnavailable(provider, /overloaded/.test(kind) ? 529 : 500), retryable: true };
+}
+
 const AGAIN = 'then start the run again';
 
 export const modelRateLimited = (provider: string): LoopxError =>
@@ -82,10 +105,12 @@ export function classifyModelError(e: unknown, provider: string, keyEnv?: string
     if (status === 401 || status === 403) return { error: modelAuthFailed(provider, keyEnv), retryable: false };
     if ((status === 400 || status === 413) && CONTEXT_TOO_LONG.test(e.responseBody ?? e.message)) return { error: modelContextTooLong(provider), retryable: false };
     if (status >= 500 || status === 408 || status === 409) return { error: modelUnavailable(provider, status), retryable: true, ...after };
-    if (status === 0) return { error: modelNetworkFailed(provider), retryable: true };
+    // No status, or the 200 of a stream that broke after its headers ("terminated"): the network.
+    if (status === 0 || (status >= 200 && status < 300)) return { error: modelNetworkFailed(provider), retryable: true };
     return { error: modelRequestRefused(provider, status), retryable: false };
   }
   if (isNetworkError(e)) return { error: modelNetworkFailed(provider), retryable: true };
+  if (e instanceof ModelStreamError) return classifyStreamError(e.detail, provider, keyEnv);
   return { error: modelFailed(e instanceof Error ? e.message : String(e)), retryable: false };
 }
 

@@ -38,6 +38,10 @@ export interface DaemonRun {
   failure: null | {
     code: string;
     message: string;
+    /**
+     * What the operator can do about it (provider failures, budgets).
+     */
+    next_action?: string;
   };
 }
 export interface UncertainCall {
