@@ -10,6 +10,7 @@ import { RunEvents } from './RunEvents';
 import { useRun, useRunEvents } from './RunFollow';
 import { RunResolve } from './RunResolve';
 import { RunStatus } from './RunStatus';
+import { RunStreaming } from './RunStreaming';
 import { ROUTES } from './router';
 import type { RunView } from './types';
 
@@ -34,6 +35,7 @@ export function RunDetail({ runId, root = null }: { runId: string; root?: string
       {run && waiting?.kind === 'resolution' ? (
         <RunResolve run={run} calls={waiting.effects ?? waiting.call_ids.map((c) => ({ call_id: c, operation_id: c, outcome: null }))} actions={actions} />
       ) : null}
+      <RunStreaming events={events} />
       <RunEvents events={events} follow={follow} status={run?.status ?? null} streamError={streamError} importedAt={importedAt} refollow={refollow} />
     </>
   );
@@ -83,6 +85,12 @@ function RunFacts({ run }: { run: RunView }) {
           <dd>
             <code>{run.failure.code}</code> {run.failure.message}
           </dd>
+        </div>
+      ) : null}
+      {run.failure?.next_action ? (
+        <div>
+          <dt>What to do</dt>
+          <dd data-testid="run-failure-next">{run.failure.next_action}</dd>
         </div>
       ) : null}
     </dl>

@@ -81,7 +81,7 @@ export interface RunSummary {
   readonly last_sequence: number;
   readonly waiting_for: WaitingFor | null;
   readonly suspend_requested: boolean;
-  readonly failure: { readonly code: string; readonly message: string } | null;
+  readonly failure: { readonly code: string; readonly message: string; readonly next_action?: string } | null;
 }
 
 export interface RunView extends RunSummary {
