@@ -299,4 +299,5 @@ export const runSummary = (v: RunView) => ({
   waiting_for: v.waiting_for,
   suspend_requested: v.suspend_requested,
   failure: v.failure,
+  ...(v.usage ? { usage: v.usage } : {}),
 });

@@ -36,6 +36,8 @@ export interface RunView {
   readonly suspend_requested: boolean;
   /** Why a failed run failed, with what the operator can do about it where there is something. */
   readonly failure: { readonly code: string; readonly message: string; readonly next_action?: string } | null;
+  /** Model tokens the run has used (absent before its first response); `estimated` when any part was estimated. */
+  readonly usage?: { readonly input_tokens: number; readonly output_tokens: number; readonly estimated: boolean };
 }
 
 export interface EventsOptions {
@@ -165,6 +167,7 @@ export class RunReads {
           : null,
       suspend_requested: head.lifecycle === 'active' && this.#store().suspendRequested(head.runId),
       failure: head.failure ? { code: head.failure.code, message: head.failure.message, ...(head.failure.nextAction ? { next_action: head.failure.nextAction } : {}) } : null,
+      ...(head.usage ? { usage: { input_tokens: head.usage.inputTokens, output_tokens: head.usage.outputTokens, estimated: head.usage.estimated } } : {}),
     };
   }
 

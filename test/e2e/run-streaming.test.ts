@@ -85,6 +85,7 @@ describe.skipIf(!hasChromium())('a model answer streaming on the run page', () =
       expect(done.status, done.stderr).toBe(0);
       await page.getByTestId('run-status').filter({ hasText: 'completed' }).waitFor({ timeout: BOUND_MS });
       await expect.poll(() => page.getByTestId('run-streaming').count(), { timeout: BOUND_MS }).toBe(0);
+      expect(await page.getByTestId('run-usage').textContent()).toBe('20 (14 in, 6 out)');
       expect(await page.evaluate('window.__sameDocument === true'), 'no reload').toBe(true);
     },
     BOUND_MS * 3,

@@ -7,8 +7,10 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { defineAgent, defineApplication, type AgentDefinition, type Application, type Engine, type RunEvent } from '../../src/engine/index.js';
-import { SDK_PROVIDER_KINDS } from '../../src/engine/providers/catalog.js';
+import { isLoopxError } from '../../src/core/index.js';
+import { defineAgent, defineApplication, openEngine, type AgentDefinition, type Application, type Engine, type RunEvent } from '../../src/engine/index.js';
+import { SDK_PROVIDER_KINDS, type ModelProviderKind } from '../../src/engine/providers/catalog.js';
+import { LocalRunAuthority } from '../../src/run-authority/index.js';
 import { startModelFixtureServer, type FixtureRoute, type ModelFixtureServer } from '../support/model-fixture-server.js';
 import { allEvents, componentIdentity, expectCode, latch, makeTool, openTestEngine, privateDir } from './engine-support.js';
 
@@ -21,8 +23,10 @@ beforeAll(async () => {
   server = await startModelFixtureServer();
 });
 afterAll(async () => server.close());
-afterEach(() => {
+const transferCleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
   delete process.env[KEY_ENV];
+  while (transferCleanups.length) await transferCleanups.pop()!();
 });
 
 const KINDS: ReadonlyArray<{ provider: string; route: FixtureRoute; keyHeader: (h: Record<string, unknown>) => unknown }> = [
@@ -222,3 +226,93 @@ describe('streamed text while a model call is held', () => {
     expect((await engine.show('run-held')).status).toBe('completed');
   });
 });
+
+describe('a provider run moved to another root', () => {
+  function world() {
+    const base = privateDir('loopx-provider-transfer-');
+    const authorityDir = join(base, 'authority');
+    const open = (name: string, app: Application = weatherApp({ count: 0 })): Engine => {
+      const authority = LocalRunAuthority.open({ dir: authorityDir, create: true });
+      const engine = openEngine({ root: join(base, name), application: app, authority });
+      transferCleanups.push(async () => {
+        engine.close();
+        await authority.close();
+      });
+      return engine;
+    };
+    return { open };
+  }
+
+  it('is imported with its agent file, keeps its provider and model, carries an estimated usage, and resumes at the next turn', async () => {
+    process.env[KEY_ENV] = KEY;
+    const w = world();
+    const a = w.open('a');
+    server.enqueue('openai-chat', 'tool-call-stream');
+    const started = await a.start(agent('openai-compatible'), { runId: 'run-moves', input: 'Weather?', suspendAfterTurns: 1 });
+    expect(started).toMatchObject({ status: 'suspended', completed_turns: 1 });
+    const signed = a.exportEnvelope('run-moves');
+
+    const b = w.open('b');
+    // The snapshot does not hold the endpoint, the key variable or a budget: the agent file is needed.
+    expect((await expectCode(b.importSnapshot(signed.bytes), 'import_definition_unknown')).nextAction).toContain('--agent');
+    await expectCode(b.importSnapshot(signed.bytes, { agent: agent('openai-compatible', { modelId: 'another-model' }) }), 'import_definition_mismatch');
+    const imported = await b.importSnapshot(signed.bytes, { agent: agent('openai-compatible') });
+    expect(imported).toMatchObject({ status: 'suspended', completed_turns: 1 });
+    // The provider's figures stayed behind; the history's estimate stands in for them.
+    expect(started.usage).toEqual({ input_tokens: 61, output_tokens: 19, estimated: false });
+    const shown = await b.show('run-moves');
+    expect(shown.usage).toMatchObject({ estimated: true });
+    expect(shown.usage!.output_tokens).toBeGreaterThan(0);
+
+    server.enqueue('openai-chat', 'text-stream');
+    const before = requestsOf('openai-chat').length;
+    const resumed = await b.resume('run-moves');
+    expect(resumed).toMatchObject({ status: 'completed', completed_turns: 2 });
+    expect(resumed.usage!.input_tokens).toBe(shown.usage!.input_tokens + 14);
+    expect(requestsOf('openai-chat').length - before).toBe(1);
+    const tail: RunEvent[] = [];
+    for await (const e of b.events('run-moves', { after: imported.last_sequence })) tail.push(e);
+    expect(tail.map((e) => e.type)).not.toContain('RunStarted');
+    expect(ofType(tail, 'ModelResponded').map((e) => e.data.turn)).toEqual([2]);
+  });
+
+  it('is refused before anything launches where another provider package version would answer it', async () => {
+    process.env[KEY_ENV] = KEY;
+    const w = world();
+    const a = w.open('a');
+    server.enqueue('openai-chat', 'tool-call-stream');
+    await a.start(agent('openai-compatible'), { runId: 'run-pinned', suspendAfterTurns: 1 });
+    const signed = a.exportEnvelope('run-pinned');
+    const sdk = SDK_PROVIDER_KINDS.find((k) => k.name === 'openai-compatible')!;
+    const upgraded: ModelProviderKind = { ...sdk, identity: (model) => ({ ...sdk.identity(model), version: '9.9.9' }) };
+    const app = defineApplication({
+      compatibilityIdentity: 'test.providers/1',
+      providerKinds: [upgraded],
+      toolPlans: [
+        {
+          id: PLAN,
+          tools: [makeTool('get_weather', () => ({}), { mutating: true, inputSchema: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string' } } } })],
+        },
+      ],
+      components: [componentIdentity('stage', 'test-stage')],
+    });
+    const b = w.open('b', app);
+    const before = server.requests.length;
+
+    const refused = await codeOfRefusal(b.importSnapshot(signed.bytes, { agent: agent('openai-compatible') }));
+
+    expect(refused).toBe('snapshot_component_mismatch');
+    expect(server.requests.length).toBe(before);
+    expect(await b.list()).toEqual([]);
+  });
+});
+
+async function codeOfRefusal(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (e) {
+    if (isLoopxError(e)) return e.code;
+    throw e;
+  }
+  throw new Error('expected a refusal');
+}

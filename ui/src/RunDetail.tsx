@@ -67,6 +67,14 @@ function RunFacts({ run }: { run: RunView }) {
           {run.completed_turns} of at most {run.turn_limit}
         </dd>
       </div>
+      {run.usage ? (
+        <div>
+          <dt>Model tokens</dt>
+          <dd data-testid="run-usage">
+            {run.usage.input_tokens + run.usage.output_tokens} ({run.usage.input_tokens} in, {run.usage.output_tokens} out{run.usage.estimated ? ', partly estimated' : ''})
+          </dd>
+        </div>
+      ) : null}
       <div>
         <dt>Last sequence</dt>
         <dd>{run.last_sequence}</dd>

@@ -82,6 +82,7 @@ export interface RunSummary {
   readonly waiting_for: WaitingFor | null;
   readonly suspend_requested: boolean;
   readonly failure: { readonly code: string; readonly message: string; readonly next_action?: string } | null;
+  readonly usage?: { readonly input_tokens: number; readonly output_tokens: number; readonly estimated: boolean };
 }
 
 export interface RunView extends RunSummary {

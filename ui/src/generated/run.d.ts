@@ -43,6 +43,14 @@ export interface DaemonRun {
      */
     next_action?: string;
   };
+  /**
+   * Model tokens the run has used, as its providers reported them; `estimated` when any part was estimated (a provider that reports none, or the history of a run imported from a snapshot). Absent before the run's first model response.
+   */
+  usage?: {
+    input_tokens: number;
+    output_tokens: number;
+    estimated: boolean;
+  };
 }
 export interface UncertainCall {
   call_id: string;
