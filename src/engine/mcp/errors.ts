@@ -20,13 +20,13 @@ export const envMissing = (server: string, variable: string): LoopxError =>
   });
 
 /** Why a server could not be started, connected or listed (public-safe reason codes). */
-export type LaunchFailure = 'spawn_failed' | 'timeout' | 'connection_closed' | 'protocol_error';
+export type LaunchFailure = 'spawn_failed' | 'unreachable' | 'http_error' | 'timeout' | 'connection_closed' | 'protocol_error';
 
 /** A server did not start, connect or list its tools; every server of the launch was stopped. */
-export const launchFailed = (server: string, reason: LaunchFailure, cause?: unknown): LoopxError =>
-  rejected('mcp_launch_failed', `MCP server ${server} could not be launched (${reason}).`, {
-    nextAction: 'check that the server starts with the declared command or URL, then launch again',
-    details: { server, reason },
+export const launchFailed = (server: string, reason: LaunchFailure, cause?: unknown, httpStatus?: number): LoopxError =>
+  rejected('mcp_launch_failed', `MCP server ${server} could not be launched (${reason}${httpStatus === undefined ? '' : ` ${httpStatus}`}).`, {
+    nextAction: 'check that the server starts with the declared command or answers at the declared URL, then launch again',
+    details: { server, reason, ...(httpStatus === undefined ? {} : { http_status: httpStatus }) },
     ...(cause === undefined ? {} : { cause }),
   });
 

@@ -21,7 +21,7 @@
 import { resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, type Tool as ListedTool } from '@modelcontextprotocol/sdk/types.js';
 import { canonicalJson, isLoopxError, LOOPX_VERSION } from '../../core/index.js';
@@ -146,7 +146,8 @@ async function start(decl: McpServerDeclaration, conn: Connection, options: McpL
     if (pid !== null) options.onServerStarted?.(decl.name, pid);
     listed = await listTools(conn.client, timeout);
   } catch (e) {
-    throw isLoopxError(e) ? e : launchFailed(decl.name, launchFailureOf(e), e);
+    if (isLoopxError(e)) throw e;
+    throw launchFailed(decl.name, launchFailureOf(e), e, e instanceof StreamableHTTPError && typeof e.code === 'number' && e.code > 0 ? e.code : undefined);
   }
   for (const t of decl.tools) {
     const offered = listed.get(t.name);
@@ -199,7 +200,10 @@ function launchFailureOf(e: unknown): LaunchFailure {
     if (e.code === ErrorCode.RequestTimeout) return 'timeout';
     return 'protocol_error';
   }
+  if (e instanceof StreamableHTTPError) return 'http_error';
   if (e instanceof Error && 'code' in e && typeof (e as { syscall?: unknown }).syscall === 'string') return 'spawn_failed';
+  // fetch() rejects with a TypeError when it reaches no server (refused, unresolved, reset).
+  if (e instanceof TypeError) return 'unreachable';
   return 'protocol_error';
 }
 
