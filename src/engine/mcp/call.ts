@@ -39,6 +39,13 @@ export interface McpConnection {
 type Args = { readonly [k: string]: JsonValue };
 type CallResult = Awaited<ReturnType<Client['callTool']>>;
 
+/** A mutating call's effect: kind `mcp.call`, a public-safe target, the arguments private to the effect owner. */
+export const mcpEffectOf = (server: string, tool: string, args: Args): EffectIntent => ({
+  kind: 'mcp.call',
+  target: `mcp:${server}/${tool}`,
+  intent: { server, tool, arguments: args },
+});
+
 /** The plan tool of one declared tool on a live connection. */
 export function mcpTool(conn: McpConnection, declared: McpStaticTool, callTimeoutMs: number): Tool {
   const { server, tool, definition, identity } = declared;
@@ -63,7 +70,7 @@ export function mcpTool(conn: McpConnection, declared: McpStaticTool, callTimeou
   return {
     definition,
     identity,
-    describeEffect: (args): EffectIntent => ({ kind: 'mcp.call', target: `mcp:${server}/${tool}`, intent: { server, tool, arguments: args } }),
+    describeEffect: (args) => mcpEffectOf(server, tool, args),
     async execute(args, ctx) {
       if (!conn.open) throw serverUnavailable(server, tool);
       let result: CallResult;

@@ -15,4 +15,5 @@ export {
 export { mcpStaticTools, type McpStaticTool } from './static.js';
 export { launchMcpServers, type McpLaunchOptions, type McpSession } from './launch.js';
 export { IDEMPOTENCY_META_KEY } from './call.js';
+export { mcpToolPlan, type McpToolPlan } from './plan.js';
 export type { CallFailure, ContractDifference, LaunchFailure } from './errors.js';
