@@ -104,6 +104,8 @@ function resultOf(server: string, tool: string, r: CallResult): JsonValue {
   if (r.isError === true) throw toolReportedError(server, tool, firstLine(content));
   const out: { [k: string]: JsonValue } = { content: content.map(partOf) };
   if (r.structuredContent !== undefined) out.structured_content = r.structuredContent as JsonValue;
+  // A server on the protocol's first version answers with `toolResult` instead of content.
+  if ('toolResult' in r && r.toolResult !== undefined) out.tool_result = r.toolResult as JsonValue;
   return out;
 }
 

@@ -16,6 +16,9 @@
  *   through to the host's stderr when asked.
  * - A server that stops is never restarted behind a run: its tools refuse further calls, and a
  *   call that was pending on it ends (as an unknown outcome when it is mutating).
+ * - The contract is checked at launch. A server that changes its tools afterwards is not checked
+ *   again (its list-changed notifications are ignored): calls still go by the declared name, with
+ *   arguments the plan host validated against the declared schema; the server validates its own.
  * - `close()` stops every server and waits for each stdio process to be gone (bounded).
  */
 import { resolve } from 'node:path';

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { JsonValue } from '../../../src/engine/index.js';
 import { launchMcpServers, mcpStaticTools, parseMcpServers, type McpServerDeclaration, type McpSession } from '../../../src/engine/mcp/index.js';
 import { expectCode } from '../engine-support.js';
-import { alive, ECHO, EVERYTHING_BIN, everything, filesystem, GET_ENV, GET_SUM, LIST_DIRECTORY, READ_TEXT_FILE, toolContext, WRITE_FILE } from './support.js';
+import { alive, ECHO, EVERYTHING_BIN, FILESYSTEM_BIN, everything, filesystem, GET_ENV, GET_SUM, LIST_DIRECTORY, READ_TEXT_FILE, toolContext, WRITE_FILE } from './support.js';
 
 const sessions: McpSession[] = [];
 const dirs: string[] = [];
@@ -111,6 +111,15 @@ describe('launching MCP servers', () => {
     expect(await write.describeEffect!({ path: join(dir, 'new.txt'), content: 'x' }, ctx)).toMatchObject({ kind: 'mcp.call', target: 'mcp:fs/write_file' });
     await write.execute({ path: join(dir, 'new.txt'), content: 'written\n' }, toolContext('r1/t1/k1', 'idem:r1:t1:k1'));
     expect(readFileSync(join(dir, 'new.txt'), 'utf8')).toBe('written\n');
+  });
+
+  it('a relative working directory is resolved against the base directory', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'loopx-mcp-'));
+    dirs.push(dir);
+    writeFileSync(join(dir, 'here.txt'), 'x');
+    const decl = { ...filesystem('.', [LIST_DIRECTORY]), transport: { type: 'stdio' as const, command: FILESYSTEM_BIN, args: ['.'], cwd: 'sub/..' } };
+    const session = await launch([decl], { baseDir: dir });
+    expect(text(await tool(session, 'fs.list_directory').execute({ path: dir }, toolContext('r1/t1/k0')))).toContain('[FILE] here.txt');
   });
 
   it('after close, the servers are gone and a call is refused before anything is sent', async () => {
