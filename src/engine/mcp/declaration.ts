@@ -129,20 +129,34 @@ function compiled(): NonNullable<typeof validators> {
 /** The name a declared tool has in the tool plan. */
 export const mcpToolName = (server: string, tool: string): string => `${server}.${tool}`;
 
+/** Lists this module parsed (deeply frozen): what the static and dynamic sides take without parsing again. */
+const parsedLists = new WeakSet<readonly McpServerDeclaration[]>();
+
 /** Parse a list of server declarations (file form); throws `mcp_declaration_invalid` at the first fault. */
-export function parseMcpServers(value: unknown): McpServerDeclaration[] {
+export function parseMcpServers(value: unknown): readonly McpServerDeclaration[] {
+  if (Array.isArray(value) && parsedLists.has(value)) return value as readonly McpServerDeclaration[];
   if (!Array.isArray(value)) throw declarationInvalid('/', 'must be an array of server declarations');
   const names = new Set<string>();
-  return value.map((v, i) => {
+  const list = value.map((v, i) => {
     const decl = parseOne(v, `/${i}`);
     if (names.has(decl.name)) throw declarationInvalid(`/${i}/name`, `server ${decl.name} is declared twice`);
     names.add(decl.name);
     return decl;
   });
+  parsedLists.add(deepFreeze(list));
+  return list;
 }
 
 /** Parse one server declaration (file form); throws `mcp_declaration_invalid`. */
-export const parseMcpServer = (value: unknown): McpServerDeclaration => parseOne(value, '');
+export const parseMcpServer = (value: unknown): McpServerDeclaration => deepFreeze(parseOne(value, ''));
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
 
 function parseOne(value: unknown, at: string): McpServerDeclaration {
   const v = compiled();
@@ -150,7 +164,7 @@ function parseOne(value: unknown, at: string): McpServerDeclaration {
     const e = firstError(v, value);
     throw declarationInvalid(at + pointerOf(e) || '/', messageOf(e));
   }
-  const d = value as McpServerDeclaration;
+  const d = structuredClone(value) as McpServerDeclaration; // the caller's objects stay theirs (the result is frozen)
   if (d.transport.type === 'http') checkUrl(d.transport.url, `${at}/transport/url`);
   const tools = new Set<string>();
   const parsedTools = d.tools.map((t, j): McpToolDeclaration => {

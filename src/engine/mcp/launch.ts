@@ -30,7 +30,7 @@ import { ErrorCode, McpError, type Tool as ListedTool } from '@modelcontextproto
 import { canonicalJson, isLoopxError, LOOPX_VERSION } from '../../core/index.js';
 import type { Tool } from '../tools.js';
 import { mcpTool, type McpConnection } from './call.js';
-import type { McpServerDeclaration } from './declaration.js';
+import { parseMcpServers, type McpServerDeclaration } from './declaration.js';
 import { contractChanged, envMissing, launchFailed, type LaunchFailure } from './errors.js';
 import { mcpStaticTools, type McpStaticTool } from './static.js';
 
@@ -110,7 +110,8 @@ class Connection implements McpConnection {
 }
 
 /** Launch every declared server and check its tools; fails closed (see the module header). */
-export async function launchMcpServers(decls: readonly McpServerDeclaration[], options: McpLaunchOptions = {}): Promise<McpSession> {
+export async function launchMcpServers(declarations: readonly McpServerDeclaration[], options: McpLaunchOptions = {}): Promise<McpSession> {
+  const decls = parseMcpServers(declarations); // a typed declaration obeys the file form's rules too
   const environment = options.environment ?? process.env;
   const transports = decls.map((d) => transportOf(d, environment, options)); // every reference resolved before anything starts
   const connections: Connection[] = decls.map((d, i) => new Connection(d.name, transports[i]!));

@@ -13,7 +13,7 @@
  */
 import type { Tool, ToolPlan } from '../tools.js';
 import { mcpEffectOf } from './call.js';
-import type { McpServerDeclaration } from './declaration.js';
+import { parseMcpServers, type McpServerDeclaration } from './declaration.js';
 import { launchMcpServers, type McpLaunchOptions, type McpSession } from './launch.js';
 import { mcpStaticTools } from './static.js';
 
@@ -26,7 +26,8 @@ export interface McpToolPlan {
 }
 
 /** A tool plan of the declared servers' tools, launched on first use. */
-export function mcpToolPlan(id: string, decls: readonly McpServerDeclaration[], options: McpLaunchOptions = {}): McpToolPlan {
+export function mcpToolPlan(id: string, declarations: readonly McpServerDeclaration[], options: McpLaunchOptions = {}): McpToolPlan {
+  const decls = parseMcpServers(declarations);
   let launching: Promise<McpSession> | undefined;
   const session = (): Promise<McpSession> => {
     launching ??= launchMcpServers(decls, options).catch((e: unknown) => {

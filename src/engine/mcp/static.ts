@@ -16,7 +16,7 @@
 import { canonicalJson, sha256Hex } from '../../core/index.js';
 import type { ComponentIdentity } from '../../snapshot/index.js';
 import type { ToolDefinition } from '../tools.js';
-import { mcpToolName, type McpServerDeclaration, type McpToolDeclaration } from './declaration.js';
+import { mcpToolName, parseMcpServers, type McpServerDeclaration, type McpToolDeclaration } from './declaration.js';
 
 /** The version of how loopx maps a declared MCP tool to a plan tool; a change of the mapping is a new identity. */
 const MAPPING = 'loopx.mcp/v1';
@@ -49,9 +49,9 @@ export function contractDigest(server: string, tool: McpToolDeclaration): string
   return sha256Hex(canonicalJson({ domain: `${MAPPING}/tool`, server, tool: tool.name, description: d.description, input_schema: d.inputSchema, mutating: d.mutating }));
 }
 
-/** The definitions and component identities of every declared tool, in declaration order. */
-export function mcpStaticTools(decls: readonly McpServerDeclaration[]): McpStaticTool[] {
-  return decls.flatMap((decl) => {
+/** The definitions and component identities of every declared tool, in declaration order (declarations not parsed yet are parsed first). */
+export function mcpStaticTools(declarations: readonly McpServerDeclaration[]): McpStaticTool[] {
+  return parseMcpServers(declarations).flatMap((decl) => {
     const version = `sha256:${transportDigest(decl)}`;
     return decl.tools.map((tool) => {
       const definition = definitionOf(decl.name, tool);

@@ -84,6 +84,20 @@ describe('MCP server declarations', () => {
     expect(invalid(withSchema({ type: 'object', unknownKeyword: true })).path).toBe('/0/tools/0/input_schema');
   });
 
+  it('a typed declaration obeys the same rules: the static side refuses a literal environment value too', () => {
+    const typed = { ...everything([ECHO]), transport: { type: 'stdio', command: 'server', env: { TOKEN: 'sk-live-123' } } } as McpServerDeclaration;
+    const e = expectThrowsCode(() => mcpStaticTools([typed]), 'mcp_declaration_invalid');
+    expect(e.details?.path).toBe('/0/transport/env/TOKEN');
+    expect(JSON.stringify(e.toJSON())).not.toContain('sk-live');
+  });
+
+  it('a parsed declaration is frozen, and the caller\u2019s objects are not', () => {
+    const input = file();
+    const [d] = parseMcpServers([input]);
+    expect(Object.isFrozen(d!.tools[0]!.input_schema)).toBe(true);
+    expect(Object.isFrozen(input)).toBe(false);
+  });
+
   it('a list is required, and a non-object is refused', () => {
     expectThrowsCode(() => parseMcpServers({}), 'mcp_declaration_invalid');
     expect(invalid('everything').path).toBe('/0');
@@ -92,7 +106,7 @@ describe('MCP server declarations', () => {
 
 describe('MCP tools in a plan identity', () => {
   const base = parseMcpServers([file()]);
-  const variant = (over: { [k: string]: JsonValue }): McpServerDeclaration[] => parseMcpServers([file(over)]);
+  const variant = (over: { [k: string]: JsonValue }): readonly McpServerDeclaration[] => parseMcpServers([file(over)]);
 
   it('each declared tool is a static tool named <server>.<tool> of module mcp:<server>', () => {
     const tools = mcpStaticTools(base);
