@@ -10,7 +10,9 @@
  *   was pending, it timed out, the server answered with a protocol error, the result did not parse
  *   or failed its output schema — may have taken effect: it throws the effect owner's
  *   `effect_outcome_unknown`, so the engine records it uncertain and never runs it again.
- *   A non-mutating call that ends so throws `mcp_call_failed`.
+ *   A non-mutating call that ends so throws `mcp_call_failed`. A stdio server that dies ends its
+ *   pending calls at once; over HTTP a server that dies mid-call is noticed at the call's timeout.
+ *   No call waits past its timeout.
  * - A mutating call carries its idempotency key to the server in the request's `_meta`
  *   (`loopx/idempotency_key`), the same key under every dispatch of the same operation.
  * - The effect's target is `mcp:<server>/<tool>` (public-safe); its intent is the server, the tool
