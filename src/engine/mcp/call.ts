@@ -21,10 +21,10 @@
  *   audio, blobs) is described by type, MIME type and size, never passed on.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { effect as effectOwner } from '../../owners/index.js';
 import type { EffectIntent, JsonValue, Tool, ToolContext } from '../tools.js';
 import { callFailed, serverUnavailable, toolReportedError, type CallFailure } from './errors.js';
+import type { McpSdk } from './sdk.js';
 import type { McpStaticTool } from './static.js';
 
 /** The `_meta` key a mutating call's idempotency key travels under. */
@@ -49,8 +49,9 @@ export const mcpEffectOf = (server: string, tool: string, args: Args): EffectInt
 });
 
 /** The plan tool of one declared tool on a live connection. */
-export function mcpTool(conn: McpConnection, declared: McpStaticTool, callTimeoutMs: number): Tool {
+export function mcpTool(sdk: McpSdk, conn: McpConnection, declared: McpStaticTool, callTimeoutMs: number): Tool {
   const { server, tool, definition, identity } = declared;
+  const failureOf = (e: unknown): CallFailure => failureOfCall(sdk, e);
   const send = async (args: Args, meta: { [k: string]: string } | undefined): Promise<CallResult> =>
     conn.client.callTool({ name: tool, arguments: args as { [k: string]: unknown }, ...(meta ? { _meta: meta } : {}) }, undefined, { timeout: callTimeoutMs });
   if (!definition.mutating) {
@@ -90,10 +91,10 @@ export function mcpTool(conn: McpConnection, declared: McpStaticTool, callTimeou
 /** The key the effect owner recorded for this operation; the operation id when a caller ran the tool outside the engine. */
 const idempotencyKeyOf = (ctx: ToolContext): string => ctx.effect?.idempotency_key ?? ctx.operationId;
 
-function failureOf(e: unknown): CallFailure {
-  if (e instanceof McpError) {
-    if (e.code === ErrorCode.ConnectionClosed) return 'connection_closed';
-    if (e.code === ErrorCode.RequestTimeout) return 'timeout';
+function failureOfCall(sdk: McpSdk, e: unknown): CallFailure {
+  if (e instanceof sdk.McpError) {
+    if (e.code === sdk.ErrorCode.ConnectionClosed) return 'connection_closed';
+    if (e.code === sdk.ErrorCode.RequestTimeout) return 'timeout';
     return 'error_response';
   }
   if (e instanceof Error && e.name === 'ZodError') return 'result_invalid';

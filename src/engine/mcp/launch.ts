@@ -22,16 +22,16 @@
  * - `close()` stops every server and waits for each stdio process to be gone (bounded).
  */
 import { resolve } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, McpError, type Tool as ListedTool } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool as ListedTool } from '@modelcontextprotocol/sdk/types.js';
 import { canonicalJson, isLoopxError, LOOPX_VERSION } from '../../core/index.js';
 import type { Tool } from '../tools.js';
 import { mcpTool, type McpConnection } from './call.js';
 import { parseMcpServers, type McpServerDeclaration } from './declaration.js';
 import { contractChanged, envMissing, launchFailed, type LaunchFailure } from './errors.js';
+import { loadSdk, type McpSdk } from './sdk.js';
 import { mcpStaticTools, type McpStaticTool } from './static.js';
 
 export interface McpLaunchOptions {
@@ -64,15 +64,19 @@ const MAX_LIST_PAGES = 100;
 const EXIT_WAIT_MS = 10_000;
 
 class Connection implements McpConnection {
-  readonly client = new Client({ name: 'loopx', version: LOOPX_VERSION }, { capabilities: {} });
+  readonly client: Client;
+  readonly #stdio: StdioClientTransport | undefined;
   #open = false;
   #ended!: () => void;
   readonly ended = new Promise<void>((r) => (this.#ended = r));
 
   constructor(
+    sdk: McpSdk,
     readonly server: string,
     readonly transport: Transport,
   ) {
+    this.client = new sdk.Client({ name: 'loopx', version: LOOPX_VERSION }, { capabilities: {} });
+    this.#stdio = transport instanceof sdk.StdioClientTransport ? transport : undefined;
     this.client.onclose = () => {
       this.#open = false;
       this.#ended();
@@ -86,7 +90,7 @@ class Connection implements McpConnection {
   }
 
   get pid(): number | null {
-    return this.transport instanceof StdioClientTransport ? this.transport.pid : null;
+    return this.#stdio?.pid ?? null;
   }
 
   async connect(timeout: number): Promise<void> {
@@ -95,7 +99,7 @@ class Connection implements McpConnection {
   }
 
   async close(): Promise<void> {
-    const stdio = this.transport instanceof StdioClientTransport && this.transport.pid !== null;
+    const stdio = this.pid !== null;
     try {
       await this.client.close();
     } catch {
@@ -113,20 +117,21 @@ class Connection implements McpConnection {
 export async function launchMcpServers(declarations: readonly McpServerDeclaration[], options: McpLaunchOptions = {}): Promise<McpSession> {
   const decls = parseMcpServers(declarations); // a typed declaration obeys the file form's rules too
   const environment = options.environment ?? process.env;
-  const transports = decls.map((d) => transportOf(d, environment, options)); // every reference resolved before anything starts
-  const connections: Connection[] = decls.map((d, i) => new Connection(d.name, transports[i]!));
+  const sdk = await loadSdk();
+  const transports = decls.map((d) => transportOf(sdk, d, environment, options)); // every reference resolved before anything starts
+  const connections: Connection[] = decls.map((d, i) => new Connection(sdk, d.name, transports[i]!));
   const statics = mcpStaticTools(decls);
   const closeAll = async (): Promise<void> => {
     await Promise.all(connections.map((c) => c.close()));
   };
-  const outcomes = await Promise.allSettled(decls.map((d, i) => start(d, connections[i]!, options)));
+  const outcomes = await Promise.allSettled(decls.map((d, i) => start(sdk, d, connections[i]!, options)));
   const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
   if (failed) {
     await closeAll();
     throw failed.reason;
   }
   const callTimeoutMs = options.callTimeoutMs ?? 60_000;
-  const tools = statics.map((s: McpStaticTool) => mcpTool(connections[decls.findIndex((d) => d.name === s.server)]!, s, callTimeoutMs));
+  const tools = statics.map((s: McpStaticTool) => mcpTool(sdk, connections[decls.findIndex((d) => d.name === s.server)]!, s, callTimeoutMs));
   let closed = false;
   return {
     tools,
@@ -141,7 +146,7 @@ export async function launchMcpServers(declarations: readonly McpServerDeclarati
   };
 }
 
-async function start(decl: McpServerDeclaration, conn: Connection, options: McpLaunchOptions): Promise<void> {
+async function start(sdk: McpSdk, decl: McpServerDeclaration, conn: Connection, options: McpLaunchOptions): Promise<void> {
   const timeout = options.connectTimeoutMs ?? 30_000;
   let listed: Map<string, ListedTool>;
   try {
@@ -151,7 +156,8 @@ async function start(decl: McpServerDeclaration, conn: Connection, options: McpL
     listed = await listTools(conn.client, timeout);
   } catch (e) {
     if (isLoopxError(e)) throw e;
-    throw launchFailed(decl.name, launchFailureOf(e), e, e instanceof StreamableHTTPError && typeof e.code === 'number' && e.code > 0 ? e.code : undefined);
+    const httpStatus = e instanceof sdk.StreamableHTTPError && typeof e.code === 'number' && e.code > 0 ? e.code : undefined;
+    throw launchFailed(decl.name, launchFailureOf(sdk, e), e, httpStatus);
   }
   for (const t of decl.tools) {
     const offered = listed.get(t.name);
@@ -176,7 +182,7 @@ async function listTools(client: Client, timeout: number): Promise<Map<string, L
   return tools;
 }
 
-function transportOf(decl: McpServerDeclaration, environment: Readonly<Record<string, string | undefined>>, options: McpLaunchOptions): Transport {
+function transportOf(sdk: McpSdk, decl: McpServerDeclaration, environment: Readonly<Record<string, string | undefined>>, options: McpLaunchOptions): Transport {
   const resolveRefs = (refs: { readonly [name: string]: string } | undefined): Record<string, string> => {
     const out: Record<string, string> = {};
     for (const [name, ref] of Object.entries(refs ?? {})) {
@@ -188,8 +194,8 @@ function transportOf(decl: McpServerDeclaration, environment: Readonly<Record<st
     return out;
   };
   const t = decl.transport;
-  if (t.type === 'http') return new StreamableHTTPClientTransport(new URL(t.url), { requestInit: { headers: resolveRefs(t.headers) } });
-  return new StdioClientTransport({
+  if (t.type === 'http') return new sdk.StreamableHTTPClientTransport(new URL(t.url), { requestInit: { headers: resolveRefs(t.headers) } });
+  return new sdk.StdioClientTransport({
     command: t.command,
     args: [...(t.args ?? [])],
     env: resolveRefs(t.env),
@@ -198,13 +204,13 @@ function transportOf(decl: McpServerDeclaration, environment: Readonly<Record<st
   });
 }
 
-function launchFailureOf(e: unknown): LaunchFailure {
-  if (e instanceof McpError) {
-    if (e.code === ErrorCode.ConnectionClosed) return 'connection_closed';
-    if (e.code === ErrorCode.RequestTimeout) return 'timeout';
+function launchFailureOf(sdk: McpSdk, e: unknown): LaunchFailure {
+  if (e instanceof sdk.McpError) {
+    if (e.code === sdk.ErrorCode.ConnectionClosed) return 'connection_closed';
+    if (e.code === sdk.ErrorCode.RequestTimeout) return 'timeout';
     return 'protocol_error';
   }
-  if (e instanceof StreamableHTTPError) return 'http_error';
+  if (e instanceof sdk.StreamableHTTPError) return 'http_error';
   if (e instanceof Error && 'code' in e && typeof (e as { syscall?: unknown }).syscall === 'string') return 'spawn_failed';
   // fetch() rejects with a TypeError when it reaches no server (refused, unresolved, reset).
   if (e instanceof TypeError) return 'unreachable';
