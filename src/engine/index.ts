@@ -49,3 +49,4 @@ export { openSqliteRunStore } from './run-store/sqlite.js';
 export { goalWorkToolPlan, goalWorkFenceOperation, GOAL_WORK_TOOL_PLAN, EFFECTS_NAMESPACE, type LifetimeGuard } from './goal-tools.js';
 export { callOfOperation, operationIdOf } from './mutations.js';
 export { readHistoricalRuns, type HistoricalRun } from './run-store/historical.js';
+export * as mcp from './mcp/index.js';
