@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { isLoopxError, notFound, rejected } from '../core/index.js';
 import type { ModelRef } from '../snapshot/index.js';
+import { MCP_SERVER_DECLARATION_SCHEMA, parseMcpServers, type McpServerDeclaration } from './mcp/declaration.js';
 import type { JsonValue } from './tools.js';
 
 export interface ScriptStep {
@@ -41,7 +42,27 @@ export interface AgentDefinition {
   readonly system?: string;
   readonly script?: readonly ScriptStep[];
   readonly budget?: RunBudget;
+  /** MCP servers whose declared tools join the tool plan (as `<server>.<tool>`); see mcp/declaration.ts. */
+  readonly mcpServers?: readonly McpServerDeclaration[];
 }
+
+// One server declaration, embedded in the agent file's schema: without its own $id, and with a
+// tool's input schema as any object (it is a JSON Schema of the server's; parseMcpServers checks it).
+const { $id: _mcpId, ...MCP_SERVER } = MCP_SERVER_DECLARATION_SCHEMA;
+const MCP_TOOL = MCP_SERVER.properties.tools.items;
+const MCP_SERVER_ITEM = {
+  ...MCP_SERVER,
+  properties: {
+    ...MCP_SERVER.properties,
+    tools: {
+      ...MCP_SERVER.properties.tools,
+      items: {
+        ...MCP_TOOL,
+        properties: { ...MCP_TOOL.properties, input_schema: { type: 'object', description: "The tool's input JSON Schema, exactly as the server lists it." } },
+      },
+    },
+  },
+} as const;
 
 /** The on-disk (snake_case) form; see docs/agent-definition.md and examples/. */
 export const AGENT_FILE_SCHEMA = {
@@ -64,6 +85,7 @@ export const AGENT_FILE_SCHEMA = {
         api_key_env: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' },
       },
     },
+    mcp_servers: { type: 'array', maxItems: 32, items: MCP_SERVER_ITEM },
     budget: {
       type: 'object',
       additionalProperties: false,
@@ -105,6 +127,7 @@ interface AgentFile {
   version: string;
   model: { provider: string; model_id: string; base_url?: string; api_key_env?: string };
   budget?: { max_tokens: number };
+  mcp_servers?: unknown[];
   turn_limit: number;
   tool_plan: string;
   system?: string;
@@ -138,10 +161,24 @@ export function parseAgentDefinition(value: unknown): AgentDefinition {
     toolPlan: f.tool_plan,
     ...(f.system !== undefined ? { system: f.system } : {}),
     ...(f.budget !== undefined ? { budget: { maxTokens: f.budget.max_tokens } } : {}),
+    ...(f.mcp_servers !== undefined ? { mcpServers: mcpServersOf(f.mcp_servers) } : {}),
     ...(f.script !== undefined
       ? { script: f.script.map((s) => ({ ...(s.text !== undefined ? { text: s.text } : {}), ...(s.tool_calls ? { toolCalls: s.tool_calls } : {}) })) }
       : {}),
   };
+}
+
+/** The declarations' own checks beyond the schema (names, loopback-only http, compilable input schemas), as a definition refusal. */
+function mcpServersOf(value: unknown[]): readonly McpServerDeclaration[] {
+  try {
+    return parseMcpServers(value);
+  } catch (e) {
+    if (isLoopxError(e) && e.code === 'mcp_declaration_invalid') {
+      const at = String((e.details as { path?: unknown } | undefined)?.path ?? '');
+      throw definitionInvalid(`/mcp_servers${at === '/' ? '' : at}`, e.message.replace(/^MCP server declaration is invalid at [^:]*: /, '').replace(/\.$/, ''), e);
+    }
+    throw e;
+  }
 }
 
 /** Settings only some providers take: a base URL the OpenAI-compatible one needs, none for the scripted one. */
@@ -169,6 +206,7 @@ export function agentDefinitionToFile(def: AgentDefinition): AgentFile {
     tool_plan: def.toolPlan,
     ...(def.system !== undefined ? { system: def.system } : {}),
     ...(def.budget !== undefined ? { budget: { max_tokens: def.budget.maxTokens } } : {}),
+    ...(def.mcpServers !== undefined ? { mcp_servers: [...def.mcpServers] } : {}),
     ...(def.script !== undefined
       ? {
           script: def.script.map((s) => ({
@@ -191,7 +229,7 @@ export const defineAgent = (def: AgentDefinition): AgentDefinition => {
  * copies only known keys and so would otherwise drop an unknown field instead of refusing it.
  */
 const TYPED_KEYS = {
-  agent: ['id', 'version', 'model', 'turnLimit', 'toolPlan', 'system', 'script', 'budget'],
+  agent: ['id', 'version', 'model', 'turnLimit', 'toolPlan', 'system', 'script', 'budget', 'mcpServers'],
   model: ['provider', 'modelId', 'baseUrl', 'apiKeyEnv'],
   budget: ['maxTokens'],
   step: ['text', 'toolCalls'],

@@ -8,10 +8,11 @@
  * - `convenienceApplication` leaves compatibility empty and identities optional: local
  *   suspend/resume and export for inspection work, and other engines refuse its snapshots.
  */
-import { rejected, notFound } from '../core/index.js';
+import { canonicalJson, notFound, rejected, sha256Hex } from '../core/index.js';
 import type { ComponentIdentity, ComponentKind, PlanIdentity } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import { compareComponents, computePlanIdentity } from './identity.js';
+import { mcpToolPlan, type McpToolPlan } from './mcp/plan.js';
 import type { ModelProviderKind } from './providers/catalog.js';
 import type { ModelProvider } from './providers/provider.js';
 import { SCRIPTED_PROVIDER, scriptedProvider } from './providers/scripted.js';
@@ -26,6 +27,20 @@ export interface Application {
    * `model_credentials_missing` when its API key is not in this process's environment.
    */
   providerFor(def: AgentDefinition): ModelProvider;
+  /**
+   * The tool plan a run of `def` uses: its `tool_plan`, or — when it declares MCP servers — that
+   * plan with the servers' declared tools, registered under a derived id on first use (static:
+   * nothing is launched).
+   */
+  toolPlanIdFor(def: AgentDefinition): string;
+  /** A lease of `def`'s tool plan; the last lease released stops the plan's MCP servers. */
+  leasePlan(def: AgentDefinition): ToolPlanLease;
+  /**
+   * Launch what `def`'s plan needs at run time — its MCP servers, each tool checked against its
+   * declaration (fail closed: every server stopped, a typed refusal) — under a lease of the plan.
+   * Call it after the static checks; release the returned lease when done.
+   */
+  launchTools(def: AgentDefinition): Promise<ToolPlanLease>;
   /** Whether `name` is one of this application's provider kinds (whose settings live only in the agent file). */
   providerKind(name: string): boolean;
   /** How a failed model call is retried inside its turn. */
@@ -136,6 +151,36 @@ function build(spec: ApplicationSpec, full: boolean): Application {
     return spec.scriptedProviderIdentity;
   };
 
+  const mcpPlans = new Map<string, { readonly mcp: McpToolPlan; leases: number }>();
+  const toolPlanIdFor = (def: AgentDefinition): string => {
+    if (!def.mcpServers?.length) return def.toolPlan;
+    const base = host.declared(def.toolPlan);
+    if (!base) throw toolPlanMissing(def.toolPlan);
+    const id = `${def.toolPlan}+mcp.${sha256Hex(canonicalJson(def.mcpServers)).slice(0, 16)}`;
+    if (!host.has(id)) {
+      const mcp = mcpToolPlan(id, def.mcpServers, { stderr: 'ignore' });
+      host.register({ id, tools: [...base.tools, ...mcp.plan.tools] });
+      mcpPlans.set(id, { mcp, leases: 0 });
+    }
+    return id;
+  };
+  const leasePlan = (def: AgentDefinition): ToolPlanLease => {
+    const id = toolPlanIdFor(def);
+    const lease = host.lease(id);
+    const entry = mcpPlans.get(id);
+    if (!entry) return lease;
+    entry.leases++;
+    let counted = true;
+    return Object.assign(Object.create(lease) as ToolPlanLease, {
+      release() {
+        lease.release();
+        if (!counted) return;
+        counted = false;
+        if (--entry.leases === 0) void entry.mcp.close().catch(() => undefined);
+      },
+    });
+  };
+
   const componentsOf = (def: AgentDefinition, plan: ToolPlan): ComponentIdentity[] => {
     const components: ComponentIdentity[] = [];
     const providerIdentity = providerIdentityOf(def);
@@ -159,8 +204,20 @@ function build(spec: ApplicationSpec, full: boolean): Application {
     modelRetry: spec.modelRetry ?? DEFAULT_MODEL_RETRY,
     providerKind: (name) => kinds.has(name) && !providers.has(name),
     planIdentityFromLease: fromLease,
+    toolPlanIdFor,
+    leasePlan,
+    async launchTools(def) {
+      const lease = leasePlan(def);
+      try {
+        await mcpPlans.get(toolPlanIdFor(def))?.mcp.session();
+        return lease;
+      } catch (e) {
+        lease.release();
+        throw e;
+      }
+    },
     planIdentityFor(def) {
-      const lease = host.lease(def.toolPlan);
+      const lease = host.lease(toolPlanIdFor(def));
       try {
         return fromLease(def, lease);
       } finally {
@@ -169,7 +226,7 @@ function build(spec: ApplicationSpec, full: boolean): Application {
     },
     agent: (identity) => (typeof spec.agents === 'function' ? spec.agents(identity) : (spec.agents ?? []).find((a) => a.id === identity.id && a.version === identity.version)),
     staticComponentsFor(def) {
-      const plan = host.declared(def.toolPlan);
+      const plan = host.declared(toolPlanIdFor(def));
       if (!plan) {
         throw toolPlanMissing(def.toolPlan);
       }

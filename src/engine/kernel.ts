@@ -24,6 +24,7 @@ import { randomBytes } from 'node:crypto';
 import { conflict, notFound, rejected } from '../core/index.js';
 import type { Message, ToolResultPart } from '../snapshot/index.js';
 import { defineAgent, type AgentDefinition } from './agent.js';
+import type { ToolPlanLease } from './tools.js';
 import type { Application } from './application.js';
 import { messageId } from './messages.js';
 import { agrees, operatorOutcome, settleByOperator, type EffectAccess, type Resolution } from './mutations.js';
@@ -79,8 +80,9 @@ export class RunKernel {
       throw rejected('suspend_after_turns_invalid', '--suspend-after-turns must be a whole number ≥ 0.');
     }
     const planIdentity = this.#application.planIdentityFor(def);
-    // A provider that cannot be called (no credentials) is refused before anything is stored.
+    // A provider that cannot be called (no credentials) or tools that do not launch are refused before anything is stored.
     this.#application.providerFor(def);
+    const tools = await this.#application.launchTools(def);
     const lock = this.#own.lock(runId);
     try {
       if (this.#store().get(runId)) throw conflict('run_exists', `Run ${runId} already exists.`);
@@ -131,6 +133,7 @@ export class RunKernel {
       await this.#turns.drive(runId);
     } finally {
       this.#own.release(lock, runId);
+      tools.release();
     }
     return this.#reads.show(runId);
   }
@@ -158,6 +161,7 @@ export class RunKernel {
   async resume(runId: string, options: { turns?: number } = {}): Promise<RunView> {
     if (options.turns !== undefined && !(Number.isInteger(options.turns) && options.turns >= 1)) throw rejected('turns_invalid', '--turns must be a whole number ≥ 1.');
     const lock = this.#own.lock(runId);
+    let tools: ToolPlanLease | undefined;
     try {
       if (!this.#store().get(runId)) {
         // An import into this root consumed the snapshot and died before its kernel commit.
@@ -167,7 +171,9 @@ export class RunKernel {
       const head = this.#reads.head(runId);
       if (head.lifecycle === 'suspended' || head.lifecycle === 'active') await this.#turns.refuseSupersededLifetime(head);
       if (head.lifecycle === 'suspended') {
-        this.#turns.checkPlan(head);
+        // Static compatibility first, then the plan's servers: a refusal of either leaves the run suspended.
+        const def = this.#turns.checkPlan(head);
+        tools = await this.#application.launchTools(def);
         this.#own.activateRecord(lock, runId);
         commitRun(this.#store(), head, {
           head: { ...head, lifecycle: 'active', suspendAtTurn: options.turns !== undefined ? head.completedTurns + options.turns : null },
@@ -184,6 +190,7 @@ export class RunKernel {
       await this.#turns.drive(runId);
     } finally {
       this.#own.release(lock, runId);
+      tools?.release();
     }
     return this.#reads.show(runId);
   }

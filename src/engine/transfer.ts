@@ -374,7 +374,7 @@ export class RunTransfer {
       d.model.provider === state.model.provider &&
       d.model.modelId === state.model.modelId &&
       d.turnLimit === state.turnLimit &&
-      d.toolPlan === state.planIdentity.toolPlanId;
+      this.#application.toolPlanIdFor(d) === state.planIdentity.toolPlanId;
     const mismatch = () =>
       rejected('import_definition_mismatch', `The agent definition does not match the snapshot's (${state.definition.id}@${state.definition.version}).`, {
         nextAction: 'pass the agent file the run was started with',

@@ -87,7 +87,8 @@ export class TurnDriver {
     if (first.lifecycle !== 'active') return;
     const def = this.checkPlan(first);
     const provider = this.#application.providerFor(def);
-    const lease = this.#application.toolPlans.lease(def.toolPlan);
+    // The plan's servers are launched (and checked against their declarations) before anything is committed.
+    const lease = await this.#application.launchTools(def);
     try {
       await this.settleOpenCalls(runId);
       let turns: RunTurns | undefined;
