@@ -151,35 +151,7 @@ function build(spec: ApplicationSpec, full: boolean): Application {
     return spec.scriptedProviderIdentity;
   };
 
-  const mcpPlans = new Map<string, { readonly mcp: McpToolPlan; leases: number }>();
-  const toolPlanIdFor = (def: AgentDefinition): string => {
-    if (!def.mcpServers?.length) return def.toolPlan;
-    const base = host.declared(def.toolPlan);
-    if (!base) throw toolPlanMissing(def.toolPlan);
-    const id = `${def.toolPlan}+mcp.${sha256Hex(canonicalJson(def.mcpServers)).slice(0, 16)}`;
-    if (!host.has(id)) {
-      const mcp = mcpToolPlan(id, def.mcpServers, { stderr: 'ignore' });
-      host.register({ id, tools: [...base.tools, ...mcp.plan.tools] });
-      mcpPlans.set(id, { mcp, leases: 0 });
-    }
-    return id;
-  };
-  const leasePlan = (def: AgentDefinition): ToolPlanLease => {
-    const id = toolPlanIdFor(def);
-    const lease = host.lease(id);
-    const entry = mcpPlans.get(id);
-    if (!entry) return lease;
-    entry.leases++;
-    let counted = true;
-    return Object.assign(Object.create(lease) as ToolPlanLease, {
-      release() {
-        lease.release();
-        if (!counted) return;
-        counted = false;
-        if (--entry.leases === 0) void entry.mcp.close().catch(() => undefined);
-      },
-    });
-  };
+  const { toolPlanIdFor, leasePlan, launchTools } = mcpPlans(host);
 
   const componentsOf = (def: AgentDefinition, plan: ToolPlan): ComponentIdentity[] => {
     const components: ComponentIdentity[] = [];
@@ -206,16 +178,7 @@ function build(spec: ApplicationSpec, full: boolean): Application {
     planIdentityFromLease: fromLease,
     toolPlanIdFor,
     leasePlan,
-    async launchTools(def) {
-      const lease = leasePlan(def);
-      try {
-        await mcpPlans.get(toolPlanIdFor(def))?.mcp.session();
-        return lease;
-      } catch (e) {
-        lease.release();
-        throw e;
-      }
-    },
+    launchTools,
     planIdentityFor(def) {
       const lease = host.lease(toolPlanIdFor(def));
       try {
@@ -231,6 +194,58 @@ function build(spec: ApplicationSpec, full: boolean): Application {
         throw toolPlanMissing(def.toolPlan);
       }
       return componentsOf(def, plan);
+    },
+  };
+}
+
+/**
+ * The tool plans of definitions that declare MCP servers: the named plan with the servers' declared
+ * tools, registered on first use under `<plan>+mcp.<digest of the declarations>`; its servers are
+ * launched under a lease and stopped when the plan's last lease is released.
+ */
+function mcpPlans(host: ToolPlanHost): Pick<Application, 'toolPlanIdFor' | 'leasePlan' | 'launchTools'> {
+  const plans = new Map<string, { readonly mcp: McpToolPlan; leases: number }>();
+  const toolPlanIdFor = (def: AgentDefinition): string => {
+    if (!def.mcpServers?.length) return def.toolPlan;
+    const base = host.declared(def.toolPlan);
+    if (!base) throw toolPlanMissing(def.toolPlan);
+    const id = `${def.toolPlan}+mcp.${sha256Hex(canonicalJson(def.mcpServers)).slice(0, 16)}`;
+    if (!host.has(id)) {
+      const mcp = mcpToolPlan(id, def.mcpServers, { stderr: 'ignore' });
+      host.register({ id, tools: [...base.tools, ...mcp.plan.tools] });
+      plans.set(id, { mcp, leases: 0 });
+    }
+    return id;
+  };
+  const leasePlan = (def: AgentDefinition): ToolPlanLease => {
+    const id = toolPlanIdFor(def);
+    const lease = host.lease(id);
+    const entry = plans.get(id);
+    if (!entry) return lease;
+    entry.leases++;
+    let counted = true;
+    return Object.assign(Object.create(lease) as ToolPlanLease, {
+      release() {
+        lease.release();
+        if (!counted) return;
+        counted = false;
+        if (--entry.leases === 0) void entry.mcp.close().catch(() => undefined);
+      },
+    });
+  };
+
+  return {
+    toolPlanIdFor,
+    leasePlan,
+    async launchTools(def) {
+      const lease = leasePlan(def);
+      try {
+        await plans.get(toolPlanIdFor(def))?.mcp.session();
+        return lease;
+      } catch (e) {
+        lease.release();
+        throw e;
+      }
     },
   };
 }
