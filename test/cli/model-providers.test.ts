@@ -8,7 +8,8 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startModelFixtureServer, type ModelFixtureServer } from '../support/model-fixture-server.js';
-import { loopxAsync, tempRoot } from '../support/cli.js';
+import { spawn } from 'node:child_process';
+import { CLI, REPO, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 
 const KEY_ENV = 'LOOPX_E2E_MODEL_KEY';
 const KEY = 'sk-e2e-never-stored-93b1';
@@ -95,5 +96,34 @@ describe('loopx run start with a provider package', () => {
     expect(r.json()).toMatchObject({ error: { code: 'model_credentials_missing', next_action: expect.stringContaining(KEY_ENV) } });
     expect(server.requests.length).toBe(before);
     expect((await loopxAsync(['run', 'list', '--root', root, '--json'])).json()).toMatchObject({ runs: [] });
+  });
+
+  it('run events --follow prints the answer as it arrives, before the response is recorded', async () => {
+    const root = tempRoot();
+    const agent = agentFile(root, 'openai-compatible');
+    const held = server.enqueue('openai-chat', { name: 'text-stream', holdAfterEvents: 3 });
+    const driving = loopxAsync(['run', 'start', '--agent', agent, '--root', root, '--json'], { [KEY_ENV]: KEY });
+    await held.reached;
+    let runId: string | undefined;
+    await expect
+      .poll(async () => (runId = ((await loopxAsync(['run', 'list', '--root', root, '--json'])).json().runs as { run_id: string }[])[0]?.run_id), { timeout: 60_000 })
+      .toBeDefined();
+
+    const follower = spawn(process.execPath, [...CLI, 'run', 'events', runId!, '--follow', '--json', '--root', root], {
+      cwd: REPO,
+      env: { ...process.env, XDG_STATE_HOME: STATE_HOME },
+    });
+    let out = '';
+    follower.stdout.on('data', (d) => (out += d));
+    const ended = new Promise<number | null>((resolve) => follower.on('close', resolve));
+    // While the provider still holds the rest of the answer, the follower has printed its start.
+    await expect.poll(() => out, { timeout: 60_000 }).toContain('"type":"ModelStreamed"');
+    expect(out).not.toContain('"type":"ModelResponded"');
+    expect(out).toContain('Hello');
+    held.release();
+
+    expect((await driving).status).toBe(0);
+    expect(await ended).toBe(0);
+    expect(out).toContain('"type":"Completed"');
   });
 });
