@@ -156,16 +156,19 @@ describe.each(KINDS)('the $provider provider', ({ provider, route, keyHeader }) 
     expect(ofType(await allEvents(engine, 'run-fail'), 'ModelRetried')).toHaveLength(0);
   });
 
-  it('fails with the last failure once its attempts are used up', async () => {
+  it.each([
+    [route === 'anthropic' ? 'error-529' : 'error-503', 'model_unavailable'],
+    ['error-429', 'model_rate_limited'],
+    ['disconnect', 'model_network_failed'],
+  ])('fails with the last failure once its attempts are used up (%s: %s)', async (fixture, code) => {
     process.env[KEY_ENV] = KEY;
     const engine = openTestEngine('sqlite', weatherApp({ count: 0 }));
     const before = requestsOf(route).length;
-    const unavailable = route === 'anthropic' ? 'error-529' : 'error-503';
-    for (let i = 0; i < 3; i++) server.enqueue(route, unavailable);
+    for (let i = 0; i < 3; i++) server.enqueue(route, fixture);
 
     const view = await engine.start(agent(provider), { runId: 'run-down' });
 
-    expect(view).toMatchObject({ status: 'failed', failure: { code: 'model_unavailable' } });
+    expect(view).toMatchObject({ status: 'failed', failure: { code, next_action: expect.any(String) } });
     expect(requestsOf(route).length - before).toBe(3);
     expect(ofType(await allEvents(engine, 'run-down'), 'ModelRetried')).toHaveLength(2);
   });
