@@ -33,14 +33,13 @@ export interface Application {
    * nothing is launched).
    */
   toolPlanIdFor(def: AgentDefinition): string;
-  /** A lease of `def`'s tool plan; the last lease released stops the plan's MCP servers. */
-  leasePlan(def: AgentDefinition): ToolPlanLease;
   /**
    * Launch what `def`'s plan needs at run time — its MCP servers, each tool checked against its
-   * declaration (fail closed: every server stopped, a typed refusal) — under a lease of the plan.
-   * Call it after the static checks; release the returned lease when done.
+   * declaration (fail closed: every server stopped, a typed refusal) — and hold it until released;
+   * the last hold released stops the servers. Call it after the static checks. A plan without
+   * servers holds nothing.
    */
-  launchTools(def: AgentDefinition): Promise<ToolPlanLease>;
+  launchTools(def: AgentDefinition): Promise<ToolsHold>;
   /** Whether `name` is one of this application's provider kinds (whose settings live only in the agent file). */
   providerKind(name: string): boolean;
   /** How a failed model call is retried inside its turn. */
@@ -66,6 +65,11 @@ export interface ModelRetryPolicy {
 }
 
 export const DEFAULT_MODEL_RETRY: ModelRetryPolicy = { attempts: 4, baseDelayMs: 1000, maxDelayMs: 30_000 };
+
+/** A hold on a plan's launched servers (Application.launchTools); release it once. */
+export interface ToolsHold {
+  release(): void;
+}
 
 export interface ApplicationSpec {
   readonly compatibilityIdentity: string;
@@ -151,7 +155,7 @@ function build(spec: ApplicationSpec, full: boolean): Application {
     return spec.scriptedProviderIdentity;
   };
 
-  const { toolPlanIdFor, leasePlan, launchTools } = mcpPlans(host);
+  const { toolPlanIdFor, launchTools } = mcpPlans(host);
 
   const componentsOf = (def: AgentDefinition, plan: ToolPlan): ComponentIdentity[] => {
     const components: ComponentIdentity[] = [];
@@ -177,7 +181,6 @@ function build(spec: ApplicationSpec, full: boolean): Application {
     providerKind: (name) => kinds.has(name) && !providers.has(name),
     planIdentityFromLease: fromLease,
     toolPlanIdFor,
-    leasePlan,
     launchTools,
     planIdentityFor(def) {
       const lease = host.lease(toolPlanIdFor(def));
@@ -203,8 +206,8 @@ function build(spec: ApplicationSpec, full: boolean): Application {
  * tools, registered on first use under `<plan>+mcp.<digest of the declarations>`; its servers are
  * launched under a lease and stopped when the plan's last lease is released.
  */
-function mcpPlans(host: ToolPlanHost): Pick<Application, 'toolPlanIdFor' | 'leasePlan' | 'launchTools'> {
-  const plans = new Map<string, { readonly mcp: McpToolPlan; leases: number }>();
+function mcpPlans(host: ToolPlanHost): Pick<Application, 'toolPlanIdFor' | 'launchTools'> {
+  const plans = new Map<string, { readonly mcp: McpToolPlan; holds: number }>();
   const toolPlanIdFor = (def: AgentDefinition): string => {
     if (!def.mcpServers?.length) return def.toolPlan;
     const base = host.declared(def.toolPlan);
@@ -213,39 +216,29 @@ function mcpPlans(host: ToolPlanHost): Pick<Application, 'toolPlanIdFor' | 'leas
     if (!host.has(id)) {
       const mcp = mcpToolPlan(id, def.mcpServers, { stderr: 'ignore' });
       host.register({ id, tools: [...base.tools, ...mcp.plan.tools] });
-      plans.set(id, { mcp, leases: 0 });
+      plans.set(id, { mcp, holds: 0 });
     }
     return id;
   };
-  const leasePlan = (def: AgentDefinition): ToolPlanLease => {
-    const id = toolPlanIdFor(def);
-    const lease = host.lease(id);
-    const entry = plans.get(id);
-    if (!entry) return lease;
-    entry.leases++;
-    let counted = true;
-    return Object.assign(Object.create(lease) as ToolPlanLease, {
-      release() {
-        lease.release();
-        if (!counted) return;
-        counted = false;
-        if (--entry.leases === 0) void entry.mcp.close().catch(() => undefined);
-      },
-    });
-  };
-
   return {
     toolPlanIdFor,
-    leasePlan,
     async launchTools(def) {
-      const lease = leasePlan(def);
+      const entry = plans.get(toolPlanIdFor(def));
+      if (!entry) return { release: () => undefined };
+      entry.holds++;
+      let held = true;
+      const release = () => {
+        if (!held) return;
+        held = false;
+        if (--entry.holds === 0) void entry.mcp.close().catch(() => undefined);
+      };
       try {
-        await plans.get(toolPlanIdFor(def))?.mcp.session();
-        return lease;
+        await entry.mcp.session();
       } catch (e) {
-        lease.release();
+        release();
         throw e;
       }
+      return { release };
     },
   };
 }

@@ -24,7 +24,7 @@ import { randomBytes } from 'node:crypto';
 import { conflict, notFound, rejected } from '../core/index.js';
 import type { Message, ToolResultPart } from '../snapshot/index.js';
 import { defineAgent, type AgentDefinition } from './agent.js';
-import type { ToolPlanLease } from './tools.js';
+import type { ToolsHold } from './application.js';
 import type { Application } from './application.js';
 import { messageId } from './messages.js';
 import { agrees, operatorOutcome, settleByOperator, type EffectAccess, type Resolution } from './mutations.js';
@@ -161,7 +161,7 @@ export class RunKernel {
   async resume(runId: string, options: { turns?: number } = {}): Promise<RunView> {
     if (options.turns !== undefined && !(Number.isInteger(options.turns) && options.turns >= 1)) throw rejected('turns_invalid', '--turns must be a whole number ≥ 1.');
     const lock = this.#own.lock(runId);
-    let tools: ToolPlanLease | undefined;
+    let tools: ToolsHold | undefined;
     try {
       if (!this.#store().get(runId)) {
         // An import into this root consumed the snapshot and died before its kernel commit.

@@ -88,7 +88,8 @@ export class TurnDriver {
     const def = this.checkPlan(first);
     const provider = this.#application.providerFor(def);
     // The plan's servers are launched (and checked against their declarations) before anything is committed.
-    const lease = await this.#application.launchTools(def);
+    const servers = await this.#application.launchTools(def);
+    const lease = this.#application.toolPlans.lease(this.#application.toolPlanIdFor(def));
     try {
       await this.settleOpenCalls(runId);
       let turns: RunTurns | undefined;
@@ -124,6 +125,7 @@ export class TurnDriver {
       }
     } finally {
       lease.release();
+      servers.release();
     }
   }
 
