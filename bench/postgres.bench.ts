@@ -155,64 +155,81 @@ const rawWriter = (raw: pg.Pool, key: string) => {
   };
 };
 
-/** Median seconds for `writers` concurrent loops of `perWriter` calls each, as seconds per commit. */
-async function concurrent(loops: Array<() => Promise<void>>, perWriter: number): Promise<number> {
-  const wall = await measure(
-    () =>
-      Promise.all(
-        loops.map(async (fn) => {
-          for (let i = 0; i < perWriter; i++) await fn();
-        }),
-      ),
-    { samples: 5, warmup: 1 },
-  );
-  return wall / (loops.length * perWriter);
+/** `writers` concurrent loops of `perWriter` calls each, one warm-up round, then the median of 5 rounds as seconds per commit and this process's CPU per commit (µs) over those rounds. */
+async function concurrent(loops: Array<() => Promise<void>>, perWriter: number): Promise<{ value: number; cpu: number }> {
+  const round = () =>
+    Promise.all(
+      loops.map(async (fn) => {
+        for (let i = 0; i < perWriter; i++) await fn();
+      }),
+    );
+  await round();
+  const timed = await withCpu(loops.length * perWriter * 5, () => measure(round, { samples: 5, warmup: 0 }));
+  return { value: timed.value / (loops.length * perWriter), cpu: timed.cpu };
 }
 
 const perSecond = (s: number): string => Math.round(1 / s).toLocaleString('en');
 
-async function commitFigures(b: Bench): Promise<BenchFigure[]> {
-  const one = updater(await newOwner(b.db));
-  const ours = await measure(one, { iterations: 200, samples: 5, warmup: 300 });
-  const rawOne = rawWriter(b.raw, 'raw-single');
-  const baseline = await measure(rawOne, { iterations: 200, samples: 5, warmup: 300 });
+/** `run`'s result, and this process's CPU (user + system) per call over the `calls` calls it makes, in µs. */
+async function withCpu<T>(calls: number, run: () => Promise<T>): Promise<{ value: T; cpu: number }> {
+  const c0 = process.cpuUsage();
+  const value = await run();
+  const c = process.cpuUsage(c0);
+  return { value, cpu: (c.user + c.system) / calls };
+}
 
-  const commitOnly = await providerCommitter(b.db);
-  const provider = await measure(commitOnly, { iterations: 200, samples: 5, warmup: 300 });
+const WARMUP = 300;
+const ONE = { iterations: 200, samples: 5, warmup: 0 };
+
+/** `fn` warmed up (300 calls), then the median seconds per call of 5 samples of 200, and its CPU per call (µs) over them. */
+async function single(fn: () => Promise<void>): Promise<{ value: number; cpu: number }> {
+  for (let i = 0; i < WARMUP; i++) await fn();
+  return withCpu(ONE.iterations * ONE.samples, () => measure(fn, ONE));
+}
+
+const PER_WRITER = 30;
+
+const cpuText = (label: string, ours: number, raw: number): string =>
+  `Node CPU (this process, user + system) ${label} ${Math.round(ours)} µs/commit, raw ${Math.round(raw)} µs/commit`;
+
+async function commitFigures(b: Bench): Promise<BenchFigure[]> {
+  const ours = await single(updater(await newOwner(b.db)));
+  const baseline = await single(rawWriter(b.raw, 'raw-single'));
+  const provider = await single(await providerCommitter(b.db));
 
   const owners = await Promise.all(Array.from({ length: WRITERS }, () => newOwner(b.db)));
-  const oursN = await concurrent(owners.map(updater), 30);
+  const oursN = await concurrent(owners.map(updater), PER_WRITER);
   const baselineN = await concurrent(
     Array.from({ length: WRITERS }, (_, i) => rawWriter(b.raw, `raw-${i}`)),
-    30,
+    PER_WRITER,
   );
   return [
     {
       name: 'work owner commit, one Todo update per transaction (one Goal, one writer)',
-      seconds: ours,
+      seconds: ours.value,
       baselineName: 'raw pg INSERT … RETURNING (autocommit)',
-      baselineSeconds: baseline,
+      baselineSeconds: baseline.value,
       target: TARGET,
       ratioKind: 'speed',
-      extra: `loopx ${perSecond(ours)} commits/s, raw ${perSecond(baseline)} commits/s`,
+      extra: `loopx ${perSecond(ours.value)} commits/s, raw ${perSecond(baseline.value)} commits/s; ${cpuText('owner', ours.cpu, baseline.cpu)}`,
     },
     {
       name: 'PG provider commit alone, one per transaction (no owner: no load, no receipt pre-check; diagnostic)',
-      seconds: provider,
+      seconds: provider.value,
       baselineName: 'raw pg INSERT … RETURNING (autocommit)',
-      baselineSeconds: baseline,
+      baselineSeconds: baseline.value,
       target: 'diagnostic (the owner adds its decision; it loads the head and reads the receipt only after a conflict or a refusal)',
       ratioKind: 'speed',
-      extra: `provider ${perSecond(provider)} commits/s, raw ${perSecond(baseline)} commits/s`,
+      extra: `provider ${perSecond(provider.value)} commits/s, raw ${perSecond(baseline.value)} commits/s; ${cpuText('provider', provider.cpu, baseline.cpu)}`,
     },
     {
       name: `work owner commit, ${WRITERS} concurrent writers on ${WRITERS} Goals (the owner commits one operation per transaction: no batching)`,
-      seconds: oursN,
+      seconds: oursN.value,
       baselineName: `raw pg INSERT … RETURNING, ${WRITERS} concurrent connections`,
-      baselineSeconds: baselineN,
+      baselineSeconds: baselineN.value,
       target: TARGET,
       ratioKind: 'speed',
-      extra: `loopx ${perSecond(oursN)} commits/s, raw ${perSecond(baselineN)} commits/s (pool of ${WRITERS} connections each)`,
+      extra: `loopx ${perSecond(oursN.value)} commits/s, raw ${perSecond(baselineN.value)} commits/s (pool of ${WRITERS} connections each); ${cpuText('owner', oursN.cpu, baselineN.cpu)}`,
     },
   ];
 }
