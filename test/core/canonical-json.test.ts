@@ -96,7 +96,7 @@ describe('canonical JSON', () => {
     ['NaN', Number.NaN],
     ['Infinity', { a: [Infinity] }],
     ['undefined member', { a: undefined }],
-    ['a hole', [1, , 2]], // eslint-disable-line no-sparse-arrays
+    ['a hole', [1, , 2]],
     ['a Date', { at: new Date(0) }],
     ['a Map', new Map()],
     ['a null-prototype object', Object.create(null) as unknown],
