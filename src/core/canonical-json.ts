@@ -6,8 +6,9 @@
  * The definition is `canonicalJsonReference`: a check of the whole value, then the `canonicalize`
  * package. `canonicalJson` is one pass that writes the same text (a hot path: a work commit
  * encodes three values and a request digest), and hands any value it would not write — anything
- * refused, or an unusual object — to the definition, so a refusal is exactly the definition's. A
- * property test holds the two to byte equality (test/core/canonical-json.test.ts).
+ * refused, or an unusual object — to the definition, so a refusal is exactly the definition's.
+ * `canonicalJsonEach` writes several values in one call, an object they share once. Property tests
+ * hold both to byte equality with the definition (test/core/canonical-json.test.ts).
  */
 import canonicalizeImpl from 'canonicalize';
 import { rejected } from './errors.js';
@@ -25,6 +26,24 @@ export const canonicalJson = (value: unknown): string => {
     return canonicalJsonReference(value);
   }
 };
+
+/**
+ * The canonical texts of `values`, each what `canonicalJson` writes for it. An object met again
+ * (the same object: a commit's Todo is in its events, its projection and its receipt) is written
+ * once and its text reused, where its depth allows. The values must not change during the call.
+ */
+export function canonicalJsonEach(values: readonly unknown[]): string[] {
+  const outer = written;
+  written = new Map();
+  try {
+    return values.map(canonicalJson);
+  } finally {
+    written = outer;
+  }
+}
+
+/** During `canonicalJsonEach`: each plain object's text and the depth it was written at (valid at that depth or less). */
+let written: Map<object, { readonly text: string; readonly depth: number }> | undefined;
 
 /** The definition `canonicalJson` keeps to: the value checked whole, then encoded by `canonicalize`. */
 export const canonicalJsonReference = (value: unknown): string => {
@@ -89,10 +108,18 @@ function encode(value: unknown, depth: number): string {
         return `${out}]`;
       }
       if (Object.getPrototypeOf(value) !== Object.prototype) throw NOT_HERE;
-      return encodeObject(value as Record<string, unknown>, depth);
+      return written === undefined ? encodeObject(value as Record<string, unknown>, depth) : encodeOnce(written, value, depth);
     default:
       throw NOT_HERE;
   }
+}
+
+function encodeOnce(texts: NonNullable<typeof written>, o: object, depth: number): string {
+  const prior = texts.get(o);
+  if (prior !== undefined && depth <= prior.depth) return prior.text;
+  const text = encodeObject(o as Record<string, unknown>, depth);
+  texts.set(o, { text, depth });
+  return text;
 }
 
 function encodeObject(o: Record<string, unknown>, depth: number): string {

@@ -2,11 +2,12 @@
  * core's one-pass canonical JSON encoder against its definition (`canonicalJsonReference`: the
  * whole value checked, then the `canonicalize` package): the same text for every value the
  * definition encodes, byte for byte, and the same refusal (code, or error message) for every
- * value it refuses.
+ * value it refuses; and `canonicalJsonEach`, which writes an object met again once, the same texts
+ * as the definition value by value, wherever the shared objects sit.
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { canonicalJson, canonicalJsonReference } from '../../src/core/canonical-json.js';
+import { canonicalJson, canonicalJsonEach, canonicalJsonReference } from '../../src/core/canonical-json.js';
 
 /** What a call does: its text, or the refusal it throws (a typed code, else the message). */
 const outcome = (encode: (v: unknown) => string, v: unknown): string => {
@@ -121,5 +122,39 @@ describe('canonical JSON', () => {
     a.self = a;
     expect(outcome(canonicalJson, a)).toBe('refused json_too_deep');
     agree(a);
+  });
+
+  test('canonicalJsonEach writes each value’s definition text, with shared objects at any depths (too deep where the definition says so)', () => {
+    const eachOutcome = (values: unknown[]): string[] => {
+      try {
+        return canonicalJsonEach(values).map((t) => `text ${t}`);
+      } catch {
+        return ['refused'];
+      }
+    };
+    const placed = fc.tuple(fc.dictionary(oddKey, oddValue, { maxKeys: 4 }), fc.array(fc.tuple(fc.nat({ max: 66 }), fc.boolean()), { minLength: 1, maxLength: 4 }));
+    fc.assert(
+      fc.property(placed, ([shared, places]) => {
+        // The same object, wrapped in arrays or objects to each depth: one value per place.
+        const values = places.map(([depth, inArray]) => {
+          let v: unknown = shared;
+          for (let i = 0; i < depth; i++) v = inArray ? [v, i] : { at: i, v };
+          return v;
+        });
+        const expected = values.map((v) => outcome(canonicalJsonReference, v));
+        const got = eachOutcome(values);
+        if (expected.some((e) => e.startsWith('refused'))) expect(got).toEqual(['refused']);
+        else expect(got).toEqual(expected);
+        values.forEach(agree);
+      }),
+      { seed: 9, numRuns: 1500 },
+    );
+    const todo = { title: 'x', todo_id: 't1' };
+    expect(canonicalJsonEach([[{ todo }], { todos: [todo] }, { todo }, todo])).toEqual([
+      '[{"todo":{"title":"x","todo_id":"t1"}}]',
+      '{"todos":[{"title":"x","todo_id":"t1"}]}',
+      '{"todo":{"title":"x","todo_id":"t1"}}',
+      '{"title":"x","todo_id":"t1"}',
+    ]);
   });
 });
