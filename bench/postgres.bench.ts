@@ -76,6 +76,43 @@
  * 0.83–0.89×, and the foreign key from commits to their store alone costs about 0.1×: the checks
  * the issue requires inside the transaction (admission, store identity, fence, operation id,
  * revision) take the rest of the margin while the clients and the server share two cores.
+ *
+ * 2026-12-04: the owner's Node-side CPU, the lever named above. Measured as this process's CPU
+ * (process.cpuUsage, user + system) per commit. The machine was shared with other jobs throughout
+ * (load average 1–8), which inflates every CPU figure and scatters every wall-clock ratio, so the
+ * code before and after were compared in ONE process: an owner on each, the provider alone and raw
+ * pg, in alternating rounds of 200 commits, medians of 21 rounds (1 writer) and 15 (8 writers),
+ * three runs (load 4–5.5; per-run medians in brackets):
+ *   1 writer    owner 293 → 235 µs/commit (244/298/293 → 202/235/249); provider alone 160; raw 90
+ *   8 writers   owner 172 → 125 µs/commit (163/172/173 → 123/127/125); provider alone 86;  raw 53
+ * The owner's own code alone (a provider that only encodes the commit and answers applied, in a
+ * hot loop): 35 → 11.5 µs per Todo update. Every check and every stored byte as before:
+ *   - core canonicalJson is one pass that writes the definition's text (the whole-value check, then
+ *     the `canonicalize` package, kept as canonicalJsonReference): keys sorted only when out of
+ *     order, member names' text kept, printable-ASCII strings quoted without JSON.stringify; a value
+ *     it would not write (refused, or odd) goes to the definition, so a refusal is the definition's.
+ *     Seeded property tests hold the two byte-equal (unicode, lone surrogates, -0, 1e21, 1e-7,
+ *     unsorted and numeric keys, depth limits). About 3.3× on a commit's four values.
+ *   - canonicalJsonEach: a commit's events, projection and receipt in one call, the Todo all three
+ *     hold written once (1.6–1.9× on the three).
+ *   - sha256Hex one-shot (crypto.hash); the request's defined() without entry arrays; the head the
+ *     owner remembers copied as the plain JSON it is, not by structuredClone (a fifth of the CPU);
+ *     the one commit statement submitted as a pg.Query built from its text and named after (pg's
+ *     config-object form copies its argument by property descriptors on every call).
+ * This file now also prints the CPU per commit of each commit figure, and warms the single-writer
+ * figures up with 3,000 calls (was 300): at 300 both sides were still being optimised while timed
+ * (owner 370–420 and raw 150–176 µs of CPU per commit, against 217 and 74–79 after 3,000). With the
+ * longer warm-up the provider-alone figure, timed after 8,000 commits, reads lower on BOTH trees
+ * (0.40–0.65× where it read 0.63–0.95×): not examined. Bench runs alternating the code before and
+ * after (load 2.3–4, raw at 1,100–3,400 commits/s single and 3,200–5,800 with 8 writers): 1 writer
+ * 0.43/0.72/0.64× against 0.57/0.51/1.22× before, 8 writers 0.49/0.60/0.46× against
+ * 0.58/0.48/0.41× — within the noise of the shared machine, which the CPU figures are not. What is
+ * left on the Node side: the provider alone still costs 1.6–1.8× raw's CPU (16 parameters, a
+ * three-column answer, the larger message), and the owner adds about 40 µs over it at 8 writers —
+ * its decision and the encoding, run cold between round trips at about three times their hot-loop
+ * cost. Not done: keeping each unchanged Todo's encoding (and copy) across commits — the projection
+ * is still encoded and copied whole on every commit, O(Todos): nothing in this bench's one-Todo
+ * Goal, tens of microseconds in a Goal of fifty Todos.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -178,10 +215,11 @@ async function withCpu<T>(calls: number, run: () => Promise<T>): Promise<{ value
   return { value, cpu: (c.user + c.system) / calls };
 }
 
-const WARMUP = 300;
+/** Calls before a single-writer figure is timed: enough for V8 to have optimised both sides (LOOPX_BENCH_WARMUP overrides). */
+const WARMUP = Number(process.env.LOOPX_BENCH_WARMUP ?? 3000);
 const ONE = { iterations: 200, samples: 5, warmup: 0 };
 
-/** `fn` warmed up (300 calls), then the median seconds per call of 5 samples of 200, and its CPU per call (µs) over them. */
+/** `fn` warmed up (WARMUP calls), then the median seconds per call of 5 samples of 200, and its CPU per call (µs) over them. */
 async function single(fn: () => Promise<void>): Promise<{ value: number; cpu: number }> {
   for (let i = 0; i < WARMUP; i++) await fn();
   return withCpu(ONE.iterations * ONE.samples, () => measure(fn, ONE));
