@@ -76,6 +76,43 @@
  * 0.83–0.89×, and the foreign key from commits to their store alone costs about 0.1×: the checks
  * the issue requires inside the transaction (admission, store identity, fence, operation id,
  * revision) take the rest of the margin while the clients and the server share two cores.
+ *
+ * 2026-12-04: the owner's Node-side CPU, the lever named above. Measured as this process's CPU
+ * (process.cpuUsage, user + system) per commit. The machine was shared with other jobs throughout
+ * (load average 1–8), which inflates every CPU figure and scatters every wall-clock ratio, so the
+ * code before and after were compared in ONE process: an owner on each, the provider alone and raw
+ * pg, in alternating rounds of 200 commits, medians of 21 rounds (1 writer) and 15 (8 writers),
+ * three runs (load 4–5.5; per-run medians in brackets):
+ *   1 writer    owner 293 → 235 µs/commit (244/298/293 → 202/235/249); provider alone 160; raw 90
+ *   8 writers   owner 172 → 125 µs/commit (163/172/173 → 123/127/125); provider alone 86;  raw 53
+ * The owner's own code alone (a provider that only encodes the commit and answers applied, in a
+ * hot loop): 35 → 11.5 µs per Todo update. Every check and every stored byte as before:
+ *   - core canonicalJson is one pass that writes the definition's text (the whole-value check, then
+ *     the `canonicalize` package, kept as canonicalJsonReference): keys sorted only when out of
+ *     order, member names' text kept, printable-ASCII strings quoted without JSON.stringify; a value
+ *     it would not write (refused, or odd) goes to the definition, so a refusal is the definition's.
+ *     Seeded property tests hold the two byte-equal (unicode, lone surrogates, -0, 1e21, 1e-7,
+ *     unsorted and numeric keys, depth limits). About 3.3× on a commit's four values.
+ *   - canonicalJsonEach: a commit's events, projection and receipt in one call, the Todo all three
+ *     hold written once (1.6–1.9× on the three).
+ *   - sha256Hex one-shot (crypto.hash); the request's defined() without entry arrays; the head the
+ *     owner remembers copied as the plain JSON it is, not by structuredClone (a fifth of the CPU);
+ *     the one commit statement submitted as a pg.Query built from its text and named after (pg's
+ *     config-object form copies its argument by property descriptors on every call).
+ * This file now also prints the CPU per commit of each commit figure, and warms the single-writer
+ * figures up with 3,000 calls (was 300): at 300 both sides were still being optimised while timed
+ * (owner 370–420 and raw 150–176 µs of CPU per commit, against 217 and 74–79 after 3,000). With the
+ * longer warm-up the provider-alone figure, timed after 8,000 commits, reads lower on BOTH trees
+ * (0.40–0.65× where it read 0.63–0.95×): not examined. Bench runs alternating the code before and
+ * after (load 2.3–4, raw at 1,100–3,400 commits/s single and 3,200–5,800 with 8 writers): 1 writer
+ * 0.43/0.72/0.64× against 0.57/0.51/1.22× before, 8 writers 0.49/0.60/0.46× against
+ * 0.58/0.48/0.41× — within the noise of the shared machine, which the CPU figures are not. What is
+ * left on the Node side: the provider alone still costs 1.6–1.8× raw's CPU (16 parameters, a
+ * three-column answer, the larger message), and the owner adds about 40 µs over it at 8 writers —
+ * its decision and the encoding, run cold between round trips at about three times their hot-loop
+ * cost. Not done: keeping each unchanged Todo's encoding (and copy) across commits — the projection
+ * is still encoded and copied whole on every commit, O(Todos): nothing in this bench's one-Todo
+ * Goal, tens of microseconds in a Goal of fifty Todos.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -155,64 +192,82 @@ const rawWriter = (raw: pg.Pool, key: string) => {
   };
 };
 
-/** Median seconds for `writers` concurrent loops of `perWriter` calls each, as seconds per commit. */
-async function concurrent(loops: Array<() => Promise<void>>, perWriter: number): Promise<number> {
-  const wall = await measure(
-    () =>
-      Promise.all(
-        loops.map(async (fn) => {
-          for (let i = 0; i < perWriter; i++) await fn();
-        }),
-      ),
-    { samples: 5, warmup: 1 },
-  );
-  return wall / (loops.length * perWriter);
+/** `writers` concurrent loops of `perWriter` calls each, one warm-up round, then the median of 5 rounds as seconds per commit and this process's CPU per commit (µs) over those rounds. */
+async function concurrent(loops: Array<() => Promise<void>>, perWriter: number): Promise<{ value: number; cpu: number }> {
+  const round = () =>
+    Promise.all(
+      loops.map(async (fn) => {
+        for (let i = 0; i < perWriter; i++) await fn();
+      }),
+    );
+  await round();
+  const timed = await withCpu(loops.length * perWriter * 5, () => measure(round, { samples: 5, warmup: 0 }));
+  return { value: timed.value / (loops.length * perWriter), cpu: timed.cpu };
 }
 
 const perSecond = (s: number): string => Math.round(1 / s).toLocaleString('en');
 
-async function commitFigures(b: Bench): Promise<BenchFigure[]> {
-  const one = updater(await newOwner(b.db));
-  const ours = await measure(one, { iterations: 200, samples: 5, warmup: 300 });
-  const rawOne = rawWriter(b.raw, 'raw-single');
-  const baseline = await measure(rawOne, { iterations: 200, samples: 5, warmup: 300 });
+/** `run`'s result, and this process's CPU (user + system) per call over the `calls` calls it makes, in µs. */
+async function withCpu<T>(calls: number, run: () => Promise<T>): Promise<{ value: T; cpu: number }> {
+  const c0 = process.cpuUsage();
+  const value = await run();
+  const c = process.cpuUsage(c0);
+  return { value, cpu: (c.user + c.system) / calls };
+}
 
-  const commitOnly = await providerCommitter(b.db);
-  const provider = await measure(commitOnly, { iterations: 200, samples: 5, warmup: 300 });
+/** Calls before a single-writer figure is timed: enough for V8 to have optimised both sides (LOOPX_BENCH_WARMUP overrides). */
+const WARMUP = Number(process.env.LOOPX_BENCH_WARMUP ?? 3000);
+const ONE = { iterations: 200, samples: 5, warmup: 0 };
+
+/** `fn` warmed up (WARMUP calls), then the median seconds per call of 5 samples of 200, and its CPU per call (µs) over them. */
+async function single(fn: () => Promise<void>): Promise<{ value: number; cpu: number }> {
+  for (let i = 0; i < WARMUP; i++) await fn();
+  return withCpu(ONE.iterations * ONE.samples, () => measure(fn, ONE));
+}
+
+const PER_WRITER = 30;
+
+const cpuText = (label: string, ours: number, raw: number): string =>
+  `Node CPU (this process, user + system) ${label} ${Math.round(ours)} µs/commit, raw ${Math.round(raw)} µs/commit`;
+
+async function commitFigures(b: Bench): Promise<BenchFigure[]> {
+  const ours = await single(updater(await newOwner(b.db)));
+  const baseline = await single(rawWriter(b.raw, 'raw-single'));
+  const provider = await single(await providerCommitter(b.db));
 
   const owners = await Promise.all(Array.from({ length: WRITERS }, () => newOwner(b.db)));
-  const oursN = await concurrent(owners.map(updater), 30);
+  const oursN = await concurrent(owners.map(updater), PER_WRITER);
   const baselineN = await concurrent(
     Array.from({ length: WRITERS }, (_, i) => rawWriter(b.raw, `raw-${i}`)),
-    30,
+    PER_WRITER,
   );
   return [
     {
       name: 'work owner commit, one Todo update per transaction (one Goal, one writer)',
-      seconds: ours,
+      seconds: ours.value,
       baselineName: 'raw pg INSERT … RETURNING (autocommit)',
-      baselineSeconds: baseline,
+      baselineSeconds: baseline.value,
       target: TARGET,
       ratioKind: 'speed',
-      extra: `loopx ${perSecond(ours)} commits/s, raw ${perSecond(baseline)} commits/s`,
+      extra: `loopx ${perSecond(ours.value)} commits/s, raw ${perSecond(baseline.value)} commits/s; ${cpuText('owner', ours.cpu, baseline.cpu)}`,
     },
     {
       name: 'PG provider commit alone, one per transaction (no owner: no load, no receipt pre-check; diagnostic)',
-      seconds: provider,
+      seconds: provider.value,
       baselineName: 'raw pg INSERT … RETURNING (autocommit)',
-      baselineSeconds: baseline,
+      baselineSeconds: baseline.value,
       target: 'diagnostic (the owner adds its decision; it loads the head and reads the receipt only after a conflict or a refusal)',
       ratioKind: 'speed',
-      extra: `provider ${perSecond(provider)} commits/s, raw ${perSecond(baseline)} commits/s`,
+      extra: `provider ${perSecond(provider.value)} commits/s, raw ${perSecond(baseline.value)} commits/s; ${cpuText('provider', provider.cpu, baseline.cpu)}`,
     },
     {
       name: `work owner commit, ${WRITERS} concurrent writers on ${WRITERS} Goals (the owner commits one operation per transaction: no batching)`,
-      seconds: oursN,
+      seconds: oursN.value,
       baselineName: `raw pg INSERT … RETURNING, ${WRITERS} concurrent connections`,
-      baselineSeconds: baselineN,
+      baselineSeconds: baselineN.value,
       target: TARGET,
       ratioKind: 'speed',
-      extra: `loopx ${perSecond(oursN)} commits/s, raw ${perSecond(baselineN)} commits/s (pool of ${WRITERS} connections each)`,
+      extra: `loopx ${perSecond(oursN.value)} commits/s, raw ${perSecond(baselineN.value)} commits/s (pool of ${WRITERS} connections each); ${cpuText('owner', oursN.cpu, baselineN.cpu)}`,
     },
   ];
 }

@@ -1,10 +1,11 @@
 /** SHA-256 helpers. Digests in public output are lowercase hex. */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { closeSync, constants, openSync, readSync } from 'node:fs';
 
 export const sha256 = (data: Uint8Array | string): Uint8Array => new Uint8Array(createHash('sha256').update(data).digest());
 
-export const sha256Hex = (data: Uint8Array | string): string => createHash('sha256').update(data).digest('hex');
+/** One-shot (`crypto.hash`: no Hash object per call; a string is hashed as its UTF-8 bytes, as `update` hashes it). */
+export const sha256Hex = (data: Uint8Array | string): string => hash('sha256', data, 'hex');
 
 /** SHA-256 (hex) of a file, read in 1 MiB blocks (bounded memory whatever its size), never following a link. */
 export function sha256FileHex(path: string): string {

@@ -117,6 +117,19 @@ function withSearchPath(url: string, ident: string, settings: Readonly<Record<st
 let driver: typeof pg | undefined;
 const pgDriver = (): typeof pg => (driver ??= createRequire(import.meta.url)('pg') as typeof pg);
 
+/**
+ * One statement on `client` as a `pg.Query` built from its text, named after construction: the
+ * config-object form of `client.query` (the only one that takes a name) first copies its argument
+ * property by property, a few microseconds on every commit. Rows, errors and preparation are the same.
+ */
+function submit(client: pg.PoolClient, sql: string, params: readonly unknown[], name: string | undefined): Promise<Record<string, unknown>[]> {
+  return new Promise((resolve, reject) => {
+    const query = new (pgDriver().Query)(sql, params as unknown[], (error, result) => (error ? reject(error) : resolve(result.rows as Record<string, unknown>[])));
+    if (name !== undefined) (query as { name?: string }).name = name;
+    client.query(query);
+  });
+}
+
 /** Opens a pool on one installation's schema (nothing is created: `migratePostgres` does that). */
 export function openPostgres(options: PgOptions): PgDatabase {
   const ident = schemaIdent(options.schema);
@@ -151,7 +164,7 @@ export function openPostgres(options: PgOptions): PgDatabase {
       const client = await pool.connect();
       let broken = false;
       try {
-        return (await client.query<Record<string, unknown>>({ text: sql, values: params as unknown[], ...(name === undefined ? {} : { name }) })).rows;
+        return await submit(client, sql, params, name);
       } catch (e) {
         if (commitRefused(e)) throw e;
         broken = true;

@@ -98,6 +98,33 @@ describePg('PostgreSQL plumbing on the real server', () => {
     }
   });
 
+  it('an autocommit write answers its rows, is prepared under its name on its connection, and a refusal by the server is its error (not ambiguous)', async () => {
+    const name = database().schema;
+    const db = openPostgres({ url: PG_URL, schema: name, max: 1 });
+    try {
+      await migratePostgres(db, 'probe', [V1]);
+      const insert = 'INSERT INTO items (id, n) VALUES ($1, $2) RETURNING id, n';
+      expect(await db.autocommit(insert, ['a', 1], 'probe_insert')).toEqual([{ id: 'a', n: 1 }]);
+      expect(await db.autocommit(insert, ['b', 2], 'probe_insert')).toEqual([{ id: 'b', n: 2 }]);
+      expect(await db.autocommit(insert, ['c', 3])).toEqual([{ id: 'c', n: 3 }]);
+      // One connection in the pool: the statement named once is prepared there.
+      expect(await db.autocommit('SELECT name, statement FROM pg_prepared_statements', [])).toEqual([{ name: 'probe_insert', statement: insert }]);
+      const refused = await db.autocommit(insert, ['a', 4], 'probe_insert').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(refused).not.toBeInstanceOf(PgCommitAmbiguous);
+      expect((refused as { code?: unknown }).code).toBe('23505');
+      expect(await db.query('SELECT id, n FROM items ORDER BY id')).toEqual([
+        { id: 'a', n: 1 },
+        { id: 'b', n: 2 },
+        { id: 'c', n: 3 },
+      ]);
+    } finally {
+      await db.close();
+    }
+  });
+
   it('keeps startup options the URL carries beside the schema it adds', async () => {
     const name = database().schema; // a fresh schema name, dropped after the file
     const db = openPostgres({ url: `${PG_URL}?options=${encodeURIComponent('-c statement_timeout=12345')}`, schema: name, max: 1 });

@@ -17,6 +17,7 @@ import { protocolViolation } from './errors.js';
 import { LEASE_OPERATIONS, MAX_ATTEMPTS, OPERATION_ID, REQUEST_SCHEMA, defined, fenceToken, invalid, nat } from './inputs.js';
 import {
   applyTransaction,
+  copyProjection,
   initialProjection,
   leaseAuthorization,
   projectionProblem,
@@ -271,7 +272,7 @@ export async function execute(
     });
     const answer = await settle(core, a, r, d.receipt, d.next);
     if (answer) {
-      if (r.status === 'applied') core.head = { p: structuredClone(d.next), head: { cursor: r.cursor, provider_revision: r.provider_revision } };
+      if (r.status === 'applied') core.head = { p: copyProjection(d.next), head: { cursor: r.cursor, provider_revision: r.provider_revision } };
       return answer;
     }
     if (!remembered) attempt++;

@@ -3,7 +3,7 @@
  * projections and receipts, and the argument checks every provider applies the same way. Providers
  * store these bytes and hand back parsed copies; they never re-encode stored text.
  */
-import { canonicalJson, rejected } from '../../core/index.js';
+import { canonicalJsonEach, rejected } from '../../core/index.js';
 import { MAX_SCAN_LIMIT, type JsonObject, type WorkCommitRequest, type WriterFence } from './contract.js';
 
 export interface EncodedCommit {
@@ -27,13 +27,15 @@ export function encodeCommit(request: WorkCommitRequest): EncodedCommit | { read
   if (!Array.isArray(request.events) || request.events.length === 0) return { failed: 'commit_events_empty' };
   if (request.writer_fence !== undefined && !isFence(request.writer_fence)) return { failed: 'commit_writer_fence_invalid' };
   try {
+    // One call: the Todo a commit names is in its events, its projection and its receipt, and is written once.
+    const [events, projection, receipt] = canonicalJsonEach([request.events, request.next_projection, request.receipt]) as [string, string, string];
     return {
       operation_id: request.operation_id,
       request_digest: request.request_digest,
       expected_provider_revision: request.expected_provider_revision,
-      events: canonicalJson(request.events),
-      projection: canonicalJson(request.next_projection),
-      receipt: canonicalJson(request.receipt),
+      events,
+      projection,
+      receipt,
     };
   } catch {
     return { failed: 'commit_not_json' };

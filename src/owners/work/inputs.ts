@@ -58,6 +58,14 @@ export function fenceToken(v: FenceToken | undefined): FenceToken | undefined {
   if (typeof v !== 'object' || v === null || typeof v.fence_id !== 'string' || !Number.isSafeInteger(v.epoch)) throw invalid('fence', 'a fence token {fence_id, epoch}');
   return { fence_id: v.fence_id, epoch: v.epoch };
 }
-/** Drops undefined members so the digest covers exactly the request's semantic fields. */
-export const defined = (o: Record<string, JsonValue | undefined>): Record<string, JsonValue> =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Record<string, JsonValue>;
+/** Drops undefined members so the digest covers exactly the request's semantic fields (a copy: own members in order, as Object.fromEntries builds it). */
+export function defined(o: Record<string, JsonValue | undefined>): Record<string, JsonValue> {
+  const out: Record<string, JsonValue> = {};
+  for (const k of Object.keys(o)) {
+    const v = o[k];
+    if (v === undefined) continue;
+    if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+    else out[k] = v;
+  }
+  return out;
+}

@@ -206,6 +206,25 @@ export function leaseAuthorization(lease: Lease | null, now: Date): LeaseAuthori
   return leaseExpired(lease, now) ? 'expired' : 'active';
 }
 
+/**
+ * A deep copy of a committed projection, the private head an owner decides its next write over.
+ * A committed projection is plain JSON (its provider stored it as canonical JSON), so a copy of
+ * its objects, arrays and values is whole: what structuredClone made, for a fifth of the CPU.
+ */
+export const copyProjection = (p: WorkProjection): WorkProjection => copyJson(p) as WorkProjection;
+
+function copyJson(v: unknown): unknown {
+  if (typeof v !== 'object' || v === null) return v;
+  if (Array.isArray(v)) return v.map(copyJson);
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(v)) {
+    const x = copyJson((v as Record<string, unknown>)[k]);
+    if (k === '__proto__') Object.defineProperty(out, k, { value: x, enumerable: true, writable: true, configurable: true });
+    else out[k] = x;
+  }
+  return out;
+}
+
 /** JSON view of a model value for the provider (values are plain JSON by construction). */
 export const toJson = <T>(value: T): JsonObject => value as unknown as JsonObject;
 

@@ -88,4 +88,22 @@ describe.each(HARNESSES)('work owner commit loop: %s', (_name, make) => {
     expect((await rejectionOf(() => fresh.work.updateTodo({ ...again, title: 'another title' }))).code).toBe('operation_identity_mismatch');
     expect(await work.transactionCount()).toBe(2);
   });
+
+  it('the head a write remembers is the owner’s own copy: changing the results it handed out changes nothing it decides or stores next', async () => {
+    const { work } = await countedOwner(make());
+    await work.setHandoffMode({ operation_id: 'mode', handoff_mode: 'hard_lease' });
+    await work.addTodo({ operation_id: 'add', title: 'first title' });
+    const acquired = await work.acquireLease({ operation_id: 'lease', todo_id: 't1', owner: 'agent', execution_key: 'run-1', ttl_ms: 60_000, expected_version: 0 });
+    // A caller scribbling over what it was given, in fields the next decision does not check (a
+    // changed revision or lease holder would be refused and decided again over a fresh load anyway).
+    const todo = acquired.receipt.todo as unknown as Record<string, unknown>;
+    Object.assign(todo, { title: 'tampered', created_at: 'tampered' });
+    Object.assign(todo.lease as Record<string, unknown>, { acquired_at: 'tampered' });
+    const proof = { owner: 'agent', execution_key: 'run-1', lease_epoch: 1 };
+    const r = await work.updateTodo({ operation_id: 'u', todo_id: 't1', note: 'a note', expected_todo_revision: 2, lease: proof });
+    const untouched = { title: 'first title', note: 'a note', todo_revision: 3, created_at: (await work.view()).todos[0]?.created_at, lease: { owner: 'agent', lease_epoch: 1 } };
+    expect(r).toMatchObject({ result: 'applied', receipt: { todo: untouched } });
+    expect(await work.getTodo('t1')).toMatchObject(untouched);
+    expect(JSON.stringify(await work.getTodo('t1'))).not.toContain('tampered');
+  });
 });
