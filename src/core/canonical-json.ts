@@ -1,20 +1,61 @@
 /**
- * Canonical JSON (RFC 8785, JCS) through the `canonicalize` package. Used wherever a digest is
- * taken over JSON (tool schemas in PlanIdentity, manifests). Refuses values JCS cannot represent.
+ * Canonical JSON (RFC 8785, JCS). Used wherever a digest is taken over JSON (tool schemas in
+ * PlanIdentity, manifests) and wherever stored JSON is compared by its text. Refuses values JCS
+ * cannot represent.
+ *
+ * The value is first checked to be plain JSON (`assertJsonValue`), then written by `writeJcs`,
+ * which produces exactly what the `canonicalize` package (4.x) produces for such a value — keys
+ * sorted by UTF-16 code units, strings and numbers as ECMAScript's JSON.stringify writes them, a
+ * lone surrogate refused with the package's error — without its per-call bookkeeping for values
+ * the check has already refused (toJSON, undefined, cycles). test/snapshot/canonical-json.test.ts
+ * compares the two on generated values.
  */
-import canonicalizeImpl from 'canonicalize';
 import { rejected } from './errors.js';
-
-const canonicalizeFn = canonicalizeImpl as unknown as (value: unknown) => string | undefined;
 
 const notCanonical = (why: string) => rejected('non_canonical_json', `The value has no canonical JSON form: ${why}.`);
 
 export const canonicalJson = (value: unknown): string => {
   assertJsonValue(value, 0);
-  const text = canonicalizeFn(value);
-  if (text === undefined) throw notCanonical('JCS cannot encode it');
-  return text;
+  return writeJcs(value);
 };
+
+const SURROGATE = /[\uD800-\uDFFF]/;
+
+/** A surrogate code unit that is not half of a pair (JCS cannot encode it as UTF-8). */
+function hasLoneSurrogate(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0xdc00 && code <= 0xdfff) return true;
+    if (code >= 0xd800 && code <= 0xdbff) {
+      const next = i + 1 < text.length ? text.charCodeAt(i + 1) : 0;
+      if (!(next >= 0xdc00 && next <= 0xdfff)) return true;
+      i++;
+    }
+  }
+  return false;
+}
+
+function writeString(text: string): string {
+  // The same refusal (and message) as the canonicalize package.
+  if (SURROGATE.test(text) && hasLoneSurrogate(text)) throw new Error('Lone surrogate is not allowed');
+  return JSON.stringify(text);
+}
+
+/** JCS text of a value `assertJsonValue` accepted: null, a boolean, a finite number, a string, an array or a plain object of them. */
+function writeJcs(value: unknown): string {
+  if (typeof value === 'string') return writeString(value);
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + writeJcs(value[i]);
+    return `${out}]`;
+  }
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record).sort();
+  let out = '{';
+  for (let i = 0; i < keys.length; i++) out += `${i === 0 ? '' : ','}${writeString(keys[i]!)}:${writeJcs(record[keys[i]!])}`;
+  return `${out}}`;
+}
 
 const MAX_JSON_DEPTH = 64;
 

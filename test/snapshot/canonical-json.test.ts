@@ -3,6 +3,7 @@
  * the fast scanner may say "not sure", but it must never accept a text the definition refuses,
  * and assertCanonicalJson must accept exactly the texts the definition accepts.
  */
+import canonicalizePackage from 'canonicalize';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { canonicalJson } from '../../src/core/canonical-json.js';
@@ -59,7 +60,33 @@ const candidateText = fc.oneof(
   fc.string({ unit: fc.constantFrom('{', '}', '[', ']', '"', ':', ',', '0', '1', '-', '.', 'e', 'a', '\\', 'u', 'n', 't'), maxLength: 12 }),
 );
 
+const outcome = (f: () => string | undefined): string => {
+  try {
+    return `text ${f()}`;
+  } catch (e) {
+    return `error ${(e as Error).message}`;
+  }
+};
+
 describe('canonical JSON check', () => {
+  test('canonicalJson writes exactly what the canonicalize package writes for every value it accepts, and refuses lone surrogates as it does', () => {
+    const reference = canonicalizePackage as unknown as (value: unknown) => string | undefined;
+    fc.assert(
+      fc.property(fc.oneof(jsonValue, weirdValue), (v) => {
+        let ours: string;
+        try {
+          ours = `text ${canonicalJson(v)}`;
+        } catch (e) {
+          // Refused before writing (not plain JSON): the package is not asked.
+          if (isLoopxError(e)) return;
+          ours = `error ${(e as Error).message}`;
+        }
+        expect(ours).toBe(outcome(() => reference(v)));
+      }),
+      { seed: 44, numRuns: 5000 },
+    );
+  });
+
   test('the fast scanner never accepts a text the definition refuses', () => {
     fc.assert(
       fc.property(candidateText, (text) => {
