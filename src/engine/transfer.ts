@@ -23,7 +23,7 @@
  *   FAULT_IMPORT_AFTER_KERNEL_COMMIT, `authority.import.activate`.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { canonicalJson, conflict, faultPoint, hasCode, internal, rejected, toHex } from '../core/index.js';
+import { conflict, faultPoint, hasCode, internal, rejected, toHex } from '../core/index.js';
 import {
   decodeEnvelope,
   encodeEnvelope,
@@ -36,7 +36,7 @@ import {
   type SnapshotEnvelope,
 } from '../snapshot/index.js';
 import type { RunLease, RunRecord } from '../run-authority/index.js';
-import { agentDefinitionToFile, defineAgent, type AgentDefinition } from './agent.js';
+import { defineAgent, definitionBody, type AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
 import type { RunOwnership } from './ownership.js';
 import { SCRIPTED_PROVIDER } from './providers/scripted.js';
@@ -380,14 +380,17 @@ export class RunTransfer {
         nextAction: 'pass the agent file the run was started with',
       });
     // A root with no engine.db yet has stored nothing: reading must not create it (a refused import changes nothing).
-    const stored = this.#hasRootState() ? this.#store().getDefinition(state.definition) : undefined;
+    const hasRootState = this.#hasRootState();
     if (given) {
       const def = defineAgent(given);
       if (!matches(def)) throw mismatch();
-      // The kernel commit stores it: a differing stored one must be refused now, before the consume point.
-      if (stored && canonicalJson(agentDefinitionToFile(stored)) !== canonicalJson(agentDefinitionToFile(def))) throw mismatch();
+      // The kernel commit stores it, comparing the stored body with its own (putDefinition): a
+      // differing stored one must be refused now, by the same comparison, before the consume point.
+      const storedBody = hasRootState ? this.#store().definitionBodyOf(state.definition) : undefined;
+      if (storedBody !== undefined && storedBody !== definitionBody(def)) throw mismatch();
       return def;
     }
+    const stored = hasRootState ? this.#store().getDefinition(state.definition) : undefined;
     const known = stored ?? this.#application.agent(state.definition);
     if (known) {
       if (!matches(known)) throw mismatch();

@@ -99,6 +99,8 @@ export interface RunCommit {
 export interface RunStore {
   putDefinition(def: AgentDefinition): void;
   getDefinition(identity: DefinitionIdentity): AgentDefinition | undefined;
+  /** The stored definition's body (`definitionBody`, the bytes `putDefinition` compares), unparsed; undefined if none. */
+  definitionBodyOf(identity: DefinitionIdentity): string | undefined;
 
   get(runId: string): RunHead | undefined;
   list(): RunHead[];

@@ -1,8 +1,7 @@
 /** In-memory reference run store: the contract without a disk, for engine tests. */
-import { canonicalJson } from '../../core/index.js';
 import { randomBytes } from 'node:crypto';
 import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
-import { agentDefinitionToFile, parseAgentDefinition, type AgentDefinition } from '../agent.js';
+import { definitionBody, parseAgentDefinition, type AgentDefinition } from '../agent.js';
 import type { RunEvent } from '../events.js';
 import type { MutationRecord, RunHead, RunStore } from './contract.js';
 import { definitionConflict, emptyCommit, sequenceConflict } from './errors.js';
@@ -18,7 +17,7 @@ export function memoryRunStore(): RunStore {
   const store: RunStore = {
     putDefinition(def: AgentDefinition) {
       const key = `${def.id}\u0000${def.version}`;
-      const body = canonicalJson(agentDefinitionToFile(def));
+      const body = definitionBody(def);
       const existing = defs.get(key);
       if (existing === undefined) defs.set(key, body);
       else if (existing !== body) throw definitionConflict(def);
@@ -27,6 +26,7 @@ export function memoryRunStore(): RunStore {
       const body = defs.get(`${identity.id}\u0000${identity.version}`);
       return body ? parseAgentDefinition(JSON.parse(body)) : undefined;
     },
+    definitionBodyOf: (identity) => defs.get(`${identity.id}\u0000${identity.version}`),
     get: (runId) => (runs.has(runId) ? clone(runs.get(runId)!.head) : undefined),
     list: () => [...runs.values()].map((r) => clone(r.head)),
     messages: (runId) => clone(runs.get(runId)?.messages ?? []),
