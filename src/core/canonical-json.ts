@@ -19,6 +19,18 @@ export const canonicalJson = (value: unknown): string => {
   return writeJcs(value);
 };
 
+/**
+ * The UTF-8 byte length of `canonicalJson(value)`, with the same refusals, without sorting members.
+ * For plain JSON, JSON.stringify writes the same members, strings and numbers as JCS and differs
+ * only in member order, which does not change the length; where it wrote a `\u` escape (a control
+ * character, or a lone surrogate JCS refuses) the canonical text is written instead.
+ */
+export const canonicalJsonByteLength = (value: unknown): number => {
+  assertJsonValue(value, 0);
+  const text = JSON.stringify(value);
+  return Buffer.byteLength(text.includes('\\u') ? writeJcs(value) : text, 'utf8');
+};
+
 const SURROGATE = /[\uD800-\uDFFF]/;
 
 /** A surrogate code unit that is not half of a pair (JCS cannot encode it as UTF-8). */

@@ -6,7 +6,7 @@
 import canonicalizePackage from 'canonicalize';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { canonicalJson } from '../../src/core/canonical-json.js';
+import { canonicalJson, canonicalJsonByteLength } from '../../src/core/canonical-json.js';
 import { isLoopxError } from '../../src/core/errors.js';
 import { assertCanonicalJson, isCanonicalJsonFast } from '../../src/snapshot/canonical-json-check.js';
 
@@ -84,6 +84,17 @@ describe('canonical JSON check', () => {
         expect(ours).toBe(outcome(() => reference(v)));
       }),
       { seed: 44, numRuns: 5000 },
+    );
+  });
+
+  test('canonicalJsonByteLength is the UTF-8 length of canonicalJson, with the same refusals', () => {
+    const length = (v: unknown) => outcome(() => String(canonicalJsonByteLength(v)));
+    const reference = (v: unknown) => outcome(() => String(Buffer.byteLength(canonicalJson(v), 'utf8')));
+    fc.assert(
+      fc.property(fc.oneof(jsonValue, weirdValue, fc.constantFrom<unknown>(undefined, [1, undefined], { a: () => 1 }, { a: NaN }, new Date(0))), (v) => {
+        expect(length(v)).toBe(reference(v));
+      }),
+      { seed: 45, numRuns: 5000 },
     );
   });
 
