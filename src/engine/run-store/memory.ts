@@ -14,14 +14,15 @@ export function memoryRunStore(): RunStore {
   const clone = <T>(v: T): T => structuredClone(v);
   const rootId = `root_${randomBytes(12).toString('hex')}`;
 
+  const putDefinition = (def: AgentDefinition, body = definitionBody(def)): void => {
+    const key = `${def.id}\u0000${def.version}`;
+    const existing = defs.get(key);
+    if (existing === undefined) defs.set(key, body);
+    else if (existing !== body) throw definitionConflict(def);
+  };
+
   const store: RunStore = {
-    putDefinition(def: AgentDefinition) {
-      const key = `${def.id}\u0000${def.version}`;
-      const body = definitionBody(def);
-      const existing = defs.get(key);
-      if (existing === undefined) defs.set(key, body);
-      else if (existing !== body) throw definitionConflict(def);
-    },
+    putDefinition: (def) => putDefinition(def),
     getDefinition(identity: DefinitionIdentity) {
       const body = defs.get(`${identity.id}\u0000${identity.version}`);
       return body ? parseAgentDefinition(JSON.parse(body)) : undefined;
@@ -51,9 +52,9 @@ export function memoryRunStore(): RunStore {
       return clone(events);
     },
     readEvents: (runId, after, limit) => clone((runs.get(runId)?.events ?? []).filter((e) => e.sequence > after).slice(0, limit)),
-    insertImported(head, messages, definition) {
+    insertImported(head, messages, definition, body) {
       if (runs.has(head.runId)) throw sequenceConflict(head.runId, 0, runs.get(head.runId)!.head.lastSequence);
-      store.putDefinition(definition);
+      putDefinition(definition, body);
       const at = new Date().toISOString();
       runs.set(head.runId, { head: clone({ ...head, createdAt: at, updatedAt: at }), messages: clone([...messages]), mutations: new Map(), events: [] });
       for (const l of listeners) l(head.runId);

@@ -70,9 +70,8 @@ type Statements = ReturnType<typeof prepareStatements>;
  * is the check (processes starting runs of one agent at the same moment race here): whoever
  * inserted first wins, and every other writer compares against what is stored.
  */
-function putDefinitionWith(q: Statements): (def: AgentDefinition) => void {
-  return (def) => {
-    const body = definitionBody(def);
+function putDefinitionWith(q: Statements): (def: AgentDefinition, body?: string) => void {
+  return (def, body = definitionBody(def)) => {
     if (q.putDef.run(def.id, def.version, body).changes === 1) return;
     const existing = q.getDef.get(def.id, def.version) as { body: string };
     if (existing.body !== body) throw definitionConflict(def);
@@ -80,11 +79,11 @@ function putDefinitionWith(q: Statements): (def: AgentDefinition) => void {
 }
 
 /** An imported run: its head and messages, only when the run is not known yet. */
-function importTransaction(db: SqliteDatabase, q: Statements, putDefinition: (def: AgentDefinition) => void) {
-  return db.transaction((head: RunHead, messages: readonly Message[], def: AgentDefinition) => {
+function importTransaction(db: SqliteDatabase, q: Statements, putDefinition: (def: AgentDefinition, body?: string) => void) {
+  return db.transaction((head: RunHead, messages: readonly Message[], def: AgentDefinition, body: string | undefined) => {
     const existing = q.lastSeq.get(head.runId) as { last_sequence: number } | undefined;
     if (existing !== undefined) throw sequenceConflict(head.runId, 0, existing.last_sequence);
-    putDefinition(def);
+    putDefinition(def, body);
     const at = new Date().toISOString();
     const h: RunHead = { ...head, createdAt: at, updatedAt: at };
     q.insertRun.run(h.runId, h.lifecycle, h.lastSequence, at, JSON.stringify(h));
@@ -171,7 +170,7 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
   const commitTx = commitTransaction(db, q);
 
   return {
-    putDefinition,
+    putDefinition: (def) => putDefinition(def),
     getDefinition(identity: DefinitionIdentity) {
       const row = q.getDef.get(identity.id, identity.version) as { body: string } | undefined;
       return row ? parseAgentDefinition(JSON.parse(row.body)) : undefined;
@@ -207,8 +206,8 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
         data: JSON.parse(r.data) as RunEvent['data'],
       }));
     },
-    insertImported(head, messages, definition) {
-      importTx.immediate(head, messages, definition);
+    insertImported(head, messages, definition, body) {
+      importTx.immediate(head, messages, definition, body);
       for (const l of listeners) l(head.runId);
     },
     rootId() {
