@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
-import { isLoopxError, notFound, rejected } from '../core/index.js';
+import { canonicalJson, isLoopxError, notFound, rejected } from '../core/index.js';
 import type { ModelRef } from '../snapshot/index.js';
 import { MCP_SERVER_DECLARATION_SCHEMA, parseMcpServers, type McpServerDeclaration } from './mcp/declaration.js';
 import type { JsonValue } from './tools.js';
@@ -217,6 +217,12 @@ export function agentDefinitionToFile(def: AgentDefinition): AgentFile {
       : {}),
   };
 }
+
+/**
+ * The stored form of a definition: the canonical JSON of its file form. Run stores keep these
+ * bytes and compare a definition with the stored one by them (`putDefinition`), as import does.
+ */
+export const definitionBody = (def: AgentDefinition): string => canonicalJson(agentDefinitionToFile(def));
 
 /** Typed API: validates exactly as a file would be. */
 export const defineAgent = (def: AgentDefinition): AgentDefinition => {

@@ -23,7 +23,7 @@
  *   FAULT_IMPORT_AFTER_KERNEL_COMMIT, `authority.import.activate`.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { canonicalJson, conflict, faultPoint, hasCode, internal, rejected, toHex } from '../core/index.js';
+import { conflict, faultPoint, hasCode, internal, rejected, toHex } from '../core/index.js';
 import {
   decodeEnvelope,
   encodeEnvelope,
@@ -36,7 +36,7 @@ import {
   type SnapshotEnvelope,
 } from '../snapshot/index.js';
 import type { RunLease, RunRecord } from '../run-authority/index.js';
-import { agentDefinitionToFile, defineAgent, type AgentDefinition } from './agent.js';
+import { defineAgent, definitionBody, type AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
 import type { RunOwnership } from './ownership.js';
 import { SCRIPTED_PROVIDER } from './providers/scripted.js';
@@ -98,6 +98,12 @@ const importedHead = (state: RunSnapshotState, usageBefore = estimatedUsage(stat
   createdAt: '',
   updatedAt: '',
 });
+
+/** The definition an import commits, with its stored form (`definitionBody`) when import already computed it to compare. */
+interface ImportDefinition {
+  readonly def: AgentDefinition;
+  readonly body?: string;
+}
 
 const hexEqual = (a: string, b: string): boolean => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
@@ -207,7 +213,7 @@ export class RunTransfer {
   async importSnapshot(bytes: Uint8Array, options: { agent?: AgentDefinition } = {}): Promise<RunView> {
     const authority = this.#own.authority;
     const envelope = decodeEnvelope(bytes);
-    const { state, seen, def } = this.#admit(envelope, options.agent);
+    const { state, seen, chosen } = this.#admit(envelope, options.agent);
     const runId = state.runId;
     // Importers take the import lock before the run's lock, so a competitor that got here first
     // finishes (consumed, or failed before consuming) before this one reads the record again.
@@ -223,7 +229,7 @@ export class RunTransfer {
         });
       }
       try {
-        this.#importLocked(lock, state, seen, def);
+        this.#importLocked(lock, state, seen, chosen);
       } finally {
         lock.release();
       }
@@ -250,7 +256,7 @@ export class RunTransfer {
    * may this root be opened), the snapshot is live and not tombstoned, it is still importable,
    * and its definition and static components match this engine's.
    */
-  #admit(envelope: SnapshotEnvelope, agent: AgentDefinition | undefined): { state: RunSnapshotState; seen: RunRecord; def: AgentDefinition } {
+  #admit(envelope: SnapshotEnvelope, agent: AgentDefinition | undefined): { state: RunSnapshotState; seen: RunRecord; chosen: ImportDefinition } {
     const state = envelope.state;
     const runId = state.runId;
     const seen = this.#verifiedRecord(envelope);
@@ -266,13 +272,13 @@ export class RunTransfer {
       });
     }
     if (!this.#importable(seen, seen)) throw consumed(runId);
-    const def = this.#definitionForImport(state, agent);
-    this.#checkStaticCompatibility(state, def);
-    return { state, seen, def };
+    const chosen = this.#definitionForImport(state, agent);
+    this.#checkStaticCompatibility(state, chosen.def);
+    return { state, seen, chosen };
   }
 
   /** Import under the import lock and the run's lock: re-read the record, lease the plan, consume, commit, activate. */
-  #importLocked(lock: RunLease, state: RunSnapshotState, seen: RunRecord, def: AgentDefinition): void {
+  #importLocked(lock: RunLease, state: RunSnapshotState, seen: RunRecord, chosen: ImportDefinition): void {
     const runId = state.runId;
     const current = this.#own.authority.readRecord(runId);
     if (!current || !this.#importable(current, seen)) throw consumed(runId);
@@ -287,19 +293,19 @@ export class RunTransfer {
     if (head && !landed) throw conflict('run_known', `This root already knows run ${runId}.`, { nextAction: 'import into a root that has never seen this run' });
     const planLease = landed ? undefined : this.#application.toolPlans.lease(state.planIdentity.toolPlanId);
     try {
-      if (planLease && this.#application.planIdentityFromLease(def, planLease).fingerprint !== state.planIdentity.fingerprint) {
+      if (planLease && this.#application.planIdentityFromLease(chosen.def, planLease).fingerprint !== state.planIdentity.fingerprint) {
         throw rejected('plan_identity_mismatch', `The tool plan ${state.planIdentity.toolPlanId} here differs from the one run ${runId} was made with.`, {
           nextAction: 'import with the application version that exported it',
         });
       }
-      this.#consume(lock, current, state, def, landed);
+      this.#consume(lock, current, state, chosen, landed);
     } finally {
       planLease?.release();
     }
   }
 
   /** From the consume point on: IMPORTING (unless already), the kernel commit (unless landed), ACTIVE. */
-  #consume(lock: RunLease, current: RunRecord, state: RunSnapshotState, def: AgentDefinition, landed: boolean): void {
+  #consume(lock: RunLease, current: RunRecord, state: RunSnapshotState, chosen: ImportDefinition, landed: boolean): void {
     const runId = state.runId;
     let importing = current;
     if (current.state === 'SUSPENDED') {
@@ -310,7 +316,7 @@ export class RunTransfer {
     // ── past the consume point: any failure is uncertain, never retried automatically ──
     this.#uncertain(runId, () => {
       if (!landed) {
-        this.#store().insertImported(importedHead(state), state.messages, def);
+        this.#store().insertImported(importedHead(state), state.messages, chosen.def, chosen.body);
         faultPoint(FAULT_IMPORT_AFTER_KERNEL_COMMIT);
       }
       // The import lock and the run lock are released even when this Activate is uncertain:
@@ -367,7 +373,7 @@ export class RunTransfer {
     }
   }
 
-  #definitionForImport(state: RunSnapshotState, given: AgentDefinition | undefined): AgentDefinition {
+  #definitionForImport(state: RunSnapshotState, given: AgentDefinition | undefined): ImportDefinition {
     const matches = (d: AgentDefinition) =>
       d.id === state.definition.id &&
       d.version === state.definition.version &&
@@ -380,18 +386,22 @@ export class RunTransfer {
         nextAction: 'pass the agent file the run was started with',
       });
     // A root with no engine.db yet has stored nothing: reading must not create it (a refused import changes nothing).
-    const stored = this.#hasRootState() ? this.#store().getDefinition(state.definition) : undefined;
+    const hasRootState = this.#hasRootState();
     if (given) {
       const def = defineAgent(given);
       if (!matches(def)) throw mismatch();
-      // The kernel commit stores it: a differing stored one must be refused now, before the consume point.
-      if (stored && canonicalJson(agentDefinitionToFile(stored)) !== canonicalJson(agentDefinitionToFile(def))) throw mismatch();
-      return def;
+      // The kernel commit stores this body, comparing it with the stored one (as putDefinition): a
+      // differing stored one must be refused now, by the same comparison, before the consume point.
+      const body = definitionBody(def);
+      const storedBody = hasRootState ? this.#store().definitionBodyOf(state.definition) : undefined;
+      if (storedBody !== undefined && storedBody !== body) throw mismatch();
+      return { def, body };
     }
+    const stored = hasRootState ? this.#store().getDefinition(state.definition) : undefined;
     const known = stored ?? this.#application.agent(state.definition);
     if (known) {
       if (!matches(known)) throw mismatch();
-      return known;
+      return { def: known };
     }
     // The snapshot does not hold a script, a provider's base URL, key variable or a budget.
     if (state.model.provider === SCRIPTED_PROVIDER || this.#application.providerKind(state.model.provider)) {
@@ -404,7 +414,9 @@ export class RunTransfer {
       );
     }
     // Everything a definition of a program's own provider holds is in the snapshot (the system prompt is in the history).
-    return defineAgent({ id: state.definition.id, version: state.definition.version, model: state.model, turnLimit: state.turnLimit, toolPlan: state.planIdentity.toolPlanId });
+    return {
+      def: defineAgent({ id: state.definition.id, version: state.definition.version, model: state.model, turnLimit: state.turnLimit, toolPlan: state.planIdentity.toolPlanId }),
+    };
   }
 
   /** Static compatibility, from declarations only — before any plan is leased or anything launched. */

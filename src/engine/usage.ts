@@ -15,7 +15,7 @@
  * - A budget is checked at a turn boundary, before a new turn starts: a run whose total has reached
  *   `budget.max_tokens` stops there (`token_budget_exhausted`) and never makes another call.
  */
-import { canonicalJson, rejected, type LoopxError } from '../core/index.js';
+import { canonicalJsonByteLength, rejected, type LoopxError } from '../core/index.js';
 import type { Message } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import type { ModelResponse } from './providers/provider.js';
@@ -28,7 +28,7 @@ const tokensOfBytes = (bytes: number): number => Math.max(1, Math.ceil(bytes / 4
  * A Turn's estimated tokens: the tokens of the response the engine recorded for it, estimated as
  * one per four bytes of its canonical JSON (at least one).
  */
-export const turnTokens = (assistant: Message): number => tokensOfBytes(Buffer.byteLength(canonicalJson(assistant.parts), 'utf8'));
+export const turnTokens = (assistant: Message): number => tokensOfBytes(canonicalJsonByteLength(assistant.parts));
 
 /** The usage of turn `turn`'s model call: the provider's report, else the estimate of its response. */
 export function turnUsageOf(turn: number, response: ModelResponse, assistant: Message): TurnUsage {
@@ -70,7 +70,7 @@ export function estimatedUsage(messages: readonly Message[]): RunUsage | undefin
   let outputTokens = 0;
   let calls = 0;
   for (const message of messages) {
-    const bytes = Buffer.byteLength(canonicalJson(message.parts), 'utf8');
+    const bytes = canonicalJsonByteLength(message.parts);
     if (message.role === 'assistant') {
       calls++;
       inputTokens += tokensOfBytes(before);

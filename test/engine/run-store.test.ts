@@ -166,4 +166,28 @@ describe.each(providers)('run store (%s)', (_name, open) => {
     expect(refusal(() => b.insertImported(head('r1', 4), [], def))).toMatchObject({ code: 'run_sequence_conflict', details: { found_sequence: 1 } });
     expect(a.get('r1')?.lastSequence).toBe(1);
   });
+
+  it.each([0, 1, 16, 37])('an imported history of %i messages reads back whole and in order, with its definition', (count) => {
+    const [a, b] = open();
+    const def: AgentDefinition = { id: 'agent', version: '1', model: { provider: 'scripted', modelId: 'm' }, turnLimit: 10, toolPlan: 'p' };
+    const messages = Array.from({ length: count }, (_, i) => ({
+      id: `m${i}`,
+      role: i % 2 === 0 ? ('user' as const) : ('assistant' as const),
+      parts: [{ type: 'text' as const, text: `message ${i}` }],
+    }));
+    a.insertImported({ ...head('r1', 7), lifecycle: 'suspended', messageCount: count }, messages, def);
+    expect(b.messages('r1')).toEqual(messages);
+    expect(b.get('r1')).toMatchObject({ lastSequence: 7, lifecycle: 'suspended' });
+    expect(b.getDefinition(def)).toEqual(def);
+  });
+
+  it('an import whose definition differs from the stored one of the same id and version is refused and stores nothing', () => {
+    const [a, b] = open();
+    const def: AgentDefinition = { id: 'agent', version: '1', model: { provider: 'scripted', modelId: 'm' }, turnLimit: 10, toolPlan: 'p' };
+    a.putDefinition(def);
+    const other: AgentDefinition = { ...def, turnLimit: 11 };
+    expect(refusal(() => b.insertImported(head('r1', 4), [], other)).code).toBe('definition_conflict');
+    expect(b.get('r1')).toBeUndefined();
+    expect(b.definitionBodyOf(def)).toBe(a.definitionBodyOf(def));
+  });
 });

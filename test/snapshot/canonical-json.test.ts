@@ -3,9 +3,10 @@
  * the fast scanner may say "not sure", but it must never accept a text the definition refuses,
  * and assertCanonicalJson must accept exactly the texts the definition accepts.
  */
+import canonicalizePackage from 'canonicalize';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { canonicalJson } from '../../src/core/canonical-json.js';
+import { canonicalJson, canonicalJsonByteLength } from '../../src/core/canonical-json.js';
 import { isLoopxError } from '../../src/core/errors.js';
 import { assertCanonicalJson, isCanonicalJsonFast } from '../../src/snapshot/canonical-json-check.js';
 
@@ -59,7 +60,44 @@ const candidateText = fc.oneof(
   fc.string({ unit: fc.constantFrom('{', '}', '[', ']', '"', ':', ',', '0', '1', '-', '.', 'e', 'a', '\\', 'u', 'n', 't'), maxLength: 12 }),
 );
 
+const outcome = (f: () => string | undefined): string => {
+  try {
+    return `text ${f()}`;
+  } catch (e) {
+    return `error ${(e as Error).message}`;
+  }
+};
+
 describe('canonical JSON check', () => {
+  test('canonicalJson writes exactly what the canonicalize package writes for every value it accepts, and refuses lone surrogates as it does', () => {
+    const reference = canonicalizePackage as unknown as (value: unknown) => string | undefined;
+    fc.assert(
+      fc.property(fc.oneof(jsonValue, weirdValue), (v) => {
+        let ours: string;
+        try {
+          ours = `text ${canonicalJson(v)}`;
+        } catch (e) {
+          // Refused before writing (not plain JSON): the package is not asked.
+          if (isLoopxError(e)) return;
+          ours = `error ${(e as Error).message}`;
+        }
+        expect(ours).toBe(outcome(() => reference(v)));
+      }),
+      { seed: 44, numRuns: 5000 },
+    );
+  });
+
+  test('canonicalJsonByteLength is the UTF-8 length of canonicalJson, with the same refusals', () => {
+    const length = (v: unknown) => outcome(() => String(canonicalJsonByteLength(v)));
+    const reference = (v: unknown) => outcome(() => String(Buffer.byteLength(canonicalJson(v), 'utf8')));
+    fc.assert(
+      fc.property(fc.oneof(jsonValue, weirdValue, fc.constantFrom<unknown>(undefined, [1, undefined], { a: () => 1 }, { a: NaN }, new Date(0))), (v) => {
+        expect(length(v)).toBe(reference(v));
+      }),
+      { seed: 45, numRuns: 5000 },
+    );
+  });
+
   test('the fast scanner never accepts a text the definition refuses', () => {
     fc.assert(
       fc.property(candidateText, (text) => {

@@ -99,6 +99,8 @@ export interface RunCommit {
 export interface RunStore {
   putDefinition(def: AgentDefinition): void;
   getDefinition(identity: DefinitionIdentity): AgentDefinition | undefined;
+  /** The stored definition's body (`definitionBody`, the bytes `putDefinition` compares), unparsed; undefined if none. */
+  definitionBodyOf(identity: DefinitionIdentity): string | undefined;
 
   get(runId: string): RunHead | undefined;
   list(): RunHead[];
@@ -113,9 +115,11 @@ export interface RunStore {
    * Create a run from an imported snapshot: the head (at the snapshot's last sequence) and its
    * messages, with no events — the event tail starts at lastSequence+1 — and its definition (as
    * `putDefinition`), atomically: an import stores nothing in a root before it commits. Fails with
-   * `run_sequence_conflict` if the run exists.
+   * `run_sequence_conflict` if the run exists. `body`, when given, is `definitionBody(definition)`
+   * as the caller already computed it (import compares it with the stored one before its consume
+   * point): these are the bytes stored and compared, so what was checked is what is stored.
    */
-  insertImported(head: RunHead, messages: readonly Message[], definition: AgentDefinition): void;
+  insertImported(head: RunHead, messages: readonly Message[], definition: AgentDefinition, body?: string): void;
 
   /** This store's random identity (a runtime root's id), created once. */
   rootId(): string;

@@ -1,8 +1,7 @@
 /** In-memory reference run store: the contract without a disk, for engine tests. */
-import { canonicalJson } from '../../core/index.js';
 import { randomBytes } from 'node:crypto';
 import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
-import { agentDefinitionToFile, parseAgentDefinition, type AgentDefinition } from '../agent.js';
+import { definitionBody, parseAgentDefinition, type AgentDefinition } from '../agent.js';
 import type { RunEvent } from '../events.js';
 import type { MutationRecord, RunHead, RunStore } from './contract.js';
 import { definitionConflict, emptyCommit, sequenceConflict } from './errors.js';
@@ -15,18 +14,20 @@ export function memoryRunStore(): RunStore {
   const clone = <T>(v: T): T => structuredClone(v);
   const rootId = `root_${randomBytes(12).toString('hex')}`;
 
+  const putDefinition = (def: AgentDefinition, body = definitionBody(def)): void => {
+    const key = `${def.id}\u0000${def.version}`;
+    const existing = defs.get(key);
+    if (existing === undefined) defs.set(key, body);
+    else if (existing !== body) throw definitionConflict(def);
+  };
+
   const store: RunStore = {
-    putDefinition(def: AgentDefinition) {
-      const key = `${def.id}\u0000${def.version}`;
-      const body = canonicalJson(agentDefinitionToFile(def));
-      const existing = defs.get(key);
-      if (existing === undefined) defs.set(key, body);
-      else if (existing !== body) throw definitionConflict(def);
-    },
+    putDefinition: (def) => putDefinition(def),
     getDefinition(identity: DefinitionIdentity) {
       const body = defs.get(`${identity.id}\u0000${identity.version}`);
       return body ? parseAgentDefinition(JSON.parse(body)) : undefined;
     },
+    definitionBodyOf: (identity) => defs.get(`${identity.id}\u0000${identity.version}`),
     get: (runId) => (runs.has(runId) ? clone(runs.get(runId)!.head) : undefined),
     list: () => [...runs.values()].map((r) => clone(r.head)),
     messages: (runId) => clone(runs.get(runId)?.messages ?? []),
@@ -51,9 +52,9 @@ export function memoryRunStore(): RunStore {
       return clone(events);
     },
     readEvents: (runId, after, limit) => clone((runs.get(runId)?.events ?? []).filter((e) => e.sequence > after).slice(0, limit)),
-    insertImported(head, messages, definition) {
+    insertImported(head, messages, definition, body) {
       if (runs.has(head.runId)) throw sequenceConflict(head.runId, 0, runs.get(head.runId)!.head.lastSequence);
-      store.putDefinition(definition);
+      putDefinition(definition, body);
       const at = new Date().toISOString();
       runs.set(head.runId, { head: clone({ ...head, createdAt: at, updatedAt: at }), messages: clone([...messages]), mutations: new Map(), events: [] });
       for (const l of listeners) l(head.runId);

@@ -2,11 +2,10 @@
  * SQLite run store: `engine.db` in the runtime root. One database for the kernel state and its
  * event log, so a head change and the events that explain it commit in one transaction.
  */
-import { canonicalJson } from '../../core/index.js';
 import { randomBytes } from 'node:crypto';
 import { openSqlite, setup, type SqliteDatabase, type SqliteStatement } from '../../store/index.js';
 import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
-import { agentDefinitionToFile, parseAgentDefinition, type AgentDefinition } from '../agent.js';
+import { definitionBody, parseAgentDefinition, type AgentDefinition } from '../agent.js';
 import type { RunEvent } from '../events.js';
 import type { MutationRecord, RunCommit, RunHead, RunStore } from './contract.js';
 import { definitionConflict, emptyCommit, sequenceConflict } from './errors.js';
@@ -23,9 +22,11 @@ const MIGRATIONS = [
 
 /**
  * Events go in EVENT_CHUNK rows to an INSERT, the rest one by one: a large commit crosses into the
- * driver a sixteenth as often (measured ~15% less CPU per event at 100 events to a commit).
+ * driver a sixteenth as often (measured ~15% less CPU per event at 100 events to a commit). An
+ * imported run's messages go the same way.
  */
 const EVENT_CHUNK = 16;
+const MESSAGE_UPSERT = 'INSERT INTO messages (run_id, idx, body) VALUES ? ON CONFLICT (run_id, idx) DO UPDATE SET body = excluded.body';
 
 interface EventRow {
   run_id: string;
@@ -47,7 +48,8 @@ function prepareStatements(db: SqliteDatabase) {
     startRun: db.prepare('INSERT INTO runs (run_id, lifecycle, last_sequence, created_at, head) VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING'),
     updateRun: db.prepare('UPDATE runs SET lifecycle = ?, last_sequence = ?, head = ? WHERE run_id = ? AND last_sequence = ?'),
     messages: db.prepare('SELECT body FROM messages WHERE run_id = ? ORDER BY idx'),
-    upsertMessage: db.prepare('INSERT INTO messages (run_id, idx, body) VALUES (?, ?, ?) ON CONFLICT (run_id, idx) DO UPDATE SET body = excluded.body'),
+    upsertMessage: db.prepare(MESSAGE_UPSERT.replace('?', '(?, ?, ?)')),
+    upsertMessageChunk: db.prepare(MESSAGE_UPSERT.replace('?', Array(EVENT_CHUNK).fill('(?, ?, ?)').join(', '))),
     mutations: db.prepare('SELECT body FROM mutations WHERE run_id = ? ORDER BY call_id'),
     upsertMutation: db.prepare('INSERT INTO mutations (run_id, call_id, body) VALUES (?, ?, ?) ON CONFLICT (run_id, call_id) DO UPDATE SET body = excluded.body'),
     insertEvent: db.prepare('INSERT INTO events (run_id, sequence, type, at, data) VALUES (?, ?, ?, ?, ?)'),
@@ -68,9 +70,8 @@ type Statements = ReturnType<typeof prepareStatements>;
  * is the check (processes starting runs of one agent at the same moment race here): whoever
  * inserted first wins, and every other writer compares against what is stored.
  */
-function putDefinitionWith(q: Statements): (def: AgentDefinition) => void {
-  return (def) => {
-    const body = canonicalJson(agentDefinitionToFile(def));
+function putDefinitionWith(q: Statements): (def: AgentDefinition, body?: string) => void {
+  return (def, body = definitionBody(def)) => {
     if (q.putDef.run(def.id, def.version, body).changes === 1) return;
     const existing = q.getDef.get(def.id, def.version) as { body: string };
     if (existing.body !== body) throw definitionConflict(def);
@@ -78,16 +79,33 @@ function putDefinitionWith(q: Statements): (def: AgentDefinition) => void {
 }
 
 /** An imported run: its head and messages, only when the run is not known yet. */
-function importTransaction(db: SqliteDatabase, q: Statements, putDefinition: (def: AgentDefinition) => void) {
-  return db.transaction((head: RunHead, messages: readonly Message[], def: AgentDefinition) => {
+function importTransaction(db: SqliteDatabase, q: Statements, putDefinition: (def: AgentDefinition, body?: string) => void) {
+  return db.transaction((head: RunHead, messages: readonly Message[], def: AgentDefinition, body: string | undefined) => {
     const existing = q.lastSeq.get(head.runId) as { last_sequence: number } | undefined;
     if (existing !== undefined) throw sequenceConflict(head.runId, 0, existing.last_sequence);
-    putDefinition(def);
+    putDefinition(def, body);
     const at = new Date().toISOString();
     const h: RunHead = { ...head, createdAt: at, updatedAt: at };
     q.insertRun.run(h.runId, h.lifecycle, h.lastSequence, at, JSON.stringify(h));
-    messages.forEach((m, i) => q.upsertMessage.run(h.runId, i, JSON.stringify(m)));
+    upsertMessages(q, h.runId, messages);
   });
+}
+
+/** A whole history's rows (index = position), each encoded once; in chunks of EVENT_CHUNK rows, then one by one. */
+function upsertMessages(q: Statements, runId: string, messages: readonly Message[]): void {
+  let i = 0;
+  if (messages.length >= EVENT_CHUNK) {
+    const args: unknown[] = new Array(EVENT_CHUNK * 3);
+    for (; i + EVENT_CHUNK <= messages.length; i += EVENT_CHUNK) {
+      for (let j = 0; j < EVENT_CHUNK; j++) {
+        args[j * 3] = runId;
+        args[j * 3 + 1] = i + j;
+        args[j * 3 + 2] = JSON.stringify(messages[i + j]);
+      }
+      q.upsertMessageChunk.run(args);
+    }
+  }
+  for (; i < messages.length; i++) q.upsertMessage.run(runId, i, JSON.stringify(messages[i]));
 }
 
 /** Each event's row, its data encoded once; in chunks of EVENT_CHUNK rows, then one by one. */
@@ -152,10 +170,13 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
   const commitTx = commitTransaction(db, q);
 
   return {
-    putDefinition,
+    putDefinition: (def) => putDefinition(def),
     getDefinition(identity: DefinitionIdentity) {
       const row = q.getDef.get(identity.id, identity.version) as { body: string } | undefined;
       return row ? parseAgentDefinition(JSON.parse(row.body)) : undefined;
+    },
+    definitionBodyOf(identity: DefinitionIdentity) {
+      return (q.getDef.get(identity.id, identity.version) as { body: string } | undefined)?.body;
     },
     get(runId) {
       const row = q.getRun.get(runId) as { head: string } | undefined;
@@ -185,8 +206,8 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
         data: JSON.parse(r.data) as RunEvent['data'],
       }));
     },
-    insertImported(head, messages, definition) {
-      importTx.immediate(head, messages, definition);
+    insertImported(head, messages, definition, body) {
+      importTx.immediate(head, messages, definition, body);
       for (const l of listeners) l(head.runId);
     },
     rootId() {
