@@ -185,6 +185,8 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
     const { page } = session;
     const id = await planOnPage('notes', 'notes-stale');
     const destination = destinationOf('notes-stale');
+    // The destination the plan made. Once, on a loaded CI run, it was not there yet when the page showed the plan (cause not found): wait for it.
+    await expect.poll(() => existsSync(destination), { timeout: 60_000 }).toBe(true);
     writeFileSync(join(destination, 'added-after-the-plan.txt'), 'not what the plan bound');
     const before = { destination: treeOf(destination), lifetimes: treeOf(join(AUTHORITY_DIR, 'lifetimes')), source: treeOf(root, 'daemon') };
     await page.getByLabel(/I have read the preview/).check();
