@@ -8,12 +8,11 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
 import { STATE_HOME, cliFromSources, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { startModelFixtureServer, type ModelFixtureServer } from '../support/model-fixture-server.js';
 import { axeViolations } from './support/axe.js';
-import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
-import { buildUi } from './support/ui.js';
+import { hasChromium, type BrowserSession } from './support/browser.js';
+import { signedInDaemon, type SignedInDaemon } from './support/ui.js';
 
 cliFromSources();
 
@@ -24,8 +23,8 @@ const BOUND_MS = 60_000;
 let server: ModelFixtureServer;
 let root: string;
 let agent: string;
-let uiDir: string;
-let daemon: RunningDaemon;
+let served: SignedInDaemon;
+let daemon: SignedInDaemon['daemon'];
 let session: BrowserSession;
 
 const runIds = (): string[] => (loopx(['run', 'list', '--root', root, '--json']).json().runs as { run_id: string }[]).map((r) => r.run_id);
@@ -47,18 +46,14 @@ describe.skipIf(!hasChromium())('a model answer streaming on the run page', () =
         tool_plan: 'loopx.builtin.v1',
       }),
     );
-    uiDir = await buildUi();
-    daemon = await startDaemon({ root, port: 0, uiDir, authorityDir: AUTHORITY_DIR, logger: false });
-    session = await launchBrowser();
-    await session.page.goto(daemon.loginUrl);
-    await session.page.getByRole('heading', { level: 1, name: 'Backup & recovery' }).waitFor();
+    served = await signedInDaemon(root, AUTHORITY_DIR);
+    ({ daemon, session } = served);
   }, 240_000);
 
   afterAll(async () => {
-    await session?.close();
-    await daemon?.close();
+    await served?.close();
     await server?.close();
-    for (const dir of [uiDir, root && dirname(root)]) if (dir) rmSync(dir, { recursive: true, force: true });
+    if (root) rmSync(dirname(root), { recursive: true, force: true });
   });
 
   it(

@@ -9,11 +9,10 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isLoopxError } from '../../../src/core/index.js';
 import { builtinApplication, defineAgent, openEngine, type AgentDefinition, type Engine, type RunEvent } from '../../../src/engine/index.js';
 import type { McpServerDeclaration } from '../../../src/engine/mcp/index.js';
 import { LocalRunAuthority } from '../../../src/run-authority/index.js';
-import { privateDir } from '../engine-support.js';
+import { expectCode, privateDir } from '../engine-support.js';
 import { ECHO, GET_SUM, WRITE_FILE, everything, filesystem } from './support.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -56,16 +55,6 @@ const agent = (servers: readonly McpServerDeclaration[], dir: string): AgentDefi
       { text: 'done' },
     ],
   });
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (e) {
-    if (isLoopxError(e)) return e.code;
-    throw e;
-  }
-  throw new Error('expected a refusal');
-}
 
 const toolResults = (engine: Engine, runId: string) =>
   engine
@@ -119,7 +108,7 @@ describe('MCP servers declared by an agent', () => {
       input_schema: { ...ECHO.input_schema, properties: { ...(ECHO.input_schema.properties as object), loud: { type: 'boolean' } }, required: ['message', 'loud'] },
     };
 
-    expect(await codeOf(a.start(agent([everything([changed, GET_SUM]), filesystem(dir, [WRITE_FILE])], dir), { runId: 'run-changed' }))).toBe('mcp_tool_contract_changed');
+    await expectCode(a.start(agent([everything([changed, GET_SUM]), filesystem(dir, [WRITE_FILE])], dir), { runId: 'run-changed' }), 'mcp_tool_contract_changed');
 
     expect(await a.list()).toEqual([]);
     expect(existsSync(join(dir, 'note.txt'))).toBe(false);
@@ -138,7 +127,7 @@ describe('MCP servers declared by an agent', () => {
     const changed = agent([everything([ECHO, changedSum], { transport: { type: 'stdio', command: '/nonexistent/mcp-server' } }), filesystem(dir, [WRITE_FILE])], dir);
 
     const b = open('b');
-    expect(await codeOf(b.importSnapshot(signed.bytes, { agent: changed }))).toBe('import_definition_mismatch');
+    await expectCode(b.importSnapshot(signed.bytes, { agent: changed }), 'import_definition_mismatch');
     expect(await b.list()).toEqual([]);
   });
 });

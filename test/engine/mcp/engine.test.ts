@@ -7,21 +7,12 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Tool, ToolContext } from '../../../src/engine/index.js';
-import { launchMcpServers, parseMcpServers, type McpServerDeclaration, type McpSession } from '../../../src/engine/mcp/index.js';
+import type { McpServerDeclaration } from '../../../src/engine/mcp/index.js';
 import type { ToolResultPart } from '../../../src/snapshot/index.js';
 import { call, latch, localApp, openTestEngine, scriptedAgent } from '../engine-support.js';
-import { ECHO, everything, LONG_RUNNING, toolContext } from './support.js';
+import { ECHO, everything, LONG_RUNNING, toolContext, closeLaunched, launch } from './support.js';
 
-const sessions: McpSession[] = [];
-afterEach(async () => {
-  await Promise.all(sessions.splice(0).map((s) => s.close()));
-});
-
-async function launch(decls: McpServerDeclaration[], options: Parameters<typeof launchMcpServers>[1] = {}): Promise<McpSession> {
-  const session = await launchMcpServers(parseMcpServers(decls), options);
-  sessions.push(session);
-  return session;
-}
+afterEach(closeLaunched);
 
 const noteSchema = { type: 'object', properties: { note: { type: 'string' } }, required: ['note'] };
 const recordServer: McpServerDeclaration = {

@@ -8,20 +8,11 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Tool } from '../../../src/engine/index.js';
 import { outcomeOfOutput, outcomeOfThrow } from '../../../src/engine/mutations.js';
-import { IDEMPOTENCY_META_KEY, launchMcpServers, parseMcpServers, type McpServerDeclaration, type McpSession } from '../../../src/engine/mcp/index.js';
+import { IDEMPOTENCY_META_KEY, type McpServerDeclaration, type McpSession } from '../../../src/engine/mcp/index.js';
 import { expectCode } from '../engine-support.js';
-import { alive, ECHO, everything, LONG_RUNNING, toolContext } from './support.js';
+import { alive, ECHO, everything, LONG_RUNNING, toolContext, closeLaunched, launch } from './support.js';
 
-const sessions: McpSession[] = [];
-afterEach(async () => {
-  await Promise.all(sessions.splice(0).map((s) => s.close()));
-});
-
-async function launch(decls: McpServerDeclaration[], options: Parameters<typeof launchMcpServers>[1] = {}): Promise<McpSession> {
-  const session = await launchMcpServers(parseMcpServers(decls), options);
-  sessions.push(session);
-  return session;
-}
+afterEach(closeLaunched);
 
 const tool = (session: McpSession, name: string): Tool => session.tools.find((x) => x.definition.name === name)!;
 const settled = (p: unknown): Promise<unknown> => Promise.resolve(p);

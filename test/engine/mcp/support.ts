@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { REPO } from '../../support/cli.js';
 import type { JsonValue, ToolContext } from '../../../src/engine/index.js';
-import type { McpServerDeclaration, McpToolDeclaration } from '../../../src/engine/mcp/index.js';
+import { launchMcpServers, parseMcpServers, type McpServerDeclaration, type McpSession, type McpToolDeclaration } from '../../../src/engine/mcp/index.js';
 
 export const EVERYTHING_BIN = join(REPO, 'node_modules', '.bin', 'mcp-server-everything');
 export const FILESYSTEM_BIN = join(REPO, 'node_modules', '.bin', 'mcp-server-filesystem');
@@ -100,3 +100,16 @@ export function alive(pid: number): boolean {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
+
+const launched: McpSession[] = [];
+
+/** Launch servers for a test; `closeLaunched` (in afterEach) stops every one a test launched. */
+export async function launch(decls: McpServerDeclaration[], options: Parameters<typeof launchMcpServers>[1] = {}): Promise<McpSession> {
+  const session = await launchMcpServers(parseMcpServers(decls), options);
+  launched.push(session);
+  return session;
+}
+
+export const closeLaunched = async (): Promise<void> => {
+  await Promise.all(launched.splice(0).map((s) => s.close()));
+};
