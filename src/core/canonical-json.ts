@@ -45,17 +45,8 @@ export function canonicalJsonEach(values: readonly unknown[]): string[] {
 /** During `canonicalJsonEach`: each plain object's text and the depth it was written at (valid at that depth or less). */
 let written: Map<object, { readonly text: string; readonly depth: number }> | undefined;
 
-/**
- * The UTF-8 byte length of `canonicalJson(value)`, with the same refusals, without sorting members.
- * For plain JSON, JSON.stringify writes the same members, strings and numbers as JCS and differs
- * only in member order, which does not change the length; where it wrote a `\u` escape (a control
- * character, or a lone surrogate JCS refuses) the canonical text is written instead.
- */
-export const canonicalJsonByteLength = (value: unknown): number => {
-  assertJsonValue(value, 0);
-  const text = JSON.stringify(value);
-  return Buffer.byteLength(text.includes('\\u') ? canonicalJson(value) : text, 'utf8');
-};
+/** The UTF-8 byte length of `canonicalJson(value)`, with the same refusals. */
+export const canonicalJsonByteLength = (value: unknown): number => Buffer.byteLength(canonicalJson(value), 'utf8');
 
 /** The definition `canonicalJson` keeps to: the value checked whole, then encoded by `canonicalize`. */
 export const canonicalJsonReference = (value: unknown): string => {

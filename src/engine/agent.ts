@@ -174,8 +174,8 @@ function mcpServersOf(value: unknown[]): readonly McpServerDeclaration[] {
     return parseMcpServers(value);
   } catch (e) {
     if (isLoopxError(e) && e.code === 'mcp_declaration_invalid') {
-      const at = String((e.details as { path?: unknown } | undefined)?.path ?? '');
-      throw definitionInvalid(`/mcp_servers${at === '/' ? '' : at}`, e.message.replace(/^MCP server declaration is invalid at [^:]*: /, '').replace(/\.$/, ''), e);
+      const { path, reason } = (e.details ?? {}) as { path?: string; reason?: string };
+      throw definitionInvalid(`/mcp_servers${path === '/' || path === undefined ? '' : path}`, reason ?? e.message, e);
     }
     throw e;
   }

@@ -24,8 +24,7 @@ import { randomBytes } from 'node:crypto';
 import { conflict, notFound, rejected } from '../core/index.js';
 import type { Message, ToolResultPart } from '../snapshot/index.js';
 import { defineAgent, type AgentDefinition } from './agent.js';
-import type { ToolsHold } from './application.js';
-import type { Application } from './application.js';
+import type { Application, ToolsHold } from './application.js';
 import { messageId } from './messages.js';
 import { agrees, operatorOutcome, settleByOperator, type EffectAccess, type Resolution } from './mutations.js';
 import type { RunOwnership } from './ownership.js';
@@ -82,9 +81,10 @@ export class RunKernel {
     const planIdentity = this.#application.planIdentityFor(def);
     // A provider that cannot be called (no credentials) or tools that do not launch are refused before anything is stored.
     this.#application.providerFor(def);
-    const tools = await this.#application.launchTools(def);
     const lock = this.#own.lock(runId);
+    let tools: ToolsHold | undefined;
     try {
+      tools = await this.#application.launchTools(def);
       if (this.#store().get(runId)) throw conflict('run_exists', `Run ${runId} already exists.`);
       if (this.#own.authority.readRecord(runId)) {
         throw conflict('run_known', `The run authority already knows run ${runId}; a run id is used once.`, { nextAction: 'start the run under a new id' });
@@ -133,7 +133,7 @@ export class RunKernel {
       await this.#turns.drive(runId);
     } finally {
       this.#own.release(lock, runId);
-      tools.release();
+      tools?.release();
     }
     return this.#reads.show(runId);
   }

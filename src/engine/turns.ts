@@ -202,7 +202,10 @@ export class TurnDriver {
       retry: this.#application.modelRetry,
       keyEnv: apiKeyEnvOf(def.model),
       // Streamed text and retries are recorded on the run's current head (the driver holds its lock).
-      record: (events) => void this.#commit(this.#head(runId), { head: this.#head(runId), events }),
+      record: (events) => {
+        const current = this.#head(runId);
+        this.#commit(current, { head: current, events });
+      },
     });
     if (!called.ok) {
       const e = called.error;

@@ -9,7 +9,7 @@ import { conflict, internal, rejected, type LoopxError } from '../../core/index.
 export const declarationInvalid = (path: string, why: string): LoopxError =>
   rejected('mcp_declaration_invalid', `MCP server declaration is invalid at ${path}: ${why}.`, {
     nextAction: 'fix the MCP server declaration (name, transport and declared tools) and load it again',
-    details: { path },
+    details: { path, reason: why },
   });
 
 /** A declared environment reference names a variable the host does not have: nothing was started. */

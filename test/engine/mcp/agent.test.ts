@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { builtinApplication, defineAgent, openEngine, type AgentDefinition, type Engine, type RunEvent } from '../../../src/engine/index.js';
 import type { McpServerDeclaration } from '../../../src/engine/mcp/index.js';
 import { LocalRunAuthority } from '../../../src/run-authority/index.js';
-import { expectCode, privateDir } from '../engine-support.js';
+import { expectCode, expectThrowsCode, privateDir } from '../engine-support.js';
 import { ECHO, GET_SUM, WRITE_FILE, everything, filesystem } from './support.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -129,5 +129,15 @@ describe('MCP servers declared by an agent', () => {
     const b = open('b');
     await expectCode(b.importSnapshot(signed.bytes, { agent: changed }), 'import_definition_mismatch');
     expect(await b.list()).toEqual([]);
+  });
+});
+
+describe('MCP declarations in an agent definition', () => {
+  it('a declaration the schema allows but the MCP rules refuse is an invalid agent definition at its place, with the rule as the reason', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'loopx-mcp-files-'));
+    const plainHttp: McpServerDeclaration = { name: 'remote', transport: { type: 'http', url: 'http://mcp.example.com/mcp' }, tools: [ECHO] };
+    const e = expectThrowsCode(() => agent([everything([ECHO]), plainHttp], dir), 'agent_definition_invalid');
+    expect(e.message).toMatch(/^Agent definition is invalid at \/mcp_servers\/1\/transport[^:]*: /);
+    expect(e.message).not.toContain('MCP server declaration is invalid');
   });
 });
