@@ -184,6 +184,38 @@ async function providerCommitter(db: PgDatabase): Promise<() => Promise<void>> {
   };
 }
 
+/** Todo updates per batched transaction. */
+const BATCH = 10;
+
+/** A work owner on a new Goal with BATCH Todos, all updated by each call as one `update_todos` transaction. */
+async function batchUpdater(db: PgDatabase): Promise<() => Promise<void>> {
+  const work = await newOwner(db);
+  for (let i = 2; i <= BATCH; i++) await work.addTodo({ operation_id: `add-${i}`, todo_id: `t${i}`, title: 'first title' });
+  let n = 0;
+  return async () => {
+    n++;
+    await work.updateTodos({
+      operation_id: `b-${n}`,
+      updates: Array.from({ length: BATCH }, (_, i) => ({ todo_id: `t${i + 1}`, title: `title ${n}` })),
+    });
+  };
+}
+
+/** BATCH rows per statement: one multi-row `INSERT … RETURNING` (autocommit). */
+const rawBatchWriter = (raw: pg.Pool, key: string) => {
+  const values = Array.from({ length: BATCH }, (_, i) => `($${7 * i + 1}, $${7 * i + 2}, $${7 * i + 3}, $${7 * i + 4}, $${7 * i + 5}, $${7 * i + 6}, $${7 * i + 7})`).join(', ');
+  const text = `INSERT INTO raw_commits (goal_key, cursor, provider_revision, operation_id, request_digest, events, receipt) VALUES ${values} RETURNING cursor`;
+  let n = 0;
+  return async () => {
+    const params: unknown[] = [];
+    for (let i = 0; i < BATCH; i++) {
+      n++;
+      params.push(key, n, `inc:${n}`, `u-${n}`, 'd'.repeat(64), EVENTS, RECEIPT);
+    }
+    await raw.query(text, params);
+  };
+};
+
 const rawWriter = (raw: pg.Pool, key: string) => {
   let n = 0;
   return async () => {
@@ -241,6 +273,13 @@ async function commitFigures(b: Bench): Promise<BenchFigure[]> {
     Array.from({ length: WRITERS }, (_, i) => rawWriter(b.raw, `raw-${i}`)),
     PER_WRITER,
   );
+  const batched = await single(await batchUpdater(b.db));
+  const rawBatched = await single(rawBatchWriter(b.raw, 'raw-batch'));
+  const batchedN = await concurrent(await Promise.all(Array.from({ length: WRITERS }, () => batchUpdater(b.db))), PER_WRITER);
+  const rawBatchedN = await concurrent(
+    Array.from({ length: WRITERS }, (_, i) => rawBatchWriter(b.raw, `raw-batch-${i}`)),
+    PER_WRITER,
+  );
   return [
     {
       name: 'work owner commit, one Todo update per transaction (one Goal, one writer)',
@@ -268,6 +307,24 @@ async function commitFigures(b: Bench): Promise<BenchFigure[]> {
       target: TARGET,
       ratioKind: 'speed',
       extra: `loopx ${perSecond(oursN.value)} commits/s, raw ${perSecond(baselineN.value)} commits/s (pool of ${WRITERS} connections each); ${cpuText('owner', oursN.cpu, baselineN.cpu)}`,
+    },
+    {
+      name: `work owner commit, ${BATCH} Todo updates batched per transaction (one update_todos operation; one Goal, one writer), per update`,
+      seconds: batched.value / BATCH,
+      baselineName: `raw pg INSERT of ${BATCH} rows … RETURNING (one statement, autocommit), per row`,
+      baselineSeconds: rawBatched.value / BATCH,
+      target: TARGET,
+      ratioKind: 'speed',
+      extra: `loopx ${perSecond(batched.value / BATCH)} updates/s (${perSecond(batched.value)} commits/s), raw ${perSecond(rawBatched.value / BATCH)} rows/s; ${cpuText('owner', batched.cpu, rawBatched.cpu)}`,
+    },
+    {
+      name: `work owner commit, ${BATCH} Todo updates batched per transaction, ${WRITERS} concurrent writers on ${WRITERS} Goals, per update`,
+      seconds: batchedN.value / BATCH,
+      baselineName: `raw pg INSERT of ${BATCH} rows … RETURNING, ${WRITERS} concurrent connections, per row`,
+      baselineSeconds: rawBatchedN.value / BATCH,
+      target: TARGET,
+      ratioKind: 'speed',
+      extra: `loopx ${perSecond(batchedN.value / BATCH)} updates/s, raw ${perSecond(rawBatchedN.value / BATCH)} rows/s; ${cpuText('owner', batchedN.cpu, rawBatchedN.cpu)}`,
     },
   ];
 }

@@ -23,7 +23,18 @@ export {
 export { goalWorkAgents, newRunId, runGoalWork, type GoalWorkRunOptions, type GoalWorkRunResult } from './goal-work.js';
 export { goalActivity, goalHistory, goalProgress, HISTORY_PAGE_MAX, type GoalActivity, type GoalProgress, type HistoryPage } from './goal-activity.js';
 export { createGoal, goalDetail, goalView, listGoals, showGoal, transitionGoal, withGoalWork, type GoalDocInput, type GoalTransition } from './goals.js';
-export { addTodo, listTodos, operatorOperationId, TODO_STATUSES, todoView, updateTodo, type AddTodoInput, type UpdateTodoInput } from './todos.js';
+export {
+  addTodo,
+  listTodos,
+  operatorOperationId,
+  TODO_STATUSES,
+  todoView,
+  updateTodo,
+  updateTodos,
+  type AddTodoInput,
+  type UpdateTodoInput,
+  type UpdateTodosInput,
+} from './todos.js';
 export {
   listWorkspace,
   showWorkspaceGoal,

@@ -1,6 +1,7 @@
 /**
  * A Goal's Todos for an operator (`loopx todo add|list|update`): canonical work through the work
- * owner, with the lease discipline the Goal's handoff mode asks for.
+ * owner, with the lease discipline the Goal's handoff mode asks for. Several Todos updated at once
+ * are one work transaction (all or none).
  *
  * - In `hard_lease` mode (a Goal worked by sessions) an operator's update takes the Todo's lease
  *   first — refused while a session holds it — updates under it, and releases it again.
@@ -101,6 +102,86 @@ export function updateTodo(root: string, goalId: string, input: UpdateTodoInput,
         });
       }
       return updated;
+    },
+    { write: 'todo update', ...(guard ? { guard } : {}) },
+  );
+}
+
+export interface UpdateTodosInput {
+  readonly operation_id: string;
+  /** Two or more distinct Todos, changed alike as one transaction. */
+  readonly todo_ids: readonly string[];
+  readonly status?: workOwner.TodoStatus;
+  readonly note?: string;
+  readonly lease_owner: string;
+}
+
+type Proof = workOwner.LeaseProof;
+const proofOf = (l: workOwner.Lease): Proof => ({ owner: l.owner, execution_key: l.execution_key, lease_epoch: l.lease_epoch });
+
+/**
+ * Change several Todos alike as one work transaction (`loopx todo update t1 t2 …`): every Todo
+ * changes or none does. In hard_lease mode the operator takes each Todo's lease first (refused
+ * while a session holds one), commits the batch under them, and releases every lease it took —
+ * also when a later lease or the batch itself is refused. A repeat replays with the original proofs.
+ */
+export function updateTodos(root: string, goalId: string, input: UpdateTodosInput, guard?: LifetimeGuard) {
+  const { operation_id: op, todo_ids: ids } = input;
+  const changes = { ...(input.status !== undefined ? { status: input.status } : {}), ...(input.note !== undefined ? { note: input.note } : {}) };
+  const batch = (proofs: ReadonlyMap<string, Proof>) => ({
+    operation_id: op,
+    updates: ids.map((todo_id) => ({ todo_id, ...changes, ...(proofs.has(todo_id) ? { lease: proofs.get(todo_id)! } : {}) })),
+  });
+  return withGoalWork(
+    root,
+    goalId,
+    async (work) => {
+      if (await work.readReceipt(op)) {
+        const proofs = new Map<string, Proof>();
+        for (const id of ids) {
+          const lease = (await work.readReceipt(`${op}:lease:${id}`))?.receipt.lease;
+          if (lease) proofs.set(id, proofOf(lease));
+        }
+        return work.updateTodos(batch(proofs));
+      }
+      if ((await work.view()).handoff_mode !== 'hard_lease') return work.updateTodos(batch(new Map()));
+      const taken = new Map<string, Proof>();
+      let refused = true;
+      try {
+        for (const id of ids) {
+          const current = await work.leaseStatus(id);
+          const lease = (
+            await work.acquireLease({
+              operation_id: `${op}:lease:${id}`,
+              todo_id: id,
+              owner: input.lease_owner,
+              execution_key: op,
+              ttl_ms: OPERATOR_LEASE_TTL_MS,
+              expected_version: current.lease?.version ?? 0,
+            })
+          ).receipt.lease!;
+          taken.set(id, proofOf(lease));
+        }
+        const result = await work.updateTodos(batch(taken));
+        refused = false;
+        return result;
+      } finally {
+        // After a refusal, a lease that will not release expires on its own: the refusal is what the operator must see.
+        for (const id of taken.keys()) {
+          const after = await work.leaseStatus(id);
+          if (after.lease?.status === 'active' && after.lease.execution_key === op) {
+            const released = work.releaseLease({
+              operation_id: `${op}:release:${id}`,
+              todo_id: id,
+              owner: after.lease.owner,
+              execution_key: op,
+              lease_epoch: after.lease.lease_epoch,
+              expected_version: after.lease.version,
+            });
+            await (refused ? released.catch(() => undefined) : released);
+          }
+        }
+      }
     },
     { write: 'todo update', ...(guard ? { guard } : {}) },
   );

@@ -54,7 +54,7 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
       expect(migrated.status, migrated.stderr).toBe(0);
       expect(migrated.json()).toMatchObject({ provider: 'postgresql', schema: name });
       // Every owner with a PostgreSQL provider is a component; each is migrated once.
-      expect(migrated.json().components).toContainEqual({ component: 'work', from: 0, to: 2 });
+      expect(migrated.json().components).toContainEqual({ component: 'work', from: 0, to: 3 });
       expect(migrated.json().components).toContainEqual({ component: 'effect', from: 0, to: 1 });
       expect(migrated.json().components).toContainEqual({ component: 'quota', from: 0, to: 1 });
       expect(migrated.json().components).toContainEqual({ component: 'session', from: 0, to: 1 });

@@ -285,6 +285,15 @@ describe('the --json contract: every published document validates against docs/s
     expect(t2).toMatchObject({ result: 'applied', cursor: 2, todo: { todo_id: 't2', status: 'open' } });
     const noted = ok('todo-receipt', ['todo', 'update', 't2', '--goal', 'launch', '--note', 'needs design input', ...root]);
     expect(noted).toEqual({ result: 'applied', cursor: 3, todo: { ...t2.todo, note: 'needs design input', todo_revision: 2 } });
+    const both = ok('todo-receipt', ['todo', 'update', 't2', 't1', '--goal', 'launch', '--note', 'before the run', ...root]);
+    expect(both).toEqual({
+      result: 'applied',
+      cursor: 4,
+      todos: [
+        { ...noted.todo, note: 'before the run', todo_revision: 3 },
+        { ...t1.todo, note: 'before the run', todo_revision: 2 },
+      ],
+    });
 
     // The scripted worker lists the Todos, completes t1, delivers one webhook, blocks t2.
     const sink = await startWebhookSink({ port: 0 });

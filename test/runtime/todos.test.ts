@@ -5,7 +5,7 @@
  * another request under the same id is refused and changes nothing.
  */
 import { describe, expect, it } from 'vitest';
-import { addTodo, createGoal, initRoot, listTodos, todoView, updateTodo, withGoalWork } from '../../src/runtime/index.js';
+import { addTodo, createGoal, initRoot, listTodos, todoView, updateTodo, updateTodos, withGoalWork } from '../../src/runtime/index.js';
 import { tempRoot } from '../support/cli.js';
 
 async function hardLeaseGoal(): Promise<string> {
@@ -73,6 +73,39 @@ describe('runtime Todo updates', () => {
       code: 'operation_identity_mismatch',
     });
     expect(await listTodos(root, 'g1')).toEqual(before);
+  });
+
+  it('several Todos in hard-lease mode: the operator takes each lease, commits one transaction, releases them; a repeat replays', async () => {
+    const root = await hardLeaseGoal();
+    await addTodo(root, 'g1', { operation_id: 'add-3', todo_id: 't3', title: 'Publish' });
+    const input = { operation_id: 'op-5', todo_ids: ['t3', 't2'], status: 'done' as const, note: 'shipped', lease_owner: 'operator:test' };
+    const first = await updateTodos(root, 'g1', input);
+    expect(first).toMatchObject({ result: 'applied', receipt: { operation: 'update_todos', todo_id: null } });
+    expect(first.receipt.todos!.map((t) => [t.todo_id, t.status, t.note, t.lease?.status])).toEqual([
+      ['t3', 'done', 'shipped', 'released'],
+      ['t2', 'done', 'shipped', 'released'],
+    ]);
+    expect(await leaseOwnerOf(root, 't2')).toBeNull();
+    expect(await leaseOwnerOf(root, 't3')).toBeNull();
+    const again = await updateTodos(root, 'g1', input);
+    expect(again).toMatchObject({ result: 'already_applied', cursor: first.cursor, receipt: first.receipt });
+    // A note alone does not end a lease: the operator releases the ones it took.
+    await addTodo(root, 'g1', { operation_id: 'add-4', todo_id: 't4', title: 'Announce' });
+    await addTodo(root, 'g1', { operation_id: 'add-5', todo_id: 't5', title: 'Archive' });
+    await updateTodos(root, 'g1', { operation_id: 'op-6', todo_ids: ['t4', 't5'], note: 'next week', lease_owner: 'operator:test' });
+    expect([await leaseOwnerOf(root, 't4'), await leaseOwnerOf(root, 't5')]).toEqual([null, null]);
+  });
+
+  it('several Todos, one of them leased by a session: refused, nothing changes, and the leases the operator took are released', async () => {
+    const root = await hardLeaseGoal();
+    const before = await listTodos(root, 'g1');
+    await expect(updateTodos(root, 'g1', { operation_id: 'op-7', todo_ids: ['t2', 't1'], status: 'done', lease_owner: 'operator:test' })).rejects.toMatchObject({
+      code: 'lease_held',
+    });
+    const after = await listTodos(root, 'g1');
+    expect(after.map((t) => [t.todo_id, t.status, t.note])).toEqual(before.map((t) => [t.todo_id, t.status, t.note]));
+    expect(await leaseOwnerOf(root, 't2')).toBeNull();
+    expect(await leaseOwnerOf(root, 't1')).toBe('session:s1');
   });
 
   it('an unknown Goal is goal_not_found and a missing root root_not_found', async () => {

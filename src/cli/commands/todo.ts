@@ -1,7 +1,7 @@
 /** `loopx todo add|list|update` — a Goal's canonical work through the runtime's Todo operations (writes check the run authority: a superseded Goal lifetime takes none). */
 import type { Command } from 'commander';
 import { usageError } from '../../core/index.js';
-import { addTodo, listTodos, operatorOperationId, TODO_STATUSES, todoView, updateTodo } from '../../runtime/index.js';
+import { addTodo, listTodos, operatorOperationId, TODO_STATUSES, todoView, updateTodo, updateTodos } from '../../runtime/index.js';
 import { emit, resolveRoot, withGoalWriter, type GlobalOptions } from '../context.js';
 
 const opId = (given: string | undefined) => given ?? operatorOperationId('cli');
@@ -49,34 +49,33 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       });
     });
   todo
-    .command('update <todo-id>')
-    .description('change a Todo: status and/or note (in hard_lease mode the CLI takes and releases a lease)')
+    .command('update <todo-id...>')
+    .description('change Todos: status and/or note; several Todos change alike as one transaction, all or none (in hard_lease mode the CLI takes and releases their leases)')
     .requiredOption('--goal <goal-id>', 'the Goal')
     .option('--status <status>', TODO_STATUSES.join(' | '))
     .option('--note <note>', 'a note')
     .option('--operation-id <id>', 'idempotency key: repeating it returns the original receipt')
-    .action(async (todoId: string, o: { goal: string; status?: string; note?: string; operationId?: string }) => {
+    .action(async (todoIds: string[], o: { goal: string; status?: string; note?: string; operationId?: string }) => {
       const g = globals();
       if (o.status !== undefined && !TODO_STATUSES.includes(o.status as Status)) {
         throw usageError('todo_status_invalid', `--status must be one of ${TODO_STATUSES.join(', ')}.`, 'see its options: loopx todo update --help');
       }
       if (o.status === undefined && o.note === undefined) throw usageError('todo_update_empty', 'Give --status and/or --note.', 'see its options: loopx todo update --help');
-      const r = await withGoalWriter(g, (authority) =>
-        updateTodo(
-          resolveRoot(g),
-          o.goal,
-          {
-            operation_id: opId(o.operationId),
-            todo_id: todoId,
-            lease_owner: 'operator:cli',
-            ...(o.status !== undefined ? { status: o.status as Status } : {}),
-            ...(o.note !== undefined ? { note: o.note } : {}),
-          },
-          authority,
-        ),
-      );
-      emit(g, { result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) }, (d, out) =>
-        out.line(`${d.result === 'applied' ? 'updated' : 'already updated'} ${d.todo.todo_id}: ${d.todo.status}`),
-      );
+      const input = {
+        operation_id: opId(o.operationId),
+        lease_owner: 'operator:cli',
+        ...(o.status !== undefined ? { status: o.status as Status } : {}),
+        ...(o.note !== undefined ? { note: o.note } : {}),
+      };
+      const done = (r: { result: string }) => (r.result === 'applied' ? 'updated' : 'already updated');
+      if (todoIds.length > 1) {
+        const r = await withGoalWriter(g, (authority) => updateTodos(resolveRoot(g), o.goal, { ...input, todo_ids: todoIds }, authority));
+        emit(g, { result: r.result, cursor: r.cursor, todos: r.receipt.todos!.map(todoView) }, (d, out) => {
+          for (const t of d.todos) out.line(`${done(d)} ${t.todo_id}: ${t.status}`);
+        });
+        return;
+      }
+      const r = await withGoalWriter(g, (authority) => updateTodo(resolveRoot(g), o.goal, { ...input, todo_id: todoIds[0]! }, authority));
+      emit(g, { result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) }, (d, out) => out.line(`${done(d)} ${d.todo.todo_id}: ${d.todo.status}`));
     });
 }

@@ -45,6 +45,14 @@ export interface UpdateTodoRequest extends WriteOptions {
   readonly lease?: LeaseProof;
 }
 
+/** One Todo's change in a batch: an update request's fields without the write options. */
+export type TodoUpdate = Omit<UpdateTodoRequest, keyof WriteOptions>;
+
+export interface UpdateTodosRequest extends WriteOptions {
+  /** 1–100 updates, each to a different Todo, decided in order and committed as one transaction: all or none. */
+  readonly updates: readonly TodoUpdate[];
+}
+
 export interface ClaimRequest extends WriteOptions {
   readonly todo_id: string;
   readonly agent: string;
@@ -188,6 +196,8 @@ export interface WorkOwner {
   leaseStatus(todoId: string): Promise<LeaseStatus>;
   addTodo(request: AddTodoRequest): Promise<WorkOperationResult>;
   updateTodo(request: UpdateTodoRequest): Promise<WorkOperationResult>;
+  /** Several Todo updates as one operation and one transaction (all or none); the receipt's `todos` are their post-images in request order. */
+  updateTodos(request: UpdateTodosRequest): Promise<WorkOperationResult>;
   claimTodo(request: ClaimRequest): Promise<WorkOperationResult>;
   unclaimTodo(request: ClaimRequest): Promise<WorkOperationResult>;
   acquireLease(request: AcquireLeaseRequest): Promise<WorkOperationResult>;

@@ -49,6 +49,8 @@ export interface WorkCore {
 export interface Plan {
   readonly events: WorkEvent[];
   readonly todo?: Todo;
+  /** `update_todos` only: every Todo the batch changed, in request order. */
+  readonly todos?: readonly Todo[];
   readonly handoff_mode?: HandoffMode;
   readonly fence?: FenceToken;
   /** `adopt_recovered_state` only: the source the receipt names. */
@@ -171,6 +173,7 @@ function receiptFor(core: WorkCore, a: Attempt, planned: Plan, next: WorkProject
     lease: LEASE_OPERATIONS.has(a.operation) ? (planned.todo?.lease ?? null) : null,
     handoff_mode: planned.handoff_mode ?? null,
     fence: planned.fence ?? null,
+    ...(planned.todos ? { todos: planned.todos } : {}),
     ...(planned.recovery ? { recovery: planned.recovery } : {}),
   };
 }

@@ -73,6 +73,8 @@ export type {
   SetHandoffModeRequest,
   TransferLeaseRequest,
   UpdateTodoRequest,
+  UpdateTodosRequest,
+  TodoUpdate,
   WorkHistoryPage,
   WorkOperationResult,
   WorkOwner,

@@ -12,6 +12,8 @@ export const MAX_ACTOR = 200;
 export const MIN_LEASE_TTL_MS = 1000;
 export const MAX_LEASE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 export const MAX_PRIORITY = 1_000_000;
+/** Todo updates in one `update_todos` batch. */
+export const MAX_BATCH = 100;
 /** Provider-revision conflicts retried (each re-evaluates against the fresh head) before giving up. */
 export const MAX_ATTEMPTS = 16;
 export const HISTORY_PAGE = 500;

@@ -104,6 +104,7 @@ export interface RecoveredFrom {
 export const WORK_OPERATIONS = [
   'add_todo',
   'update_todo',
+  'update_todos',
   'claim_todo',
   'unclaim_todo',
   'acquire_lease',
@@ -135,6 +136,8 @@ export interface WorkReceipt {
   readonly todo_revision: number | null;
   /** Post-image of the Todo the operation changed. */
   readonly todo: Todo | null;
+  /** Only for `update_todos`: the post-images of the Todos it changed, in request order. */
+  readonly todos?: readonly Todo[];
   /** Lease operations only: the lease they produced. */
   readonly lease: Lease | null;
   readonly handoff_mode: HandoffMode | null;

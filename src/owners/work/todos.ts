@@ -1,15 +1,16 @@
 /**
- * Todo writes of the work owner: add, update, claim and unclaim. Each checks its request, then
+ * Todo writes of the work owner: add, update (one Todo, or several as one batch), claim and unclaim. Each checks its request, then
  * plans over the loaded projection inside the shared commit loop (commit.ts). In hard_lease mode
  * closing a Todo and changing its claim need the Todo's active lease; closing ends the lease.
  */
 import { conflict } from '../../core/index.js';
-import { execute, type WorkCore } from './commit.js';
+import { execute, type Plan, type WorkCore } from './commit.js';
 import { leaseNotHolder } from './errors.js';
-import { MAX_TEXT, MAX_TITLE, actor, defined, invalid, leaseProof, nat, note, priority, status, text, todoId } from './inputs.js';
-import { isTerminal, toJson, type Todo, type TodoStatus } from './model.js';
+import { MAX_BATCH, MAX_TEXT, MAX_TITLE, actor, defined, invalid, leaseProof, nat, note, priority, status, text, todoId } from './inputs.js';
+import { isTerminal, toJson, type Todo, type TodoStatus, type WorkEvent, type WorkProjection } from './model.js';
+import type { JsonValue } from './contract.js';
 import { changed, findTodo, refuseTerminal, requireLease } from './rules.js';
-import type { AddTodoRequest, ClaimRequest, UpdateTodoRequest, WorkOperationResult } from './api.js';
+import type { AddTodoRequest, ClaimRequest, LeaseProof, TodoUpdate, UpdateTodoRequest, UpdateTodosRequest, WorkOperationResult } from './api.js';
 
 export async function addTodo(core: WorkCore, r: AddTodoRequest): Promise<WorkOperationResult> {
   const explicitId = r.todo_id === undefined ? undefined : todoId(r.todo_id);
@@ -48,33 +49,78 @@ export async function addTodo(core: WorkCore, r: AddTodoRequest): Promise<WorkOp
   });
 }
 
-export async function updateTodo(core: WorkCore, r: UpdateTodoRequest): Promise<WorkOperationResult> {
-  const id = todoId(r.todo_id);
-  const proof = leaseProof(r.lease);
+/** An update's fields checked, and the parameters its request digest covers. */
+interface CheckedUpdate {
+  readonly id: string;
+  readonly proof: LeaseProof | undefined;
+  readonly fields: Record<string, JsonValue>;
+  readonly expectedRevision: number | undefined;
+  readonly params: Record<string, JsonValue>;
+}
+
+function checkUpdate(u: TodoUpdate, field = ''): CheckedUpdate {
+  if (typeof u !== 'object' || u === null) throw invalid(field || 'update', 'an object naming todo_id and the fields to change');
+  const id = todoId(u.todo_id);
+  const proof = leaseProof(u.lease);
   const fields = defined({
-    title: r.title === undefined ? undefined : text('title', r.title, MAX_TITLE),
-    text: r.text === undefined ? undefined : text('text', r.text, MAX_TEXT, true),
-    status: r.status === undefined ? undefined : status(r.status),
-    priority: r.priority === undefined ? undefined : priority(r.priority),
-    note: r.note === undefined ? undefined : note(r.note),
+    title: u.title === undefined ? undefined : text('title', u.title, MAX_TITLE),
+    text: u.text === undefined ? undefined : text('text', u.text, MAX_TEXT, true),
+    status: u.status === undefined ? undefined : status(u.status),
+    priority: u.priority === undefined ? undefined : priority(u.priority),
+    note: u.note === undefined ? undefined : note(u.note),
   });
-  if (Object.keys(fields).length === 0) throw invalid('update', 'name at least one of title, text, status, priority, note');
-  const expectedRevision = r.expected_todo_revision === undefined ? undefined : nat('expected_todo_revision', r.expected_todo_revision);
+  if (Object.keys(fields).length === 0) throw invalid(field || 'update', 'name at least one of title, text, status, priority, note');
+  const expectedRevision = u.expected_todo_revision === undefined ? undefined : nat('expected_todo_revision', u.expected_todo_revision);
   const params = defined({ todo_id: id, ...fields, expected_todo_revision: expectedRevision, lease: proof ? toJson(proof) : undefined });
-  return execute(core, 'update_todo', r, params, ({ p, now, at }) => {
-    const t = findTodo(p, id);
-    if (expectedRevision !== undefined && t.todo_revision !== expectedRevision) {
-      throw conflict('todo_revision_mismatch', `Todo ${id} is at revision ${t.todo_revision}, not ${expectedRevision}.`, {
-        nextAction: 'read the Todo again and decide anew',
-        details: { todo_id: id, expected_todo_revision: expectedRevision, todo_revision: t.todo_revision },
-      });
+  return { id, proof, fields, expectedRevision, params };
+}
+
+/** The Todo an update leaves, decided over `p` (refusals name the Todo). */
+function applyUpdate(p: WorkProjection, u: CheckedUpdate, now: Date, at: string): Plan {
+  const t = findTodo(p, u.id);
+  if (u.expectedRevision !== undefined && t.todo_revision !== u.expectedRevision) {
+    throw conflict('todo_revision_mismatch', `Todo ${u.id} is at revision ${t.todo_revision}, not ${u.expectedRevision}.`, {
+      nextAction: 'read the Todo again and decide anew',
+      details: { todo_id: u.id, expected_todo_revision: u.expectedRevision, todo_revision: t.todo_revision },
+    });
+  }
+  const nextStatus = (u.fields.status as TodoStatus | undefined) ?? t.status;
+  const closing = isTerminal(nextStatus) && nextStatus !== t.status;
+  if (u.proof !== undefined || (closing && p.handoff_mode === 'hard_lease')) requireLease(t, u.proof, now, 'use');
+  // Closing a Todo ends its lease; the record stays (released, same epoch and version).
+  const lease = closing && t.lease?.status === 'active' ? { ...t.lease, status: 'released' as const, released_at: at } : t.lease;
+  return changed(t, 'update', at, { ...(u.fields as Partial<Todo>), lease });
+}
+
+export async function updateTodo(core: WorkCore, r: UpdateTodoRequest): Promise<WorkOperationResult> {
+  const u = checkUpdate(r);
+  return execute(core, 'update_todo', r, u.params, ({ p, now, at }) => applyUpdate(p, u, now, at));
+}
+
+/**
+ * Several Todo updates as one operation and one transaction: each is checked and decided as
+ * `updateTodo` decides it, in the order given, over the Todos as the updates before it left them;
+ * one refusal refuses the whole batch and nothing is committed. Each Todo at most once.
+ */
+export async function updateTodos(core: WorkCore, r: UpdateTodosRequest): Promise<WorkOperationResult> {
+  if (!Array.isArray(r.updates) || r.updates.length === 0 || r.updates.length > MAX_BATCH) throw invalid('updates', `a list of 1 to ${MAX_BATCH} Todo updates`);
+  const updates = r.updates.map((u, i) => checkUpdate(u, `updates[${i}]`));
+  const seen = new Set<string>();
+  for (const u of updates) {
+    if (seen.has(u.id)) throw invalid('updates', `Todo ${u.id} is named more than once; a batch changes each Todo at most once`);
+    seen.add(u.id);
+  }
+  return execute(core, 'update_todos', r, { updates: updates.map((u) => u.params) }, ({ p, now, at }) => {
+    const events: WorkEvent[] = [];
+    const todos: Todo[] = [];
+    let view = p;
+    for (const u of updates) {
+      const planned = applyUpdate(view, u, now, at);
+      events.push(...planned.events);
+      todos.push(planned.todo!);
+      view = { ...view, todos: view.todos.map((t) => (t.todo_id === u.id ? planned.todo! : t)) };
     }
-    const nextStatus = (fields.status as TodoStatus | undefined) ?? t.status;
-    const closing = isTerminal(nextStatus) && nextStatus !== t.status;
-    if (proof !== undefined || (closing && p.handoff_mode === 'hard_lease')) requireLease(t, proof, now, 'use');
-    // Closing a Todo ends its lease; the record stays (released, same epoch and version).
-    const lease = closing && t.lease?.status === 'active' ? { ...t.lease, status: 'released' as const, released_at: at } : t.lease;
-    return changed(t, 'update', at, { ...(fields as Partial<Todo>), lease });
+    return { events, todos };
   });
 }
 

@@ -39,7 +39,7 @@ import { databaseUrlFrom, requireSchemaVersion, schemaIdent } from '../../store/
 import { usageError } from '../../core/index.js';
 import { postgresAt, rootStoreLocation } from '../root-store-location.js';
 import { mintStoreKey, readWorkLocation, removeWorkLocation, workProviderChangeRefused, writeWorkLocation, type GoalWorkLocation } from './location.js';
-import { addTodo, claimTodo, unclaimTodo, updateTodo } from './todos.js';
+import { addTodo, claimTodo, unclaimTodo, updateTodo, updateTodos } from './todos.js';
 import type { WorkOwner, WorkOwnerOptions } from './api.js';
 
 export async function openWork(options: WorkOwnerOptions): Promise<WorkOwner> {
@@ -56,6 +56,7 @@ export async function openWork(options: WorkOwnerOptions): Promise<WorkOwner> {
     leaseStatus: (id) => leaseStatus(core, id),
     addTodo: (r) => addTodo(core, r),
     updateTodo: (r) => updateTodo(core, r),
+    updateTodos: (r) => updateTodos(core, r),
     claimTodo: (r) => claimTodo(core, r),
     unclaimTodo: (r) => unclaimTodo(core, r),
     acquireLease: (r) => acquireLease(core, r),

@@ -188,12 +188,28 @@ describePg('the PostgreSQL work provider on the real server', () => {
     expect(await fresh.lineage()).toEqual([]);
   });
 
-  it('a schema at work version 1 (before the one-statement commit) is refused until migrated, then commits; a statement the server refused is not ambiguous', async () => {
+  it('a schema at work version 1 (before the one-statement commit) is refused until migrated, then commits with its JSON columns compressed by lz4; a statement the server refused is not ambiguous', async () => {
     const db = openPostgres({ url: PG_URL, schema: freshSchema(), max: 1 });
     try {
       expect(await migratePostgres(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS.slice(0, 1))).toEqual({ from: 0, to: 1 });
       expect((await rejectionOf(() => openPostgresWorkProvider(db, { goal_id: GOAL }))).code).toBe('pg_schema_not_migrated');
-      expect(await migratePostgres(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS)).toEqual({ from: 1, to: 2 });
+      expect(await migratePostgres(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS)).toEqual({ from: 1, to: 3 });
+      // Migration 3: the JSON columns compress with lz4 (this server is built with it).
+      const compression = await db.query(
+        `SELECT c.relname || '.' || a.attname AS col, a.attcompression AS method FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+          WHERE c.relnamespace = current_schema()::regnamespace AND a.attname IN ('events', 'receipt', 'projection', 'source_projection') ORDER BY 1`,
+        [],
+      );
+      expect(compression).toEqual(
+        [
+          'work_commits.events',
+          'work_commits.receipt',
+          'work_lineage.source_projection',
+          'work_lineage_commits.events',
+          'work_lineage_commits.receipt',
+          'work_stores.projection',
+        ].map((col) => ({ col, method: 'l' })),
+      );
       const p = await openPostgresWorkProvider(db, { goal_id: GOAL });
       expect(await p.commit(await request(p, 1))).toMatchObject({ status: 'applied', cursor: 1 });
       const refused = await db.autocommit('SELECT 1 / 0', []).then(
@@ -250,6 +266,35 @@ describePg('the PostgreSQL work provider on the real server', () => {
     expect((await provider.readReceipt('rename'))?.receipt).toEqual(resolved.receipt);
     expect(await work.updateTodo(update)).toMatchObject({ result: 'already_applied', cursor: 2, receipt: resolved.receipt });
     expect(await work.transactionCount()).toBe(2);
+  });
+
+  it('a batch of Todo updates whose COMMIT answer was lost is answered applied from its receipt, once; its kilobytes of JSON are stored lz4-compressed and read back whole', async () => {
+    const h = harness();
+    const { work, provider, arm, fired } = await todoOwnerWithFaults(h);
+    for (let i = 2; i <= 20; i++) await work.addTodo({ operation_id: `add-${i}`, todo_id: `t${i}`, title: `Todo ${i}` });
+    const batch = { operation_id: 'batch', updates: Array.from({ length: 20 }, (_, i) => ({ todo_id: `t${i + 1}`, note: `note ${i + 1} `.repeat(20) })) };
+    arm('lose_commit_answer');
+    const resolved = await work.updateTodos(batch);
+    expect(fired()).toBe(1);
+    expect(resolved).toMatchObject({ result: 'applied', cursor: 21, receipt: { operation: 'update_todos' } });
+    expect(resolved.receipt.todos!.map((t) => [t.todo_id, t.todo_revision])).toEqual(Array.from({ length: 20 }, (_, i) => [`t${i + 1}`, 2]));
+    expect(await work.updateTodos(batch)).toMatchObject({ result: 'already_applied', cursor: 21, receipt: resolved.receipt });
+    expect(await work.transactionCount()).toBe(21);
+    // Another process reads the same batch back from the rows.
+    const reader = await openWork({ provider: await h.open() });
+    const [tx] = (await reader.history(20, 1)).transactions;
+    expect(tx!.receipt).toEqual(resolved.receipt);
+    expect(tx!.events).toHaveLength(20);
+    expect((await reader.listTodos()).every((t) => t.note === `note ${t.todo_id.slice(1)} `.repeat(20))).toBe(true);
+    const [stored] = await h
+      .database()
+      .query<{ method: string; bytes: number }>(
+        `SELECT pg_column_compression(events) AS method, pg_column_size(events) AS bytes FROM work_commits WHERE goal_key = $1 AND cursor = 21`,
+        [h.store_key],
+      );
+    expect(stored).toMatchObject({ method: 'lz4' });
+    expect(stored!.bytes).toBeLessThan(JSON.stringify(tx!.events).length);
+    expect((await provider.readReceipt('batch'))?.receipt).toEqual(resolved.receipt);
   });
 });
 

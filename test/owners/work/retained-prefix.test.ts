@@ -24,6 +24,14 @@ const populate = async (w: WorkOwner): Promise<void> => {
   await w.acquireLease({ operation_id: 'lease', todo_id: 't2', owner: 'agent', execution_key: 'k', ttl_ms: 60_000, expected_version: 0 });
   await w.updateTodo({ operation_id: 'done', todo_id: 't2', status: 'done', lease: { owner: 'agent', execution_key: 'k', lease_epoch: 1 } });
   await w.updateTodo({ operation_id: 'block', todo_id: 't3', status: 'blocked', note: 'needs input' });
+  // A batch: one transaction of two Todo changes.
+  await w.updateTodos({
+    operation_id: 'batch',
+    updates: [
+      { todo_id: 't4', priority: 40 },
+      { todo_id: 't1', status: 'blocked', note: 'later' },
+    ],
+  });
 };
 
 const codes = (records: readonly unknown[]) => verifyRetainedPrefix(records).findings.map((f) => f.code);
@@ -116,7 +124,8 @@ describe('retained-prefix damage, one finding per defect', () => {
   it('a consistently re-hashed forgery still fails replay against the header’s head digest', async () => {
     // An attacker who rewrites an event and recomputes every hash cannot match the pinned head projection.
     const r = clone(await exported());
-    ((r[2]!.events as Array<Record<string, unknown>>)[0]!.todo as Record<string, unknown>).title = 'forged';
+    // Record 6 adds t5, which no later transaction changes (a later post-image of a Todo replaces it whole).
+    ((r[6]!.events as Array<Record<string, unknown>>)[0]!.todo as Record<string, unknown>).title = 'forged';
     const sha = (v: unknown) => sha256Hex(canonicalJson(v));
     for (let i = 1; i < r.length - 1; i++) r[i]!.prev_sha256 = sha(r[i - 1]);
     r.at(-1)!.chain_sha256 = sha(r.at(-2));

@@ -104,6 +104,122 @@ describe.each(HARNESSES)('work owner: %s', (_name, make) => {
     expect(await w.getTodo('t1')).toMatchObject({ status: 'deferred', note: null, todo_revision: 3 });
   });
 
+  it('a batch updates several Todos as one transaction: one cursor, the post-images in request order, replayed whole', async () => {
+    const w = await owner(make());
+    for (const title of ['A', 'B', 'C']) await w.addTodo({ operation_id: `add-${title}`, title });
+    const batch = {
+      operation_id: 'b1',
+      updates: [
+        { todo_id: 't3', status: 'done' as const, note: 'shipped' },
+        { todo_id: 't1', title: 'A, renamed', expected_todo_revision: 1 },
+      ],
+    };
+    const r = await w.updateTodos(batch);
+    expect(r).toMatchObject({ result: 'applied', cursor: 4, observed_authority_revision: 4 });
+    expect(r.receipt).toMatchObject({ operation: 'update_todos', todo_id: null, todo: null, cursor: 4 });
+    expect(r.receipt.todos!.map((t) => [t.todo_id, t.status, t.title, t.todo_revision])).toEqual([
+      ['t3', 'done', 'C', 2],
+      ['t1', 'open', 'A, renamed', 2],
+    ]);
+    const page = await w.history(3, 10);
+    expect(page.transactions).toHaveLength(1);
+    expect(page.transactions[0]!.events.map((e) => e.type === 'todo_changed' && [e.change, e.todo.todo_id])).toEqual([
+      ['update', 't3'],
+      ['update', 't1'],
+    ]);
+    const again = await w.updateTodos(batch);
+    expect(again).toEqual({ ...r, result: 'already_applied' });
+    expect(await w.transactionCount()).toBe(4);
+    // Another request under the same id, even one update fewer, is not a replay.
+    expect((await rejectionOf(() => w.updateTodos({ ...batch, updates: batch.updates.slice(0, 1) }))).code).toBe('operation_identity_mismatch');
+    expect((await w.listTodos()).map((t) => t.todo_revision)).toEqual([2, 1, 2]);
+  });
+
+  it('a batch with one refused update commits nothing; a malformed batch is refused before it is decided', async () => {
+    const w = await owner(make());
+    await w.addTodo({ operation_id: 'a1', title: 'A' });
+    await w.addTodo({ operation_id: 'a2', title: 'B' });
+    const stale = await rejectionOf(() =>
+      w.updateTodos({
+        operation_id: 'b1',
+        updates: [
+          { todo_id: 't1', status: 'done' },
+          { todo_id: 't2', note: 'x', expected_todo_revision: 7 },
+        ],
+      }),
+    );
+    expect(stale).toMatchObject({ code: 'todo_revision_mismatch', details: { todo_id: 't2' } });
+    expect(
+      (
+        await rejectionOf(() =>
+          w.updateTodos({
+            operation_id: 'b2',
+            updates: [
+              { todo_id: 't1', note: 'x' },
+              { todo_id: 'nope', note: 'y' },
+            ],
+          }),
+        )
+      ).code,
+    ).toBe('todo_not_found');
+    expect(await w.transactionCount()).toBe(2);
+    expect((await w.listTodos()).map((t) => [t.status, t.note, t.todo_revision])).toEqual([
+      ['open', null, 1],
+      ['open', null, 1],
+    ]);
+    const malformed = [
+      [],
+      Array.from({ length: 101 }, () => ({ todo_id: 't1', note: 'x' })),
+      [
+        { todo_id: 't1', note: 'x' },
+        { todo_id: 't1', status: 'done' as const },
+      ],
+      [{ todo_id: 't1' }],
+      [{ todo_id: 't1', status: 'finished' as never }],
+      [null as never],
+    ];
+    for (const updates of malformed) {
+      expect((await rejectionOf(() => w.updateTodos({ operation_id: 'b3', updates }))).code).toBe('work_request_invalid');
+    }
+    expect((await rejectionOf(() => w.updateTodos({ operation_id: 'b3', updates: 'all' as never }))).code).toBe('work_request_invalid');
+    // The id of a refused batch is still free: the same id with a good batch applies.
+    expect((await w.updateTodos({ operation_id: 'b1', updates: [{ todo_id: 't2', note: 'x' }] })).result).toBe('applied');
+  });
+
+  it('a batch closing a Todo in hard_lease mode needs its lease, and the lease ends with it', async () => {
+    const w = await owner(make());
+    await w.addTodo({ operation_id: 'a1', title: 'A' });
+    await w.addTodo({ operation_id: 'a2', title: 'B' });
+    await w.setHandoffMode({ operation_id: 'hm', handoff_mode: 'hard_lease' });
+    const lease = (await w.acquireLease({ operation_id: 'l1', todo_id: 't1', owner: 'agent-a', execution_key: 'k', ttl_ms: 60_000, expected_version: 0 })).receipt.lease!;
+    expect(
+      (
+        await rejectionOf(() =>
+          w.updateTodos({
+            operation_id: 'b1',
+            updates: [
+              { todo_id: 't2', note: 'n' },
+              { todo_id: 't1', status: 'done' },
+            ],
+          }),
+        )
+      ).code,
+    ).toBe('lease_required');
+    const proof = { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch };
+    const r = await w.updateTodos({
+      operation_id: 'b2',
+      updates: [
+        { todo_id: 't2', note: 'n' },
+        { todo_id: 't1', status: 'done', lease: proof },
+      ],
+    });
+    expect(r.receipt.todos!.map((t) => [t.todo_id, t.status, t.lease?.status ?? null])).toEqual([
+      ['t2', 'open', null],
+      ['t1', 'done', 'released'],
+    ]);
+    expect((await w.leaseStatus('t1')).authorization).toBe('released');
+  });
+
   it('a stale expected authority revision is refused', async () => {
     const w = await owner(make());
     await w.addTodo({ operation_id: 'a', title: 'T', expected_authority_revision: 0 });
