@@ -219,7 +219,8 @@ export async function goalProgress(root: string, goalId: string): Promise<GoalPr
         if (ev.type === 'todo_added' || ev.type === 'todo_changed') status.set(ev.todo.todo_id, ev.todo.status);
         else if (ev.type === 'state_adopted') for (const td of ev.todos) status.set(td.todo_id, td.status);
       }
-      if (t.receipt.todo_id !== null) last[t.receipt.todo_id] = { cursor: t.cursor, operation: t.receipt.operation, committed_at: t.receipt.committed_at };
+      const receipted = t.receipt.todos?.map((td) => td.todo_id) ?? (t.receipt.todo_id === null ? [] : [t.receipt.todo_id]);
+      for (const id of receipted) last[id] = { cursor: t.cursor, operation: t.receipt.operation, committed_at: t.receipt.committed_at };
       if (t.cursor === 1 || t.cursor === head || t.cursor % stride === 0) {
         const counts = { open: 0, done: 0, blocked: 0, deferred: 0 };
         for (const s of status.values()) counts[s] += 1;

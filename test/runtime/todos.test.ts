@@ -5,7 +5,7 @@
  * another request under the same id is refused and changes nothing.
  */
 import { describe, expect, it } from 'vitest';
-import { addTodo, createGoal, initRoot, listTodos, todoView, updateTodo, updateTodos, withGoalWork } from '../../src/runtime/index.js';
+import { addTodo, createGoal, goalProgress, initRoot, listTodos, todoView, updateTodo, updateTodos, withGoalWork } from '../../src/runtime/index.js';
 import { tempRoot } from '../support/cli.js';
 
 async function hardLeaseGoal(): Promise<string> {
@@ -89,6 +89,11 @@ describe('runtime Todo updates', () => {
     expect(await leaseOwnerOf(root, 't3')).toBeNull();
     const again = await updateTodos(root, 'g1', input);
     expect(again).toMatchObject({ result: 'already_applied', cursor: first.cursor, receipt: first.receipt });
+    // The Goal page's progress names the batch as each of its Todos' last receipt.
+    const progress = await goalProgress(root, 'g1');
+    expect([progress.last_receipts.t2, progress.last_receipts.t3]).toEqual(
+      [0, 1].map(() => ({ cursor: first.cursor, operation: 'update_todos', committed_at: first.receipt.committed_at })),
+    );
     // A note alone does not end a lease: the operator releases the ones it took.
     await addTodo(root, 'g1', { operation_id: 'add-4', todo_id: 't4', title: 'Announce' });
     await addTodo(root, 'g1', { operation_id: 'add-5', todo_id: 't5', title: 'Archive' });
