@@ -121,68 +121,95 @@ const proofOf = (l: workOwner.Lease): Proof => ({ owner: l.owner, execution_key:
 
 /**
  * Change several Todos alike as one work transaction (`loopx todo update t1 t2 …`): every Todo
- * changes or none does. In hard_lease mode the operator takes each Todo's lease first (refused
- * while a session holds one), commits the batch under them, and releases every lease it took —
- * also when a later lease or the batch itself is refused. A repeat replays with the original proofs.
+ * changes or none does. The batch is checked first (at most 100 Todos, each named once). In
+ * hard_lease mode the operator then takes each Todo's lease — a Todo that would refuse its lease (a
+ * session holds it, it is closed, it is missing) is asked first, so such a refusal takes no lease —,
+ * commits the batch under them, and releases every lease it took, also when it is refused. A
+ * repeat replays with the proofs the committed receipt names, and releases what an interrupted
+ * first attempt left held. Each attempt's lease operations have ids of their own, so the same
+ * operation id can be retried after a refusal.
  */
-export function updateTodos(root: string, goalId: string, input: UpdateTodosInput, guard?: LifetimeGuard) {
+export async function updateTodos(root: string, goalId: string, input: UpdateTodosInput, guard?: LifetimeGuard) {
   const { operation_id: op, todo_ids: ids } = input;
   const changes = { ...(input.status !== undefined ? { status: input.status } : {}), ...(input.note !== undefined ? { note: input.note } : {}) };
   const batch = (proofs: ReadonlyMap<string, Proof>) => ({
     operation_id: op,
     updates: ids.map((todo_id) => ({ todo_id, ...changes, ...(proofs.has(todo_id) ? { lease: proofs.get(todo_id)! } : {}) })),
   });
+  workOwner.checkTodoUpdates(batch(new Map()).updates);
   return withGoalWork(
     root,
     goalId,
     async (work) => {
-      if (await work.readReceipt(op)) {
+      const prior = await work.readReceipt(op);
+      if (prior) {
         const proofs = new Map<string, Proof>();
-        for (const id of ids) {
-          const lease = (await work.readReceipt(`${op}:lease:${id}`))?.receipt.lease;
-          if (lease) proofs.set(id, proofOf(lease));
-        }
-        return work.updateTodos(batch(proofs));
+        for (const t of prior.receipt.todos ?? []) if (t.lease?.execution_key === op && t.lease.owner === input.lease_owner) proofs.set(t.todo_id, proofOf(t.lease));
+        const replayed = await work.updateTodos(batch(proofs));
+        await releaseTaken(work, ids, op, attemptTag());
+        return replayed;
       }
       if ((await work.view()).handoff_mode !== 'hard_lease') return work.updateTodos(batch(new Map()));
-      const taken = new Map<string, Proof>();
-      let refused = true;
-      try {
-        for (const id of ids) {
-          const current = await work.leaseStatus(id);
-          const lease = (
-            await work.acquireLease({
-              operation_id: `${op}:lease:${id}`,
-              todo_id: id,
-              owner: input.lease_owner,
-              execution_key: op,
-              ttl_ms: OPERATOR_LEASE_TTL_MS,
-              expected_version: current.lease?.version ?? 0,
-            })
-          ).receipt.lease!;
-          taken.set(id, proofOf(lease));
-        }
-        const result = await work.updateTodos(batch(taken));
-        refused = false;
-        return result;
-      } finally {
-        // After a refusal, a lease that will not release expires on its own: the refusal is what the operator must see.
-        for (const id of taken.keys()) {
-          const after = await work.leaseStatus(id);
-          if (after.lease?.status === 'active' && after.lease.execution_key === op) {
-            const released = work.releaseLease({
-              operation_id: `${op}:release:${id}`,
-              todo_id: id,
-              owner: after.lease.owner,
-              execution_key: op,
-              lease_epoch: after.lease.lease_epoch,
-              expected_version: after.lease.version,
-            });
-            await (refused ? released.catch(() => undefined) : released);
-          }
-        }
-      }
+      return underLeases(work, input, batch);
     },
     { write: 'todo update', ...(guard ? { guard } : {}) },
   );
+}
+
+const attemptTag = (): string => randomBytes(6).toString('hex');
+
+/** Whether taking this Todo's lease may be refused: held by another, closed, or missing. */
+async function mayRefuseLease(work: workOwner.WorkOwner, id: string): Promise<boolean> {
+  const todo = await work.getTodo(id);
+  return todo === undefined || todo.status === 'done' || todo.status === 'deferred' || (await work.leaseStatus(id)).authorization === 'active';
+}
+
+/** Hard-lease mode: each Todo's lease taken (the ones that may refuse first), the batch committed under them, every one released after. */
+async function underLeases(work: workOwner.WorkOwner, input: UpdateTodosInput, batch: (proofs: ReadonlyMap<string, Proof>) => workOwner.UpdateTodosRequest) {
+  const { operation_id: op, todo_ids: ids } = input;
+  const tag = attemptTag();
+  await releaseTaken(work, ids, op, tag); // what an interrupted attempt under this id left held
+  const risky = new Set<string>();
+  for (const id of ids) if (await mayRefuseLease(work, id)) risky.add(id);
+  const taken = new Map<string, Proof>();
+  let refused = true;
+  try {
+    for (const id of [...ids.filter((i) => risky.has(i)), ...ids.filter((i) => !risky.has(i))]) {
+      const current = await work.leaseStatus(id);
+      const lease = (
+        await work.acquireLease({
+          operation_id: `${op}:lease:${id}:${tag}`,
+          todo_id: id,
+          owner: input.lease_owner,
+          execution_key: op,
+          ttl_ms: OPERATOR_LEASE_TTL_MS,
+          expected_version: current.lease?.version ?? 0,
+        })
+      ).receipt.lease!;
+      taken.set(id, proofOf(lease));
+    }
+    const result = await work.updateTodos(batch(taken));
+    refused = false;
+    return result;
+  } finally {
+    // After a refusal, a lease that will not release expires on its own: the refusal is what the operator must see.
+    const released = releaseTaken(work, [...taken.keys()], op, tag);
+    await (refused ? released.catch(() => undefined) : released);
+  }
+}
+
+/** Releases each of these Todos' leases that is still active under this operation (its execution key). */
+async function releaseTaken(work: workOwner.WorkOwner, ids: readonly string[], op: string, tag: string): Promise<void> {
+  for (const id of ids) {
+    const after = await work.leaseStatus(id);
+    if (after.lease?.status !== 'active' || after.lease.execution_key !== op) continue;
+    await work.releaseLease({
+      operation_id: `${op}:release:${id}:${tag}`,
+      todo_id: id,
+      owner: after.lease.owner,
+      execution_key: op,
+      lease_epoch: after.lease.lease_epoch,
+      expected_version: after.lease.version,
+    });
+  }
 }

@@ -107,10 +107,45 @@ describe('runtime Todo updates', () => {
     await expect(updateTodos(root, 'g1', { operation_id: 'op-7', todo_ids: ['t2', 't1'], status: 'done', lease_owner: 'operator:test' })).rejects.toMatchObject({
       code: 'lease_held',
     });
-    const after = await listTodos(root, 'g1');
-    expect(after.map((t) => [t.todo_id, t.status, t.note])).toEqual(before.map((t) => [t.todo_id, t.status, t.note]));
-    expect(await leaseOwnerOf(root, 't2')).toBeNull();
-    expect(await leaseOwnerOf(root, 't1')).toBe('session:s1');
+    // The held Todo's lease is asked for first: no lease was taken, no Todo moved, nothing was committed.
+    expect(await listTodos(root, 'g1')).toEqual(before);
+    const head = await withGoalWork(root, 'g1', (work) => work.transactionCount());
+    // Bad input is refused before any lease is taken.
+    for (const todo_ids of [['t2', 't2'], Array.from({ length: 101 }, (_, i) => `t${i}`)]) {
+      await expect(updateTodos(root, 'g1', { operation_id: 'op-8', todo_ids, note: 'x', lease_owner: 'operator:test' })).rejects.toMatchObject({ code: 'work_request_invalid' });
+    }
+    expect(await withGoalWork(root, 'g1', (work) => work.transactionCount())).toBe(head);
+    // Once the session lets go, the same operation id applies.
+    await withGoalWork(root, 'g1', async (work) => {
+      const lease = (await work.leaseStatus('t1')).lease!;
+      await work.releaseLease({
+        operation_id: 'session:s1:release',
+        todo_id: 't1',
+        owner: lease.owner,
+        execution_key: lease.execution_key,
+        lease_epoch: lease.lease_epoch,
+        expected_version: lease.version,
+      });
+    });
+    const applied = await updateTodos(root, 'g1', { operation_id: 'op-7', todo_ids: ['t2', 't1'], status: 'done', lease_owner: 'operator:test' });
+    expect(applied.receipt.todos!.map((t) => [t.todo_id, t.status])).toEqual([
+      ['t2', 'done'],
+      ['t1', 'done'],
+    ]);
+  });
+
+  it('a closed or missing Todo in the batch is refused before any lease is taken', async () => {
+    const root = await hardLeaseGoal();
+    await addTodo(root, 'g1', { operation_id: 'add-3', todo_id: 't3', title: 'Publish' });
+    await updateTodo(root, 'g1', { operation_id: 'close-3', todo_id: 't3', status: 'done', lease_owner: 'operator:test' });
+    const before = await listTodos(root, 'g1');
+    await expect(updateTodos(root, 'g1', { operation_id: 'op-9', todo_ids: ['t2', 't3'], note: 'checked', lease_owner: 'operator:test' })).rejects.toMatchObject({
+      code: 'todo_terminal',
+    });
+    await expect(updateTodos(root, 'g1', { operation_id: 'op-9', todo_ids: ['t2', 'nope'], note: 'checked', lease_owner: 'operator:test' })).rejects.toMatchObject({
+      code: 'todo_not_found',
+    });
+    expect(await listTodos(root, 'g1')).toEqual(before);
   });
 
   it('an unknown Goal is goal_not_found and a missing root root_not_found', async () => {

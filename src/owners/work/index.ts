@@ -58,6 +58,7 @@ export {
 export { assertGoalWorkReady, openWork, openGoalWork, settleGoalWorkLocation, type OpenGoalWorkOptions, type WorkProviderRequest } from './work.js';
 export { readWorkLocation, rebindWorkLocation, recordedWorkLocations, WORK_LOCATION_SCHEMA, type GoalWorkLocation } from './location.js';
 export { MIN_LEASE_TTL_MS, MAX_LEASE_TTL_MS } from './inputs.js';
+export { checkTodoUpdates } from './todos.js';
 export type {
   AcquireLeaseRequest,
   AddTodoRequest,

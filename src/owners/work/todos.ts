@@ -97,19 +97,30 @@ export async function updateTodo(core: WorkCore, r: UpdateTodoRequest): Promise<
   return execute(core, 'update_todo', r, u.params, ({ p, now, at }) => applyUpdate(p, u, now, at));
 }
 
+/** A batch's updates checked as `updateTodos` checks them (count, each update, each Todo once), before anything is decided. */
+function checkBatch(list: readonly TodoUpdate[]): CheckedUpdate[] {
+  if (!Array.isArray(list) || list.length === 0 || list.length > MAX_BATCH) throw invalid('updates', `a list of 1 to ${MAX_BATCH} Todo updates`);
+  const updates = list.map((u, i) => checkUpdate(u, `updates[${i}]`));
+  const seen = new Set<string>();
+  for (const u of updates) {
+    if (seen.has(u.id)) throw invalid('updates', `Todo ${u.id} is named more than once; a batch changes each Todo at most once`);
+    seen.add(u.id);
+  }
+  return updates;
+}
+
+/** Refuses a batch `updateTodos` would refuse on its input alone (`work_request_invalid`), for a caller that prepares before it commits. */
+export function checkTodoUpdates(updates: readonly TodoUpdate[]): void {
+  checkBatch(updates);
+}
+
 /**
  * Several Todo updates as one operation and one transaction: each is checked and decided as
  * `updateTodo` decides it, in the order given, over the Todos as the updates before it left them;
  * one refusal refuses the whole batch and nothing is committed. Each Todo at most once.
  */
 export async function updateTodos(core: WorkCore, r: UpdateTodosRequest): Promise<WorkOperationResult> {
-  if (!Array.isArray(r.updates) || r.updates.length === 0 || r.updates.length > MAX_BATCH) throw invalid('updates', `a list of 1 to ${MAX_BATCH} Todo updates`);
-  const updates = r.updates.map((u, i) => checkUpdate(u, `updates[${i}]`));
-  const seen = new Set<string>();
-  for (const u of updates) {
-    if (seen.has(u.id)) throw invalid('updates', `Todo ${u.id} is named more than once; a batch changes each Todo at most once`);
-    seen.add(u.id);
-  }
+  const updates = checkBatch(r.updates);
   return execute(core, 'update_todos', r, { updates: updates.map((u) => u.params) }, ({ p, now, at }) => {
     const events: WorkEvent[] = [];
     const todos: Todo[] = [];

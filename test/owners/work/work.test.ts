@@ -169,7 +169,7 @@ describe.each(HARNESSES)('work owner: %s', (_name, make) => {
     ]);
     const malformed = [
       [],
-      Array.from({ length: 101 }, () => ({ todo_id: 't1', note: 'x' })),
+      Array.from({ length: 101 }, (_, i) => ({ todo_id: `t${i + 1}`, note: 'x' })),
       [
         { todo_id: 't1', note: 'x' },
         { todo_id: 't1', status: 'done' as const },
