@@ -81,9 +81,9 @@ describePg('a Goal whose work lives in PostgreSQL, in a root on SQLite', () => {
       provider: 'sqlite',
       schema: null,
       components: [],
-      goal_work_schemas: [{ database_url: REF, schema: name, goals: ['launch'], components: [{ component: 'work', from: 0, to: 2 }] }],
+      goal_work_schemas: [{ database_url: REF, schema: name, goals: ['launch'], components: [{ component: 'work', from: 0, to: 3 }] }],
     });
-    expect(loopx(['db', 'migrate', ...at], env).json().goal_work_schemas[0].components).toEqual([{ component: 'work', from: 2, to: 2 }]);
+    expect(loopx(['db', 'migrate', ...at], env).json().goal_work_schemas[0].components).toEqual([{ component: 'work', from: 3, to: 3 }]);
 
     const created = loopx(create, env);
     expect(created.status, created.stderr).toBe(0);
@@ -176,8 +176,8 @@ describePg('a Goal whose work lives in PostgreSQL, in a root on SQLite', () => {
     expect(loopx(apart, env).json().error.code).toBe('pg_schema_not_migrated');
     const migrated = loopx(['db', 'migrate', ...at], env).json();
     expect(migrated).toMatchObject({ provider: 'postgresql', schema: name, goal_work_schemas: [{ database_url: REF, schema: own, goals: ['apart'] }] });
-    expect(migrated.components).toContainEqual({ component: 'work', from: 2, to: 2 });
-    expect(migrated.goal_work_schemas[0].components).toEqual([{ component: 'work', from: 0, to: 2 }]);
+    expect(migrated.components).toContainEqual({ component: 'work', from: 3, to: 3 });
+    expect(migrated.goal_work_schemas[0].components).toEqual([{ component: 'work', from: 0, to: 3 }]);
     expect(loopx(apart, env).status).toBe(0);
     expect(loopx(['todo', 'add', '--goal', 'apart', '--title', 'One', '--id', 't1', ...at], env).status).toBe(0);
     const db = openPostgres({ url: PG_URL, schema: own, max: 1 });

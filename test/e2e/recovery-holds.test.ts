@@ -42,6 +42,8 @@ interface DaemonProcess {
 let sink: WebhookSink;
 /** Whether `sink` is serving (closing a closed one twice would throw in its callback). */
 let sinkUp = false;
+/** The receiver's port: effects name it, so a restarted receiver listens on it again. */
+let sinkPort = 0;
 let sinkJournal: string;
 let root: string;
 let pkg: string;
@@ -138,6 +140,7 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
     root = tempRoot('loopx-e2e-holds-');
     sinkJournal = join(dirname(root), 'receiver.jsonl');
     sink = await startWebhookSink({ port: 0, journalPath: sinkJournal });
+    sinkPort = sink.port;
     sinkUp = true;
     const dir = dirname(root);
     agents = { before: agentFile(dir, 'before', BEFORE), after: agentFile(dir, 'after', AFTER_CAPTURE), cont: agentFile(dir, 'continue', CONTINUE) };
@@ -252,6 +255,11 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
 
   it('shows an adoption interrupted by a daemon killed at an owner commit point as its journal has it, after a restart and a reload, and its retry converges to complete', async () => {
     const { page } = session;
+    // This journey needs the receiver up; an earlier test that failed while it was down left it so.
+    if (!sinkUp) {
+      sink = await startWebhookSink({ port: sinkPort, journalPath: sinkJournal });
+      sinkUp = true;
+    }
     const port = daemon!.port;
     await stopDaemon(daemon!);
     daemon = await startDaemonProcess(port, INTERRUPT_AFTER_LIVE);
