@@ -220,4 +220,26 @@ describe('refusals and hints keep to the state the command was given', () => {
     expect(listed.status).toBe(0);
     expect(listed.json().todos.map((t: { title: string }) => t.title)).toEqual(['T']);
   }, 60_000);
+
+  it('todo update of several Todos: a repeated id or more than 100 are usage errors and change nothing; a missing one refuses them all', () => {
+    const root = tempRoot();
+    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect(loopx(['goal', 'create', 'g1', '--title', 'G', '--root', root]).status).toBe(0);
+    for (const title of ['A', 'B']) expect(loopx(['todo', 'add', '--goal', 'g1', '--title', title, '--root', root]).status).toBe(0);
+    const cases: Array<[string, string[]]> = [
+      ['todo_update_repeated', ['t1', 't2', 't1']],
+      ['todo_update_too_many', Array.from({ length: 101 }, (_, i) => `t${i + 1}`)],
+      ['todo_not_found', ['t1', 'nope']],
+    ];
+    for (const [code, ids] of cases) {
+      const r = loopx(['todo', 'update', ...ids, '--goal', 'g1', '--status', 'done', '--root', root, '--json']);
+      expect(r.status, code).toBe(code === 'todo_not_found' ? 3 : 2);
+      expect(r.json().error.code).toBe(code);
+    }
+    const listed = loopx(['todo', 'list', '--goal', 'g1', '--root', root, '--json']).json();
+    expect(listed.todos.map((t: { status: string; todo_revision: number }) => [t.status, t.todo_revision])).toEqual([
+      ['open', 1],
+      ['open', 1],
+    ]);
+  }, 60_000);
 });

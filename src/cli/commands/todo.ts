@@ -6,6 +6,8 @@ import { emit, resolveRoot, withGoalWriter, type GlobalOptions } from '../contex
 
 const opId = (given: string | undefined) => given ?? operatorOperationId('cli');
 type Status = (typeof TODO_STATUSES)[number];
+/** The work owner's batch limit: the Todos one `todo update` changes in one transaction. */
+const MAX_TODOS_PER_UPDATE = 100;
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const todo = program.command('todo').description("a Goal's Todos (canonical work)");
@@ -50,7 +52,9 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     });
   todo
     .command('update <todo-id...>')
-    .description('change Todos: status and/or note; several Todos change alike as one transaction, all or none (in hard_lease mode the CLI takes and releases their leases)')
+    .description(
+      'change Todos: status and/or note; several Todos (at most 100, each once) change alike as one transaction, all or none (in hard_lease mode the CLI takes and releases their leases)',
+    )
     .requiredOption('--goal <goal-id>', 'the Goal')
     .option('--status <status>', TODO_STATUSES.join(' | '))
     .option('--note <note>', 'a note')
@@ -61,6 +65,10 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         throw usageError('todo_status_invalid', `--status must be one of ${TODO_STATUSES.join(', ')}.`, 'see its options: loopx todo update --help');
       }
       if (o.status === undefined && o.note === undefined) throw usageError('todo_update_empty', 'Give --status and/or --note.', 'see its options: loopx todo update --help');
+      if (new Set(todoIds).size !== todoIds.length) throw usageError('todo_update_repeated', 'Name each Todo once.', 'see its options: loopx todo update --help');
+      if (todoIds.length > MAX_TODOS_PER_UPDATE) {
+        throw usageError('todo_update_too_many', `One update changes at most ${MAX_TODOS_PER_UPDATE} Todos.`, 'see its options: loopx todo update --help');
+      }
       const input = {
         operation_id: opId(o.operationId),
         lease_owner: 'operator:cli',
