@@ -152,6 +152,8 @@ export interface HistoryItem {
   /** The Todo's title and status after the transaction, when it changed one. */
   readonly todo_title: string | null;
   readonly todo_status: string | null;
+  /** A batch (`update_todos`): each Todo it changed, in the order it named them (the three fields above are then null). */
+  readonly todos?: ReadonlyArray<{ readonly todo_id: string; readonly todo_title: string; readonly todo_status: string }>;
 }
 
 export interface HistoryPage {
@@ -183,6 +185,7 @@ export async function goalHistory(root: string, goalId: string, options: { after
         todo_id: t.receipt.todo_id,
         todo_title: t.receipt.todo?.title ?? null,
         todo_status: t.receipt.todo?.status ?? null,
+        ...(t.receipt.todos ? { todos: t.receipt.todos.map((td) => ({ todo_id: td.todo_id, todo_title: td.title, todo_status: td.status })) } : {}),
       })),
       older: after > 0 ? Math.max(0, after - limit) : null,
       newer: after + limit < head ? after + limit : null,

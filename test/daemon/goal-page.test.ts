@@ -149,6 +149,25 @@ describe('the Goal page over the daemon', () => {
     for (const bad of ['limit=0', 'limit=201', 'after=-1', 'after=x']) expect((await get(`/api/goals/launch/history?${bad}`)).json().error.code, bad).toBe('daemon_field_invalid');
   });
 
+  it('shows a batch of Todo updates as one transaction naming each Todo it changed', async () => {
+    expect(loopx(['goal', 'create', 'batch', '--title', 'Batched', '--root', root]).status).toBe(0);
+    for (const title of ['First', 'Second']) expect(loopx(['todo', 'add', '--goal', 'batch', '--title', title, '--root', root]).status).toBe(0);
+    expect(loopx(['todo', 'update', 't2', 't1', '--goal', 'batch', '--status', 'done', '--root', root]).status).toBe(0);
+    const page = (await get('/api/goals/batch/history')).json();
+    expect(page.transactions.at(-1)).toMatchObject({
+      cursor: 3,
+      operation: 'update_todos',
+      todo_id: null,
+      todos: [
+        { todo_id: 't2', todo_title: 'Second', todo_status: 'done' },
+        { todo_id: 't1', todo_title: 'First', todo_status: 'done' },
+      ],
+    });
+    expect(page.transactions[0]).not.toHaveProperty('todos');
+    const p = (await get('/api/goals/batch/progress')).json();
+    expect([p.last_receipts.t1.operation, p.last_receipts.t2.operation]).toEqual(['update_todos', 'update_todos']);
+  });
+
   it("draws the Goal's progress from its whole history, with each Todo's last receipt", async () => {
     const p = (await get('/api/goals/launch/progress')).json();
     const head = (await get('/api/goals/launch')).json().committed_transactions as number;

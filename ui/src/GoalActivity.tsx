@@ -147,6 +147,15 @@ export function GoalEffects({ activity, root }: { activity: GoalActivityDoc; roo
 const PAGE = 25;
 
 /** The committed history, newest page first; Older and Newer walk it a page at a time. */
+type HistoryRow = HistoryPageDoc['transactions'][number];
+
+/** The Todo a transaction changed (its id, title and status after it), each of a batch's, or a dash. */
+function historyTodos(t: HistoryRow): string {
+  const one = (id: string, title: string | null, status: string | null) => `${id} ${title ?? ''}${status ? ` → ${status}` : ''}`;
+  if (t.todos) return t.todos.map((x) => one(x.todo_id, x.todo_title, x.todo_status)).join('; ');
+  return t.todo_id ? one(t.todo_id, t.todo_title, t.todo_status) : '—';
+}
+
 export function GoalHistory({ goalId, root, head }: { goalId: string; root: string | null; head: number }) {
   const [after, setAfter] = useState<number | null>(null);
   const { data, error, reload } = useApiJson<HistoryPageDoc>(
@@ -189,7 +198,7 @@ export function GoalHistory({ goalId, root, head }: { goalId: string; root: stri
                     </td>
                     <td data-label="Committed">{when(t.committed_at)}</td>
                     <td data-label="Change">{t.operation.replace(/_/g, ' ')}</td>
-                    <td data-label="Todo">{t.todo_id ? `${t.todo_id} ${t.todo_title ?? ''}${t.todo_status ? ` → ${t.todo_status}` : ''}` : '—'}</td>
+                    <td data-label="Todo">{historyTodos(t)}</td>
                   </tr>
                 ))}
               </tbody>

@@ -19,5 +19,15 @@ export interface DaemonGoalHistory {
     todo_id: string | null;
     todo_title: string | null;
     todo_status: string | null;
+    /**
+     * Only for a transaction that changed several Todos as one operation (`update_todos`, `loopx todo update t1 t2 …`): each of them, in the order the operation named them, with its status after it; `todo_id`, `todo_title` and `todo_status` are then null.
+     *
+     * @minItems 1
+     */
+    todos?: {
+      todo_id: string;
+      todo_title: string;
+      todo_status: string;
+    }[];
   }[];
 }
