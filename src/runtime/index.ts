@@ -26,6 +26,7 @@ export { createGoal, goalDetail, goalView, listGoals, showGoal, transitionGoal, 
 export {
   addTodo,
   listTodos,
+  MAX_TODOS_PER_UPDATE,
   operatorOperationId,
   TODO_STATUSES,
   todoView,

@@ -158,24 +158,25 @@ export async function updateTodos(root: string, goalId: string, input: UpdateTod
 
 const attemptTag = (): string => randomBytes(6).toString('hex');
 
-/** Whether taking this Todo's lease may be refused: held by another, closed, or missing. */
-async function mayRefuseLease(work: workOwner.WorkOwner, id: string): Promise<boolean> {
-  const todo = await work.getTodo(id);
-  return todo === undefined || todo.status === 'done' || todo.status === 'deferred' || (await work.leaseStatus(id)).authorization === 'active';
-}
+/** The most Todos one update changes (the work owner's batch limit). */
+export const MAX_TODOS_PER_UPDATE = workOwner.MAX_TODO_UPDATES;
 
 /** Hard-lease mode: each Todo's lease taken (the ones that may refuse first), the batch committed under them, every one released after. */
 async function underLeases(work: workOwner.WorkOwner, input: UpdateTodosInput, batch: (proofs: ReadonlyMap<string, Proof>) => workOwner.UpdateTodosRequest) {
   const { operation_id: op, todo_ids: ids } = input;
   const tag = attemptTag();
   await releaseTaken(work, ids, op, tag); // what an interrupted attempt under this id left held
-  const risky = new Set<string>();
-  for (const id of ids) if (await mayRefuseLease(work, id)) risky.add(id);
+  // A Todo whose lease would be refused (missing, closed, leased by another) is asked first, so such a refusal takes no lease.
+  const now = new Date();
+  const todos = new Map((await work.listTodos()).map((t) => [t.todo_id, t]));
+  const mayRefuse = (id: string): boolean => {
+    const t = todos.get(id);
+    return t === undefined || workOwner.isTerminal(t.status) || workOwner.leaseAuthorization(t.lease, now) === 'active';
+  };
   const taken = new Map<string, Proof>();
   let refused = true;
   try {
-    for (const id of [...ids.filter((i) => risky.has(i)), ...ids.filter((i) => !risky.has(i))]) {
-      const current = await work.leaseStatus(id);
+    for (const id of [...ids.filter(mayRefuse), ...ids.filter((i) => !mayRefuse(i))]) {
       const lease = (
         await work.acquireLease({
           operation_id: `${op}:lease:${id}:${tag}`,
@@ -183,7 +184,7 @@ async function underLeases(work: workOwner.WorkOwner, input: UpdateTodosInput, b
           owner: input.lease_owner,
           execution_key: op,
           ttl_ms: OPERATOR_LEASE_TTL_MS,
-          expected_version: current.lease?.version ?? 0,
+          expected_version: todos.get(id)?.lease?.version ?? 0,
         })
       ).receipt.lease!;
       taken.set(id, proofOf(lease));
@@ -198,18 +199,19 @@ async function underLeases(work: workOwner.WorkOwner, input: UpdateTodosInput, b
   }
 }
 
-/** Releases each of these Todos' leases that is still active under this operation (its execution key). */
+/** Releases each of these Todos' leases that is still active under this operation (its execution key), from one read of the Todos. */
 async function releaseTaken(work: workOwner.WorkOwner, ids: readonly string[], op: string, tag: string): Promise<void> {
-  for (const id of ids) {
-    const after = await work.leaseStatus(id);
-    if (after.lease?.status !== 'active' || after.lease.execution_key !== op) continue;
+  const wanted = new Set(ids);
+  for (const t of await work.listTodos()) {
+    const lease = t.lease;
+    if (!wanted.has(t.todo_id) || lease?.status !== 'active' || lease.execution_key !== op) continue;
     await work.releaseLease({
-      operation_id: `${op}:release:${id}:${tag}`,
-      todo_id: id,
-      owner: after.lease.owner,
+      operation_id: `${op}:release:${t.todo_id}:${tag}`,
+      todo_id: t.todo_id,
+      owner: lease.owner,
       execution_key: op,
-      lease_epoch: after.lease.lease_epoch,
-      expected_version: after.lease.version,
+      lease_epoch: lease.lease_epoch,
+      expected_version: lease.version,
     });
   }
 }

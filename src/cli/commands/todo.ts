@@ -1,13 +1,11 @@
 /** `loopx todo add|list|update` — a Goal's canonical work through the runtime's Todo operations (writes check the run authority: a superseded Goal lifetime takes none). */
 import type { Command } from 'commander';
 import { usageError } from '../../core/index.js';
-import { addTodo, listTodos, operatorOperationId, TODO_STATUSES, todoView, updateTodo, updateTodos } from '../../runtime/index.js';
+import { addTodo, listTodos, MAX_TODOS_PER_UPDATE, operatorOperationId, TODO_STATUSES, todoView, updateTodo, updateTodos } from '../../runtime/index.js';
 import { emit, resolveRoot, withGoalWriter, type GlobalOptions } from '../context.js';
 
 const opId = (given: string | undefined) => given ?? operatorOperationId('cli');
 type Status = (typeof TODO_STATUSES)[number];
-/** The work owner's batch limit: the Todos one `todo update` changes in one transaction. */
-const MAX_TODOS_PER_UPDATE = 100;
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const todo = program.command('todo').description("a Goal's Todos (canonical work)");
@@ -53,7 +51,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   todo
     .command('update <todo-id...>')
     .description(
-      'change Todos: status and/or note; several Todos (at most 100, each once) change alike as one transaction, all or none (in hard_lease mode the CLI takes and releases their leases)',
+      `change Todos: status and/or note; several Todos (at most ${MAX_TODOS_PER_UPDATE}, each once) change alike as one transaction, all or none (in hard_lease mode the CLI takes and releases their leases)`,
     )
     .requiredOption('--goal <goal-id>', 'the Goal')
     .option('--status <status>', TODO_STATUSES.join(' | '))

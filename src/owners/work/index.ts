@@ -57,7 +57,7 @@ export {
 } from './model.js';
 export { assertGoalWorkReady, openWork, openGoalWork, settleGoalWorkLocation, type OpenGoalWorkOptions, type WorkProviderRequest } from './work.js';
 export { readWorkLocation, rebindWorkLocation, recordedWorkLocations, WORK_LOCATION_SCHEMA, type GoalWorkLocation } from './location.js';
-export { MIN_LEASE_TTL_MS, MAX_LEASE_TTL_MS } from './inputs.js';
+export { MIN_LEASE_TTL_MS, MAX_LEASE_TTL_MS, MAX_BATCH as MAX_TODO_UPDATES } from './inputs.js';
 export { checkTodoUpdates } from './todos.js';
 export type {
   AcquireLeaseRequest,
