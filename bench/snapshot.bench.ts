@@ -17,7 +17,7 @@
 import { canonicalJson } from '../src/core/canonical-json.js';
 import { sha256Hex } from '../src/core/digest.js';
 import { decodeSnapshot, encodeSnapshot, snapshotDigest, type Message, type RunSnapshotState } from '../src/snapshot/index.js';
-import { measure, type BenchFigure } from './harness.js';
+import { measurePaired, type BenchFigure, type PairedSide } from './harness.js';
 
 const MESSAGES = 1_000;
 
@@ -98,16 +98,26 @@ export async function run(): Promise<BenchFigure[]> {
   // Steady state for both sides: the JIT warms the JavaScript codec far more slowly than native JSON.
   const opts = { iterations: 10, samples: 15, warmup: 40 };
 
-  const encode = await measure(() => snapshotDigest(encodeSnapshot(state)), opts);
-  const encodeBaseline = await measure(() => sha256Hex(JSON.stringify(state)), opts);
-  const decode = await measure(() => {
-    snapshotDigest(bytes);
-    return decodeSnapshot(bytes);
-  }, opts);
-  const decodeBaseline = await measure(() => {
-    sha256Hex(json);
-    return JSON.parse(json) as unknown;
-  }, opts);
+  // Each loopx side and its baseline in alternating samples, so a load spike falls on both sides.
+  const enc = await measurePaired(
+    () => snapshotDigest(encodeSnapshot(state)),
+    () => sha256Hex(JSON.stringify(state)),
+    opts,
+  );
+  const dec = await measurePaired(
+    () => {
+      snapshotDigest(bytes);
+      return decodeSnapshot(bytes);
+    },
+    () => {
+      sha256Hex(json);
+      return JSON.parse(json) as unknown;
+    },
+    opts,
+  );
+  const cpu = (p: { a: PairedSide; b: PairedSide }): string =>
+    `CPU per call ${(p.a.cpu / 1000).toFixed(2)} ms vs ${(p.b.cpu / 1000).toFixed(2)} ms (${(p.a.cpu / p.b.cpu).toFixed(2)}×)`;
+  const [encode, encodeBaseline, decode, decodeBaseline] = [enc.a.seconds, enc.b.seconds, dec.a.seconds, dec.b.seconds];
 
   return [
     {
@@ -117,7 +127,7 @@ export async function run(): Promise<BenchFigure[]> {
       baselineSeconds: encodeBaseline,
       target: '≤ 2×',
       ratioKind: 'cost',
-      extra: sizes,
+      extra: `${sizes}\n  ${cpu(enc)}`,
     },
     {
       name: `snapshot digest+decode+validate (${MESSAGES.toLocaleString('en')} messages)`,
@@ -126,7 +136,7 @@ export async function run(): Promise<BenchFigure[]> {
       baselineSeconds: decodeBaseline,
       target: '≤ 1.5×',
       ratioKind: 'cost',
-      extra: 'decode includes every fail-closed check and the wire-level canonical-encoding check',
+      extra: `decode includes every fail-closed check and the wire-level canonical-encoding check\n  ${cpu(dec)}`,
     },
   ];
 }

@@ -31,6 +31,7 @@ import {
   setup,
   type SqliteCopy,
   type SqliteDatabase,
+  type SqliteStatement,
 } from '../../store/index.js';
 import {
   INCARNATION_PATTERN,
@@ -123,6 +124,19 @@ export interface RawCommitRow {
   events: string;
   receipt: string;
 }
+
+const SCAN_SQL = 'SELECT cursor, provider_revision, operation_id, request_digest, events, receipt FROM commits WHERE cursor > ? ORDER BY cursor LIMIT ?';
+
+/** Rows of SCAN_SQL fetched as arrays and made objects here: a third cheaper than better-sqlite3's own row objects. */
+const commitRows = (raw: unknown[][]): RawCommitRow[] =>
+  raw.map((r) => ({
+    cursor: r[0] as number,
+    provider_revision: r[1] as string,
+    operation_id: r[2] as string,
+    request_digest: r[3] as string,
+    events: r[4] as string,
+    receipt: r[5] as string,
+  }));
 
 export function openSqliteWorkProvider(path: string, options: SqliteWorkOptions): WorkProvider {
   if (options.create === false && !existsSync(path)) {
@@ -217,7 +231,7 @@ function prepare(db: SqliteDatabase) {
     insert: db.prepare('INSERT INTO commits (cursor, provider_revision, operation_id, request_digest, events, receipt) VALUES (?, ?, ?, ?, ?, ?)'),
     updateHead: db.prepare('UPDATE head SET cursor = ?, provider_revision = ?, projection = ? WHERE singleton = 1 AND provider_revision = ?'),
     receipt: db.prepare('SELECT cursor, provider_revision, operation_id, request_digest, receipt FROM commits WHERE operation_id = ?'),
-    scan: db.prepare('SELECT cursor, provider_revision, operation_id, request_digest, events, receipt FROM commits WHERE cursor > ? ORDER BY cursor LIMIT ?'),
+    scan: db.prepare(SCAN_SQL).raw(true),
   };
 }
 
@@ -253,7 +267,7 @@ function commitOnce(db: SqliteDatabase, q: Queries, incarnation: string, request
 /** One snapshot-consistent page: the rows and the head they are compared with, in one read transaction. */
 function scanPage(db: SqliteDatabase, q: Queries, afterCursor: number, limit: number): ScanPage {
   return db.transaction((): ScanPage => {
-    const rows = q.scan.all(afterCursor, limit + 1) as RawCommitRow[];
+    const rows = commitRows(q.scan.all(afterCursor, limit + 1) as unknown[][]);
     const head = headRow(q);
     const transactions: CommittedTransaction[] = rows.slice(0, limit).map((r) => ({
       cursor: r.cursor,
@@ -422,6 +436,7 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
   const opened: SqliteCopy = copy;
   const handle: SqliteDatabase = opened.db;
   const hasTable = (name: string): boolean => guard(() => handle.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined);
+  let scan: SqliteStatement | undefined;
   return {
     user_version: userVersion,
     byte_size: opened.byteSize,
@@ -442,15 +457,11 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
               },
           )
         : { count: 0, min: 0, max: 0 },
-    scanRows: (after, limit) =>
-      hasTable('commits')
-        ? guard(
-            () =>
-              handle
-                .prepare('SELECT cursor, provider_revision, operation_id, request_digest, events, receipt FROM commits WHERE cursor > ? ORDER BY cursor LIMIT ?')
-                .all(after, limit) as RawCommitRow[],
-          )
-        : [],
+    scanRows: (after, limit) => {
+      if (!hasTable('commits')) return [];
+      scan ??= guard(() => handle.prepare(SCAN_SQL).raw(true));
+      return guard(() => commitRows(scan!.all(after, limit) as unknown[][]));
+    },
     quickCheck: () => guard(() => (handle.pragma('quick_check') as Array<{ quick_check: string }>).map((r) => r.quick_check)),
     integrityCheck: () => guard(() => (handle.pragma('integrity_check') as Array<{ integrity_check: string }>).map((r) => r.integrity_check)),
     close: () => opened.close(),
