@@ -135,6 +135,16 @@
  * The one-writer figures sit at the target (one round trip and one WAL flush either way, the owner's
  * share the ~130–150 µs of CPU above); eight unbatched writers do not reach it, for the server-side
  * reasons above (two row writes and the checks per commit, two cores shared with the clients).
+ *
+ * 2026-12-04, where the server's time goes (pgbench, one client, synchronous_commit off so the WAL
+ * flush drops out and CPU shows; best of three 2 s runs, alternating, load 5–8): raw INSERT 60–65 µs,
+ * loopx_work_commit 155–185 µs. Of the difference, stripped one part at a time: the foreign key
+ * from work_commits to work_stores ≈ 25 µs (its RI trigger's query, though the function has the
+ * store row locked already), the installation admission ≈ 27 µs (loopx_admit; its LOCK TABLE alone
+ * is within noise), PL/pgSQL itself ≈ 15 µs, the store row's lock, the two operation-id probes and
+ * the head UPDATE ≈ 40 µs. Merging the two probes and returning OUT parameters instead of a table:
+ * within noise. Dropping the foreign key would buy the most and was not done: it is an in-database
+ * check, and the rule for these figures is that none is traded for speed.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
