@@ -123,7 +123,10 @@ async function planOnPage(goal: string, name: string): Promise<string> {
   const { page } = session;
   await page.goto(`${daemon!.url}#/settings/capability-center/backup/audits/${auditId}`);
   const form = page.getByTestId(`recover-goal-${goal}`);
-  await form.getByLabel('New root (a new directory beside this daemon’s root)').fill(name);
+  const input = form.getByLabel('New root (a new directory beside this daemon’s root)');
+  await input.fill(name);
+  // The proposed name arrives on its own: it must not have joined or replaced the one typed.
+  expect(await input.inputValue(), 'the new root typed is the one planned').toBe(name);
   await form.getByRole('button', { name: 'Preview the recovery' }).click();
   // The preview waits on the daemon verifying the workspace again: as long as an apply may take on a loaded machine.
   await expect.poll(() => page.getByRole('heading', { level: 1, name: `Recovery of Goal ${goal}` }).isVisible(), { timeout: 60_000 }).toBe(true);

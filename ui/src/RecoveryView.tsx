@@ -8,6 +8,7 @@
  * restart mid-adoption shows where it is.
  */
 import { useEffect, useRef, useState, type FormEvent, type RefObject } from 'react';
+import { flushSync } from 'react-dom';
 import { ApiError, asApiError, enc, getJson, postJson } from './api';
 import { ErrorBox, Loading, PageHeading, abbreviate } from './components';
 import { useApiJson } from './hooks';
@@ -61,10 +62,15 @@ function RecoverGoalForm({ auditId, goalId, title }: { auditId: string; goalId: 
   const [name, setName] = useState('');
   const [error, setError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
+  const input = useRef<HTMLInputElement>(null);
   useEffect(() => {
     const ctrl = new AbortController();
+    // The proposal fills an empty field the operator is not in, checked and shown in one task
+    // (flushSync): arriving late, it must never join or replace what they select and type.
     getJson<{ destination_name: string }>(`/api/audits/${enc(auditId)}/recoveries/proposal?goal=${enc(goalId)}`, ctrl.signal).then(
-      (r) => setName((n) => (n === '' ? r.destination_name : n)),
+      (r) => {
+        if (document.activeElement !== input.current) flushSync(() => setName((n) => (n === '' ? r.destination_name : n)));
+      },
       () => undefined,
     );
     return () => ctrl.abort();
@@ -91,7 +97,7 @@ function RecoverGoalForm({ auditId, goalId, title }: { auditId: string; goalId: 
         Recover this Goal: <code>{goalId}</code> “{title}”
       </h3>
       <label htmlFor={inputId}>New root (a new directory beside this daemon’s root)</label>
-      <input id={inputId} value={name} onChange={(ev) => setName(ev.target.value)} required pattern="[A-Za-z0-9][A-Za-z0-9._-]{0,63}" />
+      <input id={inputId} ref={input} value={name} onChange={(ev) => setName(ev.target.value)} required pattern="[A-Za-z0-9][A-Za-z0-9._-]{0,63}" />
       <button type="submit" disabled={busy || name === ''}>
         {busy ? 'Planning…' : 'Preview the recovery'}
       </button>

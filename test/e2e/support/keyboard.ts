@@ -24,10 +24,10 @@ const FOCUSED = `(() => {
   return { tag: el.tagName.toLowerCase(), name: label.replace(/\\s+/g, ' ').trim(), outlineStyle: cs.outlineStyle, outlineWidth: parseFloat(cs.outlineWidth), visible: box.width > 0 && box.height > 0 };
 })()`;
 
-/** The focused element: one with a name, on screen, with a visible focus outline — never the page itself. */
-export async function focusedElement(page: Page): Promise<Focused> {
+/** The focused element: one with a name, on screen, with a visible focus outline — never the page itself. `after` says how focus got there. */
+export async function focusedElement(page: Page, after = ''): Promise<Focused> {
   const f = (await page.evaluate(FOCUSED)) as Focused | null;
-  expect(f, 'focus is on an element, not lost to the page').not.toBeNull();
+  expect(f, `focus is on an element, not lost to the page${after}`).not.toBeNull();
   expect(f!.name, `the focused <${f!.tag}> has a name`).not.toBe('');
   expect(f!.visible, `“${f!.name}” is on screen`).toBe(true);
   expect(f!.outlineStyle, `“${f!.name}” shows its focus`).not.toBe('none');
@@ -40,7 +40,8 @@ export async function tabTo(page: Page, name: string | RegExp, key: 'Tab' | 'Shi
   const passed: string[] = [];
   for (let i = 0; i < 40; i++) {
     await page.keyboard.press(key);
-    const f = await focusedElement(page);
+    // Past the last stop focus leaves the page: name the stops, for one of them may be the target misnamed.
+    const f = await focusedElement(page, passed.length > 0 ? ` (looking for “${String(name)}”, ${key} went through: ${passed.join(' | ')})` : '');
     if (typeof name === 'string' ? f.name === name : name.test(f.name)) return;
     passed.push(f.name);
   }
