@@ -4,6 +4,10 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     pool: 'forks',
+    // Two test files at a time, also on a 2-core machine (vitest's default there is one): most
+    // tests wait on child processes, fsyncs, PostgreSQL or a browser, and every file keeps its
+    // state apart (its own temporary roots, run-authority state, schemas, databases and roles).
+    maxWorkers: 2,
     globalSetup: ['./test/support/cli-build.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
