@@ -2,7 +2,8 @@
  * Read-only access to a COPY of a SQLite database (the owners' historical readers). The copy is
  * never opened where it lies: SQLite would create -wal/-shm sidecars even for a read-only open of
  * a WAL file, so it is duplicated into a private scratch directory, opened read-only there, and
- * the scratch directory is removed when the reader is done.
+ * the scratch directory is removed when the reader is done. The one exception is `inPlace`: a
+ * rollback-journal snapshot the caller has just made itself, which is opened read-only as it is.
  */
 import { chmodSync, closeSync, constants, copyFileSync, fstatSync, lstatSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -72,6 +73,12 @@ export interface SqliteCopyOptions {
   readonly rollbackJournal?: boolean;
   /** Refuse (`sqlite_copy_too_large`) when the private copy is larger than this. */
   readonly maxBytes?: number;
+  /**
+   * The source path is the caller's own private file — a snapshot it has just made — so it is
+   * opened read-only where it lies instead of copied, when its header says rollback journal (such
+   * an open creates no file and writes nothing). A WAL-mode file is copied as usual.
+   */
+  readonly inPlace?: boolean;
 }
 
 /** The code of the refusal thrown when a copy exceeds `maxBytes`. */
@@ -126,6 +133,10 @@ function prepareCopy(path: string, options: SqliteCopyOptions): number {
  */
 export function openSqliteCopy(source: string | Uint8Array, options: SqliteCopyOptions = {}): SqliteCopy {
   if (typeof source === 'string' ? !isSqliteFile(source) : !hasSqliteHeader(source)) throw unreadable();
+  if (options.inPlace && typeof source === 'string') {
+    const own = openInPlace(source, options);
+    if (own !== undefined) return own;
+  }
   let scratch: string;
   try {
     scratch = mkdtempSync(join(options.scratchDir ?? tmpdir(), options.scratchPrefix ?? 'loopx-sqlite-copy-'));
@@ -168,6 +179,36 @@ export function openSqliteCopy(source: string | Uint8Array, options: SqliteCopyO
       }
     },
   };
+}
+
+/**
+ * `inPlace`: the caller's own rollback-journal file opened read-only where it lies (its size checked
+ * against `maxBytes`); undefined when its header says WAL, so the caller copies it instead.
+ */
+function openInPlace(path: string, options: SqliteCopyOptions): SqliteCopy | undefined {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  let size: number;
+  try {
+    size = fstatSync(fd).size;
+    const header = Buffer.alloc(100);
+    if (readSync(fd, header, 0, 100, 0) !== 100 || !hasSqliteHeader(header)) throw unreadable();
+    if (header[18] !== 1 || header[19] !== 1) return undefined;
+  } finally {
+    closeSync(fd);
+  }
+  if (options.maxBytes !== undefined && size > options.maxBytes) {
+    throw rejected(SQLITE_COPY_TOO_LARGE, `A database copy exceeds ${options.maxBytes} bytes.`, { nextAction: 'inspect it with sqlite3 directly', details: { byte_size: size } });
+  }
+  let db: SqliteDatabase | undefined;
+  try {
+    db = openSqlite(path, { readonly: true });
+    db.pragma('schema_version'); // forces the header to be read: a damaged file fails here
+  } catch (e) {
+    db?.close();
+    throw isOutOfSpace(e) ? noSpace(e) : unreadable(e);
+  }
+  const handle = db;
+  return { db: handle, byteSize: size, close: () => handle.close() };
 }
 
 export interface WithSqliteCopyOptions<T> extends SqliteCopyOptions {

@@ -2,7 +2,8 @@
  * Private SQLite copies (src/store/copy.ts): the source is never opened where it lies, a WAL-era
  * file opens with no sidecars once its copy is marked rollback-journal, and a copy over its byte
  * bound is refused with nothing left behind; a full scratch file system is out of space, never
- * "unreadable".
+ * "unreadable". `inPlace` reads the caller's own rollback-journal snapshot where it lies, writing
+ * nothing, and still copies a WAL-mode file.
  */
 import Database from 'better-sqlite3';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -34,7 +35,63 @@ function walDatabase(): { dir: string; path: string } {
   return { dir, path };
 }
 
+/** A rollback-journal database, as `snapshotSqliteDatabase` leaves its snapshots. */
+function rollbackDatabase(): { dir: string; path: string } {
+  const dir = temp('loopx-copy-own-');
+  const path = join(dir, 'own.db');
+  const db = new Database(path);
+  db.pragma('journal_mode = DELETE');
+  db.exec('CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2)');
+  db.close();
+  return { dir, path };
+}
+
 describe('openSqliteCopy', () => {
+  it('inPlace: a rollback-journal file is read where it lies: nothing is copied, created or written, and closing removes nothing', () => {
+    const { dir, path } = rollbackDatabase();
+    const before = readFileSync(path);
+    const scratchDir = temp('loopx-copy-scratch-');
+    const copy = openSqliteCopy(path, { scratchDir, inPlace: true, maxBytes: before.byteLength });
+    try {
+      expect(copy.db.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 2 });
+      expect(copy.byteSize).toBe(before.byteLength);
+      expect(readdirSync(scratchDir)).toEqual([]);
+      expect(readdirSync(dir)).toEqual(['own.db']);
+      expect(() => copy.db.exec('INSERT INTO t VALUES (3)')).toThrow(/readonly/);
+    } finally {
+      copy.close();
+    }
+    expect(readdirSync(dir)).toEqual(['own.db']);
+    expect(readFileSync(path).equals(before)).toBe(true);
+  });
+
+  it('inPlace: a WAL-mode file is still copied (a read-only open where it lies would make sidecars), and the bound still holds', () => {
+    const { dir, path } = walDatabase();
+    const before = readFileSync(path);
+    const scratchDir = temp('loopx-copy-scratch-');
+    const copy = openSqliteCopy(path, { scratchDir, inPlace: true, rollbackJournal: true, fileName: 'c.db' });
+    try {
+      expect(copy.db.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 3 });
+      expect(readdirSync(scratchDir)).toHaveLength(1);
+    } finally {
+      copy.close();
+    }
+    expect(readdirSync(dir)).toEqual(['w.db']);
+    expect(readFileSync(path).equals(before)).toBe(true);
+    const own = rollbackDatabase();
+    const size = statSync(own.path).size;
+    const e = (() => {
+      try {
+        openSqliteCopy(own.path, { scratchDir, inPlace: true, maxBytes: size - 1 }).close();
+      } catch (x) {
+        return x;
+      }
+      return undefined;
+    })();
+    expect(e).toBeInstanceOf(LoopxError);
+    expect((e as LoopxError).code).toBe(SQLITE_COPY_TOO_LARGE);
+  });
+
   it('rollbackJournal: the copy of a WAL-era file opens with no -wal/-shm; the source keeps its bytes', () => {
     const { path } = walDatabase();
     const before = readFileSync(path);

@@ -387,11 +387,13 @@ export interface WorkDbCopy {
 /**
  * Opens a COPY of a work database for reading only. The file is read once (a plain read, no SQLite
  * lock) into a private owner-only scratch image that is opened read-only and removed on `close()`,
- * so the copy itself is never written, gets no -wal/-shm sidecars and holds no lock.
+ * so the copy itself is never written, gets no -wal/-shm sidecars and holds no lock. `inPlace`:
+ * the path is the caller's own fresh rollback-journal snapshot, opened read-only where it lies
+ * (a WAL-mode file is still copied); see store/copy.ts.
  * Throws `work_db_unreadable` / `work_db_not_sqlite` / `work_db_too_large` (rejected); a scratch
  * file system out of space is thrown as it is (`isOutOfSpace`), never as a verdict on the file.
  */
-export function openWorkDbCopy(path: string): WorkDbCopy {
+export function openWorkDbCopy(path: string, options: { readonly inPlace?: boolean } = {}): WorkDbCopy {
   let size: number;
   try {
     const st = lstatSync(path); // a link is not a copy: refused like any other non-regular file
@@ -411,7 +413,13 @@ export function openWorkDbCopy(path: string): WorkDbCopy {
   let copy: SqliteCopy | undefined;
   let userVersion: number;
   try {
-    copy = openSqliteCopy(path, { scratchPrefix: 'loopx-work-read-', fileName: 'work.db', rollbackJournal: true, maxBytes: MAX_WORK_DB_COPY_BYTES });
+    copy = openSqliteCopy(path, {
+      scratchPrefix: 'loopx-work-read-',
+      fileName: 'work.db',
+      rollbackJournal: true,
+      maxBytes: MAX_WORK_DB_COPY_BYTES,
+      inPlace: options.inPlace === true,
+    });
     userVersion = copy.db.pragma('user_version', { simple: true }) as number;
   } catch (e) {
     copy?.close();
