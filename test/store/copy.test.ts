@@ -24,27 +24,19 @@ afterAll(() => {
   for (const d of made) rmSync(d, { recursive: true, force: true });
 });
 
-function walDatabase(): { dir: string; path: string } {
+/** A database of three rows in `mode`: WAL (checkpointed), or rollback journal as `snapshotSqliteDatabase` leaves its snapshots. */
+function database(mode: 'WAL' | 'DELETE'): { dir: string; path: string } {
   const dir = temp('loopx-copy-src-');
   const path = join(dir, 'w.db');
   const db = new Database(path);
-  db.pragma('journal_mode = WAL');
+  db.pragma(`journal_mode = ${mode}`);
   db.exec('CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2), (3)');
-  db.pragma('wal_checkpoint(TRUNCATE)');
+  if (mode === 'WAL') db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();
   return { dir, path };
 }
-
-/** A rollback-journal database, as `snapshotSqliteDatabase` leaves its snapshots. */
-function rollbackDatabase(): { dir: string; path: string } {
-  const dir = temp('loopx-copy-own-');
-  const path = join(dir, 'own.db');
-  const db = new Database(path);
-  db.pragma('journal_mode = DELETE');
-  db.exec('CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2)');
-  db.close();
-  return { dir, path };
-}
+const walDatabase = (): { dir: string; path: string } => database('WAL');
+const rollbackDatabase = (): { dir: string; path: string } => database('DELETE');
 
 describe('openSqliteCopy', () => {
   it('inPlace: a rollback-journal file is read where it lies: nothing is copied, created or written, and closing removes nothing', () => {
@@ -53,15 +45,15 @@ describe('openSqliteCopy', () => {
     const scratchDir = temp('loopx-copy-scratch-');
     const copy = openSqliteCopy(path, { scratchDir, inPlace: true, maxBytes: before.byteLength });
     try {
-      expect(copy.db.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 2 });
+      expect(copy.db.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 3 });
       expect(copy.byteSize).toBe(before.byteLength);
       expect(readdirSync(scratchDir)).toEqual([]);
-      expect(readdirSync(dir)).toEqual(['own.db']);
+      expect(readdirSync(dir)).toEqual(['w.db']);
       expect(() => copy.db.exec('INSERT INTO t VALUES (3)')).toThrow(/readonly/);
     } finally {
       copy.close();
     }
-    expect(readdirSync(dir)).toEqual(['own.db']);
+    expect(readdirSync(dir)).toEqual(['w.db']);
     expect(readFileSync(path).equals(before)).toBe(true);
   });
 
