@@ -98,6 +98,13 @@ const unreadable = (cause?: unknown): Error =>
     ...(cause === undefined ? {} : { cause }),
   });
 
+/** `sqlite_copy_too_large` when a copy of `size` bytes exceeds `maxBytes`. */
+function checkSize(size: number, options: SqliteCopyOptions): void {
+  if (options.maxBytes !== undefined && size > options.maxBytes) {
+    throw rejected(SQLITE_COPY_TOO_LARGE, `A database copy exceeds ${options.maxBytes} bytes.`, { nextAction: 'inspect it with sqlite3 directly', details: { byte_size: size } });
+  }
+}
+
 /**
  * Checks the private copy (its size against `maxBytes`, its header) and, with `rollbackJournal`,
  * rewrites its journal-mode header bytes in place: a file copy plus a two-byte write, so a large
@@ -107,9 +114,7 @@ function prepareCopy(path: string, options: SqliteCopyOptions): number {
   const fd = openSync(path, constants.O_RDWR | constants.O_NOFOLLOW);
   try {
     const size = fstatSync(fd).size;
-    if (options.maxBytes !== undefined && size > options.maxBytes) {
-      throw rejected(SQLITE_COPY_TOO_LARGE, `A database copy exceeds ${options.maxBytes} bytes.`, { nextAction: 'inspect it with sqlite3 directly', details: { byte_size: size } });
-    }
+    checkSize(size, options);
     const header = Buffer.alloc(100);
     if (readSync(fd, header, 0, 100, 0) !== 100 || !hasSqliteHeader(header)) throw unreadable();
     if (options.rollbackJournal && (header[18] === 2 || header[19] === 2)) {
@@ -196,9 +201,7 @@ function openInPlace(path: string, options: SqliteCopyOptions): SqliteCopy | und
   } finally {
     closeSync(fd);
   }
-  if (options.maxBytes !== undefined && size > options.maxBytes) {
-    throw rejected(SQLITE_COPY_TOO_LARGE, `A database copy exceeds ${options.maxBytes} bytes.`, { nextAction: 'inspect it with sqlite3 directly', details: { byte_size: size } });
-  }
+  checkSize(size, options);
   let db: SqliteDatabase | undefined;
   try {
     db = openSqlite(path, { readonly: true });
