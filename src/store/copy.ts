@@ -98,10 +98,27 @@ const unreadable = (cause?: unknown): Error =>
     ...(cause === undefined ? {} : { cause }),
   });
 
-/** `sqlite_copy_too_large` when a copy of `size` bytes exceeds `maxBytes`. */
-function checkSize(size: number, options: SqliteCopyOptions): void {
+/** The file's size (`sqlite_copy_too_large` over `maxBytes`) and its 100-byte header (`sqlite_copy_unreadable` unless SQLite's). */
+function checkedHeader(fd: number, options: SqliteCopyOptions): { readonly size: number; readonly header: Buffer } {
+  const size = fstatSync(fd).size;
   if (options.maxBytes !== undefined && size > options.maxBytes) {
     throw rejected(SQLITE_COPY_TOO_LARGE, `A database copy exceeds ${options.maxBytes} bytes.`, { nextAction: 'inspect it with sqlite3 directly', details: { byte_size: size } });
+  }
+  const header = Buffer.alloc(100);
+  if (readSync(fd, header, 0, 100, 0) !== 100 || !hasSqliteHeader(header)) throw unreadable();
+  return { size, header };
+}
+
+/** `path` opened read-only with its header read (a damaged file fails here); out of space or unreadable as typed refusals. */
+function openReadOnly(path: string): SqliteDatabase {
+  let db: SqliteDatabase | undefined;
+  try {
+    db = openSqlite(path, { readonly: true });
+    db.pragma('schema_version');
+    return db;
+  } catch (e) {
+    db?.close();
+    throw isOutOfSpace(e) ? noSpace(e) : unreadable(e);
   }
 }
 
@@ -113,10 +130,7 @@ function checkSize(size: number, options: SqliteCopyOptions): void {
 function prepareCopy(path: string, options: SqliteCopyOptions): number {
   const fd = openSync(path, constants.O_RDWR | constants.O_NOFOLLOW);
   try {
-    const size = fstatSync(fd).size;
-    checkSize(size, options);
-    const header = Buffer.alloc(100);
-    if (readSync(fd, header, 0, 100, 0) !== 100 || !hasSqliteHeader(header)) throw unreadable();
+    const { size, header } = checkedHeader(fd, options);
     if (options.rollbackJournal && (header[18] === 2 || header[19] === 2)) {
       writeSync(fd, Buffer.from([header[18] === 2 ? 1 : header[18]!, header[19] === 2 ? 1 : header[19]!]), 0, 2, 18);
     }
@@ -158,12 +172,7 @@ export function openSqliteCopy(source: string | Uint8Array, options: SqliteCopyO
       chmodSync(path, 0o600); // the copy is ours alone, whatever the source's mode (0444 included)
     } else writeFileSync(path, source, { mode: 0o600, flag: 'wx' });
     byteSize = prepareCopy(path, options);
-    try {
-      db = openSqlite(path, { readonly: true });
-      db.pragma('schema_version'); // forces the header to be read: a damaged file fails here
-    } catch (e) {
-      throw isOutOfSpace(e) ? noSpace(e) : unreadable(e);
-    }
+    db = openReadOnly(path);
   } catch (e) {
     try {
       db?.close();
@@ -194,24 +203,14 @@ function openInPlace(path: string, options: SqliteCopyOptions): SqliteCopy | und
   const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   let size: number;
   try {
-    size = fstatSync(fd).size;
-    const header = Buffer.alloc(100);
-    if (readSync(fd, header, 0, 100, 0) !== 100 || !hasSqliteHeader(header)) throw unreadable();
-    if (header[18] !== 1 || header[19] !== 1) return undefined;
+    const checked = checkedHeader(fd, options);
+    if (checked.header[18] !== 1 || checked.header[19] !== 1) return undefined;
+    size = checked.size;
   } finally {
     closeSync(fd);
   }
-  checkSize(size, options);
-  let db: SqliteDatabase | undefined;
-  try {
-    db = openSqlite(path, { readonly: true });
-    db.pragma('schema_version'); // forces the header to be read: a damaged file fails here
-  } catch (e) {
-    db?.close();
-    throw isOutOfSpace(e) ? noSpace(e) : unreadable(e);
-  }
-  const handle = db;
-  return { db: handle, byteSize: size, close: () => handle.close() };
+  const db = openReadOnly(path);
+  return { db, byteSize: size, close: () => db.close() };
 }
 
 export interface WithSqliteCopyOptions<T> extends SqliteCopyOptions {

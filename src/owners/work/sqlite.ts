@@ -466,9 +466,8 @@ export function openWorkDbCopy(path: string, options: { readonly inPlace?: boole
           )
         : { count: 0, min: 0, max: 0 },
     scanRows: (after, limit) => {
-      if (!hasTable('commits')) return [];
-      scan ??= guard(() => handle.prepare(SCAN_SQL).raw(true));
-      return guard(() => commitRows(scan!.all(after, limit) as unknown[][]));
+      const statement = (scan ??= hasTable('commits') ? guard(() => handle.prepare(SCAN_SQL).raw(true)) : undefined);
+      return statement === undefined ? [] : guard(() => commitRows(statement.all(after, limit) as unknown[][]));
     },
     quickCheck: () => guard(() => (handle.pragma('quick_check') as Array<{ quick_check: string }>).map((r) => r.quick_check)),
     integrityCheck: () => guard(() => (handle.pragma('integrity_check') as Array<{ integrity_check: string }>).map((r) => r.integrity_check)),
