@@ -18,7 +18,7 @@ const LAYERS = {
   owners: ['store', 'core'],
   store: ['core'],
   snapshot: ['core'],
-  'run-authority': ['core'],
+  'run-authority': ['store', 'core'],
   dev: ['core'],
   core: [],
 };

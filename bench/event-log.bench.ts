@@ -69,15 +69,15 @@ const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[
  * of each, and per contestant the median of its sample-by-sample ratio to the first one (the pairs
  * ran seconds apart, so this ratio is the steadier one on a loaded box).
  */
-function interleaved(contestants: ReadonlyArray<() => void>, samples: number): { medians: number[]; pairedToFirst: number[] } {
-  for (const c of contestants) c();
+async function interleaved(contestants: ReadonlyArray<() => unknown>, samples: number): Promise<{ medians: number[]; pairedToFirst: number[] }> {
+  for (const c of contestants) await c();
   const times = contestants.map(() => [] as number[]);
   for (let s = 0; s < samples; s++) {
     const order = contestants.map((_, i) => i);
     if (s % 2 === 1) order.reverse();
     for (const i of order) {
       const t0 = performance.now();
-      contestants[i]!();
+      await contestants[i]!();
       times[i]!.push((performance.now() - t0) / 1000);
     }
   }
@@ -85,15 +85,15 @@ function interleaved(contestants: ReadonlyArray<() => void>, samples: number): {
 }
 
 /** One run of `total` events through the store, `perCommit` to a commit, after its RunStarted. */
-function storeRun(path: string, synchronous: Synchronous, perCommit: number, total: number): { run: () => void; close: () => void } {
+function storeRun(path: string, synchronous: Synchronous, perCommit: number, total: number): { run: () => Promise<void>; close: () => void } {
   const store = openSqliteRunStore(path, { synchronous });
   let runNo = 0;
-  const run = () => {
+  const run = async () => {
     let h = head(`run_${runNo++}`);
-    h = { ...h, lastSequence: store.commit({ head: h, expectedSequence: 0, events: [{ type: 'RunStarted', data: {} }] }).length };
+    h = { ...h, lastSequence: (await store.commit({ head: h, expectedSequence: 0, events: [{ type: 'RunStarted', data: {} }] })).length };
     for (let i = 0; i < total; i += perCommit) {
       const events = Array.from({ length: perCommit }, () => ({ type: 'ToolResulted' as const, data: DATA }));
-      const appended = store.commit({ head: h, expectedSequence: h.lastSequence, events });
+      const appended = await store.commit({ head: h, expectedSequence: h.lastSequence, events });
       h = { ...h, lastSequence: appended.at(-1)!.sequence };
     }
   };
@@ -135,7 +135,7 @@ async function figure(perCommit: number, total: number, synchronous: Synchronous
     rawRun(join(dir, 'raw-events-only.db'), synchronous, perCommit, total, false),
   ];
   try {
-    const { medians, pairedToFirst } = interleaved(
+    const { medians, pairedToFirst } = await interleaved(
       contestants.map((c) => c.run),
       9,
     );

@@ -116,20 +116,20 @@ async function scenario(sync: boolean): Promise<Timings> {
     const ids: string[] = [];
     for (let i = 0; i <= RUNS; i++) ids.push((await a.start(agent, { input: 'bench', suspendAfterTurns: TURNS })).run_id);
     // The destination's first import binds the root and creates its WAL: one-time, untimed.
-    await b.importSnapshot(a.exportEnvelope(ids.pop()!).bytes, { agent });
+    await b.importSnapshot((await a.exportEnvelope(ids.pop()!)).bytes, { agent });
     const exportTimes: number[] = [];
     const importTimes: number[] = [];
     const writeTimes: number[] = [];
     for (const id of ids) {
       let t0 = performance.now();
-      const envelope = a.exportEnvelope(id).bytes;
+      const envelope = (await a.exportEnvelope(id)).bytes;
       exportTimes.push((performance.now() - t0) / 1000);
       t0 = performance.now();
       await b.importSnapshot(envelope, { agent });
       importTimes.push((performance.now() - t0) / 1000);
       for (let k = 0; k < IMPORT_WRITES; k++) writeTimes.push(durableWrite(floorDir, k, record));
     }
-    const payloadBytes = a.exportSnapshot(ids[0]!).bytes.byteLength;
+    const payloadBytes = (await a.exportSnapshot(ids[0]!)).bytes.byteLength;
     b.close();
     a.close();
     return { exportSeconds: median(exportTimes), importSeconds: median(importTimes), writeSeconds: median(writeTimes), payloadBytes };

@@ -29,6 +29,7 @@ import * as backupState from './commands/backup-state.js';
 import * as daemon from './commands/daemon.js';
 import * as recover from './commands/recover.js';
 import * as db from './commands/db.js';
+import * as cluster from './commands/cluster.js';
 
 export function buildProgram(): Command {
   const program = new Command('loopx')
@@ -44,7 +45,7 @@ export function buildProgram(): Command {
   const run = program.command('run').description('start, drive, suspend, resume and export agent runs');
   for (const m of [runStart, runList, runShow, runEvents, runSuspend, runResume, runAnswer, runResolve, runCancel, runExport, runImport, runInspect]) m.register(run, globals);
   authority.register(program, globals);
-  for (const m of [init, goal, todo, workRun, devWebhookSink, backupState, recover, daemon, db]) m.register(program, globals);
+  for (const m of [init, goal, todo, workRun, devWebhookSink, backupState, recover, daemon, db, cluster]) m.register(program, globals);
   demo.register(program, globals);
 
   // Subcommands accept the global options in any position (`loopx run show ID --json`).

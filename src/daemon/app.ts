@@ -172,7 +172,9 @@ function registerSessionRoutes({ app, o, root, withEngine }: Routes): void {
   app.post('/api/session/login-urls', { config: WRITE }, async (_req, reply) =>
     reply.code(201).send({ login_url: `http://127.0.0.1:${o.port()}/#login=${o.loginTokens.issue()}` }),
   );
-  app.get('/api/health', async () => withEngine((e) => ({ ok: true, version: LOOPX_VERSION, root_id: existsSync(join(root, LAYOUT.engineDb)) ? e.rootId : null }), true));
+  app.get('/api/health', async () =>
+    withEngine(async (e) => ({ ok: true, version: LOOPX_VERSION, root_id: existsSync(join(root, LAYOUT.engineDb)) ? await e.rootId() : null }), true),
+  );
 
   // The owners of a root, as the OWNERS table describes them (the UI's owner legend).
   app.get('/api/owners', async () => ({ owners: ownerDescriptions() }));

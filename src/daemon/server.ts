@@ -9,7 +9,7 @@
 import { rmSync } from 'node:fs';
 import { readRegularFileOnce, conflict, internal, notFound, usageError, tryLockExclusive, ensurePrivateDir, writeFileDurable, PACKAGE_ROOT } from '../core/index.js';
 import { join, resolve } from 'node:path';
-import { assertRuntimeRoot, closeRootPools } from '../runtime/index.js';
+import { assertRuntimeRoot, closeRootPools, ClusterNode, type ClusterNodeOptions } from '../runtime/index.js';
 import { buildApp, type DaemonApp } from './app.js';
 import type { DaemonTimeouts } from './body.js';
 import { LoginTokens, newToken } from './security.js';
@@ -27,6 +27,8 @@ export interface DaemonOptions {
   readonly logger?: boolean | Record<string, unknown>;
   /** Header, request and body-pause limits (default DEFAULT_TIMEOUTS). */
   readonly timeouts?: Partial<DaemonTimeouts>;
+  /** Join a cluster (`--cluster env:NAME`): drive its runs beside the others, one owner at a time (runtime/cluster.ts). */
+  readonly cluster?: Omit<ClusterNodeOptions, 'keysDir' | 'log'>;
 }
 
 export interface RunningDaemon {
@@ -36,6 +38,8 @@ export interface RunningDaemon {
   readonly loginUrl: string;
   readonly token: string;
   readonly daemon: DaemonApp;
+  /** This daemon's membership of a cluster (`--cluster`), if it joined one. */
+  readonly cluster: ClusterNode | undefined;
   /** Issue another one-time login address. */
   newLoginUrl(): string;
   close(): Promise<void>;
@@ -114,6 +118,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
   const lock = tryLockExclusive(join(root, 'locks', 'daemon.lock'));
   if (!lock) throw conflict('daemon_already_running', 'Another loopx daemon already serves this root.', { nextAction: 'use the running daemon, or stop it first' });
   let daemon: DaemonApp | undefined;
+  let node: ClusterNode | undefined;
   try {
     // A daemon killed hard leaves its endpoint file: gone before the new token exists, so
     // `login-url` never pairs the new token with an old port.
@@ -145,6 +150,10 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
     const url = `http://${LOOPBACK}:${port}/`;
     writeFileDurable(join(root, 'daemon', ENDPOINT_FILE), `${JSON.stringify({ port })}\n`, { mode: 0o600 });
     const d = daemon;
+    // What a member of a cluster does with its runs (handoffs, takeovers, holds) is the operator's to see: one line each on stderr.
+    const log = (msg: string, fields: Record<string, unknown>) => void process.stderr.write(`loopx cluster: ${msg} ${JSON.stringify(fields)}\n`);
+    node = o.cluster ? await ClusterNode.join({ ...o.cluster, ...(o.authorityDir !== undefined ? { keysDir: o.authorityDir } : {}), log }) : undefined;
+    const member = node;
     let closed = false;
     return {
       port,
@@ -152,11 +161,14 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
       loginUrl: `${url}#login=${loginTokens.issue()}`,
       token,
       daemon: d,
+      cluster: member,
       newLoginUrl: () => `${url}#login=${loginTokens.issue()}`,
       async close() {
         if (closed) return;
         closed = true;
         try {
+          // A member hands its runs off first (each suspends at its next turn boundary), then the rest drains.
+          await member?.close();
           await d.backups.close();
           await d.adoptions.close();
           await d.drives.close();
@@ -170,6 +182,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
       },
     };
   } catch (e) {
+    await node?.close().catch(() => undefined);
     await daemon?.app.close().catch(() => undefined);
     // A daemon that never served leaves no token behind for `login-url` to find.
     rmSync(join(root, 'daemon', 'token'), { force: true });

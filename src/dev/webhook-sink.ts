@@ -30,7 +30,10 @@
  *        drop_response_after_store  — commit, then drop the connection (the response is lost)
  *        drop_before_store          — drop the connection without storing (attempt: dropped)
  *        respond_500_after_store    — commit, then answer 500
+ *        hold_until_released        — read the delivery, then wait until released; then as usual
  *        none                       — disarm
+ *   POST /control {mode:"release"}   → 200 {released}: every held delivery goes on
+ *   GET  /control                    → {mode, held}: the armed mode and how many deliveries wait
  * It binds 127.0.0.1 only and answers only Host 127.0.0.1:<port> or localhost:<port>.
  * Deliveries, newest fences and attempts live in memory and, with `journalPath`, in an owner-only
  * JSONL file (./webhook-sink-journal.ts) that is fsynced before anything is acknowledged and
@@ -58,13 +61,18 @@ export { SINK_ATTEMPT_RESULTS, type SinkAttempt, type SinkAttemptResult, type St
 
 export const SINK_BODY_LIMIT = 1024 * 1024;
 const SINK_DRAIN_LIMIT = 8 * SINK_BODY_LIMIT;
-export const SINK_FAIL_MODES = ['drop_response_after_store', 'drop_before_store', 'respond_500_after_store', 'none'] as const;
+export const SINK_FAIL_MODES = ['drop_response_after_store', 'drop_before_store', 'respond_500_after_store', 'hold_until_released', 'none'] as const;
 export type SinkFailMode = (typeof SINK_FAIL_MODES)[number];
 
 export interface WebhookSinkOptions {
   /** 0 picks a free port. */
   readonly port: number;
   readonly host?: '127.0.0.1';
+  /**
+   * In-process only (tests of daemons on other network namespaces): bind this local IPv4 address
+   * of a private link the test made, instead of 127.0.0.1. The CLI never passes it.
+   */
+  readonly linkAddress?: string;
   /** Append-only JSONL file of deliveries, fences and attempts (created 0600, reloaded on start). */
   readonly journalPath?: string;
   /** Serve POST /control (default true). */
@@ -85,6 +93,10 @@ export interface WebhookSink {
   readonly port: number;
   /** Arm a failure for the next POST /deliveries (the in-process twin of POST /control). */
   failNext(mode: SinkFailMode): void;
+  /** Deliveries held by `hold_until_released`, waiting (the in-process twin of GET /control). */
+  held(): number;
+  /** Let every held delivery go on (judged and stored as usual, answered if its sender still listens). */
+  release(): void;
   /** What the sink has stored, in arrival order. */
   deliveries(): StoredDelivery[];
   /** Every POST /deliveries attempt and the counts per result (the in-process twin of GET /attempts). */
@@ -113,6 +125,10 @@ interface SinkState {
   readonly journalFd: number | undefined;
   readonly control: boolean;
   armed: SinkFailMode;
+  /** The address it listens on (127.0.0.1 unless a test's link address). */
+  address: string;
+  /** Resolvers of the deliveries `hold_until_released` holds. */
+  readonly holds: Array<() => void>;
   port: number;
 }
 
@@ -207,6 +223,8 @@ async function deliver(s: SinkState, req: IncomingMessage, res: ServerResponse):
   const asked: Asked = { idempotency_key, operation_id, writer, body: parseJson(await readBody(req)) };
   const mode = s.armed;
   s.armed = 'none';
+  // Held with its body read: the sender has dispatched and waits, as it would on a slow receiver.
+  if (mode === 'hold_until_released') await new Promise<void>((r) => s.holds.push(r));
   const verdict: Verdict = mode === 'drop_before_store' ? { result: 'dropped' } : judge(s, asked);
   record(s, asked, verdict);
   switch (verdict.result) {
@@ -271,9 +289,18 @@ function queryDeliveries(s: SinkState, url: URL, res: ServerResponse): void {
   return send(res, 200, { found: d !== undefined, delivery: d ?? null });
 }
 
+const releaseHolds = (s: SinkState): void => {
+  for (const r of s.holds.splice(0)) r();
+};
+
 async function arm(s: SinkState, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const body = parseJson(await readBody(req)) as { mode?: unknown } | null;
   const mode = body?.mode;
+  if (mode === 'release') {
+    const released = s.holds.length;
+    releaseHolds(s);
+    return send(res, 200, { released });
+  }
   if (!(SINK_FAIL_MODES as readonly unknown[]).includes(mode)) throw new HttpRefusal(400, 'unknown_mode');
   s.armed = mode as SinkFailMode;
   return send(res, 200, { mode: s.armed });
@@ -281,8 +308,8 @@ async function arm(s: SinkState, req: IncomingMessage, res: ServerResponse): Pro
 
 async function handle(s: SinkState, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const hostHeader = req.headers.host ?? '';
-  if (hostHeader !== `127.0.0.1:${s.port}` && hostHeader !== `localhost:${s.port}`) throw new HttpRefusal(421, 'host_not_allowed');
-  const url = new URL(req.url ?? '/', `http://127.0.0.1:${s.port}`);
+  if (hostHeader !== `${s.address}:${s.port}` && hostHeader !== `localhost:${s.port}`) throw new HttpRefusal(421, 'host_not_allowed');
+  const url = new URL(req.url ?? '/', `http://${s.address}:${s.port}`);
   const route = `${req.method ?? ''} ${url.pathname}`;
 
   if (route === 'GET /deliveries') return queryDeliveries(s, url, res);
@@ -295,6 +322,7 @@ async function handle(s: SinkState, req: IncomingMessage, res: ServerResponse): 
   }
   if (route === 'GET /attempts') return send(res, 200, attemptsOf(s, lineageParam(url)));
   if (route === 'POST /control' && s.control) return arm(s, req, res);
+  if (route === 'GET /control' && s.control) return send(res, 200, { mode: s.armed, held: s.holds.length });
 
   const known = ['/deliveries', '/fences', '/attempts', ...(s.control ? ['/control'] : [])];
   if (known.includes(url.pathname)) throw new HttpRefusal(405, 'method_not_allowed');
@@ -323,6 +351,8 @@ function openState(options: WebhookSinkOptions): SinkState {
     journalFd,
     control: options.control !== false,
     armed: 'none',
+    address: '127.0.0.1',
+    holds: [],
     port: 0,
   };
   for (const d of loaded?.deliveries ?? []) remember(s, d);
@@ -331,7 +361,8 @@ function openState(options: WebhookSinkOptions): SinkState {
 
 export async function startWebhookSink(options: WebhookSinkOptions): Promise<WebhookSink> {
   const host = options.host ?? '127.0.0.1';
-  if (host !== '127.0.0.1') {
+  const linkOk = options.linkAddress === undefined || /^(\d{1,3}\.){3}\d{1,3}$/.test(options.linkAddress);
+  if (host !== '127.0.0.1' || !linkOk) {
     throw usageError('webhook_sink_host_not_loopback', 'The webhook sink binds 127.0.0.1 only.', 'omit --host or pass 127.0.0.1');
   }
   if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535) {
@@ -339,6 +370,8 @@ export async function startWebhookSink(options: WebhookSinkOptions): Promise<Web
   }
   const s = openState(options);
   const journalFd = s.journalFd;
+  const address = options.linkAddress ?? host;
+  s.address = address;
 
   const server = createServer((req, res) => {
     handle(s, req, res).catch((e: unknown) => {
@@ -353,9 +386,9 @@ export async function startWebhookSink(options: WebhookSinkOptions): Promise<Web
   });
   server.requestTimeout = 30_000;
 
-  await listen(server, options.port, host);
+  await listen(server, options.port, address);
   s.port = (server.address() as AddressInfo).port;
-  const url = `http://127.0.0.1:${s.port}`;
+  const url = `http://${address}:${s.port}`;
 
   return {
     url,
@@ -366,6 +399,8 @@ export async function startWebhookSink(options: WebhookSinkOptions): Promise<Web
         throw usageError('webhook_sink_mode_invalid', 'Unknown failure mode.', `use one of ${SINK_FAIL_MODES.join(', ')}`);
       s.armed = mode;
     },
+    held: () => s.holds.length,
+    release: () => releaseHolds(s),
     deliveries: () => structuredClone(s.ordered),
     attempts: (goalLineage) => structuredClone(attemptsOf(s, goalLineage)),
     close: () =>
@@ -375,6 +410,7 @@ export async function startWebhookSink(options: WebhookSinkOptions): Promise<Web
           if (err) reject(err);
           else resolve();
         });
+        releaseHolds(s);
         server.closeAllConnections();
       }),
   };

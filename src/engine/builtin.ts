@@ -32,18 +32,21 @@ const identity = (kind: ComponentIdentity['kind'], name: string): ComponentIdent
   sourceSha256: source(),
 });
 
+/** `math.add`, a pure tool, under the identity of the plan that offers it (the built-in plan, the cluster's). */
+export const mathAddTool = (id: ComponentIdentity): Tool => ({
+  definition: {
+    name: 'math.add',
+    description: 'Add two numbers.',
+    inputSchema: { type: 'object', additionalProperties: false, required: ['a', 'b'], properties: { a: { type: 'number' }, b: { type: 'number' } } },
+    mutating: false,
+  },
+  identity: id,
+  execute: (args) => ({ sum: (args.a as number) + (args.b as number) }),
+});
+
 export function builtinToolPlan(root: string): ToolPlan {
   const tools: Tool[] = [
-    {
-      definition: {
-        name: 'math.add',
-        description: 'Add two numbers.',
-        inputSchema: { type: 'object', additionalProperties: false, required: ['a', 'b'], properties: { a: { type: 'number' }, b: { type: 'number' } } },
-        mutating: false,
-      },
-      identity: identity('static_tool', 'math.add'),
-      execute: (args) => ({ sum: (args.a as number) + (args.b as number) }),
-    },
+    mathAddTool(identity('static_tool', 'math.add')),
     {
       definition: {
         name: 'outbox.append',

@@ -68,7 +68,7 @@ export interface EngineOptions {
 /** A read-only engine's options: no authority, so no command (`run list|show|events`). */
 export type ReadOnlyEngineOptions = Omit<EngineOptions, 'authority'> & {
   /** Whether a live driver (any process) holds a run's lock now — the run authority's probe; without it reads report no live driver. */
-  readonly isDriven?: (runId: string) => boolean;
+  readonly isDriven?: (runId: string) => Promise<boolean>;
 };
 
 /** The parts that change runs: present exactly when the engine has an authority. */
@@ -107,7 +107,7 @@ export class Engine {
     const store = () => this.store;
     if ('readOnly' in options) {
       // Without the authority's probe its run locks are invisible here: reads report no live driver.
-      this.#reads = new RunReads({ store, effects: this.#effects, isDriven: options.isDriven ?? (() => false) });
+      this.#reads = new RunReads({ store, effects: this.#effects, isDriven: options.isDriven ?? (async () => false) });
       this.#writer = undefined;
       return;
     }
@@ -140,8 +140,8 @@ export class Engine {
    * directory the authority bound it to: a byte copy is `root_is_copy`. A read-only engine reads
    * it without asking the authority (reading a copy stays possible).
    */
-  get rootId(): string {
-    return this.#writer ? this.#writer.ownership.rootId : this.store.rootId();
+  async rootId(): Promise<string> {
+    return this.#writer ? this.#writer.ownership.rootId() : this.store.rootId();
   }
 
   /**
@@ -149,7 +149,7 @@ export class Engine {
    * for a root whose runs were recorded before bindings existed, or whose device changed. The
    * authority refuses it while the directory the id is bound to still exists.
    */
-  bindRootDirectory(): { readonly root_id: string; readonly binding: RebindOutcome } {
+  async bindRootDirectory(): Promise<{ readonly root_id: string; readonly binding: RebindOutcome }> {
     return this.#write().ownership.bindRootDirectory();
   }
 
@@ -181,11 +181,11 @@ export class Engine {
     return this.#reads.callEvidence(runId, callIds);
   }
 
-  messages(runId: string): Message[] {
+  async messages(runId: string): Promise<Message[]> {
     return this.#reads.messages(runId);
   }
 
-  mutations(runId: string): MutationRecord[] {
+  async mutations(runId: string): Promise<MutationRecord[]> {
     return this.#reads.mutations(runId);
   }
 
@@ -226,12 +226,12 @@ export class Engine {
   // ── the transfer protocol (RFC 0007) ─────────────────────────────────────────────────
 
   /** The run's unsigned v1alpha2 payload (suspended or terminal runs only). */
-  exportSnapshot(runId: string): ExportedSnapshot {
+  async exportSnapshot(runId: string): Promise<ExportedSnapshot> {
     return this.#write().transfer.exportSnapshot(runId);
   }
 
   /** The run as an envelope signed by the run authority (binds SUSPENDED, or TERMINAL). */
-  exportEnvelope(runId: string): SignedExport {
+  async exportEnvelope(runId: string): Promise<SignedExport> {
     return this.#write().transfer.exportEnvelope(runId);
   }
 
@@ -241,7 +241,7 @@ export class Engine {
   }
 
   /** Check a signed snapshot's claim against the authority, without changing anything. */
-  verifySnapshot(bytes: Uint8Array): SnapshotVerification {
+  async verifySnapshot(bytes: Uint8Array): Promise<SnapshotVerification> {
     return this.#write().transfer.verifySnapshot(bytes);
   }
 

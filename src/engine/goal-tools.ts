@@ -44,7 +44,7 @@ export const EFFECTS_NAMESPACE = effectOwner.EFFECTS_CONFIG_NAMESPACE;
 
 /** Where a Goal work call learns whether its Goal lifetime was superseded (the run authority). */
 export interface LifetimeGuard {
-  lifetimeSupersession(goalInstanceId: string): unknown;
+  lifetimeSupersession(goalInstanceId: string): Promise<unknown>;
 }
 const LEASE_TTL_MS = 10 * 60 * 1000;
 
@@ -82,7 +82,7 @@ async function withCallContext<T>(root: string, guard: LifetimeGuard | undefined
   try {
     const session = (await owners.sessions.listSessions()).find((s) => s.run_id === ctx.runId && s.status === 'active');
     if (!session) throw goalWorkUnbound();
-    if (guard?.lifetimeSupersession(session.goal_instance_id) !== undefined) throw goalLifetimeSuperseded(session.goal_id);
+    if ((await guard?.lifetimeSupersession(session.goal_instance_id)) !== undefined) throw goalLifetimeSuperseded(session.goal_id);
     const goal = owners.goals.get(session.goal_id);
     if (goal?.goal_instance_id !== session.goal_instance_id) throw goalWorkUnbound();
     const work = await workOwner.openGoalWork({ root, goal_id: session.goal_id });
@@ -121,13 +121,13 @@ function webhookUrl(c: CallContext): string {
 }
 
 /** The effect record the engine journalled for this call (intent and dispatch durable). */
-function journalled(ctx: ToolContext): effectOwner.EffectRecord {
-  if (!ctx.effect) throw internal('effect_not_journalled', 'A mutating Goal call ran without its effect journalled.');
+export function journalled(ctx: ToolContext): effectOwner.EffectRecord {
+  if (!ctx.effect) throw internal('effect_not_journalled', 'A mutating call ran without its effect journalled.');
   return ctx.effect;
 }
 
 /** A send's receipt as an unknown outcome's reason code. */
-const unknownReason = (receipt: JsonValue): string => {
+export const unknownReason = (receipt: JsonValue): string => {
   const r = receipt as { reason?: unknown; http_status?: unknown } | null;
   return typeof r?.reason === 'string' ? r.reason : typeof r?.http_status === 'number' ? `http_${r.http_status}` : 'outcome_unknown';
 };

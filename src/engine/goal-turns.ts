@@ -76,7 +76,7 @@ export class GoalTurnAccess {
       return undefined;
     }
     // A lifetime a recovery superseded takes no turn: its run stops before the model is called.
-    if (session.status === 'active' && this.#guard?.lifetimeSupersession(session.goal_instance_id) !== undefined) throw goalLifetimeSuperseded(session.goal_id);
+    if (session.status === 'active' && (await this.#guard?.lifetimeSupersession(session.goal_instance_id)) !== undefined) throw goalLifetimeSuperseded(session.goal_id);
     const ownTurns = (await sessions!.listTurns(session.session_id)).filter((t) => t.run_id === head.runId);
     const generation = ownTurns.at(-1)?.execution_generation ?? session.execution_generation;
     return new RunTurns(sessions!, () => this.#ledger(), session, head.runId, generation, this.#guard);
@@ -123,7 +123,7 @@ export class RunTurns {
     const turns = await this.sessions.listTurns(this.session.session_id);
     const last = turns.at(-1);
     if (last && last.run_id === this.runId && last.status === 'in_progress') return last;
-    if (this.guard?.lifetimeSupersession(this.session.goal_instance_id) !== undefined) throw goalLifetimeSuperseded(this.session.goal_id);
+    if ((await this.guard?.lifetimeSupersession(this.session.goal_instance_id)) !== undefined) throw goalLifetimeSuperseded(this.session.goal_id);
     return (await this.sessions.beginTurn(this.session.session_id, last ? last.turn_index + 1 : 0, this.generation)).turn;
   }
 
@@ -180,7 +180,7 @@ export class RunTurns {
    * At an engine boundary (or once the run finished): close the run's open Turn, if any. A turn
    * the engine completed is settled committed; one a finished run interrupted, failed or stopped.
    */
-  async closeAt(head: RunHead, messages: () => readonly Message[]): Promise<void> {
+  async closeAt(head: RunHead, messages: () => Promise<readonly Message[]>): Promise<void> {
     if (head.turnInProgress && (head.lifecycle === 'active' || head.lifecycle === 'suspended')) return;
     const turn = await this.open();
     if (!turn) return;
@@ -188,7 +188,7 @@ export class RunTurns {
       await this.settleInterrupted(turn, head.lifecycle === 'cancelled' ? 'cancelled' : 'failed');
       return;
     }
-    const assistant = messages().find((m) => m.id === messageId(head.runId, head.completedTurns, 0));
+    const assistant = (await messages()).find((m) => m.id === messageId(head.runId, head.completedTurns, 0));
     if (!assistant) throw internal('turn_response_missing', `Run ${head.runId} has an open Turn but no recorded response for turn ${head.completedTurns}.`);
     await this.settleCompleted(turn, debitTokens(head, assistant), head.lifecycle === 'completed');
   }

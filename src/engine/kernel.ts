@@ -72,7 +72,7 @@ export class RunKernel {
   async start(agent: AgentDefinition, options: StartOptions = {}): Promise<RunView> {
     const def = defineAgent(agent);
     // The root's identity before anything is stored: a byte copy (root_is_copy) keeps no definition.
-    void this.#own.rootId;
+    await this.#own.rootId();
     const runId = options.runId ?? `run_${randomBytes(10).toString('hex')}`;
     if (!RUN_ID.test(runId)) throw runIdInvalid();
     if (options.suspendAfterTurns !== undefined && !(Number.isInteger(options.suspendAfterTurns) && options.suspendAfterTurns >= 0)) {
@@ -81,16 +81,16 @@ export class RunKernel {
     const planIdentity = this.#application.planIdentityFor(def);
     // A provider that cannot be called (no credentials) or tools that do not launch are refused before anything is stored.
     this.#application.providerFor(def);
-    const lock = this.#own.lock(runId);
+    const lock = await this.#own.lock(runId);
     let tools: ToolsHold | undefined;
     try {
       tools = await this.#application.launchTools(def);
-      if (this.#store().get(runId)) throw conflict('run_exists', `Run ${runId} already exists.`);
-      if (this.#own.authority.readRecord(runId)) {
+      if (await this.#store().get(runId)) throw conflict('run_exists', `Run ${runId} already exists.`);
+      if (await this.#own.authority.readRecord(runId)) {
         throw conflict('run_known', `The run authority already knows run ${runId}; a run id is used once.`, { nextAction: 'start the run under a new id' });
       }
-      this.#store().putDefinition(def);
-      this.#own.writeRecord(lock, { runId, state: 'ACTIVE', transitionGeneration: 1, ownerRoot: this.#own.rootId, updatedAt: '' });
+      await this.#store().putDefinition(def);
+      await this.#own.writeRecord(lock, { runId, state: 'ACTIVE', transitionGeneration: 1, ownerRoot: await this.#own.rootId(), updatedAt: '' });
       const messages: Message[] = [];
       if (def.system) messages.push({ id: messageId(runId, 0, messages.length), role: 'system', parts: [{ type: 'text', text: def.system }] });
       if (options.input !== undefined) messages.push({ id: messageId(runId, 0, messages.length), role: 'user', parts: [{ type: 'text', text: options.input }] });
@@ -112,7 +112,7 @@ export class RunKernel {
         createdAt: '',
         updatedAt: '',
       };
-      this.#store().commit({
+      await this.#store().commit({
         head,
         expectedSequence: 0,
         messages: messages.map((message, index) => ({ index, message })),
@@ -132,7 +132,7 @@ export class RunKernel {
       });
       await this.#turns.drive(runId);
     } finally {
-      this.#own.release(lock, runId);
+      await this.#own.release(lock, runId);
       tools?.release();
     }
     return this.#reads.show(runId);
@@ -140,19 +140,19 @@ export class RunKernel {
 
   /** Suspend at the next completed turn boundary — now, if the run is idle at one. */
   async suspend(runId: string): Promise<RunView> {
-    const head = this.#reads.head(runId);
-    this.#own.ownedRecord(runId);
+    const head = await this.#reads.head(runId);
+    await this.#own.ownedRecord(runId);
     if (head.lifecycle === 'suspended') return this.#reads.view(head);
     if (head.lifecycle !== 'active') throw terminalError(head);
-    this.#store().requestSuspend(runId);
-    const lock = this.#own.tryLock(runId);
+    await this.#store().requestSuspend(runId);
+    const lock = await this.#own.tryLock(runId);
     if (!lock) return this.#reads.show(runId); // the driver honours the request at its next boundary
     try {
       // Idle at a boundary: suspend now. Suspending runs no code, so no plan check or lease is needed.
-      const idle = this.#reads.head(runId);
-      if (idle.lifecycle === 'active' && !idle.turnInProgress && !idle.pendingInteraction) this.#turns.suspendAtBoundary(idle);
+      const idle = await this.#reads.head(runId);
+      if (idle.lifecycle === 'active' && !idle.turnInProgress && !idle.pendingInteraction) await this.#turns.suspendAtBoundary(idle);
     } finally {
-      lock.release();
+      await lock.release();
     }
     return this.#reads.show(runId);
   }
@@ -160,22 +160,22 @@ export class RunKernel {
   /** Resume a suspended run (optionally for `turns` turns), or continue an interrupted active one. */
   async resume(runId: string, options: { turns?: number } = {}): Promise<RunView> {
     if (options.turns !== undefined && !(Number.isInteger(options.turns) && options.turns >= 1)) throw rejected('turns_invalid', '--turns must be a whole number ≥ 1.');
-    const lock = this.#own.lock(runId);
+    const lock = await this.#own.lock(runId);
     let tools: ToolsHold | undefined;
     try {
-      if (!this.#store().get(runId)) {
+      if (!(await this.#store().get(runId))) {
         // An import into this root consumed the snapshot and died before its kernel commit.
-        const record = this.#own.authority.readRecord(runId);
-        if (record?.state === 'IMPORTING' && record.ownerRoot === this.#own.rootId) throw importIncomplete(runId);
+        const record = await this.#own.authority.readRecord(runId);
+        if (record?.state === 'IMPORTING' && record.ownerRoot === (await this.#own.rootId())) throw importIncomplete(runId);
       }
-      const head = this.#reads.head(runId);
+      const head = await this.#reads.head(runId);
       if (head.lifecycle === 'suspended' || head.lifecycle === 'active') await this.#turns.refuseSupersededLifetime(head);
       if (head.lifecycle === 'suspended') {
         // Static compatibility first, then the plan's servers: a refusal of either leaves the run suspended.
-        const def = this.#turns.checkPlan(head);
+        const def = await this.#turns.checkPlan(head);
         tools = await this.#application.launchTools(def);
-        this.#own.activateRecord(lock, runId);
-        commitRun(this.#store(), head, {
+        await this.#own.activateRecord(lock, runId);
+        await commitRun(this.#store(), head, {
           head: { ...head, lifecycle: 'active', suspendAtTurn: options.turns !== undefined ? head.completedTurns + options.turns : null },
           events: [{ type: 'Resumed', data: { completed_turns: head.completedTurns } }],
           clearSuspendRequest: true,
@@ -185,21 +185,21 @@ export class RunKernel {
         await this.#turns.closeFinishedTurn(runId);
         throw terminalError(head);
       } else {
-        this.#own.activeRecord(runId);
+        await this.#own.activeRecord(runId);
       }
       await this.#turns.drive(runId);
     } finally {
-      this.#own.release(lock, runId);
+      await this.#own.release(lock, runId);
       tools?.release();
     }
     return this.#reads.show(runId);
   }
 
   async answer(runId: string, interactionId: string, text: string): Promise<RunView> {
-    const lock = this.#own.lock(runId);
+    const lock = await this.#own.lock(runId);
     try {
-      this.#own.ownedRecord(runId);
-      const head = this.#reads.head(runId);
+      await this.#own.ownedRecord(runId);
+      const head = await this.#reads.head(runId);
       const pending = head.pendingInteraction;
       if (!pending || pending.interactionId !== interactionId) {
         if (head.usedInteractionIds.includes(interactionId)) {
@@ -209,12 +209,12 @@ export class RunKernel {
           nextAction: `see what the run waits for: loopx run show ${runId}`,
         });
       }
-      this.#own.activeRecord(runId);
-      this.#turns.checkPlan(head);
-      const messages = this.#store().messages(runId);
+      await this.#own.activeRecord(runId);
+      await this.#turns.checkPlan(head);
+      const messages = await this.#store().messages(runId);
       const index = messages.findIndex((m) => m.role === 'tool' && m.parts.some((p) => p.type === 'tool_result' && p.callId === pending.callId));
       const toolName = (messages[index]!.parts[0] as ToolResultPart).toolName;
-      commitRun(this.#store(), head, {
+      await commitRun(this.#store(), head, {
         head: { ...head, pendingInteraction: null, usedInteractionIds: [...head.usedInteractionIds, interactionId].sort(compareStrings) },
         messages: [{ index, message: toolMessage(messages[index]!.id, pending.callId, toolName, 'ok', { answer: text }) }],
         events: [
@@ -224,7 +224,7 @@ export class RunKernel {
       });
       await this.#turns.drive(runId);
     } finally {
-      this.#own.release(lock, runId);
+      await this.#own.release(lock, runId);
     }
     return this.#reads.show(runId);
   }
@@ -236,13 +236,11 @@ export class RunKernel {
    * that contradicts it is refused (`effect_already_settled`) once the run has taken it.
    */
   async resolve(runId: string, callId: string, resolution: Resolution): Promise<RunView> {
-    const lock = this.#own.lock(runId);
+    const lock = await this.#own.lock(runId);
     try {
-      this.#own.ownedRecord(runId);
+      await this.#own.ownedRecord(runId);
       const takenNow = await this.#turns.settleOpenCalls(runId);
-      const found = this.#store()
-        .mutations(runId)
-        .find((m) => m.callId === callId);
+      const found = (await this.#store().mutations(runId)).find((m) => m.callId === callId);
       if (!found) throw notFound('call_not_found', `Run ${runId} has no mutating call ${callId}.`, { nextAction: `list uncertain calls: loopx run show ${runId}` });
       const effect = await this.#effects.effectOf(callId);
       if (found.state !== 'uncertain') {
@@ -250,9 +248,9 @@ export class RunKernel {
         if (effect && takenNow.has(callId)) return await this.#resolvedByEffectOwner(runId, resolution, effect);
         throw rejected('call_not_uncertain', `Call ${callId} is ${found.state}, not uncertain; only uncertain calls are resolved.`);
       }
-      const head = this.#reads.head(runId);
+      const head = await this.#reads.head(runId);
       const { state, status, result } = operatorOutcome(resolution);
-      if (head.lifecycle === 'active') this.#turns.checkPlan(head);
+      if (head.lifecycle === 'active') await this.#turns.checkPlan(head);
       // The effect owner first, under the original operation id (a run from before it has no effect: the engine's row alone).
       if (effect) {
         const settled = await settleByOperator(this.#effects.forWrite(), effect.operation_id, resolution, result);
@@ -261,10 +259,10 @@ export class RunKernel {
           return await this.#resolvedByEffectOwner(runId, resolution, settled.effect);
         }
       }
-      this.#turns.settleCall(head, found, state, status, result, { resolution: resolution.kind });
+      await this.#turns.settleCall(head, found, state, status, result, { resolution: resolution.kind });
       if (head.lifecycle === 'active') await this.#turns.drive(runId);
     } finally {
-      this.#own.release(lock, runId);
+      await this.#own.release(lock, runId);
     }
     return this.#reads.show(runId);
   }
@@ -272,25 +270,25 @@ export class RunKernel {
   /** A call the effect owner settled before the operator's resolution: the run has its outcome; a contradicting resolution is refused. */
   async #resolvedByEffectOwner(runId: string, resolution: Resolution, effect: effectOwner.EffectRecord): Promise<RunView> {
     if (!agrees(resolution, effect)) throw effectOwner.alreadySettled(effect.operation_id, effect.outcome);
-    if (this.#reads.head(runId).lifecycle === 'active') await this.#turns.drive(runId);
-    return this.#reads.view(this.#reads.head(runId));
+    if ((await this.#reads.head(runId)).lifecycle === 'active') await this.#turns.drive(runId);
+    return this.#reads.view(await this.#reads.head(runId));
   }
 
   async cancel(runId: string): Promise<RunView> {
-    const lock = this.#own.lock(runId);
+    const lock = await this.#own.lock(runId);
     try {
-      const record = this.#own.ownedRecord(runId);
+      const record = await this.#own.ownedRecord(runId);
       await this.#turns.settleOpenCalls(runId);
-      const head = this.#reads.head(runId);
+      const head = await this.#reads.head(runId);
       if (head.lifecycle !== 'active' && head.lifecycle !== 'suspended') throw terminalError(head);
       // Tombstone first, kernel second: a crash in between leaves a run that can no longer move
       // or resume (and `cancel` again finishes it) — never a cancelled run whose exported
       // snapshot could still be imported elsewhere.
-      if (record.state !== 'TERMINAL') this.#own.tombstone(lock, record);
-      this.#turns.terminate(head, 'cancelled', { type: 'Cancelled', data: { completed_turns: head.completedTurns } }, null);
+      if (record.state !== 'TERMINAL') await this.#own.tombstone(lock, record);
+      await this.#turns.terminate(head, 'cancelled', { type: 'Cancelled', data: { completed_turns: head.completedTurns } }, null);
       await this.#turns.closeFinishedTurn(runId);
     } finally {
-      this.#own.release(lock, runId);
+      await this.#own.release(lock, runId);
     }
     return this.#reads.show(runId);
   }

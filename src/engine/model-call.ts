@@ -32,7 +32,7 @@ export interface ModelCall {
   /** The variable the provider's key is read from, for an auth failure's next action. */
   readonly keyEnv: string | undefined;
   /** Commit informational events of this call to the run (synchronously). */
-  readonly record: (events: NewEvent[]) => void;
+  readonly record: (events: NewEvent[]) => Promise<void>;
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
@@ -48,15 +48,18 @@ export async function callModel(call: ModelCall): Promise<ModelCallResult> {
     const stream = new StreamRecorder(call, attempt);
     try {
       const response = await call.provider.generate({ ...call.request, onText: stream.onText, signal: stream.signal });
+      await stream.settled();
       stream.throwIfFailed();
       return { ok: true, response, pending: stream.take() };
     } catch (e) {
+      await stream.settled();
       stream.throwIfFailed();
       stream.flush();
+      await stream.settled();
       const failure = classifyModelError(e, call.provider.name, call.keyEnv);
       if (!failure.retryable || attempt >= call.retry.attempts) return { ok: false, error: failure.error };
       const delay = Math.min(call.retry.maxDelayMs, failure.retryAfterMs ?? call.retry.baseDelayMs * 2 ** (attempt - 1));
-      call.record([{ type: 'ModelRetried', data: { turn, model_call_id: modelCallId, attempt, code: failure.error.code, delay_ms: Math.round(delay) } }]);
+      await call.record([{ type: 'ModelRetried', data: { turn, model_call_id: modelCallId, attempt, code: failure.error.code, delay_ms: Math.round(delay) } }]);
       await (call.sleep ?? wait)(delay);
     } finally {
       stream.close();
@@ -64,7 +67,7 @@ export async function callModel(call: ModelCall): Promise<ModelCallResult> {
   }
 }
 
-/** Buffers one attempt's text deltas and records them in batches. */
+/** Buffers one attempt's text deltas and records them in batches, one commit at a time, in order. */
 class StreamRecorder {
   readonly #call: ModelCall;
   readonly #attempt: number;
@@ -73,6 +76,8 @@ class StreamRecorder {
   #timer: NodeJS.Timeout | undefined;
   #failed: unknown;
   #closed = false;
+  /** The batches' commits, chained: each starts when the one before it has landed. */
+  #writing: Promise<void> = Promise.resolve();
 
   constructor(call: ModelCall, attempt: number) {
     this.#call = call;
@@ -98,14 +103,22 @@ class StreamRecorder {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     if (this.#buffer === '' || this.#failed !== undefined) return;
-    const text = this.#buffer;
+    const event = this.#event(this.#buffer);
     this.#buffer = '';
-    try {
-      this.#call.record([this.#event(text)]);
-    } catch (e) {
-      this.#failed = e;
-      this.#abort.abort(e);
-    }
+    this.#writing = this.#writing.then(async () => {
+      if (this.#failed !== undefined) return;
+      try {
+        await this.#call.record([event]);
+      } catch (e) {
+        this.#failed = e;
+        this.#abort.abort(e);
+      }
+    });
+  }
+
+  /** Every batch handed to `record` so far has landed (or failed). */
+  settled(): Promise<void> {
+    return this.#writing;
   }
 
   /** The unrecorded rest, for the response's own commit. */

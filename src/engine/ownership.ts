@@ -18,14 +18,13 @@
  * - A root id counts only from the directory the authority bound it to: a byte copy of a root is
  *   `root_is_copy` the first time it asks for its id, and so owns no runs.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import { conflict, internal, rejected, type LoopxError } from '../core/index.js';
 import { TERMINAL_LIFECYCLES } from '../snapshot/index.js';
 import { rootDirectoryIdentity, type RebindOutcome, type RunAuthority, type RunLease, type RunRecord } from '../run-authority/index.js';
 import type { RunStore } from './run-store/contract.js';
 import { headOf, RUN_ID, runNotFound, terminalError } from './runs.js';
 
-/** A synchronous pause between lock attempts (the lock is taken synchronously). */
-const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 const LOCK_ATTEMPTS = 20;
 const LOCK_PAUSE_MS = 5;
 
@@ -43,20 +42,20 @@ export class RunOwnership {
   }
 
   /** This root's random identity, proved against the directory the authority bound it to. */
-  get rootId(): string {
+  async rootId(): Promise<string> {
     if (this.#rootId === undefined) {
-      const id = this.#store().rootId();
-      if (this.#root !== undefined) this.authority.bindRoot(id, rootDirectoryIdentity(this.#root));
+      const id = await this.#store().rootId();
+      if (this.#root !== undefined) await this.authority.bindRoot(id, rootDirectoryIdentity(this.#root));
       this.#rootId = id;
     }
     return this.#rootId;
   }
 
   /** The operator's explicit binding of this root to its directory; refused while the bound original exists. */
-  bindRootDirectory(): { readonly root_id: string; readonly binding: RebindOutcome } {
+  async bindRootDirectory(): Promise<{ readonly root_id: string; readonly binding: RebindOutcome }> {
     if (this.#root === undefined) throw internal('root_required', 'Binding needs a runtime root directory.');
-    const id = this.#store().rootId();
-    const binding = this.authority.rebindRoot(id, rootDirectoryIdentity(this.#root));
+    const id = await this.#store().rootId();
+    const binding = await this.authority.rebindRoot(id, rootDirectoryIdentity(this.#root));
     this.#rootId = id;
     return { root_id: id, binding };
   }
@@ -64,18 +63,18 @@ export class RunOwnership {
   // ── locks ────────────────────────────────────────────────────────────────────────────
 
   /** The run's lease, or undefined while another process (or call) holds it. */
-  tryLock(runId: string): RunLease | undefined {
+  tryLock(runId: string): Promise<RunLease | undefined> {
     if (!RUN_ID.test(runId)) throw runNotFound(runId);
     return this.authority.acquireRun(runId);
   }
 
   /** The run's lease, or `run_busy` — `run_moved` instead when another root owns the run. */
-  lock(runId: string): RunLease {
-    const lease = this.tryLockPatiently(runId);
+  async lock(runId: string): Promise<RunLease> {
+    const lease = await this.tryLockPatiently(runId);
     if (!lease) {
       // Busy only when it is ours: a run another root owns is run_moved, whoever holds its lock now.
-      const record = this.authority.readRecord(runId);
-      if (record && this.#store().get(runId) && record.ownerRoot !== this.rootId) this.ownedRecord(runId);
+      const record = await this.authority.readRecord(runId);
+      if (record && (await this.#store().get(runId)) && record.ownerRoot !== (await this.rootId())) await this.ownedRecord(runId);
       throw conflict('run_busy', `Run ${runId} is being driven by another process or call.`, {
         nextAction: `wait for it, or follow it: loopx run events ${runId} --follow`,
       });
@@ -89,48 +88,48 @@ export class RunOwnership {
    * instant, and that instant must not become a writer's `run_busy`. A driver holds it for a
    * whole turn or more, so it is still refused.
    */
-  private tryLockPatiently(runId: string): RunLease | undefined {
+  private async tryLockPatiently(runId: string): Promise<RunLease | undefined> {
     for (let attempt = 0; ; attempt++) {
-      const lease = this.tryLock(runId);
+      const lease = await this.tryLock(runId);
       if (lease || attempt >= LOCK_ATTEMPTS) return lease;
-      Atomics.wait(PAUSE, 0, 0, LOCK_PAUSE_MS);
+      await delay(LOCK_PAUSE_MS);
     }
   }
 
   /** Whether a live driver (any process) holds the run's lock now. */
-  isDriven(runId: string): boolean {
-    const lease = this.tryLock(runId);
+  async isDriven(runId: string): Promise<boolean> {
+    const lease = await this.tryLock(runId);
     if (!lease) return true;
-    lease.release();
+    await lease.release();
     return false;
   }
 
   /** Release a run lock; a run that ended while held gets its tombstone first. */
-  release(lease: RunLease, runId: string): void {
+  async release(lease: RunLease, runId: string): Promise<void> {
     try {
-      const head = this.#store().get(runId);
+      const head = await this.#store().get(runId);
       if (!lease.released && head && TERMINAL_LIFECYCLES.includes(head.lifecycle)) {
-        const record = this.authority.readRecord(runId);
+        const record = await this.authority.readRecord(runId);
         // The tombstone is a transition: a claim bound earlier stays verifiable (so its snapshot is
         // refused as tombstoned) but no longer counts as this generation's export.
-        if (record && record.ownerRoot === this.rootId && record.state !== 'TERMINAL') this.tombstone(lease, record);
+        if (record && record.ownerRoot === (await this.rootId()) && record.state !== 'TERMINAL') await this.tombstone(lease, record);
       }
     } finally {
-      lease.release();
+      await lease.release();
     }
   }
 
   // ── records ──────────────────────────────────────────────────────────────────────────
 
   /** The run's authority record, which must name this root as its owner. */
-  ownedRecord(runId: string): RunRecord {
-    const record = this.authority.readRecord(runId);
+  async ownedRecord(runId: string): Promise<RunRecord> {
+    const record = await this.authority.readRecord(runId);
     if (!record) {
       throw rejected('run_authority_record_missing', `The run authority has no record of run ${runId}.`, {
         nextAction: 'use the authority directory this root was used with (--authority-dir)',
       });
     }
-    if (record.ownerRoot !== this.rootId) {
+    if (record.ownerRoot !== (await this.rootId())) {
       throw conflict('run_moved', `Run ${runId} is owned by another runtime root; this copy will never run again.`, {
         nextAction: 'continue the run in the root that imported it',
       });
@@ -139,10 +138,10 @@ export class RunOwnership {
   }
 
   /** Ownership for continuing execution: owned, and ACTIVE. */
-  activeRecord(runId: string): void {
-    const record = this.ownedRecord(runId);
+  async activeRecord(runId: string): Promise<void> {
+    const record = await this.ownedRecord(runId);
     if (record.state === 'ACTIVE') return;
-    if (record.state === 'TERMINAL') throw this.#tombstonedError(runId);
+    if (record.state === 'TERMINAL') throw await this.#tombstonedError(runId);
     throw conflict('run_not_active', `Run ${runId} is ${record.state} in the run authority.`, { nextAction: `resume it: loopx run resume ${runId}` });
   }
 
@@ -151,30 +150,30 @@ export class RunOwnership {
    * next transition generation (the old claim dies, so that snapshot can never be imported);
    * IMPORTING here with the kernel run present → ACTIVE (completes an interrupted import).
    */
-  activateRecord(lease: RunLease, runId: string): void {
-    const record = this.ownedRecord(runId);
+  async activateRecord(lease: RunLease, runId: string): Promise<void> {
+    const record = await this.ownedRecord(runId);
     if (record.state === 'ACTIVE') return;
-    if (record.state === 'TERMINAL') throw this.#tombstonedError(runId);
+    if (record.state === 'TERMINAL') throw await this.#tombstonedError(runId);
     const next: RunRecord =
       record.state === 'SUSPENDED'
         ? { runId, state: 'ACTIVE', transitionGeneration: record.transitionGeneration + 1, ownerRoot: record.ownerRoot, updatedAt: '' }
         : { ...record, state: 'ACTIVE' };
-    this.writeRecord(lease, next, 'authority.resume');
+    await this.writeRecord(lease, next, 'authority.resume');
   }
 
   /** The run has ended: TERMINAL at the next transition generation. */
-  tombstone(lease: RunLease, record: RunRecord): void {
-    this.writeRecord(lease, { ...record, state: 'TERMINAL', transitionGeneration: record.transitionGeneration + 1 }, 'authority.tombstone');
+  tombstone(lease: RunLease, record: RunRecord): Promise<void> {
+    return this.writeRecord(lease, { ...record, state: 'TERMINAL', transitionGeneration: record.transitionGeneration + 1 }, 'authority.tombstone');
   }
 
   /** A durable record write under the run's lease; `fault` names its crash points. */
-  writeRecord(lease: RunLease, record: RunRecord, fault?: string): void {
-    this.authority.writeRecord(lease, { ...record, updatedAt: new Date().toISOString() }, fault ? { fault } : {});
+  writeRecord(lease: RunLease, record: RunRecord, fault?: string): Promise<void> {
+    return this.authority.writeRecord(lease, { ...record, updatedAt: new Date().toISOString() }, fault ? { fault } : {});
   }
 
   /** The authority tombstoned the run; a kernel not yet terminal means a cancel was interrupted. */
-  #tombstonedError(runId: string): LoopxError {
-    const head = headOf(this.#store(), runId);
+  async #tombstonedError(runId: string): Promise<LoopxError> {
+    const head = await headOf(this.#store(), runId);
     if (TERMINAL_LIFECYCLES.includes(head.lifecycle)) return terminalError(head);
     return rejected('run_cancel_incomplete', `Run ${runId} is tombstoned in the run authority but its cancel did not finish here.`, {
       nextAction: `finish it: loopx run cancel ${runId}`,

@@ -55,37 +55,33 @@ export interface EventsOptions {
 export class RunReads {
   readonly #store: () => RunStore;
   readonly #effects: EffectAccess;
-  readonly #isDriven: (runId: string) => boolean;
+  readonly #isDriven: (runId: string) => Promise<boolean>;
 
-  constructor(options: { readonly store: () => RunStore; readonly effects: EffectAccess; readonly isDriven: (runId: string) => boolean }) {
+  constructor(options: { readonly store: () => RunStore; readonly effects: EffectAccess; readonly isDriven: (runId: string) => Promise<boolean> }) {
     this.#store = options.store;
     this.#effects = options.effects;
     this.#isDriven = options.isDriven;
   }
 
-  head(runId: string): RunHead {
+  head(runId: string): Promise<RunHead> {
     return headOf(this.#store(), runId);
   }
 
   async list(): Promise<RunView[]> {
-    return Promise.all(
-      this.#store()
-        .list()
-        .map((h) => this.view(h)),
-    );
+    return Promise.all((await this.#store().list()).map((h) => this.view(h)));
   }
 
   async show(runId: string): Promise<RunView> {
-    return this.view(this.head(runId));
+    return this.view(await this.head(runId));
   }
 
-  messages(runId: string): Message[] {
-    this.head(runId);
+  async messages(runId: string): Promise<Message[]> {
+    await this.head(runId);
     return this.#store().messages(runId);
   }
 
-  mutations(runId: string): MutationRecord[] {
-    this.head(runId);
+  async mutations(runId: string): Promise<MutationRecord[]> {
+    await this.head(runId);
     return this.#store().mutations(runId);
   }
 
@@ -96,7 +92,7 @@ export class RunReads {
    * for `follow: 'until-terminal'`, the run has ended and every event has been delivered.
    */
   async *events(runId: string, options: EventsOptions = {}): AsyncGenerator<RunEvent> {
-    const first = this.head(runId);
+    const first = await this.head(runId);
     let cursor = options.after ?? 0;
     if (first.importedAtSequence !== undefined && cursor < first.importedAtSequence) {
       throw rejected('cursor_before_snapshot', `Run ${runId} was imported at sequence ${first.importedAtSequence}; events up to it are not in this root.`, {
@@ -105,7 +101,7 @@ export class RunReads {
       });
     }
     for (;;) {
-      const batch = this.#store().readEvents(runId, cursor, EVENT_PAGE);
+      const batch = await this.#store().readEvents(runId, cursor, EVENT_PAGE);
       for (const e of batch) {
         yield e;
         cursor = e.sequence;
@@ -113,13 +109,18 @@ export class RunReads {
       if (batch.length === EVENT_PAGE) continue;
       if (!options.follow || options.signal?.aborted) return;
       if (options.follow === 'until-terminal') {
-        const head = this.head(runId);
+        const head = await this.head(runId);
         if (TERMINAL.has(head.lifecycle) && head.lastSequence <= cursor) return;
       }
       if (options.follow === 'while-active') {
-        const head = this.head(runId);
+        const head = await this.head(runId);
         if (head.lifecycle !== 'active' && head.lastSequence <= cursor) return;
-        if (head.lifecycle === 'active' && !this.#isDriven(runId) && (head.pendingInteraction || (await this.uncertainCalls(runId)).length > 0) && head.lastSequence <= cursor)
+        if (
+          head.lifecycle === 'active' &&
+          !(await this.#isDriven(runId)) &&
+          (head.pendingInteraction || (await this.uncertainCalls(runId)).length > 0) &&
+          head.lastSequence <= cursor
+        )
           return;
       }
       await this.#waitForCommit(runId, options.pollMs ?? 50, options.signal);
@@ -133,11 +134,9 @@ export class RunReads {
    * to take its outcome.
    */
   async uncertainCalls(runId: string): Promise<UncertainEffect[]> {
-    const open = this.#store()
-      .mutations(runId)
-      .filter((m) => m.state === 'intent' || m.state === 'uncertain');
+    const open = (await this.#store().mutations(runId)).filter((m) => m.state === 'intent' || m.state === 'uncertain');
     if (open.length === 0) return [];
-    const inFlight = open.some((m) => m.state === 'intent') && this.#isDriven(runId);
+    const inFlight = open.some((m) => m.state === 'intent') && (await this.#isDriven(runId));
     return uncertainEffects(
       open.filter((m) => m.state === 'uncertain' || !inFlight),
       this.#effects,
@@ -146,7 +145,7 @@ export class RunReads {
 
   /** The evidence of the run's mutating calls named (those it has), in the order named. */
   async callEvidence(runId: string, callIds: readonly string[]): Promise<CallEvidence[]> {
-    const rows = new Map(this.mutations(runId).map((m) => [m.callId, m]));
+    const rows = new Map((await this.mutations(runId)).map((m) => [m.callId, m]));
     const found = callIds.map((id) => rows.get(id)).filter((m): m is MutationRecord => m !== undefined);
     return Promise.all(found.map((m) => callEvidence(m, this.#effects)));
   }
@@ -165,7 +164,7 @@ export class RunReads {
         : uncertain.length > 0
           ? { kind: 'resolution', call_ids: uncertain.map((c) => c.call_id), effects: uncertain }
           : null,
-      suspend_requested: head.lifecycle === 'active' && this.#store().suspendRequested(head.runId),
+      suspend_requested: head.lifecycle === 'active' && (await this.#store().suspendRequested(head.runId)),
       failure: head.failure ? { code: head.failure.code, message: head.failure.message, ...(head.failure.nextAction ? { next_action: head.failure.nextAction } : {}) } : null,
       ...(head.usage ? { usage: { input_tokens: head.usage.inputTokens, output_tokens: head.usage.outputTokens, estimated: head.usage.estimated } } : {}),
     };

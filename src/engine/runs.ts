@@ -19,15 +19,15 @@ export const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
 export const runNotFound = (runId: string): LoopxError => notFound('run_not_found', `No run ${runId} in this root.`, { nextAction: 'list runs: loopx run list' });
 
 /** The run's head; `run_not_found` when this root has no such run. */
-export function headOf(store: RunStore, runId: string): RunHead {
-  const head = store.get(runId);
+export async function headOf(store: RunStore, runId: string): Promise<RunHead> {
+  const head = await store.get(runId);
   if (!head) throw runNotFound(runId);
   return head;
 }
 
 /** Commit the next step of a run at `head`; returns the head after it (its events counted in). */
-export function commitRun(store: RunStore, head: RunHead, c: Omit<RunCommit, 'expectedSequence'>): RunHead {
-  const events = store.commit({ ...c, expectedSequence: head.lastSequence });
+export async function commitRun(store: RunStore, head: RunHead, c: Omit<RunCommit, 'expectedSequence'>): Promise<RunHead> {
+  const events = await store.commit({ ...c, expectedSequence: head.lastSequence });
   return { ...c.head, lastSequence: head.lastSequence + events.length };
 }
 

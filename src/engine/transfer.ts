@@ -135,14 +135,14 @@ export class RunTransfer {
    * The run's v1alpha2 payload. Only while suspended at a completed turn boundary or terminal;
    * the codec refuses anything else (pending interactions, unresolved mutations, …) fail closed.
    */
-  exportSnapshot(runId: string): ExportedSnapshot {
-    this.#reads.head(runId);
+  async exportSnapshot(runId: string): Promise<ExportedSnapshot> {
+    await this.#reads.head(runId);
     // Under the run's lock, so the head and the messages are read from one state of the run.
-    const lock = this.#own.lock(runId);
+    const lock = await this.#own.lock(runId);
     try {
-      return this.#export(runId);
+      return await this.#export(runId);
     } finally {
-      lock.release();
+      await lock.release();
     }
   }
 
@@ -152,13 +152,13 @@ export class RunTransfer {
    * claim; an identical repeat export returns the same bytes; a differing claim for the same
    * transition generation is refused (`claim_conflict`).
    */
-  exportEnvelope(runId: string): SignedExport {
+  async exportEnvelope(runId: string): Promise<SignedExport> {
     const authority = this.#own.authority;
-    this.#reads.head(runId);
-    const lock = this.#own.lock(runId);
+    await this.#reads.head(runId);
+    const lock = await this.#own.lock(runId);
     try {
-      const payload = this.#export(runId);
-      const record = this.#own.ownedRecord(runId);
+      const payload = await this.#export(runId);
+      const record = await this.#own.ownedRecord(runId);
       if (record.state === 'IMPORTING') throw importIncomplete(runId);
       // A claim bound at the current transition generation makes export idempotent (or refuses a differing one).
       const bound = record.claimHmac !== undefined && record.claimGeneration === record.transitionGeneration;
@@ -178,7 +178,7 @@ export class RunTransfer {
           });
         }
       } else {
-        this.#own.writeRecord(
+        await this.#own.writeRecord(
           lock,
           {
             ...record,
@@ -194,7 +194,7 @@ export class RunTransfer {
       }
       return { bytes: encodeEnvelope(envelope), envelope, payloadSha256: payload.sha256, state: payload.state };
     } finally {
-      lock.release();
+      await lock.release();
     }
   }
 
@@ -213,38 +213,38 @@ export class RunTransfer {
   async importSnapshot(bytes: Uint8Array, options: { agent?: AgentDefinition } = {}): Promise<RunView> {
     const authority = this.#own.authority;
     const envelope = decodeEnvelope(bytes);
-    const { state, seen, chosen } = this.#admit(envelope, options.agent);
+    const { state, seen, chosen } = await this.#admit(envelope, options.agent);
     const runId = state.runId;
     // Importers take the import lock before the run's lock, so a competitor that got here first
     // finishes (consumed, or failed before consuming) before this one reads the record again.
     const importLease = await authority.beginImport(runId);
     try {
-      const lock = this.#own.tryLock(runId);
+      const lock = await this.#own.tryLock(runId);
       if (!lock) {
         // No importer holds it (we hold the import lock): the original owner is alive, unless the
         // snapshot was consumed meanwhile and its new owner is completing it.
-        if (!this.#importable(authority.readRecord(runId), seen)) throw consumed(runId);
+        if (!(await this.#importable(await authority.readRecord(runId), seen))) throw consumed(runId);
         throw conflict('run_owner_alive', `A live process holds run ${runId}; import needs its original owner to be gone.`, {
           nextAction: 'stop the process that runs it, then import again',
         });
       }
       try {
-        this.#importLocked(lock, state, seen, chosen);
+        await this.#importLocked(lock, state, seen, chosen);
       } finally {
-        lock.release();
+        await lock.release();
       }
     } finally {
-      importLease.release();
+      await importLease.release();
     }
     return this.#reads.show(runId);
   }
 
   /** Check a signed snapshot's claim against the local authority, without changing anything. */
-  verifySnapshot(bytes: Uint8Array): SnapshotVerification {
+  async verifySnapshot(bytes: Uint8Array): Promise<SnapshotVerification> {
     const envelope = decodeEnvelope(bytes);
     let record: RunRecord | undefined;
     try {
-      record = this.#verifiedRecord(envelope);
+      record = await this.#verifiedRecord(envelope);
     } catch (e) {
       if (!hasCode(e, ENVELOPE_ERRORS.claimInvalid)) throw e;
     }
@@ -256,10 +256,10 @@ export class RunTransfer {
    * may this root be opened), the snapshot is live and not tombstoned, it is still importable,
    * and its definition and static components match this engine's.
    */
-  #admit(envelope: SnapshotEnvelope, agent: AgentDefinition | undefined): { state: RunSnapshotState; seen: RunRecord; chosen: ImportDefinition } {
+  async #admit(envelope: SnapshotEnvelope, agent: AgentDefinition | undefined): Promise<{ state: RunSnapshotState; seen: RunRecord; chosen: ImportDefinition }> {
     const state = envelope.state;
     const runId = state.runId;
-    const seen = this.#verifiedRecord(envelope);
+    const seen = await this.#verifiedRecord(envelope);
     // ── the claim verified: only from here on may this root be opened or changed ──
     if (state.lifecycle !== 'suspended') {
       throw rejected('snapshot_terminal', `The snapshot of run ${runId} is ${state.lifecycle}: terminal snapshots are for inspection and are never imported as live.`, {
@@ -271,18 +271,18 @@ export class RunTransfer {
         nextAction: `see how it ended: loopx authority show --run ${runId}`,
       });
     }
-    if (!this.#importable(seen, seen)) throw consumed(runId);
-    const chosen = this.#definitionForImport(state, agent);
+    if (!(await this.#importable(seen, seen))) throw consumed(runId);
+    const chosen = await this.#definitionForImport(state, agent);
     this.#checkStaticCompatibility(state, chosen.def);
     return { state, seen, chosen };
   }
 
   /** Import under the import lock and the run's lock: re-read the record, lease the plan, consume, commit, activate. */
-  #importLocked(lock: RunLease, state: RunSnapshotState, seen: RunRecord, chosen: ImportDefinition): void {
+  async #importLocked(lock: RunLease, state: RunSnapshotState, seen: RunRecord, chosen: ImportDefinition): Promise<void> {
     const runId = state.runId;
-    const current = this.#own.authority.readRecord(runId);
-    if (!current || !this.#importable(current, seen)) throw consumed(runId);
-    const head = this.#store().get(runId);
+    const current = await this.#own.authority.readRecord(runId);
+    if (!current || !(await this.#importable(current, seen))) throw consumed(runId);
+    const head = await this.#store().get(runId);
     // Completing an import whose kernel commit landed: the kernel run is exactly the snapshot's, never driven.
     const landed =
       current.state === 'IMPORTING' &&
@@ -298,32 +298,32 @@ export class RunTransfer {
           nextAction: 'import with the application version that exported it',
         });
       }
-      this.#consume(lock, current, state, chosen, landed);
+      await this.#consume(lock, current, state, chosen, landed);
     } finally {
       planLease?.release();
     }
   }
 
   /** From the consume point on: IMPORTING (unless already), the kernel commit (unless landed), ACTIVE. */
-  #consume(lock: RunLease, current: RunRecord, state: RunSnapshotState, chosen: ImportDefinition, landed: boolean): void {
+  async #consume(lock: RunLease, current: RunRecord, state: RunSnapshotState, chosen: ImportDefinition, landed: boolean): Promise<void> {
     const runId = state.runId;
     let importing = current;
     if (current.state === 'SUSPENDED') {
-      importing = { ...current, state: 'IMPORTING', transitionGeneration: current.transitionGeneration + 1, ownerRoot: this.#own.rootId, updatedAt: '' };
+      importing = { ...current, state: 'IMPORTING', transitionGeneration: current.transitionGeneration + 1, ownerRoot: await this.#own.rootId(), updatedAt: '' };
       // Once the writer is invoked the rename (or its durability barrier) may have happened.
-      this.#uncertain(runId, () => this.#own.writeRecord(lock, importing, 'authority.import.consume'));
+      await this.#uncertain(runId, () => this.#own.writeRecord(lock, importing, 'authority.import.consume'));
     }
     // ── past the consume point: any failure is uncertain, never retried automatically ──
-    this.#uncertain(runId, () => {
+    await this.#uncertain(runId, async () => {
       if (!landed) {
-        this.#store().insertImported(importedHead(state), state.messages, chosen.def, chosen.body);
+        await this.#store().insertImported(importedHead(state), state.messages, chosen.def, chosen.body);
         faultPoint(FAULT_IMPORT_AFTER_KERNEL_COMMIT);
       }
       // The import lock and the run lock are released even when this Activate is uncertain:
       // the committed kernel run is suspended and import never starts a driver for it, so
       // there is no host to stop and join; any later driver must take the run lock and write
       // ACTIVE (activateRecord, or this completion) before its first turn.
-      this.#own.writeRecord(lock, { ...importing, state: 'ACTIVE' }, 'authority.import.activate');
+      await this.#own.writeRecord(lock, { ...importing, state: 'ACTIVE' }, 'authority.import.activate');
     });
   }
 
@@ -332,10 +332,10 @@ export class RunTransfer {
    * claim (and digest) the record binds; else the one secret-safe `snapshot_claim_invalid`.
    * Reads only the authority: never the root.
    */
-  #verifiedRecord(envelope: SnapshotEnvelope): RunRecord {
+  async #verifiedRecord(envelope: SnapshotEnvelope): Promise<RunRecord> {
     const authority = this.#own.authority;
     const runId = envelope.state.runId;
-    const seen = authority.readRecord(runId);
+    const seen = await authority.readRecord(runId);
     verifyEnvelope(envelope, (mac, claim) => {
       const macOk = authority.verifyClaim(
         claim.scopeId,
@@ -353,17 +353,17 @@ export class RunTransfer {
    * it binds the same claim and digest, and is SUSPENDED, or IMPORTING into this very root (an
    * interrupted import, which running the same import again completes).
    */
-  #importable(record: RunRecord | undefined, seen: RunRecord): boolean {
+  async #importable(record: RunRecord | undefined, seen: RunRecord): Promise<boolean> {
     if (!record || record.claimHmac === undefined || !hexEqual(record.claimHmac, seen.claimHmac!) || record.payloadSha256 !== seen.payloadSha256) return false;
     if (record.state === 'SUSPENDED') return true;
     // A root without engine.db has no id yet, so it cannot be the owner: do not create one to find out.
-    return record.state === 'IMPORTING' && this.#hasRootState() && record.ownerRoot === this.#own.rootId;
+    return record.state === 'IMPORTING' && this.#hasRootState() && record.ownerRoot === (await this.#own.rootId());
   }
 
   /** Run a step at or after the consume point: any failure of it is `import_uncertain`. */
-  #uncertain(runId: string, step: () => void): void {
+  async #uncertain(runId: string, step: () => Promise<void>): Promise<void> {
     try {
-      step();
+      await step();
     } catch (e) {
       throw internal('import_uncertain', `Importing run ${runId} failed after its snapshot was consumed; it is not retried automatically.`, {
         cause: e,
@@ -373,7 +373,7 @@ export class RunTransfer {
     }
   }
 
-  #definitionForImport(state: RunSnapshotState, given: AgentDefinition | undefined): ImportDefinition {
+  async #definitionForImport(state: RunSnapshotState, given: AgentDefinition | undefined): Promise<ImportDefinition> {
     const matches = (d: AgentDefinition) =>
       d.id === state.definition.id &&
       d.version === state.definition.version &&
@@ -393,11 +393,11 @@ export class RunTransfer {
       // The kernel commit stores this body, comparing it with the stored one (as putDefinition): a
       // differing stored one must be refused now, by the same comparison, before the consume point.
       const body = definitionBody(def);
-      const storedBody = hasRootState ? this.#store().definitionBodyOf(state.definition) : undefined;
+      const storedBody = hasRootState ? await this.#store().definitionBodyOf(state.definition) : undefined;
       if (storedBody !== undefined && storedBody !== body) throw mismatch();
       return { def, body };
     }
-    const stored = hasRootState ? this.#store().getDefinition(state.definition) : undefined;
+    const stored = hasRootState ? await this.#store().getDefinition(state.definition) : undefined;
     const known = stored ?? this.#application.agent(state.definition);
     if (known) {
       if (!matches(known)) throw mismatch();
@@ -450,15 +450,11 @@ export class RunTransfer {
     }
   }
 
-  #export(runId: string): ExportedSnapshot {
-    const head = this.#reads.head(runId);
+  async #export(runId: string): Promise<ExportedSnapshot> {
+    const head = await this.#reads.head(runId);
     if (head.lifecycle === 'active') {
-      // The hint reads the engine's rows only (an export stays synchronous): an uncertain call here is one to settle.
-      const uncertain = head.pendingInteraction
-        ? undefined
-        : this.#store()
-            .mutations(runId)
-            .find((m) => m.state === 'uncertain');
+      // The hint reads the engine's rows only: an uncertain call here is one to settle.
+      const uncertain = head.pendingInteraction ? undefined : (await this.#store().mutations(runId)).find((m) => m.state === 'uncertain');
       throw rejected('export_run_active', `Run ${runId} is active; only a suspended or finished run can be exported.`, {
         nextAction: head.pendingInteraction
           ? `answer it, then suspend: loopx run answer ${runId} ${head.pendingInteraction.interactionId} TEXT`
@@ -467,9 +463,7 @@ export class RunTransfer {
             : `suspend it first: loopx run suspend ${runId}`,
       });
     }
-    const unresolved = this.#store()
-      .mutations(runId)
-      .filter((m) => m.state === 'intent' || m.state === 'uncertain');
+    const unresolved = (await this.#store().mutations(runId)).filter((m) => m.state === 'intent' || m.state === 'uncertain');
     if (unresolved.length > 0) {
       throw rejected('export_unresolved_mutation', `Run ${runId} has ${unresolved.length} mutating call(s) with an unknown outcome.`, {
         nextAction: `settle it: loopx run resolve ${runId} ${unresolved[0]!.callId} (--committed RESULT | --absent | --abandon)`,
@@ -482,7 +476,7 @@ export class RunTransfer {
       model: head.model,
       turnLimit: head.turnLimit,
       completedTurns: head.completedTurns,
-      messages: this.#store().messages(runId),
+      messages: await this.#store().messages(runId),
       planIdentity: head.planIdentity,
       usedInteractionIds: head.usedInteractionIds,
       lastSequence: head.lastSequence,

@@ -54,7 +54,7 @@ import { isInteractionRequest, toolArgumentsInvalid, type InteractionRequest, ty
 export const FAULT_AFTER_MUTATION_INTENT = 'engine.mutation.after-intent';
 export const FAULT_AFTER_EFFECT_SETTLED = 'engine.mutation.after-effect-settled';
 
-type Settle = (h: RunHead, status: ToolResultStatus, result: JsonValue, extra?: NewEvent[], mutation?: MutationRecord) => RunHead;
+type Settle = (h: RunHead, status: ToolResultStatus, result: JsonValue, extra?: NewEvent[], mutation?: MutationRecord) => Promise<RunHead>;
 
 export class TurnDriver {
   readonly #application: Application;
@@ -75,7 +75,7 @@ export class TurnDriver {
    */
   async refuseSupersededLifetime(head: RunHead): Promise<void> {
     try {
-      await this.#goalTurns.forRun(head, this.checkPlan(head));
+      await this.#goalTurns.forRun(head, await this.checkPlan(head));
     } catch (e) {
       if (isLoopxError(e) && e.code === 'goal_lifetime_superseded') throw e;
     }
@@ -83,9 +83,9 @@ export class TurnDriver {
 
   /** Drive the run (whose lock the caller holds) until it suspends, finishes, or must wait. */
   async drive(runId: string): Promise<void> {
-    const first = this.#head(runId);
+    const first = await this.#head(runId);
     if (first.lifecycle !== 'active') return;
-    const def = this.checkPlan(first);
+    const def = await this.checkPlan(first);
     const provider = this.#application.providerFor(def);
     // The plan's servers are launched (and checked against their declarations) before anything is committed.
     const servers = await this.#application.launchTools(def);
@@ -93,9 +93,9 @@ export class TurnDriver {
     try {
       await this.settleOpenCalls(runId);
       let turns: RunTurns | undefined;
-      if (!(await this.#turnStep(runId, async () => (turns = await this.#goalTurns.forRun(this.#head(runId), def))))) return;
+      if (!(await this.#turnStep(runId, async () => (turns = await this.#goalTurns.forRun(await this.#head(runId), def))))) return;
       for (;;) {
-        const head = this.#head(runId);
+        const head = await this.#head(runId);
         // The boundary's Turn (debit, settlement) is closed before anything else happens here.
         if (turns && !(await this.#turnStep(runId, () => turns!.closeAt(head, () => this.#store().messages(runId))))) return;
         if (head.lifecycle !== 'active' || head.pendingInteraction) return;
@@ -103,17 +103,17 @@ export class TurnDriver {
           if ((await this.#continueTurn(head, lease, turns)) === 'waiting') return;
           continue;
         }
-        if (this.#store().suspendRequested(runId) || (head.suspendAtTurn !== null && head.completedTurns >= head.suspendAtTurn)) {
-          this.suspendAtBoundary(head);
+        if ((await this.#store().suspendRequested(runId)) || (head.suspendAtTurn !== null && head.completedTurns >= head.suspendAtTurn)) {
+          await this.suspendAtBoundary(head);
           return;
         }
         const overBudget = budgetRefusal(def, head);
         if (overBudget) {
-          this.terminate(head, 'failed', { type: 'Failed', data: { code: overBudget.code, completed_turns: head.completedTurns } }, failureOf(overBudget));
+          await this.terminate(head, 'failed', { type: 'Failed', data: { code: overBudget.code, completed_turns: head.completedTurns } }, failureOf(overBudget));
           return;
         }
         if (head.completedTurns >= head.turnLimit) {
-          this.terminate(
+          await this.terminate(
             head,
             'failed',
             { type: 'Failed', data: { code: 'turn_limit_reached', completed_turns: head.completedTurns } },
@@ -140,29 +140,29 @@ export class TurnDriver {
       return true;
     } catch (e) {
       if (!isTurnRefusal(e)) throw e;
-      const head = this.#head(runId);
-      if (head.lifecycle === 'active') this.#refuse(head, e);
+      const head = await this.#head(runId);
+      if (head.lifecycle === 'active') await this.#refuse(head, e);
       return false;
     }
   }
 
-  #refuse(head: RunHead, e: LoopxError): void {
+  #refuse(head: RunHead, e: LoopxError): Promise<void> {
     const data: NewEvent['data'] = head.turnInProgress ? { code: e.code, turn: head.completedTurns + 1 } : { code: e.code, completed_turns: head.completedTurns };
-    this.terminate(head, 'failed', { type: 'Failed', data }, { code: e.code, message: e.message });
+    return this.terminate(head, 'failed', { type: 'Failed', data }, { code: e.code, message: e.message });
   }
 
   /** Close the open Turn of a run that finished outside the turn loop (cancelled, or found finished by resume). */
   async closeFinishedTurn(runId: string): Promise<void> {
-    const head = this.#head(runId);
-    const def = this.#store().getDefinition(head.definition);
+    const head = await this.#head(runId);
+    const def = await this.#store().getDefinition(head.definition);
     if (!def) return;
     let turns: RunTurns | undefined;
     if (!(await this.#turnStep(runId, async () => (turns = await this.#goalTurns.forRun(head, def))))) return;
     if (turns) await this.#turnStep(runId, () => turns!.closeAt(head, () => this.#store().messages(runId)));
   }
 
-  suspendAtBoundary(head: RunHead): void {
-    this.#commit(head, {
+  async suspendAtBoundary(head: RunHead): Promise<void> {
+    await this.#commit(head, {
       head: { ...head, lifecycle: 'suspended', suspendAtTurn: null },
       events: [{ type: 'Suspended', data: { completed_turns: head.completedTurns } }],
       clearSuspendRequest: true,
@@ -174,8 +174,8 @@ export class TurnDriver {
    * PlanIdentity. Commands that continue a run call it before their first commit, so a refusal
    * (`plan_identity_changed`, `tool_plan_missing`) leaves the run exactly as it was.
    */
-  checkPlan(head: RunHead): AgentDefinition {
-    const def = this.#store().getDefinition(head.definition);
+  async checkPlan(head: RunHead): Promise<AgentDefinition> {
+    const def = await this.#store().getDefinition(head.definition);
     if (!def) throw internal('definition_missing', `The definition of run ${head.runId} is missing from this root.`);
     const expected = this.#application.planIdentityFor(def);
     if (expected.fingerprint !== head.planIdentity.fingerprint) {
@@ -192,24 +192,24 @@ export class TurnDriver {
     const turn = head.completedTurns + 1;
     const runId = head.runId;
     // A turn whose model call was interrupted is retried under the same ids, without a second TurnStarted.
-    if (!head.turnInProgress) this.#commit(head, { head: { ...head, turnInProgress: true }, events: [{ type: 'TurnStarted', data: { turn } }] });
+    if (!head.turnInProgress) await this.#commit(head, { head: { ...head, turnInProgress: true }, events: [{ type: 'TurnStarted', data: { turn } }] });
     // The session's Turn before the model call: a fenced run makes no call.
     if (turns && !(await this.#turnStep(runId, () => turns.begin()))) return;
     const callId = modelCallId(runId, turn, 0);
     const called = await callModel({
       provider,
-      request: { runId, turn, modelCallId: callId, model: def.model, messages: this.#store().messages(runId), tools: lease.plan.tools.map((t) => t.definition) },
+      request: { runId, turn, modelCallId: callId, model: def.model, messages: await this.#store().messages(runId), tools: lease.plan.tools.map((t) => t.definition) },
       retry: this.#application.modelRetry,
       keyEnv: apiKeyEnvOf(def.model),
       // Streamed text and retries are recorded on the run's current head (the driver holds its lock).
-      record: (events) => {
-        const current = this.#head(runId);
-        this.#commit(current, { head: current, events });
+      record: async (events) => {
+        const current = await this.#head(runId);
+        await this.#commit(current, { head: current, events });
       },
     });
     if (!called.ok) {
       const e = called.error;
-      this.terminate(this.#head(runId), 'failed', { type: 'Failed', data: { code: e.code, turn } }, failureOf(e));
+      await this.terminate(await this.#head(runId), 'failed', { type: 'Failed', data: { code: e.code, turn } }, failureOf(e));
       return;
     }
     const { response, pending } = called;
@@ -236,19 +236,19 @@ export class TurnDriver {
         data: { turn, model_call_id: callId, text: response.text, tool_calls: toolCalls.map((c) => ({ call_id: c.callId, tool_name: c.toolName })), usage: usageData(usage) },
       },
     ];
-    const current = this.#head(runId);
+    const current = await this.#head(runId);
     const next: RunHead = { ...current, messageCount: current.messageCount + 1, ...withTurnUsage(current, usage) };
     if (toolCalls.length === 0) {
       // A final answer completes the turn and the run.
       events.push({ type: 'TurnCompleted', data: { turn } }, { type: 'Completed', data: { completed_turns: turn } });
-      this.#commit(current, {
+      await this.#commit(current, {
         head: { ...next, turnInProgress: false, completedTurns: turn, lifecycle: 'completed' },
         messages: [{ index: current.messageCount, message: assistant }],
         events,
         clearSuspendRequest: true,
       });
     } else {
-      this.#commit(current, { head: next, messages: [{ index: current.messageCount, message: assistant }], events });
+      await this.#commit(current, { head: next, messages: [{ index: current.messageCount, message: assistant }], events });
     }
     // The response is durable: the host executed and its result is typed.
     if (turns) await this.#turnStep(runId, () => turns.through('typed_result', { host_execute: operationIdOf(callId) }));
@@ -258,12 +258,12 @@ export class TurnDriver {
   async #continueTurn(head: RunHead, lease: ToolPlanLease, turns: RunTurns | undefined): Promise<'done' | 'waiting'> {
     const runId = head.runId;
     const turn = head.completedTurns + 1;
-    const messages = this.#store().messages(runId);
+    const messages = await this.#store().messages(runId);
     const assistantIndex = messages.findIndex((m) => m.id === messageId(runId, turn, 0));
     if (assistantIndex < 0) {
       // The driver died between TurnStarted and ModelResponded: nothing of the turn is recorded, so
       // the model call is simply made again under the same ids.
-      const def = this.#store().getDefinition(head.definition)!;
+      const def = (await this.#store().getDefinition(head.definition))!;
       await this.#modelStep(head, def, this.#application.providerFor(def), lease, turns);
       return 'done';
     }
@@ -275,13 +275,13 @@ export class TurnDriver {
       const status = existing ? (existing.parts[0] as ToolResultPart).status : undefined;
       if (status === 'ok' || status === 'error') continue;
       if (status === 'interaction_pending' || status === 'mutation_uncertain') return 'waiting';
-      const outcome = await this.#callTool(this.#head(runId), lease, call, i, index, turn);
+      const outcome = await this.#callTool(await this.#head(runId), lease, call, i, index, turn);
       if (outcome === 'waiting') return 'waiting';
     }
     // Every call was validated against the plan and has a definite result.
     if (turns && !(await this.#turnStep(runId, () => turns.through('validation')))) return 'done';
-    const current = this.#head(runId);
-    this.#commit(current, {
+    const current = await this.#head(runId);
+    await this.#commit(current, {
       head: { ...current, turnInProgress: false, completedTurns: turn },
       events: [{ type: 'TurnCompleted', data: { turn } }],
     });
@@ -291,7 +291,7 @@ export class TurnDriver {
   async #callTool(head: RunHead, lease: ToolPlanLease, call: ToolCallPart, callIndex: number, index: number, turn: number): Promise<'done' | 'waiting'> {
     const runId = head.runId;
     const id = messageId(runId, turn, callIndex + 1);
-    const settle = (h: RunHead, status: ToolResultStatus, result: JsonValue, extra: NewEvent[] = [], mutation?: MutationRecord): RunHead => {
+    const settle = (h: RunHead, status: ToolResultStatus, result: JsonValue, extra: NewEvent[] = [], mutation?: MutationRecord): Promise<RunHead> => {
       const grows = index >= h.messageCount;
       return this.#commit(h, {
         head: { ...h, messageCount: grows ? index + 1 : h.messageCount },
@@ -311,11 +311,11 @@ export class TurnDriver {
         throw toolArgumentsInvalid(call.toolName, 'they are not a JSON object');
       }
     } catch (e) {
-      settle(head, 'error', toolError(e), [calledEvent]);
+      await settle(head, 'error', toolError(e), [calledEvent]);
       return 'done';
     }
     if (!tool) {
-      settle(head, 'error', { error: 'tool_unknown', message: `No tool named ${call.toolName}.` }, [calledEvent]);
+      await settle(head, 'error', { error: 'tool_unknown', message: `No tool named ${call.toolName}.` }, [calledEvent]);
       return 'done';
     }
     const ctx: ToolContext = {
@@ -332,17 +332,17 @@ export class TurnDriver {
     try {
       output = await tool.execute(args, ctx);
     } catch (e) {
-      settle(head, 'error', toolError(e), [calledEvent]);
+      await settle(head, 'error', toolError(e), [calledEvent]);
       return 'done';
     }
     if (isInteractionRequest(output)) {
       const iid = output.interactionId;
       if (head.usedInteractionIds.includes(iid)) {
-        settle(head, 'error', { error: 'interaction_id_reused', message: `Interaction id ${iid} was already used in this run; ids are used once.` }, [calledEvent]);
+        await settle(head, 'error', { error: 'interaction_id_reused', message: `Interaction id ${iid} was already used in this run; ids are used once.` }, [calledEvent]);
         return 'done';
       }
       const grows = index >= head.messageCount;
-      this.#commit(head, {
+      await this.#commit(head, {
         head: { ...head, messageCount: grows ? index + 1 : head.messageCount, pendingInteraction: { interactionId: iid, callId: call.callId, prompt: output.prompt } },
         messages: [{ index, message: toolMessage(id, call.callId, call.toolName, 'interaction_pending', { interaction_id: iid, prompt: output.prompt }) }],
         events: [calledEvent, { type: 'InteractionRequested', data: { interaction_id: iid, call_id: call.callId, prompt: output.prompt } }],
@@ -350,7 +350,7 @@ export class TurnDriver {
       return 'waiting';
     }
     const result = toJsonResult(output);
-    settle(head, result.ok ? 'ok' : 'error', result.value, [calledEvent]);
+    await settle(head, result.ok ? 'ok' : 'error', result.value, [calledEvent]);
     return 'done';
   }
 
@@ -372,8 +372,8 @@ export class TurnDriver {
       state: 'intent',
       resultJson: null,
     };
-    const record = (h: RunHead, state: MutationState, status: ToolResultStatus, result: JsonValue, extra: NewEvent[] = []): 'done' | 'waiting' => {
-      settle(h, status, result, extra, { ...intent, state, resultJson: canonicalJson(result) });
+    const record = async (h: RunHead, state: MutationState, status: ToolResultStatus, result: JsonValue, extra: NewEvent[] = []): Promise<'done' | 'waiting'> => {
+      await settle(h, status, result, extra, { ...intent, state, resultJson: canonicalJson(result) });
       return state === 'uncertain' ? 'waiting' : 'done';
     };
     const journal = this.#effects.forWrite();
@@ -392,7 +392,7 @@ export class TurnDriver {
       return record(head, known.state, known.status, known.result, [calledEvent]);
     }
     // Durable intent before dispatch — the effect owner's, then the engine's: from here on a crash leaves an intent without an outcome.
-    const afterIntent = this.#commit(head, { head, mutations: [intent], events: [calledEvent] });
+    const afterIntent = await this.#commit(head, { head, mutations: [intent], events: [calledEvent] });
     faultPoint(FAULT_AFTER_MUTATION_INTENT);
     let outcome: CallOutcome;
     try {
@@ -415,31 +415,27 @@ export class TurnDriver {
    */
   async settleOpenCalls(runId: string): Promise<Set<string>> {
     const taken = new Set<string>();
-    const open = this.#store()
-      .mutations(runId)
-      .filter((m) => m.state === 'intent' || m.state === 'uncertain');
+    const open = (await this.#store().mutations(runId)).filter((m) => m.state === 'intent' || m.state === 'uncertain');
     if (open.length === 0) return taken;
-    let head = this.#head(runId);
+    let head = await this.#head(runId);
     for (const m of open) {
       const effect = await this.#effects.effectOf(m.callId);
       const outcome = effect && takenOutcome(effect);
       if (outcome) {
-        head = this.settleCall(head, m, outcome.state, outcome.status, outcome.result, { settled_by: 'effect_owner' });
+        head = await this.settleCall(head, m, outcome.state, outcome.status, outcome.result, { settled_by: 'effect_owner' });
         taken.add(m.callId);
       } else if (m.state === 'intent') {
         const result = { error: 'mutation_uncertain', message: `The process running ${m.toolName} stopped before its outcome was recorded. It will not be re-run.` };
-        head = this.settleCall(head, m, 'uncertain', 'mutation_uncertain', result);
+        head = await this.settleCall(head, m, 'uncertain', 'mutation_uncertain', result);
       }
     }
     return taken;
   }
 
   /** Commit a mutating call's result: its tool message, its mutation row and `ToolResulted`. */
-  settleCall(head: RunHead, m: MutationRecord, state: MutationState, status: ToolResultStatus, result: JsonValue, data: { [k: string]: JsonValue } = {}): RunHead {
+  async settleCall(head: RunHead, m: MutationRecord, state: MutationState, status: ToolResultStatus, result: JsonValue, data: { [k: string]: JsonValue } = {}): Promise<RunHead> {
     const runId = head.runId;
-    const assistantIndex = this.#store()
-      .messages(runId)
-      .findIndex((msg) => msg.id === messageId(runId, m.turn, 0));
+    const assistantIndex = (await this.#store().messages(runId)).findIndex((msg) => msg.id === messageId(runId, m.turn, 0));
     if (assistantIndex < 0) throw internal('uncertain_call_without_message', `Mutating call ${m.callId} has no model message.`);
     const callIndex = Number(m.callId.slice(m.callId.lastIndexOf('/k') + 2));
     const index = assistantIndex + 1 + callIndex;
@@ -452,9 +448,9 @@ export class TurnDriver {
   }
 
   /** End a run; open tool calls of an interrupted turn are settled as errors so the history stays matched. */
-  terminate(head: RunHead, lifecycle: 'failed' | 'cancelled', event: NewEvent, failure: RunHead['failure']): void {
+  async terminate(head: RunHead, lifecycle: 'failed' | 'cancelled', event: NewEvent, failure: RunHead['failure']): Promise<void> {
     const runId = head.runId;
-    const messages = this.#store().messages(runId);
+    const messages = await this.#store().messages(runId);
     const upserts: Array<{ index: number; message: Message }> = [];
     let messageCount = head.messageCount;
     if (head.turnInProgress) {
@@ -477,7 +473,7 @@ export class TurnDriver {
         });
       }
     }
-    this.#commit(head, {
+    await this.#commit(head, {
       head: { ...head, lifecycle, failure, pendingInteraction: null, messageCount, turnInProgress: head.turnInProgress },
       messages: upserts,
       events: [event],
@@ -485,11 +481,11 @@ export class TurnDriver {
     });
   }
 
-  #commit(head: RunHead, c: Omit<RunCommit, 'expectedSequence'>): RunHead {
+  #commit(head: RunHead, c: Omit<RunCommit, 'expectedSequence'>): Promise<RunHead> {
     return commitRun(this.#store(), head, c);
   }
 
-  #head(runId: string): RunHead {
+  #head(runId: string): Promise<RunHead> {
     return headOf(this.#store(), runId);
   }
 }

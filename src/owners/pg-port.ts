@@ -104,6 +104,8 @@ export function openPgPort(db: PgDatabase, component: string, migrations: readon
         // The installation refused this writer (restored, superseded, rotated since): typed, never retried.
         const refusal = installationRefusal(e, db.schema);
         if (refusal) throw refusal;
+        // A typed refusal raised inside the transaction (a caller's fence) passes through as it is.
+        if (isLoopxError(e)) throw e;
         return failed(e);
       }
     },

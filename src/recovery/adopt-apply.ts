@@ -41,8 +41,8 @@ export interface AdoptionHost {
     fence: number;
     recovery_id: string;
     successor_root: string;
-  }): { readonly replayed: boolean };
-  supersession(goalInstanceId: string): { readonly successor_instance_id: string; readonly recovery_id: string } | undefined;
+  }): Promise<{ readonly replayed: boolean }>;
+  supersession(goalInstanceId: string): Promise<{ readonly successor_instance_id: string; readonly recovery_id: string } | undefined>;
 }
 
 export interface AdoptionRunOptions {
@@ -62,14 +62,14 @@ const stepOf = (action: string): OwnerAdoptionStep | undefined => {
 };
 
 /** Before the first live mutation: the plan still describes the world it bound. */
-function checkFresh(plan: AdoptionPlan, host: AdoptionHost): void {
+async function checkFresh(plan: AdoptionPlan, host: AdoptionHost): Promise<void> {
   const { audit } = reverifyWorkspace(plan.workspace.path);
   if (audit.recovery_id !== plan.audit.recovery_id || audit.backup.embedded_manifest_sha256 !== plan.audit.embedded_manifest_sha256)
     throw R.planStale('the workspace holds another verification');
   const st = lstatSync(plan.destination.path);
   if (st.dev !== plan.destination.dev || st.ino !== plan.destination.ino) throw R.planStale('the destination is another directory');
   if (readdirSync(plan.destination.path).some((n) => n !== RECOVERY_DIR)) throw R.planStale('the destination is no longer empty');
-  const superseded = host.supersession(plan.goal.goal_instance_id);
+  const superseded = await host.supersession(plan.goal.goal_instance_id);
   if (superseded && superseded.recovery_id !== plan.recovery_id) throw R.supersededElsewhere();
 }
 
@@ -112,7 +112,7 @@ async function runHostStep(plan: AdoptionPlan, step: PlannedStep, done: ReturnTy
   const rootId = (done.get('host:destination')?.receipt.readback as { root_id?: string } | undefined)?.root_id;
   if (!lifetime || rootId === undefined) throw R.planInvalid('the supersession step comes before the lifetime it records');
   faultPoint('recover.host:supersede.before');
-  const { replayed } = host.supersede({
+  const { replayed } = await host.supersede({
     goal_instance_id: lifetime.superseded,
     goal_id: lifetime.goal_id,
     successor_instance_id: lifetime.successor,
@@ -122,7 +122,7 @@ async function runHostStep(plan: AdoptionPlan, step: PlannedStep, done: ReturnTy
     successor_root: rootId,
   });
   faultPoint('recover.host:supersede.after');
-  const back = host.supersession(lifetime.superseded);
+  const back = await host.supersession(lifetime.superseded);
   if (back?.successor_instance_id !== lifetime.successor) throw R.supersededElsewhere();
   return hostReceipt(step, replayed ? 'already' : 'applied', {
     superseded_instance_id: lifetime.superseded,
@@ -156,7 +156,7 @@ export async function applyAdoption(destination: string, confirm: string, option
   if (confirm !== plan.plan_digest) throw R.confirmMismatch(operatorPath(plan.destination.path));
   const state = foldJournal(readJournal(plan.destination.path));
   if (state.abandoned) throw R.abandoned();
-  if (state.began.size === 0) checkFresh(plan, options.host);
+  if (state.began.size === 0) await checkFresh(plan, options.host);
   await runSteps(plan, options);
   return recoveryStatus(plan.destination.path, options.host);
 }

@@ -105,7 +105,7 @@ export async function recoveryStatus(destination: string, host?: AdoptionHost): 
           ? 'reconciliation_held'
           : 'complete';
   const goalReceipt = j.done.get('goal:rebind')?.receipt.readback as { goal_instance_id?: string } | undefined;
-  const superseded = host?.supersession(plan.goal.goal_instance_id);
+  const superseded = await host?.supersession(plan.goal.goal_instance_id);
   const receiverHolds = holds.some((h) => h.hold_id.startsWith('receiver:'));
   const byOwner: Record<string, number> = {};
   for (const c of plan.components) byOwner[c.owner] = (byOwner[c.owner] ?? 0) + 1;

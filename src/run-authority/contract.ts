@@ -38,6 +38,10 @@ import type { RebindOutcome, RootDirectoryIdentity } from './roots.js';
  *   authority holds no lease of — waits for outstanding run and import leases to be released,
  *   then zeroes the in-memory key buffers.
  *
+ * - Keys and claims answer within the call (key material stays in the process); everything about
+ *   runs, roots and lifetimes is asynchronous, so a provider on a database server keeps the same
+ *   contract as the local directory.
+ *
  * Providers: `local.ts` (the user's private directory; flock locks die with their process) and
  * `memory.ts` (tests and embedding; its locks live as long as the authority object). One suite,
  * test/run-authority/conformance/, runs these rules against every provider.
@@ -66,12 +70,13 @@ export interface RunRecord {
 export interface RunLease {
   readonly runId: string;
   readonly released: boolean;
-  release(): void;
+  /** Gives the run back (idempotent); resolves once the provider has let go of it. */
+  release(): Promise<void>;
 }
 
 export interface ImportLease {
   readonly runId: string;
-  release(): void;
+  release(): Promise<void>;
 }
 
 export interface ClaimInput {
@@ -121,20 +126,20 @@ export interface RunAuthority {
   claim(input: ClaimInput): Uint8Array;
   verifyClaim(scopeId: Uint8Array, input: ClaimInput, hmac: Uint8Array): boolean;
 
-  acquireRun(runId: string): RunLease | undefined;
-  readRecord(runId: string): RunRecord | undefined;
+  acquireRun(runId: string): Promise<RunLease | undefined>;
+  readRecord(runId: string): Promise<RunRecord | undefined>;
   /** `fault` names crash points around the durable write (tests only). */
-  writeRecord(lease: RunLease, record: RunRecord, options?: { fault?: string }): void;
+  writeRecord(lease: RunLease, record: RunRecord, options?: { fault?: string }): Promise<void>;
   /** Waits while another importer of the run (any process) holds its import lock. */
   beginImport(runId: string): Promise<ImportLease>;
   /** Prove `directory` is the one `rootId` is bound to (binding it on first use); else `root_is_copy`. */
-  bindRoot(rootId: string, directory: RootDirectoryIdentity): void;
+  bindRoot(rootId: string, directory: RootDirectoryIdentity): Promise<void>;
   /** The operator's explicit binding (`authority bind-root`); never while the bound original still exists (`root_binding_original_present`). */
-  rebindRoot(rootId: string, directory: RootDirectoryIdentity): RebindOutcome;
+  rebindRoot(rootId: string, directory: RootDirectoryIdentity): Promise<RebindOutcome>;
   /** Record that a Goal lifetime was replaced by a recovery (exclusive, durable, idempotent); else `goal_lifetime_already_superseded`. */
-  supersedeLifetime(request: LifetimeSupersessionRequest): LifetimeSupersessionOutcome;
+  supersedeLifetime(request: LifetimeSupersessionRequest): Promise<LifetimeSupersessionOutcome>;
   /** The supersession of `goalInstanceId`; `undefined` while it is not superseded. */
-  lifetimeSupersession(goalInstanceId: string): LifetimeSupersession | undefined;
+  lifetimeSupersession(goalInstanceId: string): Promise<LifetimeSupersession | undefined>;
 
   close(): Promise<void>;
 }

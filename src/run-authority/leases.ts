@@ -66,35 +66,41 @@ export class LeaseBook {
   }
 
   /** Record a run lease whose lock the provider has just taken; `unlock` gives the lock back once. */
-  runLease(runId: string, unlock: () => void): RunLease {
+  runLease(runId: string, unlock: () => void | Promise<void>): RunLease {
     let released = false;
     const lease: RunLease = {
       runId,
       get released() {
         return released;
       },
-      release: () => {
+      release: async () => {
         if (released) return;
         released = true;
-        unlock();
-        this.#runLeases.delete(lease);
-        this.#maybeDrained();
+        try {
+          await unlock();
+        } finally {
+          this.#runLeases.delete(lease);
+          this.#maybeDrained();
+        }
       },
     };
     this.#runLeases.add(lease);
     return lease;
   }
 
-  importLease(runId: string, unlock: () => void): ImportLease {
+  importLease(runId: string, unlock: () => void | Promise<void>): ImportLease {
     let released = false;
     const lease: ImportLease = {
       runId,
-      release: () => {
+      release: async () => {
         if (released) return;
         released = true;
-        unlock();
-        this.#importLeases.delete(lease);
-        this.#maybeDrained();
+        try {
+          await unlock();
+        } finally {
+          this.#importLeases.delete(lease);
+          this.#maybeDrained();
+        }
       },
     };
     this.#importLeases.add(lease);
@@ -106,11 +112,11 @@ export class LeaseBook {
    * by `waitMs` (`import_busy`), and given up at once when shutdown begins — a waiting importer is
    * new work, not an outstanding lease.
    */
-  async waitForImportLock(runId: string, tryLock: () => boolean, waitMs: number): Promise<void> {
+  async waitForImportLock(runId: string, tryLock: () => boolean | Promise<boolean>, waitMs: number): Promise<void> {
     const deadline = Date.now() + waitMs;
     for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
       this.live();
-      if (tryLock()) return;
+      if (await tryLock()) return;
       if (Date.now() >= deadline) {
         throw conflict('import_busy', `Another import of run ${runId} is still running.`, { nextAction: 'run the same import again once the other one has finished' });
       }

@@ -121,26 +121,26 @@ export function decodeLifetime(goalInstanceId: string, raw: Uint8Array | string)
  * it answers). Records are never changed or removed.
  */
 export interface LifetimeTable {
-  get(goalInstanceId: string): Uint8Array | string | undefined;
-  create(goalInstanceId: string, encoded: string): boolean;
+  get(goalInstanceId: string): Uint8Array | string | undefined | Promise<Uint8Array | string | undefined>;
+  create(goalInstanceId: string, encoded: string): boolean | Promise<boolean>;
 }
 
 /** `lifetimeSupersession`: the stored record, `undefined` while none; a malformed id is `lifetime_supersession_invalid`. */
-export function readLifetime(table: LifetimeTable, goalInstanceId: string): LifetimeSupersession | undefined {
+export async function readLifetime(table: LifetimeTable, goalInstanceId: string): Promise<LifetimeSupersession | undefined> {
   checkInstanceId(goalInstanceId);
-  const raw = table.get(goalInstanceId);
+  const raw = await table.get(goalInstanceId);
   return raw === undefined ? undefined : decodeLifetime(goalInstanceId, raw);
 }
 
 const sameRequest = (a: LifetimeSupersessionRequest, b: LifetimeSupersessionRequest): boolean => REQUEST_FIELDS.every((k) => a[k] === b[k]);
 
 /** `supersedeLifetime`: create the record, or answer the stored one as a replay, or refuse (see the header). */
-export function supersedeLifetime(table: LifetimeTable, request: unknown, now: Date = new Date()): LifetimeSupersessionOutcome {
+export async function supersedeLifetime(table: LifetimeTable, request: unknown, now: Date = new Date()): Promise<LifetimeSupersessionOutcome> {
   const fields = checkRequest(request);
   const record: LifetimeSupersession = { ...fields, recorded_at: now.toISOString() };
-  if (table.create(fields.goal_instance_id, encodeLifetime(record))) return { record, replayed: false };
+  if (await table.create(fields.goal_instance_id, encodeLifetime(record))) return { record, replayed: false };
   // Another writer — earlier, or concurrent and first — recorded this lifetime: its record decides.
-  const stored = readLifetime(table, fields.goal_instance_id);
+  const stored = await readLifetime(table, fields.goal_instance_id);
   if (!stored) throw lifetimeCorrupt(fields.goal_instance_id, 'gone though its entry existed');
   if (!sameRequest(stored, fields)) throw alreadySuperseded(stored);
   return { record: stored, replayed: true };

@@ -180,7 +180,7 @@ export class LocalRunAuthority implements RunAuthority {
     return this.#keyring.verify(scopeId, input, hmac);
   }
 
-  acquireRun(runId: string): RunLease | undefined {
+  async acquireRun(runId: string): Promise<RunLease | undefined> {
     this.#leases.live();
     checkRunId(runId);
     const fd = this.#locksDir.openLockFile(`${runId}.lock`);
@@ -198,34 +198,38 @@ export class LocalRunAuthority implements RunAuthority {
     return this.#leases.runLease(runId, () => closeSync(fd)); // releases the flock; the lock file stays
   }
 
-  readRecord(runId: string): RunRecord | undefined {
+  async readRecord(runId: string): Promise<RunRecord | undefined> {
     this.#leases.liveFor(runId);
+    return this.#record(runId);
+  }
+
+  #record(runId: string): RunRecord | undefined {
     if (!isRunId(runId)) return undefined;
     const raw = this.#runsDir.read(`${runId}.json`);
     return raw ? decodeRecord(runId, raw) : undefined;
   }
 
-  writeRecord(lease: RunLease, record: RunRecord, options: { fault?: string } = {}): void {
+  async writeRecord(lease: RunLease, record: RunRecord, options: { fault?: string } = {}): Promise<void> {
     this.#leases.requireLease(lease, record.runId);
     this.#runsDir.write(`${record.runId}.json`, encodeRecord(record), { noSync: this.#noSync, ...(options.fault ? { fault: options.fault } : {}) });
   }
 
-  bindRoot(rootId: string, directory: RootDirectoryIdentity): void {
+  async bindRoot(rootId: string, directory: RootDirectoryIdentity): Promise<void> {
     this.#leases.live();
-    bindRoot(this.#roots, rootId, directory, () => this.#ownsRecords(rootId));
+    await bindRoot(this.#roots, rootId, directory, () => this.#ownsRecords(rootId));
   }
 
-  rebindRoot(rootId: string, directory: RootDirectoryIdentity): RebindOutcome {
+  async rebindRoot(rootId: string, directory: RootDirectoryIdentity): Promise<RebindOutcome> {
     this.#leases.live();
     return rebindRoot(this.#roots, rootId, directory);
   }
 
-  supersedeLifetime(request: LifetimeSupersessionRequest): LifetimeSupersessionOutcome {
+  async supersedeLifetime(request: LifetimeSupersessionRequest): Promise<LifetimeSupersessionOutcome> {
     this.#leases.live();
     return supersedeLifetime(this.#lifetimes, request);
   }
 
-  lifetimeSupersession(goalInstanceId: string): LifetimeSupersession | undefined {
+  async lifetimeSupersession(goalInstanceId: string): Promise<LifetimeSupersession | undefined> {
     this.#leases.liveRead();
     return readLifetime(this.#lifetimes, goalInstanceId);
   }
@@ -235,7 +239,7 @@ export class LocalRunAuthority implements RunAuthority {
     return this.#runsDir
       .list()
       .filter((n) => n.endsWith('.json'))
-      .some((n) => this.readRecord(n.slice(0, -'.json'.length))?.ownerRoot === rootId);
+      .some((n) => this.#record(n.slice(0, -'.json'.length))?.ownerRoot === rootId);
   }
 
   async beginImport(runId: string): Promise<ImportLease> {

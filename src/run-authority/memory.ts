@@ -111,22 +111,26 @@ export class MemoryRunAuthority implements RunAuthority {
     return this.#keyring.verify(scopeId, input, hmac);
   }
 
-  acquireRun(runId: string): RunLease | undefined {
+  async acquireRun(runId: string): Promise<RunLease | undefined> {
     this.#leases.live();
     checkRunId(runId);
     if (this.#runLocks.has(runId)) return undefined;
     this.#runLocks.add(runId);
-    return this.#leases.runLease(runId, () => this.#runLocks.delete(runId));
+    return this.#leases.runLease(runId, () => void this.#runLocks.delete(runId));
   }
 
-  readRecord(runId: string): RunRecord | undefined {
+  async readRecord(runId: string): Promise<RunRecord | undefined> {
     this.#leases.liveFor(runId);
+    return this.#record(runId);
+  }
+
+  #record(runId: string): RunRecord | undefined {
     if (!isRunId(runId)) return undefined;
     const raw = this.#records.get(runId);
     return raw === undefined ? undefined : decodeRecord(runId, raw);
   }
 
-  writeRecord(lease: RunLease, record: RunRecord, options: { fault?: string } = {}): void {
+  async writeRecord(lease: RunLease, record: RunRecord, options: { fault?: string } = {}): Promise<void> {
     this.#leases.requireLease(lease, record.runId);
     const encoded = encodeRecord(record);
     if (options.fault) faultPoint(`${options.fault}.before-rename`);
@@ -134,28 +138,28 @@ export class MemoryRunAuthority implements RunAuthority {
     if (options.fault) faultPoint(`${options.fault}.after-rename`);
   }
 
-  bindRoot(rootId: string, directory: RootDirectoryIdentity): void {
+  async bindRoot(rootId: string, directory: RootDirectoryIdentity): Promise<void> {
     this.#leases.live();
-    bindRoot(this.#roots, rootId, directory, () => this.#ownsRecords(rootId));
+    await bindRoot(this.#roots, rootId, directory, () => this.#ownsRecords(rootId));
   }
 
-  rebindRoot(rootId: string, directory: RootDirectoryIdentity): RebindOutcome {
+  async rebindRoot(rootId: string, directory: RootDirectoryIdentity): Promise<RebindOutcome> {
     this.#leases.live();
     return rebindRoot(this.#roots, rootId, directory);
   }
 
-  supersedeLifetime(request: LifetimeSupersessionRequest): LifetimeSupersessionOutcome {
+  async supersedeLifetime(request: LifetimeSupersessionRequest): Promise<LifetimeSupersessionOutcome> {
     this.#leases.live();
     return supersedeLifetime(this.#lifetimes, request);
   }
 
-  lifetimeSupersession(goalInstanceId: string): LifetimeSupersession | undefined {
+  async lifetimeSupersession(goalInstanceId: string): Promise<LifetimeSupersession | undefined> {
     this.#leases.liveRead();
     return readLifetime(this.#lifetimes, goalInstanceId);
   }
 
   #ownsRecords(rootId: string): boolean {
-    return [...this.#records.keys()].some((runId) => this.readRecord(runId)?.ownerRoot === rootId);
+    return [...this.#records.keys()].some((runId) => this.#record(runId)?.ownerRoot === rootId);
   }
 
   async beginImport(runId: string): Promise<ImportLease> {
@@ -167,7 +171,7 @@ export class MemoryRunAuthority implements RunAuthority {
       return true;
     };
     await this.#leases.waitForImportLock(runId, tryLock, this.#importWaitMs);
-    return this.#leases.importLease(runId, () => this.#importLocks.delete(runId));
+    return this.#leases.importLease(runId, () => void this.#importLocks.delete(runId));
   }
 
   /** Number of outstanding run and import leases (observable drain). */

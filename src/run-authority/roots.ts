@@ -78,9 +78,9 @@ const bindingCorrupt = (rootId: string): LoopxError =>
  * removed by the authority.
  */
 export interface RootBindingTable {
-  get(rootId: string): RootDirectoryIdentity | undefined;
-  create(rootId: string, id: RootDirectoryIdentity): boolean;
-  put(rootId: string, id: RootDirectoryIdentity): void;
+  get(rootId: string): RootDirectoryIdentity | undefined | Promise<RootDirectoryIdentity | undefined>;
+  create(rootId: string, id: RootDirectoryIdentity): boolean | Promise<boolean>;
+  put(rootId: string, id: RootDirectoryIdentity): void | Promise<void>;
 }
 
 const sameDirectory = (a: RootDirectoryIdentity, b: RootDirectoryIdentity): boolean => a.dev === b.dev && a.ino === b.ino;
@@ -132,17 +132,19 @@ const checkRootId = (rootId: string): void => {
  * `root_binding_required` (see the header). `hasRecordedRuns` says whether run records already
  * name `rootId` as their owner (asked only when it has no binding yet).
  */
-export function bindRoot(table: RootBindingTable, rootId: string, id: RootDirectoryIdentity, hasRecordedRuns: () => boolean): void {
+export async function bindRoot(table: RootBindingTable, rootId: string, id: RootDirectoryIdentity, hasRecordedRuns: () => boolean | Promise<boolean>): Promise<void> {
   checkRootId(rootId);
-  let decision = decideBind(table.get(rootId), id, hasRecordedRuns);
+  const bound = await table.get(rootId);
+  const recorded = bound === undefined && (await hasRecordedRuns());
+  let decision = decideBind(bound, id, () => recorded);
   if (decision === 'create') {
-    if (table.create(rootId, id)) return;
+    if (await table.create(rootId, id)) return;
     // Another writer bound it first: what it bound decides.
-    const winner = table.get(rootId);
+    const winner = await table.get(rootId);
     if (!winner) throw bindingCorrupt(rootId);
-    decision = decideBind(winner, id, hasRecordedRuns);
+    decision = decideBind(winner, id, () => recorded);
   }
-  if (decision === 'refresh') table.put(rootId, id);
+  if (decision === 'refresh') await table.put(rootId, id);
 }
 
 export type RebindOutcome = 'bound' | 'unchanged' | 'rebound';
@@ -152,15 +154,15 @@ export type RebindOutcome = 'bound' | 'unchanged' | 'rebound';
  * runs are recorded under it or its binding names another directory — but never while that other
  * directory still exists with its bound identity (`root_binding_original_present`).
  */
-export function rebindRoot(
+export async function rebindRoot(
   table: RootBindingTable,
   rootId: string,
   id: RootDirectoryIdentity,
   originalPresent: (bound: RootDirectoryIdentity) => boolean = stillThere,
-): RebindOutcome {
+): Promise<RebindOutcome> {
   checkRootId(rootId);
-  const outcome = decideRebind(table.get(rootId), id, originalPresent);
-  if (outcome !== 'unchanged') table.put(rootId, id);
+  const outcome = decideRebind(await table.get(rootId), id, originalPresent);
+  if (outcome !== 'unchanged') await table.put(rootId, id);
   return outcome;
 }
 

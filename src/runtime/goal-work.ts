@@ -80,7 +80,7 @@ export const runGoalWork = (options: GoalWorkRunOptions): Promise<GoalWorkRunRes
 
 async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunResult> {
   // The root's identity first: a byte copy of a root (root_is_copy) opens no session, fence or lease.
-  void options.engine.rootId;
+  await options.engine.rootId();
   const owners = openRootOwners(options.root);
   let bound: sessionOwner.Session;
   let ref: { goal_id: string; goal_instance_id: string };
@@ -95,7 +95,7 @@ async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunRe
       });
     }
     // A lifetime a recovery superseded (recorded in the run authority, outside any root) takes no new work.
-    if (options.engine.authority.lifetimeSupersession(goal.goal_instance_id) !== undefined) throw goalLifetimeSuperseded(goal.goal_id);
+    if ((await options.engine.authority.lifetimeSupersession(goal.goal_instance_id)) !== undefined) throw goalLifetimeSuperseded(goal.goal_id);
     ref = { goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id };
     title = goal.title;
     if (options.webhookUrl !== undefined) {

@@ -116,7 +116,7 @@ export async function withGoalWork<T>(
     async (owners) => {
       const goal = owners.goals.get(goalId);
       if (!goal) throw goalOwner.goalNotFound(goalId);
-      if (options.guard?.lifetimeSupersession(goal.goal_instance_id) !== undefined) throw goalLifetimeSuperseded(goalId);
+      if ((await options.guard?.lifetimeSupersession(goal.goal_instance_id)) !== undefined) throw goalLifetimeSuperseded(goalId);
       const work = await workOwner.openGoalWork({ root, goal_id: goalId });
       try {
         return await fn(work);

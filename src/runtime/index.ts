@@ -97,3 +97,15 @@ export {
 export { startWebhookSink } from '../dev/index.js';
 export { dbStatus, planRotation, rotateStore, ROTATION_PLAN_SCHEMA, type DbStatus, type OriginalFence, type RotationPlan, type RotationResult } from './store-rotation.js';
 export { chooseStore, migrateRootStore, PG_COMPONENTS, readStoreConfig, STORE_NAMESPACE, withRootPostgres, type MigrateResult, type StoreConfig } from './store-config.js';
+export {
+  ClusterNode,
+  CLUSTER_COMPONENTS,
+  clusterStatus,
+  DEFAULT_CLUSTER_SCHEMA,
+  drainClusterInstance,
+  initCluster,
+  submitClusterRun,
+  type ClusterAccess,
+  type ClusterNodeOptions,
+  type ClusterStatus,
+} from './cluster.js';

@@ -38,7 +38,7 @@ function hostOf(a: RecoverAccess, authority: RunAuthority): AdoptionHost {
     async initDestination(root, store) {
       initDestinationRoot(root, { ownerStores: store === undefined });
       if (store) await initPostgresDestination(root, store);
-      return withDestinationEngine({ root, ...(a.authorityDir !== undefined ? { authorityDir: a.authorityDir } : {}) }, (engine) => engine.rootId);
+      return withDestinationEngine({ root, ...(a.authorityDir !== undefined ? { authorityDir: a.authorityDir } : {}) }, (engine) => engine.rootId());
     },
     supersede: (request) => authority.supersedeLifetime(request),
     supersession: (id) => authority.lifetimeSupersession(id),

@@ -46,11 +46,11 @@ export async function withGoalWriter<T>(a: RootAccess, fn: (guard: LocalRunAutho
       const engine = openReadOnlyEngine({ root: a.root, application: builtinApplication(a.root) });
       let rootId: string;
       try {
-        rootId = engine.rootId;
+        rootId = await engine.rootId();
       } finally {
         engine.close();
       }
-      authority.bindRoot(rootId, rootDirectoryIdentity(a.root));
+      await authority.bindRoot(rootId, rootDirectoryIdentity(a.root));
     }
     return fn(authority);
   });
@@ -67,11 +67,11 @@ export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => P
 }
 
 /** Whether a live driver holds the run's lock now: probed by taking it (and letting go at once). */
-function drivenNow(authority: LocalRunAuthority, runId: string): boolean {
+async function drivenNow(authority: LocalRunAuthority, runId: string): Promise<boolean> {
   try {
-    const lease = authority.acquireRun(runId);
+    const lease = await authority.acquireRun(runId);
     if (!lease) return true;
-    lease.release();
+    await lease.release();
     return false;
   } catch {
     return false; // not a run id the authority knows how to lock: nobody drives it

@@ -89,6 +89,12 @@ export interface PgDatabase {
     options?: { readonly isolation?: 'read committed' | 'repeatable read' | 'serializable'; readonly readOnly?: boolean },
   ): Promise<T>;
   serverIdentity(): Promise<PgServerIdentity>;
+  /**
+   * LISTEN on `channel` (a plain identifier) on a connection of its own, calling `onNotify` for
+   * each notification — a wake-up, never authority: whoever listens still reads and decides. A lost
+   * connection ends the listening silently (the listener polls as well). Resolves to its stop.
+   */
+  listen(channel: string, onNotify: () => void): Promise<() => void>;
   close(): Promise<void>;
 }
 
@@ -128,6 +134,30 @@ function submit(client: pg.PoolClient, sql: string, params: readonly unknown[], 
     if (name !== undefined) (query as { name?: string }).name = name;
     client.query(query);
   });
+}
+
+/** `PgDatabase.listen` on a connection of `pool`'s own, held until stopped. */
+async function listenOn(pool: pg.Pool, channel: string, onNotify: () => void): Promise<() => void> {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) throw internal('pg_channel_invalid', 'A notification channel is a plain identifier.');
+  const client = await pool.connect();
+  const handler = (m: { channel: string }) => {
+    if (m.channel === channel) onNotify();
+  };
+  client.on('notification', handler);
+  try {
+    await client.query(`LISTEN ${channel}`);
+  } catch (e) {
+    client.off('notification', handler);
+    client.release(true);
+    throw e;
+  }
+  let stopped = false;
+  return () => {
+    if (stopped) return;
+    stopped = true;
+    client.off('notification', handler);
+    client.release(true); // the connection goes, and its LISTEN with it
+  };
 }
 
 /** Opens a pool on one installation's schema (nothing is created: `migratePostgres` does that). */
@@ -208,6 +238,7 @@ export function openPostgres(options: PgOptions): PgDatabase {
       if (!row) throw internal('pg_server_identity_unreadable', 'The PostgreSQL server did not say who it is.');
       return { system_identifier: row.system_identifier, timeline: Number(row.timeline), database_oid: Number(row.database_oid) };
     },
+    listen: (channel, onNotify) => listenOn(pool, channel, onNotify),
     async close() {
       await pool.end();
     },

@@ -53,6 +53,10 @@ const EXERCISED_ELSEWHERE: Readonly<Record<string, string>> = {
   'db-status.schema.json': 'test/cli/db-rotate.test.ts',
   'db-rotation-plan.schema.json': 'test/cli/db-rotate.test.ts',
   'db-rotation.schema.json': 'test/cli/db-rotate.test.ts',
+  'cluster-init.schema.json': 'test/cluster/cluster.test.ts',
+  'cluster-submit.schema.json': 'test/cluster/cluster.test.ts',
+  'cluster-status.schema.json': 'test/cluster/cluster.test.ts',
+  'cluster-drain.schema.json': 'test/cluster/cluster.test.ts',
 };
 
 /** Validate one document against docs/schemas/<name>.schema.json, with a readable failure. */

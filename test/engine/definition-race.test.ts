@@ -41,5 +41,5 @@ it('the same definition stored from four connections at once is stored once, wit
   );
   expect(failures.flat()).toEqual([]);
   const store = openSqliteRunStore(path);
-  expect(store.getDefinition({ id: 'race.agent', version: `1.0.${ROUNDS - 1}` })?.turnLimit).toBe(1);
+  expect((await store.getDefinition({ id: 'race.agent', version: `1.0.${ROUNDS - 1}` }))?.turnLimit).toBe(1);
 }, 120_000);

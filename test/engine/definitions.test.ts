@@ -192,7 +192,7 @@ describe('applications and identities', () => {
     const engine = openTestEngine('memory', convenienceApplication({ toolPlans: [{ id: PLAN, tools: [makeTool('x', () => null, { identity: null })] }] }));
     await engine.start(scriptedAgent([{ text: 'done' }]), { runId: 'run-conv' });
 
-    const decoded = decodeSnapshot(engine.exportSnapshot('run-conv').bytes);
+    const decoded = decodeSnapshot((await engine.exportSnapshot('run-conv')).bytes);
 
     expect(decoded.planIdentity.compatibilityIdentity).toBe('');
     expect(decoded.planIdentity.toolPlanId).toBe(PLAN);
@@ -203,7 +203,7 @@ describe('applications and identities', () => {
     const engine = openTestEngine('sqlite', builtinApplication(root), root);
     await engine.start(loadAgentFile(researcherPath), { runId: 'run-full', suspendAfterTurns: 1 });
 
-    const decoded = decodeSnapshot(engine.exportSnapshot('run-full').bytes);
+    const decoded = decodeSnapshot((await engine.exportSnapshot('run-full')).bytes);
 
     expect(decoded.planIdentity).toMatchObject({ compatibilityIdentity: BUILTIN_COMPATIBILITY, toolPlanId: BUILTIN_TOOL_PLAN });
     expect(decoded.planIdentity.components.map((c) => `${c.kind}:${c.name}`)).toEqual([
@@ -222,7 +222,7 @@ describe('applications and identities', () => {
     const engine = openTestEngine('memory', app);
     await engine.start(scriptedAgent([{ text: 'done' }]), { runId: 'run-sorted' });
 
-    const components = decodeSnapshot(engine.exportSnapshot('run-sorted').bytes).planIdentity.components;
+    const components = decodeSnapshot((await engine.exportSnapshot('run-sorted')).bytes).planIdentity.components;
 
     expect(components).toEqual([...components].sort(compareComponents));
     expect(components.map((c) => `${c.kind}:${c.name}`)).toEqual([
@@ -275,7 +275,7 @@ describe('applications and identities', () => {
     const before = openTestEngine('sqlite', fullApp([addTool()]), root);
     const agent = scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 2 })] }, { toolCalls: [call('add', { a: 3, b: 4 })] }, { text: 'done' }]);
     const suspended = await before.start(agent, { runId: 'run-pc', suspendAfterTurns: 1 });
-    const snapshot = before.exportSnapshot('run-pc');
+    const snapshot = await before.exportSnapshot('run-pc');
     before.close();
 
     const changed = fullApp([addWithSchema({ type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } } })]);
@@ -285,7 +285,7 @@ describe('applications and identities', () => {
     // Refused before any mutation: still suspended, no Resumed event, the same snapshot bytes.
     expect(await after.show('run-pc')).toEqual(suspended);
     expect((await allEvents(after, 'run-pc')).map((e) => e.type)).not.toContain('Resumed');
-    expect(Buffer.from(after.exportSnapshot('run-pc').bytes).equals(Buffer.from(snapshot.bytes))).toBe(true);
+    expect(Buffer.from((await after.exportSnapshot('run-pc')).bytes).equals(Buffer.from(snapshot.bytes))).toBe(true);
     expect(changed.toolPlans.liveLeases).toBe(0);
     after.close();
 
@@ -335,7 +335,7 @@ describe('applications and identities', () => {
     const after = openTestEngine('sqlite', fullApp([failing('charge v2')]), root);
     await expectCode(after.resolve('run-pr', 'run-pr/t1/k0', { kind: 'absent' }), 'plan_identity_changed');
     expect(await after.show('run-pr')).toEqual(waiting);
-    expect(after.mutations('run-pr')).toMatchObject([{ state: 'uncertain' }]);
+    expect(await after.mutations('run-pr')).toMatchObject([{ state: 'uncertain' }]);
   });
 });
 

@@ -71,7 +71,7 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
     });
     expect((await effects().get('run-j:t1:k0'))!.dispatched_at).not.toBeNull();
     expect(JSON.parse((await effects().get('run-j:t1:k0'))!.intent)).toEqual({ tool: 'charge', arguments: { amount: 5 } });
-    expect(engine.mutations('run-j')).toMatchObject([{ callId: 'run-j/t1/k0', state: 'intent' }]);
+    expect(await engine.mutations('run-j')).toMatchObject([{ callId: 'run-j/t1/k0', state: 'intent' }]);
 
     gate.open();
     expect(await running).toMatchObject({ status: 'completed' });
@@ -111,7 +111,7 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
     ]);
     const view = await engine.start(scriptedAgent(chargeScript), { runId: 'run-c' });
 
-    expect(engine.mutations('run-c')).toMatchObject([{ state }]);
+    expect(await engine.mutations('run-c')).toMatchObject([{ state }]);
     expect(await effects().get('run-c:t1:k0')).toMatchObject({ outcome, receipt });
     if (state === 'uncertain') {
       // The engine's view of the call is the effect owner's: its operation id and outcome.
@@ -156,8 +156,8 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
 
       expect(view).toMatchObject({ status: 'completed', waiting_for: null });
       expect(runs).toBe(1);
-      expect(engine.mutations('run-t')).toMatchObject([{ state: 'committed' }]);
-      expect(JSON.parse(results(engine.messages('run-t'))[0]!.resultJson)).toEqual({
+      expect(await engine.mutations('run-t')).toMatchObject([{ state: 'committed' }]);
+      expect(JSON.parse(results(await engine.messages('run-t'))[0]!.resultJson)).toEqual({
         result: 'already_applied',
         operation_id: 'run-t:t1:k0',
         receipt: { reconciled: true, observation: { found: true } },
@@ -175,7 +175,7 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
     const refused = await expectCode(engine.resolve('run-x', 'run-x/t1/k0', { kind: 'absent' }), 'effect_already_settled');
 
     expect(refused.details).toEqual({ operation_id: 'run-x:t1:k0', outcome: 'committed' });
-    expect(engine.mutations('run-x')).toMatchObject([{ state: 'committed' }]);
+    expect(await engine.mutations('run-x')).toMatchObject([{ state: 'committed' }]);
     expect(await effects().get('run-x:t1:k0')).toMatchObject({ outcome: 'committed' });
     await expectCode(engine.resolve('run-x', 'run-x/t1/k0', { kind: 'absent' }), 'call_not_uncertain');
   });
@@ -196,7 +196,7 @@ describe.each(STORE_KINDS)('the effect journal of mutating calls (%s store)', (k
     refuse = true;
     const view = await engine.start(scriptedAgent(chargeScript), { runId: 'run-d2' });
     expect(view).toMatchObject({ status: 'completed', waiting_for: null });
-    expect(engine.mutations('run-d2')).toMatchObject([{ state: 'failed', resultJson: '{"error":"goal_work_unbound","message":"Not bound."}' }]);
+    expect(await engine.mutations('run-d2')).toMatchObject([{ state: 'failed', resultJson: '{"error":"goal_work_unbound","message":"Not bound."}' }]);
     expect(await effects().get('run-d2:t1:k0')).toBeUndefined();
     expect(executed).toBe(1);
   });
@@ -215,7 +215,7 @@ describe('runs recorded before the effect journal (dual read)', () => {
     if (shape === 'an effects.db without the record') openSqliteEffectJournal(join(root, 'effects.db')).close();
 
     const { engine, effects } = journalled('sqlite', tools, root);
-    expect(engine.mutations('run-old')).toMatchObject([{ state: 'uncertain' }]);
+    expect(await engine.mutations('run-old')).toMatchObject([{ state: 'uncertain' }]);
     expect((await engine.show('run-old')).waiting_for).toEqual({
       kind: 'resolution',
       call_ids: ['run-old/t1/k0'],
@@ -224,7 +224,7 @@ describe('runs recorded before the effect journal (dual read)', () => {
     expect(await engine.resume('run-old')).toMatchObject({ status: 'active', waiting_for: { kind: 'resolution' } });
 
     expect(await engine.resolve('run-old', 'run-old/t1/k0', { kind: 'absent' })).toMatchObject({ status: 'completed', waiting_for: null });
-    expect(engine.mutations('run-old')).toMatchObject([{ state: 'absent' }]);
+    expect(await engine.mutations('run-old')).toMatchObject([{ state: 'absent' }]);
     expect(runs).toBe(1);
     // Nothing was invented in the effect owner for a call it never journalled.
     if (shape === 'no effects.db') expect(existsSync(join(root, 'effects.db'))).toBe(false);

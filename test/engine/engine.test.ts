@@ -16,7 +16,6 @@ import {
   call,
   eventTypes,
   expectCode,
-  expectThrowsCode,
   latch,
   localApp,
   makeTool,
@@ -85,7 +84,7 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
 
     const view = await engine.start(agent, { input: 'add', runId: 'run-final' });
 
-    const messages = engine.messages('run-final');
+    const messages = await engine.messages('run-final');
     expect(toolResults(messages)).toEqual([{ type: 'tool_result', callId: 'run-final/t1/k0', toolName: 'add', status: 'ok', resultJson: '{"sum":42}' }]);
     expect(messages[messages.length - 1]).toEqual({ id: 'run-final/t2/m0', role: 'assistant', parts: [{ type: 'text', text: 'it is 42' }] });
     expect(view.status).toBe('completed');
@@ -98,7 +97,7 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
 
     const view = await engine.start(reactiveAgent('reactive'), { input: 'add 1 and 2', runId: 'run-invalid' });
 
-    const messages = engine.messages('run-invalid');
+    const messages = await engine.messages('run-invalid');
     const [first, second] = toolResults(messages);
     expect(first!.status).toBe('error');
     expect(JSON.parse(first!.resultJson)).toMatchObject({ error: 'tool_arguments_invalid' });
@@ -126,7 +125,7 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
 
     const view = await engine.start(reactiveAgent('nan'), { runId: 'run-nan' });
 
-    const [result] = toolResults(engine.messages('run-nan'));
+    const [result] = toolResults(await engine.messages('run-nan'));
     expect(result!.status).toBe('error');
     expect(JSON.parse(result!.resultJson)).toMatchObject({ error: 'tool_arguments_invalid' });
     expect(executions).toBe(0);
@@ -142,7 +141,7 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
       runId: 'run-obj',
     });
 
-    const results = toolResults(engine.messages('run-obj'));
+    const results = toolResults(await engine.messages('run-obj'));
     expect(results.map((r) => r.status)).toEqual(['error', 'error', 'ok']);
     expect(JSON.parse(results[0]!.resultJson)).toMatchObject({ error: 'tool_arguments_invalid' });
     expect(executions).toBe(1);
@@ -155,7 +154,7 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
 
     const view = await engine.start(agent, { runId: 'run-unknown-tool' });
 
-    const [result] = toolResults(engine.messages('run-unknown-tool'));
+    const [result] = toolResults(await engine.messages('run-unknown-tool'));
     expect(result!.status).toBe('error');
     expect(JSON.parse(result!.resultJson)).toMatchObject({ error: 'tool_unknown' });
     expect(view.status).toBe('completed');
@@ -169,7 +168,7 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
 
     const view = await engine.start(scriptedAgent([{ toolCalls: [call('flaky', {})] }, { text: 'ok' }]), { runId: 'run-throws' });
 
-    const [result] = toolResults(engine.messages('run-throws'));
+    const [result] = toolResults(await engine.messages('run-throws'));
     expect(result).toMatchObject({ status: 'error', resultJson: '{"error":"tool_failed","message":"disk full"}' });
     expect(view.status).toBe('completed');
   });
@@ -231,7 +230,7 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
     const view = await engine.start(scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 1 })] }]), { runId: 'run-exhausted' });
 
     expect(view).toMatchObject({ status: 'failed', completed_turns: 1, failure: { code: 'script_exhausted' } });
-    expect(engine.messages('run-exhausted').filter((m) => m.role === 'assistant')).toHaveLength(1);
+    expect((await engine.messages('run-exhausted')).filter((m) => m.role === 'assistant')).toHaveLength(1);
   });
 
   it('a run id that exists is refused with run_exists', async () => {
@@ -262,7 +261,7 @@ describe.each(STORE_KINDS)('message history (%s store)', (kind) => {
     const engine = openTestEngine(kind, localApp([addTool()]));
     await engine.start(scriptedAgent(script, { system: 'be brief' }), { input: 'sum things', runId: 'run-h' });
 
-    const messages = engine.messages('run-h');
+    const messages = await engine.messages('run-h');
     expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'tool', 'assistant', 'tool', 'assistant']);
     expect(messages.map((m) => m.id)).toEqual(['run-h/t0/m0', 'run-h/t0/m1', 'run-h/t1/m0', 'run-h/t1/m1', 'run-h/t1/m2', 'run-h/t2/m0', 'run-h/t2/m1', 'run-h/t3/m0']);
     const calls = toolCalls(messages);
@@ -285,7 +284,7 @@ describe.each(STORE_KINDS)('message history (%s store)', (kind) => {
     await engine.resume('run-ids');
     expect((await engine.show('run-ids')).status).toBe('completed');
 
-    const messages = engine.messages('run-ids');
+    const messages = await engine.messages('run-ids');
     const messageIds = messages.map((m) => m.id);
     const callIds = toolCalls(messages).map((c) => c.callId);
     const modelCallIds = (await allEvents(engine, 'run-ids')).filter((e) => e.type === 'ModelResponded').map((e) => e.data.model_call_id);
@@ -296,7 +295,7 @@ describe.each(STORE_KINDS)('message history (%s store)', (kind) => {
     // The interrupted run's history is exactly the uninterrupted one's (run elsewhere, under its own authority).
     const straight = openTestEngine(kind, localApp([addTool()]), undefined, newTestAuthority());
     await straight.start(scriptedAgent(script, { system: 'be brief' }), { input: 'sum things', runId: 'run-ids' });
-    expect(messages).toEqual(straight.messages('run-ids'));
+    expect(messages).toEqual(await straight.messages('run-ids'));
   });
 });
 
@@ -310,7 +309,7 @@ describe.each(STORE_KINDS)('suspend and resume (%s store)', (kind) => {
     const types = await eventTypes(engine, 'run-s2');
     expect(types.slice(-2)).toEqual(['TurnCompleted', 'Suspended']);
     expect(types.filter((t) => t === 'TurnStarted')).toHaveLength(2);
-    expect(engine.messages('run-s2').filter((m) => m.role === 'assistant')).toHaveLength(2);
+    expect((await engine.messages('run-s2')).filter((m) => m.role === 'assistant')).toHaveLength(2);
   });
 
   it('--suspend-after-turns 0 suspends before the first turn', async () => {
@@ -458,29 +457,29 @@ describe.each(STORE_KINDS)('export (%s store)', (kind) => {
     const view = await engine.start(scriptedAgent([{ toolCalls: [call('ask', { id: 'q1', prompt: 'ok?' })] }, { text: 'done' }]), { runId: 'run-active' });
     expect(view.status).toBe('active');
 
-    expectThrowsCode(() => engine.exportSnapshot('run-active'), 'export_run_active');
+    await expectCode(engine.exportSnapshot('run-active'), 'export_run_active');
   });
 
   it('the same run state exported twice is byte-identical, and decodes to the exported state', async () => {
     const engine = openTestEngine(kind, localApp([addTool()]));
     const view = await engine.start(scriptedAgent(fourTurnScript, { system: 'sys' }), { input: 'go', runId: 'run-x2', suspendAfterTurns: 2 });
 
-    const a = engine.exportSnapshot('run-x2');
-    const b = engine.exportSnapshot('run-x2');
+    const a = await engine.exportSnapshot('run-x2');
+    const b = await engine.exportSnapshot('run-x2');
 
     expect(Buffer.from(b.bytes).equals(Buffer.from(a.bytes))).toBe(true);
     expect(b.sha256).toBe(a.sha256);
     const decoded = decodeSnapshot(a.bytes);
     expect(decoded).toEqual(a.state);
     expect(decoded).toMatchObject({ runId: 'run-x2', lifecycle: 'suspended', completedTurns: 2, lastSequence: view.last_sequence, turnLimit: 10 });
-    expect(decoded.messages).toEqual(engine.messages('run-x2'));
+    expect(decoded.messages).toEqual(await engine.messages('run-x2'));
   });
 
   it('a completed run exports and decodes with lifecycle completed', async () => {
     const engine = openTestEngine(kind, localApp([addTool()]));
     const view = await engine.start(scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 2 })] }, { text: '3' }]), { runId: 'run-xc' });
 
-    const decoded = decodeSnapshot(engine.exportSnapshot('run-xc').bytes);
+    const decoded = decodeSnapshot((await engine.exportSnapshot('run-xc')).bytes);
 
     expect(decoded).toMatchObject({ lifecycle: 'completed', completedTurns: 2, lastSequence: view.last_sequence });
   });
@@ -489,14 +488,14 @@ describe.each(STORE_KINDS)('export (%s store)', (kind) => {
     const engine = openTestEngine(kind, localApp([addTool()]));
     await engine.start(scriptedAgent(fourTurnScript, { turnLimit: 2 }), { runId: 'run-xf' });
 
-    expect(decodeSnapshot(engine.exportSnapshot('run-xf').bytes)).toMatchObject({ lifecycle: 'failed', completedTurns: 2 });
+    expect(decodeSnapshot((await engine.exportSnapshot('run-xf')).bytes)).toMatchObject({ lifecycle: 'failed', completedTurns: 2 });
   });
 
   it('a run that failed in its model call mid-turn still exports a valid snapshot', async () => {
     const engine = openTestEngine(kind, localApp([addTool()]));
     await engine.start(scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 2 })] }]), { runId: 'run-xm' });
 
-    expect(decodeSnapshot(engine.exportSnapshot('run-xm').bytes)).toMatchObject({ lifecycle: 'failed', completedTurns: 1 });
+    expect(decodeSnapshot((await engine.exportSnapshot('run-xm')).bytes)).toMatchObject({ lifecycle: 'failed', completedTurns: 1 });
   });
 });
 
@@ -513,12 +512,12 @@ describe('export across stores', () => {
     const snapshots = await Promise.all(
       [memory, sqlite].map(async (engine) => {
         await engine.start(researcher(), { input: 'Add 2 and 40, then record the answer.', runId: 'run-same', suspendAfterTurns: 2 });
-        const suspended = engine.exportSnapshot('run-same');
+        const suspended = await engine.exportSnapshot('run-same');
         const waiting = await engine.resume('run-same');
         expect(waiting.waiting_for).toMatchObject({ kind: 'interaction', interaction_id: 'confirm-1' });
         const done = await engine.answer('run-same', 'confirm-1', 'yes');
         expect(done.status).toBe('completed');
-        return { suspended, completed: engine.exportSnapshot('run-same') };
+        return { suspended, completed: await engine.exportSnapshot('run-same') };
       }),
     );
 
@@ -533,12 +532,12 @@ describe('export across stores', () => {
     const root = privateDir();
     const first = openTestEngine('sqlite', builtinApplication(root), root);
     const suspended = await first.start(researcher(), { input: 'go', runId: 'run-reopen', suspendAfterTurns: 1 });
-    const before = first.exportSnapshot('run-reopen');
+    const before = await first.exportSnapshot('run-reopen');
     first.close();
 
     const second = openTestEngine('sqlite', builtinApplication(root), root);
     expect(await second.show('run-reopen')).toEqual(suspended);
-    expect(Buffer.from(second.exportSnapshot('run-reopen').bytes).equals(Buffer.from(before.bytes))).toBe(true);
+    expect(Buffer.from((await second.exportSnapshot('run-reopen')).bytes).equals(Buffer.from(before.bytes))).toBe(true);
     expect(await second.resume('run-reopen', { turns: 1 })).toMatchObject({ status: 'suspended', completed_turns: 2 });
   });
 });
@@ -557,7 +556,7 @@ describe.each(STORE_KINDS)('cancel (%s store)', (kind) => {
     await expectCode(engine.suspend('run-c'), 'run_terminal');
     await expectCode(engine.cancel('run-c'), 'run_terminal');
     expect(await engine.show('run-c')).toEqual(view);
-    expect(decodeSnapshot(engine.exportSnapshot('run-c').bytes).lifecycle).toBe('cancelled');
+    expect(decodeSnapshot((await engine.exportSnapshot('run-c')).bytes).lifecycle).toBe('cancelled');
   });
 
   it('cancelling a run mid-turn settles every open tool call of that turn so the snapshot still validates', async () => {
@@ -569,16 +568,16 @@ describe.each(STORE_KINDS)('cancel (%s store)', (kind) => {
     const view = await engine.cancel('run-cm');
 
     expect(view).toMatchObject({ status: 'cancelled', waiting_for: null, completed_turns: 0 });
-    const results = toolResults(engine.messages('run-cm'));
+    const results = toolResults(await engine.messages('run-cm'));
     expect(results.map((r) => [r.callId, r.status])).toEqual([
       ['run-cm/t1/k0', 'ok'],
       ['run-cm/t1/k1', 'error'],
       ['run-cm/t1/k2', 'error'],
     ]);
     expect(JSON.parse(results[1]!.resultJson)).toMatchObject({ error: 'run_cancelled' });
-    const decoded = decodeSnapshot(engine.exportSnapshot('run-cm').bytes);
+    const decoded = decodeSnapshot((await engine.exportSnapshot('run-cm')).bytes);
     expect(decoded).toMatchObject({ lifecycle: 'cancelled', completedTurns: 0 });
-    expect(decoded.messages).toEqual(engine.messages('run-cm'));
+    expect(decoded.messages).toEqual(await engine.messages('run-cm'));
     expect(decoded.messages).toHaveLength(4);
     await expectCode(engine.answer('run-cm', 'q1', 'too late'), 'interaction_not_pending');
   });
@@ -589,7 +588,7 @@ describe.each(STORE_KINDS)('review fixes (%s store)', (kind) => {
     const odd = makeTool('odd', () => ({ when: new Date(0) }) as never);
     const engine = openTestEngine(kind, localApp([odd]));
     await engine.start(scriptedAgent([{ toolCalls: [call('odd', {})] }, { text: 'ok' }]), { runId: 'run-odd' });
-    const [result] = toolResults(engine.messages('run-odd'));
+    const [result] = toolResults(await engine.messages('run-odd'));
     expect(result).toMatchObject({ status: 'error' });
     expect(JSON.parse(result!.resultJson)).toMatchObject({ error: 'tool_result_not_json' });
   });

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { type Message } from '../../src/engine/index.js';
 import { decodeSnapshot, type ToolResultPart } from '../../src/snapshot/index.js';
-import { addTool, allEvents, askTool, call, eventTypes, expectCode, expectThrowsCode, localApp, makeTool, openTestEngine, scriptedAgent, STORE_KINDS } from './engine-support.js';
+import { addTool, allEvents, askTool, call, eventTypes, expectCode, localApp, makeTool, openTestEngine, scriptedAgent, STORE_KINDS } from './engine-support.js';
 
 const results = (messages: Message[]): ToolResultPart[] => messages.filter((m) => m.role === 'tool').map((m) => m.parts[0] as ToolResultPart);
 
@@ -24,7 +24,7 @@ describe.each(STORE_KINDS)('interactions (%s store)', (kind) => {
     const view = await engine.start(scriptedAgent(askingScript), { runId: 'run-i' });
 
     expect(view).toMatchObject({ status: 'active', completed_turns: 0, waiting_for: { kind: 'interaction', interaction_id: 'b-2', prompt: 'first question?' } });
-    expect(results(engine.messages('run-i'))).toEqual([
+    expect(results(await engine.messages('run-i'))).toEqual([
       { type: 'tool_result', callId: 'run-i/t1/k0', toolName: 'ask', status: 'interaction_pending', resultJson: '{"interaction_id":"b-2","prompt":"first question?"}' },
     ]);
     const events = await allEvents(engine, 'run-i');
@@ -43,7 +43,7 @@ describe.each(STORE_KINDS)('interactions (%s store)', (kind) => {
     const view = await engine.answer('run-a', 'b-2', 'yes');
 
     expect(view).toMatchObject({ status: 'active', completed_turns: 1, waiting_for: { kind: 'interaction', interaction_id: 'a-1' } });
-    expect(results(engine.messages('run-a'))[0]).toEqual({ type: 'tool_result', callId: 'run-a/t1/k0', toolName: 'ask', status: 'ok', resultJson: '{"answer":"yes"}' });
+    expect(results(await engine.messages('run-a'))[0]).toEqual({ type: 'tool_result', callId: 'run-a/t1/k0', toolName: 'ask', status: 'ok', resultJson: '{"answer":"yes"}' });
     expect(await eventTypes(engine, 'run-a')).toEqual([
       'RunStarted',
       'TurnStarted',
@@ -86,7 +86,7 @@ describe.each(STORE_KINDS)('interactions (%s store)', (kind) => {
     const view = await engine.answer('run-reuse', 'a-1', 'sure');
 
     expect(view).toMatchObject({ status: 'completed', completed_turns: 4, waiting_for: null });
-    const third = results(engine.messages('run-reuse'))[2]!;
+    const third = results(await engine.messages('run-reuse'))[2]!;
     expect(third).toMatchObject({ callId: 'run-reuse/t3/k0', status: 'error' });
     expect(JSON.parse(third.resultJson)).toMatchObject({ error: 'interaction_id_reused' });
     expect((await eventTypes(engine, 'run-reuse')).filter((t) => t === 'InteractionRequested')).toHaveLength(2);
@@ -98,7 +98,7 @@ describe.each(STORE_KINDS)('interactions (%s store)', (kind) => {
     await engine.answer('run-sorted', 'b-2', 'yes');
     await engine.answer('run-sorted', 'a-1', 'sure');
 
-    const snapshot = engine.exportSnapshot('run-sorted');
+    const snapshot = await engine.exportSnapshot('run-sorted');
 
     expect(snapshot.state.usedInteractionIds).toEqual(['a-1', 'b-2']);
     expect(decodeSnapshot(snapshot.bytes).usedInteractionIds).toEqual(['a-1', 'b-2']);
@@ -108,25 +108,25 @@ describe.each(STORE_KINDS)('interactions (%s store)', (kind) => {
     const engine = openTestEngine(kind, localApp([askTool()]));
     await engine.start(scriptedAgent(askingScript), { runId: 'run-ws' });
 
-    expectThrowsCode(() => engine.exportSnapshot('run-ws'), 'export_run_active');
+    await expectCode(engine.exportSnapshot('run-ws'), 'export_run_active');
     const requested = await engine.suspend('run-ws');
     expect(requested).toMatchObject({ status: 'active', suspend_requested: true, waiting_for: { kind: 'interaction', interaction_id: 'b-2' } });
 
     // The request takes effect at the boundary the answer completes.
     const view = await engine.answer('run-ws', 'b-2', 'yes');
     expect(view).toMatchObject({ status: 'suspended', completed_turns: 1, suspend_requested: false });
-    expect(decodeSnapshot(engine.exportSnapshot('run-ws').bytes)).toMatchObject({ lifecycle: 'suspended', usedInteractionIds: ['b-2'] });
+    expect(decodeSnapshot((await engine.exportSnapshot('run-ws')).bytes)).toMatchObject({ lifecycle: 'suspended', usedInteractionIds: ['b-2'] });
   });
 
   it('the calls after an answered one in the same turn run after the answer', async () => {
     const engine = openTestEngine(kind, localApp([askTool(), addTool()]));
     const agent = scriptedAgent([{ toolCalls: [call('ask', { id: 'q', prompt: 'add?' }), call('add', { a: 1, b: 2 })] }, { text: 'done' }]);
     await engine.start(agent, { runId: 'run-after' });
-    expect(results(engine.messages('run-after'))).toHaveLength(1);
+    expect(results(await engine.messages('run-after'))).toHaveLength(1);
 
     const view = await engine.answer('run-after', 'q', 'go');
 
-    expect(results(engine.messages('run-after')).map((r) => [r.callId, r.status, r.resultJson])).toEqual([
+    expect(results(await engine.messages('run-after')).map((r) => [r.callId, r.status, r.resultJson])).toEqual([
       ['run-after/t1/k0', 'ok', '{"answer":"go"}'],
       ['run-after/t1/k1', 'ok', '{"sum":3}'],
     ]);
@@ -140,9 +140,9 @@ describe.each(STORE_KINDS)('interactions (%s store)', (kind) => {
     const view = await engine.start(scriptedAgent([{ toolCalls: [call('mask', {})] }, { text: 'done' }]), { runId: 'run-mask' });
 
     expect(view).toMatchObject({ status: 'active', waiting_for: { kind: 'resolution', call_ids: ['run-mask/t1/k0'] } });
-    const [result] = results(engine.messages('run-mask'));
+    const [result] = results(await engine.messages('run-mask'));
     expect(result!.status).toBe('mutation_uncertain');
     expect(JSON.parse(result!.resultJson)).toMatchObject({ error: 'interaction_from_mutating_tool' });
-    expect(engine.mutations('run-mask')).toMatchObject([{ callId: 'run-mask/t1/k0', state: 'uncertain' }]);
+    expect(await engine.mutations('run-mask')).toMatchObject([{ callId: 'run-mask/t1/k0', state: 'uncertain' }]);
   });
 });

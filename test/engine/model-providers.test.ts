@@ -252,7 +252,7 @@ describe('a provider run moved to another root', () => {
     server.enqueue('openai-chat', 'tool-call-stream');
     const started = await a.start(agent('openai-compatible'), { runId: 'run-moves', input: 'Weather?', suspendAfterTurns: 1 });
     expect(started).toMatchObject({ status: 'suspended', completed_turns: 1 });
-    const signed = a.exportEnvelope('run-moves');
+    const signed = await a.exportEnvelope('run-moves');
 
     const b = w.open('b');
     // The snapshot does not hold the endpoint, the key variable or a budget: the agent file is needed.
@@ -284,7 +284,7 @@ describe('a provider run moved to another root', () => {
     const a = w.open('a');
     server.enqueue('openai-chat', 'tool-call-stream');
     await a.start(agent('openai-compatible'), { runId: 'run-pinned', suspendAfterTurns: 1 });
-    const signed = a.exportEnvelope('run-pinned');
+    const signed = await a.exportEnvelope('run-pinned');
     const sdk = SDK_PROVIDER_KINDS.find((k) => k.name === 'openai-compatible')!;
     const upgraded: ModelProviderKind = { ...sdk, identity: (model) => ({ ...sdk.identity(model), version: '9.9.9' }) };
     const app = defineApplication({

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { rejected } from '../../src/core/errors.js';
 import type { JsonValue, Message, Resolution } from '../../src/engine/index.js';
 import { decodeSnapshot, type ToolResultPart } from '../../src/snapshot/index.js';
-import { allEvents, call, expectCode, expectThrowsCode, latch, localApp, makeTool, openTestEngine, scriptedAgent, STORE_KINDS } from './engine-support.js';
+import { allEvents, call, expectCode, latch, localApp, makeTool, openTestEngine, scriptedAgent, STORE_KINDS } from './engine-support.js';
 
 const results = (messages: Message[]): ToolResultPart[] => messages.filter((m) => m.role === 'tool').map((m) => m.parts[0] as ToolResultPart);
 
@@ -47,7 +47,7 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
     const running = engine.start(scriptedAgent(chargeScript), { runId: 'run-m' });
     await entered.wait();
 
-    expect(engine.mutations('run-m')).toEqual([
+    expect(await engine.mutations('run-m')).toEqual([
       { runId: 'run-m', callId: 'run-m/t1/k0', turn: 1, toolName: 'charge', argumentsJson: '{"amount":5}', state: 'intent', resultJson: null },
     ]);
     const during = await allEvents(engine, 'run-m');
@@ -58,10 +58,10 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
 
     expect(view.status).toBe('completed');
     expect(effects).toEqual([5]);
-    expect(engine.mutations('run-m')).toEqual([
+    expect(await engine.mutations('run-m')).toEqual([
       { runId: 'run-m', callId: 'run-m/t1/k0', turn: 1, toolName: 'charge', argumentsJson: '{"amount":5}', state: 'committed', resultJson: '{"charged":5}' },
     ]);
-    expect(results(engine.messages('run-m'))[0]).toMatchObject({ status: 'ok', resultJson: '{"charged":5}' });
+    expect(results(await engine.messages('run-m'))[0]).toMatchObject({ status: 'ok', resultJson: '{"charged":5}' });
   });
 
   it('a mutating tool that refuses before acting (a rejected error) is a definite failure and the run continues', async () => {
@@ -77,8 +77,8 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
     const view = await engine.start(scriptedAgent(chargeScript), { runId: 'run-mf' });
 
     expect(view).toMatchObject({ status: 'completed', waiting_for: null });
-    expect(engine.mutations('run-mf')).toMatchObject([{ state: 'failed', resultJson: '{"error":"insufficient_funds","message":"The account has insufficient funds."}' }]);
-    expect(results(engine.messages('run-mf'))[0]).toMatchObject({ status: 'error' });
+    expect(await engine.mutations('run-mf')).toMatchObject([{ state: 'failed', resultJson: '{"error":"insufficient_funds","message":"The account has insufficient funds."}' }]);
+    expect(results(await engine.messages('run-mf'))[0]).toMatchObject({ status: 'error' });
   });
 
   it('a mutating tool that throws any other error leaves the call uncertain and the run waiting for resolution', async () => {
@@ -88,8 +88,8 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
     const view = await engine.start(scriptedAgent(chargeScript), { runId: 'run-u' });
 
     expect(view).toMatchObject({ status: 'active', completed_turns: 0, waiting_for: { kind: 'resolution', call_ids: ['run-u/t1/k0'] } });
-    expect(engine.mutations('run-u')).toMatchObject([{ callId: 'run-u/t1/k0', state: 'uncertain' }]);
-    expect(results(engine.messages('run-u'))[0]).toMatchObject({ callId: 'run-u/t1/k0', status: 'mutation_uncertain' });
+    expect(await engine.mutations('run-u')).toMatchObject([{ callId: 'run-u/t1/k0', state: 'uncertain' }]);
+    expect(results(await engine.messages('run-u'))[0]).toMatchObject({ callId: 'run-u/t1/k0', status: 'mutation_uncertain' });
     expect(effects).toEqual([5]);
   });
 
@@ -102,7 +102,7 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
 
     expect(view).toEqual(waiting);
     expect(effects).toEqual([5]);
-    expect(engine.mutations('run-nr')).toMatchObject([{ state: 'uncertain' }]);
+    expect(await engine.mutations('run-nr')).toMatchObject([{ state: 'uncertain' }]);
   });
 
   it('a run with an uncertain call is not exported: active refuses with export_run_active, cancelled with export_unresolved_mutation', async () => {
@@ -110,18 +110,18 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
     const engine = openTestEngine(kind, localApp([uncertainCharge(effects)]));
     await engine.start(scriptedAgent(chargeScript), { runId: 'run-xu' });
 
-    expectThrowsCode(() => engine.exportSnapshot('run-xu'), 'export_run_active');
+    await expectCode(engine.exportSnapshot('run-xu'), 'export_run_active');
     // Suspension waits for a completed turn boundary, which an uncertain call blocks.
     expect(await engine.suspend('run-xu')).toMatchObject({ status: 'active', suspend_requested: true });
 
     // Cancelling ends the run but never invents the call's outcome.
     await engine.cancel('run-xu');
-    const refusal = expectThrowsCode(() => engine.exportSnapshot('run-xu'), 'export_unresolved_mutation');
+    const refusal = await expectCode(engine.exportSnapshot('run-xu'), 'export_unresolved_mutation');
     expect(refusal.details).toEqual({ call_ids: ['run-xu/t1/k0'] });
 
     // Settling it makes the cancelled run exportable; nothing ran again.
     expect(await engine.resolve('run-xu', 'run-xu/t1/k0', { kind: 'abandon' })).toMatchObject({ status: 'cancelled' });
-    expect(decodeSnapshot(engine.exportSnapshot('run-xu').bytes)).toMatchObject({ lifecycle: 'cancelled' });
+    expect(decodeSnapshot((await engine.exportSnapshot('run-xu')).bytes)).toMatchObject({ lifecycle: 'cancelled' });
     expect(effects).toEqual([5]);
   });
 
@@ -143,15 +143,15 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
     const view = await engine.resolve('run-res', 'run-res/t1/k0', resolution as Resolution);
 
     expect(view).toMatchObject({ status: 'completed', completed_turns: 2, waiting_for: null });
-    const [settled] = results(engine.messages('run-res'));
+    const [settled] = results(await engine.messages('run-res'));
     expect(settled).toMatchObject({ callId: 'run-res/t1/k0', toolName: 'charge', status });
     expect(JSON.parse(settled!.resultJson)).toMatchObject(result);
-    expect(engine.mutations('run-res')).toMatchObject([{ callId: 'run-res/t1/k0', state, resultJson: settled!.resultJson }]);
+    expect(await engine.mutations('run-res')).toMatchObject([{ callId: 'run-res/t1/k0', state, resultJson: settled!.resultJson }]);
     const tail = (await allEvents(engine, 'run-res')).filter((e) => e.sequence > waiting.last_sequence);
     expect(tail[0]).toMatchObject({ type: 'ToolResulted', data: { call_id: 'run-res/t1/k0', status, resolution: resolution.kind } });
     expect(tail.map((e) => e.type)).toEqual(['ToolResulted', 'TurnCompleted', 'TurnStarted', 'ModelResponded', 'TurnCompleted', 'Completed']);
     expect(effects).toEqual([5]);
-    expect(decodeSnapshot(engine.exportSnapshot('run-res').bytes).lifecycle).toBe('completed');
+    expect(decodeSnapshot((await engine.exportSnapshot('run-res')).bytes).lifecycle).toBe('completed');
   });
 
   it('resolving a call that is not uncertain is refused with call_not_uncertain', async () => {
@@ -162,7 +162,7 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
 
     await expectCode(engine.resolve('run-nu', 'run-nu/t1/k0', { kind: 'committed', resultJson: '{}' }), 'call_not_uncertain');
     expect(await engine.show('run-nu')).toEqual(settled);
-    expect(engine.mutations('run-nu')).toMatchObject([{ state: 'absent' }]);
+    expect(await engine.mutations('run-nu')).toMatchObject([{ state: 'absent' }]);
   });
 
   it('resolving a call that committed normally is refused with call_not_uncertain; an unknown call is call_not_found', async () => {
@@ -197,7 +197,7 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
     expect(view.status).toBe('completed');
     expect(effects).toEqual([7]);
     expect(after).toEqual(['charged 7']);
-    expect(engine.mutations('run-next').map((m) => [m.callId, m.state])).toEqual([
+    expect((await engine.mutations('run-next')).map((m) => [m.callId, m.state])).toEqual([
       ['run-next/t1/k0', 'committed'],
       ['run-next/t1/k1', 'committed'],
     ]);

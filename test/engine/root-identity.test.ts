@@ -151,19 +151,19 @@ describe('root identity', () => {
     chmodSync(root, 0o700);
     const authority = openRunAuthority({ dir, create: true });
     try {
-      authority.bindRoot('root_aaaa', rootDirectoryIdentity(root));
-      authority.bindRoot('root_aaaa', rootDirectoryIdentity(root)); // idempotent
+      await authority.bindRoot('root_aaaa', rootDirectoryIdentity(root));
+      await authority.bindRoot('root_aaaa', rootDirectoryIdentity(root)); // idempotent
       expect(statSync(join(dir, 'roots', 'root_aaaa.json')).mode & 0o777).toBe(0o600);
       const other = mkdtempSync(join(tmpdir(), 'loopx-bind-other-'));
-      expect(() => authority.bindRoot('root_aaaa', rootDirectoryIdentity(other))).toThrow(expect.objectContaining({ code: 'root_is_copy' }));
+      await expect(authority.bindRoot('root_aaaa', rootDirectoryIdentity(other))).rejects.toMatchObject({ code: 'root_is_copy' });
       // An inode number alone is not an identity: the same one on another device is another root, and
       // at the bound path the operator must decide (a renumbered device, or a volume mounted there).
       const bound = rootDirectoryIdentity(root);
       const otherDevice = { ...bound, dev: `${bound.dev}1` };
-      expect(() => authority.bindRoot('root_aaaa', { ...otherDevice, path: other })).toThrow(expect.objectContaining({ code: 'root_is_copy' }));
-      expect(() => authority.bindRoot('root_aaaa', otherDevice)).toThrow(expect.objectContaining({ code: 'root_binding_moved' }));
+      await expect(authority.bindRoot('root_aaaa', { ...otherDevice, path: other })).rejects.toMatchObject({ code: 'root_is_copy' });
+      await expect(authority.bindRoot('root_aaaa', otherDevice)).rejects.toMatchObject({ code: 'root_binding_moved' });
       writeFileSync(join(dir, 'roots', 'root_aaaa.json'), '{"schema":"nope"}\n', { mode: 0o600 });
-      expect(() => authority.bindRoot('root_aaaa', rootDirectoryIdentity(root))).toThrow(expect.objectContaining({ code: 'authority_root_binding_corrupt' }));
+      await expect(authority.bindRoot('root_aaaa', rootDirectoryIdentity(root))).rejects.toMatchObject({ code: 'authority_root_binding_corrupt' });
     } finally {
       await authority.close();
     }

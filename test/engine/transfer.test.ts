@@ -83,13 +83,13 @@ describe('export, import and resume across two roots sharing one run authority',
     const w = world();
     const a = w.open('a');
     const started = await a.start(researcher(), { input: 'go', suspendAfterTurns: 2 });
-    const signed = a.exportEnvelope(started.run_id);
+    const signed = await a.exportEnvelope(started.run_id);
     expect(signed.state.lastSequence).toBe(started.last_sequence);
 
     const b = w.open('b');
     const imported = await b.importSnapshot(signed.bytes);
     expect(imported).toMatchObject({ run_id: started.run_id, status: 'suspended', last_sequence: started.last_sequence });
-    expect(b.messages(started.run_id)).toEqual(a.messages(started.run_id));
+    expect(await b.messages(started.run_id)).toEqual(await a.messages(started.run_id));
 
     const resumed = await b.resume(started.run_id);
     expect(resumed.waiting_for).toMatchObject({ kind: 'interaction', interaction_id: 'confirm-1' });
@@ -109,7 +109,7 @@ describe('export, import and resume across two roots sharing one run authority',
     const a = w.open('a');
     const s = await a.start(researcher(), { suspendAfterTurns: 1 });
     const b = w.open('b');
-    await b.importSnapshot(a.exportEnvelope(s.run_id).bytes);
+    await b.importSnapshot((await a.exportEnvelope(s.run_id)).bytes);
     let err: unknown;
     try {
       await collect(b, s.run_id, 0);
@@ -125,11 +125,11 @@ describe('export, import and resume across two roots sharing one run authority',
     const w = world();
     const a = w.open('a');
     const s = await a.start(researcher(), { suspendAfterTurns: 1 });
-    const first = a.exportEnvelope(s.run_id).bytes;
+    const first = (await a.exportEnvelope(s.run_id)).bytes;
     const rotator = LocalRunAuthority.open({ dir: w.authorityDir });
     rotator.rotate();
     await rotator.close();
-    expect(Buffer.from(a.exportEnvelope(s.run_id).bytes).equals(Buffer.from(first))).toBe(true);
+    expect(Buffer.from((await a.exportEnvelope(s.run_id)).bytes).equals(Buffer.from(first))).toBe(true);
     expect(decodeEnvelope(first).claim.keyGeneration).toBe(1);
   });
 
@@ -137,7 +137,7 @@ describe('export, import and resume across two roots sharing one run authority',
     const w = world();
     const a = w.open('a');
     const s = await a.start(researcher(), { suspendAfterTurns: 1 });
-    const bytes = a.exportEnvelope(s.run_id).bytes;
+    const bytes = (await a.exportEnvelope(s.run_id)).bytes;
     await w.open('b').importSnapshot(bytes);
     expect(await codeOf(w.open('c').importSnapshot(bytes))).toBe('snapshot_consumed');
     expect(await codeOf(w.open('b').importSnapshot(bytes))).toBe('snapshot_consumed');
@@ -147,11 +147,11 @@ describe('export, import and resume across two roots sharing one run authority',
     const w = world();
     const a = w.open('a');
     const s = await a.start(researcher(), { suspendAfterTurns: 1 });
-    const old = a.exportEnvelope(s.run_id).bytes;
+    const old = (await a.exportEnvelope(s.run_id)).bytes;
     await a.resume(s.run_id, { turns: 1 });
     expect(await codeOf(w.open('b').importSnapshot(old))).toBe('snapshot_claim_invalid');
     // The next suspension at a new generation gives a new, different claim that does import.
-    const fresh = a.exportEnvelope(s.run_id);
+    const fresh = await a.exportEnvelope(s.run_id);
     expect(Buffer.from(fresh.envelope.claim.hmac).equals(Buffer.from(decodeEnvelope(old).claim.hmac))).toBe(false);
     expect((await w.open('c').importSnapshot(fresh.bytes)).status).toBe('suspended');
   });
@@ -160,9 +160,9 @@ describe('export, import and resume across two roots sharing one run authority',
     const w = world();
     const a = w.open('a');
     const s = await a.start(researcher(), { suspendAfterTurns: 1 });
-    const first = a.exportEnvelope(s.run_id);
+    const first = await a.exportEnvelope(s.run_id);
     await a.resume(s.run_id, { turns: 1 }); // ACTIVE at transition generation 2, one more turn, suspended
-    const second = a.exportEnvelope(s.run_id);
+    const second = await a.exportEnvelope(s.run_id);
     expect(second.envelope.claim.keyGeneration).toBe(first.envelope.claim.keyGeneration);
     expect(Buffer.from(second.envelope.claim.hmac).equals(Buffer.from(first.envelope.claim.hmac))).toBe(false);
   });
@@ -171,12 +171,12 @@ describe('export, import and resume across two roots sharing one run authority',
     const w = world();
     const a = w.open('a');
     const s = await a.start(researcher(), { suspendAfterTurns: 1 });
-    const bytes = a.exportEnvelope(s.run_id).bytes;
+    const bytes = (await a.exportEnvelope(s.run_id)).bytes;
     expect(await codeOf(w.open('a').importSnapshot(bytes))).toBe('run_known');
     const holder = LocalRunAuthority.open({ dir: w.authorityDir });
-    const lease = holder.acquireRun(s.run_id)!;
+    const lease = (await holder.acquireRun(s.run_id))!;
     expect(await codeOf(w.open('b').importSnapshot(bytes))).toBe('run_owner_alive');
-    lease.release();
+    await lease.release();
     await holder.close();
     expect((await w.open('b').importSnapshot(bytes)).status).toBe('suspended');
   });
@@ -185,12 +185,12 @@ describe('export, import and resume across two roots sharing one run authority',
     const w = world();
     const a = w.open('a');
     const s = await a.start(researcher(), { suspendAfterTurns: 1 });
-    const suspendedBytes = a.exportEnvelope(s.run_id).bytes;
+    const suspendedBytes = (await a.exportEnvelope(s.run_id)).bytes;
     await a.cancel(s.run_id);
-    const terminal = a.exportEnvelope(s.run_id);
+    const terminal = await a.exportEnvelope(s.run_id);
     expect(terminal.state.lifecycle).toBe('cancelled');
     expect(decodeEnvelope(terminal.bytes).state.lifecycle).toBe('cancelled');
-    expect(a.verifySnapshot(terminal.bytes)).toMatchObject({ valid: true, record_state: 'TERMINAL' });
+    expect(await a.verifySnapshot(terminal.bytes)).toMatchObject({ valid: true, record_state: 'TERMINAL' });
     expect(await codeOf(w.open('b').importSnapshot(terminal.bytes))).toBe('snapshot_terminal');
     expect(await codeOf(w.open('c').importSnapshot(suspendedBytes))).toBe('snapshot_claim_invalid');
   });
@@ -200,11 +200,11 @@ describe('export, import and resume across two roots sharing one run authority',
     const other = world();
     const foreign = other.open('x');
     const s1 = await foreign.start(researcher(), { suspendAfterTurns: 1 });
-    const foreignBytes = foreign.exportEnvelope(s1.run_id).bytes;
+    const foreignBytes = (await foreign.exportEnvelope(s1.run_id)).bytes;
 
     const a = w.open('a');
     const s2 = await a.start(researcher(), { suspendAfterTurns: 1 });
-    const tampered = new Uint8Array(a.exportEnvelope(s2.run_id).bytes);
+    const tampered = new Uint8Array((await a.exportEnvelope(s2.run_id)).bytes);
     tampered[tampered.length - 1]! ^= 0x01; // inside the claim HMAC
 
     const errors: unknown[] = [];
@@ -225,11 +225,11 @@ describe('export, import and resume across two roots sharing one run authority',
     const w = world();
     const a = w.open('a');
     const s = await a.start(researcher(), { suspendAfterTurns: 1 });
-    const bytes = a.exportEnvelope(s.run_id).bytes;
+    const bytes = (await a.exportEnvelope(s.run_id)).bytes;
     const noPlan = (root: string) => defineApplication({ compatibilityIdentity: builtinApplication(root).compatibilityIdentity, toolPlans: [] });
     expect(await codeOf(w.open('b', noPlan).importSnapshot(bytes, { agent: researcher() }))).toBe('tool_plan_missing');
     const auth = LocalRunAuthority.open({ dir: w.authorityDir });
-    expect(auth.readRecord(s.run_id)).toMatchObject({ state: 'SUSPENDED' });
+    expect(await auth.readRecord(s.run_id)).toMatchObject({ state: 'SUSPENDED' });
     await auth.close();
     expect((await w.open('c').importSnapshot(bytes)).status).toBe('suspended');
   });
@@ -240,7 +240,7 @@ describe('competing importers, differing claims and an uncertain activation', ()
   async function recordOf(w: World, runId: string): Promise<RunRecord> {
     const auth = LocalRunAuthority.open({ dir: w.authorityDir });
     try {
-      return auth.readRecord(runId)!;
+      return (await auth.readRecord(runId))!;
     } finally {
       await auth.close();
     }
@@ -250,7 +250,7 @@ describe('competing importers, differing claims and an uncertain activation', ()
     const w = world();
     const a = w.open('a');
     const s = await a.start(researcher(), { suspendAfterTurns: 1 });
-    const bytes = a.exportEnvelope(s.run_id).bytes;
+    const bytes = (await a.exportEnvelope(s.run_id)).bytes;
     const rec = await recordOf(w, s.run_id);
     // The competitor holds the import lock and the run lock, stopped before its consume point.
     const competitor = spawnImporter(w.authorityDir, { ...rec, state: 'IMPORTING', transitionGeneration: rec.transitionGeneration + 1, ownerRoot: 'root_competitor' });
@@ -270,7 +270,7 @@ describe('competing importers, differing claims and an uncertain activation', ()
     const w = world();
     const a = w.open('a');
     const s = await a.start(researcher(), { suspendAfterTurns: 1 });
-    const bytes = a.exportEnvelope(s.run_id).bytes;
+    const bytes = (await a.exportEnvelope(s.run_id)).bytes;
     const rec = await recordOf(w, s.run_id);
     const competitor = spawnImporter(w.authorityDir, rec); // "fails": writes the record back unchanged
     try {
@@ -287,19 +287,19 @@ describe('competing importers, differing claims and an uncertain activation', ()
     const w = world();
     const a = w.open('a');
     const s = await a.start(researcher(), { suspendAfterTurns: 1 });
-    a.exportEnvelope(s.run_id);
+    await a.exportEnvelope(s.run_id);
     // Another snapshot of the run is bound at this transition generation (its digest and claim differ).
     const other = LocalRunAuthority.open({ dir: w.authorityDir });
-    const lease = other.acquireRun(s.run_id)!;
-    const bound = other.readRecord(s.run_id)!;
+    const lease = (await other.acquireRun(s.run_id))!;
+    const bound = (await other.readRecord(s.run_id))!;
     const differing: RunRecord = { ...bound, payloadSha256: 'ab'.repeat(32), claimHmac: 'cd'.repeat(32) };
-    other.writeRecord(lease, differing);
-    lease.release();
+    await other.writeRecord(lease, differing);
+    await lease.release();
     await other.close();
 
     let err: unknown;
     try {
-      a.exportEnvelope(s.run_id);
+      await a.exportEnvelope(s.run_id);
     } catch (e) {
       err = e;
     }
@@ -311,15 +311,15 @@ describe('competing importers, differing claims and an uncertain activation', ()
     const w = world();
     const a = w.open('a');
     const s = await a.start(researcher(), { suspendAfterTurns: 1 });
-    const bytes = a.exportEnvelope(s.run_id).bytes;
+    const bytes = (await a.exportEnvelope(s.run_id)).bytes;
     // The ACTIVE write lands, then its durability barrier fails (as an fsync EIO would).
     const real = LocalRunAuthority.open({ dir: w.authorityDir });
     cleanups.push(() => real.close());
     const failing = new Proxy(real, {
       get(target, prop) {
         if (prop === 'writeRecord') {
-          return (lease: Parameters<RunAuthority['writeRecord']>[0], record: RunRecord, options?: { fault?: string }) => {
-            target.writeRecord(lease, record, options);
+          return async (lease: Parameters<RunAuthority['writeRecord']>[0], record: RunRecord, options?: { fault?: string }) => {
+            await target.writeRecord(lease, record, options);
             if (record.state === 'ACTIVE') throw new Error('EIO: fsync failed');
           };
         }
@@ -371,7 +371,7 @@ describe('static compatibility is checked before any tool plan is leased', () =>
     const w = world();
     const a = w.open('a', app);
     const s = await a.start(agent, { suspendAfterTurns: 1 });
-    return { w, bytes: a.exportEnvelope(s.run_id).bytes };
+    return { w, bytes: (await a.exportEnvelope(s.run_id)).bytes };
   }
 
   function countingLeases(app: () => Application) {

@@ -8,7 +8,7 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, renameSync, statSync, s
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { LocalRunAuthority, RunLease } from '../../src/run-authority/index.js';
-import { cleanup, codeOf, open, record, snapshotTree, tempBase } from './support.js';
+import { asyncCodeOf, cleanup, codeOf, open, record, snapshotTree, tempBase } from './support.js';
 
 afterAll(cleanup);
 
@@ -27,11 +27,11 @@ function attackerDir(path: string): Record<string, string> {
 }
 
 /** Every operation that touches the disk must refuse with authority_dir_substituted. */
-function expectEveryOperationRefused(a: LocalRunAuthority, lease: RunLease): void {
-  expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_dir_substituted');
-  expect(codeOf(() => a.writeRecord(lease, RECORD_V2))).toBe('authority_dir_substituted');
+async function expectEveryOperationRefused(a: LocalRunAuthority, lease: RunLease): Promise<void> {
+  expect(await asyncCodeOf(a.readRecord('run-1'))).toBe('authority_dir_substituted');
+  expect(await asyncCodeOf(a.writeRecord(lease, RECORD_V2))).toBe('authority_dir_substituted');
   expect(codeOf(() => a.rotate())).toBe('authority_dir_substituted');
-  expect(codeOf(() => a.acquireRun('run-2'))).toBe('authority_dir_substituted');
+  expect(await asyncCodeOf(a.acquireRun('run-2'))).toBe('authority_dir_substituted');
   expect(a.currentKeyGeneration()).toBe(1); // the refused rotate added nothing
 }
 
@@ -43,13 +43,13 @@ describe('renaming or replacing the authority directory after open', () => {
   let lease: RunLease;
   let originalBefore: Record<string, string>;
 
-  beforeEach(() => {
+  beforeEach(async () => {
     base = tempBase();
     dir = join(base, 'authority');
     moved = join(base, 'authority.moved');
     a = open(dir);
-    lease = a.acquireRun('run-1')!;
-    a.writeRecord(lease, RECORD_V1);
+    lease = (await a.acquireRun('run-1'))!;
+    await a.writeRecord(lease, RECORD_V1);
     originalBefore = snapshotTree(dir);
   });
 
@@ -60,46 +60,46 @@ describe('renaming or replacing the authority directory after open', () => {
     expect(snapshotTree(moved)).toEqual(originalBefore);
   });
 
-  it('rename away + a fresh 0700 directory at the path: every operation is refused with authority_dir_substituted, the substitute is neither read nor written', () => {
+  it('rename away + a fresh 0700 directory at the path: every operation is refused with authority_dir_substituted, the substitute is neither read nor written', async () => {
     renameSync(dir, moved);
     const substituteBefore = attackerDir(dir);
-    expectEveryOperationRefused(a, lease);
+    await expectEveryOperationRefused(a, lease);
     expect(snapshotTree(dir)).toEqual(substituteBefore);
     expect(snapshotTree(moved)).toEqual(originalBefore);
   });
 
-  it('rename away with nothing at the path: operations are refused with authority_dir_substituted', () => {
+  it('rename away with nothing at the path: operations are refused with authority_dir_substituted', async () => {
     renameSync(dir, moved);
-    expectEveryOperationRefused(a, lease);
+    await expectEveryOperationRefused(a, lease);
     expect(existsSync(dir)).toBe(false);
     expect(snapshotTree(moved)).toEqual(originalBefore);
   });
 
-  it('a symlink at the path to the renamed original is refused (the path is now a symlink), though it resolves to the same object', () => {
+  it('a symlink at the path to the renamed original is refused (the path is now a symlink), though it resolves to the same object', async () => {
     renameSync(dir, moved);
     symlinkSync(moved, dir);
     expect(statSync(dir).ino).toBe(lstatSync(moved).ino); // same object through the link
-    expectEveryOperationRefused(a, lease);
+    await expectEveryOperationRefused(a, lease);
     expect(snapshotTree(moved)).toEqual(originalBefore);
   });
 
-  it('a symlink at the path to an attacker directory is refused, and the attacker directory is neither read nor written', () => {
+  it('a symlink at the path to an attacker directory is refused, and the attacker directory is neither read nor written', async () => {
     renameSync(dir, moved);
     const attacker = join(base, 'attacker');
     const attackerBefore = attackerDir(attacker);
     symlinkSync(attacker, dir);
-    expectEveryOperationRefused(a, lease);
+    await expectEveryOperationRefused(a, lease);
     expect(snapshotTree(attacker)).toEqual(attackerBefore);
     expect(snapshotTree(moved)).toEqual(originalBefore);
   });
 
-  it('putting the original object back at the path makes the authority usable again (identity, not name, is what counts)', () => {
+  it('putting the original object back at the path makes the authority usable again (identity, not name, is what counts)', async () => {
     renameSync(dir, moved);
-    expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_dir_substituted');
+    expect(await asyncCodeOf(a.readRecord('run-1'))).toBe('authority_dir_substituted');
     renameSync(moved, dir);
-    expect(a.readRecord('run-1')).toEqual(RECORD_V1);
-    a.writeRecord(lease, RECORD_V2);
-    expect(a.readRecord('run-1')).toEqual(RECORD_V2);
+    expect(await a.readRecord('run-1')).toEqual(RECORD_V1);
+    await a.writeRecord(lease, RECORD_V2);
+    expect(await a.readRecord('run-1')).toEqual(RECORD_V2);
   });
 });
 
@@ -109,34 +109,34 @@ describe('substituting a subdirectory after open', () => {
   let a: LocalRunAuthority;
   let lease: RunLease;
 
-  beforeEach(() => {
+  beforeEach(async () => {
     base = tempBase();
     dir = join(base, 'authority');
     a = open(dir);
-    lease = a.acquireRun('run-1')!;
-    a.writeRecord(lease, RECORD_V1);
+    lease = (await a.acquireRun('run-1'))!;
+    await a.writeRecord(lease, RECORD_V1);
   });
 
-  it('runs/ renamed away and replaced by a fresh 0700 directory: reads and writes of records are refused with authority_dir_substituted, the substitute untouched', () => {
+  it('runs/ renamed away and replaced by a fresh 0700 directory: reads and writes of records are refused with authority_dir_substituted, the substitute untouched', async () => {
     renameSync(join(dir, 'runs'), join(base, 'runs.moved'));
     const forged = attackerDir(join(base, 'attacker'));
     renameSync(join(base, 'attacker', 'runs'), join(dir, 'runs'));
     const substituteBefore = snapshotTree(join(dir, 'runs'));
     expect(substituteBefore['run-1.json']).toBe(forged['runs/run-1.json']);
-    expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_dir_substituted');
-    expect(codeOf(() => a.writeRecord(lease, RECORD_V2))).toBe('authority_dir_substituted');
+    expect(await asyncCodeOf(a.readRecord('run-1'))).toBe('authority_dir_substituted');
+    expect(await asyncCodeOf(a.writeRecord(lease, RECORD_V2))).toBe('authority_dir_substituted');
     expect(snapshotTree(join(dir, 'runs'))).toEqual(substituteBefore);
     // The original runs/ object still holds the pre-attack record, unchanged.
     expect(JSON.parse(readFileSync(join(base, 'runs.moved', 'run-1.json'), 'utf8')).state).toBe('SUSPENDED');
   });
 
-  it('runs/ replaced by a symlink to an attacker directory is refused with authority_dir_substituted', () => {
+  it('runs/ replaced by a symlink to an attacker directory is refused with authority_dir_substituted', async () => {
     renameSync(join(dir, 'runs'), join(base, 'runs.moved'));
     attackerDir(join(base, 'attacker'));
     const before = snapshotTree(join(base, 'attacker'));
     symlinkSync(join(base, 'attacker', 'runs'), join(dir, 'runs'));
-    expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_dir_substituted');
-    expect(codeOf(() => a.writeRecord(lease, RECORD_V2))).toBe('authority_dir_substituted');
+    expect(await asyncCodeOf(a.readRecord('run-1'))).toBe('authority_dir_substituted');
+    expect(await asyncCodeOf(a.writeRecord(lease, RECORD_V2))).toBe('authority_dir_substituted');
     expect(snapshotTree(join(base, 'attacker'))).toEqual(before);
   });
 
@@ -154,45 +154,45 @@ describe('substituting a subdirectory after open', () => {
     expect(snapshotTree(join(base, 'keys.moved'))).toEqual(originalBefore);
   });
 
-  it('locks/ renamed away and replaced: acquireRun is refused with authority_dir_substituted and no lock file is created', () => {
+  it('locks/ renamed away and replaced: acquireRun is refused with authority_dir_substituted and no lock file is created', async () => {
     renameSync(join(dir, 'locks'), join(base, 'locks.moved'));
     mkdirSync(join(dir, 'locks'), { mode: 0o700 });
     const originalBefore = snapshotTree(join(base, 'locks.moved'));
-    expect(codeOf(() => a.acquireRun('run-2'))).toBe('authority_dir_substituted');
+    expect(await asyncCodeOf(a.acquireRun('run-2'))).toBe('authority_dir_substituted');
     expect(snapshotTree(join(dir, 'locks'))).toEqual({});
     expect(snapshotTree(join(base, 'locks.moved'))).toEqual(originalBefore);
   });
 });
 
 describe('symlinks planted as entry names', () => {
-  it('a symlink at runs/<run>.json to a file elsewhere: reading is refused with authority_entry_symlink; writing replaces the link atomically and leaves the target bytes unchanged', () => {
+  it('a symlink at runs/<run>.json to a file elsewhere: reading is refused with authority_entry_symlink; writing replaces the link atomically and leaves the target bytes unchanged', async () => {
     const base = tempBase();
     const dir = join(base, 'authority');
     const a = open(dir);
     const victim = join(base, 'victim.txt');
     writeFileSync(victim, 'precious bytes\n', { mode: 0o600 });
     symlinkSync(victim, join(dir, 'runs', 'run-1.json'));
-    expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_entry_symlink');
-    const lease = a.acquireRun('run-1')!;
-    a.writeRecord(lease, RECORD_V1);
+    expect(await asyncCodeOf(a.readRecord('run-1'))).toBe('authority_entry_symlink');
+    const lease = (await a.acquireRun('run-1'))!;
+    await a.writeRecord(lease, RECORD_V1);
     expect(readFileSync(victim, 'utf8')).toBe('precious bytes\n');
     const st = lstatSync(join(dir, 'runs', 'run-1.json'));
     expect(st.isSymbolicLink()).toBe(false);
     expect(st.isFile()).toBe(true);
     expect(st.mode & 0o777).toBe(0o600);
-    expect(a.readRecord('run-1')).toEqual(RECORD_V1);
+    expect(await a.readRecord('run-1')).toEqual(RECORD_V1);
   });
 
-  it('a symlink at runs/<run>.json to /etc/passwd is refused on read with authority_entry_symlink (nothing of the target is returned)', () => {
+  it('a symlink at runs/<run>.json to /etc/passwd is refused on read with authority_entry_symlink (nothing of the target is returned)', async () => {
     const dir = join(tempBase(), 'authority');
     const a = open(dir);
     const before = readFileSync('/etc/passwd');
     symlinkSync('/etc/passwd', join(dir, 'runs', 'run-1.json'));
-    expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_entry_symlink');
+    expect(await asyncCodeOf(a.readRecord('run-1'))).toBe('authority_entry_symlink');
     expect(readFileSync('/etc/passwd').equals(before)).toBe(true);
   });
 
-  it('a symlink planted at locks/<run>.lock is refused with authority_entry_symlink and its target is neither created nor written', () => {
+  it('a symlink planted at locks/<run>.lock is refused with authority_entry_symlink and its target is neither created nor written', async () => {
     const base = tempBase();
     const dir = join(base, 'authority');
     const a = open(dir);
@@ -200,20 +200,20 @@ describe('symlinks planted as entry names', () => {
     writeFileSync(victim, 'precious bytes\n', { mode: 0o600 });
     symlinkSync(victim, join(dir, 'locks', 'run-1.lock'));
     symlinkSync(join(base, 'absent'), join(dir, 'locks', 'run-2.lock'));
-    const code1 = codeOf(() => a.acquireRun('run-1'));
-    const code2 = codeOf(() => a.acquireRun('run-2'));
+    const code1 = await asyncCodeOf(a.acquireRun('run-1'));
+    const code2 = await asyncCodeOf(a.acquireRun('run-2'));
     expect(readFileSync(victim, 'utf8')).toBe('precious bytes\n');
     expect(existsSync(join(base, 'absent'))).toBe(false);
     expect(code1).toBe('authority_entry_symlink');
     expect(code2).toBe('authority_entry_symlink');
   });
 
-  it('run ids that are not single safe names are refused with run_id_invalid and reach no path', () => {
+  it('run ids that are not single safe names are refused with run_id_invalid and reach no path', async () => {
     const base = tempBase();
     const a = open(join(base, 'authority'));
-    expect(codeOf(() => a.acquireRun('../../escape'))).toBe('run_id_invalid');
-    expect(codeOf(() => a.acquireRun(''))).toBe('run_id_invalid');
-    expect(a.readRecord('../scope')).toBeUndefined();
+    expect(await asyncCodeOf(a.acquireRun('../../escape'))).toBe('run_id_invalid');
+    expect(await asyncCodeOf(a.acquireRun(''))).toBe('run_id_invalid');
+    expect(await a.readRecord('../scope')).toBeUndefined();
     expect(existsSync(join(base, 'escape.lock'))).toBe(false);
   });
 });

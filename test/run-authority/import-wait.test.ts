@@ -21,7 +21,7 @@ const codeOf = (p: Promise<unknown>) =>
 describe('waiting for a competing importer', () => {
   it('is bounded: import_busy (a conflict) while the other importer holds the lock, then the lock is taken once it has finished', async () => {
     const dir = join(mkdtempSync(join(tmpdir(), 'loopx-import-wait-')), 'authority');
-    openRunAuthority({ dir, create: true }).close();
+    await openRunAuthority({ dir, create: true }).close();
     const competitor = spawnImporter(dir, record('run_wait'));
     const authority = openRunAuthority({ dir, importWaitMs: 300 });
     try {
@@ -31,7 +31,7 @@ describe('waiting for a competing importer', () => {
       competitor.finish();
       expect(await competitor.exited).toBe(0);
       const lease = await authority.beginImport('run_wait');
-      lease.release();
+      await lease.release();
     } finally {
       competitor.child.kill('SIGKILL');
       await authority.close();
@@ -40,7 +40,7 @@ describe('waiting for a competing importer', () => {
 
   it('ends when shutdown begins: authority_shutting_down, and the shutdown does not wait for the waiter', async () => {
     const dir = join(mkdtempSync(join(tmpdir(), 'loopx-import-wait-')), 'authority');
-    openRunAuthority({ dir, create: true }).close();
+    await openRunAuthority({ dir, create: true }).close();
     const competitor = spawnImporter(dir, record('run_stop'));
     const authority = openRunAuthority({ dir });
     try {

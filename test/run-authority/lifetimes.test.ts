@@ -14,7 +14,7 @@ import { GOAL_ID } from '../../src/owners/index.js';
 import { GOAL_ALIAS } from '../../src/run-authority/lifetimes.js';
 import { exitCodeOf } from '../../src/core/index.js';
 import { goalLifetimeSuperseded, type LifetimeSupersession } from '../../src/run-authority/index.js';
-import { childReadLifetime, cleanup, codeOf, errorOf, FOREIGN_UID, ginst, modeOf, open, snapshotTree, spawnSuperseder, supersession, tempBase } from './support.js';
+import { asyncCodeOf, asyncErrorOf, childReadLifetime, cleanup, FOREIGN_UID, ginst, modeOf, open, snapshotTree, spawnSuperseder, supersession, tempBase } from './support.js';
 
 afterAll(cleanup);
 
@@ -22,19 +22,19 @@ const OLD = ginst('a');
 const fileOf = (dir: string, id = OLD): string => join(dir, 'lifetimes', `${id}.json`);
 
 /** A fresh authority with the supersession of OLD recorded; its file's exact bytes. */
-function superseded(): { dir: string; stored: LifetimeSupersession; bytes: Buffer } {
+async function superseded(): Promise<{ dir: string; stored: LifetimeSupersession; bytes: Buffer }> {
   const dir = join(tempBase(), 'authority');
-  const stored = open(dir).supersedeLifetime(supersession()).record;
+  const stored = (await open(dir).supersedeLifetime(supersession())).record;
   return { dir, stored, bytes: readFileSync(fileOf(dir)) };
 }
 
 describe('the lifetime file', () => {
-  it('is a private regular file (0600) in a private lifetimes/ directory (0700) even under umask 0, holding the v1 record, with no temp file left', () => {
+  it('is a private regular file (0600) in a private lifetimes/ directory (0700) even under umask 0, holding the v1 record, with no temp file left', async () => {
     const dir = join(tempBase(), 'authority');
     const previous = process.umask(0);
     let stored: LifetimeSupersession;
     try {
-      stored = open(dir).supersedeLifetime(supersession()).record;
+      stored = (await open(dir).supersedeLifetime(supersession())).record;
     } finally {
       process.umask(previous);
     }
@@ -47,14 +47,14 @@ describe('the lifetime file', () => {
   it('survives reopening: another instance and the reopened authority read it exactly, replay it with its first recorded_at, and refuse a conflicting request', async () => {
     const dir = join(tempBase(), 'authority');
     const first = open(dir);
-    const stored = first.supersedeLifetime(supersession()).record;
-    expect(open(dir, false).lifetimeSupersession(OLD)).toStrictEqual(stored);
+    const stored = (await first.supersedeLifetime(supersession())).record;
+    expect(await open(dir, false).lifetimeSupersession(OLD)).toStrictEqual(stored);
     await first.close();
     const reopened = open(dir, false);
-    expect(reopened.lifetimeSupersession(OLD)).toStrictEqual(stored);
-    expect(reopened.supersedeLifetime(supersession())).toStrictEqual({ record: stored, replayed: true });
-    expect(codeOf(() => reopened.supersedeLifetime(supersession({ successor_instance_id: ginst('c') })))).toBe('goal_lifetime_already_superseded');
-    expect(reopened.lifetimeSupersession(OLD)).toStrictEqual(stored);
+    expect(await reopened.lifetimeSupersession(OLD)).toStrictEqual(stored);
+    expect(await reopened.supersedeLifetime(supersession())).toStrictEqual({ record: stored, replayed: true });
+    expect(await asyncCodeOf(reopened.supersedeLifetime(supersession({ successor_instance_id: ginst('c') })))).toBe('goal_lifetime_already_superseded');
+    expect(await reopened.lifetimeSupersession(OLD)).toStrictEqual(stored);
   });
 
   it('a writer of a superseded lifetime refuses with goal_lifetime_superseded: a conflict (exit 4) naming the Goal, whose one next action continues it in the root it was recovered into', () => {
@@ -93,15 +93,15 @@ describe('a damaged record is refused, never read as not superseded', () => {
     ['a recorded_at that is no ISO timestamp', json({ ...valid(), recorded_at: 'yesterday' })],
   ];
 
-  it.each(cases)('%s: authority_lifetime_corrupt (one next action) on read and on a new request, and the file is left as it is', (_label, bytes) => {
-    const { dir } = superseded();
+  it.each(cases)('%s: authority_lifetime_corrupt (one next action) on read and on a new request, and the file is left as it is', async (_label, bytes) => {
+    const { dir } = await superseded();
     writeFileSync(fileOf(dir), bytes, { mode: 0o600 });
     const a = open(dir, false);
-    const refused = errorOf(() => a.lifetimeSupersession(OLD));
+    const refused = await asyncErrorOf(a.lifetimeSupersession(OLD));
     expect(refused).toMatchObject({ code: 'authority_lifetime_corrupt', kind: 'internal' });
     expect((refused as { nextAction?: string }).nextAction).toContain(`lifetimes/${OLD}.json`);
-    expect(codeOf(() => a.supersedeLifetime(supersession()))).toBe('authority_lifetime_corrupt');
-    expect(codeOf(() => a.supersedeLifetime(supersession({ successor_instance_id: ginst('c') })))).toBe('authority_lifetime_corrupt');
+    expect(await asyncCodeOf(a.supersedeLifetime(supersession()))).toBe('authority_lifetime_corrupt');
+    expect(await asyncCodeOf(a.supersedeLifetime(supersession({ successor_instance_id: ginst('c') })))).toBe('authority_lifetime_corrupt');
     expect(readFileSync(fileOf(dir), 'utf8')).toBe(bytes);
   });
 });
@@ -113,7 +113,7 @@ afterEach(() => {
 });
 
 describe('what stands at lifetimes/<goal_instance_id>.json must be a private regular file', () => {
-  it('a symlink planted there (to a valid record elsewhere) is refused with authority_entry_symlink on read and on write; its target is neither read nor written', () => {
+  it('a symlink planted there (to a valid record elsewhere) is refused with authority_entry_symlink on read and on write; its target is neither read nor written', async () => {
     const base = tempBase();
     const dir = join(base, 'authority');
     const a = open(dir);
@@ -121,47 +121,41 @@ describe('what stands at lifetimes/<goal_instance_id>.json must be a private reg
     const forged = `${JSON.stringify({ schema: 'loopx.run-authority.lifetime/v1', ...supersession(), recorded_at: '2025-01-01T00:00:00.000Z' })}\n`;
     writeFileSync(victim, forged, { mode: 0o600 });
     symlinkSync(victim, fileOf(dir));
-    expect(codeOf(() => a.lifetimeSupersession(OLD))).toBe('authority_entry_symlink');
-    expect(codeOf(() => a.supersedeLifetime(supersession()))).toBe('authority_entry_symlink');
+    expect(await asyncCodeOf(a.lifetimeSupersession(OLD))).toBe('authority_entry_symlink');
+    expect(await asyncCodeOf(a.supersedeLifetime(supersession()))).toBe('authority_entry_symlink');
     expect(readFileSync(victim, 'utf8')).toBe(forged);
     expect(readdirSync(join(dir, 'lifetimes'))).toEqual([`${OLD}.json`]);
   });
 
-  it('a dangling symlink planted there is refused on write, and its target is not created', () => {
+  it('a dangling symlink planted there is refused on write, and its target is not created', async () => {
     const base = tempBase();
     const dir = join(base, 'authority');
     const a = open(dir);
     const target = join(base, 'created-through-the-link.json');
     symlinkSync(target, fileOf(dir));
-    expect(codeOf(() => a.supersedeLifetime(supersession()))).toBe('authority_entry_symlink');
+    expect(await asyncCodeOf(a.supersedeLifetime(supersession()))).toBe('authority_entry_symlink');
     expect(existsSync(target)).toBe(false);
-    expect(codeOf(() => a.lifetimeSupersession(OLD))).toBe('authority_entry_symlink');
+    expect(await asyncCodeOf(a.lifetimeSupersession(OLD))).toBe('authority_entry_symlink');
   });
 
-  it('a directory, a record readable by others (0644) or one owned by another user is refused with authority_entry_unsafe on read and on write', () => {
+  it('a directory, a record readable by others (0644) or one owned by another user is refused with authority_entry_unsafe on read and on write', async () => {
     const plant: Array<[string, (path: string) => void]> = [
       ['a directory', (p) => (unlinkSync(p), mkdirSync(p, { mode: 0o700 }))],
       ['a 0644 record', (p) => chmodSync(p, 0o644)],
       ['a foreign record', (p) => chownSync(p, FOREIGN_UID, FOREIGN_UID)],
     ];
     for (const [label, make] of plant) {
-      const { dir } = superseded();
+      const { dir } = await superseded();
       const path = fileOf(dir);
       make(path);
       const a = open(dir, false);
-      expect(
-        codeOf(() => a.lifetimeSupersession(OLD)),
-        label,
-      ).toBe('authority_entry_unsafe');
-      expect(
-        codeOf(() => a.supersedeLifetime(supersession())),
-        label,
-      ).toBe('authority_entry_unsafe');
+      expect(await asyncCodeOf(a.lifetimeSupersession(OLD)), label).toBe('authority_entry_unsafe');
+      expect(await asyncCodeOf(a.supersedeLifetime(supersession())), label).toBe('authority_entry_unsafe');
     }
   });
 
   it('a FIFO is refused with authority_entry_unsafe on read and on write, never waited on (other processes read and write it, so a wait fails this test instead of hanging the suite)', async () => {
-    const { dir } = superseded();
+    const { dir } = await superseded();
     unlinkSync(fileOf(dir));
     expect(spawnSync('mkfifo', ['-m', '600', fileOf(dir)]).status).toBe(0);
     const reader = childReadLifetime(dir, OLD);
@@ -173,16 +167,16 @@ describe('what stands at lifetimes/<goal_instance_id>.json must be a private reg
     expect(await writer.answer).toEqual({ code: 'authority_entry_unsafe' });
   });
 
-  it('lifetimes/ renamed away and replaced by a directory holding a forged record: reads and writes are refused with authority_dir_substituted, the substitute untouched', () => {
-    const { dir, bytes } = superseded();
+  it('lifetimes/ renamed away and replaced by a directory holding a forged record: reads and writes are refused with authority_dir_substituted, the substitute untouched', async () => {
+    const { dir, bytes } = await superseded();
     const a = open(dir, false);
     renameSync(join(dir, 'lifetimes'), join(dir, '..', 'lifetimes.moved'));
     mkdirSync(join(dir, 'lifetimes'), { mode: 0o700 });
     writeFileSync(fileOf(dir, ginst('c')), bytes, { mode: 0o600 });
     const substituteBefore = snapshotTree(join(dir, 'lifetimes'));
-    expect(codeOf(() => a.lifetimeSupersession(OLD))).toBe('authority_dir_substituted');
-    expect(codeOf(() => a.lifetimeSupersession(ginst('c')))).toBe('authority_dir_substituted');
-    expect(codeOf(() => a.supersedeLifetime(supersession({ goal_instance_id: ginst('e') })))).toBe('authority_dir_substituted');
+    expect(await asyncCodeOf(a.lifetimeSupersession(OLD))).toBe('authority_dir_substituted');
+    expect(await asyncCodeOf(a.lifetimeSupersession(ginst('c')))).toBe('authority_dir_substituted');
+    expect(await asyncCodeOf(a.supersedeLifetime(supersession({ goal_instance_id: ginst('e') })))).toBe('authority_dir_substituted');
     expect(snapshotTree(join(dir, 'lifetimes'))).toEqual(substituteBefore);
     expect(readFileSync(join(dir, '..', 'lifetimes.moved', `${OLD}.json`)).equals(bytes)).toBe(true);
   });
@@ -209,7 +203,7 @@ describe('two processes racing to supersede one lifetime (released together at a
     expect(losers).toHaveLength(1);
     const winner = winners[0]!.record as LifetimeSupersession;
     expect(requests).toContainEqual(Object.fromEntries(Object.entries(winner).filter(([k]) => k !== 'recorded_at')));
-    expect(open(dir, false).lifetimeSupersession(OLD)).toStrictEqual(winner);
+    expect(await open(dir, false).lifetimeSupersession(OLD)).toStrictEqual(winner);
     expect(readdirSync(join(dir, 'lifetimes'))).toEqual([`${OLD}.json`]);
   });
 
@@ -219,7 +213,7 @@ describe('two processes racing to supersede one lifetime (released together at a
     const answers = await race(dir, [supersession(), supersession()]);
     expect(answers.map((a) => a.replayed).sort()).toEqual([false, true]);
     expect(answers[0]!.record).toStrictEqual(answers[1]!.record);
-    expect(open(dir, false).lifetimeSupersession(OLD)).toStrictEqual(answers[0]!.record);
+    expect(await open(dir, false).lifetimeSupersession(OLD)).toStrictEqual(answers[0]!.record);
     expect(readdirSync(join(dir, 'lifetimes'))).toEqual([`${OLD}.json`]);
   });
 });

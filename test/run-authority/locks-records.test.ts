@@ -9,31 +9,31 @@
 import { chmodSync, existsSync, lstatSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cleanup, childWrite, codeOf, modeOf, open, record, spawnHolder, tempBase } from './support.js';
+import { asyncCodeOf, cleanup, childWrite, modeOf, open, record, spawnHolder, tempBase } from './support.js';
 
 afterAll(cleanup);
 
 const inodeOf = (path: string): number => lstatSync(path).ino;
 
 describe('run leases', () => {
-  it('two authority instances on one directory exclude each other too', () => {
+  it('two authority instances on one directory exclude each other too', async () => {
     const dir = join(tempBase(), 'authority');
     const a = open(dir);
     const b = open(dir, false);
-    const lease = a.acquireRun('run-1')!;
-    expect(b.acquireRun('run-1')).toBeUndefined();
-    lease.release();
-    expect(b.acquireRun('run-1')).toBeDefined();
+    const lease = (await a.acquireRun('run-1'))!;
+    expect(await b.acquireRun('run-1')).toBeUndefined();
+    await lease.release();
+    expect(await b.acquireRun('run-1')).toBeDefined();
   });
 
-  it('lock files are never unlinked: the same inode survives release and re-acquire', () => {
+  it('lock files are never unlinked: the same inode survives release and re-acquire', async () => {
     const dir = join(tempBase(), 'authority');
     const a = open(dir);
-    a.acquireRun('run-1')!.release();
+    await (await a.acquireRun('run-1'))!.release();
     const lockPath = join(dir, 'locks', 'run-1.lock');
     const ino = inodeOf(lockPath);
     expect(modeOf(lockPath)).toBe(0o600);
-    a.acquireRun('run-1')!.release();
+    await (await a.acquireRun('run-1'))!.release();
     expect(inodeOf(lockPath)).toBe(ino);
   });
 
@@ -45,15 +45,15 @@ describe('run leases', () => {
       await holder.held; // latch: the child printed "held" after taking the lock
       const lockPath = join(dir, 'locks', 'run-1.lock');
       const ino = inodeOf(lockPath);
-      expect(a.acquireRun('run-1')).toBeUndefined();
-      expect(a.acquireRun('run-1')).toBeUndefined(); // still held: refusing does not steal or break it
+      expect(await a.acquireRun('run-1')).toBeUndefined();
+      expect(await a.acquireRun('run-1')).toBeUndefined(); // still held: refusing does not steal or break it
       holder.child.kill('SIGKILL');
       expect(await holder.exited).toBe('SIGKILL');
-      const lease = a.acquireRun('run-1');
+      const lease = await a.acquireRun('run-1');
       expect(lease).toBeDefined();
       expect(existsSync(lockPath)).toBe(true);
       expect(inodeOf(lockPath)).toBe(ino);
-      lease!.release();
+      await lease!.release();
       expect(inodeOf(lockPath)).toBe(ino);
     } finally {
       holder.child.kill('SIGKILL');
@@ -63,50 +63,50 @@ describe('run leases', () => {
   it('a lease held by the parent makes a child report the run busy', async () => {
     const dir = join(tempBase(), 'authority');
     const a = open(dir);
-    const lease = a.acquireRun('run-1')!;
+    const lease = (await a.acquireRun('run-1'))!;
     const holder = spawnHolder(dir, 'run-1');
     await expect(holder.held).rejects.toThrow(/before "held"/);
-    lease.release();
+    await lease.release();
   });
 });
 
 describe('records', () => {
-  it('a record is a 0600 regular file even under umask 0, clean writes leave no temp file, and another instance on the directory reads it exactly', () => {
+  it('a record is a 0600 regular file even under umask 0, clean writes leave no temp file, and another instance on the directory reads it exactly', async () => {
     const dir = join(tempBase(), 'authority');
     const a = open(dir);
-    const lease = a.acquireRun('run-1')!;
+    const lease = (await a.acquireRun('run-1'))!;
     const minimal = record('run-1');
     const full = record('run-1', { state: 'SUSPENDED', transitionGeneration: 4, payloadSha256: 'ab'.repeat(32), claimHmac: 'cd'.repeat(32), keyGeneration: 2, lastSequence: 41 });
     const previous = process.umask(0);
     try {
-      a.writeRecord(lease, minimal);
+      await a.writeRecord(lease, minimal);
     } finally {
       process.umask(previous);
     }
-    expect(a.readRecord('run-1')).toStrictEqual(minimal);
+    expect(await a.readRecord('run-1')).toStrictEqual(minimal);
     expect(modeOf(join(dir, 'runs', 'run-1.json'))).toBe(0o600);
-    a.writeRecord(lease, full);
-    expect(a.readRecord('run-1')).toStrictEqual(full);
+    await a.writeRecord(lease, full);
+    expect(await a.readRecord('run-1')).toStrictEqual(full);
     expect(readdirSync(join(dir, 'runs'))).toEqual(['run-1.json']); // no temp files left by clean writes
     // A second process sees the same record.
-    expect(open(dir, false).readRecord('run-1')).toStrictEqual(full);
+    expect(await open(dir, false).readRecord('run-1')).toStrictEqual(full);
   });
 
-  it('a record file that is not private (0644) is refused with authority_entry_unsafe', () => {
+  it('a record file that is not private (0644) is refused with authority_entry_unsafe', async () => {
     const dir = join(tempBase(), 'authority');
     const a = open(dir);
-    a.writeRecord(a.acquireRun('run-1')!, record('run-1'));
+    await a.writeRecord((await a.acquireRun('run-1'))!, record('run-1'));
     chmodSync(join(dir, 'runs', 'run-1.json'), 0o644);
-    expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_entry_unsafe');
+    expect(await asyncCodeOf(a.readRecord('run-1'))).toBe('authority_entry_unsafe');
   });
 
-  it('a corrupt record is refused with authority_record_corrupt, not treated as absent', () => {
+  it('a corrupt record is refused with authority_record_corrupt, not treated as absent', async () => {
     const dir = join(tempBase(), 'authority');
     const a = open(dir);
-    const lease = a.acquireRun('run-1')!;
-    a.writeRecord(lease, record('run-1'));
+    const lease = (await a.acquireRun('run-1'))!;
+    await a.writeRecord(lease, record('run-1'));
     writeFileSync(join(dir, 'runs', 'run-1.json'), '{"schema":"loopx.run-authority.record/v1","run_id":"run-2"', { mode: 0o600 });
-    expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_record_corrupt');
+    expect(await asyncCodeOf(a.readRecord('run-1'))).toBe('authority_record_corrupt');
   });
 });
 
@@ -122,50 +122,50 @@ describe('atomic record writes under a crash (child SIGKILLed at the named fault
     lastSequence: 12,
   });
 
-  const setup = () => {
+  const setup = async () => {
     const dir = join(tempBase(), 'authority');
     const a = open(dir);
-    const lease = a.acquireRun('run-1')!;
-    a.writeRecord(lease, OLD);
-    lease.release(); // the child takes the lease
+    const lease = (await a.acquireRun('run-1'))!;
+    await a.writeRecord(lease, OLD);
+    await lease.release(); // the child takes the lease
     const oldBytes = readFileSync(join(dir, 'runs', 'run-1.json'));
     return { dir, a, oldBytes };
   };
 
   const recordFiles = (dir: string) => readdirSync(join(dir, 'runs')).filter((n) => !n.startsWith('.tmp-'));
 
-  it('the fault hook is inert unless the switch names the point: the child completes the write', () => {
-    const { dir, a } = setup();
+  it('the fault hook is inert unless the switch names the point: the child completes the write', async () => {
+    const { dir, a } = await setup();
     const r = childWrite(dir, NEW, 'x', 'x.some-other-point');
     expect(r.signal).toBeNull();
     expect(r.stdout).toContain('written');
-    expect(a.readRecord('run-1')).toStrictEqual(NEW);
+    expect(await a.readRecord('run-1')).toStrictEqual(NEW);
   });
 
-  it('killed before the rename: the previous record is intact (old bytes) and no partial record exists; the lease died with the child', () => {
-    const { dir, a, oldBytes } = setup();
+  it('killed before the rename: the previous record is intact (old bytes) and no partial record exists; the lease died with the child', async () => {
+    const { dir, a, oldBytes } = await setup();
     const r = childWrite(dir, NEW, 'x', 'x.before-rename');
     expect(r.signal).toBe('SIGKILL');
     expect(r.stdout).not.toContain('written');
     expect(readFileSync(join(dir, 'runs', 'run-1.json')).equals(oldBytes)).toBe(true);
-    expect(a.readRecord('run-1')).toStrictEqual(OLD);
+    expect(await a.readRecord('run-1')).toStrictEqual(OLD);
     expect(recordFiles(dir)).toEqual(['run-1.json']);
-    const lease = a.acquireRun('run-1');
+    const lease = await a.acquireRun('run-1');
     expect(lease).toBeDefined();
-    lease!.release();
+    await lease!.release();
   });
 
-  it('killed after the rename: the new record is fully there and parses', () => {
-    const { dir, a } = setup();
+  it('killed after the rename: the new record is fully there and parses', async () => {
+    const { dir, a } = await setup();
     const r = childWrite(dir, NEW, 'x', 'x.after-rename');
     expect(r.signal).toBe('SIGKILL');
     expect(r.stdout).not.toContain('written');
-    expect(a.readRecord('run-1')).toStrictEqual(NEW);
+    expect(await a.readRecord('run-1')).toStrictEqual(NEW);
     expect(JSON.parse(readFileSync(join(dir, 'runs', 'run-1.json'), 'utf8'))).toMatchObject({ state: 'SUSPENDED', last_sequence: 12 });
     expect(recordFiles(dir)).toEqual(['run-1.json']);
     expect(modeOf(join(dir, 'runs', 'run-1.json'))).toBe(0o600);
-    const lease = a.acquireRun('run-1');
+    const lease = await a.acquireRun('run-1');
     expect(lease).toBeDefined();
-    lease!.release();
+    await lease!.release();
   });
 });

@@ -50,8 +50,8 @@ describe('engines on one memory authority', () => {
     const dir = base();
     const a = engineOn(authority, join(dir, 'a'));
     const started = await a.start(researcher(), { input: 'go', suspendAfterTurns: 2 });
-    const signed = a.exportEnvelope(started.run_id);
-    expect(authority.readRecord(started.run_id)).toMatchObject({ state: 'SUSPENDED', lastSequence: started.last_sequence });
+    const signed = await a.exportEnvelope(started.run_id);
+    expect(await authority.readRecord(started.run_id)).toMatchObject({ state: 'SUSPENDED', lastSequence: started.last_sequence });
 
     const b = engineOn(authority, join(dir, 'b'));
     const imported = await b.importSnapshot(signed.bytes);
@@ -74,7 +74,7 @@ describe('engines on one memory authority', () => {
     const a = engineOn(first, join(dir, 'a'));
     const started = await a.start(researcher(), { input: 'go', suspendAfterTurns: 1 });
     const b = engineOn(second, join(dir, 'b'));
-    expect(await codeOf(b.importSnapshot(a.exportEnvelope(started.run_id).bytes))).toBe('snapshot_claim_invalid');
+    expect(await codeOf(b.importSnapshot((await a.exportEnvelope(started.run_id)).bytes))).toBe('snapshot_claim_invalid');
   });
 
   it('a byte copy of a root is root_is_copy: it can neither resume nor start runs', async () => {

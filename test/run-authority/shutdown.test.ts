@@ -15,19 +15,19 @@ describe('close() on a directory other instances share', () => {
     const dir = join(tempBase(), 'authority');
     const a = open(dir);
     const other = open(dir, false);
-    const lease = a.acquireRun('run-1')!;
+    const lease = (await a.acquireRun('run-1'))!;
     const closing = a.close();
     await turns();
-    expect(other.acquireRun('run-1')).toBeUndefined();
+    expect(await other.acquireRun('run-1')).toBeUndefined();
     const rec = record('run-1', { state: 'SUSPENDED' });
-    a.writeRecord(lease, rec);
-    expect(other.readRecord('run-1')).toStrictEqual(rec);
-    lease.release();
+    await a.writeRecord(lease, rec);
+    expect(await other.readRecord('run-1')).toStrictEqual(rec);
+    await lease.release();
     await closing;
-    const next = other.acquireRun('run-1');
+    const next = await other.acquireRun('run-1');
     expect(next).toBeDefined();
-    next!.release();
-    expect(open(dir, false).readRecord('run-1')).toStrictEqual(rec);
+    await next!.release();
+    expect(await open(dir, false).readRecord('run-1')).toStrictEqual(rec);
   });
 
   it('an import lease held through the drain keeps the import lock from other instances until it is released', async () => {
@@ -37,8 +37,8 @@ describe('close() on a directory other instances share', () => {
     const imp = await a.beginImport('run-1');
     const closing = a.close();
     expect(await other.beginImport('run-1').catch((e: { code?: string }) => e.code)).toBe('import_busy');
-    imp.release();
+    await imp.release();
     await closing;
-    (await other.beginImport('run-1')).release();
+    await (await other.beginImport('run-1')).release();
   });
 });

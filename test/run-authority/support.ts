@@ -39,10 +39,23 @@ export async function cleanup(): Promise<void> {
   for (const b of bases.splice(0)) rmSync(b, { recursive: true, force: true });
 }
 
+/**
+ * A synchronous call's result, refusing a promise: a promise's rejection is no throw, so reading
+ * "returned" from it would pass a refusal check silently. Asynchronous calls go to asyncCodeOf /
+ * asyncErrorOf.
+ */
+function callSync(fn: () => unknown): void {
+  const out = fn();
+  if (out instanceof Promise) {
+    out.catch(() => undefined);
+    throw new Error('codeOf/errorOf was given an asynchronous call: use asyncCodeOf/asyncErrorOf and await it');
+  }
+}
+
 /** The LoopxError code a call throws, `undefined` when it returns, or `non-loopx:<errno or text>`. */
 export function codeOf(fn: () => unknown): string | undefined {
   try {
-    fn();
+    callSync(fn);
   } catch (e) {
     if (isLoopxError(e)) return e.code;
     const errno = (e as NodeJS.ErrnoException | undefined)?.code;
@@ -51,6 +64,7 @@ export function codeOf(fn: () => unknown): string | undefined {
   return undefined;
 }
 
+/** The LoopxError code a promise rejects with, `undefined` when it resolves, or `non-loopx:<text>`. */
 export async function asyncCodeOf(p: Promise<unknown>): Promise<string | undefined> {
   try {
     await p;
@@ -63,7 +77,17 @@ export async function asyncCodeOf(p: Promise<unknown>): Promise<string | undefin
 /** The error a call throws (`undefined` when it returns), to match its code, kind and next action. */
 export function errorOf(fn: () => unknown): unknown {
   try {
-    fn();
+    callSync(fn);
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
+/** The error a promise rejects with (`undefined` when it resolves), to match its code, kind and next action. */
+export async function asyncErrorOf(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
   } catch (e) {
     return e;
   }

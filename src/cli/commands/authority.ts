@@ -18,8 +18,8 @@ const print = (d: ReturnType<typeof describe>, out: { line(t?: string): void }) 
 };
 
 /** One run's authority record as `authority show --run` prints it, or null without one. */
-const runRecordView = (a: LocalRunAuthority, runId: string) => {
-  const rec = a.readRecord(runId);
+const runRecordView = async (a: LocalRunAuthority, runId: string) => {
+  const rec = await a.readRecord(runId);
   if (!rec) return null;
   return {
     run_id: rec.runId,
@@ -61,7 +61,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--run <id>', 'also show the authority record of this run')
     .action(async (o: { run?: string }) => {
       const g = globals();
-      const d = await withAuthority(g, (a) => ({ ...describe(a), ...(o.run ? { run: runRecordView(a, o.run) } : {}) }), { create: false });
+      const d = await withAuthority(g, async (a) => ({ ...describe(a), ...(o.run ? { run: await runRecordView(a, o.run) } : {}) }), { create: false });
       emit(g, d, (doc, out) => {
         print(doc, out);
         if (o.run)

@@ -16,6 +16,21 @@ function parsePort(value: string): number {
   return Number(value);
 }
 
+/** `--cluster` and the flags that go with it, as the daemon's cluster membership takes them. */
+const clusterOptions = (o: { cluster: string; clusterSchema?: string; receiver?: string; leaseMs?: number; maxRuns?: number }) => ({
+  cluster: o.cluster,
+  ...(o.clusterSchema !== undefined ? { schema: o.clusterSchema } : {}),
+  ...(o.receiver !== undefined ? { receiverUrl: o.receiver } : {}),
+  ...(o.leaseMs !== undefined ? { leaseMs: o.leaseMs } : {}),
+  ...(o.maxRuns !== undefined ? { maxRuns: o.maxRuns } : {}),
+});
+
+/** A whole number ≥ 1 (a length in ms, a count); anything else is a usage error (exit 2). */
+function positiveInt(value: string): number {
+  if (!/^[1-9]\d{0,8}$/.test(value)) throw new InvalidArgumentError('expected a whole number ≥ 1');
+  return Number(value);
+}
+
 export function register(program: Command, globals: () => GlobalOptions): void {
   const daemonCommand = program
     .command('daemon')
@@ -24,42 +39,61 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--host <address>', 'listen address; only 127.0.0.1 is accepted')
     .option('--seed-sample', 'create the runtime root if needed and, when it has no Goal, a sample Goal worked by a scripted agent')
     .option('--agents <dir>', 'the directory of Goal work agent files the Capability Center offers (default: the shipped examples)')
-    .action(async (o: { port?: number; host?: string; seedSample?: boolean; agents?: string }) => {
-      const g = globals();
-      // Loaded here, not at the top: Fastify and the UI server cost every other command ~20 MiB.
-      const { startDaemon } = await import('../../daemon/index.js');
-      const root = resolveRoot(g);
-      const authorityDir = g.authorityDir !== undefined ? resolve(g.authorityDir) : undefined;
-      if (o.seedSample) {
-        initRoot(root);
-        const s = await seedSample(root, authorityDir !== undefined ? { authorityDir } : {});
-        if (s.seeded && !g.json) process.stdout.write('seeded Goal "sample": three Todos worked by the scripted agent examples/agents/goal-worker.json\n');
-      }
-      // Before anything is announced: a SIGTERM sent the moment the address is printed (or during
-      // start-up) must drain, not leave the token file behind.
-      const stop = onStopSignal();
-      try {
-        const d = await startDaemon({
-          root,
-          ...(o.port !== undefined ? { port: o.port } : {}),
-          ...(o.host !== undefined ? { host: o.host } : {}),
-          ...(authorityDir !== undefined ? { authorityDir } : {}),
-          ...(o.agents !== undefined ? { agentsDir: resolve(o.agents) } : {}),
-          logger: g.json ? false : { level: 'warn' },
-        });
-        try {
-          emit(g, { url: d.url, login_url: d.loginUrl, port: d.port }, (v, out) => {
-            out.line(`loopx daemon on ${v.url} (loopback only; Ctrl-C stops it)`);
-            out.line(`open the Capability Center (one-time login): ${v.login_url}`);
-          });
-          await stop.stopped;
-        } finally {
-          await d.close();
+    .option('--cluster <env:NAME>', 'join the cluster whose database URL this environment variable holds, and drive its runs (docs/cluster.md)')
+    .option('--cluster-schema <name>', "the cluster's schema (default loopx_cluster)")
+    .option('--receiver <url>', 'where receiver.deliver posts in the cluster (an external system)')
+    .option('--lease-ms <ms>', 'run lease length on the database clock (default 15000)', positiveInt)
+    .option('--max-runs <n>', 'runs this daemon drives at once (default 4)', positiveInt)
+    .action(
+      async (o: {
+        port?: number;
+        host?: string;
+        seedSample?: boolean;
+        agents?: string;
+        cluster?: string;
+        clusterSchema?: string;
+        receiver?: string;
+        leaseMs?: number;
+        maxRuns?: number;
+      }) => {
+        const g = globals();
+        // Loaded here, not at the top: Fastify and the UI server cost every other command ~20 MiB.
+        const { startDaemon } = await import('../../daemon/index.js');
+        const root = resolveRoot(g);
+        const authorityDir = g.authorityDir !== undefined ? resolve(g.authorityDir) : undefined;
+        if (o.seedSample) {
+          initRoot(root);
+          const s = await seedSample(root, authorityDir !== undefined ? { authorityDir } : {});
+          if (s.seeded && !g.json) process.stdout.write('seeded Goal "sample": three Todos worked by the scripted agent examples/agents/goal-worker.json\n');
         }
-      } finally {
-        stop.dispose();
-      }
-    });
+        // Before anything is announced: a SIGTERM sent the moment the address is printed (or during
+        // start-up) must drain, not leave the token file behind.
+        const stop = onStopSignal();
+        try {
+          const d = await startDaemon({
+            root,
+            ...(o.port !== undefined ? { port: o.port } : {}),
+            ...(o.host !== undefined ? { host: o.host } : {}),
+            ...(authorityDir !== undefined ? { authorityDir } : {}),
+            ...(o.agents !== undefined ? { agentsDir: resolve(o.agents) } : {}),
+            ...(o.cluster !== undefined ? { cluster: clusterOptions({ ...o, cluster: o.cluster }) } : {}),
+            logger: g.json ? false : { level: 'warn' },
+          });
+          try {
+            emit(g, { url: d.url, login_url: d.loginUrl, port: d.port, ...(d.cluster ? { cluster_instance: d.cluster.instanceId } : {}) }, (v, out) => {
+              out.line(`loopx daemon on ${v.url} (loopback only; Ctrl-C stops it)`);
+              out.line(`open the Capability Center (one-time login): ${v.login_url}`);
+              if (v.cluster_instance) out.line(`joined the cluster as ${v.cluster_instance}`);
+            });
+            await stop.stopped;
+          } finally {
+            await d.close();
+          }
+        } finally {
+          stop.dispose();
+        }
+      },
+    );
   daemonCommand.enablePositionalOptions();
   daemonCommand
     .command('login-url')

@@ -36,13 +36,13 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       await withEngine(g, async (engine) => {
         const agent = parseAgentDefinition(JSON.parse(readFileSync(exampleAgentPath(), 'utf8')));
         const started = await engine.start(agent, { input: 'Add 2 and 40, then record the answer.', suspendAfterTurns: 2 });
-        const snap = engine.exportEnvelope(started.run_id);
+        const snap = await engine.exportEnvelope(started.run_id);
         mkdirSync(join(root, 'exports'), { recursive: true, mode: 0o700 });
         const relative = join('exports', `${started.run_id}.snapshot`);
         const file = join(root, relative);
         writeFileDurable(file, snap.bytes, { exclusive: true });
         const decoded = decodeEnvelope(new Uint8Array(readFileSync(file))).state;
-        const verified = engine.verifySnapshot(new Uint8Array(readFileSync(file)));
+        const verified = await engine.verifySnapshot(new Uint8Array(readFileSync(file)));
         const doc = {
           run: { run_id: started.run_id, status: started.status, completed_turns: started.completed_turns, last_sequence: started.last_sequence },
           snapshot: {

@@ -20,7 +20,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       // A root taking PostgreSQL gets no SQLite stores for its Goal state, even before the choice is recorded.
       initRoot(root, { ownerStores: provider !== 'postgresql' });
       // Reading the root id binds it to this directory in the run authority (a later copy owns nothing).
-      await withEngine(g, (engine) => void engine.rootId);
+      await withEngine(g, async (engine) => void (await engine.rootId()));
       const store = await chooseStore(root, choice);
       emit(g, { initialized: true, store }, (d, out) =>
         out.hint(

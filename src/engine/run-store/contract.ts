@@ -11,6 +11,9 @@
  * - Reads are snapshot-consistent per call. `readEvents` returns events in sequence order.
  * - `onCommit` listeners fire after a commit is durable, in this process only; other processes
  *   observe commits by reading (subscribers poll).
+ * - Every read and write is asynchronous, so a store on a database server (PostgreSQL) sits behind
+ *   the same contract as the embedded SQLite one; SQLite answers within the call, and a commit's
+ *   checks and writes never interleave with another commit of the same process.
  */
 import type { AgentDefinition } from '../agent.js';
 import type { NewEvent, RunEvent } from '../events.js';
@@ -97,19 +100,19 @@ export interface RunCommit {
 }
 
 export interface RunStore {
-  putDefinition(def: AgentDefinition): void;
-  getDefinition(identity: DefinitionIdentity): AgentDefinition | undefined;
+  putDefinition(def: AgentDefinition): Promise<void>;
+  getDefinition(identity: DefinitionIdentity): Promise<AgentDefinition | undefined>;
   /** The stored definition's body (`definitionBody`, the bytes `putDefinition` compares), unparsed; undefined if none. */
-  definitionBodyOf(identity: DefinitionIdentity): string | undefined;
+  definitionBodyOf(identity: DefinitionIdentity): Promise<string | undefined>;
 
-  get(runId: string): RunHead | undefined;
-  list(): RunHead[];
-  messages(runId: string): Message[];
-  mutations(runId: string): MutationRecord[];
+  get(runId: string): Promise<RunHead | undefined>;
+  list(): Promise<RunHead[]>;
+  messages(runId: string): Promise<Message[]>;
+  mutations(runId: string): Promise<MutationRecord[]>;
   /** Appends the events and returns them with their sequences and times; the head's lastSequence is set to match. */
-  commit(c: RunCommit): RunEvent[];
+  commit(c: RunCommit): Promise<RunEvent[]>;
 
-  readEvents(runId: string, afterSequence: number, limit: number): RunEvent[];
+  readEvents(runId: string, afterSequence: number, limit: number): Promise<RunEvent[]>;
 
   /**
    * Create a run from an imported snapshot: the head (at the snapshot's last sequence) and its
@@ -119,13 +122,13 @@ export interface RunStore {
    * as the caller already computed it (import compares it with the stored one before its consume
    * point): these are the bytes stored and compared, so what was checked is what is stored.
    */
-  insertImported(head: RunHead, messages: readonly Message[], definition: AgentDefinition, body?: string): void;
+  insertImported(head: RunHead, messages: readonly Message[], definition: AgentDefinition, body?: string): Promise<void>;
 
   /** This store's random identity (a runtime root's id), created once. */
-  rootId(): string;
+  rootId(): Promise<string>;
 
-  requestSuspend(runId: string): void;
-  suspendRequested(runId: string): boolean;
+  requestSuspend(runId: string): Promise<void>;
+  suspendRequested(runId: string): Promise<boolean>;
 
   onCommit(listener: (runId: string) => void): () => void;
   close(): void;

@@ -22,17 +22,17 @@ export function memoryRunStore(): RunStore {
   };
 
   const store: RunStore = {
-    putDefinition: (def) => putDefinition(def),
-    getDefinition(identity: DefinitionIdentity) {
+    putDefinition: async (def) => putDefinition(def),
+    async getDefinition(identity: DefinitionIdentity) {
       const body = defs.get(`${identity.id}\u0000${identity.version}`);
       return body ? parseAgentDefinition(JSON.parse(body)) : undefined;
     },
-    definitionBodyOf: (identity) => defs.get(`${identity.id}\u0000${identity.version}`),
-    get: (runId) => (runs.has(runId) ? clone(runs.get(runId)!.head) : undefined),
-    list: () => [...runs.values()].map((r) => clone(r.head)),
-    messages: (runId) => clone(runs.get(runId)?.messages ?? []),
-    mutations: (runId) => clone([...(runs.get(runId)?.mutations.values() ?? [])].sort((a, b) => (a.callId < b.callId ? -1 : 1))),
-    commit(c) {
+    definitionBodyOf: async (identity) => defs.get(`${identity.id}\u0000${identity.version}`),
+    get: async (runId) => (runs.has(runId) ? clone(runs.get(runId)!.head) : undefined),
+    list: async () => [...runs.values()].map((r) => clone(r.head)),
+    messages: async (runId) => clone(runs.get(runId)?.messages ?? []),
+    mutations: async (runId) => clone([...(runs.get(runId)?.mutations.values() ?? [])].sort((a, b) => (a.callId < b.callId ? -1 : 1))),
+    async commit(c) {
       if (c.events.length === 0) throw emptyCommit();
       const existing = runs.get(c.head.runId);
       const found = existing?.head.lastSequence;
@@ -51,20 +51,20 @@ export function memoryRunStore(): RunStore {
       for (const l of listeners) l(c.head.runId);
       return clone(events);
     },
-    readEvents: (runId, after, limit) => clone((runs.get(runId)?.events ?? []).filter((e) => e.sequence > after).slice(0, limit)),
-    insertImported(head, messages, definition, body) {
+    readEvents: async (runId, after, limit) => clone((runs.get(runId)?.events ?? []).filter((e) => e.sequence > after).slice(0, limit)),
+    async insertImported(head, messages, definition, body) {
       if (runs.has(head.runId)) throw sequenceConflict(head.runId, 0, runs.get(head.runId)!.head.lastSequence);
       putDefinition(definition, body);
       const at = new Date().toISOString();
       runs.set(head.runId, { head: clone({ ...head, createdAt: at, updatedAt: at }), messages: clone([...messages]), mutations: new Map(), events: [] });
       for (const l of listeners) l(head.runId);
     },
-    rootId: () => rootId,
-    requestSuspend(runId) {
+    rootId: async () => rootId,
+    async requestSuspend(runId) {
       suspendRequests.add(runId);
       for (const l of listeners) l(runId);
     },
-    suspendRequested: (runId) => suspendRequests.has(runId),
+    suspendRequested: async (runId) => suspendRequests.has(runId),
     onCommit(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

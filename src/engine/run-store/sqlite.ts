@@ -8,7 +8,7 @@ import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
 import { definitionBody, parseAgentDefinition, type AgentDefinition } from '../agent.js';
 import type { RunEvent } from '../events.js';
 import type { MutationRecord, RunCommit, RunHead, RunStore } from './contract.js';
-import { definitionConflict, emptyCommit, sequenceConflict } from './errors.js';
+import { committed, definitionConflict, emptyCommit, sequenceConflict } from './errors.js';
 
 const MIGRATIONS = [
   `CREATE TABLE definitions (id TEXT NOT NULL, version TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (id, version)) WITHOUT ROWID;
@@ -141,11 +141,9 @@ function insertEvents(q: Statements, events: readonly RunEvent[]): void {
 function commitTransaction(db: SqliteDatabase, q: Statements) {
   return db.transaction((c: RunCommit): RunEvent[] => {
     const runId = c.head.runId;
-    const at = new Date().toISOString();
-    const last = c.expectedSequence + c.events.length;
-    const isNew = c.expectedSequence === 0;
-    const head: RunHead = { ...c.head, lastSequence: last, updatedAt: at, createdAt: isNew ? at : c.head.createdAt };
-    const headJson = JSON.stringify(head);
+    const { isNew, head, headJson, events } = committed(c, new Date().toISOString());
+    const last = head.lastSequence;
+    const at = head.updatedAt;
     const moved = isNew ? q.startRun.run(runId, head.lifecycle, last, at, headJson) : q.updateRun.run(head.lifecycle, last, headJson, runId, c.expectedSequence);
     if (moved.changes !== 1) {
       const current = q.lastSeq.get(runId) as { last_sequence: number } | undefined;
@@ -153,7 +151,6 @@ function commitTransaction(db: SqliteDatabase, q: Statements) {
     }
     for (const m of c.messages ?? []) q.upsertMessage.run(runId, m.index, JSON.stringify(m.message));
     for (const m of c.mutations ?? []) q.upsertMutation.run(m.runId, m.callId, JSON.stringify(m));
-    const events: RunEvent[] = c.events.map((e, i) => ({ runId, sequence: c.expectedSequence + 1 + i, type: e.type, data: e.data, at }));
     insertEvents(q, events);
     if (c.clearSuspendRequest) q.clearSuspend.run(runId);
     return events;
@@ -170,34 +167,34 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
   const commitTx = commitTransaction(db, q);
 
   return {
-    putDefinition: (def) => putDefinition(def),
-    getDefinition(identity: DefinitionIdentity) {
+    putDefinition: async (def) => putDefinition(def),
+    async getDefinition(identity: DefinitionIdentity) {
       const row = q.getDef.get(identity.id, identity.version) as { body: string } | undefined;
       return row ? parseAgentDefinition(JSON.parse(row.body)) : undefined;
     },
-    definitionBodyOf(identity: DefinitionIdentity) {
+    async definitionBodyOf(identity: DefinitionIdentity) {
       return (q.getDef.get(identity.id, identity.version) as { body: string } | undefined)?.body;
     },
-    get(runId) {
+    async get(runId) {
       const row = q.getRun.get(runId) as { head: string } | undefined;
       return row ? (JSON.parse(row.head) as RunHead) : undefined;
     },
-    list() {
+    async list() {
       return (q.listRuns.all() as Array<{ head: string }>).map((r) => JSON.parse(r.head) as RunHead);
     },
-    messages(runId) {
+    async messages(runId) {
       return (q.messages.all(runId) as Array<{ body: string }>).map((r) => JSON.parse(r.body) as Message);
     },
-    mutations(runId) {
+    async mutations(runId) {
       return (q.mutations.all(runId) as Array<{ body: string }>).map((r) => JSON.parse(r.body) as MutationRecord);
     },
-    commit(c) {
+    async commit(c) {
       if (c.events.length === 0) throw emptyCommit();
       const events = commitTx.immediate(c);
       for (const l of listeners) l(c.head.runId);
       return events;
     },
-    readEvents(runId, afterSequence, limit) {
+    async readEvents(runId, afterSequence, limit) {
       return (q.readEvents.all(runId, afterSequence, limit) as EventRow[]).map((r) => ({
         runId: r.run_id,
         sequence: r.sequence,
@@ -206,22 +203,22 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
         data: JSON.parse(r.data) as RunEvent['data'],
       }));
     },
-    insertImported(head, messages, definition, body) {
+    async insertImported(head, messages, definition, body) {
       importTx.immediate(head, messages, definition, body);
       for (const l of listeners) l(head.runId);
     },
-    rootId() {
+    async rootId() {
       // Minted once (INSERT OR IGNORE keeps a racing process's id); a root that has one is only read.
       const known = q.getMeta.get('root_id') as { value: string } | undefined;
       if (known) return known.value;
       q.putMeta.run('root_id', `root_${randomBytes(12).toString('hex')}`);
       return (q.getMeta.get('root_id') as { value: string }).value;
     },
-    requestSuspend(runId) {
+    async requestSuspend(runId) {
       q.requestSuspend.run(runId);
       for (const l of listeners) l(runId);
     },
-    suspendRequested(runId) {
+    async suspendRequested(runId) {
       return q.suspendRequested.get(runId) !== undefined;
     },
     onCommit(listener) {

@@ -129,7 +129,15 @@ async function update(q: PgQuery, w: Extract<EffectWrite, { op: 'update_effect' 
 }
 
 /** The effect port over `db` (the pool is not its own: `close()` ends the port, not the pool). */
-export function openPgEffectPort(db: PgDatabase): EffectPort {
+export interface PgEffectPortOptions {
+  /**
+   * Run first inside every write's transaction (a cluster's run fence: the writer still holds the
+   * effect's run at its epoch); a typed refusal it raises refuses the write and passes through.
+   */
+  readonly fence?: (q: PgQuery, write: EffectWrite) => Promise<unknown>;
+}
+
+export function openPgEffectPort(db: PgDatabase, options: PgEffectPortOptions = {}): EffectPort {
   const base = openPgPort(db, 'effect', EFFECT_PG_MIGRATIONS, 'effect');
 
   const port = {
@@ -161,7 +169,11 @@ export function openPgEffectPort(db: PgDatabase): EffectPort {
       base.read(async (q) =>
         (await q<Record<keyof HistoryRow, unknown>>(`SELECT ${HISTORY_COLUMNS} FROM effect_history WHERE operation_id = $1 ORDER BY seq`, [operationId])).map(decodeTransition),
       ),
-    commit: (write) => base.commit((q) => (write.op === 'create_effect' ? create(q, write) : update(q, write))),
+    commit: (write) =>
+      base.commit(async (q) => {
+        await options.fence?.(q, write);
+        return write.op === 'create_effect' ? create(q, write) : update(q, write);
+      }),
     close: () => base.close(),
   } satisfies EffectPort;
   return port;

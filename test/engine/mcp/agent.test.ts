@@ -56,9 +56,8 @@ const agent = (servers: readonly McpServerDeclaration[], dir: string): AgentDefi
     ],
   });
 
-const toolResults = (engine: Engine, runId: string) =>
-  engine
-    .messages(runId)
+const toolResults = async (engine: Engine, runId: string) =>
+  (await engine.messages(runId))
     .filter((m) => m.role === 'tool')
     .map((m) => m.parts[0]!)
     .map((p) => (p.type === 'tool_result' ? [p.toolName, p.status, p.resultJson] : []));
@@ -73,14 +72,14 @@ describe('MCP servers declared by an agent', () => {
     const started = await a.start(def, { runId: 'run-mcp', suspendAfterTurns: 1 });
 
     expect(started).toMatchObject({ status: 'suspended', completed_turns: 1 });
-    const results = toolResults(a, 'run-mcp');
+    const results = await toolResults(a, 'run-mcp');
     expect(results.map((r) => r.slice(0, 2))).toEqual([
       ['everything.echo', 'ok'],
       ['fs.write_file', 'ok'],
     ]);
     expect(results[0]![2]).toContain('hello over stdio');
     expect(readFileSync(join(dir, 'note.txt'), 'utf8')).toBe('written once');
-    const signed = a.exportEnvelope('run-mcp');
+    const signed = await a.exportEnvelope('run-mcp');
     const names = signed.state.planIdentity.components.map((c) => c.name);
     expect(names).toEqual(expect.arrayContaining(['everything.echo', 'everything.get-sum', 'fs.write_file', 'math.add']));
     expect(signed.state.planIdentity.toolPlanId).toMatch(/^loopx\.builtin\.v1\+mcp\.[0-9a-f]{16}$/);
@@ -90,7 +89,7 @@ describe('MCP servers declared by an agent', () => {
     const resumed = await b.resume('run-mcp');
 
     expect(resumed).toMatchObject({ status: 'completed', completed_turns: 3 });
-    const moved = toolResults(b, 'run-mcp');
+    const moved = await toolResults(b, 'run-mcp');
     expect(moved.at(-1)!.slice(0, 2)).toEqual(['everything.get-sum', 'ok']);
     expect(moved.at(-1)![2]).toContain('42');
     const tail: RunEvent[] = [];
@@ -120,7 +119,7 @@ describe('MCP servers declared by an agent', () => {
     const a = open('a');
     const def = agent([everything([ECHO, GET_SUM]), filesystem(dir, [WRITE_FILE])], dir);
     await a.start(def, { runId: 'run-pinned', suspendAfterTurns: 1 });
-    const signed = a.exportEnvelope('run-pinned');
+    const signed = await a.exportEnvelope('run-pinned');
     // Same id and version, another schema — and a command that cannot start: had anything been
     // launched, the refusal would be the launch's.
     const changedSum = { ...GET_SUM, input_schema: { ...GET_SUM.input_schema, required: ['a'] } };

@@ -27,7 +27,7 @@ describe('MCP tools in a run', () => {
     const engine = openTestEngine('memory', localApp(session.tools));
     const view = await engine.start(scriptedAgent([{ toolCalls: [call('rec.record', { note: 'hello' })] }, { text: 'done' }]), { runId: 'run-mcp' });
     expect(view.status).toBe('completed');
-    const [m] = engine.mutations('run-mcp');
+    const [m] = await engine.mutations('run-mcp');
     expect(m).toMatchObject({ callId: 'run-mcp/t1/k0', toolName: 'rec.record', state: 'committed' });
     expect(JSON.parse(m!.resultJson!)).toEqual({ content: [{ type: 'text', text: 'hello' }], structured_content: { meta: { 'loopx/idempotency_key': 'idem:run-mcp:t1:k0' } } });
   });
@@ -57,8 +57,8 @@ describe('MCP tools in a run', () => {
     const view = await running;
 
     expect(view).toMatchObject({ status: 'active', waiting_for: { kind: 'resolution', call_ids: ['run-kill/t1/k0'] } });
-    expect(engine.mutations('run-kill')).toMatchObject([{ state: 'uncertain' }]);
-    const result = engine.messages('run-kill').find((msg) => msg.role === 'tool')!.parts[0] as ToolResultPart;
+    expect(await engine.mutations('run-kill')).toMatchObject([{ state: 'uncertain' }]);
+    const result = (await engine.messages('run-kill')).find((msg) => msg.role === 'tool')!.parts[0] as ToolResultPart;
     expect(result.status).toBe('mutation_uncertain');
     expect(await engine.resume('run-kill')).toEqual(view);
     expect(calls).toBe(1);

@@ -60,7 +60,7 @@ describe('an MCP tool plan', () => {
     const agent = scriptedAgent([{ toolCalls: [call('everything.get-sum', { a: 1, b: 2 })] }, { text: 'done' }], { toolPlan: 'mcp.plan' });
     const view = await engine.start(agent, { runId: 'run-refused' });
     expect(view.status).toBe('completed');
-    const [m] = engine.mutations('run-refused');
+    const [m] = await engine.mutations('run-refused');
     expect(m).toMatchObject({ state: 'failed' });
     expect(JSON.parse(m!.resultJson!)).toMatchObject({ error: 'mcp_tool_contract_changed' });
   });

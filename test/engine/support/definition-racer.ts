@@ -15,7 +15,7 @@ for (let round = 0; round < rounds; round++) {
   Atomics.add(gate, 0, 1);
   while (Atomics.load(gate, 0) < (round + 1) * racers) Atomics.wait(gate, 1, 0, 1);
   try {
-    store.putDefinition({ id: 'race.agent', version: `1.0.${round}`, model: { provider: 'scripted', modelId: 'scripted-v1' }, turnLimit: 1, toolPlan: 'loopx.builtin.v1' });
+    await store.putDefinition({ id: 'race.agent', version: `1.0.${round}`, model: { provider: 'scripted', modelId: 'scripted-v1' }, turnLimit: 1, toolPlan: 'loopx.builtin.v1' });
   } catch (e) {
     failures.push(String((e as Error).message));
   }

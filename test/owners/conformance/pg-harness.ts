@@ -16,6 +16,7 @@ export const gated = (db: PgDatabase, ready: Promise<unknown>): PgDatabase => ({
   autocommit: async (sql, params, name) => (await ready, db.autocommit(sql, params, name)),
   transaction: async (body, options) => (await ready, db.transaction(body, options)),
   serverIdentity: async () => (await ready, db.serverIdentity()),
+  listen: async (channel, onNotify) => (await ready, db.listen(channel, onNotify)),
   close: () => db.close(),
 });
 

@@ -54,12 +54,12 @@ const statuses = (rs: readonly CommitResult[]) => rs.map((r) => (r.status === 'c
 describePg('effect port on PostgreSQL: preconditions in the database, commit-point ambiguity', () => {
   it('two pools committing the same create, then the same update, of one effect at once: exactly one applies each time, the other is a conflict', async () => {
     const db = await pg.database();
-    const [a, b] = meetingInTransaction([pg.pool(db.schema), pg.pool(db.schema)]).map(openPgEffectPort) as [
+    const [a, b] = meetingInTransaction([pg.pool(db.schema), pg.pool(db.schema)]).map((p) => openPgEffectPort(p)) as [
       ReturnType<typeof openPgEffectPort>,
       ReturnType<typeof openPgEffectPort>,
     ];
     expect(statuses(await Promise.all([a.commit(CREATE), b.commit(CREATE)]))).toEqual(['applied', 'conflict:exists']);
-    const [c, d] = meetingInTransaction([pg.pool(db.schema), pg.pool(db.schema)]).map(openPgEffectPort) as [typeof a, typeof a];
+    const [c, d] = meetingInTransaction([pg.pool(db.schema), pg.pool(db.schema)]).map((p) => openPgEffectPort(p)) as [typeof a, typeof a];
     expect(statuses(await Promise.all([c.commit(DISPATCH), d.commit(DISPATCH)]))).toEqual(['applied', 'conflict:changed']);
     expect(await a.listEffects()).toEqual([DISPATCHED]);
     expect((await a.listHistory('op-1')).map((t) => t.seq)).toEqual([1, 2]);

@@ -85,6 +85,7 @@ function commitPointFaults(db: PgDatabase, killer: PgDatabase): { db: PgDatabase
     query: (sql, params) => db.query(sql, params),
     transaction: (body, options) => db.transaction(body, options),
     serverIdentity: () => db.serverIdentity(),
+    listen: (channel, onNotify) => db.listen(channel, onNotify),
     close: () => db.close(),
     async autocommit(sql, params, name) {
       const fault = armed;

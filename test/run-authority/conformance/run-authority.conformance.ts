@@ -20,7 +20,7 @@ import { inspect } from 'node:util';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { exitCodeOf, type LoopxError } from '../../../src/core/index.js';
 import { rootDirectoryIdentity, type ClaimInput, type LifetimeSupersessionRequest, type RunAuthority, type RunRecord } from '../../../src/run-authority/index.js';
-import { asyncCodeOf, codeOf, errorOf, ginst, record, supersession, turns } from '../support.js';
+import { asyncCodeOf, asyncErrorOf, codeOf, ginst, record, supersession, turns } from '../support.js';
 
 const OLD = ginst('a');
 const NEW = ginst('b');
@@ -251,41 +251,47 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
     describe('run leases', () => {
       it('a second acquireRun of a leased run is undefined (two engines sharing the authority contend); other runs are free; after release it is acquirable again', async () => {
         const a = await make();
-        const first = a.acquireRun('run-1');
+        const first = await a.acquireRun('run-1');
         expect(first).toMatchObject({ runId: 'run-1', released: false });
-        expect(a.acquireRun('run-1')).toBeUndefined();
-        expect(a.acquireRun('run-1')).toBeUndefined(); // refusing neither steals nor breaks it
-        const run2 = a.acquireRun('run-2');
+        expect(await a.acquireRun('run-1')).toBeUndefined();
+        expect(await a.acquireRun('run-1')).toBeUndefined(); // refusing neither steals nor breaks it
+        const run2 = await a.acquireRun('run-2');
         expect(run2).toBeDefined();
-        first!.release();
-        first!.release(); // idempotent
+        await first!.release();
+        await first!.release(); // idempotent
         expect(first!.released).toBe(true);
-        const again = a.acquireRun('run-1');
+        const again = await a.acquireRun('run-1');
         expect(again).toBeDefined();
         expect(a.outstandingLeases).toBe(2);
-        again!.release();
-        run2!.release();
+        await again!.release();
+        await run2!.release();
+        expect(a.outstandingLeases).toBe(0);
+      });
+
+      it('of two concurrent acquireRun calls for one free run exactly one gets the lease', async () => {
+        const a = await make();
+        const leases = await Promise.all([a.acquireRun('run-1'), a.acquireRun('run-1')]);
+        expect(leases.filter((l) => l !== undefined)).toHaveLength(1);
+        expect(a.outstandingLeases).toBe(1);
+        for (const l of leases) await l?.release();
         expect(a.outstandingLeases).toBe(0);
       });
 
       it('an import lease does not hold the run lease: an importer takes both, import lock first', async () => {
         const a = await make();
         const imp = await a.beginImport('run-1');
-        const lease = a.acquireRun('run-1');
+        const lease = await a.acquireRun('run-1');
         expect(lease).toBeDefined();
-        lease!.release();
-        imp.release();
+        await lease!.release();
+        await imp.release();
       });
 
       it('run ids that are not single safe names are refused with run_id_invalid; reading one is not found', async () => {
         const a = await make();
         for (const bad of ['../../escape', '', 'a.b', 'x'.repeat(129)]) {
-          expect(
-            codeOf(() => a.acquireRun(bad)),
-            bad,
-          ).toBe('run_id_invalid');
+          expect(await asyncCodeOf(a.acquireRun(bad)), bad).toBe('run_id_invalid');
           expect(await asyncCodeOf(a.beginImport(bad)), bad).toBe('run_id_invalid');
-          expect(a.readRecord(bad), bad).toBeUndefined();
+          expect(await a.readRecord(bad), bad).toBeUndefined();
         }
       });
     });
@@ -294,24 +300,24 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
       it("writeRecord needs the live lease of that run: released, another run's, another authority's or a forged lease are refused with authority_lease_required and nothing is written", async () => {
         const a = await make();
         const other = await make();
-        const released = a.acquireRun('run-1')!;
-        released.release();
-        const run2 = a.acquireRun('run-2')!;
-        const foreign = other.acquireRun('run-1')!;
-        const forged = { runId: 'run-1', released: false, release: () => undefined };
+        const released = (await a.acquireRun('run-1'))!;
+        await released.release();
+        const run2 = (await a.acquireRun('run-2'))!;
+        const foreign = (await other.acquireRun('run-1'))!;
+        const forged = { runId: 'run-1', released: false, release: async () => undefined };
         for (const lease of [released, run2, foreign, forged]) {
-          expect(codeOf(() => a.writeRecord(lease, record('run-1')))).toBe('authority_lease_required');
+          expect(await asyncCodeOf(a.writeRecord(lease, record('run-1')))).toBe('authority_lease_required');
         }
-        expect(a.readRecord('run-1')).toBeUndefined();
-        expect(other.readRecord('run-1')).toBeUndefined();
-        run2.release();
-        foreign.release();
+        expect(await a.readRecord('run-1')).toBeUndefined();
+        expect(await other.readRecord('run-1')).toBeUndefined();
+        await run2.release();
+        await foreign.release();
       });
 
       it('a record is not found before it is written, round-trips exactly (minimal and full), and the last write wins', async () => {
         const a = await make();
-        expect(a.readRecord('run-1')).toBeUndefined();
-        const lease = a.acquireRun('run-1')!;
+        expect(await a.readRecord('run-1')).toBeUndefined();
+        const lease = (await a.acquireRun('run-1'))!;
         const minimal = record('run-1');
         const full = record('run-1', {
           state: 'SUSPENDED',
@@ -322,36 +328,36 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
           claimGeneration: 4,
           lastSequence: 41,
         });
-        a.writeRecord(lease, minimal);
-        expect(a.readRecord('run-1')).toStrictEqual(minimal);
-        a.writeRecord(lease, full);
-        expect(a.readRecord('run-1')).toStrictEqual(full);
-        lease.release();
+        await a.writeRecord(lease, minimal);
+        expect(await a.readRecord('run-1')).toStrictEqual(minimal);
+        await a.writeRecord(lease, full);
+        expect(await a.readRecord('run-1')).toStrictEqual(full);
+        await lease.release();
         // A record outlives its lease, and the next lease may replace it.
-        expect(a.readRecord('run-1')).toStrictEqual(full);
-        const next = a.acquireRun('run-1')!;
+        expect(await a.readRecord('run-1')).toStrictEqual(full);
+        const next = (await a.acquireRun('run-1'))!;
         const terminal = record('run-1', { state: 'TERMINAL', transitionGeneration: 5 });
-        a.writeRecord(next, terminal);
-        expect(a.readRecord('run-1')).toStrictEqual(terminal);
-        next.release();
+        await a.writeRecord(next, terminal);
+        expect(await a.readRecord('run-1')).toStrictEqual(terminal);
+        await next.release();
       });
 
       it('a record keeps only the contract fields: absent optional fields stay absent, other properties are not stored', async () => {
         const a = await make();
-        const lease = a.acquireRun('run-1')!;
+        const lease = (await a.acquireRun('run-1'))!;
         const sloppy = { ...record('run-1', { payloadSha256: undefined, lastSequence: 3 }), extra: 'not a record field' } as RunRecord;
-        a.writeRecord(lease, sloppy);
-        expect(a.readRecord('run-1')).toStrictEqual(record('run-1', { lastSequence: 3 }));
-        lease.release();
+        await a.writeRecord(lease, sloppy);
+        expect(await a.readRecord('run-1')).toStrictEqual(record('run-1', { lastSequence: 3 }));
+        await lease.release();
       });
 
       it('records of one authority are invisible to another', async () => {
         const a = await make();
         const b = await make();
-        const lease = a.acquireRun('run-1')!;
-        a.writeRecord(lease, record('run-1'));
-        expect(b.readRecord('run-1')).toBeUndefined();
-        lease.release();
+        const lease = (await a.acquireRun('run-1'))!;
+        await a.writeRecord(lease, record('run-1'));
+        expect(await b.readRecord('run-1')).toBeUndefined();
+        await lease.release();
       });
     });
 
@@ -364,11 +370,11 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         const other = await a.beginImport('run-2');
         await turns();
         expect(second).toBeUndefined();
-        first.release();
+        await first.release();
         await waiting;
         expect(second).toMatchObject({ runId: 'run-1' });
-        second!.release();
-        other.release();
+        await second!.release();
+        await other.release();
         expect(a.outstandingLeases).toBe(0);
       });
 
@@ -378,9 +384,9 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         const busy = await a.beginImport('run-1').catch((e: unknown) => e);
         expect(busy).toMatchObject({ code: 'import_busy', kind: 'conflict', nextAction: 'run the same import again once the other one has finished' });
         expect(a.outstandingLeases).toBe(1);
-        first.release();
+        await first.release();
         const again = await a.beginImport('run-1');
-        again.release();
+        await again.release();
       });
 
       it('a waiting importer is new work: shutdown ends its wait with authority_shutting_down while the drain waits for the held lease', async () => {
@@ -392,7 +398,7 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         const closing = a.close().then(() => (closed = true));
         expect(await waiting).toBe('authority_shutting_down');
         expect(closed).toBe(false);
-        first.release();
+        await first.release();
         await closing;
         expect(closed).toBe(true);
       });
@@ -403,118 +409,106 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         const a = await make();
         const root = rootDir();
         const copy = rootDir();
-        expect(codeOf(() => a.bindRoot('root_a', rootDirectoryIdentity(root)))).toBeUndefined();
-        expect(codeOf(() => a.bindRoot('root_a', rootDirectoryIdentity(root)))).toBeUndefined();
-        expect(codeOf(() => a.bindRoot('root_a', rootDirectoryIdentity(copy)))).toBe('root_is_copy');
+        expect(await asyncCodeOf(a.bindRoot('root_a', rootDirectoryIdentity(root)))).toBeUndefined();
+        expect(await asyncCodeOf(a.bindRoot('root_a', rootDirectoryIdentity(root)))).toBeUndefined();
+        expect(await asyncCodeOf(a.bindRoot('root_a', rootDirectoryIdentity(copy)))).toBe('root_is_copy');
         // The copy is a root of its own under another id.
-        expect(codeOf(() => a.bindRoot('root_b', rootDirectoryIdentity(copy)))).toBeUndefined();
-        expect(a.rebindRoot('root_a', rootDirectoryIdentity(root))).toBe('unchanged');
+        expect(await asyncCodeOf(a.bindRoot('root_b', rootDirectoryIdentity(copy)))).toBeUndefined();
+        expect(await a.rebindRoot('root_a', rootDirectoryIdentity(root))).toBe('unchanged');
       });
 
       it('a root moved on one file system keeps its identity (the binding follows its path)', async () => {
         const a = await make();
         const root = rootDir();
-        a.bindRoot('root_a', rootDirectoryIdentity(root));
+        await a.bindRoot('root_a', rootDirectoryIdentity(root));
         const moved = `${root}.moved`;
         renameSync(root, moved);
         dirs.push(moved);
-        expect(codeOf(() => a.bindRoot('root_a', rootDirectoryIdentity(moved)))).toBeUndefined();
-        expect(a.rebindRoot('root_a', rootDirectoryIdentity(moved))).toBe('unchanged');
+        expect(await asyncCodeOf(a.bindRoot('root_a', rootDirectoryIdentity(moved)))).toBeUndefined();
+        expect(await a.rebindRoot('root_a', rootDirectoryIdentity(moved))).toBe('unchanged');
       });
 
       it('an inode number alone is no identity: another device at the bound path is root_binding_moved, elsewhere root_is_copy', async () => {
         const a = await make();
         const root = rootDir();
         const bound = rootDirectoryIdentity(root);
-        a.bindRoot('root_a', bound);
+        await a.bindRoot('root_a', bound);
         const otherDevice = { ...bound, dev: `${bound.dev}1` };
-        expect(codeOf(() => a.bindRoot('root_a', otherDevice))).toBe('root_binding_moved');
-        expect(codeOf(() => a.bindRoot('root_a', { ...otherDevice, path: rootDir() }))).toBe('root_is_copy');
+        expect(await asyncCodeOf(a.bindRoot('root_a', otherDevice))).toBe('root_binding_moved');
+        expect(await asyncCodeOf(a.bindRoot('root_a', { ...otherDevice, path: rootDir() }))).toBe('root_is_copy');
       });
 
       it('a root id with recorded runs and no binding is root_binding_required for every directory until the operator binds one', async () => {
         const a = await make();
         const original = rootDir();
         const copy = rootDir();
-        const lease = a.acquireRun('run-1')!;
-        a.writeRecord(lease, record('run-1', { ownerRoot: 'root_old' }));
-        lease.release();
+        const lease = (await a.acquireRun('run-1'))!;
+        await a.writeRecord(lease, record('run-1', { ownerRoot: 'root_old' }));
+        await lease.release();
         for (const d of [copy, original]) {
-          const e = (() => {
-            try {
-              a.bindRoot('root_old', rootDirectoryIdentity(d));
-            } catch (err) {
-              return err;
-            }
-          })();
+          const e = await asyncErrorOf(a.bindRoot('root_old', rootDirectoryIdentity(d)));
           expect(e).toMatchObject({ code: 'root_binding_required', kind: 'rejected' });
         }
-        expect(a.rebindRoot('root_old', rootDirectoryIdentity(original))).toBe('bound');
-        expect(codeOf(() => a.bindRoot('root_old', rootDirectoryIdentity(original)))).toBeUndefined();
-        expect(codeOf(() => a.bindRoot('root_old', rootDirectoryIdentity(copy)))).toBe('root_is_copy');
+        expect(await a.rebindRoot('root_old', rootDirectoryIdentity(original))).toBe('bound');
+        expect(await asyncCodeOf(a.bindRoot('root_old', rootDirectoryIdentity(original)))).toBeUndefined();
+        expect(await asyncCodeOf(a.bindRoot('root_old', rootDirectoryIdentity(copy)))).toBe('root_is_copy');
       });
 
       it('rebindRoot never lets a copy take the place of a live original (root_binding_original_present); once the original is gone it rebinds', async () => {
         const a = await make();
         const original = rootDir();
         const copy = rootDir();
-        a.bindRoot('root_a', rootDirectoryIdentity(original));
-        const refused = (() => {
-          try {
-            return a.rebindRoot('root_a', rootDirectoryIdentity(copy));
-          } catch (e) {
-            return e;
-          }
-        })();
+        await a.bindRoot('root_a', rootDirectoryIdentity(original));
+        const refused = await a.rebindRoot('root_a', rootDirectoryIdentity(copy)).catch((e: unknown) => e);
         expect(refused).toMatchObject({ code: 'root_binding_original_present', kind: 'conflict' });
-        expect(codeOf(() => a.bindRoot('root_a', rootDirectoryIdentity(copy)))).toBe('root_is_copy');
+        expect(await asyncCodeOf(a.bindRoot('root_a', rootDirectoryIdentity(copy)))).toBe('root_is_copy');
         rmSync(original, { recursive: true });
-        expect(a.rebindRoot('root_a', rootDirectoryIdentity(copy))).toBe('rebound');
-        expect(codeOf(() => a.bindRoot('root_a', rootDirectoryIdentity(copy)))).toBeUndefined();
-        expect(a.rebindRoot('root_b', rootDirectoryIdentity(copy))).toBe('bound');
+        expect(await a.rebindRoot('root_a', rootDirectoryIdentity(copy))).toBe('rebound');
+        expect(await asyncCodeOf(a.bindRoot('root_a', rootDirectoryIdentity(copy)))).toBeUndefined();
+        expect(await a.rebindRoot('root_b', rootDirectoryIdentity(copy))).toBe('bound');
       });
 
       it('a malformed root id is refused with root_id_invalid', async () => {
         const a = await make();
         const id = rootDirectoryIdentity(rootDir());
-        expect(codeOf(() => a.bindRoot('../x', id))).toBe('root_id_invalid');
-        expect(codeOf(() => a.rebindRoot('', id))).toBe('root_id_invalid');
+        expect(await asyncCodeOf(a.bindRoot('../x', id))).toBe('root_id_invalid');
+        expect(await asyncCodeOf(a.rebindRoot('', id))).toBe('root_id_invalid');
       });
     });
 
     describe('Goal lifetime supersessions', () => {
       it('an unknown lifetime is not superseded (undefined); a supersession reads back exactly, with the time the authority recorded it, and names no other lifetime', async () => {
         const a = await make();
-        expect(a.lifetimeSupersession(OLD)).toBeUndefined();
+        expect(await a.lifetimeSupersession(OLD)).toBeUndefined();
         const before = Date.now();
-        const { record: stored, replayed } = a.supersedeLifetime(supersession());
+        const { record: stored, replayed } = await a.supersedeLifetime(supersession());
         expect(replayed).toBe(false);
         expect(stored).toStrictEqual({ ...supersession(), recorded_at: stored.recorded_at });
         expect(new Date(stored.recorded_at).toISOString()).toBe(stored.recorded_at);
         expect(Date.parse(stored.recorded_at)).toBeGreaterThanOrEqual(before - 1);
-        expect(a.lifetimeSupersession(OLD)).toStrictEqual(stored);
+        expect(await a.lifetimeSupersession(OLD)).toStrictEqual(stored);
         // The successor, and any other lifetime, stays not superseded.
-        expect(a.lifetimeSupersession(NEW)).toBeUndefined();
-        expect(a.lifetimeSupersession(ginst('c'))).toBeUndefined();
+        expect(await a.lifetimeSupersession(NEW)).toBeUndefined();
+        expect(await a.lifetimeSupersession(ginst('c'))).toBeUndefined();
       });
 
       it('the same request again is a replay: the stored record (its first recorded_at), replayed: true, nothing changed', async () => {
         const a = await make();
-        const first = a.supersedeLifetime(supersession()).record;
+        const first = (await a.supersedeLifetime(supersession())).record;
         vi.useFakeTimers({ toFake: ['Date'] });
         try {
           vi.setSystemTime(Date.parse(first.recorded_at) + 86_400_000);
-          const again = a.supersedeLifetime({ ...supersession() });
+          const again = await a.supersedeLifetime({ ...supersession() });
           expect(again).toStrictEqual({ record: first, replayed: true });
         } finally {
           vi.useRealTimers();
         }
-        expect(a.lifetimeSupersession(OLD)).toStrictEqual(first);
+        expect(await a.lifetimeSupersession(OLD)).toStrictEqual(first);
       });
 
       it('any other request for a superseded lifetime is goal_lifetime_already_superseded (conflict, exit 4, one next action naming the recorded successor root) and changes nothing', async () => {
         const a = await make();
-        const stored = a.supersedeLifetime(supersession()).record;
+        const stored = (await a.supersedeLifetime(supersession())).record;
         const others: Array<[string, Partial<LifetimeSupersessionRequest>]> = [
           ['another successor', { successor_instance_id: ginst('c') }],
           ['another fence', { fence: 8 }],
@@ -524,26 +518,26 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
           ['another alias', { goal_id: 'goal-b' }],
         ];
         for (const [label, change] of others) {
-          const refused = errorOf(() => a.supersedeLifetime(supersession(change)));
+          const refused = await asyncErrorOf(a.supersedeLifetime(supersession(change)));
           expect(refused, label).toMatchObject({ code: 'goal_lifetime_already_superseded', kind: 'conflict' });
           expect(exitCodeOf(refused), label).toBe(4);
           expect((refused as LoopxError).nextAction, label).toContain(`root id ${stored.successor_root}`);
           expect((refused as LoopxError).details, label).toMatchObject({ goal_instance_id: OLD, successor_instance_id: NEW, successor_root: 'root_new' });
-          expect(a.lifetimeSupersession(OLD), label).toStrictEqual(stored);
+          expect(await a.lifetimeSupersession(OLD), label).toStrictEqual(stored);
         }
-        expect(a.lifetimeSupersession(ginst('c'))).toBeUndefined();
+        expect(await a.lifetimeSupersession(ginst('c'))).toBeUndefined();
         // Still the first request's: a replay, not a conflict.
-        expect(a.supersedeLifetime(supersession())).toStrictEqual({ record: stored, replayed: true });
+        expect(await a.supersedeLifetime(supersession())).toStrictEqual({ record: stored, replayed: true });
       });
 
       it('a successor can itself be superseded later (a recovery of the recovered Goal): each lifetime has its own record', async () => {
         const a = await make();
-        const first = a.supersedeLifetime(supersession()).record;
-        const second = a.supersedeLifetime(
-          supersession({ goal_instance_id: NEW, successor_instance_id: ginst('c'), fence: 9, recovery_id: 'e'.repeat(64), successor_root: 'root_third' }),
+        const first = (await a.supersedeLifetime(supersession())).record;
+        const second = (
+          await a.supersedeLifetime(supersession({ goal_instance_id: NEW, successor_instance_id: ginst('c'), fence: 9, recovery_id: 'e'.repeat(64), successor_root: 'root_third' }))
         ).record;
-        expect(a.lifetimeSupersession(OLD)).toStrictEqual(first);
-        expect(a.lifetimeSupersession(NEW)).toStrictEqual(second);
+        expect(await a.lifetimeSupersession(OLD)).toStrictEqual(first);
+        expect(await a.lifetimeSupersession(NEW)).toStrictEqual(second);
         expect(second.successor_instance_id).toBe(ginst('c'));
       });
 
@@ -577,36 +571,32 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
           ['an empty successor root', supersession({ successor_root: '' })],
         ];
         for (const [label, request] of cases) {
-          const refused = errorOf(() => a.supersedeLifetime(request as LifetimeSupersessionRequest));
+          const refused = await asyncErrorOf(a.supersedeLifetime(request as LifetimeSupersessionRequest));
           expect(refused, label).toMatchObject({ code: 'lifetime_supersession_invalid', kind: 'rejected' });
           expect(exitCodeOf(refused), label).toBe(3);
         }
-        expect(a.lifetimeSupersession(OLD)).toBeUndefined();
-        expect(a.lifetimeSupersession(NEW)).toBeUndefined();
-        for (const id of ['', 'ginst_x', OLD.toUpperCase(), '../etc/passwd'])
-          expect(
-            codeOf(() => a.lifetimeSupersession(id)),
-            id,
-          ).toBe('lifetime_supersession_invalid');
+        expect(await a.lifetimeSupersession(OLD)).toBeUndefined();
+        expect(await a.lifetimeSupersession(NEW)).toBeUndefined();
+        for (const id of ['', 'ginst_x', OLD.toUpperCase(), '../etc/passwd']) expect(await asyncCodeOf(a.lifetimeSupersession(id)), id).toBe('lifetime_supersession_invalid');
         // The valid request is still the first one.
-        expect(a.supersedeLifetime(supersession()).replayed).toBe(false);
+        expect((await a.supersedeLifetime(supersession())).replayed).toBe(false);
       });
 
       it('a returned record is a copy: changing it changes nothing stored', async () => {
         const a = await make();
-        const { record: stored } = a.supersedeLifetime(supersession());
+        const { record: stored } = await a.supersedeLifetime(supersession());
         (stored as { successor_root: string }).successor_root = 'root_forged';
-        (a.lifetimeSupersession(OLD) as { fence: number }).fence = 99;
-        expect(a.lifetimeSupersession(OLD)).toMatchObject({ successor_root: 'root_new', fence: 7 });
-        expect(a.supersedeLifetime(supersession()).replayed).toBe(true);
+        ((await a.lifetimeSupersession(OLD)) as { fence: number }).fence = 99;
+        expect(await a.lifetimeSupersession(OLD)).toMatchObject({ successor_root: 'root_new', fence: 7 });
+        expect((await a.supersedeLifetime(supersession())).replayed).toBe(true);
       });
 
       it('supersessions of one authority are invisible to another', async () => {
         const a = await make();
         const b = await make();
-        a.supersedeLifetime(supersession());
-        expect(b.lifetimeSupersession(OLD)).toBeUndefined();
-        expect(b.supersedeLifetime(supersession({ successor_instance_id: ginst('c') })).replayed).toBe(false);
+        await a.supersedeLifetime(supersession());
+        expect(await b.lifetimeSupersession(OLD)).toBeUndefined();
+        expect((await b.supersedeLifetime(supersession({ successor_instance_id: ginst('c') }))).replayed).toBe(false);
       });
     });
 
@@ -617,7 +607,7 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         const keys = a.keyBuffersForTest();
         expect(keys).toHaveLength(2);
         expect(keys.some(isZero)).toBe(false);
-        const lease = a.acquireRun('run-1')!;
+        const lease = (await a.acquireRun('run-1'))!;
         const root = rootDirectoryIdentity(rootDir());
 
         let closed = false;
@@ -626,69 +616,69 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         expect(closed).toBe(false);
         expect(a.outstandingLeases).toBe(1);
 
-        expect(codeOf(() => a.acquireRun('run-2'))).toBe('authority_shutting_down');
+        expect(await asyncCodeOf(a.acquireRun('run-2'))).toBe('authority_shutting_down');
         expect(await asyncCodeOf(a.beginImport('run-2'))).toBe('authority_shutting_down');
         expect(codeOf(() => a.rotate())).toBe('authority_shutting_down');
         expect(codeOf(() => a.retire(1))).toBe('authority_shutting_down');
-        expect(codeOf(() => a.bindRoot('root_a', root))).toBe('authority_shutting_down');
-        expect(codeOf(() => a.rebindRoot('root_a', root))).toBe('authority_shutting_down');
-        expect(codeOf(() => a.supersedeLifetime(supersession()))).toBe('authority_shutting_down');
-        expect(codeOf(() => a.lifetimeSupersession(supersession().goal_instance_id))).toBe('authority_shutting_down');
+        expect(await asyncCodeOf(a.bindRoot('root_a', root))).toBe('authority_shutting_down');
+        expect(await asyncCodeOf(a.rebindRoot('root_a', root))).toBe('authority_shutting_down');
+        expect(await asyncCodeOf(a.supersedeLifetime(supersession()))).toBe('authority_shutting_down');
+        expect(await asyncCodeOf(a.lifetimeSupersession(supersession().goal_instance_id))).toBe('authority_shutting_down');
 
         const rec = record('run-1', { state: 'SUSPENDED' });
-        a.writeRecord(lease, rec);
-        expect(a.readRecord('run-1')).toStrictEqual(rec);
+        await a.writeRecord(lease, rec);
+        expect(await a.readRecord('run-1')).toStrictEqual(rec);
         expect(keys.some(isZero)).toBe(false);
         await turns();
         expect(closed).toBe(false);
 
-        lease.release();
+        await lease.release();
         await closing;
         expect(closed).toBe(true);
         expect(keys.every(isZero)).toBe(true);
         expect(a.keyBuffersForTest().every(isZero)).toBe(true);
-        expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_closed');
+        expect(await asyncCodeOf(a.readRecord('run-1'))).toBe('authority_closed');
         expect(codeOf(() => a.claim(input({ keyGeneration: 2 })))).toBe('authority_closed');
         expect(codeOf(() => a.verifyClaim(a.scopeId, input(), new Uint8Array(32)))).toBe('authority_closed');
-        expect(codeOf(() => a.acquireRun('run-1'))).toBe('authority_shutting_down');
-        expect(codeOf(() => a.writeRecord(lease, rec))).toBe('authority_closed');
-        expect(codeOf(() => a.lifetimeSupersession(supersession().goal_instance_id))).toBe('authority_closed');
-        expect(codeOf(() => a.supersedeLifetime(supersession()))).toBe('authority_shutting_down');
+        expect(await asyncCodeOf(a.acquireRun('run-1'))).toBe('authority_shutting_down');
+        expect(await asyncCodeOf(a.writeRecord(lease, rec))).toBe('authority_closed');
+        expect(await asyncCodeOf(a.lifetimeSupersession(supersession().goal_instance_id))).toBe('authority_closed');
+        expect(await asyncCodeOf(a.supersedeLifetime(supersession()))).toBe('authority_shutting_down');
       });
 
       it('during the drain, claim, verifyClaim and readRecord of a run no outstanding lease covers are refused as new work; those of a leased run still answer', async () => {
         const a = await make();
-        const lease = a.acquireRun('run-1')!;
+        const lease = (await a.acquireRun('run-1'))!;
         const imp = await a.beginImport('run-3');
         const hmac = a.claim(input({ runId: 'run-1' }));
         const closing = a.close();
 
-        expect(codeOf(() => a.readRecord('run-2'))).toBe('authority_shutting_down');
+        expect(await asyncCodeOf(a.readRecord('run-2'))).toBe('authority_shutting_down');
         expect(codeOf(() => a.claim(input({ runId: 'run-2' })))).toBe('authority_shutting_down');
         expect(codeOf(() => a.verifyClaim(a.scopeId, input({ runId: 'run-2' }), hmac))).toBe('authority_shutting_down');
-        expect(a.readRecord('run-1')).toBeUndefined();
-        expect(a.readRecord('run-3')).toBeUndefined();
+        expect(await a.readRecord('run-1')).toBeUndefined();
+        expect(await a.readRecord('run-3')).toBeUndefined();
         expect(hex(a.claim(input({ runId: 'run-1' })))).toBe(hex(hmac));
         expect(a.verifyClaim(a.scopeId, input({ runId: 'run-1' }), hmac)).toBe(true);
         expect(a.verifyClaim(a.scopeId, input({ runId: 'run-3' }), hmac)).toBe(false);
 
-        lease.release();
-        imp.release();
+        await lease.release();
+        await imp.release();
         await closing;
-        expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_closed');
+        expect(await asyncCodeOf(a.readRecord('run-1'))).toBe('authority_closed');
       });
 
       it('with run and import leases outstanding, close resolves only after the last one is released', async () => {
         const a = await make();
-        const run = a.acquireRun('run-1')!;
+        const run = (await a.acquireRun('run-1'))!;
         const imp = await a.beginImport('run-1');
         let closed = false;
         const closing = a.close().then(() => (closed = true));
-        run.release();
+        await run.release();
         await turns();
         expect(closed).toBe(false);
         expect(a.keyBuffersForTest().some(isZero)).toBe(false);
-        imp.release();
+        await imp.release();
         await closing;
         expect(closed).toBe(true);
         expect(a.keyBuffersForTest().every(isZero)).toBe(true);
@@ -698,22 +688,22 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         const a = await make();
         await a.close();
         expect(a.keyBuffersForTest().every(isZero)).toBe(true);
-        expect(codeOf(() => a.acquireRun('run-1'))).toBe('authority_shutting_down');
+        expect(await asyncCodeOf(a.acquireRun('run-1'))).toBe('authority_shutting_down');
         expect(await asyncCodeOf(a.beginImport('run-1'))).toBe('authority_shutting_down');
-        expect(codeOf(() => a.readRecord('run-1'))).toBe('authority_closed');
+        expect(await asyncCodeOf(a.readRecord('run-1'))).toBe('authority_closed');
         expect(await asyncCodeOf(a.close())).toBeUndefined();
       });
 
       it('a second close() during the drain also waits for the drain (it does not report closed early)', async () => {
         const a = await make();
-        const lease = a.acquireRun('run-1')!;
+        const lease = (await a.acquireRun('run-1'))!;
         const first = a.close();
         let secondDone = false;
         const second = a.close().then(() => (secondDone = true));
         await turns();
         const secondResolvedDuringDrain = secondDone;
         const keysZeroedThen = a.keyBuffersForTest().every(isZero);
-        lease.release();
+        await lease.release();
         await Promise.all([first, second]);
         expect(secondResolvedDuringDrain, 'the second close() resolved while a lease was outstanding').toBe(false);
         expect(keysZeroedThen).toBe(false);

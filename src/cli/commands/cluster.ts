@@ -1,0 +1,73 @@
+/**
+ * `loopx cluster init|submit|status|drain --cluster env:NAME` — a cluster of daemons sharing one
+ * PostgreSQL schema (docs/cluster.md): its tables, the runs it drives, who drives what, and the
+ * planned handoff of a daemon's runs to the others. The database URL is given by reference and
+ * never stored; `--cluster-schema` names the schema (default loopx_cluster).
+ */
+import type { Command } from 'commander';
+import { InvalidArgumentError } from 'commander';
+import { clusterStatus, DEFAULT_CLUSTER_SCHEMA, drainClusterInstance, initCluster, loadAgentFile, submitClusterRun, type ClusterAccess } from '../../runtime/index.js';
+import { emit, type GlobalOptions } from '../context.js';
+
+interface ClusterFlags {
+  cluster: string;
+  clusterSchema?: string;
+}
+
+const accessOf = (o: ClusterFlags): ClusterAccess => ({ cluster: o.cluster, ...(o.clusterSchema !== undefined ? { schema: o.clusterSchema } : {}) });
+
+const withClusterFlags = (c: Command): Command =>
+  c
+    .requiredOption('--cluster <env:NAME>', 'the database URL of the cluster, by reference: the environment variable that holds it')
+    .option('--cluster-schema <name>', `the cluster's schema (default ${DEFAULT_CLUSTER_SCHEMA})`);
+
+const positive = (value: string): number => {
+  if (!/^[1-9]\d{0,8}$/.test(value)) throw new InvalidArgumentError('expected a whole number ≥ 1');
+  return Number(value);
+};
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  const cluster = program.command('cluster').description('daemons on several hosts sharing one PostgreSQL schema, handing runs to each other');
+  withClusterFlags(cluster.command('init').description("create or migrate the cluster's schema: runs, run authority, effects and the daemons' tables")).action(
+    async (o: ClusterFlags) => {
+      const g = globals();
+      emit(g, await initCluster(accessOf(o)), (d, out) => {
+        out.line(`cluster schema ${d.schema}:`);
+        for (const c of d.components) out.line(`  ${c.component}: ${c.from === c.to ? `at version ${c.to}` : `version ${c.from} → ${c.to}`}`);
+      });
+    },
+  );
+  withClusterFlags(cluster.command('submit').description('a run for the cluster: the first free daemon starts it'))
+    .requiredOption('--agent <file>', 'the agent file (its tool plan must be loopx.cluster.v1)')
+    .option('--input <text>', 'the first user message')
+    .option('--run-id <id>', 'the run id (default: a new one)')
+    .action(async (o: ClusterFlags & { agent: string; input?: string; runId?: string }) => {
+      const g = globals();
+      const agent = loadAgentFile(o.agent);
+      const r = await submitClusterRun(accessOf(o), agent, { ...(o.input !== undefined ? { input: o.input } : {}), ...(o.runId !== undefined ? { runId: o.runId } : {}) });
+      emit(g, r, (d, out) => {
+        out.line(`submitted run ${d.run_id}`);
+        out.line(`follow it: loopx cluster status --cluster ${o.cluster}`);
+      });
+    });
+  withClusterFlags(cluster.command('status').description('the daemons, their live leases and the runs they drive')).action(async (o: ClusterFlags) => {
+    const g = globals();
+    emit(g, await clusterStatus(accessOf(o)), (d, out) => {
+      out.line(`cluster schema ${d.schema}: ${d.instances.filter((i) => i.live).length} live daemon(s)`);
+      for (const i of d.instances) out.line(`  ${i.instance_id} on ${i.host} (pid ${i.pid}): ${i.live ? i.state : 'gone'}, driving ${i.driving}`);
+      for (const r of d.runs)
+        out.line(
+          `  run ${r.run_id}: ${r.lifecycle ?? 'not started'}${r.last_sequence !== null ? ` at sequence ${r.last_sequence}` : ''} — ${r.work}${r.held_code ? ` (${r.held_code})` : ''}${r.owner_instance ? `, driven by ${r.owner_instance}` : ''}`,
+        );
+    });
+  });
+  withClusterFlags(cluster.command('drain').description("hand a daemon's runs to the others: each suspends at its next turn boundary and is resumed elsewhere"))
+    .argument('<instance>', 'the daemon to drain (its instance id, from cluster status)')
+    .option('--wait-ms <ms>', 'how long to wait for the handoff (default 120000)', positive)
+    .action(async (instance: string, o: ClusterFlags & { waitMs?: number }) => {
+      const g = globals();
+      emit(g, await drainClusterInstance(accessOf(o), instance, o.waitMs !== undefined ? { waitMs: o.waitMs } : {}), (d, out) =>
+        out.line(`daemon ${d.instance_id}: ${d.state === 'gone' ? 'gone (its leases lapse on their own)' : d.state}`),
+      );
+    });
+}

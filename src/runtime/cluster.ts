@@ -1,0 +1,507 @@
+/**
+ * A cluster: several loopx daemons — on several hosts — sharing one PostgreSQL schema, each
+ * driving runs of it, with exactly one owner of a run at a time. What lives where:
+ *
+ *   PostgreSQL (the cluster's schema)   runs and their events (the run store), run records and
+ *       leases (the run authority), effects and their outbox (the effect owner), the daemons
+ *       (`cluster_instances`) and the work they share (`cluster_work`)
+ *   each host                           its key directory (the run authority's scope and keys,
+ *       provisioned alike to every host of one cluster; never in the database), its own root
+ *
+ * Rules it keeps:
+ * - A daemon claims a run by taking its lease — the compare-and-swap of the run authority (a row
+ *   moved to the next epoch only when free or expired) — never by listing: the candidate list is
+ *   a hint, and a run another daemon took meanwhile is simply `run_busy` here. LISTEN/NOTIFY only
+ *   wakes daemons up; every decision is read from the tables.
+ * - Planned handoff (`drain`): the daemon stops claiming, asks each run it drives to suspend at its
+ *   next turn boundary, lets the drives end (their leases released), and only then says `drained`;
+ *   another daemon resumes each run under the next epoch at `last_sequence + 1`.
+ * - Crash handoff: a dead daemon's leases expire on the database clock; another daemon resumes
+ *   the run from its last committed step. A mutating call the dead one had journalled but not
+ *   settled is held as unknown under its original operation id (the engine's rule), never sent
+ *   again; the run then waits for reconciliation or an operator (`held`).
+ * - A daemon paused past its lease (or cut off from the database) finds its next write refused in
+ *   the database (`run_lease_lost`) and stops driving that run.
+ * - Every run is driven through the one engine contract (start, resume, suspend), so a run in a
+ *   cluster keeps every promise a run in a root keeps.
+ */
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { conflict, isLoopxError, notFound, rejected } from '../core/index.js';
+import {
+  clusterApplication,
+  definitionBody,
+  openEngine,
+  openPgRunStore,
+  parseAgentDefinition,
+  RUNS_COMPONENT,
+  RUNS_PG_MIGRATIONS,
+  type AgentDefinition,
+  type Engine,
+  type RunView,
+} from '../engine/index.js';
+import { effect as effectOwner } from '../owners/index.js';
+import { openPgRunAuthority, openRunAuthority, runIdInvalid, RUN_AUTHORITY_COMPONENT, RUN_AUTHORITY_PG_MIGRATIONS, type PgRunAuthority } from '../run-authority/index.js';
+import { databaseUrlFrom, migratePostgres, openPostgres, requireSchemaVersion, type PgDatabase, type PgMigration, type PgQuery } from '../store/index.js';
+
+export const CLUSTER_COMPONENT = 'cluster';
+export const DEFAULT_CLUSTER_SCHEMA = 'loopx_cluster';
+const CHANNEL = 'loopx_cluster';
+/** The effect scope of a run outside any Goal (the effect owner's `runEffectScope`): `run:<run id>`. */
+const RUN_SCOPE = effectOwner.runEffectScope('');
+
+export const CLUSTER_PG_MIGRATIONS: readonly PgMigration[] = [
+  {
+    version: 1,
+    sql: `CREATE TABLE cluster_instances (
+       instance_id TEXT COLLATE "C" PRIMARY KEY,
+       host TEXT NOT NULL,
+       pid INTEGER NOT NULL,
+       lease_ms INTEGER NOT NULL CHECK (lease_ms > 0),
+       started_at TIMESTAMPTZ NOT NULL,
+       heartbeat_at TIMESTAMPTZ NOT NULL,
+       state TEXT NOT NULL CHECK (state IN ('active', 'draining', 'drained', 'stopped'))
+     );
+     CREATE TABLE cluster_work (
+       run_id TEXT COLLATE "C" PRIMARY KEY,
+       agent TEXT NOT NULL,
+       input TEXT,
+       state TEXT NOT NULL CHECK (state IN ('pending', 'held', 'finished')),
+       held_code TEXT,
+       submitted_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+       finished_at TIMESTAMPTZ
+     );
+     CREATE INDEX cluster_work_pending ON cluster_work (submitted_at, run_id) WHERE state = 'pending';`,
+  },
+];
+
+/** Every component a cluster's schema holds, in the order `loopx cluster init` migrates them. */
+export const CLUSTER_COMPONENTS: ReadonlyArray<{ readonly component: string; readonly migrations: readonly PgMigration[] }> = [
+  { component: RUNS_COMPONENT, migrations: RUNS_PG_MIGRATIONS },
+  { component: RUN_AUTHORITY_COMPONENT, migrations: RUN_AUTHORITY_PG_MIGRATIONS },
+  { component: 'effect', migrations: effectOwner.EFFECT_PG_MIGRATIONS },
+  { component: CLUSTER_COMPONENT, migrations: CLUSTER_PG_MIGRATIONS },
+];
+
+export interface ClusterAccess {
+  /** The database URL by reference (`env:NAME`), read now; never stored. */
+  readonly cluster: string;
+  readonly schema?: string;
+}
+
+const openClusterDb = (a: ClusterAccess, max = 4): PgDatabase =>
+  openPostgres({ url: databaseUrlFrom(a.cluster), schema: a.schema ?? DEFAULT_CLUSTER_SCHEMA, max, allowExitOnIdle: true });
+
+async function withClusterDb<T>(a: ClusterAccess, fn: (db: PgDatabase) => Promise<T>): Promise<T> {
+  const db = openClusterDb(a, 2);
+  try {
+    return await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+/** `loopx cluster init`: the schema and every component's tables (idempotent; a newer schema is refused). */
+export async function initCluster(a: ClusterAccess): Promise<{ schema: string; components: Array<{ component: string; from: number; to: number }> }> {
+  return withClusterDb(a, async (db) => {
+    const components = [];
+    for (const c of CLUSTER_COMPONENTS) components.push({ component: c.component, ...(await migratePostgres(db, c.component, c.migrations)) });
+    return { schema: db.schema, components };
+  });
+}
+
+/** Every component at the version this loopx knows; a schema not (or not fully) initialised names the command that does it. */
+const requireCluster = async (db: PgDatabase, a: ClusterAccess): Promise<void> => {
+  try {
+    for (const c of CLUSTER_COMPONENTS) await requireSchemaVersion(db, c.component, c.migrations);
+  } catch (e) {
+    if (!isLoopxError(e) || e.code !== 'pg_schema_not_migrated') throw e;
+    throw rejected('cluster_not_initialised', `Schema ${db.schema} is not an initialised cluster at this loopx's version.`, {
+      nextAction: `initialise it: loopx cluster init --cluster ${a.cluster} --cluster-schema ${db.schema}`,
+      details: { schema: db.schema },
+    });
+  }
+};
+
+const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/** `loopx cluster submit`: a run for the cluster to drive, stored with its agent; a daemon is woken. */
+export async function submitClusterRun(a: ClusterAccess, agent: AgentDefinition, options: { input?: string; runId?: string } = {}): Promise<{ run_id: string }> {
+  const runId = options.runId ?? `run_${randomBytes(10).toString('hex')}`;
+  if (!RUN_ID.test(runId)) throw runIdInvalid();
+  return withClusterDb(a, async (db) => {
+    await requireCluster(db, a);
+    const inserted = await db.transaction(async (q) => {
+      const rows = await q('INSERT INTO cluster_work (run_id, agent, input, state) VALUES ($1, $2, $3, $4) ON CONFLICT (run_id) DO NOTHING RETURNING 1', [
+        runId,
+        definitionBody(agent),
+        options.input ?? null,
+        'pending',
+      ]);
+      await q(`SELECT pg_notify('${CHANNEL}', $1)`, [runId]);
+      return rows.length === 1;
+    });
+    if (!inserted) throw conflict('cluster_run_exists', `The cluster already has run ${runId}; a run id is used once.`, { nextAction: 'submit it under a new id (omit --run-id)' });
+    return { run_id: runId };
+  });
+}
+
+export interface ClusterStatus {
+  readonly schema: string;
+  readonly instances: Array<{ instance_id: string; host: string; pid: number; state: string; live: boolean; heartbeat_age_ms: number; driving: number }>;
+  readonly leases: Array<{ run_id: string; epoch: number; owner_instance: string; live: boolean; expires_in_ms: number }>;
+  readonly runs: Array<{ run_id: string; work: string; held_code: string | null; lifecycle: string | null; last_sequence: number | null; owner_instance: string | null }>;
+}
+
+/** `loopx cluster status`: the daemons, their live leases and the runs they drive, as the database has them now. */
+export async function clusterStatus(a: ClusterAccess): Promise<ClusterStatus> {
+  return withClusterDb(a, async (db) => {
+    await requireCluster(db, a);
+    const instances = await db.query<{ instance_id: string; host: string; pid: number; state: string; live: boolean; age: string; driving: string }>(
+      `SELECT i.instance_id, i.host, i.pid, i.state,
+              i.heartbeat_at + make_interval(secs => i.lease_ms / 1000.0) > now() AS live,
+              (extract(epoch FROM now() - i.heartbeat_at) * 1000)::bigint AS age,
+              (SELECT count(*) FROM run_leases l WHERE l.owner_instance = i.instance_id AND NOT l.released AND l.lease_expires_at > now()) AS driving
+         FROM cluster_instances i ORDER BY i.started_at, i.instance_id`,
+    );
+    const leases = await db.query<{ run_id: string; epoch: string; owner_instance: string; live: boolean; expires_in: string }>(
+      `SELECT run_id, epoch, owner_instance, lease_expires_at > now() AS live, (extract(epoch FROM lease_expires_at - now()) * 1000)::bigint AS expires_in
+         FROM run_leases WHERE NOT released ORDER BY run_id`,
+    );
+    const runs = await db.query<{ run_id: string; state: string; held_code: string | null; lifecycle: string | null; last_sequence: string | null; owner: string | null }>(
+      `SELECT w.run_id, w.state, w.held_code, r.lifecycle, r.last_sequence,
+              (SELECT l.owner_instance FROM run_leases l WHERE l.run_id = w.run_id AND NOT l.released AND l.lease_expires_at > now()) AS owner
+         FROM cluster_work w LEFT JOIN runs r USING (run_id) ORDER BY w.submitted_at, w.run_id`,
+    );
+    return {
+      schema: db.schema,
+      instances: instances.map((i) => ({
+        instance_id: i.instance_id,
+        host: i.host,
+        pid: Number(i.pid),
+        state: i.state,
+        live: i.live,
+        heartbeat_age_ms: Number(i.age),
+        driving: Number(i.driving),
+      })),
+      leases: leases.map((l) => ({ run_id: l.run_id, epoch: Number(l.epoch), owner_instance: l.owner_instance, live: l.live, expires_in_ms: Number(l.expires_in) })),
+      runs: runs.map((r) => ({
+        run_id: r.run_id,
+        work: r.state,
+        held_code: r.held_code,
+        lifecycle: r.lifecycle,
+        last_sequence: r.last_sequence === null ? null : Number(r.last_sequence),
+        owner_instance: r.owner,
+      })),
+    };
+  });
+}
+
+const instanceNotFound = (id: string) =>
+  notFound('cluster_instance_not_found', `No daemon ${id} in this cluster.`, { nextAction: 'list the daemons: loopx cluster status --cluster env:NAME' });
+
+/**
+ * `loopx cluster drain <instance>`: ask a daemon to hand its runs off (see the header) and wait —
+ * up to `waitMs` — until it says `drained`. A daemon that is gone is already drained by expiry.
+ */
+export async function drainClusterInstance(a: ClusterAccess, instanceId: string, options: { waitMs?: number } = {}): Promise<{ instance_id: string; state: string }> {
+  return withClusterDb(a, async (db) => {
+    await requireCluster(db, a);
+    const rows = await db.transaction(async (q) => {
+      const r = await q<{ state: string }>(
+        `UPDATE cluster_instances SET state = CASE WHEN state = 'active' THEN 'draining' ELSE state END WHERE instance_id = $1 RETURNING state`,
+        [instanceId],
+      );
+      await q(`SELECT pg_notify('${CHANNEL}', $1)`, [instanceId]);
+      return r;
+    });
+    if (rows.length === 0) throw instanceNotFound(instanceId);
+    const deadline = Date.now() + (options.waitMs ?? 120_000);
+    for (;;) {
+      const [row] = await db.query<{ state: string; live: boolean }>(
+        'SELECT state, heartbeat_at + make_interval(secs => lease_ms / 1000.0) > now() AS live FROM cluster_instances WHERE instance_id = $1',
+        [instanceId],
+      );
+      if (!row) throw instanceNotFound(instanceId);
+      if (row.state !== 'draining' || !row.live) return { instance_id: instanceId, state: row.live ? row.state : 'gone' };
+      if (Date.now() >= deadline) {
+        throw rejected('cluster_drain_timeout', `Daemon ${instanceId} is still handing its runs off.`, {
+          nextAction: `wait for it: loopx cluster drain ${instanceId} --cluster ${a.cluster}`,
+        });
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  });
+}
+
+export interface ClusterNodeOptions extends ClusterAccess {
+  /** The host's key directory (the run authority's scope and keys, the same on every host of the cluster). */
+  readonly keysDir?: string;
+  /** The receiver `receiver.deliver` posts to. */
+  readonly receiverUrl?: string;
+  /** Lease length on the database clock (default 15 s). */
+  readonly leaseMs?: number;
+  /** Runs driven at once (default 4). */
+  readonly maxRuns?: number;
+  /** How often the daemon looks for work when nothing wakes it (default 1 s). */
+  readonly pollMs?: number;
+  readonly log?: (msg: string, fields: Record<string, unknown>) => void;
+}
+
+/** Errors that mean "try again later", not "this run needs an operator". */
+const transient = (e: unknown): boolean =>
+  !isLoopxError(e) || e.kind === 'internal' || ['pg_unreachable', 'run_busy', 'import_busy', 'authority_shutting_down', 'provider_busy'].includes(e.code);
+
+/**
+ * One daemon's membership of a cluster: its instance row and heartbeat, the claim loop, the runs
+ * it drives, drain and stop (see the header).
+ */
+export class ClusterNode {
+  readonly instanceId: string;
+  readonly #db: PgDatabase;
+  readonly #authority: PgRunAuthority;
+  readonly #engine: Engine;
+  readonly #effects: effectOwner.EffectJournal;
+  readonly #receiverUrl: string | undefined;
+  readonly #leaseMs: number;
+  readonly #maxRuns: number;
+  readonly #pollMs: number;
+  readonly #log: (msg: string, fields: Record<string, unknown>) => void;
+  readonly #driving = new Map<string, Promise<void>>();
+  #state: 'active' | 'draining' | 'drained' | 'stopped' = 'active';
+  #timers: NodeJS.Timeout[] = [];
+  #unlisten: (() => void) | undefined;
+  #ticking: Promise<void> | undefined;
+  #again = false;
+  #drained: Promise<void> | undefined;
+
+  private constructor(db: PgDatabase, authority: PgRunAuthority, options: ClusterNodeOptions) {
+    this.#db = db;
+    this.#authority = authority;
+    this.instanceId = authority.instanceId;
+    this.#leaseMs = options.leaseMs ?? 15_000;
+    this.#maxRuns = options.maxRuns ?? 4;
+    this.#pollMs = options.pollMs ?? 1_000;
+    this.#log = options.log ?? (() => undefined);
+    // Effects of a run are written only under its lease, checked in the database as its events are.
+    const fence = async (q: PgQuery, write: effectOwner.EffectWrite) =>
+      write.effect.goal_id.startsWith(RUN_SCOPE) ? authority.fence(q, write.effect.goal_id.slice(RUN_SCOPE.length)) : undefined;
+    this.#effects = effectOwner.effectJournal(effectOwner.openPgEffectPort(db, { fence }));
+    this.#receiverUrl = options.receiverUrl;
+    this.#engine = openEngine({
+      application: clusterApplication({ ...(options.receiverUrl !== undefined ? { receiverUrl: options.receiverUrl } : {}), fenceOf: (runId) => authority.heldEpoch(runId) }),
+      authority,
+      store: openPgRunStore(db, { fence: authority.fence }),
+      effects: this.#effects,
+    });
+  }
+
+  /** Join the cluster: the schema must be initialised (`loopx cluster init`); the instance row is written and the loops start. */
+  static async join(options: ClusterNodeOptions): Promise<ClusterNode> {
+    const db = openClusterDb(options, 6);
+    try {
+      await requireCluster(db, options);
+      const keys = openRunAuthority({ ...(options.keysDir !== undefined ? { dir: options.keysDir } : {}), create: false });
+      const authority = openPgRunAuthority({ db, keys, ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}) });
+      const node = new ClusterNode(db, authority, options);
+      await db.query(`INSERT INTO cluster_instances (instance_id, host, pid, lease_ms, started_at, heartbeat_at, state) VALUES ($1, $2, $3, $4, now(), now(), 'active')`, [
+        node.instanceId,
+        hostname(),
+        process.pid,
+        node.#leaseMs,
+      ]);
+      await node.#start();
+      return node;
+    } catch (e) {
+      await db.close().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  get state(): string {
+    return this.#state;
+  }
+
+  /** The runs this daemon drives now. */
+  driving(): string[] {
+    return [...this.#driving.keys()];
+  }
+
+  async #start(): Promise<void> {
+    const heartbeat = setInterval(() => void this.#heartbeat(), Math.max(50, Math.floor(this.#leaseMs / 3)));
+    const poll = setInterval(() => this.#wake(), this.#pollMs);
+    this.#timers.push(heartbeat, poll);
+    this.#unlisten = await this.#db.listen(CHANNEL, () => this.#wake()).catch(() => undefined);
+    this.#wake();
+  }
+
+  /** The heartbeat: this daemon is alive; a drain asked of it (`loopx cluster drain`) begins here. */
+  async #heartbeat(): Promise<void> {
+    try {
+      const [row] = await this.#db.query<{ state: string }>('UPDATE cluster_instances SET heartbeat_at = now() WHERE instance_id = $1 RETURNING state', [this.instanceId]);
+      if (row?.state === 'draining' && this.#state === 'active') void this.drain();
+    } catch {
+      // The database is unreachable: leases lapse on their own; writes fail in the database.
+    }
+  }
+
+  #wake(): void {
+    if (this.#state !== 'active') return;
+    if (this.#ticking) {
+      this.#again = true;
+      return;
+    }
+    this.#ticking = this.#tick()
+      .catch((e: unknown) => this.#log('cluster claim loop failed', { code: isLoopxError(e) ? e.code : 'internal' }))
+      .finally(() => {
+        this.#ticking = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.#wake();
+        }
+      });
+  }
+
+  /** Candidates (runs pending, with no live lease), then a claim of each by its lease — one at a time, up to capacity. */
+  async #tick(): Promise<void> {
+    await this.#reconcileHeld();
+    const room = this.#maxRuns - this.#driving.size;
+    if (room <= 0) return;
+    const candidates = await this.#db.query<{ run_id: string }>(
+      `SELECT w.run_id FROM cluster_work w
+        WHERE w.state = 'pending'
+          AND NOT EXISTS (SELECT 1 FROM run_leases l WHERE l.run_id = w.run_id AND NOT l.released AND l.lease_expires_at > now())
+        ORDER BY w.submitted_at, w.run_id LIMIT $1`,
+      [room * 2],
+    );
+    for (const { run_id: runId } of candidates) {
+      if (this.#state !== 'active' || this.#driving.size >= this.#maxRuns) return;
+      if (this.#driving.has(runId)) continue;
+      const done = this.#drive(runId).finally(() => {
+        this.#driving.delete(runId);
+        this.#wake();
+      });
+      this.#driving.set(runId, done);
+    }
+  }
+
+  /** Drive one run as far as it goes: start it, or resume it from where the database has it. */
+  async #drive(runId: string): Promise<void> {
+    try {
+      const head = await this.#engine.store.get(runId);
+      let view: RunView;
+      if (!head) {
+        const [work] = await this.#db.query<{ agent: string; input: string | null }>('SELECT agent, input FROM cluster_work WHERE run_id = $1', [runId]);
+        if (!work) return;
+        const agent = parseAgentDefinition(JSON.parse(work.agent));
+        view = await this.#engine.start(agent, { runId, ...(work.input !== null ? { input: work.input } : {}) });
+      } else {
+        view = await this.#engine.resume(runId);
+      }
+      await this.#settleWork(runId, view);
+    } catch (e) {
+      if (isLoopxError(e) && e.code === 'run_terminal') {
+        await this.#settleWork(runId, await this.#engine.show(runId));
+        return;
+      }
+      if (isLoopxError(e) && e.code === 'run_lease_lost') {
+        this.#log('run taken over by another daemon; this one stopped driving it', { run: runId });
+        return;
+      }
+      if (transient(e)) {
+        if (!(isLoopxError(e) && e.code === 'run_busy')) this.#log('run not driven now; retried later', { run: runId, code: isLoopxError(e) ? e.code : 'internal' });
+        return;
+      }
+      // A refusal an operator must act on (a changed plan, a missing credential, …): held, with its code.
+      await this.#db.query(`UPDATE cluster_work SET state = 'held', held_code = $2 WHERE run_id = $1 AND state = 'pending'`, [runId, (e as { code: string }).code]);
+      this.#log('run held', { run: runId, code: (e as { code: string }).code });
+    }
+  }
+
+  /**
+   * Runs held on an unknown outcome (a driver died, or was cut off, with a call in flight): under a
+   * lease of its own — a new epoch, later than every earlier owner's — this daemon first raises the
+   * receiver's fence for the run to that epoch, so a send of any earlier owner that is still on
+   * its way is refused by the receiver; only then is each such effect reconciled under its
+   * ORIGINAL operation id (the receiver is asked, never sent to again). A run whose every uncertain
+   * call the effect owner could settle is pending again, so the next driver takes those outcomes
+   * and goes on; one that stays unknown stays held, for an operator.
+   */
+  async #reconcileHeld(): Promise<void> {
+    const held = await this.#db.query<{ run_id: string }>(
+      `SELECT run_id FROM cluster_work WHERE state = 'held' AND held_code = 'mutation_uncertain' ORDER BY submitted_at LIMIT 8`,
+    );
+    for (const { run_id: runId } of held) {
+      const lease = await this.#authority.acquireRun(runId).catch(() => undefined);
+      if (!lease) continue;
+      try {
+        if (await this.#settleUncertain(runId)) {
+          await this.#db.query(`UPDATE cluster_work SET state = 'pending', held_code = NULL WHERE run_id = $1 AND state = 'held'`, [runId]);
+        }
+      } catch (e) {
+        this.#log('reconciliation did not settle the run now', { run: runId, code: isLoopxError(e) ? e.code : 'internal' });
+      } finally {
+        await lease.release();
+      }
+    }
+  }
+
+  /** Under the run's lease: the receiver's fence raised to this epoch, then every uncertain call reconciled; whether all are settled. */
+  async #settleUncertain(runId: string): Promise<boolean> {
+    const epoch = this.#authority.heldEpoch(runId);
+    if (this.#receiverUrl !== undefined && epoch !== undefined) {
+      const fenced = await effectOwner.advanceReceiverFence(this.#receiverUrl, runId, epoch);
+      if (fenced.status !== 'advanced' && fenced.status !== 'already') return false;
+    }
+    const view = await this.#engine.show(runId);
+    const effects = view.waiting_for?.kind === 'resolution' ? view.waiting_for.effects : [];
+    let open = 0;
+    for (const e of effects) {
+      const r = await this.#effects.reconcile(e.operation_id, effectOwner.webhookOperationQuery());
+      if (r.resolution === 'held') open++;
+    }
+    return open === 0;
+  }
+
+  /** What the run's state means for the cluster's work: finished, held for an operator, or still pending (suspended for a handoff). */
+  async #settleWork(runId: string, view: RunView): Promise<void> {
+    if (view.status === 'completed' || view.status === 'failed' || view.status === 'cancelled') {
+      await this.#db.query(`UPDATE cluster_work SET state = 'finished', finished_at = now() WHERE run_id = $1 AND state <> 'finished'`, [runId]);
+    } else if (view.status === 'active' && view.waiting_for !== null) {
+      const code = view.waiting_for.kind === 'interaction' ? 'interaction_pending' : 'mutation_uncertain';
+      await this.#db.query(`UPDATE cluster_work SET state = 'held', held_code = $2 WHERE run_id = $1 AND state = 'pending'`, [runId, code]);
+    } else if (view.status === 'suspended') {
+      // Handed off (its lease released): wake the other daemons now rather than at their next poll.
+      await this.#db.query(`SELECT pg_notify('${CHANNEL}', $1)`, [runId]);
+    }
+  }
+
+  /**
+   * Planned handoff: stop claiming, ask every driven run to suspend at its next turn boundary,
+   * wait for the drives to end (their leases released), then say `drained`.
+   */
+  drain(): Promise<void> {
+    return (this.#drained ??= (async () => {
+      this.#state = 'draining';
+      await this.#db.query(`UPDATE cluster_instances SET state = 'draining' WHERE instance_id = $1 AND state = 'active'`, [this.instanceId]).catch(() => undefined);
+      await this.#ticking;
+      await Promise.all([...this.#driving.keys()].map((runId) => this.#engine.suspend(runId).catch(() => undefined)));
+      await Promise.all([...this.#driving.values()]);
+      this.#state = 'drained';
+      await this.#db.query(`UPDATE cluster_instances SET state = 'drained' WHERE instance_id = $1`, [this.instanceId]).catch(() => undefined);
+      this.#log('drained: every run handed off', { instance: this.instanceId });
+    })());
+  }
+
+  /** Leave the cluster: drain, stop the loops, mark the instance stopped, close what it opened. */
+  async close(): Promise<void> {
+    await this.drain();
+    for (const t of this.#timers) clearInterval(t);
+    this.#unlisten?.();
+    this.#state = 'stopped';
+    await this.#db.query(`UPDATE cluster_instances SET state = 'stopped' WHERE instance_id = $1`, [this.instanceId]).catch(() => undefined);
+    this.#engine.close();
+    await this.#authority.close();
+    await this.#db.close();
+  }
+}
