@@ -9,6 +9,7 @@ const suites: Array<[string, () => Promise<BenchFigure[]>]> = [
   ['verify', async () => (await import('./verify.bench.js')).run()],
   ['recover', async () => (await import('./recover.bench.js')).run()],
   ['postgres', async () => (await import('./postgres.bench.js')).run()],
+  ['cluster', async () => (await import('./cluster.bench.js')).run()],
 ];
 
 const only = process.argv[2];
