@@ -114,20 +114,30 @@ const hasEvent = async (w: World, runId: string, type: string) =>
 
 /** The round trips a handoff needs at least, each timed as one statement or transaction of that shape on the same server. */
 async function handoffFloor(w: World): Promise<number> {
+  // One connection: the temporary tables live in the session that made them.
+  const db = openPostgres({ url: URL, schema: w.schema, max: 1 });
+  try {
+    return await floorOn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+async function floorOn(db: PgDatabase): Promise<number> {
   const run = `floor_${randomBytes(4).toString('hex')}`;
-  await w.db.query(`CREATE TEMP TABLE IF NOT EXISTS f_leases (run_id text PRIMARY KEY, epoch bigint, owner text, exp timestamptz, released bool)`);
-  await w.db.query(`CREATE TEMP TABLE IF NOT EXISTS f_events (run_id text, seq bigint, data text, PRIMARY KEY (run_id, seq))`);
+  await db.query(`CREATE TEMP TABLE IF NOT EXISTS f_leases (run_id text PRIMARY KEY, epoch bigint, owner text, exp timestamptz, released bool)`);
+  await db.query(`CREATE TEMP TABLE IF NOT EXISTS f_events (run_id text, seq bigint, data text, PRIMARY KEY (run_id, seq))`);
   const samples: number[] = [];
   for (let i = 0; i < 15; i++) {
     const t0 = performance.now();
     const commit = (seq: number) =>
-      w.db.transaction(async (q) => {
+      db.transaction(async (q) => {
         await q('SELECT 1 FROM f_leases WHERE run_id = $1 FOR SHARE', [run]);
         await q('INSERT INTO f_events VALUES ($1, $2, $3)', [run, seq, '{}']);
       });
     await commit(i * 2 + 1); // the suspending commit
-    await w.db.query('UPDATE f_leases SET released = true WHERE run_id = $1', [run]); // the release
-    await w.db.query(
+    await db.query('UPDATE f_leases SET released = true WHERE run_id = $1', [run]); // the release
+    await db.query(
       `INSERT INTO f_leases AS l VALUES ($1, 1, 'x', now() + interval '2 seconds', false) ON CONFLICT (run_id) DO UPDATE SET epoch = l.epoch + 1, released = false WHERE l.released OR l.exp <= now()`,
       [run],
     ); // the next epoch

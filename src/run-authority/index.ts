@@ -18,3 +18,4 @@ export { ConfinedDir, validateAncestry } from './confined-dir.js';
 export { rootDirectoryIdentity, ROOT_IS_COPY, type RebindOutcome, type RootDirectoryIdentity } from './roots.js';
 export { recordNextAction } from './next-action.js';
 export { goalLifetimeSuperseded, leaseRequired, runIdInvalid } from './errors.js';
+export { isRunId } from './leases.js';

@@ -41,7 +41,16 @@ import {
   type RunView,
 } from '../engine/index.js';
 import { effect as effectOwner } from '../owners/index.js';
-import { openPgRunAuthority, openRunAuthority, runIdInvalid, RUN_AUTHORITY_COMPONENT, RUN_AUTHORITY_PG_MIGRATIONS, type PgRunAuthority } from '../run-authority/index.js';
+import {
+  DEFAULT_LEASE_MS,
+  isRunId,
+  openPgRunAuthority,
+  openRunAuthority,
+  runIdInvalid,
+  RUN_AUTHORITY_COMPONENT,
+  RUN_AUTHORITY_PG_MIGRATIONS,
+  type PgRunAuthority,
+} from '../run-authority/index.js';
 import { databaseUrlFrom, migratePostgres, openPostgres, requireSchemaVersion, type PgDatabase, type PgMigration, type PgQuery } from '../store/index.js';
 
 export const CLUSTER_COMPONENT = 'cluster';
@@ -123,12 +132,10 @@ const requireCluster = async (db: PgDatabase, a: ClusterAccess): Promise<void> =
   }
 };
 
-const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
-
 /** `loopx cluster submit`: a run for the cluster to drive, stored with its agent; a daemon is woken. */
 export async function submitClusterRun(a: ClusterAccess, agent: AgentDefinition, options: { input?: string; runId?: string } = {}): Promise<{ run_id: string }> {
   const runId = options.runId ?? `run_${randomBytes(10).toString('hex')}`;
-  if (!RUN_ID.test(runId)) throw runIdInvalid();
+  if (!isRunId(runId)) throw runIdInvalid();
   return withClusterDb(a, async (db) => {
     await requireCluster(db, a);
     const inserted = await db.transaction(async (q) => {
@@ -279,7 +286,7 @@ export class ClusterNode {
     this.#db = db;
     this.#authority = authority;
     this.instanceId = authority.instanceId;
-    this.#leaseMs = options.leaseMs ?? 15_000;
+    this.#leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.#maxRuns = options.maxRuns ?? 4;
     this.#pollMs = options.pollMs ?? 1_000;
     this.#log = options.log ?? (() => undefined);
@@ -316,15 +323,6 @@ export class ClusterNode {
       await db.close().catch(() => undefined);
       throw e;
     }
-  }
-
-  get state(): string {
-    return this.#state;
-  }
-
-  /** The runs this daemon drives now. */
-  driving(): string[] {
-    return [...this.#driving.keys()];
   }
 
   async #start(): Promise<void> {

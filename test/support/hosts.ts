@@ -12,7 +12,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -116,7 +116,7 @@ export async function privatePostgres(address = '127.0.0.1'): Promise<PrivatePos
   const options = `-p ${port} -k ${dir} -c listen_addresses=${listen} -c fsync=off -c max_connections=60`;
   const ctl = (action: string, extra: readonly string[] = []) => asPostgres('pg_ctl', ['-D', data, '-w', '-t', '60', '-l', join(dir, 'log'), ...extra, action]);
   // Trust over the test's private link too (the server listens there only for the hosts).
-  if (address !== '127.0.0.1') execFileSync('sh', ['-c', `echo "host all all 0.0.0.0/0 trust" >> ${join(data, 'pg_hba.conf')}`]);
+  if (address !== '127.0.0.1') appendFileSync(join(data, 'pg_hba.conf'), 'host all all 0.0.0.0/0 trust\n');
   ctl('start', ['-o', options]);
   cleanups.push(() => {
     ctl('stop', ['-m', 'immediate']);

@@ -4,7 +4,7 @@ import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
 import { definitionBody, parseAgentDefinition, type AgentDefinition } from '../agent.js';
 import type { RunEvent } from '../events.js';
 import type { MutationRecord, RunHead, RunStore } from './contract.js';
-import { definitionConflict, emptyCommit, sequenceConflict } from './errors.js';
+import { committed, definitionConflict, emptyCommit, sequenceConflict } from './errors.js';
 
 export function memoryRunStore(): RunStore {
   const defs = new Map<string, string>();
@@ -39,10 +39,10 @@ export function memoryRunStore(): RunStore {
       if (c.expectedSequence === 0 ? existing !== undefined : found !== c.expectedSequence) {
         throw sequenceConflict(c.head.runId, c.expectedSequence, found);
       }
-      const at = new Date().toISOString();
-      const events: RunEvent[] = c.events.map((e, i) => ({ runId: c.head.runId, sequence: c.expectedSequence + 1 + i, type: e.type, data: clone(e.data), at }));
+      const next = committed(c, new Date().toISOString());
+      const events = clone(next.events);
       const rec = existing ?? { head: c.head, messages: [] as Message[], mutations: new Map<string, MutationRecord>(), events: [] as RunEvent[] };
-      rec.head = clone({ ...c.head, lastSequence: c.expectedSequence + events.length, updatedAt: at, createdAt: existing ? c.head.createdAt : at });
+      rec.head = clone(next.head);
       for (const m of c.messages ?? []) rec.messages[m.index] = clone(m.message);
       for (const m of c.mutations ?? []) rec.mutations.set(m.callId, clone(m));
       rec.events.push(...events);
