@@ -25,7 +25,13 @@ export interface GlobalOptions {
   root?: string;
   json?: boolean;
   authorityDir?: string;
+  /** The cluster a command acts on (`--cluster env:NAME`, `--cluster-schema`): carried into the next actions it prints. */
+  cluster?: string;
+  clusterSchema?: string;
 }
+
+/** What an invocation carries into a command it names in a next action or hint. */
+type Carried = Pick<GlobalOptions, 'root' | 'authorityDir' | 'cluster' | 'clusterSchema'>;
 
 /** `--root`, else `LOOPX_HOME`, else `~/.loopx`; never a path inside a recovery workspace. */
 export const resolveRoot = (opts: GlobalOptions): string => {
@@ -72,17 +78,27 @@ export const COMMAND_MARK = ': loopx ';
 // Characters a POSIX shell takes literally; anything else is single-quoted.
 const shellWord = (s: string): string => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`);
 
-/** `text` with the invocation's --root/--authority-dir appended to the command it names (if any and not already given). */
+/** The commands that act on a cluster's runs as well as a root's: they take `--cluster`. */
+export const CLUSTER_CARRYING = /^loopx (run (show|events|resolve)|cluster) /;
+
 /** Refusals of the `--root` itself (not of something in it). */
 const ROOT_REFUSALS: ReadonlySet<string> = new Set([ROOT_IS_RECOVERY_WORKSPACE, ROOT_IS_COPY]);
 
-export function carryGlobals(text: string, opts: Pick<GlobalOptions, 'root' | 'authorityDir'>): string {
+/**
+ * `text` with the invocation's --root/--authority-dir appended to the command it names (if any and
+ * not already given) — or, for a command that takes `--cluster` (CLUSTER_CARRYING) of an
+ * invocation on a cluster, its --cluster/--cluster-schema instead of --root.
+ */
+export function carryGlobals(text: string, opts: Carried): string {
   const at = text.indexOf(COMMAND_MARK);
   if (at < 0) return text;
   const command = text.slice(at + 2);
   const has = (flag: string) => command.split(' ').includes(flag);
   let carried = '';
-  if (opts.root !== undefined && !has('--root')) carried += ` --root ${shellWord(opts.root)}`;
+  if (opts.cluster !== undefined && CLUSTER_CARRYING.test(command)) {
+    if (!has('--cluster')) carried += ` --cluster ${shellWord(opts.cluster)}`;
+    if (opts.clusterSchema !== undefined && !has('--cluster-schema')) carried += ` --cluster-schema ${shellWord(opts.clusterSchema)}`;
+  } else if (opts.root !== undefined && !has('--root')) carried += ` --root ${shellWord(opts.root)}`;
   if (opts.authorityDir !== undefined && !has('--authority-dir')) carried += ` --authority-dir ${shellWord(opts.authorityDir)}`;
   return text + carried;
 }
@@ -94,7 +110,7 @@ export interface Output {
   hint(text: string): void;
 }
 
-const outputFor = (opts: Pick<GlobalOptions, 'root' | 'authorityDir'>): Output => ({
+const outputFor = (opts: Carried): Output => ({
   json: (doc) => process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`),
   line: (text = '') => process.stdout.write(`${text}\n`),
   hint: (text) => process.stdout.write(`${carryGlobals(text, opts)}\n`),
@@ -124,7 +140,7 @@ export const takeOutcomeExit = (): number | undefined => {
  * Report an error (human on stderr; with --json also one JSON document on stdout) and return the
  * exit code. `opts` are the invocation's globals, carried into a next action that names a command.
  */
-export function reportError(e: unknown, json: boolean, opts: Pick<GlobalOptions, 'root' | 'authorityDir'> = {}): number {
+export function reportError(e: unknown, json: boolean, opts: Carried = {}): number {
   if (isLoopxError(e)) {
     // A refusal of the root itself never points its next action back at that root.
     const carried = ROOT_REFUSALS.has(e.code) ? { ...opts, root: undefined } : opts;

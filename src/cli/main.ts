@@ -64,6 +64,9 @@ export function buildProgram(): Command {
           if (o.root !== undefined) program.setOptionValue('root', o.root);
           if (o.json) program.setOptionValue('json', true);
           if (o.authorityDir !== undefined) program.setOptionValue('authorityDir', o.authorityDir);
+          // A command on a cluster carries it into the commands its next actions name.
+          if (o.cluster !== undefined) program.setOptionValue('cluster', o.cluster);
+          if (o.clusterSchema !== undefined) program.setOptionValue('clusterSchema', o.clusterSchema);
         });
       }
     }

@@ -26,7 +26,7 @@ import type { Application } from './application.js';
 import type { RunEvent } from './events.js';
 import { GoalTurnAccess } from './goal-turns.js';
 import { EffectAccess, type CallEvidence, type Resolution, type UncertainEffect } from './mutations.js';
-import { RunKernel, type StartOptions } from './kernel.js';
+import { RunKernel, type ResolveOptions, type StartOptions } from './kernel.js';
 import { RunOwnership } from './ownership.js';
 import { RunReads, type EventsOptions, type RunView } from './reads.js';
 import type { MutationRecord, RunStore } from './run-store/contract.js';
@@ -41,7 +41,7 @@ export { FAULT_AFTER_EFFECT_SETTLED, FAULT_AFTER_MUTATION_INTENT } from './turns
 export { FAULT_AFTER_QUOTA_DEBIT, FAULT_BEFORE_TURN_SETTLED, TURN_DEBIT_UNIT, turnTokens } from './goal-turns.js';
 export { FAULT_IMPORT_AFTER_KERNEL_COMMIT, type ExportedSnapshot, type SignedExport, type SnapshotVerification } from './transfer.js';
 export type { EventsOptions, RunView } from './reads.js';
-export type { StartOptions } from './kernel.js';
+export type { ResolveOptions, StartOptions } from './kernel.js';
 export type { CallEvidence, Resolution, UncertainEffect };
 
 export interface EngineOptions {
@@ -215,8 +215,8 @@ export class Engine {
   }
 
   /** Settle an uncertain mutating call under its original call id, effect owner first; never re-runs it. */
-  async resolve(runId: string, callId: string, resolution: Resolution): Promise<RunView> {
-    return this.#write().kernel.resolve(runId, callId, resolution);
+  async resolve(runId: string, callId: string, resolution: Resolution, options: ResolveOptions = {}): Promise<RunView> {
+    return this.#write().kernel.resolve(runId, callId, resolution, options);
   }
 
   async cancel(runId: string): Promise<RunView> {

@@ -43,6 +43,11 @@ export interface StartOptions {
   readonly runId?: string;
 }
 
+export interface ResolveOptions {
+  /** Continue the run after settling (default); `false` leaves it, active, to another driver. */
+  readonly drive?: boolean;
+}
+
 export interface KernelParts {
   readonly application: Application;
   readonly store: () => RunStore;
@@ -234,8 +239,10 @@ export class RunKernel {
    * owner settles it first, under the call's original operation id and from the exact state it was
    * read in; an outcome it already has (from reconciliation) is taken instead, and a resolution
    * that contradicts it is refused (`effect_already_settled`) once the run has taken it.
+   * `drive: false` settles and stops there: another driver continues the run (a cluster's daemons).
    */
-  async resolve(runId: string, callId: string, resolution: Resolution): Promise<RunView> {
+  async resolve(runId: string, callId: string, resolution: Resolution, options: ResolveOptions = {}): Promise<RunView> {
+    const drive = options.drive !== false;
     const lock = await this.#own.lock(runId);
     try {
       await this.#own.ownedRecord(runId);
@@ -245,7 +252,7 @@ export class RunKernel {
       const effect = await this.#effects.effectOf(callId);
       if (found.state !== 'uncertain') {
         // The effect owner had settled it (by reconciliation): the run took that outcome just now.
-        if (effect && takenNow.has(callId)) return await this.#resolvedByEffectOwner(runId, resolution, effect);
+        if (effect && takenNow.has(callId)) return await this.#resolvedByEffectOwner(runId, resolution, effect, drive);
         throw rejected('call_not_uncertain', `Call ${callId} is ${found.state}, not uncertain; only uncertain calls are resolved.`);
       }
       const head = await this.#reads.head(runId);
@@ -256,11 +263,11 @@ export class RunKernel {
         const settled = await settleByOperator(this.#effects.forWrite(), effect.operation_id, resolution, result);
         if (!settled.byOperator) {
           await this.#turns.settleOpenCalls(runId);
-          return await this.#resolvedByEffectOwner(runId, resolution, settled.effect);
+          return await this.#resolvedByEffectOwner(runId, resolution, settled.effect, drive);
         }
       }
       await this.#turns.settleCall(head, found, state, status, result, { resolution: resolution.kind });
-      if (head.lifecycle === 'active') await this.#turns.drive(runId);
+      if (head.lifecycle === 'active' && drive) await this.#turns.drive(runId);
     } finally {
       await this.#own.release(lock, runId);
     }
@@ -268,9 +275,9 @@ export class RunKernel {
   }
 
   /** A call the effect owner settled before the operator's resolution: the run has its outcome; a contradicting resolution is refused. */
-  async #resolvedByEffectOwner(runId: string, resolution: Resolution, effect: effectOwner.EffectRecord): Promise<RunView> {
+  async #resolvedByEffectOwner(runId: string, resolution: Resolution, effect: effectOwner.EffectRecord, drive: boolean): Promise<RunView> {
     if (!agrees(resolution, effect)) throw effectOwner.alreadySettled(effect.operation_id, effect.outcome);
-    if ((await this.#reads.head(runId)).lifecycle === 'active') await this.#turns.drive(runId);
+    if (drive && (await this.#reads.head(runId)).lifecycle === 'active') await this.#turns.drive(runId);
     return this.#reads.view(await this.#reads.head(runId));
   }
 

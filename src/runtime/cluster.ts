@@ -55,7 +55,7 @@ import { databaseUrlFrom, migratePostgres, openPostgres, requireSchemaVersion, t
 
 export const CLUSTER_COMPONENT = 'cluster';
 export const DEFAULT_CLUSTER_SCHEMA = 'loopx_cluster';
-const CHANNEL = 'loopx_cluster';
+export const CLUSTER_CHANNEL = 'loopx_cluster';
 /** The effect scope of a run outside any Goal (the effect owner's `runEffectScope`): `run:<run id>`. */
 const RUN_SCOPE = effectOwner.runEffectScope('');
 
@@ -98,10 +98,10 @@ export interface ClusterAccess {
   readonly schema?: string;
 }
 
-const openClusterDb = (a: ClusterAccess, max = 4): PgDatabase =>
+export const openClusterDb = (a: ClusterAccess, max = 4): PgDatabase =>
   openPostgres({ url: databaseUrlFrom(a.cluster), schema: a.schema ?? DEFAULT_CLUSTER_SCHEMA, max, allowExitOnIdle: true });
 
-async function withClusterDb<T>(a: ClusterAccess, fn: (db: PgDatabase) => Promise<T>): Promise<T> {
+export async function withClusterDb<T>(a: ClusterAccess, fn: (db: PgDatabase) => Promise<T>): Promise<T> {
   const db = openClusterDb(a, 2);
   try {
     return await fn(db);
@@ -120,7 +120,7 @@ export async function initCluster(a: ClusterAccess): Promise<{ schema: string; c
 }
 
 /** Every component at the version this loopx knows; a schema not (or not fully) initialised names the command that does it. */
-const requireCluster = async (db: PgDatabase, a: ClusterAccess): Promise<void> => {
+export const requireCluster = async (db: PgDatabase, a: ClusterAccess): Promise<void> => {
   try {
     for (const c of CLUSTER_COMPONENTS) await requireSchemaVersion(db, c.component, c.migrations);
   } catch (e) {
@@ -145,7 +145,7 @@ export async function submitClusterRun(a: ClusterAccess, agent: AgentDefinition,
         options.input ?? null,
         'pending',
       ]);
-      await q(`SELECT pg_notify('${CHANNEL}', $1)`, [runId]);
+      await q(`SELECT pg_notify('${CLUSTER_CHANNEL}', $1)`, [runId]);
       return rows.length === 1;
     });
     if (!inserted) throw conflict('cluster_run_exists', `The cluster already has run ${runId}; a run id is used once.`, { nextAction: 'submit it under a new id (omit --run-id)' });
@@ -204,8 +204,8 @@ export async function clusterStatus(a: ClusterAccess): Promise<ClusterStatus> {
   });
 }
 
-const instanceNotFound = (id: string) =>
-  notFound('cluster_instance_not_found', `No daemon ${id} in this cluster.`, { nextAction: 'list the daemons: loopx cluster status --cluster env:NAME' });
+// The CLI carries the invocation's --cluster and --cluster-schema into these commands.
+const instanceNotFound = (id: string) => notFound('cluster_instance_not_found', `No daemon ${id} in this cluster.`, { nextAction: 'list the daemons: loopx cluster status' });
 
 /**
  * `loopx cluster drain <instance>`: ask a daemon to hand its runs off (see the header) and wait —
@@ -219,7 +219,7 @@ export async function drainClusterInstance(a: ClusterAccess, instanceId: string,
         `UPDATE cluster_instances SET state = CASE WHEN state = 'active' THEN 'draining' ELSE state END WHERE instance_id = $1 RETURNING state`,
         [instanceId],
       );
-      await q(`SELECT pg_notify('${CHANNEL}', $1)`, [instanceId]);
+      await q(`SELECT pg_notify('${CLUSTER_CHANNEL}', $1)`, [instanceId]);
       return r;
     });
     if (rows.length === 0) throw instanceNotFound(instanceId);
@@ -233,12 +233,30 @@ export async function drainClusterInstance(a: ClusterAccess, instanceId: string,
       if (row.state !== 'draining' || !row.live) return { instance_id: instanceId, state: row.live ? row.state : 'gone' };
       if (Date.now() >= deadline) {
         throw rejected('cluster_drain_timeout', `Daemon ${instanceId} is still handing its runs off.`, {
-          nextAction: `wait for it: loopx cluster drain ${instanceId} --cluster ${a.cluster}`,
+          nextAction: `wait for it: loopx cluster drain ${instanceId}`,
         });
       }
       await new Promise((r) => setTimeout(r, 100));
     }
   });
+}
+
+/**
+ * The engine every writer of a cluster's runs uses — a daemon, or an operator settling a held run:
+ * the run store, the effects and the run records in the cluster's schema, every write of a run
+ * fenced in the database by the writer's lease on it (its events, heads and effects alike).
+ */
+export function openClusterEngine(db: PgDatabase, authority: PgRunAuthority, receiverUrl?: string): { engine: Engine; effects: effectOwner.EffectJournal } {
+  const fence = async (q: PgQuery, write: effectOwner.EffectWrite) =>
+    write.effect.goal_id.startsWith(RUN_SCOPE) ? authority.fence(q, write.effect.goal_id.slice(RUN_SCOPE.length)) : undefined;
+  const effects = effectOwner.effectJournal(effectOwner.openPgEffectPort(db, { fence }));
+  const engine = openEngine({
+    application: clusterApplication({ ...(receiverUrl !== undefined ? { receiverUrl } : {}), fenceOf: (runId) => authority.heldEpoch(runId) }),
+    authority,
+    store: openPgRunStore(db, { fence: authority.fence }),
+    effects,
+  });
+  return { engine, effects };
 }
 
 export interface ClusterNodeOptions extends ClusterAccess {
@@ -290,17 +308,10 @@ export class ClusterNode {
     this.#maxRuns = options.maxRuns ?? 4;
     this.#pollMs = options.pollMs ?? 1_000;
     this.#log = options.log ?? (() => undefined);
-    // Effects of a run are written only under its lease, checked in the database as its events are.
-    const fence = async (q: PgQuery, write: effectOwner.EffectWrite) =>
-      write.effect.goal_id.startsWith(RUN_SCOPE) ? authority.fence(q, write.effect.goal_id.slice(RUN_SCOPE.length)) : undefined;
-    this.#effects = effectOwner.effectJournal(effectOwner.openPgEffectPort(db, { fence }));
     this.#receiverUrl = options.receiverUrl;
-    this.#engine = openEngine({
-      application: clusterApplication({ ...(options.receiverUrl !== undefined ? { receiverUrl: options.receiverUrl } : {}), fenceOf: (runId) => authority.heldEpoch(runId) }),
-      authority,
-      store: openPgRunStore(db, { fence: authority.fence }),
-      effects: this.#effects,
-    });
+    const opened = openClusterEngine(db, authority, options.receiverUrl);
+    this.#engine = opened.engine;
+    this.#effects = opened.effects;
   }
 
   /** Join the cluster: the schema must be initialised (`loopx cluster init`); the instance row is written and the loops start. */
@@ -329,7 +340,7 @@ export class ClusterNode {
     const heartbeat = setInterval(() => void this.#heartbeat(), Math.max(50, Math.floor(this.#leaseMs / 3)));
     const poll = setInterval(() => this.#wake(), this.#pollMs);
     this.#timers.push(heartbeat, poll);
-    this.#unlisten = await this.#db.listen(CHANNEL, () => this.#wake()).catch(() => undefined);
+    this.#unlisten = await this.#db.listen(CLUSTER_CHANNEL, () => this.#wake()).catch(() => undefined);
     this.#wake();
   }
 
@@ -470,7 +481,7 @@ export class ClusterNode {
       await this.#db.query(`UPDATE cluster_work SET state = 'held', held_code = $2 WHERE run_id = $1 AND state = 'pending'`, [runId, code]);
     } else if (view.status === 'suspended') {
       // Handed off (its lease released): wake the other daemons now rather than at their next poll.
-      await this.#db.query(`SELECT pg_notify('${CHANNEL}', $1)`, [runId]);
+      await this.#db.query(`SELECT pg_notify('${CLUSTER_CHANNEL}', $1)`, [runId]);
     }
   }
 

@@ -60,7 +60,9 @@ export {
   type AgentDefinition,
   type CallEvidence,
   type Engine,
+  type EventsOptions,
   type Resolution,
+  type RunEvent,
   type RunView,
 } from '../engine/index.js';
 export { assertRuntimeRoot, closeRootPools, LAYOUT, ownerDescriptions, type RootOwners } from '../owners/index.js';
@@ -109,3 +111,4 @@ export {
   type ClusterNodeOptions,
   type ClusterStatus,
 } from './cluster.js';
+export { clusterRunEvents, resolveClusterRun, showClusterRun, type ClusterResolveOptions } from './cluster-runs.js';

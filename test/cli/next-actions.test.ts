@@ -24,7 +24,7 @@ import ts from 'typescript';
 import { CommanderError, type Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../../src/cli/main.js';
-import { carryGlobals, COMMAND_MARK } from '../../src/cli/context.js';
+import { carryGlobals, CLUSTER_CARRYING, COMMAND_MARK } from '../../src/cli/context.js';
 import { REPO, tempRoot } from '../support/cli.js';
 
 interface Text {
@@ -121,10 +121,29 @@ describe('next actions and hints', () => {
     const root = tempRoot();
     const flags = { root, authorityDir: join(root, '..', 'authority dir') };
     const refused: string[] = [];
-    for (const t of commands) {
+    // A `loopx cluster …` command is only ever printed by an invocation on a cluster, which carries its --cluster (the next test).
+    for (const t of commands.filter((c) => !c.text.includes(`${COMMAND_MARK}cluster `))) {
       const printed = carryGlobals(t.text, flags);
       // A command that names its own --root (a new root to create) keeps it; every other one gets the invocation's.
       if (!/ --root (<|\$\{)/.test(t.text)) expect(printed, t.at).toContain(`--root ${root}`);
+      for (const argv of argvsOf(printed.slice(printed.indexOf(COMMAND_MARK) + ': loopx '.length))) {
+        const outcome = await parse(argv);
+        if (outcome !== 'ok') refused.push(`${t.at}: ${outcome}: loopx ${argv.join(' ')}`);
+      }
+    }
+    expect(refused).toEqual([]);
+  });
+
+  it("on a cluster, every command a next action or hint names that takes --cluster gets the invocation's --cluster and --cluster-schema (not --root) and parses as printed", async () => {
+    const flags = { root: tempRoot(), cluster: 'env:LOOPX_CLUSTER_URL', clusterSchema: 'team_a' };
+    const clustered = commands.filter((t) => CLUSTER_CARRYING.test(t.text.slice(t.text.indexOf(COMMAND_MARK) + 2)));
+    // A floor: the run commands' own refusals and hints, and the cluster commands'.
+    expect(clustered.length).toBeGreaterThanOrEqual(8);
+    const refused: string[] = [];
+    for (const t of clustered) {
+      const printed = carryGlobals(t.text, flags);
+      expect(printed, t.at).toMatch(/ --cluster \S+ --cluster-schema team_a|--cluster-schema \$\{/);
+      expect(printed, t.at).not.toContain(' --root ');
       for (const argv of argvsOf(printed.slice(printed.indexOf(COMMAND_MARK) + ': loopx '.length))) {
         const outcome = await parse(argv);
         if (outcome !== 'ok') refused.push(`${t.at}: ${outcome}: loopx ${argv.join(' ')}`);

@@ -6,6 +6,7 @@
  */
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
+import { usageError } from '../../core/index.js';
 import { clusterStatus, DEFAULT_CLUSTER_SCHEMA, drainClusterInstance, initCluster, loadAgentFile, submitClusterRun, type ClusterAccess } from '../../runtime/index.js';
 import { emit, type GlobalOptions } from '../context.js';
 
@@ -20,6 +21,23 @@ const withClusterFlags = (c: Command): Command =>
   c
     .requiredOption('--cluster <env:NAME>', 'the database URL of the cluster, by reference: the environment variable that holds it')
     .option('--cluster-schema <name>', `the cluster's schema (default ${DEFAULT_CLUSTER_SCHEMA})`);
+
+/** The flags of a run command that also acts on a cluster's runs (`loopx run show|events|resolve`). */
+export type OptionalClusterFlags = Partial<ClusterFlags>;
+
+export const withOptionalCluster = (c: Command): Command =>
+  c
+    .option('--cluster <env:NAME>', "the run is a cluster's: the environment variable that holds the cluster's database URL")
+    .option('--cluster-schema <name>', `the cluster's schema (default ${DEFAULT_CLUSTER_SCHEMA})`);
+
+/** The cluster a run command acts on, or `undefined` for the root's runs; a schema without a cluster is refused. */
+export function optionalClusterAccess(o: OptionalClusterFlags, command: string): ClusterAccess | undefined {
+  if (o.cluster !== undefined) return accessOf({ ...o, cluster: o.cluster });
+  if (o.clusterSchema !== undefined) {
+    throw usageError('cluster_schema_without_cluster', '--cluster-schema names a schema of a cluster; --cluster env:NAME is missing.', `see its options: loopx ${command} --help`);
+  }
+  return undefined;
+}
 
 const positive = (value: string): number => {
   if (!/^[1-9]\d{0,8}$/.test(value)) throw new InvalidArgumentError('expected a whole number ≥ 1');
@@ -47,7 +65,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       const r = await submitClusterRun(accessOf(o), agent, { ...(o.input !== undefined ? { input: o.input } : {}), ...(o.runId !== undefined ? { runId: o.runId } : {}) });
       emit(g, r, (d, out) => {
         out.line(`submitted run ${d.run_id}`);
-        out.line(`follow it: loopx cluster status --cluster ${o.cluster}`);
+        out.hint('follow it: loopx cluster status');
       });
     });
   withClusterFlags(cluster.command('status').description('the daemons, their live leases and the runs they drive')).action(async (o: ClusterFlags) => {

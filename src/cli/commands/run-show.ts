@@ -1,15 +1,15 @@
-/** `loopx run show <id>` */
+/** `loopx run show <id> [--cluster env:NAME]` */
 import type { Command } from 'commander';
+import { showClusterRun } from '../../runtime/index.js';
 import { emit, withEngine, type GlobalOptions } from '../context.js';
+import { optionalClusterAccess, withOptionalCluster, type OptionalClusterFlags } from './cluster.js';
 import { printRun } from './run-view.js';
 
 export function register(run: Command, globals: () => GlobalOptions): void {
-  run
-    .command('show <id>')
-    .description('show one run: status, turns, what it waits for')
-    .action(async (id: string) => {
-      const g = globals();
-      const view = await withEngine(g, (engine) => engine.show(id), { readOnly: true });
-      emit(g, view, printRun);
-    });
+  withOptionalCluster(run.command('show <id>').description('show one run: status, turns, what it waits for')).action(async (id: string, o: OptionalClusterFlags) => {
+    const g = globals();
+    const cluster = optionalClusterAccess(o, 'run show');
+    const view = cluster ? await showClusterRun(cluster, id) : await withEngine(g, (engine) => engine.show(id), { readOnly: true });
+    emit(g, view, printRun);
+  });
 }
