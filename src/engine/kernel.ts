@@ -257,7 +257,8 @@ export class RunKernel {
       }
       const head = await this.#reads.head(runId);
       const { state, status, result } = operatorOutcome(resolution);
-      if (head.lifecycle === 'active') await this.#turns.checkPlan(head);
+      // Only a run that goes on now runs its plan's code: settling alone records the operator's word.
+      if (head.lifecycle === 'active' && drive) await this.#turns.checkPlan(head);
       // The effect owner first, under the original operation id (a run from before it has no effect: the engine's row alone).
       if (effect) {
         const settled = await settleByOperator(this.#effects.forWrite(), effect.operation_id, resolution, result);
