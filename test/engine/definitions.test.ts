@@ -336,6 +336,16 @@ describe('applications and identities', () => {
     await expectCode(after.resolve('run-pr', 'run-pr/t1/k0', { kind: 'absent' }), 'plan_identity_changed');
     expect(await after.show('run-pr')).toEqual(waiting);
     expect(await after.mutations('run-pr')).toMatchObject([{ state: 'uncertain' }]);
+
+    // Settling without continuing (a cluster's operator) runs no plan code: the call is settled,
+    // and the run, still active, is refused by the driver that would continue it under the changed plan.
+    const settled = await after.resolve('run-pr', 'run-pr/t1/k0', { kind: 'absent' }, { drive: false });
+    expect(settled).toMatchObject({ status: 'active', waiting_for: null, completed_turns: 0 });
+    expect(await after.mutations('run-pr')).toMatchObject([{ state: 'absent' }]);
+    await expectCode(after.resume('run-pr'), 'plan_identity_changed');
+    after.close();
+    const same = openTestEngine('sqlite', fullApp([failing('charge v1')]), root);
+    expect(await same.resume('run-pr')).toMatchObject({ status: 'completed' });
   });
 });
 
