@@ -79,7 +79,7 @@ export const COMMAND_MARK = ': loopx ';
 const shellWord = (s: string): string => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`);
 
 /** The commands that act on a cluster's runs as well as a root's: they take `--cluster`. */
-export const CLUSTER_CARRYING = /^loopx (run (show|events|resolve)|cluster) /;
+export const CLUSTER_CARRYING = /^loopx (run (show|events|resolve|cancel)|cluster) /;
 
 /** Refusals of the `--root` itself (not of something in it). */
 const ROOT_REFUSALS: ReadonlySet<string> = new Set([ROOT_IS_RECOVERY_WORKSPACE, ROOT_IS_COPY]);

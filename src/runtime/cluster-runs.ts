@@ -10,6 +10,11 @@
  * effect owner first, then the run — and lets go without continuing the run: the work goes back to
  * `pending` and a daemon resumes the run under a later epoch, with the application and receiver
  * the cluster's daemons run. The run's events record the operator's epoch like a daemon's.
+ *
+ * Cancelling (`loopx run cancel --cluster`) first takes the run out of the daemons' hands — its
+ * work `held (cancel_requested)`, which no daemon claims, and a suspend requested, which the daemon
+ * driving it honours at its next turn boundary, releasing its lease — then cancels it under a lease
+ * of the operator's own, and the work is finished.
  */
 import { randomBytes } from 'node:crypto';
 import { hasCode, notFound, rejected } from '../core/index.js';
@@ -21,6 +26,8 @@ import { CLUSTER_CHANNEL, openClusterDb, openClusterEngine, requireCluster, with
 
 /** How long a settle waits for a daemon that holds the run for a moment (its reconciliation attempt). */
 const BUSY_WAIT_MS = 10_000;
+/** How long a cancel waits for the daemon driving the run to reach its next turn boundary. */
+const CANCEL_WAIT_MS = 120_000;
 const BUSY_PAUSE_MS = 200;
 
 /** Reads only: no authority, no lease; "driven" is a live lease on the database clock. */
@@ -79,16 +86,12 @@ export async function* clusterRunEvents(a: ClusterAccess, runId: string, options
 export interface ClusterResolveOptions {
   /** The host's key directory (the cluster's run authority scope, as every daemon of it has). */
   readonly keysDir?: string;
-  /** How long to wait while a daemon holds the run for a moment (default 10 s). */
+  /** How long to wait while a daemon holds the run (default 10 s to settle, 120 s to cancel). */
   readonly busyWaitMs?: number;
 }
 
-/**
- * `loopx run resolve <id> <call-id> --cluster …`: settle an uncertain call of a cluster run under
- * the run's lease, then hand the run back to the daemons (see the header). Refusals are the
- * engine's (`call_not_found`, `call_not_uncertain`, `effect_already_settled`, `run_busy`, …).
- */
-export async function resolveClusterRun(a: ClusterAccess, runId: string, callId: string, resolution: Resolution, options: ClusterResolveOptions = {}): Promise<RunView> {
+/** An operator's writing engine on the cluster: its own instance (`op_…`), its own leases. */
+async function withOperatorEngine<T>(a: ClusterAccess, runId: string, options: ClusterResolveOptions, fn: (engine: Engine, db: PgDatabase) => Promise<T>): Promise<T> {
   const db = openClusterDb(a, 3);
   try {
     await requireClusterRun(db, a, runId);
@@ -96,15 +99,7 @@ export async function resolveClusterRun(a: ClusterAccess, runId: string, callId:
     const authority = openPgRunAuthority({ db, keys, instanceId: `op_${randomBytes(12).toString('hex')}` });
     const { engine } = openClusterEngine(db, authority);
     try {
-      const view = await settlePatiently(engine, runId, callId, resolution, options.busyWaitMs ?? BUSY_WAIT_MS);
-      if (view.status === 'active' && view.waiting_for === null) {
-        // Nothing left for an operator: the daemons continue it (any one of them, woken now).
-        await db.transaction(async (q) => {
-          await q(`UPDATE cluster_work SET state = 'pending', held_code = NULL WHERE run_id = $1 AND state = 'held'`, [runId]);
-          await q(`SELECT pg_notify('${CLUSTER_CHANNEL}', $1)`, [runId]);
-        });
-      }
-      return view;
+      return await fn(engine, db);
     } finally {
       engine.close();
       await authority.close();
@@ -114,12 +109,47 @@ export async function resolveClusterRun(a: ClusterAccess, runId: string, callId:
   }
 }
 
-/** The settle, tried again while a daemon holds the run for a moment (`run_busy`), up to `waitMs`. */
-async function settlePatiently(engine: Engine, runId: string, callId: string, resolution: Resolution, waitMs: number): Promise<RunView> {
+/**
+ * `loopx run resolve <id> <call-id> --cluster …`: settle an uncertain call of a cluster run under
+ * the run's lease, then hand the run back to the daemons (see the header). Refusals are the
+ * engine's (`call_not_found`, `call_not_uncertain`, `effect_already_settled`, `run_busy`, …).
+ */
+export async function resolveClusterRun(a: ClusterAccess, runId: string, callId: string, resolution: Resolution, options: ClusterResolveOptions = {}): Promise<RunView> {
+  return withOperatorEngine(a, runId, options, async (engine, db) => {
+    const view = await patiently(() => engine.resolve(runId, callId, resolution, { drive: false }), options.busyWaitMs ?? BUSY_WAIT_MS);
+    if (view.status === 'active' && view.waiting_for === null) {
+      // Nothing left for an operator: the daemons continue it (any one of them, woken now).
+      await db.transaction(async (q) => {
+        await q(`UPDATE cluster_work SET state = 'pending', held_code = NULL WHERE run_id = $1 AND state = 'held'`, [runId]);
+        await q(`SELECT pg_notify('${CLUSTER_CHANNEL}', $1)`, [runId]);
+      });
+    }
+    return view;
+  });
+}
+
+/**
+ * `loopx run cancel <id> --cluster …`: the run taken out of the daemons' hands, then cancelled (see
+ * the header). A cancel that times out leaves the work `held (cancel_requested)`: no daemon takes
+ * the run again, and the same command, run again, finishes it.
+ */
+export async function cancelClusterRun(a: ClusterAccess, runId: string, options: ClusterResolveOptions = {}): Promise<RunView> {
+  return withOperatorEngine(a, runId, options, async (engine, db) => {
+    await db.query(`UPDATE cluster_work SET state = 'held', held_code = 'cancel_requested' WHERE run_id = $1 AND state <> 'finished'`, [runId]);
+    const now = await engine.show(runId);
+    if (now.status === 'active') await engine.suspend(runId);
+    const view = await patiently(() => engine.cancel(runId), options.busyWaitMs ?? CANCEL_WAIT_MS);
+    await db.query(`UPDATE cluster_work SET state = 'finished', finished_at = now() WHERE run_id = $1 AND state <> 'finished'`, [runId]);
+    return view;
+  });
+}
+
+/** `step`, tried again while a daemon holds the run (`run_busy`), up to `waitMs`. */
+async function patiently(step: () => Promise<RunView>, waitMs: number): Promise<RunView> {
   const deadline = Date.now() + waitMs;
   for (;;) {
     try {
-      return await engine.resolve(runId, callId, resolution, { drive: false });
+      return await step();
     } catch (e) {
       if (!hasCode(e, 'run_busy') || Date.now() >= deadline) throw e;
       await new Promise((r) => setTimeout(r, BUSY_PAUSE_MS));

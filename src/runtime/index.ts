@@ -111,4 +111,4 @@ export {
   type ClusterNodeOptions,
   type ClusterStatus,
 } from './cluster.js';
-export { clusterRunEvents, resolveClusterRun, showClusterRun, type ClusterResolveOptions } from './cluster-runs.js';
+export { cancelClusterRun, clusterRunEvents, resolveClusterRun, showClusterRun, type ClusterResolveOptions } from './cluster-runs.js';

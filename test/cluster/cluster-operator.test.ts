@@ -9,6 +9,7 @@
  */
 import { createServer } from 'node:net';
 import { afterAll, expect, it } from 'vitest';
+import { startWebhookSink } from '../../src/dev/index.js';
 import { ClusterNode, initCluster, loadAgentFile, submitClusterRun } from '../../src/runtime/index.js';
 import { openPostgres } from '../../src/store/index.js';
 import { writeFileSync } from 'node:fs';
@@ -52,27 +53,30 @@ const runNextAction = (doc: unknown) => {
   return loopx(next.slice(next.indexOf(': loopx ') + ': loopx '.length).split(' '), env);
 };
 
+/** A fresh cluster schema, its key directory, one daemon (in this process) delivering to `receiver`, and a run of `deliveries` deliveries submitted. */
+async function clusterWithRun(receiver: string, runId: string, deliveries: number) {
+  const schema = schemaName();
+  await initCluster({ cluster: CLUSTER, schema });
+  const keys = tempRoot('loopx-operator-keys-');
+  expect(loopx(['authority', 'init', '--authority-dir', keys]).status).toBe(0);
+  const node = await ClusterNode.join({ cluster: CLUSTER, schema, keysDir: keys, receiverUrl: receiver, leaseMs: 2_000, pollMs: 100 });
+  closers.push(() => node.close());
+  const db = openPostgres({ url: PG_URL, schema, max: 2 });
+  closers.push(() => db.close());
+  const agentFile = join(dirname(tempRoot('loopx-operator-agent-')), 'agent.json');
+  const script = [...Array.from({ length: deliveries }, (_, i) => ({ tool_calls: [{ name: 'receiver.deliver', arguments: { message: `delivery ${i + 1}` } }] })), { text: 'done' }];
+  writeFileSync(
+    agentFile,
+    JSON.stringify({ id: 'cluster.op', version: '1.0.0', model: { provider: 'scripted', model_id: 'scripted-v1' }, turn_limit: 10, tool_plan: 'loopx.cluster.v1', script }),
+  );
+  await submitClusterRun({ cluster: CLUSTER, schema }, loadAgentFile(agentFile), { runId });
+  const workOf = async () => (await db.query<{ state: string; held_code: string | null }>('SELECT state, held_code FROM cluster_work WHERE run_id = $1', [runId]))[0];
+  return { schema, keys, node, db, workOf, flags: ['--cluster', CLUSTER, '--cluster-schema', schema] };
+}
+
 describePg('an operator settles a held cluster run with the run commands (--cluster)', () => {
   it('show, refusals that change nothing, resolve under its own epoch, then a daemon continues the run to completion', async () => {
-    const schema = schemaName();
-    const flags = ['--cluster', CLUSTER, '--cluster-schema', schema];
-    await initCluster({ cluster: CLUSTER, schema });
-    const keys = tempRoot('loopx-operator-keys-');
-    expect(loopx(['authority', 'init', '--authority-dir', keys]).status).toBe(0);
-    const receiver = `http://127.0.0.1:${await closedPort()}/deliveries`;
-    const node = await ClusterNode.join({ cluster: CLUSTER, schema, keysDir: keys, receiverUrl: receiver, leaseMs: 2_000, pollMs: 100 });
-    closers.push(() => node.close());
-    const db = openPostgres({ url: PG_URL, schema, max: 2 });
-    closers.push(() => db.close());
-
-    const agentFile = join(dirname(tempRoot('loopx-operator-agent-')), 'agent.json');
-    const script = [{ tool_calls: [{ name: 'receiver.deliver', arguments: { message: 'the one delivery' } }] }, { text: 'delivered or not, done' }];
-    writeFileSync(
-      agentFile,
-      JSON.stringify({ id: 'cluster.op', version: '1.0.0', model: { provider: 'scripted', model_id: 'scripted-v1' }, turn_limit: 5, tool_plan: 'loopx.cluster.v1', script }),
-    );
-    await submitClusterRun({ cluster: CLUSTER, schema }, loadAgentFile(agentFile), { runId: 'run_held' });
-    const workOf = async () => (await db.query<{ state: string; held_code: string | null }>('SELECT state, held_code FROM cluster_work WHERE run_id = $1', ['run_held']))[0];
+    const { schema, keys, node, db, workOf, flags } = await clusterWithRun(`http://127.0.0.1:${await closedPort()}/deliveries`, 'run_held', 1);
     await until('the run to be held on its unknown delivery', async () => ((await workOf())?.held_code === 'mutation_uncertain' ? true : undefined));
 
     // The operator reads the run as a root's run reads.
@@ -145,5 +149,45 @@ describePg('an operator settles a held cluster run with the run commands (--clus
     // Nothing was sent again: the one call has one effect, settled absent by the operator.
     const effects = await db.query<{ outcome: string }>('SELECT outcome FROM effects');
     expect(effects.map((e) => e.outcome)).toEqual(['absent']);
+  }, 120_000);
+
+  it('cancel of a run a daemon is driving: the daemon lets go at its next turn boundary, no daemon takes it again, and the operator cancels it under its own epoch', async () => {
+    const sink = await startWebhookSink({ port: 0 });
+    closers.push(() => sink.close());
+    sink.failNext('hold_until_released');
+    const { db, workOf, flags, keys, node } = await clusterWithRun(sink.deliveriesUrl, 'run_cancel', 3);
+    // The latch: the daemon is mid-turn, its first delivery sent and unanswered.
+    await until('the first delivery to be in flight', async () => (sink.held() === 1 ? true : undefined));
+    const cancelling = loopxAsync(['run', 'cancel', 'run_cancel', ...flags, '--authority-dir', keys, '--json'], env);
+    await until('the cancel to take the run from the daemons', async () => ((await workOf())?.held_code === 'cancel_requested' ? true : undefined));
+    await until('the suspend to be requested', async () =>
+      (await db.query('SELECT 1 FROM run_suspend_requests WHERE run_id = $1', ['run_cancel'])).length > 0 ? true : undefined,
+    );
+    sink.release();
+    const cancelled = await cancelling;
+    expect(cancelled.status, cancelled.stderr).toBe(0);
+    expectSchemaValid('run-summary.schema.json', cancelled.json());
+    expect(cancelled.json()).toMatchObject({ run_id: 'run_cancel', status: 'cancelled' });
+    expect(await workOf()).toMatchObject({ state: 'finished' });
+
+    const rows = await db.query<{ sequence: string; type: string; epoch: string }>('SELECT sequence, type, epoch FROM run_events WHERE run_id = $1 ORDER BY sequence', [
+      'run_cancel',
+    ]);
+    const types = rows.map((r) => r.type);
+    expect(rows.map((r) => Number(r.sequence))).toEqual(rows.map((_, i) => i + 1));
+    // The daemon finished the turn it was in, suspended at the boundary, and never resumed it.
+    expect(types.slice(-2)).toEqual(['Suspended', 'Cancelled']);
+    expect(types).not.toContain('Resumed');
+    expect(sink.deliveries().map((d) => (d.body as { message: string }).message)).toEqual(['delivery 1']);
+    const owners = new Map(
+      (await db.query<{ epoch: string; owner_instance: string }>('SELECT epoch, owner_instance FROM run_lease_history WHERE run_id = $1', ['run_cancel'])).map((r) => [
+        Number(r.epoch),
+        r.owner_instance,
+      ]),
+    );
+    const [suspended, cancel] = rows.slice(-2);
+    expect(owners.get(Number(suspended!.epoch))).toBe(node.instanceId);
+    expect(owners.get(Number(cancel!.epoch))).toMatch(/^op_[0-9a-f]{24}$/);
+    expect(Number(cancel!.epoch)).toBeGreaterThan(Number(suspended!.epoch));
   }, 120_000);
 });

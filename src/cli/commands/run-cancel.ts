@@ -1,15 +1,19 @@
-/** `loopx run cancel <id>` */
+/** `loopx run cancel <id> [--cluster env:NAME]` */
+import { resolve as resolvePath } from 'node:path';
 import type { Command } from 'commander';
+import { cancelClusterRun } from '../../runtime/index.js';
 import { emit, withEngine, type GlobalOptions } from '../context.js';
+import { optionalClusterAccess, withOptionalCluster, type OptionalClusterFlags } from './cluster.js';
 import { printRun, runSummary } from './run-view.js';
 
 export function register(run: Command, globals: () => GlobalOptions): void {
-  run
-    .command('cancel <id>')
-    .description('cancel an active or suspended run (terminal)')
-    .action(async (id: string) => {
-      const g = globals();
-      const view = await withEngine(g, (engine) => engine.cancel(id));
-      emit(g, runSummary(view), (_, out) => printRun(view, out));
-    });
+  withOptionalCluster(run.command('cancel <id>').description('cancel an active or suspended run (terminal)')).action(async (id: string, o: OptionalClusterFlags) => {
+    const g = globals();
+    const cluster = optionalClusterAccess(o, 'run cancel');
+    // On a cluster the daemon driving it lets go at its next turn boundary first; no daemon takes it again.
+    const view = cluster
+      ? await cancelClusterRun(cluster, id, g.authorityDir !== undefined ? { keysDir: resolvePath(g.authorityDir) } : {})
+      : await withEngine(g, (engine) => engine.cancel(id));
+    emit(g, runSummary(view), (_, out) => printRun(view, out));
+  });
 }
