@@ -120,7 +120,8 @@ export async function resolveClusterRun(a: ClusterAccess, runId: string, callId:
     if (view.status === 'active' && view.waiting_for === null) {
       // Nothing left for an operator: the daemons continue it (any one of them, woken now).
       await db.transaction(async (q) => {
-        await q(`UPDATE cluster_work SET state = 'pending', held_code = NULL WHERE run_id = $1 AND state = 'held'`, [runId]);
+        // …unless a cancel was asked for: that run stays out of the daemons' hands.
+        await q(`UPDATE cluster_work SET state = 'pending', held_code = NULL WHERE run_id = $1 AND state = 'held' AND held_code IS DISTINCT FROM 'cancel_requested'`, [runId]);
         await q(`SELECT pg_notify('${CLUSTER_CHANNEL}', $1)`, [runId]);
       });
     }
@@ -135,12 +136,18 @@ export async function resolveClusterRun(a: ClusterAccess, runId: string, callId:
  */
 export async function cancelClusterRun(a: ClusterAccess, runId: string, options: ClusterResolveOptions = {}): Promise<RunView> {
   return withOperatorEngine(a, runId, options, async (engine, db) => {
+    const finish = () => db.query(`UPDATE cluster_work SET state = 'finished', finished_at = now() WHERE run_id = $1 AND state <> 'finished'`, [runId]);
     await db.query(`UPDATE cluster_work SET state = 'held', held_code = 'cancel_requested' WHERE run_id = $1 AND state <> 'finished'`, [runId]);
-    const now = await engine.show(runId);
-    if (now.status === 'active') await engine.suspend(runId);
-    const view = await patiently(() => engine.cancel(runId), options.busyWaitMs ?? CANCEL_WAIT_MS);
-    await db.query(`UPDATE cluster_work SET state = 'finished', finished_at = now() WHERE run_id = $1 AND state <> 'finished'`, [runId]);
-    return view;
+    try {
+      if ((await engine.show(runId)).status === 'active') await engine.suspend(runId);
+      const view = await patiently(() => engine.cancel(runId), options.busyWaitMs ?? CANCEL_WAIT_MS);
+      await finish();
+      return view;
+    } catch (e) {
+      // A run that ended before it could be cancelled (completed, failed): its work is finished all the same.
+      if (hasCode(e, 'run_terminal')) await finish();
+      throw e;
+    }
   });
 }
 

@@ -149,6 +149,11 @@ describePg('an operator settles a held cluster run with the run commands (--clus
     // Nothing was sent again: the one call has one effect, settled absent by the operator.
     const effects = await db.query<{ outcome: string }>('SELECT outcome FROM effects');
     expect(effects.map((e) => e.outcome)).toEqual(['absent']);
+    // A finished run is not cancelled: refused as in a root, its work still finished.
+    const late = loopx(['run', 'cancel', 'run_held', ...flags, '--authority-dir', keys, '--json'], env);
+    expect(late.status).toBe(3);
+    expect(late.json()).toMatchObject({ error: { code: 'run_terminal' } });
+    expect(await workOf()).toMatchObject({ state: 'finished' });
   }, 120_000);
 
   it('cancel of a run a daemon is driving: the daemon lets go at its next turn boundary, no daemon takes it again, and the operator cancels it under its own epoch', async () => {
