@@ -22,7 +22,7 @@ import { clusterApplication, openPgRunStore, openReadOnlyEngine, type Engine, ty
 import { effect as effectOwner } from '../owners/index.js';
 import { openPgRunAuthority, openRunAuthority } from '../run-authority/index.js';
 import type { PgDatabase } from '../store/index.js';
-import { CLUSTER_CHANNEL, openClusterDb, openClusterEngine, requireCluster, withClusterDb, type ClusterAccess } from './cluster.js';
+import { CLUSTER_CHANNEL, finishClusterWork, openClusterDb, openClusterEngine, requireCluster, withClusterDb, type ClusterAccess } from './cluster.js';
 
 /** How long a settle waits for a daemon that holds the run for a moment (its reconciliation attempt). */
 const BUSY_WAIT_MS = 10_000;
@@ -136,16 +136,16 @@ export async function resolveClusterRun(a: ClusterAccess, runId: string, callId:
  */
 export async function cancelClusterRun(a: ClusterAccess, runId: string, options: ClusterResolveOptions = {}): Promise<RunView> {
   return withOperatorEngine(a, runId, options, async (engine, db) => {
-    const finish = () => db.query(`UPDATE cluster_work SET state = 'finished', finished_at = now() WHERE run_id = $1 AND state <> 'finished'`, [runId]);
     await db.query(`UPDATE cluster_work SET state = 'held', held_code = 'cancel_requested' WHERE run_id = $1 AND state <> 'finished'`, [runId]);
     try {
-      if ((await engine.show(runId)).status === 'active') await engine.suspend(runId);
+      // Suspending a suspended run is a no-op; an ended one is refused (`run_terminal`, below).
+      await engine.suspend(runId);
       const view = await patiently(() => engine.cancel(runId), options.busyWaitMs ?? CANCEL_WAIT_MS);
-      await finish();
+      await finishClusterWork(db, runId);
       return view;
     } catch (e) {
       // A run that ended before it could be cancelled (completed, failed): its work is finished all the same.
-      if (hasCode(e, 'run_terminal')) await finish();
+      if (hasCode(e, 'run_terminal')) await finishClusterWork(db, runId);
       throw e;
     }
   });

@@ -98,6 +98,10 @@ export interface ClusterAccess {
   readonly schema?: string;
 }
 
+/** A run's cluster work marked finished (its run ended, or an operator cancelled it); idempotent. */
+export const finishClusterWork = (db: PgDatabase, runId: string): Promise<unknown> =>
+  db.query(`UPDATE cluster_work SET state = 'finished', finished_at = now() WHERE run_id = $1 AND state <> 'finished'`, [runId]);
+
 export const openClusterDb = (a: ClusterAccess, max = 4): PgDatabase =>
   openPostgres({ url: databaseUrlFrom(a.cluster), schema: a.schema ?? DEFAULT_CLUSTER_SCHEMA, max, allowExitOnIdle: true });
 
@@ -475,7 +479,7 @@ export class ClusterNode {
   /** What the run's state means for the cluster's work: finished, held for an operator, or still pending (suspended for a handoff). */
   async #settleWork(runId: string, view: RunView): Promise<void> {
     if (view.status === 'completed' || view.status === 'failed' || view.status === 'cancelled') {
-      await this.#db.query(`UPDATE cluster_work SET state = 'finished', finished_at = now() WHERE run_id = $1 AND state <> 'finished'`, [runId]);
+      await finishClusterWork(this.#db, runId);
     } else if (view.status === 'active' && view.waiting_for !== null) {
       const code = view.waiting_for.kind === 'interaction' ? 'interaction_pending' : 'mutation_uncertain';
       await this.#db.query(`UPDATE cluster_work SET state = 'held', held_code = $2 WHERE run_id = $1 AND state = 'pending'`, [runId, code]);

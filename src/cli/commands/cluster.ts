@@ -4,6 +4,7 @@
  * planned handoff of a daemon's runs to the others. The database URL is given by reference and
  * never stored; `--cluster-schema` names the schema (default loopx_cluster).
  */
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { usageError } from '../../core/index.js';
@@ -22,7 +23,7 @@ const withClusterFlags = (c: Command): Command =>
     .requiredOption('--cluster <env:NAME>', 'the database URL of the cluster, by reference: the environment variable that holds it')
     .option('--cluster-schema <name>', `the cluster's schema (default ${DEFAULT_CLUSTER_SCHEMA})`);
 
-/** The flags of a run command that also acts on a cluster's runs (`loopx run show|events|resolve`). */
+/** The flags of a run command that also acts on a cluster's runs (`loopx run show|events|resolve|cancel`). */
 export type OptionalClusterFlags = Partial<ClusterFlags>;
 
 export const withOptionalCluster = (c: Command): Command =>
@@ -38,6 +39,9 @@ export function optionalClusterAccess(o: OptionalClusterFlags, command: string):
   }
   return undefined;
 }
+
+/** The operator's key directory for a write of a cluster's run: the invocation's --authority-dir (else the default). */
+export const operatorKeys = (g: GlobalOptions): { keysDir?: string } => (g.authorityDir !== undefined ? { keysDir: resolve(g.authorityDir) } : {});
 
 const positive = (value: string): number => {
   if (!/^[1-9]\d{0,8}$/.test(value)) throw new InvalidArgumentError('expected a whole number ≥ 1');

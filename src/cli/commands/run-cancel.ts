@@ -1,9 +1,8 @@
 /** `loopx run cancel <id> [--cluster env:NAME]` */
-import { resolve as resolvePath } from 'node:path';
 import type { Command } from 'commander';
 import { cancelClusterRun } from '../../runtime/index.js';
 import { emit, withEngine, type GlobalOptions } from '../context.js';
-import { optionalClusterAccess, withOptionalCluster, type OptionalClusterFlags } from './cluster.js';
+import { operatorKeys, optionalClusterAccess, withOptionalCluster, type OptionalClusterFlags } from './cluster.js';
 import { printRun, runSummary } from './run-view.js';
 
 export function register(run: Command, globals: () => GlobalOptions): void {
@@ -11,9 +10,7 @@ export function register(run: Command, globals: () => GlobalOptions): void {
     const g = globals();
     const cluster = optionalClusterAccess(o, 'run cancel');
     // On a cluster the daemon driving it lets go at its next turn boundary first; no daemon takes it again.
-    const view = cluster
-      ? await cancelClusterRun(cluster, id, g.authorityDir !== undefined ? { keysDir: resolvePath(g.authorityDir) } : {})
-      : await withEngine(g, (engine) => engine.cancel(id));
+    const view = cluster ? await cancelClusterRun(cluster, id, operatorKeys(g)) : await withEngine(g, (engine) => engine.cancel(id));
     emit(g, runSummary(view), (_, out) => printRun(view, out));
   });
 }

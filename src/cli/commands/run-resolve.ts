@@ -1,10 +1,9 @@
 /** `loopx run resolve <id> <call-id> (--committed RESULT | --absent | --abandon) [--cluster env:NAME]` */
-import { resolve as resolvePath } from 'node:path';
 import type { Command } from 'commander';
 import { usageError } from '../../core/index.js';
 import { resolveClusterRun, type Resolution } from '../../runtime/index.js';
 import { emit, withEngine, type GlobalOptions } from '../context.js';
-import { optionalClusterAccess, withOptionalCluster, type OptionalClusterFlags } from './cluster.js';
+import { operatorKeys, optionalClusterAccess, withOptionalCluster, type OptionalClusterFlags } from './cluster.js';
 import { printRun, runSummary } from './run-view.js';
 
 interface ResolveFlags extends OptionalClusterFlags {
@@ -28,9 +27,7 @@ export function register(run: Command, globals: () => GlobalOptions): void {
     const resolution: Resolution = o.committed !== undefined ? { kind: 'committed', resultJson: o.committed } : o.absent ? { kind: 'absent' } : { kind: 'abandon' };
     const cluster = optionalClusterAccess(o, 'run resolve');
     // On a cluster the run is settled and handed back: one of its daemons continues it.
-    const view = cluster
-      ? await resolveClusterRun(cluster, id, callId, resolution, g.authorityDir !== undefined ? { keysDir: resolvePath(g.authorityDir) } : {})
-      : await withEngine(g, (engine) => engine.resolve(id, callId, resolution));
+    const view = cluster ? await resolveClusterRun(cluster, id, callId, resolution, operatorKeys(g)) : await withEngine(g, (engine) => engine.resolve(id, callId, resolution));
     emit(g, runSummary(view), (_, out) => {
       printRun(view, out);
       if (cluster && view.status === 'active' && view.waiting_for === null) out.line("  handed back: the cluster's daemons continue it");
