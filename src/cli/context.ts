@@ -18,6 +18,7 @@ import {
   withRootEngine,
   withVerifyingEngine,
   type Engine,
+  type GoalWriterGuard,
   type LocalRunAuthority,
 } from '../runtime/index.js';
 
@@ -47,7 +48,7 @@ export const withAuthority = <T>(opts: GlobalOptions, fn: (authority: LocalRunAu
   withRootAuthority(accessOf(opts), fn, options);
 
 /** A writer of the root's Goals: the run authority as its guard, the root proven not to be a byte copy (`root_is_copy`). */
-export const withGoalWriter = <T>(opts: GlobalOptions, fn: (guard: LocalRunAuthority) => Promise<T> | T): Promise<T> => withRootGoalWriter(accessOf(opts), fn);
+export const withGoalWriter = <T>(opts: GlobalOptions, fn: (guard: GoalWriterGuard) => Promise<T> | T): Promise<T> => withRootGoalWriter(accessOf(opts), fn);
 
 /**
  * The engine of the root, with the user's run authority (created on first use). `readOnly`

@@ -7,11 +7,24 @@
  *   {"type":"delivery", …StoredDelivery}            — a stored delivery (sequence 1, 2, …)
  *   {…StoredDelivery} without "type"                 — the same, as journals written before fences
  *                                                      (no goal_lineage/fence: read as null)
- *   {"type":"fence","goal_lineage","fence"}          — the lineage's newest fence rose to `fence`
+ *   {"type":"fence","goal_lineage","fence","lifetime"} — the lineage's newest fence rose to `fence`,
+ *                                                      held by `lifetime` (null: a bare counter); or,
+ *                                                      at the same fence, a lifetime claimed a fence
+ *                                                      no lifetime held
  *   {"type":"attempt", …SinkAttempt}                 — one POST /deliveries attempt (sequence 1, 2, …)
+ * A missing `lifetime` (every line written before lifetimes) reads as null.
+ *
+ * The fence rule, defined once here (`fenceStanding`) for the sink and its replay: per lineage the
+ * sink holds the newest fence and the lifetime holding it. A writer's fence below it is stale; above
+ * it, it rises (its lifetime, or none, holds it now); equal to it, it is refused as a conflict only
+ * when both the held and the writer's fence name a lifetime and they differ — one generation of a
+ * lineage belongs to one lifetime; a lifetime naming a fence no lifetime holds claims it; a fence
+ * without a lifetime (a cluster run's epoch, an older writer) keeps the bare counter rule.
+ *
  * A line that breaks a rule (a sequence gap, a reused key or operation id, a body digest that does
- * not match, a fence that does not rise, a delivery above its lineage's newest fence) makes the
- * whole journal invalid (`webhook_sink_journal_invalid`): the sink never starts on a guess.
+ * not match, a fence that neither rises nor claims, a delivery above its lineage's newest fence or
+ * in conflict with its holder) makes the whole journal invalid (`webhook_sink_journal_invalid`):
+ * the sink never starts on a guess.
  */
 import { createHash } from 'node:crypto';
 import { fsyncSync, readFileSync, writeSync } from 'node:fs';
@@ -20,8 +33,10 @@ import { canonicalJson, rejected } from '../core/index.js';
 /** What an idempotency key or operation id may be: visible ASCII, 1–255 bytes. */
 export const HEADER_VALUE = /^[\x21-\x7e]{1,255}$/;
 export const GOAL_LINEAGE = /^[A-Za-z0-9_.:-]{1,128}$/;
+/** What a Goal lifetime id may be at the sink (loopx sends `ginst_` + 32 hex; the sink only compares them). */
+export const GOAL_LIFETIME = /^[A-Za-z0-9_.:-]{1,128}$/;
 
-export const SINK_ATTEMPT_RESULTS = ['stored', 'duplicate', 'refused_stale_fence', 'conflict', 'dropped'] as const;
+export const SINK_ATTEMPT_RESULTS = ['stored', 'duplicate', 'refused_stale_fence', 'refused_fence_conflict', 'conflict', 'dropped'] as const;
 export type SinkAttemptResult = (typeof SINK_ATTEMPT_RESULTS)[number];
 
 export interface StoredDelivery {
@@ -31,6 +46,8 @@ export interface StoredDelivery {
   /** The writer's Goal lineage and fence (`X-Loopx-Goal-Lineage`, `X-Loopx-Fence`); null when it sent none. */
   readonly goal_lineage: string | null;
   readonly fence: number | null;
+  /** The writer's Goal lifetime (`X-Loopx-Goal-Lifetime`); null when it named none. */
+  readonly lifetime: string | null;
   readonly body: unknown;
   /** sha256 hex of the body's canonical JSON. */
   readonly body_sha256: string;
@@ -45,23 +62,45 @@ export interface SinkAttempt {
   readonly operation_id: string;
   readonly goal_lineage: string | null;
   readonly fence: number | null;
+  readonly lifetime: string | null;
   readonly result: SinkAttemptResult;
+}
+
+/** A lineage's newest fence and the lifetime that holds it (null: none named one). */
+export interface HeldFence {
+  readonly fence: number;
+  readonly lifetime: string | null;
 }
 
 export type JournalLine =
   | ({ readonly type: 'delivery' } & StoredDelivery)
-  | { readonly type: 'fence'; readonly goal_lineage: string; readonly fence: number }
+  | { readonly type: 'fence'; readonly goal_lineage: string; readonly fence: number; readonly lifetime: string | null }
   | ({ readonly type: 'attempt' } & SinkAttempt);
 
 export interface JournalState {
   readonly deliveries: StoredDelivery[];
-  readonly fences: Map<string, number>;
+  readonly fences: Map<string, HeldFence>;
   readonly attempts: SinkAttempt[];
 }
 
 export const sha = (body: unknown): string => createHash('sha256').update(canonicalJson(body)).digest('hex');
 
 export const isFence = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+export const isLifetime = (v: unknown): v is string => typeof v === 'string' && GOAL_LIFETIME.test(v);
+
+/**
+ * How a writer's fence stands against what the sink holds for its lineage (see the header):
+ * `stale` and `conflict` are refused; `rises` and `claims` change what the sink holds; `holds`
+ * is the fence the sink holds already.
+ */
+export type FenceStanding = 'stale' | 'conflict' | 'rises' | 'claims' | 'holds';
+
+export function fenceStanding(held: HeldFence | undefined, fence: number, lifetime: string | null): FenceStanding {
+  if (held === undefined || fence > held.fence) return 'rises';
+  if (fence < held.fence) return 'stale';
+  if (lifetime === null || held.lifetime === lifetime) return 'holds';
+  return held.lifetime === null ? 'claims' : 'conflict';
+}
 
 /** Appends the lines in one write and fsyncs them: the caller acknowledges only after this returns. */
 export function appendJournal(fd: number, lines: readonly JournalLine[]): void {
@@ -73,12 +112,13 @@ export function appendJournal(fd: number, lines: readonly JournalLine[]): void {
 
 type Row = { readonly [key: string]: unknown };
 
-/** goal_lineage and fence: both absent/null, or a valid lineage with a valid fence. */
-function lineageOf(r: Row): { goal_lineage: string | null; fence: number | null } | undefined {
+/** goal_lineage, fence and lifetime: all absent/null, or a valid lineage with a valid fence and, optionally, a valid lifetime. */
+function lineageOf(r: Row): { goal_lineage: string | null; fence: number | null; lifetime: string | null } | undefined {
   const lineage = r.goal_lineage ?? null;
   const fence = r.fence ?? null;
-  if (lineage === null && fence === null) return { goal_lineage: null, fence: null };
-  if (typeof lineage === 'string' && GOAL_LINEAGE.test(lineage) && isFence(fence)) return { goal_lineage: lineage, fence };
+  const lifetime = r.lifetime ?? null;
+  if (lineage === null && fence === null && lifetime === null) return { goal_lineage: null, fence: null, lifetime: null };
+  if (typeof lineage === 'string' && GOAL_LINEAGE.test(lineage) && isFence(fence) && (lifetime === null || isLifetime(lifetime))) return { goal_lineage: lineage, fence, lifetime };
   return undefined;
 }
 
@@ -101,7 +141,7 @@ function loadDelivery(j: Loading, r: Row): boolean {
     !j.operations.has(r.operation_id) &&
     typeof r.received_at === 'string' &&
     r.body_sha256 === sha(r.body) &&
-    (lineage.goal_lineage === null || (lineage.fence ?? 0) <= (j.fences.get(lineage.goal_lineage) ?? -1));
+    (lineage.goal_lineage === null || ['holds', 'stale'].includes(fenceStanding(j.fences.get(lineage.goal_lineage), lineage.fence ?? 0, lineage.lifetime)));
   if (!ok) return false;
   const { sequence, idempotency_key, operation_id, body, body_sha256, received_at } = r as unknown as StoredDelivery;
   j.deliveries.push({ sequence, idempotency_key, operation_id, ...lineage, body, body_sha256, received_at });
@@ -111,9 +151,11 @@ function loadDelivery(j: Loading, r: Row): boolean {
 }
 
 function loadFence(j: JournalState, r: Row): boolean {
-  if (typeof r.goal_lineage !== 'string' || !GOAL_LINEAGE.test(r.goal_lineage) || !isFence(r.fence)) return false;
-  if (r.fence <= (j.fences.get(r.goal_lineage) ?? -1)) return false;
-  j.fences.set(r.goal_lineage, r.fence);
+  const lifetime = r.lifetime ?? null;
+  if (typeof r.goal_lineage !== 'string' || !GOAL_LINEAGE.test(r.goal_lineage) || !isFence(r.fence) || (lifetime !== null && !isLifetime(lifetime))) return false;
+  const standing = fenceStanding(j.fences.get(r.goal_lineage), r.fence, lifetime);
+  if (standing !== 'rises' && standing !== 'claims') return false;
+  j.fences.set(r.goal_lineage, { fence: r.fence, lifetime });
   return true;
 }
 

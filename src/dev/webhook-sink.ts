@@ -7,10 +7,18 @@
  *   POST /deliveries   headers Idempotency-Key, X-Operation-Id; optionally X-Loopx-Goal-Lineage with
  *                      X-Loopx-Fence (both or neither: else 400 fence_headers_incomplete; the fence
  *                      a non-negative safe integer in decimal without leading zeros, else 400
- *                      fence_invalid; a bad lineage is 400 goal_lineage_invalid); a JSON body (≤ 1 MiB).
+ *                      fence_invalid; a bad lineage is 400 goal_lineage_invalid) and, with them,
+ *                      optionally X-Loopx-Goal-Lifetime (the writer's Goal lifetime; alone it is 400
+ *                      fence_headers_incomplete, a bad one 400 goal_lifetime_invalid); a JSON body (≤ 1 MiB).
+ *                      The fence rule (webhook-sink-journal.ts `fenceStanding`), per lineage the
+ *                      newest fence and the lifetime holding it:
  *                      409 {error:"fence_stale", newest_fence} — the fence is below the newest one
  *                          seen for the lineage: nothing stored (an old writer is fenced HERE);
- *                          otherwise the lineage's newest fence becomes max(newest, fence);
+ *                      409 {error:"fence_conflict", newest_fence, lifetime} — the newest fence, held
+ *                          by another named lifetime than the one the writer names: nothing stored
+ *                          and nothing raised (one generation of a lineage belongs to one lifetime);
+ *                      otherwise a higher fence becomes the newest, held by the writer's lifetime
+ *                          (or none), and a lifetime naming the newest fence no lifetime holds claims it;
  *                      201 {replayed:false, delivery} — stored once, by idempotency key;
  *                      200 {replayed:true, delivery}  — the key again with the same body (canonical
  *                          JSON sha256), even under another operation id: a logical operation keeps
@@ -20,12 +28,16 @@
  *   GET  /deliveries?operation_id=X  → {found, delivery}  (the query reconciliation uses)
  *   GET  /deliveries?goal_lineage=X  → {deliveries} of that lineage, in arrival order
  *   GET  /deliveries                 → {deliveries}
- *   POST /fences {goal_lineage, fence} → 200 {status:"advanced"|"already", newest_fence}
- *                                      | 409 {error:"fence_stale", newest_fence}   (idempotent)
- *   GET  /fences?goal_lineage=X      → {goal_lineage, newest_fence}  (null: never seen)
+ *   POST /fences {goal_lineage, fence[, lifetime]}
+ *                                    → 200 {status:"advanced"|"already", newest_fence, lifetime}
+ *                                      | 409 {error:"fence_stale", newest_fence}
+ *                                      | 409 {error:"fence_conflict", newest_fence, lifetime}  (idempotent;
+ *                                        the same rule; `lifetime` in an answer is the holder's, null: none)
+ *   GET  /fences?goal_lineage=X      → {goal_lineage, newest_fence, lifetime}  (null: never seen / none named)
  *   GET  /attempts[?goal_lineage=X]  → {attempts, counts}: every POST /deliveries that got past its
  *        headers and body, with its result — stored, duplicate (a re-send of a held key, counted
- *        though not stored twice), refused_stale_fence, conflict (a 409 reuse), dropped.
+ *        though not stored twice), refused_stale_fence, refused_fence_conflict, conflict (a 409
+ *        reuse), dropped.
  *   POST /control {mode}             → arms a failure for the next POST /deliveries (tests):
  *        drop_response_after_store  — commit, then drop the connection (the response is lost)
  *        drop_before_store          — drop the connection without storing (attempt: dropped)
@@ -37,7 +49,8 @@
  * It binds 127.0.0.1 only and answers only Host 127.0.0.1:<port> or localhost:<port>.
  * Deliveries, newest fences and attempts live in memory and, with `journalPath`, in an owner-only
  * JSONL file (./webhook-sink-journal.ts) that is fsynced before anything is acknowledged and
- * reloaded on start; a journal written before fences loads as deliveries without them.
+ * reloaded on start; a journal written before fences loads as deliveries without them, and one
+ * written before lifetimes as fences, deliveries and attempts that name none.
  */
 import { closeSync, existsSync, openSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -48,9 +61,12 @@ import {
   HEADER_VALUE,
   SINK_ATTEMPT_RESULTS,
   appendJournal,
+  fenceStanding,
   isFence,
+  isLifetime,
   loadJournal,
   sha,
+  type HeldFence,
   type JournalLine,
   type SinkAttempt,
   type SinkAttemptResult,
@@ -119,8 +135,8 @@ interface SinkState {
   readonly byKey: Map<string, StoredDelivery>;
   readonly byOperation: Map<string, StoredDelivery>;
   readonly ordered: StoredDelivery[];
-  /** The newest fence seen per Goal lineage. */
-  readonly fences: Map<string, number>;
+  /** The newest fence seen per Goal lineage, and the lifetime holding it. */
+  readonly fences: Map<string, HeldFence>;
   readonly attempts: SinkAttempt[];
   readonly journalFd: number | undefined;
   readonly control: boolean;
@@ -135,6 +151,8 @@ interface SinkState {
 interface WriterFence {
   readonly goal_lineage: string;
   readonly fence: number;
+  /** The writer's Goal lifetime; null when it names none (a bare counter: cluster epochs, older writers). */
+  readonly lifetime: string | null;
 }
 
 /** What one POST /deliveries asked for. */
@@ -147,6 +165,7 @@ interface Asked {
 
 type Verdict =
   | { readonly result: 'refused_stale_fence'; readonly newest: number }
+  | { readonly result: 'refused_fence_conflict'; readonly held: HeldFence }
   | { readonly result: 'conflict'; readonly error: 'idempotency_key_reused' | 'operation_id_reused' }
   | { readonly result: 'duplicate' | 'stored'; readonly delivery: StoredDelivery }
   | { readonly result: 'dropped' };
@@ -166,16 +185,21 @@ const withoutType = <T extends { type: string }>(line: T): Omit<T, 'type'> => {
 function commit(s: SinkState, lines: JournalLine[]): void {
   if (s.journalFd !== undefined) appendJournal(s.journalFd, lines);
   for (const line of lines) {
-    if (line.type === 'fence') s.fences.set(line.goal_lineage, line.fence);
+    if (line.type === 'fence') s.fences.set(line.goal_lineage, { fence: line.fence, lifetime: line.lifetime });
     else if (line.type === 'delivery') remember(s, withoutType(line));
     else s.attempts.push(withoutType(line));
   }
 }
 
-/** The fence rule first (an old writer is refused whatever it sends), then dedup by key, then operation id. */
+/** How the writer's fence stands at its lineage; undefined for a writer without one. */
+const standingOf = (s: SinkState, w: WriterFence | null) => (w === null ? undefined : fenceStanding(s.fences.get(w.goal_lineage), w.fence, w.lifetime));
+
+/** The fence rule first (an old writer, or another lifetime at the same fence, is refused whatever it sends), then dedup by key, then operation id. */
 function judge(s: SinkState, a: Asked): Verdict {
-  const newest = a.writer === null ? undefined : s.fences.get(a.writer.goal_lineage);
-  if (a.writer !== null && newest !== undefined && a.writer.fence < newest) return { result: 'refused_stale_fence', newest };
+  const standing = standingOf(s, a.writer);
+  const held = a.writer === null ? undefined : s.fences.get(a.writer.goal_lineage);
+  if (standing === 'stale') return { result: 'refused_stale_fence', newest: held!.fence };
+  if (standing === 'conflict') return { result: 'refused_fence_conflict', held: held! };
   const digest = sha(a.body);
   const previous = s.byKey.get(a.idempotency_key);
   const holder = s.byOperation.get(a.operation_id);
@@ -188,6 +212,7 @@ function judge(s: SinkState, a: Asked): Verdict {
     operation_id: a.operation_id,
     goal_lineage: a.writer?.goal_lineage ?? null,
     fence: a.writer?.fence ?? null,
+    lifetime: a.writer?.lifetime ?? null,
     body: a.body,
     body_sha256: digest,
     received_at: new Date().toISOString(),
@@ -199,8 +224,9 @@ function judge(s: SinkState, a: Asked): Verdict {
 function record(s: SinkState, a: Asked, v: Verdict): void {
   const lines: JournalLine[] = [];
   const w = a.writer;
-  const raises = w !== null && v.result !== 'refused_stale_fence' && v.result !== 'dropped' && w.fence > (s.fences.get(w.goal_lineage) ?? -1);
-  if (raises) lines.push({ type: 'fence', goal_lineage: w.goal_lineage, fence: w.fence });
+  const standing = standingOf(s, w);
+  const raises = w !== null && (v.result === 'stored' || v.result === 'duplicate' || v.result === 'conflict') && (standing === 'rises' || standing === 'claims');
+  if (raises) lines.push({ type: 'fence', goal_lineage: w.goal_lineage, fence: w.fence, lifetime: w.lifetime });
   if (v.result === 'stored') lines.push({ type: 'delivery', ...v.delivery });
   const attempt: SinkAttempt = {
     sequence: s.attempts.length + 1,
@@ -209,6 +235,7 @@ function record(s: SinkState, a: Asked, v: Verdict): void {
     operation_id: a.operation_id,
     goal_lineage: w?.goal_lineage ?? null,
     fence: w?.fence ?? null,
+    lifetime: w?.lifetime ?? null,
     result: v.result,
   };
   lines.push({ type: 'attempt', ...attempt });
@@ -232,6 +259,8 @@ async function deliver(s: SinkState, req: IncomingMessage, res: ServerResponse):
       return void req.socket.destroy();
     case 'refused_stale_fence':
       return send(res, 409, { error: 'fence_stale', newest_fence: verdict.newest });
+    case 'refused_fence_conflict':
+      return send(res, 409, { error: 'fence_conflict', newest_fence: verdict.held.fence, lifetime: verdict.held.lifetime });
     case 'conflict':
       return send(res, 409, { error: verdict.error });
     case 'duplicate':
@@ -242,28 +271,42 @@ async function deliver(s: SinkState, req: IncomingMessage, res: ServerResponse):
   return send(res, 201, { replayed: false, delivery: verdict.delivery });
 }
 
-/** X-Loopx-Goal-Lineage and X-Loopx-Fence: both or neither. */
+/** X-Loopx-Goal-Lineage and X-Loopx-Fence: both or neither; X-Loopx-Goal-Lifetime only with them. */
 function writerFence(req: IncomingMessage): WriterFence | null {
   const lineage = req.headers['x-loopx-goal-lineage'];
   const fence = req.headers['x-loopx-fence'];
-  if (lineage === undefined && fence === undefined) return null;
+  const lifetime = req.headers['x-loopx-goal-lifetime'];
+  if (lineage === undefined && fence === undefined && lifetime === undefined) return null;
   if (lineage === undefined || fence === undefined) throw new HttpRefusal(400, 'fence_headers_incomplete');
   if (typeof lineage !== 'string' || !GOAL_LINEAGE.test(lineage)) throw new HttpRefusal(400, 'goal_lineage_invalid');
   if (typeof fence !== 'string' || !/^(0|[1-9][0-9]{0,15})$/.test(fence) || !isFence(Number(fence))) throw new HttpRefusal(400, 'fence_invalid');
-  return { goal_lineage: lineage, fence: Number(fence) };
+  if (lifetime !== undefined && !isLifetime(lifetime)) throw new HttpRefusal(400, 'goal_lifetime_invalid');
+  return { goal_lineage: lineage, fence: Number(fence), lifetime: lifetime ?? null };
 }
 
-/** POST /fences: raise a lineage's newest fence so that older writers are refused from now on. */
+/**
+ * POST /fences: raise a lineage's newest fence so that older writers are refused from now on — and,
+ * with a lifetime, every other lifetime at this fence too. Nothing changes on a refusal.
+ */
 async function advanceFence(s: SinkState, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const body = parseJson(await readBody(req)) as { goal_lineage?: unknown; fence?: unknown } | null;
+  const body = parseJson(await readBody(req)) as { goal_lineage?: unknown; fence?: unknown; lifetime?: unknown } | null;
   const lineage = body?.goal_lineage;
   const fence = body?.fence;
-  if (typeof lineage !== 'string' || !GOAL_LINEAGE.test(lineage) || !isFence(fence)) throw new HttpRefusal(400, 'fence_request_invalid');
-  const newest = s.fences.get(lineage);
-  if (newest !== undefined && fence < newest) throw new HttpRefusal(409, 'fence_stale', { newest_fence: newest });
-  if (newest === fence) return send(res, 200, { status: 'already', newest_fence: newest });
-  commit(s, [{ type: 'fence', goal_lineage: lineage, fence }]);
-  return send(res, 200, { status: 'advanced', newest_fence: fence });
+  const lifetime = body?.lifetime ?? null;
+  if (typeof lineage !== 'string' || !GOAL_LINEAGE.test(lineage) || !isFence(fence) || (lifetime !== null && !isLifetime(lifetime)))
+    throw new HttpRefusal(400, 'fence_request_invalid');
+  const held = s.fences.get(lineage);
+  switch (fenceStanding(held, fence, lifetime)) {
+    case 'stale':
+      throw new HttpRefusal(409, 'fence_stale', { newest_fence: held!.fence });
+    case 'conflict':
+      throw new HttpRefusal(409, 'fence_conflict', { newest_fence: held!.fence, lifetime: held!.lifetime });
+    case 'holds':
+      return send(res, 200, { status: 'already', newest_fence: held!.fence, lifetime: held!.lifetime });
+    default:
+      commit(s, [{ type: 'fence', goal_lineage: lineage, fence, lifetime }]);
+      return send(res, 200, { status: 'advanced', newest_fence: fence, lifetime });
+  }
 }
 
 function lineageParam(url: URL): string | null {
@@ -318,7 +361,8 @@ async function handle(s: SinkState, req: IncomingMessage, res: ServerResponse): 
   if (route === 'GET /fences') {
     const lineage = lineageParam(url);
     if (lineage === null) throw new HttpRefusal(400, 'goal_lineage_invalid');
-    return send(res, 200, { goal_lineage: lineage, newest_fence: s.fences.get(lineage) ?? null });
+    const held = s.fences.get(lineage);
+    return send(res, 200, { goal_lineage: lineage, newest_fence: held?.fence ?? null, lifetime: held?.lifetime ?? null });
   }
   if (route === 'GET /attempts') return send(res, 200, attemptsOf(s, lineageParam(url)));
   if (route === 'POST /control' && s.control) return arm(s, req, res);

@@ -27,7 +27,7 @@ import type { RunEvent } from './events.js';
 import { GoalTurnAccess } from './goal-turns.js';
 import { EffectAccess, type CallEvidence, type Resolution, type UncertainEffect } from './mutations.js';
 import { RunKernel, type ResolveOptions, type StartOptions } from './kernel.js';
-import { RunOwnership } from './ownership.js';
+import { RunOwnership, type AuthorityAdoption } from './ownership.js';
 import { RunReads, type EventsOptions, type RunView } from './reads.js';
 import type { MutationRecord, RunStore } from './run-store/contract.js';
 import { memoryRunStore } from './run-store/memory.js';
@@ -151,6 +151,11 @@ export class Engine {
    */
   async bindRootDirectory(): Promise<{ readonly root_id: string; readonly binding: RebindOutcome }> {
     return this.#write().ownership.bindRootDirectory();
+  }
+
+  /** `loopx authority bind-root --adopt`: preview, or (with the previewed digest) move this root to this engine's authority. */
+  async adoptAuthority(confirm: string | undefined): Promise<AuthorityAdoption> {
+    return this.#write().ownership.adoptAuthority(confirm);
   }
 
   /** Create (or open) the root and its engine.db now, rather than on first use (`loopx init`). */

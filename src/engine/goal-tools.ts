@@ -22,8 +22,9 @@
  *   operation the journal already holds committed (in this lifetime, or recovered from an earlier
  *   one, "committed after capture" included) is not sent again: the call settles as that
  *   operation's duplicate. One whose earlier attempt is uncertain is refused until that attempt is
- *   reconciled. Each delivery carries the Goal's lineage and its lifetime's generation as a fence
- *   (`X-Loopx-Goal-Lineage`, `X-Loopx-Fence`) the receiver checks.
+ *   reconciled. Each delivery carries the Goal's lineage, its lifetime's generation as a fence and
+ *   the lifetime itself (`X-Loopx-Goal-Lineage`, `X-Loopx-Fence`, `X-Loopx-Goal-Lifetime`): the
+ *   receiver refuses an older generation, and another lifetime at the same one.
  * - Every call first asks the run authority whether the Goal's lifetime was superseded by a
  *   recovery into another root (`goal_lifetime_superseded`): an old lifetime's run never writes,
  *   spends or delivers for the Goal again.
@@ -35,6 +36,7 @@ import { LOOPX_VERSION } from '../core/index.js';
 import { effect as effectOwner, goal as goalOwner, openRootOwners, work as workOwner, type RootOwners } from '../owners/index.js';
 import { goalLifetimeSuperseded } from '../run-authority/index.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
+import { assertLifetimeLive, observeGoalWork, type LifetimeGuard } from './goal-guard.js';
 import { sourceIdentityOf } from './identity.js';
 import { effectOutput, type EffectIntent, type JsonValue, type Tool, type ToolContext, type ToolPlan } from './tools.js';
 
@@ -42,10 +44,7 @@ export const GOAL_WORK_TOOL_PLAN = 'loopx.goal-work.v1';
 /** Machine-configuration namespace holding the external system's deliveries endpoint. */
 export const EFFECTS_NAMESPACE = effectOwner.EFFECTS_CONFIG_NAMESPACE;
 
-/** Where a Goal work call learns whether its Goal lifetime was superseded (the run authority). */
-export interface LifetimeGuard {
-  lifetimeSupersession(goalInstanceId: string): Promise<unknown>;
-}
+export type { LifetimeGuard } from './goal-guard.js';
 const LEASE_TTL_MS = 10 * 60 * 1000;
 
 let cachedSource: string | undefined;
@@ -69,6 +68,8 @@ export const goalWorkFenceOperation = (sessionId: string) => `session:${sessionI
 interface CallContext {
   readonly goalId: string;
   readonly lineage: goalOwner.GoalLineage;
+  /** The Goal's current lifetime (its `goal_instance_id`): the one that writes at the lineage's generation. */
+  readonly lifetimeId: string;
   readonly work: workOwner.WorkOwner;
   readonly owners: RootOwners;
   readonly fence: workOwner.FenceToken;
@@ -85,22 +86,28 @@ async function withCallContext<T>(root: string, guard: LifetimeGuard | undefined
     if ((await guard?.lifetimeSupersession(session.goal_instance_id)) !== undefined) throw goalLifetimeSuperseded(session.goal_id);
     const goal = owners.goals.get(session.goal_id);
     if (goal?.goal_instance_id !== session.goal_instance_id) throw goalWorkUnbound();
+    await assertLifetimeLive(guard, goal);
     const work = await workOwner.openGoalWork({ root, goal_id: session.goal_id });
     try {
+      await observeGoalWork(guard, goal, work);
       const fence = (await work.readReceipt(goalWorkFenceOperation(session.session_id)))?.receipt.fence;
       if (!fence)
         throw rejected('goal_work_unfenced', 'The session holds no writer fence on the Goal work store.', {
           nextAction: 'start Goal work with loopx work run',
         });
-      return await fn({
+      const out = await fn({
         goalId: session.goal_id,
         lineage: goalOwner.lineageOf(goal),
+        lifetimeId: goal.goal_instance_id,
         work,
         owners,
         fence,
         leaseOwner: `session:${session.session_id}`,
         executionKey: `exec:${session.session_id}:${session.execution_generation}`,
       });
+      // The mark follows what this call committed (a crash before this line is healed at the next open).
+      await observeGoalWork(guard, goal, work);
+      return out;
     } finally {
       work.close();
     }
@@ -182,7 +189,7 @@ async function describeDelivery(c: CallContext, ctx: ToolContext, message: strin
   const send = (idempotency_key: string): EffectIntent => ({
     ...base,
     idempotency_key,
-    intent: effectOwner.webhookIntent(url, body, { goal_lineage: c.lineage.lineage_id, fence: c.lineage.generation }),
+    intent: effectOwner.webhookIntent(url, body, { goal_lineage: c.lineage.lineage_id, fence: c.lineage.generation, lifetime: c.lifetimeId }),
   });
   const prior = await c.owners.effects.getByIdempotencyKey(key);
   if (prior === undefined) return send(key);
@@ -194,6 +201,19 @@ async function describeDelivery(c: CallContext, ctx: ToolContext, message: strin
   }
   // The logical operation never landed (absent, rejected, superseded): this call makes it, under its own key.
   return send(`${key}:${ctx.operationId}`);
+}
+
+/**
+ * A receiver that refused this lifetime's delivery `fence_stale` with a newer fence of the
+ * lifetime's own lineage has seen a later lifetime deliver: evidence that this one was superseded,
+ * also when the run authority cannot tell (restored from before the recovery). The root records it
+ * in its goal owner — from then on the lifetime admits no writer — and the call ends superseded.
+ */
+function supersededByReceiver(c: CallContext, receipt: unknown): void {
+  const r = receipt as { reason?: unknown; newest_fence?: unknown };
+  if (r.reason !== 'fence_stale' || typeof r.newest_fence !== 'number' || !(r.newest_fence > c.lineage.generation)) return;
+  c.owners.goals.recordSuperseded({ goal_id: c.goalId, goal_instance_id: c.lifetimeId }, { evidence: 'receiver_fence_stale', newest_fence: r.newest_fence });
+  throw goalLifetimeSuperseded(c.goalId);
 }
 
 /** The static tool plan of Goal work runs in a runtime root. */
@@ -245,17 +265,19 @@ export function goalWorkToolPlan(root: string, guard?: LifetimeGuard): ToolPlan 
       identity: identity('webhook.deliver'),
       describeEffect: (args, ctx) => withCallContext(root, guard, ctx, (c) => describeDelivery(c, ctx, args.message as string)),
       execute: (_args, ctx) =>
-        withCallContext(root, guard, ctx, async () => {
+        withCallContext(root, guard, ctx, async (c) => {
           const effect = journalled(ctx);
           const duplicateOf = (JSON.parse(effect.intent) as { duplicate_of?: string }).duplicate_of;
           // The logical operation is already committed: nothing is sent (the receiver would count a duplicate).
           if (duplicateOf !== undefined) return effectOutput({ delivered: true, already: true, operation_id: duplicateOf }, { sent: false, duplicate_of: duplicateOf });
           const sent = await effectOwner.sendWebhook(effect);
           if (sent.outcome === 'committed') return effectOutput({ delivered: true, operation_id: effect.operation_id }, sent.receipt as JsonValue);
-          if (sent.outcome === 'rejected')
+          if (sent.outcome === 'rejected') {
+            supersededByReceiver(c, sent.receipt);
             throw rejected('webhook_rejected', 'The external system refused the delivery.', {
               details: { http_status: (sent.receipt as { http_status: number }).http_status },
             });
+          }
           // Unknown: recorded as uncertain; it is reconciled under its operation id, never repeated.
           throw effectOwner.outcomeUnknown(effect.operation_id, unknownReason(sent.receipt as JsonValue));
         }),

@@ -49,6 +49,7 @@ export { memoryRunStore } from './run-store/memory.js';
 export { openSqliteRunStore } from './run-store/sqlite.js';
 export { openPgRunStore, RUNS_COMPONENT, RUNS_PG_MIGRATIONS, type PgRunStoreOptions, type RunFence } from './run-store/postgres.js';
 export { goalWorkToolPlan, goalWorkFenceOperation, GOAL_WORK_TOOL_PLAN, EFFECTS_NAMESPACE, type LifetimeGuard } from './goal-tools.js';
+export { assertLifetimeLive, observeGoalWork, withGuardedGoalWork } from './goal-guard.js';
 export { callOfOperation, operationIdOf } from './mutations.js';
-export { readHistoricalRuns, type HistoricalRun } from './run-store/historical.js';
+export { readHistoricalRootId, readHistoricalRuns, type HistoricalRun } from './run-store/historical.js';
 export * as mcp from './mcp/index.js';

@@ -17,13 +17,36 @@
  *   lock is released; a tombstoned record is never resumed or imported.
  * - A root id counts only from the directory the authority bound it to: a byte copy of a root is
  *   `root_is_copy` the first time it asks for its id, and so owns no runs.
+ * - A root belongs to one run authority. It records that authority (a digest of its scope) in its
+ *   run store when first bound — a root made before it was recorded takes the authority that
+ *   already holds its binding — and a writer under any other authority is
+ *   `root_authority_mismatch`, as is one under an authority that never bound a root with committed
+ *   work. The move to another authority is the operator's recorded `adoptAuthority`
+ *   (`loopx authority bind-root --adopt`), confirmed by digest.
+ * - A root keeps the highest authority revision it has seen: an authority whose record of
+ *   superseded lifetimes went back (or missing) is `authority_rolled_back`.
  */
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { conflict, internal, rejected, type LoopxError } from '../core/index.js';
 import { TERMINAL_LIFECYCLES } from '../snapshot/index.js';
-import { rootDirectoryIdentity, type RebindOutcome, type RunAuthority, type RunLease, type RunRecord } from '../run-authority/index.js';
+import { LAYOUT } from '../owners/index.js';
+import { authorityRolledBack, rootAuthorityMismatch, rootDirectoryIdentity, type RebindOutcome, type RunAuthority, type RunLease, type RunRecord } from '../run-authority/index.js';
 import type { RunStore } from './run-store/contract.js';
 import { headOf, RUN_ID, runNotFound, terminalError } from './runs.js';
+
+/** What `adoptAuthority` answers: digests shortened to 16 hex (enough to compare, never the scope). */
+export interface AuthorityAdoption {
+  readonly root_id: string;
+  readonly from_authority: string | null;
+  readonly to_authority: string;
+  readonly digest: string;
+  readonly state: 'preview' | 'adopted' | 'unchanged';
+}
+
+const rootRequired = (): LoopxError => internal('root_required', 'Binding needs a runtime root directory.');
 
 const LOCK_ATTEMPTS = 20;
 const LOCK_PAUSE_MS = 5;
@@ -41,23 +64,99 @@ export class RunOwnership {
     this.#store = options.store;
   }
 
-  /** This root's random identity, proved against the directory the authority bound it to. */
+  /**
+   * This root's random identity, proved against the directory the authority bound it to, under
+   * the authority the root belongs to (see the header).
+   */
   async rootId(): Promise<string> {
     if (this.#rootId === undefined) {
-      const id = await this.#store().rootId();
-      if (this.#root !== undefined) await this.authority.bindRoot(id, rootDirectoryIdentity(this.#root));
+      const store = this.#store();
+      // A root that had no id yet was never bound by any authority: this one binds it, whatever it holds.
+      const hadId = (await store.readRootMeta('root_id')) !== undefined;
+      const id = await store.rootId();
+      if (this.#root !== undefined) {
+        const recorded = await store.readRootMeta('authority_scope');
+        const mine = this.authorityDigest();
+        if (recorded !== undefined && recorded !== mine) throw rootAuthorityMismatch('other');
+        if (recorded === undefined && hadId && !(await this.authority.rootBound(id)) && (await this.#hasCommittedWork(store))) throw rootAuthorityMismatch('never_bound');
+        const seen = await this.#seenRevision(store);
+        await this.authority.bindRoot(id, rootDirectoryIdentity(this.#root));
+        if (recorded === undefined) await store.writeRootMeta('authority_scope', mine);
+        await this.#recordRevision(store, seen);
+      }
       this.#rootId = id;
     }
     return this.#rootId;
   }
 
+  /** A digest of this authority's scope: what a root records of the authority it belongs to (the scope itself stays out of the root). */
+  authorityDigest(): string {
+    return createHash('sha256').update('loopx.root-authority/v1\0').update(this.authority.scopeId).digest('hex');
+  }
+
+  /** The revision this root saw last; `authority_rolled_back` when the authority is now below it. */
+  async #seenRevision(store: RunStore): Promise<number> {
+    const seen = Number((await store.readRootMeta('authority_revision')) ?? '0');
+    const now = await this.authority.revision();
+    if (now < seen) throw authorityRolledBack(now, seen);
+    return now;
+  }
+
+  async #recordRevision(store: RunStore, revision: number): Promise<void> {
+    const seen = Number((await store.readRootMeta('authority_revision')) ?? '0');
+    if (revision > seen) await store.writeRootMeta('authority_revision', String(revision));
+  }
+
+  /** A run recorded here, or a Goal made here: the root holds work some authority's writers made. */
+  async #hasCommittedWork(store: RunStore): Promise<boolean> {
+    if ((await store.list()).length > 0) return true;
+    const goals = join(this.#root!, LAYOUT.goalsDir);
+    return existsSync(goals) && readdirSync(goals).length > 0;
+  }
+
   /** The operator's explicit binding of this root to its directory; refused while the bound original exists. */
   async bindRootDirectory(): Promise<{ readonly root_id: string; readonly binding: RebindOutcome }> {
-    if (this.#root === undefined) throw internal('root_required', 'Binding needs a runtime root directory.');
-    const id = await this.#store().rootId();
+    if (this.#root === undefined) throw rootRequired();
+    const store = this.#store();
+    const id = await store.rootId();
+    const recorded = await store.readRootMeta('authority_scope');
+    if (recorded !== undefined && recorded !== this.authorityDigest()) throw rootAuthorityMismatch('other');
     const binding = await this.authority.rebindRoot(id, rootDirectoryIdentity(this.#root));
+    if (recorded === undefined) await store.writeRootMeta('authority_scope', this.authorityDigest());
     this.#rootId = id;
     return { root_id: id, binding };
+  }
+
+  /**
+   * `loopx authority bind-root --adopt`: move this root to this authority. Without `confirm` it
+   * changes nothing and answers the digest to confirm — over the root id and both authorities'
+   * digests — so what the operator confirmed is what is done. With the digest, the root records
+   * the new authority (and the move in its history) and the authority binds the root.
+   */
+  async adoptAuthority(confirm: string | undefined): Promise<AuthorityAdoption> {
+    if (this.#root === undefined) throw rootRequired();
+    const store = this.#store();
+    const id = await store.rootId();
+    const from = (await store.readRootMeta('authority_scope')) ?? null;
+    const to = this.authorityDigest();
+    const digest = createHash('sha256')
+      .update(JSON.stringify({ root_id: id, from, to }))
+      .digest('hex');
+    const view = { root_id: id, from_authority: from === null ? null : from.slice(0, 16), to_authority: to.slice(0, 16), digest };
+    if (from === to) return { ...view, state: 'unchanged' };
+    if (confirm === undefined) return { ...view, state: 'preview' };
+    if (confirm !== digest)
+      throw rejected('authority_adoption_digest_mismatch', 'The digest does not match what this adoption would do now.', {
+        nextAction: 'preview it again: loopx authority bind-root --adopt',
+      });
+    const seen = await this.authority.revision();
+    await this.authority.rebindRoot(id, rootDirectoryIdentity(this.#root));
+    const history = JSON.parse((await store.readRootMeta('authority_history')) ?? '[]') as unknown[];
+    await store.writeRootMeta('authority_history', JSON.stringify([...history, { from, to, at: new Date().toISOString() }]));
+    await store.writeRootMeta('authority_revision', String(seen));
+    await store.writeRootMeta('authority_scope', to);
+    this.#rootId = id;
+    return { ...view, state: 'adopted' };
   }
 
   // ── locks ────────────────────────────────────────────────────────────────────────────

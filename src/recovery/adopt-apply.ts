@@ -41,7 +41,10 @@ export interface AdoptionHost {
     fence: number;
     recovery_id: string;
     successor_root: string;
+    source_root: string | null;
   }): Promise<{ readonly replayed: boolean }>;
+  /** The root id the verified workspace's run kernel names (the root the backup was taken of); null when it names none. */
+  sourceRoot(workspaceRoot: string): string | null;
   supersession(goalInstanceId: string): Promise<{ readonly successor_instance_id: string; readonly recovery_id: string } | undefined>;
 }
 
@@ -120,6 +123,7 @@ async function runHostStep(plan: AdoptionPlan, step: PlannedStep, done: ReturnTy
     fence: lifetime.generation,
     recovery_id: plan.recovery_id,
     successor_root: rootId,
+    source_root: host.sourceRoot(join(plan.workspace.path, WORKSPACE_DIR, ARCHIVE_ROOT)),
   });
   faultPoint('recover.host:supersede.after');
   const back = await host.supersession(lifetime.superseded);

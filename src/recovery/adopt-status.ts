@@ -79,10 +79,15 @@ async function openHolds(
   return latest.filter((h) => (h.hold_id.startsWith('effect:') ? held.has(h.hold_id) : !resolved.has(h.hold_id)));
 }
 
-const nextActionOf = (h: AdoptionHold, d: string): string =>
-  h.retryable
+/** Holds no retry and no settlement clears: the receiver follows another lifetime of the Goal, so this recovery never delivers there. */
+const FINAL_RECEIVER_HOLDS: ReadonlySet<string> = new Set(['receiver_fence_newer', 'receiver_fence_conflict']);
+
+const nextActionOf = (h: AdoptionHold, d: string): string => {
+  if (FINAL_RECEIVER_HOLDS.has(h.code)) return `continue the Goal in the root the receiver follows (this one stays history): loopx recover status --destination <that-root>`;
+  return h.retryable
     ? `ask again when the external system answers: loopx recover resolve --destination ${d} --hold ${h.hold_id}`
     : `settle it with the external system's owner, then: loopx recover resolve --destination ${d} --hold ${h.hold_id}`;
+};
 
 export async function recoveryStatus(destination: string, host?: AdoptionHost): Promise<RecoveryStatus> {
   const plan = readPlan(destination);

@@ -1,4 +1,5 @@
 import type { RebindOutcome, RootDirectoryIdentity } from './roots.js';
+import type { WorkHead, WorkMark } from './work-marks.js';
 
 /**
  * The run-authority contract (RFC 0007): per-user provenance and exclusive ownership of runs.
@@ -33,6 +34,10 @@ import type { RebindOutcome, RootDirectoryIdentity } from './roots.js';
  *   concurrent writers (any processes) exactly one creates it. "Not superseded" is `undefined`
  *   from `lifetimeSupersession`; a stored record that does not decode, or an entry that is not a
  *   private regular file, is a typed refusal — never "not superseded" (lifetimes.ts).
+ * - Revision: how many lifetime supersessions the authority has recorded, kept apart from the
+ *   records themselves; records missing against it are `authority_rolled_back` on every read.
+ * - Work marks: per Goal work store, the lifetime that writes it and the last head a writer saw
+ *   (work-marks.ts); bound on first use, moved only forward.
  * - Shutdown (`close`): rejects new work at once — new leases, key changes, bindings, lifetime
  *   supersessions and their reads, and `claim`, `verifyClaim` and `readRecord` for a run this
  *   authority holds no lease of — waits for outstanding run and import leases to be released,
@@ -103,12 +108,14 @@ export interface LifetimeSupersession {
   readonly recovery_id: string;
   /** The root id that holds the successor (the form `bindRoot` takes). */
   readonly successor_root: string;
+  /** The root id that held the superseded lifetime; null when the recovery did not know it (and in records written before it was kept). */
+  readonly source_root: string | null;
   /** ISO timestamp, set by the authority when it recorded the supersession. */
   readonly recorded_at: string;
 }
 
-/** What a caller asks for: every field but the authority's `recorded_at`, and nothing else. */
-export type LifetimeSupersessionRequest = Omit<LifetimeSupersession, 'recorded_at'>;
+/** What a caller asks for: every field but the authority's `recorded_at` (`source_root` may be left out: null), and nothing else. */
+export type LifetimeSupersessionRequest = Omit<LifetimeSupersession, 'recorded_at' | 'source_root'> & { readonly source_root?: string | null };
 
 /** The stored record; `replayed` when it was already there, from the very same request. */
 export interface LifetimeSupersessionOutcome {
@@ -140,6 +147,14 @@ export interface RunAuthority {
   supersedeLifetime(request: LifetimeSupersessionRequest): Promise<LifetimeSupersessionOutcome>;
   /** The supersession of `goalInstanceId`; `undefined` while it is not superseded. */
   lifetimeSupersession(goalInstanceId: string): Promise<LifetimeSupersession | undefined>;
+  /** Every supersession of a lifetime that root `sourceRoot` held under alias `goalId` (records that name their source root). */
+  lifetimesSupersededIn(sourceRoot: string, goalId: string): Promise<LifetimeSupersession[]>;
+  /** How many lifetime supersessions the authority holds; `authority_rolled_back` when fewer than it has recorded. */
+  revision(): Promise<number>;
+  /** Whether the authority holds a binding of root id `rootId` (to any directory). */
+  rootBound(rootId: string): Promise<boolean>;
+  /** A writer's view of a Goal work store checked against, and moved into, its mark (work-marks.ts): `goal_identity_mismatch`, `root_rolled_back`. */
+  observeWorkHead(head: WorkHead): Promise<WorkMark>;
 
   close(): Promise<void>;
 }

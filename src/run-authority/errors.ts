@@ -31,3 +31,16 @@ export const goalLifetimeSuperseded = (goalId: string): LoopxError =>
   conflict('goal_lifetime_superseded', `Goal ${goalId}'s lifetime was replaced by a recovery into another root; this root may no longer write or deliver for it.`, {
     nextAction: `continue the Goal in the root it was recovered into: loopx work run --goal ${goalId} --agent <agent-file> --root <recovered-root>`,
   });
+
+/**
+ * A writer under another run authority than the one the root records (another HOME, an empty or
+ * substituted `--authority-dir`), or a root with committed work that this authority never bound.
+ */
+export const rootAuthorityMismatch = (why: 'other' | 'never_bound'): LoopxError =>
+  rejected(
+    'root_authority_mismatch',
+    why === 'other'
+      ? 'This root belongs to another run authority than the one this command uses; no writer of it is admitted under this one.'
+      : 'This root has committed work but this run authority never bound it; no writer of it is admitted under this one.',
+    { nextAction: 'use the authority directory this root belongs to (--authority-dir), or, if the root really moved to this one: loopx authority bind-root --adopt' },
+  );

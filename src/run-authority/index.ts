@@ -17,5 +17,7 @@ export { deriveRunSubkey, SUBKEY_DOMAIN } from './claims.js';
 export { ConfinedDir, validateAncestry } from './confined-dir.js';
 export { rootDirectoryIdentity, ROOT_IS_COPY, type RebindOutcome, type RootDirectoryIdentity } from './roots.js';
 export { recordNextAction } from './next-action.js';
-export { goalLifetimeSuperseded, leaseRequired, runIdInvalid } from './errors.js';
+export { goalLifetimeSuperseded, leaseRequired, runIdInvalid, rootAuthorityMismatch } from './errors.js';
+export { goalIdentityMismatch, rootRolledBack, type WorkHead, type WorkMark } from './work-marks.js';
+export { authorityRolledBack } from './lifetimes.js';
 export { isRunId } from './leases.js';

@@ -13,8 +13,14 @@
  *   (any processes) exactly one creates it and the other reads the winner's record: the same
  *   request (every field but `recorded_at` equal) is a replay — the stored record, `replayed:
  *   true` — and any other is `goal_lifetime_already_superseded` (conflict), which changes nothing.
- * - A request is exactly the seven fields of `LifetimeSupersessionRequest`, each of its form;
- *   anything else is `lifetime_supersession_invalid` before anything is written.
+ * - A request is exactly the fields of `LifetimeSupersessionRequest`, each of its form (`source_root`,
+ *   the root that held the superseded lifetime, may be absent or null when it is not known);
+ *   anything else is `lifetime_supersession_invalid` before anything is written. Records are
+ *   written as v2 (with `source_root`); v1 records, written before it, read with `source_root: null`.
+ * - The authority's revision — how many supersessions it has recorded — is kept outside the
+ *   records' own directory (`revision` at the authority's top, for the local directory): a
+ *   `lifetimes/` that is missing or older than the rest of the authority holds fewer records
+ *   than counted and every read is `authority_rolled_back`, never "not superseded".
  * - A stored record is read strictly: the exact fields, each of its form, naming the lifetime it
  *   is stored under. Anything else is `authority_lifetime_corrupt` — never "not superseded",
  *   which would let an old writer through.
@@ -23,10 +29,13 @@
  */
 import { conflict, internal, LoopxError, rejected } from '../core/index.js';
 import type { ConfinedDir } from './confined-dir.js';
-import type { LifetimeSupersession, LifetimeSupersessionOutcome, LifetimeSupersessionRequest } from './contract.js';
+import { authorityCorrupt } from './errors.js';
+import type { LifetimeSupersession, LifetimeSupersessionOutcome } from './contract.js';
 import { isRootId } from './roots.js';
 
-const LIFETIME_SCHEMA = 'loopx.run-authority.lifetime/v1';
+/** v2 names the superseded lifetime's root (`source_root`); v1 records (written before it) stay readable, with `source_root: null`. */
+const LIFETIME_SCHEMA = 'loopx.run-authority.lifetime/v2';
+const LIFETIME_SCHEMA_V1 = 'loopx.run-authority.lifetime/v1';
 const GOAL_INSTANCE_ID = /^ginst_[0-9a-f]{32}$/;
 /**
  * The goal owner's alias form (owners/layout.ts `GOAL_ID`, no `..`). The run authority imports
@@ -36,8 +45,10 @@ export const GOAL_ALIAS = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 const LINEAGE = /^[A-Za-z0-9_.:-]{1,128}$/;
 const RECOVERY_ID = /^[0-9a-f]{64}$/;
 
-const REQUEST_FIELDS = ['goal_instance_id', 'goal_id', 'successor_instance_id', 'goal_lineage', 'fence', 'recovery_id', 'successor_root'] as const;
+const V1_FIELDS = ['goal_instance_id', 'goal_id', 'successor_instance_id', 'goal_lineage', 'fence', 'recovery_id', 'successor_root'] as const;
+const REQUEST_FIELDS = [...V1_FIELDS, 'source_root'] as const;
 const RECORD_FIELDS: readonly string[] = ['schema', ...REQUEST_FIELDS, 'recorded_at'];
+const RECORD_FIELDS_V1: readonly string[] = ['schema', ...V1_FIELDS, 'recorded_at'];
 
 const invalid = (why: string): LoopxError => rejected('lifetime_supersession_invalid', `The Goal lifetime supersession is invalid: ${why}.`);
 
@@ -65,8 +76,10 @@ const lifetimeCorrupt = (goalInstanceId: string, why: string): LoopxError =>
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Every request field in its form (the successor is another lifetime), copied; else `fail(why)`. */
-function requestFields(doc: Record<string, unknown>, fail: (why: string) => LoopxError): LifetimeSupersessionRequest {
-  const { goal_instance_id, goal_id, successor_instance_id, goal_lineage, fence, recovery_id, successor_root } = doc;
+type Fields = Omit<LifetimeSupersession, 'recorded_at'>;
+
+function requestFields(doc: Record<string, unknown>, fail: (why: string) => LoopxError): Fields {
+  const { goal_instance_id, goal_id, successor_instance_id, goal_lineage, fence, recovery_id, successor_root, source_root = null } = doc;
   if (typeof goal_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(goal_instance_id)) throw fail("goal_instance_id is not 'ginst_' and 32 lowercase hex");
   if (typeof goal_id !== 'string' || !GOAL_ALIAS.test(goal_id) || goal_id.includes('..')) throw fail('goal_id is not a Goal alias');
   if (typeof successor_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(successor_instance_id)) throw fail("successor_instance_id is not 'ginst_' and 32 lowercase hex");
@@ -75,11 +88,13 @@ function requestFields(doc: Record<string, unknown>, fail: (why: string) => Loop
   if (typeof fence !== 'number' || !Number.isSafeInteger(fence) || fence < 1) throw fail('fence is not a positive safe integer');
   if (typeof recovery_id !== 'string' || !RECOVERY_ID.test(recovery_id)) throw fail('recovery_id is not 64 lowercase hex');
   if (typeof successor_root !== 'string' || !isRootId(successor_root)) throw fail('successor_root is not a root id');
-  return { goal_instance_id, goal_id, successor_instance_id, goal_lineage, fence, recovery_id, successor_root };
+  if (source_root !== null && (typeof source_root !== 'string' || !isRootId(source_root))) throw fail('source_root is neither null nor a root id');
+  if (source_root === successor_root) throw fail('source_root is the successor root itself');
+  return { goal_instance_id, goal_id, successor_instance_id, goal_lineage, fence, recovery_id, successor_root, source_root };
 }
 
-/** A caller's request: exactly the seven fields, each of its form. */
-function checkRequest(request: unknown): LifetimeSupersessionRequest {
+/** A caller's request: the seven fields and `source_root` (absent or null when the source root is not known), each of its form. */
+function checkRequest(request: unknown): Fields {
   if (!isObject(request)) throw invalid('it is not an object');
   const unknown = Object.keys(request).find((k) => !(REQUEST_FIELDS as readonly string[]).includes(k));
   if (unknown !== undefined) throw invalid(`${JSON.stringify(unknown.slice(0, 64))} is not a field of a request (recorded_at is set by the authority)`);
@@ -106,13 +121,14 @@ export function decodeLifetime(goalInstanceId: string, raw: Uint8Array | string)
   }
   if (!isObject(doc)) throw corrupt('not an object');
   const keys = Object.keys(doc);
-  if (keys.length !== RECORD_FIELDS.length || !RECORD_FIELDS.every((k) => keys.includes(k))) throw corrupt('not exactly the fields of a lifetime record');
-  if (doc.schema !== LIFETIME_SCHEMA) throw corrupt('of an unknown schema');
-  const fields = requestFields(doc, (why) => corrupt(`malformed (${why})`));
-  if (fields.goal_instance_id !== goalInstanceId) throw corrupt('the record of another lifetime');
+  const fields = doc.schema === LIFETIME_SCHEMA ? RECORD_FIELDS : doc.schema === LIFETIME_SCHEMA_V1 ? RECORD_FIELDS_V1 : undefined;
+  if (fields === undefined) throw corrupt('of an unknown schema');
+  if (keys.length !== fields.length || !fields.every((k) => keys.includes(k))) throw corrupt('not exactly the fields of a lifetime record');
+  const request = requestFields(doc, (why) => corrupt(`malformed (${why})`));
+  if (request.goal_instance_id !== goalInstanceId) throw corrupt('the record of another lifetime');
   const at = doc.recorded_at;
   if (typeof at !== 'string' || Number.isNaN(Date.parse(at)) || new Date(at).toISOString() !== at) throw corrupt('malformed (recorded_at is not an ISO timestamp)');
-  return { ...fields, recorded_at: at };
+  return { ...request, recorded_at: at };
 }
 
 /**
@@ -123,22 +139,70 @@ export function decodeLifetime(goalInstanceId: string, raw: Uint8Array | string)
 export interface LifetimeTable {
   get(goalInstanceId: string): Uint8Array | string | undefined | Promise<Uint8Array | string | undefined>;
   create(goalInstanceId: string, encoded: string): boolean | Promise<boolean>;
+  /** The superseded lifetimes' ids, in any order. */
+  list(): readonly string[] | Promise<readonly string[]>;
+  /**
+   * Where a provider that keeps its records in a directory of their own keeps, outside that
+   * directory, how many it has ever created (the authority's revision): `read` answers 0 while
+   * none was counted, `raise` never lowers it. A provider whose records cannot go missing apart
+   * from the rest (one table of one database) has none.
+   */
+  readonly watermark?: { read(): number; raise(count: number): void };
+}
+
+export const authorityRolledBack = (have: number, expected: number): LoopxError =>
+  internal(
+    'authority_rolled_back',
+    `The run authority's record of superseded Goal lifetimes holds ${have} of the ${expected} it has recorded: its lifetimes/ directory is missing or older than the rest of it.`,
+    { nextAction: "restore the authority directory's lifetimes/ from the backup it was taken from; until then every Goal writer under this authority is refused" },
+  );
+
+/**
+ * The authority's revision: how many lifetime supersessions it holds, never fewer than it has
+ * recorded (`authority_rolled_back`). A crash between a record and its count leaves more records
+ * than counted, which is healthy: the count is raised to match.
+ */
+export async function lifetimesRevision(table: LifetimeTable): Promise<number> {
+  const have = (await table.list()).length;
+  const counted = table.watermark?.read() ?? have;
+  if (have < counted) throw authorityRolledBack(have, counted);
+  if (have > counted) table.watermark?.raise(have);
+  return have;
+}
+
+/** The supersessions of lifetimes that `sourceRoot` held under the alias `goalId` (v1 records name no root and never match). */
+export async function lifetimesSupersededIn(table: LifetimeTable, sourceRoot: string, goalId: string): Promise<LifetimeSupersession[]> {
+  await lifetimesRevision(table);
+  const out: LifetimeSupersession[] = [];
+  for (const id of await table.list()) {
+    if (!GOAL_INSTANCE_ID.test(id)) continue;
+    const record = await readLifetime(table, id);
+    if (record?.source_root === sourceRoot && record.goal_id === goalId) out.push(record);
+  }
+  return out.sort((a, b) => (a.recorded_at < b.recorded_at ? -1 : 1));
 }
 
 /** `lifetimeSupersession`: the stored record, `undefined` while none; a malformed id is `lifetime_supersession_invalid`. */
 export async function readLifetime(table: LifetimeTable, goalInstanceId: string): Promise<LifetimeSupersession | undefined> {
   checkInstanceId(goalInstanceId);
+  await lifetimesRevision(table);
   const raw = await table.get(goalInstanceId);
   return raw === undefined ? undefined : decodeLifetime(goalInstanceId, raw);
 }
 
-const sameRequest = (a: LifetimeSupersessionRequest, b: LifetimeSupersessionRequest): boolean => REQUEST_FIELDS.every((k) => a[k] === b[k]);
+/** The same request; a v1 record (no source root) answers a request naming any source root. */
+const sameRequest = (stored: Fields, asked: Fields): boolean =>
+  V1_FIELDS.every((k) => stored[k] === asked[k]) && (stored.source_root === null || stored.source_root === asked.source_root);
 
 /** `supersedeLifetime`: create the record, or answer the stored one as a replay, or refuse (see the header). */
 export async function supersedeLifetime(table: LifetimeTable, request: unknown, now: Date = new Date()): Promise<LifetimeSupersessionOutcome> {
   const fields = checkRequest(request);
   const record: LifetimeSupersession = { ...fields, recorded_at: now.toISOString() };
-  if (await table.create(fields.goal_instance_id, encodeLifetime(record))) return { record, replayed: false };
+  const revision = await lifetimesRevision(table);
+  if (await table.create(fields.goal_instance_id, encodeLifetime(record))) {
+    table.watermark?.raise(revision + 1);
+    return { record, replayed: false };
+  }
   // Another writer — earlier, or concurrent and first — recorded this lifetime: its record decides.
   const stored = await readLifetime(table, fields.goal_instance_id);
   if (!stored) throw lifetimeCorrupt(fields.goal_instance_id, 'gone though its entry existed');
@@ -147,10 +211,17 @@ export async function supersedeLifetime(table: LifetimeTable, request: unknown, 
 }
 
 /** The local authority's table: `lifetimes/<goal_instance_id>.json` in its confined directory (0600, exclusive, durable). */
-export function directoryLifetimes(dir: ConfinedDir, options: { noSync?: boolean } = {}): LifetimeTable {
+export function directoryLifetimes(dir: ConfinedDir, options: { noSync?: boolean; top?: ConfinedDir } = {}): LifetimeTable {
   const noSync = options.noSync === true;
+  const top = options.top;
   return {
     get: (goalInstanceId) => dir.read(`${goalInstanceId}.json`),
+    list: () =>
+      dir
+        .list()
+        .filter((n) => n.endsWith('.json'))
+        .map((n) => n.slice(0, -'.json'.length)),
+    ...(top === undefined ? {} : { watermark: topWatermark(top, noSync) }),
     create(goalInstanceId, encoded) {
       try {
         dir.write(`${goalInstanceId}.json`, encoded, { exclusive: true, ...(noSync ? { noSync } : {}) });
@@ -161,6 +232,31 @@ export function directoryLifetimes(dir: ConfinedDir, options: { noSync?: boolean
         if (!noSync) dir.sync();
         return false;
       }
+    },
+  };
+}
+
+const REVISION_FILE = 'revision';
+
+/** The authority's revision file at its top (outside lifetimes/): `{"lifetimes": N}`. */
+function topWatermark(top: ConfinedDir, noSync: boolean): NonNullable<LifetimeTable['watermark']> {
+  const read = (): number => {
+    const raw = top.read(REVISION_FILE);
+    if (raw === undefined) return 0;
+    let n: unknown;
+    try {
+      n = (JSON.parse(raw.toString('utf8')) as { lifetimes?: unknown }).lifetimes;
+    } catch {
+      n = undefined;
+    }
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw authorityCorrupt('revision');
+    return n;
+  };
+  return {
+    read,
+    raise(count) {
+      if (count <= read()) return;
+      top.write(REVISION_FILE, `${JSON.stringify({ lifetimes: count })}\n`, noSync ? { noSync } : {});
     },
   };
 }

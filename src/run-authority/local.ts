@@ -12,6 +12,9 @@
  *   roots/<root>.json  the directory each runtime root id is bound to (roots.ts): a copy owns nothing
  *   lifetimes/<ginst>.json  a Goal lifetime superseded by a recovery (lifetimes.ts): created
  *                      exclusively, never changed or removed
+ *   revision           how many lifetimes/ records the authority has created (outside lifetimes/,
+ *                      so a lifetimes/ that went missing or back is seen: `authority_rolled_back`)
+ *   works/<store>.json the lifetime and last committed head of each Goal work store (work-marks.ts)
  *
  * Every access goes through ConfinedDir (descriptor-relative, identity re-proved). It must never
  * hold an IPC token, never hand out key bytes, and never write a record without the run's lease.
@@ -29,7 +32,8 @@ import { Keyring } from './claims.js';
 import { authorityCorrupt } from './errors.js';
 import { ConfinedDir } from './confined-dir.js';
 import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
-import { directoryLifetimes, readLifetime, supersedeLifetime, type LifetimeTable } from './lifetimes.js';
+import { directoryLifetimes, lifetimesRevision, lifetimesSupersededIn, readLifetime, supersedeLifetime, type LifetimeTable } from './lifetimes.js';
+import { directoryWorkMarks, observeWorkHead, type WorkHead, type WorkMark, type WorkMarkTable } from './work-marks.js';
 import { decodeRecord, encodeRecord } from './records.js';
 import { bindRoot, directoryBindings, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity } from './roots.js';
 import type { ClaimInput, ImportLease, LifetimeSupersession, LifetimeSupersessionOutcome, LifetimeSupersessionRequest, RunAuthority, RunLease, RunRecord } from './contract.js';
@@ -76,6 +80,8 @@ export class LocalRunAuthority implements RunAuthority {
   readonly #roots: RootBindingTable;
   readonly #lifetimesDir: ConfinedDir;
   readonly #lifetimes: LifetimeTable;
+  readonly #worksDir: ConfinedDir;
+  readonly #works: WorkMarkTable;
   readonly #keyring: Keyring;
   readonly #leases = new LeaseBook();
   readonly #noSync: boolean;
@@ -93,7 +99,9 @@ export class LocalRunAuthority implements RunAuthority {
       this.#rootsDir = track(opened, dir.subdir('roots'));
       this.#roots = directoryBindings(this.#rootsDir, { noSync });
       this.#lifetimesDir = track(opened, dir.subdir('lifetimes'));
-      this.#lifetimes = directoryLifetimes(this.#lifetimesDir, { noSync });
+      this.#lifetimes = directoryLifetimes(this.#lifetimesDir, { noSync, top: dir });
+      this.#worksDir = track(opened, dir.subdir('works'));
+      this.#works = directoryWorkMarks(this.#worksDir, { noSync });
       this.#keyring = this.#init();
       this.scopeId = this.#keyring.scopeId;
     } catch (e) {
@@ -234,6 +242,26 @@ export class LocalRunAuthority implements RunAuthority {
     return readLifetime(this.#lifetimes, goalInstanceId);
   }
 
+  async lifetimesSupersededIn(sourceRoot: string, goalId: string): Promise<LifetimeSupersession[]> {
+    this.#leases.liveRead();
+    return lifetimesSupersededIn(this.#lifetimes, sourceRoot, goalId);
+  }
+
+  async revision(): Promise<number> {
+    this.#leases.liveRead();
+    return lifetimesRevision(this.#lifetimes);
+  }
+
+  async rootBound(rootId: string): Promise<boolean> {
+    this.#leases.liveRead();
+    return (await this.#roots.get(rootId)) !== undefined;
+  }
+
+  async observeWorkHead(head: WorkHead): Promise<WorkMark> {
+    this.#leases.live();
+    return observeWorkHead(this.#works, head);
+  }
+
   /** Whether any run record names `rootId` as its owner (read once per root, when it is first bound). */
   #ownsRecords(rootId: string): boolean {
     return this.#runsDir
@@ -267,6 +295,7 @@ export class LocalRunAuthority implements RunAuthority {
       this.#runsDir.close();
       this.#rootsDir.close();
       this.#lifetimesDir.close();
+      this.#worksDir.close();
       this.#locksDir.close();
       this.#keysDir.close();
       this.#dir.close();

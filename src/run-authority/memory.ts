@@ -20,7 +20,8 @@ import { randomBytes } from 'node:crypto';
 import { faultPoint } from '../core/index.js';
 import { Keyring } from './claims.js';
 import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
-import { readLifetime, supersedeLifetime, type LifetimeTable } from './lifetimes.js';
+import { lifetimesRevision, lifetimesSupersededIn, readLifetime, supersedeLifetime, type LifetimeTable } from './lifetimes.js';
+import { mapWorkMarks, observeWorkHead, type WorkHead, type WorkMark } from './work-marks.js';
 import { decodeRecord, encodeRecord } from './records.js';
 import { bindRoot, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity } from './roots.js';
 import type { ClaimInput, ImportLease, LifetimeSupersession, LifetimeSupersessionOutcome, LifetimeSupersessionRequest, RunAuthority, RunLease, RunRecord } from './contract.js';
@@ -53,6 +54,7 @@ function mapLifetimes(): LifetimeTable {
   const records = new Map<string, string>();
   return {
     get: (goalInstanceId) => records.get(goalInstanceId),
+    list: () => [...records.keys()],
     create: (goalInstanceId, encoded) => {
       if (records.has(goalInstanceId)) return false;
       records.set(goalInstanceId, encoded);
@@ -71,6 +73,7 @@ export class MemoryRunAuthority implements RunAuthority {
   readonly #records = new Map<string, string>();
   readonly #roots = mapBindings();
   readonly #lifetimes = mapLifetimes();
+  readonly #works = mapWorkMarks();
   readonly #importWaitMs: number;
 
   constructor(options: MemoryAuthorityOptions = {}) {
@@ -156,6 +159,26 @@ export class MemoryRunAuthority implements RunAuthority {
   async lifetimeSupersession(goalInstanceId: string): Promise<LifetimeSupersession | undefined> {
     this.#leases.liveRead();
     return readLifetime(this.#lifetimes, goalInstanceId);
+  }
+
+  async lifetimesSupersededIn(sourceRoot: string, goalId: string): Promise<LifetimeSupersession[]> {
+    this.#leases.liveRead();
+    return lifetimesSupersededIn(this.#lifetimes, sourceRoot, goalId);
+  }
+
+  async revision(): Promise<number> {
+    this.#leases.liveRead();
+    return lifetimesRevision(this.#lifetimes);
+  }
+
+  async rootBound(rootId: string): Promise<boolean> {
+    this.#leases.liveRead();
+    return (await this.#roots.get(rootId)) !== undefined;
+  }
+
+  async observeWorkHead(head: WorkHead): Promise<WorkMark> {
+    this.#leases.live();
+    return observeWorkHead(this.#works, head);
   }
 
   #ownsRecords(rootId: string): boolean {

@@ -36,7 +36,8 @@ import { conflict, faultPoint, internal } from '../core/index.js';
 import { isLoopxError } from '../core/index.js';
 import { pgFailure, requireSchemaVersion, type PgDatabase, type PgMigration, type PgQuery } from '../store/index.js';
 import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
-import { readLifetime, supersedeLifetime, type LifetimeTable } from './lifetimes.js';
+import { lifetimesRevision, lifetimesSupersededIn, readLifetime, supersedeLifetime, type LifetimeTable } from './lifetimes.js';
+import { observeWorkHead, type WorkHead, type WorkMark, type WorkMarkTable } from './work-marks.js';
 import type { LocalRunAuthority } from './local.js';
 import { decodeRecord, encodeRecord } from './records.js';
 import { bindRoot, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity } from './roots.js';
@@ -72,6 +73,11 @@ export const RUN_AUTHORITY_PG_MIGRATIONS: readonly PgMigration[] = [
      );
      CREATE TABLE root_bindings (root_id TEXT COLLATE "C" PRIMARY KEY, dev TEXT NOT NULL, ino TEXT NOT NULL, path TEXT NOT NULL);
      CREATE TABLE lifetime_supersessions (goal_instance_id TEXT COLLATE "C" PRIMARY KEY, body TEXT NOT NULL);`,
+  },
+  {
+    // Work marks: each Goal work store's lifetime and last committed head (work-marks.ts).
+    version: 2,
+    sql: `CREATE TABLE work_marks (store_key TEXT COLLATE "C" PRIMARY KEY, body TEXT NOT NULL);`,
   },
 ];
 
@@ -312,6 +318,35 @@ export class PgRunAuthority implements RunAuthority {
     return readLifetime(this.#lifetimes, goalInstanceId);
   }
 
+  async lifetimesSupersededIn(sourceRoot: string, goalId: string): Promise<LifetimeSupersession[]> {
+    this.#leases.liveRead();
+    return lifetimesSupersededIn(this.#lifetimes, sourceRoot, goalId);
+  }
+
+  async revision(): Promise<number> {
+    this.#leases.liveRead();
+    return lifetimesRevision(this.#lifetimes);
+  }
+
+  async rootBound(rootId: string): Promise<boolean> {
+    this.#leases.liveRead();
+    return (await this.#roots.get(rootId)) !== undefined;
+  }
+
+  async observeWorkHead(head: WorkHead): Promise<WorkMark> {
+    this.#leases.live();
+    return observeWorkHead(this.#workMarks(), head);
+  }
+
+  #workMarks(): WorkMarkTable {
+    return {
+      get: async (key) => (await this.#q<{ body: string }>('SELECT body FROM work_marks WHERE store_key = $1', [key]))[0]?.body,
+      put: async (key, encoded) => {
+        await this.#q('INSERT INTO work_marks (store_key, body) VALUES ($1, $2) ON CONFLICT (store_key) DO UPDATE SET body = EXCLUDED.body', [key, encoded]);
+      },
+    };
+  }
+
   #rootTable(): RootBindingTable {
     type Row = { dev: string; ino: string; path: string };
     return {
@@ -340,6 +375,7 @@ export class PgRunAuthority implements RunAuthority {
   #lifetimeTable(): LifetimeTable {
     return {
       get: async (id) => (await this.#q<{ body: string }>('SELECT body FROM lifetime_supersessions WHERE goal_instance_id = $1', [id]))[0]?.body,
+      list: async () => (await this.#q<{ goal_instance_id: string }>('SELECT goal_instance_id FROM lifetime_supersessions')).map((r) => r.goal_instance_id),
       create: async (id, encoded) =>
         (await this.#q('INSERT INTO lifetime_supersessions (goal_instance_id, body) VALUES ($1, $2) ON CONFLICT (goal_instance_id) DO NOTHING RETURNING 1', [id, encoded]))
           .length === 1,

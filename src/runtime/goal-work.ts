@@ -20,9 +20,18 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { rejected } from '../core/index.js';
-import { EFFECTS_NAMESPACE, GOAL_WORK_TOOL_PLAN, goalWorkFenceOperation, loadAgentFile, type AgentDefinition, type Engine, type RunView } from '../engine/index.js';
+import {
+  assertLifetimeLive,
+  EFFECTS_NAMESPACE,
+  GOAL_WORK_TOOL_PLAN,
+  goalWorkFenceOperation,
+  loadAgentFile,
+  observeGoalWork,
+  type AgentDefinition,
+  type Engine,
+  type RunView,
+} from '../engine/index.js';
 import { goal as goalOwner, openRootOwners, work as workOwner, type session as sessionOwner } from '../owners/index.js';
-import { goalLifetimeSuperseded } from '../run-authority/index.js';
 import { withAdmission } from './admission.js';
 
 export interface GoalWorkRunOptions {
@@ -95,7 +104,7 @@ async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunRe
       });
     }
     // A lifetime a recovery superseded (recorded in the run authority, outside any root) takes no new work.
-    if ((await options.engine.authority.lifetimeSupersession(goal.goal_instance_id)) !== undefined) throw goalLifetimeSuperseded(goal.goal_id);
+    await assertLifetimeLive(options.engine.authority, goal);
     ref = { goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id };
     title = goal.title;
     if (options.webhookUrl !== undefined) {
@@ -108,6 +117,8 @@ async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunRe
     }
     const work = await workOwner.openGoalWork({ root: options.root, goal_id: goal.goal_id });
     try {
+      // The store is this lifetime's and not behind what it committed (goal_identity_mismatch, root_rolled_back).
+      await observeGoalWork(options.engine.authority, goal, work);
       const session = await owners.sessions.openSession(ref);
       const fence = (await work.engageFence({ operation_id: goalWorkFenceOperation(session.session_id) })).receipt.fence!;
       if ((await work.view()).handoff_mode !== 'hard_lease') {
@@ -115,6 +126,7 @@ async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunRe
       }
       // Bound before the first turn runs, so every call of the run finds its session.
       bound = await owners.sessions.bindRun(session.session_id, runId, session.execution_generation);
+      await observeGoalWork(options.engine.authority, goal, work);
     } finally {
       work.close();
     }

@@ -5,8 +5,9 @@
  * `goal_not_found` (one code, one next action, wherever it is asked).
  */
 import { goal as goalOwner, work as workOwner, type RootOwners } from '../owners/index.js';
-import type { LifetimeGuard } from '../engine/index.js';
-import { goalLifetimeSuperseded } from '../run-authority/index.js';
+import { conflict } from '../core/index.js';
+import { assertLifetimeLive, withGuardedGoalWork, type LifetimeGuard } from '../engine/index.js';
+import type { GoalWriterGuard } from './root.js';
 import { POSTGRESQL_PROVIDER, parseStoreIdentity } from '../store/index.js';
 import { withRootOwners } from './root.js';
 
@@ -30,21 +31,31 @@ export interface GoalDocInput {
  * and the store's readiness are checked before the Goal is created, so a refusal leaves no
  * half-made Goal (a PostgreSQL choice whose schema is not migrated stays recorded, for
  * `loopx db migrate` to find). An existing Goal's work never moves (`work_provider_change_refused`).
+ *
+ * With the run authority as `guard` (the CLI and the daemon): an alias whose lifetime in this root
+ * a recovery superseded is never created here again (`goal_alias_superseded`) — also after its
+ * directory was removed by hand — and a retired alias's new lifetime never adopts the retired
+ * one's work store: that store is set aside first.
  */
 export async function createGoal(
   root: string,
   goalId: string,
   title: string,
   docs: readonly GoalDocInput[] = [],
-  options: { workProvider?: workOwner.WorkProviderRequest } = {},
+  options: { workProvider?: workOwner.WorkProviderRequest; guard?: GoalWriterGuard } = {},
 ): Promise<goalOwner.GoalRecord> {
   for (const d of docs) goalOwner.assertDocName(d.name);
   return withRootOwners(
     root,
     async (owners) => {
-      const exists = owners.goals.get(goalId) !== undefined;
-      const location = workOwner.settleGoalWorkLocation(root, goalId, options.workProvider, { exists });
+      const existing = owners.goals.get(goalId);
+      const superseded = (await options.guard?.supersededHere(goalId)) ?? [];
+      if (superseded.length > 0) throw goalAliasSuperseded(goalId, superseded[superseded.length - 1]!.successor_root);
+      if (existing?.superseded !== undefined) throw goalAliasSuperseded(goalId, null);
+      if (existing !== undefined && existing.lifecycle !== 'retired') await assertLifetimeLive(options.guard, existing);
+      const location = workOwner.settleGoalWorkLocation(root, goalId, options.workProvider, { exists: existing !== undefined });
       await workOwner.assertGoalWorkReady(location);
+      if (existing?.lifecycle === 'retired') workOwner.setAsideRetiredWork(root, goalId, existing.goal_instance_id);
       const created = owners.goals.create(goalId, title);
       for (const d of docs) owners.goals.addDoc(goalId, d.name, d.content);
       (await workOwner.openGoalWork({ root, goal_id: goalId, create: true })).close();
@@ -59,13 +70,18 @@ export type GoalTransition = 'pause' | 'resume' | 'retire';
 /** Where each transition starts from; retiring ends a Goal's lifetime from whichever state it is in. */
 const TRANSITION_FROM: Record<GoalTransition, goalOwner.GoalLifecycle | null> = { pause: 'active', resume: 'paused', retire: null };
 
-/** Pause, resume or retire a Goal, conditional on the lifecycle it was read in. */
-export function transitionGoal(root: string, goalId: string, transition: GoalTransition): Promise<goalOwner.GoalRecord> {
+/**
+ * Pause, resume or retire a Goal, conditional on the lifecycle it was read in. A lifetime a
+ * recovery superseded (in the run authority `guard`, or recorded by this root) changes no more:
+ * `goal_lifetime_superseded`.
+ */
+export function transitionGoal(root: string, goalId: string, transition: GoalTransition, guard?: LifetimeGuard): Promise<goalOwner.GoalRecord> {
   return withRootOwners(
     root,
-    (owners) => {
+    async (owners) => {
       const current = owners.goals.get(goalId);
       if (!current) throw goalOwner.goalNotFound(goalId);
+      await assertLifetimeLive(guard, current);
       const ref = { goal_id: current.goal_id, goal_instance_id: current.goal_instance_id };
       const expected = TRANSITION_FROM[transition] ?? current.lifecycle;
       if (transition === 'pause') return owners.goals.pause(ref, expected);
@@ -75,6 +91,17 @@ export function transitionGoal(root: string, goalId: string, transition: GoalTra
     { write: `goal ${transition}` },
   );
 }
+
+/** An alias whose lifetime in this root a recovery superseded: the Goal lives on in the recovered root. */
+const goalAliasSuperseded = (goalId: string, successorRoot: string | null) =>
+  conflict(
+    'goal_alias_superseded',
+    `Goal ${goalId} of this root was recovered into another root${successorRoot === null ? '' : ` (root id ${successorRoot})`}; this root does not create it again.`,
+    {
+      nextAction: `choose another alias, or continue in the recovered root: loopx goal show ${goalId} --root <recovered-root>`,
+      details: { goal_id: goalId, successor_root: successorRoot },
+    },
+  );
 
 export const listGoals = (root: string): Promise<goalOwner.GoalRecord[]> => withRootOwners(root, (owners) => owners.goals.list());
 
@@ -116,8 +143,10 @@ export async function withGoalWork<T>(
     async (owners) => {
       const goal = owners.goals.get(goalId);
       if (!goal) throw goalOwner.goalNotFound(goalId);
-      if ((await options.guard?.lifetimeSupersession(goal.goal_instance_id)) !== undefined) throw goalLifetimeSuperseded(goalId);
-      const work = await workOwner.openGoalWork({ root, goal_id: goalId });
+      const open = () => workOwner.openGoalWork({ root, goal_id: goalId });
+      // A writer's lifetime and work store are checked (and the store's mark moved) through the guard; a reader opens as it is.
+      if (options.write !== undefined) return withGuardedGoalWork(options.guard, goal, open, fn);
+      const work = await open();
       try {
         return await fn(work);
       } finally {

@@ -7,7 +7,7 @@
  * (backup, verification, snapshots, the run authority, agent definitions). Nothing else of those
  * layers is reachable from cli/ or daemon/ (the map lint, eslint.config.js).
  */
-export { withAuthority, withGoalWriter, withRootEngine, withRootOwners, withVerifyingEngine, initRoot, type RootAccess } from './root.js';
+export { withAuthority, withGoalWriter, withRootEngine, withRootOwners, withVerifyingEngine, initRoot, type GoalWriterGuard, type RootAccess } from './root.js';
 export {
   admit,
   admissionState,

@@ -5,7 +5,10 @@
  * coordinator, an owner or the authority decides.
  */
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { readHistoricalRootId } from '../engine/index.js';
+import { LAYOUT } from '../owners/index.js';
 import {
   abortAdoption,
   applyAdoption,
@@ -41,6 +44,10 @@ function hostOf(a: RecoverAccess, authority: RunAuthority): AdoptionHost {
       return withDestinationEngine({ root, ...(a.authorityDir !== undefined ? { authorityDir: a.authorityDir } : {}) }, (engine) => engine.rootId());
     },
     supersede: (request) => authority.supersedeLifetime(request),
+    sourceRoot: (workspaceRoot) => {
+      const copy = join(workspaceRoot, LAYOUT.engineDb);
+      return existsSync(copy) ? readHistoricalRootId(copy) : null;
+    },
     supersession: (id) => authority.lifetimeSupersession(id),
   };
 }

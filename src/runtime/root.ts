@@ -11,10 +11,10 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensurePrivateDir, refuseRecoveryWorkspaceRoot } from '../core/index.js';
-import { builtinApplication, openEngine, openReadOnlyEngine, type Engine } from '../engine/index.js';
+import { builtinApplication, openEngine, openReadOnlyEngine, type Engine, type LifetimeGuard } from '../engine/index.js';
 import { LAYOUT, assertRuntimeRoot, openRootOwners, rootStoreLocation, type RootOwners } from '../owners/index.js';
 import { refuseRecoveryInProgress } from '../recovery/index.js';
-import { openRunAuthority, rootDirectoryIdentity, type LocalRunAuthority } from '../run-authority/index.js';
+import { openRunAuthority, type LifetimeSupersession, type LocalRunAuthority, type WorkHead } from '../run-authority/index.js';
 import { withAdmission, withLazyAdmission } from './admission.js';
 
 export interface RootAccess {
@@ -34,25 +34,41 @@ export async function withAuthority<T>(a: Pick<RootAccess, 'authorityDir'>, fn: 
 }
 
 /**
- * The user's run authority as the guard of a writer of a root's Goals (Todos, lifecycle) that
- * needs no engine: the root is first proven to be the directory the authority bound its id to, so
- * a byte copy of a root (`root_is_copy`) changes none of its Goals — as a run would not start in it.
+ * What a writer of a root's Goals (Todos, lifecycle, creation) asks the run authority, for this
+ * root: whether a lifetime is superseded, the work marks, and which lifetimes this root held under
+ * an alias that recoveries superseded (by this root's id, so a removed Goal directory forgets nothing).
  */
-export async function withGoalWriter<T>(a: RootAccess, fn: (guard: LocalRunAuthority) => Promise<T> | T): Promise<T> {
+export interface GoalWriterGuard extends LifetimeGuard {
+  observeWorkHead(head: WorkHead): Promise<unknown>;
+  supersededHere(goalId: string): Promise<readonly LifetimeSupersession[]>;
+}
+
+/**
+ * The user's run authority as the guard of a writer of a root's Goals (Todos, lifecycle) that
+ * needs no engine: the root is first proven to be the directory the authority bound its id to,
+ * under the authority the root belongs to (engine/ownership.ts), so a byte copy of a root
+ * (`root_is_copy`) or a root under another authority (`root_authority_mismatch`) changes none of
+ * its Goals — as a run would not start in it.
+ */
+export async function withGoalWriter<T>(a: RootAccess, fn: (guard: GoalWriterGuard) => Promise<T> | T): Promise<T> {
   refuseRecoveryWorkspaceRoot(a.root);
   // The recovery guard is asked where the write opens the owners (withRootOwners), once.
   return withAuthority(a, async (authority) => {
+    let rootId: string | undefined;
     if (existsSync(join(a.root, LAYOUT.engineDb))) {
-      const engine = openReadOnlyEngine({ root: a.root, application: builtinApplication(a.root) });
-      let rootId: string;
+      const engine = openEngine({ root: a.root, application: builtinApplication(a.root, authority), authority });
       try {
         rootId = await engine.rootId();
       } finally {
         engine.close();
       }
-      await authority.bindRoot(rootId, rootDirectoryIdentity(a.root));
     }
-    return fn(authority);
+    const guard: GoalWriterGuard = {
+      lifetimeSupersession: (id) => authority.lifetimeSupersession(id),
+      observeWorkHead: (head) => authority.observeWorkHead(head),
+      supersededHere: async (goalId) => (rootId === undefined ? [] : authority.lifetimesSupersededIn(rootId, goalId)),
+    };
+    return fn(guard);
   });
 }
 

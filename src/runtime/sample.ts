@@ -20,9 +20,12 @@ export async function seedSample(root: string, options: { authorityDir?: string 
 }
 
 async function seed(root: string, options: { authorityDir?: string }): Promise<{ seeded: boolean }> {
+  const access = { root, ...(options.authorityDir !== undefined ? { authorityDir: options.authorityDir } : {}) };
   const owners = openRootOwners(root);
   try {
     if (owners.goals.list().length > 0) return { seeded: false };
+    // The root is bound to its authority before it holds any work (a root with work that its authority never bound is refused).
+    await withRootEngine(access, (engine) => engine.rootId());
     owners.goals.create('sample', 'Ship the launch post', {});
   } finally {
     owners.close();
@@ -37,9 +40,7 @@ async function seed(root: string, options: { authorityDir?: string }): Promise<{
   const sink = await startWebhookSink({ port: 0 });
   try {
     const agent = loadAgentFile(join(PACKAGE_ROOT ?? '.', 'examples', 'agents', 'goal-worker.json'));
-    await withRootEngine({ root, ...(options.authorityDir !== undefined ? { authorityDir: options.authorityDir } : {}) }, (engine) =>
-      runGoalWork({ root, goalId: 'sample', agent, engine, webhookUrl: sink.deliveriesUrl }),
-    );
+    await withRootEngine(access, (engine) => runGoalWork({ root, goalId: 'sample', agent, engine, webhookUrl: sink.deliveriesUrl }));
   } finally {
     await sink.close();
   }

@@ -220,22 +220,22 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
 
   it('POST /fences raises the newest fence: older deliveries are refused, equal ones accepted; a lower fence is 409', async () => {
     const sink = await start();
-    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: null });
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: null, lifetime: null });
     await postFenced(sink, 'key-1', 'op-1', { n: 1 }, 'goal-a', 1);
     const advanced = await postFence(sink, { goal_lineage: 'goal-a', fence: 3 });
-    expect([advanced.status, await advanced.json()]).toEqual([200, { status: 'advanced', newest_fence: 3 }]);
+    expect([advanced.status, await advanced.json()]).toEqual([200, { status: 'advanced', newest_fence: 3, lifetime: null }]);
     const already = await postFence(sink, { goal_lineage: 'goal-a', fence: 3 });
-    expect([already.status, await already.json()]).toEqual([200, { status: 'already', newest_fence: 3 }]);
+    expect([already.status, await already.json()]).toEqual([200, { status: 'already', newest_fence: 3, lifetime: null }]);
     const lower = await postFence(sink, { goal_lineage: 'goal-a', fence: 2 });
     expect([lower.status, await lower.json()]).toEqual([409, { error: 'fence_stale', newest_fence: 3 }]);
-    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 3 });
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 3, lifetime: null });
 
     const old = await postFenced(sink, 'key-2', 'op-2', { n: 2 }, 'goal-a', 2);
     expect([old.status, await old.json()]).toEqual([409, { error: 'fence_stale', newest_fence: 3 }]);
     expect((await postFenced(sink, 'key-2', 'op-2', { n: 2 }, 'goal-a', 3)).status).toBe(201);
     // A delivery with a higher fence raises it too.
     expect((await postFenced(sink, 'key-3', 'op-3', {}, 'goal-a', 5)).status).toBe(201);
-    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 5 });
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 5, lifetime: null });
   });
 
   it('a malformed POST /fences or GET /fences is 400 and changes nothing', async () => {
@@ -246,7 +246,7 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
     }
     expect((await fetch(`${sink.url}/fences`)).status).toBe(400);
     expect((await fetch(`${sink.url}/fences`, { method: 'PUT' })).status).toBe(405);
-    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: null });
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: null, lifetime: null });
   });
 
   it('fence headers come both or neither, the fence a canonical non-negative safe integer; a refused header is 400 and no attempt', async () => {
@@ -278,7 +278,7 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
     await post(sink, 'key-4', 'op-4', {}); // stored, no lineage
 
     const all = await attemptsOf(sink);
-    expect(all.counts).toEqual({ stored: 2, duplicate: 1, refused_stale_fence: 1, conflict: 1, dropped: 1 });
+    expect(all.counts).toEqual({ stored: 2, duplicate: 1, refused_stale_fence: 1, refused_fence_conflict: 0, conflict: 1, dropped: 1 });
     expect(all.attempts.map((a) => [a.sequence, a.operation_id, a.goal_lineage, a.fence, a.result])).toEqual([
       [1, 'op-1', 'goal-a', 1, 'stored'],
       [2, 'op-1b', 'goal-a', 2, 'duplicate'],
@@ -290,7 +290,7 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
     expect(all.attempts.every((a) => typeof a.at === 'string' && typeof a.idempotency_key === 'string')).toBe(true);
     expect(sink.attempts()).toEqual(all);
     const a = await attemptsOf(sink, 'goal-a');
-    expect(a.counts).toEqual({ stored: 1, duplicate: 1, refused_stale_fence: 1, conflict: 1, dropped: 1 });
+    expect(a.counts).toEqual({ stored: 1, duplicate: 1, refused_stale_fence: 1, refused_fence_conflict: 0, conflict: 1, dropped: 1 });
     expect(sink.attempts('goal-a')).toEqual(a);
     expect((await attemptsOf(sink, 'goal-b')).attempts).toEqual([]);
     expect(sink.deliveries().map((d) => d.operation_id)).toEqual(['op-1', 'op-4']);
@@ -326,7 +326,7 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
     sinks.splice(sinks.indexOf(first), 1);
 
     const second = await start({ journalPath });
-    expect(await newestFence(second, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 4 });
+    expect(await newestFence(second, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 4, lifetime: null });
     expect(second.attempts()).toEqual(before);
     expect(second.deliveries()).toEqual([expect.objectContaining({ operation_id: 'op-1', goal_lineage: 'goal-a', fence: 1 })]);
     expect((await postFenced(second, 'key-3', 'op-3', {}, 'goal-a', 3)).status).toBe(409);
@@ -356,7 +356,7 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
       [1, 'op-1', null, null],
       [2, 'op-2', null, null],
     ]);
-    expect(first.attempts()).toEqual({ attempts: [], counts: { stored: 0, duplicate: 0, refused_stale_fence: 0, conflict: 0, dropped: 0 } });
+    expect(first.attempts()).toEqual({ attempts: [], counts: { stored: 0, duplicate: 0, refused_stale_fence: 0, refused_fence_conflict: 0, conflict: 0, dropped: 0 } });
     expect((await post(first, 'key-1', 'op-1', { n: 1 })).status).toBe(200);
     expect((await postFenced(first, 'key-3', 'op-3', {}, 'goal-a', 1)).status).toBe(201);
     await first.close();
@@ -370,7 +370,7 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
     const second = await start({ journalPath });
     expect(second.deliveries().map((d) => d.operation_id)).toEqual(['op-1', 'op-2', 'op-3']);
     expect(second.attempts().counts).toMatchObject({ stored: 1, duplicate: 1 });
-    expect(await newestFence(second, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 1 });
+    expect(await newestFence(second, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 1, lifetime: null });
   });
 
   it('a journal line that breaks a rule is refused at start', async () => {
@@ -404,6 +404,198 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
     writeFileSync(journalPath, `${[fence('goal-a', 2), fencedDelivery, attempt('stored')].join('\n')}\n`);
     appendFileSync(journalPath, `${fence('goal-a', 3)}\n`);
     const sink = await start({ journalPath });
-    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 3 });
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 3, lifetime: null });
+  });
+});
+
+describe('webhook sink: a fence is (lineage, generation, lifetime)', () => {
+  const A = 'ginst_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa';
+  const B = 'ginst_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb';
+  /** A POST /deliveries from lifetime `lifetime` of `lineage` at generation `fence`. */
+  const postAs = (sink: WebhookSink, key: string, op: string, body: unknown, lineage: string, fence: number, lifetime: string) =>
+    fetch(sink.deliveriesUrl, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'idempotency-key': key,
+        'x-operation-id': op,
+        'x-loopx-goal-lineage': lineage,
+        'x-loopx-fence': String(fence),
+        'x-loopx-goal-lifetime': lifetime,
+      },
+      body: JSON.stringify(body),
+    });
+
+  it('a second lifetime raising the same generation is 409 fence_conflict and nothing is raised; the holder keeps it', async () => {
+    const sink = await start();
+    const first = await postFence(sink, { goal_lineage: 'goal-a', fence: 2, lifetime: A });
+    expect([first.status, await first.json()]).toEqual([200, { status: 'advanced', newest_fence: 2, lifetime: A }]);
+    const second = await postFence(sink, { goal_lineage: 'goal-a', fence: 2, lifetime: B });
+    expect([second.status, await second.json()]).toEqual([409, { error: 'fence_conflict', newest_fence: 2, lifetime: A }]);
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 2, lifetime: A });
+    // The holder asking again is idempotent.
+    const again = await postFence(sink, { goal_lineage: 'goal-a', fence: 2, lifetime: A });
+    expect([again.status, await again.json()]).toEqual([200, { status: 'already', newest_fence: 2, lifetime: A }]);
+  });
+
+  it('a second lifetime at the same generation is refused fence_conflict and nothing is stored, not even a re-send of a held key', async () => {
+    const sink = await start();
+    await postFence(sink, { goal_lineage: 'goal-a', fence: 2, lifetime: A });
+    expect((await postAs(sink, 'key-1', 'op-1', { n: 1 }, 'goal-a', 2, A)).status).toBe(201);
+    const other = await postAs(sink, 'key-2', 'op-2', { n: 2 }, 'goal-a', 2, B);
+    expect([other.status, await other.json()]).toEqual([409, { error: 'fence_conflict', newest_fence: 2, lifetime: A }]);
+    const resend = await postAs(sink, 'key-1', 'op-1-b', { n: 1 }, 'goal-a', 2, B);
+    expect([resend.status, await resend.json()]).toEqual([409, { error: 'fence_conflict', newest_fence: 2, lifetime: A }]);
+    expect(sink.deliveries().map((d) => [d.operation_id, d.goal_lineage, d.fence, d.lifetime])).toEqual([['op-1', 'goal-a', 2, A]]);
+    expect(await query(sink, 'op-2')).toEqual({ found: false, delivery: null });
+    const ledger = await attemptsOf(sink, 'goal-a');
+    expect(ledger.attempts.map((a) => [a.operation_id, a.lifetime, a.result])).toEqual([
+      ['op-1', A, 'stored'],
+      ['op-2', B, 'refused_fence_conflict'],
+      ['op-1-b', B, 'refused_fence_conflict'],
+    ]);
+    expect(ledger.counts).toMatchObject({ stored: 1, duplicate: 0, refused_fence_conflict: 2 });
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 2, lifetime: A });
+  });
+
+  it('the first lifetime to deliver at a generation holds it: the delivery raises the fence for its lifetime', async () => {
+    const sink = await start();
+    expect((await postAs(sink, 'key-1', 'op-1', { n: 1 }, 'goal-a', 1, A)).status).toBe(201);
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 1, lifetime: A });
+    expect((await postAs(sink, 'key-2', 'op-2', { n: 2 }, 'goal-a', 1, B)).status).toBe(409);
+    expect(sink.deliveries().map((d) => d.operation_id)).toEqual(['op-1']);
+  });
+
+  it('a higher generation of another lifetime advances and takes the fence; the older lifetime is then stale', async () => {
+    const sink = await start();
+    await postFence(sink, { goal_lineage: 'goal-a', fence: 1, lifetime: A });
+    const up = await postFence(sink, { goal_lineage: 'goal-a', fence: 2, lifetime: B });
+    expect([up.status, await up.json()]).toEqual([200, { status: 'advanced', newest_fence: 2, lifetime: B }]);
+    const old = await postAs(sink, 'key-1', 'op-1', {}, 'goal-a', 1, A);
+    expect([old.status, await old.json()]).toEqual([409, { error: 'fence_stale', newest_fence: 2 }]);
+    const lower = await postFence(sink, { goal_lineage: 'goal-a', fence: 1, lifetime: A });
+    expect([lower.status, await lower.json()]).toEqual([409, { error: 'fence_stale', newest_fence: 2 }]);
+    expect((await postAs(sink, 'key-2', 'op-2', {}, 'goal-a', 2, B)).status).toBe(201);
+  });
+
+  it('a fence without a lifetime keeps the counter rule; a lifetime claims a fence no lifetime holds', async () => {
+    const sink = await start();
+    // A bare counter (a cluster run's epoch, an older writer) at a fence a lifetime holds: accepted, the holder unchanged.
+    await postFence(sink, { goal_lineage: 'goal-a', fence: 2, lifetime: A });
+    const bare = await postFence(sink, { goal_lineage: 'goal-a', fence: 2 });
+    expect([bare.status, await bare.json()]).toEqual([200, { status: 'already', newest_fence: 2, lifetime: A }]);
+    expect((await postFenced(sink, 'key-1', 'op-1', {}, 'goal-a', 2)).status).toBe(201);
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 2, lifetime: A });
+    // A bare counter above it rises, and no lifetime holds the new fence...
+    expect((await postFenced(sink, 'key-2', 'op-2', {}, 'goal-a', 3)).status).toBe(201);
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 3, lifetime: null });
+    // ...until a lifetime names it: that one holds it, and another is refused.
+    const claim = await postFence(sink, { goal_lineage: 'goal-a', fence: 3, lifetime: B });
+    expect([claim.status, await claim.json()]).toEqual([200, { status: 'advanced', newest_fence: 3, lifetime: B }]);
+    expect((await postAs(sink, 'key-3', 'op-3', {}, 'goal-a', 3, A)).status).toBe(409);
+    // A lineage of bare counters alone (a cluster's runs) never meets a conflict.
+    expect((await postFence(sink, { goal_lineage: 'run_1', fence: 1 })).status).toBe(200);
+    expect((await postFenced(sink, 'key-4', 'op-4', {}, 'run_1', 1)).status).toBe(201);
+    expect((await postFenced(sink, 'key-5', 'op-5', {}, 'run_1', 2)).status).toBe(201);
+    expect((await postFenced(sink, 'key-6', 'op-6', {}, 'run_1', 1)).status).toBe(409);
+  });
+
+  it('a lifetime header comes only with the fence headers and must be well-formed; a bad POST /fences lifetime is 400', async () => {
+    const sink = await start();
+    const only = (headers: Record<string, string>) =>
+      fetch(sink.deliveriesUrl, { method: 'POST', headers: { 'idempotency-key': 'k', 'x-operation-id': 'op', ...headers }, body: '{}' });
+    const alone = await only({ 'x-loopx-goal-lifetime': A });
+    expect([alone.status, await alone.json()]).toEqual([400, { error: 'fence_headers_incomplete' }]);
+    const bad = await only({ 'x-loopx-goal-lineage': 'goal-a', 'x-loopx-fence': '1', 'x-loopx-goal-lifetime': 'ginst/a' });
+    expect([bad.status, await bad.json()]).toEqual([400, { error: 'goal_lifetime_invalid' }]);
+    for (const lifetime of ['', 'a b', 7]) {
+      const r = await postFence(sink, { goal_lineage: 'goal-a', fence: 1, lifetime });
+      expect([r.status, await r.json()]).toEqual([400, { error: 'fence_request_invalid' }]);
+    }
+    expect(sink.attempts().attempts).toEqual([]);
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: null, lifetime: null });
+  });
+
+  it('with a journal, the lifetime holding a fence survives a restart: the other lifetime stays refused', async () => {
+    const journalPath = join(tempDir(), 'sink.jsonl');
+    const first = await start({ journalPath });
+    await postFence(first, { goal_lineage: 'goal-a', fence: 2, lifetime: A });
+    await postAs(first, 'key-1', 'op-1', { n: 1 }, 'goal-a', 2, A);
+    await postAs(first, 'key-2', 'op-2', { n: 2 }, 'goal-a', 2, B);
+    const before = first.attempts();
+    await first.close();
+    sinks.splice(sinks.indexOf(first), 1);
+
+    const second = await start({ journalPath });
+    expect(await newestFence(second, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 2, lifetime: A });
+    expect(second.attempts()).toEqual(before);
+    expect(second.deliveries().map((d) => [d.operation_id, d.lifetime])).toEqual([['op-1', A]]);
+    const other = await postAs(second, 'key-3', 'op-3', {}, 'goal-a', 2, B);
+    expect([other.status, await other.json()]).toEqual([409, { error: 'fence_conflict', newest_fence: 2, lifetime: A }]);
+    expect(second.deliveries()).toHaveLength(1);
+  });
+
+  it('a journal written before lifetimes loads: its fences are held by no lifetime, and the first lifetime to name one claims it', async () => {
+    const journalPath = join(tempDir(), 'sink.jsonl');
+    const body = { n: 1 };
+    const lines = [
+      { type: 'fence', goal_lineage: 'goal-a', fence: 2 },
+      {
+        type: 'delivery',
+        sequence: 1,
+        idempotency_key: 'key-1',
+        operation_id: 'op-1',
+        goal_lineage: 'goal-a',
+        fence: 2,
+        body,
+        body_sha256: createHash('sha256').update(canonicalJson(body)).digest('hex'),
+        received_at: '2025-01-01T00:00:00.000Z',
+      },
+      { type: 'attempt', sequence: 1, at: '2025-01-01T00:00:00.000Z', idempotency_key: 'key-1', operation_id: 'op-1', goal_lineage: 'goal-a', fence: 2, result: 'stored' },
+    ];
+    writeFileSync(journalPath, lines.map((l) => `${JSON.stringify(l)}\n`).join(''), { mode: 0o600 });
+    const first = await start({ journalPath });
+    expect(await newestFence(first, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 2, lifetime: null });
+    expect(first.deliveries().map((d) => [d.operation_id, d.fence, d.lifetime])).toEqual([['op-1', 2, null]]);
+    expect(first.attempts().attempts.map((a) => [a.operation_id, a.lifetime, a.result])).toEqual([['op-1', null, 'stored']]);
+    expect((await postAs(first, 'key-2', 'op-2', {}, 'goal-a', 2, A)).status).toBe(201);
+    expect((await postAs(first, 'key-3', 'op-3', {}, 'goal-a', 2, B)).status).toBe(409);
+    await first.close();
+    sinks.splice(sinks.indexOf(first), 1);
+    const second = await start({ journalPath });
+    expect(await newestFence(second, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 2, lifetime: A });
+    expect(second.deliveries().map((d) => d.operation_id)).toEqual(['op-1', 'op-2']);
+  });
+
+  it('a journal line that gives a held generation to another lifetime is refused at start', async () => {
+    const fence = (n: number, lifetime: string | null) => JSON.stringify({ type: 'fence', goal_lineage: 'goal-a', fence: n, lifetime });
+    const delivery = (lifetime: string) =>
+      JSON.stringify({
+        type: 'delivery',
+        sequence: 1,
+        idempotency_key: 'k',
+        operation_id: 'o',
+        goal_lineage: 'goal-a',
+        fence: 2,
+        lifetime,
+        body: {},
+        body_sha256: createHash('sha256').update('{}').digest('hex'),
+        received_at: 'x',
+      });
+    const cases = {
+      'another lifetime at a held fence': [fence(2, A), fence(2, B)],
+      'a bare fence that does not rise': [fence(2, A), fence(2, null)],
+      'a delivery of another lifetime at the held fence': [fence(2, A), delivery(B)],
+      'a malformed lifetime': [fence(2, 'a b')],
+    };
+    for (const [name, lines] of Object.entries(cases)) {
+      const journalPath = join(tempDir(), 'sink.jsonl');
+      writeFileSync(journalPath, `${lines.join('\n')}\n`);
+      expect([name, await codeOf(startWebhookSink({ port: 0, journalPath }))]).toEqual([name, 'webhook_sink_journal_invalid']);
+    }
+    const journalPath = join(tempDir(), 'sink.jsonl');
+    writeFileSync(journalPath, `${[fence(2, null), fence(2, A), delivery(A)].join('\n')}\n`);
+    const sink = await start({ journalPath });
+    expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 2, lifetime: A });
   });
 });

@@ -29,7 +29,7 @@ async function superseded(): Promise<{ dir: string; stored: LifetimeSupersession
 }
 
 describe('the lifetime file', () => {
-  it('is a private regular file (0600) in a private lifetimes/ directory (0700) even under umask 0, holding the v1 record, with no temp file left', async () => {
+  it('is a private regular file (0600) in a private lifetimes/ directory (0700) even under umask 0, holding the v2 record, with no temp file left', async () => {
     const dir = join(tempBase(), 'authority');
     const previous = process.umask(0);
     let stored: LifetimeSupersession;
@@ -41,7 +41,7 @@ describe('the lifetime file', () => {
     expect(modeOf(join(dir, 'lifetimes'))).toBe(0o700);
     expect(modeOf(fileOf(dir))).toBe(0o600);
     expect(readdirSync(join(dir, 'lifetimes'))).toEqual([`${OLD}.json`]);
-    expect(JSON.parse(readFileSync(fileOf(dir), 'utf8'))).toStrictEqual({ schema: 'loopx.run-authority.lifetime/v1', ...stored });
+    expect(JSON.parse(readFileSync(fileOf(dir), 'utf8'))).toStrictEqual({ schema: 'loopx.run-authority.lifetime/v2', ...stored });
   });
 
   it('survives reopening: another instance and the reopened authority read it exactly, replay it with its first recorded_at, and refuse a conflicting request', async () => {
@@ -71,6 +71,54 @@ describe('the lifetime file', () => {
   });
 });
 
+describe('records across versions, and the source root', () => {
+  it('a v1 record (written before the source root was kept) reads with source_root null and answers a request naming a source root as a replay', async () => {
+    const dir = join(tempBase(), 'authority');
+    await open(dir).close();
+    const v1 = { schema: 'loopx.run-authority.lifetime/v1', ...supersession(), recorded_at: '2025-01-01T00:00:00.000Z' };
+    writeFileSync(fileOf(dir), `${JSON.stringify(v1)}\n`, { mode: 0o600 });
+    const a = open(dir, false);
+    expect(await a.lifetimeSupersession(OLD)).toMatchObject({ goal_instance_id: OLD, source_root: null });
+    expect((await a.supersedeLifetime({ ...supersession(), source_root: 'root_source' })).replayed).toBe(true);
+    expect(await a.lifetimesSupersededIn('root_source', 'launch')).toEqual([]);
+  });
+
+  it('a v2 record names its source root; lifetimesSupersededIn finds it by that root and alias only', async () => {
+    const dir = join(tempBase(), 'authority');
+    const a = open(dir);
+    const { record } = await a.supersedeLifetime({ ...supersession(), source_root: 'root_source' });
+    expect(record.source_root).toBe('root_source');
+    expect(await a.lifetimesSupersededIn('root_source', record.goal_id)).toEqual([record]);
+    expect(await a.lifetimesSupersededIn('root_other', record.goal_id)).toEqual([]);
+    expect(await a.lifetimesSupersededIn('root_source', 'another-goal')).toEqual([]);
+    expect(await asyncCodeOf(a.supersedeLifetime({ ...supersession(), source_root: 'root_elsewhere' }))).toBe('goal_lifetime_already_superseded');
+  });
+});
+
+describe('the authority’s revision is kept outside lifetimes/', () => {
+  it('counts every record; a lifetimes/ holding fewer (moved away, or a partial copy) is authority_rolled_back on every read, never "not superseded"', async () => {
+    const dir = join(tempBase(), 'authority');
+    const a = open(dir);
+    await a.supersedeLifetime(supersession());
+    expect(await a.revision()).toBe(1);
+    expect(JSON.parse(readFileSync(join(dir, 'revision'), 'utf8'))).toEqual({ lifetimes: 1 });
+    renameSync(join(dir, 'lifetimes'), join(dir, 'lifetimes-aside'));
+    const b = open(dir, false);
+    expect(await asyncCodeOf(b.lifetimeSupersession(OLD))).toBe('authority_rolled_back');
+    expect(await asyncCodeOf(b.revision())).toBe('authority_rolled_back');
+    expect(await asyncCodeOf(b.supersedeLifetime(supersession({ goal_instance_id: ginst('d') })))).toBe('authority_rolled_back');
+  });
+
+  it('an authority from before the revision was kept counts what it holds at its first read', async () => {
+    const dir = join(tempBase(), 'authority');
+    await open(dir).supersedeLifetime(supersession());
+    unlinkSync(join(dir, 'revision'));
+    const a = open(dir, false);
+    expect(await a.lifetimeSupersession(OLD)).toMatchObject({ goal_instance_id: OLD });
+    expect(JSON.parse(readFileSync(join(dir, 'revision'), 'utf8'))).toEqual({ lifetimes: 1 });
+  });
+});
+
 describe('a damaged record is refused, never read as not superseded', () => {
   const valid = (): Record<string, unknown> => ({ schema: 'loopx.run-authority.lifetime/v1', ...supersession(), recorded_at: '2025-01-01T00:00:00.000Z' });
   const json = (doc: unknown): string => `${JSON.stringify(doc)}\n`;
@@ -83,7 +131,9 @@ describe('a damaged record is refused, never read as not superseded', () => {
     ['an array', json([valid()])],
     ['a foreign field', json({ ...valid(), superseded_by: 'someone' })],
     ['a missing field', json(withoutSchema)],
-    ['another schema', json({ ...valid(), schema: 'loopx.run-authority.lifetime/v2' })],
+    ['another schema', json({ ...valid(), schema: 'loopx.run-authority.lifetime/v3' })],
+    ['a v2 record without its source root', json({ ...valid(), schema: 'loopx.run-authority.lifetime/v2' })],
+    ['a source root that is a path', json({ ...valid(), schema: 'loopx.run-authority.lifetime/v2', source_root: '../root' })],
     ['the record of another lifetime', json({ ...valid(), goal_instance_id: ginst('e') })],
     ['its own successor', json({ ...valid(), successor_instance_id: OLD })],
     ['a string fence', json({ ...valid(), fence: '7' })],
@@ -202,7 +252,7 @@ describe('two processes racing to supersede one lifetime (released together at a
     expect(winners).toHaveLength(1);
     expect(losers).toHaveLength(1);
     const winner = winners[0]!.record as LifetimeSupersession;
-    expect(requests).toContainEqual(Object.fromEntries(Object.entries(winner).filter(([k]) => k !== 'recorded_at')));
+    expect(requests).toContainEqual(Object.fromEntries(Object.entries(winner).filter(([k]) => k !== 'recorded_at' && k !== 'source_root')));
     expect(await open(dir, false).lifetimeSupersession(OLD)).toStrictEqual(winner);
     expect(readdirSync(join(dir, 'lifetimes'))).toEqual([`${OLD}.json`]);
   });

@@ -32,6 +32,21 @@ const runRecordView = async (a: LocalRunAuthority, runId: string) => {
   };
 };
 
+/** `bind-root --adopt`: the move to this authority previewed, or done with the previewed digest. */
+async function adoptRoot(g: GlobalOptions, confirm: string | undefined): Promise<void> {
+  const a = await withEngine(g, (engine) => engine.adoptAuthority(confirm));
+  emit(g, a, (x, out) => {
+    if (x.state === 'unchanged') out.line(`root ${x.root_id} already belongs to this authority`);
+    else if (x.state === 'adopted')
+      out.line(`root ${x.root_id} now belongs to this authority (${x.to_authority}); writers under ${x.from_authority ?? 'no recorded authority'} are refused`);
+    else {
+      out.line(`root ${x.root_id} belongs to authority ${x.from_authority ?? '(none recorded)'}; this one is ${x.to_authority}.`);
+      out.line('Moving it makes this authority the only one whose writers it admits; Goal lifetimes the other authority recorded as superseded are not known here.');
+      out.hint(`what to do: loopx authority bind-root --adopt --confirm ${x.digest}`);
+    }
+  });
+}
+
 export function register(program: Command, globals: () => GlobalOptions): void {
   const authority = program.command('authority').description('the per-user run authority that signs snapshots and owns runs');
   authority
@@ -47,9 +62,14 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .description(
       'bind this runtime root (--root) to its directory: once for a root whose runs were recorded before roots were bound, or after its device changed; refused while the directory it is bound to still exists',
     )
-    .action(async () => {
+    .option('--adopt', 'move this root to this authority (it belongs to another one today); previews unless --confirm is given')
+    .option('--confirm <digest>', 'with --adopt: the digest the preview printed')
+    .action(async (o: { adopt?: boolean; confirm?: string }) => {
       const g = globals();
       existingRoot(g);
+      if (o.confirm !== undefined && o.adopt !== true)
+        throw usageError('confirm_without_adopt', '--confirm goes with --adopt.', 'preview the move first: loopx authority bind-root --adopt');
+      if (o.adopt === true) return adoptRoot(g, o.confirm);
       const d = await withEngine(g, (engine) => engine.bindRootDirectory());
       emit(g, d, (x, out) =>
         out.line(`root ${x.root_id}: ${x.binding === 'unchanged' ? 'already bound to this directory' : 'bound to this directory'}; a copy of it owns no runs`),

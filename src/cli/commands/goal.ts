@@ -31,7 +31,9 @@ export function register(program: Command, globals: () => GlobalOptions): void {
               ...(choice.databaseUrl !== undefined ? { database_url: choice.databaseUrl } : {}),
               ...(choice.schema !== undefined ? { schema: choice.schema } : {}),
             };
-      const record = await withGoalWriter(g, () => createGoal(resolveRoot(g), goalId, o.title, (o.doc ?? []).map(parseDoc), workProvider ? { workProvider } : {}));
+      const record = await withGoalWriter(g, (guard) =>
+        createGoal(resolveRoot(g), goalId, o.title, (o.doc ?? []).map(parseDoc), { guard, ...(workProvider ? { workProvider } : {}) }),
+      );
       emit(g, goalView(record), (v, out) => out.line(`created Goal ${v.goal_id} (${v.goal_instance_id}): ${v.title}`));
     });
   for (const [verb, help] of [
@@ -44,7 +46,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       .description(help)
       .action(async (goalId: string) => {
         const g = globals();
-        const record = await withGoalWriter(g, () => transitionGoal(resolveRoot(g), goalId, verb));
+        const record = await withGoalWriter(g, (guard) => transitionGoal(resolveRoot(g), goalId, verb, guard));
         emit(g, goalView(record), (v, out) => out.line(`Goal ${v.goal_id} is ${v.lifecycle}`));
       });
   }

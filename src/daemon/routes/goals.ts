@@ -160,7 +160,7 @@ export function registerGoalRoutes(r: Routes): void {
   for (const verb of ['pause', 'resume', 'retire'] as const) {
     app.post<{ Params: { id: string }; Querystring: PlaceQuery }>(`/api/goals/:id/${verb}`, { config: WRITE }, async (req) => {
       const root = await placeOf(r, req);
-      return goalView(await withGoalWriter({ root, ...authority }, () => transitionGoal(root, req.params.id, verb)));
+      return goalView(await withGoalWriter({ root, ...authority }, (guard) => transitionGoal(root, req.params.id, verb, guard)));
     });
   }
   // The roots this daemon's recoveries made, whose Goals it serves too.

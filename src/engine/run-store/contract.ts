@@ -99,6 +99,9 @@ export interface RunCommit {
   readonly clearSuspendRequest?: boolean;
 }
 
+/** The root-level facts a run store keeps beside its root id (ownership.ts). */
+export type RootMetaKey = 'root_id' | 'authority_scope' | 'authority_revision' | 'authority_history';
+
 export interface RunStore {
   putDefinition(def: AgentDefinition): Promise<void>;
   getDefinition(identity: DefinitionIdentity): Promise<AgentDefinition | undefined>;
@@ -126,6 +129,10 @@ export interface RunStore {
 
   /** This store's random identity (a runtime root's id), created once. */
   rootId(): Promise<string>;
+  /** A root-level fact kept beside the root id (the authority the root belongs to, and what it has seen of it); `undefined` while unset. */
+  readRootMeta(key: RootMetaKey): Promise<string | undefined>;
+  /** Set a root-level fact (replacing it), atomically and durably. */
+  writeRootMeta(key: Exclude<RootMetaKey, 'root_id'>, value: string): Promise<void>;
 
   requestSuspend(runId: string): Promise<void>;
   suspendRequested(runId: string): Promise<boolean>;

@@ -44,3 +44,19 @@ export function readHistoricalRuns(copiedEngineDb: string, options: { scratchDir
     { ...(options.scratchDir !== undefined ? { scratchDir: options.scratchDir } : {}), onUnreadable: () => ({ readable: false, runs: [] }) },
   );
 }
+
+/** The root id a copied engine.db names (the root it was copied from); null when the copy holds none or does not read. */
+export function readHistoricalRootId(copiedEngineDb: string, options: { scratchDir?: string } = {}): string | null {
+  return withSqliteCopy(
+    copiedEngineDb,
+    (db) => {
+      try {
+        const row = db.prepare("SELECT value FROM meta WHERE key = 'root_id'").get() as { value?: unknown } | undefined;
+        return typeof row?.value === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(row.value) ? row.value : null;
+      } catch {
+        return null;
+      }
+    },
+    { ...(options.scratchDir !== undefined ? { scratchDir: options.scratchDir } : {}), onUnreadable: () => null },
+  );
+}

@@ -13,6 +13,7 @@ export function memoryRunStore(): RunStore {
   const listeners = new Set<(runId: string) => void>();
   const clone = <T>(v: T): T => structuredClone(v);
   const rootId = `root_${randomBytes(12).toString('hex')}`;
+  const meta = new Map<string, string>();
 
   const putDefinition = (def: AgentDefinition, body = definitionBody(def)): void => {
     const key = `${def.id}\u0000${def.version}`;
@@ -60,6 +61,8 @@ export function memoryRunStore(): RunStore {
       for (const l of listeners) l(head.runId);
     },
     rootId: async () => rootId,
+    readRootMeta: async (key) => meta.get(key),
+    writeRootMeta: async (key, value) => void meta.set(key, value),
     async requestSuspend(runId) {
       suspendRequests.add(runId);
       for (const l of listeners) l(runId);

@@ -24,7 +24,7 @@ import { PgCommitAmbiguous, isUniqueViolation, pgFailure, requireSchemaVersion, 
 import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
 import { definitionBody, parseAgentDefinition, type AgentDefinition } from '../agent.js';
 import type { RunEvent } from '../events.js';
-import type { MutationRecord, RunCommit, RunHead, RunStore } from './contract.js';
+import type { MutationRecord, RootMetaKey, RunCommit, RunHead, RunStore } from './contract.js';
 import { committed, definitionConflict, emptyCommit, sequenceConflict } from './errors.js';
 
 /** The component `loopx db migrate` records these tables under. */
@@ -288,6 +288,14 @@ class PgRunStore implements RunStore {
       await q(`INSERT INTO run_store_meta (key, value) VALUES ('root_id', $1) ON CONFLICT (key) DO NOTHING`, [`root_${randomBytes(12).toString('hex')}`]);
       return (await q<{ value: string }>(`SELECT value FROM run_store_meta WHERE key = 'root_id'`))[0]!.value;
     });
+  }
+
+  async readRootMeta(key: RootMetaKey): Promise<string | undefined> {
+    return this.#read(async (q) => (await q<{ value: string }>('SELECT value FROM run_store_meta WHERE key = $1', [key]))[0]?.value);
+  }
+
+  async writeRootMeta(key: Exclude<RootMetaKey, 'root_id'>, value: string): Promise<void> {
+    await this.#write('', false, (q) => q('INSERT INTO run_store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', [key, value]));
   }
 
   async requestSuspend(runId: string): Promise<void> {

@@ -60,6 +60,7 @@ function prepareStatements(db: SqliteDatabase) {
     clearSuspend: db.prepare('DELETE FROM suspend_requests WHERE run_id = ?'),
     getMeta: db.prepare('SELECT value FROM meta WHERE key = ?'),
     putMeta: db.prepare('INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)'),
+    replaceMeta: db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
   };
 }
 
@@ -213,6 +214,12 @@ export function openSqliteRunStore(path: string, options: { synchronous?: 'FULL'
       if (known) return known.value;
       q.putMeta.run('root_id', `root_${randomBytes(12).toString('hex')}`);
       return (q.getMeta.get('root_id') as { value: string }).value;
+    },
+    async readRootMeta(key) {
+      return (q.getMeta.get(key) as { value: string } | undefined)?.value;
+    },
+    async writeRootMeta(key, value) {
+      q.replaceMeta.run(key, value);
     },
     async requestSuspend(runId) {
       q.requestSuspend.run(runId);

@@ -17,9 +17,12 @@
  * delivery the recovered journal does not know was committed after the capture (known
  * externally, lost locally) and is recorded as committed under its original identity, so the
  * continuing work cannot deliver it again. Last, the receiver's fence for the lineage is advanced
- * to the new lifetime's generation: from then on it refuses the old lifetime's deliveries. A
- * receiver that does not answer is a hold (retryable); one that already holds a newer fence is a
- * hold no retry clears.
+ * to the new lifetime's generation, named by the new lifetime: from then on it refuses the old
+ * lifetime's deliveries, and any other lifetime's at this generation. A receiver that does not
+ * answer is a hold (retryable); one that already holds a newer fence (`receiver_fence_newer`), or
+ * this generation for another lifetime — a second recovery of the same backup under another run
+ * authority, which the run authority of this user cannot see (`receiver_fence_conflict`) — is a
+ * hold no retry clears: only the lifetime the receiver follows delivers there.
  */
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
@@ -154,10 +157,20 @@ async function askReceiver(ctx: AdoptionContext, journal: EffectJournal, url: st
     after.push(d.operation_id);
   }
   ctx.fault('recover.effect:reconcile.fence');
-  const fence = await advanceReceiverFence(url, lineage.lineage_id, lineage.generation, ctx.options);
+  const fence = await advanceReceiverFence(url, lineage.lineage_id, lineage.generation, { ...ctx.options, lifetime: goal.goal_instance_id });
   if (fence.status === 'unknown') return { after, hold: receiverHold(url, 'receiver_fence_unconfirmed', true, "the receiver confirms the new lifetime's fence") };
   if (fence.status === 'refused')
     return { after, hold: receiverHold(url, 'receiver_fence_newer', false, 'the receiver already follows a newer lifetime of this Goal; this recovery cannot deliver there') };
+  if (fence.status === 'conflict')
+    return {
+      after,
+      hold: receiverHold(
+        url,
+        'receiver_fence_conflict',
+        false,
+        `another recovery of this Goal (lifetime ${fence.lifetime}) holds its generation ${fence.newest_fence} at the receiver; this recovery cannot deliver there — continue the Goal in the root that recovery made`,
+      ),
+    };
   return { after, hold: undefined };
 }
 

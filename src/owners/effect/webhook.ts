@@ -10,10 +10,14 @@
  * of an effect whose dispatch is already recorded and returns the outcome to settle.
  *
  * A delivery of a Goal that can be recovered into a new lifetime carries its writer's fence
- * (`webhookIntent(url, body, {goal_lineage, fence})`, sent as `X-Loopx-Goal-Lineage` and
- * `X-Loopx-Fence`): the receiver refuses a fence below the newest it has seen for the lineage with
- * `409 {"error":"fence_stale"}` — a definite refusal, settled `rejected` with reason `fence_stale`.
- * An intent without a fence is sent as before. A logical operation keeps its idempotency key
+ * (`webhookIntent(url, body, {goal_lineage, fence, lifetime})`, sent as `X-Loopx-Goal-Lineage`,
+ * `X-Loopx-Fence` and `X-Loopx-Goal-Lifetime`): the triple (lineage, generation, the lifetime that
+ * writes at it). The receiver refuses a fence below the newest it has seen for the lineage with
+ * `409 {"error":"fence_stale"}`, and another lifetime at the newest fence with
+ * `409 {"error":"fence_conflict"}` — definite refusals, settled `rejected` with reason `fence_stale`
+ * or `fence_conflict`. The lifetime is optional: an intent recorded without one (by an older
+ * version, or a cluster run's epoch) is a bare counter the receiver checks as before, and an intent
+ * without a fence is sent without fence headers. A logical operation keeps its idempotency key
  * across lifetimes; the receiver replays a held key even under a new operation id.
  *
  * The query protocol (what the functions below speak, and `src/dev/webhook-sink` serves):
@@ -21,9 +25,13 @@
  *                                          |  200 {"found": false}                  (webhookOperationQuery)
  *   GET <deliveries-url>?goal_lineage=<L>   →  200 {"deliveries": [{…, "goal_lineage", "fence", "body_sha256"}]}
  *                                                                                   (webhookGoalQuery)
- *   POST <base>/fences {"goal_lineage", "fence"} → 200 {"status": "advanced"|"already", "newest_fence"}
- *                                          |  409 {"error": "fence_stale", "newest_fence"}  (advanceReceiverFence;
- *      <base>/fences is the deliveries URL with its last segment `deliveries` replaced; idempotent)
+ *   POST <base>/fences {"goal_lineage", "fence"[, "lifetime"]}
+ *                                          →  200 {"status": "advanced"|"already", "newest_fence", "lifetime"}
+ *                                          |  409 {"error": "fence_stale", "newest_fence"}
+ *                                          |  409 {"error": "fence_conflict", "newest_fence", "lifetime"}  (advanceReceiverFence;
+ *      <base>/fences is the deliveries URL with its last segment `deliveries` replaced; idempotent;
+ *      `lifetime` in an answer is the one holding the newest fence — asked with a lifetime, a 200
+ *      that does not name it back is no confirmation)
  * A query that gets no well-formed answer is `unknown` with a reason code, never a guess.
  * URLs stay in the private intent; targets, receipts and errors carry the host label only.
  */
@@ -33,6 +41,7 @@ import { faultPoint } from '../../core/index.js';
 import type { EffectJournal, EffectRecord, JsonValue, ReconcileObservation, ReconcileQuery } from './contract.js';
 import { MAX_RECEIPT_BYTES } from './contract.js';
 import { dispatchInFlight, invalidInput } from './errors.js';
+import { GOAL_INSTANCE_ID } from '../registry/index.js';
 
 export const WEBHOOK_KIND = 'webhook.deliver';
 /** Fault point (tests only): a webhook's dispatch is recorded, the request not sent yet. */
@@ -79,19 +88,26 @@ function parseUrl(url: string): URL {
 /** The public-safe target label of a URL: its host (and port) only. */
 export const webhookTarget = (url: string): string => `webhook:${parseUrl(url).host}`;
 
-/** A Goal lineage and its writer's fence: the receiver refuses a fence below the newest it has seen. */
-export type DeliveryFence = { readonly goal_lineage: string; readonly fence: number };
+/**
+ * A Goal lineage, its writer's fence (the lifetime's generation) and the writer's lifetime: the
+ * receiver refuses a fence below the newest it has seen, and another lifetime at the same one.
+ * Without `lifetime` the fence is a bare counter (cluster run epochs; intents of older versions).
+ */
+export type DeliveryFence = { readonly goal_lineage: string; readonly fence: number; readonly lifetime?: string };
 
 /** What a webhook effect's intent holds; `delivery_fence` only for a fenced delivery. */
 export type WebhookIntent = { readonly url: string; readonly body: JsonValue } | { readonly url: string; readonly body: JsonValue; readonly delivery_fence: DeliveryFence };
 
 const isFence = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 const isLineage = (v: unknown): v is string => typeof v === 'string' && GOAL_LINEAGE.test(v);
+const isLifetime = (v: unknown): v is string => typeof v === 'string' && GOAL_INSTANCE_ID.test(v);
 
-function checkFence(fence: { readonly goal_lineage: unknown; readonly fence: unknown }): DeliveryFence {
+function checkFence(fence: { readonly goal_lineage: unknown; readonly fence: unknown; readonly lifetime?: unknown }): DeliveryFence {
   if (!isLineage(fence.goal_lineage)) throw invalidInput('goal_lineage must be 1-128 characters of A-Z a-z 0-9 _ . : -', 'goal_lineage');
   if (!isFence(fence.fence)) throw invalidInput('fence must be a non-negative safe integer.', 'fence');
-  return { goal_lineage: fence.goal_lineage, fence: fence.fence };
+  if (fence.lifetime === undefined) return { goal_lineage: fence.goal_lineage, fence: fence.fence };
+  if (!isLifetime(fence.lifetime)) throw invalidInput("lifetime must be a Goal lifetime id: 'ginst_' and 32 lowercase hex.", 'lifetime');
+  return { goal_lineage: fence.goal_lineage, fence: fence.fence, lifetime: fence.lifetime };
 }
 
 /** The effect intent of a delivery: what `sendWebhook` sends and `webhookOperationQuery` asks about. */
@@ -132,7 +148,7 @@ export async function sendWebhook(effect: EffectRecord, options: WebhookOptions 
   let body: JsonValue;
   let fence: DeliveryFence | undefined;
   try {
-    const intent = JSON.parse(effect.intent) as { url: string; body: JsonValue; delivery_fence?: { goal_lineage: unknown; fence: unknown } };
+    const intent = JSON.parse(effect.intent) as { url: string; body: JsonValue; delivery_fence?: { goal_lineage: unknown; fence: unknown; lifetime?: unknown } };
     url = parseUrl(intent.url);
     body = intent.body;
     fence = intent.delivery_fence === undefined ? undefined : checkFence(intent.delivery_fence);
@@ -141,7 +157,14 @@ export async function sendWebhook(effect: EffectRecord, options: WebhookOptions 
   }
   faultPoint(FAULT_BEFORE_WEBHOOK_SEND);
   const doFetch = options.fetch ?? fetch;
-  const fenceHeaders: Record<string, string> = fence === undefined ? {} : { 'x-loopx-goal-lineage': fence.goal_lineage, 'x-loopx-fence': String(fence.fence) };
+  const fenceHeaders: Record<string, string> =
+    fence === undefined
+      ? {}
+      : {
+          'x-loopx-goal-lineage': fence.goal_lineage,
+          'x-loopx-fence': String(fence.fence),
+          ...(fence.lifetime === undefined ? {} : { 'x-loopx-goal-lifetime': fence.lifetime }),
+        };
   let response: Response;
   try {
     response = await doFetch(url, {
@@ -158,10 +181,13 @@ export async function sendWebhook(effect: EffectRecord, options: WebhookOptions 
   const status = response.status;
   if (status >= 200 && status < 300) return { outcome: 'committed', receipt: { http_status: status, response: await readBounded(response) } };
   if (status === 409) {
-    // A fenced receiver refused this writer as stale: definite, and the reason is kept.
+    // A fenced receiver refused this writer — stale, or another lifetime at its fence: definite, and the reason is kept.
     const answer = await readBounded(response);
-    const stale = isRecord(answer) && answer.error === 'fence_stale';
-    return { outcome: 'rejected', receipt: stale ? { http_status: 409, reason: 'fence_stale' } : { http_status: 409 } };
+    const fenced = isRecord(answer) && (answer.error === 'fence_stale' || answer.error === 'fence_conflict') ? answer.error : undefined;
+    // The receiver's newest fence is kept with a stale refusal: the writer records its own supersession from it.
+    const newest = fenced === 'fence_stale' && isRecord(answer) && isFence(answer.newest_fence) ? answer.newest_fence : undefined;
+    if (fenced === undefined) return { outcome: 'rejected', receipt: { http_status: 409 } };
+    return { outcome: 'rejected', receipt: newest === undefined ? { http_status: 409, reason: fenced } : { http_status: 409, reason: fenced, newest_fence: newest } };
   }
   await response.body?.cancel().catch(() => undefined);
   // Only a definite refusal is `rejected`; anything that may have been applied stays unknown.
@@ -218,8 +244,16 @@ export type WebhookGoalQueryResult = { readonly status: 'answered'; readonly del
 
 export type ReceiverFenceResult =
   | { readonly status: 'advanced' | 'already'; readonly newest_fence: number }
+  /** The receiver holds a newer fence for the lineage. */
   | { readonly status: 'refused'; readonly newest_fence: number }
+  /** The receiver holds this very fence for another lifetime (`lifetime`, the holder): this one never writes there at it. */
+  | { readonly status: 'conflict'; readonly newest_fence: number; readonly lifetime: string }
   | { readonly status: 'unknown'; readonly reason: string };
+
+export interface ReceiverFenceOptions extends WebhookOptions {
+  /** The Goal lifetime that raises the fence and writes at it; without one the fence is a bare counter (a cluster run's epoch). */
+  readonly lifetime?: string;
+}
 
 type Unknown = { readonly status: 'unknown'; readonly reason: string };
 type Answer = { readonly status: 'answered'; readonly http_status: number; readonly json: { readonly [key: string]: unknown } };
@@ -305,18 +339,25 @@ function fencesUrl(deliveriesUrl: string): URL {
 
 /**
  * Raise the receiver's newest fence for a Goal lineage (`POST <base>/fences`), so that every
- * writer of an older lifetime is refused there from now on. Idempotent: `already` when the
- * receiver holds this fence, `refused` when it holds a newer one, `unknown` on no clear answer.
+ * writer of an older lifetime is refused there from now on — and, with `options.lifetime`, every
+ * other lifetime at this fence too. Idempotent: `already` when the receiver holds this fence (for
+ * this lifetime), `refused` when it holds a newer one, `conflict` when it holds this one for
+ * another lifetime, `unknown` on no clear answer — a 200 that does not name the asked lifetime back
+ * included (`lifetime_unconfirmed`: a receiver that does not keep lifetimes confirms nothing).
  */
-export async function advanceReceiverFence(deliveriesUrl: string, goalLineage: string, fence: number, options: WebhookOptions = {}): Promise<ReceiverFenceResult> {
+export async function advanceReceiverFence(deliveriesUrl: string, goalLineage: string, fence: number, options: ReceiverFenceOptions = {}): Promise<ReceiverFenceResult> {
   const url = fencesUrl(deliveriesUrl);
-  const asked = checkFence({ goal_lineage: goalLineage, fence });
+  const asked = checkFence({ goal_lineage: goalLineage, fence, lifetime: options.lifetime });
   const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body: canonicalJson(asked) };
   const answer = await exchange(url, init, [200, 409], options);
   if (answer.status === 'unknown') return answer;
-  const { status, error, newest_fence } = answer.json;
-  if (answer.http_status === 200 && (status === 'advanced' || status === 'already') && newest_fence === fence) return { status, newest_fence };
+  const { status, error, newest_fence, lifetime } = answer.json;
+  if (answer.http_status === 200 && (status === 'advanced' || status === 'already') && newest_fence === fence) {
+    return asked.lifetime === undefined || lifetime === asked.lifetime ? { status, newest_fence } : { status: 'unknown', reason: 'lifetime_unconfirmed' };
+  }
   if (answer.http_status === 409 && error === 'fence_stale' && isFence(newest_fence) && newest_fence > fence) return { status: 'refused', newest_fence };
+  const conflict = answer.http_status === 409 && error === 'fence_conflict' && asked.lifetime !== undefined && newest_fence === fence;
+  if (conflict && isLifetime(lifetime) && lifetime !== asked.lifetime) return { status: 'conflict', newest_fence, lifetime };
   return { status: 'unknown', reason: 'query_malformed' };
 }
 

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { canonicalJson, rejected, type LoopxError } from '../../core/index.js';
 import { GOAL_ID } from '../layout.js';
 import { GOAL_INSTANCE_ID } from '../registry/index.js';
-import { GOAL_SCHEMA, type GoalDoc, type GoalLifecycle, type GoalLineage, type GoalRecord, type GoalRef } from './contract.js';
+import { GOAL_SCHEMA, type GoalDoc, type GoalLifecycle, type GoalLineage, type GoalRecord, type GoalRef, type GoalSupersededHere } from './contract.js';
 
 export const GOAL_MAX_BYTES = 16 * 1024 * 1024;
 export const GOAL_DOC_MAX_BYTES = 16 * 1024 * 1024;
@@ -90,7 +90,7 @@ function decodeDoc(v: unknown): GoalDoc {
 export function validateGoal(parsed: unknown): GoalRecord {
   if (!isPlainObject(parsed)) throw malformed('the document is not an object');
   if (parsed.schema_version !== GOAL_SCHEMA) throw unknownSchema('schema_version');
-  const o = exact(parsed, 'lineage' in parsed ? [...FIELDS, 'lineage'] : FIELDS, 'the document');
+  const o = exact(parsed, [...FIELDS, ...OPTIONAL_FIELDS.filter((k) => k in parsed)], 'the document');
   if (!isGoalId(o.goal_id)) throw malformed('goal_id is invalid');
   if (typeof o.goal_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(o.goal_instance_id)) throw malformed('goal_instance_id is invalid');
   if (!isTitle(o.title)) throw malformed('title is invalid');
@@ -113,7 +113,18 @@ export function validateGoal(parsed: unknown): GoalRecord {
     updated_at: o.updated_at as string,
     docs,
     ...('lineage' in o ? { lineage: decodeLineage(o.lineage) } : {}),
+    ...('superseded' in o ? { superseded: decodeSuperseded(o.superseded) } : {}),
   };
+}
+
+const OPTIONAL_FIELDS = ['lineage', 'superseded'];
+
+function decodeSuperseded(v: unknown): GoalSupersededHere {
+  const o = exact(v, ['evidence', 'newest_fence', 'recorded_at'], 'superseded');
+  if (o.evidence !== 'receiver_fence_stale') throw unknownSchema('supersession evidence');
+  if (typeof o.newest_fence !== 'number' || !Number.isSafeInteger(o.newest_fence) || o.newest_fence < 2) throw malformed('superseded.newest_fence is invalid');
+  if (typeof o.recorded_at !== 'string' || !TIMESTAMP.test(o.recorded_at)) throw malformed('superseded.recorded_at is not an RFC 3339 UTC timestamp');
+  return { evidence: 'receiver_fence_stale', newest_fence: o.newest_fence, recorded_at: o.recorded_at };
 }
 
 function decodeLineage(v: unknown): GoalLineage {

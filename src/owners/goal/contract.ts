@@ -53,6 +53,20 @@ export interface GoalRecord {
   readonly docs: readonly GoalDoc[];
   /** A lifetime minted by a recovery: which lineage it continues and which lifetime it superseded. Absent: the first lifetime of its lineage. */
   readonly lineage?: GoalLineage;
+  /**
+   * This root's own record that the lifetime was superseded, from evidence the root itself saw (a
+   * receiver refused its delivery `fence_stale` with a newer fence of its own lineage). Set once,
+   * never cleared: the lifetime admits no writer and no lifecycle change from then on.
+   */
+  readonly superseded?: GoalSupersededHere;
+}
+
+/** Evidence a root recorded of its Goal lifetime's supersession. */
+export interface GoalSupersededHere {
+  readonly evidence: 'receiver_fence_stale';
+  /** The receiver's newest fence for the lineage (above this lifetime's generation). */
+  readonly newest_fence: number;
+  readonly recorded_at: string;
 }
 
 /**
@@ -107,6 +121,8 @@ export interface GoalStore {
   /** `undefined` when the Goal has no document of that name. */
   readDoc(goalId: string, name: string): Uint8Array | undefined;
   checkBinding(ref: GoalRef): BindingMatch;
+  /** Record, once, that this lifetime was superseded (see `GoalRecord.superseded`); a repeat returns the record. Another lifetime's ref is `goal_instance_mismatch`. */
+  recordSuperseded(ref: GoalRef, evidence: Omit<GoalSupersededHere, 'recorded_at'>): GoalRecord;
   /**
    * A recovery's new lifetime of a Goal in an empty root (`rebind`): a NEW instance id, the same
    * alias, title and documents, its lineage one generation on, the superseded lifetime recorded.

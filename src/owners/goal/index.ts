@@ -13,6 +13,7 @@ export {
   type GoalRecord,
   type GoalRef,
   type GoalStore,
+  type GoalSupersededHere,
 } from './contract.js';
 export { assertDocName, assertGoalRef, decodeGoal, DOC_NAME, GOAL_DOC_MAX_BYTES, GOAL_MAX_DOCS, goalRef, isGoalRef, lineageOf, mintGoalInstanceId, sameGoalRef } from './codec.js';
 export { DEFAULT_PROJECT, type GoalStoreOptions } from './store.js';

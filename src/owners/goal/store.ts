@@ -20,7 +20,17 @@ import {
   mintDocId,
   mintGoalInstanceId,
 } from './codec.js';
-import { GOAL_SCHEMA, type AdoptLifetimeRequest, type BindingMatch, type GoalDoc, type GoalLifecycle, type GoalRecord, type GoalRef, type GoalStore } from './contract.js';
+import {
+  GOAL_SCHEMA,
+  type AdoptLifetimeRequest,
+  type BindingMatch,
+  type GoalDoc,
+  type GoalLifecycle,
+  type GoalRecord,
+  type GoalRef,
+  type GoalStore,
+  type GoalSupersededHere,
+} from './contract.js';
 import { goalNotFound, goalRetired } from './errors.js';
 
 /** Where goal.json and documents live; every call is for an already validated id and name. */
@@ -42,6 +52,9 @@ export interface GoalStoreOptions {
 
 export const DEFAULT_PROJECT = { project_id: 'default', name: 'Default' } as const;
 const REGISTRY_ATTEMPTS = 8;
+
+const instanceMismatch = (goalId: string) =>
+  conflict('goal_instance_mismatch', `Goal ${goalId} is now another lifetime.`, { nextAction: 'read the Goal again and use its current ref' });
 
 const routeConflict = (goalId: string) =>
   conflict('goal_route_conflict', `The registry routes Goal ${goalId} to another live lifetime.`, {
@@ -108,9 +121,7 @@ function transition(c: GoalContext, refIn: GoalRef, expected: GoalLifecycle, tar
   }
   return c.storage.withGoalLock(ref.goal_id, () => {
     const goal = mustLoad(c, ref.goal_id);
-    if (goal.goal_instance_id !== ref.goal_instance_id) {
-      throw conflict('goal_instance_mismatch', `Goal ${ref.goal_id} is now another lifetime.`, { nextAction: 'read the Goal again and use its current ref' });
-    }
+    if (goal.goal_instance_id !== ref.goal_instance_id) throw instanceMismatch(ref.goal_id);
     if (goal.lifecycle === target) {
       syncRoute(c, goal);
       return goal;
@@ -240,6 +251,16 @@ function adoptLifetime(c: GoalContext, r: AdoptLifetimeRequest): { goal: GoalRec
   });
 }
 
+function recordSuperseded(c: GoalContext, refIn: GoalRef, evidence: Omit<GoalSupersededHere, 'recorded_at'>): GoalRecord {
+  const ref = assertGoalRef(refIn);
+  return c.storage.withGoalLock(ref.goal_id, () => {
+    const goal = mustLoad(c, ref.goal_id);
+    if (goal.goal_instance_id !== ref.goal_instance_id) throw instanceMismatch(ref.goal_id);
+    if (goal.superseded) return goal;
+    return save(c, { ...goal, superseded: { evidence: evidence.evidence, newest_fence: evidence.newest_fence, recorded_at: c.now() }, updated_at: c.now() });
+  });
+}
+
 function checkBinding(c: GoalContext, ref: GoalRef): BindingMatch {
   if (!isGoalRef(ref)) return 'invalid';
   const goal = load(c, ref.goal_id);
@@ -269,6 +290,7 @@ export function goalStoreOver(storage: GoalStorage, options: GoalStoreOptions): 
     readDoc: (goalId, name) => readDoc(c, goalId, name),
     checkBinding: (ref) => checkBinding(c, ref),
     adoptLifetime: (r) => adoptLifetime(c, r),
+    recordSuperseded: (ref, evidence) => recordSuperseded(c, ref, evidence),
   } satisfies GoalStore;
   return store;
 }

@@ -55,7 +55,7 @@ export {
   type WorkReceipt,
   type RecoveredFrom,
 } from './model.js';
-export { assertGoalWorkReady, openWork, openGoalWork, settleGoalWorkLocation, type OpenGoalWorkOptions, type WorkProviderRequest } from './work.js';
+export { assertGoalWorkReady, openWork, openGoalWork, setAsideRetiredWork, settleGoalWorkLocation, type OpenGoalWorkOptions, type WorkProviderRequest } from './work.js';
 export { readWorkLocation, rebindWorkLocation, recordedWorkLocations, WORK_LOCATION_SCHEMA, type GoalWorkLocation } from './location.js';
 export { MIN_LEASE_TTL_MS, MAX_LEASE_TTL_MS, MAX_BATCH as MAX_TODO_UPDATES } from './inputs.js';
 export { checkTodoUpdates } from './todos.js';

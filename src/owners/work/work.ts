@@ -23,7 +23,7 @@
  * answer fails at open, not at its first write.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, renameSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { goalNotFound } from '../goal/index.js';
 import { LAYOUT } from '../layout.js';
@@ -36,7 +36,7 @@ import { exportRetainedPrefix } from './retained-prefix.js';
 import { openSqliteWorkProvider } from './sqlite.js';
 import { openPostgresWorkProvider, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS } from './postgres.js';
 import { databaseUrlFrom, requireSchemaVersion, schemaIdent } from '../../store/index.js';
-import { usageError } from '../../core/index.js';
+import { ensurePrivateDir, fsyncDir, usageError } from '../../core/index.js';
 import { postgresAt, rootStoreLocation } from '../root-store-location.js';
 import { mintStoreKey, readWorkLocation, removeWorkLocation, workProviderChangeRefused, writeWorkLocation, type GoalWorkLocation } from './location.js';
 import { addTodo, claimTodo, unclaimTodo, updateTodo, updateTodos } from './todos.js';
@@ -192,4 +192,30 @@ export async function openGoalWork(options: OpenGoalWorkOptions): Promise<WorkOw
     provider.close();
     throw e;
   }
+}
+
+/**
+ * Before a retired alias gets a new lifetime (`goal create`): the retired lifetime's work store is
+ * set aside, so the new lifetime starts on a store of its own and never adopts another lifetime's
+ * Todos and history. A SQLite store moves, with any sidecar, to
+ * `goals/<goal_id>/retired/<goal_instance_id>/` (kept as history, never opened as the Goal's
+ * work); a PostgreSQL store keeps its rows under its row key and the Goal is given a fresh row
+ * key. Idempotent: nothing to set aside is a no-op (a create interrupted after the move).
+ */
+export function setAsideRetiredWork(root: string, goalId: string, retiredInstanceId: string): void {
+  const location = goalWorkLocation(root, goalId);
+  if (location.provider === 'postgresql') {
+    writeWorkLocation(root, goalId, { ...location, store_key: mintStoreKey(goalId, randomBytes(6).toString('hex')) });
+    return;
+  }
+  const db = join(root, LAYOUT.workDb(goalId));
+  if (!existsSync(db)) return;
+  const aside = join(root, LAYOUT.goalDir(goalId), 'retired', retiredInstanceId);
+  ensurePrivateDir(join(root, LAYOUT.goalDir(goalId), 'retired'));
+  ensurePrivateDir(aside);
+  // Sidecars first: the main file moved last, so a crash in between leaves the store where it was or fully set aside.
+  for (const suffix of ['-wal', '-shm', '-journal']) if (existsSync(`${db}${suffix}`)) renameSync(`${db}${suffix}`, join(aside, `work.db${suffix}`));
+  renameSync(db, join(aside, 'work.db'));
+  fsyncDir(aside);
+  fsyncDir(dirname(db));
 }

@@ -11,7 +11,7 @@ import { LAYOUT } from '../../owners/index.js';
 import { openSqlite } from '../../store/index.js';
 import { expectOk, type CliOutcome } from './cli.js';
 import { GOAL, INTERRUPT_AFTER_LIVE, INTERRUPT_BEFORE_LIVE } from './definition.js';
-import { newSourceRoot, type DrillContext, type DrillSource } from './source.js';
+import { newSourceRoot, withOwnReceiver, type DrillContext, type DrillSource } from './source.js';
 
 export interface DrillCase {
   readonly case: string;
@@ -108,6 +108,6 @@ export async function refusals(ctx: DrillContext, source: DrillSource, workspace
   cases.push(caseOf('destination changed after the plan', 'recover_plan_stale', await ctx.cli.run(user, wrong.apply)));
   const second = await planned(ctx, source.user, workspace, 'second-recovery');
   cases.push(caseOf('a second recovery of the lifetime already recovered', 'recover_lifetime_superseded_elsewhere', await ctx.cli.run(source.user, second.apply)));
-  cases.push(...(await interrupted(ctx, workspace)));
+  cases.push(...(await withOwnReceiver(ctx, 'interrupted', () => interrupted(ctx, workspace))));
   return cases;
 }

@@ -4,13 +4,14 @@
  * converge — accepted only by owner readback in the destination, never by what the coordinator
  * says: one lineage imported, one adopted state, every effect once under its original id and
  * settled, nothing in the outbox, and nothing sent to the receiver. Each case recovers the same
- * verified workspace as its own synthetic user, so the cases are independent; two run at a time.
+ * verified workspace as its own synthetic user against a receiver of its own, so the cases are
+ * independent; they run one at a time (their receivers share the port the backup names).
  */
 import { join } from 'node:path';
 import { LAYOUT, effect as effectOwner, work as workOwner } from '../../owners/index.js';
 import { expectOk } from './cli.js';
 import { GOAL } from './definition.js';
-import type { DrillContext } from './source.js';
+import { withOwnReceiver, type DrillContext } from './source.js';
 
 export interface CrashCase {
   readonly point: string;
@@ -58,13 +59,20 @@ async function crashAndRetry(ctx: DrillContext, workspace: string, point: string
   return { point, killed, state_after_crash: mid.state as string, state_after_retry: after, owners_converged: owners, converged: killed && owners };
 }
 
-/** Every point in turn, two at a time; the receiver must see no attempt from any of them. */
+/** Every point in turn, each against a receiver of its own; no receiver may see an attempt from any of them. */
 export async function crashEveryCommitPoint(ctx: DrillContext, workspace: string, points: readonly string[]): Promise<{ cases: CrashCase[]; deliveries_sent: number }> {
   ctx.progress(`fault injection: a crash at ${points.length} owner commit points of the apply, each retried`);
-  const attemptsBefore = ctx.sink.attempts().attempts.length;
   const cases: CrashCase[] = [];
-  for (let i = 0; i < points.length; i += 2) {
-    cases.push(...(await Promise.all(points.slice(i, i + 2).map((p, j) => crashAndRetry(ctx, workspace, p, i + j)))));
+  let sent = 0;
+  for (const [i, point] of points.entries()) {
+    cases.push(
+      await withOwnReceiver(ctx, `crash-${i}`, async () => {
+        const before = ctx.sink.attempts().attempts.length;
+        const c = await crashAndRetry(ctx, workspace, point, i);
+        sent += ctx.sink.attempts().attempts.length - before;
+        return c;
+      }),
+    );
   }
-  return { cases, deliveries_sent: ctx.sink.attempts().attempts.length - attemptsBefore };
+  return { cases, deliveries_sent: sent };
 }

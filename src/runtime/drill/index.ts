@@ -18,7 +18,7 @@ import { crashEveryCommitPoint } from './faults.js';
 import { recoverAndContinue } from './journey.js';
 import { oldWritersTry } from './old-writers.js';
 import { buildReceipt, type DrillReceipt } from './receipt.js';
-import { prepareSource, writeAgents, type DrillContext } from './source.js';
+import { prepareSource, withOwnReceiver, writeAgents, type DrillContext } from './source.js';
 import { onlineCaptures, receiverDown } from './variants.js';
 
 export { renderReceipt, type DrillReceipt } from './receipt.js';
@@ -54,7 +54,7 @@ export async function runRecoveryDrill(options: DrillOptions): Promise<{ receipt
     const source = await prepareSource(ctx);
     const journey = await recoverAndContinue(ctx, source);
     const oldWriters = await oldWritersTry(ctx, source, journey);
-    const held = await receiverDown(ctx, journey.workspace);
+    const held = await withOwnReceiver(ctx, 'receiver-down', () => receiverDown(ctx, journey.workspace));
     const crashes = await crashEveryCommitPoint(ctx, journey.workspace, options.mode === 'full' ? APPLY_CRASH_POINTS : SHORT_CRASH_POINTS);
     const cases = await refusals(ctx, source, journey.workspace);
     const online = await onlineCaptures(ctx);

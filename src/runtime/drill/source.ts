@@ -4,9 +4,9 @@
  * (SIGKILL right after the receiver stored a delivery the source never settled) and is then made
  * unavailable — moved aside, to be brought back at the end so its old writers can try.
  */
-import { renameSync, writeFileSync } from 'node:fs';
+import { copyFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { WebhookSink } from '../../dev/index.js';
+import { startWebhookSink, type WebhookSink } from '../../dev/index.js';
 import { drillStepFailed, expectOk, type DrillCli } from './cli.js';
 import { AFTER_CAPTURE, BEFORE, CONTINUE, GOAL, GOAL_TITLE, SOURCE_KILL_POINT, TODO_TITLES, agentDocument } from './definition.js';
 
@@ -17,7 +17,8 @@ export interface DrillContext {
   readonly cli: DrillCli;
   /** The drill's own receiver (restarted on the same port and journal when a variant stops it). */
   sink: WebhookSink;
-  readonly sinkJournal: string;
+  /** The journal `sink` keeps (an independent case's own while it runs: `withOwnReceiver`). */
+  sinkJournal: string;
   /** The agent files of the three stages. */
   readonly agents: { readonly before: string; readonly after: string; readonly cont: string };
   /** A synthetic user's private run authority (one per independent case). */
@@ -83,6 +84,7 @@ export async function prepareSource(ctx: DrillContext): Promise<DrillSource> {
   const atLoss = expectOk(await ctx.cli.run(user, ['goal', 'show', GOAL, '--root', root]));
   const runs = expectOk(await ctx.cli.run(user, ['run', 'list', '--root', root])).runs as { run_id: string; status: string }[];
   const lostAt = new Date().toISOString();
+  copyFileSync(ctx.sinkJournal, receiverAtLoss(ctx));
   const offline = join(ctx.dir, 'source-offline');
   renameSync(root, offline);
   return {
@@ -102,6 +104,34 @@ export async function prepareSource(ctx: DrillContext): Promise<DrillSource> {
     lost_at: lostAt,
     killed_run_id: runs.find((r) => r.status !== 'completed')?.run_id,
   };
+}
+
+/** Where the receiver's journal is kept as the source left it (copied when the source is lost). */
+const receiverAtLoss = (ctx: DrillContext): string => join(ctx.dir, 'receiver-at-loss.jsonl');
+
+/**
+ * Run `fn`, an independent case that recovers the drill's backup as another user, against a
+ * receiver of its own: the drill's receiver as the source left it (a copy of its journal at the
+ * loss), on the same port, so the URL the backup names reaches it. Against the journey's receiver
+ * the case would meet the journey's lifetime at the same generation and be held there
+ * (`receiver_fence_conflict`) — what two real recoveries of one backup get. Then the drill's
+ * receiver comes back. One case at a time: they share the port.
+ */
+export async function withOwnReceiver<T>(ctx: DrillContext, name: string, fn: () => Promise<T>): Promise<T> {
+  const port = ctx.sink.port;
+  const main = ctx.sinkJournal;
+  const own = join(ctx.dir, `receiver-${name}.jsonl`);
+  copyFileSync(receiverAtLoss(ctx), own);
+  await ctx.sink.close();
+  ctx.sink = await startWebhookSink({ port, journalPath: own });
+  ctx.sinkJournal = own;
+  try {
+    return await fn();
+  } finally {
+    await ctx.sink.close();
+    ctx.sink = await startWebhookSink({ port, journalPath: main });
+    ctx.sinkJournal = main;
+  }
 }
 
 /** The source comes back where it was (the same directory: the original, not a copy). */

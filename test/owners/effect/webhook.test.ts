@@ -4,7 +4,9 @@
  * committed — and the sink still holds exactly one delivery. Nothing is ever retried blindly.
  * A Goal recovered into a new lifetime fences its old writers at the receiver: their deliveries
  * are refused there (`fence_stale`, settled rejected), and the new lifetime's re-send of a logical
- * operation is a counted duplicate, never a second delivery.
+ * operation is a counted duplicate, never a second delivery. A fence names its lifetime: another
+ * lifetime at the same generation (a second recovery of one backup) is refused there too
+ * (`fence_conflict`, settled rejected), and raising that fence answers `conflict`.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -65,6 +67,10 @@ const recordingFetch = () => {
   };
   return { seen, fetch: f };
 };
+
+/** Two Goal lifetimes of one lineage: two recoveries of the same backup. */
+const LIFE_A = 'ginst_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa';
+const LIFE_B = 'ginst_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb';
 
 const providers: Array<[string, () => EffectJournal]> = [
   ['memory', () => memoryEffectJournal()],
@@ -267,7 +273,7 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     const j = make();
     expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2)).toEqual({ status: 'advanced', newest_fence: 2 });
     const sent = await sendOnce(j, sink.deliveriesUrl, 'op-1', 'key-1', { n: 1 }, { goal_lineage: 'goal-a', fence: 1 });
-    expect(sent).toEqual({ outcome: 'rejected', receipt: { http_status: 409, reason: 'fence_stale' } });
+    expect(sent).toEqual({ outcome: 'rejected', receipt: { http_status: 409, reason: 'fence_stale', newest_fence: 2 } });
     await j.settle('op-1', sent.outcome, sent.receipt);
     expect((await j.reconcile('op-1', webhookOperationQuery())).resolution).toBe('already_settled');
     expect(sink.deliveries()).toEqual([]);
@@ -292,11 +298,57 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     expect(again).toMatchObject({ outcome: 'committed', receipt: { http_status: 200, response: { replayed: true, delivery: { operation_id: 'op-1' } } } });
     // The old writer, still running, is refused at the receiver.
     const late = await sendOnce(old, sink.deliveriesUrl, 'op-9', 'key-t9', { todo: 't9' }, { goal_lineage: 'goal-a', fence: 1 });
-    expect(late).toEqual({ outcome: 'rejected', receipt: { http_status: 409, reason: 'fence_stale' } });
+    expect(late).toEqual({ outcome: 'rejected', receipt: { http_status: 409, reason: 'fence_stale', newest_fence: 2 } });
     expect(sink.deliveries().map((d) => d.operation_id)).toEqual(['op-1']);
-    expect(sink.attempts('goal-a').counts).toEqual({ stored: 1, duplicate: 1, refused_stale_fence: 1, conflict: 0, dropped: 0 });
+    expect(sink.attempts('goal-a').counts).toEqual({ stored: 1, duplicate: 1, refused_stale_fence: 1, refused_fence_conflict: 0, conflict: 0, dropped: 0 });
     old.close();
     next.close();
+  });
+
+  it('a fence naming its lifetime is sent with X-Loopx-Goal-Lifetime; an intent recorded without one (an older version) is sent as before', async () => {
+    const sink = await sinkAt();
+    const j = make();
+    const rec = recordingFetch();
+    const fence = { goal_lineage: 'goal-a', fence: 2, lifetime: LIFE_A };
+    expect(webhookIntent(sink.deliveriesUrl, { n: 1 }, fence)).toEqual({ url: sink.deliveriesUrl, body: { n: 1 }, delivery_fence: fence });
+    expect(await sendOnce(j, sink.deliveriesUrl, 'op-1', 'key-1', { n: 1 }, fence, rec.fetch)).toMatchObject({ outcome: 'committed' });
+    // Recorded by a version before lifetimes: the intent's fence has no lifetime.
+    await j.recordIntent({
+      operation_id: 'op-2',
+      idempotency_key: 'key-2',
+      goal_id: 'g1',
+      kind: 'webhook.deliver',
+      target: webhookTarget(sink.deliveriesUrl),
+      intent: { url: sink.deliveriesUrl, body: { n: 2 }, delivery_fence: { goal_lineage: 'goal-a', fence: 2 } },
+    });
+    expect(await sendWebhook(await j.beginDispatch('op-2'), { fetch: rec.fetch })).toMatchObject({ outcome: 'committed' });
+    expect(rec.seen.map((h) => [h['x-loopx-goal-lineage'], h['x-loopx-fence'], h['x-loopx-goal-lifetime']])).toEqual([
+      ['goal-a', '2', LIFE_A],
+      ['goal-a', '2', undefined],
+    ]);
+    expect(sink.deliveries().map((d) => [d.operation_id, d.fence, d.lifetime])).toEqual([
+      ['op-1', 2, LIFE_A],
+      ['op-2', 2, null],
+    ]);
+    j.close();
+  });
+
+  it('a second lifetime at the same generation is rejected with reason fence_conflict and nothing is stored', async () => {
+    const sink = await sinkAt();
+    const j = make();
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2, { lifetime: LIFE_A })).toEqual({ status: 'advanced', newest_fence: 2 });
+    const sent = await sendOnce(j, sink.deliveriesUrl, 'op-1', 'key-1', { n: 1 }, { goal_lineage: 'goal-a', fence: 2, lifetime: LIFE_B });
+    expect(sent).toEqual({ outcome: 'rejected', receipt: { http_status: 409, reason: 'fence_conflict' } });
+    await j.settle('op-1', sent.outcome, sent.receipt);
+    expect((await j.get('op-1'))?.outcome).toBe('rejected');
+    expect(sink.deliveries()).toEqual([]);
+    expect(sink.attempts('goal-a').counts).toMatchObject({ stored: 0, refused_fence_conflict: 1 });
+    // The lifetime holding the generation (its own root, its own journal) delivers.
+    const holder = make();
+    expect((await sendOnce(holder, sink.deliveriesUrl, 'op-2', 'key-1', { n: 1 }, { goal_lineage: 'goal-a', fence: 2, lifetime: LIFE_A })).outcome).toBe('committed');
+    expect(sink.deliveries().map((d) => [d.operation_id, d.lifetime])).toEqual([['op-2', LIFE_A]]);
+    j.close();
+    holder.close();
   });
 
   it('a malformed fence is refused before anything is recorded or sent', async () => {
@@ -309,6 +361,9 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
       { goal_lineage: 'goal-a', fence: -1 },
       { goal_lineage: 'goal-a', fence: 1.5 },
       { goal_lineage: 'goal-a', fence: 2 ** 53 },
+      { goal_lineage: 'goal-a', fence: 1, lifetime: 'ginst_XYZ' },
+      { goal_lineage: 'goal-a', fence: 1, lifetime: '' },
+      { goal_lineage: 'goal-a', fence: 1, lifetime: `ginst_${'a'.repeat(33)}` },
     ]) {
       expect(await asyncCodeOf(Promise.resolve().then(() => webhookIntent(sink.deliveriesUrl, {}, fence)))).toBe('effect_input_invalid');
     }
@@ -397,8 +452,52 @@ describe('the receiver queries of a Goal lineage (webhookGoalQuery, advanceRecei
     expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 3)).toEqual({ status: 'advanced', newest_fence: 3 });
     expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 3)).toEqual({ status: 'already', newest_fence: 3 });
     expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2)).toEqual({ status: 'refused', newest_fence: 3 });
-    expect(await (await fetch(`${sink.url}/fences?goal_lineage=goal-a`)).json()).toEqual({ goal_lineage: 'goal-a', newest_fence: 3 });
+    expect(await (await fetch(`${sink.url}/fences?goal_lineage=goal-a`)).json()).toEqual({ goal_lineage: 'goal-a', newest_fence: 3, lifetime: null });
     expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-b', 0)).toEqual({ status: 'advanced', newest_fence: 0 });
+  });
+
+  it('advanceReceiverFence with a lifetime: advanced, already for that lifetime, and conflict for another at the same generation', async () => {
+    const sink = await sinkAt();
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2, { lifetime: LIFE_A })).toEqual({ status: 'advanced', newest_fence: 2 });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2, { lifetime: LIFE_A })).toEqual({ status: 'already', newest_fence: 2 });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2, { lifetime: LIFE_B })).toEqual({ status: 'conflict', newest_fence: 2, lifetime: LIFE_A });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 1, { lifetime: LIFE_B })).toEqual({ status: 'refused', newest_fence: 2 });
+    // A bare counter (a cluster run's epoch) at the same fence keeps the counter rule.
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2)).toEqual({ status: 'already', newest_fence: 2 });
+    expect(await (await fetch(`${sink.url}/fences?goal_lineage=goal-a`)).json()).toEqual({ goal_lineage: 'goal-a', newest_fence: 2, lifetime: LIFE_A });
+    // The next generation moves on, whoever held this one.
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 3, { lifetime: LIFE_B })).toEqual({ status: 'advanced', newest_fence: 3 });
+  });
+
+  it('advanceReceiverFence with a lifetime is unknown, never success or refused, without an answer that names the lifetimes', async () => {
+    const url = 'http://127.0.0.1:9/deliveries';
+    const asked: string[] = [];
+    const capture: typeof fetch = (_input, init) => {
+      asked.push(String(init?.body));
+      return Promise.resolve(new Response(JSON.stringify({ status: 'advanced', newest_fence: 2, lifetime: LIFE_A }), { status: 200 }));
+    };
+    expect(await advanceReceiverFence(url, 'goal-a', 2, { fetch: capture, lifetime: LIFE_A })).toEqual({ status: 'advanced', newest_fence: 2 });
+    expect(asked).toEqual([`{"fence":2,"goal_lineage":"goal-a","lifetime":"${LIFE_A}"}`]);
+    const cases: Array<[string, number, string, string]> = [
+      // A receiver that keeps no lifetimes answers without one: it confirms nothing about this lifetime.
+      ['a 200 without the lifetime', 200, '{"status":"advanced","newest_fence":2}', 'lifetime_unconfirmed'],
+      ['a 200 naming another lifetime', 200, JSON.stringify({ status: 'already', newest_fence: 2, lifetime: LIFE_B }), 'lifetime_unconfirmed'],
+      ['a conflict naming the asked lifetime', 409, JSON.stringify({ error: 'fence_conflict', newest_fence: 2, lifetime: LIFE_A }), 'query_malformed'],
+      ['a conflict at another fence', 409, JSON.stringify({ error: 'fence_conflict', newest_fence: 3, lifetime: LIFE_B }), 'query_malformed'],
+      ['a conflict without a holder', 409, '{"error":"fence_conflict","newest_fence":2}', 'query_malformed'],
+    ];
+    for (const [name, status, text, reason] of cases) {
+      expect([name, await advanceReceiverFence(url, 'goal-a', 2, { fetch: answering(status, text), lifetime: LIFE_A })]).toEqual([name, { status: 'unknown', reason }]);
+    }
+    // Asked without a lifetime, a conflict is no answer either.
+    expect(await advanceReceiverFence(url, 'goal-a', 2, { fetch: answering(409, JSON.stringify({ error: 'fence_conflict', newest_fence: 2, lifetime: LIFE_B })) })).toEqual({
+      status: 'unknown',
+      reason: 'query_malformed',
+    });
+    let requests = 0;
+    const counting: typeof fetch = () => (requests++, Promise.resolve(new Response('{}')));
+    expect(await asyncCodeOf(advanceReceiverFence(url, 'goal-a', 2, { fetch: counting, lifetime: 'not-a-lifetime' }))).toBe('effect_input_invalid');
+    expect(requests).toBe(0);
   });
 
   it('advanceReceiverFence posts beside the deliveries path and is unknown without a clear answer', async () => {

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { exitCodeOf, type LoopxError } from '../../../src/core/index.js';
-import { rootDirectoryIdentity, type ClaimInput, type LifetimeSupersessionRequest, type RunAuthority, type RunRecord } from '../../../src/run-authority/index.js';
+import { rootDirectoryIdentity, type ClaimInput, type LifetimeSupersessionRequest, type RunAuthority, type RunRecord, type WorkHead } from '../../../src/run-authority/index.js';
 import { asyncCodeOf, asyncErrorOf, codeOf, ginst, record, supersession, turns } from '../support.js';
 
 const OLD = ginst('a');
@@ -483,7 +483,7 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         const before = Date.now();
         const { record: stored, replayed } = await a.supersedeLifetime(supersession());
         expect(replayed).toBe(false);
-        expect(stored).toStrictEqual({ ...supersession(), recorded_at: stored.recorded_at });
+        expect(stored).toStrictEqual({ ...supersession(), source_root: null, recorded_at: stored.recorded_at });
         expect(new Date(stored.recorded_at).toISOString()).toBe(stored.recorded_at);
         expect(Date.parse(stored.recorded_at)).toBeGreaterThanOrEqual(before - 1);
         expect(await a.lifetimeSupersession(OLD)).toStrictEqual(stored);
@@ -597,6 +597,56 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         await a.supersedeLifetime(supersession());
         expect(await b.lifetimeSupersession(OLD)).toBeUndefined();
         expect((await b.supersedeLifetime(supersession({ successor_instance_id: ginst('c') }))).replayed).toBe(false);
+      });
+    });
+
+    describe('revision, root bindings and work marks', () => {
+      const head = (over: Partial<WorkHead> = {}): WorkHead => ({
+        goal_id: 'goal-a',
+        goal_instance_id: ginst('a'),
+        store_identity: `sqlite:${'5'.repeat(32)}`,
+        cursor: 3,
+        provider_revision: `${'9'.repeat(32)}:3`,
+        ...over,
+      });
+
+      it('the revision counts the supersessions the authority recorded', async () => {
+        const a = await make();
+        expect(await a.revision()).toBe(0);
+        await a.supersedeLifetime(supersession());
+        await a.supersedeLifetime(supersession());
+        expect(await a.revision()).toBe(1);
+        await a.supersedeLifetime(supersession({ goal_instance_id: ginst('c'), successor_instance_id: ginst('d') }));
+        expect(await a.revision()).toBe(2);
+      });
+
+      it('rootBound answers whether the authority holds a binding of the root id', async () => {
+        const a = await make();
+        expect(await a.rootBound('root_conf')).toBe(false);
+        await a.bindRoot('root_conf', rootDirectoryIdentity(rootDir()));
+        expect(await a.rootBound('root_conf')).toBe(true);
+      });
+
+      it('a work store is bound to the first lifetime that opens it; another lifetime is goal_identity_mismatch', async () => {
+        const a = await make();
+        expect(await a.observeWorkHead(head())).toMatchObject({ goal_instance_id: ginst('a'), cursor: 3 });
+        expect(await asyncCodeOf(a.observeWorkHead(head({ goal_instance_id: ginst('e') })))).toBe('goal_identity_mismatch');
+      });
+
+      it('a mark moves only forward: ahead advances it, behind (or the same cursor with another revision) is root_rolled_back and changes nothing', async () => {
+        const a = await make();
+        await a.observeWorkHead(head());
+        expect(await a.observeWorkHead(head({ cursor: 5, provider_revision: `${'9'.repeat(32)}:5` }))).toMatchObject({ cursor: 5 });
+        expect(await asyncCodeOf(a.observeWorkHead(head()))).toBe('root_rolled_back');
+        expect(await asyncCodeOf(a.observeWorkHead(head({ cursor: 5, provider_revision: `${'8'.repeat(32)}:5` })))).toBe('root_rolled_back');
+        expect(await a.observeWorkHead(head({ cursor: 5, provider_revision: `${'9'.repeat(32)}:5` }))).toMatchObject({ cursor: 5 });
+      });
+
+      it('work marks of one authority are invisible to another', async () => {
+        const a = await make();
+        const b = await make();
+        await a.observeWorkHead(head({ cursor: 9, provider_revision: 'r:9' }));
+        expect(await b.observeWorkHead(head({ goal_instance_id: ginst('e') }))).toMatchObject({ goal_instance_id: ginst('e') });
       });
     });
 

@@ -1,0 +1,59 @@
+/**
+ * The checks every writer of a Goal's work makes before it acts, in one place (the CLI's and the
+ * daemon's Todo writers, `work run`, and each call of a Goal work run):
+ *
+ * - the lifetime is live: neither superseded in the run authority (a recovery replaced it) nor
+ *   recorded as superseded by this root itself (a receiver answered `fence_stale` with a newer
+ *   fence of its own lineage) — else `goal_lifetime_superseded`;
+ * - the work store is the lifetime's own and not behind what its writers committed: the
+ *   authority's work mark (run-authority/work-marks.ts) — else `goal_identity_mismatch` or
+ *   `root_rolled_back`. Asked again after the writer committed, so the mark follows the store.
+ *
+ * A guard without work marks (an embedding's own, or a test's) checks the lifetime only.
+ */
+import { goalLifetimeSuperseded, type WorkHead } from '../run-authority/index.js';
+import type { goal as goalOwner, work as workOwner } from '../owners/index.js';
+
+/** Where a Goal work writer learns whether its lifetime was superseded, and marks its work store (the run authority). */
+export interface LifetimeGuard {
+  lifetimeSupersession(goalInstanceId: string): Promise<unknown>;
+  observeWorkHead?(head: WorkHead): Promise<unknown>;
+}
+
+/** `goal_lifetime_superseded` unless the Goal's lifetime is live (see the header). */
+export async function assertLifetimeLive(guard: LifetimeGuard | undefined, goal: goalOwner.GoalRecord): Promise<void> {
+  if (goal.superseded !== undefined) throw goalLifetimeSuperseded(goal.goal_id);
+  if ((await guard?.lifetimeSupersession(goal.goal_instance_id)) !== undefined) throw goalLifetimeSuperseded(goal.goal_id);
+}
+
+/** The work store's head checked against the authority's mark of it, and the mark moved to it. */
+export async function observeGoalWork(guard: LifetimeGuard | undefined, goal: goalOwner.GoalRecord, work: workOwner.WorkOwner): Promise<void> {
+  if (guard?.observeWorkHead === undefined) return;
+  const view = await work.view();
+  await guard.observeWorkHead({
+    goal_id: goal.goal_id,
+    goal_instance_id: goal.goal_instance_id,
+    store_identity: view.store_identity,
+    cursor: view.cursor,
+    provider_revision: view.provider_revision,
+  });
+}
+
+/** Open a Goal's work for a writer: the lifetime checked, the store's mark checked; `fn`, then the mark moved. */
+export async function withGuardedGoalWork<T>(
+  guard: LifetimeGuard | undefined,
+  goal: goalOwner.GoalRecord,
+  open: () => Promise<workOwner.WorkOwner>,
+  fn: (work: workOwner.WorkOwner) => Promise<T> | T,
+): Promise<T> {
+  await assertLifetimeLive(guard, goal);
+  const work = await open();
+  try {
+    await observeGoalWork(guard, goal, work);
+    const out = await fn(work);
+    await observeGoalWork(guard, goal, work);
+    return out;
+  } finally {
+    work.close();
+  }
+}
