@@ -429,6 +429,7 @@ describe('the --json contract: every published document validates against docs/s
     const bindable = tempRoot('loopx-json-bind-');
     expect(ok('init', ['init', '--root', bindable, ...a])).toEqual({ initialized: true, store: { provider: 'sqlite' } });
     expect(ok('authority-bind-root', ['authority', 'bind-root', '--root', bindable, ...a])).toMatchObject({ binding: 'unchanged' });
+    expect(ok('authority-bind-root-adopt', ['authority', 'bind-root', '--adopt', '--root', bindable, ...a])).toMatchObject({ state: 'unchanged' });
     const none = ok('authority', ['authority', 'show', '--run', 'run_unknown', ...a]);
     expect(none.run).toBeNull();
   }, 60_000);

@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { loopxAsync } from '../support/cli.js';
-import { agentFile, BEFORE, type Doc } from './support/adopt.js';
-import { as, backupVerified, newUser, recoverInto, type User } from './support/adopt-users.js';
+import { agentFile, type Doc } from './support/adopt.js';
+import { as, backupVerified, newUser, recoverInto, workedSource, type User } from './support/adopt-users.js';
 
 let sink: WebhookSink;
 let u: User;
@@ -32,10 +32,7 @@ beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   u = newUser('loopx-rolled-back-');
   S = u.root;
-  await as(u, ['init', '--root', S]);
-  await as(u, ['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', S]);
-  for (const title of ['Draft the outline', 'Review with design', 'Publish the post']) await as(u, ['todo', 'add', '--goal', 'launch', '--title', title, '--root', S]);
-  await as(u, ['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'before', BEFORE), '--sink', sink.deliveriesUrl, '--root', S]);
+  await workedSource(u, sink.deliveriesUrl);
   await backupVerified(u);
   // The whole authority directory as it was before the recovery (as a restore of it would bring back).
   authorityBefore = join(u.dir, 'authority-before');

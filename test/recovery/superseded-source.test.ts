@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { loopxAsync } from '../support/cli.js';
-import { agentFile, BEFORE, type Doc } from './support/adopt.js';
-import { as, backupVerified, newUser, recoverInto, type User } from './support/adopt-users.js';
+import { agentFile, type Doc } from './support/adopt.js';
+import { as, backupVerified, newUser, recoverInto, workedSource, type User } from './support/adopt-users.js';
 
 let sink: WebhookSink;
 let u: User;
@@ -35,10 +35,7 @@ beforeAll(async () => {
   u = newUser('loopx-superseded-source-');
   S = u.root;
   stale = agentFile(u.dir, 'stale', STALE);
-  await as(u, ['init', '--root', S]);
-  await as(u, ['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', S]);
-  for (const title of ['Draft the outline', 'Review with design', 'Publish the post']) await as(u, ['todo', 'add', '--goal', 'launch', '--title', title, '--root', S]);
-  await as(u, ['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'before', BEFORE), '--sink', sink.deliveriesUrl, '--root', S]);
+  await workedSource(u, sink.deliveriesUrl);
   await backupVerified(u);
   R = join(u.dir, 'recovered');
   const st = await recoverInto(u, R);

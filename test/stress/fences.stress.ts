@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { loopxAsync } from '../support/cli.js';
-import { AFTER_CAPTURE, BEFORE, CONTINUE, agentFile, type Doc } from '../recovery/support/adopt.js';
-import { as, backupVerified, newUser, recoverInto, type User } from '../recovery/support/adopt-users.js';
+import { AFTER_CAPTURE, CONTINUE, agentFile, type Doc } from '../recovery/support/adopt.js';
+import { as, backupVerified, newUser, recoverInto, workedSource } from '../recovery/support/adopt-users.js';
 
 const TRIALS = Number(process.env['LOOPX_STRESS_TRIALS'] ?? '5');
 const SEED = Number(process.env['LOOPX_STRESS_SEED'] ?? '36');
@@ -50,15 +50,11 @@ function shuffled<T>(items: readonly T[], seed: number): T[] {
 const storedFor = (lineage: string, message: string) => sink.deliveries().filter((d) => d.goal_lineage === lineage && (d.body as { message?: string }).message === message).length;
 
 /** A source root that worked (and delivered) before a verified backup; its lineage. */
-async function source(prefix: string): Promise<{ u: User; lineage: string; archive: string; manifest: string }> {
+async function source(prefix: string): Promise<{ u: ReturnType<typeof newUser>; lineage: string; archive: string; manifest: string }> {
   const u = newUser(prefix);
-  const at = ['--root', u.root];
-  await as(u, ['init', ...at]);
-  const lineage = (await as(u, ['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at])).goal_instance_id as string;
-  for (const title of ['Draft the outline', 'Review with design', 'Publish the post']) await as(u, ['todo', 'add', '--goal', 'launch', '--title', title, ...at]);
-  await as(u, ['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'before', BEFORE), '--sink', sink.deliveriesUrl, ...at]);
+  const lineage = await workedSource(u, sink.deliveriesUrl);
   await backupVerified(u);
-  await as(u, ['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'after', AFTER_CAPTURE), ...at]);
+  await as(u, ['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'after', AFTER_CAPTURE), '--root', u.root]);
   const names = readdirSync(join(u.dir, 'backups'));
   const archive = join(
     u.dir,

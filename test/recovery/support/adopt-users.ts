@@ -13,7 +13,7 @@ import { expect } from 'vitest';
 import * as effectOwner from '../../../src/owners/effect/index.js';
 import * as quotaOwner from '../../../src/owners/quota/index.js';
 import { CLI, STATE_HOME, loopxAsync, type CliResult } from '../../support/cli.js';
-import type { Doc } from './adopt.js';
+import { agentFile, BEFORE, type Doc } from './adopt.js';
 
 /** One user of the machine: a private directory with its run authority, a source root and a workspace path. */
 export interface User {
@@ -52,6 +52,19 @@ export function cliIn(cwd: string, args: readonly string[]): Promise<CliResult> 
     child.on('error', rej);
     child.on('close', (status, signal) => res({ status, signal, stdout, stderr, json: () => JSON.parse(stdout) }));
   });
+}
+
+/**
+ * `u`'s source root with the Goal `launch` (three Todos) worked once before any backup — the
+ * outline announced at `deliveriesUrl` — as every old-writer test starts; the Goal's lineage id.
+ */
+export async function workedSource(u: User, deliveriesUrl: string): Promise<string> {
+  const at = ['--root', u.root];
+  await as(u, ['init', ...at]);
+  const lineage = (await as(u, ['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at])).goal_instance_id as string;
+  for (const title of ['Draft the outline', 'Review with design', 'Publish the post']) await as(u, ['todo', 'add', '--goal', 'launch', '--title', title, ...at]);
+  await as(u, ['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'before', BEFORE), '--sink', deliveriesUrl, ...at]);
+  return lineage;
 }
 
 /** A quiescent backup of `u`'s root, verified into `u.workspace`. */
