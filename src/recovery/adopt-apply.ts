@@ -11,6 +11,9 @@
  *   whose Goal lifetime another recovery already superseded.
  * - It ends `complete`, or `reconciliation_held` with the holds the owners reported; `resolve`
  *   settles one hold through its owner; `abort` is legal only before the first step began.
+ * - One apply, resolve or abort at a time, from the CLI or the daemon: each holds the recovery's
+ *   lock (adopt-lock.ts) for its whole run and a second is `recover_busy`; under it, the writer
+ *   reads the plan and the journal once and numbers its appends from what it holds.
  * - Status is read back from the journal and the owners, never kept in memory: it survives any
  *   restart. Every receipt and status says `execution_authority_granted: false`; admission is the
  *   owners' ordinary business afterwards (`loopx work run` in the new root).
@@ -21,9 +24,11 @@ import { join } from 'node:path';
 import { faultPoint, operatorPath } from '../core/index.js';
 import { ADOPTION, OWNER_LIST, effect, type AdoptionContext, type AdoptionStepReceipt, type OwnerAdoptionStep } from '../owners/index.js';
 import { ARCHIVE_ROOT } from '../backup/index.js';
+import { isOutOfSpace } from '../store/index.js';
 import { WORKSPACE_DIR } from './audit.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
-import { appendJournal, foldJournal, readJournal, type HostReceipt } from './adopt-journal.js';
+import { foldJournal, JournalWriter, type HostReceipt } from './adopt-journal.js';
+import { withRecoveryLock } from './adopt-lock.js';
 import { servedExports } from './served-exports.js';
 import { RECOVERY_DIR, readPlan, reverifyWorkspace, type AdoptionPlan, type DestinationStore, type PlannedStep } from './adopt-plan.js';
 import { recoveryStatus, type RecoveryStatus } from './adopt-status.js';
@@ -135,46 +140,70 @@ async function runHostStep(plan: AdoptionPlan, step: PlannedStep, done: ReturnTy
   });
 }
 
-/** Run every step not done yet, in order; each with its intent before and its receipt after. */
-async function runSteps(plan: AdoptionPlan, options: AdoptionRunOptions): Promise<void> {
+/** Run every step not done yet, in order; each with its intent before and its receipt after, appended through the one writer. */
+async function runSteps(plan: AdoptionPlan, journal: JournalWriter, options: AdoptionRunOptions): Promise<void> {
   const scratch = mkdtempSync(join(tmpdir(), 'loopx-recover-'));
   const exports = servedExports(join(plan.workspace.path, WORKSPACE_DIR));
   try {
     for (const [i, step] of plan.steps.entries()) {
-      const { done } = foldJournal(readJournal(plan.destination.path));
+      const { done } = foldJournal(journal.entries);
       if (done.has(step.action)) continue;
       options.onStep?.(step, i, plan.steps.length);
-      appendJournal(plan.destination.path, { event: 'intent', action: step.action, idempotency_key: step.idempotency_key, at: new Date().toISOString() });
-      const owned = stepOf(step.action);
-      const receipt = owned ? await owned.apply(contextFor(plan, step, scratch, options, exports)) : await runHostStep(plan, step, done, options.host);
-      appendJournal(plan.destination.path, { event: 'done', action: step.action, idempotency_key: step.idempotency_key, receipt, at: new Date().toISOString() });
+      await outOfSpaceRefused(plan, async () => {
+        journal.append({ event: 'intent', action: step.action, idempotency_key: step.idempotency_key, at: new Date().toISOString() });
+        const owned = stepOf(step.action);
+        const receipt = owned ? await owned.apply(contextFor(plan, step, scratch, options, exports)) : await runHostStep(plan, step, done, options.host);
+        journal.append({ event: 'done', action: step.action, idempotency_key: step.idempotency_key, receipt, at: new Date().toISOString() });
+      });
     }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
 }
 
+/**
+ * A step that ran out of space — the destination's file system, or a database store's — is
+ * `recover_capacity_free_space`, whatever the owner called it: every step is idempotent, so the
+ * same apply, run again once there is room, goes on from where it stopped.
+ */
+async function outOfSpaceRefused(plan: AdoptionPlan, fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (e) {
+    if (isOutOfSpace(e)) throw R.capacityFreeSpace(operatorPath(plan.destination.path), plan.plan_digest, e);
+    throw e;
+  }
+}
+
+/** `fn` with the plan read once and the journal held by this writer, under the recovery's lock (`recover_busy` while another holds it). */
+function underLock<T>(destination: string, fn: (plan: AdoptionPlan, journal: JournalWriter) => Promise<T>): Promise<T> {
+  const plan = readPlan(destination);
+  return withRecoveryLock(plan.destination.path, operatorPath(plan.destination.path), () => fn(plan, JournalWriter.open(plan.destination.path)));
+}
+
 /** `loopx recover apply`: the confirmed plan, applied (see the header). */
 export async function applyAdoption(destination: string, confirm: string, options: AdoptionRunOptions): Promise<RecoveryStatus> {
-  const plan = readPlan(destination);
-  if (confirm !== plan.plan_digest) throw R.confirmMismatch(operatorPath(plan.destination.path));
-  const state = foldJournal(readJournal(plan.destination.path));
-  if (state.abandoned) throw R.abandoned();
-  if (state.began.size === 0) await checkFresh(plan, options.host);
-  await runSteps(plan, options);
-  return recoveryStatus(plan.destination.path, options.host);
+  return underLock(destination, async (plan, journal) => {
+    if (confirm !== plan.plan_digest) throw R.confirmMismatch(operatorPath(plan.destination.path));
+    const state = foldJournal(journal.entries);
+    if (state.abandoned) throw R.abandoned();
+    if (state.began.size === 0) await checkFresh(plan, options.host);
+    await runSteps(plan, journal, options);
+    return recoveryStatus(plan.destination.path, options.host);
+  });
 }
 
 /** `loopx recover abort`: legal only before the first live-owner step began (making the new root is not one); the plan stays as evidence. */
 export async function abortAdoption(destination: string, host?: AdoptionHost): Promise<RecoveryStatus> {
-  const plan = readPlan(destination);
-  const state = foldJournal(readJournal(plan.destination.path));
-  if (!state.abandoned) {
-    // Making the new, empty root changes no live owner; any later step does.
-    if ([...state.began].some((action) => action !== 'host:destination')) throw R.abortTooLate(operatorPath(plan.destination.path), plan.plan_digest);
-    appendJournal(plan.destination.path, { event: 'abandoned', at: new Date().toISOString() });
-  }
-  return recoveryStatus(plan.destination.path, host);
+  return underLock(destination, async (plan, journal) => {
+    const state = foldJournal(journal.entries);
+    if (!state.abandoned) {
+      // Making the new, empty root changes no live owner; any later step does.
+      if ([...state.began].some((action) => action !== 'host:destination')) throw R.abortTooLate(operatorPath(plan.destination.path), plan.plan_digest);
+      journal.append({ event: 'abandoned', at: new Date().toISOString() });
+    }
+    return recoveryStatus(plan.destination.path, host);
+  });
 }
 
 /**
@@ -184,30 +213,38 @@ export async function abortAdoption(destination: string, host?: AdoptionHost): P
  * effect owner's reconciliation, which asks the receiver again.
  */
 export async function resolveHold(destination: string, holdId: string, options: AdoptionRunOptions & { outcome?: 'committed' | 'absent' }): Promise<RecoveryStatus> {
-  const plan = readPlan(destination);
+  return underLock(destination, (plan, journal) => resolveUnderLock(plan, journal, holdId, options));
+}
+
+async function resolveUnderLock(
+  plan: AdoptionPlan,
+  journal: JournalWriter,
+  holdId: string,
+  options: AdoptionRunOptions & { outcome?: 'committed' | 'absent' },
+): Promise<RecoveryStatus> {
   const root = plan.destination.path;
   const before = await recoveryStatus(root, options.host);
   if (before.state === 'adoption_prepared' || before.state === 'abandoned') throw R.notApplied(operatorPath(root), plan.plan_digest);
   const hold = before.holds.find((h) => h.hold_id === holdId);
   if (!hold) throw R.holdNotFound(holdId, operatorPath(root));
   if (holdId.startsWith('effect:')) {
-    const journal = effect.openRootEffectJournal(root);
+    const effects = effect.openRootEffectJournal(root);
     try {
       const id = holdId.slice('effect:'.length);
-      const e = await journal.get(id);
+      const e = await effects.get(id);
       const r = options.outcome
-        ? (await journal.resolve(id, { outcome: e!.outcome, attempt: e!.attempt }, options.outcome, { resolved_by: 'operator', recovery_id: plan.recovery_id })).effect
-        : (await journal.reconcile(id, effect.webhookOperationQuery(options))).effect;
-      if (r.outcome !== 'unknown') appendJournal(root, { event: 'resolved', hold_id: holdId, receipt: { owner: 'effect', outcome: r.outcome }, at: new Date().toISOString() });
+        ? (await effects.resolve(id, { outcome: e!.outcome, attempt: e!.attempt }, options.outcome, { resolved_by: 'operator', recovery_id: plan.recovery_id })).effect
+        : (await effects.reconcile(id, effect.webhookOperationQuery(options))).effect;
+      if (r.outcome !== 'unknown') journal.append({ event: 'resolved', hold_id: holdId, receipt: { owner: 'effect', outcome: r.outcome }, at: new Date().toISOString() });
     } finally {
-      journal.close();
+      effects.close();
     }
   } else {
     const step = plan.steps.find((s) => s.action === 'effect:reconcile')!;
     const scratch = mkdtempSync(join(tmpdir(), 'loopx-recover-'));
     try {
       const receipt = await stepOf(step.action)!.apply(contextFor(plan, step, scratch, options, servedExports(join(plan.workspace.path, WORKSPACE_DIR))));
-      appendJournal(root, { event: 'done', action: step.action, idempotency_key: step.idempotency_key, receipt, at: new Date().toISOString() });
+      journal.append({ event: 'done', action: step.action, idempotency_key: step.idempotency_key, receipt, at: new Date().toISOString() });
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }

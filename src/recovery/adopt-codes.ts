@@ -66,6 +66,21 @@ export const RECOVER_REFUSALS = {
     conflict('recover_adoption_incomplete', 'A recovery into this root has not finished; the root takes no new work until it has.', {
       nextAction: `finish it: loopx recover apply --destination ${destination} --confirm ${digest}`,
     }),
+  capacityFreeSpace: (destination: string, digest: string, cause: unknown): LoopxError =>
+    rejected('recover_capacity_free_space', 'The recovery ran out of space in its destination (or its database); what it had done is kept.', {
+      nextAction: `free space, then run the same apply: loopx recover apply --destination ${destination} --confirm ${digest}`,
+      cause,
+    }),
+  busy: (destination: string): LoopxError =>
+    conflict('recover_busy', 'Another apply, resolve or abort of this recovery is running now; one runs at a time.', {
+      nextAction: `wait for it to end, then see where it stands: loopx recover status --destination ${destination}`,
+    }),
+  reconciliationHeld: (holds: number, nextAction: string): LoopxError =>
+    conflict(
+      'recover_reconciliation_held',
+      `The recovery into this root is held (${holds} open hold${holds === 1 ? '' : 's'}): the Goal's effects are reconciled before any new work is admitted.`,
+      { nextAction },
+    ),
   supersededElsewhere: (): LoopxError =>
     conflict('recover_lifetime_superseded_elsewhere', 'The recovered Goal lifetime was already superseded by another recovery; only one recovery may continue it.', {
       nextAction: 'continue the Goal in the root that recovery made',

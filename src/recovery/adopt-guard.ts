@@ -4,6 +4,11 @@
  * longer empty), and a writer would commit beside a half-adopted state (its work store imported but
  * not adopted, its effects not reconciled). Decided here once from the plan and the phase journal;
  * every way into a root (runtime/root.ts) asks before it opens anything, the apply's own path does not.
+ *
+ * A root whose recovery applied every step but is still held (an effect whose outcome is unknown,
+ * a receiver that has not confirmed the new lifetime's fence) admits no writer either — no work
+ * run, no Todo write (`recover_reconciliation_held`): effects and deliveries are reconciled before
+ * ordinary admission opens (the recovery specification's step 6). Resolving the hold opens it.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -11,6 +16,7 @@ import { operatorPath } from '../core/index.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
 import { foldJournal, readJournal } from './adopt-journal.js';
 import { PLAN_FILE, RECOVERY_DIR } from './adopt-plan.js';
+import { recoveryStatus } from './adopt-status.js';
 
 /** Refuse `root` while a recovery is making it: any command before `host:destination` is done, a writer until every step is. */
 export function refuseRecoveryInProgress(root: string, options: { writer: boolean }): void {
@@ -32,4 +38,11 @@ export function refuseRecoveryInProgress(root: string, options: { writer: boolea
   if (!options.writer) return;
   if (state.abandoned) throw R.abandoned();
   if (steps.length === 0 || steps.some((action) => !state.done.has(action))) throw R.adoptionIncomplete(destination, digest);
+}
+
+/** A writer of `root` while its recovery is held: `recover_reconciliation_held`, naming the hold's own next action. */
+export async function refuseHeldRecovery(root: string): Promise<void> {
+  if (!existsSync(join(root, RECOVERY_DIR, PLAN_FILE))) return;
+  const status = await recoveryStatus(root);
+  if (status.state === 'reconciliation_held') throw R.reconciliationHeld(status.holds.length, status.next_action);
 }

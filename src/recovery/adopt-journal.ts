@@ -9,7 +9,7 @@
  */
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, truncateSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { fsyncDir } from '../core/index.js';
+import { faultPoint, fsyncDir } from '../core/index.js';
 import type { AdoptionStepReceipt } from '../owners/index.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
 import { RECOVERY_DIR } from './adopt-plan.js';
@@ -58,26 +58,56 @@ export function readJournal(destination: string): Entry[] {
   return out;
 }
 
-/** Append one event durably. */
+/**
+ * The journal as one writer holds it, under the recovery's lock (adopt-lock.ts): read once when
+ * opened, a line cut short by a crash dropped then, and every append numbered from what it holds
+ * — never read again and then appended to, which is what lets two writers collide.
+ */
+export class JournalWriter {
+  readonly #destination: string;
+  readonly #entries: Entry[];
+
+  private constructor(destination: string, entries: Entry[]) {
+    this.#destination = destination;
+    this.#entries = entries;
+  }
+
+  static open(destination: string): JournalWriter {
+    const path = journalPath(destination);
+    if (existsSync(path)) {
+      const text = readFileSync(path, 'utf8');
+      if (text.length > 0 && !text.endsWith('\n')) truncateSync(path, Buffer.byteLength(text.slice(0, text.lastIndexOf('\n') + 1)));
+    }
+    return new JournalWriter(destination, readJournal(destination));
+  }
+
+  get entries(): readonly Entry[] {
+    return this.#entries;
+  }
+
+  /** Append one event durably (fsynced before it returns). */
+  append(event: JournalEvent): Entry {
+    const path = journalPath(this.#destination);
+    const created = !existsSync(path);
+    const entry = { seq: this.#entries.length + 1, ...event } as Entry;
+    faultPoint('recover.journal.before-append');
+    const fd = openSync(path, 'a', 0o600);
+    try {
+      const line = Buffer.from(`${JSON.stringify(entry)}\n`);
+      for (let off = 0; off < line.byteLength;) off += writeSync(fd, line, off, line.byteLength - off);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    if (created) fsyncDir(join(this.#destination, RECOVERY_DIR));
+    this.#entries.push(entry);
+    return entry;
+  }
+}
+
+/** Append one event durably, for a caller that holds the recovery's lock and appends once. */
 export function appendJournal(destination: string, event: JournalEvent): Entry {
-  const path = journalPath(destination);
-  const created = !existsSync(path);
-  if (!created) {
-    // A line cut short by a crash is dropped before the next event is appended after it.
-    const text = readFileSync(path, 'utf8');
-    if (text.length > 0 && !text.endsWith('\n')) truncateSync(path, Buffer.byteLength(text.slice(0, text.lastIndexOf('\n') + 1)));
-  }
-  const entry = { seq: readJournal(destination).length + 1, ...event } as Entry;
-  const fd = openSync(path, 'a', 0o600);
-  try {
-    const line = Buffer.from(`${JSON.stringify(entry)}\n`);
-    for (let off = 0; off < line.byteLength;) off += writeSync(fd, line, off, line.byteLength - off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  if (created) fsyncDir(join(destination, RECOVERY_DIR));
-  return entry;
+  return JournalWriter.open(destination).append(event);
 }
 
 /** The journal folded: the done receipts by action, what began, the resolved holds, abandonment. */

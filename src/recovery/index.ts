@@ -26,5 +26,5 @@ export { planAdoption, readPlan, publicPlan, PLAN_SCHEMA, RECOVERY_DIR, type Ado
 export { applyAdoption, abortAdoption, resolveHold, type AdoptionHost, type AdoptionRunOptions } from './adopt-apply.js';
 export { recoveryStatus, RECOVERY_STATES, type RecoveryState, type RecoveryStatus, type RecoveryHold } from './adopt-status.js';
 export { RECOVER_REFUSALS } from './adopt-codes.js';
-export { refuseRecoveryInProgress } from './adopt-guard.js';
+export { refuseHeldRecovery, refuseRecoveryInProgress } from './adopt-guard.js';
 export { servedExports } from './served-exports.js';

@@ -6,14 +6,16 @@
  * (admission.ts) before it first opens anything in the root, holding its ticket until the
  * operation ends, so a quiescent backup can close the root to writers and drain them. A path
  * inside a recovery workspace is never opened as a root (`root_is_recovery_workspace`): a
- * workspace is inert evidence, read only by its own readers.
+ * workspace is inert evidence, read only by its own readers. A root whose recovery is held (its
+ * effects not yet reconciled) admits no writer (`recover_reconciliation_held`) until the hold is
+ * resolved.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensurePrivateDir, refuseRecoveryWorkspaceRoot } from '../core/index.js';
 import { builtinApplication, openEngine, openReadOnlyEngine, type Engine, type LifetimeGuard } from '../engine/index.js';
 import { LAYOUT, assertRuntimeRoot, openRootOwners, rootStoreLocation, type RootOwners } from '../owners/index.js';
-import { refuseRecoveryInProgress } from '../recovery/index.js';
+import { refuseHeldRecovery, refuseRecoveryInProgress } from '../recovery/index.js';
 import { openRunAuthority, type LifetimeSupersession, type LocalRunAuthority, type WorkHead } from '../run-authority/index.js';
 import { withAdmission, withLazyAdmission } from './admission.js';
 
@@ -79,6 +81,7 @@ export async function withGoalWriter<T>(a: RootAccess, fn: (guard: GoalWriterGua
  */
 export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean; what?: string } = {}): Promise<T> {
   refuseRecoveryInProgress(a.root, { writer: options.readOnly !== true });
+  if (options.readOnly !== true) await refuseHeldRecovery(a.root);
   return rootEngine(a, fn, options);
 }
 
@@ -160,6 +163,7 @@ export async function withVerifyingEngine<T>(a: Pick<RootAccess, 'root' | 'autho
 export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) => Promise<T> | T, options: { write?: string } = {}): Promise<T> {
   refuseRecoveryWorkspaceRoot(root);
   refuseRecoveryInProgress(root, { writer: options.write !== undefined });
+  if (options.write !== undefined) await refuseHeldRecovery(root);
   assertRuntimeRoot(root);
   ensurePrivateDir(root); // validates an existing root (0700), never chmods it
   const open = async () => {

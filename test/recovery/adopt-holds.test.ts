@@ -3,9 +3,10 @@
  * was lost) is recovered under its original identity and asked of its receiver — never re-sent.
  * With the receiver down at apply time, the recovery ends `reconciliation_held`: the effect and the
  * receiver each a hold with its owner, continuation and one next action. Once the receiver is back,
- * `recover resolve` settles each hold through the effect owner — the effect found committed by its
- * original operation id, the receiver's fence moved — and the recovery is `complete`, with nothing
- * delivered twice.
+ * While held, the root admits no new work (`recover_reconciliation_held`). Once the receiver is
+ * back, `recover resolve` settles each hold through the effect owner — the effect found committed
+ * by its original operation id, the receiver's fence moved — and the recovery is `complete`; the
+ * work then continues, with nothing delivered twice.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -58,10 +59,17 @@ describe('recover: holds, and resolving them through their owner', () => {
     expect(st.holds.map((h: { code: string }) => h.code).sort()).toEqual(['effect_outcome_unknown', 'receiver_unreachable']);
     for (const h of st.holds) expect(h.next_action).toContain(`loopx recover resolve --destination`);
     expect(st.fences.destination_established).toBe(false);
-    // Work on the Goal is not blocked by an effect hold, but the held delivery itself is never re-sent:
-    // a continuing run asking for the same delivery is refused until the hold is settled.
-    const again = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--root', destination, '--authority-dir', s.authority, '--json']);
-    expect(again.status, again.stderr).toBe(0);
+    // No new work while held: effects and deliveries are reconciled before ordinary admission opens.
+    for (const args of [
+      ['work', 'run', '--goal', 'launch', '--agent', s.agents.cont],
+      ['todo', 'add', '--goal', 'launch', '--title', 'More'],
+    ]) {
+      const refused = await loopxAsync([...args, '--root', destination, '--authority-dir', s.authority, '--json']);
+      expect(refused.status, refused.stdout).toBe(4);
+      const err = JSON.parse(refused.stdout).error;
+      expect(err.code).toBe('recover_reconciliation_held');
+      expect(err.next_action).toContain(st.next_action);
+    }
     const effects = effectOwner.openSqliteEffectJournal(join(destination, 'effects.db'));
     try {
       const deliveries = (await effects.list({ goal_id: 'launch' })).filter((e) => e.kind === 'webhook.deliver');
@@ -78,6 +86,11 @@ describe('recover: holds, and resolving them through their owner', () => {
     const st = ok(s, ['recover', 'status', '--destination', destination]);
     expect(st.state).toBe('complete');
     expect(st.fences).toEqual({ source_established: true, destination_established: true });
+    expect(sink.deliveries()).toHaveLength(1);
+    expect(sink.attempts().counts.duplicate ?? 0).toBe(0);
+    // Admission is open again: the work continues, and the delivery the source made is not made twice.
+    const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--root', destination, '--authority-dir', s.authority, '--json']);
+    expect(run.status, run.stderr).toBe(0);
     expect(sink.deliveries()).toHaveLength(1);
     expect(sink.attempts().counts.duplicate ?? 0).toBe(0);
   }, 180_000);

@@ -4,15 +4,16 @@
  * recoveries mint a lifetime of the same lineage at the same generation; the receiver is where they
  * meet. Its fence is (lineage, generation, lifetime), never a bare counter: the first recovery raises
  * it for its lifetime and completes; the second is refused there (`fence_conflict`) and ends
- * `reconciliation_held` with one hold no retry clears and one next action; each continues its work,
- * and the receiver stores the continuation of the first only — nothing of the second. Real CLI
+ * `reconciliation_held` with one hold no retry clears and one next action; the first continues its
+ * work, the second — held — admits none, and the receiver stores the continuation of the first
+ * only — nothing of the second. Real CLI
  * children, real SQLite, a real loopback receiver.
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { AFTER_CAPTURE, BEFORE, CONTINUE, agentFile, type Doc, type Step } from './support/adopt.js';
-import { as, effectsOf, newUser, type User } from './support/adopt-users.js';
+import { as, effectsOf, newUser, refusedAs, type User } from './support/adopt-users.js';
 
 let sink: WebhookSink;
 /** The source's user, and the two users who each recover its backup into a root of their own. */
@@ -100,30 +101,23 @@ describe('one backup recovered under two run authorities', () => {
     expect(await fenceAtReceiver()).toEqual({ goal_lineage: lineage, newest_fence: 2, lifetime: applied.first!.goal.new_instance_id });
   }, 120_000);
 
-  it('only the lifetime the receiver follows delivers: the first continuation is stored once, the second is refused fence_conflict and nothing of it is stored', async () => {
+  it('only the lifetime the receiver follows delivers: the first continuation is stored once; the second root, held, admits no work and nothing of it is stored', async () => {
     const a = applied.first!.goal.new_instance_id as string;
     const b = applied.second!.goal.new_instance_id as string;
     const storedBefore = sink.deliveries().length;
     await as(first, ['work', 'run', '--goal', 'launch', '--agent', agentFile(first.dir, 'continue', CONTINUE), '--root', first.destination]);
-    await as(second, ['work', 'run', '--goal', 'launch', '--agent', agentFile(second.dir, 'continue', SECOND_CONTINUE), '--root', second.destination]);
+    const refused = await refusedAs(second, ['work', 'run', '--goal', 'launch', '--agent', agentFile(second.dir, 'continue', SECOND_CONTINUE), '--root', second.destination]);
+    expect(refused).toEqual({ status: 4, code: 'recover_reconciliation_held' });
 
     const afterCapture = sink.deliveries().slice(storedBefore);
     // Exactly one delivery of the continuation's message, from the first recovery's lifetime at generation 2.
     expect(afterCapture.map((d) => [message(d.body), d.goal_lineage, d.fence, d.lifetime])).toEqual([['post published', lineage, 2, a]]);
     expect(sink.deliveries().filter((d) => message(d.body) === 'post published')).toHaveLength(1);
     expect(sink.deliveries().some((d) => d.lifetime === b || message(d.body) === 'recovered twice')).toBe(false);
-    // Every send of the second lifetime reached the receiver and was refused there.
-    const fromSecond = sink.attempts(lineage).attempts.filter((x) => x.lifetime === b);
-    expect(fromSecond.map((x) => [x.fence, x.result])).toEqual([
-      [2, 'refused_fence_conflict'],
-      [2, 'refused_fence_conflict'],
-    ]);
-    // In the second root those deliveries are settled rejected — definite, never uncertain, never retried.
+    // The second lifetime sent nothing: its root took no work while held.
+    expect(sink.attempts(lineage).attempts.filter((x) => x.lifetime === b)).toEqual([]);
     const sent = (await effectsOf(second.destination)).filter((e) => e.kind === 'webhook.deliver' && JSON.parse(e.intent).delivery_fence?.lifetime === b);
-    expect(sent.map((e) => [message(JSON.parse(e.intent).body), e.outcome])).toEqual([
-      ['post published', 'rejected'],
-      ['recovered twice', 'rejected'],
-    ]);
+    expect(sent).toEqual([]);
     // The second recovery stays held, with its one next action.
     const st = await as(second, ['recover', 'status', '--destination', second.destination]);
     expect(st.state).toBe('reconciliation_held');

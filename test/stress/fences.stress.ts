@@ -4,8 +4,8 @@
  *
  * - Racing recoveries: two users each recover the same backup under their own run authority, their
  *   applies started together. In every trial exactly one completes and the other ends held on
- *   `receiver_fence_conflict`; each continues its work, and the receiver stores the shared
- *   continuation once and nothing of the held one.
+ *   `receiver_fence_conflict`; the complete one continues its work, the held one admits none, and
+ *   the receiver stores the shared continuation once.
  * - Old writers: after a completed recovery, the old root is attacked in a seeded random order
  *   (another authority, a copy of the authority without lifetimes/, an edited goal.json, a
  *   lifecycle change, a re-created alias); every attempt is refused and nothing is stored.
@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { loopxAsync } from '../support/cli.js';
 import { AFTER_CAPTURE, CONTINUE, agentFile, type Doc } from '../recovery/support/adopt.js';
-import { as, backupVerified, newUser, recoverInto, workedSource } from '../recovery/support/adopt-users.js';
+import { as, backupVerified, newUser, recoverInto, refusedAs, workedSource } from '../recovery/support/adopt-users.js';
 
 const TRIALS = Number(process.env['LOOPX_STRESS_TRIALS'] ?? '5');
 const SEED = Number(process.env['LOOPX_STRESS_SEED'] ?? '36');
@@ -82,7 +82,12 @@ describe('racing recoveries of one backup under two authorities', () => {
       expect(sorted).toEqual(['complete', 'reconciliation_held']);
       const held = states.find((s: Doc) => s.state === 'reconciliation_held') as Doc;
       expect(held.holds.map((h: { code: string }) => h.code)).toEqual(['receiver_fence_conflict']);
-      for (const v of users) await as(v, ['work', 'run', '--goal', 'launch', '--agent', agentFile(v.dir, 'continue', CONTINUE), '--root', join(v.dir, 'recovered')]);
+      for (const [k, v] of users.entries()) {
+        const args = ['work', 'run', '--goal', 'launch', '--agent', agentFile(v.dir, 'continue', CONTINUE), '--root', join(v.dir, 'recovered')];
+        // The held one admits no work until its hold is resolved (it never is: the receiver follows the other).
+        if (states[k].state === 'complete') await as(v, args);
+        else expect(await refusedAs(v, args)).toEqual({ status: 4, code: 'recover_reconciliation_held' });
+      }
       expect(storedFor(lineage, 'post published')).toBe(1);
       expect(storedFor(lineage, 'post draft ready')).toBe(1);
       outcomes.push(`trial ${trial}: ${states.map((s: Doc) => s.state).join(' / ')}; stored once`);
