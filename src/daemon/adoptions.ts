@@ -8,11 +8,16 @@
  * daemon restart; the state itself is always read back from the recovery's plan, journal and
  * owners, never kept here. An apply runs in the daemon in the background, one at a time per
  * recovery; one interrupted by a restart is retried by applying again (it converges).
+ *
+ * The daemon confirms what it served: the index keeps the digest and the preview of the plan it
+ * computed and answered with, every view shows those (never the plan file's), and an apply is
+ * refused unless its confirmation is that digest — and then the apply itself derives the plan again
+ * and refuses a file that is not it (`recover_plan_tampered`).
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { conflict, ensurePrivateDir, isLoopxError, LoopxError, notFound, usageError, writeFileDurable } from '../core/index.js';
-import { applyRecovery, abortRecovery, planRecovery, publicPlan, recoveryStatusOf, resolveRecoveryHold, type RecoveryStatus } from '../runtime/index.js';
+import { applyRecovery, abortRecovery, planRecovery, publicPlan, recoveryStatusOf, resolveRecoveryHold, type AdoptionPlan, type RecoveryStatus } from '../runtime/index.js';
 import type { BackupService } from './backups.js';
 
 const RECOVERY_ID = /^[0-9a-f]{64}$/;
@@ -26,6 +31,9 @@ interface AdoptionEntry {
   readonly goal_id: string;
   readonly destination_name: string;
   readonly created_at: string;
+  /** The digest and preview of the plan this daemon computed and served (absent in an index written before it kept them). */
+  readonly plan_digest?: string;
+  readonly preview?: AdoptionPlan['preview'];
 }
 
 export interface AdoptionView {
@@ -66,12 +74,24 @@ function pathFree(e: unknown, id: string | undefined): unknown {
   return new LoopxError(e.kind, e.code, e.message, { nextAction, ...(e.details ? { details: e.details } : {}) });
 }
 
+/** The served digest refused by the apply: the plan file changed after this daemon served its preview, and nothing but a new plan goes on. */
+const changedSinceServed = (e: LoopxError): LoopxError =>
+  new LoopxError(e.kind, e.code, `${e.message} The plan in its root is not the one this daemon served.`, {
+    nextAction: 'keep its root as evidence and plan the recovery again: POST /api/audits/<audit_id>/recoveries',
+  });
+
 function httpStatus(status: RecoveryStatus, id: string): RecoveryStatus {
   const route = `/api/recoveries/${id}`;
   const next: Record<string, string> = {
     adoption_prepared: `confirm the plan by its digest: POST ${route}/apply`,
     applying: `apply again (it continues where it stopped): POST ${route}/apply`,
-    reconciliation_held: `resolve each hold: POST ${route}/holds/<hold_id>/resolve`,
+    // Held with no hold: a writer fence is missing; the same apply establishes it, or the status names where the Goal continues.
+    reconciliation_held:
+      status.holds.length > 0
+        ? `resolve each hold: POST ${route}/holds/<hold_id>/resolve`
+        : status.next_action.includes('--destination')
+          ? `apply again with the digest this daemon served: POST ${route}/apply`
+          : status.next_action,
     complete: 'continue the Goal in the new root',
     abandoned: 'plan the recovery again: POST /api/audits/<audit_id>/recoveries',
   };
@@ -127,7 +147,15 @@ export class AdoptionService {
     } catch (err) {
       throw pathFree(err, undefined);
     }
-    const entry: AdoptionEntry = { recovery_id: plan.recovery_id, audit_id: auditId, goal_id: goalId, destination_name: destinationName, created_at: plan.created_at };
+    const entry: AdoptionEntry = {
+      recovery_id: plan.recovery_id,
+      audit_id: auditId,
+      goal_id: goalId,
+      destination_name: destinationName,
+      created_at: plan.created_at,
+      plan_digest: plan.plan_digest,
+      preview: plan.preview,
+    };
     writeFileDurable(join(this.dir, `${plan.recovery_id}.json`), `${JSON.stringify(entry)}\n`, { exclusive: true });
     return { ...publicPlan(plan), destination_name: destinationName };
   }
@@ -142,8 +170,11 @@ export class AdoptionService {
   }
 
   private async view(e: AdoptionEntry): Promise<AdoptionView> {
-    const status = httpStatus(await recoveryStatusOf(this.access(), this.destinationOf(e.destination_name)), e.recovery_id);
-    return { ...e, applying_now: this.running.has(e.recovery_id), last_apply_error: this.failures.get(e.recovery_id) ?? null, status };
+    const read = httpStatus(await recoveryStatusOf(this.access(), this.destinationOf(e.destination_name)), e.recovery_id);
+    // What the operator reads and confirms is what this daemon served, never the plan file's word.
+    const status = { ...read, plan_digest: e.plan_digest ?? read.plan_digest, preview: e.preview ?? read.preview };
+    const { plan_digest: _digest, preview: _preview, ...listed } = e;
+    return { ...listed, applying_now: this.running.has(e.recovery_id), last_apply_error: this.failures.get(e.recovery_id) ?? null, status };
   }
 
   show(id: string): Promise<AdoptionView> {
@@ -198,15 +229,22 @@ export class AdoptionService {
   async apply(id: string, confirm: string): Promise<AdoptionView> {
     const e = this.entry(id);
     if (this.running.has(id)) throw applyRunning();
+    // Only the digest of the preview this daemon served confirms: any other reaches the apply as a
+    // confirmation no plan has, which the apply refuses (`recover_confirm_mismatch`) after deriving
+    // the plan again. An index from before the daemon kept the digest leaves it to that derivation.
+    const served = e.plan_digest === undefined || confirm === e.plan_digest;
+    const confirmation = served ? confirm : `not-served:${confirm}`;
     const destination = this.destinationOf(e.destination_name);
     let started!: () => void;
     const firstStep = new Promise<void>((r) => (started = r));
     this.failures.delete(id);
-    const run = applyRecovery({ ...this.access(), onStep: () => started() }, destination, confirm);
+    const run = applyRecovery({ ...this.access(), onStep: () => started() }, destination, confirmation);
     let outcome: 'started' | 'finished';
     try {
       outcome = await Promise.race([firstStep.then(() => 'started' as const), run.then(() => 'finished' as const)]);
     } catch (err) {
+      // The served digest refused: the plan the apply derives from the root's plan file is not the one served.
+      if (isLoopxError(err) && err.code === 'recover_confirm_mismatch' && e.plan_digest !== undefined && confirm === e.plan_digest) throw changedSinceServed(err);
       throw pathFree(err, id);
     }
     if (outcome === 'started') {

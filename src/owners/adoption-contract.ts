@@ -55,13 +55,19 @@ export interface AdoptionOptions {
 export interface AdoptionContext {
   readonly recovery_id: string;
   readonly goal_id: string;
-  /** The recovery workspace's copy of the source root (read only through owners' readers). */
+  /**
+   * The source root as the apply staged it (read only through owners' readers): the members of the
+   * steps' components, copied from the recovery workspace into the destination's private staging
+   * and checked there against the digests the audit verified. Never the workspace itself — bytes
+   * changed there after the plan are refused before any step, or never read.
+   */
   readonly workspace_root: string;
-  /** The recovery workspace directory (component exports live here). */
+  /** The staged workspace directory (its manifest and the staged component exports, as in the workspace). */
   readonly workspace_dir: string;
   /**
    * The records of the workspace's components captured from a database service (no member in
-   * `workspace_root`: the export is their state), by owner and scope; undefined for the others.
+   * `workspace_root`: the export is their state), by owner and scope, read from the staged exports;
+   * undefined for the others.
    */
   readonly exports?: CopiedRoot['exports'];
   /** Private scratch for SQLite copies. */
@@ -85,6 +91,12 @@ export interface OwnerAdoptionStep {
   readonly describes: string;
   /** The step mints a new Goal lifetime (its receipt's `lifetime`): the coordinator records the supersession outside the root right after it. */
   readonly mintsLifetime?: true;
+  /**
+   * `false`: the step reads nothing of the recovery workspace, and the coordinator stages nothing
+   * for it. Otherwise it reads its own components' members and exports — only those, and only
+   * through the context's paths (the apply's staged, verified copies).
+   */
+  readonly readsWorkspace?: false;
   apply(ctx: AdoptionContext): Promise<AdoptionStepReceipt>;
 }
 
@@ -117,6 +129,7 @@ export function retainHistorical(owner: string, describes: string, read?: (ctx: 
     action: `${owner}:retain_historical`,
     disposition: 'retain_historical',
     describes,
+    ...(read ? {} : { readsWorkspace: false as const }),
     apply: async (ctx) => {
       const h = read?.(ctx);
       return stepReceipt(step, owner, ctx, 'already', { kept_in: 'recovery_workspace', ...(h ? { counts: h.counts, revision: h.revision } : {}) });

@@ -10,9 +10,9 @@
  *   the same state and answers `already` (or `applied` when it had not landed), never applying
  *   twice. Its receipt is built from the owner's readback after the call, not from what the step
  *   meant to do.
- * - It reads the recovered state only from the recovery workspace through the owner's own readers
- *   (copies, never opened for writing) and writes only the destination root through the owner's
- *   live API.
+ * - It reads the recovered state only from the verified copies the coordinator staged from the
+ *   recovery workspace, through the owner's own readers (copies, never opened for writing), and
+ *   writes only the destination root through the owner's live API.
  * - What it cannot settle — an external effect whose outcome stays unknown, a receiver that does
  *   not answer — is a hold in its receipt, with the owner, the continuation condition and one next
  *   action. A hold never becomes a guess.

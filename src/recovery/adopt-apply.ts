@@ -6,7 +6,9 @@
  * anywhere and a second `apply` converge: a step that is done is not called again, a step that
  * began is called again and its owner answers `already` for what had landed.
  *
- * - `apply` refuses a plan whose digest is not the confirmed one, and — before its first live
+ * - `apply` derives the plan again from the audit, the workspace and the destination and refuses a
+ *   plan file that differs (`recover_plan_tampered`: the file is a record, not an authority), and a
+ *   confirmed digest that is not the derived plan's, and — before its first live
  *   mutation — a plan whose workspace, audit or destination changed (`recover_plan_stale`), or
  *   whose Goal lifetime another recovery already superseded.
  * - It ends `complete`, or `reconciliation_held` with the holds the owners reported; `resolve`
@@ -21,16 +23,16 @@
 import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { faultPoint, operatorPath } from '../core/index.js';
-import { ADOPTION, OWNER_LIST, effect, type AdoptionContext, type AdoptionStepReceipt, type OwnerAdoptionStep } from '../owners/index.js';
+import { faultPoint, hasCode, operatorPath } from '../core/index.js';
+import { ADOPTION, OWNER_LIST, effect, goal, registry, type AdoptionContext, type AdoptionStepReceipt, type OwnerAdoptionStep } from '../owners/index.js';
 import { ARCHIVE_ROOT } from '../backup/index.js';
 import { isOutOfSpace } from '../store/index.js';
 import { WORKSPACE_DIR } from './audit.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
 import { foldJournal, JournalWriter, type HostReceipt } from './adopt-journal.js';
 import { withRecoveryLock } from './adopt-lock.js';
-import { servedExports } from './served-exports.js';
-import { RECOVERY_DIR, readPlan, reverifyWorkspace, type AdoptionPlan, type DestinationStore, type PlannedStep } from './adopt-plan.js';
+import { discardStaging, stageWorkspace, type StagedWorkspace } from './adopt-staging.js';
+import { RECOVERY_DIR, readPlan, recomputePlan, reverifyWorkspace, type AdoptionPlan, type DestinationStore, type PlannedStep } from './adopt-plan.js';
 import { recoveryStatus, type RecoveryStatus } from './adopt-status.js';
 
 /** What the coordinator asks outside the owners: the new root and the per-user run authority. */
@@ -50,7 +52,7 @@ export interface AdoptionHost {
   }): Promise<{ readonly replayed: boolean }>;
   /** The root id the verified workspace's run kernel names (the root the backup was taken of); null when it names none. */
   sourceRoot(workspaceRoot: string): string | null;
-  supersession(goalInstanceId: string): Promise<{ readonly successor_instance_id: string; readonly recovery_id: string } | undefined>;
+  supersession(goalInstanceId: string): Promise<{ readonly successor_instance_id: string; readonly recovery_id: string; readonly successor_root?: string } | undefined>;
 }
 
 export interface AdoptionRunOptions {
@@ -79,16 +81,43 @@ async function checkFresh(plan: AdoptionPlan, host: AdoptionHost): Promise<void>
   if (readdirSync(plan.destination.path).some((n) => n !== RECOVERY_DIR)) throw R.planStale('the destination is no longer empty');
   const superseded = await host.supersession(plan.goal.goal_instance_id);
   if (superseded && superseded.recovery_id !== plan.recovery_id) throw R.supersededElsewhere();
+  faultPoint('recover.apply.after-fresh');
 }
 
-/** The context of one step; `exports`: the workspace's served exports, read once per apply (`servedExports`). */
-function contextFor(plan: AdoptionPlan, step: PlannedStep, scratch: string, options: AdoptionRunOptions, exports: AdoptionContext['exports']): AdoptionContext {
+/** Whether `e` says the recovered lifetime was superseded by another recovery first. */
+const lostRace = (e: unknown): boolean => hasCode(e, 'goal_lifetime_already_superseded') || hasCode(e, 'recover_lifetime_superseded_elsewhere');
+
+/**
+ * Another recovery superseded the Goal lifetime first: this one can never continue it, so it ends
+ * here — `abandoned`, its receipt naming the winning recovery and root — and the lifetime it
+ * minted in its own destination is retired through the goal owner. Idempotent: a re-run after a
+ * crash in between retires nothing twice and records one end.
+ */
+async function endLostRace(plan: AdoptionPlan, journal: JournalWriter, host: AdoptionHost): Promise<void> {
+  const winner = await host.supersession(plan.goal.goal_instance_id);
+  if (!winner || winner.recovery_id === plan.recovery_id) throw R.planInvalid('the recovery lost its Goal to no other recovery');
+  const minted = (foldJournal(journal.entries).done.get('goal:rebind')?.receipt.readback as { goal_instance_id?: string } | undefined)?.goal_instance_id ?? null;
+  if (minted !== null) {
+    const goals = goal.openFileGoalStore(plan.destination.path, { registry: registry.openFileRegistry(plan.destination.path) });
+    const current = goals.get(plan.goal.goal_id);
+    if (current?.goal_instance_id === minted && current.lifecycle !== 'retired') goals.retire({ goal_id: current.goal_id, goal_instance_id: minted }, current.lifecycle);
+  }
+  faultPoint('recover.abandon.before');
+  journal.append({
+    event: 'abandoned',
+    at: new Date().toISOString(),
+    receipt: { reason: 'superseded_elsewhere', winner_recovery_id: winner.recovery_id, winner_root: winner.successor_root ?? null, retired_instance_id: minted },
+  });
+}
+
+/** The context of one step: it reads the workspace only as `staged` holds it (adopt-staging.ts), its copies verified against the audit. */
+function contextFor(plan: AdoptionPlan, step: PlannedStep, scratch: string, options: AdoptionRunOptions, staged: StagedWorkspace): AdoptionContext {
   return {
-    ...(exports === undefined ? {} : { exports }),
+    ...(staged.exports === undefined ? {} : { exports: staged.exports }),
     recovery_id: plan.recovery_id,
     goal_id: plan.goal.goal_id,
-    workspace_root: join(plan.workspace.path, WORKSPACE_DIR, ARCHIVE_ROOT),
-    workspace_dir: join(plan.workspace.path, WORKSPACE_DIR),
+    workspace_root: staged.root,
+    workspace_dir: staged.dir,
     scratch_dir: scratch,
     destination: plan.destination.path,
     components: plan.components.filter((c) => step.component_ids.includes(c.component_id)),
@@ -142,8 +171,15 @@ async function runHostStep(plan: AdoptionPlan, step: PlannedStep, done: ReturnTy
 
 /** Run every step not done yet, in order; each with its intent before and its receipt after, appended through the one writer. */
 async function runSteps(plan: AdoptionPlan, journal: JournalWriter, options: AdoptionRunOptions): Promise<void> {
+  // What the steps still to run read, copied once into the destination's staging and verified there, before any of them runs.
+  const { done: before } = foldJournal(journal.entries);
+  const staged = stageWorkspace(
+    plan,
+    plan.steps.filter((s) => !before.has(s.action)),
+  );
+  // The supersession names the source root as the staged, verified run kernel names it.
+  const host: AdoptionHost = { ...options.host, sourceRoot: () => options.host.sourceRoot(staged.root) };
   const scratch = mkdtempSync(join(tmpdir(), 'loopx-recover-'));
-  const exports = servedExports(join(plan.workspace.path, WORKSPACE_DIR));
   try {
     for (const [i, step] of plan.steps.entries()) {
       const { done } = foldJournal(journal.entries);
@@ -152,12 +188,13 @@ async function runSteps(plan: AdoptionPlan, journal: JournalWriter, options: Ado
       await outOfSpaceRefused(plan, async () => {
         journal.append({ event: 'intent', action: step.action, idempotency_key: step.idempotency_key, at: new Date().toISOString() });
         const owned = stepOf(step.action);
-        const receipt = owned ? await owned.apply(contextFor(plan, step, scratch, options, exports)) : await runHostStep(plan, step, done, options.host);
+        const receipt = owned ? await owned.apply(contextFor(plan, step, scratch, options, staged)) : await runHostStep(plan, step, done, host);
         journal.append({ event: 'done', action: step.action, idempotency_key: step.idempotency_key, receipt, at: new Date().toISOString() });
       });
     }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
+    staged.close();
   }
 }
 
@@ -183,12 +220,26 @@ function underLock<T>(destination: string, fn: (plan: AdoptionPlan, journal: Jou
 
 /** `loopx recover apply`: the confirmed plan, applied (see the header). */
 export async function applyAdoption(destination: string, confirm: string, options: AdoptionRunOptions): Promise<RecoveryStatus> {
-  return underLock(destination, async (plan, journal) => {
+  return underLock(destination, async (file, journal) => {
+    discardStaging(file.destination.path); // a killed apply's copies: never trusted, never left behind by a refusal
+    // The plan file is a record: the steps that run are the ones loopx derives again from the audit,
+    // the workspace and the destination (a file that says otherwise is refused), and only the digest
+    // of that derived plan, as the operator confirmed it, authorises them.
+    const plan = recomputePlan(file);
     if (confirm !== plan.plan_digest) throw R.confirmMismatch(operatorPath(plan.destination.path));
     const state = foldJournal(journal.entries);
+    // A recovery that lost its Goal to another one has ended: the same apply answers that end again.
+    if (state.abandonedBy !== undefined) return recoveryStatus(plan.destination.path, options.host);
     if (state.abandoned) throw R.abandoned();
+    // Superseded by another recovery before anything began: refused, the plan dead (abort ends it).
     if (state.began.size === 0) await checkFresh(plan, options.host);
-    await runSteps(plan, journal, options);
+    try {
+      await runSteps(plan, journal, options);
+    } catch (e) {
+      // Superseded meanwhile, after this one began: it ends here, never `applying` for ever.
+      if (!lostRace(e)) throw e;
+      await endLostRace(plan, journal, options.host);
+    }
     return recoveryStatus(plan.destination.path, options.host);
   });
 }
@@ -241,12 +292,14 @@ async function resolveUnderLock(
     }
   } else {
     const step = plan.steps.find((s) => s.action === 'effect:reconcile')!;
+    const staged = stageWorkspace(plan, [step]);
     const scratch = mkdtempSync(join(tmpdir(), 'loopx-recover-'));
     try {
-      const receipt = await stepOf(step.action)!.apply(contextFor(plan, step, scratch, options, servedExports(join(plan.workspace.path, WORKSPACE_DIR))));
+      const receipt = await stepOf(step.action)!.apply(contextFor(plan, step, scratch, options, staged));
       journal.append({ event: 'done', action: step.action, idempotency_key: step.idempotency_key, receipt, at: new Date().toISOString() });
     } finally {
       rmSync(scratch, { recursive: true, force: true });
+      staged.close();
     }
   }
   return recoveryStatus(root, options.host);

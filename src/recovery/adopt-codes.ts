@@ -37,9 +37,14 @@ export const RECOVER_REFUSALS = {
     }),
   planInvalid: (why: string): LoopxError =>
     rejected('recover_plan_invalid', `The recovery plan cannot be used: ${why}.`, { nextAction: 'plan the recovery again into a new destination' }),
+  // The digest to confirm is the one `recover plan` printed: never read back from the plan file, which is only a record.
   confirmMismatch: (destination: string): LoopxError =>
-    rejected('recover_confirm_mismatch', 'The confirmed digest is not the digest of the plan in the destination.', {
-      nextAction: `read the plan's digest again: loopx recover status --destination ${destination}`,
+    rejected('recover_confirm_mismatch', 'The confirmed digest is not the digest of the plan loopx computes for this destination.', {
+      nextAction: `confirm the digest that loopx recover plan printed (never one read back from the plan file; without it, plan again into a new destination): loopx recover apply --destination ${destination} --confirm PLAN_DIGEST`,
+    }),
+  planTampered: (why: string): LoopxError =>
+    rejected('recover_plan_tampered', `The recovery plan file is not the plan loopx computes from its audit, workspace and destination: ${why}. Nothing runs from it.`, {
+      nextAction: 'keep this destination as evidence and plan the recovery again into a new destination',
     }),
   planStale: (why: string): LoopxError =>
     conflict('recover_plan_stale', `The recovery plan no longer matches what it bound: ${why}.`, { nextAction: 'plan the recovery again into a new destination' }),

@@ -12,7 +12,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { operatorPath } from '../core/index.js';
+import { hasCode, operatorPath } from '../core/index.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
 import { foldJournal, readJournal } from './adopt-journal.js';
 import { PLAN_FILE, RECOVERY_DIR } from './adopt-plan.js';
@@ -43,6 +43,13 @@ export function refuseRecoveryInProgress(root: string, options: { writer: boolea
 /** A writer of `root` while its recovery is held: `recover_reconciliation_held`, naming the hold's own next action. */
 export async function refuseHeldRecovery(root: string): Promise<void> {
   if (!existsSync(join(root, RECOVERY_DIR, PLAN_FILE))) return;
-  const status = await recoveryStatus(root);
+  let status: Awaited<ReturnType<typeof recoveryStatus>>;
+  try {
+    status = await recoveryStatus(root);
+  } catch (e) {
+    // A byte copy of a recovered root is no recovery (and no root): its writers are refused as a copy, by the run authority.
+    if (hasCode(e, 'recover_plan_elsewhere')) return;
+    throw e;
+  }
   if (status.state === 'reconciliation_held') throw R.reconciliationHeld(status.holds.length, status.next_action);
 }

@@ -20,7 +20,20 @@ export type JournalEvent =
   | { readonly event: 'intent'; readonly action: string; readonly idempotency_key: string; readonly at: string }
   | { readonly event: 'done'; readonly action: string; readonly idempotency_key: string; readonly receipt: AdoptionStepReceipt | HostReceipt; readonly at: string }
   | { readonly event: 'resolved'; readonly hold_id: string; readonly receipt: Readonly<Record<string, unknown>>; readonly at: string }
-  | { readonly event: 'abandoned'; readonly at: string };
+  | { readonly event: 'abandoned'; readonly at: string; readonly receipt?: AbandonedReceipt };
+
+/**
+ * Why a recovery ended abandoned when it did not end by the operator's abort: another recovery
+ * superseded the same Goal lifetime first (the race for it lost). The lifetime this recovery had
+ * minted in its destination is retired through the goal owner (compensation).
+ */
+export interface AbandonedReceipt {
+  readonly reason: 'superseded_elsewhere';
+  readonly winner_recovery_id: string;
+  readonly winner_root: string | null;
+  /** The lifetime this recovery minted and then retired; null when it had minted none. */
+  readonly retired_instance_id: string | null;
+}
 
 /** A receipt of the coordinator's own steps (the new root, the run authority's supersession). */
 export interface HostReceipt {
@@ -118,6 +131,7 @@ export function foldJournal(entries: readonly Entry[]) {
   const startedAt = new Map<string, string>();
   const resolved = new Map<string, Readonly<Record<string, unknown>>>();
   let abandoned = false;
+  let abandonedBy: AbandonedReceipt | undefined;
   for (const e of entries) {
     if (e.event === 'intent') {
       began.add(e.action);
@@ -125,8 +139,11 @@ export function foldJournal(entries: readonly Entry[]) {
     }
     if (e.event === 'done') done.set(e.action, { receipt: e.receipt, at: e.at, seq: e.seq });
     if (e.event === 'resolved') resolved.set(e.hold_id, e.receipt);
-    if (e.event === 'abandoned') abandoned = true;
+    if (e.event === 'abandoned') {
+      abandoned = true;
+      abandonedBy = e.receipt;
+    }
   }
   const last = [...done.values()].sort((a, b) => b.seq - a.seq)[0];
-  return { done, began, startedAt, resolved, abandoned, last };
+  return { done, began, startedAt, resolved, abandoned, abandonedBy, last };
 }

@@ -9,6 +9,13 @@
  * SHA-256 of its canonical JSON without the digest. Nothing live is touched: the plan is written
  * into the destination (`recovery/plan.json`, owner-only, never overwritten) and read back.
  *
+ * The plan file is a record, never an authority (`recomputePlan`): every apply derives the audit
+ * facts, the Goal, the components, the recovery id and the steps again from the workspace, exactly
+ * as planning did (`derive`), and refuses a file that says otherwise (`recover_plan_tampered`) —
+ * a digest recomputed over an edited file proves nothing. What cannot be derived (the nonce, the
+ * time, the preview shown, a PostgreSQL destination's reference) is bound only by the digest the
+ * operator confirms, which is the one `recover plan` printed, never one read back from the file.
+ *
  * The plan is private (it names the workspace and destination paths); `publicPlan` is what
  * `--json` prints.
  */
@@ -232,42 +239,40 @@ function preview(audit: RecoveryAudit, ws: CopiedRoot, goal: AdoptionPlan['goal'
   };
 }
 
-/** Plan one Goal's adoption into `destination` (see the header). */
-export function planAdoption(args: { workspace: string; goalId: string; destination: string; places?: ProtectedPlaces; now?: Date; store?: DestinationStore }): AdoptionPlan {
-  const workspace = resolve(args.workspace);
+/** The recovery id: the audit, the Goal and the plan's nonce. */
+const recoveryIdOf = (auditRecoveryId: string, goalId: string, nonce: string): string => sha256Hex(canonicalJson({ audit: auditRecoveryId, goal_id: goalId, nonce }));
+
+/** What a plan binds that loopx derives from the workspace alone: the same computation for `recover plan` and every apply. */
+interface Derived {
+  readonly audit: RecoveryAudit;
+  readonly auditFacts: AdoptionPlan['audit'];
+  readonly members: number;
+  readonly goal: AdoptionPlan['goal'];
+  readonly components: AdoptionPlan['components'];
+  readonly wsRoot: string;
+  readonly exports: ReturnType<typeof servedExports>;
+}
+
+/** The workspace re-verified, and the Goal's closure as its audit verified it. */
+function derive(workspace: string, goalId: string): Derived {
   const { audit, manifest, members } = reverifyWorkspace(workspace);
   if (audit.backup.schema_version !== 'loopx_state_backup_v1' || !audit.activation_eligible) throw R.auditNotEligible('its audit is not activation-eligible');
-  const closure = manifest.goal_closures.find((c) => c.goal_id === args.goalId);
-  const source = manifest.goals.find((g) => g.goal_id === args.goalId);
-  if (!closure || !source) throw R.goalNotInAudit(args.goalId, operatorPath(workspace));
-  if (!(audit.activation?.eligible_scopes ?? []).includes(closure.logical_scope)) throw R.auditNotEligible(`Goal ${args.goalId} is not among its eligible scopes`);
+  const closure = manifest.goal_closures.find((c) => c.goal_id === goalId);
+  const source = manifest.goals.find((g) => g.goal_id === goalId);
+  if (!closure || !source) throw R.goalNotInAudit(goalId, operatorPath(workspace));
+  if (!(audit.activation?.eligible_scopes ?? []).includes(closure.logical_scope)) throw R.auditNotEligible(`Goal ${goalId} is not among its eligible scopes`);
   const components = closureComponents(audit, manifest, closure.required_component_ids);
   const wsRoot = join(workspace, WORKSPACE_DIR, ARCHIVE_ROOT);
-  const title = OWNERS.goal.readHistorical({ root: wsRoot }, MACHINE).value.goals.find((g) => g.goal_id === args.goalId)?.title ?? args.goalId;
+  const title = OWNERS.goal.readHistorical({ root: wsRoot }, MACHINE).value.goals.find((g) => g.goal_id === goalId)?.title ?? goalId;
   const endAt =
     manifest.components
       .map((c) => c.capture_interval?.end?.at)
       .filter((x): x is string => typeof x === 'string')
       .sort()
       .at(-1) ?? null;
-  // A component captured from a database service is read from its export (the closure may hold some, or all).
-  const exports = servedExports(join(workspace, WORKSPACE_DIR));
-  const shown = preview(
+  return {
     audit,
-    { root: wsRoot, ...(exports === undefined ? {} : { exports }) },
-    { goal_id: args.goalId, goal_instance_id: source.goal_instance_id, logical_scope: closure.logical_scope, title },
-    components,
-    endAt,
-  );
-  const dest = prepareDestination(args.destination, args.places ?? {});
-  const nonce = randomBytes(16).toString('hex');
-  const recoveryId = sha256Hex(canonicalJson({ audit: audit.recovery_id, goal_id: args.goalId, nonce }));
-  const goal = { goal_id: args.goalId, goal_instance_id: source.goal_instance_id, logical_scope: closure.logical_scope, title };
-  const body: Omit<AdoptionPlan, 'plan_digest'> = {
-    schema_version: PLAN_SCHEMA,
-    recovery_id: recoveryId,
-    created_at: (args.now ?? new Date()).toISOString(),
-    audit: {
+    auditFacts: {
       recovery_id: audit.recovery_id,
       backup_id: audit.backup.backup_id,
       archive_sha256: audit.backup.archive_sha256,
@@ -276,19 +281,90 @@ export function planAdoption(args: { workspace: string; goalId: string; destinat
       achieved_profile: audit.capture.achieved_profile,
       captured_at_end: endAt,
     },
-    workspace: { path: workspace, members_verified: members },
-    goal,
+    members,
+    goal: { goal_id: goalId, goal_instance_id: source.goal_instance_id, logical_scope: closure.logical_scope, title },
+    components,
+    wsRoot,
+    // A component captured from a database service is read from its export (the closure may hold some, or all).
+    exports: servedExports(join(workspace, WORKSPACE_DIR)),
+  };
+}
+
+/** Plan one Goal's adoption into `destination` (see the header). */
+export function planAdoption(args: { workspace: string; goalId: string; destination: string; places?: ProtectedPlaces; now?: Date; store?: DestinationStore }): AdoptionPlan {
+  const workspace = resolve(args.workspace);
+  const d = derive(workspace, args.goalId);
+  const exports = d.exports;
+  const shown = preview(d.audit, { root: d.wsRoot, ...(exports === undefined ? {} : { exports }) }, d.goal, d.components, d.auditFacts.captured_at_end);
+  const dest = prepareDestination(args.destination, args.places ?? {});
+  const nonce = randomBytes(16).toString('hex');
+  const recoveryId = recoveryIdOf(d.audit.recovery_id, args.goalId, nonce);
+  const body: Omit<AdoptionPlan, 'plan_digest'> = {
+    schema_version: PLAN_SCHEMA,
+    recovery_id: recoveryId,
+    created_at: (args.now ?? new Date()).toISOString(),
+    audit: d.auditFacts,
+    workspace: { path: workspace, members_verified: d.members },
+    goal: d.goal,
     destination: { path: dest.path, nonce, dev: dest.dev, ino: dest.ino },
     ...(args.store ? { destination_store: args.store } : {}),
-    components,
-    steps: plannedSteps(recoveryId, components),
+    components: d.components,
+    steps: plannedSteps(recoveryId, d.components),
     preview: shown,
     execution_authority_granted: false,
   };
   const plan: AdoptionPlan = { ...body, plan_digest: planDigest(body) };
   ensurePrivateDir(join(dest.path, RECOVERY_DIR));
   writeFileDurable(join(dest.path, RECOVERY_DIR, PLAN_FILE), `${JSON.stringify(plan, null, 2)}\n`, { exclusive: true });
-  return readPlan(dest.path);
+  // What the operator is shown (and confirms) is what loopx computed; the file is read back to prove it holds exactly that.
+  if (readPlan(dest.path).plan_digest !== plan.plan_digest) throw R.planTampered('the plan file read back is not the plan just computed');
+  return plan;
+}
+
+/**
+ * The plan loopx computes for a plan file: the facts it derives from the audit, the workspace and
+ * the destination — the audit's facts, the Goal, the components, the recovery id, the steps — put
+ * beside what only the file records (its nonce, time, preview and destination store), with its
+ * digest. A file that differs in any derived fact is refused `recover_plan_tampered`, a workspace
+ * that holds another verification `recover_plan_stale`. The returned plan's digest is the only one
+ * an apply accepts as confirmed.
+ */
+export function recomputePlan(file: AdoptionPlan): AdoptionPlan {
+  const d = derive(file.workspace.path, file.goal.goal_id);
+  if (d.auditFacts.recovery_id !== file.audit.recovery_id || d.auditFacts.embedded_manifest_sha256 !== file.audit.embedded_manifest_sha256)
+    throw R.planStale('the workspace holds another verification');
+  const recoveryId = recoveryIdOf(d.audit.recovery_id, file.goal.goal_id, file.destination.nonce);
+  const here = lstatSync(file.destination.path);
+  const body: Omit<AdoptionPlan, 'plan_digest'> = {
+    schema_version: PLAN_SCHEMA,
+    recovery_id: recoveryId,
+    created_at: file.created_at,
+    audit: d.auditFacts,
+    workspace: { path: file.workspace.path, members_verified: d.members },
+    goal: d.goal,
+    // The device number is the file's (it may change at boot); the path and inode are this directory's (readPlan refused any other).
+    destination: { path: physical(file.destination.path), nonce: file.destination.nonce, dev: file.destination.dev, ino: here.ino },
+    ...(file.destination_store !== undefined ? { destination_store: file.destination_store } : {}),
+    components: d.components,
+    steps: plannedSteps(recoveryId, d.components),
+    preview: file.preview,
+    execution_authority_granted: false,
+  };
+  const same = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
+  const differs: [boolean, string][] = [
+    [!same(body.audit, file.audit), "its audit facts are not the audit's"],
+    [body.workspace.members_verified !== file.workspace.members_verified, "its count of verified workspace members is not the workspace's"],
+    [!same(body.goal, file.goal), "its Goal is not the workspace's"],
+    [body.recovery_id !== file.recovery_id, 'its recovery id is not derived from its audit, Goal and nonce'],
+    [!same(body.components, file.components), "its components are not the ones the audit verified for the Goal's closure"],
+    [!same(body.steps, file.steps), 'its steps are not the ones loopx computes for this recovery (a step missing, added, reordered or changed)'],
+    [body.destination.path !== file.destination.path || body.destination.ino !== file.destination.ino, 'its destination is not this directory'],
+    [(file.execution_authority_granted as unknown) !== false, 'it grants what no plan grants'],
+    [!same(Object.keys(file).sort(), [...Object.keys(body), 'plan_digest'].sort()), 'it holds fields a plan does not have'],
+  ];
+  const why = differs.find(([bad]) => bad)?.[1];
+  if (why !== undefined) throw R.planTampered(why);
+  return { ...body, plan_digest: planDigest(body) };
 }
 
 /** The plan in a destination, its digest re-checked. */

@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { operatorPath } from '../core/index.js';
 import { LAYOUT, effect, type AdoptionHold, type AdoptionStepReceipt } from '../owners/index.js';
-import { foldJournal, readJournal } from './adopt-journal.js';
+import { foldJournal, readJournal, type AbandonedReceipt } from './adopt-journal.js';
 import { readPlan, type PlanPreview } from './adopt-plan.js';
 import type { AdoptionHost } from './adopt-apply.js';
 
@@ -51,6 +51,8 @@ export interface RecoveryStatus {
     readonly done_at: string;
   }[];
   readonly next_action: string;
+  /** Why an abandoned recovery ended, when it was not the operator's abort (another recovery superseded the Goal first). */
+  readonly ended?: AbandonedReceipt;
   readonly execution_authority_granted: false;
 }
 
@@ -89,6 +91,37 @@ const nextActionOf = (h: AdoptionHold, d: string): string => {
     : `settle it with the external system's owner, then: loopx recover resolve --destination ${d} --hold ${h.hold_id}`;
 };
 
+/**
+ * The writer fences. Source: this recovery's supersession receipt is in the journal — the old
+ * lifetime superseded by the new one — and, where the run authority is at hand (`host`), the
+ * authority records exactly that for this recovery (without it, as for a root's writer guard, the
+ * receipt's readback is the evidence). Destination: the history imported into a new work store and
+ * every effect and receiver reconciled, no receiver still held.
+ */
+function fencesOf(
+  recovered: string,
+  recoveryId: string,
+  done: ReturnType<typeof foldJournal>['done'],
+  successor: string | null,
+  withAuthority: boolean,
+  superseded: { readonly successor_instance_id: string; readonly recovery_id: string } | undefined,
+  receiverHolds: boolean,
+): RecoveryStatus['fences'] {
+  const receipt = done.get('host:supersede')?.receipt.readback as { superseded_instance_id?: unknown; successor_instance_id?: unknown } | undefined;
+  const journaled = successor !== null && receipt?.superseded_instance_id === recovered && receipt.successor_instance_id === successor;
+  const recorded = !withAuthority || (superseded?.recovery_id === recoveryId && superseded.successor_instance_id === successor);
+  return {
+    source_established: journaled && recorded,
+    destination_established: done.has('work:import_inert') && done.has('effect:reconcile') && !receiverHolds,
+  };
+}
+
+/** Every step done and no hold, but a fence missing: another recovery holds the lifetime, or the same apply establishes it (it refuses a plan that is not loopx's). */
+const fenceNextAction = (d: string, superseded: { readonly recovery_id: string } | undefined, recoveryId: string): string =>
+  superseded !== undefined && superseded.recovery_id !== recoveryId
+    ? 'continue the Goal in the root that recovery made'
+    : `a writer fence is not established: run the same apply with the digest loopx recover plan printed: loopx recover apply --destination ${d} --confirm PLAN_DIGEST`;
+
 export async function recoveryStatus(destination: string, host?: AdoptionHost): Promise<RecoveryStatus> {
   const plan = readPlan(destination);
   const root = plan.destination.path;
@@ -100,18 +133,21 @@ export async function recoveryStatus(destination: string, host?: AdoptionHost): 
     completed === steps
       ? (await openHolds(root, plan.goal.goal_id, j.done, j.resolved, plan.destination_store !== undefined)).map((h) => ({ ...h, next_action: nextActionOf(h, d) }))
       : [];
+  const goalReceipt = j.done.get('goal:rebind')?.receipt.readback as { goal_instance_id?: string } | undefined;
+  const superseded = await host?.supersession(plan.goal.goal_instance_id);
+  const receiverHolds = holds.some((h) => h.hold_id.startsWith('receiver:'));
+  const fences = fencesOf(plan.goal.goal_instance_id, plan.recovery_id, j.done, goalReceipt?.goal_instance_id ?? null, host !== undefined, superseded, receiverHolds);
+  // `complete` only with both writer fences established, whatever the plan file lists as its steps
+  // (a plan without the supersession or the reconciliation never completes): held until they are.
   const state: RecoveryState = j.abandoned
     ? 'abandoned'
     : j.began.size === 0
       ? 'adoption_prepared'
       : completed < steps
         ? 'applying'
-        : holds.length > 0
+        : holds.length > 0 || !fences.source_established || !fences.destination_established
           ? 'reconciliation_held'
           : 'complete';
-  const goalReceipt = j.done.get('goal:rebind')?.receipt.readback as { goal_instance_id?: string } | undefined;
-  const superseded = await host?.supersession(plan.goal.goal_instance_id);
-  const receiverHolds = holds.some((h) => h.hold_id.startsWith('receiver:'));
   const byOwner: Record<string, number> = {};
   for (const c of plan.components) byOwner[c.owner] = (byOwner[c.owner] ?? 0) + 1;
   const next =
@@ -120,10 +156,12 @@ export async function recoveryStatus(destination: string, host?: AdoptionHost): 
       : state === 'applying'
         ? `finish it: loopx recover apply --destination ${d} --confirm ${plan.plan_digest}`
         : state === 'reconciliation_held'
-          ? holds[0]!.next_action
+          ? (holds[0]?.next_action ?? fenceNextAction(d, superseded, plan.recovery_id))
           : state === 'complete'
             ? `continue the Goal's unfinished work: loopx work run --goal ${plan.goal.goal_id} --root ${d} --agent AGENT_FILE`
-            : 'plan the recovery again into a new destination';
+            : j.abandonedBy !== undefined
+              ? `continue the Goal in the root the other recovery made (root id ${j.abandonedBy.winner_root ?? 'unknown'}): loopx recover status --destination <that-root>`
+              : 'plan the recovery again into a new destination';
   return {
     schema_version: 'loopx_recovery_status_v0',
     recovery_id: plan.recovery_id,
@@ -143,10 +181,7 @@ export async function recoveryStatus(destination: string, host?: AdoptionHost): 
     phase: { completed_steps: completed, total_steps: steps, current: plan.steps.find((s) => !j.done.has(s.action))?.action ?? null },
     last_durable_receipt: j.last ? { action: j.last.receipt.action, owner: j.last.receipt.owner, result: j.last.receipt.result, at: j.last.at } : null,
     retryable: state === 'applying' || state === 'adoption_prepared' || holds.some((h) => h.retryable),
-    fences: {
-      source_established: superseded !== undefined && superseded.recovery_id === plan.recovery_id,
-      destination_established: j.done.has('work:import_inert') && j.done.has('effect:reconcile') && !receiverHolds,
-    },
+    fences,
     holds,
     preview: plan.preview,
     receipts: plan.steps.flatMap((s) => {
@@ -158,6 +193,7 @@ export async function recoveryStatus(destination: string, host?: AdoptionHost): 
       ];
     }),
     next_action: next,
+    ...(j.abandonedBy !== undefined ? { ended: j.abandonedBy } : {}),
     execution_authority_granted: false,
   };
 }

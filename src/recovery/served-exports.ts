@@ -2,9 +2,10 @@
  * The exports of a recovery workspace's components that were captured from a database service
  * (the manifest's `provider`): their state is the export alone, with no member in the workspace's
  * root copy. Owners read such a component from its records (`CopiedRoot.exports`) — the workspace
- * views and an adoption alike. Read from the manifest the verification bound; each export is
- * bounded by the verifier's own limit, and one that cannot be read as JSON lines is given as no
- * records (its owner then reports the component unreadable).
+ * views and an adoption alike (an adoption from its staging, adopt-staging.ts, where the manifest
+ * and the exports are copies checked against the audit's digests). Read from the manifest the
+ * verification bound; each export is bounded by the verifier's own limit, and one that cannot be
+ * read as JSON lines is given as no records (its owner then reports the component unreadable).
  */
 import { join } from 'node:path';
 import { readRegularFileOnce } from '../core/index.js';

@@ -159,6 +159,6 @@ describe('recover keeps the privacy boundary', () => {
       Object.keys(m)
         .filter((p) => p.startsWith('recovery/'))
         .sort(),
-    ).toEqual(['recovery/journal.jsonl', 'recovery/plan.json']);
+    ).toEqual(['recovery/journal.jsonl', 'recovery/lock', 'recovery/plan.json']);
   });
 });

@@ -114,7 +114,10 @@ describe('loopx recover refuses, and a refusal changes nothing', () => {
     expect(done.phase.completed_steps).toBe(done.phase.total_steps);
     expect(['complete', 'reconciliation_held']).toContain(done.state);
     expect(done.holds.filter((h: { code: string }) => h.code !== 'receiver_fence_conflict')).toEqual([]);
-    expect(ok(u, ['todo', 'add', '--goal', 'launch', '--title', 'now', '--root', u.destination]).result).toBe('applied');
+    // Writers are admitted once it is complete; while held, none is (its effects are not reconciled).
+    const now = ['todo', 'add', '--goal', 'launch', '--title', 'now', '--root', u.destination];
+    if (done.state === 'complete') expect(ok(u, now).result).toBe('applied');
+    else expect(refused(u.authority, now)).toEqual({ status: 4, code: 'recover_reconciliation_held' });
   }, 180_000);
 
   it('apply: a workspace member altered after the plan is refused before any change', () => {

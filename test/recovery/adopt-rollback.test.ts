@@ -7,10 +7,10 @@
  * be adopted again elsewhere by the same user. The inert workspace the recovery was planned from
  * can be removed, and removing it changes no live state.
  *
- * Not asserted here (product gaps, see the report of this change): the work-store writers
- * `todo add|update` and `goal create|pause|resume|retire` do not check the root's binding, so they
- * commit in a byte copy; and a rollback of R's files in place (the directory kept, its contents
- * replaced by the earlier copy) is not detected: every writer commits there.
+ * The work-store writers (`todo add|update`, `goal create|pause|resume|retire`) check the root's
+ * binding too (test/daemon/goals.test.ts), and a rollback of R's files in place — the directory
+ * kept, its contents replaced by an earlier copy — is refused `root_rolled_back`
+ * (test/recovery/rolled-back.test.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';

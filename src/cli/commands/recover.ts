@@ -2,7 +2,9 @@
  * `loopx recover plan | apply | status | resolve | abort`: recover one Goal of a verified backup
  * workspace into a new, empty runtime root — a digest-bound plan and its preview, a confirmed
  * apply through the owners, holds settled through their owners, and a status read back from the
- * plan, the journal and the owners (src/runtime/recover.ts). Nothing here grants execution:
+ * plan, the journal and the owners (src/runtime/recover.ts). The digest the operator confirms is
+ * the one `recover plan` printed: apply derives the plan again and never trusts the plan file's
+ * word (`recover_plan_tampered`). Nothing here grants execution:
  * after `complete`, `loopx work run --root <destination>` continues the Goal through ordinary
  * admission.
  */
@@ -86,7 +88,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .command('apply')
     .description('apply the confirmed plan through the owners; ends complete or reconciliation_held')
     .requiredOption('--destination <dir>', 'the destination the plan was written into')
-    .requiredOption('--confirm <plan-digest>', 'the plan digest, as plan or status printed it')
+    .requiredOption('--confirm <plan-digest>', 'the plan digest `recover plan` printed (apply derives the plan again and refuses a plan file that differs)')
     .action(async (o: { destination: string; confirm: string }) => {
       const g = globals();
       const bar = process.stderr.isTTY ? progressBar(process.stderr) : undefined;

@@ -186,7 +186,12 @@ const recoveredJournalUnreadable = () =>
     nextAction: 'verify the backup again into a new workspace and plan the recovery from it',
   });
 
-/** The recovered journal's effects: from the workspace's copy of effects.db, or from the export of a journal captured from a database service. */
+/**
+ * The recovered journal's effects: from the staged copy of effects.db, or from the export of a
+ * journal captured from a database service. No copy is no effect only when the audit verified the
+ * journal as absent (the source never created it); a captured journal whose copy is not there is
+ * refused, never read as empty.
+ */
 function recoveredEffects(ctx: AdoptionContext): readonly EffectRecord[] {
   if (ctx.exports?.('effect', MACHINE) !== undefined) {
     const read = recovery.readHistorical({ root: ctx.workspace_root, scratchDir: ctx.scratch_dir, exports: ctx.exports }, MACHINE);
@@ -194,7 +199,9 @@ function recoveredEffects(ctx: AdoptionContext): readonly EffectRecord[] {
     return read.value.effects;
   }
   const copy = join(ctx.workspace_root, LAYOUT.effectsDb);
-  return existsSync(copy) ? readHistoricalFile(copy, { scratchDir: ctx.scratch_dir }).effects : [];
+  if (existsSync(copy)) return readHistoricalFile(copy, { scratchDir: ctx.scratch_dir }).effects;
+  if (ctx.components.some((c) => c.content_digest !== 'absent')) throw recoveredJournalUnreadable();
+  return [];
 }
 
 const reconcile: OwnerAdoptionStep = {

@@ -4,7 +4,8 @@
  * documents (each checked against the digest the recovered goal.json records), its lineage one
  * generation on and the superseded lifetime named. The registry route is written by this owner
  * as it always is. The receipt reports the lifetime so the coordinator can record the
- * supersession outside the root.
+ * supersession outside the root. What it reads is the apply's staged, verified copy of the Goal's
+ * files, and the lifetime it supersedes is the one the audit verified.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,9 +22,16 @@ const recoveredGoalUnreadable = (goalId: string, why: string) =>
     nextAction: 'verify the backup again into a new workspace and plan the recovery from it',
   });
 
+/**
+ * The recovered Goal and its documents, read from the context's staged copy (never the workspace
+ * itself). Its lifetime must be the one the audit verified for the component (`source_identity`):
+ * the lifetime this step supersedes is never taken from bytes alone.
+ */
 function recovered(ctx: AdoptionContext) {
   const record = readHistoricalCopy(ctx.workspace_root).goals.find((g) => g.goal_id === ctx.goal_id);
   if (!record) throw recoveredGoalUnreadable(ctx.goal_id, 'the workspace holds no readable goal.json for it');
+  if (ctx.components.some((c) => c.source_identity !== null && c.source_identity !== record.goal_instance_id))
+    throw recoveredGoalUnreadable(ctx.goal_id, 'its goal.json names another lifetime than the audit verified');
   const docs = record.docs.map((d) => {
     let bytes: Buffer;
     try {

@@ -3,6 +3,9 @@
  * bound it, imported as read-only lineage of a NEW store — new store identity, new incarnation)
  * then `rebind` (the recovered Todos as that store's first transaction, leases retired, with a
  * receipt naming the recovery). Each reads back what the store holds after the call.
+ *
+ * `import_inert` reads the work component's copy and export only from the context's paths: the
+ * apply's staged copies, checked against the audit's digests before any step ran.
  */
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
@@ -65,6 +68,7 @@ const importInert: OwnerAdoptionStep = {
 const rebind: OwnerAdoptionStep = {
   action: 'work:rebind',
   disposition: 'rebind',
+  readsWorkspace: false, // the recovered state is the imported lineage's, in the new store
   describes: "the recovered Todos as the new lifetime's first transaction: leases retired, claims cleared, a receipt naming the recovery",
   async apply(ctx) {
     const work = await openGoalWork({ root: ctx.destination, goal_id: ctx.goal_id });

@@ -130,5 +130,14 @@ export interface LoopxRecoverStatusApplyResolveAbort {
     done_at: string;
   }[];
   next_action: string;
+  /**
+   * Present when the recovery ended abandoned because another recovery superseded the Goal lifetime first: the winner, and the lifetime this recovery had minted and then retired.
+   */
+  ended?: {
+    reason: "superseded_elsewhere";
+    winner_recovery_id: string;
+    winner_root: string | null;
+    retired_instance_id: string | null;
+  };
   execution_authority_granted: false;
 }
