@@ -8,9 +8,7 @@
 import { join } from 'node:path';
 import { tryLock } from '../core/index.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
-import { RECOVERY_DIR } from './adopt-plan.js';
-
-export const LOCK_FILE = 'lock';
+import { LOCK_FILE, RECOVERY_DIR } from './adopt-plan.js';
 
 /** `fn` under the recovery's lock; `recover_busy` while another apply, resolve or abort holds it. */
 export async function withRecoveryLock<T>(destination: string, operatorDestination: string, fn: () => Promise<T>): Promise<T> {

@@ -20,10 +20,10 @@
  * `--json` prints.
  */
 import { randomBytes } from 'node:crypto';
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { canonicalJson, ensurePrivateDir, operatorPath, physical, sha256FileHex, sha256Hex, writeFileDurable } from '../core/index.js';
+import { canonicalJson, ensurePrivateDir, openLockFile, operatorPath, physical, sha256FileHex, sha256Hex, writeFileDurable } from '../core/index.js';
 import { ARCHIVE_ROOT } from '../backup/index.js';
 import { ADOPTION, MACHINE, OWNERS, OWNER_LIST, effect, goalScope, type AdoptionComponent, type CopiedRoot, type Disposition } from '../owners/index.js';
 import { showAudit, WORKSPACE_DIR, type RecoveryAudit } from './audit.js';
@@ -35,6 +35,8 @@ export const PLAN_SCHEMA = 'loopx_recovery_plan_v0';
 /** The directory of a destination root that holds the plan and the phase journal. */
 export const RECOVERY_DIR = 'recovery';
 export const PLAN_FILE = 'plan.json';
+/** The recovery's lock (adopt-lock.ts), made with the plan so that a refused apply adds nothing to the destination. */
+export const LOCK_FILE = 'lock';
 
 /** A step of the adoption, as planned. `host:*` steps are the coordinator's calls outside the owners (the new root, the run authority). */
 export interface PlannedStep {
@@ -316,6 +318,7 @@ export function planAdoption(args: { workspace: string; goalId: string; destinat
   const plan: AdoptionPlan = { ...body, plan_digest: planDigest(body) };
   ensurePrivateDir(join(dest.path, RECOVERY_DIR));
   writeFileDurable(join(dest.path, RECOVERY_DIR, PLAN_FILE), `${JSON.stringify(plan, null, 2)}\n`, { exclusive: true });
+  closeSync(openLockFile(join(dest.path, RECOVERY_DIR, LOCK_FILE)));
   // What the operator is shown (and confirms) is what loopx computed; the file is read back to prove it holds exactly that.
   if (readPlan(dest.path).plan_digest !== plan.plan_digest) throw R.planTampered('the plan file read back is not the plan just computed');
   return plan;

@@ -44,6 +44,8 @@ const PASSED_ON: Readonly<Record<string, string>> = {
   'src/backup/capture-thread.ts deserializeError': 'a refusal of the capture thread, re-raised on the main thread',
   // A recovery's refusal over HTTP: the same code and message, its next action given as a route.
   'src/daemon/adoptions.ts pathFree': 'a refusal of the recovery coordinator, its next action named by route instead of path',
+  // The apply's refusal of the digest a daemon served: the same code, the daemon's words for what changed and what goes on.
+  'src/daemon/adoptions.ts changedSinceServed': 'a refusal of the recovery coordinator, said of the preview this daemon served',
 };
 
 function scan(): { places: Map<string, string[]>; open: string[] } {
