@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
+import { resumeUntilEnded, stopped } from '../support/stops.js';
 import { CLI, STATE_HOME, loopxAsync } from '../support/cli.js';
 import { plan, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
 
@@ -23,15 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await sink.close();
 });
-
-/** Whether process `pid` is stopped (state T in /proc). */
-const stopped = (pid: number): boolean => {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('T');
-  } catch {
-    return false;
-  }
-};
 
 const journalLines = (destination: string) =>
   readFileSync(join(destination, 'recovery', 'journal.jsonl'), 'utf8')
@@ -65,8 +57,7 @@ describe('one writer of a recovery at a time', () => {
       expect(() => journalLines(destination)).toThrow();
     } finally {
       // The point stops the apply before each of its appends: resumed at every one until it ends.
-      const resume = setInterval(() => stopped(first.pid!) && first.kill('SIGCONT'), 20);
-      void ended.finally(() => clearInterval(resume));
+      resumeUntilEnded(first, ended);
     }
     expect(await ended).toBe(0);
     expect((JSON.parse(out) as Doc).state).toBe('complete');

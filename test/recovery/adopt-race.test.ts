@@ -7,9 +7,9 @@
  * through the goal owner. Nothing is stranded: running its apply again answers the same end.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
+import { stopped } from '../support/stops.js';
 import { CLI, STATE_HOME } from '../support/cli.js';
 import { ok, okAsync, plan, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
 
@@ -23,14 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await sink.close();
 });
-
-const stopped = (pid: number): boolean => {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('T');
-  } catch {
-    return false;
-  }
-};
 
 describe('a recovery that loses the race for its Goal', () => {
   it('ends abandoned, naming the winner; the lifetime it minted is retired; its apply run again answers the same end', async () => {

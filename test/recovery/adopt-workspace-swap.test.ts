@@ -13,6 +13,7 @@ import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } fr
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
+import { resumeUntilEnded, stopped } from '../support/stops.js';
 import { CLI, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { ok, plan, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
 
@@ -42,15 +43,6 @@ function swapGoal(): () => void {
   return () => writeFileSync(workspaceGoal(), original);
 }
 
-/** Whether process `pid` is stopped (state T in /proc). */
-const stopped = (pid: number): boolean => {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('T');
-  } catch {
-    return false;
-  }
-};
-
 /** `recover apply` paused at `point` (a `stop:` fault); `during` runs while it is paused, then it is resumed to its end. */
 async function applyPausedAt(destination: string, digest: string, point: string, during: () => void): Promise<{ status: number | null; doc: Doc }> {
   const child = spawn(process.execPath, [...CLI, 'recover', 'apply', '--destination', destination, '--confirm', digest, '--authority-dir', s.authority, '--json'], {
@@ -64,8 +56,7 @@ async function applyPausedAt(destination: string, digest: string, point: string,
     during();
   } finally {
     // A stop point fires each time it is reached: resumed at every one until the apply ends.
-    const resume = setInterval(() => stopped(child.pid!) && child.kill('SIGCONT'), 20);
-    void ended.finally(() => clearInterval(resume));
+    resumeUntilEnded(child, ended);
   }
   const status = await ended;
   return { status, doc: JSON.parse(out) as Doc };
