@@ -79,10 +79,10 @@ export class RunOwnership {
         const mine = this.authorityDigest();
         if (recorded !== undefined && recorded !== mine) throw rootAuthorityMismatch('other');
         if (recorded === undefined && hadId && !(await this.authority.rootBound(id)) && (await this.#hasCommittedWork(store))) throw rootAuthorityMismatch('never_bound');
-        const seen = await this.#seenRevision(store);
+        const { now, seen } = await this.#checkRevision(store);
         await this.authority.bindRoot(id, rootDirectoryIdentity(this.#root));
         if (recorded === undefined) await store.writeRootMeta('authority_scope', mine);
-        await this.#recordRevision(store, seen);
+        if (now > seen) await store.writeRootMeta('authority_revision', String(now));
       }
       this.#rootId = id;
     }
@@ -94,17 +94,12 @@ export class RunOwnership {
     return createHash('sha256').update('loopx.root-authority/v1\0').update(this.authority.scopeId).digest('hex');
   }
 
-  /** The revision this root saw last; `authority_rolled_back` when the authority is now below it. */
-  async #seenRevision(store: RunStore): Promise<number> {
+  /** The authority's revision now and the highest this root saw; `authority_rolled_back` when it is below what the root saw. */
+  async #checkRevision(store: RunStore): Promise<{ now: number; seen: number }> {
     const seen = Number((await store.readRootMeta('authority_revision')) ?? '0');
     const now = await this.authority.revision();
     if (now < seen) throw authorityRolledBack(now, seen);
-    return now;
-  }
-
-  async #recordRevision(store: RunStore, revision: number): Promise<void> {
-    const seen = Number((await store.readRootMeta('authority_revision')) ?? '0');
-    if (revision > seen) await store.writeRootMeta('authority_revision', String(revision));
+    return { now, seen };
   }
 
   /** A run recorded here, or a Goal made here: the root holds work some authority's writers made. */

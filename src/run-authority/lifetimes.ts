@@ -176,7 +176,9 @@ export async function lifetimesSupersededIn(table: LifetimeTable, sourceRoot: st
   const out: LifetimeSupersession[] = [];
   for (const id of await table.list()) {
     if (!GOAL_INSTANCE_ID.test(id)) continue;
-    const record = await readLifetime(table, id);
+    // Read once each, strictly; the revision was checked above, once for all of them.
+    const raw = await table.get(id);
+    const record = raw === undefined ? undefined : decodeLifetime(id, raw);
     if (record?.source_root === sourceRoot && record.goal_id === goalId) out.push(record);
   }
   return out.sort((a, b) => (a.recorded_at < b.recorded_at ? -1 : 1));
