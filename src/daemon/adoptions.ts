@@ -17,7 +17,17 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { conflict, ensurePrivateDir, isLoopxError, LoopxError, notFound, usageError, writeFileDurable } from '../core/index.js';
-import { applyRecovery, abortRecovery, planRecovery, publicPlan, recoveryStatusOf, resolveRecoveryHold, type AdoptionPlan, type RecoveryStatus } from '../runtime/index.js';
+import {
+  applyRecovery,
+  abortRecovery,
+  planRecovery,
+  publicPlan,
+  recoveryStatusOf,
+  resolveRecoveryHold,
+  type AdoptionPlan,
+  type HoldSettlement,
+  type RecoveryStatus,
+} from '../runtime/index.js';
 import type { BackupService } from './backups.js';
 
 const RECOVERY_ID = /^[0-9a-f]{64}$/;
@@ -138,12 +148,12 @@ export class AdoptionService {
   }
 
   /** Plan the recovery of `goalId` from audit `auditId` into a new root named `name` (proposed when absent). */
-  plan(auditId: string, goalId: string, name: string | undefined) {
+  async plan(auditId: string, goalId: string, name: string | undefined) {
     const destinationName = name ?? this.proposeName(goalId);
     if (!NAME.test(destinationName)) throw badName();
     let plan;
     try {
-      plan = planRecovery({ ...this.access(), workspace: this.backups.destination(auditId), goalId, destination: this.destinationOf(destinationName) });
+      plan = await planRecovery({ ...this.access(), workspace: this.backups.destination(auditId), goalId, destination: this.destinationOf(destinationName) });
     } catch (err) {
       throw pathFree(err, undefined);
     }
@@ -264,10 +274,10 @@ export class AdoptionService {
     await this.running.get(id);
   }
 
-  async resolve(id: string, holdId: string, outcome: 'committed' | 'absent' | undefined): Promise<AdoptionView> {
+  async resolve(id: string, holdId: string, settlement: HoldSettlement): Promise<AdoptionView> {
     const e = this.entry(id);
     if (this.running.has(id)) throw applyRunning();
-    await resolveRecoveryHold(this.access(), this.destinationOf(e.destination_name), holdId, outcome).catch((err: unknown) => {
+    await resolveRecoveryHold(this.access(), this.destinationOf(e.destination_name), holdId, settlement).catch((err: unknown) => {
       throw pathFree(err, id);
     });
     return this.view(e);

@@ -192,6 +192,8 @@ async function describeDelivery(c: CallContext, ctx: ToolContext, message: strin
     idempotency_key,
     intent: effectOwner.webhookIntent(url, body, { goal_lineage: c.lineage.lineage_id, fence: c.lineage.generation, lifetime: c.lifetimeId }),
   });
+  // A receiver the operator retired for this Goal (it will never answer again) is sent nothing more.
+  if (await effectOwner.targetRetirement(c.owners.effects, c.goalId, base.target)) throw effectOwner.receiverGone(c.goalId, base.target);
   const prior = await c.owners.effects.getByIdempotencyKey(key);
   if (prior === undefined) return send(key);
   if (prior.outcome === 'committed') return { ...base, idempotency_key: `${key}:dup:${ctx.operationId}`, intent: { duplicate_of: prior.operation_id } };

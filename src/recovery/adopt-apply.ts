@@ -20,6 +20,7 @@
  *   restart. Every receipt and status says `execution_authority_granted: false`; admission is the
  *   owners' ordinary business afterwards (`loopx work run` in the new root).
  */
+import { timingSafeEqual } from 'node:crypto';
 import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,7 +29,7 @@ import { ADOPTION, OWNER_LIST, effect, goal, registry, type AdoptionContext, typ
 import { ARCHIVE_ROOT } from '../backup/index.js';
 import { isOutOfSpace } from '../store/index.js';
 import { WORKSPACE_DIR } from './audit.js';
-import { RECOVER_REFUSALS as R } from './adopt-codes.js';
+import { MAX_REASON_CHARS, RECOVER_REFUSALS as R } from './adopt-codes.js';
 import { foldJournal, JournalWriter, type HostReceipt } from './adopt-journal.js';
 import { withRecoveryLock } from './adopt-lock.js';
 import { discardStaging, stageWorkspace, type StagedWorkspace } from './adopt-staging.js';
@@ -53,7 +54,15 @@ export interface AdoptionHost {
   /** The root id the verified workspace's run kernel names (the root the backup was taken of); null when it names none. */
   sourceRoot(workspaceRoot: string): string | null;
   supersession(goalInstanceId: string): Promise<{ readonly successor_instance_id: string; readonly recovery_id: string; readonly successor_root?: string } | undefined>;
+  /**
+   * The digest `recover plan` printed for this plan, as the run authority sealed it then — never
+   * one read back from the plan file alone; undefined when the seal is missing or does not verify.
+   */
+  printedDigest(plan: AdoptionPlan): string | undefined;
 }
+
+/** What a next action asks the operator to confirm: the printed digest, or its name when it cannot be vouched for. */
+export const confirmableDigest = (plan: AdoptionPlan, host: AdoptionHost | undefined): string => host?.printedDigest(plan) ?? 'PLAN_DIGEST';
 
 export interface AdoptionRunOptions {
   readonly host: AdoptionHost;
@@ -250,42 +259,75 @@ export async function abortAdoption(destination: string, host?: AdoptionHost): P
     const state = foldJournal(journal.entries);
     if (!state.abandoned) {
       // Making the new, empty root changes no live owner; any later step does.
-      if ([...state.began].some((action) => action !== 'host:destination')) throw R.abortTooLate(operatorPath(plan.destination.path), plan.plan_digest);
+      if ([...state.began].some((action) => action !== 'host:destination')) throw R.abortTooLate(operatorPath(plan.destination.path), confirmableDigest(plan, host));
       journal.append({ event: 'abandoned', at: new Date().toISOString() });
     }
     return recoveryStatus(plan.destination.path, host);
   });
 }
 
+/** How `resolve` settles a hold: through its owner (ask again), or from the operator's evidence. */
+export type HoldSettlement =
+  | { readonly kind: 'ask' }
+  /** An effect hold: the operator's finding of what happened (only from the exact state it was read in). */
+  | { readonly kind: 'outcome'; readonly outcome: 'committed' | 'absent' }
+  /** A receiver hold: the receiver will never answer again; `confirm` is the hold's digest as status showed it. */
+  | { readonly kind: 'receiver_gone'; readonly confirm: string; readonly reason: string };
+
+/** Receiver holds an operator may settle as gone: it stopped answering (not one that follows another lifetime). */
+const GONE_SETTLEABLE: ReadonlySet<string> = new Set(['receiver_unreachable', 'receiver_fence_unconfirmed']);
+
 /**
  * `loopx recover resolve --hold H`: one hold settled through its owner. An effect hold is asked of
- * its external system again under its original operation id (or, with `outcome`, settled from the
+ * its external system again under its original operation id (or, with an outcome, settled from the
  * operator's evidence, only from the exact state it was read in); a receiver hold re-runs the
- * effect owner's reconciliation, which asks the receiver again.
+ * effect owner's reconciliation, which asks the receiver again — or, on the operator's evidence
+ * that it will never answer again (`--receiver-gone`, confirmed by the hold's digest), the effect
+ * owner retires that receiver for the Goal: its unknown effects abandoned, never sent, and later
+ * deliveries to it refused. The journal records the settlement with the operator's reason.
  */
-export async function resolveHold(destination: string, holdId: string, options: AdoptionRunOptions & { outcome?: 'committed' | 'absent' }): Promise<RecoveryStatus> {
+export async function resolveHold(destination: string, holdId: string, options: AdoptionRunOptions & { settlement: HoldSettlement }): Promise<RecoveryStatus> {
   return underLock(destination, (plan, journal) => resolveUnderLock(plan, journal, holdId, options));
 }
 
-async function resolveUnderLock(
-  plan: AdoptionPlan,
-  journal: JournalWriter,
-  holdId: string,
-  options: AdoptionRunOptions & { outcome?: 'committed' | 'absent' },
-): Promise<RecoveryStatus> {
+async function resolveUnderLock(plan: AdoptionPlan, journal: JournalWriter, holdId: string, options: AdoptionRunOptions & { settlement: HoldSettlement }): Promise<RecoveryStatus> {
   const root = plan.destination.path;
   const before = await recoveryStatus(root, options.host);
-  if (before.state === 'adoption_prepared' || before.state === 'abandoned') throw R.notApplied(operatorPath(root), plan.plan_digest);
+  if (before.state === 'adoption_prepared' || before.state === 'abandoned') throw R.notApplied(operatorPath(root), confirmableDigest(plan, options.host));
   const hold = before.holds.find((h) => h.hold_id === holdId);
   if (!hold) throw R.holdNotFound(holdId, operatorPath(root));
-  if (holdId.startsWith('effect:')) {
+  const settlement = options.settlement;
+  if (settlement.kind === 'receiver_gone') {
+    if (!holdId.startsWith('receiver:') || !GONE_SETTLEABLE.has(hold.code)) throw R.holdNotReceiverGone(holdId, hold.code, operatorPath(root));
+    if (!digestEqual(settlement.confirm, hold.digest)) throw R.holdConfirmMismatch(holdId, operatorPath(root));
+    if (settlement.reason.length === 0 || settlement.reason.length > MAX_REASON_CHARS || /[\u0000-\u001f\u007f]/.test(settlement.reason)) throw R.reasonInvalid();
+    const effects = effect.openRootEffectJournal(root);
+    try {
+      const { abandoned } = await effect.retireTarget(effects, {
+        goal_id: plan.goal.goal_id,
+        target: hold.subject,
+        reason: settlement.reason,
+        evidence: { recovery_id: plan.recovery_id, hold_id: holdId, hold_digest: hold.digest },
+      });
+      faultPoint('recover.resolve.receiver-gone.before-journal');
+      journal.append({
+        event: 'resolved',
+        hold_id: holdId,
+        receipt: { owner: 'effect', outcome: 'receiver_gone', resolved_by: 'operator', reason: settlement.reason, hold_digest: hold.digest, abandoned: [...abandoned].sort() },
+        at: new Date().toISOString(),
+      });
+    } finally {
+      effects.close();
+    }
+  } else if (holdId.startsWith('effect:')) {
     const effects = effect.openRootEffectJournal(root);
     try {
       const id = holdId.slice('effect:'.length);
       const e = await effects.get(id);
-      const r = options.outcome
-        ? (await effects.resolve(id, { outcome: e!.outcome, attempt: e!.attempt }, options.outcome, { resolved_by: 'operator', recovery_id: plan.recovery_id })).effect
-        : (await effects.reconcile(id, effect.webhookOperationQuery(options))).effect;
+      const r =
+        settlement.kind === 'outcome'
+          ? (await effects.resolve(id, { outcome: e!.outcome, attempt: e!.attempt }, settlement.outcome, { resolved_by: 'operator', recovery_id: plan.recovery_id })).effect
+          : (await effects.reconcile(id, effect.webhookOperationQuery(options))).effect;
       if (r.outcome !== 'unknown') journal.append({ event: 'resolved', hold_id: holdId, receipt: { owner: 'effect', outcome: r.outcome }, at: new Date().toISOString() });
     } finally {
       effects.close();
@@ -304,3 +346,10 @@ async function resolveUnderLock(
   }
   return recoveryStatus(root, options.host);
 }
+
+/** Digests compared in constant time (a confirmation is a capability the operator read). */
+const digestEqual = (a: string, b: string): boolean => {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+};

@@ -3,7 +3,10 @@
  * here, with one message and one next action. A refusal leaves the plan, the journal, the
  * workspace and every live owner as they were.
  */
-import { conflict, notFound, rejected, type LoopxError } from '../core/index.js';
+import { conflict, notFound, rejected, usageError, type LoopxError } from '../core/index.js';
+
+/** The longest reason an operator records with a settlement. */
+export const MAX_REASON_CHARS = 1000;
 
 /** `cmd`: how the operator names the destination in a next action (relative, quoted when needed). */
 export const RECOVER_REFUSALS = {
@@ -67,9 +70,9 @@ export const RECOVER_REFUSALS = {
     conflict('recover_destination_not_applied', 'This directory is a planned recovery destination; it becomes a runtime root only when the recovery is applied.', {
       nextAction: `see the recovery: loopx recover status --destination ${destination}`,
     }),
-  adoptionIncomplete: (destination: string, digest: string): LoopxError =>
+  adoptionIncomplete: (destination: string): LoopxError =>
     conflict('recover_adoption_incomplete', 'A recovery into this root has not finished; the root takes no new work until it has.', {
-      nextAction: `finish it: loopx recover apply --destination ${destination} --confirm ${digest}`,
+      nextAction: `see what finishes it: loopx recover status --destination ${destination}`,
     }),
   capacityFreeSpace: (destination: string, digest: string, cause: unknown): LoopxError =>
     rejected('recover_capacity_free_space', 'The recovery ran out of space in its destination (or its database); what it had done is kept.', {
@@ -86,6 +89,20 @@ export const RECOVER_REFUSALS = {
       `The recovery into this root is held (${holds} open hold${holds === 1 ? '' : 's'}): the Goal's effects are reconciled before any new work is admitted.`,
       { nextAction },
     ),
+  reasonInvalid: (): LoopxError =>
+    usageError(
+      'recover_settlement_invalid',
+      `The reason is 1 to ${MAX_REASON_CHARS} characters of text on one line.`,
+      'say in one line how you know the receiver is gone: --reason TEXT',
+    ),
+  holdConfirmMismatch: (holdId: string, destination: string): LoopxError =>
+    rejected('recover_hold_confirm_mismatch', `The confirmed digest is not the digest of hold ${holdId} as it stands now.`, {
+      nextAction: `read the hold's digest again and confirm that one: loopx recover status --destination ${destination}`,
+    }),
+  holdNotReceiverGone: (holdId: string, code: string, destination: string): LoopxError =>
+    rejected('recover_hold_not_receiver', `Hold ${holdId} (${code}) is not a receiver that stopped answering; only such a receiver can be settled as gone.`, {
+      nextAction: `settle it as its own next action says: loopx recover status --destination ${destination}`,
+    }),
   supersededElsewhere: (): LoopxError =>
     conflict('recover_lifetime_superseded_elsewhere', 'The recovered Goal lifetime was already superseded by another recovery; only one recovery may continue it.', {
       nextAction: 'continue the Goal in the root that recovery made',

@@ -24,12 +24,10 @@ export function refuseRecoveryInProgress(root: string, options: { writer: boolea
   if (!existsSync(planPath)) return;
   const destination = operatorPath(resolve(root));
   let steps: string[] = [];
-  let digest = '<plan-digest>';
   let state: ReturnType<typeof foldJournal> | undefined;
   try {
-    const plan = JSON.parse(readFileSync(planPath, 'utf8')) as { plan_digest: string; steps: { action: string }[] };
+    const plan = JSON.parse(readFileSync(planPath, 'utf8')) as { steps: { action: string }[] };
     steps = plan.steps.map((s) => s.action);
-    digest = plan.plan_digest;
     state = foldJournal(readJournal(root));
   } catch {
     state = undefined;
@@ -37,7 +35,8 @@ export function refuseRecoveryInProgress(root: string, options: { writer: boolea
   if (!state?.done.has('host:destination')) throw R.destinationNotApplied(destination);
   if (!options.writer) return;
   if (state.abandoned) throw R.abandoned();
-  if (steps.length === 0 || steps.some((action) => !state.done.has(action))) throw R.adoptionIncomplete(destination, digest);
+  // The next action names no digest read from the plan file: the status prints the one `recover plan` printed.
+  if (steps.length === 0 || steps.some((action) => !state.done.has(action))) throw R.adoptionIncomplete(destination);
 }
 
 /** A writer of `root` while its recovery is held: `recover_reconciliation_held`, naming the hold's own next action. */

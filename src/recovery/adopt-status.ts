@@ -9,17 +9,32 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { operatorPath } from '../core/index.js';
+import { canonicalJson, operatorPath, sha256Hex } from '../core/index.js';
 import { LAYOUT, effect, type AdoptionHold, type AdoptionStepReceipt } from '../owners/index.js';
 import { foldJournal, readJournal, type AbandonedReceipt } from './adopt-journal.js';
 import { readPlan, type PlanPreview } from './adopt-plan.js';
-import type { AdoptionHost } from './adopt-apply.js';
+import { confirmableDigest, type AdoptionHost } from './adopt-apply.js';
 
 export const RECOVERY_STATES = ['verifying', 'restored_inert', 'audit_held', 'adoption_prepared', 'applying', 'reconciliation_held', 'complete', 'abandoned'] as const;
 export type RecoveryState = (typeof RECOVERY_STATES)[number];
 
 export interface RecoveryHold extends AdoptionHold {
+  /**
+   * What the operator confirms to settle the hold from their own evidence (`--receiver-gone`): the
+   * digest of the recovery, the hold as read, and the effects the settlement would abandon — a hold
+   * that changed since it was read is never settled on an old confirmation.
+   */
+  readonly digest: string;
   readonly next_action: string;
+}
+
+/** A hold settled through its owner, as the journal recorded it (the operator's reason with an operator's settlement). */
+export interface ResolvedHold {
+  readonly hold_id: string;
+  readonly owner: string;
+  readonly outcome: string;
+  readonly reason?: string;
+  readonly abandoned?: readonly string[];
 }
 
 export interface RecoveryStatus {
@@ -39,6 +54,7 @@ export interface RecoveryStatus {
   readonly retryable: boolean;
   readonly fences: { readonly source_established: boolean; readonly destination_established: boolean };
   readonly holds: readonly RecoveryHold[];
+  readonly resolved_holds: readonly ResolvedHold[];
   readonly preview: PlanPreview;
   readonly receipts: readonly {
     readonly action: string;
@@ -56,29 +72,50 @@ export interface RecoveryStatus {
   readonly execution_authority_granted: false;
 }
 
-/** The open holds, read back from the owners: unknown effects from the destination's journal, receiver holds from the latest reconciliation. */
+/**
+ * The open holds, read back from the owners: unknown effects from the destination's journal (not
+ * one abandoned with a retired receiver), receiver holds from the latest reconciliation; with the
+ * targets of the Goal's unknown effects (what a receiver's settlement abandons).
+ */
 async function openHolds(
   root: string,
   goalId: string,
   receipts: Map<string, { receipt: AdoptionStepReceipt | { holds: readonly [] } }>,
   resolved: ReadonlyMap<string, unknown>,
   onPostgres: boolean,
-): Promise<AdoptionHold[]> {
+): Promise<{ holds: AdoptionHold[]; unknownTargets: ReadonlyMap<string, string> }> {
   const latest = (receipts.get('effect:reconcile')?.receipt.holds ?? []) as readonly AdoptionHold[];
+  // Every unknown effect of the Goal by its target (a receiver's digest names them, abandoned or not, so it reads the same after a settlement that stopped halfway); held are the ones not abandoned.
+  const unknown = new Map<string, string>();
   const held = new Set<string>();
-  if (onPostgres) {
-    // The destination keeps its effects in PostgreSQL: read them from the live journal (reads take no lock there).
+  const note = (e: { goal_id: string; outcome: string; hold: string | null; operation_id: string; target: string }) => {
+    if (e.goal_id !== goalId || e.outcome !== 'unknown') return;
+    unknown.set(e.operation_id, e.target);
+    if (e.hold !== effect.RECEIVER_GONE) held.add(e.operation_id);
+  };
+  // Read through the live journal (its write-ahead log included: a settlement killed before its
+  // checkpoint is read as it committed), never through a copy of the file; a root with no journal has no effect.
+  if (onPostgres || existsSync(join(root, LAYOUT.effectsDb))) {
     const journal = effect.openRootEffectJournal(root);
     try {
-      for (const e of await journal.list()) if (e.goal_id === goalId && e.outcome === 'unknown') held.add(`effect:${e.operation_id}`);
+      for (const e of await journal.list({ goal_id: goalId })) note(e);
     } finally {
       journal.close();
     }
-  } else if (existsSync(join(root, LAYOUT.effectsDb))) {
-    const historical = effect.readHistoricalFile(join(root, LAYOUT.effectsDb));
-    for (const e of historical.effects) if (e.goal_id === goalId && e.outcome === 'unknown') held.add(`effect:${e.operation_id}`);
   }
-  return latest.filter((h) => (h.hold_id.startsWith('effect:') ? held.has(h.hold_id) : !resolved.has(h.hold_id)));
+  const holds = latest.filter((h) => (h.hold_id.startsWith('effect:') ? held.has(h.hold_id.slice('effect:'.length)) : !resolved.has(h.hold_id)));
+  return { holds, unknownTargets: unknown };
+}
+
+/** A hold's digest (see `RecoveryHold.digest`): a receiver's names the held effects to it, which settling it abandons. */
+export function holdDigest(recoveryId: string, planDigest: string, h: AdoptionHold, unknownTargets: ReadonlyMap<string, string>): string {
+  const abandons = h.hold_id.startsWith('receiver:')
+    ? [...unknownTargets]
+        .filter(([, target]) => target === h.subject)
+        .map(([id]) => id)
+        .sort()
+    : [];
+  return sha256Hex(canonicalJson({ recovery_id: recoveryId, plan_digest: planDigest, hold_id: h.hold_id, code: h.code, subject: h.subject, abandons }));
 }
 
 /** Holds no retry and no settlement clears: the receiver follows another lifetime of the Goal, so this recovery never delivers there. */
@@ -129,10 +166,12 @@ export async function recoveryStatus(destination: string, host?: AdoptionHost): 
   const j = foldJournal(readJournal(root));
   const steps = plan.steps.length;
   const completed = plan.steps.filter((s) => j.done.has(s.action)).length;
-  const holds =
-    completed === steps
-      ? (await openHolds(root, plan.goal.goal_id, j.done, j.resolved, plan.destination_store !== undefined)).map((h) => ({ ...h, next_action: nextActionOf(h, d) }))
-      : [];
+  const open = completed === steps ? await openHolds(root, plan.goal.goal_id, j.done, j.resolved, plan.destination_store !== undefined) : undefined;
+  const holds: RecoveryHold[] = (open?.holds ?? []).map((h) => ({
+    ...h,
+    digest: holdDigest(plan.recovery_id, plan.plan_digest, h, open!.unknownTargets),
+    next_action: nextActionOf(h, d),
+  }));
   const goalReceipt = j.done.get('goal:rebind')?.receipt.readback as { goal_instance_id?: string } | undefined;
   const superseded = await host?.supersession(plan.goal.goal_instance_id);
   const receiverHolds = holds.some((h) => h.hold_id.startsWith('receiver:'));
@@ -152,9 +191,9 @@ export async function recoveryStatus(destination: string, host?: AdoptionHost): 
   for (const c of plan.components) byOwner[c.owner] = (byOwner[c.owner] ?? 0) + 1;
   const next =
     state === 'adoption_prepared'
-      ? `confirm and apply: loopx recover apply --destination ${d} --confirm ${plan.plan_digest}`
+      ? `confirm and apply: loopx recover apply --destination ${d} --confirm ${confirmableDigest(plan, host)}`
       : state === 'applying'
-        ? `finish it: loopx recover apply --destination ${d} --confirm ${plan.plan_digest}`
+        ? `finish it: loopx recover apply --destination ${d} --confirm ${confirmableDigest(plan, host)}`
         : state === 'reconciliation_held'
           ? (holds[0]?.next_action ?? fenceNextAction(d, superseded, plan.recovery_id))
           : state === 'complete'
@@ -183,6 +222,7 @@ export async function recoveryStatus(destination: string, host?: AdoptionHost): 
     retryable: state === 'applying' || state === 'adoption_prepared' || holds.some((h) => h.retryable),
     fences,
     holds,
+    resolved_holds: [...j.resolved].map(([hold_id, r]) => ({ hold_id, ...(r as Omit<ResolvedHold, 'hold_id'>) })),
     preview: plan.preview,
     receipts: plan.steps.flatMap((s) => {
       const d = j.done.get(s.action);

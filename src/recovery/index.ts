@@ -22,8 +22,19 @@ export { planVerify, executeVerify, verifyFailed, type VerifyInputs, type Verify
 export { executeVerifyIsolated, type IsolatedVerifyOutcome } from './verify-process.js';
 export { showAudit, AUDIT_FILE, WORKSPACE_DIR, AUDIT_SCHEMA, type RecoveryAudit } from './audit.js';
 export { publicSummary, type PublicAuditSummary } from './audit-summary.js';
-export { planAdoption, readPlan, publicPlan, PLAN_SCHEMA, RECOVERY_DIR, type AdoptionPlan, type DestinationStore, type PlannedStep, type PlanPreview } from './adopt-plan.js';
-export { applyAdoption, abortAdoption, resolveHold, type AdoptionHost, type AdoptionRunOptions } from './adopt-apply.js';
+export {
+  planAdoption,
+  readPlan,
+  publicPlan,
+  PLAN_SCHEMA,
+  PLAN_SEAL_FILE,
+  RECOVERY_DIR,
+  type AdoptionPlan,
+  type DestinationStore,
+  type PlannedStep,
+  type PlanPreview,
+} from './adopt-plan.js';
+export { applyAdoption, abortAdoption, resolveHold, type AdoptionHost, type AdoptionRunOptions, type HoldSettlement } from './adopt-apply.js';
 export { recoveryStatus, RECOVERY_STATES, type RecoveryState, type RecoveryStatus, type RecoveryHold } from './adopt-status.js';
 export { RECOVER_REFUSALS } from './adopt-codes.js';
 export { refuseHeldRecovery, refuseRecoveryInProgress } from './adopt-guard.js';

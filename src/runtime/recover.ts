@@ -5,24 +5,28 @@
  * coordinator, an owner or the authority decides.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { lengthPrefixed, utf8, writeFileDurable } from '../core/index.js';
 import { readHistoricalRootId } from '../engine/index.js';
 import { LAYOUT } from '../owners/index.js';
 import {
   abortAdoption,
   applyAdoption,
   planAdoption,
+  PLAN_SEAL_FILE,
+  RECOVERY_DIR,
   recoveryStatus,
   resolveHold,
   type AdoptionHost,
   type AdoptionPlan,
   type AdoptionRunOptions,
   type DestinationStore,
+  type HoldSettlement,
   type PlannedStep,
   type RecoveryStatus,
 } from '../recovery/index.js';
-import type { RunAuthority } from '../run-authority/index.js';
+import type { ClaimInput, RunAuthority } from '../run-authority/index.js';
 import { databaseUrlFrom, schemaIdent } from '../store/index.js';
 import { initDestinationRoot, withAuthority, withDestinationEngine } from './root.js';
 import { initPostgresDestination } from './store-config.js';
@@ -36,8 +40,54 @@ export interface RecoverAccess {
   readonly onStep?: (step: PlannedStep, index: number, total: number) => void;
 }
 
+/**
+ * The seal over the digest `recover plan` printed: that digest with the run authority's claim
+ * (its key, never stored in the destination) over the recovery id and it, kept beside the plan.
+ * A next action names the digest the seal vouches for — the printed one, whatever the plan file
+ * says now — and none when the seal does not verify: an edited plan file, its own digest
+ * recomputed, never has that digest handed back to the operator as the one to confirm.
+ */
+const SEAL_SCHEMA = 'loopx.recovery-plan-seal/v1';
+
+interface PlanSeal {
+  readonly schema_version: typeof SEAL_SCHEMA;
+  /** The digest `recover plan` printed. */
+  readonly plan_digest: string;
+  readonly key_generation: number;
+  readonly mac: string;
+}
+
+const sealInput = (keyGeneration: number, recoveryId: string, digest: string): ClaimInput => ({
+  keyGeneration,
+  runId: `recovery:${recoveryId}`,
+  transitionGeneration: 0,
+  macInput: lengthPrefixed([utf8(SEAL_SCHEMA), utf8(recoveryId), utf8(digest)]),
+});
+
+function sealPlan(authority: RunAuthority, plan: AdoptionPlan): void {
+  const generation = authority.currentKeyGeneration();
+  const mac = Buffer.from(authority.claim(sealInput(generation, plan.recovery_id, plan.plan_digest))).toString('hex');
+  const seal: PlanSeal = { schema_version: SEAL_SCHEMA, plan_digest: plan.plan_digest, key_generation: generation, mac };
+  writeFileDurable(join(plan.destination.path, RECOVERY_DIR, PLAN_SEAL_FILE), `${JSON.stringify(seal)}\n`, { exclusive: true });
+}
+
+/** The digest `recover plan` printed for this recovery (whatever the plan file says now), if the seal beside it verifies. */
+function printedDigest(authority: RunAuthority, plan: AdoptionPlan): string | undefined {
+  let seal: Partial<PlanSeal>;
+  try {
+    seal = JSON.parse(readFileSync(join(plan.destination.path, RECOVERY_DIR, PLAN_SEAL_FILE), 'utf8')) as Partial<PlanSeal>;
+  } catch {
+    return undefined;
+  }
+  const hex = /^[0-9a-f]{64}$/;
+  if (seal.schema_version !== SEAL_SCHEMA || !Number.isSafeInteger(seal.key_generation) || !hex.test(String(seal.mac)) || !hex.test(String(seal.plan_digest))) return undefined;
+  const input = sealInput(seal.key_generation!, plan.recovery_id, seal.plan_digest!);
+  return authority.verifyClaim(authority.scopeId, input, Buffer.from(seal.mac!, 'hex')) ? seal.plan_digest : undefined;
+}
+
 function hostOf(a: RecoverAccess, authority: RunAuthority): AdoptionHost {
   return {
+    printedDigest: (plan) => printedDigest(authority, plan),
     async initDestination(root, store) {
       initDestinationRoot(root, { ownerStores: store === undefined });
       if (store) await initPostgresDestination(root, store);
@@ -61,19 +111,23 @@ const runOptions = (a: RecoverAccess, authority: RunAuthority): AdoptionRunOptio
 /** `loopx recover plan`: the digest-bound plan written into the destination; nothing live is touched. */
 export function planRecovery(
   a: RecoverAccess & { workspace: string; goalId: string; destination: string; store?: { readonly databaseUrl: string; readonly schema?: string } },
-): AdoptionPlan {
+): Promise<AdoptionPlan> {
   let store: DestinationStore | undefined;
   if (a.store) {
     if (a.store.schema !== undefined) schemaIdent(a.store.schema);
     databaseUrlFrom(a.store.databaseUrl); // the reference must resolve now; the URL itself is never recorded
     store = { provider: 'postgresql', database_url: a.store.databaseUrl, schema: a.store.schema ?? `loopx_${randomBytes(6).toString('hex')}` };
   }
-  return planAdoption({
-    workspace: a.workspace,
-    goalId: a.goalId,
-    destination: a.destination,
-    places: { liveRoot: a.liveRoot, authorityDir: a.authorityDir },
-    ...(store ? { store } : {}),
+  return withAuthority(a, (authority) => {
+    const plan = planAdoption({
+      workspace: a.workspace,
+      goalId: a.goalId,
+      destination: a.destination,
+      places: { liveRoot: a.liveRoot, authorityDir: a.authorityDir },
+      ...(store ? { store } : {}),
+    });
+    sealPlan(authority, plan);
+    return plan;
   });
 }
 
@@ -83,8 +137,8 @@ export const applyRecovery = (a: RecoverAccess, destination: string, confirm: st
 export const recoveryStatusOf = (a: RecoverAccess, destination: string): Promise<RecoveryStatus> =>
   withAuthority(a, (authority) => recoveryStatus(resolve(destination), hostOf(a, authority)));
 
-export const resolveRecoveryHold = (a: RecoverAccess, destination: string, holdId: string, outcome?: 'committed' | 'absent'): Promise<RecoveryStatus> =>
-  withAuthority(a, (authority) => resolveHold(resolve(destination), holdId, { ...runOptions(a, authority), ...(outcome ? { outcome } : {}) }));
+export const resolveRecoveryHold = (a: RecoverAccess, destination: string, holdId: string, settlement: HoldSettlement = { kind: 'ask' }): Promise<RecoveryStatus> =>
+  withAuthority(a, (authority) => resolveHold(resolve(destination), holdId, { ...runOptions(a, authority), settlement }));
 
 export const abortRecovery = (a: RecoverAccess, destination: string): Promise<RecoveryStatus> =>
   withAuthority(a, (authority) => abortAdoption(resolve(destination), hostOf(a, authority)));

@@ -4,7 +4,8 @@
  * a step dropped, reordered, added or re-keyed, a component or the Goal changed, a field no plan
  * has — whatever digest the file carries and whichever is confirmed (`recover_plan_tampered`),
  * before any step runs. The digest a refusal points to is the one `recover plan` printed, never
- * one read back from the file. And a recovery is never `complete` while a writer fence is not
+ * one read back from the file: status and refusals name the digest the run authority sealed when
+ * `recover plan` printed it. And a recovery is never `complete` while a writer fence is not
  * established, whatever its plan file lists as steps.
  */
 import { createHash } from 'node:crypto';
@@ -140,6 +141,29 @@ describe('apply derives the plan again and refuses a plan file that says otherwi
     expect(r.next).not.toContain(printed);
     expect(readdirSync(p.destination)).toEqual(['recovery']);
   }, 180_000);
+});
+
+describe('the digest a next action names is the one recover plan printed', () => {
+  it('status and a refusal name the printed digest, sealed by the run authority, never an edited file’s; a broken seal names none', () => {
+    const p = plan(s, 'printed-digest');
+    const printed = p.doc.plan_digest as string;
+    const status = () => ok(s, ['recover', 'status', '--destination', p.destination]).next_action as string;
+    expect(status()).toContain(`--confirm ${printed}`);
+    const edited = tamper(p.destination, (x) => {
+      x.preview.human_actions = [];
+    });
+    expect(status()).toContain(`--confirm ${printed}`);
+    expect(status()).not.toContain(edited);
+    const resolve = loopx(['recover', 'resolve', '--destination', p.destination, '--hold', 'receiver:x', '--authority-dir', s.authority, '--json']);
+    expect(resolve.json().error).toMatchObject({ code: 'recover_not_applied', next_action: expect.stringContaining(`--confirm ${printed}`) });
+    // A seal that does not verify (another authority's, or edited) vouches for nothing: the next action names the digest, not one.
+    const sealPath = join(p.destination, 'recovery', 'plan.seal.json');
+    const seal = JSON.parse(readFileSync(sealPath, 'utf8'));
+    writeFileSync(sealPath, JSON.stringify({ ...seal, plan_digest: edited }));
+    expect(status()).toContain('--confirm PLAN_DIGEST');
+    expect(status()).not.toContain(edited);
+    expect(status()).not.toContain(printed);
+  }, 120_000);
 });
 
 describe('complete is never reported while a writer fence is not established', () => {

@@ -20,6 +20,7 @@ import {
   resolveRecoveryHold,
   runRecoveryDrill,
   type AdoptionPlan,
+  type HoldSettlement,
   type RecoveryStatus,
 } from '../../runtime/index.js';
 import { emit, exitAfterOutput, resolveRoot, type GlobalOptions, type Output } from '../context.js';
@@ -60,9 +61,35 @@ function printStatus(s: RecoveryStatus, out: Output): void {
     `  writer fences: source ${s.fences.source_established ? 'established' : 'not established'}, destination ${s.fences.destination_established ? 'established' : 'not established'}`,
   );
   out.line(`  holds: ${s.holds.length}`);
-  for (const h of s.holds) out.hint(`    ${h.hold_id} (${h.owner}, ${h.code}): until ${h.continuation} — ${h.next_action}`);
+  for (const h of s.holds) {
+    out.hint(`    ${h.hold_id} (${h.owner}, ${h.code}): until ${h.continuation} — ${h.next_action}`);
+    if (h.hold_id.startsWith('receiver:') && h.retryable)
+      out.hint(`      (hold digest ${h.digest}: confirm it with --receiver-gone once you know the receiver will never answer again)`);
+  }
+  for (const r of s.resolved_holds) out.line(`  settled: ${r.hold_id} ${r.outcome}${r.reason !== undefined ? ` (operator: ${r.reason})` : ''}`);
   out.line(`  retryable: ${s.retryable ? 'yes' : 'no'}; execution authority granted: no — the owners admit new work`);
   out.hint(`  next: ${s.next_action}`);
+}
+
+/** The settlement `recover resolve` was asked for, its flags checked before anything is read. */
+function settlementOf(o: { hold: string; outcome?: string; receiverGone?: boolean; confirm?: string; reason?: string }): HoldSettlement {
+  if (o.receiverGone) {
+    if (o.outcome !== undefined)
+      throw usageError('recover_settlement_invalid', '--receiver-gone and --outcome settle different holds; give one.', 'see its options: loopx recover resolve --help');
+    if (o.confirm === undefined || o.reason === undefined || o.reason.trim() === '')
+      throw usageError(
+        'recover_settlement_invalid',
+        '--receiver-gone needs --confirm with the hold digest and --reason saying how you know.',
+        'read the hold digest from status: loopx recover status --destination DESTINATION',
+      );
+    return { kind: 'receiver_gone', confirm: o.confirm, reason: o.reason.trim() };
+  }
+  if (o.confirm !== undefined || o.reason !== undefined)
+    throw usageError('recover_settlement_invalid', '--confirm and --reason go with --receiver-gone.', 'see its options: loopx recover resolve --help');
+  if (o.outcome === undefined) return { kind: 'ask' };
+  if (o.outcome !== 'committed' && o.outcome !== 'absent')
+    throw usageError('recover_outcome_invalid', '--outcome is committed or absent.', 'pass --outcome committed or --outcome absent');
+  return { kind: 'outcome', outcome: o.outcome };
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -75,13 +102,13 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .requiredOption('--destination <dir>', 'a new, empty directory (it becomes the new runtime root)')
     .option('--database-url <reference>', 'the new root keeps its Goal state in PostgreSQL: env:NAME, the variable holding the URL (read at run time, never stored)')
     .option('--pg-schema <name>', "with --database-url: the new root's schema, which must hold no loopx installation (default: a new loopx_<hex>)")
-    .action((o: { from: string; goal: string; destination: string; databaseUrl?: string; pgSchema?: string }) => {
+    .action(async (o: { from: string; goal: string; destination: string; databaseUrl?: string; pgSchema?: string }) => {
       const g = globals();
       if (o.pgSchema !== undefined && o.databaseUrl === undefined) {
         throw usageError('recover_store_options_invalid', '--pg-schema goes with --database-url (a destination on PostgreSQL).', 'see its options: loopx recover plan --help');
       }
       const store = o.databaseUrl === undefined ? undefined : { databaseUrl: o.databaseUrl, ...(o.pgSchema !== undefined ? { schema: o.pgSchema } : {}) };
-      const plan = planRecovery({ ...access(g), workspace: o.from, goalId: o.goal, destination: o.destination, ...(store ? { store } : {}) });
+      const plan = await planRecovery({ ...access(g), workspace: o.from, goalId: o.goal, destination: o.destination, ...(store ? { store } : {}) });
       emit(g, publicPlan(plan), (_doc, out) => printPlan(plan, out));
     });
   recover
@@ -114,12 +141,12 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .requiredOption('--destination <dir>', 'the recovery destination')
     .requiredOption('--hold <hold-id>', 'the hold, as status lists it')
     .option('--outcome <outcome>', 'an effect hold: settle it from your own evidence, committed or absent')
-    .action(async (o: { destination: string; hold: string; outcome?: string }) => {
+    .option('--receiver-gone', 'a receiver hold: the receiver will never answer again — its unknown deliveries are abandoned (never sent) and this Goal sends it nothing more')
+    .option('--confirm <hold-digest>', 'with --receiver-gone: the hold digest recover status shows')
+    .option('--reason <text>', 'with --receiver-gone: why you know it is gone (recorded with the settlement)')
+    .action(async (o: { destination: string; hold: string; outcome?: string; receiverGone?: boolean; confirm?: string; reason?: string }) => {
       const g = globals();
-      if (o.outcome !== undefined && o.outcome !== 'committed' && o.outcome !== 'absent') {
-        throw usageError('recover_outcome_invalid', '--outcome is committed or absent.', 'pass --outcome committed or --outcome absent');
-      }
-      emit(g, await resolveRecoveryHold(access(g), o.destination, o.hold, o.outcome as 'committed' | 'absent' | undefined), printStatus);
+      emit(g, await resolveRecoveryHold(access(g), o.destination, o.hold, settlementOf(o)), printStatus);
     });
   recover
     .command('abort')

@@ -92,7 +92,7 @@ export function registerRecoveryRoutes({ app, adoptions, backups }: Routes): voi
   app.post<{ Params: { id: string }; Body: { goal_id?: unknown; destination_name?: unknown } | undefined }>('/api/audits/:id/recoveries', { config: WRITE }, async (req, reply) => {
     const goal = text(req.body?.goal_id, 'goal_id');
     if (goal === undefined) throw fieldInvalid('goal_id must be a non-empty string.');
-    return reply.code(201).send(adoptions.plan(req.params.id, goal, text(req.body?.destination_name, 'destination_name')));
+    return reply.code(201).send(await adoptions.plan(req.params.id, goal, text(req.body?.destination_name, 'destination_name')));
   });
   app.get<{ Params: { id: string } }>('/api/recoveries/:id', async (req) => adoptions.show(req.params.id));
   app.delete<{ Params: { id: string }; Body: { confirm?: unknown } | undefined }>('/api/audits/:id', { config: WRITE }, async (req, reply) => {
@@ -106,10 +106,24 @@ export function registerRecoveryRoutes({ app, adoptions, backups }: Routes): voi
     if (confirm === undefined) throw fieldInvalid('confirm must be the plan digest.');
     return reply.code(202).send(await adoptions.apply(req.params.id, confirm));
   });
-  app.post<{ Params: { id: string; hold: string }; Body: { outcome?: unknown } | undefined }>('/api/recoveries/:id/holds/:hold/resolve', { config: WRITE }, async (req) => {
-    const outcome = text(req.body?.outcome, 'outcome');
-    if (outcome !== undefined && outcome !== 'committed' && outcome !== 'absent') throw fieldInvalid('outcome is committed or absent.');
-    return adoptions.resolve(req.params.id, req.params.hold, outcome);
-  });
+  app.post<{ Params: { id: string; hold: string }; Body: { outcome?: unknown; receiver_gone?: unknown; confirm?: unknown; reason?: unknown } | undefined }>(
+    '/api/recoveries/:id/holds/:hold/resolve',
+    { config: WRITE },
+    async (req) => {
+      const outcome = text(req.body?.outcome, 'outcome');
+      const confirm = text(req.body?.confirm, 'confirm');
+      const reason = text(req.body?.reason, 'reason');
+      const gone = req.body?.receiver_gone;
+      if (gone !== undefined && gone !== true) throw fieldInvalid('receiver_gone is true, or absent.');
+      if (gone === true) {
+        if (outcome !== undefined) throw fieldInvalid('receiver_gone and outcome settle different holds; give one.');
+        if (confirm === undefined || reason === undefined) throw fieldInvalid("receiver_gone needs confirm (the hold's digest) and reason.");
+        return adoptions.resolve(req.params.id, req.params.hold, { kind: 'receiver_gone', confirm, reason });
+      }
+      if (confirm !== undefined || reason !== undefined) throw fieldInvalid('confirm and reason go with receiver_gone.');
+      if (outcome !== undefined && outcome !== 'committed' && outcome !== 'absent') throw fieldInvalid('outcome is committed or absent.');
+      return adoptions.resolve(req.params.id, req.params.hold, outcome === undefined ? { kind: 'ask' } : { kind: 'outcome', outcome });
+    },
+  );
   app.post<{ Params: { id: string } }>('/api/recoveries/:id/abort', { config: WRITE }, async (req) => adoptions.abort(req.params.id));
 }

@@ -41,6 +41,7 @@ import { effectJournal, openSqliteEffectJournal } from './journal.js';
 import { openPgEffectPort } from './postgres.js';
 import { rootPostgres } from '../root-store-location.js';
 import { isUncertain } from './rules.js';
+import { targetRetirement } from './retire.js';
 import { WEBHOOK_KIND, advanceReceiverFence, webhookGoalQuery, webhookIntent, webhookOperationQuery, webhookTarget } from './webhook.js';
 
 /** The machine-configuration namespace holding a root's deliveries endpoint (`webhook_url`). */
@@ -140,7 +141,8 @@ async function askReceiver(ctx: AdoptionContext, journal: EffectJournal, url: st
   const lineage = lineageOf(goal);
   const after: string[] = [];
   const listed = await webhookGoalQuery(url, lineage.lineage_id, ctx.options);
-  if (listed.status !== 'answered') return { after, hold: receiverHold(url, 'receiver_unreachable', true, 'the receiver answers the query for this Goal') };
+  if (listed.status !== 'answered')
+    return { after, hold: receiverHold(url, 'receiver_unreachable', true, 'the receiver answers the query for this Goal, or the operator records that it never will') };
   for (const d of listed.deliveries) {
     if (known.has(d.operation_id)) continue;
     await journal.adopt({
@@ -158,7 +160,8 @@ async function askReceiver(ctx: AdoptionContext, journal: EffectJournal, url: st
   }
   ctx.fault('recover.effect:reconcile.fence');
   const fence = await advanceReceiverFence(url, lineage.lineage_id, lineage.generation, { ...ctx.options, lifetime: goal.goal_instance_id });
-  if (fence.status === 'unknown') return { after, hold: receiverHold(url, 'receiver_fence_unconfirmed', true, "the receiver confirms the new lifetime's fence") };
+  if (fence.status === 'unknown')
+    return { after, hold: receiverHold(url, 'receiver_fence_unconfirmed', true, "the receiver confirms the new lifetime's fence, or the operator records that it never will") };
   if (fence.status === 'refused')
     return { after, hold: receiverHold(url, 'receiver_fence_newer', false, 'the receiver already follows a newer lifetime of this Goal; this recovery cannot deliver there') };
   if (fence.status === 'conflict')
@@ -221,6 +224,8 @@ const reconcile: OwnerAdoptionStep = {
       const afterCapture: string[] = [];
       const receivers = receiversOf(ctx, source);
       for (const url of receivers) {
+        // Retired for this Goal on the operator's evidence (it will never answer again): not asked, never held again.
+        if (await targetRetirement(journal, ctx.goal_id, webhookTarget(url))) continue;
         const r = await askReceiver(ctx, journal, url, goal, known);
         afterCapture.push(...r.after);
         if (r.hold) holds.push(r.hold);

@@ -19,6 +19,7 @@ export const EFFECT_ERROR_CODES = [
   'effect_not_reissuable',
   'effect_outcome_unknown',
   'effect_state_changed',
+  'delivery_receiver_gone',
 ] as const;
 export type EffectErrorCode = (typeof EFFECT_ERROR_CODES)[number];
 

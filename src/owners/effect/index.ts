@@ -32,6 +32,7 @@ export {
 } from './contract.js';
 export { EFFECT_ERROR_CODES, EffectError, alreadySettled, isEffectError, outcomeUnknown, type EffectErrorCode } from './errors.js';
 export { isUncertain } from './rules.js';
+export { RECEIVER_GONE, TARGET_RETIRED_KIND, effectsToRetire, receiverGone, retireTarget, targetRetirement, type RetireTargetRequest } from './retire.js';
 export type { EffectOutboxChange, EffectPort, EffectQuery, EffectRows, EffectWrite } from './port.js';
 export { effectJournal, memoryEffectJournal, openSqliteEffectJournal, type SqliteEffectJournalOptions } from './journal.js';
 export { createMemoryEffectState, memoryEffectPort, type MemoryEffectPortOptions, type MemoryEffectState } from './memory.js';
