@@ -228,8 +228,22 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
       expect(text).toContain(h.code);
       expect(text).toContain(`Continues when: ${h.continuation}`);
       const controls = await item.getByRole('button').allTextContents();
-      expect(controls).toEqual(h.code === 'effect_outcome_unknown' ? ['Ask again and settle', 'It happened: committed', 'It did not happen: absent'] : ['Ask again and settle']);
+      expect(controls).toEqual(
+        h.code === 'effect_outcome_unknown'
+          ? ['Ask again and settle', 'It happened: committed', 'It did not happen: absent']
+          : ['Ask again and settle', 'It is gone: stop delivering to it'],
+      );
+      if (h.code !== 'effect_outcome_unknown') {
+        // Settling a receiver as gone takes the operator's reason first (and the hold's digest, which the page sends).
+        const gone = item.getByRole('button', { name: 'It is gone: stop delivering to it' });
+        expect(await gone.isDisabled()).toBe(true);
+        await item.getByLabel('How you know it is gone').fill('decommissioned');
+        expect(await gone.isDisabled()).toBe(false);
+        await item.getByLabel('How you know it is gone').fill('');
+      }
     }
+    // Focus back where the apply left it, on the state, for the keyboard-only journey below.
+    await page.locator('#recovery-state-heading').focus();
     await shot('recovery-held.png');
     await page.setViewportSize({ width: 375, height: 800 });
     expect(await axeViolations(page), 'the held recovery at 375 px').toEqual([]);

@@ -2,7 +2,8 @@
  * One apply, resolve or abort of a recovery at a time. An apply paused (SIGSTOP, the
  * `stop:recover.journal.before-append` point, at its first append) while it holds the recovery's lock makes every other
  * apply, resolve and abort of that destination refuse at once with `recover_busy` (exit 4),
- * appending nothing; resumed, the first apply completes, and its journal holds exactly one intent
+ * appending nothing — and so is a second apply tried again before every later append of the first;
+ * resumed, the first apply completes, and its journal holds exactly one intent
  * and one receipt per step, numbered without a gap. Real CLI children, a real loopback receiver.
  */
 import { spawn } from 'node:child_process';
@@ -25,6 +26,14 @@ afterAll(async () => {
   await sink.close();
 });
 
+const readJournalOrEmpty = (destination: string): string => {
+  try {
+    return readFileSync(join(destination, 'recovery', 'journal.jsonl'), 'utf8');
+  } catch {
+    return '';
+  }
+};
+
 const journalLines = (destination: string) =>
   readFileSync(join(destination, 'recovery', 'journal.jsonl'), 'utf8')
     .split('\n')
@@ -39,7 +48,9 @@ describe('one writer of a recovery at a time', () => {
     });
     let out = '';
     first.stdout.on('data', (d) => (out += d));
-    const ended = new Promise<number | null>((r) => first.on('close', (code) => r(code)));
+    let over = false;
+    const ended = new Promise<number | null>((r) => first.on('close', (code) => r(code))).finally(() => (over = true));
+    let interleaved = 0;
     try {
       await expect.poll(() => stopped(first.pid!), { timeout: 60_000 }).toBe(true);
       for (const args of [
@@ -55,6 +66,20 @@ describe('one writer of a recovery at a time', () => {
       }
       // Nothing was appended by the refused ones: the paused apply has not appended its first event yet.
       expect(() => journalLines(destination)).toThrow();
+      // Then a second apply at every append of the first: refused each time, appending nothing.
+      for (;;) {
+        await expect.poll(() => over || stopped(first.pid!), { timeout: 60_000 }).toBe(true);
+        if (over) break;
+        const before = readJournalOrEmpty(destination);
+        const r = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', doc.plan_digest, '--authority-dir', s.authority, '--json']);
+        expect(r.status, r.stdout + r.stderr).toBe(4);
+        expect((JSON.parse(r.stdout) as Doc).error.code).toBe('recover_busy');
+        expect(readJournalOrEmpty(destination)).toBe(before);
+        interleaved += 1;
+        first.kill('SIGCONT');
+        // Resumed, it makes the append it stopped before (and may stop at once before the next).
+        await expect.poll(() => over || readJournalOrEmpty(destination) !== before, { timeout: 60_000 }).toBe(true);
+      }
     } finally {
       // The point stops the apply before each of its appends: resumed at every one until it ends.
       resumeUntilEnded(first, ended);
@@ -62,6 +87,8 @@ describe('one writer of a recovery at a time', () => {
     expect(await ended).toBe(0);
     expect((JSON.parse(out) as Doc).state).toBe('complete');
     const lines = journalLines(destination);
+    // One interleaved apply before each append of the first.
+    expect(interleaved).toBe(lines.length);
     expect(lines.map((l) => l.seq)).toEqual(lines.map((_, i) => i + 1));
     const steps = doc.steps.map((st: { action: string }) => st.action) as string[];
     for (const action of steps) {

@@ -148,10 +148,11 @@ describe('recover keeps the privacy boundary', () => {
 
   it('keeps the destination, its recovery directory and every file in them owner-only', () => {
     const m = modes(join(dir, 'R'));
-    expect({ root: m['.'], recovery: m['recovery'], plan: m['recovery/plan.json'], journal: m['recovery/journal.jsonl'] }).toEqual({
+    expect({ root: m['.'], recovery: m['recovery'], plan: m['recovery/plan.json'], seal: m['recovery/plan.seal.json'], journal: m['recovery/journal.jsonl'] }).toEqual({
       root: 0o700,
       recovery: 0o700,
       plan: 0o600,
+      seal: 0o600,
       journal: 0o600,
     });
     expect(Object.entries(m).filter(([, mode]) => (mode & 0o077) !== 0)).toEqual([]);
@@ -159,6 +160,6 @@ describe('recover keeps the privacy boundary', () => {
       Object.keys(m)
         .filter((p) => p.startsWith('recovery/'))
         .sort(),
-    ).toEqual(['recovery/journal.jsonl', 'recovery/lock', 'recovery/plan.json']);
+    ).toEqual(['recovery/journal.jsonl', 'recovery/lock', 'recovery/plan.json', 'recovery/plan.seal.json']);
   });
 });

@@ -101,8 +101,12 @@ describe('loopx recover refuses, and a refusal changes nothing', () => {
     }
     const run = loopx(['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--root', u.destination, '--authority-dir', u.authority, '--json']);
     expect(run.status).toBe(4);
-    const next = run.json().error.next_action as string;
-    expect(next).toContain(plan.plan_digest);
+    // The refusal names no digest read from the plan file: it points at the status, which names the one `recover plan` printed.
+    const toStatus = run.json().error.next_action as string;
+    expect(toStatus).toContain('loopx recover status --destination');
+    expect(toStatus).not.toContain(plan.plan_digest);
+    const next = ok(u, ['recover', 'status', '--destination', u.destination]).next_action as string;
+    expect(next).toContain(`--confirm ${plan.plan_digest}`);
     // Reads still answer; the history is as the crash left it.
     expect(ok(u, ['goal', 'show', 'launch', '--root', u.destination]).goal_id).toBe('launch');
     const finished = await loopxAsync([...next.slice(next.indexOf('loopx ') + 'loopx '.length).split(' '), '--authority-dir', u.authority, '--json']);

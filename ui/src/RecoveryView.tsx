@@ -232,6 +232,38 @@ function ConfirmCard({ r, running, act }: { r: Recovery; running: boolean; act: 
   );
 }
 
+/** Receiver holds no retry clears: the receiver follows another lifetime of this Goal. */
+const FINAL_RECEIVER_HOLDS: ReadonlySet<string> = new Set(['receiver_fence_newer', 'receiver_fence_conflict']);
+/** Receiver holds the operator may settle as gone: the receiver stopped answering. */
+const GONE_SETTLEABLE: ReadonlySet<string> = new Set(['receiver_unreachable', 'receiver_fence_unconfirmed']);
+
+type Hold = Recovery['status']['holds'][number];
+
+/** A receiver that will never answer again, settled from the operator's evidence: their reason, confirmed by the hold's digest. */
+function ReceiverGone({ hold, resolve, running, act }: { hold: Hold; resolve: string; running: boolean; act: Act }) {
+  const [reason, setReason] = useState('');
+  const id = `gone-${hold.hold_id}`;
+  return (
+    <fieldset className="hold-outcome">
+      <legend>Or, if it will never answer again</legend>
+      <p>
+        Its deliveries whose outcome is unknown are abandoned (never sent, their outcome never guessed), and this Goal sends it nothing more. Hold digest{' '}
+        <code>{abbreviate(hold.digest)}</code>.
+      </p>
+      <label htmlFor={id}>How you know it is gone</label>
+      <input id={id} type="text" maxLength={1000} value={reason} onChange={(ev) => setReason(ev.target.value)} />
+      <button
+        type="button"
+        className="secondary"
+        disabled={running || reason.trim() === ''}
+        onClick={() => void act(resolve, { receiver_gone: true, confirm: hold.digest, reason: reason.trim() })}
+      >
+        It is gone: stop delivering to it
+      </button>
+    </fieldset>
+  );
+}
+
 function HoldsCard({ r, running, act }: { r: Recovery; running: boolean; act: Act }) {
   return (
     <section aria-labelledby="holds-heading" className="card" data-testid="recovery-holds">
@@ -245,9 +277,13 @@ function HoldsCard({ r, running, act }: { r: Recovery; running: boolean; act: Ac
                 <strong>{h.subject}</strong> — owner <code>{h.owner}</code>, <code>{h.code}</code>
               </p>
               <p>Continues when: {h.continuation}</p>
-              <button type="button" disabled={running} onClick={() => void act(resolve, {})}>
-                Ask again and settle
-              </button>
+              {FINAL_RECEIVER_HOLDS.has(h.code) ? null : (
+                // A receiver that follows another lifetime of the Goal is never settled by asking again.
+                <button type="button" disabled={running} onClick={() => void act(resolve, {})}>
+                  Ask again and settle
+                </button>
+              )}
+              {GONE_SETTLEABLE.has(h.code) ? <ReceiverGone hold={h} resolve={resolve} running={running} act={act} /> : null}
               {h.code === 'effect_outcome_unknown' ? (
                 // An effect whose outcome is unknown may also be settled from the operator's own evidence.
                 <fieldset className="hold-outcome">

@@ -96,7 +96,29 @@ export interface LoopxRecoverStatusApplyResolveAbort {
     subject: string;
     continuation: string;
     retryable: boolean;
+    /**
+     * the hold as read now (with, for a receiver, the unknown deliveries settling it as gone would abandon): what `loopx recover resolve --receiver-gone --confirm` takes
+     */
+    digest: string;
     next_action: string;
+  }[];
+  /**
+   * holds settled through their owner, as the recovery journal recorded them; an operator's settlement carries the operator's reason
+   */
+  resolved_holds: {
+    hold_id: string;
+    owner: string;
+    /**
+     * committed or absent (an effect), or receiver_gone (a receiver the operator retired for this Goal)
+     */
+    outcome: string;
+    resolved_by?: "operator";
+    reason?: string;
+    hold_digest?: string;
+    /**
+     * the unknown effects abandoned with the receiver: never sent, their outcome never guessed
+     */
+    abandoned?: string[];
   }[];
   /**
    * What the operator is shown before confirming.
