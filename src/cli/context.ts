@@ -9,7 +9,7 @@
  */
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { exitCodeOf, isLoopxError, ROOT_IS_RECOVERY_WORKSPACE, refuseRecoveryWorkspaceRoot } from '../core/index.js';
+import { exitCodeOf, isLoopxError, operatorPath, ROOT_IS_RECOVERY_WORKSPACE, refuseRecoveryWorkspaceRoot } from '../core/index.js';
 import {
   assertRuntimeRoot,
   ROOT_IS_COPY,
@@ -99,8 +99,9 @@ export function carryGlobals(text: string, opts: Carried): string {
   if (opts.cluster !== undefined && CLUSTER_CARRYING.test(command)) {
     if (!has('--cluster')) carried += ` --cluster ${shellWord(opts.cluster)}`;
     if (opts.clusterSchema !== undefined && !has('--cluster-schema')) carried += ` --cluster-schema ${shellWord(opts.clusterSchema)}`;
-  } else if (opts.root !== undefined && !has('--root')) carried += ` --root ${shellWord(opts.root)}`;
-  if (opts.authorityDir !== undefined && !has('--authority-dir')) carried += ` --authority-dir ${shellWord(opts.authorityDir)}`;
+  } else if (opts.root !== undefined && !has('--root')) carried += ` --root ${operatorPath(resolve(opts.root))}`;
+  // Paths as the operator types them from here (relative to the working directory): never an absolute path echoed back.
+  if (opts.authorityDir !== undefined && !has('--authority-dir')) carried += ` --authority-dir ${operatorPath(resolve(opts.authorityDir))}`;
   return text + carried;
 }
 

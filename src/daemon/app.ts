@@ -7,17 +7,18 @@
  * every API call needs the token). Errors become responses in one place (errors.ts).
  */
 import fastifyStatic from '@fastify/static';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { join, resolve } from 'node:path';
 import { type LoopxError, LOOPX_VERSION, PACKAGE_ROOT } from '../core/index.js';
 import { isAdmissionClosed, LAYOUT, ownerDescriptions, withRootEngine, type Engine } from '../runtime/index.js';
-import { DEFAULT_TIMEOUTS, type DaemonTimeouts } from './body.js';
+import { bodyIncomplete, DEFAULT_TIMEOUTS, readWholeBody, type DaemonTimeouts } from './body.js';
 import { IdempotencyKeys } from './idempotency.js';
 import { AdoptionService } from './adoptions.js';
 import { BackupService } from './backups.js';
-import { handleError, routeNotFound } from './errors.js';
+import { bodyInvalid, bodyTooLarge, errorBody, handleError, routeNotFound, statusOf } from './errors.js';
 import { WorkRunDrives } from './work-runs.js';
 import { registerAuditRoutes, registerBackupRoutes, registerRecoveryRoutes } from './routes/backups.js';
 import { registerDrillRoutes } from './routes/drills.js';
@@ -25,6 +26,9 @@ import { registerGoalRoutes } from './routes/goals.js';
 import { registerRunRoutes } from './routes/runs.js';
 import { PUBLIC, READ_METHODS, streams, WRITE, type RouteConfig, type Routes } from './routing.js';
 import { LoginTokens, allowedHosts, allowedOrigins, daemonError, isPublicRequest, sameSecret, type RouteAccess } from './security.js';
+
+/** The largest JSON body a route takes. */
+const JSON_BODY_LIMIT = 1024 * 1024;
 
 export interface AppOptions {
   /** The runtime root (absolute). */
@@ -70,20 +74,47 @@ function createFastify(o: AppOptions, timeouts: DaemonTimeouts): FastifyInstance
             },
             ...(typeof o.logger === 'object' ? o.logger : {}),
           },
-    bodyLimit: 1024 * 1024,
+    bodyLimit: JSON_BODY_LIMIT,
     trustProxy: false,
     // Node's own limits, so a client that sends headers or a body too slowly is cut off (408 and
     // close) instead of holding a connection; checked often enough for the shortest of them.
-    serverFactory: (handler) =>
-      createServer(
+    serverFactory: (handler) => {
+      const server = createServer(
         {
           headersTimeout: timeouts.headersMs,
           requestTimeout: timeouts.requestMs,
           connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(Math.min(timeouts.headersMs, timeouts.requestMs) / 4))),
         },
         handler,
-      ),
+      );
+      server.on('clientError', answerClientError);
+      return server;
+    },
   });
+}
+
+/**
+ * What Node's HTTP parser refuses before (or while) a route reads the request — a body cut short,
+ * a request past its time limit, bytes that are no HTTP — answered in the daemon's one error shape
+ * where the client still listens, never Node's bare status line, and the connection closed.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (!socket.writable || pending?.headersSent === true) {
+    socket.destroy();
+    return;
+  }
+  const e =
+    err.code === 'HPE_INVALID_EOF_STATE'
+      ? Object.assign(bodyIncomplete(), { statusCode: 400 })
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? daemonError(408, 'daemon_request_timeout', 'The request did not arrive within its time limit; nothing of it was kept.', 'send the same request again')
+        : Object.assign(Object.assign(new Error('malformed'), { code: err.code ?? 'HPE_INVALID' }), { statusCode: 400 });
+  const body = JSON.stringify(errorBody(e));
+  const status = statusOf(e);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** Idempotency keys on every WRITE route; a state-changing route that is not marked is refused when it is defined. */
@@ -109,6 +140,8 @@ function installIdempotency(app: FastifyInstance, o: AppOptions, timeouts: Daemo
   return keys;
 }
 
+const hostHeaders = (raw: readonly string[]): number => raw.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'host').length;
+
 /** Security headers on every response, and the Host, Origin and bearer-token guards on every request. */
 function installGuards(app: FastifyInstance, o: AppOptions): void {
   app.addHook('onSend', async (_req, reply, payload) => {
@@ -127,6 +160,9 @@ function installGuards(app: FastifyInstance, o: AppOptions): void {
       req.log.warn({ method: req.method, route: route ?? 'unmatched', status: e.statusCode, code: e.code }, 'request refused');
       return e;
     };
+    // Node keeps the first of several Host headers: a request naming more than one is refused, never read as the first.
+    if (hostHeaders(req.raw.rawHeaders) > 1)
+      throw refuse(daemonError(400, 'daemon_host_invalid', 'The request names more than one Host.', 'send the request with one Host header'));
     if (!allowedHosts(port).includes(req.headers.host ?? '')) throw refuse(daemonError(403, 'daemon_forbidden_host', 'The request is not addressed to this loopback daemon.'));
     const origin = req.headers.origin;
     if (origin !== undefined && !allowedOrigins(port).includes(origin)) throw refuse(daemonError(403, 'daemon_forbidden_origin', 'Cross-origin requests are refused.'));
@@ -157,6 +193,18 @@ function installHooks(app: FastifyInstance, o: AppOptions, timeouts: DaemonTimeo
   app.setNotFoundHandler((req, reply) => handleError(Object.assign(new Error('not found'), { statusCode: 404 }), req, reply));
   // Raw bodies (backup parts, snapshots) reach their handlers as streams, never buffered here.
   app.addContentTypeParser('application/octet-stream', (_req, payload, done) => done(null, payload));
+  // JSON bodies read like every other body: one cut short is daemon_body_incomplete, one that
+  // pauses past the idle limit daemon_body_timeout (408), one over the limit 413 — never a generic 400.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', async (req: FastifyRequest) => {
+    const text = (await readWholeBody(req.raw, JSON_BODY_LIMIT, timeouts.bodyIdleMs, () => bodyTooLarge('request body'))).toString('utf8');
+    if (text.trim() === '') return undefined;
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw bodyInvalid('request body', 'JSON');
+    }
+  });
   installGuards(app, o);
 }
 

@@ -64,3 +64,47 @@ export async function* requestBody(raw: IncomingMessage, body: Readable, idleMs:
     clearTimeout(timer);
   }
 }
+
+/**
+ * A JSON body read whole, within `limit` bytes: cut short (the client's end or reset before its
+ * declared length or terminating chunk) it is `daemon_body_incomplete`, paused past `idleMs` it is
+ * `daemon_body_timeout` — answered (408) while the client still listens, the connection then
+ * closed (handleError) — and over the limit `tooLarge`. Unlike `requestBody`, an idle body does
+ * not destroy the socket: the answer must still reach the client.
+ */
+export function readWholeBody(raw: IncomingMessage, limit: number, idleMs: number, tooLarge: () => Error): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (e: Error | undefined) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      raw.off('data', onData).off('end', onEnd).off('aborted', onCut).off('close', onCut).off('error', onCut);
+      if (e === undefined) resolve(Buffer.concat(chunks));
+      else {
+        raw.pause();
+        reject(e);
+      }
+    };
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => finish(bodyTimeout(idleMs)), idleMs);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) return finish(tooLarge());
+      chunks.push(chunk);
+      arm();
+    };
+    const onEnd = () => {
+      const declared = raw.headers['content-length'];
+      finish(raw.complete === false || (declared !== undefined && Number(declared) !== size) ? bodyIncomplete() : undefined);
+    };
+    const onCut = () => finish(bodyIncomplete());
+    raw.on('data', onData).on('end', onEnd).on('aborted', onCut).on('close', onCut).on('error', onCut);
+    arm();
+  });
+}

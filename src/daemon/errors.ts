@@ -18,8 +18,9 @@ export const bodyTooLarge = (what: string): LoopxError =>
 /** Anything that is not a LoopxError: its own message is not shown (it may name paths). */
 export const daemonInternal = (): LoopxError => internal('daemon_internal', 'The daemon failed to answer; see its log.');
 
-/** A streamed route whose body is not application/octet-stream. */
-export const bodyNotOctetStream = (what: string): LoopxError => usageError('daemon_body_invalid', `Send the ${what} as application/octet-stream.`);
+/** A body not in the form its route takes: a streamed route's not application/octet-stream, a JSON route's not JSON. */
+export const bodyInvalid = (what: string, form: string): LoopxError => usageError('daemon_body_invalid', `Send the ${what} as ${form}.`);
+export const bodyNotOctetStream = (what: string): LoopxError => bodyInvalid(what, 'application/octet-stream');
 
 /** A JSON body field that is missing or not what the route takes. */
 export const fieldInvalid = (message: string): LoopxError => usageError('daemon_field_invalid', message, 'send the fields docs/api.md lists for this route');
@@ -44,6 +45,8 @@ export function errorBody(e: unknown): { error: Record<string, unknown> } {
 
 export function handleError(e: unknown, req: FastifyRequest, reply: FastifyReply): void {
   const status = statusOf(e);
+  // A body the daemon stopped reading (it paused too long, or ran over its limit): answered, then the connection closed.
+  if (status === 408 || status === 413) void reply.header('connection', 'close');
   if (status >= 500) req.log.error({ code: isLoopxError(e) ? e.code : ((e as { code?: string }).code ?? 'unknown') }, 'request failed');
   void reply.code(status).type('application/json').send(errorBody(e));
 }

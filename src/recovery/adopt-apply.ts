@@ -274,6 +274,26 @@ export type HoldSettlement =
   /** A receiver hold: the receiver will never answer again; `confirm` is the hold's digest as status showed it. */
   | { readonly kind: 'receiver_gone'; readonly confirm: string; readonly reason: string };
 
+const checkReason = (reason: string): void => {
+  if (reason.length === 0 || reason.length > MAX_REASON_CHARS || /[\u0000-\u001f\u007f]/.test(reason))
+    throw R.settlementInvalid(`the reason is 1 to ${MAX_REASON_CHARS} characters of text on one line`);
+};
+
+/** The settlement `recover resolve` was asked for, from its flags, checked before anything is read. */
+export function settlementFrom(o: { readonly outcome?: string; readonly receiverGone?: boolean; readonly confirm?: string; readonly reason?: string }): HoldSettlement {
+  if (o.receiverGone === true) {
+    if (o.outcome !== undefined) throw R.settlementInvalid('--receiver-gone and --outcome settle different holds; give one');
+    if (o.confirm === undefined || o.reason === undefined)
+      throw R.settlementInvalid('--receiver-gone needs --confirm with the hold digest status shows and --reason saying how you know');
+    checkReason(o.reason.trim());
+    return { kind: 'receiver_gone', confirm: o.confirm, reason: o.reason.trim() };
+  }
+  if (o.confirm !== undefined || o.reason !== undefined) throw R.settlementInvalid('--confirm and --reason go with --receiver-gone');
+  if (o.outcome === undefined) return { kind: 'ask' };
+  if (o.outcome !== 'committed' && o.outcome !== 'absent') throw R.outcomeInvalid();
+  return { kind: 'outcome', outcome: o.outcome };
+}
+
 /** Receiver holds an operator may settle as gone: it stopped answering (not one that follows another lifetime). */
 const GONE_SETTLEABLE: ReadonlySet<string> = new Set(['receiver_unreachable', 'receiver_fence_unconfirmed']);
 
@@ -300,7 +320,7 @@ async function resolveUnderLock(plan: AdoptionPlan, journal: JournalWriter, hold
   if (settlement.kind === 'receiver_gone') {
     if (!holdId.startsWith('receiver:') || !GONE_SETTLEABLE.has(hold.code)) throw R.holdNotReceiverGone(holdId, hold.code, operatorPath(root));
     if (!digestEqual(settlement.confirm, hold.digest)) throw R.holdConfirmMismatch(holdId, operatorPath(root));
-    if (settlement.reason.length === 0 || settlement.reason.length > MAX_REASON_CHARS || /[\u0000-\u001f\u007f]/.test(settlement.reason)) throw R.reasonInvalid();
+    checkReason(settlement.reason);
     const effects = effect.openRootEffectJournal(root);
     try {
       const { abandoned } = await effect.retireTarget(effects, {

@@ -89,12 +89,9 @@ export const RECOVER_REFUSALS = {
       `The recovery into this root is held (${holds} open hold${holds === 1 ? '' : 's'}): the Goal's effects are reconciled before any new work is admitted.`,
       { nextAction },
     ),
-  reasonInvalid: (): LoopxError =>
-    usageError(
-      'recover_settlement_invalid',
-      `The reason is 1 to ${MAX_REASON_CHARS} characters of text on one line.`,
-      'say in one line how you know the receiver is gone: --reason TEXT',
-    ),
+  settlementInvalid: (why: string): LoopxError =>
+    usageError('recover_settlement_invalid', `This settlement cannot be made: ${why}.`, 'see its options: loopx recover resolve --help'),
+  outcomeInvalid: (): LoopxError => usageError('recover_outcome_invalid', '--outcome is committed or absent.', 'pass --outcome committed or --outcome absent'),
   holdConfirmMismatch: (holdId: string, destination: string): LoopxError =>
     rejected('recover_hold_confirm_mismatch', `The confirmed digest is not the digest of hold ${holdId} as it stands now.`, {
       nextAction: `read the hold's digest again and confirm that one: loopx recover status --destination ${destination}`,

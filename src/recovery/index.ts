@@ -34,7 +34,7 @@ export {
   type PlannedStep,
   type PlanPreview,
 } from './adopt-plan.js';
-export { applyAdoption, abortAdoption, resolveHold, type AdoptionHost, type AdoptionRunOptions, type HoldSettlement } from './adopt-apply.js';
+export { applyAdoption, abortAdoption, resolveHold, settlementFrom, type AdoptionHost, type AdoptionRunOptions, type HoldSettlement } from './adopt-apply.js';
 export { recoveryStatus, RECOVERY_STATES, type RecoveryState, type RecoveryStatus, type RecoveryHold } from './adopt-status.js';
 export { RECOVER_REFUSALS } from './adopt-codes.js';
 export { refuseHeldRecovery, refuseRecoveryInProgress } from './adopt-guard.js';

@@ -47,7 +47,7 @@ export {
   type WorkspaceEffect,
 } from './workspace.js';
 export { planRecovery, applyRecovery, recoveryStatusOf, resolveRecoveryHold, abortRecovery, type RecoverAccess } from './recover.js';
-export { publicPlan, type AdoptionPlan, type HoldSettlement, type RecoveryStatus } from '../recovery/index.js';
+export { publicPlan, settlementFrom, type AdoptionPlan, type HoldSettlement, type RecoveryStatus } from '../recovery/index.js';
 export { seedSample } from './sample.js';
 export { runRecoveryDrill, renderReceipt, DRILL_SCHEMA, DRILL_TARGETS, type DrillMode, type DrillReceipt } from './drill/index.js';
 

@@ -26,7 +26,7 @@ import {
   type PlannedStep,
   type RecoveryStatus,
 } from '../recovery/index.js';
-import type { ClaimInput, RunAuthority } from '../run-authority/index.js';
+import { defaultAuthorityDir, type ClaimInput, type RunAuthority } from '../run-authority/index.js';
 import { databaseUrlFrom, schemaIdent } from '../store/index.js';
 import { initDestinationRoot, withAuthority, withDestinationEngine } from './root.js';
 import { initPostgresDestination } from './store-config.js';
@@ -123,7 +123,8 @@ export function planRecovery(
       workspace: a.workspace,
       goalId: a.goalId,
       destination: a.destination,
-      places: { liveRoot: a.liveRoot, authorityDir: a.authorityDir },
+      // The run authority this invocation uses, named or the default: a destination is never inside it.
+      places: { liveRoot: a.liveRoot, authorityDir: a.authorityDir ?? defaultAuthorityDir() },
       ...(store ? { store } : {}),
     });
     sealPlan(authority, plan);

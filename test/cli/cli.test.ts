@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { CommanderError, type Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../../src/cli/main.js';
-import { loopx, tempRoot } from '../support/cli.js';
+import { loopx, tempRoot, rel } from '../support/cli.js';
 
 const AGENT = 'examples/agents/researcher.json';
 
@@ -64,10 +64,10 @@ describe('loopx CLI', () => {
     expect(loopx(['init', '--root', root]).status).toBe(0);
     const r = loopx(['run', 'show', 'run_missing', '--root', root, '--json']);
     expect(r.status).toBe(3);
-    expect(r.json()).toEqual({ error: { code: 'run_not_found', message: 'No run run_missing in this root.', next_action: `list runs: loopx run list --root ${root}` } });
+    expect(r.json()).toEqual({ error: { code: 'run_not_found', message: 'No run run_missing in this root.', next_action: `list runs: loopx run list --root ${rel(root)}` } });
     expect(r.stderr).toMatch(/^loopx: .*\[run_not_found\]\ntry: /);
     // No absolute paths in public output: the only one is the operator's own --root, carried as given.
-    expect((r.stdout + r.stderr).replaceAll(`--root ${root}`, '--root R')).not.toContain(root);
+    expect((r.stdout + r.stderr).replaceAll(`--root ${rel(root)}`, '--root R')).not.toContain(root);
   }, 60_000);
 
   it('an invalid agent file is refused with agent_definition_invalid', () => {
@@ -155,11 +155,19 @@ describe('refusals and hints keep to the state the command was given', () => {
     ]) {
       const r = loopx([...argv, '--root', root, '--json']);
       expect(r.status, argv.join(' ')).toBe(3);
-      expect(r.json().error, argv.join(' ')).toMatchObject({ code: 'root_not_found', next_action: `pass the right --root, or create this root: loopx init --root ${root}` });
+      expect(r.json().error, argv.join(' ')).toMatchObject({ code: 'root_not_found', next_action: `pass the right --root, or create this root: loopx init --root ${rel(root)}` });
       expect(r.stderr, argv.join(' ')).toContain('[root_not_found]');
     }
     expect(loopx(['run', 'list', '--root', root]).stdout).not.toContain('no runs');
     expect(existsSync(root)).toBe(false);
+    // The path given absolute is printed as the operator types it from here, never echoed back absolute; `init`'s hint too.
+    const human = loopx(['goal', 'list', '--root', root]);
+    expect(human.stderr).toContain(`loopx init --root ${rel(root)}`);
+    expect((human.stdout + human.stderr).replaceAll(rel(root), 'R')).not.toContain(root);
+    const init = loopx(['init', '--root', root]);
+    expect(init.status, init.stderr).toBe(0);
+    expect(init.stdout + init.stderr).toContain(`--root ${rel(root)}`);
+    expect((init.stdout + init.stderr).replaceAll(rel(root), 'R')).not.toContain(root);
   }, 120_000);
 
   it('after run import --root B --authority-dir D, the hint and the refusals name B and D, and work when run as printed', () => {
@@ -173,7 +181,7 @@ describe('refusals and hints keep to the state the command was given', () => {
     const imported = loopx(['run', 'import', snap, '--root', b, ...auth]);
     expect(imported.status).toBe(0);
     const hint = imported.stdout.split('\n').find((l) => l.includes('continue it:'))!;
-    expect(hint).toBe(`  continue it: loopx run resume ${s.run_id} --root '${b}' --authority-dir ${auth[1]}`);
+    expect(hint).toBe(`  continue it: loopx run resume ${s.run_id} --root ${rel(b)} --authority-dir ${rel(auth[1]!)}`);
     const resumed = loopx([...printedCommand(hint), '--json']);
     expect(resumed.status).toBe(0);
     expect(resumed.json()).toMatchObject({ run_id: s.run_id, status: 'active' });
@@ -183,7 +191,7 @@ describe('refusals and hints keep to the state the command was given', () => {
     expect(again.status).toBe(4);
     const { code, next_action } = again.json().error;
     expect(code).toBe('snapshot_consumed');
-    expect(next_action).toBe(`find the run where it was imported: loopx authority show --run ${s.run_id} --root '${b}' --authority-dir ${auth[1]}`);
+    expect(next_action).toBe(`find the run where it was imported: loopx authority show --run ${s.run_id} --root ${rel(b)} --authority-dir ${rel(auth[1]!)}`);
     expect(again.stderr).toContain(`try: ${next_action}\n`);
     const shown = loopx([...printedCommand(next_action), '--json']);
     expect(shown.status).toBe(0);
@@ -215,7 +223,7 @@ describe('refusals and hints keep to the state the command was given', () => {
     expect(loopx(['todo', 'add', '--goal', 'g1', '--title', 'T', '--root', root]).status).toBe(0);
     const r = loopx(['todo', 'update', 'nope', '--goal', 'g1', '--status', 'done', '--root', root, '--json']);
     expect(r.status).toBe(3);
-    expect(r.json().error).toMatchObject({ code: 'todo_not_found', next_action: `list the Goal’s Todos: loopx todo list --goal g1 --root ${root}` });
+    expect(r.json().error).toMatchObject({ code: 'todo_not_found', next_action: `list the Goal’s Todos: loopx todo list --goal g1 --root ${rel(root)}` });
     const listed = loopx([...printedCommand(r.json().error.next_action), '--json']);
     expect(listed.status).toBe(0);
     expect(listed.json().todos.map((t: { title: string }) => t.title)).toEqual(['T']);

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { openGoalWork } from '../../src/owners/work/index.js';
-import { loopx, tempRoot } from '../support/cli.js';
+import { loopx, tempRoot, rel } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
 import { expectSchemaValid, holdLease, restoreScene } from '../support/pg-restore.js';
 
@@ -48,7 +48,7 @@ describePg("a Goal's restored work schema is rotated through the Goal", () => {
     const refused = loopx(['todo', 'add', '--goal', 'g1', '--title', 'x', '--root', root], onCopy);
     expect(refused.status).toBe(3);
     expect(refused.stderr).toContain('store_restored_pending_rotation');
-    expect(refused.stderr).toContain(`loopx db rotate --goal g1 --database-url env:LOOPX_DATABASE_URL --root ${root}`);
+    expect(refused.stderr).toContain(`loopx db rotate --goal g1 --database-url env:LOOPX_DATABASE_URL --root ${rel(root)}`);
 
     const status = loopx(['db', 'status', '--root', root, '--json'], onCopy);
     expect(status.status, status.stderr).toBe(0);

@@ -25,7 +25,7 @@ import { CommanderError, type Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../../src/cli/main.js';
 import { carryGlobals, CLUSTER_CARRYING, COMMAND_MARK } from '../../src/cli/context.js';
-import { REPO, tempRoot } from '../support/cli.js';
+import { REPO, tempRoot, rel } from '../support/cli.js';
 
 interface Text {
   readonly at: string;
@@ -125,7 +125,7 @@ describe('next actions and hints', () => {
     for (const t of commands.filter((c) => !c.text.includes(`${COMMAND_MARK}cluster `))) {
       const printed = carryGlobals(t.text, flags);
       // A command that names its own --root (a new root to create) keeps it; every other one gets the invocation's.
-      if (!/ --root (<|\$\{)/.test(t.text)) expect(printed, t.at).toContain(`--root ${root}`);
+      if (!/ --root (<|\$\{)/.test(t.text)) expect(printed, t.at).toContain(`--root ${rel(root)}`);
       for (const argv of argvsOf(printed.slice(printed.indexOf(COMMAND_MARK) + ': loopx '.length))) {
         const outcome = await parse(argv);
         if (outcome !== 'ok') refused.push(`${t.at}: ${outcome}: loopx ${argv.join(' ')}`);

@@ -14,7 +14,7 @@ import { ClusterNode, initCluster, loadAgentFile, submitClusterRun } from '../..
 import { openPostgres } from '../../src/store/index.js';
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { loopx, loopxAsync, tempRoot, rel } from '../support/cli.js';
 import { describePg, PG_URL, pgSchemas } from '../support/pg.js';
 import { expectSchemaValid } from '../support/pg-restore.js';
 
@@ -94,7 +94,7 @@ describePg('an operator settles a held cluster run with the run commands (--clus
     const wrongCall = loopx(['run', 'resolve', 'run_held', 'run_held/t9/k9', '--absent', ...flags, '--authority-dir', keys, '--json'], env);
     expect(wrongCall.status).toBe(3);
     expect(wrongCall.json()).toMatchObject({
-      error: { code: 'call_not_found', next_action: `list uncertain calls: loopx run show run_held --cluster ${CLUSTER} --cluster-schema ${schema} --authority-dir ${keys}` },
+      error: { code: 'call_not_found', next_action: `list uncertain calls: loopx run show run_held --cluster ${CLUSTER} --cluster-schema ${schema} --authority-dir ${rel(keys)}` },
     });
     expect(runNextAction(wrongCall.json()).status).toBe(0);
     const unknownRun = loopx(['run', 'show', 'run_nowhere', ...flags, '--json'], env);

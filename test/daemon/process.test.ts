@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens } from '../../src/daemon/index.js';
-import { CLI, REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { CLI, REPO, STATE_HOME, loopx, loopxAsync, tempRoot, rel } from '../support/cli.js';
 
 const running: ChildProcessWithoutNullStreams[] = [];
 afterEach(() => {
@@ -86,7 +86,7 @@ describe('loopx daemon (a real process)', () => {
     expect(existsSync(join(root, 'daemon', 'endpoint.json'))).toBe(false);
     const none = loopx(['daemon', 'login-url', '--root', root, '--json']);
     expect(none.status).toBe(3);
-    expect(none.json().error).toMatchObject({ code: 'daemon_not_running', next_action: `start it: loopx daemon --root ${root}` });
+    expect(none.json().error).toMatchObject({ code: 'daemon_not_running', next_action: `start it: loopx daemon --root ${rel(root)}` });
     // Files a daemon killed hard would leave: with the lock free, nothing is sent to that port.
     const bait = createServer((_req, res) => {
       baited = true;

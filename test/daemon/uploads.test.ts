@@ -125,3 +125,42 @@ describe('slow clients are cut off', () => {
     expect([0, 408]).toContain(answer.status);
   });
 });
+
+describe('JSON bodies are read like every other body', () => {
+  const jsonHead = (extra: string) => `POST /api/session HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n${extra}\r\n`;
+
+  it('a JSON body cut short is daemon_body_incomplete, never a generic 400', async () => {
+    const { socket, closed } = await openRaw(port, `${jsonHead('Transfer-Encoding: chunked\r\n')}a\r\n{"login_to\r\n`);
+    socket.end();
+    const answer = await closed;
+    expect(answer.status, answer.head).toBe(400);
+    expect(JSON.parse(answer.body).error.code).toBe('daemon_body_incomplete');
+  });
+
+  it('a JSON body that pauses past the body limit is answered 408 daemon_body_timeout and closed', async () => {
+    const { closed } = await openRaw(port, `${jsonHead('Content-Length: 100\r\n')}{"login_token":`);
+    const answer = await closed; // the server answers and closes: no sleep here
+    expect(answer.status, answer.head).toBe(408);
+    expect(JSON.parse(answer.body).error.code).toBe('daemon_body_timeout');
+  });
+
+  it('a body that is not JSON is daemon_body_invalid; a whole one is read', async () => {
+    const bad = await rawRequest(port, `${jsonHead('Content-Length: 5\r\nConnection: close\r\n')}{nope`);
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.body).error.code).toBe('daemon_body_invalid');
+    const body = '{"login_token":"not-a-token"}';
+    const whole = await rawRequest(port, `${jsonHead(`Content-Length: ${body.length}\r\nConnection: close\r\n`)}${body}`);
+    expect(whole.status).toBe(401);
+    expect(JSON.parse(whole.body).error.code).toBe('daemon_login_invalid');
+  });
+
+  it('a request with two Host headers is refused 400 daemon_host_invalid, whichever comes first', async () => {
+    for (const hosts of [`Host: 127.0.0.1:${port}\r\nHost: evil.example\r\n`, `Host: evil.example\r\nHost: 127.0.0.1:${port}\r\n`]) {
+      const r = await rawRequest(port, `GET /api/health HTTP/1.1\r\n${hosts}Connection: close\r\n\r\n`);
+      expect(r.status, hosts).toBe(400);
+      expect(JSON.parse(r.body).error.code).toBe('daemon_host_invalid');
+    }
+    const one = await rawRequest(port, `GET /api/health HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${TOKEN}\r\nConnection: close\r\n\r\n`);
+    expect(one.status).toBe(200);
+  });
+});

@@ -8,7 +8,7 @@ import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import * as workOwner from '../../src/owners/work/index.js';
 import * as effectOwner from '../../src/owners/effect/index.js';
 import { join } from 'node:path';
-import { loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { loopx, loopxAsync, tempRoot, rel } from '../support/cli.js';
 
 let sink: WebhookSink;
 beforeAll(async () => {
@@ -140,7 +140,7 @@ describe('loopx work run', () => {
     expect(notGoalWork.json().error.code).toBe('agent_not_goal_work');
     expect(loopx(['goal', 'pause', 'g2', '--root', root, '--json']).json().lifecycle).toBe('paused');
     const paused = loopx(['work', 'run', '--goal', 'g2', '--agent', AGENT, '--root', root, '--json']);
-    expect(paused.json().error).toMatchObject({ code: 'goal_not_active', next_action: `resume it: loopx goal resume g2 --root ${root}` });
+    expect(paused.json().error).toMatchObject({ code: 'goal_not_active', next_action: `resume it: loopx goal resume g2 --root ${rel(root)}` });
     expect(loopx(['goal', 'resume', 'g2', '--root', root, '--json']).json().lifecycle).toBe('active');
   });
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultAuthorityDir, openRunAuthority, rootDirectoryIdentity } from '../../src/run-authority/index.js';
-import { loopx, REPO, STATE_HOME, tempRoot } from '../support/cli.js';
+import { loopx, REPO, STATE_HOME, tempRoot, rel } from '../support/cli.js';
 import { treeState } from '../support/tree.js';
 
 const AGENT = join(REPO, 'examples/agents/researcher.json');
@@ -111,7 +111,7 @@ describe('root identity', () => {
       expect(r.json().error.code).toBe('root_binding_required');
     }
     const refusal = loopx(['run', 'resume', runId, '--root', a, '--json']).json().error;
-    expect(refusal.next_action).toBe(`if this directory is the original root (not a copy of it), bind it: loopx authority bind-root --root ${a}`);
+    expect(refusal.next_action).toBe(`if this directory is the original root (not a copy of it), bind it: loopx authority bind-root --root ${rel(a)}`);
     const bound = loopx([...commandOf(refusal.next_action), '--json']);
     expect(bound.status, bound.stderr).toBe(0);
     expect(bound.json()).toEqual({ root_id: rootIdOf(runId), binding: 'bound' });

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FAULT_IMPORT_AFTER_KERNEL_COMMIT } from '../../src/engine/index.js';
-import { loopx, loopxAsync, type CliResult } from '../support/cli.js';
+import { loopx, loopxAsync, type CliResult, rel } from '../support/cli.js';
 
 const AGENT = 'examples/agents/researcher.json';
 const TIMEOUT = 120_000; // generous: every step is a real child process, and CI machines are shared
@@ -287,9 +287,11 @@ describe.concurrent('crash injection around the durable steps of export, resume,
         const intoC = await refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed');
         const fromA = await refused(resumeIn(s.run_id, w.a), 4, 'run_moved');
         const inBResume = await refused(resumeIn(s.run_id, w.b), 4, 'run_import_incomplete');
-        expect(intoC).toMatchObject({ next_action: `find the run where it was imported: loopx authority show --run ${s.run_id} --root ${w.c}` });
+        expect(intoC).toMatchObject({ next_action: `find the run where it was imported: loopx authority show --run ${s.run_id} --root ${rel(w.c)}` });
         expect(fromA.code).toBe('run_moved');
-        expect(inBResume).toMatchObject({ next_action: `complete it by importing the same snapshot file into this root again: loopx run import <snapshot-file> --root ${w.b}` });
+        expect(inBResume).toMatchObject({
+          next_action: `complete it by importing the same snapshot file into this root again: loopx run import <snapshot-file> --root ${rel(w.b)}`,
+        });
         expect(await record(s.run_id)).toEqual(rec);
 
         // The same import into B completes it: no second consume (the transition generation stays 2).
@@ -362,7 +364,7 @@ describe.concurrent('crash injection around the durable steps of export, resume,
           const error = await uncertainAt(point, importInto(w.snap(), w.b));
           expect(error).toMatchObject({
             details: { run_id: s.run_id },
-            next_action: `complete it by importing the same snapshot file into this root again: loopx run import <snapshot-file> --root ${w.b}`,
+            next_action: `complete it by importing the same snapshot file into this root again: loopx run import <snapshot-file> --root ${rel(w.b)}`,
           });
 
           const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);

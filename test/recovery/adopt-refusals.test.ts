@@ -1,6 +1,6 @@
 /**
  * What `loopx recover` refuses, and that a refusal changes nothing: a Goal the backup does not
- * hold, an occupied or misplaced destination, a legacy (v0) backup, a plan whose world changed
+ * hold, an occupied or misplaced destination (in a root, in the run authority — named or the default —), a legacy (v0) backup, a plan whose world changed
  * before its first step (a destination no longer empty, a workspace member altered), a planned
  * destination opened as a root before its apply, a writer in a half-adopted root, an abandoned
  * recovery, an abort after the first step, and a second recovery of a lifetime another recovery
@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { loopx, loopxAsync } from '../support/cli.js';
+import { STATE_HOME, loopx, loopxAsync } from '../support/cli.js';
 import { ok, sourceWithBackup, type Source } from './support/adopt.js';
 
 let sink: WebhookSink;
@@ -54,6 +54,14 @@ describe('loopx recover refuses, and a refusal changes nothing', () => {
     const inside = refused(u.authority, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', join(s.root, 'nested'), '--root', s.root]);
     expect(inside).toEqual({ status: 3, code: 'verify_destination_inside_runtime_root' });
     expect(existsSync(join(s.root, 'nested'))).toBe(false);
+    // Inside the run authority, named or the default one ($XDG_STATE_HOME/loopx/run-authority, the suite's private one).
+    const named = refused(u.authority, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', join(u.authority, 'restored')]);
+    expect(named).toEqual({ status: 3, code: 'verify_destination_inside_run_authority' });
+    const dflt = join(STATE_HOME, 'loopx', 'run-authority');
+    const byDefault = loopx(['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', join(dflt, 'restored'), '--json']);
+    expect(byDefault.status, byDefault.stdout).toBe(3);
+    expect(byDefault.json().error.code).toBe('verify_destination_inside_run_authority');
+    expect(existsSync(join(dflt, 'restored'))).toBe(false);
   }, 180_000);
 
   it('apply: a plan whose destination is no longer empty is stale; abort abandons it for good', () => {

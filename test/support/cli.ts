@@ -6,6 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { operatorPath } from '../../src/core/index.js';
 
 export const REPO = resolve(import.meta.dirname, '../..');
 /** Every CLI child of this test file shares one private run authority, never the user's real one. */
@@ -87,3 +88,6 @@ export function todoStatuses(goal: string, at: readonly string[], env: Record<st
   const listed = loopx(['todo', 'list', '--goal', goal, ...at, '--json'], env).json() as { todos: { todo_id: string; status: string }[] };
   return listed.todos.map((t) => [t.todo_id, t.status]);
 }
+
+/** A path as a next action prints it: relative to the working directory (the children's and this process's), quoted when it must be. */
+export const rel = (path: string): string => operatorPath(resolve(path));

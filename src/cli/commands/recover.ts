@@ -20,7 +20,7 @@ import {
   resolveRecoveryHold,
   runRecoveryDrill,
   type AdoptionPlan,
-  type HoldSettlement,
+  settlementFrom,
   type RecoveryStatus,
 } from '../../runtime/index.js';
 import { emit, exitAfterOutput, resolveRoot, type GlobalOptions, type Output } from '../context.js';
@@ -69,27 +69,6 @@ function printStatus(s: RecoveryStatus, out: Output): void {
   for (const r of s.resolved_holds) out.line(`  settled: ${r.hold_id} ${r.outcome}${r.reason !== undefined ? ` (operator: ${r.reason})` : ''}`);
   out.line(`  retryable: ${s.retryable ? 'yes' : 'no'}; execution authority granted: no — the owners admit new work`);
   out.hint(`  next: ${s.next_action}`);
-}
-
-/** The settlement `recover resolve` was asked for, its flags checked before anything is read. */
-function settlementOf(o: { hold: string; outcome?: string; receiverGone?: boolean; confirm?: string; reason?: string }): HoldSettlement {
-  if (o.receiverGone) {
-    if (o.outcome !== undefined)
-      throw usageError('recover_settlement_invalid', '--receiver-gone and --outcome settle different holds; give one.', 'see its options: loopx recover resolve --help');
-    if (o.confirm === undefined || o.reason === undefined || o.reason.trim() === '')
-      throw usageError(
-        'recover_settlement_invalid',
-        '--receiver-gone needs --confirm with the hold digest and --reason saying how you know.',
-        'read the hold digest from status: loopx recover status --destination DESTINATION',
-      );
-    return { kind: 'receiver_gone', confirm: o.confirm, reason: o.reason.trim() };
-  }
-  if (o.confirm !== undefined || o.reason !== undefined)
-    throw usageError('recover_settlement_invalid', '--confirm and --reason go with --receiver-gone.', 'see its options: loopx recover resolve --help');
-  if (o.outcome === undefined) return { kind: 'ask' };
-  if (o.outcome !== 'committed' && o.outcome !== 'absent')
-    throw usageError('recover_outcome_invalid', '--outcome is committed or absent.', 'pass --outcome committed or --outcome absent');
-  return { kind: 'outcome', outcome: o.outcome };
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -146,7 +125,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--reason <text>', 'with --receiver-gone: why you know it is gone (recorded with the settlement)')
     .action(async (o: { destination: string; hold: string; outcome?: string; receiverGone?: boolean; confirm?: string; reason?: string }) => {
       const g = globals();
-      emit(g, await resolveRecoveryHold(access(g), o.destination, o.hold, settlementOf(o)), printStatus);
+      emit(g, await resolveRecoveryHold(access(g), o.destination, o.hold, settlementFrom(o)), printStatus);
     });
   recover
     .command('abort')
