@@ -86,7 +86,23 @@ export interface RotationPlan {
   readonly restore_generation: number;
   readonly next_restore_generation: number;
   readonly goals: readonly workOwner.GrantedAuthority[];
+  /** Each Goal work store's head in the copy being rotated: what it holds. */
+  readonly copy_heads: readonly { readonly goal_id: string; readonly cursor: number }[];
+  /** The work the original committed after the copy was taken, when the original could be compared. */
+  readonly later_writes: LaterWrites;
   readonly digest: string;
+}
+
+/**
+ * The writes a rotation would abandon: the original's work commits past the copy's heads.
+ * `compared` — the previous reference reaches the original and `count` is exact; otherwise
+ * `count` is null and the rotation cannot say: the original is not named (the root already
+ * points at the copy), cannot be reached, or is another installation.
+ */
+export interface LaterWrites {
+  readonly original: 'compared' | 'not_named' | 'unreachable' | 'not_the_original';
+  readonly count: number | null;
+  readonly goals: readonly workOwner.LaterWork[];
 }
 
 export type OriginalFence = 'superseded' | 'already_superseded' | 'not_named' | 'unreachable' | 'not_the_original';
@@ -99,6 +115,10 @@ export interface RotationResult {
   readonly restore_generation: number;
   readonly revoked: readonly (workOwner.GrantedAuthority & { readonly result: 'revoked' | 'already' | 'none' })[];
   readonly original: OriginalFence;
+  /** The copy's heads the rotation admitted writers on. */
+  readonly copy_heads: RotationPlan['copy_heads'];
+  /** The original's later work commits the operator abandoned (`--abandon-later-writes`); null when they could not be counted. */
+  readonly abandoned_later_writes: number | null;
 }
 
 async function withDb<T>(at: { readonly schema: string }, reference: string, fn: (db: PgDatabase) => Promise<T>, settings?: Record<string, string>): Promise<T> {
@@ -176,6 +196,7 @@ async function planFor(target: RotationTarget, reference: string | undefined): P
   const bind = reference ?? target.database_url;
   return withDb(target, bind, async (db) => {
     const v = await installationOf(db);
+    const heads = await workOwner.workStoreHeads(db);
     if (v.state === 'superseded') throw supersededHere(target);
     // A rotation interrupted midway (`rotating`) already re-recorded the server: it resumes with the reference it is given, or the target's.
     const restoreDetected = v.state === 'restored_pending_rotation';
@@ -193,16 +214,41 @@ async function planFor(target: RotationTarget, reference: string | undefined): P
       restore_generation: v.restore_generation,
       next_restore_generation: v.state === 'rotating' ? v.restore_generation : v.restore_generation + 1,
       goals: await workOwner.grantedAuthority(db),
+      copy_heads: heads.map((h) => ({ goal_id: h.goal_id, cursor: h.cursor })),
+      later_writes: await laterWritesOf(target, bind === target.database_url ? null : target.database_url, v, heads),
     } as const;
     return { ...body, digest: sha256Hex(canonicalJson(body)) };
   });
 }
 
+/** The original's work past the copy's heads, read (never written) through the previous reference — see `LaterWrites`. */
+async function laterWritesOf(target: RotationTarget, previous: string | null, copy: InstallationView, heads: readonly workOwner.WorkStoreHead[]): Promise<LaterWrites> {
+  if (previous === null) return { original: 'not_named', count: null, goals: [] };
+  let original: workOwner.WorkStoreHead[] | 'not_the_original';
+  try {
+    original = await withDb(target, previous, async (odb) => {
+      const o = await installationOf(odb);
+      // The original is the installation the copy was taken of: the same identity and generation (superseded or not).
+      if (o.store_identity !== copy.store_identity || o.restore_generation !== copy.restore_generation) return 'not_the_original' as const;
+      return workOwner.workStoreHeads(odb);
+    });
+  } catch {
+    return { original: 'unreachable', count: null, goals: [] };
+  }
+  if (original === 'not_the_original') return { original, count: null, goals: [] };
+  const goals = workOwner.laterWork(heads, original);
+  return { original: 'compared', count: goals.reduce((n, g) => n + g.later, 0), goals };
+}
+
 /** `loopx db rotate --confirm <digest>`: the plan's digest must be the one previewed. */
-export async function rotateStore(root: string, confirm: string, reference?: string, goalId?: string): Promise<RotationResult> {
+export async function rotateStore(root: string, confirm: string, reference?: string, goalId?: string, abandonLaterWrites?: number): Promise<RotationResult> {
   const target = await targetOf(root, goalId);
   const plan = await planFor(target, reference);
   if (plan.digest !== confirm) throw confirmMismatch(target, plan.database_url);
+  // Later writes of the original are never dropped silently: only on the operator's count of them.
+  const later = plan.later_writes.count;
+  if ((later !== null && later > 0 && abandonLaterWrites !== later) || (abandonLaterWrites !== undefined && abandonLaterWrites !== (later ?? abandonLaterWrites)))
+    throw laterWritesHeld(target, plan, abandonLaterWrites);
   return withAdmission(root, 'db rotate', () =>
     withDb(target, plan.database_url, async (db) => {
       // 1. The new identity and generation, `rotating` (resumed as they are when a run was interrupted).
@@ -222,7 +268,16 @@ export async function rotateStore(root: string, confirm: string, reference?: str
       // 4. Writers admitted; the root (or the Goals' records) bound to the reference it was rotated through.
       await db.transaction((q) => activateInstallation(q, rotated));
       if (plan.previous_database_url !== null) target.rebind(plan.database_url);
-      return { goal_id: target.goal_id, schema: target.schema, database_url: plan.database_url, ...rotated, revoked, original };
+      return {
+        goal_id: target.goal_id,
+        schema: target.schema,
+        database_url: plan.database_url,
+        ...rotated,
+        revoked,
+        original,
+        copy_heads: plan.copy_heads,
+        abandoned_later_writes: later,
+      };
     }),
   );
 }
@@ -297,3 +352,18 @@ const planStale = (t: RotationTarget, reference: string): LoopxError =>
         ? `preview the plan again: loopx db rotate --database-url ${reference}`
         : `preview the plan again: loopx db rotate --goal ${t.goal_id} --database-url ${reference}`,
   });
+
+const laterWritesHeld = (t: RotationTarget, plan: RotationPlan, given: number | undefined): LoopxError => {
+  const n = plan.later_writes.count ?? 0;
+  const goal = t.goal_id === null ? '' : ` --goal ${t.goal_id}`;
+  return rejected(
+    'db_rotation_later_writes',
+    given === undefined
+      ? `The original database holds ${n} work write(s) made after this copy was taken; rotating the copy abandons them (to keep them, back up the original again and restore that copy instead).`
+      : `The original database holds ${n} work write(s) made after this copy was taken, not ${given}; nothing was rotated.`,
+    {
+      nextAction: `abandon them knowingly: loopx db rotate${goal} --database-url ${plan.database_url} --confirm ${plan.digest} --abandon-later-writes ${n}`,
+      details: { later_writes: n, goals: plan.later_writes.goals.map((g) => ({ goal_id: g.goal_id, later: g.later })) },
+    },
+  );
+};

@@ -100,6 +100,6 @@ export {
 } from './retained-prefix.js';
 export { type HistoricalWork, type ReadHistoricalOptions } from './historical.js';
 export { recovery } from './recovery.js';
-export { grantedAuthority, revokeGrantedAuthority, type GrantedAuthority } from './rotation.js';
+export { grantedAuthority, laterWork, revokeGrantedAuthority, workStoreHeads, type GrantedAuthority, type LaterWork, type WorkStoreHead } from './rotation.js';
 export { hasErrors as workFindingsHaveErrors, type WorkFinding, type WorkFindingCode } from './findings.js';
 export { adoptionSteps } from './adopt-steps.js';

@@ -5,9 +5,9 @@
  * the rotation, so a rotation resumed after a crash replays instead of revoking twice. Only the
  * rotator's own pool is admitted while the installation is `rotating`.
  */
-import { type PgDatabase } from '../../store/index.js';
+import { requireSchemaVersion, RowInvalid, textColumn, type PgDatabase } from '../../store/index.js';
 import { leaseAuthorization } from './model.js';
-import { listPostgresWorkStores, openPostgresWorkProvider } from './postgres.js';
+import { listPostgresWorkStores, openPostgresWorkProvider, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS } from './postgres.js';
 import { openWork } from './work.js';
 
 /** What one Goal's work store grants a writer now. */
@@ -50,4 +50,48 @@ export function revokeGrantedAuthority(db: PgDatabase, rotationId: string): Prom
     await work.revokeAuthority({ operation_id: operationId, reason: 'store_rotation' });
     return { ...granted, result: 'revoked' as const };
   });
+}
+
+/** Where one Goal's work store stands: its identity and its head (the last committed cursor). */
+export interface WorkStoreHead {
+  readonly goal_id: string;
+  readonly store_key: string;
+  readonly store_identity: string;
+  readonly cursor: number;
+}
+
+/** Every Goal work store's head in the schema behind `db`, in store order; read only. */
+export async function workStoreHeads(db: PgDatabase): Promise<WorkStoreHead[]> {
+  await requireSchemaVersion(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS);
+  const rows = await db.query('SELECT goal_key, goal_id, store_identity, cursor FROM work_stores ORDER BY goal_key');
+  return rows.map((r) => {
+    // BIGINT arrives as text; a head that is not a whole number is a malformed row, never read as 0.
+    const cursor = typeof r.cursor === 'string' && /^(0|[1-9][0-9]{0,15})$/.test(r.cursor) ? Number(r.cursor) : Number.NaN;
+    if (!Number.isSafeInteger(cursor)) throw new RowInvalid('cursor');
+    return { store_key: textColumn(r.goal_key, 'goal_key'), goal_id: textColumn(r.goal_id, 'goal_id'), store_identity: textColumn(r.store_identity, 'store_identity'), cursor };
+  });
+}
+
+/** One Goal's committed work an original has past a copy's head (a store the copy lacks counts whole). */
+export interface LaterWork {
+  readonly goal_id: string;
+  readonly copy_cursor: number | null;
+  readonly original_cursor: number;
+  readonly later: number;
+}
+
+/**
+ * The work transactions `original` committed after `copy` was taken: per store of the same
+ * identity, the cursors past the copy's head. A store whose identity differs is not the copy's
+ * (another lineage): counted whole, as the copy holds none of it.
+ */
+export function laterWork(copy: readonly WorkStoreHead[], original: readonly WorkStoreHead[]): LaterWork[] {
+  const byKey = new Map(copy.map((h) => [h.store_key, h]));
+  const out: LaterWork[] = [];
+  for (const o of original) {
+    const c = byKey.get(o.store_key);
+    const base = c !== undefined && c.store_identity === o.store_identity ? c.cursor : 0;
+    if (o.cursor > base) out.push({ goal_id: o.goal_id, copy_cursor: c?.cursor ?? null, original_cursor: o.cursor, later: o.cursor - base });
+  }
+  return out;
 }
