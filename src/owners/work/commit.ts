@@ -4,12 +4,12 @@
  * → check the authority precondition → plan (a synchronous decision over the loaded projection) →
  * conditional commit of events, next projection and receipt together. A conflict re-loads and
  * re-decides (a racing duplicate becomes its replay); an ambiguous commit is resolved by receipt
- * readback or answered `provider_outcome_unproved`. The first attempt skips the load when the owner
+ * readback or answered `store_outcome_unproved` (also when the readback itself fails). The first attempt skips the load when the owner
  * committed the head itself, and the receipt read (see `execute`): same answers, fewer reads. It
  * reads the store only through the Promise-based `WorkProvider`, and it is the only place the owner
  * commits.
  */
-import { canonicalJson, conflict, internal, rejected, sha256Hex } from '../../core/index.js';
+import { canonicalJson, conflict, internal, rejected, sha256Hex, type LoopxError } from '../../core/index.js';
 import { operationIdentityMismatch } from '../refusals.js';
 import type { JsonValue, WorkCommitResult, WorkLoad, WorkProvider, WorkStoreIdentity } from './contract.js';
 import { fenceOf } from './encoding.js';
@@ -178,6 +178,13 @@ function receiptFor(core: WorkCore, a: Attempt, planned: Plan, next: WorkProject
   };
 }
 
+/** A commit whose outcome the store cannot prove (see `durable_same_key_readback` in contract.ts). */
+const unproved = (operationId: string): LoopxError =>
+  internal('store_outcome_unproved', `The work store could not confirm whether operation ${operationId} landed.`, {
+    nextAction: 'retry the same request with the same operation id (it applies at most once)',
+    details: { owner: 'work', operation_id: operationId },
+  });
+
 /** The answer to a commit outcome; `undefined` for a conflict (load and decide again). */
 async function settle(core: WorkCore, a: Attempt, r: WorkCommitResult, receipt: WorkReceipt, next: WorkProjection): Promise<WorkOperationResult | undefined> {
   switch (r.status) {
@@ -191,14 +198,19 @@ async function settle(core: WorkCore, a: Attempt, r: WorkCommitResult, receipt: 
       if (r.reason === 'writer_fenced' && a.fence !== undefined) throw writerFenced(a.fence, fenceOf(await core.provider.load().then((l) => l.head))?.epoch ?? null);
       return undefined; // another writer moved the head or committed this id: re-read and re-decide (or replay)
     case 'ambiguous': {
-      const readback = await core.provider.readReceipt(a.operationId);
+      // The store's readback decides: the receipt when it shows this commit; when it does not — or the
+      // store cannot be read now — the outcome is unproved, never a generic failure: the same request
+      // under the same operation id applies at most once.
+      let readback: Awaited<ReturnType<typeof core.provider.readReceipt>>;
+      try {
+        readback = await core.provider.readReceipt(a.operationId);
+      } catch {
+        throw unproved(a.operationId);
+      }
       if (readback !== undefined && readback.request_digest === a.digest) {
         return result(core, 'applied', receiptOf(readback.receipt), readback.cursor, readback.provider_revision, projectionOf(core, await core.provider.load()));
       }
-      throw internal('provider_outcome_unproved', `The commit of operation ${a.operationId} may or may not have landed.`, {
-        nextAction: 'retry with the same operation id (it applies at most once)',
-        details: { operation_id: a.operationId },
-      });
+      throw unproved(a.operationId);
     }
     case 'failed':
       throw internal('work_commit_failed', `The work store refused the commit (${r.code}).`, {

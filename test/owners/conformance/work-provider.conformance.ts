@@ -197,13 +197,13 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
       expect((await q.load()).cursor).toBe(2);
     });
 
-    it('the work owner turns an ambiguous commit into applied by readback, or into provider_outcome_unproved that a same-id retry resolves', async () => {
+    it('the work owner turns an ambiguous commit into applied by readback, or into store_outcome_unproved that a same-id retry resolves', async () => {
       const inner = await make().open();
       const landed = await openWork({ provider: { ...forward(inner), commit: async (r) => (await inner.commit(r), { status: 'ambiguous' }) } });
       expect(await landed.addTodo({ operation_id: 'a', title: 'T' })).toMatchObject({ result: 'applied', cursor: 1 });
       let lost = true;
       const unproved = await openWork({ provider: { ...forward(inner), commit: async (r): Promise<WorkCommitResult> => (lost ? { status: 'ambiguous' } : inner.commit(r)) } });
-      expect((await rejectionOf(() => unproved.addTodo({ operation_id: 'b', title: 'U' }))).code).toBe('provider_outcome_unproved');
+      expect((await rejectionOf(() => unproved.addTodo({ operation_id: 'b', title: 'U' }))).code).toBe('store_outcome_unproved');
       expect((await inner.load()).cursor).toBe(1);
       lost = false;
       expect(await unproved.addTodo({ operation_id: 'b', title: 'U' })).toMatchObject({ result: 'applied', cursor: 2 });

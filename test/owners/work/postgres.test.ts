@@ -247,7 +247,7 @@ describePg('the PostgreSQL work provider on the real server', () => {
     const { work, provider, arm, fired } = await todoOwnerWithFaults(harness());
     const update = { operation_id: 'rename', todo_id: 't1', title: 'second title' };
     arm('terminate_at_commit');
-    expect((await rejectionOf(() => work.updateTodo(update))).code).toBe('provider_outcome_unproved');
+    expect((await rejectionOf(() => work.updateTodo(update))).code).toBe('store_outcome_unproved');
     expect(fired()).toBe(1);
     expect(await provider.readReceipt('rename')).toBeUndefined();
     expect((await work.getTodo('t1'))?.title).toBe('first title');

@@ -326,13 +326,13 @@ describe('work owner against provider outcomes', () => {
     expect(await w.transactionCount()).toBe(1);
   });
 
-  it('an ambiguous commit that did not land is provider_outcome_unproved; a retry under the same id applies once', async () => {
+  it('an ambiguous commit that did not land is store_outcome_unproved; a retry under the same id applies once', async () => {
     const h = sqliteHarness();
     const inner = h.open();
     let fail = true;
     const w = await openWork({ provider: wrap(inner, { commit: async (r) => (fail ? { status: 'ambiguous' } : inner.commit(r)) }) });
     const e = await rejectionOf(() => w.addTodo({ operation_id: 'a', title: 'T' }));
-    expect(e.code).toBe('provider_outcome_unproved');
+    expect(e.code).toBe('store_outcome_unproved');
     expect(await w.transactionCount()).toBe(0);
     fail = false;
     expect((await w.addTodo({ operation_id: 'a', title: 'T' })).result).toBe('applied');
