@@ -19,6 +19,34 @@ export const envMissing = (server: string, variable: string): LoopxError =>
     details: { server, variable },
   });
 
+/** Why a declared command names no executable file (public-safe reason codes). */
+export type ExecutableFault = 'missing' | 'not_a_file' | 'not_executable' | 'unreadable';
+
+/**
+ * A stdio server's command, when the plan was made, named no executable regular file that loopx
+ * can read and hash: nothing was pinned and nothing was started.
+ */
+export const executableNotFound = (server: string, reason: ExecutableFault, cause?: unknown): LoopxError =>
+  rejected('mcp_executable_not_found', `MCP server ${server}'s command names no executable file loopx can pin (${reason}).`, {
+    nextAction: `make the declared command of ${server} name a readable executable file — a path relative to the directory loopx runs in (the plan's base directory), or a name on PATH — and run the command again`,
+    details: { server, reason },
+    ...(cause === undefined ? {} : { cause }),
+  });
+
+/** How a pinned executable differs from the file its plan pinned. */
+export type ExecutableChange = 'changed' | 'missing';
+
+/**
+ * The file a plan pinned for a stdio server is gone or has other bytes: it was not launched, and
+ * neither was any other server of the launch.
+ */
+export const executableChanged = (server: string, change: ExecutableChange, cause?: unknown): LoopxError =>
+  conflict('mcp_executable_changed', `MCP server ${server}'s executable ${change === 'missing' ? 'is gone' : 'changed'} since the plan was made; nothing was launched.`, {
+    nextAction: `restore ${server}'s executable to the file the plan pinned, or restart loopx to plan with the new one (a new plan identity: runs made with the old one will not continue)`,
+    details: { server, reason: change },
+    ...(cause === undefined ? {} : { cause }),
+  });
+
 /** Why a server could not be started, connected or listed (public-safe reason codes). */
 export type LaunchFailure = 'spawn_failed' | 'unreachable' | 'http_error' | 'timeout' | 'connection_closed' | 'protocol_error';
 

@@ -6,10 +6,16 @@
  * - It fails closed. A server that does not start, connect or list its tools, or that does not
  *   offer a declared tool with the declared input schema (compared as canonical JSON), stops the
  *   whole launch: every server it started is stopped before the typed refusal is thrown.
+ * - It launches what the plan pinned (static.ts, executable.ts): a stdio server from its
+ *   executable's real path — its command is never looked up again, wherever the process runs now
+ *   — once that file is checked unchanged; a changed or missing one refuses the launch before any
+ *   server is spawned (`mcp_executable_changed`). A relative `cwd` is taken in the plan's base
+ *   directory. `launchMcpServers` makes its plan at the call.
  * - Tools a server offers beyond its declaration are never exposed.
  * - Environment and header references are resolved from the host environment here, at launch,
- *   and nowhere else; a missing one refuses the launch before anything starts. Resolved values
- *   are handed to the transport only: never logged, never in an identity or an error's details.
+ *   and nowhere else (only `PATH` is read when the plan is made, to find a bare command); a
+ *   missing one refuses the launch before anything starts. Resolved values are handed to the
+ *   transport only: never logged, never in an identity or an error's details.
  *   A stdio server gets the SDK's small default environment (PATH, HOME, …) plus its declared
  *   variables — not the host's whole environment.
  * - A server's stderr is not read into loopx (it may print anything); it is dropped, or passed
@@ -29,16 +35,14 @@ import type { Tool as ListedTool } from '@modelcontextprotocol/sdk/types.js';
 import { canonicalJson, isLoopxError, LOOPX_VERSION } from '../../core/index.js';
 import type { Tool } from '../tools.js';
 import { mcpTool, type McpConnection } from './call.js';
-import { parseMcpServers, type McpServerDeclaration } from './declaration.js';
+import type { McpServerDeclaration } from './declaration.js';
 import { contractChanged, envMissing, launchFailed, type LaunchFailure } from './errors.js';
+import { checkExecutable, type McpExecutable } from './executable.js';
 import { loadSdk, type McpSdk } from './sdk.js';
-import { mcpStaticTools, type McpStaticTool } from './static.js';
+import { planMcpServers, staticToolsOf, type McpPlannedServers, type McpPlanOptions, type McpStaticTool } from './static.js';
 
-export interface McpLaunchOptions {
-  /** Where references are resolved; default `process.env`. */
-  readonly environment?: Readonly<Record<string, string | undefined>>;
-  /** The directory a relative declared `cwd` is resolved against; default `process.cwd()`. */
-  readonly baseDir?: string;
+/** How servers are planned (`environment` is also where references are resolved, `baseDir` fixed when the plan is made) and launched. */
+export interface McpLaunchOptions extends McpPlanOptions {
   /** Bound of one tool call, in ms; default 60 000. A mutating call that reaches it has an unknown outcome. */
   readonly callTimeoutMs?: number;
   /** Bound of connecting and of each tool-list page, in ms; default 30 000. */
@@ -113,14 +117,25 @@ class Connection implements McpConnection {
   }
 }
 
-/** Launch every declared server and check its tools; fails closed (see the module header). */
+/** Plan the declared servers now, then launch them and check their tools; fails closed (see the module header). */
 export async function launchMcpServers(declarations: readonly McpServerDeclaration[], options: McpLaunchOptions = {}): Promise<McpSession> {
-  const decls = parseMcpServers(declarations); // a typed declaration obeys the file form's rules too
+  // A typed declaration obeys the file form's rules too (planning parses).
+  return launchPlanned(planMcpServers(declarations, options), options);
+}
+
+/** Launch the servers of a plan made earlier, from what it pinned; fails closed (see the module header). */
+export async function launchPlanned(planned: McpPlannedServers, options: McpLaunchOptions = {}): Promise<McpSession> {
+  const decls = planned.declarations;
   const environment = options.environment ?? process.env;
   const sdk = await loadSdk();
-  const transports = decls.map((d) => transportOf(sdk, d, environment, options)); // every reference resolved before anything starts
+  // Every pinned executable checked and every reference resolved before anything starts.
+  decls.forEach((d, i) => {
+    const pinned = planned.executables[i];
+    if (pinned) checkExecutable(d.name, pinned);
+  });
+  const transports = decls.map((d, i) => transportOf(sdk, d, planned.executables[i], planned.baseDir, environment, options));
   const connections: Connection[] = decls.map((d, i) => new Connection(sdk, d.name, transports[i]!));
-  const statics = mcpStaticTools(decls);
+  const statics = staticToolsOf(planned);
   const closeAll = async (): Promise<void> => {
     await Promise.all(connections.map((c) => c.close()));
   };
@@ -182,7 +197,14 @@ async function listTools(client: Client, timeout: number): Promise<Map<string, L
   return tools;
 }
 
-function transportOf(sdk: McpSdk, decl: McpServerDeclaration, environment: Readonly<Record<string, string | undefined>>, options: McpLaunchOptions): Transport {
+function transportOf(
+  sdk: McpSdk,
+  decl: McpServerDeclaration,
+  pinned: McpExecutable | undefined,
+  baseDir: string,
+  environment: Readonly<Record<string, string | undefined>>,
+  options: McpLaunchOptions,
+): Transport {
   const resolveRefs = (refs: { readonly [name: string]: string } | undefined): Record<string, string> => {
     const out: Record<string, string> = {};
     for (const [name, ref] of Object.entries(refs ?? {})) {
@@ -195,11 +217,12 @@ function transportOf(sdk: McpSdk, decl: McpServerDeclaration, environment: Reado
   };
   const t = decl.transport;
   if (t.type === 'http') return new sdk.StreamableHTTPClientTransport(new URL(t.url), { requestInit: { headers: resolveRefs(t.headers) } });
+  if (!pinned) throw new TypeError(`stdio server ${decl.name} has no pinned executable`); // planMcpServers pins every one
   return new sdk.StdioClientTransport({
-    command: t.command,
+    command: pinned.realPath,
     args: [...(t.args ?? [])],
     env: resolveRefs(t.env),
-    ...(t.cwd === undefined ? {} : { cwd: resolve(options.baseDir ?? process.cwd(), t.cwd) }),
+    ...(t.cwd === undefined ? {} : { cwd: resolve(baseDir, t.cwd) }),
     stderr: options.stderr ?? 'ignore',
   });
 }

@@ -4,6 +4,9 @@
  * call, once for all tools of the plan.
  *
  * Rules it keeps:
+ * - The plan is made when it is created: every stdio server's executable is pinned then (its real
+ *   path and SHA-256 are in the tools' identities), and every launch of the plan — the first and
+ *   any after `close()` — launches those files, each checked unchanged before anything is spawned.
  * - Registering, leasing and computing the plan identity start nothing (static side only).
  * - One launch at a time: concurrent first calls share it. A launch that fails closed refuses the
  *   call with its typed refusal — nothing was sent, so a mutating call fails definitely — and the
@@ -13,9 +16,9 @@
  */
 import type { Tool, ToolPlan } from '../tools.js';
 import { mcpEffectOf } from './call.js';
-import { parseMcpServers, type McpServerDeclaration } from './declaration.js';
-import { launchMcpServers, type McpLaunchOptions, type McpSession } from './launch.js';
-import { mcpStaticTools } from './static.js';
+import type { McpServerDeclaration } from './declaration.js';
+import { launchPlanned, type McpLaunchOptions, type McpSession } from './launch.js';
+import { planMcpServers, staticToolsOf } from './static.js';
 
 export interface McpToolPlan {
   readonly plan: ToolPlan;
@@ -25,18 +28,18 @@ export interface McpToolPlan {
   close(): Promise<void>;
 }
 
-/** A tool plan of the declared servers' tools, launched on first use. */
+/** A tool plan of the declared servers' tools, launched on first use; throws `mcp_declaration_invalid` or `mcp_executable_not_found`. */
 export function mcpToolPlan(id: string, declarations: readonly McpServerDeclaration[], options: McpLaunchOptions = {}): McpToolPlan {
-  const decls = parseMcpServers(declarations);
+  const planned = planMcpServers(declarations, options);
   let launching: Promise<McpSession> | undefined;
   const session = (): Promise<McpSession> => {
-    launching ??= launchMcpServers(decls, options).catch((e: unknown) => {
+    launching ??= launchPlanned(planned, options).catch((e: unknown) => {
       launching = undefined;
       throw e;
     });
     return launching;
   };
-  const tools: Tool[] = mcpStaticTools(decls).map((s, i) => {
+  const tools: Tool[] = staticToolsOf(planned).map((s, i) => {
     const live = async (): Promise<Tool> => (await session()).tools[i]!;
     const tool: Tool = {
       definition: s.definition,

@@ -9,7 +9,8 @@
  * reads the store only through the Promise-based `WorkProvider`, and it is the only place the owner
  * commits.
  */
-import { canonicalJson, conflict, internal, rejected, sha256Hex, type LoopxError } from '../../core/index.js';
+import { canonicalJson, conflict, internal, rejected, sha256Hex } from '../../core/index.js';
+import { outcomeUnproved } from '../port.js';
 import { operationIdentityMismatch } from '../refusals.js';
 import type { JsonValue, WorkCommitResult, WorkLoad, WorkProvider, WorkStoreIdentity } from './contract.js';
 import { fenceOf } from './encoding.js';
@@ -178,13 +179,6 @@ function receiptFor(core: WorkCore, a: Attempt, planned: Plan, next: WorkProject
   };
 }
 
-/** A commit whose outcome the store cannot prove (see `durable_same_key_readback` in contract.ts). */
-const unproved = (operationId: string): LoopxError =>
-  internal('store_outcome_unproved', `The work store could not confirm whether operation ${operationId} landed.`, {
-    nextAction: 'retry the same request with the same operation id (it applies at most once)',
-    details: { owner: 'work', operation_id: operationId },
-  });
-
 /** The answer to a commit outcome; `undefined` for a conflict (load and decide again). */
 async function settle(core: WorkCore, a: Attempt, r: WorkCommitResult, receipt: WorkReceipt, next: WorkProjection): Promise<WorkOperationResult | undefined> {
   switch (r.status) {
@@ -205,12 +199,12 @@ async function settle(core: WorkCore, a: Attempt, r: WorkCommitResult, receipt: 
       try {
         readback = await core.provider.readReceipt(a.operationId);
       } catch {
-        throw unproved(a.operationId);
+        throw outcomeUnproved('work');
       }
       if (readback !== undefined && readback.request_digest === a.digest) {
         return result(core, 'applied', receiptOf(readback.receipt), readback.cursor, readback.provider_revision, projectionOf(core, await core.provider.load()));
       }
-      throw unproved(a.operationId);
+      throw outcomeUnproved('work');
     }
     case 'failed':
       throw internal('work_commit_failed', `The work store refused the commit (${r.code}).`, {

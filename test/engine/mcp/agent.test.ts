@@ -120,10 +120,11 @@ describe('MCP servers declared by an agent', () => {
     const def = agent([everything([ECHO, GET_SUM]), filesystem(dir, [WRITE_FILE])], dir);
     await a.start(def, { runId: 'run-pinned', suspendAfterTurns: 1 });
     const signed = await a.exportEnvelope('run-pinned');
-    // Same id and version, another schema — and a command that cannot start: had anything been
-    // launched, the refusal would be the launch's.
+    // Same id and version, another schema — and a command that serves nothing (it exits at once):
+    // had anything been launched, the refusal would be the launch's.
     const changedSum = { ...GET_SUM, input_schema: { ...GET_SUM.input_schema, required: ['a'] } };
-    const changed = agent([everything([ECHO, changedSum], { transport: { type: 'stdio', command: '/nonexistent/mcp-server' } }), filesystem(dir, [WRITE_FILE])], dir);
+    const exits = { type: 'stdio' as const, command: process.execPath, args: ['-e', 'process.exit(1)'] };
+    const changed = agent([everything([ECHO, changedSum], { transport: exits }), filesystem(dir, [WRITE_FILE])], dir);
 
     const b = open('b');
     await expectCode(b.importSnapshot(signed.bytes, { agent: changed }), 'import_definition_mismatch');

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { computePlanIdentity, type JsonValue } from '../../../src/engine/index.js';
 import { mcpStaticTools, MCP_SERVER_DECLARATION_SCHEMA, parseMcpServer, parseMcpServers, type McpServerDeclaration } from '../../../src/engine/mcp/index.js';
 import { expectThrowsCode } from '../engine-support.js';
-import { ECHO, everything, GET_SUM } from './support.js';
+import { ECHO, everything, FILESYSTEM_BIN, GET_SUM } from './support.js';
 
 const file = (over: { [k: string]: JsonValue } = {}): { [k: string]: JsonValue } =>
   JSON.parse(JSON.stringify({ ...everything([ECHO, GET_SUM]), ...over })) as { [k: string]: JsonValue };
@@ -123,7 +123,7 @@ describe('MCP tools in a plan identity', () => {
     expect(fingerprint(variant({ tools: [{ ...ECHO, mutating: true }, GET_SUM] } as unknown as { [k: string]: JsonValue }))).not.toBe(before);
     expect(fingerprint(variant({ tools: [{ ...ECHO, description: 'other' }, GET_SUM] } as unknown as { [k: string]: JsonValue }))).not.toBe(before);
     const transport = base[0]!.transport as unknown as { [k: string]: JsonValue };
-    expect(fingerprint(variant({ transport: { ...transport, command: '/usr/bin/other' } }))).not.toBe(before);
+    expect(fingerprint(variant({ transport: { ...transport, command: FILESYSTEM_BIN } }))).not.toBe(before);
     expect(fingerprint(variant({ transport: { ...transport, args: ['stdio', '--more'] } }))).not.toBe(before);
     expect(fingerprint(variant({ transport: { ...transport, env: { TOKEN: 'env:A' } } }))).not.toBe(fingerprint(variant({ transport: { ...transport, env: { TOKEN: 'env:B' } } })));
   });

@@ -73,8 +73,18 @@ describe('launching MCP servers', () => {
     for (const pid of pids) expect(alive(pid)).toBe(false);
   });
 
-  it('a command that does not start is refused as a launch failure', async () => {
+  it('a command that names no executable file is refused before anything starts', async () => {
     const decl = { name: 'nothing', transport: { type: 'stdio' as const, command: join(tmpdir(), 'loopx-no-such-mcp-server') }, tools: [ECHO] };
+    const e = await expectCode(launchMcpServers(parseMcpServers([decl])), 'mcp_executable_not_found');
+    expect(e.details).toEqual({ server: 'nothing', reason: 'missing' });
+  });
+
+  it('an executable that does not start is refused as a launch failure', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'loopx-mcp-'));
+    dirs.push(dir);
+    const script = join(dir, 'server');
+    writeFileSync(script, '#!/loopx-no-such-interpreter\n', { mode: 0o755 });
+    const decl = { name: 'nothing', transport: { type: 'stdio' as const, command: script }, tools: [ECHO] };
     const e = await expectCode(launchMcpServers(parseMcpServers([decl])), 'mcp_launch_failed');
     expect(e.details).toEqual({ server: 'nothing', reason: 'spawn_failed' });
   });
