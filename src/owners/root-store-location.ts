@@ -34,7 +34,7 @@ export function postgresAt(location: { readonly database_url: string; readonly s
   const key = `${location.schema}\n${url}`;
   let db = pools.get(key);
   if (db === undefined) {
-    db = openPostgres({ url, schema: location.schema, allowExitOnIdle: true });
+    db = openPostgres({ url, schema: location.schema, reference: location.database_url, allowExitOnIdle: true });
     pools.set(key, db);
   }
   return db;

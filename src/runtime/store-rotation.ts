@@ -324,8 +324,8 @@ const supersededHere = (t: RotationTarget): LoopxError =>
   rejected('db_rotation_superseded', `Schema ${t.schema} on this server was superseded by a restored copy; it is never rotated back.`, {
     nextAction:
       t.goal_id === null
-        ? 'rotate the restored copy instead: loopx db rotate --database-url env:LOOPX_DATABASE_URL'
-        : `rotate the restored copy instead: loopx db rotate --goal ${t.goal_id} --database-url env:LOOPX_DATABASE_URL`,
+        ? `rotate the restored copy instead (its URL in a variable of your own): loopx db rotate --database-url env:LOOPX_RESTORED_URL`
+        : `rotate the restored copy instead (its URL in a variable of your own): loopx db rotate --goal ${t.goal_id} --database-url env:LOOPX_RESTORED_URL`,
     details: { schema: t.schema },
   });
 
@@ -333,8 +333,8 @@ const urlRequired = (t: RotationTarget): LoopxError =>
   rejected('db_rotation_url_required', 'The schema is a restored copy; name the database URL again to rotate it (a copied reference is never trusted).', {
     nextAction:
       t.goal_id === null
-        ? 'name the database URL again to preview the rotation: loopx db rotate --database-url env:LOOPX_DATABASE_URL'
-        : `name the database URL again to preview the rotation: loopx db rotate --goal ${t.goal_id} --database-url env:LOOPX_DATABASE_URL`,
+        ? `name the database URL again to preview the rotation: loopx db rotate --database-url ${t.database_url}`
+        : `name the database URL again to preview the rotation: loopx db rotate --goal ${t.goal_id} --database-url ${t.database_url}`,
   });
 
 const confirmMismatch = (t: RotationTarget, reference: string): LoopxError =>
@@ -355,14 +355,16 @@ const planStale = (t: RotationTarget, reference: string): LoopxError =>
 
 const laterWritesHeld = (t: RotationTarget, plan: RotationPlan, given: number | undefined): LoopxError => {
   const n = plan.later_writes.count ?? 0;
-  const goal = t.goal_id === null ? '' : ` --goal ${t.goal_id}`;
   return rejected(
     'db_rotation_later_writes',
     given === undefined
       ? `The original database holds ${n} work write(s) made after this copy was taken; rotating the copy abandons them (to keep them, back up the original again and restore that copy instead).`
       : `The original database holds ${n} work write(s) made after this copy was taken, not ${given}; nothing was rotated.`,
     {
-      nextAction: `abandon them knowingly: loopx db rotate${goal} --database-url ${plan.database_url} --confirm ${plan.digest} --abandon-later-writes ${n}`,
+      nextAction:
+        t.goal_id === null
+          ? `abandon them knowingly: loopx db rotate --database-url ${plan.database_url} --confirm ${plan.digest} --abandon-later-writes ${n}`
+          : `abandon them knowingly: loopx db rotate --goal ${t.goal_id} --database-url ${plan.database_url} --confirm ${plan.digest} --abandon-later-writes ${n}`,
       details: { later_writes: n, goals: plan.later_writes.goals.map((g) => ({ goal_id: g.goal_id, later: g.later })) },
     },
   );

@@ -305,10 +305,10 @@ export async function admit(q: PgQuery, admission: PgAdmission): Promise<void> {
  * The typed refusal for a loopx SQLSTATE raised by `loopx_admit`, or undefined for any other error.
  * `goalId`: the writer is that Goal's work store, whose schema `loopx db rotate --goal` rotates.
  */
-export function installationRefusal(e: unknown, schema: string, goalId?: string): LoopxError | undefined {
+export function installationRefusal(e: unknown, schema: string, goalId?: string, reference?: string): LoopxError | undefined {
   switch ((e as { code?: unknown })?.code) {
     case 'LXR01':
-      return restoredPendingRotation(schema, goalId);
+      return restoredPendingRotation(schema, goalId, reference);
     case 'LXS01':
       return storeSuperseded(schema);
     case 'LXW01':
@@ -320,15 +320,16 @@ export function installationRefusal(e: unknown, schema: string, goalId?: string)
   }
 }
 
-export const restoredPendingRotation = (schema: string, goalId?: string): LoopxError =>
+/** `reference`: the `env:NAME` the refused process reached the copy through (the root's own), named again in the next action. */
+export const restoredPendingRotation = (schema: string, goalId?: string, reference = 'env:LOOPX_DATABASE_URL'): LoopxError =>
   rejected(
     'store_restored_pending_rotation',
     `Schema ${schema} is a restored copy (or sits on another server than it was recorded on); no write is admitted before its identity is rotated.`,
     {
       nextAction:
         goalId === undefined
-          ? 'name the restored database’s URL again to preview its rotation: loopx db rotate --database-url env:LOOPX_DATABASE_URL'
-          : `name the restored database’s URL again to preview its rotation: loopx db rotate --goal ${goalId} --database-url env:LOOPX_DATABASE_URL`,
+          ? `name the restored database’s URL again to preview its rotation: loopx db rotate --database-url ${reference}`
+          : `name the restored database’s URL again to preview its rotation: loopx db rotate --goal ${goalId} --database-url ${reference}`,
       details: goalId === undefined ? { schema } : { schema, goal_id: goalId },
     },
   );

@@ -23,6 +23,8 @@ export interface PgOptions {
   readonly url: string;
   /** The installation's schema: every connection's `search_path`, and where its tables live. */
   readonly schema: string;
+  /** The `env:NAME` reference the URL was read from, when there is one: what a next action names. */
+  readonly reference?: string;
   /** Pool size (default 4). */
   readonly max?: number;
   /** Idle connections do not keep the process alive (a CLI process exits when its work is done). */
@@ -70,6 +72,8 @@ export function schemaIdent(schema: string): string {
 
 export interface PgDatabase {
   readonly schema: string;
+  /** The `env:NAME` reference it was opened through, when known (see `PgOptions.reference`). */
+  readonly reference?: string;
   /** One statement outside any explicit transaction. */
   query: PgQuery;
   /**
@@ -182,6 +186,7 @@ export function openPostgres(options: PgOptions): PgDatabase {
 
   return {
     schema: options.schema,
+    ...(options.reference !== undefined ? { reference: options.reference } : {}),
     async query(sql, params) {
       const client = await pool.connect();
       try {

@@ -48,7 +48,12 @@ describePg("a Goal's restored work schema is rotated through the Goal", () => {
     const refused = loopx(['todo', 'add', '--goal', 'g1', '--title', 'x', '--root', root], onCopy);
     expect(refused.status).toBe(3);
     expect(refused.stderr).toContain('store_restored_pending_rotation');
-    expect(refused.stderr).toContain(`loopx db rotate --goal g1 --database-url env:LOOPX_DATABASE_URL --root ${rel(root)}`);
+    // The next action names the reference this process reached the copy through, and runs as printed: the rotation's preview.
+    expect(refused.stderr).toContain(`loopx db rotate --goal g1 --database-url env:LX_GW_A --root ${rel(root)}`);
+    const next = refused.stderr.split('\n').find((l) => l.startsWith('try: '))!;
+    const previewed = loopx([...next.slice(next.indexOf('loopx ') + 'loopx '.length).split(' '), '--json'], onCopy);
+    expect(previewed.status, previewed.stderr).toBe(0);
+    expect(previewed.json()).toMatchObject({ goal_id: 'g1', restore_detected: true, database_url: 'env:LX_GW_A' });
 
     const status = loopx(['db', 'status', '--root', root, '--json'], onCopy);
     expect(status.status, status.stderr).toBe(0);
@@ -67,7 +72,7 @@ describePg("a Goal's restored work schema is rotated through the Goal", () => {
     expect(loopx(['db', 'rotate', '--root', root, '--json'], env).stderr).toContain('db_not_postgresql');
     const asked = loopx(['db', 'rotate', '--goal', 'g1', '--root', root], onCopy);
     expect(asked.stderr).toContain('db_rotation_url_required');
-    expect(asked.stderr).toContain('loopx db rotate --goal g1 --database-url env:LOOPX_DATABASE_URL');
+    expect(asked.stderr).toContain('loopx db rotate --goal g1 --database-url env:LX_GW_A');
     expect(loopx(['db', 'rotate', '--goal', 'nope', '--root', root, '--json'], env).stderr).toContain('goal_not_found');
 
     const preview = loopx(['db', 'rotate', '--goal', 'g1', '--database-url', 'env:LX_GW_B', '--root', root, '--json'], env);

@@ -396,7 +396,7 @@ async function writeTransaction<T>(db: PgDatabase, goalId: string, body: (q: PgQ
 /** A write that provably wrote nothing, as its answer — or the installation's typed refusal, thrown. */
 function writeFailure(db: PgDatabase, goalId: string, e: unknown): WriteFailure {
   // The installation refused this writer (restored, superseded, rotated since): typed, never retried.
-  const refusal = installationRefusal(e, db.schema, goalId);
+  const refusal = installationRefusal(e, db.schema, goalId, db.reference);
   if (refusal) throw refusal;
   if (isRetryableConflict(e)) return { status: 'failed', code: 'provider_busy' };
   if (e instanceof RowInvalid) return { status: 'failed', code: rowsInvalid(e).code };
