@@ -358,6 +358,7 @@ async function resolveUnderLock(plan: AdoptionPlan, journal: JournalWriter, hold
     const scratch = mkdtempSync(join(tmpdir(), 'loopx-recover-'));
     try {
       const receipt = await stepOf(step.action)!.apply(contextFor(plan, step, scratch, options, staged));
+      faultPoint('recover.resolve.ask-again.before-journal');
       journal.append({ event: 'done', action: step.action, idempotency_key: step.idempotency_key, receipt, at: new Date().toISOString() });
     } finally {
       rmSync(scratch, { recursive: true, force: true });

@@ -6,7 +6,7 @@
  * path; the kept receipts are bounded; and a daemon that stops ends a running drill, leaving
  * nothing of it behind.
  */
-import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -14,6 +14,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { MAX_KEPT_DRILLS } from '../../src/daemon/drills.js';
 import { REPO, STATE_HOME, loopx, tempRoot } from '../support/cli.js';
+
+// This file's daemons make their drills' directories in a temporary directory of its own: another
+// file's daemon drills (the browser's) may run at the same time, and are not this file's to count.
+const OWN_TMP = mkdtempSync(join(tmpdir(), 'loopx-drills-tmp-'));
+chmodSync(OWN_TMP, 0o1777);
+process.env.TMPDIR = OWN_TMP;
 
 const TOKEN = 'test-token-0123456789';
 const AUTH = { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` };

@@ -275,7 +275,9 @@ function RpoFigure({ r }: { r: Receipt }) {
         caption={
           <>
             The target is the last captured checkpoint: nothing after it may be claimed as recovered. Claimed beyond it: {claimed} work transactions — <Verdict met={r.rpo.met} />.
-            The source worked on for {r.rpo.seconds.toFixed(1)} s after the capture before it was lost.
+            The source worked on for {r.rpo.capture_to_loss_seconds.toFixed(1)} s after the capture before it was lost; the oldest write the new root lacks was{' '}
+            {r.rpo.seconds.toFixed(1)} s old then (at most {r.rpo.capture_to_loss_seconds.toFixed(1)} s), and it lacks {r.rpo.work_items_lost_locally} work transactions (at most{' '}
+            {r.rpo.work_items_lost_at_most}).
           </>
         }
       />
@@ -288,7 +290,12 @@ function figureRows(r: Receipt): [string, string, string, boolean][] {
   const casesMet = r.cases.filter((c) => c.met).length;
   return [
     ['Recovery time (RTO)', `${r.rto.seconds.toFixed(1)} s`, `≤ ${r.rto.target_seconds} s`, r.rto.met],
-    ['Recovery point (RPO)', `${r.rpo.claimed_beyond_checkpoint} transactions claimed beyond the checkpoint`, 'the last captured checkpoint', r.rpo.met],
+    [
+      'Recovery point (RPO)',
+      `${r.rpo.seconds.toFixed(1)} s, ${r.rpo.work_items_lost_locally} work transactions lost, ${r.rpo.claimed_beyond_checkpoint} claimed beyond the checkpoint`,
+      `the last captured checkpoint: ≤ ${r.rpo.capture_to_loss_seconds.toFixed(1)} s (capture to loss), ≤ ${r.rpo.work_items_lost_at_most} lost`,
+      r.rpo.met,
+    ],
     ['Human actions', `${r.human_actions.count}`, `≤ ${r.human_actions.limit} (with ${r.human_actions.visible_holds} visible holds)`, r.human_actions.met],
     ['Protected duplicate operations', `${r.protected_duplicates.count}`, `${r.protected_duplicates.target}`, r.protected_duplicates.met],
     ['Old writers rejected', `${r.old_writers.rejected} of ${r.old_writers.attempted} (${r.old_writers.percent} %)`, `${r.old_writers.target_percent} %`, r.old_writers.met],

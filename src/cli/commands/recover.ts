@@ -138,14 +138,14 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   registerDrill(recover, globals);
 }
 
-/** `loopx recover drill`: the rehearsal on synthetic state, its receipt printed whatever the outcome. */
+/** `loopx recover drill`: the rehearsal on synthetic state, its receipt (with the digest of the targets it judged by) printed whatever the outcome. */
 function registerDrill(recover: Command, globals: () => GlobalOptions): void {
   recover
     .command('drill')
     .description(
       'rehearse the recovery of one Goal end to end on disposable synthetic state (its own temporary roots, users and receiver; never yours) and report each measured figure beside its target',
     )
-    .option('--short', 'the short drill: two crash points of the apply instead of every owner commit point')
+    .option('--short', 'the short drill: two crash points of the apply and one of the resolve instead of every one')
     .option('--keep', "keep the drill's temporary state for inspection")
     .action(async (o: { short?: boolean; keep?: boolean }) => {
       const g = globals();

@@ -97,7 +97,9 @@ const effectHold = (e: EffectRecord): AdoptionHold => ({
 async function adoptRecovered(ctx: AdoptionContext, journal: EffectJournal, source: readonly EffectRecord[]) {
   const holds: AdoptionHold[] = [];
   const counts: Record<string, number> = {};
-  for (const e of source) {
+  for (const [i, e] of source.entries()) {
+    // A crash between two effects: the ones before are recorded, the rest not yet; the retry adopts each again (`already`).
+    if (i > 0) ctx.fault(`recover.${reconcile.action}.between-effects`);
     const settled = !isUncertain(e) && e.outcome !== 'pending';
     const r: Reconciled = settled
       ? { outcome: e.outcome as SettledOutcome, receipt: { recovered: true, source_outcome: e.outcome, source_receipt: e.receipt } }

@@ -2,10 +2,13 @@
  * How the drill runs loopx: every step is the real CLI in its own child process (the same entry
  * and loader this process was started with), as the drill's own synthetic user — a private run
  * authority and state directory inside the drill's temporary directory, never the operator's.
- * A fault is injected into one child only, through that child's environment.
+ * A fault is injected into one child only, through that child's environment. The commands the
+ * operator issues to recover go through `operator(user)`, which records each as it is issued:
+ * the drill's human actions are those records, never a number the drill's script asserts.
  */
 import { spawn } from 'node:child_process';
 import { internal, type LoopxError } from '../../core/index.js';
+import { DRILL_DEFECT_ENV } from './defects.js';
 
 /** A command's JSON document, read field by field by the drill. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -41,6 +44,7 @@ export class DrillCli {
   run(user: string, args: readonly string[], options: { fault?: string } = {}): Promise<CliOutcome> {
     const env: NodeJS.ProcessEnv = { ...process.env, XDG_STATE_HOME: this.stateHome };
     delete env['LOOPX_TEST_FAULT'];
+    delete env[DRILL_DEFECT_ENV];
     delete env['LOOPX_HOME'];
     if (options.fault !== undefined) env['LOOPX_TEST_FAULT'] = options.fault;
     const full = [...args, '--authority-dir', user, '--json'];
@@ -65,7 +69,34 @@ export class DrillCli {
       });
     });
   }
+
+  /** The operator `user`, whose every command is recorded as issued. */
+  operator(user: string): Operator {
+    const issued: string[] = [];
+    return {
+      user,
+      issued,
+      run: (args, options) => {
+        issued.push(commandName(args));
+        return this.run(user, args, options);
+      },
+    };
+  }
 }
+
+/** An operator of the drill: each command it runs is one human action. */
+export interface Operator {
+  readonly user: string;
+  /** Each command as issued, `loopx <command> <subcommand>` (no argument: nothing private). */
+  readonly issued: readonly string[];
+  run(args: readonly string[], options?: { fault?: string }): Promise<CliOutcome>;
+}
+
+/** `loopx recover plan` of `['recover', 'plan', '--from', …]`: the command and subcommand, before any option or argument. */
+export const commandName = (args: readonly string[]): string => {
+  const at = args.findIndex((a) => a.startsWith('-'));
+  return ['loopx', ...args.slice(0, Math.min(at === -1 ? args.length : at, 2))].join(' ');
+};
 
 /** The drill could not run one of its own steps (its synthetic state, not the operator's, is affected). */
 export const drillStepFailed = (step: string, why: string): LoopxError =>

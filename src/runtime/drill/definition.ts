@@ -1,25 +1,12 @@
 /**
- * The recovery drill's definition, frozen before it runs: its targets, the Goal it works, the
- * scripted agents of each stage, the crash points of the apply it injects, and what the short and
- * the full drill include. Nothing here is computed from a drill's results; a missed target is
- * reported as missed, never adjusted.
+ * The recovery drill's definition, frozen before it runs: the Goal it works, the scripted agents
+ * of each stage, the crash points of the apply and of `recover resolve` it injects, and what the
+ * short and the full drill include. Its targets are not here: they are frozen in a file of their
+ * own (targets.json, read by targets.ts), apart from the drill they judge. Nothing here is
+ * computed from a drill's results; a missed target is reported as missed, never adjusted.
  */
 
 export const DRILL_SCHEMA = 'loopx_recovery_drill_v0' as const;
-
-/** The targets, fixed in the drill's definition (the recovery spec's M3 outcome). */
-export const DRILL_TARGETS = Object.freeze({
-  /** From "backup and manifest supplied" to the first admitted turn in the new root, verify included. */
-  rto_seconds: 60,
-  /** Nothing after the last captured checkpoint is claimed as recovered. */
-  rpo: 'last_captured_checkpoint' as const,
-  /** verify, plan and confirm; one more per visible hold. */
-  human_actions_base: 3,
-  human_actions_per_hold: 1,
-  /** Re-sends the receiver sees of an operation it already holds. */
-  protected_duplicates: 0,
-  old_writers_rejected_percent: 100,
-});
 
 export type DrillMode = 'short' | 'full';
 
@@ -47,8 +34,6 @@ export const AFTER_CAPTURE: readonly ScriptStep[] = [
   { text: 'Announcing the draft.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'post draft ready' } }] },
   { text: 'More later.' },
 ];
-/** Work items the source commits after the capture: the note, and the delivery the receiver holds. */
-export const AFTER_CAPTURE_WORK_ITEMS = 2;
 
 /** The continuation in the new root: the draft announcement again (it must not reach the receiver twice), a new one, t3 done. */
 export const CONTINUE: readonly ScriptStep[] = [
@@ -76,12 +61,24 @@ export const APPLY_CRASH_POINTS = [
   'recover.work:rebind.before',
   'recover.work:rebind.after',
   'recover.effect:reconcile.before',
+  'recover.effect:reconcile.between-effects',
   'recover.effect:reconcile.fence',
   'recover.effect:reconcile.after',
 ] as const;
 
 /** The short drill (`npm test`) crashes the apply at one point before and one after the first live-owner write. */
 export const SHORT_CRASH_POINTS = ['recover.goal:rebind.before', 'recover.work:import_inert.after'] as const;
+
+/**
+ * The points of `loopx recover resolve` of a receiver hold (the receiver was down during the apply,
+ * then back): it runs the effect owner's reconciliation again — a SIGKILL between two effects, and
+ * before the receiver's fence moves — and journals it; a SIGKILL after the owner settled, before
+ * the journal knows. Then the same resolve again must converge.
+ */
+export const RESOLVE_CRASH_POINTS = ['recover.effect:reconcile.between-effects', 'recover.effect:reconcile.fence', 'recover.resolve.ask-again.before-journal'] as const;
+
+/** The short drill crashes the resolve where the owner has settled and the journal does not know it yet. */
+export const SHORT_RESOLVE_CRASH_POINTS = ['recover.resolve.ask-again.before-journal'] as const;
 
 /** The crash that interrupts an adoption before it changed any live owner (abort is still legal), and one after. */
 export const INTERRUPT_BEFORE_LIVE = 'recover.host:destination.before';

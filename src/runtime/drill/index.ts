@@ -1,7 +1,8 @@
 /**
  * `loopx recover drill`: the whole one-Goal recovery on disposable synthetic state — a private
  * temporary directory with its own roots, its own users' run authorities and its own receiver,
- * never the operator's — measured against the targets frozen in definition.ts. The stages run in
+ * never the operator's — measured against the targets frozen in targets.json (targets.ts), whose
+ * digest the receipt prints; it refuses to run against a targets file that is not valid. The stages run in
  * the order an incident would: the source works, is captured, works on and dies; the operator
  * recovers and continues; the old source comes back and tries; then the variants, the crash at
  * every owner commit point and the refusals run against the same verified backup.
@@ -13,16 +14,18 @@ import { randomBytes } from 'node:crypto';
 import { startWebhookSink } from '../../dev/index.js';
 import { refusals } from './cases.js';
 import { DrillCli } from './cli.js';
-import { APPLY_CRASH_POINTS, SHORT_CRASH_POINTS, type DrillMode } from './definition.js';
+import { APPLY_CRASH_POINTS, RESOLVE_CRASH_POINTS, SHORT_CRASH_POINTS, SHORT_RESOLVE_CRASH_POINTS, type DrillMode } from './definition.js';
 import { crashEveryCommitPoint } from './faults.js';
 import { recoverAndContinue } from './journey.js';
 import { oldWritersTry } from './old-writers.js';
 import { buildReceipt, type DrillReceipt } from './receipt.js';
 import { prepareSource, withOwnReceiver, writeAgents, type DrillContext } from './source.js';
+import { assertDrillTargets } from './targets.js';
 import { onlineCaptures, receiverDown } from './variants.js';
 
 export { renderReceipt, type DrillReceipt } from './receipt.js';
-export { DRILL_SCHEMA, DRILL_TARGETS, type DrillMode } from './definition.js';
+export { DRILL_SCHEMA, type DrillMode } from './definition.js';
+export { DRILL_TARGETS, DRILL_TARGETS_SHA256, type DrillTargets } from './targets.js';
 
 export interface DrillOptions {
   /** Node's arguments that start this CLI (`[...process.execArgv, entry]`). */
@@ -34,6 +37,7 @@ export interface DrillOptions {
 }
 
 export async function runRecoveryDrill(options: DrillOptions): Promise<{ receipt: DrillReceipt; kept: string | undefined }> {
+  assertDrillTargets();
   const startedAt = new Date().toISOString();
   const dir = mkdtempSync(join(tmpdir(), 'loopx-drill-'));
   chmodSync(dir, 0o700);
@@ -55,7 +59,11 @@ export async function runRecoveryDrill(options: DrillOptions): Promise<{ receipt
     const journey = await recoverAndContinue(ctx, source);
     const oldWriters = await oldWritersTry(ctx, source, journey);
     const held = await withOwnReceiver(ctx, 'receiver-down', () => receiverDown(ctx, journey.workspace));
-    const crashes = await crashEveryCommitPoint(ctx, journey.workspace, options.mode === 'full' ? APPLY_CRASH_POINTS : SHORT_CRASH_POINTS);
+    const crashes = await crashEveryCommitPoint(
+      ctx,
+      journey.workspace,
+      options.mode === 'full' ? { apply: APPLY_CRASH_POINTS, resolve: RESOLVE_CRASH_POINTS } : { apply: SHORT_CRASH_POINTS, resolve: SHORT_RESOLVE_CRASH_POINTS },
+    );
     const cases = await refusals(ctx, source, journey.workspace);
     const online = await onlineCaptures(ctx);
     const ledger = ctx.sink.attempts();

@@ -2,13 +2,18 @@
  * The drill's main journey, as an operator runs it after losing the source: verify the backup,
  * plan, confirm, resolve any hold, then continue the unfinished Todo in the new root — timed per
  * phase to the first admitted turn (the RTO) — and accept the result independently: the owners
- * read back in the new root, the receiver's ledger of every attempt. Then the old source comes
- * back and each of its writers tries, and must be refused.
+ * read back in the new root (which of the source's work transactions it holds: the RPO), the
+ * receiver's ledger of every attempt. The human actions are the commands the operator issued to
+ * recover, as issued (the continuation is the Goal's ordinary work after it; the drill's own
+ * readbacks are no one's action). Then the old source comes back and each of its writers tries,
+ * and must be refused.
  */
 import { join } from 'node:path';
 import type { Doc } from './cli.js';
 import { drillStepFailed, expectOk } from './cli.js';
+import { defectInjected, dropImportedTransaction } from './defects.js';
 import { GOAL } from './definition.js';
+import { heldIn } from './recovery-point.js';
 import type { DrillContext, DrillSource } from './source.js';
 
 export interface Phase {
@@ -32,6 +37,8 @@ export interface JourneyOutcome {
     readonly todos_at_adoption: Readonly<Record<string, number>>;
     readonly effects: Readonly<Record<string, number>>;
     readonly committed_after_capture: number;
+    /** The cursors of the source's work transactions the new root holds, by owner readback. */
+    readonly source_transactions_held: readonly number[];
   };
   readonly lineage_id: string;
   readonly fence: number;
@@ -55,10 +62,10 @@ async function firstTurnAt(ctx: DrillContext, user: string, root: string, runId:
 /** verify → plan → apply (→ resolve) → continue, as the operator. */
 export async function recoverAndContinue(ctx: DrillContext, source: DrillSource): Promise<JourneyOutcome> {
   const user = source.user;
+  const operator = ctx.cli.operator(user);
   const workspace = join(ctx.dir, 'workspace');
   const destination = join(ctx.dir, 'recovered');
   const phases: Phase[] = [];
-  const human: string[] = [];
   const timed = async <T>(phase: Phase['phase'], fn: () => Promise<T>): Promise<T> => {
     const t = performance.now();
     try {
@@ -69,27 +76,19 @@ export async function recoverAndContinue(ctx: DrillContext, source: DrillSource)
   };
   const supplied = Date.now();
   ctx.progress('recovery: verify the backup into a workspace');
-  await timed('verify', async () => {
-    human.push('verify the backup');
-    return expectOk(await ctx.cli.run(user, ['backup-state', 'verify', '--archive', source.archive, '--manifest', source.manifest, '--destination', workspace, '--execute']));
-  });
+  await timed('verify', async () =>
+    expectOk(await operator.run(['backup-state', 'verify', '--archive', source.archive, '--manifest', source.manifest, '--destination', workspace, '--execute'])),
+  );
   ctx.progress('recovery: plan (preview) into a new root');
-  const plan = await timed('plan', async () => {
-    human.push('plan the recovery (preview)');
-    return expectOk(await ctx.cli.run(user, ['recover', 'plan', '--from', workspace, '--goal', GOAL, '--destination', destination]));
-  });
+  const plan = await timed('plan', async () => expectOk(await operator.run(['recover', 'plan', '--from', workspace, '--goal', GOAL, '--destination', destination])));
   ctx.progress('recovery: confirm and apply');
-  let status = await timed('apply', async () => {
-    human.push('confirm the plan');
-    return expectOk(await ctx.cli.run(user, ['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest as string]));
-  });
+  let status = await timed('apply', async () => expectOk(await operator.run(['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest as string])));
   const holds = (status.holds as { hold_id: string; owner: string; code: string; continuation: string }[]).map((h) => ({ ...h, resolved: false }));
   if (holds.length > 0) {
     status = await timed('resolve', async () => {
       let last = status;
       for (const h of holds) {
-        human.push(`resolve hold ${h.hold_id}`);
-        const r = await ctx.cli.run(user, ['recover', 'resolve', '--destination', destination, '--hold', h.hold_id]);
+        const r = await operator.run(['recover', 'resolve', '--destination', destination, '--hold', h.hold_id]);
         if (r.status === 0) last = r.doc;
       }
       return last;
@@ -98,6 +97,9 @@ export async function recoverAndContinue(ctx: DrillContext, source: DrillSource)
     for (const h of holds) h.resolved = !open.has(h.hold_id);
   }
   if (status.state !== 'complete') throw drillStepFailed('recover apply', `the recovery ended ${status.state}`);
+  if (defectInjected('drop-captured-transaction')) dropImportedTransaction(destination, source.capture.work_cursor);
+  if (defectInjected('extra-operator-command')) expectOk(await operator.run(['recover', 'status', '--destination', destination]));
+  const humanActions = [...operator.issued];
   ctx.progress('recovery: continue the unfinished Todo in the new root');
   const run = await timed('first_turn', async () => expectOk(await ctx.cli.run(user, ['work', 'run', '--goal', GOAL, '--agent', ctx.agents.cont, '--root', destination])));
   const firstTurn = await firstTurnAt(ctx, user, destination, run.run_id as string);
@@ -107,13 +109,14 @@ export async function recoverAndContinue(ctx: DrillContext, source: DrillSource)
   const work = receiptOf(status, 'work:import_inert');
   const adopted = receiptOf(status, 'work:rebind');
   const effects = receiptOf(status, 'effect:reconcile');
+  const held = await heldIn(destination, source.history_at_loss);
   return {
     workspace,
     destination,
     state: status.state as string,
     phases,
     rto_ms: Math.max(0, firstTurn - supplied),
-    human_actions: human,
+    human_actions: humanActions,
     holds,
     preview_lost_or_unknown: plan.preview.lost_or_unknown as string[],
     recovered: {
@@ -122,6 +125,7 @@ export async function recoverAndContinue(ctx: DrillContext, source: DrillSource)
       todos_at_adoption: adopted.todos_by_status as Record<string, number>,
       effects: effects.by_outcome as Record<string, number>,
       committed_after_capture: (effects.committed_after_capture as unknown[]).length,
+      source_transactions_held: held,
     },
     lineage_id: goal.lineage_id as string,
     fence: receiptOf(status, 'host:supersede').fence as number,

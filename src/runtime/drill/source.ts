@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { startWebhookSink, type WebhookSink } from '../../dev/index.js';
 import { drillStepFailed, expectOk, type DrillCli } from './cli.js';
 import { AFTER_CAPTURE, BEFORE, CONTINUE, GOAL, GOAL_TITLE, SOURCE_KILL_POINT, TODO_TITLES, agentDocument } from './definition.js';
+import { workHistoryOf, type SourceTransaction } from './recovery-point.js';
 
 /** What every stage of a drill shares. */
 export interface DrillContext {
@@ -45,6 +46,8 @@ export interface DrillSource {
   };
   /** The Goal's work cursor when the source was lost. */
   readonly cursor_at_loss: number;
+  /** The Goal's work transactions when the source was lost, in cursor order (read back from its work owner). */
+  readonly history_at_loss: readonly SourceTransaction[];
   readonly lost_at: string;
   /** The run the crash ended. */
   readonly killed_run_id: string | undefined;
@@ -83,6 +86,7 @@ export async function prepareSource(ctx: DrillContext): Promise<DrillSource> {
   if (killed.signal !== 'SIGKILL') throw drillStepFailed('source dies mid-run', `the run ended ${killed.status === null ? 'otherwise' : `with exit ${killed.status}`}`);
   const atLoss = expectOk(await ctx.cli.run(user, ['goal', 'show', GOAL, '--root', root]));
   const runs = expectOk(await ctx.cli.run(user, ['run', 'list', '--root', root])).runs as { run_id: string; status: string }[];
+  const history = await workHistoryOf(root);
   const lostAt = new Date().toISOString();
   copyFileSync(ctx.sinkJournal, receiverAtLoss(ctx));
   const offline = join(ctx.dir, 'source-offline');
@@ -101,6 +105,7 @@ export async function prepareSource(ctx: DrillContext): Promise<DrillSource> {
       deliveries,
     },
     cursor_at_loss: atLoss.committed_transactions as number,
+    history_at_loss: history,
     lost_at: lostAt,
     killed_run_id: runs.find((r) => r.status !== 'completed')?.run_id,
   };
@@ -131,6 +136,17 @@ export async function withOwnReceiver<T>(ctx: DrillContext, name: string, fn: ()
     await ctx.sink.close();
     ctx.sink = await startWebhookSink({ port, journalPath: main });
     ctx.sinkJournal = main;
+  }
+}
+
+/** Run `fn` while the drill's receiver is down: stopped, then started again on the same port and journal whatever `fn` does. */
+export async function whileReceiverDown<T>(ctx: DrillContext, fn: () => Promise<T>): Promise<T> {
+  const port = ctx.sink.port;
+  await ctx.sink.close();
+  try {
+    return await fn();
+  } finally {
+    ctx.sink = await startWebhookSink({ port, journalPath: ctx.sinkJournal });
   }
 }
 

@@ -8,11 +8,10 @@
  *   recovery refuses to adopt it (its audit says to back up quiescently).
  */
 import { join } from 'node:path';
-import { startWebhookSink } from '../../dev/index.js';
 import { expectOk } from './cli.js';
 import { GOAL } from './definition.js';
 import type { DrillCase } from './cases.js';
-import { newSourceRoot, type DrillContext } from './source.js';
+import { newSourceRoot, whileReceiverDown, type DrillContext } from './source.js';
 import { updateTodo } from '../todos.js';
 
 export interface HeldVariant extends DrillCase {
@@ -23,23 +22,15 @@ export interface HeldVariant extends DrillCase {
 /** Apply with the receiver down, then resolve each hold once it is back. Runs alone: it stops the drill's receiver. */
 export async function receiverDown(ctx: DrillContext, workspace: string): Promise<HeldVariant> {
   ctx.progress('variant: the receiver is down during the apply (holds), then back (resolve)');
-  const user = ctx.user('receiver-down');
+  // Its operator's commands, as issued: plan, confirm and one resolve per hold (the verified workspace is shared).
+  const operator = ctx.cli.operator(ctx.user('receiver-down'));
   const destination = join(ctx.dir, 'held');
-  let actions = 2; // plan and confirm (the verified workspace is shared)
-  const plan = expectOk(await ctx.cli.run(user, ['recover', 'plan', '--from', workspace, '--goal', GOAL, '--destination', destination]));
-  const port = ctx.sink.port;
-  await ctx.sink.close();
-  let held;
-  try {
-    held = expectOk(await ctx.cli.run(user, ['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest as string]));
-  } finally {
-    ctx.sink = await startWebhookSink({ port, journalPath: ctx.sinkJournal });
-  }
+  const plan = expectOk(await operator.run(['recover', 'plan', '--from', workspace, '--goal', GOAL, '--destination', destination]));
+  const held = await whileReceiverDown(ctx, async () => expectOk(await operator.run(['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest as string])));
   const holds = held.holds as { hold_id: string; owner: string; code: string; continuation: string }[];
   let last = held;
   for (const h of holds) {
-    actions += 1;
-    const r = await ctx.cli.run(user, ['recover', 'resolve', '--destination', destination, '--hold', h.hold_id]);
+    const r = await operator.run(['recover', 'resolve', '--destination', destination, '--hold', h.hold_id]);
     if (r.status === 0) last = r.doc;
   }
   const open = new Set((last.holds as { hold_id: string }[]).map((h) => h.hold_id));
@@ -50,7 +41,7 @@ export async function receiverDown(ctx: DrillContext, workspace: string): Promis
     observed,
     met: held.state === 'reconciliation_held' && holds.length > 0 && last.state === 'complete',
     holds: holds.map((h) => ({ hold_id: h.hold_id, owner: h.owner, code: h.code, continuation: h.continuation, resolved: !open.has(h.hold_id) })),
-    human_actions: actions,
+    human_actions: operator.issued.length,
   };
 }
 

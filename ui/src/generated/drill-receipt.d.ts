@@ -1,13 +1,13 @@
 /* Generated from docs/schemas/recover-drill.schema.json by `npm run schemas:types` (json-schema-to-typescript). Do not edit. */
 
 /**
- * stdout of `loopx recover drill --json` (loopx_recovery_drill_v0): the receipt of a recovery drill on disposable synthetic state — each measured figure beside its target, frozen in the drill's definition before it ran, and whether it was met. Public: ids, counts, codes and times only, never a path, a payload or session text. The command exits 0 when every target is met and 3 when one is missed (the receipt is printed either way).
+ * stdout of `loopx recover drill --json` (loopx_recovery_drill_v0): the receipt of a recovery drill on disposable synthetic state — each measured figure beside its target, frozen in the drill's targets file (its digest in targets_sha256) before it ran, and whether it was met. Public: ids, counts, codes and times only, never a path, a payload or session text. The command exits 0 when every target is met and 3 when one is missed (the receipt is printed either way).
  */
 export interface LoopxRecoverDrill {
   schema_version: "loopx_recovery_drill_v0";
   drill_id: string;
   /**
-   * short: two crash points of the apply; full: every owner commit point
+   * short: two crash points of the apply and one of the resolve; full: every owner commit point of the apply and every crash point of the resolve
    */
   mode: "short" | "full";
   started_at: string;
@@ -27,16 +27,28 @@ export interface LoopxRecoverDrill {
     | "continuation"
   )[];
   /**
-   * the targets as the drill's definition froze them
+   * the targets as the drill's targets file froze them
    */
   targets: {
     rto_seconds: number;
     rpo: "last_captured_checkpoint";
+    /**
+     * the RPO is at most the drill's interval from the end of the capture to the loss of the source
+     */
+    rpo_seconds_at_most: "capture_to_loss_interval";
+    /**
+     * the work transactions the drill deliberately commits after the capture
+     */
+    rpo_work_items_lost_at_most: number;
     human_actions_base: number;
     human_actions_per_hold: number;
     protected_duplicates: number;
     old_writers_rejected_percent: number;
   };
+  /**
+   * SHA-256 of the canonical JSON (RFC 8785) of the targets file the drill judged by
+   */
+  targets_sha256: string;
   /**
    * the source's last captured checkpoint
    */
@@ -50,6 +62,9 @@ export interface LoopxRecoverDrill {
   recovered: {
     state: string;
     new_goal_instance_id: string;
+    /**
+     * as the recovery's import step reported it
+     */
     imported_transactions: number;
     todos_at_adoption: Counts;
     effects: Counts1;
@@ -57,10 +72,14 @@ export interface LoopxRecoverDrill {
      * deliveries the receiver holds that the capture did not
      */
     committed_after_capture: number;
+    /**
+     * the source's work transactions the new root holds under their original operation id and revision, read back from its work owner
+     */
+    source_transactions_held: number;
   };
   lost_or_unknown: {
     /**
-     * work transactions the source committed after the capture
+     * the source's work transactions the new root does not hold
      */
     work_items_lost_locally: number;
     committed_after_capture: number;
@@ -85,6 +104,9 @@ export interface LoopxRecoverDrill {
     target_seconds: number;
     met: boolean;
   };
+  /**
+   * the recovery point, by owner readback of the new root against the source's work history at the loss; met when every bound holds
+   */
   rpo: {
     checkpoint: {
       captured_at_end: string;
@@ -92,15 +114,41 @@ export interface LoopxRecoverDrill {
       profile: string;
     };
     /**
-     * from the end of the capture to the loss of the source
+     * the RPO: from the oldest source work transaction the new root does not hold to the loss of the source (0 when it holds every one)
      */
     seconds: number;
+    /**
+     * from the end of the capture to the loss of the source: the bound of seconds
+     */
+    capture_to_loss_seconds: number;
+    /**
+     * work transactions the source committed after the capture
+     */
+    written_after_capture: number;
+    /**
+     * the source's work transactions the new root does not hold
+     */
     work_items_lost_locally: number;
+    /**
+     * the bound of work_items_lost_locally, from the targets
+     */
+    work_items_lost_at_most: number;
     committed_after_capture: number;
     /**
-     * work transactions recovered beyond the captured checkpoint: 0 when the target is met
+     * source work transactions after the captured checkpoint the new root holds: 0 when the target is met
      */
     claimed_beyond_checkpoint: number;
+    bounds: {
+      nothing_claimed_beyond_checkpoint: boolean;
+      /**
+       * seconds ≤ capture_to_loss_seconds
+       */
+      within_capture_to_loss: boolean;
+      /**
+       * work_items_lost_locally ≤ work_items_lost_at_most
+       */
+      within_work_items: boolean;
+    };
     target: "last_captured_checkpoint";
     met: boolean;
   };
@@ -112,6 +160,9 @@ export interface LoopxRecoverDrill {
      */
     limit: number;
     met: boolean;
+    /**
+     * the commands the operator issued to recover, as issued (`loopx <command> <subcommand>`); count is their number
+     */
     actions: string[];
   };
   holds: {
@@ -147,14 +198,17 @@ export interface LoopxRecoverDrill {
     }[];
   };
   /**
-   * a SIGKILL at owner commit points of the apply, each followed by a retry accepted by owner readback
+   * a SIGKILL at owner commit points of the apply and inside the resolve of a receiver hold, each followed by the same command again, accepted by owner readback
    */
   fault_injection: {
     points: number;
+    apply_points: number;
+    resolve_points: number;
     converged: number;
     deliveries_sent: number;
     met: boolean;
     cases: {
+      command: "apply" | "resolve";
       point: string;
       killed: boolean;
       state_after_crash: string;
