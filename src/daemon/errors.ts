@@ -6,6 +6,7 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { internal, isLoopxError, notFound, usageError, type ErrorKind, type LoopxError } from '../core/index.js';
+import { goalLifetimeSuperseded } from '../runtime/index.js';
 import { daemonError } from './security.js';
 
 /** No route (or no upload part) by that name: Fastify's own 404s answer with it too. */
@@ -25,6 +26,17 @@ export const bodyNotOctetStream = (what: string): LoopxError => bodyInvalid(what
 /** A JSON body field that is missing or not what the route takes. */
 export const fieldInvalid = (message: string): LoopxError => usageError('daemon_field_invalid', message, 'send the fields docs/api.md lists for this route');
 
+/**
+ * Over HTTP no refusal names a path: a superseded lifetime's refusal names the recovered root as
+ * the operator types it in a shell (relative to where the command runs), which means nothing to a
+ * browser — it is answered in its form that names none.
+ */
+function pathFree(e: LoopxError): LoopxError {
+  const goalId = (e.details as { goal_id?: unknown } | undefined)?.goal_id;
+  if (e.code === 'goal_lifetime_superseded' && typeof goalId === 'string') return Object.assign(goalLifetimeSuperseded(goalId), { statusCode: statusOf(e) });
+  return e;
+}
+
 const STATUS: Record<ErrorKind, number> = { usage: 400, not_found: 404, conflict: 409, rejected: 422, internal: 500 };
 
 export function statusOf(e: unknown): number {
@@ -34,7 +46,7 @@ export function statusOf(e: unknown): number {
 }
 
 export function errorBody(e: unknown): { error: Record<string, unknown> } {
-  if (isLoopxError(e)) return { error: e.toJSON() };
+  if (isLoopxError(e)) return { error: pathFree(e).toJSON() };
   const fe = e as FastifyError;
   const status = statusOf(e);
   if (status === 413) return { error: bodyTooLarge('request body').toJSON() };

@@ -11,6 +11,7 @@
  *
  * A guard without work marks (an embedding's own, or a test's) checks the lifetime only.
  */
+import { operatorPath, type LoopxError } from '../core/index.js';
 import { goalLifetimeSuperseded, type WorkHead } from '../run-authority/index.js';
 import type { goal as goalOwner, work as workOwner } from '../owners/index.js';
 
@@ -18,12 +19,31 @@ import type { goal as goalOwner, work as workOwner } from '../owners/index.js';
 export interface LifetimeGuard {
   lifetimeSupersession(goalInstanceId: string): Promise<unknown>;
   observeWorkHead?(head: WorkHead): Promise<unknown>;
+  /** The directory a root id is bound to, while it is there (the run authority's binding): where a refusal points. */
+  rootDirectory?(rootId: string): Promise<string | undefined>;
+}
+
+/**
+ * `goal_lifetime_superseded` for a lifetime the authority records as superseded: its next action
+ * names the root the recovery made, as the operator types it from here, when the authority still
+ * finds that root's directory; else it shows the Goal here.
+ */
+export async function supersededRefusal(guard: LifetimeGuard | undefined, goalId: string, supersession: unknown): Promise<LoopxError> {
+  const rootId = (supersession as { successor_root?: unknown } | undefined)?.successor_root;
+  const dir = typeof rootId === 'string' ? await guard?.rootDirectory?.(rootId).catch(() => undefined) : undefined;
+  return goalLifetimeSuperseded(goalId, dir === undefined ? undefined : operatorPath(dir));
+}
+
+/** Refused (`supersededRefusal`) when the authority records `goalInstanceId` as superseded. */
+export async function refuseSupersededLifetime(guard: LifetimeGuard | undefined, goalId: string, goalInstanceId: string): Promise<void> {
+  const s = await guard?.lifetimeSupersession(goalInstanceId);
+  if (s !== undefined) throw await supersededRefusal(guard, goalId, s);
 }
 
 /** `goal_lifetime_superseded` unless the Goal's lifetime is live (see the header). */
 export async function assertLifetimeLive(guard: LifetimeGuard | undefined, goal: goalOwner.GoalRecord): Promise<void> {
   if (goal.superseded !== undefined) throw goalLifetimeSuperseded(goal.goal_id);
-  if ((await guard?.lifetimeSupersession(goal.goal_instance_id)) !== undefined) throw goalLifetimeSuperseded(goal.goal_id);
+  await refuseSupersededLifetime(guard, goal.goal_id, goal.goal_instance_id);
 }
 
 /** The work store's head checked against the authority's mark of it, and the mark moved to it. */

@@ -36,7 +36,7 @@ import { LOOPX_VERSION } from '../core/index.js';
 import { effect as effectOwner, goal as goalOwner, openRootOwners, work as workOwner, type RootOwners } from '../owners/index.js';
 import { goalLifetimeSuperseded } from '../run-authority/index.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
-import { observeGoalWork, type LifetimeGuard } from './goal-guard.js';
+import { observeGoalWork, refuseSupersededLifetime, type LifetimeGuard } from './goal-guard.js';
 import { sourceIdentityOf } from './identity.js';
 import { effectOutput, type EffectIntent, type JsonValue, type Tool, type ToolContext, type ToolPlan } from './tools.js';
 
@@ -83,7 +83,7 @@ async function withCallContext<T>(root: string, guard: LifetimeGuard | undefined
   try {
     const session = (await owners.sessions.listSessions()).find((s) => s.run_id === ctx.runId && s.status === 'active');
     if (!session) throw goalWorkUnbound();
-    if ((await guard?.lifetimeSupersession(session.goal_instance_id)) !== undefined) throw goalLifetimeSuperseded(session.goal_id);
+    await refuseSupersededLifetime(guard, session.goal_id, session.goal_instance_id);
     const goal = owners.goals.get(session.goal_id);
     if (goal?.goal_instance_id !== session.goal_instance_id) throw goalWorkUnbound();
     // The authority was asked above (for the session's lifetime, which is this one); the root's own record is asked here.

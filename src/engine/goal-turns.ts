@@ -33,7 +33,7 @@ import { faultPoint, hasCode, internal, type LoopxError } from '../core/index.js
 import { quota as quotaOwner, rootStores, session as sessionOwner } from '../owners/index.js';
 import type { Message } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
-import { goalLifetimeSuperseded } from '../run-authority/index.js';
+import { refuseSupersededLifetime } from './goal-guard.js';
 import { GOAL_WORK_TOOL_PLAN, goalWorkUnbound, type LifetimeGuard } from './goal-tools.js';
 import { messageId } from './messages.js';
 import { debitTokens } from './usage.js';
@@ -76,7 +76,7 @@ export class GoalTurnAccess {
       return undefined;
     }
     // A lifetime a recovery superseded takes no turn: its run stops before the model is called.
-    if (session.status === 'active' && (await this.#guard?.lifetimeSupersession(session.goal_instance_id)) !== undefined) throw goalLifetimeSuperseded(session.goal_id);
+    if (session.status === 'active') await refuseSupersededLifetime(this.#guard, session.goal_id, session.goal_instance_id);
     const ownTurns = (await sessions!.listTurns(session.session_id)).filter((t) => t.run_id === head.runId);
     const generation = ownTurns.at(-1)?.execution_generation ?? session.execution_generation;
     return new RunTurns(sessions!, () => this.#ledger(), session, head.runId, generation, this.#guard);
@@ -123,7 +123,7 @@ export class RunTurns {
     const turns = await this.sessions.listTurns(this.session.session_id);
     const last = turns.at(-1);
     if (last && last.run_id === this.runId && last.status === 'in_progress') return last;
-    if ((await this.guard?.lifetimeSupersession(this.session.goal_instance_id)) !== undefined) throw goalLifetimeSuperseded(this.session.goal_id);
+    await refuseSupersededLifetime(this.guard, this.session.goal_id, this.session.goal_instance_id);
     return (await this.sessions.beginTurn(this.session.session_id, last ? last.turn_index + 1 : 0, this.generation)).turn;
   }
 

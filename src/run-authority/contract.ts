@@ -153,6 +153,12 @@ export interface RunAuthority {
   revision(): Promise<number>;
   /** Whether the authority holds a binding of root id `rootId` (to any directory). */
   rootBound(rootId: string): Promise<boolean>;
+  /**
+   * The directory `rootId` is bound to, while it is still there with its bound identity (else
+   * undefined): where a superseded root's refusal points the operator. Private: for the operator's
+   * own command line, never for a public document.
+   */
+  rootDirectory(rootId: string): Promise<string | undefined>;
   /** A writer's view of a Goal work store checked against, and moved into, its mark (work-marks.ts): `goal_identity_mismatch`, `root_rolled_back`. */
   observeWorkHead(head: WorkHead): Promise<WorkMark>;
 

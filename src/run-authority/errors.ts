@@ -27,9 +27,14 @@ export const recordCorrupt = (runId: string, why: string): LoopxError => interna
  * with a new lifetime in another root): it may no longer commit, dispatch or deliver for the Goal.
  * Built here, once; every Goal-work writer that checks `lifetimeSupersession` raises this one.
  */
-export const goalLifetimeSuperseded = (goalId: string): LoopxError =>
+export const goalLifetimeSuperseded = (goalId: string, recoveredRoot?: string): LoopxError =>
   conflict('goal_lifetime_superseded', `Goal ${goalId}'s lifetime was replaced by a recovery into another root; this root may no longer write or deliver for it.`, {
-    nextAction: `continue the Goal in the root it was recovered into: loopx work run --goal ${goalId} --agent <agent-file> --root <recovered-root>`,
+    // `recoveredRoot`: the root the recovery made, as the operator types it from here, when the authority still finds it.
+    nextAction:
+      recoveredRoot !== undefined
+        ? `continue the Goal in the root it was recovered into: loopx goal show ${goalId} --root ${recoveredRoot}`
+        : `see where this Goal's lifetime went (this root keeps it as history): loopx goal show ${goalId}`,
+    details: { goal_id: goalId },
   });
 
 /**

@@ -35,7 +35,7 @@ import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
 import { directoryLifetimes, lifetimesRevision, lifetimesSupersededIn, readLifetime, supersedeLifetime, type LifetimeTable } from './lifetimes.js';
 import { directoryWorkMarks, observeWorkHead, type WorkHead, type WorkMark, type WorkMarkTable } from './work-marks.js';
 import { decodeRecord, encodeRecord } from './records.js';
-import { bindRoot, directoryBindings, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity } from './roots.js';
+import { bindRoot, directoryBindings, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity, stillThere } from './roots.js';
 import type { ClaimInput, ImportLease, LifetimeSupersession, LifetimeSupersessionOutcome, LifetimeSupersessionRequest, RunAuthority, RunLease, RunRecord } from './contract.js';
 
 const GEN_FILE = /^([1-9][0-9]{0,15})\.(key|retired)$/;
@@ -255,6 +255,12 @@ export class LocalRunAuthority implements RunAuthority {
   async rootBound(rootId: string): Promise<boolean> {
     this.#leases.liveRead();
     return (await this.#roots.get(rootId)) !== undefined;
+  }
+
+  async rootDirectory(rootId: string): Promise<string | undefined> {
+    this.#leases.liveRead();
+    const bound = await this.#roots.get(rootId);
+    return bound !== undefined && stillThere(bound) ? bound.path : undefined;
   }
 
   async observeWorkHead(head: WorkHead): Promise<WorkMark> {

@@ -23,7 +23,7 @@ import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
 import { lifetimesRevision, lifetimesSupersededIn, readLifetime, supersedeLifetime, type LifetimeTable } from './lifetimes.js';
 import { mapWorkMarks, observeWorkHead, type WorkHead, type WorkMark } from './work-marks.js';
 import { decodeRecord, encodeRecord } from './records.js';
-import { bindRoot, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity } from './roots.js';
+import { bindRoot, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity, stillThere } from './roots.js';
 import type { ClaimInput, ImportLease, LifetimeSupersession, LifetimeSupersessionOutcome, LifetimeSupersessionRequest, RunAuthority, RunLease, RunRecord } from './contract.js';
 
 export interface MemoryAuthorityOptions {
@@ -174,6 +174,12 @@ export class MemoryRunAuthority implements RunAuthority {
   async rootBound(rootId: string): Promise<boolean> {
     this.#leases.liveRead();
     return (await this.#roots.get(rootId)) !== undefined;
+  }
+
+  async rootDirectory(rootId: string): Promise<string | undefined> {
+    this.#leases.liveRead();
+    const bound = await this.#roots.get(rootId);
+    return bound !== undefined && stillThere(bound) ? bound.path : undefined;
   }
 
   async observeWorkHead(head: WorkHead): Promise<WorkMark> {

@@ -40,7 +40,7 @@ import { lifetimesRevision, lifetimesSupersededIn, readLifetime, supersedeLifeti
 import { observeWorkHead, type WorkHead, type WorkMark, type WorkMarkTable } from './work-marks.js';
 import type { LocalRunAuthority } from './local.js';
 import { decodeRecord, encodeRecord } from './records.js';
-import { bindRoot, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity } from './roots.js';
+import { bindRoot, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity, stillThere } from './roots.js';
 import type { ClaimInput, ImportLease, LifetimeSupersession, LifetimeSupersessionOutcome, LifetimeSupersessionRequest, RunAuthority, RunLease, RunRecord } from './contract.js';
 
 /** The component `loopx db migrate` records these tables under. */
@@ -331,6 +331,12 @@ export class PgRunAuthority implements RunAuthority {
   async rootBound(rootId: string): Promise<boolean> {
     this.#leases.liveRead();
     return (await this.#roots.get(rootId)) !== undefined;
+  }
+
+  async rootDirectory(rootId: string): Promise<string | undefined> {
+    this.#leases.liveRead();
+    const bound = await this.#roots.get(rootId);
+    return bound !== undefined && stillThere(bound) ? bound.path : undefined;
   }
 
   async observeWorkHead(head: WorkHead): Promise<WorkMark> {

@@ -66,7 +66,7 @@ export {
   type RunView,
 } from '../engine/index.js';
 export { assertRuntimeRoot, closeRootPools, LAYOUT, ownerDescriptions, type RootOwners } from '../owners/index.js';
-export { defaultAuthorityDir, recordNextAction, ROOT_IS_COPY, type LocalRunAuthority } from '../run-authority/index.js';
+export { defaultAuthorityDir, goalLifetimeSuperseded, recordNextAction, ROOT_IS_COPY, type LocalRunAuthority } from '../run-authority/index.js';
 export { claimInvalid, decodeEnvelope, ENVELOPE_MAX_BYTES, envelopeOversized, type RunSnapshotState } from '../snapshot/index.js';
 export {
   BACKUP_ID,

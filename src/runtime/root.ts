@@ -67,6 +67,7 @@ export async function withGoalWriter<T>(a: RootAccess, fn: (guard: GoalWriterGua
     }
     const guard: GoalWriterGuard = {
       lifetimeSupersession: (id) => authority.lifetimeSupersession(id),
+      rootDirectory: (id) => authority.rootDirectory(id),
       observeWorkHead: (head) => authority.observeWorkHead(head),
       supersededHere: async (goalId) => (rootId === undefined ? [] : authority.lifetimesSupersededIn(rootId, goalId)),
     };

@@ -131,19 +131,8 @@ describe('recover resolve --receiver-gone: a receiver that will never answer aga
 
   it("settles it from the operator's evidence: recorded with the reason, the unknown delivery abandoned, the recovery complete", async () => {
     const reason = 'receiver decommissioned with its host; vendor ticket 4711';
-    const st = await okAsync(s, [
-      'recover',
-      'resolve',
-      '--destination',
-      destination,
-      '--hold',
-      receiverHold.hold_id,
-      '--receiver-gone',
-      '--confirm',
-      receiverHold.digest,
-      '--reason',
-      reason,
-    ]);
+    const settle = ['recover', 'resolve', '--destination', destination, '--hold', receiverHold.hold_id, '--receiver-gone', '--confirm', receiverHold.digest, '--reason', reason];
+    const st = await okAsync(s, settle);
     expect(st.state).toBe('complete');
     expect(st.holds).toEqual([]);
     expect(st.fences).toEqual({ source_established: true, destination_established: true });
@@ -159,19 +148,7 @@ describe('recover resolve --receiver-gone: a receiver that will never answer aga
     expect(retirement).toMatchObject({ target: receiverHold.subject, outcome: 'rejected' });
     expect(JSON.parse(retirement.intent)).toMatchObject({ reason, hold_digest: receiverHold.digest });
     // The same settlement again: the hold is gone.
-    const again = await refused([
-      'recover',
-      'resolve',
-      '--destination',
-      destination,
-      '--hold',
-      receiverHold.hold_id,
-      '--receiver-gone',
-      '--confirm',
-      receiverHold.digest,
-      '--reason',
-      reason,
-    ]);
+    const again = await refused(settle);
     expect(again.error.code).toBe('recover_hold_not_found');
   }, 120_000);
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { loopxAsync } from '../support/cli.js';
+import { loopxAsync, rel } from '../support/cli.js';
 import { agentFile, type Doc } from './support/adopt.js';
 import { as, backupVerified, newUser, recoverInto, workedSource, type User } from './support/adopt-users.js';
 
@@ -122,6 +122,8 @@ describe('the superseded lifetime stays closed in its old root', () => {
         const r = await d.app.inject({ method: 'POST', url: `/api/goals/launch/${verb}`, headers: { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` } });
         expect(r.statusCode, `${verb}: ${r.body}`).toBe(409);
         expect(r.json().error.code).toBe('goal_lifetime_superseded');
+        // Over HTTP no path is named, not even the recovered root's.
+        expect(r.body).not.toContain(u.dir);
       }
     } finally {
       await d.backups.close();
@@ -132,6 +134,14 @@ describe('the superseded lifetime stays closed in its old root', () => {
 
   it('in the CLI: retire and pause are refused, the alias is not created again — also after its directory was removed by hand — and nothing is delivered twice', async () => {
     const at = ['--root', S, '--authority-dir', u.authority];
+    // The refusal names the root the recovery made, as typed from here, and runs as printed: the Goal's new lifetime there.
+    const retire = await loopxAsync(['goal', 'retire', 'launch', ...at, '--json']);
+    const next = (JSON.parse(retire.stdout) as Doc).error.next_action as string;
+    expect(next).toBe(`continue the Goal in the root it was recovered into: loopx goal show launch --root ${rel(R)} --authority-dir ${rel(u.authority)}`);
+    const there = await loopxAsync([...next.slice(next.indexOf('loopx ') + 'loopx '.length).split(' '), '--json']);
+    expect(there.status, there.stderr).toBe(0);
+    const old = (await as(u, ['goal', 'show', 'launch', '--root', S])).goal_instance_id as string;
+    expect((JSON.parse(there.stdout) as Doc).goal_instance_id).not.toBe(old);
     expect((await refused(['goal', 'retire', 'launch', ...at])).code).toBe('goal_lifetime_superseded');
     expect((await refused(['goal', 'pause', 'launch', ...at])).code).toBe('goal_lifetime_superseded');
     expect((await refused(['goal', 'create', 'launch', '--title', 'Again', ...at])).code).toBe('goal_alias_superseded');

@@ -62,7 +62,8 @@ describe('the lifetime file', () => {
     expect(refusal).toMatchObject({ code: 'goal_lifetime_superseded', kind: 'conflict' });
     expect(exitCodeOf(refusal)).toBe(4);
     expect(refusal.message).toBe("Goal goal-a's lifetime was replaced by a recovery into another root; this root may no longer write or deliver for it.");
-    expect(refusal.nextAction).toBe('continue the Goal in the root it was recovered into: loopx work run --goal goal-a --agent <agent-file> --root <recovered-root>');
+    expect(refusal.nextAction).toBe("see where this Goal's lifetime went (this root keeps it as history): loopx goal show goal-a");
+    expect(goalLifetimeSuperseded('goal-a', '../recovered').nextAction).toBe('continue the Goal in the root it was recovered into: loopx goal show goal-a --root ../recovered');
   });
 
   it('the alias form checked here is the goal owner’s (owners/layout.ts GOAL_ID)', () => {

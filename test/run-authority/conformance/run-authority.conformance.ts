@@ -13,7 +13,7 @@
  * directory, whatever the authority keeps its state in.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { mkdtempSync, realpathSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
@@ -415,6 +415,17 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         // The copy is a root of its own under another id.
         expect(await asyncCodeOf(a.bindRoot('root_b', rootDirectoryIdentity(copy)))).toBeUndefined();
         expect(await a.rebindRoot('root_a', rootDirectoryIdentity(root))).toBe('unchanged');
+      });
+
+      it('rootDirectory names a bound root while its directory is there with its bound identity, and nothing else', async () => {
+        const a = await make();
+        const root = rootDir();
+        expect(await a.rootDirectory('root_a')).toBeUndefined();
+        await a.bindRoot('root_a', rootDirectoryIdentity(root));
+        expect(await a.rootDirectory('root_a')).toBe(realpathSync(root));
+        // Removed: no longer named.
+        rmSync(root, { recursive: true });
+        expect(await a.rootDirectory('root_a')).toBeUndefined();
       });
 
       it('a root moved on one file system keeps its identity (the binding follows its path)', async () => {
