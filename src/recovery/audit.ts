@@ -147,6 +147,13 @@ const NEXT = {
   symlink: 'the link was extracted inert and is never followed by loopx; inspect it by hand',
 } as const;
 
+/** Holds a recovery of the Goal into a new root settles (its session step), and the words that say so. */
+const ADOPTION_SETTLES: Readonly<Record<string, string>> = {
+  session_binding_historical: 'readmit the session by recovering its Goal into a new root with loopx recover plan; it continues there under a new execution generation, never here',
+  turn_unsettled:
+    "settle the turn by recovering its Goal into a new root with loopx recover plan; the recovery reconciles the turn's effects under their original operation ids first",
+};
+
 /** Owner names a public summary may show: the OWNERS table's, the unowned stores', and the coordinators'. */
 const ROOT = 'runtime-root';
 /** Archive paths of an owner's members (a directory member covers everything under it). */
@@ -506,6 +513,9 @@ export function buildAudit(a: AuditInputs): RecoveryAudit {
 
   const { byOwner, verification, assets, severities } = countsOf(components, findings);
   const eligible = sections.eligibleScopes !== null && sections.eligibleScopes.length > 0 && severities.error === 0;
+  // In an audit its Goals can be adopted from, what the session owner holds is settled by that
+  // adoption: its next action names it (a legacy audit, never adopted, keeps the owner's words).
+  if (eligible) for (const [i, f] of findings.entries()) if (ADOPTION_SETTLES[f.code] !== undefined) findings[i] = { ...f, next_action: ADOPTION_SETTLES[f.code]! };
   const held = !v1 || severities.error > 0 || severities.hold > 0;
   const next = !v1 ? NEXT.legacy : ((findings.find((f) => f.severity === 'error') ?? findings.find((f) => f.severity === 'hold'))?.next_action ?? NEXT.readable);
 

@@ -4,6 +4,8 @@
  * review reproduced — `--root D/workspace/runtime-root` then `todo update`, `work run` (a real
  * webhook delivered) and `run resume` of the live root's run — is replayed command by command.
  */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedSample } from '../../src/runtime/index.js';
@@ -128,6 +130,22 @@ describe('backup-state workspace ls|show', () => {
     expect(doc.effects_by_outcome).toEqual({ committed: 4 });
     expect(JSON.stringify(doc)).not.toContain(live.split('/root')[0]!);
     expect(treeState(destination)).toEqual(before);
+  });
+
+  it('names the next step for each Goal it lists — its recovery into a new root — which plans it when run as printed', () => {
+    const r = loopx(['backup-state', 'workspace', 'ls', destination]);
+    expect(r.status, r.stderr).toBe(0);
+    const hint = r.stdout.split('\n').find((l) => l.includes('recover it into a new root: loopx recover plan'))!;
+    expect(hint).toContain('--goal sample');
+    const target = join(mkdtempSync(join(tmpdir(), 'loopx-ws-next-')), 'recovered');
+    const argv = hint
+      .replace(/^.*?: loopx /, '')
+      .trim()
+      .split(' ')
+      .map((w) => (w === 'NEW_ROOT' ? target : w));
+    const planned = loopx([...argv, '--json']);
+    expect(planned.status, planned.stderr).toBe(0);
+    expect(planned.json()).toMatchObject({ goal: { goal_id: 'sample' }, execution_authority_granted: false });
   });
 
   it("shows one Goal's Todos, history, session, bound run and effects", () => {

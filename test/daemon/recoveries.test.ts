@@ -62,6 +62,9 @@ beforeAll(async () => {
   // Held only by the sessions' historical binding, which ordinary admission settles: adoptable.
   expect(job).toMatchObject({ state: 'held', error: null });
   auditId = job.recovery_id;
+  // Its next action is the step that settles those holds — recovering a Goal into a new root — not an owner's internal step.
+  const summary = (await get(`/api/audits/${auditId}`)).json();
+  expect(summary.next_action).toMatch(/^readmit the session by recovering its Goal into a new root with loopx recover plan;/);
 }, 180_000);
 
 afterAll(async () => {

@@ -6,6 +6,8 @@
  * nothing read here grants execution.
  */
 import type { Command } from 'commander';
+import { resolve } from 'node:path';
+import { operatorPath } from '../../core/index.js';
 import { listWorkspace, showWorkspaceGoal, type WorkspaceGoalDetail, type WorkspaceListing } from '../../runtime/index.js';
 import { emit, type GlobalOptions, type Output } from '../context.js';
 
@@ -14,12 +16,14 @@ const counts = (by: Record<string, number>): string =>
     .map(([k, n]) => `${n} ${k}`)
     .join(', ') || 'none';
 
-function printListing(w: WorkspaceListing, out: Output): void {
+function printListing(w: WorkspaceListing, out: Output, workspace: string): void {
   out.line(`recovery workspace ${w.recovery_id} (backup ${w.backup_id}, ${w.operator_state}) — inert: read only, no execution authority`);
   out.line(`  Goals: ${w.goals.length}`);
   for (const g of w.goals) {
     out.line(`    ${g.goal_id.padEnd(20)} ${g.lifecycle.padEnd(9)} ${g.title}`);
     out.line(`      Todos: ${counts(g.todos_by_status)}; ${g.committed_transactions} committed transactions${g.work_readable ? '' : ' (work store unreadable)'}`);
+    // The next step for a Goal found here: its recovery into a new root (which also readmits its sessions).
+    out.hint(`      recover it into a new root: loopx recover plan --from ${operatorPath(resolve(workspace))} --goal ${g.goal_id} --destination NEW_ROOT`);
   }
   out.line(`  runs: ${w.runs_readable ? w.runs.length : 'unreadable'}`);
   for (const r of w.runs) out.line(`    ${r.run_id.padEnd(28)} ${r.lifecycle.padEnd(9)} ${r.completed_turns} turns, last sequence ${r.last_sequence}`);
@@ -50,7 +54,7 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
   workspace
     .command('ls <destination>')
     .description("list a verified workspace's Goals, runs, sessions and effects")
-    .action((destination: string) => emit(globals(), listWorkspace(destination), printListing));
+    .action((destination: string) => emit(globals(), listWorkspace(destination), (w, out) => printListing(w, out, destination)));
   workspace
     .command('show <destination>')
     .description('one Goal of a verified workspace: its Todos, history, sessions, runs and effects')
