@@ -72,7 +72,11 @@ const errorOf = (err: unknown): ApplyError =>
 
 const notFoundRecovery = () => notFound('daemon_recovery_not_found', 'No such recovery.', { nextAction: 'list the recoveries: GET /api/recoveries' });
 const badName = () =>
-  usageError('daemon_destination_name_invalid', 'The new root is named by one plain directory name (letters, digits, . _ -; at most 64).', 'choose a name like launch-recovered');
+  usageError(
+    'daemon_destination_name_invalid',
+    'The new root is named by one plain directory name: 1 to 64 letters, digits, dots, underscores and hyphens, starting with a letter or digit.',
+    'choose a name like launch-recovered',
+  );
 
 /**
  * Over HTTP a recovery is named by its route, never by its destination's path: a refusal's or a
@@ -140,7 +144,11 @@ export class AdoptionService {
 
   /** A free directory name beside the root for a Goal's recovery: `<root name>-<goal>-recovered[-n]`. */
   proposeName(goalId: string): string {
-    const base = `${basename(this.root)}-${goalId}-recovered`.slice(0, 56);
+    // A name the daemon itself accepts: the root's directory name as a valid start (a hidden `.loopx-sample` loses its dot).
+    const base = `${basename(this.root)}-${goalId}-recovered`
+      .replace(/[^A-Za-z0-9._-]/g, '-')
+      .replace(/^[^A-Za-z0-9]+/, '')
+      .slice(0, 56);
     for (let n = 1; ; n++) {
       const name = n === 1 ? base : `${base}-${n}`;
       if (!existsSync(this.destinationOf(name))) return name;

@@ -141,7 +141,7 @@ const NEXT = {
   legacy: 'create a new backup with a producer that records owner revisions and capture profiles (a newer loopx); until then treat this audit as held',
   best: 'treat the captured state as a best-effort online copy: no cross-owner point in time was recorded',
   readable: 'read it from the inert workspace; adoption into a live root is a separate step: keep the workspace until then',
-  historical: 'keep it as history; the owner reconciles it only only when this state is adopted into a live root, never by replay',
+  historical: 'keep it as history; the owner reconciles it only when this state is adopted into a live root, never by replay',
   unknown: 'inspect these bytes in the workspace by hand; no loopx owner reads them',
   broken: 'restore this owner from another backup; this copy could not be read',
   symlink: 'the link was extracted inert and is never followed by loopx; inspect it by hand',

@@ -97,7 +97,7 @@ function RecoverGoalForm({ auditId, goalId, title }: { auditId: string; goalId: 
         Recover this Goal: <code>{goalId}</code> “{title}”
       </h3>
       <label htmlFor={inputId}>New root (a new directory beside this daemon’s root)</label>
-      <input id={inputId} ref={input} value={name} onChange={(ev) => setName(ev.target.value)} required pattern="[A-Za-z0-9][A-Za-z0-9._-]{0,63}" />
+      <input id={inputId} ref={input} value={name} onChange={(ev) => setName(ev.target.value)} required pattern="[A-Za-z0-9][A-Za-z0-9._\-]{0,63}" />
       <button type="submit" disabled={busy || name === ''}>
         {busy ? 'Planning…' : 'Preview the recovery'}
       </button>
