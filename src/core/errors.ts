@@ -17,6 +17,9 @@ export const EXIT_CODES: Readonly<Record<ErrorKind | 'ok', number>> = {
   not_found: 3,
 };
 
+/** The exit code of a command that drove a run which ended `failed` (`run start`, `run resume`, `work run`): its document is printed, the run failed. */
+export const RUN_FAILED_EXIT = 5;
+
 export interface LoopxErrorOptions {
   nextAction?: string;
   cause?: unknown;

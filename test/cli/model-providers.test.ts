@@ -78,6 +78,8 @@ describe('loopx run start with a provider package', () => {
 
     const r = await loopxAsync(['run', 'start', '--agent', agent, '--root', root], { [KEY_ENV]: KEY });
 
+    // The run ended failed: its document is printed, and the command exits 5.
+    expect(r.status).toBe(5);
     expect(r.stdout).toContain('[model_auth_failed]');
     expect(r.stdout).toContain(`next: put a valid API key in ${KEY_ENV}`);
     const runId = /run_[0-9a-f]+/.exec(r.stdout)![0];

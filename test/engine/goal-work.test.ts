@@ -9,6 +9,7 @@ import * as workOwner from '../../src/owners/work/index.js';
 import * as effectOwner from '../../src/owners/effect/index.js';
 import { join } from 'node:path';
 import { loopx, loopxAsync, tempRoot, rel } from '../support/cli.js';
+import { agentFile } from '../recovery/support/adopt.js';
 
 let sink: WebhookSink;
 beforeAll(async () => {
@@ -153,5 +154,16 @@ describe('loopx work run', () => {
     const again = loopx(['todo', 'update', 't3', '--goal', 'launch', '--status', 'done', '--operation-id', 'op-close', '--root', root, '--json']);
     expect(again.status, again.stderr).toBe(0);
     expect(again.json()).toMatchObject({ result: 'already_applied', cursor: first.json().cursor });
+  }, 60_000);
+
+  it('a work run that ends failed prints its document and exits 5', async () => {
+    const root = await goalWithTodos();
+    // One turn of script and no answer after it: the second turn finds the script exhausted, and the run fails.
+    const agent = agentFile(root, 'short', [{ text: 'Looking.', tool_calls: [{ name: 'todo.list', arguments: {} }] }]);
+    const r = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agent, '--root', root, '--json']);
+    expect(r.status, r.stdout + r.stderr).toBe(5);
+    expect(r.json()).toMatchObject({ status: 'failed', failure: { code: 'script_exhausted' } });
+    const human = await loopxAsync(['run', 'show', r.json().run_id, '--root', root]);
+    expect(human.status).toBe(0);
   }, 60_000);
 });

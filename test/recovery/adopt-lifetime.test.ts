@@ -11,6 +11,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
+import { loopxAsync } from '../support/cli.js';
 import * as workOwner from '../../src/owners/work/index.js';
 import { agentFile, BEFORE, type Doc } from './support/adopt.js';
 import { as, backupVerified, effectsOf, newUser, recoverInto, refusedAs, spendsOf, type User } from './support/adopt-users.js';
@@ -130,8 +131,10 @@ describe('recovering a retired and re-created Goal’s backed-up lifetime', () =
     await as(u, ['run', 'export', stale.moved, '--out', snapshot, '--root', u.root]);
     await as(u, ['run', 'import', snapshot, '--agent', agents.stale, '--root', R]);
     const [todosBefore, spendsBefore, effectsBefore, committedBefore] = [await todos(R), await spendsOf(R), await effectsOf(R), await committed(R)];
-    const resumed = await as(u, ['run', 'resume', stale.moved, '--root', R]);
-    expect(resumed).toMatchObject({ status: 'failed', completed_turns: 1, failure: { code: 'goal_work_unbound' } });
+    // The run ends failed: its document is printed and the command exits 5.
+    const r = await loopxAsync(['run', 'resume', stale.moved, '--root', R, '--authority-dir', u.authority, '--json']);
+    expect(r.status, r.stderr).toBe(5);
+    expect(r.json()).toMatchObject({ status: 'failed', completed_turns: 1, failure: { code: 'goal_work_unbound' } });
     expect(await todos(R)).toEqual(todosBefore);
     expect(await committed(R)).toBe(committedBefore);
     expect(await spendsOf(R)).toEqual(spendsBefore);

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { emit, withEngine, type GlobalOptions } from '../context.js';
 import { parsePositive } from '../parse.js';
-import { printRun, runSummary } from './run-view.js';
+import { exitIfFailed, printRun, runSummary } from './run-view.js';
 
 export function register(run: Command, globals: () => GlobalOptions): void {
   run
@@ -13,5 +13,6 @@ export function register(run: Command, globals: () => GlobalOptions): void {
       const g = globals();
       const view = await withEngine(g, (engine) => engine.resume(id, o.turns !== undefined ? { turns: o.turns } : {}));
       emit(g, runSummary(view), (_, out) => printRun(view, out));
+      exitIfFailed(view);
     });
 }

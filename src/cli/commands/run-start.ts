@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { loadAgentFile } from '../../runtime/index.js';
 import { emit, withEngine, type GlobalOptions } from '../context.js';
 import { parseCount } from '../parse.js';
-import { printRun, runSummary } from './run-view.js';
+import { exitIfFailed, printRun, runSummary } from './run-view.js';
 
 export function register(run: Command, globals: () => GlobalOptions): void {
   run
@@ -19,5 +19,6 @@ export function register(run: Command, globals: () => GlobalOptions): void {
         engine.start(agent, { ...(o.input !== undefined ? { input: o.input } : {}), ...(o.suspendAfterTurns !== undefined ? { suspendAfterTurns: o.suspendAfterTurns } : {}) }),
       );
       emit(g, runSummary(view), (_, out) => printRun(view, out));
+      exitIfFailed(view);
     });
 }

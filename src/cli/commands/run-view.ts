@@ -1,6 +1,7 @@
 /** Human rendering of a run, shared by the run commands. */
+import { RUN_FAILED_EXIT } from '../../core/index.js';
 import type { RunView } from '../../runtime/index.js';
-import type { Output } from '../context.js';
+import { exitAfterOutput, type Output } from '../context.js';
 
 export function printRun(v: RunView, out: Output): void {
   out.line(`run ${v.run_id}  ${v.status}  turns ${v.completed_turns}/${v.turn_limit}  last sequence ${v.last_sequence}`);
@@ -15,6 +16,11 @@ export function printRun(v: RunView, out: Output): void {
     out.hint(`  settle: loopx run resolve ${v.run_id} <call-id> (--committed RESULT | --absent | --abandon)`);
   }
   if (v.suspend_requested) out.line('  suspend requested: takes effect when the current turn completes');
+}
+
+/** A command that drove `v` exits 5 once its document is printed when the run ended `failed`. */
+export function exitIfFailed(v: RunView): void {
+  if (v.status === 'failed') exitAfterOutput(RUN_FAILED_EXIT);
 }
 
 /** The short JSON shape of `run start` / `run resume` and friends (shared with the daemon). */

@@ -4,7 +4,7 @@ import { rejected } from '../../core/index.js';
 import { GOAL_WORK_TOOL_PLAN, loadAgentFile, runGoalWork } from '../../runtime/index.js';
 import { emit, existingRoot, withEngine, type GlobalOptions } from '../context.js';
 import { parsePositive } from '../parse.js';
-import { printRun, runSummary } from './run-view.js';
+import { exitIfFailed, printRun, runSummary } from './run-view.js';
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const work = program.command('work').description('agent runs that do Goal work through the owners');
@@ -40,5 +40,6 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         out.line(`Goal ${d.goal.goal_id}, session ${d.session.session_id} (execution generation ${d.session.execution_generation})`);
         printRun(result.run, out);
       });
+      exitIfFailed(result.run);
     });
 }
