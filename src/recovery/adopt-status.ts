@@ -13,6 +13,7 @@ import { canonicalJson, operatorPath, sha256Hex } from '../core/index.js';
 import { LAYOUT, effect, type AdoptionHold, type AdoptionStepReceipt } from '../owners/index.js';
 import { foldJournal, readJournal, type AbandonedReceipt } from './adopt-journal.js';
 import { readPlan, type PlanPreview } from './adopt-plan.js';
+import type { VerificationStatus } from './audit.js';
 import { confirmableDigest, type AdoptionHost } from './adopt-apply.js';
 
 export const RECOVERY_STATES = ['verifying', 'restored_inert', 'audit_held', 'adoption_prepared', 'applying', 'reconciliation_held', 'complete', 'abandoned'] as const;
@@ -47,7 +48,8 @@ export interface RecoveryStatus {
   readonly goal: { readonly goal_id: string; readonly recovered_instance_id: string; readonly new_instance_id: string | null };
   readonly capture: { readonly requested_profile: string | null; readonly achieved_profile: string; readonly captured_at_end: string | null };
   readonly components: { readonly required: number; readonly optional: number; readonly by_owner: Record<string, number> };
-  readonly verification: { readonly verified: number; readonly other: number };
+  /** The components by verification status — the six counts every recovery status shows — and `other`, every one not verified. */
+  readonly verification: Readonly<Record<VerificationStatus, number>> & { readonly other: number };
   readonly assets: { readonly recovered_readable: number; readonly historical_only: number; readonly unknown_unrecoverable: number };
   readonly phase: { readonly completed_steps: number; readonly total_steps: number; readonly current: string | null };
   readonly last_durable_receipt: { readonly action: string; readonly owner: string; readonly result: string; readonly at: string } | null;
@@ -159,6 +161,13 @@ const fenceNextAction = (d: string, superseded: { readonly recovery_id: string }
     ? 'continue the Goal in the root that recovery made'
     : `a writer fence is not established: run the same apply with the digest loopx recover plan printed: loopx recover apply --destination ${d} --confirm PLAN_DIGEST`;
 
+const VERIFICATION: readonly VerificationStatus[] = ['verified', 'invalid', 'missing', 'ambiguous', 'unsupported', 'unknown'];
+
+function verificationCounts(components: readonly { readonly verification: string }[]): RecoveryStatus['verification'] {
+  const counts = Object.fromEntries(VERIFICATION.map((v) => [v, components.filter((c) => c.verification === v).length])) as Record<VerificationStatus, number>;
+  return { ...counts, other: components.length - counts.verified };
+}
+
 export async function recoveryStatus(destination: string, host?: AdoptionHost): Promise<RecoveryStatus> {
   const plan = readPlan(destination);
   const root = plan.destination.path;
@@ -211,7 +220,7 @@ export async function recoveryStatus(destination: string, host?: AdoptionHost): 
     goal: { goal_id: plan.goal.goal_id, recovered_instance_id: plan.goal.goal_instance_id, new_instance_id: goalReceipt?.goal_instance_id ?? null },
     capture: { requested_profile: plan.audit.requested_profile, achieved_profile: plan.audit.achieved_profile, captured_at_end: plan.audit.captured_at_end },
     components: { required: plan.components.filter((c) => c.required).length, optional: plan.components.filter((c) => !c.required).length, by_owner: byOwner },
-    verification: { verified: plan.components.filter((c) => c.verification === 'verified').length, other: plan.components.filter((c) => c.verification !== 'verified').length },
+    verification: verificationCounts(plan.components),
     assets: {
       recovered_readable: plan.components.filter((c) => c.classification === 'recovered_readable').length,
       historical_only: plan.components.filter((c) => c.classification === 'historical_only').length,

@@ -219,6 +219,7 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
     await expect.poll(() => page.getByTestId('recovery-state').textContent(), { timeout: 60_000 }).toContain('held');
     expect((await focusedElement()).name, 'after the confirmation, focus is on the state it led to').toBe('State');
     const held = await api('GET', `/api/recoveries/${id}`);
+    expect(await page.getByTestId('recovery-verification').textContent()).toMatch(/^\d+ verified, 0 invalid, 0 missing, 0 ambiguous, 0 unsupported, 0 unknown$/);
     expect(held).toMatchObject({ applying_now: false, last_apply_error: null, status: { state: 'reconciliation_held' } });
     expect(held.status.holds.map((h: Doc) => h.code).sort()).toEqual(['effect_outcome_unknown', 'receiver_unreachable']);
     for (const h of held.status.holds) {

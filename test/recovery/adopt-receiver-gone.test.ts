@@ -88,6 +88,9 @@ describe('recover resolve --receiver-gone: a receiver that will never answer aga
     const p = ok(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'alpha', '--destination', destination, '--root', s.root]);
     const st = await okAsync(s, ['recover', 'apply', '--destination', destination, '--confirm', p.plan_digest]);
     expect(st.state).toBe('reconciliation_held');
+    // The six verification counts every recovery status shows.
+    expect(st.verification).toEqual({ verified: expect.any(Number), invalid: 0, missing: 0, ambiguous: 0, unsupported: 0, unknown: 0, other: 0 });
+    expect(st.verification.verified).toBeGreaterThan(0);
     receiverHold = st.holds.find((h: Doc) => h.hold_id.startsWith('receiver:'));
     effectHold = st.holds.find((h: Doc) => h.hold_id.startsWith('effect:'));
     expect(receiverHold).toMatchObject({ code: 'receiver_unreachable', retryable: true, digest: expect.stringMatching(/^[0-9a-f]{64}$/) });

@@ -178,6 +178,13 @@ function StateCard({
           </dd>
         </div>
         <div>
+          <dt>Components verified</dt>
+          <dd data-testid="recovery-verification">
+            {s.verification.verified} verified, {s.verification.invalid} invalid, {s.verification.missing} missing, {s.verification.ambiguous} ambiguous,{' '}
+            {s.verification.unsupported} unsupported, {s.verification.unknown} unknown
+          </dd>
+        </div>
+        <div>
           <dt>Old writers fenced</dt>
           <dd>{s.fences.source_established ? 'yes' : 'not yet'}</dd>
         </div>

@@ -53,6 +53,8 @@ function printPlan(plan: AdoptionPlan, out: Output): void {
 function printStatus(s: RecoveryStatus, out: Output): void {
   out.line(`recovery ${s.recovery_id.slice(0, 16)}… of Goal ${s.goal.goal_id} (backup ${s.backup_id}): ${s.state}`);
   out.line(`  plan digest ${s.plan_digest}; capture ${s.capture.achieved_profile} (requested ${s.capture.requested_profile ?? 'unknown'})`);
+  const v = s.verification;
+  out.line(`  components: ${v.verified} verified, ${v.invalid} invalid, ${v.missing} missing, ${v.ambiguous} ambiguous, ${v.unsupported} unsupported, ${v.unknown} unknown`);
   out.line(`  Goal lifetime: ${s.goal.recovered_instance_id} → ${s.goal.new_instance_id ?? 'not yet adopted'}`);
   out.line(`  steps: ${s.phase.completed_steps}/${s.phase.total_steps} done${s.phase.current ? `; next step ${s.phase.current}` : ''}`);
   for (const r of s.receipts) out.line(`    ${r.action.padEnd(28)} ${r.result.padEnd(8)} ${r.disposition}`);

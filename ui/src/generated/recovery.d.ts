@@ -64,8 +64,16 @@ export interface LoopxRecoverStatusApplyResolveAbort {
       [k: string]: number;
     };
   };
+  /**
+   * the plan's components by verification status (the six counts every recovery status shows); other: every component not verified
+   */
   verification: {
     verified: number;
+    invalid: number;
+    missing: number;
+    ambiguous: number;
+    unsupported: number;
+    unknown: number;
     other: number;
   };
   assets: {
