@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { CLI, REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { closeDaemon } from '../support/daemon.js';
 
 const TOKEN = 'test-token-0123456789';
 const AUTH = { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` };
@@ -91,12 +92,7 @@ beforeAll(async () => {
   uploaded = await verifyUpload();
 }, 240_000);
 
-afterAll(async () => {
-  await d?.adoptions.close();
-  await d?.backups.close();
-  await d?.app.close();
-  await sink?.close();
-});
+afterAll(() => closeDaemon(d, sink));
 
 /** No absolute path of this machine: not the root's, its parent's, nor the temp directory's. */
 function expectPathFree(text: string): void {

@@ -14,6 +14,7 @@ import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { SOURCE_KILL_POINT } from '../../src/runtime/drill/definition.js';
 import { REPO, STATE_HOME, cliFromSources, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { closeDaemon } from '../support/daemon.js';
 
 cliFromSources(); // the in-process engine drives runs whose plan identity must match the CLI's
 
@@ -62,12 +63,7 @@ beforeAll(async () => {
     expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
   d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
 }, 120_000);
-afterAll(async () => {
-  await d?.drives.close();
-  await d?.backups.close();
-  await d?.app.close();
-  await sink?.close();
-});
+afterAll(() => closeDaemon(d, sink));
 
 describe('the Goal page over the daemon', () => {
   it('offers the Goal work agents, and refuses an unknown agent or a paused Goal before anything changes', async () => {

@@ -14,6 +14,7 @@ import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { BEFORE, agentFile } from '../recovery/support/adopt.js';
+import { closeDaemon } from '../support/daemon.js';
 
 const TOKEN = 'test-token-0123456789';
 const AUTH = { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` };
@@ -67,12 +68,7 @@ beforeAll(async () => {
   expect(summary.next_action).toMatch(/^readmit the session by recovering its Goal into a new root with loopx recover plan;/);
 }, 180_000);
 
-afterAll(async () => {
-  await d?.adoptions.close();
-  await d?.backups.close();
-  await d?.app.close();
-  await sink?.close();
-});
+afterAll(() => closeDaemon(d, sink));
 
 describe('recovering a Goal from the daemon', () => {
   it('proposes a free destination name beside the daemon’s root, and creates nothing', async () => {

@@ -14,6 +14,7 @@ import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { BEFORE, agentFile, type Doc } from '../recovery/support/adopt.js';
+import { closeDaemon } from '../support/daemon.js';
 
 const TOKEN = 'test-token-0123456789';
 const AUTH = { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` };
@@ -69,12 +70,7 @@ beforeAll(async () => {
   original = readFileSync(planPath());
 }, 180_000);
 
-afterAll(async () => {
-  await d?.adoptions.close();
-  await d?.backups.close();
-  await d?.app.close();
-  await sink?.close();
-});
+afterAll(() => closeDaemon(d, sink));
 
 describe('the daemon confirms the digest of the preview it served', () => {
   it('shows the served digest and preview, never those of a plan file edited after it served them', async () => {

@@ -19,6 +19,7 @@ import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import * as effectOwner from '../../src/owners/effect/index.js';
 import { loopx, loopxAsync } from '../support/cli.js';
 import { agentFile, ok, okAsync, type Doc, type Source } from './support/adopt.js';
+import { closeDaemon } from '../support/daemon.js';
 
 const TOKEN = 'test-token-0123456789';
 const AUTH = { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` };
@@ -71,12 +72,7 @@ beforeAll(async () => {
   sink = undefined;
 }, 240_000);
 
-afterAll(async () => {
-  await d?.adoptions.close();
-  await d?.backups.close();
-  await d?.app.close();
-  await sink?.close();
-});
+afterAll(() => closeDaemon(d, sink));
 
 describe('recover resolve --receiver-gone: a receiver that will never answer again', () => {
   let destination: string;
