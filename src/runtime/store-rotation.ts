@@ -247,8 +247,9 @@ export async function rotateStore(root: string, confirm: string, reference?: str
   if (plan.digest !== confirm) throw confirmMismatch(target, plan.database_url);
   // Later writes of the original are never dropped silently: only on the operator's count of them.
   const later = plan.later_writes.count;
-  if ((later !== null && later > 0 && abandonLaterWrites !== later) || (abandonLaterWrites !== undefined && abandonLaterWrites !== (later ?? abandonLaterWrites)))
-    throw laterWritesHeld(target, plan, abandonLaterWrites);
+  // Counted: exactly that count, or none when there is nothing to abandon; not counted (unknown): whatever was named.
+  const named = later === null ? true : later > 0 ? abandonLaterWrites === later : (abandonLaterWrites ?? 0) === 0;
+  if (!named) throw laterWritesHeld(target, plan, abandonLaterWrites);
   return withAdmission(root, 'db rotate', () =>
     withDb(target, plan.database_url, async (db) => {
       // 1. The new identity and generation, `rotating` (resumed as they are when a run was interrupted).
