@@ -25,6 +25,7 @@
  *                          its key across lifetimes, not its operation id. Never stored twice;
  *                      409 {error:"idempotency_key_reused"} — the key with another body;
  *                      409 {error:"operation_id_reused"}    — the operation id is stored under another key.
+ *   GET  /                           → {service:"loopx-webhook-sink", deliveries}: what answers here
  *   GET  /deliveries?operation_id=X  → {found, delivery}  (the query reconciliation uses)
  *   GET  /deliveries?goal_lineage=X  → {deliveries} of that lineage, in arrival order
  *   GET  /deliveries                 → {deliveries}
@@ -76,6 +77,8 @@ import {
 export { SINK_ATTEMPT_RESULTS, type SinkAttempt, type SinkAttemptResult, type StoredDelivery } from './webhook-sink-journal.js';
 
 export const SINK_BODY_LIMIT = 1024 * 1024;
+/** What `GET /` names: how a second process tells a loopx sink already on a port from anything else. */
+export const SINK_SERVICE = 'loopx-webhook-sink';
 const SINK_DRAIN_LIMIT = 8 * SINK_BODY_LIMIT;
 export const SINK_FAIL_MODES = ['drop_response_after_store', 'drop_before_store', 'respond_500_after_store', 'hold_until_released', 'none'] as const;
 export type SinkFailMode = (typeof SINK_FAIL_MODES)[number];
@@ -355,6 +358,7 @@ async function handle(s: SinkState, req: IncomingMessage, res: ServerResponse): 
   const url = new URL(req.url ?? '/', `http://${s.address}:${s.port}`);
   const route = `${req.method ?? ''} ${url.pathname}`;
 
+  if (route === 'GET /') return send(res, 200, { service: SINK_SERVICE, deliveries: s.ordered.length });
   if (route === 'GET /deliveries') return queryDeliveries(s, url, res);
   if (route === 'POST /deliveries') return deliver(s, req, res);
   if (route === 'POST /fences') return advanceFence(s, req, res);
@@ -430,7 +434,12 @@ export async function startWebhookSink(options: WebhookSinkOptions): Promise<Web
   });
   server.requestTimeout = 30_000;
 
-  await listen(server, options.port, address);
+  try {
+    await listen(server, options.port, address);
+  } catch (e) {
+    if (journalFd !== undefined) closeSync(journalFd);
+    throw e;
+  }
   s.port = (server.address() as AddressInfo).port;
   const url = `http://${address}:${s.port}`;
 

@@ -6,6 +6,9 @@
  * crash-consistent backups leave admission alone (crash-consistent proves the root stopped itself).
  * What was achieved is the backup producer's evidence, never this layer's claim.
  */
+import { realpathSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join, relative } from 'node:path';
 import { create, formatProfileConflict, type BackupPlan, type BackupResult, type CreateOptions } from '../backup/index.js';
 import { closeAdmission } from './admission.js';
 
@@ -26,4 +29,37 @@ export async function createBackupWithProfile(p: BackupPlan, options: ProfiledCr
   } finally {
     closed.release();
   }
+}
+
+/**
+ * Where a published backup lies against the root it protects: inside it (lost with it), or on the
+ * same file system (lost with the disk). Device numbers compared by `stat`, physical paths for
+ * inside. Both are said plainly by the CLI and the Capability Center after every backup.
+ */
+export interface BackupPlacement {
+  readonly inside_root: boolean;
+  readonly same_filesystem: boolean;
+}
+
+export function backupPlacement(root: string, outputDir: string): BackupPlacement {
+  const rootReal = realpathSync(root);
+  const outReal = realpathSync(outputDir);
+  const rel = relative(rootReal, outReal);
+  return { inside_root: rel === '' || (!rel.startsWith('..') && !isAbsolute(rel)), same_filesystem: statSync(rootReal).dev === statSync(outReal).dev };
+}
+
+/** The user's backups folder, the Capability Center's default: `$XDG_DATA_HOME/loopx/backups` (absolute only), else `~/.local/share/loopx/backups`. */
+export function userBackupsDir(env: NodeJS.ProcessEnv = process.env): string {
+  const data = env.XDG_DATA_HOME && env.XDG_DATA_HOME.startsWith('/') ? env.XDG_DATA_HOME : join(homedir(), '.local', 'share');
+  return join(data, 'loopx', 'backups');
+}
+
+/** How the operator puts the next backup elsewhere (one runnable command). */
+export const ELSEWHERE_ACTION = 'put it elsewhere (another disk or host): loopx backup-state --execute --output-dir DIR';
+
+/** The one line both the CLI and the Capability Center print about a placement, or none when the backup lies on another file system. */
+export function placementWarning(p: BackupPlacement): string | undefined {
+  if (p.inside_root) return 'This backup lies inside the root it protects: losing the root loses the backup too.';
+  if (p.same_filesystem) return 'This backup is on the same file system as the root it protects: a lost disk loses both.';
+  return undefined;
 }

@@ -82,7 +82,16 @@ export {
   type PlanSummary,
   type RecoverySetCapture,
 } from '../backup/index.js';
-export { createBackupWithProfile, DEFAULT_QUIESCE_TIMEOUT_MS, type ProfiledCreateOptions } from './backup.js';
+export {
+  backupPlacement,
+  createBackupWithProfile,
+  DEFAULT_QUIESCE_TIMEOUT_MS,
+  ELSEWHERE_ACTION,
+  placementWarning,
+  userBackupsDir,
+  type BackupPlacement,
+  type ProfiledCreateOptions,
+} from './backup.js';
 export {
   executeVerify,
   executeVerifyIsolated,
@@ -96,7 +105,7 @@ export {
   type VerifyPlan,
   type VerifyProgress,
 } from '../recovery/index.js';
-export { startWebhookSink } from '../dev/index.js';
+export { DEV_RECEIVER_PORT, devReceiverPort, devReceiverUsed, openDevReceiver, startWebhookSink, type DevReceiver } from '../dev/index.js';
 export { dbStatus, planRotation, rotateStore, ROTATION_PLAN_SCHEMA, type DbStatus, type OriginalFence, type RotationPlan, type RotationResult } from './store-rotation.js';
 export { chooseStore, migrateRootStore, PG_COMPONENTS, readStoreConfig, STORE_NAMESPACE, withRootPostgres, type MigrateResult, type StoreConfig } from './store-config.js';
 export {

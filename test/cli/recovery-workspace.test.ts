@@ -25,7 +25,8 @@ let sink: Awaited<ReturnType<typeof startWebhookSink>>;
 beforeAll(async () => {
   live = tempRoot();
   expect(loopx(['authority', 'init']).status).toBe(0);
-  await seedSample(live, { authorityDir: defaultAuthorityDir({ XDG_STATE_HOME: STATE_HOME }) });
+  sink = await startWebhookSink({ port: 0 });
+  await seedSample(live, { webhookUrl: sink.deliveriesUrl, authorityDir: defaultAuthorityDir({ XDG_STATE_HOME: STATE_HOME }) });
   const started = loopx(['run', 'start', '--agent', AGENT, '--suspend-after-turns', '2', '--root', live, '--json']);
   expect(started.status).toBe(0);
   runId = started.json().run_id;
@@ -45,7 +46,6 @@ beforeAll(async () => {
     '--json',
   ]);
   expect(verified.status, verified.stderr).toBe(0);
-  sink = await startWebhookSink({ port: 0 });
 }, 120_000);
 
 afterAll(async () => {

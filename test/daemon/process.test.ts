@@ -23,7 +23,7 @@ afterEach(() => {
 function daemon(root: string, ...args: string[]): Promise<{ child: ChildProcessWithoutNullStreams; doc: { url: string; login_url: string; port: number } }> {
   const child = spawn(process.execPath, [...CLI, 'daemon', '--root', root, '--json', ...args], {
     cwd: REPO,
-    env: { ...process.env, XDG_STATE_HOME: STATE_HOME },
+    env: { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_DEV_RECEIVER_PORT: '0' },
   });
   running.push(child);
   return new Promise((resolve, reject) => {
@@ -114,7 +114,10 @@ describe('loopx daemon (a real process)', () => {
     const root = tempRoot('loopx-daemon-race-');
     expect(loopx(['init', '--root', root]).status).toBe(0);
     for (let i = 0; i < 8; i++) {
-      const child = spawn(process.execPath, [...CLI, 'daemon', '--root', root, '--json'], { cwd: REPO, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
+      const child = spawn(process.execPath, [...CLI, 'daemon', '--root', root, '--json'], {
+        cwd: REPO,
+        env: { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_DEV_RECEIVER_PORT: '0' },
+      });
       running.push(child);
       const ended = new Promise<string>((r) => child.on('exit', (code, signal) => r(`${code}/${signal}`)));
       child.stdout.once('data', () => child.kill('SIGTERM'));

@@ -12,6 +12,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { seedSample } from '../../src/runtime/index.js';
+import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { REPO, STATE_HOME, loopx, tempRoot } from '../support/cli.js';
 import { treeState } from '../support/tree.js';
 
@@ -33,6 +34,7 @@ function expectValid(name: string, doc: unknown): void {
 let root: string;
 let d: DaemonApp;
 let recoveryId: string;
+let sink: WebhookSink;
 let destination: string;
 
 const get = (url: string) => d.app.inject({ method: 'GET', url, headers: AUTH });
@@ -41,7 +43,8 @@ beforeAll(async () => {
   // The root `npm start` shows: Goal `sample`, three Todos worked by the scripted agent, one webhook delivery.
   root = tempRoot('loopx-daemon-workspace-');
   expect(loopx(['init', '--root', root]).status).toBe(0); // and the run authority the seed's run needs
-  expect((await seedSample(root, { authorityDir })).seeded).toBe(true);
+  sink = await startWebhookSink({ port: 0 });
+  expect((await seedSample(root, { webhookUrl: sink.deliveriesUrl, authorityDir })).seeded).toBe(true);
   expect(loopx(['backup-state', '--execute', '--backup-id', 'w1', '--root', root]).status).toBe(0);
   d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
   const started = await d.app.inject({ method: 'POST', url: '/api/backups/w1/verify', headers: AUTH });
@@ -55,6 +58,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  await sink?.close();
   await d?.backups.close();
   await d?.app.close();
 });

@@ -350,7 +350,7 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     const seeded = tempRoot('loopx-e2e-seeded-');
     try {
       expect(loopx(['init', '--root', seeded]).status).toBe(0);
-      expect((await seedSample(seeded, { authorityDir: AUTHORITY_DIR })).seeded).toBe(true);
+      expect((await seedSample(seeded, { webhookUrl: sink.deliveriesUrl, authorityDir: AUTHORITY_DIR })).seeded).toBe(true);
       const out = join(dirname(seeded), 'out');
       const made = loopx(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'sample-1', '--root', seeded]);
       expect(made.status, made.stderr).toBe(0);

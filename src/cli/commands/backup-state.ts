@@ -8,6 +8,10 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import {
+  backupPlacement,
+  ELSEWHERE_ACTION,
+  placementWarning,
+  type BackupPlacement,
   CAPTURE_FACTS,
   createBackupWithProfile as create,
   describePlan,
@@ -66,7 +70,7 @@ function createProgress(stream: NodeJS.WriteStream): { update(p: BackupProgress)
   };
 }
 
-export function executeSummary(r: BackupResult) {
+export function executeSummary(r: BackupResult, placement: BackupPlacement) {
   const m = r.manifest_doc;
   const files = m.members.filter((x) => x.type === 'file').length;
   return {
@@ -87,6 +91,7 @@ export function executeSummary(r: BackupResult) {
       warnings: m.warnings.length,
     },
     configuration_checkpoint_sha256: m.configuration_checkpoint.sha256,
+    placement,
     goals: m.goals,
     ...(m.components ? { components: componentSummary(m) } : {}),
   };
@@ -154,12 +159,21 @@ function printCreated(d: ReturnType<typeof executeSummary>, out: Output): void {
   const c = d.components;
   if (c === undefined) {
     out.line(`  capture: ${d.capture.profile} — no cross-owner point in time; private, not encrypted`);
+    printPlacement(d.placement, out);
     return;
   }
   const held = c.list.filter((x) => x.state === 'unreadable' || x.state === 'missing').length;
   out.line(`  capture profile: ${c.achieved_profile}${c.achieved_profile === c.requested_profile ? '' : ` (requested ${c.requested_profile})`}; private, not encrypted`);
   out.line(`  ${c.list.length} components (${c.list.filter((x) => x.state === 'absent').length} absent, ${held} held), ${c.moved} moved while captured`);
   for (const x of c.downgrades) out.line(`  ${x.severity}: ${x.code}${x.component_id === null ? '' : ` (${x.component_id})`} — what to do: ${x.next_action}`);
+  printPlacement(d.placement, out);
+}
+
+function printPlacement(p: BackupPlacement, out: Output): void {
+  const warning = placementWarning(p);
+  if (warning === undefined) return;
+  out.line(`  warning: ${warning}`);
+  out.line(`  ${ELSEWHERE_ACTION}`);
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -204,7 +218,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       } finally {
         bar?.end();
       }
-      emit(g, executeSummary(result), printCreated);
+      emit(g, executeSummary(result, backupPlacement(p.root, p.outputDir)), printCreated);
     });
   backupState.enablePositionalOptions();
   registerVerify(backupState, globals);
