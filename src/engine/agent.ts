@@ -1,13 +1,15 @@
 /**
  * Agent definitions: identity (id + version), model, turn limit, tool plan, optional system
- * prompt and — for the scripted provider — its script. Loaded from JSON files (`--agent`) or built
- * through the typed API; both paths go through the same schema, which refuses unknown fields.
+ * prompt and — for the scripted provider — its script (the built-in goal-finisher takes none).
+ * Loaded from JSON files (`--agent`) or built through the typed API; both paths go through the
+ * same schema, which refuses unknown fields.
  */
 import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { canonicalJson, isLoopxError, notFound, rejected } from '../core/index.js';
 import type { ModelRef } from '../snapshot/index.js';
 import { MCP_SERVER_DECLARATION_SCHEMA, parseMcpServers, type McpServerDeclaration } from './mcp/declaration.js';
+import { GOAL_FINISHER_PROVIDER } from './providers/goal-finisher.js';
 import type { JsonValue } from './tools.js';
 
 export interface ScriptStep {
@@ -147,7 +149,7 @@ export function parseAgentDefinition(value: unknown): AgentDefinition {
     throw definitionInvalid(first?.instancePath || '/', first?.message ?? 'unknown error');
   }
   const f = value as unknown as AgentFile;
-  checkModelSettings(f.model);
+  checkModelSettings(f);
   return {
     id: f.id,
     version: f.version,
@@ -181,13 +183,19 @@ function mcpServersOf(value: unknown[]): readonly McpServerDeclaration[] {
   }
 }
 
-/** Settings only some providers take: a base URL the OpenAI-compatible one needs, none for the scripted one. */
-function checkModelSettings(model: AgentFile['model']): void {
+/** Settings only some providers take: a base URL the OpenAI-compatible one needs, none for the built-in ones, a script only for the scripted one. */
+function checkModelSettings(f: AgentFile): void {
+  const model = f.model;
   if (model.provider === 'openai-compatible' && model.base_url === undefined) {
     throw definitionInvalid('/model', 'provider openai-compatible needs base_url (e.g. http://127.0.0.1:11434/v1 for Ollama)');
   }
   if (model.provider === 'scripted' && (model.base_url !== undefined || model.api_key_env !== undefined)) {
     throw definitionInvalid('/model', 'the scripted provider takes no base_url or api_key_env');
+  }
+  if (model.provider === GOAL_FINISHER_PROVIDER) {
+    if (model.base_url !== undefined || model.api_key_env !== undefined) throw definitionInvalid('/model', 'the goal-finisher provider takes no base_url or api_key_env');
+    // It decides from the Goal's state; a script it would never read is refused rather than ignored.
+    if (f.script !== undefined) throw definitionInvalid('/script', 'the goal-finisher provider takes no script');
   }
 }
 

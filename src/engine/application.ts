@@ -14,6 +14,7 @@ import type { AgentDefinition } from './agent.js';
 import { compareComponents, computePlanIdentity } from './identity.js';
 import { mcpToolPlan, type McpToolPlan } from './mcp/plan.js';
 import type { ModelProviderKind } from './providers/catalog.js';
+import { GOAL_FINISHER_PROVIDER, goalFinisherIdentity, goalFinisherProvider } from './providers/goal-finisher.js';
 import type { ModelProvider } from './providers/provider.js';
 import { SCRIPTED_PROVIDER, scriptedProvider } from './providers/scripted.js';
 import { ToolPlanHost, toolPlanMissing, type ToolPlan, type ToolPlanLease } from './tools.js';
@@ -127,8 +128,10 @@ function build(spec: ApplicationSpec, full: boolean): Application {
   const providers = new Map((spec.providers ?? []).map((p) => [p.name, p]));
   const kinds = new Map((spec.providerKinds ?? []).map((k) => [k.name, k]));
 
-  // What serves a definition's model: a registered provider, a provider kind, or the built-in scripted one.
-  const sourceOf = (def: AgentDefinition): { provider: ModelProvider } | { kind: ModelProviderKind } | { scripted: true } => {
+  // What serves a definition's model: a registered provider, a provider kind, or a built-in one
+  // (scripted; goal-finisher, whose identity is its own module's and needs no declaration).
+  type Source = { provider: ModelProvider } | { kind: ModelProviderKind } | { scripted: true } | { goalFinisher: true };
+  const sourceOf = (def: AgentDefinition): Source => {
     const p = providers.get(def.model.provider);
     if (p) return { provider: p };
     const kind = kinds.get(def.model.provider);
@@ -137,6 +140,7 @@ function build(spec: ApplicationSpec, full: boolean): Application {
       if (full && !spec.scriptedProviderIdentity) checkIdentity('provider', SCRIPTED_PROVIDER, undefined);
       return { scripted: true };
     }
+    if (def.model.provider === GOAL_FINISHER_PROVIDER) return { goalFinisher: true };
     throw notFound('provider_missing', `No model provider named ${def.model.provider} is configured.`, {
       nextAction: 'use an agent whose model provider this engine has',
     });
@@ -145,6 +149,7 @@ function build(spec: ApplicationSpec, full: boolean): Application {
     const source = sourceOf(def);
     if ('provider' in source) return source.provider;
     if ('kind' in source) return source.kind.create(def.model);
+    if ('goalFinisher' in source) return goalFinisherProvider(def.id);
     return scriptedProvider(def.script ?? [], spec.scriptedProviderIdentity);
   };
   // Static: no credentials are read and nothing is loaded.
@@ -152,6 +157,7 @@ function build(spec: ApplicationSpec, full: boolean): Application {
     const source = sourceOf(def);
     if ('provider' in source) return source.provider.identity;
     if ('kind' in source) return source.kind.identity(def.model);
+    if ('goalFinisher' in source) return goalFinisherIdentity();
     return spec.scriptedProviderIdentity;
   };
 

@@ -228,6 +228,53 @@ describe.each(Object.entries(KINDS))('%s through the fixture server', (_label, k
   });
 });
 
+describe("the goal-finisher's Responses streams (test/cli/goal-finisher-openai.test.ts), as @ai-sdk/openai reads them", () => {
+  const GOAL_TOOLS: LanguageModelV3CallOptions['tools'] = [
+    { type: 'function', name: 'todo.list', description: "List the Goal's Todos with their status.", inputSchema: { type: 'object', properties: {} } },
+    {
+      type: 'function',
+      name: 'todo.update',
+      description: 'Update a Todo of the Goal.',
+      inputSchema: {
+        type: 'object',
+        required: ['todo_id'],
+        properties: { todo_id: { type: 'string' }, status: { enum: ['open', 'done', 'blocked', 'deferred'] }, note: { type: 'string' } },
+      },
+    },
+  ];
+  const stream = async (name: string) => {
+    server.enqueue('openai-responses', name);
+    const { parts, thrown } = await drain((await createOpenAI({ baseURL: server.url })('gpt-4o-mini').doStream({ prompt: PROMPT, tools: GOAL_TOOLS })).stream);
+    expect(thrown).toBeUndefined();
+    const calls = parts.flatMap((p) => (p.type === 'tool-call' ? [[p.toolName, JSON.parse(p.input) as unknown]] : []));
+    return { parts, calls, finish: finishOf(parts) };
+  };
+
+  it('goal-finisher-list: one todo.list call with empty arguments', async () => {
+    const { calls, finish } = await stream('goal-finisher-list');
+    expect(calls).toEqual([['todo.list', {}]]);
+    expect(finish.finishReason.unified).toBe('tool-calls');
+    expect([finish.usage.inputTokens.total, finish.usage.outputTokens.total]).toEqual([412, 12]);
+  });
+
+  it('goal-finisher-update: two todo.update calls in one response, each assembled from its pieces', async () => {
+    const { calls, finish } = await stream('goal-finisher-update');
+    expect(calls).toEqual([
+      ['todo.update', { todo_id: 't1', status: 'done', note: 'outline drafted' }],
+      ['todo.update', { todo_id: 't3', status: 'done', note: 'published after the review' }],
+    ]);
+    expect(finish.finishReason.unified).toBe('tool-calls');
+  });
+
+  it('goal-finisher-answer: a text answer with no tool call', async () => {
+    const { parts, calls, finish } = await stream('goal-finisher-answer');
+    expect(calls).toEqual([]);
+    expect(textDeltas(parts).join('')).toBe('Marked t1 and t3 done; no Todo is left open.');
+    expect(finish.finishReason.unified).toBe('stop');
+    expect([finish.usage.inputTokens.total, finish.usage.outputTokens.total]).toEqual([701, 14]);
+  });
+});
+
 describe('the fixture server', () => {
   const openaiChat = () => createOpenAI({ baseURL: server.url }).chat('gpt-4o-mini');
 
