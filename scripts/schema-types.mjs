@@ -25,6 +25,7 @@ export const TYPES = {
   'drill-receipt.d.ts': 'recover-drill',
   'drill-job.d.ts': 'daemon-drill-job',
   'drill-list.d.ts': 'daemon-drill-list',
+  'backup-run.d.ts': 'daemon-backup-run',
   'run.d.ts': 'daemon-run',
   'goal.d.ts': 'daemon-goal',
   'goal-activity.d.ts': 'daemon-goal-activity',

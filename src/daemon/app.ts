@@ -42,6 +42,8 @@ export interface AppOptions {
   readonly port: () => number;
   /** The directory of the Goal work agents the UI offers (default: the package's examples/agents). */
   readonly agentsDir?: string;
+  /** Where "Back up now" publishes by default and whose backups are listed (default: `$XDG_DATA_HOME/loopx/backups`). */
+  readonly userBackupsDir?: string;
   /** The built UI (index.html and assets); not served when absent. */
   readonly uiDir?: string;
   /** pino options, or false for no logging (tests). */
@@ -244,7 +246,7 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   const root = resolve(o.root);
   const timeouts: DaemonTimeouts = { ...DEFAULT_TIMEOUTS, ...o.timeouts };
   const app = createFastify(o, timeouts);
-  const backups = new BackupService(root);
+  const backups = new BackupService(root, o.userBackupsDir);
   installHooks(app, o, timeouts);
 
   const access = { root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) };

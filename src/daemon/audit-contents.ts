@@ -7,7 +7,7 @@
  * only; it names no path but the workspace's directory relative to the root, and grants nothing.
  */
 import type { RecoveryAudit, WorkspaceContents, WorkspaceEffect, WorkspaceGoalContents } from '../runtime/index.js';
-import { ownerDescriptions } from '../runtime/index.js';
+import { ownerDescriptions, SETTLED_BY_RECOVERY } from '../runtime/index.js';
 
 type Component = RecoveryAudit['components'][number];
 type Finding = RecoveryAudit['findings'][number];
@@ -58,8 +58,23 @@ export interface AuditContents {
   readonly other: { readonly rows: readonly ContentsRow[]; readonly runs: readonly Run[]; readonly effects: readonly WorkspaceEffect[] };
   readonly components: readonly { readonly component_id: string; readonly name: string; readonly owner_kind: string; readonly what: string; readonly goal_id: string | null }[];
   readonly holds: readonly ContentsHold[];
+  readonly verdict: Verdict;
   readonly runs_readable: boolean;
   readonly execution_authority_granted: false;
+}
+
+/**
+ * The audit in one sentence's numbers, for the page to lead with: how many Goals a recovery can
+ * take from it, and its holds split into those that recovery settles by itself and those that need
+ * the operator (errors counted apart). `recoverable` when at least one Goal is eligible.
+ */
+export interface Verdict {
+  readonly recoverable: boolean;
+  readonly goals: number;
+  readonly eligible_goals: number;
+  readonly holds_settled_by_recovery: number;
+  readonly holds_for_operator: number;
+  readonly errors: number;
 }
 
 const NO_COMPONENT = 'no component of this audit covers it: read the workspace by hand, or verify another backup';
@@ -220,7 +235,15 @@ export function auditContents(contents: WorkspaceContents, jobDir: string): Audi
       };
     }),
     holds: holds.map((h) => ({ code: h.code, owner: h.owner, component: h.component, goal_id: holdGoal.get(h) ?? null, next_action: h.next_action })),
+    verdict: verdictOf(goals, holds, audit.findings.filter((f) => f.severity === 'error').length),
     runs_readable: contents.runs_readable,
     execution_authority_granted: false,
   };
+}
+
+function verdictOf(goals: readonly ContentsGoal[], holds: readonly Finding[], errors: number): Verdict {
+  const eligible = goals.filter((g) => g.activation_eligible).length;
+  // Only a recovery that can happen settles anything.
+  const settled = eligible > 0 ? holds.filter((h) => SETTLED_BY_RECOVERY.includes(h.code)).length : 0;
+  return { recoverable: eligible > 0, goals: goals.length, eligible_goals: eligible, holds_settled_by_recovery: settled, holds_for_operator: holds.length - settled, errors };
 }

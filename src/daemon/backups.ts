@@ -22,15 +22,18 @@ import {
   publicSummary,
   readWorkspaceContents,
   showAudit,
+  userBackupsDir,
   verifyFailed,
   type RecoveryAudit,
   type VerifyProgress,
 } from '../runtime/index.js';
 import { auditContents, type AuditContents } from './audit-contents.js';
-import { bodyTooLarge } from './errors.js';
-import { daemonError } from './security.js';
+import { bodyTooLarge, daemonStopping } from './errors.js';
 
 export type UploadPart = 'archive' | 'manifest';
+/** Where a backup the daemon lists lies: `<root>/backups` (the CLI's default) or the user's backups folder (outside any root). */
+export type BackupLocation = 'root' | 'user';
+export const BACKUP_LOCATIONS: readonly BackupLocation[] = ['root', 'user'];
 const LIMIT: Record<UploadPart, number> = { archive: RECOVERY_LIMITS.archiveBytes, manifest: RECOVERY_LIMITS.manifestBytes };
 const FILE: Record<UploadPart, string> = { archive: 'backup.tar.gz', manifest: 'backup.manifest.json' };
 const UPLOAD_ID = /^up_[0-9a-f]{32}$/;
@@ -51,7 +54,10 @@ export interface Job {
   /** The upload verified, or null when it is a backup of this root (`backup_id`). */
   readonly upload_id: string | null;
   readonly backup_id: string | null;
-  state: 'running' | 'audited' | 'held' | 'refused';
+  /** Where the verified backup lies: the root's `backups/`, the user's backups folder, or null for an upload. */
+  readonly location: BackupLocation | null;
+  /** `verifying` while it runs (the operator state of a verification in progress), then its outcome. */
+  state: 'verifying' | 'audited' | 'held' | 'refused';
   progress: VerifyProgress | null;
   recovery_id: string | null;
   error: JobError | null;
@@ -67,7 +73,7 @@ export interface PendingUpload {
 
 /** Where an audited backup came from: a backup of this root verified in place, an upload, or (verified before sources were recorded) unknown. */
 export interface AuditSource {
-  readonly kind: 'root_backup' | 'upload' | 'unknown';
+  readonly kind: 'root_backup' | 'user_backup' | 'upload' | 'unknown';
   readonly backup_id: string;
   /** When the backup itself was made (its manifest's created_at). */
   readonly backup_created_at: string;
@@ -99,7 +105,8 @@ const uploadInUse = (what: 'receiving a part' | 'being verified') =>
 export class BackupService {
   private readonly uploads: string;
   private readonly recoveries: string;
-  private readonly rootBackups: string;
+  /** The folders whose backup pairs are listed and verified in place. */
+  private readonly folders: Readonly<Record<BackupLocation, string>>;
   /** `<job_id>.json`: which source each verify job read (the audit itself does not say). */
   private readonly sources: string;
   private readonly jobs = new Map<string, { job: Job; events: EventEmitter; done: Promise<void>; abort: AbortController }>();
@@ -107,11 +114,11 @@ export class BackupService {
   private readonly receiving = new Map<string, number>();
   private closing = false;
 
-  constructor(root: string) {
+  constructor(root: string, userBackups: string = userBackupsDir()) {
     const daemonDir = join(root, 'daemon');
     this.uploads = join(daemonDir, 'uploads');
     this.recoveries = join(daemonDir, 'recoveries');
-    this.rootBackups = join(root, 'backups');
+    this.folders = { root: join(root, 'backups'), user: userBackups };
     this.sources = join(daemonDir, 'audit-sources');
     for (const d of [daemonDir, this.uploads, this.recoveries, this.sources]) ensurePrivateDir(d);
   }
@@ -175,7 +182,7 @@ export class BackupService {
   /** Being verified, or receiving a part right now. */
   private inUse(uploadId: string): boolean {
     if (this.receiving.has(uploadId)) return true;
-    for (const j of this.jobs.values()) if (j.job.upload_id === uploadId && j.job.state === 'running') return true;
+    for (const j of this.jobs.values()) if (j.job.upload_id === uploadId && j.job.state === 'verifying') return true;
     return false;
   }
 
@@ -244,43 +251,38 @@ export class BackupService {
     for (const part of ['archive', 'manifest'] as const) {
       if (!existsSync(join(dir, FILE[part]))) throw rejected('daemon_upload_incomplete', `The upload has no ${part} yet.`, { nextAction: `upload the ${part}, then verify` });
     }
-    return this.verifyFiles(join(dir, FILE.archive), join(dir, FILE.manifest), { upload_id: uploadId, backup_id: null });
+    return this.verifyFiles(join(dir, FILE.archive), join(dir, FILE.manifest), { upload_id: uploadId, backup_id: null, location: null });
   }
 
-  /** The backup pairs `backup-state --execute` published in `<root>/backups` (names only). */
-  listRootBackups(): { backup_id: string; archive_bytes: number }[] {
-    if (!existsSync(this.rootBackups)) return [];
-    const out: { backup_id: string; archive_bytes: number }[] = [];
-    for (const name of readdirSync(this.rootBackups).sort()) {
-      const id = name.endsWith('.manifest.json') ? name.slice(0, -'.manifest.json'.length) : undefined;
-      if (id === undefined || !BACKUP_ID.test(id)) continue;
-      try {
-        const st = lstatSync(join(this.rootBackups, `${id}.tar.gz`));
-        if (st.isFile()) out.push({ backup_id: id, archive_bytes: st.size });
-      } catch {
-        // a manifest without its archive is not a backup to pick
-      }
+  /** The backup pairs published in `<root>/backups` and in the user's backups folder (names, sizes and where; never a path). */
+  listBackups(): { backup_id: string; archive_bytes: number; location: BackupLocation }[] {
+    return BACKUP_LOCATIONS.flatMap((location) => pairsIn(this.folders[location]).map((b) => ({ ...b, location })));
+  }
+
+  /** Verify a listed pair in place (the verifier only reads it). */
+  startBackupVerify(backupId: string, location: BackupLocation): Job {
+    if (!BACKUP_ID.test(backupId) || !pairsIn(this.folders[location]).some((b) => b.backup_id === backupId)) {
+      throw notFound('daemon_backup_not_found', 'No such backup there.', { nextAction: 'list backups: GET /api/backups' });
     }
-    return out;
+    const dir = this.folders[location];
+    return this.verifyFiles(join(dir, `${backupId}.tar.gz`), join(dir, `${backupId}.manifest.json`), { upload_id: null, backup_id: backupId, location });
   }
 
-  /** Verify a pair from `<root>/backups` in place (the verifier only reads it). */
-  startRootBackupVerify(backupId: string): Job {
-    if (!BACKUP_ID.test(backupId) || !this.listRootBackups().some((b) => b.backup_id === backupId)) {
-      throw notFound('daemon_backup_not_found', 'No such backup in this root.', { nextAction: 'list backups: GET /api/backups' });
-    }
-    return this.verifyFiles(join(this.rootBackups, `${backupId}.tar.gz`), join(this.rootBackups, `${backupId}.manifest.json`), { upload_id: null, backup_id: backupId });
+  /** The folder backups made here go to (`user`: the Capability Center's default). */
+  folder(location: BackupLocation): string {
+    return this.folders[location];
   }
 
-  private verifyFiles(archive: string, manifest: string, source: { upload_id: string | null; backup_id: string | null }): Job {
-    if (this.closing) throw daemonError(503, 'daemon_stopping', 'The daemon is stopping; no new verification starts.', 'start the daemon again: loopx daemon');
+  private verifyFiles(archive: string, manifest: string, source: { upload_id: string | null; backup_id: string | null; location: BackupLocation | null }): Job {
+    if (this.closing) throw daemonStopping('verification');
     const jobId = `job_${randomBytes(16).toString('hex')}`;
-    const job: Job = { job_id: jobId, ...source, state: 'running', progress: null, recovery_id: null, error: null };
+    const job: Job = { job_id: jobId, ...source, state: 'verifying', progress: null, recovery_id: null, error: null };
     const events = new EventEmitter();
     const abort = new AbortController();
     // Recorded before the audit can exist, so every audit of this daemon names its source.
     const sourceFile = join(this.sources, `${jobId}.json`);
-    writeFileDurable(sourceFile, JSON.stringify({ kind: source.backup_id !== null ? 'root_backup' : 'upload' }), { mode: 0o600 });
+    const kind: AuditSource['kind'] = source.location === 'root' ? 'root_backup' : source.location === 'user' ? 'user_backup' : 'upload';
+    writeFileDurable(sourceFile, JSON.stringify({ kind }), { mode: 0o600 });
     const done = executeVerifyIsolated(
       { archive, manifest, destination: join(this.recoveries, jobId) },
       {
@@ -334,7 +336,7 @@ export class BackupService {
     let kind: AuditSource['kind'] = 'unknown';
     try {
       const recorded = (JSON.parse(readFileSync(join(this.sources, `${basename(dir)}.json`), 'utf8')) as { kind?: unknown }).kind;
-      if (recorded === 'root_backup' || recorded === 'upload') kind = recorded;
+      if (recorded === 'root_backup' || recorded === 'user_backup' || recorded === 'upload') kind = recorded;
     } catch {
       // verified before sources were recorded (or the record is gone): unknown, never guessed
     }
@@ -445,4 +447,21 @@ export class BackupService {
     for (const j of this.jobs.values()) j.abort.abort();
     await Promise.allSettled([...this.jobs.values()].map((j) => j.done));
   }
+}
+
+/** The pairs in `dir`: a manifest named for a valid backup id beside its archive (a regular file). */
+function pairsIn(dir: string): { backup_id: string; archive_bytes: number }[] {
+  if (!existsSync(dir)) return [];
+  const out: { backup_id: string; archive_bytes: number }[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const id = name.endsWith('.manifest.json') ? name.slice(0, -'.manifest.json'.length) : undefined;
+    if (id === undefined || !BACKUP_ID.test(id)) continue;
+    try {
+      const st = lstatSync(join(dir, `${id}.tar.gz`));
+      if (st.isFile()) out.push({ backup_id: id, archive_bytes: st.size });
+    } catch {
+      // a manifest without its archive is not a backup to pick
+    }
+  }
+  return out;
 }

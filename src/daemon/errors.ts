@@ -16,6 +16,10 @@ export const routeNotFound = (): LoopxError => notFound('daemon_route_not_found'
 export const bodyTooLarge = (what: string): LoopxError =>
   daemonError(413, 'daemon_upload_too_large', `The ${what} is over its limit; nothing of it was kept.`, 'send one within the limits of docs/api.md');
 
+/** The daemon is draining: nothing new (a verification, a backup) starts. */
+export const daemonStopping = (what: string): LoopxError =>
+  daemonError(503, 'daemon_stopping', `The daemon is stopping; no new ${what} starts.`, 'start the daemon again: loopx daemon');
+
 /** Anything that is not a LoopxError: its own message is not shown (it may name paths). */
 export const daemonInternal = (): LoopxError => internal('daemon_internal', 'The daemon failed to answer; see its log.');
 

@@ -24,6 +24,8 @@ export interface DaemonOptions {
   readonly uiDir?: string;
   /** The Goal work agents the UI offers (`loopx daemon --agents DIR`; default the package's examples/agents). */
   readonly agentsDir?: string;
+  /** Where "Back up now" publishes by default and whose backups are listed (default: `$XDG_DATA_HOME/loopx/backups`). */
+  readonly userBackupsDir?: string;
   readonly logger?: boolean | Record<string, unknown>;
   /** Header, request and body-pause limits (default DEFAULT_TIMEOUTS). */
   readonly timeouts?: Partial<DaemonTimeouts>;
@@ -136,6 +138,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
       ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}),
       uiDir: o.uiDir ?? (PACKAGE_ROOT ? join(PACKAGE_ROOT, 'dist', 'ui') : undefined),
       ...(o.agentsDir !== undefined ? { agentsDir: o.agentsDir } : {}),
+      ...(o.userBackupsDir !== undefined ? { userBackupsDir: o.userBackupsDir } : {}),
       ...(o.logger !== undefined ? { logger: o.logger } : {}),
       ...(o.timeouts !== undefined ? { timeouts: o.timeouts } : {}),
     });

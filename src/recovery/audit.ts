@@ -154,6 +154,9 @@ const ADOPTION_SETTLES: Readonly<Record<string, string>> = {
     "settle the turn by recovering its Goal into a new root with loopx recover plan; the recovery reconciles the turn's effects under their original operation ids first",
 };
 
+/** The hold codes a recovery of their Goal into a new root settles by itself (its session step). */
+export const SETTLED_BY_RECOVERY: readonly string[] = Object.keys(ADOPTION_SETTLES);
+
 /** Owner names a public summary may show: the OWNERS table's, the unowned stores', and the coordinators'. */
 const ROOT = 'runtime-root';
 /** Archive paths of an owner's members (a directory member covers everything under it). */

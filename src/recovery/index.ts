@@ -20,7 +20,7 @@ export { RECOVERY_LIMITS, type RecoveryLimitName } from './limits.js';
 export type { ProtectedPlaces } from './destination.js';
 export { planVerify, executeVerify, verifyFailed, type VerifyInputs, type VerifyPlan, type VerifyOutcome, type VerifyOptions, type VerifyProgress } from './verify.js';
 export { executeVerifyIsolated, type IsolatedVerifyOutcome } from './verify-process.js';
-export { showAudit, AUDIT_FILE, WORKSPACE_DIR, AUDIT_SCHEMA, type RecoveryAudit } from './audit.js';
+export { showAudit, AUDIT_FILE, WORKSPACE_DIR, AUDIT_SCHEMA, SETTLED_BY_RECOVERY, type RecoveryAudit } from './audit.js';
 export { publicSummary, type PublicAuditSummary } from './audit-summary.js';
 export {
   planAdoption,

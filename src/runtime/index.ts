@@ -98,6 +98,7 @@ export {
   planVerify,
   publicSummary,
   RECOVERY_LIMITS,
+  SETTLED_BY_RECOVERY,
   showAudit,
   verifyFailed,
   type PublicAuditSummary,

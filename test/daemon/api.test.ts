@@ -264,7 +264,7 @@ describe('backups', () => {
     expect(loopx(['backup-state', '--execute', '--backup-id', 'in-root', '--root', root]).status).toBe(0);
     const list = await inject('GET', '/api/backups');
     expect(list.statusCode).toBe(200);
-    expect(list.json().backups).toEqual([{ backup_id: 'in-root', archive_bytes: readFileSync(join(root, 'backups', 'in-root.tar.gz')).length }]);
+    expect(list.json().backups).toEqual([{ location: 'root', backup_id: 'in-root', archive_bytes: readFileSync(join(root, 'backups', 'in-root.tar.gz')).length }]);
     const started = await inject('POST', '/api/backups/in-root/verify');
     expect(started.statusCode).toBe(202);
     const { job } = await finished(started.json().job_id);
@@ -349,7 +349,7 @@ describe('backups', () => {
     await service.close();
     let refused: unknown;
     try {
-      service.startRootBackupVerify('late');
+      service.startBackupVerify('late', 'root');
     } catch (e) {
       refused = e;
     }

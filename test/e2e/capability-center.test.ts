@@ -250,9 +250,9 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
   it("picks one of the root's own backups instead of uploading, and opens its held audit", async () => {
     const { page } = session;
     await page.goto(`${daemon.url}#/settings/capability-center/backup`);
-    const pick = page.getByLabel('Or pick a backup of this root');
+    const pick = page.getByLabel('Or pick a backup made on this machine');
     await expect.poll(() => pick.locator('option').count()).toBe(2);
-    await pick.selectOption('in-root');
+    await pick.selectOption('root/in-root');
     await page.getByRole('button', { name: 'Verify' }).click();
     await page.getByRole('heading', { level: 1, name: 'Audit of backup in-root' }).waitFor({ timeout: 60_000 });
     expect(await page.getByTestId('audit-status').textContent()).toContain('held');

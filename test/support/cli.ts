@@ -11,8 +11,11 @@ import { operatorPath } from '../../src/core/index.js';
 export const REPO = resolve(import.meta.dirname, '../..');
 /** Every CLI child of this test file shares one private run authority, never the user's real one. */
 export const STATE_HOME = mkdtempSync(join(tmpdir(), 'loopx-state-'));
+/** The user's data home of every test (in-process daemons too): "Back up now" publishes there by default, never into the developer's own. */
+export const DATA_HOME = mkdtempSync(join(tmpdir(), 'loopx-data-'));
+process.env.XDG_DATA_HOME = DATA_HOME;
 // A free port for the dev receiver `loopx daemon` opens: tests run in parallel, and the fixed default would be shared.
-const baseEnv = (): NodeJS.ProcessEnv => ({ ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_DEV_RECEIVER_PORT: '0' });
+const baseEnv = (): NodeJS.ProcessEnv => ({ ...process.env, XDG_STATE_HOME: STATE_HOME, XDG_DATA_HOME: DATA_HOME, LOOPX_DEV_RECEIVER_PORT: '0' });
 export const ENTRY = join(REPO, 'test/support/loopx-entry.ts');
 /** Node's arguments before the CLI's own: `[...CLI, 'goal', 'list']`. */
 const SOURCE_CLI: readonly string[] = ['--import', 'tsx', ENTRY];

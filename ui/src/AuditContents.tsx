@@ -43,6 +43,7 @@ export const foundText = (row: Row): string => FOUND[row.item](row);
 /** Where the audited backup came from, in words. */
 export function sourceText(s: Source): string {
   if (s.kind === 'root_backup') return `backup ${s.backup_id} of this root`;
+  if (s.kind === 'user_backup') return `backup ${s.backup_id} from your backups folder`;
   if (s.kind === 'upload') return `uploaded backup ${s.backup_id}`;
   return `backup ${s.backup_id} (source not recorded)`;
 }

@@ -45,16 +45,62 @@ function AuditBody({ audit }: { audit: PublicAudit }) {
   const { data: contents, error: contentsError } = useApiJson<AuditContents>(`/api/audits/${enc(audit.recovery_id)}/contents`);
   return (
     <>
+      {contents ? <AuditVerdict audit={audit} verdict={contents.verdict} /> : null}
+      <RecoverSection audit={audit} />
       <AuditContentsSection contents={contents} error={contentsError} />
       <AuditStatus audit={audit} />
       <AuditCounts audit={audit} />
       <AuditComponents audit={audit} decides={decides} contents={contents} />
       <AuditFindings audit={audit} />
-      <RecoverSection audit={audit} />
       <WorkspaceSection recoveryId={audit.recovery_id} />
       <DeleteAudit recoveryId={audit.recovery_id} />
     </>
   );
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/**
+ * What the operator can do with this backup, in one plain sentence before anything else: how many
+ * Goals it can recover, and which holds recovery settles by itself. The audit's own phase (`held`
+ * for every old-era evidence or owner hold) stays below, under Status, with its findings.
+ */
+function AuditVerdict({ audit, verdict }: { audit: PublicAudit; verdict: AuditContents['verdict'] }) {
+  const rest = [
+    verdict.holds_settled_by_recovery > 0 ? `${plural(verdict.holds_settled_by_recovery, 'hold')} that recovery settles itself` : null,
+    verdict.holds_for_operator > 0 ? `${plural(verdict.holds_for_operator, 'hold')} for you to settle` : null,
+    verdict.errors > 0 ? plural(verdict.errors, 'error') : null,
+  ].filter((x): x is string => x !== null);
+  return (
+    <section aria-labelledby="audit-verdict-heading" className={`verdict${verdict.recoverable ? '' : ' not-recoverable'}`} data-testid="audit-verdict">
+      <h2 id="audit-verdict-heading" className="visually-hidden">
+        Verdict
+      </h2>
+      <p>
+        <strong>{verdict.recoverable ? 'Recoverable' : 'Not recoverable as it is'}:</strong>{' '}
+        {verdict.recoverable ? `${plural(verdict.eligible_goals, 'Goal')} eligible` : `none of its ${plural(verdict.goals, 'Goal')} can be recovered from this backup`}
+        {rest.length > 0 ? `; ${rest.join('; ')}` : ''}.
+      </p>
+      <p>
+        {verdict.recoverable ? (
+          <a href="#recover-heading" onClick={(e) => focusRecover(e)}>
+            Recover a Goal into a new root
+          </a>
+        ) : (
+          <>Next action: {audit.next_action}</>
+        )}
+      </p>
+    </section>
+  );
+}
+
+/** The in-page link moves focus to the recovery form's heading (a hash link would change the route). */
+function focusRecover(e: MouseEvent<HTMLAnchorElement>): void {
+  e.preventDefault();
+  const heading = document.getElementById('recover-heading');
+  heading?.scrollIntoView({ block: 'start' });
+  const field = document.querySelector<HTMLInputElement>('[data-testid="recover-section"] input');
+  (field ?? heading)?.focus();
 }
 
 /** The verdict, its next action and the facts it rests on, with the raw audit's download. */

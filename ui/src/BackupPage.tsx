@@ -7,13 +7,14 @@ import { ROUTES, navigate } from './router';
 import { sourceText } from './AuditContents';
 import { readSse } from './sse';
 import type { AuditListItem, Job, JobProgress, VerifyStep } from './types';
+import { BackupNow } from './BackupNow';
 
 export function BackupPage() {
   return (
     <>
       <PageHeading>Backup &amp; recovery</PageHeading>
       <ExecutionStatement />
-      <VerifyBackup />
+      <BackupAndVerify />
       <AuditList />
     </>
   );
@@ -66,23 +67,36 @@ type Phase = { readonly kind: 'idle' } | { readonly kind: 'running' } | { readon
 
 const sleep = (ms: number) => new Promise<void>((r) => window.setTimeout(r, ms));
 
-interface RootBackup {
+interface ListedBackup {
   readonly backup_id: string;
   readonly archive_bytes: number;
+  /** `user`: the user's backups folder; `root`: this root's backups/. */
+  readonly location: 'user' | 'root';
 }
 
-/** The backups of this root the daemon can verify in place (an empty list when it cannot say). */
-function useRootBackups(): readonly RootBackup[] {
-  const [rootBackups, setRootBackups] = useState<readonly RootBackup[]>([]);
+/** The backups the daemon can verify in place, read again whenever `generation` changes (an empty list when it cannot say). */
+function useListedBackups(generation: number): readonly ListedBackup[] {
+  const [listed, setListed] = useState<readonly ListedBackup[]>([]);
   useEffect(() => {
     const ctrl = new AbortController();
-    getJson<{ backups: RootBackup[] }>('/api/backups', ctrl.signal).then(
-      (r) => setRootBackups(r.backups),
-      () => setRootBackups([]),
+    getJson<{ backups: ListedBackup[] }>('/api/backups', ctrl.signal).then(
+      (r) => setListed(r.backups),
+      () => setListed([]),
     );
     return () => ctrl.abort();
-  }, []);
-  return rootBackups;
+  }, [generation]);
+  return listed;
+}
+
+/** Back up now, then the verification that reads the new backup back. */
+function BackupAndVerify() {
+  const [generation, setGeneration] = useState(0);
+  return (
+    <>
+      <BackupNow onCreated={() => setGeneration((g) => g + 1)} />
+      <VerifyBackup listed={useListedBackups(generation)} />
+    </>
+  );
 }
 
 /** How a verification run reports its steps and what a screen reader hears. */
@@ -107,11 +121,12 @@ async function startUpload(r: Reporter, archiveFile: File, manifestFile: File, s
   return job_id;
 }
 
-/** Start verifying a backup of this root; returns the job id. */
-async function startPicked(r: Reporter, backupId: string, signal: AbortSignal): Promise<string> {
+/** Start verifying a listed backup (`<location>/<backup id>`) in place; returns the job id. */
+async function startPicked(r: Reporter, picked: string, signal: AbortSignal): Promise<string> {
+  const [location, backupId] = picked.split('/', 2) as [string, string];
   r.setSteps((s) => advance(s, 'inputs', 0, 1));
   r.setAnnounce('Verifying');
-  const { job_id } = await postJson<{ job_id: string }>(`/api/backups/${enc(backupId)}/verify`, undefined, signal);
+  const { job_id } = await postJson<{ job_id: string }>(`/api/backups/${enc(backupId)}/verify`, { location }, signal);
   return job_id;
 }
 
@@ -129,7 +144,7 @@ async function follow(job_id: string, signal: AbortSignal, onProgress: (p: JobPr
     if (signal.aborted) throw new DOMException('aborted', 'AbortError');
     if (result) return result;
     const job = await getJson<Job>(`/api/backups/jobs/${enc(job_id)}`, signal);
-    if (job.state !== 'running') return job;
+    if (job.state !== 'verifying') return job;
     if (job.progress) onProgress(job.progress);
     await sleep(Math.min(250 * 2 ** attempt, 2000));
   }
@@ -223,13 +238,12 @@ function FileField({
   );
 }
 
-function VerifyBackup() {
+function VerifyBackup({ listed }: { listed: readonly ListedBackup[] }) {
   const archiveId = useId();
   const manifestId = useId();
   const [archive, setArchive] = useState<File | null>(null);
   const [manifest, setManifest] = useState<File | null>(null);
   const [missing, setMissing] = useState<string | null>(null);
-  const rootBackups = useRootBackups();
   const [picked, setPicked] = useState('');
   const pickId = useId();
   const { phase, steps, announce, verify } = useVerification();
@@ -239,7 +253,11 @@ function VerifyBackup() {
     if (phase.kind === 'running') return;
     if (picked === '' && (!archive || !manifest)) {
       setMissing(
-        !archive && !manifest ? 'Choose the archive and its manifest, or pick a backup of this root.' : !archive ? 'Choose the archive (.tar.gz).' : 'Choose the manifest (.json).',
+        !archive && !manifest
+          ? 'Choose the archive and its manifest, or pick a backup made on this machine.'
+          : !archive
+            ? 'Choose the archive (.tar.gz).'
+            : 'Choose the manifest (.json).',
       );
       return;
     }
@@ -252,19 +270,19 @@ function VerifyBackup() {
     <section aria-labelledby="verify-heading" className="card">
       <h2 id="verify-heading">Verify a backup</h2>
       <p className="muted">
-        Choose a backup pair made by <code>loopx backup-state --execute</code>: the archive and its external manifest. The daemon checks them and extracts them into a new, inert
-        directory with a recovery audit.
+        Choose a backup pair made by <strong>Back up now</strong> or <code>loopx backup-state --execute</code>: the archive and its external manifest. The daemon checks them and
+        extracts them into a new, inert directory with a recovery audit.
       </p>
       <form onSubmit={onSubmit} noValidate>
         <FileField id={archiveId} label="Backup archive (.tar.gz)" accept=".gz,.tgz,application/gzip" file={archive} disabled={running} onFile={setArchive} />
         <FileField id={manifestId} label="Backup manifest (.json)" accept=".json,application/json" file={manifest} disabled={running} onFile={setManifest} />
         <div className="field">
-          <label htmlFor={pickId}>Or pick a backup of this root</label>
+          <label htmlFor={pickId}>Or pick a backup made on this machine</label>
           <select id={pickId} value={picked} disabled={running} onChange={(e) => setPicked(e.currentTarget.value)}>
             <option value="">— upload the files above —</option>
-            {rootBackups.map((b) => (
-              <option key={b.backup_id} value={b.backup_id}>
-                {b.backup_id} ({formatBytes(b.archive_bytes)})
+            {listed.map((b) => (
+              <option key={`${b.location}/${b.backup_id}`} value={`${b.location}/${b.backup_id}`}>
+                {b.backup_id} ({formatBytes(b.archive_bytes)}) — {b.location === 'user' ? 'in your backups folder' : 'in this root’s backups/'}
               </option>
             ))}
           </select>

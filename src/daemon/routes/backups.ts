@@ -3,7 +3,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { sha256Hex } from '../../core/index.js';
 import { listWorkspace, showWorkspaceGoal } from '../../runtime/index.js';
-import type { BackupService, Job, UploadPart } from '../backups.js';
+import { BACKUP_LOCATIONS, type BackupLocation, type BackupService, type Job, type UploadPart } from '../backups.js';
+import { BackupCreator, OFFERED_PROFILES } from '../backup-create.js';
+import type { CaptureProfile } from '../../runtime/index.js';
 import { requestBody } from '../body.js';
 import { bodyNotOctetStream, fieldInvalid, routeNotFound } from '../errors.js';
 import { bodyText, sse, WRITE, type Routes } from '../routing.js';
@@ -13,7 +15,7 @@ async function streamJob(req: FastifyRequest<{ Params: { id: string } }>, reply:
   const { job, events } = backups.job(req.params.id);
   const out = sse(req, reply);
   if (job.progress) out.send('progress', job.progress);
-  if (job.state !== 'running') {
+  if (job.state !== 'verifying') {
     out.send('result', job);
     out.end();
     return;
@@ -37,10 +39,25 @@ async function streamJob(req: FastifyRequest<{ Params: { id: string } }>, reply:
 }
 
 /** Backups: the root's backups, uploads, verify jobs and their events. */
-export function registerBackupRoutes({ app, timeouts, backups }: Routes): void {
-  app.get('/api/backups', async () => ({ backups: backups.listRootBackups() }));
-  app.post<{ Params: { id: string } }>('/api/backups/:id/verify', { config: WRITE }, async (req, reply) =>
-    reply.code(202).send({ job_id: backups.startRootBackupVerify(req.params.id).job_id }),
+export function registerBackupRoutes({ app, o, root, timeouts, backups }: Routes): void {
+  const creator = new BackupCreator(root, backups, o.authorityDir);
+  app.addHook('onClose', async () => creator.close());
+  const location = (v: unknown, fallback: BackupLocation): BackupLocation => {
+    if (v === undefined) return fallback;
+    if (!(BACKUP_LOCATIONS as readonly unknown[]).includes(v)) throw fieldInvalid(`location is one of ${BACKUP_LOCATIONS.join(', ')}.`);
+    return v as BackupLocation;
+  };
+  app.get('/api/backups', async () => ({ backups: backups.listBackups() }));
+  // Back up now: into the user's backups folder (outside any root) unless the root's own is asked for.
+  app.post<{ Body: { location?: unknown; profile?: unknown } | undefined }>('/api/backups', { config: WRITE }, async (req, reply) => {
+    const profile = req.body?.profile ?? 'online';
+    if (!(OFFERED_PROFILES as readonly unknown[]).includes(profile)) throw fieldInvalid(`profile is one of ${OFFERED_PROFILES.join(', ')}.`);
+    return reply.code(202).send(creator.start(location(req.body?.location, 'user'), profile as CaptureProfile));
+  });
+  app.get('/api/backups/runs', async () => ({ runs: creator.list() }));
+  app.get<{ Params: { id: string } }>('/api/backups/runs/:id', async (req) => creator.get(req.params.id));
+  app.post<{ Params: { id: string }; Body: { location?: unknown } | undefined }>('/api/backups/:id/verify', { config: WRITE }, async (req, reply) =>
+    reply.code(202).send({ job_id: backups.startBackupVerify(req.params.id, location(req.body?.location, 'root')).job_id }),
   );
   app.post('/api/backups/uploads', { config: WRITE }, async (_req, reply) => reply.code(201).send({ upload_id: backups.createUpload() }));
   app.get('/api/backups/uploads', async () => ({ uploads: backups.listUploads() }));

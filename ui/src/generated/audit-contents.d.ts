@@ -53,14 +53,25 @@ export interface DaemonAuditContents {
     goal_id: string | null;
     next_action: string;
   }[];
+  /**
+   * The audit in numbers the page leads with: whether a Goal can be recovered from it, how many, and its holds split into those a recovery settles by itself and those that need the operator (errors apart).
+   */
+  verdict: {
+    recoverable: boolean;
+    goals: number;
+    eligible_goals: number;
+    holds_settled_by_recovery: number;
+    holds_for_operator: number;
+    errors: number;
+  };
   runs_readable: boolean;
   execution_authority_granted: false;
 }
 export interface Source {
   /**
-   * `root_backup`: a backup in this root's `backups/` verified in place; `upload`: a pair uploaded to the daemon; `unknown`: verified before the daemon recorded sources.
+   * `root_backup`: a backup in this root's `backups/` verified in place; `user_backup`: a backup in the user's backups folder (`$XDG_DATA_HOME/loopx/backups`) verified in place; `upload`: a pair uploaded to the daemon; `unknown`: verified before the daemon recorded sources.
    */
-  kind: "root_backup" | "upload" | "unknown";
+  kind: "root_backup" | "user_backup" | "upload" | "unknown";
   backup_id: string;
   /**
    * When the backup itself was made (its manifest's `created_at`).

@@ -9,7 +9,14 @@ export interface DaemonVerifyJob {
    * The upload verified; null when the job verifies a backup of this root.
    */
   upload_id: null | string;
-  state: "running" | "audited" | "held" | "refused";
+  /**
+   * Where the verified backup lies: `root` (the root's `backups/`), `user` (the user's backups folder, `$XDG_DATA_HOME/loopx/backups`), or null for an upload.
+   */
+  location: null | ("root" | "user");
+  /**
+   * `verifying` while the verification runs (its operator state), then the outcome: `audited`, `held` or `refused`.
+   */
+  state: "verifying" | "audited" | "held" | "refused";
   progress: null | {
     step: "inputs" | "destination" | "members" | "extract" | "owners" | "audit";
     done: number;
