@@ -15,11 +15,17 @@
  *   more than `maxDelayMs`. After `attempts` attempts the last failure is the turn's.
  * - If recording streamed text fails (the run's log moved under this driver), the call is aborted
  *   and that failure is raised: a driver that lost its run stops.
+ * - A failure names the endpoint's host (providers/failures.ts), and the call reports its progress
+ *   on the diagnostics channel MODEL_CALL_CHANNEL — each attempt as it starts, each retry's wait,
+ *   the end — for a process that shows it (the CLI on a terminal). A report carries the host, never
+ *   a URL's path, a key or any text of the call; with no subscriber nothing is built.
  */
+import { channel } from 'node:diagnostics_channel';
 import { isLoopxError, type LoopxError } from '../core/index.js';
+import type { ModelSpec } from './agent.js';
 import type { ModelRetryPolicy } from './application.js';
 import type { NewEvent } from './events.js';
-import { classifyModelError } from './providers/failures.js';
+import { classifyModelError, endpointHostOf } from './providers/failures.js';
 import type { ModelProvider, ModelRequest, ModelResponse } from './providers/provider.js';
 
 export const STREAM_FLUSH_MS = 100;
@@ -42,28 +48,65 @@ export type ModelCallResult =
 
 const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** The diagnostics channel (node:diagnostics_channel) every model call of this process reports its progress on. */
+export const MODEL_CALL_CHANNEL = 'loopx:model-call';
+
+/**
+ * One report on MODEL_CALL_CHANNEL: `attempt` as attempt `attempt` of at most `attempts` starts;
+ * `retry` when it failed retryably, before the wait of `delay_ms` (its failure's `code`); `end`
+ * once the call has its response (`ok`) or its failure. `host` is the endpoint's (undefined for a
+ * provider that has none, such as `scripted`).
+ */
+export type ModelCallReport = {
+  readonly run_id: string;
+  readonly turn: number;
+  readonly provider: string;
+  readonly host: string | undefined;
+  readonly attempts: number;
+} & ModelCallPhase;
+
+type ModelCallPhase =
+  | { readonly phase: 'attempt'; readonly attempt: number }
+  | { readonly phase: 'retry'; readonly attempt: number; readonly code: string; readonly delay_ms: number }
+  | { readonly phase: 'end'; readonly ok: boolean };
+
+const reports = channel(MODEL_CALL_CHANNEL);
+
 export async function callModel(call: ModelCall): Promise<ModelCallResult> {
   const { turn, modelCallId } = call.request;
-  for (let attempt = 1; ; attempt++) {
-    const stream = new StreamRecorder(call, attempt);
-    try {
-      const response = await call.provider.generate({ ...call.request, onText: stream.onText, signal: stream.signal });
-      await stream.settled();
-      stream.throwIfFailed();
-      return { ok: true, response, pending: stream.take() };
-    } catch (e) {
-      await stream.settled();
-      stream.throwIfFailed();
-      stream.flush();
-      await stream.settled();
-      const failure = classifyModelError(e, call.provider.name, call.keyEnv);
-      if (!failure.retryable || attempt >= call.retry.attempts) return { ok: false, error: failure.error };
-      const delay = Math.min(call.retry.maxDelayMs, failure.retryAfterMs ?? call.retry.baseDelayMs * 2 ** (attempt - 1));
-      await call.record([{ type: 'ModelRetried', data: { turn, model_call_id: modelCallId, attempt, code: failure.error.code, delay_ms: Math.round(delay) } }]);
-      await (call.sleep ?? wait)(delay);
-    } finally {
-      stream.close();
+  // The request's model is the agent's ModelSpec: its base_url, when it has one, is where the call goes.
+  const host = endpointHostOf(call.request.model as ModelSpec);
+  const report = (r: ModelCallPhase) => {
+    if (reports.hasSubscribers) reports.publish({ run_id: call.request.runId, turn, provider: call.provider.name, host, attempts: call.retry.attempts, ...r });
+  };
+  let ok = false;
+  try {
+    for (let attempt = 1; ; attempt++) {
+      report({ phase: 'attempt', attempt });
+      const stream = new StreamRecorder(call, attempt);
+      try {
+        const response = await call.provider.generate({ ...call.request, onText: stream.onText, signal: stream.signal });
+        await stream.settled();
+        stream.throwIfFailed();
+        ok = true;
+        return { ok: true, response, pending: stream.take() };
+      } catch (e) {
+        await stream.settled();
+        stream.throwIfFailed();
+        stream.flush();
+        await stream.settled();
+        const failure = classifyModelError(e, call.provider.name, call.keyEnv, host);
+        if (!failure.retryable || attempt >= call.retry.attempts) return { ok: false, error: failure.error };
+        const delay = Math.min(call.retry.maxDelayMs, failure.retryAfterMs ?? call.retry.baseDelayMs * 2 ** (attempt - 1));
+        await call.record([{ type: 'ModelRetried', data: { turn, model_call_id: modelCallId, attempt, code: failure.error.code, delay_ms: Math.round(delay) } }]);
+        report({ phase: 'retry', attempt, code: failure.error.code, delay_ms: Math.round(delay) });
+        await (call.sleep ?? wait)(delay);
+      } finally {
+        stream.close();
+      }
     }
+  } finally {
+    report({ phase: 'end', ok });
   }
 }
 

@@ -1,15 +1,16 @@
 /**
  * Goals and their work for the CLI and the daemon: creating a Goal with its documents, moving it
- * through its lifecycle, listing and showing it with its Todo counts, and opening one Goal's work.
- * Every change goes through the goal and work owners' APIs; an unknown Goal is the goal owner's
+ * through its lifecycle, listing and showing it with its Todo counts — and, for a lifetime a
+ * recovery superseded, where it continues, as the run authority records it — and opening one
+ * Goal's work. Every change goes through the goal and work owners' APIs; an unknown Goal is the goal owner's
  * `goal_not_found` (one code, one next action, wherever it is asked).
  */
 import { goal as goalOwner, work as workOwner, type RootOwners } from '../owners/index.js';
-import { conflict } from '../core/index.js';
+import { conflict, isLoopxError } from '../core/index.js';
 import { assertLifetimeLive, withGuardedGoalWork, type LifetimeGuard } from '../engine/index.js';
-import type { GoalWriterGuard } from './root.js';
+import type { GoalWriterGuard, RootAccess } from './root.js';
 import { POSTGRESQL_PROVIDER, parseStoreIdentity } from '../store/index.js';
-import { withRootOwners } from './root.js';
+import { withAuthority, withRootOwners } from './root.js';
 
 /** The public shape of a Goal (`loopx goal … --json`). */
 export const goalView = (g: goalOwner.GoalRecord) => ({
@@ -105,10 +106,15 @@ const goalAliasSuperseded = (goalId: string, successorRoot: string | null) =>
 
 export const listGoals = (root: string): Promise<goalOwner.GoalRecord[]> => withRootOwners(root, (owners) => owners.goals.list());
 
-/** A Goal with its Todo counts, history length, handoff mode and work provider (`loopx goal show`, `GET /api/goals/:id`). */
-export async function goalDetail(owners: RootOwners, root: string, goalId: string, options: { todos?: boolean } = {}) {
+/**
+ * A Goal with its Todo counts, history length, handoff mode and work provider (`loopx goal show`,
+ * `GET /api/goals/:id`) — with `authority` (where the run authority is), also `superseded_by`:
+ * where a recovery took its lifetime (goalSupersession), or null.
+ */
+export async function goalDetail(owners: RootOwners, root: string, goalId: string, options: { todos?: boolean; authority?: Pick<RootAccess, 'authorityDir'> } = {}) {
   const record = owners.goals.get(goalId);
   if (!record) throw goalOwner.goalNotFound(goalId);
+  const superseded_by = options.authority === undefined ? undefined : await goalSupersession(options.authority, record.goal_instance_id);
   const work = await workOwner.openGoalWork({ root, goal_id: goalId });
   try {
     const todos = await work.listTodos();
@@ -120,13 +126,62 @@ export async function goalDetail(owners: RootOwners, root: string, goalId: strin
     const last_activity = last?.receipt.committed_at ?? null;
     // Where the opened store is, read from its identity (`<provider>:<hex>`), not from what was asked.
     const work_provider: 'sqlite' | 'postgresql' = parseStoreIdentity(view.store_identity)?.provider === POSTGRESQL_PROVIDER ? 'postgresql' : 'sqlite';
-    return { record, counts, committed_transactions: view.cursor, handoff_mode: view.handoff_mode, work_provider, last_activity, ...(options.todos ? { todos } : {}) };
+    return {
+      record,
+      counts,
+      committed_transactions: view.cursor,
+      handoff_mode: view.handoff_mode,
+      work_provider,
+      last_activity,
+      ...(options.todos ? { todos } : {}),
+      ...(superseded_by !== undefined ? { superseded_by } : {}),
+    };
   } finally {
     work.close();
   }
 }
 
-export const showGoal = (root: string, goalId: string, options: { todos?: boolean } = {}) => withRootOwners(root, (owners) => goalDetail(owners, root, goalId, options));
+export const showGoal = (root: string, goalId: string, options: { todos?: boolean; authority?: Pick<RootAccess, 'authorityDir'> } = {}) =>
+  withRootOwners(root, (owners) => goalDetail(owners, root, goalId, options));
+
+/** Where a recovery took a Goal's lifetime, as the run authority records it. */
+export interface GoalSupersession {
+  /** The new lifetime, in the root the recovery made. */
+  readonly goal_instance_id: string;
+  /** That root's id (the authority's binding). */
+  readonly root_id: string;
+  readonly recovery_id: string;
+  readonly recorded_at: string;
+  /**
+   * That root's directory while the authority finds it there, else undefined. Absolute: a caller
+   * renders it — the CLI relative to the working directory, the daemon by the name it serves it
+   * under — and never prints it as it is.
+   */
+  readonly directory: string | undefined;
+}
+
+/**
+ * The supersession the run authority records of `goalInstanceId`, or null. A read: the authority is
+ * never created (one that does not exist records nothing), and a record it cannot read is its
+ * refusal (`authority_rolled_back`, `authority_lifetime_corrupt`), never "not superseded".
+ */
+export async function goalSupersession(a: Pick<RootAccess, 'authorityDir'>, goalInstanceId: string): Promise<GoalSupersession | null> {
+  try {
+    return await withAuthority(
+      a,
+      async (authority) => {
+        const s = await authority.lifetimeSupersession(goalInstanceId);
+        if (s === undefined) return null;
+        const directory = await authority.rootDirectory(s.successor_root).catch(() => undefined);
+        return { goal_instance_id: s.successor_instance_id, root_id: s.successor_root, recovery_id: s.recovery_id, recorded_at: s.recorded_at, directory };
+      },
+      { create: false },
+    );
+  } catch (e) {
+    if (isLoopxError(e) && e.code === 'authority_missing') return null;
+    throw e;
+  }
+}
 
 /**
  * One existing Goal's work owner for `fn`, closed after; `goal_not_found` for an unknown Goal.

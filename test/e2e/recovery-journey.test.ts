@@ -4,8 +4,9 @@
  * Goal into a new root (a proposed name; an occupied one is refused on the page), the recovery
  * page shows the preview and the plan digest, recovers only after a deliberate confirmation, and
  * shows the result — read back from the daemon, so a reload shows it again. Then the Goals pages:
- * the list, a Goal worked from its page (a Todo added and done, the Goal paused), and a refusal
- * shown where it happened (the recovered Goal's old lifetime takes no new Todo).
+ * the list, a Goal worked from its page (a Todo added and done, the Goal paused), and the
+ * recovered Goal's old lifetime shown as superseded — in the list, and on its page the root it
+ * continues in with a link there, every control that would write disabled with the reason.
  */
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -167,14 +168,42 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(loopx(['todo', 'list', '--goal', 'notes', '--root', root, '--json']).json().todos[1]).toMatchObject({ todo_id: 't2', status: 'done' });
   });
 
-  it('shows the refusal where it happened: the recovered Goal’s old lifetime takes no new Todo here', async () => {
+  it('shows the recovered Goal’s old lifetime as superseded: the root it continues in with a link there, its controls disabled with the reason', async () => {
     const { page } = session;
+    await page.goto(`${daemon.url}#/goals`);
+    await expect.poll(() => page.getByTestId('goal-lifecycle-launch').first().textContent()).toBe('superseded');
     await page.goto(`${daemon.url}#/goals/launch`);
-    await expect.poll(() => page.getByRole('heading', { level: 1, name: /^Goal launch/ }).isVisible()).toBe(true);
-    await page.getByLabel('New Todo').fill('From the old lifetime');
-    await page.getByRole('button', { name: 'Add Todo' }).click();
-    await expect.poll(() => page.getByTestId('goal-refusal').textContent()).toContain('goal_lifetime_superseded');
-    await shot('goal-refused.png');
+    await expect.poll(() => page.getByTestId('goal-superseded').textContent()).toContain('Superseded by the recovery into root-launch-recovered.');
+    expect(await page.getByTestId('goal-lifecycle').textContent()).toBe('superseded (was active)');
+    const link = page.getByRole('link', { name: 'Continue Goal launch in root-launch-recovered' });
+    expect(await link.getAttribute('href')).toBe('#/roots/root-launch-recovered/goals/launch');
+    // Nothing that would write is offered, and each control says why.
+    const why = 'A recovery superseded this lifetime: it takes no new work here. Continue the Goal in root-launch-recovered.';
+    expect(await page.getByTestId('goal-superseded-why').textContent()).toBe(why);
+    expect(await page.getByTestId('start-run-why').textContent()).toBe(why);
+    for (const control of [
+      page.getByLabel('New Todo'),
+      page.getByRole('button', { name: 'Add Todo' }),
+      page.getByRole('button', { name: 'Pause the Goal' }),
+      page.getByRole('button', { name: 'Resume the Goal' }),
+      page.getByRole('button', { name: 'Retire…' }),
+      page.getByRole('button', { name: 'Start a work run' }),
+      page.getByLabel('New status of t3'),
+      page.getByRole('button', { name: 'Update t3' }),
+    ]) {
+      expect(await control.isDisabled()).toBe(true);
+    }
+    expect(await page.getByRole('button', { name: 'Add Todo' }).getAttribute('aria-describedby')).toBe('goal-superseded-why');
+    expect(await page.getByRole('button', { name: 'Update t3' }).getAttribute('aria-describedby')).toBe('goal-superseded-why');
+    expect(await page.getByTestId('goal-refusal').count()).toBe(0);
+    expect(await axeViolations(page), 'a superseded Goal’s page').toEqual([]);
+    await shot('goal-superseded.png');
+    // The link leads to the Goal where it continues: live there, nothing superseded.
+    await link.click();
+    await expect.poll(() => page.url()).toContain('#/roots/root-launch-recovered/goals/launch');
+    await expect.poll(() => page.getByTestId('goal-lineage').textContent()).toContain('Recovered from backup j1');
+    expect(await page.getByTestId('goal-superseded').count()).toBe(0);
+    expect(await page.getByTestId('goal-lifecycle').textContent()).toBe('active');
   });
 
   it('shows what happened to a Goal: its run, its effects with outcomes, no hold, its progress and its history in pages', async () => {
@@ -193,9 +222,8 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     const disabled = await contrastOf(page, 'button:disabled');
     expect(disabled.length).toBeGreaterThan(0);
     for (const d of disabled) expect(d.ratio, `“${d.text}”`).toBeGreaterThanOrEqual(4.5);
-    // The old lifetime takes no run: its recovery superseded it (refused typed, where it happened).
-    await page.getByRole('button', { name: 'Start a work run' }).click();
-    await expect.poll(() => page.getByTestId('goal-refusal').textContent()).toContain('goal_lifetime_superseded');
+    // The old lifetime takes no run: its recovery superseded it, and the page says so instead of offering one.
+    expect(await page.getByRole('button', { name: 'Start a work run' }).isDisabled()).toBe(true);
     expect(await axeViolations(page), 'a worked Goal’s page').toEqual([]);
     await page.setViewportSize({ width: 375, height: 800 });
     expect(await axeViolations(page), 'a worked Goal’s page at 375 px').toEqual([]);

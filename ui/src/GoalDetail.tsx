@@ -4,14 +4,17 @@
  * the same calls as the CLI — add or change a Todo, start a work run, pause, resume or retire —
  * its Todos with lease holders and last receipts, its holds, progress, runs, effects and committed
  * history. Every change is read back from the daemon after it answers; a refusal shows its code
- * and next action where it happened; a disabled control says why. While a run works on the Goal
- * the page reads it again every few seconds, so work done elsewhere shows without a reload.
+ * and next action where it happened; a disabled control says why. A lifetime a recovery superseded
+ * says so at the top, links to the Goal in the root it continues in when the daemon serves that
+ * root, and disables every control that would write (the daemon would refuse it). While a run
+ * works on the Goal the page reads it again every few seconds, so work done elsewhere shows
+ * without a reload.
  */
 import { useEffect, useRef, useState, type FormEvent, type RefObject } from 'react';
 import { ApiError, asApiError, enc, postJson } from './api';
 import { ErrorBox, Loading, PageHeading, TableRegion, abbreviate } from './components';
 import { GoalEffects, GoalHistory, GoalHolds, GoalRuns } from './GoalActivity';
-import { countsText, STATUSES, when, type GoalActivityDoc, type GoalDetailDoc, type ProgressDoc, type TodoItem } from './goalTypes';
+import { countsText, STATUSES, supersededWhy, when, type GoalActivityDoc, type GoalDetailDoc, type ProgressDoc, type SupersededBy, type TodoItem } from './goalTypes';
 import { useApiJson } from './hooks';
 import { ProgressChart } from './ProgressChart';
 import { ROUTES, navigate, rootQuery } from './router';
@@ -19,7 +22,36 @@ import { StartRun } from './StartRun';
 
 type Act = (path: string, body?: unknown) => Promise<unknown>;
 
-function TodoRow({ todo, act, busy, last }: { todo: TodoItem; act: Act; busy: boolean; last: ProgressDoc['last_receipts'][string] | undefined }) {
+/** The id of the visible sentence that says why a superseded lifetime's controls are disabled. */
+const SUPERSEDED_WHY = 'goal-superseded-why';
+
+/** At the top of a superseded lifetime's page: where the Goal continues, with a link when this daemon serves that root. */
+function SupersededNotice({ goalId, by }: { goalId: string; by: SupersededBy }) {
+  return (
+    <div className="card severity-hold" role="note" aria-labelledby="goal-superseded-title" data-testid="goal-superseded">
+      <p id="goal-superseded-title">
+        <strong>Superseded by the recovery into {by.root !== null ? <code>{by.root}</code> : `another root (root id ${by.root_id})`}.</strong>
+      </p>
+      <p>
+        This lifetime is kept here as history and takes no more work. The Goal continues there as lifetime{' '}
+        <code title={by.goal_instance_id}>{abbreviate(by.goal_instance_id, 14)}</code>, recovered {when(by.recorded_at)}.
+      </p>
+      <p>
+        {by.root !== null ? (
+          <a href={ROUTES.goal(goalId, by.root)} data-testid="goal-superseded-link">
+            Continue Goal {goalId} in {by.root}
+          </a>
+        ) : (
+          <>
+            This daemon does not serve that root: continue there with <code>loopx goal show {goalId} --root &lt;the recovered root&gt;</code>.
+          </>
+        )}
+      </p>
+    </div>
+  );
+}
+
+function TodoRow({ todo, act, busy, closed, last }: { todo: TodoItem; act: Act; busy: boolean; closed: boolean; last: ProgressDoc['last_receipts'][string] | undefined }) {
   const [status, setStatus] = useState(todo.status);
   const id = `todo-status-${todo.todo_id}`;
   return (
@@ -36,7 +68,7 @@ function TodoRow({ todo, act, busy, last }: { todo: TodoItem; act: Act; busy: bo
         <label htmlFor={id} className="visually-hidden">
           New status of {todo.todo_id}
         </label>
-        <select id={id} value={status} onChange={(ev) => setStatus(ev.target.value as TodoItem['status'])}>
+        <select id={id} value={status} onChange={(ev) => setStatus(ev.target.value as TodoItem['status'])} disabled={closed} aria-describedby={closed ? SUPERSEDED_WHY : undefined}>
           {STATUSES.map((s) => (
             <option key={s} value={s}>
               {s}
@@ -45,13 +77,13 @@ function TodoRow({ todo, act, busy, last }: { todo: TodoItem; act: Act; busy: bo
         </select>{' '}
         <button
           type="button"
-          disabled={busy || status === todo.status}
-          aria-describedby={status === todo.status ? `${id}-why` : undefined}
+          disabled={busy || closed || status === todo.status}
+          aria-describedby={closed ? SUPERSEDED_WHY : status === todo.status ? `${id}-why` : undefined}
           onClick={() => void act(`todos/${enc(todo.todo_id)}`, { status })}
         >
           Update {todo.todo_id}
         </button>
-        {status === todo.status ? (
+        {status === todo.status && !closed ? (
           <span id={`${id}-why`} className="visually-hidden">
             Choose another status first.
           </span>
@@ -65,6 +97,10 @@ function GoalActions({ goal, act, busy, headingRef }: { goal: GoalDetailDoc; act
   const [title, setTitle] = useState('');
   const [retiring, setRetiring] = useState(false);
   const retired = goal.lifecycle === 'retired';
+  // A superseded lifetime takes no write at all: every control below is disabled, the reason shown.
+  const closedWhy = supersededWhy(goal);
+  const closed = closedWhy !== null;
+  const lifecycleWhy = closed ? SUPERSEDED_WHY : 'goal-lifecycle-why';
   async function add(ev: FormEvent) {
     ev.preventDefault();
     await act('todos', { title });
@@ -77,16 +113,24 @@ function GoalActions({ goal, act, busy, headingRef }: { goal: GoalDetailDoc; act
       </h2>
       <form className="add-todo" onSubmit={(ev) => void add(ev)}>
         <label htmlFor="new-todo-title">New Todo</label>
-        <input id="new-todo-title" value={title} onChange={(ev) => setTitle(ev.target.value)} required maxLength={512} disabled={retired} aria-describedby="goal-retired-why" />
-        <button type="submit" disabled={busy || title === '' || retired}>
+        <input
+          id="new-todo-title"
+          value={title}
+          onChange={(ev) => setTitle(ev.target.value)}
+          required
+          maxLength={512}
+          disabled={retired || closed}
+          aria-describedby={closed ? SUPERSEDED_WHY : 'goal-retired-why'}
+        />
+        <button type="submit" disabled={busy || title === '' || retired || closed} aria-describedby={closed ? SUPERSEDED_WHY : undefined}>
           Add Todo
         </button>
       </form>
       <div className="actions">
-        <button type="button" disabled={busy || goal.lifecycle !== 'active'} onClick={() => void act('pause')} aria-describedby="goal-lifecycle-why">
+        <button type="button" disabled={busy || closed || goal.lifecycle !== 'active'} onClick={() => void act('pause')} aria-describedby={lifecycleWhy}>
           Pause the Goal
         </button>
-        <button type="button" disabled={busy || goal.lifecycle !== 'paused'} onClick={() => void act('resume')} aria-describedby="goal-lifecycle-why">
+        <button type="button" disabled={busy || closed || goal.lifecycle !== 'paused'} onClick={() => void act('resume')} aria-describedby={lifecycleWhy}>
           Resume the Goal
         </button>
         {retiring ? (
@@ -100,17 +144,24 @@ function GoalActions({ goal, act, busy, headingRef }: { goal: GoalDetailDoc; act
             </button>
           </>
         ) : (
-          <button type="button" className="secondary" disabled={busy || retired} onClick={() => setRetiring(true)}>
+          <button type="button" className="secondary" disabled={busy || retired || closed} onClick={() => setRetiring(true)} aria-describedby={closed ? SUPERSEDED_WHY : undefined}>
             Retire…
           </button>
         )}
       </div>
+      {closedWhy ? (
+        <p id={SUPERSEDED_WHY} data-testid="goal-superseded-why">
+          {closedWhy}
+        </p>
+      ) : null}
       <p className="muted" id="goal-lifecycle-why">
-        {goal.lifecycle === 'active'
-          ? 'The Goal is active: it takes work. Pause it to stop new runs.'
-          : goal.lifecycle === 'paused'
-            ? 'The Goal is paused: it takes no new run until it is resumed.'
-            : 'The Goal is retired: it takes no new work; creating it again mints a new lifetime.'}
+        {closed
+          ? `This lifetime was ${goal.lifecycle} when a recovery superseded it.`
+          : goal.lifecycle === 'active'
+            ? 'The Goal is active: it takes work. Pause it to stop new runs.'
+            : goal.lifecycle === 'paused'
+              ? 'The Goal is paused: it takes no new run until it is resumed.'
+              : 'The Goal is retired: it takes no new work; creating it again mints a new lifetime.'}
       </p>
       {retired ? (
         <p className="visually-hidden" id="goal-retired-why">
@@ -127,7 +178,7 @@ function GoalFacts({ goal }: { goal: GoalDetailDoc }) {
     <dl className="facts card">
       <div>
         <dt>Lifecycle</dt>
-        <dd data-testid="goal-lifecycle">{goal.lifecycle}</dd>
+        <dd data-testid="goal-lifecycle">{goal.superseded_by ? `superseded (was ${goal.lifecycle})` : goal.lifecycle}</dd>
       </div>
       <div>
         <dt>Lifetime</dt>
@@ -194,7 +245,7 @@ function TodosTable({ goal, act, busy, progress }: { goal: GoalDetailDoc; act: A
         </thead>
         <tbody>
           {goal.todos.map((t) => (
-            <TodoRow key={`${t.todo_id}:${t.status}`} todo={t} act={act} busy={busy} last={progress?.last_receipts[t.todo_id]} />
+            <TodoRow key={`${t.todo_id}:${t.status}`} todo={t} act={act} busy={busy} closed={goal.superseded_by !== null} last={progress?.last_receipts[t.todo_id]} />
           ))}
         </tbody>
       </table>
@@ -288,6 +339,7 @@ export function GoalDetail({ goalId, root }: { goalId: string; root: string | nu
       ) : null}
       {g.error ? <ErrorBox error={g.error} title="Could not open the Goal" /> : null}
       {!goal && !g.error ? <Loading what="the Goal" /> : null}
+      {goal?.superseded_by ? <SupersededNotice goalId={goal.goal_id} by={goal.superseded_by} /> : null}
       {goal ? (
         <>
           <GoalFacts goal={goal} />

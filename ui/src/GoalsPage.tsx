@@ -1,7 +1,8 @@
 /**
  * The Goals list: the daemon's root's Goals, then the Goals of each root one of its recoveries
- * made (GET /api/roots, GET /api/goals?root=<name>) — each with its lifecycle, lifetime, Todo
- * counts, lease mode and last activity, linking to its page (GoalDetail.tsx).
+ * made (GET /api/roots, GET /api/goals?root=<name>) — each with its lifecycle (`superseded` for a
+ * lifetime a recovery replaced), lifetime, Todo counts, lease mode and last activity, linking to
+ * its page (GoalDetail.tsx).
  */
 import { ErrorBox, Loading, PageHeading, TableRegion, abbreviate } from './components';
 import { countsText, when, type GoalItem } from './goalTypes';
@@ -37,7 +38,13 @@ function GoalsTable({ goals, root, label }: { goals: readonly GoalItem[]; root: 
                 <a href={ROUTES.goal(g.goal_id, root)}>{g.goal_id}</a>
               </td>
               <td data-label="Title">{g.title}</td>
-              <td data-label="Lifecycle">{g.lifecycle}</td>
+              <td data-label="Lifecycle" data-testid={`goal-lifecycle-${g.goal_id}`}>
+                {g.superseded_by ? (
+                  <span title={`Superseded by the recovery into ${g.superseded_by.root ?? `root id ${g.superseded_by.root_id}`}; it was ${g.lifecycle}`}>superseded</span>
+                ) : (
+                  g.lifecycle
+                )}
+              </td>
               <td data-label="Todos">{countsText(g.counts)}</td>
               <td data-label="Lease mode">{g.handoff_mode}</td>
               <td data-label="Last activity">{when(g.last_activity)}</td>

@@ -2,10 +2,10 @@
  * Start a Goal work run from the Goal page (POST /api/goals/:id/work-runs): one of the agents the
  * daemon offers (GET /api/agents), optionally a turn limit and the external system's deliveries
  * endpoint. The run page follows it once the daemon has admitted it; disabled while the Goal
- * takes no work, saying why.
+ * takes no work — not active, or a lifetime a recovery superseded — saying why.
  */
 import { useState, type FormEvent } from 'react';
-import type { GoalDetailDoc } from './goalTypes';
+import { supersededWhy, type GoalDetailDoc } from './goalTypes';
 import { useApiJson } from './hooks';
 
 interface Agent {
@@ -22,11 +22,12 @@ export function StartRun({ goal, busy, onStart }: { goal: GoalDetailDoc; busy: b
   const [sink, setSink] = useState('');
   const chosen = agent || data?.agents[0]?.id || '';
   const why =
-    goal.lifecycle !== 'active'
+    supersededWhy(goal) ??
+    (goal.lifecycle !== 'active'
       ? `The Goal is ${goal.lifecycle}: only an active Goal takes a run.`
       : data && data.agents.length === 0
         ? 'The daemon offers no Goal work agent.'
-        : null;
+        : null);
   async function submit(ev: FormEvent) {
     ev.preventDefault();
     await onStart({ agent: chosen, ...(turns !== '' ? { turns: Number(turns) } : {}), ...(sink !== '' ? { sink_url: sink } : {}) });

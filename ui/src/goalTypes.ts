@@ -12,6 +12,14 @@ export type GoalItem = GeneratedGoalItem;
 /** `GET /api/goals/:id`: the Goal with its Todos and the recovery that minted its lifetime (daemon-goal). */
 export type GoalDetailDoc = Extract<DaemonGoal, { todos: unknown }>;
 export type TodoItem = GoalDetailDoc['todos'][number];
+/** Where a recovery took a superseded lifetime: the new lifetime and the root it continues in (`root`: the name the daemon serves it under, or null). */
+export type SupersededBy = NonNullable<GoalDetailDoc['superseded_by']>;
+
+/** Why a superseded lifetime's controls are disabled (null: it is live). */
+export const supersededWhy = (goal: Pick<GoalDetailDoc, 'superseded_by'>): string | null =>
+  goal.superseded_by
+    ? `A recovery superseded this lifetime: it takes no new work here. Continue the Goal in ${goal.superseded_by.root ?? 'the root it was recovered into'}.`
+    : null;
 /** `GET /api/goals/:id/activity` (daemon-goal-activity). */
 export type GoalActivityDoc = DaemonGoalActivity;
 /** `GET /api/goals/:id/history` (daemon-goal-history). */

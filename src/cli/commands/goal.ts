@@ -1,8 +1,32 @@
 /** `loopx goal create|pause|resume|retire|list|show` — Goals through the runtime's goal operations. */
+import { relative, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { createGoal, goalView, listGoals, showGoal, transitionGoal } from '../../runtime/index.js';
-import { emit, resolveRoot, withGoalWriter, type GlobalOptions } from '../context.js';
+import { operatorPath } from '../../core/index.js';
+import { createGoal, goalLifetimeSuperseded, goalView, listGoals, showGoal, transitionGoal } from '../../runtime/index.js';
+import { carryGlobals, emit, resolveRoot, withGoalWriter, type GlobalOptions } from '../context.js';
 import { parseStoreChoice } from '../parse.js';
+
+type Supersession = NonNullable<Awaited<ReturnType<typeof showGoal>>['superseded_by']>;
+
+/**
+ * `goal show`'s `superseded_by`: the new lifetime and the root it continues in — by id, and as the
+ * operator reaches it from here (relative to the working directory; null when the run authority no
+ * longer finds it) — with the one next action, the same as a writer's `goal_lifetime_superseded`.
+ */
+function supersededBy(goalId: string, s: Supersession, g: GlobalOptions) {
+  const nextAction =
+    s.directory === undefined
+      ? `continue the Goal in the root it was recovered into (root id ${s.root_id}): loopx goal show ${goalId} --root <recovered-root>`
+      : goalLifetimeSuperseded(goalId, operatorPath(s.directory)).nextAction!;
+  return {
+    goal_instance_id: s.goal_instance_id,
+    root_id: s.root_id,
+    root: s.directory === undefined ? null : relative(process.cwd(), s.directory) || '.',
+    recovery_id: s.recovery_id,
+    recorded_at: s.recorded_at,
+    next_action: carryGlobals(nextAction, g),
+  };
+}
 
 /** `--doc name=text` (a name alone is an empty document). */
 const parseDoc = (d: string) => {
@@ -61,15 +85,36 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         for (const v of d.goals) out.line(`${v.goal_id}  ${v.lifecycle.padEnd(7)}  ${v.goal_instance_id}  ${v.title}`);
       });
     });
+  registerShow(goal, globals);
+}
+
+/** `goal show <goal-id>`: the Goal with its Todo counts, and — for a lifetime a recovery superseded — where it continues. */
+function registerShow(goal: Command, globals: () => GlobalOptions): void {
   goal
     .command('show <goal-id>')
-    .description('show a Goal with its Todo counts')
+    .description('show a Goal with its Todo counts, and where a recovery took its lifetime')
     .action(async (goalId: string) => {
       const g = globals();
-      const d = await showGoal(resolveRoot(g), goalId);
-      const doc = { ...goalView(d.record), todos: d.counts, committed_transactions: d.committed_transactions, handoff_mode: d.handoff_mode, work_provider: d.work_provider };
+      const authority = g.authorityDir !== undefined ? { authorityDir: resolve(g.authorityDir) } : {};
+      const d = await showGoal(resolveRoot(g), goalId, { authority });
+      const doc = {
+        ...goalView(d.record),
+        todos: d.counts,
+        committed_transactions: d.committed_transactions,
+        handoff_mode: d.handoff_mode,
+        work_provider: d.work_provider,
+        superseded_by: d.superseded_by ? supersededBy(goalId, d.superseded_by, g) : null,
+      };
       emit(g, doc, (d, out) => {
-        out.line(`Goal ${d.goal_id} (${d.goal_instance_id}) ${d.lifecycle}: ${d.title}`);
+        const s = d.superseded_by;
+        out.line(`Goal ${d.goal_id} (${d.goal_instance_id}) ${s ? `superseded (was ${d.lifecycle})` : d.lifecycle}: ${d.title}`);
+        if (s) {
+          const where = s.root === null ? `another root (root id ${s.root_id}), which the run authority no longer finds` : operatorPath(resolve(s.root));
+          out.line(`  superseded by the recovery into ${where}: the Goal continues there as lifetime ${s.goal_instance_id} (recorded ${s.recorded_at});`);
+          out.line('  this root keeps this lifetime as history and takes no more work for it');
+          // The JSON's next action, as the human hint prints one: the globals carried once.
+          out.line(`  ${s.next_action}`);
+        }
         out.line(
           `  todos: ${Object.entries(d.todos)
             .map(([k, n]) => `${n} ${k}`)

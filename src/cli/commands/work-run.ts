@@ -4,7 +4,8 @@ import { rejected } from '../../core/index.js';
 import { GOAL_WORK_TOOL_PLAN, loadAgentFile, runGoalWork } from '../../runtime/index.js';
 import { emit, existingRoot, withEngine, type GlobalOptions } from '../context.js';
 import { parsePositive } from '../parse.js';
-import { exitIfFailed, printRun, runSummary } from './run-view.js';
+import { withModelCallsShown } from '../progress.js';
+import { drivenSummary, exitIfFailed, finalAnswerOf, printRun } from './run-view.js';
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const work = program.command('work').description('agent runs that do Goal work through the owners');
@@ -25,20 +26,23 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         });
       }
       const root = existingRoot(g);
-      const result = await withEngine(g, (engine) =>
-        runGoalWork({
-          root,
-          goalId: o.goal,
-          agent,
-          engine,
-          ...(o.turns !== undefined ? { turns: o.turns } : {}),
-          ...(o.sink !== undefined ? { webhookUrl: o.sink } : {}),
-          ...(o.input !== undefined ? { input: o.input } : {}),
-        }),
-      );
-      emit(g, { ...runSummary(result.run), goal: result.goal, session: result.session }, (d, out) => {
+      const { result, answer } = await withEngine(g, async (engine) => {
+        const result = await withModelCallsShown(() =>
+          runGoalWork({
+            root,
+            goalId: o.goal,
+            agent,
+            engine,
+            ...(o.turns !== undefined ? { turns: o.turns } : {}),
+            ...(o.sink !== undefined ? { webhookUrl: o.sink } : {}),
+            ...(o.input !== undefined ? { input: o.input } : {}),
+          }),
+        );
+        return { result, answer: await finalAnswerOf(engine, result.run) };
+      });
+      emit(g, { ...drivenSummary(result.run, answer), goal: result.goal, session: result.session }, (d, out) => {
         out.line(`Goal ${d.goal.goal_id}, session ${d.session.session_id} (execution generation ${d.session.execution_generation})`);
-        printRun(result.run, out);
+        printRun(result.run, out, answer);
       });
       exitIfFailed(result.run);
     });

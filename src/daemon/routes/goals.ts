@@ -1,10 +1,12 @@
 /**
  * The daemon's Goal routes: Goals and Todos read — with their sessions, runs, effects, holds,
- * paged committed history and progress — and the operator's writes through the same runtime
- * calls as the CLI (`loopx todo`, `loopx goal`, `loopx work run`). Every route also serves a root
- * one of the daemon's recoveries made (`?root=<name>`, placeOf), so a recovered Goal is seen and
- * continued where it was recovered.
+ * paged committed history and progress, and for a lifetime a recovery superseded the root the
+ * Goal continues in (by the name the daemon serves it under, never a path) — and the operator's
+ * writes through the same runtime calls as the CLI (`loopx todo`, `loopx goal`, `loopx work
+ * run`). Every route also serves a root one of the daemon's recoveries made (`?root=<name>`,
+ * placeOf), so a recovered Goal is seen and continued where it was recovered.
  */
+import { realpathSync } from 'node:fs';
 import type { FastifyRequest } from 'fastify';
 import { sha256Hex } from '../../core/index.js';
 import {
@@ -46,13 +48,44 @@ function queryInt(v: string | undefined, field: string, min: number, max: number
   return Number(v);
 }
 
+type Supersession = NonNullable<Awaited<ReturnType<typeof goalDetail>>['superseded_by']>;
+
+const samePath = (a: string, b: string): boolean => {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return p;
+    }
+  };
+  return a === b || real(a) === real(b);
+};
+
+/**
+ * Where a recovery took a Goal's lifetime, without a path: the new lifetime, the root's id, and
+ * the name this daemon serves that root under (`?root=<name>`: a root one of its recoveries made),
+ * or null when it does not serve it.
+ */
+async function supersededBy({ adoptions }: Routes, s: Supersession) {
+  let served: string | null = null;
+  if (s.directory !== undefined) {
+    for (const { name } of await adoptions.recoveredRoots()) {
+      if (samePath(await adoptions.recoveredRoot(name), s.directory)) served = name;
+    }
+  }
+  return { goal_instance_id: s.goal_instance_id, root_id: s.root_id, root: served, recovery_id: s.recovery_id, recorded_at: s.recorded_at };
+}
+
 /** A Goal as the Goals list and the Goal page show it. */
-async function goalSummary(ow: RootOwners, root: string, goalId: string, todos: boolean) {
-  const d = await goalDetail(ow, root, goalId, { todos });
+async function goalSummary(r: Routes, ow: RootOwners, root: string, goalId: string, todos: boolean) {
+  const authorityDir = r.o.authorityDir;
+  const d = await goalDetail(ow, root, goalId, { todos, authority: authorityDir !== undefined ? { authorityDir } : {} });
   return {
     ...goalView(d.record),
     // A lifetime a recovery minted: the lineage it continues and the lifetime it superseded (null: the lineage's first).
     lineage: d.record.lineage ?? null,
+    // A lifetime a recovery superseded: where the Goal continues (null: it is live here).
+    superseded_by: d.superseded_by ? await supersededBy(r, d.superseded_by) : null,
     counts: d.counts,
     committed_transactions: d.committed_transactions,
     handoff_mode: d.handoff_mode,
@@ -167,11 +200,11 @@ export function registerGoalRoutes(r: Routes): void {
   app.get('/api/roots', async () => ({ roots: await adoptions.recoveredRoots() }));
   app.get<{ Querystring: PlaceQuery }>('/api/goals', async (req) => {
     const root = await placeOf(r, req);
-    return { goals: await withRootOwners(root, async (ow) => Promise.all(ow.goals.list().map((g) => goalSummary(ow, root, g.goal_id, false)))) };
+    return { goals: await withRootOwners(root, async (ow) => Promise.all(ow.goals.list().map((g) => goalSummary(r, ow, root, g.goal_id, false)))) };
   });
   app.get<{ Params: { id: string }; Querystring: PlaceQuery }>('/api/goals/:id', async (req) => {
     const root = await placeOf(r, req);
-    const goal = await withRootOwners(root, (ow) => goalSummary(ow, root, req.params.id, true));
+    const goal = await withRootOwners(root, (ow) => goalSummary(r, ow, root, req.params.id, true));
     return { ...goal, recovery: await recoveredFrom(r, goal.lineage?.supersedes?.recovery_id) };
   });
   app.get<{ Params: { id: string }; Querystring: PlaceQuery }>('/api/goals/:id/activity', async (req) =>

@@ -13,6 +13,9 @@
  *   context window, any other refused request.
  * - A LoopxError thrown by a provider (the scripted provider's `script_exhausted`, the adapter's
  *   refusals of a malformed response) keeps its own code and is never retried.
+ * - A failure names the endpoint it was asking by its host (`api.openai.com`, `127.0.0.1:11434`):
+ *   the host of the URL the provider package reports, else of the agent's `base_url`, else the
+ *   provider's documented default. Never the URL's path or query, never a key.
  */
 import { APICallError } from '@ai-sdk/provider';
 import { isLoopxError, rejected, type LoopxError } from '../../core/index.js';
@@ -43,27 +46,30 @@ export class ModelStreamError extends Error {
 }
 
 /** An in-stream error by its provider type or code: the response never completed, so anything unknown may be retried. */
-function classifyStreamError(detail: unknown, provider: string, keyEnv: string | undefined): ModelFailure {
-  if (detail instanceof Error) return classifyModelError(detail, provider, keyEnv);
+function classifyStreamError(detail: unknown, provider: string, keyEnv: string | undefined, host: string | undefined): ModelFailure {
+  if (detail instanceof Error) return classifyModelError(detail, provider, keyEnv, host);
   const inner = (detail as { error?: unknown } | undefined)?.error ?? detail;
   const kind = [(inner as { type?: unknown })?.type, (inner as { code?: unknown })?.code].filter((v) => typeof v === 'string').join(' ');
-  if (/rate_limit/.test(kind)) return { error: modelRateLimited(provider), retryable: true };
-  if (/authentication|permission|invalid_api_key/.test(kind)) return { error: modelAuthFailed(provider, keyEnv), retryable: false };
+  if (/rate_limit/.test(kind)) return { error: modelRateLimited(provider, host), retryable: true };
+  if (/authentication|permission|invalid_api_key/.test(kind)) return { error: modelAuthFailed(provider, keyEnv, host), retryable: false };
   if (CONTEXT_TOO_LONG.test(kind) || CONTEXT_TOO_LONG.test(String((inner as { message?: unknown })?.message ?? '')))
     return { error: modelContextTooLong(provider), retryable: false };
-  if (/invalid_request/.test(kind)) return { error: modelRequestRefused(provider, 400), retryable: false };
-  return { error: modelUnavailable(provider, /overloaded/.test(kind) ? 529 : 500), retryable: true };
+  if (/invalid_request/.test(kind)) return { error: modelRequestRefused(provider, 400, host), retryable: false };
+  return { error: modelUnavailable(provider, /overloaded/.test(kind) ? 529 : 500, host), retryable: true };
 }
 
 const AGAIN = 'then start the run again';
 
-export const modelRateLimited = (provider: string): LoopxError =>
-  rejected('model_rate_limited', `The ${provider} API kept refusing the model call with its rate limit.`, {
+/** "The openai API at api.openai.com": the provider kind, and the endpoint's host when it is known. */
+const api = (provider: string, host: string | undefined): string => `The ${provider} API${host === undefined ? '' : ` at ${host}`}`;
+
+export const modelRateLimited = (provider: string, host?: string): LoopxError =>
+  rejected('model_rate_limited', `${api(provider, host)} kept refusing the model call with its rate limit.`, {
     nextAction: `wait for the rate limit of your ${provider} account to reset (or raise it), ${AGAIN}`,
   });
 
-export const modelAuthFailed = (provider: string, keyEnv: string | undefined): LoopxError =>
-  rejected('model_auth_failed', `The ${provider} API refused the API key.`, {
+export const modelAuthFailed = (provider: string, keyEnv: string | undefined, host?: string): LoopxError =>
+  rejected('model_auth_failed', `${api(provider, host)} refused the API key.`, {
     nextAction: keyEnv ? `put a valid API key in ${keyEnv} for the process that drives the run, ${AGAIN}` : `give the agent an API key with model.api_key_env, ${AGAIN}`,
   });
 
@@ -72,46 +78,72 @@ export const modelContextTooLong = (provider: string): LoopxError =>
     nextAction: `use a model with a longer context window or a shorter system prompt and input, ${AGAIN}`,
   });
 
-export const modelNetworkFailed = (provider: string): LoopxError =>
-  rejected('model_network_failed', `The ${provider} API could not be reached, or the connection broke during the response.`, {
-    nextAction: `check that this host reaches the agent's model.base_url (or the provider's default endpoint), ${AGAIN}`,
+export const modelNetworkFailed = (provider: string, host?: string): LoopxError =>
+  rejected('model_network_failed', `${api(provider, host)} could not be reached, or the connection broke during the response.`, {
+    nextAction:
+      host === undefined
+        ? `check that this host reaches the agent's model.base_url (or the provider's default endpoint), ${AGAIN}`
+        : `check that this host reaches ${host} (the agent's model.base_url, or the provider's default endpoint), ${AGAIN}`,
   });
 
-export const modelUnavailable = (provider: string, status: number): LoopxError =>
-  rejected('model_unavailable', `The ${provider} API kept answering ${status} (unavailable or overloaded).`, {
-    nextAction: `wait until the ${provider} API is available, ${AGAIN}`,
+export const modelUnavailable = (provider: string, status: number, host?: string): LoopxError =>
+  rejected('model_unavailable', `${api(provider, host)} kept answering ${status} (unavailable or overloaded).`, {
+    nextAction: `wait until the ${provider} API${host === undefined ? '' : ` at ${host}`} is available, ${AGAIN}`,
     details: { status },
   });
 
-export const modelRequestRefused = (provider: string, status: number): LoopxError =>
-  rejected('model_request_refused', `The ${provider} API refused the model call (${status}).`, {
+export const modelRequestRefused = (provider: string, status: number, host?: string): LoopxError =>
+  rejected('model_request_refused', `${api(provider, host)} refused the model call (${status}).`, {
     nextAction: `check the agent's model.model_id and model.base_url against the provider's documentation, ${AGAIN}`,
     details: { status },
   });
 
 /** Any other failure of a provider: not retried, reported with the provider's own message. */
-export const modelFailed = (message: string): LoopxError => rejected('model_failed', `The model call failed: ${message}`);
+export const modelFailed = (message: string, host?: string): LoopxError => rejected('model_failed', `The model call${host === undefined ? '' : ` to ${host}`} failed: ${message}`);
 
 const CONTEXT_TOO_LONG = /context_length_exceeded|maximum context length|prompt is too long|too many tokens|context window/i;
 
-/** Classify what a model call threw. `provider` names the provider kind in the message; `keyEnv` the key's variable. */
-export function classifyModelError(e: unknown, provider: string, keyEnv?: string): ModelFailure {
+/** The default endpoint of each provider package that has one (its documented base URL's host). */
+const DEFAULT_HOSTS: Readonly<Record<string, string>> = { openai: 'api.openai.com', anthropic: 'api.anthropic.com' };
+
+/** `host[:port]` of an http(s) URL; undefined for anything else. Never the path, query or credentials. */
+export function hostOf(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  try {
+    const u = new URL(url);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.host !== '' ? u.host : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The host a model's calls go to: its `base_url`'s, else the provider's default; undefined for a provider without an endpoint (scripted). */
+export const endpointHostOf = (model: { readonly provider: string; readonly baseUrl?: string }): string | undefined =>
+  model.baseUrl !== undefined ? hostOf(model.baseUrl) : DEFAULT_HOSTS[model.provider];
+
+/**
+ * Classify what a model call threw. `provider` names the provider kind in the message; `keyEnv` the
+ * key's variable; `host` the endpoint asked (endpointHostOf), named unless the provider package
+ * reports the URL it called.
+ */
+export function classifyModelError(e: unknown, provider: string, keyEnv?: string, host?: string): ModelFailure {
   if (isLoopxError(e)) return { error: e, retryable: false };
   if (APICallError.isInstance(e)) {
+    const at = hostOf(e.url) ?? host;
     const status = e.statusCode ?? 0;
     const retryAfterMs = retryAfterOf(e.responseHeaders);
     const after = retryAfterMs === undefined ? {} : { retryAfterMs };
-    if (status === 429) return { error: modelRateLimited(provider), retryable: true, ...after };
-    if (status === 401 || status === 403) return { error: modelAuthFailed(provider, keyEnv), retryable: false };
+    if (status === 429) return { error: modelRateLimited(provider, at), retryable: true, ...after };
+    if (status === 401 || status === 403) return { error: modelAuthFailed(provider, keyEnv, at), retryable: false };
     if ((status === 400 || status === 413) && CONTEXT_TOO_LONG.test(e.responseBody ?? e.message)) return { error: modelContextTooLong(provider), retryable: false };
-    if (status >= 500 || status === 408 || status === 409) return { error: modelUnavailable(provider, status), retryable: true, ...after };
+    if (status >= 500 || status === 408 || status === 409) return { error: modelUnavailable(provider, status, at), retryable: true, ...after };
     // No status, or the 200 of a stream that broke after its headers ("terminated"): the network.
-    if (status === 0 || (status >= 200 && status < 300)) return { error: modelNetworkFailed(provider), retryable: true };
-    return { error: modelRequestRefused(provider, status), retryable: false };
+    if (status === 0 || (status >= 200 && status < 300)) return { error: modelNetworkFailed(provider, at), retryable: true };
+    return { error: modelRequestRefused(provider, status, at), retryable: false };
   }
-  if (isNetworkError(e)) return { error: modelNetworkFailed(provider), retryable: true };
-  if (e instanceof ModelStreamError) return classifyStreamError(e.detail, provider, keyEnv);
-  return { error: modelFailed(e instanceof Error ? e.message : String(e)), retryable: false };
+  if (isNetworkError(e)) return { error: modelNetworkFailed(provider, host), retryable: true };
+  if (e instanceof ModelStreamError) return classifyStreamError(e.detail, provider, keyEnv, host);
+  return { error: modelFailed(e instanceof Error ? e.message : String(e), host), retryable: false };
 }
 
 const NETWORK_CODES = new Set([

@@ -1,7 +1,7 @@
 /* Generated from docs/schemas/daemon-goal.schema.json by `npm run schemas:types` (json-schema-to-typescript). Do not edit. */
 
 /**
- * GET /api/goals/:id (and each item of GET /api/goals): A Goal as the Capability Center's Goal pages read it: its lifetime and lineage, Todo counts, history size, lease mode and last activity; on its own page its Todos with lease holder and expiry, and — for a lifetime one of this daemon's recoveries minted — the backup it came from and what was lost or unknown. Either answer may be of a root a recovery made (`?root=<name>`). No path.
+ * GET /api/goals/:id (and each item of GET /api/goals): A Goal as the Capability Center's Goal pages read it: its lifetime and lineage, Todo counts, history size, lease mode and last activity; on its own page its Todos with lease holder and expiry, and — for a lifetime one of this daemon's recoveries minted — the backup it came from and what was lost or unknown; for a lifetime a recovery superseded, where the Goal continues (`superseded_by`). Either answer may be of a root a recovery made (`?root=<name>`). No path.
  */
 export type DaemonGoal =
   | {
@@ -42,7 +42,18 @@ export type DaemonGoal =
         state: string;
         lost_or_unknown: string[];
       };
+      superseded_by: SupersededBy;
     };
+/**
+ * null, or — when the run authority records that a recovery superseded this lifetime — the lifetime that replaced it and the root it continues in. No path: `root` is the name this daemon serves that root under (`?root=<name>`, a root one of its recoveries made), or null when it does not serve it.
+ */
+export type SupersededBy = null | {
+  goal_instance_id: string;
+  root_id: string;
+  root: null | string;
+  recovery_id: string;
+  recorded_at: string;
+};
 
 export interface GoalItem {
   goal_id: string;
@@ -70,6 +81,7 @@ export interface GoalItem {
    */
   work_provider: "sqlite" | "postgresql";
   last_activity: null | string;
+  superseded_by: SupersededBy;
 }
 export interface Counts {
   open: number;
