@@ -1,7 +1,8 @@
 /**
  * A run page that stays live, end to end in headless Chromium against a real daemon, on runs made
  * by the real CLI: a run driven by a CLI child process while its page is open shows its new events
- * and its new status without a reload (the newest event in view, the focus left where it was); its
+ * — each a sentence of its timeline — and its new status without a reload (the newest event in
+ * view, the focus left where it was); its
  * question is answered on the page and the run goes on to its end, after which the page no longer
  * says it follows; Resume is disabled on the waiting run with its reason shown; an uncertain call is
  * resolved on the page with its evidence shown, after a deliberate confirmation; a run suspended by
@@ -53,6 +54,8 @@ async function openRun(page: Page, runId: string): Promise<void> {
   await page.evaluate('window.__sameDocument = true');
 }
 const sameDocument = (page: Page) => page.evaluate('window.__sameDocument === true');
+/** The sentences of the run's timeline, in sequence order. */
+const sentences = (page: Page) => page.getByTestId('run-event-text').allTextContents();
 
 /** Every disabled button is described (aria-describedby) by visible, non-empty text saying why. */
 async function undescribedDisabledButtons(page: Page): Promise<string[]> {
@@ -123,6 +126,18 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       await page.getByTestId('run-status').filter({ hasText: 'suspended' }).waitFor();
       await page.getByTestId('run-follow-state').filter({ hasText: 'Following live' }).waitFor();
       await expect.poll(() => page.getByTestId('run-event').count()).toBe(lastSequence(runs.driven));
+      // Each event reads as a sentence of the run's timeline, its raw JSON behind its own disclosure.
+      const first = await sentences(page);
+      for (const line of [
+        'Started demo.researcher@1.0.0 with scripted/scripted-v1, at most 6 turns',
+        'Turn 1 started',
+        'Called math.add (call t1/k0)',
+        'math.add answered (call t1/k0)',
+        'Turn 1 completed',
+      ])
+        expect(first).toContain(line);
+      expect(first.at(-1)).toBe('Suspended at the turn boundary after 1 completed turn');
+      expect(await page.getByTestId('run-event').locator('details > summary').count()).toBe(first.length);
       const focused = page.getByLabel('Turns to resume (optional)');
       await focused.focus();
 
@@ -130,7 +145,7 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       expect((await cli(['run', 'resume', runs.driven])).json()).toMatchObject({ status: 'active', waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' } });
       const expected = lastSequence(runs.driven);
       await expect.poll(() => page.getByTestId('run-event').count(), { timeout: BOUND_MS }).toBe(expected);
-      expect(await page.getByTestId('run-event').last().textContent()).toContain('InteractionRequested');
+      expect(await page.getByTestId('run-event-text').last().textContent()).toBe('Asked the operator: “Is 42 the answer you expected?” (interaction confirm-1)');
       await page.getByTestId('run-status').filter({ hasText: 'waiting for an answer' }).waitFor();
       expect(await sameDocument(page), 'no reload').toBe(true);
       expect(await page.evaluate('document.activeElement === document.querySelector("input[type=number]")'), 'the focus stays').toBe(true);
@@ -156,11 +171,21 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       await page.getByRole('button', { name: 'Send the answer' }).click();
       await page.getByText('Write an answer first.').waitFor();
       await page.getByLabel('Your answer').fill('Yes, 42 is right.');
+      // A reader who scrolled up the log stays where they are while the run's last events arrive.
+      const logTop = () => page.evaluate('document.querySelector(\'[data-testid="run-event-log"]\').scrollTop') as Promise<number>;
+      await page.evaluate('document.querySelector(\'[data-testid="run-event-log"]\').scrollTop = 0');
+      await page.evaluate('new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))'); // its scroll event handled
       await page.getByRole('button', { name: 'Send the answer' }).click();
       await page.getByTestId('run-status').filter({ hasText: 'completed' }).waitFor({ timeout: BOUND_MS });
       await page.getByTestId('run-follow-state').filter({ hasText: 'Not following: the run has ended (completed)' }).waitFor();
-      await expect.poll(() => page.getByTestId('run-event').last().textContent()).toContain('Completed');
+      await expect.poll(() => page.getByTestId('run-event-text').last().textContent()).toBe('Completed after 4 completed turns: “The answer is 42, recorded and confirmed.”');
+      expect(await sentences(page)).toContain('The operator answered (interaction confirm-1)');
       expect(await page.getByTestId('run-event').count()).toBe(lastSequence(runs.driven));
+      expect(await logTop(), 'the log stayed where the reader scrolled it').toBe(0);
+      expect(
+        await page.evaluate('(() => { const l = document.querySelector(\'[data-testid="run-event-log"]\'); return l.scrollHeight > l.clientHeight; })()'),
+        'the log has more than its view',
+      ).toBe(true);
       expect(await page.getByTestId('run-question').count()).toBe(0);
       expect(await whyDisabled(page, 'Resume')).toBe('The run has ended.');
       expect(await undescribedDisabledButtons(page)).toEqual([]);
@@ -199,6 +224,10 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       await page.getByTestId('run-status').filter({ hasText: 'completed' }).waitFor({ timeout: BOUND_MS });
       await page.getByTestId('run-action-note').filter({ hasText: 'Resolved call t1/k0 as committed' }).waitFor();
       expect(await page.getByTestId('uncertain-call').count()).toBe(0);
+      // The timeline says who settled the call and how; nothing of the call's arguments is on it.
+      await expect.poll(() => sentences(page)).toContain('Settled by the operator: outbox.append (call t1/k0) committed: it took effect');
+      expect(await sentences(page)).toContain('Outcome unknown: outbox.append (call t1/k0) — it is not run again; it waits for you to settle it');
+      expect(await page.getByTestId('run-event-log').textContent()).not.toContain('deliver once');
       const events = loopx(['run', 'events', runs.uncertain, '--root', root, '--json'])
         .stdout.trim()
         .split('\n')
@@ -218,7 +247,7 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
 
       expect((await cli(['run', 'suspend', runs.goalWork])).json()).toMatchObject({ status: 'suspended' });
       await page.getByTestId('run-status').filter({ hasText: 'suspended' }).waitFor({ timeout: BOUND_MS });
-      await expect.poll(() => page.getByTestId('run-event').last().textContent()).toContain('Suspended');
+      await expect.poll(() => page.getByTestId('run-event-text').last().textContent()).toMatch(/^Suspended at the turn boundary after \d+ completed turns?$/);
       expect(await sameDocument(page), 'no reload').toBe(true);
       expect(await whyDisabled(page, 'Suspend')).toBe('It is suspended.');
 
@@ -232,7 +261,7 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       await page.getByRole('button', { name: 'Yes, cancel the run' }).click();
       await page.getByTestId('run-status').filter({ hasText: 'cancelled' }).waitFor({ timeout: BOUND_MS });
       await page.getByTestId('run-follow-state').filter({ hasText: 'Not following: the run has ended (cancelled)' }).waitFor();
-      await expect.poll(() => page.getByTestId('run-event').last().textContent()).toContain('Cancelled');
+      await expect.poll(() => page.getByTestId('run-event-text').last().textContent()).toMatch(/^Cancelled after \d+ completed turns?$/);
       expect(await whyDisabled(page, 'Cancel the run…')).toBe('The run has ended.');
       expect(await undescribedDisabledButtons(page)).toEqual([]);
       expect(loopx(['run', 'show', runs.goalWork, '--root', root, '--json']).json()).toMatchObject({ status: 'cancelled' });

@@ -5,6 +5,7 @@
  */
 import { useEffect, useRef, useState } from 'react';
 import { ErrorBox, TableRegion, abbreviate } from './components';
+import { deliveryWords, type DeliveryResult } from './deliveries';
 import { when, type GoalActivityDoc, type HistoryPageDoc } from './goalTypes';
 import { useApiJson } from './hooks';
 import { ROUTES, rootQuery } from './router';
@@ -103,6 +104,18 @@ export function GoalRuns({ activity, root }: { activity: GoalActivityDoc; root: 
   );
 }
 
+/**
+ * An effect as the table reads it: with what its receiver did with a delivery (deliveries.ts), once
+ * the daemon reports it — the published daemon-goal-activity schema does not carry it yet.
+ */
+type EffectRow = GoalActivityDoc['effects'][number] & { readonly delivery_result?: DeliveryResult | null; readonly duplicate_of?: string | null };
+
+/** An effect's outcome in words: a committed delivery the receiver already held says so, never passing for a fresh one. */
+function effectOutcome(e: EffectRow): string {
+  const delivery = e.outcome === 'committed' ? deliveryWords(e.delivery_result, e.duplicate_of) : null;
+  return `${e.outcome}${delivery ? ` — ${delivery.text}` : ''}${e.hold ? ` (held: ${e.hold.replace(/_/g, ' ')})` : ''}`;
+}
+
 export function GoalEffects({ activity, root }: { activity: GoalActivityDoc; root: string | null }) {
   return (
     <section aria-labelledby="effects-heading" className="card">
@@ -123,19 +136,21 @@ export function GoalEffects({ activity, root }: { activity: GoalActivityDoc; roo
               </tr>
             </thead>
             <tbody>
-              {activity.effects.map((e) => (
-                <tr key={e.operation_id} data-outcome={e.outcome}>
-                  <td data-label="Effect">{e.kind}</td>
-                  <td data-label="System">{e.target}</td>
-                  <td data-label="Outcome">
-                    {e.outcome}
-                    {e.hold ? ` (held: ${e.hold.replace(/_/g, ' ')})` : ''}
-                  </td>
-                  <td data-label="Attempts">{e.attempt}</td>
-                  <td data-label="Made by">{e.run_id ? <a href={ROUTES.run(e.run_id, root)}>{e.call_id}</a> : 'a recovery'}</td>
-                  <td data-label="Settled">{when(e.settled_at)}</td>
-                </tr>
-              ))}
+              {(activity.effects as readonly EffectRow[]).map((e) => {
+                const deduplicated = e.outcome === 'committed' && deliveryWords(e.delivery_result, e.duplicate_of)?.deduplicated === true;
+                return (
+                  <tr key={e.operation_id} data-outcome={e.outcome} data-deduplicated={deduplicated || undefined} className={deduplicated ? 'effect-deduplicated' : undefined}>
+                    <td data-label="Effect">{e.kind}</td>
+                    <td data-label="System">{e.target}</td>
+                    <td data-label="Outcome" data-testid="effect-outcome">
+                      {effectOutcome(e)}
+                    </td>
+                    <td data-label="Attempts">{e.attempt}</td>
+                    <td data-label="Made by">{e.run_id ? <a href={ROUTES.run(e.run_id, root)}>{e.call_id}</a> : 'a recovery'}</td>
+                    <td data-label="Settled">{when(e.settled_at)}</td>
+                  </tr>
+                );
+              })}
             </tbody>
           </table>
         </TableRegion>

@@ -2,8 +2,9 @@
  * The pictures of a recovery, shared by the recovery page and the recovery-drill page: time as
  * bars on one axis with the recovery-time target (RTO) marked, and the recovery point (RPO) as
  * what the captured checkpoint holds beside what came after it — lost, known only to an external
- * system, or unknown. Every picture is decoration over text that says the same (its labels, its
- * legend and its caption): a screen reader or a narrow screen loses nothing.
+ * system, or unknown — drawing only what is counted. Every picture is decoration over text that
+ * says the same (its labels, its legend and its caption): a screen reader or a narrow screen loses
+ * nothing.
  */
 import type { ReactNode } from 'react';
 import type { Recovery } from './types';
@@ -92,70 +93,107 @@ export interface RecoveryPoint {
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 const clock = (iso: string | null) => (iso === null ? 'at an unknown time' : `at ${new Date(iso).toISOString().slice(11, 19)} UTC`);
 
-/** The parts of the recovery point, each a segment of the bar (when it has any) and a line of the legend. */
-function rpoParts(p: RecoveryPoint): { key: string; className: string; grow: number; text: string }[] {
+interface RpoPart {
+  readonly key: string;
+  readonly className: string;
+  /** Its count: the length of its segment. Null: not counted — no segment is drawn for it. */
+  readonly count: number | null;
+  /** Its line of the legend (a counted part), or what it is that is not counted (an uncounted one). */
+  readonly text: string;
+}
+
+/** The parts of the recovery point: each counted one a segment of the bar (when it has any) and a line of the legend. */
+function rpoParts(p: RecoveryPoint): RpoPart[] {
   const t = p.captured.transactions;
-  const parts = [
+  const capture = `(${p.captured.profile} capture, ended ${clock(p.captured.endedAt)})`;
+  const parts: RpoPart[] = [
     {
       key: 'captured',
       className: 'rpo-captured',
-      grow: t ?? 1,
-      text: `Captured: ${t === null ? 'the Goal’s committed work' : plural(t, 'work transaction')} up to the checkpoint (${p.captured.profile} capture, ended ${clock(p.captured.endedAt)}) — recovered`,
+      count: t,
+      text:
+        t === null
+          ? `the work transactions the checkpoint holds ${capture}: recovered, but their number is not known here`
+          : `Captured: ${plural(t, 'work transaction')} up to the checkpoint ${capture} — recovered`,
     },
     {
       key: 'lost',
-      className: p.lostLocally === null ? 'rpo-lost rpo-uncounted' : 'rpo-lost',
-      grow: p.lostLocally ?? 1,
+      className: 'rpo-lost',
+      count: p.lostLocally,
       text:
         p.lostLocally === null
-          ? 'Lost: any work the source did after the checkpoint — not countable here, the source is gone'
+          ? 'the work the lost source did after the capture (the source is gone)'
           : `Lost: ${plural(p.lostLocally, 'work item')} the source committed after the checkpoint`,
     },
     {
       key: 'external',
       className: 'rpo-external',
-      grow: p.committedAfter,
+      count: p.committedAfter,
       text: `Committed after the capture, known to its receiver: ${plural(p.committedAfter, 'delivery', 'deliveries')} — kept, never sent again`,
     },
-    { key: 'unknown', className: 'rpo-unknown', grow: p.unknown, text: `Unknown: ${plural(p.unknown, 'open hold')} — an outcome still awaited` },
+    { key: 'unknown', className: 'rpo-unknown', count: p.unknown, text: `Unknown: ${plural(p.unknown, 'open hold')} — an outcome still awaited` },
   ];
   if (p.claimedBeyond !== undefined && p.claimedBeyond > 0) {
-    parts.push({ key: 'claimed', className: 'rpo-claimed', grow: p.claimedBeyond, text: `Claimed beyond the checkpoint: ${plural(p.claimedBeyond, 'work transaction')} — MISSED` });
+    parts.push({
+      key: 'claimed',
+      className: 'rpo-claimed',
+      count: p.claimedBeyond,
+      text: `Claimed beyond the checkpoint: ${plural(p.claimedBeyond, 'work transaction')} — MISSED`,
+    });
   }
   return parts;
 }
 
-/** The recovery point: the captured checkpoint beside what came after it, as one bar and its legend. */
+/**
+ * The recovery point: the captured checkpoint beside what came after it, as one bar and its
+ * legend. Only what is counted is drawn, each segment as long as its count; what is not counted
+ * has no segment (a made-up length would read as a count) and is said in words under the legend.
+ */
 export function RpoPicture({ point, testId, caption }: { point: RecoveryPoint; testId?: string; caption: ReactNode }) {
   const parts = rpoParts(point);
-  const drawn = parts.filter((x) => x.grow > 0);
-  const total = drawn.reduce((n, x) => n + x.grow, 0);
-  // The checkpoint's label starts at the boundary when it is in the left half of the bar, else ends there.
-  const leftHalf = (drawn[0]?.grow ?? 0) <= total / 2;
+  const counted = parts.filter((x): x is RpoPart & { count: number } => x.count !== null);
+  const uncounted = parts.filter((x) => x.count === null);
+  const drawn = counted.filter((x) => x.count > 0);
+  const total = drawn.reduce((n, x) => n + x.count, 0);
+  // The checkpoint is the end of the captured segment: marked only when that segment is drawn.
+  const captured = drawn[0]?.key === 'captured' ? drawn[0] : undefined;
+  // Its label starts at the boundary when it is in the left half of the bar, else ends there.
+  const leftHalf = (captured?.count ?? 0) <= total / 2;
   return (
     <figure className="rpo" data-testid={testId}>
-      <div className="rpo-bar" aria-hidden="true">
-        {drawn.map((x) => (
-          <span key={x.key} className={`rpo-seg ${x.className}`} style={{ flexGrow: x.grow }} />
-        ))}
-      </div>
-      {/* The same segments, empty, so the label sits under the checkpoint: the end of the captured segment. */}
-      <div className="rpo-scale" aria-hidden="true">
-        {drawn.map((x, i) => (
-          <span key={x.key} className="rpo-seg" style={{ flexGrow: x.grow }}>
-            {i === 0 ? (
-              <span className={leftHalf ? 'rpo-mark rpo-mark-after' : 'rpo-mark rpo-mark-before'}>{leftHalf ? '↑ captured checkpoint' : 'captured checkpoint ↑'}</span>
-            ) : null}
-          </span>
-        ))}
-      </div>
+      {drawn.length > 0 ? (
+        <>
+          <div className="rpo-bar" aria-hidden="true">
+            {drawn.map((x) => (
+              <span key={x.key} className={`rpo-seg ${x.className}`} style={{ flexGrow: x.count }} />
+            ))}
+          </div>
+          {/* The same segments, empty, so the label sits under the checkpoint: the end of the captured segment. */}
+          <div className="rpo-scale" aria-hidden="true">
+            {drawn.map((x) => (
+              <span key={x.key} className="rpo-seg" style={{ flexGrow: x.count }}>
+                {x === captured ? (
+                  <span className={leftHalf ? 'rpo-mark rpo-mark-after' : 'rpo-mark rpo-mark-before'}>{leftHalf ? '↑ captured checkpoint' : 'captured checkpoint ↑'}</span>
+                ) : null}
+              </span>
+            ))}
+          </div>
+        </>
+      ) : null}
       <ul className="rpo-legend">
-        {parts.map((x) => (
+        {counted.map((x) => (
           <li key={x.key}>
             <span className={`rpo-swatch ${x.className}`} aria-hidden="true" /> {x.text}
           </li>
         ))}
       </ul>
+      {uncounted.length > 0 ? (
+        <ul className="rpo-not-counted" data-testid="rpo-not-counted">
+          {uncounted.map((x) => (
+            <li key={x.key}>Not counted: {x.text} — no segment is drawn for it.</li>
+          ))}
+        </ul>
+      ) : null}
       <figcaption>{caption}</figcaption>
     </figure>
   );

@@ -1,7 +1,8 @@
 /**
  * Keyboard-only checks for the browser tests: the focused element (named, on screen, with a
- * visible focus outline — never the page itself), and Tab or Shift+Tab pressed until a named
- * element has focus, every stop on the way checked the same way.
+ * visible focus outline — never the page itself — and how that ring is drawn, so a test can tell a
+ * heading's from a control's), and Tab or Shift+Tab pressed until a named element has focus,
+ * every stop on the way checked the same way.
  */
 import type { Page } from 'playwright-core';
 import { expect } from 'vitest';
@@ -11,6 +12,10 @@ export interface Focused {
   readonly name: string;
   readonly outlineStyle: string;
   readonly outlineWidth: number;
+  /** The rest of how its focus is drawn, to tell one kind of focus ring from another. */
+  readonly outlineOffset: number;
+  readonly textDecorationLine: string;
+  readonly boxShadow: string;
   readonly visible: boolean;
 }
 
@@ -21,7 +26,8 @@ const FOCUSED = `(() => {
   const cs = getComputedStyle(el);
   const box = el.getBoundingClientRect();
   const label = el.getAttribute('aria-label') || (el.labels && el.labels.length > 0 ? el.labels[0].textContent : el.textContent) || '';
-  return { tag: el.tagName.toLowerCase(), name: label.replace(/\\s+/g, ' ').trim(), outlineStyle: cs.outlineStyle, outlineWidth: parseFloat(cs.outlineWidth), visible: box.width > 0 && box.height > 0 };
+  return { tag: el.tagName.toLowerCase(), name: label.replace(/\\s+/g, ' ').trim(), outlineStyle: cs.outlineStyle, outlineWidth: parseFloat(cs.outlineWidth),
+    outlineOffset: parseFloat(cs.outlineOffset), textDecorationLine: cs.textDecorationLine, boxShadow: cs.boxShadow, visible: box.width > 0 && box.height > 0 };
 })()`;
 
 /** The focused element: one with a name, on screen, with a visible focus outline — never the page itself. `after` says how focus got there. */
