@@ -14,12 +14,14 @@
  * refused unless its confirmation is that digest — and then the apply itself derives the plan again
  * and refuses a file that is not it (`recover_plan_tampered`).
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { conflict, ensurePrivateDir, isLoopxError, LoopxError, notFound, usageError, writeFileDurable } from '../core/index.js';
 import {
   applyRecovery,
   abortRecovery,
+  goalSupersession,
+  listGoals,
   planRecovery,
   publicPlan,
   recoveryStatusOf,
@@ -121,6 +123,8 @@ const applyRunning = () =>
 export class AdoptionService {
   private readonly dir: string;
   private readonly running = new Map<string, Promise<void>>();
+  /** Roots beside this one where the run authority records a Goal of this root continues (name → directory): a supersession never changes, so what is found stays. */
+  private readonly continuations = new Map<string, string>();
   /** The last apply's failure per recovery, in this daemon's lifetime (the state itself is read back). */
   private readonly failures = new Map<string, ApplyError>();
 
@@ -313,7 +317,27 @@ export class AdoptionService {
     if (!NAME.test(name)) throw badName();
     // Found by its name in the index; only that recovery's state is read (this runs on every request that names a root).
     for (const e of this.entries()) if (e.destination_name === name && SERVED.has(await this.stateOf(e))) return this.destinationOf(name);
+    const continued = await this.continuation(name);
+    if (continued !== undefined) return continued;
     throw notFound('daemon_root_unknown', `No recovery of this daemon made a root named ${name}.`, { nextAction: 'list the roots it made: GET /api/roots' });
+  }
+
+  /**
+   * A root beside this one that a recovery made elsewhere (another daemon, the command line) and
+   * where, as the run authority records it, a Goal of this root continues: this root's superseded
+   * Goal links there, so the daemon serves it too. Only the authority's record names it, and only
+   * a direct sibling of this root is served.
+   */
+  private async continuation(name: string): Promise<string | undefined> {
+    if (!this.continuations.has(name)) {
+      const access = this.authorityDir !== undefined ? { authorityDir: this.authorityDir } : {};
+      for (const g of await listGoals(this.root)) {
+        const s = await goalSupersession(access, g.goal_instance_id).catch(() => null);
+        if (s?.directory !== undefined && basename(s.directory) === name && realOrSelf(dirname(s.directory)) === realOrSelf(dirname(this.root)))
+          this.continuations.set(name, s.directory);
+      }
+    }
+    return this.continuations.get(name);
   }
 
   /** The roots this daemon's recoveries made and changed (applying, held or complete), newest first. */
@@ -326,3 +350,11 @@ export class AdoptionService {
     return out;
   }
 }
+
+const realOrSelf = (p: string): string => {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
+};

@@ -130,6 +130,10 @@ export function foldJournal(entries: readonly Entry[]) {
   /** When each action's first intent was recorded (a retried step keeps its first start). */
   const startedAt = new Map<string, string>();
   const resolved = new Map<string, Readonly<Record<string, unknown>>>();
+  /** When each action was first done (a step re-run to settle a hold keeps its first time here). */
+  const firstDoneAt = new Map<string, string>();
+  /** When the journal last recorded a settlement: a hold resolved, or a step done again. */
+  let settledAt: string | undefined;
   let abandoned = false;
   let abandonedBy: AbandonedReceipt | undefined;
   for (const e of entries) {
@@ -137,13 +141,20 @@ export function foldJournal(entries: readonly Entry[]) {
       began.add(e.action);
       if (!startedAt.has(e.action)) startedAt.set(e.action, e.at);
     }
-    if (e.event === 'done') done.set(e.action, { receipt: e.receipt, at: e.at, seq: e.seq });
-    if (e.event === 'resolved') resolved.set(e.hold_id, e.receipt);
+    if (e.event === 'done') {
+      if (firstDoneAt.has(e.action)) settledAt = e.at;
+      else firstDoneAt.set(e.action, e.at);
+      done.set(e.action, { receipt: e.receipt, at: e.at, seq: e.seq });
+    }
+    if (e.event === 'resolved') {
+      resolved.set(e.hold_id, e.receipt);
+      settledAt = e.at;
+    }
     if (e.event === 'abandoned') {
       abandoned = true;
       abandonedBy = e.receipt;
     }
   }
   const last = [...done.values()].sort((a, b) => b.seq - a.seq)[0];
-  return { done, began, startedAt, resolved, abandoned, abandonedBy, last };
+  return { done, began, startedAt, firstDoneAt, settledAt, resolved, abandoned, abandonedBy, last };
 }

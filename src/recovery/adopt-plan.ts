@@ -196,6 +196,21 @@ function plannedSteps(recoveryId: string, components: AdoptionPlan['components']
   return steps;
 }
 
+const count = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
+
+/** A historical-only component in the operator's words, with what it counts where the preview read it. */
+function historicalWords(owner: string, effects: readonly effect.EffectRecord[]): string {
+  if (owner === 'effect') {
+    const byOutcome: Record<string, number> = {};
+    for (const e of effects) byOutcome[e.outcome] = (byOutcome[e.outcome] ?? 0) + 1;
+    const outcomes = Object.entries(byOutcome).map(([o, n]) => `${n} ${o}`);
+    return `the effect journal: ${count(effects.length, 'effect')} of this Goal${outcomes.length > 0 ? ` (${outcomes.join(', ')})` : ''}, never sent again`;
+  }
+  if (owner === 'quota') return 'quota usage as counted at the capture';
+  if (owner === 'scheduler') return 'the scheduler’s state as captured (nothing in it is scheduled again)';
+  return `the ${owner} owner’s state as captured`;
+}
+
 /** What the operator is shown before confirming, read from the workspace through the owners' readers. */
 function preview(audit: RecoveryAudit, ws: CopiedRoot, goal: AdoptionPlan['goal'], components: AdoptionPlan['components'], endAt: string | null): PlanPreview {
   const w = OWNERS.work.readHistorical(ws, goalScope(goal.goal_id)).value;
@@ -227,8 +242,8 @@ function preview(audit: RecoveryAudit, ws: CopiedRoot, goal: AdoptionPlan['goal'
       `${w.history_count} committed transactions, with their original receipts`,
     ],
     historical_only: [
-      `${sessions} session(s) and their Turn journals`,
-      ...components.filter((c) => c.classification === 'historical_only' && c.owner !== 'session').map((c) => `${c.owner} (${c.component_id})`),
+      `${count(sessions, 'session')} and their turn journals`,
+      ...components.filter((c) => c.classification === 'historical_only' && c.owner !== 'session').map((c) => historicalWords(c.owner, effects)),
     ],
     lost_or_unknown: [
       `anything after the captured checkpoints (capture ended ${endAt ?? 'at an unknown time'}, work cursor ${w.head_cursor ?? 'unknown'})`,

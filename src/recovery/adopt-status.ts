@@ -58,13 +58,19 @@ export interface RecoveryStatus {
   readonly holds: readonly RecoveryHold[];
   readonly resolved_holds: readonly ResolvedHold[];
   readonly preview: PlanPreview;
+  /**
+   * The apply's own time apart from the time the recovery then stood held: `apply_ms` from the
+   * first step's intent until every step was first done (null before that); `held_ms` from then
+   * until the last hold was settled (null when none was), which is mostly time waiting on an operator.
+   */
+  readonly timing: { readonly apply_ms: number | null; readonly held_ms: number | null };
   readonly receipts: readonly {
     readonly action: string;
     readonly owner: string;
     readonly disposition: string;
     readonly result: string;
     readonly readback: Readonly<Record<string, unknown>>;
-    /** When the step's first intent was recorded, and when its receipt was (the step's elapsed time). */
+    /** When the step's first intent was recorded, and when it was first done (the step's own time in the apply; a re-run to settle a hold is not counted here). */
     readonly started_at: string;
     readonly done_at: string;
   }[];
@@ -233,16 +239,47 @@ export async function recoveryStatus(destination: string, host?: AdoptionHost): 
     holds,
     resolved_holds: [...j.resolved].map(([hold_id, r]) => ({ hold_id, ...(r as Omit<ResolvedHold, 'hold_id'>) })),
     preview: plan.preview,
-    receipts: plan.steps.flatMap((s) => {
-      const d = j.done.get(s.action);
-      if (!d) return [];
-      const r = d.receipt;
-      return [
-        { action: r.action, owner: r.owner, disposition: r.disposition, result: r.result, readback: r.readback, started_at: j.startedAt.get(s.action) ?? d.at, done_at: d.at },
-      ];
-    }),
+    timing: timingOf(
+      plan.steps.map((s) => s.action),
+      j,
+    ),
+    receipts: receiptsOf(
+      plan.steps.map((s) => s.action),
+      j,
+    ),
     next_action: next,
     ...(j.abandonedBy !== undefined ? { ended: j.abandonedBy } : {}),
     execution_authority_granted: false,
   };
+}
+
+/** The apply's own time, and the time it then stood held until its last settlement (journal times). */
+function timingOf(actions: readonly string[], j: { startedAt: ReadonlyMap<string, string>; firstDoneAt: ReadonlyMap<string, string>; settledAt: string | undefined }) {
+  const starts = actions.map((a) => j.startedAt.get(a)).filter((x): x is string => x !== undefined);
+  const firsts = actions.map((a) => j.firstDoneAt.get(a));
+  if (starts.length === 0 || firsts.some((x) => x === undefined)) return { apply_ms: null, held_ms: null };
+  const t0 = Math.min(...starts.map(Date.parse));
+  const end = Math.max(...firsts.map((x) => Date.parse(x!)));
+  const settled = j.settledAt === undefined ? undefined : Date.parse(j.settledAt);
+  return { apply_ms: end - t0, held_ms: settled !== undefined && settled > end ? settled - end : null };
+}
+
+/** Each step done: its newest receipt, timed by its first run (a re-run to settle a hold is not the apply's time). */
+function receiptsOf(actions: readonly string[], j: ReturnType<typeof foldJournal>): RecoveryStatus['receipts'] {
+  return actions.flatMap((action) => {
+    const d = j.done.get(action);
+    if (!d) return [];
+    const r = d.receipt;
+    return [
+      {
+        action: r.action,
+        owner: r.owner,
+        disposition: r.disposition,
+        result: r.result,
+        readback: r.readback,
+        started_at: j.startedAt.get(action) ?? d.at,
+        done_at: j.firstDoneAt.get(action) ?? d.at,
+      },
+    ];
+  });
 }

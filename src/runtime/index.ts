@@ -22,7 +22,7 @@ export {
 } from './admission.js';
 export { goalWorkAgents, newRunId, runGoalWork, type GoalWorkRunOptions, type GoalWorkRunResult } from './goal-work.js';
 export { goalActivity, goalHistory, goalProgress, HISTORY_PAGE_MAX, type GoalActivity, type GoalProgress, type HistoryPage } from './goal-activity.js';
-export { createGoal, goalDetail, goalView, listGoals, showGoal, transitionGoal, withGoalWork, type GoalDocInput, type GoalTransition } from './goals.js';
+export { createGoal, goalDetail, goalSupersession, goalView, listGoals, showGoal, transitionGoal, withGoalWork, type GoalDocInput, type GoalTransition } from './goals.js';
 export {
   addTodo,
   listTodos,

@@ -4,7 +4,9 @@
  * model server (Responses API streams written by hand: the model lists the Todos, marks the open
  * and blocked ones done, then answers). Every Todo ends done through the work owner, the run
  * completes, the model was shown the Goal's state by its own todo.list call, and the key never
- * reaches the root.
+ * reaches the root. The fixture server refuses a tool name the real API would refuse, so the run
+ * completing proves the Goal work tools go out (and come back) as `todo_list`, `todo_update`,
+ * `webhook_deliver` while the run records loopx's own names.
  */
 import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -87,7 +89,8 @@ describe('examples/agents/openai-goal-finisher.json', () => {
       ['Marked t1 and t3 done; no Todo is left open.', []],
     ]);
 
-    // Three streamed calls to the Responses API, with the key from the environment and the Goal work tools.
+    // Three streamed calls to the Responses API, with the key from the environment and the Goal work
+    // tools under the names the API accepts; the history's earlier calls under the same names.
     expect(server.requests.map((r) => [r.path, r.fixture])).toEqual([
       ['/v1/responses', 'goal-finisher-list'],
       ['/v1/responses', 'goal-finisher-update'],
@@ -97,9 +100,10 @@ describe('examples/agents/openai-goal-finisher.json', () => {
     for (const [i, r] of server.requests.entries()) {
       expect(r.headers.authorization).toBe(`Bearer ${KEY}`);
       expect(bodies[i]!.stream).toBe(true);
-      expect(bodies[i]!.tools.map((t) => t.name).sort()).toEqual(['todo.list', 'todo.update', 'webhook.deliver']);
+      expect(bodies[i]!.tools.map((t) => t.name).sort()).toEqual(['todo_list', 'todo_update', 'webhook_deliver']);
     }
-    expect(JSON.stringify(bodies[0]!.input)).toContain('First call todo.list');
+    expect(bodies[2]!.input.filter((item) => item.type === 'function_call').map((item) => item.name)).toEqual(['todo_list', 'todo_update', 'todo_update']);
+    expect(JSON.stringify(bodies[0]!.input)).toContain('First list the Todos with the todo list tool');
     // The model's second call was shown the Goal's state as its todo.list returned it.
     const listed = bodies[1]!.input.find((item) => item.type === 'function_call_output');
     const shown = JSON.parse(typeof listed?.output === 'string' ? listed.output : JSON.stringify(listed?.output)) as { todos: { todo_id: string; status: string }[] };

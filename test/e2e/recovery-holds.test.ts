@@ -346,8 +346,16 @@ async function resolveHoldsWithKeyboard(holds: readonly Doc[]): Promise<void> {
   await page.keyboard.press('Enter');
   await expect.poll(() => page.getByTestId(`hold-${effectHold.hold_id}`).count()).toBe(0);
   expect((await focusedElement()).name).toBe('State');
+  // What came of it is said beside the holds (announced), and the settlement is listed with its outcome.
+  expect(await page.getByTestId('hold-progress').textContent()).toMatch(/: Settled: committed\. 1 still held\.$/);
+  expect(await page.getByTestId('resolved-holds').textContent()).toContain(`${effectHold.hold_id}: committed`);
   await tabTo('Ask again and settle');
   await page.keyboard.press('Enter');
+  await expect.poll(() => page.getByTestId('hold-progress').textContent(), { timeout: 60_000 }).toMatch(/: Settled: its owner answered\. Nothing else is held\.$/);
+  // The time it stood held waiting on the operator is reported apart from the apply's own.
+  expect(await page.getByTestId('recovery-timing').textContent()).toMatch(
+    /^the apply took \d+\.\d s; it then stood held \d+\.\d s until its holds were settled \(time waiting on you, not the apply's\)$/,
+  );
 }
 
 /** A Todo finished in the new root by `loopx work run`, and the Goal's page served from the new root shows it done under its new lifetime. */

@@ -31,6 +31,9 @@ const user: Message = { id: 'run-1/t0/m1', role: 'user', parts: [{ type: 'text',
 
 const provider = (model: MockLanguageModelV3) => aiSdkProvider({ name: 'mock', model });
 
+/** A tool the request offers (a model may only call a tool it was offered: tool-names.test.ts). */
+const offered = (name: string): ToolDefinition => ({ name, description: name, inputSchema: { type: 'object' }, mutating: false });
+
 /** Asserts that `promise` rejects with a LoopxError of this code and kind. */
 const expectCode = async (promise: Promise<unknown>, code: string, kind: LoopxError['kind']) => {
   const error = await promise.then(
@@ -66,7 +69,7 @@ describe('AI SDK adapter (LanguageModelV3)', () => {
       ]),
     });
 
-    const response = await provider(model).generate(request([user]));
+    const response = await provider(model).generate(request([user], [offered('get_weather'), offered('now')]));
 
     expect(response.text).toBe('Checking.');
     expect(response.toolCalls).toEqual([
@@ -173,7 +176,7 @@ describe('AI SDK adapter (LanguageModelV3)', () => {
       doGenerate: result([{ type: 'tool-call', toolCallId: 'provider-id-1', toolName: 'get_weather', input: '{"city":"Oslo"' }]),
     });
 
-    await expectCode(provider(model).generate(request([user])), 'model_tool_arguments_invalid_json', 'rejected');
+    await expectCode(provider(model).generate(request([user], [offered('get_weather')])), 'model_tool_arguments_invalid_json', 'rejected');
   });
 
   it('a provider-executed tool call is rejected with model_provider_executed_tool', async () => {

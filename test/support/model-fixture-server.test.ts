@@ -5,7 +5,7 @@
  * directly as loopx does, and the parsed result is asserted — text in order, tool calls, usage,
  * finish reasons, `APICallError` status and retryability, a disconnect that errors instead of
  * hanging. It also pins the server's own contract: FIFO per route, requests recorded, an empty
- * queue refused loudly, a latch that holds a stream.
+ * queue refused loudly, a latch that holds a stream, a tool name the APIs refuse answered 400.
  */
 import { readFileSync } from 'node:fs';
 import { createAnthropic } from '@ai-sdk/anthropic';
@@ -229,11 +229,12 @@ describe.each(Object.entries(KINDS))('%s through the fixture server', (_label, k
 });
 
 describe("the goal-finisher's Responses streams (test/cli/goal-finisher-openai.test.ts), as @ai-sdk/openai reads them", () => {
+  // As the adapter names loopx's todo.list and todo.update on the wire (src/engine/providers/tool-names.ts).
   const GOAL_TOOLS: LanguageModelV3CallOptions['tools'] = [
-    { type: 'function', name: 'todo.list', description: "List the Goal's Todos with their status.", inputSchema: { type: 'object', properties: {} } },
+    { type: 'function', name: 'todo_list', description: "List the Goal's Todos with their status.", inputSchema: { type: 'object', properties: {} } },
     {
       type: 'function',
-      name: 'todo.update',
+      name: 'todo_update',
       description: 'Update a Todo of the Goal.',
       inputSchema: {
         type: 'object',
@@ -250,18 +251,18 @@ describe("the goal-finisher's Responses streams (test/cli/goal-finisher-openai.t
     return { parts, calls, finish: finishOf(parts) };
   };
 
-  it('goal-finisher-list: one todo.list call with empty arguments', async () => {
+  it('goal-finisher-list: one todo_list call with empty arguments', async () => {
     const { calls, finish } = await stream('goal-finisher-list');
-    expect(calls).toEqual([['todo.list', {}]]);
+    expect(calls).toEqual([['todo_list', {}]]);
     expect(finish.finishReason.unified).toBe('tool-calls');
     expect([finish.usage.inputTokens.total, finish.usage.outputTokens.total]).toEqual([412, 12]);
   });
 
-  it('goal-finisher-update: two todo.update calls in one response, each assembled from its pieces', async () => {
+  it('goal-finisher-update: two todo_update calls in one response, each assembled from its pieces', async () => {
     const { calls, finish } = await stream('goal-finisher-update');
     expect(calls).toEqual([
-      ['todo.update', { todo_id: 't1', status: 'done', note: 'outline drafted' }],
-      ['todo.update', { todo_id: 't3', status: 'done', note: 'published after the review' }],
+      ['todo_update', { todo_id: 't1', status: 'done', note: 'outline drafted' }],
+      ['todo_update', { todo_id: 't3', status: 'done', note: 'published after the review' }],
     ]);
     expect(finish.finishReason.unified).toBe('tool-calls');
   });
@@ -272,6 +273,51 @@ describe("the goal-finisher's Responses streams (test/cli/goal-finisher-openai.t
     expect(textDeltas(parts).join('')).toBe('Marked t1 and t3 done; no Todo is left open.');
     expect(finish.finishReason.unified).toBe('stop');
     expect([finish.usage.inputTokens.total, finish.usage.outputTokens.total]).toEqual([701, 14]);
+  });
+});
+
+describe.each(Object.entries(KINDS))('tool names the API refuses, %s', (_label, kind) => {
+  const tool = (name: string) => ({ type: 'function' as const, name, description: 'List the Todos.', inputSchema: { type: 'object' as const, properties: {} } });
+  /** A history with one earlier call of `name` and its result, then the tools of CALL (all valid). */
+  const historyCalling = (name: string): LanguageModelV3CallOptions => ({
+    ...CALL,
+    prompt: [
+      ...PROMPT,
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'call_fixture_1', toolName: name, input: {} }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_fixture_1', toolName: name, output: { type: 'json', value: { todos: [] } } }] },
+    ],
+  });
+  const HISTORY_PARAM = { 'openai-responses': 'input[1].name', 'openai-chat': 'messages[1].tool_calls[0].function.name', anthropic: 'messages.1.content.0.name' }[kind.route];
+  const TOOLS_PARAM = { 'openai-responses': 'tools[0].name', 'openai-chat': 'tools[0].function.name', anthropic: 'tools.0.name' }[kind.route];
+
+  it("a dotted name in the tools is answered 400 in the API's error shape, naming where it is, and consumes no fixture", async () => {
+    server.enqueue(kind.route, 'generate');
+    const error = await failure(() => kind.model(server.url).doGenerate({ prompt: PROMPT, tools: [tool('todo.list')] }));
+    expect(APICallError.isInstance(error)).toBe(true);
+    expect(error).toMatchObject({ statusCode: 400, isRetryable: false });
+    expect((error as APICallError).message).toContain(TOOLS_PARAM);
+    expect((error as APICallError).message).toContain('^[a-zA-Z0-9_-]{1,64}$');
+    const body = JSON.parse((error as APICallError).responseBody!) as { error: { type: string; param?: string } };
+    expect(body.error.type).toBe('invalid_request_error');
+    if (kind.route !== 'anthropic') expect(body.error.param).toBe(TOOLS_PARAM);
+    expect(server.requests.map((r) => r.fixture)).toEqual([undefined]);
+    // The fixture is still queued for the next (valid) request.
+    expect((await kind.model(server.url).doGenerate(CALL)).finishReason.unified).toBe('tool-calls');
+  });
+
+  it('a dotted name of an earlier tool call in the history is answered 400 as well', async () => {
+    server.enqueue(kind.route, 'generate');
+    const error = await failure(() => kind.model(server.url).doGenerate(historyCalling('todo.list')));
+    expect(error).toMatchObject({ statusCode: 400 });
+    expect((error as APICallError).message).toContain(HISTORY_PARAM);
+  });
+
+  it('names of 64 characters in [a-zA-Z0-9_-] pass; 65 characters are refused', async () => {
+    server.enqueue(kind.route, 'generate');
+    const longest = `todo_${'x'.repeat(58)}-`;
+    expect(longest).toHaveLength(64);
+    await kind.model(server.url).doGenerate({ ...historyCalling(longest), tools: [tool(longest)] });
+    expect(await failure(() => kind.model(server.url).doGenerate({ prompt: PROMPT, tools: [tool(`${longest}x`)] }))).toMatchObject({ statusCode: 400 });
   });
 });
 

@@ -10,6 +10,13 @@
  *   request with nothing queued gets a 500 whose body (in that API's error shape) names the route,
  *   so a test that forgot to script a call fails loudly instead of hanging.
  * - Every request is recorded (method, path, headers, parsed JSON body) before it is answered.
+ * - Tool names are held to the APIs' rule, as the real APIs hold them: a request naming a tool
+ *   outside `^[a-zA-Z0-9_-]{1,64}$` — in its `tools`, its `tool_choice`, or a tool call of its
+ *   history — is answered 400 in that API's error shape (OpenAI `invalid_request_error` with the
+ *   offending `param`, e.g. `tools[0].name`; Anthropic `invalid_request_error` naming
+ *   `tools.0.name`) and consumes nothing from the queue. The pattern is the strict common subset
+ *   (OpenAI's; Anthropic allows up to 128 characters), so a test against any route proves a name
+ *   every provider accepts.
  * - A stream may be held after N events until the test calls `release()` (a latch, never a sleep),
  *   and may end by destroying the socket after N events (a mid-stream disconnect).
  * - `close()` destroys open connections, so a held stream never keeps a test process alive.
@@ -178,6 +185,72 @@ const withSpec = (answer: Answer, spec: FixtureSpec): Answer => {
   };
 };
 
+/** What every model API accepts as a tool name (OpenAI's function-name rule, within Anthropic's). */
+export const API_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** A tool name the API would refuse: where it is in the body (in the API's own notation) and the name. */
+export interface BadToolName {
+  readonly param: string;
+  readonly name: unknown;
+}
+
+type Json = Record<string, unknown>;
+const objects = (value: unknown): Json[] => (Array.isArray(value) ? value.filter((v): v is Json => typeof v === 'object' && v !== null) : []);
+const objectOf = (value: unknown): Json | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : undefined);
+
+/**
+ * Every tool name of a request body, with where it sits: Responses `tools[i].name`,
+ * `input[i].name` of a `function_call`, `tool_choice.name`; Chat Completions
+ * `tools[i].function.name`, `messages[i].tool_calls[j].function.name`, `tool_choice.function.name`;
+ * Anthropic `tools.i.name`, `messages.i.content.j.name` of a `tool_use`, `tool_choice.name`.
+ */
+export const toolNamesOf = (route: FixtureRoute, body: unknown): BadToolName[] => {
+  const b = objectOf(body) ?? {};
+  const names: BadToolName[] = [];
+  const choice = objectOf(b.tool_choice);
+  switch (route) {
+    case 'openai-responses':
+      objects(b.tools).forEach((t, i) => t.type === 'function' && names.push({ param: `tools[${i}].name`, name: t.name }));
+      objects(b.input).forEach((item, i) => item.type === 'function_call' && names.push({ param: `input[${i}].name`, name: item.name }));
+      if (choice?.type === 'function') names.push({ param: 'tool_choice.name', name: choice.name });
+      break;
+    case 'openai-chat':
+      objects(b.tools).forEach((t, i) => names.push({ param: `tools[${i}].function.name`, name: objectOf(t.function)?.name }));
+      objects(b.messages).forEach((m, i) =>
+        objects(m.tool_calls).forEach((c, j) => names.push({ param: `messages[${i}].tool_calls[${j}].function.name`, name: objectOf(c.function)?.name })),
+      );
+      if (choice?.type === 'function') names.push({ param: 'tool_choice.function.name', name: objectOf(choice.function)?.name });
+      break;
+    case 'anthropic':
+      objects(b.tools).forEach((t, i) => (t.type === undefined || t.type === 'custom' ? names.push({ param: `tools.${i}.name`, name: t.name }) : undefined));
+      objects(b.messages).forEach((m, i) => objects(m.content).forEach((c, j) => c.type === 'tool_use' && names.push({ param: `messages.${i}.content.${j}.name`, name: c.name })));
+      if (choice?.type === 'tool') names.push({ param: 'tool_choice.name', name: choice.name });
+      break;
+  }
+  return names;
+};
+
+/** The first tool name of the body the API would refuse, or undefined. */
+export const badToolName = (route: FixtureRoute, body: unknown): BadToolName | undefined =>
+  toolNamesOf(route, body).find(({ name }) => typeof name !== 'string' || !API_TOOL_NAME.test(name));
+
+/** The 400 each API answers for a tool name outside its pattern (OpenAI's and Anthropic's wording). */
+const badToolNameBody = (route: FixtureRoute, bad: BadToolName): unknown =>
+  route === 'anthropic'
+    ? {
+        type: 'error',
+        error: { type: 'invalid_request_error', message: `${bad.param}: String should match pattern '${API_TOOL_NAME.source}'` },
+        request_id: 'req_fixture_bad_tool_name',
+      }
+    : {
+        error: {
+          message: `Invalid '${bad.param}': string does not match pattern. Expected a string that matches the pattern '${API_TOOL_NAME.source}'.`,
+          type: 'invalid_request_error',
+          param: bad.param,
+          code: 'invalid_value',
+        },
+      };
+
 /** The error body each API would send, for the server's own refusals (empty queue, unknown path). */
 const errorBody = (route: FixtureRoute | undefined, message: string): unknown =>
   route === 'anthropic' ? { type: 'error', error: { type: 'api_error', message } } : { error: { message, type: 'server_error', param: null, code: null } };
@@ -242,11 +315,15 @@ export async function startModelFixtureServer(): Promise<ModelFixtureServer> {
     const path = req.url ?? '/';
     const route = routeOf(path);
     const rawBody = await readBody(req);
-    const next = route === undefined ? undefined : queues.get(route)?.shift();
-    requests.push({ route, method: req.method ?? '', path, headers: req.headers, body: parseJson(rawBody), rawBody, fixture: next?.name });
+    const body = parseJson(rawBody);
+    // A request the real API would refuse never reaches a fixture: it consumes nothing queued.
+    const bad = route === undefined ? undefined : badToolName(route, body);
+    const next = route === undefined || bad !== undefined ? undefined : queues.get(route)?.shift();
+    requests.push({ route, method: req.method ?? '', path, headers: req.headers, body, rawBody, fixture: next?.name });
     if (route === undefined) {
       return sendJson(res, 404, {}, errorBody(undefined, `model-fixture-server: no route serves ${req.method} ${path}`));
     }
+    if (bad !== undefined) return sendJson(res, 400, {}, badToolNameBody(route, bad));
     if (next === undefined) {
       const message = `model-fixture-server: no fixture enqueued for route ${route} (${req.method} ${path}); enqueue one per expected call`;
       return sendJson(res, 500, {}, errorBody(route, message));

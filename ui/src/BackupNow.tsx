@@ -10,13 +10,13 @@ import { ErrorBox, formatBytes } from './components';
 import type { DaemonBackupRun } from './generated/backup-run';
 
 const PROFILES = [
-  { value: 'online', label: 'Online: work may keep running (a Goal is recoverable when nothing in it moved meanwhile)' },
-  { value: 'quiescent', label: 'Quiescent: new work waits while it captures (every Goal at one point in time)' },
+  { value: 'online', label: 'Online: work keeps running' },
+  { value: 'quiescent', label: 'Quiescent: one point in time' },
 ] as const;
 
 const LOCATIONS = [
-  { value: 'user', label: 'Your backups folder ($XDG_DATA_HOME/loopx/backups), outside this root' },
-  { value: 'root', label: 'This root’s backups/ (lost with the root)' },
+  { value: 'user', label: 'Your backups folder (outside this root)' },
+  { value: 'root', label: 'This root’s backups/ (lost with it)' },
 ] as const;
 
 type Phase =
@@ -63,6 +63,15 @@ export function BackupNow({ onCreated }: { onCreated: () => void }) {
       <p className="muted">
         A private backup of this root, as <code>loopx backup-state --execute</code> makes it: an archive and its manifest. Keep one where losing this root cannot reach it.
       </p>
+      <ul className="muted">
+        <li>
+          <strong>Quiescent</strong> holds new work while it captures: every Goal at one point in time. <strong>Online</strong> lets work run; a Goal that moved meanwhile cannot be
+          recovered from it.
+        </li>
+        <li>
+          <strong>Your backups folder</strong> is <code>$XDG_DATA_HOME/loopx/backups</code> (by default <code>~/.local/share/loopx/backups</code>), outside any root.
+        </li>
+      </ul>
       <form onSubmit={onSubmit}>
         <div className="field">
           <label htmlFor={profileId}>Capture profile</label>

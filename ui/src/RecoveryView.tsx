@@ -134,7 +134,26 @@ function PreviewList({ preview }: { preview: RecoveryPreview }) {
   );
 }
 
-type Act = (path: string, body?: unknown) => Promise<void>;
+/** An act answers the recovery as it stands after it, or null when it was refused (the refusal is shown on the State card). */
+type Act = (path: string, body?: unknown) => Promise<Recovery | null>;
+
+const secondsText = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+
+/** What became of the hold the operator last acted on: being asked, or the answer. */
+type HoldProgress =
+  | { readonly hold_id: string; readonly subject: string; readonly phase: 'asking' }
+  | { readonly hold_id: string; readonly subject: string; readonly phase: 'answered'; readonly text: string; readonly settled: boolean };
+
+/** The words for what an action on `hold` led to, read from the recovery after it. */
+function holdOutcome(hold: Hold, after: Recovery): { text: string; settled: boolean } {
+  const still = after.status.holds.find((h) => h.hold_id === hold.hold_id);
+  if (still) return { settled: false, text: `Still held: ${still.code}. It continues when ${still.continuation}.` };
+  const resolved = after.status.resolved_holds.find((r) => r.hold_id === hold.hold_id);
+  return {
+    settled: true,
+    text: `Settled${resolved ? `: ${resolved.outcome}` : ': its owner answered'}. ${after.status.holds.length === 0 ? 'Nothing else is held.' : `${after.status.holds.length} still held.`}`,
+  };
+}
 
 /** The last apply's failure as the typed error the page shows (its next action may be null). */
 const applyError = (e: NonNullable<Recovery['last_apply_error']>) =>
@@ -184,6 +203,15 @@ function StateCard({
             {s.verification.unsupported} unsupported, {s.verification.unknown} unknown
           </dd>
         </div>
+        {s.timing.apply_ms !== null ? (
+          <div>
+            <dt>Time</dt>
+            <dd data-testid="recovery-timing">
+              the apply took {secondsText(s.timing.apply_ms)}
+              {s.timing.held_ms !== null ? `; it then stood held ${secondsText(s.timing.held_ms)} until its holds were settled (time waiting on you, not the apply's)` : ''}
+            </dd>
+          </div>
+        ) : null}
         <div>
           <dt>Old writers fenced</dt>
           <dd>{s.fences.source_established ? 'yes' : 'not yet'}</dd>
@@ -271,13 +299,29 @@ function ReceiverGone({ hold, resolve, running, act }: { hold: Hold; resolve: st
   );
 }
 
-function HoldsCard({ r, running, act }: { r: Recovery; running: boolean; act: Act }) {
+/** Each hold's control, with what the last action on a hold is doing or led to (announced), and the holds settled so far. */
+function HoldsCard({ r, running, act, progress }: { r: Recovery; running: boolean; act: (hold: Hold) => Act; progress: HoldProgress | null }) {
+  if (r.status.holds.length === 0 && r.status.resolved_holds.length === 0 && progress === null) return null;
   return (
     <section aria-labelledby="holds-heading" className="card" data-testid="recovery-holds">
       <h2 id="holds-heading">Holds</h2>
+      <div aria-live="polite" data-testid="hold-progress">
+        {progress?.phase === 'asking' ? (
+          <p>
+            <progress aria-label={`Settling ${progress.subject}`} /> Asking the owner of {progress.subject}…
+          </p>
+        ) : null}
+        {progress?.phase === 'answered' ? (
+          <p className={progress.settled ? 'result-ok' : undefined}>
+            <strong>{progress.subject}:</strong> {progress.text}
+          </p>
+        ) : null}
+      </div>
+      {r.status.holds.length === 0 ? <p>Nothing is held.</p> : null}
       <ul className="holds">
         {r.status.holds.map((h) => {
           const resolve = `/api/recoveries/${enc(r.recovery_id)}/holds/${enc(h.hold_id)}/resolve`;
+          const holdAct = act(h);
           return (
             <li key={h.hold_id} data-testid={`hold-${h.hold_id}`}>
               <p>
@@ -286,19 +330,19 @@ function HoldsCard({ r, running, act }: { r: Recovery; running: boolean; act: Ac
               <p>Continues when: {h.continuation}</p>
               {FINAL_RECEIVER_HOLDS.has(h.code) ? null : (
                 // A receiver that follows another lifetime of the Goal is never settled by asking again.
-                <button type="button" disabled={running} onClick={() => void act(resolve, {})}>
+                <button type="button" disabled={running} onClick={() => void holdAct(resolve, {})}>
                   Ask again and settle
                 </button>
               )}
-              {GONE_SETTLEABLE.has(h.code) ? <ReceiverGone hold={h} resolve={resolve} running={running} act={act} /> : null}
+              {GONE_SETTLEABLE.has(h.code) ? <ReceiverGone hold={h} resolve={resolve} running={running} act={holdAct} /> : null}
               {h.code === 'effect_outcome_unknown' ? (
                 // An effect whose outcome is unknown may also be settled from the operator's own evidence.
                 <fieldset className="hold-outcome">
                   <legend>Or settle it from your own evidence</legend>
-                  <button type="button" className="secondary" disabled={running} onClick={() => void act(resolve, { outcome: 'committed' })}>
+                  <button type="button" className="secondary" disabled={running} onClick={() => void holdAct(resolve, { outcome: 'committed' })}>
                     It happened: committed
                   </button>
-                  <button type="button" className="secondary" disabled={running} onClick={() => void act(resolve, { outcome: 'absent' })}>
+                  <button type="button" className="secondary" disabled={running} onClick={() => void holdAct(resolve, { outcome: 'absent' })}>
                     It did not happen: absent
                   </button>
                 </fieldset>
@@ -307,6 +351,19 @@ function HoldsCard({ r, running, act }: { r: Recovery; running: boolean; act: Ac
           );
         })}
       </ul>
+      {r.status.resolved_holds.length > 0 ? (
+        <>
+          <h3>Settled</h3>
+          <ul data-testid="resolved-holds">
+            {r.status.resolved_holds.map((x) => (
+              <li key={x.hold_id}>
+                <code>{x.hold_id}</code>: {x.outcome}
+                {x.reason !== undefined ? ` (your reason: ${x.reason})` : ''}
+              </li>
+            ))}
+          </ul>
+        </>
+      ) : null}
     </section>
   );
 }
@@ -326,19 +383,30 @@ export function RecoveryView({ recoveryId }: { recoveryId: string }) {
     return () => clearTimeout(t);
   }, [r, reload]);
 
+  const [holdProgress, setHoldProgress] = useState<HoldProgress | null>(null);
   const act: Act = async (path, body) => {
     setBusy(true);
     setActionError(null);
     try {
-      await postJson(path, body);
+      return await postJson<Recovery>(path, body);
     } catch (e) {
       setActionError(asApiError(e));
+      return null;
     } finally {
       setBusy(false);
       reload();
       stateHeading.current?.focus();
     }
   };
+  // A hold's control: "asking" while its owner is asked, then what it answered, beside the holds.
+  const actOnHold =
+    (hold: Hold): Act =>
+    async (path, body) => {
+      setHoldProgress({ hold_id: hold.hold_id, subject: hold.subject, phase: 'asking' });
+      const after = await act(path, body);
+      setHoldProgress(after ? { hold_id: hold.hold_id, subject: hold.subject, phase: 'answered', ...holdOutcome(hold, after) } : null);
+      return after;
+    };
 
   return (
     <>
@@ -358,7 +426,7 @@ export function RecoveryView({ recoveryId }: { recoveryId: string }) {
         <>
           <StateCard r={r} running={running} act={act} actionError={actionError} headingRef={stateHeading} />
           {r.status.state === 'adoption_prepared' ? <ConfirmCard r={r} running={running} act={act} /> : null}
-          {r.status.holds.length > 0 ? <HoldsCard r={r} running={running} act={act} /> : null}
+          <HoldsCard r={r} running={running} act={actOnHold} progress={holdProgress} />
           {r.status.receipts.length > 0 ? <RecoveryTimeline receipts={r.status.receipts} /> : null}
           <RecoveryRpo status={r.status} />
         </>

@@ -113,6 +113,8 @@ async function serve(g: GlobalOptions, o: DaemonOptions, root: string, authority
       ...(o.host !== undefined ? { host: o.host } : {}),
       ...(authorityDir !== undefined ? { authorityDir } : {}),
       ...(o.agents !== undefined ? { agentsDir: resolve(o.agents) } : {}),
+      // A UI built elsewhere (development and the browser tests); by default the package's dist/ui.
+      ...(process.env.LOOPX_UI_DIR ? { uiDir: resolve(process.env.LOOPX_UI_DIR) } : {}),
       ...(o.cluster !== undefined ? { cluster: clusterOptions({ ...o, cluster: o.cluster }) } : {}),
       logger: g.json ? false : { level: 'warn' },
     });

@@ -58,6 +58,10 @@ function printStatus(s: RecoveryStatus, out: Output): void {
   out.line(`  Goal lifetime: ${s.goal.recovered_instance_id} → ${s.goal.new_instance_id ?? 'not yet adopted'}`);
   out.line(`  steps: ${s.phase.completed_steps}/${s.phase.total_steps} done${s.phase.current ? `; next step ${s.phase.current}` : ''}`);
   for (const r of s.receipts) out.line(`    ${r.action.padEnd(28)} ${r.result.padEnd(8)} ${r.disposition}`);
+  if (s.timing.apply_ms !== null)
+    out.line(
+      `  the apply took ${(s.timing.apply_ms / 1000).toFixed(1)} s${s.timing.held_ms !== null ? `; it then stood held ${(s.timing.held_ms / 1000).toFixed(1)} s until its holds were settled (waiting on an operator, not the apply's time)` : ''}`,
+    );
   if (s.last_durable_receipt) out.line(`  last durable receipt: ${s.last_durable_receipt.action} (${s.last_durable_receipt.owner}, ${s.last_durable_receipt.result})`);
   out.line(
     `  writer fences: source ${s.fences.source_established ? 'established' : 'not established'}, destination ${s.fences.destination_established ? 'established' : 'not established'}`,

@@ -7,6 +7,7 @@
  * placeOf), so a recovered Goal is seen and continued where it was recovered.
  */
 import { realpathSync } from 'node:fs';
+import { basename } from 'node:path';
 import type { FastifyRequest } from 'fastify';
 import { sha256Hex } from '../../core/index.js';
 import {
@@ -72,6 +73,12 @@ async function supersededBy({ adoptions }: Routes, s: Supersession) {
     for (const { name } of await adoptions.recoveredRoots()) {
       if (samePath(await adoptions.recoveredRoot(name), s.directory)) served = name;
     }
+    // A recovery made elsewhere into a root beside this one: served too (adoptions.ts, continuation).
+    if (served === null)
+      served = await adoptions.recoveredRoot(basename(s.directory)).then(
+        (dir) => (samePath(dir, s.directory!) ? basename(s.directory!) : null),
+        () => null,
+      );
   }
   return { goal_instance_id: s.goal_instance_id, root_id: s.root_id, root: served, recovery_id: s.recovery_id, recorded_at: s.recorded_at };
 }

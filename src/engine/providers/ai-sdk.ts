@@ -22,12 +22,19 @@
  * the `input` JSON string parsed (an empty string means `{}`, as in the AI SDK); usage totals.
  * Reasoning, sources and files are dropped: they are not part of loopx's history.
  *
+ * Tool names: loopx's (`todo.list`) are not what the APIs accept, so every name — of a tool
+ * definition, a history tool call or tool result — goes out through one mapping of the request
+ * (tool-names.ts), built from the request's tools and every name its history carries; a tool call
+ * coming back is named by its loopx name before anything else sees it. The same tools and history
+ * give the same wire names in any process.
+ *
  * Refuses (throws, before the model is called where the refusal is about the request):
  * - a tool result in `interaction_pending` / `mutation_uncertain`: an unsettled call must never be
  *   shown to a model (internal `model_history_interaction_pending` / `model_history_mutation_uncertain`);
  * - history that breaks its own invariants — a part its role may not carry, stored JSON that does
  *   not parse (internal `model_history_invalid`);
  * - tool-call input that is not JSON (rejected `model_tool_arguments_invalid_json`);
+ * - a tool call naming a tool the request did not send (rejected `model_tool_name_unknown`);
  * - provider-executed tool calls/results and tool-approval requests: loopx executes every tool
  *   itself and records its effects, so it will not accept one run elsewhere
  *   (rejected `model_provider_executed_tool`).
@@ -42,7 +49,6 @@ import type {
   LanguageModelV3FunctionTool,
   LanguageModelV3GenerateResult,
   LanguageModelV3Message,
-  LanguageModelV3Prompt,
   LanguageModelV3ToolCallPart,
   LanguageModelV3ToolResultPart,
 } from '@ai-sdk/provider';
@@ -52,6 +58,7 @@ import { ALLOWED_PARTS } from '../../snapshot/index.js';
 import type { JsonValue, ToolDefinition } from '../tools.js';
 import { ModelStreamError, ModelStreamIncomplete } from './failures.js';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelToolCall } from './provider.js';
+import { modelToolNameUnknown, toolNameMap, type ToolNameMap } from './tool-names.js';
 
 export interface AiSdkProviderOptions {
   /** Matches `ModelRef.provider` of the agent definitions this provider serves. */
@@ -66,15 +73,22 @@ export const aiSdkProvider = (options: AiSdkProviderOptions): ModelProvider => (
   name: options.name,
   ...(options.identity ? { identity: options.identity } : {}),
   async generate(request: ModelRequest): Promise<ModelResponse> {
-    const callOptions = toCallOptions(request);
-    if (options.stream) return fromStream(await options.model.doStream(callOptions), request.onText);
+    const names = toolNameMap(namesOf(request));
+    const callOptions = toCallOptions(request, names);
+    if (options.stream) return fromStream(await options.model.doStream(callOptions), request.onText, names);
     const result = await options.model.doGenerate(callOptions);
-    return fromGenerateResult(result);
+    return fromGenerateResult(result, names);
   },
 });
 
+/** Every tool name the request carries: its tools', and its history's (a tool no longer offered included). */
+const namesOf = (request: ModelRequest): string[] => [
+  ...request.tools.map((tool) => tool.name),
+  ...request.messages.flatMap((m) => m.parts.flatMap((p) => (p.type === 'tool_call' || p.type === 'tool_result' ? [p.toolName] : []))),
+];
+
 /** Read a V3 stream to its `finish` part into the content `doGenerate` would have returned. */
-async function fromStream(result: LanguageModelV3StreamResult, onText: ((delta: string) => void) | undefined): Promise<ModelResponse> {
+async function fromStream(result: LanguageModelV3StreamResult, onText: ((delta: string) => void) | undefined, names: ToolNameMap): Promise<ModelResponse> {
   const content: LanguageModelV3Content[] = [];
   let text = '';
   let usage: LanguageModelV3Usage | undefined;
@@ -106,16 +120,14 @@ async function fromStream(result: LanguageModelV3StreamResult, onText: ((delta: 
     reader.releaseLock();
   }
   if (!usage) throw new ModelStreamIncomplete();
-  return fromGenerateResult({ content: [{ type: 'text', text }, ...content], usage } as LanguageModelV3GenerateResult);
+  return fromGenerateResult({ content: [{ type: 'text', text }, ...content], usage } as LanguageModelV3GenerateResult, names);
 }
 
-const toCallOptions = (request: ModelRequest): LanguageModelV3CallOptions => ({
-  prompt: toPrompt(request.messages),
-  ...(request.tools.length > 0 ? { tools: request.tools.map(toFunctionTool), toolChoice: { type: 'auto' } as const } : {}),
+const toCallOptions = (request: ModelRequest, names: ToolNameMap): LanguageModelV3CallOptions => ({
+  prompt: request.messages.map((message) => toV3Message(message, names)),
+  ...(request.tools.length > 0 ? { tools: request.tools.map((tool) => toFunctionTool(tool, names)), toolChoice: { type: 'auto' } as const } : {}),
   ...(request.signal ? { abortSignal: request.signal } : {}),
 });
-
-const toPrompt = (messages: readonly Message[]): LanguageModelV3Prompt => messages.map(toV3Message);
 
 /** Stored history this adapter cannot translate: the history is damaged, never sent in part. */
 const historyInvalid = (message: Message, why: string, details: Record<string, unknown>, cause?: unknown) =>
@@ -124,7 +136,7 @@ const historyInvalid = (message: Message, why: string, details: Record<string, u
     ...(cause === undefined ? {} : { cause }),
   });
 
-const toV3Message = (message: Message): LanguageModelV3Message => {
+const toV3Message = (message: Message, names: ToolNameMap): LanguageModelV3Message => {
   // History may come from a decoded snapshot, so the role is checked at run time too (hence `?.`).
   for (const part of message.parts) {
     if (!ALLOWED_PARTS[message.role]?.includes(part.type)) {
@@ -142,13 +154,13 @@ const toV3Message = (message: Message): LanguageModelV3Message => {
         content: message.parts.flatMap((part): Array<{ type: 'text'; text: string } | LanguageModelV3ToolCallPart> => {
           if (part.type === 'text') return [{ type: 'text', text: part.text }];
           if (part.type === 'tool_call') {
-            return [{ type: 'tool-call', toolCallId: part.callId, toolName: part.toolName, input: parseStored(part.argumentsJson, message, part.callId) }];
+            return [{ type: 'tool-call', toolCallId: part.callId, toolName: names.toWire(part.toolName), input: parseStored(part.argumentsJson, message, part.callId) }];
           }
           return [];
         }),
       };
     case 'tool':
-      return { role: 'tool', content: message.parts.flatMap((part) => (part.type === 'tool_result' ? [toToolResult(part, message)] : [])) };
+      return { role: 'tool', content: message.parts.flatMap((part) => (part.type === 'tool_result' ? [toToolResult(part, message, names)] : [])) };
     default: {
       const role: never = message.role;
       throw historyInvalid(message, `unknown role ${JSON.stringify(role)}`, {});
@@ -158,13 +170,23 @@ const toV3Message = (message: Message): LanguageModelV3Message => {
 
 const textsOf = (parts: readonly Part[]): string[] => parts.flatMap((p) => (p.type === 'text' ? [p.text] : []));
 
-const toToolResult = (part: Extract<Part, { type: 'tool_result' }>, message: Message): LanguageModelV3ToolResultPart => {
+const toToolResult = (part: Extract<Part, { type: 'tool_result' }>, message: Message, names: ToolNameMap): LanguageModelV3ToolResultPart => {
   const details = { message_id: message.id, call_id: part.callId, tool_name: part.toolName };
   switch (part.status) {
     case 'ok':
-      return { type: 'tool-result', toolCallId: part.callId, toolName: part.toolName, output: { type: 'json', value: parseStored(part.resultJson, message, part.callId) } };
+      return {
+        type: 'tool-result',
+        toolCallId: part.callId,
+        toolName: names.toWire(part.toolName),
+        output: { type: 'json', value: parseStored(part.resultJson, message, part.callId) },
+      };
     case 'error':
-      return { type: 'tool-result', toolCallId: part.callId, toolName: part.toolName, output: { type: 'error-json', value: parseStored(part.resultJson, message, part.callId) } };
+      return {
+        type: 'tool-result',
+        toolCallId: part.callId,
+        toolName: names.toWire(part.toolName),
+        output: { type: 'error-json', value: parseStored(part.resultJson, message, part.callId) },
+      };
     case 'interaction_pending':
       throw internal('model_history_interaction_pending', `Tool call ${part.callId} is waiting for an interaction; an unanswered call is never sent to a model.`, { details });
     case 'mutation_uncertain':
@@ -186,14 +208,14 @@ const parseStored = (json: string, message: Message, callId: string): JSONValue 
 };
 
 // A copy, so third-party model code cannot alter the leased tool definitions.
-const toFunctionTool = (tool: ToolDefinition): LanguageModelV3FunctionTool => ({
+const toFunctionTool = (tool: ToolDefinition, names: ToolNameMap): LanguageModelV3FunctionTool => ({
   type: 'function',
-  name: tool.name,
+  name: names.toWire(tool.name),
   description: tool.description,
   inputSchema: structuredClone(tool.inputSchema) as LanguageModelV3FunctionTool['inputSchema'],
 });
 
-const fromGenerateResult = (result: LanguageModelV3GenerateResult): ModelResponse => {
+const fromGenerateResult = (result: LanguageModelV3GenerateResult, names: ToolNameMap): ModelResponse => {
   let text = '';
   const toolCalls: ModelToolCall[] = [];
   for (const content of result.content) {
@@ -201,10 +223,13 @@ const fromGenerateResult = (result: LanguageModelV3GenerateResult): ModelRespons
       case 'text':
         text += content.text;
         break;
-      case 'tool-call':
+      case 'tool-call': {
         if (content.providerExecuted) throw providerExecuted({ tool_name: content.toolName });
-        toolCalls.push({ toolName: content.toolName, arguments: parseToolInput(content.toolName, content.input) });
+        const toolName = names.fromWire(content.toolName);
+        if (toolName === undefined) throw modelToolNameUnknown(content.toolName);
+        toolCalls.push({ toolName, arguments: parseToolInput(toolName, content.input) });
         break;
+      }
       case 'tool-result':
         throw providerExecuted({ tool_name: content.toolName });
       case 'tool-approval-request':

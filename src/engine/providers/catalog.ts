@@ -95,7 +95,12 @@ function packageIdentity(packageName: string): { version: string; source: string
   // The ESM entry this process imports (the package's `exports` map names it).
   const entry = join(dirname(manifestPath), manifest.exports['.'].import);
   adapterSource ??= sha256Hex(
-    Buffer.concat([readFileSync(fileURLToPath(import.meta.url)), readFileSync(fileURLToPath(new URL('./ai-sdk' + extensionOf(import.meta.url), import.meta.url)))]),
+    Buffer.concat(
+      // The catalog, the adapter and its tool-name mapping: a change to any of them changes what a resumed run would send.
+      [import.meta.url, new URL('./ai-sdk' + extensionOf(import.meta.url), import.meta.url), new URL('./tool-names' + extensionOf(import.meta.url), import.meta.url)].map((u) =>
+        readFileSync(fileURLToPath(u)),
+      ),
+    ),
   );
   const source = sha256Hex(canonicalJson({ domain: 'loopx.ai-sdk-provider/v1', package_entry: sha256Hex(readFileSync(entry)), adapter: adapterSource }));
   const computed = { version, source };

@@ -139,6 +139,13 @@ export interface LoopxRecoverStatusApplyResolveAbort {
     external_systems: string[];
     human_actions: string[];
   };
+  /**
+   * The apply's own time apart from the time the recovery then stood held: `apply_ms` from the first step's intent until every step was first done (null before that); `held_ms` from then until the last hold was settled (null when none was), mostly time waiting on an operator.
+   */
+  timing: {
+    apply_ms: number | null;
+    held_ms: number | null;
+  };
   receipts: {
     action: string;
     owner: string;
