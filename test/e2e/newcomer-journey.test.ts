@@ -208,10 +208,8 @@ describe.skipIf(!hasChromium())('the newcomer’s journey in the Capability Cent
 
   it('7. continues the Goal with demo.goal-finisher from its page, until no Todo is open', async () => {
     const { page } = session;
-    await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Goals' }).click();
-    const table = page.getByTestId('goals-table-replacement-sample-recovered');
-    await expect.poll(() => table.textContent()).toContain('Ship the launch post');
-    await table.getByRole('link', { name: 'sample' }).click();
+    // The complete recovery's own link (the Goals page lists it too, under the new root's name).
+    await page.getByRole('link', { name: 'Continue Goal sample in replacement-sample-recovered' }).click();
     await expect.poll(() => page.getByTestId('goal-lineage').textContent()).toContain('Recovered from backup');
     await expect.poll(() => page.getByLabel('Agent').inputValue()).toBe('demo.goal-finisher');
     await page.getByRole('button', { name: 'Start a work run' }).click();
@@ -224,7 +222,10 @@ describe.skipIf(!hasChromium())('the newcomer’s journey in the Capability Cent
 
   it('8. shows the result where the journey began: every Todo done under the new lifetime, the delivery counted once', async () => {
     const { page } = session;
-    await page.goto(`${daemon!.doc.url}#/roots/replacement-sample-recovered/goals/sample`);
+    await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Goals' }).click();
+    const table = page.getByTestId('goals-table-replacement-sample-recovered');
+    await expect.poll(() => table.textContent()).toContain('Ship the launch post');
+    await table.getByRole('link', { name: 'sample' }).click();
     await expect.poll(() => page.getByTestId('goal-counts').textContent(), { timeout: 30_000 }).toBe('0 open, 3 done, 0 blocked, 0 deferred');
     // The one delivery of the lost root, counted once under the new lifetime (beside the Todo updates).
     const deliveriesShown = page.getByTestId('goal-effects').locator('tbody tr').filter({ hasText: 'webhook' });

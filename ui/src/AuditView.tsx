@@ -115,7 +115,18 @@ function AuditStatus({ audit }: { audit: PublicAudit }) {
         </span>
       </p>
       <p className="next-action">
-        <strong>Next action:</strong> {audit.next_action}
+        <strong>Next action:</strong>{' '}
+        {audit.activation_eligible ? (
+          // What the audit's words ask for is the recovery form on this page: a control, not a command to copy.
+          <>
+            <a href="#recover-heading" onClick={(e) => focusRecover(e)}>
+              Recover a Goal into a new root
+            </a>{' '}
+            (the recovery settles the holds it names). On the command line: {audit.next_action}
+          </>
+        ) : (
+          audit.next_action
+        )}
       </p>
       <dl className="facts">
         <div>

@@ -223,20 +223,34 @@ function StateCard({
       </dl>
       {r.last_apply_error ? <ErrorBox error={applyError(r.last_apply_error)} title="The last apply stopped" /> : null}
       {actionError ? <ErrorBox error={actionError} title="Refused" testId="recovery-refusal" /> : null}
-      {s.state === 'complete' ? (
-        <p data-testid="recovery-result">
-          The Goal continues in the new root under a new lifetime ({s.goal.new_instance_id}); its old lifetime can no longer write. Continue its work there:{' '}
-          <code>
-            loopx work run --goal {r.goal_id} --root {r.destination_name} --agent &lt;agent-file&gt;
-          </code>
-        </p>
-      ) : null}
+      {s.state === 'complete' ? <RecoveryResult r={r} /> : null}
       {s.state === 'applying' && !r.applying_now ? (
         <button type="button" disabled={running} onClick={() => void act(`/api/recoveries/${enc(r.recovery_id)}/apply`, { confirm: s.plan_digest })}>
           Retry the apply (it continues where it stopped)
         </button>
       ) : null}
     </section>
+  );
+}
+
+/** A complete recovery: where the Goal continues — its page in the new root, or the command line. */
+function RecoveryResult({ r }: { r: Recovery }) {
+  const s = r.status;
+  return (
+    <div data-testid="recovery-result">
+      <p>
+        The Goal continues in the new root under a new lifetime (<code className="digest">{s.goal.new_instance_id}</code>); its old lifetime can no longer write.
+      </p>
+      <p>
+        <a href={ROUTES.goal(r.goal_id, r.destination_name)}>
+          Continue Goal {r.goal_id} in {r.destination_name}
+        </a>{' '}
+        — or on the command line:{' '}
+        <code>
+          loopx work run --goal {r.goal_id} --root {r.destination_name} --agent &lt;agent-file&gt;
+        </code>
+      </p>
+    </div>
   );
 }
 
