@@ -10,6 +10,7 @@ export const EVENT_TYPES = [
   'ModelRetried',
   'ModelResponded',
   'ToolCalled',
+  /** A call's result; a webhook delivery's also says what its receiver did (`delivery_result`, `duplicate_of`: deliveries.ts). */
   'ToolResulted',
   'TurnCompleted',
   'InteractionRequested',

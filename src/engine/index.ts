@@ -53,3 +53,4 @@ export { assertLifetimeLive, observeGoalWork, withGuardedGoalWork } from './goal
 export { callOfOperation, operationIdOf } from './mutations.js';
 export { readHistoricalRootId, readHistoricalRuns, type HistoricalRun } from './run-store/historical.js';
 export * as mcp from './mcp/index.js';
+export { deliveryOfEffect, isDelivery, type Delivery, type DeliveryResult } from './deliveries.js';

@@ -27,6 +27,7 @@ import { sha256Hex } from '../core/index.js';
 import { isLoopxError, rejected, type LoopxError } from '../core/index.js';
 import { effect as effectOwner, rootStores } from '../owners/index.js';
 import type { ToolResultStatus } from '../snapshot/index.js';
+import { deliveryOfReceipt, UNKNOWN_DELIVERY, type Delivery } from './deliveries.js';
 import type { MutationRecord, MutationState } from './run-store/contract.js';
 import { isEffectOutput, isInteractionRequest, type EffectIntent, type JsonValue, type Tool, type ToolContext } from './tools.js';
 
@@ -200,6 +201,8 @@ export interface CallOutcome {
   /** What the model sees. */
   readonly result: JsonValue;
   readonly effect: { readonly outcome: 'committed' | 'rejected' | 'unknown'; readonly receipt: JsonValue };
+  /** What a delivery's receiver did with it, read from the receipt before it is bounded (a digest would lose it). */
+  readonly delivery: Delivery;
 }
 
 /** The outcome of a tool that returned. */
@@ -207,11 +210,12 @@ export function outcomeOfOutput(output: unknown): CallOutcome {
   if (isInteractionRequest(output)) {
     // It has already run, so its effect may have happened: that is an unknown outcome, not a failure.
     const result = { error: 'interaction_from_mutating_tool', message: 'A mutating tool asked for an interaction after running; its outcome is unknown.' };
-    return { state: 'uncertain', status: 'mutation_uncertain', result, effect: { outcome: 'unknown', receipt: { reason: 'interaction_from_mutating_tool' } } };
+    const receipt = { reason: 'interaction_from_mutating_tool' };
+    return { state: 'uncertain', status: 'mutation_uncertain', result, effect: { outcome: 'unknown', receipt }, delivery: UNKNOWN_DELIVERY };
   }
   const { ok, value } = toJsonResult(isEffectOutput(output) ? output.result : output);
   const receipt = isEffectOutput(output) && ok ? output.receipt : value;
-  return { state: 'committed', status: ok ? 'ok' : 'error', result: value, effect: { outcome: 'committed', receipt: bounded(receipt) } };
+  return { state: 'committed', status: ok ? 'ok' : 'error', result: value, effect: { outcome: 'committed', receipt: bounded(receipt) }, delivery: deliveryOfReceipt(receipt) };
 }
 
 /** The outcome of a tool that threw, by the error's code — see the module header. */
@@ -219,15 +223,16 @@ export function outcomeOfThrow(toolName: string, e: unknown): CallOutcome {
   if (effectOwner.isEffectError(e, 'effect_outcome_unknown')) {
     const reason = typeof e.details?.reason === 'string' ? e.details.reason : 'outcome_unknown';
     const result = { error: 'mutation_uncertain', message: `The outcome of ${toolName} is unknown: ${errorMessage(e)}` };
-    return { state: 'uncertain', status: 'mutation_uncertain', result, effect: { outcome: 'unknown', receipt: { reason } } };
+    return { state: 'uncertain', status: 'mutation_uncertain', result, effect: { outcome: 'unknown', receipt: { reason } }, delivery: UNKNOWN_DELIVERY };
   }
   if (isLoopxError(e) && e.kind !== 'internal') {
     // A typed refusal (rejected, conflict, not found, usage): the tool or an owner refused before acting.
-    return { state: 'failed', status: 'error', result: toolError(e), effect: { outcome: 'rejected', receipt: refusalReceipt(e) } };
+    return { state: 'failed', status: 'error', result: toolError(e), effect: { outcome: 'rejected', receipt: refusalReceipt(e) }, delivery: UNKNOWN_DELIVERY };
   }
   // An untyped or internal throw mid-dispatch: the effect may have happened, so its outcome is unknown.
   const result = { error: 'mutation_uncertain', message: `The outcome of ${toolName} is unknown: ${errorMessage(e)}` };
-  return { state: 'uncertain', status: 'mutation_uncertain', result, effect: { outcome: 'unknown', receipt: { reason: isLoopxError(e) ? e.code : 'tool_failed' } } };
+  const receipt = { reason: isLoopxError(e) ? e.code : 'tool_failed' };
+  return { state: 'uncertain', status: 'mutation_uncertain', result, effect: { outcome: 'unknown', receipt }, delivery: UNKNOWN_DELIVERY };
 }
 
 /**

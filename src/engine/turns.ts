@@ -22,9 +22,11 @@
  *   owner's code and never continues.
  */
 import { canonicalJson, faultPoint, internal, isLoopxError, rejected, type LoopxError } from '../core/index.js';
+import type { effect as effectOwner } from '../owners/index.js';
 import type { Message, ToolCallPart, ToolResultPart, ToolResultStatus } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
+import { deliveryOfEffect, isDelivery, UNKNOWN_DELIVERY, type Delivery } from './deliveries.js';
 import type { NewEvent } from './events.js';
 import { isTurnRefusal, type GoalTurnAccess, type RunTurns } from './goal-turns.js';
 import { messageId, modelCallId, toolCallId } from './messages.js';
@@ -54,7 +56,15 @@ import { isInteractionRequest, toolArgumentsInvalid, type InteractionRequest, ty
 export const FAULT_AFTER_MUTATION_INTENT = 'engine.mutation.after-intent';
 export const FAULT_AFTER_EFFECT_SETTLED = 'engine.mutation.after-effect-settled';
 
-type Settle = (h: RunHead, status: ToolResultStatus, result: JsonValue, extra?: NewEvent[], mutation?: MutationRecord) => Promise<RunHead>;
+type Settle = (h: RunHead, status: ToolResultStatus, result: JsonValue, extra?: NewEvent[], mutation?: MutationRecord, data?: EventData) => Promise<RunHead>;
+type EventData = { readonly [k: string]: JsonValue };
+
+/**
+ * The delivery fields of a mutating call's `ToolResulted`: present, both, when its effect is a
+ * webhook delivery (null when not known — see deliveries.ts); absent for any other call.
+ */
+const deliveryFields = (effect: effectOwner.EffectRecord | undefined, delivery: Delivery): EventData =>
+  isDelivery(effect) ? { delivery_result: delivery.delivery_result, duplicate_of: delivery.duplicate_of } : {};
 
 export class TurnDriver {
   readonly #application: Application;
@@ -291,13 +301,13 @@ export class TurnDriver {
   async #callTool(head: RunHead, lease: ToolPlanLease, call: ToolCallPart, callIndex: number, index: number, turn: number): Promise<'done' | 'waiting'> {
     const runId = head.runId;
     const id = messageId(runId, turn, callIndex + 1);
-    const settle = (h: RunHead, status: ToolResultStatus, result: JsonValue, extra: NewEvent[] = [], mutation?: MutationRecord): Promise<RunHead> => {
+    const settle: Settle = (h, status, result, extra = [], mutation, data = {}) => {
       const grows = index >= h.messageCount;
       return this.#commit(h, {
         head: { ...h, messageCount: grows ? index + 1 : h.messageCount },
         messages: [{ index, message: toolMessage(id, call.callId, call.toolName, status, result) }],
         ...(mutation ? { mutations: [mutation] } : {}),
-        events: [...extra, { type: 'ToolResulted', data: { call_id: call.callId, tool_name: call.toolName, status } }],
+        events: [...extra, { type: 'ToolResulted', data: { call_id: call.callId, tool_name: call.toolName, status, ...data } }],
       });
     };
     const calledEvent: NewEvent = { type: 'ToolCalled', data: { call_id: call.callId, tool_name: call.toolName } };
@@ -372,8 +382,15 @@ export class TurnDriver {
       state: 'intent',
       resultJson: null,
     };
-    const record = async (h: RunHead, state: MutationState, status: ToolResultStatus, result: JsonValue, extra: NewEvent[] = []): Promise<'done' | 'waiting'> => {
-      await settle(h, status, result, extra, { ...intent, state, resultJson: canonicalJson(result) });
+    const record = async (
+      h: RunHead,
+      state: MutationState,
+      status: ToolResultStatus,
+      result: JsonValue,
+      extra: NewEvent[] = [],
+      data: EventData = {},
+    ): Promise<'done' | 'waiting'> => {
+      await settle(h, status, result, extra, { ...intent, state, resultJson: canonicalJson(result) }, data);
       return state === 'uncertain' ? 'waiting' : 'done';
     };
     const journal = this.#effects.forWrite();
@@ -389,7 +406,7 @@ export class TurnDriver {
     if (begun.kind !== 'dispatch') {
       // Journalled by a driver that died before recording it here: its outcome is taken, or it stays uncertain; never run again.
       const known = takenOutcome(begun.effect) ?? undispatchedOutcome(call.toolName);
-      return record(head, known.state, known.status, known.result, [calledEvent]);
+      return record(head, known.state, known.status, known.result, [calledEvent], deliveryFields(begun.effect, deliveryOfEffect(begun.effect)));
     }
     // Durable intent before dispatch — the effect owner's, then the engine's: from here on a crash leaves an intent without an outcome.
     const afterIntent = await this.#commit(head, { head, mutations: [intent], events: [calledEvent] });
@@ -404,8 +421,9 @@ export class TurnDriver {
     const settledElsewhere = await settleEffect(journal, ctx.operationId, outcome);
     faultPoint(FAULT_AFTER_EFFECT_SETTLED);
     const taken = settledElsewhere && takenOutcome(settledElsewhere);
-    if (taken) return record(afterIntent, taken.state, taken.status, taken.result);
-    return record(afterIntent, outcome.state, outcome.status, outcome.result);
+    if (taken) return record(afterIntent, taken.state, taken.status, taken.result, [], deliveryFields(settledElsewhere, deliveryOfEffect(settledElsewhere)));
+    // What the receiver did, from the receipt as the tool returned it (the effect owner keeps it bounded).
+    return record(afterIntent, outcome.state, outcome.status, outcome.result, [], deliveryFields(begun.effect, outcome.delivery));
   }
 
   /**
@@ -422,19 +440,32 @@ export class TurnDriver {
       const effect = await this.#effects.effectOf(m.callId);
       const outcome = effect && takenOutcome(effect);
       if (outcome) {
-        head = await this.settleCall(head, m, outcome.state, outcome.status, outcome.result, { settled_by: 'effect_owner' });
+        head = await this.settleCall(head, m, outcome.state, outcome.status, outcome.result, { settled_by: 'effect_owner' }, effect ?? null);
         taken.add(m.callId);
       } else if (m.state === 'intent') {
         const result = { error: 'mutation_uncertain', message: `The process running ${m.toolName} stopped before its outcome was recorded. It will not be re-run.` };
-        head = await this.settleCall(head, m, 'uncertain', 'mutation_uncertain', result);
+        head = await this.settleCall(head, m, 'uncertain', 'mutation_uncertain', result, {}, effect ?? null);
       }
     }
     return taken;
   }
 
-  /** Commit a mutating call's result: its tool message, its mutation row and `ToolResulted`. */
-  async settleCall(head: RunHead, m: MutationRecord, state: MutationState, status: ToolResultStatus, result: JsonValue, data: { [k: string]: JsonValue } = {}): Promise<RunHead> {
+  /**
+   * Commit a mutating call's result: its tool message, its mutation row and `ToolResulted` — with
+   * what a delivery's receiver did, from its effect as the effect owner holds it now (read here
+   * unless given; null: the call has none).
+   */
+  async settleCall(
+    head: RunHead,
+    m: MutationRecord,
+    state: MutationState,
+    status: ToolResultStatus,
+    result: JsonValue,
+    data: EventData = {},
+    effect?: effectOwner.EffectRecord | null,
+  ): Promise<RunHead> {
     const runId = head.runId;
+    const settled = effect === undefined ? await this.#effects.effectOf(m.callId) : (effect ?? undefined);
     const assistantIndex = (await this.#store().messages(runId)).findIndex((msg) => msg.id === messageId(runId, m.turn, 0));
     if (assistantIndex < 0) throw internal('uncertain_call_without_message', `Mutating call ${m.callId} has no model message.`);
     const callIndex = Number(m.callId.slice(m.callId.lastIndexOf('/k') + 2));
@@ -443,7 +474,12 @@ export class TurnDriver {
       head: { ...head, messageCount: Math.max(head.messageCount, index + 1) },
       messages: [{ index, message: toolMessage(messageId(runId, m.turn, callIndex + 1), m.callId, m.toolName, status, result) }],
       mutations: [{ ...m, state, resultJson: canonicalJson(result) }],
-      events: [{ type: 'ToolResulted', data: { call_id: m.callId, tool_name: m.toolName, status, ...data } }],
+      events: [
+        {
+          type: 'ToolResulted',
+          data: { call_id: m.callId, tool_name: m.toolName, status, ...data, ...deliveryFields(settled, settled ? deliveryOfEffect(settled) : UNKNOWN_DELIVERY) },
+        },
+      ],
     });
   }
 

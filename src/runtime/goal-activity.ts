@@ -5,7 +5,7 @@
  * pages, and its progress over time (Todo counts after each committed transaction, thinned to a
  * bounded number of points) with each Todo's last receipt. Read only: nothing here writes.
  */
-import { callOfOperation, type Engine, type RunView } from '../engine/index.js';
+import { callOfOperation, deliveryOfEffect, isDelivery, type Engine, type RunView } from '../engine/index.js';
 import { effect as effectOwner, goal as goalOwner, work as workOwner, type RootOwners } from '../owners/index.js';
 import { withRootEngine, withRootOwners, type RootAccess } from './root.js';
 
@@ -31,6 +31,10 @@ export interface GoalEffectItem {
   /** The run and call that made it (null: not made by a run call, e.g. adopted in a recovery). */
   readonly run_id: string | null;
   readonly call_id: string | null;
+  /** What the receiver did with a committed delivery, from its receipt (see `deliveryOf`); null: not a delivery, not committed, or not known. */
+  readonly delivery_result: 'stored' | 'replayed' | 'not_sent' | null;
+  /** The operation that delivered a `not_sent` delivery; otherwise null. */
+  readonly duplicate_of: string | null;
 }
 
 export interface GoalHold {
@@ -67,6 +71,17 @@ async function showOrUndefined(engine: Engine | undefined, runId: string): Promi
     return undefined; // a run bound to a session but never started
   }
 }
+
+/**
+ * What a committed webhook delivery's receiver did with it, read from the effect's receipt exactly
+ * as the engine reads it for the run's `ToolResulted` (src/engine/deliveries.ts, which the engine's
+ * public API does not carry): `stored` / `replayed` from the receiver's `replayed: false|true`,
+ * `not_sent` from `{sent: false, duplicate_of}`. Any other receipt (a reconciliation's, an
+ * operator's, a digest) says nothing: null, never a guess.
+ */
+/** What the receiver did with a committed delivery (the engine reads receipts one way for events and pages alike). */
+const deliveryOf = (e: effectOwner.EffectRecord): Pick<GoalEffectItem, 'delivery_result' | 'duplicate_of'> =>
+  isDelivery(e) ? deliveryOfEffect(e) : { delivery_result: null, duplicate_of: null };
 
 /** The holds of a Goal: uncertain effects (the effect owner's) and runs waiting for the operator (the engine's). */
 function holdsOf(effects: readonly GoalEffectItem[], uncertain: ReadonlySet<string>, runs: readonly (GoalRunItem & { view?: RunView })[]): GoalHold[] {
@@ -126,6 +141,7 @@ export async function goalActivity(access: RootAccess, goalId: string): Promise<
       settled_at: e.settled_at,
       run_id: call?.run_id ?? null,
       call_id: call?.call_id ?? null,
+      ...deliveryOf(e),
     };
   });
   return {

@@ -6,14 +6,19 @@
  * saying what happened from what the event carries — with its raw JSON behind its own "Raw event"
  * disclosure; a delivery the receiver already held reads "deduplicated: the receiver already held
  * it" on the run's timeline and in the Goal's effects table, never as a fresh commit. axe finds
- * nothing at full width nor at 375 px.
+ * nothing at full width nor at 375 px. And with nothing replaced: a second Goal's real work runs
+ * against the dev webhook sink — a delivery stored, the same one replayed by the receiver once the
+ * root's effect journal lost it, then not sent again beside a fresh one — read the same way from the
+ * daemon's own answers.
  */
-import { rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { EVENT_TYPES } from '../../src/engine/index.js';
-import { STATE_HOME, cliFromSources, loopx, tempRoot } from '../support/cli.js';
+import { agentFile } from '../recovery/support/adopt.js';
+import { STATE_HOME, cliFromSources, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
 import { hasChromium, type BrowserSession } from './support/browser.js';
 import { signedInDaemon, type SignedInDaemon } from './support/ui.js';
@@ -196,6 +201,34 @@ const sentences = (page: Page) => page.getByTestId('run-event-text').allTextCont
 let root: string;
 let served: SignedInDaemon;
 let session: BrowserSession;
+let sink: WebhookSink | undefined;
+
+/**
+ * Real deliveries of the Goal `news`, made before the daemon starts: a delivery stored; the effect
+ * journal lost (effects.db removed), so the same delivery is sent again under its logical key and
+ * the receiver replays it; then a run that delivers it once more (not sent: the journal holds it
+ * committed) and a new one (stored). Returns the last run's id and the replayed operation.
+ */
+async function realDeliveries(): Promise<{ last: string; replayed: string }> {
+  sink = await startWebhookSink({ port: 0 });
+  expect(loopx(['goal', 'create', 'news', '--title', 'Tell the team', '--root', root]).status).toBe(0);
+  const deliver = (message: string) => ({ text: 'Telling the team.', tool_calls: [{ name: 'webhook.deliver', arguments: { message } }] });
+  const dir = dirname(root);
+  const once = agentFile(dir, 'announce', [deliver('the outline is ready'), { text: 'Done.' }]);
+  const twice = agentFile(dir, 'publish', [deliver('the outline is ready'), deliver('the post is published'), { text: 'Done.' }]);
+  const work = async (agent: string): Promise<string> => {
+    const r = await loopxAsync(['work', 'run', '--goal', 'news', '--agent', agent, '--sink', sink!.deliveriesUrl, '--root', root, '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    return r.json().run_id as string;
+  };
+  await work(once);
+  for (const f of readdirSync(root).filter((n) => n.startsWith('effects.db'))) rmSync(join(root, f));
+  const replayed = `${await work(once)}:t1:k0`;
+  const last = await work(twice);
+  expect(sink.deliveries()).toHaveLength(2);
+  return { last, replayed };
+}
+let real: { last: string; replayed: string };
 
 if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('a run’s events as a timeline, and deduplicated deliveries', () => {
@@ -203,6 +236,7 @@ describe.skipIf(!hasChromium())('a run’s events as a timeline, and deduplicate
     root = tempRoot('loopx-e2e-timeline-');
     expect(loopx(['init', '--root', root]).status).toBe(0);
     expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
+    real = await realDeliveries();
     served = await signedInDaemon(root, AUTHORITY_DIR);
     session = served.session;
     await serveRun(session.page, RUN, 'completed', completed.events);
@@ -213,6 +247,7 @@ describe.skipIf(!hasChromium())('a run’s events as a timeline, and deduplicate
 
   afterAll(async () => {
     await served?.close();
+    await sink?.close();
     if (root) rmSync(dirname(root), { recursive: true, force: true });
   });
 
@@ -330,5 +365,34 @@ describe.skipIf(!hasChromium())('a run’s events as a timeline, and deduplicate
     } finally {
       await page.setViewportSize({ width: 1280, height: 900 });
     }
+  });
+
+  it('says what the receiver did with real deliveries, from the daemon’s own answers: the Goal’s effects and the run’s timeline', async () => {
+    const { page } = session;
+    await page.goto(`${served.daemon.url}#/goals/news`);
+    const table = page.getByTestId('goal-effects');
+    await table.waitFor();
+    expect(await table.getByTestId('effect-outcome').allTextContents()).toEqual([
+      `committed — ${DEDUPLICATED} (not stored again)`,
+      `committed — ${DEDUPLICATED} (not sent again; operation ${real.replayed} delivered it)`,
+      'committed — stored by the receiver',
+    ]);
+    expect(await table.locator('tr[data-deduplicated="true"]').count()).toBe(2);
+
+    await openRun(page, real.last, 'completed');
+    const delivered = page
+      .locator('[data-testid="run-event"]')
+      .filter({ hasText: /webhook/i })
+      .filter({ hasText: 'operation' });
+    expect(await delivered.getByTestId('run-event-text').allTextContents()).toEqual([
+      `Webhook delivery (operation ${real.last}:t1:k0) — ${DEDUPLICATED} (not sent again; operation ${real.replayed} delivered it)`,
+      `Delivered webhook (operation ${real.last}:t2:k0): stored by the receiver`,
+    ]);
+    expect(await page.locator('[data-testid="run-event"].ev-deduplicated').count()).toBe(1);
+
+    await openRun(page, real.replayed.split(':')[0]!, 'completed');
+    expect(await page.locator('[data-testid="run-event"].ev-deduplicated').getByTestId('run-event-text').allTextContents()).toEqual([
+      `Webhook delivery (operation ${real.replayed}) — ${DEDUPLICATED} (not stored again)`,
+    ]);
   });
 });

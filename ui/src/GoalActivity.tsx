@@ -5,7 +5,7 @@
  */
 import { useEffect, useRef, useState } from 'react';
 import { ErrorBox, TableRegion, abbreviate } from './components';
-import { deliveryWords, type DeliveryResult } from './deliveries';
+import { deliveryWords } from './deliveries';
 import { when, type GoalActivityDoc, type HistoryPageDoc } from './goalTypes';
 import { useApiJson } from './hooks';
 import { ROUTES, rootQuery } from './router';
@@ -104,11 +104,8 @@ export function GoalRuns({ activity, root }: { activity: GoalActivityDoc; root: 
   );
 }
 
-/**
- * An effect as the table reads it: with what its receiver did with a delivery (deliveries.ts), once
- * the daemon reports it — the published daemon-goal-activity schema does not carry it yet.
- */
-type EffectRow = GoalActivityDoc['effects'][number] & { readonly delivery_result?: DeliveryResult | null; readonly duplicate_of?: string | null };
+/** An effect as the table reads it, with what its receiver did with a delivery (deliveries.ts). */
+type EffectRow = GoalActivityDoc['effects'][number];
 
 /** An effect's outcome in words: a committed delivery the receiver already held says so, never passing for a fresh one. */
 function effectOutcome(e: EffectRow): string {

@@ -1,7 +1,7 @@
 /* Generated from docs/schemas/daemon-goal-activity.schema.json by `npm run schemas:types` (json-schema-to-typescript). Do not edit. */
 
 /**
- * GET /api/goals/:id/activity: A Goal's sessions, the runs bound to them, the effects it made with their outcomes, and its holds — each with the owner that holds it and its one next action. Public-safe: labels, ids, outcomes and times; never an effect's intent or receipt.
+ * GET /api/goals/:id/activity: A Goal's sessions, the runs bound to them, the effects it made with their outcomes, and its holds — each with the owner that holds it and its one next action. Public-safe: labels, ids, outcomes and times; never an effect's intent or receipt (a delivery's `delivery_result` is read from its receipt, not the receipt itself).
  */
 export interface DaemonGoalActivity {
   sessions: {
@@ -31,6 +31,14 @@ export interface DaemonGoalActivity {
     settled_at: null | string;
     run_id: string | null;
     call_id: string | null;
+    /**
+     * What the receiver did with a committed webhook delivery, read from the effect's receipt: `stored` (it answered `replayed: false`), `replayed` (`replayed: true`: it already held the idempotency key and stored nothing again) or `not_sent` (nothing was sent: the effect owner already held the logical operation committed). null: not a webhook delivery, not committed, or not known (reconciled, settled by the operator, adopted in a recovery, or the receiver said neither).
+     */
+    delivery_result: "stored" | "replayed" | "not_sent" | null;
+    /**
+     * The operation id of the delivery that delivered a `not_sent` one; null otherwise.
+     */
+    duplicate_of: string | null;
   }[];
   holds: {
     subject: string;
