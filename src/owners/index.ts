@@ -5,7 +5,22 @@
  */
 export { LAYOUT, GOAL_ID, ROOT_MARKERS, assertGoalId, assertRuntimeRoot } from './layout.js';
 export * from './contract.js';
-export { OWNERS, OWNER_LIST, DOCUMENT_OWNERS, ROOT_DATABASES, UNOWNED_STORES, goalOfPath, ownerDescriptions, ownerOfMember, type OwnerName } from './table.js';
+export {
+  OWNERS,
+  OWNER_LIST,
+  DOCUMENT_OWNERS,
+  ROOT_DATABASES,
+  UNOWNED_STORES,
+  goalOfPath,
+  ownerDescriptions,
+  ownerOfMember,
+  ownerTable,
+  type OwnerDescription,
+  type OwnerName,
+  type OwnerTable,
+  type UnownedStore,
+} from './table.js';
+export { OwnerError, ownerErrors, type OwnerErrors } from './owner-errors.js';
 export { openRootOwners, STORE_CONFIG_NAMESPACE, type RootOwners } from './root-owners.js';
 export { closeRootPools, refuseNonSqliteRoot, rootPostgres, rootStoreLocation, type RootStoreLocation } from './root-store-location.js';
 export { rootStores, type RootStores } from './root-stores.js';
@@ -20,5 +35,5 @@ export * as session from './session/index.js';
 export * as effect from './effect/index.js';
 export * as quota from './quota/index.js';
 export * as scheduler from './scheduler/index.js';
-export { ADOPTION } from './adoption.js';
+export { ADOPTION, HISTORICAL_PREVIEW, historicalPreviewOf, type HistoricalPreview, type PreviewFacts } from './adoption.js';
 export * from './adoption-contract.js';

@@ -25,7 +25,19 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { canonicalJson, ensurePrivateDir, openLockFile, operatorPath, physical, sha256FileHex, sha256Hex, writeFileDurable } from '../core/index.js';
 import { ARCHIVE_ROOT } from '../backup/index.js';
-import { ADOPTION, MACHINE, OWNERS, OWNER_LIST, effect, goalScope, type AdoptionComponent, type CopiedRoot, type Disposition } from '../owners/index.js';
+import {
+  ADOPTION,
+  MACHINE,
+  OWNERS,
+  OWNER_LIST,
+  effect,
+  goalScope,
+  historicalPreviewOf,
+  type AdoptionComponent,
+  type CopiedRoot,
+  type Disposition,
+  type PreviewFacts,
+} from '../owners/index.js';
 import { showAudit, WORKSPACE_DIR, type RecoveryAudit } from './audit.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
 import { refusePlacement, type ProtectedPlaces } from './destination.js';
@@ -196,20 +208,8 @@ function plannedSteps(recoveryId: string, components: AdoptionPlan['components']
   return steps;
 }
 
-const count = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
-
-/** A historical-only component in the operator's words, with what it counts where the preview read it. */
-function historicalWords(owner: string, effects: readonly effect.EffectRecord[]): string {
-  if (owner === 'effect') {
-    const byOutcome: Record<string, number> = {};
-    for (const e of effects) byOutcome[e.outcome] = (byOutcome[e.outcome] ?? 0) + 1;
-    const outcomes = Object.entries(byOutcome).map(([o, n]) => `${n} ${o}`);
-    return `the effect journal: ${count(effects.length, 'effect')} of this Goal${outcomes.length > 0 ? ` (${outcomes.join(', ')})` : ''}, never sent again`;
-  }
-  if (owner === 'quota') return 'quota usage as counted at the capture';
-  if (owner === 'scheduler') return 'the scheduler’s state as captured (nothing in it is scheduled again)';
-  return `the ${owner} owner’s state as captured`;
-}
+/** A historical-only component in the operator's words (its owner's row of HISTORICAL_PREVIEW), with what it counts where the preview read it. */
+const historicalWords = (owner: string, facts: PreviewFacts): string => historicalPreviewOf(owner).words?.(facts) ?? `the ${owner} owner’s state as captured`;
 
 /** What the operator is shown before confirming, read from the workspace through the owners' readers. */
 function preview(audit: RecoveryAudit, ws: CopiedRoot, goal: AdoptionPlan['goal'], components: AdoptionPlan['components'], endAt: string | null): PlanPreview {
@@ -228,6 +228,7 @@ function preview(audit: RecoveryAudit, ws: CopiedRoot, goal: AdoptionPlan['goal'
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+  const facts: PreviewFacts = { effects, sessions };
   const uncertain = effects.filter((e) => effect.isUncertain(e) || e.outcome === 'pending');
   // The audit's holds that adoption settles (each owner's step), and the effects that may stay held.
   const steps = (owner: string) => ADOPTION[owner as keyof typeof ADOPTION]?.map((x) => x.action).join(', ');
@@ -242,8 +243,8 @@ function preview(audit: RecoveryAudit, ws: CopiedRoot, goal: AdoptionPlan['goal'
       `${w.history_count} committed transactions, with their original receipts`,
     ],
     historical_only: [
-      `${count(sessions, 'session')} and their turn journals`,
-      ...components.filter((c) => c.classification === 'historical_only' && c.owner !== 'session').map((c) => historicalWords(c.owner, effects)),
+      ...OWNER_LIST.flatMap((o) => historicalPreviewOf(o.name).lead?.(facts) ?? []),
+      ...components.filter((c) => c.classification === 'historical_only' && historicalPreviewOf(c.owner).lead === undefined).map((c) => historicalWords(c.owner, facts)),
     ],
     lost_or_unknown: [
       `anything after the captured checkpoints (capture ended ${endAt ?? 'at an unknown time'}, work cursor ${w.head_cursor ?? 'unknown'})`,

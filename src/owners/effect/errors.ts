@@ -2,7 +2,8 @@
  * Typed refusals of the effect owner. Each code is stable and carries exactly one next action;
  * details hold ids and outcomes only — never intents, receipts or URLs.
  */
-import { LoopxError, type ErrorKind, type LoopxErrorOptions } from '../../core/index.js';
+import type { LoopxError } from '../../core/index.js';
+import { OwnerError, ownerErrors } from '../owner-errors.js';
 import { operationIdentityMismatch } from '../refusals.js';
 
 export const EFFECT_ERROR_CODES = [
@@ -23,32 +24,28 @@ export const EFFECT_ERROR_CODES = [
 ] as const;
 export type EffectErrorCode = (typeof EFFECT_ERROR_CODES)[number];
 
-export class EffectError extends LoopxError {
-  declare readonly code: EffectErrorCode;
-  constructor(kind: ErrorKind, code: EffectErrorCode, message: string, options: LoopxErrorOptions & { nextAction: string }) {
-    super(kind, code, message, options);
-    this.name = 'EffectError';
-  }
-}
+/** The effect owner's refusals (owner-errors.ts). */
+export const EFFECT_ERRORS = ownerErrors('effect', 'EffectError', EFFECT_ERROR_CODES);
+export type EffectError = OwnerError<EffectErrorCode>;
 
-export const isEffectError = (e: unknown, code?: EffectErrorCode): e is EffectError => e instanceof EffectError && (code === undefined || e.code === code);
+export const isEffectError = EFFECT_ERRORS.is;
 
 export const invalidInput = (message: string, field: string): EffectError =>
-  new EffectError('usage', 'effect_input_invalid', message, { nextAction: `correct ${field} and retry`, details: { field } });
+  new OwnerError(EFFECT_ERRORS, 'usage', 'effect_input_invalid', message, { nextAction: `correct ${field} and retry`, details: { field } });
 
 export const targetUnsafe = (): EffectError =>
-  new EffectError('rejected', 'effect_target_unsafe', 'An effect target is a public label: no credentials, query, fragment or spaces.', {
+  new OwnerError(EFFECT_ERRORS, 'rejected', 'effect_target_unsafe', 'An effect target is a public label: no credentials, query, fragment or spaces.', {
     nextAction: 'name the target by its scheme and host only (e.g. webhook:host:port)',
   });
 
 export const payloadTooLarge = (field: 'intent' | 'receipt', limit: number): EffectError =>
-  new EffectError('rejected', 'effect_payload_too_large', `The ${field} exceeds ${limit} bytes of canonical JSON.`, {
+  new OwnerError(EFFECT_ERRORS, 'rejected', 'effect_payload_too_large', `The ${field} exceeds ${limit} bytes of canonical JSON.`, {
     nextAction: `store a smaller ${field} (a digest or a reference instead of the content)`,
     details: { field, limit },
   });
 
 export const effectNotFound = (operationId: string): EffectError =>
-  new EffectError('not_found', 'effect_not_found', 'No effect with this operation id.', {
+  new OwnerError(EFFECT_ERRORS, 'not_found', 'effect_not_found', 'No effect with this operation id.', {
     nextAction: 'list the effects of the Goal and use an existing operation id',
     details: { operation_id: operationId },
   });
@@ -57,37 +54,37 @@ export const effectNotFound = (operationId: string): EffectError =>
 export const identityMismatch = (operationId: string): LoopxError => operationIdentityMismatch(operationId);
 
 export const keyInUse = (idempotencyKey: string, holder: string): EffectError =>
-  new EffectError('conflict', 'idempotency_key_in_use', 'The idempotency key belongs to another operation.', {
+  new OwnerError(EFFECT_ERRORS, 'conflict', 'idempotency_key_in_use', 'The idempotency key belongs to another operation.', {
     nextAction: 'retry under the original operation id, never under a new one',
     details: { idempotency_key: idempotencyKey, operation_id: holder },
   });
 
 export const dispatchInFlight = (operationId: string): EffectError =>
-  new EffectError('conflict', 'effect_dispatch_in_flight', 'The effect was already dispatched and has no recorded outcome.', {
+  new OwnerError(EFFECT_ERRORS, 'conflict', 'effect_dispatch_in_flight', 'The effect was already dispatched and has no recorded outcome.', {
     nextAction: 'reconcile the effect by its original operation id; never dispatch it again',
     details: { operation_id: operationId },
   });
 
 export const notDispatched = (operationId: string): EffectError =>
-  new EffectError('rejected', 'effect_not_dispatched', 'The effect was never dispatched, so its outcome cannot be committed or unknown.', {
+  new OwnerError(EFFECT_ERRORS, 'rejected', 'effect_not_dispatched', 'The effect was never dispatched, so its outcome cannot be committed or unknown.', {
     nextAction: 'dispatch it from the outbox first',
     details: { operation_id: operationId },
   });
 
 export const alreadySettled = (operationId: string, outcome: string): EffectError =>
-  new EffectError('conflict', 'effect_already_settled', `The effect is already settled as ${outcome}.`, {
+  new OwnerError(EFFECT_ERRORS, 'conflict', 'effect_already_settled', `The effect is already settled as ${outcome}.`, {
     nextAction: 'read its receipt; a settled effect is never settled differently or dispatched again',
     details: { operation_id: operationId, outcome },
   });
 
 export const notHeld = (operationId: string, outcome: string): EffectError =>
-  new EffectError('rejected', 'effect_not_held', `Only an unknown effect can be held; this one is ${outcome}.`, {
+  new OwnerError(EFFECT_ERRORS, 'rejected', 'effect_not_held', `Only an unknown effect can be held; this one is ${outcome}.`, {
     nextAction: 'settle the effect as unknown first',
     details: { operation_id: operationId, outcome },
   });
 
 export const notReissuable = (operationId: string, outcome: string): EffectError =>
-  new EffectError('rejected', 'effect_not_reissuable', `Only an absent effect may be reissued; this one is ${outcome}.`, {
+  new OwnerError(EFFECT_ERRORS, 'rejected', 'effect_not_reissuable', `Only an absent effect may be reissued; this one is ${outcome}.`, {
     nextAction: outcome === 'unknown' ? 'reconcile the effect by its original operation id first' : 'read its receipt instead',
     details: { operation_id: operationId, outcome },
   });
@@ -99,13 +96,13 @@ export const notReissuable = (operationId: string, outcome: string): EffectError
  * refusal, so nothing that treats typed refusals as "did not act" can mistake it for one.
  */
 export const outcomeUnknown = (operationId: string, reason: string): EffectError =>
-  new EffectError('internal', 'effect_outcome_unknown', `The outcome of operation ${operationId} is unknown (${reason}).`, {
+  new OwnerError(EFFECT_ERRORS, 'internal', 'effect_outcome_unknown', `The outcome of operation ${operationId} is unknown (${reason}).`, {
     nextAction: 'reconcile the effect by its original operation id; never dispatch it again',
     details: { operation_id: operationId, reason },
   });
 
 export const stateChanged = (operationId: string, expected: string, outcome: string): EffectError =>
-  new EffectError('conflict', 'effect_state_changed', `The effect is ${outcome} now, not ${expected} as it was read.`, {
+  new OwnerError(EFFECT_ERRORS, 'conflict', 'effect_state_changed', `The effect is ${outcome} now, not ${expected} as it was read.`, {
     nextAction: 'read the effect again and decide on its current state',
     details: { operation_id: operationId, expected, outcome },
   });

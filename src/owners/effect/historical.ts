@@ -1,13 +1,13 @@
 /**
- * Historical readback of a COPY of `effects.db` (the backup verifier's owner reader). It grants
- * no authority, dispatches nothing and never writes the copy: SQLite would create -wal/-shm
- * sidecars even for a read-only open of a WAL file, so the copy is duplicated into a private
- * scratch directory and opened read-only there. Uncertain and undelivered effects become holds
+ * Historical readback of a COPY of `effects.db` (the backup verifier's owner reader), through the
+ * owners' one SQLite history reader (sqlite-history.ts: a private read-only copy, never written).
+ * It grants no authority and dispatches nothing. Uncertain and undelivered effects become holds
  * (recovery reconciles them by their original operation ids); defects become error findings.
  */
 import type { FindingSeverity, OwnerFinding } from '../contract.js';
-import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
-import { sqliteRows, type TableQueries, type TableRows } from '../table-rows.js';
+import { RowInvalid } from '../../store/index.js';
+import { VERIFY_COPY_AGAIN as VERIFY, readSqliteHistory, type ReadSqliteHistoryOptions, type SqliteHistorySpec } from '../sqlite-history.js';
+import type { TableQueries, TableRows } from '../table-rows.js';
 import type { EffectRecord, EffectTransition, OutboxEntry } from './contract.js';
 import { intentDigest } from './rules.js';
 import { MIGRATIONS, decodeEffect, decodeTransition, type EffectRow, type HistoryRow, type OutboxRow } from './schema.js';
@@ -24,39 +24,12 @@ export interface EffectHistory {
   readonly findings: readonly EffectFinding[];
 }
 
-export interface ReadHistoricalOptions {
-  /** Where the private scratch copy is made (default: the OS temp dir). */
-  readonly scratchDir?: string;
-}
+export type { ReadSqliteHistoryOptions as ReadHistoricalOptions } from '../sqlite-history.js';
 
-const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
 const RECONCILE = 'reconcile by the original operation id through the effect owner; never dispatch it under a new identity';
 
-export function readHistoricalFile(copiedFilePath: string, options: ReadHistoricalOptions = {}): EffectHistory {
-  const findings: EffectFinding[] = [];
-  const empty = (schemaVersion: number | null): EffectHistory => ({ owner: 'effect', schema_version: schemaVersion, effects: [], outbox: [], transitions: [], findings });
-  const unreadable = (): EffectHistory => {
-    findings.push({ code: 'effect_copy_unreadable', severity: 'error', subject: 'file:effects.db', next_action: VERIFY });
-    return empty(null);
-  };
-  const read = (db: SqliteDatabase): EffectHistory => {
-    const version = db.pragma('user_version', { simple: true }) as number;
-    if (version !== MIGRATIONS.length) {
-      findings.push({
-        code: 'effect_schema_unsupported',
-        severity: 'error',
-        subject: `schema:${version}`,
-        next_action: version > MIGRATIONS.length ? 'read this backup with the loopx version that wrote it or a newer one' : VERIFY,
-      });
-      return empty(version);
-    }
-    if (db.pragma('quick_check', { simple: true }) !== 'ok') {
-      findings.push({ code: 'effect_db_corrupt', severity: 'error', subject: 'file:effects.db', next_action: VERIFY });
-    }
-    return { ...decodeEffects(sqliteRows(db, EFFECT_TABLES), findings), schema_version: version };
-  };
-  return withSqliteCopy(copiedFilePath, read, { scratchDir: options.scratchDir, scratchPrefix: 'loopx-effect-historical-', fileName: 'effects.db', onUnreadable: unreadable });
-}
+/** The effect journal read from a copy of `effects.db` (sqlite-history.ts). */
+export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): EffectHistory => readSqliteHistory(EFFECT_HISTORY, copiedFilePath, options);
 
 type EffectTable = 'effects' | 'outbox' | 'history';
 
@@ -129,3 +102,12 @@ export function decodeEffects(rows: TableRows<EffectTable>, findings: EffectFind
   }
   return { owner: 'effect', effects, outbox, transitions, findings };
 }
+
+const EFFECT_HISTORY: SqliteHistorySpec<EffectTable, EffectHistory> = {
+  owner: 'effect',
+  file: 'effects.db',
+  version: MIGRATIONS.length,
+  tables: EFFECT_TABLES,
+  none: () => ({ effects: [], outbox: [], transitions: [] }),
+  decode: decodeEffects,
+};

@@ -30,7 +30,7 @@ export {
   type ResolvedOutcome,
   type SettledOutcome,
 } from './contract.js';
-export { EFFECT_ERROR_CODES, EffectError, alreadySettled, isEffectError, outcomeUnknown, type EffectErrorCode } from './errors.js';
+export { EFFECT_ERROR_CODES, EFFECT_ERRORS, alreadySettled, isEffectError, outcomeUnknown, type EffectError, type EffectErrorCode } from './errors.js';
 export { isUncertain } from './rules.js';
 export { RECEIVER_GONE, TARGET_RETIRED_KIND, effectsToRetire, receiverGone, retireTarget, targetRetirement, type RetireTargetRequest } from './retire.js';
 export type { EffectOutboxChange, EffectPort, EffectQuery, EffectRows, EffectWrite } from './port.js';

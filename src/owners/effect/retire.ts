@@ -15,7 +15,8 @@
  */
 import { sha256Hex } from '../../core/index.js';
 import type { EffectJournal, EffectRecord, JsonValue } from './contract.js';
-import { EffectError, isEffectError } from './errors.js';
+import { OwnerError } from '../owner-errors.js';
+import { EFFECT_ERRORS, isEffectError, type EffectError } from './errors.js';
 import { isUncertain } from './rules.js';
 
 export const TARGET_RETIRED_KIND = 'effect.target_retired';
@@ -89,7 +90,13 @@ async function abandon(journal: EffectJournal, first: EffectRecord): Promise<voi
 
 /** A delivery of this Goal to a receiver the operator retired. */
 export const receiverGone = (goalId: string, target: string): EffectError =>
-  new EffectError('rejected', 'delivery_receiver_gone', `The receiver ${target} was retired for this Goal: it will never answer again, so nothing more is sent to it.`, {
-    nextAction: `run the work with another receiver: loopx work run --goal ${goalId} --sink URL --agent AGENT_FILE`,
-    details: { goal_id: goalId, target },
-  });
+  new OwnerError(
+    EFFECT_ERRORS,
+    'rejected',
+    'delivery_receiver_gone',
+    `The receiver ${target} was retired for this Goal: it will never answer again, so nothing more is sent to it.`,
+    {
+      nextAction: `run the work with another receiver: loopx work run --goal ${goalId} --sink URL --agent AGENT_FILE`,
+      details: { goal_id: goalId, target },
+    },
+  );

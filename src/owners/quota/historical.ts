@@ -1,12 +1,12 @@
 /**
- * Historical readback of a COPY of `quota.db` (the backup verifier's owner reader). A restored
- * ledger is history: it grants no admission and is never debited again. The copy is never
- * written: SQLite would create -wal/-shm sidecars even for a read-only open of a WAL file, so it
- * is duplicated into a private scratch directory and opened read-only there.
+ * Historical readback of a COPY of `quota.db` (the backup verifier's owner reader), through the
+ * owners' one SQLite history reader (sqlite-history.ts: a private read-only copy, never written).
+ * A restored ledger is history: it grants no admission and is never debited again.
  */
 import type { OwnerFinding } from '../contract.js';
-import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
-import { sqliteRows, type TableQueries, type TableRows } from '../table-rows.js';
+import { RowInvalid } from '../../store/index.js';
+import { VERIFY_COPY_AGAIN as VERIFY, readSqliteHistory, type ReadSqliteHistoryOptions, type SqliteHistorySpec } from '../sqlite-history.js';
+import type { TableQueries, TableRows } from '../table-rows.js';
 import type { SpendEntry } from './contract.js';
 import { spendDigest } from './rules.js';
 import { MIGRATIONS, decodeSpend, type SpendRow } from './schema.js';
@@ -21,38 +21,10 @@ export interface QuotaHistory {
   readonly findings: readonly QuotaFinding[];
 }
 
-export interface ReadHistoricalOptions {
-  /** Where the private scratch copy is made (default: the OS temp dir). */
-  readonly scratchDir?: string;
-}
+export type { ReadSqliteHistoryOptions as ReadHistoricalOptions } from '../sqlite-history.js';
 
-const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
-
-export function readHistoricalFile(copiedFilePath: string, options: ReadHistoricalOptions = {}): QuotaHistory {
-  const findings: QuotaFinding[] = [];
-  const empty = (schemaVersion: number | null): QuotaHistory => ({ owner: 'quota', schema_version: schemaVersion, entries: [], findings });
-  const unreadable = (): QuotaHistory => {
-    findings.push({ code: 'quota_copy_unreadable', severity: 'error', subject: 'file:quota.db', next_action: VERIFY });
-    return empty(null);
-  };
-  const read = (db: SqliteDatabase): QuotaHistory => {
-    const version = db.pragma('user_version', { simple: true }) as number;
-    if (version !== MIGRATIONS.length) {
-      findings.push({
-        code: 'quota_schema_unsupported',
-        severity: 'error',
-        subject: `schema:${version}`,
-        next_action: version > MIGRATIONS.length ? 'read this backup with the loopx version that wrote it or a newer one' : VERIFY,
-      });
-      return empty(version);
-    }
-    if (db.pragma('quick_check', { simple: true }) !== 'ok') {
-      findings.push({ code: 'quota_db_corrupt', severity: 'error', subject: 'file:quota.db', next_action: VERIFY });
-    }
-    return { ...decodeQuota(sqliteRows(db, QUOTA_TABLES), findings), schema_version: version };
-  };
-  return withSqliteCopy(copiedFilePath, read, { scratchDir: options.scratchDir, scratchPrefix: 'loopx-quota-historical-', fileName: 'quota.db', onUnreadable: unreadable });
-}
+/** The ledger read from a copy of `quota.db` (sqlite-history.ts). */
+export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): QuotaHistory => readSqliteHistory(QUOTA_HISTORY, copiedFilePath, options);
 
 /**
  * The ledger's table, in creation order on either provider. PostgreSQL's BIGINT amount is read as a
@@ -91,3 +63,12 @@ export function decodeQuota(rows: TableRows<'spends'>, findings: QuotaFinding[])
   }
   return { owner: 'quota', entries, findings };
 }
+
+const QUOTA_HISTORY: SqliteHistorySpec<'spends', QuotaHistory> = {
+  owner: 'quota',
+  file: 'quota.db',
+  version: MIGRATIONS.length,
+  tables: QUOTA_TABLES,
+  none: () => ({ entries: [] }),
+  decode: decodeQuota,
+};

@@ -17,7 +17,7 @@ export type {
   SpendStatus,
   VoidResult,
 } from './contract.js';
-export { QUOTA_ERROR_CODES, QuotaError, isQuotaError, type QuotaErrorCode } from './errors.js';
+export { QUOTA_ERROR_CODES, QUOTA_ERRORS, isQuotaError, type QuotaError, type QuotaErrorCode } from './errors.js';
 export { rollingWindow, spendDigest } from './rules.js';
 export type { QuotaPort, QuotaWrite, SpendQuery, SpendSums } from './port.js';
 export { memoryQuotaLedger, openSqliteQuotaLedger, quotaLedger, type SqliteQuotaLedgerOptions } from './quota.js';

@@ -1,13 +1,13 @@
 /**
- * Historical readback of a COPY of `scheduler.db` (the backup verifier's owner reader). A saved
- * timer is not an active schedule: restored timers are data, and nothing here fires, arms or
- * enables one. The copy is never written: SQLite would create -wal/-shm sidecars even for a
- * read-only open of a WAL file, so it is duplicated into a private scratch directory and opened
- * read-only there. For restored automations/ and skills/, use `listAutomations` / `listSkills`
- * on the restored root.
+ * Historical readback of a COPY of `scheduler.db` (the backup verifier's owner reader), through
+ * the owners' one SQLite history reader (sqlite-history.ts: a private read-only copy, never
+ * written). A saved timer is not an active schedule: restored timers are data, and nothing here
+ * fires, arms or enables one. For restored automations/ and skills/, use `listAutomations` /
+ * `listSkills` on the restored root.
  */
-import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
-import { sqliteRows, type TableQueries, type TableRows } from '../table-rows.js';
+import { RowInvalid } from '../../store/index.js';
+import { VERIFY_COPY_AGAIN as VERIFY, readSqliteHistory, type ReadSqliteHistoryOptions, type SqliteHistorySpec } from '../sqlite-history.js';
+import type { TableQueries, TableRows } from '../table-rows.js';
 import type { SchedulerFinding, Timer } from './contract.js';
 import { MIGRATIONS, decodeTimer, type TimerRow } from './schema.js';
 
@@ -19,38 +19,11 @@ export interface SchedulerHistory {
   readonly findings: readonly SchedulerFinding[];
 }
 
-export interface ReadHistoricalOptions {
-  /** Where the private scratch copy is made (default: the OS temp dir). */
-  readonly scratchDir?: string;
-}
+export type { ReadSqliteHistoryOptions as ReadHistoricalOptions } from '../sqlite-history.js';
 
-const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
-
-export function readHistoricalFile(copiedFilePath: string, options: ReadHistoricalOptions = {}): SchedulerHistory {
-  const findings: SchedulerFinding[] = [];
-  const empty = (schemaVersion: number | null): SchedulerHistory => ({ owner: 'scheduler', schema_version: schemaVersion, timers: [], findings });
-  const unreadable = (): SchedulerHistory => {
-    findings.push({ code: 'scheduler_copy_unreadable', severity: 'error', subject: 'file:scheduler.db', next_action: VERIFY });
-    return empty(null);
-  };
-  const read = (db: SqliteDatabase): SchedulerHistory => {
-    const version = db.pragma('user_version', { simple: true }) as number;
-    if (version !== MIGRATIONS.length) {
-      findings.push({
-        code: 'scheduler_schema_unsupported',
-        severity: 'error',
-        subject: `schema:${version}`,
-        next_action: version > MIGRATIONS.length ? 'read this backup with the loopx version that wrote it or a newer one' : VERIFY,
-      });
-      return empty(version);
-    }
-    if (db.pragma('quick_check', { simple: true }) !== 'ok') {
-      findings.push({ code: 'scheduler_db_corrupt', severity: 'error', subject: 'file:scheduler.db', next_action: VERIFY });
-    }
-    return { ...decodeTimers(sqliteRows(db, SCHEDULER_TABLES), findings), schema_version: version };
-  };
-  return withSqliteCopy(copiedFilePath, read, { scratchDir: options.scratchDir, scratchPrefix: 'loopx-scheduler-historical-', fileName: 'scheduler.db', onUnreadable: unreadable });
-}
+/** The timers read from a copy of `scheduler.db` (sqlite-history.ts). */
+export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): SchedulerHistory =>
+  readSqliteHistory(SCHEDULER_HISTORY, copiedFilePath, options);
 
 /** The timers' table, in creation order on either provider. */
 export const SCHEDULER_TABLES: TableQueries<'timers'> = {
@@ -79,3 +52,12 @@ export function decodeTimers(rows: TableRows<'timers'>, findings: SchedulerFindi
   }
   return { owner: 'scheduler', timers, findings };
 }
+
+const SCHEDULER_HISTORY: SqliteHistorySpec<'timers', SchedulerHistory> = {
+  owner: 'scheduler',
+  file: 'scheduler.db',
+  version: MIGRATIONS.length,
+  tables: SCHEDULER_TABLES,
+  none: () => ({ timers: [] }),
+  decode: decodeTimers,
+};

@@ -20,7 +20,7 @@ export {
   type Timer,
   type TimerWriteResult,
 } from './contract.js';
-export { SCHEDULER_ERROR_CODES, SchedulerError, isSchedulerError, type SchedulerErrorCode } from './errors.js';
+export { SCHEDULER_ERROR_CODES, SCHEDULER_ERRORS, isSchedulerError, type SchedulerError, type SchedulerErrorCode } from './errors.js';
 export { parseCadence } from './rules.js';
 export type { SchedulerPort, SchedulerWrite, StoredTimer } from './port.js';
 export { memorySchedulerStore, openSqliteSchedulerStore, schedulerStore, type SqliteSchedulerStoreOptions } from './scheduler.js';

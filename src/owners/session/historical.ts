@@ -1,13 +1,13 @@
 /**
- * Historical readback of a COPY of `sessions.db` (the backup verifier's owner reader). It grants
- * no authority and never writes the copy: SQLite would create -wal/-shm sidecars even for a
- * read-only open of a WAL file, so the copy is duplicated into a private scratch directory and
- * opened read-only there. Every defect becomes a finding (code, severity, subject, one next
- * action); nothing stops at the first one and nothing is dropped.
+ * Historical readback of a COPY of `sessions.db` (the backup verifier's owner reader), through
+ * the owners' one SQLite history reader (sqlite-history.ts: a private read-only copy, never
+ * written). It grants no authority. Every defect becomes a finding (code, severity, subject, one
+ * next action); nothing stops at the first one and nothing is dropped.
  */
 import type { OwnerFinding } from '../contract.js';
-import { RowInvalid, withSqliteCopy, type SqliteDatabase } from '../../store/index.js';
-import { sqliteRows, type TableQueries, type TableRows } from '../table-rows.js';
+import { RowInvalid } from '../../store/index.js';
+import { VERIFY_COPY_AGAIN as VERIFY, readSqliteHistory, type ReadSqliteHistoryOptions, type SqliteHistorySpec } from '../sqlite-history.js';
+import type { TableQueries, TableRows } from '../table-rows.js';
 import type { Session, TurnJournal, TurnSettlement } from './contract.js';
 import { settlementDigest, turnKeyOf } from './rules.js';
 import { MIGRATIONS, decodeSession, decodeSettlement, decodeTurn, type PhaseRow, type SessionRow, type SettlementRow, type TurnRow } from './schema.js';
@@ -25,37 +25,10 @@ export interface SessionHistory {
   readonly findings: readonly SessionFinding[];
 }
 
-export interface ReadHistoricalOptions {
-  /** Where the private scratch copy is made (default: the OS temp dir). */
-  readonly scratchDir?: string;
-}
+export type { ReadSqliteHistoryOptions as ReadHistoricalOptions } from '../sqlite-history.js';
 
-const VERIFY = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
-
-export function readHistoricalFile(copiedFilePath: string, options: ReadHistoricalOptions = {}): SessionHistory {
-  const findings: SessionFinding[] = [];
-  const empty = (schemaVersion: number | null): SessionHistory => ({ owner: 'session', schema_version: schemaVersion, sessions: [], turns: [], settlements: [], findings });
-  const unreadable = (): SessionHistory => {
-    findings.push({ code: 'session_copy_unreadable', severity: 'error', subject: 'file:sessions.db', next_action: VERIFY });
-    return empty(null);
-  };
-  const read = (db: SqliteDatabase): SessionHistory => {
-    const version = db.pragma('user_version', { simple: true }) as number;
-    if (version !== MIGRATIONS.length) {
-      findings.push({
-        code: 'session_schema_unsupported',
-        severity: 'error',
-        subject: `schema:${version}`,
-        next_action: version > MIGRATIONS.length ? 'read this backup with the loopx version that wrote it or a newer one' : VERIFY,
-      });
-      return empty(version);
-    }
-    const check = db.pragma('quick_check', { simple: true });
-    if (check !== 'ok') findings.push({ code: 'session_db_corrupt', severity: 'error', subject: 'file:sessions.db', next_action: VERIFY });
-    return { ...decodeSessionRows(sqliteRows(db, SESSION_TABLES), findings), schema_version: version };
-  };
-  return withSqliteCopy(copiedFilePath, read, { scratchDir: options.scratchDir, scratchPrefix: 'loopx-session-historical-', fileName: 'sessions.db', onUnreadable: unreadable });
-}
+/** The sessions, turns and settlements read from a copy of `sessions.db` (sqlite-history.ts). */
+export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): SessionHistory => readSqliteHistory(SESSION_HISTORY, copiedFilePath, options);
 
 type Rows = TableRows<'sessions' | 'turns' | 'phases' | 'settlements'>;
 
@@ -175,3 +148,12 @@ export function decodeSessionRows(rows: Rows, findings: SessionFinding[]): Omit<
   holdsAndGaps(findings, sessions, turns, settlements);
   return { owner: 'session', sessions, turns, settlements, findings };
 }
+
+const SESSION_HISTORY: SqliteHistorySpec<'sessions' | 'turns' | 'phases' | 'settlements', SessionHistory> = {
+  owner: 'session',
+  file: 'sessions.db',
+  version: MIGRATIONS.length,
+  tables: SESSION_TABLES,
+  none: () => ({ sessions: [], turns: [], settlements: [] }),
+  decode: decodeSessionRows,
+};

@@ -26,7 +26,7 @@ export {
   type TurnSettlement,
   type TurnStatus,
 } from './contract.js';
-export { SESSION_ERROR_CODES, SessionError, isSessionError, type SessionErrorCode } from './errors.js';
+export { SESSION_ERROR_CODES, SESSION_ERRORS, isSessionError, type SessionError, type SessionErrorCode } from './errors.js';
 export { settlementDigest, turnKeyOf } from './rules.js';
 export type { SessionPort, SessionQuery, SessionRows, SessionWrite } from './port.js';
 export { memorySessionStore, openSqliteSessionStore, sessionStore, type SqliteSessionStoreOptions } from './session.js';

@@ -30,18 +30,10 @@ export interface LoopxStateRecoveryAuditV0PublicSummary {
      * `configuration`, `database-<sha256(archive path)[0..12]>` (one per SQLite file), `goal-<sha256(goal_id)[0..12]>` (one per Goal), or `unclassified` (the bytes no owner reads). Never a path or a Goal id. v1 archives: the producer's ids — `<owner>` for a machine component, `<owner>-<keyed tag>` for a Goal's — keyed per archive, so two verifications of one archive agree.
      */
     component_id: string;
-    owner_kind:
-      | "config"
-      | "registry"
-      | "goal"
-      | "work"
-      | "session"
-      | "effect"
-      | "quota"
-      | "scheduler"
-      | "engine"
-      | "unknown"
-      | "backup";
+    /**
+     * The owner of a component or finding, by its name in the producer's OWNERS table (`config`, `registry`, `goal`, `work`, `session`, `effect`, `quota`, `scheduler`, …), `engine` (the run kernel's store, kept as history), `unknown` (bytes no owner of this producer reads) or `backup` (the backup as a whole). A pattern, not a closed list: an owner added later is a new name, not a new schema; a consumer shows a name it does not know as it is.
+     */
+    owner_kind: string;
     /**
      * `machine`, or `goal:<sha256(goal_id)[0..12]>` — never a Goal id.
      */
@@ -70,18 +62,10 @@ export interface LoopxStateRecoveryAuditV0PublicSummary {
      */
     severity: "error" | "hold" | "warning";
     component: string | null;
-    owner:
-      | "config"
-      | "registry"
-      | "goal"
-      | "work"
-      | "session"
-      | "effect"
-      | "quota"
-      | "scheduler"
-      | "engine"
-      | "unknown"
-      | "backup";
+    /**
+     * The owner of a component or finding, by its name in the producer's OWNERS table (`config`, `registry`, `goal`, `work`, `session`, `effect`, `quota`, `scheduler`, …), `engine` (the run kernel's store, kept as history), `unknown` (bytes no owner of this producer reads) or `backup` (the backup as a whole). A pattern, not a closed list: an owner added later is a new name, not a new schema; a consumer shows a name it does not know as it is.
+     */
+    owner: string;
     next_action: string;
   }[];
   counts: Counts;
