@@ -8,7 +8,7 @@
  * The daemon on the old root answers the same without a path (a root it does not serve: null).
  */
 import { readdirSync, readFileSync, renameSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { basename, join, relative } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens } from '../../src/daemon/index.js';
@@ -102,7 +102,7 @@ describe('goal show on the root a Goal was recovered from', () => {
     }
   });
 
-  it('the daemon on the old root answers the same without a path: a root it does not serve is null', async () => {
+  it('the daemon on the old root answers the same without a path, and serves the root beside it where the Goal continues, by its name', async () => {
     const TOKEN = 'test-token-0123456789';
     const d = await buildApp({ root: S, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir: u.authority, logger: false });
     try {
@@ -111,8 +111,14 @@ describe('goal show on the root a Goal was recovered from', () => {
       expectValid('daemon-goal', r.json());
       const shown = await as(u, ['goal', 'show', 'launch', '--root', S]);
       const { next_action: _next, ...same } = shown.superseded_by as Record<string, unknown>;
-      expect(r.json().superseded_by).toEqual({ ...same, root: null });
+      // The recovered root lies beside the old one (another process made it): the daemon serves it by its name.
+      expect(r.json().superseded_by).toEqual({ ...same, root: basename(R) });
       expect(r.body).not.toContain(u.dir);
+      const there = await d.app.inject({ method: 'GET', url: `/api/goals/launch?root=${basename(R)}`, headers: { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` } });
+      expect(there.json()).toMatchObject({ goal_instance_id: recovered.goal_instance_id, superseded_by: null });
+      // Only a root the authority names as where one of this root's Goals continues: no other sibling.
+      const other = await d.app.inject({ method: 'GET', url: `/api/goals/launch?root=${basename(S)}x`, headers: { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` } });
+      expect(other.json()).toMatchObject({ error: { code: 'daemon_root_unknown' } });
     } finally {
       await closeDaemon(d);
     }

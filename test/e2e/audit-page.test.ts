@@ -104,8 +104,9 @@ describe.skipIf(!hasChromium())('the audit page in the operator’s terms', () =
     await page.goto(`${daemon.url}#/settings/capability-center/backup/audits/${inPlace}`);
     const goal = page.getByTestId('contents-goal-launch');
     await goal.waitFor();
-    // The first section of the page is what the backup holds.
-    expect(await page.locator('main h2').first().textContent()).toBe('What this backup holds');
+    // The page leads with its verdict and the recovery form; what the backup holds comes right after.
+    await page.getByTestId('audit-verdict').waitFor();
+    expect((await page.locator('main h2').allTextContents()).slice(0, 3)).toEqual(['Verdict', 'Recover a Goal into a new root', 'What this backup holds']);
     expect(await goal.getByRole('heading', { level: 3 }).textContent()).toBe(`Goal launch: ${TITLE}`);
     const found = async (item: string) => goal.getByTestId(`holding-${item}`).getByTestId('holding-found').textContent();
     expect(await found('goal')).toBe('active');

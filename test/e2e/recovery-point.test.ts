@@ -60,6 +60,7 @@ function recovery(id: string, state: string, receipts: unknown[], holds: unknown
       holds,
       resolved_holds: [],
       preview: { recovered_readable: [], historical_only: [], lost_or_unknown: [], expected_holds: [], external_systems: [], human_actions: [] },
+      timing: { apply_ms: receipts.length > 0 ? 100 : null, held_ms: null },
       receipts,
       next_action: 'none',
       execution_authority_granted: false,
