@@ -35,5 +35,7 @@ export * as session from './session/index.js';
 export * as effect from './effect/index.js';
 export * as quota from './quota/index.js';
 export * as scheduler from './scheduler/index.js';
+/** Not a root's owner (no OWNERS row, no recovery contract): a cluster's membership and work queue, in its PostgreSQL schema. */
+export * as cluster from './cluster/index.js';
 export { ADOPTION, HISTORICAL_PREVIEW, historicalPreviewOf, type HistoricalPreview, type PreviewFacts } from './adoption.js';
 export * from './adoption-contract.js';

@@ -15,6 +15,9 @@
  * work `held (cancel_requested)`, which no daemon claims, and a suspend requested, which the daemon
  * driving it honours at its next turn boundary, releasing its lease — then cancels it under a lease
  * of the operator's own, and the work is finished.
+ *
+ * Like cluster.ts it writes no SQL: the work queue is the cluster owner's, "driven" is the run
+ * authority's fact (a live lease), "started" the run store's (the run exists).
  */
 import { randomBytes } from 'node:crypto';
 import { hasCode, notFound, rejected } from '../core/index.js';
@@ -22,7 +25,7 @@ import { clusterApplication, openPgRunStore, openReadOnlyEngine, type Engine, ty
 import { effect as effectOwner } from '../owners/index.js';
 import { openPgRunAuthority, openRunAuthority } from '../run-authority/index.js';
 import type { PgDatabase } from '../store/index.js';
-import { CLUSTER_CHANNEL, finishClusterWork, openClusterDb, openClusterEngine, requireCluster, withClusterDb, type ClusterAccess } from './cluster.js';
+import { clusterOwners, openClusterDb, openClusterEngine, requireCluster, withClusterDb, type ClusterAccess, type ClusterOwners } from './cluster.js';
 
 /** How long a settle waits for a daemon that holds the run for a moment (its reconciliation attempt). */
 const BUSY_WAIT_MS = 10_000;
@@ -30,15 +33,13 @@ const BUSY_WAIT_MS = 10_000;
 const CANCEL_WAIT_MS = 120_000;
 const BUSY_PAUSE_MS = 200;
 
-/** Reads only: no authority, no lease; "driven" is a live lease on the database clock. */
-function readEngine(db: PgDatabase): Engine {
-  const isDriven = async (runId: string): Promise<boolean> =>
-    (await db.query('SELECT 1 FROM run_leases WHERE run_id = $1 AND NOT released AND lease_expires_at > now()', [runId])).length > 0;
+/** Reads only: no authority, no lease; "driven" is a live lease on the database clock (the run authority's fact). */
+function readEngine(db: PgDatabase, o: ClusterOwners): Engine {
   return openReadOnlyEngine({
     application: clusterApplication(),
     store: openPgRunStore(db),
     effects: effectOwner.effectJournal(effectOwner.openPgEffectPort(db)),
-    isDriven,
+    isDriven: (runId) => o.leases.isHeld(runId),
   });
 }
 
@@ -46,19 +47,19 @@ function readEngine(db: PgDatabase): Engine {
  * The cluster and its run: `cluster_run_not_found` (never submitted here), `cluster_run_not_started`
  * (submitted, no daemon has started it yet) — each pointing at the cluster's own list of runs.
  */
-async function requireClusterRun(db: PgDatabase, a: ClusterAccess, runId: string): Promise<void> {
+async function requireClusterRun(db: PgDatabase, o: ClusterOwners, a: ClusterAccess, runId: string): Promise<void> {
   await requireCluster(db, a);
-  const [row] = await db.query<{ started: boolean }>('SELECT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = w.run_id) AS started FROM cluster_work w WHERE w.run_id = $1', [runId]);
   const list = "see the cluster's runs: loopx cluster status";
-  if (!row) throw notFound('cluster_run_not_found', `No run ${runId} in this cluster.`, { nextAction: list, details: { run_id: runId } });
-  if (!row.started) throw rejected('cluster_run_not_started', `Run ${runId} is submitted; no daemon has started it yet.`, { nextAction: list, details: { run_id: runId } });
+  if (!(await o.cluster.work(runId))) throw notFound('cluster_run_not_found', `No run ${runId} in this cluster.`, { nextAction: list, details: { run_id: runId } });
+  if (!(await o.runs.get(runId)))
+    throw rejected('cluster_run_not_started', `Run ${runId} is submitted; no daemon has started it yet.`, { nextAction: list, details: { run_id: runId } });
 }
 
 /** `loopx run show <id> --cluster …`: the run as the cluster's schema has it now. */
 export async function showClusterRun(a: ClusterAccess, runId: string): Promise<RunView> {
-  return withClusterDb(a, async (db) => {
-    await requireClusterRun(db, a, runId);
-    const engine = readEngine(db);
+  return withClusterDb(a, async (db, o) => {
+    await requireClusterRun(db, o, a, runId);
+    const engine = readEngine(db, o);
     try {
       return await engine.show(runId);
     } finally {
@@ -70,15 +71,17 @@ export async function showClusterRun(a: ClusterAccess, runId: string): Promise<R
 /** `loopx run events <id> --cluster …`: the run's events after a cursor, in order; `follow` polls the schema. */
 export async function* clusterRunEvents(a: ClusterAccess, runId: string, options: EventsOptions = {}): AsyncGenerator<RunEvent> {
   const db = openClusterDb(a, 2);
+  const o = clusterOwners(db);
   try {
-    await requireClusterRun(db, a, runId);
-    const engine = readEngine(db);
+    await requireClusterRun(db, o, a, runId);
+    const engine = readEngine(db, o);
     try {
       yield* engine.events(runId, options);
     } finally {
       engine.close();
     }
   } finally {
+    o.runs.close();
     await db.close();
   }
 }
@@ -91,20 +94,22 @@ export interface ClusterResolveOptions {
 }
 
 /** An operator's writing engine on the cluster: its own instance (`op_…`), its own leases. */
-async function withOperatorEngine<T>(a: ClusterAccess, runId: string, options: ClusterResolveOptions, fn: (engine: Engine, db: PgDatabase) => Promise<T>): Promise<T> {
+async function withOperatorEngine<T>(a: ClusterAccess, runId: string, options: ClusterResolveOptions, fn: (engine: Engine, o: ClusterOwners) => Promise<T>): Promise<T> {
   const db = openClusterDb(a, 3);
+  const o = clusterOwners(db);
   try {
-    await requireClusterRun(db, a, runId);
+    await requireClusterRun(db, o, a, runId);
     const keys = openRunAuthority({ ...(options.keysDir !== undefined ? { dir: options.keysDir } : {}), create: false });
     const authority = openPgRunAuthority({ db, keys, instanceId: `op_${randomBytes(12).toString('hex')}` });
     const { engine } = openClusterEngine(db, authority);
     try {
-      return await fn(engine, db);
+      return await fn(engine, o);
     } finally {
       engine.close();
       await authority.close();
     }
   } finally {
+    o.runs.close();
     await db.close();
   }
 }
@@ -115,16 +120,11 @@ async function withOperatorEngine<T>(a: ClusterAccess, runId: string, options: C
  * engine's (`call_not_found`, `call_not_uncertain`, `effect_already_settled`, `run_busy`, …).
  */
 export async function resolveClusterRun(a: ClusterAccess, runId: string, callId: string, resolution: Resolution, options: ClusterResolveOptions = {}): Promise<RunView> {
-  return withOperatorEngine(a, runId, options, async (engine, db) => {
+  return withOperatorEngine(a, runId, options, async (engine, o) => {
     const view = await patiently(() => engine.resolve(runId, callId, resolution, { drive: false }), options.busyWaitMs ?? BUSY_WAIT_MS);
-    if (view.status === 'active' && view.waiting_for === null) {
-      // Nothing left for an operator: the daemons continue it (any one of them, woken now).
-      await db.transaction(async (q) => {
-        // …unless a cancel was asked for: that run stays out of the daemons' hands.
-        await q(`UPDATE cluster_work SET state = 'pending', held_code = NULL WHERE run_id = $1 AND state = 'held' AND held_code IS DISTINCT FROM 'cancel_requested'`, [runId]);
-        await q(`SELECT pg_notify('${CLUSTER_CHANNEL}', $1)`, [runId]);
-      });
-    }
+    // Nothing left for an operator: the daemons continue it (any one of them, woken by the cluster
+    // owner) — unless a cancel was asked for: the owner leaves that run out of the daemons' hands.
+    if (view.status === 'active' && view.waiting_for === null) await o.cluster.requeue(runId);
     return view;
   });
 }
@@ -135,17 +135,17 @@ export async function resolveClusterRun(a: ClusterAccess, runId: string, callId:
  * the run again, and the same command, run again, finishes it.
  */
 export async function cancelClusterRun(a: ClusterAccess, runId: string, options: ClusterResolveOptions = {}): Promise<RunView> {
-  return withOperatorEngine(a, runId, options, async (engine, db) => {
-    await db.query(`UPDATE cluster_work SET state = 'held', held_code = 'cancel_requested' WHERE run_id = $1 AND state <> 'finished'`, [runId]);
+  return withOperatorEngine(a, runId, options, async (engine, o) => {
+    await o.cluster.requestCancel(runId);
     try {
       // Suspending a suspended run is a no-op; an ended one is refused (`run_terminal`, below).
       await engine.suspend(runId);
       const view = await patiently(() => engine.cancel(runId), options.busyWaitMs ?? CANCEL_WAIT_MS);
-      await finishClusterWork(db, runId);
+      await o.cluster.finish(runId);
       return view;
     } catch (e) {
       // A run that ended before it could be cancelled (completed, failed): its work is finished all the same.
-      if (hasCode(e, 'run_terminal')) await finishClusterWork(db, runId);
+      if (hasCode(e, 'run_terminal')) await o.cluster.finish(runId);
       throw e;
     }
   });

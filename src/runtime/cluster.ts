@@ -3,16 +3,20 @@
  * driving runs of it, with exactly one owner of a run at a time. What lives where:
  *
  *   PostgreSQL (the cluster's schema)   runs and their events (the run store), run records and
- *       leases (the run authority), effects and their outbox (the effect owner), the daemons
- *       (`cluster_instances`) and the work they share (`cluster_work`)
+ *       leases (the run authority), effects and their outbox (the effect owner), the daemons and
+ *       the work they share (the cluster owner, owners/cluster)
  *   each host                           its key directory (the run authority's scope and keys,
  *       provisioned alike to every host of one cluster; never in the database), its own root
  *
  * Rules it keeps:
  * - A daemon claims a run by taking its lease — the compare-and-swap of the run authority (a row
  *   moved to the next epoch only when free or expired) — never by listing: the candidate list is
- *   a hint, and a run another daemon took meanwhile is simply `run_busy` here. LISTEN/NOTIFY only
- *   wakes daemons up; every decision is read from the tables.
+ *   a hint, and a run another daemon took meanwhile is simply `run_busy` here. A wake-up only
+ *   wakes daemons; every decision is read from the owners.
+ * - This file composes and decides nothing an owner decides: it asks each owner of the cluster's
+ *   schema through that owner's API — the cluster owner (membership, the work queue), the run
+ *   authority (leases, and the facts of who holds which), the run store (whether a run started,
+ *   where it stands) — and writes no SQL of its own.
  * - Planned handoff (`drain`): the daemon stops claiming, asks each run it drives to suspend at its
  *   next turn boundary, lets the drives end (their leases released), and only then says `drained`;
  *   another daemon resumes each run under the next epoch at `last_sequence + 1`.
@@ -38,59 +42,47 @@ import {
   RUNS_PG_MIGRATIONS,
   type AgentDefinition,
   type Engine,
+  type RunStore,
   type RunView,
 } from '../engine/index.js';
-import { effect as effectOwner } from '../owners/index.js';
+import { cluster as clusterOwner, effect as effectOwner } from '../owners/index.js';
 import {
   DEFAULT_LEASE_MS,
   isRunId,
   openPgRunAuthority,
   openRunAuthority,
+  pgRunLeaseFacts,
   runIdInvalid,
   RUN_AUTHORITY_COMPONENT,
   RUN_AUTHORITY_PG_MIGRATIONS,
   type PgRunAuthority,
+  type RunLeaseFacts,
 } from '../run-authority/index.js';
 import { databaseUrlFrom, migratePostgres, openPostgres, requireSchemaVersion, type PgDatabase, type PgMigration, type PgQuery } from '../store/index.js';
 
-export const CLUSTER_COMPONENT = 'cluster';
 export const DEFAULT_CLUSTER_SCHEMA = 'loopx_cluster';
-export const CLUSTER_CHANNEL = 'loopx_cluster';
 /** The effect scope of a run outside any Goal (the effect owner's `runEffectScope`): `run:<run id>`. */
 const RUN_SCOPE = effectOwner.runEffectScope('');
-
-export const CLUSTER_PG_MIGRATIONS: readonly PgMigration[] = [
-  {
-    version: 1,
-    sql: `CREATE TABLE cluster_instances (
-       instance_id TEXT COLLATE "C" PRIMARY KEY,
-       host TEXT NOT NULL,
-       pid INTEGER NOT NULL,
-       lease_ms INTEGER NOT NULL CHECK (lease_ms > 0),
-       started_at TIMESTAMPTZ NOT NULL,
-       heartbeat_at TIMESTAMPTZ NOT NULL,
-       state TEXT NOT NULL CHECK (state IN ('active', 'draining', 'drained', 'stopped'))
-     );
-     CREATE TABLE cluster_work (
-       run_id TEXT COLLATE "C" PRIMARY KEY,
-       agent TEXT NOT NULL,
-       input TEXT,
-       state TEXT NOT NULL CHECK (state IN ('pending', 'held', 'finished')),
-       held_code TEXT,
-       submitted_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
-       finished_at TIMESTAMPTZ
-     );
-     CREATE INDEX cluster_work_pending ON cluster_work (submitted_at, run_id) WHERE state = 'pending';`,
-  },
-];
 
 /** Every component a cluster's schema holds, in the order `loopx cluster init` migrates them. */
 export const CLUSTER_COMPONENTS: ReadonlyArray<{ readonly component: string; readonly migrations: readonly PgMigration[] }> = [
   { component: RUNS_COMPONENT, migrations: RUNS_PG_MIGRATIONS },
   { component: RUN_AUTHORITY_COMPONENT, migrations: RUN_AUTHORITY_PG_MIGRATIONS },
   { component: 'effect', migrations: effectOwner.EFFECT_PG_MIGRATIONS },
-  { component: CLUSTER_COMPONENT, migrations: CLUSTER_PG_MIGRATIONS },
+  { component: clusterOwner.CLUSTER_COMPONENT, migrations: clusterOwner.CLUSTER_PG_MIGRATIONS },
 ];
+
+/** The owners of a cluster's schema the runtime reads and moves, each through its own API. */
+export interface ClusterOwners {
+  /** Membership and the work queue. */
+  readonly cluster: clusterOwner.ClusterPort;
+  /** Who holds which run's lease (the run authority's facts; taking one is `acquireRun`). */
+  readonly leases: RunLeaseFacts;
+  /** The runs themselves: whether one started, where it stands. */
+  readonly runs: RunStore;
+}
+
+export const clusterOwners = (db: PgDatabase): ClusterOwners => ({ cluster: clusterOwner.openPgClusterPort(db), leases: pgRunLeaseFacts(db), runs: openPgRunStore(db) });
 
 export interface ClusterAccess {
   /** The database URL by reference (`env:NAME`), read now; never stored. */
@@ -98,18 +90,16 @@ export interface ClusterAccess {
   readonly schema?: string;
 }
 
-/** A run's cluster work marked finished (its run ended, or an operator cancelled it); idempotent. */
-export const finishClusterWork = (db: PgDatabase, runId: string): Promise<unknown> =>
-  db.query(`UPDATE cluster_work SET state = 'finished', finished_at = now() WHERE run_id = $1 AND state <> 'finished'`, [runId]);
-
 export const openClusterDb = (a: ClusterAccess, max = 4): PgDatabase =>
   openPostgres({ url: databaseUrlFrom(a.cluster), schema: a.schema ?? DEFAULT_CLUSTER_SCHEMA, max, allowExitOnIdle: true });
 
-export async function withClusterDb<T>(a: ClusterAccess, fn: (db: PgDatabase) => Promise<T>): Promise<T> {
+export async function withClusterDb<T>(a: ClusterAccess, fn: (db: PgDatabase, owners: ClusterOwners) => Promise<T>): Promise<T> {
   const db = openClusterDb(a, 2);
+  const owners = clusterOwners(db);
   try {
-    return await fn(db);
+    return await fn(db, owners);
   } finally {
+    owners.runs.close();
     await db.close();
   }
 }
@@ -140,18 +130,10 @@ export const requireCluster = async (db: PgDatabase, a: ClusterAccess): Promise<
 export async function submitClusterRun(a: ClusterAccess, agent: AgentDefinition, options: { input?: string; runId?: string } = {}): Promise<{ run_id: string }> {
   const runId = options.runId ?? `run_${randomBytes(10).toString('hex')}`;
   if (!isRunId(runId)) throw runIdInvalid();
-  return withClusterDb(a, async (db) => {
+  return withClusterDb(a, async (db, o) => {
     await requireCluster(db, a);
-    const inserted = await db.transaction(async (q) => {
-      const rows = await q('INSERT INTO cluster_work (run_id, agent, input, state) VALUES ($1, $2, $3, $4) ON CONFLICT (run_id) DO NOTHING RETURNING 1', [
-        runId,
-        definitionBody(agent),
-        options.input ?? null,
-        'pending',
-      ]);
-      await q(`SELECT pg_notify('${CLUSTER_CHANNEL}', $1)`, [runId]);
-      return rows.length === 1;
-    });
+    // Stored, and the daemons woken, by the cluster owner.
+    const inserted = await o.cluster.submit({ run_id: runId, agent: definitionBody(agent), input: options.input ?? null });
     if (!inserted) throw conflict('cluster_run_exists', `The cluster already has run ${runId}; a run id is used once.`, { nextAction: 'submit it under a new id (omit --run-id)' });
     return { run_id: runId };
   });
@@ -166,43 +148,34 @@ export interface ClusterStatus {
 
 /** `loopx cluster status`: the daemons, their live leases and the runs they drive, as the database has them now. */
 export async function clusterStatus(a: ClusterAccess): Promise<ClusterStatus> {
-  return withClusterDb(a, async (db) => {
+  return withClusterDb(a, async (db, o) => {
     await requireCluster(db, a);
-    const instances = await db.query<{ instance_id: string; host: string; pid: number; state: string; live: boolean; age: string; driving: string }>(
-      `SELECT i.instance_id, i.host, i.pid, i.state,
-              i.heartbeat_at + make_interval(secs => i.lease_ms / 1000.0) > now() AS live,
-              (extract(epoch FROM now() - i.heartbeat_at) * 1000)::bigint AS age,
-              (SELECT count(*) FROM run_leases l WHERE l.owner_instance = i.instance_id AND NOT l.released AND l.lease_expires_at > now()) AS driving
-         FROM cluster_instances i ORDER BY i.started_at, i.instance_id`,
-    );
-    const leases = await db.query<{ run_id: string; epoch: string; owner_instance: string; live: boolean; expires_in: string }>(
-      `SELECT run_id, epoch, owner_instance, lease_expires_at > now() AS live, (extract(epoch FROM lease_expires_at - now()) * 1000)::bigint AS expires_in
-         FROM run_leases WHERE NOT released ORDER BY run_id`,
-    );
-    const runs = await db.query<{ run_id: string; state: string; held_code: string | null; lifecycle: string | null; last_sequence: string | null; owner: string | null }>(
-      `SELECT w.run_id, w.state, w.held_code, r.lifecycle, r.last_sequence,
-              (SELECT l.owner_instance FROM run_leases l WHERE l.run_id = w.run_id AND NOT l.released AND l.lease_expires_at > now()) AS owner
-         FROM cluster_work w LEFT JOIN runs r USING (run_id) ORDER BY w.submitted_at, w.run_id`,
-    );
+    // Each owner answers for its own facts; "driving" and a run's owner are live leases on the database clock.
+    const instances = await o.cluster.instances();
+    const leases = await o.leases.unreleased();
+    const work = await o.cluster.listWork();
+    const heads = new Map((await o.runs.list()).map((h) => [h.runId, h]));
+    const live = leases.filter((l) => l.live);
+    const ownerOf = new Map(live.map((l) => [l.run_id, l.owner_instance]));
     return {
       schema: db.schema,
       instances: instances.map((i) => ({
         instance_id: i.instance_id,
         host: i.host,
-        pid: Number(i.pid),
+        pid: i.pid,
         state: i.state,
         live: i.live,
-        heartbeat_age_ms: Number(i.age),
-        driving: Number(i.driving),
+        heartbeat_age_ms: i.heartbeat_age_ms,
+        driving: live.filter((l) => l.owner_instance === i.instance_id).length,
       })),
-      leases: leases.map((l) => ({ run_id: l.run_id, epoch: Number(l.epoch), owner_instance: l.owner_instance, live: l.live, expires_in_ms: Number(l.expires_in) })),
-      runs: runs.map((r) => ({
-        run_id: r.run_id,
-        work: r.state,
-        held_code: r.held_code,
-        lifecycle: r.lifecycle,
-        last_sequence: r.last_sequence === null ? null : Number(r.last_sequence),
-        owner_instance: r.owner,
+      leases: leases.map((l) => ({ run_id: l.run_id, epoch: l.epoch, owner_instance: l.owner_instance, live: l.live, expires_in_ms: l.expires_in_ms })),
+      runs: work.map((w) => ({
+        run_id: w.run_id,
+        work: w.state,
+        held_code: w.held_code,
+        lifecycle: heads.get(w.run_id)?.lifecycle ?? null,
+        last_sequence: heads.get(w.run_id)?.lastSequence ?? null,
+        owner_instance: ownerOf.get(w.run_id) ?? null,
       })),
     };
   });
@@ -216,23 +189,12 @@ const instanceNotFound = (id: string) => notFound('cluster_instance_not_found', 
  * up to `waitMs` — until it says `drained`. A daemon that is gone is already drained by expiry.
  */
 export async function drainClusterInstance(a: ClusterAccess, instanceId: string, options: { waitMs?: number } = {}): Promise<{ instance_id: string; state: string }> {
-  return withClusterDb(a, async (db) => {
+  return withClusterDb(a, async (db, o) => {
     await requireCluster(db, a);
-    const rows = await db.transaction(async (q) => {
-      const r = await q<{ state: string }>(
-        `UPDATE cluster_instances SET state = CASE WHEN state = 'active' THEN 'draining' ELSE state END WHERE instance_id = $1 RETURNING state`,
-        [instanceId],
-      );
-      await q(`SELECT pg_notify('${CLUSTER_CHANNEL}', $1)`, [instanceId]);
-      return r;
-    });
-    if (rows.length === 0) throw instanceNotFound(instanceId);
+    if ((await o.cluster.requestDrain(instanceId)) === undefined) throw instanceNotFound(instanceId);
     const deadline = Date.now() + (options.waitMs ?? 120_000);
     for (;;) {
-      const [row] = await db.query<{ state: string; live: boolean }>(
-        'SELECT state, heartbeat_at + make_interval(secs => lease_ms / 1000.0) > now() AS live FROM cluster_instances WHERE instance_id = $1',
-        [instanceId],
-      );
+      const row = await o.cluster.instance(instanceId);
       if (!row) throw instanceNotFound(instanceId);
       if (row.state !== 'draining' || !row.live) return { instance_id: instanceId, state: row.live ? row.state : 'gone' };
       if (Date.now() >= deadline) {
@@ -282,12 +244,14 @@ const transient = (e: unknown): boolean =>
   !isLoopxError(e) || e.kind === 'internal' || ['pg_unreachable', 'run_busy', 'import_busy', 'authority_shutting_down', 'provider_busy'].includes(e.code);
 
 /**
- * One daemon's membership of a cluster: its instance row and heartbeat, the claim loop, the runs
- * it drives, drain and stop (see the header).
+ * One daemon's membership of a cluster: its instance (joined, heartbeat and state through the
+ * cluster owner), the claim loop, the runs it drives, drain and stop (see the header).
  */
 export class ClusterNode {
   readonly instanceId: string;
   readonly #db: PgDatabase;
+  readonly #cluster: clusterOwner.ClusterPort;
+  readonly #leases: RunLeaseFacts;
   readonly #authority: PgRunAuthority;
   readonly #engine: Engine;
   readonly #effects: effectOwner.EffectJournal;
@@ -306,6 +270,8 @@ export class ClusterNode {
 
   private constructor(db: PgDatabase, authority: PgRunAuthority, options: ClusterNodeOptions) {
     this.#db = db;
+    this.#cluster = clusterOwner.openPgClusterPort(db);
+    this.#leases = pgRunLeaseFacts(db);
     this.#authority = authority;
     this.instanceId = authority.instanceId;
     this.#leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
@@ -326,12 +292,7 @@ export class ClusterNode {
       const keys = openRunAuthority({ ...(options.keysDir !== undefined ? { dir: options.keysDir } : {}), create: false });
       const authority = openPgRunAuthority({ db, keys, ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}) });
       const node = new ClusterNode(db, authority, options);
-      await db.query(`INSERT INTO cluster_instances (instance_id, host, pid, lease_ms, started_at, heartbeat_at, state) VALUES ($1, $2, $3, $4, now(), now(), 'active')`, [
-        node.instanceId,
-        hostname(),
-        process.pid,
-        node.#leaseMs,
-      ]);
+      await node.#cluster.join({ instance_id: node.instanceId, host: hostname(), pid: process.pid, lease_ms: node.#leaseMs });
       await node.#start();
       return node;
     } catch (e) {
@@ -344,15 +305,15 @@ export class ClusterNode {
     const heartbeat = setInterval(() => void this.#heartbeat(), Math.max(50, Math.floor(this.#leaseMs / 3)));
     const poll = setInterval(() => this.#wake(), this.#pollMs);
     this.#timers.push(heartbeat, poll);
-    this.#unlisten = await this.#db.listen(CLUSTER_CHANNEL, () => this.#wake()).catch(() => undefined);
+    this.#unlisten = await this.#cluster.watch(() => this.#wake()).catch(() => undefined);
     this.#wake();
   }
 
   /** The heartbeat: this daemon is alive; a drain asked of it (`loopx cluster drain`) begins here. */
   async #heartbeat(): Promise<void> {
     try {
-      const [row] = await this.#db.query<{ state: string }>('UPDATE cluster_instances SET heartbeat_at = now() WHERE instance_id = $1 RETURNING state', [this.instanceId]);
-      if (row?.state === 'draining' && this.#state === 'active') void this.drain();
+      const state = await this.#cluster.heartbeat(this.instanceId);
+      if (state === 'draining' && this.#state === 'active') void this.drain();
     } catch {
       // The database is unreachable: leases lapse on their own; writes fail in the database.
     }
@@ -375,19 +336,18 @@ export class ClusterNode {
       });
   }
 
-  /** Candidates (runs pending, with no live lease), then a claim of each by its lease — one at a time, up to capacity. */
+  /**
+   * Candidates (runs pending, less those the run authority says a live lease holds), then a claim
+   * of each by its lease — one at a time, up to capacity. The two reads are hints of two owners at
+   * two instants: a run taken in between is `run_busy` at its claim.
+   */
   async #tick(): Promise<void> {
     await this.#reconcileHeld();
     const room = this.#maxRuns - this.#driving.size;
     if (room <= 0) return;
-    const candidates = await this.#db.query<{ run_id: string }>(
-      `SELECT w.run_id FROM cluster_work w
-        WHERE w.state = 'pending'
-          AND NOT EXISTS (SELECT 1 FROM run_leases l WHERE l.run_id = w.run_id AND NOT l.released AND l.lease_expires_at > now())
-        ORDER BY w.submitted_at, w.run_id LIMIT $1`,
-      [room * 2],
-    );
-    for (const { run_id: runId } of candidates) {
+    const driven = (await this.#leases.unreleased()).filter((l) => l.live).map((l) => l.run_id);
+    const candidates = await this.#cluster.pending({ limit: room * 2, excluding: driven });
+    for (const runId of candidates) {
       if (this.#state !== 'active' || this.#driving.size >= this.#maxRuns) return;
       if (this.#driving.has(runId)) continue;
       const done = this.#drive(runId).finally(() => {
@@ -404,7 +364,7 @@ export class ClusterNode {
       const head = await this.#engine.store.get(runId);
       let view: RunView;
       if (!head) {
-        const [work] = await this.#db.query<{ agent: string; input: string | null }>('SELECT agent, input FROM cluster_work WHERE run_id = $1', [runId]);
+        const work = await this.#cluster.work(runId);
         if (!work) return;
         const agent = parseAgentDefinition(JSON.parse(work.agent));
         view = await this.#engine.start(agent, { runId, ...(work.input !== null ? { input: work.input } : {}) });
@@ -426,7 +386,7 @@ export class ClusterNode {
         return;
       }
       // A refusal an operator must act on (a changed plan, a missing credential, …): held, with its code.
-      await this.#db.query(`UPDATE cluster_work SET state = 'held', held_code = $2 WHERE run_id = $1 AND state = 'pending'`, [runId, (e as { code: string }).code]);
+      await this.#cluster.hold(runId, (e as { code: string }).code);
       this.#log('run held', { run: runId, code: (e as { code: string }).code });
     }
   }
@@ -441,15 +401,14 @@ export class ClusterNode {
    * and goes on; one that stays unknown stays held, for an operator.
    */
   async #reconcileHeld(): Promise<void> {
-    const held = await this.#db.query<{ run_id: string }>(
-      `SELECT run_id FROM cluster_work WHERE state = 'held' AND held_code = 'mutation_uncertain' ORDER BY submitted_at LIMIT 8`,
-    );
-    for (const { run_id: runId } of held) {
+    const held = await this.#cluster.held({ code: 'mutation_uncertain', limit: 8 });
+    for (const runId of held) {
       const lease = await this.#authority.acquireRun(runId).catch(() => undefined);
       if (!lease) continue;
       try {
         if (await this.#settleUncertain(runId)) {
-          await this.#db.query(`UPDATE cluster_work SET state = 'pending', held_code = NULL WHERE run_id = $1 AND state = 'held'`, [runId]);
+          // Pending again (and the daemons woken) — unless an operator asked to cancel it meanwhile.
+          await this.#cluster.requeue(runId);
         }
       } catch (e) {
         this.#log('reconciliation did not settle the run now', { run: runId, code: isLoopxError(e) ? e.code : 'internal' });
@@ -479,13 +438,12 @@ export class ClusterNode {
   /** What the run's state means for the cluster's work: finished, held for an operator, or still pending (suspended for a handoff). */
   async #settleWork(runId: string, view: RunView): Promise<void> {
     if (view.status === 'completed' || view.status === 'failed' || view.status === 'cancelled') {
-      await finishClusterWork(this.#db, runId);
+      await this.#cluster.finish(runId);
     } else if (view.status === 'active' && view.waiting_for !== null) {
-      const code = view.waiting_for.kind === 'interaction' ? 'interaction_pending' : 'mutation_uncertain';
-      await this.#db.query(`UPDATE cluster_work SET state = 'held', held_code = $2 WHERE run_id = $1 AND state = 'pending'`, [runId, code]);
+      await this.#cluster.hold(runId, view.waiting_for.kind === 'interaction' ? 'interaction_pending' : 'mutation_uncertain');
     } else if (view.status === 'suspended') {
       // Handed off (its lease released): wake the other daemons now rather than at their next poll.
-      await this.#db.query(`SELECT pg_notify('${CLUSTER_CHANNEL}', $1)`, [runId]);
+      await this.#cluster.wake(runId);
     }
   }
 
@@ -496,12 +454,12 @@ export class ClusterNode {
   drain(): Promise<void> {
     return (this.#drained ??= (async () => {
       this.#state = 'draining';
-      await this.#db.query(`UPDATE cluster_instances SET state = 'draining' WHERE instance_id = $1 AND state = 'active'`, [this.instanceId]).catch(() => undefined);
+      await this.#cluster.markInstance(this.instanceId, 'draining').catch(() => undefined);
       await this.#ticking;
       await Promise.all([...this.#driving.keys()].map((runId) => this.#engine.suspend(runId).catch(() => undefined)));
       await Promise.all([...this.#driving.values()]);
       this.#state = 'drained';
-      await this.#db.query(`UPDATE cluster_instances SET state = 'drained' WHERE instance_id = $1`, [this.instanceId]).catch(() => undefined);
+      await this.#cluster.markInstance(this.instanceId, 'drained').catch(() => undefined);
       this.#log('drained: every run handed off', { instance: this.instanceId });
     })());
   }
@@ -512,7 +470,7 @@ export class ClusterNode {
     for (const t of this.#timers) clearInterval(t);
     this.#unlisten?.();
     this.#state = 'stopped';
-    await this.#db.query(`UPDATE cluster_instances SET state = 'stopped' WHERE instance_id = $1`, [this.instanceId]).catch(() => undefined);
+    await this.#cluster.markInstance(this.instanceId, 'stopped').catch(() => undefined);
     this.#engine.close();
     await this.#authority.close();
     await this.#db.close();
