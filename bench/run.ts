@@ -2,6 +2,7 @@
 import { printFigures, type BenchFigure } from './harness.js';
 
 const suites: Array<[string, () => Promise<BenchFigure[]>]> = [
+  ['cold-start', async () => (await import('./cold-start.bench.js')).run()],
   ['snapshot', async () => (await import('./snapshot.bench.js')).run()],
   ['event-log', async () => (await import('./event-log.bench.js')).run()],
   ['transfer', async () => (await import('./transfer.bench.js')).run()],

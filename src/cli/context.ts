@@ -10,17 +10,18 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { exitCodeOf, isLoopxError, operatorPath, ROOT_IS_RECOVERY_WORKSPACE, refuseRecoveryWorkspaceRoot } from '../core/index.js';
-import {
-  assertRuntimeRoot,
-  ROOT_IS_COPY,
-  withAuthority as withRootAuthority,
-  withGoalWriter as withRootGoalWriter,
-  withRootEngine,
-  withVerifyingEngine,
-  type Engine,
-  type GoalWriterGuard,
-  type LocalRunAuthority,
-} from '../runtime/index.js';
+import type * as RuntimeModule from '../runtime/index.js';
+import type { Engine, GoalWriterGuard, LocalRunAuthority } from '../runtime/index.js';
+
+/** The runtime's public API (src/runtime/index.ts), as `runtime()` gives it. */
+export type Runtime = typeof RuntimeModule;
+let loaded: Runtime | undefined;
+
+/**
+ * The runtime, loaded by the first action that needs it (src/cli/main.ts): a command module imports
+ * it for its types only, so `--help`, `--version` and a usage error never load it.
+ */
+export const runtime = async (): Promise<Runtime> => (loaded ??= await import('../runtime/index.js'));
 
 export interface GlobalOptions {
   root?: string;
@@ -44,11 +45,11 @@ export const resolveRoot = (opts: GlobalOptions): string => {
 const accessOf = (opts: GlobalOptions) => ({ root: resolveRoot(opts), ...(opts.authorityDir !== undefined ? { authorityDir: resolve(opts.authorityDir) } : {}) });
 
 /** The user's run authority: --authority-dir, else $XDG_STATE_HOME/loopx/run-authority, else ~/.local/state/loopx/run-authority. */
-export const withAuthority = <T>(opts: GlobalOptions, fn: (authority: LocalRunAuthority) => Promise<T> | T, options: { create?: boolean } = {}): Promise<T> =>
-  withRootAuthority(accessOf(opts), fn, options);
+export const withAuthority = async <T>(opts: GlobalOptions, fn: (authority: LocalRunAuthority) => Promise<T> | T, options: { create?: boolean } = {}): Promise<T> =>
+  (await runtime()).withAuthority(accessOf(opts), fn, options);
 
 /** A writer of the root's Goals: the run authority as its guard, the root proven not to be a byte copy (`root_is_copy`). */
-export const withGoalWriter = <T>(opts: GlobalOptions, fn: (guard: GoalWriterGuard) => Promise<T> | T): Promise<T> => withRootGoalWriter(accessOf(opts), fn);
+export const withGoalWriter = async <T>(opts: GlobalOptions, fn: (guard: GoalWriterGuard) => Promise<T> | T): Promise<T> => (await runtime()).withGoalWriter(accessOf(opts), fn);
 
 /**
  * The engine of the root, with the user's run authority (created on first use). `readOnly`
@@ -56,20 +57,20 @@ export const withGoalWriter = <T>(opts: GlobalOptions, fn: (guard: GoalWriterGua
  * (`root_not_found`), open no authority, and read a root without `engine.db` as one without runs.
  */
 export const withEngine = async <T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean } = {}): Promise<T> => {
-  if (options.readOnly) existingRoot(opts);
-  return withRootEngine(accessOf(opts), fn, options);
+  if (options.readOnly) await existingRoot(opts);
+  return (await runtime()).withRootEngine(accessOf(opts), fn, options);
 };
 
 /** An engine with the user's existing run authority and no root, for checking claims: it creates nothing. */
-export const withClaimChecker = <T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T): Promise<T> => withVerifyingEngine(accessOf(opts), fn);
+export const withClaimChecker = async <T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T): Promise<T> => (await runtime()).withVerifyingEngine(accessOf(opts), fn);
 
 /**
  * The root of a command that reads or changes what a root already holds: `root_not_found` when it
  * is not an existing directory, so a mistyped --root is refused instead of reading as empty.
  */
-export const existingRoot = (opts: GlobalOptions): string => {
+export const existingRoot = async (opts: GlobalOptions): Promise<string> => {
   const root = resolveRoot(opts);
-  assertRuntimeRoot(root);
+  (await runtime()).assertRuntimeRoot(root);
   return root;
 };
 
@@ -82,8 +83,11 @@ const shellWord = (s: string): string => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(s) ? s
 /** The commands that act on a cluster's runs as well as a root's: they take `--cluster`. */
 export const CLUSTER_CARRYING = /^loopx (run (show|events|resolve|cancel)|cluster) /;
 
-/** Refusals of the `--root` itself (not of something in it). */
-const ROOT_REFUSALS: ReadonlySet<string> = new Set([ROOT_IS_RECOVERY_WORKSPACE, ROOT_IS_COPY]);
+/**
+ * Refusals of the `--root` itself (not of something in it). `root_is_copy` is the runtime's: an
+ * error can carry it only once an action has loaded the runtime through `runtime()`.
+ */
+const isRootRefusal = (code: string): boolean => code === ROOT_IS_RECOVERY_WORKSPACE || code === loaded?.ROOT_IS_COPY;
 
 /**
  * `text` with the invocation's --root/--authority-dir appended to the command it names (if any and
@@ -145,7 +149,7 @@ export const takeOutcomeExit = (): number | undefined => {
 export function reportError(e: unknown, json: boolean, opts: Carried = {}): number {
   if (isLoopxError(e)) {
     // A refusal of the root itself never points its next action back at that root.
-    const carried = ROOT_REFUSALS.has(e.code) ? { ...opts, root: undefined } : opts;
+    const carried = isRootRefusal(e.code) ? { ...opts, root: undefined } : opts;
     const nextAction = e.nextAction ? carryGlobals(e.nextAction, carried) : undefined;
     process.stderr.write(`loopx: ${e.message} [${e.code}]\n`);
     if (nextAction) process.stderr.write(`try: ${nextAction}\n`);

@@ -2,6 +2,18 @@
  * The `loopx` command: thin. It parses flags, calls a library function, and prints human text or
  * one `--json` document. Exit codes (ARCHITECTURE.md): 0 done, 1 internal, 2 usage,
  * 3 rejected / fail-closed refusal, 4 conflict.
+ *
+ * Commands are loaded on use. The modules imported below are the command table: each one's
+ * `register()` names its commands' paths, descriptions, arguments and options as commander needs
+ * them for `--help` and parsing, and imports the runtime for its types only; an action loads the
+ * runtime (`runtime()` in context.ts) when it runs, and the daemon's server when it serves. So
+ * building the program — `--version`, `--help` of any command, a usage error — loads commander,
+ * core and the CLI's own modules, never the runtime, a driver or an SDK (test/cli/cold-start.test.ts
+ * counts them; `npm run bench -- cold-start` times them). What a help text or an option parser says
+ * of the runtime — a default, the values a flag takes — is repeated in runtime-facts.ts, which
+ * that test holds equal to the runtime. A command module must not import the runtime (or a
+ * package it alone uses) as a value at its top. The rows themselves are imported here, not loaded
+ * per command: `buildProgram()` stays synchronous and builds the whole tree, which the tests walk.
  */
 import { Command, CommanderError } from 'commander';
 import { EXIT_CODES, LOOPX_VERSION } from '../core/index.js';

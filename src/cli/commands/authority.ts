@@ -1,8 +1,8 @@
 /** `loopx authority init|show|rotate|retire|bind-root` — the per-user run authority and the binding of a root to its directory. Never prints key material. */
 import type { Command } from 'commander';
 import { toHex, usageError } from '../../core/index.js';
-import { recordNextAction, type LocalRunAuthority } from '../../runtime/index.js';
-import { emit, existingRoot, withAuthority, withEngine, type GlobalOptions } from '../context.js';
+import type { LocalRunAuthority } from '../../runtime/index.js';
+import { emit, existingRoot, runtime, withAuthority, withEngine, type GlobalOptions } from '../context.js';
 import { parseCount } from '../parse.js';
 
 const describe = (a: LocalRunAuthority) => ({
@@ -21,6 +21,7 @@ const print = (d: ReturnType<typeof describe>, out: { line(t?: string): void }) 
 const runRecordView = async (a: LocalRunAuthority, runId: string) => {
   const rec = await a.readRecord(runId);
   if (!rec) return null;
+  const { recordNextAction } = await runtime();
   return {
     run_id: rec.runId,
     state: rec.state,
@@ -66,7 +67,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--confirm <digest>', 'with --adopt: the digest the preview printed')
     .action(async (o: { adopt?: boolean; confirm?: string }) => {
       const g = globals();
-      existingRoot(g);
+      await existingRoot(g);
       if (o.confirm !== undefined && o.adopt !== true)
         throw usageError('confirm_without_adopt', '--confirm goes with --adopt.', 'preview the move first: loopx authority bind-root --adopt');
       if (o.adopt === true) return adoptRoot(g, o.confirm);

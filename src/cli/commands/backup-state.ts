@@ -7,24 +7,9 @@
  * is drawn on stderr only when stderr is a terminal.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import {
-  backupPlacement,
-  ELSEWHERE_ACTION,
-  placementWarning,
-  type BackupPlacement,
-  CAPTURE_FACTS,
-  createBackupWithProfile as create,
-  describePlan,
-  parseProfile,
-  planBackup as plan,
-  type BackupFormat,
-  type BackupProgress,
-  type BackupResult,
-  type CaptureProfile,
-  type PlanSummary,
-  type RecoverySetCapture,
-} from '../../runtime/index.js';
-import { emit, resolveRoot, type GlobalOptions, type Output } from '../context.js';
+import type { BackupPlacement, BackupFormat, BackupProgress, BackupResult, CaptureProfile, PlanSummary, RecoverySetCapture } from '../../runtime/index.js';
+import { emit, resolveRoot, runtime, type GlobalOptions, type Output, type Runtime } from '../context.js';
+import { parseCaptureProfile } from '../runtime-facts.js';
 import { register as registerVerify } from './backup-verify.js';
 import { register as registerWorkspace } from './backup-workspace.js';
 import { progressBar } from '../progress.js';
@@ -42,7 +27,7 @@ interface BackupStateOptions {
 }
 
 const profileOption = (v: string): CaptureProfile => {
-  const p = parseProfile(v);
+  const p = parseCaptureProfile(v);
   if (p === undefined) throw new InvalidArgumentError('expected online, quiescent or crash-consistent');
   return p;
 };
@@ -118,7 +103,7 @@ function componentSummary(m: BackupResult['manifest_doc']) {
   };
 }
 
-function printPlan(d: PlanSummary, out: Output, o: BackupStateOptions): void {
+function printPlan(d: PlanSummary, out: Output, o: BackupStateOptions, { CAPTURE_FACTS }: Runtime): void {
   out.line(`backup-state plan ${d.backup_id} (dry run: nothing was written; add --execute to create it)`);
   out.line(
     `  members: ${d.counts.members} (${d.counts.directories} directories, ${d.counts.files} files, ${mib(d.counts.bytes)}), ${d.counts.sqlite_databases} SQLite databases (online snapshots)`,
@@ -147,7 +132,7 @@ function printPlan(d: PlanSummary, out: Output, o: BackupStateOptions): void {
   else for (const r of d.capacity.refusals) out.line(`  create would refuse: ${r.code} (${r.observed} > ${r.limit})`);
 }
 
-function printCreated(d: ReturnType<typeof executeSummary>, out: Output): void {
+function printCreated(d: ReturnType<typeof executeSummary>, out: Output, rt: Runtime): void {
   out.line(`created backup ${d.backup_id} in the output directory:`);
   out.line(`  ${d.archive.name}  ${mib(d.archive.size_bytes)}  sha256 ${d.archive.sha256}`);
   out.line(`  ${d.manifest.name}  sha256 ${d.manifest.sha256}`);
@@ -159,17 +144,17 @@ function printCreated(d: ReturnType<typeof executeSummary>, out: Output): void {
   const c = d.components;
   if (c === undefined) {
     out.line(`  capture: ${d.capture.profile} — no cross-owner point in time; private, not encrypted`);
-    printPlacement(d.placement, out);
+    printPlacement(d.placement, out, rt);
     return;
   }
   const held = c.list.filter((x) => x.state === 'unreadable' || x.state === 'missing').length;
   out.line(`  capture profile: ${c.achieved_profile}${c.achieved_profile === c.requested_profile ? '' : ` (requested ${c.requested_profile})`}; private, not encrypted`);
   out.line(`  ${c.list.length} components (${c.list.filter((x) => x.state === 'absent').length} absent, ${held} held), ${c.moved} moved while captured`);
   for (const x of c.downgrades) out.line(`  ${x.severity}: ${x.code}${x.component_id === null ? '' : ` (${x.component_id})`} — what to do: ${x.next_action}`);
-  printPlacement(d.placement, out);
+  printPlacement(d.placement, out, rt);
 }
 
-function printPlacement(p: BackupPlacement, out: Output): void {
+function printPlacement(p: BackupPlacement, out: Output, { placementWarning, ELSEWHERE_ACTION }: Runtime): void {
   const warning = placementWarning(p);
   if (warning === undefined) return;
   out.line(`  warning: ${warning}`);
@@ -195,20 +180,21 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--execute', 'create and publish the backup (never overwrites)')
     .action(async (o: BackupStateOptions) => {
       const g = globals();
-      const p = plan(resolveRoot(g), {
+      const rt = await runtime();
+      const p = rt.planBackup(resolveRoot(g), {
         outputDir: o.outputDir,
         backupId: o.backupId,
         includeAutomations: o.includeAutomations ?? false,
         includeSkills: o.includeSkills ?? false,
       });
       if (!o.execute) {
-        emit(g, describePlan(p), (d, out) => printPlan(d, out, o));
+        emit(g, rt.describePlan(p), (d, out) => printPlan(d, out, o, rt));
         return;
       }
       const bar = process.stderr.isTTY ? createProgress(process.stderr) : undefined;
       let result: BackupResult;
       try {
-        result = await create(p, {
+        result = await rt.createBackupWithProfile(p, {
           ...(bar ? { onProgress: (x: BackupProgress) => bar.update(x) } : {}),
           ...(o.format ? { format: o.format } : {}),
           ...(o.profile ? { profile: o.profile } : {}),
@@ -218,7 +204,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       } finally {
         bar?.end();
       }
-      emit(g, executeSummary(result, backupPlacement(p.root, p.outputDir)), printCreated);
+      emit(g, executeSummary(result, rt.backupPlacement(p.root, p.outputDir)), (d, out) => printCreated(d, out, rt));
     });
   backupState.enablePositionalOptions();
   registerVerify(backupState, globals);

@@ -12,8 +12,8 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { usageError } from '../../core/index.js';
-import { defaultAuthorityDir, executeVerify, planVerify, publicSummary, showAudit, type PublicAuditSummary, type VerifyPlan, type VerifyProgress } from '../../runtime/index.js';
-import { emit, resolveRoot, type GlobalOptions, type Output } from '../context.js';
+import type { PublicAuditSummary, VerifyPlan, VerifyProgress } from '../../runtime/index.js';
+import { emit, resolveRoot, runtime, type GlobalOptions, type Output } from '../context.js';
 import { onStopSignal } from '../signals.js';
 import { progressBar } from '../progress.js';
 
@@ -84,6 +84,7 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
       if (misplaced.length > 0)
         throw usageError('usage_invalid_option', 'Those backup-state create options do not apply to verify.', 'see its options: loopx backup-state verify --help');
       const o = { ...flags, execute: flags.execute ?? parent.execute === true };
+      const { defaultAuthorityDir, executeVerify, planVerify } = await runtime();
       // The live root and the run authority this invocation would use: never a place to verify into.
       const protect = { liveRoot: resolveRoot(g), authorityDir: g.authorityDir !== undefined ? resolve(g.authorityDir) : defaultAuthorityDir() };
       const inputs = { archive: o.archive, manifest: o.manifest, destination: o.destination, protect };
@@ -110,8 +111,9 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
     .command('show <destination>')
     .description("print a stored audit's public summary (--json: the document); --private writes the private audit's exact bytes")
     .option('--private', 'write the private audit file byte for byte (member names, Goal ids) after re-checking its content address')
-    .action((destination: string, o: { private?: boolean }) => {
+    .action(async (destination: string, o: { private?: boolean }) => {
       const g = globals();
+      const { showAudit, publicSummary } = await runtime();
       const { bytes, audit: doc } = showAudit(destination);
       if (o.private) {
         process.stdout.write(bytes);

@@ -8,8 +8,8 @@
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import { operatorPath } from '../../core/index.js';
-import { listWorkspace, showWorkspaceGoal, type WorkspaceGoalDetail, type WorkspaceListing } from '../../runtime/index.js';
-import { emit, type GlobalOptions, type Output } from '../context.js';
+import type { WorkspaceGoalDetail, WorkspaceListing } from '../../runtime/index.js';
+import { emit, runtime, type GlobalOptions, type Output } from '../context.js';
 
 const counts = (by: Record<string, number>): string =>
   Object.entries(by)
@@ -54,10 +54,10 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
   workspace
     .command('ls <destination>')
     .description("list a verified workspace's Goals, runs, sessions and effects")
-    .action((destination: string) => emit(globals(), listWorkspace(destination), (w, out) => printListing(w, out, destination)));
+    .action(async (destination: string) => emit(globals(), (await runtime()).listWorkspace(destination), (w, out) => printListing(w, out, destination)));
   workspace
     .command('show <destination>')
     .description('one Goal of a verified workspace: its Todos, history, sessions, runs and effects')
     .requiredOption('--goal <goal_id>', 'the Goal to show')
-    .action((destination: string, o: { goal: string }) => emit(globals(), showWorkspaceGoal(destination, o.goal), printGoal));
+    .action(async (destination: string, o: { goal: string }) => emit(globals(), (await runtime()).showWorkspaceGoal(destination, o.goal), printGoal));
 }

@@ -8,8 +8,9 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { usageError } from '../../core/index.js';
-import { clusterStatus, DEFAULT_CLUSTER_SCHEMA, drainClusterInstance, initCluster, loadAgentFile, submitClusterRun, type ClusterAccess } from '../../runtime/index.js';
-import { emit, type GlobalOptions } from '../context.js';
+import type { ClusterAccess } from '../../runtime/index.js';
+import { emit, runtime, type GlobalOptions } from '../context.js';
+import { DEFAULT_CLUSTER_SCHEMA } from '../runtime-facts.js';
 
 interface ClusterFlags {
   cluster: string;
@@ -53,6 +54,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   withClusterFlags(cluster.command('init').description("create or migrate the cluster's schema: runs, run authority, effects and the daemons' tables")).action(
     async (o: ClusterFlags) => {
       const g = globals();
+      const { initCluster } = await runtime();
       emit(g, await initCluster(accessOf(o)), (d, out) => {
         out.line(`cluster schema ${d.schema}:`);
         for (const c of d.components) out.line(`  ${c.component}: ${c.from === c.to ? `at version ${c.to}` : `version ${c.from} → ${c.to}`}`);
@@ -65,6 +67,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--run-id <id>', 'the run id (default: a new one)')
     .action(async (o: ClusterFlags & { agent: string; input?: string; runId?: string }) => {
       const g = globals();
+      const { loadAgentFile, submitClusterRun } = await runtime();
       const agent = loadAgentFile(o.agent);
       const r = await submitClusterRun(accessOf(o), agent, { ...(o.input !== undefined ? { input: o.input } : {}), ...(o.runId !== undefined ? { runId: o.runId } : {}) });
       emit(g, r, (d, out) => {
@@ -74,6 +77,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     });
   withClusterFlags(cluster.command('status').description('the daemons, their live leases and the runs they drive')).action(async (o: ClusterFlags) => {
     const g = globals();
+    const { clusterStatus } = await runtime();
     emit(g, await clusterStatus(accessOf(o)), (d, out) => {
       out.line(`cluster schema ${d.schema}: ${d.instances.filter((i) => i.live).length} live daemon(s)`);
       for (const i of d.instances) out.line(`  ${i.instance_id} on ${i.host} (pid ${i.pid}): ${i.live ? i.state : 'gone'}, driving ${i.driving}`);
@@ -88,6 +92,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--wait-ms <ms>', 'how long to wait for the handoff (default 120000)', positive)
     .action(async (instance: string, o: ClusterFlags & { waitMs?: number }) => {
       const g = globals();
+      const { drainClusterInstance } = await runtime();
       emit(g, await drainClusterInstance(accessOf(o), instance, o.waitMs !== undefined ? { waitMs: o.waitMs } : {}), (d, out) =>
         out.line(`daemon ${d.instance_id}: ${d.state === 'gone' ? 'gone (its leases lapse on their own)' : d.state}`),
       );

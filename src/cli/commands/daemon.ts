@@ -8,9 +8,9 @@
  * journal exists, so a Goal recovered from a lost root can ask it again and continue delivering.
  */
 import { resolve } from 'node:path';
-import { devReceiverPort, devReceiverUsed, initRoot, openDevReceiver, seedSample, type DevReceiver } from '../../runtime/index.js';
+import type { DevReceiver } from '../../runtime/index.js';
 import { usageError } from '../../core/index.js';
-import { emit, resolveRoot, type GlobalOptions } from '../context.js';
+import { emit, resolveRoot, runtime, type GlobalOptions } from '../context.js';
 import { InvalidArgumentError, type Command } from 'commander';
 import { onStopSignal } from '../signals.js';
 
@@ -60,6 +60,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
           'The sample Goal delivers to the dev receiver, which --no-dev-receiver turns off.',
           'leave the dev receiver on: loopx daemon --seed-sample',
         );
+      const { devReceiverPort, devReceiverUsed, initRoot, openDevReceiver, seedSample } = await runtime();
       // The receiver first: the sample delivers to it, and it stays open for as long as the daemon runs.
       const receiver = o.devReceiver && (o.seedSample || devReceiverUsed()) ? await openDevReceiver(devReceiverPort(o.devReceiverPort)) : undefined;
       try {

@@ -6,8 +6,8 @@
  */
 import type { Command } from 'commander';
 import { usageError } from '../../core/index.js';
-import { dbStatus, migrateRootStore, planRotation, rotateStore, type DbStatus, type RotationPlan, type RotationResult } from '../../runtime/index.js';
-import { emit, existingRoot, type GlobalOptions, type Output } from '../context.js';
+import type { DbStatus, RotationPlan, RotationResult } from '../../runtime/index.js';
+import { emit, existingRoot, runtime, type GlobalOptions, type Output } from '../context.js';
 
 const ORIGINAL_TEXT: Record<RotationResult['original'], string> = {
   superseded: 'the original service now refuses every write',
@@ -64,7 +64,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .description("apply the migrations this loopx knows to the root's PostgreSQL schema (a root on SQLite has none)")
     .action(async () => {
       const g = globals();
-      const r = await migrateRootStore(existingRoot(g));
+      const { migrateRootStore } = await runtime();
+      const r = await migrateRootStore(await existingRoot(g));
       emit(g, r, (d, out) => {
         if (d.schema === null) return out.line(`this root keeps its state in ${d.provider}: nothing to migrate`);
         out.line(`schema ${d.schema}: ${d.components.length === 0 ? 'no PostgreSQL component yet' : ''}`);
@@ -75,7 +76,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .description("the PostgreSQL installations of the root and of Goals' work: store identity, restore generation and whether each is a restored copy")
     .action(async () => {
       const g = globals();
-      emit(g, await dbStatus(existingRoot(g)), (d, out) => {
+      const { dbStatus } = await runtime();
+      emit(g, await dbStatus(await existingRoot(g)), (d, out) => {
         if (d.installation === null) out.line(`this root keeps its state in ${d.provider}: no database installation`);
         else installationText(d.schema ?? '', d.installation, out);
         for (const w of d.goal_work_schemas) {
@@ -93,7 +95,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--abandon-later-writes <count>', 'the number of work writes the original made after the copy, as the preview counted them: rotating abandons them')
     .action(async (opts: { goal?: string; databaseUrl?: string; confirm?: string; abandonLaterWrites?: string }) => {
       const g = globals();
-      const root = existingRoot(g);
+      const root = await existingRoot(g);
+      const { planRotation, rotateStore } = await runtime();
       if (opts.confirm === undefined) return emit(g, await planRotation(root, opts.databaseUrl, opts.goal), planText);
       const abandon = opts.abandonLaterWrites === undefined ? undefined : countOf(opts.abandonLaterWrites);
       emit(g, await rotateStore(root, opts.confirm, opts.databaseUrl, opts.goal, abandon), (d, out) => {

@@ -8,8 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { writeFileDurable } from '../../core/index.js';
-import { decodeEnvelope, parseAgentDefinition } from '../../runtime/index.js';
-import { emit, resolveRoot, withEngine, type GlobalOptions } from '../context.js';
+import { emit, resolveRoot, runtime, withEngine, type GlobalOptions } from '../context.js';
 import { snapshotToJson } from './snapshot-json.js';
 
 function exampleAgentPath(): string {
@@ -33,6 +32,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .action(async () => {
       const g = globals();
       const root = resolveRoot(g);
+      const { decodeEnvelope, parseAgentDefinition } = await runtime();
       await withEngine(g, async (engine) => {
         const agent = parseAgentDefinition(JSON.parse(readFileSync(exampleAgentPath(), 'utf8')));
         const started = await engine.start(agent, { input: 'Add 2 and 40, then record the answer.', suspendAfterTurns: 2 });

@@ -4,8 +4,7 @@
  * counted. The protocol is in src/dev/webhook-sink.ts.
  */
 import type { Command } from 'commander';
-import { startWebhookSink } from '../../runtime/index.js';
-import { emit, type GlobalOptions } from '../context.js';
+import { emit, runtime, type GlobalOptions } from '../context.js';
 import { parseCount } from '../parse.js';
 import { onStopSignal } from '../signals.js';
 
@@ -18,6 +17,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--journal <file>', 'keep deliveries, fences and attempts in this JSONL file across restarts')
     .action(async (o: { port: number; journal?: string }) => {
       const g = globals();
+      const { startWebhookSink } = await runtime();
       // Before the address is printed: a signal sent the moment it appears must close the sink
       // (and its journal), not meet the default action.
       const stop = onStopSignal();

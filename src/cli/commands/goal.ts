@@ -2,8 +2,8 @@
 import { relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { operatorPath } from '../../core/index.js';
-import { createGoal, goalLifetimeSuperseded, goalView, listGoals, showGoal, transitionGoal } from '../../runtime/index.js';
-import { carryGlobals, emit, resolveRoot, withGoalWriter, type GlobalOptions } from '../context.js';
+import type { showGoal } from '../../runtime/index.js';
+import { carryGlobals, emit, resolveRoot, runtime, withGoalWriter, type GlobalOptions, type Runtime } from '../context.js';
 import { parseStoreChoice } from '../parse.js';
 
 type Supersession = NonNullable<Awaited<ReturnType<typeof showGoal>>['superseded_by']>;
@@ -13,7 +13,7 @@ type Supersession = NonNullable<Awaited<ReturnType<typeof showGoal>>['superseded
  * operator reaches it from here (relative to the working directory; null when the run authority no
  * longer finds it) — with the one next action, the same as a writer's `goal_lifetime_superseded`.
  */
-function supersededBy(goalId: string, s: Supersession, g: GlobalOptions) {
+function supersededBy(goalId: string, s: Supersession, g: GlobalOptions, { goalLifetimeSuperseded }: Runtime) {
   const nextAction =
     s.directory === undefined
       ? `continue the Goal in the root it was recovered into (root id ${s.root_id}): loopx goal show ${goalId} --root <recovered-root>`
@@ -47,6 +47,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .action(async (goalId: string, o: { title: string; doc?: string[]; workProvider?: string; databaseUrl?: string; pgSchema?: string }) => {
       const g = globals();
       const choice = parseStoreChoice('--work-provider', 'goal create', o.workProvider, o, false);
+      const { createGoal, goalView } = await runtime();
       const workProvider =
         choice.provider === undefined
           ? undefined
@@ -70,6 +71,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       .description(help)
       .action(async (goalId: string) => {
         const g = globals();
+        const { transitionGoal, goalView } = await runtime();
         const record = await withGoalWriter(g, (guard) => transitionGoal(resolveRoot(g), goalId, verb, guard));
         emit(g, goalView(record), (v, out) => out.line(`Goal ${v.goal_id} is ${v.lifecycle}`));
       });
@@ -79,6 +81,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .description('list the Goals of this root')
     .action(async () => {
       const g = globals();
+      const { listGoals, goalView } = await runtime();
       const goals = await listGoals(resolveRoot(g));
       emit(g, { goals: goals.map(goalView) }, (d, out) => {
         if (d.goals.length === 0) out.line('no Goals');
@@ -96,14 +99,15 @@ function registerShow(goal: Command, globals: () => GlobalOptions): void {
     .action(async (goalId: string) => {
       const g = globals();
       const authority = g.authorityDir !== undefined ? { authorityDir: resolve(g.authorityDir) } : {};
-      const d = await showGoal(resolveRoot(g), goalId, { authority });
+      const rt = await runtime();
+      const d = await rt.showGoal(resolveRoot(g), goalId, { authority });
       const doc = {
-        ...goalView(d.record),
+        ...rt.goalView(d.record),
         todos: d.counts,
         committed_transactions: d.committed_transactions,
         handoff_mode: d.handoff_mode,
         work_provider: d.work_provider,
-        superseded_by: d.superseded_by ? supersededBy(goalId, d.superseded_by, g) : null,
+        superseded_by: d.superseded_by ? supersededBy(goalId, d.superseded_by, g, rt) : null,
       };
       emit(g, doc, (d, out) => {
         const s = d.superseded_by;

@@ -1,7 +1,6 @@
 /** `loopx init` — create the runtime root (0700) and its owners' stores. Idempotent. */
 import type { Command } from 'commander';
-import { chooseStore, initRoot } from '../../runtime/index.js';
-import { emit, resolveRoot, withEngine, type GlobalOptions } from '../context.js';
+import { emit, resolveRoot, runtime, withEngine, type GlobalOptions } from '../context.js';
 import { parseStoreChoice } from '../parse.js';
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -17,6 +16,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       const choice = parseStoreChoice('--store', 'init', o.store, o, true);
       const provider = choice.provider;
       const root = resolveRoot(g);
+      const { chooseStore, initRoot } = await runtime();
       // A root taking PostgreSQL gets no SQLite stores for its Goal state, even before the choice is recorded.
       initRoot(root, { ownerStores: provider !== 'postgresql' });
       // Reading the root id binds it to this directory in the run authority (a later copy owns nothing).

@@ -10,20 +10,8 @@
  */
 import type { Command } from 'commander';
 import { EXIT_CODES, operatorPath, usageError } from '../../core/index.js';
-import {
-  abortRecovery,
-  applyRecovery,
-  planRecovery,
-  publicPlan,
-  recoveryStatusOf,
-  renderReceipt,
-  resolveRecoveryHold,
-  runRecoveryDrill,
-  type AdoptionPlan,
-  settlementFrom,
-  type RecoveryStatus,
-} from '../../runtime/index.js';
-import { emit, exitAfterOutput, resolveRoot, type GlobalOptions, type Output } from '../context.js';
+import type { AdoptionPlan, RecoveryStatus } from '../../runtime/index.js';
+import { emit, exitAfterOutput, resolveRoot, runtime, type GlobalOptions, type Output } from '../context.js';
 import { progressBar } from '../progress.js';
 
 const access = (g: GlobalOptions) => ({
@@ -93,6 +81,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         throw usageError('recover_store_options_invalid', '--pg-schema goes with --database-url (a destination on PostgreSQL).', 'see its options: loopx recover plan --help');
       }
       const store = o.databaseUrl === undefined ? undefined : { databaseUrl: o.databaseUrl, ...(o.pgSchema !== undefined ? { schema: o.pgSchema } : {}) };
+      const { planRecovery, publicPlan } = await runtime();
       const plan = await planRecovery({ ...access(g), workspace: o.from, goalId: o.goal, destination: o.destination, ...(store ? { store } : {}) });
       emit(g, publicPlan(plan), (_doc, out) => printPlan(plan, out));
     });
@@ -103,6 +92,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .requiredOption('--confirm <plan-digest>', 'the plan digest `recover plan` printed (apply derives the plan again and refuses a plan file that differs)')
     .action(async (o: { destination: string; confirm: string }) => {
       const g = globals();
+      const { applyRecovery } = await runtime();
       const bar = process.stderr.isTTY ? progressBar(process.stderr) : undefined;
       try {
         const status = await applyRecovery({ ...access(g), onStep: (step, i, total) => bar?.update(i / total, `${step.action} (${step.owner})`, true) }, o.destination, o.confirm);
@@ -118,6 +108,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .requiredOption('--destination <dir>', 'the recovery destination')
     .action(async (o: { destination: string }) => {
       const g = globals();
+      const { recoveryStatusOf } = await runtime();
       emit(g, await recoveryStatusOf(access(g), o.destination), printStatus);
     });
   recover
@@ -131,6 +122,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--reason <text>', 'with --receiver-gone: why you know it is gone (recorded with the settlement)')
     .action(async (o: { destination: string; hold: string; outcome?: string; receiverGone?: boolean; confirm?: string; reason?: string }) => {
       const g = globals();
+      const { resolveRecoveryHold, settlementFrom } = await runtime();
       emit(g, await resolveRecoveryHold(access(g), o.destination, o.hold, settlementFrom(o)), printStatus);
     });
   recover
@@ -139,6 +131,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .requiredOption('--destination <dir>', 'the recovery destination')
     .action(async (o: { destination: string }) => {
       const g = globals();
+      const { abortRecovery } = await runtime();
       emit(g, await abortRecovery(access(g), o.destination), printStatus);
     });
   registerDrill(recover, globals);
@@ -155,6 +148,7 @@ function registerDrill(recover: Command, globals: () => GlobalOptions): void {
     .option('--keep', "keep the drill's temporary state for inspection")
     .action(async (o: { short?: boolean; keep?: boolean }) => {
       const g = globals();
+      const { runRecoveryDrill, renderReceipt } = await runtime();
       const progress = process.stderr.isTTY && !g.json ? (line: string) => process.stderr.write(`  ${line}\n`) : undefined;
       const { receipt, kept } = await runRecoveryDrill({
         command: [...process.execArgv, process.argv[1]!],

@@ -10,6 +10,6 @@ export function register(run: Command, globals: () => GlobalOptions): void {
     .action(async (id: string, interactionId: string, text: string) => {
       const g = globals();
       const view = await withEngine(g, (engine) => engine.answer(id, interactionId, text));
-      emit(g, runSummary(view), (_, out) => printRun(view, out));
+      emit(g, await runSummary(view), (_, out) => printRun(view, out));
     });
 }

@@ -1,7 +1,7 @@
 /** `loopx run events <id> [--after SEQ] [--follow] [--cluster env:NAME]` — one JSON object per line with --json. */
 import type { Command } from 'commander';
-import { clusterRunEvents, type EventsOptions, type RunEvent } from '../../runtime/index.js';
-import { withEngine, type GlobalOptions } from '../context.js';
+import type { EventsOptions, RunEvent } from '../../runtime/index.js';
+import { runtime, withEngine, type GlobalOptions } from '../context.js';
 import { onStopSignal } from '../signals.js';
 import { parseCount } from '../parse.js';
 import { optionalClusterAccess, withOptionalCluster, type OptionalClusterFlags } from './cluster.js';
@@ -23,6 +23,7 @@ export function register(run: Command, globals: () => GlobalOptions): void {
   ).action(async (id: string, o: OptionalClusterFlags & { after: number; follow?: boolean }) => {
     const g = globals();
     const cluster = optionalClusterAccess(o, 'run events');
+    const { clusterRunEvents } = await runtime();
     const stop = onStopSignal(['SIGINT']);
     const options: EventsOptions = { after: o.after, follow: o.follow ? 'while-active' : false, signal: stop.signal };
     try {

@@ -1,7 +1,6 @@
 /** `loopx run import <file> [--agent <file>]` — take a signed snapshot into this root. */
 import type { Command } from 'commander';
-import { loadAgentFile } from '../../runtime/index.js';
-import { emit, withEngine, type GlobalOptions } from '../context.js';
+import { emit, runtime, withEngine, type GlobalOptions } from '../context.js';
 import { readSnapshotFile } from './snapshot-file.js';
 import { printRun } from './run-view.js';
 
@@ -12,7 +11,8 @@ export function register(run: Command, globals: () => GlobalOptions): void {
     .option('--agent <file>', 'the agent definition, when this root does not know it (scripted agents)')
     .action(async (file: string, o: { agent?: string }) => {
       const g = globals();
-      const bytes = readSnapshotFile(file);
+      const bytes = await readSnapshotFile(file);
+      const { loadAgentFile } = await runtime();
       const agent = o.agent !== undefined ? loadAgentFile(o.agent) : undefined;
       const view = await withEngine(g, (engine) => engine.importSnapshot(bytes, agent ? { agent } : {}));
       emit(g, { run_id: view.run_id, status: view.status, last_sequence: view.last_sequence }, (_, out) => {

@@ -6,8 +6,7 @@
  */
 import type { Command } from 'commander';
 import { toHex } from '../../core/index.js';
-import { claimInvalid, decodeEnvelope } from '../../runtime/index.js';
-import { emit, withClaimChecker, type GlobalOptions } from '../context.js';
+import { emit, runtime, withClaimChecker, type GlobalOptions } from '../context.js';
 import { snapshotToJson } from './snapshot-json.js';
 import { readSnapshotFile } from './snapshot-file.js';
 
@@ -18,7 +17,8 @@ export function register(run: Command, globals: () => GlobalOptions): void {
     .option('--verify', 'check the claim against the local run authority (changes nothing; exit 3 when it does not verify)')
     .action(async (file: string, o: { verify?: boolean }) => {
       const g = globals();
-      const bytes = readSnapshotFile(file);
+      const bytes = await readSnapshotFile(file);
+      const { claimInvalid, decodeEnvelope } = await runtime();
       const env = decodeEnvelope(bytes);
       const state = env.state;
       const verification = o.verify ? await withClaimChecker(g, (engine) => engine.verifySnapshot(bytes)) : undefined;

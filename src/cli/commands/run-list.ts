@@ -1,7 +1,6 @@
 /** `loopx run list` */
 import type { Command } from 'commander';
-import { emit, withEngine, type GlobalOptions } from '../context.js';
-import { runSummary } from './run-view.js';
+import { emit, runtime, withEngine, type GlobalOptions } from '../context.js';
 
 export function register(run: Command, globals: () => GlobalOptions): void {
   run
@@ -10,6 +9,7 @@ export function register(run: Command, globals: () => GlobalOptions): void {
     .action(async () => {
       const g = globals();
       const runs = await withEngine(g, (engine) => engine.list(), { readOnly: true });
+      const { runSummary } = await runtime();
       emit(g, { runs: runs.map((r) => ({ ...runSummary(r), definition: r.definition, turn_limit: r.turn_limit })) }, (_, out) => {
         if (runs.length === 0) out.line('no runs');
         for (const r of runs)

@@ -16,7 +16,7 @@ export function register(run: Command, globals: () => GlobalOptions): void {
         const view = await withModelCallsShown(() => engine.resume(id, o.turns !== undefined ? { turns: o.turns } : {}));
         return { view, answer: await finalAnswerOf(engine, view) };
       });
-      emit(g, drivenSummary(view, answer), (_, out) => printRun(view, out, answer));
+      emit(g, await drivenSummary(view, answer), (_, out) => printRun(view, out, answer));
       exitIfFailed(view);
     });
 }

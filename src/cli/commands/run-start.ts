@@ -1,7 +1,6 @@
 /** `loopx run start --agent <file> [--input TEXT] [--suspend-after-turns N]` */
 import type { Command } from 'commander';
-import { loadAgentFile } from '../../runtime/index.js';
-import { emit, withEngine, type GlobalOptions } from '../context.js';
+import { emit, runtime, withEngine, type GlobalOptions } from '../context.js';
 import { parseCount } from '../parse.js';
 import { withModelCallsShown } from '../progress.js';
 import { drivenSummary, exitIfFailed, finalAnswerOf, printRun } from './run-view.js';
@@ -15,6 +14,7 @@ export function register(run: Command, globals: () => GlobalOptions): void {
     .option('--suspend-after-turns <n>', 'suspend at the boundary after N completed turns', parseCount)
     .action(async (o: { agent: string; input?: string; suspendAfterTurns?: number }) => {
       const g = globals();
+      const { loadAgentFile } = await runtime();
       const agent = loadAgentFile(o.agent);
       const { view, answer } = await withEngine(g, async (engine) => {
         const view = await withModelCallsShown(() =>
@@ -22,7 +22,7 @@ export function register(run: Command, globals: () => GlobalOptions): void {
         );
         return { view, answer: await finalAnswerOf(engine, view) };
       });
-      emit(g, drivenSummary(view, answer), (_, out) => printRun(view, out, answer));
+      emit(g, await drivenSummary(view, answer), (_, out) => printRun(view, out, answer));
       exitIfFailed(view);
     });
 }

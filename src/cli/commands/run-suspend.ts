@@ -10,6 +10,6 @@ export function register(run: Command, globals: () => GlobalOptions): void {
     .action(async (id: string) => {
       const g = globals();
       const view = await withEngine(g, (engine) => engine.suspend(id));
-      emit(g, runSummary(view), (_, out) => printRun(view, out));
+      emit(g, await runSummary(view), (_, out) => printRun(view, out));
     });
 }

@@ -1,7 +1,7 @@
 /** Human rendering of a run, shared by the run commands. */
 import { RUN_FAILED_EXIT } from '../../core/index.js';
-import { runSummary, type Engine, type RunView } from '../../runtime/index.js';
-import { exitAfterOutput, type Output } from '../context.js';
+import type { Engine, RunView } from '../../runtime/index.js';
+import { exitAfterOutput, runtime, type Output } from '../context.js';
 
 export function printRun(v: RunView, out: Output, finalAnswer?: string): void {
   out.line(`run ${v.run_id}  ${v.status}  turns ${v.completed_turns}/${v.turn_limit}  last sequence ${v.last_sequence}`);
@@ -40,11 +40,14 @@ export async function finalAnswerOf(engine: Engine, v: RunView): Promise<string 
   return undefined;
 }
 
+/** The short JSON shape of `run start` / `run resume` and friends (shared with the daemon). */
+export const runSummary = async (v: RunView) => (await runtime()).runSummary(v);
+
 /**
  * What `run start`, `run resume` and `work run` print of the run they drove: the run summary and,
  * for a completed run, its `final_answer`.
  */
-export const drivenSummary = (v: RunView, finalAnswer: string | undefined) => ({ ...runSummary(v), ...(finalAnswer !== undefined ? { final_answer: finalAnswer } : {}) });
-
-/** The short JSON shape of `run start` / `run resume` and friends (shared with the daemon). */
-export { runSummary };
+export const drivenSummary = async (v: RunView, finalAnswer: string | undefined) => ({
+  ...(await runSummary(v)),
+  ...(finalAnswer !== undefined ? { final_answer: finalAnswer } : {}),
+});

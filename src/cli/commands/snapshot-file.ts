@@ -2,9 +2,9 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { destinationOccupied, LoopxError, notFound, rejected } from '../../core/index.js';
-import { ENVELOPE_MAX_BYTES, envelopeOversized } from '../../runtime/index.js';
+import { runtime } from '../context.js';
 
-export function readSnapshotFile(file: string): Uint8Array {
+export async function readSnapshotFile(file: string): Promise<Uint8Array> {
   let size: number;
   try {
     const st = statSync(file);
@@ -14,6 +14,7 @@ export function readSnapshotFile(file: string): Uint8Array {
     if (e instanceof LoopxError) throw e;
     throw notFound('snapshot_file_missing', 'The snapshot file does not exist.', { nextAction: 'pass the path written by loopx run export' });
   }
+  const { ENVELOPE_MAX_BYTES, envelopeOversized } = await runtime();
   if (size > ENVELOPE_MAX_BYTES) throw envelopeOversized();
   return new Uint8Array(readFileSync(file));
 }

@@ -1,10 +1,10 @@
 /** `loopx todo add|list|update` — a Goal's canonical work through the runtime's Todo operations (writes check the run authority: a superseded Goal lifetime takes none). */
 import type { Command } from 'commander';
 import { usageError } from '../../core/index.js';
-import { addTodo, listTodos, MAX_TODOS_PER_UPDATE, operatorOperationId, TODO_STATUSES, todoView, updateTodo, updateTodos } from '../../runtime/index.js';
-import { emit, resolveRoot, withGoalWriter, type GlobalOptions } from '../context.js';
+import { emit, resolveRoot, runtime, withGoalWriter, type GlobalOptions, type Runtime } from '../context.js';
+import { MAX_TODOS_PER_UPDATE, TODO_STATUSES } from '../runtime-facts.js';
 
-const opId = (given: string | undefined) => given ?? operatorOperationId('cli');
+const opId = (given: string | undefined, mint: Runtime['operatorOperationId']) => given ?? mint('cli');
 type Status = (typeof TODO_STATUSES)[number];
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -19,12 +19,13 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--operation-id <id>', 'idempotency key: repeating it returns the original receipt')
     .action(async (o: { goal: string; title: string; id?: string; text?: string; operationId?: string }) => {
       const g = globals();
+      const { addTodo, operatorOperationId, todoView } = await runtime();
       const r = await withGoalWriter(g, (authority) =>
         addTodo(
           resolveRoot(g),
           o.goal,
           {
-            operation_id: opId(o.operationId),
+            operation_id: opId(o.operationId, operatorOperationId),
             title: o.title,
             ...(o.id ? { todo_id: o.id } : {}),
             ...(o.text ? { text: o.text } : {}),
@@ -42,12 +43,18 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .requiredOption('--goal <goal-id>', 'the Goal')
     .action(async (o: { goal: string }) => {
       const g = globals();
+      const { listTodos, todoView } = await runtime();
       const todos = await listTodos(resolveRoot(g), o.goal);
       emit(g, { goal_id: o.goal, todos: todos.map(todoView) }, (d, out) => {
         if (d.todos.length === 0) out.line('no Todos');
         for (const t of d.todos) out.line(`${t.todo_id.padEnd(8)} ${t.status.padEnd(8)} ${t.title}${t.note ? `  — ${t.note}` : ''}`);
       });
     });
+  registerUpdate(todo, globals);
+}
+
+/** `todo update <todo-id...>`: one Todo, or several as one transaction. */
+function registerUpdate(todo: Command, globals: () => GlobalOptions): void {
   todo
     .command('update <todo-id...>')
     .description(
@@ -67,8 +74,9 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       if (todoIds.length > MAX_TODOS_PER_UPDATE) {
         throw usageError('todo_update_too_many', `One update changes at most ${MAX_TODOS_PER_UPDATE} Todos.`, 'see its options: loopx todo update --help');
       }
+      const { operatorOperationId, updateTodo, updateTodos, todoView } = await runtime();
       const input = {
-        operation_id: opId(o.operationId),
+        operation_id: opId(o.operationId, operatorOperationId),
         lease_owner: 'operator:cli',
         ...(o.status !== undefined ? { status: o.status as Status } : {}),
         ...(o.note !== undefined ? { note: o.note } : {}),

@@ -1,8 +1,7 @@
 /** `loopx work run --goal G --agent A [--turns N] [--sink URL]` — a Goal work run. */
 import type { Command } from 'commander';
 import { rejected } from '../../core/index.js';
-import { GOAL_WORK_TOOL_PLAN, loadAgentFile, runGoalWork } from '../../runtime/index.js';
-import { emit, existingRoot, withEngine, type GlobalOptions } from '../context.js';
+import { emit, existingRoot, runtime, withEngine, type GlobalOptions } from '../context.js';
 import { parsePositive } from '../parse.js';
 import { withModelCallsShown } from '../progress.js';
 import { drivenSummary, exitIfFailed, finalAnswerOf, printRun } from './run-view.js';
@@ -19,13 +18,14 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option('--input <text>', 'the user message the run starts with')
     .action(async (o: { goal: string; agent: string; turns?: number; sink?: string; input?: string }) => {
       const g = globals();
+      const { GOAL_WORK_TOOL_PLAN, loadAgentFile, runGoalWork } = await runtime();
       const agent = loadAgentFile(o.agent);
       if (agent.toolPlan !== GOAL_WORK_TOOL_PLAN) {
         throw rejected('agent_not_goal_work', `Agent ${agent.id}@${agent.version} uses tool plan ${agent.toolPlan}; Goal work runs need ${GOAL_WORK_TOOL_PLAN}.`, {
           nextAction: 'use an agent whose tool_plan is loopx.goal-work.v1 (see examples/agents/goal-worker.json)',
         });
       }
-      const root = existingRoot(g);
+      const root = await existingRoot(g);
       const { result, answer } = await withEngine(g, async (engine) => {
         const result = await withModelCallsShown(() =>
           runGoalWork({
@@ -40,7 +40,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         );
         return { result, answer: await finalAnswerOf(engine, result.run) };
       });
-      emit(g, { ...drivenSummary(result.run, answer), goal: result.goal, session: result.session }, (d, out) => {
+      emit(g, { ...(await drivenSummary(result.run, answer)), goal: result.goal, session: result.session }, (d, out) => {
         out.line(`Goal ${d.goal.goal_id}, session ${d.session.session_id} (execution generation ${d.session.execution_generation})`);
         printRun(result.run, out, answer);
       });
