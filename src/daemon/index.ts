@@ -5,7 +5,8 @@
  * (`npm start`) is the runtime's `seedSample`.
  */
 export { buildApp, type AppOptions, type DaemonApp } from './app.js';
-export { requestLoginUrl, startDaemon, LOOPBACK, type DaemonOptions, type RunningDaemon } from './server.js';
+export { startDaemon, type DaemonOptions, type RunningDaemon } from './server.js';
+export { LOOPBACK, requestLoginUrl } from './login-url.js';
 export { LoginTokens, newToken } from './security.js';
 export { MAX_PENDING_UPLOADS, STALE_UPLOAD_MS, type PendingUpload } from './backups.js';
 export { DEFAULT_TIMEOUTS, type DaemonTimeouts } from './body.js';

@@ -7,13 +7,13 @@
  * its port, so `loopx daemon login-url` can ask it for another one-time login address.
  */
 import { rmSync } from 'node:fs';
-import { readRegularFileOnce, conflict, internal, notFound, usageError, tryLockExclusive, ensurePrivateDir, writeFileDurable, PACKAGE_ROOT } from '../core/index.js';
+import { conflict, usageError, tryLockExclusive, ensurePrivateDir, writeFileDurable, PACKAGE_ROOT } from '../core/index.js';
 import { join, resolve } from 'node:path';
 import { assertRuntimeRoot, closeRootPools, ClusterNode, type ClusterNodeOptions } from '../runtime/index.js';
 import { buildApp, type DaemonApp } from './app.js';
 import type { DaemonTimeouts } from './body.js';
+import { ENDPOINT_FILE, LOOPBACK } from './login-url.js';
 import { LoginTokens, newToken } from './security.js';
-import { existsSync } from 'node:fs';
 
 export interface DaemonOptions {
   readonly root: string;
@@ -47,52 +47,7 @@ export interface RunningDaemon {
   close(): Promise<void>;
 }
 
-export const LOOPBACK = '127.0.0.1';
-const ENDPOINT_FILE = 'endpoint.json';
-
-const notRunning = () => notFound('daemon_not_running', 'No loopx daemon serves this root.', { nextAction: 'start it: loopx daemon' });
-
-/**
- * A new one-time login address from the daemon serving `root` (it must be running: its lock is
- * held). Reads the port and the IPC token from the root's private daemon directory and asks the
- * daemon over loopback; throws `daemon_not_running` (not found) when no daemon answers there.
- */
-export async function requestLoginUrl(rootDir: string): Promise<string> {
-  const root = resolve(rootDir);
-  if (!existsSync(join(root, 'locks'))) throw notRunning();
-  const probe = tryLockExclusive(join(root, 'locks', 'daemon.lock'));
-  if (probe) {
-    probe.release();
-    throw notRunning();
-  }
-  const read = (name: string): string | null => {
-    const bytes = readRegularFileOnce(join(root, 'daemon', name), 4096);
-    return bytes === null ? null : Buffer.from(bytes).toString('utf8').trim();
-  };
-  let token: string | null;
-  let port: number;
-  try {
-    token = read('token');
-    const endpoint = read(ENDPOINT_FILE);
-    port = endpoint === null ? NaN : Number((JSON.parse(endpoint) as { port?: unknown }).port);
-  } catch {
-    throw notRunning(); // a daemon still starting, or files not its own: no address to ask
-  }
-  if (token === null || !Number.isInteger(port) || port <= 0 || port > 65535) throw notRunning();
-  let res: Response;
-  try {
-    res = await fetch(`http://${LOOPBACK}:${port}/api/session/login-urls`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) });
-  } catch {
-    throw notRunning();
-  }
-  const body = (await res.json().catch(() => null)) as { login_url?: unknown; error?: { code?: unknown } } | null;
-  if (res.status !== 201 || typeof body?.login_url !== 'string') {
-    throw internal('daemon_login_url_refused', `The daemon refused a new login address (${typeof body?.error?.code === 'string' ? body.error.code : `HTTP ${res.status}`}).`, {
-      nextAction: 'restart the daemon: stop it, then loopx daemon',
-    });
-  }
-  return body.login_url;
-}
+export { LOOPBACK, requestLoginUrl } from './login-url.js';
 
 /** The highest TCP port; 0 asks for a free one. */
 export const MAX_PORT = 65535;

@@ -5,7 +5,8 @@
  * same schema, which refuses unknown fields.
  */
 import { readFileSync } from 'node:fs';
-import { Ajv, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { ValidateFunction } from 'ajv';
 import { canonicalJson, isLoopxError, notFound, rejected } from '../core/index.js';
 import type { ModelRef } from '../snapshot/index.js';
 import { MCP_SERVER_DECLARATION_SCHEMA, parseMcpServers, type McpServerDeclaration } from './mcp/declaration.js';
@@ -120,9 +121,14 @@ export const AGENT_FILE_SCHEMA = {
   },
 } as const;
 
-// Compiled on first use, not at import: every CLI command imports the engine, few read an agent file.
+// Loaded and compiled on first use, not at import: every CLI command imports the engine, few read an
+// agent file. Ajv is a CommonJS package, so `require` loads it synchronously on that first parse.
 let compiled: ValidateFunction | undefined;
-const fileValidator = (): ValidateFunction => (compiled ??= new Ajv({ strict: true, allErrors: false }).compile(AGENT_FILE_SCHEMA));
+const fileValidator = (): ValidateFunction => {
+  if (compiled) return compiled;
+  const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+  return (compiled = new Ajv({ strict: true, allErrors: false }).compile(AGENT_FILE_SCHEMA));
+};
 
 interface AgentFile {
   id: string;

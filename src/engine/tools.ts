@@ -4,7 +4,8 @@
  * lease's release is observable (`released`, `whenReleased`). Serialized plan ids are never
  * mistaken for a lease: only `ToolPlanHost.lease` makes one.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv, ValidateFunction } from 'ajv';
 import { conflict, notFound, rejected, type LoopxError } from '../core/index.js';
 import { effect as effectOwner } from '../owners/index.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
@@ -118,16 +119,21 @@ const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_.-]{0,63}$/;
 const compiled = new Map<string, ValidateFunction>();
 const MAX_COMPILED = 256;
 let compiler: Ajv | undefined;
+/** Ajv (a CommonJS package), required on the first compilation: a command that validates no arguments never loads it. */
+const newCompiler = (): Ajv => {
+  const { Ajv: AjvClass } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+  return new AjvClass({ strict: true, allErrors: false });
+};
 
 function validatorFor(schema: object): ValidateFunction {
   const key = JSON.stringify(schema);
   let v = compiled.get(key);
   if (v === undefined) {
-    compiler ??= new Ajv({ strict: true, allErrors: false });
+    compiler ??= newCompiler();
     v = compiler.compile(schema);
     if (compiled.size >= MAX_COMPILED) {
       compiled.clear();
-      compiler = new Ajv({ strict: true, allErrors: false }); // drops its own cache of the old schemas too
+      compiler = newCompiler(); // drops its own cache of the old schemas too
     }
     compiled.set(key, v);
   }

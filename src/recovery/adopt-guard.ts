@@ -4,6 +4,8 @@
  * longer empty), and a writer would commit beside a half-adopted state (its work store imported but
  * not adopted, its effects not reconciled). Decided here once from the plan and the phase journal;
  * every way into a root (runtime/root.ts) asks before it opens anything, the apply's own path does not.
+ * Light on purpose: it imports core and the recovery's file names, codes and journal reader only —
+ * the status reader, which loads the planner and the owners, only when a plan is there.
  *
  * A root whose recovery applied every step but is still held (an effect whose outcome is unknown,
  * a receiver that has not confirmed the new lifetime's fence) admits no writer either — no work
@@ -15,8 +17,7 @@ import { join, resolve } from 'node:path';
 import { hasCode, operatorPath } from '../core/index.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
 import { foldJournal, readJournal } from './adopt-journal.js';
-import { PLAN_FILE, RECOVERY_DIR } from './adopt-plan.js';
-import { recoveryStatus } from './adopt-status.js';
+import { PLAN_FILE, RECOVERY_DIR } from './adopt-files.js';
 
 /** Refuse `root` while a recovery is making it: any command before `host:destination` is done, a writer until every step is. */
 export function refuseRecoveryInProgress(root: string, options: { writer: boolean }): void {
@@ -42,6 +43,8 @@ export function refuseRecoveryInProgress(root: string, options: { writer: boolea
 /** A writer of `root` while its recovery is held: `recover_reconciliation_held`, naming the hold's own next action. */
 export async function refuseHeldRecovery(root: string): Promise<void> {
   if (!existsSync(join(root, RECOVERY_DIR, PLAN_FILE))) return;
+  // The status reader (the planner, the audit, the owners) is loaded only for a root a recovery made.
+  const { recoveryStatus } = await import('./adopt-status.js');
   let status: Awaited<ReturnType<typeof recoveryStatus>>;
   try {
     status = await recoveryStatus(root);

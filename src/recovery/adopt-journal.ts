@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { faultPoint, fsyncDir } from '../core/index.js';
 import type { AdoptionStepReceipt } from '../owners/index.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
-import { RECOVERY_DIR } from './adopt-plan.js';
+import { RECOVERY_DIR } from './adopt-files.js';
 
 export const JOURNAL_FILE = 'journal.jsonl';
 

@@ -42,11 +42,10 @@ import { showAudit, WORKSPACE_DIR, type RecoveryAudit } from './audit.js';
 import { RECOVER_REFUSALS as R } from './adopt-codes.js';
 import { refusePlacement, type ProtectedPlaces } from './destination.js';
 import { servedExports } from './served-exports.js';
+import { PLAN_FILE, RECOVERY_DIR } from './adopt-files.js';
 
 export const PLAN_SCHEMA = 'loopx_recovery_plan_v0';
-/** The directory of a destination root that holds the plan and the phase journal. */
-export const RECOVERY_DIR = 'recovery';
-export const PLAN_FILE = 'plan.json';
+export { PLAN_FILE, RECOVERY_DIR } from './adopt-files.js';
 /** The run authority's seal over the digest `recover plan` printed (written by the host beside the plan; see runtime/recover.ts). */
 export const PLAN_SEAL_FILE = 'plan.seal.json';
 /** The recovery's lock (adopt-lock.ts), made with the plan so that a refused apply adds nothing to the destination. */

@@ -13,7 +13,8 @@
  *   characters); its input schema must compile as the tool-plan host compiles it (Ajv, strict).
  * - A tool is mutating unless declared `mutating: false`: an undeclared effect is the unsafe side.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { canonicalJson, isLoopxError } from '../../core/index.js';
 import type { JsonValue } from '../tools.js';
 import { declarationInvalid } from './errors.js';
@@ -111,17 +112,18 @@ export const MCP_SERVER_DECLARATION_SCHEMA = {
 const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_.-]{0,63}$/;
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 
-// Compiled on first use, not at import.
+// Loaded (Ajv is a CommonJS package: required synchronously) and compiled on first use, not at import.
 let validators: { server: ValidateFunction; stdio: ValidateFunction; http: ValidateFunction; schemas: Ajv } | undefined;
 function compiled(): NonNullable<typeof validators> {
   if (validators) return validators;
-  const ajv = new Ajv({ strict: true, allErrors: false });
+  const { Ajv: AjvClass } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+  const ajv = new AjvClass({ strict: true, allErrors: false });
   validators = {
     server: ajv.compile(MCP_SERVER_DECLARATION_SCHEMA),
     stdio: ajv.compile(STDIO_SCHEMA),
     http: ajv.compile(HTTP_SCHEMA),
     // A separate instance, as the tool-plan host keeps one apart for tool input schemas.
-    schemas: new Ajv({ strict: true, allErrors: false }),
+    schemas: new AjvClass({ strict: true, allErrors: false }),
   };
   return validators;
 }

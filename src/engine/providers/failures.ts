@@ -17,8 +17,15 @@
  *   the host of the URL the provider package reports, else of the agent's `base_url`, else the
  *   provider's documented default. Never the URL's path or query, never a key.
  */
-import { APICallError } from '@ai-sdk/provider';
+import type { APICallError } from '@ai-sdk/provider';
 import { isLoopxError, rejected, type LoopxError } from '../../core/index.js';
+
+const API_CALL_ERROR = Symbol.for('vercel.ai.error.AI_APICallError');
+/**
+ * `APICallError.isInstance` without loading the SDK's package: the SDK marks its errors with a
+ * registered symbol (`AISDKError.hasMarker` in @ai-sdk/provider), which is what this checks.
+ */
+const isApiCallError = (e: unknown): e is APICallError => e != null && typeof e === 'object' && (e as Record<symbol, unknown>)[API_CALL_ERROR] === true;
 
 export interface ModelFailure {
   readonly error: LoopxError;
@@ -128,7 +135,7 @@ export const endpointHostOf = (model: { readonly provider: string; readonly base
  */
 export function classifyModelError(e: unknown, provider: string, keyEnv?: string, host?: string): ModelFailure {
   if (isLoopxError(e)) return { error: e, retryable: false };
-  if (APICallError.isInstance(e)) {
+  if (isApiCallError(e)) {
     const at = hostOf(e.url) ?? host;
     const status = e.statusCode ?? 0;
     const retryAfterMs = retryAfterOf(e.responseHeaders);
