@@ -203,7 +203,7 @@ export interface LiveService {
 }
 
 /** Where one Goal's work lives when the Goal chose it (`goal create --work-provider`): the root's files, or a schema of a service, its rows under `store_key`. */
-export type GoalWorkSource = { readonly provider: 'sqlite' } | { readonly provider: string; readonly service: LiveService; readonly store_key: string };
+export type GoalWorkSource = { readonly provider: string } | { readonly provider: string; readonly service: LiveService; readonly store_key: string };
 
 /** The live side `capture` reads: a runtime root, and the service its Goal state lives in when it is not the root's files. */
 export interface LiveSource {

@@ -22,7 +22,28 @@ export {
 } from './table.js';
 export { OwnerError, ownerErrors, type OwnerErrors } from './owner-errors.js';
 export { openRootOwners, STORE_CONFIG_NAMESPACE, type RootOwners } from './root-owners.js';
-export { closeRootPools, refuseNonSqliteRoot, rootPostgres, rootStoreLocation, type RootStoreLocation } from './root-store-location.js';
+export { closeRootPools, refuseNonSqliteRoot, rootStoreLocation, type RootStoreLocation } from './root-store-location.js';
+/** The storage providers as a table: owners and the runtime ask a location's row by its `provider` name. */
+export {
+  DEFAULT_STORE_PROVIDER,
+  STORE_PROVIDERS,
+  describeLocation,
+  inRoot,
+  isServiceLocation,
+  providerOf,
+  rootPostgres,
+  sameService,
+  serviceOf,
+  storeProvider,
+  POSTGRESQL_COMPONENTS,
+  type GoalWorkLocation,
+  type MigratedComponent,
+  type ServiceLocation,
+  type StoreLocation,
+  type StoreProvider,
+  type StoreService,
+  type WorkChoice,
+} from './providers/index.js';
 export { rootStores, type RootStores } from './root-stores.js';
 export { openGoalWorkSources, openServiceSnapshot, type GoalServiceSnapshot, type ServiceReference, type ServiceSnapshot } from './service-snapshot.js';
 export { integrityOnly } from './sqlite-recovery.js';

@@ -1,48 +1,53 @@
 /**
- * The root-wide Goal-scoped stores of a runtime root — sessions, effects, quota, timers — on the
- * provider its configuration names (root-store-location.ts): SQLite files in the root as always,
- * or PostgreSQL ports on the root's shared pool. A Goal's work store is opened per Goal by the
- * work owner (`openGoalWork`), on the same choice.
+ * The root-wide Goal-scoped stores of a runtime root — sessions, effects, quota, timers — each
+ * owner over the port its provider's row opens where the root's configuration says
+ * (root-store-location.ts): SQLite files in the root as always, or a database service's tables.
+ * A Goal's work store is opened per Goal by the work owner (`openGoalWork`), on the same choice.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import * as effectOwner from './effect/index.js';
 import { LAYOUT } from './layout.js';
+import { providerOf } from './providers/index.js';
 import * as quotaOwner from './quota/index.js';
-import { rootPostgres, rootStoreLocation } from './root-store-location.js';
+import { rootStoreLocation } from './root-store-location.js';
 import * as schedulerOwner from './scheduler/index.js';
 import * as sessionOwner from './session/index.js';
 
 export interface RootStores {
-  /** The root's sessions (`sessions.db`, or the session tables of its PostgreSQL schema). */
+  /** The root's sessions (`sessions.db`, or the session tables of its database service). */
   sessions(): sessionOwner.SessionStore;
   effects(): effectOwner.EffectJournal;
   quota(): quotaOwner.QuotaLedger;
   scheduler(): schedulerOwner.SchedulerStore;
-  /** Whether the store may already hold state: its SQLite file exists; PostgreSQL always may. */
+  /** Whether the store may already hold state: its file exists; a service always may. */
   holds(store: 'sessions' | 'effects'): boolean;
 }
 
-/** The stores of the root at `root`, on the provider its configuration names. */
+/** The stores of the root at `root`, on the provider its configuration names (read again at each open). */
 export function rootStores(root: string): RootStores {
-  const at = (file: string) => join(root, file);
+  const at = () => {
+    const location = rootStoreLocation(root);
+    return { ports: providerOf(location).ports, location };
+  };
   return {
     sessions: () => {
-      const db = rootPostgres(root);
-      return db ? sessionOwner.sessionStore(sessionOwner.openPgSessionPort(db)) : sessionOwner.openSqliteSessionStore(at(LAYOUT.sessionsDb));
+      const { ports, location } = at();
+      return sessionOwner.sessionStore(ports.session(root, location));
     },
     effects: () => {
-      const db = rootPostgres(root);
-      return db ? effectOwner.effectJournal(effectOwner.openPgEffectPort(db)) : effectOwner.openSqliteEffectJournal(at(LAYOUT.effectsDb));
+      const { ports, location } = at();
+      return effectOwner.effectJournal(ports.effect(root, location));
     },
     quota: () => {
-      const db = rootPostgres(root);
-      return db ? quotaOwner.quotaLedger(quotaOwner.openPgQuotaPort(db)) : quotaOwner.openSqliteQuotaLedger(at(LAYOUT.quotaDb));
+      const { ports, location } = at();
+      return quotaOwner.quotaLedger(ports.quota(root, location));
     },
     scheduler: () => {
-      const db = rootPostgres(root);
-      return db ? schedulerOwner.schedulerStore(schedulerOwner.openPgSchedulerPort(db)) : schedulerOwner.openSqliteSchedulerStore(at(LAYOUT.schedulerDb));
+      const { ports, location } = at();
+      return schedulerOwner.schedulerStore(ports.scheduler(root, location));
     },
-    holds: (store) => rootStoreLocation(root).provider !== 'sqlite' || existsSync(at(store === 'sessions' ? LAYOUT.sessionsDb : LAYOUT.effectsDb)),
+    holds: (store) => {
+      const location = rootStoreLocation(root);
+      return providerOf(location).holds(root, location, store === 'sessions' ? LAYOUT.sessionsDb : LAYOUT.effectsDb);
+    },
   };
 }

@@ -5,11 +5,11 @@
  * Goal's work. Every change goes through the goal and work owners' APIs; an unknown Goal is the goal owner's
  * `goal_not_found` (one code, one next action, wherever it is asked).
  */
-import { goal as goalOwner, work as workOwner, type RootOwners } from '../owners/index.js';
+import { DEFAULT_STORE_PROVIDER, goal as goalOwner, work as workOwner, type RootOwners } from '../owners/index.js';
 import { conflict, isLoopxError } from '../core/index.js';
 import { assertLifetimeLive, withGuardedGoalWork, type LifetimeGuard } from '../engine/index.js';
 import type { GoalWriterGuard, RootAccess } from './root.js';
-import { POSTGRESQL_PROVIDER, parseStoreIdentity } from '../store/index.js';
+import { parseStoreIdentity } from '../store/index.js';
 import { withAuthority, withRootOwners } from './root.js';
 
 /** The public shape of a Goal (`loopx goal … --json`). */
@@ -125,7 +125,7 @@ export async function goalDetail(owners: RootOwners, root: string, goalId: strin
     const last = view.cursor > 0 ? (await work.history(view.cursor - 1, 1)).transactions[0] : undefined;
     const last_activity = last?.receipt.committed_at ?? null;
     // Where the opened store is, read from its identity (`<provider>:<hex>`), not from what was asked.
-    const work_provider: 'sqlite' | 'postgresql' = parseStoreIdentity(view.store_identity)?.provider === POSTGRESQL_PROVIDER ? 'postgresql' : 'sqlite';
+    const work_provider: string = parseStoreIdentity(view.store_identity)?.provider ?? DEFAULT_STORE_PROVIDER;
     return {
       record,
       counts,

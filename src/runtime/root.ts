@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensurePrivateDir, refuseRecoveryWorkspaceRoot } from '../core/index.js';
 import { builtinApplication, openEngine, openReadOnlyEngine, type Engine, type LifetimeGuard } from '../engine/index.js';
-import { LAYOUT, assertRuntimeRoot, openRootOwners, rootStoreLocation, type RootOwners } from '../owners/index.js';
+import { LAYOUT, assertRuntimeRoot, inRoot, openRootOwners, rootStoreLocation, type RootOwners } from '../owners/index.js';
 import { refuseHeldRecovery, refuseRecoveryInProgress } from '../recovery/index.js';
 import { openRunAuthority, type LifetimeSupersession, type LocalRunAuthority, type WorkHead } from '../run-authority/index.js';
 import { withAdmission, withLazyAdmission } from './admission.js';
@@ -191,6 +191,6 @@ export function initRoot(root: string, options: { readonly ownerStores?: boolean
 export function initDestinationRoot(root: string, options: { readonly ownerStores?: boolean } = {}): void {
   refuseRecoveryWorkspaceRoot(root);
   ensurePrivateDir(root);
-  // A root whose Goal state lives elsewhere (PostgreSQL), or is about to, has no SQLite owner stores to make.
-  if (options.ownerStores !== false && rootStoreLocation(root).provider === 'sqlite') openRootOwners(root).close();
+  // A root whose Goal state lives elsewhere (a database service), or is about to, has no owner files to make.
+  if (options.ownerStores !== false && inRoot(rootStoreLocation(root))) openRootOwners(root).close();
 }

@@ -1,37 +1,34 @@
 /**
- * Where a root keeps its Goals' state: SQLite files in the root (the default), or PostgreSQL —
- * chosen once, at `loopx init --store postgresql --database-url env:NAME`, and kept in the root's
- * machine configuration (namespace `store`) as a provider, a URL *reference* and the
- * installation's schema; the URL itself is read from the named environment variable at run time
- * and never written anywhere. `loopx db migrate` applies the PostgreSQL components' migrations
- * (PG_COMPONENTS: each owner's PostgreSQL provider adds its tables there), and the `work` component
- * of any schema a single Goal chose for its work (`loopx goal create --work-provider postgresql`).
+ * Where a root keeps its Goals' state: SQLite files in the root (the default), or a database
+ * service — chosen once, at `loopx init --store <provider>` (PostgreSQL: `--database-url
+ * env:NAME`), and kept in the root's machine configuration (namespace `store`) as the provider's
+ * row records it: a URL *reference* and the installation's schema; the URL itself is read from the
+ * named environment variable at run time and never written anywhere. `loopx db migrate` asks the
+ * service's row to migrate its components (PostgreSQL: POSTGRESQL_COMPONENTS, each owner's tables),
+ * and the work component of any schema a single Goal chose for its work (`loopx goal create
+ * --work-provider`). Nothing here names a provider: each decision is a column of its row.
  */
 import { randomBytes } from 'node:crypto';
 import { conflict } from '../core/index.js';
-import {
-  INSTALLATION_COMPONENT,
-  installationExists,
-  INSTALLATION_MIGRATIONS,
-  POSTGRESQL_PROVIDER,
-  databaseUrlFrom,
-  migratePostgres,
-  openPostgres,
-  schemaIdent,
-  type PgDatabase,
-  type PgMigration,
-} from '../store/index.js';
+import { databaseUrlFrom, openPostgres, schemaIdent, type PgDatabase } from '../store/index.js';
 import {
   config as configOwner,
+  DEFAULT_STORE_PROVIDER,
+  describeLocation,
   goal as goalOwner,
+  isServiceLocation,
+  POSTGRESQL_COMPONENTS,
+  providerOf,
   registry as registryOwner,
   rootStoreLocation,
+  sameService,
+  serviceOf,
   STORE_CONFIG_NAMESPACE,
+  STORE_PROVIDERS,
+  storeProvider,
+  type MigratedComponent,
   type RootStoreLocation,
-  effect as effectOwner,
-  quota as quotaOwner,
-  scheduler as schedulerOwner,
-  session as sessionOwner,
+  type ServiceLocation,
   work,
 } from '../owners/index.js';
 import { refuseRecoveryInProgress } from '../recovery/index.js';
@@ -43,14 +40,8 @@ export const STORE_CONFIG_SCHEMA = 'loopx_store_config_v0';
 /** Where the root keeps its Goal state (the owners read it: `rootStoreLocation`). */
 export type StoreConfig = RootStoreLocation;
 
-/** The PostgreSQL components `loopx db migrate` migrates: an owner's provider adds `{ component, migrations }` here. */
-export const PG_COMPONENTS: { readonly component: string; readonly migrations: readonly PgMigration[] }[] = [
-  { component: 'work', migrations: work.WORK_PG_MIGRATIONS },
-  { component: 'effect', migrations: effectOwner.EFFECT_PG_MIGRATIONS },
-  { component: 'quota', migrations: quotaOwner.QUOTA_PG_MIGRATIONS },
-  { component: 'session', migrations: sessionOwner.SESSION_PG_MIGRATIONS },
-  { component: 'scheduler', migrations: schedulerOwner.SCHEDULER_PG_MIGRATIONS },
-];
+/** The PostgreSQL components `loopx db migrate` migrates: its row's list (each owner's `postgresql` SQL), as it is. */
+export const PG_COMPONENTS = POSTGRESQL_COMPONENTS();
 
 // A type, not an interface: configuration values are plain JSON objects.
 type StoreNamespace = {
@@ -74,6 +65,22 @@ function withStoreOwners<T>(root: string, fn: (owners: { config: configOwner.Con
   return write === undefined ? Promise.resolve().then(open) : withAdmission(root, write, async () => open());
 }
 
+/** The providers a root (`init --store`) or a Goal's work (`goal create --work-provider`) can choose, in table order. */
+export const storeChoices = (kind: 'root' | 'goal_work'): string[] =>
+  STORE_PROVIDERS.filter((p) => (kind === 'root' ? p.root.choose : p.work.choose) !== undefined).map((p) => p.name);
+
+/** Whether `--database-url` / `--pg-schema` go with `provider`: it is a database service. */
+export const takesServiceOptions = (provider: string | undefined): boolean => provider !== undefined && storeProvider(provider)?.service !== undefined;
+
+/** Whether a root on `provider` (the default when none is named) keeps its Goal state as files of the root, which `init` makes. */
+export const keepsFilesInRoot = (provider: string | undefined): boolean => storeProvider(provider ?? DEFAULT_STORE_PROVIDER)?.inRoot === true;
+
+/** Whether the root's store is a database service (its schema is then `store.schema`). */
+export const isServiceStore = (store: StoreConfig): store is Extract<StoreConfig, ServiceLocation> => isServiceLocation(store);
+
+/** `<provider>` and where in it, for a human line: `postgresql (schema s)`. */
+export const describeStore = (store: StoreConfig): string => describeLocation(store);
+
 /** The root's store, as its configuration says (SQLite when it says nothing). */
 export const readStoreConfig = async (root: string): Promise<StoreConfig> => {
   refuseRecoveryInProgress(root, { writer: false });
@@ -93,27 +100,24 @@ export async function chooseStore(root: string, choice: { readonly provider?: st
     (owners) => {
       const current = owners.config.read();
       const ns = current.value.namespaces[STORE_NAMESPACE] as StoreNamespace | undefined;
-      const have = ns?.provider ?? 'sqlite';
+      const have = ns?.provider ?? DEFAULT_STORE_PROVIDER;
+      // What the chosen provider's row records for a fresh root (nothing for the default).
+      const chosen = ns === undefined && choice.provider !== undefined ? storeProvider(choice.provider)?.root.choose?.(choice) : undefined;
       if (choice.provider !== undefined) {
         const matches =
           have === choice.provider &&
           (choice.databaseUrl === undefined || ns?.database_url === choice.databaseUrl) &&
           (choice.schema === undefined || ns?.schema === choice.schema);
-        // Only a root that holds no Goal yet may take PostgreSQL; a choice already made is never switched.
-        const fresh = ns === undefined && choice.provider === POSTGRESQL_PROVIDER && owners.goals.list().length === 0;
+        // Only a root that holds no Goal yet may take a recorded store; a choice already made is never switched.
+        const fresh = chosen?.record !== undefined && owners.goals.list().length === 0;
         if (!matches && !fresh) {
           throw conflict('store_provider_change_refused', `This root keeps its Goal state in ${have}${ns?.schema ? ` (schema ${ns.schema})` : ''}; it is not switched.`, {
             nextAction: 'keep this root as it is; make the other store in a new root directory',
           });
         }
       }
-      if (!ns && choice.provider === POSTGRESQL_PROVIDER) {
-        const value: StoreNamespace = {
-          schema_version: STORE_CONFIG_SCHEMA,
-          provider: POSTGRESQL_PROVIDER,
-          database_url: choice.databaseUrl!,
-          schema: choice.schema ?? `loopx_${randomBytes(6).toString('hex')}`,
-        };
+      if (chosen?.record !== undefined) {
+        const value: StoreNamespace = { schema_version: STORE_CONFIG_SCHEMA, provider: choice.provider!, ...chosen.record };
         owners.config.apply({ expectedRevision: current.revision, transactionId: `store-${randomBytes(8).toString('hex')}`, changes: { [STORE_NAMESPACE]: value } });
       }
       return rootStoreLocation(root);
@@ -122,8 +126,8 @@ export async function chooseStore(root: string, choice: { readonly provider?: st
   );
 }
 
-/** The root's PostgreSQL database for `fn` (its URL read from its reference now), closed after. */
-export async function withRootPostgres<T>(config: Extract<StoreConfig, { provider: 'postgresql' }>, fn: (db: PgDatabase) => Promise<T>): Promise<T> {
+/** A service root's database for `fn` (its URL read from its reference now), closed after. */
+export async function withRootPostgres<T>(config: ServiceLocation, fn: (db: PgDatabase) => Promise<T>): Promise<T> {
   const db = openPostgres({ url: databaseUrlFrom(config.database_url), schema: config.schema });
   try {
     return await fn(db);
@@ -145,25 +149,22 @@ export interface MigrateResult {
   }[];
 }
 
-interface MigratedComponent {
-  readonly component: string;
-  readonly from: number;
-  readonly to: number;
-}
-
-/** The PostgreSQL schemas Goals chose for their work, other than the root's own, with the Goals in each. */
-export function goalWorkSchemas(root: string, config: StoreConfig): { database_url: string; schema: string; goals: string[] }[] {
-  const out = new Map<string, { database_url: string; schema: string; goals: string[] }>();
+/** The service installations Goals chose for their work, other than the root's own, with the Goals in each. */
+function goalWorkServices(root: string, config: StoreConfig): { location: ServiceLocation; goals: string[] }[] {
+  const out = new Map<string, { location: ServiceLocation; goals: string[] }>();
   for (const { goal_id, location } of work.recordedWorkLocations(root)) {
-    if (location.provider !== 'postgresql') continue;
-    if (config.provider === 'postgresql' && config.database_url === location.database_url && config.schema === location.schema) continue;
-    const key = `${location.database_url}\n${location.schema}`;
-    const entry = out.get(key) ?? { database_url: location.database_url, schema: location.schema, goals: [] };
+    if (!isServiceLocation(location) || sameService(config, location)) continue;
+    const key = `${location.provider}\n${location.database_url}\n${location.schema}`;
+    const entry = out.get(key) ?? { location: { provider: location.provider, database_url: location.database_url, schema: location.schema }, goals: [] };
     entry.goals.push(goal_id);
     out.set(key, entry);
   }
   return [...out.values()];
 }
+
+/** The database schemas Goals chose for their work, other than the root's own, with the Goals in each. */
+export const goalWorkSchemas = (root: string, config: StoreConfig): { database_url: string; schema: string; goals: string[] }[] =>
+  goalWorkServices(root, config).map((g) => ({ database_url: g.location.database_url, schema: g.location.schema, goals: g.goals }));
 
 /**
  * `loopx db migrate`: every PostgreSQL component of the root brought to the version this loopx
@@ -172,34 +173,32 @@ export function goalWorkSchemas(root: string, config: StoreConfig): { database_u
 export async function migrateRootStore(root: string): Promise<MigrateResult> {
   const config = await readStoreConfig(root);
   const goal_work_schemas: MigrateResult['goal_work_schemas'][number][] = [];
-  for (const g of goalWorkSchemas(root, config)) {
-    const components = await withRootPostgres({ provider: 'postgresql', database_url: g.database_url, schema: g.schema }, async (db) => {
-      await migratePostgres(db, INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS);
-      return [{ component: work.WORK_PG_COMPONENT, ...(await migratePostgres(db, work.WORK_PG_COMPONENT, work.WORK_PG_MIGRATIONS)) }];
-    });
-    goal_work_schemas.push({ ...g, components });
+  for (const g of goalWorkServices(root, config)) {
+    const components = await serviceOf(g.location)!.migrate(g.location, 'goal_work');
+    goal_work_schemas.push({ database_url: g.location.database_url, schema: g.location.schema, goals: g.goals, components });
   }
-  if (config.provider !== 'postgresql') return { provider: config.provider, schema: null, components: [], goal_work_schemas };
+  if (!isServiceLocation(config)) return { provider: config.provider, schema: null, components: [], goal_work_schemas };
   return migrateStore(config, goal_work_schemas);
 }
 
 /**
- * A recovery's destination root whose Goal state goes to PostgreSQL: its store recorded once — in
- * a schema that holds no loopx installation yet (one that does is another root's state, or a
- * restored copy that `loopx db rotate` is for: `recover_destination_schema_occupied`) — and its
- * schema migrated, so the new root starts with an installation identity of its own. Run again
+ * A recovery's destination root whose Goal state goes to a database service: its store recorded
+ * once — in a schema that holds no loopx installation yet (one that does is another root's state,
+ * or a restored copy that `loopx db rotate` is for: `recover_destination_schema_occupied`) — and
+ * its schema migrated, so the new root starts with an installation identity of its own. Run again
  * after a crash, it finds its own record and only migrates.
  */
-export async function initPostgresDestination(root: string, store: { readonly database_url: string; readonly schema: string }): Promise<void> {
+export async function initPostgresDestination(root: string, store: ServiceLocation): Promise<void> {
   const config = configOwner.openFileConfigStore(root);
   const current = config.read();
-  const pg: Extract<StoreConfig, { provider: 'postgresql' }> = { provider: 'postgresql', database_url: store.database_url, schema: store.schema };
+  const row = providerOf(store);
   if (current.value.namespaces[STORE_NAMESPACE] === undefined) {
-    if (await withRootPostgres(pg, installationExists)) throw destinationSchemaOccupied(store.schema);
-    const value: StoreNamespace = { schema_version: STORE_CONFIG_SCHEMA, provider: POSTGRESQL_PROVIDER, database_url: store.database_url, schema: store.schema };
+    if (await row.service!.occupied(store)) throw destinationSchemaOccupied(store.schema);
+    const { record } = row.root.choose!({ databaseUrl: store.database_url, schema: store.schema });
+    const value: StoreNamespace = { schema_version: STORE_CONFIG_SCHEMA, provider: store.provider, ...record };
     config.apply({ expectedRevision: current.revision, transactionId: `store-${randomBytes(8).toString('hex')}`, changes: { [STORE_NAMESPACE]: value } });
   }
-  await migrateStore(pg);
+  await migrateStore(store);
 }
 
 const destinationSchemaOccupied = (schema: string) =>
@@ -208,11 +207,8 @@ const destinationSchemaOccupied = (schema: string) =>
     details: { schema },
   });
 
-async function migrateStore(config: Extract<StoreConfig, { provider: 'postgresql' }>, goal_work_schemas: MigrateResult['goal_work_schemas'] = []): Promise<MigrateResult> {
-  return withRootPostgres(config, async (db) => {
-    // The schema, its versions table and its installation row come first, components or not.
-    const components = [{ component: INSTALLATION_COMPONENT, ...(await migratePostgres(db, INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS)) }];
-    for (const c of PG_COMPONENTS) components.push({ component: c.component, ...(await migratePostgres(db, c.component, c.migrations)) });
-    return { provider: config.provider, schema: config.schema, components, goal_work_schemas };
-  });
+/** The root's service, every component migrated (the installation first) by its row. */
+async function migrateStore(config: ServiceLocation, goal_work_schemas: MigrateResult['goal_work_schemas'] = []): Promise<MigrateResult> {
+  const components = await serviceOf(config)!.migrate(config, 'root');
+  return { provider: config.provider, schema: config.schema, components, goal_work_schemas };
 }

@@ -24,7 +24,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { canonicalJson, conflict, faultPoint, isLoopxError, rejected, sha256Hex, usageError, type LoopxError } from '../core/index.js';
-import { config as configOwner, goal as goalOwner, STORE_CONFIG_NAMESPACE, work as workOwner } from '../owners/index.js';
+import { config as configOwner, goal as goalOwner, isServiceLocation, sameService, STORE_CONFIG_NAMESPACE, work as workOwner } from '../owners/index.js';
 import {
   activateInstallation,
   databaseUrlFrom,
@@ -134,17 +134,17 @@ async function withDb<T>(at: { readonly schema: string }, reference: string, fn:
 async function targetOf(root: string, goalId?: string): Promise<RotationTarget> {
   const config = await readStoreConfig(root);
   const rootTarget = (): RotationTarget => {
-    if (config.provider !== 'postgresql') throw notOnPostgres(goalId);
+    if (!isServiceLocation(config)) throw notOnPostgres(goalId);
     return { goal_id: goalId ?? null, schema: config.schema, database_url: config.database_url, rebind: (reference) => bindReference(root, reference) };
   };
   if (goalId === undefined) return rootTarget();
   if ((await withRootOwners(root, (owners) => owners.goals.get(goalId))) === undefined) throw goalOwner.goalNotFound(goalId);
   const location = workOwner.readWorkLocation(root, goalId);
   if (location === null) return rootTarget();
-  if (location.provider !== 'postgresql') throw notOnPostgres(goalId);
+  if (!isServiceLocation(location)) throw notOnPostgres(goalId);
   const sharing = workOwner
     .recordedWorkLocations(root)
-    .filter(({ location: l }) => l.provider === 'postgresql' && l.schema === location.schema && l.database_url === location.database_url)
+    .filter(({ location: l }) => sameService(l, location))
     .map((r) => r.goal_id);
   return {
     goal_id: goalId,
@@ -183,7 +183,7 @@ export async function dbStatus(root: string): Promise<DbStatus> {
       goal_work_schemas.push({ ...g, installation: null, refusal: e.code });
     }
   }
-  if (config.provider !== 'postgresql') return { provider: config.provider, schema: null, installation: null, goal_work_schemas };
+  if (!isServiceLocation(config)) return { provider: config.provider, schema: null, installation: null, goal_work_schemas };
   return { provider: config.provider, schema: config.schema, installation: await withDb(config, config.database_url, statusOf), goal_work_schemas };
 }
 

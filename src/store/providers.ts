@@ -2,8 +2,9 @@
  * The storage-provider registry and store identities. A store identity is `<provider>:<32 hex>`:
  * the lineage that a store's revisions, cursors and receipts belong to. Provider names are
  * registered by the module that brings the provider in — `sqlite.ts` (the one place better-sqlite3
- * is imported) registers `sqlite`, `memory.ts` the in-memory reference — and never enumerated in a
- * contract, so a new provider (PostgreSQL) joins by registering itself in its own module.
+ * is imported) registers `sqlite`, `postgres.ts` (the one place `pg` is) `postgresql`, `memory.ts`
+ * the in-memory reference — and never enumerated in a contract. What a provider does (its ports,
+ * its locations, its service) is its row in the provider table, src/owners/providers/.
  *
  * Identities already written (`sqlite:<hex>`, `memory:<hex>`) parse as long as their provider is
  * registered, which importing this folder's index does. Registering is idempotent; nothing is ever
@@ -18,7 +19,7 @@ const IDENTITY = /^([a-z][a-z0-9]{0,31}):([0-9a-f]{32})$/;
 const providers = new Set<string>();
 
 /** Registers a provider name (idempotent) and returns it, for `const PROVIDER = registerStoreProvider('…')`. */
-export function registerStoreProvider(name: string): string {
+export function registerStoreProvider<N extends string>(name: N): N {
   if (typeof name !== 'string' || !PROVIDER_NAME.test(name)) {
     throw internal('store_provider_name_invalid', 'A storage provider name is 1–32 lowercase letters and digits, starting with a letter.', {
       details: { provider: String(name).slice(0, 40) },

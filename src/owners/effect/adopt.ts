@@ -37,9 +37,7 @@ import { openFileRegistry } from '../registry/index.js';
 import { openGoalWork } from '../work/index.js';
 import type { EffectJournal, EffectRecord, JsonValue, ReconcileObservation, SettledOutcome } from './contract.js';
 import { readHistoricalFile } from './historical.js';
-import { effectJournal, openSqliteEffectJournal } from './journal.js';
-import { openPgEffectPort } from './postgres.js';
-import { rootPostgres } from '../root-store-location.js';
+import { rootStores } from '../root-stores.js';
 import { isUncertain } from './rules.js';
 import { targetRetirement } from './retire.js';
 import { WEBHOOK_KIND, advanceReceiverFence, webhookGoalQuery, webhookIntent, webhookOperationQuery, webhookTarget } from './webhook.js';
@@ -179,10 +177,9 @@ async function askReceiver(ctx: AdoptionContext, journal: EffectJournal, url: st
   return { after, hold: undefined };
 }
 
-/** A root's effect journal on the provider its configuration names (a recovery's destination may keep it in PostgreSQL). */
+/** A root's effect journal on the provider its configuration names (a recovery's destination may keep it in a database service). */
 export function openRootEffectJournal(root: string): EffectJournal {
-  const db = rootPostgres(root);
-  return db ? effectJournal(openPgEffectPort(db)) : openSqliteEffectJournal(join(root, LAYOUT.effectsDb));
+  return rootStores(root).effects();
 }
 
 /** The recovered journal's export no longer reads as it was verified. */

@@ -7,10 +7,11 @@
 import type { FindingSeverity, OwnerFinding } from '../contract.js';
 import { RowInvalid } from '../../store/index.js';
 import { VERIFY_COPY_AGAIN as VERIFY, readSqliteHistory, type ReadSqliteHistoryOptions, type SqliteHistorySpec } from '../sqlite-history.js';
-import type { TableQueries, TableRows } from '../table-rows.js';
+import type { TableRows } from '../table-rows.js';
 import type { EffectRecord, EffectTransition, OutboxEntry } from './contract.js';
 import { intentDigest } from './rules.js';
-import { MIGRATIONS, decodeEffect, decodeTransition, type EffectRow, type HistoryRow, type OutboxRow } from './schema.js';
+import { decodeEffect, decodeTransition, type EffectRow, type HistoryRow, type OutboxRow } from './schema.js';
+import { EFFECT_TABLES, MIGRATIONS, type EffectTable } from './sql.js';
 
 /** Subjects are `<kind>:<id>` — ids only, never URLs, intents or receipts. */
 export type EffectFinding = OwnerFinding;
@@ -30,15 +31,6 @@ const RECONCILE = 'reconcile by the original operation id through the effect own
 
 /** The effect journal read from a copy of `effects.db` (sqlite-history.ts). */
 export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): EffectHistory => readSqliteHistory(EFFECT_HISTORY, copiedFilePath, options);
-
-type EffectTable = 'effects' | 'outbox' | 'history';
-
-/** The journal's tables, in the reader's order on either provider (creation order: SQLite's rowid, PostgreSQL's position). */
-export const EFFECT_TABLES: TableQueries<EffectTable> = {
-  effects: { sqlite: 'SELECT * FROM effects ORDER BY rowid', postgresql: 'SELECT * FROM effects ORDER BY position' },
-  outbox: { sqlite: 'SELECT * FROM outbox ORDER BY rowid', postgresql: 'SELECT * FROM outbox ORDER BY position' },
-  history: { sqlite: 'SELECT * FROM effect_history ORDER BY operation_id, seq', postgresql: 'SELECT * FROM effect_history ORDER BY operation_id, seq' },
-};
 
 /** The journal decoded from its rows (either provider's), with its holds and defects as findings. */
 export function decodeEffects(rows: TableRows<EffectTable>, findings: EffectFinding[]): Omit<EffectHistory, 'schema_version'> {

@@ -37,7 +37,8 @@ export type { EffectOutboxChange, EffectPort, EffectQuery, EffectRows, EffectWri
 export { effectJournal, memoryEffectJournal, openSqliteEffectJournal, type SqliteEffectJournalOptions } from './journal.js';
 export { createMemoryEffectState, memoryEffectPort, type MemoryEffectPortOptions, type MemoryEffectState } from './memory.js';
 export { openSqliteEffectPort, type SqliteEffectPortOptions } from './sqlite.js';
-export { EFFECT_PG_MIGRATIONS, openPgEffectPort, type PgEffectPortOptions } from './postgres.js';
+export { EFFECT_PG_MIGRATIONS, EFFECT_SQL } from './sql.js';
+export { openPgEffectPort, type PgEffectPortOptions } from './postgres.js';
 export {
   DEFAULT_WEBHOOK_TIMEOUT_MS,
   FAULT_BEFORE_WEBHOOK_SEND,

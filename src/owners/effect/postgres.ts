@@ -10,53 +10,13 @@
  * nothing about effects (journal.ts does).
  */
 import { canonicalJson } from '../../core/index.js';
-import type { PgDatabase, PgMigration, PgQuery } from '../../store/index.js';
+import type { PgDatabase, PgQuery } from '../../store/index.js';
 import { openPgPort } from '../pg-port.js';
+import { EFFECT_PG_MIGRATIONS } from './sql.js';
 import type { ConflictReason } from '../port.js';
 import type { EffectTransition, OutboxEntry } from './contract.js';
 import type { EffectPort, EffectRows, EffectWrite } from './port.js';
 import { decodeEffect, decodeTransition, type EffectRow, type HistoryRow } from './schema.js';
-
-/** The `effect` component's tables; text that is compared or ordered is bytewise (`COLLATE "C"`), as in SQLite. */
-export const EFFECT_PG_MIGRATIONS: readonly PgMigration[] = [
-  {
-    version: 1,
-    sql: `CREATE TABLE effects (
-       position BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
-       operation_id TEXT COLLATE "C" PRIMARY KEY,
-       idempotency_key TEXT COLLATE "C" NOT NULL UNIQUE,
-       goal_id TEXT COLLATE "C" NOT NULL,
-       kind TEXT NOT NULL,
-       target TEXT NOT NULL,
-       intent TEXT NOT NULL,
-       intent_digest TEXT NOT NULL,
-       outcome TEXT NOT NULL CHECK (outcome IN ('pending', 'committed', 'absent', 'unknown', 'rejected', 'superseded')),
-       receipt TEXT,
-       attempt INTEGER NOT NULL CHECK (attempt >= 0),
-       dispatched_at TEXT,
-       hold TEXT,
-       reconcile_attempts INTEGER NOT NULL CHECK (reconcile_attempts >= 0),
-       created_at TEXT NOT NULL,
-       settled_at TEXT
-     );
-     CREATE INDEX effects_by_goal ON effects (goal_id, position);
-     CREATE TABLE outbox (
-       position BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
-       operation_id TEXT COLLATE "C" PRIMARY KEY REFERENCES effects (operation_id),
-       enqueued_at TEXT NOT NULL
-     );
-     CREATE TABLE effect_history (
-       operation_id TEXT COLLATE "C" NOT NULL REFERENCES effects (operation_id),
-       seq INTEGER NOT NULL CHECK (seq >= 1),
-       event TEXT NOT NULL CHECK (event IN ('intent', 'dispatch', 'settle', 'hold', 'reissue')),
-       outcome TEXT NOT NULL,
-       receipt TEXT,
-       reason TEXT,
-       at TEXT NOT NULL,
-       PRIMARY KEY (operation_id, seq)
-     );`,
-  },
-];
 
 const EFFECT_COLUMNS =
   'operation_id, idempotency_key, goal_id, kind, target, intent, intent_digest, outcome, receipt, attempt, dispatched_at, hold, reconcile_attempts, created_at, settled_at';

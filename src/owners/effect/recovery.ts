@@ -2,7 +2,8 @@
 import { LAYOUT } from '../layout.js';
 import { OWNER_EXPORT_MAX_ITEMS, byKey } from '../export.js';
 import { sqliteOwner } from '../sqlite-recovery.js';
-import { EFFECT_TABLES, decodeEffects, readHistoricalFile, type EffectHistory } from './historical.js';
+import { decodeEffects, readHistoricalFile, type EffectHistory } from './historical.js';
+import { EFFECT_TABLES } from './sql.js';
 
 export const recovery = sqliteOwner<EffectHistory>({
   name: 'effect',

@@ -13,45 +13,9 @@ import {
   sha256Column,
   textColumn as str,
   textOrNullColumn as strOrNull,
-  type Migration,
 } from '../../store/index.js';
 import type { EffectEvent, EffectRecord, EffectTransition, JsonValue } from './contract.js';
 import { EFFECT_OUTCOMES } from './contract.js';
-
-export const MIGRATIONS: readonly Migration[] = [
-  `CREATE TABLE effects (
-     operation_id TEXT PRIMARY KEY,
-     idempotency_key TEXT NOT NULL UNIQUE,
-     goal_id TEXT NOT NULL,
-     kind TEXT NOT NULL,
-     target TEXT NOT NULL,
-     intent TEXT NOT NULL,
-     intent_digest TEXT NOT NULL,
-     outcome TEXT NOT NULL CHECK (outcome IN ('pending', 'committed', 'absent', 'unknown', 'rejected', 'superseded')),
-     receipt TEXT,
-     attempt INTEGER NOT NULL CHECK (attempt >= 0),
-     dispatched_at TEXT,
-     hold TEXT,
-     reconcile_attempts INTEGER NOT NULL CHECK (reconcile_attempts >= 0),
-     created_at TEXT NOT NULL,
-     settled_at TEXT
-   );
-   CREATE INDEX effects_by_goal ON effects (goal_id);
-   CREATE TABLE outbox (
-     operation_id TEXT PRIMARY KEY REFERENCES effects (operation_id),
-     enqueued_at TEXT NOT NULL
-   );
-   CREATE TABLE effect_history (
-     operation_id TEXT NOT NULL REFERENCES effects (operation_id),
-     seq INTEGER NOT NULL CHECK (seq >= 1),
-     event TEXT NOT NULL CHECK (event IN ('intent', 'dispatch', 'settle', 'hold', 'reissue')),
-     outcome TEXT NOT NULL,
-     receipt TEXT,
-     reason TEXT,
-     at TEXT NOT NULL,
-     PRIMARY KEY (operation_id, seq)
-   ) WITHOUT ROWID;`,
-];
 
 export interface EffectRow {
   operation_id: unknown;

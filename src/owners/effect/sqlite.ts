@@ -11,7 +11,8 @@ import { type ConflictReason } from '../port.js';
 import { openSqlitePort, type SqlitePortOptions } from '../sqlite-port.js';
 import type { EffectTransition, OutboxEntry } from './contract.js';
 import type { EffectPort, EffectRows, EffectWrite } from './port.js';
-import { MIGRATIONS, decodeEffect, decodeTransition, type EffectRow, type HistoryRow } from './schema.js';
+import { decodeEffect, decodeTransition, type EffectRow, type HistoryRow } from './schema.js';
+import { MIGRATIONS } from './sql.js';
 
 export type SqliteEffectPortOptions = SqlitePortOptions;
 

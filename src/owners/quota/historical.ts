@@ -6,10 +6,11 @@
 import type { OwnerFinding } from '../contract.js';
 import { RowInvalid } from '../../store/index.js';
 import { VERIFY_COPY_AGAIN as VERIFY, readSqliteHistory, type ReadSqliteHistoryOptions, type SqliteHistorySpec } from '../sqlite-history.js';
-import type { TableQueries, TableRows } from '../table-rows.js';
+import type { TableRows } from '../table-rows.js';
 import type { SpendEntry } from './contract.js';
 import { spendDigest } from './rules.js';
-import { MIGRATIONS, decodeSpend, type SpendRow } from './schema.js';
+import { decodeSpend, type SpendRow } from './schema.js';
+import { QUOTA_TABLES, MIGRATIONS } from './sql.js';
 
 /** Subjects are `<kind>:<id>` — ids only. */
 export type QuotaFinding = OwnerFinding;
@@ -25,15 +26,6 @@ export type { ReadSqliteHistoryOptions as ReadHistoricalOptions } from '../sqlit
 
 /** The ledger read from a copy of `quota.db` (sqlite-history.ts). */
 export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): QuotaHistory => readSqliteHistory(QUOTA_HISTORY, copiedFilePath, options);
-
-/**
- * The ledger's table, in creation order on either provider. PostgreSQL's BIGINT amount is read as a
- * JavaScript number: exact to 2^53, and one beyond it fails its request digest (a finding), never
- * rounded silently into the ledger.
- */
-export const QUOTA_TABLES: TableQueries<'spends'> = {
-  spends: { sqlite: 'SELECT * FROM spends ORDER BY rowid', postgresql: 'SELECT *, amount::float8 AS amount FROM spends ORDER BY position' },
-};
 
 /** The ledger decoded from its rows (either provider's). */
 export function decodeQuota(rows: TableRows<'spends'>, findings: QuotaFinding[]): Omit<QuotaHistory, 'schema_version'> {

@@ -23,6 +23,7 @@ export type { QuotaPort, QuotaWrite, SpendQuery, SpendSums } from './port.js';
 export { memoryQuotaLedger, openSqliteQuotaLedger, quotaLedger, type SqliteQuotaLedgerOptions } from './quota.js';
 export { createMemoryQuotaState, memoryQuotaPort, type MemoryQuotaPortOptions, type MemoryQuotaState } from './memory.js';
 export { openSqliteQuotaPort, type SqliteQuotaPortOptions } from './sqlite.js';
-export { QUOTA_PG_MIGRATIONS, openPgQuotaPort } from './postgres.js';
+export { QUOTA_PG_MIGRATIONS, QUOTA_SQL } from './sql.js';
+export { openPgQuotaPort } from './postgres.js';
 export type { QuotaFinding, QuotaHistory, ReadHistoricalOptions } from './historical.js';
 export { recovery } from './recovery.js';

@@ -8,33 +8,13 @@
  * checking it — so two processes never debit one effect id twice. Stores entries; decides nothing
  * about debits (quota.ts does).
  */
-import { intColumn, textColumn, type PgDatabase, type PgMigration, type PgQuery } from '../../store/index.js';
+import { intColumn, textColumn, type PgDatabase, type PgQuery } from '../../store/index.js';
 import { openPgPort } from '../pg-port.js';
+import { QUOTA_PG_MIGRATIONS } from './sql.js';
 import type { ConflictReason } from '../port.js';
 import type { SpendEntry } from './contract.js';
 import type { QuotaPort, QuotaWrite } from './port.js';
 import { decodeSpend, type SpendRow } from './schema.js';
-
-/** The `quota` component's tables; text that is compared or ordered is bytewise (`COLLATE "C"`), as in SQLite. */
-export const QUOTA_PG_MIGRATIONS: readonly PgMigration[] = [
-  {
-    version: 1,
-    sql: `CREATE TABLE spends (
-       position BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
-       effect_id TEXT COLLATE "C" PRIMARY KEY,
-       goal_id TEXT COLLATE "C" NOT NULL,
-       goal_instance_id TEXT COLLATE "C" NOT NULL,
-       amount BIGINT NOT NULL CHECK (amount > 0),
-       unit TEXT COLLATE "C" NOT NULL,
-       request_digest TEXT NOT NULL,
-       status TEXT NOT NULL CHECK (status IN ('written', 'voided')),
-       created_at TEXT COLLATE "C" NOT NULL,
-       voided_at TEXT,
-       void_reason TEXT
-     );
-     CREATE INDEX spends_by_goal ON spends (goal_id, created_at);`,
-  },
-];
 
 /** A BIGINT (or numeric) column as `pg` returns it — a decimal string — as a bigint `intColumn` checks; anything else unchanged (and refused there). */
 const pgInteger = (v: unknown): unknown => (typeof v === 'string' && /^-?\d{1,30}$/.test(v) ? BigInt(v) : v);

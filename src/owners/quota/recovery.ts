@@ -2,7 +2,8 @@
 import { LAYOUT } from '../layout.js';
 import { OWNER_EXPORT_MAX_ITEMS, byKey } from '../export.js';
 import { sqliteOwner } from '../sqlite-recovery.js';
-import { QUOTA_TABLES, decodeQuota, readHistoricalFile, type QuotaHistory } from './historical.js';
+import { decodeQuota, readHistoricalFile, type QuotaHistory } from './historical.js';
+import { QUOTA_TABLES } from './sql.js';
 
 export const recovery = sqliteOwner<QuotaHistory>({
   name: 'quota',

@@ -2,24 +2,8 @@
  * `quota.db` schema and its row decoder, shared by the live SQLite provider and the historical
  * reader. A row the decoder cannot prove well-formed is refused (live) or a finding (historical).
  */
-import { RowInvalid, instantColumn as instant, intColumn as int, sha256Column, textColumn as str, type Migration } from '../../store/index.js';
+import { RowInvalid, instantColumn as instant, intColumn as int, sha256Column, textColumn as str } from '../../store/index.js';
 import type { SpendEntry } from './contract.js';
-
-export const MIGRATIONS: readonly Migration[] = [
-  `CREATE TABLE spends (
-     effect_id TEXT PRIMARY KEY,
-     goal_id TEXT NOT NULL,
-     goal_instance_id TEXT NOT NULL,
-     amount INTEGER NOT NULL CHECK (amount > 0),
-     unit TEXT NOT NULL,
-     request_digest TEXT NOT NULL,
-     status TEXT NOT NULL CHECK (status IN ('written', 'voided')),
-     created_at TEXT NOT NULL,
-     voided_at TEXT,
-     void_reason TEXT
-   );
-   CREATE INDEX spends_by_goal ON spends (goal_id, created_at);`,
-];
 
 export interface SpendRow {
   effect_id: unknown;

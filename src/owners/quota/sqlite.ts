@@ -5,7 +5,8 @@
  */
 import { openSqlitePort, type SqlitePortOptions } from '../sqlite-port.js';
 import type { QuotaPort } from './port.js';
-import { MIGRATIONS, decodeSpend, type SpendRow } from './schema.js';
+import { decodeSpend, type SpendRow } from './schema.js';
+import { MIGRATIONS } from './sql.js';
 
 export type SqliteQuotaPortOptions = SqlitePortOptions;
 

@@ -7,9 +7,10 @@
  */
 import { RowInvalid } from '../../store/index.js';
 import { VERIFY_COPY_AGAIN as VERIFY, readSqliteHistory, type ReadSqliteHistoryOptions, type SqliteHistorySpec } from '../sqlite-history.js';
-import type { TableQueries, TableRows } from '../table-rows.js';
+import type { TableRows } from '../table-rows.js';
 import type { SchedulerFinding, Timer } from './contract.js';
-import { MIGRATIONS, decodeTimer, type TimerRow } from './schema.js';
+import { decodeTimer, type TimerRow } from './schema.js';
+import { SCHEDULER_TABLES, MIGRATIONS } from './sql.js';
 
 export interface SchedulerHistory {
   readonly owner: 'scheduler';
@@ -24,11 +25,6 @@ export type { ReadSqliteHistoryOptions as ReadHistoricalOptions } from '../sqlit
 /** The timers read from a copy of `scheduler.db` (sqlite-history.ts). */
 export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): SchedulerHistory =>
   readSqliteHistory(SCHEDULER_HISTORY, copiedFilePath, options);
-
-/** The timers' table, in creation order on either provider. */
-export const SCHEDULER_TABLES: TableQueries<'timers'> = {
-  timers: { sqlite: 'SELECT * FROM timers ORDER BY rowid', postgresql: 'SELECT * FROM timers ORDER BY seq' },
-};
 
 /** The timers decoded from their rows (either provider's); an armed one is restored disabled (a warning). */
 export function decodeTimers(rows: TableRows<'timers'>, findings: SchedulerFinding[]): Omit<SchedulerHistory, 'schema_version'> {

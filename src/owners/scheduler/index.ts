@@ -27,7 +27,7 @@ export { memorySchedulerStore, openSqliteSchedulerStore, schedulerStore, type Sq
 export { createMemorySchedulerState, memorySchedulerPort, type MemorySchedulerPortOptions, type MemorySchedulerState } from './memory.js';
 export { openSqliteSchedulerPort, type SqliteSchedulerPortOptions } from './sqlite.js';
 export { openPgSchedulerPort } from './postgres.js';
-export { SCHEDULER_PG_MIGRATIONS } from './pg-schema.js';
+export { SCHEDULER_PG_MIGRATIONS, SCHEDULER_SQL } from './sql.js';
 export { listAutomations, listSkills } from './data-dirs.js';
 export type { ReadHistoricalOptions, SchedulerHistory } from './historical.js';
 export { recovery } from './recovery.js';

@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL scheduler port: the same rows as `scheduler.db`, in one installation's schema
- * (pg-schema.ts). Each commit is one transaction (pg-port.ts) that locks the timer's row
+ * (sql.ts). Each commit is one transaction (pg-port.ts) that locks the timer's row
  * `FOR UPDATE` and compares it field for field with the row the decision read before writing, so
  * the reset-token fence and acknowledge-once hold against a writer in any other process or pool:
  * a stale writer fails in the database. An insert is `ON CONFLICT DO NOTHING` (a taken id is
@@ -9,7 +9,7 @@
 import type { PgDatabase, PgQuery } from '../../store/index.js';
 import { shows } from '../port.js';
 import { openPgPort } from '../pg-port.js';
-import { SCHEDULER_PG_MIGRATIONS } from './pg-schema.js';
+import { SCHEDULER_PG_MIGRATIONS } from './sql.js';
 import type { SchedulerPort, StoredTimer } from './port.js';
 import { decodeTimer, timerRow, type TimerRow } from './schema.js';
 

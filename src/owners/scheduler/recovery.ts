@@ -2,7 +2,8 @@
 import { LAYOUT } from '../layout.js';
 import { OWNER_EXPORT_MAX_ITEMS, byKey } from '../export.js';
 import { sqliteOwner } from '../sqlite-recovery.js';
-import { SCHEDULER_TABLES, decodeTimers, readHistoricalFile, type SchedulerHistory } from './historical.js';
+import { decodeTimers, readHistoricalFile, type SchedulerHistory } from './historical.js';
+import { SCHEDULER_TABLES } from './sql.js';
 
 export const recovery = sqliteOwner<SchedulerHistory>({
   name: 'scheduler',

@@ -3,25 +3,9 @@
  * historical reader. A row the decoder cannot prove well-formed is refused (live) or a finding
  * (historical).
  */
-import { RowInvalid, sha256Column, textColumn as str, type Migration } from '../../store/index.js';
+import { RowInvalid, sha256Column, textColumn as str } from '../../store/index.js';
 import type { Timer } from './contract.js';
 import { parseCadence } from './rules.js';
-
-export const MIGRATIONS: readonly Migration[] = [
-  `CREATE TABLE timers (
-     timer_id TEXT PRIMARY KEY,
-     goal_id TEXT NOT NULL,
-     cadence TEXT NOT NULL,
-     next_due_at TEXT NOT NULL,
-     enabled INTEGER NOT NULL CHECK (enabled IN (0, 1)),
-     reset_token TEXT NOT NULL,
-     last_fired_due_at TEXT,
-     create_digest TEXT NOT NULL,
-     created_at TEXT NOT NULL,
-     updated_at TEXT NOT NULL
-   );
-   CREATE INDEX timers_due ON timers (enabled, next_due_at);`,
-];
 
 export interface TimerRow {
   timer_id: unknown;

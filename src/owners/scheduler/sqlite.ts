@@ -7,7 +7,8 @@
 import { shows } from '../port.js';
 import { openSqlitePort, type SqlitePortOptions } from '../sqlite-port.js';
 import type { SchedulerPort, StoredTimer } from './port.js';
-import { MIGRATIONS, decodeTimer, timerRow, type TimerRow } from './schema.js';
+import { decodeTimer, timerRow, type TimerRow } from './schema.js';
+import { MIGRATIONS } from './sql.js';
 
 export type SqliteSchedulerPortOptions = SqlitePortOptions;
 

@@ -7,10 +7,11 @@
 import type { OwnerFinding } from '../contract.js';
 import { RowInvalid } from '../../store/index.js';
 import { VERIFY_COPY_AGAIN as VERIFY, readSqliteHistory, type ReadSqliteHistoryOptions, type SqliteHistorySpec } from '../sqlite-history.js';
-import type { TableQueries, TableRows } from '../table-rows.js';
+import type { TableRows } from '../table-rows.js';
 import type { Session, TurnJournal, TurnSettlement } from './contract.js';
 import { settlementDigest, turnKeyOf } from './rules.js';
-import { MIGRATIONS, decodeSession, decodeSettlement, decodeTurn, type PhaseRow, type SessionRow, type SettlementRow, type TurnRow } from './schema.js';
+import { decodeSession, decodeSettlement, decodeTurn, type PhaseRow, type SessionRow, type SettlementRow, type TurnRow } from './schema.js';
+import { SESSION_TABLES, MIGRATIONS } from './sql.js';
 
 /** Subjects are `<kind>:<id>` — ids only, never paths or payloads. */
 export type SessionFinding = OwnerFinding;
@@ -31,14 +32,6 @@ export type { ReadSqliteHistoryOptions as ReadHistoricalOptions } from '../sqlit
 export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): SessionHistory => readSqliteHistory(SESSION_HISTORY, copiedFilePath, options);
 
 type Rows = TableRows<'sessions' | 'turns' | 'phases' | 'settlements'>;
-
-/** The session tables, in the reader's order on either provider (sessions in creation order: SQLite's rowid, PostgreSQL's seq). */
-export const SESSION_TABLES: TableQueries<'sessions' | 'turns' | 'phases' | 'settlements'> = {
-  sessions: { sqlite: 'SELECT * FROM sessions ORDER BY rowid', postgresql: 'SELECT * FROM sessions ORDER BY seq' },
-  phases: { sqlite: 'SELECT * FROM turn_phases ORDER BY turn_key, position', postgresql: 'SELECT * FROM turn_phases ORDER BY turn_key COLLATE "C", position' },
-  turns: { sqlite: 'SELECT * FROM turns ORDER BY session_id, turn_index', postgresql: 'SELECT * FROM turns ORDER BY session_id COLLATE "C", turn_index' },
-  settlements: { sqlite: 'SELECT * FROM settlements ORDER BY settled_at, turn_key', postgresql: 'SELECT * FROM settlements ORDER BY settled_at COLLATE "C", turn_key COLLATE "C"' },
-};
 
 const rowInvalid = (findings: SessionFinding[], subject: string) => findings.push({ code: 'session_row_invalid', severity: 'error', subject, next_action: VERIFY });
 

@@ -33,6 +33,6 @@ export { memorySessionStore, openSqliteSessionStore, sessionStore, type SqliteSe
 export { createMemorySessionState, memorySessionPort, type MemorySessionPortOptions, type MemorySessionState } from './memory.js';
 export { openSqliteSessionPort, type SqliteSessionPortOptions } from './sqlite.js';
 export { openPgSessionPort } from './postgres.js';
-export { SESSION_PG_MIGRATIONS } from './pg-schema.js';
+export { SESSION_PG_MIGRATIONS, SESSION_SQL } from './sql.js';
 export type { ReadHistoricalOptions, SessionFinding, SessionHistory } from './historical.js';
 export { recovery } from './recovery.js';

@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL session port: the same rows as `sessions.db`, in one installation's schema
- * (pg-schema.ts). Each commit is one transaction (pg-port.ts) that checks the write's precondition
+ * (sql.ts). Each commit is one transaction (pg-port.ts) that checks the write's precondition
  * on the current rows before writing: the turn a phase or a settlement lands on is locked
  * `FOR UPDATE` (its status and phase count cannot move underneath), the session it acts under is
  * locked `FOR SHARE` and its execution generation compared (a re-bind waits or has already won),
@@ -12,7 +12,7 @@ import type { PgDatabase, PgQuery } from '../../store/index.js';
 import type { ConflictReason } from '../port.js';
 import { openPgPort } from '../pg-port.js';
 import type { TurnJournal } from './contract.js';
-import { SESSION_PG_MIGRATIONS } from './pg-schema.js';
+import { SESSION_PG_MIGRATIONS } from './sql.js';
 import type { SessionPort, SessionQuery, SessionRows, SessionWrite } from './port.js';
 import { decodeSession, decodeSettlement, decodeTurn, type PhaseRow, type SessionRow, type SettlementRow, type TurnRow } from './schema.js';
 

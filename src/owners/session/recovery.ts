@@ -2,7 +2,8 @@
 import { LAYOUT } from '../layout.js';
 import { OWNER_EXPORT_MAX_ITEMS, byKey } from '../export.js';
 import { sqliteOwner } from '../sqlite-recovery.js';
-import { SESSION_TABLES, decodeSessionRows, readHistoricalFile, type SessionHistory } from './historical.js';
+import { decodeSessionRows, readHistoricalFile, type SessionHistory } from './historical.js';
+import { SESSION_TABLES } from './sql.js';
 
 export const recovery = sqliteOwner<SessionHistory>({
   name: 'session',

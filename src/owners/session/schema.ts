@@ -3,67 +3,9 @@
  * historical reader. Decoders check every column strictly: a row they cannot prove well-formed
  * is refused (live) or reported as a finding (historical), never guessed.
  */
-import {
-  RowInvalid,
-  instantColumn as instant,
-  intColumn as int,
-  oneOfColumn as oneOf,
-  sha256Column,
-  textColumn as str,
-  textOrNullColumn as strOrNull,
-  type Migration,
-} from '../../store/index.js';
+import { RowInvalid, instantColumn as instant, intColumn as int, oneOfColumn as oneOf, sha256Column, textColumn as str, textOrNullColumn as strOrNull } from '../../store/index.js';
 import type { Session, TurnJournal, TurnPhaseRecord, TurnSettlement } from './contract.js';
 import { SESSION_MODE, TURN_PHASES, TURN_RESULT_KINDS } from './contract.js';
-
-export const MIGRATIONS: readonly Migration[] = [
-  `CREATE TABLE sessions (
-     session_id TEXT PRIMARY KEY,
-     goal_id TEXT NOT NULL,
-     goal_instance_id TEXT NOT NULL,
-     session_mode TEXT NOT NULL CHECK (session_mode = 'managed_runtime'),
-     session_generation INTEGER NOT NULL CHECK (session_generation >= 1),
-     execution_generation INTEGER NOT NULL CHECK (execution_generation >= 1),
-     run_id TEXT,
-     status TEXT NOT NULL CHECK (status IN ('active', 'retired')),
-     created_at TEXT NOT NULL,
-     updated_at TEXT NOT NULL
-   );
-   CREATE INDEX sessions_by_goal ON sessions (goal_id);
-   CREATE TABLE turns (
-     turn_key TEXT PRIMARY KEY,
-     session_id TEXT NOT NULL REFERENCES sessions (session_id),
-     goal_id TEXT NOT NULL,
-     goal_instance_id TEXT NOT NULL,
-     turn_index INTEGER NOT NULL CHECK (turn_index >= 0),
-     execution_generation INTEGER NOT NULL CHECK (execution_generation >= 1),
-     run_id TEXT NOT NULL,
-     status TEXT NOT NULL CHECK (status IN ('in_progress', 'committed', 'stopped', 'failed')),
-     created_at TEXT NOT NULL,
-     updated_at TEXT NOT NULL,
-     UNIQUE (session_id, turn_index)
-   ) WITHOUT ROWID;
-   CREATE TABLE turn_phases (
-     turn_key TEXT NOT NULL REFERENCES turns (turn_key),
-     position INTEGER NOT NULL CHECK (position >= 0),
-     phase TEXT NOT NULL,
-     at TEXT NOT NULL,
-     ref TEXT,
-     PRIMARY KEY (turn_key, position)
-   ) WITHOUT ROWID;
-   CREATE TABLE settlements (
-     turn_key TEXT PRIMARY KEY REFERENCES turns (turn_key),
-     settlement_id TEXT NOT NULL UNIQUE,
-     session_id TEXT NOT NULL,
-     goal_id TEXT NOT NULL,
-     status TEXT NOT NULL CHECK (status IN ('committed', 'stopped', 'failed')),
-     failed_phase TEXT,
-     result_kind TEXT,
-     phase_count INTEGER NOT NULL CHECK (phase_count >= 0),
-     request_digest TEXT NOT NULL,
-     settled_at TEXT NOT NULL
-   ) WITHOUT ROWID;`,
-];
 
 export interface SessionRow {
   session_id: unknown;

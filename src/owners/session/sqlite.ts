@@ -8,7 +8,8 @@ import { type ConflictReason } from '../port.js';
 import { openSqlitePort, type SqlitePortOptions } from '../sqlite-port.js';
 import type { SqliteDatabase } from '../../store/index.js';
 import type { SessionPort, SessionQuery, SessionRows, SessionWrite } from './port.js';
-import { MIGRATIONS, decodeSession, decodeSettlement, decodeTurn, type PhaseRow, type SessionRow, type SettlementRow, type TurnRow } from './schema.js';
+import { decodeSession, decodeSettlement, decodeTurn, type PhaseRow, type SessionRow, type SettlementRow, type TurnRow } from './schema.js';
+import { MIGRATIONS } from './sql.js';
 
 export type SqliteSessionPortOptions = SqlitePortOptions;
 

@@ -26,7 +26,8 @@ export {
 } from './contract.js';
 export { memoryWorkProvider, createMemoryWorkState, type MemoryWorkOptions, type MemoryWorkState } from './memory.js';
 export { openSqliteWorkProvider, WORK_DB_SCHEMA, WORK_DB_VERSION, MAX_WORK_DB_COPY_BYTES, type SqliteWorkOptions } from './sqlite.js';
-export { openPostgresWorkProvider, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS, WORK_PG_SCHEMA, type PgWorkOptions } from './postgres.js';
+export { openPostgresWorkProvider, WORK_PG_SCHEMA, type PgWorkOptions } from './postgres.js';
+export { WORK_DB_MIGRATIONS, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS, WORK_SQL } from './sql.js';
 export type { IdentityExpectations } from './identity.js';
 export {
   applyTransaction,
@@ -56,7 +57,7 @@ export {
   type RecoveredFrom,
 } from './model.js';
 export { assertGoalWorkReady, openWork, openGoalWork, setAsideRetiredWork, settleGoalWorkLocation, type OpenGoalWorkOptions, type WorkProviderRequest } from './work.js';
-export { readWorkLocation, rebindWorkLocation, recordedWorkLocations, WORK_LOCATION_SCHEMA, type GoalWorkLocation } from './location.js';
+export { mintStoreKey, readWorkLocation, rebindWorkLocation, recordedWorkLocations, WORK_LOCATION_SCHEMA, type GoalWorkLocation } from './location.js';
 export { MIN_LEASE_TTL_MS, MAX_LEASE_TTL_MS, MAX_BATCH as MAX_TODO_UPDATES } from './inputs.js';
 export { checkTodoUpdates } from './todos.js';
 export type {

@@ -1,9 +1,10 @@
 /**
  * The work owner's record of where ONE Goal's canonical work lives, when the Goal chose a provider
  * other than its root's (`loopx goal create --work-provider`): `goals/<goal_id>/work-store.json`,
- * canonical JSON `{schema_version, provider, database_url?, schema?, store_key?}`. A PostgreSQL
- * choice is kept as the URL's *reference* (`env:NAME`), the schema and the store's row key —
- * never the URL. A Goal without the record keeps its work where the root keeps its Goal state.
+ * canonical JSON `{schema_version, provider, …}`, the fields being its provider's row's to read
+ * (providers/: a PostgreSQL choice is the URL's *reference* `env:NAME`, the schema and the store's
+ * row key — never the URL). A Goal without the record keeps its work where the root keeps its Goal
+ * state.
  *
  * The record is written before the Goal's own record (goal.json) and binds once the Goal exists:
  * from then on the Goal's provider never changes (`work_provider_change_refused`). Until then it is
@@ -15,18 +16,14 @@
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson, conflict, ensurePrivateDir, readRegularFileOnce, rejected, writeFileDurable, type LoopxError } from '../../core/index.js';
-import { POSTGRESQL_PROVIDER } from '../../store/index.js';
 import { GOAL_ID, LAYOUT } from '../layout.js';
+import { describeLocation, providerOf, storeProvider, type GoalWorkLocation } from '../providers/index.js';
 
 export const WORK_LOCATION_SCHEMA = 'loopx_work_store_location_v0';
 const MAX_BYTES = 4096;
-const REFERENCE = /^env:[A-Za-z_][A-Za-z0-9_]*$/;
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
-const STORE_KEY = /^[a-z0-9][a-z0-9._-]{0,63}~[0-9a-f]{12}$/;
 
-/** Where one Goal's work lives: SQLite (its work.db) or a PostgreSQL schema, its rows under `store_key`. */
-export type GoalWorkLocation =
-  { readonly provider: 'sqlite' } | { readonly provider: 'postgresql'; readonly database_url: string; readonly schema: string; readonly store_key: string };
+/** Where one Goal's work lives: a location of one of the provider table's rows (SQLite: its work.db; a service: a schema, its rows under `store_key`). */
+export type { GoalWorkLocation } from '../providers/index.js';
 
 export const workLocationInvalid = (goalId: string, why: string): LoopxError =>
   rejected('work_store_location_invalid', `The record of where Goal ${goalId} keeps its work cannot be read: ${why}.`, {
@@ -36,14 +33,10 @@ export const workLocationInvalid = (goalId: string, why: string): LoopxError =>
 
 /** A request to keep an existing Goal's work somewhere else than where it is. */
 export const workProviderChangeRefused = (goalId: string, have: GoalWorkLocation): LoopxError =>
-  conflict(
-    'work_provider_change_refused',
-    `Goal ${goalId} keeps its work in ${have.provider}${have.provider === 'postgresql' ? ` (schema ${have.schema})` : ''}; it is not moved.`,
-    {
-      nextAction: 'keep the Goal where it is; create the other store for a new Goal id',
-      details: { goal_id: goalId, provider: have.provider },
-    },
-  );
+  conflict('work_provider_change_refused', `Goal ${goalId} keeps its work in ${describeLocation(have)}; it is not moved.`, {
+    nextAction: 'keep the Goal where it is; create the other store for a new Goal id',
+    details: { goal_id: goalId, provider: have.provider },
+  });
 
 function decode(goalId: string, bytes: Uint8Array): GoalWorkLocation {
   let v: unknown;
@@ -54,21 +47,9 @@ function decode(goalId: string, bytes: Uint8Array): GoalWorkLocation {
   }
   const o = (typeof v === 'object' && v !== null && !Array.isArray(v) ? v : {}) as Record<string, unknown>;
   if (o.schema_version !== WORK_LOCATION_SCHEMA) throw workLocationInvalid(goalId, 'unknown schema_version');
-  const keys = Object.keys(o).sort().join(',');
-  if (o.provider === 'sqlite' && keys === 'provider,schema_version') return { provider: 'sqlite' };
-  if (
-    o.provider === POSTGRESQL_PROVIDER &&
-    keys === 'database_url,provider,schema,schema_version,store_key' &&
-    typeof o.database_url === 'string' &&
-    REFERENCE.test(o.database_url) &&
-    typeof o.schema === 'string' &&
-    SCHEMA_NAME.test(o.schema) &&
-    typeof o.store_key === 'string' &&
-    STORE_KEY.test(o.store_key) &&
-    o.store_key.startsWith(`${goalId}~`)
-  ) {
-    return { provider: 'postgresql', database_url: o.database_url, schema: o.schema, store_key: o.store_key };
-  }
+  const { schema_version: _, ...fields } = o;
+  const location = storeProvider(o.provider)?.work.decode(fields, goalId) as GoalWorkLocation | undefined;
+  if (location !== undefined) return location;
   throw workLocationInvalid(goalId, 'unknown provider or fields');
 }
 
@@ -87,13 +68,14 @@ export function writeWorkLocation(root: string, goalId: string, location: GoalWo
 }
 
 /**
- * After the Goal's PostgreSQL schema was rotated through another reference (a restored copy, named
+ * After the Goal's service schema was rotated through another reference (a restored copy, named
  * again): the record names that reference from now on. Provider, schema and row key never change.
  */
 export function rebindWorkLocation(root: string, goalId: string, reference: string): void {
   const have = readWorkLocation(root, goalId);
-  if (have?.provider !== 'postgresql' || !REFERENCE.test(reference)) throw workLocationInvalid(goalId, 'not a PostgreSQL choice to rebind');
-  writeWorkLocation(root, goalId, { ...have, database_url: reference });
+  const next = have === null ? undefined : (providerOf(have).work.rebind?.(have, reference) as GoalWorkLocation | undefined);
+  if (next === undefined) throw workLocationInvalid(goalId, 'not a choice with a database reference to rebind');
+  writeWorkLocation(root, goalId, next);
 }
 
 /** Drops a pending choice (a Goal not created yet that now takes its root's). */

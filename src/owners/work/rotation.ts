@@ -7,7 +7,8 @@
  */
 import { requireSchemaVersion, RowInvalid, textColumn, type PgDatabase } from '../../store/index.js';
 import { leaseAuthorization } from './model.js';
-import { listPostgresWorkStores, openPostgresWorkProvider, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS } from './postgres.js';
+import { listPostgresWorkStores, openPostgresWorkProvider } from './postgres.js';
+import { WORK_PG_COMPONENT, WORK_PG_MIGRATIONS } from './sql.js';
 import { openWork } from './work.js';
 
 /** What one Goal's work store grants a writer now. */

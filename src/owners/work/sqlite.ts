@@ -53,49 +53,10 @@ import { assertScanArguments, decodeEvents, decodeObject, encodeCommit, fenceHol
 import { checkIdentity, foreignIncarnation, mintIdentity, type IdentityExpectations } from './identity.js';
 import { metadataInvalid, protocolViolation, providerClosed, workDbTooLarge, workDbUnreadable, workStoreMissing, workStoreReadFailed } from './errors.js';
 import { immediateTransaction, transactionStatements, type TransactionDecision } from '../sqlite-port.js';
+import { WORK_DB_MIGRATIONS } from './sql.js';
 
 export const WORK_DB_SCHEMA = 'loopx_work_sqlite_v0';
 
-/** Append-only; position + 1 is the `user_version` it produces. */
-export const WORK_DB_MIGRATIONS: readonly string[] = [
-  `CREATE TABLE metadata (
-     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-     schema TEXT NOT NULL,
-     goal_id TEXT NOT NULL,
-     store_identity TEXT NOT NULL,
-     incarnation TEXT NOT NULL,
-     created_at TEXT NOT NULL);
-   CREATE TABLE head (
-     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-     cursor INTEGER NOT NULL CHECK (cursor >= 0),
-     provider_revision TEXT NOT NULL,
-     projection TEXT);
-   CREATE TABLE commits (
-     cursor INTEGER PRIMARY KEY CHECK (cursor > 0),
-     provider_revision TEXT NOT NULL UNIQUE,
-     operation_id TEXT NOT NULL UNIQUE,
-     request_digest TEXT NOT NULL,
-     events TEXT NOT NULL,
-     receipt TEXT NOT NULL);`,
-  `CREATE TABLE lineage (
-     source_store_identity TEXT PRIMARY KEY,
-     source_incarnation TEXT NOT NULL,
-     source_head_cursor INTEGER NOT NULL CHECK (source_head_cursor >= 0),
-     source_provider_revision TEXT NOT NULL,
-     source_projection TEXT,
-     recovery_id TEXT NOT NULL,
-     content_digest TEXT NOT NULL,
-     imported_at TEXT NOT NULL);
-   CREATE TABLE lineage_commits (
-     source_store_identity TEXT NOT NULL REFERENCES lineage (source_store_identity),
-     cursor INTEGER NOT NULL CHECK (cursor > 0),
-     provider_revision TEXT NOT NULL,
-     operation_id TEXT NOT NULL UNIQUE,
-     request_digest TEXT NOT NULL,
-     events TEXT NOT NULL,
-     receipt TEXT NOT NULL,
-     PRIMARY KEY (source_store_identity, cursor));`,
-];
 export const WORK_DB_VERSION = WORK_DB_MIGRATIONS.length;
 
 export interface SqliteWorkOptions extends IdentityExpectations {

@@ -22,8 +22,7 @@
  * every later operation has the Goal id and store identity at hand and a provider that cannot
  * answer fails at open, not at its first write.
  */
-import { randomBytes } from 'node:crypto';
-import { existsSync, renameSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { goalNotFound } from '../goal/index.js';
 import { LAYOUT } from '../layout.js';
@@ -33,12 +32,10 @@ import { engageFence, revokeAuthority, setHandoffMode } from './handoff.js';
 import { acquireLease, leaseStatus, releaseLease, renewLease, transferLease } from './leases.js';
 import { history, iterateHistory, readReceipt, view } from './reads.js';
 import { exportRetainedPrefix } from './retained-prefix.js';
-import { openSqliteWorkProvider } from './sqlite.js';
-import { openPostgresWorkProvider, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS } from './postgres.js';
-import { databaseUrlFrom, requireSchemaVersion, schemaIdent } from '../../store/index.js';
-import { ensurePrivateDir, fsyncDir, usageError } from '../../core/index.js';
-import { postgresAt, rootStoreLocation } from '../root-store-location.js';
-import { mintStoreKey, readWorkLocation, removeWorkLocation, workProviderChangeRefused, writeWorkLocation, type GoalWorkLocation } from './location.js';
+import { usageError } from '../../core/index.js';
+import { providerOf, storeProvider, type WorkChoice } from '../providers/index.js';
+import { rootStoreLocation } from '../root-store-location.js';
+import { readWorkLocation, removeWorkLocation, workProviderChangeRefused, writeWorkLocation, type GoalWorkLocation } from './location.js';
 import { addTodo, claimTodo, unclaimTodo, updateTodo, updateTodos } from './todos.js';
 import type { WorkOwner, WorkOwnerOptions } from './api.js';
 
@@ -86,23 +83,17 @@ export interface OpenGoalWorkOptions {
   readonly expected_incarnation?: string;
   readonly expected_store_identity?: string;
   readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
-  /** On PostgreSQL: create the Goal's store when it has none (Goal creation); otherwise a missing store is refused. */
+  /** On a database service: create the Goal's store when it has none (Goal creation); otherwise a missing store is refused. */
   readonly create?: boolean;
 }
 
-/** A Goal's own choice of work provider (`goal create --work-provider`): unset fields take the root's. */
-export interface WorkProviderRequest {
-  readonly provider: 'sqlite' | 'postgresql';
-  /** `env:NAME`, the variable holding the URL (default: the root's, when the root is on PostgreSQL). */
-  readonly database_url?: string;
-  /** Default: the root's schema when the root is on PostgreSQL, else a fresh `loopx_<hex>`. */
-  readonly schema?: string;
-}
+/** A Goal's own choice of work provider (`goal create --work-provider`): a registered provider's name; unset fields take the root's. */
+export type WorkProviderRequest = WorkChoice;
 
-/** Where a root keeps a Goal's work when the Goal chose nothing: the root's store, its rows keyed by the Goal id. */
+/** Where a root keeps a Goal's work when the Goal chose nothing: the root's store (on a service, its rows keyed by the Goal id). */
 function rootWorkLocation(root: string, goalId: string): GoalWorkLocation {
   const at = rootStoreLocation(root);
-  return at.provider === 'postgresql' ? { ...at, store_key: goalId } : at;
+  return providerOf(at).work.ofRoot(at, goalId) as GoalWorkLocation;
 }
 
 /** Where a Goal's work lives: its own recorded choice, else where its root keeps Goal state. */
@@ -110,32 +101,18 @@ export function goalWorkLocation(root: string, goalId: string): GoalWorkLocation
   return readWorkLocation(root, goalId) ?? rootWorkLocation(root, goalId);
 }
 
-const sameLocation = (a: GoalWorkLocation, b: GoalWorkLocation): boolean =>
-  a.provider === 'sqlite' ? b.provider === 'sqlite' : b.provider === 'postgresql' && a.database_url === b.database_url && a.schema === b.schema && a.store_key === b.store_key;
+const sameLocation = (a: GoalWorkLocation, b: GoalWorkLocation): boolean => a.provider === b.provider && providerOf(a).work.same(a, b);
 
 /** Whether the location a Goal has answers a request (its unset fields match anything). */
-const answers = (have: GoalWorkLocation, request: WorkProviderRequest): boolean =>
-  have.provider === request.provider &&
-  (have.provider === 'sqlite' || ((request.database_url ?? have.database_url) === have.database_url && (request.schema ?? have.schema) === have.schema));
+const answers = (have: GoalWorkLocation, request: WorkProviderRequest): boolean => have.provider === request.provider && providerOf(have).work.answers(have, request);
 
-/** The location a request names for a new Goal; a pending record of the same database and schema keeps its row key. */
+/** The location a request names for a new Goal, chosen by its provider's row; a pending record of the same place keeps its row key. */
 function resolveRequest(root: string, goalId: string, request: WorkProviderRequest, pending: GoalWorkLocation | null): GoalWorkLocation {
-  if (request.provider === 'sqlite') return { provider: 'sqlite' };
-  const at = rootStoreLocation(root);
-  const database_url = request.database_url ?? (at.provider === 'postgresql' ? at.database_url : undefined);
-  if (database_url === undefined) {
-    throw usageError(
-      'database_url_required',
-      "This root keeps its Goal state in SQLite: a Goal's work in PostgreSQL needs --database-url env:NAME.",
-      'pass --database-url env:LOOPX_DATABASE_URL',
-    );
+  const row = storeProvider(request.provider);
+  if (row?.work.choose === undefined) {
+    throw usageError('store_provider_unknown', `A Goal's work cannot be kept in ${String(request.provider).slice(0, 40)}.`, 'name a provider: loopx goal create --help');
   }
-  const kept = pending?.provider === 'postgresql' && pending.database_url === database_url ? pending : undefined;
-  const schema = request.schema ?? kept?.schema ?? (at.provider === 'postgresql' ? at.schema : `loopx_${randomBytes(6).toString('hex')}`);
-  schemaIdent(schema);
-  databaseUrlFrom(database_url); // the reference must resolve now, before anything is recorded
-  const store_key = kept?.schema === schema ? kept.store_key : mintStoreKey(goalId, randomBytes(6).toString('hex'));
-  return { provider: 'postgresql', database_url, schema, store_key };
+  return row.work.choose(request, { root: rootStoreLocation(root), goal_id: goalId, pending }) as GoalWorkLocation;
 }
 
 /**
@@ -153,8 +130,7 @@ export function settleGoalWorkLocation(root: string, goalId: string, request: Wo
     return have;
   }
   const wanted = request === undefined ? asRoot : resolveRequest(root, goalId, request, recorded);
-  const sameAsRoot = wanted.provider === asRoot.provider && (wanted.provider === 'sqlite' || answers(asRoot, wanted));
-  if (sameAsRoot) {
+  if (answers(asRoot, wanted)) {
     if (recorded !== null) removeWorkLocation(root, goalId);
     return asRoot;
   }
@@ -162,30 +138,33 @@ export function settleGoalWorkLocation(root: string, goalId: string, request: Wo
   return wanted;
 }
 
-/** Refuses, before a Goal is made, a work store that cannot take it (a PostgreSQL schema not migrated to this version). */
+/** Refuses, before a Goal is made, a work store that cannot take it (a service's schema not migrated to this version). */
 export async function assertGoalWorkReady(location: GoalWorkLocation): Promise<void> {
-  if (location.provider === 'postgresql') await requireSchemaVersion(postgresAt(location), WORK_PG_COMPONENT, WORK_PG_MIGRATIONS);
+  await providerOf(location).work.ready(location);
 }
 
 /**
- * Opens the work owner of a Goal on the store its record names, else its root's configuration: its
- * SQLite store `goals/<goal_id>/work.db` (created on first open), or its rows in a PostgreSQL
- * schema (created only with `create`). The Goal directory must exist either way.
+ * Opens the work owner of a Goal on the store its record names, else its root's configuration,
+ * through that provider's row: its SQLite store `goals/<goal_id>/work.db` (created on first open),
+ * or its rows in a service's schema (created only with `create`). The Goal directory must exist
+ * either way.
  */
 export async function openGoalWork(options: OpenGoalWorkOptions): Promise<WorkOwner> {
   const path = join(options.root, LAYOUT.workDb(options.goal_id));
   if (!existsSync(dirname(path))) {
     throw goalNotFound(options.goal_id);
   }
-  const expected = {
-    ...(options.expected_incarnation === undefined ? {} : { expected_incarnation: options.expected_incarnation }),
-    ...(options.expected_store_identity === undefined ? {} : { expected_store_identity: options.expected_store_identity }),
-  };
   const location = goalWorkLocation(options.root, options.goal_id);
-  const provider =
-    location.provider === 'postgresql'
-      ? await openPostgresWorkProvider(postgresAt(location), { goal_id: options.goal_id, store_key: location.store_key, create: options.create === true, ...expected })
-      : openSqliteWorkProvider(path, { goal_id: options.goal_id, ...expected, ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }) });
+  const provider = await providerOf(location).work.open(
+    { root: options.root, goal_id: options.goal_id, location },
+    {
+      goal_id: options.goal_id,
+      create: options.create === true,
+      ...(options.expected_incarnation === undefined ? {} : { expected_incarnation: options.expected_incarnation }),
+      ...(options.expected_store_identity === undefined ? {} : { expected_store_identity: options.expected_store_identity }),
+      ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }),
+    },
+  );
   try {
     return await openWork({ provider, ...(options.clock ? { clock: options.clock } : {}) });
   } catch (e) {
@@ -196,26 +175,14 @@ export async function openGoalWork(options: OpenGoalWorkOptions): Promise<WorkOw
 
 /**
  * Before a retired alias gets a new lifetime (`goal create`): the retired lifetime's work store is
- * set aside, so the new lifetime starts on a store of its own and never adopts another lifetime's
- * Todos and history. A SQLite store moves, with any sidecar, to
+ * set aside by its provider's row, so the new lifetime starts on a store of its own and never
+ * adopts another lifetime's Todos and history. A SQLite store moves, with any sidecar, to
  * `goals/<goal_id>/retired/<goal_instance_id>/` (kept as history, never opened as the Goal's
- * work); a PostgreSQL store keeps its rows under its row key and the Goal is given a fresh row
- * key. Idempotent: nothing to set aside is a no-op (a create interrupted after the move).
+ * work); a service's store keeps its rows under its row key and the Goal is given a fresh row key,
+ * recorded here. Idempotent: nothing to set aside is a no-op (a create interrupted after the move).
  */
 export function setAsideRetiredWork(root: string, goalId: string, retiredInstanceId: string): void {
   const location = goalWorkLocation(root, goalId);
-  if (location.provider === 'postgresql') {
-    writeWorkLocation(root, goalId, { ...location, store_key: mintStoreKey(goalId, randomBytes(6).toString('hex')) });
-    return;
-  }
-  const db = join(root, LAYOUT.workDb(goalId));
-  if (!existsSync(db)) return;
-  const aside = join(root, LAYOUT.goalDir(goalId), 'retired', retiredInstanceId);
-  ensurePrivateDir(join(root, LAYOUT.goalDir(goalId), 'retired'));
-  ensurePrivateDir(aside);
-  // Sidecars first: the main file moved last, so a crash in between leaves the store where it was or fully set aside.
-  for (const suffix of ['-wal', '-shm', '-journal']) if (existsSync(`${db}${suffix}`)) renameSync(`${db}${suffix}`, join(aside, `work.db${suffix}`));
-  renameSync(db, join(aside, 'work.db'));
-  fsyncDir(aside);
-  fsyncDir(dirname(db));
+  const next = providerOf(location).work.setAside({ root, goal_id: goalId, location }, retiredInstanceId) as GoalWorkLocation | null;
+  if (next !== null) writeWorkLocation(root, goalId, next);
 }

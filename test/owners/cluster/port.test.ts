@@ -1,26 +1,32 @@
 /**
- * The cluster owner's port: its conformance suite once per provider (a new provider adds one
- * line), and what only the PostgreSQL provider has — a schema it did not migrate is refused,
- * never created, and its tables are the `cluster` component's, under the names a cluster's
- * schema has always had.
+ * The cluster owner's port: its conformance suite once per row of the provider table that can keep
+ * a cluster (`ports.cluster`), through the row's own factory, and what only the PostgreSQL provider
+ * has — a schema it did not migrate is refused, never created, and its tables are the `cluster`
+ * component's, under the names a cluster's schema has always had.
  */
 import { expect, it } from 'vitest';
 import { cluster } from '../../../src/owners/index.js';
+import { STORE_PROVIDERS } from '../../../src/owners/providers/index.js';
 import { describePg } from '../../support/pg.js';
 import { describeClusterPort } from '../conformance/cluster-port.conformance.js';
 import { pgHarnesses } from '../conformance/pg-harness.js';
+import { eachProvider, gated } from '../conformance/providers.js';
 import { rejectionOf } from '../conformance/support.js';
 
+const CLUSTER_SQL = { postgresql: { component: cluster.CLUSTER_COMPONENT, migrations: cluster.CLUSTER_PG_MIGRATIONS } };
 const pg = pgHarnesses(cluster.CLUSTER_COMPONENT, cluster.CLUSTER_PG_MIGRATIONS);
 
-describeClusterPort('memory', () => {
-  const state = cluster.createMemoryClusterState();
-  return { open: () => cluster.memoryClusterPort({ state }) };
-});
+eachProvider(
+  (row, place) => {
+    describeClusterPort(row.name, () => {
+      const at = place(CLUSTER_SQL);
+      return { open: () => gated(row.ports.cluster!(at.location), at.ready) };
+    });
+  },
+  STORE_PROVIDERS.filter((p) => p.ports.cluster !== undefined),
+);
 
 describePg('on the real PostgreSQL server', () => {
-  describeClusterPort('postgresql', () => pg.harness((db) => cluster.openPgClusterPort(db)));
-
   it('a schema without the cluster component is refused before any statement, and nothing is created', async () => {
     const schema = pg.schema();
     const port = cluster.openPgClusterPort(pg.pool(schema));

@@ -1,7 +1,8 @@
 /**
  * What every port conformance suite shares: the harness shape a provider joins with, and
- * errors by code. A suite file exports `describe<Port>(name, factory)`; each provider's
- * `port.test.ts` line calls it, so a new provider (PostgreSQL) joins by adding one line.
+ * errors by code. A suite file exports `describe<Port>(name, factory)`; each port's
+ * `port.test.ts` calls it for every row of the provider table (providers.ts: `eachProvider`), so a
+ * new provider joins by being a row.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

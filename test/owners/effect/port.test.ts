@@ -1,37 +1,36 @@
-/** The effect storage port's conformance suite, once per provider (a new provider adds one line). */
+/**
+ * The effect storage port's conformance suite, once per row of the provider table, through the
+ * row's own factory. Damaging a stored row is the one thing the suite asks that only the test tree
+ * can do per provider (DAMAGE): a row without a way to damage it fails here, never skips.
+ */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { EFFECT_PG_MIGRATIONS, createMemoryEffectState, memoryEffectPort, openPgEffectPort, openSqliteEffectPort } from '../../../src/owners/effect/index.js';
-import type { PgDatabase } from '../../../src/store/index.js';
-import { describePg } from '../../support/pg.js';
+import { EFFECT_SQL } from '../../../src/owners/effect/index.js';
+import { LAYOUT } from '../../../src/owners/index.js';
+import { memorySpace, postgresAt, type MemoryLocation, type PostgresLocation } from '../../../src/owners/providers/index.js';
 import { describeEffectPort } from '../conformance/effect-port.conformance.js';
-import { pgHarnesses } from '../conformance/pg-harness.js';
-import { tempDirs } from '../conformance/support.js';
+import { eachProvider, rootPortHarness, type Place } from '../conformance/providers.js';
 
-const tempDir = tempDirs('loopx-effect-port-');
-const pg = pgHarnesses('effect', EFFECT_PG_MIGRATIONS);
 const NOT_AN_INSTANT = 'yesterday';
 
-describeEffectPort('memory', () => {
-  const state = createMemoryEffectState();
-  return { open: () => memoryEffectPort({ state }), damage: (id) => void (state.effects.get(id)!.created_at = NOT_AN_INSTANT) };
-});
-describeEffectPort('sqlite', () => {
-  const path = join(tempDir(), 'effects.db');
-  const damage = (id: string): void => {
-    const db = new Database(path);
+/** Makes the stored row of `id` at `place` one that does not decode, the way a bad disk would: per provider. */
+const DAMAGE: Readonly<Record<string, (place: Place, id: string) => void | Promise<void>>> = {
+  memory: (place, id) => void (memorySpace(place.location as MemoryLocation).effect.effects.get(id)!.created_at = NOT_AN_INSTANT),
+  sqlite: (place, id) => {
+    const db = new Database(join(place.root, LAYOUT.effectsDb));
     db.prepare('UPDATE effects SET created_at = ? WHERE operation_id = ?').run(NOT_AN_INSTANT, id);
     db.close();
-  };
-  return { open: () => openSqliteEffectPort(path), damage };
-});
-describePg('on the real PostgreSQL server', () => {
-  describeEffectPort('postgresql', () => {
-    let db: PgDatabase | undefined; // the latest pool opened on the harness's schema
-    const h = pg.harness((d) => openPgEffectPort((db = d)));
-    const damage = async (id: string): Promise<void> => {
-      await db!.query('UPDATE effects SET created_at = $1 WHERE operation_id = $2', [NOT_AN_INSTANT, id]);
-    };
-    return { open: () => h.open(), damage };
+  },
+  postgresql: async (place, id) => {
+    await postgresAt(place.location as PostgresLocation).query('UPDATE effects SET created_at = $1 WHERE operation_id = $2', [NOT_AN_INSTANT, id]);
+  },
+};
+
+eachProvider((row, place) => {
+  const damage = DAMAGE[row.name];
+  if (damage === undefined) throw new Error(`no way to damage an effect row of provider ${row.name}: add it to DAMAGE`);
+  describeEffectPort(row.name, () => {
+    const at = place(EFFECT_SQL);
+    return { ...rootPortHarness(row, at, (ports, root, l) => ports.effect(root, l)), damage: (id) => damage(at, id) };
   });
 });

@@ -1,22 +1,8 @@
-/** The session storage port's conformance suite, once per provider (a new provider adds one line). */
-import { join } from 'node:path';
-import { SESSION_PG_MIGRATIONS, createMemorySessionState, memorySessionPort, openPgSessionPort, openSqliteSessionPort } from '../../../src/owners/session/index.js';
+/** The session storage port's conformance suite, once per row of the provider table, through the row's own factory. */
+import { SESSION_SQL } from '../../../src/owners/session/index.js';
 import { describeSessionPort } from '../conformance/session-port.conformance.js';
-import { tempDirs } from '../conformance/support.js';
-import { pgHarnesses } from '../conformance/pg-harness.js';
-import { describePg } from '../../support/pg.js';
+import { eachProvider, rootPortHarness } from '../conformance/providers.js';
 
-const tempDir = tempDirs('loopx-session-port-');
-const pg = pgHarnesses('session', SESSION_PG_MIGRATIONS);
-
-describeSessionPort('memory', () => {
-  const state = createMemorySessionState();
-  return { open: () => memorySessionPort({ state }) };
-});
-describeSessionPort('sqlite', () => {
-  const path = join(tempDir(), 'sessions.db');
-  return { open: () => openSqliteSessionPort(path) };
-});
-describePg('PostgreSQL', () => {
-  describeSessionPort('postgresql', () => pg.harness(openPgSessionPort));
+eachProvider((row, place) => {
+  describeSessionPort(row.name, () => rootPortHarness(row, place(SESSION_SQL), (ports, root, at) => ports.session(root, at)));
 });
