@@ -17,7 +17,7 @@ import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
 import { contrastOf } from './support/contrast.js';
-import { focusedElement, tabTo } from './support/keyboard.js';
+import { focusAfterChange, tabTo } from './support/keyboard.js';
 import { SCREENSHOTS, buildUi } from './support/ui.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
 
@@ -154,7 +154,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await tabTo(page, 'Resume the Goal');
     await page.keyboard.press('Enter');
     await expect.poll(() => page.getByTestId('goal-lifecycle').textContent()).toBe('active');
-    expect((await focusedElement(page)).name, 'the disabled button hands its focus to the actions').toBe('Actions');
+    expect((await focusAfterChange(page)).name, 'the disabled button hands its focus to the actions').toBe('Actions');
     await tabTo(page, 'New Todo');
     await page.keyboard.type('Tell the team');
     await page.keyboard.press('Enter');
@@ -164,7 +164,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await tabTo(page, 'Update t2');
     await page.keyboard.press('Enter');
     await expect.poll(() => page.getByTestId('todo-t2').locator('.todo-status').textContent()).toBe('done');
-    expect((await focusedElement(page)).name, 'the replaced row hands its focus to the Todos').toBe('Todos');
+    expect((await focusAfterChange(page)).name, 'the replaced row hands its focus to the Todos').toBe('Todos');
     expect(loopx(['todo', 'list', '--goal', 'notes', '--root', root, '--json']).json().todos[1]).toMatchObject({ todo_id: 't2', status: 'done' });
   });
 

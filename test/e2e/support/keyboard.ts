@@ -53,3 +53,13 @@ export async function tabTo(page: Page, name: string | RegExp, key: 'Tab' | 'Shi
   }
   throw new Error(`“${name}” was not reached with ${key}; focus went through: ${passed.join(' | ')}`);
 }
+
+/**
+ * The focused element once a change has handed focus on: a control an action disables or replaces
+ * drops focus to the page for a moment before the page moves it where the change shows. Polled
+ * (never a sleep) until focus is on an element again, then checked as `focusedElement` does.
+ */
+export async function focusAfterChange(page: Page, after = ''): Promise<Focused> {
+  await expect.poll(() => page.evaluate('document.activeElement !== document.body && document.activeElement !== null'), `focus comes back to an element${after}`).toBe(true);
+  return focusedElement(page, after);
+}
