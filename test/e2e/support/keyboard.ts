@@ -60,6 +60,8 @@ export async function tabTo(page: Page, name: string | RegExp, key: 'Tab' | 'Shi
  * (never a sleep) until focus is on an element again, then checked as `focusedElement` does.
  */
 export async function focusAfterChange(page: Page, after = ''): Promise<Focused> {
-  await expect.poll(() => page.evaluate('document.activeElement !== document.body && document.activeElement !== null'), `focus comes back to an element${after}`).toBe(true);
+  await expect
+    .poll(() => page.evaluate('document.activeElement !== document.body && document.activeElement !== null'), { message: `focus comes back to an element${after}` })
+    .toBe(true);
   return focusedElement(page, after);
 }
