@@ -37,7 +37,7 @@ export const storeProvider = (name: unknown): StoreProvider | undefined => STORE
 export function providerOf(location: StoreLocation): StoreProvider {
   const row = storeProvider(location.provider);
   if (row === undefined) {
-    throw internal('store_provider_unregistered', `No storage provider ${JSON.stringify(location.provider).slice(0, 40)} is in the provider table.`, {
+    throw internal('store_provider_not_in_table', `No storage provider ${JSON.stringify(location.provider).slice(0, 40)} is in the provider table.`, {
       details: { provider: String(location.provider).slice(0, 40) },
     });
   }

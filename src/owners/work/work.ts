@@ -110,7 +110,7 @@ const answers = (have: GoalWorkLocation, request: WorkProviderRequest): boolean 
 function resolveRequest(root: string, goalId: string, request: WorkProviderRequest, pending: GoalWorkLocation | null): GoalWorkLocation {
   const row = storeProvider(request.provider);
   if (row?.work.choose === undefined) {
-    throw usageError('store_provider_unknown', `A Goal's work cannot be kept in ${String(request.provider).slice(0, 40)}.`, 'name a provider: loopx goal create --help');
+    throw usageError('work_provider_unknown', `A Goal's work cannot be kept in ${String(request.provider).slice(0, 40)}.`, 'name a provider: loopx goal create --help');
   }
   return row.work.choose(request, { root: rootStoreLocation(root), goal_id: goalId, pending }) as GoalWorkLocation;
 }

@@ -44,7 +44,7 @@ describe('the storage provider table', () => {
     }
     expect(storeProvider(DEFAULT_STORE_PROVIDER)?.inRoot).toBe(true);
     expect(storeProvider('nosuchprovider')).toBeUndefined();
-    expect(() => providerOf({ provider: 'nosuchprovider' })).toThrow(expect.objectContaining({ code: 'store_provider_unregistered' }));
+    expect(() => providerOf({ provider: 'nosuchprovider' })).toThrow(expect.objectContaining({ code: 'store_provider_not_in_table' }));
   });
 
   it('a root records nothing for the default; a record a row cannot read whole is the default, never a guess', () => {
