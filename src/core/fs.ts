@@ -2,7 +2,8 @@
  * Durable and private filesystem primitives. Durable writes are: write a new file exclusively,
  * fsync it, rename over the target, fsync the directory. Nothing here swallows an error.
  */
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync, constants } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, realpathSync, renameSync, statSync, unlinkSync, writeSync, constants } from 'node:fs';
+import { homedir } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { conflict, rejected, type LoopxError } from './errors.js';
@@ -100,4 +101,25 @@ function linkExclusive(from: string, to: string): void {
     }
     throw e;
   }
+}
+
+/**
+ * The user's XDG base directory for loopx's `state` (run authority, dev receiver) or `data`
+ * (backups): `$XDG_STATE_HOME` / `$XDG_DATA_HOME` when absolute, else `~/.local/state` / `~/.local/share`.
+ */
+export function xdgHome(kind: 'state' | 'data', env: NodeJS.ProcessEnv = process.env): string {
+  const set = kind === 'state' ? env.XDG_STATE_HOME : env.XDG_DATA_HOME;
+  return set && set.startsWith('/') ? set : join(homedir(), '.local', kind === 'state' ? 'state' : 'share');
+}
+
+/** The same place on disk: equal as given, or equal once links are resolved (a path that does not exist is compared as given). */
+export function samePhysicalPath(a: string, b: string): boolean {
+  const real = (p: string): string => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return p;
+    }
+  };
+  return a === b || real(a) === real(b);
 }

@@ -14,9 +14,9 @@
  * refused unless its confirmation is that digest — and then the apply itself derives the plan again
  * and refuses a file that is not it (`recover_plan_tampered`).
  */
-import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { conflict, ensurePrivateDir, isLoopxError, LoopxError, notFound, usageError, writeFileDurable } from '../core/index.js';
+import { conflict, ensurePrivateDir, isLoopxError, LoopxError, notFound, samePhysicalPath, usageError, writeFileDurable } from '../core/index.js';
 import {
   applyRecovery,
   abortRecovery,
@@ -333,8 +333,7 @@ export class AdoptionService {
       const access = this.authorityDir !== undefined ? { authorityDir: this.authorityDir } : {};
       for (const g of await listGoals(this.root)) {
         const s = await goalSupersession(access, g.goal_instance_id).catch(() => null);
-        if (s?.directory !== undefined && basename(s.directory) === name && realOrSelf(dirname(s.directory)) === realOrSelf(dirname(this.root)))
-          this.continuations.set(name, s.directory);
+        if (s?.directory !== undefined && basename(s.directory) === name && samePhysicalPath(dirname(s.directory), dirname(this.root))) this.continuations.set(name, s.directory);
       }
     }
     return this.continuations.get(name);
@@ -350,11 +349,3 @@ export class AdoptionService {
     return out;
   }
 }
-
-const realOrSelf = (p: string): string => {
-  try {
-    return realpathSync(p);
-  } catch {
-    return p;
-  }
-};

@@ -11,9 +11,8 @@
  * Its failure controls (`POST /control`) are off: nothing but deliveries and fences reach it.
  */
 import { join } from 'node:path';
-import { homedir } from 'node:os';
 import { existsSync } from 'node:fs';
-import { ensurePrivateDir, usageError } from '../core/index.js';
+import { ensurePrivateDir, usageError, xdgHome } from '../core/index.js';
 import { SINK_SERVICE, startWebhookSink } from './webhook-sink.js';
 
 /** The documented default port; `LOOPX_DEV_RECEIVER_PORT` or `loopx daemon --dev-receiver-port` changes it. */
@@ -30,8 +29,7 @@ export interface DevReceiver {
 
 /** `$XDG_STATE_HOME/loopx/dev-receiver` (an absolute XDG_STATE_HOME only), else `~/.local/state/loopx/dev-receiver`. */
 export function devReceiverDir(env: NodeJS.ProcessEnv = process.env): string {
-  const state = env.XDG_STATE_HOME && env.XDG_STATE_HOME.startsWith('/') ? env.XDG_STATE_HOME : join(homedir(), '.local', 'state');
-  return join(state, 'loopx', 'dev-receiver');
+  return join(xdgHome('state', env), 'loopx', 'dev-receiver');
 }
 
 export const devReceiverJournal = (env: NodeJS.ProcessEnv = process.env): string => join(devReceiverDir(env), 'journal.jsonl');

@@ -24,10 +24,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { closeSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { LoopxError } from '../core/index.js';
-import { tryFlock } from '../core/index.js';
+import { tryFlock, xdgHome } from '../core/index.js';
 import { Keyring } from './claims.js';
 import { authorityCorrupt } from './errors.js';
 import { ConfinedDir } from './confined-dir.js';
@@ -41,8 +40,7 @@ import type { ClaimInput, ImportLease, LifetimeSupersession, LifetimeSupersessio
 const GEN_FILE = /^([1-9][0-9]{0,15})\.(key|retired)$/;
 
 export function defaultAuthorityDir(env: NodeJS.ProcessEnv = process.env): string {
-  const state = env.XDG_STATE_HOME && env.XDG_STATE_HOME.startsWith('/') ? env.XDG_STATE_HOME : join(homedir(), '.local', 'state');
-  return join(state, 'loopx', 'run-authority');
+  return join(xdgHome('state', env), 'loopx', 'run-authority');
 }
 
 const hex32 = (text: string | undefined, what: string): Buffer => {

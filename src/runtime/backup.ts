@@ -7,8 +7,8 @@
  * What was achieved is the backup producer's evidence, never this layer's claim.
  */
 import { realpathSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { isAbsolute, join, relative } from 'node:path';
+import { xdgHome } from '../core/index.js';
 import { create, formatProfileConflict, type BackupPlan, type BackupResult, type CreateOptions } from '../backup/index.js';
 import { closeAdmission } from './admission.js';
 
@@ -50,8 +50,7 @@ export function backupPlacement(root: string, outputDir: string): BackupPlacemen
 
 /** The user's backups folder, the Capability Center's default: `$XDG_DATA_HOME/loopx/backups` (absolute only), else `~/.local/share/loopx/backups`. */
 export function userBackupsDir(env: NodeJS.ProcessEnv = process.env): string {
-  const data = env.XDG_DATA_HOME && env.XDG_DATA_HOME.startsWith('/') ? env.XDG_DATA_HOME : join(homedir(), '.local', 'share');
-  return join(data, 'loopx', 'backups');
+  return join(xdgHome('data', env), 'loopx', 'backups');
 }
 
 /** How the operator puts the next backup elsewhere (one runnable command). */

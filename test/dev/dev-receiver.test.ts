@@ -5,59 +5,24 @@
  * reopens it with what it held; a second daemon shares the one already answering; a port held by
  * anything else is refused with a typed error; without a journal and without the sample, nothing opens.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdirSync, mkdtempSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLI, REPO, loopxAsync } from '../support/cli.js';
+import { REPO, loopxAsync } from '../support/cli.js';
+import { freePort, spawnDaemon, stopDaemonProcess } from '../support/daemon-process.js';
 
 const running: ChildProcessWithoutNullStreams[] = [];
 afterEach(() => {
   for (const c of running.splice(0)) c.kill('SIGKILL');
 });
 
-interface Started {
-  readonly url: string;
-  readonly port: number;
-  readonly dev_receiver_url?: string;
-}
-
-function daemon(env: NodeJS.ProcessEnv, root: string, ...args: string[]): Promise<{ child: ChildProcessWithoutNullStreams; doc: Started }> {
-  const child = spawn(process.execPath, [...CLI, 'daemon', '--root', root, '--json', ...args], { cwd: REPO, env: { ...process.env, ...env } });
-  running.push(child);
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (b: Buffer) => {
-      out += b.toString('utf8');
-      try {
-        resolve({ child, doc: JSON.parse(out) as Started });
-      } catch {
-        // not complete yet
-      }
-    });
-    child.stderr.on('data', (b: Buffer) => (err += b.toString('utf8')));
-    child.on('exit', (code) => reject(new Error(`daemon exited ${code}: ${err}`)));
-  });
-}
-
-const stopped = (c: ChildProcessWithoutNullStreams) =>
-  new Promise<number | null>((r) => {
-    c.on('exit', (code) => r(code));
-    c.kill('SIGTERM');
-  });
-
-/** A port free right now (bound and released). */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
+const daemon = (env: NodeJS.ProcessEnv, root: string, ...args: string[]) =>
+  spawnDaemon(['--root', root, ...args], { env: { ...process.env, ...env }, cwd: REPO }).then((d) => (running.push(d.child), d));
+const stopped = stopDaemonProcess;
 
 const deliveries = async (url: string) => ((await (await fetch(url)).json()) as { deliveries: { operation_id: string }[] }).deliveries;
 

@@ -17,69 +17,35 @@
  * shows its Goal superseded (in `goal show`, and on a daemon's page of that root). Each step's screen
  * is kept in docs/screenshots/journey-*.png (LOOPX_SCREENSHOTS=1).
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon } from '../../src/daemon/index.js';
-import { CLI, loopx } from '../support/cli.js';
+import { loopx } from '../support/cli.js';
+import { freePort, spawnDaemon, stopDaemonProcess, type DaemonStarted } from '../support/daemon-process.js';
 import { axeViolations } from './support/axe.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
 import { SCREENSHOTS, buildUi } from './support/ui.js';
-
-interface Started {
-  readonly url: string;
-  readonly login_url: string;
-  readonly dev_receiver_url?: string;
-}
 
 let home: string;
 let env: NodeJS.ProcessEnv;
 let uiDir: string;
 let session: BrowserSession;
-let daemon: { child: ChildProcessWithoutNullStreams; doc: Started } | undefined;
+let daemon: { child: ChildProcessWithoutNullStreams; doc: DaemonStarted } | undefined;
 let receiverUrl: string;
 
 const shot = (name: string) => session.page.screenshot({ path: join(SCREENSHOTS, name), fullPage: true });
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-/** `loopx daemon --json …` as an operator starts it; resolves with its one JSON document. */
-function startLoopxDaemon(args: string[]): Promise<{ child: ChildProcessWithoutNullStreams; doc: Started }> {
-  const child = spawn(process.execPath, [...CLI, 'daemon', '--json', ...args], { cwd: home, env });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (b: Buffer) => {
-      out += b.toString('utf8');
-      try {
-        resolve({ child, doc: JSON.parse(out) as Started });
-      } catch {
-        // not complete yet
-      }
-    });
-    child.stderr.on('data', (b: Buffer) => (err += b.toString('utf8')));
-    child.on('exit', (code) => reject(new Error(`loopx daemon exited ${code}: ${err}`)));
-  });
-}
+/** `loopx daemon --json …` as an operator starts it, in the temporary home. */
+const startLoopxDaemon = (args: string[]) => spawnDaemon(args, { env, cwd: home });
 
 async function stopDaemon(): Promise<void> {
   const d = daemon;
   daemon = undefined;
   if (!d) return;
-  await new Promise<void>((r) => {
-    d.child.on('exit', () => r());
-    d.child.kill('SIGTERM');
-  });
+  await stopDaemonProcess(d.child);
 }
 
 const receiverDeliveries = async () => ((await (await fetch(receiverUrl)).json()) as { deliveries: { operation_id: string; idempotency_key: string }[] }).deliveries;

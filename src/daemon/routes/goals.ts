@@ -6,10 +6,9 @@
  * run`). Every route also serves a root one of the daemon's recoveries made (`?root=<name>`,
  * placeOf), so a recovered Goal is seen and continued where it was recovered.
  */
-import { realpathSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { FastifyRequest } from 'fastify';
-import { sha256Hex } from '../../core/index.js';
+import { samePhysicalPath, sha256Hex } from '../../core/index.js';
 import {
   addTodo,
   goalActivity,
@@ -51,17 +50,6 @@ function queryInt(v: string | undefined, field: string, min: number, max: number
 
 type Supersession = NonNullable<Awaited<ReturnType<typeof goalDetail>>['superseded_by']>;
 
-const samePath = (a: string, b: string): boolean => {
-  const real = (p: string) => {
-    try {
-      return realpathSync(p);
-    } catch {
-      return p;
-    }
-  };
-  return a === b || real(a) === real(b);
-};
-
 /**
  * Where a recovery took a Goal's lifetime, without a path: the new lifetime, the root's id, and
  * the name this daemon serves that root under (`?root=<name>`: a root one of its recoveries made),
@@ -71,12 +59,12 @@ async function supersededBy({ adoptions }: Routes, s: Supersession) {
   let served: string | null = null;
   if (s.directory !== undefined) {
     for (const { name } of await adoptions.recoveredRoots()) {
-      if (samePath(await adoptions.recoveredRoot(name), s.directory)) served = name;
+      if (samePhysicalPath(await adoptions.recoveredRoot(name), s.directory)) served = name;
     }
     // A recovery made elsewhere into a root beside this one: served too (adoptions.ts, continuation).
     if (served === null)
       served = await adoptions.recoveredRoot(basename(s.directory)).then(
-        (dir) => (samePath(dir, s.directory!) ? basename(s.directory!) : null),
+        (dir) => (samePhysicalPath(dir, s.directory!) ? basename(s.directory!) : null),
         () => null,
       );
   }
