@@ -9,6 +9,14 @@ import type { CaptureProfile } from '../runtime/index.js';
 /** `--cluster-schema`'s default (runtime/cluster.ts). */
 export const DEFAULT_CLUSTER_SCHEMA = 'loopx_cluster';
 
+/**
+ * The providers `init --store` (`root`) and `goal create --work-provider` (`goal_work`) take, in
+ * the provider table's order, and those of them that are a database service and so take
+ * `--database-url` / `--pg-schema` (runtime/store-config.ts: `storeChoices`, `takesServiceOptions`).
+ */
+export const STORE_CHOICES: Readonly<Record<'root' | 'goal_work', readonly string[]>> = { root: ['sqlite', 'postgresql'], goal_work: ['sqlite', 'postgresql'] };
+export const SERVICE_STORE_CHOICES: readonly string[] = ['postgresql'];
+
 /** The statuses `todo update --status` takes, and how many Todos one update changes at most (runtime/todos.ts). */
 export const TODO_STATUSES = ['open', 'done', 'blocked', 'deferred'] as const;
 export const MAX_TODOS_PER_UPDATE = 100;

@@ -108,7 +108,21 @@ export {
 } from '../recovery/index.js';
 export { DEV_RECEIVER_PORT, devReceiverPort, devReceiverUsed, openDevReceiver, startWebhookSink, type DevReceiver } from '../dev/index.js';
 export { dbStatus, planRotation, rotateStore, ROTATION_PLAN_SCHEMA, type DbStatus, type OriginalFence, type RotationPlan, type RotationResult } from './store-rotation.js';
-export { chooseStore, migrateRootStore, PG_COMPONENTS, readStoreConfig, STORE_NAMESPACE, withRootPostgres, type MigrateResult, type StoreConfig } from './store-config.js';
+export {
+  chooseStore,
+  describeStore,
+  isServiceStore,
+  keepsFilesInRoot,
+  migrateRootStore,
+  PG_COMPONENTS,
+  readStoreConfig,
+  storeChoices,
+  STORE_NAMESPACE,
+  takesServiceOptions,
+  withRootPostgres,
+  type MigrateResult,
+  type StoreConfig,
+} from './store-config.js';
 export {
   ClusterNode,
   CLUSTER_COMPONENTS,

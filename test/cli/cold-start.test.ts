@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import * as facts from '../../src/cli/runtime-facts.js';
-import { DEFAULT_CLUSTER_SCHEMA, MAX_TODOS_PER_UPDATE, parseProfile, TODO_STATUSES } from '../../src/runtime/index.js';
+import { DEFAULT_CLUSTER_SCHEMA, MAX_TODOS_PER_UPDATE, parseProfile, storeChoices, takesServiceOptions, TODO_STATUSES } from '../../src/runtime/index.js';
 import { DATA_HOME, loopx, REPO, STATE_HOME, tempRoot } from '../support/cli.js';
 
 /** The most ES modules building the program may load (50 when this test was written; 418 before commands were loaded on use). */
@@ -134,5 +134,11 @@ describe('what the help says of the runtime (src/cli/runtime-facts.ts)', () => {
     expect(facts.MAX_TODOS_PER_UPDATE).toBe(MAX_TODOS_PER_UPDATE);
     for (const word of ['online', 'quiescent', 'crash-consistent', 'crash_consistent', 'Online', 'offline', '', 'crash consistent', 'quiescent-'])
       expect(facts.parseCaptureProfile(word), word).toBe(parseProfile(word));
+  });
+
+  it("is the provider table's: the stores a root and a Goal's work can choose, and which of them take a service's options", () => {
+    expect(facts.STORE_CHOICES).toEqual({ root: storeChoices('root'), goal_work: storeChoices('goal_work') });
+    const named = [...new Set([...storeChoices('root'), ...storeChoices('goal_work')])];
+    expect(facts.SERVICE_STORE_CHOICES).toEqual(named.filter((p) => takesServiceOptions(p)));
   });
 });

@@ -16,16 +16,16 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       const choice = parseStoreChoice('--store', 'init', o.store, o, true);
       const provider = choice.provider;
       const root = resolveRoot(g);
-      const { chooseStore, initRoot } = await runtime();
-      // A root taking PostgreSQL gets no SQLite stores for its Goal state, even before the choice is recorded.
-      initRoot(root, { ownerStores: provider !== 'postgresql' });
+      const { chooseStore, describeStore, initRoot, isServiceStore, keepsFilesInRoot } = await runtime();
+      // A root taking a database service gets no SQLite stores for its Goal state, even before the choice is recorded.
+      initRoot(root, { ownerStores: keepsFilesInRoot(provider) });
       // Reading the root id binds it to this directory in the run authority (a later copy owns nothing).
       await withEngine(g, async (engine) => void (await engine.rootId()));
       const store = await chooseStore(root, choice);
       emit(g, { initialized: true, store }, (d, out) =>
         out.hint(
-          d.store.provider === 'postgresql'
-            ? `runtime root ready (owner-only), its Goal state in PostgreSQL schema ${d.store.schema}; next: loopx db migrate`
+          isServiceStore(d.store)
+            ? `runtime root ready (owner-only), its Goal state in ${describeStore(d.store)}; next: loopx db migrate`
             : 'runtime root ready (owner-only); next: loopx goal create ID --title TITLE',
         ),
       );
