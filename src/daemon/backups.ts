@@ -363,7 +363,8 @@ export class BackupService {
           operator_state: audit.operator_state,
           created_at: audit.backup.created_at,
           ...this.provenance(d, audit),
-          goals: audit.components.filter((c) => c.owner_kind === 'goal').length,
+          // One logical scope per Goal besides the whole root's (`machine`): the Goals the backup holds.
+          goals: new Set(audit.components.map((c) => c.logical_scope).filter((s) => s !== 'machine')).size,
           assets: audit.counts.assets,
           execution_authority_granted: false,
         });

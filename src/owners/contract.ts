@@ -251,6 +251,11 @@ export interface OwnerRecovery<T = unknown> {
   readonly providers?: readonly string[];
   /** Whether a Goal may keep this owner's state apart from its root's store (`LiveSource.goalWork` says where). */
   readonly placedPerGoal?: boolean;
+  /**
+   * Its captured cursor is a Goal's recovery point: how much of the Goal's work a recovery keeps
+   * (the recovery drill's RPO figure reads it from the plan). One owner of the table says so.
+   */
+  readonly recoveryPoint?: true;
   /** Owners (earlier in the OWNERS table) whose state this owner's state refers to: a component depends on theirs. */
   readonly dependsOn: readonly string[];
   /** What a sound copy of its state is to a recovery. */

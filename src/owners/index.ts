@@ -8,6 +8,7 @@ export * from './contract.js';
 export {
   OWNERS,
   OWNER_LIST,
+  RECOVERY_POINT_OWNER,
   DOCUMENT_OWNERS,
   ROOT_DATABASES,
   UNOWNED_STORES,

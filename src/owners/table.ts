@@ -110,6 +110,9 @@ const TABLE = ownerTable(OWNERS);
 
 export const OWNER_LIST: readonly OwnerRecovery[] = TABLE.list;
 
+/** The owner whose captured cursor is a Goal's recovery point (the row that says `recoveryPoint`). */
+export const RECOVERY_POINT_OWNER: string = OWNER_LIST.find((o) => o.recoveryPoint === true)!.name;
+
 /** The public description of every owner and unowned store (the daemon's `GET /api/owners`, the UI's owner legend). */
 export const ownerDescriptions = (): OwnerDescription[] => TABLE.descriptions();
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { LAYOUT, MACHINE, OWNERS, OWNER_LIST, goalScope, quota, scheduler, type OwnerRecovery, type OwnerScope } from '../../src/owners/index.js';
+import { LAYOUT, MACHINE, OWNERS, OWNER_LIST, RECOVERY_POINT_OWNER, goalScope, quota, scheduler, type OwnerRecovery, type OwnerScope } from '../../src/owners/index.js';
 import { loopx, loopxAsync, tempRoot } from '../support/cli.js';
 import { describeOwnerContract, ownerTableProblems } from './conformance/owner-contract.conformance.js';
 
@@ -65,6 +65,13 @@ describe('the OWNERS table', () => {
 
   it('keeps its rows in dependency order, each keyed by its name and owning members no other row owns', () => {
     expect(ownerTableProblems(OWNERS)).toEqual([]);
+  });
+
+  it("names one owner whose captured cursor is a Goal's recovery point, a per-Goal owner every Goal needs", () => {
+    const rows = OWNER_LIST.filter((o) => o.recoveryPoint === true);
+    expect(rows.map((o) => o.name)).toEqual([RECOVERY_POINT_OWNER]);
+    expect(rows[0]!.scope).toBe('goal');
+    expect(rows[0]!.requiredForGoal).toBe(true);
   });
 });
 

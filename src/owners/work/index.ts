@@ -104,3 +104,4 @@ export { recovery } from './recovery.js';
 export { grantedAuthority, laterWork, revokeGrantedAuthority, workStoreHeads, type GrantedAuthority, type LaterWork, type WorkStoreHead } from './rotation.js';
 export { hasErrors as workFindingsHaveErrors, type WorkFinding, type WorkFindingCode } from './findings.js';
 export { adoptionSteps } from './adopt-steps.js';
+export { dropLineageCommit, markWorkStoreNewer } from './drill-faults.js';

@@ -144,6 +144,7 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
   requiredForGoal: true,
   providers: SERVED.providers,
   placedPerGoal: true,
+  recoveryPoint: true,
   dependsOn: ['goal'],
   classification: 'recovered_readable',
 

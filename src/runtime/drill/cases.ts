@@ -7,8 +7,7 @@
  */
 import { appendFileSync, cpSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LAYOUT } from '../../owners/index.js';
-import { openSqlite } from '../../store/index.js';
+import { LAYOUT, work } from '../../owners/index.js';
 import { expectOk, type CliOutcome } from './cli.js';
 import { GOAL, INTERRUPT_AFTER_LIVE, INTERRUPT_BEFORE_LIVE } from './definition.js';
 import { newSourceRoot, withOwnReceiver, type DrillContext, type DrillSource } from './source.js';
@@ -51,12 +50,7 @@ async function newerStore(ctx: DrillContext): Promise<DrillCase> {
   const root = join(ctx.dir, 'source-newer');
   await newSourceRoot(ctx, root, user);
   // As a newer loopx would have left it: a schema version this one does not know.
-  const db = openSqlite(join(root, LAYOUT.workDb(GOAL)));
-  try {
-    db.pragma('user_version = 999');
-  } finally {
-    db.close();
-  }
+  const changed = work.markWorkStoreNewer(root, GOAL);
   const out = join(ctx.dir, 'backups-newer');
   const b = expectOk(await ctx.cli.run(user, ['backup-state', '--execute', '--output-dir', out, '--backup-id', 'newer', '--root', root]));
   const workspace = join(ctx.dir, 'workspace-newer');
@@ -64,7 +58,7 @@ async function newerStore(ctx: DrillContext): Promise<DrillCase> {
     await ctx.cli.run(user, ['backup-state', 'verify', '--archive', join(out, b.archive.name), '--manifest', join(out, b.manifest.name), '--destination', workspace, '--execute']),
   );
   // The backup producer cannot read a store of a version it does not know: the component is held, never guessed.
-  const held = (v.findings as { code: string; owner: string }[]).find((f) => f.owner === 'work')?.code ?? 'not held';
+  const held = (v.findings as { code: string; owner: string }[]).find((f) => f.owner === changed.owner)?.code ?? 'not held';
   const o = await ctx.cli.run(user, ['recover', 'plan', '--from', workspace, '--goal', GOAL, '--destination', join(ctx.dir, 'refused-newer')]);
   return caseOf('work store of a newer version', 'capture_component_unreadable, then recover_audit_not_eligible', `${held}, then ${observed(o)}`);
 }

@@ -10,9 +10,7 @@
  * - `extra-operator-command`: the operator issues one command more than the recovery needs (a
  *   `recover status` after the apply) — the human-actions figure must be missed.
  */
-import { join } from 'node:path';
-import { LAYOUT } from '../../owners/index.js';
-import { openSqlite } from '../../store/index.js';
+import { work } from '../../owners/index.js';
 import { GOAL } from './definition.js';
 
 export const DRILL_DEFECT_ENV = 'LOOPX_TEST_DRILL_DEFECT';
@@ -27,10 +25,5 @@ export function defectInjected(defect: DrillDefect): boolean {
 
 /** `drop-captured-transaction`: the imported history of `destination` loses its transaction at `cursor`. */
 export function dropImportedTransaction(destination: string, cursor: number): void {
-  const db = openSqlite(join(destination, LAYOUT.workDb(GOAL)));
-  try {
-    db.prepare('DELETE FROM lineage_commits WHERE cursor = ?').run(cursor);
-  } finally {
-    db.close();
-  }
+  work.dropLineageCommit(destination, GOAL, cursor);
 }

@@ -8,6 +8,7 @@
  *   recovery refuses to adopt it (its audit says to back up quiescently).
  */
 import { join } from 'node:path';
+import { RECOVERY_POINT_OWNER } from '../../owners/index.js';
 import { expectOk } from './cli.js';
 import { GOAL } from './definition.js';
 import type { DrillCase } from './cases.js';
@@ -95,7 +96,7 @@ export async function onlineCaptures(ctx: DrillContext): Promise<OnlineCaptures>
   const quiet = await captureOnline(ctx, user, root, 'online-quiet');
   const destination = join(ctx.dir, 'recovered-online');
   const plan = expectOk(await ctx.cli.run(user, ['recover', 'plan', '--from', quiet.workspace, '--goal', GOAL, '--destination', destination]));
-  const captured = (plan.components as { owner: string; cursor: number }[]).find((c) => c.owner === 'work')?.cursor ?? -1;
+  const captured = (plan.components as { owner: string; cursor: number }[]).find((c) => c.owner === RECOVERY_POINT_OWNER)?.cursor ?? -1;
   const status = expectOk(await ctx.cli.run(user, ['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest as string]));
   const imported =
     (status.receipts as { action: string; readback: { imported_transactions?: number } }[]).find((r) => r.action === 'work:import_inert')?.readback.imported_transactions ?? -1;
