@@ -15,5 +15,8 @@ export default defineConfig({
     // never a timing assertion (a poll returns as soon as its condition holds).
     expect: { poll: { timeout: 15_000, interval: 50 } },
     reporters: ['default', './test/support/summary-reporter.ts'],
+    // The built CLI a test runs in its own process (test/support/cli.ts: loopxAsync) is loaded by
+    // Node as a child loads it, not through the test transform: the same bytes, the same module URLs.
+    server: { deps: { external: [/\/dist\//] } },
   },
 });

@@ -93,12 +93,18 @@ export function buildProgram(): Command {
   return program;
 }
 
+let pipeWatched = false;
+
 export async function main(argv: readonly string[]): Promise<number> {
-  // A closed pipe (`loopx run events … | head`) ends output quietly, like other Unix tools.
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(EXIT_CODES.ok);
-    throw err;
-  });
+  // A closed pipe (`loopx run events … | head`) ends output quietly, like other Unix tools. Once
+  // per process: a process that runs main more than once (the tests' in-process CLI) adds one.
+  if (!pipeWatched) {
+    pipeWatched = true;
+    process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(EXIT_CODES.ok);
+      throw err;
+    });
+  }
   const program = buildProgram();
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { builtinApplication, defineAgent, openEngine, openReadOnlyEngine, type RunEvent } from '../../src/engine/index.js';
-import { loopxAsync, tempRoot } from '../support/cli.js';
+import { loopxChild, tempRoot } from '../support/cli.js';
 import { testAuthority } from './engine-support.js';
 
 const TURNS = 120;
@@ -32,7 +32,7 @@ describe('run event subscription', () => {
     // A reader, as `loopx run events --follow` is: the writer is the other process.
     const engine = openReadOnlyEngine({ root, application: builtinApplication(root) });
     try {
-      const writer = loopxAsync(['run', 'start', '--agent', agentFile, '--root', root, '--json']);
+      const writer = loopxChild(['run', 'start', '--agent', agentFile, '--root', root, '--json']);
       // Wait until the writer has created the run (its first commit), then subscribe from cursor 0.
       let runId: string | undefined;
       while (!runId) {
