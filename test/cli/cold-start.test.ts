@@ -1,9 +1,12 @@
 /**
  * Commands are loaded on use (src/cli/main.ts): building the program — `--version`, `--help` of
  * any command, a usage error — loads commander, core and the CLI's own modules, never the runtime,
- * a driver or an SDK. Counted, not timed: each case runs the built CLI (bin/loopx.js, as installed)
- * in a real child process whose module loader records every module it loads — the ES modules
- * through a `load` hook (module.register), the CommonJS ones from the require cache at exit.
+ * a driver or an SDK. Counted, not timed: each case runs the built CLI module by module
+ * (dist/src/cli/main.js, as bin/loopx.js runs it when no bundle is newer) in a real child process
+ * whose module loader records every module it loads — the ES modules through a `load` hook
+ * (module.register), the CommonJS ones from the require cache at exit. The installed entry,
+ * bin/loopx.js, runs the bundle of the same modules (dist/cli/, scripts/bundle-cli.mjs): its chunks
+ * keep the same laziness, which the last cases count.
  * `npm run bench -- cold-start` measures the time the same cases take.
  */
 import { spawnSync } from 'node:child_process';
@@ -31,6 +34,14 @@ const FEATURE_PACKAGES = ['pg', 'ai', '@ai-sdk/', '@modelcontextprotocol/', 'fas
 
 const HOOKS = mkdtempSync(join(tmpdir(), 'loopx-cold-start-'));
 afterAll(() => rmSync(HOOKS, { recursive: true, force: true }));
+/** The built CLI module by module, exactly as bin/loopx.js runs it when there is no newer bundle. */
+const UNBUNDLED = join(HOOKS, 'unbundled.mjs');
+writeFileSync(
+  UNBUNDLED,
+  `import { main } from ${JSON.stringify(pathToFileURL(join(REPO, 'dist/src/cli/main.js')).href)};\nprocess.exitCode = await main(process.argv.slice(2));\n`,
+);
+/** The installed entry: the bundle (test/support/cli-build.ts made it newer than the build). */
+const INSTALLED = join(REPO, 'bin/loopx.js');
 // The loader hooks run on their own thread: each module is appended to the log before it is evaluated.
 writeFileSync(
   join(HOOKS, 'hooks.mjs'),
@@ -63,10 +74,10 @@ interface Loaded {
 
 let runs = 0;
 /** `loopx …args` in a child process, and the modules it loaded. */
-function modulesOf(args: readonly string[]): Loaded {
+function modulesOf(args: readonly string[], entry = UNBUNDLED): Loaded {
   const log = join(HOOKS, `modules-${++runs}.log`);
   writeFileSync(log, '');
-  const r = spawnSync(process.execPath, ['--import', pathToFileURL(join(HOOKS, 'count.mjs')).href, join(REPO, 'bin/loopx.js'), ...args], {
+  const r = spawnSync(process.execPath, ['--import', pathToFileURL(join(HOOKS, 'count.mjs')).href, entry, ...args], {
     cwd: REPO,
     env: { ...process.env, XDG_STATE_HOME: STATE_HOME, XDG_DATA_HOME: DATA_HOME, LOOPX_MODULE_LOG: log },
     encoding: 'utf8',
@@ -124,6 +135,27 @@ describe('cold start', () => {
     expect(r.esm.length, `run show loaded ${r.esm.length} ES modules`).toBeLessThanOrEqual(MAX_RUN_SHOW_ES_MODULES);
     const loaded = [...packagesOf([...r.esm, ...r.cjs])].filter((p) => NOT_FOR_RUN_SHOW.some((f) => (f.endsWith('/') ? p.startsWith(f) : p === f)));
     expect(loaded, 'run show loaded an SDK or the server').toEqual([]);
+  });
+
+  it('the installed entry runs the bundle: a few chunks instead of the modules, with the same laziness', () => {
+    const dist = pathToFileURL(join(REPO, 'dist')).href + '/';
+    const own = (r: Loaded) => r.esm.filter((u) => u.startsWith(dist));
+    const version = modulesOf(['--version'], INSTALLED);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expect(
+      own(version).filter((u) => !u.startsWith(`${dist}cli/`)),
+      'the bundle loaded a module of the unbundled build',
+    ).toEqual([]);
+    expect([...packagesOf([...version.esm, ...version.cjs])].sort()).toEqual(['canonicalize', 'commander']);
+    const root = tempRoot();
+    const started = loopx(['run', 'start', '--agent', 'examples/agents/minimal.json', '--root', root, '--json']);
+    expect(started.status, started.stderr).toBe(0);
+    const show = modulesOf(['run', 'show', started.json<{ run_id: string }>().run_id, '--root', root], INSTALLED);
+    expect(show.status, show.stdout).toBe(0);
+    expect(own(show).filter((u) => !u.startsWith(`${dist}cli/`))).toEqual([]);
+    const unbundled = modulesOf(['run', 'show', started.json<{ run_id: string }>().run_id, '--root', root]);
+    expect(own(show).length, `${own(show).length} chunks against ${own(unbundled).length} modules`).toBeLessThan(own(unbundled).length / 10);
+    expect(feature(packagesOf([...show.esm, ...show.cjs])).filter((p) => p !== 'better-sqlite3')).toEqual([]);
   });
 });
 
