@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { expect, it } from 'vitest';
 import type { BackupManifest, ManifestComponent, RecoverySetCapture } from '../../src/backup/index.js';
-import { loopx, tempRoot } from '../support/cli.js';
+import { loopxAsync, tempRoot } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
 import { expectSchemaValid } from '../support/pg-restore.js';
 
@@ -24,26 +24,26 @@ const env = { [VAR]: PG_URL.replace('postgres://postgres@', `postgres://postgres
 
 type Doc = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-function ok(args: readonly string[], e: Record<string, string> = env): Doc {
-  const r = loopx(args, e);
+async function ok(args: readonly string[], e: Record<string, string> = env): Promise<Doc> {
+  const r = await loopxAsync(args, e);
   expect(r.status, r.stderr).toBe(0);
   return r.json();
 }
 
-function addTodos(at: readonly string[], goal: string, titles: readonly string[]): void {
-  titles.forEach((title, i) => ok(['todo', 'add', '--goal', goal, '--title', title, '--id', `t${i + 1}`, ...at]));
+async function addTodos(at: readonly string[], goal: string, titles: readonly string[]): Promise<void> {
+  for (const [i, title] of titles.entries()) await ok(['todo', 'add', '--goal', goal, '--title', title, '--id', `t${i + 1}`, ...at]);
 }
 
 /** Backs up `root`, verifies it with no database variable set, and returns the manifest, the audit and the workspace. */
-function backupAndVerify(root: string): { manifest: BackupManifest; audit: Doc; workspace: string; archiveText: string } {
-  const out = ok(['backup-state', '--root', root, '--execute', '--json']);
+async function backupAndVerify(root: string): Promise<{ manifest: BackupManifest; audit: Doc; workspace: string; archiveText: string }> {
+  const out = await ok(['backup-state', '--root', root, '--execute', '--json']);
   const dir = join(root, 'backups');
   const manifestPath = join(dir, out.manifest.name as string);
   const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as BackupManifest;
   expectSchemaValid('state-backup-manifest-v1.schema.json', manifest);
   const archive = join(dir, out.archive.name as string);
   const workspace = join(dirname(tempRoot('loopx-apart-verify-')), 'verified');
-  ok(['backup-state', 'verify', '--archive', archive, '--manifest', manifestPath, '--destination', workspace, '--execute', '--json'], {});
+  await ok(['backup-state', 'verify', '--archive', archive, '--manifest', manifestPath, '--destination', workspace, '--execute', '--json'], {});
   const audit = JSON.parse(readFileSync(join(workspace, 'recovery-audit.json'), 'utf8')) as Doc;
   return { manifest, audit, workspace, archiveText: gunzipSync(readFileSync(archive)).toString('latin1') };
 }
@@ -52,20 +52,20 @@ const workOf = (m: BackupManifest, goal: string): ManifestComponent => (m.compon
 const auditWork = (a: Doc, goal: string): Doc => a.components.find((c: Doc) => c.owner_kind === 'work' && c.readback?.work?.goal_id === goal);
 
 describePg('backup-state of a root with Goals whose work lives apart from its store', () => {
-  it('a root on SQLite: the Goal in PostgreSQL is read in a snapshot of its schema, named by reference, and verified offline', () => {
+  it('a root on SQLite: the Goal in PostgreSQL is read in a snapshot of its schema, named by reference, and verified offline', async () => {
     const root = tempRoot('loopx-apart-sqlite-');
     const name = schema();
     const at = ['--root', root, '--json'];
-    ok(['init', ...at]);
+    await ok(['init', ...at]);
     const apart = ['goal', 'create', 'launch', '--title', 'Ship it', '--work-provider', 'postgresql', '--database-url', REF, '--pg-schema', name, ...at];
-    expect(loopx(apart, env).json().error.code).toBe('pg_schema_not_migrated');
-    ok(['db', 'migrate', ...at]);
-    ok(apart);
-    ok(['goal', 'create', 'notes', '--title', 'Local notes', ...at]);
-    addTodos(at, 'launch', ['Draft', 'Review', 'Publish']);
-    addTodos(at, 'notes', ['Jot']);
+    expect((await loopxAsync(apart, env)).json().error.code).toBe('pg_schema_not_migrated');
+    await ok(['db', 'migrate', ...at]);
+    await ok(apart);
+    await ok(['goal', 'create', 'notes', '--title', 'Local notes', ...at]);
+    await addTodos(at, 'launch', ['Draft', 'Review', 'Publish']);
+    await addTodos(at, 'notes', ['Jot']);
 
-    const { manifest, audit, workspace, archiveText } = backupAndVerify(root);
+    const { manifest, audit, workspace, archiveText } = await backupAndVerify(root);
     const capture = manifest.capture as RecoverySetCapture;
     expect(capture.service).toBeUndefined();
     expect(capture.goal_services).toEqual([
@@ -86,29 +86,29 @@ describePg('backup-state of a root with Goals whose work lives apart from its st
     expect(audit.findings.filter((f: Doc) => f.severity === 'error')).toEqual([]);
     expect(auditWork(audit, 'launch')).toMatchObject({ verification: 'verified', readback: { work: { todo_count: 3, head_cursor: 3 } } });
     expect(auditWork(audit, 'notes')).toMatchObject({ verification: 'verified' });
-    const shown = ok(['backup-state', 'workspace', 'show', workspace, '--goal', 'launch', '--json'], {});
+    const shown = await ok(['backup-state', 'workspace', 'show', workspace, '--goal', 'launch', '--json'], {});
     expect(shown.todos.map((t: Doc) => t.title)).toEqual(['Draft', 'Review', 'Publish']);
-    expect(ok(['backup-state', 'workspace', 'show', workspace, '--goal', 'notes', '--json'], {}).todos).toHaveLength(1);
+    expect((await ok(['backup-state', 'workspace', 'show', workspace, '--goal', 'notes', '--json'], {})).todos).toHaveLength(1);
   }, 180_000);
 
-  it('a root on PostgreSQL: a Goal in its own work.db is captured from the file, one in a schema of its own from that schema', () => {
+  it('a root on PostgreSQL: a Goal in its own work.db is captured from the file, one in a schema of its own from that schema', async () => {
     const root = tempRoot('loopx-apart-pg-');
     const name = schema();
     const own = schema();
     const at = ['--root', root, '--json'];
-    ok(['init', '--store', 'postgresql', '--database-url', REF, '--pg-schema', name, ...at]);
-    ok(['db', 'migrate', ...at]);
-    ok(['goal', 'create', 'local', '--title', 'Local work', '--work-provider', 'sqlite', ...at]);
-    ok(['goal', 'create', 'shared', '--title', 'In the root schema', ...at]);
+    await ok(['init', '--store', 'postgresql', '--database-url', REF, '--pg-schema', name, ...at]);
+    await ok(['db', 'migrate', ...at]);
+    await ok(['goal', 'create', 'local', '--title', 'Local work', '--work-provider', 'sqlite', ...at]);
+    await ok(['goal', 'create', 'shared', '--title', 'In the root schema', ...at]);
     const apart = ['goal', 'create', 'apart', '--title', 'Its own schema', '--work-provider', 'postgresql', '--pg-schema', own, ...at];
-    expect(loopx(apart, env).json().error.code).toBe('pg_schema_not_migrated');
-    ok(['db', 'migrate', ...at]);
-    ok(apart);
-    addTodos(at, 'local', ['One']);
-    addTodos(at, 'shared', ['One', 'Two']);
-    addTodos(at, 'apart', ['One', 'Two', 'Three']);
+    expect((await loopxAsync(apart, env)).json().error.code).toBe('pg_schema_not_migrated');
+    await ok(['db', 'migrate', ...at]);
+    await ok(apart);
+    await addTodos(at, 'local', ['One']);
+    await addTodos(at, 'shared', ['One', 'Two']);
+    await addTodos(at, 'apart', ['One', 'Two', 'Three']);
 
-    const { manifest, audit } = backupAndVerify(root);
+    const { manifest, audit } = await backupAndVerify(root);
     const capture = manifest.capture as RecoverySetCapture;
     expect(capture.service).toMatchObject({ schema: name });
     expect(capture.goal_services).toEqual([expect.objectContaining({ goal_ids: ['apart'], schema: own })]);

@@ -18,7 +18,7 @@ import { startWebhookSink } from '../../src/dev/index.js';
 import { quota as quotaOwner } from '../../src/owners/index.js';
 import { openPostgres } from '../../src/store/index.js';
 import { buildCorpus, loadBase, replaceEntry, writeCorpus } from '../recovery/support/corpus.js';
-import { REPO, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { REPO, loopxAsync, tempRoot } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
 
 const schema = pgSchemas();
@@ -31,8 +31,8 @@ const SERVED = ['work', 'session', 'effect', 'quota', 'scheduler'];
 
 type Doc = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-function json(args: readonly string[], env: Record<string, string> = {}): Doc {
-  const r = loopx(args, env);
+async function json(args: readonly string[], env: Record<string, string> = {}): Promise<Doc> {
+  const r = await loopxAsync(args, env);
   expect(r.status, r.stderr).toBe(0);
   return r.json();
 }
@@ -42,15 +42,15 @@ async function pgRoot(prefix: string, env: Record<string, string>, workRun: bool
   const root = tempRoot(prefix);
   const name = schema();
   const at = ['--root', root, '--json'];
-  json(['init', '--store', 'postgresql', '--database-url', `env:${VAR}`, '--pg-schema', name, ...at], env);
-  json(['db', 'migrate', ...at], env);
-  json(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at], env);
+  await json(['init', '--store', 'postgresql', '--database-url', `env:${VAR}`, '--pg-schema', name, ...at], env);
+  await json(['db', 'migrate', ...at], env);
+  await json(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at], env);
   for (const [id, title] of [
     ['t1', 'Draft the outline'],
     ['t2', 'Review the draft'],
     ['t3', 'Publish'],
   ])
-    json(['todo', 'add', '--goal', 'launch', '--title', title!, '--id', id!, ...at], env);
+    await json(['todo', 'add', '--goal', 'launch', '--title', title!, '--id', id!, ...at], env);
   if (workRun) {
     const sink = await startWebhookSink({ port: 0 });
     const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', join(REPO, 'examples/agents/goal-worker.json'), '--sink', sink.deliveriesUrl, ...at], env).finally(
@@ -98,9 +98,9 @@ function exportLines(archive: Buffer, member: string): Doc[] {
 /** A fresh private directory. */
 const tempDir = (prefix: string): string => dirname(tempRoot(prefix));
 
-/** `backup-state verify --execute` in a child with `env`; returns the private audit. */
-function verify(archive: string, manifest: string, destination: string, env: Record<string, string>): Doc {
-  json(['backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', destination, '--execute', '--json'], env);
+/** `backup-state verify --execute` with `env`; returns the private audit. */
+async function verify(archive: string, manifest: string, destination: string, env: Record<string, string>): Promise<Doc> {
+  await json(['backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', destination, '--execute', '--json'], env);
   return JSON.parse(readFileSync(join(destination, 'recovery-audit.json'), 'utf8')) as Doc;
 }
 
@@ -110,7 +110,7 @@ describePg('backup-state of a root whose Goal state lives in PostgreSQL', () => 
   beforeAll(async () => {
     const env = { [VAR]: SECRET_URL };
     const { root, name } = await pgRoot('loopx-pgbackup-', env, true);
-    const out = json(['backup-state', '--root', root, '--execute', '--backup-id', 'pg1', '--json'], env);
+    const out = await json(['backup-state', '--root', root, '--execute', '--backup-id', 'pg1', '--json'], env);
     const dir = join(root, 'backups');
     const manifest = join(dir, out.manifest.name as string);
     const db = openPostgres({ url: PG_URL, schema: name, max: 1 });
@@ -166,10 +166,10 @@ describePg('backup-state of a root whose Goal state lives in PostgreSQL', () => 
     }
   });
 
-  it('is verified with no database reachable: the Goal’s components are present and verified', () => {
+  it('is verified with no database reachable: the Goal’s components are present and verified', async () => {
     const dest = join(tempDir('loopx-pgverify-'), 'verified');
     // The variable unset: the verifier has no way to any database.
-    const audit = verify(fx.archive, fx.manifest, dest, {});
+    const audit = await verify(fx.archive, fx.manifest, dest, {});
     expect([audit.phase, audit.execution_authority_granted]).toEqual(['audited', false]);
     expect(audit.findings.filter((f: Doc) => f.severity === 'error')).toEqual([]);
     const byOwner = (owner: string): Doc => audit.components.find((c: Doc) => c.owner_kind === owner);
@@ -190,12 +190,12 @@ describePg('backup-state of a root whose Goal state lives in PostgreSQL', () => 
     expect(JSON.stringify(audit).includes(PASSWORD)).toBe(false);
 
     // The workspace reads back what the database held, from the exports alone.
-    const ls = json(['backup-state', 'workspace', 'ls', dest, '--json']);
+    const ls = await json(['backup-state', 'workspace', 'ls', dest, '--json']);
     expect(ls.goals).toEqual([
       expect.objectContaining({ goal_id: 'launch', work_readable: true, committed_transactions: fx.commits, todos_by_status: { done: 1, blocked: 1, open: 1 } }),
     ]);
     expect(ls.sessions).toBe(1);
-    const shown = json(['backup-state', 'workspace', 'show', dest, '--goal', 'launch', '--json']);
+    const shown = await json(['backup-state', 'workspace', 'show', dest, '--goal', 'launch', '--json']);
     expect(shown.work).toMatchObject({ readable: true, store_identity: served(fx.doc, 'work').source_identity, head_cursor: fx.commits });
     expect(shown.todos.map((t: Doc) => [t.todo_id, t.status])).toEqual([
       ['t1', 'done'],
@@ -207,12 +207,12 @@ describePg('backup-state of a root whose Goal state lives in PostgreSQL', () => 
 
     // The Goal is planned for adoption from those exports alone (test/recovery/adopt-from-postgres.test.ts applies one).
     const into = join(dirname(dest), 'adopted');
-    const planned = json(['recover', 'plan', '--from', dest, '--goal', 'launch', '--destination', into, '--json']);
+    const planned = await json(['recover', 'plan', '--from', dest, '--goal', 'launch', '--destination', into, '--json']);
     expect(planned.preview.recovered_readable.join('\n')).toContain('Todos: 1 done, 1 blocked, 1 open');
     expect(planned.preview.recovered_readable.join('\n')).toContain(`${fx.commits} committed transactions`);
 
     // The variable naming a closed port: the same verdicts (nothing was ever asked of a server).
-    const again = verify(fx.archive, fx.manifest, join(tempDir('loopx-pgverify-'), 'verified'), { [VAR]: CLOSED_URL });
+    const again = await verify(fx.archive, fx.manifest, join(tempDir('loopx-pgverify-'), 'verified'), { [VAR]: CLOSED_URL });
     const verdicts = (a: Doc) => a.components.map((c: Doc) => [c.component_id, c.verification, c.content_digest]);
     expect(verdicts(again)).toEqual(verdicts(audit));
     expect(again.findings).toEqual(audit.findings);
@@ -239,7 +239,7 @@ describePg('backup-state of a root whose Goal state lives in PostgreSQL', () => 
     ];
     for (const [i, c] of cases.entries()) {
       const pair = writeCorpus(dir, buildCorpus(base, { entries: c.entries }), `tampered-${i}`);
-      const audit = verify(pair.archive, pair.manifest, join(dir, `verified-${i}`), { [VAR]: CLOSED_URL });
+      const audit = await verify(pair.archive, pair.manifest, join(dir, `verified-${i}`), { [VAR]: CLOSED_URL });
       const component = audit.components.find((x: Doc) => x.owner_kind === c.owner);
       expect(component.verification, c.owner).toBe('invalid');
       expect(
@@ -255,7 +255,7 @@ describePg('backup-state of a root whose Goal state lives in PostgreSQL', () => 
 describePg('a PostgreSQL set captured while writers commit', () => {
   it('is one snapshot: a write committed between two components is in neither, and each export agrees with itself', async () => {
     const { root, name } = await pgRoot('loopx-pgsnap-', { [VAR]: PG_URL }, false);
-    const goal = json(['goal', 'show', 'launch', '--root', root, '--json'], { [VAR]: PG_URL });
+    const goal = await json(['goal', 'show', 'launch', '--root', root, '--json'], { [VAR]: PG_URL });
     const db = openPostgres({ url: PG_URL, schema: name, max: 2 });
     const count = async (table: string) => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n;
     const before = await count('work_commits');
@@ -292,7 +292,7 @@ describePg('a PostgreSQL set captured while writers commit', () => {
       // The work export agrees with itself: as many transactions as its head cursor, and verified whole.
       const lines = exportLines(readFileSync(join(root, '..', 'out', result.archive.name)), served(m, 'work').export_member!);
       expect(lines.filter((r) => r.record === 'transaction')).toHaveLength(lines[0]!.head_cursor as number);
-      const audit = verify(join(root, '..', 'out', result.archive.name), join(root, '..', 'out', result.manifest.name), join(root, '..', 'verified'), {});
+      const audit = await verify(join(root, '..', 'out', result.archive.name), join(root, '..', 'out', result.manifest.name), join(root, '..', 'verified'), {});
       for (const owner of SERVED) expect(audit.components.find((c: Doc) => c.owner_kind === owner).verification, owner).toBe('verified');
 
       // A row the owner's reader refuses is never left out of an export: the component is not captured (a hold).

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { openPostgres } from '../../src/store/index.js';
 import { startWebhookSink } from '../../src/dev/index.js';
-import { REPO, loopx, loopxAsync, tempRoot, addLaunchTodos, todoStatuses } from '../support/cli.js';
+import { REPO, loopxAsync, tempRoot, addLaunchTodos, todoStatuses } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
 
 const schema = pgSchemas();
@@ -22,11 +22,11 @@ function everyFile(dir: string): string[] {
   return readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? everyFile(join(dir, n)) : [join(dir, n)]));
 }
 
-it('refuses a store it does not know, or a URL given inline', () => {
+it('refuses a store it does not know, or a URL given inline', async () => {
   const root = tempRoot('loopx-db-');
-  expect(loopx(['init', '--root', root, '--store', 'mysql', '--json']).json().error.code).toBe('store_provider_unknown');
-  expect(loopx(['init', '--root', root, '--store', 'postgresql', '--json']).json().error.code).toBe('store_options_invalid');
-  const inline = loopx(['init', '--root', root, '--store', 'postgresql', '--database-url', SECRET_URL, '--json']);
+  expect((await loopxAsync(['init', '--root', root, '--store', 'mysql', '--json'])).json().error.code).toBe('store_provider_unknown');
+  expect((await loopxAsync(['init', '--root', root, '--store', 'postgresql', '--json'])).json().error.code).toBe('store_options_invalid');
+  const inline = await loopxAsync(['init', '--root', root, '--store', 'postgresql', '--database-url', SECRET_URL, '--json']);
   expect(inline.json().error.code).toBe('database_url_ref_invalid');
   expect(inline.stdout + inline.stderr).not.toContain('not-a-real-password');
 });
@@ -36,21 +36,21 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
     const root = tempRoot('loopx-db-');
     const name = schema();
     const env = { LOOPX_TEST_DATABASE_URL: SECRET_URL };
-    const missing = loopx(['init', '--root', root, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', name, '--json']);
+    const missing = await loopxAsync(['init', '--root', root, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', name, '--json']);
     expect(missing.json().error).toMatchObject({ code: 'database_url_missing', next_action: expect.stringContaining('export LOOPX_TEST_DATABASE_URL=') });
 
-    const init = loopx(['init', '--root', root, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', name, '--json'], env);
+    const init = await loopxAsync(['init', '--root', root, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', name, '--json'], env);
     expect(init.status, init.stderr).toBe(0);
     expect(init.json()).toEqual({ initialized: true, store: { provider: 'postgresql', database_url: 'env:LOOPX_TEST_DATABASE_URL', schema: name } });
     // Again: the same answer. Another store for this root: refused.
-    expect(loopx(['init', '--root', root, '--json'], env).json().store).toEqual({ provider: 'postgresql', database_url: 'env:LOOPX_TEST_DATABASE_URL', schema: name });
-    expect(loopx(['init', '--root', root, '--store', 'sqlite', '--json'], env).json().error.code).toBe('store_provider_change_refused');
+    expect((await loopxAsync(['init', '--root', root, '--json'], env)).json().store).toEqual({ provider: 'postgresql', database_url: 'env:LOOPX_TEST_DATABASE_URL', schema: name });
+    expect((await loopxAsync(['init', '--root', root, '--store', 'sqlite', '--json'], env)).json().error.code).toBe('store_provider_change_refused');
 
     const admin = openPostgres({ url: PG_URL, schema: 'public', max: 1 });
     try {
       const exists = async () => (await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = $1', [name]))[0]!.n;
       expect(await exists(), 'init creates nothing in the database').toBe(0);
-      const migrated = loopx(['db', 'migrate', '--root', root, '--json'], env);
+      const migrated = await loopxAsync(['db', 'migrate', '--root', root, '--json'], env);
       expect(migrated.status, migrated.stderr).toBe(0);
       expect(migrated.json()).toMatchObject({ provider: 'postgresql', schema: name });
       // Every owner with a PostgreSQL provider is a component; each is migrated once.
@@ -59,12 +59,12 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
       expect(migrated.json().components).toContainEqual({ component: 'quota', from: 0, to: 1 });
       expect(migrated.json().components).toContainEqual({ component: 'session', from: 0, to: 1 });
       expect(migrated.json().components).toContainEqual({ component: 'scheduler', from: 0, to: 1 });
-      const again = loopx(['db', 'migrate', '--root', root, '--json'], env).json();
+      const again = (await loopxAsync(['db', 'migrate', '--root', root, '--json'], env)).json();
       expect(again.components).toContainEqual({ component: 'effect', from: 1, to: 1 });
       expect(again.components).toContainEqual({ component: 'quota', from: 1, to: 1 });
       expect(again.components).toContainEqual({ component: 'session', from: 1, to: 1 });
       expect(await exists()).toBe(1);
-      expect(loopx(['db', 'migrate', '--root', root, '--json']).json().error.code, 'the URL is read at run time, every time').toBe('database_url_missing');
+      expect((await loopxAsync(['db', 'migrate', '--root', root, '--json'])).json().error.code, 'the URL is read at run time, every time').toBe('database_url_missing');
     } finally {
       await admin.close();
     }
@@ -76,9 +76,9 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
     const name = schema();
     const env = { LOOPX_TEST_DATABASE_URL: PG_URL };
     const at = ['--root', root, '--json'];
-    expect(loopx(['init', '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', name, ...at], env).status).toBe(0);
+    expect((await loopxAsync(['init', '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', name, ...at], env)).status).toBe(0);
     // Not migrated yet: refused with the one thing to do.
-    expect(loopx(['goal', 'create', 'g', '--title', 'T', ...at], env).json().error).toMatchObject({
+    expect((await loopxAsync(['goal', 'create', 'g', '--title', 'T', ...at], env)).json().error).toMatchObject({
       code: 'pg_schema_not_migrated',
       next_action: expect.stringContaining('loopx db migrate'),
     });
@@ -86,11 +86,11 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
       everyFile(root).some((f) => f.includes(join('goals', 'g'))),
       'no half-made Goal',
     ).toBe(false);
-    expect(loopx(['db', 'migrate', ...at], env).status).toBe(0);
+    expect((await loopxAsync(['db', 'migrate', ...at], env)).status).toBe(0);
 
-    const created = loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at], env);
+    const created = await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at], env);
     expect(created.status, created.stderr).toBe(0);
-    addLaunchTodos(at, env);
+    await addLaunchTodos(at, env);
     // The scripted worker completes t1, delivers one webhook and blocks t2.
     const sink = await startWebhookSink({ port: 0 });
     const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', join(REPO, 'examples/agents/goal-worker.json'), '--sink', sink.deliveriesUrl, ...at], env).finally(
@@ -100,12 +100,12 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
     expect(run.json()).toMatchObject({ status: 'completed', failure: null });
     expect(sink.deliveries()).toHaveLength(1);
 
-    expect(todoStatuses('launch', at, env)).toEqual([
+    expect(await todoStatuses('launch', at, env)).toEqual([
       ['t1', 'done'],
       ['t2', 'blocked'],
       ['t3', 'open'],
     ]);
-    const shown = loopx(['goal', 'show', 'launch', ...at], env).json();
+    const shown = (await loopxAsync(['goal', 'show', 'launch', ...at], env)).json();
     expect(shown).toMatchObject({ goal_id: 'launch', todos: { open: 1, done: 1, blocked: 1, deferred: 0 } });
 
     // The Goal's files are in the root; its work, sessions, effects and quota are not SQLite files
@@ -128,10 +128,10 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
     }
     // Its files are not all its state: a backup plans its owners' capture from the database
     // (test/cli/backup-postgres.test.ts), and the legacy manifest, which could not hold it, is refused.
-    expect(loopx(['backup-state', ...at], env).json()).toMatchObject({ dry_run: true, counts: { goals: 1 } });
-    expect(loopx(['backup-state', '--execute', '--format', 'v0', ...at], env).json().error.code).toBe('store_provider_unsupported');
+    expect((await loopxAsync(['backup-state', ...at], env)).json()).toMatchObject({ dry_run: true, counts: { goals: 1 } });
+    expect((await loopxAsync(['backup-state', '--execute', '--format', 'v0', ...at], env)).json().error.code).toBe('store_provider_unsupported');
     // The URL is read at run time: without its variable, the Goal's work is refused typed.
-    expect(loopx(['todo', 'list', '--goal', 'launch', ...at]).json().error.code).toBe('database_url_missing');
+    expect((await loopxAsync(['todo', 'list', '--goal', 'launch', ...at])).json().error.code).toBe('database_url_missing');
   }, 120_000);
 
   it('keeps installations apart: each in its own schema under its own role, which cannot read the other', async () => {
@@ -147,9 +147,12 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
       }
       const installs = roles.map((role) => ({ role, root: tempRoot('loopx-db-tenant-'), schema: schema(), env: { LOOPX_TEST_DATABASE_URL: urlAs(role) } }));
       for (const i of installs) {
-        const init = loopx(['init', '--root', i.root, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', i.schema, '--json'], i.env);
+        const init = await loopxAsync(
+          ['init', '--root', i.root, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', i.schema, '--json'],
+          i.env,
+        );
         expect(init.status, init.stderr).toBe(0);
-        const migrated = loopx(['db', 'migrate', '--root', i.root, '--json'], i.env);
+        const migrated = await loopxAsync(['db', 'migrate', '--root', i.root, '--json'], i.env);
         expect(migrated.status, migrated.stderr).toBe(0);
       }
       const [a, b] = installs as [(typeof installs)[0], (typeof installs)[0]];
@@ -165,16 +168,16 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
       }
       // B cannot take over A's schema by naming it either: its migrate is refused, A's tables untouched.
       const intruder = tempRoot('loopx-db-tenant-');
-      expect(loopx(['init', '--root', intruder, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', a.schema, '--json'], b.env).status).toBe(
-        0,
-      );
-      const taken = loopx(['db', 'migrate', '--root', intruder, '--json'], b.env);
+      expect(
+        (await loopxAsync(['init', '--root', intruder, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', a.schema, '--json'], b.env)).status,
+      ).toBe(0);
+      const taken = await loopxAsync(['db', 'migrate', '--root', intruder, '--json'], b.env);
       expect(taken.json().error.code).toBe('pg_permission_denied');
       expect(taken.stdout + taken.stderr).not.toContain('postgres://');
       // A role the server does not know, and a server that does not answer: typed, and the URL never shown.
-      const stranger = loopx(['db', 'migrate', '--root', a.root, '--json'], { LOOPX_TEST_DATABASE_URL: urlAs(`nobody_${tag}`) });
+      const stranger = await loopxAsync(['db', 'migrate', '--root', a.root, '--json'], { LOOPX_TEST_DATABASE_URL: urlAs(`nobody_${tag}`) });
       expect(stranger.json().error.code).toBe('pg_auth_failed');
-      const away = loopx(['db', 'migrate', '--root', a.root, '--json'], { LOOPX_TEST_DATABASE_URL: 'postgres://postgres:not-a-real-password-7f3a@127.0.0.1:1/test' });
+      const away = await loopxAsync(['db', 'migrate', '--root', a.root, '--json'], { LOOPX_TEST_DATABASE_URL: 'postgres://postgres:not-a-real-password-7f3a@127.0.0.1:1/test' });
       expect(away.json().error.code).toBe('pg_unreachable');
       expect(away.stdout + away.stderr).not.toContain('not-a-real-password');
     } finally {

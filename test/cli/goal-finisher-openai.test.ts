@@ -12,7 +12,7 @@ import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO, loopx, loopxAsync, tempRoot, todoStatuses } from '../support/cli.js';
+import { REPO, loopxAsync, tempRoot, todoStatuses } from '../support/cli.js';
 import { startModelFixtureServer, type ModelFixtureServer } from '../support/model-fixture-server.js';
 
 const KEY = 'sk-fixture-goal-finisher-0123';
@@ -49,17 +49,17 @@ describe('examples/agents/openai-goal-finisher.json', () => {
   it('a model that lists the Todos, marks the open and blocked ones done and answers finishes the Goal through loopx work run', async () => {
     const root = tempRoot('loopx-finisher-openai-');
     const at = ['--root', root, '--json'];
-    expect(loopx(['init', ...at]).status).toBe(0);
-    expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at]).status).toBe(0);
+    expect((await loopxAsync(['init', ...at])).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at])).status).toBe(0);
     for (const [id, title] of [
       ['t1', 'Draft the outline'],
       ['t2', 'Review with design'],
       ['t3', 'Publish the post'],
     ] as const) {
-      expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--id', id, ...at]).status).toBe(0);
+      expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--id', id, ...at])).status).toBe(0);
     }
-    expect(loopx(['todo', 'update', 't2', '--goal', 'launch', '--status', 'done', ...at]).status).toBe(0);
-    expect(loopx(['todo', 'update', 't3', '--goal', 'launch', '--status', 'blocked', ...at]).status).toBe(0);
+    expect((await loopxAsync(['todo', 'update', 't2', '--goal', 'launch', '--status', 'done', ...at])).status).toBe(0);
+    expect((await loopxAsync(['todo', 'update', 't3', '--goal', 'launch', '--status', 'blocked', ...at])).status).toBe(0);
 
     server.enqueue('openai-responses', 'goal-finisher-list');
     server.enqueue('openai-responses', 'goal-finisher-update');
@@ -69,16 +69,16 @@ describe('examples/agents/openai-goal-finisher.json', () => {
     expect(run.status, run.stderr).toBe(0);
     expect(run.json()).toMatchObject({ status: 'completed', completed_turns: 3, failure: null });
 
-    const todos = loopx(['todo', 'list', '--goal', 'launch', ...at]).json().todos as { todo_id: string; status: string; note: string | null }[];
+    const todos = (await loopxAsync(['todo', 'list', '--goal', 'launch', ...at])).json().todos as { todo_id: string; status: string; note: string | null }[];
     expect(todos.map((t) => [t.todo_id, t.status, t.note])).toEqual([
       ['t1', 'done', 'outline drafted'],
       ['t2', 'done', null],
       ['t3', 'done', 'published after the review'],
     ]);
-    expect(todoStatuses('launch', at).every(([, s]) => s === 'done')).toBe(true);
+    expect((await todoStatuses('launch', at)).every(([, s]) => s === 'done')).toBe(true);
 
-    const answered = loopx(['run', 'events', run.json().run_id, ...at])
-      .stdout.trim()
+    const answered = (await loopxAsync(['run', 'events', run.json().run_id, ...at])).stdout
+      .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as { type: string; data: { text?: string; tool_calls?: { tool_name: string }[] } })
       .filter((e) => e.type === 'ModelResponded')

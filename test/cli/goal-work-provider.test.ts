@@ -13,7 +13,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { expect, it } from 'vitest';
 import { openPostgres } from '../../src/store/index.js';
 import { startWebhookSink } from '../../src/dev/index.js';
-import { REPO, loopx, loopxAsync, tempRoot, addLaunchTodos, todoStatuses } from '../support/cli.js';
+import { REPO, loopxAsync, tempRoot, addLaunchTodos, todoStatuses } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
 
 const schema = pgSchemas();
@@ -35,27 +35,27 @@ function everyFile(dir: string): string[] {
   return readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? everyFile(join(dir, n)) : [join(dir, n)]));
 }
 
-it('refuses PostgreSQL options without --work-provider postgresql, and a provider it does not know', () => {
+it('refuses PostgreSQL options without --work-provider postgresql, and a provider it does not know', async () => {
   const root = tempRoot('loopx-workprov-');
   const at = ['--root', root, '--json'];
-  expect(loopx(['init', ...at]).status).toBe(0);
+  expect((await loopxAsync(['init', ...at])).status).toBe(0);
   for (const extra of [
     ['--database-url', REF],
     ['--pg-schema', 'loopx_x'],
     ['--work-provider', 'sqlite', '--database-url', REF],
   ]) {
-    const r = loopx(['goal', 'create', 'g', '--title', 'T', ...extra, ...at], env);
+    const r = await loopxAsync(['goal', 'create', 'g', '--title', 'T', ...extra, ...at], env);
     expect(r.status, extra.join(' ')).toBe(2);
     expect(r.json().error.code).toBe('store_options_invalid');
   }
-  expect(loopx(['goal', 'create', 'g', '--title', 'T', '--work-provider', 'mysql', ...at]).json().error.code).toBe('store_provider_unknown');
+  expect((await loopxAsync(['goal', 'create', 'g', '--title', 'T', '--work-provider', 'mysql', ...at])).json().error.code).toBe('store_provider_unknown');
   // On a root on SQLite there is no URL to default to.
-  const noUrl = loopx(['goal', 'create', 'g', '--title', 'T', '--work-provider', 'postgresql', ...at], env);
+  const noUrl = await loopxAsync(['goal', 'create', 'g', '--title', 'T', '--work-provider', 'postgresql', ...at], env);
   expect(noUrl.status).toBe(2);
   expect(noUrl.json().error.code).toBe('database_url_required');
   // A reference whose variable is not set: refused before anything is recorded.
-  expect(loopx(['goal', 'create', 'g', '--title', 'T', '--work-provider', 'postgresql', '--database-url', REF, ...at]).json().error.code).toBe('database_url_missing');
-  expect(loopx(['goal', 'list', ...at]).json().goals).toEqual([]);
+  expect((await loopxAsync(['goal', 'create', 'g', '--title', 'T', '--work-provider', 'postgresql', '--database-url', REF, ...at])).json().error.code).toBe('database_url_missing');
+  expect((await loopxAsync(['goal', 'list', ...at])).json().goals).toEqual([]);
   expect(
     everyFile(root).some((f) => f.includes(join('goals', 'g'))),
     'nothing of the Goal was made',
@@ -67,14 +67,14 @@ describePg('a Goal whose work lives in PostgreSQL, in a root on SQLite', () => {
     const root = tempRoot('loopx-workprov-');
     const name = schema();
     const at = ['--root', root, '--json'];
-    expect(loopx(['init', ...at]).status).toBe(0);
+    expect((await loopxAsync(['init', ...at])).status).toBe(0);
     const create = ['goal', 'create', 'launch', '--title', 'Ship the launch post', '--work-provider', 'postgresql', '--database-url', REF, '--pg-schema', name, ...at];
 
     // The schema is not migrated: refused with the one thing to do, and no Goal is made…
-    expect(loopx(create, env).json().error).toMatchObject({ code: 'pg_schema_not_migrated', next_action: expect.stringContaining('loopx db migrate') });
-    expect(loopx(['goal', 'list', ...at]).json().goals).toEqual([]);
+    expect((await loopxAsync(create, env)).json().error).toMatchObject({ code: 'pg_schema_not_migrated', next_action: expect.stringContaining('loopx db migrate') });
+    expect((await loopxAsync(['goal', 'list', ...at])).json().goals).toEqual([]);
     // …but the choice is kept, so db migrate migrates the Goal's schema (the root itself has none).
-    const migrated = loopx(['db', 'migrate', ...at], env);
+    const migrated = await loopxAsync(['db', 'migrate', ...at], env);
     expect(migrated.status, migrated.stderr).toBe(0);
     expectValid('db-migrate', migrated.json());
     expect(migrated.json()).toEqual({
@@ -83,14 +83,14 @@ describePg('a Goal whose work lives in PostgreSQL, in a root on SQLite', () => {
       components: [],
       goal_work_schemas: [{ database_url: REF, schema: name, goals: ['launch'], components: [{ component: 'work', from: 0, to: 3 }] }],
     });
-    expect(loopx(['db', 'migrate', ...at], env).json().goal_work_schemas[0].components).toEqual([{ component: 'work', from: 3, to: 3 }]);
+    expect((await loopxAsync(['db', 'migrate', ...at], env)).json().goal_work_schemas[0].components).toEqual([{ component: 'work', from: 3, to: 3 }]);
 
-    const created = loopx(create, env);
+    const created = await loopxAsync(create, env);
     expect(created.status, created.stderr).toBe(0);
-    const other = loopx(['goal', 'create', 'notes', '--title', 'Keep notes', ...at], env);
+    const other = await loopxAsync(['goal', 'create', 'notes', '--title', 'Keep notes', ...at], env);
     expect(other.status, other.stderr).toBe(0);
-    addLaunchTodos(at, env);
-    expect(loopx(['todo', 'add', '--goal', 'notes', '--title', 'Write one', '--id', 'n1', ...at], env).status).toBe(0);
+    await addLaunchTodos(at, env);
+    expect((await loopxAsync(['todo', 'add', '--goal', 'notes', '--title', 'Write one', '--id', 'n1', ...at], env)).status).toBe(0);
 
     // The scripted worker completes t1, delivers one webhook and blocks t2.
     const sink = await startWebhookSink({ port: 0 });
@@ -99,15 +99,15 @@ describePg('a Goal whose work lives in PostgreSQL, in a root on SQLite', () => {
     );
     expect(run.status, run.stderr).toBe(0);
     expect(run.json()).toMatchObject({ status: 'completed', failure: null });
-    expect(todoStatuses('launch', at, env)).toEqual([
+    expect(await todoStatuses('launch', at, env)).toEqual([
       ['t1', 'done'],
       ['t2', 'blocked'],
       ['t3', 'open'],
     ]);
-    const shown = loopx(['goal', 'show', 'launch', ...at], env).json();
+    const shown = (await loopxAsync(['goal', 'show', 'launch', ...at], env)).json();
     expectValid('goal-show', shown);
     expect(shown).toMatchObject({ todos: { open: 1, done: 1, blocked: 1 }, work_provider: 'postgresql' });
-    expect(loopx(['goal', 'show', 'notes', ...at], env).json()).toMatchObject({ todos: { open: 1 }, work_provider: 'sqlite' });
+    expect((await loopxAsync(['goal', 'show', 'notes', ...at], env)).json()).toMatchObject({ todos: { open: 1 }, work_provider: 'sqlite' });
 
     // The Goal's work is rows of its schema, and in no work.db; the other Goal's is its work.db.
     const files = everyFile(root).map((f) => f.slice(root.length + 1));
@@ -128,22 +128,22 @@ describePg('a Goal whose work lives in PostgreSQL, in a root on SQLite', () => {
     }
 
     // Without its variable the Goal's work is refused, typed; the SQLite Goal does not need it.
-    expect(loopx(['todo', 'list', '--goal', 'launch', ...at]).json().error.code).toBe('database_url_missing');
-    expect(loopx(['todo', 'list', '--goal', 'notes', ...at]).status).toBe(0);
+    expect((await loopxAsync(['todo', 'list', '--goal', 'launch', ...at])).json().error.code).toBe('database_url_missing');
+    expect((await loopxAsync(['todo', 'list', '--goal', 'notes', ...at])).status).toBe(0);
     // A backup reads the Goal's work from its schema (test/cli/backup-goal-work-apart.test.ts): without the variable it is refused, typed, and nothing is published.
-    const backup = loopx(['backup-state', '--execute', ...at]);
+    const backup = await loopxAsync(['backup-state', '--execute', ...at]);
     expect(backup.json().error.code).toBe('database_url_missing');
     expect(existsSync(join(root, 'backups')) ? readdirSync(join(root, 'backups')).filter((f) => !f.startsWith('.')) : []).toEqual([]);
 
     // The Goal's provider never changes, not even for a new lifetime of its id.
-    expect(loopx(['goal', 'retire', 'launch', ...at], env).status).toBe(0);
-    expect(loopx(['goal', 'create', 'launch', '--title', 'Again', '--work-provider', 'sqlite', ...at], env).json().error.code).toBe('work_provider_change_refused');
-    expect(loopx(['goal', 'create', 'notes', '--title', 'Moved', '--work-provider', 'postgresql', '--database-url', REF, ...at], env).json().error.code).toBe(
+    expect((await loopxAsync(['goal', 'retire', 'launch', ...at], env)).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Again', '--work-provider', 'sqlite', ...at], env)).json().error.code).toBe('work_provider_change_refused');
+    expect((await loopxAsync(['goal', 'create', 'notes', '--title', 'Moved', '--work-provider', 'postgresql', '--database-url', REF, ...at], env)).json().error.code).toBe(
       'work_provider_change_refused',
     );
-    const again = loopx(['goal', 'create', 'launch', '--title', 'Again', ...at], env);
+    const again = await loopxAsync(['goal', 'create', 'launch', '--title', 'Again', ...at], env);
     expect(again.status, again.stderr).toBe(0);
-    expect(loopx(['goal', 'show', 'launch', ...at], env).json().work_provider).toBe('postgresql');
+    expect((await loopxAsync(['goal', 'show', 'launch', ...at], env)).json().work_provider).toBe('postgresql');
 
     // No file of the root holds the URL or its password; the reference is all it keeps.
     for (const f of everyFile(root)) {
@@ -158,14 +158,14 @@ describePg('a Goal whose work lives in PostgreSQL, in a root on SQLite', () => {
     const root = tempRoot('loopx-workprov-pg-');
     const name = schema();
     const at = ['--root', root, '--json'];
-    expect(loopx(['init', '--store', 'postgresql', '--database-url', REF, '--pg-schema', name, ...at], env).status).toBe(0);
-    expect(loopx(['db', 'migrate', ...at], env).status).toBe(0);
-    const created = loopx(['goal', 'create', 'local', '--title', 'Local work', '--work-provider', 'sqlite', ...at], env);
+    expect((await loopxAsync(['init', '--store', 'postgresql', '--database-url', REF, '--pg-schema', name, ...at], env)).status).toBe(0);
+    expect((await loopxAsync(['db', 'migrate', ...at], env)).status).toBe(0);
+    const created = await loopxAsync(['goal', 'create', 'local', '--title', 'Local work', '--work-provider', 'sqlite', ...at], env);
     expect(created.status, created.stderr).toBe(0);
-    expect(loopx(['todo', 'add', '--goal', 'local', '--title', 'One', '--id', 't1', ...at], env).status).toBe(0);
-    expect(loopx(['goal', 'create', 'shared', '--title', 'In the database', ...at], env).status).toBe(0);
-    expect(loopx(['goal', 'show', 'local', ...at], env).json()).toMatchObject({ todos: { open: 1 }, work_provider: 'sqlite' });
-    expect(loopx(['goal', 'show', 'shared', ...at], env).json().work_provider).toBe('postgresql');
+    expect((await loopxAsync(['todo', 'add', '--goal', 'local', '--title', 'One', '--id', 't1', ...at], env)).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', 'shared', '--title', 'In the database', ...at], env)).status).toBe(0);
+    expect((await loopxAsync(['goal', 'show', 'local', ...at], env)).json()).toMatchObject({ todos: { open: 1 }, work_provider: 'sqlite' });
+    expect((await loopxAsync(['goal', 'show', 'shared', ...at], env)).json().work_provider).toBe('postgresql');
     const files = everyFile(root).map((f) => f.slice(root.length + 1));
     expect(files).toContain(join('goals', 'local', 'work.db'));
     expect(files).not.toContain(join('goals', 'shared', 'work.db'));
@@ -173,13 +173,13 @@ describePg('a Goal whose work lives in PostgreSQL, in a root on SQLite', () => {
     // A schema of its own, on the root's URL reference: migrated with the root's by db migrate.
     const own = schema();
     const apart = ['goal', 'create', 'apart', '--title', 'Its own schema', '--work-provider', 'postgresql', '--pg-schema', own, ...at];
-    expect(loopx(apart, env).json().error.code).toBe('pg_schema_not_migrated');
-    const migrated = loopx(['db', 'migrate', ...at], env).json();
+    expect((await loopxAsync(apart, env)).json().error.code).toBe('pg_schema_not_migrated');
+    const migrated = (await loopxAsync(['db', 'migrate', ...at], env)).json();
     expect(migrated).toMatchObject({ provider: 'postgresql', schema: name, goal_work_schemas: [{ database_url: REF, schema: own, goals: ['apart'] }] });
     expect(migrated.components).toContainEqual({ component: 'work', from: 3, to: 3 });
     expect(migrated.goal_work_schemas[0].components).toEqual([{ component: 'work', from: 0, to: 3 }]);
-    expect(loopx(apart, env).status).toBe(0);
-    expect(loopx(['todo', 'add', '--goal', 'apart', '--title', 'One', '--id', 't1', ...at], env).status).toBe(0);
+    expect((await loopxAsync(apart, env)).status).toBe(0);
+    expect((await loopxAsync(['todo', 'add', '--goal', 'apart', '--title', 'One', '--id', 't1', ...at], env)).status).toBe(0);
     const db = openPostgres({ url: PG_URL, schema: own, max: 1 });
     try {
       expect((await db.query<{ goal_id: string }>('SELECT goal_id FROM work_stores')).map((r) => r.goal_id)).toEqual(['apart']);

@@ -1,6 +1,6 @@
 /**
  * The `--json` contract (docs/cli-json.md): every document a `loopx` command prints with --json,
- * produced by the real CLI in child processes, validates against its JSON Schema in docs/schemas/.
+ * produced by the real CLI, validates against its JSON Schema in docs/schemas/.
  * The schemas are strict (`additionalProperties: false`, every field required where the command
  * always prints it), so renaming, adding or dropping a field without a schema change fails here.
  *
@@ -72,8 +72,8 @@ function expectValid(name: string, doc: unknown): void {
 }
 
 /** A command that must succeed and print one JSON document of `schema`. */
-function ok(schema: string, args: string[], env?: Record<string, string>) {
-  return succeeded(schema, args, loopx([...args, '--json'], env));
+async function ok(schema: string, args: string[], env?: Record<string, string>) {
+  return succeeded(schema, args, await loopxAsync([...args, '--json'], env));
 }
 
 /** `ok` for a command that needs this process's event loop meanwhile (an in-process server). */
@@ -90,8 +90,8 @@ function succeeded(schema: string, args: string[], r: CliResult) {
 }
 
 /** A command that must fail with `exit` and print one error document with `code`. */
-function refused(exit: number, code: string, args: string[]) {
-  const r: CliResult = loopx([...args, '--json']);
+async function refused(exit: number, code: string, args: string[]) {
+  const r: CliResult = await loopxAsync([...args, '--json']);
   expect(r.status, `loopx ${args.join(' ')}\n${r.stderr}`).toBe(exit);
   const doc = r.json();
   expectValid('error', doc);
@@ -103,8 +103,8 @@ function refused(exit: number, code: string, args: string[]) {
 }
 
 /** `run events --json`: JSON Lines, each an event; returns them. */
-function events(args: string[]) {
-  const r = loopx([...args, '--json']);
+async function events(args: string[]) {
+  const r = await loopxAsync([...args, '--json']);
   expect(r.status, r.stderr).toBe(0);
   const lines = r.stdout.split('\n');
   expect(lines.pop()).toBe('');
@@ -186,52 +186,52 @@ describe('the --json contract: every published document validates against docs/s
     }
   });
 
-  it('a run moved between two roots: start, list, show, events, export, inspect, import, resume, suspend, answer, cancel, and the refusals', () => {
+  it('a run moved between two roots: start, list, show, events, export, inspect, import, resume, suspend, answer, cancel, and the refusals', async () => {
     const A = tempRoot('loopx-json-a-');
     const B = tempRoot('loopx-json-b-');
     const C = tempRoot('loopx-json-c-');
     const snap = join(A, '..', 'run.snapshot');
 
-    const auth = ok('authority', ['authority', 'init']);
+    const auth = await ok('authority', ['authority', 'init']);
     expect(auth).not.toHaveProperty('run');
 
-    const started = ok('run-summary', ['run', 'start', '--agent', RESEARCHER, '--suspend-after-turns', '2', '--root', A]);
+    const started = await ok('run-summary', ['run', 'start', '--agent', RESEARCHER, '--suspend-after-turns', '2', '--root', A]);
     expect(started).toMatchObject({ status: 'suspended', completed_turns: 2, last_sequence: 12, waiting_for: null, failure: null });
     const id: string = started.run_id;
 
-    const list = ok('run-list', ['run', 'list', '--root', A]);
+    const list = await ok('run-list', ['run', 'list', '--root', A]);
     expect(list.runs).toEqual([{ ...started, definition: { id: 'demo.researcher', version: '1.0.0' }, turn_limit: 6 }]);
-    const shown = ok('run-show', ['run', 'show', id, '--root', A]);
+    const shown = await ok('run-show', ['run', 'show', id, '--root', A]);
     expect(shown).toEqual(list.runs[0]);
 
-    const evA = events(['run', 'events', id, '--root', A]);
+    const evA = await events(['run', 'events', id, '--root', A]);
     expect(evA.map((e) => e.sequence)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
     expect(new Set(evA.map((e) => e.type))).toEqual(new Set(['RunStarted', 'TurnStarted', 'ModelResponded', 'ToolCalled', 'ToolResulted', 'TurnCompleted', 'Suspended']));
 
-    const exported = ok('run-export', ['run', 'export', id, '--out', snap, '--root', A]);
+    const exported = await ok('run-export', ['run', 'export', id, '--out', snap, '--root', A]);
     expect(exported).toMatchObject({ run_id: id, lifecycle: 'suspended', last_sequence: 12, scope_id: auth.scope_id, key_generation: auth.current_key_generation });
 
-    const inspected = ok('run-inspect', ['run', 'inspect', snap]);
+    const inspected = await ok('run-inspect', ['run', 'inspect', snap]);
     expect(inspected).not.toHaveProperty('verification');
     expect(inspected.payload_sha256).toBe(exported.payload_sha256);
-    const verified = ok('run-inspect', ['run', 'inspect', snap, '--verify']);
+    const verified = await ok('run-inspect', ['run', 'inspect', snap, '--verify']);
     expect(verified.verification).toEqual({ valid: true, record_state: 'SUSPENDED' });
 
-    const record = ok('authority', ['authority', 'show', '--run', id]);
+    const record = await ok('authority', ['authority', 'show', '--run', id]);
     expect(record.run).toMatchObject({ run_id: id, state: 'SUSPENDED', payload_sha256: exported.payload_sha256, last_sequence: 12 });
 
-    const imported = ok('run-import', ['run', 'import', snap, '--root', B]);
+    const imported = await ok('run-import', ['run', 'import', snap, '--root', B]);
     expect(imported).toEqual({ run_id: id, status: 'suspended', last_sequence: 12 });
 
     // Exit 4 and exit 3 error documents.
-    refused(4, 'snapshot_consumed', ['run', 'import', snap, '--root', C]);
-    refused(4, 'run_moved', ['run', 'resume', id, '--root', A]);
-    const cursor = refused(3, 'cursor_before_snapshot', ['run', 'events', id, '--root', B]);
+    await refused(4, 'snapshot_consumed', ['run', 'import', snap, '--root', C]);
+    await refused(4, 'run_moved', ['run', 'resume', id, '--root', A]);
+    const cursor = await refused(3, 'cursor_before_snapshot', ['run', 'events', id, '--root', B]);
     expect(cursor.details).toEqual({ run_id: id, recovery_cursor: 12 });
 
-    const resumed = ok('run-summary', ['run', 'resume', id, '--root', B]);
+    const resumed = await ok('run-summary', ['run', 'resume', id, '--root', B]);
     expect(resumed).toMatchObject({ status: 'active', last_sequence: 17, waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' } });
-    const evB = events(['run', 'events', id, '--after', '12', '--root', B]);
+    const evB = await events(['run', 'events', id, '--after', '12', '--root', B]);
     expect(evB.map((e) => [e.sequence, e.type])).toEqual([
       [13, 'Resumed'],
       [14, 'TurnStarted'],
@@ -240,32 +240,32 @@ describe('the --json contract: every published document validates against docs/s
       [17, 'InteractionRequested'],
     ]);
 
-    const suspending = ok('run-summary', ['run', 'suspend', id, '--root', B]);
+    const suspending = await ok('run-summary', ['run', 'suspend', id, '--root', B]);
     expect(suspending).toMatchObject({ status: 'active', suspend_requested: true });
-    const answered = ok('run-summary', ['run', 'answer', id, 'confirm-1', 'yes', '--root', B]);
+    const answered = await ok('run-summary', ['run', 'answer', id, 'confirm-1', 'yes', '--root', B]);
     expect(answered).toMatchObject({ status: 'suspended', completed_turns: 3, suspend_requested: false });
-    const cancelled = ok('run-summary', ['run', 'cancel', id, '--root', B]);
+    const cancelled = await ok('run-summary', ['run', 'cancel', id, '--root', B]);
     expect(cancelled).toMatchObject({ status: 'cancelled', waiting_for: null });
   }, 120_000);
 
-  it('an uncertain mutating call: waiting_for resolution, run resolve, and every event with resolution', () => {
+  it('an uncertain mutating call: waiting_for resolution, run resolve, and every event with resolution', async () => {
     const M = tempRoot('loopx-json-m-');
     const crashed = loopx(['run', 'start', '--agent', MUTATOR, '--root', M, '--json'], { LOOPX_TEST_FAULT: FAULT_AFTER_MUTATING_DISPATCH });
     expect(crashed.signal).toBe('SIGKILL');
 
-    const [run] = ok('run-list', ['run', 'list', '--root', M]).runs;
+    const [run] = (await ok('run-list', ['run', 'list', '--root', M])).runs;
     const id: string = run.run_id;
     const call = `${id}/t1/k0`;
-    const shown = ok('run-show', ['run', 'show', id, '--root', M]);
+    const shown = await ok('run-show', ['run', 'show', id, '--root', M]);
     expect(shown).toMatchObject({ status: 'active', definition: { id: 'test.mutator', version: '1.0.0' }, waiting_for: { kind: 'resolution', call_ids: [call] } });
 
     // Exit 2 from the command itself (not the parser): no details.
-    const usage = refused(2, 'resolution_required', ['run', 'resolve', id, call, '--root', M]);
+    const usage = await refused(2, 'resolution_required', ['run', 'resolve', id, call, '--root', M]);
     expect(usage).not.toHaveProperty('details');
 
-    const resolved = ok('run-summary', ['run', 'resolve', id, call, '--committed', '{"delivered":true}', '--root', M]);
+    const resolved = await ok('run-summary', ['run', 'resolve', id, call, '--committed', '{"delivered":true}', '--root', M]);
     expect(resolved).toMatchObject({ status: 'completed', failure: null });
-    const ev = events(['run', 'events', id, '--root', M]);
+    const ev = await events(['run', 'events', id, '--root', M]);
     expect(ev.filter((e) => e.data.call_id === call && e.type === 'ToolResulted').map((e) => e.data)).toEqual([
       { call_id: call, tool_name: 'outbox.append', status: 'mutation_uncertain' },
       { call_id: call, tool_name: 'outbox.append', status: 'ok', resolution: 'committed' },
@@ -278,19 +278,19 @@ describe('the --json contract: every published document validates against docs/s
     const out = join(R, '..', 'backups');
     const root = ['--root', R];
 
-    expect(ok('init', ['init', ...root])).toEqual({ initialized: true, store: { provider: 'sqlite' } });
-    expect(ok('db-migrate', ['db', 'migrate', ...root])).toEqual({ provider: 'sqlite', schema: null, components: [], goal_work_schemas: [] });
-    const goal = ok('goal', ['goal', 'create', 'launch', '--title', 'Ship the launch post', '--doc', 'brief.md=Launch on Monday', ...root]);
+    expect(await ok('init', ['init', ...root])).toEqual({ initialized: true, store: { provider: 'sqlite' } });
+    expect(await ok('db-migrate', ['db', 'migrate', ...root])).toEqual({ provider: 'sqlite', schema: null, components: [], goal_work_schemas: [] });
+    const goal = await ok('goal', ['goal', 'create', 'launch', '--title', 'Ship the launch post', '--doc', 'brief.md=Launch on Monday', ...root]);
     expect(goal).toMatchObject({ goal_id: 'launch', title: 'Ship the launch post', lifecycle: 'active', docs: [{ name: 'brief.md', bytes: 16 }] });
     const ref = { goal_id: 'launch', goal_instance_id: goal.goal_instance_id };
 
-    const t1 = ok('todo-receipt', ['todo', 'add', '--goal', 'launch', '--title', 'Draft the outline', '--id', 't1', ...root]);
+    const t1 = await ok('todo-receipt', ['todo', 'add', '--goal', 'launch', '--title', 'Draft the outline', '--id', 't1', ...root]);
     expect(t1).toEqual({ result: 'applied', cursor: 1, todo: { todo_id: 't1', title: 'Draft the outline', status: 'open', note: null, todo_revision: 1, lease_owner: null } });
-    const t2 = ok('todo-receipt', ['todo', 'add', '--goal', 'launch', '--title', 'Review the draft', ...root]);
+    const t2 = await ok('todo-receipt', ['todo', 'add', '--goal', 'launch', '--title', 'Review the draft', ...root]);
     expect(t2).toMatchObject({ result: 'applied', cursor: 2, todo: { todo_id: 't2', status: 'open' } });
-    const noted = ok('todo-receipt', ['todo', 'update', 't2', '--goal', 'launch', '--note', 'needs design input', ...root]);
+    const noted = await ok('todo-receipt', ['todo', 'update', 't2', '--goal', 'launch', '--note', 'needs design input', ...root]);
     expect(noted).toEqual({ result: 'applied', cursor: 3, todo: { ...t2.todo, note: 'needs design input', todo_revision: 2 } });
-    const both = ok('todo-receipt', ['todo', 'update', 't2', 't1', '--goal', 'launch', '--note', 'before the run', ...root]);
+    const both = await ok('todo-receipt', ['todo', 'update', 't2', 't1', '--goal', 'launch', '--note', 'before the run', ...root]);
     expect(both).toEqual({
       result: 'applied',
       cursor: 4,
@@ -306,12 +306,12 @@ describe('the --json contract: every published document validates against docs/s
     expect(sink.deliveries()).toHaveLength(1);
     expect(run).toMatchObject({ status: 'completed', completed_turns: 5, waiting_for: null, suspend_requested: false, failure: null, goal: ref });
 
-    const shown = ok('goal-show', ['goal', 'show', 'launch', ...root]);
+    const shown = await ok('goal-show', ['goal', 'show', 'launch', ...root]);
     expect(shown).toMatchObject({ ...goal, todos: { open: 0, done: 1, blocked: 1, deferred: 0 }, handoff_mode: 'hard_lease' });
     expect(shown.committed_transactions).toBeGreaterThan(noted.cursor);
-    expect(ok('goal-list', ['goal', 'list', ...root])).toEqual({ goals: [goal] });
+    expect(await ok('goal-list', ['goal', 'list', ...root])).toEqual({ goals: [goal] });
     // The run's session still holds the lease it took on t2 (blocked, not terminal): the CLI is refused.
-    const listed = ok('todo-list', ['todo', 'list', '--goal', 'launch', ...root]);
+    const listed = await ok('todo-list', ['todo', 'list', '--goal', 'launch', ...root]);
     expect(listed).toEqual({
       goal_id: 'launch',
       todos: [
@@ -319,10 +319,10 @@ describe('the --json contract: every published document validates against docs/s
         expect.objectContaining({ todo_id: 't2', status: 'blocked', note: 'waiting for design feedback', lease_owner: `session:${run.session.session_id}` }),
       ],
     });
-    refused(4, 'lease_held', ['todo', 'update', 't2', '--goal', 'launch', '--status', 'open', ...root]);
+    await refused(4, 'lease_held', ['todo', 'update', 't2', '--goal', 'launch', '--status', 'open', ...root]);
 
     const backup = ['backup-state', '--output-dir', out, '--backup-id', 'json-contract', ...root];
-    const planned = ok('backup-state-plan', backup);
+    const planned = await ok('backup-state-plan', backup);
     expect(planned).toMatchObject({
       dry_run: true,
       backup_id: 'json-contract',
@@ -333,7 +333,7 @@ describe('the --json contract: every published document validates against docs/s
     expect(planned.goals).toEqual([{ ...ref, route: 'goals/launch', archive_route: 'runtime-root/goals/launch', route_status: 'included' }]);
     expect(existsSync(out), 'the plan writes nothing').toBe(false);
 
-    const created = ok('backup-state-result', [...backup, '--execute']);
+    const created = await ok('backup-state-result', [...backup, '--execute']);
     expect(created).toMatchObject({
       backup_id: 'json-contract',
       archive: { name: 'json-contract.tar.gz' },
@@ -345,7 +345,7 @@ describe('the --json contract: every published document validates against docs/s
     const manifest = JSON.parse(bytes.toString('utf8'));
     expectValid('state-backup-manifest-v1', manifest);
     // The legacy manifest, still written on request.
-    const legacy = ok('backup-state-result', [...backup.map((a) => (a === 'json-contract' ? 'json-contract-v0' : a)), '--execute', '--format', 'v0']);
+    const legacy = await ok('backup-state-result', [...backup.map((a) => (a === 'json-contract' ? 'json-contract-v0' : a)), '--execute', '--format', 'v0']);
     expectValid('state-backup-manifest-v0', JSON.parse(readFileSync(join(out, legacy.manifest.name), 'utf8')));
     expect(manifest).toMatchObject({
       backup_id: 'json-contract',
@@ -363,14 +363,14 @@ describe('the --json contract: every published document validates against docs/s
     expect(manifest.execution.sqlite_snapshots.find((s: { goal_id: string | null }) => s.goal_id === 'launch')).toMatchObject({ source: 'goals/launch/work.db', integrity: 'ok' });
 
     // The same id again: never overwritten (exit 4).
-    const occupied = refused(4, 'backup_destination_occupied', [...backup, '--execute']);
+    const occupied = await refused(4, 'backup_destination_occupied', [...backup, '--execute']);
     expect(occupied.details).toEqual({ occupied: [created.archive.name, created.manifest.name] });
 
     // backup-state verify: the plan creates nothing; --execute prints the public summary and writes
     // the private audit, which audit show --json prints byte-identically; --public reprints the summary.
     const dest = join(R, '..', 'verified');
     const verify = ['backup-state', 'verify', '--archive', join(out, created.archive.name), '--manifest', join(out, created.manifest.name), '--destination', dest];
-    const verifyPlan = ok('backup-verify-plan', verify);
+    const verifyPlan = await ok('backup-verify-plan', verify);
     expect(verifyPlan).toMatchObject({
       dry_run: true,
       backup_id: 'json-contract',
@@ -379,72 +379,72 @@ describe('the --json contract: every published document validates against docs/s
       execution_authority_granted: false,
     });
     expect(existsSync(dest), 'the verify plan creates nothing').toBe(false);
-    const summary = ok('state-recovery-audit-public-v0', [...verify, '--execute']);
+    const summary = await ok('state-recovery-audit-public-v0', [...verify, '--execute']);
     expect(summary).toMatchObject({ backup: { backup_id: 'json-contract', archive_sha256: created.archive.sha256 }, execution_authority_granted: false });
     const stored = readFileSync(join(dest, 'recovery-audit.json'));
     const audit = JSON.parse(stored.toString('utf8'));
     expectValid('state-recovery-audit-v0', audit);
     expect(audit.recovery_id).toBe(summary.recovery_id);
-    const shownAudit = loopx(['backup-state', 'audit', 'show', dest, '--private']);
+    const shownAudit = await loopxAsync(['backup-state', 'audit', 'show', dest, '--private']);
     expect(shownAudit.status, shownAudit.stderr).toBe(0);
     expect(shownAudit.stdout).toBe(stored.toString('utf8'));
-    expect(ok('state-recovery-audit-public-v0', ['backup-state', 'audit', 'show', dest])).toEqual(summary);
+    expect(await ok('state-recovery-audit-public-v0', ['backup-state', 'audit', 'show', dest])).toEqual(summary);
     // The workspace read back without changing it: its Goals, then one Goal in full.
-    const workspace = ok('backup-workspace-ls', ['backup-state', 'workspace', 'ls', dest]);
+    const workspace = await ok('backup-workspace-ls', ['backup-state', 'workspace', 'ls', dest]);
     expect(workspace).toMatchObject({ recovery_id: summary.recovery_id, execution_authority_granted: false });
     const goalId = workspace.goals[0].goal_id;
-    expect(ok('backup-workspace-show', ['backup-state', 'workspace', 'show', dest, '--goal', goalId])).toMatchObject({
+    expect(await ok('backup-workspace-show', ['backup-state', 'workspace', 'show', dest, '--goal', goalId])).toMatchObject({
       goal: { goal_id: goalId },
       execution_authority_granted: false,
     });
-    refused(4, 'verify_destination_exists', [...verify, '--execute']);
+    await refused(4, 'verify_destination_exists', [...verify, '--execute']);
 
     // recover: the Goal planned into a new root, the plan's status, then applied — the receiver is gone, so it holds.
     const into = join(R, '..', 'recovered');
-    const recoverPlan = ok('recover-plan', ['recover', 'plan', '--from', dest, '--goal', goalId, '--destination', into]);
+    const recoverPlan = await ok('recover-plan', ['recover', 'plan', '--from', dest, '--goal', goalId, '--destination', into]);
     expect(recoverPlan).toMatchObject({ goal: { goal_id: goalId }, execution_authority_granted: false });
-    expect(ok('recover-status', ['recover', 'status', '--destination', into])).toMatchObject({ state: 'adoption_prepared', plan_digest: recoverPlan.plan_digest });
+    expect(await ok('recover-status', ['recover', 'status', '--destination', into])).toMatchObject({ state: 'adoption_prepared', plan_digest: recoverPlan.plan_digest });
     const applied = await okAsync('recover-status', ['recover', 'apply', '--destination', into, '--confirm', recoverPlan.plan_digest]);
     expect(applied).toMatchObject({ state: 'reconciliation_held', execution_authority_granted: false, fences: { source_established: true, destination_established: false } });
     expect(applied.holds.map((h: { code: string }) => h.code)).toEqual(['receiver_unreachable']);
   }, 180_000);
 
-  it('demo, and authority init|show|rotate|retire on another --authority-dir', () => {
-    const demo = ok('demo', ['demo', '--root', tempRoot('loopx-json-demo-')]);
+  it('demo, and authority init|show|rotate|retire on another --authority-dir', async () => {
+    const demo = await ok('demo', ['demo', '--root', tempRoot('loopx-json-demo-')]);
     expect(demo.snapshot).toMatchObject({ lifecycle: 'suspended', claim_verified: true, messages: demo.inspected.messages.length });
     expect(demo.inspected.run_id).toBe(demo.run.run_id);
 
     const dir = join(mkdtempSync(join(tmpdir(), 'loopx-json-auth-')), 'authority');
     const a = ['--authority-dir', dir];
-    const init = ok('authority', ['authority', 'init', ...a]);
+    const init = await ok('authority', ['authority', 'init', ...a]);
     expect(init.key_generations).toEqual([{ generation: 1, retired: false }]);
-    const shown = ok('authority', ['authority', 'show', ...a]);
+    const shown = await ok('authority', ['authority', 'show', ...a]);
     expect(shown).toEqual(init);
-    const rotated = ok('authority', ['authority', 'rotate', ...a]);
+    const rotated = await ok('authority', ['authority', 'rotate', ...a]);
     expect(rotated).toMatchObject({ scope_id: init.scope_id, current_key_generation: 2 });
-    const retired = ok('authority', ['authority', 'retire', '1', ...a]);
+    const retired = await ok('authority', ['authority', 'retire', '1', ...a]);
     expect(retired.key_generations).toEqual([
       { generation: 1, retired: true },
       { generation: 2, retired: false },
     ]);
     const bindable = tempRoot('loopx-json-bind-');
-    expect(ok('init', ['init', '--root', bindable, ...a])).toEqual({ initialized: true, store: { provider: 'sqlite' } });
-    expect(ok('authority-bind-root', ['authority', 'bind-root', '--root', bindable, ...a])).toMatchObject({ binding: 'unchanged' });
-    expect(ok('authority-bind-root-adopt', ['authority', 'bind-root', '--adopt', '--root', bindable, ...a])).toMatchObject({ state: 'unchanged' });
-    const none = ok('authority', ['authority', 'show', '--run', 'run_unknown', ...a]);
+    expect(await ok('init', ['init', '--root', bindable, ...a])).toEqual({ initialized: true, store: { provider: 'sqlite' } });
+    expect(await ok('authority-bind-root', ['authority', 'bind-root', '--root', bindable, ...a])).toMatchObject({ binding: 'unchanged' });
+    expect(await ok('authority-bind-root-adopt', ['authority', 'bind-root', '--adopt', '--root', bindable, ...a])).toMatchObject({ state: 'unchanged' });
+    const none = await ok('authority', ['authority', 'show', '--run', 'run_unknown', ...a]);
     expect(none.run).toBeNull();
   }, 60_000);
 
-  it('a command line the parser rejects prints a usage_error document with --json (exit 2)', () => {
-    const usage = refused(2, 'usage_error', ['run', 'start']);
+  it('a command line the parser rejects prints a usage_error document with --json (exit 2)', async () => {
+    const usage = await refused(2, 'usage_error', ['run', 'start']);
     expect(usage.details).toEqual({ parser_code: 'commander.missingMandatoryOptionValue' });
   });
 
   it('loopx daemon --json, and its verify job and audit list over loopback HTTP', async () => {
     const root = tempRoot('loopx-json-daemon-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     const out = join(root, '..', 'out');
-    expect(loopx(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root])).status).toBe(0);
     const child = spawn(process.execPath, [...CLI, 'daemon', '--root', root, '--json'], { cwd: REPO, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
     try {
       const started = await new Promise<Record<string, unknown>>((resolve, reject) => {

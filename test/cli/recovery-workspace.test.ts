@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedSample } from '../../src/runtime/index.js';
 import { startWebhookSink } from '../../src/dev/index.js';
 import { defaultAuthorityDir } from '../../src/run-authority/index.js';
-import { loopx, REPO, STATE_HOME, tempRoot } from '../support/cli.js';
+import { loopxAsync, REPO, STATE_HOME, tempRoot } from '../support/cli.js';
 import { treeState } from '../support/tree.js';
 
 const AGENT = join(REPO, 'examples/agents/researcher.json');
@@ -24,16 +24,16 @@ let sink: Awaited<ReturnType<typeof startWebhookSink>>;
 
 beforeAll(async () => {
   live = tempRoot();
-  expect(loopx(['authority', 'init']).status).toBe(0);
+  expect((await loopxAsync(['authority', 'init'])).status).toBe(0);
   sink = await startWebhookSink({ port: 0 });
   await seedSample(live, { webhookUrl: sink.deliveriesUrl, authorityDir: defaultAuthorityDir({ XDG_STATE_HOME: STATE_HOME }) });
-  const started = loopx(['run', 'start', '--agent', AGENT, '--suspend-after-turns', '2', '--root', live, '--json']);
+  const started = await loopxAsync(['run', 'start', '--agent', AGENT, '--suspend-after-turns', '2', '--root', live, '--json']);
   expect(started.status).toBe(0);
   runId = started.json().run_id;
-  const backup = loopx(['backup-state', '--execute', '--backup-id', 'b1', '--root', live, '--json']);
+  const backup = await loopxAsync(['backup-state', '--execute', '--backup-id', 'b1', '--root', live, '--json']);
   expect(backup.status, backup.stderr).toBe(0);
   destination = join(live, '..', 'D');
-  const verified = loopx([
+  const verified = await loopxAsync([
     'backup-state',
     'verify',
     '--archive',
@@ -60,7 +60,7 @@ describe('a recovery workspace is never a runtime root', () => {
     join(destination, 'workspace', 'runtime-root', 'goals', 'sample'),
   ];
 
-  it('every command refuses a root inside the workspace with root_is_recovery_workspace (exit 3) and changes nothing', () => {
+  it('every command refuses a root inside the workspace with root_is_recovery_workspace (exit 3) and changes nothing', async () => {
     const before = treeState(destination);
     const delivered = sink.deliveries().length; // the sample's own delivery, made while seeding
     const ws = inside()[0]!;
@@ -80,43 +80,43 @@ describe('a recovery workspace is never a runtime root', () => {
       ['backup-state'],
     ];
     for (const argv of commands) {
-      const r = loopx([...argv, '--root', ws, '--json']);
+      const r = await loopxAsync([...argv, '--root', ws, '--json']);
       expect({ argv, status: r.status }).toEqual({ argv, status: 3 });
       expect(r.json().error.code).toBe('root_is_recovery_workspace');
     }
     // Any spelling of a path inside it, and LOOPX_HOME as well as --root.
     for (const root of inside()) {
-      const r = loopx(['goal', 'list', '--json'], { LOOPX_HOME: root });
+      const r = await loopxAsync(['goal', 'list', '--json'], { LOOPX_HOME: root });
       expect(r.status).toBe(3);
       expect(r.json().error.code).toBe('root_is_recovery_workspace');
     }
-    expect(loopx(['run', 'list', '--root', join(ws, '..', '..', 'workspace', 'runtime-root'), '--json']).json().error.code).toBe('root_is_recovery_workspace');
+    expect((await loopxAsync(['run', 'list', '--root', join(ws, '..', '..', 'workspace', 'runtime-root'), '--json'])).json().error.code).toBe('root_is_recovery_workspace');
     expect(treeState(destination)).toEqual(before);
     expect(sink.deliveries()).toHaveLength(delivered);
-  }, 180_000); // eighteen CLI processes: a generous bound, not a timing assertion
+  }, 180_000); // eighteen CLI commands: a generous bound, not a timing assertion
 
-  it("the refusal's next action reads the workspace back when run as printed", () => {
-    const r = loopx(['todo', 'list', '--goal', 'sample', '--root', join(destination, 'workspace', 'runtime-root'), '--json']);
+  it("the refusal's next action reads the workspace back when run as printed", async () => {
+    const r = await loopxAsync(['todo', 'list', '--goal', 'sample', '--root', join(destination, 'workspace', 'runtime-root'), '--json']);
     const next: string = r.json().error.next_action;
     expect(next).toMatch(/^read it without changing it: loopx backup-state workspace ls \S+$/);
     expect(next.split(' ').pop()!.startsWith('/')).toBe(false); // relative to here, never absolute
     const argv = next.replace(/^.*?: loopx /, '').split(' ');
-    const listed = loopx([...argv, '--json']);
+    const listed = await loopxAsync([...argv, '--json']);
     expect(listed.status, listed.stderr).toBe(0);
     expect(listed.json().goals.map((g: { goal_id: string }) => g.goal_id)).toEqual(['sample']);
   });
 
-  it('the live root it was backed up from keeps its run: it resumes there and completes', () => {
-    const r = loopx(['run', 'resume', runId, '--root', live, '--json']);
+  it('the live root it was backed up from keeps its run: it resumes there and completes', async () => {
+    const r = await loopxAsync(['run', 'resume', runId, '--root', live, '--json']);
     expect(r.status, r.stderr).toBe(0);
     expect(r.json().run_id).toBe(runId);
   });
 });
 
 describe('backup-state workspace ls|show', () => {
-  it("lists the workspace's Goals, runs, sessions and effects, granting nothing and changing nothing", () => {
+  it("lists the workspace's Goals, runs, sessions and effects, granting nothing and changing nothing", async () => {
     const before = treeState(destination);
-    const r = loopx(['backup-state', 'workspace', 'ls', destination, '--json']);
+    const r = await loopxAsync(['backup-state', 'workspace', 'ls', destination, '--json']);
     expect(r.status, r.stderr).toBe(0);
     const doc = r.json();
     expect(doc.execution_authority_granted).toBe(false);
@@ -133,8 +133,8 @@ describe('backup-state workspace ls|show', () => {
     expect(treeState(destination)).toEqual(before);
   });
 
-  it('names the next step for each Goal it lists — its recovery into a new root — which plans it when run as printed', () => {
-    const r = loopx(['backup-state', 'workspace', 'ls', destination]);
+  it('names the next step for each Goal it lists — its recovery into a new root — which plans it when run as printed', async () => {
+    const r = await loopxAsync(['backup-state', 'workspace', 'ls', destination]);
     expect(r.status, r.stderr).toBe(0);
     const hint = r.stdout.split('\n').find((l) => l.includes('recover it into a new root: loopx recover plan'))!;
     expect(hint).toContain('--goal sample');
@@ -144,14 +144,14 @@ describe('backup-state workspace ls|show', () => {
       .trim()
       .split(' ')
       .map((w) => (w === 'NEW_ROOT' ? target : w));
-    const planned = loopx([...argv, '--json']);
+    const planned = await loopxAsync([...argv, '--json']);
     expect(planned.status, planned.stderr).toBe(0);
     expect(planned.json()).toMatchObject({ goal: { goal_id: 'sample' }, execution_authority_granted: false });
   });
 
-  it("shows one Goal's Todos, history, session, bound run and effects", () => {
+  it("shows one Goal's Todos, history, session, bound run and effects", async () => {
     const before = treeState(destination);
-    const r = loopx(['backup-state', 'workspace', 'show', destination, '--goal', 'sample', '--json']);
+    const r = await loopxAsync(['backup-state', 'workspace', 'show', destination, '--goal', 'sample', '--json']);
     expect(r.status, r.stderr).toBe(0);
     const doc = r.json();
     expect(doc.goal).toMatchObject({ goal_id: 'sample', lifecycle: 'active' });
@@ -169,20 +169,20 @@ describe('backup-state workspace ls|show', () => {
       'work.todo_update committed',
     ]);
     expect(doc.effects.every((e: { operation_id: string }) => e.operation_id.startsWith(`${doc.sessions[0].run_id}:`))).toBe(true);
-    const human = loopx(['backup-state', 'workspace', 'show', destination, '--goal', 'sample']);
+    const human = await loopxAsync(['backup-state', 'workspace', 'show', destination, '--goal', 'sample']);
     expect(human.stdout).toContain('inert: read only, no execution authority');
     expect(treeState(destination)).toEqual(before);
   });
 
-  it('an unknown Goal is workspace_goal_not_found with a next action that lists the Goals', () => {
-    const r = loopx(['backup-state', 'workspace', 'show', destination, '--goal', 'nope', '--json']);
+  it('an unknown Goal is workspace_goal_not_found with a next action that lists the Goals', async () => {
+    const r = await loopxAsync(['backup-state', 'workspace', 'show', destination, '--goal', 'nope', '--json']);
     expect(r.status).toBe(3);
     expect(r.json().error.code).toBe('workspace_goal_not_found');
     expect(r.json().error.next_action).toContain('loopx backup-state workspace ls ');
   });
 
-  it('a directory that is no verified workspace is refused by its audit check', () => {
-    const r = loopx(['backup-state', 'workspace', 'ls', live, '--json']);
+  it('a directory that is no verified workspace is refused by its audit check', async () => {
+    const r = await loopxAsync(['backup-state', 'workspace', 'ls', live, '--json']);
     expect(r.status).toBe(3);
     expect(r.json().error.code).toBe('audit_not_found');
   });

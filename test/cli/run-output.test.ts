@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startModelFixtureServer, type ModelFixtureServer } from '../support/model-fixture-server.js';
-import { CLI, REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { CLI, REPO, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 
 const KEY_ENV = 'LOOPX_RUN_OUTPUT_KEY';
 const KEY = 'sk-run-output-never-shown-5e2a';
@@ -62,35 +62,35 @@ describe('a run’s final answer', () => {
     expectValid('run-summary', json.json());
   });
 
-  it('run resume prints it once the run completes — a multi-line answer indented — and not while the run is suspended', () => {
+  it('run resume prints it once the run completes — a multi-line answer indented — and not while the run is suspended', async () => {
     const root = tempRoot();
-    const suspended = () => {
-      const started = loopx(['run', 'start', '--agent', scripted(root), '--suspend-after-turns', '1', '--root', root, '--json']);
+    const suspended = async () => {
+      const started = await loopxAsync(['run', 'start', '--agent', scripted(root), '--suspend-after-turns', '1', '--root', root, '--json']);
       expect(started.status, started.stderr).toBe(0);
       expect(started.json().status).toBe('suspended');
       expect(started.json()).not.toHaveProperty('final_answer');
       return started.json().run_id as string;
     };
 
-    const human = loopx(['run', 'resume', suspended(), '--root', root]);
+    const human = await loopxAsync(['run', 'resume', await suspended(), '--root', root]);
     expect(human.status, human.stderr).toBe(0);
     expect(human.stdout).toContain('  final answer:\n    The sum is 42.\n    Checked twice.\n');
-    const json = loopx(['run', 'resume', suspended(), '--root', root, '--json']);
+    const json = await loopxAsync(['run', 'resume', await suspended(), '--root', root, '--json']);
     expect(json.json()).toMatchObject({ status: 'completed', final_answer: 'The sum is 42.\nChecked twice.' });
     expectValid('run-summary', json.json());
   });
 
-  it('work run carries the final answer of the Goal work run it drove', () => {
+  it('work run carries the final answer of the Goal work run it drove', async () => {
     const root = tempRoot();
-    expect(loopx(['init', '--root', root]).status).toBe(0);
-    expect(loopx(['goal', 'create', 'launch', '--title', 'Ship it', '--root', root]).status).toBe(0);
-    expect(loopx(['todo', 'add', '--goal', 'launch', '--title', 'Draft', '--id', 't1', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship it', '--root', root])).status).toBe(0);
+    expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', 'Draft', '--id', 't1', '--root', root])).status).toBe(0);
     const worker = agentFile(root, 'worker', {
       model: { provider: 'scripted', model_id: 'scripted-v1' },
       tool_plan: 'loopx.goal-work.v1',
       script: [{ text: 'Drafting.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't1', status: 'done' } }] }, { text: 'Drafted; nothing left.' }],
     });
-    const r = loopx(['work', 'run', '--goal', 'launch', '--agent', worker, '--root', root, '--json']);
+    const r = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', worker, '--root', root, '--json']);
     expect(r.status, r.stderr).toBe(0);
     expect(r.json()).toMatchObject({ status: 'completed', final_answer: 'Drafted; nothing left.', goal: { goal_id: 'launch' } });
     expectValid('work-run', r.json());
@@ -113,7 +113,7 @@ describe('a model endpoint that keeps failing', () => {
     expect(r.stdout + r.stderr).not.toContain(KEY);
     expect(r.stdout).not.toContain(server.url);
     expect(r.stderr).toBe('');
-    const shown = loopx(['run', 'show', doc.run_id, '--root', root]);
+    const shown = await loopxAsync(['run', 'show', doc.run_id, '--root', root]);
     expect(shown.stdout).toContain(`failed: The openai-compatible API at ${host} kept answering 500`);
   }, 60_000);
 });

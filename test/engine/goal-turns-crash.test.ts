@@ -1,6 +1,6 @@
 /**
  * Goal work Turns across real crashes: a `loopx` child SIGKILLs itself at a named fault point
- * between a Turn's quota debit and its settlement; further CLI children repair it. After every
+ * between a Turn's quota debit and its settlement; further CLI commands repair it. After every
  * crash the next driver settles the Turn under the same settlement identity and the ledger still
  * holds exactly one debit for it — for a turn mid-run (`run resume` continues the run) and for the
  * run's final turn (`run resume` settles it and still refuses the finished run). A backup of the
@@ -12,10 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { FAULT_AFTER_QUOTA_DEBIT, FAULT_BEFORE_TURN_SETTLED } from '../../src/engine/index.js';
 import { quota, session } from '../../src/owners/index.js';
-import { loopx, loopxAsync, tempRoot, type CliResult } from '../support/cli.js';
+import { loopxAsync, tempRoot, type CliResult } from '../support/cli.js';
 
 const AGENT = 'examples/agents/goal-worker.json';
-const TIMEOUT = 180_000; // every step is a real child process
+const TIMEOUT = 180_000; // every step is a real CLI command
 
 let sink: WebhookSink;
 beforeAll(async () => {
@@ -30,11 +30,11 @@ const ok = (r: CliResult): CliResult => {
   return r;
 };
 
-function goalRoot(): string {
+async function goalRoot(): Promise<string> {
   const root = tempRoot('loopx-turns-crash-');
-  ok(loopx(['init', '--root', root]));
-  ok(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]));
-  for (const title of ['Draft the outline', 'Review with design', 'Publish the post']) ok(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]));
+  ok(await loopxAsync(['init', '--root', root]));
+  ok(await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]));
+  for (const title of ['Draft the outline', 'Review with design', 'Publish the post']) ok(await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]));
   return root;
 }
 
@@ -60,7 +60,7 @@ describe('a Goal work run killed between a Turn debit and its settlement', () =>
   it(
     'mid-run: run resume settles the Turn under its key without a second debit, then continues with the next Turn',
     async () => {
-      const root = goalRoot();
+      const root = await goalRoot();
       const killed = await workRun(root, { LOOPX_TEST_FAULT: FAULT_AFTER_QUOTA_DEBIT });
       expect(killed.signal).toBe('SIGKILL');
       const crashed = await ownersOf(root);
@@ -81,10 +81,10 @@ describe('a Goal work run killed between a Turn debit and its settlement', () =>
 
       // A backup of the repaired root reads the session's Turns and the ledger back in its private audit.
       const base = join(root, '..');
-      ok(loopx(['backup-state', '--execute', '--root', root, '--output-dir', join(base, 'out'), '--backup-id', 'b1', '--json']));
+      ok(await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', join(base, 'out'), '--backup-id', 'b1', '--json']));
       const dest = join(base, 'verified');
       const args = ['--archive', join(base, 'out', 'b1.tar.gz'), '--manifest', join(base, 'out', 'b1.manifest.json'), '--destination', dest, '--execute', '--json'];
-      ok(loopx(['backup-state', 'verify', ...args]));
+      ok(await loopxAsync(['backup-state', 'verify', ...args]));
       const audit = JSON.parse(readFileSync(join(dest, 'recovery-audit.json'), 'utf8')) as { components: Array<{ owner_kind: string; readback: { counts?: object } }> };
       const counts = (kind: string) => audit.components.filter((c) => c.owner_kind === kind).map((c) => c.readback.counts);
       expect(counts('session')).toEqual([{ sessions: 1, turns: 5, settlements: 5 }]);
@@ -96,7 +96,7 @@ describe('a Goal work run killed between a Turn debit and its settlement', () =>
   it(
     "at the final turn: run resume settles the finished run's Turn once, keeps its one debit, and still refuses the run",
     async () => {
-      const root = goalRoot();
+      const root = await goalRoot();
       expect(ok(await workRun(root, {}, ['--turns', '4'])).json()).toMatchObject({ status: 'suspended', completed_turns: 4 });
       const { session: s } = await ownersOf(root);
       const killed = await loopxAsync(['run', 'resume', s.run_id!, '--root', root, '--json'], { LOOPX_TEST_FAULT: FAULT_BEFORE_TURN_SETTLED });
@@ -105,7 +105,7 @@ describe('a Goal work run killed between a Turn debit and its settlement', () =>
       const last = crashed.turns[4]!;
       expect([last.status, last.phases.map((p) => p.phase)]).toEqual(['in_progress', session.TURN_PHASES.slice(0, 5)]);
       expect(crashed.debits).toHaveLength(5);
-      expect(ok(loopx(['run', 'show', s.run_id!, '--root', root, '--json'])).json().status).toBe('completed');
+      expect(ok(await loopxAsync(['run', 'show', s.run_id!, '--root', root, '--json'])).json().status).toBe('completed');
 
       const refused = await loopxAsync(['run', 'resume', s.run_id!, '--root', root, '--json']);
       expect(refused.status).toBe(3);

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeEnvelope } from '../../src/snapshot/index.js';
-import { loopx, loopxAsync, type CliResult } from '../support/cli.js';
+import { loopxAsync, type CliResult } from '../support/cli.js';
 
 const AGENT = 'examples/agents/researcher.json';
 const RACERS = 8;
@@ -58,9 +58,9 @@ async function exportedRun(root: string, out: string, authority: string[] = []):
 
 const importArgs = (file: string, root: string) => ['run', 'import', file, '--root', root, '--agent', AGENT, '--json'];
 
-beforeAll(() => {
+beforeAll(async () => {
   // Create the shared authority once, before concurrent children would race to create it.
-  const r = loopx(['authority', 'init', '--json']);
+  const r = await loopxAsync(['authority', 'init', '--json']);
   expect(r.status, r.stderr).toBe(0);
 });
 

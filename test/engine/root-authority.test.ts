@@ -4,7 +4,7 @@
  * root with committed work that an authority never bound is refused under it, and the move to
  * another authority is the operator's, previewed and confirmed by digest (`loopx authority
  * bind-root --adopt`). A Goal work store ahead of its mark — a writer killed between its commit and
- * its mark — advances the mark and is never refused. Real CLI children, real SQLite.
+ * its mark — advances the mark and is never refused. The real CLI, real SQLite.
  */
 import Database from 'better-sqlite3';
 import { mkdtempSync } from 'node:fs';
@@ -12,29 +12,29 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { addTodo } from '../../src/runtime/index.js';
-import { loopx, tempRoot } from '../support/cli.js';
+import { loopxAsync, tempRoot } from '../support/cli.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Doc = any;
 
-const ok = (args: readonly string[]): Doc => {
-  const r = loopx([...args, '--json']);
+const ok = async (args: readonly string[]): Promise<Doc> => {
+  const r = await loopxAsync([...args, '--json']);
   expect(r.status, `${args.join(' ')}\n${r.stderr}${r.stdout}`).toBe(0);
   return r.json();
 };
-const refusal = (args: readonly string[]): { status: number | null; error: Doc } => {
-  const r = loopx([...args, '--json']);
+const refusal = async (args: readonly string[]): Promise<{ status: number | null; error: Doc }> => {
+  const r = await loopxAsync([...args, '--json']);
   expect(r.status, `${args.join(' ')} was admitted`).not.toBe(0);
   return { status: r.status, error: JSON.parse(r.stdout || '{}').error };
 };
 
 /** A root with a Goal and a Todo, made under the authority directory `authority`. */
-function rootUnder(authority: string): string {
+async function rootUnder(authority: string): Promise<string> {
   const root = tempRoot('loopx-root-authority-');
   const at = ['--root', root, '--authority-dir', authority];
-  ok(['init', ...at]);
-  ok(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at]);
-  ok(['todo', 'add', '--goal', 'launch', '--title', 'Draft the outline', ...at]);
+  await ok(['init', ...at]);
+  await ok(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at]);
+  await ok(['todo', 'add', '--goal', 'launch', '--title', 'Draft the outline', ...at]);
   return root;
 }
 
@@ -51,50 +51,50 @@ function forgetRecordedAuthority(root: string): void {
 const newAuthority = () => join(mkdtempSync(join(tmpdir(), 'loopx-authority-')), 'authority');
 
 describe('a root belongs to one run authority', () => {
-  it('a root made before the authority was recorded takes the authority that holds its binding, at its first open; another authority is refused', () => {
+  it('a root made before the authority was recorded takes the authority that holds its binding, at its first open; another authority is refused', async () => {
     const a = newAuthority();
-    const root = rootUnder(a);
+    const root = await rootUnder(a);
     forgetRecordedAuthority(root);
-    ok(['todo', 'add', '--goal', 'launch', '--title', 'Review with design', '--root', root, '--authority-dir', a]);
-    const other = refusal(['todo', 'add', '--goal', 'launch', '--title', 'Not here', '--root', root, '--authority-dir', newAuthority()]);
+    await ok(['todo', 'add', '--goal', 'launch', '--title', 'Review with design', '--root', root, '--authority-dir', a]);
+    const other = await refusal(['todo', 'add', '--goal', 'launch', '--title', 'Not here', '--root', root, '--authority-dir', newAuthority()]);
     expect(other).toMatchObject({ status: 3, error: { code: 'root_authority_mismatch' } });
-    expect(ok(['todo', 'list', '--goal', 'launch', '--root', root]).todos).toHaveLength(2);
+    expect((await ok(['todo', 'list', '--goal', 'launch', '--root', root])).todos).toHaveLength(2);
   });
 
-  it('a root with committed work that this authority never bound (and that records none) is refused root_authority_mismatch, not adopted silently', () => {
-    const root = rootUnder(newAuthority());
+  it('a root with committed work that this authority never bound (and that records none) is refused root_authority_mismatch, not adopted silently', async () => {
+    const root = await rootUnder(newAuthority());
     forgetRecordedAuthority(root);
-    const r = refusal(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--root', root, '--authority-dir', newAuthority()]);
+    const r = await refusal(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--root', root, '--authority-dir', newAuthority()]);
     expect(r).toMatchObject({ status: 3, error: { code: 'root_authority_mismatch' } });
     expect(r.error.message).toContain('never bound it');
   });
 
-  it('bind-root --adopt previews the move with a digest, refuses another digest, and with it moves the root: the new authority writes, the old one is refused', () => {
+  it('bind-root --adopt previews the move with a digest, refuses another digest, and with it moves the root: the new authority writes, the old one is refused', async () => {
     const a = newAuthority();
     const b = newAuthority();
-    const root = rootUnder(a);
+    const root = await rootUnder(a);
     const at = (dir: string) => ['--root', root, '--authority-dir', dir];
-    const preview = ok(['authority', 'bind-root', '--adopt', ...at(b)]);
+    const preview = await ok(['authority', 'bind-root', '--adopt', ...at(b)]);
     expect(preview).toMatchObject({ state: 'preview', from_authority: expect.stringMatching(/^[0-9a-f]{16}$/), to_authority: expect.stringMatching(/^[0-9a-f]{16}$/) });
     expect(preview.from_authority).not.toBe(preview.to_authority);
     // The preview changed nothing: the root still belongs to its authority.
-    ok(['todo', 'add', '--goal', 'launch', '--title', 'Still here', ...at(a)]);
-    expect(refusal(['authority', 'bind-root', '--adopt', '--confirm', '0'.repeat(64), ...at(b)]).error.code).toBe('authority_adoption_digest_mismatch');
-    expect(refusal(['authority', 'bind-root', '--confirm', preview.digest, ...at(b)]).status).toBe(2);
+    await ok(['todo', 'add', '--goal', 'launch', '--title', 'Still here', ...at(a)]);
+    expect((await refusal(['authority', 'bind-root', '--adopt', '--confirm', '0'.repeat(64), ...at(b)])).error.code).toBe('authority_adoption_digest_mismatch');
+    expect((await refusal(['authority', 'bind-root', '--confirm', preview.digest, ...at(b)])).status).toBe(2);
     // The digest is over what the move does now: adding a Todo did not change it.
-    expect(ok(['authority', 'bind-root', '--adopt', '--confirm', preview.digest, ...at(b)])).toMatchObject({ state: 'adopted', to_authority: preview.to_authority });
-    ok(['todo', 'add', '--goal', 'launch', '--title', 'Under the new authority', ...at(b)]);
-    expect(refusal(['todo', 'add', '--goal', 'launch', '--title', 'Under the old one', ...at(a)]).error.code).toBe('root_authority_mismatch');
-    expect(ok(['authority', 'bind-root', '--adopt', ...at(b)]).state).toBe('unchanged');
+    expect(await ok(['authority', 'bind-root', '--adopt', '--confirm', preview.digest, ...at(b)])).toMatchObject({ state: 'adopted', to_authority: preview.to_authority });
+    await ok(['todo', 'add', '--goal', 'launch', '--title', 'Under the new authority', ...at(b)]);
+    expect((await refusal(['todo', 'add', '--goal', 'launch', '--title', 'Under the old one', ...at(a)])).error.code).toBe('root_authority_mismatch');
+    expect((await ok(['authority', 'bind-root', '--adopt', ...at(b)])).state).toBe('unchanged');
   });
 
   it('a Goal work store ahead of its mark (committed without one) advances the mark and is not refused', async () => {
     const a = newAuthority();
-    const root = rootUnder(a);
+    const root = await rootUnder(a);
     // Committed by a writer that never marked it, as one killed between its commit and its mark.
     await addTodo(root, 'launch', { operation_id: 'unmarked-1', title: 'Committed, not marked' });
     await addTodo(root, 'launch', { operation_id: 'unmarked-2', title: 'Also not marked' });
-    ok(['todo', 'add', '--goal', 'launch', '--title', 'After the crash', '--root', root, '--authority-dir', a]);
-    expect(ok(['todo', 'list', '--goal', 'launch', '--root', root]).todos).toHaveLength(4);
+    await ok(['todo', 'add', '--goal', 'launch', '--title', 'After the crash', '--root', root, '--authority-dir', a]);
+    expect((await ok(['todo', 'list', '--goal', 'launch', '--root', root])).todos).toHaveLength(4);
   });
 });

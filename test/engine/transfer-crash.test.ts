@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FAULT_IMPORT_AFTER_KERNEL_COMMIT } from '../../src/engine/index.js';
-import { loopx, loopxAsync, type CliResult, rel } from '../support/cli.js';
+import { loopxAsync, type CliResult, rel } from '../support/cli.js';
 
 const AGENT = 'examples/agents/researcher.json';
 const TIMEOUT = 120_000; // generous: every step is a real child process, and CI machines are shared
@@ -145,9 +145,9 @@ async function expectContinues(runId: string, root: string, lastSequence: number
   expect(tail.map((e) => e.type)).not.toContain('RunStarted');
 }
 
-beforeAll(() => {
+beforeAll(async () => {
   // Create the shared authority once, before concurrent children would race to create it.
-  const r = loopx(['authority', 'init', '--json']);
+  const r = await loopxAsync(['authority', 'init', '--json']);
   expect(r.status, r.stderr).toBe(0);
 });
 

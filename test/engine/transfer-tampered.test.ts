@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeEnvelope } from '../../src/snapshot/index.js';
-import { loopx, loopxAsync, type CliResult } from '../support/cli.js';
+import { loopxAsync, type CliResult } from '../support/cli.js';
 import { treeState } from '../support/tree.js';
 
 const AGENT = 'examples/agents/researcher.json';
@@ -63,9 +63,9 @@ async function world() {
   return { base, origin, runId: s.run_id as string, genuine, scopeFlipped: forge('scope.snapshot', scopeAt), hmacFlipped: forge('hmac.snapshot', hmacAt) };
 }
 
-beforeAll(() => {
+beforeAll(async () => {
   // Create the shared authority once, before concurrent children would race to create it.
-  const r = loopx(['authority', 'init', '--json']);
+  const r = await loopxAsync(['authority', 'init', '--json']);
   expect(r.status, r.stderr).toBe(0);
 });
 

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { admit, admissionState, closeAdmission, initRoot, withAdmission } from '../../src/runtime/index.js';
-import { cliFromSources, REPO, STATE_HOME, loopx, loopxAsync, tempRoot, type CliResult } from '../support/cli.js';
+import { cliFromSources, REPO, STATE_HOME, loopxAsync, tempRoot, type CliResult } from '../support/cli.js';
 
 cliFromSources();
 
@@ -111,7 +111,7 @@ let sink: WebhookSink;
 beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   root = tempRoot('loopx-admission-');
-  expect(loopx(['init', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
   await ok(['goal', 'create', 'g', '--title', 'Ship the launch post', '--root', root]);
   await ok(['todo', 'add', '--goal', 'g', '--title', 'Draft the outline', '--root', root]);
   suspendedRun = (await ok(['run', 'start', '--agent', RESEARCHER, '--suspend-after-turns', '1', '--root', root])).run_id;

@@ -161,20 +161,20 @@ export function tempRoot(prefix = 'loopx-test-'): string {
 }
 
 /** The launch Goal's three Todos (t1 Draft the outline, t2 Review the draft, t3 Publish), added through the CLI at `at`. */
-export function addLaunchTodos(at: readonly string[], env: Record<string, string> = {}): void {
+export async function addLaunchTodos(at: readonly string[], env: Record<string, string> = {}): Promise<void> {
   for (const [id, title] of [
     ['t1', 'Draft the outline'],
     ['t2', 'Review the draft'],
     ['t3', 'Publish'],
   ] as const) {
-    const added = loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--id', id, ...at], env);
+    const added = await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--id', id, ...at], env);
     if (added.status !== 0) throw new Error(`todo add ${id}: ${added.stderr}`);
   }
 }
 
 /** A Goal's Todos as `[todo_id, status]`, in order, as `loopx todo list` reads them at `at`. */
-export function todoStatuses(goal: string, at: readonly string[], env: Record<string, string> = {}): [string, string][] {
-  const listed = loopx(['todo', 'list', '--goal', goal, ...at, '--json'], env).json() as { todos: { todo_id: string; status: string }[] };
+export async function todoStatuses(goal: string, at: readonly string[], env: Record<string, string> = {}): Promise<[string, string][]> {
+  const listed = (await loopxAsync(['todo', 'list', '--goal', goal, ...at, '--json'], env)).json() as { todos: { todo_id: string; status: string }[] };
   return listed.todos.map((t) => [t.todo_id, t.status]);
 }
 
