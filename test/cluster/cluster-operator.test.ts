@@ -14,11 +14,11 @@ import { ClusterNode, initCluster, loadAgentFile, submitClusterRun } from '../..
 import { openPostgres } from '../../src/store/index.js';
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { loopx, loopxAsync, tempRoot, rel } from '../support/cli.js';
+import { loopxAsync, tempRoot, rel } from '../support/cli.js';
 import { describePg, PG_URL, pgSchemas } from '../support/pg.js';
 import { expectSchemaValid } from '../support/pg-restore.js';
 
-const URL_VAR = 'LOOPX_TEST_OPERATOR_CLUSTER_URL';
+const URL_VAR = 'LOOPX_OPERATOR_CLUSTER_URL';
 const CLUSTER = `env:${URL_VAR}`;
 const env = { [URL_VAR]: PG_URL };
 process.env[URL_VAR] = PG_URL;
@@ -48,9 +48,9 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>): Prom
 }
 
 /** The next action of a refusal, run as printed (its words after `: loopx `). */
-const runNextAction = (doc: unknown) => {
+const runNextAction = async (doc: unknown) => {
   const next = (doc as { error: { next_action: string } }).error.next_action;
-  return loopx(next.slice(next.indexOf(': loopx ') + ': loopx '.length).split(' '), env);
+  return await loopxAsync(next.slice(next.indexOf(': loopx ') + ': loopx '.length).split(' '), env);
 };
 
 /** A fresh cluster schema, its key directory, one daemon (in this process) delivering to `receiver`, and a run of `deliveries` deliveries submitted. */
@@ -58,7 +58,7 @@ async function clusterWithRun(receiver: string, runId: string, deliveries: numbe
   const schema = schemaName();
   await initCluster({ cluster: CLUSTER, schema });
   const keys = tempRoot('loopx-operator-keys-');
-  expect(loopx(['authority', 'init', '--authority-dir', keys]).status).toBe(0);
+  expect((await loopxAsync(['authority', 'init', '--authority-dir', keys])).status).toBe(0);
   const node = await ClusterNode.join({ cluster: CLUSTER, schema, keysDir: keys, receiverUrl: receiver, leaseMs: 2_000, pollMs: 100 });
   closers.push(() => node.close());
   const db = openPostgres({ url: PG_URL, schema, max: 2 });
@@ -80,31 +80,31 @@ describePg('an operator settles a held cluster run with the run commands (--clus
     await until('the run to be held on its unknown delivery', async () => ((await workOf())?.held_code === 'mutation_uncertain' ? true : undefined));
 
     // The operator reads the run as a root's run reads.
-    const shown = loopx(['run', 'show', 'run_held', ...flags, '--json'], env);
+    const shown = await loopxAsync(['run', 'show', 'run_held', ...flags, '--json'], env);
     expect(shown.status, shown.stderr).toBe(0);
     expectSchemaValid('run-show.schema.json', shown.json());
     const view = shown.json<{ status: string; waiting_for: { kind: string; call_ids: string[] } }>();
     expect(view).toMatchObject({ status: 'active', waiting_for: { kind: 'resolution' } });
     const [callId] = view.waiting_for.call_ids;
-    const human = loopx(['run', 'show', 'run_held', ...flags], env);
+    const human = await loopxAsync(['run', 'show', 'run_held', ...flags], env);
     expect(human.stdout).toContain(`settle: loopx run resolve run_held <call-id> (--committed RESULT | --absent | --abandon) --cluster ${CLUSTER} --cluster-schema ${schema}`);
     const eventsBefore = (await db.query('SELECT 1 FROM run_events WHERE run_id = $1', ['run_held'])).length;
 
     // Refusals: typed, nothing changed, and each next action works as printed.
-    const wrongCall = loopx(['run', 'resolve', 'run_held', 'run_held/t9/k9', '--absent', ...flags, '--authority-dir', keys, '--json'], env);
+    const wrongCall = await loopxAsync(['run', 'resolve', 'run_held', 'run_held/t9/k9', '--absent', ...flags, '--authority-dir', keys, '--json'], env);
     expect(wrongCall.status).toBe(3);
     expect(wrongCall.json()).toMatchObject({
       error: { code: 'call_not_found', next_action: `list uncertain calls: loopx run show run_held --cluster ${CLUSTER} --cluster-schema ${schema} --authority-dir ${rel(keys)}` },
     });
-    expect(runNextAction(wrongCall.json()).status).toBe(0);
-    const unknownRun = loopx(['run', 'show', 'run_nowhere', ...flags, '--json'], env);
+    expect((await runNextAction(wrongCall.json())).status).toBe(0);
+    const unknownRun = await loopxAsync(['run', 'show', 'run_nowhere', ...flags, '--json'], env);
     expect(unknownRun.status).toBe(3);
     expect(unknownRun.json()).toMatchObject({ error: { code: 'cluster_run_not_found' } });
-    expect(runNextAction(unknownRun.json()).status).toBe(0);
-    const noKeys = loopx(['run', 'resolve', 'run_held', callId!, '--absent', ...flags, '--authority-dir', join(keys, 'missing'), '--json'], env);
+    expect((await runNextAction(unknownRun.json())).status).toBe(0);
+    const noKeys = await loopxAsync(['run', 'resolve', 'run_held', callId!, '--absent', ...flags, '--authority-dir', join(keys, 'missing'), '--json'], env);
     expect(noKeys.status).not.toBe(0);
     expect(noKeys.json()).toMatchObject({ error: { code: 'authority_missing' } });
-    const schemaAlone = loopx(['run', 'show', 'run_held', '--cluster-schema', schema, '--json'], env);
+    const schemaAlone = await loopxAsync(['run', 'show', 'run_held', '--cluster-schema', schema, '--json'], env);
     expect(schemaAlone.status).toBe(2);
     expect(schemaAlone.json()).toMatchObject({ error: { code: 'cluster_schema_without_cluster' } });
     expect((await db.query('SELECT 1 FROM run_events WHERE run_id = $1', ['run_held'])).length).toBe(eventsBefore);
@@ -150,7 +150,7 @@ describePg('an operator settles a held cluster run with the run commands (--clus
     const effects = await db.query<{ outcome: string }>('SELECT outcome FROM effects');
     expect(effects.map((e) => e.outcome)).toEqual(['absent']);
     // A finished run is not cancelled: refused as in a root, its work still finished.
-    const late = loopx(['run', 'cancel', 'run_held', ...flags, '--authority-dir', keys, '--json'], env);
+    const late = await loopxAsync(['run', 'cancel', 'run_held', ...flags, '--authority-dir', keys, '--json'], env);
     expect(late.status).toBe(3);
     expect(late.json()).toMatchObject({ error: { code: 'run_terminal' } });
     expect(await workOf()).toMatchObject({ state: 'finished' });

@@ -16,12 +16,12 @@ import { afterAll, afterEach, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { loadAgentFile, submitClusterRun } from '../../src/runtime/index.js';
 import { openPostgres, type PgDatabase } from '../../src/store/index.js';
-import { CLI, REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { CLI, REPO, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 import { makeHosts, privatePostgres, type Hosts, type PrivatePostgres } from '../support/hosts.js';
 import { describePg } from '../support/pg.js';
 import { expectSchemaValid } from '../support/pg-restore.js';
 
-const CLUSTER = 'env:LOOPX_TEST_CLUSTER_URL';
+const CLUSTER = 'env:LOOPX_CLUSTER_URL';
 const LEASE_MS = 1500;
 
 const running: ChildProcessWithoutNullStreams[] = [];
@@ -85,7 +85,7 @@ interface Cluster {
   readonly server: PrivatePostgres;
   /** A daemon on host `host` (0, 1, 2: another network namespace each, as root). */
   daemon(host: number, env?: Record<string, string>): Promise<Daemon>;
-  submit(runId: string): void;
+  submit(runId: string): Promise<void>;
   status(): Promise<StatusDoc>;
 }
 
@@ -99,12 +99,12 @@ async function cluster(deliveries: number): Promise<Cluster> {
   const { hosts, server } = await theWorld();
   const schema = `c_${randomBytes(6).toString('hex')}`;
   const flags = ['--cluster', CLUSTER, '--cluster-schema', schema];
-  const here = { LOOPX_TEST_CLUSTER_URL: server.url() };
-  const init = loopx(['cluster', 'init', ...flags, '--json'], here);
+  const here = { LOOPX_CLUSTER_URL: server.url() };
+  const init = await loopxAsync(['cluster', 'init', ...flags, '--json'], here);
   expect(init.status, init.stderr).toBe(0);
   expectSchemaValid('cluster-init.schema.json', init.json());
   const keys = tempRoot('loopx-cluster-keys-');
-  expect(loopx(['authority', 'init', '--authority-dir', keys]).status).toBe(0);
+  expect((await loopxAsync(['authority', 'init', '--authority-dir', keys])).status).toBe(0);
   const sink = await startWebhookSink({ port: 0, ...(hosts.isolated ? { linkAddress: hosts.servicesAddress } : {}) });
   sinks.push(sink);
   const db = openPostgres({ url: server.url(), schema, max: 2 });
@@ -129,13 +129,13 @@ async function cluster(deliveries: number): Promise<Cluster> {
       // Each daemon: its own root, and its own copy of the cluster's key scope (provisioned alike to every host).
       const n = ++made;
       const root = tempRoot(`loopx-cluster-d${n}-`);
-      expect(loopx(['init', '--root', root]).status).toBe(0);
+      expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
       const hostKeys = tempRoot(`loopx-cluster-d${n}-keys-`);
       cpSync(keys, hostKeys, { recursive: true });
       const on = hosts.hosts[host]!;
       const args = [...CLI, '--root', root, '--authority-dir', hostKeys, '--json', 'daemon', ...flags, '--receiver', sink.deliveriesUrl, '--lease-ms', String(LEASE_MS)];
       const [cmd, ...prefix] = on.prefix.length > 0 ? [...on.prefix, process.execPath] : [process.execPath];
-      const env = { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_TEST_CLUSTER_URL: server.url(hosts.servicesAddress), ...extraEnv };
+      const env = { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_CLUSTER_URL: server.url(hosts.servicesAddress), ...extraEnv };
       const child = spawn(cmd!, [...prefix, ...args], { cwd: REPO, env });
       running.push(child);
       let out = '';
@@ -155,8 +155,8 @@ async function cluster(deliveries: number): Promise<Cluster> {
       expectSchemaValid('daemon-start.schema.json', doc);
       return { child, instance: doc.cluster_instance, output: () => err };
     },
-    submit(runId) {
-      const r = loopx(['cluster', 'submit', ...flags, '--agent', agentFile, '--run-id', runId, '--json'], here);
+    async submit(runId) {
+      const r = await loopxAsync(['cluster', 'submit', ...flags, '--agent', agentFile, '--run-id', runId, '--json'], here);
       expect(r.status, r.stderr).toBe(0);
       expectSchemaValid('cluster-submit.schema.json', r.json());
     },
@@ -170,7 +170,7 @@ async function cluster(deliveries: number): Promise<Cluster> {
 }
 
 const drain = (c: Cluster, instance: string) =>
-  loopxAsync(['cluster', 'drain', instance, '--cluster', CLUSTER, '--cluster-schema', c.schema, '--json'], { LOOPX_TEST_CLUSTER_URL: c.server.url() });
+  loopxAsync(['cluster', 'drain', instance, '--cluster', CLUSTER, '--cluster-schema', c.schema, '--json'], { LOOPX_CLUSTER_URL: c.server.url() });
 
 /** A run as `loopx cluster status` reports it, read straight from the database (the waits poll this; one test reads the command). */
 const runOf = async (c: Cluster, runId: string): Promise<StatusDoc['runs'][number] | undefined> =>
@@ -225,7 +225,7 @@ describePg('a cluster of daemons on one PostgreSQL (real processes; as root, eac
       for (let h = 0; h < n; h++) daemons.push(await c.daemon(h));
       const handedFrom: string[] = [];
       c.sink.failNext('hold_until_released');
-      c.submit('run_drain');
+      await c.submit('run_drain');
       for (let handoff = 1; handoff < n; handoff++) {
         await until(`delivery ${handoff} to be in flight`, async () => c.sink.held() === 1);
         const owner = await ownerNow(c, 'run_drain');
@@ -272,7 +272,7 @@ describePg('a cluster of daemons on one PostgreSQL (real processes; as root, eac
       const c = await cluster(2);
       const daemons = [await c.daemon(0), await c.daemon(1)];
       c.sink.failNext('hold_until_released');
-      c.submit('run_crash');
+      await c.submit('run_crash');
       await until('the first delivery to be in flight', async () => c.sink.held() === 1);
       const owner = await ownerNow(c, 'run_crash');
       const dead = daemons.find((d) => d.instance === owner)!;
@@ -305,7 +305,7 @@ describePg('a cluster of daemons on one PostgreSQL (real processes; as root, eac
       const c = await cluster(2);
       const daemons = [await c.daemon(0), await c.daemon(1)];
       c.sink.failNext('hold_until_released');
-      c.submit('run_paused');
+      await c.submit('run_paused');
       await until('the first delivery to be in flight', async () => c.sink.held() === 1);
       const owner = await ownerNow(c, 'run_paused');
       const paused = daemons.find((d) => d.instance === owner)!;
@@ -331,7 +331,7 @@ describePg('a cluster of daemons on one PostgreSQL (real processes; as root, eac
       const c = await cluster(1);
       // The first daemon stops itself right after the run's intent is durable, before the delivery is sent.
       const stale = await c.daemon(0, { LOOPX_TEST_FAULT: 'stop:engine.mutation.after-intent' });
-      c.submit('run_fenced');
+      await c.submit('run_fenced');
       await until(
         'the owner to pause after its intent',
         async () => (await c.db.query(`SELECT 1 FROM run_events WHERE run_id = $1 AND type = 'ToolCalled'`, ['run_fenced'])).length >= 1,
@@ -356,26 +356,26 @@ describePg('a cluster of daemons on one PostgreSQL (real processes; as root, eac
     'refusals: a run id used twice, an unknown daemon, a schema never initialised, a URL reference that holds nothing — each typed, with the command that fixes it',
     async () => {
       const c = await cluster(1);
-      const here = { LOOPX_TEST_CLUSTER_URL: c.server.url() };
+      const here = { LOOPX_CLUSTER_URL: c.server.url() };
       const flags = ['--cluster', CLUSTER, '--cluster-schema', c.schema, '--json'];
-      c.submit('run_once');
-      const again = loopx(['cluster', 'submit', ...flags, '--agent', c.agentFile, '--run-id', 'run_once'], here);
+      await c.submit('run_once');
+      const again = await loopxAsync(['cluster', 'submit', ...flags, '--agent', c.agentFile, '--run-id', 'run_once'], here);
       expect(again.status).toBe(4);
       expect(again.json()).toMatchObject({ error: { code: 'cluster_run_exists' } });
-      const unknown = loopx(['cluster', 'drain', 'inst_000000000000000000000000', ...flags], here);
+      const unknown = await loopxAsync(['cluster', 'drain', 'inst_000000000000000000000000', ...flags], here);
       expect(unknown.status).toBe(3);
       expect(unknown.json()).toMatchObject({ error: { code: 'cluster_instance_not_found' } });
       const fresh = `c_${randomBytes(6).toString('hex')}`;
-      const bare = loopx(['cluster', 'status', '--cluster', CLUSTER, '--cluster-schema', fresh, '--json'], here);
+      const bare = await loopxAsync(['cluster', 'status', '--cluster', CLUSTER, '--cluster-schema', fresh, '--json'], here);
       expect(bare.status).toBe(3);
       expect(bare.json()).toMatchObject({
         error: { code: 'cluster_not_initialised', next_action: `initialise it: loopx cluster init --cluster ${CLUSTER} --cluster-schema ${fresh}` },
       });
       // The next action works as printed, and then the status reads.
       const [, ...fix] = (bare.json() as { error: { next_action: string } }).error.next_action.split(': loopx ')[1]!.split(' ');
-      expect(loopx(['cluster', ...fix], here).status).toBe(0);
-      expect(loopx(['cluster', 'status', '--cluster', CLUSTER, '--cluster-schema', fresh, '--json'], here).status).toBe(0);
-      const unset = loopx(['cluster', 'status', '--cluster', 'env:LOOPX_TEST_NOT_SET', '--json']);
+      expect((await loopxAsync(['cluster', ...fix], here)).status).toBe(0);
+      expect((await loopxAsync(['cluster', 'status', '--cluster', CLUSTER, '--cluster-schema', fresh, '--json'], here)).status).toBe(0);
+      const unset = await loopxAsync(['cluster', 'status', '--cluster', 'env:LOOPX_TEST_NOT_SET', '--json']);
       expect(unset.status).toBe(3);
       expect(unset.json()).toMatchObject({ error: { code: 'database_url_missing' } });
       expect(unset.stdout + unset.stderr).not.toContain(c.server.url());
@@ -390,7 +390,7 @@ describePg('a cluster of daemons on one PostgreSQL (real processes; as root, eac
       await c.daemon(0);
       await c.daemon(1);
       c.sink.failNext('hold_until_released');
-      c.submit('run_cut');
+      await c.submit('run_cut');
       for (let cut = 1; cut <= 2; cut++) {
         await until(`delivery ${cut} to be in flight`, async () => c.sink.held() === 1);
         const before = await c.db.query<{ n: string }>('SELECT count(*) AS n FROM run_events WHERE run_id = $1', ['run_cut']);
@@ -418,7 +418,7 @@ describePg('a cluster of daemons on one PostgreSQL (real processes; as root, eac
       await c.daemon(0);
       await c.daemon(1);
       c.sink.failNext('hold_until_released');
-      c.submit('run_restart');
+      await c.submit('run_restart');
       await until('the first delivery to be in flight', async () => c.sink.held() === 1);
       const before = Number((await c.db.query<{ n: string }>('SELECT count(*) AS n FROM run_events WHERE run_id = $1', ['run_restart']))[0]!.n);
       c.server.restart();
@@ -436,7 +436,7 @@ describePg('a cluster of daemons on one PostgreSQL (real processes; as root, eac
     async () => {
       for (const n of [1, 2, 3]) {
         const c = await cluster(2);
-        process.env.LOOPX_TEST_CLUSTER_URL = c.server.url();
+        process.env.LOOPX_CLUSTER_URL = c.server.url();
         for (let h = 0; h < n; h++) await c.daemon(h);
         const ids = Array.from({ length: 12 }, (_, i) => `run_load_${n}_${i}`);
         // Submitted by the library (the command is what every other scenario uses): the load, not 12 process starts.
@@ -449,7 +449,7 @@ describePg('a cluster of daemons on one PostgreSQL (real processes; as root, eac
         expect(c.sink.deliveries()).toHaveLength(24);
         for (const d of running.splice(0)) d.kill('SIGKILL');
       }
-      delete process.env.LOOPX_TEST_CLUSTER_URL;
+      delete process.env.LOOPX_CLUSTER_URL;
     },
     SCENARIO_MS,
   );

@@ -12,7 +12,7 @@ import { buildApp, LoginTokens, MAX_PENDING_UPLOADS, type DaemonApp } from '../.
 import { BackupService } from '../../src/daemon/backups.js';
 import { PassThrough } from 'node:stream';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { cliFromSources, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { cliFromSources, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 
 cliFromSources();
 
@@ -37,17 +37,17 @@ async function appFor(r: string): Promise<{ d: DaemonApp; login: LoginTokens }> 
 beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   root = tempRoot('loopx-daemon-');
-  expect(loopx(['init', '--root', root]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
-    expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
   const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl, '--root', root, '--json']);
   expect(run.status, run.stderr).toBe(0);
-  const started = loopx(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '1', '--root', root, '--json']);
+  const started = await loopxAsync(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '1', '--root', root, '--json']);
   expect(started.status, started.stderr).toBe(0);
   suspendedRun = started.json().run_id;
   const out = join(dirname(root), 'out');
-  expect(loopx(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root])).status).toBe(0);
   archive = readFileSync(join(out, 'b1.tar.gz'));
   manifest = readFileSync(join(out, 'b1.manifest.json'));
   ({ d, login } = await appFor(root));
@@ -161,7 +161,7 @@ describe('runs', () => {
     const bytes = exported.rawPayload;
     expect(exported.headers['x-loopx-sha256']).toBe(createHash('sha256').update(bytes).digest('hex'));
     const other = tempRoot('loopx-daemon-import-');
-    expect(loopx(['init', '--root', other]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', other])).status).toBe(0);
     const o = await appFor(other);
     try {
       const imported = await o.d.app.inject({ method: 'POST', url: '/api/runs/import', headers: { ...AUTH, ...octet }, payload: bytes });
@@ -261,7 +261,7 @@ describe('backups', () => {
   }, 60_000);
 
   it("lists this root's own backups and verifies one where it lies (no upload); an unknown one is a typed 404", async () => {
-    expect(loopx(['backup-state', '--execute', '--backup-id', 'in-root', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['backup-state', '--execute', '--backup-id', 'in-root', '--root', root])).status).toBe(0);
     const list = await inject('GET', '/api/backups');
     expect(list.statusCode).toBe(200);
     expect(list.json().backups).toEqual([{ location: 'root', backup_id: 'in-root', archive_bytes: readFileSync(join(root, 'backups', 'in-root.tar.gz')).length }]);
@@ -343,8 +343,8 @@ describe('backups', () => {
 
   it('a stopping daemon starts no new verification (503 daemon_stopping)', async () => {
     const other = tempRoot('loopx-daemon-closing-');
-    expect(loopx(['init', '--root', other]).status).toBe(0);
-    expect(loopx(['backup-state', '--execute', '--backup-id', 'late', '--root', other]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', other])).status).toBe(0);
+    expect((await loopxAsync(['backup-state', '--execute', '--backup-id', 'late', '--root', other])).status).toBe(0);
     const service = new BackupService(other);
     await service.close();
     let refused: unknown;

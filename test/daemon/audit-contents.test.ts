@@ -15,7 +15,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { CLI, REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { CLI, REPO, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 import { closeDaemon } from '../support/daemon.js';
 
 const TOKEN = 'test-token-0123456789';
@@ -80,13 +80,13 @@ async function verifyUpload(): Promise<string> {
 beforeAll(async () => {
   root = tempRoot('loopx-daemon-contents-');
   sink = await startWebhookSink({ port: 0, journalPath: join(dirname(root), 'receiver.jsonl') });
-  expect(loopx(['init', '--root', root]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'launch', '--title', TITLE, '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', TITLE, '--root', root])).status).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
-    expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
   const w = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', join(REPO, 'examples/agents/goal-worker.json'), '--sink', sink.deliveriesUrl, '--root', root]);
   expect(w.status, w.stderr).toBe(0);
-  expect(loopx(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root])).status).toBe(0);
   d = await app();
   inPlace = await verified(await d.app.inject({ method: 'POST', url: '/api/backups/b1/verify', headers: AUTH }));
   uploaded = await verifyUpload();

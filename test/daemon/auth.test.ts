@@ -11,7 +11,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { looksLikeApiPath } from '../../src/daemon/security.js';
-import { loopx, tempRoot } from '../support/cli.js';
+import { loopxAsync, tempRoot } from '../support/cli.js';
 import { rawRequest } from './raw-http.js';
 
 const TOKEN = 'auth-test-token-0123456789';
@@ -34,7 +34,7 @@ let logged = '';
 
 beforeAll(async () => {
   root = tempRoot('loopx-daemon-auth-');
-  expect(loopx(['init', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
   // A built UI whose files include ones named like API routes: serving them would show the wildcard ran.
   const uiDir = join(dirname(root), 'ui');
   mkdirSync(join(uiDir, 'api', 'session'), { recursive: true });

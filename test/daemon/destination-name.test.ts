@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
-import { loopx, REPO, STATE_HOME } from '../support/cli.js';
+import { REPO, STATE_HOME, loopxAsync } from '../support/cli.js';
 
 const TOKEN = 'test-token-0123456789';
 const AUTH = { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` };
@@ -19,7 +19,7 @@ beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'loopx-dest-name-'));
   const root = join(dir, '.loopx-sample');
   mkdirSync(root, { mode: 0o700 });
-  expect(loopx(['init', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
   d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir: join(STATE_HOME, 'loopx', 'run-authority'), logger: false });
 }, 60_000);
 afterAll(async () => {

@@ -13,7 +13,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { MAX_KEPT_DRILLS } from '../../src/daemon/drills.js';
-import { REPO, STATE_HOME, loopx, tempRoot } from '../support/cli.js';
+import { REPO, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 
 // This file's daemons make their drills' directories in a temporary directory of its own: another
 // file's daemon drills (the browser's) may run at the same time, and are not this file's to count.
@@ -80,7 +80,7 @@ function events(text: string): { event: string; data: Record<string, unknown> }[
 
 beforeAll(async () => {
   root = tempRoot('loopx-drillapi-');
-  expect(loopx(['init', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
   d = await app();
   // As many receipts as are kept, all older than the drill to come: keeping its receipt removes the oldest.
   seeds = Array.from({ length: MAX_KEPT_DRILLS }, (_, i) => `drill_${i.toString(16).padStart(16, '0')}.json`);

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { agentFile } from '../recovery/support/adopt.js';
-import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { REPO, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 import { closeDaemon } from '../support/daemon.js';
 
 const TOKEN = 'test-token-0123456789';
@@ -48,8 +48,8 @@ async function workRun(agent: string): Promise<string> {
   return r.json().run_id as string;
 }
 
-function events(runId: string): Ev[] {
-  const r = loopx(['run', 'events', runId, '--root', root, '--json']);
+async function events(runId: string): Promise<Ev[]> {
+  const r = await loopxAsync(['run', 'events', runId, '--root', root, '--json']);
   expect(r.status, r.stderr).toBe(0);
   const docs = r.stdout
     .split('\n')
@@ -59,7 +59,7 @@ function events(runId: string): Ev[] {
   return docs;
 }
 
-const deliveries = (runId: string) => events(runId).filter((e) => e.type === 'ToolResulted' && e.data.tool_name === 'webhook.deliver');
+const deliveries = async (runId: string) => (await events(runId)).filter((e) => e.type === 'ToolResulted' && e.data.tool_name === 'webhook.deliver');
 const op = (runId: string, turn: number) => `${runId}:t${turn}:k0`;
 
 async function activity(): Promise<{ effects: Record<string, unknown>[] }> {
@@ -84,8 +84,8 @@ async function activity(): Promise<{ effects: Record<string, unknown>[] }> {
 beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   root = tempRoot('loopx-goal-deliveries-');
-  expect(loopx(['init', '--root', root]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
   const dir = dirname(root);
   announce = agentFile(dir, 'announce', [{ text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'the outline is ready' } }] }, { text: 'Done.' }]);
   publish = agentFile(dir, 'publish', [
@@ -103,11 +103,11 @@ describe('what a receiver did with a Goal’s delivery, in its run’s events an
   it('a fresh delivery is `stored`: its run’s ToolResulted and the Goal’s effect say so', async () => {
     runs.first = await workRun(announce);
     expect(sink.deliveries()).toHaveLength(1);
-    expect(deliveries(runs.first).map((e) => e.data)).toEqual([
+    expect((await deliveries(runs.first)).map((e) => e.data)).toEqual([
       { call_id: `${runs.first}/t1/k0`, tool_name: 'webhook.deliver', status: 'ok', delivery_result: 'stored', duplicate_of: null },
     ]);
     // Calls of other tools carry neither field.
-    expect(events(runs.first).filter((e) => e.type === 'ToolResulted' && e.data.tool_name !== 'webhook.deliver')).toEqual([]);
+    expect((await events(runs.first)).filter((e) => e.type === 'ToolResulted' && e.data.tool_name !== 'webhook.deliver')).toEqual([]);
     expect((await activity()).effects).toEqual([expect.objectContaining({ operation_id: op(runs.first, 1), outcome: 'committed', delivery_result: 'stored', duplicate_of: null })]);
   }, 60_000);
 
@@ -117,20 +117,20 @@ describe('what a receiver did with a Goal’s delivery, in its run’s events an
     runs.replayed = await workRun(announce);
     expect(sink.deliveries()).toHaveLength(1);
     expect(sink.attempts().counts.duplicate).toBe(1);
-    expect(deliveries(runs.replayed).map((e) => e.data)).toEqual([
+    expect((await deliveries(runs.replayed)).map((e) => e.data)).toEqual([
       { call_id: `${runs.replayed}/t1/k0`, tool_name: 'webhook.deliver', status: 'ok', delivery_result: 'replayed', duplicate_of: null },
     ]);
     expect((await activity()).effects).toEqual([
       expect.objectContaining({ operation_id: op(runs.replayed, 1), outcome: 'committed', delivery_result: 'replayed', duplicate_of: null }),
     ]);
     // The first run's event keeps what the receiver did then: it was recorded when the call settled.
-    expect(deliveries(runs.first).map((e) => e.data.delivery_result)).toEqual(['stored']);
+    expect((await deliveries(runs.first)).map((e) => e.data.delivery_result)).toEqual(['stored']);
   }, 60_000);
 
   it('a delivery whose logical operation the effect owner holds committed is `not_sent`, naming the operation that delivered it', async () => {
     runs.again = await workRun(publish);
     expect(sink.deliveries()).toHaveLength(2); // the new message only
-    expect(deliveries(runs.again).map((e) => [e.data.delivery_result, e.data.duplicate_of])).toEqual([
+    expect((await deliveries(runs.again)).map((e) => [e.data.delivery_result, e.data.duplicate_of])).toEqual([
       ['not_sent', op(runs.replayed, 1)],
       ['stored', null],
     ]);

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { SOURCE_KILL_POINT } from '../../src/runtime/drill/definition.js';
-import { REPO, STATE_HOME, cliFromSources, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { REPO, STATE_HOME, cliFromSources, loopxAsync, tempRoot } from '../support/cli.js';
 import { closeDaemon } from '../support/daemon.js';
 
 cliFromSources(); // the in-process engine drives runs whose plan identity must match the CLI's
@@ -57,10 +57,10 @@ async function settled(runId: string): Promise<Record<string, unknown>> {
 beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   root = tempRoot('loopx-daemon-goal-page-');
-  expect(loopx(['init', '--root', root]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
-    expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
   d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
 }, 120_000);
 afterAll(() => closeDaemon(d, sink));
@@ -87,7 +87,7 @@ describe('the Goal page over the daemon', () => {
     expect(runId).toMatch(/^run_[0-9a-f]+$/);
     const final = await settled(runId);
     expect(final, JSON.stringify(final)).toMatchObject({ status: 'completed' });
-    const todos = loopx(['todo', 'list', '--goal', 'launch', '--root', root, '--json']).json().todos as { todo_id: string; status: string }[];
+    const todos = (await loopxAsync(['todo', 'list', '--goal', 'launch', '--root', root, '--json'])).json().todos as { todo_id: string; status: string }[];
     expect(todos.map((t) => `${t.todo_id}:${t.status}`)).toEqual(['t1:done', 't2:blocked', 't3:open']);
     expect(sink.deliveries()).toHaveLength(1);
   });
@@ -105,8 +105,9 @@ describe('the Goal page over the daemon', () => {
   });
 
   it('holds a delivery whose run died after sending it: owner effect, settled on its run by its one next action', async () => {
-    expect(loopx(['goal', 'create', 'crash', '--title', 'Crash mid-delivery', '--root', root]).status).toBe(0);
-    for (const title of ['Draft the outline', 'Review with design']) expect(loopx(['todo', 'add', '--goal', 'crash', '--title', title, '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', 'crash', '--title', 'Crash mid-delivery', '--root', root])).status).toBe(0);
+    for (const title of ['Draft the outline', 'Review with design'])
+      expect((await loopxAsync(['todo', 'add', '--goal', 'crash', '--title', title, '--root', root])).status).toBe(0);
     // The run is killed right after the receiver took the delivery, before the effect owner heard back.
     const killed = await loopxAsync(['work', 'run', '--goal', 'crash', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl, '--root', root], {
       LOOPX_TEST_FAULT: SOURCE_KILL_POINT,
@@ -124,7 +125,7 @@ describe('the Goal page over the daemon', () => {
       },
     ]);
     // Settled on its run, the hold is gone.
-    expect(loopx(['run', 'resolve', delivery.run_id, delivery.call_id, '--absent', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['run', 'resolve', delivery.run_id, delivery.call_id, '--absent', '--root', root])).status).toBe(0);
     expect((await get('/api/goals/crash/activity')).json().holds).toEqual([]);
   });
 
@@ -146,9 +147,9 @@ describe('the Goal page over the daemon', () => {
   });
 
   it('shows a batch of Todo updates as one transaction naming each Todo it changed', async () => {
-    expect(loopx(['goal', 'create', 'batch', '--title', 'Batched', '--root', root]).status).toBe(0);
-    for (const title of ['First', 'Second']) expect(loopx(['todo', 'add', '--goal', 'batch', '--title', title, '--root', root]).status).toBe(0);
-    expect(loopx(['todo', 'update', 't2', 't1', '--goal', 'batch', '--status', 'done', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', 'batch', '--title', 'Batched', '--root', root])).status).toBe(0);
+    for (const title of ['First', 'Second']) expect((await loopxAsync(['todo', 'add', '--goal', 'batch', '--title', title, '--root', root])).status).toBe(0);
+    expect((await loopxAsync(['todo', 'update', 't2', 't1', '--goal', 'batch', '--status', 'done', '--root', root])).status).toBe(0);
     const page = (await get('/api/goals/batch/history')).json();
     expect(page.transactions.at(-1)).toMatchObject({
       cursor: 3,

@@ -12,7 +12,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { REPO, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 import { BEFORE, agentFile } from '../recovery/support/adopt.js';
 import { closeDaemon } from '../support/daemon.js';
 
@@ -42,14 +42,14 @@ const post = (url: string, payload?: unknown) => d.app.inject({ method: 'POST', 
 beforeAll(async () => {
   root = tempRoot('loopx-daemon-superseded-');
   sink = await startWebhookSink({ port: 0 });
-  expect(loopx(['init', '--root', root]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'notes', '--title', 'Keep the notes', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'notes', '--title', 'Keep the notes', '--root', root])).status).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
-    expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
   const w = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agentFile(dirname(root), 'before', BEFORE), '--sink', sink.deliveriesUrl, '--root', root]);
   expect(w.status, w.stderr).toBe(0);
-  expect(loopx(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root])).status).toBe(0);
   d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
   oldLifetime = (await get('/api/goals/launch')).json().goal_instance_id;
   const started = await post('/api/backups/b1/verify');

@@ -8,7 +8,7 @@ import { cpSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
-import { STATE_HOME, loopx, tempRoot } from '../support/cli.js';
+import { STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 
 const TOKEN = 'test-token-0123456789';
 const AUTH = { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` };
@@ -23,8 +23,8 @@ const make = (r: string) => buildApp({ root: r, token: TOKEN, loginTokens: new L
 
 beforeAll(async () => {
   root = tempRoot('loopx-daemon-goals-');
-  expect(loopx(['init', '--root', root]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
   d = await make(root);
 }, 60_000);
 afterAll(async () => {
@@ -46,7 +46,7 @@ describe('Goal and Todo writes over the daemon', () => {
     const r = await post(d, '/api/goals/launch/todos/t1', { status: 'done', note: 'drafted' });
     expect(r.statusCode, r.body).toBe(200);
     expect(r.json().todo).toMatchObject({ todo_id: 't1', status: 'done', note: 'drafted' });
-    const cli = loopx(['todo', 'list', '--goal', 'launch', '--root', root, '--json']);
+    const cli = await loopxAsync(['todo', 'list', '--goal', 'launch', '--root', root, '--json']);
     expect(cli.json().todos[0]).toMatchObject({ todo_id: 't1', status: 'done', note: 'drafted' });
   });
 
@@ -70,7 +70,7 @@ describe('Goal and Todo writes over the daemon', () => {
     expect((await post(d, '/api/goals/launch/retire')).json().lifecycle).toBe('retired');
     const r = await post(d, '/api/goals/launch/resume');
     expect(r.statusCode).toBeGreaterThanOrEqual(400);
-    expect(loopx(['goal', 'show', 'launch', '--root', root, '--json']).json().lifecycle).toBe('retired');
+    expect((await loopxAsync(['goal', 'show', 'launch', '--root', root, '--json'])).json().lifecycle).toBe('retired');
   });
 
   it('refuses every write in a byte copy of the root (root_is_copy)', async () => {

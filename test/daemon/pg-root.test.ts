@@ -9,7 +9,7 @@ import { afterAll, expect, it } from 'vitest';
 import { startDaemon } from '../../src/daemon/server.js';
 import { rootPostgres } from '../../src/owners/index.js';
 import { openPostgres, type PgDatabase } from '../../src/store/index.js';
-import { STATE_HOME, loopx, tempRoot } from '../support/cli.js';
+import { STATE_HOME, loopxAsync, loopxChild, tempRoot } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
 
 describePg('a daemon on a root on PostgreSQL', () => {
@@ -33,10 +33,10 @@ describePg('a daemon on a root on PostgreSQL', () => {
     process.env.LX_DAEMON_PG = url;
     const root = tempRoot('loopx-daemon-pg-');
     const at = ['--root', root];
-    expect(loopx(['init', ...at, '--store', 'postgresql', '--database-url', 'env:LX_DAEMON_PG', '--pg-schema', schema], env).status).toBe(0);
-    expect(loopx(['db', 'migrate', ...at], env).status).toBe(0);
-    expect(loopx(['goal', 'create', 'launch', '--title', 'Launch', ...at], env).status).toBe(0);
-    expect(loopx(['todo', 'add', '--goal', 'launch', '--title', 'write it', ...at], env).status).toBe(0);
+    expect((await loopxAsync(['init', ...at, '--store', 'postgresql', '--database-url', 'env:LX_DAEMON_PG', '--pg-schema', schema], env)).status).toBe(0);
+    expect((await loopxAsync(['db', 'migrate', ...at], env)).status).toBe(0);
+    expect((await loopxChild(['goal', 'create', 'launch', '--title', 'Launch', ...at], env)).status).toBe(0);
+    expect((await loopxChild(['todo', 'add', '--goal', 'launch', '--title', 'write it', ...at], env)).status).toBe(0);
     expect(await connections()).toBe(0);
 
     let served!: PgDatabase;

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens } from '../../src/daemon/index.js';
-import { CLI, REPO, STATE_HOME, loopx, loopxAsync, tempRoot, rel } from '../support/cli.js';
+import { CLI, REPO, STATE_HOME, loopxAsync, loopxChild, tempRoot, rel } from '../support/cli.js';
 
 const running: ChildProcessWithoutNullStreams[] = [];
 afterEach(() => {
@@ -45,7 +45,7 @@ const exited = (c: ChildProcessWithoutNullStreams) => new Promise<number | null>
 describe('loopx daemon (a real process)', () => {
   it('listens on 127.0.0.1 with a token file (0600) and a one-time login address; a second daemon on the root is refused; SIGTERM drains', async () => {
     const root = tempRoot('loopx-daemon-proc-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     const { child, doc } = await daemon(root);
     expect(doc.url).toBe(`http://127.0.0.1:${doc.port}/`);
     expect(doc.login_url).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${doc.port}/#login=[A-Za-z0-9_-]{43}$`));
@@ -75,7 +75,7 @@ describe('loopx daemon (a real process)', () => {
     expect((await exchange()).status).toBe(401);
     expect(statSync(join(root, 'daemon', 'endpoint.json')).mode & 0o777).toBe(0o600);
 
-    const second = loopx(['daemon', '--root', root, '--json']);
+    const second = await loopxChild(['daemon', '--root', root, '--json']);
     expect(second.status).toBe(4);
     expect(second.json().error.code).toBe('daemon_already_running');
 
@@ -84,7 +84,7 @@ describe('loopx daemon (a real process)', () => {
     expect(await code).toBe(0);
     expect(existsSync(tokenFile)).toBe(false);
     expect(existsSync(join(root, 'daemon', 'endpoint.json'))).toBe(false);
-    const none = loopx(['daemon', 'login-url', '--root', root, '--json']);
+    const none = await loopxAsync(['daemon', 'login-url', '--root', root, '--json']);
     expect(none.status).toBe(3);
     expect(none.json().error).toMatchObject({ code: 'daemon_not_running', next_action: `start it: loopx daemon --root ${rel(root)}` });
     // Files a daemon killed hard would leave: with the lock free, nothing is sent to that port.
@@ -112,7 +112,7 @@ describe('loopx daemon (a real process)', () => {
 
   it('a SIGTERM sent the instant the address is printed still drains: exit 0, token file removed (repeated, it was a race)', async () => {
     const root = tempRoot('loopx-daemon-race-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     for (let i = 0; i < 8; i++) {
       const child = spawn(process.execPath, [...CLI, 'daemon', '--root', root, '--json'], {
         cwd: REPO,
@@ -126,11 +126,11 @@ describe('loopx daemon (a real process)', () => {
     }
   }, 60_000);
 
-  it('refuses any listen address but 127.0.0.1 (usage, exit 2)', () => {
+  it('refuses any listen address but 127.0.0.1 (usage, exit 2)', async () => {
     const root = tempRoot('loopx-daemon-host-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     for (const host of ['0.0.0.0', '::', '192.168.1.10']) {
-      const r = loopx(['daemon', '--root', root, '--host', host, '--json']);
+      const r = await loopxAsync(['daemon', '--root', root, '--host', host, '--json']);
       expect(r.status, host).toBe(2);
       expect(r.json().error.code).toBe('daemon_host_refused');
     }
@@ -138,7 +138,7 @@ describe('loopx daemon (a real process)', () => {
 
   it('a busy port is daemon_port_in_use naming the port (exit 4), leaving no token or lock behind; an out-of-range or non-numeric port is a usage error (exit 2)', async () => {
     const root = tempRoot('loopx-daemon-port-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     const busy = createServer();
     await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
     const port = (busy.address() as AddressInfo).port;
@@ -156,7 +156,7 @@ describe('loopx daemon (a real process)', () => {
       await new Promise<void>((r) => busy.close(() => r()));
     }
     for (const bad of ['65536', '70000', '99999', '-1', 'abc', '80.5', '']) {
-      const r = loopx(['daemon', '--root', root, '--port', bad, '--json']);
+      const r = await loopxAsync(['daemon', '--root', root, '--port', bad, '--json']);
       expect(r.status, bad).toBe(2);
       expect(r.json().error.code, bad).toMatch(/^(usage_error|daemon_port_invalid)$/);
     }
@@ -170,7 +170,7 @@ describe('loopx daemon (a real process)', () => {
   it('startDaemon refuses an out-of-range port before it takes the root (daemon_port_invalid, usage)', async () => {
     const { startDaemon } = await import('../../src/daemon/index.js');
     const root = tempRoot('loopx-daemon-port-lib-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     for (const port of [65536, -1, 1.5, Number.NaN]) {
       await expect(startDaemon({ root, port, logger: false }), String(port)).rejects.toMatchObject({ code: 'daemon_port_invalid', kind: 'usage' });
     }
@@ -179,7 +179,7 @@ describe('loopx daemon (a real process)', () => {
 
   it('logs method, route and status — never the token, a query value or the root path', async () => {
     const root = tempRoot('loopx-daemon-log-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     let logged = '';
     const stream = new Writable({
       write(chunk: Buffer, _e, cb) {
@@ -205,9 +205,9 @@ describe('draining', () => {
   it('stopping the daemon ends open event streams and interrupts a running verify job, removing its destination', async () => {
     const { startDaemon } = await import('../../src/daemon/index.js');
     const root = tempRoot('loopx-daemon-drain-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     const out = join(root, '..', 'out');
-    expect(loopx(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root])).status).toBe(0);
     process.env.LOOPX_TEST_WORKER_HANG = '1';
     const d = await startDaemon({ root, port: 0, logger: false, authorityDir: join(STATE_HOME, 'loopx', 'run-authority') });
     try {

@@ -12,7 +12,7 @@ import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { REPO, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 import { BEFORE, agentFile } from '../recovery/support/adopt.js';
 import { closeDaemon } from '../support/daemon.js';
 
@@ -47,13 +47,13 @@ beforeAll(async () => {
   root = tempRoot('loopx-daemon-recover-');
   sinkJournal = join(dirname(root), 'receiver.jsonl');
   sink = await startWebhookSink({ port: 0, journalPath: sinkJournal });
-  expect(loopx(['init', '--root', root]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
-    expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
   const w = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agentFile(dirname(root), 'before', BEFORE), '--sink', sink.deliveriesUrl, '--root', root]);
   expect(w.status, w.stderr).toBe(0);
-  expect(loopx(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root])).status).toBe(0);
   d = await app();
   const started = await post('/api/backups/b1/verify');
   expect(started.statusCode, started.body).toBe(202);
@@ -141,7 +141,7 @@ describe('recovering a Goal from the daemon', () => {
     expectRecovery(last);
     expect(last.status).toMatchObject({ state: 'complete', fences: { source_established: true, destination_established: true } });
     // The new root is beside the daemon's: the CLI reads the Goal there under its new lifetime.
-    const shown = loopx(['goal', 'show', 'launch', '--root', join(dirname(root), name), '--json']);
+    const shown = await loopxAsync(['goal', 'show', 'launch', '--root', join(dirname(root), name), '--json']);
     expect(shown.status, shown.stderr).toBe(0);
     expect(shown.json().goal_instance_id).toBe(last.status.goal.new_instance_id);
   }, 120_000);

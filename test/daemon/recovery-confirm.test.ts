@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/core/index.js';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 import { BEFORE, agentFile, type Doc } from '../recovery/support/adopt.js';
 import { closeDaemon } from '../support/daemon.js';
 
@@ -48,13 +48,13 @@ function tamper(edit: (plan: Doc) => void): string {
 beforeAll(async () => {
   root = tempRoot('loopx-daemon-confirm-');
   sink = await startWebhookSink({ port: 0 });
-  expect(loopx(['init', '--root', root]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
-    expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
   const w = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agentFile(dirname(root), 'before', BEFORE), '--sink', sink.deliveriesUrl, '--root', root]);
   expect(w.status, w.stderr).toBe(0);
-  expect(loopx(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root])).status).toBe(0);
   d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
   const started = await post('/api/backups/b1/verify');
   expect(started.statusCode, started.body).toBe(202);

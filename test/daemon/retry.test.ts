@@ -10,7 +10,7 @@ import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js
 import { IDEMPOTENCY_LIMITS } from '../../src/daemon/idempotency.js';
 import { join } from 'node:path';
 import { openSqlite } from '../../src/store/index.js';
-import { cliFromSources, STATE_HOME, loopx, tempRoot } from '../support/cli.js';
+import { cliFromSources, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 
 cliFromSources();
 
@@ -37,12 +37,12 @@ let clock = Date.now();
 
 beforeAll(async () => {
   root = tempRoot('loopx-daemon-retry-');
-  expect(loopx(['init', '--root', root]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'launch', '--title', 'Ship it', '--root', root]).status).toBe(0);
-  const started = loopx(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '1', '--root', root, '--json']);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship it', '--root', root])).status).toBe(0);
+  const started = await loopxAsync(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '1', '--root', root, '--json']);
   expect(started.status, started.stderr).toBe(0);
   runId = started.json().run_id;
-  const other = loopx(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '1', '--root', root, '--json']);
+  const other = await loopxAsync(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '1', '--root', root, '--json']);
   expect(other.status, other.stderr).toBe(0);
   loadRunId = other.json().run_id;
   login = new CountingLoginTokens();

@@ -16,7 +16,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { FAULT_AFTER_MUTATING_DISPATCH } from '../../src/engine/index.js';
-import { cliFromSources, REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { cliFromSources, REPO, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 
 // The daemon's in-process engine continues runs CLI children started.
 cliFromSources();
@@ -43,7 +43,7 @@ async function start(args: string[], env: Record<string, string> = {}): Promise<
   const r = await loopxAsync(['run', 'start', '--agent', ...args, '--root', root, '--json'], env);
   if (env.LOOPX_TEST_FAULT) {
     expect(r.signal, r.stderr).toBe('SIGKILL');
-    const listed = loopx(['run', 'list', '--root', root, '--json']).json() as { runs: { run_id: string; definition: { id: string } }[] };
+    const listed = (await loopxAsync(['run', 'list', '--root', root, '--json'])).json() as { runs: { run_id: string; definition: { id: string } }[] };
     return listed.runs.find((x) => x.definition.id === 'test.mutator')!.run_id;
   }
   expect(r.status, r.stderr).toBe(0);
@@ -52,7 +52,7 @@ async function start(args: string[], env: Record<string, string> = {}): Promise<
 
 beforeAll(async () => {
   root = tempRoot('loopx-daemon-run-actions-');
-  expect(loopx(['init', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
   runs.uncertain = await start([MUTATOR], { LOOPX_TEST_FAULT: FAULT_AFTER_MUTATING_DISPATCH });
   [runs.waiting, runs.streamed, runs.suspended, runs.cancelledElsewhere] = await Promise.all([
     start([RESEARCHER]),
@@ -132,7 +132,7 @@ describe('answer: the question a waiting run asks', () => {
       expect([again.status, again.text]).toEqual([200, first.text]);
       expect(await refused(path, { interaction_id: 'confirm-1', text: 'yes again' })).toEqual([422, 'interaction_id_reused']);
       // The answer is in the run, as the CLI's would be.
-      const shown = loopx(['run', 'show', runs.waiting, '--root', root, '--json']).json();
+      const shown = (await loopxAsync(['run', 'show', runs.waiting, '--root', root, '--json'])).json();
       expect(shown).toMatchObject({ status: 'completed' });
     },
     BOUND_MS,
@@ -187,8 +187,8 @@ describe('resolve: an uncertain mutating call, with the evidence the run and the
       expect(r.status, r.text).toBe(200);
       expect(r.json).toMatchObject({ run_id: runs.uncertain, status: 'completed', waiting_for: null });
       expect(await refused(path, { call_id: callId(), resolution: 'absent' })).toEqual([422, 'call_not_uncertain']);
-      const events = loopx(['run', 'events', runs.uncertain, '--root', root, '--json'])
-        .stdout.trim()
+      const events = (await loopxAsync(['run', 'events', runs.uncertain, '--root', root, '--json'])).stdout
+        .trim()
         .split('\n')
         .map((l) => JSON.parse(l) as Doc);
       expect(events.filter((e) => e.type === 'ToolResulted' && e.data.call_id === callId()).map((e) => e.data.status)).toEqual(['mutation_uncertain', 'ok']);
@@ -205,7 +205,7 @@ describe('cancel', () => {
     expect(await post(`runs/${runs.suspended}/cancel`, undefined, 'cancel-1')).toMatchObject({ status: 200, text: r.text });
     expect(await refused(`runs/${runs.suspended}/cancel`)).toEqual([422, 'run_terminal']);
     expect(await refused('runs/run_nope/cancel')).toEqual([422, 'run_authority_record_missing']);
-    expect(loopx(['run', 'show', runs.suspended, '--root', root, '--json']).json()).toMatchObject({ status: 'cancelled' });
+    expect((await loopxAsync(['run', 'show', runs.suspended, '--root', root, '--json'])).json()).toMatchObject({ status: 'cancelled' });
   });
 });
 

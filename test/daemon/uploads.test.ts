@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
-import { loopx, tempRoot } from '../support/cli.js';
+import { loopxAsync, tempRoot } from '../support/cli.js';
 import { openRaw, rawRequest } from './raw-http.js';
 
 const TOKEN = 'upload-test-token-0123456789';
@@ -19,7 +19,7 @@ let port = 0;
 
 beforeAll(async () => {
   root = tempRoot('loopx-daemon-uploads-');
-  expect(loopx(['init', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
   // Short limits so a slow client is cut off soon; nothing here waits for them but the server's close.
   d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => port, logger: false, timeouts: { headersMs: 1500, requestMs: 3000, bodyIdleMs: 500 } });
   await d.app.listen({ host: '127.0.0.1', port: 0 });

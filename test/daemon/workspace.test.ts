@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { seedSample } from '../../src/runtime/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { REPO, STATE_HOME, loopx, tempRoot } from '../support/cli.js';
+import { REPO, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 import { treeState } from '../support/tree.js';
 
 const TOKEN = 'test-token-0123456789';
@@ -42,10 +42,10 @@ const get = (url: string) => d.app.inject({ method: 'GET', url, headers: AUTH })
 beforeAll(async () => {
   // The root `npm start` shows: Goal `sample`, three Todos worked by the scripted agent, one webhook delivery.
   root = tempRoot('loopx-daemon-workspace-');
-  expect(loopx(['init', '--root', root]).status).toBe(0); // and the run authority the seed's run needs
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0); // and the run authority the seed's run needs
   sink = await startWebhookSink({ port: 0 });
   expect((await seedSample(root, { webhookUrl: sink.deliveriesUrl, authorityDir })).seeded).toBe(true);
-  expect(loopx(['backup-state', '--execute', '--backup-id', 'w1', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['backup-state', '--execute', '--backup-id', 'w1', '--root', root])).status).toBe(0);
   d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
   const started = await d.app.inject({ method: 'POST', url: '/api/backups/w1/verify', headers: AUTH });
   expect(started.statusCode, started.body).toBe(202);
@@ -77,7 +77,7 @@ describe('the workspace of an audit', () => {
     expect(doc.runs).toHaveLength(1);
     expect(doc.effects_by_outcome.committed).toBeGreaterThan(0);
     // The same library call as the command line: the same document.
-    const cli = loopx(['backup-state', 'workspace', 'ls', destination, '--json']);
+    const cli = await loopxAsync(['backup-state', 'workspace', 'ls', destination, '--json']);
     expect(cli.status, cli.stderr).toBe(0);
     expect(doc).toEqual(cli.json());
   });
@@ -97,7 +97,7 @@ describe('the workspace of an audit', () => {
     expect(doc.sessions).toHaveLength(1);
     expect(doc.runs.map((x: { run_id: string }) => x.run_id)).toEqual([doc.sessions[0].run_id]);
     expect(doc.effects).toContainEqual(expect.objectContaining({ kind: 'webhook.deliver', outcome: 'committed', hold: null }));
-    const cli = loopx(['backup-state', 'workspace', 'show', destination, '--goal', 'sample', '--json']);
+    const cli = await loopxAsync(['backup-state', 'workspace', 'show', destination, '--goal', 'sample', '--json']);
     expect(cli.status, cli.stderr).toBe(0);
     expect(doc).toEqual(cli.json());
   });

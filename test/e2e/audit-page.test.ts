@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
 import { SCREENSHOTS, buildUi } from './support/ui.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
@@ -76,13 +76,13 @@ describe.skipIf(!hasChromium())('the audit page in the operator’s terms', () =
   beforeAll(async () => {
     sink = await startWebhookSink({ port: 0 });
     root = tempRoot('loopx-e2e-audit-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
-    expect(loopx(['goal', 'create', 'launch', '--title', TITLE, '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', 'launch', '--title', TITLE, '--root', root])).status).toBe(0);
     for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
-      expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
+      expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
     const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl, '--root', root]);
     expect(run.status, run.stderr).toBe(0);
-    expect(loopx(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'a1', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'a1', '--root', root])).status).toBe(0);
 
     uiDir = await buildUi();
     daemon = await startDaemon({ root, port: 0, uiDir, authorityDir: AUTHORITY_DIR, logger: false });

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
 import { seedSample } from '../../src/runtime/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
 import { SCREENSHOTS, buildUi } from './support/ui.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
@@ -47,14 +47,14 @@ let session: BrowserSession;
 /** A root with real Goal work (a Goal, three Todos, a scripted run that worked them and delivered once) and one suspended run. */
 async function rootWithGoalWork(): Promise<string> {
   const r = tempRoot('loopx-e2e-');
-  expect(loopx(['init', '--root', r]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', r]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', r])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', r])).status).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post']) {
-    expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', r]).status).toBe(0);
+    expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', r])).status).toBe(0);
   }
   const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl, '--root', r, '--json']);
   expect(run.status, run.stderr).toBe(0);
-  const started = loopx(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '2', '--root', r, '--json']);
+  const started = await loopxAsync(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '2', '--root', r, '--json']);
   expect(started.status, started.stderr).toBe(0);
   suspendedRun = started.json().run_id;
   return r;
@@ -76,10 +76,10 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     sink = await startWebhookSink({ port: 0 });
     root = await rootWithGoalWork();
     const out = join(dirname(root), 'out');
-    const made = loopx(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root, '--format', 'v0', '--json']);
+    const made = await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root, '--format', 'v0', '--json']);
     expect(made.status, made.stderr).toBe(0);
     // And one in the root's own backups/ directory, to pick instead of uploading.
-    expect(loopx(['backup-state', '--execute', '--backup-id', 'in-root', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['backup-state', '--execute', '--backup-id', 'in-root', '--root', root])).status).toBe(0);
     const archive = join(out, 'b1.tar.gz');
     const tampered = join(mkdtempSync(join(tmpdir(), 'loopx-e2e-tampered-')), 'b1.tar.gz');
     const bytes = readFileSync(archive);
@@ -349,10 +349,10 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     // The root `npm start` shows (`loopx daemon --seed-sample`), backed up elsewhere and uploaded here.
     const seeded = tempRoot('loopx-e2e-seeded-');
     try {
-      expect(loopx(['init', '--root', seeded]).status).toBe(0);
+      expect((await loopxAsync(['init', '--root', seeded])).status).toBe(0);
       expect((await seedSample(seeded, { webhookUrl: sink.deliveriesUrl, authorityDir: AUTHORITY_DIR })).seeded).toBe(true);
       const out = join(dirname(seeded), 'out');
-      const made = loopx(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'sample-1', '--root', seeded]);
+      const made = await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'sample-1', '--root', seeded]);
       expect(made.status, made.stderr).toBe(0);
       await page.goto(`${daemon.url}#/settings/capability-center/backup`);
       await page.getByLabel('Backup archive (.tar.gz)').setInputFiles(join(out, 'sample-1.tar.gz'));

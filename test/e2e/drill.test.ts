@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
-import { STATE_HOME, loopx, tempRoot } from '../support/cli.js';
+import { STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
 import { SCREENSHOTS, buildUi } from './support/ui.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
@@ -33,7 +33,7 @@ if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no
 describe.skipIf(!hasChromium())('the recovery drill in a browser', () => {
   beforeAll(async () => {
     root = tempRoot('loopx-e2e-drill-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     uiDir = await buildUi();
     daemon = await startDaemon({ root, port: 0, uiDir, authorityDir: AUTHORITY_DIR, logger: false });
     mkdirSync(SCREENSHOTS, { recursive: true });

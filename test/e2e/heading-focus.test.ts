@@ -7,7 +7,7 @@
 import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STATE_HOME, cliFromSources, loopx, tempRoot } from '../support/cli.js';
+import { STATE_HOME, cliFromSources, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
 import { hasChromium, type BrowserSession } from './support/browser.js';
 import { focusedElement, tabTo, type Focused } from './support/keyboard.js';
@@ -34,8 +34,8 @@ if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no
 describe.skipIf(!hasChromium())('the focus ring of a heading', () => {
   beforeAll(async () => {
     root = tempRoot('loopx-e2e-heading-focus-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
-    expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
     served = await signedInDaemon(root, AUTHORITY_DIR);
     session = served.session;
   }, 120_000);
@@ -51,6 +51,8 @@ describe.skipIf(!hasChromium())('the focus ring of a heading', () => {
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { level: 1, name: 'Goals' }).waitFor();
     await expect.poll(async () => (await focusedElement(page, ' (after following Goals)')).tag).toBe('h1');
+    // The list arrives after the heading: Tab only once the Goal's link is on the page.
+    await page.getByRole('link', { name: 'launch' }).first().waitFor();
     await tabTo(page, 'launch');
     await page.keyboard.press('Enter');
     await page.getByTestId('goal-lifecycle').waitFor();

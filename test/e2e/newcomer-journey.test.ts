@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon } from '../../src/daemon/index.js';
-import { loopx } from '../support/cli.js';
+import { loopxAsync } from '../support/cli.js';
 import { freePort, spawnDaemon, stopDaemonProcess, type DaemonStarted } from '../support/daemon-process.js';
 import { axeViolations } from './support/axe.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
@@ -207,7 +207,11 @@ describe.skipIf(!hasChromium())('the newcomer’s journey in the Capability Cent
   it('(check) the old root, moved back, shows its Goal superseded by the recovery: in goal show and on its page', async () => {
     await stopDaemon();
     renameSync(join(home, 'lost-root'), join(home, '.loopx'));
-    const shown = loopx(['goal', 'show', 'sample', '--root', join(home, '.loopx')], { HOME: home, XDG_STATE_HOME: env.XDG_STATE_HOME!, XDG_DATA_HOME: env.XDG_DATA_HOME! });
+    const shown = await loopxAsync(['goal', 'show', 'sample', '--root', join(home, '.loopx')], {
+      HOME: home,
+      XDG_STATE_HOME: env.XDG_STATE_HOME!,
+      XDG_DATA_HOME: env.XDG_DATA_HOME!,
+    });
     expect(shown.stdout).toMatch(/superseded/i);
     expect(shown.stdout).toContain('replacement-sample-recovered');
     const old = await startDaemon({ root: join(home, '.loopx'), port: 0, uiDir, authorityDir: join(env.XDG_STATE_HOME!, 'loopx', 'run-authority'), logger: false });

@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { INTERRUPT_AFTER_LIVE, SOURCE_KILL_POINT } from '../../src/runtime/drill/definition.js';
 import { AFTER_CAPTURE, BEFORE, CONTINUE, agentFile, type Doc } from '../recovery/support/adopt.js';
-import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { REPO, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
 import { focusedElement as focusedOn, tabTo as tabToOn } from './support/keyboard.js';
 import { SCREENSHOTS, buildUi } from './support/ui.js';
@@ -147,11 +147,11 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
     sinkUp = true;
     const dir = dirname(root);
     agents = { before: agentFile(dir, 'before', BEFORE), after: agentFile(dir, 'after', AFTER_CAPTURE), cont: agentFile(dir, 'continue', CONTINUE) };
-    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     for (const goal of ['launch', 'notes']) {
-      expect(loopx(['goal', 'create', goal, '--title', `The ${goal} Goal`, '--root', root]).status).toBe(0);
+      expect((await loopxAsync(['goal', 'create', goal, '--title', `The ${goal} Goal`, '--root', root])).status).toBe(0);
       for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
-        expect(loopx(['todo', 'add', '--goal', goal, '--title', title, '--root', root]).status).toBe(0);
+        expect((await loopxAsync(['todo', 'add', '--goal', goal, '--title', title, '--root', root])).status).toBe(0);
       const w = await loopxAsync(['work', 'run', '--goal', goal, '--agent', agents.before, '--sink', sink.deliveriesUrl, '--root', root]);
       expect(w.status, w.stderr).toBe(0);
     }
@@ -161,7 +161,7 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
       LOOPX_TEST_FAULT: SOURCE_KILL_POINT,
     });
     expect(killed.signal).toBe('SIGKILL');
-    expect(loopx(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'h1', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'h1', '--root', root])).status).toBe(0);
 
     pkg = await installedPackage();
     daemon = await startDaemonProcess(0);
@@ -287,7 +287,7 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
     await page.getByLabel(/I have read the preview/).check();
     await page.getByRole('button', { name: 'Confirm and recover' }).click();
     expect(await killed.exit, `the daemon died at ${INTERRUPT_AFTER_LIVE}`).toEqual({ code: null, signal: 'SIGKILL' });
-    const journal = loopx(['recover', 'status', '--destination', destinationOf('notes-recovered'), '--json']);
+    const journal = await loopxAsync(['recover', 'status', '--destination', destinationOf('notes-recovered'), '--json']);
     expect(journal.status, journal.stderr).toBe(0);
     const mid = journal.json();
     expect(mid.state).toBe('applying');
@@ -313,7 +313,7 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
 
     await retry.click();
     await expect.poll(() => page.getByTestId('recovery-state').textContent(), { timeout: 60_000 }).toContain('complete');
-    const after = loopx(['recover', 'status', '--destination', destinationOf('notes-recovered'), '--json']).json();
+    const after = (await loopxAsync(['recover', 'status', '--destination', destinationOf('notes-recovered'), '--json'])).json();
     expect(after).toMatchObject({ state: 'complete', fences: { source_established: true, destination_established: true } });
     // Each step once: the retry continued where the crash stopped it, it did not start over.
     const actions = after.receipts.map((r: Doc) => r.action);
@@ -377,7 +377,7 @@ async function continueInTheNewRoot(newInstanceId: string, recoveryId: string): 
   await expect.poll(() => page.getByTestId('goal-no-holds').isVisible()).toBe(true);
   await shot('recovery-held-continued.png');
   // The command line reads the same result in the new root.
-  const todos = loopx(['todo', 'list', '--goal', 'launch', '--root', destinationOf('launch-recovered'), '--json']).json().todos as Doc[];
+  const todos = (await loopxAsync(['todo', 'list', '--goal', 'launch', '--root', destinationOf('launch-recovered'), '--json'])).json().todos as Doc[];
   expect(todos.find((t) => t.todo_id === 't3')).toMatchObject({ status: 'done', note: 'published' });
   await page.goto(`${daemon!.url}#/settings/capability-center/backup/recoveries/${recoveryId}`);
 }

@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
-import { REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { REPO, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
 import { contrastOf } from './support/contrast.js';
 import { focusAfterChange, tabTo } from './support/keyboard.js';
@@ -51,14 +51,14 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
   beforeAll(async () => {
     sink = await startWebhookSink({ port: 0 });
     root = tempRoot('loopx-e2e-recover-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
-    expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
     for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
-      expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
+      expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
     const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl, '--root', root, '--json']);
     expect(run.status, run.stderr).toBe(0);
-    expect(loopx(['goal', 'create', 'notes', '--title', 'Keep the notes', '--root', root]).status).toBe(0);
-    expect(loopx(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'j1', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', 'notes', '--title', 'Keep the notes', '--root', root])).status).toBe(0);
+    expect((await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'j1', '--root', root])).status).toBe(0);
 
     uiDir = await buildUi();
     // The agents the Goal page offers: the shipped Goal worker, and one that finishes the Todo it leaves open.
@@ -120,7 +120,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(await axeViolations(page), 'the complete recovery').toEqual([]);
     await shot('recovery-3-complete.png');
     // The new root beside the daemon's holds the Goal under its new lifetime.
-    const shown = loopx(['goal', 'show', 'launch', '--root', join(dirname(root), 'root-launch-recovered'), '--json']);
+    const shown = await loopxAsync(['goal', 'show', 'launch', '--root', join(dirname(root), 'root-launch-recovered'), '--json']);
     expect(shown.status, shown.stderr).toBe(0);
   }, 120_000);
 
@@ -143,7 +143,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(await axeViolations(page), 'a Goal page').toEqual([]);
     await shot('goal-page.png');
     expect(await page.getByRole('button', { name: 'Pause the Goal' }).isDisabled()).toBe(true);
-    const cli = loopx(['todo', 'list', '--goal', 'notes', '--root', root, '--json']);
+    const cli = await loopxAsync(['todo', 'list', '--goal', 'notes', '--root', root, '--json']);
     expect(cli.json().todos).toEqual([expect.objectContaining({ todo_id: 't1', status: 'done' })]);
   });
 
@@ -165,7 +165,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await page.keyboard.press('Enter');
     await expect.poll(() => page.getByTestId('todo-t2').locator('.todo-status').textContent()).toBe('done');
     expect((await focusAfterChange(page)).name, 'the replaced row hands its focus to the Todos').toBe('Todos');
-    expect(loopx(['todo', 'list', '--goal', 'notes', '--root', root, '--json']).json().todos[1]).toMatchObject({ todo_id: 't2', status: 'done' });
+    expect((await loopxAsync(['todo', 'list', '--goal', 'notes', '--root', root, '--json'])).json().todos[1]).toMatchObject({ todo_id: 't2', status: 'done' });
   });
 
   it('shows the recovered Goal’s old lifetime as superseded: the root it continues in with a link there, its controls disabled with the reason', async () => {
@@ -255,7 +255,7 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(await axeViolations(page), 'the recovered Goal’s page').toEqual([]);
     await shot('goal-recovered-continued.png');
     // The command line reads the same result in the new root.
-    const cli = loopx(['todo', 'list', '--goal', 'launch', '--root', join(dirname(root), 'root-launch-recovered'), '--json']);
+    const cli = await loopxAsync(['todo', 'list', '--goal', 'launch', '--root', join(dirname(root), 'root-launch-recovered'), '--json']);
     expect(cli.json().todos.find((t: { todo_id: string }) => t.todo_id === 't3')).toMatchObject({ status: 'done', note: 'published' });
   }, 120_000);
 

@@ -11,7 +11,7 @@ import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STATE_HOME, cliFromSources, loopx, tempRoot } from '../support/cli.js';
+import { STATE_HOME, cliFromSources, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
 import { hasChromium, type BrowserSession } from './support/browser.js';
 import { signedInDaemon, type SignedInDaemon } from './support/ui.js';
@@ -136,7 +136,7 @@ if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no
 describe.skipIf(!hasChromium())('the recovery-point bar', () => {
   beforeAll(async () => {
     root = tempRoot('loopx-e2e-rpo-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     served = await signedInDaemon(root, AUTHORITY_DIR);
     session = served.session;
   }, 120_000);

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type RunningDaemon } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { FAULT_AFTER_MUTATING_DISPATCH, FAULT_AFTER_QUOTA_DEBIT } from '../../src/engine/index.js';
-import { STATE_HOME, cliFromSources, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { STATE_HOME, cliFromSources, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
 import { SCREENSHOTS, buildUi } from './support/ui.js';
 import { hasChromium, launchBrowser, type BrowserSession } from './support/browser.js';
@@ -43,9 +43,10 @@ const cli = async (args: string[], env: Record<string, string> = {}) => {
   else expect(r.signal, r.stderr).toBe('SIGKILL');
   return r;
 };
-const runOf = (definition: string): string =>
-  (loopx(['run', 'list', '--root', root, '--json']).json().runs as { run_id: string; definition: { id: string } }[]).find((r) => r.definition.id === definition)!.run_id;
-const lastSequence = (id: string): number => loopx(['run', 'show', id, '--root', root, '--json']).json().last_sequence as number;
+const runOf = async (definition: string): Promise<string> =>
+  ((await loopxAsync(['run', 'list', '--root', root, '--json'])).json().runs as { run_id: string; definition: { id: string } }[]).find((r) => r.definition.id === definition)!
+    .run_id;
+const lastSequence = async (id: string): Promise<number> => (await loopxAsync(['run', 'show', id, '--root', root, '--json'])).json().last_sequence as number;
 
 /** Open a run's page (signed in) and mark the document, so a reload would show. */
 async function openRun(page: Page, runId: string): Promise<void> {
@@ -93,15 +94,16 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
   beforeAll(async () => {
     sink = await startWebhookSink({ port: 0 });
     root = tempRoot('loopx-e2e-live-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
-    expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
-    for (const title of ['Draft the outline', 'Review with design']) expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
+    for (const title of ['Draft the outline', 'Review with design'])
+      expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
     runs.driven = (await cli(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '1'])).json().run_id as string;
     await cli(['run', 'start', '--agent', 'test/fixtures/agents/mutator.json'], { LOOPX_TEST_FAULT: FAULT_AFTER_MUTATING_DISPATCH });
-    runs.uncertain = runOf('test.mutator');
+    runs.uncertain = await runOf('test.mutator');
     // Killed after its first turn, at the boundary: active, idle, driven by no one.
     await cli(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl], { LOOPX_TEST_FAULT: FAULT_AFTER_QUOTA_DEBIT });
-    runs.goalWork = runOf('demo.goal-worker');
+    runs.goalWork = await runOf('demo.goal-worker');
 
     uiDir = await buildUi();
     daemon = await startDaemon({ root, port: 0, uiDir, authorityDir: AUTHORITY_DIR, logger: false });
@@ -125,7 +127,7 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       await openRun(page, runs.driven);
       await page.getByTestId('run-status').filter({ hasText: 'suspended' }).waitFor();
       await page.getByTestId('run-follow-state').filter({ hasText: 'Following live' }).waitFor();
-      await expect.poll(() => page.getByTestId('run-event').count()).toBe(lastSequence(runs.driven));
+      await expect.poll(() => page.getByTestId('run-event').count()).toBe(await lastSequence(runs.driven));
       // Each event reads as a sentence of the run's timeline, its raw JSON behind its own disclosure.
       const first = await sentences(page);
       for (const line of [
@@ -143,7 +145,7 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
 
       // Resumed from the command line, in another process: it runs on until it asks its question.
       expect((await cli(['run', 'resume', runs.driven])).json()).toMatchObject({ status: 'active', waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' } });
-      const expected = lastSequence(runs.driven);
+      const expected = await lastSequence(runs.driven);
       await expect.poll(() => page.getByTestId('run-event').count(), { timeout: BOUND_MS }).toBe(expected);
       expect(await page.getByTestId('run-event-text').last().textContent()).toBe('Asked the operator: “Is 42 the answer you expected?” (interaction confirm-1)');
       await page.getByTestId('run-status').filter({ hasText: 'waiting for an answer' }).waitFor();
@@ -180,7 +182,7 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       await page.getByTestId('run-follow-state').filter({ hasText: 'Not following: the run has ended (completed)' }).waitFor();
       await expect.poll(() => page.getByTestId('run-event-text').last().textContent()).toBe('Completed after 4 completed turns: “The answer is 42, recorded and confirmed.”');
       expect(await sentences(page)).toContain('The operator answered (interaction confirm-1)');
-      expect(await page.getByTestId('run-event').count()).toBe(lastSequence(runs.driven));
+      expect(await page.getByTestId('run-event').count()).toBe(await lastSequence(runs.driven));
       expect(await logTop(), 'the log stayed where the reader scrolled it').toBe(0);
       expect(
         await page.evaluate('(() => { const l = document.querySelector(\'[data-testid="run-event-log"]\'); return l.scrollHeight > l.clientHeight; })()'),
@@ -189,7 +191,7 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       expect(await page.getByTestId('run-question').count()).toBe(0);
       expect(await whyDisabled(page, 'Resume')).toBe('The run has ended.');
       expect(await undescribedDisabledButtons(page)).toEqual([]);
-      const shown = loopx(['run', 'show', runs.driven, '--root', root, '--json']).json();
+      const shown = (await loopxAsync(['run', 'show', runs.driven, '--root', root, '--json'])).json();
       expect(shown).toMatchObject({ status: 'completed', waiting_for: null });
       expect(await sameDocument(page)).toBe(true);
     },
@@ -228,8 +230,8 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       await expect.poll(() => sentences(page)).toContain('Settled by the operator: outbox.append (call t1/k0) committed: it took effect');
       expect(await sentences(page)).toContain('Outcome unknown: outbox.append (call t1/k0) — it is not run again; it waits for you to settle it');
       expect(await page.getByTestId('run-event-log').textContent()).not.toContain('deliver once');
-      const events = loopx(['run', 'events', runs.uncertain, '--root', root, '--json'])
-        .stdout.trim()
+      const events = (await loopxAsync(['run', 'events', runs.uncertain, '--root', root, '--json'])).stdout
+        .trim()
         .split('\n')
         .map((l) => JSON.parse(l) as { type: string; data: Record<string, unknown> });
       expect(events.filter((e) => e.type === 'ToolResulted' && e.data.call_id === `${runs.uncertain}/t1/k0`).map((e) => e.data.resolution)).toEqual([undefined, 'committed']);
@@ -264,7 +266,7 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       await expect.poll(() => page.getByTestId('run-event-text').last().textContent()).toMatch(/^Cancelled after \d+ completed turns?$/);
       expect(await whyDisabled(page, 'Cancel the run…')).toBe('The run has ended.');
       expect(await undescribedDisabledButtons(page)).toEqual([]);
-      expect(loopx(['run', 'show', runs.goalWork, '--root', root, '--json']).json()).toMatchObject({ status: 'cancelled' });
+      expect((await loopxAsync(['run', 'show', runs.goalWork, '--root', root, '--json'])).json()).toMatchObject({ status: 'cancelled' });
       await accessibleAtBothWidths(page, 'a cancelled run');
     },
     BOUND_MS * 2,

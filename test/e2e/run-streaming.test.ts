@@ -8,7 +8,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STATE_HOME, cliFromSources, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { STATE_HOME, cliFromSources, loopxAsync, tempRoot } from '../support/cli.js';
 import { startModelFixtureServer, type ModelFixtureServer } from '../support/model-fixture-server.js';
 import { axeViolations } from './support/axe.js';
 import { hasChromium, type BrowserSession } from './support/browser.js';
@@ -27,14 +27,14 @@ let served: SignedInDaemon;
 let daemon: SignedInDaemon['daemon'];
 let session: BrowserSession;
 
-const runIds = (): string[] => (loopx(['run', 'list', '--root', root, '--json']).json().runs as { run_id: string }[]).map((r) => r.run_id);
+const runIds = async (): Promise<string[]> => ((await loopxAsync(['run', 'list', '--root', root, '--json'])).json().runs as { run_id: string }[]).map((r) => r.run_id);
 
 if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('a model answer streaming on the run page', () => {
   beforeAll(async () => {
     server = await startModelFixtureServer();
     root = tempRoot('loopx-e2e-stream-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     agent = join(dirname(root), 'streaming.agent.json');
     writeFileSync(
       agent,
@@ -62,11 +62,11 @@ describe.skipIf(!hasChromium())('a model answer streaming on the run page', () =
       const { page } = session;
       // Held after the role chunk and "Hello": the CLI process waits on the rest.
       const held = server.enqueue('openai-chat', { name: 'text-stream', holdAfterEvents: 3 });
-      const before = new Set(runIds());
+      const before = new Set(await runIds());
       const driving = loopxAsync(['run', 'start', '--agent', agent, '--root', root, '--json'], { [KEY_ENV]: 'sk-e2e-stream' });
       await held.reached;
-      await expect.poll(() => runIds().filter((id) => !before.has(id)).length, { timeout: BOUND_MS }).toBe(1);
-      const runId = runIds().find((id) => !before.has(id))!;
+      await expect.poll(async () => (await runIds()).filter((id) => !before.has(id)).length, { timeout: BOUND_MS }).toBe(1);
+      const runId = (await runIds()).find((id) => !before.has(id))!;
 
       await page.goto(`${daemon.url}#/runs/${runId}`);
       await page.getByRole('heading', { level: 1, name: `Run ${runId}` }).waitFor();

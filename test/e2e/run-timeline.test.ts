@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { EVENT_TYPES } from '../../src/engine/index.js';
 import { agentFile } from '../recovery/support/adopt.js';
-import { STATE_HOME, cliFromSources, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { STATE_HOME, cliFromSources, loopxAsync, tempRoot } from '../support/cli.js';
 import { axeViolations } from './support/axe.js';
 import { hasChromium, type BrowserSession } from './support/browser.js';
 import { signedInDaemon, type SignedInDaemon } from './support/ui.js';
@@ -211,7 +211,7 @@ let sink: WebhookSink | undefined;
  */
 async function realDeliveries(): Promise<{ last: string; replayed: string }> {
   sink = await startWebhookSink({ port: 0 });
-  expect(loopx(['goal', 'create', 'news', '--title', 'Tell the team', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'news', '--title', 'Tell the team', '--root', root])).status).toBe(0);
   const deliver = (message: string) => ({ text: 'Telling the team.', tool_calls: [{ name: 'webhook.deliver', arguments: { message } }] });
   const dir = dirname(root);
   const once = agentFile(dir, 'announce', [deliver('the outline is ready'), { text: 'Done.' }]);
@@ -234,8 +234,8 @@ if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no
 describe.skipIf(!hasChromium())('a run’s events as a timeline, and deduplicated deliveries', () => {
   beforeAll(async () => {
     root = tempRoot('loopx-e2e-timeline-');
-    expect(loopx(['init', '--root', root]).status).toBe(0);
-    expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
     real = await realDeliveries();
     served = await signedInDaemon(root, AUTHORITY_DIR);
     session = served.session;
