@@ -6,15 +6,11 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { loopxAsync } from '../support/cli.js';
 import { makeRoot, tempBase, treeFingerprint } from './support/fixtures.js';
 
 const ENTRY = resolve(import.meta.dirname, 'support/cli-entry.ts');
 const REPO = resolve(import.meta.dirname, '../..');
-
-function loopx(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', ENTRY, ...args], { cwd: REPO, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr, json: () => JSON.parse(r.stdout) };
-}
 
 async function setup() {
   const base = tempBase();
@@ -27,13 +23,13 @@ describe('loopx backup-state', () => {
   it('without --execute prints the plan and writes nothing', async () => {
     const { base, root, out } = await setup();
     const before = treeFingerprint(base);
-    const human = loopx(['backup-state', '--root', root, '--output-dir', out, '--backup-id', 'b1']);
+    const human = await loopxAsync(['backup-state', '--root', root, '--output-dir', out, '--backup-id', 'b1']);
     expect(human.status, human.stderr).toBe(0);
     expect(human.stdout).toContain('backup-state plan b1 (dry run: nothing was written');
     expect(human.stdout).toMatch(/members: \d+ \(\d+ directories, \d+ files, [\d.]+ MiB\), 5 SQLite databases/);
     expect(human.stdout).toContain('alpha  ginst_');
     expect(human.stdout).toContain('would write b1.tar.gz and b1.manifest.json in the output directory');
-    const json = loopx(['backup-state', '--root', root, '--output-dir', out, '--backup-id', 'b1', '--json']);
+    const json = await loopxAsync(['backup-state', '--root', root, '--output-dir', out, '--backup-id', 'b1', '--json']);
     expect(json.status).toBe(0);
     expect(json.json()).toMatchObject({ schema_version: 'loopx_state_backup_plan_v0', dry_run: true, backup_id: 'b1', counts: { sqlite_databases: 5, goals: 3 } });
     expect(treeFingerprint(base)).toEqual(before);
@@ -42,7 +38,7 @@ describe('loopx backup-state', () => {
 
   it('--execute creates the pair and prints one JSON document', async () => {
     const { base, root, out } = await setup();
-    const r = loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1', '--include-automations', '--json']);
+    const r = await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1', '--include-automations', '--json']);
     expect(r.status, r.stderr).toBe(0);
     const doc = r.json();
     expect(doc).toMatchObject({
@@ -76,7 +72,7 @@ describe('loopx backup-state', () => {
 
   it('human output of --execute names files relative to the output directory', async () => {
     const { base, root, out } = await setup();
-    const r = loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1']);
+    const r = await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1']);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain('created backup b1 in the output directory:');
     expect(r.stdout).toMatch(/b1\.tar\.gz {2}[\d.]+ (B|KiB|MiB) {2}sha256 [0-9a-f]{64}/);
@@ -87,33 +83,33 @@ describe('loopx backup-state', () => {
 
   it('--format v0 writes the legacy manifest; with --profile it is a usage error (exit 2) that writes nothing', async () => {
     const { root, out } = await setup();
-    const legacy = loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'old', '--format', 'v0', '--json']);
+    const legacy = await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'old', '--format', 'v0', '--json']);
     expect(legacy.status, legacy.stderr).toBe(0);
     expect(legacy.json()).toMatchObject({ capture: { profile: 'legacy_best_effort_online', cross_owner_point_in_time: false }, counts: { sqlite_snapshots: 5 } });
     expect(legacy.json().components).toBeUndefined();
-    const conflict = loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'x', '--format', 'v0', '--profile', 'quiescent', '--json']);
+    const conflict = await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'x', '--format', 'v0', '--profile', 'quiescent', '--json']);
     expect(conflict.status).toBe(2);
     expect(conflict.json()).toMatchObject({ error: { code: 'backup_format_profile_conflict' } });
     expect(readdirSync(out).filter((n) => n.startsWith('x.'))).toEqual([]);
-    const bad = loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--profile', 'sometimes']);
+    const bad = await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--profile', 'sometimes']);
     expect(bad.status).toBe(2);
   });
 
   it('an occupied destination exits 4 with backup_destination_occupied; a refusal exits 3; a bad id exits 2', async () => {
     const { base, root, out } = await setup();
-    expect(loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1']).status).toBe(0);
-    const again = loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1', '--json']);
+    expect((await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1'])).status).toBe(0);
+    const again = await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1', '--json']);
     expect(again.status).toBe(4);
     expect(again.json().error).toMatchObject({ code: 'backup_destination_occupied', next_action: 'choose a new --backup-id or --output-dir' });
     expect(again.stderr).toMatch(/\[backup_destination_occupied\]\ntry: /);
 
     writeFileSync(join(root, 'registry.json'), 'not json');
-    const refused = loopx(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b2', '--json']);
+    const refused = await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b2', '--json']);
     expect(refused.status).toBe(3);
     expect(refused.json().error.code).toBe('backup_source_unusable');
     expect(existsSync(join(out, 'b2.tar.gz'))).toBe(false);
 
-    const bad = loopx(['backup-state', '--root', root, '--backup-id', '../escape', '--json']);
+    const bad = await loopxAsync(['backup-state', '--root', root, '--backup-id', '../escape', '--json']);
     expect(bad.status).toBe(2);
     expect(bad.json().error.code).toBe('backup_id_invalid');
     for (const r of [again, refused, bad]) expect(r.stdout + r.stderr).not.toContain(base);
@@ -121,7 +117,7 @@ describe('loopx backup-state', () => {
 
   it('a missing root is refused with exit 3', async () => {
     const { base } = await setup();
-    const r = loopx(['backup-state', '--root', join(base, 'nowhere'), '--json']);
+    const r = await loopxAsync(['backup-state', '--root', join(base, 'nowhere'), '--json']);
     expect(r.status).toBe(3);
     expect(r.json().error.code).toBe('backup_root_missing');
   });
@@ -137,7 +133,7 @@ describe('loopx backup-state', () => {
   });
 
   it('answers --help', async () => {
-    const r = loopx(['backup-state', '--help']);
+    const r = await loopxAsync(['backup-state', '--help']);
     expect(r.status).toBe(0);
     for (const flag of ['--output-dir', '--backup-id', '--include-automations', '--include-skills', '--execute', '--root', '--json']) expect(r.stdout).toContain(flag);
   });

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { create, plan, type CreateHooks } from '../../src/backup/index.js';
 import { isLoopxError } from '../../src/core/errors.js';
-import { loopx } from '../support/cli.js';
+import { loopxAsync } from '../support/cli.js';
 import { mountTmpfs, type Tmpfs } from '../support/tmpfs.js';
 import { makeRoot, tempBase } from './support/fixtures.js';
 
@@ -93,12 +93,12 @@ describe('backup-state create into an output directory that fills', () => {
     expect(r).toEqual({ outcome: 'backup_capacity_free_space', left: [] });
   }, 60_000);
 
-  it('the CLI exits 3 with the capacity code and its next action, not internal_error', (ctx) => {
+  it('the CLI exits 3 with the capacity code and its next action, not internal_error', async (ctx) => {
     if (!fs) return ctx.skip();
     clear();
     fs.leave(3 * MiB);
     const out = join(fs.dir, 'cli');
-    const r = loopx(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b', '--root', root, '--json']);
+    const r = await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b', '--root', root, '--json']);
     expect(r.status, r.stderr).toBe(3);
     expect(r.json().error).toMatchObject({ code: 'backup_capacity_free_space', next_action: NEXT });
     expect(readdirSync(out)).toEqual([]);

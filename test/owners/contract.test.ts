@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { LAYOUT, MACHINE, OWNERS, OWNER_LIST, RECOVERY_POINT_OWNER, goalScope, quota, scheduler, type OwnerRecovery, type OwnerScope } from '../../src/owners/index.js';
-import { loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { loopxAsync, tempRoot } from '../support/cli.js';
 import { describeOwnerContract, ownerTableProblems } from './conformance/owner-contract.conformance.js';
 
 const AGENT = 'examples/agents/goal-worker.json';
@@ -30,10 +30,10 @@ const scopeOf = (o: OwnerRecovery): OwnerScope => (o.scope === 'goal' ? goalScop
 beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   root = tempRoot();
-  expect(loopx(['init', '--root', root]).status).toBe(0);
-  expect(loopx(['goal', 'create', GOAL, '--title', 'Ship the launch post', '--root', root]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', GOAL, '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post']) {
-    expect(loopx(['todo', 'add', '--goal', GOAL, '--title', title, '--root', root]).status).toBe(0);
+    expect((await loopxAsync(['todo', 'add', '--goal', GOAL, '--title', title, '--root', root])).status).toBe(0);
   }
   const run = await loopxAsync(['work', 'run', '--goal', GOAL, '--agent', AGENT, '--sink', sink.deliveriesUrl, '--root', root, '--json']);
   expect(run.status, run.stderr).toBe(0);

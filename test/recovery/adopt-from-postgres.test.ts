@@ -13,7 +13,7 @@ import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { openPostgres } from '../../src/store/index.js';
 import { loopxAsync } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
-import { ok, okAsync, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
+import { okAsync, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
 
 describePg('loopx recover from a backup of a root on PostgreSQL', () => {
   const schemas = pgSchemas();
@@ -43,21 +43,21 @@ describePg('loopx recover from a backup of a root on PostgreSQL', () => {
 
   const adopt = async (name: string, store: readonly string[]): Promise<{ destination: string; plan: Doc; status: Doc }> => {
     const destination = join(s.dir, name);
-    const plan = ok(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', destination, ...store, '--root', s.root]);
+    const plan = await okAsync(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', destination, ...store, '--root', s.root]);
     const status = await okAsync(s, ['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest]);
     return { destination, plan, status };
   };
 
   const continues = async (destination: string) => {
-    expect(ok(s, ['todo', 'list', '--goal', 'launch', '--root', destination]).todos.map((t: Doc) => t.status)).toEqual(['done', 'blocked', 'open']);
+    expect((await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos.map((t: Doc) => t.status)).toEqual(['done', 'blocked', 'open']);
     const r = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--sink', sink.deliveriesUrl, ...s.at(destination), '--json']);
     expect(r.status, r.stderr).toBe(0);
     expect(r.json().status).toBe('completed');
-    expect(ok(s, ['todo', 'list', '--goal', 'launch', '--root', destination]).todos.find((t: Doc) => t.todo_id === 't3').status).toBe('done');
+    expect((await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos.find((t: Doc) => t.todo_id === 't3').status).toBe('done');
   };
 
-  it('the workspace was read from the database: every Goal component is an export with no member', () => {
-    const ls = ok(s, ['backup-state', 'workspace', 'ls', s.workspace]);
+  it('the workspace was read from the database: every Goal component is an export with no member', async () => {
+    const ls = await okAsync(s, ['backup-state', 'workspace', 'ls', s.workspace]);
     expect(ls.goals).toEqual([expect.objectContaining({ goal_id: 'launch', work_readable: true })]);
   });
 
@@ -73,7 +73,7 @@ describePg('loopx recover from a backup of a root on PostgreSQL', () => {
     expect(imported.store_identity).toMatch(/^sqlite:/);
     // The source's store choice (its own database) is not adopted: this root keeps its state in files.
     expect(byAction.get('config:rebind')!.readback.not_adopted).toEqual(['store']);
-    expect(ok(s, ['db', 'status', '--root', destination])).toMatchObject({ provider: 'sqlite', installation: null });
+    expect(await okAsync(s, ['db', 'status', '--root', destination])).toMatchObject({ provider: 'sqlite', installation: null });
     const effects = byAction.get('effect:reconcile')!.readback;
     expect(effects.recovered_effects).toBeGreaterThan(0);
     // The delivery made after the capture is known at the receiver: recorded as committed, never sent again.
@@ -92,7 +92,7 @@ describePg('loopx recover from a backup of a root on PostgreSQL', () => {
     expect(status.state, JSON.stringify(status.holds)).toBe('complete');
     expect(status.receipts.find((r: Doc) => r.action === 'work:import_inert').readback.store_identity).toMatch(/^postgresql:/);
     // The destination keeps its Goal state in the schema the plan named — never the source's.
-    expect(ok(s, ['db', 'status', '--root', destination]).schema).toBe(schema);
+    expect((await okAsync(s, ['db', 'status', '--root', destination])).schema).toBe(schema);
     await continues(destination);
     expect(await sourceRows()).toBe(before);
   }, 240_000);

@@ -14,8 +14,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import * as effectOwner from '../../src/owners/effect/index.js';
-import { loopx, loopxAsync } from '../support/cli.js';
-import { agentFile, ok, okAsync, plan, type Source } from './support/adopt.js';
+import { loopxAsync } from '../support/cli.js';
+import { agentFile, okAsync, planAsync, type Source } from './support/adopt.js';
 
 let sink: WebhookSink;
 let port: number;
@@ -34,14 +34,26 @@ beforeAll(async () => {
   const at = (r: string) => ['--root', r, '--authority-dir', authority];
   const deliver = agentFile(dir, 'deliver', [{ text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'lost response' } }] }, { text: 'Done.' }]);
   s = { dir, root, authority, workspace: join(dir, 'workspace'), agents: { before: deliver, after: deliver, cont: deliver }, at };
-  expect(loopx(['init', ...at(root)]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'launch', '--title', 'Ship', ...at(root)]).status).toBe(0);
+  expect((await loopxAsync(['init', ...at(root)])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship', ...at(root)])).status).toBe(0);
   sink.failNext('drop_response_after_store');
   const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', deliver, '--sink', sink.deliveriesUrl, ...at(root), '--json']);
   expect(run.status, run.stderr).toBe(0);
   const out = join(dir, 'backups');
-  const b = ok(s, ['backup-state', '--execute', '--output-dir', out, '--backup-id', 'h1', '--root', root]);
-  ok(s, ['backup-state', 'verify', '--archive', join(out, b.archive.name), '--manifest', join(out, b.manifest.name), '--destination', s.workspace, '--execute', '--root', root]);
+  const b = await okAsync(s, ['backup-state', '--execute', '--output-dir', out, '--backup-id', 'h1', '--root', root]);
+  await okAsync(s, [
+    'backup-state',
+    'verify',
+    '--archive',
+    join(out, b.archive.name),
+    '--manifest',
+    join(out, b.manifest.name),
+    '--destination',
+    s.workspace,
+    '--execute',
+    '--root',
+    root,
+  ]);
   await sink.close();
 }, 240_000);
 afterAll(async () => {
@@ -50,7 +62,7 @@ afterAll(async () => {
 
 describe('recover: holds, and resolving them through their owner', () => {
   it('previews the uncertain delivery and ends held while the receiver is down', async () => {
-    const p = plan(s);
+    const p = await planAsync(s);
     destination = p.destination;
     digest = p.doc.plan_digest;
     expect(p.doc.preview.lost_or_unknown.join('\n')).toMatch(/outcome unknown/);
@@ -81,9 +93,9 @@ describe('recover: holds, and resolving them through their owner', () => {
 
   it('resolves each hold once the receiver is back: committed under the original id, the fence moved, complete', async () => {
     sink = await startWebhookSink({ port, journalPath: journal });
-    const held = ok(s, ['recover', 'status', '--destination', destination]).holds as { hold_id: string }[];
+    const held = (await okAsync(s, ['recover', 'status', '--destination', destination])).holds as { hold_id: string }[];
     for (const h of held) await okAsync(s, ['recover', 'resolve', '--destination', destination, '--hold', h.hold_id]);
-    const st = ok(s, ['recover', 'status', '--destination', destination]);
+    const st = await okAsync(s, ['recover', 'status', '--destination', destination]);
     expect(st.state).toBe('complete');
     expect(st.fences).toEqual({ source_established: true, destination_established: true });
     expect(sink.deliveries()).toHaveLength(1);

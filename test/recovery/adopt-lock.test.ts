@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { resumeUntilEnded, stopped } from '../support/stops.js';
 import { CLI, STATE_HOME, loopxAsync } from '../support/cli.js';
-import { plan, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
+import { planAsync, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
 
 let sink: WebhookSink;
 let s: Source;
@@ -42,7 +42,7 @@ const journalLines = (destination: string) =>
 
 describe('one writer of a recovery at a time', () => {
   it('while an apply holds the lock, another apply, a resolve and an abort are refused recover_busy and append nothing; the first then completes with one receipt per step', async () => {
-    const { destination, doc } = plan(s, 'locked');
+    const { destination, doc } = await planAsync(s, 'locked');
     const first = spawn(process.execPath, [...CLI, 'recover', 'apply', '--destination', destination, '--confirm', doc.plan_digest, '--authority-dir', s.authority, '--json'], {
       env: { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_TEST_FAULT: 'stop:recover.journal.before-append' },
     });

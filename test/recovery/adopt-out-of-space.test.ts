@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { loopxAsync } from '../support/cli.js';
 import { mountTmpfs, type Tmpfs } from '../support/tmpfs.js';
-import { ok, okAsync, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
+import { okAsync, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
 
 const MiB = 1024 * 1024;
 let sink: WebhookSink;
@@ -31,7 +31,7 @@ describe('a destination that fills during apply', () => {
   it('is recover_capacity_free_space with its next action; freed, the same apply completes', async (ctx) => {
     if (!fs) return ctx.skip(); // no tmpfs here (mountTmpfs throws under CI=true instead)
     const destination = join(fs!.dir, 'recovered');
-    const doc = ok(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', destination, '--root', s.root]);
+    const doc = await okAsync(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', destination, '--root', s.root]);
     fs!.leave(48 * 1024, 'filler');
     const r = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', doc.plan_digest, '--authority-dir', s.authority, '--json']);
     expect(r.status, r.stdout + r.stderr).toBe(3);

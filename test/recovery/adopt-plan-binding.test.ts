@@ -15,8 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/core/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { recoveryStatus, type AdoptionHost } from '../../src/recovery/index.js';
-import { loopx } from '../support/cli.js';
-import { ok, okAsync, plan, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
+import { loopxAsync } from '../support/cli.js';
+import { okAsync, planAsync, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
 
 let sink: WebhookSink;
 let s: Source;
@@ -44,8 +44,8 @@ function tamper(destination: string, edit: (plan: Doc) => void): string {
   return digest;
 }
 
-const apply = (destination: string, confirm: string) => {
-  const r = loopx(['recover', 'apply', '--destination', destination, '--confirm', confirm, '--authority-dir', s.authority, '--json']);
+const apply = async (destination: string, confirm: string) => {
+  const r = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', confirm, '--authority-dir', s.authority, '--json']);
   const error = r.status === 0 ? undefined : r.json().error;
   return { status: r.status, code: error?.code as string | undefined, next: error?.next_action as string | undefined };
 };
@@ -55,18 +55,18 @@ const withoutSupersede = (p: Doc) => {
 };
 
 describe('apply derives the plan again and refuses a plan file that says otherwise', () => {
-  it('a plan file edited to drop host:supersede, its digest recomputed, is refused before any step, whichever digest is confirmed: nothing changes', () => {
-    const p = plan(s, 'dropped-supersede');
+  it('a plan file edited to drop host:supersede, its digest recomputed, is refused before any step, whichever digest is confirmed: nothing changes', async () => {
+    const p = await planAsync(s, 'dropped-supersede');
     const printed = p.doc.plan_digest as string;
     const edited = tamper(p.destination, withoutSupersede);
     expect(edited).not.toBe(printed);
     for (const confirm of [edited, printed]) {
-      expect(apply(p.destination, confirm), confirm === edited ? "the file's digest" : 'the printed digest').toMatchObject({ status: 3, code: 'recover_plan_tampered' });
+      expect(await apply(p.destination, confirm), confirm === edited ? "the file's digest" : 'the printed digest').toMatchObject({ status: 3, code: 'recover_plan_tampered' });
     }
     // Nothing ran: no root made, no journal, nothing superseded.
     expect(readdirSync(p.destination)).toEqual(['recovery']);
     expect(existsSync(journalPath(p.destination))).toBe(false);
-    expect(ok(s, ['recover', 'status', '--destination', p.destination])).toMatchObject({
+    expect(await okAsync(s, ['recover', 'status', '--destination', p.destination])).toMatchObject({
       state: 'adoption_prepared',
       fences: { source_established: false, destination_established: false },
     });
@@ -74,19 +74,19 @@ describe('apply derives the plan again and refuses a plan file that says otherwi
 
   it('one lifetime goes on: a recovery of the same backup completes after the tampered one was refused, and the tampered one never does', async () => {
     const tampered = join(s.dir, 'dropped-supersede');
-    const other = plan(s, 'the-one');
+    const other = await planAsync(s, 'the-one');
     const done = await okAsync(s, ['recover', 'apply', '--destination', other.destination, '--confirm', other.doc.plan_digest]);
     expect(done).toMatchObject({ state: 'complete', fences: { source_established: true, destination_established: true } });
     live = { destination: other.destination, digest: other.doc.plan_digest };
     // The tampered plan is still refused — before the lifetime recovered elsewhere is even asked — and never completes.
     const again = JSON.parse(readFileSync(planPath(tampered), 'utf8')).plan_digest as string;
-    expect(apply(tampered, again)).toMatchObject({ status: 3, code: 'recover_plan_tampered' });
-    expect(ok(s, ['recover', 'status', '--destination', tampered]).state).toBe('adoption_prepared');
+    expect(await apply(tampered, again)).toMatchObject({ status: 3, code: 'recover_plan_tampered' });
+    expect((await okAsync(s, ['recover', 'status', '--destination', tampered])).state).toBe('adoption_prepared');
     expect(readdirSync(tampered)).toEqual(['recovery']);
   }, 180_000);
 
-  it('a plan whose steps are reordered, added to or re-keyed, or whose components, Goal or fields changed, is refused with its own digest', () => {
-    const p = plan(s, 'edited');
+  it('a plan whose steps are reordered, added to or re-keyed, or whose components, Goal or fields changed, is refused with its own digest', async () => {
+    const p = await planAsync(s, 'edited');
     const original = readFileSync(planPath(p.destination));
     const edits: Record<string, (plan: Doc) => void> = {
       'two steps swapped': (x) => {
@@ -117,23 +117,23 @@ describe('apply derives the plan again and refuses a plan file that says otherwi
     for (const [what, edit] of Object.entries(edits)) {
       writeFileSync(planPath(p.destination), original);
       const digest = tamper(p.destination, edit);
-      expect(apply(p.destination, digest), what).toMatchObject({ status: 3, code: 'recover_plan_tampered' });
+      expect(await apply(p.destination, digest), what).toMatchObject({ status: 3, code: 'recover_plan_tampered' });
       expect(readdirSync(p.destination), what).toEqual(['recovery']);
     }
     // The untouched plan is still the one loopx computes: it passes the derivation and the printed digest confirms it
     // (what the apply does next — this lifetime was recovered by test 2 — is not this test's business).
     writeFileSync(planPath(p.destination), original);
-    expect(['recover_plan_tampered', 'recover_confirm_mismatch']).not.toContain(apply(p.destination, p.doc.plan_digest).code);
+    expect(['recover_plan_tampered', 'recover_confirm_mismatch']).not.toContain((await apply(p.destination, p.doc.plan_digest)).code);
   }, 180_000);
 
-  it('a refusal of the confirmed digest never points to a digest read back from the plan file', () => {
-    const p = plan(s, 'preview-edited');
+  it('a refusal of the confirmed digest never points to a digest read back from the plan file', async () => {
+    const p = await planAsync(s, 'preview-edited');
     const printed = p.doc.plan_digest as string;
     // What the plan cannot derive (the preview shown) is bound by the printed digest alone.
     const edited = tamper(p.destination, (x) => {
       x.preview.lost_or_unknown = [];
     });
-    const r = apply(p.destination, printed);
+    const r = await apply(p.destination, printed);
     expect(r).toMatchObject({ status: 3, code: 'recover_confirm_mismatch' });
     expect(r.next).toContain('loopx recover plan printed');
     expect(r.next).not.toContain('recover status');
@@ -144,25 +144,25 @@ describe('apply derives the plan again and refuses a plan file that says otherwi
 });
 
 describe('the digest a next action names is the one recover plan printed', () => {
-  it('status and a refusal name the printed digest, sealed by the run authority, never an edited file’s; a broken seal names none', () => {
-    const p = plan(s, 'printed-digest');
+  it('status and a refusal name the printed digest, sealed by the run authority, never an edited file’s; a broken seal names none', async () => {
+    const p = await planAsync(s, 'printed-digest');
     const printed = p.doc.plan_digest as string;
-    const status = () => ok(s, ['recover', 'status', '--destination', p.destination]).next_action as string;
-    expect(status()).toContain(`--confirm ${printed}`);
+    const status = async () => (await okAsync(s, ['recover', 'status', '--destination', p.destination])).next_action as string;
+    expect(await status()).toContain(`--confirm ${printed}`);
     const edited = tamper(p.destination, (x) => {
       x.preview.human_actions = [];
     });
-    expect(status()).toContain(`--confirm ${printed}`);
-    expect(status()).not.toContain(edited);
-    const resolve = loopx(['recover', 'resolve', '--destination', p.destination, '--hold', 'receiver:x', '--authority-dir', s.authority, '--json']);
+    expect(await status()).toContain(`--confirm ${printed}`);
+    expect(await status()).not.toContain(edited);
+    const resolve = await loopxAsync(['recover', 'resolve', '--destination', p.destination, '--hold', 'receiver:x', '--authority-dir', s.authority, '--json']);
     expect(resolve.json().error).toMatchObject({ code: 'recover_not_applied', next_action: expect.stringContaining(`--confirm ${printed}`) });
     // A seal that does not verify (another authority's, or edited) vouches for nothing: the next action names the digest, not one.
     const sealPath = join(p.destination, 'recovery', 'plan.seal.json');
     const seal = JSON.parse(readFileSync(sealPath, 'utf8'));
     writeFileSync(sealPath, JSON.stringify({ ...seal, plan_digest: edited }));
-    expect(status()).toContain('--confirm PLAN_DIGEST');
-    expect(status()).not.toContain(edited);
-    expect(status()).not.toContain(printed);
+    expect(await status()).toContain('--confirm PLAN_DIGEST');
+    expect(await status()).not.toContain(edited);
+    expect(await status()).not.toContain(printed);
   }, 120_000);
 });
 
@@ -172,7 +172,7 @@ describe('complete is never reported while a writer fence is not established', (
   it('every step done, but the run authority does not record the supersession: held, with the apply as its next action', async () => {
     expect(live, 'test 2 completed a recovery').toBeDefined();
     const { destination } = live!;
-    expect(ok(s, ['recover', 'status', '--destination', destination]).state).toBe('complete');
+    expect((await okAsync(s, ['recover', 'status', '--destination', destination])).state).toBe('complete');
     const unrecorded = await recoveryStatus(destination, host(undefined));
     expect(unrecorded).toMatchObject({ state: 'reconciliation_held', holds: [], fences: { source_established: false, destination_established: true } });
     expect(unrecorded.phase.completed_steps).toBe(unrecorded.phase.total_steps);
@@ -195,7 +195,7 @@ describe('complete is never reported while a writer fence is not established', (
         .map((line) => JSON.stringify({ ...JSON.parse(line), seq: ++seq }));
       writeFileSync(journalPath(destination), `${kept.join('\n')}\n`);
       // Without the run authority (as a root's writer guard reads it) and with it (which does hold a record: the real apply made one).
-      for (const st of [await recoveryStatus(destination), ok(s, ['recover', 'status', '--destination', destination])]) {
+      for (const st of [await recoveryStatus(destination), await okAsync(s, ['recover', 'status', '--destination', destination])]) {
         expect(st).toMatchObject({ state: 'reconciliation_held', fences: { source_established: false, destination_established: true } });
         expect(st.phase.completed_steps).toBe(st.phase.total_steps);
       }
@@ -203,6 +203,6 @@ describe('complete is never reported while a writer fence is not established', (
       writeFileSync(planPath(destination), plan);
       writeFileSync(journalPath(destination), journal);
     }
-    expect(ok(s, ['recover', 'status', '--destination', destination]).state).toBe('complete');
+    expect((await okAsync(s, ['recover', 'status', '--destination', destination])).state).toBe('complete');
   }, 60_000);
 });

@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { migratePostgres, openPostgres } from '../../src/store/index.js';
-import { loopx, loopxAsync } from '../support/cli.js';
+import { loopxAsync } from '../support/cli.js';
 import { PG_URL, describePg, pgSchemas } from '../support/pg.js';
-import { ok, okAsync, sourceWithBackup, type Source } from './support/adopt.js';
+import { okAsync, sourceWithBackup, type Source } from './support/adopt.js';
 
 describePg('loopx recover into a root on PostgreSQL', () => {
   const schemas = pgSchemas();
@@ -32,7 +32,7 @@ describePg('loopx recover into a root on PostgreSQL', () => {
   });
   /** `recover plan` of the source's Goal into `destination`, its Goal state in `pgSchema` of the test server (by reference). */
   const planInto = (destination: string, pgSchema: string) =>
-    ok(s, [
+    okAsync(s, [
       'recover',
       'plan',
       '--from',
@@ -58,16 +58,16 @@ describePg('loopx recover into a root on PostgreSQL', () => {
       await other.close();
     }
     const destination = join(s.dir, 'occupied');
-    const plan = planInto(destination, taken);
+    const plan = await planInto(destination, taken);
     const r = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest, '--authority-dir', s.authority, '--json']);
     expect(r.status).toBe(4);
     expect(r.json().error.code).toBe('recover_destination_schema_occupied');
-    expect(loopx(['recover', 'status', '--destination', destination, '--authority-dir', s.authority, '--json']).json().receipts).toEqual([]);
+    expect((await loopxAsync(['recover', 'status', '--destination', destination, '--authority-dir', s.authority, '--json'])).json().receipts).toEqual([]);
   }, 120_000);
 
   it('adopts the Goal into a fresh schema and continues its work there', async () => {
     const destination = join(s.dir, 'on-postgres');
-    const plan = planInto(destination, schema);
+    const plan = await planInto(destination, schema);
     expect(plan.destination_store).toEqual({ provider: 'postgresql', database_url: 'env:LX_RECOVER_PG', schema });
     expect(JSON.stringify(plan)).not.toContain('postgres://');
 
@@ -83,14 +83,14 @@ describePg('loopx recover into a root on PostgreSQL', () => {
     } finally {
       await db.close();
     }
-    const status = ok(s, ['db', 'status', '--root', destination]);
+    const status = await okAsync(s, ['db', 'status', '--root', destination]);
     expect(status.installation).toMatchObject({ state: 'active', restore_generation: 0 });
-    expect(ok(s, ['todo', 'list', '--goal', 'launch', '--root', destination]).todos.map((t: { status: string }) => t.status)).toEqual(['done', 'blocked', 'open']);
+    expect((await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos.map((t: { status: string }) => t.status)).toEqual(['done', 'blocked', 'open']);
 
     const r = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--root', destination, '--authority-dir', s.authority, '--json'], env);
     expect(r.status, r.stderr).toBe(0);
     expect(r.json().status).toBe('completed');
-    expect(ok(s, ['todo', 'list', '--goal', 'launch', '--root', destination]).todos.find((t: { todo_id: string }) => t.todo_id === 't3').status).toBe('done');
+    expect((await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos.find((t: { todo_id: string }) => t.todo_id === 't3').status).toBe('done');
     expect(readFileSync(join(destination, 'machine', 'configuration.json'), 'utf8')).not.toContain('postgres://');
   }, 240_000);
 });

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { stopped } from '../support/stops.js';
 import { CLI, STATE_HOME } from '../support/cli.js';
-import { ok, okAsync, plan, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
+import { okAsync, planAsync, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
 
 let sink: WebhookSink;
 let s: Source;
@@ -26,8 +26,8 @@ afterAll(async () => {
 
 describe('a recovery that loses the race for its Goal', () => {
   it('ends abandoned, naming the winner; the lifetime it minted is retired; its apply run again answers the same end', async () => {
-    const a = plan(s, 'first');
-    const b = plan(s, 'second');
+    const a = await planAsync(s, 'first');
+    const b = await planAsync(s, 'second');
     const first = spawn(process.execPath, [...CLI, 'recover', 'apply', '--destination', a.destination, '--confirm', a.doc.plan_digest, '--authority-dir', s.authority, '--json'], {
       env: { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_TEST_FAULT: 'stop:recover.host:supersede.before' },
     });
@@ -46,10 +46,10 @@ describe('a recovery that loses the race for its Goal', () => {
     expect(lost.ended).toEqual({ reason: 'superseded_elsewhere', winner_recovery_id: won.recovery_id, winner_root: expect.stringMatching(/^root_/), retired_instance_id: minted });
     expect(lost.next_action).toMatch(/^continue the Goal in the root the other recovery made \(root id root_[0-9a-f]+\)/);
     // Compensation: the lifetime minted in the losing destination is retired.
-    expect(ok(s, ['goal', 'show', 'launch', '--root', a.destination]).lifecycle).toBe('retired');
-    expect(ok(s, ['goal', 'show', 'launch', '--root', b.destination]).lifecycle).not.toBe('retired');
+    expect((await okAsync(s, ['goal', 'show', 'launch', '--root', a.destination])).lifecycle).toBe('retired');
+    expect((await okAsync(s, ['goal', 'show', 'launch', '--root', b.destination])).lifecycle).not.toBe('retired');
     // Nothing strands: the status, and the apply run again, answer the same end.
-    expect(ok(s, ['recover', 'status', '--destination', a.destination]).state).toBe('abandoned');
+    expect((await okAsync(s, ['recover', 'status', '--destination', a.destination])).state).toBe('abandoned');
     const again = await okAsync(s, ['recover', 'apply', '--destination', a.destination, '--confirm', a.doc.plan_digest]);
     expect(again).toMatchObject({ state: 'abandoned', ended: lost.ended, next_action: lost.next_action });
   }, 120_000);

@@ -17,8 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, LoginTokens, type DaemonApp } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import * as effectOwner from '../../src/owners/effect/index.js';
-import { loopx, loopxAsync } from '../support/cli.js';
-import { agentFile, ok, okAsync, type Doc, type Source } from './support/adopt.js';
+import { loopxAsync } from '../support/cli.js';
+import { agentFile, okAsync, type Doc, type Source } from './support/adopt.js';
 import { closeDaemon } from '../support/daemon.js';
 
 const TOKEN = 'test-token-0123456789';
@@ -55,18 +55,30 @@ beforeAll(async () => {
   const deliver = agentFile(dir, 'deliver', [{ text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'lost response' } }] }, { text: 'Done.' }]);
   const later = agentFile(dir, 'later', [{ text: 'One more.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'after the receiver went' } }] }, { text: 'Done.' }]);
   s = { dir, root, authority, workspace: join(dir, 'workspace'), agents: { before: deliver, after: deliver, cont: later }, at };
-  expect(loopx(['init', ...at(root)]).status).toBe(0);
+  expect((await loopxAsync(['init', ...at(root)])).status).toBe(0);
   for (const goal of ['alpha', 'beta', 'gamma']) {
-    expect(loopx(['goal', 'create', goal, '--title', `Ship ${goal}`, ...at(root)]).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', goal, '--title', `Ship ${goal}`, ...at(root)])).status).toBe(0);
     sink.failNext('drop_response_after_store');
     const run = await loopxAsync(['work', 'run', '--goal', goal, '--agent', deliver, '--sink', sink.deliveriesUrl, ...at(root), '--json']);
     expect(run.status, run.stderr).toBe(0);
   }
   const out = join(dir, 'backups');
-  const b = ok(s, ['backup-state', '--execute', '--output-dir', out, '--backup-id', 'g1', '--root', root]);
-  ok(s, ['backup-state', 'verify', '--archive', join(out, b.archive.name), '--manifest', join(out, b.manifest.name), '--destination', s.workspace, '--execute', '--root', root]);
+  const b = await okAsync(s, ['backup-state', '--execute', '--output-dir', out, '--backup-id', 'g1', '--root', root]);
+  await okAsync(s, [
+    'backup-state',
+    'verify',
+    '--archive',
+    join(out, b.archive.name),
+    '--manifest',
+    join(out, b.manifest.name),
+    '--destination',
+    s.workspace,
+    '--execute',
+    '--root',
+    root,
+  ]);
   // The same state, in the root's own backups, for the daemon.
-  ok(s, ['backup-state', '--execute', '--backup-id', 'g2', '--root', root]);
+  await okAsync(s, ['backup-state', '--execute', '--backup-id', 'g2', '--root', root]);
   // The receiver goes away for good.
   await sink.close();
   sink = undefined;
@@ -81,7 +93,7 @@ describe('recover resolve --receiver-gone: a receiver that will never answer aga
 
   it('holds the recovery and admits no work while the receiver is gone', async () => {
     destination = join(s.dir, 'alpha-recovered');
-    const p = ok(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'alpha', '--destination', destination, '--root', s.root]);
+    const p = await okAsync(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'alpha', '--destination', destination, '--root', s.root]);
     const st = await okAsync(s, ['recover', 'apply', '--destination', destination, '--confirm', p.plan_digest]);
     expect(st.state).toBe('reconciliation_held');
     // The six verification counts every recovery status shows.
@@ -120,7 +132,7 @@ describe('recover resolve --receiver-gone: a receiver that will never answer aga
     ]);
     expect(notReceiver.status).toBe(3);
     expect(notReceiver.error.code).toBe('recover_hold_not_receiver');
-    const st = ok(s, ['recover', 'status', '--destination', destination]);
+    const st = await okAsync(s, ['recover', 'status', '--destination', destination]);
     expect(st.state).toBe('reconciliation_held');
     expect(st.holds).toHaveLength(2);
     expect(st.resolved_holds).toEqual([]);
@@ -158,7 +170,7 @@ describe('recover resolve --receiver-gone: a receiver that will never answer aga
       const run = await loopxAsync(['work', 'run', '--goal', 'alpha', '--agent', s.agents.cont, '--root', destination, '--authority-dir', s.authority, '--json']);
       expect(run.status, run.stderr + run.stdout).toBe(0);
       // The call was refused by the effect owner before anything was recorded or sent: the model read the refusal.
-      const events = loopx(['run', 'events', JSON.parse(run.stdout).run_id, '--root', destination, '--authority-dir', s.authority, '--json']);
+      const events = await loopxAsync(['run', 'events', JSON.parse(run.stdout).run_id, '--root', destination, '--authority-dir', s.authority, '--json']);
       expect(events.status, events.stderr).toBe(0);
       const results = events.stdout
         .split('\n')
@@ -212,14 +224,14 @@ describe('the daemon route settles a gone receiver the same way', () => {
 describe('a settlement killed halfway', () => {
   it('is finished by the same command, with the same digest: one retirement, the abandoned delivery named once', async () => {
     const destination = join(s.dir, 'gamma-recovered');
-    const p = ok(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'gamma', '--destination', destination, '--root', s.root]);
+    const p = await okAsync(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'gamma', '--destination', destination, '--root', s.root]);
     const st = await okAsync(s, ['recover', 'apply', '--destination', destination, '--confirm', p.plan_digest]);
     const hold = st.holds.find((h: Doc) => h.hold_id.startsWith('receiver:'));
     const abandonedId = st.holds.find((h: Doc) => h.hold_id.startsWith('effect:')).hold_id.slice('effect:'.length);
     const args = ['recover', 'resolve', '--destination', destination, '--hold', hold.hold_id, '--receiver-gone', '--confirm', hold.digest, '--reason', 'gone'];
     const killed = await loopxAsync([...args, '--authority-dir', s.authority], { LOOPX_TEST_FAULT: 'recover.resolve.receiver-gone.before-journal' });
     expect(killed.signal ?? killed.status).toBe('SIGKILL');
-    const between = ok(s, ['recover', 'status', '--destination', destination]);
+    const between = await okAsync(s, ['recover', 'status', '--destination', destination]);
     expect(between.state).toBe('reconciliation_held');
     expect(between.holds.map((h: Doc) => [h.hold_id, h.digest])).toEqual([[hold.hold_id, hold.digest]]);
     const done = await okAsync(s, args);

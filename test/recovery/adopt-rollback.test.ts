@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { loopxAsync } from '../support/cli.js';
-import { ok, okAsync, plan, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
+import { okAsync, planAsync, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
 import { refusedAs } from './support/adopt-users.js';
 
 let sink: WebhookSink;
@@ -34,14 +34,14 @@ const copy = (from: string, to: string) => expect(spawnSync('cp', ['-a', from, t
 beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   s = await sourceWithBackup(sink, { afterCapture: false });
-  const p = plan(s);
+  const p = await planAsync(s);
   R = p.destination;
   digest = p.doc.plan_digest;
   expect((await okAsync(s, ['recover', 'apply', '--destination', R, '--confirm', digest])).state).toBe('complete');
   earlier = join(s.dir, 'earlier');
   copy(R, earlier);
   // New live work in R: a Todo added, and a run that finishes t3 and delivers.
-  ok(s, ['todo', 'add', '--goal', 'launch', '--title', 'Write the follow-up', '--root', R]);
+  await okAsync(s, ['todo', 'add', '--goal', 'launch', '--title', 'Write the follow-up', '--root', R]);
   expect((await okAsync(s, ['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--root', R])).status).toBe('completed');
 }, 240_000);
 afterAll(async () => {
@@ -58,7 +58,7 @@ function tree(dir: string, base = dir): Record<string, string> {
   }
   return out;
 }
-const todos = (root: string): Doc[] => ok(s, ['todo', 'list', '--goal', 'launch', '--root', root]).todos;
+const todos = async (root: string): Promise<Doc[]> => (await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', root])).todos;
 
 /** The engine's writers and every `recover` command in `dir`, each with its refusal. */
 async function writersIn(dir: string) {
@@ -93,7 +93,7 @@ describe('new live work after an adoption blocks a byte rollback', () => {
     expect(forward.json()).toMatchObject({ state: 'complete', plan_digest: digest, holds: [] });
     // Nothing was applied again: R's files are as the new live work left them.
     expect(tree(R)).toEqual(before);
-    expect(todos(R).map((t) => [t.todo_id, t.status])).toEqual([
+    expect((await todos(R)).map((t) => [t.todo_id, t.status])).toEqual([
       ['t1', 'done'],
       ['t2', 'blocked'],
       ['t3', 'done'],
@@ -112,7 +112,7 @@ describe('new live work after an adoption blocks a byte rollback', () => {
   }, 180_000);
 
   it('the same backup cannot be adopted again into another destination by the same user', async () => {
-    const other = plan(s, 'again');
+    const other = await planAsync(s, 'again');
     expect(await refusedAs(s, ['recover', 'apply', '--destination', other.destination, '--confirm', other.doc.plan_digest])).toEqual({
       status: 4,
       code: 'recover_lifetime_superseded_elsewhere',
@@ -126,8 +126,8 @@ describe('new live work after an adoption blocks a byte rollback', () => {
     rmSync(s.workspace, { recursive: true });
     expect(tree(R)).toEqual(live);
     expect(tree(s.root)).toEqual(source);
-    expect(ok(s, ['recover', 'status', '--destination', R])).toMatchObject({ state: 'complete', fences: { source_established: true, destination_established: true } });
-    expect(ok(s, ['todo', 'add', '--goal', 'launch', '--title', 'Still live', '--root', R]).result).toBe('applied');
+    expect(await okAsync(s, ['recover', 'status', '--destination', R])).toMatchObject({ state: 'complete', fences: { source_established: true, destination_established: true } });
+    expect((await okAsync(s, ['todo', 'add', '--goal', 'launch', '--title', 'Still live', '--root', R])).result).toBe('applied');
   }, 180_000);
 
   it('R’s directory replaced by its earlier copy is no root and no recovery either', async () => {

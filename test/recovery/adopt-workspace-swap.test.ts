@@ -14,8 +14,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { resumeUntilEnded, stopped } from '../support/stops.js';
-import { CLI, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
-import { ok, plan, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
+import { CLI, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
+import { okAsync, planAsync, sourceWithBackup, type Doc, type Source } from './support/adopt.js';
 
 let sink: WebhookSink;
 let s: Source;
@@ -26,8 +26,8 @@ beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   s = await sourceWithBackup(sink, { afterCapture: false });
   other = tempRoot();
-  expect(loopx(['init', ...s.at(other)]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'launch', '--title', 'An unrelated Goal', ...s.at(other)]).status).toBe(0);
+  expect((await loopxAsync(['init', ...s.at(other)])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'An unrelated Goal', ...s.at(other)])).status).toBe(0);
 }, 240_000);
 afterAll(async () => {
   await sink.close();
@@ -63,14 +63,14 @@ async function applyPausedAt(destination: string, digest: string, point: string,
 }
 
 /** A writer of `root`'s Goal is admitted: its lifetime is not superseded. */
-const writable = (root: string, title: string) => expect(ok(s, ['todo', 'add', '--goal', 'launch', '--title', title, '--root', root]).result).toBe('applied');
+const writable = async (root: string, title: string) => expect((await okAsync(s, ['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).result).toBe('applied');
 
 /** No lifetime of this user's run authority is recorded as superseded. */
 const noneSuperseded = () => expect(existsSync(join(s.authority, 'lifetimes')) ? readdirSync(join(s.authority, 'lifetimes')).filter((n) => n.endsWith('.json')) : []).toEqual([]);
 
 describe('an apply reads only what it verified', () => {
   it('a goal.json swapped after the freshness check is refused recover_workspace_changed; nothing is superseded and the recovery is not complete', async () => {
-    const { destination, doc } = plan(s, 'swap-after-fresh');
+    const { destination, doc } = await planAsync(s, 'swap-after-fresh');
     let restore = () => {};
     try {
       const r = await applyPausedAt(destination, doc.plan_digest, 'recover.apply.after-fresh', () => {
@@ -83,9 +83,9 @@ describe('an apply reads only what it verified', () => {
       restore();
     }
     noneSuperseded();
-    writable(other, 'the other Goal still takes writes');
-    writable(s.root, 'the source still takes writes');
-    const status = ok(s, ['recover', 'status', '--destination', destination]);
+    await writable(other, 'the other Goal still takes writes');
+    await writable(s.root, 'the source still takes writes');
+    const status = await okAsync(s, ['recover', 'status', '--destination', destination]);
     expect(status.state).not.toBe('complete');
     expect(status.state).toBe('adoption_prepared');
     // Nothing was made in the destination, and nothing staged is left behind.
@@ -94,23 +94,23 @@ describe('an apply reads only what it verified', () => {
   }, 180_000);
 
   it('a goal.json swapped before an interrupted apply is re-run is refused recover_workspace_changed; the lifetime it names is never superseded', async () => {
-    const { destination, doc } = plan(s, 'swap-before-rerun');
+    const { destination, doc } = await planAsync(s, 'swap-before-rerun');
     const crashed = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', doc.plan_digest, '--authority-dir', s.authority, '--json'], {
       LOOPX_TEST_FAULT: 'recover.goal:rebind.before',
     });
     expect(crashed.signal).toBe('SIGKILL');
     const restore = swapGoal();
     try {
-      const rerun = loopx(['recover', 'apply', '--destination', destination, '--confirm', doc.plan_digest, '--authority-dir', s.authority, '--json']);
+      const rerun = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', doc.plan_digest, '--authority-dir', s.authority, '--json']);
       expect(rerun.status, rerun.stdout + rerun.stderr).toBe(3);
       expect(rerun.json().error.code).toBe('recover_workspace_changed');
     } finally {
       restore();
     }
     noneSuperseded();
-    writable(other, 'the other Goal still takes writes after the re-run');
-    writable(s.root, 'the source still takes writes after the re-run');
-    const status = ok(s, ['recover', 'status', '--destination', destination]);
+    await writable(other, 'the other Goal still takes writes after the re-run');
+    await writable(s.root, 'the source still takes writes after the re-run');
+    const status = await okAsync(s, ['recover', 'status', '--destination', destination]);
     expect(status.state).toBe('applying');
     const journal = readFileSync(join(destination, 'recovery', 'journal.jsonl'), 'utf8')
       .split('\n')
@@ -121,7 +121,7 @@ describe('an apply reads only what it verified', () => {
   }, 180_000);
 
   it('a goal.json swapped after the apply staged its reads is never read: the audited lifetime is superseded, and no other', async () => {
-    const { destination, doc } = plan(s, 'swap-after-staging');
+    const { destination, doc } = await planAsync(s, 'swap-after-staging');
     const audited = instanceOf(workspaceGoal());
     const unrelated = instanceOf(join(other, 'goals', 'launch', 'goal.json'));
     let restore = () => {};
@@ -137,8 +137,8 @@ describe('an apply reads only what it verified', () => {
     expect(r.doc.state).toBe('complete');
     expect(readdirSync(join(s.authority, 'lifetimes')).filter((n) => n.endsWith('.json'))).toEqual([`${audited}.json`]);
     expect(existsSync(join(s.authority, 'lifetimes', `${unrelated}.json`))).toBe(false);
-    writable(other, 'the other Goal is nobody’s recovery');
-    const source = loopx(['todo', 'add', '--goal', 'launch', '--title', 'the recovered lifetime is fenced', ...s.at(s.root), '--json']);
+    await writable(other, 'the other Goal is nobody’s recovery');
+    const source = await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', 'the recovered lifetime is fenced', ...s.at(s.root), '--json']);
     expect(source.status).toBe(4);
     expect(source.json().error.code).toBe('goal_lifetime_superseded');
     expect(existsSync(join(destination, 'recovery', 'staging'))).toBe(false);

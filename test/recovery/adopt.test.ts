@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import * as effectOwner from '../../src/owners/effect/index.js';
 import * as workOwner from '../../src/owners/work/index.js';
-import { loopx, loopxAsync } from '../support/cli.js';
-import { ok, okAsync, plan, sourceWithBackup, type Source } from './support/adopt.js';
+import { loopxAsync } from '../support/cli.js';
+import { okAsync, planAsync, sourceWithBackup, type Source } from './support/adopt.js';
 
 let sink: WebhookSink;
 let s: Source;
@@ -45,8 +45,8 @@ const attempts = async (lineage?: string) => {
 };
 
 describe('loopx recover: one Goal into a new root', () => {
-  it('plans with a preview, touching nothing live', () => {
-    const p = plan(s);
+  it('plans with a preview, touching nothing live', async () => {
+    const p = await planAsync(s);
     destination = p.destination;
     digest = p.doc.plan_digest;
     expect(digest).toMatch(/^[0-9a-f]{64}$/);
@@ -68,12 +68,12 @@ describe('loopx recover: one Goal into a new root', () => {
     ]);
     // No absolute path in the public plan.
     expect(JSON.stringify(p.doc)).not.toContain(s.dir);
-    const st = ok(s, ['recover', 'status', '--destination', destination]);
+    const st = await okAsync(s, ['recover', 'status', '--destination', destination]);
     expect(st).toMatchObject({ state: 'adoption_prepared', plan_digest: digest, execution_authority_granted: false, fences: { source_established: false } });
   }, 180_000);
 
-  it('refuses a digest that is not the plan’s', () => {
-    const r = loopx(['recover', 'apply', '--destination', destination, '--confirm', '0'.repeat(64), '--authority-dir', s.authority, '--json']);
+  it('refuses a digest that is not the plan’s', async () => {
+    const r = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', '0'.repeat(64), '--authority-dir', s.authority, '--json']);
     expect(r.status).toBe(3);
     expect(r.json().error.code).toBe('recover_confirm_mismatch');
   }, 180_000);
@@ -87,9 +87,9 @@ describe('loopx recover: one Goal into a new root', () => {
     const byAction = Object.fromEntries(st.receipts.map((r: { action: string }) => [r.action, r]));
     expect(byAction['work:import_inert'].readback.store_identity).not.toBe(byAction['work:import_inert'].readback.source_store_identity);
     expect(byAction['effect:reconcile'].readback.committed_after_capture).toHaveLength(1);
-    const goal = ok(s, ['goal', 'show', 'launch', '--root', destination]);
+    const goal = await okAsync(s, ['goal', 'show', 'launch', '--root', destination]);
     expect(goal.goal_instance_id ?? goal.goal?.goal_instance_id).toBe(st.goal.new_instance_id);
-    const todos = ok(s, ['todo', 'list', '--goal', 'launch', '--root', destination]).todos;
+    const todos = (await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos;
     expect(todos.map((t: { todo_id: string; status: string }) => [t.todo_id, t.status])).toEqual([
       ['t1', 'done'],
       ['t2', 'blocked'],
@@ -98,7 +98,7 @@ describe('loopx recover: one Goal into a new root', () => {
   }, 180_000);
 
   it('keeps the original receipts readable under their original store identity, never relabelled', async () => {
-    const st = ok(s, ['recover', 'status', '--destination', destination]);
+    const st = await okAsync(s, ['recover', 'status', '--destination', destination]);
     const source = st.receipts.find((r: { action: string }) => r.action === 'work:import_inert').readback.source_store_identity;
     const work = await workOwner.openGoalWork({ root: destination, goal_id: 'launch' });
     try {
@@ -116,13 +116,13 @@ describe('loopx recover: one Goal into a new root', () => {
   }, 180_000);
 
   it('continues the unfinished Todo through ordinary admission; one delivery per logical operation at the receiver', async () => {
-    const st = ok(s, ['recover', 'status', '--destination', destination]);
+    const st = await okAsync(s, ['recover', 'status', '--destination', destination]);
     const lineage = st.receipts.find((r: { action: string }) => r.action === 'goal:rebind').readback.lineage_id;
     const before = await attempts(lineage);
     const r = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--root', destination, '--authority-dir', s.authority, '--json']);
     expect(r.status, r.stderr).toBe(0);
     expect(r.json().status).toBe('completed');
-    const todos = ok(s, ['todo', 'list', '--goal', 'launch', '--root', destination]).todos;
+    const todos = (await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos;
     expect(todos.find((t: { todo_id: string }) => t.todo_id === 't3').status).toBe('done');
     const after = await attempts(lineage);
     // The draft announcement was committed after the capture: it is not sent again. The new one is sent once.
@@ -136,10 +136,10 @@ describe('loopx recover: one Goal into a new root', () => {
     const w = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', s.agents.after, ...s.at(s.root), '--json']);
     expect(w.status).toBe(4);
     expect(w.json().error.code).toBe('goal_lifetime_superseded');
-    const t = loopx(['todo', 'update', 't3', '--goal', 'launch', '--status', 'done', ...s.at(s.root), '--json']);
+    const t = await loopxAsync(['todo', 'update', 't3', '--goal', 'launch', '--status', 'done', ...s.at(s.root), '--json']);
     expect(t.status).toBe(4);
     expect(t.json().error.code).toBe('goal_lifetime_superseded');
-    const st = ok(s, ['recover', 'status', '--destination', destination]);
+    const st = await okAsync(s, ['recover', 'status', '--destination', destination]);
     const lineage = st.receipts.find((r: { action: string }) => r.action === 'goal:rebind').readback.lineage_id;
     const res = await fetch(sink.deliveriesUrl, {
       method: 'POST',
@@ -153,7 +153,7 @@ describe('loopx recover: one Goal into a new root', () => {
   it('converges when applied again, and cannot be aborted any more', async () => {
     const again = await okAsync(s, ['recover', 'apply', '--destination', destination, '--confirm', digest]);
     expect(again.state).toBe('complete');
-    const a = loopx(['recover', 'abort', '--destination', destination, '--authority-dir', s.authority, '--json']);
+    const a = await loopxAsync(['recover', 'abort', '--destination', destination, '--authority-dir', s.authority, '--json']);
     expect(a.status).toBe(4);
     expect(a.json().error.code).toBe('recover_abort_too_late');
   }, 180_000);

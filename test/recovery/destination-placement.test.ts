@@ -12,7 +12,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { create, plan } from '../../src/backup/index.js';
 import { DESTINATION_CODES } from '../../src/recovery/index.js';
 import { makeRoot, tempBase, treeFingerprint } from '../backup/support/fixtures.js';
-import { STATE_HOME, loopx } from '../support/cli.js';
+import { STATE_HOME, loopxAsync } from '../support/cli.js';
 
 let base: string;
 let root: string;
@@ -31,13 +31,13 @@ beforeAll(async () => {
 }, 120_000);
 
 const verify = (destination: string, execute: boolean, ...global: string[]) =>
-  loopx(['backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', destination, ...(execute ? ['--execute'] : []), '--json', ...global]);
+  loopxAsync(['backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', destination, ...(execute ? ['--execute'] : []), '--json', ...global]);
 
 /** Plan and execute are both refused with `code` (exit 3, one next action) and nothing is created anywhere under the base. */
-function refusedBoth(destination: string, code: string, ...global: string[]): void {
+async function refusedBoth(destination: string, code: string, ...global: string[]): Promise<void> {
   for (const execute of [false, true]) {
     const before = treeFingerprint(base);
-    const r = verify(destination, execute, ...global);
+    const r = await verify(destination, execute, ...global);
     expect(r.status, r.stderr).toBe(3);
     const error = r.json().error;
     expect(error.code).toBe(code);
@@ -50,60 +50,60 @@ function refusedBoth(destination: string, code: string, ...global: string[]): vo
 }
 
 describe('verify destination placement', () => {
-  it("a destination under the live root's goals/ is refused (verify_destination_inside_runtime_root)", () => {
-    refusedBoth(join(root, 'goals', 'restored'), DESTINATION_CODES.insideRuntimeRoot, '--root', root);
+  it("a destination under the live root's goals/ is refused (verify_destination_inside_runtime_root)", async () => {
+    await refusedBoth(join(root, 'goals', 'restored'), DESTINATION_CODES.insideRuntimeRoot, '--root', root);
   });
 
-  it("a destination that is a child of the live root is refused, and so is one inside any other directory that holds a root's owner files", () => {
-    refusedBoth(join(root, 'restored'), DESTINATION_CODES.insideRuntimeRoot, '--root', root);
+  it("a destination that is a child of the live root is refused, and so is one inside any other directory that holds a root's owner files", async () => {
+    await refusedBoth(join(root, 'restored'), DESTINATION_CODES.insideRuntimeRoot, '--root', root);
     // Not the root of this invocation (the default ~/.loopx): still a runtime root on the way.
-    refusedBoth(join(root, 'goals', 'alpha', 'docs', 'restored'), DESTINATION_CODES.insideRuntimeRoot);
+    await refusedBoth(join(root, 'goals', 'alpha', 'docs', 'restored'), DESTINATION_CODES.insideRuntimeRoot);
   });
 
-  it('a link or .. spelling of a place inside the root is refused the same way', () => {
+  it('a link or .. spelling of a place inside the root is refused the same way', async () => {
     symlinkSync(join(root, 'goals'), join(base, 'goals-link'));
-    refusedBoth(join(base, 'goals-link', 'restored'), DESTINATION_CODES.insideRuntimeRoot, '--root', root);
+    await refusedBoth(join(base, 'goals-link', 'restored'), DESTINATION_CODES.insideRuntimeRoot, '--root', root);
     mkdirSync(join(base, 'elsewhere'), { mode: 0o700 });
-    refusedBoth(join(base, 'elsewhere', '..', 'root', 'goals', 'restored'), DESTINATION_CODES.insideRuntimeRoot, '--root', root);
+    await refusedBoth(join(base, 'elsewhere', '..', 'root', 'goals', 'restored'), DESTINATION_CODES.insideRuntimeRoot, '--root', root);
     // The root itself named through a link: the comparison is on physical paths.
     symlinkSync(root, join(base, 'root-link'));
-    refusedBoth(join(root, 'exports', 'restored'), DESTINATION_CODES.insideRuntimeRoot, '--root', join(base, 'root-link'));
+    await refusedBoth(join(root, 'exports', 'restored'), DESTINATION_CODES.insideRuntimeRoot, '--root', join(base, 'root-link'));
   });
 
-  it('a destination inside the run authority directory — given or the default — is refused (verify_destination_inside_run_authority)', () => {
+  it('a destination inside the run authority directory — given or the default — is refused (verify_destination_inside_run_authority)', async () => {
     const authority = join(base, 'authority');
     mkdirSync(authority, { mode: 0o700 });
-    refusedBoth(join(authority, 'restored'), DESTINATION_CODES.insideRunAuthority, '--authority-dir', authority);
+    await refusedBoth(join(authority, 'restored'), DESTINATION_CODES.insideRunAuthority, '--authority-dir', authority);
     // A destination that would contain a (not yet created) authority directory.
-    refusedBoth(join(base, 'authority-to-be'), DESTINATION_CODES.insideRunAuthority, '--authority-dir', join(base, 'authority-to-be', 'nested'));
+    await refusedBoth(join(base, 'authority-to-be'), DESTINATION_CODES.insideRunAuthority, '--authority-dir', join(base, 'authority-to-be', 'nested'));
     // The default: $XDG_STATE_HOME/loopx/run-authority (the suite's private one).
     const dflt = join(STATE_HOME, 'loopx', 'run-authority');
     mkdirSync(dflt, { recursive: true, mode: 0o700 });
     const before = treeFingerprint(STATE_HOME);
-    const r = verify(join(dflt, 'restored'), true);
+    const r = await verify(join(dflt, 'restored'), true);
     expect(r.status, r.stderr).toBe(3);
     expect(r.json().error.code).toBe(DESTINATION_CODES.insideRunAuthority);
     expect(treeFingerprint(STATE_HOME)).toEqual(before);
   });
 
-  it('a destination inside an existing recovery workspace is refused (verify_destination_inside_recovery_workspace)', () => {
+  it('a destination inside an existing recovery workspace is refused (verify_destination_inside_recovery_workspace)', async () => {
     const d = join(base, 'recovered');
-    expect(verify(d, true).status).toBe(0);
-    refusedBoth(join(d, 'again'), DESTINATION_CODES.insideRecoveryWorkspace);
-    refusedBoth(join(d, 'workspace', 'runtime-root', 'goals', 'again'), DESTINATION_CODES.insideRecoveryWorkspace);
+    expect((await verify(d, true)).status).toBe(0);
+    await refusedBoth(join(d, 'again'), DESTINATION_CODES.insideRecoveryWorkspace);
+    await refusedBoth(join(d, 'workspace', 'runtime-root', 'goals', 'again'), DESTINATION_CODES.insideRecoveryWorkspace);
     symlinkSync(join(d, 'workspace'), join(base, 'workspace-link'));
-    refusedBoth(join(base, 'workspace-link', 'again'), DESTINATION_CODES.insideRecoveryWorkspace);
+    await refusedBoth(join(base, 'workspace-link', 'again'), DESTINATION_CODES.insideRecoveryWorkspace);
   }, 60_000);
 
   it("the daemon's reserved daemon/recoveries/<job> stays allowed, and the root's next backup has no second copy of its Goals", async () => {
     const job = join(root, 'daemon', 'recoveries', 'job1');
     mkdirSync(join(root, 'daemon', 'recoveries'), { recursive: true, mode: 0o700 });
-    const r = verify(job, true, '--root', root);
+    const r = await verify(job, true, '--root', root);
     expect(r.status, r.stderr).toBe(0);
     expect(existsSync(join(job, 'recovery-audit.json'))).toBe(true);
 
     // The issue's case: an execute into <root>/goals/, then the root's next backup — which must hold its Goals once.
-    const into = verify(join(root, 'goals', 'swept'), true, '--root', root);
+    const into = await verify(join(root, 'goals', 'swept'), true, '--root', root);
     const again = await create(plan(root, { outputDir: join(base, 'out2'), backupId: 'after' }));
     expect(again.manifest_doc.goals.map((g) => g.goal_id).sort()).toEqual(goalsBefore);
     const members = (JSON.parse(readFileSync(join(base, 'out2', 'after.manifest.json'), 'utf8')) as { members: { path: string }[] }).members.map((m) => m.path);
@@ -111,6 +111,6 @@ describe('verify destination placement', () => {
     expect(into.json().error.code).toBe(DESTINATION_CODES.insideRuntimeRoot);
 
     // Only a direct child of it: deeper is refused like the rest of the root.
-    refusedBoth(join(root, 'daemon', 'recoveries', 'job1-parent', 'deeper'), DESTINATION_CODES.insideRuntimeRoot, '--root', root);
+    await refusedBoth(join(root, 'daemon', 'recoveries', 'job1-parent', 'deeper'), DESTINATION_CODES.insideRuntimeRoot, '--root', root);
   }, 60_000);
 });

@@ -9,15 +9,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AUDIT_FILE, type RecoveryAudit } from '../../src/recovery/index.js';
-import { REPO, loopx } from '../support/cli.js';
+import { REPO, loopxAsync } from '../support/cli.js';
 import { normalizeAudit } from './support/normalize-audit.js';
 
 const FIXTURE = join(REPO, 'test/fixtures/v0');
 
 describe('a v0 archive made by the previous producer', () => {
-  it('verifies with the audit its own verifier wrote (labels and durations aside)', () => {
+  it('verifies with the audit its own verifier wrote (labels and durations aside)', async () => {
     const dest = join(mkdtempSync(join(tmpdir(), 'loopx-v0-')), 'dest');
-    const r = loopx([
+    const r = await loopxAsync([
       'backup-state',
       'verify',
       '--archive',

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { OWNERS } from '../../src/owners/index.js';
 import { AUDIT_FILE, WORKSPACE_DIR, type RecoveryAudit } from '../../src/recovery/index.js';
-import { CLI, REPO, STATE_HOME, loopx, loopxAsync, tempRoot } from '../support/cli.js';
+import { CLI, REPO, STATE_HOME, loopxAsync, tempRoot } from '../support/cli.js';
 import { treeFingerprint, jsonStrings } from '../backup/support/fixtures.js';
 
 const AGENT = 'examples/agents/goal-worker.json';
@@ -26,10 +26,10 @@ let manifest: string;
 /** A root with real Goal work: a Goal, three Todos, a scripted run that worked them and delivered once. */
 async function rootWithGoalWork(): Promise<string> {
   const r = tempRoot();
-  expect(loopx(['init', '--root', r]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', r]).status).toBe(0);
+  expect((await loopxAsync(['init', '--root', r])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', r])).status).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post']) {
-    expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, '--root', r]).status).toBe(0);
+    expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', r])).status).toBe(0);
   }
   const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', AGENT, '--sink', sink.deliveriesUrl, '--root', r, '--json']);
   expect(run.status, run.stderr).toBe(0);
@@ -40,7 +40,7 @@ beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   root = await rootWithGoalWork();
   base = dirname(root);
-  const made = loopx(['backup-state', '--execute', '--output-dir', join(base, 'out'), '--backup-id', 'b1', '--root', root, '--format', 'v0', '--json']);
+  const made = await loopxAsync(['backup-state', '--execute', '--output-dir', join(base, 'out'), '--backup-id', 'b1', '--root', root, '--format', 'v0', '--json']);
   expect(made.status, made.stderr).toBe(0);
   archive = join(base, 'out', 'b1.tar.gz');
   manifest = join(base, 'out', 'b1.manifest.json');
@@ -53,10 +53,10 @@ afterAll(async () => {
 const verifyArgs = (dest: string, ...more: string[]) => ['backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', dest, ...more];
 
 describe('backup-state verify (plan)', () => {
-  it('validates the inputs and prints the plan, creating nothing', () => {
+  it('validates the inputs and prints the plan, creating nothing', async () => {
     const dest = join(base, 'plan-dest');
     const before = treeFingerprint(base);
-    const r = loopx([...verifyArgs(dest), '--json']);
+    const r = await loopxAsync([...verifyArgs(dest), '--json']);
     expect(r.status, r.stderr).toBe(0);
     const plan = r.json();
     expect(plan).toMatchObject({ ok: true, dry_run: true, backup_id: 'b1', execution_authority_granted: false, would_create: [WORKSPACE_DIR, AUDIT_FILE] });
@@ -66,20 +66,20 @@ describe('backup-state verify (plan)', () => {
     expect(r.stdout).not.toContain(base);
   });
 
-  it('prints a readable plan and --help', () => {
-    const r = loopx(verifyArgs(join(base, 'plan-human')));
+  it('prints a readable plan and --help', async () => {
+    const r = await loopxAsync(verifyArgs(join(base, 'plan-human')));
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('dry run: nothing was created');
     expect(r.stdout).toContain('verification grants no execution authority');
-    const help = loopx(['backup-state', 'verify', '--help']);
+    const help = await loopxAsync(['backup-state', 'verify', '--help']);
     expect(help.status).toBe(0);
     expect(help.stdout).toContain('--destination');
-    const show = loopx(['backup-state', 'audit', 'show', '--help']);
+    const show = await loopxAsync(['backup-state', 'audit', 'show', '--help']);
     expect(show.status).toBe(0);
   });
 
-  it('refuses create-only flags given to verify (usage, exit 2)', () => {
-    const r = loopx([...verifyArgs(join(base, 'x')), '--backup-id', 'zz', '--json']);
+  it('refuses create-only flags given to verify (usage, exit 2)', async () => {
+    const r = await loopxAsync([...verifyArgs(join(base, 'x')), '--backup-id', 'zz', '--json']);
     expect(r.status).toBe(2);
     expect(r.json().error.code).toBe('usage_invalid_option');
   });
@@ -89,9 +89,9 @@ describe('backup-state verify --execute', () => {
   let dest: string;
   let summary: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-  beforeAll(() => {
+  beforeAll(async () => {
     dest = join(base, 'dest-1');
-    const r = loopx([...verifyArgs(dest), '--execute', '--json']);
+    const r = await loopxAsync([...verifyArgs(dest), '--execute', '--json']);
     expect(r.status, r.stderr).toBe(0);
     summary = r.json();
   }, 60_000);
@@ -164,51 +164,51 @@ describe('backup-state verify --execute', () => {
     expect(priv).not.toContain(base);
   });
 
-  it('audit show --private reads the audit back byte-identically; --json prints the public summary', () => {
+  it('audit show --private reads the audit back byte-identically; --json prints the public summary', async () => {
     const shown = spawnSync(process.execPath, [...CLI, 'backup-state', 'audit', 'show', dest, '--private'], {
       cwd: REPO,
       env: { ...process.env, XDG_STATE_HOME: STATE_HOME },
     });
     expect(shown.status).toBe(0);
     expect(Buffer.compare(shown.stdout, readFileSync(join(dest, AUDIT_FILE)))).toBe(0);
-    const pub = loopx(['backup-state', 'audit', 'show', dest, '--json']);
+    const pub = await loopxAsync(['backup-state', 'audit', 'show', dest, '--json']);
     expect(pub.status).toBe(0);
     expect(pub.json()).toEqual(summary);
     expect(pub.stdout).not.toContain('runtime-root/');
-    const human = loopx(['backup-state', 'audit', 'show', dest]);
+    const human = await loopxAsync(['backup-state', 'audit', 'show', dest]);
     expect(human.stdout).toContain('execution authority granted: no');
     expect(human.stdout).toContain('recovered and readable');
   });
 
-  it('audit show refuses a changed audit (audit_digest_mismatch) and a missing one (audit_not_found)', () => {
+  it('audit show refuses a changed audit (audit_digest_mismatch) and a missing one (audit_not_found)', async () => {
     const copy = join(base, 'tampered');
     mkdirSync(copy, { mode: 0o700 });
     const text = readFileSync(join(dest, AUDIT_FILE), 'utf8');
     writeFileSync(join(copy, AUDIT_FILE), text.replace('"historical_only"', '"recovered_readable"'), { mode: 0o600 });
-    const r = loopx(['backup-state', 'audit', 'show', copy, '--json']);
+    const r = await loopxAsync(['backup-state', 'audit', 'show', copy, '--json']);
     expect(r.status).toBe(3);
     expect(r.json().error.code).toBe('audit_digest_mismatch');
-    const none = loopx(['backup-state', 'audit', 'show', join(base, 'nowhere'), '--json']);
+    const none = await loopxAsync(['backup-state', 'audit', 'show', join(base, 'nowhere'), '--json']);
     expect(none.status).toBe(3);
     expect(none.json().error.code).toBe('audit_not_found');
   });
 
-  it('never replaces an earlier audit: the same destination again is a conflict (exit 4) and leaves it unchanged', () => {
+  it('never replaces an earlier audit: the same destination again is a conflict (exit 4) and leaves it unchanged', async () => {
     const before = treeFingerprint(dest);
     const bytes = readFileSync(join(dest, AUDIT_FILE));
-    const r = loopx([...verifyArgs(dest), '--execute', '--json']);
+    const r = await loopxAsync([...verifyArgs(dest), '--execute', '--json']);
     expect(r.status).toBe(4);
     expect(r.json().error.code).toBe('verify_destination_exists');
     expect(treeFingerprint(dest)).toEqual(before);
     expect(Buffer.compare(readFileSync(join(dest, AUDIT_FILE)), bytes)).toBe(0);
   });
 
-  it('a failed verify elsewhere leaves the earlier audit unchanged and publishes nothing', () => {
+  it('a failed verify elsewhere leaves the earlier audit unchanged and publishes nothing', async () => {
     const bytes = readFileSync(join(dest, AUDIT_FILE));
     const bad = join(base, 'bad-manifest.json');
     writeFileSync(bad, readFileSync(manifest, 'utf8').replace(/"archive_sha256": "[0-9a-f]{64}"/, `"archive_sha256": "${'0'.repeat(64)}"`), { mode: 0o600 });
     const d2 = join(base, 'dest-bad');
-    const r = loopx(['backup-state', 'verify', '--archive', archive, '--manifest', bad, '--destination', d2, '--execute', '--json']);
+    const r = await loopxAsync(['backup-state', 'verify', '--archive', archive, '--manifest', bad, '--destination', d2, '--execute', '--json']);
     expect(r.status).toBe(3);
     expect(r.json().error.code).toBe('verify_archive_digest_mismatch');
     expect(existsSync(d2)).toBe(false);
@@ -217,14 +217,14 @@ describe('backup-state verify --execute', () => {
 });
 
 describe('terminal output', () => {
-  it('draws a progress bar on stderr when it is a terminal (script(1) gives it a pty), and is quiet otherwise', () => {
+  it('draws a progress bar on stderr when it is a terminal (script(1) gives it a pty), and is quiet otherwise', async () => {
     const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
     const cmd = [process.execPath, ...CLI, ...verifyArgs(join(base, 'dest-tty')), '--execute'].map(quote).join(' ');
     const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { cwd: REPO, encoding: 'utf8', timeout: 60_000, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/\r\x1b\[2K\[[#.]{28}\] \d+%/);
     expect(r.stdout).toContain('recovery audit ');
-    const quiet = loopx([...verifyArgs(join(base, 'dest-quiet')), '--execute']);
+    const quiet = await loopxAsync([...verifyArgs(join(base, 'dest-quiet')), '--execute']);
     expect(quiet.status).toBe(0);
     expect(quiet.stderr).toBe('');
   }, 60_000);
@@ -307,12 +307,12 @@ describe('no live mutation', () => {
 });
 
 describe('source loss', () => {
-  it('reads Todos and committed history back from the workspace after the source root is gone', () => {
-    const before = loopx(['todo', 'list', '--goal', 'launch', '--root', root, '--json']).json().todos as Array<{ todo_id: string; status: string; title: string }>;
+  it('reads Todos and committed history back from the workspace after the source root is gone', async () => {
+    const before = (await loopxAsync(['todo', 'list', '--goal', 'launch', '--root', root, '--json'])).json().todos as Array<{ todo_id: string; status: string; title: string }>;
     const dest = join(base, 'dest-loss');
     rmSync(root, { recursive: true, force: true });
     expect(existsSync(root)).toBe(false);
-    const r = loopx([...verifyArgs(dest), '--execute', '--json']);
+    const r = await loopxAsync([...verifyArgs(dest), '--execute', '--json']);
     expect(r.status, r.stderr).toBe(0);
     const copied = join(dest, WORKSPACE_DIR, 'runtime-root', 'goals', 'launch', 'work.db');
     const h = OWNERS.work.readHistorical({ root: join(dest, WORKSPACE_DIR, 'runtime-root') }, { goal_id: 'launch' }).value;

@@ -1,7 +1,8 @@
 /**
  * A source root that did real Goal work, its verified backup, and what happened after the capture:
- * the starting point of every adoption test. Everything runs through the real CLI in child
- * processes, against a real loopback receiver with a journal.
+ * the starting point of every adoption test. Everything runs through the real CLI (in this
+ * process where a separate one is not the point: test/support/cli.ts), against a real loopback
+ * receiver with a journal.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -38,7 +39,7 @@ export interface Source {
   readonly at: (root: string) => string[];
 }
 
-/** Run the CLI for `s`'s user and expect success; its JSON document. */
+/** Run the CLI for `s`'s user in a child process and expect success; its JSON document (`okAsync` where the event loop may run). */
 export function ok(s: Pick<Source, 'authority'>, args: readonly string[]): Doc {
   const r = loopx([...args, '--authority-dir', s.authority, '--json']);
   expect(r.status, `${args.join(' ')}\n${r.stderr}${r.stdout}`).toBe(0);
@@ -65,16 +66,28 @@ export async function sourceWithBackup(
   const s: Source = { dir, root, authority, workspace: join(dir, 'workspace'), agents, at };
   // The source's Goal state in PostgreSQL when `store` names a schema (by its URL reference, set in this process's environment).
   const store = options.store === undefined ? [] : ['--store', 'postgresql', '--database-url', options.store.database_url, '--pg-schema', options.store.schema];
-  expect(loopx(['init', ...store, ...at(root)]).status).toBe(0);
-  if (options.store !== undefined) expect(loopx(['db', 'migrate', ...at(root)]).status).toBe(0);
-  expect(loopx(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at(root)]).status).toBe(0);
+  expect((await loopxAsync(['init', ...store, ...at(root)])).status).toBe(0);
+  if (options.store !== undefined) expect((await loopxAsync(['db', 'migrate', ...at(root)])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at(root)])).status).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
-    expect(loopx(['todo', 'add', '--goal', 'launch', '--title', title, ...at(root)]).status).toBe(0);
+    expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, ...at(root)])).status).toBe(0);
   const w = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agents.before, '--sink', sink.deliveriesUrl, ...at(root), '--json']);
   expect(w.status, w.stderr).toBe(0);
   const out = join(dir, 'backups');
-  const b = ok(s, ['backup-state', '--execute', '--profile', options.profile ?? 'quiescent', '--output-dir', out, '--backup-id', 'b1', '--root', root]);
-  ok(s, ['backup-state', 'verify', '--archive', join(out, b.archive.name), '--manifest', join(out, b.manifest.name), '--destination', s.workspace, '--execute', '--root', root]);
+  const b = await okAsync(s, ['backup-state', '--execute', '--profile', options.profile ?? 'quiescent', '--output-dir', out, '--backup-id', 'b1', '--root', root]);
+  await okAsync(s, [
+    'backup-state',
+    'verify',
+    '--archive',
+    join(out, b.archive.name),
+    '--manifest',
+    join(out, b.manifest.name),
+    '--destination',
+    s.workspace,
+    '--execute',
+    '--root',
+    root,
+  ]);
   if (options.afterCapture !== false) {
     const a = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agents.after, ...at(root), '--json']);
     expect(a.status, a.stderr).toBe(0);
@@ -86,4 +99,10 @@ export async function sourceWithBackup(
 export function plan(s: Source, name = 'recovered'): { destination: string; doc: Doc } {
   const destination = join(s.dir, name);
   return { destination, doc: ok(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', destination, '--root', s.root]) };
+}
+
+/** `plan` through `okAsync`: the CLI in this process when it can be. */
+export async function planAsync(s: Source, name = 'recovered'): Promise<{ destination: string; doc: Doc }> {
+  const destination = join(s.dir, name);
+  return { destination, doc: await okAsync(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', destination, '--root', s.root]) };
 }
