@@ -23,7 +23,10 @@ const LAYERS = {
   core: [],
 };
 
-const folder = (names) => ({ type: 'folder', captured: { folder: names.length === 1 ? names[0] : `{${names.join(',')}}` } });
+const folder = (names) => ({
+  type: 'folder',
+  captured: { folder: names.length === 1 ? names[0] : `{${names.join(',')}}` },
+});
 const index = (element) => ({ element: { ...element, fileInternalPath: 'index.ts' } });
 
 /** The `boundaries/dependencies` policies of the map; test/lint/boundaries.test.ts shows them at work. */
@@ -38,7 +41,10 @@ const MAP_POLICIES = [
   // An owner: what owners/ may import, the shared files of owners/ (layout.ts, refusals.ts; never
   // owners/index.ts, which imports every owner), and another owner through its index.ts.
   { from: { element: { type: 'owner' } }, allow: { to: index(folder(LAYERS.owners)) } },
-  { from: { element: { type: 'owner' } }, allow: { to: { element: { ...folder(['owners']), fileInternalPath: '!index.ts' } } } },
+  {
+    from: { element: { type: 'owner' } },
+    allow: { to: { element: { ...folder(['owners']), fileInternalPath: '!index.ts' } } },
+  },
   { from: { element: { type: 'owner' } }, allow: { to: index({ type: 'owner' }) } },
   { from: { element: folder(['owners']) }, allow: { to: index({ type: 'owner' }) } },
 ];
@@ -52,7 +58,9 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          patterns: [{ group: ['better-sqlite3', 'pg'], message: 'Drivers are imported only inside src/store providers.' }],
+          patterns: [
+            { group: ['better-sqlite3', 'pg'], message: 'Drivers are imported only inside src/store providers.' },
+          ],
         },
       ],
     },

@@ -123,7 +123,8 @@ export async function writeWorkHistory(root: string, goalId: string, next: () =>
   const w = await openGoalWork({ root, goal_id: goalId, synchronous: 'OFF' });
   try {
     for (let i = 1; i <= 20; i++) await w.addTodo({ operation_id: `add-${i}`, title: prose(next, 60) });
-    for (let i = 21; i <= COMMITS_PER_GOAL; i++) await w.updateTodo({ operation_id: `note-${i}`, todo_id: `t${(i % 20) + 1}`, note: `step ${i}` });
+    for (let i = 21; i <= COMMITS_PER_GOAL; i++)
+      await w.updateTodo({ operation_id: `note-${i}`, todo_id: `t${(i % 20) + 1}`, note: `step ${i}` });
   } finally {
     w.close();
   }
@@ -148,17 +149,24 @@ export async function buildRoot(root: string, options: BuildRootOptions = {}): P
       await writeWorkHistory(root, g, next);
     } else {
       db(join(root, 'goals', g, 'work.db'), (d) => {
-        d.exec('CREATE TABLE commits (seq INTEGER PRIMARY KEY, payload TEXT NOT NULL); CREATE TABLE todos (id INTEGER PRIMARY KEY, title TEXT, status TEXT)');
+        d.exec(
+          'CREATE TABLE commits (seq INTEGER PRIMARY KEY, payload TEXT NOT NULL); CREATE TABLE todos (id INTEGER PRIMARY KEY, title TEXT, status TEXT)',
+        );
         const ins = d.prepare('INSERT INTO commits (payload) VALUES (?)');
         const todo = d.prepare('INSERT INTO todos (title, status) VALUES (?, ?)');
         d.transaction(() => {
-          for (let i = 0; i < COMMITS_PER_GOAL; i++) ins.run(JSON.stringify({ seq: i, op: 'todo.update', note: prose(next, 900) }));
+          for (let i = 0; i < COMMITS_PER_GOAL; i++)
+            ins.run(JSON.stringify({ seq: i, op: 'todo.update', note: prose(next, 900) }));
           for (let i = 0; i < 500; i++) todo.run(prose(next, 60), i % 3 === 0 ? 'done' : 'open');
         })();
       });
     }
     mkdirSync(join(root, 'goals', g, 'docs'), { recursive: true, mode: 0o700 });
-    for (let i = 0; i < 50; i++) writeFileSync(join(root, 'goals', g, 'docs', `doc-${i}.md`), `# ${g} document ${i}\n\n${prose(next, 40 * 1024)}\n`);
+    for (let i = 0; i < 50; i++)
+      writeFileSync(
+        join(root, 'goals', g, 'docs', `doc-${i}.md`),
+        `# ${g} document ${i}\n\n${prose(next, 40 * 1024)}\n`,
+      );
   }
   for (const [name, rows] of [
     ['sessions.db', 7_000],
@@ -231,7 +239,8 @@ export function loaderArgs(): string[] {
   const argv = process.execArgv;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    if ((a === '--import' || a === '--require' || a === '-r' || a === '--loader') && i + 1 < argv.length) out.push(a, argv[++i]!);
+    if ((a === '--import' || a === '--require' || a === '-r' || a === '--loader') && i + 1 < argv.length)
+      out.push(a, argv[++i]!);
     else if (/^--(import|require|loader)=/.test(a)) out.push(a);
   }
   return out;
@@ -239,7 +248,11 @@ export function loaderArgs(): string[] {
 
 function runCreateChild(root: string, out: string, id: string, variant: CreateVariant): Sample {
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [...loaderArgs(), fileURLToPath(import.meta.url), '--backup-child', root, out, id, variant], { encoding: 'utf8', maxBuffer: 16 * MiB });
+  const r = spawnSync(
+    process.execPath,
+    [...loaderArgs(), fileURLToPath(import.meta.url), '--backup-child', root, out, id, variant],
+    { encoding: 'utf8', maxBuffer: 16 * MiB },
+  );
   const wallSeconds = (performance.now() - t0) / 1000;
   if (r.status !== 0) throw new Error(`backup child (${variant}) failed: ${r.stderr}`);
   return { ...(JSON.parse(r.stdout) as ChildReport), wallSeconds };
@@ -278,7 +291,12 @@ function sampleAll(root: string, base: string): { ours: Map<CreateVariant, Sampl
   return { ours, baseline };
 }
 
-const LABEL: Record<CreateVariant, string> = { v0: "v0 (format: 'v0')", online: 'v1 online', quiescent: 'v1 quiescent', crash_consistent: 'v1 crash-consistent' };
+const LABEL: Record<CreateVariant, string> = {
+  v0: "v0 (format: 'v0')",
+  online: 'v1 online',
+  quiescent: 'v1 quiescent',
+  crash_consistent: 'v1 crash-consistent',
+};
 
 function extraOf(samples: Sample[]): string {
   const peakRss = Math.max(...samples.map((o) => o.maxRssKiB)) / 1024;
@@ -289,7 +307,9 @@ function extraOf(samples: Sample[]): string {
     .map(([k, n]) => `${n} ${k}`)
     .join(', ');
   const v1 =
-    mid.achieved === null ? '' : `\n  achieved profile ${mid.achieved}; components ${states}; downgrades ${mid.downgrades.length > 0 ? mid.downgrades.join(', ') : 'none'}`;
+    mid.achieved === null
+      ? ''
+      : `\n  achieved profile ${mid.achieved}; components ${states}; downgrades ${mid.downgrades.length > 0 ? mid.downgrades.join(', ') : 'none'}`;
   return (
     `peak RSS of the create process ${peakRss.toFixed(0)} MiB; archive ${(mid.archiveBytes / MiB).toFixed(1)} MiB; child wall time incl. Node start ${median(samples.map((o) => o.wallSeconds)).toFixed(3)} s` +
     `\n  phases (median sample): plan ${ms(ph.plan)}, owner capture ${ms(ph.owners)} (v1: on the capture thread, overlapping the archive), archive + publish ${ms(ph.archive)}${v1}`
@@ -346,7 +366,13 @@ async function createOnce(root: string, out: string, id: string, variant: Create
   const planned = performance.now();
   let result: BackupResult;
   if (variant === 'v0') result = await create(p, { ...observe, format: 'v0' });
-  else if (variant === 'quiescent') result = await createBackupWithProfile(p, { ...observe, format: 'v1', profile: 'quiescent', quiesceTimeoutMs: QUIESCE_TIMEOUT_MS });
+  else if (variant === 'quiescent')
+    result = await createBackupWithProfile(p, {
+      ...observe,
+      format: 'v1',
+      profile: 'quiescent',
+      quiesceTimeoutMs: QUIESCE_TIMEOUT_MS,
+    });
   else result = await create(p, { ...observe, format: 'v1', profile: variant });
   const end = performance.now();
   const doc = result.manifest_doc;
@@ -361,11 +387,19 @@ async function createOnce(root: string, out: string, id: string, variant: Create
     achieved: capture?.achieved_profile ?? null,
     states,
     downgrades: capture?.downgrades.map((d) => d.code) ?? [],
-    phases: { plan: (planned - t0) / 1000, owners: ((owned ?? planned) - planned) / 1000, archive: (end - firstMember) / 1000 },
+    phases: {
+      plan: (planned - t0) / 1000,
+      owners: ((owned ?? planned) - planned) / 1000,
+      archive: (end - firstMember) / 1000,
+    },
   };
 }
 
-if (process.argv[2] === '--backup-child' && process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+if (
+  process.argv[2] === '--backup-child' &&
+  process.argv[1] !== undefined &&
+  resolve(process.argv[1]) === fileURLToPath(import.meta.url)
+) {
   const [root, out, id, variant] = process.argv.slice(3);
   if (!VARIANTS.includes(variant as CreateVariant)) throw new Error(`unknown create variant ${variant}`);
   process.stdout.write(`${JSON.stringify(await createOnce(root!, out!, id!, variant as CreateVariant))}\n`);

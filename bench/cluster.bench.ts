@@ -50,12 +50,33 @@ async function world(deliveries: number): Promise<World> {
   const env = { ...process.env, XDG_STATE_HOME: join(dir, 'state'), LOOPX_BENCH_CLUSTER_URL: URL };
   const sink = await startWebhookSink({ port: 0 });
   const agent = join(dir, 'agent.json');
-  const script = [...Array.from({ length: deliveries }, (_, i) => ({ tool_calls: [{ name: 'receiver.deliver', arguments: { message: `d${i}` } }] })), { text: 'done' }];
+  const script = [
+    ...Array.from({ length: deliveries }, (_, i) => ({
+      tool_calls: [{ name: 'receiver.deliver', arguments: { message: `d${i}` } }],
+    })),
+    { text: 'done' },
+  ];
   writeFileSync(
     agent,
-    JSON.stringify({ id: 'bench.worker', version: '1.0.0', model: { provider: 'scripted', model_id: 'scripted-v1' }, turn_limit: 20, tool_plan: 'loopx.cluster.v1', script }),
+    JSON.stringify({
+      id: 'bench.worker',
+      version: '1.0.0',
+      model: { provider: 'scripted', model_id: 'scripted-v1' },
+      turn_limit: 20,
+      tool_plan: 'loopx.cluster.v1',
+      script,
+    }),
   );
-  const w: World = { schema, db: openPostgres({ url: URL, schema, max: 2 }), sink, dir, keys: join(dir, 'keys'), agent, env, daemons: [] };
+  const w: World = {
+    schema,
+    db: openPostgres({ url: URL, schema, max: 2 }),
+    sink,
+    dir,
+    keys: join(dir, 'keys'),
+    agent,
+    env,
+    daemons: [],
+  };
   cli(w, ['cluster', 'init', '--cluster', 'env:LOOPX_BENCH_CLUSTER_URL', '--cluster-schema', schema]);
   cli(w, ['authority', 'init', '--authority-dir', w.keys]);
   return w;
@@ -67,8 +88,22 @@ async function daemon(w: World): Promise<{ child: ChildProcessWithoutNullStreams
   cli(w, ['init', '--root', root]);
   const keys = join(w.dir, `keys${n}`);
   cpSync(w.keys, keys, { recursive: true });
-  const args = [BIN, '--root', root, '--authority-dir', keys, '--json', 'daemon', '--cluster', 'env:LOOPX_BENCH_CLUSTER_URL', '--cluster-schema', w.schema];
-  const child = spawn(process.execPath, [...args, '--receiver', w.sink.deliveriesUrl, '--lease-ms', String(LEASE_MS)], { env: w.env });
+  const args = [
+    BIN,
+    '--root',
+    root,
+    '--authority-dir',
+    keys,
+    '--json',
+    'daemon',
+    '--cluster',
+    'env:LOOPX_BENCH_CLUSTER_URL',
+    '--cluster-schema',
+    w.schema,
+  ];
+  const child = spawn(process.execPath, [...args, '--receiver', w.sink.deliveriesUrl, '--lease-ms', String(LEASE_MS)], {
+    env: w.env,
+  });
   w.daemons.push(child);
   let out = '';
   const doc = await new Promise<{ cluster_instance: string }>((ok, fail) => {
@@ -94,7 +129,18 @@ async function close(w: World): Promise<void> {
 }
 
 const submit = (w: World, runId: string) =>
-  cli(w, ['cluster', 'submit', '--cluster', 'env:LOOPX_BENCH_CLUSTER_URL', '--cluster-schema', w.schema, '--agent', w.agent, '--run-id', runId]);
+  cli(w, [
+    'cluster',
+    'submit',
+    '--cluster',
+    'env:LOOPX_BENCH_CLUSTER_URL',
+    '--cluster-schema',
+    w.schema,
+    '--agent',
+    w.agent,
+    '--run-id',
+    runId,
+  ]);
 
 async function until<T>(probe: () => Promise<T | undefined>, pauseMs = 2): Promise<T> {
   const deadline = Date.now() + 120_000;
@@ -107,8 +153,12 @@ async function until<T>(probe: () => Promise<T | undefined>, pauseMs = 2): Promi
 }
 
 const ownerOf = async (w: World, runId: string) =>
-  (await w.db.query<{ owner_instance: string }>('SELECT owner_instance FROM run_leases WHERE run_id = $1 AND NOT released AND lease_expires_at > now()', [runId]))[0]
-    ?.owner_instance;
+  (
+    await w.db.query<{ owner_instance: string }>(
+      'SELECT owner_instance FROM run_leases WHERE run_id = $1 AND NOT released AND lease_expires_at > now()',
+      [runId],
+    )
+  )[0]?.owner_instance;
 const hasEvent = async (w: World, runId: string, type: string) =>
   (await w.db.query('SELECT 1 FROM run_events WHERE run_id = $1 AND type = $2', [runId, type])).length > 0 || undefined;
 
@@ -125,8 +175,12 @@ async function handoffFloor(w: World): Promise<number> {
 
 async function floorOn(db: PgDatabase): Promise<number> {
   const run = `floor_${randomBytes(4).toString('hex')}`;
-  await db.query(`CREATE TEMP TABLE IF NOT EXISTS f_leases (run_id text PRIMARY KEY, epoch bigint, owner text, exp timestamptz, released bool)`);
-  await db.query(`CREATE TEMP TABLE IF NOT EXISTS f_events (run_id text, seq bigint, data text, PRIMARY KEY (run_id, seq))`);
+  await db.query(
+    `CREATE TEMP TABLE IF NOT EXISTS f_leases (run_id text PRIMARY KEY, epoch bigint, owner text, exp timestamptz, released bool)`,
+  );
+  await db.query(
+    `CREATE TEMP TABLE IF NOT EXISTS f_events (run_id text, seq bigint, data text, PRIMARY KEY (run_id, seq))`,
+  );
   const samples: number[] = [];
   for (let i = 0; i < 15; i++) {
     const t0 = performance.now();
@@ -159,10 +213,28 @@ async function plannedHandoff(): Promise<BenchFigure> {
       submit(w, runId);
       await until(async () => (w.sink.held() === 1 ? true : undefined));
       const owner = await until(() => ownerOf(w, runId));
-      const draining = spawn(process.execPath, [BIN, '--json', 'cluster', 'drain', owner, '--cluster', 'env:LOOPX_BENCH_CLUSTER_URL', '--cluster-schema', w.schema], {
-        env: w.env,
-      });
-      await until(async () => ((await w.db.query('SELECT 1 FROM run_suspend_requests WHERE run_id = $1', [runId])).length > 0 ? true : undefined));
+      const draining = spawn(
+        process.execPath,
+        [
+          BIN,
+          '--json',
+          'cluster',
+          'drain',
+          owner,
+          '--cluster',
+          'env:LOOPX_BENCH_CLUSTER_URL',
+          '--cluster-schema',
+          w.schema,
+        ],
+        {
+          env: w.env,
+        },
+      );
+      await until(async () =>
+        (await w.db.query('SELECT 1 FROM run_suspend_requests WHERE run_id = $1', [runId])).length > 0
+          ? true
+          : undefined,
+      );
       const t0 = performance.now();
       w.sink.release();
       await until(() => hasEvent(w, runId, 'Resumed'), 1);
@@ -198,14 +270,23 @@ async function crashTakeover(): Promise<BenchFigure> {
       submit(w, runId);
       await until(async () => (w.sink.held() === 1 ? true : undefined));
       const owner = await until(() => ownerOf(w, runId));
-      const [{ n }] = (await w.db.query<{ n: string }>('SELECT count(*) AS n FROM run_events WHERE run_id = $1', [runId])) as [{ n: string }];
+      const [{ n }] = (await w.db.query<{ n: string }>('SELECT count(*) AS n FROM run_events WHERE run_id = $1', [
+        runId,
+      ])) as [{ n: string }];
       // Kill the owner: found by the instance it announced.
-      const byInstance = await w.db.query<{ pid: number }>('SELECT pid FROM cluster_instances WHERE instance_id = $1', [owner]);
+      const byInstance = await w.db.query<{ pid: number }>('SELECT pid FROM cluster_instances WHERE instance_id = $1', [
+        owner,
+      ]);
       const t0 = performance.now();
       process.kill(byInstance[0]!.pid, 'SIGKILL');
       w.sink.release();
       await until(
-        async () => (Number((await w.db.query<{ n: string }>('SELECT count(*) AS n FROM run_events WHERE run_id = $1', [runId]))[0]!.n) > Number(n) ? true : undefined),
+        async () =>
+          Number(
+            (await w.db.query<{ n: string }>('SELECT count(*) AS n FROM run_events WHERE run_id = $1', [runId]))[0]!.n,
+          ) > Number(n)
+            ? true
+            : undefined,
         5,
       );
       times.push((performance.now() - t0) / 1000);
@@ -233,7 +314,8 @@ async function throughput(daemons: number, runs: number): Promise<number> {
     const agent = loadAgentFile(w.agent);
     // Submitted by the library (one short transaction each, not a process start), the clock running.
     const t0 = performance.now();
-    for (const id of ids) await submitClusterRun({ cluster: 'env:LOOPX_BENCH_CLUSTER_URL', schema: w.schema }, agent, { runId: id });
+    for (const id of ids)
+      await submitClusterRun({ cluster: 'env:LOOPX_BENCH_CLUSTER_URL', schema: w.schema }, agent, { runId: id });
     await until(async () => {
       const [r] = await w.db.query<{ n: string }>(`SELECT count(*) AS n FROM cluster_work WHERE state = 'finished'`);
       return Number(r!.n) === runs ? true : undefined;

@@ -60,7 +60,8 @@ function timed(repo: string, env: NodeJS.ProcessEnv, c: Case): Promise<number> {
     child.on('error', reject);
     child.on('close', (status, signal) => {
       if (c.until === undefined) seconds = (performance.now() - t0) / 1000;
-      if (status !== 0 || seconds === undefined) reject(new Error(`${c.name} failed (exit ${status}${signal ? `, ${signal}` : ''}): ${stderr}${stdout}`));
+      if (status !== 0 || seconds === undefined)
+        reject(new Error(`${c.name} failed (exit ${status}${signal ? `, ${signal}` : ''}): ${stderr}${stdout}`));
       else resolve(seconds);
     });
   });
@@ -71,17 +72,27 @@ const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[
 export async function run(): Promise<BenchFigure[]> {
   const repo = repoRoot();
   const bin = join(repo, 'bin', 'loopx.js');
-  if (!existsSync(join(repo, 'dist', 'src', 'cli', 'main.js'))) throw new Error('bench cold-start runs the built CLI: run `npm run build` first (npm run bench does)');
+  if (!existsSync(join(repo, 'dist', 'src', 'cli', 'main.js')))
+    throw new Error('bench cold-start runs the built CLI: run `npm run build` first (npm run bench does)');
   const base = mkdtempSync(join(tmpdir(), 'loopx-bench-cold-'));
   try {
-    const env = { ...process.env, LOOPX_HOME: join(base, 'home'), XDG_STATE_HOME: join(base, 'state'), XDG_DATA_HOME: join(base, 'data') };
+    const env = {
+      ...process.env,
+      LOOPX_HOME: join(base, 'home'),
+      XDG_STATE_HOME: join(base, 'state'),
+      XDG_DATA_HOME: join(base, 'data'),
+    };
     const root = join(base, 'root');
     const at = ['--root', root, '--authority-dir', join(base, 'authority')];
-    const started = spawnSync(process.execPath, [bin, 'run', 'start', '--agent', join(repo, 'examples/agents/minimal.json'), ...at, '--json'], {
-      cwd: repo,
-      env,
-      encoding: 'utf8',
-    });
+    const started = spawnSync(
+      process.execPath,
+      [bin, 'run', 'start', '--agent', join(repo, 'examples/agents/minimal.json'), ...at, '--json'],
+      {
+        cwd: repo,
+        env,
+        encoding: 'utf8',
+      },
+    );
     if (started.status !== 0) throw new Error(`bench cold-start setup: run start failed: ${started.stderr}`);
     const runId = (JSON.parse(started.stdout) as { run_id: string }).run_id;
 
@@ -90,7 +101,11 @@ export async function run(): Promise<BenchFigure[]> {
       { name: 'loopx --version', args: [bin, '--version'] },
       { name: 'loopx --help', args: [bin, '--help'] },
       { name: 'loopx run show <id> --root R (one run)', args: [bin, 'run', 'show', runId, ...at] },
-      { name: 'loopx daemon --root R, until it prints its listening line', args: [bin, 'daemon', ...at, '--port', '0', '--no-dev-receiver'], until: 'loopx daemon on ' },
+      {
+        name: 'loopx daemon --root R, until it prints its listening line',
+        args: [bin, 'daemon', ...at, '--port', '0', '--no-dev-receiver'],
+        until: 'loopx daemon on ',
+      },
     ];
     const times = cases.map(() => [] as number[]);
     for (let round = 0; round < WARMUP + SAMPLES; round++) {

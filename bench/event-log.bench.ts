@@ -69,7 +69,10 @@ const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[
  * of each, and per contestant the median of its sample-by-sample ratio to the first one (the pairs
  * ran seconds apart, so this ratio is the steadier one on a loaded box).
  */
-async function interleaved(contestants: ReadonlyArray<() => unknown>, samples: number): Promise<{ medians: number[]; pairedToFirst: number[] }> {
+async function interleaved(
+  contestants: ReadonlyArray<() => unknown>,
+  samples: number,
+): Promise<{ medians: number[]; pairedToFirst: number[] }> {
   for (const c of contestants) await c();
   const times = contestants.map(() => [] as number[]);
   for (let s = 0; s < samples; s++) {
@@ -85,12 +88,21 @@ async function interleaved(contestants: ReadonlyArray<() => unknown>, samples: n
 }
 
 /** One run of `total` events through the store, `perCommit` to a commit, after its RunStarted. */
-function storeRun(path: string, synchronous: Synchronous, perCommit: number, total: number): { run: () => Promise<void>; close: () => void } {
+function storeRun(
+  path: string,
+  synchronous: Synchronous,
+  perCommit: number,
+  total: number,
+): { run: () => Promise<void>; close: () => void } {
   const store = openSqliteRunStore(path, { synchronous });
   let runNo = 0;
   const run = async () => {
     let h = head(`run_${runNo++}`);
-    h = { ...h, lastSequence: (await store.commit({ head: h, expectedSequence: 0, events: [{ type: 'RunStarted', data: {} }] })).length };
+    h = {
+      ...h,
+      lastSequence: (await store.commit({ head: h, expectedSequence: 0, events: [{ type: 'RunStarted', data: {} }] }))
+        .length,
+    };
     for (let i = 0; i < total; i += perCommit) {
       const events = Array.from({ length: perCommit }, () => ({ type: 'ToolResulted' as const, data: DATA }));
       const appended = await store.commit({ head: h, expectedSequence: h.lastSequence, events });
@@ -101,21 +113,37 @@ function storeRun(path: string, synchronous: Synchronous, perCommit: number, tot
 }
 
 /** The same rows by hand: with `headRow`, the run's row (its head JSON) is written in every commit as the store writes it. */
-function rawRun(path: string, synchronous: Synchronous, perCommit: number, total: number, headRow: boolean): { run: () => void; close: () => void } {
+function rawRun(
+  path: string,
+  synchronous: Synchronous,
+  perCommit: number,
+  total: number,
+  headRow: boolean,
+): { run: () => void; close: () => void } {
   const raw = new Database(path);
   raw.pragma('busy_timeout = 10000');
   raw.pragma('journal_mode = WAL');
   raw.pragma(`synchronous = ${synchronous}`);
   raw.pragma('foreign_keys = ON');
   raw.exec(SCHEMA);
-  const insertRun = raw.prepare('INSERT INTO runs (run_id, lifecycle, last_sequence, created_at, head) VALUES (?, ?, ?, ?, ?)');
+  const insertRun = raw.prepare(
+    'INSERT INTO runs (run_id, lifecycle, last_sequence, created_at, head) VALUES (?, ?, ?, ?, ?)',
+  );
   const updateRun = raw.prepare('UPDATE runs SET lifecycle = ?, last_sequence = ?, head = ? WHERE run_id = ?');
   const insert = raw.prepare('INSERT INTO events (run_id, sequence, type, at, data) VALUES (?, ?, ?, ?, ?)');
   const batch = raw.transaction((h: RunHead, from: number, n: number, type: string, data: object) => {
     const at = new Date().toISOString();
     const last = from + n - 1;
-    if (headRow && from === 1) insertRun.run(h.runId, h.lifecycle, last, at, JSON.stringify({ ...h, lastSequence: last, createdAt: at, updatedAt: at }));
-    else if (headRow) updateRun.run(h.lifecycle, last, JSON.stringify({ ...h, lastSequence: last, updatedAt: at }), h.runId);
+    if (headRow && from === 1)
+      insertRun.run(
+        h.runId,
+        h.lifecycle,
+        last,
+        at,
+        JSON.stringify({ ...h, lastSequence: last, createdAt: at, updatedAt: at }),
+      );
+    else if (headRow)
+      updateRun.run(h.lifecycle, last, JSON.stringify({ ...h, lastSequence: last, updatedAt: at }), h.runId);
     for (let j = 0; j < n; j++) insert.run(h.runId, from + j, type, at, JSON.stringify(data));
   });
   let runNo = 0;
@@ -127,7 +155,12 @@ function rawRun(path: string, synchronous: Synchronous, perCommit: number, total
   return { run, close: () => raw.close() };
 }
 
-async function figure(perCommit: number, total: number, synchronous: Synchronous, target: string): Promise<BenchFigure> {
+async function figure(
+  perCommit: number,
+  total: number,
+  synchronous: Synchronous,
+  target: string,
+): Promise<BenchFigure> {
   const dir = mkdtempSync(join(tmpdir(), 'loopx-bench-'));
   const contestants = [
     storeRun(join(dir, 'engine.db'), synchronous, perCommit, total),

@@ -22,7 +22,10 @@ export interface BenchFigure {
 }
 
 /** Median seconds per call of `fn` over `samples` samples of `iterations` calls each, after warm-up. */
-export async function measure(fn: () => unknown | Promise<unknown>, options: { iterations?: number; samples?: number; warmup?: number } = {}): Promise<number> {
+export async function measure(
+  fn: () => unknown | Promise<unknown>,
+  options: { iterations?: number; samples?: number; warmup?: number } = {},
+): Promise<number> {
   const iterations = options.iterations ?? 1;
   const samples = options.samples ?? 7;
   for (let i = 0; i < (options.warmup ?? 2); i++) await fn();
@@ -70,13 +73,18 @@ export async function measurePaired(
       side.cpu += c.user + c.system;
     }
   }
-  const out = sides.map((side) => ({ seconds: [...side.times].sort((x, y) => x - y)[Math.floor(samples / 2)]!, cpu: side.cpu / (samples * iterations) }));
+  const out = sides.map((side) => ({
+    seconds: [...side.times].sort((x, y) => x - y)[Math.floor(samples / 2)]!,
+    cpu: side.cpu / (samples * iterations),
+  }));
   return { a: out[0]!, b: out[1]! };
 }
 
-export const ratioOf = (f: BenchFigure): number => (f.ratioKind === 'speed' ? f.baselineSeconds / f.seconds : f.seconds / f.baselineSeconds);
+export const ratioOf = (f: BenchFigure): number =>
+  f.ratioKind === 'speed' ? f.baselineSeconds / f.seconds : f.seconds / f.baselineSeconds;
 
-const fmt = (s: number): string => (s >= 1 ? `${s.toFixed(3)} s` : s >= 1e-3 ? `${(s * 1e3).toFixed(3)} ms` : `${(s * 1e6).toFixed(1)} µs`);
+const fmt = (s: number): string =>
+  s >= 1 ? `${s.toFixed(3)} s` : s >= 1e-3 ? `${(s * 1e3).toFixed(3)} ms` : `${(s * 1e6).toFixed(1)} µs`;
 
 export function printFigures(figures: readonly BenchFigure[]): void {
   for (const f of figures) {

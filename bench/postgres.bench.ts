@@ -151,7 +151,13 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { migratePostgres, openPostgres, type PgDatabase } from '../src/store/index.js';
-import { WORK_PG_COMPONENT, WORK_PG_MIGRATIONS, openPostgresWorkProvider, openWork, type WorkOwner } from '../src/owners/work/index.js';
+import {
+  WORK_PG_COMPONENT,
+  WORK_PG_MIGRATIONS,
+  openPostgresWorkProvider,
+  openWork,
+  type WorkOwner,
+} from '../src/owners/work/index.js';
 import { measure, measurePaired, type BenchFigure, type PairedSide } from './harness.js';
 
 const URL = process.env.LOOPX_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -165,11 +171,20 @@ const RAW_TABLE = `CREATE TABLE raw_commits (
   PRIMARY KEY (goal_key, cursor), UNIQUE (goal_key, operation_id))`;
 const RAW_INSERT = `INSERT INTO raw_commits (goal_key, cursor, provider_revision, operation_id, request_digest, events, receipt)
   VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING cursor`;
-const EVENTS = JSON.stringify([{ type: 'todo_updated', todo_id: 't1', changes: { title: 'a title of ordinary length' }, todo_revision: 2 }]);
-const RECEIPT = JSON.stringify({ schema_version: 'loopx_work_receipt_v0', operation_id: 'op', result: 'applied', todo_id: 't1', cursor: 1 });
+const EVENTS = JSON.stringify([
+  { type: 'todo_updated', todo_id: 't1', changes: { title: 'a title of ordinary length' }, todo_revision: 2 },
+]);
+const RECEIPT = JSON.stringify({
+  schema_version: 'loopx_work_receipt_v0',
+  operation_id: 'op',
+  result: 'applied',
+  todo_id: 't1',
+  cursor: 1,
+});
 
 /** `url` with a session setting for every connection of its pool. */
-const withOption = (url: string, option: string): string => `${url}${url.includes('?') ? '&' : '?'}options=${encodeURIComponent(option)}`;
+const withOption = (url: string, option: string): string =>
+  `${url}${url.includes('?') ? '&' : '?'}options=${encodeURIComponent(option)}`;
 
 interface Bench {
   readonly schema: string;
@@ -222,7 +237,8 @@ const BATCH = 10;
 /** A work owner on a new Goal with BATCH Todos, all updated by each call as one `update_todos` transaction. */
 async function batchUpdater(db: PgDatabase): Promise<() => Promise<void>> {
   const work = await newOwner(db);
-  for (let i = 2; i <= BATCH; i++) await work.addTodo({ operation_id: `add-${i}`, todo_id: `t${i}`, title: 'first title' });
+  for (let i = 2; i <= BATCH; i++)
+    await work.addTodo({ operation_id: `add-${i}`, todo_id: `t${i}`, title: 'first title' });
   let n = 0;
   return async () => {
     n++;
@@ -235,7 +251,11 @@ async function batchUpdater(db: PgDatabase): Promise<() => Promise<void>> {
 
 /** BATCH rows per statement: one multi-row `INSERT … RETURNING` (autocommit). */
 const rawBatchWriter = (raw: pg.Pool, key: string) => {
-  const values = Array.from({ length: BATCH }, (_, i) => `($${7 * i + 1}, $${7 * i + 2}, $${7 * i + 3}, $${7 * i + 4}, $${7 * i + 5}, $${7 * i + 6}, $${7 * i + 7})`).join(', ');
+  const values = Array.from(
+    { length: BATCH },
+    (_, i) =>
+      `($${7 * i + 1}, $${7 * i + 2}, $${7 * i + 3}, $${7 * i + 4}, $${7 * i + 5}, $${7 * i + 6}, $${7 * i + 7})`,
+  ).join(', ');
   const text = `INSERT INTO raw_commits (goal_key, cursor, provider_revision, operation_id, request_digest, events, receipt) VALUES ${values} RETURNING cursor`;
   let n = 0;
   return async () => {
@@ -270,13 +290,21 @@ const perSecond = (s: number): string => Math.round(1 / s).toLocaleString('en');
 const WARMUP = Number(process.env.LOOPX_BENCH_WARMUP ?? 3000);
 
 /** One writer each: `ours` and `raw` warmed up, then 9 alternating samples of 200 calls (seconds and CPU per call). */
-const single = (ours: () => Promise<void>, raw: () => Promise<void>) => measurePaired(ours, raw, { iterations: 200, samples: 9, warmup: WARMUP });
+const single = (ours: () => Promise<void>, raw: () => Promise<void>) =>
+  measurePaired(ours, raw, { iterations: 200, samples: 9, warmup: WARMUP });
 
 const PER_WRITER = 30;
 
 /** WRITERS concurrent writers each side: one warm-up round each, then 9 alternating rounds; seconds and CPU per commit. */
-async function concurrent(ours: Array<() => Promise<void>>, raw: Array<() => Promise<void>>): Promise<{ a: PairedSide; b: PairedSide }> {
-  const r = await measurePaired(roundOf(ours, PER_WRITER), roundOf(raw, PER_WRITER), { iterations: 1, samples: 9, warmup: 1 });
+async function concurrent(
+  ours: Array<() => Promise<void>>,
+  raw: Array<() => Promise<void>>,
+): Promise<{ a: PairedSide; b: PairedSide }> {
+  const r = await measurePaired(roundOf(ours, PER_WRITER), roundOf(raw, PER_WRITER), {
+    iterations: 1,
+    samples: 9,
+    warmup: 1,
+  });
   const per = (x: PairedSide, n: number): PairedSide => ({ seconds: x.seconds / n, cpu: x.cpu / n });
   return { a: per(r.a, ours.length * PER_WRITER), b: per(r.b, raw.length * PER_WRITER) };
 }
@@ -316,7 +344,8 @@ async function commitFigures(b: Bench): Promise<BenchFigure[]> {
       seconds: provider.seconds,
       baselineName: 'raw pg INSERT … RETURNING (autocommit)',
       baselineSeconds: providerBase.seconds,
-      target: 'diagnostic (the owner adds its decision; it loads the head and reads the receipt only after a conflict or a refusal)',
+      target:
+        'diagnostic (the owner adds its decision; it loads the head and reads the receipt only after a conflict or a refusal)',
       ratioKind: 'speed',
       extra: `provider ${perSecond(provider.seconds)} commits/s, raw ${perSecond(providerBase.seconds)} commits/s; ${cpuText('provider', provider.cpu, providerBase.cpu)}`,
     },
@@ -369,7 +398,11 @@ const EXPORT_COLUMNS = 'cursor, provider_revision, operation_id, request_digest,
 async function rawCopy(raw: pg.Pool, goal: string): Promise<{ rows: number; bytes: number }> {
   const client = await raw.connect();
   try {
-    const stream = client.query(copyTo(`COPY (SELECT ${EXPORT_COLUMNS} FROM work_commits WHERE goal_key = ${client.escapeLiteral(goal)} ORDER BY cursor) TO STDOUT`));
+    const stream = client.query(
+      copyTo(
+        `COPY (SELECT ${EXPORT_COLUMNS} FROM work_commits WHERE goal_key = ${client.escapeLiteral(goal)} ORDER BY cursor) TO STDOUT`,
+      ),
+    );
     let bytes = 0;
     for await (const chunk of stream) bytes += (chunk as Buffer).length;
     return { rows: stream.rowCount, bytes };
@@ -384,7 +417,10 @@ async function rawCursor(raw: pg.Pool, goal: string): Promise<number> {
   let rows = 0;
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    await client.query(`DECLARE c NO SCROLL CURSOR FOR SELECT ${EXPORT_COLUMNS} FROM work_commits WHERE goal_key = $1 ORDER BY cursor`, [goal]);
+    await client.query(
+      `DECLARE c NO SCROLL CURSOR FOR SELECT ${EXPORT_COLUMNS} FROM work_commits WHERE goal_key = $1 ORDER BY cursor`,
+      [goal],
+    );
     for (;;) {
       const page = await client.query('FETCH 1000 FROM c');
       rows += page.rowCount ?? 0;
@@ -415,14 +451,17 @@ async function exportFigures(b: Bench): Promise<BenchFigure[]> {
   let cursorRows = 0;
   const cursor = await measure(async () => (cursorRows = await rawCursor(b.raw, goal)), { samples: 3, warmup: 1 });
   if (count !== HISTORY || copied.rows !== HISTORY || cursorRows !== HISTORY) {
-    throw new Error(`export read ${count} (owner) / ${copied.rows} (COPY) / ${cursorRows} (cursor) transactions, not ${HISTORY}`);
+    throw new Error(
+      `export read ${count} (owner) / ${copied.rows} (COPY) / ${cursorRows} (cursor) transactions, not ${HISTORY}`,
+    );
   }
   const name = `export of a ${HISTORY.toLocaleString('en')}-transaction Goal: work owner iterateHistory (pages of 500, decoded and checked)`;
   return [
     {
       name,
       seconds: ours,
-      baselineName: 'raw COPY (SELECT the same rows of work_commits) TO STDOUT, text format, streamed to the end (pg-copy-streams)',
+      baselineName:
+        'raw COPY (SELECT the same rows of work_commits) TO STDOUT, text format, streamed to the end (pg-copy-streams)',
       baselineSeconds: copy,
       target: 'report only (cost ratio)',
       ratioKind: 'cost',

@@ -62,18 +62,31 @@ function repoRoot(): string {
 
 function cliFor(base: string): Cli {
   const repo = repoRoot();
-  if (!existsSync(join(repo, 'dist', 'src', 'cli', 'main.js'))) throw new Error('bench recover runs the built CLI: run `npm run build` first (npm run bench does)');
+  if (!existsSync(join(repo, 'dist', 'src', 'cli', 'main.js')))
+    throw new Error('bench recover runs the built CLI: run `npm run build` first (npm run bench does)');
   const profile = process.env['LOOPX_BENCH_CPU_PROF'];
-  return { repo, env: { ...process.env, LOOPX_HOME: join(base, 'home'), XDG_STATE_HOME: join(base, 'state') }, profileDir: profile ? resolve(profile) : undefined };
+  return {
+    repo,
+    env: { ...process.env, LOOPX_HOME: join(base, 'home'), XDG_STATE_HOME: join(base, 'state') },
+    profileDir: profile ? resolve(profile) : undefined,
+  };
 }
 
 /** One CLI child, timed by its wall time (Node start and module loading included: the operator waits for them too). */
 function spawnTimed(cli: Cli, args: readonly string[]): { seconds: number; stdout: string } {
   const prof = cli.profileDir !== undefined ? ['--cpu-prof', '--cpu-prof-dir', cli.profileDir] : [];
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [...prof, join(cli.repo, 'bin', 'loopx.js'), ...args], { cwd: cli.repo, env: cli.env, encoding: 'utf8', maxBuffer: 64 * MiB });
+  const r = spawnSync(process.execPath, [...prof, join(cli.repo, 'bin', 'loopx.js'), ...args], {
+    cwd: cli.repo,
+    env: cli.env,
+    encoding: 'utf8',
+    maxBuffer: 64 * MiB,
+  });
   const seconds = (performance.now() - t0) / 1000;
-  if (r.status !== 0) throw new Error(`loopx ${args.join(' ')} failed (exit ${r.status}${r.signal ? `, ${r.signal}` : ''}): ${r.stderr}${r.stdout}`);
+  if (r.status !== 0)
+    throw new Error(
+      `loopx ${args.join(' ')} failed (exit ${r.status}${r.signal ? `, ${r.signal}` : ''}): ${r.stderr}${r.stdout}`,
+    );
   return { seconds, stdout: r.stdout };
 }
 
@@ -102,11 +115,21 @@ async function buildSource(cli: Cli, base: string): Promise<Source> {
   loopx(cli, ['goal', 'create', GOAL, '--title', 'Recovery RTO benchmark', '--root', root], authority);
   await writeWorkHistory(root, GOAL);
   const out = join(base, 'backups');
-  const b = loopx(cli, ['backup-state', '--execute', '--profile', 'quiescent', '--root', root, '--output-dir', out, '--backup-id', 'b1'], authority).doc;
+  const b = loopx(
+    cli,
+    ['backup-state', '--execute', '--profile', 'quiescent', '--root', root, '--output-dir', out, '--backup-id', 'b1'],
+    authority,
+  ).doc;
   const archive = join(out, b.archive.name as string);
   const manifest = join(out, b.manifest.name as string);
   const m = JSON.parse(readFileSync(manifest, 'utf8')) as { execution: { archive_expanded_bytes: number } };
-  return { root, archive, manifest, archiveBytes: statSync(archive).size, expandedBytes: m.execution.archive_expanded_bytes };
+  return {
+    root,
+    archive,
+    manifest,
+    archiveBytes: statSync(archive).size,
+    expandedBytes: m.execution.archive_expanded_bytes,
+  };
 }
 
 /** The scripted agent of the first turn in the new root: close the open Todo t1, then end the run. */
@@ -122,7 +145,12 @@ function writeAgent(base: string): string {
       tool_plan: 'loopx.goal-work.v1',
       system: 'Continue the recovered Goal.',
       script: [
-        { text: 'Closing the open Todo.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't1', status: 'done', note: 'continued after recovery' } }] },
+        {
+          text: 'Closing the open Todo.',
+          tool_calls: [
+            { name: 'todo.update', arguments: { todo_id: 't1', status: 'done', note: 'continued after recovery' } },
+          ],
+        },
         { text: 'Done for now.' },
       ],
     }),
@@ -157,15 +185,43 @@ function recoverOnce(cli: Cli, src: Source, agent: string, dir: string): RtoSamp
   const live = ['--root', src.root];
   settle();
   const t0 = performance.now();
-  const v = loopx(cli, ['backup-state', 'verify', '--archive', src.archive, '--manifest', src.manifest, '--destination', workspace, '--execute', ...live], authority);
-  const p = loopx(cli, ['recover', 'plan', '--from', workspace, '--goal', GOAL, '--destination', dest, ...live], authority);
-  const a = loopx(cli, ['recover', 'apply', '--destination', dest, '--confirm', p.doc.plan_digest as string, ...live], authority);
+  const v = loopx(
+    cli,
+    [
+      'backup-state',
+      'verify',
+      '--archive',
+      src.archive,
+      '--manifest',
+      src.manifest,
+      '--destination',
+      workspace,
+      '--execute',
+      ...live,
+    ],
+    authority,
+  );
+  const p = loopx(
+    cli,
+    ['recover', 'plan', '--from', workspace, '--goal', GOAL, '--destination', dest, ...live],
+    authority,
+  );
+  const a = loopx(
+    cli,
+    ['recover', 'apply', '--destination', dest, '--confirm', p.doc.plan_digest as string, ...live],
+    authority,
+  );
   if (a.doc.state !== 'complete') throw new Error(`recover apply ended ${a.doc.state}: ${JSON.stringify(a.doc.holds)}`);
   const w = loopx(cli, ['work', 'run', '--goal', GOAL, '--agent', agent, '--root', dest], authority);
   const total = (performance.now() - t0) / 1000;
-  if (w.doc.status !== 'completed') throw new Error(`work run in the new root ended ${w.doc.status}: ${JSON.stringify(w.doc.failure)}`);
-  const todos = loopx(cli, ['todo', 'list', '--goal', GOAL, '--root', dest], authority).doc.todos as { todo_id: string; status: string }[];
-  if (todos.find((t) => t.todo_id === 't1')?.status !== 'done') throw new Error('the first turn in the new root did not close Todo t1');
+  if (w.doc.status !== 'completed')
+    throw new Error(`work run in the new root ended ${w.doc.status}: ${JSON.stringify(w.doc.failure)}`);
+  const todos = loopx(cli, ['todo', 'list', '--goal', GOAL, '--root', dest], authority).doc.todos as {
+    todo_id: string;
+    status: string;
+  }[];
+  if (todos.find((t) => t.todo_id === 't1')?.status !== 'done')
+    throw new Error('the first turn in the new root did not close Todo t1');
   return {
     total,
     phases: { verify: v.seconds, plan: p.seconds, apply: a.seconds, turn: w.seconds },
@@ -179,7 +235,19 @@ function recoverOnce(cli: Cli, src: Source, agent: string, dir: string): RtoSamp
 function verifyAlone(cli: Cli, src: Source, dir: string): number {
   mkdirSync(dir, { mode: 0o700 });
   settle();
-  const args = ['backup-state', 'verify', '--archive', src.archive, '--manifest', src.manifest, '--destination', join(dir, 'workspace'), '--execute', '--root', src.root];
+  const args = [
+    'backup-state',
+    'verify',
+    '--archive',
+    src.archive,
+    '--manifest',
+    src.manifest,
+    '--destination',
+    join(dir, 'workspace'),
+    '--execute',
+    '--root',
+    src.root,
+  ];
   return loopx(cli, args, join(dir, 'authority')).seconds;
 }
 

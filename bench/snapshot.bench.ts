@@ -16,14 +16,37 @@
  */
 import { canonicalJson } from '../src/core/canonical-json.js';
 import { sha256Hex } from '../src/core/digest.js';
-import { decodeSnapshot, encodeSnapshot, snapshotDigest, type Message, type RunSnapshotState } from '../src/snapshot/index.js';
+import {
+  decodeSnapshot,
+  encodeSnapshot,
+  snapshotDigest,
+  type Message,
+  type RunSnapshotState,
+} from '../src/snapshot/index.js';
 import { measurePaired, type BenchFigure, type PairedSide } from './harness.js';
 
 const MESSAGES = 1_000;
 
 /** Deterministic filler text (mixed ASCII and a little non-ASCII, as real transcripts are). */
 function prose(seed: number, bytes: number): string {
-  const words = ['the', 'agent', 'reads', 'a', 'file', 'and', 'writes', 'its', 'plan', 'café', 'naïve', 'résumé', 'result', 'tool', 'call', 'turn'];
+  const words = [
+    'the',
+    'agent',
+    'reads',
+    'a',
+    'file',
+    'and',
+    'writes',
+    'its',
+    'plan',
+    'café',
+    'naïve',
+    'résumé',
+    'result',
+    'tool',
+    'call',
+    'turn',
+  ];
   let out = '';
   let x = seed * 2654435761;
   while (Buffer.byteLength(out) < bytes) {
@@ -38,7 +61,13 @@ function jsonPayload(seed: number, bytes: number): string {
   let i = 0;
   let text = '';
   while (Buffer.byteLength(text) < bytes) {
-    rows.push({ id: seed * 1000 + i, path: `src/module_${i}.ts`, score: (i * 0.37) % 1, tags: ['a', 'b', `t${i}`], note: prose(seed + i, 48) });
+    rows.push({
+      id: seed * 1000 + i,
+      path: `src/module_${i}.ts`,
+      score: (i * 0.37) % 1,
+      tags: ['a', 'b', `t${i}`],
+      note: prose(seed + i, 48),
+    });
     i++;
     text = canonicalJson({ rows, ok: true, seed });
   }
@@ -56,10 +85,19 @@ export function benchState(): RunSnapshotState {
       role: 'assistant',
       parts: [
         { type: 'text', text: prose(t, 400) },
-        { type: 'tool_call', callId, toolName: 'repo.search', argumentsJson: canonicalJson({ query: prose(t + 1, 200), limit: 20, filters: { lang: 'ts', since: t } }) },
+        {
+          type: 'tool_call',
+          callId,
+          toolName: 'repo.search',
+          argumentsJson: canonicalJson({ query: prose(t + 1, 200), limit: 20, filters: { lang: 'ts', since: t } }),
+        },
       ],
     });
-    messages.push({ id: `${runId}/t${t}/m1`, role: 'tool', parts: [{ type: 'tool_result', callId, toolName: 'repo.search', status: 'ok', resultJson: jsonPayload(t, 1500) }] });
+    messages.push({
+      id: `${runId}/t${t}/m1`,
+      role: 'tool',
+      parts: [{ type: 'tool_result', callId, toolName: 'repo.search', status: 'ok', resultJson: jsonPayload(t, 1500) }],
+    });
     messages.push({ id: `${runId}/t${t}/m2`, role: 'assistant', parts: [{ type: 'text', text: prose(t + 2, 1000) }] });
     messages.push({ id: `${runId}/t${t}/m3`, role: 'user', parts: [{ type: 'text', text: prose(t + 3, 1000) }] });
   }
@@ -73,8 +111,20 @@ export function benchState(): RunSnapshotState {
     messages,
     planIdentity: {
       components: [
-        { kind: 'provider', name: 'scripted', module: 'loopx/engine/providers/scripted', version: '0.1.0', sourceSha256: sha256Hex('p') },
-        { kind: 'static_tool', name: 'repo.search', module: 'bench/tools', version: '0.1.0', sourceSha256: sha256Hex('t') },
+        {
+          kind: 'provider',
+          name: 'scripted',
+          module: 'loopx/engine/providers/scripted',
+          version: '0.1.0',
+          sourceSha256: sha256Hex('p'),
+        },
+        {
+          kind: 'static_tool',
+          name: 'repo.search',
+          module: 'bench/tools',
+          version: '0.1.0',
+          sourceSha256: sha256Hex('t'),
+        },
       ],
       toolPlanId: 'bench.plan.v1',
       compatibilityIdentity: 'bench/1',
@@ -87,7 +137,16 @@ export function benchState(): RunSnapshotState {
 }
 
 const contentBytes = (s: RunSnapshotState): number =>
-  s.messages.reduce((n, m) => n + m.parts.reduce((k, p) => k + Buffer.byteLength(p.type === 'text' ? p.text : p.type === 'tool_call' ? p.argumentsJson : p.resultJson), 0), 0);
+  s.messages.reduce(
+    (n, m) =>
+      n +
+      m.parts.reduce(
+        (k, p) =>
+          k + Buffer.byteLength(p.type === 'text' ? p.text : p.type === 'tool_call' ? p.argumentsJson : p.resultJson),
+        0,
+      ),
+    0,
+  );
 
 export async function run(): Promise<BenchFigure[]> {
   const state = benchState();

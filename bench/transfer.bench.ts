@@ -39,7 +39,17 @@
  * messages), decode+validate of the payload, the definition's typed check and its one canonical
  * form, the claim's HMAC. With the floor at ~2 ms the CPU alone is above the 1.5× target.
  */
-import { chmodSync, closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -61,7 +71,10 @@ const agent = defineAgent({
   model: { provider: 'scripted', modelId: 'scripted-v1' },
   turnLimit: TURNS + 2,
   toolPlan: 'loopx.builtin.v1',
-  script: Array.from({ length: TURNS }, (_, i) => ({ text: `step ${i} `.repeat(8), toolCalls: [{ name: 'math.add', arguments: { a: i, b: 1 } }] })),
+  script: Array.from({ length: TURNS }, (_, i) => ({
+    text: `step ${i} `.repeat(8),
+    toolCalls: [{ name: 'math.add', arguments: { a: i, b: 1 } }],
+  })),
 });
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -105,7 +118,12 @@ async function scenario(sync: boolean): Promise<Timings> {
     const probe = openEngine({ root, application: builtinApplication(root), authority });
     probe.openRoot(); // the engine opens its root lazily: create it here, outside the timed part
     probe.close();
-    return openEngine({ root, application: builtinApplication(root), authority, store: openSqliteRunStore(join(root, 'engine.db'), { synchronous }) });
+    return openEngine({
+      root,
+      application: builtinApplication(root),
+      authority,
+      store: openSqliteRunStore(join(root, 'engine.db'), { synchronous }),
+    });
   };
   const floorDir = join(base, 'floor');
   mkdirSync(floorDir, { mode: 0o700 });
@@ -114,7 +132,8 @@ async function scenario(sync: boolean): Promise<Timings> {
     const a = engineAt('a');
     const b = engineAt('b');
     const ids: string[] = [];
-    for (let i = 0; i <= RUNS; i++) ids.push((await a.start(agent, { input: 'bench', suspendAfterTurns: TURNS })).run_id);
+    for (let i = 0; i <= RUNS; i++)
+      ids.push((await a.start(agent, { input: 'bench', suspendAfterTurns: TURNS })).run_id);
     // The destination's first import binds the root and creates its WAL: one-time, untimed.
     await b.importSnapshot((await a.exportEnvelope(ids.pop()!)).bytes, { agent });
     const exportTimes: number[] = [];
@@ -132,7 +151,12 @@ async function scenario(sync: boolean): Promise<Timings> {
     const payloadBytes = (await a.exportSnapshot(ids[0]!)).bytes.byteLength;
     b.close();
     a.close();
-    return { exportSeconds: median(exportTimes), importSeconds: median(importTimes), writeSeconds: median(writeTimes), payloadBytes };
+    return {
+      exportSeconds: median(exportTimes),
+      importSeconds: median(importTimes),
+      writeSeconds: median(writeTimes),
+      payloadBytes,
+    };
   } finally {
     await authority.close();
     rmSync(base, { recursive: true, force: true });

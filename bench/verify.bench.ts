@@ -98,17 +98,24 @@ async function backUp(root: string, outputDir: string, backupId: string, format:
     archiveBytes: result.archive.size_bytes,
     expandedBytes: m.execution.archive_expanded_bytes,
     // As verify counts them: every regular file, the embedded manifest.json included.
-    regularBytes: m.members.reduce((n, x) => n + (x.type === 'file' ? x.size_bytes : 0), m.execution.embedded_manifest.size_bytes),
+    regularBytes: m.members.reduce(
+      (n, x) => n + (x.type === 'file' ? x.size_bytes : 0),
+      m.execution.embedded_manifest.size_bytes,
+    ),
     members: m.execution.member_count,
   };
 }
 
 function runVerifyChild(b: Backup, destination: string): VerifyChildReport & { wallSeconds: number } {
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [...loaderArgs(), fileURLToPath(import.meta.url), '--verify-child', b.archive, b.manifest, destination], {
-    encoding: 'utf8',
-    maxBuffer: 16 * MiB,
-  });
+  const r = spawnSync(
+    process.execPath,
+    [...loaderArgs(), fileURLToPath(import.meta.url), '--verify-child', b.archive, b.manifest, destination],
+    {
+      encoding: 'utf8',
+      maxBuffer: 16 * MiB,
+    },
+  );
   const wallSeconds = (performance.now() - t0) / 1000;
   if (r.status !== 0) throw new Error(`verify child failed (${r.status}): ${r.stderr}${r.stdout}`);
   return { ...(JSON.parse(r.stdout) as VerifyChildReport), wallSeconds };
@@ -116,7 +123,10 @@ function runVerifyChild(b: Backup, destination: string): VerifyChildReport & { w
 
 function timed(script: string, args: string[]): number {
   const t0 = performance.now();
-  const r = spawnSync('bash', ['-c', `set -euo pipefail; ${script}`, 'bash', ...args], { encoding: 'utf8', maxBuffer: 16 * MiB });
+  const r = spawnSync('bash', ['-c', `set -euo pipefail; ${script}`, 'bash', ...args], {
+    encoding: 'utf8',
+    maxBuffer: 16 * MiB,
+  });
   const seconds = (performance.now() - t0) / 1000;
   if (r.status !== 0) throw new Error(`baseline failed: ${script}: ${r.stderr}`);
   return seconds;
@@ -161,7 +171,8 @@ function sample(backups: readonly Backup[], scratch: string): Samples[] {
   return out;
 }
 
-const archiveSteps = (steps: Record<string, number>): number => ['inputs', 'destination', 'members', 'extract'].reduce((n, k) => n + (steps[k] ?? 0), 0);
+const archiveSteps = (steps: Record<string, number>): number =>
+  ['inputs', 'destination', 'members', 'extract'].reduce((n, k) => n + (steps[k] ?? 0), 0);
 
 const mib = (n: number): string => `${(n / MiB).toFixed(1)} MiB`;
 
@@ -171,7 +182,10 @@ function figures(label: string, b: Backup, s: Samples): BenchFigure[] {
   const workerPeaks = s.ours.map((o) => o.workerPeakKiB).filter((k): k is number => k !== null);
   const workerPeakMiB = workerPeaks.length > 0 ? Math.max(...workerPeaks) / 1024 : null;
   const workerPeak = workerPeakMiB === null ? 'n/a (no /proc)' : `${workerPeakMiB.toFixed(0)} MiB`;
-  const both = workerPeakMiB === null ? '' : `; both at once ≤ ${(parentPeak + workerPeakMiB).toFixed(0)} MiB (sum of the two peaks)`;
+  const both =
+    workerPeakMiB === null
+      ? ''
+      : `; both at once ≤ ${(parentPeak + workerPeakMiB).toFixed(0)} MiB (sum of the two peaks)`;
   const mid = [...s.ours].sort((a, c) => a.seconds - c.seconds)[Math.floor(s.ours.length / 2)]!;
   const steps = Object.entries(mid.steps)
     .map(([k, v]) => `${k} ${(v * 1000).toFixed(0)} ms`)
@@ -263,7 +277,9 @@ export async function run(): Promise<BenchFigure[]> {
         writeFileSync(join(dir, `blob-${i}.bin`), incompressible(1000 + i, Math.min(FILLER_FILE_BYTES, left)));
       }
       const near = await backUp(root, join(base, 'backups'), 'bench-verify-near-max', 'v1');
-      out.push(...figures('root 2 grown to near the 128 MiB archive maximum, v1 archive', near, sample([near], scratch)[0]!));
+      out.push(
+        ...figures('root 2 grown to near the 128 MiB archive maximum, v1 archive', near, sample([near], scratch)[0]!),
+      );
     }
     return out;
   } finally {
@@ -307,7 +323,11 @@ const vmHwmKiB = (pid: number): number | null => {
 };
 
 // Child mode: one executeVerify into a fresh destination; report its duration, step times and peak RSS.
-if (process.argv[2] === '--verify-child' && process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+if (
+  process.argv[2] === '--verify-child' &&
+  process.argv[1] !== undefined &&
+  resolve(process.argv[1]) === fileURLToPath(import.meta.url)
+) {
   const [archive, manifest, destination] = process.argv.slice(3);
   let workerPeakKiB: number | null = null;
   const poll = setInterval(() => {
@@ -337,7 +357,8 @@ if (process.argv[2] === '--verify-child' && process.argv[1] !== undefined && res
   mark(undefined);
   const seconds = (performance.now() - t0) / 1000;
   clearInterval(poll);
-  if (statSync(join(destination!, 'recovery-audit.json')).size !== outcome.audit_bytes.length) throw new Error('audit not published');
+  if (statSync(join(destination!, 'recovery-audit.json')).size !== outcome.audit_bytes.length)
+    throw new Error('audit not published');
   const a = outcome.audit;
   const report: VerifyChildReport = {
     seconds,

@@ -24,7 +24,8 @@ const outdir = join(repo, 'dist', 'cli');
 const staging = `${outdir}.${process.pid}`;
 
 /** `import.meta.url` of the built module at `path`, as an expression valid in any chunk of `outdir` (a sibling of `staging`). */
-const ownUrl = (path) => `new URL(${JSON.stringify(relative(outdir, path).split(sep).join('/'))}, import.meta.url).href`;
+const ownUrl = (path) =>
+  `new URL(${JSON.stringify(relative(outdir, path).split(sep).join('/'))}, import.meta.url).href`;
 
 await build({
   absWorkingDir: repo,
@@ -43,7 +44,10 @@ await build({
       setup(b) {
         b.onLoad({ filter: /[\\/]dist[\\/]src[\\/].*\.js$/ }, async (args) => {
           const text = await readFile(args.path, 'utf8');
-          return { contents: text.includes('import.meta.url') ? text.replaceAll('import.meta.url', ownUrl(args.path)) : text, loader: 'js' };
+          return {
+            contents: text.includes('import.meta.url') ? text.replaceAll('import.meta.url', ownUrl(args.path)) : text,
+            loader: 'js',
+          };
         });
       },
     },

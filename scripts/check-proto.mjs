@@ -13,7 +13,13 @@ if (!existsSync(GEN)) problems.push(`${GEN} is missing: run buf generate`);
 const proto = readFileSync(PROTO, 'utf8');
 const gen = existsSync(GEN) ? readFileSync(GEN, 'utf8') : '';
 
-for (const name of ['RunSnapshotSchema', 'LifecycleSchema', 'RoleSchema', 'ToolResultStatusSchema', 'ComponentKindSchema']) {
+for (const name of [
+  'RunSnapshotSchema',
+  'LifecycleSchema',
+  'RoleSchema',
+  'ToolResultStatusSchema',
+  'ComponentKindSchema',
+]) {
   if (gen && !gen.includes(`export const ${name}`)) problems.push(`${GEN} does not export ${name}`);
 }
 
@@ -27,13 +33,16 @@ const FROZEN_LIFECYCLE = {
   LIFECYCLE_CANCELLED: 5,
 };
 const lifecycleBody = /enum Lifecycle \{([^}]*)\}/.exec(proto)?.[1] ?? '';
-const declared = Object.fromEntries([...lifecycleBody.matchAll(/(\w+)\s*=\s*(\d+)\s*;/g)].map((m) => [m[1], Number(m[2])]));
+const declared = Object.fromEntries(
+  [...lifecycleBody.matchAll(/(\w+)\s*=\s*(\d+)\s*;/g)].map((m) => [m[1], Number(m[2])]),
+);
 if (JSON.stringify(declared) !== JSON.stringify(FROZEN_LIFECYCLE)) {
   problems.push(`enum Lifecycle in ${PROTO} differs from the frozen wire numbers ${JSON.stringify(FROZEN_LIFECYCLE)}`);
 }
 
 // The payload carries run state only (RFC 0007): no imports of timestamps, Any, Struct, etc.
-if (/^\s*import\s/m.test(proto)) problems.push(`${PROTO} imports another file; the payload schema must be self-contained`);
+if (/^\s*import\s/m.test(proto))
+  problems.push(`${PROTO} imports another file; the payload schema must be self-contained`);
 
 if (problems.length > 0) {
   for (const p of problems) process.stderr.write(`check-proto: ${p}\n`);

@@ -22,9 +22,18 @@ const DOWNGRADE = {
     'capture_profile_downgraded',
   ],
 };
-const COMPONENT_ID = { type: 'string', pattern: '^[a-z][a-z0-9_]{0,31}(-[0-9a-f]{12})?$', description: 'Stable within the set; keyed per backup, never a Goal id.' };
+const COMPONENT_ID = {
+  type: 'string',
+  pattern: '^[a-z][a-z0-9_]{0,31}(-[0-9a-f]{12})?$',
+  description: 'Stable within the set; keyed per backup, never a Goal id.',
+};
 const SCOPE = { type: 'string', pattern: '^(machine|goal:[0-9a-f]{12})$' };
-const obj = (props, required = Object.keys(props)) => ({ type: 'object', additionalProperties: false, required, properties: props });
+const obj = (props, required = Object.keys(props)) => ({
+  type: 'object',
+  additionalProperties: false,
+  required,
+  properties: props,
+});
 /** `obj` whose `optional` properties may be left out. */
 const withOptional = (props, optional) => obj({ ...props, ...optional }, Object.keys(props));
 const DIGITS = { type: 'string', pattern: '^[0-9]{1,20}$' };
@@ -40,7 +49,8 @@ s.properties.goal_closures = { type: 'array', items: { $ref: '#/$defs/goal_closu
 s.required = [...s.required, 'components', 'goal_closures'];
 d.archive_path = {
   ...d.archive_path,
-  pattern: '^(runtime-root(/.+)?|component-exports(/[a-z0-9_-]+\\.jsonl)?|failure-observation(/[0-9]{6}\\.bin)?|configuration-backup\\.json|manifest\\.json)$',
+  pattern:
+    '^(runtime-root(/.+)?|component-exports(/[a-z0-9_-]+\\.jsonl)?|failure-observation(/[0-9]{6}\\.bin)?|configuration-backup\\.json|manifest\\.json)$',
 };
 // Members: owner exports are files (and one directory) of their own origin.
 const [file, dir, ...rest] = s.properties.members.items.oneOf;
@@ -49,9 +59,18 @@ dir.properties.origin = { enum: ['runtime_root', 'owner_export', 'failure_observ
 s.properties.members.items.oneOf = [file, dir, ...rest];
 delete d.capture;
 
-const point = obj({ revision: { type: ['string', 'null'] }, cursor: { type: ['integer', 'null'] }, at: { $ref: '#/$defs/timestamp' } });
+const point = obj({
+  revision: { type: ['string', 'null'] },
+  cursor: { type: ['integer', 'null'] },
+  at: { $ref: '#/$defs/timestamp' },
+});
 d.point = point;
-d.downgrade = obj({ code: DOWNGRADE, component_id: { oneOf: [{ type: 'null' }, COMPONENT_ID] }, severity: { enum: ['hold', 'warning'] }, next_action: { type: 'string' } });
+d.downgrade = obj({
+  code: DOWNGRADE,
+  component_id: { oneOf: [{ type: 'null' }, COMPONENT_ID] },
+  severity: { enum: ['hold', 'warning'] },
+  next_action: { type: 'string' },
+});
 d.component = withOptional(
   {
     component_id: COMPONENT_ID,
@@ -100,7 +119,11 @@ d.component = withOptional(
 d.service_reference = obj({
   provider: { const: 'postgresql' },
   schema: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
-  server: obj({ system_identifier: DIGITS, timeline: { type: 'integer', minimum: 1 }, database_oid: { type: 'integer', minimum: 1 } }),
+  server: obj({
+    system_identifier: DIGITS,
+    timeline: { type: 'integer', minimum: 1 },
+    database_oid: { type: 'integer', minimum: 1 },
+  }),
   installation: nullable(
     obj({
       store_identity: { type: 'string', pattern: '^postgresql:[0-9a-f]{32}$' },
@@ -119,10 +142,17 @@ d.service_reference = obj({
 });
 d.service_reference.description =
   'The database service a root keeps its Goal state in: a reference (provider, schema, server identity, the installation — store identity and restore generation — and the one snapshot every served component was read in) — never a URL or a credential.';
-d.goal_service_reference = obj({ goal_ids: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string' } }, ...d.service_reference.properties });
+d.goal_service_reference = obj({
+  goal_ids: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string' } },
+  ...d.service_reference.properties,
+});
 d.goal_service_reference.description =
   "A database service Goals' work was read from apart from the root's store (`goal create --work-provider postgresql`): the same reference as the root's service, with the Goals read in its one snapshot.";
-d.goal_closure = obj({ goal_id: { type: 'string' }, logical_scope: SCOPE, required_component_ids: { type: 'array', items: COMPONENT_ID } });
+d.goal_closure = obj({
+  goal_id: { type: 'string' },
+  logical_scope: SCOPE,
+  required_component_ids: { type: 'array', items: COMPONENT_ID },
+});
 d.set_capture = withOptional(
   {
     profile: PROFILE,
@@ -132,7 +162,9 @@ d.set_capture = withOptional(
     sqlite: { const: 'owner_capture_online_snapshot' },
     files: { const: 'owner_capture_with_traversal_remainder' },
     interval: obj({ start: { $ref: '#/$defs/timestamp' }, end: { $ref: '#/$defs/timestamp' } }),
-    quiescence: nullable(obj({ epoch: { type: 'string' }, drained: { type: 'boolean' }, waited_ms: { type: 'integer', minimum: 0 } })),
+    quiescence: nullable(
+      obj({ epoch: { type: 'string' }, drained: { type: 'boolean' }, waited_ms: { type: 'integer', minimum: 0 } }),
+    ),
     failure_observation: nullable(
       obj({
         observed_at: { $ref: '#/$defs/timestamp' },
@@ -146,13 +178,27 @@ d.set_capture = withOptional(
             archive_member: { $ref: '#/$defs/archive_path' },
           }),
         },
-        component_files: { type: 'object', propertyNames: COMPONENT_ID, additionalProperties: { type: 'array', items: { $ref: '#/$defs/relative_path' } } },
+        component_files: {
+          type: 'object',
+          propertyNames: COMPONENT_ID,
+          additionalProperties: { type: 'array', items: { $ref: '#/$defs/relative_path' } },
+        },
       }),
     ),
-    skew_inventory: { type: 'array', items: obj({ component_id: COMPONENT_ID, moved: { type: 'boolean' }, cursor_delta: { type: ['integer', 'null'] } }) },
+    skew_inventory: {
+      type: 'array',
+      items: obj({
+        component_id: COMPONENT_ID,
+        moved: { type: 'boolean' },
+        cursor_delta: { type: ['integer', 'null'] },
+      }),
+    },
     downgrades: { type: 'array', items: { $ref: '#/$defs/downgrade' } },
   },
-  { service: { $ref: '#/$defs/service_reference' }, goal_services: { type: 'array', minItems: 1, items: { $ref: '#/$defs/goal_service_reference' } } },
+  {
+    service: { $ref: '#/$defs/service_reference' },
+    goal_services: { type: 'array', minItems: 1, items: { $ref: '#/$defs/goal_service_reference' } },
+  },
 );
 
 const out = `${JSON.stringify(s, null, 2)}\n`;
@@ -165,7 +211,9 @@ if (process.argv.includes('--check')) {
     current = '';
   }
   if (current !== out) {
-    console.error('docs/schemas/state-backup-manifest-v1.schema.json is out of date: run node scripts/manifest-v1-schema.mjs');
+    console.error(
+      'docs/schemas/state-backup-manifest-v1.schema.json is out of date: run node scripts/manifest-v1-schema.mjs',
+    );
     process.exit(1);
   }
 } else writeFileSync(target, out);

@@ -24,7 +24,9 @@ const HEADER = (schema) =>
 
 function generate(file, schema) {
   const ajv = new Ajv2020({ strict: true, allErrors: false, code: { source: true, esm: true } });
-  const validate = ajv.compile(JSON.parse(readFileSync(join(REPO, 'docs', 'schemas', `${schema}.schema.json`), 'utf8')));
+  const validate = ajv.compile(
+    JSON.parse(readFileSync(join(REPO, 'docs', 'schemas', `${schema}.schema.json`), 'utf8')),
+  );
   return `${HEADER(schema)}${standalone.default(ajv, validate)}\n`;
 }
 

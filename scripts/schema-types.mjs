@@ -40,7 +40,13 @@ export const TYPES = {
 function openObjects(node) {
   if (Array.isArray(node)) node.forEach(openObjects);
   else if (node && typeof node === 'object') {
-    if (node.type === 'object' && !('properties' in node) && !('patternProperties' in node) && !('additionalProperties' in node)) node.additionalProperties = true;
+    if (
+      node.type === 'object' &&
+      !('properties' in node) &&
+      !('patternProperties' in node) &&
+      !('additionalProperties' in node)
+    )
+      node.additionalProperties = true;
     Object.values(node).forEach(openObjects);
   }
   return node;

@@ -7,7 +7,12 @@
  * Drop the schema afterwards (`DROP SCHEMA <schema> CASCADE`). Setup only: nothing is measured here.
  */
 import { migratePostgres, openPostgres } from '../../src/store/index.js';
-import { WORK_PG_COMPONENT, WORK_PG_MIGRATIONS, openPostgresWorkProvider, openWork } from '../../src/owners/work/index.js';
+import {
+  WORK_PG_COMPONENT,
+  WORK_PG_MIGRATIONS,
+  openPostgresWorkProvider,
+  openWork,
+} from '../../src/owners/work/index.js';
 
 const URL = process.env.LOOPX_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const schema = process.argv[2] ?? 'loopx_pgbench';
@@ -15,7 +20,9 @@ const db = openPostgres({ url: URL, schema, max: 2 });
 try {
   await migratePostgres(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS);
   for (let i = 1; i <= 8; i++) {
-    const work = await openWork({ provider: await openPostgresWorkProvider(db, { store_key: `g${i}`, goal_id: `g${i}` }) });
+    const work = await openWork({
+      provider: await openPostgresWorkProvider(db, { store_key: `g${i}`, goal_id: `g${i}` }),
+    });
     await work.addTodo({ operation_id: 'add', todo_id: 't1', title: 'first title' });
     work.close();
   }
@@ -23,7 +30,8 @@ try {
     goal_key TEXT NOT NULL, cursor BIGINT NOT NULL, provider_revision TEXT NOT NULL, operation_id TEXT NOT NULL,
     request_digest TEXT NOT NULL, events TEXT NOT NULL, receipt TEXT NOT NULL,
     PRIMARY KEY (goal_key, cursor), UNIQUE (goal_key, operation_id))`);
-  const run = (script: string) => `PGOPTIONS='-c search_path=${schema}' pgbench -n -M prepared -c 8 -j 2 -T 20 -D started=0 -f bench/pgbench/${script} "${URL}"`;
+  const run = (script: string) =>
+    `PGOPTIONS='-c search_path=${schema}' pgbench -n -M prepared -c 8 -j 2 -T 20 -D started=0 -f bench/pgbench/${script} "${URL}"`;
   process.stdout.write(`${run('raw-insert.sql')}\n${run('work-commit.sql')}\n`);
 } finally {
   await db.close();

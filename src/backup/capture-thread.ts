@@ -25,7 +25,15 @@ export interface CaptureThreadInput extends SetSource {
 }
 
 export type SerializedError =
-  | { readonly loopx: { kind: ErrorKind; code: string; message: string; nextAction?: string; details?: Record<string, unknown> } }
+  | {
+      readonly loopx: {
+        kind: ErrorKind;
+        code: string;
+        message: string;
+        nextAction?: string;
+        details?: Record<string, unknown>;
+      };
+    }
   | { readonly errno: string; readonly message: string }
   | { readonly message: string };
 
@@ -42,7 +50,13 @@ export function serializeError(e: unknown): SerializedError {
   if (isOutOfSpace(e)) return { errno: 'ENOSPC', message: 'no space left on device' };
   if (isLoopxError(e)) {
     return {
-      loopx: { kind: e.kind, code: e.code, message: e.message, ...(e.nextAction === undefined ? {} : { nextAction: e.nextAction }), ...(e.details ? { details: e.details } : {}) },
+      loopx: {
+        kind: e.kind,
+        code: e.code,
+        message: e.message,
+        ...(e.nextAction === undefined ? {} : { nextAction: e.nextAction }),
+        ...(e.details ? { details: e.details } : {}),
+      },
     };
   }
   const code = (e as NodeJS.ErrnoException | undefined)?.code;
@@ -53,7 +67,10 @@ export function serializeError(e: unknown): SerializedError {
 export function deserializeError(s: SerializedError): Error {
   if ('loopx' in s) {
     const { kind, code, message, nextAction, details } = s.loopx;
-    return new LoopxError(kind, code, message, { ...(nextAction === undefined ? {} : { nextAction }), ...(details ? { details } : {}) });
+    return new LoopxError(kind, code, message, {
+      ...(nextAction === undefined ? {} : { nextAction }),
+      ...(details ? { details } : {}),
+    });
   }
   if ('errno' in s) return Object.assign(new Error(s.message), { code: s.errno });
   return new Error(s.message);
@@ -140,7 +157,10 @@ export class SetCaptureThread {
     return d;
   }
 
-  private async receive(m: CaptureThreadMessage, afterComponent?: (componentId: string) => void | Promise<void>): Promise<void> {
+  private async receive(
+    m: CaptureThreadMessage,
+    afterComponent?: (componentId: string) => void | Promise<void>,
+  ): Promise<void> {
     if (m.type === 'plan') this.plan.resolve(m.components);
     else if (m.type === 'component') {
       this.slot(m.ready.component_id).resolve(m.ready);

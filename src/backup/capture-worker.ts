@@ -7,7 +7,12 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { captureSet } from './set-capture.js';
-import { serializeError, type CaptureThreadInput, type CaptureThreadMessage, type CaptureThreadReply } from './capture-thread.js';
+import {
+  serializeError,
+  type CaptureThreadInput,
+  type CaptureThreadMessage,
+  type CaptureThreadReply,
+} from './capture-thread.js';
 
 const port = parentPort!;
 const input = workerData as CaptureThreadInput;

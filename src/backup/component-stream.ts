@@ -23,19 +23,26 @@ export interface ComponentSink {
   /** Archives one planned (or captured-only) step, from the owner's copy where `route` registered one. */
   step(step: CaptureStep): Promise<void>;
   /** Archives a file or an in-memory member of an origin of its own. */
-  extra(archivePath: string, content: { readonly file: string } | { readonly bytes: Uint8Array }, origin: 'owner_export' | 'failure_observation'): Promise<void>;
+  extra(
+    archivePath: string,
+    content: { readonly file: string } | { readonly bytes: Uint8Array },
+    origin: 'owner_export' | 'failure_observation',
+  ): Promise<void>;
   directory(archivePath: string, origin: 'owner_export' | 'failure_observation'): Promise<void>;
   /** Registers a captured component's copies, databases and withheld members before its steps run. */
   route(ready: ComponentReady): void;
 }
 
-const byArchivePath = (a: CaptureStep, b: CaptureStep): number => (a.archive_path < b.archive_path ? -1 : a.archive_path > b.archive_path ? 1 : 0);
+const byArchivePath = (a: CaptureStep, b: CaptureStep): number =>
+  a.archive_path < b.archive_path ? -1 : a.archive_path > b.archive_path ? 1 : 0;
 
 /** The component whose owner keeps `path`: the most specific of the planned components' paths. */
 function ownerOf(planned: readonly PlannedComponent[], path: string): string | undefined {
   let best: { id: string; length: number } | undefined;
   for (const c of planned)
-    for (const p of c.paths) if ((path === p || path.startsWith(`${p}/`)) && (best === undefined || p.length > best.length)) best = { id: c.component_id, length: p.length };
+    for (const p of c.paths)
+      if ((path === p || path.startsWith(`${p}/`)) && (best === undefined || p.length > best.length))
+        best = { id: c.component_id, length: p.length };
   return best?.id;
 }
 
@@ -68,7 +75,12 @@ export function capturedOnlySteps(planned: Set<string>, files: readonly (readonl
 }
 
 /** Streams `steps` (the plan's, sorted) and every component as the thread captures it; returns the captured set. */
-export async function streamComponents(thread: SetCaptureThread, steps: readonly CaptureStep[], plannedPaths: Set<string>, sink: ComponentSink): Promise<CapturedSet> {
+export async function streamComponents(
+  thread: SetCaptureThread,
+  steps: readonly CaptureStep[],
+  plannedPaths: Set<string>,
+  sink: ComponentSink,
+): Promise<CapturedSet> {
   const planned = await thread.plan.promise;
   const own = new Map<string, CaptureStep[]>(planned.map((c) => [c.component_id, []]));
   const unowned: CaptureStep[] = [];
@@ -97,7 +109,8 @@ export async function streamComponents(thread: SetCaptureThread, steps: readonly
       exportsDir = true;
       await sink.extra(ready.export.archive_path, { bytes: ready.export.bytes }, 'owner_export');
     }
-    for (const s of [...own.get(c.component_id)!, ...capturedOnlySteps(plannedPaths, ready.files)].sort(byArchivePath)) await sink.step(s);
+    for (const s of [...own.get(c.component_id)!, ...capturedOnlySteps(plannedPaths, ready.files)].sort(byArchivePath))
+      await sink.step(s);
   }
   for (const s of fill) await sink.step(s);
   const set = await thread.done.promise;

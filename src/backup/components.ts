@@ -29,7 +29,13 @@ import { isOutOfSpace } from '../store/index.js';
 import type { ComponentSkew, DowngradeFinding, GoalClosure, ManifestComponent, PointRecord } from './manifest.js';
 import { producerVersion } from './manifest.js';
 import { archivePathOf, posixPath } from './paths.js';
-import { DOWNGRADE_CODES, DOWNGRADE_NEXT, weakestProfile, type CaptureProfile, type DowngradeCode } from './profiles.js';
+import {
+  DOWNGRADE_CODES,
+  DOWNGRADE_NEXT,
+  weakestProfile,
+  type CaptureProfile,
+  type DowngradeCode,
+} from './profiles.js';
 
 export const ARCHIVE_EXPORTS = 'component-exports';
 
@@ -48,8 +54,10 @@ export interface ComponentPlan {
 /** The set's components in OWNERS (dependency) order, with their dependency ids. */
 export function planComponents(goalIds: readonly string[]): ComponentPlan[] {
   const key = randomBytes(32);
-  const tag = (goalId: string): string => createHmac('sha256', key).update(`goal\0${goalId}`).digest('hex').slice(0, 12);
-  const idOf = (o: OwnerRecovery, scope: OwnerScope): string => (scope.goal_id === null ? o.name : `${o.name}-${tag(scope.goal_id)}`);
+  const tag = (goalId: string): string =>
+    createHmac('sha256', key).update(`goal\0${goalId}`).digest('hex').slice(0, 12);
+  const idOf = (o: OwnerRecovery, scope: OwnerScope): string =>
+    scope.goal_id === null ? o.name : `${o.name}-${tag(scope.goal_id)}`;
   const byName = new Map(OWNER_LIST.map((o) => [o.name, o]));
   const plans: ComponentPlan[] = [];
   for (const o of OWNER_LIST) {
@@ -86,7 +94,11 @@ export function goalClosures(plans: readonly ComponentPlan[]): GoalClosure[] {
       for (const d of byId.get(id)?.dependency_ids ?? []) visit(d);
     };
     start.forEach((p) => visit(p.component_id));
-    return { goal_id: goalId, logical_scope: start.find((p) => p.scope.goal_id === goalId)!.logical_scope, required_component_ids: [...seen].sort() };
+    return {
+      goal_id: goalId,
+      logical_scope: start.find((p) => p.scope.goal_id === goalId)!.logical_scope,
+      required_component_ids: [...seen].sort(),
+    };
   });
 }
 
@@ -117,11 +129,16 @@ const isPresent = (live: LiveSource, plan: ComponentPlan): boolean =>
   servedAt(plan.owner, live, plan.scope) || plan.owner.members(plan.scope).some((m) => exists(join(live.root, m.path)));
 
 /** Capture one component from `live` (the live root with its service, or a failure observation of the root) into `into`. */
-export async function captureComponent(live: LiveSource, plan: ComponentPlan, into: string): Promise<CapturedComponent> {
+export async function captureComponent(
+  live: LiveSource,
+  plan: ComponentPlan,
+  into: string,
+): Promise<CapturedComponent> {
   const present = isPresent(live, plan);
   // A machine owner that never created its store holds nothing (a confirmed absence); a registered
   // Goal whose own store is not there is missing state, never silently optional.
-  if (!present) return { plan, state: plan.scope.goal_id === null ? 'absent' : 'missing', capture: null, exportBytes: null };
+  if (!present)
+    return { plan, state: plan.scope.goal_id === null ? 'absent' : 'missing', capture: null, exportBytes: null };
   let capture: OwnerCapture;
   try {
     capture = await plan.owner.capture(live, plan.scope, into);
@@ -132,11 +149,19 @@ export async function captureComponent(live: LiveSource, plan: ComponentPlan, in
   }
   // The owner's own encoding of each record (encoded once, as hashed); the records otherwise.
   const lines = (capture.export_lines ?? capture.export.map((r) => canonicalJson(r))).join('\n');
-  return { plan, state: 'captured', capture: { ...capture, export: [], export_lines: [] }, exportBytes: Buffer.from(`${lines}\n`, 'utf8') };
+  return {
+    plan,
+    state: 'captured',
+    capture: { ...capture, export: [], export_lines: [] },
+    exportBytes: Buffer.from(`${lines}\n`, 'utf8'),
+  };
 }
 
 /** The set's end re-check: every component's live position now (null: absent). */
-export async function observeAll(live: LiveSource, plans: readonly ComponentPlan[]): Promise<Map<string, CapturePoint | null>> {
+export async function observeAll(
+  live: LiveSource,
+  plans: readonly ComponentPlan[],
+): Promise<Map<string, CapturePoint | null>> {
   const out = new Map<string, CapturePoint | null>();
   for (const p of plans) {
     try {
@@ -150,7 +175,8 @@ export async function observeAll(live: LiveSource, plans: readonly ComponentPlan
   return out;
 }
 
-const pointOf = (p: CapturePoint | null | undefined): PointRecord | null => (p ? { revision: p.revision, cursor: p.cursor, at: p.at } : null);
+const pointOf = (p: CapturePoint | null | undefined): PointRecord | null =>
+  p ? { revision: p.revision, cursor: p.cursor, at: p.at } : null;
 
 function skewOf(c: CapturedComponent, end: CapturePoint | null): ComponentSkew {
   if (c.capture === null) {
@@ -199,7 +225,12 @@ export function describeComponents(
     const achieved: CaptureProfile = codes.length > 0 ? 'online' : ev.requested;
     for (const code of codes) {
       const held = code === DOWNGRADE_CODES.unreadable || code === DOWNGRADE_CODES.missing;
-      downgrades.push({ code, component_id: c.plan.component_id, severity: held ? 'hold' : 'warning', next_action: DOWNGRADE_NEXT[code] });
+      downgrades.push({
+        code,
+        component_id: c.plan.component_id,
+        severity: held ? 'hold' : 'warning',
+        next_action: DOWNGRADE_NEXT[code],
+      });
     }
     const cap = c.capture;
     return {
@@ -236,7 +267,12 @@ export function describeComponents(
     ev.requested,
   );
   if (achieved !== ev.requested) {
-    downgrades.push({ code: DOWNGRADE_CODES.setDowngraded, component_id: null, severity: 'warning', next_action: DOWNGRADE_NEXT[DOWNGRADE_CODES.setDowngraded] });
+    downgrades.push({
+      code: DOWNGRADE_CODES.setDowngraded,
+      component_id: null,
+      severity: 'warning',
+      next_action: DOWNGRADE_NEXT[DOWNGRADE_CODES.setDowngraded],
+    });
   }
   return { components, downgrades, achieved };
 }

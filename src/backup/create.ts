@@ -9,31 +9,39 @@
  * from its exact read (A→B, A→B→A), appeared or vanished, and when a §12 bound is exceeded; then
  * publish without overwriting. Any refusal leaves nothing published and removes only the staging
  * directory this attempt created; a full output file system is `backup_capacity_free_space`. It never truncates history or claims more than CAPTURE_FACTS.
+ * Each member's capture is capture-members.ts; this module orders, checks and publishes.
  */
 import { createHash } from 'node:crypto';
-import { lstatSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../core/index.js';
-import { countSqliteTableRows, isOutOfSpace, snapshotSqliteDatabase, type SqliteSnapshotFacts } from '../store/index.js';
-import type { MissingEntry } from './discover.js';
+import { isOutOfSpace } from '../store/index.js';
 import {
   capacityExceeded,
   configurationCheckpointInvalid,
-  memberTruncated,
   outOfSpace,
   routesChanged,
   sourceAppeared,
   sourceChanged,
   sourceRemoved,
-  sqliteSnapshotFailed,
 } from './errors.js';
-import { BACKUP_LIMITS, type BackupLimitName } from './limits.js';
-import { manifestBytes, withArchiveFacts, type BackupManifest, type FileMemberRecord, type ManifestMember, type SourceWitness, type SqliteSnapshotRecord } from './manifest.js';
+import { manifestBytes, withArchiveFacts, type BackupManifest } from './manifest.js';
 import { ARCHIVE_CONFIGURATION_BACKUP, ARCHIVE_MANIFEST, archivePathOf } from './paths.js';
-import { planCapacityRefusals, workDbGoalOf, type BackupPlan } from './plan.js';
-import { assertNamesFree, createStaging, prepareOutputDir, publishPair, removeStaging, writeNewFile } from './publish.js';
-import { WITNESSED_SOURCES, type ConfigurationCheckpointVerification, type MachineConfigurationRead, type RegistryRead } from './sources.js';
-import { ArchiveWriter, ShortReadError } from './tar-writer.js';
+import { planCapacityRefusals, type BackupPlan } from './plan.js';
+import {
+  assertNamesFree,
+  createStaging,
+  prepareOutputDir,
+  publishPair,
+  removeStaging,
+  writeNewFile,
+} from './publish.js';
+import {
+  WITNESSED_SOURCES,
+  type ConfigurationCheckpointVerification,
+  type MachineConfigurationRead,
+  type RegistryRead,
+} from './sources.js';
+import { ArchiveWriter } from './tar-writer.js';
 import { buildManifest, type Captured } from './manifest-build.js';
 import type { BackupFormat } from './manifest.js';
 import { profileNotAchieved } from './errors.js';
@@ -41,7 +49,16 @@ import type { CaptureProfile } from './profiles.js';
 import { proveStopped, type CapturedSet, type SetCaptureOptions } from './set-capture.js';
 import { SetCaptureThread } from './capture-thread.js';
 import { streamComponents, type ComponentSink } from './component-stream.js';
-import { sqliteRuntimeIdentity } from '../store/index.js';
+import {
+  captureStep,
+  checkLimit,
+  newCaptureRun,
+  progress,
+  watch,
+  type CaptureRun,
+  type ExactRead,
+  type ExactReads,
+} from './capture-members.js';
 import { refuseNonSqliteRoot } from '../owners/index.js';
 
 /** One step of the capture, as hooks see it. `path` is relative to the root. */
@@ -94,8 +111,10 @@ export interface BackupResult {
 
 const sha256Hex = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 const equalBytes = (a: Uint8Array, b: Uint8Array): boolean =>
-  Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.byteLength), Buffer.from(b.buffer, b.byteOffset, b.byteLength)) === 0;
-const errnoOf = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | undefined)?.code;
+  Buffer.compare(
+    Buffer.from(a.buffer, a.byteOffset, a.byteLength),
+    Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+  ) === 0;
 
 /** Refuse when the live owner sources no longer say what the plan read (discovery drift). */
 function assertNoDrift(p: BackupPlan): void {
@@ -106,7 +125,8 @@ function assertNoDrift(p: BackupPlan): void {
   if (!reg.absent && registryNow.absent) throw sourceRemoved(WITNESSED_SOURCES.registry, during);
   if (reg.absent && !registryNow.absent) throw sourceAppeared(WITNESSED_SOURCES.registry, during);
   if (!reg.absent && !registryNow.absent) {
-    const key = (g: { goal_id: string; goal_instance_id?: string; route: string }) => `${g.goal_id}\0${g.goal_instance_id ?? ''}\0${g.route}`;
+    const key = (g: { goal_id: string; goal_instance_id?: string; route: string }) =>
+      `${g.goal_id}\0${g.goal_instance_id ?? ''}\0${g.route}`;
     const before = new Set(reg.value.goals.map(key));
     const after = new Set(registryNow.value.goals.map(key));
     const changed = [...before].filter((k) => !after.has(k)).length + [...after].filter((k) => !before.has(k)).length;
@@ -116,17 +136,22 @@ function assertNoDrift(p: BackupPlan): void {
   const mac = p.machineRead;
   if (!mac.absent && machineNow.absent) throw sourceRemoved(WITNESSED_SOURCES.machineConfiguration, during);
   if (mac.absent && !machineNow.absent) throw sourceAppeared(WITNESSED_SOURCES.machineConfiguration, during);
-  if (!mac.absent && !machineNow.absent && !equalBytes(mac.bytes, machineNow.bytes)) throw sourceChanged(WITNESSED_SOURCES.machineConfiguration, during);
+  if (!mac.absent && !machineNow.absent && !equalBytes(mac.bytes, machineNow.bytes))
+    throw sourceChanged(WITNESSED_SOURCES.machineConfiguration, during);
 }
 
 /** Build the configuration checkpoint from the plan's exact reads and check it says exactly what they say. */
-function configurationCheckpoint(p: BackupPlan): { bytes: Uint8Array; verification: ConfigurationCheckpointVerification } {
+function configurationCheckpoint(p: BackupPlan): {
+  bytes: Uint8Array;
+  verification: ConfigurationCheckpointVerification;
+} {
   const bytes = p.sources.buildConfigurationCheckpoint(p.registryRead, p.machineRead);
   const v = p.sources.verifyConfigurationCheckpoint(bytes);
   if (!v.ok) throw configurationCheckpointInvalid(`verification failed (${v.problems.join(', ')})`);
   const goals = p.registryRead.absent ? [] : p.registryRead.value.goals;
   if (v.goal_count !== goals.length) throw configurationCheckpointInvalid('its Goals differ from the registry read');
-  if (v.machine_configuration_present !== !p.machineRead.absent) throw configurationCheckpointInvalid('its machine configuration presence differs from the read');
+  if (v.machine_configuration_present !== !p.machineRead.absent)
+    throw configurationCheckpointInvalid('its machine configuration presence differs from the read');
   let doc: { data?: { machine_configuration?: unknown; goals?: Array<{ goal_id?: unknown }> } };
   try {
     doc = JSON.parse(new TextDecoder().decode(bytes)) as typeof doc;
@@ -135,9 +160,11 @@ function configurationCheckpoint(p: BackupPlan): { bytes: Uint8Array; verificati
   }
   const ids = (doc.data?.goals ?? []).map((g) => g.goal_id);
   // The same Goals, whatever their order (the config owner sorts them; the registry keeps creation order).
-  if (canonicalJson([...ids].sort()) !== canonicalJson(goals.map((g) => g.goal_id).sort())) throw configurationCheckpointInvalid('its Goals differ from the registry read');
+  if (canonicalJson([...ids].sort()) !== canonicalJson(goals.map((g) => g.goal_id).sort()))
+    throw configurationCheckpointInvalid('its Goals differ from the registry read');
   const machine = p.machineRead.absent ? null : (JSON.parse(new TextDecoder().decode(p.machineRead.bytes)) as unknown);
-  if (canonicalJson(doc.data?.machine_configuration ?? null) !== canonicalJson(machine)) throw configurationCheckpointInvalid('its machine configuration differs from the read');
+  if (canonicalJson(doc.data?.machine_configuration ?? null) !== canonicalJson(machine))
+    throw configurationCheckpointInvalid('its machine configuration differs from the read');
   return { bytes, verification: v };
 }
 
@@ -155,106 +182,11 @@ export async function create(p: BackupPlan, options: CreateOptions = {}): Promis
   }
 }
 
-/** Refuse a §12 bound as soon as it is crossed. */
-function checkLimit(limit: BackupLimitName, observed: number, subject?: string): void {
-  if (observed > BACKUP_LIMITS[limit]) throw capacityExceeded(limit, observed, subject);
-}
-
-/** An owner source's exact read from the plan, by root-relative path. */
-interface ExactRead {
-  readonly owner: SourceWitness['owner'];
-  readonly read: RegistryRead | MachineConfigurationRead;
-}
-type ExactReads = Map<string, ExactRead>;
-
-/** What one capture accumulates while it streams the planned members into the archive. */
-interface CaptureRun {
-  readonly p: BackupPlan;
-  readonly writer: ArchiveWriter;
-  readonly staging: string;
-  readonly onProgress: CreateOptions['onProgress'];
-  readonly members: ManifestMember[];
-  readonly fileMembers: FileMemberRecord[];
-  readonly snapshots: SqliteSnapshotRecord[];
-  readonly missing: MissingEntry[];
-  readonly warnings: BackupPlan['warnings'][number][];
-  readonly witnesses: Map<string, SourceWitness>;
-  readonly copiedWitness: Map<string, { archive_path: string; size_bytes: number; sha256: string }>;
-  readonly bytesTotal: number;
-  /** v1: root-relative member → the owner's captured copy (archived instead of the live file). */
-  readonly copies: Map<string, string>;
-  /** v1: captured members that are their owner's databases (archived as SQLite snapshots). */
-  readonly databases: Set<string>;
-  /** v1: owner-captured databases archived as observed bytes → the owner's copy, read instead of them. */
-  readonly reads: Map<string, string>;
-  /** v1: members of components whose owner could not capture them: never archived raw. */
-  readonly withheld: string[];
-  regularBytes: number;
-  snapshotSeq: number;
-  bytesDone: number;
-  membersDone: number;
-}
-
-function newCaptureRun(p: BackupPlan, writer: ArchiveWriter, staging: string, onProgress: CreateOptions['onProgress']): CaptureRun {
-  return {
-    copies: new Map(),
-    databases: new Set(),
-    reads: new Map(),
-    withheld: [],
-    p,
-    writer,
-    staging,
-    onProgress,
-    members: [],
-    fileMembers: [],
-    snapshots: [],
-    missing: [...p.missing],
-    warnings: [...p.warnings],
-    witnesses: new Map(),
-    copiedWitness: new Map(),
-    bytesTotal: p.members.reduce((n, m) => n + m.size_bytes, 0),
-    regularBytes: 0,
-    snapshotSeq: 0,
-    bytesDone: 0,
-    membersDone: 0,
-  };
-}
-
-function progress(run: CaptureRun, phase: BackupProgress['phase']): void {
-  run.onProgress?.({ phase, members_done: run.membersDone, members_total: run.p.members.length, bytes_done: run.bytesDone, bytes_total: run.bytesTotal });
-}
-
-/** Live bounds while copying: a file that grew since the plan is refused before or while it is copied, never cut short. */
-function watch(run: CaptureRun, withProgress: boolean): { onSize(size: number): void; onChunk(n: number): void } {
-  return {
-    onSize: (size: number) => checkLimit('regularFileBytes', run.regularBytes + size),
-    onChunk: (n: number) => {
-      run.regularBytes += n;
-      checkLimit('expandedBytes', run.writer.expandedBytes);
-      checkLimit('archiveBytes', run.writer.archiveBytes);
-      if (withProgress) {
-        run.bytesDone += n;
-        progress(run, 'capture');
-      }
-    },
-  };
-}
-
-function lost(run: CaptureRun, path: string, reason: string): void {
-  run.missing.push({ key: `member:${path}`, source_path: path, reason });
-  run.warnings.push({ code: reason, source_path: path });
-}
-
 async function capture(p: BackupPlan, options: CreateOptions): Promise<BackupResult> {
   const hooks = options.hooks ?? {};
   const now = options.now ?? (() => new Date());
   await hooks.afterPlan?.(p);
-
-  const early = planCapacityRefusals(p)[0];
-  if (early) throw capacityExceeded(early.limit_name, early.observed, early.subject);
-  prepareOutputDir(p.outputDir);
-  assertNamesFree(p.outputDir, [p.archiveName, p.manifestName]);
-  assertNoDrift(p);
+  refuseEarly(p);
 
   const started = now();
   const createdAt = started.toISOString();
@@ -286,18 +218,10 @@ async function capture(p: BackupPlan, options: CreateOptions): Promise<BackupRes
     if (thread === undefined) for (const step of steps) await runStep(step);
     else {
       set = await streamComponents(thread, steps, new Set(p.members.map((m) => m.path)), componentSink(run, runStep));
-      if (options.requireProfile && set.capture.achieved_profile !== (options.profile ?? 'online')) {
-        throw profileNotAchieved(
-          options.profile ?? 'online',
-          set.capture.achieved_profile,
-          set.capture.downgrades.map((d) => d.code),
-        );
-      }
+      if (options.requireProfile) assertProfileAchieved(set, options.profile ?? 'online');
     }
     checkCopiedWitnesses(run, exactReads);
-    // The manifest names each included Goal's frozen archive route: it must be in the archive.
-    const capturedDirectories = new Set(run.members.filter((m) => m.type === 'directory').map((m) => m.path));
-    for (const g of p.goals) if (g.archive_route !== null && !capturedDirectories.has(g.archive_route)) throw sourceRemoved(g.route ?? g.goal_id, 'during capture');
+    assertGoalRoutesCaptured(run);
     checkLimit('members', run.members.length + 1);
 
     const ended = now();
@@ -318,7 +242,11 @@ async function capture(p: BackupPlan, options: CreateOptions): Promise<BackupRes
 
     progress(run, 'publish');
     await hooks.beforePublish?.();
-    publishPair(p.outputDir, { manifestPath: stagedManifest, archivePath: stagedArchive }, { manifest: p.manifestName, archive: p.archiveName });
+    publishPair(
+      p.outputDir,
+      { manifestPath: stagedManifest, archivePath: stagedArchive },
+      { manifest: p.manifestName, archive: p.archiveName },
+    );
     published = true;
     progress(run, 'done');
     return {
@@ -334,13 +262,50 @@ async function capture(p: BackupPlan, options: CreateOptions): Promise<BackupRes
   }
 }
 
+/** Refuse, before anything is staged, what the plan already breaks: capacity, occupied names, discovery drift. */
+function refuseEarly(p: BackupPlan): void {
+  const early = planCapacityRefusals(p)[0];
+  if (early) throw capacityExceeded(early.limit_name, early.observed, early.subject);
+  prepareOutputDir(p.outputDir);
+  assertNamesFree(p.outputDir, [p.archiveName, p.manifestName]);
+  assertNoDrift(p);
+}
+
+/** v1 `requireProfile`: refuse publication when the set achieved less than the profile requested. */
+function assertProfileAchieved(set: CapturedSet, requested: CaptureProfile): void {
+  if (set.capture.achieved_profile !== requested)
+    throw profileNotAchieved(
+      requested,
+      set.capture.achieved_profile,
+      set.capture.downgrades.map((d) => d.code),
+    );
+}
+
+/** The manifest names each included Goal's frozen archive route: it must be in the archive. */
+function assertGoalRoutesCaptured(run: CaptureRun): void {
+  const capturedDirectories = new Set(run.members.filter((m) => m.type === 'directory').map((m) => m.path));
+  for (const g of run.p.goals)
+    if (g.archive_route !== null && !capturedDirectories.has(g.archive_route))
+      throw sourceRemoved(g.route ?? g.goal_id, 'during capture');
+}
+
 /** Write the configuration checkpoint as the first member. */
 async function captureCheckpoint(run: CaptureRun): Promise<Captured['checkpoint']> {
   const checkpoint = configurationCheckpoint(run.p);
   const entry = await run.writer.buffer(ARCHIVE_CONFIGURATION_BACKUP, checkpoint.bytes);
   run.regularBytes += entry.size_bytes;
-  run.members.push({ path: ARCHIVE_CONFIGURATION_BACKUP, type: 'file', size_bytes: entry.size_bytes, sha256: entry.sha256, origin: 'configuration_checkpoint' });
-  run.fileMembers.push({ archive_path: ARCHIVE_CONFIGURATION_BACKUP, size_bytes: entry.size_bytes, sha256: entry.sha256 });
+  run.members.push({
+    path: ARCHIVE_CONFIGURATION_BACKUP,
+    type: 'file',
+    size_bytes: entry.size_bytes,
+    sha256: entry.sha256,
+    origin: 'configuration_checkpoint',
+  });
+  run.fileMembers.push({
+    archive_path: ARCHIVE_CONFIGURATION_BACKUP,
+    size_bytes: entry.size_bytes,
+    sha256: entry.sha256,
+  });
   return { entry, verification: checkpoint.verification };
 }
 
@@ -357,136 +322,15 @@ function exactReadsOf(p: BackupPlan): ExactReads {
  * path order. A present read is compared with its copied member; an absent one is re-checked in place.
  */
 function captureSteps(p: BackupPlan, exactReads: ExactReads): CaptureStep[] {
-  const steps: CaptureStep[] = p.members.map((m) => ({ path: m.path, archive_path: m.archive_path, kind: m.type === 'directory' ? 'directory' : m.sqlite ? 'sqlite' : 'file' }));
-  for (const [source, { read }] of exactReads) if (read.absent) steps.push({ path: source, archive_path: archivePathOf(source), kind: 'absence_witness' });
+  const steps: CaptureStep[] = p.members.map((m) => ({
+    path: m.path,
+    archive_path: m.archive_path,
+    kind: m.type === 'directory' ? 'directory' : m.sqlite ? 'sqlite' : 'file',
+  }));
+  for (const [source, { read }] of exactReads)
+    if (read.absent) steps.push({ path: source, archive_path: archivePathOf(source), kind: 'absence_witness' });
   steps.sort((a, b) => (a.archive_path < b.archive_path ? -1 : a.archive_path > b.archive_path ? 1 : 0));
   return steps;
-}
-
-async function captureStep(run: CaptureRun, planned: CaptureStep, exact: ExactRead | undefined): Promise<void> {
-  // v1: an owner-captured member is archived from the owner's copy, never re-read from the live root,
-  // as a database only where the owner declares one; an unreadable component's members are withheld.
-  const copy = run.copies.get(planned.path);
-  const step: CaptureStep = copy === undefined || planned.kind === 'directory' ? planned : { ...planned, kind: run.databases.has(planned.path) ? 'sqlite' : 'file' };
-  if (copy === undefined && planned.kind !== 'directory' && run.withheld.some((w) => planned.path === w || planned.path.startsWith(`${w}/`))) {
-    lost(run, planned.path, 'owner_capture_failed');
-    return;
-  }
-  const abs = copy ?? (step.path === '' ? run.p.root : join(run.p.root, step.path));
-  if (step.kind === 'absence_witness') return witnessAbsence(run, step, abs, exact!.owner);
-  if (step.kind === 'directory') await captureDirectory(run, step, abs);
-  else if (step.kind === 'file') await captureFile(run, step, abs, exact !== undefined);
-  else await captureSqlite(run, step, abs);
-  run.membersDone++;
-}
-
-/** An owner source read as absent must still be absent while the capture runs. */
-function witnessAbsence(run: CaptureRun, step: CaptureStep, abs: string, owner: SourceWitness['owner']): void {
-  let exists = true;
-  try {
-    lstatSync(abs);
-  } catch (e) {
-    if (errnoOf(e) !== 'ENOENT' && errnoOf(e) !== 'ENOTDIR') throw e;
-    exists = false;
-  }
-  if (exists) throw sourceAppeared(step.path, 'during capture');
-  run.witnesses.set(step.path, {
-    owner,
-    source: step.path,
-    archive_path: step.archive_path,
-    present: false,
-    revision: null,
-    read_sha256: null,
-    read_size_bytes: null,
-    copied_sha256: null,
-  });
-}
-
-async function captureDirectory(run: CaptureRun, step: CaptureStep, abs: string): Promise<void> {
-  let st;
-  try {
-    st = lstatSync(abs);
-  } catch (e) {
-    if (errnoOf(e) !== 'ENOENT') throw e;
-  }
-  if (!st) lost(run, step.path, 'removed_during_capture');
-  else if (!st.isDirectory()) lost(run, step.path, 'type_changed_during_capture');
-  else {
-    await run.writer.directory(step.archive_path);
-    run.members.push({ path: step.archive_path, type: 'directory', size_bytes: 0, sha256: null, origin: 'runtime_root' });
-  }
-}
-
-/** A regular file, hashed while copied. An owner source (`exact`) that moved is refused; any other is recorded as missing. */
-async function captureFile(run: CaptureRun, step: CaptureStep, abs: string, exact: boolean): Promise<void> {
-  let copied;
-  try {
-    copied = await run.writer.file(step.archive_path, abs, watch(run, true));
-  } catch (e) {
-    if (e instanceof ShortReadError) throw memberTruncated(step.archive_path);
-    const code = errnoOf(e);
-    const gone = code === 'ENOENT' || code === 'ENOTDIR';
-    const typeChanged = code === 'ELOOP' || code === 'ENOTREGULAR';
-    const unreadable = code === 'EACCES' || code === 'EPERM';
-    if (exact && gone) throw sourceRemoved(step.path, 'during capture');
-    if (exact && (typeChanged || unreadable)) throw sourceChanged(step.path, 'during capture');
-    if (!gone && !typeChanged && !unreadable) throw e;
-    // Best-effort traversal: an ordinary file that moved is recorded as missing, never silently dropped.
-    lost(run, step.path, gone ? 'removed_during_capture' : typeChanged ? 'type_changed_during_capture' : 'unreadable');
-  }
-  if (copied) {
-    if (exact) run.copiedWitness.set(step.path, { archive_path: step.archive_path, ...copied });
-    run.members.push({ path: step.archive_path, type: 'file', size_bytes: copied.size_bytes, sha256: copied.sha256, origin: 'runtime_root' });
-    run.fileMembers.push({ archive_path: step.archive_path, size_bytes: copied.size_bytes, sha256: copied.sha256 });
-  }
-}
-
-/** A SQLite database, through an online snapshot in the staging directory; a Goal's work store also has its commits counted. */
-async function captureSqlite(run: CaptureRun, step: CaptureStep, abs: string): Promise<void> {
-  const planned = run.p.members.find((m) => m.path === step.path)!;
-  let gone: 'removed_during_capture' | 'type_changed_during_capture' | undefined;
-  try {
-    if (!lstatSync(abs).isFile()) gone = 'type_changed_during_capture';
-  } catch (e) {
-    if (errnoOf(e) !== 'ENOENT' && errnoOf(e) !== 'ENOTDIR') throw e;
-    gone = 'removed_during_capture';
-  }
-  if (gone) {
-    lost(run, step.path, gone);
-    run.bytesDone += planned.size_bytes;
-    return;
-  }
-  const ownerCopy = run.copies.has(step.path);
-  const snapPath = ownerCopy ? abs : join(run.staging, `sqlite-${++run.snapshotSeq}.db`);
-  let facts: Pick<SqliteSnapshotFacts, 'integrity' | 'sqliteVersion' | 'sqliteSourceId'>;
-  try {
-    // The owner's capture already took (and integrity-checked) its online snapshot.
-    facts = ownerCopy ? { integrity: 'ok', ...sqliteRuntimeIdentity() } : await snapshotSqliteDatabase(abs, snapPath);
-  } catch (e) {
-    throw sqliteSnapshotFailed(step.path, e);
-  }
-  const goalId = workDbGoalOf(run.p, step.path) ?? null;
-  let commits: number | null = null;
-  if (goalId !== null) {
-    commits = countSqliteTableRows(run.reads.get(step.path) ?? snapPath, 'commits') ?? null;
-    if (commits !== null) checkLimit('goalCommittedTransactions', commits, goalId);
-  }
-  const copied = await run.writer.file(step.archive_path, snapPath, watch(run, false));
-  if (!ownerCopy) unlinkSync(snapPath);
-  run.bytesDone += planned.size_bytes;
-  progress(run, 'capture');
-  run.snapshots.push({
-    source: step.path,
-    archive_path: step.archive_path,
-    snapshot_sha256: copied.sha256,
-    snapshot_size_bytes: copied.size_bytes,
-    integrity: facts.integrity,
-    goal_id: goalId,
-    committed_transactions: commits,
-    runtime_identity: { node_version: process.version, sqlite_version: facts.sqliteVersion, sqlite_source_id: facts.sqliteSourceId },
-  });
-  run.members.push({ path: step.archive_path, type: 'file', size_bytes: copied.size_bytes, sha256: copied.sha256, origin: 'sqlite_snapshot' });
-  run.fileMembers.push({ archive_path: step.archive_path, size_bytes: copied.size_bytes, sha256: copied.sha256 });
 }
 
 /**
@@ -503,7 +347,8 @@ function checkCopiedWitnesses(run: CaptureRun, exactReads: ExactReads): void {
     }
     if (!copy) throw sourceRemoved(source, 'during capture');
     const readSha = sha256Hex(read.bytes);
-    if (copy.sha256 !== readSha || copy.size_bytes !== read.bytes.byteLength) throw sourceChanged(source, 'during capture');
+    if (copy.sha256 !== readSha || copy.size_bytes !== read.bytes.byteLength)
+      throw sourceChanged(source, 'during capture');
     run.witnesses.set(source, {
       owner,
       source,
@@ -522,7 +367,11 @@ async function sealArchive(
   run: CaptureRun,
   embedded: BackupManifest,
   stagedManifest: string,
-): Promise<{ archive: { sha256: string; size_bytes: number; expanded_bytes: number }; external: BackupManifest; externalBytes: Uint8Array }> {
+): Promise<{
+  archive: { sha256: string; size_bytes: number; expanded_bytes: number };
+  external: BackupManifest;
+  externalBytes: Uint8Array;
+}> {
   const embeddedBytes = manifestBytes(embedded);
   checkLimit('manifestBytes', embeddedBytes.byteLength, ARCHIVE_MANIFEST);
   await run.writer.buffer(ARCHIVE_MANIFEST, embeddedBytes);
@@ -535,7 +384,11 @@ async function sealArchive(
     sha256: archive.sha256,
     size_bytes: archive.size_bytes,
     expanded_bytes: archive.expanded_bytes,
-    embedded_manifest: { archive_path: ARCHIVE_MANIFEST, sha256: sha256Hex(embeddedBytes), size_bytes: embeddedBytes.byteLength },
+    embedded_manifest: {
+      archive_path: ARCHIVE_MANIFEST,
+      sha256: sha256Hex(embeddedBytes),
+      size_bytes: embeddedBytes.byteLength,
+    },
   });
   const externalBytes = manifestBytes(external);
   checkLimit('manifestBytes', externalBytes.byteLength, run.p.manifestName);
@@ -550,7 +403,12 @@ function startSetCapture(p: BackupPlan, staging: string, options: CreateOptions)
   // A stopped source is proved here: its lock probes run on the main thread only.
   const stopped = profile === 'crash_consistent' ? { stopped: proveStopped(p.root) } : {};
   return new SetCaptureThread(
-    { root: p.root, goalIds, staging, options: { profile, ...stopped, ...(options.quiescence ? { quiescence: options.quiescence } : {}) } },
+    {
+      root: p.root,
+      goalIds,
+      staging,
+      options: { profile, ...stopped, ...(options.quiescence ? { quiescence: options.quiescence } : {}) },
+    },
     options.hooks?.afterComponent,
   );
 }
@@ -570,7 +428,10 @@ function componentSink(run: CaptureRun, runStep: (step: CaptureStep) => Promise<
       run.members.push({ path: archivePath, type: 'directory', size_bytes: 0, sha256: null, origin });
     },
     async extra(archivePath, content, origin) {
-      const entry = 'file' in content ? await run.writer.file(archivePath, content.file, watch(run, false)) : await run.writer.buffer(archivePath, content.bytes);
+      const entry =
+        'file' in content
+          ? await run.writer.file(archivePath, content.file, watch(run, false))
+          : await run.writer.buffer(archivePath, content.bytes);
       if ('bytes' in content) {
         run.regularBytes += entry.size_bytes;
         checkLimit('regularFileBytes', run.regularBytes);

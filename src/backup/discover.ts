@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import { LAYOUT, ROOT_DATABASES } from '../owners/index.js';
 import { archivePathOf, foldPath, posixPath, sqliteSidecarBase } from './paths.js';
 
-export type MemberCategory = 'runtime' | 'registry' | 'configuration' | 'goals' | 'owner_databases' | 'automations' | 'skills' | 'other';
+export type MemberCategory =
+  'runtime' | 'registry' | 'configuration' | 'goals' | 'owner_databases' | 'automations' | 'skills' | 'other';
 
 export interface PlannedMember {
   /** Relative to the root, POSIX; '' is the root itself. */
@@ -136,7 +137,13 @@ function readNames(found: Discovery, dirRel: string, dirAbs: string): string[] |
 }
 
 /** The entries of one directory that are not excluded, each with its lstat. */
-function statEntries(found: Discovery, options: DiscoverOptions, dirRel: string, dirAbs: string, names: readonly string[]): Entry[] {
+function statEntries(
+  found: Discovery,
+  options: DiscoverOptions,
+  dirRel: string,
+  dirAbs: string,
+  names: readonly string[],
+): Entry[] {
   const entries: Entry[] = [];
   for (const name of names) {
     const rel = dirRel === '' ? name : `${dirRel}/${name}`;
@@ -167,7 +174,8 @@ function statEntries(found: Discovery, options: DiscoverOptions, dirRel: string,
 /** Record one directory's entries as members, excluded or missing; returns its subdirectories in order. */
 function recordEntries(found: Discovery, dirRel: string, entries: readonly Entry[]): string[] {
   const sqlite = new Set<string>();
-  for (const e of entries) if (e.st.isFile() && e.st.size >= SQLITE_HEADER.byteLength && hasSqliteHeader(e.abs)) sqlite.add(e.rel);
+  for (const e of entries)
+    if (e.st.isFile() && e.st.size >= SQLITE_HEADER.byteLength && hasSqliteHeader(e.abs)) sqlite.add(e.rel);
   const files = new Set(entries.filter((e) => e.st.isFile()).map((e) => foldPath(e.rel)));
   const children: string[] = [];
   for (const e of entries) {
@@ -179,9 +187,23 @@ function recordEntries(found: Discovery, dirRel: string, entries: readonly Entry
         found.excluded.push({ key: `member:${rel}`, source_path: rel, reason: 'sqlite_sidecar' });
         continue;
       }
-      found.members.push({ path: rel, archive_path: archivePathOf(rel), type: 'file', size_bytes: st.size, sqlite: sqlite.has(rel), category: categoryOf(rel) });
+      found.members.push({
+        path: rel,
+        archive_path: archivePathOf(rel),
+        type: 'file',
+        size_bytes: st.size,
+        sqlite: sqlite.has(rel),
+        category: categoryOf(rel),
+      });
     } else if (st.isDirectory()) {
-      found.members.push({ path: rel, archive_path: archivePathOf(rel), type: 'directory', size_bytes: 0, sqlite: false, category: categoryOf(rel) });
+      found.members.push({
+        path: rel,
+        archive_path: archivePathOf(rel),
+        type: 'directory',
+        size_bytes: 0,
+        sqlite: false,
+        category: categoryOf(rel),
+      });
       if (dirRel === LAYOUT.goalsDir) found.goalDirectories.push(rel.slice(LAYOUT.goalsDir.length + 1));
       children.push(rel);
     } else if (st.isSymbolicLink()) {
@@ -195,7 +217,14 @@ function recordEntries(found: Discovery, dirRel: string, entries: readonly Entry
 
 export function discover(root: string, options: DiscoverOptions): Discovery {
   const found: Discovery = { members: [], missing: [], excluded: [], warnings: [], goalDirectories: [] };
-  found.members.push({ path: '', archive_path: archivePathOf(''), type: 'directory', size_bytes: 0, sqlite: false, category: 'runtime' });
+  found.members.push({
+    path: '',
+    archive_path: archivePathOf(''),
+    type: 'directory',
+    size_bytes: 0,
+    sqlite: false,
+    category: 'runtime',
+  });
   // Depth-first, children in sorted order, so the archive order is deterministic.
   const stack: string[] = [''];
   while (stack.length > 0) {

@@ -36,7 +36,10 @@ export interface Captured {
   readonly missing: MissingEntry[];
   readonly warnings: BackupPlan['warnings'][number][];
   readonly witnesses: SourceWitness[];
-  readonly checkpoint: { entry: { size_bytes: number; sha256: string }; verification: ConfigurationCheckpointVerification };
+  readonly checkpoint: {
+    entry: { size_bytes: number; sha256: string };
+    verification: ConfigurationCheckpointVerification;
+  };
   /** v1: the owner-captured set; absent for a v0 manifest. */
   readonly set?: CapturedSet | undefined;
 }
@@ -48,7 +51,8 @@ const relativeOf = (m: ManifestMember): string => (m.path === ARCHIVE_ROOT ? '' 
 function statsOf(c: Captured, filter: (relative: string) => boolean): Stats {
   const s = emptyStats();
   for (const m of c.members) {
-    if (m.origin === 'configuration_checkpoint' || m.origin === 'owner_export' || m.origin === 'failure_observation') continue;
+    if (m.origin === 'configuration_checkpoint' || m.origin === 'owner_export' || m.origin === 'failure_observation')
+      continue;
     const rel = relativeOf(m);
     if (!filter(rel)) continue;
     s.paths++;
@@ -57,19 +61,28 @@ function statsOf(c: Captured, filter: (relative: string) => boolean): Stats {
       s.bytes += m.size_bytes;
     } else s.directories++;
   }
-  s.symlinks = c.missing.filter((x) => x.reason === 'symlink_not_followed' && x.source_path !== null && filter(x.source_path)).length;
+  s.symlinks = c.missing.filter(
+    (x) => x.reason === 'symlink_not_followed' && x.source_path !== null && filter(x.source_path),
+  ).length;
   return s;
 }
 
 /** The runtime root, and automations and skills when the options asked for them and they were captured. */
 function includedTargets(p: BackupPlan, c: Captured, total: Stats): IncludedTarget[] {
-  const included: IncludedTarget[] = [{ key: 'runtime_root', source_path: '.', archive_path: ARCHIVE_ROOT, stats: total }];
+  const included: IncludedTarget[] = [
+    { key: 'runtime_root', source_path: '.', archive_path: ARCHIVE_ROOT, stats: total },
+  ];
   for (const [key, dir, wanted] of [
     ['automations', 'automations', p.options.include_automations],
     ['skills', 'skills', p.options.include_skills],
   ] as const) {
     if (wanted && c.members.some((m) => m.path === archivePathOf(dir))) {
-      included.push({ key, source_path: dir, archive_path: archivePathOf(dir), stats: statsOf(c, (r) => r === dir || r.startsWith(`${dir}/`)) });
+      included.push({
+        key,
+        source_path: dir,
+        archive_path: archivePathOf(dir),
+        stats: statsOf(c, (r) => r === dir || r.startsWith(`${dir}/`)),
+      });
     }
   }
   return included;
@@ -78,7 +91,8 @@ function includedTargets(p: BackupPlan, c: Captured, total: Stats): IncludedTarg
 function categoryStatsOf(c: Captured): Record<string, Stats> {
   const categoryStats: Record<string, Stats> = {};
   for (const m of c.members) {
-    if (m.origin === 'configuration_checkpoint' || m.origin === 'owner_export' || m.origin === 'failure_observation') continue;
+    if (m.origin === 'configuration_checkpoint' || m.origin === 'owner_export' || m.origin === 'failure_observation')
+      continue;
     const s = (categoryStats[categoryOf(relativeOf(m))] ??= emptyStats());
     s.paths++;
     if (m.type === 'file') {

@@ -27,7 +27,8 @@ export const CAPTURE_FACTS = Object.freeze({
   files: 'best_effort_live_traversal',
 } as const);
 
-export type MemberOrigin = 'runtime_root' | 'sqlite_snapshot' | 'configuration_checkpoint' | 'owner_export' | 'failure_observation';
+export type MemberOrigin =
+  'runtime_root' | 'sqlite_snapshot' | 'configuration_checkpoint' | 'owner_export' | 'failure_observation';
 
 export interface ManifestMember {
   /** Normalized archive path (no trailing slash). */
@@ -56,7 +57,11 @@ export interface SqliteSnapshotRecord {
   readonly goal_id: string | null;
   /** Rows of its `commits` table (work databases), else null. */
   readonly committed_transactions: number | null;
-  readonly runtime_identity: { readonly node_version: string; readonly sqlite_version: string; readonly sqlite_source_id: string };
+  readonly runtime_identity: {
+    readonly node_version: string;
+    readonly sqlite_version: string;
+    readonly sqlite_source_id: string;
+  };
 }
 
 export interface SourceWitness {
@@ -116,7 +121,12 @@ export interface BackupManifest {
   };
   readonly goals: readonly PlannedGoal[];
   readonly source_witnesses: readonly SourceWitness[];
-  readonly configuration_checkpoint: { readonly archive_path: string; readonly sha256: string; readonly file_sha256: string; readonly size_bytes: number };
+  readonly configuration_checkpoint: {
+    readonly archive_path: string;
+    readonly sha256: string;
+    readonly file_sha256: string;
+    readonly size_bytes: number;
+  };
   readonly included: readonly IncludedTarget[];
   readonly missing: readonly MissingEntry[];
   readonly excluded: readonly ExcludedEntry[];
@@ -138,10 +148,21 @@ export interface BackupManifest {
     readonly archive_size_bytes: number | null;
     readonly archive_expanded_bytes: number | null;
     readonly archive_to_logical_ratio: number | null;
-    readonly embedded_manifest: { readonly archive_path: string; readonly sha256: string; readonly size_bytes: number } | null;
+    readonly embedded_manifest: {
+      readonly archive_path: string;
+      readonly sha256: string;
+      readonly size_bytes: number;
+    } | null;
     readonly member_count: number;
     readonly capture_interval: { readonly started_at: string; readonly ended_at: string };
-    readonly tar: { readonly uid: 0; readonly gid: 0; readonly file_mode: '0600'; readonly directory_mode: '0700'; readonly mtime: string; readonly compression: 'gzip' };
+    readonly tar: {
+      readonly uid: 0;
+      readonly gid: 0;
+      readonly file_mode: '0600';
+      readonly directory_mode: '0700';
+      readonly mtime: string;
+      readonly compression: 'gzip';
+    };
     readonly configuration_backup: ConfigurationCheckpointVerification & { readonly archive_path: string };
     readonly sqlite_snapshots: readonly SqliteSnapshotRecord[];
     readonly file_members: readonly FileMemberRecord[];
@@ -260,7 +281,11 @@ export interface RecoverySetCapture {
    */
   readonly goal_services?: readonly (ServiceReference & { readonly goal_ids: readonly string[] })[];
   /** Every component, moved or not (the complete skew inventory). */
-  readonly skew_inventory: readonly { readonly component_id: string; readonly moved: boolean; readonly cursor_delta: number | null }[];
+  readonly skew_inventory: readonly {
+    readonly component_id: string;
+    readonly moved: boolean;
+    readonly cursor_delta: number | null;
+  }[];
   readonly downgrades: readonly DowngradeFinding[];
 }
 
@@ -273,7 +298,12 @@ export interface FailureObservation {
    * as it was under an opaque name (`failure-observation/<n>.bin`: a journal never sits beside its
    * database in the archive), so the verifier can replay each owner's crash recovery from them.
    */
-  readonly files: readonly { readonly path: string; readonly size_bytes: number; readonly sha256: string; readonly archive_member: string }[];
+  readonly files: readonly {
+    readonly path: string;
+    readonly size_bytes: number;
+    readonly sha256: string;
+    readonly archive_member: string;
+  }[];
   /** Per component, the observed files its owner's state is (root-relative). */
   readonly component_files: Readonly<Record<string, readonly string[]>>;
 }
@@ -304,4 +334,5 @@ export function withArchiveFacts(embedded: BackupManifest, facts: ArchiveFacts):
 }
 
 /** The serialized form of both copies: two-space JSON and a final newline. */
-export const manifestBytes = (m: BackupManifest): Uint8Array => new TextEncoder().encode(`${JSON.stringify(m, null, 2)}\n`);
+export const manifestBytes = (m: BackupManifest): Uint8Array =>
+  new TextEncoder().encode(`${JSON.stringify(m, null, 2)}\n`);

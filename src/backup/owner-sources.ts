@@ -7,7 +7,13 @@
 import { canonicalJson, sha256Hex } from '../core/index.js';
 import { config as configOwner, registry as registryOwner } from '../owners/index.js';
 import { sourceUnusable } from './errors.js';
-import { WITNESSED_SOURCES, type BackupSources, type ConfigurationCheckpointVerification, type MachineConfigurationRead, type RegistryRead } from './sources.js';
+import {
+  WITNESSED_SOURCES,
+  type BackupSources,
+  type ConfigurationCheckpointVerification,
+  type MachineConfigurationRead,
+  type RegistryRead,
+} from './sources.js';
 
 const asUnusable = <T>(source: string, fn: () => T): T => {
   try {
@@ -38,7 +44,14 @@ export function ownerBackupSources(root: string): BackupSources {
       const view = {
         bytes: read.bytes,
         revision,
-        value: { goals: read.value.goals.map((g) => ({ goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, route: g.route })), projects: read.value.projects },
+        value: {
+          goals: read.value.goals.map((g) => ({
+            goal_id: g.goal_id,
+            goal_instance_id: g.goal_instance_id,
+            route: g.route,
+          })),
+          projects: read.value.projects,
+        },
       };
       registryReads.set(view, read);
       return view;
@@ -52,7 +65,11 @@ export function ownerBackupSources(root: string): BackupSources {
     buildConfigurationCheckpoint(registryRead: RegistryRead, machineRead: MachineConfigurationRead): Uint8Array {
       const r = registryReads.get(registryRead);
       const m = configReads.get(machineRead);
-      if (!r || !m) throw sourceUnusable('configuration-backup.json', "the checkpoint must be built from this source's own exact reads");
+      if (!r || !m)
+        throw sourceUnusable(
+          'configuration-backup.json',
+          "the checkpoint must be built from this source's own exact reads",
+        );
       return configOwner.buildConfigurationCheckpoint({ registry: r, machineConfiguration: m }).bytes;
     },
     verifyConfigurationCheckpoint(bytes: Uint8Array): ConfigurationCheckpointVerification {

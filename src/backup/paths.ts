@@ -13,7 +13,8 @@ export const ARCHIVE_MANIFEST = 'manifest.json';
 export const posixPath = (p: string): string => p.split('\\').join('/');
 
 /** `runtime-root` for the root itself, else `runtime-root/<relative>`. */
-export const archivePathOf = (relative: string): string => (relative === '' ? ARCHIVE_ROOT : `${ARCHIVE_ROOT}/${relative}`);
+export const archivePathOf = (relative: string): string =>
+  relative === '' ? ARCHIVE_ROOT : `${ARCHIVE_ROOT}/${relative}`;
 
 /**
  * A path as a case-insensitive, normalizing file system compares it (NFC; ſ/s, ς/σ, K/k fold

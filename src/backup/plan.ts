@@ -7,8 +7,23 @@
 import { statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { LAYOUT, OWNERS, ownerOfMember } from '../owners/index.js';
-import { backupIdInvalid, outputDirInvalid, rootInvalid, rootMissing, sourceAppeared, sourceRemoved } from './errors.js';
-import { discover, type BackupWarning, type Discovery, type ExcludedEntry, type MemberCategory, type MissingEntry, type PlannedMember } from './discover.js';
+import {
+  backupIdInvalid,
+  outputDirInvalid,
+  rootInvalid,
+  rootMissing,
+  sourceAppeared,
+  sourceRemoved,
+} from './errors.js';
+import {
+  discover,
+  type BackupWarning,
+  type Discovery,
+  type ExcludedEntry,
+  type MemberCategory,
+  type MissingEntry,
+  type PlannedMember,
+} from './discover.js';
 import { BACKUP_LIMITS, CAPACITY_CODES, type BackupLimitName } from './limits.js';
 import { archivePathOf, normalizeRoute, pathLimitBroken } from './paths.js';
 import { ownerBackupSources } from './owner-sources.js';
@@ -77,7 +92,10 @@ export const manifestNameOf = (backupId: string): string => `${backupId}.manifes
  * Refuse a root that is missing or not a directory, and an output directory that is the root or
  * not a directory. `excludeSubtree` is the output directory when it lies inside the root.
  */
-function checkRootAndOutput(rootAbs: string, outputDirOption: string | undefined): { outputDir: string; excludeSubtree: string | undefined } {
+function checkRootAndOutput(
+  rootAbs: string,
+  outputDirOption: string | undefined,
+): { outputDir: string; excludeSubtree: string | undefined } {
   try {
     if (!statSync(rootAbs).isDirectory()) throw rootInvalid();
   } catch (e) {
@@ -92,12 +110,18 @@ function checkRootAndOutput(rootAbs: string, outputDirOption: string | undefined
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
   const outRel = relative(rootAbs, outputDir);
-  const excludeSubtree = outRel.startsWith('..') || outRel === '' || outRel.startsWith(sep) ? undefined : outRel.split(sep).join('/');
+  const excludeSubtree =
+    outRel.startsWith('..') || outRel === '' || outRel.startsWith(sep) ? undefined : outRel.split(sep).join('/');
   return { outputDir, excludeSubtree };
 }
 
 /** Resolve and freeze each registered Goal's route; a route that is not an included directory is recorded in `missing`. */
-function planGoalRoutes(rootAbs: string, registryRead: RegistryRead, found: Discovery, missing: MissingEntry[]): { goals: PlannedGoal[]; registered: Set<string> } {
+function planGoalRoutes(
+  rootAbs: string,
+  registryRead: RegistryRead,
+  found: Discovery,
+  missing: MissingEntry[],
+): { goals: PlannedGoal[]; registered: Set<string> } {
   const byPath = new Map(found.members.map((m) => [m.path, m]));
   const goals: PlannedGoal[] = [];
   const registered = new Set<string>();
@@ -110,10 +134,12 @@ function planGoalRoutes(rootAbs: string, registryRead: RegistryRead, found: Disc
       const m = byPath.get(route);
       if (m?.type === 'directory') status = 'included';
       else if (m) status = 'not_a_directory';
-      else if (found.excluded.some((x) => route === x.source_path || route.startsWith(`${x.source_path}/`))) status = 'excluded';
+      else if (found.excluded.some((x) => route === x.source_path || route.startsWith(`${x.source_path}/`)))
+        status = 'excluded';
       else status = 'missing';
     }
-    if (status !== 'included') missing.push({ key: `registry_route:${g.goal_id}`, source_path: route ?? null, reason: `route_${status}` });
+    if (status !== 'included')
+      missing.push({ key: `registry_route:${g.goal_id}`, source_path: route ?? null, reason: `route_${status}` });
     goals.push({
       goal_id: g.goal_id,
       goal_instance_id: g.goal_instance_id ?? null,
@@ -155,8 +181,11 @@ export function plan(root: string, options: PlanOptions = {}): BackupPlan {
   const { goals, registered } = planGoalRoutes(rootAbs, registryRead, found, missing);
   const warnings = [...found.warnings];
   const routed = new Set(goals.map((g) => g.route));
-  const unregisteredGoalDirectories = found.goalDirectories.filter((d) => !registered.has(d) && !routed.has(`${LAYOUT.goalsDir}/${d}`)).sort();
-  for (const d of unregisteredGoalDirectories) warnings.push({ code: 'goal_directory_unregistered', source_path: `${LAYOUT.goalsDir}/${d}` });
+  const unregisteredGoalDirectories = found.goalDirectories
+    .filter((d) => !registered.has(d) && !routed.has(`${LAYOUT.goalsDir}/${d}`))
+    .sort();
+  for (const d of unregisteredGoalDirectories)
+    warnings.push({ code: 'goal_directory_unregistered', source_path: `${LAYOUT.goalsDir}/${d}` });
 
   return {
     root: rootAbs,
@@ -180,7 +209,8 @@ export function plan(root: string, options: PlanOptions = {}): BackupPlan {
 }
 
 /** Goal ids the plan knows: registered Goals and directories under goals/. */
-export const goalIdsOf = (p: BackupPlan): Set<string> => new Set([...p.goals.map((g) => g.goal_id), ...p.unregisteredGoalDirectories]);
+export const goalIdsOf = (p: BackupPlan): Set<string> =>
+  new Set([...p.goals.map((g) => g.goal_id), ...p.unregisteredGoalDirectories]);
 
 /** The Goal whose work database a member is, if it is one (the OWNERS table's goal-scoped store; a registry route is always goals/<goal_id>). */
 export function workDbGoalOf(_p: BackupPlan, memberPath: string): string | undefined {
@@ -203,7 +233,13 @@ export interface CapacityRefusal {
 export function planCapacityRefusals(p: BackupPlan): CapacityRefusal[] {
   const out: CapacityRefusal[] = [];
   const add = (limit: BackupLimitName, observed: number, subject?: string) =>
-    out.push({ code: CAPACITY_CODES[limit], limit_name: limit, limit: BACKUP_LIMITS[limit], observed, ...(subject !== undefined ? { subject } : {}) });
+    out.push({
+      code: CAPACITY_CODES[limit],
+      limit_name: limit,
+      limit: BACKUP_LIMITS[limit],
+      observed,
+      ...(subject !== undefined ? { subject } : {}),
+    });
   // + the configuration checkpoint and the embedded manifest.
   const members = p.members.length + 2;
   if (members > BACKUP_LIMITS.members) add('members', members);
@@ -245,7 +281,12 @@ export interface PlanSummary {
   readonly goals: readonly PlannedGoal[];
   readonly unregistered_goal_directories: readonly string[];
   readonly sqlite_databases: ReadonlyArray<{ source: string; archive_path: string; size_bytes: number }>;
-  readonly source_witnesses: ReadonlyArray<{ owner: string; source: string; present: boolean; revision: string | null }>;
+  readonly source_witnesses: ReadonlyArray<{
+    owner: string;
+    source: string;
+    present: boolean;
+    revision: string | null;
+  }>;
   readonly missing: readonly MissingEntry[];
   readonly excluded: readonly ExcludedEntry[];
   readonly warnings: readonly BackupWarning[];
@@ -285,10 +326,22 @@ export function describePlan(p: BackupPlan): PlanSummary {
     categories,
     goals: p.goals,
     unregistered_goal_directories: p.unregisteredGoalDirectories,
-    sqlite_databases: files.filter((m) => m.sqlite).map((m) => ({ source: m.path, archive_path: m.archive_path, size_bytes: m.size_bytes })),
+    sqlite_databases: files
+      .filter((m) => m.sqlite)
+      .map((m) => ({ source: m.path, archive_path: m.archive_path, size_bytes: m.size_bytes })),
     source_witnesses: [
-      { owner: 'registry', source: WITNESSED_SOURCES.registry, present: !p.registryRead.absent, revision: p.registryRead.absent ? null : p.registryRead.revision },
-      { owner: 'config', source: WITNESSED_SOURCES.machineConfiguration, present: !p.machineRead.absent, revision: p.machineRead.absent ? null : p.machineRead.revision },
+      {
+        owner: 'registry',
+        source: WITNESSED_SOURCES.registry,
+        present: !p.registryRead.absent,
+        revision: p.registryRead.absent ? null : p.registryRead.revision,
+      },
+      {
+        owner: 'config',
+        source: WITNESSED_SOURCES.machineConfiguration,
+        present: !p.machineRead.absent,
+        revision: p.machineRead.absent ? null : p.machineRead.revision,
+      },
     ],
     missing: p.missing,
     excluded: p.excluded,

@@ -33,12 +33,16 @@ export type DowngradeCode = (typeof DOWNGRADE_CODES)[keyof typeof DOWNGRADE_CODE
 
 /** The one next action of each code, in operator words. */
 export const DOWNGRADE_NEXT: Record<DowngradeCode, string> = {
-  capture_writers_not_drained: 'stop or finish the running work, then back up again with --profile quiescent (or a longer --quiesce-timeout)',
+  capture_writers_not_drained:
+    'stop or finish the running work, then back up again with --profile quiescent (or a longer --quiesce-timeout)',
   capture_component_moved: 'back up again with --profile quiescent once nothing writes to the root',
-  capture_effect_in_flight: 'let the external call finish, or settle it through the run that made it, then back up again with --profile quiescent',
+  capture_effect_in_flight:
+    'let the external call finish, or settle it through the run that made it, then back up again with --profile quiescent',
   capture_component_unreadable: "repair this owner's store, then back up again",
-  capture_component_missing: "restore the Goal's missing store from an earlier backup, or retire the Goal, then back up again",
-  capture_profile_downgraded: 'read the component downgrades; back up again when they are cleared if a stronger profile is needed',
+  capture_component_missing:
+    "restore the Goal's missing store from an earlier backup, or retire the Goal, then back up again",
+  capture_profile_downgraded:
+    'read the component downgrades; back up again when they are cleared if a stronger profile is needed',
 };
 
 /** The CLI spelling (`crash-consistent`) to the manifest's (`crash_consistent`). */

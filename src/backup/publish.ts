@@ -7,7 +7,20 @@
  * taken after the manifest was linked, its own manifest link (checked by inode). It never deletes
  * or replaces a file it did not create, so a complete pair from an earlier attempt survives.
  */
-import { closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, unlinkSync, writeSync, constants } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+  constants,
+} from 'node:fs';
 import { join } from 'node:path';
 import { fsyncDir, faultPoint } from '../core/index.js';
 import { destinationOccupied, outputDirInvalid } from './errors.js';
@@ -45,7 +58,8 @@ export function assertNamesFree(outputDir: string, names: readonly string[]): vo
 }
 
 /** A new private (0700) staging directory in the output directory, on the same filesystem as the published names. */
-export const createStaging = (outputDir: string, backupId: string): string => mkdtempSync(join(outputDir, `.${backupId}.staging-`));
+export const createStaging = (outputDir: string, backupId: string): string =>
+  mkdtempSync(join(outputDir, `.${backupId}.staging-`));
 
 /** Write a new file exclusively (0600) and fsync it. */
 export function writeNewFile(path: string, data: Uint8Array): void {
@@ -74,7 +88,11 @@ export interface StagedPair {
 }
 
 /** Publish the staged pair under its names: manifest, then archive; fsync the directory. */
-export function publishPair(outputDir: string, staged: StagedPair, names: { readonly manifest: string; readonly archive: string }): void {
+export function publishPair(
+  outputDir: string,
+  staged: StagedPair,
+  names: { readonly manifest: string; readonly archive: string },
+): void {
   fsyncDir(join(staged.manifestPath, '..'));
   faultPoint(BACKUP_FAULT_POINTS.beforePublish);
   const manifestTarget = join(outputDir, names.manifest);

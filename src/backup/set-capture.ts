@@ -22,8 +22,24 @@
 import { copyFileSync, constants, lstatSync, mkdirSync, readdirSync, readlinkSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { faultPoint, sha256FileHex, tryLockExclusive } from '../core/index.js';
-import { openGoalWorkSources, openServiceSnapshot, type CapturePoint, type GoalServiceSnapshot, type LiveSource, type ServiceSnapshot } from '../owners/index.js';
-import { captureComponent, describeComponents, exportMemberOf, goalClosures, observeAll, planComponents, type CapturedComponent, type ComponentPlan } from './components.js';
+import {
+  openGoalWorkSources,
+  openServiceSnapshot,
+  type CapturePoint,
+  type GoalServiceSnapshot,
+  type LiveSource,
+  type ServiceSnapshot,
+} from '../owners/index.js';
+import {
+  captureComponent,
+  describeComponents,
+  exportMemberOf,
+  goalClosures,
+  observeAll,
+  planComponents,
+  type CapturedComponent,
+  type ComponentPlan,
+} from './components.js';
 import { crashSourceLive, crashSourceMoved } from './errors.js';
 import type { FailureObservation, GoalClosure, ManifestComponent, RecoverySetCapture } from './manifest.js';
 import type { CaptureProfile } from './profiles.js';
@@ -179,17 +195,29 @@ export const ARCHIVE_OBSERVATION = 'failure-observation';
 
 /** Per component, the files (databases with their journals) its members are in `root`, root-relative and sorted. */
 function filesByComponent(root: string, plans: readonly ComponentPlan[]): Record<string, string[]> {
-  return Object.fromEntries(plans.map((c) => [c.component_id, [...new Set(c.owner.members(c.scope).flatMap((m) => filesUnder(root, m.path)))].map(posixPath).sort()]));
+  return Object.fromEntries(
+    plans.map((c) => [
+      c.component_id,
+      [...new Set(c.owner.members(c.scope).flatMap((m) => filesUnder(root, m.path)))].map(posixPath).sort(),
+    ]),
+  );
 }
 
-const allFiles = (byComponent: Record<string, string[]>): string[] => [...new Set(Object.values(byComponent).flat())].sort();
+const allFiles = (byComponent: Record<string, string[]>): string[] =>
+  [...new Set(Object.values(byComponent).flat())].sort();
 
 /**
  * Copy the exact durable bytes of every component's members once: into `into` laid out as a root
  * (the owners capture from it — opening a database there may replay its journal) and, untouched,
  * into `raw` under their archive names (what the archive carries). Returns what was observed.
  */
-function observeFailure(root: string, plans: readonly ComponentPlan[], into: string, raw: string, proof: FailureObservation['proof']): FailureObservation {
+function observeFailure(
+  root: string,
+  plans: readonly ComponentPlan[],
+  into: string,
+  raw: string,
+  proof: FailureObservation['proof'],
+): FailureObservation {
   const byComponent = filesByComponent(root, plans);
   const observed = allFiles(byComponent).map((rel, i) => {
     mkdirSync(dirname(join(into, rel)), { recursive: true, mode: 0o700 });
@@ -197,7 +225,12 @@ function observeFailure(root: string, plans: readonly ComponentPlan[], into: str
     copyFileSync(join(root, rel), join(raw, name), constants.COPYFILE_EXCL);
     copyFileSync(join(raw, name), join(into, rel), constants.COPYFILE_EXCL);
     const st = lstatSync(join(raw, name));
-    return { path: rel, size_bytes: st.size, sha256: sha256FileHex(join(raw, name)), archive_member: `${ARCHIVE_OBSERVATION}/${name}` };
+    return {
+      path: rel,
+      size_bytes: st.size,
+      sha256: sha256FileHex(join(raw, name)),
+      archive_member: `${ARCHIVE_OBSERVATION}/${name}`,
+    };
   });
   const componentFiles = Object.fromEntries(Object.entries(byComponent).filter(([, list]) => list.length > 0));
   return { observed_at: new Date().toISOString(), proof, files: observed, component_files: componentFiles };
@@ -229,7 +262,8 @@ function observedIndex(failure: FailureObservation, rawDir: string): Observed {
   const paths = new Set(failure.files.map((f) => f.path));
   // An empty journal holds nothing to recover: the database beside it is whole on its own.
   const journals = new Set(failure.files.filter((f) => f.size_bytes > 0).map((f) => f.path));
-  const journaled = (p: string): boolean => SIDE_JOURNALS.some((s) => journals.has(`${p}${s}`) || (p.endsWith(s) && paths.has(p.slice(0, -s.length))));
+  const journaled = (p: string): boolean =>
+    SIDE_JOURNALS.some((s) => journals.has(`${p}${s}`) || (p.endsWith(s) && paths.has(p.slice(0, -s.length))));
   return {
     failure,
     raw: new Map(failure.files.map((f) => [f.path, join(rawDir, basename(f.archive_member))])),
@@ -245,7 +279,12 @@ function observedIndex(failure: FailureObservation, rawDir: string): Observed {
  * bytes themselves (a complete state; its owner's copy is read instead of them), and a file its
  * owner copied byte for byte, which stands for its observed bytes.
  */
-function archivedMembers(c: CapturedComponent, into: string, obs: Observed | null, databases: ReadonlySet<string>): Pick<ComponentReady, 'files' | 'reads'> {
+function archivedMembers(
+  c: CapturedComponent,
+  into: string,
+  obs: Observed | null,
+  databases: ReadonlySet<string>,
+): Pick<ComponentReady, 'files' | 'reads'> {
   const files: (readonly [string, string])[] = [];
   const reads: (readonly [string, string])[] = [];
   for (const m of (c.capture?.members ?? []).map(posixPath)) {
@@ -279,15 +318,24 @@ function readyOf(c: CapturedComponent, into: string, obs: Observed | null): Comp
 /** The observation as the manifest records it — each file at the member that carries it — and the bytes still to archive. */
 function settleObservation(obs: Observed | null): { failure: FailureObservation | null; observed: ObservedMember[] } {
   if (obs === null) return { failure: null, observed: [] };
-  const files = obs.failure.files.map((f) => (obs.asMember.has(f.path) ? { ...f, archive_member: archivePathOf(f.path) } : f));
-  const observed = files.filter((f) => !obs.asMember.has(f.path)).map((f) => ({ archive_path: f.archive_member, file: obs.raw.get(f.path)! }));
+  const files = obs.failure.files.map((f) =>
+    obs.asMember.has(f.path) ? { ...f, archive_member: archivePathOf(f.path) } : f,
+  );
+  const observed = files
+    .filter((f) => !obs.asMember.has(f.path))
+    .map((f) => ({ archive_path: f.archive_member, file: obs.raw.get(f.path)! }));
   return { failure: { ...obs.failure, files }, observed };
 }
 
 /** The service references the manifest records: the root's (none on SQLite), and those Goals' work was read from apart from it. */
-const serviceOf = (service: ServiceSnapshot | null, apart: readonly GoalServiceSnapshot[]): Pick<RecoverySetCapture, 'service' | 'goal_services'> => ({
+const serviceOf = (
+  service: ServiceSnapshot | null,
+  apart: readonly GoalServiceSnapshot[],
+): Pick<RecoverySetCapture, 'service' | 'goal_services'> => ({
   ...(service === null ? {} : { service: service.reference() }),
-  ...(apart.length === 0 ? {} : { goal_services: apart.map((a) => ({ goal_ids: [...a.goal_ids], ...a.snapshot.reference() })) }),
+  ...(apart.length === 0
+    ? {}
+    : { goal_services: apart.map((a) => ({ goal_ids: [...a.goal_ids], ...a.snapshot.reference() })) }),
 });
 
 /** Closes the root's snapshot when opening the Goals' own failed, and fails as they did. */
@@ -299,35 +347,62 @@ const closing =
   };
 
 /**
+ * Crash-consistent: prove the source stopped (unless the caller did) and observe its bytes once into
+ * staging; the owners then capture from the observation (`source`), never from the live root.
+ */
+function observeStopped(
+  root: string,
+  plans: readonly ComponentPlan[],
+  staging: string,
+  stopped: FailureObservation['proof'] | undefined,
+): { source: string; obs: Observed } {
+  const proof = stopped ?? proveStopped(root);
+  const source = join(staging, 'observation');
+  mkdirSync(source, { mode: 0o700 });
+  mkdirSync(join(staging, 'observed-bytes'), { mode: 0o700 });
+  const obs = observedIndex(
+    observeFailure(root, plans, source, join(staging, 'observed-bytes'), proof),
+    join(staging, 'observed-bytes'),
+  );
+  return { source, obs };
+}
+
+/**
  * Capture every component of the set into `staging/capture`, with the evidence of the profile
  * requested, telling `events` of each component as soon as it is captured.
  */
-export async function captureSet(src: SetSource, staging: string, options: SetCaptureOptions, events: SetCaptureEvents = {}): Promise<CapturedSet> {
+export async function captureSet(
+  src: SetSource,
+  staging: string,
+  options: SetCaptureOptions,
+  events: SetCaptureEvents = {},
+): Promise<CapturedSet> {
   const startedAt = new Date().toISOString();
   const plans = planComponents(src.goalIds);
   // Components holding databases are captured first, so the archive carries them as early as it can
   // (the verifier checks each database as soon as it is extracted, while the rest still streams).
   // The manifest lists them in the plan's (dependency) order all the same.
   const order = [...plans].sort((a, b) => Number(!holdsDatabase(a)) - Number(!holdsDatabase(b)));
-  events.plan?.(order.map((c) => ({ component_id: c.component_id, paths: c.owner.members(c.scope).map((m) => posixPath(m.path)) })));
+  events.plan?.(
+    order.map((c) => ({ component_id: c.component_id, paths: c.owner.members(c.scope).map((m) => posixPath(m.path)) })),
+  );
   const into = join(staging, 'capture');
   mkdirSync(into, { mode: 0o700 });
 
-  let source = src.root;
-  let obs: Observed | null = null;
-  if (options.profile === 'crash_consistent') {
-    const proof = options.stopped ?? proveStopped(src.root);
-    source = join(staging, 'observation');
-    mkdirSync(source, { mode: 0o700 });
-    mkdirSync(join(staging, 'observed-bytes'), { mode: 0o700 });
-    obs = observedIndex(observeFailure(src.root, plans, source, join(staging, 'observed-bytes'), proof), join(staging, 'observed-bytes'));
-  }
+  const { source, obs } =
+    options.profile === 'crash_consistent'
+      ? observeStopped(src.root, plans, staging, options.stopped)
+      : { source: src.root, obs: null };
 
   // A root whose Goal state is in a database service: every served component is read in one snapshot of it.
   const service = obs === null ? await openServiceSnapshot(src.root) : null;
   // A Goal whose work is apart from its root's store: read where it lives (another schema: a snapshot of its own).
   const apart = obs === null ? await openGoalWorkSources(src.root, src.goalIds, service).catch(closing(service)) : null;
-  const live: LiveSource = { root: source, ...(service === null ? {} : { service }), ...(apart === null ? {} : { goalWork: apart.sources }) };
+  const live: LiveSource = {
+    root: source,
+    ...(service === null ? {} : { service }),
+    ...(apart === null ? {} : { goalWork: apart.sources }),
+  };
   const byId = new Map<string, CapturedComponent>();
   try {
     for (const plan of order) {
@@ -343,7 +418,10 @@ export async function captureSet(src: SetSource, staging: string, options: SetCa
   faultPoint(BACKUP_CAPTURE_FAULT);
   // A failure observation is a private copy: nothing moves in it, so each component ends where its
   // capture ended; that the source itself stayed still is what the observation's re-hash proves.
-  const ends: Map<string, CapturePoint | null> = obs === null ? await observeAll(live, plans) : new Map(captured.map((c) => [c.plan.component_id, c.capture?.end ?? null]));
+  const ends: Map<string, CapturePoint | null> =
+    obs === null
+      ? await observeAll(live, plans)
+      : new Map(captured.map((c) => [c.plan.component_id, c.capture?.end ?? null]));
   if (obs !== null) checkObservationStill(src.root, obs.failure, plans);
   const { failure, observed } = settleObservation(obs);
   const endedAt = new Date().toISOString();

@@ -81,7 +81,11 @@ export class ArchiveWriter {
 
   /** Create `path` exclusively (0600) and start the stream. */
   static create(path: string, mtime: Date, gzipLevel = 6): ArchiveWriter {
-    const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, FILE_MODE);
+    const fd = openSync(
+      path,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      FILE_MODE,
+    );
     return new ArchiveWriter(fd, mtime, gzipLevel);
   }
 
@@ -96,7 +100,17 @@ export class ArchiveWriter {
   }
 
   private header(name: string, type: 'file' | 'directory', size: number): Partial<tar.Header> & { name: string } {
-    return { name, type, size, mode: type === 'file' ? FILE_MODE : DIRECTORY_MODE, uid: 0, gid: 0, uname: '', gname: '', mtime: this.mtime };
+    return {
+      name,
+      type,
+      size,
+      mode: type === 'file' ? FILE_MODE : DIRECTORY_MODE,
+      uid: 0,
+      gid: 0,
+      uname: '',
+      gname: '',
+      mtime: this.mtime,
+    };
   }
 
   private checkFailure(): void {
@@ -126,7 +140,11 @@ export class ArchiveWriter {
    * `onSize` sees the entry's size before anything is written and `onChunk` every byte count
    * copied (progress and live capacity checks); either may throw to stop the copy.
    */
-  async file(archivePath: string, path: string, watch: { onSize?(size: number): void; onChunk?(bytes: number): void } = {}): Promise<CopiedEntry> {
+  async file(
+    archivePath: string,
+    path: string,
+    watch: { onSize?(size: number): void; onChunk?(bytes: number): void } = {},
+  ): Promise<CopiedEntry> {
     this.checkFailure();
     const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     try {
@@ -205,7 +223,11 @@ export class ArchiveWriter {
     await this.done;
     fsyncSync(this.fd);
     this.close();
-    return { sha256: this.compressed.hash!.digest('hex'), size_bytes: this.compressed.bytes, expanded_bytes: this.expanded.bytes };
+    return {
+      sha256: this.compressed.hash!.digest('hex'),
+      size_bytes: this.compressed.bytes,
+      expanded_bytes: this.expanded.bytes,
+    };
   }
 
   /** Stop writing after a refusal or failure (the caller removes the partial file). */

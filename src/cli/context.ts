@@ -9,7 +9,13 @@
  */
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { exitCodeOf, isLoopxError, operatorPath, ROOT_IS_RECOVERY_WORKSPACE, refuseRecoveryWorkspaceRoot } from '../core/index.js';
+import {
+  exitCodeOf,
+  isLoopxError,
+  operatorPath,
+  ROOT_IS_RECOVERY_WORKSPACE,
+  refuseRecoveryWorkspaceRoot,
+} from '../core/index.js';
 import type * as RuntimeModule from '../runtime/index.js';
 import type { Engine, GoalWriterGuard, LocalRunAuthority } from '../runtime/index.js';
 
@@ -42,27 +48,41 @@ export const resolveRoot = (opts: GlobalOptions): string => {
   return root;
 };
 
-const accessOf = (opts: GlobalOptions) => ({ root: resolveRoot(opts), ...(opts.authorityDir !== undefined ? { authorityDir: resolve(opts.authorityDir) } : {}) });
+const accessOf = (opts: GlobalOptions) => ({
+  root: resolveRoot(opts),
+  ...(opts.authorityDir !== undefined ? { authorityDir: resolve(opts.authorityDir) } : {}),
+});
 
 /** The user's run authority: --authority-dir, else $XDG_STATE_HOME/loopx/run-authority, else ~/.local/state/loopx/run-authority. */
-export const withAuthority = async <T>(opts: GlobalOptions, fn: (authority: LocalRunAuthority) => Promise<T> | T, options: { create?: boolean } = {}): Promise<T> =>
-  (await runtime()).withAuthority(accessOf(opts), fn, options);
+export const withAuthority = async <T>(
+  opts: GlobalOptions,
+  fn: (authority: LocalRunAuthority) => Promise<T> | T,
+  options: { create?: boolean } = {},
+): Promise<T> => (await runtime()).withAuthority(accessOf(opts), fn, options);
 
 /** A writer of the root's Goals: the run authority as its guard, the root proven not to be a byte copy (`root_is_copy`). */
-export const withGoalWriter = async <T>(opts: GlobalOptions, fn: (guard: GoalWriterGuard) => Promise<T> | T): Promise<T> => (await runtime()).withGoalWriter(accessOf(opts), fn);
+export const withGoalWriter = async <T>(
+  opts: GlobalOptions,
+  fn: (guard: GoalWriterGuard) => Promise<T> | T,
+): Promise<T> => (await runtime()).withGoalWriter(accessOf(opts), fn);
 
 /**
  * The engine of the root, with the user's run authority (created on first use). `readOnly`
  * commands (list, show, events) create nothing: they refuse a root that does not exist
  * (`root_not_found`), open no authority, and read a root without `engine.db` as one without runs.
  */
-export const withEngine = async <T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean } = {}): Promise<T> => {
+export const withEngine = async <T>(
+  opts: GlobalOptions,
+  fn: (engine: Engine) => Promise<T> | T,
+  options: { readOnly?: boolean } = {},
+): Promise<T> => {
   if (options.readOnly) await existingRoot(opts);
   return (await runtime()).withRootEngine(accessOf(opts), fn, options);
 };
 
 /** An engine with the user's existing run authority and no root, for checking claims: it creates nothing. */
-export const withClaimChecker = async <T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T): Promise<T> => (await runtime()).withVerifyingEngine(accessOf(opts), fn);
+export const withClaimChecker = async <T>(opts: GlobalOptions, fn: (engine: Engine) => Promise<T> | T): Promise<T> =>
+  (await runtime()).withVerifyingEngine(accessOf(opts), fn);
 
 /**
  * The root of a command that reads or changes what a root already holds: `root_not_found` when it
@@ -102,10 +122,12 @@ export function carryGlobals(text: string, opts: Carried): string {
   let carried = '';
   if (opts.cluster !== undefined && CLUSTER_CARRYING.test(command)) {
     if (!has('--cluster')) carried += ` --cluster ${shellWord(opts.cluster)}`;
-    if (opts.clusterSchema !== undefined && !has('--cluster-schema')) carried += ` --cluster-schema ${shellWord(opts.clusterSchema)}`;
+    if (opts.clusterSchema !== undefined && !has('--cluster-schema'))
+      carried += ` --cluster-schema ${shellWord(opts.clusterSchema)}`;
   } else if (opts.root !== undefined && !has('--root')) carried += ` --root ${operatorPath(resolve(opts.root))}`;
   // Paths as the operator types them from here (relative to the working directory): never an absolute path echoed back.
-  if (opts.authorityDir !== undefined && !has('--authority-dir')) carried += ` --authority-dir ${operatorPath(resolve(opts.authorityDir))}`;
+  if (opts.authorityDir !== undefined && !has('--authority-dir'))
+    carried += ` --authority-dir ${operatorPath(resolve(opts.authorityDir))}`;
   return text + carried;
 }
 

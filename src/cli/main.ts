@@ -55,9 +55,24 @@ export function buildProgram(): Command {
   const globals = (): GlobalOptions => program.opts<GlobalOptions>();
 
   const run = program.command('run').description('start, drive, suspend, resume and export agent runs');
-  for (const m of [runStart, runList, runShow, runEvents, runSuspend, runResume, runAnswer, runResolve, runCancel, runExport, runImport, runInspect]) m.register(run, globals);
+  for (const m of [
+    runStart,
+    runList,
+    runShow,
+    runEvents,
+    runSuspend,
+    runResume,
+    runAnswer,
+    runResolve,
+    runCancel,
+    runExport,
+    runImport,
+    runInspect,
+  ])
+    m.register(run, globals);
   authority.register(program, globals);
-  for (const m of [init, goal, todo, workRun, devWebhookSink, backupState, recover, daemon, db, cluster]) m.register(program, globals);
+  for (const m of [init, goal, todo, workRun, devWebhookSink, backupState, recover, daemon, db, cluster])
+    m.register(program, globals);
   demo.register(program, globals);
 
   // Subcommands accept the global options in any position (`loopx run show ID --json`).
@@ -111,11 +126,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     return takeOutcomeExit() ?? EXIT_CODES.ok;
   } catch (e) {
     if (e instanceof CommanderError) {
-      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return EXIT_CODES.ok;
+      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help')
+        return EXIT_CODES.ok;
       // commander has already written the human message (and the --help hint) to stderr.
       if (argv.includes('--json'))
         stdoutOutput.json({
-          error: { code: 'usage_error', message: e.message.replace(/^error: /, ''), next_action: 'run the command with --help', details: { parser_code: e.code } },
+          error: {
+            code: 'usage_error',
+            message: e.message.replace(/^error: /, ''),
+            next_action: 'run the command with --help',
+            details: { parser_code: e.code },
+          },
         });
       return EXIT_CODES.usage;
     }

@@ -34,9 +34,13 @@ export function parseStoreChoice(
 ): { provider?: string; databaseUrl?: string; schema?: string } {
   const help = `see its options: loopx ${command} --help`;
   const choices = STORE_CHOICES[command === 'init' ? 'root' : 'goal_work'];
-  if (provider !== undefined && !choices.includes(provider)) throw usageError('store_provider_unknown', `${flag} is ${choices.join(' or ')}, not ${provider}.`, help);
+  if (provider !== undefined && !choices.includes(provider))
+    throw usageError('store_provider_unknown', `${flag} is ${choices.join(' or ')}, not ${provider}.`, help);
   const service = provider !== undefined && SERVICE_STORE_CHOICES.includes(provider);
-  if ((!service && (o.databaseUrl !== undefined || o.pgSchema !== undefined)) || (service && urlRequired && o.databaseUrl === undefined)) {
+  if (
+    (!service && (o.databaseUrl !== undefined || o.pgSchema !== undefined)) ||
+    (service && urlRequired && o.databaseUrl === undefined)
+  ) {
     throw usageError(
       'store_options_invalid',
       `--database-url and --pg-schema go with ${flag} ${SERVICE_STORE_CHOICES.join(' or ')}${urlRequired ? ', which needs --database-url' : ''}.`,

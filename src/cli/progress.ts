@@ -54,7 +54,12 @@ const seconds = (ms: number): string => `${Math.max(0, Math.round(ms / 1000))} s
  * waits, why and for how long.
  */
 export function modelCallLine(
-  state: { readonly host: string | undefined; readonly attempt: number; readonly attempts: number; readonly waiting?: { readonly code: string; readonly untilMs: number } },
+  state: {
+    readonly host: string | undefined;
+    readonly attempt: number;
+    readonly attempts: number;
+    readonly waiting?: { readonly code: string; readonly untilMs: number };
+  },
   elapsedMs: number,
   nowMs: number,
 ): string {
@@ -87,7 +92,15 @@ export function modelCallProgress(
       t.unref();
       return () => clearInterval(t);
     });
-  let call: { startedAt: number; host: string | undefined; attempt: number; attempts: number; waiting?: { code: string; untilMs: number } } | undefined;
+  let call:
+    | {
+        startedAt: number;
+        host: string | undefined;
+        attempt: number;
+        attempts: number;
+        waiting?: { code: string; untilMs: number };
+      }
+    | undefined;
   let stop: (() => void) | undefined;
   let drawn = false;
   const draw = () => {

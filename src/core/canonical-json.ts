@@ -111,7 +111,9 @@ function encode(value: unknown, depth: number): string {
         return `${out}]`;
       }
       if (Object.getPrototypeOf(value) !== Object.prototype) throw NOT_HERE;
-      return written === undefined ? encodeObject(value as Record<string, unknown>, depth) : encodeOnce(written, value, depth);
+      return written === undefined
+        ? encodeObject(value as Record<string, unknown>, depth)
+        : encodeOnce(written, value, depth);
     default:
       throw NOT_HERE;
   }

@@ -2,7 +2,8 @@
 import { createHash, hash } from 'node:crypto';
 import { closeSync, constants, openSync, readSync } from 'node:fs';
 
-export const sha256 = (data: Uint8Array | string): Uint8Array => new Uint8Array(createHash('sha256').update(data).digest());
+export const sha256 = (data: Uint8Array | string): Uint8Array =>
+  new Uint8Array(createHash('sha256').update(data).digest());
 
 /** One-shot (`crypto.hash`: no Hash object per call; a string is hashed as its UTF-8 bytes, as `update` hashes it). */
 export const sha256Hex = (data: Uint8Array | string): string => hash('sha256', data, 'hex');
@@ -20,7 +21,8 @@ export function sha256FileHex(path: string): string {
   return hash.digest('hex');
 }
 
-export const toHex = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
+export const toHex = (bytes: Uint8Array): string =>
+  Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
 
 export const fromHex = (hex: string): Uint8Array => {
   if (!/^(?:[0-9a-f]{2})*$/.test(hex)) throw new TypeError('not lowercase hex');

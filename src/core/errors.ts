@@ -56,14 +56,19 @@ export const isLoopxError = (e: unknown): e is LoopxError => e instanceof LoopxE
 
 export const hasCode = (e: unknown, code: string): boolean => isLoopxError(e) && e.code === code;
 
-export const usageError = (code: string, message: string, nextAction?: string): LoopxError => new LoopxError('usage', code, message, nextAction ? { nextAction } : {});
+export const usageError = (code: string, message: string, nextAction?: string): LoopxError =>
+  new LoopxError('usage', code, message, nextAction ? { nextAction } : {});
 
-export const rejected = (code: string, message: string, options: LoopxErrorOptions = {}): LoopxError => new LoopxError('rejected', code, message, options);
+export const rejected = (code: string, message: string, options: LoopxErrorOptions = {}): LoopxError =>
+  new LoopxError('rejected', code, message, options);
 
-export const conflict = (code: string, message: string, options: LoopxErrorOptions = {}): LoopxError => new LoopxError('conflict', code, message, options);
+export const conflict = (code: string, message: string, options: LoopxErrorOptions = {}): LoopxError =>
+  new LoopxError('conflict', code, message, options);
 
-export const notFound = (code: string, message: string, options: LoopxErrorOptions = {}): LoopxError => new LoopxError('not_found', code, message, options);
+export const notFound = (code: string, message: string, options: LoopxErrorOptions = {}): LoopxError =>
+  new LoopxError('not_found', code, message, options);
 
-export const internal = (code: string, message: string, options: LoopxErrorOptions = {}): LoopxError => new LoopxError('internal', code, message, options);
+export const internal = (code: string, message: string, options: LoopxErrorOptions = {}): LoopxError =>
+  new LoopxError('internal', code, message, options);
 
 export const exitCodeOf = (e: unknown): number => (isLoopxError(e) ? EXIT_CODES[e.kind] : EXIT_CODES.internal);

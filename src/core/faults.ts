@@ -15,5 +15,6 @@ export function faultPoint(name: string): void {
   if (wanted === undefined) return;
   if (wanted === name) process.kill(process.pid, 'SIGKILL');
   if (wanted === `${STOP_FAULT_PREFIX}${name}`) process.kill(process.pid, 'SIGSTOP');
-  if (wanted === `${THROW_FAULT_PREFIX}${name}`) throw Object.assign(new Error(`injected fault at ${name}`), { code: 'EIO' });
+  if (wanted === `${THROW_FAULT_PREFIX}${name}`)
+    throw Object.assign(new Error(`injected fault at ${name}`), { code: 'EIO' });
 }

@@ -2,7 +2,19 @@
  * Durable and private filesystem primitives. Durable writes are: write a new file exclusively,
  * fsync it, rename over the target, fsync the directory. Nothing here swallows an error.
  */
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, realpathSync, renameSync, statSync, unlinkSync, writeSync, constants } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+  constants,
+} from 'node:fs';
 import { homedir } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
@@ -19,11 +31,18 @@ export function ensurePrivateDir(path: string): void {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
   }
   const st = statSync(path);
-  if (!st.isDirectory()) throw rejected('root_not_directory', 'The runtime root is not a directory.', { nextAction: 'choose another --root' });
-  if ((st.mode & 0o077) !== 0) {
-    throw rejected('root_not_private', 'The runtime root is readable or writable by other users (expected mode 0700).', {
-      nextAction: 'chmod 700 the root directory, then retry',
+  if (!st.isDirectory())
+    throw rejected('root_not_directory', 'The runtime root is not a directory.', {
+      nextAction: 'choose another --root',
     });
+  if ((st.mode & 0o077) !== 0) {
+    throw rejected(
+      'root_not_private',
+      'The runtime root is readable or writable by other users (expected mode 0700).',
+      {
+        nextAction: 'chmod 700 the root directory, then retry',
+      },
+    );
   }
 }
 
@@ -49,8 +68,16 @@ export interface DurableWriteOptions {
  * close. On failure the temp file is removed and the error rethrown. The first half of every
  * durable write here and in the run authority's confined directory.
  */
-export function writeNewFileSync(tmp: string, data: Uint8Array | string, options: { mode?: number; noSync?: boolean } = {}): void {
-  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, options.mode ?? PRIVATE_FILE_MODE);
+export function writeNewFileSync(
+  tmp: string,
+  data: Uint8Array | string,
+  options: { mode?: number; noSync?: boolean } = {},
+): void {
+  const fd = openSync(
+    tmp,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    options.mode ?? PRIVATE_FILE_MODE,
+  );
   try {
     const buf = typeof data === 'string' ? Buffer.from(data) : data;
     let off = 0;
@@ -90,7 +117,9 @@ export function writeFileDurable(path: string, data: Uint8Array | string, option
 
 /** An output file that already exists: loopx never overwrites one. */
 export const destinationOccupied = (): LoopxError =>
-  conflict('destination_occupied', 'The output file already exists; loopx never overwrites it.', { nextAction: 'choose a new output path' });
+  conflict('destination_occupied', 'The output file already exists; loopx never overwrites it.', {
+    nextAction: 'choose a new output path',
+  });
 
 function linkExclusive(from: string, to: string): void {
   try {

@@ -17,7 +17,9 @@ export interface ReadOnceOptions {
 }
 
 const fileUnreadable = (what: string): Error =>
-  rejected('file_unreadable', `A file cannot be read: ${what}.`, { nextAction: 'replace the path with a regular file (restore it from a backup)' });
+  rejected('file_unreadable', `A file cannot be read: ${what}.`, {
+    nextAction: 'replace the path with a regular file (restore it from a backup)',
+  });
 
 /**
  * The bytes of the regular file at `path`, read once through one descriptor opened with

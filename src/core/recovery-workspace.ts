@@ -66,7 +66,11 @@ export const ROOT_IS_RECOVERY_WORKSPACE = 'root_is_recovery_workspace';
 export function refuseRecoveryWorkspaceRoot(root: string): void {
   const destination = recoveryDestinationOf(root);
   if (destination === undefined) return;
-  throw rejected(ROOT_IS_RECOVERY_WORKSPACE, 'That directory is inside a recovery workspace, which is inert evidence and never a live root.', {
-    nextAction: `read it without changing it: loopx backup-state workspace ls ${operatorPath(destination)}`,
-  });
+  throw rejected(
+    ROOT_IS_RECOVERY_WORKSPACE,
+    'That directory is inside a recovery workspace, which is inert evidence and never a live root.',
+    {
+      nextAction: `read it without changing it: loopx backup-state workspace ls ${operatorPath(destination)}`,
+    },
+  );
 }

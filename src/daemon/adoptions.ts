@@ -16,7 +16,16 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { conflict, ensurePrivateDir, isLoopxError, LoopxError, notFound, samePhysicalPath, usageError, writeFileDurable } from '../core/index.js';
+import {
+  conflict,
+  ensurePrivateDir,
+  isLoopxError,
+  LoopxError,
+  notFound,
+  samePhysicalPath,
+  usageError,
+  writeFileDurable,
+} from '../core/index.js';
 import {
   applyRecovery,
   abortRecovery,
@@ -70,9 +79,16 @@ export interface ApplyError {
 const errorOf = (err: unknown): ApplyError =>
   isLoopxError(err)
     ? { code: err.code, message: err.message, next_action: err.nextAction ?? null }
-    : { code: 'recover_apply_failed', message: 'The apply stopped on an unexpected error.', next_action: 'apply again: it continues where it stopped' };
+    : {
+        code: 'recover_apply_failed',
+        message: 'The apply stopped on an unexpected error.',
+        next_action: 'apply again: it continues where it stopped',
+      };
 
-const notFoundRecovery = () => notFound('daemon_recovery_not_found', 'No such recovery.', { nextAction: 'list the recoveries: GET /api/recoveries' });
+const notFoundRecovery = () =>
+  notFound('daemon_recovery_not_found', 'No such recovery.', {
+    nextAction: 'list the recoveries: GET /api/recoveries',
+  });
 const badName = () =>
   usageError(
     'daemon_destination_name_invalid',
@@ -86,7 +102,10 @@ const badName = () =>
  */
 function pathFree(e: unknown, id: string | undefined): unknown {
   if (!isLoopxError(e) || e.nextAction === undefined || !e.nextAction.includes('--destination')) return e;
-  const nextAction = id === undefined ? 'plan the recovery again: POST /api/audits/<audit_id>/recoveries' : `read the recovery's state: GET /api/recoveries/${id}`;
+  const nextAction =
+    id === undefined
+      ? 'plan the recovery again: POST /api/audits/<audit_id>/recoveries'
+      : `read the recovery's state: GET /api/recoveries/${id}`;
   return new LoopxError(e.kind, e.code, e.message, { nextAction, ...(e.details ? { details: e.details } : {}) });
 }
 
@@ -114,11 +133,16 @@ function httpStatus(status: RecoveryStatus, id: string): RecoveryStatus {
   return {
     ...status,
     next_action: next[status.state] ?? `read the recovery's state: GET ${route}`,
-    holds: status.holds.map((h) => ({ ...h, next_action: `POST ${route}/holds/${encodeURIComponent(h.hold_id)}/resolve` })),
+    holds: status.holds.map((h) => ({
+      ...h,
+      next_action: `POST ${route}/holds/${encodeURIComponent(h.hold_id)}/resolve`,
+    })),
   };
 }
 const applyRunning = () =>
-  conflict('daemon_recovery_applying', 'This recovery is being applied now.', { nextAction: 'wait for the apply to end: GET /api/recoveries/<recovery_id>' });
+  conflict('daemon_recovery_applying', 'This recovery is being applied now.', {
+    nextAction: 'wait for the apply to end: GET /api/recoveries/<recovery_id>',
+  });
 
 export class AdoptionService {
   private readonly dir: string;
@@ -165,7 +189,12 @@ export class AdoptionService {
     if (!NAME.test(destinationName)) throw badName();
     let plan;
     try {
-      plan = await planRecovery({ ...this.access(), workspace: this.backups.destination(auditId), goalId, destination: this.destinationOf(destinationName) });
+      plan = await planRecovery({
+        ...this.access(),
+        workspace: this.backups.destination(auditId),
+        goalId,
+        destination: this.destinationOf(destinationName),
+      });
     } catch (err) {
       throw pathFree(err, undefined);
     }
@@ -192,11 +221,19 @@ export class AdoptionService {
   }
 
   private async view(e: AdoptionEntry): Promise<AdoptionView> {
-    const read = httpStatus(await recoveryStatusOf(this.access(), this.destinationOf(e.destination_name)), e.recovery_id);
+    const read = httpStatus(
+      await recoveryStatusOf(this.access(), this.destinationOf(e.destination_name)),
+      e.recovery_id,
+    );
     // What the operator reads and confirms is what this daemon served, never the plan file's word.
     const status = { ...read, plan_digest: e.plan_digest ?? read.plan_digest, preview: e.preview ?? read.preview };
     const { plan_digest: _digest, preview: _preview, ...listed } = e;
-    return { ...listed, applying_now: this.running.has(e.recovery_id), last_apply_error: this.failures.get(e.recovery_id) ?? null, status };
+    return {
+      ...listed,
+      applying_now: this.running.has(e.recovery_id),
+      last_apply_error: this.failures.get(e.recovery_id) ?? null,
+      status,
+    };
   }
 
   show(id: string): Promise<AdoptionView> {
@@ -266,7 +303,13 @@ export class AdoptionService {
       outcome = await Promise.race([firstStep.then(() => 'started' as const), run.then(() => 'finished' as const)]);
     } catch (err) {
       // The served digest refused: the plan the apply derives from the root's plan file is not the one served.
-      if (isLoopxError(err) && err.code === 'recover_confirm_mismatch' && e.plan_digest !== undefined && confirm === e.plan_digest) throw changedSinceServed(err);
+      if (
+        isLoopxError(err) &&
+        err.code === 'recover_confirm_mismatch' &&
+        e.plan_digest !== undefined &&
+        confirm === e.plan_digest
+      )
+        throw changedSinceServed(err);
       throw pathFree(err, id);
     }
     if (outcome === 'started') {
@@ -289,9 +332,11 @@ export class AdoptionService {
   async resolve(id: string, holdId: string, settlement: HoldSettlement): Promise<AdoptionView> {
     const e = this.entry(id);
     if (this.running.has(id)) throw applyRunning();
-    await resolveRecoveryHold(this.access(), this.destinationOf(e.destination_name), holdId, settlement).catch((err: unknown) => {
-      throw pathFree(err, id);
-    });
+    await resolveRecoveryHold(this.access(), this.destinationOf(e.destination_name), holdId, settlement).catch(
+      (err: unknown) => {
+        throw pathFree(err, id);
+      },
+    );
     return this.view(e);
   }
 
@@ -316,10 +361,13 @@ export class AdoptionService {
   async recoveredRoot(name: string): Promise<string> {
     if (!NAME.test(name)) throw badName();
     // Found by its name in the index; only that recovery's state is read (this runs on every request that names a root).
-    for (const e of this.entries()) if (e.destination_name === name && SERVED.has(await this.stateOf(e))) return this.destinationOf(name);
+    for (const e of this.entries())
+      if (e.destination_name === name && SERVED.has(await this.stateOf(e))) return this.destinationOf(name);
     const continued = await this.continuation(name);
     if (continued !== undefined) return continued;
-    throw notFound('daemon_root_unknown', `No recovery of this daemon made a root named ${name}.`, { nextAction: 'list the roots it made: GET /api/roots' });
+    throw notFound('daemon_root_unknown', `No recovery of this daemon made a root named ${name}.`, {
+      nextAction: 'list the roots it made: GET /api/roots',
+    });
   }
 
   /**
@@ -333,7 +381,12 @@ export class AdoptionService {
       const access = this.authorityDir !== undefined ? { authorityDir: this.authorityDir } : {};
       for (const g of await listGoals(this.root)) {
         const s = await goalSupersession(access, g.goal_instance_id).catch(() => null);
-        if (s?.directory !== undefined && basename(s.directory) === name && samePhysicalPath(dirname(s.directory), dirname(this.root))) this.continuations.set(name, s.directory);
+        if (
+          s?.directory !== undefined &&
+          basename(s.directory) === name &&
+          samePhysicalPath(dirname(s.directory), dirname(this.root))
+        )
+          this.continuations.set(name, s.directory);
       }
     }
     return this.continuations.get(name);
@@ -344,7 +397,8 @@ export class AdoptionService {
     const out: { name: string; recovery_id: string; goal_id: string; state: string }[] = [];
     for (const e of this.entries()) {
       const state = await this.stateOf(e);
-      if (SERVED.has(state)) out.push({ name: e.destination_name, recovery_id: e.recovery_id, goal_id: e.goal_id, state });
+      if (SERVED.has(state))
+        out.push({ name: e.destination_name, recovery_id: e.recovery_id, goal_id: e.goal_id, state });
     }
     return out;
   }

@@ -25,7 +25,15 @@ import { registerDrillRoutes } from './routes/drills.js';
 import { registerGoalRoutes } from './routes/goals.js';
 import { registerRunRoutes } from './routes/runs.js';
 import { PUBLIC, READ_METHODS, streams, WRITE, type RouteConfig, type Routes } from './routing.js';
-import { LoginTokens, allowedHosts, allowedOrigins, daemonError, isPublicRequest, sameSecret, type RouteAccess } from './security.js';
+import {
+  LoginTokens,
+  allowedHosts,
+  allowedOrigins,
+  daemonError,
+  isPublicRequest,
+  sameSecret,
+  type RouteAccess,
+} from './security.js';
 
 /** The largest JSON body a route takes. */
 const JSON_BODY_LIMIT = 1024 * 1024;
@@ -71,7 +79,10 @@ function createFastify(o: AppOptions, timeouts: DaemonTimeouts): FastifyInstance
             level: 'info',
             // Never a token, body, query value or path: method, route pattern, status and time only.
             serializers: {
-              req: (r: { method: string; routeOptions?: { url?: string } }) => ({ method: r.method, route: r.routeOptions?.url ?? 'unmatched' }),
+              req: (r: { method: string; routeOptions?: { url?: string } }) => ({
+                method: r.method,
+                route: r.routeOptions?.url ?? 'unmatched',
+              }),
               res: (r: { statusCode: number }) => ({ status: r.statusCode }),
             },
             ...(typeof o.logger === 'object' ? o.logger : {}),
@@ -85,7 +96,10 @@ function createFastify(o: AppOptions, timeouts: DaemonTimeouts): FastifyInstance
         {
           headersTimeout: timeouts.headersMs,
           requestTimeout: timeouts.requestMs,
-          connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(Math.min(timeouts.headersMs, timeouts.requestMs) / 4))),
+          connectionsCheckingInterval: Math.max(
+            50,
+            Math.min(30_000, Math.floor(Math.min(timeouts.headersMs, timeouts.requestMs) / 4)),
+          ),
         },
         handler,
       );
@@ -110,8 +124,15 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
     err.code === 'HPE_INVALID_EOF_STATE'
       ? Object.assign(bodyIncomplete(), { statusCode: 400 })
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? daemonError(408, 'daemon_request_timeout', 'The request did not arrive within its time limit; nothing of it was kept.', 'send the same request again')
-        : Object.assign(Object.assign(new Error('malformed'), { code: err.code ?? 'HPE_INVALID' }), { statusCode: 400 });
+        ? daemonError(
+            408,
+            'daemon_request_timeout',
+            'The request did not arrive within its time limit; nothing of it was kept.',
+            'send the same request again',
+          )
+        : Object.assign(Object.assign(new Error('malformed'), { code: err.code ?? 'HPE_INVALID' }), {
+            statusCode: 400,
+          });
   const body = JSON.stringify(errorBody(e));
   const status = statusOf(e);
   socket.end(
@@ -126,7 +147,13 @@ function installIdempotency(app: FastifyInstance, o: AppOptions, timeouts: Daemo
   app.addHook('onRoute', (r) => {
     const c = (r.config ?? {}) as RouteConfig;
     const methods = Array.isArray(r.method) ? r.method : [r.method];
-    if (r.url.startsWith('/api/') && r.url !== '/api/*' && methods.some((m) => !READ_METHODS.has(m)) && c.idempotent !== true && c.public !== true) {
+    if (
+      r.url.startsWith('/api/') &&
+      r.url !== '/api/*' &&
+      methods.some((m) => !READ_METHODS.has(m)) &&
+      c.idempotent !== true &&
+      c.public !== true
+    ) {
       throw new Error(`daemon route ${String(r.method)} ${r.url} changes state but is not marked WRITE`);
     }
   });
@@ -142,7 +169,8 @@ function installIdempotency(app: FastifyInstance, o: AppOptions, timeouts: Daemo
   return keys;
 }
 
-const hostHeaders = (raw: readonly string[]): number => raw.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'host').length;
+const hostHeaders = (raw: readonly string[]): number =>
+  raw.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'host').length;
 
 /** Security headers on every response, and the Host, Origin and bearer-token guards on every request. */
 function installGuards(app: FastifyInstance, o: AppOptions): void {
@@ -150,7 +178,10 @@ function installGuards(app: FastifyInstance, o: AppOptions): void {
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
     reply.header('x-frame-options', 'DENY');
-    reply.header('content-security-policy', "default-src 'self'; connect-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+    reply.header(
+      'content-security-policy',
+      "default-src 'self'; connect-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+    );
     return payload;
   });
   app.addHook('onRequest', async (req) => {
@@ -159,21 +190,38 @@ function installGuards(app: FastifyInstance, o: AppOptions): void {
     const route = req.routeOptions.url;
     const refuse = (e: LoopxError & { statusCode: number }) => {
       // Method, route pattern, status and code only: never the target, a query value or a header.
-      req.log.warn({ method: req.method, route: route ?? 'unmatched', status: e.statusCode, code: e.code }, 'request refused');
+      req.log.warn(
+        { method: req.method, route: route ?? 'unmatched', status: e.statusCode, code: e.code },
+        'request refused',
+      );
       return e;
     };
     // Node keeps the first of several Host headers: a request naming more than one is refused, never read as the first.
     if (hostHeaders(req.raw.rawHeaders) > 1)
-      throw refuse(daemonError(400, 'daemon_host_invalid', 'The request names more than one Host.', 'send the request with one Host header'));
-    if (!allowedHosts(port).includes(req.headers.host ?? '')) throw refuse(daemonError(403, 'daemon_forbidden_host', 'The request is not addressed to this loopback daemon.'));
+      throw refuse(
+        daemonError(
+          400,
+          'daemon_host_invalid',
+          'The request names more than one Host.',
+          'send the request with one Host header',
+        ),
+      );
+    if (!allowedHosts(port).includes(req.headers.host ?? ''))
+      throw refuse(daemonError(403, 'daemon_forbidden_host', 'The request is not addressed to this loopback daemon.'));
     const origin = req.headers.origin;
-    if (origin !== undefined && !allowedOrigins(port).includes(origin)) throw refuse(daemonError(403, 'daemon_forbidden_origin', 'Cross-origin requests are refused.'));
+    if (origin !== undefined && !allowedOrigins(port).includes(origin))
+      throw refuse(daemonError(403, 'daemon_forbidden_origin', 'Cross-origin requests are refused.'));
     if (isPublicRequest(route, req.routeOptions.config as RouteAccess | undefined, req.raw.url ?? '')) return;
     const auth = req.headers.authorization ?? '';
     const token = auth.startsWith('Bearer ') ? auth.slice(7) : '';
     if (token === '' || !sameSecret(token, o.token)) {
       throw refuse(
-        daemonError(401, 'daemon_unauthorized', 'A valid bearer token is required.', 'open the address `loopx daemon` printed, or send the token from <root>/daemon/token'),
+        daemonError(
+          401,
+          'daemon_unauthorized',
+          'A valid bearer token is required.',
+          'open the address `loopx daemon` printed, or send the token from <root>/daemon/token',
+        ),
       );
     }
   });
@@ -192,14 +240,18 @@ function installHooks(app: FastifyInstance, o: AppOptions, timeouts: DaemonTimeo
     if (isAdmissionClosed(e)) keys.discard(req);
     handleError(e, req, reply);
   });
-  app.setNotFoundHandler((req, reply) => handleError(Object.assign(new Error('not found'), { statusCode: 404 }), req, reply));
+  app.setNotFoundHandler((req, reply) =>
+    handleError(Object.assign(new Error('not found'), { statusCode: 404 }), req, reply),
+  );
   // Raw bodies (backup parts, snapshots) reach their handlers as streams, never buffered here.
   app.addContentTypeParser('application/octet-stream', (_req, payload, done) => done(null, payload));
   // JSON bodies read like every other body: one cut short is daemon_body_incomplete, one that
   // pauses past the idle limit daemon_body_timeout (408), one over the limit 413 — never a generic 400.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', async (req: FastifyRequest) => {
-    const text = (await readWholeBody(req.raw, JSON_BODY_LIMIT, timeouts.bodyIdleMs, () => bodyTooLarge('request body'))).toString('utf8');
+    const text = (
+      await readWholeBody(req.raw, JSON_BODY_LIMIT, timeouts.bodyIdleMs, () => bodyTooLarge('request body'))
+    ).toString('utf8');
     if (text.trim() === '') return undefined;
     try {
       return JSON.parse(text) as unknown;
@@ -215,7 +267,12 @@ function registerSessionRoutes({ app, o, root, withEngine }: Routes): void {
   app.post<{ Body: { login_token?: unknown } }>('/api/session', { config: PUBLIC }, async (req) => {
     const t = req.body?.login_token;
     if (typeof t !== 'string' || !o.loginTokens.consume(t))
-      throw daemonError(401, 'daemon_login_invalid', 'That login token is unknown or was already used.', 'print a new login address: loopx daemon login-url');
+      throw daemonError(
+        401,
+        'daemon_login_invalid',
+        'That login token is unknown or was already used.',
+        'print a new login address: loopx daemon login-url',
+      );
     return { token: o.token };
   });
   // Another one-time login address (Bearer only: what `loopx daemon login-url` calls).
@@ -223,7 +280,14 @@ function registerSessionRoutes({ app, o, root, withEngine }: Routes): void {
     reply.code(201).send({ login_url: `http://127.0.0.1:${o.port()}/#login=${o.loginTokens.issue()}` }),
   );
   app.get('/api/health', async () =>
-    withEngine(async (e) => ({ ok: true, version: LOOPX_VERSION, root_id: existsSync(join(root, LAYOUT.engineDb)) ? await e.rootId() : null }), true),
+    withEngine(
+      async (e) => ({
+        ok: true,
+        version: LOOPX_VERSION,
+        root_id: existsSync(join(root, LAYOUT.engineDb)) ? await e.rootId() : null,
+      }),
+      true,
+    ),
   );
 
   // The owners of a root, as the OWNERS table describes them (the UI's owner legend).
@@ -238,7 +302,13 @@ async function serveUi(app: FastifyInstance, uiDir: string | undefined): Promise
     ui.addHook('onRoute', (r) => {
       r.config = { ...(r.config ?? {}), ...PUBLIC };
     });
-    await ui.register(fastifyStatic, { root: uiDir, prefix: '/', index: ['index.html'], wildcard: true, serveDotFiles: false });
+    await ui.register(fastifyStatic, {
+      root: uiDir,
+      prefix: '/',
+      index: ['index.html'],
+      wildcard: true,
+      serveDotFiles: false,
+    });
   });
 }
 
@@ -250,9 +320,12 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   installHooks(app, o, timeouts);
 
   const access = { root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) };
-  const withEngine = <T>(fn: (engine: Engine) => Promise<T> | T, readOnly = false, at = root): Promise<T> => withRootEngine({ ...access, root: at }, fn, { readOnly });
+  const withEngine = <T>(fn: (engine: Engine) => Promise<T> | T, readOnly = false, at = root): Promise<T> =>
+    withRootEngine({ ...access, root: at }, fn, { readOnly });
   const adoptions = new AdoptionService(root, o.authorityDir, backups);
-  const drives = new WorkRunDrives(o.agentsDir ?? join(PACKAGE_ROOT ?? '.', 'examples', 'agents'), (msg, fields) => app.log.warn(fields, msg));
+  const drives = new WorkRunDrives(o.agentsDir ?? join(PACKAGE_ROOT ?? '.', 'examples', 'agents'), (msg, fields) =>
+    app.log.warn(fields, msg),
+  );
   const routes: Routes = { app, o, root, timeouts, backups, adoptions, drives, withEngine };
   registerSessionRoutes(routes);
   registerRunRoutes(routes);

@@ -53,24 +53,41 @@ export class BackupCreator {
   start(location: BackupLocation, profile: CaptureProfile): BackupRun {
     if (this.closing) throw daemonStopping('backup');
     if ([...this.runs.values()].some((r) => r.run.state === 'capturing'))
-      throw conflict('daemon_backup_running', 'A backup of this root is being made.', { nextAction: 'wait for it to end: GET /api/backups/runs' });
+      throw conflict('daemon_backup_running', 'A backup of this root is being made.', {
+        nextAction: 'wait for it to end: GET /api/backups/runs',
+      });
     const outputDir = this.backups.folder(location);
     ensurePrivateDir(outputDir);
-    const run: BackupRun = { job_id: `bk_${randomBytes(16).toString('hex')}`, location, requested_profile: profile, state: 'capturing', result: null, error: null };
+    const run: BackupRun = {
+      job_id: `bk_${randomBytes(16).toString('hex')}`,
+      location,
+      requested_profile: profile,
+      state: 'capturing',
+      result: null,
+      error: null,
+    };
     const done = this.capture(run, outputDir).catch((e: unknown) => {
       run.state = 'refused';
       run.error = isLoopxError(e)
         ? { code: e.code, message: e.message, next_action: e.nextAction ?? null }
-        : { code: 'daemon_backup_failed', message: 'The backup process ended without an answer; nothing was published.', next_action: null };
+        : {
+            code: 'daemon_backup_failed',
+            message: 'The backup process ended without an answer; nothing was published.',
+            next_action: null,
+          };
     });
     this.runs.set(run.job_id, { run, done });
-    for (const id of [...this.runs.keys()].slice(0, Math.max(0, this.runs.size - KEEP))) if (this.runs.get(id)!.run.state !== 'capturing') this.runs.delete(id);
+    for (const id of [...this.runs.keys()].slice(0, Math.max(0, this.runs.size - KEEP)))
+      if (this.runs.get(id)!.run.state !== 'capturing') this.runs.delete(id);
     return run;
   }
 
   get(id: string): BackupRun {
     const r = RUN_ID.test(id) ? this.runs.get(id) : undefined;
-    if (!r) throw notFound('daemon_backup_run_not_found', 'No such backup run.', { nextAction: 'list them: GET /api/backups/runs' });
+    if (!r)
+      throw notFound('daemon_backup_run_not_found', 'No such backup run.', {
+        nextAction: 'list them: GET /api/backups/runs',
+      });
     return r.run;
   }
 
@@ -86,8 +103,23 @@ export class BackupCreator {
   private async capture(run: BackupRun, outputDir: string): Promise<void> {
     const bin = PACKAGE_ROOT ? join(PACKAGE_ROOT, 'bin', 'loopx.js') : undefined;
     if (bin === undefined || !existsSync(join(PACKAGE_ROOT!, 'dist', 'src', 'cli', 'main.js')))
-      throw conflict('daemon_backup_unavailable', 'This installation has no built command line to make a backup with.', { nextAction: 'build it: npm run build' });
-    const args = [bin, 'backup-state', '--execute', '--json', '--root', this.root, '--output-dir', outputDir, '--profile', run.requested_profile];
+      throw conflict(
+        'daemon_backup_unavailable',
+        'This installation has no built command line to make a backup with.',
+        { nextAction: 'build it: npm run build' },
+      );
+    const args = [
+      bin,
+      'backup-state',
+      '--execute',
+      '--json',
+      '--root',
+      this.root,
+      '--output-dir',
+      outputDir,
+      '--profile',
+      run.requested_profile,
+    ];
     if (this.authorityDir !== undefined) args.push('--authority-dir', this.authorityDir);
     const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolveRun, reject) => {
       const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'] });
@@ -105,7 +137,11 @@ export class BackupCreator {
     if (code !== 0 || doc['ok'] !== true) {
       const e = (doc['error'] ?? {}) as { code?: string; message?: string; next_action?: string };
       run.state = 'refused';
-      run.error = { code: e.code ?? 'daemon_backup_failed', message: e.message ?? 'The backup was refused.', next_action: e.next_action ?? null };
+      run.error = {
+        code: e.code ?? 'daemon_backup_failed',
+        message: e.message ?? 'The backup was refused.',
+        next_action: e.next_action ?? null,
+      };
       return;
     }
     const archive = doc['archive'] as { size_bytes: number };

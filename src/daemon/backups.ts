@@ -11,10 +11,28 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { closeSync, constants, existsSync, lstatSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { RECOVERY_AUDIT_FILE, conflict, isLoopxError, notFound, rejected, ensurePrivateDir, writeFileDurable } from '../core/index.js';
+import {
+  RECOVERY_AUDIT_FILE,
+  conflict,
+  isLoopxError,
+  notFound,
+  rejected,
+  ensurePrivateDir,
+  writeFileDurable,
+} from '../core/index.js';
 import {
   BACKUP_ID,
   RECOVERY_LIMITS,
@@ -34,7 +52,10 @@ export type UploadPart = 'archive' | 'manifest';
 /** Where a backup the daemon lists lies: `<root>/backups` (the CLI's default) or the user's backups folder (outside any root). */
 export type BackupLocation = 'root' | 'user';
 export const BACKUP_LOCATIONS: readonly BackupLocation[] = ['root', 'user'];
-const LIMIT: Record<UploadPart, number> = { archive: RECOVERY_LIMITS.archiveBytes, manifest: RECOVERY_LIMITS.manifestBytes };
+const LIMIT: Record<UploadPart, number> = {
+  archive: RECOVERY_LIMITS.archiveBytes,
+  manifest: RECOVERY_LIMITS.manifestBytes,
+};
 const FILE: Record<UploadPart, string> = { archive: 'backup.tar.gz', manifest: 'backup.manifest.json' };
 const UPLOAD_ID = /^up_[0-9a-f]{32}$/;
 /** Uploads waiting for verification at once: bounds what a client can leave staged on disk. */
@@ -95,12 +116,16 @@ export interface AuditListItem {
   readonly execution_authority_granted: false;
 }
 
-const auditNotFound = () => notFound('audit_not_found', 'No audit with that recovery id.', { nextAction: 'list audits: GET /api/audits' });
-const uploadNotFound = () => notFound('daemon_upload_not_found', 'No such upload.', { nextAction: 'start a new upload' });
+const auditNotFound = () =>
+  notFound('audit_not_found', 'No audit with that recovery id.', { nextAction: 'list audits: GET /api/audits' });
+const uploadNotFound = () =>
+  notFound('daemon_upload_not_found', 'No such upload.', { nextAction: 'start a new upload' });
 
 /** An upload receiving a part or being verified takes no other request until that ends (a verified one is removed then). */
 const uploadInUse = (what: 'receiving a part' | 'being verified') =>
-  conflict('daemon_upload_in_use', `The upload is ${what}.`, { nextAction: 'wait for that to end (a verified upload is removed when its job ends), or start a new upload' });
+  conflict('daemon_upload_in_use', `The upload is ${what}.`, {
+    nextAction: 'wait for that to end (a verified upload is removed when its job ends), or start a new upload',
+  });
 
 export class BackupService {
   private readonly uploads: string;
@@ -109,7 +134,10 @@ export class BackupService {
   private readonly folders: Readonly<Record<BackupLocation, string>>;
   /** `<job_id>.json`: which source each verify job read (the audit itself does not say). */
   private readonly sources: string;
-  private readonly jobs = new Map<string, { job: Job; events: EventEmitter; done: Promise<void>; abort: AbortController }>();
+  private readonly jobs = new Map<
+    string,
+    { job: Job; events: EventEmitter; done: Promise<void>; abort: AbortController }
+  >();
   /** Uploads with a part being streamed in now (upload id → parts in flight). */
   private readonly receiving = new Map<string, number>();
   private closing = false;
@@ -132,13 +160,15 @@ export class BackupService {
     let pending = this.listUploads();
     if (pending.length >= MAX_PENDING_UPLOADS) {
       for (const u of pending) {
-        if (now - Date.parse(u.updated_at) >= STALE_UPLOAD_MS && !this.inUse(u.upload_id)) rmSync(join(this.uploads, u.upload_id), { recursive: true, force: true });
+        if (now - Date.parse(u.updated_at) >= STALE_UPLOAD_MS && !this.inUse(u.upload_id))
+          rmSync(join(this.uploads, u.upload_id), { recursive: true, force: true });
       }
       pending = this.listUploads();
     }
     if (pending.length >= MAX_PENDING_UPLOADS) {
       throw conflict('daemon_uploads_full', `${MAX_PENDING_UPLOADS} uploads are already waiting for verification.`, {
-        nextAction: 'verify or discard a waiting upload (GET /api/backups/uploads, DELETE /api/backups/uploads/<upload_id>)',
+        nextAction:
+          'verify or discard a waiting upload (GET /api/backups/uploads, DELETE /api/backups/uploads/<upload_id>)',
       });
     }
     const id = `up_${randomBytes(16).toString('hex')}`;
@@ -163,7 +193,12 @@ export class BackupService {
             return null;
           }
         };
-        out.push({ upload_id: id, archive_bytes: size('archive'), manifest_bytes: size('manifest'), updated_at: new Date(updated).toISOString() });
+        out.push({
+          upload_id: id,
+          archive_bytes: size('archive'),
+          manifest_bytes: size('manifest'),
+          updated_at: new Date(updated).toISOString(),
+        });
       } catch {
         // removed meanwhile
       }
@@ -196,7 +231,13 @@ export class BackupService {
    * (requestBody: every declared byte arrived); a body cut short, reset or idle leaves no file, so
    * the PUT may be sent again. Over the limit the whole upload is removed (413).
    */
-  async receive(id: string, part: UploadPart, body: Readable, chunks: AsyncIterable<Buffer>, declaredLength: number | undefined): Promise<{ bytes: number; sha256: string }> {
+  async receive(
+    id: string,
+    part: UploadPart,
+    body: Readable,
+    chunks: AsyncIterable<Buffer>,
+    declaredLength: number | undefined,
+  ): Promise<{ bytes: number; sha256: string }> {
     const dir = this.uploadDir(id);
     const tooLarge = () => {
       rmSync(dir, { recursive: true, force: true });
@@ -216,7 +257,9 @@ export class BackupService {
       fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     } catch {
       body.resume();
-      throw rejected('daemon_upload_part_exists', `This upload already has its ${part}.`, { nextAction: 'start a new upload' });
+      throw rejected('daemon_upload_part_exists', `This upload already has its ${part}.`, {
+        nextAction: 'start a new upload',
+      });
     }
     const hash = createHash('sha256');
     let bytes = 0;
@@ -249,9 +292,16 @@ export class BackupService {
     if (this.receiving.has(uploadId)) throw uploadInUse('receiving a part');
     if (this.inUse(uploadId)) throw uploadInUse('being verified');
     for (const part of ['archive', 'manifest'] as const) {
-      if (!existsSync(join(dir, FILE[part]))) throw rejected('daemon_upload_incomplete', `The upload has no ${part} yet.`, { nextAction: `upload the ${part}, then verify` });
+      if (!existsSync(join(dir, FILE[part])))
+        throw rejected('daemon_upload_incomplete', `The upload has no ${part} yet.`, {
+          nextAction: `upload the ${part}, then verify`,
+        });
     }
-    return this.verifyFiles(join(dir, FILE.archive), join(dir, FILE.manifest), { upload_id: uploadId, backup_id: null, location: null });
+    return this.verifyFiles(join(dir, FILE.archive), join(dir, FILE.manifest), {
+      upload_id: uploadId,
+      backup_id: null,
+      location: null,
+    });
   }
 
   /** The backup pairs published in `<root>/backups` and in the user's backups folder (names, sizes and where; never a path). */
@@ -262,10 +312,16 @@ export class BackupService {
   /** Verify a listed pair in place (the verifier only reads it). */
   startBackupVerify(backupId: string, location: BackupLocation): Job {
     if (!BACKUP_ID.test(backupId) || !pairsIn(this.folders[location]).some((b) => b.backup_id === backupId)) {
-      throw notFound('daemon_backup_not_found', 'No such backup there.', { nextAction: 'list backups: GET /api/backups' });
+      throw notFound('daemon_backup_not_found', 'No such backup there.', {
+        nextAction: 'list backups: GET /api/backups',
+      });
     }
     const dir = this.folders[location];
-    return this.verifyFiles(join(dir, `${backupId}.tar.gz`), join(dir, `${backupId}.manifest.json`), { upload_id: null, backup_id: backupId, location });
+    return this.verifyFiles(join(dir, `${backupId}.tar.gz`), join(dir, `${backupId}.manifest.json`), {
+      upload_id: null,
+      backup_id: backupId,
+      location,
+    });
   }
 
   /** The folder backups made here go to (`user`: the Capability Center's default). */
@@ -273,7 +329,11 @@ export class BackupService {
     return this.folders[location];
   }
 
-  private verifyFiles(archive: string, manifest: string, source: { upload_id: string | null; backup_id: string | null; location: BackupLocation | null }): Job {
+  private verifyFiles(
+    archive: string,
+    manifest: string,
+    source: { upload_id: string | null; backup_id: string | null; location: BackupLocation | null },
+  ): Job {
     if (this.closing) throw daemonStopping('verification');
     const jobId = `job_${randomBytes(16).toString('hex')}`;
     const job: Job = { job_id: jobId, ...source, state: 'verifying', progress: null, recovery_id: null, error: null };
@@ -281,7 +341,8 @@ export class BackupService {
     const abort = new AbortController();
     // Recorded before the audit can exist, so every audit of this daemon names its source.
     const sourceFile = join(this.sources, `${jobId}.json`);
-    const kind: AuditSource['kind'] = source.location === 'root' ? 'root_backup' : source.location === 'user' ? 'user_backup' : 'upload';
+    const kind: AuditSource['kind'] =
+      source.location === 'root' ? 'root_backup' : source.location === 'user' ? 'user_backup' : 'upload';
     writeFileDurable(sourceFile, JSON.stringify({ kind }), { mode: 0o600 });
     const done = executeVerifyIsolated(
       { archive, manifest, destination: join(this.recoveries, jobId) },
@@ -316,7 +377,10 @@ export class BackupService {
 
   job(jobId: string): { job: Job; events: EventEmitter } {
     const j = JOB_ID.test(jobId) ? this.jobs.get(jobId) : undefined;
-    if (!j) throw notFound('daemon_job_not_found', 'No such verify job.', { nextAction: 'list audits instead; jobs live as long as the daemon' });
+    if (!j)
+      throw notFound('daemon_job_not_found', 'No such verify job.', {
+        nextAction: 'list audits instead; jobs live as long as the daemon',
+      });
     return j;
   }
 
@@ -335,7 +399,9 @@ export class BackupService {
   private provenance(dir: string, audit: RecoveryAudit): { verified_at: string; source: AuditSource } {
     let kind: AuditSource['kind'] = 'unknown';
     try {
-      const recorded = (JSON.parse(readFileSync(join(this.sources, `${basename(dir)}.json`), 'utf8')) as { kind?: unknown }).kind;
+      const recorded = (
+        JSON.parse(readFileSync(join(this.sources, `${basename(dir)}.json`), 'utf8')) as { kind?: unknown }
+      ).kind;
       if (recorded === 'root_backup' || recorded === 'user_backup' || recorded === 'upload') kind = recorded;
     } catch {
       // verified before sources were recorded (or the record is gone): unknown, never guessed
@@ -427,11 +493,17 @@ export class BackupService {
   deleteAudit(id: string, confirm: string, inUse: boolean): void {
     const { dir } = this.locate(id);
     if (confirm !== id)
-      throw rejected('daemon_audit_confirm_mismatch', 'The confirmation is not this audit’s recovery id.', { nextAction: 'confirm with the recovery id the audit page shows' });
-    if (inUse)
-      throw conflict('daemon_audit_in_use', 'A recovery was planned from this audit’s workspace; it is kept while that recovery is live.', {
-        nextAction: 'abandon that recovery first, or keep the audit as its evidence',
+      throw rejected('daemon_audit_confirm_mismatch', 'The confirmation is not this audit’s recovery id.', {
+        nextAction: 'confirm with the recovery id the audit page shows',
       });
+    if (inUse)
+      throw conflict(
+        'daemon_audit_in_use',
+        'A recovery was planned from this audit’s workspace; it is kept while that recovery is live.',
+        {
+          nextAction: 'abandon that recovery first, or keep the audit as its evidence',
+        },
+      );
     rmSync(dir, { recursive: true, force: true });
     rmSync(join(this.sources, `${basename(dir)}.json`), { force: true });
     this.byRecoveryId.delete(id);

@@ -23,10 +23,19 @@ export interface DaemonTimeouts {
 export const DEFAULT_TIMEOUTS: DaemonTimeouts = { headersMs: 30_000, requestMs: 300_000, bodyIdleMs: 30_000 };
 
 export const bodyIncomplete = () =>
-  usageError('daemon_body_incomplete', 'The request body ended before all of it arrived; nothing of it was kept.', 'send the same request again with the whole body');
+  usageError(
+    'daemon_body_incomplete',
+    'The request body ended before all of it arrived; nothing of it was kept.',
+    'send the same request again with the whole body',
+  );
 
 const bodyTimeout = (ms: number) =>
-  daemonError(408, 'daemon_body_timeout', `The request body paused for more than ${ms} ms; nothing of it was kept.`, 'send the same request again');
+  daemonError(
+    408,
+    'daemon_body_timeout',
+    `The request body paused for more than ${ms} ms; nothing of it was kept.`,
+    'send the same request again',
+  );
 
 /**
  * The chunks of `body` (the payload of `raw`), refused unless it ends normally with its declared
@@ -72,7 +81,12 @@ export async function* requestBody(raw: IncomingMessage, body: Readable, idleMs:
  * closed (handleError) — and over the limit `tooLarge`. Unlike `requestBody`, an idle body does
  * not destroy the socket: the answer must still reach the client.
  */
-export function readWholeBody(raw: IncomingMessage, limit: number, idleMs: number, tooLarge: () => Error): Promise<Buffer> {
+export function readWholeBody(
+  raw: IncomingMessage,
+  limit: number,
+  idleMs: number,
+  tooLarge: () => Error,
+): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -101,7 +115,9 @@ export function readWholeBody(raw: IncomingMessage, limit: number, idleMs: numbe
     };
     const onEnd = () => {
       const declared = raw.headers['content-length'];
-      finish(raw.complete === false || (declared !== undefined && Number(declared) !== size) ? bodyIncomplete() : undefined);
+      finish(
+        raw.complete === false || (declared !== undefined && Number(declared) !== size) ? bodyIncomplete() : undefined,
+      );
     };
     const onCut = () => finish(bodyIncomplete());
     raw.on('data', onData).on('end', onEnd).on('aborted', onCut).on('close', onCut).on('error', onCut);

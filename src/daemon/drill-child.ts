@@ -10,17 +10,26 @@
 import { isLoopxError } from '../core/index.js';
 import { runRecoveryDrill } from '../runtime/index.js';
 
-const write = (doc: unknown): Promise<void> => new Promise((done) => process.stdout.write(`${JSON.stringify(doc)}\n`, () => done()));
+const write = (doc: unknown): Promise<void> =>
+  new Promise((done) => process.stdout.write(`${JSON.stringify(doc)}\n`, () => done()));
 
 async function main(): Promise<void> {
   let input = '';
   for await (const chunk of process.stdin) input += String(chunk);
   const { command } = JSON.parse(input) as { command: string[] };
   try {
-    const { receipt } = await runRecoveryDrill({ command, mode: 'short', onProgress: (stage) => void write({ progress: stage }) });
+    const { receipt } = await runRecoveryDrill({
+      command,
+      mode: 'short',
+      onProgress: (stage) => void write({ progress: stage }),
+    });
     await write({ receipt });
   } catch (e) {
-    await write(isLoopxError(e) ? { error: { code: e.code, message: e.message, next_action: e.nextAction ?? null } } : { failed: true });
+    await write(
+      isLoopxError(e)
+        ? { error: { code: e.code, message: e.message, next_action: e.nextAction ?? null } }
+        : { failed: true },
+    );
   }
 }
 

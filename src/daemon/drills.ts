@@ -27,7 +27,14 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { conflict, ensurePrivateDir, notFound, PACKAGE_ROOT, readRegularFileOnce, writeFileDurable } from '../core/index.js';
+import {
+  conflict,
+  ensurePrivateDir,
+  notFound,
+  PACKAGE_ROOT,
+  readRegularFileOnce,
+  writeFileDurable,
+} from '../core/index.js';
 import { DRILL_SCHEMA, type DrillReceipt } from '../runtime/index.js';
 import { daemonError } from './security.js';
 
@@ -83,9 +90,21 @@ const drillRunning = (jobId: string) =>
   conflict('daemon_drill_running', 'A recovery drill is already running in this daemon; one runs at a time.', {
     nextAction: `wait for it to end: GET /api/drills/jobs/${jobId}`,
   });
-const drillNotFound = () => notFound('daemon_drill_not_found', 'No kept drill receipt with that id.', { nextAction: 'list the drills: GET /api/drills' });
-const jobNotFound = () => notFound('daemon_drill_job_not_found', 'No such drill job.', { nextAction: 'list the drills instead; jobs live as long as the daemon: GET /api/drills' });
-const drillStopping = () => daemonError(503, 'daemon_drill_stopping', 'The daemon is stopping; no new drill starts.', 'start the daemon again: loopx daemon');
+const drillNotFound = () =>
+  notFound('daemon_drill_not_found', 'No kept drill receipt with that id.', {
+    nextAction: 'list the drills: GET /api/drills',
+  });
+const jobNotFound = () =>
+  notFound('daemon_drill_job_not_found', 'No such drill job.', {
+    nextAction: 'list the drills instead; jobs live as long as the daemon: GET /api/drills',
+  });
+const drillStopping = () =>
+  daemonError(
+    503,
+    'daemon_drill_stopping',
+    'The daemon is stopping; no new drill starts.',
+    'start the daemon again: loopx daemon',
+  );
 const drillUnavailable = () =>
   daemonError(
     500,
@@ -96,7 +115,11 @@ const drillUnavailable = () =>
 
 /** Failures the job reports as data (never raised): the drill process's own refusals pass through as they are. */
 const FAILED = {
-  failed: { code: 'daemon_drill_failed', message: 'The drill stopped without a receipt (its process ended unexpectedly); nothing was kept.', next_action: 'run the drill again' },
+  failed: {
+    code: 'daemon_drill_failed',
+    message: 'The drill stopped without a receipt (its process ended unexpectedly); nothing was kept.',
+    next_action: 'run the drill again',
+  },
   timedOut: {
     code: 'daemon_drill_timed_out',
     message: `The drill ran longer than ${DRILL_TIMEOUT_MS / 60_000} minutes and was stopped; nothing was kept.`,
@@ -140,10 +163,26 @@ function cliCommand(): string[] {
  * Run the drill process in `work` until it answers and ends; `stop` kills its group. Resolves with
  * its answer (undefined when it gave none) once the process is reaped and its group is gone.
  */
-async function runDrillProcess(work: string, command: string[], onStage: (stage: string) => void, stop: AbortSignal): Promise<Answer | undefined> {
+async function runDrillProcess(
+  work: string,
+  command: string[],
+  onStage: (stage: string) => void,
+  stop: AbortSignal,
+): Promise<Answer | undefined> {
   const { path, loader } = childEntry();
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C', HOME: work, TMPDIR: work, XDG_STATE_HOME: join(work, 'state') };
-  const child = spawn(process.execPath, [...loader, path], { cwd: work, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    LANG: 'C',
+    HOME: work,
+    TMPDIR: work,
+    XDG_STATE_HOME: join(work, 'state'),
+  };
+  const child = spawn(process.execPath, [...loader, path], {
+    cwd: work,
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
+  });
   const killGroup = (): void => {
     try {
       if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
@@ -193,7 +232,10 @@ function withoutDrillDir(text: string, work: string): string {
 
 export class DrillService {
   private readonly dir: string;
-  private readonly jobs = new Map<string, { job: DrillJob; events: EventEmitter; done: Promise<void>; stop: AbortController }>();
+  private readonly jobs = new Map<
+    string,
+    { job: DrillJob; events: EventEmitter; done: Promise<void>; stop: AbortController }
+  >();
   private running: string | undefined;
   private closing = false;
 
@@ -235,7 +277,13 @@ export class DrillService {
     };
     const done = runDrillProcess(work, command, onStage, stop.signal)
       .then(
-        (answer) => this.settle(job, answer, work, stop.signal.aborted ? (timedOut ? FAILED.timedOut : FAILED.stopped) : FAILED.failed),
+        (answer) =>
+          this.settle(
+            job,
+            answer,
+            work,
+            stop.signal.aborted ? (timedOut ? FAILED.timedOut : FAILED.stopped) : FAILED.failed,
+          ),
         () => this.fail(job, FAILED.failed),
       )
       // Kept or not, the job ends: a receipt that cannot be read or written is reported, never lost silently.
@@ -260,13 +308,27 @@ export class DrillService {
     if (privatePlaces.some((p) => text.includes(p))) return this.fail(job, FAILED.notPathFree);
     if ('error' in answer) {
       const e = JSON.parse(text) as Partial<DrillJobError>;
-      return this.fail(job, { code: String(e.code), message: String(e.message), next_action: typeof e.next_action === 'string' ? e.next_action : null });
+      return this.fail(job, {
+        code: String(e.code),
+        message: String(e.message),
+        next_action: typeof e.next_action === 'string' ? e.next_action : null,
+      });
     }
     const receipt = JSON.parse(text) as DrillReceipt;
-    if (receipt.schema_version !== DRILL_SCHEMA || !DRILL_ID.test(receipt.drill_id)) return this.fail(job, FAILED.failed);
-    writeFileDurable(join(this.dir, `${receipt.drill_id}.json`), `${JSON.stringify(receipt, null, 2)}\n`, { mode: 0o600, exclusive: true });
+    if (receipt.schema_version !== DRILL_SCHEMA || !DRILL_ID.test(receipt.drill_id))
+      return this.fail(job, FAILED.failed);
+    writeFileDurable(join(this.dir, `${receipt.drill_id}.json`), `${JSON.stringify(receipt, null, 2)}\n`, {
+      mode: 0o600,
+      exclusive: true,
+    });
     this.prune();
-    Object.assign(job, { state: 'done', finished_at: new Date().toISOString(), drill_id: receipt.drill_id, result: receipt.result, missed: [...receipt.missed] });
+    Object.assign(job, {
+      state: 'done',
+      finished_at: new Date().toISOString(),
+      drill_id: receipt.drill_id,
+      result: receipt.result,
+      missed: [...receipt.missed],
+    });
   }
 
   private fail(job: DrillJob, error: DrillJobError): void {

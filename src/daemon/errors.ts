@@ -14,21 +14,34 @@ export const routeNotFound = (): LoopxError => notFound('daemon_route_not_found'
 
 /** A body over its limit (a snapshot, an upload part, or any body Fastify's limit stops): nothing of it is kept. */
 export const bodyTooLarge = (what: string): LoopxError =>
-  daemonError(413, 'daemon_upload_too_large', `The ${what} is over its limit; nothing of it was kept.`, 'send one within the limits of docs/api.md');
+  daemonError(
+    413,
+    'daemon_upload_too_large',
+    `The ${what} is over its limit; nothing of it was kept.`,
+    'send one within the limits of docs/api.md',
+  );
 
 /** The daemon is draining: nothing new (a verification, a backup) starts. */
 export const daemonStopping = (what: string): LoopxError =>
-  daemonError(503, 'daemon_stopping', `The daemon is stopping; no new ${what} starts.`, 'start the daemon again: loopx daemon');
+  daemonError(
+    503,
+    'daemon_stopping',
+    `The daemon is stopping; no new ${what} starts.`,
+    'start the daemon again: loopx daemon',
+  );
 
 /** Anything that is not a LoopxError: its own message is not shown (it may name paths). */
-export const daemonInternal = (): LoopxError => internal('daemon_internal', 'The daemon failed to answer; see its log.');
+export const daemonInternal = (): LoopxError =>
+  internal('daemon_internal', 'The daemon failed to answer; see its log.');
 
 /** A body not in the form its route takes: a streamed route's not application/octet-stream, a JSON route's not JSON. */
-export const bodyInvalid = (what: string, form: string): LoopxError => usageError('daemon_body_invalid', `Send the ${what} as ${form}.`);
+export const bodyInvalid = (what: string, form: string): LoopxError =>
+  usageError('daemon_body_invalid', `Send the ${what} as ${form}.`);
 export const bodyNotOctetStream = (what: string): LoopxError => bodyInvalid(what, 'application/octet-stream');
 
 /** A JSON body field that is missing or not what the route takes. */
-export const fieldInvalid = (message: string): LoopxError => usageError('daemon_field_invalid', message, 'send the fields docs/api.md lists for this route');
+export const fieldInvalid = (message: string): LoopxError =>
+  usageError('daemon_field_invalid', message, 'send the fields docs/api.md lists for this route');
 
 /**
  * Over HTTP no refusal names a path: a superseded lifetime's refusal names the recovered root as
@@ -37,7 +50,8 @@ export const fieldInvalid = (message: string): LoopxError => usageError('daemon_
  */
 function pathFree(e: LoopxError): LoopxError {
   const goalId = (e.details as { goal_id?: unknown } | undefined)?.goal_id;
-  if (e.code === 'goal_lifetime_superseded' && typeof goalId === 'string') return Object.assign(goalLifetimeSuperseded(goalId), { statusCode: statusOf(e) });
+  if (e.code === 'goal_lifetime_superseded' && typeof goalId === 'string')
+    return Object.assign(goalLifetimeSuperseded(goalId), { statusCode: statusOf(e) });
   return e;
 }
 
@@ -55,7 +69,13 @@ export function errorBody(e: unknown): { error: Record<string, unknown> } {
   const status = statusOf(e);
   if (status === 413) return { error: bodyTooLarge('request body').toJSON() };
   if (status === 404) return { error: routeNotFound().toJSON() };
-  if (status < 500) return { error: { code: 'daemon_bad_request', message: typeof fe.code === 'string' ? `The request is malformed (${fe.code}).` : 'The request is malformed.' } };
+  if (status < 500)
+    return {
+      error: {
+        code: 'daemon_bad_request',
+        message: typeof fe.code === 'string' ? `The request is malformed (${fe.code}).` : 'The request is malformed.',
+      },
+    };
   return { error: daemonInternal().toJSON() };
 }
 
@@ -63,6 +83,7 @@ export function handleError(e: unknown, req: FastifyRequest, reply: FastifyReply
   const status = statusOf(e);
   // A body the daemon stopped reading (it paused too long, or ran over its limit): answered, then the connection closed.
   if (status === 408 || status === 413) void reply.header('connection', 'close');
-  if (status >= 500) req.log.error({ code: isLoopxError(e) ? e.code : ((e as { code?: string }).code ?? 'unknown') }, 'request failed');
+  if (status >= 500)
+    req.log.error({ code: isLoopxError(e) ? e.code : ((e as { code?: string }).code ?? 'unknown') }, 'request failed');
   void reply.code(status).type('application/json').send(errorBody(e));
 }

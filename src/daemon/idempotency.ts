@@ -61,7 +61,9 @@ const keyInvalid = () =>
     'send a key such as a random UUID',
   );
 const keyReused = () =>
-  rejected('daemon_idempotency_key_reused', 'This Idempotency-Key was used for a different request.', { nextAction: 'send a new Idempotency-Key for a new request' });
+  rejected('daemon_idempotency_key_reused', 'This Idempotency-Key was used for a different request.', {
+    nextAction: 'send a new Idempotency-Key for a new request',
+  });
 const outcomeDropped = () =>
   conflict('daemon_idempotency_outcome_dropped', 'That request was carried out, but its answer is no longer kept.', {
     nextAction: 'read the current state (a GET of the resource) instead of sending it again',
@@ -206,7 +208,14 @@ export class IdempotencyKeys {
     if (t === undefined) return;
     this.#tickets.delete(req);
     const whole = t.tap === null || t.tap.digest !== null;
-    const body = typeof payload === 'string' ? Buffer.from(payload) : Buffer.isBuffer(payload) ? payload : payload === undefined || payload === null ? Buffer.alloc(0) : null;
+    const body =
+      typeof payload === 'string'
+        ? Buffer.from(payload)
+        : Buffer.isBuffer(payload)
+          ? payload
+          : payload === undefined || payload === null
+            ? Buffer.alloc(0)
+            : null;
     if (!whole || body === null) {
       this.#forget(t.key, t.entry);
       t.entry.settle(null);

@@ -11,7 +11,8 @@ export const LOOPBACK = '127.0.0.1';
 /** `<root>/daemon/endpoint.json`: the running daemon's port (written by server.ts). */
 export const ENDPOINT_FILE = 'endpoint.json';
 
-const notRunning = () => notFound('daemon_not_running', 'No loopx daemon serves this root.', { nextAction: 'start it: loopx daemon' });
+const notRunning = () =>
+  notFound('daemon_not_running', 'No loopx daemon serves this root.', { nextAction: 'start it: loopx daemon' });
 
 /**
  * A new one-time login address from the daemon serving `root` (it must be running: its lock is
@@ -42,15 +43,23 @@ export async function requestLoginUrl(rootDir: string): Promise<string> {
   if (token === null || !Number.isInteger(port) || port <= 0 || port > 65535) throw notRunning();
   let res: Response;
   try {
-    res = await fetch(`http://${LOOPBACK}:${port}/api/session/login-urls`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) });
+    res = await fetch(`http://${LOOPBACK}:${port}/api/session/login-urls`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(10_000),
+    });
   } catch {
     throw notRunning();
   }
   const body = (await res.json().catch(() => null)) as { login_url?: unknown; error?: { code?: unknown } } | null;
   if (res.status !== 201 || typeof body?.login_url !== 'string') {
-    throw internal('daemon_login_url_refused', `The daemon refused a new login address (${typeof body?.error?.code === 'string' ? body.error.code : `HTTP ${res.status}`}).`, {
-      nextAction: 'restart the daemon: stop it, then loopx daemon',
-    });
+    throw internal(
+      'daemon_login_url_refused',
+      `The daemon refused a new login address (${typeof body?.error?.code === 'string' ? body.error.code : `HTTP ${res.status}`}).`,
+      {
+        nextAction: 'restart the daemon: stop it, then loopx daemon',
+      },
+    );
   }
   return body.login_url;
 }

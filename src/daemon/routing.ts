@@ -28,17 +28,26 @@ export const READ_METHODS = new Set(['GET', 'HEAD']);
 export const streams = new WeakMap<FastifyInstance, Set<AbortController>>();
 
 /** Server-sent events on a hijacked reply; returns a writer and a signal that fires when the client goes or the daemon stops. */
-export function sse(req: FastifyRequest, reply: FastifyReply): { send(event: string, data: unknown, id?: number): void; end(): void; signal: AbortSignal } {
+export function sse(
+  req: FastifyRequest,
+  reply: FastifyReply,
+): { send(event: string, data: unknown, id?: number): void; end(): void; signal: AbortSignal } {
   const abort = new AbortController();
   const open = streams.get(req.server);
   open?.add(abort);
   abort.signal.addEventListener('abort', () => open?.delete(abort), { once: true });
   reply.hijack();
-  reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-content-type-options': 'nosniff' });
+  reply.raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    connection: 'keep-alive',
+    'x-content-type-options': 'nosniff',
+  });
   req.raw.on('close', () => abort.abort());
   return {
     send(event, data, id) {
-      if (!reply.raw.writableEnded) reply.raw.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      if (!reply.raw.writableEnded)
+        reply.raw.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     },
     end() {
       open?.delete(abort);
@@ -74,13 +83,19 @@ export interface PlaceQuery {
 }
 
 /** The root a request addresses: the daemon's own, or with `?root=<name>` a root one of its recoveries made (never a path). */
-export async function placeOf(r: Pick<Routes, 'root' | 'adoptions'>, req: { readonly query: unknown }): Promise<string> {
+export async function placeOf(
+  r: Pick<Routes, 'root' | 'adoptions'>,
+  req: { readonly query: unknown },
+): Promise<string> {
   const name = (req.query as PlaceQuery | undefined)?.root;
   return name === undefined || name === '' ? r.root : r.adoptions.recoveredRoot(name);
 }
 
 /** The engine of the root a request addresses (placeOf), as `withEngine` opens it. */
-export async function engineFor(r: Pick<Routes, 'root' | 'adoptions' | 'withEngine'>, req: { readonly query: unknown }): Promise<Routes['withEngine']> {
+export async function engineFor(
+  r: Pick<Routes, 'root' | 'adoptions' | 'withEngine'>,
+  req: { readonly query: unknown },
+): Promise<Routes['withEngine']> {
   const at = await placeOf(r, req);
   return (fn, readOnly) => r.withEngine(fn, readOnly, at);
 }

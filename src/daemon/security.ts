@@ -22,7 +22,10 @@ export function sameSecret(a: string, b: string): boolean {
 }
 
 export const allowedHosts = (port: number): readonly string[] => [`127.0.0.1:${port}`, `localhost:${port}`];
-export const allowedOrigins = (port: number): readonly string[] => [`http://127.0.0.1:${port}`, `http://localhost:${port}`];
+export const allowedOrigins = (port: number): readonly string[] => [
+  `http://127.0.0.1:${port}`,
+  `http://localhost:${port}`,
+];
 
 /** How often a request target is percent-decoded when looking for an API path (`%2561` → `%61` → `a`). */
 const DECODE_ROUNDS = 4;
@@ -60,13 +63,25 @@ export interface RouteAccess {
 }
 
 /** Whether this matched route, for this raw target, may be served without the token. */
-export function isPublicRequest(routeUrl: string | undefined, config: RouteAccess | undefined, rawUrl: string): boolean {
+export function isPublicRequest(
+  routeUrl: string | undefined,
+  config: RouteAccess | undefined,
+  rawUrl: string,
+): boolean {
   if (config?.public !== true || routeUrl === undefined) return false;
   return routeUrl.startsWith('/api/') || !looksLikeApiPath(rawUrl);
 }
 
-export const daemonError = (status: number, code: string, message: string, nextAction?: string): LoopxError & { statusCode: number } =>
-  Object.assign(new LoopxError(status >= 500 ? 'internal' : 'rejected', code, message, nextAction ? { nextAction } : {}), { statusCode: status });
+export const daemonError = (
+  status: number,
+  code: string,
+  message: string,
+  nextAction?: string,
+): LoopxError & { statusCode: number } =>
+  Object.assign(
+    new LoopxError(status >= 500 ? 'internal' : 'rejected', code, message, nextAction ? { nextAction } : {}),
+    { statusCode: status },
+  );
 
 /** One-time login tokens: issued at start (and on request by the operator), consumed on use. */
 export class LoginTokens {

@@ -7,7 +7,15 @@
  * its port, so `loopx daemon login-url` can ask it for another one-time login address.
  */
 import { rmSync } from 'node:fs';
-import { conflict, usageError, tryLockExclusive, ensurePrivateDir, writeFileDurable, PACKAGE_ROOT } from '../core/index.js';
+import {
+  conflict,
+  usageError,
+  tryLockExclusive,
+  ensurePrivateDir,
+  writeFileDurable,
+  PACKAGE_ROOT,
+  type HeldLock,
+} from '../core/index.js';
 import { join, resolve } from 'node:path';
 import { assertRuntimeRoot, closeRootPools, ClusterNode, type ClusterNodeOptions } from '../runtime/index.js';
 import { buildApp, type DaemonApp } from './app.js';
@@ -55,7 +63,11 @@ export const MAX_PORT = 65535;
 export const isValidPort = (p: number): boolean => Number.isInteger(p) && p >= 0 && p <= MAX_PORT;
 
 const portInvalid = () =>
-  usageError('daemon_port_invalid', `The port must be a whole number from 0 to ${MAX_PORT} (0: a free one).`, 'run the same command without --port (a free port is taken)');
+  usageError(
+    'daemon_port_invalid',
+    `The port must be a whole number from 0 to ${MAX_PORT} (0: a free one).`,
+    'run the same command without --port (a free port is taken)',
+  );
 
 /** The port is taken by another process (a conflict: exit 4), named so the operator can find it. */
 const portInUse = (port: number) =>
@@ -64,16 +76,77 @@ const portInUse = (port: number) =>
     details: { port },
   });
 
-export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
+/** Refuse an address the daemon never listens on: another host than loopback, or no valid port. */
+function assertListenOptions(o: DaemonOptions): void {
   if (o.host !== undefined && o.host !== LOOPBACK) {
-    throw usageError('daemon_host_refused', 'The daemon listens on 127.0.0.1 only.', 'drop --host, or pass --host 127.0.0.1');
+    throw usageError(
+      'daemon_host_refused',
+      'The daemon listens on 127.0.0.1 only.',
+      'drop --host, or pass --host 127.0.0.1',
+    );
   }
   if (o.port !== undefined && !isValidPort(o.port)) throw portInvalid();
-  const root = resolve(o.root);
+}
+
+/** The runtime root resolved and checked, with its daemon lock held — refused while another daemon serves it. */
+function lockRoot(dir: string): { root: string; lock: HeldLock } {
+  const root = resolve(dir);
   assertRuntimeRoot(root);
   ensurePrivateDir(join(root, 'locks'));
   const lock = tryLockExclusive(join(root, 'locks', 'daemon.lock'));
-  if (!lock) throw conflict('daemon_already_running', 'Another loopx daemon already serves this root.', { nextAction: 'use the running daemon, or stop it first' });
+  if (!lock)
+    throw conflict('daemon_already_running', 'Another loopx daemon already serves this root.', {
+      nextAction: 'use the running daemon, or stop it first',
+    });
+  return { root, lock };
+}
+
+/** Listen on loopback at `port` (0: a free one) and return the port bound; a taken port is a conflict. */
+async function listenOnLoopback(daemon: DaemonApp, port: number): Promise<number> {
+  try {
+    await daemon.app.listen({ host: LOOPBACK, port });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw portInUse(port);
+    throw e;
+  }
+  const address = daemon.app.server.address();
+  return typeof address === 'object' && address !== null ? address.port : port;
+}
+
+/** Join the cluster `--cluster` names, if any, logging what this member does with its runs. */
+async function joinCluster(o: DaemonOptions): Promise<ClusterNode | undefined> {
+  // What a member of a cluster does with its runs (handoffs, takeovers, holds) is the operator's to see: one line each on stderr.
+  const log = (msg: string, fields: Record<string, unknown>) =>
+    void process.stderr.write(`loopx cluster: ${msg} ${JSON.stringify(fields)}\n`);
+  return o.cluster
+    ? await ClusterNode.join({
+        ...o.cluster,
+        ...(o.authorityDir !== undefined ? { keysDir: o.authorityDir } : {}),
+        log,
+      })
+    : undefined;
+}
+
+/** Stop a daemon that served: hand off the cluster's runs, drain the jobs and requests, then remove its token and endpoint and release the lock. */
+async function drainDaemon(member: ClusterNode | undefined, d: DaemonApp, root: string, lock: HeldLock): Promise<void> {
+  try {
+    // A member hands its runs off first (each suspends at its next turn boundary), then the rest drains.
+    await member?.close();
+    await d.backups.close();
+    await d.adoptions.close();
+    await d.drives.close();
+    await d.app.close();
+    await closeRootPools(); // the PostgreSQL connections of a root on PostgreSQL
+  } finally {
+    rmSync(join(root, 'daemon', 'token'), { force: true });
+    rmSync(join(root, 'daemon', ENDPOINT_FILE), { force: true });
+    lock.release();
+  }
+}
+
+export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
+  assertListenOptions(o);
+  const { root, lock } = lockRoot(o.root);
   let daemon: DaemonApp | undefined;
   let node: ClusterNode | undefined;
   try {
@@ -97,20 +170,11 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
       ...(o.logger !== undefined ? { logger: o.logger } : {}),
       ...(o.timeouts !== undefined ? { timeouts: o.timeouts } : {}),
     });
-    try {
-      await daemon.app.listen({ host: LOOPBACK, port });
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw portInUse(port);
-      throw e;
-    }
-    const address = daemon.app.server.address();
-    port = typeof address === 'object' && address !== null ? address.port : port;
+    port = await listenOnLoopback(daemon, port);
     const url = `http://${LOOPBACK}:${port}/`;
     writeFileDurable(join(root, 'daemon', ENDPOINT_FILE), `${JSON.stringify({ port })}\n`, { mode: 0o600 });
     const d = daemon;
-    // What a member of a cluster does with its runs (handoffs, takeovers, holds) is the operator's to see: one line each on stderr.
-    const log = (msg: string, fields: Record<string, unknown>) => void process.stderr.write(`loopx cluster: ${msg} ${JSON.stringify(fields)}\n`);
-    node = o.cluster ? await ClusterNode.join({ ...o.cluster, ...(o.authorityDir !== undefined ? { keysDir: o.authorityDir } : {}), log }) : undefined;
+    node = await joinCluster(o);
     const member = node;
     let closed = false;
     return {
@@ -124,19 +188,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
       async close() {
         if (closed) return;
         closed = true;
-        try {
-          // A member hands its runs off first (each suspends at its next turn boundary), then the rest drains.
-          await member?.close();
-          await d.backups.close();
-          await d.adoptions.close();
-          await d.drives.close();
-          await d.app.close();
-          await closeRootPools(); // the PostgreSQL connections of a root on PostgreSQL
-        } finally {
-          rmSync(join(root, 'daemon', 'token'), { force: true });
-          rmSync(join(root, 'daemon', ENDPOINT_FILE), { force: true });
-          lock.release();
-        }
+        await drainDaemon(member, d, root, lock);
       },
     };
   } catch (e) {

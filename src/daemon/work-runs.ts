@@ -6,7 +6,14 @@
  * daemon stops, every run it drives is asked to suspend at its next turn boundary and is waited
  * for, so none is cut off mid-turn by a clean shutdown.
  */
-import { goalWorkAgents, newRunId, runGoalWork, withRootEngine, type AgentDefinition, type Engine } from '../runtime/index.js';
+import {
+  goalWorkAgents,
+  newRunId,
+  runGoalWork,
+  withRootEngine,
+  type AgentDefinition,
+  type Engine,
+} from '../runtime/index.js';
 
 export interface StartWorkRun {
   readonly root: string;
@@ -37,29 +44,35 @@ export class WorkRunDrives {
     const runId = newRunId();
     return new Promise<string>((resolveStarted, rejectStarted) => {
       let started = false;
-      const done = withRootEngine({ root: o.root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) }, (engine) =>
-        runGoalWork({
-          root: o.root,
-          goalId: o.goalId,
-          agent: o.agent,
-          engine,
-          runId,
-          ...(o.turns !== undefined ? { turns: o.turns } : {}),
-          ...(o.input !== undefined ? { input: o.input } : {}),
-          ...(o.webhookUrl !== undefined ? { webhookUrl: o.webhookUrl } : {}),
-          onStarting: () => {
-            started = true;
-            this.driving.set(runId, { engine, done });
-            resolveStarted(runId);
-          },
-        }),
+      const done = withRootEngine(
+        { root: o.root, ...(o.authorityDir !== undefined ? { authorityDir: o.authorityDir } : {}) },
+        (engine) =>
+          runGoalWork({
+            root: o.root,
+            goalId: o.goalId,
+            agent: o.agent,
+            engine,
+            runId,
+            ...(o.turns !== undefined ? { turns: o.turns } : {}),
+            ...(o.input !== undefined ? { input: o.input } : {}),
+            ...(o.webhookUrl !== undefined ? { webhookUrl: o.webhookUrl } : {}),
+            onStarting: () => {
+              started = true;
+              this.driving.set(runId, { engine, done });
+              resolveStarted(runId);
+            },
+          }),
       ).then(
         () => this.driving.delete(runId),
         (err: unknown) => {
           this.driving.delete(runId);
           if (!started) rejectStarted(err);
           // A failure after the run began is the run's own, recorded in its events; only its code is logged.
-          else this.log('work run stopped on an error', { run: runId, code: (err as { code?: unknown }).code ?? 'internal' });
+          else
+            this.log('work run stopped on an error', {
+              run: runId,
+              code: (err as { code?: unknown }).code ?? 'internal',
+            });
         },
       );
     });

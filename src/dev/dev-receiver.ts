@@ -32,7 +32,8 @@ export function devReceiverDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(xdgHome('state', env), 'loopx', 'dev-receiver');
 }
 
-export const devReceiverJournal = (env: NodeJS.ProcessEnv = process.env): string => join(devReceiverDir(env), 'journal.jsonl');
+export const devReceiverJournal = (env: NodeJS.ProcessEnv = process.env): string =>
+  join(devReceiverDir(env), 'journal.jsonl');
 
 /** Whether this machine's dev receiver has ever stored anything (its journal exists). */
 export const devReceiverUsed = (env: NodeJS.ProcessEnv = process.env): boolean => existsSync(devReceiverJournal(env));
@@ -43,7 +44,11 @@ export function devReceiverPort(given?: number, env: NodeJS.ProcessEnv = process
   const fromEnv = env.LOOPX_DEV_RECEIVER_PORT;
   if (fromEnv === undefined || fromEnv === '') return DEV_RECEIVER_PORT;
   if (!/^\d{1,5}$/.test(fromEnv) || Number(fromEnv) > 65535)
-    throw usageError('dev_receiver_port_invalid', 'LOOPX_DEV_RECEIVER_PORT must be a port from 0 to 65535.', 'unset LOOPX_DEV_RECEIVER_PORT');
+    throw usageError(
+      'dev_receiver_port_invalid',
+      'LOOPX_DEV_RECEIVER_PORT must be a port from 0 to 65535.',
+      'unset LOOPX_DEV_RECEIVER_PORT',
+    );
   return Number(fromEnv);
 }
 

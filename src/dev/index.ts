@@ -15,4 +15,11 @@ export {
   type WebhookSink,
   type WebhookSinkOptions,
 } from './webhook-sink.js';
-export { DEV_RECEIVER_PORT, devReceiverDir, devReceiverPort, devReceiverUsed, openDevReceiver, type DevReceiver } from './dev-receiver.js';
+export {
+  DEV_RECEIVER_PORT,
+  devReceiverDir,
+  devReceiverPort,
+  devReceiverUsed,
+  openDevReceiver,
+  type DevReceiver,
+} from './dev-receiver.js';

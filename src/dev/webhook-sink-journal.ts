@@ -36,7 +36,14 @@ export const GOAL_LINEAGE = /^[A-Za-z0-9_.:-]{1,128}$/;
 /** What a Goal lifetime id may be at the sink (loopx sends `ginst_` + 32 hex; the sink only compares them). */
 export const GOAL_LIFETIME = /^[A-Za-z0-9_.:-]{1,128}$/;
 
-export const SINK_ATTEMPT_RESULTS = ['stored', 'duplicate', 'refused_stale_fence', 'refused_fence_conflict', 'conflict', 'dropped'] as const;
+export const SINK_ATTEMPT_RESULTS = [
+  'stored',
+  'duplicate',
+  'refused_stale_fence',
+  'refused_fence_conflict',
+  'conflict',
+  'dropped',
+] as const;
 export type SinkAttemptResult = (typeof SINK_ATTEMPT_RESULTS)[number];
 
 export interface StoredDelivery {
@@ -117,13 +124,23 @@ function lineageOf(r: Row): { goal_lineage: string | null; fence: number | null;
   const lineage = r.goal_lineage ?? null;
   const fence = r.fence ?? null;
   const lifetime = r.lifetime ?? null;
-  if (lineage === null && fence === null && lifetime === null) return { goal_lineage: null, fence: null, lifetime: null };
-  if (typeof lineage === 'string' && GOAL_LINEAGE.test(lineage) && isFence(fence) && (lifetime === null || isLifetime(lifetime))) return { goal_lineage: lineage, fence, lifetime };
+  if (lineage === null && fence === null && lifetime === null)
+    return { goal_lineage: null, fence: null, lifetime: null };
+  if (
+    typeof lineage === 'string' &&
+    GOAL_LINEAGE.test(lineage) &&
+    isFence(fence) &&
+    (lifetime === null || isLifetime(lifetime))
+  )
+    return { goal_lineage: lineage, fence, lifetime };
   return undefined;
 }
 
 const identityOk = (r: Row): boolean =>
-  typeof r.idempotency_key === 'string' && HEADER_VALUE.test(r.idempotency_key) && typeof r.operation_id === 'string' && HEADER_VALUE.test(r.operation_id);
+  typeof r.idempotency_key === 'string' &&
+  HEADER_VALUE.test(r.idempotency_key) &&
+  typeof r.operation_id === 'string' &&
+  HEADER_VALUE.test(r.operation_id);
 
 /** A journal being replayed, with the identities its deliveries already hold. */
 interface Loading extends JournalState {
@@ -141,7 +158,10 @@ function loadDelivery(j: Loading, r: Row): boolean {
     !j.operations.has(r.operation_id) &&
     typeof r.received_at === 'string' &&
     r.body_sha256 === sha(r.body) &&
-    (lineage.goal_lineage === null || ['holds', 'stale'].includes(fenceStanding(j.fences.get(lineage.goal_lineage), lineage.fence ?? 0, lineage.lifetime)));
+    (lineage.goal_lineage === null ||
+      ['holds', 'stale'].includes(
+        fenceStanding(j.fences.get(lineage.goal_lineage), lineage.fence ?? 0, lineage.lifetime),
+      ));
   if (!ok) return false;
   const { sequence, idempotency_key, operation_id, body, body_sha256, received_at } = r as unknown as StoredDelivery;
   j.deliveries.push({ sequence, idempotency_key, operation_id, ...lineage, body, body_sha256, received_at });
@@ -152,7 +172,13 @@ function loadDelivery(j: Loading, r: Row): boolean {
 
 function loadFence(j: JournalState, r: Row): boolean {
   const lifetime = r.lifetime ?? null;
-  if (typeof r.goal_lineage !== 'string' || !GOAL_LINEAGE.test(r.goal_lineage) || !isFence(r.fence) || (lifetime !== null && !isLifetime(lifetime))) return false;
+  if (
+    typeof r.goal_lineage !== 'string' ||
+    !GOAL_LINEAGE.test(r.goal_lineage) ||
+    !isFence(r.fence) ||
+    (lifetime !== null && !isLifetime(lifetime))
+  )
+    return false;
   const standing = fenceStanding(j.fences.get(r.goal_lineage), r.fence, lifetime);
   if (standing !== 'rises' && standing !== 'claims') return false;
   j.fences.set(r.goal_lineage, { fence: r.fence, lifetime });
@@ -162,7 +188,11 @@ function loadFence(j: JournalState, r: Row): boolean {
 function loadAttempt(j: JournalState, r: Row): boolean {
   const lineage = lineageOf(r);
   const ok =
-    lineage !== undefined && r.sequence === j.attempts.length + 1 && typeof r.at === 'string' && identityOk(r) && (SINK_ATTEMPT_RESULTS as readonly unknown[]).includes(r.result);
+    lineage !== undefined &&
+    r.sequence === j.attempts.length + 1 &&
+    typeof r.at === 'string' &&
+    identityOk(r) &&
+    (SINK_ATTEMPT_RESULTS as readonly unknown[]).includes(r.result);
   if (!ok) return false;
   const { sequence, at, idempotency_key, operation_id, result } = r as unknown as SinkAttempt;
   j.attempts.push({ sequence, at, idempotency_key, operation_id, ...lineage, result });
@@ -171,7 +201,9 @@ function loadAttempt(j: JournalState, r: Row): boolean {
 
 export function loadJournal(path: string): JournalState {
   const invalid = (line: number) =>
-    rejected('webhook_sink_journal_invalid', `The sink journal is malformed at line ${line}.`, { nextAction: 'start the sink with a new journal file' });
+    rejected('webhook_sink_journal_invalid', `The sink journal is malformed at line ${line}.`, {
+      nextAction: 'start the sink with a new journal file',
+    });
   const j: Loading = { deliveries: [], fences: new Map(), attempts: [], keys: new Set(), operations: new Set() };
   const lines = readFileSync(path, 'utf8').split('\n');
   lines.forEach((text, i) => {
@@ -185,7 +217,14 @@ export function loadJournal(path: string): JournalState {
     if (typeof r !== 'object' || r === null || Array.isArray(r)) throw invalid(i + 1);
     const row = r as Row;
     const type = row.type;
-    const ok = type === undefined || type === 'delivery' ? loadDelivery(j, row) : type === 'fence' ? loadFence(j, row) : type === 'attempt' ? loadAttempt(j, row) : false;
+    const ok =
+      type === undefined || type === 'delivery'
+        ? loadDelivery(j, row)
+        : type === 'fence'
+          ? loadFence(j, row)
+          : type === 'attempt'
+            ? loadAttempt(j, row)
+            : false;
     if (!ok) throw invalid(i + 1);
   });
   return { deliveries: j.deliveries, fences: j.fences, attempts: j.attempts };

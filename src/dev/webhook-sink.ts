@@ -74,13 +74,24 @@ import {
   type StoredDelivery,
 } from './webhook-sink-journal.js';
 
-export { SINK_ATTEMPT_RESULTS, type SinkAttempt, type SinkAttemptResult, type StoredDelivery } from './webhook-sink-journal.js';
+export {
+  SINK_ATTEMPT_RESULTS,
+  type SinkAttempt,
+  type SinkAttemptResult,
+  type StoredDelivery,
+} from './webhook-sink-journal.js';
 
 export const SINK_BODY_LIMIT = 1024 * 1024;
 /** What `GET /` names: how a second process tells a loopx sink already on a port from anything else. */
 export const SINK_SERVICE = 'loopx-webhook-sink';
 const SINK_DRAIN_LIMIT = 8 * SINK_BODY_LIMIT;
-export const SINK_FAIL_MODES = ['drop_response_after_store', 'drop_before_store', 'respond_500_after_store', 'hold_until_released', 'none'] as const;
+export const SINK_FAIL_MODES = [
+  'drop_response_after_store',
+  'drop_before_store',
+  'respond_500_after_store',
+  'hold_until_released',
+  'none',
+] as const;
 export type SinkFailMode = (typeof SINK_FAIL_MODES)[number];
 
 export interface WebhookSinkOptions {
@@ -195,7 +206,8 @@ function commit(s: SinkState, lines: JournalLine[]): void {
 }
 
 /** How the writer's fence stands at its lineage; undefined for a writer without one. */
-const standingOf = (s: SinkState, w: WriterFence | null) => (w === null ? undefined : fenceStanding(s.fences.get(w.goal_lineage), w.fence, w.lifetime));
+const standingOf = (s: SinkState, w: WriterFence | null) =>
+  w === null ? undefined : fenceStanding(s.fences.get(w.goal_lineage), w.fence, w.lifetime);
 
 /** The fence rule first (an old writer, or another lifetime at the same fence, is refused whatever it sends), then dedup by key, then operation id. */
 function judge(s: SinkState, a: Asked): Verdict {
@@ -206,7 +218,8 @@ function judge(s: SinkState, a: Asked): Verdict {
   const digest = sha(a.body);
   const previous = s.byKey.get(a.idempotency_key);
   const holder = s.byOperation.get(a.operation_id);
-  if (previous !== undefined && previous.body_sha256 !== digest) return { result: 'conflict', error: 'idempotency_key_reused' };
+  if (previous !== undefined && previous.body_sha256 !== digest)
+    return { result: 'conflict', error: 'idempotency_key_reused' };
   if (holder !== undefined && holder !== previous) return { result: 'conflict', error: 'operation_id_reused' };
   if (previous !== undefined) return { result: 'duplicate', delivery: previous };
   const delivery: StoredDelivery = {
@@ -228,7 +241,10 @@ function record(s: SinkState, a: Asked, v: Verdict): void {
   const lines: JournalLine[] = [];
   const w = a.writer;
   const standing = standingOf(s, w);
-  const raises = w !== null && (v.result === 'stored' || v.result === 'duplicate' || v.result === 'conflict') && (standing === 'rises' || standing === 'claims');
+  const raises =
+    w !== null &&
+    (v.result === 'stored' || v.result === 'duplicate' || v.result === 'conflict') &&
+    (standing === 'rises' || standing === 'claims');
   if (raises) lines.push({ type: 'fence', goal_lineage: w.goal_lineage, fence: w.fence, lifetime: w.lifetime });
   if (v.result === 'stored') lines.push({ type: 'delivery', ...v.delivery });
   const attempt: SinkAttempt = {
@@ -263,7 +279,11 @@ async function deliver(s: SinkState, req: IncomingMessage, res: ServerResponse):
     case 'refused_stale_fence':
       return send(res, 409, { error: 'fence_stale', newest_fence: verdict.newest });
     case 'refused_fence_conflict':
-      return send(res, 409, { error: 'fence_conflict', newest_fence: verdict.held.fence, lifetime: verdict.held.lifetime });
+      return send(res, 409, {
+        error: 'fence_conflict',
+        newest_fence: verdict.held.fence,
+        lifetime: verdict.held.lifetime,
+      });
     case 'conflict':
       return send(res, 409, { error: verdict.error });
     case 'duplicate':
@@ -282,7 +302,8 @@ function writerFence(req: IncomingMessage): WriterFence | null {
   if (lineage === undefined && fence === undefined && lifetime === undefined) return null;
   if (lineage === undefined || fence === undefined) throw new HttpRefusal(400, 'fence_headers_incomplete');
   if (typeof lineage !== 'string' || !GOAL_LINEAGE.test(lineage)) throw new HttpRefusal(400, 'goal_lineage_invalid');
-  if (typeof fence !== 'string' || !/^(0|[1-9][0-9]{0,15})$/.test(fence) || !isFence(Number(fence))) throw new HttpRefusal(400, 'fence_invalid');
+  if (typeof fence !== 'string' || !/^(0|[1-9][0-9]{0,15})$/.test(fence) || !isFence(Number(fence)))
+    throw new HttpRefusal(400, 'fence_invalid');
   if (lifetime !== undefined && !isLifetime(lifetime)) throw new HttpRefusal(400, 'goal_lifetime_invalid');
   return { goal_lineage: lineage, fence: Number(fence), lifetime: lifetime ?? null };
 }
@@ -296,7 +317,12 @@ async function advanceFence(s: SinkState, req: IncomingMessage, res: ServerRespo
   const lineage = body?.goal_lineage;
   const fence = body?.fence;
   const lifetime = body?.lifetime ?? null;
-  if (typeof lineage !== 'string' || !GOAL_LINEAGE.test(lineage) || !isFence(fence) || (lifetime !== null && !isLifetime(lifetime)))
+  if (
+    typeof lineage !== 'string' ||
+    !GOAL_LINEAGE.test(lineage) ||
+    !isFence(fence) ||
+    (lifetime !== null && !isLifetime(lifetime))
+  )
     throw new HttpRefusal(400, 'fence_request_invalid');
   const held = s.fences.get(lineage);
   switch (fenceStanding(held, fence, lifetime)) {
@@ -354,7 +380,8 @@ async function arm(s: SinkState, req: IncomingMessage, res: ServerResponse): Pro
 
 async function handle(s: SinkState, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const hostHeader = req.headers.host ?? '';
-  if (hostHeader !== `${s.address}:${s.port}` && hostHeader !== `localhost:${s.port}`) throw new HttpRefusal(421, 'host_not_allowed');
+  if (hostHeader !== `${s.address}:${s.port}` && hostHeader !== `localhost:${s.port}`)
+    throw new HttpRefusal(421, 'host_not_allowed');
   const url = new URL(req.url ?? '/', `http://${s.address}:${s.port}`);
   const route = `${req.method ?? ''} ${url.pathname}`;
 
@@ -366,7 +393,11 @@ async function handle(s: SinkState, req: IncomingMessage, res: ServerResponse): 
     const lineage = lineageParam(url);
     if (lineage === null) throw new HttpRefusal(400, 'goal_lineage_invalid');
     const held = s.fences.get(lineage);
-    return send(res, 200, { goal_lineage: lineage, newest_fence: held?.fence ?? null, lifetime: held?.lifetime ?? null });
+    return send(res, 200, {
+      goal_lineage: lineage,
+      newest_fence: held?.fence ?? null,
+      lifetime: held?.lifetime ?? null,
+    });
   }
   if (route === 'GET /attempts') return send(res, 200, attemptsOf(s, lineageParam(url)));
   if (route === 'POST /control' && s.control) return arm(s, req, res);
@@ -388,7 +419,8 @@ function listen(server: Server, port: number, host: string): Promise<void> {
 }
 
 function openState(options: WebhookSinkOptions): SinkState {
-  const loaded = options.journalPath !== undefined && existsSync(options.journalPath) ? loadJournal(options.journalPath) : undefined;
+  const loaded =
+    options.journalPath !== undefined && existsSync(options.journalPath) ? loadJournal(options.journalPath) : undefined;
   const journalFd = options.journalPath === undefined ? undefined : openSync(options.journalPath, 'a', 0o600);
   const s: SinkState = {
     byKey: new Map(),
@@ -411,10 +443,18 @@ export async function startWebhookSink(options: WebhookSinkOptions): Promise<Web
   const host = options.host ?? '127.0.0.1';
   const linkOk = options.linkAddress === undefined || /^(\d{1,3}\.){3}\d{1,3}$/.test(options.linkAddress);
   if (host !== '127.0.0.1' || !linkOk) {
-    throw usageError('webhook_sink_host_not_loopback', 'The webhook sink binds 127.0.0.1 only.', 'omit --host or pass 127.0.0.1');
+    throw usageError(
+      'webhook_sink_host_not_loopback',
+      'The webhook sink binds 127.0.0.1 only.',
+      'omit --host or pass 127.0.0.1',
+    );
   }
   if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535) {
-    throw usageError('webhook_sink_port_invalid', 'The port must be an integer from 0 to 65535.', 'pass a valid --port');
+    throw usageError(
+      'webhook_sink_port_invalid',
+      'The port must be an integer from 0 to 65535.',
+      'pass a valid --port',
+    );
   }
   const s = openState(options);
   const journalFd = s.journalFd;
@@ -449,7 +489,11 @@ export async function startWebhookSink(options: WebhookSinkOptions): Promise<Web
     port: s.port,
     failNext(mode) {
       if (!(SINK_FAIL_MODES as readonly string[]).includes(mode))
-        throw usageError('webhook_sink_mode_invalid', 'Unknown failure mode.', `use one of ${SINK_FAIL_MODES.join(', ')}`);
+        throw usageError(
+          'webhook_sink_mode_invalid',
+          'Unknown failure mode.',
+          `use one of ${SINK_FAIL_MODES.join(', ')}`,
+        );
       s.armed = mode;
     },
     held: () => s.holds.length,
@@ -471,7 +515,11 @@ export async function startWebhookSink(options: WebhookSinkOptions): Promise<Web
 
 function send(res: ServerResponse, status: number, value: unknown): void {
   const text = JSON.stringify(value);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+  });
   res.end(text);
 }
 
@@ -496,7 +544,8 @@ function parseJson(bytes: Buffer): unknown {
  * 413) up to SINK_DRAIN_LIMIT; beyond that the connection is cut.
  */
 function readBody(req: IncomingMessage): Promise<Buffer> {
-  if (Number(req.headers['content-length'] ?? 0) > SINK_DRAIN_LIMIT) return Promise.reject(new HttpRefusal(413, 'body_too_large'));
+  if (Number(req.headers['content-length'] ?? 0) > SINK_DRAIN_LIMIT)
+    return Promise.reject(new HttpRefusal(413, 'body_too_large'));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -505,7 +554,9 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
       if (size > SINK_DRAIN_LIMIT) req.socket.destroy();
       else if (size <= SINK_BODY_LIMIT) chunks.push(chunk);
     });
-    req.on('end', () => (size > SINK_BODY_LIMIT ? reject(new HttpRefusal(413, 'body_too_large')) : resolve(Buffer.concat(chunks))));
+    req.on('end', () =>
+      size > SINK_BODY_LIMIT ? reject(new HttpRefusal(413, 'body_too_large')) : resolve(Buffer.concat(chunks)),
+    );
     req.on('error', reject);
     req.on('close', () => reject(new HttpRefusal(400, 'request_aborted'))); // no-op once settled
   });

@@ -61,7 +61,13 @@ const MCP_SERVER_ITEM = {
       ...MCP_SERVER.properties.tools,
       items: {
         ...MCP_TOOL,
-        properties: { ...MCP_TOOL.properties, input_schema: { type: 'object', description: "The tool's input JSON Schema, exactly as the server lists it." } },
+        properties: {
+          ...MCP_TOOL.properties,
+          input_schema: {
+            type: 'object',
+            description: "The tool's input JSON Schema, exactly as the server lists it.",
+          },
+        },
       },
     },
   },
@@ -171,7 +177,12 @@ export function parseAgentDefinition(value: unknown): AgentDefinition {
     ...(f.budget !== undefined ? { budget: { maxTokens: f.budget.max_tokens } } : {}),
     ...(f.mcp_servers !== undefined ? { mcpServers: mcpServersOf(f.mcp_servers) } : {}),
     ...(f.script !== undefined
-      ? { script: f.script.map((s) => ({ ...(s.text !== undefined ? { text: s.text } : {}), ...(s.tool_calls ? { toolCalls: s.tool_calls } : {}) })) }
+      ? {
+          script: f.script.map((s) => ({
+            ...(s.text !== undefined ? { text: s.text } : {}),
+            ...(s.tool_calls ? { toolCalls: s.tool_calls } : {}),
+          })),
+        }
       : {}),
   };
 }
@@ -193,13 +204,17 @@ function mcpServersOf(value: unknown[]): readonly McpServerDeclaration[] {
 function checkModelSettings(f: AgentFile): void {
   const model = f.model;
   if (model.provider === 'openai-compatible' && model.base_url === undefined) {
-    throw definitionInvalid('/model', 'provider openai-compatible needs base_url (e.g. http://127.0.0.1:11434/v1 for Ollama)');
+    throw definitionInvalid(
+      '/model',
+      'provider openai-compatible needs base_url (e.g. http://127.0.0.1:11434/v1 for Ollama)',
+    );
   }
   if (model.provider === 'scripted' && (model.base_url !== undefined || model.api_key_env !== undefined)) {
     throw definitionInvalid('/model', 'the scripted provider takes no base_url or api_key_env');
   }
   if (model.provider === GOAL_FINISHER_PROVIDER) {
-    if (model.base_url !== undefined || model.api_key_env !== undefined) throw definitionInvalid('/model', 'the goal-finisher provider takes no base_url or api_key_env');
+    if (model.base_url !== undefined || model.api_key_env !== undefined)
+      throw definitionInvalid('/model', 'the goal-finisher provider takes no base_url or api_key_env');
     // It decides from the Goal's state; a script it would never read is refused rather than ignored.
     if (f.script !== undefined) throw definitionInvalid('/script', 'the goal-finisher provider takes no script');
   }
@@ -268,7 +283,8 @@ function checkTypedShape(def: unknown): void {
     if (extra !== undefined) invalid(path, `must NOT have additional property ${extra}`);
     return record;
   };
-  const array = (value: unknown, path: string): readonly unknown[] => (Array.isArray(value) ? value : invalid(path, 'must be array'));
+  const array = (value: unknown, path: string): readonly unknown[] =>
+    Array.isArray(value) ? value : invalid(path, 'must be array');
 
   const agent = object(def, TYPED_KEYS.agent, '/');
   object(agent.model, TYPED_KEYS.model, '/model');
@@ -277,7 +293,9 @@ function checkTypedShape(def: unknown): void {
   array(agent.script, '/script').forEach((s, i) => {
     const step = object(s, TYPED_KEYS.step, `/script/${i}`);
     if (step.toolCalls === undefined) return;
-    array(step.toolCalls, `/script/${i}/toolCalls`).forEach((c, j) => object(c, TYPED_KEYS.call, `/script/${i}/toolCalls/${j}`));
+    array(step.toolCalls, `/script/${i}/toolCalls`).forEach((c, j) =>
+      object(c, TYPED_KEYS.call, `/script/${i}/toolCalls/${j}`),
+    );
   });
 }
 
@@ -287,7 +305,9 @@ export function loadAgentFile(path: string): AgentDefinition {
     text = readFileSync(path, 'utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT')
-      throw notFound('agent_file_missing', 'The agent definition file does not exist.', { nextAction: 'pass an existing file to --agent' });
+      throw notFound('agent_file_missing', 'The agent definition file does not exist.', {
+        nextAction: 'pass an existing file to --agent',
+      });
     throw e;
   }
   let json: unknown;

@@ -84,16 +84,22 @@ export interface ApplicationSpec {
   /** Further executable components (stages, observers, brokers, decorators). */
   readonly components?: readonly ComponentIdentity[];
   /** Agent definitions the application ships: a list, or a lookup by identity. */
-  readonly agents?: readonly AgentDefinition[] | ((identity: { readonly id: string; readonly version: string }) => AgentDefinition | undefined);
+  readonly agents?:
+    | readonly AgentDefinition[]
+    | ((identity: { readonly id: string; readonly version: string }) => AgentDefinition | undefined);
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
 
 function checkIdentity(kind: ComponentKind, name: string, identity: ComponentIdentity | undefined): ComponentIdentity {
   if (!identity) {
-    throw rejected('component_identity_missing', `The ${kind} ${name} has no compiled identity; a full application needs one for every component.`, {
-      nextAction: 'declare module, version and source identity for the component',
-    });
+    throw rejected(
+      'component_identity_missing',
+      `The ${kind} ${name} has no compiled identity; a full application needs one for every component.`,
+      {
+        nextAction: 'declare module, version and source identity for the component',
+      },
+    );
   }
   if (identity.kind !== kind || !identity.module || !identity.version || !HEX64.test(identity.sourceSha256)) {
     throw rejected('component_identity_invalid', `The identity of ${kind} ${name} is incomplete or malformed.`, {
@@ -111,7 +117,8 @@ export function defineApplication(spec: ApplicationSpec): Application {
     });
   }
   for (const p of spec.providers ?? []) checkIdentity('provider', p.name, p.identity);
-  for (const plan of spec.toolPlans) for (const t of plan.tools) checkIdentity('static_tool', t.definition.name, t.identity);
+  for (const plan of spec.toolPlans)
+    for (const t of plan.tools) checkIdentity('static_tool', t.definition.name, t.identity);
   if (spec.scriptedProviderIdentity) checkIdentity('provider', SCRIPTED_PROVIDER, spec.scriptedProviderIdentity);
   for (const c of spec.components ?? []) checkIdentity(c.kind, c.name, c);
   return build(spec, true);
@@ -196,7 +203,10 @@ function build(spec: ApplicationSpec, full: boolean): Application {
         lease.release();
       }
     },
-    agent: (identity) => (typeof spec.agents === 'function' ? spec.agents(identity) : (spec.agents ?? []).find((a) => a.id === identity.id && a.version === identity.version)),
+    agent: (identity) =>
+      typeof spec.agents === 'function'
+        ? spec.agents(identity)
+        : (spec.agents ?? []).find((a) => a.id === identity.id && a.version === identity.version),
     staticComponentsFor(def) {
       const plan = host.declared(toolPlanIdFor(def));
       if (!plan) {

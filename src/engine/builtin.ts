@@ -37,7 +37,12 @@ export const mathAddTool = (id: ComponentIdentity): Tool => ({
   definition: {
     name: 'math.add',
     description: 'Add two numbers.',
-    inputSchema: { type: 'object', additionalProperties: false, required: ['a', 'b'], properties: { a: { type: 'number' }, b: { type: 'number' } } },
+    inputSchema: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['a', 'b'],
+      properties: { a: { type: 'number' }, b: { type: 'number' } },
+    },
     mutating: false,
   },
   identity: id,
@@ -50,13 +55,23 @@ export function builtinToolPlan(root: string): ToolPlan {
     {
       definition: {
         name: 'outbox.append',
-        description: 'Append a message to the root outbox (an external side effect: recorded as intent before and outcome after).',
-        inputSchema: { type: 'object', additionalProperties: false, required: ['message'], properties: { message: { type: 'string', maxLength: 4096 } } },
+        description:
+          'Append a message to the root outbox (an external side effect: recorded as intent before and outcome after).',
+        inputSchema: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['message'],
+          properties: { message: { type: 'string', maxLength: 4096 } },
+        },
         mutating: true,
       },
       identity: identity('static_tool', 'outbox.append'),
       // Journalled by the engine in the root's effect owner, in the run's scope, like every mutating call.
-      describeEffect: (args) => ({ kind: 'outbox.append', target: 'file:outbox.jsonl', intent: { message: args.message as string } }),
+      describeEffect: (args) => ({
+        kind: 'outbox.append',
+        target: 'file:outbox.jsonl',
+        intent: { message: args.message as string },
+      }),
       execute: (args, ctx) => {
         const path = join(root, 'outbox.jsonl');
         const fd = openSync(path, 'a', 0o600);
@@ -78,7 +93,10 @@ export function builtinToolPlan(root: string): ToolPlan {
           type: 'object',
           additionalProperties: false,
           required: ['interaction_id', 'prompt'],
-          properties: { interaction_id: { type: 'string', pattern: '^[a-zA-Z0-9_.:-]{1,128}$' }, prompt: { type: 'string', maxLength: 4096 } },
+          properties: {
+            interaction_id: { type: 'string', pattern: '^[a-zA-Z0-9_.:-]{1,128}$' },
+            prompt: { type: 'string', maxLength: 4096 },
+          },
         },
         mutating: false,
       },
@@ -118,6 +136,10 @@ export function builtinApplication(root: string, guard?: LifetimeGuard): Applica
     providerKinds: SDK_PROVIDER_KINDS,
     compatibilityIdentity: BUILTIN_COMPATIBILITY,
     toolPlans: [builtinToolPlan(root), goalWorkToolPlan(root, guard)],
-    scriptedProviderIdentity: { ...identity('provider', SCRIPTED_PROVIDER), module: 'loopx/engine/providers/scripted', sourceSha256: sourceIdentityOf(SCRIPTED_PROVIDER_MODULE) },
+    scriptedProviderIdentity: {
+      ...identity('provider', SCRIPTED_PROVIDER),
+      module: 'loopx/engine/providers/scripted',
+      sourceSha256: sourceIdentityOf(SCRIPTED_PROVIDER_MODULE),
+    },
   });
 }

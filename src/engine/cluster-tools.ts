@@ -61,8 +61,14 @@ export function clusterToolPlan(options: ClusterToolOptions = {}): ToolPlan {
     {
       definition: {
         name: 'receiver.deliver',
-        description: "Deliver a message to the cluster's receiver (an effect: recorded before dispatch, never repeated).",
-        inputSchema: { type: 'object', additionalProperties: false, required: ['message'], properties: { message: { type: 'string', maxLength: 8192 } } },
+        description:
+          "Deliver a message to the cluster's receiver (an effect: recorded before dispatch, never repeated).",
+        inputSchema: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['message'],
+          properties: { message: { type: 'string', maxLength: 8192 } },
+        },
         mutating: true,
       },
       identity: identity('static_tool', 'receiver.deliver'),
@@ -73,15 +79,22 @@ export function clusterToolPlan(options: ClusterToolOptions = {}): ToolPlan {
         return {
           kind: effectOwner.WEBHOOK_KIND,
           target: effectOwner.webhookTarget(options.receiverUrl),
-          intent: effectOwner.webhookIntent(options.receiverUrl, body, fence === undefined ? undefined : { goal_lineage: ctx.runId, fence }),
+          intent: effectOwner.webhookIntent(
+            options.receiverUrl,
+            body,
+            fence === undefined ? undefined : { goal_lineage: ctx.runId, fence },
+          ),
         };
       },
       execute: async (_args, ctx) => {
         const effect = journalled(ctx);
         const sent = await effectOwner.sendWebhook(effect);
-        if (sent.outcome === 'committed') return effectOutput({ delivered: true, operation_id: effect.operation_id }, sent.receipt as JsonValue);
+        if (sent.outcome === 'committed')
+          return effectOutput({ delivered: true, operation_id: effect.operation_id }, sent.receipt as JsonValue);
         if (sent.outcome === 'rejected') {
-          throw rejected('receiver_rejected', 'The receiver refused the delivery.', { details: { http_status: (sent.receipt as { http_status: number }).http_status } });
+          throw rejected('receiver_rejected', 'The receiver refused the delivery.', {
+            details: { http_status: (sent.receipt as { http_status: number }).http_status },
+          });
         }
         // Unknown: recorded as uncertain; it is reconciled under its operation id, never repeated.
         throw effectOwner.outcomeUnknown(effect.operation_id, unknownReason(sent.receipt as JsonValue));
@@ -97,6 +110,10 @@ export function clusterApplication(options: ClusterToolOptions = {}): Applicatio
     providerKinds: SDK_PROVIDER_KINDS,
     compatibilityIdentity: CLUSTER_COMPATIBILITY,
     toolPlans: [clusterToolPlan(options)],
-    scriptedProviderIdentity: { ...identity('provider', SCRIPTED_PROVIDER), module: 'loopx/engine/providers/scripted', sourceSha256: sourceIdentityOf(SCRIPTED_PROVIDER_MODULE) },
+    scriptedProviderIdentity: {
+      ...identity('provider', SCRIPTED_PROVIDER),
+      module: 'loopx/engine/providers/scripted',
+      sourceSha256: sourceIdentityOf(SCRIPTED_PROVIDER_MODULE),
+    },
   });
 }

@@ -23,22 +23,31 @@ export interface Delivery {
 
 export const UNKNOWN_DELIVERY: Delivery = { delivery_result: null, duplicate_of: null };
 
-const isRecord = (v: unknown): v is { readonly [k: string]: unknown } => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isRecord = (v: unknown): v is { readonly [k: string]: unknown } =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The delivery result a committed delivery's receipt states (read before the receipt is bounded — see mutations.ts). */
 export function deliveryOfReceipt(receipt: unknown): Delivery {
   if (!isRecord(receipt)) return UNKNOWN_DELIVERY;
   if (receipt.sent === false) {
-    return typeof receipt.duplicate_of === 'string' && receipt.duplicate_of !== '' ? { delivery_result: 'not_sent', duplicate_of: receipt.duplicate_of } : UNKNOWN_DELIVERY;
+    return typeof receipt.duplicate_of === 'string' && receipt.duplicate_of !== ''
+      ? { delivery_result: 'not_sent', duplicate_of: receipt.duplicate_of }
+      : UNKNOWN_DELIVERY;
   }
   const status = receipt.http_status;
-  if (typeof status !== 'number' || status < 200 || status >= 300 || !isRecord(receipt.response)) return UNKNOWN_DELIVERY;
+  if (typeof status !== 'number' || status < 200 || status >= 300 || !isRecord(receipt.response))
+    return UNKNOWN_DELIVERY;
   const replayed = receipt.response.replayed;
-  return replayed === true ? { delivery_result: 'replayed', duplicate_of: null } : replayed === false ? { delivery_result: 'stored', duplicate_of: null } : UNKNOWN_DELIVERY;
+  return replayed === true
+    ? { delivery_result: 'replayed', duplicate_of: null }
+    : replayed === false
+      ? { delivery_result: 'stored', duplicate_of: null }
+      : UNKNOWN_DELIVERY;
 }
 
 /** Whether an effect is a webhook delivery, whose `ToolResulted` carries the two fields. */
-export const isDelivery = (effect: Pick<effectOwner.EffectRecord, 'kind'> | undefined): boolean => effect?.kind === effectOwner.WEBHOOK_KIND;
+export const isDelivery = (effect: Pick<effectOwner.EffectRecord, 'kind'> | undefined): boolean =>
+  effect?.kind === effectOwner.WEBHOOK_KIND;
 
 /** A delivery effect as the effect owner holds it: its result when it is committed, else not known. */
 export const deliveryOfEffect = (effect: Pick<effectOwner.EffectRecord, 'outcome' | 'receipt'>): Delivery =>

@@ -39,7 +39,12 @@ import type { RebindOutcome, RunAuthority } from '../run-authority/index.js';
 
 export { FAULT_AFTER_EFFECT_SETTLED, FAULT_AFTER_MUTATION_INTENT } from './turns.js';
 export { FAULT_AFTER_QUOTA_DEBIT, FAULT_BEFORE_TURN_SETTLED, TURN_DEBIT_UNIT, turnTokens } from './goal-turns.js';
-export { FAULT_IMPORT_AFTER_KERNEL_COMMIT, type ExportedSnapshot, type SignedExport, type SnapshotVerification } from './transfer.js';
+export {
+  FAULT_IMPORT_AFTER_KERNEL_COMMIT,
+  type ExportedSnapshot,
+  type SignedExport,
+  type SnapshotVerification,
+} from './transfer.js';
 export type { EventsOptions, RunView } from './reads.js';
 export type { ResolveOptions, StartOptions } from './kernel.js';
 export type { CallEvidence, Resolution, UncertainEffect };
@@ -103,7 +108,11 @@ export class Engine {
       beforeOpen: () => this.#admitRoot(),
     });
     // Goal work turns run after the engine opened (and so admitted) the root.
-    this.#goalTurns = new GoalTurnAccess(options.root !== undefined ? { root: options.root, ...('authority' in options ? { guard: options.authority } : {}) } : {});
+    this.#goalTurns = new GoalTurnAccess(
+      options.root !== undefined
+        ? { root: options.root, ...('authority' in options ? { guard: options.authority } : {}) }
+        : {},
+    );
     const store = () => this.store;
     if ('readOnly' in options) {
       // Without the authority's probe its run locks are invisible here: reads report no live driver.
@@ -113,11 +122,29 @@ export class Engine {
     }
     const ownership = new RunOwnership({ authority: options.authority, root: options.root, store });
     this.#reads = new RunReads({ store, effects: this.#effects, isDriven: (runId) => ownership.isDriven(runId) });
-    const turns = new TurnDriver({ application: this.application, store, effects: this.#effects, goalTurns: this.#goalTurns });
+    const turns = new TurnDriver({
+      application: this.application,
+      store,
+      effects: this.#effects,
+      goalTurns: this.#goalTurns,
+    });
     this.#writer = {
       ownership,
-      kernel: new RunKernel({ application: this.application, store, effects: this.#effects, reads: this.#reads, ownership, turns }),
-      transfer: new RunTransfer({ application: this.application, store, hasRootState: () => this.#hasRootState(), reads: this.#reads, ownership }),
+      kernel: new RunKernel({
+        application: this.application,
+        store,
+        effects: this.#effects,
+        reads: this.#reads,
+        ownership,
+        turns,
+      }),
+      transfer: new RunTransfer({
+        application: this.application,
+        store,
+        hasRootState: () => this.#hasRootState(),
+        reads: this.#reads,
+        ownership,
+      }),
     };
   }
 
@@ -253,7 +280,11 @@ export class Engine {
   // ── plumbing ─────────────────────────────────────────────────────────────────────────
 
   #write(): Writer {
-    if (!this.#writer) throw internal('authority_required', 'This engine was opened read-only, without a run authority; changing or moving a run needs one.');
+    if (!this.#writer)
+      throw internal(
+        'authority_required',
+        'This engine was opened read-only, without a run authority; changing or moving a run needs one.',
+      );
     return this.#writer;
   }
 

@@ -28,14 +28,22 @@ export interface LifetimeGuard {
  * names the root the recovery made, as the operator types it from here, when the authority still
  * finds that root's directory; else it shows the Goal here.
  */
-export async function supersededRefusal(guard: LifetimeGuard | undefined, goalId: string, supersession: unknown): Promise<LoopxError> {
+export async function supersededRefusal(
+  guard: LifetimeGuard | undefined,
+  goalId: string,
+  supersession: unknown,
+): Promise<LoopxError> {
   const rootId = (supersession as { successor_root?: unknown } | undefined)?.successor_root;
   const dir = typeof rootId === 'string' ? await guard?.rootDirectory?.(rootId).catch(() => undefined) : undefined;
   return goalLifetimeSuperseded(goalId, dir === undefined ? undefined : operatorPath(dir));
 }
 
 /** Refused (`supersededRefusal`) when the authority records `goalInstanceId` as superseded. */
-export async function refuseSupersededLifetime(guard: LifetimeGuard | undefined, goalId: string, goalInstanceId: string): Promise<void> {
+export async function refuseSupersededLifetime(
+  guard: LifetimeGuard | undefined,
+  goalId: string,
+  goalInstanceId: string,
+): Promise<void> {
   const s = await guard?.lifetimeSupersession(goalInstanceId);
   if (s !== undefined) throw await supersededRefusal(guard, goalId, s);
 }
@@ -47,7 +55,11 @@ export async function assertLifetimeLive(guard: LifetimeGuard | undefined, goal:
 }
 
 /** The work store's head checked against the authority's mark of it, and the mark moved to it. */
-export async function observeGoalWork(guard: LifetimeGuard | undefined, goal: goalOwner.GoalRecord, work: workOwner.WorkOwner): Promise<void> {
+export async function observeGoalWork(
+  guard: LifetimeGuard | undefined,
+  goal: goalOwner.GoalRecord,
+  work: workOwner.WorkOwner,
+): Promise<void> {
   if (guard?.observeWorkHead === undefined) return;
   const view = await work.view();
   await guard.observeWorkHead({

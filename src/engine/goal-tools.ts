@@ -33,12 +33,25 @@
  */
 import { canonicalJson, internal, rejected, sha256Hex } from '../core/index.js';
 import { LOOPX_VERSION } from '../core/index.js';
-import { effect as effectOwner, goal as goalOwner, openRootOwners, work as workOwner, type RootOwners } from '../owners/index.js';
+import {
+  effect as effectOwner,
+  goal as goalOwner,
+  openRootOwners,
+  work as workOwner,
+  type RootOwners,
+} from '../owners/index.js';
 import { goalLifetimeSuperseded } from '../run-authority/index.js';
 import type { ComponentIdentity } from '../snapshot/index.js';
 import { observeGoalWork, refuseSupersededLifetime, type LifetimeGuard } from './goal-guard.js';
 import { sourceIdentityOf } from './identity.js';
-import { effectOutput, type EffectIntent, type JsonValue, type Tool, type ToolContext, type ToolPlan } from './tools.js';
+import {
+  effectOutput,
+  type EffectIntent,
+  type JsonValue,
+  type Tool,
+  type ToolContext,
+  type ToolPlan,
+} from './tools.js';
 
 export const GOAL_WORK_TOOL_PLAN = 'loopx.goal-work.v1';
 /** Machine-configuration namespace holding the external system's deliveries endpoint. */
@@ -58,9 +71,13 @@ const identity = (name: string): ComponentIdentity => ({
 
 /** A run no session of this root is bound to: it may not act on, or take turns for, Goal work here. */
 export const goalWorkUnbound = () =>
-  rejected('goal_work_unbound', 'This run is not bound to a Goal session in this root; it may not act on Goal work here.', {
-    nextAction: 'start Goal work with loopx work run',
-  });
+  rejected(
+    'goal_work_unbound',
+    'This run is not bound to a Goal session in this root; it may not act on Goal work here.',
+    {
+      nextAction: 'start Goal work with loopx work run',
+    },
+  );
 
 /** The work owner operation that engages a session's writer fence; its receipt holds the fence. */
 export const goalWorkFenceOperation = (sessionId: string) => `session:${sessionId}:fence`;
@@ -78,7 +95,12 @@ interface CallContext {
 }
 
 /** Resolve the Goal context of a call from its run, run `fn`, and close what was opened. */
-async function withCallContext<T>(root: string, guard: LifetimeGuard | undefined, ctx: ToolContext, fn: (c: CallContext) => Promise<T> | T): Promise<T> {
+async function withCallContext<T>(
+  root: string,
+  guard: LifetimeGuard | undefined,
+  ctx: ToolContext,
+  fn: (c: CallContext) => Promise<T> | T,
+): Promise<T> {
   const owners = openRootOwners(root);
   try {
     const session = (await owners.sessions.listSessions()).find((s) => s.run_id === ctx.runId && s.status === 'active');
@@ -137,10 +159,19 @@ export function journalled(ctx: ToolContext): effectOwner.EffectRecord {
 /** A send's receipt as an unknown outcome's reason code. */
 export const unknownReason = (receipt: JsonValue): string => {
   const r = receipt as { reason?: unknown; http_status?: unknown } | null;
-  return typeof r?.reason === 'string' ? r.reason : typeof r?.http_status === 'number' ? `http_${r.http_status}` : 'outcome_unknown';
+  return typeof r?.reason === 'string'
+    ? r.reason
+    : typeof r?.http_status === 'number'
+      ? `http_${r.http_status}`
+      : 'outcome_unknown';
 };
 
-const todoView = (t: workOwner.Todo) => ({ todo_id: t.todo_id, title: t.title, status: t.status, note: t.note ?? null });
+const todoView = (t: workOwner.Todo) => ({
+  todo_id: t.todo_id,
+  title: t.title,
+  status: t.status,
+  note: t.note ?? null,
+});
 
 /**
  * `todo.update` for one call: a hard lease on the Todo for this session's execution, then the
@@ -151,7 +182,11 @@ async function updateUnderLease(c: CallContext, ctx: ToolContext, args: Record<s
   const op = ctx.operationId;
   const todoId = args.todo_id as string;
   const current = await c.work.leaseStatus(todoId);
-  const held = current.lease && current.authorization === 'active' && current.lease.owner === c.leaseOwner && current.lease.execution_key === c.executionKey;
+  const held =
+    current.lease &&
+    current.authorization === 'active' &&
+    current.lease.owner === c.leaseOwner &&
+    current.lease.execution_key === c.executionKey;
   const lease = held
     ? current.lease!
     : (
@@ -173,7 +208,11 @@ async function updateUnderLease(c: CallContext, ctx: ToolContext, args: Record<s
     ...(args.note !== undefined ? { note: args.note as string } : {}),
     lease: { owner: lease.owner, execution_key: lease.execution_key, lease_epoch: lease.lease_epoch },
   });
-  const output = { result: result.result, cursor: result.cursor, todo: todoView((await c.work.getTodo(todoId))!) } as JsonValue;
+  const output = {
+    result: result.result,
+    cursor: result.cursor,
+    todo: todoView((await c.work.getTodo(todoId))!),
+  } as JsonValue;
   return effectOutput(output, { work_cursor: result.cursor, work_result: result.result });
 }
 
@@ -190,17 +229,28 @@ async function describeDelivery(c: CallContext, ctx: ToolContext, message: strin
   const send = (idempotency_key: string): EffectIntent => ({
     ...base,
     idempotency_key,
-    intent: effectOwner.webhookIntent(url, body, { goal_lineage: c.lineage.lineage_id, fence: c.lineage.generation, lifetime: c.lifetimeId }),
+    intent: effectOwner.webhookIntent(url, body, {
+      goal_lineage: c.lineage.lineage_id,
+      fence: c.lineage.generation,
+      lifetime: c.lifetimeId,
+    }),
   });
   // A receiver the operator retired for this Goal (it will never answer again) is sent nothing more.
-  if (await effectOwner.targetRetirement(c.owners.effects, c.goalId, base.target)) throw effectOwner.receiverGone(c.goalId, base.target);
+  if (await effectOwner.targetRetirement(c.owners.effects, c.goalId, base.target))
+    throw effectOwner.receiverGone(c.goalId, base.target);
   const prior = await c.owners.effects.getByIdempotencyKey(key);
   if (prior === undefined) return send(key);
-  if (prior.outcome === 'committed') return { ...base, idempotency_key: `${key}:dup:${ctx.operationId}`, intent: { duplicate_of: prior.operation_id } };
+  if (prior.outcome === 'committed')
+    return { ...base, idempotency_key: `${key}:dup:${ctx.operationId}`, intent: { duplicate_of: prior.operation_id } };
   if (effectOwner.isUncertain(prior) || prior.outcome === 'pending') {
-    throw rejected('delivery_outcome_unknown', `An earlier attempt of this delivery (${prior.operation_id}) has an unknown outcome; it is not sent again until that is settled.`, {
-      nextAction: 'settle the earlier attempt under its own operation id first: loopx run resolve RUN CALL (--committed RESULT | --absent | --abandon)',
-    });
+    throw rejected(
+      'delivery_outcome_unknown',
+      `An earlier attempt of this delivery (${prior.operation_id}) has an unknown outcome; it is not sent again until that is settled.`,
+      {
+        nextAction:
+          'settle the earlier attempt under its own operation id first: loopx run resolve RUN CALL (--committed RESULT | --absent | --abandon)',
+      },
+    );
   }
   // The logical operation never landed (absent, rejected, superseded): this call makes it, under its own key.
   return send(`${key}:${ctx.operationId}`);
@@ -214,9 +264,39 @@ async function describeDelivery(c: CallContext, ctx: ToolContext, message: strin
  */
 function supersededByReceiver(c: CallContext, receipt: unknown): void {
   const r = receipt as { reason?: unknown; newest_fence?: unknown };
-  if (r.reason !== 'fence_stale' || typeof r.newest_fence !== 'number' || !(r.newest_fence > c.lineage.generation)) return;
-  c.owners.goals.recordSuperseded({ goal_id: c.goalId, goal_instance_id: c.lifetimeId }, { evidence: 'receiver_fence_stale', newest_fence: r.newest_fence });
+  if (r.reason !== 'fence_stale' || typeof r.newest_fence !== 'number' || !(r.newest_fence > c.lineage.generation))
+    return;
+  c.owners.goals.recordSuperseded(
+    { goal_id: c.goalId, goal_instance_id: c.lifetimeId },
+    { evidence: 'receiver_fence_stale', newest_fence: r.newest_fence },
+  );
   throw goalLifetimeSuperseded(c.goalId);
+}
+
+/**
+ * `webhook.deliver` for one call: the delivery its effect journalled, sent once — or, when its
+ * logical operation is already committed, not sent and settled as that operation's duplicate.
+ */
+async function deliverJournalled(c: CallContext, ctx: ToolContext) {
+  const effect = journalled(ctx);
+  const duplicateOf = (JSON.parse(effect.intent) as { duplicate_of?: string }).duplicate_of;
+  // The logical operation is already committed: nothing is sent (the receiver would count a duplicate).
+  if (duplicateOf !== undefined)
+    return effectOutput(
+      { delivered: true, already: true, operation_id: duplicateOf },
+      { sent: false, duplicate_of: duplicateOf },
+    );
+  const sent = await effectOwner.sendWebhook(effect);
+  if (sent.outcome === 'committed')
+    return effectOutput({ delivered: true, operation_id: effect.operation_id }, sent.receipt as JsonValue);
+  if (sent.outcome === 'rejected') {
+    supersededByReceiver(c, sent.receipt);
+    throw rejected('webhook_rejected', 'The external system refused the delivery.', {
+      details: { http_status: (sent.receipt as { http_status: number }).http_status },
+    });
+  }
+  // Unknown: recorded as uncertain; it is reconciled under its operation id, never repeated.
+  throw effectOwner.outcomeUnknown(effect.operation_id, unknownReason(sent.receipt as JsonValue));
 }
 
 /** The static tool plan of Goal work runs in a runtime root. */
@@ -230,7 +310,13 @@ export function goalWorkToolPlan(root: string, guard?: LifetimeGuard): ToolPlan 
         mutating: false,
       },
       identity: identity('todo.list'),
-      execute: (_args, ctx) => withCallContext(root, guard, ctx, async (c) => ({ todos: (await c.work.listTodos()).map(todoView) }) as JsonValue),
+      execute: (_args, ctx) =>
+        withCallContext(
+          root,
+          guard,
+          ctx,
+          async (c) => ({ todos: (await c.work.listTodos()).map(todoView) }) as JsonValue,
+        ),
     },
     {
       definition: {
@@ -262,28 +348,18 @@ export function goalWorkToolPlan(root: string, guard?: LifetimeGuard): ToolPlan 
       definition: {
         name: 'webhook.deliver',
         description: 'Deliver a message to the external system (an effect: recorded before dispatch, never repeated).',
-        inputSchema: { type: 'object', additionalProperties: false, required: ['message'], properties: { message: { type: 'string', maxLength: 8192 } } },
+        inputSchema: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['message'],
+          properties: { message: { type: 'string', maxLength: 8192 } },
+        },
         mutating: true,
       },
       identity: identity('webhook.deliver'),
-      describeEffect: (args, ctx) => withCallContext(root, guard, ctx, (c) => describeDelivery(c, ctx, args.message as string)),
-      execute: (_args, ctx) =>
-        withCallContext(root, guard, ctx, async (c) => {
-          const effect = journalled(ctx);
-          const duplicateOf = (JSON.parse(effect.intent) as { duplicate_of?: string }).duplicate_of;
-          // The logical operation is already committed: nothing is sent (the receiver would count a duplicate).
-          if (duplicateOf !== undefined) return effectOutput({ delivered: true, already: true, operation_id: duplicateOf }, { sent: false, duplicate_of: duplicateOf });
-          const sent = await effectOwner.sendWebhook(effect);
-          if (sent.outcome === 'committed') return effectOutput({ delivered: true, operation_id: effect.operation_id }, sent.receipt as JsonValue);
-          if (sent.outcome === 'rejected') {
-            supersededByReceiver(c, sent.receipt);
-            throw rejected('webhook_rejected', 'The external system refused the delivery.', {
-              details: { http_status: (sent.receipt as { http_status: number }).http_status },
-            });
-          }
-          // Unknown: recorded as uncertain; it is reconciled under its operation id, never repeated.
-          throw effectOwner.outcomeUnknown(effect.operation_id, unknownReason(sent.receipt as JsonValue));
-        }),
+      describeEffect: (args, ctx) =>
+        withCallContext(root, guard, ctx, (c) => describeDelivery(c, ctx, args.message as string)),
+      execute: (_args, ctx) => withCallContext(root, guard, ctx, (c) => deliverJournalled(c, ctx)),
     },
   ];
   return { id: GOAL_WORK_TOOL_PLAN, tools };

@@ -51,7 +51,10 @@ export { turnTokens } from './usage.js';
 
 /** A refusal of the owners a Turn goes through: it stops the run, it is never retried by the driver. */
 export const isTurnRefusal = (e: unknown): e is LoopxError =>
-  sessionOwner.isSessionError(e) || quotaOwner.isQuotaError(e) || hasCode(e, 'goal_work_unbound') || hasCode(e, 'goal_lifetime_superseded');
+  sessionOwner.isSessionError(e) ||
+  quotaOwner.isQuotaError(e) ||
+  hasCode(e, 'goal_work_unbound') ||
+  hasCode(e, 'goal_lifetime_superseded');
 
 /** The session and quota owners of a root, opened on first use; a root without sessions.db has no Goal work run. */
 export class GoalTurnAccess {
@@ -76,7 +79,8 @@ export class GoalTurnAccess {
       return undefined;
     }
     // A lifetime a recovery superseded takes no turn: its run stops before the model is called.
-    if (session.status === 'active') await refuseSupersededLifetime(this.#guard, session.goal_id, session.goal_instance_id);
+    if (session.status === 'active')
+      await refuseSupersededLifetime(this.#guard, session.goal_id, session.goal_instance_id);
     const ownTurns = (await sessions!.listTurns(session.session_id)).filter((t) => t.run_id === head.runId);
     const generation = ownTurns.at(-1)?.execution_generation ?? session.execution_generation;
     return new RunTurns(sessions!, () => this.#ledger(), session, head.runId, generation, this.#guard);
@@ -124,11 +128,15 @@ export class RunTurns {
     const last = turns.at(-1);
     if (last && last.run_id === this.runId && last.status === 'in_progress') return last;
     await refuseSupersededLifetime(this.guard, this.session.goal_id, this.session.goal_instance_id);
-    return (await this.sessions.beginTurn(this.session.session_id, last ? last.turn_index + 1 : 0, this.generation)).turn;
+    return (await this.sessions.beginTurn(this.session.session_id, last ? last.turn_index + 1 : 0, this.generation))
+      .turn;
   }
 
   /** Record every phase up to and including `phase` that the open Turn lacks, in order. */
-  async through(phase: sessionOwner.TurnPhase, refs: Partial<Record<sessionOwner.TurnPhase, string>> = {}): Promise<sessionOwner.TurnJournal> {
+  async through(
+    phase: sessionOwner.TurnPhase,
+    refs: Partial<Record<sessionOwner.TurnPhase, string>> = {},
+  ): Promise<sessionOwner.TurnJournal> {
     let turn = (await this.open()) ?? (await this.begin());
     const end = sessionOwner.TURN_PHASES.indexOf(phase);
     for (let i = turn.phases.length; i <= end; i++) {
@@ -143,7 +151,11 @@ export class RunTurns {
    * the Turn key), `quota_spend`, then the settlement under the same identity. Every step is a
    * readback when a crashed driver already made it.
    */
-  async settleCompleted(turn: sessionOwner.TurnJournal, amount: number, completion: boolean): Promise<sessionOwner.SettleTurnResult> {
+  async settleCompleted(
+    turn: sessionOwner.TurnJournal,
+    amount: number,
+    completion: boolean,
+  ): Promise<sessionOwner.SettleTurnResult> {
     const key = turn.turn_key;
     await this.through('durable_writeback');
     await this.ledger().spend({
@@ -165,7 +177,10 @@ export class RunTurns {
   }
 
   /** Close the open Turn of an engine turn that did not complete: failed at its first unrecorded phase (a failed run), or stopped (a cancelled one). Nothing is debited. */
-  async settleInterrupted(turn: sessionOwner.TurnJournal, lifecycle: 'failed' | 'cancelled'): Promise<sessionOwner.SettleTurnResult> {
+  async settleInterrupted(
+    turn: sessionOwner.TurnJournal,
+    lifecycle: 'failed' | 'cancelled',
+  ): Promise<sessionOwner.SettleTurnResult> {
     const failed = lifecycle === 'failed';
     return this.sessions.settleTurn(turn.turn_key, {
       settlement_id: turn.turn_key,
@@ -189,7 +204,11 @@ export class RunTurns {
       return;
     }
     const assistant = (await messages()).find((m) => m.id === messageId(head.runId, head.completedTurns, 0));
-    if (!assistant) throw internal('turn_response_missing', `Run ${head.runId} has an open Turn but no recorded response for turn ${head.completedTurns}.`);
+    if (!assistant)
+      throw internal(
+        'turn_response_missing',
+        `Run ${head.runId} has an open Turn but no recorded response for turn ${head.completedTurns}.`,
+      );
     await this.settleCompleted(turn, debitTokens(head, assistant), head.lifecycle === 'completed');
   }
 }

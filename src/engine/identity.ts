@@ -28,7 +28,13 @@ export function computePlanIdentity(input: {
   const fingerprint = sha256Hex(
     canonicalJson({
       domain: 'loopx.plan-identity/v1',
-      components: components.map((c) => ({ kind: c.kind, name: c.name, module: c.module, version: c.version, source_sha256: c.sourceSha256 })),
+      components: components.map((c) => ({
+        kind: c.kind,
+        name: c.name,
+        module: c.module,
+        version: c.version,
+        source_sha256: c.sourceSha256,
+      })),
       tool_plan_id: input.toolPlanId,
       compatibility_identity: input.compatibilityIdentity,
       tools,

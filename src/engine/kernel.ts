@@ -29,7 +29,7 @@ import { messageId } from './messages.js';
 import { agrees, operatorOutcome, settleByOperator, type EffectAccess, type Resolution } from './mutations.js';
 import type { RunOwnership } from './ownership.js';
 import type { RunReads, RunView } from './reads.js';
-import type { RunHead, RunStore } from './run-store/contract.js';
+import type { RunCommit, RunHead, RunStore } from './run-store/contract.js';
 import { commitRun, compareStrings, RUN_ID, terminalError, toolMessage } from './runs.js';
 import { importIncomplete } from './transfer.js';
 import type { TurnDriver } from './turns.js';
@@ -57,6 +57,70 @@ export interface KernelParts {
   readonly turns: TurnDriver;
 }
 
+/** The run's opening messages: the definition's system prompt, then the caller's input, each when given. */
+function openingMessages(runId: string, def: AgentDefinition, input: string | undefined): Message[] {
+  const messages: Message[] = [];
+  if (def.system)
+    messages.push({
+      id: messageId(runId, 0, messages.length),
+      role: 'system',
+      parts: [{ type: 'text', text: def.system }],
+    });
+  if (input !== undefined)
+    messages.push({
+      id: messageId(runId, 0, messages.length),
+      role: 'user',
+      parts: [{ type: 'text', text: input }],
+    });
+  return messages;
+}
+
+/** The first commit of a new run: its initial head, its opening messages and `RunStarted`. */
+function startCommit(
+  runId: string,
+  def: AgentDefinition,
+  planIdentity: RunHead['planIdentity'],
+  options: StartOptions,
+): RunCommit {
+  const messages = openingMessages(runId, def, options.input);
+  const head: RunHead = {
+    runId,
+    definition: { id: def.id, version: def.version },
+    model: { provider: def.model.provider, modelId: def.model.modelId },
+    turnLimit: def.turnLimit,
+    completedTurns: 0,
+    lifecycle: 'active',
+    planIdentity,
+    usedInteractionIds: [],
+    lastSequence: 0,
+    messageCount: messages.length,
+    turnInProgress: false,
+    suspendAtTurn: options.suspendAfterTurns ?? null,
+    pendingInteraction: null,
+    failure: null,
+    createdAt: '',
+    updatedAt: '',
+  };
+  return {
+    head,
+    expectedSequence: 0,
+    messages: messages.map((message, index) => ({ index, message })),
+    events: [
+      {
+        type: 'RunStarted',
+        data: {
+          definition_id: def.id,
+          definition_version: def.version,
+          model_provider: def.model.provider,
+          model_id: def.model.modelId,
+          turn_limit: def.turnLimit,
+          plan_fingerprint: planIdentity.fingerprint,
+        },
+      },
+    ],
+  };
+}
+
 export class RunKernel {
   readonly #application: Application;
   readonly #store: () => RunStore;
@@ -74,13 +138,17 @@ export class RunKernel {
     this.#turns = parts.turns;
   }
 
+  /** Start a new run under a fresh (or the given) id and drive it until it suspends, finishes or must wait. */
   async start(agent: AgentDefinition, options: StartOptions = {}): Promise<RunView> {
     const def = defineAgent(agent);
     // The root's identity before anything is stored: a byte copy (root_is_copy) keeps no definition.
     await this.#own.rootId();
     const runId = options.runId ?? `run_${randomBytes(10).toString('hex')}`;
     if (!RUN_ID.test(runId)) throw runIdInvalid();
-    if (options.suspendAfterTurns !== undefined && !(Number.isInteger(options.suspendAfterTurns) && options.suspendAfterTurns >= 0)) {
+    if (
+      options.suspendAfterTurns !== undefined &&
+      !(Number.isInteger(options.suspendAfterTurns) && options.suspendAfterTurns >= 0)
+    ) {
       throw rejected('suspend_after_turns_invalid', '--suspend-after-turns must be a whole number ≥ 0.');
     }
     const planIdentity = this.#application.planIdentityFor(def);
@@ -92,49 +160,19 @@ export class RunKernel {
       tools = await this.#application.launchTools(def);
       if (await this.#store().get(runId)) throw conflict('run_exists', `Run ${runId} already exists.`);
       if (await this.#own.authority.readRecord(runId)) {
-        throw conflict('run_known', `The run authority already knows run ${runId}; a run id is used once.`, { nextAction: 'start the run under a new id' });
+        throw conflict('run_known', `The run authority already knows run ${runId}; a run id is used once.`, {
+          nextAction: 'start the run under a new id',
+        });
       }
       await this.#store().putDefinition(def);
-      await this.#own.writeRecord(lock, { runId, state: 'ACTIVE', transitionGeneration: 1, ownerRoot: await this.#own.rootId(), updatedAt: '' });
-      const messages: Message[] = [];
-      if (def.system) messages.push({ id: messageId(runId, 0, messages.length), role: 'system', parts: [{ type: 'text', text: def.system }] });
-      if (options.input !== undefined) messages.push({ id: messageId(runId, 0, messages.length), role: 'user', parts: [{ type: 'text', text: options.input }] });
-      const head: RunHead = {
+      await this.#own.writeRecord(lock, {
         runId,
-        definition: { id: def.id, version: def.version },
-        model: { provider: def.model.provider, modelId: def.model.modelId },
-        turnLimit: def.turnLimit,
-        completedTurns: 0,
-        lifecycle: 'active',
-        planIdentity,
-        usedInteractionIds: [],
-        lastSequence: 0,
-        messageCount: messages.length,
-        turnInProgress: false,
-        suspendAtTurn: options.suspendAfterTurns ?? null,
-        pendingInteraction: null,
-        failure: null,
-        createdAt: '',
+        state: 'ACTIVE',
+        transitionGeneration: 1,
+        ownerRoot: await this.#own.rootId(),
         updatedAt: '',
-      };
-      await this.#store().commit({
-        head,
-        expectedSequence: 0,
-        messages: messages.map((message, index) => ({ index, message })),
-        events: [
-          {
-            type: 'RunStarted',
-            data: {
-              definition_id: def.id,
-              definition_version: def.version,
-              model_provider: def.model.provider,
-              model_id: def.model.modelId,
-              turn_limit: def.turnLimit,
-              plan_fingerprint: planIdentity.fingerprint,
-            },
-          },
-        ],
       });
+      await this.#store().commit(startCommit(runId, def, planIdentity, options));
       await this.#turns.drive(runId);
     } finally {
       await this.#own.release(lock, runId);
@@ -155,7 +193,8 @@ export class RunKernel {
     try {
       // Idle at a boundary: suspend now. Suspending runs no code, so no plan check or lease is needed.
       const idle = await this.#reads.head(runId);
-      if (idle.lifecycle === 'active' && !idle.turnInProgress && !idle.pendingInteraction) await this.#turns.suspendAtBoundary(idle);
+      if (idle.lifecycle === 'active' && !idle.turnInProgress && !idle.pendingInteraction)
+        await this.#turns.suspendAtBoundary(idle);
     } finally {
       await lock.release();
     }
@@ -164,24 +203,31 @@ export class RunKernel {
 
   /** Resume a suspended run (optionally for `turns` turns), or continue an interrupted active one. */
   async resume(runId: string, options: { turns?: number } = {}): Promise<RunView> {
-    if (options.turns !== undefined && !(Number.isInteger(options.turns) && options.turns >= 1)) throw rejected('turns_invalid', '--turns must be a whole number ≥ 1.');
+    if (options.turns !== undefined && !(Number.isInteger(options.turns) && options.turns >= 1))
+      throw rejected('turns_invalid', '--turns must be a whole number ≥ 1.');
     const lock = await this.#own.lock(runId);
     let tools: ToolsHold | undefined;
     try {
       if (!(await this.#store().get(runId))) {
         // An import into this root consumed the snapshot and died before its kernel commit.
         const record = await this.#own.authority.readRecord(runId);
-        if (record?.state === 'IMPORTING' && record.ownerRoot === (await this.#own.rootId())) throw importIncomplete(runId);
+        if (record?.state === 'IMPORTING' && record.ownerRoot === (await this.#own.rootId()))
+          throw importIncomplete(runId);
       }
       const head = await this.#reads.head(runId);
-      if (head.lifecycle === 'suspended' || head.lifecycle === 'active') await this.#turns.refuseSupersededLifetime(head);
+      if (head.lifecycle === 'suspended' || head.lifecycle === 'active')
+        await this.#turns.refuseSupersededLifetime(head);
       if (head.lifecycle === 'suspended') {
         // Static compatibility first, then the plan's servers: a refusal of either leaves the run suspended.
         const def = await this.#turns.checkPlan(head);
         tools = await this.#application.launchTools(def);
         await this.#own.activateRecord(lock, runId);
         await commitRun(this.#store(), head, {
-          head: { ...head, lifecycle: 'active', suspendAtTurn: options.turns !== undefined ? head.completedTurns + options.turns : null },
+          head: {
+            ...head,
+            lifecycle: 'active',
+            suspendAtTurn: options.turns !== undefined ? head.completedTurns + options.turns : null,
+          },
           events: [{ type: 'Resumed', data: { completed_turns: head.completedTurns } }],
           clearSuspendRequest: true,
         });
@@ -208,7 +254,10 @@ export class RunKernel {
       const pending = head.pendingInteraction;
       if (!pending || pending.interactionId !== interactionId) {
         if (head.usedInteractionIds.includes(interactionId)) {
-          throw rejected('interaction_id_reused', `Interaction ${interactionId} was already answered; an interaction id is used once.`);
+          throw rejected(
+            'interaction_id_reused',
+            `Interaction ${interactionId} was already answered; an interaction id is used once.`,
+          );
         }
         throw rejected('interaction_not_pending', `Run ${runId} is not waiting for interaction ${interactionId}.`, {
           nextAction: `see what the run waits for: loopx run show ${runId}`,
@@ -217,11 +266,19 @@ export class RunKernel {
       await this.#own.activeRecord(runId);
       await this.#turns.checkPlan(head);
       const messages = await this.#store().messages(runId);
-      const index = messages.findIndex((m) => m.role === 'tool' && m.parts.some((p) => p.type === 'tool_result' && p.callId === pending.callId));
+      const index = messages.findIndex(
+        (m) => m.role === 'tool' && m.parts.some((p) => p.type === 'tool_result' && p.callId === pending.callId),
+      );
       const toolName = (messages[index]!.parts[0] as ToolResultPart).toolName;
       await commitRun(this.#store(), head, {
-        head: { ...head, pendingInteraction: null, usedInteractionIds: [...head.usedInteractionIds, interactionId].sort(compareStrings) },
-        messages: [{ index, message: toolMessage(messages[index]!.id, pending.callId, toolName, 'ok', { answer: text }) }],
+        head: {
+          ...head,
+          pendingInteraction: null,
+          usedInteractionIds: [...head.usedInteractionIds, interactionId].sort(compareStrings),
+        },
+        messages: [
+          { index, message: toolMessage(messages[index]!.id, pending.callId, toolName, 'ok', { answer: text }) },
+        ],
         events: [
           { type: 'InteractionAnswered', data: { interaction_id: interactionId, call_id: pending.callId } },
           { type: 'ToolResulted', data: { call_id: pending.callId, tool_name: toolName, status: 'ok' } },
@@ -248,12 +305,18 @@ export class RunKernel {
       await this.#own.ownedRecord(runId);
       const takenNow = await this.#turns.settleOpenCalls(runId);
       const found = (await this.#store().mutations(runId)).find((m) => m.callId === callId);
-      if (!found) throw notFound('call_not_found', `Run ${runId} has no mutating call ${callId}.`, { nextAction: `list uncertain calls: loopx run show ${runId}` });
+      if (!found)
+        throw notFound('call_not_found', `Run ${runId} has no mutating call ${callId}.`, {
+          nextAction: `list uncertain calls: loopx run show ${runId}`,
+        });
       const effect = await this.#effects.effectOf(callId);
       if (found.state !== 'uncertain') {
         // The effect owner had settled it (by reconciliation): the run took that outcome just now.
         if (effect && takenNow.has(callId)) return await this.#resolvedByEffectOwner(runId, resolution, effect, drive);
-        throw rejected('call_not_uncertain', `Call ${callId} is ${found.state}, not uncertain; only uncertain calls are resolved.`);
+        throw rejected(
+          'call_not_uncertain',
+          `Call ${callId} is ${found.state}, not uncertain; only uncertain calls are resolved.`,
+        );
       }
       const head = await this.#reads.head(runId);
       const { state, status, result } = operatorOutcome(resolution);
@@ -276,7 +339,12 @@ export class RunKernel {
   }
 
   /** A call the effect owner settled before the operator's resolution: the run has its outcome; a contradicting resolution is refused. */
-  async #resolvedByEffectOwner(runId: string, resolution: Resolution, effect: effectOwner.EffectRecord, drive: boolean): Promise<RunView> {
+  async #resolvedByEffectOwner(
+    runId: string,
+    resolution: Resolution,
+    effect: effectOwner.EffectRecord,
+    drive: boolean,
+  ): Promise<RunView> {
     if (!agrees(resolution, effect)) throw effectOwner.alreadySettled(effect.operation_id, effect.outcome);
     if (drive && (await this.#reads.head(runId)).lifecycle === 'active') await this.#turns.drive(runId);
     return this.#reads.view(await this.#reads.head(runId));
@@ -293,7 +361,12 @@ export class RunKernel {
       // or resume (and `cancel` again finishes it) — never a cancelled run whose exported
       // snapshot could still be imported elsewhere.
       if (record.state !== 'TERMINAL') await this.#own.tombstone(lock, record);
-      await this.#turns.terminate(head, 'cancelled', { type: 'Cancelled', data: { completed_turns: head.completedTurns } }, null);
+      await this.#turns.terminate(
+        head,
+        'cancelled',
+        { type: 'Cancelled', data: { completed_turns: head.completedTurns } },
+        null,
+      );
       await this.#turns.closeFinishedTurn(runId);
     } finally {
       await this.#own.release(lock, runId);

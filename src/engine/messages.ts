@@ -4,7 +4,15 @@
  * N ≥ 1 is the Nth model turn. Because the turn counter only grows, a resumed run — in this
  * process or another — never reuses an earlier id.
  */
-export type { Message, Part, Role, TextPart, ToolCallPart, ToolResultPart, ToolResultStatus } from '../snapshot/index.js';
+export type {
+  Message,
+  Part,
+  Role,
+  TextPart,
+  ToolCallPart,
+  ToolResultPart,
+  ToolResultStatus,
+} from '../snapshot/index.js';
 export { ALLOWED_PARTS } from '../snapshot/index.js';
 
 export const messageId = (runId: string, turn: number, index: number): string => `${runId}/t${turn}/m${index}`;

@@ -43,7 +43,11 @@ export interface ModelCall {
 }
 
 export type ModelCallResult =
-  | { readonly ok: true; readonly response: ModelResponse; /** Streamed text not yet recorded: commit it with the response. */ readonly pending: NewEvent[] }
+  | {
+      readonly ok: true;
+      readonly response: ModelResponse;
+      /** Streamed text not yet recorded: commit it with the response. */ readonly pending: NewEvent[];
+    }
   | { readonly ok: false; readonly error: LoopxError };
 
 const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -77,7 +81,15 @@ export async function callModel(call: ModelCall): Promise<ModelCallResult> {
   // The request's model is the agent's ModelSpec: its base_url, when it has one, is where the call goes.
   const host = endpointHostOf(call.request.model as ModelSpec);
   const report = (r: ModelCallPhase) => {
-    if (reports.hasSubscribers) reports.publish({ run_id: call.request.runId, turn, provider: call.provider.name, host, attempts: call.retry.attempts, ...r });
+    if (reports.hasSubscribers)
+      reports.publish({
+        run_id: call.request.runId,
+        turn,
+        provider: call.provider.name,
+        host,
+        attempts: call.retry.attempts,
+        ...r,
+      });
   };
   let ok = false;
   try {
@@ -85,7 +97,11 @@ export async function callModel(call: ModelCall): Promise<ModelCallResult> {
       report({ phase: 'attempt', attempt });
       const stream = new StreamRecorder(call, attempt);
       try {
-        const response = await call.provider.generate({ ...call.request, onText: stream.onText, signal: stream.signal });
+        const response = await call.provider.generate({
+          ...call.request,
+          onText: stream.onText,
+          signal: stream.signal,
+        });
         await stream.settled();
         stream.throwIfFailed();
         ok = true;
@@ -97,8 +113,16 @@ export async function callModel(call: ModelCall): Promise<ModelCallResult> {
         await stream.settled();
         const failure = classifyModelError(e, call.provider.name, call.keyEnv, host);
         if (!failure.retryable || attempt >= call.retry.attempts) return { ok: false, error: failure.error };
-        const delay = Math.min(call.retry.maxDelayMs, failure.retryAfterMs ?? call.retry.baseDelayMs * 2 ** (attempt - 1));
-        await call.record([{ type: 'ModelRetried', data: { turn, model_call_id: modelCallId, attempt, code: failure.error.code, delay_ms: Math.round(delay) } }]);
+        const delay = Math.min(
+          call.retry.maxDelayMs,
+          failure.retryAfterMs ?? call.retry.baseDelayMs * 2 ** (attempt - 1),
+        );
+        await call.record([
+          {
+            type: 'ModelRetried',
+            data: { turn, model_call_id: modelCallId, attempt, code: failure.error.code, delay_ms: Math.round(delay) },
+          },
+        ]);
         report({ phase: 'retry', attempt, code: failure.error.code, delay_ms: Math.round(delay) });
         await (call.sleep ?? wait)(delay);
       } finally {
@@ -139,7 +163,15 @@ class StreamRecorder {
   };
 
   #event(text: string): NewEvent {
-    return { type: 'ModelStreamed', data: { turn: this.#call.request.turn, model_call_id: this.#call.request.modelCallId, attempt: this.#attempt, text } };
+    return {
+      type: 'ModelStreamed',
+      data: {
+        turn: this.#call.request.turn,
+        model_call_id: this.#call.request.modelCallId,
+        attempt: this.#attempt,
+        text,
+      },
+    };
   }
 
   flush(): void {
@@ -175,7 +207,9 @@ class StreamRecorder {
 
   throwIfFailed(): void {
     if (this.#failed === undefined) return;
-    throw isLoopxError(this.#failed) ? this.#failed : new Error('recording streamed text failed', { cause: this.#failed });
+    throw isLoopxError(this.#failed)
+      ? this.#failed
+      : new Error('recording streamed text failed', { cause: this.#failed });
   }
 
   close(): void {

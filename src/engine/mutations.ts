@@ -29,9 +29,19 @@ import { effect as effectOwner, rootStores } from '../owners/index.js';
 import type { ToolResultStatus } from '../snapshot/index.js';
 import { deliveryOfReceipt, UNKNOWN_DELIVERY, type Delivery } from './deliveries.js';
 import type { MutationRecord, MutationState } from './run-store/contract.js';
-import { isEffectOutput, isInteractionRequest, type EffectIntent, type JsonValue, type Tool, type ToolContext } from './tools.js';
+import {
+  isEffectOutput,
+  isInteractionRequest,
+  type EffectIntent,
+  type JsonValue,
+  type Tool,
+  type ToolContext,
+} from './tools.js';
 
-export type Resolution = { readonly kind: 'committed'; readonly resultJson: string } | { readonly kind: 'absent' } | { readonly kind: 'abandon' };
+export type Resolution =
+  | { readonly kind: 'committed'; readonly resultJson: string }
+  | { readonly kind: 'absent' }
+  | { readonly kind: 'abandon' };
 
 /** An uncertain call as the effect owner has it: its operation id and outcome (`pending`, `unknown`), or null for a run recorded before the effect journal. */
 export interface UncertainEffect {
@@ -66,7 +76,12 @@ export interface CallEvidence {
     readonly hold: string | null;
     readonly reconcile_attempts: number;
     /** Every state change, oldest first (receipts left out). */
-    readonly history: readonly { readonly event: effectOwner.EffectEvent; readonly outcome: effectOwner.EffectOutcome; readonly at: string; readonly reason: string | null }[];
+    readonly history: readonly {
+      readonly event: effectOwner.EffectEvent;
+      readonly outcome: effectOwner.EffectOutcome;
+      readonly at: string;
+      readonly reason: string | null;
+    }[];
   };
 }
 
@@ -83,7 +98,12 @@ export async function callEvidence(m: MutationRecord, effects: EffectAccess): Pr
   const journal = effects.forRead();
   const e = await journal?.get(operationIdOf(m.callId));
   if (!journal || !e) return { call_id: m.callId, tool: m.toolName, turn: m.turn, arguments: args, effect: null };
-  const history = (await journal.history(e.operation_id)).map((h) => ({ event: h.event, outcome: h.outcome, at: h.at, reason: h.reason }));
+  const history = (await journal.history(e.operation_id)).map((h) => ({
+    event: h.event,
+    outcome: h.outcome,
+    at: h.at,
+    reason: h.reason,
+  }));
   return {
     call_id: m.callId,
     tool: m.toolName,
@@ -120,7 +140,11 @@ export class EffectAccess {
   readonly #beforeOpen: (() => void) | undefined;
 
   /** `beforeOpen` runs before the root's effects.db is first opened (the engine's root admission). */
-  constructor(options: { readonly root?: string; readonly effects?: effectOwner.EffectJournal; readonly beforeOpen?: () => void }) {
+  constructor(options: {
+    readonly root?: string;
+    readonly effects?: effectOwner.EffectJournal;
+    readonly beforeOpen?: () => void;
+  }) {
     this.#root = options.root;
     this.#journal = options.effects;
     this.#beforeOpen = options.beforeOpen;
@@ -134,7 +158,8 @@ export class EffectAccess {
 
   /** Undefined while the root has no effects.db: nothing was journalled there (a run from before the journal). */
   forRead(): effectOwner.EffectJournal | undefined {
-    if (this.#journal === undefined && this.#root !== undefined && !rootStores(this.#root).holds('effects')) return undefined;
+    if (this.#journal === undefined && this.#root !== undefined && !rootStores(this.#root).holds('effects'))
+      return undefined;
     return this.forWrite();
   }
 
@@ -160,12 +185,21 @@ export type Begun =
  * Record a mutating call's intent in the effect owner and begin its dispatch. A call journalled
  * before keeps its original intent (it is not described again).
  */
-export async function beginEffect(journal: effectOwner.EffectJournal, tool: Tool, args: { readonly [k: string]: JsonValue }, ctx: ToolContext): Promise<Begun> {
+export async function beginEffect(
+  journal: effectOwner.EffectJournal,
+  tool: Tool,
+  args: { readonly [k: string]: JsonValue },
+  ctx: ToolContext,
+): Promise<Begun> {
   let effect = await journal.get(ctx.operationId);
   if (effect === undefined) {
     const d: EffectIntent = tool.describeEffect
       ? await tool.describeEffect(args, ctx)
-      : { kind: 'tool.call', target: `tool:${tool.definition.name}`, intent: { tool: tool.definition.name, arguments: args } };
+      : {
+          kind: 'tool.call',
+          target: `tool:${tool.definition.name}`,
+          intent: { tool: tool.definition.name, arguments: args },
+        };
     effect = (
       await journal.recordIntent({
         operation_id: ctx.operationId,
@@ -183,7 +217,10 @@ export async function beginEffect(journal: effectOwner.EffectJournal, tool: Tool
 }
 
 /** The open calls (engine rows without an outcome) whose effect has none either; a row with no effect is read as it is. */
-export async function uncertainEffects(open: readonly MutationRecord[], effects: EffectAccess): Promise<UncertainEffect[]> {
+export async function uncertainEffects(
+  open: readonly MutationRecord[],
+  effects: EffectAccess,
+): Promise<UncertainEffect[]> {
   const uncertain: UncertainEffect[] = [];
   for (const m of open) {
     const effect = await effects.effectOf(m.callId);
@@ -209,37 +246,77 @@ export interface CallOutcome {
 export function outcomeOfOutput(output: unknown): CallOutcome {
   if (isInteractionRequest(output)) {
     // It has already run, so its effect may have happened: that is an unknown outcome, not a failure.
-    const result = { error: 'interaction_from_mutating_tool', message: 'A mutating tool asked for an interaction after running; its outcome is unknown.' };
+    const result = {
+      error: 'interaction_from_mutating_tool',
+      message: 'A mutating tool asked for an interaction after running; its outcome is unknown.',
+    };
     const receipt = { reason: 'interaction_from_mutating_tool' };
-    return { state: 'uncertain', status: 'mutation_uncertain', result, effect: { outcome: 'unknown', receipt }, delivery: UNKNOWN_DELIVERY };
+    return {
+      state: 'uncertain',
+      status: 'mutation_uncertain',
+      result,
+      effect: { outcome: 'unknown', receipt },
+      delivery: UNKNOWN_DELIVERY,
+    };
   }
   const { ok, value } = toJsonResult(isEffectOutput(output) ? output.result : output);
   const receipt = isEffectOutput(output) && ok ? output.receipt : value;
-  return { state: 'committed', status: ok ? 'ok' : 'error', result: value, effect: { outcome: 'committed', receipt: bounded(receipt) }, delivery: deliveryOfReceipt(receipt) };
+  return {
+    state: 'committed',
+    status: ok ? 'ok' : 'error',
+    result: value,
+    effect: { outcome: 'committed', receipt: bounded(receipt) },
+    delivery: deliveryOfReceipt(receipt),
+  };
 }
 
 /** The outcome of a tool that threw, by the error's code — see the module header. */
 export function outcomeOfThrow(toolName: string, e: unknown): CallOutcome {
   if (effectOwner.isEffectError(e, 'effect_outcome_unknown')) {
     const reason = typeof e.details?.reason === 'string' ? e.details.reason : 'outcome_unknown';
-    const result = { error: 'mutation_uncertain', message: `The outcome of ${toolName} is unknown: ${errorMessage(e)}` };
-    return { state: 'uncertain', status: 'mutation_uncertain', result, effect: { outcome: 'unknown', receipt: { reason } }, delivery: UNKNOWN_DELIVERY };
+    const result = {
+      error: 'mutation_uncertain',
+      message: `The outcome of ${toolName} is unknown: ${errorMessage(e)}`,
+    };
+    return {
+      state: 'uncertain',
+      status: 'mutation_uncertain',
+      result,
+      effect: { outcome: 'unknown', receipt: { reason } },
+      delivery: UNKNOWN_DELIVERY,
+    };
   }
   if (isLoopxError(e) && e.kind !== 'internal') {
     // A typed refusal (rejected, conflict, not found, usage): the tool or an owner refused before acting.
-    return { state: 'failed', status: 'error', result: toolError(e), effect: { outcome: 'rejected', receipt: refusalReceipt(e) }, delivery: UNKNOWN_DELIVERY };
+    return {
+      state: 'failed',
+      status: 'error',
+      result: toolError(e),
+      effect: { outcome: 'rejected', receipt: refusalReceipt(e) },
+      delivery: UNKNOWN_DELIVERY,
+    };
   }
   // An untyped or internal throw mid-dispatch: the effect may have happened, so its outcome is unknown.
   const result = { error: 'mutation_uncertain', message: `The outcome of ${toolName} is unknown: ${errorMessage(e)}` };
   const receipt = { reason: isLoopxError(e) ? e.code : 'tool_failed' };
-  return { state: 'uncertain', status: 'mutation_uncertain', result, effect: { outcome: 'unknown', receipt }, delivery: UNKNOWN_DELIVERY };
+  return {
+    state: 'uncertain',
+    status: 'mutation_uncertain',
+    result,
+    effect: { outcome: 'unknown', receipt },
+    delivery: UNKNOWN_DELIVERY,
+  };
 }
 
 /**
  * Settle a dispatched call's effect with its outcome. Returns undefined when it was settled as
  * given, or the effect as someone else settled it meanwhile (a reconciliation): that outcome stands.
  */
-export async function settleEffect(journal: effectOwner.EffectJournal, operationId: string, outcome: CallOutcome): Promise<effectOwner.EffectRecord | undefined> {
+export async function settleEffect(
+  journal: effectOwner.EffectJournal,
+  operationId: string,
+  outcome: CallOutcome,
+): Promise<effectOwner.EffectRecord | undefined> {
   try {
     await journal.settle(operationId, outcome.effect.outcome, outcome.effect.receipt);
     return undefined;
@@ -250,28 +327,44 @@ export async function settleEffect(journal: effectOwner.EffectJournal, operation
 }
 
 /** The engine's record of a call whose effect the effect owner has settled; undefined while the outcome is uncertain. */
-export function takenOutcome(effect: effectOwner.EffectRecord): { readonly state: MutationState; readonly status: ToolResultStatus; readonly result: JsonValue } | undefined {
+export function takenOutcome(
+  effect: effectOwner.EffectRecord,
+): { readonly state: MutationState; readonly status: ToolResultStatus; readonly result: JsonValue } | undefined {
   const op = effect.operation_id;
   switch (effect.outcome) {
     case 'committed':
-      return { state: 'committed', status: 'ok', result: { result: 'already_applied', operation_id: op, receipt: effect.receipt as JsonValue } };
+      return {
+        state: 'committed',
+        status: 'ok',
+        result: { result: 'already_applied', operation_id: op, receipt: effect.receipt as JsonValue },
+      };
     case 'absent':
       return {
         state: 'absent',
         status: 'error',
-        result: { error: 'mutation_absent', message: 'The effect owner established that this operation did not take effect. It was not retried.' },
+        result: {
+          error: 'mutation_absent',
+          message: 'The effect owner established that this operation did not take effect. It was not retried.',
+        },
       };
     case 'rejected':
       return {
         state: 'failed',
         status: 'error',
-        result: { error: 'effect_rejected', message: 'The operation was refused before it took effect.', receipt: effect.receipt as JsonValue },
+        result: {
+          error: 'effect_rejected',
+          message: 'The operation was refused before it took effect.',
+          receipt: effect.receipt as JsonValue,
+        },
       };
     case 'superseded':
       return {
         state: 'failed',
         status: 'error',
-        result: { error: 'effect_superseded', message: 'The operation was superseded before it was dispatched; it did not take effect.' },
+        result: {
+          error: 'effect_superseded',
+          message: 'The operation was superseded before it was dispatched; it did not take effect.',
+        },
       };
     default:
       return undefined;
@@ -279,20 +372,31 @@ export function takenOutcome(effect: effectOwner.EffectRecord): { readonly state
 }
 
 /** A call found dispatched in the effect owner, with no outcome there: it stays uncertain. */
-export const undispatchedOutcome = (toolName: string): { readonly state: MutationState; readonly status: ToolResultStatus; readonly result: JsonValue } => ({
+export const undispatchedOutcome = (
+  toolName: string,
+): { readonly state: MutationState; readonly status: ToolResultStatus; readonly result: JsonValue } => ({
   state: 'uncertain',
   status: 'mutation_uncertain',
-  result: { error: 'mutation_uncertain', message: `An earlier dispatch of ${toolName} has no recorded outcome. It will not be re-run.` },
+  result: {
+    error: 'mutation_uncertain',
+    message: `An earlier dispatch of ${toolName} has no recorded outcome. It will not be re-run.`,
+  },
 });
 
 /** The engine's record of a call the operator resolved. */
-export function operatorOutcome(resolution: Resolution): { readonly state: MutationState; readonly status: ToolResultStatus; readonly result: JsonValue } {
+export function operatorOutcome(resolution: Resolution): {
+  readonly state: MutationState;
+  readonly status: ToolResultStatus;
+  readonly result: JsonValue;
+} {
   if (resolution.kind === 'committed') {
     let result: JsonValue;
     try {
       result = JSON.parse(resolution.resultJson) as JsonValue;
     } catch {
-      throw rejected('resolution_result_invalid', 'The --committed result is not JSON.', { nextAction: 'pass the result as JSON, e.g. \'{"ok":true}\' or \'"text"\'' });
+      throw rejected('resolution_result_invalid', 'The --committed result is not JSON.', {
+        nextAction: 'pass the result as JSON, e.g. \'{"ok":true}\' or \'"text"\'',
+      });
     }
     return { state: 'committed', status: 'ok', result };
   }
@@ -300,19 +404,26 @@ export function operatorOutcome(resolution: Resolution): { readonly state: Mutat
     return {
       state: 'absent',
       status: 'error',
-      result: { error: 'mutation_absent', message: 'The operator established that this operation did not take effect. It was not retried.' },
+      result: {
+        error: 'mutation_absent',
+        message: 'The operator established that this operation did not take effect. It was not retried.',
+      },
     };
   }
   return {
     state: 'abandoned',
     status: 'error',
-    result: { error: 'mutation_abandoned', message: 'The operator abandoned this operation; its outcome stays unknown. It was not retried.' },
+    result: {
+      error: 'mutation_abandoned',
+      message: 'The operator abandoned this operation; its outcome stays unknown. It was not retried.',
+    },
   };
 }
 
 /** Whether an operator's resolution agrees with an outcome the effect owner settled. */
 export const agrees = (resolution: Resolution, effect: effectOwner.EffectRecord): boolean =>
-  resolution.kind === 'abandon' || (resolution.kind === 'committed' ? effect.outcome === 'committed' : effect.outcome !== 'committed');
+  resolution.kind === 'abandon' ||
+  (resolution.kind === 'committed' ? effect.outcome === 'committed' : effect.outcome !== 'committed');
 
 /**
  * Settle an uncertain call's effect by the operator's resolution, under its original operation id
@@ -332,13 +443,31 @@ export async function settleByOperator(
     const expected = { outcome: e.outcome, attempt: e.attempt };
     try {
       if (resolution.kind === 'committed')
-        return { effect: (await journal.resolve(operationId, expected, 'committed', { resolved_by: 'operator', result: bounded(result) })).effect, byOperator: true };
-      if (resolution.kind === 'absent') return { effect: (await journal.resolve(operationId, expected, 'absent', { resolved_by: 'operator' })).effect, byOperator: true };
-      if (e.outcome === 'pending') await journal.resolve(operationId, expected, 'unknown', { resolved_by: 'operator', abandoned: true });
+        return {
+          effect: (
+            await journal.resolve(operationId, expected, 'committed', {
+              resolved_by: 'operator',
+              result: bounded(result),
+            })
+          ).effect,
+          byOperator: true,
+        };
+      if (resolution.kind === 'absent')
+        return {
+          effect: (await journal.resolve(operationId, expected, 'absent', { resolved_by: 'operator' })).effect,
+          byOperator: true,
+        };
+      if (e.outcome === 'pending')
+        await journal.resolve(operationId, expected, 'unknown', { resolved_by: 'operator', abandoned: true });
       return { effect: await journal.holdUnknown(operationId, 'operator_abandoned'), byOperator: true };
     } catch (err) {
       // Settled or changed between the read and the write: read it again and decide on what it is now.
-      if (attempt === 0 && (effectOwner.isEffectError(err, 'effect_state_changed') || effectOwner.isEffectError(err, 'effect_already_settled'))) continue;
+      if (
+        attempt === 0 &&
+        (effectOwner.isEffectError(err, 'effect_state_changed') ||
+          effectOwner.isEffectError(err, 'effect_already_settled'))
+      )
+        continue;
       throw err;
     }
   }
@@ -355,11 +484,15 @@ export function toJsonResult(output: unknown): { ok: boolean; value: JsonValue }
     canonicalJson(value);
     return { ok: true, value: value as JsonValue };
   } catch {
-    return { ok: false, value: { error: 'tool_result_not_json', message: 'The tool returned a value that is not JSON.' } };
+    return {
+      ok: false,
+      value: { error: 'tool_result_not_json', message: 'The tool returned a value that is not JSON.' },
+    };
   }
 }
 
-export const errorMessage = (e: unknown): string => (e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 500);
+export const errorMessage = (e: unknown): string =>
+  (e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 500);
 
 /** A refusal's receipt: its code and its public-safe details. */
 function refusalReceipt(e: LoopxError): JsonValue {

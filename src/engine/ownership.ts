@@ -33,7 +33,15 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { conflict, internal, rejected, type LoopxError } from '../core/index.js';
 import { TERMINAL_LIFECYCLES } from '../snapshot/index.js';
 import { LAYOUT } from '../owners/index.js';
-import { authorityRolledBack, rootAuthorityMismatch, rootDirectoryIdentity, type RebindOutcome, type RunAuthority, type RunLease, type RunRecord } from '../run-authority/index.js';
+import {
+  authorityRolledBack,
+  rootAuthorityMismatch,
+  rootDirectoryIdentity,
+  type RebindOutcome,
+  type RunAuthority,
+  type RunLease,
+  type RunRecord,
+} from '../run-authority/index.js';
 import type { RunStore } from './run-store/contract.js';
 import { headOf, RUN_ID, runNotFound, terminalError } from './runs.js';
 
@@ -58,7 +66,11 @@ export class RunOwnership {
   #rootId: string | undefined;
 
   /** `store` opens the root's run store on first use (the root id lives there). */
-  constructor(options: { readonly authority: RunAuthority; readonly root: string | undefined; readonly store: () => RunStore }) {
+  constructor(options: {
+    readonly authority: RunAuthority;
+    readonly root: string | undefined;
+    readonly store: () => RunStore;
+  }) {
     this.authority = options.authority;
     this.#root = options.root;
     this.#store = options.store;
@@ -78,7 +90,13 @@ export class RunOwnership {
         const recorded = await store.readRootMeta('authority_scope');
         const mine = this.authorityDigest();
         if (recorded !== undefined && recorded !== mine) throw rootAuthorityMismatch('other');
-        if (recorded === undefined && hadId && !(await this.authority.rootBound(id)) && (await this.#hasCommittedWork(store))) throw rootAuthorityMismatch('never_bound');
+        if (
+          recorded === undefined &&
+          hadId &&
+          !(await this.authority.rootBound(id)) &&
+          (await this.#hasCommittedWork(store))
+        )
+          throw rootAuthorityMismatch('never_bound');
         const { now, seen } = await this.#checkRevision(store);
         await this.authority.bindRoot(id, rootDirectoryIdentity(this.#root));
         if (recorded === undefined) await store.writeRootMeta('authority_scope', mine);
@@ -137,17 +155,29 @@ export class RunOwnership {
     const digest = createHash('sha256')
       .update(JSON.stringify({ root_id: id, from, to }))
       .digest('hex');
-    const view = { root_id: id, from_authority: from === null ? null : from.slice(0, 16), to_authority: to.slice(0, 16), digest };
+    const view = {
+      root_id: id,
+      from_authority: from === null ? null : from.slice(0, 16),
+      to_authority: to.slice(0, 16),
+      digest,
+    };
     if (from === to) return { ...view, state: 'unchanged' };
     if (confirm === undefined) return { ...view, state: 'preview' };
     if (confirm !== digest)
-      throw rejected('authority_adoption_digest_mismatch', 'The digest does not match what this adoption would do now.', {
-        nextAction: 'preview it again: loopx authority bind-root --adopt',
-      });
+      throw rejected(
+        'authority_adoption_digest_mismatch',
+        'The digest does not match what this adoption would do now.',
+        {
+          nextAction: 'preview it again: loopx authority bind-root --adopt',
+        },
+      );
     const seen = await this.authority.revision();
     await this.authority.rebindRoot(id, rootDirectoryIdentity(this.#root));
     const history = JSON.parse((await store.readRootMeta('authority_history')) ?? '[]') as unknown[];
-    await store.writeRootMeta('authority_history', JSON.stringify([...history, { from, to, at: new Date().toISOString() }]));
+    await store.writeRootMeta(
+      'authority_history',
+      JSON.stringify([...history, { from, to, at: new Date().toISOString() }]),
+    );
     await store.writeRootMeta('authority_revision', String(seen));
     await store.writeRootMeta('authority_scope', to);
     this.#rootId = id;
@@ -168,7 +198,8 @@ export class RunOwnership {
     if (!lease) {
       // Busy only when it is ours: a run another root owns is run_moved, whoever holds its lock now.
       const record = await this.authority.readRecord(runId);
-      if (record && (await this.#store().get(runId)) && record.ownerRoot !== (await this.rootId())) await this.ownedRecord(runId);
+      if (record && (await this.#store().get(runId)) && record.ownerRoot !== (await this.rootId()))
+        await this.ownedRecord(runId);
       throw conflict('run_busy', `Run ${runId} is being driven by another process or call.`, {
         nextAction: `wait for it, or follow it: loopx run events ${runId} --follow`,
       });
@@ -206,7 +237,8 @@ export class RunOwnership {
         const record = await this.authority.readRecord(runId);
         // The tombstone is a transition: a claim bound earlier stays verifiable (so its snapshot is
         // refused as tombstoned) but no longer counts as this generation's export.
-        if (record && record.ownerRoot === (await this.rootId()) && record.state !== 'TERMINAL') await this.tombstone(lease, record);
+        if (record && record.ownerRoot === (await this.rootId()) && record.state !== 'TERMINAL')
+          await this.tombstone(lease, record);
       }
     } finally {
       await lease.release();
@@ -236,7 +268,9 @@ export class RunOwnership {
     const record = await this.ownedRecord(runId);
     if (record.state === 'ACTIVE') return;
     if (record.state === 'TERMINAL') throw await this.#tombstonedError(runId);
-    throw conflict('run_not_active', `Run ${runId} is ${record.state} in the run authority.`, { nextAction: `resume it: loopx run resume ${runId}` });
+    throw conflict('run_not_active', `Run ${runId} is ${record.state} in the run authority.`, {
+      nextAction: `resume it: loopx run resume ${runId}`,
+    });
   }
 
   /**
@@ -250,27 +284,45 @@ export class RunOwnership {
     if (record.state === 'TERMINAL') throw await this.#tombstonedError(runId);
     const next: RunRecord =
       record.state === 'SUSPENDED'
-        ? { runId, state: 'ACTIVE', transitionGeneration: record.transitionGeneration + 1, ownerRoot: record.ownerRoot, updatedAt: '' }
+        ? {
+            runId,
+            state: 'ACTIVE',
+            transitionGeneration: record.transitionGeneration + 1,
+            ownerRoot: record.ownerRoot,
+            updatedAt: '',
+          }
         : { ...record, state: 'ACTIVE' };
     await this.writeRecord(lease, next, 'authority.resume');
   }
 
   /** The run has ended: TERMINAL at the next transition generation. */
   tombstone(lease: RunLease, record: RunRecord): Promise<void> {
-    return this.writeRecord(lease, { ...record, state: 'TERMINAL', transitionGeneration: record.transitionGeneration + 1 }, 'authority.tombstone');
+    return this.writeRecord(
+      lease,
+      { ...record, state: 'TERMINAL', transitionGeneration: record.transitionGeneration + 1 },
+      'authority.tombstone',
+    );
   }
 
   /** A durable record write under the run's lease; `fault` names its crash points. */
   writeRecord(lease: RunLease, record: RunRecord, fault?: string): Promise<void> {
-    return this.authority.writeRecord(lease, { ...record, updatedAt: new Date().toISOString() }, fault ? { fault } : {});
+    return this.authority.writeRecord(
+      lease,
+      { ...record, updatedAt: new Date().toISOString() },
+      fault ? { fault } : {},
+    );
   }
 
   /** The authority tombstoned the run; a kernel not yet terminal means a cancel was interrupted. */
   async #tombstonedError(runId: string): Promise<LoopxError> {
     const head = await headOf(this.#store(), runId);
     if (TERMINAL_LIFECYCLES.includes(head.lifecycle)) return terminalError(head);
-    return rejected('run_cancel_incomplete', `Run ${runId} is tombstoned in the run authority but its cancel did not finish here.`, {
-      nextAction: `finish it: loopx run cancel ${runId}`,
-    });
+    return rejected(
+      'run_cancel_incomplete',
+      `Run ${runId} is tombstoned in the run authority but its cancel did not finish here.`,
+      {
+        nextAction: `finish it: loopx run cancel ${runId}`,
+      },
+    );
   }
 }

@@ -14,7 +14,13 @@
 import { rejected } from '../core/index.js';
 import type { Message } from '../snapshot/index.js';
 import type { RunEvent } from './events.js';
-import { callEvidence, uncertainEffects, type CallEvidence, type EffectAccess, type UncertainEffect } from './mutations.js';
+import {
+  callEvidence,
+  uncertainEffects,
+  type CallEvidence,
+  type EffectAccess,
+  type UncertainEffect,
+} from './mutations.js';
 import type { MutationRecord, RunHead, RunStore } from './run-store/contract.js';
 import { headOf } from './runs.js';
 
@@ -32,7 +38,11 @@ export interface RunView {
   readonly waiting_for:
     | null
     | { readonly kind: 'interaction'; readonly interaction_id: string; readonly prompt: string }
-    | { readonly kind: 'resolution'; readonly call_ids: readonly string[]; readonly effects: readonly UncertainEffect[] };
+    | {
+        readonly kind: 'resolution';
+        readonly call_ids: readonly string[];
+        readonly effects: readonly UncertainEffect[];
+      };
   readonly suspend_requested: boolean;
   /** Why a failed run failed, with what the operator can do about it where there is something. */
   readonly failure: { readonly code: string; readonly message: string; readonly next_action?: string } | null;
@@ -57,7 +67,11 @@ export class RunReads {
   readonly #effects: EffectAccess;
   readonly #isDriven: (runId: string) => Promise<boolean>;
 
-  constructor(options: { readonly store: () => RunStore; readonly effects: EffectAccess; readonly isDriven: (runId: string) => Promise<boolean> }) {
+  constructor(options: {
+    readonly store: () => RunStore;
+    readonly effects: EffectAccess;
+    readonly isDriven: (runId: string) => Promise<boolean>;
+  }) {
     this.#store = options.store;
     this.#effects = options.effects;
     this.#isDriven = options.isDriven;
@@ -95,10 +109,14 @@ export class RunReads {
     const first = await this.head(runId);
     let cursor = options.after ?? 0;
     if (first.importedAtSequence !== undefined && cursor < first.importedAtSequence) {
-      throw rejected('cursor_before_snapshot', `Run ${runId} was imported at sequence ${first.importedAtSequence}; events up to it are not in this root.`, {
-        nextAction: `subscribe from the snapshot sequence: --after ${first.importedAtSequence}`,
-        details: { run_id: runId, recovery_cursor: first.importedAtSequence },
-      });
+      throw rejected(
+        'cursor_before_snapshot',
+        `Run ${runId} was imported at sequence ${first.importedAtSequence}; events up to it are not in this root.`,
+        {
+          nextAction: `subscribe from the snapshot sequence: --after ${first.importedAtSequence}`,
+          details: { run_id: runId, recovery_cursor: first.importedAtSequence },
+        },
+      );
     }
     for (;;) {
       const batch = await this.#store().readEvents(runId, cursor, EVENT_PAGE);
@@ -160,13 +178,31 @@ export class RunReads {
       turn_limit: head.turnLimit,
       last_sequence: head.lastSequence,
       waiting_for: head.pendingInteraction
-        ? { kind: 'interaction', interaction_id: head.pendingInteraction.interactionId, prompt: head.pendingInteraction.prompt }
+        ? {
+            kind: 'interaction',
+            interaction_id: head.pendingInteraction.interactionId,
+            prompt: head.pendingInteraction.prompt,
+          }
         : uncertain.length > 0
           ? { kind: 'resolution', call_ids: uncertain.map((c) => c.call_id), effects: uncertain }
           : null,
       suspend_requested: head.lifecycle === 'active' && (await this.#store().suspendRequested(head.runId)),
-      failure: head.failure ? { code: head.failure.code, message: head.failure.message, ...(head.failure.nextAction ? { next_action: head.failure.nextAction } : {}) } : null,
-      ...(head.usage ? { usage: { input_tokens: head.usage.inputTokens, output_tokens: head.usage.outputTokens, estimated: head.usage.estimated } } : {}),
+      failure: head.failure
+        ? {
+            code: head.failure.code,
+            message: head.failure.message,
+            ...(head.failure.nextAction ? { next_action: head.failure.nextAction } : {}),
+          }
+        : null,
+      ...(head.usage
+        ? {
+            usage: {
+              input_tokens: head.usage.inputTokens,
+              output_tokens: head.usage.outputTokens,
+              estimated: head.usage.estimated,
+            },
+          }
+        : {}),
     };
   }
 

@@ -16,7 +16,8 @@ import type { JsonValue } from './tools.js';
 
 export const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
-export const runNotFound = (runId: string): LoopxError => notFound('run_not_found', `No run ${runId} in this root.`, { nextAction: 'list runs: loopx run list' });
+export const runNotFound = (runId: string): LoopxError =>
+  notFound('run_not_found', `No run ${runId} in this root.`, { nextAction: 'list runs: loopx run list' });
 
 /** The run's head; `run_not_found` when this root has no such run. */
 export async function headOf(store: RunStore, runId: string): Promise<RunHead> {
@@ -26,7 +27,11 @@ export async function headOf(store: RunStore, runId: string): Promise<RunHead> {
 }
 
 /** Commit the next step of a run at `head`; returns the head after it (its events counted in). */
-export async function commitRun(store: RunStore, head: RunHead, c: Omit<RunCommit, 'expectedSequence'>): Promise<RunHead> {
+export async function commitRun(
+  store: RunStore,
+  head: RunHead,
+  c: Omit<RunCommit, 'expectedSequence'>,
+): Promise<RunHead> {
   const events = await store.commit({ ...c, expectedSequence: head.lastSequence });
   return { ...c.head, lastSequence: head.lastSequence + events.length };
 }
@@ -37,8 +42,18 @@ export function terminalError(head: RunHead): LoopxError {
   });
 }
 
-export function toolMessage(id: string, callId: string, toolName: string, status: ToolResultStatus, result: JsonValue): Message {
-  return { id, role: 'tool', parts: [{ type: 'tool_result', callId, toolName, status, resultJson: canonicalJson(result) }] };
+export function toolMessage(
+  id: string,
+  callId: string,
+  toolName: string,
+  status: ToolResultStatus,
+  result: JsonValue,
+): Message {
+  return {
+    id,
+    role: 'tool',
+    parts: [{ type: 'tool_result', callId, toolName, status, resultJson: canonicalJson(result) }],
+  };
 }
 
 export const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -12,10 +12,13 @@ import type { ComponentIdentity } from '../snapshot/index.js';
 
 /** A tool plan an agent or a snapshot names that no application of this engine provides. */
 export const toolPlanMissing = (planId: string): LoopxError =>
-  notFound('tool_plan_missing', `Tool plan ${planId} is not available in this engine.`, { nextAction: 'run with an application that provides this tool plan' });
+  notFound('tool_plan_missing', `Tool plan ${planId} is not available in this engine.`, {
+    nextAction: 'run with an application that provides this tool plan',
+  });
 
 /** A model's tool call whose arguments the tool does not take (settled as a tool error, not a refusal of the run). */
-export const toolArgumentsInvalid = (toolName: string, why: string): LoopxError => rejected('tool_arguments_invalid', `Arguments for ${toolName} are invalid: ${why}.`);
+export const toolArgumentsInvalid = (toolName: string, why: string): LoopxError =>
+  rejected('tool_arguments_invalid', `Arguments for ${toolName} are invalid: ${why}.`);
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
 
@@ -87,11 +90,17 @@ export interface Tool {
   execute(args: { readonly [k: string]: JsonValue }, ctx: ToolContext): Promise<ToolOutput> | ToolOutput;
 }
 
-export const isInteractionRequest = (v: unknown): v is InteractionRequest => typeof v === 'object' && v !== null && (v as { kind?: unknown }).kind === 'interaction_request';
+export const isInteractionRequest = (v: unknown): v is InteractionRequest =>
+  typeof v === 'object' && v !== null && (v as { kind?: unknown }).kind === 'interaction_request';
 
-export const effectOutput = (result: JsonValue, receipt: JsonValue): EffectOutput => ({ kind: 'effect_output', result, receipt });
+export const effectOutput = (result: JsonValue, receipt: JsonValue): EffectOutput => ({
+  kind: 'effect_output',
+  result,
+  receipt,
+});
 
-export const isEffectOutput = (v: unknown): v is EffectOutput => typeof v === 'object' && v !== null && (v as { kind?: unknown }).kind === 'effect_output';
+export const isEffectOutput = (v: unknown): v is EffectOutput =>
+  typeof v === 'object' && v !== null && (v as { kind?: unknown }).kind === 'effect_output';
 
 export interface ToolPlan {
   readonly id: string;
@@ -150,7 +159,8 @@ export class ToolPlanHost {
     const validators = new Map<string, ValidateFunction>();
     for (const tool of plan.tools) {
       const name = tool.definition.name;
-      if (!TOOL_NAME.test(name)) throw rejected('tool_name_invalid', `Tool name ${JSON.stringify(name)} is not a valid tool name.`);
+      if (!TOOL_NAME.test(name))
+        throw rejected('tool_name_invalid', `Tool name ${JSON.stringify(name)} is not a valid tool name.`);
       if (validators.has(name)) throw rejected('tool_name_duplicate', `Tool plan ${plan.id} defines ${name} twice.`);
       validators.set(name, validatorFor(tool.definition.inputSchema));
     }
@@ -192,10 +202,14 @@ export class ToolPlanHost {
       tool: (name) => entry.plan.tools.find((t) => t.definition.name === name),
       validateArguments(toolName, args) {
         const validate = entry.validators.get(toolName);
-        if (!validate) throw rejected('tool_unknown', `The model called ${toolName}, which is not in tool plan ${planId}.`);
+        if (!validate)
+          throw rejected('tool_unknown', `The model called ${toolName}, which is not in tool plan ${planId}.`);
         if (!validate(args)) {
           const first = validate.errors?.[0];
-          throw toolArgumentsInvalid(toolName, `they do not match its schema at ${first?.instancePath || '/'}${first?.message ? `: ${first.message}` : ''}`);
+          throw toolArgumentsInvalid(
+            toolName,
+            `they do not match its schema at ${first?.instancePath || '/'}${first?.message ? `: ${first.message}` : ''}`,
+          );
         }
       },
       release() {

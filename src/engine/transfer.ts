@@ -72,10 +72,13 @@ const consumed = (runId: string) =>
   });
 
 /** Running the same import again into the root an IMPORTING record names completes it (never consumes twice). */
-const IMPORT_INCOMPLETE_ACTION = 'complete it by importing the same snapshot file into this root again: loopx run import <snapshot-file>';
+const IMPORT_INCOMPLETE_ACTION =
+  'complete it by importing the same snapshot file into this root again: loopx run import <snapshot-file>';
 
 export const importIncomplete = (runId: string) =>
-  conflict('run_import_incomplete', `Run ${runId} was imported into this root but the import did not complete.`, { nextAction: IMPORT_INCOMPLETE_ACTION });
+  conflict('run_import_incomplete', `Run ${runId} was imported into this root but the import did not complete.`, {
+    nextAction: IMPORT_INCOMPLETE_ACTION,
+  });
 
 /** The kernel head of an imported run: suspended at the snapshot's last sequence, with no events before it here. */
 const importedHead = (state: RunSnapshotState, usageBefore = estimatedUsage(state.messages)): RunHead => ({
@@ -105,7 +108,8 @@ interface ImportDefinition {
   readonly body?: string;
 }
 
-const hexEqual = (a: string, b: string): boolean => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+const hexEqual = (a: string, b: string): boolean =>
+  a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 export interface TransferParts {
   readonly application: Application;
@@ -173,9 +177,13 @@ export class RunTransfer {
       const claimHex = toHex(envelope.claim.hmac);
       if (bound) {
         if (record.payloadSha256 !== payload.sha256 || !hexEqual(record.claimHmac!, claimHex)) {
-          throw conflict('claim_conflict', `A different snapshot of run ${runId} is already signed at this generation.`, {
-            nextAction: `resume the run to start a new generation: loopx run resume ${runId}`,
-          });
+          throw conflict(
+            'claim_conflict',
+            `A different snapshot of run ${runId} is already signed at this generation.`,
+            {
+              nextAction: `resume the run to start a new generation: loopx run resume ${runId}`,
+            },
+          );
         }
       } else {
         await this.#own.writeRecord(
@@ -224,9 +232,13 @@ export class RunTransfer {
         // No importer holds it (we hold the import lock): the original owner is alive, unless the
         // snapshot was consumed meanwhile and its new owner is completing it.
         if (!(await this.#importable(await authority.readRecord(runId), seen))) throw consumed(runId);
-        throw conflict('run_owner_alive', `A live process holds run ${runId}; import needs its original owner to be gone.`, {
-          nextAction: 'stop the process that runs it, then import again',
-        });
+        throw conflict(
+          'run_owner_alive',
+          `A live process holds run ${runId}; import needs its original owner to be gone.`,
+          {
+            nextAction: 'stop the process that runs it, then import again',
+          },
+        );
       }
       try {
         await this.#importLocked(lock, state, seen, chosen);
@@ -248,7 +260,11 @@ export class RunTransfer {
     } catch (e) {
       if (!hasCode(e, ENVELOPE_ERRORS.claimInvalid)) throw e;
     }
-    return { valid: record !== undefined, record_state: record?.state ?? null, payload_sha256: toHex(envelope.payloadSha256) };
+    return {
+      valid: record !== undefined,
+      record_state: record?.state ?? null,
+      payload_sha256: toHex(envelope.payloadSha256),
+    };
   }
 
   /**
@@ -256,15 +272,22 @@ export class RunTransfer {
    * may this root be opened), the snapshot is live and not tombstoned, it is still importable,
    * and its definition and static components match this engine's.
    */
-  async #admit(envelope: SnapshotEnvelope, agent: AgentDefinition | undefined): Promise<{ state: RunSnapshotState; seen: RunRecord; chosen: ImportDefinition }> {
+  async #admit(
+    envelope: SnapshotEnvelope,
+    agent: AgentDefinition | undefined,
+  ): Promise<{ state: RunSnapshotState; seen: RunRecord; chosen: ImportDefinition }> {
     const state = envelope.state;
     const runId = state.runId;
     const seen = await this.#verifiedRecord(envelope);
     // ── the claim verified: only from here on may this root be opened or changed ──
     if (state.lifecycle !== 'suspended') {
-      throw rejected('snapshot_terminal', `The snapshot of run ${runId} is ${state.lifecycle}: terminal snapshots are for inspection and are never imported as live.`, {
-        nextAction: 'inspect it: loopx run inspect <snapshot-file>',
-      });
+      throw rejected(
+        'snapshot_terminal',
+        `The snapshot of run ${runId} is ${state.lifecycle}: terminal snapshots are for inspection and are never imported as live.`,
+        {
+          nextAction: 'inspect it: loopx run inspect <snapshot-file>',
+        },
+      );
     }
     if (seen.state === 'TERMINAL') {
       throw conflict('run_tombstoned', `Run ${runId} has ended; its snapshots are never imported as live.`, {
@@ -278,7 +301,12 @@ export class RunTransfer {
   }
 
   /** Import under the import lock and the run's lock: re-read the record, lease the plan, consume, commit, activate. */
-  async #importLocked(lock: RunLease, state: RunSnapshotState, seen: RunRecord, chosen: ImportDefinition): Promise<void> {
+  async #importLocked(
+    lock: RunLease,
+    state: RunSnapshotState,
+    seen: RunRecord,
+    chosen: ImportDefinition,
+  ): Promise<void> {
     const runId = state.runId;
     const current = await this.#own.authority.readRecord(runId);
     if (!current || !(await this.#importable(current, seen))) throw consumed(runId);
@@ -290,13 +318,23 @@ export class RunTransfer {
       head.importedAtSequence === state.lastSequence &&
       head.lastSequence === state.lastSequence &&
       head.lifecycle === 'suspended';
-    if (head && !landed) throw conflict('run_known', `This root already knows run ${runId}.`, { nextAction: 'import into a root that has never seen this run' });
+    if (head && !landed)
+      throw conflict('run_known', `This root already knows run ${runId}.`, {
+        nextAction: 'import into a root that has never seen this run',
+      });
     const planLease = landed ? undefined : this.#application.toolPlans.lease(state.planIdentity.toolPlanId);
     try {
-      if (planLease && this.#application.planIdentityFromLease(chosen.def, planLease).fingerprint !== state.planIdentity.fingerprint) {
-        throw rejected('plan_identity_mismatch', `The tool plan ${state.planIdentity.toolPlanId} here differs from the one run ${runId} was made with.`, {
-          nextAction: 'import with the application version that exported it',
-        });
+      if (
+        planLease &&
+        this.#application.planIdentityFromLease(chosen.def, planLease).fingerprint !== state.planIdentity.fingerprint
+      ) {
+        throw rejected(
+          'plan_identity_mismatch',
+          `The tool plan ${state.planIdentity.toolPlanId} here differs from the one run ${runId} was made with.`,
+          {
+            nextAction: 'import with the application version that exported it',
+          },
+        );
       }
       await this.#consume(lock, current, state, chosen, landed);
     } finally {
@@ -305,11 +343,23 @@ export class RunTransfer {
   }
 
   /** From the consume point on: IMPORTING (unless already), the kernel commit (unless landed), ACTIVE. */
-  async #consume(lock: RunLease, current: RunRecord, state: RunSnapshotState, chosen: ImportDefinition, landed: boolean): Promise<void> {
+  async #consume(
+    lock: RunLease,
+    current: RunRecord,
+    state: RunSnapshotState,
+    chosen: ImportDefinition,
+    landed: boolean,
+  ): Promise<void> {
     const runId = state.runId;
     let importing = current;
     if (current.state === 'SUSPENDED') {
-      importing = { ...current, state: 'IMPORTING', transitionGeneration: current.transitionGeneration + 1, ownerRoot: await this.#own.rootId(), updatedAt: '' };
+      importing = {
+        ...current,
+        state: 'IMPORTING',
+        transitionGeneration: current.transitionGeneration + 1,
+        ownerRoot: await this.#own.rootId(),
+        updatedAt: '',
+      };
       // Once the writer is invoked the rename (or its durability barrier) may have happened.
       await this.#uncertain(runId, () => this.#own.writeRecord(lock, importing, 'authority.import.consume'));
     }
@@ -342,7 +392,10 @@ export class RunTransfer {
         { keyGeneration: claim.keyGeneration, runId, transitionGeneration: seen?.claimGeneration ?? 0, macInput: mac },
         claim.hmac,
       );
-      const boundOk = seen?.claimHmac !== undefined && hexEqual(seen.claimHmac, toHex(claim.hmac)) && seen.payloadSha256 === toHex(envelope.payloadSha256);
+      const boundOk =
+        seen?.claimHmac !== undefined &&
+        hexEqual(seen.claimHmac, toHex(claim.hmac)) &&
+        seen.payloadSha256 === toHex(envelope.payloadSha256);
       return macOk && boundOk;
     });
     return seen!;
@@ -354,7 +407,13 @@ export class RunTransfer {
    * interrupted import, which running the same import again completes).
    */
   async #importable(record: RunRecord | undefined, seen: RunRecord): Promise<boolean> {
-    if (!record || record.claimHmac === undefined || !hexEqual(record.claimHmac, seen.claimHmac!) || record.payloadSha256 !== seen.payloadSha256) return false;
+    if (
+      !record ||
+      record.claimHmac === undefined ||
+      !hexEqual(record.claimHmac, seen.claimHmac!) ||
+      record.payloadSha256 !== seen.payloadSha256
+    )
+      return false;
     if (record.state === 'SUSPENDED') return true;
     // A root without engine.db has no id yet, so it cannot be the owner: do not create one to find out.
     return record.state === 'IMPORTING' && this.#hasRootState() && record.ownerRoot === (await this.#own.rootId());
@@ -365,11 +424,15 @@ export class RunTransfer {
     try {
       await step();
     } catch (e) {
-      throw internal('import_uncertain', `Importing run ${runId} failed after its snapshot was consumed; it is not retried automatically.`, {
-        cause: e,
-        nextAction: IMPORT_INCOMPLETE_ACTION,
-        details: { run_id: runId },
-      });
+      throw internal(
+        'import_uncertain',
+        `Importing run ${runId} failed after its snapshot was consumed; it is not retried automatically.`,
+        {
+          cause: e,
+          nextAction: IMPORT_INCOMPLETE_ACTION,
+          details: { run_id: runId },
+        },
+      );
     }
   }
 
@@ -382,9 +445,13 @@ export class RunTransfer {
       d.turnLimit === state.turnLimit &&
       this.#application.toolPlanIdFor(d) === state.planIdentity.toolPlanId;
     const mismatch = () =>
-      rejected('import_definition_mismatch', `The agent definition does not match the snapshot's (${state.definition.id}@${state.definition.version}).`, {
-        nextAction: 'pass the agent file the run was started with',
-      });
+      rejected(
+        'import_definition_mismatch',
+        `The agent definition does not match the snapshot's (${state.definition.id}@${state.definition.version}).`,
+        {
+          nextAction: 'pass the agent file the run was started with',
+        },
+      );
     // A root with no engine.db yet has stored nothing: reading must not create it (a refused import changes nothing).
     const hasRootState = this.#hasRootState();
     if (given) {
@@ -415,7 +482,13 @@ export class RunTransfer {
     }
     // Everything a definition of a program's own provider holds is in the snapshot (the system prompt is in the history).
     return {
-      def: defineAgent({ id: state.definition.id, version: state.definition.version, model: state.model, turnLimit: state.turnLimit, toolPlan: state.planIdentity.toolPlanId }),
+      def: defineAgent({
+        id: state.definition.id,
+        version: state.definition.version,
+        model: state.model,
+        turnLimit: state.turnLimit,
+        toolPlan: state.planIdentity.toolPlanId,
+      }),
     };
   }
 
@@ -423,9 +496,13 @@ export class RunTransfer {
   #checkStaticCompatibility(state: RunSnapshotState, def: AgentDefinition): void {
     const recorded = state.planIdentity;
     if (recorded.compatibilityIdentity === '') {
-      throw rejected('snapshot_compatibility_empty', 'The snapshot was made by a convenience engine, which sets no compatibility identity: it is for inspection only.', {
-        nextAction: 'run the agent under a full application (defineApplication) to move it between engines',
-      });
+      throw rejected(
+        'snapshot_compatibility_empty',
+        'The snapshot was made by a convenience engine, which sets no compatibility identity: it is for inspection only.',
+        {
+          nextAction: 'run the agent under a full application (defineApplication) to move it between engines',
+        },
+      );
     }
     if (recorded.compatibilityIdentity !== this.#application.compatibilityIdentity) {
       throw rejected(
@@ -437,16 +514,21 @@ export class RunTransfer {
       );
     }
     const here = this.#application.staticComponentsFor(def);
-    const key = (c: { kind: string; name: string; module: string; version: string; sourceSha256: string }) => JSON.stringify([c.kind, c.name, c.module, c.version, c.sourceSha256]);
+    const key = (c: { kind: string; name: string; module: string; version: string; sourceSha256: string }) =>
+      JSON.stringify([c.kind, c.name, c.module, c.version, c.sourceSha256]);
     const hereKeys = new Set(here.map(key));
     const recordedKeys = new Set(recorded.components.map(key));
     const missing = recorded.components.filter((c) => !hereKeys.has(key(c))).map((c) => `${c.kind}:${c.name}`);
     const unexpected = here.filter((c) => !recordedKeys.has(key(c))).map((c) => `${c.kind}:${c.name}`);
     if (missing.length > 0 || unexpected.length > 0) {
-      throw rejected('snapshot_component_mismatch', `The components of this engine differ from those the snapshot was made with (${[...missing, ...unexpected].join(', ')}).`, {
-        nextAction: 'import with the application version that exported it',
-        details: { missing, unexpected },
-      });
+      throw rejected(
+        'snapshot_component_mismatch',
+        `The components of this engine differ from those the snapshot was made with (${[...missing, ...unexpected].join(', ')}).`,
+        {
+          nextAction: 'import with the application version that exported it',
+          details: { missing, unexpected },
+        },
+      );
     }
   }
 
@@ -454,7 +536,9 @@ export class RunTransfer {
     const head = await this.#reads.head(runId);
     if (head.lifecycle === 'active') {
       // The hint reads the engine's rows only: an uncertain call here is one to settle.
-      const uncertain = head.pendingInteraction ? undefined : (await this.#store().mutations(runId)).find((m) => m.state === 'uncertain');
+      const uncertain = head.pendingInteraction
+        ? undefined
+        : (await this.#store().mutations(runId)).find((m) => m.state === 'uncertain');
       throw rejected('export_run_active', `Run ${runId} is active; only a suspended or finished run can be exported.`, {
         nextAction: head.pendingInteraction
           ? `answer it, then suspend: loopx run answer ${runId} ${head.pendingInteraction.interactionId} TEXT`
@@ -463,12 +547,18 @@ export class RunTransfer {
             : `suspend it first: loopx run suspend ${runId}`,
       });
     }
-    const unresolved = (await this.#store().mutations(runId)).filter((m) => m.state === 'intent' || m.state === 'uncertain');
+    const unresolved = (await this.#store().mutations(runId)).filter(
+      (m) => m.state === 'intent' || m.state === 'uncertain',
+    );
     if (unresolved.length > 0) {
-      throw rejected('export_unresolved_mutation', `Run ${runId} has ${unresolved.length} mutating call(s) with an unknown outcome.`, {
-        nextAction: `settle it: loopx run resolve ${runId} ${unresolved[0]!.callId} (--committed RESULT | --absent | --abandon)`,
-        details: { call_ids: unresolved.map((m) => m.callId) },
-      });
+      throw rejected(
+        'export_unresolved_mutation',
+        `Run ${runId} has ${unresolved.length} mutating call(s) with an unknown outcome.`,
+        {
+          nextAction: `settle it: loopx run resolve ${runId} ${unresolved[0]!.callId} (--committed RESULT | --absent | --abandon)`,
+          details: { call_ids: unresolved.map((m) => m.callId) },
+        },
+      );
     }
     const state: RunSnapshotState = {
       runId: head.runId,

@@ -1,7 +1,8 @@
 /**
  * The turn loop: driving an active run, whose lock the caller holds, from one committed step to
- * the next — a model call, then each of its tool calls in order — until the run suspends,
- * finishes, or must wait for a person (an interaction) or an operator (an uncertain call).
+ * the next — a model call, then each of its tool calls in order (executed by tool-calls.ts) —
+ * until the run suspends, finishes, or must wait for a person (an interaction) or an operator (an
+ * uncertain call).
  *
  * Rules it keeps:
  * - Every step is committed before the next one starts; a crash loses at most the step in flight,
@@ -21,62 +22,64 @@
  *   refusal of those owners (a stale execution generation) stops the run: it fails with the
  *   owner's code and never continues.
  */
-import { canonicalJson, faultPoint, internal, isLoopxError, rejected, type LoopxError } from '../core/index.js';
+import { canonicalJson, internal, isLoopxError, rejected, type LoopxError } from '../core/index.js';
 import type { effect as effectOwner } from '../owners/index.js';
 import type { Message, ToolCallPart, ToolResultPart, ToolResultStatus } from '../snapshot/index.js';
 import type { AgentDefinition } from './agent.js';
 import type { Application } from './application.js';
-import { deliveryOfEffect, isDelivery, UNKNOWN_DELIVERY, type Delivery } from './deliveries.js';
+import { deliveryOfEffect, UNKNOWN_DELIVERY } from './deliveries.js';
 import type { NewEvent } from './events.js';
 import { isTurnRefusal, type GoalTurnAccess, type RunTurns } from './goal-turns.js';
 import { messageId, modelCallId, toolCallId } from './messages.js';
-import {
-  beginEffect,
-  operationIdOf,
-  outcomeOfOutput,
-  outcomeOfThrow,
-  settleEffect,
-  takenOutcome,
-  toJsonResult,
-  toolError,
-  undispatchedOutcome,
-  type Begun,
-  type CallOutcome,
-  type EffectAccess,
-} from './mutations.js';
-import { callModel } from './model-call.js';
+import { operationIdOf, takenOutcome, type EffectAccess } from './mutations.js';
+import { callModel, type ModelCallResult } from './model-call.js';
 import { apiKeyEnvOf } from './providers/catalog.js';
-import type { ModelProvider } from './providers/provider.js';
+import type { ModelProvider, ModelResponse } from './providers/provider.js';
 import { budgetRefusal, failureOf, turnUsageOf, usageData, withTurnUsage } from './usage.js';
 import type { MutationRecord, MutationState, RunCommit, RunHead, RunStore } from './run-store/contract.js';
 import { commitRun, headOf, toolMessage } from './runs.js';
-import { isInteractionRequest, toolArgumentsInvalid, type InteractionRequest, type JsonValue, type Tool, type ToolContext, type ToolPlanLease } from './tools.js';
+import { callTool, deliveryFields, type CallAccess, type EventData } from './tool-calls.js';
+import type { JsonValue, ToolPlanLease } from './tools.js';
 
-/** Fault points (tests only) around the durable steps of a mutating call. */
-export const FAULT_AFTER_MUTATION_INTENT = 'engine.mutation.after-intent';
-export const FAULT_AFTER_EFFECT_SETTLED = 'engine.mutation.after-effect-settled';
+export { FAULT_AFTER_EFFECT_SETTLED, FAULT_AFTER_MUTATION_INTENT } from './tool-calls.js';
 
-type Settle = (h: RunHead, status: ToolResultStatus, result: JsonValue, extra?: NewEvent[], mutation?: MutationRecord, data?: EventData) => Promise<RunHead>;
-type EventData = { readonly [k: string]: JsonValue };
-
-/**
- * The delivery fields of a mutating call's `ToolResulted`: present, both, when its effect is a
- * webhook delivery (null when not known — see deliveries.ts); absent for any other call.
- */
-const deliveryFields = (effect: effectOwner.EffectRecord | undefined, delivery: Delivery): EventData =>
-  isDelivery(effect) ? { delivery_result: delivery.delivery_result, duplicate_of: delivery.duplicate_of } : {};
+/** The assistant message of a model response: its text, then its tool calls under ids derived from (run, turn, index). */
+function assistantMessageOf(runId: string, turn: number, response: ModelResponse): Message {
+  const parts: Array<{ type: 'text'; text: string } | ToolCallPart> = [];
+  if (response.text) parts.push({ type: 'text', text: response.text });
+  response.toolCalls.forEach((c, i) => {
+    let argumentsJson: string;
+    try {
+      argumentsJson = canonicalJson(c.arguments);
+    } catch {
+      // Not representable as JSON: recorded as null, which no tool accepts (see tool-calls.ts), so
+      // nothing executes with arguments the model did not send.
+      argumentsJson = 'null';
+    }
+    parts.push({ type: 'tool_call', callId: toolCallId(runId, turn, i), toolName: c.toolName, argumentsJson });
+  });
+  return { id: messageId(runId, turn, 0), role: 'assistant', parts };
+}
 
 export class TurnDriver {
   readonly #application: Application;
   readonly #store: () => RunStore;
   readonly #effects: EffectAccess;
   readonly #goalTurns: GoalTurnAccess;
+  /** What a tool call of a turn needs of this driver (tool-calls.ts). */
+  readonly #calls: CallAccess;
 
-  constructor(options: { readonly application: Application; readonly store: () => RunStore; readonly effects: EffectAccess; readonly goalTurns: GoalTurnAccess }) {
+  constructor(options: {
+    readonly application: Application;
+    readonly store: () => RunStore;
+    readonly effects: EffectAccess;
+    readonly goalTurns: GoalTurnAccess;
+  }) {
     this.#application = options.application;
     this.#store = options.store;
     this.#effects = options.effects;
     this.#goalTurns = options.goalTurns;
+    this.#calls = { commit: (h, c) => this.#commit(h, c), effects: this.#effects };
   }
 
   /**
@@ -103,23 +106,35 @@ export class TurnDriver {
     try {
       await this.settleOpenCalls(runId);
       let turns: RunTurns | undefined;
-      if (!(await this.#turnStep(runId, async () => (turns = await this.#goalTurns.forRun(await this.#head(runId), def))))) return;
+      if (
+        !(await this.#turnStep(runId, async () => (turns = await this.#goalTurns.forRun(await this.#head(runId), def))))
+      )
+        return;
       for (;;) {
         const head = await this.#head(runId);
         // The boundary's Turn (debit, settlement) is closed before anything else happens here.
-        if (turns && !(await this.#turnStep(runId, () => turns!.closeAt(head, () => this.#store().messages(runId))))) return;
+        if (turns && !(await this.#turnStep(runId, () => turns!.closeAt(head, () => this.#store().messages(runId)))))
+          return;
         if (head.lifecycle !== 'active' || head.pendingInteraction) return;
         if (head.turnInProgress) {
           if ((await this.#continueTurn(head, lease, turns)) === 'waiting') return;
           continue;
         }
-        if ((await this.#store().suspendRequested(runId)) || (head.suspendAtTurn !== null && head.completedTurns >= head.suspendAtTurn)) {
+        if (
+          (await this.#store().suspendRequested(runId)) ||
+          (head.suspendAtTurn !== null && head.completedTurns >= head.suspendAtTurn)
+        ) {
           await this.suspendAtBoundary(head);
           return;
         }
         const overBudget = budgetRefusal(def, head);
         if (overBudget) {
-          await this.terminate(head, 'failed', { type: 'Failed', data: { code: overBudget.code, completed_turns: head.completedTurns } }, failureOf(overBudget));
+          await this.terminate(
+            head,
+            'failed',
+            { type: 'Failed', data: { code: overBudget.code, completed_turns: head.completedTurns } },
+            failureOf(overBudget),
+          );
           return;
         }
         if (head.completedTurns >= head.turnLimit) {
@@ -157,7 +172,9 @@ export class TurnDriver {
   }
 
   #refuse(head: RunHead, e: LoopxError): Promise<void> {
-    const data: NewEvent['data'] = head.turnInProgress ? { code: e.code, turn: head.completedTurns + 1 } : { code: e.code, completed_turns: head.completedTurns };
+    const data: NewEvent['data'] = head.turnInProgress
+      ? { code: e.code, turn: head.completedTurns + 1 }
+      : { code: e.code, completed_turns: head.completedTurns };
     return this.terminate(head, 'failed', { type: 'Failed', data }, { code: e.code, message: e.message });
   }
 
@@ -189,26 +206,75 @@ export class TurnDriver {
     if (!def) throw internal('definition_missing', `The definition of run ${head.runId} is missing from this root.`);
     const expected = this.#application.planIdentityFor(def);
     if (expected.fingerprint !== head.planIdentity.fingerprint) {
-      throw rejected('plan_identity_changed', `The tools or components of run ${head.runId} changed since it started; it will not continue under different code.`, {
-        nextAction: 'continue it with the same build of loopx that started it (component identities hash the built source)',
-      });
+      throw rejected(
+        'plan_identity_changed',
+        `The tools or components of run ${head.runId} changed since it started; it will not continue under different code.`,
+        {
+          nextAction:
+            'continue it with the same build of loopx that started it (component identities hash the built source)',
+        },
+      );
     }
     // The provider's credentials too: a run that cannot call its model is not continued.
     this.#application.providerFor(def);
     return def;
   }
 
-  async #modelStep(head: RunHead, def: AgentDefinition, provider: ModelProvider, lease: ToolPlanLease, turns: RunTurns | undefined): Promise<void> {
+  /** The turn after the last committed one: its model call, committed with its response, or the run failed with its error. */
+  async #modelStep(
+    head: RunHead,
+    def: AgentDefinition,
+    provider: ModelProvider,
+    lease: ToolPlanLease,
+    turns: RunTurns | undefined,
+  ): Promise<void> {
     const turn = head.completedTurns + 1;
     const runId = head.runId;
     // A turn whose model call was interrupted is retried under the same ids, without a second TurnStarted.
-    if (!head.turnInProgress) await this.#commit(head, { head: { ...head, turnInProgress: true }, events: [{ type: 'TurnStarted', data: { turn } }] });
+    if (!head.turnInProgress)
+      await this.#commit(head, {
+        head: { ...head, turnInProgress: true },
+        events: [{ type: 'TurnStarted', data: { turn } }],
+      });
     // The session's Turn before the model call: a fenced run makes no call.
     if (turns && !(await this.#turnStep(runId, () => turns.begin()))) return;
     const callId = modelCallId(runId, turn, 0);
-    const called = await callModel({
+    const called = await this.#callModel(runId, turn, callId, def, provider, lease);
+    if (!called.ok) {
+      const e = called.error;
+      await this.terminate(
+        await this.#head(runId),
+        'failed',
+        { type: 'Failed', data: { code: e.code, turn } },
+        failureOf(e),
+      );
+      return;
+    }
+    await this.#commitResponse(runId, turn, callId, called.response, called.pending);
+    // The response is durable: the host executed and its result is typed.
+    if (turns)
+      await this.#turnStep(runId, () => turns.through('typed_result', { host_execute: operationIdOf(callId) }));
+  }
+
+  /** Call the model with the run's messages and the plan's tools; streamed text and retries are recorded on the run. */
+  async #callModel(
+    runId: string,
+    turn: number,
+    callId: string,
+    def: AgentDefinition,
+    provider: ModelProvider,
+    lease: ToolPlanLease,
+  ): Promise<ModelCallResult> {
+    return callModel({
       provider,
-      request: { runId, turn, modelCallId: callId, model: def.model, messages: await this.#store().messages(runId), tools: lease.plan.tools.map((t) => t.definition) },
+      request: {
+        runId,
+        turn,
+        modelCallId: callId,
+        model: def.model,
+        messages: await this.#store().messages(runId),
+        tools: lease.plan.tools.map((t) => t.definition),
+      },
       retry: this.#application.modelRetry,
       keyEnv: apiKeyEnvOf(def.model),
       // Streamed text and retries are recorded on the run's current head (the driver holds its lock).
@@ -217,33 +283,30 @@ export class TurnDriver {
         await this.#commit(current, { head: current, events });
       },
     });
-    if (!called.ok) {
-      const e = called.error;
-      await this.terminate(await this.#head(runId), 'failed', { type: 'Failed', data: { code: e.code, turn } }, failureOf(e));
-      return;
-    }
-    const { response, pending } = called;
-    const parts: Array<{ type: 'text'; text: string } | ToolCallPart> = [];
-    if (response.text) parts.push({ type: 'text', text: response.text });
-    response.toolCalls.forEach((c, i) => {
-      let argumentsJson: string;
-      try {
-        argumentsJson = canonicalJson(c.arguments);
-      } catch {
-        // Not representable as JSON: recorded as null, which no tool accepts (see #callTool), so
-        // nothing executes with arguments the model did not send.
-        argumentsJson = 'null';
-      }
-      parts.push({ type: 'tool_call', callId: toolCallId(runId, turn, i), toolName: c.toolName, argumentsJson });
-    });
-    const assistant: Message = { id: messageId(runId, turn, 0), role: 'assistant', parts };
-    const toolCalls = parts.filter((p): p is ToolCallPart => p.type === 'tool_call');
+  }
+
+  /** Commit the model's response as the assistant message with `ModelResponded`; a final answer also completes the run. */
+  async #commitResponse(
+    runId: string,
+    turn: number,
+    callId: string,
+    response: ModelResponse,
+    pending: NewEvent[],
+  ): Promise<void> {
+    const assistant = assistantMessageOf(runId, turn, response);
+    const toolCalls = assistant.parts.filter((p): p is ToolCallPart => p.type === 'tool_call');
     const usage = turnUsageOf(turn, response, assistant);
     const events: NewEvent[] = [
       ...pending,
       {
         type: 'ModelResponded',
-        data: { turn, model_call_id: callId, text: response.text, tool_calls: toolCalls.map((c) => ({ call_id: c.callId, tool_name: c.toolName })), usage: usageData(usage) },
+        data: {
+          turn,
+          model_call_id: callId,
+          text: response.text,
+          tool_calls: toolCalls.map((c) => ({ call_id: c.callId, tool_name: c.toolName })),
+          usage: usageData(usage),
+        },
       },
     ];
     const current = await this.#head(runId);
@@ -258,10 +321,12 @@ export class TurnDriver {
         clearSuspendRequest: true,
       });
     } else {
-      await this.#commit(current, { head: next, messages: [{ index: current.messageCount, message: assistant }], events });
+      await this.#commit(current, {
+        head: next,
+        messages: [{ index: current.messageCount, message: assistant }],
+        events,
+      });
     }
-    // The response is durable: the host executed and its result is typed.
-    if (turns) await this.#turnStep(runId, () => turns.through('typed_result', { host_execute: operationIdOf(callId) }));
   }
 
   /** Work through the current turn's tool calls in order; complete the turn when all are settled. */
@@ -285,7 +350,7 @@ export class TurnDriver {
       const status = existing ? (existing.parts[0] as ToolResultPart).status : undefined;
       if (status === 'ok' || status === 'error') continue;
       if (status === 'interaction_pending' || status === 'mutation_uncertain') return 'waiting';
-      const outcome = await this.#callTool(await this.#head(runId), lease, call, i, index, turn);
+      const outcome = await callTool(this.#calls, await this.#head(runId), lease, call, i, index, turn);
       if (outcome === 'waiting') return 'waiting';
     }
     // Every call was validated against the plan and has a definite result.
@@ -296,134 +361,6 @@ export class TurnDriver {
       events: [{ type: 'TurnCompleted', data: { turn } }],
     });
     return 'done';
-  }
-
-  async #callTool(head: RunHead, lease: ToolPlanLease, call: ToolCallPart, callIndex: number, index: number, turn: number): Promise<'done' | 'waiting'> {
-    const runId = head.runId;
-    const id = messageId(runId, turn, callIndex + 1);
-    const settle: Settle = (h, status, result, extra = [], mutation, data = {}) => {
-      const grows = index >= h.messageCount;
-      return this.#commit(h, {
-        head: { ...h, messageCount: grows ? index + 1 : h.messageCount },
-        messages: [{ index, message: toolMessage(id, call.callId, call.toolName, status, result) }],
-        ...(mutation ? { mutations: [mutation] } : {}),
-        events: [...extra, { type: 'ToolResulted', data: { call_id: call.callId, tool_name: call.toolName, status, ...data } }],
-      });
-    };
-    const calledEvent: NewEvent = { type: 'ToolCalled', data: { call_id: call.callId, tool_name: call.toolName } };
-
-    const tool = lease.tool(call.toolName);
-    let args: { [k: string]: JsonValue };
-    try {
-      args = JSON.parse(call.argumentsJson) as { [k: string]: JsonValue };
-      lease.validateArguments(call.toolName, args);
-      if (typeof args !== 'object' || args === null || Array.isArray(args)) {
-        throw toolArgumentsInvalid(call.toolName, 'they are not a JSON object');
-      }
-    } catch (e) {
-      await settle(head, 'error', toolError(e), [calledEvent]);
-      return 'done';
-    }
-    if (!tool) {
-      await settle(head, 'error', { error: 'tool_unknown', message: `No tool named ${call.toolName}.` }, [calledEvent]);
-      return 'done';
-    }
-    const ctx: ToolContext = {
-      runId,
-      callId: call.callId,
-      operationId: operationIdOf(call.callId),
-      turn,
-      requestInteraction: (interactionId: string, prompt: string): InteractionRequest => ({ kind: 'interaction_request', interactionId, prompt }),
-    };
-
-    if (tool.definition.mutating) return this.#callMutating(head, tool, call, args, ctx, settle, calledEvent);
-
-    let output: unknown;
-    try {
-      output = await tool.execute(args, ctx);
-    } catch (e) {
-      await settle(head, 'error', toolError(e), [calledEvent]);
-      return 'done';
-    }
-    if (isInteractionRequest(output)) {
-      const iid = output.interactionId;
-      if (head.usedInteractionIds.includes(iid)) {
-        await settle(head, 'error', { error: 'interaction_id_reused', message: `Interaction id ${iid} was already used in this run; ids are used once.` }, [calledEvent]);
-        return 'done';
-      }
-      const grows = index >= head.messageCount;
-      await this.#commit(head, {
-        head: { ...head, messageCount: grows ? index + 1 : head.messageCount, pendingInteraction: { interactionId: iid, callId: call.callId, prompt: output.prompt } },
-        messages: [{ index, message: toolMessage(id, call.callId, call.toolName, 'interaction_pending', { interaction_id: iid, prompt: output.prompt }) }],
-        events: [calledEvent, { type: 'InteractionRequested', data: { interaction_id: iid, call_id: call.callId, prompt: output.prompt } }],
-      });
-      return 'waiting';
-    }
-    const result = toJsonResult(output);
-    await settle(head, result.ok ? 'ok' : 'error', result.value, [calledEvent]);
-    return 'done';
-  }
-
-  async #callMutating(
-    head: RunHead,
-    tool: Tool,
-    call: ToolCallPart,
-    args: { [k: string]: JsonValue },
-    ctx: ToolContext,
-    settle: Settle,
-    calledEvent: NewEvent,
-  ): Promise<'done' | 'waiting'> {
-    const intent: MutationRecord = {
-      runId: head.runId,
-      callId: call.callId,
-      turn: ctx.turn,
-      toolName: call.toolName,
-      argumentsJson: call.argumentsJson,
-      state: 'intent',
-      resultJson: null,
-    };
-    const record = async (
-      h: RunHead,
-      state: MutationState,
-      status: ToolResultStatus,
-      result: JsonValue,
-      extra: NewEvent[] = [],
-      data: EventData = {},
-    ): Promise<'done' | 'waiting'> => {
-      await settle(h, status, result, extra, { ...intent, state, resultJson: canonicalJson(result) }, data);
-      return state === 'uncertain' ? 'waiting' : 'done';
-    };
-    const journal = this.#effects.forWrite();
-    let begun: Begun;
-    try {
-      begun = await beginEffect(journal, tool, args, ctx);
-    } catch (e) {
-      // Refused before any dispatch (its description, or its intent by the effect owner): a definite failure.
-      // Anything else (the journal failed) stops the driver; the next one finds the call as the effect owner has it.
-      if (!isLoopxError(e) || e.kind === 'internal') throw e;
-      return record(head, 'failed', 'error', toolError(e), [calledEvent]);
-    }
-    if (begun.kind !== 'dispatch') {
-      // Journalled by a driver that died before recording it here: its outcome is taken, or it stays uncertain; never run again.
-      const known = takenOutcome(begun.effect) ?? undispatchedOutcome(call.toolName);
-      return record(head, known.state, known.status, known.result, [calledEvent], deliveryFields(begun.effect, deliveryOfEffect(begun.effect)));
-    }
-    // Durable intent before dispatch — the effect owner's, then the engine's: from here on a crash leaves an intent without an outcome.
-    const afterIntent = await this.#commit(head, { head, mutations: [intent], events: [calledEvent] });
-    faultPoint(FAULT_AFTER_MUTATION_INTENT);
-    let outcome: CallOutcome;
-    try {
-      outcome = outcomeOfOutput(await tool.execute(args, { ...ctx, effect: begun.effect }));
-    } catch (e) {
-      outcome = outcomeOfThrow(call.toolName, e);
-    }
-    // The effect owner's outcome first; one settled there meanwhile (a reconciliation) stands.
-    const settledElsewhere = await settleEffect(journal, ctx.operationId, outcome);
-    faultPoint(FAULT_AFTER_EFFECT_SETTLED);
-    const taken = settledElsewhere && takenOutcome(settledElsewhere);
-    if (taken) return record(afterIntent, taken.state, taken.status, taken.result, [], deliveryFields(settledElsewhere, deliveryOfEffect(settledElsewhere)));
-    // What the receiver did, from the receipt as the tool returned it (the effect owner keeps it bounded).
-    return record(afterIntent, outcome.state, outcome.status, outcome.result, [], deliveryFields(begun.effect, outcome.delivery));
   }
 
   /**
@@ -440,10 +377,21 @@ export class TurnDriver {
       const effect = await this.#effects.effectOf(m.callId);
       const outcome = effect && takenOutcome(effect);
       if (outcome) {
-        head = await this.settleCall(head, m, outcome.state, outcome.status, outcome.result, { settled_by: 'effect_owner' }, effect ?? null);
+        head = await this.settleCall(
+          head,
+          m,
+          outcome.state,
+          outcome.status,
+          outcome.result,
+          { settled_by: 'effect_owner' },
+          effect ?? null,
+        );
         taken.add(m.callId);
       } else if (m.state === 'intent') {
-        const result = { error: 'mutation_uncertain', message: `The process running ${m.toolName} stopped before its outcome was recorded. It will not be re-run.` };
+        const result = {
+          error: 'mutation_uncertain',
+          message: `The process running ${m.toolName} stopped before its outcome was recorded. It will not be re-run.`,
+        };
         head = await this.settleCall(head, m, 'uncertain', 'mutation_uncertain', result, {}, effect ?? null);
       }
     }
@@ -466,25 +414,41 @@ export class TurnDriver {
   ): Promise<RunHead> {
     const runId = head.runId;
     const settled = effect === undefined ? await this.#effects.effectOf(m.callId) : (effect ?? undefined);
-    const assistantIndex = (await this.#store().messages(runId)).findIndex((msg) => msg.id === messageId(runId, m.turn, 0));
-    if (assistantIndex < 0) throw internal('uncertain_call_without_message', `Mutating call ${m.callId} has no model message.`);
+    const assistantIndex = (await this.#store().messages(runId)).findIndex(
+      (msg) => msg.id === messageId(runId, m.turn, 0),
+    );
+    if (assistantIndex < 0)
+      throw internal('uncertain_call_without_message', `Mutating call ${m.callId} has no model message.`);
     const callIndex = Number(m.callId.slice(m.callId.lastIndexOf('/k') + 2));
     const index = assistantIndex + 1 + callIndex;
     return this.#commit(head, {
       head: { ...head, messageCount: Math.max(head.messageCount, index + 1) },
-      messages: [{ index, message: toolMessage(messageId(runId, m.turn, callIndex + 1), m.callId, m.toolName, status, result) }],
+      messages: [
+        { index, message: toolMessage(messageId(runId, m.turn, callIndex + 1), m.callId, m.toolName, status, result) },
+      ],
       mutations: [{ ...m, state, resultJson: canonicalJson(result) }],
       events: [
         {
           type: 'ToolResulted',
-          data: { call_id: m.callId, tool_name: m.toolName, status, ...data, ...deliveryFields(settled, settled ? deliveryOfEffect(settled) : UNKNOWN_DELIVERY) },
+          data: {
+            call_id: m.callId,
+            tool_name: m.toolName,
+            status,
+            ...data,
+            ...deliveryFields(settled, settled ? deliveryOfEffect(settled) : UNKNOWN_DELIVERY),
+          },
         },
       ],
     });
   }
 
   /** End a run; open tool calls of an interrupted turn are settled as errors so the history stays matched. */
-  async terminate(head: RunHead, lifecycle: 'failed' | 'cancelled', event: NewEvent, failure: RunHead['failure']): Promise<void> {
+  async terminate(
+    head: RunHead,
+    lifecycle: 'failed' | 'cancelled',
+    event: NewEvent,
+    failure: RunHead['failure'],
+  ): Promise<void> {
     const runId = head.runId;
     const messages = await this.#store().messages(runId);
     const upserts: Array<{ index: number; message: Message }> = [];
@@ -510,7 +474,14 @@ export class TurnDriver {
       }
     }
     await this.#commit(head, {
-      head: { ...head, lifecycle, failure, pendingInteraction: null, messageCount, turnInProgress: head.turnInProgress },
+      head: {
+        ...head,
+        lifecycle,
+        failure,
+        pendingInteraction: null,
+        messageCount,
+        turnInProgress: head.turnInProgress,
+      },
       messages: upserts,
       events: [event],
       clearSuspendRequest: true,

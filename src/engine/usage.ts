@@ -50,11 +50,16 @@ export function withTurnUsage(head: RunHead, u: TurnUsage): Pick<RunHead, 'turnU
   const total = head.usage ?? { inputTokens: 0, outputTokens: 0, estimated: false };
   return {
     turnUsage: u,
-    usage: { inputTokens: total.inputTokens + u.inputTokens, outputTokens: total.outputTokens + u.outputTokens, estimated: total.estimated || u.estimated },
+    usage: {
+      inputTokens: total.inputTokens + u.inputTokens,
+      outputTokens: total.outputTokens + u.outputTokens,
+      estimated: total.estimated || u.estimated,
+    },
   };
 }
 
-export const totalTokens = (head: RunHead): number => (head.usage ? head.usage.inputTokens + head.usage.outputTokens : 0);
+export const totalTokens = (head: RunHead): number =>
+  head.usage ? head.usage.inputTokens + head.usage.outputTokens : 0;
 
 /** What a Goal work Turn debits for completed turn `head.completedTurns`: its recorded usage, else the estimate of its response. */
 export function debitTokens(head: RunHead, assistant: Message): number {
@@ -95,4 +100,8 @@ export function budgetRefusal(def: AgentDefinition, head: RunHead): LoopxError |
 }
 
 /** A run's recorded failure for a typed error: code, message and its one next action. */
-export const failureOf = (e: LoopxError): RunFailure => ({ code: e.code, message: e.message, ...(e.nextAction ? { nextAction: e.nextAction } : {}) });
+export const failureOf = (e: LoopxError): RunFailure => ({
+  code: e.code,
+  message: e.message,
+  ...(e.nextAction ? { nextAction: e.nextAction } : {}),
+});

@@ -31,7 +31,13 @@ export interface AdoptionStepReceipt {
   readonly readback: Readonly<Record<string, unknown>>;
   readonly holds: readonly AdoptionHold[];
   /** A lifetime this step minted: the coordinator records the supersession outside the root before going on. */
-  readonly lifetime?: { readonly goal_id: string; readonly superseded: string; readonly successor: string; readonly lineage_id: string; readonly generation: number };
+  readonly lifetime?: {
+    readonly goal_id: string;
+    readonly superseded: string;
+    readonly successor: string;
+    readonly lineage_id: string;
+    readonly generation: number;
+  };
   readonly execution_authority_granted: false;
 }
 
@@ -124,7 +130,11 @@ export const stepReceipt = (
  * `retain_historical`: the owner's recovered state stays history, readable in the recovery
  * workspace the plan binds; nothing is written to the destination, and nothing of it is live.
  */
-export function retainHistorical(owner: string, describes: string, read?: (ctx: AdoptionContext) => HistoricalRead<unknown>): OwnerAdoptionStep {
+export function retainHistorical(
+  owner: string,
+  describes: string,
+  read?: (ctx: AdoptionContext) => HistoricalRead<unknown>,
+): OwnerAdoptionStep {
   const step: OwnerAdoptionStep = {
     action: `${owner}:retain_historical`,
     disposition: 'retain_historical',
@@ -132,7 +142,10 @@ export function retainHistorical(owner: string, describes: string, read?: (ctx: 
     ...(read ? {} : { readsWorkspace: false as const }),
     apply: async (ctx) => {
       const h = read?.(ctx);
-      return stepReceipt(step, owner, ctx, 'already', { kept_in: 'recovery_workspace', ...(h ? { counts: h.counts, revision: h.revision } : {}) });
+      return stepReceipt(step, owner, ctx, 'already', {
+        kept_in: 'recovery_workspace',
+        ...(h ? { counts: h.counts, revision: h.revision } : {}),
+      });
     },
   };
   return step;

@@ -38,10 +38,22 @@ export const ADOPTION: Readonly<Record<OwnerName, readonly OwnerAdoptionStep[]>>
   config,
   goal,
   work,
-  session: [retainHistorical('session', 'sessions and Turn journals stay history; new work opens a new session under a new execution generation')],
+  session: [
+    retainHistorical(
+      'session',
+      'sessions and Turn journals stay history; new work opens a new session under a new execution generation',
+    ),
+  ],
   effect,
-  quota: [retainHistorical('quota', 'the settled ledger stays history; nothing is debited again, new spend is debited under new Turn keys')],
-  scheduler: [retainHistorical('scheduler', 'timers, automations and skills stay disabled data; re-create them explicitly')],
+  quota: [
+    retainHistorical(
+      'quota',
+      'the settled ledger stays history; nothing is debited again, new spend is debited under new Turn keys',
+    ),
+  ],
+  scheduler: [
+    retainHistorical('scheduler', 'timers, automations and skills stay disabled data; re-create them explicitly'),
+  ],
 };
 
 /** What the recovery preview read of the Goal from the workspace, for the owners' words: its effects and its session count. */
@@ -82,4 +94,5 @@ export const HISTORICAL_PREVIEW: Readonly<Record<OwnerName, HistoricalPreview>> 
 };
 
 /** The preview's row of `owner` (a name from an audit: an unknown one has none). */
-export const historicalPreviewOf = (owner: string): HistoricalPreview => (Object.hasOwn(HISTORICAL_PREVIEW, owner) ? HISTORICAL_PREVIEW[owner as OwnerName] : {});
+export const historicalPreviewOf = (owner: string): HistoricalPreview =>
+  Object.hasOwn(HISTORICAL_PREVIEW, owner) ? HISTORICAL_PREVIEW[owner as OwnerName] : {};

@@ -45,7 +45,8 @@ export interface OwnerFinding<Code extends string = string> {
 /** The boundary a backup component of `o` covers. */
 export const boundaryOf = (o: Pick<OwnerRecovery, 'scope' | 'boundary'>): 'machine' | 'goal' => o.boundary ?? o.scope;
 
-export const hasErrors = (findings: readonly { readonly severity: string }[]): boolean => findings.some((f) => f.severity === 'error');
+export const hasErrors = (findings: readonly { readonly severity: string }[]): boolean =>
+  findings.some((f) => f.severity === 'error');
 
 /** What an owner's state belongs to: the whole root (`machine`) or one Goal. */
 export interface OwnerScope {
@@ -203,7 +204,9 @@ export interface LiveService {
 }
 
 /** Where one Goal's work lives when the Goal chose it (`goal create --work-provider`): the root's files, or a schema of a service, its rows under `store_key`. */
-export type GoalWorkSource = { readonly provider: string } | { readonly provider: string; readonly service: LiveService; readonly store_key: string };
+export type GoalWorkSource =
+  | { readonly provider: string }
+  | { readonly provider: string; readonly service: LiveService; readonly store_key: string };
 
 /** The live side `capture` reads: a runtime root, and the service its Goal state lives in when it is not the root's files. */
 export interface LiveSource {
@@ -214,14 +217,21 @@ export interface LiveSource {
 }
 
 /** Whether `o` keeps its state in `live`'s service rather than in its members of the root. */
-export const servedBy = (o: Pick<OwnerRecovery, 'providers'>, live: LiveSource): live is LiveSource & { service: LiveService } =>
+export const servedBy = (
+  o: Pick<OwnerRecovery, 'providers'>,
+  live: LiveSource,
+): live is LiveSource & { service: LiveService } =>
   live.service !== undefined && (o.providers ?? []).includes(live.service.provider);
 
 /**
  * Whether `o`'s state for `scope` is read from a service rather than from its members of the root:
  * where the Goal chose to keep it, if `o` lets a Goal choose and the Goal did, else the root's service.
  */
-export function servedAt(o: Pick<OwnerRecovery, 'providers' | 'placedPerGoal'>, live: LiveSource, scope: OwnerScope): boolean {
+export function servedAt(
+  o: Pick<OwnerRecovery, 'providers' | 'placedPerGoal'>,
+  live: LiveSource,
+  scope: OwnerScope,
+): boolean {
   const own = o.placedPerGoal === true && scope.goal_id !== null ? live.goalWork?.get(scope.goal_id) : undefined;
   return own !== undefined ? 'service' in own : servedBy(o, live);
 }

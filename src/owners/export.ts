@@ -50,12 +50,20 @@ export interface BuiltExport {
   readonly record_count: number;
 }
 
-export function buildExport(header: Omit<ExportHeader, 'record'>, items: readonly unknown[], maxItems: number): BuiltExport {
+export function buildExport(
+  header: Omit<ExportHeader, 'record'>,
+  items: readonly unknown[],
+  maxItems: number,
+): BuiltExport {
   if (items.length > maxItems) {
-    throw rejected('owner_export_capacity_exceeded', `The ${header.owner} export would hold ${items.length} records; at most ${maxItems} are exported.`, {
-      nextAction: 'split the state across roots, or archive old records before backing up',
-      details: { owner: header.owner, records: items.length, limit: maxItems },
-    });
+    throw rejected(
+      'owner_export_capacity_exceeded',
+      `The ${header.owner} export would hold ${items.length} records; at most ${maxItems} are exported.`,
+      {
+        nextAction: 'split the state across roots, or archive old records before backing up',
+        details: { owner: header.owner, records: items.length, limit: maxItems },
+      },
+    );
   }
   const head: ExportHeader = { record: 'header', ...header };
   const records: unknown[] = [head];
@@ -84,9 +92,13 @@ const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object
 const REEXPORT = 'capture this owner again; do not trust this export';
 
 /** Checks an export's chain and header against the schema, owner and scope expected. */
-export function verifyExport(records: readonly unknown[], expect: { schema: string; owner: string; scope: OwnerScope; maxItems: number }): ExportCheck {
+export function verifyExport(
+  records: readonly unknown[],
+  expect: { schema: string; owner: string; scope: OwnerScope; maxItems: number },
+): ExportCheck {
   const findings: OwnerFinding[] = [];
-  const add = (code: string, subject: string): void => void findings.push({ code, severity: 'error', subject, next_action: REEXPORT });
+  const add = (code: string, subject: string): void =>
+    void findings.push({ code, severity: 'error', subject, next_action: REEXPORT });
   const first = records[0];
   if (!isObj(first) || first.record !== 'header') {
     add('owner_export_header_missing', 'header');
@@ -94,7 +106,8 @@ export function verifyExport(records: readonly unknown[], expect: { schema: stri
   }
   const header = first as unknown as ExportHeader;
   if (header.schema_version !== expect.schema) add('owner_export_schema_unknown', 'header');
-  if (header.owner !== expect.owner || header.goal_id !== expect.scope.goal_id) add('owner_export_scope_mismatch', 'header');
+  if (header.owner !== expect.owner || header.goal_id !== expect.scope.goal_id)
+    add('owner_export_scope_mismatch', 'header');
   const items: unknown[] = [];
   let prev = recordSha256(header);
   let i = 1;
@@ -124,7 +137,8 @@ export function verifyExport(records: readonly unknown[], expect: { schema: stri
 export const OWNER_EXPORT_MAX_ITEMS = 1_000_000;
 
 /** A copy of `items` sorted by a string key (code-unit order, as canonical JSON sorts keys). */
-export const byKey = <T>(items: readonly T[], key: (t: T) => string): T[] => [...items].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+export const byKey = <T>(items: readonly T[], key: (t: T) => string): T[] =>
+  [...items].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 
 /** An export checked and compared with the revision of the copy it was captured with. */
 export function exportFindings(
@@ -163,14 +177,16 @@ export function rebuiltExportFindings(
   copyRevision: string | null,
 ): { findings: OwnerFinding[]; sha256: string | null } {
   const findings: OwnerFinding[] = [];
-  const add = (code: string, subject: string): void => void findings.push({ code, severity: 'error', subject, next_action: REEXPORT });
+  const add = (code: string, subject: string): void =>
+    void findings.push({ code, severity: 'error', subject, next_action: REEXPORT });
   const [header, seal, ...rest] = frame;
   if (!isObj(header) || header.record !== 'header') add('owner_export_header_missing', 'header');
   else if (!isObj(seal) || seal.record !== 'seal') add('owner_export_seal_missing', 'seal');
   if (findings.length > 0 || !isObj(header) || !isObj(seal)) return { findings, sha256: null };
   if (rest.length > 0) add('owner_export_trailing_records', 'record:2');
   if (header.schema_version !== expect.schema) add('owner_export_schema_unknown', 'header');
-  if (header.owner !== expect.owner || header.goal_id !== expect.scope.goal_id) add('owner_export_scope_mismatch', 'header');
+  if (header.owner !== expect.owner || header.goal_id !== expect.scope.goal_id)
+    add('owner_export_scope_mismatch', 'header');
   if (items.length > expect.maxItems) {
     add('owner_export_capacity_exceeded', 'header');
     return { findings, sha256: null };

@@ -41,7 +41,12 @@ export interface FileCaptureSpec<T> {
   items(value: T): readonly unknown[];
 }
 
-export function captureFiles<T>(spec: FileCaptureSpec<T>, live: LiveSource, scope: OwnerScope, into: string): OwnerCapture {
+export function captureFiles<T>(
+  spec: FileCaptureSpec<T>,
+  live: LiveSource,
+  scope: OwnerScope,
+  into: string,
+): OwnerCapture {
   const startAt = new Date().toISOString();
   const startRev = spec.liveRevision(live);
   const members = spec.members.flatMap((m) => copyMembers(live.root, into, m));

@@ -23,7 +23,12 @@ export {
 } from './table.js';
 export { OwnerError, ownerErrors, type OwnerErrors } from './owner-errors.js';
 export { openRootOwners, STORE_CONFIG_NAMESPACE, type RootOwners } from './root-owners.js';
-export { closeRootPools, refuseNonSqliteRoot, rootStoreLocation, type RootStoreLocation } from './root-store-location.js';
+export {
+  closeRootPools,
+  refuseNonSqliteRoot,
+  rootStoreLocation,
+  type RootStoreLocation,
+} from './root-store-location.js';
 /** The storage providers as a table: owners and the runtime ask a location's row by its `provider` name. */
 export {
   DEFAULT_STORE_PROVIDER,
@@ -46,7 +51,13 @@ export {
   type WorkChoice,
 } from './providers/index.js';
 export { rootStores, type RootStores } from './root-stores.js';
-export { openGoalWorkSources, openServiceSnapshot, type GoalServiceSnapshot, type ServiceReference, type ServiceSnapshot } from './service-snapshot.js';
+export {
+  openGoalWorkSources,
+  openServiceSnapshot,
+  type GoalServiceSnapshot,
+  type ServiceReference,
+  type ServiceSnapshot,
+} from './service-snapshot.js';
 export { integrityOnly } from './sqlite-recovery.js';
 export { verifyExport, type ExportHeader } from './export.js';
 export * as registry from './registry/index.js';
@@ -59,5 +70,11 @@ export * as quota from './quota/index.js';
 export * as scheduler from './scheduler/index.js';
 /** Not a root's owner (no OWNERS row, no recovery contract): a cluster's membership and work queue, in its PostgreSQL schema. */
 export * as cluster from './cluster/index.js';
-export { ADOPTION, HISTORICAL_PREVIEW, historicalPreviewOf, type HistoricalPreview, type PreviewFacts } from './adoption.js';
+export {
+  ADOPTION,
+  HISTORICAL_PREVIEW,
+  historicalPreviewOf,
+  type HistoricalPreview,
+  type PreviewFacts,
+} from './adoption.js';
 export * from './adoption-contract.js';

@@ -32,9 +32,13 @@ export const GOAL_ID = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
 export function assertGoalId(goalId: string): string {
   if (!GOAL_ID.test(goalId) || goalId.includes('..')) {
-    throw rejected('goal_id_invalid', 'A Goal id is 1–64 characters of a–z, 0–9, ., _ and -, starting with a letter or digit.', {
-      nextAction: 'choose another Goal id',
-    });
+    throw rejected(
+      'goal_id_invalid',
+      'A Goal id is 1–64 characters of a–z, 0–9, ., _ and -, starting with a letter or digit.',
+      {
+        nextAction: 'choose another Goal id',
+      },
+    );
   }
   return goalId;
 }
@@ -47,7 +51,10 @@ export function assertRuntimeRoot(root: string): void {
   } catch {
     isDir = false;
   }
-  if (!isDir) throw notFound('root_not_found', 'The runtime root does not exist.', { nextAction: 'pass the right --root, or create this root: loopx init' });
+  if (!isDir)
+    throw notFound('root_not_found', 'The runtime root does not exist.', {
+      nextAction: 'pass the right --root, or create this root: loopx init',
+    });
 }
 
 export const LAYOUT = {

@@ -27,7 +27,13 @@ export class OwnerError<C extends string = string> extends LoopxError {
   declare readonly code: C;
   /** The owner that refused (not enumerable: an error's own fields stay those of every LoopxError). */
   declare readonly owner: string;
-  constructor(errors: OwnerErrors<C>, kind: ErrorKind, code: C, message: string, options: LoopxErrorOptions & { nextAction: string }) {
+  constructor(
+    errors: OwnerErrors<C>,
+    kind: ErrorKind,
+    code: C,
+    message: string,
+    options: LoopxErrorOptions & { nextAction: string },
+  ) {
     super(kind, code, message, options);
     this.name = errors.name;
     Object.defineProperty(this, 'owner', { value: errors.owner, enumerable: false });
@@ -41,6 +47,7 @@ export function ownerErrors<const C extends string>(owner: string, name: string,
     owner,
     name,
     codes,
-    is: (e: unknown, code?: C): e is OwnerError<C> => e instanceof OwnerError && e.owner === owner && known.has(e.code) && (code === undefined || e.code === code),
+    is: (e: unknown, code?: C): e is OwnerError<C> =>
+      e instanceof OwnerError && e.owner === owner && known.has(e.code) && (code === undefined || e.code === code),
   };
 }

@@ -28,7 +28,16 @@ import {
   type PgMigration,
   type PgQuery,
 } from '../store/index.js';
-import { APPLIED, conflictOf, providerClosed, storeCorrupt, storeReadFailed, type CommitResult, type ConflictReason, type StoreOwner } from './port.js';
+import {
+  APPLIED,
+  conflictOf,
+  providerClosed,
+  storeCorrupt,
+  storeReadFailed,
+  type CommitResult,
+  type ConflictReason,
+  type StoreOwner,
+} from './port.js';
 
 export interface PgPortBase {
   readonly provider: string;
@@ -47,10 +56,18 @@ class Refused extends Error {
   }
 }
 
-const failed = (e: unknown): CommitResult => ({ status: 'failed', code: isRetryableConflict(e) ? 'provider_busy' : 'provider_write_failed' });
+const failed = (e: unknown): CommitResult => ({
+  status: 'failed',
+  code: isRetryableConflict(e) ? 'provider_busy' : 'provider_write_failed',
+});
 
 /** A port on `db`'s schema for `component`'s tables, migrated by `migrations`; `owner` names it in errors. */
-export function openPgPort(db: PgDatabase, component: string, migrations: readonly PgMigration[], owner: StoreOwner): PgPortBase {
+export function openPgPort(
+  db: PgDatabase,
+  component: string,
+  migrations: readonly PgMigration[],
+  owner: StoreOwner,
+): PgPortBase {
   const where = `the ${component} tables of schema ${db.schema}`;
   const corrupt = (e: RowInvalid) => storeCorrupt(owner, where, e);
   let closed = false;

@@ -51,7 +51,11 @@ export const MAX_COMMIT_ATTEMPTS = 8;
  * means another writer changed the rows in between: read and decide again, so a racing duplicate
  * turns into the readback the rules give for it, and a fenced writer into its typed refusal.
  */
-export async function decideAndCommit<T, W>(owner: string, commit: (write: W) => Promise<CommitResult>, decide: () => Promise<Decided<T, W>>): Promise<T> {
+export async function decideAndCommit<T, W>(
+  owner: string,
+  commit: (write: W) => Promise<CommitResult>,
+  decide: () => Promise<Decided<T, W>>,
+): Promise<T> {
   for (let attempt = 1; attempt <= MAX_COMMIT_ATTEMPTS; attempt++) {
     const d = await decide();
     if (!('write' in d)) return d.result;
@@ -68,14 +72,19 @@ export async function decideAndCommit<T, W>(owner: string, commit: (write: W) =>
         throw commitFailed(owner, r.code);
     }
   }
-  throw conflict('store_commit_contention', `Other writers kept changing the ${owner} store; the request was not applied.`, {
-    nextAction: 'retry the same request',
-    details: { owner, attempts: MAX_COMMIT_ATTEMPTS },
-  });
+  throw conflict(
+    'store_commit_contention',
+    `Other writers kept changing the ${owner} store; the request was not applied.`,
+    {
+      nextAction: 'retry the same request',
+      details: { owner, attempts: MAX_COMMIT_ATTEMPTS },
+    },
+  );
 }
 
 /** True when `stored` is exactly `afterImage` (field for field, as canonical JSON). */
-export const shows = (stored: object | undefined, afterImage: object): boolean => stored !== undefined && canonicalJson(stored) === canonicalJson(afterImage);
+export const shows = (stored: object | undefined, afterImage: object): boolean =>
+  stored !== undefined && canonicalJson(stored) === canonicalJson(afterImage);
 
 export const outcomeUnproved = (owner: string): LoopxError =>
   internal('store_outcome_unproved', `The ${owner} store could not confirm whether the write landed.`, {
@@ -90,16 +99,29 @@ export const commitFailed = (owner: string, code: string): LoopxError =>
   });
 
 /** The code of a row that does not decode, per owner over a storage port (one closed set: built once, here). */
-const STORE_CORRUPT = { session: 'session_store_corrupt', quota: 'quota_store_corrupt', scheduler: 'scheduler_store_corrupt', effect: 'effect_store_corrupt' } as const;
+const STORE_CORRUPT = {
+  session: 'session_store_corrupt',
+  quota: 'quota_store_corrupt',
+  scheduler: 'scheduler_store_corrupt',
+  effect: 'effect_store_corrupt',
+} as const;
 export type StoreOwner = keyof typeof STORE_CORRUPT;
 
 /** A stored row of `owner` that does not decode (`field` names the column): the store was damaged under us — stop, never guess. */
 export const storeCorrupt = (owner: StoreOwner, file: string, cause: { readonly field: string }): LoopxError =>
-  internal(STORE_CORRUPT[owner], `${file} holds a malformed row (${cause.field}).`, { nextAction: `run the backup verifier on a copy of ${file}`, cause });
+  internal(STORE_CORRUPT[owner], `${file} holds a malformed row (${cause.field}).`, {
+    nextAction: `run the backup verifier on a copy of ${file}`,
+    cause,
+  });
 
 /** A read that failed for a reason other than a typed refusal (the disk, the connection): nothing was decided. */
 export const storeReadFailed = (owner: string, file: string, cause: unknown): LoopxError =>
-  internal('store_read_failed', `Reading ${file} failed.`, { cause, nextAction: 'check the disk or the database server, then retry', details: { owner } });
+  internal('store_read_failed', `Reading ${file} failed.`, {
+    cause,
+    nextAction: 'check the disk or the database server, then retry',
+    details: { owner },
+  });
 
 /** A read or commit on a closed port. */
-export const providerClosed = (owner: string): LoopxError => internal('provider_closed', `The ${owner} store is closed.`, { details: { owner } });
+export const providerClosed = (owner: string): LoopxError =>
+  internal('provider_closed', `The ${owner} store is closed.`, { details: { owner } });

@@ -17,7 +17,11 @@ export const operationIdentityMismatch = (operationId: string): LoopxError =>
  * exported without them.
  */
 export const captureRowsInvalid = (owner: string, codes: readonly string[]): LoopxError =>
-  rejected('owner_capture_rows_invalid', `The ${owner} rows in the database include rows its reader refuses; the component was not captured.`, {
-    nextAction: 'inspect the owner’s rows in the database; back up again once they are sound',
-    details: { owner, codes: [...new Set(codes)].sort() },
-  });
+  rejected(
+    'owner_capture_rows_invalid',
+    `The ${owner} rows in the database include rows its reader refuses; the component was not captured.`,
+    {
+      nextAction: 'inspect the owner’s rows in the database; back up again once they are sound',
+      details: { owner, codes: [...new Set(codes)].sort() },
+    },
+  );

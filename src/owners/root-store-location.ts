@@ -16,7 +16,8 @@ export type { RootStoreLocation } from './providers/index.js';
 
 /** Where the root at `root` keeps its Goal state. */
 export function rootStoreLocation(root: string): RootStoreLocation {
-  const ns = configOwner.openFileConfigStore(root).read().value.namespaces[STORE_CONFIG_NAMESPACE] as Record<string, unknown> | undefined;
+  const ns = configOwner.openFileConfigStore(root).read().value.namespaces[STORE_CONFIG_NAMESPACE] as
+    Record<string, unknown> | undefined;
   return rootLocationOf(ns);
 }
 
@@ -41,13 +42,19 @@ export function refuseNonSqliteRoot(root: string, operation: string): void {
   if (inRoot(at) && off === undefined) return;
   const where = off === undefined ? 'its Goal state' : `the work of Goal ${off.goal_id}`;
   const what = off?.location.provider ?? at.provider;
-  throw providerUnsupported(`This root keeps ${where} in ${what}; ${operation} works only on roots whose Goal state is in SQLite.`, {
-    provider: what,
-    operation,
-    ...(off === undefined ? {} : { goal_id: off.goal_id }),
-  });
+  throw providerUnsupported(
+    `This root keeps ${where} in ${what}; ${operation} works only on roots whose Goal state is in SQLite.`,
+    {
+      provider: what,
+      operation,
+      ...(off === undefined ? {} : { goal_id: off.goal_id }),
+    },
+  );
 }
 
 /** The one refusal of an operation that cannot cover where some Goal state lives. */
 const providerUnsupported = (message: string, details: Record<string, unknown>) =>
-  rejected('store_provider_unsupported', message, { nextAction: 'protect this root with its database service’s own backups', details });
+  rejected('store_provider_unsupported', message, {
+    nextAction: 'protect this root with its database service’s own backups',
+    details,
+  });

@@ -39,7 +39,10 @@ export async function openGoalWorkSources(
   root: string,
   goalIds: readonly string[],
   rootService: ServiceSnapshot | null,
-): Promise<{ readonly sources: ReadonlyMap<string, GoalWorkSource>; readonly services: readonly GoalServiceSnapshot[] }> {
+): Promise<{
+  readonly sources: ReadonlyMap<string, GoalWorkSource>;
+  readonly services: readonly GoalServiceSnapshot[];
+}> {
   const rootAt = rootStoreLocation(root);
   const wanted = new Set(goalIds);
   const sources = new Map<string, GoalWorkSource>();
@@ -59,7 +62,11 @@ export async function openGoalWorkSources(
         byService.set(key, own);
       }
       own?.goal_ids.push(goal_id);
-      sources.set(goal_id, { provider: location.provider, service: isRoots ? rootService! : own!.snapshot, store_key: location.store_key });
+      sources.set(goal_id, {
+        provider: location.provider,
+        service: isRoots ? rootService! : own!.snapshot,
+        store_key: location.store_key,
+      });
     }
   } catch (e) {
     for (const s of byService.values()) await s.snapshot.close();

@@ -47,15 +47,26 @@ export interface ReadSqliteHistoryOptions {
 }
 
 /** The next action of a defect in a copy (the readers' own row findings say it too). */
-export const VERIFY_COPY_AGAIN = 'run the backup verifier again on a fresh copy, or restore this owner from another backup';
+export const VERIFY_COPY_AGAIN =
+  'run the backup verifier again on a fresh copy, or restore this owner from another backup';
 
 /** The owner's history read from the copy at `copiedFilePath`, with every finding. */
-export function readSqliteHistory<K extends string, H extends SqliteHistory>(spec: SqliteHistorySpec<K, H>, copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): H {
+export function readSqliteHistory<K extends string, H extends SqliteHistory>(
+  spec: SqliteHistorySpec<K, H>,
+  copiedFilePath: string,
+  options: ReadSqliteHistoryOptions = {},
+): H {
   const findings: OwnerFinding[] = [];
   const subject = `file:${spec.file}`;
-  const nothing = (schemaVersion: number | null): H => ({ owner: spec.owner, schema_version: schemaVersion, ...spec.none(), findings }) as unknown as H;
+  const nothing = (schemaVersion: number | null): H =>
+    ({ owner: spec.owner, schema_version: schemaVersion, ...spec.none(), findings }) as unknown as H;
   const unreadable = (): H => {
-    findings.push({ code: `${spec.owner}_copy_unreadable`, severity: 'error', subject, next_action: VERIFY_COPY_AGAIN });
+    findings.push({
+      code: `${spec.owner}_copy_unreadable`,
+      severity: 'error',
+      subject,
+      next_action: VERIFY_COPY_AGAIN,
+    });
     return nothing(null);
   };
   const read = (db: SqliteDatabase): H => {
@@ -65,12 +76,21 @@ export function readSqliteHistory<K extends string, H extends SqliteHistory>(spe
         code: `${spec.owner}_schema_unsupported`,
         severity: 'error',
         subject: `schema:${version}`,
-        next_action: version > spec.version ? 'read this backup with the loopx version that wrote it or a newer one' : VERIFY_COPY_AGAIN,
+        next_action:
+          version > spec.version
+            ? 'read this backup with the loopx version that wrote it or a newer one'
+            : VERIFY_COPY_AGAIN,
       });
       return nothing(version);
     }
-    if (db.pragma('quick_check', { simple: true }) !== 'ok') findings.push({ code: `${spec.owner}_db_corrupt`, severity: 'error', subject, next_action: VERIFY_COPY_AGAIN });
+    if (db.pragma('quick_check', { simple: true }) !== 'ok')
+      findings.push({ code: `${spec.owner}_db_corrupt`, severity: 'error', subject, next_action: VERIFY_COPY_AGAIN });
     return { ...spec.decode(sqliteRows(db, spec.tables), findings), schema_version: version } as H;
   };
-  return withSqliteCopy(copiedFilePath, read, { scratchDir: options.scratchDir, scratchPrefix: `loopx-${spec.owner}-historical-`, fileName: spec.file, onUnreadable: unreadable });
+  return withSqliteCopy(copiedFilePath, read, {
+    scratchDir: options.scratchDir,
+    scratchPrefix: `loopx-${spec.owner}-historical-`,
+    fileName: spec.file,
+    onUnreadable: unreadable,
+  });
 }

@@ -8,7 +8,16 @@
  */
 import { isLoopxError } from '../core/index.js';
 import { RowInvalid, SQLITE_PROVIDER, openSqlite, setup, type Migration, type SqliteDatabase } from '../store/index.js';
-import { APPLIED, conflictOf, providerClosed, storeCorrupt, storeReadFailed, type CommitResult, type ConflictReason, type StoreOwner } from './port.js';
+import {
+  APPLIED,
+  conflictOf,
+  providerClosed,
+  storeCorrupt,
+  storeReadFailed,
+  type CommitResult,
+  type ConflictReason,
+  type StoreOwner,
+} from './port.js';
 
 export interface SqlitePortOptions {
   readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
@@ -24,7 +33,8 @@ export interface SqlitePortBase {
   close(): void;
 }
 
-const isBusy = (e: unknown): boolean => typeof (e as { code?: unknown })?.code === 'string' && (e as { code: string }).code.startsWith('SQLITE_BUSY');
+const isBusy = (e: unknown): boolean =>
+  typeof (e as { code?: unknown })?.code === 'string' && (e as { code: string }).code.startsWith('SQLITE_BUSY');
 
 /** The prepared statements of the commit protocol on one connection. */
 export interface TransactionStatements {
@@ -94,7 +104,13 @@ export function immediateTransaction<T>(
 }
 
 /** Opens `path` with the owner's migrations. `owner` names it in errors; `file` is its name in a root (e.g. `sessions.db`). */
-export function openSqlitePort(path: string, migrations: readonly Migration[], owner: StoreOwner, file: string, options: SqlitePortOptions = {}): SqlitePortBase {
+export function openSqlitePort(
+  path: string,
+  migrations: readonly Migration[],
+  owner: StoreOwner,
+  file: string,
+  options: SqlitePortOptions = {},
+): SqlitePortBase {
   const db = openSqlite(path, options.synchronous ? { synchronous: options.synchronous } : {});
   try {
     setup(db, migrations);

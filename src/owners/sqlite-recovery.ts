@@ -22,6 +22,7 @@ import { dirname, join } from 'node:path';
 import { POSTGRESQL_PROVIDER, isOutOfSpace, openSqliteCopy, snapshotSqliteDatabase } from '../store/index.js';
 import type {
   CapturePoint,
+  CopiedRoot,
   FindingSeverity,
   HistoricalRead,
   LiveService,
@@ -32,9 +33,17 @@ import type {
   OwnerScope,
   ReadableClassification,
   VerifiedMember,
+  VerifyOfflineOptions,
 } from './contract.js';
 import { MACHINE, hasErrors, servedBy } from './contract.js';
-import { buildExport, contentRevision, exportFindings, exportFrame, rebuiltExportFindings, verifyExport } from './export.js';
+import {
+  buildExport,
+  contentRevision,
+  exportFindings,
+  exportFrame,
+  rebuiltExportFindings,
+  verifyExport,
+} from './export.js';
 import { pgRows, type TableQueries, type TableRows } from './table-rows.js';
 import { captureRowsInvalid } from './refusals.js';
 
@@ -66,7 +75,10 @@ export function sqliteIntegrity(abs: string, scratch: string | undefined): Verif
   if (walHeader(abs) === null) return 'unreadable';
   let copy;
   try {
-    copy = openSqliteCopy(abs, { ...(scratch === undefined ? {} : { scratchDir: scratch }), scratchPrefix: 'integrity-' });
+    copy = openSqliteCopy(abs, {
+      ...(scratch === undefined ? {} : { scratchDir: scratch }),
+      scratchPrefix: 'integrity-',
+    });
   } catch (e) {
     if (isOutOfSpace(e)) throw e;
     return 'unreadable';
@@ -102,7 +114,9 @@ export const asOwnerFinding = (f: RawFinding): OwnerFinding => ({
   next_action: f.next_action,
 });
 
-export interface SqliteOwnerSpec<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }> {
+export interface SqliteOwnerSpec<
+  H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null },
+> {
   readonly name: string;
   readonly decides: string;
   /** Root-relative path of the database (LAYOUT). */
@@ -134,7 +148,10 @@ export interface SqliteOwnerSpec<H extends { readonly findings: readonly RawFind
 }
 
 /** The counts of an export's items, by kind. */
-function countItems(spec: { readonly itemCounts: Readonly<Record<string, string>> }, items: readonly unknown[]): Record<string, number> {
+function countItems(
+  spec: { readonly itemCounts: Readonly<Record<string, string>> },
+  items: readonly unknown[],
+): Record<string, number> {
   const counts: Record<string, number> = Object.fromEntries(Object.values(spec.itemCounts).map((name) => [name, 0]));
   for (const item of items) {
     const name = spec.itemCounts[String((item as { kind?: unknown } | null)?.kind)];
@@ -144,7 +161,9 @@ function countItems(spec: { readonly itemCounts: Readonly<Record<string, string>
 }
 
 /** The live content revision, from an online snapshot in a private scratch directory that is removed at once. */
-async function observeSqlite<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(
+async function observeSqlite<
+  H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null },
+>(
   spec: SqliteOwnerSpec<H>,
   envelope: (h: H, scope: OwnerScope) => HistoricalRead<H>,
   root: string,
@@ -165,7 +184,9 @@ async function observeSqlite<H extends { readonly findings: readonly RawFinding[
 }
 
 /** An online snapshot of the owner's database into the capture directory, and its canonical export. */
-async function captureSqlite<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(
+async function captureSqlite<
+  H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null },
+>(
   spec: SqliteOwnerSpec<H>,
   readHistorical: OwnerRecovery<H>['readHistorical'],
   root: string,
@@ -181,7 +202,15 @@ async function captureSqlite<H extends { readonly findings: readonly RawFinding[
   const items = spec.items(h.value);
   const point = { revision: contentRevision(items), cursor: items.length };
   const built = buildExport(
-    { schema_version: spec.exportSchema, owner: spec.name, goal_id: scope.goal_id, source_identity: null, ...point, captured_at_start: startAt, captured_at_end: endAt },
+    {
+      schema_version: spec.exportSchema,
+      owner: spec.name,
+      goal_id: scope.goal_id,
+      source_identity: null,
+      ...point,
+      captured_at_start: startAt,
+      captured_at_end: endAt,
+    },
     items,
     spec.maxItems,
   );
@@ -205,23 +234,21 @@ async function captureSqlite<H extends { readonly findings: readonly RawFinding[
   };
 }
 
-type Spec<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }> = SqliteOwnerSpec<H>;
+type Spec<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }> =
+  SqliteOwnerSpec<H>;
 
 /** The owner's state in the service: its tables read through `run` (the set's snapshot, or the state now) and decoded. */
-async function readService<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(
-  spec: Spec<H>,
-  run: LiveService['snapshot'],
-): Promise<H> {
+async function readService<
+  H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null },
+>(spec: Spec<H>, run: LiveService['snapshot']): Promise<H> {
   const pg = spec.postgresql!;
   return run(async (q) => pg.read(await pgRows(q, pg.tables)));
 }
 
 /** A capture from the set's one snapshot of the service: every item in the export, no member. */
-async function captureService<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(
-  spec: Spec<H>,
-  service: LiveService,
-  scope: OwnerScope,
-): Promise<OwnerCapture> {
+async function captureService<
+  H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null },
+>(spec: Spec<H>, service: LiveService, scope: OwnerScope): Promise<OwnerCapture> {
   const startAt = new Date().toISOString();
   const h = await readService(spec, (fn) => service.snapshot(fn));
   const endAt = new Date().toISOString();
@@ -269,16 +296,19 @@ async function captureService<H extends { readonly findings: readonly RawFinding
 }
 
 /** An export captured from a service, checked alone: its chain and seal, its counts, and the revision its items hash to. */
-function verifyServiceExport<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(
-  spec: Spec<H>,
-  scope: OwnerScope,
-  records: readonly unknown[],
-): OfflineVerification {
+function verifyServiceExport<
+  H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null },
+>(spec: Spec<H>, scope: OwnerScope, records: readonly unknown[]): OfflineVerification {
   const check = verifyExport(records, { schema: spec.exportSchema, owner: spec.name, scope, maxItems: spec.maxItems });
   const findings: OwnerFinding[] = [...check.findings];
   const revision = check.sha256 === null ? null : contentRevision(check.items);
   if (check.header !== null && revision !== null && check.header.revision !== revision) {
-    findings.push({ code: 'owner_export_revision_mismatch', severity: 'error', subject: 'header', next_action: 'capture this owner again; the export and its records differ' });
+    findings.push({
+      code: 'owner_export_revision_mismatch',
+      severity: 'error',
+      subject: 'header',
+      next_action: 'capture this owner again; the export and its records differ',
+    });
   }
   const ok = !hasErrors(findings);
   const counts = countItems(spec, check.items);
@@ -298,13 +328,13 @@ function verifyServiceExport<H extends { readonly findings: readonly RawFinding[
 }
 
 /** A component captured from a service, read back from its export alone: its items as the reader's fields, the export's findings. */
-function readServiceExport<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(
-  spec: Spec<H>,
-  scope: OwnerScope,
-  records: readonly unknown[],
-): HistoricalRead<H> {
+function readServiceExport<
+  H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null },
+>(spec: Spec<H>, scope: OwnerScope, records: readonly unknown[]): HistoricalRead<H> {
   const check = verifyExport(records, { schema: spec.exportSchema, owner: spec.name, scope, maxItems: spec.maxItems });
-  const fields: Record<string, unknown[]> = Object.fromEntries(Object.values(spec.itemCounts).map((name) => [name, []]));
+  const fields: Record<string, unknown[]> = Object.fromEntries(
+    Object.values(spec.itemCounts).map((name) => [name, []]),
+  );
   for (const item of check.items) {
     const i = item as { kind?: unknown; value?: unknown } | null;
     fields[spec.itemCounts[String(i?.kind)] ?? '']?.push(i?.value);
@@ -327,7 +357,57 @@ function readServiceExport<H extends { readonly findings: readonly RawFinding[];
   };
 }
 
-export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null }>(spec: SqliteOwnerSpec<H>): OwnerRecovery<H> {
+/**
+ * `verifyOffline` of a SQLite owner: a service's export checked alone; else SQLite's integrity
+ * check on a private copy, then the owner's reader and, when given, the archived export against it.
+ */
+function verifySqliteCopy<
+  H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null },
+>(
+  spec: SqliteOwnerSpec<H>,
+  readHistorical: OwnerRecovery<H>['readHistorical'],
+  copy: CopiedRoot,
+  scope: OwnerScope,
+  options: VerifyOfflineOptions,
+): OfflineVerification {
+  if (options.provider !== undefined) return verifyServiceExport(spec, scope, options.export ?? []);
+  const abs = join(copy.root, spec.file);
+  const member = integrityOnly(abs, spec.file, copy.scratchDir);
+  const base = { owner: spec.name, scope, members: [member], source_identity: null, facts: {} };
+  if (member.integrity !== 'ok') {
+    const code = member.integrity === 'failed' ? `${spec.name}_db_integrity_failed` : `${spec.name}_copy_unreadable`;
+    const finding: OwnerFinding = {
+      code,
+      severity: 'error',
+      subject: `file:${spec.file}`,
+      next_action: 'restore this owner from another backup; this copy could not be read',
+    };
+    return { ...base, ok: false, readback: null, revision: null, cursor: null, findings: [finding] };
+  }
+  const h = readHistorical(copy, scope);
+  const findings = [...h.findings];
+  const expect = { schema: spec.exportSchema, owner: spec.name, scope, maxItems: spec.maxItems };
+  let rebuilt: string | null | undefined;
+  if (options.export !== undefined && options.exportItems === 'from_copy') {
+    const r = rebuiltExportFindings(options.export, spec.items(h.value), expect, h.revision);
+    findings.push(...r.findings);
+    rebuilt = r.sha256;
+  } else if (options.export !== undefined) findings.push(...exportFindings(options.export, expect, h.revision));
+  const ok = !hasErrors(findings);
+  return {
+    ...base,
+    ok,
+    readback: { ok, counts: h.counts },
+    revision: h.revision,
+    cursor: h.cursor,
+    ...(rebuilt === undefined ? {} : { export_sha256: rebuilt }),
+    findings,
+  };
+}
+
+export function sqliteOwner<
+  H extends { readonly findings: readonly RawFinding[]; readonly schema_version: number | null },
+>(spec: SqliteOwnerSpec<H>): OwnerRecovery<H> {
   const envelope = (h: H, scope: OwnerScope): HistoricalRead<H> => {
     const findings = h.findings.map(asOwnerFinding);
     const readable = h.schema_version !== null && !findings.some((f) => f.code.endsWith('_schema_unsupported'));
@@ -348,7 +428,8 @@ export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]
     };
   };
   const served = { providers: spec.postgresql ? [POSTGRESQL_PROVIDER] : [] };
-  const readFile: OwnerRecovery<H>['readHistorical'] = (copy, scope) => envelope(spec.read(join(copy.root, spec.file), copy.scratchDir), scope);
+  const readFile: OwnerRecovery<H>['readHistorical'] = (copy, scope) =>
+    envelope(spec.read(join(copy.root, spec.file), copy.scratchDir), scope);
   const readHistorical: OwnerRecovery<H>['readHistorical'] = (copy, scope) => {
     const records = copy.exports?.(spec.name, scope);
     return records === undefined ? readFile(copy, scope) : readServiceExport(spec, scope, records);
@@ -375,31 +456,13 @@ export function sqliteOwner<H extends { readonly findings: readonly RawFinding[]
     },
 
     capture(live, scope, into) {
-      return servedBy(served, live) ? captureService(spec, live.service, scope) : captureSqlite(spec, readHistorical, live.root, scope, into);
+      return servedBy(served, live)
+        ? captureService(spec, live.service, scope)
+        : captureSqlite(spec, readHistorical, live.root, scope, into);
     },
 
-    verifyOffline(copy, scope = MACHINE, options = {}): OfflineVerification {
-      if (options.provider !== undefined) return verifyServiceExport(spec, scope, options.export ?? []);
-      const abs = join(copy.root, spec.file);
-      const member = integrityOnly(abs, spec.file, copy.scratchDir);
-      const base = { owner: spec.name, scope, members: [member], source_identity: null, facts: {} };
-      if (member.integrity !== 'ok') {
-        const code = member.integrity === 'failed' ? `${spec.name}_db_integrity_failed` : `${spec.name}_copy_unreadable`;
-        const finding: OwnerFinding = { code, severity: 'error', subject: `file:${spec.file}`, next_action: 'restore this owner from another backup; this copy could not be read' };
-        return { ...base, ok: false, readback: null, revision: null, cursor: null, findings: [finding] };
-      }
-      const h = readHistorical(copy, scope);
-      const findings = [...h.findings];
-      const expect = { schema: spec.exportSchema, owner: spec.name, scope, maxItems: spec.maxItems };
-      let rebuilt: string | null | undefined;
-      if (options.export !== undefined && options.exportItems === 'from_copy') {
-        const r = rebuiltExportFindings(options.export, spec.items(h.value), expect, h.revision);
-        findings.push(...r.findings);
-        rebuilt = r.sha256;
-      } else if (options.export !== undefined) findings.push(...exportFindings(options.export, expect, h.revision));
-      const ok = !hasErrors(findings);
-      return { ...base, ok, readback: { ok, counts: h.counts }, revision: h.revision, cursor: h.cursor, ...(rebuilt === undefined ? {} : { export_sha256: rebuilt }), findings };
-    },
+    verifyOffline: (copy, scope = MACHINE, options = {}): OfflineVerification =>
+      verifySqliteCopy(spec, readHistorical, copy, scope, options),
 
     readHistorical,
   };

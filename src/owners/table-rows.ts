@@ -8,7 +8,9 @@
 import type { PgQuery, SqliteDatabase } from '../store/index.js';
 
 /** Per table, its rows in the reader's order on each provider. */
-export type TableQueries<K extends string> = Readonly<Record<K, { readonly sqlite: string; readonly postgresql: string }>>;
+export type TableQueries<K extends string> = Readonly<
+  Record<K, { readonly sqlite: string; readonly postgresql: string }>
+>;
 
 /** A table's rows (plain objects, columns by name). */
 export type TableRows<K extends string> = (table: K) => Record<string, unknown>[];

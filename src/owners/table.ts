@@ -56,7 +56,9 @@ export interface OwnerTable {
   /** The rows in dependency order. */
   readonly list: readonly OwnerRecovery[];
   /** The owner (or unowned store) whose member `rel` (root-relative, POSIX) is, with its scope. */
-  ownerOfMember(rel: string): { readonly owner: OwnerRecovery | null; readonly store: string; readonly scope: OwnerScope } | null;
+  ownerOfMember(
+    rel: string,
+  ): { readonly owner: OwnerRecovery | null; readonly store: string; readonly scope: OwnerScope } | null;
   /** Owners whose state is documents rather than one database (read once the whole copy is in place). */
   readonly documentOwners: readonly OwnerRecovery[];
   /** Root-relative names of the databases the owners (and unowned stores) keep at the root's top. */
@@ -76,7 +78,10 @@ export function goalOfPath(rel: string): string | null {
  * The lookups of a table of owners, in the rows' order (the OWNERS table's below; a test builds
  * one with a row of its own the same way — adding an owner is one row, nothing else to derive).
  */
-export function ownerTable(rows: Readonly<Record<string, OwnerRecovery>>, unowned: readonly UnownedStore[] = UNOWNED_STORES): OwnerTable {
+export function ownerTable(
+  rows: Readonly<Record<string, OwnerRecovery>>,
+  unowned: readonly UnownedStore[] = UNOWNED_STORES,
+): OwnerTable {
   const list: readonly OwnerRecovery[] = Object.values(rows);
   const machineDatabases = list
     .filter((o) => o.scope === 'machine')
@@ -92,7 +97,8 @@ export function ownerTable(rows: Readonly<Record<string, OwnerRecovery>>, unowne
       const goalId = goalOfPath(rel);
       for (const o of list) {
         const scope = o.scope === 'goal' ? (goalId === null ? null : goalScope(goalId)) : MACHINE;
-        if (scope !== null && o.members(scope).some((m) => posix(m.path) === rel)) return { owner: o, store: o.name, scope };
+        if (scope !== null && o.members(scope).some((m) => posix(m.path) === rel))
+          return { owner: o, store: o.name, scope };
       }
       for (const s of unowned) if (posix(s.member.path) === rel) return { owner: null, store: s.name, scope: MACHINE };
       return null;
@@ -100,8 +106,20 @@ export function ownerTable(rows: Readonly<Record<string, OwnerRecovery>>, unowne
     documentOwners: list.filter((o) => o.scope === 'machine' && o.members(MACHINE).some((m) => m.kind !== 'sqlite')),
     rootDatabases: [...machineDatabases, ...unowned.map((s) => posix(s.member.path))],
     descriptions: () => [
-      ...list.map((o) => ({ name: o.name, decides: o.decides, scope: o.scope, required_for_goal: o.requiredForGoal, classification: o.classification })),
-      ...unowned.map((s) => ({ name: s.name, decides: s.decides, scope: 'machine' as const, required_for_goal: false, classification: 'historical_only' })),
+      ...list.map((o) => ({
+        name: o.name,
+        decides: o.decides,
+        scope: o.scope,
+        required_for_goal: o.requiredForGoal,
+        classification: o.classification,
+      })),
+      ...unowned.map((s) => ({
+        name: s.name,
+        decides: s.decides,
+        scope: 'machine' as const,
+        required_for_goal: false,
+        classification: 'historical_only',
+      })),
     ],
   };
 }

@@ -18,8 +18,19 @@ export const JOURNAL_FILE = 'journal.jsonl';
 
 export type JournalEvent =
   | { readonly event: 'intent'; readonly action: string; readonly idempotency_key: string; readonly at: string }
-  | { readonly event: 'done'; readonly action: string; readonly idempotency_key: string; readonly receipt: AdoptionStepReceipt | HostReceipt; readonly at: string }
-  | { readonly event: 'resolved'; readonly hold_id: string; readonly receipt: Readonly<Record<string, unknown>>; readonly at: string }
+  | {
+      readonly event: 'done';
+      readonly action: string;
+      readonly idempotency_key: string;
+      readonly receipt: AdoptionStepReceipt | HostReceipt;
+      readonly at: string;
+    }
+  | {
+      readonly event: 'resolved';
+      readonly hold_id: string;
+      readonly receipt: Readonly<Record<string, unknown>>;
+      readonly at: string;
+    }
   | { readonly event: 'abandoned'; readonly at: string; readonly receipt?: AbandonedReceipt };
 
 /**
@@ -89,7 +100,8 @@ export class JournalWriter {
     const path = journalPath(destination);
     if (existsSync(path)) {
       const text = readFileSync(path, 'utf8');
-      if (text.length > 0 && !text.endsWith('\n')) truncateSync(path, Buffer.byteLength(text.slice(0, text.lastIndexOf('\n') + 1)));
+      if (text.length > 0 && !text.endsWith('\n'))
+        truncateSync(path, Buffer.byteLength(text.slice(0, text.lastIndexOf('\n') + 1)));
     }
     return new JournalWriter(destination, readJournal(destination));
   }

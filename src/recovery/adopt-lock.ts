@@ -11,7 +11,11 @@ import { RECOVER_REFUSALS as R } from './adopt-codes.js';
 import { LOCK_FILE, RECOVERY_DIR } from './adopt-plan.js';
 
 /** `fn` under the recovery's lock; `recover_busy` while another apply, resolve or abort holds it. */
-export async function withRecoveryLock<T>(destination: string, operatorDestination: string, fn: () => Promise<T>): Promise<T> {
+export async function withRecoveryLock<T>(
+  destination: string,
+  operatorDestination: string,
+  fn: () => Promise<T>,
+): Promise<T> {
   const held = tryLock(join(destination, RECOVERY_DIR, LOCK_FILE), 'exclusive');
   if (!held) throw R.busy(operatorDestination);
   try {

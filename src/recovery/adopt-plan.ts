@@ -23,7 +23,16 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { canonicalJson, ensurePrivateDir, openLockFile, operatorPath, physical, sha256FileHex, sha256Hex, writeFileDurable } from '../core/index.js';
+import {
+  canonicalJson,
+  ensurePrivateDir,
+  openLockFile,
+  operatorPath,
+  physical,
+  sha256FileHex,
+  sha256Hex,
+  writeFileDurable,
+} from '../core/index.js';
 import { ARCHIVE_ROOT } from '../backup/index.js';
 import {
   ADOPTION,
@@ -85,7 +94,12 @@ export interface AdoptionPlan {
   };
   /** Private: the recovery workspace (the verify destination). */
   readonly workspace: { readonly path: string; readonly members_verified: number };
-  readonly goal: { readonly goal_id: string; readonly goal_instance_id: string; readonly logical_scope: string; readonly title: string };
+  readonly goal: {
+    readonly goal_id: string;
+    readonly goal_instance_id: string;
+    readonly logical_scope: string;
+    readonly title: string;
+  };
   /** Private: the destination root and the facts apply re-checks. */
   readonly destination: { readonly path: string; readonly nonce: string; readonly dev: number; readonly ino: number };
   /** Where the new root keeps its Goal state when not in SQLite files: a PostgreSQL schema, by URL reference (never the URL). */
@@ -117,13 +131,27 @@ export const stepKey = (recoveryId: string, componentIds: readonly string[], act
 
 interface ManifestView {
   readonly goals: readonly { goal_id: string; goal_instance_id: string }[];
-  readonly goal_closures: readonly { goal_id: string; logical_scope: string; required_component_ids: readonly string[] }[];
-  readonly components: readonly { component_id: string; owner_kind: string; export_member: string | null; provider?: string; capture_interval?: { end?: { at?: string } } }[];
+  readonly goal_closures: readonly {
+    goal_id: string;
+    logical_scope: string;
+    required_component_ids: readonly string[];
+  }[];
+  readonly components: readonly {
+    component_id: string;
+    owner_kind: string;
+    export_member: string | null;
+    provider?: string;
+    capture_interval?: { end?: { at?: string } };
+  }[];
   readonly members: readonly { path: string; type: string; sha256: string | null }[];
 }
 
 /** The audit (content address re-checked) and the embedded manifest, its digest and every member re-verified. */
-export function reverifyWorkspace(workspace: string): { audit: RecoveryAudit; manifest: ManifestView; members: number } {
+export function reverifyWorkspace(workspace: string): {
+  audit: RecoveryAudit;
+  manifest: ManifestView;
+  members: number;
+} {
   const { audit } = showAudit(workspace);
   const dir = join(workspace, WORKSPACE_DIR);
   const manifestPath = join(dir, 'manifest.json');
@@ -133,7 +161,8 @@ export function reverifyWorkspace(workspace: string): { audit: RecoveryAudit; ma
   } catch {
     throw R.workspaceChanged('its manifest is missing');
   }
-  if (sha256Hex(bytes) !== audit.backup.embedded_manifest_sha256) throw R.workspaceChanged('its manifest differs from the one the audit verified');
+  if (sha256Hex(bytes) !== audit.backup.embedded_manifest_sha256)
+    throw R.workspaceChanged('its manifest differs from the one the audit verified');
   const manifest = JSON.parse(bytes.toString('utf8')) as ManifestView;
   let files = 0;
   for (const m of manifest.members) {
@@ -145,7 +174,8 @@ export function reverifyWorkspace(workspace: string): { audit: RecoveryAudit; ma
     } catch {
       throw R.workspaceChanged(`a member is missing (${m.path})`);
     }
-    if (!st.isFile() || m.sha256 === null || sha256FileHex(path) !== m.sha256) throw R.workspaceChanged(`a member differs from its digest (${m.path})`);
+    if (!st.isFile() || m.sha256 === null || sha256FileHex(path) !== m.sha256)
+      throw R.workspaceChanged(`a member differs from its digest (${m.path})`);
     files++;
   }
   return { audit, manifest, members: files };
@@ -169,13 +199,18 @@ function prepareDestination(destination: string, places: ProtectedPlaces): { pat
 }
 
 /** The closure's components as the audit verified them, with the manifest's export members. */
-function closureComponents(audit: RecoveryAudit, manifest: ManifestView, ids: readonly string[]): AdoptionPlan['components'] {
+function closureComponents(
+  audit: RecoveryAudit,
+  manifest: ManifestView,
+  ids: readonly string[],
+): AdoptionPlan['components'] {
   return ids.map((id) => {
     const a = audit.components.find((c) => c.component_id === id);
     const m = manifest.components.find((c) => c.component_id === id);
     // A verified component holds its digest, or is a confirmed absence (the owner never created its store).
     const absent = (a?.readback as { state?: unknown } | undefined)?.state === 'absent';
-    if (!a || !m || a.verification !== 'verified' || (a.content_digest === null && !absent)) throw R.auditNotEligible(`component ${id} of the Goal's closure is not verified`);
+    if (!a || !m || a.verification !== 'verified' || (a.content_digest === null && !absent))
+      throw R.auditNotEligible(`component ${id} of the Goal's closure is not verified`);
     return {
       component_id: id,
       owner: a.owner_kind,
@@ -194,24 +229,57 @@ function closureComponents(audit: RecoveryAudit, manifest: ManifestView, ids: re
 /** Every owner's adoption steps in the OWNERS table's order, with the coordinator's own around them. */
 function plannedSteps(recoveryId: string, components: AdoptionPlan['components']): PlannedStep[] {
   const steps: PlannedStep[] = [];
-  const add = (action: string, owner: string, disposition: PlannedStep['disposition'], describes: string, ids: readonly string[]) =>
-    steps.push({ action, owner, disposition, describes, idempotency_key: stepKey(recoveryId, ids, action), component_ids: ids });
-  add('host:destination', 'runtime', 'bind', 'the destination becomes a new runtime root with its own identity in the run authority', []);
+  const add = (
+    action: string,
+    owner: string,
+    disposition: PlannedStep['disposition'],
+    describes: string,
+    ids: readonly string[],
+  ) =>
+    steps.push({
+      action,
+      owner,
+      disposition,
+      describes,
+      idempotency_key: stepKey(recoveryId, ids, action),
+      component_ids: ids,
+    });
+  add(
+    'host:destination',
+    'runtime',
+    'bind',
+    'the destination becomes a new runtime root with its own identity in the run authority',
+    [],
+  );
   for (const owner of OWNER_LIST) {
     const ids = components.filter((c) => c.owner === owner.name).map((c) => c.component_id);
     for (const step of ADOPTION[owner.name as keyof typeof ADOPTION]) {
       add(step.action, owner.name, step.disposition, step.describes, ids);
-      if (step.mintsLifetime) add('host:supersede', 'run-authority', 'bind', 'the recovered lifetime recorded as superseded in the run authority, outside every root', ids);
+      if (step.mintsLifetime)
+        add(
+          'host:supersede',
+          'run-authority',
+          'bind',
+          'the recovered lifetime recorded as superseded in the run authority, outside every root',
+          ids,
+        );
     }
   }
   return steps;
 }
 
 /** A historical-only component in the operator's words (its owner's row of HISTORICAL_PREVIEW), with what it counts where the preview read it. */
-const historicalWords = (owner: string, facts: PreviewFacts): string => historicalPreviewOf(owner).words?.(facts) ?? `the ${owner} owner’s state as captured`;
+const historicalWords = (owner: string, facts: PreviewFacts): string =>
+  historicalPreviewOf(owner).words?.(facts) ?? `the ${owner} owner’s state as captured`;
 
 /** What the operator is shown before confirming, read from the workspace through the owners' readers. */
-function preview(audit: RecoveryAudit, ws: CopiedRoot, goal: AdoptionPlan['goal'], components: AdoptionPlan['components'], endAt: string | null): PlanPreview {
+function preview(
+  audit: RecoveryAudit,
+  ws: CopiedRoot,
+  goal: AdoptionPlan['goal'],
+  components: AdoptionPlan['components'],
+  endAt: string | null,
+): PlanPreview {
   const w = OWNERS.work.readHistorical(ws, goalScope(goal.goal_id)).value;
   const byStatus: Record<string, number> = {};
   for (const t of w.todos) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
@@ -222,8 +290,12 @@ function preview(audit: RecoveryAudit, ws: CopiedRoot, goal: AdoptionPlan['goal'
   let effects: readonly effect.EffectRecord[];
   let sessions: number;
   try {
-    effects = OWNERS.effect.readHistorical({ ...ws, scratchDir: scratch }, MACHINE).value.effects.filter((e) => e.goal_id === goal.goal_id);
-    sessions = OWNERS.session.readHistorical({ ...ws, scratchDir: scratch }, MACHINE).value.sessions.filter((x) => x.goal_id === goal.goal_id).length;
+    effects = OWNERS.effect
+      .readHistorical({ ...ws, scratchDir: scratch }, MACHINE)
+      .value.effects.filter((e) => e.goal_id === goal.goal_id);
+    sessions = OWNERS.session
+      .readHistorical({ ...ws, scratchDir: scratch }, MACHINE)
+      .value.sessions.filter((x) => x.goal_id === goal.goal_id).length;
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
@@ -232,7 +304,9 @@ function preview(audit: RecoveryAudit, ws: CopiedRoot, goal: AdoptionPlan['goal'
   // The audit's holds that adoption settles (each owner's step), and the effects that may stay held.
   const steps = (owner: string) => ADOPTION[owner as keyof typeof ADOPTION]?.map((x) => x.action).join(', ');
   const holds = [
-    ...audit.findings.filter((f) => f.severity === 'hold').map((f) => `${f.owner}: ${f.code} — settled by this recovery (${steps(f.owner) || 'no step'})`),
+    ...audit.findings
+      .filter((f) => f.severity === 'hold')
+      .map((f) => `${f.owner}: ${f.code} — settled by this recovery (${steps(f.owner) || 'no step'})`),
     ...uncertain.map((e) => `effect ${e.operation_id}: held if ${e.target} cannot say what became of it`),
   ];
   return {
@@ -243,7 +317,9 @@ function preview(audit: RecoveryAudit, ws: CopiedRoot, goal: AdoptionPlan['goal'
     ],
     historical_only: [
       ...OWNER_LIST.flatMap((o) => historicalPreviewOf(o.name).lead?.(facts) ?? []),
-      ...components.filter((c) => c.classification === 'historical_only' && historicalPreviewOf(c.owner).lead === undefined).map((c) => historicalWords(c.owner, facts)),
+      ...components
+        .filter((c) => c.classification === 'historical_only' && historicalPreviewOf(c.owner).lead === undefined)
+        .map((c) => historicalWords(c.owner, facts)),
     ],
     lost_or_unknown: [
       `anything after the captured checkpoints (capture ended ${endAt ?? 'at an unknown time'}, work cursor ${w.head_cursor ?? 'unknown'})`,
@@ -253,13 +329,19 @@ function preview(audit: RecoveryAudit, ws: CopiedRoot, goal: AdoptionPlan['goal'
       ),
     ],
     expected_holds: holds,
-    external_systems: [...new Set(effects.filter((e) => e.kind !== effect.TODO_UPDATE_KIND).map((e) => e.target))].sort(),
-    human_actions: ['confirm the plan digest (recover apply)', 'resolve each hold the apply reports, if any (recover resolve)'],
+    external_systems: [
+      ...new Set(effects.filter((e) => e.kind !== effect.TODO_UPDATE_KIND).map((e) => e.target)),
+    ].sort(),
+    human_actions: [
+      'confirm the plan digest (recover apply)',
+      'resolve each hold the apply reports, if any (recover resolve)',
+    ],
   };
 }
 
 /** The recovery id: the audit, the Goal and the plan's nonce. */
-const recoveryIdOf = (auditRecoveryId: string, goalId: string, nonce: string): string => sha256Hex(canonicalJson({ audit: auditRecoveryId, goal_id: goalId, nonce }));
+const recoveryIdOf = (auditRecoveryId: string, goalId: string, nonce: string): string =>
+  sha256Hex(canonicalJson({ audit: auditRecoveryId, goal_id: goalId, nonce }));
 
 /** What a plan binds that loopx derives from the workspace alone: the same computation for `recover plan` and every apply. */
 interface Derived {
@@ -275,14 +357,18 @@ interface Derived {
 /** The workspace re-verified, and the Goal's closure as its audit verified it. */
 function derive(workspace: string, goalId: string): Derived {
   const { audit, manifest, members } = reverifyWorkspace(workspace);
-  if (audit.backup.schema_version !== 'loopx_state_backup_v1' || !audit.activation_eligible) throw R.auditNotEligible('its audit is not activation-eligible');
+  if (audit.backup.schema_version !== 'loopx_state_backup_v1' || !audit.activation_eligible)
+    throw R.auditNotEligible('its audit is not activation-eligible');
   const closure = manifest.goal_closures.find((c) => c.goal_id === goalId);
   const source = manifest.goals.find((g) => g.goal_id === goalId);
   if (!closure || !source) throw R.goalNotInAudit(goalId, operatorPath(workspace));
-  if (!(audit.activation?.eligible_scopes ?? []).includes(closure.logical_scope)) throw R.auditNotEligible(`Goal ${goalId} is not among its eligible scopes`);
+  if (!(audit.activation?.eligible_scopes ?? []).includes(closure.logical_scope))
+    throw R.auditNotEligible(`Goal ${goalId} is not among its eligible scopes`);
   const components = closureComponents(audit, manifest, closure.required_component_ids);
   const wsRoot = join(workspace, WORKSPACE_DIR, ARCHIVE_ROOT);
-  const title = OWNERS.goal.readHistorical({ root: wsRoot }, MACHINE).value.goals.find((g) => g.goal_id === goalId)?.title ?? goalId;
+  const title =
+    OWNERS.goal.readHistorical({ root: wsRoot }, MACHINE).value.goals.find((g) => g.goal_id === goalId)?.title ??
+    goalId;
   const endAt =
     manifest.components
       .map((c) => c.capture_interval?.end?.at)
@@ -310,11 +396,24 @@ function derive(workspace: string, goalId: string): Derived {
 }
 
 /** Plan one Goal's adoption into `destination` (see the header). */
-export function planAdoption(args: { workspace: string; goalId: string; destination: string; places?: ProtectedPlaces; now?: Date; store?: DestinationStore }): AdoptionPlan {
+export function planAdoption(args: {
+  workspace: string;
+  goalId: string;
+  destination: string;
+  places?: ProtectedPlaces;
+  now?: Date;
+  store?: DestinationStore;
+}): AdoptionPlan {
   const workspace = resolve(args.workspace);
   const d = derive(workspace, args.goalId);
   const exports = d.exports;
-  const shown = preview(d.audit, { root: d.wsRoot, ...(exports === undefined ? {} : { exports }) }, d.goal, d.components, d.auditFacts.captured_at_end);
+  const shown = preview(
+    d.audit,
+    { root: d.wsRoot, ...(exports === undefined ? {} : { exports }) },
+    d.goal,
+    d.components,
+    d.auditFacts.captured_at_end,
+  );
   const dest = prepareDestination(args.destination, args.places ?? {});
   const nonce = randomBytes(16).toString('hex');
   const recoveryId = recoveryIdOf(d.audit.recovery_id, args.goalId, nonce);
@@ -337,7 +436,8 @@ export function planAdoption(args: { workspace: string; goalId: string; destinat
   writeFileDurable(join(dest.path, RECOVERY_DIR, PLAN_FILE), `${JSON.stringify(plan, null, 2)}\n`, { exclusive: true });
   closeSync(openLockFile(join(dest.path, RECOVERY_DIR, LOCK_FILE)));
   // What the operator is shown (and confirms) is what loopx computed; the file is read back to prove it holds exactly that.
-  if (readPlan(dest.path).plan_digest !== plan.plan_digest) throw R.planTampered('the plan file read back is not the plan just computed');
+  if (readPlan(dest.path).plan_digest !== plan.plan_digest)
+    throw R.planTampered('the plan file read back is not the plan just computed');
   return plan;
 }
 
@@ -351,7 +451,10 @@ export function planAdoption(args: { workspace: string; goalId: string; destinat
  */
 export function recomputePlan(file: AdoptionPlan): AdoptionPlan {
   const d = derive(file.workspace.path, file.goal.goal_id);
-  if (d.auditFacts.recovery_id !== file.audit.recovery_id || d.auditFacts.embedded_manifest_sha256 !== file.audit.embedded_manifest_sha256)
+  if (
+    d.auditFacts.recovery_id !== file.audit.recovery_id ||
+    d.auditFacts.embedded_manifest_sha256 !== file.audit.embedded_manifest_sha256
+  )
     throw R.planStale('the workspace holds another verification');
   const recoveryId = recoveryIdOf(d.audit.recovery_id, file.goal.goal_id, file.destination.nonce);
   const here = lstatSync(file.destination.path);
@@ -363,7 +466,12 @@ export function recomputePlan(file: AdoptionPlan): AdoptionPlan {
     workspace: { path: file.workspace.path, members_verified: d.members },
     goal: d.goal,
     // The device number is the file's (it may change at boot); the path and inode are this directory's (readPlan refused any other).
-    destination: { path: physical(file.destination.path), nonce: file.destination.nonce, dev: file.destination.dev, ino: here.ino },
+    destination: {
+      path: physical(file.destination.path),
+      nonce: file.destination.nonce,
+      dev: file.destination.dev,
+      ino: here.ino,
+    },
     ...(file.destination_store !== undefined ? { destination_store: file.destination_store } : {}),
     components: d.components,
     steps: plannedSteps(recoveryId, d.components),
@@ -373,14 +481,29 @@ export function recomputePlan(file: AdoptionPlan): AdoptionPlan {
   const same = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
   const differs: [boolean, string][] = [
     [!same(body.audit, file.audit), "its audit facts are not the audit's"],
-    [body.workspace.members_verified !== file.workspace.members_verified, "its count of verified workspace members is not the workspace's"],
+    [
+      body.workspace.members_verified !== file.workspace.members_verified,
+      "its count of verified workspace members is not the workspace's",
+    ],
     [!same(body.goal, file.goal), "its Goal is not the workspace's"],
     [body.recovery_id !== file.recovery_id, 'its recovery id is not derived from its audit, Goal and nonce'],
-    [!same(body.components, file.components), "its components are not the ones the audit verified for the Goal's closure"],
-    [!same(body.steps, file.steps), 'its steps are not the ones loopx computes for this recovery (a step missing, added, reordered or changed)'],
-    [body.destination.path !== file.destination.path || body.destination.ino !== file.destination.ino, 'its destination is not this directory'],
+    [
+      !same(body.components, file.components),
+      "its components are not the ones the audit verified for the Goal's closure",
+    ],
+    [
+      !same(body.steps, file.steps),
+      'its steps are not the ones loopx computes for this recovery (a step missing, added, reordered or changed)',
+    ],
+    [
+      body.destination.path !== file.destination.path || body.destination.ino !== file.destination.ino,
+      'its destination is not this directory',
+    ],
     [(file.execution_authority_granted as unknown) !== false, 'it grants what no plan grants'],
-    [!same(Object.keys(file).sort(), [...Object.keys(body), 'plan_digest'].sort()), 'it holds fields a plan does not have'],
+    [
+      !same(Object.keys(file).sort(), [...Object.keys(body), 'plan_digest'].sort()),
+      'it holds fields a plan does not have',
+    ],
   ];
   const why = differs.find(([bad]) => bad)?.[1];
   if (why !== undefined) throw R.planTampered(why);
@@ -410,7 +533,9 @@ export function readPlan(destination: string): AdoptionPlan {
 }
 
 /** The plan without private paths: what `--json` and the public status show. */
-export function publicPlan(plan: AdoptionPlan): Omit<AdoptionPlan, 'workspace' | 'destination'> & { workspace: { members_verified: number } } {
+export function publicPlan(
+  plan: AdoptionPlan,
+): Omit<AdoptionPlan, 'workspace' | 'destination'> & { workspace: { members_verified: number } } {
   const { workspace, destination: _destination, ...rest } = plan;
   return { ...rest, workspace: { members_verified: workspace.members_verified } };
 }

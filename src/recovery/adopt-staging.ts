@@ -21,7 +21,17 @@
  * staging is `recover_capacity_free_space`, as in any step.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { operatorPath, readRegularFileOnce, sha256Hex } from '../core/index.js';
 import { ARCHIVE_ROOT, BACKUP_LIMITS } from '../backup/index.js';
@@ -57,7 +67,11 @@ export interface StagedWorkspace {
 }
 
 interface ManifestView {
-  readonly components: readonly { component_id: string; archive_members: readonly string[]; export_member: string | null }[];
+  readonly components: readonly {
+    component_id: string;
+    archive_members: readonly string[];
+    export_member: string | null;
+  }[];
   readonly members: readonly { path: string; type: string; size_bytes: number; sha256: string | null }[];
 }
 
@@ -72,7 +86,8 @@ function stageManifest(plan: AdoptionPlan, workspace: string, staging: string): 
     throw R.workspaceChanged('its manifest is not a readable regular file');
   }
   if (bytes === null) throw R.workspaceChanged('its manifest is missing');
-  if (sha256Hex(bytes) !== plan.audit.embedded_manifest_sha256) throw R.workspaceChanged('its manifest differs from the one the audit verified');
+  if (sha256Hex(bytes) !== plan.audit.embedded_manifest_sha256)
+    throw R.workspaceChanged('its manifest differs from the one the audit verified');
   writeFileSync(join(staging, MANIFEST_FILE), bytes, { mode: 0o600, flag: 'wx' });
   return JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')) as ManifestView;
 }
@@ -99,7 +114,8 @@ function pathsRead(manifest: ManifestView, steps: readonly PlannedStep[]): strin
 }
 
 /** A member path the verifier accepted: relative, normalized, confined. */
-const confined = (path: string): boolean => path.length > 0 && !path.startsWith('/') && path.split('/').every((p) => p !== '' && p !== '.' && p !== '..');
+const confined = (path: string): boolean =>
+  path.length > 0 && !path.startsWith('/') && path.split('/').every((p) => p !== '' && p !== '.' && p !== '..');
 
 /**
  * One member copied from the workspace into staging, hashed as it is copied (one read of the

@@ -19,7 +19,8 @@ export const auditBytes = (audit: RecoveryAudit): Buffer => Buffer.from(`${JSON.
  */
 export function publishableAuditBytes(audit: RecoveryAudit): Buffer {
   const bytes = auditBytes(audit);
-  if (bytes.length > RECOVERY_LIMITS.savedAuditBytes) throw capacityRefusal('auditBytes', bytes.length, RECOVERY_LIMITS.savedAuditBytes);
+  if (bytes.length > RECOVERY_LIMITS.savedAuditBytes)
+    throw capacityRefusal('auditBytes', bytes.length, RECOVERY_LIMITS.savedAuditBytes);
   return bytes;
 }
 
@@ -31,7 +32,9 @@ export function showAudit(destination: string): { bytes: Buffer; audit: Recovery
     if (read === null) throw new Error('absent');
     bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
   } catch {
-    throw notFound(AUDIT_CODES.notFound, 'There is no readable recovery audit in that destination.', { nextAction: 'pass the destination a verify --execute created' });
+    throw notFound(AUDIT_CODES.notFound, 'There is no readable recovery audit in that destination.', {
+      nextAction: 'pass the destination a verify --execute created',
+    });
   }
   let doc: unknown;
   try {
@@ -40,13 +43,25 @@ export function showAudit(destination: string): { bytes: Buffer; audit: Recovery
     doc = undefined;
   }
   const audit = doc as RecoveryAudit | undefined;
-  if (!audit || typeof audit !== 'object' || audit.schema_version !== AUDIT_SCHEMA || typeof audit.recovery_id !== 'string' || audit.execution_authority_granted !== false) {
-    throw rejected(AUDIT_CODES.invalid, 'The recovery audit is not a loopx_state_recovery_audit_v0 document.', { nextAction: 'run verify --execute again into a new destination' });
-  }
-  if (recoveryIdOf(audit) !== audit.recovery_id || !auditBytes(audit).equals(bytes)) {
-    throw rejected(AUDIT_CODES.digestMismatch, 'The recovery audit does not match its content address: it was changed after it was written.', {
+  if (
+    !audit ||
+    typeof audit !== 'object' ||
+    audit.schema_version !== AUDIT_SCHEMA ||
+    typeof audit.recovery_id !== 'string' ||
+    audit.execution_authority_granted !== false
+  ) {
+    throw rejected(AUDIT_CODES.invalid, 'The recovery audit is not a loopx_state_recovery_audit_v0 document.', {
       nextAction: 'run verify --execute again into a new destination',
     });
+  }
+  if (recoveryIdOf(audit) !== audit.recovery_id || !auditBytes(audit).equals(bytes)) {
+    throw rejected(
+      AUDIT_CODES.digestMismatch,
+      'The recovery audit does not match its content address: it was changed after it was written.',
+      {
+        nextAction: 'run verify --execute again into a new destination',
+      },
+    );
   }
   return { bytes, audit };
 }

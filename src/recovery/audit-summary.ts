@@ -7,7 +7,12 @@
 import { OWNER_LIST, UNOWNED_STORES } from '../owners/index.js';
 import type { AUDIT_SCHEMA, Classification, RecoveryAudit, Severity, VerificationStatus } from './audit.js';
 
-const OWNER_LABELS: ReadonlySet<string> = new Set([...OWNER_LIST.map((o) => o.name), ...UNOWNED_STORES.map((s) => s.name), 'unknown', 'backup']);
+const OWNER_LABELS: ReadonlySet<string> = new Set([
+  ...OWNER_LIST.map((o) => o.name),
+  ...UNOWNED_STORES.map((s) => s.name),
+  'unknown',
+  'backup',
+]);
 
 export interface PublicAuditSummary {
   readonly schema_version: typeof AUDIT_SCHEMA;
@@ -31,7 +36,13 @@ export interface PublicAuditSummary {
     readonly classification: Classification;
     readonly next_action: string;
   }[];
-  readonly findings: readonly { readonly code: string; readonly severity: Severity; readonly component: string | null; readonly owner: string; readonly next_action: string }[];
+  readonly findings: readonly {
+    readonly code: string;
+    readonly severity: Severity;
+    readonly component: string | null;
+    readonly owner: string;
+    readonly next_action: string;
+  }[];
   readonly counts: RecoveryAudit['counts'];
   readonly measurements: RecoveryAudit['measurements'];
   readonly activation_eligible: boolean;
@@ -65,7 +76,13 @@ export function publicSummary(a: RecoveryAudit): PublicAuditSummary {
       classification: c.classification,
       next_action: c.next_action,
     })),
-    findings: a.findings.map((f) => ({ code: f.code, severity: f.severity, component: f.component, owner: f.owner, next_action: f.next_action })),
+    findings: a.findings.map((f) => ({
+      code: f.code,
+      severity: f.severity,
+      component: f.component,
+      owner: f.owner,
+      next_action: f.next_action,
+    })),
     counts: a.counts,
     measurements: a.measurements,
     activation_eligible: a.activation_eligible,

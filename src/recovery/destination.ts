@@ -38,7 +38,9 @@ export interface DeclaredInventory {
 export function declaredInventory(m: BackupManifest): DeclaredInventory {
   return {
     members: m.members.length + 1,
-    regularBytes: m.members.reduce((n, x) => n + (x.type === 'file' ? x.size_bytes : 0), 0) + (m.execution.embedded_manifest?.size_bytes ?? 0),
+    regularBytes:
+      m.members.reduce((n, x) => n + (x.type === 'file' ? x.size_bytes : 0), 0) +
+      (m.execution.embedded_manifest?.size_bytes ?? 0),
     expandedBytes: m.execution.archive_expanded_bytes ?? 0,
     goals: m.goals.length,
     sqliteFiles: m.execution.sqlite_snapshots.length,
@@ -52,12 +54,14 @@ export function checkDeclared(d: DeclaredInventory, archiveSize: number): void {
   const L = RECOVERY_LIMITS;
   if (d.members > L.members) throw capacityRefusal('members', d.members, L.members);
   if (d.expandedBytes > L.expandedBytes) throw capacityRefusal('expandedBytes', d.expandedBytes, L.expandedBytes);
-  if (d.regularBytes > L.regularFileBytes) throw capacityRefusal('regularFileBytes', d.regularBytes, L.regularFileBytes);
+  if (d.regularBytes > L.regularFileBytes)
+    throw capacityRefusal('regularFileBytes', d.regularBytes, L.regularFileBytes);
   const ratio = archiveSize > 0 ? d.expandedBytes / archiveSize : 0;
   if (ratio > L.expansionRatio) throw capacityRefusal('expansionRatio', Math.ceil(ratio), L.expansionRatio);
   if (d.goals > L.goals) throw capacityRefusal('goals', d.goals, L.goals);
   if (d.sqliteFiles > L.sqliteFiles) throw capacityRefusal('sqliteFiles', d.sqliteFiles, L.sqliteFiles);
-  if (d.maxGoalHistory > L.goalCommittedTransactions) throw capacityRefusal('goalHistory', d.maxGoalHistory, L.goalCommittedTransactions);
+  if (d.maxGoalHistory > L.goalCommittedTransactions)
+    throw capacityRefusal('goalHistory', d.maxGoalHistory, L.goalCommittedTransactions);
 }
 
 /** The destination filled (ENOSPC) or hit its quota (EDQUOT) during a run: what the run created is removed. */
@@ -92,7 +96,8 @@ export interface ProtectedPlaces {
   readonly authorityDir?: string | undefined;
 }
 
-const inside = (path: string, dir: string): boolean => path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
+const inside = (path: string, dir: string): boolean =>
+  path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
 
 const isFile = (path: string): boolean => {
   try {
@@ -111,21 +116,33 @@ const reservedIn = (path: string, root: string): boolean => dirname(path) === jo
 export function refusePlacement(path: string, places: ProtectedPlaces): void {
   const here = physical(path);
   if (recoveryDestinationOf(dirname(here)) !== undefined) {
-    throw rejected(DESTINATION_CODES.insideRecoveryWorkspace, 'The destination is inside an existing recovery workspace, which stays as it was verified.', {
-      nextAction: 'choose a destination outside every recovery workspace, e.g. a new directory beside it',
-    });
+    throw rejected(
+      DESTINATION_CODES.insideRecoveryWorkspace,
+      'The destination is inside an existing recovery workspace, which stays as it was verified.',
+      {
+        nextAction: 'choose a destination outside every recovery workspace, e.g. a new directory beside it',
+      },
+    );
   }
   const insideRoot = (): never => {
-    throw rejected(DESTINATION_CODES.insideRuntimeRoot, 'The destination is inside (or would contain) a runtime root, whose next backup would take the workspace for live state.', {
-      nextAction: 'choose a destination outside the runtime root, e.g. a new directory beside it',
-    });
+    throw rejected(
+      DESTINATION_CODES.insideRuntimeRoot,
+      'The destination is inside (or would contain) a runtime root, whose next backup would take the workspace for live state.',
+      {
+        nextAction: 'choose a destination outside the runtime root, e.g. a new directory beside it',
+      },
+    );
   };
   if (places.authorityDir !== undefined) {
     const authority = physical(places.authorityDir);
     if (inside(here, authority) || inside(authority, here)) {
-      throw rejected(DESTINATION_CODES.insideRunAuthority, 'The destination is inside (or would contain) the run authority directory, which holds only the authority.', {
-        nextAction: 'choose a destination outside the run authority directory, e.g. in your home directory',
-      });
+      throw rejected(
+        DESTINATION_CODES.insideRunAuthority,
+        'The destination is inside (or would contain) the run authority directory, which holds only the authority.',
+        {
+          nextAction: 'choose a destination outside the run authority directory, e.g. in your home directory',
+        },
+      );
     }
   }
   if (places.liveRoot !== undefined) {
@@ -139,7 +156,11 @@ export function refusePlacement(path: string, places: ProtectedPlaces): void {
   }
 }
 
-export function preflightDestination(destination: string, d: DeclaredInventory, places: ProtectedPlaces = {}): DestinationFacts {
+export function preflightDestination(
+  destination: string,
+  d: DeclaredInventory,
+  places: ProtectedPlaces = {},
+): DestinationFacts {
   const path = resolve(destination);
   refusePlacement(path, places);
   const parent = dirname(path);
@@ -182,9 +203,13 @@ export function preflightDestination(destination: string, d: DeclaredInventory, 
     const a = dir === parent ? st : lstatSync(dir);
     const othersWrite = (a.mode & 0o022) !== 0 && (a.mode & 0o1000) === 0;
     if ((a.uid !== uid && a.uid !== 0) || othersWrite) {
-      throw rejected(DESTINATION_CODES.parentNotPrivate, "The destination's parent or one of its ancestors is not private: another user could change it.", {
-        nextAction: 'choose a destination inside a directory you own that only you can write (e.g. mode 0700)',
-      });
+      throw rejected(
+        DESTINATION_CODES.parentNotPrivate,
+        "The destination's parent or one of its ancestors is not private: another user could change it.",
+        {
+          nextAction: 'choose a destination inside a directory you own that only you can write (e.g. mode 0700)',
+        },
+      );
     }
     if (dirname(dir) === dir) break;
   }
@@ -192,7 +217,11 @@ export function preflightDestination(destination: string, d: DeclaredInventory, 
   // §12: regular-file bytes + 16 MiB; plus the one scratch copy the owner worker makes of a database.
   const required = d.regularBytes + d.largestSqliteBytes + RECOVERY_LIMITS.freeSpaceMarginBytes;
   if (free < required) {
-    throw freeSpaceRefusal('has too little free space for this backup', { limit: 'freeSpace', observed: free, minimum: required });
+    throw freeSpaceRefusal('has too little free space for this backup', {
+      limit: 'freeSpace',
+      observed: free,
+      minimum: required,
+    });
   }
   return { path, parent, freeBytes: free, requiredBytes: required };
 }

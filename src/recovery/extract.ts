@@ -8,7 +8,19 @@
  * no uid/gid, mode bits, timestamps or ACLs carried over. Memory is bounded by the read chunk.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { close, closeSync, constants, fsync, mkdirSync, read, readSync, openSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  close,
+  closeSync,
+  constants,
+  fsync,
+  mkdirSync,
+  read,
+  readSync,
+  openSync,
+  symlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { promisify } from 'node:util';
@@ -95,11 +107,16 @@ async function syncTree(files: readonly Promise<void>[], dirs: readonly string[]
   fsyncDir(top);
 }
 
-const gzipInvalid = (): Error => rejected(FORMAT_CODES.gzipInvalid, 'The archive is not a valid gzip stream.', { nextAction: 'use an intact backup made by loopx backup-state' });
+const gzipInvalid = (): Error =>
+  rejected(FORMAT_CODES.gzipInvalid, 'The archive is not a valid gzip stream.', {
+    nextAction: 'use an intact backup made by loopx backup-state',
+  });
 const trailing = (): Error => trailingData('the end of its gzip stream');
 const GZIP_HEADER_MAX = 64 * 1024;
 export const interrupted = (): Error =>
-  rejected('verify_interrupted', 'Verification was interrupted; nothing was published.', { nextAction: 'run verify again into a new destination' });
+  rejected('verify_interrupted', 'Verification was interrupted; nothing was published.', {
+    nextAction: 'run verify again into a new destination',
+  });
 
 /**
  * The length of a gzip member header (RFC 1952 §2.3) at the start of `b`, `undefined` when more
@@ -227,7 +244,14 @@ const same = (a: unknown, b: unknown): boolean => canonicalJson(a) === canonical
 function expectedEmbedded(m: BackupManifest): unknown {
   return {
     ...m,
-    execution: { ...m.execution, archive_sha256: null, archive_size_bytes: null, archive_expanded_bytes: null, archive_to_logical_ratio: null, embedded_manifest: null },
+    execution: {
+      ...m.execution,
+      archive_sha256: null,
+      archive_size_bytes: null,
+      archive_expanded_bytes: null,
+      archive_to_logical_ratio: null,
+      embedded_manifest: null,
+    },
   };
 }
 
@@ -254,17 +278,27 @@ interface Extraction {
 function onEntry(x: Extraction, e: TarEntry): void {
   const m = x.checker.add(e.name, e.type, e.type === 'symlink' || e.type === 'hardlink' ? e.linkName : undefined);
   if (m.path === EMBEDDED_MANIFEST) {
-    if (e.type !== 'file') throw memberRefusal(MEMBER_CODES.planMismatch, 'The embedded manifest is not a regular file.');
-    if (e.size > RECOVERY_LIMITS.manifestBytes) throw capacityRefusal('manifestBytes', e.size, RECOVERY_LIMITS.manifestBytes);
+    if (e.type !== 'file')
+      throw memberRefusal(MEMBER_CODES.planMismatch, 'The embedded manifest is not a regular file.');
+    if (e.size > RECOVERY_LIMITS.manifestBytes)
+      throw capacityRefusal('manifestBytes', e.size, RECOVERY_LIMITS.manifestBytes);
     x.manifestChunks = [];
     x.embedded = x.manifestChunks;
     x.seen.add(m.path);
     return;
   }
   const plan = x.planned.get(m.path);
-  if (plan === undefined) throw memberRefusal(MEMBER_CODES.unplanned, 'The archive holds a member the manifest does not list.');
-  if (plan.type !== e.type || (e.type === 'file' && plan.size_bytes !== e.size) || (e.type === 'symlink' && plan.link_target !== e.linkName)) {
-    throw memberRefusal(MEMBER_CODES.planMismatch, "An archive member's type, size or link target differs from the manifest.");
+  if (plan === undefined)
+    throw memberRefusal(MEMBER_CODES.unplanned, 'The archive holds a member the manifest does not list.');
+  if (
+    plan.type !== e.type ||
+    (e.type === 'file' && plan.size_bytes !== e.size) ||
+    (e.type === 'symlink' && plan.link_target !== e.linkName)
+  ) {
+    throw memberRefusal(
+      MEMBER_CODES.planMismatch,
+      "An archive member's type, size or link target differs from the manifest.",
+    );
   }
   x.seen.add(m.path);
   const target = join(x.staging, m.path);
@@ -277,8 +311,13 @@ function onEntry(x: Extraction, e: TarEntry): void {
     x.symlinks.push(m.path);
   } else {
     x.regularBytes += e.size;
-    if (x.regularBytes > RECOVERY_LIMITS.regularFileBytes) throw capacityRefusal('regularFileBytes', x.regularBytes, RECOVERY_LIMITS.regularFileBytes);
-    const out = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    if (x.regularBytes > RECOVERY_LIMITS.regularFileBytes)
+      throw capacityRefusal('regularFileBytes', x.regularBytes, RECOVERY_LIMITS.regularFileBytes);
+    const out = openSync(
+      target,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o600,
+    );
     x.current = { fd: out, member: m, hash: createHash('sha256'), size: 0, head: [], headLen: 0 };
   }
 }
@@ -313,7 +352,8 @@ function onEntryEnd(x: Extraction): void {
   x.flushes.push(fsyncThenClose(c.fd));
   const sha = c.hash.digest('hex');
   const plan = x.planned.get(c.member.path)!;
-  if (sha !== plan.sha256) throw memberRefusal(MEMBER_CODES.digestMismatch, "An archive member's SHA-256 differs from the manifest.");
+  if (sha !== plan.sha256)
+    throw memberRefusal(MEMBER_CODES.digestMismatch, "An archive member's SHA-256 differs from the manifest.");
   const head = Buffer.concat(c.head).subarray(0, 16);
   const sqlite = head.length === 16 && head.equals(SQLITE_MAGIC);
   x.files.push({ path: c.member.path, size_bytes: c.size, sha256: sha, sqlite });
@@ -382,18 +422,32 @@ async function inflateAndScan(
 }
 
 /** Exactly one gzip member: its 8-byte trailer (CRC-32, ISIZE) follows the deflate body, then nothing. */
-function checkGzipTrailer(fd: number, archiveSize: number, headerLength: number | undefined, deflateBytes: number, crc: number, expandedBytes: number): void {
+function checkGzipTrailer(
+  fd: number,
+  archiveSize: number,
+  headerLength: number | undefined,
+  deflateBytes: number,
+  crc: number,
+  expandedBytes: number,
+): void {
   const trailerAt = (headerLength ?? 0) + deflateBytes;
   if (headerLength === undefined || archiveSize < trailerAt + 8) throw gzipInvalid();
   if (archiveSize > trailerAt + 8) throw trailing();
   const trailer = Buffer.alloc(8);
-  if (readSync(fd, trailer, 0, 8, trailerAt) !== 8 || trailer.readUInt32LE(0) !== crc >>> 0 || trailer.readUInt32LE(4) !== expandedBytes % 2 ** 32) throw gzipInvalid();
+  if (
+    readSync(fd, trailer, 0, 8, trailerAt) !== 8 ||
+    trailer.readUInt32LE(0) !== crc >>> 0 ||
+    trailer.readUInt32LE(4) !== expandedBytes % 2 ** 32
+  )
+    throw gzipInvalid();
 }
 
 /** The embedded manifest must be present and say what the external one says, archive facts aside. */
 function checkEmbeddedManifest(x: Extraction, m: BackupManifest): { embeddedBuf: Buffer; embeddedSha: string } {
   if (x.embedded === undefined) {
-    throw rejected(INPUT_CODES.embeddedManifestMissing, 'The archive holds no embedded manifest.json.', { nextAction: 'use an intact backup made by loopx backup-state' });
+    throw rejected(INPUT_CODES.embeddedManifestMissing, 'The archive holds no embedded manifest.json.', {
+      nextAction: 'use an intact backup made by loopx backup-state',
+    });
   }
   const embeddedBuf = Buffer.concat(x.embedded);
   const embeddedSha = createHash('sha256').update(embeddedBuf).digest('hex');
@@ -402,7 +456,11 @@ function checkEmbeddedManifest(x: Extraction, m: BackupManifest): { embeddedBuf:
       nextAction: 'pass the archive and manifest of the same backup, both unmodified',
     });
   };
-  if (embeddedSha !== m.execution.embedded_manifest?.sha256 || embeddedBuf.length !== m.execution.embedded_manifest.size_bytes || x.embeddedBytes !== embeddedBuf.length)
+  if (
+    embeddedSha !== m.execution.embedded_manifest?.sha256 ||
+    embeddedBuf.length !== m.execution.embedded_manifest.size_bytes ||
+    x.embeddedBytes !== embeddedBuf.length
+  )
     mismatch();
   if (!same(decodeManifestBytes(embeddedBuf), expectedEmbedded(m))) mismatch();
   return { embeddedBuf, embeddedSha };
@@ -435,7 +493,11 @@ export async function extractArchive(
     manifestChunks: undefined,
   };
   const witness = new FdWitness(fd, (n) => onProgress?.({ compressed_done: n, compressed_total: bound.archiveSize }));
-  const scanner = new TarScanner({ onEntry: (e: TarEntry) => onEntry(x, e), onData: (chunk: Buffer) => onData(x, chunk), onEntryEnd: () => onEntryEnd(x) });
+  const scanner = new TarScanner({
+    onEntry: (e: TarEntry) => onEntry(x, e),
+    onData: (chunk: Buffer) => onData(x, chunk),
+    onEntryEnd: () => onEntryEnd(x),
+  });
   const { crc, body, gunzip } = await inflateAndScan(x, witness, scanner, bound, signal);
 
   // The scan's own witness must equal the preflight before anything else is trusted. (The
@@ -444,7 +506,8 @@ export async function extractArchive(
   if (!witness.matches(bound.archiveSize, bound.archiveSha256)) throw changed();
   checkGzipTrailer(fd, bound.archiveSize, body.headerLength, gunzip.bytesWritten, crc, scanner.bytes);
   for (const path of planned.keys()) {
-    if (!x.seen.has(path)) throw memberRefusal(MEMBER_CODES.missing, 'A member the manifest lists is not in the archive.');
+    if (!x.seen.has(path))
+      throw memberRefusal(MEMBER_CODES.missing, 'A member the manifest lists is not in the archive.');
   }
   const m = bound.manifest;
   if (scanner.bytes !== m.execution.archive_expanded_bytes) {

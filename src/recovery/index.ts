@@ -18,9 +18,25 @@
 export * from './codes.js';
 export { RECOVERY_LIMITS, type RecoveryLimitName } from './limits.js';
 export type { ProtectedPlaces } from './destination.js';
-export { planVerify, executeVerify, verifyFailed, type VerifyInputs, type VerifyPlan, type VerifyOutcome, type VerifyOptions, type VerifyProgress } from './verify.js';
+export {
+  planVerify,
+  executeVerify,
+  verifyFailed,
+  type VerifyInputs,
+  type VerifyPlan,
+  type VerifyOutcome,
+  type VerifyOptions,
+  type VerifyProgress,
+} from './verify.js';
 export { executeVerifyIsolated, type IsolatedVerifyOutcome } from './verify-process.js';
-export { showAudit, AUDIT_FILE, WORKSPACE_DIR, AUDIT_SCHEMA, SETTLED_BY_RECOVERY, type RecoveryAudit } from './audit.js';
+export {
+  showAudit,
+  AUDIT_FILE,
+  WORKSPACE_DIR,
+  AUDIT_SCHEMA,
+  SETTLED_BY_RECOVERY,
+  type RecoveryAudit,
+} from './audit.js';
 export { publicSummary, type PublicAuditSummary } from './audit-summary.js';
 export {
   planAdoption,
@@ -34,8 +50,22 @@ export {
   type PlannedStep,
   type PlanPreview,
 } from './adopt-plan.js';
-export { applyAdoption, abortAdoption, resolveHold, settlementFrom, type AdoptionHost, type AdoptionRunOptions, type HoldSettlement } from './adopt-apply.js';
-export { recoveryStatus, RECOVERY_STATES, type RecoveryState, type RecoveryStatus, type RecoveryHold } from './adopt-status.js';
+export {
+  applyAdoption,
+  abortAdoption,
+  resolveHold,
+  settlementFrom,
+  type AdoptionHost,
+  type AdoptionRunOptions,
+  type HoldSettlement,
+} from './adopt-apply.js';
+export {
+  recoveryStatus,
+  RECOVERY_STATES,
+  type RecoveryState,
+  type RecoveryStatus,
+  type RecoveryHold,
+} from './adopt-status.js';
 export { RECOVER_REFUSALS } from './adopt-codes.js';
 export { refuseHeldRecovery, refuseRecoveryInProgress } from './adopt-guard.js';
 export { servedExports } from './served-exports.js';

@@ -70,7 +70,12 @@ const TOO_LARGE = 'too large';
  * A bounded regular file read once without following a link (core/read-once): a missing path or
  * a non-regular file is `verify_input_not_regular`, a file over `max` the named capacity refusal.
  */
-export function readBounded(path: string, input: 'archive' | 'manifest', max: number, limit: 'manifestBytes'): Uint8Array {
+export function readBounded(
+  path: string,
+  input: 'archive' | 'manifest',
+  max: number,
+  limit: 'manifestBytes',
+): Uint8Array {
   const bytes = readRegularFileOnce(path, max, {
     tooLarge: TOO_LARGE,
     unreadable: (what) => (what === TOO_LARGE ? capacityRefusal(limit, statSync(path).size, max) : notRegular(input)),
@@ -98,7 +103,8 @@ export function jsonDepthExceeds(bytes: Uint8Array, limit: number): number | und
 
 /** Decode a manifest's bytes: size, depth, JSON. Schema checks are the caller's. */
 export function decodeManifestBytes(bytes: Uint8Array): unknown {
-  if (bytes.byteLength > RECOVERY_LIMITS.manifestBytes) throw capacityRefusal('manifestBytes', bytes.byteLength, RECOVERY_LIMITS.manifestBytes);
+  if (bytes.byteLength > RECOVERY_LIMITS.manifestBytes)
+    throw capacityRefusal('manifestBytes', bytes.byteLength, RECOVERY_LIMITS.manifestBytes);
   const depth = jsonDepthExceeds(bytes, RECOVERY_LIMITS.jsonDepth);
   if (depth !== undefined) throw capacityRefusal('jsonDepth', depth, RECOVERY_LIMITS.jsonDepth);
   try {
@@ -127,10 +133,14 @@ export function checkManifest(doc: unknown): BackupManifest {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) invalid('not an object');
   const schema = (doc as { schema_version?: unknown }).schema_version;
   if (typeof schema !== 'string' || !Object.hasOwn(MANIFEST_VALIDATORS, schema)) {
-    throw rejected(INPUT_CODES.manifestSchemaUnknown, 'The manifest has a schema_version this verifier does not read.', {
-      nextAction: 'verify it with the loopx version that produced it',
-      details: { schema_version: typeof schema === 'string' && /^[a-z0-9_]{1,64}$/.test(schema) ? schema : null },
-    });
+    throw rejected(
+      INPUT_CODES.manifestSchemaUnknown,
+      'The manifest has a schema_version this verifier does not read.',
+      {
+        nextAction: 'verify it with the loopx version that produced it',
+        details: { schema_version: typeof schema === 'string' && /^[a-z0-9_]{1,64}$/.test(schema) ? schema : null },
+      },
+    );
   }
   revision = schema as string;
   const validate = MANIFEST_VALIDATORS[schema as string]!;
@@ -144,9 +154,15 @@ export function checkManifest(doc: unknown): BackupManifest {
   if (m.execution.file_members.length !== files.length) invalid('file_members disagrees with members');
   m.execution.file_members.forEach((f, i) => {
     const x = files[i]!;
-    if (f.archive_path !== x.path || f.size_bytes !== x.size_bytes || f.sha256 !== x.sha256) invalid('file_members disagrees with members');
+    if (f.archive_path !== x.path || f.size_bytes !== x.size_bytes || f.sha256 !== x.sha256)
+      invalid('file_members disagrees with members');
   });
-  if (m.execution.archive_sha256 === null || m.execution.archive_size_bytes === null || m.execution.embedded_manifest === null || m.execution.archive_expanded_bytes === null) {
+  if (
+    m.execution.archive_sha256 === null ||
+    m.execution.archive_size_bytes === null ||
+    m.execution.embedded_manifest === null ||
+    m.execution.archive_expanded_bytes === null
+  ) {
     invalid('it is an embedded copy, not the external manifest');
   }
   return m;
@@ -170,7 +186,8 @@ export function bindInputs(archivePath: string, manifestPath: string): BoundInpu
       if (n === 0) break;
       hash.update(buf.subarray(0, n));
       total += n;
-      if (total > RECOVERY_LIMITS.archiveBytes) throw capacityRefusal('archiveBytes', total, RECOVERY_LIMITS.archiveBytes);
+      if (total > RECOVERY_LIMITS.archiveBytes)
+        throw capacityRefusal('archiveBytes', total, RECOVERY_LIMITS.archiveBytes);
     }
     const sha = hash.digest('hex');
     if (total !== manifest.execution.archive_size_bytes || sha !== manifest.execution.archive_sha256) {
@@ -178,7 +195,14 @@ export function bindInputs(archivePath: string, manifestPath: string): BoundInpu
         nextAction: 'pass the archive and manifest of the same backup, both unmodified',
       });
     }
-    return { archiveFd: fd, archiveSize: total, archiveSha256: sha, manifest, manifestSha256, manifestSize: bytes.byteLength };
+    return {
+      archiveFd: fd,
+      archiveSize: total,
+      archiveSha256: sha,
+      manifest,
+      manifestSha256,
+      manifestSize: bytes.byteLength,
+    };
   } catch (e) {
     closeSync(fd);
     throw e;

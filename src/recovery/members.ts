@@ -27,18 +27,30 @@ export interface CheckedMember {
   readonly linkTarget?: string;
 }
 
-export const TOP_LEVEL = new Set(['runtime-root', 'component-exports', 'failure-observation', 'configuration-backup.json', 'manifest.json']);
+export const TOP_LEVEL = new Set([
+  'runtime-root',
+  'component-exports',
+  'failure-observation',
+  'configuration-backup.json',
+  'manifest.json',
+]);
 
 /** C0 and C1 controls, bidi overrides and isolates, and the byte-order mark: never in a member name. */
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\ufeff]/;
 
 /** A member refusal. It never names the member: member names are private data, a refusal is public output. */
 export function memberRefusal(code: (typeof MEMBER_CODES)[keyof typeof MEMBER_CODES], message: string): LoopxError {
-  return rejected(code, message, { nextAction: 'use an intact backup made by loopx backup-state; this archive is not safe to extract' });
+  return rejected(code, message, {
+    nextAction: 'use an intact backup made by loopx backup-state; this archive is not safe to extract',
+  });
 }
 
 /** A §12 capacity refusal of the archive (free space at the destination is destination.ts's own refusal). */
-export function capacityRefusal(limit: Exclude<keyof typeof CAPACITY_CODES, 'freeSpace'>, observed: number, maximum: number): LoopxError {
+export function capacityRefusal(
+  limit: Exclude<keyof typeof CAPACITY_CODES, 'freeSpace'>,
+  observed: number,
+  maximum: number,
+): LoopxError {
   return rejected(CAPACITY_CODES[limit], `The backup exceeds the ${limit} limit (${observed} > ${maximum}).`, {
     nextAction: 'split the runtime root or prune it before backing up again; limits are fixed for this profile',
     details: { limit, observed, maximum },
@@ -54,16 +66,22 @@ export function normalizeMemberPath(raw: string, kind: MemberKind): string {
   if (parts.includes('..')) throw memberRefusal(MEMBER_CODES.traversal, 'An archive member path contains "..".');
   for (const p of parts) {
     if (p === '' || p === '.' || p.includes('\\') || UNSAFE.test(p)) {
-      throw memberRefusal(MEMBER_CODES.invalid, 'An archive member path has an empty, dot, backslash or control-character component.');
+      throw memberRefusal(
+        MEMBER_CODES.invalid,
+        'An archive member path has an empty, dot, backslash or control-character component.',
+      );
     }
   }
-  if (!TOP_LEVEL.has(parts[0]!)) throw memberRefusal(MEMBER_CODES.invalid, 'An archive member lies outside the names a loopx backup holds.');
-  if (parts.length > RECOVERY_LIMITS.pathComponents) throw capacityRefusal('pathComponents', parts.length, RECOVERY_LIMITS.pathComponents);
+  if (!TOP_LEVEL.has(parts[0]!))
+    throw memberRefusal(MEMBER_CODES.invalid, 'An archive member lies outside the names a loopx backup holds.');
+  if (parts.length > RECOVERY_LIMITS.pathComponents)
+    throw capacityRefusal('pathComponents', parts.length, RECOVERY_LIMITS.pathComponents);
   const chars = [...name].length;
   if (chars > RECOVERY_LIMITS.pathChars) throw capacityRefusal('pathChars', chars, RECOVERY_LIMITS.pathChars);
   for (const p of parts) {
     const bytes = Buffer.byteLength(p, 'utf8');
-    if (bytes > RECOVERY_LIMITS.pathComponentBytes) throw capacityRefusal('pathComponentBytes', bytes, RECOVERY_LIMITS.pathComponentBytes);
+    if (bytes > RECOVERY_LIMITS.pathComponentBytes)
+      throw capacityRefusal('pathComponentBytes', bytes, RECOVERY_LIMITS.pathComponentBytes);
   }
   return name;
 }
@@ -72,7 +90,8 @@ export function normalizeMemberPath(raw: string, kind: MemberKind): string {
 const fold = foldPath;
 
 /** Kinds SQLite could open as a database or as its sidecar (a directory is neither). */
-const openable = (kind: MemberKind | undefined): boolean => kind === 'file' || kind === 'symlink' || kind === 'hardlink';
+const openable = (kind: MemberKind | undefined): boolean =>
+  kind === 'file' || kind === 'symlink' || kind === 'hardlink';
 
 export class MemberChecker {
   private readonly kinds = new Map<string, MemberKind>();
@@ -89,18 +108,27 @@ export class MemberChecker {
     if (this.count + 1 > this.maxMembers) throw capacityRefusal('members', this.count + 1, this.maxMembers);
     if (this.kinds.has(path)) throw memberRefusal(MEMBER_CODES.duplicate, 'Two archive members have the same path.');
     const n = path.normalize('NFC');
-    if (this.nfc.has(n)) throw memberRefusal(MEMBER_CODES.unicodeCollision, 'Two archive member paths differ only in Unicode normalization (NFC/NFD).');
+    if (this.nfc.has(n))
+      throw memberRefusal(
+        MEMBER_CODES.unicodeCollision,
+        'Two archive member paths differ only in Unicode normalization (NFC/NFD).',
+      );
     const f = fold(path);
-    if (this.folded.has(f)) throw memberRefusal(MEMBER_CODES.caseCollision, 'Two archive member paths differ only in letter case.');
+    if (this.folded.has(f))
+      throw memberRefusal(MEMBER_CODES.caseCollision, 'Two archive member paths differ only in letter case.');
     if (openable(kind)) this.checkSidecar(f);
     const parts = path.split('/');
     for (let i = 1; i < parts.length; i++) {
-      if (this.links.has(parts.slice(0, i).join('/'))) throw memberRefusal(MEMBER_CODES.throughLink, 'An archive member lies beneath a symbolic-link member.');
+      if (this.links.has(parts.slice(0, i).join('/')))
+        throw memberRefusal(MEMBER_CODES.throughLink, 'An archive member lies beneath a symbolic-link member.');
     }
     if (kind === 'symlink') this.checkSymlink(path, linkTarget ?? '');
     if (kind === 'hardlink') this.checkHardlink(path, linkTarget ?? '');
     if (parts.length > 1 && this.kinds.get(parts.slice(0, -1).join('/')) !== 'directory') {
-      throw memberRefusal(MEMBER_CODES.parentMissing, "An archive member's parent is not a directory member that comes before it.");
+      throw memberRefusal(
+        MEMBER_CODES.parentMissing,
+        "An archive member's parent is not a directory member that comes before it.",
+      );
     }
     this.kinds.set(path, kind);
     this.nfc.set(n, path);
@@ -117,9 +145,13 @@ export class MemberChecker {
    */
   private checkSidecar(f: string): void {
     const base = sqliteSidecarBase(f);
-    const isOpenable = (folded: string | undefined): boolean => folded !== undefined && this.folded.has(folded) && openable(this.kinds.get(this.folded.get(folded)!));
+    const isOpenable = (folded: string | undefined): boolean =>
+      folded !== undefined && this.folded.has(folded) && openable(this.kinds.get(this.folded.get(folded)!));
     if (isOpenable(base) || SQLITE_SIDECAR_SUFFIXES.some((s) => isOpenable(f + s))) {
-      throw memberRefusal(MEMBER_CODES.sqliteSidecar, 'An archive member is a SQLite -wal, -shm or -journal sidecar of another member.');
+      throw memberRefusal(
+        MEMBER_CODES.sqliteSidecar,
+        'An archive member is a SQLite -wal, -shm or -journal sidecar of another member.',
+      );
     }
   }
 
@@ -127,7 +159,8 @@ export class MemberChecker {
     if (target === '' || target.startsWith('/') || target.includes('\0')) {
       throw memberRefusal(MEMBER_CODES.linkEscapes, 'A symbolic-link member points outside the workspace.');
     }
-    if (target.includes('\\') || UNSAFE.test(target)) throw memberRefusal(MEMBER_CODES.invalid, 'A symbolic-link target has a backslash or control character.');
+    if (target.includes('\\') || UNSAFE.test(target))
+      throw memberRefusal(MEMBER_CODES.invalid, 'A symbolic-link target has a backslash or control character.');
     this.resolve(path, target);
   }
 
@@ -146,7 +179,8 @@ export class MemberChecker {
     let budget = RECOVERY_LIMITS.pathComponents * RECOVERY_LIMITS.linkHops;
     // stack[i] is the joined path of the first i+1 components (no re-joining per step).
     const stack: string[] = [];
-    for (const part of linkPath.split('/').slice(0, -1)) stack.push(stack.length === 0 ? part : `${stack.at(-1)}/${part}`);
+    for (const part of linkPath.split('/').slice(0, -1))
+      stack.push(stack.length === 0 ? part : `${stack.at(-1)}/${part}`);
     const pending: string[] = target.split('/').reverse();
     while (pending.length > 0) {
       if (--budget < 0) throw capacityRefusal('linkHops', hops, RECOVERY_LIMITS.linkHops);
@@ -193,8 +227,14 @@ export class MemberChecker {
       throw memberRefusal(MEMBER_CODES.linkEscapes, 'A hard-link member points outside the workspace.');
     }
     if (parts.includes('..') || parts.includes('.') || this.kinds.get(target) !== 'file') {
-      throw memberRefusal(MEMBER_CODES.hardlinkAmbiguous, 'A hard-link member does not name exactly one earlier regular-file member.');
+      throw memberRefusal(
+        MEMBER_CODES.hardlinkAmbiguous,
+        'A hard-link member does not name exactly one earlier regular-file member.',
+      );
     }
-    throw memberRefusal(MEMBER_CODES.hardlinkUnsupported, 'Hard-link members are not supported; the producer never writes them.');
+    throw memberRefusal(
+      MEMBER_CODES.hardlinkUnsupported,
+      'Hard-link members are not supported; the producer never writes them.',
+    );
   }
 }

@@ -37,7 +37,12 @@ export interface WorkspaceRef {
  * stdin open until the worker exits: its end means the caller died, and the worker exits at once.
  */
 export type WorkerMessage =
-  | { readonly sqlite: string; readonly export?: string; readonly export_items?: ExportItems; readonly component_id?: string }
+  | {
+      readonly sqlite: string;
+      readonly export?: string;
+      readonly export_items?: ExportItems;
+      readonly component_id?: string;
+    }
   | { readonly component: DocumentComponentRef }
   | { readonly crash: CrashRecoveryRef }
   | { readonly end: true };
@@ -85,7 +90,7 @@ export interface ComponentReport {
   readonly counts: Readonly<Record<string, number>>;
   /** A document or service component's owner facts (a database's are on its SqliteReport). */
   readonly facts?: Readonly<Record<string, unknown>>;
-  readonly findings: readonly FindingLite[];
+  readonly findings: readonly WorkerFinding[];
 }
 
 /**
@@ -95,7 +100,7 @@ export interface ComponentReport {
  */
 export const WORKER_EXIT = { noSpace: 75, parentGone: 76, failed: 70 } as const;
 
-export interface FindingLite {
+export interface WorkerFinding {
   readonly code: string;
   readonly severity: string;
   readonly subject: string;
@@ -112,7 +117,11 @@ export interface SqliteReport {
   readonly integrity: 'ok' | 'failed' | 'unreadable';
   readonly wal_header: boolean;
   /** Owner readback, when the owner has a reader for this file. */
-  readonly readback: { readonly ok: boolean; readonly counts: Readonly<Record<string, number>>; readonly findings: readonly FindingLite[] } | null;
+  readonly readback: {
+    readonly ok: boolean;
+    readonly counts: Readonly<Record<string, number>>;
+    readonly findings: readonly WorkerFinding[];
+  } | null;
   /** Owner-specific facts kept in the audit's private readback (e.g. `work`). */
   readonly facts: Readonly<Record<string, unknown>>;
   /** v1: the owner's readback position and its export's digest, when the database was verified with an export. */
@@ -163,16 +172,25 @@ export function readExport(req: WorkspaceRef, path: string): unknown[] | null {
  * the copy; otherwise of the export's last record (the seal, which chains every record).
  */
 const exportDigest = (records: readonly unknown[] | null, v: OfflineVerification): string | null =>
-  v.export_sha256 !== undefined ? v.export_sha256 : records && records.length > 0 ? sha256Hex(canonicalJson(records.at(-1))) : null;
+  v.export_sha256 !== undefined
+    ? v.export_sha256
+    : records && records.length > 0
+      ? sha256Hex(canonicalJson(records.at(-1)))
+      : null;
 
-const EXPORT_UNREADABLE: FindingLite = {
+const EXPORT_UNREADABLE: WorkerFinding = {
   code: 'component_export_unreadable',
   severity: 'error',
   subject: 'export',
   next_action: 'use another backup of this root; this export could not be read',
 };
 
-function componentReport(component_id: string, v: OfflineVerification, records: readonly unknown[] | null, exportExpected: boolean): ComponentReport {
+function componentReport(
+  component_id: string,
+  v: OfflineVerification,
+  records: readonly unknown[] | null,
+  exportExpected: boolean,
+): ComponentReport {
   const findings = exportExpected && records === null ? [...v.findings, EXPORT_UNREADABLE] : v.findings;
   return {
     component_id,
@@ -196,30 +214,60 @@ export function verifyDocumentComponent(req: WorkspaceRef, c: DocumentComponentR
       component_id: c.component_id,
       owner: c.owner,
       ...empty,
-      findings: [{ code: 'component_owner_unknown', severity: 'error', subject: 'component', next_action: 'use a newer loopx to read this backup' }],
+      findings: [
+        {
+          code: 'component_owner_unknown',
+          severity: 'error',
+          subject: 'component',
+          next_action: 'use a newer loopx to read this backup',
+        },
+      ],
     };
   const records = c.export === null ? null : readExport(req, c.export);
   const copy = { root: join(req.workspace, ROOT), scratchDir: req.scratch, beside: req.workspace };
   const scope = c.goal_id === null ? MACHINE : goalScope(c.goal_id);
   const served = c.provider === undefined ? {} : { provider: c.provider };
-  const v = owner.verifyOffline(copy, scope, records === null ? served : { export: records, exportItems: c.export_items ?? 'in_export', ...served });
+  const v = owner.verifyOffline(
+    copy,
+    scope,
+    records === null ? served : { export: records, exportItems: c.export_items ?? 'in_export', ...served },
+  );
   const report = componentReport(c.component_id, v, records, c.export !== null);
   return c.provider === undefined ? report : { ...report, facts: v.facts };
 }
 
 /** One SQLite file of the workspace: its owner's offline verification (integrity on a private copy, then readback). */
-export function verifySqliteFile(req: WorkspaceRef, path: string, exportPath?: string, componentId?: string, exportItems: ExportItems = 'in_export'): SqliteReport {
+export function verifySqliteFile(
+  req: WorkspaceRef,
+  path: string,
+  exportPath?: string,
+  componentId?: string,
+  exportItems: ExportItems = 'in_export',
+): SqliteReport {
   const copy = { root: join(req.workspace, ROOT), scratchDir: req.scratch };
   const found = path.startsWith(`${ROOT}/`) ? ownerOfMember(path.slice(ROOT.length + 1)) : null;
   if (found === null || found.owner === null) {
     const m = integrityOnly(join(req.workspace, path), path, req.scratch);
-    return { path, owner: found?.store ?? 'unknown', goal_id: null, integrity: m.integrity, wal_header: m.wal_header, readback: null, facts: {} };
+    return {
+      path,
+      owner: found?.store ?? 'unknown',
+      goal_id: null,
+      integrity: m.integrity,
+      wal_header: m.wal_header,
+      readback: null,
+      facts: {},
+    };
   }
   const records = exportPath === undefined ? null : readExport(req, exportPath);
-  const v = found.owner.verifyOffline(copy, found.scope, { integrity: 'full', ...(records === null ? {} : { export: records, exportItems }) });
+  const v = found.owner.verifyOffline(copy, found.scope, {
+    integrity: 'full',
+    ...(records === null ? {} : { export: records, exportItems }),
+  });
   const m = v.members[0]!;
   return {
-    ...(componentId === undefined ? {} : { component: componentReport(componentId, v, records, exportPath !== undefined) }),
+    ...(componentId === undefined
+      ? {}
+      : { component: componentReport(componentId, v, records, exportPath !== undefined) }),
     path,
     owner: v.owner,
     goal_id: v.scope.goal_id,
@@ -241,14 +289,25 @@ export function replayCrashRecovery(req: WorkspaceRef, ref: CrashRecoveryRef, in
   try {
     for (const f of ref.files) {
       const to = join(root, f.path);
-      if (!to.startsWith(`${root}/`)) return { component_id: ref.component_id, revision: null, cursor: null, files: ref.files.length };
+      if (!to.startsWith(`${root}/`))
+        return { component_id: ref.component_id, revision: null, cursor: null, files: ref.files.length };
       mkdirSync(dirname(to), { recursive: true, mode: 0o700 });
       copyFileSync(join(req.workspace, f.member), to, constants.COPYFILE_EXCL);
     }
     // SQLite's crash recovery, on the private copies: each database beside its observed journal.
-    for (const f of ref.files) if (ref.files.some((j) => j.path === `${f.path}-wal` || j.path === `${f.path}-journal`)) recoverSqliteCopy(join(root, f.path));
-    const h = owner?.readHistorical({ root, scratchDir: req.scratch }, ref.goal_id === null ? MACHINE : goalScope(ref.goal_id));
-    return { component_id: ref.component_id, revision: h?.readable ? h.revision : null, cursor: h?.readable ? h.cursor : null, files: ref.files.length };
+    for (const f of ref.files)
+      if (ref.files.some((j) => j.path === `${f.path}-wal` || j.path === `${f.path}-journal`))
+        recoverSqliteCopy(join(root, f.path));
+    const h = owner?.readHistorical(
+      { root, scratchDir: req.scratch },
+      ref.goal_id === null ? MACHINE : goalScope(ref.goal_id),
+    );
+    return {
+      component_id: ref.component_id,
+      revision: h?.readable ? h.revision : null,
+      cursor: h?.readable ? h.cursor : null,
+      files: ref.files.length,
+    };
   } catch (e) {
     if (isOutOfSpace(e)) throw e;
     return { component_id: ref.component_id, revision: null, cursor: null, files: ref.files.length };
@@ -300,7 +359,10 @@ export function documentOwner(r: WorkerReport, o: OwnerRecovery): OfflineVerific
   if (v === undefined) throw new Error(`the worker report has no ${o.name} verification`);
   return v;
 }
-export const checkpointOf = (r: WorkerReport): CheckpointFacts => documentOwner(r, OWNERS.config).facts.checkpoint as CheckpointFacts;
-export const registryGoalsOf = (r: WorkerReport): readonly RegistryGoalFacts[] => documentOwner(r, OWNERS.registry).facts.goals as RegistryGoalFacts[];
-export const goalsOf = (r: WorkerReport): readonly GoalFacts[] => documentOwner(r, OWNERS.goal).facts.goals as GoalFacts[];
+export const checkpointOf = (r: WorkerReport): CheckpointFacts =>
+  documentOwner(r, OWNERS.config).facts.checkpoint as CheckpointFacts;
+export const registryGoalsOf = (r: WorkerReport): readonly RegistryGoalFacts[] =>
+  documentOwner(r, OWNERS.registry).facts.goals as RegistryGoalFacts[];
+export const goalsOf = (r: WorkerReport): readonly GoalFacts[] =>
+  documentOwner(r, OWNERS.goal).facts.goals as GoalFacts[];
 export const workOf = (s: SqliteReport): WorkFacts | undefined => s.facts[OWNERS.work.name] as WorkFacts | undefined;

@@ -4,7 +4,12 @@
  * and which document components the worker verifies once the whole copy is in place. A v0 manifest
  * has no components: both are empty, and verification is exactly the v0 one.
  */
-import { BACKUP_SCHEMA_V1, type BackupManifest, type ManifestComponent, type RecoverySetCapture } from '../backup/index.js';
+import {
+  BACKUP_SCHEMA_V1,
+  type BackupManifest,
+  type ManifestComponent,
+  type RecoverySetCapture,
+} from '../backup/index.js';
 import type { ExportItems } from '../owners/index.js';
 import type { CrashRecoveryRef, DocumentComponentRef } from './owner-verify.js';
 
@@ -29,17 +34,26 @@ export function crashRefs(m: BackupManifest): CrashRecoveryRef[] {
   const seen = new Set<string>();
   return componentsOf(m).flatMap((c) => {
     const paths = obs.component_files[c.component_id];
-    if (c.state !== 'captured' || paths === undefined || seen.has(c.component_id) || observedAsMembers(set, c)) return [];
+    if (c.state !== 'captured' || paths === undefined || seen.has(c.component_id) || observedAsMembers(set, c))
+      return [];
     seen.add(c.component_id);
     return [
-      { component_id: c.component_id, owner: c.owner_kind, goal_id: c.goal_id, files: paths.flatMap((p) => (memberOf.has(p) ? [{ member: memberOf.get(p)!, path: p }] : [])) },
+      {
+        component_id: c.component_id,
+        owner: c.owner_kind,
+        goal_id: c.goal_id,
+        files: paths.flatMap((p) => (memberOf.has(p) ? [{ member: memberOf.get(p)!, path: p }] : [])),
+      },
     ];
   });
 }
 
 export interface ComponentRoutes {
   /** Archive path of a database → its component and export. */
-  readonly sqlite: ReadonlyMap<string, { readonly component_id: string; readonly export: string; readonly export_items: ExportItems }>;
+  readonly sqlite: ReadonlyMap<
+    string,
+    { readonly component_id: string; readonly export: string; readonly export_items: ExportItems }
+  >;
   readonly documents: readonly DocumentComponentRef[];
 }
 

@@ -41,7 +41,9 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** The tar stream's length is not whole 512-byte blocks. */
 const framingRefusal = (): LoopxError =>
-  rejected(FORMAT_CODES.framingInvalid, 'The tar stream is not a whole number of 512-byte blocks.', { nextAction: 'use an intact backup made by loopx backup-state' });
+  rejected(FORMAT_CODES.framingInvalid, 'The tar stream is not a whole number of 512-byte blocks.', {
+    nextAction: 'use an intact backup made by loopx backup-state',
+  });
 
 /**
  * The §12 bounds on the stream decompressed so far: at most 512 MiB expanded, and at most 2,000
@@ -50,18 +52,28 @@ const framingRefusal = (): LoopxError =>
  * prefix of a conforming archive never trips it: deflate cannot exceed about 1,032 to 1.)
  */
 export function checkExpansion(expandedBytes: number, compressedBytes: number): void {
-  if (expandedBytes > RECOVERY_LIMITS.expandedBytes) throw capacityRefusal('expandedBytes', expandedBytes, RECOVERY_LIMITS.expandedBytes);
+  if (expandedBytes > RECOVERY_LIMITS.expandedBytes)
+    throw capacityRefusal('expandedBytes', expandedBytes, RECOVERY_LIMITS.expandedBytes);
   if (expandedBytes > compressedBytes * RECOVERY_LIMITS.expansionRatio) {
-    throw capacityRefusal('expansionRatio', Math.ceil(expandedBytes / Math.max(1, compressedBytes)), RECOVERY_LIMITS.expansionRatio);
+    throw capacityRefusal(
+      'expansionRatio',
+      Math.ceil(expandedBytes / Math.max(1, compressedBytes)),
+      RECOVERY_LIMITS.expansionRatio,
+    );
   }
 }
 
-const invalid = (message: string): LoopxError => rejected(FORMAT_CODES.headerInvalid, message, { nextAction: 'use an intact backup made by loopx backup-state' });
+const invalid = (message: string): LoopxError =>
+  rejected(FORMAT_CODES.headerInvalid, message, { nextAction: 'use an intact backup made by loopx backup-state' });
 const unsupported = (message: string): LoopxError =>
-  rejected(FORMAT_CODES.headerUnsupported, message, { nextAction: 'use a backup made by loopx backup-state; this tar feature is not accepted' });
+  rejected(FORMAT_CODES.headerUnsupported, message, {
+    nextAction: 'use a backup made by loopx backup-state; this tar feature is not accepted',
+  });
 /** Bytes after the end of a stream (the gzip member, or the tar end-of-archive marker). */
 export const trailingData = (after: string): LoopxError =>
-  rejected(FORMAT_CODES.trailingData, `The archive has data after ${after}.`, { nextAction: 'use an intact backup made by loopx backup-state' });
+  rejected(FORMAT_CODES.trailingData, `The archive has data after ${after}.`, {
+    nextAction: 'use an intact backup made by loopx backup-state',
+  });
 
 /** A NUL-terminated (or full-width) field as UTF-8; a non-UTF-8 name is a member path refusal. */
 function text(block: Buffer, start: number, length: number, isName: boolean): string {
@@ -70,7 +82,9 @@ function text(block: Buffer, start: number, length: number, isName: boolean): st
   try {
     return utf8.decode(block.subarray(start, end));
   } catch {
-    throw isName ? memberRefusal(MEMBER_CODES.invalid, 'An archive member name is not valid UTF-8.') : invalid('A tar header text field is not valid UTF-8.');
+    throw isName
+      ? memberRefusal(MEMBER_CODES.invalid, 'An archive member name is not valid UTF-8.')
+      : invalid('A tar header text field is not valid UTF-8.');
   }
 }
 
@@ -82,8 +96,10 @@ function octal(block: Buffer, start: number, length: number): number {
   while (i < field.length && field[i] === 0x20) i++;
   let value = 0;
   let digits = 0;
-  for (; i < field.length && field[i]! >= 0x30 && field[i]! <= 0x37; i++, digits++) value = value * 8 + (field[i]! - 0x30);
-  for (; i < field.length; i++) if (field[i] !== 0 && field[i] !== 0x20) throw invalid('A tar header has a malformed number.');
+  for (; i < field.length && field[i]! >= 0x30 && field[i]! <= 0x37; i++, digits++)
+    value = value * 8 + (field[i]! - 0x30);
+  for (; i < field.length; i++)
+    if (field[i] !== 0 && field[i] !== 0x20) throw invalid('A tar header has a malformed number.');
   if (digits === 0) throw invalid('A tar header has an empty number.');
   if (!Number.isSafeInteger(value)) throw invalid('A tar header number is out of range.');
   return value;
@@ -129,7 +145,10 @@ function parsePax(data: Buffer): Map<string, string> {
 }
 
 type State =
-  { readonly at: 'header' } | { at: 'data'; remaining: number; padding: number } | { at: 'pax'; remaining: number; padding: number; parts: Buffer[] } | { readonly at: 'end' };
+  | { readonly at: 'header' }
+  | { at: 'data'; remaining: number; padding: number }
+  | { at: 'pax'; remaining: number; padding: number; parts: Buffer[] }
+  | { readonly at: 'end' };
 
 export class TarScanner {
   private state: State = { at: 'header' };
@@ -194,7 +213,9 @@ export class TarScanner {
    */
   finish(): void {
     if (this.state.at !== 'end' || this.pending.length > 0) {
-      throw rejected(FORMAT_CODES.truncated, 'The archive ends before its tar end-of-archive marker.', { nextAction: 'use a complete copy of the backup' });
+      throw rejected(FORMAT_CODES.truncated, 'The archive ends before its tar end-of-archive marker.', {
+        nextAction: 'use a complete copy of the backup',
+      });
     }
     if (this.bytes % BLOCK !== 0) throw framingRefusal();
   }
@@ -220,17 +241,32 @@ export class TarScanner {
 
     if (flag === 'x') {
       if (this.pax !== undefined) throw unsupported('Two PAX headers precede one member.');
-      if (size > RECOVERY_LIMITS.paxHeaderBytes) throw capacityRefusal('paxHeaderBytes', size, RECOVERY_LIMITS.paxHeaderBytes);
+      if (size > RECOVERY_LIMITS.paxHeaderBytes)
+        throw capacityRefusal('paxHeaderBytes', size, RECOVERY_LIMITS.paxHeaderBytes);
       this.paxTotal += size;
-      if (this.paxTotal > RECOVERY_LIMITS.paxTotalBytes) throw capacityRefusal('paxTotalBytes', this.paxTotal, RECOVERY_LIMITS.paxTotalBytes);
+      if (this.paxTotal > RECOVERY_LIMITS.paxTotalBytes)
+        throw capacityRefusal('paxTotalBytes', this.paxTotal, RECOVERY_LIMITS.paxTotalBytes);
       this.state = { at: 'pax', remaining: size, padding, parts: [] };
       return;
     }
-    if (flag === 'g' || flag === 'L' || flag === 'K' || flag === 'X') throw unsupported('A tar header type this verifier does not interpret (PAX global or GNU long name).');
+    if (flag === 'g' || flag === 'L' || flag === 'K' || flag === 'X')
+      throw unsupported('A tar header type this verifier does not interpret (PAX global or GNU long name).');
     if (flag === 'S') throw memberRefusal(MEMBER_CODES.sparse, 'A member is a sparse file.');
-    const type: TarEntryType | undefined = flag === '0' || flag === '\0' ? 'file' : flag === '5' ? 'directory' : flag === '2' ? 'symlink' : flag === '1' ? 'hardlink' : undefined;
+    const type: TarEntryType | undefined =
+      flag === '0' || flag === '\0'
+        ? 'file'
+        : flag === '5'
+          ? 'directory'
+          : flag === '2'
+            ? 'symlink'
+            : flag === '1'
+              ? 'hardlink'
+              : undefined;
     if (type === undefined) {
-      throw memberRefusal(MEMBER_CODES.specialType, 'An archive member is a device, FIFO, socket or of an unknown type.');
+      throw memberRefusal(
+        MEMBER_CODES.specialType,
+        'An archive member is a device, FIFO, socket or of an unknown type.',
+      );
     }
     if (type !== 'file' && size !== 0) throw invalid('A directory or link member declares data.');
 
@@ -243,7 +279,8 @@ export class TarScanner {
     if (pax?.has('path')) name = pax.get('path')!;
     if (pax?.has('linkpath')) linkName = pax.get('linkpath')!;
     if (name.includes('\0') || linkName.includes('\0')) throw invalid('A member name contains NUL.');
-    if ((type === 'file' || type === 'directory') && linkName !== '') throw invalid('A file or directory member carries a link name.');
+    if ((type === 'file' || type === 'directory') && linkName !== '')
+      throw invalid('A file or directory member carries a link name.');
 
     this.handler.onEntry({ name, type, size, linkName });
     if (type === 'file' && size + padding > 0) this.state = { at: 'data', remaining: size, padding };

@@ -21,7 +21,8 @@ async function readInputs(): Promise<VerifyInputs> {
   const r = await lines.next();
   if (r.done || r.value.length > MAX_LINE) throw new Error('protocol');
   const v = JSON.parse(r.value) as Partial<Record<keyof VerifyInputs, unknown>>;
-  if (typeof v.archive !== 'string' || typeof v.manifest !== 'string' || typeof v.destination !== 'string') throw new Error('protocol');
+  if (typeof v.archive !== 'string' || typeof v.manifest !== 'string' || typeof v.destination !== 'string')
+    throw new Error('protocol');
   return { archive: v.archive, manifest: v.manifest, destination: v.destination };
 }
 

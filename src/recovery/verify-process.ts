@@ -35,7 +35,13 @@ export interface IsolatedVerifyOutcome {
   readonly audit_bytes: Buffer;
 }
 
-type ChildAnswer = { progress: VerifyProgress } | { done: true } | { error: { kind?: unknown; code?: unknown; message?: unknown; next_action?: unknown; details?: unknown } };
+type ChildAnswer =
+  | { progress: VerifyProgress }
+  | { done: true }
+  | { error: { kind?: unknown; code?: unknown; message?: unknown; next_action?: unknown; details?: unknown } };
+
+/** The child's last word: it finished, or it refused (never a progress line). */
+type FinalAnswer = Extract<ChildAnswer, { done: true } | { error: unknown }>;
 
 function errorOf(e: Extract<ChildAnswer, { error: unknown }>['error']): LoopxError {
   const kind = KINDS.includes(e.kind as ErrorKind) ? (e.kind as ErrorKind) : 'internal';
@@ -47,19 +53,27 @@ function errorOf(e: Extract<ChildAnswer, { error: unknown }>['error']): LoopxErr
   });
 }
 
-export async function executeVerifyIsolated(inputs: VerifyInputs, options: VerifyOptions = {}): Promise<IsolatedVerifyOutcome> {
+/** `executeVerify` run in a disposable child process (see the header); settles only once the child is reaped. */
+export async function executeVerifyIsolated(
+  inputs: VerifyInputs,
+  options: VerifyOptions = {},
+): Promise<IsolatedVerifyOutcome> {
   if (options.signal?.aborted) throw interrupted();
   const destination = resolve(inputs.destination);
   const existedBefore = existsSync(destination);
   const { path, loader } = siblingEntry('verify-child');
   // Its own process group: the owner worker it starts joins it, so a child that dies abnormally
   // takes its worker along (killGroup) instead of leaving it to run out its own time.
-  const child = spawn(process.execPath, [...loader, `--max-old-space-size=${RECOVERY_LIMITS.workerOldSpaceMib}`, path], {
-    cwd: '/',
-    env: childEnv(),
-    stdio: ['pipe', 'pipe', 'pipe'],
-    detached: true,
-  });
+  const child = spawn(
+    process.execPath,
+    [...loader, `--max-old-space-size=${RECOVERY_LIMITS.workerOldSpaceMib}`, path],
+    {
+      cwd: '/',
+      env: childEnv(),
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    },
+  );
   const killGroup = (): void => {
     try {
       if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
@@ -73,7 +87,9 @@ export async function executeVerifyIsolated(inputs: VerifyInputs, options: Verif
   });
   child.stderr.resume();
   child.stdin.on('error', () => undefined);
-  child.stdin.end(`${JSON.stringify({ archive: resolve(inputs.archive), manifest: resolve(inputs.manifest), destination })}\n`);
+  child.stdin.end(
+    `${JSON.stringify({ archive: resolve(inputs.archive), manifest: resolve(inputs.manifest), destination })}\n`,
+  );
   // An abort asks the child to stop (it removes what it made); one that has not ended after a
   // grace period is killed with its group.
   let escalate: NodeJS.Timeout | undefined;
@@ -83,22 +99,9 @@ export async function executeVerifyIsolated(inputs: VerifyInputs, options: Verif
   };
   options.signal?.addEventListener('abort', stop, { once: true });
 
-  let answer: Extract<ChildAnswer, { done: true } | { error: unknown }> | undefined;
+  let answer: FinalAnswer | undefined;
   try {
-    for await (const line of createInterface({ input: child.stdout, crlfDelay: Infinity })) {
-      if (line.length > MAX_LINE) {
-        killGroup();
-        break;
-      }
-      let doc: ChildAnswer;
-      try {
-        doc = JSON.parse(line) as ChildAnswer;
-      } catch {
-        continue;
-      }
-      if ('progress' in doc) options.onProgress?.(doc.progress);
-      else if (('done' in doc && doc.done === true) || ('error' in doc && typeof doc.error === 'object' && doc.error !== null)) answer = doc;
-    }
+    answer = await readAnswer(child.stdout, options.onProgress, killGroup);
   } finally {
     await exited;
     clearTimeout(escalate);
@@ -107,18 +110,68 @@ export async function executeVerifyIsolated(inputs: VerifyInputs, options: Verif
   if (answer === undefined) killGroup(); // its worker, if the child died without reaping it
 
   if (answer !== undefined && 'error' in answer) throw errorOf(answer.error);
+  return publishedAudit(destination, answer !== undefined, existedBefore, options.signal);
+}
+
+/**
+ * The child's answer lines: progress handed to `onProgress` as it comes, the last `done` or `error`
+ * document returned (undefined when it sent none). An over-long line kills the group and ends the reading.
+ */
+async function readAnswer(
+  stdout: NodeJS.ReadableStream,
+  onProgress: VerifyOptions['onProgress'],
+  killGroup: () => void,
+): Promise<FinalAnswer | undefined> {
+  let answer: FinalAnswer | undefined;
+  for await (const line of createInterface({ input: stdout, crlfDelay: Infinity })) {
+    if (line.length > MAX_LINE) {
+      killGroup();
+      break;
+    }
+    let doc: ChildAnswer;
+    try {
+      doc = JSON.parse(line) as ChildAnswer;
+    } catch {
+      continue;
+    }
+    if ('progress' in doc) onProgress?.(doc.progress);
+    else if (
+      ('done' in doc && doc.done === true) ||
+      ('error' in doc && typeof doc.error === 'object' && doc.error !== null)
+    )
+      answer = doc;
+  }
+  return answer;
+}
+
+/**
+ * After a child that sent no error: the audit it published, read back (a `done` child's audit that
+ * does not read back throws as it is); with no answer and no audit, the destination it made removed
+ * and `verify_interrupted` or `verify_process_failed` thrown.
+ */
+function publishedAudit(
+  destination: string,
+  answered: boolean,
+  existedBefore: boolean,
+  signal: AbortSignal | undefined,
+): IsolatedVerifyOutcome {
   try {
     const { audit, bytes } = showAudit(destination);
     return { audit, audit_bytes: bytes };
   } catch (e) {
-    if (answer !== undefined) throw e; // done, yet its audit does not read back: say so as it is
+    if (answered) throw e; // done, yet its audit does not read back: say so as it is
   }
   // Its owner worker may still be finishing in the destination's scratch (it exits once its input
   // closes): retry a removal that races with its last files.
   if (!existedBefore) rmSync(destination, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   // Stopped before its own handlers were in place (a SIGTERM at start-up): still an interruption.
-  if (options.signal?.aborted) throw interrupted();
-  throw rejected('verify_process_failed', 'Verification stopped without an answer (its process ended unexpectedly); nothing was published.', {
-    nextAction: 'run the verification again; to see where it stops, run loopx backup-state verify on the command line',
-  });
+  if (signal?.aborted) throw interrupted();
+  throw rejected(
+    'verify_process_failed',
+    'Verification stopped without an answer (its process ended unexpectedly); nothing was published.',
+    {
+      nextAction:
+        'run the verification again; to see where it stops, run loopx backup-state verify on the command line',
+    },
+  );
 }

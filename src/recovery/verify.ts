@@ -14,7 +14,17 @@
  * published half-made, and no other path is touched. It never loads plugins, runs restored code,
  * imports credentials, registers the workspace, takes a lease or opens a socket.
  */
-import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync, constants } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  writeSync,
+  constants,
+} from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fsyncDir, hasCode, internal, isLoopxError, rejected, type LoopxError } from '../core/index.js';
@@ -22,7 +32,14 @@ import { isOutOfSpace } from '../store/index.js';
 import { CAPACITY_CODES, OWNER_CODES } from './codes.js';
 import { AUDIT_FILE, WORKSPACE_DIR, buildAudit, publishableAuditBytes, type RecoveryAudit } from './audit.js';
 import { publicSummary, type PublicAuditSummary } from './audit-summary.js';
-import { checkDeclared, declaredInventory, destinationExists, outOfSpace, preflightDestination, type ProtectedPlaces } from './destination.js';
+import {
+  checkDeclared,
+  declaredInventory,
+  destinationExists,
+  outOfSpace,
+  preflightDestination,
+  type ProtectedPlaces,
+} from './destination.js';
 import { extractArchive, interrupted, planMembers } from './extract.js';
 import { bindInputs } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
@@ -89,7 +106,9 @@ const SCRATCH = '.scratch';
 
 /** Verification stopped on an error that is not a typed refusal (a bug, or a failure of the machine): see the log. */
 export const verifyFailed = (): LoopxError =>
-  internal('verify_failed', 'Verification stopped on an unexpected error.', { nextAction: 'see the log of the process that ran the verification' });
+  internal('verify_failed', 'Verification stopped on an unexpected error.', {
+    nextAction: 'see the log of the process that ran the verification',
+  });
 
 function prepare(inputs: VerifyInputs, progress?: (p: VerifyProgress) => void) {
   progress?.({ step: 'inputs', done: 0, total: 1 });
@@ -167,14 +186,21 @@ function checkReport(report: WorkerReport): void {
   // The manifest declared at most 128 Goals; the owner's own count is what the audit will list.
   const goalCount = goalsOf(report).length;
   if (goalCount > RECOVERY_LIMITS.goals) throw capacityRefusal('goals', goalCount, RECOVERY_LIMITS.goals);
-  const overflow = report.sqlite.find((s) => (workOf(s)?.history_count ?? 0) > RECOVERY_LIMITS.goalCommittedTransactions);
-  if (overflow) throw capacityRefusal('goalHistory', workOf(overflow)!.history_count, RECOVERY_LIMITS.goalCommittedTransactions);
+  const overflow = report.sqlite.find(
+    (s) => (workOf(s)?.history_count ?? 0) > RECOVERY_LIMITS.goalCommittedTransactions,
+  );
+  if (overflow)
+    throw capacityRefusal('goalHistory', workOf(overflow)!.history_count, RECOVERY_LIMITS.goalCommittedTransactions);
 }
 
 /** Step 7: the workspace first, the audit last (its presence is what marks D complete), each made durable. */
 function publish(dest: { readonly path: string; readonly parent: string }, staging: string, bytes: Buffer): void {
   renameSync(staging, join(dest.path, WORKSPACE_DIR));
-  const fd = openSync(join(dest.path, AUDIT_FILE), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  const fd = openSync(
+    join(dest.path, AUDIT_FILE),
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    0o600,
+  );
   try {
     for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, bytes.length - off);
     fsyncSync(fd);
@@ -185,6 +211,38 @@ function publish(dest: { readonly path: string; readonly parent: string }, stagi
   fsyncDir(dest.parent);
 }
 
+/** Step 4's start: D created (0700) by this run, and its identity — what a refusal may later remove. */
+function makeDestination(path: string): { dev: number; ino: number } {
+  try {
+    mkdirSync(path, { mode: 0o700 });
+  } catch (e) {
+    // Created by someone else since the preflight: the same conflict, and it is not ours to remove.
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') {
+      throw destinationExists();
+    }
+    throw e;
+  }
+  const made = lstatSync(path);
+  return { dev: made.dev, ino: made.ino };
+}
+
+/** What a failed run throws: out of space as the capacity refusal, a typed refusal as it is, any other error by its code only. */
+function refusalOf(e: unknown): unknown {
+  // Out of space anywhere (extraction, its fsyncs, the audit) is the capacity refusal, whatever wrapped it.
+  if (isOutOfSpace(e) && !hasCode(e, CAPACITY_CODES.freeSpace)) return outOfSpace();
+  if (isLoopxError(e)) return e;
+  const errno = (e as NodeJS.ErrnoException).code;
+  // A system error's message names paths (archive members are private data): keep only its code.
+  return internal(
+    'verify_io_failed',
+    `Verification stopped on a file-system error (${typeof errno === 'string' ? errno : 'unknown'}); nothing was published.`,
+    {
+      nextAction: 'check the destination file system and run verify again',
+    },
+  );
+}
+
+/** Steps 1–7 (see the header): the backup verified into D and its audit published, or D removed on any refusal. */
 export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions = {}): Promise<VerifyOutcome> {
   const t0 = performance.now();
   const progress = options.onProgress;
@@ -193,18 +251,8 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
   let identity: { dev: number; ino: number } | undefined;
   let worker: WorkerSession | undefined;
   try {
-    try {
-      mkdirSync(dest.path, { mode: 0o700 });
-    } catch (e) {
-      // Created by someone else since the preflight: the same conflict, and it is not ours to remove.
-      if ((e as NodeJS.ErrnoException).code === 'EEXIST') {
-        throw destinationExists();
-      }
-      throw e;
-    }
+    identity = makeDestination(dest.path);
     created = true;
-    const made = lstatSync(dest.path);
-    identity = { dev: made.dev, ino: made.ino };
     const staging = join(dest.path, STAGING);
     const scratch = join(dest.path, SCRATCH);
     mkdirSync(staging, { mode: 0o700 });
@@ -222,7 +270,8 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
       staging,
       (p) => progress?.({ step: 'extract', done: p.compressed_done, total: p.compressed_total }),
       (path) => {
-        if (++databases > RECOVERY_LIMITS.sqliteFiles) throw capacityRefusal('sqliteFiles', databases, RECOVERY_LIMITS.sqliteFiles);
+        if (++databases > RECOVERY_LIMITS.sqliteFiles)
+          throw capacityRefusal('sqliteFiles', databases, RECOVERY_LIMITS.sqliteFiles);
         worker!.add(path, routes.sqlite.get(path));
       },
       options.signal,
@@ -247,7 +296,11 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
       manifestSha256: bound.manifestSha256,
       extraction,
       report,
-      durations: { archive_processing: Math.round(t1 - t0), owner_read: report.busy_ms ?? Math.round(performance.now() - t1), total: Math.round(performance.now() - t0) },
+      durations: {
+        archive_processing: Math.round(t1 - t0),
+        owner_read: report.busy_ms ?? Math.round(performance.now() - t1),
+        total: Math.round(performance.now() - t0),
+      },
     });
     const bytes = publishableAuditBytes(audit);
 
@@ -257,15 +310,9 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     await worker?.kill();
     // Remove only what this run created; D never existed before it (step 2 proved that), and it
     // is still the directory this run made (same device and inode) — never something put there.
-    if (created && identity !== undefined && sameDirectory(dest.path, identity)) rmSync(dest.path, { recursive: true, force: true });
-    // Out of space anywhere (extraction, its fsyncs, the audit) is the capacity refusal, whatever wrapped it.
-    if (isOutOfSpace(e) && !hasCode(e, CAPACITY_CODES.freeSpace)) throw outOfSpace();
-    if (isLoopxError(e)) throw e;
-    const errno = (e as NodeJS.ErrnoException).code;
-    // A system error's message names paths (archive members are private data): keep only its code.
-    throw internal('verify_io_failed', `Verification stopped on a file-system error (${typeof errno === 'string' ? errno : 'unknown'}); nothing was published.`, {
-      nextAction: 'check the destination file system and run verify again',
-    });
+    if (created && identity !== undefined && sameDirectory(dest.path, identity))
+      rmSync(dest.path, { recursive: true, force: true });
+    throw refusalOf(e);
   } finally {
     closeSync(bound.archiveFd);
   }

@@ -15,7 +15,14 @@ import { rejected } from '../core/index.js';
 import { OWNER_CODES } from './codes.js';
 import { outOfSpace } from './destination.js';
 import { RECOVERY_LIMITS } from './limits.js';
-import { WORKER_EXIT, type CrashRecoveryRef, type DocumentComponentRef, type WorkerMessage, type WorkerReport, type WorkspaceRef } from './owner-verify.js';
+import {
+  WORKER_EXIT,
+  type CrashRecoveryRef,
+  type DocumentComponentRef,
+  type WorkerMessage,
+  type WorkerReport,
+  type WorkspaceRef,
+} from './owner-verify.js';
 import type { ExportItems } from '../owners/index.js';
 
 const workerFailed = (why: string, details?: Record<string, unknown>) =>
@@ -71,11 +78,15 @@ export class WorkerSession {
   constructor(ref: WorkspaceRef) {
     const { path, loader } = workerEntry();
     const env = childEnv({ TMPDIR: ref.scratch });
-    this.child = spawn(process.execPath, [...loader, `--max-old-space-size=${RECOVERY_LIMITS.workerOldSpaceMib}`, path], {
-      cwd: ref.scratch,
-      env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    this.child = spawn(
+      process.execPath,
+      [...loader, `--max-old-space-size=${RECOVERY_LIMITS.workerOldSpaceMib}`, path],
+      {
+        cwd: ref.scratch,
+        env,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     this.child.stdout.setEncoding('utf8');
     this.child.stdout.on('data', (s: string) => {
       if (this.out.length + s.length > RECOVERY_LIMITS.workerOutputChars) {
@@ -100,8 +111,20 @@ export class WorkerSession {
   }
 
   /** A database extraction completed; with a v1 component, its owner export (already extracted: exports precede the root). */
-  add(path: string, component?: { readonly component_id: string; readonly export: string; readonly export_items: ExportItems }): void {
-    this.send(component === undefined ? { sqlite: path } : { sqlite: path, export: component.export, export_items: component.export_items, component_id: component.component_id });
+  add(
+    path: string,
+    component?: { readonly component_id: string; readonly export: string; readonly export_items: ExportItems },
+  ): void {
+    this.send(
+      component === undefined
+        ? { sqlite: path }
+        : {
+            sqlite: path,
+            export: component.export,
+            export_items: component.export_items,
+            component_id: component.component_id,
+          },
+    );
   }
 
   /** A v1 document component, verified once the whole copy is in place. */
@@ -141,7 +164,10 @@ export class WorkerSession {
       });
     }
     if (this.overflow || exit.code !== 0) {
-      throw workerFailed('it stopped without a report (a damaged or oversized owner store)', { exit_code: exit.code, signal: exit.signal });
+      throw workerFailed('it stopped without a report (a damaged or oversized owner store)', {
+        exit_code: exit.code,
+        signal: exit.signal,
+      });
     }
     try {
       return JSON.parse(this.out) as WorkerReport;

@@ -44,7 +44,12 @@ function watchParent(input: ReturnType<typeof createInterface>): void {
   const gone = (): never => process.exit(WORKER_EXIT.parentGone);
   input.on('close', gone);
   process.stdin.on('error', gone);
-  new Worker(WATCHDOG, { eval: true, execArgv: [], workerData: { parent: process.ppid, ms: PARENT_POLL_MS }, resourceLimits: { maxOldGenerationSizeMb: 8 } }).unref();
+  new Worker(WATCHDOG, {
+    eval: true,
+    execArgv: [],
+    workerData: { parent: process.ppid, ms: PARENT_POLL_MS },
+    resourceLimits: { maxOldGenerationSizeMb: 8 },
+  }).unref();
 }
 
 /** The event loop's turn between two steps, so a watchdog event that arrived during a step is acted on. */
@@ -80,7 +85,15 @@ async function main(): Promise<void> {
     }
     if (sqlite.length >= RECOVERY_LIMITS.sqliteFiles) throw new Error('too many databases');
     const t = performance.now();
-    sqlite.push(verifySqliteFile(ref, msg.sqlite, msg.export, msg.export === undefined ? undefined : msg.component_id, msg.export_items ?? 'in_export'));
+    sqlite.push(
+      verifySqliteFile(
+        ref,
+        msg.sqlite,
+        msg.export,
+        msg.export === undefined ? undefined : msg.component_id,
+        msg.export_items ?? 'in_export',
+      ),
+    );
     busy += performance.now() - t;
     await yieldTurn();
   }

@@ -24,7 +24,12 @@ export const SUBKEY_DOMAIN = 'loopx.run-authority.subkey/v1';
  * The claim is HMAC-SHA256 keyed by this subkey over the canonical MAC input. Exported for the
  * published test vectors; callers other than the authority never hold a key.
  */
-export function deriveRunSubkey(key: Uint8Array, scopeId: Uint8Array, runId: string, transitionGeneration: number): Buffer {
+export function deriveRunSubkey(
+  key: Uint8Array,
+  scopeId: Uint8Array,
+  runId: string,
+  transitionGeneration: number,
+): Buffer {
   return createHmac('sha256', key)
     .update(lengthPrefixed([utf8(SUBKEY_DOMAIN), scopeId, utf8(runId), u64be(transitionGeneration)]))
     .digest();
@@ -39,7 +44,8 @@ function mac(key: Uint8Array, scopeId: Uint8Array, input: ClaimInput): Buffer {
   }
 }
 
-const generationUnknown = (generation: number, what: string) => rejected('authority_generation_unknown', `Key generation ${generation} is not ${what}.`);
+const generationUnknown = (generation: number, what: string) =>
+  rejected('authority_generation_unknown', `Key generation ${generation} is not ${what}.`);
 
 export class Keyring {
   readonly #scopeId: Buffer;
@@ -83,14 +89,18 @@ export class Keyring {
 
   current(): number {
     const gens = [...this.#keys.keys()];
-    if (gens.length === 0) throw rejected('authority_no_key', 'Every key generation of this authority is retired.', { nextAction: 'add one: loopx authority rotate' });
+    if (gens.length === 0)
+      throw rejected('authority_no_key', 'Every key generation of this authority is retired.', {
+        nextAction: 'add one: loopx authority rotate',
+      });
     return Math.max(...gens);
   }
 
   generations(): Array<{ generation: number; retired: boolean }> {
-    return [...[...this.#keys.keys()].map((g) => ({ generation: g, retired: false })), ...[...this.#retired].map((g) => ({ generation: g, retired: true }))].sort(
-      (a, b) => a.generation - b.generation,
-    );
+    return [
+      ...[...this.#keys.keys()].map((g) => ({ generation: g, retired: false })),
+      ...[...this.#retired].map((g) => ({ generation: g, retired: true })),
+    ].sort((a, b) => a.generation - b.generation);
   }
 
   /** The generation `rotate` adds: above every active and retired one (a retired number is never reused). */
@@ -104,7 +114,9 @@ export class Keyring {
   checkRetirable(generation: number): void {
     if (!this.#keys.has(generation)) throw generationUnknown(generation, 'active here');
     if (this.#keys.size === 1)
-      throw rejected('authority_last_generation', 'The last active key generation cannot be retired.', { nextAction: 'rotate first: loopx authority rotate' });
+      throw rejected('authority_last_generation', 'The last active key generation cannot be retired.', {
+        nextAction: 'rotate first: loopx authority rotate',
+      });
   }
 
   claim(input: ClaimInput): Uint8Array {
@@ -119,7 +131,12 @@ export class Keyring {
    * against a throwaway key, and the HMAC is compared in constant time at full length.
    */
   verify(scopeId: Uint8Array, input: ClaimInput, hmac: Uint8Array): boolean {
-    if (!Number.isSafeInteger(input.transitionGeneration) || input.transitionGeneration < 0 || !Number.isSafeInteger(input.keyGeneration)) return false;
+    if (
+      !Number.isSafeInteger(input.transitionGeneration) ||
+      input.transitionGeneration < 0 ||
+      !Number.isSafeInteger(input.keyGeneration)
+    )
+      return false;
     const scopeOk = scopeId.byteLength === 32 && timingSafeEqual(Buffer.from(scopeId), this.#scopeId);
     const real = this.#keys.get(input.keyGeneration);
     const throwaway = scopeOk && real ? undefined : randomBytes(32);

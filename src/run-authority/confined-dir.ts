@@ -50,17 +50,25 @@ export interface DirIdentity {
 const uid = (): number => (process.getuid ? process.getuid() : -1);
 
 const unsafe = (code: string, message: string): LoopxError =>
-  rejected(code, message, { nextAction: 'choose an authority directory whose every ancestor is owned by root or you and not writable by others' });
+  rejected(code, message, {
+    nextAction: 'choose an authority directory whose every ancestor is owned by root or you and not writable by others',
+  });
 
 /** An entry that is a link (or a directory where a file belongs): never followed. */
-const entrySymlink = (name: string): LoopxError => unsafe('authority_entry_symlink', `The authority entry ${name} is a symbolic link or not what it should be.`);
+const entrySymlink = (name: string): LoopxError =>
+  unsafe('authority_entry_symlink', `The authority entry ${name} is a symbolic link or not what it should be.`);
 
-const entryUnsafe = (name: string, what: string): LoopxError => unsafe('authority_entry_unsafe', `The authority entry ${name} is not ${what} of yours.`);
+const entryUnsafe = (name: string, what: string): LoopxError =>
+  unsafe('authority_entry_unsafe', `The authority entry ${name} is not ${what} of yours.`);
 
 const dirSubstituted = (when: string): LoopxError =>
-  conflict('authority_dir_substituted', `The run authority directory was renamed or replaced ${when}; nothing was read or written.`, {
-    nextAction: 'find out who moved or replaced it, restore it, then retry',
-  });
+  conflict(
+    'authority_dir_substituted',
+    `The run authority directory was renamed or replaced ${when}; nothing was read or written.`,
+    {
+      nextAction: 'find out who moved or replaced it, restore it, then retry',
+    },
+  );
 
 /**
  * Walk every component of `absPath` from `/` (lstat, no following): each must be a directory (no
@@ -69,9 +77,14 @@ const dirSubstituted = (when: string): LoopxError =>
  * rule enforces for the next component. Returns the leaf's stats, or undefined if the leaf does
  * not exist (its parent is then fully validated).
  */
-export function validateAncestry(absPath: string, options: { createParents?: boolean; mustExist?: boolean } = {}): Stats | undefined {
-  if (process.platform !== 'linux') throw rejected('authority_platform_unsupported', 'The OS-backed run authority needs Linux (/proc/self/fd).');
-  if (!isAbsolute(absPath)) throw internal('authority_path_relative', 'Authority paths are resolved before validation.');
+export function validateAncestry(
+  absPath: string,
+  options: { createParents?: boolean; mustExist?: boolean } = {},
+): Stats | undefined {
+  if (process.platform !== 'linux')
+    throw rejected('authority_platform_unsupported', 'The OS-backed run authority needs Linux (/proc/self/fd).');
+  if (!isAbsolute(absPath))
+    throw internal('authority_path_relative', 'Authority paths are resolved before validation.');
   const parts = absPath.split(sep).filter(Boolean);
   const me = uid();
   let current = '/';
@@ -96,16 +109,24 @@ export function validateAncestry(absPath: string, options: { createParents?: boo
           throw authorityMissing();
         }
         if ((e as NodeJS.ErrnoException).code === 'ENOENT')
-          throw rejected('authority_parent_missing', 'A parent of the authority directory does not exist.', { nextAction: 'create the parent directories first' });
+          throw rejected('authority_parent_missing', 'A parent of the authority directory does not exist.', {
+            nextAction: 'create the parent directories first',
+          });
         throw e;
       }
     }
     const isLeaf = i === parts.length;
-    if (st.isSymbolicLink()) throw unsafe('authority_path_symlink', 'The authority path contains a symbolic link; pass its real path.');
-    if (!st.isDirectory()) throw unsafe('authority_path_not_directory', 'A component of the authority path is not a directory.');
-    if (!isLeaf && st.uid !== 0 && st.uid !== me) throw unsafe('authority_ancestor_foreign_owner', 'A directory on the authority path is owned by another user.');
+    if (st.isSymbolicLink())
+      throw unsafe('authority_path_symlink', 'The authority path contains a symbolic link; pass its real path.');
+    if (!st.isDirectory())
+      throw unsafe('authority_path_not_directory', 'A component of the authority path is not a directory.');
+    if (!isLeaf && st.uid !== 0 && st.uid !== me)
+      throw unsafe('authority_ancestor_foreign_owner', 'A directory on the authority path is owned by another user.');
     if (!isLeaf && (st.mode & 0o022) !== 0 && (st.mode & STICKY) === 0) {
-      throw unsafe('authority_ancestor_writable', 'A directory on the authority path is writable by other users and not sticky.');
+      throw unsafe(
+        'authority_ancestor_writable',
+        'A directory on the authority path is writable by other users and not sticky.',
+      );
     }
   }
   return st;
@@ -162,7 +183,13 @@ export class ConfinedDir {
       }
       leaf = lstatSync(abs);
       // A leaf we just created gets exactly 0700 whatever the umask; an existing one is never chmodded.
-      if (created && !leaf.isSymbolicLink() && leaf.isDirectory() && leaf.uid === uid() && (leaf.mode & 0o7777) !== 0o700) {
+      if (
+        created &&
+        !leaf.isSymbolicLink() &&
+        leaf.isDirectory() &&
+        leaf.uid === uid() &&
+        (leaf.mode & 0o7777) !== 0o700
+      ) {
         const fd = openSync(abs, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
         try {
           const st = fstatSync(fd);
@@ -176,11 +203,16 @@ export class ConfinedDir {
       }
       leaf = validateAncestry(abs)!;
     }
-    if (leaf.uid !== uid()) throw unsafe('authority_not_owned', 'The authority directory is not owned by the current user.');
+    if (leaf.uid !== uid())
+      throw unsafe('authority_not_owned', 'The authority directory is not owned by the current user.');
     if ((leaf.mode & 0o7777) !== 0o700) {
-      throw rejected('authority_mode_unsafe', 'The authority directory must have mode exactly 0700; loopx never changes an existing one.', {
-        nextAction: 'inspect the directory, then chmod 700 it yourself if it is yours',
-      });
+      throw rejected(
+        'authority_mode_unsafe',
+        'The authority directory must have mode exactly 0700; loopx never changes an existing one.',
+        {
+          nextAction: 'inspect the directory, then chmod 700 it yourself if it is yours',
+        },
+      );
     }
     const fd = openSync(abs, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
     const st = fstatSync(fd);
@@ -212,7 +244,8 @@ export class ConfinedDir {
 
   /** Descriptor-relative path of a single-component entry. */
   #at(name: string): string {
-    if (!NAME.test(name)) throw internal('authority_name_invalid', `Invalid authority entry name ${JSON.stringify(name)}.`);
+    if (!NAME.test(name))
+      throw internal('authority_name_invalid', `Invalid authority entry name ${JSON.stringify(name)}.`);
     return `/proc/self/fd/${this.#fd}/${name}`;
   }
 
@@ -256,7 +289,8 @@ export class ConfinedDir {
     }
     try {
       const st = fstatSync(fd);
-      if (!st.isFile() || st.uid !== uid() || (st.mode & 0o077) !== 0) throw entryUnsafe(name, 'a private regular file');
+      if (!st.isFile() || st.uid !== uid() || (st.mode & 0o077) !== 0)
+        throw entryUnsafe(name, 'a private regular file');
       return readFileSync(fd);
     } finally {
       closeSync(fd);
@@ -268,7 +302,11 @@ export class ConfinedDir {
    * fsync it, rename it into place (or link, when exclusive), fsync the directory. `fault` names
    * the crash points around the rename for tests.
    */
-  write(name: string, data: Uint8Array | string, options: { exclusive?: boolean; noSync?: boolean; fault?: string } = {}): void {
+  write(
+    name: string,
+    data: Uint8Array | string,
+    options: { exclusive?: boolean; noSync?: boolean; fault?: string } = {},
+  ): void {
     this.verify();
     // Temp names start with a dot, outside the entry-name space (list() never shows them).
     const tmp = `/proc/self/fd/${this.#fd}/.tmp-${randomBytes(8).toString('hex')}`;
@@ -279,7 +317,8 @@ export class ConfinedDir {
         try {
           linkSync(tmp, this.#at(name));
         } catch (e) {
-          if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw conflict('authority_entry_exists', `The authority entry ${name} already exists.`);
+          if ((e as NodeJS.ErrnoException).code === 'EEXIST')
+            throw conflict('authority_entry_exists', `The authority entry ${name} already exists.`);
           throw e;
         } finally {
           unlinkSync(tmp);

@@ -115,7 +115,9 @@ export interface LifetimeSupersession {
 }
 
 /** What a caller asks for: every field but the authority's `recorded_at` (`source_root` may be left out: null), and nothing else. */
-export type LifetimeSupersessionRequest = Omit<LifetimeSupersession, 'recorded_at' | 'source_root'> & { readonly source_root?: string | null };
+export type LifetimeSupersessionRequest = Omit<LifetimeSupersession, 'recorded_at' | 'source_root'> & {
+  readonly source_root?: string | null;
+};
 
 /** The stored record; `replayed` when it was already there, from the very same request. */
 export interface LifetimeSupersessionOutcome {

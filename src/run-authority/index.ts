@@ -12,7 +12,15 @@ export type {
 } from './contract.js';
 export { LocalRunAuthority, openRunAuthority, defaultAuthorityDir, type OpenAuthorityOptions } from './local.js';
 export { MemoryRunAuthority, memoryRunAuthority, type MemoryAuthorityOptions } from './memory.js';
-export { PgRunAuthority, openPgRunAuthority, runLeaseLost, DEFAULT_LEASE_MS, RUN_AUTHORITY_COMPONENT, RUN_AUTHORITY_PG_MIGRATIONS, type PgAuthorityOptions } from './postgres.js';
+export {
+  PgRunAuthority,
+  openPgRunAuthority,
+  runLeaseLost,
+  DEFAULT_LEASE_MS,
+  RUN_AUTHORITY_COMPONENT,
+  RUN_AUTHORITY_PG_MIGRATIONS,
+  type PgAuthorityOptions,
+} from './postgres.js';
 export { pgRunLeaseFacts, type RunLeaseFact, type RunLeaseFacts } from './lease-facts.js';
 export { deriveRunSubkey, SUBKEY_DOMAIN } from './claims.js';
 export { ConfinedDir, validateAncestry } from './confined-dir.js';

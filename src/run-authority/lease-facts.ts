@@ -34,14 +34,29 @@ export function pgRunLeaseFacts(db: PgDatabase): RunLeaseFacts {
     });
   return {
     async unreleased() {
-      const rows = await q<{ run_id: string; epoch: string; owner_instance: string; live: boolean; expires_in: string }>(
+      const rows = await q<{
+        run_id: string;
+        epoch: string;
+        owner_instance: string;
+        live: boolean;
+        expires_in: string;
+      }>(
         `SELECT run_id, epoch, owner_instance, lease_expires_at > now() AS live, (extract(epoch FROM lease_expires_at - now()) * 1000)::bigint AS expires_in
            FROM run_leases WHERE NOT released ORDER BY run_id`,
       );
-      return rows.map((l) => ({ run_id: l.run_id, epoch: Number(l.epoch), owner_instance: l.owner_instance, live: l.live, expires_in_ms: Number(l.expires_in) }));
+      return rows.map((l) => ({
+        run_id: l.run_id,
+        epoch: Number(l.epoch),
+        owner_instance: l.owner_instance,
+        live: l.live,
+        expires_in_ms: Number(l.expires_in),
+      }));
     },
     async isHeld(runId) {
-      return (await q('SELECT 1 FROM run_leases WHERE run_id = $1 AND NOT released AND lease_expires_at > now()', [runId])).length > 0;
+      return (
+        (await q('SELECT 1 FROM run_leases WHERE run_id = $1 AND NOT released AND lease_expires_at > now()', [runId]))
+          .length > 0
+      );
     },
   };
 }

@@ -35,7 +35,10 @@ export class LeaseBook {
 
   /** New work (new leases, key changes, bindings) is refused from the moment shutdown begins. */
   live(): void {
-    if (this.#closing) throw conflict('authority_shutting_down', 'The run authority is shutting down and takes no new work.', { nextAction: 'retry in a new process' });
+    if (this.#closing)
+      throw conflict('authority_shutting_down', 'The run authority is shutting down and takes no new work.', {
+        nextAction: 'retry in a new process',
+      });
   }
 
   /** Work of outstanding leases may finish during the drain; after it, nothing runs. */
@@ -47,7 +50,8 @@ export class LeaseBook {
   liveFor(runId: string): void {
     this.open();
     if (!this.#closing) return;
-    const leased = [...this.#runLeases].some((l) => l.runId === runId) || [...this.#importLeases].some((l) => l.runId === runId);
+    const leased =
+      [...this.#runLeases].some((l) => l.runId === runId) || [...this.#importLeases].some((l) => l.runId === runId);
     if (!leased) this.live();
   }
 
@@ -118,7 +122,9 @@ export class LeaseBook {
       this.live();
       if (await tryLock()) return;
       if (Date.now() >= deadline) {
-        throw conflict('import_busy', `Another import of run ${runId} is still running.`, { nextAction: 'run the same import again once the other one has finished' });
+        throw conflict('import_busy', `Another import of run ${runId} is still running.`, {
+          nextAction: 'run the same import again once the other one has finished',
+        });
       }
       await new Promise((r) => setTimeout(r, pause));
     }

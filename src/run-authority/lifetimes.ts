@@ -45,12 +45,21 @@ export const GOAL_ALIAS = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 const LINEAGE = /^[A-Za-z0-9_.:-]{1,128}$/;
 const RECOVERY_ID = /^[0-9a-f]{64}$/;
 
-const V1_FIELDS = ['goal_instance_id', 'goal_id', 'successor_instance_id', 'goal_lineage', 'fence', 'recovery_id', 'successor_root'] as const;
+const V1_FIELDS = [
+  'goal_instance_id',
+  'goal_id',
+  'successor_instance_id',
+  'goal_lineage',
+  'fence',
+  'recovery_id',
+  'successor_root',
+] as const;
 const REQUEST_FIELDS = [...V1_FIELDS, 'source_root'] as const;
 const RECORD_FIELDS: readonly string[] = ['schema', ...REQUEST_FIELDS, 'recorded_at'];
 const RECORD_FIELDS_V1: readonly string[] = ['schema', ...V1_FIELDS, 'recorded_at'];
 
-const invalid = (why: string): LoopxError => rejected('lifetime_supersession_invalid', `The Goal lifetime supersession is invalid: ${why}.`);
+const invalid = (why: string): LoopxError =>
+  rejected('lifetime_supersession_invalid', `The Goal lifetime supersession is invalid: ${why}.`);
 
 const alreadySuperseded = (stored: LifetimeSupersession): LoopxError =>
   conflict(
@@ -69,9 +78,13 @@ const alreadySuperseded = (stored: LifetimeSupersession): LoopxError =>
   );
 
 const lifetimeCorrupt = (goalInstanceId: string, why: string): LoopxError =>
-  internal('authority_lifetime_corrupt', `The authority's record of Goal lifetime ${goalInstanceId} is ${why}; it was changed outside loopx.`, {
-    nextAction: `restore the authority's lifetimes/${goalInstanceId}.json from a backup of the authority directory; until then every writer of that lifetime is refused`,
-  });
+  internal(
+    'authority_lifetime_corrupt',
+    `The authority's record of Goal lifetime ${goalInstanceId} is ${why}; it was changed outside loopx.`,
+    {
+      nextAction: `restore the authority's lifetimes/${goalInstanceId}.json from a backup of the authority directory; until then every writer of that lifetime is refused`,
+    },
+  );
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -79,34 +92,67 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 type Fields = Omit<LifetimeSupersession, 'recorded_at'>;
 
 function requestFields(doc: Record<string, unknown>, fail: (why: string) => LoopxError): Fields {
-  const { goal_instance_id, goal_id, successor_instance_id, goal_lineage, fence, recovery_id, successor_root, source_root = null } = doc;
-  if (typeof goal_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(goal_instance_id)) throw fail("goal_instance_id is not 'ginst_' and 32 lowercase hex");
-  if (typeof goal_id !== 'string' || !GOAL_ALIAS.test(goal_id) || goal_id.includes('..')) throw fail('goal_id is not a Goal alias');
-  if (typeof successor_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(successor_instance_id)) throw fail("successor_instance_id is not 'ginst_' and 32 lowercase hex");
+  const {
+    goal_instance_id,
+    goal_id,
+    successor_instance_id,
+    goal_lineage,
+    fence,
+    recovery_id,
+    successor_root,
+    source_root = null,
+  } = doc;
+  if (typeof goal_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(goal_instance_id))
+    throw fail("goal_instance_id is not 'ginst_' and 32 lowercase hex");
+  if (typeof goal_id !== 'string' || !GOAL_ALIAS.test(goal_id) || goal_id.includes('..'))
+    throw fail('goal_id is not a Goal alias');
+  if (typeof successor_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(successor_instance_id))
+    throw fail("successor_instance_id is not 'ginst_' and 32 lowercase hex");
   if (successor_instance_id === goal_instance_id) throw fail('successor_instance_id is the superseded lifetime itself');
-  if (typeof goal_lineage !== 'string' || !LINEAGE.test(goal_lineage)) throw fail('goal_lineage is not 1–128 characters of A–Z, a–z, 0–9, _ . : and -');
-  if (typeof fence !== 'number' || !Number.isSafeInteger(fence) || fence < 1) throw fail('fence is not a positive safe integer');
-  if (typeof recovery_id !== 'string' || !RECOVERY_ID.test(recovery_id)) throw fail('recovery_id is not 64 lowercase hex');
+  if (typeof goal_lineage !== 'string' || !LINEAGE.test(goal_lineage))
+    throw fail('goal_lineage is not 1–128 characters of A–Z, a–z, 0–9, _ . : and -');
+  if (typeof fence !== 'number' || !Number.isSafeInteger(fence) || fence < 1)
+    throw fail('fence is not a positive safe integer');
+  if (typeof recovery_id !== 'string' || !RECOVERY_ID.test(recovery_id))
+    throw fail('recovery_id is not 64 lowercase hex');
   if (typeof successor_root !== 'string' || !isRootId(successor_root)) throw fail('successor_root is not a root id');
-  if (source_root !== null && (typeof source_root !== 'string' || !isRootId(source_root))) throw fail('source_root is neither null nor a root id');
+  if (source_root !== null && (typeof source_root !== 'string' || !isRootId(source_root)))
+    throw fail('source_root is neither null nor a root id');
   if (source_root === successor_root) throw fail('source_root is the successor root itself');
-  return { goal_instance_id, goal_id, successor_instance_id, goal_lineage, fence, recovery_id, successor_root, source_root };
+  return {
+    goal_instance_id,
+    goal_id,
+    successor_instance_id,
+    goal_lineage,
+    fence,
+    recovery_id,
+    successor_root,
+    source_root,
+  };
 }
 
 /** A caller's request: the seven fields and `source_root` (absent or null when the source root is not known), each of its form. */
 function checkRequest(request: unknown): Fields {
   if (!isObject(request)) throw invalid('it is not an object');
   const unknown = Object.keys(request).find((k) => !(REQUEST_FIELDS as readonly string[]).includes(k));
-  if (unknown !== undefined) throw invalid(`${JSON.stringify(unknown.slice(0, 64))} is not a field of a request (recorded_at is set by the authority)`);
+  if (unknown !== undefined)
+    throw invalid(
+      `${JSON.stringify(unknown.slice(0, 64))} is not a field of a request (recorded_at is set by the authority)`,
+    );
   return requestFields(request, invalid);
 }
 
 function checkInstanceId(goalInstanceId: unknown): asserts goalInstanceId is string {
-  if (typeof goalInstanceId !== 'string' || !GOAL_INSTANCE_ID.test(goalInstanceId)) throw invalid("goal_instance_id is not 'ginst_' and 32 lowercase hex");
+  if (typeof goalInstanceId !== 'string' || !GOAL_INSTANCE_ID.test(goalInstanceId))
+    throw invalid("goal_instance_id is not 'ginst_' and 32 lowercase hex");
 }
 
 export function encodeLifetime(record: LifetimeSupersession): string {
-  const doc = { schema: LIFETIME_SCHEMA, ...Object.fromEntries(REQUEST_FIELDS.map((k) => [k, record[k]])), recorded_at: record.recorded_at };
+  const doc = {
+    schema: LIFETIME_SCHEMA,
+    ...Object.fromEntries(REQUEST_FIELDS.map((k) => [k, record[k]])),
+    recorded_at: record.recorded_at,
+  };
   return `${JSON.stringify(doc)}\n`;
 }
 
@@ -121,13 +167,16 @@ export function decodeLifetime(goalInstanceId: string, raw: Uint8Array | string)
   }
   if (!isObject(doc)) throw corrupt('not an object');
   const keys = Object.keys(doc);
-  const fields = doc.schema === LIFETIME_SCHEMA ? RECORD_FIELDS : doc.schema === LIFETIME_SCHEMA_V1 ? RECORD_FIELDS_V1 : undefined;
+  const fields =
+    doc.schema === LIFETIME_SCHEMA ? RECORD_FIELDS : doc.schema === LIFETIME_SCHEMA_V1 ? RECORD_FIELDS_V1 : undefined;
   if (fields === undefined) throw corrupt('of an unknown schema');
-  if (keys.length !== fields.length || !fields.every((k) => keys.includes(k))) throw corrupt('not exactly the fields of a lifetime record');
+  if (keys.length !== fields.length || !fields.every((k) => keys.includes(k)))
+    throw corrupt('not exactly the fields of a lifetime record');
   const request = requestFields(doc, (why) => corrupt(`malformed (${why})`));
   if (request.goal_instance_id !== goalInstanceId) throw corrupt('the record of another lifetime');
   const at = doc.recorded_at;
-  if (typeof at !== 'string' || Number.isNaN(Date.parse(at)) || new Date(at).toISOString() !== at) throw corrupt('malformed (recorded_at is not an ISO timestamp)');
+  if (typeof at !== 'string' || Number.isNaN(Date.parse(at)) || new Date(at).toISOString() !== at)
+    throw corrupt('malformed (recorded_at is not an ISO timestamp)');
   return { ...request, recorded_at: at };
 }
 
@@ -154,7 +203,10 @@ export const authorityRolledBack = (have: number, expected: number): LoopxError 
   internal(
     'authority_rolled_back',
     `The run authority's record of superseded Goal lifetimes holds ${have} of the ${expected} it has recorded: its lifetimes/ directory is missing or older than the rest of it.`,
-    { nextAction: "restore the authority directory's lifetimes/ from the backup it was taken from; until then every Goal writer under this authority is refused" },
+    {
+      nextAction:
+        "restore the authority directory's lifetimes/ from the backup it was taken from; until then every Goal writer under this authority is refused",
+    },
   );
 
 /**
@@ -171,7 +223,11 @@ export async function lifetimesRevision(table: LifetimeTable): Promise<number> {
 }
 
 /** The supersessions of lifetimes that `sourceRoot` held under the alias `goalId` (v1 records name no root and never match). */
-export async function lifetimesSupersededIn(table: LifetimeTable, sourceRoot: string, goalId: string): Promise<LifetimeSupersession[]> {
+export async function lifetimesSupersededIn(
+  table: LifetimeTable,
+  sourceRoot: string,
+  goalId: string,
+): Promise<LifetimeSupersession[]> {
   await lifetimesRevision(table);
   const out: LifetimeSupersession[] = [];
   for (const id of await table.list()) {
@@ -185,7 +241,10 @@ export async function lifetimesSupersededIn(table: LifetimeTable, sourceRoot: st
 }
 
 /** `lifetimeSupersession`: the stored record, `undefined` while none; a malformed id is `lifetime_supersession_invalid`. */
-export async function readLifetime(table: LifetimeTable, goalInstanceId: string): Promise<LifetimeSupersession | undefined> {
+export async function readLifetime(
+  table: LifetimeTable,
+  goalInstanceId: string,
+): Promise<LifetimeSupersession | undefined> {
   checkInstanceId(goalInstanceId);
   await lifetimesRevision(table);
   const raw = await table.get(goalInstanceId);
@@ -194,10 +253,15 @@ export async function readLifetime(table: LifetimeTable, goalInstanceId: string)
 
 /** The same request; a v1 record (no source root) answers a request naming any source root. */
 const sameRequest = (stored: Fields, asked: Fields): boolean =>
-  V1_FIELDS.every((k) => stored[k] === asked[k]) && (stored.source_root === null || stored.source_root === asked.source_root);
+  V1_FIELDS.every((k) => stored[k] === asked[k]) &&
+  (stored.source_root === null || stored.source_root === asked.source_root);
 
 /** `supersedeLifetime`: create the record, or answer the stored one as a replay, or refuse (see the header). */
-export async function supersedeLifetime(table: LifetimeTable, request: unknown, now: Date = new Date()): Promise<LifetimeSupersessionOutcome> {
+export async function supersedeLifetime(
+  table: LifetimeTable,
+  request: unknown,
+  now: Date = new Date(),
+): Promise<LifetimeSupersessionOutcome> {
   const fields = checkRequest(request);
   const record: LifetimeSupersession = { ...fields, recorded_at: now.toISOString() };
   const revision = await lifetimesRevision(table);
@@ -213,7 +277,10 @@ export async function supersedeLifetime(table: LifetimeTable, request: unknown, 
 }
 
 /** The local authority's table: `lifetimes/<goal_instance_id>.json` in its confined directory (0600, exclusive, durable). */
-export function directoryLifetimes(dir: ConfinedDir, options: { noSync?: boolean; top?: ConfinedDir } = {}): LifetimeTable {
+export function directoryLifetimes(
+  dir: ConfinedDir,
+  options: { noSync?: boolean; top?: ConfinedDir } = {},
+): LifetimeTable {
   const noSync = options.noSync === true;
   const top = options.top;
   return {

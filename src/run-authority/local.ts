@@ -31,11 +31,35 @@ import { Keyring } from './claims.js';
 import { authorityCorrupt } from './errors.js';
 import { ConfinedDir } from './confined-dir.js';
 import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
-import { directoryLifetimes, lifetimesRevision, lifetimesSupersededIn, readLifetime, supersedeLifetime, type LifetimeTable } from './lifetimes.js';
+import {
+  directoryLifetimes,
+  lifetimesRevision,
+  lifetimesSupersededIn,
+  readLifetime,
+  supersedeLifetime,
+  type LifetimeTable,
+} from './lifetimes.js';
 import { directoryWorkMarks, observeWorkHead, type WorkHead, type WorkMark, type WorkMarkTable } from './work-marks.js';
 import { decodeRecord, encodeRecord } from './records.js';
-import { bindRoot, directoryBindings, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity, stillThere } from './roots.js';
-import type { ClaimInput, ImportLease, LifetimeSupersession, LifetimeSupersessionOutcome, LifetimeSupersessionRequest, RunAuthority, RunLease, RunRecord } from './contract.js';
+import {
+  bindRoot,
+  directoryBindings,
+  rebindRoot,
+  type RebindOutcome,
+  type RootBindingTable,
+  type RootDirectoryIdentity,
+  stillThere,
+} from './roots.js';
+import type {
+  ClaimInput,
+  ImportLease,
+  LifetimeSupersession,
+  LifetimeSupersessionOutcome,
+  LifetimeSupersessionRequest,
+  RunAuthority,
+  RunLease,
+  RunRecord,
+} from './contract.js';
 
 const GEN_FILE = /^([1-9][0-9]{0,15})\.(key|retired)$/;
 
@@ -127,7 +151,10 @@ export class LocalRunAuthority implements RunAuthority {
   static open(options: OpenAuthorityOptions = {}): LocalRunAuthority {
     // Only the default location gets its missing parents made (~/.local/state/loopx on first use);
     // an explicit directory must have an existing, valid parent.
-    const dir = ConfinedDir.open(options.dir ?? defaultAuthorityDir(), { create: options.create ?? true, createParents: options.dir === undefined && (options.create ?? true) });
+    const dir = ConfinedDir.open(options.dir ?? defaultAuthorityDir(), {
+      create: options.create ?? true,
+      createParents: options.dir === undefined && (options.create ?? true),
+    });
     try {
       return new LocalRunAuthority(dir, options.unsafeNoSync ?? false, options.importWaitMs ?? IMPORT_WAIT_MS);
     } catch (e) {
@@ -146,7 +173,8 @@ export class LocalRunAuthority implements RunAuthority {
     for (const { m } of entries) if (m[2] === 'retired') keyring.markRetired(Number(m[1]));
     for (const { name, m } of entries) {
       const gen = Number(m[1]);
-      if (m[2] === 'key' && !keyring.knows(gen)) keyring.add(gen, hex32(this.#keysDir.read(name)?.toString('utf8'), `key generation ${gen}`));
+      if (m[2] === 'key' && !keyring.knows(gen))
+        keyring.add(gen, hex32(this.#keysDir.read(name)?.toString('utf8'), `key generation ${gen}`));
     }
   }
 
@@ -217,7 +245,10 @@ export class LocalRunAuthority implements RunAuthority {
 
   async writeRecord(lease: RunLease, record: RunRecord, options: { fault?: string } = {}): Promise<void> {
     this.#leases.requireLease(lease, record.runId);
-    this.#runsDir.write(`${record.runId}.json`, encodeRecord(record), { noSync: this.#noSync, ...(options.fault ? { fault: options.fault } : {}) });
+    this.#runsDir.write(`${record.runId}.json`, encodeRecord(record), {
+      noSync: this.#noSync,
+      ...(options.fault ? { fault: options.fault } : {}),
+    });
   }
 
   async bindRoot(rootId: string, directory: RootDirectoryIdentity): Promise<void> {
@@ -317,4 +348,5 @@ const track = (list: ConfinedDir[], d: ConfinedDir): ConfinedDir => {
   return d;
 };
 
-export const openRunAuthority = (options: OpenAuthorityOptions = {}): LocalRunAuthority => LocalRunAuthority.open(options);
+export const openRunAuthority = (options: OpenAuthorityOptions = {}): LocalRunAuthority =>
+  LocalRunAuthority.open(options);

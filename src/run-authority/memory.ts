@@ -20,11 +20,33 @@ import { randomBytes } from 'node:crypto';
 import { faultPoint } from '../core/index.js';
 import { Keyring } from './claims.js';
 import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
-import { lifetimesRevision, lifetimesSupersededIn, readLifetime, supersedeLifetime, type LifetimeTable } from './lifetimes.js';
+import {
+  lifetimesRevision,
+  lifetimesSupersededIn,
+  readLifetime,
+  supersedeLifetime,
+  type LifetimeTable,
+} from './lifetimes.js';
 import { mapWorkMarks, observeWorkHead, type WorkHead, type WorkMark } from './work-marks.js';
 import { decodeRecord, encodeRecord } from './records.js';
-import { bindRoot, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity, stillThere } from './roots.js';
-import type { ClaimInput, ImportLease, LifetimeSupersession, LifetimeSupersessionOutcome, LifetimeSupersessionRequest, RunAuthority, RunLease, RunRecord } from './contract.js';
+import {
+  bindRoot,
+  rebindRoot,
+  type RebindOutcome,
+  type RootBindingTable,
+  type RootDirectoryIdentity,
+  stillThere,
+} from './roots.js';
+import type {
+  ClaimInput,
+  ImportLease,
+  LifetimeSupersession,
+  LifetimeSupersessionOutcome,
+  LifetimeSupersessionRequest,
+  RunAuthority,
+  RunLease,
+  RunRecord,
+} from './contract.js';
 
 export interface MemoryAuthorityOptions {
   /** How long `beginImport` waits for a competing importer of the same run (default 30 s, as local). */
@@ -218,4 +240,5 @@ export class MemoryRunAuthority implements RunAuthority {
   }
 }
 
-export const memoryRunAuthority = (options: MemoryAuthorityOptions = {}): MemoryRunAuthority => new MemoryRunAuthority(options);
+export const memoryRunAuthority = (options: MemoryAuthorityOptions = {}): MemoryRunAuthority =>
+  new MemoryRunAuthority(options);

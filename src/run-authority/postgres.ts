@@ -36,12 +36,34 @@ import { conflict, faultPoint, internal } from '../core/index.js';
 import { isLoopxError } from '../core/index.js';
 import { pgFailure, requireSchemaVersion, type PgDatabase, type PgMigration, type PgQuery } from '../store/index.js';
 import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
-import { lifetimesRevision, lifetimesSupersededIn, readLifetime, supersedeLifetime, type LifetimeTable } from './lifetimes.js';
+import {
+  lifetimesRevision,
+  lifetimesSupersededIn,
+  readLifetime,
+  supersedeLifetime,
+  type LifetimeTable,
+} from './lifetimes.js';
 import { observeWorkHead, type WorkHead, type WorkMark, type WorkMarkTable } from './work-marks.js';
 import type { LocalRunAuthority } from './local.js';
 import { decodeRecord, encodeRecord } from './records.js';
-import { bindRoot, rebindRoot, type RebindOutcome, type RootBindingTable, type RootDirectoryIdentity, stillThere } from './roots.js';
-import type { ClaimInput, ImportLease, LifetimeSupersession, LifetimeSupersessionOutcome, LifetimeSupersessionRequest, RunAuthority, RunLease, RunRecord } from './contract.js';
+import {
+  bindRoot,
+  rebindRoot,
+  type RebindOutcome,
+  type RootBindingTable,
+  type RootDirectoryIdentity,
+  stillThere,
+} from './roots.js';
+import type {
+  ClaimInput,
+  ImportLease,
+  LifetimeSupersession,
+  LifetimeSupersessionOutcome,
+  LifetimeSupersessionRequest,
+  RunAuthority,
+  RunLease,
+  RunRecord,
+} from './contract.js';
 
 /** The component `loopx db migrate` records these tables under. */
 export const RUN_AUTHORITY_COMPONENT = 'run_authority';
@@ -104,10 +126,14 @@ export interface PgAuthorityOptions {
 
 /** A write under a lease this process no longer holds at its epoch: another owner took the run over. */
 export const runLeaseLost = (runId: string, epoch: number): ReturnType<typeof conflict> =>
-  conflict('run_lease_lost', `Run ${runId} was taken over by another owner; this process's lease (epoch ${epoch}) is no longer current and it stops driving the run.`, {
-    nextAction: `follow the run where it continues: loopx run events ${runId} --follow`,
-    details: { run_id: runId, epoch },
-  });
+  conflict(
+    'run_lease_lost',
+    `Run ${runId} was taken over by another owner; this process's lease (epoch ${epoch}) is no longer current and it stops driving the run.`,
+    {
+      nextAction: `follow the run where it continues: loopx run events ${runId} --follow`,
+      details: { run_id: runId, epoch },
+    },
+  );
 
 export class PgRunAuthority implements RunAuthority {
   readonly scopeId: Uint8Array;
@@ -188,11 +214,10 @@ export class PgRunAuthority implements RunAuthority {
     return this.#leases.runLease(runId, async () => {
       if (this.#held.get(runId) === held) this.#held.delete(runId);
       // Best effort: a release that does not reach the server leaves the lease to expire.
-      await this.#q('UPDATE run_leases SET released = true, lease_expires_at = now() WHERE run_id = $1 AND epoch = $2 AND owner_instance = $3', [
-        runId,
-        held.epoch,
-        this.instanceId,
-      ]).catch(() => undefined);
+      await this.#q(
+        'UPDATE run_leases SET released = true, lease_expires_at = now() WHERE run_id = $1 AND epoch = $2 AND owner_instance = $3',
+        [runId, held.epoch, this.instanceId],
+      ).catch(() => undefined);
     });
   }
 
@@ -209,7 +234,10 @@ export class PgRunAuthority implements RunAuthority {
   readonly fence = async (q: PgQuery, runId: string): Promise<number> => {
     const held = this.#held.get(runId);
     if (!held) throw internal('run_lease_required', `A write of run ${runId} needs this process's lease of it.`);
-    const rows = await q('SELECT 1 FROM run_leases WHERE run_id = $1 AND epoch = $2 AND owner_instance = $3 AND NOT released FOR SHARE', [runId, held.epoch, this.instanceId]);
+    const rows = await q(
+      'SELECT 1 FROM run_leases WHERE run_id = $1 AND epoch = $2 AND owner_instance = $3 AND NOT released FOR SHARE',
+      [runId, held.epoch, this.instanceId],
+    );
     if (rows.length === 0) {
       held.lost = true;
       throw runLeaseLost(runId, held.epoch);
@@ -292,7 +320,9 @@ export class PgRunAuthority implements RunAuthority {
       ).length === 1;
     await this.#leases.waitForImportLock(runId, tryLock, this.#importWaitMs);
     return this.#leases.importLease(runId, async () => {
-      await this.#q('DELETE FROM run_import_leases WHERE run_id = $1 AND owner_token = $2', [runId, token]).catch(() => undefined);
+      await this.#q('DELETE FROM run_import_leases WHERE run_id = $1 AND owner_token = $2', [runId, token]).catch(
+        () => undefined,
+      );
     });
   }
 
@@ -300,7 +330,12 @@ export class PgRunAuthority implements RunAuthority {
 
   async bindRoot(rootId: string, directory: RootDirectoryIdentity): Promise<void> {
     this.#leases.live();
-    await bindRoot(this.#roots, rootId, directory, async () => (await this.#q('SELECT 1 FROM run_records WHERE owner_root = $1 LIMIT 1', [rootId])).length > 0);
+    await bindRoot(
+      this.#roots,
+      rootId,
+      directory,
+      async () => (await this.#q('SELECT 1 FROM run_records WHERE owner_root = $1 LIMIT 1', [rootId])).length > 0,
+    );
   }
 
   async rebindRoot(rootId: string, directory: RootDirectoryIdentity): Promise<RebindOutcome> {
@@ -346,9 +381,13 @@ export class PgRunAuthority implements RunAuthority {
 
   #workMarks(): WorkMarkTable {
     return {
-      get: async (key) => (await this.#q<{ body: string }>('SELECT body FROM work_marks WHERE store_key = $1', [key]))[0]?.body,
+      get: async (key) =>
+        (await this.#q<{ body: string }>('SELECT body FROM work_marks WHERE store_key = $1', [key]))[0]?.body,
       put: async (key, encoded) => {
-        await this.#q('INSERT INTO work_marks (store_key, body) VALUES ($1, $2) ON CONFLICT (store_key) DO UPDATE SET body = EXCLUDED.body', [key, encoded]);
+        await this.#q(
+          'INSERT INTO work_marks (store_key, body) VALUES ($1, $2) ON CONFLICT (store_key) DO UPDATE SET body = EXCLUDED.body',
+          [key, encoded],
+        );
       },
     };
   }
@@ -362,12 +401,10 @@ export class PgRunAuthority implements RunAuthority {
       },
       create: async (rootId, id) =>
         (
-          await this.#q('INSERT INTO root_bindings (root_id, dev, ino, path) VALUES ($1, $2, $3, $4) ON CONFLICT (root_id) DO NOTHING RETURNING 1', [
-            rootId,
-            id.dev,
-            id.ino,
-            id.path,
-          ])
+          await this.#q(
+            'INSERT INTO root_bindings (root_id, dev, ino, path) VALUES ($1, $2, $3, $4) ON CONFLICT (root_id) DO NOTHING RETURNING 1',
+            [rootId, id.dev, id.ino, id.path],
+          )
         ).length === 1,
       put: async (rootId, id) => {
         await this.#q(
@@ -380,11 +417,21 @@ export class PgRunAuthority implements RunAuthority {
 
   #lifetimeTable(): LifetimeTable {
     return {
-      get: async (id) => (await this.#q<{ body: string }>('SELECT body FROM lifetime_supersessions WHERE goal_instance_id = $1', [id]))[0]?.body,
-      list: async () => (await this.#q<{ goal_instance_id: string }>('SELECT goal_instance_id FROM lifetime_supersessions')).map((r) => r.goal_instance_id),
+      get: async (id) =>
+        (
+          await this.#q<{ body: string }>('SELECT body FROM lifetime_supersessions WHERE goal_instance_id = $1', [id])
+        )[0]?.body,
+      list: async () =>
+        (await this.#q<{ goal_instance_id: string }>('SELECT goal_instance_id FROM lifetime_supersessions')).map(
+          (r) => r.goal_instance_id,
+        ),
       create: async (id, encoded) =>
-        (await this.#q('INSERT INTO lifetime_supersessions (goal_instance_id, body) VALUES ($1, $2) ON CONFLICT (goal_instance_id) DO NOTHING RETURNING 1', [id, encoded]))
-          .length === 1,
+        (
+          await this.#q(
+            'INSERT INTO lifetime_supersessions (goal_instance_id, body) VALUES ($1, $2) ON CONFLICT (goal_instance_id) DO NOTHING RETURNING 1',
+            [id, encoded],
+          )
+        ).length === 1,
     };
   }
 
@@ -392,14 +439,21 @@ export class PgRunAuthority implements RunAuthority {
 
   /** The component's schema version, once (a refusal is not remembered: a schema migrated later opens). */
   #ready(): Promise<void> {
-    return (this.#checked ??= requireSchemaVersion(this.#db, RUN_AUTHORITY_COMPONENT, RUN_AUTHORITY_PG_MIGRATIONS).catch((e: unknown) => {
+    return (this.#checked ??= requireSchemaVersion(
+      this.#db,
+      RUN_AUTHORITY_COMPONENT,
+      RUN_AUTHORITY_PG_MIGRATIONS,
+    ).catch((e: unknown) => {
       this.#checked = undefined;
       throw e;
     }));
   }
 
   /** One statement on its own (autocommit), after the version check; a server failure is typed. */
-  async #q<R extends Record<string, unknown> = Record<string, unknown>>(sql: string, params: readonly unknown[] = []): Promise<R[]> {
+  async #q<R extends Record<string, unknown> = Record<string, unknown>>(
+    sql: string,
+    params: readonly unknown[] = [],
+  ): Promise<R[]> {
     await this.#ready();
     try {
       return await this.#db.query<R>(sql, params);

@@ -54,23 +54,40 @@ export const ROOT_IS_COPY = 'root_is_copy';
 
 const NEW_ROOT = 'start a new root instead: loopx init --root <new-root>';
 
-const copyRefusal = (): LoopxError => rejected(ROOT_IS_COPY, 'This directory is a copy of another runtime root; a copy owns no runs and may start none.', { nextAction: NEW_ROOT });
+const copyRefusal = (): LoopxError =>
+  rejected(ROOT_IS_COPY, 'This directory is a copy of another runtime root; a copy owns no runs and may start none.', {
+    nextAction: NEW_ROOT,
+  });
 
 const bindingRequired = (): LoopxError =>
-  rejected('root_binding_required', 'The run authority has runs of this root recorded from before roots were bound to their directories; bind the original root once.', {
-    nextAction: 'if this directory is the original root (not a copy of it), bind it: loopx authority bind-root',
-  });
+  rejected(
+    'root_binding_required',
+    'The run authority has runs of this root recorded from before roots were bound to their directories; bind the original root once.',
+    {
+      nextAction: 'if this directory is the original root (not a copy of it), bind it: loopx authority bind-root',
+    },
+  );
 
 const bindingMoved = (): LoopxError =>
-  rejected('root_binding_moved', "This root's directory is at its bound path but on another device (a renumbered device, or another volume mounted there).", {
-    nextAction: 'if this directory is the original root (not a copy of it), bind it again: loopx authority bind-root',
-  });
+  rejected(
+    'root_binding_moved',
+    "This root's directory is at its bound path but on another device (a renumbered device, or another volume mounted there).",
+    {
+      nextAction: 'if this directory is the original root (not a copy of it), bind it again: loopx authority bind-root',
+    },
+  );
 
 const originalPresentRefusal = (): LoopxError =>
-  conflict('root_binding_original_present', 'The directory this root id is bound to still exists; a copy never takes its place.', { nextAction: NEW_ROOT });
+  conflict(
+    'root_binding_original_present',
+    'The directory this root id is bound to still exists; a copy never takes its place.',
+    { nextAction: NEW_ROOT },
+  );
 
 const bindingCorrupt = (rootId: string): LoopxError =>
-  internal('authority_root_binding_corrupt', `The authority's binding of root ${rootId} is malformed.`, { nextAction: 'restore the authority directory from a backup' });
+  internal('authority_root_binding_corrupt', `The authority's binding of root ${rootId} is malformed.`, {
+    nextAction: 'restore the authority directory from a backup',
+  });
 
 /**
  * Where a provider keeps its bindings, one per root id. `create` is exclusive: it answers false
@@ -83,7 +100,8 @@ export interface RootBindingTable {
   put(rootId: string, id: RootDirectoryIdentity): void | Promise<void>;
 }
 
-const sameDirectory = (a: RootDirectoryIdentity, b: RootDirectoryIdentity): boolean => a.dev === b.dev && a.ino === b.ino;
+const sameDirectory = (a: RootDirectoryIdentity, b: RootDirectoryIdentity): boolean =>
+  a.dev === b.dev && a.ino === b.ino;
 
 /** Whether the directory a binding names still exists there with its bound identity. */
 export function stillThere(bound: RootDirectoryIdentity): boolean {
@@ -99,7 +117,11 @@ export function stillThere(bound: RootDirectoryIdentity): boolean {
  * The decision of `bindRoot` (pure): `create` a first binding, keep the `same` one, `refresh` one
  * whose path moved, or refuse (see the header).
  */
-export function decideBind(bound: RootDirectoryIdentity | undefined, id: RootDirectoryIdentity, hasRecordedRuns: () => boolean): 'create' | 'same' | 'refresh' {
+export function decideBind(
+  bound: RootDirectoryIdentity | undefined,
+  id: RootDirectoryIdentity,
+  hasRecordedRuns: () => boolean,
+): 'create' | 'same' | 'refresh' {
   if (!bound) {
     if (hasRecordedRuns()) throw bindingRequired();
     return 'create';
@@ -113,7 +135,11 @@ export function decideBind(bound: RootDirectoryIdentity | undefined, id: RootDir
  * The decision of `rebindRoot` (pure but for `originalPresent`, which asks about the bound
  * directory): `unchanged`, `bound` or `rebound` — never while the bound original still exists.
  */
-export function decideRebind(bound: RootDirectoryIdentity | undefined, id: RootDirectoryIdentity, originalPresent: (bound: RootDirectoryIdentity) => boolean): RebindOutcome {
+export function decideRebind(
+  bound: RootDirectoryIdentity | undefined,
+  id: RootDirectoryIdentity,
+  originalPresent: (bound: RootDirectoryIdentity) => boolean,
+): RebindOutcome {
   if (bound && sameDirectory(bound, id) && bound.path === id.path) return 'unchanged';
   if (bound && !sameDirectory(bound, id) && originalPresent(bound)) throw originalPresentRefusal();
   return bound ? 'rebound' : 'bound';
@@ -132,7 +158,12 @@ const checkRootId = (rootId: string): void => {
  * `root_binding_required` (see the header). `hasRecordedRuns` says whether run records already
  * name `rootId` as their owner (asked only when it has no binding yet).
  */
-export async function bindRoot(table: RootBindingTable, rootId: string, id: RootDirectoryIdentity, hasRecordedRuns: () => boolean | Promise<boolean>): Promise<void> {
+export async function bindRoot(
+  table: RootBindingTable,
+  rootId: string,
+  id: RootDirectoryIdentity,
+  hasRecordedRuns: () => boolean | Promise<boolean>,
+): Promise<void> {
   checkRootId(rootId);
   const bound = await table.get(rootId);
   const recorded = bound === undefined && (await hasRecordedRuns());
@@ -181,7 +212,13 @@ export function directoryBindings(dir: ConfinedDir, options: { noSync?: boolean 
       } catch {
         doc = {};
       }
-      if (doc.schema !== BINDING_SCHEMA || doc.root_id !== rootId || typeof doc.dev !== 'string' || typeof doc.ino !== 'string' || typeof doc.path !== 'string')
+      if (
+        doc.schema !== BINDING_SCHEMA ||
+        doc.root_id !== rootId ||
+        typeof doc.dev !== 'string' ||
+        typeof doc.ino !== 'string' ||
+        typeof doc.path !== 'string'
+      )
         throw bindingCorrupt(rootId);
       return { dev: doc.dev, ino: doc.ino, path: doc.path };
     },

@@ -75,9 +75,13 @@ export const rootRolledBack = (goalId: string, have: number, marked: number): Lo
   );
 
 const markCorrupt = (key: string): LoopxError =>
-  internal('authority_work_mark_corrupt', `The authority's work mark ${key} is malformed; it was changed outside loopx.`, {
-    nextAction: 'restore the authority directory from a backup; until then writers of that Goal are refused',
-  });
+  internal(
+    'authority_work_mark_corrupt',
+    `The authority's work mark ${key} is malformed; it was changed outside loopx.`,
+    {
+      nextAction: 'restore the authority directory from a backup; until then writers of that Goal are refused',
+    },
+  );
 
 function checkHead(h: WorkHead): WorkHead {
   const ok =
@@ -100,11 +104,33 @@ function decodeMark(key: string, raw: Uint8Array | string): WorkMark {
   } catch {
     throw markCorrupt(key);
   }
-  const fields = ['schema', 'goal_id', 'goal_instance_id', 'store_identity', 'cursor', 'provider_revision', 'updated_at'];
-  if (typeof doc !== 'object' || doc === null || Object.keys(doc).length !== fields.length || !fields.every((f) => f in doc) || doc.schema !== MARK_SCHEMA) throw markCorrupt(key);
+  const fields = [
+    'schema',
+    'goal_id',
+    'goal_instance_id',
+    'store_identity',
+    'cursor',
+    'provider_revision',
+    'updated_at',
+  ];
+  if (
+    typeof doc !== 'object' ||
+    doc === null ||
+    Object.keys(doc).length !== fields.length ||
+    !fields.every((f) => f in doc) ||
+    doc.schema !== MARK_SCHEMA
+  )
+    throw markCorrupt(key);
   const { goal_id, goal_instance_id, store_identity, cursor, provider_revision, updated_at } = doc;
-  if (typeof goal_id !== 'string' || typeof goal_instance_id !== 'string' || typeof store_identity !== 'string' || typeof cursor !== 'number') throw markCorrupt(key);
-  if (typeof provider_revision !== 'string' || typeof updated_at !== 'string' || markKey(store_identity) !== key) throw markCorrupt(key);
+  if (
+    typeof goal_id !== 'string' ||
+    typeof goal_instance_id !== 'string' ||
+    typeof store_identity !== 'string' ||
+    typeof cursor !== 'number'
+  )
+    throw markCorrupt(key);
+  if (typeof provider_revision !== 'string' || typeof updated_at !== 'string' || markKey(store_identity) !== key)
+    throw markCorrupt(key);
   try {
     checkHead({ goal_id, goal_instance_id, store_identity, cursor, provider_revision });
   } catch {
@@ -132,7 +158,8 @@ export async function observeWorkHead(table: WorkMarkTable, head: WorkHead, now:
   const mark = await readWorkMark(table, h.store_identity);
   if (mark) {
     if (mark.goal_instance_id !== h.goal_instance_id) throw goalIdentityMismatch(h.goal_id);
-    if (h.cursor < mark.cursor || (h.cursor === mark.cursor && h.provider_revision !== mark.provider_revision)) throw rootRolledBack(h.goal_id, h.cursor, mark.cursor);
+    if (h.cursor < mark.cursor || (h.cursor === mark.cursor && h.provider_revision !== mark.provider_revision))
+      throw rootRolledBack(h.goal_id, h.cursor, mark.cursor);
     if (h.cursor === mark.cursor) return mark;
   }
   const encoded = encodeMark(h, now);

@@ -91,26 +91,42 @@ export const ADMISSION_CLOSED = 'admission_closed';
 // that another holder stands in the way of for now; the same request succeeds once it is gone.
 // Nothing was opened or changed when it is raised.
 const admissionClosed = (what: string, epoch: string | undefined): LoopxError =>
-  conflict(ADMISSION_CLOSED, 'Admission to this runtime root is closed while a backup captures it; nothing was changed.', {
-    nextAction: 'wait for the backup in progress to finish, then run the command again',
-    details: { what, ...(epoch !== undefined ? { epoch } : {}) },
-  });
+  conflict(
+    ADMISSION_CLOSED,
+    'Admission to this runtime root is closed while a backup captures it; nothing was changed.',
+    {
+      nextAction: 'wait for the backup in progress to finish, then run the command again',
+      details: { what, ...(epoch !== undefined ? { epoch } : {}) },
+    },
+  );
 
 const admissionAlreadyClosed = (epoch: string | undefined): LoopxError =>
-  conflict('admission_already_closed', 'Admission to this runtime root is already closed by another backup in progress.', {
-    nextAction: 'wait for the other backup to finish, then run this backup again',
-    ...(epoch !== undefined ? { details: { epoch } } : {}),
-  });
+  conflict(
+    'admission_already_closed',
+    'Admission to this runtime root is already closed by another backup in progress.',
+    {
+      nextAction: 'wait for the other backup to finish, then run this backup again',
+      ...(epoch !== undefined ? { details: { epoch } } : {}),
+    },
+  );
 
 const admissionGateBusy = (): LoopxError =>
-  conflict('admission_gate_busy', 'The admission gate stayed busy with writers entering until the timeout; admission was not closed.', {
-    nextAction: 'run the backup again, or with a longer timeout',
-  });
+  conflict(
+    'admission_gate_busy',
+    'The admission gate stayed busy with writers entering until the timeout; admission was not closed.',
+    {
+      nextAction: 'run the backup again, or with a longer timeout',
+    },
+  );
 
 /** Whether `e` is the refusal of a closed gate (a request that changed nothing and may be sent again as it was). */
 export const isAdmissionClosed = (e: unknown): boolean => hasCode(e, ADMISSION_CLOSED);
 
-const pathsOf = (root: string) => ({ locks: join(root, LAYOUT.locksDir), gate: join(root, LAYOUT.admissionGate), writers: join(root, LAYOUT.writersLock) });
+const pathsOf = (root: string) => ({
+  locks: join(root, LAYOUT.locksDir),
+  gate: join(root, LAYOUT.admissionGate),
+  writers: join(root, LAYOUT.writersLock),
+});
 
 const EPOCH = /^[0-9a-f]{32}$/;
 const RECORD_MAX_BYTES = 512;
@@ -187,7 +203,11 @@ export async function withAdmission<T>(root: string, what: string, fn: () => Pro
  * writer nested in `fn` before that takes a ticket of its own; so `admitNow()` may still be
  * refused then, and must come before the first write.
  */
-export async function withLazyAdmission<T>(root: string, what: string, fn: (admitNow: () => void) => Promise<T> | T): Promise<T> {
+export async function withLazyAdmission<T>(
+  root: string,
+  what: string,
+  fn: (admitNow: () => void) => Promise<T> | T,
+): Promise<T> {
   const key = resolve(root);
   const held = new Set(admitted.getStore());
   const inherited = held.has(key);

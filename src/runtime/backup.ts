@@ -9,7 +9,13 @@
 import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { xdgHome } from '../core/index.js';
-import { create, formatProfileConflict, type BackupPlan, type BackupResult, type CreateOptions } from '../backup/index.js';
+import {
+  create,
+  formatProfileConflict,
+  type BackupPlan,
+  type BackupResult,
+  type CreateOptions,
+} from '../backup/index.js';
 import { closeAdmission } from './admission.js';
 
 export interface ProfiledCreateOptions extends CreateOptions {
@@ -19,13 +25,20 @@ export interface ProfiledCreateOptions extends CreateOptions {
 
 export const DEFAULT_QUIESCE_TIMEOUT_MS = 30_000;
 
-export async function createBackupWithProfile(p: BackupPlan, options: ProfiledCreateOptions = {}): Promise<BackupResult> {
+export async function createBackupWithProfile(
+  p: BackupPlan,
+  options: ProfiledCreateOptions = {},
+): Promise<BackupResult> {
   const { quiesceTimeoutMs, ...rest } = options;
-  if (rest.format === 'v0' && (rest.profile !== undefined || rest.requireProfile === true)) throw formatProfileConflict();
+  if (rest.format === 'v0' && (rest.profile !== undefined || rest.requireProfile === true))
+    throw formatProfileConflict();
   if (rest.profile !== 'quiescent') return create(p, rest);
   const closed = await closeAdmission(p.root, { timeoutMs: quiesceTimeoutMs ?? DEFAULT_QUIESCE_TIMEOUT_MS });
   try {
-    return await create(p, { ...rest, quiescence: { epoch: closed.epoch, drained: closed.drained, waited_ms: Math.round(closed.waitedMs) } });
+    return await create(p, {
+      ...rest,
+      quiescence: { epoch: closed.epoch, drained: closed.drained, waited_ms: Math.round(closed.waitedMs) },
+    });
   } finally {
     closed.release();
   }
@@ -45,7 +58,10 @@ export function backupPlacement(root: string, outputDir: string): BackupPlacemen
   const rootReal = realpathSync(root);
   const outReal = realpathSync(outputDir);
   const rel = relative(rootReal, outReal);
-  return { inside_root: rel === '' || (!rel.startsWith('..') && !isAbsolute(rel)), same_filesystem: statSync(rootReal).dev === statSync(outReal).dev };
+  return {
+    inside_root: rel === '' || (!rel.startsWith('..') && !isAbsolute(rel)),
+    same_filesystem: statSync(rootReal).dev === statSync(outReal).dev,
+  };
 }
 
 /** The user's backups folder, the Capability Center's default: `$XDG_DATA_HOME/loopx/backups` (absolute only), else `~/.local/share/loopx/backups`. */
@@ -54,11 +70,13 @@ export function userBackupsDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /** How the operator puts the next backup elsewhere (one runnable command). */
-export const ELSEWHERE_ACTION = 'put it elsewhere (another disk or host): loopx backup-state --execute --output-dir DIR';
+export const ELSEWHERE_ACTION =
+  'put it elsewhere (another disk or host): loopx backup-state --execute --output-dir DIR';
 
 /** The one line both the CLI and the Capability Center print about a placement, or none when the backup lies on another file system. */
 export function placementWarning(p: BackupPlacement): string | undefined {
   if (p.inside_root) return 'This backup lies inside the root it protects: losing the root loses the backup too.';
-  if (p.same_filesystem) return 'This backup is on the same file system as the root it protects: a lost disk loses both.';
+  if (p.same_filesystem)
+    return 'This backup is on the same file system as the root it protects: a lost disk loses both.';
   return undefined;
 }

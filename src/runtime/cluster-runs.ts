@@ -21,11 +21,28 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hasCode, notFound, rejected } from '../core/index.js';
-import { clusterApplication, openPgRunStore, openReadOnlyEngine, type Engine, type EventsOptions, type Resolution, type RunEvent, type RunView } from '../engine/index.js';
+import {
+  clusterApplication,
+  openPgRunStore,
+  openReadOnlyEngine,
+  type Engine,
+  type EventsOptions,
+  type Resolution,
+  type RunEvent,
+  type RunView,
+} from '../engine/index.js';
 import { effect as effectOwner } from '../owners/index.js';
 import { openPgRunAuthority, openRunAuthority } from '../run-authority/index.js';
 import type { PgDatabase } from '../store/index.js';
-import { clusterOwners, openClusterDb, openClusterEngine, requireCluster, withClusterDb, type ClusterAccess, type ClusterOwners } from './cluster.js';
+import {
+  clusterOwners,
+  openClusterDb,
+  openClusterEngine,
+  requireCluster,
+  withClusterDb,
+  type ClusterAccess,
+  type ClusterOwners,
+} from './cluster.js';
 
 /** How long a settle waits for a daemon that holds the run for a moment (its reconciliation attempt). */
 const BUSY_WAIT_MS = 10_000;
@@ -50,9 +67,16 @@ function readEngine(db: PgDatabase, o: ClusterOwners): Engine {
 async function requireClusterRun(db: PgDatabase, o: ClusterOwners, a: ClusterAccess, runId: string): Promise<void> {
   await requireCluster(db, a);
   const list = "see the cluster's runs: loopx cluster status";
-  if (!(await o.cluster.work(runId))) throw notFound('cluster_run_not_found', `No run ${runId} in this cluster.`, { nextAction: list, details: { run_id: runId } });
+  if (!(await o.cluster.work(runId)))
+    throw notFound('cluster_run_not_found', `No run ${runId} in this cluster.`, {
+      nextAction: list,
+      details: { run_id: runId },
+    });
   if (!(await o.runs.get(runId)))
-    throw rejected('cluster_run_not_started', `Run ${runId} is submitted; no daemon has started it yet.`, { nextAction: list, details: { run_id: runId } });
+    throw rejected('cluster_run_not_started', `Run ${runId} is submitted; no daemon has started it yet.`, {
+      nextAction: list,
+      details: { run_id: runId },
+    });
 }
 
 /** `loopx run show <id> --cluster …`: the run as the cluster's schema has it now. */
@@ -69,7 +93,11 @@ export async function showClusterRun(a: ClusterAccess, runId: string): Promise<R
 }
 
 /** `loopx run events <id> --cluster …`: the run's events after a cursor, in order; `follow` polls the schema. */
-export async function* clusterRunEvents(a: ClusterAccess, runId: string, options: EventsOptions = {}): AsyncGenerator<RunEvent> {
+export async function* clusterRunEvents(
+  a: ClusterAccess,
+  runId: string,
+  options: EventsOptions = {},
+): AsyncGenerator<RunEvent> {
   const db = openClusterDb(a, 2);
   const o = clusterOwners(db);
   try {
@@ -94,12 +122,20 @@ export interface ClusterResolveOptions {
 }
 
 /** An operator's writing engine on the cluster: its own instance (`op_…`), its own leases. */
-async function withOperatorEngine<T>(a: ClusterAccess, runId: string, options: ClusterResolveOptions, fn: (engine: Engine, o: ClusterOwners) => Promise<T>): Promise<T> {
+async function withOperatorEngine<T>(
+  a: ClusterAccess,
+  runId: string,
+  options: ClusterResolveOptions,
+  fn: (engine: Engine, o: ClusterOwners) => Promise<T>,
+): Promise<T> {
   const db = openClusterDb(a, 3);
   const o = clusterOwners(db);
   try {
     await requireClusterRun(db, o, a, runId);
-    const keys = openRunAuthority({ ...(options.keysDir !== undefined ? { dir: options.keysDir } : {}), create: false });
+    const keys = openRunAuthority({
+      ...(options.keysDir !== undefined ? { dir: options.keysDir } : {}),
+      create: false,
+    });
     const authority = openPgRunAuthority({ db, keys, instanceId: `op_${randomBytes(12).toString('hex')}` });
     const { engine } = openClusterEngine(db, authority);
     try {
@@ -119,9 +155,18 @@ async function withOperatorEngine<T>(a: ClusterAccess, runId: string, options: C
  * the run's lease, then hand the run back to the daemons (see the header). Refusals are the
  * engine's (`call_not_found`, `call_not_uncertain`, `effect_already_settled`, `run_busy`, …).
  */
-export async function resolveClusterRun(a: ClusterAccess, runId: string, callId: string, resolution: Resolution, options: ClusterResolveOptions = {}): Promise<RunView> {
+export async function resolveClusterRun(
+  a: ClusterAccess,
+  runId: string,
+  callId: string,
+  resolution: Resolution,
+  options: ClusterResolveOptions = {},
+): Promise<RunView> {
   return withOperatorEngine(a, runId, options, async (engine, o) => {
-    const view = await patiently(() => engine.resolve(runId, callId, resolution, { drive: false }), options.busyWaitMs ?? BUSY_WAIT_MS);
+    const view = await patiently(
+      () => engine.resolve(runId, callId, resolution, { drive: false }),
+      options.busyWaitMs ?? BUSY_WAIT_MS,
+    );
     // Nothing left for an operator: the daemons continue it (any one of them, woken by the cluster
     // owner) — unless a cancel was asked for: the owner leaves that run out of the daemons' hands.
     if (view.status === 'active' && view.waiting_for === null) await o.cluster.requeue(runId);
@@ -134,7 +179,11 @@ export async function resolveClusterRun(a: ClusterAccess, runId: string, callId:
  * the header). A cancel that times out leaves the work `held (cancel_requested)`: no daemon takes
  * the run again, and the same command, run again, finishes it.
  */
-export async function cancelClusterRun(a: ClusterAccess, runId: string, options: ClusterResolveOptions = {}): Promise<RunView> {
+export async function cancelClusterRun(
+  a: ClusterAccess,
+  runId: string,
+  options: ClusterResolveOptions = {},
+): Promise<RunView> {
   return withOperatorEngine(a, runId, options, async (engine, o) => {
     await o.cluster.requestCancel(runId);
     try {

@@ -58,14 +58,25 @@ import {
   type PgRunAuthority,
   type RunLeaseFacts,
 } from '../run-authority/index.js';
-import { databaseUrlFrom, migratePostgres, openPostgres, requireSchemaVersion, type PgDatabase, type PgMigration, type PgQuery } from '../store/index.js';
+import {
+  databaseUrlFrom,
+  migratePostgres,
+  openPostgres,
+  requireSchemaVersion,
+  type PgDatabase,
+  type PgMigration,
+  type PgQuery,
+} from '../store/index.js';
 
 export const DEFAULT_CLUSTER_SCHEMA = 'loopx_cluster';
 /** The effect scope of a run outside any Goal (the effect owner's `runEffectScope`): `run:<run id>`. */
 const RUN_SCOPE = effectOwner.runEffectScope('');
 
 /** Every component a cluster's schema holds, in the order `loopx cluster init` migrates them. */
-export const CLUSTER_COMPONENTS: ReadonlyArray<{ readonly component: string; readonly migrations: readonly PgMigration[] }> = [
+export const CLUSTER_COMPONENTS: ReadonlyArray<{
+  readonly component: string;
+  readonly migrations: readonly PgMigration[];
+}> = [
   { component: RUNS_COMPONENT, migrations: RUNS_PG_MIGRATIONS },
   { component: RUN_AUTHORITY_COMPONENT, migrations: RUN_AUTHORITY_PG_MIGRATIONS },
   { component: 'effect', migrations: effectOwner.EFFECT_PG_MIGRATIONS },
@@ -82,7 +93,11 @@ export interface ClusterOwners {
   readonly runs: RunStore;
 }
 
-export const clusterOwners = (db: PgDatabase): ClusterOwners => ({ cluster: clusterOwner.openPgClusterPort(db), leases: pgRunLeaseFacts(db), runs: openPgRunStore(db) });
+export const clusterOwners = (db: PgDatabase): ClusterOwners => ({
+  cluster: clusterOwner.openPgClusterPort(db),
+  leases: pgRunLeaseFacts(db),
+  runs: openPgRunStore(db),
+});
 
 export interface ClusterAccess {
   /** The database URL by reference (`env:NAME`), read now; never stored. */
@@ -91,9 +106,17 @@ export interface ClusterAccess {
 }
 
 export const openClusterDb = (a: ClusterAccess, max = 4): PgDatabase =>
-  openPostgres({ url: databaseUrlFrom(a.cluster), schema: a.schema ?? DEFAULT_CLUSTER_SCHEMA, max, allowExitOnIdle: true });
+  openPostgres({
+    url: databaseUrlFrom(a.cluster),
+    schema: a.schema ?? DEFAULT_CLUSTER_SCHEMA,
+    max,
+    allowExitOnIdle: true,
+  });
 
-export async function withClusterDb<T>(a: ClusterAccess, fn: (db: PgDatabase, owners: ClusterOwners) => Promise<T>): Promise<T> {
+export async function withClusterDb<T>(
+  a: ClusterAccess,
+  fn: (db: PgDatabase, owners: ClusterOwners) => Promise<T>,
+): Promise<T> {
   const db = openClusterDb(a, 2);
   const owners = clusterOwners(db);
   try {
@@ -105,10 +128,13 @@ export async function withClusterDb<T>(a: ClusterAccess, fn: (db: PgDatabase, ow
 }
 
 /** `loopx cluster init`: the schema and every component's tables (idempotent; a newer schema is refused). */
-export async function initCluster(a: ClusterAccess): Promise<{ schema: string; components: Array<{ component: string; from: number; to: number }> }> {
+export async function initCluster(
+  a: ClusterAccess,
+): Promise<{ schema: string; components: Array<{ component: string; from: number; to: number }> }> {
   return withClusterDb(a, async (db) => {
     const components = [];
-    for (const c of CLUSTER_COMPONENTS) components.push({ component: c.component, ...(await migratePostgres(db, c.component, c.migrations)) });
+    for (const c of CLUSTER_COMPONENTS)
+      components.push({ component: c.component, ...(await migratePostgres(db, c.component, c.migrations)) });
     return { schema: db.schema, components };
   });
 }
@@ -119,31 +145,67 @@ export const requireCluster = async (db: PgDatabase, a: ClusterAccess): Promise<
     for (const c of CLUSTER_COMPONENTS) await requireSchemaVersion(db, c.component, c.migrations);
   } catch (e) {
     if (!isLoopxError(e) || e.code !== 'pg_schema_not_migrated') throw e;
-    throw rejected('cluster_not_initialised', `Schema ${db.schema} is not an initialised cluster at this loopx's version.`, {
-      nextAction: `initialise it: loopx cluster init --cluster ${a.cluster} --cluster-schema ${db.schema}`,
-      details: { schema: db.schema },
-    });
+    throw rejected(
+      'cluster_not_initialised',
+      `Schema ${db.schema} is not an initialised cluster at this loopx's version.`,
+      {
+        nextAction: `initialise it: loopx cluster init --cluster ${a.cluster} --cluster-schema ${db.schema}`,
+        details: { schema: db.schema },
+      },
+    );
   }
 };
 
 /** `loopx cluster submit`: a run for the cluster to drive, stored with its agent; a daemon is woken. */
-export async function submitClusterRun(a: ClusterAccess, agent: AgentDefinition, options: { input?: string; runId?: string } = {}): Promise<{ run_id: string }> {
+export async function submitClusterRun(
+  a: ClusterAccess,
+  agent: AgentDefinition,
+  options: { input?: string; runId?: string } = {},
+): Promise<{ run_id: string }> {
   const runId = options.runId ?? `run_${randomBytes(10).toString('hex')}`;
   if (!isRunId(runId)) throw runIdInvalid();
   return withClusterDb(a, async (db, o) => {
     await requireCluster(db, a);
     // Stored, and the daemons woken, by the cluster owner.
-    const inserted = await o.cluster.submit({ run_id: runId, agent: definitionBody(agent), input: options.input ?? null });
-    if (!inserted) throw conflict('cluster_run_exists', `The cluster already has run ${runId}; a run id is used once.`, { nextAction: 'submit it under a new id (omit --run-id)' });
+    const inserted = await o.cluster.submit({
+      run_id: runId,
+      agent: definitionBody(agent),
+      input: options.input ?? null,
+    });
+    if (!inserted)
+      throw conflict('cluster_run_exists', `The cluster already has run ${runId}; a run id is used once.`, {
+        nextAction: 'submit it under a new id (omit --run-id)',
+      });
     return { run_id: runId };
   });
 }
 
 export interface ClusterStatus {
   readonly schema: string;
-  readonly instances: Array<{ instance_id: string; host: string; pid: number; state: string; live: boolean; heartbeat_age_ms: number; driving: number }>;
-  readonly leases: Array<{ run_id: string; epoch: number; owner_instance: string; live: boolean; expires_in_ms: number }>;
-  readonly runs: Array<{ run_id: string; work: string; held_code: string | null; lifecycle: string | null; last_sequence: number | null; owner_instance: string | null }>;
+  readonly instances: Array<{
+    instance_id: string;
+    host: string;
+    pid: number;
+    state: string;
+    live: boolean;
+    heartbeat_age_ms: number;
+    driving: number;
+  }>;
+  readonly leases: Array<{
+    run_id: string;
+    epoch: number;
+    owner_instance: string;
+    live: boolean;
+    expires_in_ms: number;
+  }>;
+  readonly runs: Array<{
+    run_id: string;
+    work: string;
+    held_code: string | null;
+    lifecycle: string | null;
+    last_sequence: number | null;
+    owner_instance: string | null;
+  }>;
 }
 
 /** `loopx cluster status`: the daemons, their live leases and the runs they drive, as the database has them now. */
@@ -168,7 +230,13 @@ export async function clusterStatus(a: ClusterAccess): Promise<ClusterStatus> {
         heartbeat_age_ms: i.heartbeat_age_ms,
         driving: live.filter((l) => l.owner_instance === i.instance_id).length,
       })),
-      leases: leases.map((l) => ({ run_id: l.run_id, epoch: l.epoch, owner_instance: l.owner_instance, live: l.live, expires_in_ms: l.expires_in_ms })),
+      leases: leases.map((l) => ({
+        run_id: l.run_id,
+        epoch: l.epoch,
+        owner_instance: l.owner_instance,
+        live: l.live,
+        expires_in_ms: l.expires_in_ms,
+      })),
       runs: work.map((w) => ({
         run_id: w.run_id,
         work: w.state,
@@ -182,13 +250,20 @@ export async function clusterStatus(a: ClusterAccess): Promise<ClusterStatus> {
 }
 
 // The CLI carries the invocation's --cluster and --cluster-schema into these commands.
-const instanceNotFound = (id: string) => notFound('cluster_instance_not_found', `No daemon ${id} in this cluster.`, { nextAction: 'list the daemons: loopx cluster status' });
+const instanceNotFound = (id: string) =>
+  notFound('cluster_instance_not_found', `No daemon ${id} in this cluster.`, {
+    nextAction: 'list the daemons: loopx cluster status',
+  });
 
 /**
  * `loopx cluster drain <instance>`: ask a daemon to hand its runs off (see the header) and wait —
  * up to `waitMs` — until it says `drained`. A daemon that is gone is already drained by expiry.
  */
-export async function drainClusterInstance(a: ClusterAccess, instanceId: string, options: { waitMs?: number } = {}): Promise<{ instance_id: string; state: string }> {
+export async function drainClusterInstance(
+  a: ClusterAccess,
+  instanceId: string,
+  options: { waitMs?: number } = {},
+): Promise<{ instance_id: string; state: string }> {
   return withClusterDb(a, async (db, o) => {
     await requireCluster(db, a);
     if ((await o.cluster.requestDrain(instanceId)) === undefined) throw instanceNotFound(instanceId);
@@ -196,7 +271,8 @@ export async function drainClusterInstance(a: ClusterAccess, instanceId: string,
     for (;;) {
       const row = await o.cluster.instance(instanceId);
       if (!row) throw instanceNotFound(instanceId);
-      if (row.state !== 'draining' || !row.live) return { instance_id: instanceId, state: row.live ? row.state : 'gone' };
+      if (row.state !== 'draining' || !row.live)
+        return { instance_id: instanceId, state: row.live ? row.state : 'gone' };
       if (Date.now() >= deadline) {
         throw rejected('cluster_drain_timeout', `Daemon ${instanceId} is still handing its runs off.`, {
           nextAction: `wait for it: loopx cluster drain ${instanceId}`,
@@ -212,12 +288,21 @@ export async function drainClusterInstance(a: ClusterAccess, instanceId: string,
  * the run store, the effects and the run records in the cluster's schema, every write of a run
  * fenced in the database by the writer's lease on it (its events, heads and effects alike).
  */
-export function openClusterEngine(db: PgDatabase, authority: PgRunAuthority, receiverUrl?: string): { engine: Engine; effects: effectOwner.EffectJournal } {
+export function openClusterEngine(
+  db: PgDatabase,
+  authority: PgRunAuthority,
+  receiverUrl?: string,
+): { engine: Engine; effects: effectOwner.EffectJournal } {
   const fence = async (q: PgQuery, write: effectOwner.EffectWrite) =>
-    write.effect.goal_id.startsWith(RUN_SCOPE) ? authority.fence(q, write.effect.goal_id.slice(RUN_SCOPE.length)) : undefined;
+    write.effect.goal_id.startsWith(RUN_SCOPE)
+      ? authority.fence(q, write.effect.goal_id.slice(RUN_SCOPE.length))
+      : undefined;
   const effects = effectOwner.effectJournal(effectOwner.openPgEffectPort(db, { fence }));
   const engine = openEngine({
-    application: clusterApplication({ ...(receiverUrl !== undefined ? { receiverUrl } : {}), fenceOf: (runId) => authority.heldEpoch(runId) }),
+    application: clusterApplication({
+      ...(receiverUrl !== undefined ? { receiverUrl } : {}),
+      fenceOf: (runId) => authority.heldEpoch(runId),
+    }),
     authority,
     store: openPgRunStore(db, { fence: authority.fence }),
     effects,
@@ -241,7 +326,9 @@ export interface ClusterNodeOptions extends ClusterAccess {
 
 /** Errors that mean "try again later", not "this run needs an operator". */
 const transient = (e: unknown): boolean =>
-  !isLoopxError(e) || e.kind === 'internal' || ['pg_unreachable', 'run_busy', 'import_busy', 'authority_shutting_down', 'provider_busy'].includes(e.code);
+  !isLoopxError(e) ||
+  e.kind === 'internal' ||
+  ['pg_unreachable', 'run_busy', 'import_busy', 'authority_shutting_down', 'provider_busy'].includes(e.code);
 
 /**
  * One daemon's membership of a cluster: its instance (joined, heartbeat and state through the
@@ -289,10 +376,22 @@ export class ClusterNode {
     const db = openClusterDb(options, 6);
     try {
       await requireCluster(db, options);
-      const keys = openRunAuthority({ ...(options.keysDir !== undefined ? { dir: options.keysDir } : {}), create: false });
-      const authority = openPgRunAuthority({ db, keys, ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}) });
+      const keys = openRunAuthority({
+        ...(options.keysDir !== undefined ? { dir: options.keysDir } : {}),
+        create: false,
+      });
+      const authority = openPgRunAuthority({
+        db,
+        keys,
+        ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
+      });
       const node = new ClusterNode(db, authority, options);
-      await node.#cluster.join({ instance_id: node.instanceId, host: hostname(), pid: process.pid, lease_ms: node.#leaseMs });
+      await node.#cluster.join({
+        instance_id: node.instanceId,
+        host: hostname(),
+        pid: process.pid,
+        lease_ms: node.#leaseMs,
+      });
       await node.#start();
       return node;
     } catch (e) {
@@ -382,7 +481,8 @@ export class ClusterNode {
         return;
       }
       if (transient(e)) {
-        if (!(isLoopxError(e) && e.code === 'run_busy')) this.#log('run not driven now; retried later', { run: runId, code: isLoopxError(e) ? e.code : 'internal' });
+        if (!(isLoopxError(e) && e.code === 'run_busy'))
+          this.#log('run not driven now; retried later', { run: runId, code: isLoopxError(e) ? e.code : 'internal' });
         return;
       }
       // A refusal an operator must act on (a changed plan, a missing credential, …): held, with its code.
@@ -411,7 +511,10 @@ export class ClusterNode {
           await this.#cluster.requeue(runId);
         }
       } catch (e) {
-        this.#log('reconciliation did not settle the run now', { run: runId, code: isLoopxError(e) ? e.code : 'internal' });
+        this.#log('reconciliation did not settle the run now', {
+          run: runId,
+          code: isLoopxError(e) ? e.code : 'internal',
+        });
       } finally {
         await lease.release();
       }
@@ -440,7 +543,10 @@ export class ClusterNode {
     if (view.status === 'completed' || view.status === 'failed' || view.status === 'cancelled') {
       await this.#cluster.finish(runId);
     } else if (view.status === 'active' && view.waiting_for !== null) {
-      await this.#cluster.hold(runId, view.waiting_for.kind === 'interaction' ? 'interaction_pending' : 'mutation_uncertain');
+      await this.#cluster.hold(
+        runId,
+        view.waiting_for.kind === 'interaction' ? 'interaction_pending' : 'mutation_uncertain',
+      );
     } else if (view.status === 'suspended') {
       // Handed off (its lease released): wake the other daemons now rather than at their next poll.
       await this.#cluster.wake(runId);

@@ -48,7 +48,14 @@ export interface GoalHold {
 }
 
 export interface GoalActivity {
-  readonly sessions: readonly { session_id: string; status: string; session_mode: string; run_id: string | null; created_at: string; updated_at: string }[];
+  readonly sessions: readonly {
+    session_id: string;
+    status: string;
+    session_mode: string;
+    run_id: string | null;
+    created_at: string;
+    updated_at: string;
+  }[];
   readonly runs: readonly GoalRunItem[];
   readonly effects: readonly GoalEffectItem[];
   readonly holds: readonly GoalHold[];
@@ -84,11 +91,17 @@ const deliveryOf = (e: effectOwner.EffectRecord): Pick<GoalEffectItem, 'delivery
   isDelivery(e) ? deliveryOfEffect(e) : { delivery_result: null, duplicate_of: null };
 
 /** The holds of a Goal: uncertain effects (the effect owner's) and runs waiting for the operator (the engine's). */
-function holdsOf(effects: readonly GoalEffectItem[], uncertain: ReadonlySet<string>, runs: readonly (GoalRunItem & { view?: RunView })[]): GoalHold[] {
+function holdsOf(
+  effects: readonly GoalEffectItem[],
+  uncertain: ReadonlySet<string>,
+  runs: readonly (GoalRunItem & { view?: RunView })[],
+): GoalHold[] {
   const holds: GoalHold[] = [];
   const here = new Set(runs.map((r) => r.run_id));
   // A run of this root says itself which of its calls wait for a resolution (a call in flight under a live driver does not).
-  const waiting = new Set(runs.flatMap((r) => (r.view?.waiting_for?.kind === 'resolution' ? r.view.waiting_for.call_ids : [])));
+  const waiting = new Set(
+    runs.flatMap((r) => (r.view?.waiting_for?.kind === 'resolution' ? r.view.waiting_for.call_ids : [])),
+  );
   for (const e of effects) {
     const held = e.run_id !== null && here.has(e.run_id) ? waiting.has(e.call_id!) : uncertain.has(e.operation_id);
     if (!held) continue;
@@ -123,10 +136,18 @@ function holdsOf(effects: readonly GoalEffectItem[], uncertain: ReadonlySet<stri
 export async function goalActivity(access: RootAccess, goalId: string): Promise<GoalActivity> {
   const { sessions, effects } = await withRootOwners(access.root, async (owners: RootOwners) => {
     if (!owners.goals.get(goalId)) throw goalOwner.goalNotFound(goalId);
-    return { sessions: await owners.sessions.listSessions(goalId), effects: await owners.effects.list({ goal_id: goalId }) };
+    return {
+      sessions: await owners.sessions.listSessions(goalId),
+      effects: await owners.effects.list({ goal_id: goalId }),
+    };
   });
   const bound = sessions.filter((s) => s.run_id !== null);
-  const views = bound.length === 0 ? [] : await withRootEngine(access, (engine) => Promise.all(bound.map((s) => showOrUndefined(engine, s.run_id!))), { readOnly: true });
+  const views =
+    bound.length === 0
+      ? []
+      : await withRootEngine(access, (engine) => Promise.all(bound.map((s) => showOrUndefined(engine, s.run_id!))), {
+          readOnly: true,
+        });
   const runs = bound.map((s, i) => ({ ...runItem(s.session_id, s.run_id!, views[i]), view: views[i] }));
   const effectItems: GoalEffectItem[] = effects.map((e) => {
     const call = callOfOperation(e.operation_id);
@@ -169,7 +190,11 @@ export interface HistoryItem {
   readonly todo_title: string | null;
   readonly todo_status: string | null;
   /** A batch (`update_todos`): each Todo it changed, in the order it named them (the three fields above are then null). */
-  readonly todos?: ReadonlyArray<{ readonly todo_id: string; readonly todo_title: string; readonly todo_status: string }>;
+  readonly todos?: ReadonlyArray<{
+    readonly todo_id: string;
+    readonly todo_title: string;
+    readonly todo_status: string;
+  }>;
 }
 
 export interface HistoryPage {
@@ -184,7 +209,11 @@ export interface HistoryPage {
 export const HISTORY_PAGE_MAX = 200;
 
 /** One page of a Goal's committed history; without `after`, the newest page. */
-export async function goalHistory(root: string, goalId: string, options: { after?: number; limit: number }): Promise<HistoryPage> {
+export async function goalHistory(
+  root: string,
+  goalId: string,
+  options: { after?: number; limit: number },
+): Promise<HistoryPage> {
   return withGoalWorkRead(root, goalId, async (work) => {
     const head = await work.transactionCount();
     const limit = Math.min(Math.max(1, options.limit), HISTORY_PAGE_MAX);
@@ -201,7 +230,15 @@ export async function goalHistory(root: string, goalId: string, options: { after
         todo_id: t.receipt.todo_id,
         todo_title: t.receipt.todo?.title ?? null,
         todo_status: t.receipt.todo?.status ?? null,
-        ...(t.receipt.todos ? { todos: t.receipt.todos.map((td) => ({ todo_id: td.todo_id, todo_title: td.title, todo_status: td.status })) } : {}),
+        ...(t.receipt.todos
+          ? {
+              todos: t.receipt.todos.map((td) => ({
+                todo_id: td.todo_id,
+                todo_title: td.title,
+                todo_status: td.status,
+              })),
+            }
+          : {}),
       })),
       older: after > 0 ? Math.max(0, after - limit) : null,
       newer: after + limit < head ? after + limit : null,
@@ -238,8 +275,10 @@ export async function goalProgress(root: string, goalId: string): Promise<GoalPr
         if (ev.type === 'todo_added' || ev.type === 'todo_changed') status.set(ev.todo.todo_id, ev.todo.status);
         else if (ev.type === 'state_adopted') for (const td of ev.todos) status.set(td.todo_id, td.status);
       }
-      const receipted = t.receipt.todos?.map((td) => td.todo_id) ?? (t.receipt.todo_id === null ? [] : [t.receipt.todo_id]);
-      for (const id of receipted) last[id] = { cursor: t.cursor, operation: t.receipt.operation, committed_at: t.receipt.committed_at };
+      const receipted =
+        t.receipt.todos?.map((td) => td.todo_id) ?? (t.receipt.todo_id === null ? [] : [t.receipt.todo_id]);
+      for (const id of receipted)
+        last[id] = { cursor: t.cursor, operation: t.receipt.operation, committed_at: t.receipt.committed_at };
       if (t.cursor === 1 || t.cursor === head || t.cursor % stride === 0) {
         const counts = { open: 0, done: 0, blocked: 0, deferred: 0 };
         for (const s of status.values()) counts[s] += 1;
@@ -250,7 +289,11 @@ export async function goalProgress(root: string, goalId: string): Promise<GoalPr
   });
 }
 
-async function withGoalWorkRead<T>(root: string, goalId: string, fn: (work: workOwner.WorkOwner) => Promise<T>): Promise<T> {
+async function withGoalWorkRead<T>(
+  root: string,
+  goalId: string,
+  fn: (work: workOwner.WorkOwner) => Promise<T>,
+): Promise<T> {
   return withRootOwners(root, async (owners) => {
     if (!owners.goals.get(goalId)) throw goalOwner.goalNotFound(goalId);
     const work = await workOwner.openGoalWork({ root, goal_id: goalId });

@@ -52,7 +52,11 @@ export interface GoalWorkRunOptions {
 export interface GoalWorkRunResult {
   readonly run: RunView;
   readonly goal: { readonly goal_id: string; readonly goal_instance_id: string };
-  readonly session: { readonly session_id: string; readonly session_generation: number; readonly execution_generation: number };
+  readonly session: {
+    readonly session_id: string;
+    readonly session_generation: number;
+    readonly execution_generation: number;
+  };
 }
 
 /** The Goal work agents in a directory (its `*.json` agent files whose tool plan is Goal work; others and unreadable files are left out). */
@@ -85,7 +89,8 @@ export const newRunId = (): string => `run_${randomBytes(10).toString('hex')}`;
  * switch the Goal to hard leases, bind a fresh run to the session and drive it — as an admitted
  * writer (`admission_closed` while a backup holds the root closed).
  */
-export const runGoalWork = (options: GoalWorkRunOptions): Promise<GoalWorkRunResult> => withAdmission(options.root, 'work run', () => driveGoalWork(options));
+export const runGoalWork = (options: GoalWorkRunOptions): Promise<GoalWorkRunResult> =>
+  withAdmission(options.root, 'work run', () => driveGoalWork(options));
 
 async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunResult> {
   // The root's identity first: a byte copy of a root (root_is_copy) opens no session, fence or lease.
@@ -99,9 +104,13 @@ async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunRe
     const goal = owners.goals.get(options.goalId);
     if (!goal) throw goalOwner.goalNotFound(options.goalId);
     if (goal.lifecycle !== 'active') {
-      throw rejected('goal_not_active', `Goal ${options.goalId} is ${goal.lifecycle}; only an active Goal takes work.`, {
-        nextAction: `resume it: loopx goal resume ${options.goalId}`,
-      });
+      throw rejected(
+        'goal_not_active',
+        `Goal ${options.goalId} is ${goal.lifecycle}; only an active Goal takes work.`,
+        {
+          nextAction: `resume it: loopx goal resume ${options.goalId}`,
+        },
+      );
     }
     // A lifetime a recovery superseded (recorded in the run authority, outside any root) takes no new work.
     await assertLifetimeLive(options.engine.authority, goal);
@@ -112,7 +121,9 @@ async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunRe
       owners.config.apply({
         expectedRevision: current.revision,
         transactionId: `effects-${randomBytes(8).toString('hex')}`,
-        changes: { [EFFECTS_NAMESPACE]: { schema_version: 'loopx_effects_config_v0', webhook_url: options.webhookUrl } },
+        changes: {
+          [EFFECTS_NAMESPACE]: { schema_version: 'loopx_effects_config_v0', webhook_url: options.webhookUrl },
+        },
       });
     }
     const work = await workOwner.openGoalWork({ root: options.root, goal_id: goal.goal_id });
@@ -120,9 +131,14 @@ async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunRe
       // The store is this lifetime's and not behind what it committed (goal_identity_mismatch, root_rolled_back).
       await observeGoalWork(options.engine.authority, goal, work);
       const session = await owners.sessions.openSession(ref);
-      const fence = (await work.engageFence({ operation_id: goalWorkFenceOperation(session.session_id) })).receipt.fence!;
+      const fence = (await work.engageFence({ operation_id: goalWorkFenceOperation(session.session_id) })).receipt
+        .fence!;
       if ((await work.view()).handoff_mode !== 'hard_lease') {
-        await work.setHandoffMode({ operation_id: `session:${session.session_id}:hard-lease`, fence, handoff_mode: 'hard_lease' });
+        await work.setHandoffMode({
+          operation_id: `session:${session.session_id}:hard-lease`,
+          fence,
+          handoff_mode: 'hard_lease',
+        });
       }
       // Bound before the first turn runs, so every call of the run finds its session.
       bound = await owners.sessions.bindRun(session.session_id, runId, session.execution_generation);
@@ -135,10 +151,18 @@ async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunRe
   }
   options.onStarting?.(runId);
   const input = options.input ?? `Work on Goal ${ref.goal_id}: ${title}. Use todo.list to see the open Todos.`;
-  const run = await options.engine.start(options.agent, { input, runId, ...(options.turns !== undefined ? { suspendAfterTurns: options.turns } : {}) });
+  const run = await options.engine.start(options.agent, {
+    input,
+    runId,
+    ...(options.turns !== undefined ? { suspendAfterTurns: options.turns } : {}),
+  });
   return {
     run,
     goal: ref,
-    session: { session_id: bound.session_id, session_generation: bound.session_generation, execution_generation: bound.execution_generation },
+    session: {
+      session_id: bound.session_id,
+      session_generation: bound.session_generation,
+      execution_generation: bound.execution_generation,
+    },
   };
 }

@@ -54,7 +54,9 @@ export async function createGoal(
       if (superseded.length > 0) throw goalAliasSuperseded(goalId, superseded[superseded.length - 1]!.successor_root);
       if (existing?.superseded !== undefined) throw goalAliasSuperseded(goalId, null);
       if (existing !== undefined && existing.lifecycle !== 'retired') await assertLifetimeLive(options.guard, existing);
-      const location = workOwner.settleGoalWorkLocation(root, goalId, options.workProvider, { exists: existing !== undefined });
+      const location = workOwner.settleGoalWorkLocation(root, goalId, options.workProvider, {
+        exists: existing !== undefined,
+      });
       await workOwner.assertGoalWorkReady(location);
       if (existing?.lifecycle === 'retired') workOwner.setAsideRetiredWork(root, goalId, existing.goal_instance_id);
       const created = owners.goals.create(goalId, title);
@@ -69,14 +71,23 @@ export async function createGoal(
 export type GoalTransition = 'pause' | 'resume' | 'retire';
 
 /** Where each transition starts from; retiring ends a Goal's lifetime from whichever state it is in. */
-const TRANSITION_FROM: Record<GoalTransition, goalOwner.GoalLifecycle | null> = { pause: 'active', resume: 'paused', retire: null };
+const TRANSITION_FROM: Record<GoalTransition, goalOwner.GoalLifecycle | null> = {
+  pause: 'active',
+  resume: 'paused',
+  retire: null,
+};
 
 /**
  * Pause, resume or retire a Goal, conditional on the lifecycle it was read in. A lifetime a
  * recovery superseded (in the run authority `guard`, or recorded by this root) changes no more:
  * `goal_lifetime_superseded`.
  */
-export function transitionGoal(root: string, goalId: string, transition: GoalTransition, guard?: LifetimeGuard): Promise<goalOwner.GoalRecord> {
+export function transitionGoal(
+  root: string,
+  goalId: string,
+  transition: GoalTransition,
+  guard?: LifetimeGuard,
+): Promise<goalOwner.GoalRecord> {
   return withRootOwners(
     root,
     async (owners) => {
@@ -104,17 +115,24 @@ const goalAliasSuperseded = (goalId: string, successorRoot: string | null) =>
     },
   );
 
-export const listGoals = (root: string): Promise<goalOwner.GoalRecord[]> => withRootOwners(root, (owners) => owners.goals.list());
+export const listGoals = (root: string): Promise<goalOwner.GoalRecord[]> =>
+  withRootOwners(root, (owners) => owners.goals.list());
 
 /**
  * A Goal with its Todo counts, history length, handoff mode and work provider (`loopx goal show`,
  * `GET /api/goals/:id`) — with `authority` (where the run authority is), also `superseded_by`:
  * where a recovery took its lifetime (goalSupersession), or null.
  */
-export async function goalDetail(owners: RootOwners, root: string, goalId: string, options: { todos?: boolean; authority?: Pick<RootAccess, 'authorityDir'> } = {}) {
+export async function goalDetail(
+  owners: RootOwners,
+  root: string,
+  goalId: string,
+  options: { todos?: boolean; authority?: Pick<RootAccess, 'authorityDir'> } = {},
+) {
   const record = owners.goals.get(goalId);
   if (!record) throw goalOwner.goalNotFound(goalId);
-  const superseded_by = options.authority === undefined ? undefined : await goalSupersession(options.authority, record.goal_instance_id);
+  const superseded_by =
+    options.authority === undefined ? undefined : await goalSupersession(options.authority, record.goal_instance_id);
   const work = await workOwner.openGoalWork({ root, goal_id: goalId });
   try {
     const todos = await work.listTodos();
@@ -141,8 +159,11 @@ export async function goalDetail(owners: RootOwners, root: string, goalId: strin
   }
 }
 
-export const showGoal = (root: string, goalId: string, options: { todos?: boolean; authority?: Pick<RootAccess, 'authorityDir'> } = {}) =>
-  withRootOwners(root, (owners) => goalDetail(owners, root, goalId, options));
+export const showGoal = (
+  root: string,
+  goalId: string,
+  options: { todos?: boolean; authority?: Pick<RootAccess, 'authorityDir'> } = {},
+) => withRootOwners(root, (owners) => goalDetail(owners, root, goalId, options));
 
 /** Where a recovery took a Goal's lifetime, as the run authority records it. */
 export interface GoalSupersession {
@@ -165,7 +186,10 @@ export interface GoalSupersession {
  * never created (one that does not exist records nothing), and a record it cannot read is its
  * refusal (`authority_rolled_back`, `authority_lifetime_corrupt`), never "not superseded".
  */
-export async function goalSupersession(a: Pick<RootAccess, 'authorityDir'>, goalInstanceId: string): Promise<GoalSupersession | null> {
+export async function goalSupersession(
+  a: Pick<RootAccess, 'authorityDir'>,
+  goalInstanceId: string,
+): Promise<GoalSupersession | null> {
   try {
     return await withAuthority(
       a,
@@ -173,7 +197,13 @@ export async function goalSupersession(a: Pick<RootAccess, 'authorityDir'>, goal
         const s = await authority.lifetimeSupersession(goalInstanceId);
         if (s === undefined) return null;
         const directory = await authority.rootDirectory(s.successor_root).catch(() => undefined);
-        return { goal_instance_id: s.successor_instance_id, root_id: s.successor_root, recovery_id: s.recovery_id, recorded_at: s.recorded_at, directory };
+        return {
+          goal_instance_id: s.successor_instance_id,
+          root_id: s.successor_root,
+          recovery_id: s.recovery_id,
+          recorded_at: s.recorded_at,
+          directory,
+        };
       },
       { create: false },
     );

@@ -7,7 +7,16 @@
  * (backup, verification, snapshots, the run authority, agent definitions). Nothing else of those
  * layers is reachable from cli/ or daemon/ (the map lint, eslint.config.js).
  */
-export { withAuthority, withGoalWriter, withRootEngine, withRootOwners, withVerifyingEngine, initRoot, type GoalWriterGuard, type RootAccess } from './root.js';
+export {
+  withAuthority,
+  withGoalWriter,
+  withRootEngine,
+  withRootOwners,
+  withVerifyingEngine,
+  initRoot,
+  type GoalWriterGuard,
+  type RootAccess,
+} from './root.js';
 export {
   admit,
   admissionState,
@@ -21,8 +30,27 @@ export {
   type CloseAdmissionOptions,
 } from './admission.js';
 export { goalWorkAgents, newRunId, runGoalWork, type GoalWorkRunOptions, type GoalWorkRunResult } from './goal-work.js';
-export { goalActivity, goalHistory, goalProgress, HISTORY_PAGE_MAX, type GoalActivity, type GoalProgress, type HistoryPage } from './goal-activity.js';
-export { createGoal, goalDetail, goalSupersession, goalView, listGoals, showGoal, transitionGoal, withGoalWork, type GoalDocInput, type GoalTransition } from './goals.js';
+export {
+  goalActivity,
+  goalHistory,
+  goalProgress,
+  HISTORY_PAGE_MAX,
+  type GoalActivity,
+  type GoalProgress,
+  type HistoryPage,
+} from './goal-activity.js';
+export {
+  createGoal,
+  goalDetail,
+  goalSupersession,
+  goalView,
+  listGoals,
+  showGoal,
+  transitionGoal,
+  withGoalWork,
+  type GoalDocInput,
+  type GoalTransition,
+} from './goals.js';
 export {
   addTodo,
   listTodos,
@@ -46,10 +74,30 @@ export {
   type WorkspaceGoalContents,
   type WorkspaceEffect,
 } from './workspace.js';
-export { planRecovery, applyRecovery, recoveryStatusOf, resolveRecoveryHold, abortRecovery, type RecoverAccess } from './recover.js';
-export { publicPlan, settlementFrom, type AdoptionPlan, type HoldSettlement, type RecoveryStatus } from '../recovery/index.js';
+export {
+  planRecovery,
+  applyRecovery,
+  recoveryStatusOf,
+  resolveRecoveryHold,
+  abortRecovery,
+  type RecoverAccess,
+} from './recover.js';
+export {
+  publicPlan,
+  settlementFrom,
+  type AdoptionPlan,
+  type HoldSettlement,
+  type RecoveryStatus,
+} from '../recovery/index.js';
 export { seedSample } from './sample.js';
-export { runRecoveryDrill, renderReceipt, DRILL_SCHEMA, DRILL_TARGETS, type DrillMode, type DrillReceipt } from './drill/index.js';
+export {
+  runRecoveryDrill,
+  renderReceipt,
+  DRILL_SCHEMA,
+  DRILL_TARGETS,
+  type DrillMode,
+  type DrillReceipt,
+} from './drill/index.js';
 
 // Passed through as they are.
 export {
@@ -66,8 +114,20 @@ export {
   type RunView,
 } from '../engine/index.js';
 export { assertRuntimeRoot, closeRootPools, LAYOUT, ownerDescriptions, type RootOwners } from '../owners/index.js';
-export { defaultAuthorityDir, goalLifetimeSuperseded, recordNextAction, ROOT_IS_COPY, type LocalRunAuthority } from '../run-authority/index.js';
-export { claimInvalid, decodeEnvelope, ENVELOPE_MAX_BYTES, envelopeOversized, type RunSnapshotState } from '../snapshot/index.js';
+export {
+  defaultAuthorityDir,
+  goalLifetimeSuperseded,
+  recordNextAction,
+  ROOT_IS_COPY,
+  type LocalRunAuthority,
+} from '../run-authority/index.js';
+export {
+  claimInvalid,
+  decodeEnvelope,
+  ENVELOPE_MAX_BYTES,
+  envelopeOversized,
+  type RunSnapshotState,
+} from '../snapshot/index.js';
 export {
   BACKUP_ID,
   CAPTURE_FACTS,
@@ -106,8 +166,24 @@ export {
   type VerifyPlan,
   type VerifyProgress,
 } from '../recovery/index.js';
-export { DEV_RECEIVER_PORT, devReceiverPort, devReceiverUsed, openDevReceiver, startWebhookSink, type DevReceiver } from '../dev/index.js';
-export { dbStatus, planRotation, rotateStore, ROTATION_PLAN_SCHEMA, type DbStatus, type OriginalFence, type RotationPlan, type RotationResult } from './store-rotation.js';
+export {
+  DEV_RECEIVER_PORT,
+  devReceiverPort,
+  devReceiverUsed,
+  openDevReceiver,
+  startWebhookSink,
+  type DevReceiver,
+} from '../dev/index.js';
+export {
+  dbStatus,
+  planRotation,
+  rotateStore,
+  ROTATION_PLAN_SCHEMA,
+  type DbStatus,
+  type OriginalFence,
+  type RotationPlan,
+  type RotationResult,
+} from './store-rotation.js';
 export {
   chooseStore,
   describeStore,
@@ -135,4 +211,10 @@ export {
   type ClusterNodeOptions,
   type ClusterStatus,
 } from './cluster.js';
-export { cancelClusterRun, clusterRunEvents, resolveClusterRun, showClusterRun, type ClusterResolveOptions } from './cluster-runs.js';
+export {
+  cancelClusterRun,
+  clusterRunEvents,
+  resolveClusterRun,
+  showClusterRun,
+  type ClusterResolveOptions,
+} from './cluster-runs.js';

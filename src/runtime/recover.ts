@@ -67,20 +67,35 @@ const sealInput = (keyGeneration: number, recoveryId: string, digest: string): C
 function sealPlan(authority: RunAuthority, plan: AdoptionPlan): void {
   const generation = authority.currentKeyGeneration();
   const mac = Buffer.from(authority.claim(sealInput(generation, plan.recovery_id, plan.plan_digest))).toString('hex');
-  const seal: PlanSeal = { schema_version: SEAL_SCHEMA, plan_digest: plan.plan_digest, key_generation: generation, mac };
-  writeFileDurable(join(plan.destination.path, RECOVERY_DIR, PLAN_SEAL_FILE), `${JSON.stringify(seal)}\n`, { exclusive: true });
+  const seal: PlanSeal = {
+    schema_version: SEAL_SCHEMA,
+    plan_digest: plan.plan_digest,
+    key_generation: generation,
+    mac,
+  };
+  writeFileDurable(join(plan.destination.path, RECOVERY_DIR, PLAN_SEAL_FILE), `${JSON.stringify(seal)}\n`, {
+    exclusive: true,
+  });
 }
 
 /** The digest `recover plan` printed for this recovery (whatever the plan file says now), if the seal beside it verifies. */
 function printedDigest(authority: RunAuthority, plan: AdoptionPlan): string | undefined {
   let seal: Partial<PlanSeal>;
   try {
-    seal = JSON.parse(readFileSync(join(plan.destination.path, RECOVERY_DIR, PLAN_SEAL_FILE), 'utf8')) as Partial<PlanSeal>;
+    seal = JSON.parse(
+      readFileSync(join(plan.destination.path, RECOVERY_DIR, PLAN_SEAL_FILE), 'utf8'),
+    ) as Partial<PlanSeal>;
   } catch {
     return undefined;
   }
   const hex = /^[0-9a-f]{64}$/;
-  if (seal.schema_version !== SEAL_SCHEMA || !Number.isSafeInteger(seal.key_generation) || !hex.test(String(seal.mac)) || !hex.test(String(seal.plan_digest))) return undefined;
+  if (
+    seal.schema_version !== SEAL_SCHEMA ||
+    !Number.isSafeInteger(seal.key_generation) ||
+    !hex.test(String(seal.mac)) ||
+    !hex.test(String(seal.plan_digest))
+  )
+    return undefined;
   const input = sealInput(seal.key_generation!, plan.recovery_id, seal.plan_digest!);
   return authority.verifyClaim(authority.scopeId, input, Buffer.from(seal.mac!, 'hex')) ? seal.plan_digest : undefined;
 }
@@ -91,7 +106,10 @@ function hostOf(a: RecoverAccess, authority: RunAuthority): AdoptionHost {
     async initDestination(root, store) {
       initDestinationRoot(root, { ownerStores: store === undefined });
       if (store) await initPostgresDestination(root, store);
-      return withDestinationEngine({ root, ...(a.authorityDir !== undefined ? { authorityDir: a.authorityDir } : {}) }, (engine) => engine.rootId());
+      return withDestinationEngine(
+        { root, ...(a.authorityDir !== undefined ? { authorityDir: a.authorityDir } : {}) },
+        (engine) => engine.rootId(),
+      );
     },
     supersede: (request) => authority.supersedeLifetime(request),
     sourceRoot: (workspaceRoot) => {
@@ -110,13 +128,22 @@ const runOptions = (a: RecoverAccess, authority: RunAuthority): AdoptionRunOptio
 
 /** `loopx recover plan`: the digest-bound plan written into the destination; nothing live is touched. */
 export function planRecovery(
-  a: RecoverAccess & { workspace: string; goalId: string; destination: string; store?: { readonly databaseUrl: string; readonly schema?: string } },
+  a: RecoverAccess & {
+    workspace: string;
+    goalId: string;
+    destination: string;
+    store?: { readonly databaseUrl: string; readonly schema?: string };
+  },
 ): Promise<AdoptionPlan> {
   let store: DestinationStore | undefined;
   if (a.store) {
     if (a.store.schema !== undefined) schemaIdent(a.store.schema);
     databaseUrlFrom(a.store.databaseUrl); // the reference must resolve now; the URL itself is never recorded
-    store = { provider: 'postgresql', database_url: a.store.databaseUrl, schema: a.store.schema ?? `loopx_${randomBytes(6).toString('hex')}` };
+    store = {
+      provider: 'postgresql',
+      database_url: a.store.databaseUrl,
+      schema: a.store.schema ?? `loopx_${randomBytes(6).toString('hex')}`,
+    };
   }
   return withAuthority(a, (authority) => {
     const plan = planAdoption({
@@ -138,8 +165,15 @@ export const applyRecovery = (a: RecoverAccess, destination: string, confirm: st
 export const recoveryStatusOf = (a: RecoverAccess, destination: string): Promise<RecoveryStatus> =>
   withAuthority(a, (authority) => recoveryStatus(resolve(destination), hostOf(a, authority)));
 
-export const resolveRecoveryHold = (a: RecoverAccess, destination: string, holdId: string, settlement: HoldSettlement = { kind: 'ask' }): Promise<RecoveryStatus> =>
-  withAuthority(a, (authority) => resolveHold(resolve(destination), holdId, { ...runOptions(a, authority), settlement }));
+export const resolveRecoveryHold = (
+  a: RecoverAccess,
+  destination: string,
+  holdId: string,
+  settlement: HoldSettlement = { kind: 'ask' },
+): Promise<RecoveryStatus> =>
+  withAuthority(a, (authority) =>
+    resolveHold(resolve(destination), holdId, { ...runOptions(a, authority), settlement }),
+  );
 
 export const abortRecovery = (a: RecoverAccess, destination: string): Promise<RecoveryStatus> =>
   withAuthority(a, (authority) => abortAdoption(resolve(destination), hostOf(a, authority)));

@@ -13,10 +13,28 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensurePrivateDir, refuseRecoveryWorkspaceRoot } from '../core/index.js';
-import { builtinApplication, openEngine, openReadOnlyEngine, type Engine, type LifetimeGuard } from '../engine/index.js';
-import { LAYOUT, assertRuntimeRoot, inRoot, openRootOwners, rootStoreLocation, type RootOwners } from '../owners/index.js';
+import {
+  builtinApplication,
+  openEngine,
+  openReadOnlyEngine,
+  type Engine,
+  type LifetimeGuard,
+} from '../engine/index.js';
+import {
+  LAYOUT,
+  assertRuntimeRoot,
+  inRoot,
+  openRootOwners,
+  rootStoreLocation,
+  type RootOwners,
+} from '../owners/index.js';
 import { refuseHeldRecovery, refuseRecoveryInProgress } from '../recovery/index.js';
-import { openRunAuthority, type LifetimeSupersession, type LocalRunAuthority, type WorkHead } from '../run-authority/index.js';
+import {
+  openRunAuthority,
+  type LifetimeSupersession,
+  type LocalRunAuthority,
+  type WorkHead,
+} from '../run-authority/index.js';
 import { withAdmission, withLazyAdmission } from './admission.js';
 
 export interface RootAccess {
@@ -26,8 +44,15 @@ export interface RootAccess {
   readonly authorityDir?: string;
 }
 
-export async function withAuthority<T>(a: Pick<RootAccess, 'authorityDir'>, fn: (authority: LocalRunAuthority) => Promise<T> | T, options: { create?: boolean } = {}): Promise<T> {
-  const authority = openRunAuthority({ ...(a.authorityDir !== undefined ? { dir: a.authorityDir } : {}), create: options.create ?? true });
+export async function withAuthority<T>(
+  a: Pick<RootAccess, 'authorityDir'>,
+  fn: (authority: LocalRunAuthority) => Promise<T> | T,
+  options: { create?: boolean } = {},
+): Promise<T> {
+  const authority = openRunAuthority({
+    ...(a.authorityDir !== undefined ? { dir: a.authorityDir } : {}),
+    create: options.create ?? true,
+  });
   try {
     return await fn(authority);
   } finally {
@@ -80,7 +105,11 @@ export async function withGoalWriter<T>(a: RootAccess, fn: (guard: GoalWriterGua
  * (`admission_closed` while a backup holds the root closed; `what` names the writer in it) — or
  * read-only without the authority, never refused by the gate.
  */
-export async function withRootEngine<T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean; what?: string } = {}): Promise<T> {
+export async function withRootEngine<T>(
+  a: RootAccess,
+  fn: (engine: Engine) => Promise<T> | T,
+  options: { readOnly?: boolean; what?: string } = {},
+): Promise<T> {
   refuseRecoveryInProgress(a.root, { writer: options.readOnly !== true });
   if (options.readOnly !== true) await refuseHeldRecovery(a.root);
   return rootEngine(a, fn, options);
@@ -99,9 +128,14 @@ async function drivenNow(authority: LocalRunAuthority, runId: string): Promise<b
 }
 
 /** The engine of the new root a recovery's apply is making (refused to every other command until it is made). */
-export const withDestinationEngine = <T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T): Promise<T> => rootEngine(a, fn, { what: 'recover apply' });
+export const withDestinationEngine = <T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T): Promise<T> =>
+  rootEngine(a, fn, { what: 'recover apply' });
 
-async function rootEngine<T>(a: RootAccess, fn: (engine: Engine) => Promise<T> | T, options: { readOnly?: boolean; what?: string }): Promise<T> {
+async function rootEngine<T>(
+  a: RootAccess,
+  fn: (engine: Engine) => Promise<T> | T,
+  options: { readOnly?: boolean; what?: string },
+): Promise<T> {
   refuseRecoveryWorkspaceRoot(a.root);
   if (options.readOnly) {
     // The authority, when it exists (never created by a read), only to see whether a run is driven now.
@@ -126,7 +160,12 @@ async function rootEngine<T>(a: RootAccess, fn: (engine: Engine) => Promise<T> |
   // does not verify) leaves the root as it was, or absent.
   return withLazyAdmission(a.root, options.what ?? 'run command', (admitNow) =>
     withAuthority(a, async (authority) => {
-      const engine = openEngine({ root: a.root, application: builtinApplication(a.root, authority), authority, beforeRootOpen: admitNow });
+      const engine = openEngine({
+        root: a.root,
+        application: builtinApplication(a.root, authority),
+        authority,
+        beforeRootOpen: admitNow,
+      });
       try {
         return await fn(engine);
       } finally {
@@ -141,7 +180,10 @@ async function rootEngine<T>(a: RootAccess, fn: (engine: Engine) => Promise<T> |
  * claim (`run inspect --verify`), which reads only the authority. A missing authority is
  * `authority_missing` (nothing it could verify exists).
  */
-export async function withVerifyingEngine<T>(a: Pick<RootAccess, 'root' | 'authorityDir'>, fn: (engine: Engine) => Promise<T> | T): Promise<T> {
+export async function withVerifyingEngine<T>(
+  a: Pick<RootAccess, 'root' | 'authorityDir'>,
+  fn: (engine: Engine) => Promise<T> | T,
+): Promise<T> {
   return withAuthority(
     a,
     async (authority) => {
@@ -161,7 +203,11 @@ export async function withVerifyingEngine<T>(a: Pick<RootAccess, 'root' | 'autho
  * writer's name), `fn` changes owner state: it is admitted through the admission gate first
  * (`admission_closed` while a backup holds the root closed), after the root is known to exist.
  */
-export async function withRootOwners<T>(root: string, fn: (owners: RootOwners) => Promise<T> | T, options: { write?: string } = {}): Promise<T> {
+export async function withRootOwners<T>(
+  root: string,
+  fn: (owners: RootOwners) => Promise<T> | T,
+  options: { write?: string } = {},
+): Promise<T> {
   refuseRecoveryWorkspaceRoot(root);
   refuseRecoveryInProgress(root, { writer: options.write !== undefined });
   if (options.write !== undefined) await refuseHeldRecovery(root);

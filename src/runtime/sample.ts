@@ -39,11 +39,14 @@ async function seed(root: string, options: SampleOptions): Promise<{ seeded: boo
   const work = await workOwner.openGoalWork({ root, goal_id: 'sample', create: true });
   try {
     const titles = ['Draft the outline', 'Review with design', 'Publish the post'];
-    for (const [i, title] of titles.entries()) await work.addTodo({ operation_id: `seed-${i}`, todo_id: `t${i + 1}`, title });
+    for (const [i, title] of titles.entries())
+      await work.addTodo({ operation_id: `seed-${i}`, todo_id: `t${i + 1}`, title });
   } finally {
     work.close();
   }
   const agent = loadAgentFile(join(PACKAGE_ROOT ?? '.', 'examples', 'agents', 'goal-worker.json'));
-  await withRootEngine(access, (engine) => runGoalWork({ root, goalId: 'sample', agent, engine, webhookUrl: options.webhookUrl }));
+  await withRootEngine(access, (engine) =>
+    runGoalWork({ root, goalId: 'sample', agent, engine, webhookUrl: options.webhookUrl }),
+  );
   return { seeded: true };
 }

@@ -55,11 +55,18 @@ type StoreNamespace = {
  * The root's configuration and Goals only — not its SQLite session and effect stores, which a
  * root on PostgreSQL does not open (openRootOwners refuses it) — as the store choice needs them.
  */
-function withStoreOwners<T>(root: string, fn: (owners: { config: configOwner.ConfigStore; goals: goalOwner.GoalStore }) => T, write?: string): Promise<T> {
+function withStoreOwners<T>(
+  root: string,
+  fn: (owners: { config: configOwner.ConfigStore; goals: goalOwner.GoalStore }) => T,
+  write?: string,
+): Promise<T> {
   refuseRecoveryInProgress(root, { writer: write !== undefined });
   const open = () => {
     const registry = registryOwner.openFileRegistry(root);
-    return fn({ config: configOwner.openFileConfigStore(root), goals: goalOwner.openFileGoalStore(root, { registry }) });
+    return fn({
+      config: configOwner.openFileConfigStore(root),
+      goals: goalOwner.openFileGoalStore(root, { registry }),
+    });
   };
   // A writer of the root is admitted like any other (refused while a backup holds the root closed).
   return write === undefined ? Promise.resolve().then(open) : withAdmission(root, write, async () => open());
@@ -70,13 +77,16 @@ export const storeChoices = (kind: 'root' | 'goal_work'): string[] =>
   STORE_PROVIDERS.filter((p) => (kind === 'root' ? p.root.choose : p.work.choose) !== undefined).map((p) => p.name);
 
 /** Whether `--database-url` / `--pg-schema` go with `provider`: it is a database service. */
-export const takesServiceOptions = (provider: string | undefined): boolean => provider !== undefined && storeProvider(provider)?.service !== undefined;
+export const takesServiceOptions = (provider: string | undefined): boolean =>
+  provider !== undefined && storeProvider(provider)?.service !== undefined;
 
 /** Whether a root on `provider` (the default when none is named) keeps its Goal state as files of the root, which `init` makes. */
-export const keepsFilesInRoot = (provider: string | undefined): boolean => storeProvider(provider ?? DEFAULT_STORE_PROVIDER)?.inRoot === true;
+export const keepsFilesInRoot = (provider: string | undefined): boolean =>
+  storeProvider(provider ?? DEFAULT_STORE_PROVIDER)?.inRoot === true;
 
 /** Whether the root's store is a database service (its schema is then `store.schema`). */
-export const isServiceStore = (store: StoreConfig): store is Extract<StoreConfig, ServiceLocation> => isServiceLocation(store);
+export const isServiceStore = (store: StoreConfig): store is Extract<StoreConfig, ServiceLocation> =>
+  isServiceLocation(store);
 
 /** `<provider>` and where in it, for a human line: `postgresql (schema s)`. */
 export const describeStore = (store: StoreConfig): string => describeLocation(store);
@@ -92,7 +102,10 @@ export const readStoreConfig = async (root: string): Promise<StoreConfig> => {
  * `loopx_<hex>` unless named). Asked again with the same choice it changes nothing; a root whose
  * state already lives elsewhere is never switched (`store_provider_change_refused`).
  */
-export async function chooseStore(root: string, choice: { readonly provider?: string; readonly databaseUrl?: string; readonly schema?: string }): Promise<StoreConfig> {
+export async function chooseStore(
+  root: string,
+  choice: { readonly provider?: string; readonly databaseUrl?: string; readonly schema?: string },
+): Promise<StoreConfig> {
   if (choice.schema !== undefined) schemaIdent(choice.schema);
   if (choice.databaseUrl !== undefined) databaseUrlFrom(choice.databaseUrl); // the reference must resolve now
   return withStoreOwners(
@@ -102,7 +115,10 @@ export async function chooseStore(root: string, choice: { readonly provider?: st
       const ns = current.value.namespaces[STORE_NAMESPACE] as StoreNamespace | undefined;
       const have = ns?.provider ?? DEFAULT_STORE_PROVIDER;
       // What the chosen provider's row records for a fresh root (nothing for the default).
-      const chosen = ns === undefined && choice.provider !== undefined ? storeProvider(choice.provider)?.root.choose?.(choice) : undefined;
+      const chosen =
+        ns === undefined && choice.provider !== undefined
+          ? storeProvider(choice.provider)?.root.choose?.(choice)
+          : undefined;
       if (choice.provider !== undefined) {
         const matches =
           have === choice.provider &&
@@ -111,14 +127,26 @@ export async function chooseStore(root: string, choice: { readonly provider?: st
         // Only a root that holds no Goal yet may take a recorded store; a choice already made is never switched.
         const fresh = chosen?.record !== undefined && owners.goals.list().length === 0;
         if (!matches && !fresh) {
-          throw conflict('store_provider_change_refused', `This root keeps its Goal state in ${have}${ns?.schema ? ` (schema ${ns.schema})` : ''}; it is not switched.`, {
-            nextAction: 'keep this root as it is; make the other store in a new root directory',
-          });
+          throw conflict(
+            'store_provider_change_refused',
+            `This root keeps its Goal state in ${have}${ns?.schema ? ` (schema ${ns.schema})` : ''}; it is not switched.`,
+            {
+              nextAction: 'keep this root as it is; make the other store in a new root directory',
+            },
+          );
         }
       }
       if (chosen?.record !== undefined) {
-        const value: StoreNamespace = { schema_version: STORE_CONFIG_SCHEMA, provider: choice.provider!, ...chosen.record };
-        owners.config.apply({ expectedRevision: current.revision, transactionId: `store-${randomBytes(8).toString('hex')}`, changes: { [STORE_NAMESPACE]: value } });
+        const value: StoreNamespace = {
+          schema_version: STORE_CONFIG_SCHEMA,
+          provider: choice.provider!,
+          ...chosen.record,
+        };
+        owners.config.apply({
+          expectedRevision: current.revision,
+          transactionId: `store-${randomBytes(8).toString('hex')}`,
+          changes: { [STORE_NAMESPACE]: value },
+        });
       }
       return rootStoreLocation(root);
     },
@@ -155,7 +183,10 @@ function goalWorkServices(root: string, config: StoreConfig): { location: Servic
   for (const { goal_id, location } of work.recordedWorkLocations(root)) {
     if (!isServiceLocation(location) || sameService(config, location)) continue;
     const key = `${location.provider}\n${location.database_url}\n${location.schema}`;
-    const entry = out.get(key) ?? { location: { provider: location.provider, database_url: location.database_url, schema: location.schema }, goals: [] };
+    const entry = out.get(key) ?? {
+      location: { provider: location.provider, database_url: location.database_url, schema: location.schema },
+      goals: [],
+    };
     entry.goals.push(goal_id);
     out.set(key, entry);
   }
@@ -163,8 +194,15 @@ function goalWorkServices(root: string, config: StoreConfig): { location: Servic
 }
 
 /** The database schemas Goals chose for their work, other than the root's own, with the Goals in each. */
-export const goalWorkSchemas = (root: string, config: StoreConfig): { database_url: string; schema: string; goals: string[] }[] =>
-  goalWorkServices(root, config).map((g) => ({ database_url: g.location.database_url, schema: g.location.schema, goals: g.goals }));
+export const goalWorkSchemas = (
+  root: string,
+  config: StoreConfig,
+): { database_url: string; schema: string; goals: string[] }[] =>
+  goalWorkServices(root, config).map((g) => ({
+    database_url: g.location.database_url,
+    schema: g.location.schema,
+    goals: g.goals,
+  }));
 
 /**
  * `loopx db migrate`: every PostgreSQL component of the root brought to the version this loopx
@@ -175,7 +213,12 @@ export async function migrateRootStore(root: string): Promise<MigrateResult> {
   const goal_work_schemas: MigrateResult['goal_work_schemas'][number][] = [];
   for (const g of goalWorkServices(root, config)) {
     const components = await serviceOf(g.location)!.migrate(g.location, 'goal_work');
-    goal_work_schemas.push({ database_url: g.location.database_url, schema: g.location.schema, goals: g.goals, components });
+    goal_work_schemas.push({
+      database_url: g.location.database_url,
+      schema: g.location.schema,
+      goals: g.goals,
+      components,
+    });
   }
   if (!isServiceLocation(config)) return { provider: config.provider, schema: null, components: [], goal_work_schemas };
   return migrateStore(config, goal_work_schemas);
@@ -196,19 +239,30 @@ export async function initPostgresDestination(root: string, store: ServiceLocati
     if (await row.service!.occupied(store)) throw destinationSchemaOccupied(store.schema);
     const { record } = row.root.choose!({ databaseUrl: store.database_url, schema: store.schema });
     const value: StoreNamespace = { schema_version: STORE_CONFIG_SCHEMA, provider: store.provider, ...record };
-    config.apply({ expectedRevision: current.revision, transactionId: `store-${randomBytes(8).toString('hex')}`, changes: { [STORE_NAMESPACE]: value } });
+    config.apply({
+      expectedRevision: current.revision,
+      transactionId: `store-${randomBytes(8).toString('hex')}`,
+      changes: { [STORE_NAMESPACE]: value },
+    });
   }
   await migrateStore(store);
 }
 
 const destinationSchemaOccupied = (schema: string) =>
-  conflict('recover_destination_schema_occupied', `Schema ${schema} already holds a loopx installation; a recovery starts a new one.`, {
-    nextAction: 'plan the recovery again with a new schema name (--pg-schema), or leave it out for a fresh one',
-    details: { schema },
-  });
+  conflict(
+    'recover_destination_schema_occupied',
+    `Schema ${schema} already holds a loopx installation; a recovery starts a new one.`,
+    {
+      nextAction: 'plan the recovery again with a new schema name (--pg-schema), or leave it out for a fresh one',
+      details: { schema },
+    },
+  );
 
 /** The root's service, every component migrated (the installation first) by its row. */
-async function migrateStore(config: ServiceLocation, goal_work_schemas: MigrateResult['goal_work_schemas'] = []): Promise<MigrateResult> {
+async function migrateStore(
+  config: ServiceLocation,
+  goal_work_schemas: MigrateResult['goal_work_schemas'] = [],
+): Promise<MigrateResult> {
   const components = await serviceOf(config)!.migrate(config, 'root');
   return { provider: config.provider, schema: config.schema, components, goal_work_schemas };
 }

@@ -23,8 +23,24 @@
  * authority every Goal's work store in it grants.
  */
 import { randomBytes } from 'node:crypto';
-import { canonicalJson, conflict, faultPoint, isLoopxError, rejected, sha256Hex, usageError, type LoopxError } from '../core/index.js';
-import { config as configOwner, goal as goalOwner, isServiceLocation, sameService, STORE_CONFIG_NAMESPACE, work as workOwner } from '../owners/index.js';
+import {
+  canonicalJson,
+  conflict,
+  faultPoint,
+  isLoopxError,
+  rejected,
+  sha256Hex,
+  usageError,
+  type LoopxError,
+} from '../core/index.js';
+import {
+  config as configOwner,
+  goal as goalOwner,
+  isServiceLocation,
+  sameService,
+  STORE_CONFIG_NAMESPACE,
+  work as workOwner,
+} from '../owners/index.js';
 import {
   activateInstallation,
   databaseUrlFrom,
@@ -121,8 +137,18 @@ export interface RotationResult {
   readonly abandoned_later_writes: number | null;
 }
 
-async function withDb<T>(at: { readonly schema: string }, reference: string, fn: (db: PgDatabase) => Promise<T>, settings?: Record<string, string>): Promise<T> {
-  const db = openPostgres({ url: databaseUrlFrom(reference), schema: at.schema, max: 2, ...(settings ? { settings } : {}) });
+async function withDb<T>(
+  at: { readonly schema: string },
+  reference: string,
+  fn: (db: PgDatabase) => Promise<T>,
+  settings?: Record<string, string>,
+): Promise<T> {
+  const db = openPostgres({
+    url: databaseUrlFrom(reference),
+    schema: at.schema,
+    max: 2,
+    ...(settings ? { settings } : {}),
+  });
   try {
     return await fn(db);
   } finally {
@@ -135,10 +161,16 @@ async function targetOf(root: string, goalId?: string): Promise<RotationTarget> 
   const config = await readStoreConfig(root);
   const rootTarget = (): RotationTarget => {
     if (!isServiceLocation(config)) throw notOnPostgres(goalId);
-    return { goal_id: goalId ?? null, schema: config.schema, database_url: config.database_url, rebind: (reference) => bindReference(root, reference) };
+    return {
+      goal_id: goalId ?? null,
+      schema: config.schema,
+      database_url: config.database_url,
+      rebind: (reference) => bindReference(root, reference),
+    };
   };
   if (goalId === undefined) return rootTarget();
-  if ((await withRootOwners(root, (owners) => owners.goals.get(goalId))) === undefined) throw goalOwner.goalNotFound(goalId);
+  if ((await withRootOwners(root, (owners) => owners.goals.get(goalId))) === undefined)
+    throw goalOwner.goalNotFound(goalId);
   const location = workOwner.readWorkLocation(root, goalId);
   if (location === null) return rootTarget();
   if (!isServiceLocation(location)) throw notOnPostgres(goalId);
@@ -183,8 +215,14 @@ export async function dbStatus(root: string): Promise<DbStatus> {
       goal_work_schemas.push({ ...g, installation: null, refusal: e.code });
     }
   }
-  if (!isServiceLocation(config)) return { provider: config.provider, schema: null, installation: null, goal_work_schemas };
-  return { provider: config.provider, schema: config.schema, installation: await withDb(config, config.database_url, statusOf), goal_work_schemas };
+  if (!isServiceLocation(config))
+    return { provider: config.provider, schema: null, installation: null, goal_work_schemas };
+  return {
+    provider: config.provider,
+    schema: config.schema,
+    installation: await withDb(config, config.database_url, statusOf),
+    goal_work_schemas,
+  };
 }
 
 /** The plan for binding the target's schema to `reference` (its own when omitted — refused when a restore is detected). */
@@ -222,14 +260,20 @@ async function planFor(target: RotationTarget, reference: string | undefined): P
 }
 
 /** The original's work past the copy's heads, read (never written) through the previous reference — see `LaterWrites`. */
-async function laterWritesOf(target: RotationTarget, previous: string | null, copy: InstallationView, heads: readonly workOwner.WorkStoreHead[]): Promise<LaterWrites> {
+async function laterWritesOf(
+  target: RotationTarget,
+  previous: string | null,
+  copy: InstallationView,
+  heads: readonly workOwner.WorkStoreHead[],
+): Promise<LaterWrites> {
   if (previous === null) return { original: 'not_named', count: null, goals: [] };
   let original: workOwner.WorkStoreHead[] | 'not_the_original';
   try {
     original = await withDb(target, previous, async (odb) => {
       const o = await installationOf(odb);
       // The original is the installation the copy was taken of: the same identity and generation (superseded or not).
-      if (o.store_identity !== copy.store_identity || o.restore_generation !== copy.restore_generation) return 'not_the_original' as const;
+      if (o.store_identity !== copy.store_identity || o.restore_generation !== copy.restore_generation)
+        return 'not_the_original' as const;
       return workOwner.workStoreHeads(odb);
     });
   } catch {
@@ -241,7 +285,13 @@ async function laterWritesOf(target: RotationTarget, previous: string | null, co
 }
 
 /** `loopx db rotate --confirm <digest>`: the plan's digest must be the one previewed. */
-export async function rotateStore(root: string, confirm: string, reference?: string, goalId?: string, abandonLaterWrites?: number): Promise<RotationResult> {
+export async function rotateStore(
+  root: string,
+  confirm: string,
+  reference?: string,
+  goalId?: string,
+  abandonLaterWrites?: number,
+): Promise<RotationResult> {
   const target = await targetOf(root, goalId);
   const plan = await planFor(target, reference);
   if (plan.digest !== confirm) throw confirmMismatch(target, plan.database_url);
@@ -256,13 +306,25 @@ export async function rotateStore(root: string, confirm: string, reference?: str
       const rotated = await db.transaction(async (q): Promise<PgAdmission> => {
         const v = await readInstallation(q, true);
         if (v === undefined) throw installationMissing(target.schema);
-        if (v.store_identity !== plan.store_identity || v.restore_generation !== plan.restore_generation || v.state !== plan.state) throw planStale(target, plan.database_url);
-        return v.state === 'rotating' ? { store_identity: v.store_identity, restore_generation: v.restore_generation } : rotateInstallation(q, v);
+        if (
+          v.store_identity !== plan.store_identity ||
+          v.restore_generation !== plan.restore_generation ||
+          v.state !== plan.state
+        )
+          throw planStale(target, plan.database_url);
+        return v.state === 'rotating'
+          ? { store_identity: v.store_identity, restore_generation: v.restore_generation }
+          : rotateInstallation(q, v);
       });
       // 2. The authority the Goals' work grants, revoked on the rotator's own admitted pool.
       faultPoint('db.rotate.after-mint');
       const rotationId = `g${rotated.restore_generation}:${rotated.store_identity.slice(-32)}`;
-      const revoked = await withDb(target, plan.database_url, (own) => workOwner.revokeGrantedAuthority(own, rotationId), rotationSetting(rotated));
+      const revoked = await withDb(
+        target,
+        plan.database_url,
+        (own) => workOwner.revokeGrantedAuthority(own, rotationId),
+        rotationSetting(rotated),
+      );
       faultPoint('db.rotate.after-revoke');
       // 3. The original service, when the previous reference still reaches it.
       const original = await fenceOriginal(target, plan, rotated);
@@ -283,13 +345,22 @@ export async function rotateStore(root: string, confirm: string, reference?: str
   );
 }
 
-async function fenceOriginal(target: { readonly schema: string }, plan: RotationPlan, rotated: PgAdmission): Promise<OriginalFence> {
+async function fenceOriginal(
+  target: { readonly schema: string },
+  plan: RotationPlan,
+  rotated: PgAdmission,
+): Promise<OriginalFence> {
   if (plan.previous_database_url === null) return 'not_named';
   try {
     return await withDb(target, plan.previous_database_url, (db) =>
       db.transaction(async (q): Promise<OriginalFence> => {
         const v = await readInstallation(q, true);
-        if (v === undefined || v.store_identity !== plan.store_identity || v.restore_generation !== plan.restore_generation) return 'not_the_original';
+        if (
+          v === undefined ||
+          v.store_identity !== plan.store_identity ||
+          v.restore_generation !== plan.restore_generation
+        )
+          return 'not_the_original';
         if (v.recorded_state === 'superseded') return 'already_superseded';
         return (await supersedeInstallation(q, rotated.store_identity)) ? 'superseded' : 'already_superseded';
       }),
@@ -317,26 +388,36 @@ const notOnPostgres = (goalId: string | undefined): LoopxError =>
     goalId === undefined
       ? 'This root keeps its Goal state in SQLite files; it has no database to rotate.'
       : `Goal ${goalId} keeps its work in SQLite files; it has no database to rotate.`,
-    goalId === undefined ? 'use it on a root whose Goal state lives in PostgreSQL' : 'name a Goal whose work lives in PostgreSQL',
+    goalId === undefined
+      ? 'use it on a root whose Goal state lives in PostgreSQL'
+      : 'name a Goal whose work lives in PostgreSQL',
   );
 
 // Each next action names `--goal` when the target is a Goal's work schema: both forms are written out, so each parses as printed.
 const supersededHere = (t: RotationTarget): LoopxError =>
-  rejected('db_rotation_superseded', `Schema ${t.schema} on this server was superseded by a restored copy; it is never rotated back.`, {
-    nextAction:
-      t.goal_id === null
-        ? `rotate the restored copy instead (its URL in a variable of your own): loopx db rotate --database-url env:LOOPX_RESTORED_URL`
-        : `rotate the restored copy instead (its URL in a variable of your own): loopx db rotate --goal ${t.goal_id} --database-url env:LOOPX_RESTORED_URL`,
-    details: { schema: t.schema },
-  });
+  rejected(
+    'db_rotation_superseded',
+    `Schema ${t.schema} on this server was superseded by a restored copy; it is never rotated back.`,
+    {
+      nextAction:
+        t.goal_id === null
+          ? `rotate the restored copy instead (its URL in a variable of your own): loopx db rotate --database-url env:LOOPX_RESTORED_URL`
+          : `rotate the restored copy instead (its URL in a variable of your own): loopx db rotate --goal ${t.goal_id} --database-url env:LOOPX_RESTORED_URL`,
+      details: { schema: t.schema },
+    },
+  );
 
 const urlRequired = (t: RotationTarget): LoopxError =>
-  rejected('db_rotation_url_required', 'The schema is a restored copy; name the database URL again to rotate it (a copied reference is never trusted).', {
-    nextAction:
-      t.goal_id === null
-        ? `name the database URL again to preview the rotation: loopx db rotate --database-url ${t.database_url}`
-        : `name the database URL again to preview the rotation: loopx db rotate --goal ${t.goal_id} --database-url ${t.database_url}`,
-  });
+  rejected(
+    'db_rotation_url_required',
+    'The schema is a restored copy; name the database URL again to rotate it (a copied reference is never trusted).',
+    {
+      nextAction:
+        t.goal_id === null
+          ? `name the database URL again to preview the rotation: loopx db rotate --database-url ${t.database_url}`
+          : `name the database URL again to preview the rotation: loopx db rotate --goal ${t.goal_id} --database-url ${t.database_url}`,
+    },
+  );
 
 const confirmMismatch = (t: RotationTarget, reference: string): LoopxError =>
   conflict('db_rotation_confirm_mismatch', 'The confirmed digest is not the digest of the rotation plan now.', {

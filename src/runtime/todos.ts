@@ -58,7 +58,10 @@ export interface UpdateTodoInput {
 /** Change a Todo's status and/or note as an operator (see the header for leases and repeats). */
 export function updateTodo(root: string, goalId: string, input: UpdateTodoInput, guard?: LifetimeGuard) {
   const { operation_id: op, todo_id: todoId } = input;
-  const changes = { ...(input.status !== undefined ? { status: input.status } : {}), ...(input.note !== undefined ? { note: input.note } : {}) };
+  const changes = {
+    ...(input.status !== undefined ? { status: input.status } : {}),
+    ...(input.note !== undefined ? { note: input.note } : {}),
+  };
   return withGoalWork(
     root,
     goalId,
@@ -69,10 +72,13 @@ export function updateTodo(root: string, goalId: string, input: UpdateTodoInput,
           operation_id: op,
           todo_id: todoId,
           ...changes,
-          ...(proof ? { lease: { owner: proof.owner, execution_key: proof.execution_key, lease_epoch: proof.lease_epoch } } : {}),
+          ...(proof
+            ? { lease: { owner: proof.owner, execution_key: proof.execution_key, lease_epoch: proof.lease_epoch } }
+            : {}),
         });
       }
-      if ((await work.view()).handoff_mode !== 'hard_lease') return work.updateTodo({ operation_id: op, todo_id: todoId, ...changes });
+      if ((await work.view()).handoff_mode !== 'hard_lease')
+        return work.updateTodo({ operation_id: op, todo_id: todoId, ...changes });
       const current = await work.leaseStatus(todoId);
       const lease = (
         await work.acquireLease({
@@ -117,7 +123,11 @@ export interface UpdateTodosInput {
 }
 
 type Proof = workOwner.LeaseProof;
-const proofOf = (l: workOwner.Lease): Proof => ({ owner: l.owner, execution_key: l.execution_key, lease_epoch: l.lease_epoch });
+const proofOf = (l: workOwner.Lease): Proof => ({
+  owner: l.owner,
+  execution_key: l.execution_key,
+  lease_epoch: l.lease_epoch,
+});
 
 /**
  * Change several Todos alike as one work transaction (`loopx todo update t1 t2 …`): every Todo
@@ -131,10 +141,17 @@ const proofOf = (l: workOwner.Lease): Proof => ({ owner: l.owner, execution_key:
  */
 export async function updateTodos(root: string, goalId: string, input: UpdateTodosInput, guard?: LifetimeGuard) {
   const { operation_id: op, todo_ids: ids } = input;
-  const changes = { ...(input.status !== undefined ? { status: input.status } : {}), ...(input.note !== undefined ? { note: input.note } : {}) };
+  const changes = {
+    ...(input.status !== undefined ? { status: input.status } : {}),
+    ...(input.note !== undefined ? { note: input.note } : {}),
+  };
   const batch = (proofs: ReadonlyMap<string, Proof>) => ({
     operation_id: op,
-    updates: ids.map((todo_id) => ({ todo_id, ...changes, ...(proofs.has(todo_id) ? { lease: proofs.get(todo_id)! } : {}) })),
+    updates: ids.map((todo_id) => ({
+      todo_id,
+      ...changes,
+      ...(proofs.has(todo_id) ? { lease: proofs.get(todo_id)! } : {}),
+    })),
   });
   workOwner.checkTodoUpdates(batch(new Map()).updates);
   return withGoalWork(
@@ -144,7 +161,9 @@ export async function updateTodos(root: string, goalId: string, input: UpdateTod
       const prior = await work.readReceipt(op);
       if (prior) {
         const proofs = new Map<string, Proof>();
-        for (const t of prior.receipt.todos ?? []) if (t.lease?.execution_key === op && t.lease.owner === input.lease_owner) proofs.set(t.todo_id, proofOf(t.lease));
+        for (const t of prior.receipt.todos ?? [])
+          if (t.lease?.execution_key === op && t.lease.owner === input.lease_owner)
+            proofs.set(t.todo_id, proofOf(t.lease));
         const replayed = await work.updateTodos(batch(proofs));
         await releaseTaken(work, ids, op, attemptTag());
         return replayed;
@@ -162,7 +181,11 @@ const attemptTag = (): string => randomBytes(6).toString('hex');
 export const MAX_TODOS_PER_UPDATE = workOwner.MAX_TODO_UPDATES;
 
 /** Hard-lease mode: each Todo's lease taken (the ones that may refuse first), the batch committed under them, every one released after. */
-async function underLeases(work: workOwner.WorkOwner, input: UpdateTodosInput, batch: (proofs: ReadonlyMap<string, Proof>) => workOwner.UpdateTodosRequest) {
+async function underLeases(
+  work: workOwner.WorkOwner,
+  input: UpdateTodosInput,
+  batch: (proofs: ReadonlyMap<string, Proof>) => workOwner.UpdateTodosRequest,
+) {
   const { operation_id: op, todo_ids: ids } = input;
   const tag = attemptTag();
   await releaseTaken(work, ids, op, tag); // what an interrupted attempt under this id left held

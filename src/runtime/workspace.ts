@@ -70,10 +70,30 @@ export interface WorkspaceGoalDetail {
     readonly committed_transactions: number;
     readonly handoff_mode: string | null;
   };
-  readonly todos: readonly { todo_id: string; title: string; status: string; priority: number; note: string | null; todo_revision: number }[];
-  readonly sessions: readonly { session_id: string; run_id: string | null; status: string; session_generation: number; execution_generation: number }[];
+  readonly todos: readonly {
+    todo_id: string;
+    title: string;
+    status: string;
+    priority: number;
+    note: string | null;
+    todo_revision: number;
+  }[];
+  readonly sessions: readonly {
+    session_id: string;
+    run_id: string | null;
+    status: string;
+    session_generation: number;
+    execution_generation: number;
+  }[];
   readonly runs: readonly HistoricalRun[];
-  readonly effects: readonly { operation_id: string; kind: string; target: string; outcome: string; hold: string | null; attempt: number }[];
+  readonly effects: readonly {
+    operation_id: string;
+    kind: string;
+    target: string;
+    outcome: string;
+    hold: string | null;
+    attempt: number;
+  }[];
   readonly findings: readonly WorkspaceFinding[];
 }
 
@@ -177,7 +197,11 @@ export interface WorkspaceContents {
   readonly goals: readonly WorkspaceGoalContents[];
   readonly runs_readable: boolean;
   /** Runs no Goal's session bound, and effects scoped to no Goal of the workspace (a run's own scope). */
-  readonly other: { readonly session_ids: readonly string[]; readonly runs: readonly HistoricalRun[]; readonly effects: readonly WorkspaceEffect[] };
+  readonly other: {
+    readonly session_ids: readonly string[];
+    readonly runs: readonly HistoricalRun[];
+    readonly effects: readonly WorkspaceEffect[];
+  };
   readonly findings: readonly WorkspaceFinding[];
 }
 
@@ -217,7 +241,11 @@ export function readWorkspaceContents(destination: string): WorkspaceContents {
 }
 
 /** `listAction`: how the caller lists the Goals (default: the CLI command, naming D relative to here). */
-export function showWorkspaceGoal(destination: string, goalId: string, options: { listAction?: string } = {}): WorkspaceGoalDetail {
+export function showWorkspaceGoal(
+  destination: string,
+  goalId: string,
+  options: { listAction?: string } = {},
+): WorkspaceGoalDetail {
   const { audit, root, copy } = open(destination);
   const record = OWNERS.goal.readHistorical({ root }, MACHINE).value.goals.find((x) => x.goal_id === goalId);
   if (!record) {
@@ -233,7 +261,9 @@ export function showWorkspaceGoal(destination: string, goalId: string, options: 
     const e = OWNERS.effect.readHistorical({ ...copy, scratchDir: scratch }, MACHINE).value;
     const sessions = s.sessions.filter((x) => x.goal_id === goalId);
     const boundRuns = new Set(sessions.map((x) => x.run_id).filter((id): id is string => id !== null));
-    const runs = readHistoricalRuns(join(root, LAYOUT.engineDb), { scratchDir: scratch }).runs.filter((r) => boundRuns.has(r.run_id));
+    const runs = readHistoricalRuns(join(root, LAYOUT.engineDb), { scratchDir: scratch }).runs.filter((r) =>
+      boundRuns.has(r.run_id),
+    );
     return {
       recovery_id: audit.recovery_id,
       execution_authority_granted: false,
@@ -244,8 +274,21 @@ export function showWorkspaceGoal(destination: string, goalId: string, options: 
         lifecycle: record.lifecycle,
         docs: record.docs.map((d) => ({ name: d.name, sha256: d.sha256, bytes: d.bytes })),
       },
-      work: { readable: w.readable, store_identity: w.store_identity, head_cursor: w.head_cursor, committed_transactions: w.history_count, handoff_mode: w.handoff_mode },
-      todos: w.todos.map((t) => ({ todo_id: t.todo_id, title: t.title, status: t.status, priority: t.priority, note: t.note, todo_revision: t.todo_revision })),
+      work: {
+        readable: w.readable,
+        store_identity: w.store_identity,
+        head_cursor: w.head_cursor,
+        committed_transactions: w.history_count,
+        handoff_mode: w.handoff_mode,
+      },
+      todos: w.todos.map((t) => ({
+        todo_id: t.todo_id,
+        title: t.title,
+        status: t.status,
+        priority: t.priority,
+        note: t.note,
+        todo_revision: t.todo_revision,
+      })),
       sessions: sessions.map((x) => ({
         session_id: x.session_id,
         run_id: x.run_id,
@@ -256,8 +299,19 @@ export function showWorkspaceGoal(destination: string, goalId: string, options: 
       runs,
       effects: e.effects
         .filter((x) => x.goal_id === goalId)
-        .map((x) => ({ operation_id: x.operation_id, kind: x.kind, target: x.target, outcome: x.outcome, hold: x.hold, attempt: x.attempt })),
-      findings: [...w.findings, ...s.findings.filter((f) => f.subject.includes(goalId)), ...e.findings.filter((f) => f.subject.includes(goalId))].map(lite),
+        .map((x) => ({
+          operation_id: x.operation_id,
+          kind: x.kind,
+          target: x.target,
+          outcome: x.outcome,
+          hold: x.hold,
+          attempt: x.attempt,
+        })),
+      findings: [
+        ...w.findings,
+        ...s.findings.filter((f) => f.subject.includes(goalId)),
+        ...e.findings.filter((f) => f.subject.includes(goalId)),
+      ].map(lite),
     };
   });
 }

@@ -177,7 +177,8 @@ function scanValue(s: string, i: number, depth: number): number {
           return NOT_CANONICAL;
         }
         // Unescaped names: their text is their value, compared in place (no slices).
-        if (previousStart >= 0 && !textLess(s, previousStart + 1, previousEnd - 1, j + 1, end - 1)) return NOT_CANONICAL;
+        if (previousStart >= 0 && !textLess(s, previousStart + 1, previousEnd - 1, j + 1, end - 1))
+          return NOT_CANONICAL;
         previousStart = j;
         previousEnd = end;
         if (s.charCodeAt(end) !== 0x3a) return NOT_CANONICAL;
@@ -244,6 +245,10 @@ export function assertCanonicalJson(text: string, here: Record<string, unknown>,
     throw snapshotError(SNAPSHOT_ERRORS.invalidJson, 'A tool argument or result has no canonical JSON form.', where, e);
   }
   if (canonical !== text) {
-    throw snapshotError(SNAPSHOT_ERRORS.nonCanonicalJson, 'A tool argument or result is not in canonical JSON form (RFC 8785).', where);
+    throw snapshotError(
+      SNAPSHOT_ERRORS.nonCanonicalJson,
+      'A tool argument or result is not in canonical JSON form (RFC 8785).',
+      where,
+    );
   }
 }

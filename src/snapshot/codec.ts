@@ -20,7 +20,16 @@ import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import { fromHex, sha256Hex, toHex } from '../core/index.js';
 import { SNAPSHOT_ERRORS, snapshotError } from './errors.js';
-import { KIND_FROM_PB, KIND_TO_PB, LIFECYCLE_FROM_PB, LIFECYCLE_WIRE_NUMBER, ROLE_FROM_PB, ROLE_TO_PB, STATUS_FROM_PB, STATUS_TO_PB } from './enums.js';
+import {
+  KIND_FROM_PB,
+  KIND_TO_PB,
+  LIFECYCLE_FROM_PB,
+  LIFECYCLE_WIRE_NUMBER,
+  ROLE_FROM_PB,
+  ROLE_TO_PB,
+  STATUS_FROM_PB,
+  STATUS_TO_PB,
+} from './enums.js';
 import {
   RunSnapshotSchema,
   type ComponentIdentity as PbComponentIdentity,
@@ -35,7 +44,13 @@ import { prescanSnapshot, renderPath } from './wire-prescan.js';
 import { isCanonicalSnapshotWire } from './wire-canonical.js';
 import { decodeCanonicalSnapshot } from './wire-decode.js';
 
-export { SNAPSHOT_DIGEST_BYTES, SNAPSHOT_FORMAT, SNAPSHOT_LIMITS, SNAPSHOT_VERSION, type SnapshotBound } from './limits.js';
+export {
+  SNAPSHOT_DIGEST_BYTES,
+  SNAPSHOT_FORMAT,
+  SNAPSHOT_LIMITS,
+  SNAPSHOT_VERSION,
+  type SnapshotBound,
+} from './limits.js';
 export { SNAPSHOT_ERRORS, type SnapshotErrorCode } from './errors.js';
 export { LIFECYCLE_WIRE_NUMBER } from './enums.js';
 export { validateSnapshotState, minimumLastSequence } from './validate.js';
@@ -47,11 +62,15 @@ export function encodeSnapshot(state: RunSnapshotState): Uint8Array {
   validateSnapshotState(state);
   const bytes = toBinary(RunSnapshotSchema, toProto(state));
   if (bytes.byteLength > SNAPSHOT_LIMITS.maxPayloadBytes) {
-    throw snapshotError(SNAPSHOT_ERRORS.oversized, `Snapshot exceeds its maxPayloadBytes bound (${SNAPSHOT_LIMITS.maxPayloadBytes}).`, {
-      bound: 'maxPayloadBytes',
-      limit: SNAPSHOT_LIMITS.maxPayloadBytes,
-      actual: bytes.byteLength,
-    });
+    throw snapshotError(
+      SNAPSHOT_ERRORS.oversized,
+      `Snapshot exceeds its maxPayloadBytes bound (${SNAPSHOT_LIMITS.maxPayloadBytes}).`,
+      {
+        bound: 'maxPayloadBytes',
+        limit: SNAPSHOT_LIMITS.maxPayloadBytes,
+        actual: bytes.byteLength,
+      },
+    );
   }
   return bytes;
 }
@@ -62,11 +81,15 @@ export function decodeSnapshot(bytes: Uint8Array): RunSnapshotState {
     throw snapshotError(SNAPSHOT_ERRORS.malformed, 'A snapshot payload must be bytes.');
   }
   if (bytes.byteLength > SNAPSHOT_LIMITS.maxPayloadBytes) {
-    throw snapshotError(SNAPSHOT_ERRORS.oversized, `Snapshot exceeds its maxPayloadBytes bound (${SNAPSHOT_LIMITS.maxPayloadBytes}).`, {
-      bound: 'maxPayloadBytes',
-      limit: SNAPSHOT_LIMITS.maxPayloadBytes,
-      actual: bytes.byteLength,
-    });
+    throw snapshotError(
+      SNAPSHOT_ERRORS.oversized,
+      `Snapshot exceeds its maxPayloadBytes bound (${SNAPSHOT_LIMITS.maxPayloadBytes}).`,
+      {
+        bound: 'maxPayloadBytes',
+        limit: SNAPSHOT_LIMITS.maxPayloadBytes,
+        actual: bytes.byteLength,
+      },
+    );
   }
   // The fused one-pass decoder answers for canonical payloads (all an encoder writes); anything
   // else, and so every refusal before semantic validation, goes through the definition path below.
@@ -95,7 +118,12 @@ export function decodeSnapshotByDefinition(bytes: Uint8Array): RunSnapshotState 
   try {
     message = fromBinary(RunSnapshotSchema, bytes, { readUnknownFields: true });
   } catch (e) {
-    throw snapshotError(SNAPSHOT_ERRORS.malformed, 'The snapshot payload is not a valid protobuf RunSnapshot.', undefined, e);
+    throw snapshotError(
+      SNAPSHOT_ERRORS.malformed,
+      'The snapshot payload is not a valid protobuf RunSnapshot.',
+      undefined,
+      e,
+    );
   }
   assertNoUnknownFields(message);
   checkFormat(message.format);
@@ -107,9 +135,13 @@ export function decodeSnapshotByDefinition(bytes: Uint8Array): RunSnapshotState 
   // The bytes must be exactly the canonical encoding of what they decode to — decided on the wire
   // (see wire-canonical.ts) instead of re-encoding, which costs about as much as the parse.
   if (!isCanonicalSnapshotWire(bytes)) {
-    throw snapshotError(SNAPSHOT_ERRORS.nonCanonicalEncoding, 'The snapshot payload is not the canonical encoding of its content.', {
-      length: bytes.byteLength,
-    });
+    throw snapshotError(
+      SNAPSHOT_ERRORS.nonCanonicalEncoding,
+      'The snapshot payload is not the canonical encoding of its content.',
+      {
+        length: bytes.byteLength,
+      },
+    );
   }
   return state;
 }
@@ -127,10 +159,14 @@ function checkFormat(format: string): void {
 
 function checkVersion(version: string): void {
   if (version !== SNAPSHOT_VERSION) {
-    throw snapshotError(SNAPSHOT_ERRORS.unsupportedVersion, `Snapshot version is not supported (this loopx reads ${SNAPSHOT_VERSION}).`, {
-      // Shown only when it looks like a version name, never arbitrary bytes.
-      ...(/^[a-z0-9.-]{1,32}$/.test(version) ? { version } : {}),
-    });
+    throw snapshotError(
+      SNAPSHOT_ERRORS.unsupportedVersion,
+      `Snapshot version is not supported (this loopx reads ${SNAPSHOT_VERSION}).`,
+      {
+        // Shown only when it looks like a version name, never arbitrary bytes.
+        ...(/^[a-z0-9.-]{1,32}$/.test(version) ? { version } : {}),
+      },
+    );
   }
 }
 
@@ -172,10 +208,14 @@ function assertNoUnknownFields(root: RunSnapshot): void {
     const record = value as Record<string, unknown>;
     const unknown = record.$unknown as ReadonlyArray<{ no: number }> | undefined;
     if (unknown !== undefined && unknown.length > 0) {
-      throw snapshotError(SNAPSHOT_ERRORS.unknownField, 'The snapshot payload has a field this version does not define.', {
-        path: renderPath(path),
-        fieldNumber: unknown[0]!.no,
-      });
+      throw snapshotError(
+        SNAPSHOT_ERRORS.unknownField,
+        'The snapshot payload has a field this version does not define.',
+        {
+          path: renderPath(path),
+          fieldNumber: unknown[0]!.no,
+        },
+      );
     }
     // A oneof is `{ case, value }`: descend into the value under the member's name.
     if (record.$typeName === undefined && typeof record.case === 'string') {
@@ -237,7 +277,12 @@ function partToProto(p: Part): PbPart {
         $typeName: `${TYPE}Part`,
         content: {
           case: 'toolCall',
-          value: { $typeName: `${TYPE}ToolCall`, callId: p.callId, toolName: p.toolName, argumentsJson: p.argumentsJson },
+          value: {
+            $typeName: `${TYPE}ToolCall`,
+            callId: p.callId,
+            toolName: p.toolName,
+            argumentsJson: p.argumentsJson,
+          },
         },
       };
     case 'tool_result':
@@ -274,11 +319,15 @@ function missing(field: string, where: Record<string, unknown> = {}): never {
 
 function digestHex(bytes: Uint8Array, field: string, where: Record<string, unknown> = {}): string {
   if (bytes.byteLength !== SNAPSHOT_DIGEST_BYTES) {
-    throw snapshotError(SNAPSHOT_ERRORS.invalidDigest, `Snapshot field ${field} is not exactly ${SNAPSHOT_DIGEST_BYTES} bytes.`, {
-      ...where,
-      field,
-      length: bytes.byteLength,
-    });
+    throw snapshotError(
+      SNAPSHOT_ERRORS.invalidDigest,
+      `Snapshot field ${field} is not exactly ${SNAPSHOT_DIGEST_BYTES} bytes.`,
+      {
+        ...where,
+        field,
+        length: bytes.byteLength,
+      },
+    );
   }
   return toHex(bytes);
 }
@@ -294,18 +343,24 @@ function fromProto(msg: RunSnapshot): RunSnapshotState {
   const plan = msg.planIdentity ?? missing('plan_identity');
   const lifecycle = LIFECYCLE_FROM_PB.get(msg.lifecycle);
   if (lifecycle === undefined) {
-    throw snapshotError(SNAPSHOT_ERRORS.invalidLifecycle, 'Snapshot lifecycle is unspecified or unknown.', { lifecycle: msg.lifecycle });
+    throw snapshotError(SNAPSHOT_ERRORS.invalidLifecycle, 'Snapshot lifecycle is unspecified or unknown.', {
+      lifecycle: msg.lifecycle,
+    });
   }
   if (msg.lastSequence > BigInt(Number.MAX_SAFE_INTEGER)) {
     throw snapshotError(SNAPSHOT_ERRORS.invalidSequence, 'Snapshot last_sequence exceeds 2^53 − 1.');
   }
   if (msg.messages.length > SNAPSHOT_LIMITS.maxMessages) {
     // Checked here too so that no work is spent mapping an oversized history.
-    throw snapshotError(SNAPSHOT_ERRORS.oversized, `Snapshot exceeds its maxMessages bound (${SNAPSHOT_LIMITS.maxMessages}).`, {
-      bound: 'maxMessages',
-      limit: SNAPSHOT_LIMITS.maxMessages,
-      actual: msg.messages.length,
-    });
+    throw snapshotError(
+      SNAPSHOT_ERRORS.oversized,
+      `Snapshot exceeds its maxMessages bound (${SNAPSHOT_LIMITS.maxMessages}).`,
+      {
+        bound: 'maxMessages',
+        limit: SNAPSHOT_LIMITS.maxMessages,
+        actual: msg.messages.length,
+      },
+    );
   }
   return {
     runId: msg.runId,
@@ -329,9 +384,16 @@ function fromProto(msg: RunSnapshot): RunSnapshotState {
 function messageFromProto(m: PbMessage, index: number): Message {
   const role = ROLE_FROM_PB.get(m.role);
   if (role === undefined) {
-    throw snapshotError(SNAPSHOT_ERRORS.invalidRole, 'A message role is unspecified or unknown.', { message: index, role: m.role });
+    throw snapshotError(SNAPSHOT_ERRORS.invalidRole, 'A message role is unspecified or unknown.', {
+      message: index,
+      role: m.role,
+    });
   }
-  return { id: m.id, role, parts: m.parts.map((p, partIndex) => partFromProto(p, { message: index, part: partIndex })) };
+  return {
+    id: m.id,
+    role,
+    parts: m.parts.map((p, partIndex) => partFromProto(p, { message: index, part: partIndex })),
+  };
 }
 
 function partFromProto(p: PbPart, where: Record<string, unknown>): Part {
@@ -347,7 +409,10 @@ function partFromProto(p: PbPart, where: Record<string, unknown>): Part {
       const r = content.value;
       const status = STATUS_FROM_PB.get(r.status);
       if (status === undefined) {
-        throw snapshotError(SNAPSHOT_ERRORS.invalidStatus, 'A tool result status is unspecified or unknown.', { ...where, status: r.status });
+        throw snapshotError(SNAPSHOT_ERRORS.invalidStatus, 'A tool result status is unspecified or unknown.', {
+          ...where,
+          status: r.status,
+        });
       }
       return { type: 'tool_result', callId: r.callId, toolName: r.toolName, status, resultJson: r.resultJson };
     }
@@ -359,7 +424,10 @@ function partFromProto(p: PbPart, where: Record<string, unknown>): Part {
 function componentFromProto(c: PbComponentIdentity, index: number): ComponentIdentity {
   const kind = KIND_FROM_PB.get(c.kind);
   if (kind === undefined) {
-    throw snapshotError(SNAPSHOT_ERRORS.invalidComponentKind, 'A component kind is unspecified or unknown.', { component: index, kind: c.kind });
+    throw snapshotError(SNAPSHOT_ERRORS.invalidComponentKind, 'A component kind is unspecified or unknown.', {
+      component: index,
+      kind: c.kind,
+    });
   }
   return {
     kind,

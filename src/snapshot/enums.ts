@@ -2,7 +2,12 @@
  * The names of the v1alpha2 enum numbers. The .proto numbers are the wire truth; these tables only
  * name them, in both directions, for the codec (codec.ts) and its fused fast decoder (wire-decode.ts).
  */
-import { ComponentKind as PbComponentKind, Lifecycle as PbLifecycle, Role as PbRole, ToolResultStatus as PbToolResultStatus } from './gen/loopx/snapshot/v1alpha2/snapshot_pb.js';
+import {
+  ComponentKind as PbComponentKind,
+  Lifecycle as PbLifecycle,
+  Role as PbRole,
+  ToolResultStatus as PbToolResultStatus,
+} from './gen/loopx/snapshot/v1alpha2/snapshot_pb.js';
 import type { ComponentKind, Lifecycle, Role, ToolResultStatus } from './state.js';
 
 /**
@@ -40,7 +45,8 @@ export const KIND_TO_PB: Readonly<Record<ComponentKind, PbComponentKind>> = {
   decorator: PbComponentKind.DECORATOR,
 };
 
-const invert = <K extends string>(table: Readonly<Record<K, number>>): ReadonlyMap<number, K> => new Map(Object.entries(table).map(([k, v]) => [v as number, k as K]));
+const invert = <K extends string>(table: Readonly<Record<K, number>>): ReadonlyMap<number, K> =>
+  new Map(Object.entries(table).map(([k, v]) => [v as number, k as K]));
 
 export const LIFECYCLE_FROM_PB = invert(LIFECYCLE_WIRE_NUMBER);
 export const ROLE_FROM_PB = invert(ROLE_TO_PB);

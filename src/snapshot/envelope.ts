@@ -71,19 +71,34 @@ export interface SnapshotClaim {
 }
 
 const malformedClaim = () =>
-  rejected(ENVELOPE_ERRORS.claimMalformed, 'The snapshot claim is malformed (scope id and HMAC must be 32 bytes, key generation positive).', {
-    nextAction: 'use the envelope exactly as loopx run export wrote it',
-  });
+  rejected(
+    ENVELOPE_ERRORS.claimMalformed,
+    'The snapshot claim is malformed (scope id and HMAC must be 32 bytes, key generation positive).',
+    {
+      nextAction: 'use the envelope exactly as loopx run export wrote it',
+    },
+  );
 
 function checkClaim(c: SnapshotClaim): SnapshotClaim {
-  if (c.scopeId.byteLength !== 32 || c.hmac.byteLength !== 32 || !Number.isSafeInteger(c.keyGeneration) || c.keyGeneration < 1) throw malformedClaim();
+  if (
+    c.scopeId.byteLength !== 32 ||
+    c.hmac.byteLength !== 32 ||
+    !Number.isSafeInteger(c.keyGeneration) ||
+    c.keyGeneration < 1
+  )
+    throw malformedClaim();
   return { scopeId: new Uint8Array(c.scopeId), keyGeneration: c.keyGeneration, hmac: new Uint8Array(c.hmac) };
 }
 
 /** Module-private construction token: the constructors refuse anything else, at runtime too. */
 const CONSTRUCT = Symbol('loopx.snapshot.envelope.construct');
 // Assigned by the classes' static blocks: the only constructors, private to this module.
-let makeEnvelope: (payload: Uint8Array, payloadSha256: Uint8Array, claim: SnapshotClaim, state: RunSnapshotState) => SnapshotEnvelope;
+let makeEnvelope: (
+  payload: Uint8Array,
+  payloadSha256: Uint8Array,
+  claim: SnapshotClaim,
+  state: RunSnapshotState,
+) => SnapshotEnvelope;
 let makeVerified: (envelope: SnapshotEnvelope) => VerifiedSnapshot;
 
 export class SnapshotEnvelope {
@@ -94,7 +109,13 @@ export class SnapshotEnvelope {
   /** The decoded, validated payload. */
   readonly state: RunSnapshotState;
 
-  private constructor(token: symbol, payload: Uint8Array, payloadSha256: Uint8Array, claim: SnapshotClaim, state: RunSnapshotState) {
+  private constructor(
+    token: symbol,
+    payload: Uint8Array,
+    payloadSha256: Uint8Array,
+    claim: SnapshotClaim,
+    state: RunSnapshotState,
+  ) {
     if (token !== CONSTRUCT) throw new TypeError('SnapshotEnvelope is made only by signEnvelope or decodeEnvelope');
     this.payload = payload;
     this.payloadSha256 = payloadSha256;
@@ -131,7 +152,8 @@ export function signEnvelope(input: {
   readonly keyGeneration: number;
   readonly hmacOf: (macInput: Uint8Array) => Uint8Array;
 }): SnapshotEnvelope {
-  if (input.scopeId.byteLength !== 32 || !Number.isSafeInteger(input.keyGeneration) || input.keyGeneration < 1) throw malformedClaim();
+  if (input.scopeId.byteLength !== 32 || !Number.isSafeInteger(input.keyGeneration) || input.keyGeneration < 1)
+    throw malformedClaim();
   const payload = new Uint8Array(input.payload); // our own copy: the signed bytes cannot change under us
   const state = decodeSnapshot(payload);
   const digest = sha256(payload);
@@ -145,7 +167,12 @@ export function signEnvelope(input: {
     payloadSha256: digest,
   });
   // checkClaim (in the constructor) refuses a signer that returns anything but 32 bytes.
-  return makeEnvelope(payload, digest, { scopeId: input.scopeId, keyGeneration: input.keyGeneration, hmac: input.hmacOf(mac) }, state);
+  return makeEnvelope(
+    payload,
+    digest,
+    { scopeId: input.scopeId, keyGeneration: input.keyGeneration, hmac: input.hmacOf(mac) },
+    state,
+  );
 }
 
 export function encodeEnvelope(env: SnapshotEnvelope): Uint8Array {
@@ -154,7 +181,12 @@ export function encodeEnvelope(env: SnapshotEnvelope): Uint8Array {
     format: env.format,
     payload: env.payload,
     payloadSha256: env.payloadSha256,
-    claim: { $typeName: 'loopx.snapshot.v1alpha2.SnapshotClaim', scopeId: env.claim.scopeId, keyGeneration: BigInt(env.claim.keyGeneration), hmac: env.claim.hmac },
+    claim: {
+      $typeName: 'loopx.snapshot.v1alpha2.SnapshotClaim',
+      scopeId: env.claim.scopeId,
+      keyGeneration: BigInt(env.claim.keyGeneration),
+      hmac: env.claim.hmac,
+    },
   });
 }
 
@@ -169,7 +201,9 @@ export const envelopeOversized = (): LoopxError =>
   });
 
 const digestMismatch = (why: string): LoopxError =>
-  rejected(ENVELOPE_ERRORS.digestMismatch, `The snapshot envelope is damaged: ${why}.`, { nextAction: 'the file is damaged; export the run again' });
+  rejected(ENVELOPE_ERRORS.digestMismatch, `The snapshot envelope is damaged: ${why}.`, {
+    nextAction: 'the file is damaged; export the run again',
+  });
 
 /**
  * Decode an envelope: size bound, protobuf structure, no unknown fields, format, claim shape,
@@ -182,10 +216,15 @@ export function decodeEnvelope(bytes: Uint8Array): SnapshotEnvelope {
   try {
     msg = fromBinary(SnapshotEnvelopeSchema, bytes, { readUnknownFields: true });
   } catch (e) {
-    throw rejected(ENVELOPE_ERRORS.malformed, 'The file is not a loopx snapshot envelope.', { cause: e, nextAction: 'pass a file written by loopx run export' });
+    throw rejected(ENVELOPE_ERRORS.malformed, 'The file is not a loopx snapshot envelope.', {
+      cause: e,
+      nextAction: 'pass a file written by loopx run export',
+    });
   }
   if ((msg.$unknown?.length ?? 0) > 0 || (msg.claim?.$unknown?.length ?? 0) > 0) {
-    throw rejected(ENVELOPE_ERRORS.unknownField, 'The snapshot envelope carries fields this loopx does not know.', { nextAction: 'upgrade loopx, or re-export with this version' });
+    throw rejected(ENVELOPE_ERRORS.unknownField, 'The snapshot envelope carries fields this loopx does not know.', {
+      nextAction: 'upgrade loopx, or re-export with this version',
+    });
   }
   if (msg.format !== ENVELOPE_FORMAT) {
     throw rejected(ENVELOPE_ERRORS.unsupportedFormat, 'The snapshot envelope format is not supported.', {
@@ -194,7 +233,11 @@ export function decodeEnvelope(bytes: Uint8Array): SnapshotEnvelope {
     });
   }
   if (!msg.claim || msg.claim.keyGeneration > BigInt(Number.MAX_SAFE_INTEGER)) throw malformedClaim();
-  const claim = checkClaim({ scopeId: msg.claim.scopeId, keyGeneration: Number(msg.claim.keyGeneration), hmac: msg.claim.hmac });
+  const claim = checkClaim({
+    scopeId: msg.claim.scopeId,
+    keyGeneration: Number(msg.claim.keyGeneration),
+    hmac: msg.claim.hmac,
+  });
   if (msg.payloadSha256.byteLength !== 32) throw digestMismatch('the payload digest of the envelope is malformed');
   const digest = sha256(msg.payload);
   if (!timingSafeEqual(Buffer.from(digest), Buffer.from(msg.payloadSha256))) {
@@ -239,7 +282,10 @@ export const claimInvalid = () =>
  * Check the claim with a keyed verifier. `verify` gets the MAC input and the claim and answers
  * yes or no (in constant time); any no — or any exception — is the one secret-safe failure.
  */
-export function verifyEnvelope(env: SnapshotEnvelope, verify: (macInput: Uint8Array, claim: SnapshotClaim) => boolean): VerifiedSnapshot {
+export function verifyEnvelope(
+  env: SnapshotEnvelope,
+  verify: (macInput: Uint8Array, claim: SnapshotClaim) => boolean,
+): VerifiedSnapshot {
   let ok = false;
   try {
     ok = verify(env.macInput(), env.claim) === true;

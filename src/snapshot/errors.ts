@@ -90,7 +90,12 @@ const NEXT_ACTION: Readonly<Record<SnapshotErrorCode, string>> = {
   snapshot_non_canonical_encoding: INTACT,
 };
 
-export function snapshotError(code: SnapshotErrorCode, message: string, details?: Record<string, unknown>, cause?: unknown): LoopxError {
+export function snapshotError(
+  code: SnapshotErrorCode,
+  message: string,
+  details?: Record<string, unknown>,
+  cause?: unknown,
+): LoopxError {
   return rejected(code, message, {
     nextAction: NEXT_ACTION[code],
     ...(details ? { details } : {}),

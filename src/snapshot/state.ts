@@ -53,7 +53,14 @@ export const ALLOWED_PARTS: Readonly<Record<Role, ReadonlyArray<Part['type']>>> 
 };
 
 export type ComponentKind = 'provider' | 'stage' | 'observer' | 'broker' | 'static_tool' | 'decorator';
-export const COMPONENT_KINDS: readonly ComponentKind[] = ['provider', 'stage', 'observer', 'broker', 'static_tool', 'decorator'];
+export const COMPONENT_KINDS: readonly ComponentKind[] = [
+  'provider',
+  'stage',
+  'observer',
+  'broker',
+  'static_tool',
+  'decorator',
+];
 
 export interface ComponentIdentity {
   readonly kind: ComponentKind;
@@ -76,7 +83,8 @@ export interface PlanIdentity {
 }
 
 /** Total order of component identities (PlanIdentity keeps them sorted by it). */
-export const componentSortKey = (c: ComponentIdentity): string => [c.kind, c.name, c.module, c.version, c.sourceSha256].join('\u0000');
+export const componentSortKey = (c: ComponentIdentity): string =>
+  [c.kind, c.name, c.module, c.version, c.sourceSha256].join('\u0000');
 
 export const compareComponents = (a: ComponentIdentity, b: ComponentIdentity): number => {
   const ka = componentSortKey(a);

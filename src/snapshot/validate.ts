@@ -29,7 +29,12 @@ import {
 const UINT32_MAX = 0xffff_ffff;
 const LIFECYCLES: ReadonlySet<string> = new Set<Lifecycle>(['active', 'suspended', 'completed', 'failed', 'cancelled']);
 const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'user', 'assistant', 'tool']);
-const STATUSES: ReadonlySet<string> = new Set<ToolResultStatus>(['ok', 'error', 'interaction_pending', 'mutation_uncertain']);
+const STATUSES: ReadonlySet<string> = new Set<ToolResultStatus>([
+  'ok',
+  'error',
+  'interaction_pending',
+  'mutation_uncertain',
+]);
 const KINDS: ReadonlySet<string> = new Set<string>(COMPONENT_KINDS);
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
@@ -37,7 +42,8 @@ type Where = Record<string, unknown>;
 
 const isWellFormedNative = (String.prototype as { isWellFormed?: (this: string) => boolean }).isWellFormed;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-const isWellFormed = (s: string): boolean => (isWellFormedNative ? isWellFormedNative.call(s) : !LONE_SURROGATE.test(s));
+const isWellFormed = (s: string): boolean =>
+  isWellFormedNative ? isWellFormedNative.call(s) : !LONE_SURROGATE.test(s);
 
 const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
 
@@ -66,7 +72,8 @@ function checkString(value: unknown, field: string, bound: SnapshotBound | null,
 /** A required (non-empty) identity string. */
 function checkId(value: unknown, field: string, bound: SnapshotBound, where: Where = {}): void {
   checkString(value, field, bound, where);
-  if (value === '') throw snapshotError(SNAPSHOT_ERRORS.missingField, `Snapshot field ${field} is empty.`, { ...where, field });
+  if (value === '')
+    throw snapshotError(SNAPSHOT_ERRORS.missingField, `Snapshot field ${field} is empty.`, { ...where, field });
 }
 
 function checkObject(value: unknown, field: string, where: Where = {}): void {
@@ -88,7 +95,11 @@ function checkUint32(value: unknown, field: string): asserts value is number {
 
 function checkDigestHex(value: unknown, field: string, where: Where = {}): void {
   if (typeof value !== 'string' || !SHA256_HEX.test(value)) {
-    throw snapshotError(SNAPSHOT_ERRORS.invalidDigest, `Snapshot field ${field} is not a 32-byte SHA-256 (64 lowercase hex digits).`, { ...where, field });
+    throw snapshotError(
+      SNAPSHOT_ERRORS.invalidDigest,
+      `Snapshot field ${field} is not a 32-byte SHA-256 (64 lowercase hex digits).`,
+      { ...where, field },
+    );
   }
 }
 
@@ -118,7 +129,10 @@ function checkLifecycle(lifecycle: unknown): void {
     throw snapshotError(SNAPSHOT_ERRORS.invalidLifecycle, 'Snapshot lifecycle is unspecified or unknown.');
   }
   if (lifecycle === 'active') {
-    throw snapshotError(SNAPSHOT_ERRORS.activeLifecycle, 'An active run cannot be snapshotted: only suspended or terminal runs are.');
+    throw snapshotError(
+      SNAPSHOT_ERRORS.activeLifecycle,
+      'An active run cannot be snapshotted: only suspended or terminal runs are.',
+    );
   }
 }
 
@@ -135,7 +149,11 @@ function checkSequence(state: RunSnapshotState): void {
     throw snapshotError(SNAPSHOT_ERRORS.invalidSequence, 'Snapshot completed_turns exceeds turn_limit.', details);
   }
   if (seq < minimumLastSequence(state.completedTurns) || seq > Number.MAX_SAFE_INTEGER) {
-    throw snapshotError(SNAPSHOT_ERRORS.invalidSequence, 'Snapshot last_sequence must be at least 1 + 2 × completed_turns and at most 2^53 − 1.', details);
+    throw snapshotError(
+      SNAPSHOT_ERRORS.invalidSequence,
+      'Snapshot last_sequence must be at least 1 + 2 × completed_turns and at most 2^53 − 1.',
+      details,
+    );
   }
 }
 
@@ -145,7 +163,11 @@ interface CallRecord {
 }
 
 /** A tool call: ids, canonical arguments, a call id not used before. Returns its content bytes. */
-function checkToolCall(part: ToolCallPart, here: { message: number; part: number }, calls: Map<string, CallRecord>): number {
+function checkToolCall(
+  part: ToolCallPart,
+  here: { message: number; part: number },
+  calls: Map<string, CallRecord>,
+): number {
   checkId(part.callId, 'tool_call.call_id', 'maxIdBytes', here);
   checkId(part.toolName, 'tool_call.tool_name', 'maxNameBytes', here);
   const content = checkString(part.argumentsJson, 'tool_call.arguments_json', null, here);
@@ -158,7 +180,11 @@ function checkToolCall(part: ToolCallPart, here: { message: number; part: number
 }
 
 /** A tool result: a known, settled status, matching an earlier unsettled call of the same tool. Returns its content bytes. */
-function checkToolResult(part: ToolResultPart, here: { message: number; part: number }, calls: Map<string, CallRecord>): number {
+function checkToolResult(
+  part: ToolResultPart,
+  here: { message: number; part: number },
+  calls: Map<string, CallRecord>,
+): number {
   checkId(part.callId, 'tool_result.call_id', 'maxIdBytes', here);
   checkId(part.toolName, 'tool_result.tool_name', 'maxNameBytes', here);
   const content = checkString(part.resultJson, 'tool_result.result_json', null, here);
@@ -167,17 +193,33 @@ function checkToolResult(part: ToolResultPart, here: { message: number; part: nu
     throw snapshotError(SNAPSHOT_ERRORS.invalidStatus, 'A tool result status is unspecified or unknown.', here);
   }
   if (status === 'interaction_pending') {
-    throw snapshotError(SNAPSHOT_ERRORS.pendingInteraction, 'The run has a pending interaction: a tool call waits for a human.', here);
+    throw snapshotError(
+      SNAPSHOT_ERRORS.pendingInteraction,
+      'The run has a pending interaction: a tool call waits for a human.',
+      here,
+    );
   }
   if (status === 'mutation_uncertain') {
-    throw snapshotError(SNAPSHOT_ERRORS.unresolvedMutation, 'The run has an unresolved tool mutation: its outcome is unknown.', here);
+    throw snapshotError(
+      SNAPSHOT_ERRORS.unresolvedMutation,
+      'The run has an unresolved tool mutation: its outcome is unknown.',
+      here,
+    );
   }
   const call = calls.get(part.callId);
   if (call === undefined) {
-    throw snapshotError(SNAPSHOT_ERRORS.unmatchedToolResult, 'A tool result has no earlier tool call with its call id.', here);
+    throw snapshotError(
+      SNAPSHOT_ERRORS.unmatchedToolResult,
+      'A tool result has no earlier tool call with its call id.',
+      here,
+    );
   }
   if (call.toolName !== part.toolName) {
-    throw snapshotError(SNAPSHOT_ERRORS.unmatchedToolResult, 'A tool result names a different tool than its call.', here);
+    throw snapshotError(
+      SNAPSHOT_ERRORS.unmatchedToolResult,
+      'A tool result names a different tool than its call.',
+      here,
+    );
   }
   if (call.settled) {
     throw snapshotError(SNAPSHOT_ERRORS.duplicateCallId, 'A tool call has two results.', here);
@@ -219,10 +261,17 @@ function checkMessages(messages: unknown): void {
       checkObject(part, 'part', here);
       const type: unknown = part.type;
       if (type !== 'text' && type !== 'tool_call' && type !== 'tool_result') {
-        throw snapshotError(SNAPSHOT_ERRORS.missingField, 'A message part has no known content.', { ...here, field: 'part.content' });
+        throw snapshotError(SNAPSHOT_ERRORS.missingField, 'A message part has no known content.', {
+          ...here,
+          field: 'part.content',
+        });
       }
       if (!allowed.includes(type)) {
-        throw snapshotError(SNAPSHOT_ERRORS.invalidRole, `A ${role} message may not carry a ${type} part.`, { ...here, role, partType: type });
+        throw snapshotError(SNAPSHOT_ERRORS.invalidRole, `A ${role} message may not carry a ${type} part.`, {
+          ...here,
+          role,
+          partType: type,
+        });
       }
       switch (part.type) {
         case 'text':
@@ -245,7 +294,9 @@ function checkMessages(messages: unknown): void {
   let unsettled = 0;
   for (const call of calls.values()) if (!call.settled) unsettled++;
   if (unsettled > 0) {
-    throw snapshotError(SNAPSHOT_ERRORS.unmatchedToolCall, 'A tool call has no result: the turn did not complete.', { unsettledCalls: unsettled });
+    throw snapshotError(SNAPSHOT_ERRORS.unmatchedToolCall, 'A tool call has no result: the turn did not complete.', {
+      unsettledCalls: unsettled,
+    });
   }
 }
 
@@ -266,10 +317,14 @@ function checkPlanIdentity(plan: RunSnapshotState['planIdentity']): void {
     checkId(c.version, 'component.version', 'maxNameBytes', at);
     checkDigestHex(c.sourceSha256, 'component.source_sha256', at);
     if (i > 0 && compareComponents(components[i - 1] as ComponentIdentity, c) >= 0) {
-      throw snapshotError(SNAPSHOT_ERRORS.nonCanonicalOrder, 'Plan components are not strictly sorted (unsorted or duplicated).', {
-        ...at,
-        field: 'plan_identity.components',
-      });
+      throw snapshotError(
+        SNAPSHOT_ERRORS.nonCanonicalOrder,
+        'Plan components are not strictly sorted (unsorted or duplicated).',
+        {
+          ...at,
+          field: 'plan_identity.components',
+        },
+      );
     }
   }
   checkId(plan.toolPlanId, 'plan_identity.tool_plan_id', 'maxNameBytes');
@@ -284,10 +339,14 @@ function checkInteractionIds(ids: unknown): void {
     const id = ids[i];
     checkId(id, 'used_interaction_ids[]', 'maxIdBytes', { index: i });
     if (i > 0 && !((ids[i - 1] as string) < (id as string))) {
-      throw snapshotError(SNAPSHOT_ERRORS.nonCanonicalOrder, 'used_interaction_ids are not strictly increasing (unsorted or duplicated).', {
-        index: i,
-        field: 'used_interaction_ids',
-      });
+      throw snapshotError(
+        SNAPSHOT_ERRORS.nonCanonicalOrder,
+        'used_interaction_ids are not strictly increasing (unsorted or duplicated).',
+        {
+          index: i,
+          field: 'used_interaction_ids',
+        },
+      );
     }
   }
 }

@@ -67,7 +67,12 @@ export function isCanonicalSnapshotWire(bytes: Uint8Array): boolean {
       const implicit = field.oneof === undefined && (field.fieldKind === 'scalar' || field.fieldKind === 'enum');
       const isMessage = field.fieldKind === 'message' || (field.fieldKind === 'list' && field.listKind === 'message');
       if (wireType === VARINT) {
-        const lengthDelimitedKind = field.fieldKind === 'scalar' ? field.scalar : field.fieldKind === 'list' && field.listKind === 'scalar' ? field.scalar : undefined;
+        const lengthDelimitedKind =
+          field.fieldKind === 'scalar'
+            ? field.scalar
+            : field.fieldKind === 'list' && field.listKind === 'scalar'
+              ? field.scalar
+              : undefined;
         if (isMessage || lengthDelimitedKind === ScalarType.STRING || lengthDelimitedKind === ScalarType.BYTES) fail();
         const value = varint();
         if (implicit && value === 0) fail();
@@ -80,7 +85,10 @@ export function isCanonicalSnapshotWire(bytes: Uint8Array): boolean {
           walk((field as { message: DescMessage }).message, childEnd);
           if (pos !== childEnd) fail();
         } else {
-          const scalar = field.fieldKind === 'scalar' || (field.fieldKind === 'list' && field.listKind === 'scalar') ? (field as { scalar: number }).scalar : undefined;
+          const scalar =
+            field.fieldKind === 'scalar' || (field.fieldKind === 'list' && field.listKind === 'scalar')
+              ? (field as { scalar: number }).scalar
+              : undefined;
           if (scalar !== ScalarType.STRING && scalar !== ScalarType.BYTES) fail(); // only strings and bytes are length-delimited here
           if (implicit && length === 0) fail();
           if (scalar === ScalarType.STRING && !isUtf8(bytes.subarray(pos, childEnd))) fail();

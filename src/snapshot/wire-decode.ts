@@ -300,7 +300,14 @@ function topField(c: Cursor, tag: number, top: Top, end: number): void {
 export function decodeCanonicalSnapshot(bytes: Uint8Array): RunSnapshotState | undefined {
   const c = new Cursor(bytes);
   const end = bytes.byteLength;
-  const top: Top = { runId: '', turnLimit: 0, completedTurns: 0, messages: [], usedInteractionIds: [], lastSequence: 0 };
+  const top: Top = {
+    runId: '',
+    turnLimit: 0,
+    completedTurns: 0,
+    messages: [],
+    usedInteractionIds: [],
+    lastSequence: 0,
+  };
   let format = false;
   let version = false;
   try {

@@ -68,10 +68,14 @@ export function prescanSnapshot(bytes: Uint8Array): void {
       const [no, wireType] = reader.tag();
       const field = plan.fields.get(no);
       if (field === undefined) {
-        throw snapshotError(SNAPSHOT_ERRORS.unknownField, 'The snapshot payload has a field this version does not define.', {
-          path: renderPath(path),
-          fieldNumber: no,
-        });
+        throw snapshotError(
+          SNAPSHOT_ERRORS.unknownField,
+          'The snapshot payload has a field this version does not define.',
+          {
+            path: renderPath(path),
+            fieldNumber: no,
+          },
+        );
       }
       const bound = plan.bounds.get(no);
       let index = 0;
@@ -79,13 +83,17 @@ export function prescanSnapshot(bytes: Uint8Array): void {
         index = counts.get(no) ?? 0;
         counts.set(no, index + 1);
         if (index + 1 > SNAPSHOT_LIMITS[bound]) {
-          throw snapshotError(SNAPSHOT_ERRORS.oversized, `Snapshot exceeds its ${bound} bound (${SNAPSHOT_LIMITS[bound]}).`, {
-            ...(path.length > 0 ? { path: renderPath(path) } : {}),
-            bound,
-            limit: SNAPSHOT_LIMITS[bound],
-            // Reading stops at the first entry past the bound.
-            actual: index + 1,
-          });
+          throw snapshotError(
+            SNAPSHOT_ERRORS.oversized,
+            `Snapshot exceeds its ${bound} bound (${SNAPSHOT_LIMITS[bound]}).`,
+            {
+              ...(path.length > 0 ? { path: renderPath(path) } : {}),
+              bound,
+              limit: SNAPSHOT_LIMITS[bound],
+              // Reading stops at the first entry past the bound.
+              actual: index + 1,
+            },
+          );
         }
       }
       const child = childMessage(field);
@@ -115,7 +123,12 @@ export function prescanSnapshot(bytes: Uint8Array): void {
     walk(RunSnapshotSchema, bytes.byteLength);
   } catch (e) {
     if (isLoopxError(e)) throw e;
-    throw snapshotError(SNAPSHOT_ERRORS.malformed, 'The snapshot payload is not a valid protobuf RunSnapshot.', undefined, e);
+    throw snapshotError(
+      SNAPSHOT_ERRORS.malformed,
+      'The snapshot payload is not a valid protobuf RunSnapshot.',
+      undefined,
+      e,
+    );
   }
 }
 

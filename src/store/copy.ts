@@ -5,7 +5,20 @@
  * the scratch directory is removed when the reader is done. The one exception is `inPlace`: a
  * rollback-journal snapshot the caller has just made itself, which is opened read-only as it is.
  */
-import { chmodSync, closeSync, constants, copyFileSync, fstatSync, lstatSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  copyFileSync,
+  fstatSync,
+  lstatSync,
+  mkdtempSync,
+  openSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hasCode, rejected } from '../core/index.js';
@@ -19,7 +32,13 @@ export const SQLITE_COPY_NO_SPACE = 'sqlite_copy_no_space';
 
 // SQLite reports ENOSPC on a write as SQLITE_FULL, and a -shm file it cannot extend (WAL mode on a
 // full file system) as SQLITE_IOERR_SHMSIZE.
-const NO_SPACE_CODES: ReadonlySet<unknown> = new Set(['ENOSPC', 'EDQUOT', 'SQLITE_FULL', 'SQLITE_IOERR_SHMSIZE', SQLITE_COPY_NO_SPACE]);
+const NO_SPACE_CODES: ReadonlySet<unknown> = new Set([
+  'ENOSPC',
+  'EDQUOT',
+  'SQLITE_FULL',
+  'SQLITE_IOERR_SHMSIZE',
+  SQLITE_COPY_NO_SPACE,
+]);
 
 /**
  * Whether `e`, or an error in its `cause` chain, is a file system out of space or over quota
@@ -34,7 +53,10 @@ export function isOutOfSpace(e: unknown): boolean {
 }
 
 const noSpace = (cause: unknown): Error =>
-  rejected(SQLITE_COPY_NO_SPACE, 'The scratch file system has no room for a database copy.', { nextAction: 'free space on that file system, then retry', cause });
+  rejected(SQLITE_COPY_NO_SPACE, 'The scratch file system has no room for a database copy.', {
+    nextAction: 'free space on that file system, then retry',
+    cause,
+  });
 
 const SQLITE_MAGIC = 'SQLite format 3\u0000';
 
@@ -102,7 +124,10 @@ const unreadable = (cause?: unknown): Error =>
 function checkedHeader(fd: number, options: SqliteCopyOptions): { readonly size: number; readonly header: Buffer } {
   const size = fstatSync(fd).size;
   if (options.maxBytes !== undefined && size > options.maxBytes) {
-    throw rejected(SQLITE_COPY_TOO_LARGE, `A database copy exceeds ${options.maxBytes} bytes.`, { nextAction: 'inspect it with sqlite3 directly', details: { byte_size: size } });
+    throw rejected(SQLITE_COPY_TOO_LARGE, `A database copy exceeds ${options.maxBytes} bytes.`, {
+      nextAction: 'inspect it with sqlite3 directly',
+      details: { byte_size: size },
+    });
   }
   const header = Buffer.alloc(100);
   if (readSync(fd, header, 0, 100, 0) !== 100 || !hasSqliteHeader(header)) throw unreadable();
@@ -223,7 +248,11 @@ export interface WithSqliteCopyOptions<T> extends SqliteCopyOptions {
  * removed afterwards, whatever `fn` does. `onUnreadable` answers only for a copy that does not
  * open; errors of `fn` are never mapped.
  */
-export function withSqliteCopy<T>(source: string | Uint8Array, fn: (db: SqliteDatabase) => T, options: WithSqliteCopyOptions<T> = {}): T {
+export function withSqliteCopy<T>(
+  source: string | Uint8Array,
+  fn: (db: SqliteDatabase) => T,
+  options: WithSqliteCopyOptions<T> = {},
+): T {
   let copy: SqliteCopy;
   try {
     copy = openSqliteCopy(source, options);

@@ -1,6 +1,21 @@
 /** Public API of store: database plumbing. Drivers never cross this boundary as contract types. */
-export { SQLITE_PROVIDER, openSqlite, setSqliteHardHeapLimit, setup, type Migration, type OpenOptions, type SqliteDatabase, type SqliteStatement } from './sqlite.js';
-export { countSqliteTableRows, recoverSqliteCopy, snapshotSqliteDatabase, sqliteRuntimeIdentity, type SqliteSnapshotFacts } from './snapshot.js';
+export {
+  SQLITE_PROVIDER,
+  openSqlite,
+  setSqliteHardHeapLimit,
+  setup,
+  type Migration,
+  type OpenOptions,
+  type SqliteDatabase,
+  type SqliteStatement,
+} from './sqlite.js';
+export {
+  countSqliteTableRows,
+  recoverSqliteCopy,
+  snapshotSqliteDatabase,
+  sqliteRuntimeIdentity,
+  type SqliteSnapshotFacts,
+} from './snapshot.js';
 export {
   SQLITE_COPY_NO_SPACE,
   SQLITE_COPY_TOO_LARGE,
@@ -14,7 +29,18 @@ export {
   type SqliteCopyOptions,
   type WithSqliteCopyOptions,
 } from './copy.js';
-export { RowInvalid, instantColumn, instantOrNullColumn, intColumn, jsonColumn, jsonOrNullColumn, oneOfColumn, sha256Column, textColumn, textOrNullColumn } from './rows.js';
+export {
+  RowInvalid,
+  instantColumn,
+  instantOrNullColumn,
+  intColumn,
+  jsonColumn,
+  jsonOrNullColumn,
+  oneOfColumn,
+  sha256Column,
+  textColumn,
+  textOrNullColumn,
+} from './rows.js';
 export { MEMORY_PROVIDER } from './memory.js';
 export {
   formatStoreIdentity,

@@ -190,7 +190,8 @@ export async function ensureInstallation(q: PgQuery): Promise<void> {
   );
 }
 
-export const mintInstallationIdentity = (): string => formatStoreIdentity('postgresql', randomBytes(16).toString('hex'));
+export const mintInstallationIdentity = (): string =>
+  formatStoreIdentity('postgresql', randomBytes(16).toString('hex'));
 
 const num = (v: unknown): number => Number(v);
 
@@ -206,7 +207,8 @@ const excludeWriters = async (q: PgQuery): Promise<void> => {
 /** The row and the live server, read in `q`'s transaction (`lock`: writers excluded and the row `FOR UPDATE`, for a rotation). */
 export async function readInstallation(q: PgQuery, lock = false): Promise<InstallationView | undefined> {
   if (lock) await excludeWriters(q);
-  const [r] = await q(`SELECT i.*, l.system_identifier AS live_system_identifier, l.timeline AS live_timeline, l.database_oid AS live_database_oid,
+  const [r] =
+    await q(`SELECT i.*, l.system_identifier AS live_system_identifier, l.timeline AS live_timeline, l.database_oid AS live_database_oid,
        l.table_oid AS live_table_oid FROM loopx_installation i, (SELECT ${LIVE_SERVER}) l${lock ? ' FOR UPDATE OF i' : ''}`);
   if (!r) return undefined;
   const changed: InstallationView['changed'][number][] = [];
@@ -220,8 +222,16 @@ export async function readInstallation(q: PgQuery, lock = false): Promise<Instal
     restore_generation: num(r.restore_generation),
     recorded_state: recorded,
     state: recorded === 'active' && changed.length > 0 ? 'restored_pending_rotation' : recorded,
-    recorded_server: { system_identifier: String(r.system_identifier), timeline: num(r.timeline), database_oid: num(r.database_oid) },
-    live_server: { system_identifier: String(r.live_system_identifier), timeline: num(r.live_timeline), database_oid: num(r.live_database_oid) },
+    recorded_server: {
+      system_identifier: String(r.system_identifier),
+      timeline: num(r.timeline),
+      database_oid: num(r.database_oid),
+    },
+    live_server: {
+      system_identifier: String(r.live_system_identifier),
+      timeline: num(r.live_timeline),
+      database_oid: num(r.live_database_oid),
+    },
     changed,
     created_at: String(r.created_at),
     rotated_at: r.rotated_at === null ? null : String(r.rotated_at),
@@ -237,7 +247,13 @@ export async function rotateInstallation(q: PgQuery, from: PgAdmission): Promise
     `UPDATE loopx_installation i SET store_identity = $1, restore_generation = $2, state = 'rotating', system_identifier = l.system_identifier,
        timeline = l.timeline, database_oid = l.database_oid, table_oid = l.table_oid, rotated_at = $3, superseded_by = NULL
      FROM (SELECT ${LIVE_SERVER}) l WHERE i.store_identity = $4 AND i.restore_generation = $5 RETURNING i.store_identity`,
-    [next.store_identity, next.restore_generation, new Date().toISOString(), from.store_identity, from.restore_generation],
+    [
+      next.store_identity,
+      next.restore_generation,
+      new Date().toISOString(),
+      from.store_identity,
+      from.restore_generation,
+    ],
   );
   if (moved.length !== 1) throw installationMoved();
   return next;
@@ -246,26 +262,33 @@ export async function rotateInstallation(q: PgQuery, from: PgAdmission): Promise
 /** The rotation's last step: the rotated installation admits writers. */
 export async function activateInstallation(q: PgQuery, rotated: PgAdmission): Promise<void> {
   await excludeWriters(q);
-  const moved = await q(`UPDATE loopx_installation SET state = 'active' WHERE state = 'rotating' AND store_identity = $1 AND restore_generation = $2 RETURNING singleton`, [
-    rotated.store_identity,
-    rotated.restore_generation,
-  ]);
+  const moved = await q(
+    `UPDATE loopx_installation SET state = 'active' WHERE state = 'rotating' AND store_identity = $1 AND restore_generation = $2 RETURNING singleton`,
+    [rotated.store_identity, rotated.restore_generation],
+  );
   if (moved.length !== 1) throw installationMoved();
 }
 
 /** The startup setting that admits a connection to a `rotating` installation: the rotator's own pool only. */
-export const rotationSetting = (rotated: PgAdmission): Record<string, string> => ({ 'loopx.rotation': rotated.store_identity });
+export const rotationSetting = (rotated: PgAdmission): Record<string, string> => ({
+  'loopx.rotation': rotated.store_identity,
+});
 
 /** On the original service, once its restored copy is rotated: every later write there is refused. */
 export async function supersedeInstallation(q: PgQuery, by: string): Promise<boolean> {
   await excludeWriters(q);
-  const rows = await q(`UPDATE loopx_installation SET state = 'superseded', superseded_by = $1 WHERE state <> 'superseded' RETURNING singleton`, [by]);
+  const rows = await q(
+    `UPDATE loopx_installation SET state = 'superseded', superseded_by = $1 WHERE state <> 'superseded' RETURNING singleton`,
+    [by],
+  );
   return rows.length === 1;
 }
 
 /** Whether the schema behind `db` holds a loopx installation (any state). */
 export async function installationExists(db: PgDatabase): Promise<boolean> {
-  const [r] = await db.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`"${db.schema}".loopx_installation`]);
+  const [r] = await db.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [
+    `"${db.schema}".loopx_installation`,
+  ]);
   return r?.present === true;
 }
 
@@ -305,7 +328,12 @@ export async function admit(q: PgQuery, admission: PgAdmission): Promise<void> {
  * The typed refusal for a loopx SQLSTATE raised by `loopx_admit`, or undefined for any other error.
  * `goalId`: the writer is that Goal's work store, whose schema `loopx db rotate --goal` rotates.
  */
-export function installationRefusal(e: unknown, schema: string, goalId?: string, reference?: string): LoopxError | undefined {
+export function installationRefusal(
+  e: unknown,
+  schema: string,
+  goalId?: string,
+  reference?: string,
+): LoopxError | undefined {
   switch ((e as { code?: unknown })?.code) {
     case 'LXR01':
       return restoredPendingRotation(schema, goalId, reference);
@@ -321,7 +349,11 @@ export function installationRefusal(e: unknown, schema: string, goalId?: string,
 }
 
 /** `reference`: the `env:NAME` the refused process reached the copy through (the root's own), named again in the next action. */
-export const restoredPendingRotation = (schema: string, goalId?: string, reference = 'env:LOOPX_DATABASE_URL'): LoopxError =>
+export const restoredPendingRotation = (
+  schema: string,
+  goalId?: string,
+  reference = 'env:LOOPX_DATABASE_URL',
+): LoopxError =>
   rejected(
     'store_restored_pending_rotation',
     `Schema ${schema} is a restored copy (or sits on another server than it was recorded on); no write is admitted before its identity is rotated.`,
@@ -335,16 +367,24 @@ export const restoredPendingRotation = (schema: string, goalId?: string, referen
   );
 
 export const storeSuperseded = (schema: string): LoopxError =>
-  rejected('store_superseded', `Schema ${schema} on this server was superseded by a restored copy; it admits no write.`, {
-    nextAction: 'point this process at the restored database the root now names, and start it again',
-    details: { schema },
-  });
+  rejected(
+    'store_superseded',
+    `Schema ${schema} on this server was superseded by a restored copy; it admits no write.`,
+    {
+      nextAction: 'point this process at the restored database the root now names, and start it again',
+      details: { schema },
+    },
+  );
 
 export const writerStale = (schema: string): LoopxError =>
-  rejected('store_writer_stale', `Schema ${schema} was rotated after this process first used it; its writes are no longer admitted.`, {
-    nextAction: 'start the process again (it is admitted under the rotated identity)',
-    details: { schema },
-  });
+  rejected(
+    'store_writer_stale',
+    `Schema ${schema} was rotated after this process first used it; its writes are no longer admitted.`,
+    {
+      nextAction: 'start the process again (it is admitted under the rotated identity)',
+      details: { schema },
+    },
+  );
 
 export const installationMissing = (schema: string): LoopxError =>
   rejected('store_installation_missing', `Schema ${schema} has no loopx installation row.`, {

@@ -9,14 +9,22 @@
 import { createRequire } from 'node:module';
 import type pg from 'pg';
 import { internal, isLoopxError, rejected, usageError, type LoopxError } from '../core/index.js';
-import { INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS, LIVE_TIMELINE, ensureInstallation } from './pg-installation.js';
+import {
+  INSTALLATION_COMPONENT,
+  INSTALLATION_MIGRATIONS,
+  LIVE_TIMELINE,
+  ensureInstallation,
+} from './pg-installation.js';
 import { registerStoreProvider } from './providers.js';
 
 export const POSTGRESQL_PROVIDER = 'postgresql';
 registerStoreProvider(POSTGRESQL_PROVIDER);
 
 /** One statement in a transaction or a read: rows as plain objects. */
-export type PgQuery = <R extends Record<string, unknown> = Record<string, unknown>>(sql: string, params?: readonly unknown[]) => Promise<R[]>;
+export type PgQuery = <R extends Record<string, unknown> = Record<string, unknown>>(
+  sql: string,
+  params?: readonly unknown[],
+) => Promise<R[]>;
 
 export interface PgOptions {
   /** The connection URL (resolved from its reference by `databaseUrlFrom`; never stored by loopx). */
@@ -66,7 +74,11 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 /** A schema name as SQL: checked against a plain identifier pattern (it is interpolated, never a parameter). */
 export function schemaIdent(schema: string): string {
   if (!SCHEMA_NAME.test(schema))
-    throw usageError('pg_schema_name_invalid', `"${schema}" is not a plain schema name (lowercase letters, digits and _; at most 63).`, 'choose a schema name like loopx_main');
+    throw usageError(
+      'pg_schema_name_invalid',
+      `"${schema}" is not a plain schema name (lowercase letters, digits and _; at most 63).`,
+      'choose a schema name like loopx_main',
+    );
   return `"${schema}"`;
 }
 
@@ -90,7 +102,10 @@ export interface PgDatabase {
    */
   transaction<T>(
     body: (q: PgQuery) => Promise<T>,
-    options?: { readonly isolation?: 'read committed' | 'repeatable read' | 'serializable'; readonly readOnly?: boolean },
+    options?: {
+      readonly isolation?: 'read committed' | 'repeatable read' | 'serializable';
+      readonly readOnly?: boolean;
+    },
   ): Promise<T>;
   serverIdentity(): Promise<PgServerIdentity>;
   /**
@@ -108,11 +123,16 @@ function withSearchPath(url: string, ident: string, settings: Readonly<Record<st
   try {
     u = new URL(url);
   } catch {
-    throw usageError('database_url_invalid', 'The database URL the environment variable holds is not a URL.', 'set it to a URL like postgres://USER@HOST:5432/DATABASE');
+    throw usageError(
+      'database_url_invalid',
+      'The database URL the environment variable holds is not a URL.',
+      'set it to a URL like postgres://USER@HOST:5432/DATABASE',
+    );
   }
   const given = u.searchParams.get('options');
   const extra = Object.entries(settings).map(([k, v]) => {
-    if (!/^[a-z_.]+$/.test(k) || !/^[A-Za-z0-9_.:-]+$/.test(v)) throw internal('pg_setting_invalid', 'A startup setting is not a plain name and value.');
+    if (!/^[a-z_.]+$/.test(k) || !/^[A-Za-z0-9_.:-]+$/.test(v))
+      throw internal('pg_setting_invalid', 'A startup setting is not a plain name and value.');
     return ` -c ${k}=${v}`;
   });
   u.searchParams.set('options', `${given ? `${given} ` : ''}-c search_path=${ident}${extra.join('')}`);
@@ -132,17 +152,85 @@ const pgDriver = (): typeof pg => (driver ??= createRequire(import.meta.url)('pg
  * config-object form of `client.query` (the only one that takes a name) first copies its argument
  * property by property, a few microseconds on every commit. Rows, errors and preparation are the same.
  */
-function submit(client: pg.PoolClient, sql: string, params: readonly unknown[], name: string | undefined): Promise<Record<string, unknown>[]> {
+function submit(
+  client: pg.PoolClient,
+  sql: string,
+  params: readonly unknown[],
+  name: string | undefined,
+): Promise<Record<string, unknown>[]> {
   return new Promise((resolve, reject) => {
-    const query = new (pgDriver().Query)(sql, params as unknown[], (error, result) => (error ? reject(error) : resolve(result.rows as Record<string, unknown>[])));
+    const query = new (pgDriver().Query)(sql, params as unknown[], (error, result) =>
+      error ? reject(error) : resolve(result.rows as Record<string, unknown>[]),
+    );
     if (name !== undefined) (query as { name?: string }).name = name;
     client.query(query);
   });
 }
 
+/** Statements on one connection of the pool, rows as plain objects. */
+const queryOn =
+  (client: pg.PoolClient): PgQuery =>
+  async <R extends Record<string, unknown>>(sql: string, params: readonly unknown[] = []) =>
+    (await client.query<R>(sql, params as unknown[])).rows;
+
+/** `PgDatabase.autocommit` on a connection of `pool`; one that failed after sending is discarded. */
+async function autocommitOn(
+  pool: pg.Pool,
+  sql: string,
+  params: readonly unknown[],
+  name: string | undefined,
+): Promise<Record<string, unknown>[]> {
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    return await submit(client, sql, params, name);
+  } catch (e) {
+    if (commitRefused(e)) throw e;
+    broken = true;
+    throw new PgCommitAmbiguous(e);
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** `PgDatabase.transaction` on a connection of `pool`; one left in doubt (rollback or COMMIT failed) is discarded. */
+async function transactionOn<T>(
+  pool: pg.Pool,
+  body: (q: PgQuery) => Promise<T>,
+  o: Parameters<PgDatabase['transaction']>[1] = {},
+): Promise<T> {
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    await client.query(
+      `BEGIN ISOLATION LEVEL ${(o.isolation ?? 'read committed').toUpperCase()}${o.readOnly ? ' READ ONLY' : ''}`,
+    );
+    let value: T;
+    try {
+      value = await body(queryOn(client));
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => (broken = true));
+      throw e;
+    }
+    try {
+      await client.query('COMMIT');
+    } catch (e) {
+      broken = true;
+      // A refusal of the COMMIT itself (a deferred constraint, a serialization failure) proves nothing landed;
+      // a connection lost or ended at the commit point (no answer, class 08 or 57, FATAL) proves nothing either way.
+      if (commitRefused(e)) throw e;
+      throw new PgCommitAmbiguous(e);
+    }
+    return value;
+  } finally {
+    client.release(broken);
+  }
+}
+
 /** `PgDatabase.listen` on a connection of `pool`'s own, held until stopped. */
 async function listenOn(pool: pg.Pool, channel: string, onNotify: () => void): Promise<() => void> {
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) throw internal('pg_channel_invalid', 'A notification channel is a plain identifier.');
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel))
+    throw internal('pg_channel_invalid', 'A notification channel is a plain identifier.');
   const client = await pool.connect();
   const handler = (m: { channel: string }) => {
     if (m.channel === channel) onNotify();
@@ -179,61 +267,19 @@ export function openPostgres(options: PgOptions): PgDatabase {
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
   });
-  const run =
-    (client: pg.PoolClient): PgQuery =>
-    async <R extends Record<string, unknown>>(sql: string, params: readonly unknown[] = []) =>
-      (await client.query<R>(sql, params as unknown[])).rows;
-
   return {
     schema: options.schema,
     ...(options.reference !== undefined ? { reference: options.reference } : {}),
     async query(sql, params) {
       const client = await pool.connect();
       try {
-        return await run(client)(sql, params);
+        return await queryOn(client)(sql, params);
       } finally {
         client.release();
       }
     },
-    async autocommit(sql, params, name) {
-      const client = await pool.connect();
-      let broken = false;
-      try {
-        return await submit(client, sql, params, name);
-      } catch (e) {
-        if (commitRefused(e)) throw e;
-        broken = true;
-        throw new PgCommitAmbiguous(e);
-      } finally {
-        client.release(broken);
-      }
-    },
-    async transaction(body, o = {}) {
-      const client = await pool.connect();
-      let broken = false;
-      try {
-        await client.query(`BEGIN ISOLATION LEVEL ${(o.isolation ?? 'read committed').toUpperCase()}${o.readOnly ? ' READ ONLY' : ''}`);
-        let value: Awaited<ReturnType<typeof body>>;
-        try {
-          value = await body(run(client));
-        } catch (e) {
-          await client.query('ROLLBACK').catch(() => (broken = true));
-          throw e;
-        }
-        try {
-          await client.query('COMMIT');
-        } catch (e) {
-          broken = true;
-          // A refusal of the COMMIT itself (a deferred constraint, a serialization failure) proves nothing landed;
-          // a connection lost or ended at the commit point (no answer, class 08 or 57, FATAL) proves nothing either way.
-          if (commitRefused(e)) throw e;
-          throw new PgCommitAmbiguous(e);
-        }
-        return value;
-      } finally {
-        client.release(broken);
-      }
-    },
+    autocommit: (sql, params, name) => autocommitOn(pool, sql, params, name),
+    transaction: (body, o) => transactionOn(pool, body, o),
     async serverIdentity() {
       const [row] = await this.query<{ system_identifier: string; timeline: number; database_oid: number }>(
         `SELECT (SELECT system_identifier::text FROM pg_control_system()) AS system_identifier,
@@ -241,7 +287,11 @@ export function openPostgres(options: PgOptions): PgDatabase {
                 (SELECT oid::int FROM pg_database WHERE datname = current_database()) AS database_oid`,
       );
       if (!row) throw internal('pg_server_identity_unreadable', 'The PostgreSQL server did not say who it is.');
-      return { system_identifier: row.system_identifier, timeline: Number(row.timeline), database_oid: Number(row.database_oid) };
+      return {
+        system_identifier: row.system_identifier,
+        timeline: Number(row.timeline),
+        database_oid: Number(row.database_oid),
+      };
     },
     listen: (channel, onNotify) => listenOn(pool, channel, onNotify),
     async close() {
@@ -258,7 +308,11 @@ export function openPostgres(options: PgOptions): PgDatabase {
 export function pgFailure(e: unknown, schema: string): LoopxError {
   if (isLoopxError(e)) return e;
   const code = String((e as { code?: unknown })?.code ?? '');
-  if (['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET'].includes(code) || code.startsWith('08') || code === '57P03') {
+  if (
+    ['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET'].includes(code) ||
+    code.startsWith('08') ||
+    code === '57P03'
+  ) {
     return rejected('pg_unreachable', 'The PostgreSQL server named by the database URL does not answer.', {
       nextAction: 'start the server, or correct the URL in the environment variable the root names',
     });
@@ -274,7 +328,10 @@ export function pgFailure(e: unknown, schema: string): LoopxError {
       details: { schema, sqlstate: code },
     });
   }
-  return internal('pg_error', 'The PostgreSQL server refused the request.', { cause: e, details: { sqlstate: code || null } });
+  return internal('pg_error', 'The PostgreSQL server refused the request.', {
+    cause: e,
+    details: { sqlstate: code || null },
+  });
 }
 
 /** One step of a component's schema: applied once, in order, by `migratePostgres`. */
@@ -297,13 +354,21 @@ const latest = (migrations: readonly PgMigration[]): number => migrations.reduce
  * advisory lock. Returns the versions before and after. A schema newer than these migrations is
  * refused (`pg_schema_version_unknown`), never rewritten.
  */
-export async function migratePostgres(db: PgDatabase, component: string, migrations: readonly PgMigration[]): Promise<{ from: number; to: number }> {
+export async function migratePostgres(
+  db: PgDatabase,
+  component: string,
+  migrations: readonly PgMigration[],
+): Promise<{ from: number; to: number }> {
   return migrate(db, component, migrations).catch((e: unknown) => {
     throw pgFailure(e, db.schema);
   });
 }
 
-async function migrate(db: PgDatabase, component: string, migrations: readonly PgMigration[]): Promise<{ from: number; to: number }> {
+async function migrate(
+  db: PgDatabase,
+  component: string,
+  migrations: readonly PgMigration[],
+): Promise<{ from: number; to: number }> {
   return db.transaction(async (q) => {
     // One migrator per schema at a time (the versions table and the schema itself are shared by its components).
     await q('SELECT pg_advisory_xact_lock(hashtext($1))', [`loopx:${db.schema}`]);
@@ -317,8 +382,14 @@ async function migrate(db: PgDatabase, component: string, migrations: readonly P
 }
 
 /** The steps of `component` the schema lacks, applied in order and recorded; a newer schema is refused. */
-async function applyMigrations(q: PgQuery, component: string, migrations: readonly PgMigration[]): Promise<{ from: number; to: number }> {
-  const [row] = await q<{ version: number }>('SELECT version FROM loopx_schema_versions WHERE component = $1', [component]);
+async function applyMigrations(
+  q: PgQuery,
+  component: string,
+  migrations: readonly PgMigration[],
+): Promise<{ from: number; to: number }> {
+  const [row] = await q<{ version: number }>('SELECT version FROM loopx_schema_versions WHERE component = $1', [
+    component,
+  ]);
   const from = row?.version ?? 0;
   const to = latest(migrations);
   if (from > to) throw schemaVersionUnknown(component, from, to);
@@ -334,30 +405,46 @@ async function applyMigrations(q: PgQuery, component: string, migrations: readon
 }
 
 /** What a provider asks before its first read or write: the component's schema is exactly the version it knows. */
-export async function requireSchemaVersion(db: PgDatabase, component: string, migrations: readonly PgMigration[]): Promise<void> {
+export async function requireSchemaVersion(
+  db: PgDatabase,
+  component: string,
+  migrations: readonly PgMigration[],
+): Promise<void> {
   return checkVersion(db, component, migrations).catch((e: unknown) => {
     throw pgFailure(e, db.schema);
   });
 }
 
 async function checkVersion(db: PgDatabase, component: string, migrations: readonly PgMigration[]): Promise<void> {
-  const [exists] = await db.query<{ present: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS present`, [`${schemaIdent(db.schema)}.loopx_schema_versions`]);
-  const rows = exists?.present ? await db.query<{ version: number }>('SELECT version FROM loopx_schema_versions WHERE component = $1', [component]) : [];
+  const [exists] = await db.query<{ present: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS present`, [
+    `${schemaIdent(db.schema)}.loopx_schema_versions`,
+  ]);
+  const rows = exists?.present
+    ? await db.query<{ version: number }>('SELECT version FROM loopx_schema_versions WHERE component = $1', [component])
+    : [];
   const have = rows[0]?.version ?? 0;
   const want = latest(migrations);
   if (have === want) return;
   if (have > want) throw schemaVersionUnknown(component, have, want);
-  throw rejected('pg_schema_not_migrated', `The ${component} tables in schema ${db.schema} are at version ${have}; this loopx needs version ${want}.`, {
-    nextAction: 'apply the migrations: loopx db migrate',
-    details: { component, schema: db.schema, have, want },
-  });
+  throw rejected(
+    'pg_schema_not_migrated',
+    `The ${component} tables in schema ${db.schema} are at version ${have}; this loopx needs version ${want}.`,
+    {
+      nextAction: 'apply the migrations: loopx db migrate',
+      details: { component, schema: db.schema, have, want },
+    },
+  );
 }
 
 const schemaVersionUnknown = (component: string, have: number, known: number) =>
-  rejected('pg_schema_version_unknown', `The ${component} tables are at version ${have}, newer than this loopx knows (${known}); it will not read or change them.`, {
-    nextAction: 'upgrade loopx to the version that migrated this database',
-    details: { component, have, known },
-  });
+  rejected(
+    'pg_schema_version_unknown',
+    `The ${component} tables are at version ${have}, newer than this loopx knows (${known}); it will not read or change them.`,
+    {
+      nextAction: 'upgrade loopx to the version that migrated this database',
+      details: { component, have, known },
+    },
+  );
 
 /**
  * A database URL given by reference: `env:NAME` names the environment variable that holds it, read
@@ -374,9 +461,13 @@ export function databaseUrlFrom(reference: string, env: NodeJS.ProcessEnv = proc
     );
   const url = env[m[1]!];
   if (url === undefined || url === '') {
-    throw rejected('database_url_missing', `The environment variable ${m[1]} that should hold the database URL is not set.`, {
-      nextAction: `set it before running loopx: export ${m[1]}=postgres://USER@HOST:5432/DATABASE`,
-    });
+    throw rejected(
+      'database_url_missing',
+      `The environment variable ${m[1]} that should hold the database URL is not set.`,
+      {
+        nextAction: `set it before running loopx: export ${m[1]}=postgres://USER@HOST:5432/DATABASE`,
+      },
+    );
   }
   return url;
 }

@@ -21,9 +21,13 @@ const providers = new Set<string>();
 /** Registers a provider name (idempotent) and returns it, for `const PROVIDER = registerStoreProvider('…')`. */
 export function registerStoreProvider<N extends string>(name: N): N {
   if (typeof name !== 'string' || !PROVIDER_NAME.test(name)) {
-    throw internal('store_provider_name_invalid', 'A storage provider name is 1–32 lowercase letters and digits, starting with a letter.', {
-      details: { provider: String(name).slice(0, 40) },
-    });
+    throw internal(
+      'store_provider_name_invalid',
+      'A storage provider name is 1–32 lowercase letters and digits, starting with a letter.',
+      {
+        details: { provider: String(name).slice(0, 40) },
+      },
+    );
   }
   providers.add(name);
   return name;
@@ -53,9 +57,13 @@ export const isStoreIdentity = (value: unknown): value is string => parseStoreId
 export function formatStoreIdentity(provider: string, hex: string): string {
   const identity = `${provider}:${hex}`;
   if (!isStoreIdentity(identity)) {
-    throw internal('store_provider_unregistered', `No storage provider ${JSON.stringify(provider).slice(0, 40)} is registered, or the identity is malformed.`, {
-      details: { provider: String(provider).slice(0, 40) },
-    });
+    throw internal(
+      'store_provider_unregistered',
+      `No storage provider ${JSON.stringify(provider).slice(0, 40)} is registered, or the identity is malformed.`,
+      {
+        details: { provider: String(provider).slice(0, 40) },
+      },
+    );
   }
   return identity;
 }

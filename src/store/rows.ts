@@ -17,7 +17,8 @@ export const textColumn = (v: unknown, field: string): string => {
   return v;
 };
 
-export const textOrNullColumn = (v: unknown, field: string): string | null => (v === null ? null : textColumn(v, field));
+export const textOrNullColumn = (v: unknown, field: string): string | null =>
+  v === null ? null : textColumn(v, field);
 
 /** A safe integer (a bigint is converted) of at least `min`. */
 export const intColumn = (v: unknown, field: string, min: number): number => {
@@ -38,7 +39,8 @@ export const instantColumn = (v: unknown, field: string): string => {
   return s;
 };
 
-export const instantOrNullColumn = (v: unknown, field: string): string | null => (v === null ? null : instantColumn(v, field));
+export const instantOrNullColumn = (v: unknown, field: string): string | null =>
+  v === null ? null : instantColumn(v, field);
 
 /** A non-empty string holding JSON; the parsed value is returned as `T` (unchecked). */
 export const jsonColumn = <T = unknown>(v: unknown, field: string): T => {
@@ -49,7 +51,8 @@ export const jsonColumn = <T = unknown>(v: unknown, field: string): T => {
   }
 };
 
-export const jsonOrNullColumn = <T = unknown>(v: unknown, field: string): T | null => (v === null ? null : jsonColumn<T>(v, field));
+export const jsonOrNullColumn = <T = unknown>(v: unknown, field: string): T | null =>
+  v === null ? null : jsonColumn<T>(v, field);
 
 /** A lowercase hex SHA-256 digest. */
 export const sha256Column = (v: unknown, field: string): string => {

@@ -21,7 +21,10 @@ export interface SqliteSnapshotFacts {
 }
 
 const snapshotFailed = (step: string, cause: unknown) =>
-  rejected('sqlite_snapshot_failed', `The SQLite online snapshot of a database failed: ${step}.`, { cause, nextAction: 'check the database file, then retry' });
+  rejected('sqlite_snapshot_failed', `The SQLite online snapshot of a database failed: ${step}.`, {
+    cause,
+    nextAction: 'check the database file, then retry',
+  });
 
 /** Pages per backup step: "all of them", so the whole copy is one read transaction. */
 const ALL_PAGES = 0x7fffffff;
@@ -32,7 +35,11 @@ const ALL_PAGES = 0x7fffffff;
  * `sqlite_snapshot_integrity_failed` when the copy does not pass `integrity_check`.
  */
 export async function snapshotSqliteDatabase(sourcePath: string, destPath: string): Promise<SqliteSnapshotFacts> {
-  if (existsSync(destPath)) throw rejected('sqlite_snapshot_destination_exists', 'The snapshot destination already exists; a snapshot never overwrites a file.');
+  if (existsSync(destPath))
+    throw rejected(
+      'sqlite_snapshot_destination_exists',
+      'The snapshot destination already exists; a snapshot never overwrites a file.',
+    );
   let source: Database.Database;
   try {
     source = new Database(sourcePath, { readonly: true, fileMustExist: true });
@@ -59,7 +66,10 @@ export async function snapshotSqliteDatabase(sourcePath: string, destPath: strin
         details: { findings: rows.length },
       });
     }
-    const versions = copy.prepare('SELECT sqlite_version() AS v, sqlite_source_id() AS s').get() as { v: string; s: string };
+    const versions = copy.prepare('SELECT sqlite_version() AS v, sqlite_source_id() AS s').get() as {
+      v: string;
+      s: string;
+    };
     facts = {
       sqliteVersion: versions.v,
       sqliteSourceId: versions.s,

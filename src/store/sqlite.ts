@@ -47,9 +47,13 @@ export function setup(db: SqliteDatabase, migrations: readonly Migration[]): voi
   const apply = db.transaction(() => {
     const current = db.pragma('user_version', { simple: true }) as number;
     if (current > migrations.length) {
-      throw internal('schema_too_new', `Database schema version ${current} is newer than this loopx (${migrations.length}).`, {
-        nextAction: 'upgrade loopx',
-      });
+      throw internal(
+        'schema_too_new',
+        `Database schema version ${current} is newer than this loopx (${migrations.length}).`,
+        {
+          nextAction: 'upgrade loopx',
+        },
+      );
     }
     for (let v = current; v < migrations.length; v++) db.exec(migrations[v]!);
     db.pragma(`user_version = ${migrations.length}`);

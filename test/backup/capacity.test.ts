@@ -16,7 +16,8 @@ import { commitWork, createGoal, goalsOf, makeRoot, PROJECT, readArchive, tempBa
  */
 function addGoals(root: string, count: number): void {
   const goals = goalsOf(root);
-  for (let i = 0; i < count; i++) goals.create(`g${String(i).padStart(3, '0')}`, `Goal ${i}`, { projectId: PROJECT.project_id });
+  for (let i = 0; i < count; i++)
+    goals.create(`g${String(i).padStart(3, '0')}`, `Goal ${i}`, { projectId: PROJECT.project_id });
 }
 
 async function setup() {
@@ -43,7 +44,11 @@ describe('backup-state create enforces the §12 capacity bounds', () => {
     const { root, out } = await setup();
     await createGoal(root, 'gamma');
     await commitWork(root, 'gamma', BACKUP_LIMITS.goalCommittedTransactions + 1);
-    expect(await refusal(root, out)).toEqual({ code: 'backup_capacity_goal_history', kind: 'rejected', details: { limit: 20_000, observed: 20_001, subject: 'gamma' } });
+    expect(await refusal(root, out)).toEqual({
+      code: 'backup_capacity_goal_history',
+      kind: 'rejected',
+      details: { limit: 20_000, observed: 20_001, subject: 'gamma' },
+    });
 
     const ok = await setup();
     await createGoal(ok.root, 'gamma');
@@ -75,7 +80,10 @@ describe('backup-state create enforces the §12 capacity bounds', () => {
   it('more than 128 Goals refuses', async () => {
     const { root, out } = await setup();
     addGoals(root, 127); // + alpha, beta, orphan
-    expect(await refusal(root, out)).toMatchObject({ code: 'backup_capacity_goals', details: { limit: 128, observed: 130 } });
+    expect(await refusal(root, out)).toMatchObject({
+      code: 'backup_capacity_goals',
+      details: { limit: 128, observed: 130 },
+    });
   });
 
   it('regular-file bytes over 512 MiB refuse — also when a file grew after planning (refused before it is copied; nothing is truncated)', async () => {
@@ -86,7 +94,9 @@ describe('backup-state create enforces the §12 capacity bounds', () => {
 
     const grows = await setup();
     writeFileSync(join(grows.root, 'sparse.bin'), 'small when planned');
-    const r = await refusal(grows.root, grows.out, { afterPlan: () => truncateSync(join(grows.root, 'sparse.bin'), BACKUP_LIMITS.regularFileBytes + 1) });
+    const r = await refusal(grows.root, grows.out, {
+      afterPlan: () => truncateSync(join(grows.root, 'sparse.bin'), BACKUP_LIMITS.regularFileBytes + 1),
+    });
     expect(r.code).toBe('backup_capacity_regular_file_bytes');
   }, 60_000);
 

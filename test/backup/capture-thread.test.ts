@@ -22,13 +22,29 @@ afterEach(() => {
 
 describe('errors from the capture thread', () => {
   it('a typed refusal comes back with its code, kind, next action and details', () => {
-    const e = deserializeError(serializeError(new LoopxError('rejected', 'owner_export_capacity_exceeded', 'Too many.', { nextAction: 'split it', details: { records: 3 } })));
+    const e = deserializeError(
+      serializeError(
+        new LoopxError('rejected', 'owner_export_capacity_exceeded', 'Too many.', {
+          nextAction: 'split it',
+          details: { records: 3 },
+        }),
+      ),
+    );
     expect(isLoopxError(e)).toBe(true);
-    expect(e).toMatchObject({ kind: 'rejected', code: 'owner_export_capacity_exceeded', message: 'Too many.', nextAction: 'split it', details: { records: 3 } });
+    expect(e).toMatchObject({
+      kind: 'rejected',
+      code: 'owner_export_capacity_exceeded',
+      message: 'Too many.',
+      nextAction: 'split it',
+      details: { records: 3 },
+    });
   });
 
   it('a system error keeps its errno code; a full disk anywhere in its causes is ENOSPC', () => {
-    expect(deserializeError(serializeError(Object.assign(new Error('io'), { code: 'EIO' })))).toMatchObject({ code: 'EIO', message: 'io' });
+    expect(deserializeError(serializeError(Object.assign(new Error('io'), { code: 'EIO' })))).toMatchObject({
+      code: 'EIO',
+      message: 'io',
+    });
     const wrapped = new Error('snapshot failed', { cause: Object.assign(new Error('full'), { code: 'ENOSPC' }) });
     expect(deserializeError(serializeError(wrapped))).toMatchObject({ code: 'ENOSPC' });
   });
@@ -56,7 +72,8 @@ describe('a v1 backup captured on its own thread', () => {
       for (const c of r.manifest_doc.components!.filter((x) => x.state === 'captured')) {
         const at = names.indexOf(c.export_member!);
         expect(at, c.component_id).toBeGreaterThanOrEqual(0);
-        for (const m of c.archive_members.filter((x) => x.endsWith('.db'))) expect(names.indexOf(m), m).toBeGreaterThan(at);
+        for (const m of c.archive_members.filter((x) => x.endsWith('.db')))
+          expect(names.indexOf(m), m).toBeGreaterThan(at);
       }
       expect(names.at(-1)).toBe('manifest.json');
     }

@@ -31,14 +31,30 @@ describe('loopx backup-state', () => {
     expect(human.stdout).toContain('would write b1.tar.gz and b1.manifest.json in the output directory');
     const json = await loopxAsync(['backup-state', '--root', root, '--output-dir', out, '--backup-id', 'b1', '--json']);
     expect(json.status).toBe(0);
-    expect(json.json()).toMatchObject({ schema_version: 'loopx_state_backup_plan_v0', dry_run: true, backup_id: 'b1', counts: { sqlite_databases: 5, goals: 3 } });
+    expect(json.json()).toMatchObject({
+      schema_version: 'loopx_state_backup_plan_v0',
+      dry_run: true,
+      backup_id: 'b1',
+      counts: { sqlite_databases: 5, goals: 3 },
+    });
     expect(treeFingerprint(base)).toEqual(before);
     for (const r of [human, json]) expect(r.stdout + r.stderr).not.toContain(base);
   });
 
   it('--execute creates the pair and prints one JSON document', async () => {
     const { base, root, out } = await setup();
-    const r = await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1', '--include-automations', '--json']);
+    const r = await loopxAsync([
+      'backup-state',
+      '--execute',
+      '--root',
+      root,
+      '--output-dir',
+      out,
+      '--backup-id',
+      'b1',
+      '--include-automations',
+      '--json',
+    ]);
     expect(r.status, r.stderr).toBe(0);
     const doc = r.json();
     expect(doc).toMatchObject({
@@ -47,7 +63,12 @@ describe('loopx backup-state', () => {
       backup_id: 'b1',
       archive: { name: 'b1.tar.gz' },
       manifest: { name: 'b1.manifest.json' },
-      capture: { profile: 'online', requested_profile: 'online', achieved_profile: 'online', cross_owner_point_in_time: false },
+      capture: {
+        profile: 'online',
+        requested_profile: 'online',
+        achieved_profile: 'online',
+        cross_owner_point_in_time: false,
+      },
       // The owners' databases and the run kernel's; a Goal document that is a SQLite file is archived as its owner copied it.
       counts: { sqlite_snapshots: 4, goals: 2 },
       components: { requested_profile: 'online', achieved_profile: 'online', downgrades: [] },
@@ -83,28 +104,92 @@ describe('loopx backup-state', () => {
 
   it('--format v0 writes the legacy manifest; with --profile it is a usage error (exit 2) that writes nothing', async () => {
     const { root, out } = await setup();
-    const legacy = await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'old', '--format', 'v0', '--json']);
+    const legacy = await loopxAsync([
+      'backup-state',
+      '--execute',
+      '--root',
+      root,
+      '--output-dir',
+      out,
+      '--backup-id',
+      'old',
+      '--format',
+      'v0',
+      '--json',
+    ]);
     expect(legacy.status, legacy.stderr).toBe(0);
-    expect(legacy.json()).toMatchObject({ capture: { profile: 'legacy_best_effort_online', cross_owner_point_in_time: false }, counts: { sqlite_snapshots: 5 } });
+    expect(legacy.json()).toMatchObject({
+      capture: { profile: 'legacy_best_effort_online', cross_owner_point_in_time: false },
+      counts: { sqlite_snapshots: 5 },
+    });
     expect(legacy.json().components).toBeUndefined();
-    const conflict = await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'x', '--format', 'v0', '--profile', 'quiescent', '--json']);
+    const conflict = await loopxAsync([
+      'backup-state',
+      '--execute',
+      '--root',
+      root,
+      '--output-dir',
+      out,
+      '--backup-id',
+      'x',
+      '--format',
+      'v0',
+      '--profile',
+      'quiescent',
+      '--json',
+    ]);
     expect(conflict.status).toBe(2);
     expect(conflict.json()).toMatchObject({ error: { code: 'backup_format_profile_conflict' } });
     expect(readdirSync(out).filter((n) => n.startsWith('x.'))).toEqual([]);
-    const bad = await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--profile', 'sometimes']);
+    const bad = await loopxAsync([
+      'backup-state',
+      '--execute',
+      '--root',
+      root,
+      '--output-dir',
+      out,
+      '--profile',
+      'sometimes',
+    ]);
     expect(bad.status).toBe(2);
   });
 
   it('an occupied destination exits 4 with backup_destination_occupied; a refusal exits 3; a bad id exits 2', async () => {
     const { base, root, out } = await setup();
-    expect((await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1'])).status).toBe(0);
-    const again = await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1', '--json']);
+    expect(
+      (await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b1']))
+        .status,
+    ).toBe(0);
+    const again = await loopxAsync([
+      'backup-state',
+      '--execute',
+      '--root',
+      root,
+      '--output-dir',
+      out,
+      '--backup-id',
+      'b1',
+      '--json',
+    ]);
     expect(again.status).toBe(4);
-    expect(again.json().error).toMatchObject({ code: 'backup_destination_occupied', next_action: 'choose a new --backup-id or --output-dir' });
+    expect(again.json().error).toMatchObject({
+      code: 'backup_destination_occupied',
+      next_action: 'choose a new --backup-id or --output-dir',
+    });
     expect(again.stderr).toMatch(/\[backup_destination_occupied\]\ntry: /);
 
     writeFileSync(join(root, 'registry.json'), 'not json');
-    const refused = await loopxAsync(['backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'b2', '--json']);
+    const refused = await loopxAsync([
+      'backup-state',
+      '--execute',
+      '--root',
+      root,
+      '--output-dir',
+      out,
+      '--backup-id',
+      'b2',
+      '--json',
+    ]);
     expect(refused.status).toBe(3);
     expect(refused.json().error.code).toBe('backup_source_unusable');
     expect(existsSync(join(out, 'b2.tar.gz'))).toBe(false);
@@ -125,7 +210,22 @@ describe('loopx backup-state', () => {
   it('draws a progress bar on stderr when it is a terminal (script(1) gives the command a pty)', async () => {
     const { root, out } = await setup();
     const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
-    const cmd = [process.execPath, '--import', 'tsx', ENTRY, 'backup-state', '--execute', '--root', root, '--output-dir', out, '--backup-id', 'tty'].map(quote).join(' ');
+    const cmd = [
+      process.execPath,
+      '--import',
+      'tsx',
+      ENTRY,
+      'backup-state',
+      '--execute',
+      '--root',
+      root,
+      '--output-dir',
+      out,
+      '--backup-id',
+      'tty',
+    ]
+      .map(quote)
+      .join(' ');
     const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/\r\x1b\[2K\[[#.]{28}\] \d+%/);
@@ -135,6 +235,15 @@ describe('loopx backup-state', () => {
   it('answers --help', async () => {
     const r = await loopxAsync(['backup-state', '--help']);
     expect(r.status).toBe(0);
-    for (const flag of ['--output-dir', '--backup-id', '--include-automations', '--include-skills', '--execute', '--root', '--json']) expect(r.stdout).toContain(flag);
+    for (const flag of [
+      '--output-dir',
+      '--backup-id',
+      '--include-automations',
+      '--include-skills',
+      '--execute',
+      '--root',
+      '--json',
+    ])
+      expect(r.stdout).toContain(flag);
   });
 });

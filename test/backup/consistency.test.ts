@@ -14,14 +14,31 @@ import { describe, expect, it } from 'vitest';
 import { create, plan, type CreateHooks } from '../../src/backup/index.js';
 import { isLoopxError } from '../../src/core/errors.js';
 import { goalRef } from '../../src/owners/goal/index.js';
-import { addProject, applyMachineConfiguration, goalsOf, machineDoc, makeRoot, ORPHAN_TITLE, PROJECT, registryOf, tempBase } from './support/fixtures.js';
+import {
+  addProject,
+  applyMachineConfiguration,
+  goalsOf,
+  machineDoc,
+  makeRoot,
+  ORPHAN_TITLE,
+  PROJECT,
+  registryOf,
+  tempBase,
+} from './support/fixtures.js';
 
 async function setup(options: { machine?: boolean } = {}) {
   const base = tempBase();
   const root = join(base, 'root');
   const fixture = await makeRoot(root, { specials: false, ...options });
   const out = join(base, 'out');
-  return { base, root, out, fixture, registry: join(root, 'registry.json'), machine: join(root, 'machine/configuration.json') };
+  return {
+    base,
+    root,
+    out,
+    fixture,
+    registry: join(root, 'registry.json'),
+    machine: join(root, 'machine/configuration.json'),
+  };
 }
 
 async function refusal(root: string, out: string, hooks: CreateHooks): Promise<{ code: string; kind: string }> {
@@ -83,7 +100,8 @@ describe('backup-state create refuses publication when an owner source moves', (
     const { root, out } = await setup({ machine: false });
     const r = await refusal(root, out, {
       beforeCopy: (step) => {
-        if (step.kind === 'absence_witness' && step.path === 'machine/configuration.json') applyMachineConfiguration(root, machineDoc.namespaces);
+        if (step.kind === 'absence_witness' && step.path === 'machine/configuration.json')
+          applyMachineConfiguration(root, machineDoc.namespaces);
       },
     });
     expect(r.code).toBe('backup_source_appeared');
@@ -135,7 +153,13 @@ describe('backup-state create refuses publication when an owner source moves', (
   it('discovery drift: a registry that moves a route after planning is not one the registry owner reads, and refuses', async () => {
     const { root, out, registry } = await setup();
     const doc = JSON.parse(readFileSync(registry, 'utf8'));
-    const moved = { ...doc, goals: doc.goals.map((g: { route: string }) => ({ ...g, route: g.route === 'goals/alpha' ? 'goals/beta' : 'goals/alpha' })) };
+    const moved = {
+      ...doc,
+      goals: doc.goals.map((g: { route: string }) => ({
+        ...g,
+        route: g.route === 'goals/alpha' ? 'goals/beta' : 'goals/alpha',
+      })),
+    };
     const r = await refusal(root, out, { afterPlan: () => writeFileSync(registry, JSON.stringify(moved)) });
     expect(r).toEqual({ code: 'backup_source_unusable', kind: 'rejected' });
   });
@@ -143,7 +167,10 @@ describe('backup-state create refuses publication when an owner source moves', (
   it('discovery drift: a Goal registered after planning refuses', async () => {
     const { root, out, fixture } = await setup();
     // The goal owner completes orphan's interrupted registration: same lifetime, route now registered.
-    const r = await refusal(root, out, { afterPlan: () => expect(goalsOf(root).create('orphan', ORPHAN_TITLE, { projectId: PROJECT.project_id })).toEqual(fixture.orphan) });
+    const r = await refusal(root, out, {
+      afterPlan: () =>
+        expect(goalsOf(root).create('orphan', ORPHAN_TITLE, { projectId: PROJECT.project_id })).toEqual(fixture.orphan),
+    });
     expect(r.code).toBe('backup_routes_changed');
     expect(
       registryOf(root)
@@ -180,7 +207,11 @@ describe('frozen Goal routes must reach the archive', () => {
         },
       },
     });
-    expect(r.manifest_doc.missing).toContainEqual({ key: 'member:goals/alpha/docs/plan.md', source_path: 'goals/alpha/docs/plan.md', reason: 'removed_during_capture' });
+    expect(r.manifest_doc.missing).toContainEqual({
+      key: 'member:goals/alpha/docs/plan.md',
+      source_path: 'goals/alpha/docs/plan.md',
+      reason: 'removed_during_capture',
+    });
     expect(r.manifest_doc.members.some((m) => m.path === 'runtime-root/goals/alpha/docs/plan.md')).toBe(false);
   });
 });

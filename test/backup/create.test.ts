@@ -12,7 +12,15 @@ import { LOOPX_VERSION } from '../../src/core/version.js';
 import { verifyConfigurationCheckpoint } from '../../src/owners/config/index.js';
 import { openGoalWork } from '../../src/owners/work/index.js';
 import { readHistoricalFile as readHistorical } from '../../src/owners/work/historical.js';
-import { jsonStrings, machineDoc, makeRoot, readArchive, sha256File, tempBase, type ArchiveEntry } from './support/fixtures.js';
+import {
+  jsonStrings,
+  machineDoc,
+  makeRoot,
+  readArchive,
+  sha256File,
+  tempBase,
+  type ArchiveEntry,
+} from './support/fixtures.js';
 
 const normalized = (e: ArchiveEntry) => e.name.replace(/\/$/, '');
 
@@ -26,7 +34,10 @@ async function backupOf(options: { includeAutomations?: boolean; id?: string } =
   expect(statSync(join(root, 'goals/alpha/work.db-wal')).size).toBeGreaterThan(0);
   const out = join(base, 'out');
   const id = options.id ?? 'b1';
-  const result = await create(plan(root, { outputDir: out, backupId: id, includeAutomations: options.includeAutomations }), { format: 'v0' });
+  const result = await create(
+    plan(root, { outputDir: out, backupId: id, includeAutomations: options.includeAutomations }),
+    { format: 'v0' },
+  );
   live.close();
   const manifest = JSON.parse(readFileSync(join(out, `${id}.manifest.json`), 'utf8')) as BackupManifest;
   const entries = await readArchive(join(out, `${id}.tar.gz`));
@@ -49,9 +60,15 @@ describe('backup-state create', () => {
     expect(entries.map((e) => e.type).every((t) => t === 'file' || t === 'directory')).toBe(true);
     // The inventory lists every member but the embedded manifest, in archive order.
     expect(manifest.members.map((m) => [m.path, m.type, m.size_bytes, m.sha256])).toEqual(
-      entries.filter((e) => e.name !== 'manifest.json').map((e) => [normalized(e), e.type, e.type === 'file' ? e.size : 0, e.sha256]),
+      entries
+        .filter((e) => e.name !== 'manifest.json')
+        .map((e) => [normalized(e), e.type, e.type === 'file' ? e.size : 0, e.sha256]),
     );
-    expect(manifest.execution.file_members).toEqual(files.filter((e) => e.name !== 'manifest.json').map((e) => ({ archive_path: e.name, size_bytes: e.size, sha256: e.sha256 })));
+    expect(manifest.execution.file_members).toEqual(
+      files
+        .filter((e) => e.name !== 'manifest.json')
+        .map((e) => ({ archive_path: e.name, size_bytes: e.size, sha256: e.sha256 })),
+    );
     expect(manifest.execution.member_count).toBe(entries.length);
     expect(entries[0]!.name).toBe('configuration-backup.json');
     expect(entries.at(-1)!.name).toBe('manifest.json');
@@ -60,7 +77,13 @@ describe('backup-state create', () => {
     const names = entries.map(normalized);
     expect(names).toContain('runtime-root/goals/alpha/docs/notes-é.md');
     expect(names).toContain('runtime-root/goals/beta/empty');
-    for (const left of ['runtime-root/locks', 'runtime-root/automations', 'runtime-root/goals/alpha/docs/link', 'runtime-root/goals/alpha/fifo']) expect(names).not.toContain(left);
+    for (const left of [
+      'runtime-root/locks',
+      'runtime-root/automations',
+      'runtime-root/goals/alpha/docs/link',
+      'runtime-root/goals/alpha/fifo',
+    ])
+      expect(names).not.toContain(left);
     expect(names.some((n) => /-(wal|shm|journal)$/.test(n))).toBe(false);
   });
 
@@ -77,7 +100,13 @@ describe('backup-state create', () => {
   it('every SQLite database is an online snapshot that passes integrity_check and holds committed WAL content', async () => {
     const { base, manifest, entries } = await backupOf();
     const snaps = manifest.execution.sqlite_snapshots;
-    expect(snaps.map((s) => s.source).sort()).toEqual(['engine.db', 'goals/alpha/docs/attachment.bin', 'goals/alpha/work.db', 'goals/beta/work.db', 'sessions.db']);
+    expect(snaps.map((s) => s.source).sort()).toEqual([
+      'engine.db',
+      'goals/alpha/docs/attachment.bin',
+      'goals/alpha/work.db',
+      'goals/beta/work.db',
+      'sessions.db',
+    ]);
     for (const s of snaps) {
       const entry = entries.find((e) => e.name === s.archive_path)!;
       expect(entry.sha256).toBe(s.snapshot_sha256);
@@ -90,7 +119,10 @@ describe('backup-state create', () => {
       const db = new Database(copy, { readonly: true });
       expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
       expect(db.pragma('journal_mode', { simple: true })).toBe('delete');
-      if (s.source === 'goals/alpha/work.db') expect(db.prepare("SELECT count(*) AS n FROM commits WHERE operation_id = 'only-in-the-wal'").get()).toEqual({ n: 1 });
+      if (s.source === 'goals/alpha/work.db')
+        expect(db.prepare("SELECT count(*) AS n FROM commits WHERE operation_id = 'only-in-the-wal'").get()).toEqual({
+          n: 1,
+        });
       db.close();
       if (s.goal_id !== null) {
         // A Goal's snapshot is a work store its owner reads back whole, the WAL commit included.
@@ -129,8 +161,20 @@ describe('backup-state create', () => {
     expect(doc.data.goals.map((g: { goal_id: string }) => g.goal_id)).toEqual(['alpha', 'beta']);
     // Each Goal's configuration is its complete registry row, as the registry owner wrote it.
     expect(doc.data.goals.map((g: { goal_configuration: unknown }) => g.goal_configuration)).toEqual([
-      { goal_id: 'alpha', goal_instance_id: fixture.alpha.goal_instance_id, project_id: 'proj', status: 'active', route: 'goals/alpha' },
-      { goal_id: 'beta', goal_instance_id: fixture.beta.goal_instance_id, project_id: 'proj', status: 'paused', route: 'goals/beta' },
+      {
+        goal_id: 'alpha',
+        goal_instance_id: fixture.alpha.goal_instance_id,
+        project_id: 'proj',
+        status: 'active',
+        route: 'goals/alpha',
+      },
+      {
+        goal_id: 'beta',
+        goal_instance_id: fixture.beta.goal_instance_id,
+        project_id: 'proj',
+        status: 'paused',
+        route: 'goals/beta',
+      },
     ]);
     expect(manifest.configuration_checkpoint).toEqual({
       archive_path: 'configuration-backup.json',
@@ -151,7 +195,11 @@ describe('backup-state create', () => {
     const { manifest, entries } = await backupOf();
     const embeddedEntry = entries.find((e) => e.name === 'manifest.json')!;
     const embedded = JSON.parse(embeddedEntry.data.toString('utf8')) as BackupManifest;
-    expect(manifest.execution.embedded_manifest).toEqual({ archive_path: 'manifest.json', sha256: embeddedEntry.sha256, size_bytes: embeddedEntry.size });
+    expect(manifest.execution.embedded_manifest).toEqual({
+      archive_path: 'manifest.json',
+      sha256: embeddedEntry.sha256,
+      size_bytes: embeddedEntry.size,
+    });
     expect(embedded.execution).toMatchObject({
       archive_sha256: null,
       archive_size_bytes: null,
@@ -194,7 +242,13 @@ describe('backup-state create', () => {
       ['alpha', 'goals/alpha', 'runtime-root/goals/alpha'],
       ['beta', 'goals/beta', 'runtime-root/goals/beta'],
     ]);
-    expect(manifest.registry_discovery).toMatchObject({ goal_count: 2, project_count: 1, included_route_count: 2, missing_route_count: 0, unregistered_goal_directory_count: 1 });
+    expect(manifest.registry_discovery).toMatchObject({
+      goal_count: 2,
+      project_count: 1,
+      included_route_count: 2,
+      missing_route_count: 0,
+      unregistered_goal_directory_count: 1,
+    });
     expect(manifest.missing.map((m) => m.reason).sort()).toEqual(['special_file_not_captured', 'symlink_not_followed']);
     expect(manifest.summary.total_stats.symlinks).toBe(1);
   });
@@ -282,7 +336,10 @@ describe('backup-state create with Goals registered out of id order', () => {
     const result = await create(plan(root, { outputDir: join(base, 'out'), backupId: 'order' }));
     expect(result.manifest_doc.goals.map((g) => g.goal_id).sort()).toEqual(['alpha', 'beta']);
     const checkpoint = verifyConfigurationCheckpoint(
-      new Uint8Array((await readArchive(join(base, 'out', 'order.tar.gz'))).find((e) => e.name === 'configuration-backup.json')!.data),
+      new Uint8Array(
+        (await readArchive(join(base, 'out', 'order.tar.gz'))).find((e) => e.name === 'configuration-backup.json')!
+          .data,
+      ),
     );
     expect(checkpoint).toMatchObject({ ok: true, goal_count: 2 });
   });

@@ -76,7 +76,9 @@ describe('a capture while a real process writes to a Goal work database', () => 
     const manifest: BackupManifest = result.manifest_doc;
     const entries = await readArchive(join(base, 'out', 'live.tar.gz'));
     expect(manifest.members.map((m) => [m.path, m.type, m.size_bytes, m.sha256])).toEqual(
-      entries.filter((e) => e.name !== 'manifest.json').map((e) => [e.name.replace(/\/$/, ''), e.type, e.type === 'file' ? e.size : 0, e.sha256]),
+      entries
+        .filter((e) => e.name !== 'manifest.json')
+        .map((e) => [e.name.replace(/\/$/, ''), e.type, e.type === 'file' ? e.size : 0, e.sha256]),
     );
     const snap = manifest.execution.sqlite_snapshots.find((s) => s.source === 'goals/alpha/work.db')!;
     const entry = entries.find((e) => e.name === snap.archive_path)!;
@@ -87,19 +89,26 @@ describe('a capture while a real process writes to a Goal work database', () => 
     writeFileSync(copy, entry.data);
     const db = new Database(copy, { readonly: true });
     expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
-    const rows = (db.prepare('SELECT count(*) AS n FROM commits').get() as { n: number }).n - FIXTURE_COMMITS - PRELOADED;
+    const rows =
+      (db.prepare('SELECT count(*) AS n FROM commits').get() as { n: number }).n - FIXTURE_COMMITS - PRELOADED;
     expect(snap.committed_transactions).toBe(FIXTURE_COMMITS + PRELOADED + rows);
     // Every commit the writer had made before the snapshot started is in it, and none it made after the snapshot ended.
     expect(rows).toBeGreaterThanOrEqual(before);
     expect(rows).toBeLessThanOrEqual(after);
     // Commits are whole: the snapshot holds a prefix of the writer's sequence.
-    const ops = db.prepare("SELECT operation_id FROM commits WHERE operation_id LIKE 'live-%' ORDER BY cursor").all() as Array<{ operation_id: string }>;
-    expect(ops.map((o) => Number(o.operation_id.slice('live-'.length)))).toEqual(Array.from({ length: rows }, (_, i) => i));
+    const ops = db
+      .prepare("SELECT operation_id FROM commits WHERE operation_id LIKE 'live-%' ORDER BY cursor")
+      .all() as Array<{ operation_id: string }>;
+    expect(ops.map((o) => Number(o.operation_id.slice('live-'.length)))).toEqual(
+      Array.from({ length: rows }, (_, i) => i),
+    );
     db.close();
     // The work owner reads the snapshot back as one consistent history whose head is its last commit.
     const work = readHistorical(copy, { goal_id: 'alpha' });
     expect([work.readable, work.history_count, work.findings]).toEqual([true, FIXTURE_COMMITS + PRELOADED + rows, []]);
-    expect(work.todos.find((t) => t.todo_id === 't1')!.text).toBe(rows === 0 ? `seed ${FIXTURE_COMMITS + PRELOADED - 1} ${'s'.repeat(1024)}` : `${rows - 1}:${'e'.repeat(1024)}`);
+    expect(work.todos.find((t) => t.todo_id === 't1')!.text).toBe(
+      rows === 0 ? `seed ${FIXTURE_COMMITS + PRELOADED - 1} ${'s'.repeat(1024)}` : `${rows - 1}:${'e'.repeat(1024)}`,
+    );
   });
 
   it('v1 online: the capture succeeds while the writer commits, the skew inventory names the moved work, and the archive verifies', async () => {
@@ -133,12 +142,20 @@ describe('a capture while a real process writes to a Goal work database', () => 
     expect(work.skew.cursor_delta).toBeGreaterThan(0);
     expect(work.achieved_profile).toBe('online');
     const set = m.capture as RecoverySetCapture;
-    expect(set.skew_inventory.find((x) => x.component_id === workId)).toEqual({ component_id: workId, moved: true, cursor_delta: work.skew.cursor_delta });
+    expect(set.skew_inventory.find((x) => x.component_id === workId)).toEqual({
+      component_id: workId,
+      moved: true,
+      cursor_delta: work.skew.cursor_delta,
+    });
     expect(set.skew_inventory.length).toBe(m.components!.length);
     expect(set.downgrades).toEqual([]);
     w.child.kill('SIGKILL');
 
-    const v = await executeVerify({ archive: join(base, 'out', result.archive.name), manifest: join(base, 'out', result.manifest.name), destination: join(base, 'dest') });
+    const v = await executeVerify({
+      archive: join(base, 'out', result.archive.name),
+      manifest: join(base, 'out', result.manifest.name),
+      destination: join(base, 'dest'),
+    });
     const audited = v.audit.components.find((c) => c.component_id === workId)!;
     expect(audited.verification).toBe('verified');
     // The archived copy holds at least the exported prefix; its owner proved the prefix.

@@ -15,7 +15,8 @@ import { mountTmpfs, type Tmpfs } from '../support/tmpfs.js';
 import { makeRoot, tempBase } from './support/fixtures.js';
 
 const MiB = 1024 * 1024;
-const NEXT = "free space on the output directory's file system (or choose another output directory), then run the same backup-state command again";
+const NEXT =
+  "free space on the output directory's file system (or choose another output directory), then run the same backup-state command again";
 let base: string;
 let root: string;
 let fs: Tmpfs | undefined;
@@ -98,7 +99,17 @@ describe('backup-state create into an output directory that fills', () => {
     clear();
     fs.leave(3 * MiB);
     const out = join(fs.dir, 'cli');
-    const r = await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b', '--root', root, '--json']);
+    const r = await loopxAsync([
+      'backup-state',
+      '--execute',
+      '--output-dir',
+      out,
+      '--backup-id',
+      'b',
+      '--root',
+      root,
+      '--json',
+    ]);
     expect(r.status, r.stderr).toBe(3);
     expect(r.json().error).toMatchObject({ code: 'backup_capacity_free_space', next_action: NEXT });
     expect(readdirSync(out)).toEqual([]);

@@ -52,7 +52,10 @@ async function compress(input: Buffer, chunk: number, options: ParallelGzipOptio
 function expectOneMember(gz: Buffer, input: Buffer): void {
   expect([...gz.subarray(0, 4)]).toEqual([0x1f, 0x8b, 8, 0]);
   const body = gz.subarray(10, gz.byteLength - 8);
-  const { buffer, engine } = inflateRawSync(body, { info: true }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+  const { buffer, engine } = inflateRawSync(body, { info: true }) as unknown as {
+    buffer: Buffer;
+    engine: { bytesWritten: number };
+  };
   expect(engine.bytesWritten).toBe(body.byteLength); // the deflate stream ends exactly where the trailer starts
   expect(buffer.equals(input)).toBe(true);
   expect(gz.readUInt32LE(gz.byteLength - 8)).toBe(crc32(input));

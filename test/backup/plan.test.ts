@@ -5,7 +5,13 @@
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describePlan, ownerBackupSources, plan, planCapacityRefusals, type BackupSources } from '../../src/backup/index.js';
+import {
+  describePlan,
+  ownerBackupSources,
+  plan,
+  planCapacityRefusals,
+  type BackupSources,
+} from '../../src/backup/index.js';
 import { hasCode } from '../../src/core/errors.js';
 import { mintGoalInstanceId } from '../../src/owners/goal/index.js';
 import { jsonStrings, makeRoot, PROJECT, registryOf, tempBase, treeFingerprint } from './support/fixtures.js';
@@ -37,14 +43,32 @@ describe('backup-state plan', () => {
         .filter((m) => m.sqlite)
         .map((m) => m.path)
         .sort(),
-    ).toEqual(['engine.db', 'goals/alpha/docs/attachment.bin', 'goals/alpha/work.db', 'goals/beta/work.db', 'sessions.db']);
+    ).toEqual([
+      'engine.db',
+      'goals/alpha/docs/attachment.bin',
+      'goals/alpha/work.db',
+      'goals/beta/work.db',
+      'sessions.db',
+    ]);
     expect(p.members.find((m) => m.path === 'fake.db')!.sqlite).toBe(false);
     // Parents precede children; the order is deterministic.
     expect(p.members[0]!.archive_path).toBe('runtime-root');
     expect([...p.members.map((m) => m.archive_path)].sort()).toEqual(p.members.map((m) => m.archive_path));
     expect(p.goals).toEqual([
-      { goal_id: 'alpha', goal_instance_id: alpha.goal_instance_id, route: 'goals/alpha', archive_route: 'runtime-root/goals/alpha', route_status: 'included' },
-      { goal_id: 'beta', goal_instance_id: beta.goal_instance_id, route: 'goals/beta', archive_route: 'runtime-root/goals/beta', route_status: 'included' },
+      {
+        goal_id: 'alpha',
+        goal_instance_id: alpha.goal_instance_id,
+        route: 'goals/alpha',
+        archive_route: 'runtime-root/goals/alpha',
+        route_status: 'included',
+      },
+      {
+        goal_id: 'beta',
+        goal_instance_id: beta.goal_instance_id,
+        route: 'goals/beta',
+        archive_route: 'runtime-root/goals/beta',
+        route_status: 'included',
+      },
     ]);
     expect(p.unregisteredGoalDirectories).toEqual(['orphan']);
     expect(p.registryRead.absent).toBeFalsy();
@@ -62,7 +86,9 @@ describe('backup-state plan', () => {
         { key: 'member:goals/alpha/fifo', source_path: 'goals/alpha/fifo', reason: 'special_file_not_captured' },
       ]),
     );
-    expect(p.warnings.map((w) => w.code)).toEqual(expect.arrayContaining(['symlink_not_followed', 'special_file_not_captured', 'goal_directory_unregistered']));
+    expect(p.warnings.map((w) => w.code)).toEqual(
+      expect.arrayContaining(['symlink_not_followed', 'special_file_not_captured', 'goal_directory_unregistered']),
+    );
     expect(p.members.some((m) => m.path.endsWith('/link') || m.path.endsWith('/fifo'))).toBe(false);
   });
 
@@ -88,7 +114,9 @@ describe('backup-state plan', () => {
     });
     expect(p.members.map((m) => m.path)).toContain('orphan.txt-wal');
     const withOptional = plan(root, { outputDir: join(base, 'out'), includeAutomations: true, includeSkills: true });
-    expect(withOptional.members.map((m) => m.path)).toEqual(expect.arrayContaining(['automations/heartbeat.json', 'skills/loopx-review/SKILL.md']));
+    expect(withOptional.members.map((m) => m.path)).toEqual(
+      expect.arrayContaining(['automations/heartbeat.json', 'skills/loopx-review/SKILL.md']),
+    );
     expect(withOptional.members.find((m) => m.path === 'skills/loopx-review/SKILL.md')!.category).toBe('skills');
   });
 
@@ -98,8 +126,14 @@ describe('backup-state plan', () => {
     await makeRoot(root, { specials: false });
     mkdirSync(join(root, 'goals/alpha/out'), { mode: 0o700 });
     const p = plan(root, { outputDir: join(root, 'goals/alpha/out') });
-    expect(p.excluded).toContainEqual({ key: 'member:goals/alpha/out', source_path: 'goals/alpha/out', reason: 'output_dir' });
-    expect(() => plan(root, { outputDir: root })).toThrow(expect.objectContaining({ code: 'backup_output_dir_invalid' }));
+    expect(p.excluded).toContainEqual({
+      key: 'member:goals/alpha/out',
+      source_path: 'goals/alpha/out',
+      reason: 'output_dir',
+    });
+    expect(() => plan(root, { outputDir: root })).toThrow(
+      expect.objectContaining({ code: 'backup_output_dir_invalid' }),
+    );
   });
 
   it('records a registered route whose directory is missing', async () => {
@@ -107,14 +141,21 @@ describe('backup-state plan', () => {
     const root = join(base, 'root');
     await makeRoot(root, { specials: false });
     const registry = registryOf(root);
-    registry.registerGoal({ goal_id: 'gone', goal_instance_id: mintGoalInstanceId(), project_id: PROJECT.project_id, status: 'active' }, registry.read().revision);
+    registry.registerGoal(
+      { goal_id: 'gone', goal_instance_id: mintGoalInstanceId(), project_id: PROJECT.project_id, status: 'active' },
+      registry.read().revision,
+    );
     const p = plan(root, { outputDir: join(base, 'out') });
     expect(p.goals.map((g) => [g.goal_id, g.route, g.route_status])).toEqual([
       ['alpha', 'goals/alpha', 'included'],
       ['beta', 'goals/beta', 'included'],
       ['gone', 'goals/gone', 'missing'],
     ]);
-    expect(p.missing).toContainEqual({ key: 'registry_route:gone', source_path: 'goals/gone', reason: 'route_missing' });
+    expect(p.missing).toContainEqual({
+      key: 'registry_route:gone',
+      source_path: 'goals/gone',
+      reason: 'route_missing',
+    });
   });
 
   it('records routes outside the root without their paths, and keeps an absolute route inside the root relative (another source)', async () => {
@@ -132,7 +173,9 @@ describe('backup-state plan', () => {
       { goal_id: 'inside', route: join(root, 'goals', 'beta') },
     ];
     writeFileSync(registry, JSON.stringify({ ...doc, goals: [...doc.goals, ...goals] }));
-    expect(() => plan(root, { outputDir: join(base, 'out') })).toThrow(expect.objectContaining({ code: 'backup_source_unusable' }));
+    expect(() => plan(root, { outputDir: join(base, 'out') })).toThrow(
+      expect.objectContaining({ code: 'backup_source_unusable' }),
+    );
     const bytesOf = new TextEncoder().encode(JSON.stringify({ goals, projects: [] }));
     writeFileSync(registry, bytesOf);
     const sources: BackupSources = {
@@ -156,7 +199,13 @@ describe('backup-state plan', () => {
     const root = join(base, 'root');
     await makeRoot(root);
     const d = describePlan(plan(root, { outputDir: join(base, 'out'), backupId: 'b2' }));
-    expect(d).toMatchObject({ dry_run: true, backup_id: 'b2', archive_name: 'b2.tar.gz', manifest_name: 'b2.manifest.json', capacity: { ok: true, refusals: [] } });
+    expect(d).toMatchObject({
+      dry_run: true,
+      backup_id: 'b2',
+      archive_name: 'b2.tar.gz',
+      manifest_name: 'b2.manifest.json',
+      capacity: { ok: true, refusals: [] },
+    });
     expect(d.counts.sqlite_databases).toBe(5);
     expect(d.counts.goals).toBe(3); // alpha, beta and the unregistered orphan directory
     expect(d.categories.goals!.files).toBeGreaterThan(0);

@@ -24,7 +24,10 @@ afterEach(() => {
 });
 
 /** Spawn a child and resolve once it printed a line matching `ready` (a latch, never a sleep). */
-function spawnUntil(args: string[], ready: RegExp): Promise<{ child: ChildProcessWithoutNullStreams; lines: string[] }> {
+function spawnUntil(
+  args: string[],
+  ready: RegExp,
+): Promise<{ child: ChildProcessWithoutNullStreams; lines: string[] }> {
   const child = spawn(process.execPath, ['--import', 'tsx', ...args]);
   children.push(child);
   const lines: string[] = [];
@@ -59,14 +62,18 @@ describe('crash-consistent capture', () => {
   it('is refused while a process holds a lock of the root, and nothing is published', async () => {
     const { root: r, out } = await root();
     await spawnUntil([HOLDER, 'lock', join(r, 'locks', 'run_1.lock')], /^holding$/);
-    await expect(create(plan(r, { outputDir: out, backupId: 'b' }), { profile: 'crash_consistent' })).rejects.toMatchObject({ code: 'backup_crash_source_live' });
+    await expect(
+      create(plan(r, { outputDir: out, backupId: 'b' }), { profile: 'crash_consistent' }),
+    ).rejects.toMatchObject({ code: 'backup_crash_source_live' });
     expect(existsSync(out) ? readdirSync(out) : []).toEqual([]);
   });
 
   it('is refused while another process has a file of the root open', async () => {
     const { root: r, out } = await root();
     await spawnUntil([HOLDER, 'open', join(r, 'goals', 'alpha', 'work.db')], /^holding$/);
-    await expect(create(plan(r, { outputDir: out, backupId: 'b' }), { profile: 'crash_consistent' })).rejects.toMatchObject({ code: 'backup_crash_source_live' });
+    await expect(
+      create(plan(r, { outputDir: out, backupId: 'b' }), { profile: 'crash_consistent' }),
+    ).rejects.toMatchObject({ code: 'backup_crash_source_live' });
   });
 
   it('after a writer was SIGKILLed mid-commit: the exact durable bytes, WAL included, untouched at the source; the owners recover the copy', async () => {
@@ -83,7 +90,12 @@ describe('crash-consistent capture', () => {
     // Nothing was cleaned up first: the source's database and its WAL are byte for byte what the crash left.
     expect({ db: sha(join(r, 'goals', 'alpha', 'work.db')), wal: sha(wal) }).toEqual(before);
     const set = result.manifest_doc.capture as RecoverySetCapture;
-    expect(set).toMatchObject({ requested_profile: 'crash_consistent', achieved_profile: 'crash_consistent', cross_owner_point_in_time: true, downgrades: [] });
+    expect(set).toMatchObject({
+      requested_profile: 'crash_consistent',
+      achieved_profile: 'crash_consistent',
+      cross_owner_point_in_time: true,
+      downgrades: [],
+    });
     expect(set.failure_observation!.proof.other_processes_with_open_files).toBe(0);
     expect(set.failure_observation!.files.find((f) => f.path === 'goals/alpha/work.db-wal')).toMatchObject({
       path: 'goals/alpha/work.db-wal',
@@ -97,34 +109,73 @@ describe('crash-consistent capture', () => {
 
     // The observed bytes themselves are in the archive, under opaque names (a journal never beside its database).
     const walMember = set.failure_observation!.files.find((f) => f.path === 'goals/alpha/work.db-wal')!.archive_member;
-    expect(result.manifest_doc.members).toContainEqual(expect.objectContaining({ path: walMember, origin: 'failure_observation', sha256: before.wal }));
+    expect(result.manifest_doc.members).toContainEqual(
+      expect.objectContaining({ path: walMember, origin: 'failure_observation', sha256: before.wal }),
+    );
     // Each observed byte is archived once: only the database with its journal is carried beside the
     // owner's recovered copy; every other observed file is its component's member, byte for byte.
     const byPath = new Map(result.manifest_doc.members.map((m) => [m.path, m]));
-    const opaque = set.failure_observation!.files.filter((f) => f.archive_member.startsWith('failure-observation/')).map((f) => f.path);
+    const opaque = set
+      .failure_observation!.files.filter((f) => f.archive_member.startsWith('failure-observation/'))
+      .map((f) => f.path);
     expect(opaque.sort()).toEqual(['goals/alpha/work.db', 'goals/alpha/work.db-wal']);
     const quota = set.failure_observation!.files.find((f) => f.path === 'sessions.db')!;
     expect(quota.archive_member).toBe('runtime-root/sessions.db');
     for (const f of set.failure_observation!.files) expect(byPath.get(f.archive_member)?.sha256, f.path).toBe(f.sha256);
-    expect(result.manifest_doc.members.filter((m) => m.origin === 'failure_observation' && m.type === 'file')).toHaveLength(2);
+    expect(
+      result.manifest_doc.members.filter((m) => m.origin === 'failure_observation' && m.type === 'file'),
+    ).toHaveLength(2);
 
-    const v = await executeVerify({ archive: join(out, result.archive.name), manifest: join(out, result.manifest.name), destination: join(base, 'dest') });
-    expect(v.audit.capture).toEqual({ requested_profile: 'crash_consistent', achieved_profile: 'crash_consistent', producer_claim: 'crash_consistent' });
+    const v = await executeVerify({
+      archive: join(out, result.archive.name),
+      manifest: join(out, result.manifest.name),
+      destination: join(base, 'dest'),
+    });
+    expect(v.audit.capture).toEqual({
+      requested_profile: 'crash_consistent',
+      achieved_profile: 'crash_consistent',
+      producer_claim: 'crash_consistent',
+    });
     const audited = v.audit.components.find((c) => c.component_id === work.component_id)!;
     expect(
       audited.verification,
-      JSON.stringify({ f: v.audit.findings.filter((f) => f.component === work.component_id), rb: audited.readback, w: [work.source_revision, work.cursor] }),
+      JSON.stringify({
+        f: v.audit.findings.filter((f) => f.component === work.component_id),
+        rb: audited.readback,
+        w: [work.source_revision, work.cursor],
+      }),
     ).toBe('verified');
     // The verifier replayed the owner's crash recovery from the observed bytes and reached the captured state.
-    expect((audited.readback as { crash_recovery: unknown }).crash_recovery).toEqual({ revision: work.source_revision, cursor: work.cursor, files: 2 });
-    expect(v.audit.components.every((c) => !c.archive_members.some((m) => m.startsWith('failure-observation')) || c.owner_kind !== 'unknown')).toBe(true);
-    expect([v.audit.phase, v.audit.activation_eligible, v.audit.execution_authority_granted]).toEqual(['audited', true, false]);
+    expect((audited.readback as { crash_recovery: unknown }).crash_recovery).toEqual({
+      revision: work.source_revision,
+      cursor: work.cursor,
+      files: 2,
+    });
+    expect(
+      v.audit.components.every(
+        (c) => !c.archive_members.some((m) => m.startsWith('failure-observation')) || c.owner_kind !== 'unknown',
+      ),
+    ).toBe(true);
+    expect([v.audit.phase, v.audit.activation_eligible, v.audit.execution_authority_granted]).toEqual([
+      'audited',
+      true,
+      false,
+    ]);
 
     // The same archive with its observed WAL cut in half: the replay no longer reaches the captured state.
     const damaged = await loadBase(join(out, result.archive.name), result.manifest_doc);
-    const corpus = buildCorpus(damaged, { entries: replaceEntry(damaged.entries, walMember, (e) => ({ ...e, data: e.data!.subarray(0, Math.floor(e.data!.length / 2)) })) });
+    const corpus = buildCorpus(damaged, {
+      entries: replaceEntry(damaged.entries, walMember, (e) => ({
+        ...e,
+        data: e.data!.subarray(0, Math.floor(e.data!.length / 2)),
+      })),
+    });
     const pair = writeCorpus(join(base, 'damaged'), corpus);
-    const bad = await executeVerify({ archive: pair.archive, manifest: pair.manifest, destination: join(base, 'dest2') });
+    const bad = await executeVerify({
+      archive: pair.archive,
+      manifest: pair.manifest,
+      destination: join(base, 'dest2'),
+    });
     const codes = bad.audit.findings.filter((f) => f.component === work.component_id).map((f) => f.code);
     expect(codes).toEqual(expect.arrayContaining(['crash_observation_digest_mismatch', 'crash_recovery_mismatch']));
     expect(bad.audit.components.find((c) => c.component_id === work.component_id)!.verification).toBe('invalid');
@@ -147,22 +198,43 @@ describe('crash-consistent capture of a cleanly stopped root', () => {
     const work = set.failure_observation!.files.find((f) => f.path === 'goals/alpha/work.db')!;
     expect(work.sha256).toBe(sha(join(r, 'goals', 'alpha', 'work.db')));
     // The archive carries no more than the online archive of the same root does (a few bytes of header at most).
-    expect(result.manifest_doc.summary.logical_source_bytes).toBeLessThanOrEqual(online.manifest_doc.summary.logical_source_bytes + 4096);
+    expect(result.manifest_doc.summary.logical_source_bytes).toBeLessThanOrEqual(
+      online.manifest_doc.summary.logical_source_bytes + 4096,
+    );
 
-    const v = await executeVerify({ archive: join(out, result.archive.name), manifest: join(out, result.manifest.name), destination: join(base, 'dest') });
+    const v = await executeVerify({
+      archive: join(out, result.archive.name),
+      manifest: join(out, result.manifest.name),
+      destination: join(base, 'dest'),
+    });
     expect([v.audit.phase, v.audit.activation_eligible]).toEqual(['audited', true]);
     const component = result.manifest_doc.components!.find((c) => c.owner_kind === 'work' && c.goal_id === 'alpha')!;
     const audited = v.audit.components.find((c) => c.component_id === component.component_id)!;
     expect(audited.verification).toBe('verified');
-    expect((audited.readback as { crash_recovery: unknown }).crash_recovery).toEqual({ revision: component.source_revision, cursor: component.cursor, files: 1 });
+    expect((audited.readback as { crash_recovery: unknown }).crash_recovery).toEqual({
+      revision: component.source_revision,
+      cursor: component.cursor,
+      files: 1,
+    });
 
     // An observed database whose archived bytes were replaced: the digest no longer matches the observation.
     const damaged = await loadBase(join(out, result.archive.name), result.manifest_doc);
     const member = 'runtime-root/goals/alpha/work.db';
-    const corpus = buildCorpus(damaged, { entries: replaceEntry(damaged.entries, member, (e) => ({ ...e, data: Buffer.concat([e.data!, Buffer.alloc(4096)]) })) });
+    const corpus = buildCorpus(damaged, {
+      entries: replaceEntry(damaged.entries, member, (e) => ({
+        ...e,
+        data: Buffer.concat([e.data!, Buffer.alloc(4096)]),
+      })),
+    });
     const pair = writeCorpus(join(base, 'damaged'), corpus);
-    const bad = await executeVerify({ archive: pair.archive, manifest: pair.manifest, destination: join(base, 'dest2') });
-    expect(bad.audit.findings.filter((f) => f.component === component.component_id).map((f) => f.code)).toContain('crash_observation_digest_mismatch');
+    const bad = await executeVerify({
+      archive: pair.archive,
+      manifest: pair.manifest,
+      destination: join(base, 'dest2'),
+    });
+    expect(bad.audit.findings.filter((f) => f.component === component.component_id).map((f) => f.code)).toContain(
+      'crash_observation_digest_mismatch',
+    );
     expect(bad.audit.activation_eligible).toBe(false);
   });
 });
@@ -179,7 +251,11 @@ describe('crash-consistent capture with an empty journal beside a database', () 
     expect(byPath.get('sessions.db-wal')!.archive_member).toMatch(/^failure-observation\/\d{6}\.bin$/);
     expect(result.manifest_doc.members.some((m) => m.path === 'runtime-root/sessions.db-wal')).toBe(false);
 
-    const v = await executeVerify({ archive: join(out, result.archive.name), manifest: join(out, result.manifest.name), destination: join(base, 'dest') });
+    const v = await executeVerify({
+      archive: join(out, result.archive.name),
+      manifest: join(out, result.manifest.name),
+      destination: join(base, 'dest'),
+    });
     const session = v.audit.components.find((c) => c.owner_kind === 'session')!;
     expect(session.verification).toBe('verified');
     expect((session.readback as { crash_recovery: { files: number } }).crash_recovery.files).toBe(2);
@@ -195,12 +271,26 @@ describe('a required component its owner cannot capture', () => {
     writeFileSync(join(r, 'quota.db'), corrupt);
     const result = await create(plan(r, { outputDir: out, backupId: 'b' }));
     const m = result.manifest_doc;
-    expect(m.components!.find((c) => c.owner_kind === 'quota')).toMatchObject({ state: 'unreadable', archive_members: [], downgrades: ['capture_component_unreadable'] });
-    expect((m.capture as RecoverySetCapture).downgrades).toContainEqual(expect.objectContaining({ code: 'capture_component_unreadable', component_id: 'quota', severity: 'hold' }));
+    expect(m.components!.find((c) => c.owner_kind === 'quota')).toMatchObject({
+      state: 'unreadable',
+      archive_members: [],
+      downgrades: ['capture_component_unreadable'],
+    });
+    expect((m.capture as RecoverySetCapture).downgrades).toContainEqual(
+      expect.objectContaining({ code: 'capture_component_unreadable', component_id: 'quota', severity: 'hold' }),
+    );
     expect(m.members.some((x) => x.path === 'runtime-root/quota.db')).toBe(false);
-    expect(m.missing).toContainEqual({ key: 'member:quota.db', source_path: 'quota.db', reason: 'owner_capture_failed' });
+    expect(m.missing).toContainEqual({
+      key: 'member:quota.db',
+      source_path: 'quota.db',
+      reason: 'owner_capture_failed',
+    });
 
-    const v = await executeVerify({ archive: join(out, result.archive.name), manifest: join(out, result.manifest.name), destination: join(base, 'dest') });
+    const v = await executeVerify({
+      archive: join(out, result.archive.name),
+      manifest: join(out, result.manifest.name),
+      destination: join(base, 'dest'),
+    });
     expect(v.audit.components.find((c) => c.component_id === 'quota')!.verification).toBe('missing');
     expect(v.audit.findings.filter((f) => f.code === 'goal_closure_incomplete').length).toBe(2);
     expect([v.audit.phase, v.audit.activation_eligible]).toEqual(['held', false]);
@@ -214,10 +304,18 @@ describe("a registered Goal's store that is not there", () => {
     const result = await create(plan(r, { outputDir: out, backupId: 'b' }));
     const work = result.manifest_doc.components!.find((c) => c.owner_kind === 'work' && c.goal_id === 'beta')!;
     expect([work.state, work.downgrades, work.archive_members]).toEqual(['missing', ['capture_component_missing'], []]);
-    const v = await executeVerify({ archive: join(out, result.archive.name), manifest: join(out, result.manifest.name), destination: join(base, 'dest') });
+    const v = await executeVerify({
+      archive: join(out, result.archive.name),
+      manifest: join(out, result.manifest.name),
+      destination: join(base, 'dest'),
+    });
     expect(v.audit.components.find((c) => c.component_id === work.component_id)!.verification).toBe('missing');
-    expect(v.audit.findings).toContainEqual(expect.objectContaining({ code: 'goal_closure_incomplete', severity: 'hold', subject: work.component_id }));
+    expect(v.audit.findings).toContainEqual(
+      expect.objectContaining({ code: 'goal_closure_incomplete', severity: 'hold', subject: work.component_id }),
+    );
     // alpha's closure is whole: it is still offered; beta's is not.
-    expect(v.audit.activation?.eligible_scopes).toEqual([result.manifest_doc.components!.find((c) => c.goal_id === 'alpha')!.logical_scope]);
+    expect(v.audit.activation?.eligible_scopes).toEqual([
+      result.manifest_doc.components!.find((c) => c.goal_id === 'alpha')!.logical_scope,
+    ]);
   });
 });

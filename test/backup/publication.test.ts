@@ -52,7 +52,11 @@ describe('backup publication never overwrites', () => {
     await create(plan(root, { outputDir: out, backupId: 'first' }));
     writeFileSync(join(out, 'b.tar.gz'), 'someone else');
     const before = fingerprint(out);
-    expect(await conflictOf(root, out, 'b')).toEqual({ code: 'backup_destination_occupied', kind: 'conflict', details: { occupied: ['b.tar.gz'] } });
+    expect(await conflictOf(root, out, 'b')).toEqual({
+      code: 'backup_destination_occupied',
+      kind: 'conflict',
+      details: { occupied: ['b.tar.gz'] },
+    });
     expect(fingerprint(out)).toEqual(before); // no manifest of ours, no staging left
   });
 
@@ -76,7 +80,9 @@ describe('backup publication never overwrites', () => {
 
   it('an archive name taken during capture: the manifest this attempt linked is withdrawn, the other file untouched', async () => {
     const { root, out } = await setup();
-    const r = await conflictOf(root, out, 'b', { beforePublish: () => writeFileSync(join(out, 'b.tar.gz'), 'raced in') });
+    const r = await conflictOf(root, out, 'b', {
+      beforePublish: () => writeFileSync(join(out, 'b.tar.gz'), 'raced in'),
+    });
     expect(r).toMatchObject({ code: 'backup_destination_occupied', details: { occupied: ['b.tar.gz'] } });
     expect(readdirSync(out)).toEqual(['b.tar.gz']);
     expect(readFileSync(join(out, 'b.tar.gz'), 'utf8')).toBe('raced in');
@@ -84,7 +90,9 @@ describe('backup publication never overwrites', () => {
 
   it('a manifest name taken during capture: nothing of this attempt is published', async () => {
     const { root, out } = await setup();
-    const r = await conflictOf(root, out, 'b', { beforePublish: () => writeFileSync(join(out, 'b.manifest.json'), 'raced in') });
+    const r = await conflictOf(root, out, 'b', {
+      beforePublish: () => writeFileSync(join(out, 'b.manifest.json'), 'raced in'),
+    });
     expect(r).toMatchObject({ code: 'backup_destination_occupied', details: { occupied: ['b.manifest.json'] } });
     expect(readdirSync(out)).toEqual(['b.manifest.json']);
     expect(readFileSync(join(out, 'b.manifest.json'), 'utf8')).toBe('raced in');

@@ -40,9 +40,17 @@ describe('the owner sources', () => {
     expect(reg.value.projects).toEqual([{ project_id: 'proj', name: 'Project' }]);
     // The checkpoint comes from those same reads and verifies with the owner's verifier.
     const v = sources.verifyConfigurationCheckpoint(sources.buildConfigurationCheckpoint(reg, mac));
-    expect(v).toMatchObject({ ok: true, goal_count: 2, machine_configuration_present: true, readback_verified: true, problems: [] });
+    expect(v).toMatchObject({
+      ok: true,
+      goal_count: 2,
+      machine_configuration_present: true,
+      readback_verified: true,
+      problems: [],
+    });
     // A read the sources did not hand out is not one a checkpoint is built from.
-    expect(() => sources.buildConfigurationCheckpoint({ ...reg }, mac)).toThrow(expect.objectContaining({ code: 'backup_source_unusable' }));
+    expect(() => sources.buildConfigurationCheckpoint({ ...reg }, mac)).toThrow(
+      expect.objectContaining({ code: 'backup_source_unusable' }),
+    );
   });
 });
 
@@ -51,11 +59,16 @@ const KINDS = {
   owner: {
     sources: ownerBackupSources,
     dropsMachine: (root: string) =>
-      configOwner.buildConfigurationCheckpoint({ registry: registryOf(root).readExact(), machineConfiguration: configOwner.memoryConfigStore().readExact() }).bytes,
+      configOwner.buildConfigurationCheckpoint({
+        registry: registryOf(root).readExact(),
+        machineConfiguration: configOwner.memoryConfigStore().readExact(),
+      }).bytes,
     otherMachine: (root: string) =>
       configOwner.buildConfigurationCheckpoint({
         registry: registryOf(root).readExact(),
-        machineConfiguration: configOwner.memoryConfigStore(bytes(JSON.stringify({ ...machineDoc, namespaces: {} }))).readExact(),
+        machineConfiguration: configOwner
+          .memoryConfigStore(bytes(JSON.stringify({ ...machineDoc, namespaces: {} })))
+          .readExact(),
       }).bytes,
   },
 } as const;
@@ -78,16 +91,22 @@ describe.each(['owner'] as const)('a source whose checkpoint does not say what t
   }
 
   it('refuses a checkpoint that fails its verifier', async () => {
-    expect(await refusalWith(() => ({ buildConfigurationCheckpoint: () => bytes('{"schema_version":"loopx_configuration_backup_v0"}') }))).toBe(
-      'backup_configuration_checkpoint_invalid',
-    );
+    expect(
+      await refusalWith(() => ({
+        buildConfigurationCheckpoint: () => bytes('{"schema_version":"loopx_configuration_backup_v0"}'),
+      })),
+    ).toBe('backup_configuration_checkpoint_invalid');
   });
 
   it('refuses a valid checkpoint that dropped the machine configuration the plan read', async () => {
     expect(
       await refusalWith((root) => {
         const checkpoint = KINDS[kind].dropsMachine(root);
-        expect(KINDS[kind].sources(root).verifyConfigurationCheckpoint(checkpoint)).toMatchObject({ ok: true, goal_count: 2, machine_configuration_present: false });
+        expect(KINDS[kind].sources(root).verifyConfigurationCheckpoint(checkpoint)).toMatchObject({
+          ok: true,
+          goal_count: 2,
+          machine_configuration_present: false,
+        });
         return { buildConfigurationCheckpoint: () => checkpoint };
       }),
     ).toBe('backup_configuration_checkpoint_invalid');
@@ -97,7 +116,11 @@ describe.each(['owner'] as const)('a source whose checkpoint does not say what t
     expect(
       await refusalWith((root) => {
         const checkpoint = KINDS[kind].otherMachine(root);
-        expect(KINDS[kind].sources(root).verifyConfigurationCheckpoint(checkpoint)).toMatchObject({ ok: true, goal_count: 2, machine_configuration_present: true });
+        expect(KINDS[kind].sources(root).verifyConfigurationCheckpoint(checkpoint)).toMatchObject({
+          ok: true,
+          goal_count: 2,
+          machine_configuration_present: true,
+        });
         return { buildConfigurationCheckpoint: () => checkpoint };
       }),
     ).toBe('backup_configuration_checkpoint_invalid');

@@ -30,7 +30,12 @@ describe('the owner-export test vector', () => {
 
   it('verifies offline, and one changed item breaks the chain', () => {
     const records = vector.file_lines.map((l) => JSON.parse(l) as unknown);
-    const expect_ = { schema: vector.header.schema_version, owner: vector.header.owner, scope: MACHINE, maxItems: 1_000 };
+    const expect_ = {
+      schema: vector.header.schema_version,
+      owner: vector.header.owner,
+      scope: MACHINE,
+      maxItems: 1_000,
+    };
     const ok = verifyExport(records, expect_);
     expect([ok.findings, ok.sha256]).toEqual([[], vector.content_digest]);
     const changed = structuredClone(records) as Array<{ value?: { value?: { name?: string } } }>;
@@ -41,6 +46,8 @@ describe('the owner-export test vector', () => {
 
 describe('the v1 manifest schema', () => {
   it('is what scripts/manifest-v1-schema.mjs derives from the v0 schema', () => {
-    expect(() => execFileSync(process.execPath, [join(REPO, 'scripts/manifest-v1-schema.mjs'), '--check'], { stdio: 'pipe' })).not.toThrow();
+    expect(() =>
+      execFileSync(process.execPath, [join(REPO, 'scripts/manifest-v1-schema.mjs'), '--check'], { stdio: 'pipe' }),
+    ).not.toThrow();
   });
 });

@@ -11,13 +11,22 @@ import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/core/index.js';
-import { BACKUP_LIMITS, create, plan, type BackupManifest, type ManifestComponent, type RecoverySetCapture } from '../../src/backup/index.js';
+import {
+  BACKUP_LIMITS,
+  create,
+  plan,
+  type BackupManifest,
+  type ManifestComponent,
+  type RecoverySetCapture,
+} from '../../src/backup/index.js';
 import { executeVerify } from '../../src/recovery/index.js';
 import { REPO } from '../support/cli.js';
 import { PROJECT, addProject, commitWork, goalsOf, makeRoot, readArchive, tempBase } from './support/fixtures.js';
 
 const validateV1 = (() => {
-  const schema = JSON.parse(readFileSync(join(REPO, 'docs/schemas/state-backup-manifest-v1.schema.json'), 'utf8')) as object;
+  const schema = JSON.parse(
+    readFileSync(join(REPO, 'docs/schemas/state-backup-manifest-v1.schema.json'), 'utf8'),
+  ) as object;
   return new Ajv2020({ strict: true, allErrors: true }).compile(schema);
 })();
 
@@ -37,7 +46,18 @@ describe('a v1 backup', () => {
     expect(m.schema_version).toBe('loopx_state_backup_v1');
     expect(validateV1(m), JSON.stringify(validateV1.errors)).toBe(true);
     const list = components(m);
-    expect(list.map((c) => c.owner_kind)).toEqual(['registry', 'config', 'goal', 'goal', 'work', 'work', 'session', 'effect', 'quota', 'scheduler']);
+    expect(list.map((c) => c.owner_kind)).toEqual([
+      'registry',
+      'config',
+      'goal',
+      'goal',
+      'work',
+      'work',
+      'session',
+      'effect',
+      'quota',
+      'scheduler',
+    ]);
     // Machine owners once; Goal-boundary owners once per registered Goal (alpha, beta), the tags shared per Goal.
     const tags = new Set(list.filter((c) => c.logical_scope !== 'machine').map((c) => c.logical_scope));
     expect(tags.size).toBe(2);
@@ -58,12 +78,19 @@ describe('a v1 backup', () => {
     expect(work.cursor).toBe(25);
     expect(work.schema_version).toBe('loopx_work_copy_export_v0');
     expect(work.archive_members).toEqual(['runtime-root/goals/alpha/work.db']);
-    expect(work.dependency_ids).toEqual([list.find((c) => c.owner_kind === 'goal' && c.goal_id === 'alpha')!.component_id]);
+    expect(work.dependency_ids).toEqual([
+      list.find((c) => c.owner_kind === 'goal' && c.goal_id === 'alpha')!.component_id,
+    ]);
     expect(work.capture_interval.start!.cursor).toBe(25);
     expect(work.capture_interval.end!.cursor).toBe(25);
     expect(work.skew).toMatchObject({ moved_during_capture: false, moved_before_set_end: false, cursor_delta: 0 });
     // A store the owner never created is a confirmed absence, not a hole.
-    expect(list.find((c) => c.owner_kind === 'quota')).toMatchObject({ state: 'absent', archive_members: [], export_member: null, content_digest: null });
+    expect(list.find((c) => c.owner_kind === 'quota')).toMatchObject({
+      state: 'absent',
+      archive_members: [],
+      export_member: null,
+      content_digest: null,
+    });
     const set = m.capture as RecoverySetCapture;
     expect(set).toMatchObject({
       profile: 'online',
@@ -125,7 +152,9 @@ describe('a v1 backup', () => {
     const goalIds = (l: readonly ManifestComponent[]) => l.filter((c) => c.goal_id !== null).map((c) => c.component_id);
     expect(new Set(one.map((c) => c.component_id)).size).toBe(one.length);
     expect(goalIds(one).filter((id) => goalIds(two).includes(id))).toEqual([]);
-    expect(one.filter((c) => c.goal_id === null).map((c) => c.component_id)).toEqual(two.filter((c) => c.goal_id === null).map((c) => c.component_id));
+    expect(one.filter((c) => c.goal_id === null).map((c) => c.component_id)).toEqual(
+      two.filter((c) => c.goal_id === null).map((c) => c.component_id),
+    );
   });
 
   it('--format v0 still writes the legacy manifest, with no components', async () => {
@@ -143,15 +172,28 @@ describe('a v1 backup', () => {
     const root = join(base, 'root');
     await makeRoot(root, { specials: false });
     const r = await backup(root, join(base, 'out'));
-    const verify = (d: string) => executeVerify({ archive: join(base, 'out', r.archive.name), manifest: join(base, 'out', r.manifest.name), destination: join(base, d) });
+    const verify = (d: string) =>
+      executeVerify({
+        archive: join(base, 'out', r.archive.name),
+        manifest: join(base, 'out', r.manifest.name),
+        destination: join(base, d),
+      });
     const a = (await verify('d1')).audit;
     const b = (await verify('d2')).audit;
     const ids = components(r.manifest_doc).map((c) => c.component_id);
-    expect(a.components.filter((c) => ids.includes(c.component_id)).map((c) => [c.component_id, c.verification])).toEqual(ids.map((id) => [id, 'verified']));
+    expect(
+      a.components.filter((c) => ids.includes(c.component_id)).map((c) => [c.component_id, c.verification]),
+    ).toEqual(ids.map((id) => [id, 'verified']));
     expect(b.components.map((c) => c.component_id)).toEqual(a.components.map((c) => c.component_id));
     expect(a.backup.schema_version).toBe('loopx_state_backup_v1');
     expect(a.capture).toEqual({ requested_profile: 'online', achieved_profile: 'online', producer_claim: 'online' });
-    expect([a.phase, a.activation_eligible, a.execution_authority_granted, a.retryable, a.last_durable_receipt]).toEqual(['audited', true, false, true, null]);
+    expect([
+      a.phase,
+      a.activation_eligible,
+      a.execution_authority_granted,
+      a.retryable,
+      a.last_durable_receipt,
+    ]).toEqual(['audited', true, false, true, null]);
     expect(a.findings.filter((f) => f.severity !== 'warning')).toEqual([]);
   });
 });

@@ -64,7 +64,13 @@ describe('loopx CLI', () => {
     expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     const r = await loopxAsync(['run', 'show', 'run_missing', '--root', root, '--json']);
     expect(r.status).toBe(3);
-    expect(r.json()).toEqual({ error: { code: 'run_not_found', message: 'No run run_missing in this root.', next_action: `list runs: loopx run list --root ${rel(root)}` } });
+    expect(r.json()).toEqual({
+      error: {
+        code: 'run_not_found',
+        message: 'No run run_missing in this root.',
+        next_action: `list runs: loopx run list --root ${rel(root)}`,
+      },
+    });
     expect(r.stderr).toMatch(/^loopx: .*\[run_not_found\]\ntry: /);
     // No absolute paths in public output: the only one is the operator's own --root, carried as given.
     expect((r.stdout + r.stderr).replaceAll(`--root ${rel(root)}`, '--root R')).not.toContain(root);
@@ -73,7 +79,17 @@ describe('loopx CLI', () => {
   it('an invalid agent file is refused with agent_definition_invalid', async () => {
     const root = tempRoot();
     const bad = join(root, '..', 'bad.json');
-    writeFileSync(bad, JSON.stringify({ id: 'x', version: '1', model: { provider: 'scripted', model_id: 'm' }, turn_limit: 1, tool_plan: 'loopx.builtin.v1', surprise: true }));
+    writeFileSync(
+      bad,
+      JSON.stringify({
+        id: 'x',
+        version: '1',
+        model: { provider: 'scripted', model_id: 'm' },
+        turn_limit: 1,
+        tool_plan: 'loopx.builtin.v1',
+        surprise: true,
+      }),
+    );
     const r = await loopxAsync(['run', 'start', '--agent', bad, '--root', root, '--json']);
     expect(r.status).toBe(3);
     expect(r.json().error.code).toBe('agent_definition_invalid');
@@ -81,7 +97,19 @@ describe('loopx CLI', () => {
 
   it('the quickstart journey: start, suspend at a boundary, export, inspect, resume, answer, complete', async () => {
     const root = tempRoot();
-    const started = await loopxAsync(['run', 'start', '--agent', AGENT, '--input', 'Add 2 and 40', '--suspend-after-turns', '2', '--root', root, '--json']);
+    const started = await loopxAsync([
+      'run',
+      'start',
+      '--agent',
+      AGENT,
+      '--input',
+      'Add 2 and 40',
+      '--suspend-after-turns',
+      '2',
+      '--root',
+      root,
+      '--json',
+    ]);
     expect(started.status).toBe(0);
     const s = started.json();
     expect(Object.keys(s)).toEqual(expect.arrayContaining(['run_id', 'status', 'completed_turns', 'last_sequence']));
@@ -103,19 +131,31 @@ describe('loopx CLI', () => {
     expect(again.json().error.code).toBe('destination_occupied');
 
     const inspected = (await loopxAsync(['run', 'inspect', a, '--json'])).json();
-    expect(inspected.snapshot).toMatchObject({ run_id: s.run_id, lifecycle: 'suspended', completed_turns: 2, last_sequence: s.last_sequence });
+    expect(inspected.snapshot).toMatchObject({
+      run_id: s.run_id,
+      lifecycle: 'suspended',
+      completed_turns: 2,
+      last_sequence: s.last_sequence,
+    });
     expect(inspected.snapshot.plan_identity.compatibility_identity).toMatch(/^loopx\.builtin\//);
 
     const resumed = (await loopxAsync(['run', 'resume', s.run_id, '--root', root, '--json'])).json();
-    expect(resumed).toMatchObject({ status: 'active', waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' } });
-    const events = (await loopxAsync(['run', 'events', s.run_id, '--after', String(s.last_sequence), '--root', root, '--json'])).stdout
+    expect(resumed).toMatchObject({
+      status: 'active',
+      waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' },
+    });
+    const events = (
+      await loopxAsync(['run', 'events', s.run_id, '--after', String(s.last_sequence), '--root', root, '--json'])
+    ).stdout
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
     expect(events[0]).toMatchObject({ sequence: s.last_sequence + 1, type: 'Resumed' });
     expect(events.map((e: { type: string }) => e.type)).not.toContain('RunStarted');
 
-    const answered = (await loopxAsync(['run', 'answer', s.run_id, 'confirm-1', 'yes', '--root', root, '--json'])).json();
+    const answered = (
+      await loopxAsync(['run', 'answer', s.run_id, 'confirm-1', 'yes', '--root', root, '--json'])
+    ).json();
     expect(answered.status).toBe('completed');
     const reused = await loopxAsync(['run', 'answer', s.run_id, 'confirm-1', 'again', '--root', root, '--json']);
     expect(reused.status).toBe(3);
@@ -155,7 +195,10 @@ describe('refusals and hints keep to the state the command was given', () => {
     ]) {
       const r = await loopxAsync([...argv, '--root', root, '--json']);
       expect(r.status, argv.join(' ')).toBe(3);
-      expect(r.json().error, argv.join(' ')).toMatchObject({ code: 'root_not_found', next_action: `pass the right --root, or create this root: loopx init --root ${rel(root)}` });
+      expect(r.json().error, argv.join(' ')).toMatchObject({
+        code: 'root_not_found',
+        next_action: `pass the right --root, or create this root: loopx init --root ${rel(root)}`,
+      });
       expect(r.stderr, argv.join(' ')).toContain('[root_not_found]');
     }
     expect((await loopxAsync(['run', 'list', '--root', root])).stdout).not.toContain('no runs');
@@ -174,7 +217,22 @@ describe('refusals and hints keep to the state the command was given', () => {
     const a = tempRoot();
     const b = join(a, '..', 'b root'); // a space: the carried flag is quoted for the shell
     const auth = ['--authority-dir', join(a, '..', 'authority')];
-    const s = (await loopxAsync(['run', 'start', '--agent', AGENT, '--input', 'Add 2 and 40', '--suspend-after-turns', '2', '--root', a, ...auth, '--json'])).json();
+    const s = (
+      await loopxAsync([
+        'run',
+        'start',
+        '--agent',
+        AGENT,
+        '--input',
+        'Add 2 and 40',
+        '--suspend-after-turns',
+        '2',
+        '--root',
+        a,
+        ...auth,
+        '--json',
+      ])
+    ).json();
     const snap = join(a, '..', 'run.snapshot');
     expect((await loopxAsync(['run', 'export', s.run_id, '--out', snap, '--root', a, ...auth])).status).toBe(0);
 
@@ -191,7 +249,9 @@ describe('refusals and hints keep to the state the command was given', () => {
     expect(again.status).toBe(4);
     const { code, next_action } = again.json().error;
     expect(code).toBe('snapshot_consumed');
-    expect(next_action).toBe(`find the run where it was imported: loopx authority show --run ${s.run_id} --root ${rel(b)} --authority-dir ${rel(auth[1]!)}`);
+    expect(next_action).toBe(
+      `find the run where it was imported: loopx authority show --run ${s.run_id} --root ${rel(b)} --authority-dir ${rel(auth[1]!)}`,
+    );
     expect(again.stderr).toContain(`try: ${next_action}\n`);
     const shown = await loopxAsync([...printedCommand(next_action), '--json']);
     expect(shown.status).toBe(0);
@@ -200,7 +260,21 @@ describe('refusals and hints keep to the state the command was given', () => {
 
   it('run_tombstoned names no placeholder: its next action shows how the run ended, and runs as printed', async () => {
     const a = tempRoot();
-    const s = (await loopxAsync(['run', 'start', '--agent', AGENT, '--input', 'Add 2 and 40', '--suspend-after-turns', '2', '--root', a, '--json'])).json();
+    const s = (
+      await loopxAsync([
+        'run',
+        'start',
+        '--agent',
+        AGENT,
+        '--input',
+        'Add 2 and 40',
+        '--suspend-after-turns',
+        '2',
+        '--root',
+        a,
+        '--json',
+      ])
+    ).json();
     const snap = join(a, '..', 'run.snapshot');
     expect((await loopxAsync(['run', 'export', s.run_id, '--out', snap, '--root', a])).status).toBe(0);
     expect((await loopxAsync(['run', 'cancel', s.run_id, '--root', a])).status).toBe(0);
@@ -221,9 +295,23 @@ describe('refusals and hints keep to the state the command was given', () => {
     expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     expect((await loopxAsync(['goal', 'create', 'g1', '--title', 'G', '--root', root])).status).toBe(0);
     expect((await loopxAsync(['todo', 'add', '--goal', 'g1', '--title', 'T', '--root', root])).status).toBe(0);
-    const r = await loopxAsync(['todo', 'update', 'nope', '--goal', 'g1', '--status', 'done', '--root', root, '--json']);
+    const r = await loopxAsync([
+      'todo',
+      'update',
+      'nope',
+      '--goal',
+      'g1',
+      '--status',
+      'done',
+      '--root',
+      root,
+      '--json',
+    ]);
     expect(r.status).toBe(3);
-    expect(r.json().error).toMatchObject({ code: 'todo_not_found', next_action: `list the Goal’s Todos: loopx todo list --goal g1 --root ${rel(root)}` });
+    expect(r.json().error).toMatchObject({
+      code: 'todo_not_found',
+      next_action: `list the Goal’s Todos: loopx todo list --goal g1 --root ${rel(root)}`,
+    });
     const listed = await loopxAsync([...printedCommand(r.json().error.next_action), '--json']);
     expect(listed.status).toBe(0);
     expect(listed.json().todos.map((t: { title: string }) => t.title)).toEqual(['T']);
@@ -233,14 +321,26 @@ describe('refusals and hints keep to the state the command was given', () => {
     const root = tempRoot();
     expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     expect((await loopxAsync(['goal', 'create', 'g1', '--title', 'G', '--root', root])).status).toBe(0);
-    for (const title of ['A', 'B']) expect((await loopxAsync(['todo', 'add', '--goal', 'g1', '--title', title, '--root', root])).status).toBe(0);
+    for (const title of ['A', 'B'])
+      expect((await loopxAsync(['todo', 'add', '--goal', 'g1', '--title', title, '--root', root])).status).toBe(0);
     const cases: Array<[string, string[]]> = [
       ['todo_update_repeated', ['t1', 't2', 't1']],
       ['todo_update_too_many', Array.from({ length: 101 }, (_, i) => `t${i + 1}`)],
       ['todo_not_found', ['t1', 'nope']],
     ];
     for (const [code, ids] of cases) {
-      const r = await loopxAsync(['todo', 'update', ...ids, '--goal', 'g1', '--status', 'done', '--root', root, '--json']);
+      const r = await loopxAsync([
+        'todo',
+        'update',
+        ...ids,
+        '--goal',
+        'g1',
+        '--status',
+        'done',
+        '--root',
+        root,
+        '--json',
+      ]);
       expect(r.status, code).toBe(code === 'todo_not_found' ? 3 : 2);
       expect(r.json().error.code).toBe(code);
     }

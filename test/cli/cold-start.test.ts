@@ -16,7 +16,14 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import * as facts from '../../src/cli/runtime-facts.js';
-import { DEFAULT_CLUSTER_SCHEMA, MAX_TODOS_PER_UPDATE, parseProfile, storeChoices, takesServiceOptions, TODO_STATUSES } from '../../src/runtime/index.js';
+import {
+  DEFAULT_CLUSTER_SCHEMA,
+  MAX_TODOS_PER_UPDATE,
+  parseProfile,
+  storeChoices,
+  takesServiceOptions,
+  TODO_STATUSES,
+} from '../../src/runtime/index.js';
 import { DATA_HOME, loopx, REPO, STATE_HOME, tempRoot } from '../support/cli.js';
 
 /** The most ES modules building the program may load (50 when this test was written; 418 before commands were loaded on use). */
@@ -96,11 +103,18 @@ const packagesOf = (urls: readonly string[]): Set<string> =>
       return m ? [m[1]!] : [];
     }),
   );
-const feature = (pkgs: Set<string>): string[] => [...pkgs].filter((p) => FEATURE_PACKAGES.some((f) => (f.endsWith('/') ? p.startsWith(f) : p === f)));
+const feature = (pkgs: Set<string>): string[] =>
+  [...pkgs].filter((p) => FEATURE_PACKAGES.some((f) => (f.endsWith('/') ? p.startsWith(f) : p === f)));
 
 describe('cold start', () => {
   it(`--version, --help and a command's --help load at most ${MAX_ES_MODULES} ES modules, and no runtime`, () => {
-    for (const args of [['--version'], ['--help'], ['run', 'show', '--help'], ['todo', 'update', '--help'], ['backup-state', '--help']]) {
+    for (const args of [
+      ['--version'],
+      ['--help'],
+      ['run', 'show', '--help'],
+      ['todo', 'update', '--help'],
+      ['backup-state', '--help'],
+    ]) {
       const r = modulesOf(args);
       expect(r.status, args.join(' ')).toBe(0);
       expect(r.esm.length, `${args.join(' ')} loaded ${r.esm.length} ES modules`).toBeLessThanOrEqual(MAX_ES_MODULES);
@@ -133,7 +147,9 @@ describe('cold start', () => {
     // better-sqlite3 holds the root's runs.
     expect(feature(packagesOf([...r.esm, ...r.cjs])).filter((p) => p !== 'better-sqlite3')).toEqual([]);
     expect(r.esm.length, `run show loaded ${r.esm.length} ES modules`).toBeLessThanOrEqual(MAX_RUN_SHOW_ES_MODULES);
-    const loaded = [...packagesOf([...r.esm, ...r.cjs])].filter((p) => NOT_FOR_RUN_SHOW.some((f) => (f.endsWith('/') ? p.startsWith(f) : p === f)));
+    const loaded = [...packagesOf([...r.esm, ...r.cjs])].filter((p) =>
+      NOT_FOR_RUN_SHOW.some((f) => (f.endsWith('/') ? p.startsWith(f) : p === f)),
+    );
     expect(loaded, 'run show loaded an SDK or the server').toEqual([]);
   });
 
@@ -154,7 +170,9 @@ describe('cold start', () => {
     expect(show.status, show.stdout).toBe(0);
     expect(own(show).filter((u) => !u.startsWith(`${dist}cli/`))).toEqual([]);
     const unbundled = modulesOf(['run', 'show', started.json<{ run_id: string }>().run_id, '--root', root]);
-    expect(own(show).length, `${own(show).length} chunks against ${own(unbundled).length} modules`).toBeLessThan(own(unbundled).length / 10);
+    expect(own(show).length, `${own(show).length} chunks against ${own(unbundled).length} modules`).toBeLessThan(
+      own(unbundled).length / 10,
+    );
     expect(feature(packagesOf([...show.esm, ...show.cjs])).filter((p) => p !== 'better-sqlite3')).toEqual([]);
   });
 });
@@ -164,7 +182,17 @@ describe('what the help says of the runtime (src/cli/runtime-facts.ts)', () => {
     expect(facts.DEFAULT_CLUSTER_SCHEMA).toBe(DEFAULT_CLUSTER_SCHEMA);
     expect([...facts.TODO_STATUSES]).toEqual([...TODO_STATUSES]);
     expect(facts.MAX_TODOS_PER_UPDATE).toBe(MAX_TODOS_PER_UPDATE);
-    for (const word of ['online', 'quiescent', 'crash-consistent', 'crash_consistent', 'Online', 'offline', '', 'crash consistent', 'quiescent-'])
+    for (const word of [
+      'online',
+      'quiescent',
+      'crash-consistent',
+      'crash_consistent',
+      'Online',
+      'offline',
+      '',
+      'crash consistent',
+      'quiescent-',
+    ])
       expect(facts.parseCaptureProfile(word), word).toBe(parseProfile(word));
   });
 

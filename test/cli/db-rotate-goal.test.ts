@@ -29,12 +29,31 @@ describePg("a Goal's restored work schema is rotated through the Goal", () => {
     root = tempRoot('loopx-db-rotate-goal-');
     expect((await loopxAsync(['init', '--root', root], env)).status).toBe(0);
     const create = (goal: string) =>
-      loopxAsync(['goal', 'create', goal, '--title', goal, '--work-provider', 'postgresql', '--database-url', 'env:LX_GW_A', '--pg-schema', schema, '--root', root], env);
+      loopxAsync(
+        [
+          'goal',
+          'create',
+          goal,
+          '--title',
+          goal,
+          '--work-provider',
+          'postgresql',
+          '--database-url',
+          'env:LX_GW_A',
+          '--pg-schema',
+          schema,
+          '--root',
+          root,
+        ],
+        env,
+      );
     expect((await create('g1')).stderr).toContain('pg_schema_not_migrated');
     expect((await loopxAsync(['db', 'migrate', '--root', root], env)).status).toBe(0);
     expect((await create('g1')).status).toBe(0);
     expect((await create('g2')).status).toBe(0);
-    expect((await loopxAsync(['todo', 'add', '--goal', 'g1', '--title', 'leased work', '--root', root], env)).status).toBe(0);
+    expect(
+      (await loopxAsync(['todo', 'add', '--goal', 'g1', '--title', 'leased work', '--root', root], env)).status,
+    ).toBe(0);
     await holdLease(root, 'g1');
   }, 120_000);
 
@@ -53,7 +72,10 @@ describePg("a Goal's restored work schema is rotated through the Goal", () => {
     // The next action names the reference this process reached the copy through, and runs as printed: the rotation's preview.
     expect(refused.stderr).toContain(`loopx db rotate --goal g1 --database-url env:LX_GW_A --root ${rel(root)}`);
     const next = refused.stderr.split('\n').find((l) => l.startsWith('try: '))!;
-    const previewed = await loopxAsync([...next.slice(next.indexOf('loopx ') + 'loopx '.length).split(' '), '--json'], onCopy);
+    const previewed = await loopxAsync(
+      [...next.slice(next.indexOf('loopx ') + 'loopx '.length).split(' '), '--json'],
+      onCopy,
+    );
     expect(previewed.status, previewed.stderr).toBe(0);
     expect(previewed.json()).toMatchObject({ goal_id: 'g1', restore_detected: true, database_url: 'env:LX_GW_A' });
 
@@ -75,26 +97,68 @@ describePg("a Goal's restored work schema is rotated through the Goal", () => {
     const asked = await loopxAsync(['db', 'rotate', '--goal', 'g1', '--root', root], onCopy);
     expect(asked.stderr).toContain('db_rotation_url_required');
     expect(asked.stderr).toContain('loopx db rotate --goal g1 --database-url env:LX_GW_A');
-    expect((await loopxAsync(['db', 'rotate', '--goal', 'nope', '--root', root, '--json'], env)).stderr).toContain('goal_not_found');
+    expect((await loopxAsync(['db', 'rotate', '--goal', 'nope', '--root', root, '--json'], env)).stderr).toContain(
+      'goal_not_found',
+    );
 
-    const preview = await loopxAsync(['db', 'rotate', '--goal', 'g1', '--database-url', 'env:LX_GW_B', '--root', root, '--json'], env);
+    const preview = await loopxAsync(
+      ['db', 'rotate', '--goal', 'g1', '--database-url', 'env:LX_GW_B', '--root', root, '--json'],
+      env,
+    );
     expect(preview.status, preview.stderr).toBe(0);
     const plan = preview.json();
     expectSchemaValid('db-rotation-plan.schema.json', plan);
-    expect(plan).toMatchObject({ goal_id: 'g1', schema, restore_detected: true, database_url: 'env:LX_GW_B', previous_database_url: 'env:LX_GW_A', next_restore_generation: 1 });
+    expect(plan).toMatchObject({
+      goal_id: 'g1',
+      schema,
+      restore_detected: true,
+      database_url: 'env:LX_GW_B',
+      previous_database_url: 'env:LX_GW_A',
+      next_restore_generation: 1,
+    });
     expect(plan.goals).toEqual([
       { goal_id: 'g1', active_leases: 1, fenced: false },
       { goal_id: 'g2', active_leases: 0, fenced: false },
     ]);
     // A root plan's digest is not this one: confirming without --goal is refused before anything moves.
-    expect((await loopxAsync(['db', 'rotate', '--database-url', 'env:LX_GW_B', '--confirm', plan.digest, '--root', root, '--json'], env)).stderr).toContain('db_not_postgresql');
-    const wrong = await loopxAsync(['db', 'rotate', '--goal', 'g2', '--database-url', 'env:LX_GW_B', '--confirm', 'f'.repeat(64), '--root', root], env);
+    expect(
+      (
+        await loopxAsync(
+          ['db', 'rotate', '--database-url', 'env:LX_GW_B', '--confirm', plan.digest, '--root', root, '--json'],
+          env,
+        )
+      ).stderr,
+    ).toContain('db_not_postgresql');
+    const wrong = await loopxAsync(
+      ['db', 'rotate', '--goal', 'g2', '--database-url', 'env:LX_GW_B', '--confirm', 'f'.repeat(64), '--root', root],
+      env,
+    );
     expect(wrong.stderr).toContain('loopx db rotate --goal g2 --database-url env:LX_GW_B');
 
-    const rotated = await loopxAsync(['db', 'rotate', '--goal', 'g1', '--database-url', 'env:LX_GW_B', '--confirm', plan.digest, '--root', root, '--json'], env);
+    const rotated = await loopxAsync(
+      [
+        'db',
+        'rotate',
+        '--goal',
+        'g1',
+        '--database-url',
+        'env:LX_GW_B',
+        '--confirm',
+        plan.digest,
+        '--root',
+        root,
+        '--json',
+      ],
+      env,
+    );
     expect(rotated.status, rotated.stderr).toBe(0);
     expectSchemaValid('db-rotation.schema.json', rotated.json());
-    expect(rotated.json()).toMatchObject({ goal_id: 'g1', restore_generation: 1, original: 'superseded', database_url: 'env:LX_GW_B' });
+    expect(rotated.json()).toMatchObject({
+      goal_id: 'g1',
+      restore_generation: 1,
+      original: 'superseded',
+      database_url: 'env:LX_GW_B',
+    });
 
     // Every Goal of the root in that schema now names the copy; no record holds a URL.
     for (const g of ['g1', 'g2']) {
@@ -104,16 +168,24 @@ describePg("a Goal's restored work schema is rotated through the Goal", () => {
     expect(await original.add('after the rotation, on the original')).toEqual({ ok: false, code: 'store_superseded' });
     expect(await early.add('after the rotation, on the copy')).toEqual({ ok: false, code: 'store_writer_stale' });
 
-    const after = await loopxChild(['todo', 'add', '--goal', 'g1', '--title', 'after the rotation', '--root', root, '--json'], env);
+    const after = await loopxChild(
+      ['todo', 'add', '--goal', 'g1', '--title', 'after the rotation', '--root', root, '--json'],
+      env,
+    );
     expect(after.status, after.stderr).toBe(0);
-    expect((await loopxChild(['todo', 'add', '--goal', 'g2', '--title', 'g2 after', '--root', root, '--json'], env)).status).toBe(0);
+    expect(
+      (await loopxChild(['todo', 'add', '--goal', 'g2', '--title', 'g2 after', '--root', root, '--json'], env)).status,
+    ).toBe(0);
     const work = await openGoalWork({ root, goal_id: 'g1' });
     const t1 = await work.getTodo('t1');
     work.close();
     expect(t1?.lease).toMatchObject({ status: 'released', owner: 'worker-a' });
     const later = (await loopxAsync(['db', 'status', '--root', root, '--json'], env)).json();
     expect(later.goal_work_schemas).toEqual([
-      expect.objectContaining({ database_url: 'env:LX_GW_B', installation: expect.objectContaining({ state: 'active', restore_generation: 1 }) }),
+      expect.objectContaining({
+        database_url: 'env:LX_GW_B',
+        installation: expect.objectContaining({ state: 'active', restore_generation: 1 }),
+      }),
     ]);
   }, 180_000);
 

@@ -22,17 +22,33 @@ describePg('db rotate and the original’s later writes', () => {
   beforeAll(async () => {
     Object.assign(process.env, env);
     root = tempRoot('loopx-db-later-');
-    expect((await loopxAsync(['init', '--root', root, '--store', 'postgresql', '--database-url', 'env:LX_LW_A', '--pg-schema', schema], env)).status).toBe(0);
+    expect(
+      (
+        await loopxAsync(
+          ['init', '--root', root, '--store', 'postgresql', '--database-url', 'env:LX_LW_A', '--pg-schema', schema],
+          env,
+        )
+      ).status,
+    ).toBe(0);
     expect((await loopxAsync(['db', 'migrate', '--root', root], env)).status).toBe(0);
-    expect((await loopxAsync(['goal', 'create', 'g1', '--title', 'restored goal', '--root', root], env)).status).toBe(0);
-    expect((await loopxAsync(['todo', 'add', '--goal', 'g1', '--title', 'in the copy', '--root', root], env)).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', 'g1', '--title', 'restored goal', '--root', root], env)).status).toBe(
+      0,
+    );
+    expect(
+      (await loopxAsync(['todo', 'add', '--goal', 'g1', '--title', 'in the copy', '--root', root], env)).status,
+    ).toBe(0);
     await scene.restoreInto(schema);
     // Written on the original after the copy was taken (the root still points at the original).
-    expect((await loopxChild(['todo', 'add', '--goal', 'g1', '--title', 'after the copy', '--root', root], env)).status).toBe(0);
+    expect(
+      (await loopxChild(['todo', 'add', '--goal', 'g1', '--title', 'after the copy', '--root', root], env)).status,
+    ).toBe(0);
   }, 120_000);
 
   const preview = async (extra: Record<string, string> = {}) => {
-    const r = await loopxAsync(['db', 'rotate', '--database-url', 'env:LX_LW_B', '--root', root, '--json'], { ...env, ...extra });
+    const r = await loopxAsync(['db', 'rotate', '--database-url', 'env:LX_LW_B', '--root', root, '--json'], {
+      ...env,
+      ...extra,
+    });
     expect(r.status, r.stderr).toBe(0);
     valid('db-rotation-plan.schema.json', r.json());
     return r.json();
@@ -42,38 +58,81 @@ describePg('db rotate and the original’s later writes', () => {
     const first = await preview();
     expect(first.copy_heads).toEqual([{ goal_id: 'g1', cursor: expect.any(Number) }]);
     const copied = first.copy_heads[0].cursor as number;
-    expect(first.later_writes).toEqual({ original: 'compared', count: 1, goals: [{ goal_id: 'g1', copy_cursor: copied, original_cursor: copied + 1, later: 1 }] });
+    expect(first.later_writes).toEqual({
+      original: 'compared',
+      count: 1,
+      goals: [{ goal_id: 'g1', copy_cursor: copied, original_cursor: copied + 1, later: 1 }],
+    });
     const human = await loopxAsync(['db', 'rotate', '--database-url', 'env:LX_LW_B', '--root', root], env);
     expect(human.stdout).toContain('the original database has 1 work write(s) made after this copy was taken');
     expect(human.stdout).toContain('--abandon-later-writes 1');
 
     // One more write on the original: another count, another digest.
-    expect((await loopxChild(['todo', 'add', '--goal', 'g1', '--title', 'later still', '--root', root], env)).status).toBe(0);
+    expect(
+      (await loopxChild(['todo', 'add', '--goal', 'g1', '--title', 'later still', '--root', root], env)).status,
+    ).toBe(0);
     const plan = await preview();
     expect(plan.later_writes.count).toBe(2);
     expect(plan.digest).not.toBe(first.digest);
     expect(
-      (await loopxAsync(['db', 'rotate', '--database-url', 'env:LX_LW_B', '--confirm', first.digest, '--abandon-later-writes', '1', '--root', root, '--json'], env)).json().error
-        .code,
+      (
+        await loopxAsync(
+          [
+            'db',
+            'rotate',
+            '--database-url',
+            'env:LX_LW_B',
+            '--confirm',
+            first.digest,
+            '--abandon-later-writes',
+            '1',
+            '--root',
+            root,
+            '--json',
+          ],
+          env,
+        )
+      ).json().error.code,
     ).toBe('db_rotation_confirm_mismatch');
 
     // Confirmed without the count, or with another one: refused, nothing rotated.
     for (const extra of [[], ['--abandon-later-writes', '1']]) {
-      const refused = await loopxAsync(['db', 'rotate', '--database-url', 'env:LX_LW_B', '--confirm', plan.digest, ...extra, '--root', root, '--json'], env);
+      const refused = await loopxAsync(
+        ['db', 'rotate', '--database-url', 'env:LX_LW_B', '--confirm', plan.digest, ...extra, '--root', root, '--json'],
+        env,
+      );
       expect(refused.status, refused.stdout).toBe(3);
-      expect(refused.json().error).toMatchObject({ code: 'db_rotation_later_writes', details: { later_writes: 2, goals: [{ goal_id: 'g1', later: 2 }] } });
+      expect(refused.json().error).toMatchObject({
+        code: 'db_rotation_later_writes',
+        details: { later_writes: 2, goals: [{ goal_id: 'g1', later: 2 }] },
+      });
     }
-    expect((await loopxAsync(['db', 'status', '--root', root, '--json'], { ...env, LX_LW_A: env.LX_LW_B })).json().installation).toMatchObject({
+    expect(
+      (await loopxAsync(['db', 'status', '--root', root, '--json'], { ...env, LX_LW_A: env.LX_LW_B })).json()
+        .installation,
+    ).toMatchObject({
       state: 'restored_pending_rotation',
     });
 
     // The refusal's next action, run as printed, rotates and records what it abandoned.
-    const next = (await loopxAsync(['db', 'rotate', '--database-url', 'env:LX_LW_B', '--confirm', plan.digest, '--root', root, '--json'], env)).json().error.next_action as string;
+    const next = (
+      await loopxAsync(
+        ['db', 'rotate', '--database-url', 'env:LX_LW_B', '--confirm', plan.digest, '--root', root, '--json'],
+        env,
+      )
+    ).json().error.next_action as string;
     expect(next).toContain(`--confirm ${plan.digest} --abandon-later-writes 2`);
-    const rotated = await loopxAsync([...next.slice(next.indexOf('loopx ') + 'loopx '.length).split(' '), '--json'], env);
+    const rotated = await loopxAsync(
+      [...next.slice(next.indexOf('loopx ') + 'loopx '.length).split(' '), '--json'],
+      env,
+    );
     expect(rotated.status, rotated.stderr).toBe(0);
     valid('db-rotation.schema.json', rotated.json());
-    expect(rotated.json()).toMatchObject({ original: 'superseded', copy_heads: [{ goal_id: 'g1', cursor: copied }], abandoned_later_writes: 2 });
+    expect(rotated.json()).toMatchObject({
+      original: 'superseded',
+      copy_heads: [{ goal_id: 'g1', cursor: copied }],
+      abandoned_later_writes: 2,
+    });
   }, 180_000);
 
   it('says so when the original cannot be reached, or is not named: the later writes cannot be counted', async () => {
@@ -82,7 +141,9 @@ describePg('db rotate and the original’s later writes', () => {
     const r = await loopxAsync(['db', 'rotate', '--database-url', 'env:LX_LW_C', '--root', root, '--json'], gone);
     expect(r.status, r.stderr).toBe(0);
     expect(r.json().later_writes).toEqual({ original: 'unreachable', count: null, goals: [] });
-    expect((await loopxAsync(['db', 'rotate', '--database-url', 'env:LX_LW_C', '--root', root], gone)).stdout).toContain('the original database cannot be reached');
+    expect(
+      (await loopxAsync(['db', 'rotate', '--database-url', 'env:LX_LW_C', '--root', root], gone)).stdout,
+    ).toContain('the original database cannot be reached');
     const unnamed = await preview();
     expect(unnamed.later_writes).toEqual({ original: 'not_named', count: null, goals: [] });
   }, 60_000);

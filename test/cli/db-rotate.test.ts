@@ -30,10 +30,21 @@ describePg('a restored PostgreSQL schema is rotated before it admits a writer', 
   beforeAll(async () => {
     Object.assign(process.env, env);
     root = tempRoot('loopx-db-rotate-');
-    expect((await loopxAsync(['init', '--root', root, '--store', 'postgresql', '--database-url', 'env:LX_ROT_A', '--pg-schema', schema], env)).status).toBe(0);
+    expect(
+      (
+        await loopxAsync(
+          ['init', '--root', root, '--store', 'postgresql', '--database-url', 'env:LX_ROT_A', '--pg-schema', schema],
+          env,
+        )
+      ).status,
+    ).toBe(0);
     expect((await loopxAsync(['db', 'migrate', '--root', root], env)).status).toBe(0);
-    expect((await loopxAsync(['goal', 'create', 'g1', '--title', 'restored goal', '--root', root], env)).status).toBe(0);
-    expect((await loopxAsync(['todo', 'add', '--goal', 'g1', '--title', 'leased work', '--root', root], env)).status).toBe(0);
+    expect((await loopxAsync(['goal', 'create', 'g1', '--title', 'restored goal', '--root', root], env)).status).toBe(
+      0,
+    );
+    expect(
+      (await loopxAsync(['todo', 'add', '--goal', 'g1', '--title', 'leased work', '--root', root], env)).status,
+    ).toBe(0);
     await holdLease(root, 'g1');
   }, 120_000);
 
@@ -56,7 +67,11 @@ describePg('a restored PostgreSQL schema is rotated before it admits a writer', 
     const status = await loopxAsync(['db', 'status', '--root', root, '--json'], onCopy);
     expect(status.status, status.stderr).toBe(0);
     valid('db-status.schema.json', status.json());
-    expect(status.json().installation).toMatchObject({ state: 'restored_pending_rotation', recorded_state: 'active', restore_generation: 0 });
+    expect(status.json().installation).toMatchObject({
+      state: 'restored_pending_rotation',
+      recorded_state: 'active',
+      restore_generation: 0,
+    });
     expect(status.json().installation.changed).toEqual(expect.arrayContaining(['database_oid', 'table_oid']));
 
     // The copy asks for its URL again; the plan binds the root to it.
@@ -67,16 +82,32 @@ describePg('a restored PostgreSQL schema is rotated before it admits a writer', 
     expect(preview.status, preview.stderr).toBe(0);
     const plan = preview.json();
     valid('db-rotation-plan.schema.json', plan);
-    expect(plan).toMatchObject({ restore_detected: true, restore_generation: 0, next_restore_generation: 1, database_url: 'env:LX_ROT_B', previous_database_url: 'env:LX_ROT_A' });
+    expect(plan).toMatchObject({
+      restore_detected: true,
+      restore_generation: 0,
+      next_restore_generation: 1,
+      database_url: 'env:LX_ROT_B',
+      previous_database_url: 'env:LX_ROT_A',
+    });
     expect(plan.goals).toEqual([{ goal_id: 'g1', active_leases: 1, fenced: false }]);
-    const wrong = await loopxAsync(['db', 'rotate', '--database-url', 'env:LX_ROT_B', '--confirm', 'f'.repeat(64), '--root', root, '--json'], env);
+    const wrong = await loopxAsync(
+      ['db', 'rotate', '--database-url', 'env:LX_ROT_B', '--confirm', 'f'.repeat(64), '--root', root, '--json'],
+      env,
+    );
     expect(wrong.status).toBe(4);
     expect(wrong.stderr).toContain('db_rotation_confirm_mismatch');
 
-    const rotated = await loopxAsync(['db', 'rotate', '--database-url', 'env:LX_ROT_B', '--confirm', plan.digest, '--root', root, '--json'], env);
+    const rotated = await loopxAsync(
+      ['db', 'rotate', '--database-url', 'env:LX_ROT_B', '--confirm', plan.digest, '--root', root, '--json'],
+      env,
+    );
     expect(rotated.status, rotated.stderr).toBe(0);
     valid('db-rotation.schema.json', rotated.json());
-    expect(rotated.json()).toMatchObject({ restore_generation: 1, original: 'superseded', database_url: 'env:LX_ROT_B' });
+    expect(rotated.json()).toMatchObject({
+      restore_generation: 1,
+      original: 'superseded',
+      database_url: 'env:LX_ROT_B',
+    });
     expect(rotated.json().store_identity).not.toBe(plan.store_identity);
     expect(rotated.json().revoked).toEqual([{ goal_id: 'g1', active_leases: 1, fenced: false, result: 'revoked' }]);
 
@@ -85,13 +116,20 @@ describePg('a restored PostgreSQL schema is rotated before it admits a writer', 
     expect(await early.add('after the rotation, on the copy')).toEqual({ ok: false, code: 'store_writer_stale' });
 
     // A new process, bound by the root to the copy, writes; the lease held before the restore is gone.
-    const after = await loopxChild(['todo', 'add', '--goal', 'g1', '--title', 'after the rotation', '--root', root, '--json'], env);
+    const after = await loopxChild(
+      ['todo', 'add', '--goal', 'g1', '--title', 'after the rotation', '--root', root, '--json'],
+      env,
+    );
     expect(after.status, after.stderr).toBe(0);
     const work = await openGoalWork({ root, goal_id: 'g1' });
     const t1 = await work.getTodo('t1');
     work.close();
     expect(t1?.lease).toMatchObject({ status: 'released', owner: 'worker-a' });
-    expect((await loopxAsync(['db', 'status', '--root', root, '--json'], env)).json().installation).toMatchObject({ state: 'active', restore_generation: 1, changed: [] });
+    expect((await loopxAsync(['db', 'status', '--root', root, '--json'], env)).json().installation).toMatchObject({
+      state: 'active',
+      restore_generation: 1,
+      changed: [],
+    });
 
     // The root holds references, never a URL.
     const config = readFileSync(join(root, 'machine', 'configuration.json'), 'utf8');
@@ -104,32 +142,58 @@ describePg('a restored PostgreSQL schema is rotated before it admits a writer', 
     // An operator rotates a schema loopx did not see restored (no URL needed); a lease is held again.
     const work = await openGoalWork({ root, goal_id: 'g1' });
     const t1 = (await work.getTodo('t1'))!;
-    await work.acquireLease({ operation_id: 'lease-2', todo_id: 't1', owner: 'worker-b', execution_key: 'exec-b', ttl_ms: 3_600_000, expected_version: t1.lease!.version });
+    await work.acquireLease({
+      operation_id: 'lease-2',
+      todo_id: 't1',
+      owner: 'worker-b',
+      execution_key: 'exec-b',
+      ttl_ms: 3_600_000,
+      expected_version: t1.lease!.version,
+    });
     work.close();
     const plan = (await loopxAsync(['db', 'rotate', '--root', root, '--json'], env)).json();
-    expect(plan).toMatchObject({ restore_detected: false, state: 'active', restore_generation: 1, next_restore_generation: 2 });
-    const killed = loopx(['db', 'rotate', '--confirm', plan.digest, '--database-url', 'env:LX_ROT_B', '--root', root, '--json'], {
-      ...env,
-      LOOPX_TEST_FAULT: 'db.rotate.after-revoke',
+    expect(plan).toMatchObject({
+      restore_detected: false,
+      state: 'active',
+      restore_generation: 1,
+      next_restore_generation: 2,
     });
+    const killed = loopx(
+      ['db', 'rotate', '--confirm', plan.digest, '--database-url', 'env:LX_ROT_B', '--root', root, '--json'],
+      {
+        ...env,
+        LOOPX_TEST_FAULT: 'db.rotate.after-revoke',
+      },
+    );
     expect(killed.signal).toBe('SIGKILL');
 
     // Midway: the new generation is minted, the lease revoked, and no writer is admitted.
-    expect((await loopxAsync(['db', 'status', '--root', root, '--json'], env)).json().installation).toMatchObject({ state: 'rotating', restore_generation: 2 });
-    expect((await loopxChild(['todo', 'add', '--goal', 'g1', '--title', 'midway', '--root', root, '--json'], env)).stderr).toContain('store_restored_pending_rotation');
+    expect((await loopxAsync(['db', 'status', '--root', root, '--json'], env)).json().installation).toMatchObject({
+      state: 'rotating',
+      restore_generation: 2,
+    });
+    expect(
+      (await loopxChild(['todo', 'add', '--goal', 'g1', '--title', 'midway', '--root', root, '--json'], env)).stderr,
+    ).toContain('store_restored_pending_rotation');
 
     // Run again: the plan says where it stopped; confirmed, it finishes without a second revocation.
     const again = (await loopxAsync(['db', 'rotate', '--root', root, '--json'], env)).json();
     expect(again).toMatchObject({ state: 'rotating', restore_generation: 2, next_restore_generation: 2 });
     const done = await loopxAsync(['db', 'rotate', '--confirm', again.digest, '--root', root, '--json'], env);
     expect(done.status, done.stderr).toBe(0);
-    expect(done.json()).toMatchObject({ restore_generation: 2, original: 'not_named', revoked: [{ goal_id: 'g1', result: 'already' }] });
+    expect(done.json()).toMatchObject({
+      restore_generation: 2,
+      original: 'not_named',
+      revoked: [{ goal_id: 'g1', result: 'already' }],
+    });
     const after = await openGoalWork({ root, goal_id: 'g1' });
     const operations: string[] = [];
     for await (const t of after.iterateHistory()) operations.push(t.receipt.operation);
     after.close();
     expect(operations.filter((o) => o === 'revoke_authority')).toHaveLength(2); // one per rotation
-    expect((await loopxChild(['todo', 'add', '--goal', 'g1', '--title', 'after', '--root', root, '--json'], env)).status).toBe(0);
+    expect(
+      (await loopxChild(['todo', 'add', '--goal', 'g1', '--title', 'after', '--root', root, '--json'], env)).status,
+    ).toBe(0);
   }, 180_000);
 });
 
@@ -145,7 +209,9 @@ describePg('a schema restored in place', () => {
       execFileSync('pg_restore', ['-d', PG_URL, '--no-owner'], { input: dump });
       const view = await db.transaction((q) => readInstallation(q));
       expect(view).toMatchObject({ state: 'restored_pending_rotation', changed: ['table_oid'] });
-      await expect(db.query('SELECT loopx_admit($1, $2)', [view!.store_identity, view!.restore_generation])).rejects.toMatchObject({ code: 'LXR01' });
+      await expect(
+        db.query('SELECT loopx_admit($1, $2)', [view!.store_identity, view!.restore_generation]),
+      ).rejects.toMatchObject({ code: 'LXR01' });
     } finally {
       await db.close();
     }

@@ -19,14 +19,29 @@ const schema = pgSchemas();
 const SECRET_URL = PG_URL.replace('postgres://postgres@', 'postgres://postgres:not-a-real-password-7f3a@');
 
 function everyFile(dir: string): string[] {
-  return readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? everyFile(join(dir, n)) : [join(dir, n)]));
+  return readdirSync(dir).flatMap((n) =>
+    statSync(join(dir, n)).isDirectory() ? everyFile(join(dir, n)) : [join(dir, n)],
+  );
 }
 
 it('refuses a store it does not know, or a URL given inline', async () => {
   const root = tempRoot('loopx-db-');
-  expect((await loopxAsync(['init', '--root', root, '--store', 'mysql', '--json'])).json().error.code).toBe('store_provider_unknown');
-  expect((await loopxAsync(['init', '--root', root, '--store', 'postgresql', '--json'])).json().error.code).toBe('store_options_invalid');
-  const inline = await loopxAsync(['init', '--root', root, '--store', 'postgresql', '--database-url', SECRET_URL, '--json']);
+  expect((await loopxAsync(['init', '--root', root, '--store', 'mysql', '--json'])).json().error.code).toBe(
+    'store_provider_unknown',
+  );
+  expect((await loopxAsync(['init', '--root', root, '--store', 'postgresql', '--json'])).json().error.code).toBe(
+    'store_options_invalid',
+  );
+  const inline = await loopxAsync([
+    'init',
+    '--root',
+    root,
+    '--store',
+    'postgresql',
+    '--database-url',
+    SECRET_URL,
+    '--json',
+  ]);
   expect(inline.json().error.code).toBe('database_url_ref_invalid');
   expect(inline.stdout + inline.stderr).not.toContain('not-a-real-password');
 });
@@ -36,19 +51,58 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
     const root = tempRoot('loopx-db-');
     const name = schema();
     const env = { LOOPX_TEST_DATABASE_URL: SECRET_URL };
-    const missing = await loopxAsync(['init', '--root', root, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', name, '--json']);
-    expect(missing.json().error).toMatchObject({ code: 'database_url_missing', next_action: expect.stringContaining('export LOOPX_TEST_DATABASE_URL=') });
+    const missing = await loopxAsync([
+      'init',
+      '--root',
+      root,
+      '--store',
+      'postgresql',
+      '--database-url',
+      'env:LOOPX_TEST_DATABASE_URL',
+      '--pg-schema',
+      name,
+      '--json',
+    ]);
+    expect(missing.json().error).toMatchObject({
+      code: 'database_url_missing',
+      next_action: expect.stringContaining('export LOOPX_TEST_DATABASE_URL='),
+    });
 
-    const init = await loopxAsync(['init', '--root', root, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', name, '--json'], env);
+    const init = await loopxAsync(
+      [
+        'init',
+        '--root',
+        root,
+        '--store',
+        'postgresql',
+        '--database-url',
+        'env:LOOPX_TEST_DATABASE_URL',
+        '--pg-schema',
+        name,
+        '--json',
+      ],
+      env,
+    );
     expect(init.status, init.stderr).toBe(0);
-    expect(init.json()).toEqual({ initialized: true, store: { provider: 'postgresql', database_url: 'env:LOOPX_TEST_DATABASE_URL', schema: name } });
+    expect(init.json()).toEqual({
+      initialized: true,
+      store: { provider: 'postgresql', database_url: 'env:LOOPX_TEST_DATABASE_URL', schema: name },
+    });
     // Again: the same answer. Another store for this root: refused.
-    expect((await loopxAsync(['init', '--root', root, '--json'], env)).json().store).toEqual({ provider: 'postgresql', database_url: 'env:LOOPX_TEST_DATABASE_URL', schema: name });
-    expect((await loopxAsync(['init', '--root', root, '--store', 'sqlite', '--json'], env)).json().error.code).toBe('store_provider_change_refused');
+    expect((await loopxAsync(['init', '--root', root, '--json'], env)).json().store).toEqual({
+      provider: 'postgresql',
+      database_url: 'env:LOOPX_TEST_DATABASE_URL',
+      schema: name,
+    });
+    expect((await loopxAsync(['init', '--root', root, '--store', 'sqlite', '--json'], env)).json().error.code).toBe(
+      'store_provider_change_refused',
+    );
 
     const admin = openPostgres({ url: PG_URL, schema: 'public', max: 1 });
     try {
-      const exists = async () => (await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = $1', [name]))[0]!.n;
+      const exists = async () =>
+        (await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = $1', [name]))[0]!
+          .n;
       expect(await exists(), 'init creates nothing in the database').toBe(0);
       const migrated = await loopxAsync(['db', 'migrate', '--root', root, '--json'], env);
       expect(migrated.status, migrated.stderr).toBe(0);
@@ -64,7 +118,10 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
       expect(again.components).toContainEqual({ component: 'quota', from: 1, to: 1 });
       expect(again.components).toContainEqual({ component: 'session', from: 1, to: 1 });
       expect(await exists()).toBe(1);
-      expect((await loopxAsync(['db', 'migrate', '--root', root, '--json'])).json().error.code, 'the URL is read at run time, every time').toBe('database_url_missing');
+      expect(
+        (await loopxAsync(['db', 'migrate', '--root', root, '--json'])).json().error.code,
+        'the URL is read at run time, every time',
+      ).toBe('database_url_missing');
     } finally {
       await admin.close();
     }
@@ -76,7 +133,23 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
     const name = schema();
     const env = { LOOPX_TEST_DATABASE_URL: PG_URL };
     const at = ['--root', root, '--json'];
-    expect((await loopxAsync(['init', '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', name, ...at], env)).status).toBe(0);
+    expect(
+      (
+        await loopxAsync(
+          [
+            'init',
+            '--store',
+            'postgresql',
+            '--database-url',
+            'env:LOOPX_TEST_DATABASE_URL',
+            '--pg-schema',
+            name,
+            ...at,
+          ],
+          env,
+        )
+      ).status,
+    ).toBe(0);
     // Not migrated yet: refused with the one thing to do.
     expect((await loopxAsync(['goal', 'create', 'g', '--title', 'T', ...at], env)).json().error).toMatchObject({
       code: 'pg_schema_not_migrated',
@@ -93,9 +166,20 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
     await addLaunchTodos(at, env);
     // The scripted worker completes t1, delivers one webhook and blocks t2.
     const sink = await startWebhookSink({ port: 0 });
-    const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', join(REPO, 'examples/agents/goal-worker.json'), '--sink', sink.deliveriesUrl, ...at], env).finally(
-      () => sink.close(),
-    );
+    const run = await loopxAsync(
+      [
+        'work',
+        'run',
+        '--goal',
+        'launch',
+        '--agent',
+        join(REPO, 'examples/agents/goal-worker.json'),
+        '--sink',
+        sink.deliveriesUrl,
+        ...at,
+      ],
+      env,
+    ).finally(() => sink.close());
     expect(run.status, run.stderr).toBe(0);
     expect(run.json()).toMatchObject({ status: 'completed', failure: null });
     expect(sink.deliveries()).toHaveLength(1);
@@ -113,11 +197,13 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
     const files = everyFile(root).map((f) => f.slice(root.length + 1));
     expect(files).toContain(join('goals', 'launch', 'goal.json'));
     expect(files.filter((f) => f.endsWith('.db'))).toEqual(['engine.db']);
-    for (const f of [join('goals', 'launch', 'work.db'), 'sessions.db', 'effects.db', 'quota.db']) expect(files).not.toContain(f);
+    for (const f of [join('goals', 'launch', 'work.db'), 'sessions.db', 'effects.db', 'quota.db'])
+      expect(files).not.toContain(f);
     // They are rows of the root's schema.
     const db = openPostgres({ url: PG_URL, schema: name, max: 1 });
     try {
-      const count = async (table: string) => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n;
+      const count = async (table: string) =>
+        (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n;
       expect(await count('work_stores')).toBe(1);
       expect(await count('work_commits')).toBeGreaterThan(3);
       expect(await count('effects'), 'the webhook and the Todo updates').toBeGreaterThan(0);
@@ -128,10 +214,17 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
     }
     // Its files are not all its state: a backup plans its owners' capture from the database
     // (test/cli/backup-postgres.test.ts), and the legacy manifest, which could not hold it, is refused.
-    expect((await loopxAsync(['backup-state', ...at], env)).json()).toMatchObject({ dry_run: true, counts: { goals: 1 } });
-    expect((await loopxAsync(['backup-state', '--execute', '--format', 'v0', ...at], env)).json().error.code).toBe('store_provider_unsupported');
+    expect((await loopxAsync(['backup-state', ...at], env)).json()).toMatchObject({
+      dry_run: true,
+      counts: { goals: 1 },
+    });
+    expect((await loopxAsync(['backup-state', '--execute', '--format', 'v0', ...at], env)).json().error.code).toBe(
+      'store_provider_unsupported',
+    );
     // The URL is read at run time: without its variable, the Goal's work is refused typed.
-    expect((await loopxAsync(['todo', 'list', '--goal', 'launch', ...at])).json().error.code).toBe('database_url_missing');
+    expect((await loopxAsync(['todo', 'list', '--goal', 'launch', ...at])).json().error.code).toBe(
+      'database_url_missing',
+    );
   }, 120_000);
 
   it('keeps installations apart: each in its own schema under its own role, which cannot read the other', async () => {
@@ -145,10 +238,26 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
         await admin.query(`CREATE ROLE ${r} LOGIN`);
         await admin.query(`GRANT CREATE ON DATABASE "${dbName}" TO ${r}`);
       }
-      const installs = roles.map((role) => ({ role, root: tempRoot('loopx-db-tenant-'), schema: schema(), env: { LOOPX_TEST_DATABASE_URL: urlAs(role) } }));
+      const installs = roles.map((role) => ({
+        role,
+        root: tempRoot('loopx-db-tenant-'),
+        schema: schema(),
+        env: { LOOPX_TEST_DATABASE_URL: urlAs(role) },
+      }));
       for (const i of installs) {
         const init = await loopxAsync(
-          ['init', '--root', i.root, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', i.schema, '--json'],
+          [
+            'init',
+            '--root',
+            i.root,
+            '--store',
+            'postgresql',
+            '--database-url',
+            'env:LOOPX_TEST_DATABASE_URL',
+            '--pg-schema',
+            i.schema,
+            '--json',
+          ],
           i.env,
         );
         expect(init.status, init.stderr).toBe(0);
@@ -169,15 +278,35 @@ describePg('a root whose Goal state lives in PostgreSQL', () => {
       // B cannot take over A's schema by naming it either: its migrate is refused, A's tables untouched.
       const intruder = tempRoot('loopx-db-tenant-');
       expect(
-        (await loopxAsync(['init', '--root', intruder, '--store', 'postgresql', '--database-url', 'env:LOOPX_TEST_DATABASE_URL', '--pg-schema', a.schema, '--json'], b.env)).status,
+        (
+          await loopxAsync(
+            [
+              'init',
+              '--root',
+              intruder,
+              '--store',
+              'postgresql',
+              '--database-url',
+              'env:LOOPX_TEST_DATABASE_URL',
+              '--pg-schema',
+              a.schema,
+              '--json',
+            ],
+            b.env,
+          )
+        ).status,
       ).toBe(0);
       const taken = await loopxAsync(['db', 'migrate', '--root', intruder, '--json'], b.env);
       expect(taken.json().error.code).toBe('pg_permission_denied');
       expect(taken.stdout + taken.stderr).not.toContain('postgres://');
       // A role the server does not know, and a server that does not answer: typed, and the URL never shown.
-      const stranger = await loopxAsync(['db', 'migrate', '--root', a.root, '--json'], { LOOPX_TEST_DATABASE_URL: urlAs(`nobody_${tag}`) });
+      const stranger = await loopxAsync(['db', 'migrate', '--root', a.root, '--json'], {
+        LOOPX_TEST_DATABASE_URL: urlAs(`nobody_${tag}`),
+      });
       expect(stranger.json().error.code).toBe('pg_auth_failed');
-      const away = await loopxAsync(['db', 'migrate', '--root', a.root, '--json'], { LOOPX_TEST_DATABASE_URL: 'postgres://postgres:not-a-real-password-7f3a@127.0.0.1:1/test' });
+      const away = await loopxAsync(['db', 'migrate', '--root', a.root, '--json'], {
+        LOOPX_TEST_DATABASE_URL: 'postgres://postgres:not-a-real-password-7f3a@127.0.0.1:1/test',
+      });
       expect(away.json().error.code).toBe('pg_unreachable');
       expect(away.stdout + away.stderr).not.toContain('not-a-real-password');
     } finally {

@@ -24,17 +24,31 @@ afterAll(() => server.close());
 
 /** The shipped example, unchanged but for its base URL: the fixture server's. */
 function exampleAgainstFixtures(): string {
-  const example = JSON.parse(readFileSync(join(REPO, 'examples/agents/openai-goal-finisher.json'), 'utf8')) as { model: Record<string, unknown> };
+  const example = JSON.parse(readFileSync(join(REPO, 'examples/agents/openai-goal-finisher.json'), 'utf8')) as {
+    model: Record<string, unknown>;
+  };
   const path = join(mkdtempSync(join(tmpdir(), 'loopx-finisher-openai-')), 'agent.json');
-  writeFileSync(path, JSON.stringify({ ...example, $schema: undefined, model: { ...example.model, base_url: server.url } }));
+  writeFileSync(
+    path,
+    JSON.stringify({ ...example, $schema: undefined, model: { ...example.model, base_url: server.url } }),
+  );
   return path;
 }
 
-const everyFile = (dir: string): string[] => readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? everyFile(join(dir, n)) : [join(dir, n)]));
+const everyFile = (dir: string): string[] =>
+  readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? everyFile(join(dir, n)) : [join(dir, n)]));
 
 interface ResponsesBody {
   instructions?: string;
-  input: Array<{ type?: string; role?: string; content?: unknown; call_id?: string; name?: string; arguments?: string; output?: unknown }>;
+  input: Array<{
+    type?: string;
+    role?: string;
+    content?: unknown;
+    call_id?: string;
+    name?: string;
+    arguments?: string;
+    output?: unknown;
+  }>;
   tools: Array<{ type: string; name: string }>;
   stream: boolean;
 }
@@ -42,7 +56,10 @@ interface ResponsesBody {
 describe('examples/agents/openai-goal-finisher.json', () => {
   it('asks for the OpenAI key by name and the Goal work tools', () => {
     const example = JSON.parse(readFileSync(join(REPO, 'examples/agents/openai-goal-finisher.json'), 'utf8'));
-    expect(example).toMatchObject({ model: { provider: 'openai', api_key_env: 'OPENAI_API_KEY' }, tool_plan: 'loopx.goal-work.v1' });
+    expect(example).toMatchObject({
+      model: { provider: 'openai', api_key_env: 'OPENAI_API_KEY' },
+      tool_plan: 'loopx.goal-work.v1',
+    });
     expect(example.model).not.toHaveProperty('base_url');
   });
 
@@ -56,20 +73,30 @@ describe('examples/agents/openai-goal-finisher.json', () => {
       ['t2', 'Review with design'],
       ['t3', 'Publish the post'],
     ] as const) {
-      expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--id', id, ...at])).status).toBe(0);
+      expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--id', id, ...at])).status).toBe(
+        0,
+      );
     }
     expect((await loopxAsync(['todo', 'update', 't2', '--goal', 'launch', '--status', 'done', ...at])).status).toBe(0);
-    expect((await loopxAsync(['todo', 'update', 't3', '--goal', 'launch', '--status', 'blocked', ...at])).status).toBe(0);
+    expect((await loopxAsync(['todo', 'update', 't3', '--goal', 'launch', '--status', 'blocked', ...at])).status).toBe(
+      0,
+    );
 
     server.enqueue('openai-responses', 'goal-finisher-list');
     server.enqueue('openai-responses', 'goal-finisher-update');
     server.enqueue('openai-responses', 'goal-finisher-answer');
     // Async: this process serves the model while the CLI child drives the run.
-    const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', exampleAgainstFixtures(), ...at], { OPENAI_API_KEY: KEY });
+    const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', exampleAgainstFixtures(), ...at], {
+      OPENAI_API_KEY: KEY,
+    });
     expect(run.status, run.stderr).toBe(0);
     expect(run.json()).toMatchObject({ status: 'completed', completed_turns: 3, failure: null });
 
-    const todos = (await loopxAsync(['todo', 'list', '--goal', 'launch', ...at])).json().todos as { todo_id: string; status: string; note: string | null }[];
+    const todos = (await loopxAsync(['todo', 'list', '--goal', 'launch', ...at])).json().todos as {
+      todo_id: string;
+      status: string;
+      note: string | null;
+    }[];
     expect(todos.map((t) => [t.todo_id, t.status, t.note])).toEqual([
       ['t1', 'done', 'outline drafted'],
       ['t2', 'done', null],
@@ -102,11 +129,17 @@ describe('examples/agents/openai-goal-finisher.json', () => {
       expect(bodies[i]!.stream).toBe(true);
       expect(bodies[i]!.tools.map((t) => t.name).sort()).toEqual(['todo_list', 'todo_update', 'webhook_deliver']);
     }
-    expect(bodies[2]!.input.filter((item) => item.type === 'function_call').map((item) => item.name)).toEqual(['todo_list', 'todo_update', 'todo_update']);
+    expect(bodies[2]!.input.filter((item) => item.type === 'function_call').map((item) => item.name)).toEqual([
+      'todo_list',
+      'todo_update',
+      'todo_update',
+    ]);
     expect(JSON.stringify(bodies[0]!.input)).toContain('First list the Todos with the todo list tool');
     // The model's second call was shown the Goal's state as its todo.list returned it.
     const listed = bodies[1]!.input.find((item) => item.type === 'function_call_output');
-    const shown = JSON.parse(typeof listed?.output === 'string' ? listed.output : JSON.stringify(listed?.output)) as { todos: { todo_id: string; status: string }[] };
+    const shown = JSON.parse(typeof listed?.output === 'string' ? listed.output : JSON.stringify(listed?.output)) as {
+      todos: { todo_id: string; status: string }[];
+    };
     expect(shown.todos.map((t) => [t.todo_id, t.status])).toEqual([
       ['t1', 'open'],
       ['t2', 'done'],

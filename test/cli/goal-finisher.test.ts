@@ -32,7 +32,10 @@ async function launchRoot(): Promise<string[]> {
 async function answers(runId: string, at: readonly string[]): Promise<Array<[number, string, string[]]>> {
   const events = (await loopxAsync(['run', 'events', runId, ...at])).stdout.trim().split('\n');
   return events
-    .map((l) => JSON.parse(l) as { type: string; data: { turn: number; text: string; tool_calls: { tool_name: string }[] } })
+    .map(
+      (l) =>
+        JSON.parse(l) as { type: string; data: { turn: number; text: string; tool_calls: { tool_name: string }[] } },
+    )
     .filter((e) => e.type === 'ModelResponded')
     .map((e) => [e.data.turn, e.data.text, e.data.tool_calls.map((c) => c.tool_name)]);
 }
@@ -60,8 +63,15 @@ describe('loopx work run with demo.goal-finisher', () => {
     expect(run.json()).toMatchObject({ status: 'completed', completed_turns: 5, failure: null });
     expect(await todoStatuses('launch', at)).toEqual(FINISHED);
     expect(await answers(run.json().run_id, at)).toEqual(UNINTERRUPTED);
-    const notes = (await loopxAsync(['todo', 'list', '--goal', 'launch', ...at])).json().todos.map((t: { note: string | null }) => t.note);
-    expect(notes).toEqual(['finished by demo.goal-finisher', 'finished by demo.goal-finisher', null, 'finished by demo.goal-finisher']);
+    const notes = (await loopxAsync(['todo', 'list', '--goal', 'launch', ...at]))
+      .json()
+      .todos.map((t: { note: string | null }) => t.note);
+    expect(notes).toEqual([
+      'finished by demo.goal-finisher',
+      'finished by demo.goal-finisher',
+      null,
+      'finished by demo.goal-finisher',
+    ]);
   }, 60_000);
 
   it('suspended after its first turn and resumed in other processes, it ends exactly as the uninterrupted run', async () => {
@@ -90,7 +100,9 @@ describe('loopx work run with demo.goal-finisher', () => {
     const at = ['--root', root, '--json'];
     expect((await loopxAsync(['init', ...at])).status).toBe(0);
     expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at])).status).toBe(0);
-    expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', 'Done already', '--id', 't1', ...at])).status).toBe(0);
+    expect(
+      (await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', 'Done already', '--id', 't1', ...at])).status,
+    ).toBe(0);
     expect((await loopxAsync(['todo', 'update', 't1', '--goal', 'launch', '--status', 'done', ...at])).status).toBe(0);
     const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', AGENT, ...at]);
     expect(run.json()).toMatchObject({ status: 'completed', completed_turns: 2 });

@@ -15,11 +15,20 @@ import { buildApp, LoginTokens } from '../../src/daemon/index.js';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { closeDaemon } from '../support/daemon.js';
 import { REPO, loopxAsync, rel } from '../support/cli.js';
-import { as, backupVerified, cliIn, newUser, recoverInto, workedSource, type User } from '../recovery/support/adopt-users.js';
+import {
+  as,
+  backupVerified,
+  cliIn,
+  newUser,
+  recoverInto,
+  workedSource,
+  type User,
+} from '../recovery/support/adopt-users.js';
 
 const SCHEMA_DIR = join(REPO, 'docs/schemas');
 const ajv = new Ajv2020({ strict: true, allErrors: true });
-for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json'))) ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
+for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json')))
+  ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
 function expectValid(schema: string, doc: unknown): void {
   const validate = ajv.getSchema(`https://loopx.dev/schemas/${schema}.json`)!;
   expect(validate(doc) ? [] : validate.errors, JSON.stringify(doc)).toEqual([]);
@@ -78,9 +87,15 @@ describe('goal show on the root a Goal was recovered from', () => {
     expect(r.status, r.stderr).toBe(0);
     const lines = r.stdout.split('\n');
     expect(lines[0]).toBe(`Goal launch (${old}) superseded (was active): Ship the launch post`);
-    expect(lines[1]).toMatch(new RegExp(`^ {2}superseded by the recovery into recovered: the Goal continues there as lifetime ${recovered.goal_instance_id} \\(recorded \\d{4}-`));
+    expect(lines[1]).toMatch(
+      new RegExp(
+        `^ {2}superseded by the recovery into recovered: the Goal continues there as lifetime ${recovered.goal_instance_id} \\(recorded \\d{4}-`,
+      ),
+    );
     expect(r.stdout).toContain('  this root keeps this lifetime as history and takes no more work for it\n');
-    expect(r.stdout).toContain('  continue the Goal in the root it was recovered into: loopx goal show launch --root recovered --authority-dir authority\n');
+    expect(r.stdout).toContain(
+      '  continue the Goal in the root it was recovered into: loopx goal show launch --root recovered --authority-dir authority\n',
+    );
     expect(r.stdout).toMatch(/ {2}todos: 1 open, 1 done, 1 blocked, 0 deferred;/);
     expect(r.stdout).not.toContain(u.dir);
   });
@@ -96,7 +111,9 @@ describe('goal show on the root a Goal was recovered from', () => {
         `continue the Goal in the root it was recovered into (root id ${doc.superseded_by.root_id}): loopx goal show launch --root <recovered-root> --authority-dir ${rel(u.authority)}`,
       );
       const human = await loopxAsync(['goal', 'show', 'launch', '--root', S, '--authority-dir', u.authority]);
-      expect(human.stdout).toContain(`superseded by the recovery into another root (root id ${doc.superseded_by.root_id}), which the run authority no longer finds:`);
+      expect(human.stdout).toContain(
+        `superseded by the recovery into another root (root id ${doc.superseded_by.root_id}), which the run authority no longer finds:`,
+      );
     } finally {
       renameSync(moved, R);
     }
@@ -104,9 +121,20 @@ describe('goal show on the root a Goal was recovered from', () => {
 
   it('the daemon on the old root answers the same without a path, and serves the root beside it where the Goal continues, by its name', async () => {
     const TOKEN = 'test-token-0123456789';
-    const d = await buildApp({ root: S, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir: u.authority, logger: false });
+    const d = await buildApp({
+      root: S,
+      token: TOKEN,
+      loginTokens: new LoginTokens(),
+      port: () => 80,
+      authorityDir: u.authority,
+      logger: false,
+    });
     try {
-      const r = await d.app.inject({ method: 'GET', url: '/api/goals/launch', headers: { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` } });
+      const r = await d.app.inject({
+        method: 'GET',
+        url: '/api/goals/launch',
+        headers: { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` },
+      });
       expect(r.statusCode, r.body).toBe(200);
       expectValid('daemon-goal', r.json());
       const shown = await as(u, ['goal', 'show', 'launch', '--root', S]);
@@ -114,10 +142,18 @@ describe('goal show on the root a Goal was recovered from', () => {
       // The recovered root lies beside the old one (another process made it): the daemon serves it by its name.
       expect(r.json().superseded_by).toEqual({ ...same, root: basename(R) });
       expect(r.body).not.toContain(u.dir);
-      const there = await d.app.inject({ method: 'GET', url: `/api/goals/launch?root=${basename(R)}`, headers: { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` } });
+      const there = await d.app.inject({
+        method: 'GET',
+        url: `/api/goals/launch?root=${basename(R)}`,
+        headers: { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` },
+      });
       expect(there.json()).toMatchObject({ goal_instance_id: recovered.goal_instance_id, superseded_by: null });
       // Only a root the authority names as where one of this root's Goals continues: no other sibling.
-      const other = await d.app.inject({ method: 'GET', url: `/api/goals/launch?root=${basename(S)}x`, headers: { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` } });
+      const other = await d.app.inject({
+        method: 'GET',
+        url: `/api/goals/launch?root=${basename(S)}x`,
+        headers: { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` },
+      });
       expect(other.json()).toMatchObject({ error: { code: 'daemon_root_unknown' } });
     } finally {
       await closeDaemon(d);

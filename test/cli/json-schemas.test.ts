@@ -32,7 +32,9 @@ const SCHEMA_DIR = join(REPO, 'docs/schemas');
 const SCHEMA_FILES = readdirSync(SCHEMA_DIR)
   .filter((f) => f.endsWith('.schema.json'))
   .sort();
-const schemas = new Map(SCHEMA_FILES.map((f) => [f, JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>]));
+const schemas = new Map(
+  SCHEMA_FILES.map((f) => [f, JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>]),
+);
 
 const ajv = new Ajv2020({ strict: true, allErrors: true });
 for (const s of schemas.values()) ajv.addSchema(s);
@@ -171,8 +173,10 @@ describe('the --json contract: every published document validates against docs/s
       if (!overlay && 'properties' in o && o.additionalProperties !== false) open.push(path);
       for (const [k, v] of Object.entries(o)) {
         if (k === 'properties' || k === '$defs') {
-          for (const [name, sub] of Object.entries(v as Record<string, unknown>)) walk(sub, `${path}/${k}/${name}`, false);
-        } else if (k !== 'const' && k !== 'enum' && k !== 'required') walk(v, `${path}/${k}`, k === 'if' || k === 'then');
+          for (const [name, sub] of Object.entries(v as Record<string, unknown>))
+            walk(sub, `${path}/${k}/${name}`, false);
+        } else if (k !== 'const' && k !== 'enum' && k !== 'required')
+          walk(v, `${path}/${k}`, k === 'if' || k === 'then');
       }
     };
     for (const [file, s] of schemas) walk(s, file, false);
@@ -180,7 +184,10 @@ describe('the --json contract: every published document validates against docs/s
   });
 
   it('agent-definition.schema.json is AGENT_FILE_SCHEMA (plus $schema), and the shipped agents satisfy it', () => {
-    expect(schemas.get('agent-definition.schema.json')).toEqual({ $schema: 'https://json-schema.org/draft/2020-12/schema', ...AGENT_FILE_SCHEMA });
+    expect(schemas.get('agent-definition.schema.json')).toEqual({
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      ...AGENT_FILE_SCHEMA,
+    });
     for (const f of [...readdirSync(join(REPO, 'examples/agents')).map((f) => `examples/agents/${f}`), MUTATOR]) {
       expectValid('agent-definition', JSON.parse(readFileSync(join(REPO, f), 'utf8')));
     }
@@ -195,8 +202,23 @@ describe('the --json contract: every published document validates against docs/s
     const auth = await ok('authority', ['authority', 'init']);
     expect(auth).not.toHaveProperty('run');
 
-    const started = await ok('run-summary', ['run', 'start', '--agent', RESEARCHER, '--suspend-after-turns', '2', '--root', A]);
-    expect(started).toMatchObject({ status: 'suspended', completed_turns: 2, last_sequence: 12, waiting_for: null, failure: null });
+    const started = await ok('run-summary', [
+      'run',
+      'start',
+      '--agent',
+      RESEARCHER,
+      '--suspend-after-turns',
+      '2',
+      '--root',
+      A,
+    ]);
+    expect(started).toMatchObject({
+      status: 'suspended',
+      completed_turns: 2,
+      last_sequence: 12,
+      waiting_for: null,
+      failure: null,
+    });
     const id: string = started.run_id;
 
     const list = await ok('run-list', ['run', 'list', '--root', A]);
@@ -206,10 +228,26 @@ describe('the --json contract: every published document validates against docs/s
 
     const evA = await events(['run', 'events', id, '--root', A]);
     expect(evA.map((e) => e.sequence)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
-    expect(new Set(evA.map((e) => e.type))).toEqual(new Set(['RunStarted', 'TurnStarted', 'ModelResponded', 'ToolCalled', 'ToolResulted', 'TurnCompleted', 'Suspended']));
+    expect(new Set(evA.map((e) => e.type))).toEqual(
+      new Set([
+        'RunStarted',
+        'TurnStarted',
+        'ModelResponded',
+        'ToolCalled',
+        'ToolResulted',
+        'TurnCompleted',
+        'Suspended',
+      ]),
+    );
 
     const exported = await ok('run-export', ['run', 'export', id, '--out', snap, '--root', A]);
-    expect(exported).toMatchObject({ run_id: id, lifecycle: 'suspended', last_sequence: 12, scope_id: auth.scope_id, key_generation: auth.current_key_generation });
+    expect(exported).toMatchObject({
+      run_id: id,
+      lifecycle: 'suspended',
+      last_sequence: 12,
+      scope_id: auth.scope_id,
+      key_generation: auth.current_key_generation,
+    });
 
     const inspected = await ok('run-inspect', ['run', 'inspect', snap]);
     expect(inspected).not.toHaveProperty('verification');
@@ -218,7 +256,12 @@ describe('the --json contract: every published document validates against docs/s
     expect(verified.verification).toEqual({ valid: true, record_state: 'SUSPENDED' });
 
     const record = await ok('authority', ['authority', 'show', '--run', id]);
-    expect(record.run).toMatchObject({ run_id: id, state: 'SUSPENDED', payload_sha256: exported.payload_sha256, last_sequence: 12 });
+    expect(record.run).toMatchObject({
+      run_id: id,
+      state: 'SUSPENDED',
+      payload_sha256: exported.payload_sha256,
+      last_sequence: 12,
+    });
 
     const imported = await ok('run-import', ['run', 'import', snap, '--root', B]);
     expect(imported).toEqual({ run_id: id, status: 'suspended', last_sequence: 12 });
@@ -230,7 +273,11 @@ describe('the --json contract: every published document validates against docs/s
     expect(cursor.details).toEqual({ run_id: id, recovery_cursor: 12 });
 
     const resumed = await ok('run-summary', ['run', 'resume', id, '--root', B]);
-    expect(resumed).toMatchObject({ status: 'active', last_sequence: 17, waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' } });
+    expect(resumed).toMatchObject({
+      status: 'active',
+      last_sequence: 17,
+      waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' },
+    });
     const evB = await events(['run', 'events', id, '--after', '12', '--root', B]);
     expect(evB.map((e) => [e.sequence, e.type])).toEqual([
       [13, 'Resumed'],
@@ -250,20 +297,35 @@ describe('the --json contract: every published document validates against docs/s
 
   it('an uncertain mutating call: waiting_for resolution, run resolve, and every event with resolution', async () => {
     const M = tempRoot('loopx-json-m-');
-    const crashed = loopx(['run', 'start', '--agent', MUTATOR, '--root', M, '--json'], { LOOPX_TEST_FAULT: FAULT_AFTER_MUTATING_DISPATCH });
+    const crashed = loopx(['run', 'start', '--agent', MUTATOR, '--root', M, '--json'], {
+      LOOPX_TEST_FAULT: FAULT_AFTER_MUTATING_DISPATCH,
+    });
     expect(crashed.signal).toBe('SIGKILL');
 
     const [run] = (await ok('run-list', ['run', 'list', '--root', M])).runs;
     const id: string = run.run_id;
     const call = `${id}/t1/k0`;
     const shown = await ok('run-show', ['run', 'show', id, '--root', M]);
-    expect(shown).toMatchObject({ status: 'active', definition: { id: 'test.mutator', version: '1.0.0' }, waiting_for: { kind: 'resolution', call_ids: [call] } });
+    expect(shown).toMatchObject({
+      status: 'active',
+      definition: { id: 'test.mutator', version: '1.0.0' },
+      waiting_for: { kind: 'resolution', call_ids: [call] },
+    });
 
     // Exit 2 from the command itself (not the parser): no details.
     const usage = await refused(2, 'resolution_required', ['run', 'resolve', id, call, '--root', M]);
     expect(usage).not.toHaveProperty('details');
 
-    const resolved = await ok('run-summary', ['run', 'resolve', id, call, '--committed', '{"delivered":true}', '--root', M]);
+    const resolved = await ok('run-summary', [
+      'run',
+      'resolve',
+      id,
+      call,
+      '--committed',
+      '{"delivered":true}',
+      '--root',
+      M,
+    ]);
     expect(resolved).toMatchObject({ status: 'completed', failure: null });
     const ev = await events(['run', 'events', id, '--root', M]);
     expect(ev.filter((e) => e.data.call_id === call && e.type === 'ToolResulted').map((e) => e.data)).toEqual([
@@ -279,18 +341,81 @@ describe('the --json contract: every published document validates against docs/s
     const root = ['--root', R];
 
     expect(await ok('init', ['init', ...root])).toEqual({ initialized: true, store: { provider: 'sqlite' } });
-    expect(await ok('db-migrate', ['db', 'migrate', ...root])).toEqual({ provider: 'sqlite', schema: null, components: [], goal_work_schemas: [] });
-    const goal = await ok('goal', ['goal', 'create', 'launch', '--title', 'Ship the launch post', '--doc', 'brief.md=Launch on Monday', ...root]);
-    expect(goal).toMatchObject({ goal_id: 'launch', title: 'Ship the launch post', lifecycle: 'active', docs: [{ name: 'brief.md', bytes: 16 }] });
+    expect(await ok('db-migrate', ['db', 'migrate', ...root])).toEqual({
+      provider: 'sqlite',
+      schema: null,
+      components: [],
+      goal_work_schemas: [],
+    });
+    const goal = await ok('goal', [
+      'goal',
+      'create',
+      'launch',
+      '--title',
+      'Ship the launch post',
+      '--doc',
+      'brief.md=Launch on Monday',
+      ...root,
+    ]);
+    expect(goal).toMatchObject({
+      goal_id: 'launch',
+      title: 'Ship the launch post',
+      lifecycle: 'active',
+      docs: [{ name: 'brief.md', bytes: 16 }],
+    });
     const ref = { goal_id: 'launch', goal_instance_id: goal.goal_instance_id };
 
-    const t1 = await ok('todo-receipt', ['todo', 'add', '--goal', 'launch', '--title', 'Draft the outline', '--id', 't1', ...root]);
-    expect(t1).toEqual({ result: 'applied', cursor: 1, todo: { todo_id: 't1', title: 'Draft the outline', status: 'open', note: null, todo_revision: 1, lease_owner: null } });
+    const t1 = await ok('todo-receipt', [
+      'todo',
+      'add',
+      '--goal',
+      'launch',
+      '--title',
+      'Draft the outline',
+      '--id',
+      't1',
+      ...root,
+    ]);
+    expect(t1).toEqual({
+      result: 'applied',
+      cursor: 1,
+      todo: {
+        todo_id: 't1',
+        title: 'Draft the outline',
+        status: 'open',
+        note: null,
+        todo_revision: 1,
+        lease_owner: null,
+      },
+    });
     const t2 = await ok('todo-receipt', ['todo', 'add', '--goal', 'launch', '--title', 'Review the draft', ...root]);
     expect(t2).toMatchObject({ result: 'applied', cursor: 2, todo: { todo_id: 't2', status: 'open' } });
-    const noted = await ok('todo-receipt', ['todo', 'update', 't2', '--goal', 'launch', '--note', 'needs design input', ...root]);
-    expect(noted).toEqual({ result: 'applied', cursor: 3, todo: { ...t2.todo, note: 'needs design input', todo_revision: 2 } });
-    const both = await ok('todo-receipt', ['todo', 'update', 't2', 't1', '--goal', 'launch', '--note', 'before the run', ...root]);
+    const noted = await ok('todo-receipt', [
+      'todo',
+      'update',
+      't2',
+      '--goal',
+      'launch',
+      '--note',
+      'needs design input',
+      ...root,
+    ]);
+    expect(noted).toEqual({
+      result: 'applied',
+      cursor: 3,
+      todo: { ...t2.todo, note: 'needs design input', todo_revision: 2 },
+    });
+    const both = await ok('todo-receipt', [
+      'todo',
+      'update',
+      't2',
+      't1',
+      '--goal',
+      'launch',
+      '--note',
+      'before the run',
+      ...root,
+    ]);
     expect(both).toEqual({
       result: 'applied',
       cursor: 4,
@@ -302,12 +427,33 @@ describe('the --json contract: every published document validates against docs/s
 
     // The scripted worker lists the Todos, completes t1, delivers one webhook, blocks t2.
     const sink = await startWebhookSink({ port: 0 });
-    const run = await okAsync('work-run', ['work', 'run', '--goal', 'launch', '--agent', GOAL_WORKER, '--sink', sink.deliveriesUrl, ...root]).finally(() => sink.close());
+    const run = await okAsync('work-run', [
+      'work',
+      'run',
+      '--goal',
+      'launch',
+      '--agent',
+      GOAL_WORKER,
+      '--sink',
+      sink.deliveriesUrl,
+      ...root,
+    ]).finally(() => sink.close());
     expect(sink.deliveries()).toHaveLength(1);
-    expect(run).toMatchObject({ status: 'completed', completed_turns: 5, waiting_for: null, suspend_requested: false, failure: null, goal: ref });
+    expect(run).toMatchObject({
+      status: 'completed',
+      completed_turns: 5,
+      waiting_for: null,
+      suspend_requested: false,
+      failure: null,
+      goal: ref,
+    });
 
     const shown = await ok('goal-show', ['goal', 'show', 'launch', ...root]);
-    expect(shown).toMatchObject({ ...goal, todos: { open: 0, done: 1, blocked: 1, deferred: 0 }, handoff_mode: 'hard_lease' });
+    expect(shown).toMatchObject({
+      ...goal,
+      todos: { open: 0, done: 1, blocked: 1, deferred: 0 },
+      handoff_mode: 'hard_lease',
+    });
     expect(shown.committed_transactions).toBeGreaterThan(noted.cursor);
     expect(await ok('goal-list', ['goal', 'list', ...root])).toEqual({ goals: [goal] });
     // The run's session still holds the lease it took on t2 (blocked, not terminal): the CLI is refused.
@@ -316,7 +462,12 @@ describe('the --json contract: every published document validates against docs/s
       goal_id: 'launch',
       todos: [
         expect.objectContaining({ todo_id: 't1', status: 'done', note: 'outline drafted', lease_owner: null }),
-        expect.objectContaining({ todo_id: 't2', status: 'blocked', note: 'waiting for design feedback', lease_owner: `session:${run.session.session_id}` }),
+        expect.objectContaining({
+          todo_id: 't2',
+          status: 'blocked',
+          note: 'waiting for design feedback',
+          lease_owner: `session:${run.session.session_id}`,
+        }),
       ],
     });
     await refused(4, 'lease_held', ['todo', 'update', 't2', '--goal', 'launch', '--status', 'open', ...root]);
@@ -330,7 +481,9 @@ describe('the --json contract: every published document validates against docs/s
       manifest_name: 'json-contract.manifest.json',
       capacity: { ok: true, refusals: [] },
     });
-    expect(planned.goals).toEqual([{ ...ref, route: 'goals/launch', archive_route: 'runtime-root/goals/launch', route_status: 'included' }]);
+    expect(planned.goals).toEqual([
+      { ...ref, route: 'goals/launch', archive_route: 'runtime-root/goals/launch', route_status: 'included' },
+    ]);
     expect(existsSync(out), 'the plan writes nothing').toBe(false);
 
     const created = await ok('backup-state-result', [...backup, '--execute']);
@@ -345,7 +498,12 @@ describe('the --json contract: every published document validates against docs/s
     const manifest = JSON.parse(bytes.toString('utf8'));
     expectValid('state-backup-manifest-v1', manifest);
     // The legacy manifest, still written on request.
-    const legacy = await ok('backup-state-result', [...backup.map((a) => (a === 'json-contract' ? 'json-contract-v0' : a)), '--execute', '--format', 'v0']);
+    const legacy = await ok('backup-state-result', [
+      ...backup.map((a) => (a === 'json-contract' ? 'json-contract-v0' : a)),
+      '--execute',
+      '--format',
+      'v0',
+    ]);
     expectValid('state-backup-manifest-v0', JSON.parse(readFileSync(join(out, legacy.manifest.name), 'utf8')));
     expect(manifest).toMatchObject({
       backup_id: 'json-contract',
@@ -360,7 +518,9 @@ describe('the --json contract: every published document validates against docs/s
       archive_size_bytes: created.archive.size_bytes,
       member_count: created.counts.members,
     });
-    expect(manifest.execution.sqlite_snapshots.find((s: { goal_id: string | null }) => s.goal_id === 'launch')).toMatchObject({ source: 'goals/launch/work.db', integrity: 'ok' });
+    expect(
+      manifest.execution.sqlite_snapshots.find((s: { goal_id: string | null }) => s.goal_id === 'launch'),
+    ).toMatchObject({ source: 'goals/launch/work.db', integrity: 'ok' });
 
     // The same id again: never overwritten (exit 4).
     const occupied = await refused(4, 'backup_destination_occupied', [...backup, '--execute']);
@@ -369,7 +529,16 @@ describe('the --json contract: every published document validates against docs/s
     // backup-state verify: the plan creates nothing; --execute prints the public summary and writes
     // the private audit, which audit show --json prints byte-identically; --public reprints the summary.
     const dest = join(R, '..', 'verified');
-    const verify = ['backup-state', 'verify', '--archive', join(out, created.archive.name), '--manifest', join(out, created.manifest.name), '--destination', dest];
+    const verify = [
+      'backup-state',
+      'verify',
+      '--archive',
+      join(out, created.archive.name),
+      '--manifest',
+      join(out, created.manifest.name),
+      '--destination',
+      dest,
+    ];
     const verifyPlan = await ok('backup-verify-plan', verify);
     expect(verifyPlan).toMatchObject({
       dry_run: true,
@@ -380,7 +549,10 @@ describe('the --json contract: every published document validates against docs/s
     });
     expect(existsSync(dest), 'the verify plan creates nothing').toBe(false);
     const summary = await ok('state-recovery-audit-public-v0', [...verify, '--execute']);
-    expect(summary).toMatchObject({ backup: { backup_id: 'json-contract', archive_sha256: created.archive.sha256 }, execution_authority_granted: false });
+    expect(summary).toMatchObject({
+      backup: { backup_id: 'json-contract', archive_sha256: created.archive.sha256 },
+      execution_authority_granted: false,
+    });
     const stored = readFileSync(join(dest, 'recovery-audit.json'));
     const audit = JSON.parse(stored.toString('utf8'));
     expectValid('state-recovery-audit-v0', audit);
@@ -393,7 +565,9 @@ describe('the --json contract: every published document validates against docs/s
     const workspace = await ok('backup-workspace-ls', ['backup-state', 'workspace', 'ls', dest]);
     expect(workspace).toMatchObject({ recovery_id: summary.recovery_id, execution_authority_granted: false });
     const goalId = workspace.goals[0].goal_id;
-    expect(await ok('backup-workspace-show', ['backup-state', 'workspace', 'show', dest, '--goal', goalId])).toMatchObject({
+    expect(
+      await ok('backup-workspace-show', ['backup-state', 'workspace', 'show', dest, '--goal', goalId]),
+    ).toMatchObject({
       goal: { goal_id: goalId },
       execution_authority_granted: false,
     });
@@ -401,17 +575,44 @@ describe('the --json contract: every published document validates against docs/s
 
     // recover: the Goal planned into a new root, the plan's status, then applied — the receiver is gone, so it holds.
     const into = join(R, '..', 'recovered');
-    const recoverPlan = await ok('recover-plan', ['recover', 'plan', '--from', dest, '--goal', goalId, '--destination', into]);
+    const recoverPlan = await ok('recover-plan', [
+      'recover',
+      'plan',
+      '--from',
+      dest,
+      '--goal',
+      goalId,
+      '--destination',
+      into,
+    ]);
     expect(recoverPlan).toMatchObject({ goal: { goal_id: goalId }, execution_authority_granted: false });
-    expect(await ok('recover-status', ['recover', 'status', '--destination', into])).toMatchObject({ state: 'adoption_prepared', plan_digest: recoverPlan.plan_digest });
-    const applied = await okAsync('recover-status', ['recover', 'apply', '--destination', into, '--confirm', recoverPlan.plan_digest]);
-    expect(applied).toMatchObject({ state: 'reconciliation_held', execution_authority_granted: false, fences: { source_established: true, destination_established: false } });
+    expect(await ok('recover-status', ['recover', 'status', '--destination', into])).toMatchObject({
+      state: 'adoption_prepared',
+      plan_digest: recoverPlan.plan_digest,
+    });
+    const applied = await okAsync('recover-status', [
+      'recover',
+      'apply',
+      '--destination',
+      into,
+      '--confirm',
+      recoverPlan.plan_digest,
+    ]);
+    expect(applied).toMatchObject({
+      state: 'reconciliation_held',
+      execution_authority_granted: false,
+      fences: { source_established: true, destination_established: false },
+    });
     expect(applied.holds.map((h: { code: string }) => h.code)).toEqual(['receiver_unreachable']);
   }, 180_000);
 
   it('demo, and authority init|show|rotate|retire on another --authority-dir', async () => {
     const demo = await ok('demo', ['demo', '--root', tempRoot('loopx-json-demo-')]);
-    expect(demo.snapshot).toMatchObject({ lifecycle: 'suspended', claim_verified: true, messages: demo.inspected.messages.length });
+    expect(demo.snapshot).toMatchObject({
+      lifecycle: 'suspended',
+      claim_verified: true,
+      messages: demo.inspected.messages.length,
+    });
     expect(demo.inspected.run_id).toBe(demo.run.run_id);
 
     const dir = join(mkdtempSync(join(tmpdir(), 'loopx-json-auth-')), 'authority');
@@ -428,9 +629,16 @@ describe('the --json contract: every published document validates against docs/s
       { generation: 2, retired: false },
     ]);
     const bindable = tempRoot('loopx-json-bind-');
-    expect(await ok('init', ['init', '--root', bindable, ...a])).toEqual({ initialized: true, store: { provider: 'sqlite' } });
-    expect(await ok('authority-bind-root', ['authority', 'bind-root', '--root', bindable, ...a])).toMatchObject({ binding: 'unchanged' });
-    expect(await ok('authority-bind-root-adopt', ['authority', 'bind-root', '--adopt', '--root', bindable, ...a])).toMatchObject({ state: 'unchanged' });
+    expect(await ok('init', ['init', '--root', bindable, ...a])).toEqual({
+      initialized: true,
+      store: { provider: 'sqlite' },
+    });
+    expect(await ok('authority-bind-root', ['authority', 'bind-root', '--root', bindable, ...a])).toMatchObject({
+      binding: 'unchanged',
+    });
+    expect(
+      await ok('authority-bind-root-adopt', ['authority', 'bind-root', '--adopt', '--root', bindable, ...a]),
+    ).toMatchObject({ state: 'unchanged' });
     const none = await ok('authority', ['authority', 'show', '--run', 'run_unknown', ...a]);
     expect(none.run).toBeNull();
   }, 60_000);
@@ -444,8 +652,14 @@ describe('the --json contract: every published document validates against docs/s
     const root = tempRoot('loopx-json-daemon-');
     expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     const out = join(root, '..', 'out');
-    expect((await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root])).status).toBe(0);
-    const child = spawn(process.execPath, [...CLI, 'daemon', '--root', root, '--json'], { cwd: REPO, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
+    expect(
+      (await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root]))
+        .status,
+    ).toBe(0);
+    const child = spawn(process.execPath, [...CLI, 'daemon', '--root', root, '--json'], {
+      cwd: REPO,
+      env: { ...process.env, XDG_STATE_HOME: STATE_HOME },
+    });
     try {
       const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
         let text = '';
@@ -465,7 +679,10 @@ describe('the --json contract: every published document validates against docs/s
       expectValid('daemon-login-url', loginUrl.json());
       const token = readFileSync(join(root, 'daemon', 'token'), 'utf8').trim();
       const api = (path: string, init: RequestInit = {}) =>
-        fetch(`${started.url as string}api/${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers ?? {}) } });
+        fetch(`${started.url as string}api/${path}`, {
+          ...init,
+          headers: { authorization: `Bearer ${token}`, ...(init.headers ?? {}) },
+        });
       const { upload_id } = (await (await api('backups/uploads', { method: 'POST' })).json()) as { upload_id: string };
       for (const [part, file] of [
         ['archive', 'b1.tar.gz'],
@@ -481,7 +698,9 @@ describe('the --json contract: every published document validates against docs/s
       const uploads = await (await api('backups/uploads')).json();
       expectValid('daemon-upload-list', uploads);
       expect((uploads as { uploads: unknown[] }).uploads).toHaveLength(1);
-      const { job_id } = (await (await api(`backups/uploads/${upload_id}/verify`, { method: 'POST' })).json()) as { job_id: string };
+      const { job_id } = (await (await api(`backups/uploads/${upload_id}/verify`, { method: 'POST' })).json()) as {
+        job_id: string;
+      };
       await (await api(`backups/jobs/${job_id}/events`)).text(); // ends with the result
       const job = await (await api(`backups/jobs/${job_id}`)).json();
       expectValid('daemon-job', job);
@@ -489,11 +708,24 @@ describe('the --json contract: every published document validates against docs/s
       const owners = await (await api('owners')).json();
       expectValid('daemon-owners', owners);
       expect((owners as { owners: { name: string }[] }).owners.map((o) => o.name)).toEqual(
-        expect.arrayContaining(['registry', 'config', 'goal', 'work', 'session', 'effect', 'quota', 'scheduler', 'engine']),
+        expect.arrayContaining([
+          'registry',
+          'config',
+          'goal',
+          'work',
+          'session',
+          'effect',
+          'quota',
+          'scheduler',
+          'engine',
+        ]),
       );
       const audits = await (await api('audits')).json();
       expectValid('daemon-audit-list', audits);
-      expectValid('state-recovery-audit-public-v0', await (await api(`audits/${(job as { recovery_id: string }).recovery_id}`)).json());
+      expectValid(
+        'state-recovery-audit-public-v0',
+        await (await api(`audits/${(job as { recovery_id: string }).recovery_id}`)).json(),
+      );
     } finally {
       child.kill('SIGTERM');
     }

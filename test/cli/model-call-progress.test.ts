@@ -6,7 +6,13 @@
  */
 import { channel } from 'node:diagnostics_channel';
 import { describe, expect, it } from 'vitest';
-import { MODEL_CALL_CHANNEL, modelCallLine, modelCallProgress, showModelCalls, type ModelCallReport } from '../../src/cli/progress.js';
+import {
+  MODEL_CALL_CHANNEL,
+  modelCallLine,
+  modelCallProgress,
+  showModelCalls,
+  type ModelCallReport,
+} from '../../src/cli/progress.js';
 
 const HOST = '127.0.0.1:4242';
 const ERASE = '\r\x1b[2K';
@@ -38,16 +44,23 @@ function terminal(isTTY = true) {
   };
 }
 
-const report = (r: Partial<ModelCallReport> & Pick<ModelCallReport, 'phase'>): ModelCallReport => ({ host: HOST, attempts: 4, attempt: 1, ...r }) as ModelCallReport;
+const report = (r: Partial<ModelCallReport> & Pick<ModelCallReport, 'phase'>): ModelCallReport =>
+  ({ host: HOST, attempts: 4, attempt: 1, ...r }) as ModelCallReport;
 
 describe('the progress line of a model call', () => {
   it('names the host and the time taken, then the attempt once the call was made again', () => {
     expect(modelCallLine({ host: HOST, attempt: 1, attempts: 4 }, 3_400, 0)).toBe(`asking the model at ${HOST}… (3 s)`);
-    expect(modelCallLine({ host: HOST, attempt: 2, attempts: 3 }, 4_000, 0)).toBe(`asking the model at ${HOST}… (attempt 2 of 3, 4 s)`);
-    expect(modelCallLine({ host: undefined, attempt: 1, attempts: 4 }, 0, 0)).toBe('asking the model… (0 s)');
-    expect(modelCallLine({ host: HOST, attempt: 1, attempts: 4, waiting: { code: 'model_unavailable', untilMs: 2_000 } }, 1_000, 0)).toBe(
-      `the model at ${HOST} failed (model_unavailable); asking again in 2 s (attempt 2 of 4, 1 s)`,
+    expect(modelCallLine({ host: HOST, attempt: 2, attempts: 3 }, 4_000, 0)).toBe(
+      `asking the model at ${HOST}… (attempt 2 of 3, 4 s)`,
     );
+    expect(modelCallLine({ host: undefined, attempt: 1, attempts: 4 }, 0, 0)).toBe('asking the model… (0 s)');
+    expect(
+      modelCallLine(
+        { host: HOST, attempt: 1, attempts: 4, waiting: { code: 'model_unavailable', untilMs: 2_000 } },
+        1_000,
+        0,
+      ),
+    ).toBe(`the model at ${HOST} failed (model_unavailable); asking again in 2 s (attempt 2 of 4, 1 s)`);
   });
 
   it('is drawn when an attempt starts, redrawn every second, shows a retry’s wait, and is erased when the call ends', () => {
@@ -58,7 +71,9 @@ describe('the progress line of a model call', () => {
     term.advance(10_000);
     expect(term.shown()).toBe(`asking the model at ${HOST}… (10 s)`);
     progress.report(report({ phase: 'retry', attempt: 1, code: 'model_unavailable', delay_ms: 2_000 }));
-    expect(term.shown()).toBe(`the model at ${HOST} failed (model_unavailable); asking again in 2 s (attempt 2 of 4, 10 s)`);
+    expect(term.shown()).toBe(
+      `the model at ${HOST} failed (model_unavailable); asking again in 2 s (attempt 2 of 4, 10 s)`,
+    );
     term.advance(1_000);
     expect(term.shown()).toContain('asking again in 1 s');
     term.advance(1_000);

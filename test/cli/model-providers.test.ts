@@ -49,7 +49,9 @@ describe('loopx run start with a provider package', () => {
     const agent = agentFile(root, 'openai-compatible');
     server.enqueue('openai-chat', 'text-stream');
 
-    const started = await loopxAsync(['run', 'start', '--agent', agent, '--root', root, '--input', 'hello', '--json'], { [KEY_ENV]: KEY });
+    const started = await loopxAsync(['run', 'start', '--agent', agent, '--root', root, '--input', 'hello', '--json'], {
+      [KEY_ENV]: KEY,
+    });
 
     expect(started.stderr).toBe('');
     expect(started.status).toBe(0);
@@ -65,7 +67,11 @@ describe('loopx run start with a provider package', () => {
         .map((e) => e.data.text)
         .join(''),
     ).toBe('Hello from the fixture.');
-    expect(lines.find((e) => e.type === 'ModelResponded')?.data.usage).toEqual({ input_tokens: 14, output_tokens: 6, source: 'provider' });
+    expect(lines.find((e) => e.type === 'ModelResponded')?.data.usage).toEqual({
+      input_tokens: 14,
+      output_tokens: 6,
+      source: 'provider',
+    });
     expect(String(server.requests.at(-1)!.headers.authorization)).toBe(`Bearer ${KEY}`);
     for (const out of [started.stdout, events.stdout]) expect(out).not.toContain(KEY);
     for (const file of filesUnder(root)) expect(readFileSync(file).includes(KEY), file).toBe(false);
@@ -84,7 +90,10 @@ describe('loopx run start with a provider package', () => {
     expect(r.stdout).toContain(`next: put a valid API key in ${KEY_ENV}`);
     const runId = /run_[0-9a-f]+/.exec(r.stdout)![0];
     const shown = await loopxAsync(['run', 'show', runId, '--root', root, '--json']);
-    expect(shown.json()).toMatchObject({ status: 'failed', failure: { code: 'model_auth_failed', next_action: expect.stringContaining(KEY_ENV) } });
+    expect(shown.json()).toMatchObject({
+      status: 'failed',
+      failure: { code: 'model_auth_failed', next_action: expect.stringContaining(KEY_ENV) },
+    });
   });
 
   it('refuses a run whose key variable is not set, exit 3, before anything is stored', async () => {
@@ -95,7 +104,9 @@ describe('loopx run start with a provider package', () => {
     const r = await loopxAsync(['run', 'start', '--agent', agent, '--root', root, '--json']);
 
     expect(r.status).toBe(3);
-    expect(r.json()).toMatchObject({ error: { code: 'model_credentials_missing', next_action: expect.stringContaining(KEY_ENV) } });
+    expect(r.json()).toMatchObject({
+      error: { code: 'model_credentials_missing', next_action: expect.stringContaining(KEY_ENV) },
+    });
     expect(server.requests.length).toBe(before);
     expect((await loopxAsync(['run', 'list', '--root', root, '--json'])).json()).toMatchObject({ runs: [] });
   });
@@ -108,7 +119,13 @@ describe('loopx run start with a provider package', () => {
     await held.reached;
     let runId: string | undefined;
     await expect
-      .poll(async () => (runId = ((await loopxAsync(['run', 'list', '--root', root, '--json'])).json().runs as { run_id: string }[])[0]?.run_id), { timeout: 60_000 })
+      .poll(
+        async () =>
+          (runId = (
+            (await loopxAsync(['run', 'list', '--root', root, '--json'])).json().runs as { run_id: string }[]
+          )[0]?.run_id),
+        { timeout: 60_000 },
+      )
       .toBeDefined();
 
     const follower = spawn(process.execPath, [...CLI, 'run', 'events', runId!, '--follow', '--json', '--root', root], {

@@ -45,8 +45,11 @@ function literalsOf(dir: string): Text[] {
         const visit = (n: ts.Node): void => {
           let text: string | undefined;
           if (ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) text = n.text;
-          else if (ts.isTemplateExpression(n)) text = n.head.text + n.templateSpans.map((s) => `\${${s.expression.getText(sf)}}${s.literal.text}`).join('');
-          if (text !== undefined && text.includes('loopx ')) out.push({ at: `${relative(REPO, p)}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1}`, text });
+          else if (ts.isTemplateExpression(n))
+            text =
+              n.head.text + n.templateSpans.map((s) => `\${${s.expression.getText(sf)}}${s.literal.text}`).join('');
+          if (text !== undefined && text.includes('loopx '))
+            out.push({ at: `${relative(REPO, p)}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1}`, text });
           ts.forEachChild(n, visit);
         };
         visit(sf);
@@ -59,7 +62,8 @@ function literalsOf(dir: string): Text[] {
 
 /** Quoted commands that are not for an operator to run as they stand, and why. */
 const TYPED_ELSEWHERE: Readonly<Record<string, string>> = {
-  'Ask the operator a question; the run waits for `loopx run answer`.': "a tool description for the model, part of the built-in tool plan's identity",
+  'Ask the operator a question; the run waits for `loopx run answer`.':
+    "a tool description for the model, part of the built-in tool plan's identity",
 };
 
 const SCRATCH = '1';
@@ -68,7 +72,10 @@ const PLACEHOLDER = /^(?:\$\{.*\}|<.*>|"<.*>"|[A-Z][A-Z0-9_]*(?:\.[a-z]+)?)$/;
 /** The command of a text as argv arrays, one per alternative, placeholders replaced. */
 function argvsOf(command: string): string[][] {
   const alt = /\(([^()]*\|[^()]*)\)/.exec(command);
-  if (alt) return alt[1]!.split('|').flatMap((a) => argvsOf(command.slice(0, alt.index) + a.trim() + command.slice(alt.index + alt[0].length)));
+  if (alt)
+    return alt[1]!
+      .split('|')
+      .flatMap((a) => argvsOf(command.slice(0, alt.index) + a.trim() + command.slice(alt.index + alt[0].length)));
   // `${…}` may hold spaces; keep it one word before splitting on whitespace.
   const words = command.replace(/\$\{[^}]*\}/g, SCRATCH).match(/'[^']*'|"[^"]*"|\S+/g) ?? [];
   return [words.map((w) => (PLACEHOLDER.test(w) ? SCRATCH : w.replace(/^'(.*)'$/, '$1')))];
@@ -169,18 +176,21 @@ describe('next actions and hints', () => {
         }
         // A flag or a placeholder right after the command's path is an argument.
         const next = wordAfterMention(rest.split(' '));
-        if (next && (next.startsWith('-') || PLACEHOLDER.test(next.replace(/[,;.)`]+$/, '')))) prose.push(`${t.at}: ${t.text}`);
+        if (next && (next.startsWith('-') || PLACEHOLDER.test(next.replace(/[,;.)`]+$/, ''))))
+          prose.push(`${t.at}: ${t.text}`);
       }
     }
     expect(prose).toEqual([]);
   });
 
   it("the walker's own rules: placeholders become scratch values and each alternative is tried", async () => {
-    expect(argvsOf("run resolve ${runId} <call-id> (--committed RESULT | --absent | --abandon) --root '/a b'")).toEqual([
-      ['run', 'resolve', '1', '1', '--committed', '1', '--root', '/a b'],
-      ['run', 'resolve', '1', '1', '--absent', '--root', '/a b'],
-      ['run', 'resolve', '1', '1', '--abandon', '--root', '/a b'],
-    ]);
+    expect(argvsOf("run resolve ${runId} <call-id> (--committed RESULT | --absent | --abandon) --root '/a b'")).toEqual(
+      [
+        ['run', 'resolve', '1', '1', '--committed', '1', '--root', '/a b'],
+        ['run', 'resolve', '1', '1', '--absent', '--root', '/a b'],
+        ['run', 'resolve', '1', '1', '--abandon', '--root', '/a b'],
+      ],
+    );
     expect(await parse(['run', 'list', '--root', 'x'])).toBe('ok');
     expect(await parse(['run', 'show'])).toBe('commander.missingArgument');
     expect(await parse(['todo', 'list'])).toBe('commander.missingMandatoryOptionValue');

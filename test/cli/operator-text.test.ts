@@ -23,7 +23,13 @@ function files(dir: string): string[] {
 
 /** The texts a source file can show: its string literals, template parts and JSX text, with their lines. */
 function texts(path: string): { line: number; text: string }[] {
-  const src = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest, true, /\.tsx(\.txt)?$/.test(path) ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const src = ts.createSourceFile(
+    path,
+    readFileSync(path, 'utf8'),
+    ts.ScriptTarget.Latest,
+    true,
+    /\.tsx(\.txt)?$/.test(path) ? ts.ScriptKind.TSX : ts.ScriptKind.TS,
+  );
   const out: { line: number; text: string }[] = [];
   const visit = (node: ts.Node) => {
     if (
@@ -49,7 +55,9 @@ describe('operator text', () => {
   it('names no roadmap label or specification section in the CLI, the daemon or the UI', () => {
     const found: string[] = [];
     for (const f of [...files(join(REPO, 'src')), ...files(join(REPO, 'ui', 'src'))]) {
-      for (const t of texts(f)) if (LABELS.some((re) => re.test(t.text))) found.push(`${relative(REPO, f)}:${t.line}: ${t.text.trim().slice(0, 120)}`);
+      for (const t of texts(f))
+        if (LABELS.some((re) => re.test(t.text)))
+          found.push(`${relative(REPO, f)}:${t.line}: ${t.text.trim().slice(0, 120)}`);
     }
     expect(found).toEqual([]);
   });

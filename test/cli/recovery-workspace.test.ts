@@ -26,8 +26,21 @@ beforeAll(async () => {
   live = tempRoot();
   expect((await loopxAsync(['authority', 'init'])).status).toBe(0);
   sink = await startWebhookSink({ port: 0 });
-  await seedSample(live, { webhookUrl: sink.deliveriesUrl, authorityDir: defaultAuthorityDir({ XDG_STATE_HOME: STATE_HOME }) });
-  const started = await loopxAsync(['run', 'start', '--agent', AGENT, '--suspend-after-turns', '2', '--root', live, '--json']);
+  await seedSample(live, {
+    webhookUrl: sink.deliveriesUrl,
+    authorityDir: defaultAuthorityDir({ XDG_STATE_HOME: STATE_HOME }),
+  });
+  const started = await loopxAsync([
+    'run',
+    'start',
+    '--agent',
+    AGENT,
+    '--suspend-after-turns',
+    '2',
+    '--root',
+    live,
+    '--json',
+  ]);
   expect(started.status).toBe(0);
   runId = started.json().run_id;
   const backup = await loopxAsync(['backup-state', '--execute', '--backup-id', 'b1', '--root', live, '--json']);
@@ -90,13 +103,24 @@ describe('a recovery workspace is never a runtime root', () => {
       expect(r.status).toBe(3);
       expect(r.json().error.code).toBe('root_is_recovery_workspace');
     }
-    expect((await loopxAsync(['run', 'list', '--root', join(ws, '..', '..', 'workspace', 'runtime-root'), '--json'])).json().error.code).toBe('root_is_recovery_workspace');
+    expect(
+      (await loopxAsync(['run', 'list', '--root', join(ws, '..', '..', 'workspace', 'runtime-root'), '--json'])).json()
+        .error.code,
+    ).toBe('root_is_recovery_workspace');
     expect(treeState(destination)).toEqual(before);
     expect(sink.deliveries()).toHaveLength(delivered);
   }, 180_000); // eighteen CLI commands: a generous bound, not a timing assertion
 
   it("the refusal's next action reads the workspace back when run as printed", async () => {
-    const r = await loopxAsync(['todo', 'list', '--goal', 'sample', '--root', join(destination, 'workspace', 'runtime-root'), '--json']);
+    const r = await loopxAsync([
+      'todo',
+      'list',
+      '--goal',
+      'sample',
+      '--root',
+      join(destination, 'workspace', 'runtime-root'),
+      '--json',
+    ]);
     const next: string = r.json().error.next_action;
     expect(next).toMatch(/^read it without changing it: loopx backup-state workspace ls \S+$/);
     expect(next.split(' ').pop()!.startsWith('/')).toBe(false); // relative to here, never absolute
@@ -121,7 +145,12 @@ describe('backup-state workspace ls|show', () => {
     const doc = r.json();
     expect(doc.execution_authority_granted).toBe(false);
     expect(doc.goals).toEqual([
-      expect.objectContaining({ goal_id: 'sample', title: 'Ship the launch post', work_readable: true, todos_by_status: { done: 1, blocked: 1, open: 1 } }),
+      expect.objectContaining({
+        goal_id: 'sample',
+        title: 'Ship the launch post',
+        work_readable: true,
+        todos_by_status: { done: 1, blocked: 1, open: 1 },
+      }),
     ]);
     expect(doc.goals[0].committed_transactions).toBeGreaterThan(3);
     expect(doc.runs_readable).toBe(true);
@@ -168,7 +197,9 @@ describe('backup-state workspace ls|show', () => {
       'webhook.deliver committed',
       'work.todo_update committed',
     ]);
-    expect(doc.effects.every((e: { operation_id: string }) => e.operation_id.startsWith(`${doc.sessions[0].run_id}:`))).toBe(true);
+    expect(
+      doc.effects.every((e: { operation_id: string }) => e.operation_id.startsWith(`${doc.sessions[0].run_id}:`)),
+    ).toBe(true);
     const human = await loopxAsync(['backup-state', 'workspace', 'show', destination, '--goal', 'sample']);
     expect(human.stdout).toContain('inert: read only, no execution authority');
     expect(treeState(destination)).toEqual(before);

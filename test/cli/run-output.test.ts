@@ -19,7 +19,8 @@ const KEY = 'sk-run-output-never-shown-5e2a';
 
 const SCHEMA_DIR = join(REPO, 'docs/schemas');
 const ajv = new Ajv2020({ strict: true, allErrors: true });
-for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json'))) ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
+for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json')))
+  ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
 function expectValid(schema: string, doc: unknown): void {
   const validate = ajv.getSchema(`https://loopx.dev/schemas/${schema}.json`)!;
   expect(validate(doc) ? [] : validate.errors, JSON.stringify(doc)).toEqual([]);
@@ -35,15 +36,23 @@ afterAll(async () => server.close());
 
 function agentFile(root: string, name: string, doc: Record<string, unknown>): string {
   const path = join(dirname(root), `${name}.agent.json`);
-  writeFileSync(path, JSON.stringify({ id: `test.${name}`, version: '1.0.0', turn_limit: 4, tool_plan: 'loopx.builtin.v1', ...doc }));
+  writeFileSync(
+    path,
+    JSON.stringify({ id: `test.${name}`, version: '1.0.0', turn_limit: 4, tool_plan: 'loopx.builtin.v1', ...doc }),
+  );
   return path;
 }
 const compatible = (root: string) =>
-  agentFile(root, 'compatible', { model: { provider: 'openai-compatible', model_id: 'fixture-model', base_url: server.url, api_key_env: KEY_ENV } });
+  agentFile(root, 'compatible', {
+    model: { provider: 'openai-compatible', model_id: 'fixture-model', base_url: server.url, api_key_env: KEY_ENV },
+  });
 const scripted = (root: string) =>
   agentFile(root, 'scripted', {
     model: { provider: 'scripted', model_id: 'scripted-v1' },
-    script: [{ text: 'Adding.', tool_calls: [{ name: 'math.add', arguments: { a: 2, b: 40 } }] }, { text: 'The sum is 42.\nChecked twice.' }],
+    script: [
+      { text: 'Adding.', tool_calls: [{ name: 'math.add', arguments: { a: 2, b: 40 } }] },
+      { text: 'The sum is 42.\nChecked twice.' },
+    ],
   });
 
 describe('a run’s final answer', () => {
@@ -56,7 +65,9 @@ describe('a run’s final answer', () => {
     expect(human.stdout).toContain('  final answer:\n    Hello from the fixture.\n');
 
     server.enqueue('openai-chat', 'text-stream');
-    const json = await loopxAsync(['run', 'start', '--agent', compatible(root), '--root', root, '--json'], { [KEY_ENV]: KEY });
+    const json = await loopxAsync(['run', 'start', '--agent', compatible(root), '--root', root, '--json'], {
+      [KEY_ENV]: KEY,
+    });
     expect(json.status, json.stderr).toBe(0);
     expect(json.json()).toMatchObject({ status: 'completed', final_answer: 'Hello from the fixture.' });
     expectValid('run-summary', json.json());
@@ -65,7 +76,17 @@ describe('a run’s final answer', () => {
   it('run resume prints it once the run completes — a multi-line answer indented — and not while the run is suspended', async () => {
     const root = tempRoot();
     const suspended = async () => {
-      const started = await loopxAsync(['run', 'start', '--agent', scripted(root), '--suspend-after-turns', '1', '--root', root, '--json']);
+      const started = await loopxAsync([
+        'run',
+        'start',
+        '--agent',
+        scripted(root),
+        '--suspend-after-turns',
+        '1',
+        '--root',
+        root,
+        '--json',
+      ]);
       expect(started.status, started.stderr).toBe(0);
       expect(started.json().status).toBe('suspended');
       expect(started.json()).not.toHaveProperty('final_answer');
@@ -84,15 +105,24 @@ describe('a run’s final answer', () => {
     const root = tempRoot();
     expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship it', '--root', root])).status).toBe(0);
-    expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', 'Draft', '--id', 't1', '--root', root])).status).toBe(0);
+    expect(
+      (await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', 'Draft', '--id', 't1', '--root', root])).status,
+    ).toBe(0);
     const worker = agentFile(root, 'worker', {
       model: { provider: 'scripted', model_id: 'scripted-v1' },
       tool_plan: 'loopx.goal-work.v1',
-      script: [{ text: 'Drafting.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't1', status: 'done' } }] }, { text: 'Drafted; nothing left.' }],
+      script: [
+        { text: 'Drafting.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't1', status: 'done' } }] },
+        { text: 'Drafted; nothing left.' },
+      ],
     });
     const r = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', worker, '--root', root, '--json']);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.json()).toMatchObject({ status: 'completed', final_answer: 'Drafted; nothing left.', goal: { goal_id: 'launch' } });
+    expect(r.json()).toMatchObject({
+      status: 'completed',
+      final_answer: 'Drafted; nothing left.',
+      goal: { goal_id: 'launch' },
+    });
     expectValid('work-run', r.json());
   });
 });
@@ -102,14 +132,18 @@ describe('a model endpoint that keeps failing', () => {
     const root = tempRoot();
     // Four attempts (1 s, 2 s, 4 s apart), each answered 500.
     for (let i = 0; i < 4; i++) server.enqueue('openai-chat', 'error-500');
-    const r = await loopxAsync(['run', 'start', '--agent', compatible(root), '--root', root, '--json'], { [KEY_ENV]: KEY });
+    const r = await loopxAsync(['run', 'start', '--agent', compatible(root), '--root', root, '--json'], {
+      [KEY_ENV]: KEY,
+    });
 
     expect(r.status).toBe(5);
     const doc = r.json();
     expectValid('run-summary', doc);
     expect(doc).toMatchObject({ status: 'failed', failure: { code: 'model_unavailable' } });
     expect(doc).not.toHaveProperty('final_answer');
-    expect(doc.failure.message).toBe(`The openai-compatible API at ${host} kept answering 500 (unavailable or overloaded).`);
+    expect(doc.failure.message).toBe(
+      `The openai-compatible API at ${host} kept answering 500 (unavailable or overloaded).`,
+    );
     expect(r.stdout + r.stderr).not.toContain(KEY);
     expect(r.stdout).not.toContain(server.url);
     expect(r.stderr).toBe('');
@@ -119,7 +153,8 @@ describe('a model endpoint that keeps failing', () => {
 });
 
 const hasScript = spawnSync('script', ['--version'], { encoding: 'utf8' }).stdout?.includes('util-linux') ?? false;
-if (process.env.CI === 'true' && !hasScript) throw new Error('CI=true but no util-linux `script` to make a pseudo-terminal');
+if (process.env.CI === 'true' && !hasScript)
+  throw new Error('CI=true but no util-linux `script` to make a pseudo-terminal');
 
 describe.skipIf(!hasScript)('on a terminal', () => {
   it('shows the model call in progress on stderr — its host, then its second attempt — and erases it before the run is printed', async () => {
@@ -127,7 +162,9 @@ describe.skipIf(!hasScript)('on a terminal', () => {
     server.enqueue('openai-chat', 'error-500');
     const held = server.enqueue('openai-chat', { name: 'text-stream', holdAfterEvents: 0 });
     const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
-    const command = [process.execPath, ...CLI, 'run', 'start', '--agent', compatible(root), '--root', root].map(quote).join(' ');
+    const command = [process.execPath, ...CLI, 'run', 'start', '--agent', compatible(root), '--root', root]
+      .map(quote)
+      .join(' ');
     // `script` runs the command on a pseudo-terminal (stdout and stderr both) and copies what it writes.
     const child = spawn('script', ['-qefc', command, '/dev/null'], {
       cwd: REPO,

@@ -59,25 +59,56 @@ async function clusterWithRun(receiver: string, runId: string, deliveries: numbe
   await initCluster({ cluster: CLUSTER, schema });
   const keys = tempRoot('loopx-operator-keys-');
   expect((await loopxAsync(['authority', 'init', '--authority-dir', keys])).status).toBe(0);
-  const node = await ClusterNode.join({ cluster: CLUSTER, schema, keysDir: keys, receiverUrl: receiver, leaseMs: 2_000, pollMs: 100 });
+  const node = await ClusterNode.join({
+    cluster: CLUSTER,
+    schema,
+    keysDir: keys,
+    receiverUrl: receiver,
+    leaseMs: 2_000,
+    pollMs: 100,
+  });
   closers.push(() => node.close());
   const db = openPostgres({ url: PG_URL, schema, max: 2 });
   closers.push(() => db.close());
   const agentFile = join(dirname(tempRoot('loopx-operator-agent-')), 'agent.json');
-  const script = [...Array.from({ length: deliveries }, (_, i) => ({ tool_calls: [{ name: 'receiver.deliver', arguments: { message: `delivery ${i + 1}` } }] })), { text: 'done' }];
+  const script = [
+    ...Array.from({ length: deliveries }, (_, i) => ({
+      tool_calls: [{ name: 'receiver.deliver', arguments: { message: `delivery ${i + 1}` } }],
+    })),
+    { text: 'done' },
+  ];
   writeFileSync(
     agentFile,
-    JSON.stringify({ id: 'cluster.op', version: '1.0.0', model: { provider: 'scripted', model_id: 'scripted-v1' }, turn_limit: 10, tool_plan: 'loopx.cluster.v1', script }),
+    JSON.stringify({
+      id: 'cluster.op',
+      version: '1.0.0',
+      model: { provider: 'scripted', model_id: 'scripted-v1' },
+      turn_limit: 10,
+      tool_plan: 'loopx.cluster.v1',
+      script,
+    }),
   );
   await submitClusterRun({ cluster: CLUSTER, schema }, loadAgentFile(agentFile), { runId });
-  const workOf = async () => (await db.query<{ state: string; held_code: string | null }>('SELECT state, held_code FROM cluster_work WHERE run_id = $1', [runId]))[0];
+  const workOf = async () =>
+    (
+      await db.query<{ state: string; held_code: string | null }>(
+        'SELECT state, held_code FROM cluster_work WHERE run_id = $1',
+        [runId],
+      )
+    )[0];
   return { schema, keys, node, db, workOf, flags: ['--cluster', CLUSTER, '--cluster-schema', schema] };
 }
 
 describePg('an operator settles a held cluster run with the run commands (--cluster)', () => {
   it('show, refusals that change nothing, resolve under its own epoch, then a daemon continues the run to completion', async () => {
-    const { schema, keys, node, db, workOf, flags } = await clusterWithRun(`http://127.0.0.1:${await closedPort()}/deliveries`, 'run_held', 1);
-    await until('the run to be held on its unknown delivery', async () => ((await workOf())?.held_code === 'mutation_uncertain' ? true : undefined));
+    const { schema, keys, node, db, workOf, flags } = await clusterWithRun(
+      `http://127.0.0.1:${await closedPort()}/deliveries`,
+      'run_held',
+      1,
+    );
+    await until('the run to be held on its unknown delivery', async () =>
+      (await workOf())?.held_code === 'mutation_uncertain' ? true : undefined,
+    );
 
     // The operator reads the run as a root's run reads.
     const shown = await loopxAsync(['run', 'show', 'run_held', ...flags, '--json'], env);
@@ -87,21 +118,32 @@ describePg('an operator settles a held cluster run with the run commands (--clus
     expect(view).toMatchObject({ status: 'active', waiting_for: { kind: 'resolution' } });
     const [callId] = view.waiting_for.call_ids;
     const human = await loopxAsync(['run', 'show', 'run_held', ...flags], env);
-    expect(human.stdout).toContain(`settle: loopx run resolve run_held <call-id> (--committed RESULT | --absent | --abandon) --cluster ${CLUSTER} --cluster-schema ${schema}`);
+    expect(human.stdout).toContain(
+      `settle: loopx run resolve run_held <call-id> (--committed RESULT | --absent | --abandon) --cluster ${CLUSTER} --cluster-schema ${schema}`,
+    );
     const eventsBefore = (await db.query('SELECT 1 FROM run_events WHERE run_id = $1', ['run_held'])).length;
 
     // Refusals: typed, nothing changed, and each next action works as printed.
-    const wrongCall = await loopxAsync(['run', 'resolve', 'run_held', 'run_held/t9/k9', '--absent', ...flags, '--authority-dir', keys, '--json'], env);
+    const wrongCall = await loopxAsync(
+      ['run', 'resolve', 'run_held', 'run_held/t9/k9', '--absent', ...flags, '--authority-dir', keys, '--json'],
+      env,
+    );
     expect(wrongCall.status).toBe(3);
     expect(wrongCall.json()).toMatchObject({
-      error: { code: 'call_not_found', next_action: `list uncertain calls: loopx run show run_held --cluster ${CLUSTER} --cluster-schema ${schema} --authority-dir ${rel(keys)}` },
+      error: {
+        code: 'call_not_found',
+        next_action: `list uncertain calls: loopx run show run_held --cluster ${CLUSTER} --cluster-schema ${schema} --authority-dir ${rel(keys)}`,
+      },
     });
     expect((await runNextAction(wrongCall.json())).status).toBe(0);
     const unknownRun = await loopxAsync(['run', 'show', 'run_nowhere', ...flags, '--json'], env);
     expect(unknownRun.status).toBe(3);
     expect(unknownRun.json()).toMatchObject({ error: { code: 'cluster_run_not_found' } });
     expect((await runNextAction(unknownRun.json())).status).toBe(0);
-    const noKeys = await loopxAsync(['run', 'resolve', 'run_held', callId!, '--absent', ...flags, '--authority-dir', join(keys, 'missing'), '--json'], env);
+    const noKeys = await loopxAsync(
+      ['run', 'resolve', 'run_held', callId!, '--absent', ...flags, '--authority-dir', join(keys, 'missing'), '--json'],
+      env,
+    );
     expect(noKeys.status).not.toBe(0);
     expect(noKeys.json()).toMatchObject({ error: { code: 'authority_missing' } });
     const schemaAlone = await loopxAsync(['run', 'show', 'run_held', '--cluster-schema', schema, '--json'], env);
@@ -111,7 +153,10 @@ describePg('an operator settles a held cluster run with the run commands (--clus
     expect(await workOf()).toEqual({ state: 'held', held_code: 'mutation_uncertain' });
 
     // The operator settles it: the receiver never got it (it was down).
-    const settled = await loopxAsync(['run', 'resolve', 'run_held', callId!, '--absent', ...flags, '--authority-dir', keys, '--json'], env);
+    const settled = await loopxAsync(
+      ['run', 'resolve', 'run_held', callId!, '--absent', ...flags, '--authority-dir', keys, '--json'],
+      env,
+    );
     expect(settled.status, settled.stderr).toBe(0);
     expectSchemaValid('run-summary.schema.json', settled.json());
     expect(settled.json()).toMatchObject({ run_id: 'run_held', status: 'active', waiting_for: null });
@@ -132,13 +177,18 @@ describePg('an operator settles a held cluster run with the run commands (--clus
       ['run_held'],
     );
     const owners = new Map(
-      (await db.query<{ epoch: string; owner_instance: string }>('SELECT epoch, owner_instance FROM run_lease_history WHERE run_id = $1', ['run_held'])).map((r) => [
-        Number(r.epoch),
-        r.owner_instance,
-      ]),
+      (
+        await db.query<{ epoch: string; owner_instance: string }>(
+          'SELECT epoch, owner_instance FROM run_lease_history WHERE run_id = $1',
+          ['run_held'],
+        )
+      ).map((r) => [Number(r.epoch), r.owner_instance]),
     );
-    for (let i = 1; i < rows.length; i++) expect(Number(rows[i]!.epoch)).toBeGreaterThanOrEqual(Number(rows[i - 1]!.epoch));
-    const byOperator = rows.find((r) => r.type === 'ToolResulted' && (JSON.parse(r.data) as { resolution?: string }).resolution === 'absent')!;
+    for (let i = 1; i < rows.length; i++)
+      expect(Number(rows[i]!.epoch)).toBeGreaterThanOrEqual(Number(rows[i - 1]!.epoch));
+    const byOperator = rows.find(
+      (r) => r.type === 'ToolResulted' && (JSON.parse(r.data) as { resolution?: string }).resolution === 'absent',
+    )!;
     expect(owners.get(Number(byOperator.epoch))).toMatch(/^op_[0-9a-f]{24}$/);
     const after = rows.filter((r) => Number(r.sequence) > Number(byOperator.sequence));
     expect(after.length).toBeGreaterThan(0);
@@ -164,9 +214,13 @@ describePg('an operator settles a held cluster run with the run commands (--clus
     // The latch: the daemon is mid-turn, its first delivery sent and unanswered.
     await until('the first delivery to be in flight', async () => (sink.held() === 1 ? true : undefined));
     const cancelling = loopxAsync(['run', 'cancel', 'run_cancel', ...flags, '--authority-dir', keys, '--json'], env);
-    await until('the cancel to take the run from the daemons', async () => ((await workOf())?.held_code === 'cancel_requested' ? true : undefined));
+    await until('the cancel to take the run from the daemons', async () =>
+      (await workOf())?.held_code === 'cancel_requested' ? true : undefined,
+    );
     await until('the suspend to be requested', async () =>
-      (await db.query('SELECT 1 FROM run_suspend_requests WHERE run_id = $1', ['run_cancel'])).length > 0 ? true : undefined,
+      (await db.query('SELECT 1 FROM run_suspend_requests WHERE run_id = $1', ['run_cancel'])).length > 0
+        ? true
+        : undefined,
     );
     sink.release();
     const cancelled = await cancelling;
@@ -175,9 +229,10 @@ describePg('an operator settles a held cluster run with the run commands (--clus
     expect(cancelled.json()).toMatchObject({ run_id: 'run_cancel', status: 'cancelled' });
     expect(await workOf()).toMatchObject({ state: 'finished' });
 
-    const rows = await db.query<{ sequence: string; type: string; epoch: string }>('SELECT sequence, type, epoch FROM run_events WHERE run_id = $1 ORDER BY sequence', [
-      'run_cancel',
-    ]);
+    const rows = await db.query<{ sequence: string; type: string; epoch: string }>(
+      'SELECT sequence, type, epoch FROM run_events WHERE run_id = $1 ORDER BY sequence',
+      ['run_cancel'],
+    );
     const types = rows.map((r) => r.type);
     expect(rows.map((r) => Number(r.sequence))).toEqual(rows.map((_, i) => i + 1));
     // The daemon finished the turn it was in, suspended at the boundary, and never resumed it.
@@ -185,10 +240,12 @@ describePg('an operator settles a held cluster run with the run commands (--clus
     expect(types).not.toContain('Resumed');
     expect(sink.deliveries().map((d) => (d.body as { message: string }).message)).toEqual(['delivery 1']);
     const owners = new Map(
-      (await db.query<{ epoch: string; owner_instance: string }>('SELECT epoch, owner_instance FROM run_lease_history WHERE run_id = $1', ['run_cancel'])).map((r) => [
-        Number(r.epoch),
-        r.owner_instance,
-      ]),
+      (
+        await db.query<{ epoch: string; owner_instance: string }>(
+          'SELECT epoch, owner_instance FROM run_lease_history WHERE run_id = $1',
+          ['run_cancel'],
+        )
+      ).map((r) => [Number(r.epoch), r.owner_instance]),
     );
     const [suspended, cancel] = rows.slice(-2);
     expect(owners.get(Number(suspended!.epoch))).toBe(node.instanceId);

@@ -57,9 +57,28 @@ const oddString = fc.string({
 const oddNumber = fc.oneof(
   fc.double(),
   fc.integer(),
-  fc.constantFrom(0, -0, 1e21, -1e21, 1e20, 1e-7, -1e-7, 1e-6, 5e-324, Number.MAX_VALUE, Number.MIN_SAFE_INTEGER, 2 ** 53 + 2, 0.1 + 0.2, 123456789012345, 1234567890123456),
+  fc.constantFrom(
+    0,
+    -0,
+    1e21,
+    -1e21,
+    1e20,
+    1e-7,
+    -1e-7,
+    1e-6,
+    5e-324,
+    Number.MAX_VALUE,
+    Number.MIN_SAFE_INTEGER,
+    2 ** 53 + 2,
+    0.1 + 0.2,
+    123456789012345,
+    1234567890123456,
+  ),
 );
-const oddKey = fc.oneof(oddString, fc.constantFrom('10', '2', '1', '', 'a', 'B', 'b', '__proto__', 'toJSON', 'é', 'z', '\ud800', '🧪', 'A', '_'));
+const oddKey = fc.oneof(
+  oddString,
+  fc.constantFrom('10', '2', '1', '', 'a', 'B', 'b', '__proto__', 'toJSON', 'é', 'z', '\ud800', '🧪', 'A', '_'),
+);
 const oddValue = fc.letrec((tie) => ({
   value: fc.oneof(
     { depthSize: 'small' },
@@ -80,7 +99,13 @@ const nested = (depth: number, leaf: unknown): unknown => {
 
 describe('canonical JSON', () => {
   test('the one-pass encoder writes exactly the definition’s text for arbitrary JSON values', () => {
-    fc.assert(fc.property(fc.oneof(fc.jsonValue(), fc.jsonValue({ stringUnit: 'binary' }), fc.jsonValue({ stringUnit: 'grapheme' })), agree), { seed: 7, numRuns: 3000 });
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.jsonValue(), fc.jsonValue({ stringUnit: 'binary' }), fc.jsonValue({ stringUnit: 'grapheme' })),
+        agree,
+      ),
+      { seed: 7, numRuns: 3000 },
+    );
   });
 
   test('the one-pass encoder agrees with the definition on odd strings, numbers and member names (lone surrogates refused alike)', () => {
@@ -90,7 +115,9 @@ describe('canonical JSON', () => {
   test('objects whose members are built in unsorted order encode sorted by UTF-16 code units', () => {
     const v = { b: 1, a: [{ z: null, y: true, '10': 'x', '2': -0 }], é: 1e21, A: 1e-7, '🧪': 'x', '\uffff': 0 };
     expect(canonicalJson(v)).toBe(canonicalJsonReference(v));
-    expect(canonicalJson(v)).toBe('{"A":1e-7,"a":[{"10":"x","2":0,"y":true,"z":null}],"b":1,"é":1e+21,"🧪":"x","\uffff":0}');
+    expect(canonicalJson(v)).toBe(
+      '{"A":1e-7,"a":[{"10":"x","2":0,"y":true,"z":null}],"b":1,"é":1e+21,"🧪":"x","\uffff":0}',
+    );
   });
 
   test.each([
@@ -132,7 +159,10 @@ describe('canonical JSON', () => {
         return ['refused'];
       }
     };
-    const placed = fc.tuple(fc.dictionary(oddKey, oddValue, { maxKeys: 4 }), fc.array(fc.tuple(fc.nat({ max: 66 }), fc.boolean()), { minLength: 1, maxLength: 4 }));
+    const placed = fc.tuple(
+      fc.dictionary(oddKey, oddValue, { maxKeys: 4 }),
+      fc.array(fc.tuple(fc.nat({ max: 66 }), fc.boolean()), { minLength: 1, maxLength: 4 }),
+    );
     fc.assert(
       fc.property(placed, ([shared, places]) => {
         // The same object, wrapped in arrays or objects to each depth: one value per place.

@@ -43,13 +43,19 @@ const PASSED_ON: Readonly<Record<string, string>> = {
   // raised again on the main thread from its structured-clone form, with its kind and next action.
   'src/backup/capture-thread.ts deserializeError': 'a refusal of the capture thread, re-raised on the main thread',
   // A recovery's refusal over HTTP: the same code and message, its next action given as a route.
-  'src/daemon/adoptions.ts pathFree': 'a refusal of the recovery coordinator, its next action named by route instead of path',
+  'src/daemon/adoptions.ts pathFree':
+    'a refusal of the recovery coordinator, its next action named by route instead of path',
   // The apply's refusal of the digest a daemon served: the same code, the daemon's words for what changed and what goes on.
-  'src/daemon/adoptions.ts changedSinceServed': 'a refusal of the recovery coordinator, said of the preview this daemon served',
+  'src/daemon/adoptions.ts changedSinceServed':
+    'a refusal of the recovery coordinator, said of the preview this daemon served',
 };
 
 function scan(): { places: Map<string, string[]>; open: string[] } {
-  const config = ts.getParsedCommandLineOfConfigFile(join(REPO, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} });
+  const config = ts.getParsedCommandLineOfConfigFile(
+    join(REPO, 'tsconfig.json'),
+    {},
+    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} },
+  );
   if (!config) throw new Error('tsconfig.json did not parse');
   const src = join(REPO, 'src') + '/';
   const inScope = (f: string) => f.startsWith(src) && !f.includes('/gen/');
@@ -89,7 +95,11 @@ function scan(): { places: Map<string, string[]>; open: string[] } {
     return undefined;
   };
   const symbolOfFunction = (f: ts.SignatureDeclaration): ts.Symbol | undefined => {
-    const named = f.name ?? (ts.isVariableDeclaration(f.parent) || ts.isPropertyAssignment(f.parent) || ts.isPropertyDeclaration(f.parent) ? f.parent.name : undefined);
+    const named =
+      f.name ??
+      (ts.isVariableDeclaration(f.parent) || ts.isPropertyAssignment(f.parent) || ts.isPropertyDeclaration(f.parent)
+        ? f.parent.name
+        : undefined);
     return named ? checker.getSymbolAtLocation(named) : undefined;
   };
   const nameOf = (f: ts.SignatureDeclaration | undefined): string => {
@@ -145,7 +155,13 @@ function scan(): { places: Map<string, string[]>; open: string[] } {
     if (!arg) continue;
     const f = functionOf(call);
     const sym = f && symbolOfFunction(f);
-    if (sym && forwarders.has(sym) && ts.isIdentifier(arg) && f.parameters[forwarders.get(sym)!]?.name.getText() === arg.text) continue;
+    if (
+      sym &&
+      forwarders.has(sym) &&
+      ts.isIdentifier(arg) &&
+      f.parameters[forwarders.get(sym)!]?.name.getText() === arg.text
+    )
+      continue;
     const sf = call.getSourceFile();
     const at = `${relative(REPO, sf.fileName)}:${sf.getLineAndCharacterOfPosition(call.getStart()).line + 1}`;
     const codes = literalCodes(checker.getTypeAtLocation(arg));
@@ -165,7 +181,9 @@ describe('refusal codes', () => {
   it('each refusal code is built in one place in src/ (one kind, one message shape, one next action); other places call it', () => {
     // A floor, so a scanner that finds nothing cannot pass.
     expect(places.size).toBeGreaterThanOrEqual(250);
-    const twice = [...places].filter(([code, at]) => at.length > (DISTINCT[code] === undefined ? 1 : 2)).map(([code, at]) => `${code}: ${at.join(', ')}`);
+    const twice = [...places]
+      .filter(([code, at]) => at.length > (DISTINCT[code] === undefined ? 1 : 2))
+      .map(([code, at]) => `${code}: ${at.join(', ')}`);
     expect(twice).toEqual([]);
   });
 

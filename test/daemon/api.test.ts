@@ -31,23 +31,52 @@ let suspendedRun: string;
 
 async function appFor(r: string): Promise<{ d: DaemonApp; login: LoginTokens }> {
   const l = new LoginTokens();
-  return { d: await buildApp({ root: r, token: TOKEN, loginTokens: l, port: () => 80, authorityDir, logger: false }), login: l };
+  return {
+    d: await buildApp({ root: r, token: TOKEN, loginTokens: l, port: () => 80, authorityDir, logger: false }),
+    login: l,
+  };
 }
 
 beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   root = tempRoot('loopx-daemon-');
   expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
-  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
+  expect(
+    (await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status,
+  ).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
     expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
-  const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl, '--root', root, '--json']);
+  const run = await loopxAsync([
+    'work',
+    'run',
+    '--goal',
+    'launch',
+    '--agent',
+    'examples/agents/goal-worker.json',
+    '--sink',
+    sink.deliveriesUrl,
+    '--root',
+    root,
+    '--json',
+  ]);
   expect(run.status, run.stderr).toBe(0);
-  const started = await loopxAsync(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '1', '--root', root, '--json']);
+  const started = await loopxAsync([
+    'run',
+    'start',
+    '--agent',
+    'examples/agents/researcher.json',
+    '--suspend-after-turns',
+    '1',
+    '--root',
+    root,
+    '--json',
+  ]);
   expect(started.status, started.stderr).toBe(0);
   suspendedRun = started.json().run_id;
   const out = join(dirname(root), 'out');
-  expect((await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root])).status).toBe(0);
+  expect(
+    (await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root])).status,
+  ).toBe(0);
   archive = readFileSync(join(out, 'b1.tar.gz'));
   manifest = readFileSync(join(out, 'b1.manifest.json'));
   ({ d, login } = await appFor(root));
@@ -59,8 +88,17 @@ afterAll(async () => {
   await sink.close();
 });
 
-const inject = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, extra: { headers?: Record<string, string>; payload?: unknown } = {}) =>
-  d.app.inject({ method, url, headers: { ...AUTH, ...(extra.headers ?? {}) }, ...(extra.payload !== undefined ? { payload: extra.payload as string } : {}) });
+const inject = (
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+  url: string,
+  extra: { headers?: Record<string, string>; payload?: unknown } = {},
+) =>
+  d.app.inject({
+    method,
+    url,
+    headers: { ...AUTH, ...(extra.headers ?? {}) },
+    ...(extra.payload !== undefined ? { payload: extra.payload as string } : {}),
+  });
 const octet = { 'content-type': 'application/octet-stream' };
 
 describe('guards', () => {
@@ -68,7 +106,11 @@ describe('guards', () => {
     const none = await d.app.inject({ method: 'GET', url: '/api/runs', headers: HOST });
     expect(none.statusCode).toBe(401);
     expect(none.json().error.code).toBe('daemon_unauthorized');
-    const wrong = await d.app.inject({ method: 'GET', url: '/api/runs', headers: { ...HOST, authorization: 'Bearer nope' } });
+    const wrong = await d.app.inject({
+      method: 'GET',
+      url: '/api/runs',
+      headers: { ...HOST, authorization: 'Bearer nope' },
+    });
     expect(wrong.statusCode).toBe(401);
   });
 
@@ -78,22 +120,45 @@ describe('guards', () => {
     expect(host.json().error.code).toBe('daemon_forbidden_host');
     const port = await d.app.inject({ method: 'GET', url: '/api/runs', headers: { ...AUTH, host: '127.0.0.1:81' } });
     expect(port.statusCode).toBe(403);
-    const origin = await d.app.inject({ method: 'GET', url: '/api/runs', headers: { ...AUTH, origin: 'http://evil.example' } });
+    const origin = await d.app.inject({
+      method: 'GET',
+      url: '/api/runs',
+      headers: { ...AUTH, origin: 'http://evil.example' },
+    });
     expect(origin.statusCode).toBe(403);
     expect(origin.json().error.code).toBe('daemon_forbidden_origin');
-    const same = await d.app.inject({ method: 'GET', url: '/api/runs', headers: { ...AUTH, origin: 'http://127.0.0.1:80' } });
+    const same = await d.app.inject({
+      method: 'GET',
+      url: '/api/runs',
+      headers: { ...AUTH, origin: 'http://127.0.0.1:80' },
+    });
     expect(same.statusCode).toBe(200);
   });
 
   it('exchanges a login token exactly once', async () => {
     const t = login.issue();
-    const first = await d.app.inject({ method: 'POST', url: '/api/session', headers: HOST, payload: { login_token: t } });
+    const first = await d.app.inject({
+      method: 'POST',
+      url: '/api/session',
+      headers: HOST,
+      payload: { login_token: t },
+    });
     expect(first.statusCode).toBe(200);
     expect(first.json().token).toBe(TOKEN);
-    const again = await d.app.inject({ method: 'POST', url: '/api/session', headers: HOST, payload: { login_token: t } });
+    const again = await d.app.inject({
+      method: 'POST',
+      url: '/api/session',
+      headers: HOST,
+      payload: { login_token: t },
+    });
     expect(again.statusCode).toBe(401);
     expect(again.json().error.code).toBe('daemon_login_invalid');
-    const bad = await d.app.inject({ method: 'POST', url: '/api/session', headers: HOST, payload: { login_token: 42 } });
+    const bad = await d.app.inject({
+      method: 'POST',
+      url: '/api/session',
+      headers: HOST,
+      payload: { login_token: 42 },
+    });
     expect(bad.statusCode).toBe(401);
   });
 
@@ -105,9 +170,20 @@ describe('guards', () => {
     const url = issued.json().login_url as string;
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:80\/#login=[A-Za-z0-9_-]{43}$/);
     const t = url.split('#login=')[1];
-    expect((await d.app.inject({ method: 'POST', url: '/api/session', headers: HOST, payload: { login_token: t } })).statusCode).toBe(200);
-    const again = await d.app.inject({ method: 'POST', url: '/api/session', headers: HOST, payload: { login_token: t } });
-    expect(again.json().error).toMatchObject({ code: 'daemon_login_invalid', next_action: 'print a new login address: loopx daemon login-url' });
+    expect(
+      (await d.app.inject({ method: 'POST', url: '/api/session', headers: HOST, payload: { login_token: t } }))
+        .statusCode,
+    ).toBe(200);
+    const again = await d.app.inject({
+      method: 'POST',
+      url: '/api/session',
+      headers: HOST,
+      payload: { login_token: t },
+    });
+    expect(again.json().error).toMatchObject({
+      code: 'daemon_login_invalid',
+      next_action: 'print a new login address: loopx daemon login-url',
+    });
   });
 
   it('answers unknown API routes with a typed 404 and sets no-sniff and frame headers', async () => {
@@ -145,7 +221,9 @@ describe('runs', () => {
     const ids = [...all.body.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
     expect(ids.length).toBeGreaterThan(2);
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
-    const resumed = await inject('GET', `/api/runs/${suspendedRun}/events`, { headers: { 'last-event-id': String(ids[1]) } });
+    const resumed = await inject('GET', `/api/runs/${suspendedRun}/events`, {
+      headers: { 'last-event-id': String(ids[1]) },
+    });
     expect([...resumed.body.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))).toEqual(ids.slice(2));
     const after = await inject('GET', `/api/runs/${suspendedRun}/events?after=${ids.at(-2)}`);
     expect([...after.body.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))).toEqual(ids.slice(-1));
@@ -164,15 +242,34 @@ describe('runs', () => {
     expect((await loopxAsync(['init', '--root', other])).status).toBe(0);
     const o = await appFor(other);
     try {
-      const imported = await o.d.app.inject({ method: 'POST', url: '/api/runs/import', headers: { ...AUTH, ...octet }, payload: bytes });
+      const imported = await o.d.app.inject({
+        method: 'POST',
+        url: '/api/runs/import',
+        headers: { ...AUTH, ...octet },
+        payload: bytes,
+      });
       expect(imported.statusCode, imported.body).toBe(200);
       expect(imported.json()).toMatchObject({ run_id: suspendedRun, status: 'suspended' });
-      const again = await o.d.app.inject({ method: 'POST', url: '/api/runs/import', headers: { ...AUTH, ...octet }, payload: bytes });
+      const again = await o.d.app.inject({
+        method: 'POST',
+        url: '/api/runs/import',
+        headers: { ...AUTH, ...octet },
+        payload: bytes,
+      });
       expect(again.statusCode).toBeGreaterThanOrEqual(400);
       expect(again.json().error.code).toMatch(/^[a-z_]+$/);
-      const resumed = await o.d.app.inject({ method: 'POST', url: `/api/runs/${suspendedRun}/resume`, headers: AUTH, payload: { turns: 1 } });
+      const resumed = await o.d.app.inject({
+        method: 'POST',
+        url: `/api/runs/${suspendedRun}/resume`,
+        headers: AUTH,
+        payload: { turns: 1 },
+      });
       expect(resumed.statusCode, resumed.body).toBe(200);
-      const suspended = await o.d.app.inject({ method: 'POST', url: `/api/runs/${suspendedRun}/suspend`, headers: AUTH });
+      const suspended = await o.d.app.inject({
+        method: 'POST',
+        url: `/api/runs/${suspendedRun}/suspend`,
+        headers: AUTH,
+      });
       expect(suspended.statusCode, suspended.body).toBeLessThan(500);
     } finally {
       await o.d.app.close();
@@ -184,7 +281,10 @@ describe('runs', () => {
     }
     const badTurns = await inject('POST', `/api/runs/${suspendedRun}/resume`, { payload: { turns: 0 } });
     expect(badTurns.statusCode).toBe(400);
-    const notSnapshot = await inject('POST', '/api/runs/import', { headers: octet, payload: Buffer.from('not a snapshot') });
+    const notSnapshot = await inject('POST', '/api/runs/import', {
+      headers: octet,
+      payload: Buffer.from('not a snapshot'),
+    });
     expect(notSnapshot.statusCode).toBe(422);
     const notOctet = await inject('POST', '/api/runs/import', { payload: { x: 1 } });
     expect(notOctet.statusCode).toBe(400);
@@ -264,7 +364,13 @@ describe('backups', () => {
     expect((await loopxAsync(['backup-state', '--execute', '--backup-id', 'in-root', '--root', root])).status).toBe(0);
     const list = await inject('GET', '/api/backups');
     expect(list.statusCode).toBe(200);
-    expect(list.json().backups).toEqual([{ location: 'root', backup_id: 'in-root', archive_bytes: readFileSync(join(root, 'backups', 'in-root.tar.gz')).length }]);
+    expect(list.json().backups).toEqual([
+      {
+        location: 'root',
+        backup_id: 'in-root',
+        archive_bytes: readFileSync(join(root, 'backups', 'in-root.tar.gz')).length,
+      },
+    ]);
     const started = await inject('POST', '/api/backups/in-root/verify');
     expect(started.statusCode).toBe(202);
     const { job } = await finished(started.json().job_id);
@@ -288,14 +394,23 @@ describe('backups', () => {
 
   it('lists waiting uploads and discards one; an upload being verified can be neither discarded nor verified twice', async () => {
     const id = (await inject('POST', '/api/backups/uploads')).json().upload_id as string;
-    expect((await inject('PUT', `/api/backups/uploads/${id}/manifest`, { headers: octet, payload: manifest })).statusCode).toBe(200);
+    expect(
+      (await inject('PUT', `/api/backups/uploads/${id}/manifest`, { headers: octet, payload: manifest })).statusCode,
+    ).toBe(200);
     const listed = await inject('GET', '/api/backups/uploads');
     expect(listed.statusCode).toBe(200);
-    expect(listed.json().uploads).toContainEqual({ upload_id: id, archive_bytes: null, manifest_bytes: manifest.length, updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+    expect(listed.json().uploads).toContainEqual({
+      upload_id: id,
+      archive_bytes: null,
+      manifest_bytes: manifest.length,
+      updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
     const gone = await inject('DELETE', `/api/backups/uploads/${id}`);
     expect(gone.statusCode).toBe(204);
     expect(existsSync(join(root, 'daemon', 'uploads', id))).toBe(false);
-    expect((await inject('GET', '/api/backups/uploads')).json().uploads.map((u: { upload_id: string }) => u.upload_id)).not.toContain(id);
+    expect(
+      (await inject('GET', '/api/backups/uploads')).json().uploads.map((u: { upload_id: string }) => u.upload_id),
+    ).not.toContain(id);
     expect((await inject('DELETE', `/api/backups/uploads/${id}`)).json().error.code).toBe('daemon_upload_not_found');
     expect((await inject('DELETE', '/api/backups/uploads/..%2F..%2Fbackups')).statusCode).toBe(404);
 
@@ -322,12 +437,20 @@ describe('backups', () => {
 
   it('an upload receiving a part can be neither discarded nor verified until the part has arrived', async () => {
     const id = (await inject('POST', '/api/backups/uploads')).json().upload_id as string;
-    expect((await inject('PUT', `/api/backups/uploads/${id}/manifest`, { headers: octet, payload: manifest })).statusCode).toBe(200);
+    expect(
+      (await inject('PUT', `/api/backups/uploads/${id}/manifest`, { headers: octet, payload: manifest })).statusCode,
+    ).toBe(200);
     const body = new PassThrough();
-    const put = d.app.inject({ method: 'PUT', url: `/api/backups/uploads/${id}/archive`, headers: { ...AUTH, ...octet }, payload: body });
+    const put = d.app.inject({
+      method: 'PUT',
+      url: `/api/backups/uploads/${id}/archive`,
+      headers: { ...AUTH, ...octet },
+      payload: body,
+    });
     body.write(archive.subarray(0, 1024));
     // Wait until the daemon is streaming the part into its file.
-    for (let i = 0; i < 200 && !existsSync(join(root, 'daemon', 'uploads', id, 'backup.tar.gz')); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 200 && !existsSync(join(root, 'daemon', 'uploads', id, 'backup.tar.gz')); i++)
+      await new Promise((r) => setTimeout(r, 10));
     const del = await inject('DELETE', `/api/backups/uploads/${id}`);
     expect(del.statusCode).toBe(409);
     expect(del.json().error).toMatchObject({ code: 'daemon_upload_in_use', next_action: expect.any(String) });
@@ -358,19 +481,26 @@ describe('backups', () => {
   });
 
   it(`at most ${MAX_PENDING_UPLOADS} uploads wait at once (409 daemon_uploads_full); a stale one makes room for a new one`, async () => {
-    for (const u of (await inject('GET', '/api/backups/uploads')).json().uploads as { upload_id: string }[]) await inject('DELETE', `/api/backups/uploads/${u.upload_id}`);
+    for (const u of (await inject('GET', '/api/backups/uploads')).json().uploads as { upload_id: string }[])
+      await inject('DELETE', `/api/backups/uploads/${u.upload_id}`);
     const ids: string[] = [];
-    for (let i = 0; i < MAX_PENDING_UPLOADS; i++) ids.push((await inject('POST', '/api/backups/uploads')).json().upload_id as string);
+    for (let i = 0; i < MAX_PENDING_UPLOADS; i++)
+      ids.push((await inject('POST', '/api/backups/uploads')).json().upload_id as string);
     const full = await inject('POST', '/api/backups/uploads');
     expect(full.statusCode).toBe(409);
-    expect(full.json().error).toMatchObject({ code: 'daemon_uploads_full', next_action: expect.stringContaining('DELETE /api/backups/uploads/') });
+    expect(full.json().error).toMatchObject({
+      code: 'daemon_uploads_full',
+      next_action: expect.stringContaining('DELETE /api/backups/uploads/'),
+    });
     expect((await inject('GET', '/api/backups/uploads')).json().uploads).toHaveLength(MAX_PENDING_UPLOADS);
     // Two hours without a write: the oldest is discarded when a new upload needs its place.
     const old = new Date(Date.now() - 2 * 60 * 60 * 1000);
     utimesSync(join(root, 'daemon', 'uploads', ids[0]!), old, old);
     const fresh = await inject('POST', '/api/backups/uploads');
     expect(fresh.statusCode).toBe(201);
-    const now = (await inject('GET', '/api/backups/uploads')).json().uploads.map((u: { upload_id: string }) => u.upload_id);
+    const now = (await inject('GET', '/api/backups/uploads'))
+      .json()
+      .uploads.map((u: { upload_id: string }) => u.upload_id);
     expect(now).not.toContain(ids[0]);
     expect(now).toContain(fresh.json().upload_id);
     expect(now).toHaveLength(MAX_PENDING_UPLOADS);
@@ -378,8 +508,14 @@ describe('backups', () => {
   });
 
   it('refuses unknown uploads, jobs and audits, a part sent twice, and verify before both parts arrived', async () => {
-    expect((await inject('PUT', '/api/backups/uploads/up_nope/archive', { headers: octet, payload: Buffer.from('x') })).statusCode).toBe(404);
-    expect((await inject('PUT', `/api/backups/uploads/../../x/archive`, { headers: octet, payload: Buffer.from('x') })).statusCode).toBe(404);
+    expect(
+      (await inject('PUT', '/api/backups/uploads/up_nope/archive', { headers: octet, payload: Buffer.from('x') }))
+        .statusCode,
+    ).toBe(404);
+    expect(
+      (await inject('PUT', `/api/backups/uploads/../../x/archive`, { headers: octet, payload: Buffer.from('x') }))
+        .statusCode,
+    ).toBe(404);
     expect((await inject('GET', '/api/backups/jobs/job_nope')).statusCode).toBe(404);
     expect((await inject('GET', `/api/audits/${'0'.repeat(64)}`)).statusCode).toBe(404);
     expect((await inject('GET', `/api/audits/${'0'.repeat(64)}/raw`)).statusCode).toBe(404);
@@ -389,11 +525,22 @@ describe('backups', () => {
     const early = await inject('POST', `/api/backups/uploads/${id}/verify`);
     expect(early.statusCode).toBe(422);
     expect(early.json().error.code).toBe('daemon_upload_incomplete');
-    expect((await inject('PUT', `/api/backups/uploads/${id}/archive`, { headers: octet, payload: Buffer.from('a') })).statusCode).toBe(200);
-    const twice = await inject('PUT', `/api/backups/uploads/${id}/archive`, { headers: octet, payload: Buffer.from('b') });
+    expect(
+      (await inject('PUT', `/api/backups/uploads/${id}/archive`, { headers: octet, payload: Buffer.from('a') }))
+        .statusCode,
+    ).toBe(200);
+    const twice = await inject('PUT', `/api/backups/uploads/${id}/archive`, {
+      headers: octet,
+      payload: Buffer.from('b'),
+    });
     expect(twice.statusCode).toBe(422);
     expect(twice.json().error.code).toBe('daemon_upload_part_exists');
-    expect((await inject('PUT', `/api/backups/uploads/${id}/other`, { headers: octet, payload: Buffer.from('b') })).statusCode).toBe(404);
-    expect((await inject('PUT', `/api/backups/uploads/${id}/manifest`, { payload: { json: true } })).statusCode).toBe(400);
+    expect(
+      (await inject('PUT', `/api/backups/uploads/${id}/other`, { headers: octet, payload: Buffer.from('b') }))
+        .statusCode,
+    ).toBe(404);
+    expect((await inject('PUT', `/api/backups/uploads/${id}/manifest`, { payload: { json: true } })).statusCode).toBe(
+      400,
+    );
   });
 });

@@ -25,7 +25,8 @@ const TITLE = 'Ship the launch post';
 
 const SCHEMA_DIR = join(REPO, 'docs/schemas');
 const ajv = new Ajv2020({ strict: true, allErrors: true });
-for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json'))) ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
+for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json')))
+  ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
 /** daemon-audit-contents.schema.json and daemon-audit-list.schema.json are exercised here. */
 function expectValid(name: 'daemon-audit-contents' | 'daemon-audit-list', doc: unknown): void {
   const validate = ajv.getSchema(`https://loopx.dev/schemas/${name}.json`)!;
@@ -61,7 +62,9 @@ async function verified(started: { statusCode: number; body: string; json(): { j
 }
 
 async function verifyUpload(): Promise<string> {
-  const { upload_id } = (await d.app.inject({ method: 'POST', url: '/api/backups/uploads', headers: AUTH })).json() as { upload_id: string };
+  const { upload_id } = (await d.app.inject({ method: 'POST', url: '/api/backups/uploads', headers: AUTH })).json() as {
+    upload_id: string;
+  };
   for (const [part, file] of [
     ['archive', 'b1.tar.gz'],
     ['manifest', 'b1.manifest.json'],
@@ -74,7 +77,9 @@ async function verifyUpload(): Promise<string> {
     });
     expect(r.statusCode, r.body).toBe(200);
   }
-  return verified(await d.app.inject({ method: 'POST', url: `/api/backups/uploads/${upload_id}/verify`, headers: AUTH }));
+  return verified(
+    await d.app.inject({ method: 'POST', url: `/api/backups/uploads/${upload_id}/verify`, headers: AUTH }),
+  );
 }
 
 beforeAll(async () => {
@@ -84,9 +89,23 @@ beforeAll(async () => {
   expect((await loopxAsync(['goal', 'create', 'launch', '--title', TITLE, '--root', root])).status).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
     expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
-  const w = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', join(REPO, 'examples/agents/goal-worker.json'), '--sink', sink.deliveriesUrl, '--root', root]);
+  const w = await loopxAsync([
+    'work',
+    'run',
+    '--goal',
+    'launch',
+    '--agent',
+    join(REPO, 'examples/agents/goal-worker.json'),
+    '--sink',
+    sink.deliveriesUrl,
+    '--root',
+    root,
+  ]);
   expect(w.status, w.stderr).toBe(0);
-  expect((await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root])).status).toBe(0);
+  expect(
+    (await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root]))
+      .status,
+  ).toBe(0);
   d = await app();
   inPlace = await verified(await d.app.inject({ method: 'POST', url: '/api/backups/b1/verify', headers: AUTH }));
   uploaded = await verifyUpload();
@@ -106,7 +125,12 @@ describe('an audit in the operator’s terms', () => {
     expect(r.statusCode, r.body).toBe(200);
     const c = r.json();
     expectValid('daemon-audit-contents', c);
-    expect(c).toMatchObject({ recovery_id: inPlace, backup_id: 'b1', execution_authority_granted: false, runs_readable: true });
+    expect(c).toMatchObject({
+      recovery_id: inPlace,
+      backup_id: 'b1',
+      execution_authority_granted: false,
+      runs_readable: true,
+    });
     expect(c.goals).toHaveLength(1);
     const g = c.goals[0];
     expect(g).toMatchObject({ goal_id: 'launch', title: TITLE, lifecycle: 'active', activation_eligible: true });
@@ -115,16 +139,35 @@ describe('an audit in the operator’s terms', () => {
     );
     expect(Object.keys(rows)).toEqual(['goal', 'todos', 'history', 'sessions', 'runs', 'effects']);
     // The agent finished the outline and blocked the review; publishing stayed open.
-    expect(rows.todos).toMatchObject({ count: 3, by_status: { done: 1, blocked: 1, open: 1 }, owner: 'work', classification: 'recovered_readable' });
+    expect(rows.todos).toMatchObject({
+      count: 3,
+      by_status: { done: 1, blocked: 1, open: 1 },
+      owner: 'work',
+      classification: 'recovered_readable',
+    });
     // The committed history is the work store's, as the workspace reader counts it.
     const ls = (await get(`/api/audits/${inPlace}/workspace`)).json();
     expect(rows.history).toMatchObject({ owner: 'work', count: ls.goals[0].committed_transactions });
     expect(rows.history!.count).toBeGreaterThan(3);
     expect(rows.goal).toMatchObject({ owner: 'goal', count: 1, classification: 'recovered_readable' });
-    expect(rows.runs).toMatchObject({ owner: 'engine', count: 1, by_status: { completed: 1 }, classification: 'historical_only' });
-    expect(rows.effects).toMatchObject({ owner: 'effect', count: 3, by_status: { committed: 3 }, classification: 'historical_only' });
+    expect(rows.runs).toMatchObject({
+      owner: 'engine',
+      count: 1,
+      by_status: { completed: 1 },
+      classification: 'historical_only',
+    });
+    expect(rows.effects).toMatchObject({
+      owner: 'effect',
+      count: 3,
+      by_status: { committed: 3 },
+      classification: 'historical_only',
+    });
     expect(g.runs).toEqual([expect.objectContaining({ lifecycle: 'completed', definition_id: 'demo.goal-worker' })]);
-    expect((g.effects as { kind: string }[]).map((e) => e.kind).sort()).toEqual(['webhook.deliver', 'work.todo_update', 'work.todo_update']);
+    expect((g.effects as { kind: string }[]).map((e) => e.kind).sort()).toEqual([
+      'webhook.deliver',
+      'work.todo_update',
+      'work.todo_update',
+    ]);
     // Each row carries the audit component's classification and next action; an owner's hold, where one names it, is the next action.
     const audit = JSON.parse((await get(`/api/audits/${inPlace}/raw`)).body);
     for (const row of g.rows) {
@@ -133,7 +176,11 @@ describe('an audit in the operator’s terms', () => {
       expect(row.classification).toBe(comp.classification);
       expect(row.next_action).toBe(row.holds[0]?.next_action ?? comp.next_action);
     }
-    expect(rows.sessions).toMatchObject({ owner: 'session', count: 1, holds: [expect.objectContaining({ code: 'session_binding_historical', owner: 'session' })] });
+    expect(rows.sessions).toMatchObject({
+      owner: 'session',
+      count: 1,
+      holds: [expect.objectContaining({ code: 'session_binding_historical', owner: 'session' })],
+    });
     expect(rows.sessions!.next_action).toMatch(/readmit the session/);
     expect(c.holds).toEqual([expect.objectContaining({ code: 'session_binding_historical', goal_id: 'launch' })]);
   });
@@ -141,10 +188,19 @@ describe('an audit in the operator’s terms', () => {
   it('names the components by owner and what they belong to, beside their ids', async () => {
     const c = (await get(`/api/audits/${inPlace}/contents`)).json();
     const summary = (await get(`/api/audits/${inPlace}`)).json();
-    expect((c.components as { component_id: string }[]).map((x) => x.component_id)).toEqual((summary.components as { component_id: string }[]).map((x) => x.component_id));
+    expect((c.components as { component_id: string }[]).map((x) => x.component_id)).toEqual(
+      (summary.components as { component_id: string }[]).map((x) => x.component_id),
+    );
     const work = c.components.find((x: { owner_kind: string }) => x.owner_kind === 'work');
-    expect(work).toMatchObject({ name: 'Goal launch: work', goal_id: 'launch', what: expect.stringContaining('Todos') });
-    expect(c.components.find((x: { owner_kind: string }) => x.owner_kind === 'session')).toMatchObject({ name: 'whole root: session', goal_id: null });
+    expect(work).toMatchObject({
+      name: 'Goal launch: work',
+      goal_id: 'launch',
+      what: expect.stringContaining('Todos'),
+    });
+    expect(c.components.find((x: { owner_kind: string }) => x.owner_kind === 'session')).toMatchObject({
+      name: 'whole root: session',
+      goal_id: null,
+    });
   });
 
   it('shows where the workspace lies relative to the root, and a command that reads it without changing it, as printed', async () => {
@@ -155,7 +211,11 @@ describe('an audit in the operator’s terms', () => {
     for (const command of [c.workspace.command, c.goals[0].read_command] as string[]) {
       const words = command.split(' ');
       expect(words[0]).toBe('loopx');
-      const r = spawnSync(process.execPath, [...CLI, ...words.slice(1)], { cwd: root, env: { ...process.env, XDG_STATE_HOME: STATE_HOME }, encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [...CLI, ...words.slice(1)], {
+        cwd: root,
+        env: { ...process.env, XDG_STATE_HOME: STATE_HOME },
+        encoding: 'utf8',
+      });
       expect(r.status, r.stderr).toBe(0);
       expect(r.stdout).toContain(TITLE);
       expect(r.stdout).toContain('inert');
@@ -187,8 +247,14 @@ describe('audits listed by when they were made and from which source', () => {
     expectValid('daemon-audit-list', list);
     const created = JSON.parse(readFileSync(join(root, 'backups', 'b1.manifest.json'), 'utf8')).created_at as string;
     expect(list.audits.map((a: { recovery_id: string }) => a.recovery_id)).toEqual([uploaded, inPlace]);
-    expect(list.audits[0]).toMatchObject({ source: { kind: 'upload', backup_id: 'b1', backup_created_at: created }, goals: 1 });
-    expect(list.audits[1]).toMatchObject({ source: { kind: 'root_backup', backup_id: 'b1', backup_created_at: created }, goals: 1 });
+    expect(list.audits[0]).toMatchObject({
+      source: { kind: 'upload', backup_id: 'b1', backup_created_at: created },
+      goals: 1,
+    });
+    expect(list.audits[1]).toMatchObject({
+      source: { kind: 'root_backup', backup_id: 'b1', backup_created_at: created },
+      goals: 1,
+    });
     expect(list.audits[0].verified_at >= list.audits[1].verified_at).toBe(true);
     expect(list.audits[1].verified_at >= created).toBe(true);
     const contents = (await get(`/api/audits/${uploaded}/contents`)).json();
@@ -202,9 +268,16 @@ describe('audits listed by when they were made and from which source', () => {
     d = await app();
     const list = (await get('/api/audits')).json();
     expect(list.audits.map((a: { source: { kind: string } }) => a.source.kind)).toEqual(['upload', 'root_backup']);
-    const del = await d.app.inject({ method: 'DELETE', url: `/api/audits/${uploaded}`, headers: AUTH, payload: { confirm: uploaded } });
+    const del = await d.app.inject({
+      method: 'DELETE',
+      url: `/api/audits/${uploaded}`,
+      headers: AUTH,
+      payload: { confirm: uploaded },
+    });
     expect(del.statusCode, del.body).toBe(204);
-    expect((await get('/api/audits')).json().audits.map((a: { recovery_id: string }) => a.recovery_id)).toEqual([inPlace]);
+    expect((await get('/api/audits')).json().audits.map((a: { recovery_id: string }) => a.recovery_id)).toEqual([
+      inPlace,
+    ]);
     expect(readdirSync(join(root, 'daemon', 'audit-sources'))).toHaveLength(1);
   });
 });

@@ -50,7 +50,14 @@ beforeAll(async () => {
     },
   });
   login = new CountingLoginTokens();
-  d = await buildApp({ root, token: TOKEN, loginTokens: login, port: () => port, uiDir, logger: { level: 'info', stream } });
+  d = await buildApp({
+    root,
+    token: TOKEN,
+    loginTokens: login,
+    port: () => port,
+    uiDir,
+    logger: { level: 'info', stream },
+  });
   await d.app.listen({ host: '127.0.0.1', port: 0 });
   port = (d.app.server.address() as { port: number }).port;
 }, 60_000);
@@ -103,7 +110,10 @@ describe('the bearer token is decided on the matched route, default deny', () =>
       ['GET', `http://127.0.0.1:${port}/%61pi/runs`],
     ];
     for (const [method, target] of targets) {
-      const r = await rawRequest(port, `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+      const r = await rawRequest(
+        port,
+        `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+      );
       expect(r.status, `${method} ${target}: ${r.head.split('\r\n')[0]}`).toBe(401);
       expect(JSON.parse(r.body).error.code, `${method} ${target}`).toBe('daemon_unauthorized');
       expect(r.body).not.toContain(UI_SECRET);
@@ -119,11 +129,24 @@ describe('the bearer token is decided on the matched route, default deny', () =>
       expect([401, 404], url).toContain(r.statusCode);
       expect(r.body, url).not.toContain(UI_SECRET);
     }
-    expect((await d.app.inject({ method: 'GET', url: '/api/nothing', headers: { host: `127.0.0.1:${port}` } })).statusCode).toBe(401);
-    expect((await d.app.inject({ method: 'DELETE', url: '/api/backups/uploads/up_x', headers: { host: `127.0.0.1:${port}` } })).statusCode).toBe(401);
+    expect(
+      (await d.app.inject({ method: 'GET', url: '/api/nothing', headers: { host: `127.0.0.1:${port}` } })).statusCode,
+    ).toBe(401);
+    expect(
+      (
+        await d.app.inject({
+          method: 'DELETE',
+          url: '/api/backups/uploads/up_x',
+          headers: { host: `127.0.0.1:${port}` },
+        })
+      ).statusCode,
+    ).toBe(401);
     // HEAD routes Fastify derives from GET ones are guarded the same way.
     for (const url of ['/api/runs', '/%61pi/runs', '/API/runs', '//api/runs']) {
-      expect((await d.app.inject({ method: 'HEAD', url, headers: { host: `127.0.0.1:${port}` } })).statusCode, `HEAD ${url}`).toBe(401);
+      expect(
+        (await d.app.inject({ method: 'HEAD', url, headers: { host: `127.0.0.1:${port}` } })).statusCode,
+        `HEAD ${url}`,
+      ).toBe(401);
     }
   });
 
@@ -136,30 +159,52 @@ describe('the bearer token is decided on the matched route, default deny', () =>
     );
     expect(issued.status).toBe(201);
     const t = (JSON.parse(issued.body) as { login_url: string }).login_url.split('#login=')[1];
-    const session = await d.app.inject({ method: 'POST', url: '/api/session', headers: { host: `127.0.0.1:${port}` }, payload: { login_token: t } });
+    const session = await d.app.inject({
+      method: 'POST',
+      url: '/api/session',
+      headers: { host: `127.0.0.1:${port}` },
+      payload: { login_token: t },
+    });
     expect(session.statusCode).toBe(200);
     const page = await d.app.inject({ method: 'GET', url: '/', headers: { host: `127.0.0.1:${port}` } });
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('<title>loopx</title>');
-    expect((await d.app.inject({ method: 'GET', url: '/assets/app.js', headers: { host: `127.0.0.1:${port}` } })).statusCode).toBe(200);
+    expect(
+      (await d.app.inject({ method: 'GET', url: '/assets/app.js', headers: { host: `127.0.0.1:${port}` } })).statusCode,
+    ).toBe(200);
   });
 
   it('a refused request is logged with method, route pattern and status, never the token or a query value', async () => {
     logged = '';
-    await d.app.inject({ method: 'GET', url: '/%61pi/runs?secret-query=value-xyz', headers: { host: `127.0.0.1:${port}`, authorization: 'Bearer wrong-token-abc' } });
-    await d.app.inject({ method: 'GET', url: '/api/runs', headers: { host: 'evil.example', authorization: `Bearer ${TOKEN}` } });
+    await d.app.inject({
+      method: 'GET',
+      url: '/%61pi/runs?secret-query=value-xyz',
+      headers: { host: `127.0.0.1:${port}`, authorization: 'Bearer wrong-token-abc' },
+    });
+    await d.app.inject({
+      method: 'GET',
+      url: '/api/runs',
+      headers: { host: 'evil.example', authorization: `Bearer ${TOKEN}` },
+    });
     const refused = logged
       .split('\n')
       .filter((l) => l.includes('"request refused"'))
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(refused).toContainEqual(expect.objectContaining({ method: 'GET', route: '/api/runs', status: 401, code: 'daemon_unauthorized' }));
-    expect(refused).toContainEqual(expect.objectContaining({ method: 'GET', route: '/api/runs', status: 403, code: 'daemon_forbidden_host' }));
-    for (const secret of [TOKEN, 'wrong-token-abc', 'secret-query', 'value-xyz', '%61pi', root]) expect(logged, secret).not.toContain(secret);
+    expect(refused).toContainEqual(
+      expect.objectContaining({ method: 'GET', route: '/api/runs', status: 401, code: 'daemon_unauthorized' }),
+    );
+    expect(refused).toContainEqual(
+      expect.objectContaining({ method: 'GET', route: '/api/runs', status: 403, code: 'daemon_forbidden_host' }),
+    );
+    for (const secret of [TOKEN, 'wrong-token-abc', 'secret-query', 'value-xyz', '%61pi', root])
+      expect(logged, secret).not.toContain(secret);
   });
 
   it('looksLikeApiPath sees through every decoding and normalisation, and lets plain UI paths be', () => {
     for (const [, t] of TARGETS) expect(looksLikeApiPath(t), t).toBe(true);
-    for (const t of ['http://127.0.0.1:1/x', '/%zz', '/%5Capi/runs', '/%25%32%35%36%31pi/runs']) expect(looksLikeApiPath(t), t).toBe(true);
-    for (const t of ['/', '/index.html', '/assets/app-1234.js', '/login?x=/api/runs']) expect(looksLikeApiPath(t), t).toBe(false);
+    for (const t of ['http://127.0.0.1:1/x', '/%zz', '/%5Capi/runs', '/%25%32%35%36%31pi/runs'])
+      expect(looksLikeApiPath(t), t).toBe(true);
+    for (const t of ['/', '/index.html', '/assets/app-1234.js', '/login?x=/api/runs'])
+      expect(looksLikeApiPath(t), t).toBe(false);
   });
 });

@@ -20,7 +20,8 @@ const AUTH = { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` };
 const authorityDir = join(STATE_HOME, 'loopx', 'run-authority');
 const SCHEMA_DIR = join(REPO, 'docs/schemas');
 const ajv = new Ajv2020({ strict: true, allErrors: true });
-for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json'))) ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
+for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json')))
+  ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
 const expectSchema = (name: string, doc: unknown) => {
   const validate = ajv.getSchema(`https://loopx.dev/schemas/${name}.json`)!;
   expect(validate(doc) ? [] : validate.errors).toEqual([]);
@@ -52,7 +53,15 @@ beforeAll(async () => {
   expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
   expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship it', '--root', root])).status).toBe(0);
   userBackups = join(mkdtempSync(join(tmpdir(), 'loopx-user-data-')), 'loopx', 'backups');
-  d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, userBackupsDir: userBackups, logger: false });
+  d = await buildApp({
+    root,
+    token: TOKEN,
+    loginTokens: new LoginTokens(),
+    port: () => 80,
+    authorityDir,
+    userBackupsDir: userBackups,
+    logger: false,
+  });
 });
 
 afterAll(async () => {
@@ -94,7 +103,9 @@ describe('Back up now', () => {
   }, 120_000);
 
   it('lists the pair in the user folder and verifies it in place: verifying while it runs, then an audit of a user_backup', async () => {
-    const backups = (await inject('GET', '/api/backups')).json() as { backups: { backup_id: string; location: string }[] };
+    const backups = (await inject('GET', '/api/backups')).json() as {
+      backups: { backup_id: string; location: string }[];
+    };
     const mine = backups.backups.find((b) => b.location === 'user');
     expect(mine).toBeDefined();
     const wrong = await inject('POST', `/api/backups/${mine!.backup_id}/verify`, { location: 'root' });
@@ -108,7 +119,9 @@ describe('Back up now', () => {
     expect((await inject('GET', `/api/backups/jobs/${jobId}/events`)).body).toContain('event: result');
     const job = (await inject('GET', `/api/backups/jobs/${jobId}`)).json() as { state: string; recovery_id: string };
     expect(['audited', 'held']).toContain(job.state);
-    const audits = (await inject('GET', '/api/audits')).json() as { audits: { recovery_id: string; source: { kind: string } }[] };
+    const audits = (await inject('GET', '/api/audits')).json() as {
+      audits: { recovery_id: string; source: { kind: string } }[];
+    };
     expect(audits.audits.find((a) => a.recovery_id === job.recovery_id)?.source.kind).toBe('user_backup');
   }, 120_000);
 
@@ -117,7 +130,10 @@ describe('Back up now', () => {
     const done = await finished(run.job_id);
     expect(done).toMatchObject({
       state: 'created',
-      result: { placement: { inside_root: true }, warning: 'This backup lies inside the root it protects: losing the root loses the backup too.' },
+      result: {
+        placement: { inside_root: true },
+        warning: 'This backup lies inside the root it protects: losing the root loses the backup too.',
+      },
     });
     for (const body of [{ profile: 'crash-consistent' }, { profile: 'fast' }, { location: '/tmp' }]) {
       const refused = await inject('POST', '/api/backups', body);

@@ -20,7 +20,14 @@ beforeAll(async () => {
   const root = join(dir, '.loopx-sample');
   mkdirSync(root, { mode: 0o700 });
   expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
-  d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir: join(STATE_HOME, 'loopx', 'run-authority'), logger: false });
+  d = await buildApp({
+    root,
+    token: TOKEN,
+    loginTokens: new LoginTokens(),
+    port: () => 80,
+    authorityDir: join(STATE_HOME, 'loopx', 'run-authority'),
+    logger: false,
+  });
 }, 60_000);
 afterAll(async () => {
   await d?.app.close();
@@ -36,9 +43,17 @@ describe('the new root’s name', () => {
   });
 
   it('a refused name is told the actual rule', async () => {
-    const r = await d.app.inject({ method: 'POST', url: `/api/audits/${'0'.repeat(64)}/recoveries`, headers: AUTH, payload: { goal_id: 'sample', destination_name: '.hidden' } });
+    const r = await d.app.inject({
+      method: 'POST',
+      url: `/api/audits/${'0'.repeat(64)}/recoveries`,
+      headers: AUTH,
+      payload: { goal_id: 'sample', destination_name: '.hidden' },
+    });
     expect(r.statusCode).toBe(400);
-    expect(r.json().error).toMatchObject({ code: 'daemon_destination_name_invalid', message: expect.stringContaining('starting with a letter or digit') });
+    expect(r.json().error).toMatchObject({
+      code: 'daemon_destination_name_invalid',
+      message: expect.stringContaining('starting with a letter or digit'),
+    });
   });
 
   it("the form's pattern compiles as browsers compile it (the v flag) and agrees with the daemon", () => {
@@ -46,6 +61,7 @@ describe('the new root’s name', () => {
     const pattern = /pattern="([^"]+)"/.exec(source)![1]!;
     const input = new RegExp(`^(?:${pattern})$`, 'v');
     for (const name of ['launch-recovered', 'a', 'x.y_z-1', 'A'.repeat(64)]) expect(input.test(name), name).toBe(true);
-    for (const name of ['.loopx-sample-recovered', '-x', 'a/b', '', 'A'.repeat(65), 'a b']) expect(input.test(name), name).toBe(false);
+    for (const name of ['.loopx-sample-recovered', '-x', 'a/b', '', 'A'.repeat(65), 'a b'])
+      expect(input.test(name), name).toBe(false);
   });
 });

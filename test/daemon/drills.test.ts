@@ -6,7 +6,18 @@
  * path; the kept receipts are bounded; and a daemon that stops ends a running drill, leaving
  * nothing of it behind.
  */
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -27,7 +38,8 @@ const authorityDir = join(STATE_HOME, 'loopx', 'run-authority');
 
 const SCHEMA_DIR = join(REPO, 'docs/schemas');
 const ajv = new Ajv2020({ strict: true, allErrors: true });
-for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json'))) ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
+for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json')))
+  ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
 /** `doc` is a document of docs/schemas/daemon-drill-job.schema.json, daemon-drill-list.schema.json or recover-drill.schema.json. */
 function expectSchema(name: 'daemon-drill-job' | 'daemon-drill-list' | 'recover-drill', doc: unknown): void {
   const validate = ajv.getSchema(`https://loopx.dev/schemas/${name}.json`)!;
@@ -63,8 +75,10 @@ let stream: string;
 let seeds: string[];
 
 const get = (url: string) => d.app.inject({ method: 'GET', url, headers: AUTH });
-const post = (url: string, key?: string) => d.app.inject({ method: 'POST', url, headers: { ...AUTH, ...(key ? { 'idempotency-key': key } : {}) } });
-const app = () => buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
+const post = (url: string, key?: string) =>
+  d.app.inject({ method: 'POST', url, headers: { ...AUTH, ...(key ? { 'idempotency-key': key } : {}) } });
+const app = () =>
+  buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
 const drillsDir = () => join(root, 'daemon', 'drills');
 
 /** The SSE events of a finished stream, in order. */
@@ -109,7 +123,10 @@ describe('a recovery drill from the daemon', () => {
     expect([replay.statusCode, replay.json().job_id]).toEqual([202, jobId]);
     const second = await post('/api/drills', 'drill-2');
     expect(second.statusCode, second.body).toBe(409);
-    expect(second.json().error).toMatchObject({ code: 'daemon_drill_running', next_action: `wait for it to end: GET /api/drills/jobs/${jobId}` });
+    expect(second.json().error).toMatchObject({
+      code: 'daemon_drill_running',
+      next_action: `wait for it to end: GET /api/drills/jobs/${jobId}`,
+    });
     const listed = (await get('/api/drills')).json();
     expectSchema('daemon-drill-list', listed);
     expect(listed.running?.job_id).toBe(jobId);
@@ -125,7 +142,12 @@ describe('a recovery drill from the daemon', () => {
     const result = all.at(-1)!;
     expect(result.event).toBe('result');
     expectSchema('daemon-drill-job', result.data);
-    expect(result.data, JSON.stringify(result.data)).toMatchObject({ job_id: jobId, state: 'done', error: null, drill_id: expect.stringMatching(/^drill_[0-9a-f]{16}$/) });
+    expect(result.data, JSON.stringify(result.data)).toMatchObject({
+      job_id: jobId,
+      state: 'done',
+      error: null,
+      drill_id: expect.stringMatching(/^drill_[0-9a-f]{16}$/),
+    });
     expect((await get(`/api/drills/jobs/${jobId}`)).json()).toEqual(result.data);
   }, 900_000);
 
@@ -139,7 +161,13 @@ describe('a recovery drill from the daemon', () => {
     expect(r.body).toBe(readFileSync(file, 'utf8'));
     const receipt = r.json();
     expectSchema('recover-drill', receipt);
-    expect(receipt).toMatchObject({ drill_id: job.drill_id, mode: 'short', result: job.result, missed: job.missed, execution_authority_granted: false });
+    expect(receipt).toMatchObject({
+      drill_id: job.drill_id,
+      mode: 'short',
+      result: job.result,
+      missed: job.missed,
+      execution_authority_granted: false,
+    });
     expect(receipt.phases.map((p: { phase: string }) => p.phase)).toEqual(['verify', 'plan', 'apply', 'first_turn']);
     expectPathFree(r.body);
     expectPathFree(stream);
@@ -152,7 +180,13 @@ describe('a recovery drill from the daemon', () => {
     expectSchema('daemon-drill-list', listed);
     expect(listed.running).toBeNull();
     // The seeds are no receipts (they are not listed), but they count towards the bound.
-    expect(listed.drills).toEqual([expect.objectContaining({ drill_id: job.drill_id, result: job.result, rto: expect.objectContaining({ target_seconds: 60 }) })]);
+    expect(listed.drills).toEqual([
+      expect.objectContaining({
+        drill_id: job.drill_id,
+        result: job.result,
+        rto: expect.objectContaining({ target_seconds: 60 }),
+      }),
+    ]);
     const kept = readdirSync(drillsDir()).filter((n) => n.endsWith('.json'));
     expect(kept).toHaveLength(MAX_KEPT_DRILLS);
     expect(kept).toContain(`${job.drill_id}.json`);
@@ -178,7 +212,8 @@ describe('a recovery drill from the daemon', () => {
     const started = await other.app.inject({ method: 'POST', url: '/api/drills', headers: AUTH });
     expect(started.statusCode, started.body).toBe(202);
     const id = started.json().job_id as string;
-    const job = async () => (await other.app.inject({ method: 'GET', url: `/api/drills/jobs/${id}`, headers: AUTH })).json();
+    const job = async () =>
+      (await other.app.inject({ method: 'GET', url: `/api/drills/jobs/${id}`, headers: AUTH })).json();
     // Stop it once it has started working (its first stage), not before.
     await expect.poll(async () => (await job()).stages.length, { timeout: 120_000, interval: 200 }).toBeGreaterThan(0);
     const dirs = [...drillDirs()].filter((n) => !before.has(n));

@@ -42,7 +42,19 @@ let publish: string;
 const runs: Record<'first' | 'replayed' | 'again', string> = { first: '', replayed: '', again: '' };
 
 async function workRun(agent: string): Promise<string> {
-  const r = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agent, '--sink', sink.deliveriesUrl, '--root', root, '--json']);
+  const r = await loopxAsync([
+    'work',
+    'run',
+    '--goal',
+    'launch',
+    '--agent',
+    agent,
+    '--sink',
+    sink.deliveriesUrl,
+    '--root',
+    root,
+    '--json',
+  ]);
   expect(r.status, r.stderr).toBe(0);
   expect(r.json().status).toBe('completed');
   return r.json().run_id as string;
@@ -59,7 +71,8 @@ async function events(runId: string): Promise<Ev[]> {
   return docs;
 }
 
-const deliveries = async (runId: string) => (await events(runId)).filter((e) => e.type === 'ToolResulted' && e.data.tool_name === 'webhook.deliver');
+const deliveries = async (runId: string) =>
+  (await events(runId)).filter((e) => e.type === 'ToolResulted' && e.data.tool_name === 'webhook.deliver');
 const op = (runId: string, turn: number) => `${runId}:t${turn}:k0`;
 
 async function activity(): Promise<{ effects: Record<string, unknown>[] }> {
@@ -85,9 +98,14 @@ beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   root = tempRoot('loopx-goal-deliveries-');
   expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
-  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
+  expect(
+    (await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status,
+  ).toBe(0);
   const dir = dirname(root);
-  announce = agentFile(dir, 'announce', [{ text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'the outline is ready' } }] }, { text: 'Done.' }]);
+  announce = agentFile(dir, 'announce', [
+    { text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'the outline is ready' } }] },
+    { text: 'Done.' },
+  ]);
   publish = agentFile(dir, 'publish', [
     { text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'the outline is ready' } }] },
     { text: 'Publishing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'the post is published' } }] },
@@ -104,11 +122,26 @@ describe('what a receiver did with a Goal’s delivery, in its run’s events an
     runs.first = await workRun(announce);
     expect(sink.deliveries()).toHaveLength(1);
     expect((await deliveries(runs.first)).map((e) => e.data)).toEqual([
-      { call_id: `${runs.first}/t1/k0`, tool_name: 'webhook.deliver', status: 'ok', delivery_result: 'stored', duplicate_of: null },
+      {
+        call_id: `${runs.first}/t1/k0`,
+        tool_name: 'webhook.deliver',
+        status: 'ok',
+        delivery_result: 'stored',
+        duplicate_of: null,
+      },
     ]);
     // Calls of other tools carry neither field.
-    expect((await events(runs.first)).filter((e) => e.type === 'ToolResulted' && e.data.tool_name !== 'webhook.deliver')).toEqual([]);
-    expect((await activity()).effects).toEqual([expect.objectContaining({ operation_id: op(runs.first, 1), outcome: 'committed', delivery_result: 'stored', duplicate_of: null })]);
+    expect(
+      (await events(runs.first)).filter((e) => e.type === 'ToolResulted' && e.data.tool_name !== 'webhook.deliver'),
+    ).toEqual([]);
+    expect((await activity()).effects).toEqual([
+      expect.objectContaining({
+        operation_id: op(runs.first, 1),
+        outcome: 'committed',
+        delivery_result: 'stored',
+        duplicate_of: null,
+      }),
+    ]);
   }, 60_000);
 
   it('a delivery the receiver already holds under its key is `replayed`, never stored twice', async () => {
@@ -118,10 +151,21 @@ describe('what a receiver did with a Goal’s delivery, in its run’s events an
     expect(sink.deliveries()).toHaveLength(1);
     expect(sink.attempts().counts.duplicate).toBe(1);
     expect((await deliveries(runs.replayed)).map((e) => e.data)).toEqual([
-      { call_id: `${runs.replayed}/t1/k0`, tool_name: 'webhook.deliver', status: 'ok', delivery_result: 'replayed', duplicate_of: null },
+      {
+        call_id: `${runs.replayed}/t1/k0`,
+        tool_name: 'webhook.deliver',
+        status: 'ok',
+        delivery_result: 'replayed',
+        duplicate_of: null,
+      },
     ]);
     expect((await activity()).effects).toEqual([
-      expect.objectContaining({ operation_id: op(runs.replayed, 1), outcome: 'committed', delivery_result: 'replayed', duplicate_of: null }),
+      expect.objectContaining({
+        operation_id: op(runs.replayed, 1),
+        outcome: 'committed',
+        delivery_result: 'replayed',
+        duplicate_of: null,
+      }),
     ]);
     // The first run's event keeps what the receiver did then: it was recorded when the call settled.
     expect((await deliveries(runs.first)).map((e) => e.data.delivery_result)).toEqual(['stored']);
@@ -144,7 +188,13 @@ describe('what a receiver did with a Goal’s delivery, in its run’s events an
 });
 
 describe('the published schemas of the two fields', () => {
-  const toolResulted = (data: Record<string, unknown>) => ({ run_id: 'run-a', sequence: 5, type: 'ToolResulted', at: '2025-06-01T10:00:00.000Z', data });
+  const toolResulted = (data: Record<string, unknown>) => ({
+    run_id: 'run-a',
+    sequence: 5,
+    type: 'ToolResulted',
+    at: '2025-06-01T10:00:00.000Z',
+    data,
+  });
   const base = { call_id: 'run-a/t1/k0', tool_name: 'webhook.deliver', status: 'ok' };
 
   it('an event recorded before them (neither field) is still valid', () => {

@@ -22,17 +22,35 @@ beforeAll(async () => {
   root = tempRoot('loopx-daemon-finisher-');
   initRoot(root);
   await createGoal(root, 'launch', 'Ship the launch post');
-  for (const id of ['t1', 't2', 't3']) await addTodo(root, 'launch', { operation_id: `add-${id}`, todo_id: id, title: `Title of ${id}` });
-  await updateTodo(root, 'launch', { operation_id: 'block-t2', todo_id: 't2', status: 'blocked', lease_owner: 'operator:test' });
+  for (const id of ['t1', 't2', 't3'])
+    await addTodo(root, 'launch', { operation_id: `add-${id}`, todo_id: id, title: `Title of ${id}` });
+  await updateTodo(root, 'launch', {
+    operation_id: 'block-t2',
+    todo_id: 't2',
+    status: 'blocked',
+    lease_owner: 'operator:test',
+  });
   // No agentsDir: the daemon offers the package's examples/agents, as `loopx daemon` does by default.
-  d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir: join(dirname(root), 'authority'), logger: false });
+  d = await buildApp({
+    root,
+    token: TOKEN,
+    loginTokens: new LoginTokens(),
+    port: () => 80,
+    authorityDir: join(dirname(root), 'authority'),
+    logger: false,
+  });
 }, 60_000);
 afterAll(() => closeDaemon(d));
 
 describe('demo.goal-finisher in the Capability Center', () => {
   it('is offered by default with the shipped Goal work agents, as a model-free agent', async () => {
     const agents = (await get('/api/agents')).json().agents as { id: string; model: string; turn_limit: number }[];
-    expect(agents).toContainEqual({ id: 'demo.goal-finisher', version: '1.0.0', turn_limit: 16, model: 'goal-finisher/goal-finisher-v1' });
+    expect(agents).toContainEqual({
+      id: 'demo.goal-finisher',
+      version: '1.0.0',
+      turn_limit: 16,
+      model: 'goal-finisher/goal-finisher-v1',
+    });
     expect(agents.map((a) => a.id)).toContain('demo.goal-worker');
   });
 

@@ -39,11 +39,16 @@ let sink: WebhookSink;
 const get = async (url: string) => {
   const res = await d.app.inject({ method: 'GET', url, headers: AUTH });
   // Each Goal answer as published (a refusal is the error schema's, checked elsewhere).
-  const schema = res.statusCode !== 200 ? undefined : (/\/api\/goals\/[^/?]+\/(activity|history|progress)/.exec(url)?.[1] ?? (/^\/api\/goals/.test(url) ? '' : undefined));
+  const schema =
+    res.statusCode !== 200
+      ? undefined
+      : (/\/api\/goals\/[^/?]+\/(activity|history|progress)/.exec(url)?.[1] ??
+        (/^\/api\/goals/.test(url) ? '' : undefined));
   if (schema !== undefined) valid(schema === '' ? 'daemon-goal' : `daemon-goal-${schema}`, res.json());
   return res;
 };
-const post = (url: string, payload?: object) => d.app.inject({ method: 'POST', url, headers: AUTH, ...(payload ? { payload } : {}) });
+const post = (url: string, payload?: object) =>
+  d.app.inject({ method: 'POST', url, headers: AUTH, ...(payload ? { payload } : {}) });
 
 /** Wait (bounded by the test's timeout, never by a clock) until the run is no longer being driven. */
 async function settled(runId: string): Promise<Record<string, unknown>> {
@@ -58,10 +63,19 @@ beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   root = tempRoot('loopx-daemon-goal-page-');
   expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
-  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
+  expect(
+    (await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status,
+  ).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
     expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
-  d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
+  d = await buildApp({
+    root,
+    token: TOKEN,
+    loginTokens: new LoginTokens(),
+    port: () => 80,
+    authorityDir,
+    logger: false,
+  });
 }, 120_000);
 afterAll(() => closeDaemon(d, sink));
 
@@ -73,7 +87,10 @@ describe('the Goal page over the daemon', () => {
     const unknown = await post('/api/goals/launch/work-runs', { agent: 'nobody' });
     expect(unknown.json().error.code).toBe('daemon_field_invalid');
     expect((await post('/api/goals/launch/pause')).statusCode).toBe(200);
-    const paused = await post('/api/goals/launch/work-runs', { agent: 'demo.goal-worker', sink_url: sink.deliveriesUrl });
+    const paused = await post('/api/goals/launch/work-runs', {
+      agent: 'demo.goal-worker',
+      sink_url: sink.deliveriesUrl,
+    });
     expect(paused.json().error).toMatchObject({ code: 'goal_not_active' });
     expect((await post('/api/goals/launch/resume')).statusCode).toBe(200);
     const activity = (await get('/api/goals/launch/activity')).json();
@@ -87,7 +104,10 @@ describe('the Goal page over the daemon', () => {
     expect(runId).toMatch(/^run_[0-9a-f]+$/);
     const final = await settled(runId);
     expect(final, JSON.stringify(final)).toMatchObject({ status: 'completed' });
-    const todos = (await loopxAsync(['todo', 'list', '--goal', 'launch', '--root', root, '--json'])).json().todos as { todo_id: string; status: string }[];
+    const todos = (await loopxAsync(['todo', 'list', '--goal', 'launch', '--root', root, '--json'])).json().todos as {
+      todo_id: string;
+      status: string;
+    }[];
     expect(todos.map((t) => `${t.todo_id}:${t.status}`)).toEqual(['t1:done', 't2:blocked', 't3:open']);
     expect(sink.deliveries()).toHaveLength(1);
   });
@@ -95,23 +115,49 @@ describe('the Goal page over the daemon', () => {
   it("lists the Goal's session, run and committed effect, and no hold", async () => {
     const a = (await get('/api/goals/launch/activity')).json();
     expect(a.sessions).toHaveLength(1);
-    expect(a.runs).toEqual([expect.objectContaining({ status: 'completed', session_id: a.sessions[0].session_id, waiting_for: null })]);
+    expect(a.runs).toEqual([
+      expect.objectContaining({ status: 'completed', session_id: a.sessions[0].session_id, waiting_for: null }),
+    ]);
     // Each mutating call of the run is an effect: two Todo updates and one delivery, all committed.
-    expect(a.effects.map((e: { kind: string }) => e.kind).sort()).toEqual(['webhook.deliver', 'work.todo_update', 'work.todo_update']);
-    expect(a.effects.every((e: { outcome: string; run_id: string }) => e.outcome === 'committed' && e.run_id === a.runs[0].run_id)).toBe(true);
+    expect(a.effects.map((e: { kind: string }) => e.kind).sort()).toEqual([
+      'webhook.deliver',
+      'work.todo_update',
+      'work.todo_update',
+    ]);
+    expect(
+      a.effects.every(
+        (e: { outcome: string; run_id: string }) => e.outcome === 'committed' && e.run_id === a.runs[0].run_id,
+      ),
+    ).toBe(true);
     expect(a.effects[0].call_id).toMatch(new RegExp(`^${a.runs[0].run_id}/t\\d+/k\\d+$`));
     expect(a.holds).toEqual([]);
     expect(JSON.stringify(a)).not.toContain(root);
   });
 
   it('holds a delivery whose run died after sending it: owner effect, settled on its run by its one next action', async () => {
-    expect((await loopxAsync(['goal', 'create', 'crash', '--title', 'Crash mid-delivery', '--root', root])).status).toBe(0);
+    expect(
+      (await loopxAsync(['goal', 'create', 'crash', '--title', 'Crash mid-delivery', '--root', root])).status,
+    ).toBe(0);
     for (const title of ['Draft the outline', 'Review with design'])
       expect((await loopxAsync(['todo', 'add', '--goal', 'crash', '--title', title, '--root', root])).status).toBe(0);
     // The run is killed right after the receiver took the delivery, before the effect owner heard back.
-    const killed = await loopxAsync(['work', 'run', '--goal', 'crash', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl, '--root', root], {
-      LOOPX_TEST_FAULT: SOURCE_KILL_POINT,
-    });
+    const killed = await loopxAsync(
+      [
+        'work',
+        'run',
+        '--goal',
+        'crash',
+        '--agent',
+        'examples/agents/goal-worker.json',
+        '--sink',
+        sink.deliveriesUrl,
+        '--root',
+        root,
+      ],
+      {
+        LOOPX_TEST_FAULT: SOURCE_KILL_POINT,
+      },
+    );
     expect(killed.status).not.toBe(0);
     const a = (await get('/api/goals/crash/activity')).json();
     const delivery = a.effects.find((e: { kind: string }) => e.kind === 'webhook.deliver');
@@ -125,7 +171,9 @@ describe('the Goal page over the daemon', () => {
       },
     ]);
     // Settled on its run, the hold is gone.
-    expect((await loopxAsync(['run', 'resolve', delivery.run_id, delivery.call_id, '--absent', '--root', root])).status).toBe(0);
+    expect(
+      (await loopxAsync(['run', 'resolve', delivery.run_id, delivery.call_id, '--absent', '--root', root])).status,
+    ).toBe(0);
     expect((await get('/api/goals/crash/activity')).json().holds).toEqual([]);
   });
 
@@ -136,20 +184,33 @@ describe('the Goal page over the daemon', () => {
     expect(newest.transactions.map((t: { cursor: number }) => t.cursor)).toEqual([head - 1, head]);
     const seen: number[] = [];
     for (let after: number | null = 0; after !== null;) {
-      const page = (await get(`/api/goals/launch/history?after=${after}&limit=2`)).json() as { transactions: { cursor: number }[]; newer: number | null };
+      const page = (await get(`/api/goals/launch/history?after=${after}&limit=2`)).json() as {
+        transactions: { cursor: number }[];
+        newer: number | null;
+      };
       seen.push(...page.transactions.map((t) => t.cursor));
       after = page.newer;
     }
     expect(seen).toEqual(Array.from({ length: head }, (_, i) => i + 1));
     const first = (await get('/api/goals/launch/history?after=0&limit=1')).json().transactions[0];
-    expect(first).toMatchObject({ cursor: 1, operation: 'add_todo', todo_id: 't1', todo_title: 'Draft the outline', todo_status: 'open' });
-    for (const bad of ['limit=0', 'limit=201', 'after=-1', 'after=x']) expect((await get(`/api/goals/launch/history?${bad}`)).json().error.code, bad).toBe('daemon_field_invalid');
+    expect(first).toMatchObject({
+      cursor: 1,
+      operation: 'add_todo',
+      todo_id: 't1',
+      todo_title: 'Draft the outline',
+      todo_status: 'open',
+    });
+    for (const bad of ['limit=0', 'limit=201', 'after=-1', 'after=x'])
+      expect((await get(`/api/goals/launch/history?${bad}`)).json().error.code, bad).toBe('daemon_field_invalid');
   });
 
   it('shows a batch of Todo updates as one transaction naming each Todo it changed', async () => {
     expect((await loopxAsync(['goal', 'create', 'batch', '--title', 'Batched', '--root', root])).status).toBe(0);
-    for (const title of ['First', 'Second']) expect((await loopxAsync(['todo', 'add', '--goal', 'batch', '--title', title, '--root', root])).status).toBe(0);
-    expect((await loopxAsync(['todo', 'update', 't2', 't1', '--goal', 'batch', '--status', 'done', '--root', root])).status).toBe(0);
+    for (const title of ['First', 'Second'])
+      expect((await loopxAsync(['todo', 'add', '--goal', 'batch', '--title', title, '--root', root])).status).toBe(0);
+    expect(
+      (await loopxAsync(['todo', 'update', 't2', 't1', '--goal', 'batch', '--status', 'done', '--root', root])).status,
+    ).toBe(0);
     const page = (await get('/api/goals/batch/history')).json();
     expect(page.transactions.at(-1)).toMatchObject({
       cursor: 3,

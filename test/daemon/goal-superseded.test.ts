@@ -22,7 +22,8 @@ const authorityDir = join(STATE_HOME, 'loopx', 'run-authority');
 
 const SCHEMA_DIR = join(REPO, 'docs/schemas');
 const ajv = new Ajv2020({ strict: true, allErrors: true });
-for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json'))) ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
+for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json')))
+  ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
 /** A daemon-goal.schema.json document that names no path. */
 function expectGoalDoc(doc: unknown): void {
   const validate = ajv.getSchema('https://loopx.dev/schemas/daemon-goal.json')!;
@@ -37,20 +38,49 @@ let name: string;
 let oldLifetime: string;
 
 const get = (url: string) => d.app.inject({ method: 'GET', url, headers: AUTH });
-const post = (url: string, payload?: unknown) => d.app.inject({ method: 'POST', url, headers: AUTH, ...(payload !== undefined ? { payload: payload as object } : {}) });
+const post = (url: string, payload?: unknown) =>
+  d.app.inject({
+    method: 'POST',
+    url,
+    headers: AUTH,
+    ...(payload !== undefined ? { payload: payload as object } : {}),
+  });
 
 beforeAll(async () => {
   root = tempRoot('loopx-daemon-superseded-');
   sink = await startWebhookSink({ port: 0 });
   expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
-  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
+  expect(
+    (await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status,
+  ).toBe(0);
   expect((await loopxAsync(['goal', 'create', 'notes', '--title', 'Keep the notes', '--root', root])).status).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
     expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
-  const w = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agentFile(dirname(root), 'before', BEFORE), '--sink', sink.deliveriesUrl, '--root', root]);
+  const w = await loopxAsync([
+    'work',
+    'run',
+    '--goal',
+    'launch',
+    '--agent',
+    agentFile(dirname(root), 'before', BEFORE),
+    '--sink',
+    sink.deliveriesUrl,
+    '--root',
+    root,
+  ]);
   expect(w.status, w.stderr).toBe(0);
-  expect((await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root])).status).toBe(0);
-  d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
+  expect(
+    (await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root]))
+      .status,
+  ).toBe(0);
+  d = await buildApp({
+    root,
+    token: TOKEN,
+    loginTokens: new LoginTokens(),
+    port: () => 80,
+    authorityDir,
+    logger: false,
+  });
   oldLifetime = (await get('/api/goals/launch')).json().goal_instance_id;
   const started = await post('/api/backups/b1/verify');
   expect(started.statusCode, started.body).toBe(202);
@@ -87,13 +117,19 @@ describe('a Goal whose lifetime a recovery of this daemon superseded', () => {
     // The name serves the Goal's new lifetime there, live.
     const there = (await get(`/api/goals/launch?root=${encodeURIComponent(name)}`)).json();
     expectGoalDoc(there);
-    expect(there).toMatchObject({ goal_instance_id: goal.superseded_by.goal_instance_id, superseded_by: null, lineage: { supersedes: { goal_instance_id: oldLifetime } } });
+    expect(there).toMatchObject({
+      goal_instance_id: goal.superseded_by.goal_instance_id,
+      superseded_by: null,
+      lineage: { supersedes: { goal_instance_id: oldLifetime } },
+    });
   });
 
   it('says so in the Goals list too; a Goal no recovery touched says null', async () => {
     const list = (await get('/api/goals')).json();
     expectGoalDoc(list);
-    const byId = Object.fromEntries((list.goals as { goal_id: string; superseded_by: unknown }[]).map((g) => [g.goal_id, g.superseded_by]));
+    const byId = Object.fromEntries(
+      (list.goals as { goal_id: string; superseded_by: unknown }[]).map((g) => [g.goal_id, g.superseded_by]),
+    );
     expect(byId.launch).toMatchObject({ root: name });
     expect(byId.notes).toBeNull();
     const recovered = (await get(`/api/goals?root=${encodeURIComponent(name)}`)).json();

@@ -18,13 +18,21 @@ let root: string;
 let d: DaemonApp;
 const get = (app: DaemonApp, url: string) => app.app.inject({ method: 'GET', url, headers: AUTH });
 const post = (app: DaemonApp, url: string, payload?: object, key?: string) =>
-  app.app.inject({ method: 'POST', url, headers: { ...AUTH, ...(key ? { 'idempotency-key': key } : {}) }, ...(payload ? { payload } : {}) });
-const make = (r: string) => buildApp({ root: r, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
+  app.app.inject({
+    method: 'POST',
+    url,
+    headers: { ...AUTH, ...(key ? { 'idempotency-key': key } : {}) },
+    ...(payload ? { payload } : {}),
+  });
+const make = (r: string) =>
+  buildApp({ root: r, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
 
 beforeAll(async () => {
   root = tempRoot('loopx-daemon-goals-');
   expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
-  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
+  expect(
+    (await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status,
+  ).toBe(0);
   d = await make(root);
 }, 60_000);
 afterAll(async () => {
@@ -36,7 +44,10 @@ describe('Goal and Todo writes over the daemon', () => {
   it('adds a Todo; the same Idempotency-Key answers the same receipt and adds nothing more', async () => {
     const first = await post(d, '/api/goals/launch/todos', { title: 'Draft the outline' }, 'add-1');
     expect(first.statusCode, first.body).toBe(201);
-    expect(first.json()).toMatchObject({ result: 'applied', todo: { todo_id: 't1', title: 'Draft the outline', status: 'open' } });
+    expect(first.json()).toMatchObject({
+      result: 'applied',
+      todo: { todo_id: 't1', title: 'Draft the outline', status: 'open' },
+    });
     const again = await post(d, '/api/goals/launch/todos', { title: 'Draft the outline' }, 'add-1');
     expect(again.json()).toEqual(first.json());
     expect((await get(d, '/api/goals/launch')).json().todos).toHaveLength(1);

@@ -23,7 +23,10 @@ describePg('a daemon on a root on PostgreSQL', () => {
     await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
     await admin.close();
   });
-  const connections = async (): Promise<number> => Number((await admin.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE usename = $1', [role]))[0]!.n);
+  const connections = async (): Promise<number> =>
+    Number(
+      (await admin.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE usename = $1', [role]))[0]!.n,
+    );
 
   it('serves its Goals from the database and ends its connections when it stops', async () => {
     const [{ d: dbName }] = (await admin.query<{ d: string }>('SELECT current_database() AS d')) as [{ d: string }];
@@ -33,14 +36,26 @@ describePg('a daemon on a root on PostgreSQL', () => {
     process.env.LX_DAEMON_PG = url;
     const root = tempRoot('loopx-daemon-pg-');
     const at = ['--root', root];
-    expect((await loopxAsync(['init', ...at, '--store', 'postgresql', '--database-url', 'env:LX_DAEMON_PG', '--pg-schema', schema], env)).status).toBe(0);
+    expect(
+      (
+        await loopxAsync(
+          ['init', ...at, '--store', 'postgresql', '--database-url', 'env:LX_DAEMON_PG', '--pg-schema', schema],
+          env,
+        )
+      ).status,
+    ).toBe(0);
     expect((await loopxAsync(['db', 'migrate', ...at], env)).status).toBe(0);
     expect((await loopxChild(['goal', 'create', 'launch', '--title', 'Launch', ...at], env)).status).toBe(0);
     expect((await loopxChild(['todo', 'add', '--goal', 'launch', '--title', 'write it', ...at], env)).status).toBe(0);
     expect(await connections()).toBe(0);
 
     let served!: PgDatabase;
-    const d = await startDaemon({ root, port: 0, logger: false, authorityDir: join(STATE_HOME, 'loopx', 'run-authority') });
+    const d = await startDaemon({
+      root,
+      port: 0,
+      logger: false,
+      authorityDir: join(STATE_HOME, 'loopx', 'run-authority'),
+    });
     try {
       const r = await fetch(`${d.url}api/goals`, { headers: { authorization: `Bearer ${d.token}` } });
       expect(r.status).toBe(200);

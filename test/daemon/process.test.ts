@@ -20,7 +20,10 @@ afterEach(() => {
 });
 
 /** Start `loopx daemon --json` and wait for its one JSON line. */
-function daemon(root: string, ...args: string[]): Promise<{ child: ChildProcessWithoutNullStreams; doc: { url: string; login_url: string; port: number } }> {
+function daemon(
+  root: string,
+  ...args: string[]
+): Promise<{ child: ChildProcessWithoutNullStreams; doc: { url: string; login_url: string; port: number } }> {
   const child = spawn(process.execPath, [...CLI, 'daemon', '--root', root, '--json', ...args], {
     cwd: REPO,
     env: { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_DEV_RECEIVER_PORT: '0' },
@@ -40,7 +43,8 @@ function daemon(root: string, ...args: string[]): Promise<{ child: ChildProcessW
   });
 }
 
-const exited = (c: ChildProcessWithoutNullStreams) => new Promise<number | null>((r) => c.on('exit', (code) => r(code)));
+const exited = (c: ChildProcessWithoutNullStreams) =>
+  new Promise<number | null>((r) => c.on('exit', (code) => r(code)));
 
 describe('loopx daemon (a real process)', () => {
   it('listens on 127.0.0.1 with a token file (0600) and a one-time login address; a second daemon on the root is refused; SIGTERM drains', async () => {
@@ -70,7 +74,11 @@ describe('loopx daemon (a real process)', () => {
     expect(login_url).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${doc.port}/#login=[A-Za-z0-9_-]{43}$`));
     expect(login_url).not.toBe(doc.login_url);
     const exchange = () =>
-      fetch(`${doc.url}api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login_token: login_url.split('#login=')[1] }) });
+      fetch(`${doc.url}api/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ login_token: login_url.split('#login=')[1] }),
+      });
     expect((await exchange()).status).toBe(200);
     expect((await exchange()).status).toBe(401);
     expect(statSync(join(root, 'daemon', 'endpoint.json')).mode & 0o777).toBe(0o600);
@@ -86,7 +94,10 @@ describe('loopx daemon (a real process)', () => {
     expect(existsSync(join(root, 'daemon', 'endpoint.json'))).toBe(false);
     const none = await loopxAsync(['daemon', 'login-url', '--root', root, '--json']);
     expect(none.status).toBe(3);
-    expect(none.json().error).toMatchObject({ code: 'daemon_not_running', next_action: `start it: loopx daemon --root ${rel(root)}` });
+    expect(none.json().error).toMatchObject({
+      code: 'daemon_not_running',
+      next_action: `start it: loopx daemon --root ${rel(root)}`,
+    });
     // Files a daemon killed hard would leave: with the lock free, nothing is sent to that port.
     const bait = createServer((_req, res) => {
       baited = true;
@@ -94,7 +105,11 @@ describe('loopx daemon (a real process)', () => {
     });
     let baited = false;
     await new Promise<void>((r) => bait.listen(0, '127.0.0.1', r));
-    writeFileSync(join(root, 'daemon', 'endpoint.json'), JSON.stringify({ port: (bait.address() as AddressInfo).port }), { mode: 0o600 });
+    writeFileSync(
+      join(root, 'daemon', 'endpoint.json'),
+      JSON.stringify({ port: (bait.address() as AddressInfo).port }),
+      { mode: 0o600 },
+    );
     writeFileSync(tokenFile, 'stale-token\n', { mode: 0o600 });
     const stale = await loopxAsync(['daemon', 'login-url', '--root', root, '--json']);
     await new Promise<void>((r) => bait.close(() => r()));
@@ -145,7 +160,11 @@ describe('loopx daemon (a real process)', () => {
     try {
       const r = await loopxAsync(['daemon', '--root', root, '--port', String(port), '--json']);
       expect(r.status, r.stderr).toBe(4);
-      expect(r.json().error).toMatchObject({ code: 'daemon_port_in_use', details: { port }, next_action: expect.any(String) });
+      expect(r.json().error).toMatchObject({
+        code: 'daemon_port_in_use',
+        details: { port },
+        next_action: expect.any(String),
+      });
       expect(r.json().error.message).toContain(String(port));
       expect(existsSync(join(root, 'daemon', 'token'))).toBe(false);
       const human = await loopxAsync(['daemon', '--root', root, '--port', String(port)]);
@@ -172,7 +191,10 @@ describe('loopx daemon (a real process)', () => {
     const root = tempRoot('loopx-daemon-port-lib-');
     expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     for (const port of [65536, -1, 1.5, Number.NaN]) {
-      await expect(startDaemon({ root, port, logger: false }), String(port)).rejects.toMatchObject({ code: 'daemon_port_invalid', kind: 'usage' });
+      await expect(startDaemon({ root, port, logger: false }), String(port)).rejects.toMatchObject({
+        code: 'daemon_port_invalid',
+        kind: 'usage',
+      });
     }
     expect(existsSync(join(root, 'daemon', 'token'))).toBe(false);
   });
@@ -187,17 +209,37 @@ describe('loopx daemon (a real process)', () => {
         cb();
       },
     });
-    const d = await buildApp({ root, token: 'secret-token-xyz', loginTokens: new LoginTokens(), port: () => 80, logger: { level: 'info', stream } });
+    const d = await buildApp({
+      root,
+      token: 'secret-token-xyz',
+      loginTokens: new LoginTokens(),
+      port: () => 80,
+      logger: { level: 'info', stream },
+    });
     try {
-      await d.app.inject({ method: 'GET', url: '/api/runs?after=private-value', headers: { host: '127.0.0.1:80', authorization: 'Bearer secret-token-xyz' } });
-      await d.app.inject({ method: 'GET', url: '/api/runs', headers: { host: '127.0.0.1:80', authorization: 'Bearer wrong-token-abc' } });
-      await d.app.inject({ method: 'POST', url: '/api/session', headers: { host: '127.0.0.1:80' }, payload: { login_token: 'login-secret-123' } });
+      await d.app.inject({
+        method: 'GET',
+        url: '/api/runs?after=private-value',
+        headers: { host: '127.0.0.1:80', authorization: 'Bearer secret-token-xyz' },
+      });
+      await d.app.inject({
+        method: 'GET',
+        url: '/api/runs',
+        headers: { host: '127.0.0.1:80', authorization: 'Bearer wrong-token-abc' },
+      });
+      await d.app.inject({
+        method: 'POST',
+        url: '/api/session',
+        headers: { host: '127.0.0.1:80' },
+        payload: { login_token: 'login-secret-123' },
+      });
     } finally {
       await d.app.close();
     }
     expect(logged).toContain('"route":"/api/runs"');
     expect(logged).toContain('"status":');
-    for (const secret of ['secret-token-xyz', 'wrong-token-abc', 'login-secret-123', 'private-value', root]) expect(logged, secret).not.toContain(secret);
+    for (const secret of ['secret-token-xyz', 'wrong-token-abc', 'login-secret-123', 'private-value', root])
+      expect(logged, secret).not.toContain(secret);
   });
 });
 
@@ -207,22 +249,41 @@ describe('draining', () => {
     const root = tempRoot('loopx-daemon-drain-');
     expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     const out = join(root, '..', 'out');
-    expect((await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root])).status).toBe(0);
+    expect(
+      (await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root]))
+        .status,
+    ).toBe(0);
     process.env.LOOPX_TEST_WORKER_HANG = '1';
-    const d = await startDaemon({ root, port: 0, logger: false, authorityDir: join(STATE_HOME, 'loopx', 'run-authority') });
+    const d = await startDaemon({
+      root,
+      port: 0,
+      logger: false,
+      authorityDir: join(STATE_HOME, 'loopx', 'run-authority'),
+    });
     try {
-      const api = (path: string, init: RequestInit = {}) => fetch(`${d.url}api/${path}`, { ...init, headers: { authorization: `Bearer ${d.token}`, ...(init.headers ?? {}) } });
+      const api = (path: string, init: RequestInit = {}) =>
+        fetch(`${d.url}api/${path}`, {
+          ...init,
+          headers: { authorization: `Bearer ${d.token}`, ...(init.headers ?? {}) },
+        });
       const { upload_id } = (await (await api('backups/uploads', { method: 'POST' })).json()) as { upload_id: string };
       for (const [part, file] of [
         ['archive', 'b1.tar.gz'],
         ['manifest', 'b1.manifest.json'],
       ] as const) {
         expect(
-          (await api(`backups/uploads/${upload_id}/${part}`, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: readFileSync(join(out, file)) }))
-            .status,
+          (
+            await api(`backups/uploads/${upload_id}/${part}`, {
+              method: 'PUT',
+              headers: { 'content-type': 'application/octet-stream' },
+              body: readFileSync(join(out, file)),
+            })
+          ).status,
         ).toBe(200);
       }
-      const { job_id } = (await (await api(`backups/uploads/${upload_id}/verify`, { method: 'POST' })).json()) as { job_id: string };
+      const { job_id } = (await (await api(`backups/uploads/${upload_id}/verify`, { method: 'POST' })).json()) as {
+        job_id: string;
+      };
       const stream = await api(`backups/jobs/${job_id}/events`);
       const body = stream.text();
       // The worker hangs (test hook) once the archive is verified: wait for the owners step.
@@ -252,7 +313,8 @@ describe('npm start', () => {
     const { child, doc } = await daemon(root, '--seed-sample');
     try {
       const token = readFileSync(join(root, 'daemon', 'token'), 'utf8').trim();
-      const get = async (path: string) => (await fetch(`${doc.url}api/${path}`, { headers: { authorization: `Bearer ${token}` } })).json();
+      const get = async (path: string) =>
+        (await fetch(`${doc.url}api/${path}`, { headers: { authorization: `Bearer ${token}` } })).json();
       const goals = (await get('goals')) as { goals: { goal_id: string }[] };
       expect(goals.goals.map((g) => g.goal_id)).toEqual(['sample']);
       const sample = (await get('goals/sample')) as { todos: unknown[]; counts: Record<string, number> };
@@ -268,7 +330,9 @@ describe('npm start', () => {
     // A second start seeds nothing more.
     const again = await daemon(root, '--seed-sample');
     const token = readFileSync(join(root, 'daemon', 'token'), 'utf8').trim();
-    const runs = (await (await fetch(`${again.doc.url}api/runs`, { headers: { authorization: `Bearer ${token}` } })).json()) as { runs: unknown[] };
+    const runs = (await (
+      await fetch(`${again.doc.url}api/runs`, { headers: { authorization: `Bearer ${token}` } })
+    ).json()) as { runs: unknown[] };
     expect(runs.runs).toHaveLength(1);
     again.child.kill('SIGTERM');
     await exited(again.child);

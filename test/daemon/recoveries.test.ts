@@ -22,7 +22,8 @@ const authorityDir = join(STATE_HOME, 'loopx', 'run-authority');
 
 const SCHEMA_DIR = join(REPO, 'docs/schemas');
 const ajv = new Ajv2020({ strict: true, allErrors: true });
-for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json'))) ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
+for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json')))
+  ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
 /** Every recovery the daemon answers with is a daemon-recovery.schema.json document, naming no path. */
 function expectRecovery(doc: unknown): void {
   const validate = ajv.getSchema('https://loopx.dev/schemas/daemon-recovery.json')!;
@@ -40,20 +41,43 @@ let digest: string;
 let name: string;
 
 const get = (url: string) => d.app.inject({ method: 'GET', url, headers: AUTH });
-const post = (url: string, payload?: unknown) => d.app.inject({ method: 'POST', url, headers: AUTH, ...(payload !== undefined ? { payload: payload as object } : {}) });
-const app = () => buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
+const post = (url: string, payload?: unknown) =>
+  d.app.inject({
+    method: 'POST',
+    url,
+    headers: AUTH,
+    ...(payload !== undefined ? { payload: payload as object } : {}),
+  });
+const app = () =>
+  buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
 
 beforeAll(async () => {
   root = tempRoot('loopx-daemon-recover-');
   sinkJournal = join(dirname(root), 'receiver.jsonl');
   sink = await startWebhookSink({ port: 0, journalPath: sinkJournal });
   expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
-  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
+  expect(
+    (await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status,
+  ).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
     expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
-  const w = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agentFile(dirname(root), 'before', BEFORE), '--sink', sink.deliveriesUrl, '--root', root]);
+  const w = await loopxAsync([
+    'work',
+    'run',
+    '--goal',
+    'launch',
+    '--agent',
+    agentFile(dirname(root), 'before', BEFORE),
+    '--sink',
+    sink.deliveriesUrl,
+    '--root',
+    root,
+  ]);
   expect(w.status, w.stderr).toBe(0);
-  expect((await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root])).status).toBe(0);
+  expect(
+    (await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root]))
+      .status,
+  ).toBe(0);
   d = await app();
   const started = await post('/api/backups/b1/verify');
   expect(started.statusCode, started.body).toBe(202);
@@ -65,7 +89,9 @@ beforeAll(async () => {
   auditId = job.recovery_id;
   // Its next action is the step that settles those holds — recovering a Goal into a new root — not an owner's internal step.
   const summary = (await get(`/api/audits/${auditId}`)).json();
-  expect(summary.next_action).toMatch(/^readmit the session by recovering its Goal into a new root with loopx recover plan;/);
+  expect(summary.next_action).toMatch(
+    /^readmit the session by recovering its Goal into a new root with loopx recover plan;/,
+  );
 }, 180_000);
 
 afterAll(() => closeDaemon(d, sink));
@@ -88,10 +114,16 @@ describe('recovering a Goal from the daemon', () => {
     expect(existsSync(join(dirname(root), 'escape'))).toBe(false);
     mkdirSync(join(dirname(root), 'occupied'), { mode: 0o700 });
     writeFileSync(join(dirname(root), 'occupied', 'keep.txt'), 'mine');
-    const occupied = await post(`/api/audits/${auditId}/recoveries`, { goal_id: 'launch', destination_name: 'occupied' });
+    const occupied = await post(`/api/audits/${auditId}/recoveries`, {
+      goal_id: 'launch',
+      destination_name: 'occupied',
+    });
     expect(occupied.statusCode).toBe(409);
     expect(occupied.json().error.code).toBe('recover_destination_not_empty');
-    const nope = await post(`/api/audits/${auditId}/recoveries`, { goal_id: 'nope', destination_name: 'nope-recovered' });
+    const nope = await post(`/api/audits/${auditId}/recoveries`, {
+      goal_id: 'nope',
+      destination_name: 'nope-recovered',
+    });
     expect(nope.statusCode).toBe(404);
     expect(nope.json().error.code).toBe('recover_goal_not_in_backup');
     expect((await get('/api/recoveries')).json().recoveries).toEqual([]);
@@ -103,12 +135,22 @@ describe('recovering a Goal from the daemon', () => {
     const plan = r.json();
     recoveryId = plan.recovery_id;
     digest = plan.plan_digest;
-    expect(plan).toMatchObject({ destination_name: name, execution_authority_granted: false, goal: { goal_id: 'launch' } });
+    expect(plan).toMatchObject({
+      destination_name: name,
+      execution_authority_granted: false,
+      goal: { goal_id: 'launch' },
+    });
     expect(plan.preview.recovered_readable.join('\n')).toMatch(/Todos: 1 done, 1 blocked, 1 open/);
     const list = (await get('/api/recoveries')).json();
     expect(list.recoveries).toHaveLength(1);
     expectRecovery(list.recoveries[0]);
-    expect(list.recoveries[0]).toMatchObject({ recovery_id: recoveryId, goal_id: 'launch', destination_name: name, applying_now: false, status: { state: 'adoption_prepared' } });
+    expect(list.recoveries[0]).toMatchObject({
+      recovery_id: recoveryId,
+      goal_id: 'launch',
+      destination_name: name,
+      applying_now: false,
+      status: { state: 'adoption_prepared' },
+    });
     expect(JSON.stringify(list) + r.body).not.toContain(dirname(root));
   });
 
@@ -127,7 +169,11 @@ describe('recovering a Goal from the daemon', () => {
     expect(r.statusCode, r.body).toBe(202);
     await d.adoptions.settled(recoveryId);
     const held = (await get(`/api/recoveries/${recoveryId}`)).json();
-    expect(held).toMatchObject({ applying_now: false, last_apply_error: null, status: { state: 'reconciliation_held' } });
+    expect(held).toMatchObject({
+      applying_now: false,
+      last_apply_error: null,
+      status: { state: 'reconciliation_held' },
+    });
     expect(held.status.holds.length).toBeGreaterThan(0);
     expectRecovery(held);
     for (const h of held.status.holds) expect(h).toMatchObject({ owner: 'effect', continuation: expect.any(String) });
@@ -139,7 +185,10 @@ describe('recovering a Goal from the daemon', () => {
       last = resolved.json();
     }
     expectRecovery(last);
-    expect(last.status).toMatchObject({ state: 'complete', fences: { source_established: true, destination_established: true } });
+    expect(last.status).toMatchObject({
+      state: 'complete',
+      fences: { source_established: true, destination_established: true },
+    });
     // The new root is beside the daemon's: the CLI reads the Goal there under its new lifetime.
     const shown = await loopxAsync(['goal', 'show', 'launch', '--root', join(dirname(root), name), '--json']);
     expect(shown.status, shown.stderr).toBe(0);
@@ -155,7 +204,8 @@ describe('recovering a Goal from the daemon', () => {
   });
 
   it('deletes an audit only by its recovery id, and only while no live recovery uses its workspace', async () => {
-    const del = (id: string, confirm: string) => d.app.inject({ method: 'DELETE', url: `/api/audits/${id}`, headers: AUTH, payload: { confirm } });
+    const del = (id: string, confirm: string) =>
+      d.app.inject({ method: 'DELETE', url: `/api/audits/${id}`, headers: AUTH, payload: { confirm } });
     const used = await del(auditId, auditId);
     expect(used.statusCode).toBe(409);
     expect(used.json().error.code).toBe('daemon_audit_in_use');
@@ -170,19 +220,31 @@ describe('recovering a Goal from the daemon', () => {
     expect((await get(`/api/audits/${other}`)).statusCode).toBe(200);
     expect((await del(other, other)).statusCode).toBe(204);
     expect((await get(`/api/audits/${other}`)).json().error.code).toBe('audit_not_found');
-    expect((await get('/api/audits')).json().audits.map((a: { recovery_id: string }) => a.recovery_id)).toEqual([auditId]);
+    expect((await get('/api/audits')).json().audits.map((a: { recovery_id: string }) => a.recovery_id)).toEqual([
+      auditId,
+    ]);
     expect(existsSync(join(root, 'daemon', 'recoveries', jobId))).toBe(false);
   });
 
   it('a daemon on the new root shows the Goal as a new lifetime of the same lineage, superseding the recovered one', async () => {
-    const recovered = await buildApp({ root: join(dirname(root), name), token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
+    const recovered = await buildApp({
+      root: join(dirname(root), name),
+      token: TOKEN,
+      loginTokens: new LoginTokens(),
+      port: () => 80,
+      authorityDir,
+      logger: false,
+    });
     try {
       const r = await recovered.app.inject({ method: 'GET', url: '/api/goals/launch', headers: AUTH });
       expect(r.statusCode, r.body).toBe(200);
       const status = (await get(`/api/recoveries/${recoveryId}`)).json().status;
       expect(r.json()).toMatchObject({
         goal_instance_id: status.goal.new_instance_id,
-        lineage: { generation: 2, supersedes: { goal_instance_id: status.goal.recovered_instance_id, recovery_id: recoveryId } },
+        lineage: {
+          generation: 2,
+          supersedes: { goal_instance_id: status.goal.recovered_instance_id, recovery_id: recoveryId },
+        },
       });
       const own = (await get('/api/goals/launch')).json();
       expect(own.lineage).toBeNull();
@@ -197,8 +259,16 @@ describe('recovering a Goal from the daemon', () => {
     try {
       const r = await again.app.inject({ method: 'GET', url: `/api/recoveries/${recoveryId}`, headers: AUTH });
       expect(r.statusCode, r.body).toBe(200);
-      expect(r.json()).toMatchObject({ recovery_id: recoveryId, destination_name: name, status: { state: 'complete' } });
-      const missing = await again.app.inject({ method: 'GET', url: `/api/recoveries/${'f'.repeat(64)}`, headers: AUTH });
+      expect(r.json()).toMatchObject({
+        recovery_id: recoveryId,
+        destination_name: name,
+        status: { state: 'complete' },
+      });
+      const missing = await again.app.inject({
+        method: 'GET',
+        url: `/api/recoveries/${'f'.repeat(64)}`,
+        headers: AUTH,
+      });
       expect(missing.statusCode).toBe(404);
       expect(missing.json().error.code).toBe('daemon_recovery_not_found');
     } finally {

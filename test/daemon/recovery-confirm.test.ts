@@ -31,7 +31,13 @@ let destination: string;
 let original: Buffer;
 
 const get = (url: string) => d.app.inject({ method: 'GET', url, headers: AUTH });
-const post = (url: string, payload?: unknown) => d.app.inject({ method: 'POST', url, headers: AUTH, ...(payload !== undefined ? { payload: payload as object } : {}) });
+const post = (url: string, payload?: unknown) =>
+  d.app.inject({
+    method: 'POST',
+    url,
+    headers: AUTH,
+    ...(payload !== undefined ? { payload: payload as object } : {}),
+  });
 const planPath = () => join(destination, 'recovery', 'plan.json');
 
 /** The plan file rewritten by `edit`, its digest recomputed the way the file computes it; the new digest. */
@@ -49,13 +55,36 @@ beforeAll(async () => {
   root = tempRoot('loopx-daemon-confirm-');
   sink = await startWebhookSink({ port: 0 });
   expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
-  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
+  expect(
+    (await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status,
+  ).toBe(0);
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
     expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
-  const w = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agentFile(dirname(root), 'before', BEFORE), '--sink', sink.deliveriesUrl, '--root', root]);
+  const w = await loopxAsync([
+    'work',
+    'run',
+    '--goal',
+    'launch',
+    '--agent',
+    agentFile(dirname(root), 'before', BEFORE),
+    '--sink',
+    sink.deliveriesUrl,
+    '--root',
+    root,
+  ]);
   expect(w.status, w.stderr).toBe(0);
-  expect((await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root])).status).toBe(0);
-  d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
+  expect(
+    (await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'b1', '--root', root]))
+      .status,
+  ).toBe(0);
+  d = await buildApp({
+    root,
+    token: TOKEN,
+    loginTokens: new LoginTokens(),
+    port: () => 80,
+    authorityDir,
+    logger: false,
+  });
   const started = await post('/api/backups/b1/verify');
   expect(started.statusCode, started.body).toBe(202);
   const jobId = started.json().job_id as string;
@@ -81,7 +110,16 @@ describe('the daemon confirms the digest of the preview it served', () => {
     expect(view.status).toMatchObject({ state: 'adoption_prepared', plan_digest: served, preview: servedPreview });
     expect(JSON.stringify(view)).not.toContain(edited);
     // The daemon's own record of what it served is never listed.
-    expect(Object.keys(view).sort()).toEqual(['applying_now', 'audit_id', 'created_at', 'destination_name', 'goal_id', 'last_apply_error', 'recovery_id', 'status']);
+    expect(Object.keys(view).sort()).toEqual([
+      'applying_now',
+      'audit_id',
+      'created_at',
+      'destination_name',
+      'goal_id',
+      'last_apply_error',
+      'recovery_id',
+      'status',
+    ]);
   });
 
   it('a plan file without host:supersede (digest recomputed) is refused for the served digest and for the file’s: nothing runs', async () => {
@@ -108,7 +146,10 @@ describe('the daemon confirms the digest of the preview it served', () => {
     expect(fileDigest.json().error.next_action).not.toContain(edited);
     const servedDigest = await post(`/api/recoveries/${recoveryId}/apply`, { confirm: served });
     expect(servedDigest.statusCode, servedDigest.body).toBe(422);
-    expect(servedDigest.json().error).toMatchObject({ code: 'recover_confirm_mismatch', next_action: expect.stringContaining('plan the recovery again') });
+    expect(servedDigest.json().error).toMatchObject({
+      code: 'recover_confirm_mismatch',
+      next_action: expect.stringContaining('plan the recovery again'),
+    });
     expect(servedDigest.body).not.toContain(dirname(root));
     expect(readdirSync(destination)).toEqual(['recovery']);
   });
@@ -119,6 +160,13 @@ describe('the daemon confirms the digest of the preview it served', () => {
     expect(r.statusCode, r.body).toBe(202);
     await d.adoptions.settled(recoveryId);
     const view = (await get(`/api/recoveries/${recoveryId}`)).json();
-    expect(view).toMatchObject({ last_apply_error: null, status: { state: 'complete', plan_digest: served, fences: { source_established: true, destination_established: true } } });
+    expect(view).toMatchObject({
+      last_apply_error: null,
+      status: {
+        state: 'complete',
+        plan_digest: served,
+        fences: { source_established: true, destination_established: true },
+      },
+    });
   }, 120_000);
 });

@@ -39,14 +39,42 @@ beforeAll(async () => {
   root = tempRoot('loopx-daemon-retry-');
   expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
   expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship it', '--root', root])).status).toBe(0);
-  const started = await loopxAsync(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '1', '--root', root, '--json']);
+  const started = await loopxAsync([
+    'run',
+    'start',
+    '--agent',
+    'examples/agents/researcher.json',
+    '--suspend-after-turns',
+    '1',
+    '--root',
+    root,
+    '--json',
+  ]);
   expect(started.status, started.stderr).toBe(0);
   runId = started.json().run_id;
-  const other = await loopxAsync(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '1', '--root', root, '--json']);
+  const other = await loopxAsync([
+    'run',
+    'start',
+    '--agent',
+    'examples/agents/researcher.json',
+    '--suspend-after-turns',
+    '1',
+    '--root',
+    root,
+    '--json',
+  ]);
   expect(other.status, other.stderr).toBe(0);
   loadRunId = other.json().run_id;
   login = new CountingLoginTokens();
-  d = await buildApp({ root, token: TOKEN, loginTokens: login, port: () => port, authorityDir, logger: false, now: () => clock });
+  d = await buildApp({
+    root,
+    token: TOKEN,
+    loginTokens: login,
+    port: () => port,
+    authorityDir,
+    logger: false,
+    now: () => clock,
+  });
   await d.app.listen({ host: '127.0.0.1', port: 0 });
   port = (d.app.server.address() as { port: number }).port;
 }, 60_000);
@@ -62,7 +90,11 @@ const api = (path: string, init: RequestInit & { key?: string } = {}) => {
   const { key, ...rest } = init;
   return fetch(`http://127.0.0.1:${port}/api/${path}`, {
     ...rest,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(key !== undefined ? { 'idempotency-key': key } : {}), ...(rest.headers ?? {}) },
+    headers: {
+      authorization: `Bearer ${TOKEN}`,
+      ...(key !== undefined ? { 'idempotency-key': key } : {}),
+      ...(rest.headers ?? {}),
+    },
     signal: AbortSignal.timeout(ANSWER_BOUND_MS),
   });
 };
@@ -76,7 +108,8 @@ const answer = async (r: Promise<Response>) => {
   };
 };
 const json = { 'content-type': 'application/json' };
-const completedTurns = async (id = runId) => ((await (await api(`runs/${id}`)).json()) as { completed_turns: number }).completed_turns;
+const completedTurns = async (id = runId) =>
+  ((await (await api(`runs/${id}`)).json()) as { completed_turns: number }).completed_turns;
 
 describe('Idempotency-Key on state-changing routes', () => {
   it('a retry with the same key gets the original outcome and the change happens once — sent after the answer or while the first still runs', async () => {
@@ -108,9 +141,19 @@ describe('Idempotency-Key on state-changing routes', () => {
     expect(await completedTurns()).toBe(turns + 1);
     const again = await answer(api(`runs/${runId}/resume`, { method: 'POST', key: 'resume-1', headers: json, body }));
     expect(again).toMatchObject({ status: 200, body: a.body, replayed: 'true' });
-    const other = await answer(api(`runs/${runId}/resume`, { method: 'POST', key: 'resume-1', headers: json, body: JSON.stringify({ turns: 2 }) }));
+    const other = await answer(
+      api(`runs/${runId}/resume`, {
+        method: 'POST',
+        key: 'resume-1',
+        headers: json,
+        body: JSON.stringify({ turns: 2 }),
+      }),
+    );
     expect(other.status).toBe(422);
-    expect(JSON.parse(other.body).error).toMatchObject({ code: 'daemon_idempotency_key_reused', next_action: expect.any(String) });
+    expect(JSON.parse(other.body).error).toMatchObject({
+      code: 'daemon_idempotency_key_reused',
+      next_action: expect.any(String),
+    });
     const elsewhere = await answer(api(`runs/${runId}/suspend`, { method: 'POST', key: 'resume-1' }));
     expect(JSON.parse(elsewhere.body).error.code).toBe('daemon_idempotency_key_reused');
     expect(await completedTurns()).toBe(turns + 1);
@@ -133,7 +176,14 @@ describe('Idempotency-Key on state-changing routes', () => {
     const id = (JSON.parse(u1.body) as { upload_id: string }).upload_id;
     const part = Buffer.from('{"not":"a manifest, just bytes"}');
     const put = (key: string, bytes: Buffer) =>
-      answer(api(`backups/uploads/${id}/manifest`, { method: 'PUT', key, headers: { 'content-type': 'application/octet-stream' }, body: bytes }));
+      answer(
+        api(`backups/uploads/${id}/manifest`, {
+          method: 'PUT',
+          key,
+          headers: { 'content-type': 'application/octet-stream' },
+          body: bytes,
+        }),
+      );
     const p1 = await put('part-1', part);
     expect(p1.status, p1.body).toBe(200);
     expect(await put('part-1', part)).toMatchObject({ status: 200, body: p1.body, replayed: 'true' });
@@ -168,11 +218,16 @@ describe('Idempotency-Key on state-changing routes', () => {
       const writes: Promise<{ status: number; body: string }>[] = [];
       for (let i = 0; i < 8; i++) {
         // Each write sent twice with its key, as a client that timed out and retried would.
-        for (let n = 0; n < 2; n++) writes.push(answer(api('session/login-urls', { method: 'POST', key: `load-login-${i}` })));
+        for (let n = 0; n < 2; n++)
+          writes.push(answer(api('session/login-urls', { method: 'POST', key: `load-login-${i}` })));
       }
       const body = JSON.stringify({ turns: 1 });
-      for (let n = 0; n < 2; n++) writes.push(answer(api(`runs/${loadRunId}/resume`, { method: 'POST', key: 'load-resume', headers: json, body })));
-      for (let n = 0; n < 2; n++) writes.push(answer(api(`runs/${loadRunId}/export`, { method: 'POST', key: 'load-export' })));
+      for (let n = 0; n < 2; n++)
+        writes.push(
+          answer(api(`runs/${loadRunId}/resume`, { method: 'POST', key: 'load-resume', headers: json, body })),
+        );
+      for (let n = 0; n < 2; n++)
+        writes.push(answer(api(`runs/${loadRunId}/export`, { method: 'POST', key: 'load-export' })));
       const answers = await Promise.all(writes);
       for (const a of answers) expect(a.status, a.body).toBeLessThan(300);
       for (let i = 0; i < answers.length; i += 2) expect(answers[i + 1]!.body).toBe(answers[i]!.body);
@@ -204,8 +259,13 @@ describe('Idempotency-Key on state-changing routes', () => {
 
   it(`keys are bounded: forgotten after ${IDEMPOTENCY_LIMITS.maxAgeMs / 60_000} minutes and beyond the newest ${IDEMPOTENCY_LIMITS.maxKeys}`, async () => {
     const send = async (key: string) =>
-      (await d.app.inject({ method: 'POST', url: '/api/session/login-urls', headers: { host: `127.0.0.1:${port}`, authorization: `Bearer ${TOKEN}`, 'idempotency-key': key } }))
-        .body;
+      (
+        await d.app.inject({
+          method: 'POST',
+          url: '/api/session/login-urls',
+          headers: { host: `127.0.0.1:${port}`, authorization: `Bearer ${TOKEN}`, 'idempotency-key': key },
+        })
+      ).body;
     const first = await send('aging');
     expect(await send('aging')).toBe(first);
     clock += IDEMPOTENCY_LIMITS.maxAgeMs;

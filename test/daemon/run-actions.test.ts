@@ -32,7 +32,8 @@ const BOUND_MS = 60_000;
 
 const SCHEMA_DIR = join(REPO, 'docs/schemas');
 const ajv = new Ajv2020({ strict: true, allErrors: true });
-for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json'))) ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
+for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json')))
+  ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
 
 let root: string;
 let d: DaemonApp;
@@ -43,7 +44,9 @@ async function start(args: string[], env: Record<string, string> = {}): Promise<
   const r = await loopxAsync(['run', 'start', '--agent', ...args, '--root', root, '--json'], env);
   if (env.LOOPX_TEST_FAULT) {
     expect(r.signal, r.stderr).toBe('SIGKILL');
-    const listed = (await loopxAsync(['run', 'list', '--root', root, '--json'])).json() as { runs: { run_id: string; definition: { id: string } }[] };
+    const listed = (await loopxAsync(['run', 'list', '--root', root, '--json'])).json() as {
+      runs: { run_id: string; definition: { id: string } }[];
+    };
     return listed.runs.find((x) => x.definition.id === 'test.mutator')!.run_id;
   }
   expect(r.status, r.stderr).toBe(0);
@@ -60,7 +63,14 @@ beforeAll(async () => {
     start([RESEARCHER, '--suspend-after-turns', '1']),
     start([RESEARCHER, '--suspend-after-turns', '1']),
   ]);
-  d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => port, authorityDir, logger: false });
+  d = await buildApp({
+    root,
+    token: TOKEN,
+    loginTokens: new LoginTokens(),
+    port: () => port,
+    authorityDir,
+    logger: false,
+  });
   await d.app.listen({ host: '127.0.0.1', port: 0 });
   port = (d.app.server.address() as { port: number }).port;
 }, 120_000);
@@ -82,7 +92,11 @@ const api = (path: string, init: { method?: string; body?: unknown; key?: string
     signal: init.signal ?? AbortSignal.timeout(BOUND_MS),
   });
 async function post(path: string, body?: unknown, key?: string): Promise<{ status: number; json: Doc; text: string }> {
-  const res = await api(path, { method: 'POST', ...(body !== undefined ? { body } : {}), ...(key !== undefined ? { key } : {}) });
+  const res = await api(path, {
+    method: 'POST',
+    ...(body !== undefined ? { body } : {}),
+    ...(key !== undefined ? { key } : {}),
+  });
   const text = await res.text();
   return { status: res.status, json: JSON.parse(text) as Doc, text };
 }
@@ -107,7 +121,11 @@ function expectRunView(doc: unknown): void {
 
 describe('answer: the question a waiting run asks', () => {
   it('the run view says what the run waits for: the interaction id and its prompt', async () => {
-    expect((await view(runs.waiting)).waiting_for).toEqual({ kind: 'interaction', interaction_id: 'confirm-1', prompt: 'Is 42 the answer you expected?' });
+    expect((await view(runs.waiting)).waiting_for).toEqual({
+      kind: 'interaction',
+      interaction_id: 'confirm-1',
+      prompt: 'Is 42 the answer you expected?',
+    });
   });
 
   it('refuses a missing or empty field, another interaction and an unknown run, and leaves the run waiting', async () => {
@@ -117,8 +135,14 @@ describe('answer: the question a waiting run asks', () => {
     expect(await refused(path)).toEqual([400, 'daemon_field_invalid']);
     expect(await refused(path, { interaction_id: 'confirm-2', text: 'yes' })).toEqual([422, 'interaction_not_pending']);
     // A run this root and the run authority do not know: refused before anything is read, as the CLI's `run answer`.
-    expect(await refused('runs/run_nope/answer', { interaction_id: 'confirm-1', text: 'yes' })).toEqual([422, 'run_authority_record_missing']);
-    expect(await view(runs.waiting)).toMatchObject({ status: 'active', waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' } });
+    expect(await refused('runs/run_nope/answer', { interaction_id: 'confirm-1', text: 'yes' })).toEqual([
+      422,
+      'run_authority_record_missing',
+    ]);
+    expect(await view(runs.waiting)).toMatchObject({
+      status: 'active',
+      waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' },
+    });
   });
 
   it(
@@ -127,10 +151,18 @@ describe('answer: the question a waiting run asks', () => {
       const path = `runs/${runs.waiting}/answer`;
       const first = await post(path, { interaction_id: 'confirm-1', text: 'yes, 42' }, 'answer-1');
       expect(first.status, first.text).toBe(200);
-      expect(first.json).toMatchObject({ run_id: runs.waiting, status: 'completed', waiting_for: null, completed_turns: 4 });
+      expect(first.json).toMatchObject({
+        run_id: runs.waiting,
+        status: 'completed',
+        waiting_for: null,
+        completed_turns: 4,
+      });
       const again = await post(path, { interaction_id: 'confirm-1', text: 'yes, 42' }, 'answer-1');
       expect([again.status, again.text]).toEqual([200, first.text]);
-      expect(await refused(path, { interaction_id: 'confirm-1', text: 'yes again' })).toEqual([422, 'interaction_id_reused']);
+      expect(await refused(path, { interaction_id: 'confirm-1', text: 'yes again' })).toEqual([
+        422,
+        'interaction_id_reused',
+      ]);
       // The answer is in the run, as the CLI's would be.
       const shown = (await loopxAsync(['run', 'show', runs.waiting, '--root', root, '--json'])).json();
       expect(shown).toMatchObject({ status: 'completed' });
@@ -155,7 +187,11 @@ describe('resolve: an uncertain mutating call, with the evidence the run and the
         call_id: callId(),
         tool: 'outbox.append',
         turn: 1,
-        arguments: { sha256: createHash('sha256').update(args).digest('hex'), bytes: Buffer.byteLength(args), fields: ['message'] },
+        arguments: {
+          sha256: createHash('sha256').update(args).digest('hex'),
+          bytes: Buffer.byteLength(args),
+          fields: ['message'],
+        },
         effect: { kind: 'outbox.append', target: 'file:outbox.jsonl', attempts: 1, hold: null, reconcile_attempts: 0 },
       },
     });
@@ -172,10 +208,19 @@ describe('resolve: an uncertain mutating call, with the evidence the run and the
     const path = `runs/${runs.uncertain}/resolve`;
     expect(await refused(path, { call_id: callId(), resolution: 'maybe' })).toEqual([400, 'daemon_field_invalid']);
     expect(await refused(path, { call_id: callId(), resolution: 'committed' })).toEqual([400, 'daemon_field_invalid']);
-    expect(await refused(path, { call_id: callId(), resolution: 'absent', result: '{}' })).toEqual([400, 'daemon_field_invalid']);
+    expect(await refused(path, { call_id: callId(), resolution: 'absent', result: '{}' })).toEqual([
+      400,
+      'daemon_field_invalid',
+    ]);
     expect(await refused(path, { resolution: 'absent' })).toEqual([400, 'daemon_field_invalid']);
-    expect(await refused(path, { call_id: `${runs.uncertain}/t9/k0`, resolution: 'absent' })).toEqual([404, 'call_not_found']);
-    expect(await refused(path, { call_id: callId(), resolution: 'committed', result: 'not json' })).toEqual([422, 'resolution_result_invalid']);
+    expect(await refused(path, { call_id: `${runs.uncertain}/t9/k0`, resolution: 'absent' })).toEqual([
+      404,
+      'call_not_found',
+    ]);
+    expect(await refused(path, { call_id: callId(), resolution: 'committed', result: 'not json' })).toEqual([
+      422,
+      'resolution_result_invalid',
+    ]);
     expect((await view(runs.uncertain)).waiting_for).toMatchObject({ kind: 'resolution', call_ids: [callId()] });
   });
 
@@ -191,7 +236,9 @@ describe('resolve: an uncertain mutating call, with the evidence the run and the
         .trim()
         .split('\n')
         .map((l) => JSON.parse(l) as Doc);
-      expect(events.filter((e) => e.type === 'ToolResulted' && e.data.call_id === callId()).map((e) => e.data.status)).toEqual(['mutation_uncertain', 'ok']);
+      expect(
+        events.filter((e) => e.type === 'ToolResulted' && e.data.call_id === callId()).map((e) => e.data.status),
+      ).toEqual(['mutation_uncertain', 'ok']);
     },
     BOUND_MS,
   );
@@ -202,10 +249,15 @@ describe('cancel', () => {
     const r = await post(`runs/${runs.suspended}/cancel`, undefined, 'cancel-1');
     expect(r.status, r.text).toBe(200);
     expect(r.json).toMatchObject({ run_id: runs.suspended, status: 'cancelled', waiting_for: null });
-    expect(await post(`runs/${runs.suspended}/cancel`, undefined, 'cancel-1')).toMatchObject({ status: 200, text: r.text });
+    expect(await post(`runs/${runs.suspended}/cancel`, undefined, 'cancel-1')).toMatchObject({
+      status: 200,
+      text: r.text,
+    });
     expect(await refused(`runs/${runs.suspended}/cancel`)).toEqual([422, 'run_terminal']);
     expect(await refused('runs/run_nope/cancel')).toEqual([422, 'run_authority_record_missing']);
-    expect((await loopxAsync(['run', 'show', runs.suspended, '--root', root, '--json'])).json()).toMatchObject({ status: 'cancelled' });
+    expect((await loopxAsync(['run', 'show', runs.suspended, '--root', root, '--json'])).json()).toMatchObject({
+      status: 'cancelled',
+    });
   });
 });
 
@@ -265,9 +317,16 @@ describe('a live event stream (?follow=until-terminal)', () => {
       const s = openStream(`runs/${runs.streamed}/events?follow=until-terminal`);
       const views = () => s.messages.filter((m) => m.event === 'run').map((m) => m.data);
       try {
-        await s.until(() => views().length > 0 && s.messages.some((m) => m.event === 'InteractionRequested'), 'the first view and the question');
+        await s.until(
+          () => views().length > 0 && s.messages.some((m) => m.event === 'InteractionRequested'),
+          'the first view and the question',
+        );
         expectRunView(views()[0]);
-        expect(views()[0]).toMatchObject({ status: 'active', suspend_requested: false, waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' } });
+        expect(views()[0]).toMatchObject({
+          status: 'active',
+          suspend_requested: false,
+          waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' },
+        });
         // A suspend request writes no event: the view, read again on the stream's own timer, carries it.
         const requested = await loopxAsync(['run', 'suspend', runs.streamed, '--root', root, '--json']);
         expect(requested.json(), requested.stderr).toMatchObject({ status: 'active', suspend_requested: true });
@@ -276,7 +335,10 @@ describe('a live event stream (?follow=until-terminal)', () => {
         const r = await post(`runs/${runs.streamed}/answer`, { interaction_id: 'confirm-1', text: 'yes' });
         expect(r.status, r.text).toBe(200);
         expect(r.json).toMatchObject({ status: 'suspended' });
-        await s.until(() => s.messages.some((m) => m.event === 'Suspended') && views().at(-1)?.status === 'suspended', 'the suspension');
+        await s.until(
+          () => s.messages.some((m) => m.event === 'Suspended') && views().at(-1)?.status === 'suspended',
+          'the suspension',
+        );
         expect(s.isEnded()).toBe(false);
         expect((await post(`runs/${runs.streamed}/cancel`)).status).toBe(200);
         await s.done;
@@ -298,7 +360,10 @@ describe('a live event stream (?follow=until-terminal)', () => {
     async () => {
       const s = openStream(`runs/${runs.cancelledElsewhere}/events?follow=until-terminal`);
       try {
-        await s.until(() => s.messages.some((m) => m.event === 'Suspended') && s.messages.some((m) => m.event === 'run'), 'the suspended run');
+        await s.until(
+          () => s.messages.some((m) => m.event === 'Suspended') && s.messages.some((m) => m.event === 'run'),
+          'the suspended run',
+        );
         expect(s.messages.find((m) => m.event === 'run')!.data.status).toBe('suspended');
         expect(s.isEnded()).toBe(false);
         const cancelled = await loopxAsync(['run', 'cancel', runs.cancelledElsewhere, '--root', root, '--json']);

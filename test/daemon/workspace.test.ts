@@ -22,7 +22,8 @@ const authorityDir = join(STATE_HOME, 'loopx', 'run-authority');
 
 const SCHEMA_DIR = join(REPO, 'docs/schemas');
 const ajv = new Ajv2020({ strict: true, allErrors: true });
-for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json'))) ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
+for (const f of readdirSync(SCHEMA_DIR).filter((n) => n.endsWith('.schema.json')))
+  ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as Record<string, unknown>);
 
 function expectValid(name: string, doc: unknown): void {
   const { $id } = JSON.parse(readFileSync(join(SCHEMA_DIR, `${name}.schema.json`), 'utf8')) as { $id: string };
@@ -46,7 +47,14 @@ beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   expect((await seedSample(root, { webhookUrl: sink.deliveriesUrl, authorityDir })).seeded).toBe(true);
   expect((await loopxAsync(['backup-state', '--execute', '--backup-id', 'w1', '--root', root])).status).toBe(0);
-  d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir, logger: false });
+  d = await buildApp({
+    root,
+    token: TOKEN,
+    loginTokens: new LoginTokens(),
+    port: () => 80,
+    authorityDir,
+    logger: false,
+  });
   const started = await d.app.inject({ method: 'POST', url: '/api/backups/w1/verify', headers: AUTH });
   expect(started.statusCode, started.body).toBe(202);
   const jobId = started.json().job_id as string;
@@ -69,9 +77,22 @@ describe('the workspace of an audit', () => {
     expect(r.statusCode, r.body).toBe(200);
     const doc = r.json();
     expectValid('backup-workspace-ls', doc);
-    expect(doc).toMatchObject({ recovery_id: recoveryId, backup_id: 'w1', operator_state: 'audit_held', execution_authority_granted: false, runs_readable: true, sessions: 1 });
+    expect(doc).toMatchObject({
+      recovery_id: recoveryId,
+      backup_id: 'w1',
+      operator_state: 'audit_held',
+      execution_authority_granted: false,
+      runs_readable: true,
+      sessions: 1,
+    });
     expect(doc.goals).toEqual([
-      expect.objectContaining({ goal_id: 'sample', title: 'Ship the launch post', lifecycle: 'active', work_readable: true, todos_by_status: { done: 1, blocked: 1, open: 1 } }),
+      expect.objectContaining({
+        goal_id: 'sample',
+        title: 'Ship the launch post',
+        lifecycle: 'active',
+        work_readable: true,
+        todos_by_status: { done: 1, blocked: 1, open: 1 },
+      }),
     ]);
     expect(doc.goals[0].committed_transactions).toBeGreaterThan(0);
     expect(doc.runs).toHaveLength(1);
@@ -93,10 +114,16 @@ describe('the workspace of an audit', () => {
       goal: { goal_id: 'sample', title: 'Ship the launch post' },
       work: { readable: true },
     });
-    expect(doc.todos.map((t: { title: string }) => t.title)).toEqual(['Draft the outline', 'Review with design', 'Publish the post']);
+    expect(doc.todos.map((t: { title: string }) => t.title)).toEqual([
+      'Draft the outline',
+      'Review with design',
+      'Publish the post',
+    ]);
     expect(doc.sessions).toHaveLength(1);
     expect(doc.runs.map((x: { run_id: string }) => x.run_id)).toEqual([doc.sessions[0].run_id]);
-    expect(doc.effects).toContainEqual(expect.objectContaining({ kind: 'webhook.deliver', outcome: 'committed', hold: null }));
+    expect(doc.effects).toContainEqual(
+      expect.objectContaining({ kind: 'webhook.deliver', outcome: 'committed', hold: null }),
+    );
     const cli = await loopxAsync(['backup-state', 'workspace', 'show', destination, '--goal', 'sample', '--json']);
     expect(cli.status, cli.stderr).toBe(0);
     expect(doc).toEqual(cli.json());
@@ -117,14 +144,19 @@ describe('the workspace of an audit', () => {
     const missing = await get(`/api/audits/${recoveryId}/workspace/goals/nope`);
     expect(missing.statusCode).toBe(404);
     expectValid('error', missing.json());
-    expect(missing.json().error).toMatchObject({ code: 'workspace_goal_not_found', next_action: `list the workspace's Goals: GET /api/audits/${recoveryId}/workspace` });
+    expect(missing.json().error).toMatchObject({
+      code: 'workspace_goal_not_found',
+      next_action: `list the workspace's Goals: GET /api/audits/${recoveryId}/workspace`,
+    });
   });
 
   it('names no path: neither the root, the workspace nor any absolute path, in any answer', async () => {
     const bodies = await Promise.all(
-      [`/api/audits/${recoveryId}/workspace`, `/api/audits/${recoveryId}/workspace/goals/sample`, `/api/audits/${recoveryId}/workspace/goals/nope`].map(
-        async (u) => (await get(u)).body,
-      ),
+      [
+        `/api/audits/${recoveryId}/workspace`,
+        `/api/audits/${recoveryId}/workspace/goals/sample`,
+        `/api/audits/${recoveryId}/workspace/goals/nope`,
+      ].map(async (u) => (await get(u)).body),
     );
     for (const body of bodies) {
       expect(body).not.toContain(dirname(root));

@@ -21,10 +21,13 @@ afterEach(() => {
 });
 
 const daemon = (env: NodeJS.ProcessEnv, root: string, ...args: string[]) =>
-  spawnDaemon(['--root', root, ...args], { env: { ...process.env, ...env }, cwd: REPO }).then((d) => (running.push(d.child), d));
+  spawnDaemon(['--root', root, ...args], { env: { ...process.env, ...env }, cwd: REPO }).then(
+    (d) => (running.push(d.child), d),
+  );
 const stopped = stopDaemonProcess;
 
-const deliveries = async (url: string) => ((await (await fetch(url)).json()) as { deliveries: { operation_id: string }[] }).deliveries;
+const deliveries = async (url: string) =>
+  ((await (await fetch(url)).json()) as { deliveries: { operation_id: string }[] }).deliveries;
 
 describe('the dev receiver loopx daemon opens', () => {
   it('takes the sample delivery at its port, keeps it in the state home, and is reopened with it by a daemon on a new, empty root', async () => {
@@ -54,14 +57,20 @@ describe('the dev receiver loopx daemon opens', () => {
     expect(again.doc.dev_receiver_url).toBe(`http://127.0.0.1:${port}/deliveries`);
     expect(await deliveries(again.doc.dev_receiver_url!)).toEqual(held);
     // Its failure controls are off: it stands in for an external system, not a test fixture.
-    expect((await fetch(`http://127.0.0.1:${port}/control`, { method: 'POST', body: '{"mode":"drop_before_store"}' })).status).toBe(404);
+    expect(
+      (await fetch(`http://127.0.0.1:${port}/control`, { method: 'POST', body: '{"mode":"drop_before_store"}' }))
+        .status,
+    ).toBe(404);
     expect(await stopped(again.child)).toBe(0);
   }, 120_000);
 
   it('opens nothing on a machine whose dev receiver never stored anything, unless the sample is seeded', async () => {
     const home = mkdtempSync(join(tmpdir(), 'loopx-devrecv-'));
     mkdirSync(join(home, 'root'), { mode: 0o700 });
-    const { child, doc } = await daemon({ XDG_STATE_HOME: join(home, 'state'), LOOPX_DEV_RECEIVER_PORT: String(await freePort()) }, join(home, 'root'));
+    const { child, doc } = await daemon(
+      { XDG_STATE_HOME: join(home, 'state'), LOOPX_DEV_RECEIVER_PORT: String(await freePort()) },
+      join(home, 'root'),
+    );
     expect(doc.dev_receiver_url).toBeUndefined();
     expect(await stopped(child)).toBe(0);
   }, 60_000);
@@ -78,10 +87,16 @@ describe('the dev receiver loopx daemon opens', () => {
       const refusal = JSON.parse(taken.stdout).error as { code: string; next_action: string };
       expect(refusal.code).toBe('dev_receiver_port_taken');
       expect(refusal.next_action).toMatch(/^choose a free port: loopx daemon --dev-receiver-port PORT --root \S+$/);
-      const off = await loopxAsync(['daemon', '--seed-sample', '--no-dev-receiver', '--root', join(home, 'root'), '--json'], env);
+      const off = await loopxAsync(
+        ['daemon', '--seed-sample', '--no-dev-receiver', '--root', join(home, 'root'), '--json'],
+        env,
+      );
       expect(off.status).toBe(2);
       expect(JSON.parse(off.stdout).error).toMatchObject({ code: 'daemon_sample_needs_receiver' });
-      const invalid = await loopxAsync(['daemon', '--seed-sample', '--root', join(home, 'root'), '--json'], { ...env, LOOPX_DEV_RECEIVER_PORT: 'x' });
+      const invalid = await loopxAsync(['daemon', '--seed-sample', '--root', join(home, 'root'), '--json'], {
+        ...env,
+        LOOPX_DEV_RECEIVER_PORT: 'x',
+      });
       expect(JSON.parse(invalid.stdout).error).toMatchObject({ code: 'dev_receiver_port_invalid' });
     } finally {
       await new Promise((r) => other.close(r));

@@ -36,18 +36,37 @@ const post = (sink: WebhookSink, key: string, op: string, body: unknown) =>
     body: JSON.stringify(body),
   });
 /** A POST /deliveries from a writer of `lineage` holding `fence`. */
-const postFenced = (sink: WebhookSink, key: string, op: string, body: unknown, lineage: string, fence: number | string) =>
+const postFenced = (
+  sink: WebhookSink,
+  key: string,
+  op: string,
+  body: unknown,
+  lineage: string,
+  fence: number | string,
+) =>
   fetch(sink.deliveriesUrl, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-operation-id': op, 'x-loopx-goal-lineage': lineage, 'x-loopx-fence': String(fence) },
+    headers: {
+      'content-type': 'application/json',
+      'idempotency-key': key,
+      'x-operation-id': op,
+      'x-loopx-goal-lineage': lineage,
+      'x-loopx-fence': String(fence),
+    },
     body: JSON.stringify(body),
   });
-const postFence = (sink: WebhookSink, value: unknown) => fetch(`${sink.url}/fences`, { method: 'POST', body: JSON.stringify(value) });
-const newestFence = async (sink: WebhookSink, lineage: string) => (await fetch(`${sink.url}/fences?goal_lineage=${lineage}`)).json();
+const postFence = (sink: WebhookSink, value: unknown) =>
+  fetch(`${sink.url}/fences`, { method: 'POST', body: JSON.stringify(value) });
+const newestFence = async (sink: WebhookSink, lineage: string) =>
+  (await fetch(`${sink.url}/fences?goal_lineage=${lineage}`)).json();
 const attemptsOf = async (sink: WebhookSink, lineage?: string) =>
-  (await (await fetch(`${sink.url}/attempts${lineage === undefined ? '' : `?goal_lineage=${lineage}`}`)).json()) as SinkAttempts;
-const query = async (sink: WebhookSink, op: string) => (await fetch(`${sink.deliveriesUrl}?operation_id=${encodeURIComponent(op)}`)).json();
-const list = async (sink: WebhookSink) => ((await (await fetch(sink.deliveriesUrl)).json()) as { deliveries: unknown[] }).deliveries;
+  (await (
+    await fetch(`${sink.url}/attempts${lineage === undefined ? '' : `?goal_lineage=${lineage}`}`)
+  ).json()) as SinkAttempts;
+const query = async (sink: WebhookSink, op: string) =>
+  (await fetch(`${sink.deliveriesUrl}?operation_id=${encodeURIComponent(op)}`)).json();
+const list = async (sink: WebhookSink) =>
+  ((await (await fetch(sink.deliveriesUrl)).json()) as { deliveries: unknown[] }).deliveries;
 const codeOf = async (p: Promise<unknown>): Promise<string | undefined> =>
   p.then(
     () => undefined,
@@ -58,7 +77,9 @@ describe('webhook sink', () => {
   it('binds 127.0.0.1 only; any other host is refused before listening', async () => {
     const sink = await start();
     expect(sink.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(await codeOf(startWebhookSink({ port: 0, host: '0.0.0.0' as '127.0.0.1' }))).toBe('webhook_sink_host_not_loopback');
+    expect(await codeOf(startWebhookSink({ port: 0, host: '0.0.0.0' as '127.0.0.1' }))).toBe(
+      'webhook_sink_host_not_loopback',
+    );
   });
 
   it('stores a delivery once; a repeat with the same key returns the original with 200 and replayed: true', async () => {
@@ -66,7 +87,10 @@ describe('webhook sink', () => {
     const first = await post(sink, 'key-1', 'op-1', { n: 1 });
     expect(first.status).toBe(201);
     const a = (await first.json()) as { replayed: boolean; delivery: { sequence: number } };
-    expect(a).toMatchObject({ replayed: false, delivery: { sequence: 1, idempotency_key: 'key-1', operation_id: 'op-1', body: { n: 1 } } });
+    expect(a).toMatchObject({
+      replayed: false,
+      delivery: { sequence: 1, idempotency_key: 'key-1', operation_id: 'op-1', body: { n: 1 } },
+    });
     const again = await post(sink, 'key-1', 'op-1', { n: 1 });
     expect(again.status).toBe(200);
     expect(await again.json()).toEqual({ replayed: true, delivery: a.delivery });
@@ -109,11 +133,19 @@ describe('webhook sink', () => {
 
   it('missing headers and malformed JSON are 400', async () => {
     const sink = await start();
-    const noKey = await fetch(sink.deliveriesUrl, { method: 'POST', headers: { 'x-operation-id': 'op-1' }, body: '{}' });
+    const noKey = await fetch(sink.deliveriesUrl, {
+      method: 'POST',
+      headers: { 'x-operation-id': 'op-1' },
+      body: '{}',
+    });
     expect([noKey.status, await noKey.json()]).toEqual([400, { error: 'missing_idempotency_key' }]);
     const noOp = await fetch(sink.deliveriesUrl, { method: 'POST', headers: { 'idempotency-key': 'k' }, body: '{}' });
     expect([noOp.status, await noOp.json()]).toEqual([400, { error: 'missing_x_operation_id' }]);
-    const bad = await fetch(sink.deliveriesUrl, { method: 'POST', headers: { 'idempotency-key': 'k', 'x-operation-id': 'op' }, body: '{nope' });
+    const bad = await fetch(sink.deliveriesUrl, {
+      method: 'POST',
+      headers: { 'idempotency-key': 'k', 'x-operation-id': 'op' },
+      body: '{nope',
+    });
     expect([bad.status, await bad.json()]).toEqual([400, { error: 'invalid_json' }]);
     expect(sink.deliveries()).toEqual([]);
   });
@@ -122,25 +154,46 @@ describe('webhook sink', () => {
     const sink = await start();
     await post(sink, 'key-1', 'op-1', { a: true });
     await post(sink, 'key-2', 'op-2', [1, 2]);
-    expect(await query(sink, 'op-2')).toMatchObject({ found: true, delivery: { idempotency_key: 'key-2', operation_id: 'op-2', body: [1, 2], sequence: 2 } });
+    expect(await query(sink, 'op-2')).toMatchObject({
+      found: true,
+      delivery: { idempotency_key: 'key-2', operation_id: 'op-2', body: [1, 2], sequence: 2 },
+    });
     expect(await query(sink, 'op-3')).toEqual({ found: false, delivery: null });
-    expect(((await list(sink)) as Array<{ operation_id: string }>).map((d) => d.operation_id)).toEqual(['op-1', 'op-2']);
+    expect(((await list(sink)) as Array<{ operation_id: string }>).map((d) => d.operation_id)).toEqual([
+      'op-1',
+      'op-2',
+    ]);
   });
 
   it('a body over 1 MiB is 413 and stores nothing; exactly 1 MiB is accepted', async () => {
     const sink = await start();
     const over = JSON.stringify({ s: 'x'.repeat(1024 * 1024) });
-    const r = await fetch(sink.deliveriesUrl, { method: 'POST', headers: { 'idempotency-key': 'big', 'x-operation-id': 'op-big' }, body: over });
+    const r = await fetch(sink.deliveriesUrl, {
+      method: 'POST',
+      headers: { 'idempotency-key': 'big', 'x-operation-id': 'op-big' },
+      body: over,
+    });
     expect([r.status, await r.json()]).toEqual([413, { error: 'body_too_large' }]);
     const exact = JSON.stringify({ s: 'x'.repeat(1024 * 1024 - 8) });
     expect(Buffer.byteLength(exact)).toBe(1024 * 1024);
-    expect((await fetch(sink.deliveriesUrl, { method: 'POST', headers: { 'idempotency-key': 'ok', 'x-operation-id': 'op-ok' }, body: exact })).status).toBe(201);
+    expect(
+      (
+        await fetch(sink.deliveriesUrl, {
+          method: 'POST',
+          headers: { 'idempotency-key': 'ok', 'x-operation-id': 'op-ok' },
+          body: exact,
+        })
+      ).status,
+    ).toBe(201);
     expect(sink.deliveries().map((d) => d.operation_id)).toEqual(['op-ok']);
   });
 
   it('drop_response_after_store commits the delivery and loses the response; the query still finds it', async () => {
     const sink = await start();
-    const armed = await fetch(`${sink.url}/control`, { method: 'POST', body: JSON.stringify({ mode: 'drop_response_after_store' }) });
+    const armed = await fetch(`${sink.url}/control`, {
+      method: 'POST',
+      body: JSON.stringify({ mode: 'drop_response_after_store' }),
+    });
     expect(await armed.json()).toEqual({ mode: 'drop_response_after_store' });
     await expect(post(sink, 'key-1', 'op-1', { n: 1 })).rejects.toThrow();
     expect(await query(sink, 'op-1')).toMatchObject({ found: true, delivery: { idempotency_key: 'key-1' } });
@@ -157,18 +210,25 @@ describe('webhook sink', () => {
 
   it('an unknown control mode is 400; the control endpoint can be switched off', async () => {
     const sink = await start();
-    expect((await fetch(`${sink.url}/control`, { method: 'POST', body: JSON.stringify({ mode: 'explode' }) })).status).toBe(400);
+    expect(
+      (await fetch(`${sink.url}/control`, { method: 'POST', body: JSON.stringify({ mode: 'explode' }) })).status,
+    ).toBe(400);
     const quiet = await start({ control: false });
-    expect((await fetch(`${quiet.url}/control`, { method: 'POST', body: JSON.stringify({ mode: 'none' }) })).status).toBe(404);
+    expect(
+      (await fetch(`${quiet.url}/control`, { method: 'POST', body: JSON.stringify({ mode: 'none' }) })).status,
+    ).toBe(404);
   });
 
   it('a request for another Host is refused with 421 (no DNS rebinding)', async () => {
     const sink = await start();
     const status = await new Promise<number>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port: sink.port, path: '/deliveries', headers: { host: 'evil.example:80' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = request(
+        { host: '127.0.0.1', port: sink.port, path: '/deliveries', headers: { host: 'evil.example:80' } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -223,9 +283,15 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
     expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: null, lifetime: null });
     await postFenced(sink, 'key-1', 'op-1', { n: 1 }, 'goal-a', 1);
     const advanced = await postFence(sink, { goal_lineage: 'goal-a', fence: 3 });
-    expect([advanced.status, await advanced.json()]).toEqual([200, { status: 'advanced', newest_fence: 3, lifetime: null }]);
+    expect([advanced.status, await advanced.json()]).toEqual([
+      200,
+      { status: 'advanced', newest_fence: 3, lifetime: null },
+    ]);
     const already = await postFence(sink, { goal_lineage: 'goal-a', fence: 3 });
-    expect([already.status, await already.json()]).toEqual([200, { status: 'already', newest_fence: 3, lifetime: null }]);
+    expect([already.status, await already.json()]).toEqual([
+      200,
+      { status: 'already', newest_fence: 3, lifetime: null },
+    ]);
     const lower = await postFence(sink, { goal_lineage: 'goal-a', fence: 2 });
     expect([lower.status, await lower.json()]).toEqual([409, { error: 'fence_stale', newest_fence: 3 }]);
     expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 3, lifetime: null });
@@ -240,7 +306,13 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
 
   it('a malformed POST /fences or GET /fences is 400 and changes nothing', async () => {
     const sink = await start();
-    for (const bad of [{ goal_lineage: 'goal a', fence: 1 }, { goal_lineage: 'goal-a', fence: -1 }, { goal_lineage: 'goal-a', fence: 1.5 }, { goal_lineage: 'goal-a' }, null]) {
+    for (const bad of [
+      { goal_lineage: 'goal a', fence: 1 },
+      { goal_lineage: 'goal-a', fence: -1 },
+      { goal_lineage: 'goal-a', fence: 1.5 },
+      { goal_lineage: 'goal-a' },
+      null,
+    ]) {
       const r = await postFence(sink, bad);
       expect([r.status, await r.json()]).toEqual([400, { error: 'fence_request_invalid' }]);
     }
@@ -252,8 +324,14 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
   it('fence headers come both or neither, the fence a canonical non-negative safe integer; a refused header is 400 and no attempt', async () => {
     const sink = await start();
     const only = (headers: Record<string, string>) =>
-      fetch(sink.deliveriesUrl, { method: 'POST', headers: { 'idempotency-key': 'k', 'x-operation-id': 'op', ...headers }, body: '{}' });
-    for (const headers of [{ 'x-loopx-goal-lineage': 'goal-a' }, { 'x-loopx-fence': '1' }] as Array<Record<string, string>>) {
+      fetch(sink.deliveriesUrl, {
+        method: 'POST',
+        headers: { 'idempotency-key': 'k', 'x-operation-id': 'op', ...headers },
+        body: '{}',
+      });
+    for (const headers of [{ 'x-loopx-goal-lineage': 'goal-a' }, { 'x-loopx-fence': '1' }] as Array<
+      Record<string, string>
+    >) {
       const r = await only(headers);
       expect([r.status, await r.json()]).toEqual([400, { error: 'fence_headers_incomplete' }]);
     }
@@ -278,7 +356,14 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
     await post(sink, 'key-4', 'op-4', {}); // stored, no lineage
 
     const all = await attemptsOf(sink);
-    expect(all.counts).toEqual({ stored: 2, duplicate: 1, refused_stale_fence: 1, refused_fence_conflict: 0, conflict: 1, dropped: 1 });
+    expect(all.counts).toEqual({
+      stored: 2,
+      duplicate: 1,
+      refused_stale_fence: 1,
+      refused_fence_conflict: 0,
+      conflict: 1,
+      dropped: 1,
+    });
     expect(all.attempts.map((a) => [a.sequence, a.operation_id, a.goal_lineage, a.fence, a.result])).toEqual([
       [1, 'op-1', 'goal-a', 1, 'stored'],
       [2, 'op-1b', 'goal-a', 2, 'duplicate'],
@@ -290,7 +375,14 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
     expect(all.attempts.every((a) => typeof a.at === 'string' && typeof a.idempotency_key === 'string')).toBe(true);
     expect(sink.attempts()).toEqual(all);
     const a = await attemptsOf(sink, 'goal-a');
-    expect(a.counts).toEqual({ stored: 1, duplicate: 1, refused_stale_fence: 1, refused_fence_conflict: 0, conflict: 1, dropped: 1 });
+    expect(a.counts).toEqual({
+      stored: 1,
+      duplicate: 1,
+      refused_stale_fence: 1,
+      refused_fence_conflict: 0,
+      conflict: 1,
+      dropped: 1,
+    });
     expect(sink.attempts('goal-a')).toEqual(a);
     expect((await attemptsOf(sink, 'goal-b')).attempts).toEqual([]);
     expect(sink.deliveries().map((d) => d.operation_id)).toEqual(['op-1', 'op-4']);
@@ -303,13 +395,22 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
     await post(sink, 'key-3', 'op-3', { n: 3 });
     await postFenced(sink, 'key-4', 'op-4', { n: 4 }, 'goal-a', 2);
     const byLineage = async (lineage: string) =>
-      ((await (await fetch(`${sink.deliveriesUrl}?goal_lineage=${lineage}`)).json()) as { deliveries: Array<{ operation_id: string; fence: number }> }).deliveries;
+      (
+        (await (await fetch(`${sink.deliveriesUrl}?goal_lineage=${lineage}`)).json()) as {
+          deliveries: Array<{ operation_id: string; fence: number }>;
+        }
+      ).deliveries;
     expect((await byLineage('goal-a')).map((d) => [d.operation_id, d.fence])).toEqual([
       ['op-1', 1],
       ['op-4', 2],
     ]);
     expect(await byLineage('goal-c')).toEqual([]);
-    expect(((await list(sink)) as Array<{ operation_id: string }>).map((d) => d.operation_id)).toEqual(['op-1', 'op-2', 'op-3', 'op-4']);
+    expect(((await list(sink)) as Array<{ operation_id: string }>).map((d) => d.operation_id)).toEqual([
+      'op-1',
+      'op-2',
+      'op-3',
+      'op-4',
+    ]);
     expect(await query(sink, 'op-2')).toMatchObject({ found: true, delivery: { goal_lineage: 'goal-b', fence: 1 } });
     expect((await fetch(`${sink.deliveriesUrl}?goal_lineage=a%2Fb`)).status).toBe(400);
     expect((await fetch(`${sink.deliveriesUrl}?goal_lineage=goal-a&operation_id=op-1`)).status).toBe(400);
@@ -328,7 +429,9 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
     const second = await start({ journalPath });
     expect(await newestFence(second, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 4, lifetime: null });
     expect(second.attempts()).toEqual(before);
-    expect(second.deliveries()).toEqual([expect.objectContaining({ operation_id: 'op-1', goal_lineage: 'goal-a', fence: 1 })]);
+    expect(second.deliveries()).toEqual([
+      expect.objectContaining({ operation_id: 'op-1', goal_lineage: 'goal-a', fence: 1 }),
+    ]);
     expect((await postFenced(second, 'key-3', 'op-3', {}, 'goal-a', 3)).status).toBe(409);
     const replay = await postFenced(second, 'key-1', 'op-1-next', { n: 1 }, 'goal-a', 4);
     expect(replay.status).toBe(200);
@@ -350,13 +453,20 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
       body_sha256: createHash('sha256').update(canonicalJson(body)).digest('hex'),
       received_at: '2025-01-01T00:00:00.000Z',
     });
-    writeFileSync(journalPath, `${JSON.stringify(old(1, 'key-1', 'op-1', { n: 1 }))}\n${JSON.stringify(old(2, 'key-2', 'op-2', [1]))}\n`, { mode: 0o600 });
+    writeFileSync(
+      journalPath,
+      `${JSON.stringify(old(1, 'key-1', 'op-1', { n: 1 }))}\n${JSON.stringify(old(2, 'key-2', 'op-2', [1]))}\n`,
+      { mode: 0o600 },
+    );
     const first = await start({ journalPath });
     expect(first.deliveries().map((d) => [d.sequence, d.operation_id, d.goal_lineage, d.fence])).toEqual([
       [1, 'op-1', null, null],
       [2, 'op-2', null, null],
     ]);
-    expect(first.attempts()).toEqual({ attempts: [], counts: { stored: 0, duplicate: 0, refused_stale_fence: 0, refused_fence_conflict: 0, conflict: 0, dropped: 0 } });
+    expect(first.attempts()).toEqual({
+      attempts: [],
+      counts: { stored: 0, duplicate: 0, refused_stale_fence: 0, refused_fence_conflict: 0, conflict: 0, dropped: 0 },
+    });
     expect((await post(first, 'key-1', 'op-1', { n: 1 })).status).toBe(200);
     expect((await postFenced(first, 'key-3', 'op-3', {}, 'goal-a', 1)).status).toBe(201);
     await first.close();
@@ -375,7 +485,17 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
 
   it('a journal line that breaks a rule is refused at start', async () => {
     const fence = (lineage: string, n: number) => JSON.stringify({ type: 'fence', goal_lineage: lineage, fence: n });
-    const attempt = (result: string) => JSON.stringify({ type: 'attempt', sequence: 1, at: 'x', idempotency_key: 'k', operation_id: 'o', goal_lineage: null, fence: null, result });
+    const attempt = (result: string) =>
+      JSON.stringify({
+        type: 'attempt',
+        sequence: 1,
+        at: 'x',
+        idempotency_key: 'k',
+        operation_id: 'o',
+        goal_lineage: null,
+        fence: null,
+        result,
+      });
     const fencedDelivery = JSON.stringify({
       type: 'delivery',
       sequence: 1,
@@ -397,7 +517,10 @@ describe('webhook sink: Goal lineage fences and the attempts ledger', () => {
     for (const [name, lines] of Object.entries(cases)) {
       const journalPath = join(tempDir(), 'sink.jsonl');
       writeFileSync(journalPath, `${lines.join('\n')}\n`);
-      expect([name, await codeOf(startWebhookSink({ port: 0, journalPath }))]).toEqual([name, 'webhook_sink_journal_invalid']);
+      expect([name, await codeOf(startWebhookSink({ port: 0, journalPath }))]).toEqual([
+        name,
+        'webhook_sink_journal_invalid',
+      ]);
     }
     // The well-formed versions load.
     const journalPath = join(tempDir(), 'sink.jsonl');
@@ -412,7 +535,15 @@ describe('webhook sink: a fence is (lineage, generation, lifetime)', () => {
   const A = 'ginst_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa';
   const B = 'ginst_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb';
   /** A POST /deliveries from lifetime `lifetime` of `lineage` at generation `fence`. */
-  const postAs = (sink: WebhookSink, key: string, op: string, body: unknown, lineage: string, fence: number, lifetime: string) =>
+  const postAs = (
+    sink: WebhookSink,
+    key: string,
+    op: string,
+    body: unknown,
+    lineage: string,
+    fence: number,
+    lifetime: string,
+  ) =>
     fetch(sink.deliveriesUrl, {
       method: 'POST',
       headers: {
@@ -431,7 +562,10 @@ describe('webhook sink: a fence is (lineage, generation, lifetime)', () => {
     const first = await postFence(sink, { goal_lineage: 'goal-a', fence: 2, lifetime: A });
     expect([first.status, await first.json()]).toEqual([200, { status: 'advanced', newest_fence: 2, lifetime: A }]);
     const second = await postFence(sink, { goal_lineage: 'goal-a', fence: 2, lifetime: B });
-    expect([second.status, await second.json()]).toEqual([409, { error: 'fence_conflict', newest_fence: 2, lifetime: A }]);
+    expect([second.status, await second.json()]).toEqual([
+      409,
+      { error: 'fence_conflict', newest_fence: 2, lifetime: A },
+    ]);
     expect(await newestFence(sink, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 2, lifetime: A });
     // The holder asking again is idempotent.
     const again = await postFence(sink, { goal_lineage: 'goal-a', fence: 2, lifetime: A });
@@ -443,10 +577,18 @@ describe('webhook sink: a fence is (lineage, generation, lifetime)', () => {
     await postFence(sink, { goal_lineage: 'goal-a', fence: 2, lifetime: A });
     expect((await postAs(sink, 'key-1', 'op-1', { n: 1 }, 'goal-a', 2, A)).status).toBe(201);
     const other = await postAs(sink, 'key-2', 'op-2', { n: 2 }, 'goal-a', 2, B);
-    expect([other.status, await other.json()]).toEqual([409, { error: 'fence_conflict', newest_fence: 2, lifetime: A }]);
+    expect([other.status, await other.json()]).toEqual([
+      409,
+      { error: 'fence_conflict', newest_fence: 2, lifetime: A },
+    ]);
     const resend = await postAs(sink, 'key-1', 'op-1-b', { n: 1 }, 'goal-a', 2, B);
-    expect([resend.status, await resend.json()]).toEqual([409, { error: 'fence_conflict', newest_fence: 2, lifetime: A }]);
-    expect(sink.deliveries().map((d) => [d.operation_id, d.goal_lineage, d.fence, d.lifetime])).toEqual([['op-1', 'goal-a', 2, A]]);
+    expect([resend.status, await resend.json()]).toEqual([
+      409,
+      { error: 'fence_conflict', newest_fence: 2, lifetime: A },
+    ]);
+    expect(sink.deliveries().map((d) => [d.operation_id, d.goal_lineage, d.fence, d.lifetime])).toEqual([
+      ['op-1', 'goal-a', 2, A],
+    ]);
     expect(await query(sink, 'op-2')).toEqual({ found: false, delivery: null });
     const ledger = await attemptsOf(sink, 'goal-a');
     expect(ledger.attempts.map((a) => [a.operation_id, a.lifetime, a.result])).toEqual([
@@ -503,10 +645,18 @@ describe('webhook sink: a fence is (lineage, generation, lifetime)', () => {
   it('a lifetime header comes only with the fence headers and must be well-formed; a bad POST /fences lifetime is 400', async () => {
     const sink = await start();
     const only = (headers: Record<string, string>) =>
-      fetch(sink.deliveriesUrl, { method: 'POST', headers: { 'idempotency-key': 'k', 'x-operation-id': 'op', ...headers }, body: '{}' });
+      fetch(sink.deliveriesUrl, {
+        method: 'POST',
+        headers: { 'idempotency-key': 'k', 'x-operation-id': 'op', ...headers },
+        body: '{}',
+      });
     const alone = await only({ 'x-loopx-goal-lifetime': A });
     expect([alone.status, await alone.json()]).toEqual([400, { error: 'fence_headers_incomplete' }]);
-    const bad = await only({ 'x-loopx-goal-lineage': 'goal-a', 'x-loopx-fence': '1', 'x-loopx-goal-lifetime': 'ginst/a' });
+    const bad = await only({
+      'x-loopx-goal-lineage': 'goal-a',
+      'x-loopx-fence': '1',
+      'x-loopx-goal-lifetime': 'ginst/a',
+    });
     expect([bad.status, await bad.json()]).toEqual([400, { error: 'goal_lifetime_invalid' }]);
     for (const lifetime of ['', 'a b', 7]) {
       const r = await postFence(sink, { goal_lineage: 'goal-a', fence: 1, lifetime });
@@ -531,7 +681,10 @@ describe('webhook sink: a fence is (lineage, generation, lifetime)', () => {
     expect(second.attempts()).toEqual(before);
     expect(second.deliveries().map((d) => [d.operation_id, d.lifetime])).toEqual([['op-1', A]]);
     const other = await postAs(second, 'key-3', 'op-3', {}, 'goal-a', 2, B);
-    expect([other.status, await other.json()]).toEqual([409, { error: 'fence_conflict', newest_fence: 2, lifetime: A }]);
+    expect([other.status, await other.json()]).toEqual([
+      409,
+      { error: 'fence_conflict', newest_fence: 2, lifetime: A },
+    ]);
     expect(second.deliveries()).toHaveLength(1);
   });
 
@@ -551,13 +704,24 @@ describe('webhook sink: a fence is (lineage, generation, lifetime)', () => {
         body_sha256: createHash('sha256').update(canonicalJson(body)).digest('hex'),
         received_at: '2025-01-01T00:00:00.000Z',
       },
-      { type: 'attempt', sequence: 1, at: '2025-01-01T00:00:00.000Z', idempotency_key: 'key-1', operation_id: 'op-1', goal_lineage: 'goal-a', fence: 2, result: 'stored' },
+      {
+        type: 'attempt',
+        sequence: 1,
+        at: '2025-01-01T00:00:00.000Z',
+        idempotency_key: 'key-1',
+        operation_id: 'op-1',
+        goal_lineage: 'goal-a',
+        fence: 2,
+        result: 'stored',
+      },
     ];
     writeFileSync(journalPath, lines.map((l) => `${JSON.stringify(l)}\n`).join(''), { mode: 0o600 });
     const first = await start({ journalPath });
     expect(await newestFence(first, 'goal-a')).toEqual({ goal_lineage: 'goal-a', newest_fence: 2, lifetime: null });
     expect(first.deliveries().map((d) => [d.operation_id, d.fence, d.lifetime])).toEqual([['op-1', 2, null]]);
-    expect(first.attempts().attempts.map((a) => [a.operation_id, a.lifetime, a.result])).toEqual([['op-1', null, 'stored']]);
+    expect(first.attempts().attempts.map((a) => [a.operation_id, a.lifetime, a.result])).toEqual([
+      ['op-1', null, 'stored'],
+    ]);
     expect((await postAs(first, 'key-2', 'op-2', {}, 'goal-a', 2, A)).status).toBe(201);
     expect((await postAs(first, 'key-3', 'op-3', {}, 'goal-a', 2, B)).status).toBe(409);
     await first.close();
@@ -568,7 +732,8 @@ describe('webhook sink: a fence is (lineage, generation, lifetime)', () => {
   });
 
   it('a journal line that gives a held generation to another lifetime is refused at start', async () => {
-    const fence = (n: number, lifetime: string | null) => JSON.stringify({ type: 'fence', goal_lineage: 'goal-a', fence: n, lifetime });
+    const fence = (n: number, lifetime: string | null) =>
+      JSON.stringify({ type: 'fence', goal_lineage: 'goal-a', fence: n, lifetime });
     const delivery = (lifetime: string) =>
       JSON.stringify({
         type: 'delivery',
@@ -591,7 +756,10 @@ describe('webhook sink: a fence is (lineage, generation, lifetime)', () => {
     for (const [name, lines] of Object.entries(cases)) {
       const journalPath = join(tempDir(), 'sink.jsonl');
       writeFileSync(journalPath, `${lines.join('\n')}\n`);
-      expect([name, await codeOf(startWebhookSink({ port: 0, journalPath }))]).toEqual([name, 'webhook_sink_journal_invalid']);
+      expect([name, await codeOf(startWebhookSink({ port: 0, journalPath }))]).toEqual([
+        name,
+        'webhook_sink_journal_invalid',
+      ]);
     }
     const journalPath = join(tempDir(), 'sink.jsonl');
     writeFileSync(journalPath, `${[fence(2, null), fence(2, A), delivery(A)].join('\n')}\n`);

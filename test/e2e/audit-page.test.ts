@@ -30,7 +30,11 @@ let inPlace: string;
 let uploaded: string;
 
 const api = (method: string, path: string, init: RequestInit = {}) =>
-  fetch(`${daemon.url}${path.replace(/^\//, '')}`, { method, ...init, headers: { authorization: `Bearer ${daemon.token}`, ...(init.headers ?? {}) } });
+  fetch(`${daemon.url}${path.replace(/^\//, '')}`, {
+    method,
+    ...init,
+    headers: { authorization: `Bearer ${daemon.token}`, ...(init.headers ?? {}) },
+  });
 
 /** Follow a verify job to its end; its audit's recovery id. */
 async function auditOf(jobId: string): Promise<string> {
@@ -53,7 +57,9 @@ async function verifyBoth(): Promise<void> {
     });
     expect(r.status).toBe(200);
   }
-  uploaded = await auditOf(((await (await api('POST', `/api/backups/uploads/${upload_id}/verify`)).json()) as { job_id: string }).job_id);
+  uploaded = await auditOf(
+    ((await (await api('POST', `/api/backups/uploads/${upload_id}/verify`)).json()) as { job_id: string }).job_id,
+  );
 }
 
 /** Every holdings row's owner and next action lie inside the viewport's width (reflowed, not scrolled away). */
@@ -61,7 +67,11 @@ async function ownerAndNextActionOnScreen(width: number): Promise<void> {
   const rows = session.page.getByTestId('contents-goal-launch').locator('tbody tr[data-testid^="holding-"]');
   expect(await rows.count()).toBe(6);
   for (const cell of ['holding-owner', 'holding-next-action']) {
-    const boxes = await rows.getByTestId(cell).evaluateAll((els) => els.map((el) => el.getBoundingClientRect()).map((r) => ({ left: r.left, right: r.right, width: r.width })));
+    const boxes = await rows
+      .getByTestId(cell)
+      .evaluateAll((els) =>
+        els.map((el) => el.getBoundingClientRect()).map((r) => ({ left: r.left, right: r.right, width: r.width })),
+      );
     expect(boxes).toHaveLength(6);
     for (const b of boxes) {
       expect(b.width, cell).toBeGreaterThan(0);
@@ -71,7 +81,8 @@ async function ownerAndNextActionOnScreen(width: number): Promise<void> {
   }
 }
 
-if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
+if (process.env.CI === 'true' && !hasChromium())
+  throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('the audit page in the operator’s terms', () => {
   beforeAll(async () => {
     sink = await startWebhookSink({ port: 0 });
@@ -80,9 +91,23 @@ describe.skipIf(!hasChromium())('the audit page in the operator’s terms', () =
     expect((await loopxAsync(['goal', 'create', 'launch', '--title', TITLE, '--root', root])).status).toBe(0);
     for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
       expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
-    const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl, '--root', root]);
+    const run = await loopxAsync([
+      'work',
+      'run',
+      '--goal',
+      'launch',
+      '--agent',
+      'examples/agents/goal-worker.json',
+      '--sink',
+      sink.deliveriesUrl,
+      '--root',
+      root,
+    ]);
     expect(run.status, run.stderr).toBe(0);
-    expect((await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'a1', '--root', root])).status).toBe(0);
+    expect(
+      (await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'a1', '--root', root]))
+        .status,
+    ).toBe(0);
 
     uiDir = await buildUi();
     daemon = await startDaemon({ root, port: 0, uiDir, authorityDir: AUTHORITY_DIR, logger: false });
@@ -106,9 +131,14 @@ describe.skipIf(!hasChromium())('the audit page in the operator’s terms', () =
     await goal.waitFor();
     // The page leads with its verdict and the recovery form; what the backup holds comes right after.
     await page.getByTestId('audit-verdict').waitFor();
-    expect((await page.locator('main h2').allTextContents()).slice(0, 3)).toEqual(['Verdict', 'Recover a Goal into a new root', 'What this backup holds']);
+    expect((await page.locator('main h2').allTextContents()).slice(0, 3)).toEqual([
+      'Verdict',
+      'Recover a Goal into a new root',
+      'What this backup holds',
+    ]);
     expect(await goal.getByRole('heading', { level: 3 }).textContent()).toBe(`Goal launch: ${TITLE}`);
-    const found = async (item: string) => goal.getByTestId(`holding-${item}`).getByTestId('holding-found').textContent();
+    const found = async (item: string) =>
+      goal.getByTestId(`holding-${item}`).getByTestId('holding-found').textContent();
     expect(await found('goal')).toBe('active');
     expect(await found('todos')).toBe('3: 1 open, 1 blocked, 1 done');
     expect(await found('history')).toMatch(/^\d+ transactions$/);
@@ -122,14 +152,19 @@ describe.skipIf(!hasChromium())('the audit page in the operator’s terms', () =
     const held = await goal.getByTestId('holding-sessions').getByTestId('holding-next-action').textContent();
     expect(held).toContain('session_binding_historical');
     expect(held).toContain('readmit the session');
-    for (const text of await goal.getByTestId('holding-next-action').allTextContents()) expect(text.length).toBeGreaterThan(10);
+    for (const text of await goal.getByTestId('holding-next-action').allTextContents())
+      expect(text.length).toBeGreaterThan(10);
     expect(await goal.getByTestId('contents-run').textContent()).toContain('demo.goal-worker');
     const effects = await goal.getByTestId('contents-effect').allTextContents();
     expect(effects).toHaveLength(3);
     expect(effects.join('\n')).toContain('webhook.deliver');
     // Where the workspace lies, relative to the root, and how to read it without changing it; no absolute path on the page.
-    expect(await page.getByTestId('workspace-directory').textContent()).toMatch(/^daemon\/recoveries\/job_[0-9a-f]{32}\/workspace$/);
-    expect(await page.getByTestId('workspace-command').textContent()).toMatch(/^loopx backup-state workspace ls daemon\/recoveries\/job_[0-9a-f]{32}$/);
+    expect(await page.getByTestId('workspace-directory').textContent()).toMatch(
+      /^daemon\/recoveries\/job_[0-9a-f]{32}\/workspace$/,
+    );
+    expect(await page.getByTestId('workspace-command').textContent()).toMatch(
+      /^loopx backup-state workspace ls daemon\/recoveries\/job_[0-9a-f]{32}$/,
+    );
     expect(await page.getByTestId('audit-source').textContent()).toContain('backup a1 of this root');
     const text = (await page.locator('main').textContent()) ?? '';
     expect(text).not.toContain(dirname(root));

@@ -48,20 +48,46 @@ let session: BrowserSession;
 async function rootWithGoalWork(): Promise<string> {
   const r = tempRoot('loopx-e2e-');
   expect((await loopxAsync(['init', '--root', r])).status).toBe(0);
-  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', r])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', r])).status).toBe(
+    0,
+  );
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post']) {
     expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', r])).status).toBe(0);
   }
-  const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl, '--root', r, '--json']);
+  const run = await loopxAsync([
+    'work',
+    'run',
+    '--goal',
+    'launch',
+    '--agent',
+    'examples/agents/goal-worker.json',
+    '--sink',
+    sink.deliveriesUrl,
+    '--root',
+    r,
+    '--json',
+  ]);
   expect(run.status, run.stderr).toBe(0);
-  const started = await loopxAsync(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '2', '--root', r, '--json']);
+  const started = await loopxAsync([
+    'run',
+    'start',
+    '--agent',
+    'examples/agents/researcher.json',
+    '--suspend-after-turns',
+    '2',
+    '--root',
+    r,
+    '--json',
+  ]);
   expect(started.status, started.stderr).toBe(0);
   suspendedRun = started.json().run_id;
   return r;
 }
 
 const api = async (path: string): Promise<Response> => {
-  const res = await fetch(`${daemon.url}${path.replace(/^\//, '')}`, { headers: { authorization: `Bearer ${daemon.token}` } });
+  const res = await fetch(`${daemon.url}${path.replace(/^\//, '')}`, {
+    headers: { authorization: `Bearer ${daemon.token}` },
+  });
   expect(res.status, path).toBe(200);
   return res;
 };
@@ -70,13 +96,26 @@ const shot = (name: string) => session.page.screenshot({ path: join(SCREENSHOTS,
 
 // Under CI=true the browser tests must run: a missing chromium fails instead of skipping. Only a
 // local run on a machine without chromium skips them (test/daemon covers every route without a browser).
-if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
+if (process.env.CI === 'true' && !hasChromium())
+  throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
   beforeAll(async () => {
     sink = await startWebhookSink({ port: 0 });
     root = await rootWithGoalWork();
     const out = join(dirname(root), 'out');
-    const made = await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'b1', '--root', root, '--format', 'v0', '--json']);
+    const made = await loopxAsync([
+      'backup-state',
+      '--execute',
+      '--output-dir',
+      out,
+      '--backup-id',
+      'b1',
+      '--root',
+      root,
+      '--format',
+      'v0',
+      '--json',
+    ]);
     expect(made.status, made.stderr).toBe(0);
     // And one in the root's own backups/ directory, to pick instead of uploading.
     expect((await loopxAsync(['backup-state', '--execute', '--backup-id', 'in-root', '--root', root])).status).toBe(0);
@@ -100,7 +139,8 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     await session?.close();
     await daemon?.close();
     await sink?.close();
-    for (const dir of [uiDir, root && dirname(root), files && dirname(files.tampered)]) if (dir) rmSync(dir, { recursive: true, force: true });
+    for (const dir of [uiDir, root && dirname(root), files && dirname(files.tampered)])
+      if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('signs in with the one-time login address and takes the token out of the address bar', async () => {
@@ -119,7 +159,8 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
   it('verifies an uploaded backup and opens its audit: held, classified components with owners and next actions', async () => {
     const { page } = session;
     const requested: string[] = [];
-    const onRequest = (r: { url(): string; method(): string }) => requested.push(`${r.method()} ${new URL(r.url()).pathname}`);
+    const onRequest = (r: { url(): string; method(): string }) =>
+      requested.push(`${r.method()} ${new URL(r.url()).pathname}`);
     page.on('request', onRequest);
     await page.getByLabel('Backup archive (.tar.gz)').setInputFiles(files.archive);
     await page.getByLabel('Backup manifest (.json)').setInputFiles(files.manifest);
@@ -137,7 +178,9 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     expect(recoveryId).toMatch(/^[0-9a-f]{64}$/);
     // The API sequence of docs/api.md; the result came over the job's event stream (no fallback poll).
     page.off('request', onRequest);
-    const calls = requested.filter((r) => r.includes('/api/backups/')).map((r) => r.replace(/up_[0-9a-f]{32}/, ':upload').replace(/job_[0-9a-f]{32}/, ':job'));
+    const calls = requested
+      .filter((r) => r.includes('/api/backups/'))
+      .map((r) => r.replace(/up_[0-9a-f]{32}/, ':upload').replace(/job_[0-9a-f]{32}/, ':job'));
     expect(calls).toEqual([
       'POST /api/backups/uploads',
       'PUT /api/backups/uploads/:upload/archive',
@@ -146,12 +189,25 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
       'GET /api/backups/jobs/:job/events',
     ]);
     const shown = await page.evaluate<string[]>('[...window.__steps]');
-    for (const step of ['Upload archive — done', 'Inputs — done', 'Destination — done', 'Members — done', 'Extract — done']) expect(shown).toContain(step);
+    for (const step of [
+      'Upload archive — done',
+      'Inputs — done',
+      'Destination — done',
+      'Members — done',
+      'Extract — done',
+    ])
+      expect(shown).toContain(step);
     expect(shown.some((t) => /^Owners — (running|done)/.test(t))).toBe(true);
     const summary = (await (await api(`/api/audits/${recoveryId}`)).json()) as {
       phase: string;
       operator_state: string;
-      components: { component_id: string; owner_kind: string; classification: string; verification: string; next_action: string }[];
+      components: {
+        component_id: string;
+        owner_kind: string;
+        classification: string;
+        verification: string;
+        next_action: string;
+      }[];
       findings: { code: string; severity: string }[];
       counts: { assets: Record<string, number> };
     };
@@ -183,16 +239,23 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     const table = (await (await api('/api/owners')).json()) as { owners: { name: string; decides: string }[] };
     const legend = page.getByTestId('owner-legend-entry');
     await legend.first().waitFor();
-    const entries = await legend.evaluateAll((els) => els.map((el) => [el.querySelector('dt')?.textContent ?? '', el.querySelector('dd')?.textContent ?? '']));
-    expect(entries.map(([n]) => n).sort()).toEqual([...owners].filter((o) => table.owners.some((t) => t.name === o)).sort());
+    const entries = await legend.evaluateAll((els) =>
+      els.map((el) => [el.querySelector('dt')?.textContent ?? '', el.querySelector('dd')?.textContent ?? '']),
+    );
+    expect(entries.map(([n]) => n).sort()).toEqual(
+      [...owners].filter((o) => table.owners.some((t) => t.name === o)).sort(),
+    );
     for (const [name, text] of entries) expect(text).toBe(table.owners.find((t) => t.name === name)!.decides);
     const counts = await page.getByTestId('audit-counts').textContent();
-    for (const [k, n] of Object.entries(summary.counts.assets)) expect(counts).toContain(`${n} ${CLASSIFICATION_WORDS[k]}`);
+    for (const [k, n] of Object.entries(summary.counts.assets))
+      expect(counts).toContain(`${n} ${CLASSIFICATION_WORDS[k]}`);
 
     // Findings: holds and errors first; the two v0 holds are there.
     const findingRows = page.getByTestId('audit-finding-row');
     expect(await findingRows.count()).toBe(summary.findings.length);
-    const severities = await findingRows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('.badge')?.textContent ?? ''));
+    const severities = await findingRows.evaluateAll((trs) =>
+      trs.map((tr) => tr.querySelector('.badge')?.textContent ?? ''),
+    );
     const rank = (s: string) => (s === 'hold' ? 0 : s === 'error' ? 1 : 2);
     expect(severities.map(rank)).toEqual([...severities.map(rank)].sort((a, b) => a - b));
     const findingText = await findingRows.allTextContents();
@@ -200,14 +263,19 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     expect(findingText.join('\n')).toContain('legacy_best_effort');
 
     // A held audit offers no recovery: the page names the hold that prevents it, its owner and its one next action.
-    const firstHold = (summary.findings as { code: string; severity: string; owner: string; next_action: string }[]).find((f) => f.severity === 'hold')!;
+    const firstHold = (
+      summary.findings as { code: string; severity: string; owner: string; next_action: string }[]
+    ).find((f) => f.severity === 'hold')!;
     const blocked = await page.getByTestId('recover-blocked').textContent();
     expect(blocked).toContain(`the ${firstHold.owner} owner holds it (${firstHold.code})`);
     expect(blocked).toContain(`Next action: ${firstHold.next_action}`);
     expect(await page.getByRole('button', { name: 'Preview the recovery' }).count()).toBe(0);
 
     // "Download audit" saves the private audit's exact bytes.
-    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download audit' }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('link', { name: 'Download audit' }).click(),
+    ]);
     const saved = readFileSync((await download.path())!);
     const raw = await api(`/api/audits/${recoveryId}/raw`);
     expect(createHash('sha256').update(saved).digest('hex')).toBe(raw.headers.get('x-loopx-sha256'));
@@ -274,7 +342,10 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     expect(await page.getByRole('button', { name: 'Suspend' }).isDisabled()).toBe(true);
     expect(await page.getByRole('button', { name: 'Resume' }).isEnabled()).toBe(true);
 
-    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export' }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Export' }).click(),
+    ]);
     expect(download.suggestedFilename()).toBe(`${suspendedRun}.snapshot`);
     await page.getByText(`Exported ${suspendedRun}.snapshot`).waitFor();
     await shot('capability-center-run.png');
@@ -350,9 +421,20 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     const seeded = tempRoot('loopx-e2e-seeded-');
     try {
       expect((await loopxAsync(['init', '--root', seeded])).status).toBe(0);
-      expect((await seedSample(seeded, { webhookUrl: sink.deliveriesUrl, authorityDir: AUTHORITY_DIR })).seeded).toBe(true);
+      expect((await seedSample(seeded, { webhookUrl: sink.deliveriesUrl, authorityDir: AUTHORITY_DIR })).seeded).toBe(
+        true,
+      );
       const out = join(dirname(seeded), 'out');
-      const made = await loopxAsync(['backup-state', '--execute', '--output-dir', out, '--backup-id', 'sample-1', '--root', seeded]);
+      const made = await loopxAsync([
+        'backup-state',
+        '--execute',
+        '--output-dir',
+        out,
+        '--backup-id',
+        'sample-1',
+        '--root',
+        seeded,
+      ]);
       expect(made.status, made.stderr).toBe(0);
       await page.goto(`${daemon.url}#/settings/capability-center/backup`);
       await page.getByLabel('Backup archive (.tar.gz)').setInputFiles(join(out, 'sample-1.tar.gz'));
@@ -365,7 +447,8 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     const recoveryId = decodeURIComponent(page.url().split('/audits/')[1] ?? '');
     // From here on the page only reads.
     const requested: string[] = [];
-    const onRequest = (r: { url(): string; method(): string }) => requested.push(`${r.method()} ${new URL(r.url()).pathname}`);
+    const onRequest = (r: { url(): string; method(): string }) =>
+      requested.push(`${r.method()} ${new URL(r.url()).pathname}`);
     page.on('request', onRequest);
     const listing = (await (await api(`/api/audits/${recoveryId}/workspace`)).json()) as {
       goals: { goal_id: string; committed_transactions: number }[];
@@ -386,11 +469,15 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     expect(await row.textContent()).toContain('active');
     expect(await row.getByTestId('workspace-goal-todos').textContent()).toBe('1 open, 1 blocked, 1 done');
     expect(listing.goals[0]!.committed_transactions).toBeGreaterThan(0);
-    expect(await row.getByTestId('workspace-goal-transactions').textContent()).toBe(String(listing.goals[0]!.committed_transactions));
+    expect(await row.getByTestId('workspace-goal-transactions').textContent()).toBe(
+      String(listing.goals[0]!.committed_transactions),
+    );
     expect(await section.getByTestId('workspace-run-row').count()).toBe(listing.runs.length);
     expect(await section.getByTestId('workspace-sessions').textContent()).toBe(String(listing.sessions));
     expect(listing.effects_by_outcome.committed).toBeGreaterThan(0);
-    expect(await section.getByTestId('workspace-effects').textContent()).toBe(`${listing.effects_by_outcome.committed} committed`);
+    expect(await section.getByTestId('workspace-effects').textContent()).toBe(
+      `${listing.effects_by_outcome.committed} committed`,
+    );
 
     // Open the Goal: its Todos, its session and bound run, its effects — and nothing to act on.
     await row.getByRole('button', { name: 'Open Goal sample' }).click();
@@ -428,7 +515,9 @@ describe.skipIf(!hasChromium())('Capability Center in a browser', () => {
     // Closing it returns focus to the button that opened it.
     await goal.getByRole('button', { name: 'Close Goal sample' }).click();
     await expect.poll(() => goal.count()).toBe(0);
-    expect(await page.evaluate<string | null | undefined>(`document.activeElement?.getAttribute('data-goal-toggle')`)).toBe('sample');
+    expect(
+      await page.evaluate<string | null | undefined>(`document.activeElement?.getAttribute('data-goal-toggle')`),
+    ).toBe('sample');
     page.off('request', onRequest);
     const calls = requested.filter((r) => r.includes('/api/'));
     expect(calls).toContain(`GET /api/audits/${recoveryId}/workspace/goals/sample`);

@@ -25,11 +25,14 @@ let session: BrowserSession;
 let drillId: string;
 
 const api = async (path: string): Promise<Record<string, unknown>> => {
-  const res = await fetch(`${daemon.url}${path.replace(/^\//, '')}`, { headers: { authorization: `Bearer ${daemon.token}` } });
+  const res = await fetch(`${daemon.url}${path.replace(/^\//, '')}`, {
+    headers: { authorization: `Bearer ${daemon.token}` },
+  });
   return (await res.json()) as Record<string, unknown>;
 };
 
-if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
+if (process.env.CI === 'true' && !hasChromium())
+  throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('the recovery drill in a browser', () => {
   beforeAll(async () => {
     root = tempRoot('loopx-e2e-drill-');
@@ -56,7 +59,9 @@ describe.skipIf(!hasChromium())('the recovery drill in a browser', () => {
     expect(await axeViolations(page), 'the drill page before any drill').toEqual([]);
 
     await page.getByRole('button', { name: 'Run a short drill' }).click();
-    await expect.poll(() => page.getByTestId('drill-progress').textContent(), { timeout: 120_000 }).toMatch(/^Stage \d+: /);
+    await expect
+      .poll(() => page.getByTestId('drill-progress').textContent(), { timeout: 120_000 })
+      .toMatch(/^Stage \d+: /);
     expect(await page.getByRole('button', { name: 'A drill is running…' }).isDisabled()).toBe(true);
     expect(await page.getByTestId('drill-stages').textContent()).toContain('running');
     expect(await axeViolations(page), 'the drill page while a drill runs').toEqual([]);
@@ -64,24 +69,36 @@ describe.skipIf(!hasChromium())('the recovery drill in a browser', () => {
 
     await page.getByTestId('drill-outcome').waitFor({ timeout: 900_000 });
     expect(await page.getByTestId('drill-progress').textContent()).toMatch(/^The drill ran \d+ stages\.$/);
-    expect(await page.getByTestId('drill-stages').textContent()).toContain('recovery: continue the unfinished Todo in the new root — done');
+    expect(await page.getByTestId('drill-stages').textContent()).toContain(
+      'recovery: continue the unfinished Todo in the new root — done',
+    );
     drillId = (await page.getByTestId('drill-outcome').getByRole('link').textContent())!;
     expect(drillId).toMatch(/^drill_[0-9a-f]{16}$/);
-    await expect.poll(() => page.getByTestId('drill-receipt').getByRole('heading', { level: 2 }).textContent()).toBe(`The latest drill ${drillId}`);
+    await expect
+      .poll(() => page.getByTestId('drill-receipt').getByRole('heading', { level: 2 }).textContent())
+      .toBe(`The latest drill ${drillId}`);
   }, 960_000);
 
   it('draws the receipt: each phase on one axis with the 60 s target marked, the recovery point, and every figure beside its target', async () => {
     const { page } = session;
-    const receipt = (await api(`/api/drills/${drillId}`)) as { phases: unknown[]; rto: { seconds: number; met: boolean }; rpo: { met: boolean; work_items_lost_locally: number } };
+    const receipt = (await api(`/api/drills/${drillId}`)) as {
+      phases: unknown[];
+      rto: { seconds: number; met: boolean };
+      rpo: { met: boolean; work_items_lost_locally: number };
+    };
     const timeline = page.getByTestId('drill-timeline');
     // One row per phase, the recovery time, and the axis with the target labelled.
     expect(await timeline.locator('li').count()).toBe(receipt.phases.length + 2);
     expect(await timeline.locator('.timeline-target').count()).toBe(receipt.phases.length + 1);
     const text = await timeline.textContent();
     expect(text).toContain('Verify the backup: ');
-    expect(text).toContain(`Recovery time, to the first admitted turn: ${receipt.rto.seconds.toFixed(1)} s — target ≤ 60 s — ${receipt.rto.met ? 'met' : 'MISSED'}`);
+    expect(text).toContain(
+      `Recovery time, to the first admitted turn: ${receipt.rto.seconds.toFixed(1)} s — target ≤ 60 s — ${receipt.rto.met ? 'met' : 'MISSED'}`,
+    );
     expect(await timeline.locator('.timeline-target-label').textContent()).toBe('target 60 s');
-    expect(await page.getByTestId('drill-rto').locator('figcaption').textContent()).toContain('the red line marks the 60 s target');
+    expect(await page.getByTestId('drill-rto').locator('figcaption').textContent()).toContain(
+      'the red line marks the 60 s target',
+    );
 
     const rpo = page.getByTestId('drill-rpo');
     expect(await rpo.locator('.rpo-captured').count()).toBe(2); // its segment and its swatch
@@ -89,11 +106,15 @@ describe.skipIf(!hasChromium())('the recovery drill in a browser', () => {
     expect(legend).toMatch(/Captured: \d+ work transactions up to the checkpoint \(quiescent capture/);
     expect(legend).toContain(`Lost: ${receipt.rpo.work_items_lost_locally} work item`);
     expect(legend).toContain('Committed after the capture, known to its receiver: 1 delivery');
-    expect(await rpo.locator('figcaption').textContent()).toContain(`Claimed beyond it: 0 work transactions — ${receipt.rpo.met ? 'met' : 'MISSED'}`);
+    expect(await rpo.locator('figcaption').textContent()).toContain(
+      `Claimed beyond it: 0 work transactions — ${receipt.rpo.met ? 'met' : 'MISSED'}`,
+    );
 
     const rows = page.getByTestId('drill-figures').locator('tbody tr');
     expect(await rows.count()).toBe(8);
-    expect(await rows.first().textContent()).toBe(`Recovery time (RTO)${receipt.rto.seconds.toFixed(1)} s≤ 60 s${receipt.rto.met ? 'met' : 'MISSED'}`);
+    expect(await rows.first().textContent()).toBe(
+      `Recovery time (RTO)${receipt.rto.seconds.toFixed(1)} s≤ 60 s${receipt.rto.met ? 'met' : 'MISSED'}`,
+    );
     expect(await page.getByTestId('drill-list').textContent()).toContain(drillId);
     expect(await axeViolations(page), 'the drill page with its receipt').toEqual([]);
     await shot('drill-2-receipt.png');
@@ -110,9 +131,13 @@ describe.skipIf(!hasChromium())('the recovery drill in a browser', () => {
     writeFileSync(join(root, 'daemon', 'drills', `${missed.drill_id}.json`), JSON.stringify(missed), { mode: 0o600 });
     await page.goto(`${daemon.url}#/settings/capability-center/drills/${missed.drill_id}`);
     await expect.poll(() => page.getByTestId('drill-result').textContent()).toBe('MISSED: recovery time');
-    expect(await page.getByTestId('drill-figures').locator('tbody tr').first().textContent()).toBe('Recovery time (RTO)75.3 s≤ 60 s' + 'MISSED');
+    expect(await page.getByTestId('drill-figures').locator('tbody tr').first().textContent()).toBe(
+      'Recovery time (RTO)75.3 s≤ 60 s' + 'MISSED',
+    );
     expect(await page.getByTestId('drill-timeline').locator('.timeline-missed').count()).toBe(1);
-    expect(await page.getByTestId('drill-rto').locator('figcaption').textContent()).toContain('the target was MISSED by 15.3 s');
+    expect(await page.getByTestId('drill-rto').locator('figcaption').textContent()).toContain(
+      'the target was MISSED by 15.3 s',
+    );
     expect(await page.getByTestId('drill-list').textContent()).toContain('MISSED: recovery time');
     expect(await axeViolations(page), 'a drill that missed its target').toEqual([]);
   });

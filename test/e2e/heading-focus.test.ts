@@ -30,12 +30,15 @@ const ring = (f: Focused) => ({
   boxShadow: f.boxShadow,
 });
 
-if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
+if (process.env.CI === 'true' && !hasChromium())
+  throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('the focus ring of a heading', () => {
   beforeAll(async () => {
     root = tempRoot('loopx-e2e-heading-focus-');
     expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
-    expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
+    expect(
+      (await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status,
+    ).toBe(0);
     served = await signedInDaemon(root, AUTHORITY_DIR);
     session = served.session;
   }, 120_000);
@@ -60,7 +63,13 @@ describe.skipIf(!hasChromium())('the focus ring of a heading', () => {
     // focusedElement checks the ring is visible: not `none`, at least 2 px wide.
     const heading = await focusedElement(page, ' (after following the Goal’s link)');
     expect(heading.tag, 'the Goal page moved the focus to its heading').toBe('h1');
-    expect(ring(heading)).toEqual({ outlineStyle: 'dashed', outlineWidth: 2, outlineOffset: expect.any(Number), textDecorationLine: 'underline', boxShadow: 'none' });
+    expect(ring(heading)).toEqual({
+      outlineStyle: 'dashed',
+      outlineWidth: 2,
+      outlineOffset: expect.any(Number),
+      textDecorationLine: 'underline',
+      boxShadow: 'none',
+    });
     expect(heading.outlineOffset, 'the ring is held off the words').toBeGreaterThanOrEqual(4);
     // The ring hugs the words: a heading as wide as the content would read as a full-width field.
     const widths = (await page.evaluate(`(() => {

@@ -48,9 +48,12 @@ async function stopDaemon(): Promise<void> {
   await stopDaemonProcess(d.child);
 }
 
-const receiverDeliveries = async () => ((await (await fetch(receiverUrl)).json()) as { deliveries: { operation_id: string; idempotency_key: string }[] }).deliveries;
+const receiverDeliveries = async () =>
+  ((await (await fetch(receiverUrl)).json()) as { deliveries: { operation_id: string; idempotency_key: string }[] })
+    .deliveries;
 
-if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
+if (process.env.CI === 'true' && !hasChromium())
+  throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('the newcomer’s journey in the Capability Center', () => {
   beforeAll(async () => {
     home = mkdtempSync(join(tmpdir(), 'loopx-journey-'));
@@ -84,8 +87,12 @@ describe.skipIf(!hasChromium())('the newcomer’s journey in the Capability Cent
     await page.getByRole('heading', { level: 1, name: 'Backup & recovery' }).waitFor();
     await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Goals' }).click();
     await page.getByRole('link', { name: 'sample' }).click();
-    await expect.poll(() => page.getByTestId('goal-counts').textContent()).toBe('1 open, 1 done, 1 blocked, 0 deferred');
-    await expect.poll(() => page.getByTestId('goal-effects').locator('tbody tr').filter({ hasText: 'webhook.deliver' }).count()).toBe(1);
+    await expect
+      .poll(() => page.getByTestId('goal-counts').textContent())
+      .toBe('1 open, 1 done, 1 blocked, 0 deferred');
+    await expect
+      .poll(() => page.getByTestId('goal-effects').locator('tbody tr').filter({ hasText: 'webhook.deliver' }).count())
+      .toBe(1);
     expect(await axeViolations(page), 'the sample Goal').toEqual([]);
     await shot('journey-1-sample.png');
   }, 120_000);
@@ -97,9 +104,15 @@ describe.skipIf(!hasChromium())('the newcomer’s journey in the Capability Cent
     expect(await section.getByLabel('Capture profile').inputValue()).toBe('quiescent');
     expect(await section.getByLabel('Destination').inputValue()).toBe('user');
     await section.getByRole('button', { name: 'Back up now' }).click();
-    await expect.poll(() => page.getByTestId('backup-now-result').textContent(), { timeout: 60_000 }).toContain('Backed up:');
-    expect(await page.getByTestId('backup-now-warning').textContent()).toContain('same file system as the root it protects');
-    expect(await page.getByTestId('backup-now-warning').textContent()).toContain('loopx backup-state --execute --output-dir DIR');
+    await expect
+      .poll(() => page.getByTestId('backup-now-result').textContent(), { timeout: 60_000 })
+      .toContain('Backed up:');
+    expect(await page.getByTestId('backup-now-warning').textContent()).toContain(
+      'same file system as the root it protects',
+    );
+    expect(await page.getByTestId('backup-now-warning').textContent()).toContain(
+      'loopx backup-state --execute --output-dir DIR',
+    );
     expect(await axeViolations(page), 'the backup page after Back up now').toEqual([]);
     await shot('journey-2-backed-up.png');
   }, 120_000);
@@ -128,9 +141,13 @@ describe.skipIf(!hasChromium())('the newcomer’s journey in the Capability Cent
     await page.getByRole('button', { name: 'Verify' }).click();
     await page.getByRole('heading', { level: 1, name: /^Audit of backup / }).waitFor({ timeout: 60_000 });
     const verdict = page.getByTestId('audit-verdict').locator('p').first();
-    await expect.poll(() => verdict.textContent()).toMatch(/^Recoverable: 1 Goal eligible; \d+ holds? that recovery settles itself\.$/);
+    await expect
+      .poll(() => verdict.textContent())
+      .toMatch(/^Recoverable: 1 Goal eligible; \d+ holds? that recovery settles itself\.$/);
     // Its one action is a control: the recovery form, right under it.
-    expect(await page.getByTestId('audit-verdict').getByRole('link', { name: 'Recover a Goal into a new root' }).isVisible()).toBe(true);
+    expect(
+      await page.getByTestId('audit-verdict').getByRole('link', { name: 'Recover a Goal into a new root' }).isVisible(),
+    ).toBe(true);
     expect(await page.getByTestId('audit-status').textContent()).toContain('held');
     const box = await page.getByTestId('recover-section').boundingBox();
     expect(box!.y, 'the recovery form sits near the top of the audit page').toBeLessThan(900);
@@ -154,7 +171,9 @@ describe.skipIf(!hasChromium())('the newcomer’s journey in the Capability Cent
     await shot('journey-4-preview.png');
     await page.getByLabel(/I have read the preview/).check();
     await page.getByRole('button', { name: 'Confirm and recover' }).click();
-    await expect.poll(() => page.getByTestId('recovery-state').textContent(), { timeout: 60_000 }).toMatch(/complete|held/);
+    await expect
+      .poll(() => page.getByTestId('recovery-state').textContent(), { timeout: 60_000 })
+      .toMatch(/complete|held/);
     expect(await page.getByTestId('recovery-timing').textContent()).toMatch(/^the apply took \d+\.\d s/);
     expect(await axeViolations(page), 'the recovery after its apply').toEqual([]);
     await shot('journey-5-recovered.png');
@@ -165,7 +184,9 @@ describe.skipIf(!hasChromium())('the newcomer’s journey in the Capability Cent
     for (let i = 0; i < 5 && !(await page.getByTestId('recovery-state').textContent())!.includes('complete'); i++) {
       const ask = page.getByRole('button', { name: 'Ask again and settle' }).first();
       await ask.click();
-      await expect.poll(() => page.getByTestId('hold-progress').textContent(), { timeout: 60_000 }).toMatch(/Settled|Still held/);
+      await expect
+        .poll(() => page.getByTestId('hold-progress').textContent(), { timeout: 60_000 })
+        .toMatch(/Settled|Still held/);
       await shot('journey-6-hold-settled.png');
     }
     await expect.poll(() => page.getByTestId('recovery-state').textContent()).toContain('complete');
@@ -192,7 +213,9 @@ describe.skipIf(!hasChromium())('the newcomer’s journey in the Capability Cent
     const table = page.getByTestId('goals-table-replacement-sample-recovered');
     await expect.poll(() => table.textContent()).toContain('Ship the launch post');
     await table.getByRole('link', { name: 'sample' }).click();
-    await expect.poll(() => page.getByTestId('goal-counts').textContent(), { timeout: 30_000 }).toBe('0 open, 3 done, 0 blocked, 0 deferred');
+    await expect
+      .poll(() => page.getByTestId('goal-counts').textContent(), { timeout: 30_000 })
+      .toBe('0 open, 3 done, 0 blocked, 0 deferred');
     // The one delivery of the lost root, counted once under the new lifetime (beside the Todo updates).
     const deliveriesShown = page.getByTestId('goal-effects').locator('tbody tr').filter({ hasText: 'webhook' });
     await expect.poll(() => deliveriesShown.count()).toBe(1);
@@ -214,13 +237,21 @@ describe.skipIf(!hasChromium())('the newcomer’s journey in the Capability Cent
     });
     expect(shown.stdout).toMatch(/superseded/i);
     expect(shown.stdout).toContain('replacement-sample-recovered');
-    const old = await startDaemon({ root: join(home, '.loopx'), port: 0, uiDir, authorityDir: join(env.XDG_STATE_HOME!, 'loopx', 'run-authority'), logger: false });
+    const old = await startDaemon({
+      root: join(home, '.loopx'),
+      port: 0,
+      uiDir,
+      authorityDir: join(env.XDG_STATE_HOME!, 'loopx', 'run-authority'),
+      logger: false,
+    });
     try {
       const { page } = session;
       await page.goto(old.loginUrl);
       await page.getByRole('heading', { level: 1, name: 'Backup & recovery' }).waitFor();
       await page.goto(`${old.url}#/goals/sample`);
-      await expect.poll(() => page.getByTestId('goal-superseded').textContent()).toContain('replacement-sample-recovered');
+      await expect
+        .poll(() => page.getByTestId('goal-superseded').textContent())
+        .toContain('replacement-sample-recovered');
       // The recovered root lies beside this one: this daemon serves it, and the page links there.
       const link = page.getByRole('link', { name: 'Continue Goal sample in replacement-sample-recovered' });
       expect(await link.getAttribute('href')).toBe('#/roots/replacement-sample-recovered/goals/sample');
@@ -229,7 +260,9 @@ describe.skipIf(!hasChromium())('the newcomer’s journey in the Capability Cent
       expect(await axeViolations(page), 'the old root’s superseded Goal').toEqual([]);
       await shot('journey-9-old-root.png');
       await link.click();
-      await expect.poll(() => page.getByTestId('goal-counts').textContent()).toBe('0 open, 3 done, 0 blocked, 0 deferred');
+      await expect
+        .poll(() => page.getByTestId('goal-counts').textContent())
+        .toBe('0 open, 3 done, 0 blocked, 0 deferred');
     } finally {
       await old.close();
     }

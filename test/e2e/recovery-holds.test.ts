@@ -14,7 +14,18 @@
  * the UI under test as an installed loopx does.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -69,9 +80,21 @@ function startDaemonProcess(port: number, fault?: string): Promise<DaemonProcess
   delete env.LOOPX_TEST_FAULT;
   if (fault !== undefined) env.LOOPX_TEST_FAULT = fault;
   // --agents: the drill's scripted workers (written beside the root) are the agents the Goal page offers.
-  const args = [join(pkg, 'bin', 'loopx.js'), 'daemon', '--root', root, '--port', String(port), '--agents', dirname(root), '--json'];
+  const args = [
+    join(pkg, 'bin', 'loopx.js'),
+    'daemon',
+    '--root',
+    root,
+    '--port',
+    String(port),
+    '--agents',
+    dirname(root),
+    '--json',
+  ];
   const child = spawn(process.execPath, args, { cwd: dirname(root), env });
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    child.on('exit', (code, signal) => r({ code, signal })),
+  );
   let stderr = '';
   child.stderr.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
   return new Promise((resolve, reject) => {
@@ -94,7 +117,10 @@ async function stopDaemon(d: DaemonProcess): Promise<void> {
 }
 
 const api = async (method: string, path: string): Promise<Doc> => {
-  const res = await fetch(`${daemon!.url}${path.replace(/^\//, '')}`, { method, headers: { authorization: `Bearer ${daemon!.token}` } });
+  const res = await fetch(`${daemon!.url}${path.replace(/^\//, '')}`, {
+    method,
+    headers: { authorization: `Bearer ${daemon!.token}` },
+  });
   return res.json();
 };
 const destinationOf = (name: string) => join(dirname(root), name);
@@ -129,7 +155,11 @@ async function planOnPage(goal: string, name: string): Promise<string> {
   expect(await input.inputValue(), 'the new root typed is the one planned').toBe(name);
   await form.getByRole('button', { name: 'Preview the recovery' }).click();
   // The preview waits on the daemon verifying the workspace again: as long as an apply may take on a loaded machine.
-  await expect.poll(() => page.getByRole('heading', { level: 1, name: `Recovery of Goal ${goal}` }).isVisible(), { timeout: 60_000 }).toBe(true);
+  await expect
+    .poll(() => page.getByRole('heading', { level: 1, name: `Recovery of Goal ${goal}` }).isVisible(), {
+      timeout: 60_000,
+    })
+    .toBe(true);
   await expect.poll(() => page.getByTestId('recovery-state').textContent(), { timeout: 60_000 }).toContain('planned');
   return decodeURIComponent(page.url().split('/recoveries/')[1]!);
 }
@@ -137,7 +167,8 @@ async function planOnPage(goal: string, name: string): Promise<string> {
 const focusedElement = () => focusedOn(session.page);
 const tabTo = (name: string, key: 'Tab' | 'Shift+Tab' = 'Tab') => tabToOn(session.page, name, key);
 
-if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
+if (process.env.CI === 'true' && !hasChromium())
+  throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted adoptions in a browser', () => {
   beforeAll(async () => {
     root = tempRoot('loopx-e2e-holds-');
@@ -146,27 +177,52 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
     sinkPort = sink.port;
     sinkUp = true;
     const dir = dirname(root);
-    agents = { before: agentFile(dir, 'before', BEFORE), after: agentFile(dir, 'after', AFTER_CAPTURE), cont: agentFile(dir, 'continue', CONTINUE) };
+    agents = {
+      before: agentFile(dir, 'before', BEFORE),
+      after: agentFile(dir, 'after', AFTER_CAPTURE),
+      cont: agentFile(dir, 'continue', CONTINUE),
+    };
     expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
     for (const goal of ['launch', 'notes']) {
-      expect((await loopxAsync(['goal', 'create', goal, '--title', `The ${goal} Goal`, '--root', root])).status).toBe(0);
+      expect((await loopxAsync(['goal', 'create', goal, '--title', `The ${goal} Goal`, '--root', root])).status).toBe(
+        0,
+      );
       for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
         expect((await loopxAsync(['todo', 'add', '--goal', goal, '--title', title, '--root', root])).status).toBe(0);
-      const w = await loopxAsync(['work', 'run', '--goal', goal, '--agent', agents.before, '--sink', sink.deliveriesUrl, '--root', root]);
+      const w = await loopxAsync([
+        'work',
+        'run',
+        '--goal',
+        goal,
+        '--agent',
+        agents.before,
+        '--sink',
+        sink.deliveriesUrl,
+        '--root',
+        root,
+      ]);
       expect(w.status, w.stderr).toBe(0);
     }
     // launch's last delivery reached the receiver, but the source died before recording its outcome:
     // the backup holds an effect in flight, which the recovery must ask the receiver about.
-    const killed = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agents.after, '--sink', sink.deliveriesUrl, '--root', root], {
-      LOOPX_TEST_FAULT: SOURCE_KILL_POINT,
-    });
+    const killed = await loopxAsync(
+      ['work', 'run', '--goal', 'launch', '--agent', agents.after, '--sink', sink.deliveriesUrl, '--root', root],
+      {
+        LOOPX_TEST_FAULT: SOURCE_KILL_POINT,
+      },
+    );
     expect(killed.signal).toBe('SIGKILL');
-    expect((await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'h1', '--root', root])).status).toBe(0);
+    expect(
+      (await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'h1', '--root', root]))
+        .status,
+    ).toBe(0);
 
     pkg = await installedPackage();
     daemon = await startDaemonProcess(0);
     const job = (await api('POST', '/api/backups/h1/verify')) as { job_id: string };
-    await fetch(`${daemon.url}api/backups/jobs/${job.job_id}/events`, { headers: { authorization: `Bearer ${daemon.token}` } }).then((r) => r.text());
+    await fetch(`${daemon.url}api/backups/jobs/${job.job_id}/events`, {
+      headers: { authorization: `Bearer ${daemon.token}` },
+    }).then((r) => r.text());
     auditId = ((await api('GET', `/api/backups/jobs/${job.job_id}`)) as { recovery_id: string }).recovery_id;
     expect(auditId).toMatch(/^[0-9a-f]{64}$/);
     mkdirSync(SCREENSHOTS, { recursive: true });
@@ -194,21 +250,40 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
     // The destination the plan made. Once, on a loaded CI run, it was not there yet when the page showed the plan (cause not found): wait for it.
     await expect.poll(() => existsSync(destination), { timeout: 60_000 }).toBe(true);
     writeFileSync(join(destination, 'added-after-the-plan.txt'), 'not what the plan bound');
-    const before = { destination: treeOf(destination), lifetimes: treeOf(join(AUTHORITY_DIR, 'lifetimes')), source: treeOf(root, 'daemon') };
+    const before = {
+      destination: treeOf(destination),
+      lifetimes: treeOf(join(AUTHORITY_DIR, 'lifetimes')),
+      source: treeOf(root, 'daemon'),
+    };
     await page.getByLabel(/I have read the preview/).check();
     await page.getByRole('button', { name: 'Confirm and recover' }).click();
     // The refusal comes from the daemon re-verifying the workspace, as long as an apply that proceeds (below) may take.
-    await expect.poll(() => page.getByTestId('recovery-refusal').textContent(), { timeout: 60_000 }).toBe('recover_plan_stale');
+    await expect
+      .poll(() => page.getByTestId('recovery-refusal').textContent(), { timeout: 60_000 })
+      .toBe('recover_plan_stale');
     const refusal = page.getByRole('alert').filter({ has: page.getByTestId('recovery-refusal') });
-    expect(await refusal.locator('.error-message').textContent()).toBe('The recovery plan no longer matches what it bound: the destination is no longer empty.');
-    expect(await refusal.locator('.error-next').allTextContents()).toEqual(['Next action: plan the recovery again into a new destination']);
+    expect(await refusal.locator('.error-message').textContent()).toBe(
+      'The recovery plan no longer matches what it bound: the destination is no longer empty.',
+    );
+    expect(await refusal.locator('.error-next').allTextContents()).toEqual([
+      'Next action: plan the recovery again into a new destination',
+    ]);
     expect(await page.getByTestId('recovery-state').textContent()).toContain('planned');
     expect(await axeViolations(page), 'the stale plan refused').toEqual([]);
     await shot('recovery-stale.png');
     // Nothing changed: not the destination, not the run authority's lifetimes, not the source's Goals.
-    expect({ destination: treeOf(destination), lifetimes: treeOf(join(AUTHORITY_DIR, 'lifetimes')), source: treeOf(root, 'daemon') }).toEqual(before);
+    expect({
+      destination: treeOf(destination),
+      lifetimes: treeOf(join(AUTHORITY_DIR, 'lifetimes')),
+      source: treeOf(root, 'daemon'),
+    }).toEqual(before);
     const back = await api('GET', `/api/recoveries/${id}`);
-    expect(back.status).toMatchObject({ state: 'adoption_prepared', phase: { completed_steps: 0 }, receipts: [], fences: { source_established: false } });
+    expect(back.status).toMatchObject({
+      state: 'adoption_prepared',
+      phase: { completed_steps: 0 },
+      receipts: [],
+      fences: { source_established: false },
+    });
   });
 
   it('holds while the receiver is down, each hold shown with its owner, condition and controls; confirmed and resolved with the keyboard only, then complete, and the Goal continues in the new root', async () => {
@@ -219,9 +294,18 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
     await expect.poll(() => page.getByTestId('recovery-state').textContent(), { timeout: 60_000 }).toContain('held');
     expect((await focusedElement()).name, 'after the confirmation, focus is on the state it led to').toBe('State');
     const held = await api('GET', `/api/recoveries/${id}`);
-    expect(await page.getByTestId('recovery-verification').textContent()).toMatch(/^\d+ verified, 0 invalid, 0 missing, 0 ambiguous, 0 unsupported, 0 unknown$/);
-    expect(held).toMatchObject({ applying_now: false, last_apply_error: null, status: { state: 'reconciliation_held' } });
-    expect(held.status.holds.map((h: Doc) => h.code).sort()).toEqual(['effect_outcome_unknown', 'receiver_unreachable']);
+    expect(await page.getByTestId('recovery-verification').textContent()).toMatch(
+      /^\d+ verified, 0 invalid, 0 missing, 0 ambiguous, 0 unsupported, 0 unknown$/,
+    );
+    expect(held).toMatchObject({
+      applying_now: false,
+      last_apply_error: null,
+      status: { state: 'reconciliation_held' },
+    });
+    expect(held.status.holds.map((h: Doc) => h.code).sort()).toEqual([
+      'effect_outcome_unknown',
+      'receiver_unreachable',
+    ]);
     for (const h of held.status.holds) {
       const item = page.getByTestId(`hold-${h.hold_id}`);
       const text = await item.textContent();
@@ -248,7 +332,10 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
     await shot('recovery-held.png');
     await page.setViewportSize({ width: 375, height: 800 });
     expect(await axeViolations(page), 'the held recovery at 375 px').toEqual([]);
-    expect(await page.evaluate('document.documentElement.scrollWidth'), 'nothing scrolls sideways at 375 px').toBeLessThanOrEqual(375);
+    expect(
+      await page.evaluate('document.documentElement.scrollWidth'),
+      'nothing scrolls sideways at 375 px',
+    ).toBeLessThanOrEqual(375);
     await shot('recovery-held-375.png');
     await page.setViewportSize({ width: 1280, height: 900 });
 
@@ -257,9 +344,13 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
     sink = await startWebhookSink({ port: receiverPort, journalPath: sinkJournal });
     sinkUp = true;
     await resolveHoldsWithKeyboard(held.status.holds);
-    await expect.poll(() => page.getByTestId('recovery-state').textContent(), { timeout: 60_000 }).toContain('complete');
+    await expect
+      .poll(() => page.getByTestId('recovery-state').textContent(), { timeout: 60_000 })
+      .toContain('complete');
     expect((await focusedElement()).name).toBe('State');
-    expect(await page.getByTestId('recovery-result').textContent()).toContain('loopx work run --goal launch --root launch-recovered');
+    expect(await page.getByTestId('recovery-result').textContent()).toContain(
+      'loopx work run --goal launch --root launch-recovered',
+    );
     const done = await api('GET', `/api/recoveries/${id}`);
     expect(done.status).toMatchObject({
       state: 'complete',
@@ -287,7 +378,13 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
     await page.getByLabel(/I have read the preview/).check();
     await page.getByRole('button', { name: 'Confirm and recover' }).click();
     expect(await killed.exit, `the daemon died at ${INTERRUPT_AFTER_LIVE}`).toEqual({ code: null, signal: 'SIGKILL' });
-    const journal = await loopxAsync(['recover', 'status', '--destination', destinationOf('notes-recovered'), '--json']);
+    const journal = await loopxAsync([
+      'recover',
+      'status',
+      '--destination',
+      destinationOf('notes-recovered'),
+      '--json',
+    ]);
     expect(journal.status, journal.stderr).toBe(0);
     const mid = journal.json();
     expect(mid.state).toBe('applying');
@@ -299,12 +396,20 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
     await signIn(daemon);
     await page.goto(`${daemon.url}#/settings/capability-center/backup/recoveries/${id}`);
     await page.reload();
-    await expect.poll(() => page.getByTestId('recovery-state').textContent()).toBe('stopped part-way — not running now');
-    expect(await page.getByTestId('recovery-steps').textContent()).toBe(`${mid.phase.completed_steps} of ${mid.phase.total_steps} — next: ${mid.phase.current}`);
+    await expect
+      .poll(() => page.getByTestId('recovery-state').textContent())
+      .toBe('stopped part-way — not running now');
+    expect(await page.getByTestId('recovery-steps').textContent()).toBe(
+      `${mid.phase.completed_steps} of ${mid.phase.total_steps} — next: ${mid.phase.current}`,
+    );
     const shown = await api('GET', `/api/recoveries/${id}`);
     expect(shown).toMatchObject({
       applying_now: false,
-      status: { state: 'applying', phase: mid.phase, next_action: `apply again (it continues where it stopped): POST /api/recoveries/${id}/apply` },
+      status: {
+        state: 'applying',
+        phase: mid.phase,
+        next_action: `apply again (it continues where it stopped): POST /api/recoveries/${id}/apply`,
+      },
     });
     const retry = page.getByRole('button', { name: 'Retry the apply (it continues where it stopped)' });
     expect(await retry.isEnabled()).toBe(true);
@@ -312,9 +417,16 @@ describe.skipIf(!hasChromium())('recovery holds, stale plans and interrupted ado
     await shot('recovery-interrupted.png');
 
     await retry.click();
-    await expect.poll(() => page.getByTestId('recovery-state').textContent(), { timeout: 60_000 }).toContain('complete');
-    const after = (await loopxAsync(['recover', 'status', '--destination', destinationOf('notes-recovered'), '--json'])).json();
-    expect(after).toMatchObject({ state: 'complete', fences: { source_established: true, destination_established: true } });
+    await expect
+      .poll(() => page.getByTestId('recovery-state').textContent(), { timeout: 60_000 })
+      .toContain('complete');
+    const after = (
+      await loopxAsync(['recover', 'status', '--destination', destinationOf('notes-recovered'), '--json'])
+    ).json();
+    expect(after).toMatchObject({
+      state: 'complete',
+      fences: { source_established: true, destination_established: true },
+    });
     // Each step once: the retry continued where the crash stopped it, it did not start over.
     const actions = after.receipts.map((r: Doc) => r.action);
     expect(new Set(actions).size).toBe(actions.length);
@@ -351,7 +463,9 @@ async function resolveHoldsWithKeyboard(holds: readonly Doc[]): Promise<void> {
   expect(await page.getByTestId('resolved-holds').textContent()).toContain(`${effectHold.hold_id}: committed`);
   await tabTo('Ask again and settle');
   await page.keyboard.press('Enter');
-  await expect.poll(() => page.getByTestId('hold-progress').textContent(), { timeout: 60_000 }).toMatch(/: Settled: its owner answered\. Nothing else is held\.$/);
+  await expect
+    .poll(() => page.getByTestId('hold-progress').textContent(), { timeout: 60_000 })
+    .toMatch(/: Settled: its owner answered\. Nothing else is held\.$/);
   // The time it stood held waiting on the operator is reported apart from the apply's own.
   expect(await page.getByTestId('recovery-timing').textContent()).toMatch(
     /^the apply took \d+\.\d s; it then stood held \d+\.\d s until its holds were settled \(time waiting on you, not the apply's\)$/,
@@ -367,7 +481,11 @@ async function continueInTheNewRoot(newInstanceId: string, recoveryId: string): 
   await table.getByRole('link', { name: 'launch' }).click();
   await expect.poll(() => page.getByTestId('goal-lineage').textContent()).toContain('Recovered from backup');
   const goal = await api('GET', '/api/goals/launch?root=launch-recovered');
-  expect(goal).toMatchObject({ goal_instance_id: newInstanceId, lineage: { supersedes: { recovery_id: recoveryId } }, recovery: { recovery_id: recoveryId } });
+  expect(goal).toMatchObject({
+    goal_instance_id: newInstanceId,
+    lineage: { supersedes: { recovery_id: recoveryId } },
+    recovery: { recovery_id: recoveryId },
+  });
   await page.getByLabel('Agent').selectOption('drill.continue');
   await page.getByLabel(/Deliveries endpoint/).fill(sink.deliveriesUrl);
   await page.getByRole('button', { name: 'Start a work run' }).click();
@@ -377,7 +495,9 @@ async function continueInTheNewRoot(newInstanceId: string, recoveryId: string): 
   await expect.poll(() => page.getByTestId('goal-no-holds').isVisible()).toBe(true);
   await shot('recovery-held-continued.png');
   // The command line reads the same result in the new root.
-  const todos = (await loopxAsync(['todo', 'list', '--goal', 'launch', '--root', destinationOf('launch-recovered'), '--json'])).json().todos as Doc[];
+  const todos = (
+    await loopxAsync(['todo', 'list', '--goal', 'launch', '--root', destinationOf('launch-recovered'), '--json'])
+  ).json().todos as Doc[];
   expect(todos.find((t) => t.todo_id === 't3')).toMatchObject({ status: 'done', note: 'published' });
   await page.goto(`${daemon!.url}#/settings/capability-center/backup/recoveries/${recoveryId}`);
 }

@@ -38,27 +38,54 @@ const FINISHER = {
   model: { provider: 'scripted', model_id: 'scripted-v1' },
   turn_limit: 4,
   tool_plan: 'loopx.goal-work.v1',
-  script: [{ text: 'Publishing the post.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', status: 'done', note: 'published' } }] }, { text: 'Published.' }],
+  script: [
+    {
+      text: 'Publishing the post.',
+      tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', status: 'done', note: 'published' } }],
+    },
+    { text: 'Published.' },
+  ],
 };
 
 const api = async (method: string, path: string): Promise<Record<string, unknown>> => {
-  const res = await fetch(`${daemon.url}${path.replace(/^\//, '')}`, { method, headers: { authorization: `Bearer ${daemon.token}` } });
+  const res = await fetch(`${daemon.url}${path.replace(/^\//, '')}`, {
+    method,
+    headers: { authorization: `Bearer ${daemon.token}` },
+  });
   return (await res.json()) as Record<string, unknown>;
 };
 
-if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
+if (process.env.CI === 'true' && !hasChromium())
+  throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
   beforeAll(async () => {
     sink = await startWebhookSink({ port: 0 });
     root = tempRoot('loopx-e2e-recover-');
     expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
-    expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
+    expect(
+      (await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status,
+    ).toBe(0);
     for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
       expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
-    const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl, '--root', root, '--json']);
+    const run = await loopxAsync([
+      'work',
+      'run',
+      '--goal',
+      'launch',
+      '--agent',
+      'examples/agents/goal-worker.json',
+      '--sink',
+      sink.deliveriesUrl,
+      '--root',
+      root,
+      '--json',
+    ]);
     expect(run.status, run.stderr).toBe(0);
     expect((await loopxAsync(['goal', 'create', 'notes', '--title', 'Keep the notes', '--root', root])).status).toBe(0);
-    expect((await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'j1', '--root', root])).status).toBe(0);
+    expect(
+      (await loopxAsync(['backup-state', '--execute', '--profile', 'quiescent', '--backup-id', 'j1', '--root', root]))
+        .status,
+    ).toBe(0);
 
     uiDir = await buildUi();
     // The agents the Goal page offers: the shipped Goal worker, and one that finishes the Todo it leaves open.
@@ -67,7 +94,9 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     writeFileSync(join(agentsDir, 'finisher.json'), JSON.stringify(FINISHER));
     daemon = await startDaemon({ root, port: 0, uiDir, agentsDir, authorityDir: AUTHORITY_DIR, logger: false });
     const job = (await api('POST', '/api/backups/j1/verify')) as { job_id: string };
-    await fetch(`${daemon.url}api/backups/jobs/${job.job_id}/events`, { headers: { authorization: `Bearer ${daemon.token}` } }).then((r) => r.text());
+    await fetch(`${daemon.url}api/backups/jobs/${job.job_id}/events`, {
+      headers: { authorization: `Bearer ${daemon.token}` },
+    }).then((r) => r.text());
     auditId = ((await api('GET', `/api/backups/jobs/${job.job_id}`)) as { recovery_id: string }).recovery_id;
     mkdirSync(SCREENSHOTS, { recursive: true });
     session = await launchBrowser();
@@ -97,7 +126,9 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await expect.poll(() => form.textContent()).toContain('recover_destination_not_empty');
     await name.fill('root-launch-recovered');
     await form.getByRole('button', { name: 'Preview the recovery' }).click();
-    await expect.poll(() => page.getByRole('heading', { level: 1, name: 'Recovery of Goal launch' }).isVisible()).toBe(true);
+    await expect
+      .poll(() => page.getByRole('heading', { level: 1, name: 'Recovery of Goal launch' }).isVisible())
+      .toBe(true);
   });
 
   it('shows the preview and the digest, recovers only after a deliberate confirmation, and shows the result after a reload', async () => {
@@ -111,7 +142,9 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(await confirm.isDisabled()).toBe(true);
     await page.getByLabel(/I have read the preview/).check();
     await confirm.click();
-    await expect.poll(() => page.getByTestId('recovery-state').textContent(), { timeout: 60_000 }).toContain('complete');
+    await expect
+      .poll(() => page.getByTestId('recovery-state').textContent(), { timeout: 60_000 })
+      .toContain('complete');
     expect(await page.getByTestId('recovery-result').textContent()).toContain('--root root-launch-recovered');
     await page.reload();
     await expect.poll(() => page.getByTestId('recovery-state').textContent()).toContain('complete');
@@ -120,7 +153,14 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(await axeViolations(page), 'the complete recovery').toEqual([]);
     await shot('recovery-3-complete.png');
     // The new root beside the daemon's holds the Goal under its new lifetime.
-    const shown = await loopxAsync(['goal', 'show', 'launch', '--root', join(dirname(root), 'root-launch-recovered'), '--json']);
+    const shown = await loopxAsync([
+      'goal',
+      'show',
+      'launch',
+      '--root',
+      join(dirname(root), 'root-launch-recovered'),
+      '--json',
+    ]);
     expect(shown.status, shown.stderr).toBe(0);
   }, 120_000);
 
@@ -131,7 +171,9 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(await page.getByTestId('goals-table').textContent()).toContain('Keep the notes');
     expect(await axeViolations(page), 'the Goals list').toEqual([]);
     await page.getByRole('link', { name: 'notes' }).click();
-    await expect.poll(() => page.getByRole('heading', { level: 1, name: 'Goal notes: Keep the notes' }).isVisible()).toBe(true);
+    await expect
+      .poll(() => page.getByRole('heading', { level: 1, name: 'Goal notes: Keep the notes' }).isVisible())
+      .toBe(true);
     await page.getByLabel('New Todo').fill('Write it down');
     await page.getByRole('button', { name: 'Add Todo' }).click();
     await expect.poll(() => page.getByTestId('todo-t1').textContent()).toContain('Write it down');
@@ -165,7 +207,9 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await page.keyboard.press('Enter');
     await expect.poll(() => page.getByTestId('todo-t2').locator('.todo-status').textContent()).toBe('done');
     expect((await focusAfterChange(page)).name, 'the replaced row hands its focus to the Todos').toBe('Todos');
-    expect((await loopxAsync(['todo', 'list', '--goal', 'notes', '--root', root, '--json'])).json().todos[1]).toMatchObject({ todo_id: 't2', status: 'done' });
+    expect(
+      (await loopxAsync(['todo', 'list', '--goal', 'notes', '--root', root, '--json'])).json().todos[1],
+    ).toMatchObject({ todo_id: 't2', status: 'done' });
   });
 
   it('shows the recovered Goal’s old lifetime as superseded: the root it continues in with a link there, its controls disabled with the reason', async () => {
@@ -173,12 +217,15 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     await page.goto(`${daemon.url}#/goals`);
     await expect.poll(() => page.getByTestId('goal-lifecycle-launch').first().textContent()).toBe('superseded');
     await page.goto(`${daemon.url}#/goals/launch`);
-    await expect.poll(() => page.getByTestId('goal-superseded').textContent()).toContain('Superseded by the recovery into root-launch-recovered.');
+    await expect
+      .poll(() => page.getByTestId('goal-superseded').textContent())
+      .toContain('Superseded by the recovery into root-launch-recovered.');
     expect(await page.getByTestId('goal-lifecycle').textContent()).toBe('superseded (was active)');
     const link = page.getByRole('link', { name: 'Continue Goal launch in root-launch-recovered' });
     expect(await link.getAttribute('href')).toBe('#/roots/root-launch-recovered/goals/launch');
     // Nothing that would write is offered, and each control says why.
-    const why = 'A recovery superseded this lifetime: it takes no new work here. Continue the Goal in root-launch-recovered.';
+    const why =
+      'A recovery superseded this lifetime: it takes no new work here. Continue the Goal in root-launch-recovered.';
     expect(await page.getByTestId('goal-superseded-why').textContent()).toBe(why);
     expect(await page.getByTestId('start-run-why').textContent()).toBe(why);
     for (const control of [
@@ -193,8 +240,12 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     ]) {
       expect(await control.isDisabled()).toBe(true);
     }
-    expect(await page.getByRole('button', { name: 'Add Todo' }).getAttribute('aria-describedby')).toBe('goal-superseded-why');
-    expect(await page.getByRole('button', { name: 'Update t3' }).getAttribute('aria-describedby')).toBe('goal-superseded-why');
+    expect(await page.getByRole('button', { name: 'Add Todo' }).getAttribute('aria-describedby')).toBe(
+      'goal-superseded-why',
+    );
+    expect(await page.getByRole('button', { name: 'Update t3' }).getAttribute('aria-describedby')).toBe(
+      'goal-superseded-why',
+    );
     expect(await page.getByTestId('goal-refusal').count()).toBe(0);
     expect(await axeViolations(page), 'a superseded Goal’s page').toEqual([]);
     await shot('goal-superseded.png');
@@ -214,9 +265,13 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(await page.getByTestId('goal-effects').locator('tr[data-outcome="committed"]').count()).toBe(3);
     expect(await page.getByTestId('goal-no-holds').isVisible()).toBe(true);
     // The progress and the history arrive in answers of their own.
-    await expect.poll(() => page.getByTestId('goal-progress').textContent()).toMatch(/Now: 1 done, 1 blocked, 0 deferred, 1 open/);
+    await expect
+      .poll(() => page.getByTestId('goal-progress').textContent())
+      .toMatch(/Now: 1 done, 1 blocked, 0 deferred, 1 open/);
     expect(await page.getByTestId('todo-t1').textContent()).toMatch(/#\d+ update todo/);
-    await expect.poll(() => page.getByTestId('history-range').textContent()).toMatch(/^Transactions \d+–\d+ of \d+, newest last\.$/);
+    await expect
+      .poll(() => page.getByTestId('history-range').textContent())
+      .toMatch(/^Transactions \d+–\d+ of \d+, newest last\.$/);
     expect(await page.getByRole('button', { name: 'Newer' }).isDisabled()).toBe(true);
     // Disabled controls stay readable (axe exempts them; WCAG's 4.5:1 is kept anyway).
     const disabled = await contrastOf(page, 'button:disabled');
@@ -229,7 +284,10 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     expect(await axeViolations(page), 'a worked Goal’s page at 375 px').toEqual([]);
     // Reflowed, not hidden: every effect row still names its outcome on screen.
     expect(await page.getByTestId('goal-effects').locator('td[data-label="Outcome"]').first().isVisible()).toBe(true);
-    expect(await page.evaluate<number>('document.documentElement.scrollWidth'), 'nothing scrolls sideways at 375 px').toBeLessThanOrEqual(375);
+    expect(
+      await page.evaluate<number>('document.documentElement.scrollWidth'),
+      'nothing scrolls sideways at 375 px',
+    ).toBeLessThanOrEqual(375);
     await shot('goal-page-375.png');
     await page.setViewportSize({ width: 1280, height: 900 });
   });
@@ -249,14 +307,27 @@ describe.skipIf(!hasChromium())('the recovery journey in a browser', () => {
     // The run page follows the run in the recovered root until it ends.
     await expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: 60_000 }).toContain('completed');
     await page.goto(`${daemon.url}#/roots/root-launch-recovered/goals/launch`);
-    await expect.poll(() => page.getByTestId('todo-t3').locator('.todo-status').textContent(), { timeout: 60_000 }).toBe('done');
+    await expect
+      .poll(() => page.getByTestId('todo-t3').locator('.todo-status').textContent(), { timeout: 60_000 })
+      .toBe('done');
     expect(await page.getByTestId('goal-counts').textContent()).toBe('0 open, 2 done, 1 blocked, 0 deferred');
     await expect.poll(() => page.getByTestId('goal-runs').textContent()).toContain('completed');
     expect(await axeViolations(page), 'the recovered Goal’s page').toEqual([]);
     await shot('goal-recovered-continued.png');
     // The command line reads the same result in the new root.
-    const cli = await loopxAsync(['todo', 'list', '--goal', 'launch', '--root', join(dirname(root), 'root-launch-recovered'), '--json']);
-    expect(cli.json().todos.find((t: { todo_id: string }) => t.todo_id === 't3')).toMatchObject({ status: 'done', note: 'published' });
+    const cli = await loopxAsync([
+      'todo',
+      'list',
+      '--goal',
+      'launch',
+      '--root',
+      join(dirname(root), 'root-launch-recovered'),
+      '--json',
+    ]);
+    expect(cli.json().todos.find((t: { todo_id: string }) => t.todo_id === 't3')).toMatchObject({
+      status: 'done',
+      note: 'published',
+    });
   }, 120_000);
 
   it('keeps an audit whose workspace a live recovery came from: deleting it is refused on the page, after a confirmation', async () => {

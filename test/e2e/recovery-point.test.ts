@@ -19,7 +19,8 @@ import { signedInDaemon, type SignedInDaemon } from './support/ui.js';
 cliFromSources();
 
 const AUTHORITY_DIR = join(STATE_HOME, 'loopx', 'run-authority');
-const LOST_NOT_COUNTED = 'Not counted: the work the lost source did after the capture (the source is gone) — no segment is drawn for it.';
+const LOST_NOT_COUNTED =
+  'Not counted: the work the lost source did after the capture (the source is gone) — no segment is drawn for it.';
 
 const receipt = (action: string, readback: Record<string, unknown>, startMs: number) => ({
   action,
@@ -48,8 +49,16 @@ function recovery(id: string, state: string, receipts: unknown[], holds: unknown
       audit_recovery_id: 'audit-1',
       plan_digest: 'c'.repeat(64),
       state,
-      goal: { goal_id: 'launch', recovered_instance_id: `ginst_${'1'.repeat(32)}`, new_instance_id: state === 'complete' ? `ginst_${'2'.repeat(32)}` : null },
-      capture: { requested_profile: 'quiescent', achieved_profile: 'quiescent', captured_at_end: '2025-06-01T09:30:00.000Z' },
+      goal: {
+        goal_id: 'launch',
+        recovered_instance_id: `ginst_${'1'.repeat(32)}`,
+        new_instance_id: state === 'complete' ? `ginst_${'2'.repeat(32)}` : null,
+      },
+      capture: {
+        requested_profile: 'quiescent',
+        achieved_profile: 'quiescent',
+        captured_at_end: '2025-06-01T09:30:00.000Z',
+      },
       components: { required: 6, optional: 0, by_owner: { work: 1, effect: 1 } },
       verification: { verified: 6, invalid: 0, missing: 0, ambiguous: 0, unsupported: 0, unknown: 0, other: 0 },
       assets: { recovered_readable: 6, historical_only: 0, unknown_unrecoverable: 0 },
@@ -59,7 +68,14 @@ function recovery(id: string, state: string, receipts: unknown[], holds: unknown
       fences: { source_established: true, destination_established: true },
       holds,
       resolved_holds: [],
-      preview: { recovered_readable: [], historical_only: [], lost_or_unknown: [], expected_holds: [], external_systems: [], human_actions: [] },
+      preview: {
+        recovered_readable: [],
+        historical_only: [],
+        lost_or_unknown: [],
+        expected_holds: [],
+        external_systems: [],
+        human_actions: [],
+      },
       timing: { apply_ms: receipts.length > 0 ? 100 : null, held_ms: null },
       receipts,
       next_action: 'none',
@@ -71,7 +87,10 @@ function recovery(id: string, state: string, receipts: unknown[], holds: unknown
 const complete = recovery(
   'rec-complete',
   'complete',
-  [receipt('work:import_inert', { imported_transactions: 7 }, 0), receipt('effect:reconcile', { committed_after_capture: [{ operation_id: 'a' }, { operation_id: 'b' }] }, 100)],
+  [
+    receipt('work:import_inert', { imported_transactions: 7 }, 0),
+    receipt('effect:reconcile', { committed_after_capture: [{ operation_id: 'a' }, { operation_id: 'b' }] }, 100),
+  ],
   [],
 );
 const held = recovery(
@@ -132,7 +151,8 @@ async function accessibleAtBothWidths(page: Page, what: string): Promise<void> {
   }
 }
 
-if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
+if (process.env.CI === 'true' && !hasChromium())
+  throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('the recovery-point bar', () => {
   beforeAll(async () => {
     root = tempRoot('loopx-e2e-rpo-');
@@ -158,8 +178,12 @@ describe.skipIf(!hasChromium())('the recovery-point bar', () => {
     expect(await rpo.locator('.rpo-legend .rpo-lost').count(), 'no swatch for what has no segment').toBe(0);
     expect(await rpo.getByTestId('rpo-not-counted').textContent()).toBe(LOST_NOT_COUNTED);
     const legend = await rpo.locator('.rpo-legend').textContent();
-    expect(legend).toContain('Captured: 7 work transactions up to the checkpoint (quiescent capture, ended at 09:30:00 UTC) — recovered');
-    expect(legend).toContain('Committed after the capture, known to its receiver: 2 deliveries — kept, never sent again');
+    expect(legend).toContain(
+      'Captured: 7 work transactions up to the checkpoint (quiescent capture, ended at 09:30:00 UTC) — recovered',
+    );
+    expect(legend).toContain(
+      'Committed after the capture, known to its receiver: 2 deliveries — kept, never sent again',
+    );
     expect(legend).toContain('Unknown: 0 open holds');
     expect(legend).not.toContain('Lost');
     // The checkpoint is the end of the captured segment, past the bar's middle: its label ends there.

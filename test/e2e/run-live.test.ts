@@ -44,9 +44,14 @@ const cli = async (args: string[], env: Record<string, string> = {}) => {
   return r;
 };
 const runOf = async (definition: string): Promise<string> =>
-  ((await loopxAsync(['run', 'list', '--root', root, '--json'])).json().runs as { run_id: string; definition: { id: string } }[]).find((r) => r.definition.id === definition)!
-    .run_id;
-const lastSequence = async (id: string): Promise<number> => (await loopxAsync(['run', 'show', id, '--root', root, '--json'])).json().last_sequence as number;
+  (
+    (await loopxAsync(['run', 'list', '--root', root, '--json'])).json().runs as {
+      run_id: string;
+      definition: { id: string };
+    }[]
+  ).find((r) => r.definition.id === definition)!.run_id;
+const lastSequence = async (id: string): Promise<number> =>
+  (await loopxAsync(['run', 'show', id, '--root', root, '--json'])).json().last_sequence as number;
 
 /** Open a run's page (signed in) and mark the document, so a reload would show. */
 async function openRun(page: Page, runId: string): Promise<void> {
@@ -82,27 +87,39 @@ async function accessibleAtBothWidths(page: Page, what: string, name?: string): 
   try {
     expect(await axeViolations(page), `${what} at 375 px`).toEqual([]);
     if (name) await shot(`${name}-375.png`);
-    const overflow = (await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
+    const overflow = (await page.evaluate(
+      'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+    )) as number;
     expect(overflow, `${what}: nothing wider than the 375 px viewport`).toBeLessThanOrEqual(0);
   } finally {
     await page.setViewportSize({ width: 1280, height: 900 });
   }
 }
 
-if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
+if (process.env.CI === 'true' && !hasChromium())
+  throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('a live run page in a browser', () => {
   beforeAll(async () => {
     sink = await startWebhookSink({ port: 0 });
     root = tempRoot('loopx-e2e-live-');
     expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
-    expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
+    expect(
+      (await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status,
+    ).toBe(0);
     for (const title of ['Draft the outline', 'Review with design'])
       expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).status).toBe(0);
-    runs.driven = (await cli(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '1'])).json().run_id as string;
-    await cli(['run', 'start', '--agent', 'test/fixtures/agents/mutator.json'], { LOOPX_TEST_FAULT: FAULT_AFTER_MUTATING_DISPATCH });
+    runs.driven = (
+      await cli(['run', 'start', '--agent', 'examples/agents/researcher.json', '--suspend-after-turns', '1'])
+    ).json().run_id as string;
+    await cli(['run', 'start', '--agent', 'test/fixtures/agents/mutator.json'], {
+      LOOPX_TEST_FAULT: FAULT_AFTER_MUTATING_DISPATCH,
+    });
     runs.uncertain = await runOf('test.mutator');
     // Killed after its first turn, at the boundary: active, idle, driven by no one.
-    await cli(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl], { LOOPX_TEST_FAULT: FAULT_AFTER_QUOTA_DEBIT });
+    await cli(
+      ['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--sink', sink.deliveriesUrl],
+      { LOOPX_TEST_FAULT: FAULT_AFTER_QUOTA_DEBIT },
+    );
     runs.goalWork = await runOf('demo.goal-worker');
 
     uiDir = await buildUi();
@@ -144,13 +161,21 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       await focused.focus();
 
       // Resumed from the command line, in another process: it runs on until it asks its question.
-      expect((await cli(['run', 'resume', runs.driven])).json()).toMatchObject({ status: 'active', waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' } });
+      expect((await cli(['run', 'resume', runs.driven])).json()).toMatchObject({
+        status: 'active',
+        waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' },
+      });
       const expected = await lastSequence(runs.driven);
       await expect.poll(() => page.getByTestId('run-event').count(), { timeout: BOUND_MS }).toBe(expected);
-      expect(await page.getByTestId('run-event-text').last().textContent()).toBe('Asked the operator: “Is 42 the answer you expected?” (interaction confirm-1)');
+      expect(await page.getByTestId('run-event-text').last().textContent()).toBe(
+        'Asked the operator: “Is 42 the answer you expected?” (interaction confirm-1)',
+      );
       await page.getByTestId('run-status').filter({ hasText: 'waiting for an answer' }).waitFor();
       expect(await sameDocument(page), 'no reload').toBe(true);
-      expect(await page.evaluate('document.activeElement === document.querySelector("input[type=number]")'), 'the focus stays').toBe(true);
+      expect(
+        await page.evaluate('document.activeElement === document.querySelector("input[type=number]")'),
+        'the focus stays',
+      ).toBe(true);
       // The newest event scrolled into the log's view.
       const log = (await page.getByTestId('run-event-log').boundingBox())!;
       const newest = (await page.getByTestId('run-event').last().boundingBox())!;
@@ -174,18 +199,26 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       await page.getByText('Write an answer first.').waitFor();
       await page.getByLabel('Your answer').fill('Yes, 42 is right.');
       // A reader who scrolled up the log stays where they are while the run's last events arrive.
-      const logTop = () => page.evaluate('document.querySelector(\'[data-testid="run-event-log"]\').scrollTop') as Promise<number>;
+      const logTop = () =>
+        page.evaluate('document.querySelector(\'[data-testid="run-event-log"]\').scrollTop') as Promise<number>;
       await page.evaluate('document.querySelector(\'[data-testid="run-event-log"]\').scrollTop = 0');
       await page.evaluate('new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))'); // its scroll event handled
       await page.getByRole('button', { name: 'Send the answer' }).click();
       await page.getByTestId('run-status').filter({ hasText: 'completed' }).waitFor({ timeout: BOUND_MS });
-      await page.getByTestId('run-follow-state').filter({ hasText: 'Not following: the run has ended (completed)' }).waitFor();
-      await expect.poll(() => page.getByTestId('run-event-text').last().textContent()).toBe('Completed after 4 completed turns: “The answer is 42, recorded and confirmed.”');
+      await page
+        .getByTestId('run-follow-state')
+        .filter({ hasText: 'Not following: the run has ended (completed)' })
+        .waitFor();
+      await expect
+        .poll(() => page.getByTestId('run-event-text').last().textContent())
+        .toBe('Completed after 4 completed turns: “The answer is 42, recorded and confirmed.”');
       expect(await sentences(page)).toContain('The operator answered (interaction confirm-1)');
       expect(await page.getByTestId('run-event').count()).toBe(await lastSequence(runs.driven));
       expect(await logTop(), 'the log stayed where the reader scrolled it').toBe(0);
       expect(
-        await page.evaluate('(() => { const l = document.querySelector(\'[data-testid="run-event-log"]\'); return l.scrollHeight > l.clientHeight; })()'),
+        await page.evaluate(
+          '(() => { const l = document.querySelector(\'[data-testid="run-event-log"]\'); return l.scrollHeight > l.clientHeight; })()',
+        ),
         'the log has more than its view',
       ).toBe(true);
       expect(await page.getByTestId('run-question').count()).toBe(0);
@@ -207,7 +240,15 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       const call = page.getByTestId('uncertain-call');
       expect(await call.count()).toBe(1);
       const evidence = (await call.getByTestId('call-evidence').textContent())!;
-      for (const fact of ['outbox.append', 'file:outbox.jsonl', '1 dispatch', 'message', 'dispatched, never settled', 'intent → pending', 'dispatch → pending'])
+      for (const fact of [
+        'outbox.append',
+        'file:outbox.jsonl',
+        '1 dispatch',
+        'message',
+        'dispatched, never settled',
+        'intent → pending',
+        'dispatch → pending',
+      ])
         expect(evidence, fact).toContain(fact);
       // The arguments' values stay out of the page.
       expect(evidence).not.toContain('deliver once');
@@ -227,14 +268,22 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       await page.getByTestId('run-action-note').filter({ hasText: 'Resolved call t1/k0 as committed' }).waitFor();
       expect(await page.getByTestId('uncertain-call').count()).toBe(0);
       // The timeline says who settled the call and how; nothing of the call's arguments is on it.
-      await expect.poll(() => sentences(page)).toContain('Settled by the operator: outbox.append (call t1/k0) committed: it took effect');
-      expect(await sentences(page)).toContain('Outcome unknown: outbox.append (call t1/k0) — it is not run again; it waits for you to settle it');
+      await expect
+        .poll(() => sentences(page))
+        .toContain('Settled by the operator: outbox.append (call t1/k0) committed: it took effect');
+      expect(await sentences(page)).toContain(
+        'Outcome unknown: outbox.append (call t1/k0) — it is not run again; it waits for you to settle it',
+      );
       expect(await page.getByTestId('run-event-log').textContent()).not.toContain('deliver once');
       const events = (await loopxAsync(['run', 'events', runs.uncertain, '--root', root, '--json'])).stdout
         .trim()
         .split('\n')
         .map((l) => JSON.parse(l) as { type: string; data: Record<string, unknown> });
-      expect(events.filter((e) => e.type === 'ToolResulted' && e.data.call_id === `${runs.uncertain}/t1/k0`).map((e) => e.data.resolution)).toEqual([undefined, 'committed']);
+      expect(
+        events
+          .filter((e) => e.type === 'ToolResulted' && e.data.call_id === `${runs.uncertain}/t1/k0`)
+          .map((e) => e.data.resolution),
+      ).toEqual([undefined, 'committed']);
     },
     BOUND_MS * 2,
   );
@@ -249,7 +298,9 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
 
       expect((await cli(['run', 'suspend', runs.goalWork])).json()).toMatchObject({ status: 'suspended' });
       await page.getByTestId('run-status').filter({ hasText: 'suspended' }).waitFor({ timeout: BOUND_MS });
-      await expect.poll(() => page.getByTestId('run-event-text').last().textContent()).toMatch(/^Suspended at the turn boundary after \d+ completed turns?$/);
+      await expect
+        .poll(() => page.getByTestId('run-event-text').last().textContent())
+        .toMatch(/^Suspended at the turn boundary after \d+ completed turns?$/);
       expect(await sameDocument(page), 'no reload').toBe(true);
       expect(await whyDisabled(page, 'Suspend')).toBe('It is suspended.');
 
@@ -262,11 +313,18 @@ describe.skipIf(!hasChromium())('a live run page in a browser', () => {
       await page.getByRole('button', { name: 'Cancel the run…' }).click();
       await page.getByRole('button', { name: 'Yes, cancel the run' }).click();
       await page.getByTestId('run-status').filter({ hasText: 'cancelled' }).waitFor({ timeout: BOUND_MS });
-      await page.getByTestId('run-follow-state').filter({ hasText: 'Not following: the run has ended (cancelled)' }).waitFor();
-      await expect.poll(() => page.getByTestId('run-event-text').last().textContent()).toMatch(/^Cancelled after \d+ completed turns?$/);
+      await page
+        .getByTestId('run-follow-state')
+        .filter({ hasText: 'Not following: the run has ended (cancelled)' })
+        .waitFor();
+      await expect
+        .poll(() => page.getByTestId('run-event-text').last().textContent())
+        .toMatch(/^Cancelled after \d+ completed turns?$/);
       expect(await whyDisabled(page, 'Cancel the run…')).toBe('The run has ended.');
       expect(await undescribedDisabledButtons(page)).toEqual([]);
-      expect((await loopxAsync(['run', 'show', runs.goalWork, '--root', root, '--json'])).json()).toMatchObject({ status: 'cancelled' });
+      expect((await loopxAsync(['run', 'show', runs.goalWork, '--root', root, '--json'])).json()).toMatchObject({
+        status: 'cancelled',
+      });
       await accessibleAtBothWidths(page, 'a cancelled run');
     },
     BOUND_MS * 2,

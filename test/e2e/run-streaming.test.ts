@@ -27,9 +27,13 @@ let served: SignedInDaemon;
 let daemon: SignedInDaemon['daemon'];
 let session: BrowserSession;
 
-const runIds = async (): Promise<string[]> => ((await loopxAsync(['run', 'list', '--root', root, '--json'])).json().runs as { run_id: string }[]).map((r) => r.run_id);
+const runIds = async (): Promise<string[]> =>
+  ((await loopxAsync(['run', 'list', '--root', root, '--json'])).json().runs as { run_id: string }[]).map(
+    (r) => r.run_id,
+  );
 
-if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
+if (process.env.CI === 'true' && !hasChromium())
+  throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('a model answer streaming on the run page', () => {
   beforeAll(async () => {
     server = await startModelFixtureServer();
@@ -63,15 +67,21 @@ describe.skipIf(!hasChromium())('a model answer streaming on the run page', () =
       // Held after the role chunk and "Hello": the CLI process waits on the rest.
       const held = server.enqueue('openai-chat', { name: 'text-stream', holdAfterEvents: 3 });
       const before = new Set(await runIds());
-      const driving = loopxAsync(['run', 'start', '--agent', agent, '--root', root, '--json'], { [KEY_ENV]: 'sk-e2e-stream' });
+      const driving = loopxAsync(['run', 'start', '--agent', agent, '--root', root, '--json'], {
+        [KEY_ENV]: 'sk-e2e-stream',
+      });
       await held.reached;
-      await expect.poll(async () => (await runIds()).filter((id) => !before.has(id)).length, { timeout: BOUND_MS }).toBe(1);
+      await expect
+        .poll(async () => (await runIds()).filter((id) => !before.has(id)).length, { timeout: BOUND_MS })
+        .toBe(1);
       const runId = (await runIds()).find((id) => !before.has(id))!;
 
       await page.goto(`${daemon.url}#/runs/${runId}`);
       await page.getByRole('heading', { level: 1, name: `Run ${runId}` }).waitFor();
       await page.evaluate('window.__sameDocument = true');
-      await expect.poll(() => page.getByTestId('run-streaming-text').textContent(), { timeout: BOUND_MS }).toContain('Hello');
+      await expect
+        .poll(() => page.getByTestId('run-streaming-text').textContent(), { timeout: BOUND_MS })
+        .toContain('Hello');
       await page.getByRole('heading', { name: 'The model is answering (turn 1)' }).waitFor();
       expect(await axeViolations(page), 'the streaming answer').toEqual([]);
 
@@ -91,7 +101,9 @@ describe.skipIf(!hasChromium())('a model answer streaming on the run page', () =
     async () => {
       const { page } = session;
       server.enqueue('openai-chat', 'error-401');
-      const r = await loopxAsync(['run', 'start', '--agent', agent, '--root', root, '--json'], { [KEY_ENV]: 'sk-e2e-stream' });
+      const r = await loopxAsync(['run', 'start', '--agent', agent, '--root', root, '--json'], {
+        [KEY_ENV]: 'sk-e2e-stream',
+      });
       const runId = r.json().run_id as string;
 
       await page.goto(`${daemon.url}#/runs/${runId}`);

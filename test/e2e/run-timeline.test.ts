@@ -36,10 +36,19 @@ interface Ev {
 }
 
 /** A run's events from [type, data, sentence] rows, one second apart; and the sentence each must read as. */
-function run(runId: string, rows: readonly (readonly [string, Record<string, unknown>, string])[]): { events: Ev[]; sentences: string[] } {
+function run(
+  runId: string,
+  rows: readonly (readonly [string, Record<string, unknown>, string])[],
+): { events: Ev[]; sentences: string[] } {
   const t0 = Date.parse('2025-06-01T10:00:00.000Z');
   return {
-    events: rows.map(([type, data], i) => ({ run_id: runId, sequence: i + 1, type, at: new Date(t0 + i * 1000).toISOString(), data })),
+    events: rows.map(([type, data], i) => ({
+      run_id: runId,
+      sequence: i + 1,
+      type,
+      at: new Date(t0 + i * 1000).toISOString(),
+      data,
+    })),
     sentences: rows.map(([, , sentence]) => sentence),
   };
 }
@@ -52,11 +61,22 @@ const DEDUPLICATED = 'deduplicated: the receiver already held it';
 const completed = run(RUN, [
   [
     'RunStarted',
-    { definition_id: 'demo.goal-worker', definition_version: '1.0.0', model_provider: 'scripted', model_id: 'scripted-v1', turn_limit: 8, plan_fingerprint: 'a'.repeat(64) },
+    {
+      definition_id: 'demo.goal-worker',
+      definition_version: '1.0.0',
+      model_provider: 'scripted',
+      model_id: 'scripted-v1',
+      turn_limit: 8,
+      plan_fingerprint: 'a'.repeat(64),
+    },
     'Started demo.goal-worker@1.0.0 with scripted/scripted-v1, at most 8 turns',
   ],
   ['TurnStarted', { turn: 1 }, 'Turn 1 started'],
-  ['ModelStreamed', { turn: 1, model_call_id: `${RUN}/t1/c0`, attempt: 1, text: 'Telling ' }, 'Model text arriving (turn 1): “Telling”'],
+  [
+    'ModelStreamed',
+    { turn: 1, model_call_id: `${RUN}/t1/c0`, attempt: 1, text: 'Telling ' },
+    'Model text arriving (turn 1): “Telling”',
+  ],
   [
     'ModelRetried',
     { turn: 1, model_call_id: `${RUN}/t1/c0`, attempt: 1, code: 'model_rate_limited', delay_ms: 1500 },
@@ -104,7 +124,13 @@ const completed = run(RUN, [
   ['ToolCalled', { call_id: call(2, 1), tool_name: 'webhook.deliver' }, 'Called webhook.deliver (call t2/k1)'],
   [
     'ToolResulted',
-    { call_id: call(2, 1), tool_name: 'webhook.deliver', status: 'ok', delivery_result: 'not_sent', duplicate_of: 'run-tl:t1:k0' },
+    {
+      call_id: call(2, 1),
+      tool_name: 'webhook.deliver',
+      status: 'ok',
+      delivery_result: 'not_sent',
+      duplicate_of: 'run-tl:t1:k0',
+    },
     `Webhook delivery (operation run-tl:t2:k1) — ${DEDUPLICATED} (not sent again; operation run-tl:t1:k0 delivered it)`,
   ],
   ['ToolCalled', { call_id: call(2, 2), tool_name: 'todo.update' }, 'Called todo.update (call t2/k2)'],
@@ -124,7 +150,12 @@ const completed = run(RUN, [
   ['TurnStarted', { turn: 3 }, 'Turn 3 started'],
   [
     'ModelResponded',
-    { turn: 3, model_call_id: `${RUN}/t3/c0`, text: 'Asking first.', tool_calls: [{ call_id: call(3, 0), tool_name: 'human.ask' }] },
+    {
+      turn: 3,
+      model_call_id: `${RUN}/t3/c0`,
+      text: 'Asking first.',
+      tool_calls: [{ call_id: call(3, 0), tool_name: 'human.ask' }],
+    },
     'Model answered: “Asking first.” — and asks to call human.ask',
   ],
   ['ToolCalled', { call_id: call(3, 0), tool_name: 'human.ask' }, 'Called human.ask (call t3/k0)'],
@@ -133,11 +164,19 @@ const completed = run(RUN, [
     { interaction_id: 'confirm-1', call_id: call(3, 0), prompt: 'Is the launch post\nready?' },
     'Asked the operator: “Is the launch post ready?” (interaction confirm-1)',
   ],
-  ['InteractionAnswered', { interaction_id: 'confirm-1', call_id: call(3, 0) }, 'The operator answered (interaction confirm-1)'],
+  [
+    'InteractionAnswered',
+    { interaction_id: 'confirm-1', call_id: call(3, 0) },
+    'The operator answered (interaction confirm-1)',
+  ],
   ['ToolResulted', { call_id: call(3, 0), tool_name: 'human.ask', status: 'ok' }, 'human.ask answered (call t3/k0)'],
   ['TurnCompleted', { turn: 3 }, 'Turn 3 completed'],
   ['TurnStarted', { turn: 4 }, 'Turn 4 started'],
-  ['ModelResponded', { turn: 4, model_call_id: `${RUN}/t4/c0`, text: FINAL, tool_calls: [] }, `Model answered: “${FINAL.slice(0, 159)}…”`],
+  [
+    'ModelResponded',
+    { turn: 4, model_call_id: `${RUN}/t4/c0`, text: FINAL, tool_calls: [] },
+    `Model answered: “${FINAL.slice(0, 159)}…”`,
+  ],
   ['TurnCompleted', { turn: 4 }, 'Turn 4 completed'],
   ['Completed', { completed_turns: 4 }, `Completed after 4 completed turns: “${FINAL.slice(0, 159)}…”`],
 ]);
@@ -145,7 +184,14 @@ const completed = run(RUN, [
 const failed = run('run-failed', [
   [
     'RunStarted',
-    { definition_id: 'demo.x', definition_version: '2.0.0', model_provider: 'openai', model_id: 'gpt-x', turn_limit: 1, plan_fingerprint: 'b'.repeat(64) },
+    {
+      definition_id: 'demo.x',
+      definition_version: '2.0.0',
+      model_provider: 'openai',
+      model_id: 'gpt-x',
+      turn_limit: 1,
+      plan_fingerprint: 'b'.repeat(64),
+    },
     'Started demo.x@2.0.0 with openai/gpt-x, at most 1 turn',
   ],
   ['TurnStarted', { turn: 1 }, 'Turn 1 started'],
@@ -158,7 +204,11 @@ const failed = run('run-failed', [
   ['Failed', { code: 'model_auth_failed', turn: 1 }, 'Failed in turn 1: model_auth_failed'],
 ]);
 const limited = run('run-limited', [
-  ['Failed', { code: 'turn_limit_reached', completed_turns: 1 }, 'Failed after 1 completed turn: the turn limit was reached (turn_limit_reached)'],
+  [
+    'Failed',
+    { code: 'turn_limit_reached', completed_turns: 1 },
+    'Failed after 1 completed turn: the turn limit was reached (turn_limit_reached)',
+  ],
 ]);
 const cancelled = run('run-cancelled', [['Cancelled', { completed_turns: 0 }, 'Cancelled after 0 completed turns']]);
 
@@ -181,10 +231,18 @@ async function serveRun(page: Page, runId: string, status: string, events: reado
     (url) => url.pathname === `/api/runs/${runId}`,
     (route) => route.fulfill({ json: view }),
   );
-  const stream = [...events.map((e) => `event: ${e.type}\nid: ${e.sequence}\ndata: ${JSON.stringify(e)}\n\n`), `event: run\ndata: ${JSON.stringify(view)}\n\n`].join('');
+  const stream = [
+    ...events.map((e) => `event: ${e.type}\nid: ${e.sequence}\ndata: ${JSON.stringify(e)}\n\n`),
+    `event: run\ndata: ${JSON.stringify(view)}\n\n`,
+  ].join('');
   await page.route(
     (url) => url.pathname === `/api/runs/${runId}/events`,
-    (route) => route.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-store' }, body: stream }),
+    (route) =>
+      route.fulfill({
+        status: 200,
+        headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-store' },
+        body: stream,
+      }),
   );
 }
 
@@ -212,12 +270,31 @@ let sink: WebhookSink | undefined;
 async function realDeliveries(): Promise<{ last: string; replayed: string }> {
   sink = await startWebhookSink({ port: 0 });
   expect((await loopxAsync(['goal', 'create', 'news', '--title', 'Tell the team', '--root', root])).status).toBe(0);
-  const deliver = (message: string) => ({ text: 'Telling the team.', tool_calls: [{ name: 'webhook.deliver', arguments: { message } }] });
+  const deliver = (message: string) => ({
+    text: 'Telling the team.',
+    tool_calls: [{ name: 'webhook.deliver', arguments: { message } }],
+  });
   const dir = dirname(root);
   const once = agentFile(dir, 'announce', [deliver('the outline is ready'), { text: 'Done.' }]);
-  const twice = agentFile(dir, 'publish', [deliver('the outline is ready'), deliver('the post is published'), { text: 'Done.' }]);
+  const twice = agentFile(dir, 'publish', [
+    deliver('the outline is ready'),
+    deliver('the post is published'),
+    { text: 'Done.' },
+  ]);
   const work = async (agent: string): Promise<string> => {
-    const r = await loopxAsync(['work', 'run', '--goal', 'news', '--agent', agent, '--sink', sink!.deliveriesUrl, '--root', root, '--json']);
+    const r = await loopxAsync([
+      'work',
+      'run',
+      '--goal',
+      'news',
+      '--agent',
+      agent,
+      '--sink',
+      sink!.deliveriesUrl,
+      '--root',
+      root,
+      '--json',
+    ]);
     expect(r.status, r.stderr).toBe(0);
     return r.json().run_id as string;
   };
@@ -230,12 +307,15 @@ async function realDeliveries(): Promise<{ last: string; replayed: string }> {
 }
 let real: { last: string; replayed: string };
 
-if (process.env.CI === 'true' && !hasChromium()) throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
+if (process.env.CI === 'true' && !hasChromium())
+  throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
 describe.skipIf(!hasChromium())('a run’s events as a timeline, and deduplicated deliveries', () => {
   beforeAll(async () => {
     root = tempRoot('loopx-e2e-timeline-');
     expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
-    expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status).toBe(0);
+    expect(
+      (await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', root])).status,
+    ).toBe(0);
     real = await realDeliveries();
     served = await signedInDaemon(root, AUTHORITY_DIR);
     session = served.session;
@@ -298,7 +378,9 @@ describe.skipIf(!hasChromium())('a run’s events as a timeline, and deduplicate
     await page.setViewportSize({ width: 375, height: 800 });
     try {
       expect(await axeViolations(page), 'the run’s timeline at 375 px').toEqual([]);
-      const overflow = (await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
+      const overflow = (await page.evaluate(
+        'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+      )) as number;
       expect(overflow, 'nothing wider than the 375 px viewport').toBeLessThanOrEqual(0);
     } finally {
       await page.setViewportSize({ width: 1280, height: 900 });
@@ -309,7 +391,10 @@ describe.skipIf(!hasChromium())('a run’s events as a timeline, and deduplicate
     const { page } = session;
     await openRun(page, RUN, 'completed');
     const marked = page.locator('[data-testid="run-event"].ev-deduplicated');
-    expect(await marked.getByTestId('run-event-text').allTextContents()).toEqual([completed.sentences[11], completed.sentences[13]]);
+    expect(await marked.getByTestId('run-event-text').allTextContents()).toEqual([
+      completed.sentences[11],
+      completed.sentences[13],
+    ]);
     const stored = page.getByTestId('run-event').nth(6);
     expect(await stored.getAttribute('class')).toBeNull();
     expect(await stored.getByTestId('run-event-text').textContent()).not.toContain('deduplicated');
@@ -391,8 +476,8 @@ describe.skipIf(!hasChromium())('a run’s events as a timeline, and deduplicate
     expect(await page.locator('[data-testid="run-event"].ev-deduplicated').count()).toBe(1);
 
     await openRun(page, real.replayed.split(':')[0]!, 'completed');
-    expect(await page.locator('[data-testid="run-event"].ev-deduplicated').getByTestId('run-event-text').allTextContents()).toEqual([
-      `Webhook delivery (operation ${real.replayed}) — ${DEDUPLICATED} (not stored again)`,
-    ]);
+    expect(
+      await page.locator('[data-testid="run-event"].ev-deduplicated').getByTestId('run-event-text').allTextContents(),
+    ).toEqual([`Webhook delivery (operation ${real.replayed}) — ${DEDUPLICATED} (not stored again)`]);
   });
 });

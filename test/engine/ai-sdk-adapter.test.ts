@@ -7,7 +7,10 @@ import type { ModelRequest } from '../../src/engine/providers/provider.js';
 import type { ToolDefinition } from '../../src/engine/tools.js';
 import type { Message, ToolResultStatus } from '../../src/snapshot/index.js';
 
-const result = (content: LanguageModelV3Content[], usage = { input: 11, output: 7 }): LanguageModelV3GenerateResult => ({
+const result = (
+  content: LanguageModelV3Content[],
+  usage = { input: 11, output: 7 },
+): LanguageModelV3GenerateResult => ({
   content,
   finishReason: { unified: content.some((c) => c.type === 'tool-call') ? 'tool-calls' : 'stop', raw: undefined },
   usage: {
@@ -27,12 +30,21 @@ const request = (messages: Message[], tools: ToolDefinition[] = []): ModelReques
 });
 
 const system: Message = { id: 'run-1/t0/m0', role: 'system', parts: [{ type: 'text', text: 'You are terse.' }] };
-const user: Message = { id: 'run-1/t0/m1', role: 'user', parts: [{ type: 'text', text: 'Weather in Oslo and Bergen?' }] };
+const user: Message = {
+  id: 'run-1/t0/m1',
+  role: 'user',
+  parts: [{ type: 'text', text: 'Weather in Oslo and Bergen?' }],
+};
 
 const provider = (model: MockLanguageModelV3) => aiSdkProvider({ name: 'mock', model });
 
 /** A tool the request offers (a model may only call a tool it was offered: tool-names.test.ts). */
-const offered = (name: string): ToolDefinition => ({ name, description: name, inputSchema: { type: 'object' }, mutating: false });
+const offered = (name: string): ToolDefinition => ({
+  name,
+  description: name,
+  inputSchema: { type: 'object' },
+  mutating: false,
+});
 
 /** Asserts that `promise` rejects with a LoopxError of this code and kind. */
 const expectCode = async (promise: Promise<unknown>, code: string, kind: LoopxError['kind']) => {
@@ -64,7 +76,12 @@ describe('AI SDK adapter (LanguageModelV3)', () => {
       doGenerate: result([
         { type: 'text', text: 'Checking.' },
         { type: 'tool-call', toolCallId: 'provider-id-1', toolName: 'get_weather', input: '{"city":"Oslo","days":2}' },
-        { type: 'tool-call', toolCallId: 'provider-id-2', toolName: 'get_weather', input: '{"city":"Bergen","days":1}' },
+        {
+          type: 'tool-call',
+          toolCallId: 'provider-id-2',
+          toolName: 'get_weather',
+          input: '{"city":"Bergen","days":1}',
+        },
         { type: 'tool-call', toolCallId: 'provider-id-3', toolName: 'now', input: '' },
       ]),
     });
@@ -81,7 +98,9 @@ describe('AI SDK adapter (LanguageModelV3)', () => {
   });
 
   it('the history is sent as the exact V3 prompt: system string, user text, assistant tool calls, tool results as json / error-json', async () => {
-    const model = new MockLanguageModelV3({ doGenerate: result([{ type: 'text', text: 'Oslo 4°C; Bergen unknown.' }]) });
+    const model = new MockLanguageModelV3({
+      doGenerate: result([{ type: 'text', text: 'Oslo 4°C; Bergen unknown.' }]),
+    });
     const history: Message[] = [
       system,
       user,
@@ -98,8 +117,20 @@ describe('AI SDK adapter (LanguageModelV3)', () => {
         id: 'run-1/t1/m1',
         role: 'tool',
         parts: [
-          { type: 'tool_result', callId: 'run-1/t1/k0', toolName: 'get_weather', status: 'ok', resultJson: '{"celsius":4}' },
-          { type: 'tool_result', callId: 'run-1/t1/k1', toolName: 'get_weather', status: 'error', resultJson: '{"code":"upstream_timeout"}' },
+          {
+            type: 'tool_result',
+            callId: 'run-1/t1/k0',
+            toolName: 'get_weather',
+            status: 'ok',
+            resultJson: '{"celsius":4}',
+          },
+          {
+            type: 'tool_result',
+            callId: 'run-1/t1/k1',
+            toolName: 'get_weather',
+            status: 'error',
+            resultJson: '{"code":"upstream_timeout"}',
+          },
         ],
       },
     ];
@@ -123,8 +154,18 @@ describe('AI SDK adapter (LanguageModelV3)', () => {
       {
         role: 'tool',
         content: [
-          { type: 'tool-result', toolCallId: 'run-1/t1/k0', toolName: 'get_weather', output: { type: 'json', value: { celsius: 4 } } },
-          { type: 'tool-result', toolCallId: 'run-1/t1/k1', toolName: 'get_weather', output: { type: 'error-json', value: { code: 'upstream_timeout' } } },
+          {
+            type: 'tool-result',
+            toolCallId: 'run-1/t1/k0',
+            toolName: 'get_weather',
+            output: { type: 'json', value: { celsius: 4 } },
+          },
+          {
+            type: 'tool-result',
+            toolCallId: 'run-1/t1/k1',
+            toolName: 'get_weather',
+            output: { type: 'error-json', value: { code: 'upstream_timeout' } },
+          },
         ],
       },
     ]);
@@ -136,10 +177,20 @@ describe('AI SDK adapter (LanguageModelV3)', () => {
 
   it('tool definitions are passed as function tools with their JSON Schemas and tool choice auto', async () => {
     const model = new MockLanguageModelV3({ doGenerate: result([{ type: 'text', text: 'ok' }]) });
-    const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false };
+    const schema = {
+      type: 'object',
+      properties: { city: { type: 'string' } },
+      required: ['city'],
+      additionalProperties: false,
+    };
     const tools: ToolDefinition[] = [
       { name: 'get_weather', description: 'Current weather for a city.', inputSchema: schema, mutating: false },
-      { name: 'send_email', description: 'Send an email.', inputSchema: { type: 'object', properties: { to: { type: 'string' } } }, mutating: true },
+      {
+        name: 'send_email',
+        description: 'Send an email.',
+        inputSchema: { type: 'object', properties: { to: { type: 'string' } } },
+        mutating: true,
+      },
     ];
 
     await provider(model).generate(request([user], tools));
@@ -147,7 +198,12 @@ describe('AI SDK adapter (LanguageModelV3)', () => {
     const call = model.doGenerateCalls[0]!;
     expect(call.tools).toEqual([
       { type: 'function', name: 'get_weather', description: 'Current weather for a city.', inputSchema: schema },
-      { type: 'function', name: 'send_email', description: 'Send an email.', inputSchema: { type: 'object', properties: { to: { type: 'string' } } } },
+      {
+        type: 'function',
+        name: 'send_email',
+        description: 'Send an email.',
+        inputSchema: { type: 'object', properties: { to: { type: 'string' } } },
+      },
     ]);
     expect(call.toolChoice).toEqual({ type: 'auto' });
   });
@@ -159,11 +215,23 @@ describe('AI SDK adapter (LanguageModelV3)', () => {
     const model = new MockLanguageModelV3({ doGenerate: result([{ type: 'text', text: 'should not happen' }]) });
     const history: Message[] = [
       user,
-      { id: 'run-1/t1/m0', role: 'assistant', parts: [{ type: 'tool_call', callId: 'run-1/t1/k0', toolName: 'send_email', argumentsJson: '{"to":"a@b.c"}' }] },
+      {
+        id: 'run-1/t1/m0',
+        role: 'assistant',
+        parts: [{ type: 'tool_call', callId: 'run-1/t1/k0', toolName: 'send_email', argumentsJson: '{"to":"a@b.c"}' }],
+      },
       {
         id: 'run-1/t1/m1',
         role: 'tool',
-        parts: [{ type: 'tool_result', callId: 'run-1/t1/k0', toolName: 'send_email', status, resultJson: '{"interaction_id":"i-1","prompt":"Send?"}' }],
+        parts: [
+          {
+            type: 'tool_result',
+            callId: 'run-1/t1/k0',
+            toolName: 'send_email',
+            status,
+            resultJson: '{"interaction_id":"i-1","prompt":"Send?"}',
+          },
+        ],
       },
     ];
 
@@ -173,15 +241,23 @@ describe('AI SDK adapter (LanguageModelV3)', () => {
 
   it('malformed tool-call input JSON is rejected with model_tool_arguments_invalid_json', async () => {
     const model = new MockLanguageModelV3({
-      doGenerate: result([{ type: 'tool-call', toolCallId: 'provider-id-1', toolName: 'get_weather', input: '{"city":"Oslo"' }]),
+      doGenerate: result([
+        { type: 'tool-call', toolCallId: 'provider-id-1', toolName: 'get_weather', input: '{"city":"Oslo"' },
+      ]),
     });
 
-    await expectCode(provider(model).generate(request([user], [offered('get_weather')])), 'model_tool_arguments_invalid_json', 'rejected');
+    await expectCode(
+      provider(model).generate(request([user], [offered('get_weather')])),
+      'model_tool_arguments_invalid_json',
+      'rejected',
+    );
   });
 
   it('a provider-executed tool call is rejected with model_provider_executed_tool', async () => {
     const model = new MockLanguageModelV3({
-      doGenerate: result([{ type: 'tool-call', toolCallId: 'p-1', toolName: 'web_search', input: '{}', providerExecuted: true }]),
+      doGenerate: result([
+        { type: 'tool-call', toolCallId: 'p-1', toolName: 'web_search', input: '{}', providerExecuted: true },
+      ]),
     });
 
     await expectCode(provider(model).generate(request([user])), 'model_provider_executed_tool', 'rejected');
@@ -191,7 +267,11 @@ describe('AI SDK adapter (LanguageModelV3)', () => {
     const model = new MockLanguageModelV3({ doGenerate: result([{ type: 'text', text: 'should not happen' }]) });
     const history: Message[] = [
       user,
-      { id: 'run-1/t1/m0', role: 'assistant', parts: [{ type: 'tool_call', callId: 'run-1/t1/k0', toolName: 'get_weather', argumentsJson: '{"city":' }] },
+      {
+        id: 'run-1/t1/m0',
+        role: 'assistant',
+        parts: [{ type: 'tool_call', callId: 'run-1/t1/k0', toolName: 'get_weather', argumentsJson: '{"city":' }],
+      },
     ];
 
     await expectCode(provider(model).generate(request(history)), 'model_history_invalid', 'internal');
@@ -200,8 +280,17 @@ describe('AI SDK adapter (LanguageModelV3)', () => {
 
   it('the provider carries its name and identity and does not mutate the request', async () => {
     const model = new MockLanguageModelV3({ doGenerate: result([{ type: 'text', text: 'ok' }]) });
-    const identity = { kind: 'provider', name: 'mock', module: 'loopx/ai-sdk', version: '0.1.0', sourceSha256: 'a'.repeat(64) } as const;
-    const req = request([system, user], [{ name: 'get_weather', description: 'd', inputSchema: { type: 'object' }, mutating: false }]);
+    const identity = {
+      kind: 'provider',
+      name: 'mock',
+      module: 'loopx/ai-sdk',
+      version: '0.1.0',
+      sourceSha256: 'a'.repeat(64),
+    } as const;
+    const req = request(
+      [system, user],
+      [{ name: 'get_weather', description: 'd', inputSchema: { type: 'object' }, mutating: false }],
+    );
     const before = structuredClone(req);
 
     const p = aiSdkProvider({ name: 'mock', model, identity });

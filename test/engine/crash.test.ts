@@ -10,12 +10,16 @@ import { FAULT_AFTER_MUTATING_DISPATCH, FAULT_AFTER_MUTATION_INTENT } from '../.
 import { loopx, loopxAsync, tempRoot } from '../support/cli.js';
 
 const AGENT = 'test/fixtures/agents/mutator.json';
-const outboxLines = (root: string): string[] => (existsSync(join(root, 'outbox.jsonl')) ? readFileSync(join(root, 'outbox.jsonl'), 'utf8').split('\n').filter(Boolean) : []);
+const outboxLines = (root: string): string[] =>
+  existsSync(join(root, 'outbox.jsonl'))
+    ? readFileSync(join(root, 'outbox.jsonl'), 'utf8').split('\n').filter(Boolean)
+    : [];
 
 async function startAndCrash(root: string, fault: string) {
   const r = loopx(['run', 'start', '--agent', AGENT, '--root', root, '--json'], { LOOPX_TEST_FAULT: fault });
   expect(r.signal).toBe('SIGKILL');
-  const runs = (await loopxAsync(['run', 'list', '--root', root, '--json'])).json<{ runs: Array<{ run_id: string }> }>().runs;
+  const runs = (await loopxAsync(['run', 'list', '--root', root, '--json'])).json<{ runs: Array<{ run_id: string }> }>()
+    .runs;
   expect(runs).toHaveLength(1);
   return runs[0]!.run_id;
 }
@@ -38,12 +42,31 @@ describe('a process killed during a mutating tool call', () => {
     expect(resumed.json().waiting_for.kind).toBe('resolution');
     expect(outboxLines(root)).toHaveLength(1);
 
-    const refused = await loopxAsync(['run', 'export', runId, '--out', join(root, '..', 'x.snapshot'), '--root', root, '--json']);
+    const refused = await loopxAsync([
+      'run',
+      'export',
+      runId,
+      '--out',
+      join(root, '..', 'x.snapshot'),
+      '--root',
+      root,
+      '--json',
+    ]);
     expect(refused.status).toBe(3);
     expect(refused.json().error.code).toBe('export_run_active');
 
     expect((await loopxAsync(['run', 'suspend', runId, '--root', root, '--json'])).json().suspend_requested).toBe(true);
-    const resolved = await loopxAsync(['run', 'resolve', runId, callId, '--committed', '{"delivered":true}', '--root', root, '--json']);
+    const resolved = await loopxAsync([
+      'run',
+      'resolve',
+      runId,
+      callId,
+      '--committed',
+      '{"delivered":true}',
+      '--root',
+      root,
+      '--json',
+    ]);
     expect(resolved.status).toBe(0);
     expect(resolved.json().status).toBe('suspended'); // the turn completed, then the pending request applied
     expect(outboxLines(root)).toHaveLength(1);
@@ -52,9 +75,14 @@ describe('a process killed during a mutating tool call', () => {
     expect((await loopxAsync(['run', 'export', runId, '--out', out, '--root', root])).status).toBe(0);
     const inspected = (await loopxAsync(['run', 'inspect', out, '--json'])).json();
     const results = inspected.snapshot.messages
-      .flatMap((m: { parts: Array<{ type: string; call_id?: string; status?: string; result_json?: string }> }) => m.parts)
+      .flatMap(
+        (m: { parts: Array<{ type: string; call_id?: string; status?: string; result_json?: string }> }) => m.parts,
+      )
       .filter((p: { type: string }) => p.type === 'tool_result');
-    expect(results.find((p: { call_id: string }) => p.call_id === callId)).toMatchObject({ status: 'ok', result_json: '{"delivered":true}' });
+    expect(results.find((p: { call_id: string }) => p.call_id === callId)).toMatchObject({
+      status: 'ok',
+      result_json: '{"delivered":true}',
+    });
   });
 
   it('a cancelled run keeps an unresolved mutation: its export refuses with export_unresolved_mutation', async () => {
@@ -62,11 +90,22 @@ describe('a process killed during a mutating tool call', () => {
     const runId = await startAndCrash(root, FAULT_AFTER_MUTATION_INTENT);
     expect(outboxLines(root)).toHaveLength(0); // killed after the intent, before dispatch
     expect((await loopxAsync(['run', 'cancel', runId, '--root', root])).status).toBe(0);
-    const refused = await loopxAsync(['run', 'export', runId, '--out', join(root, '..', 'c.snapshot'), '--root', root, '--json']);
+    const refused = await loopxAsync([
+      'run',
+      'export',
+      runId,
+      '--out',
+      join(root, '..', 'c.snapshot'),
+      '--root',
+      root,
+      '--json',
+    ]);
     expect(refused.status).toBe(3);
     expect(refused.json().error.code).toBe('export_unresolved_mutation');
     expect((await loopxAsync(['run', 'resolve', runId, `${runId}/t1/k0`, '--absent', '--root', root])).status).toBe(0);
-    expect((await loopxAsync(['run', 'export', runId, '--out', join(root, '..', 'c.snapshot'), '--root', root])).status).toBe(0);
+    expect(
+      (await loopxAsync(['run', 'export', runId, '--out', join(root, '..', 'c.snapshot'), '--root', root])).status,
+    ).toBe(0);
     expect(outboxLines(root)).toHaveLength(0);
   });
 
@@ -80,7 +119,9 @@ describe('a process killed during a mutating tool call', () => {
       call_ids: [`${runId}/t1/k0`],
       effects: [{ call_id: `${runId}/t1/k0`, operation_id: `${runId}:t1:k0`, outcome: 'pending' }],
     });
-    const resolved = (await loopxAsync(['run', 'resolve', runId, `${runId}/t1/k0`, '--absent', '--root', root, '--json'])).json();
+    const resolved = (
+      await loopxAsync(['run', 'resolve', runId, `${runId}/t1/k0`, '--absent', '--root', root, '--json'])
+    ).json();
     expect(resolved.status).toBe('completed'); // the model saw the absent result and went on to finish
     expect(outboxLines(root)).toHaveLength(0);
   });

@@ -23,7 +23,10 @@ function racer(workerData: unknown): Worker {
   const pkg = JSON.parse(readFileSync(pkgPath, 'utf8')) as { exports: Record<string, { import: { default: string } }> };
   const api = pathToFileURL(join(dirname(pkgPath), pkg.exports['./esm/api']!.import.default)).href;
   const entry = pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), 'support/definition-racer.ts')).href;
-  return new Worker(`import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`, { eval: true, workerData });
+  return new Worker(
+    `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`,
+    { eval: true, workerData },
+  );
 }
 
 it('the same definition stored from four connections at once is stored once, with no refusal', async () => {

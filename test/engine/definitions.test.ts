@@ -70,7 +70,10 @@ function writeAgentFile(value: unknown): string {
 const scriptedIdentity = componentIdentity('provider', 'scripted');
 
 /** A full application with one tool plan; every component has an identity. */
-const fullApp = (tools: readonly Tool[], options: { compatibilityIdentity?: string; components?: ComponentIdentity[] } = {}): Application =>
+const fullApp = (
+  tools: readonly Tool[],
+  options: { compatibilityIdentity?: string; components?: ComponentIdentity[] } = {},
+): Application =>
   defineApplication({
     compatibilityIdentity: options.compatibilityIdentity ?? 'test.app/1',
     toolPlans: [{ id: PLAN, tools }],
@@ -78,7 +81,8 @@ const fullApp = (tools: readonly Tool[], options: { compatibilityIdentity?: stri
     ...(options.components ? { components: options.components } : {}),
   });
 
-const addWithSchema = (inputSchema: { readonly [k: string]: JsonValue }): Tool => makeTool('add', (args) => ({ sum: (args.a as number) + (args.b as number) }), { inputSchema });
+const addWithSchema = (inputSchema: { readonly [k: string]: JsonValue }): Tool =>
+  makeTool('add', (args) => ({ sum: (args.a as number) + (args.b as number) }), { inputSchema });
 
 describe('agent definitions', () => {
   it('a file and the typed API validate through the same schema and give the same definition', () => {
@@ -101,7 +105,10 @@ describe('agent definitions', () => {
     ['top level', { ...researcherFile, temperature: 0.2 }],
     ['model', { ...researcherFile, model: { ...researcherFile.model, api_key: 'sk-x' } }],
     ['script step', { ...researcherFile, script: [{ text: 'x', tools: [] }] }],
-    ['script tool call', { ...researcherFile, script: [{ tool_calls: [{ name: 'math.add', arguments: {}, id: 'c1' }] }] }],
+    [
+      'script tool call',
+      { ...researcherFile, script: [{ tool_calls: [{ name: 'math.add', arguments: {}, id: 'c1' }] }] },
+    ],
     ['camelCase key in a file', { ...researcherFile, turnLimit: 6 }],
   ])('an agent file with an unknown field (%s) is refused with agent_definition_invalid', (_where, value) => {
     expectThrowsCode(() => loadAgentFile(writeAgentFile(value)), 'agent_definition_invalid');
@@ -132,19 +139,27 @@ describe('agent definitions', () => {
     expectThrowsCode(() => loadAgentFile(join(privateDir(), 'none.json')), 'agent_file_missing');
   });
 
-  it.each(STORE_KINDS)('a changed definition under the same id and version is refused with definition_conflict (%s store)', async (kind) => {
-    const engine = openTestEngine(kind, localApp([addTool()]));
-    const v1 = scriptedAgent([{ text: 'done' }], { turnLimit: 3 });
-    await engine.start(v1, { runId: 'run-v1' });
+  it.each(STORE_KINDS)(
+    'a changed definition under the same id and version is refused with definition_conflict (%s store)',
+    async (kind) => {
+      const engine = openTestEngine(kind, localApp([addTool()]));
+      const v1 = scriptedAgent([{ text: 'done' }], { turnLimit: 3 });
+      await engine.start(v1, { runId: 'run-v1' });
 
-    await expectCode(engine.start({ ...v1, turnLimit: 4 }, { runId: 'run-v1-changed' }), 'definition_conflict');
-    await expectCode(engine.start({ ...v1, script: [{ text: 'other' }] }, { runId: 'run-v1-script' }), 'definition_conflict');
-    expect((await engine.list()).map((r) => r.run_id)).toEqual(['run-v1']);
+      await expectCode(engine.start({ ...v1, turnLimit: 4 }, { runId: 'run-v1-changed' }), 'definition_conflict');
+      await expectCode(
+        engine.start({ ...v1, script: [{ text: 'other' }] }, { runId: 'run-v1-script' }),
+        'definition_conflict',
+      );
+      expect((await engine.list()).map((r) => r.run_id)).toEqual(['run-v1']);
 
-    // The same content again, or the change under a new version, is accepted.
-    expect((await engine.start(v1, { runId: 'run-v1-again' })).status).toBe('completed');
-    expect((await engine.start({ ...v1, version: '1.0.1', turnLimit: 4 }, { runId: 'run-v2' })).status).toBe('completed');
-  });
+      // The same content again, or the change under a new version, is accepted.
+      expect((await engine.start(v1, { runId: 'run-v1-again' })).status).toBe('completed');
+      expect((await engine.start({ ...v1, version: '1.0.1', turnLimit: 4 }, { runId: 'run-v2' })).status).toBe(
+        'completed',
+      );
+    },
+  );
 
   it('a definition conflict is detected across engines sharing a SQLite root', async () => {
     const root = privateDir();
@@ -159,37 +174,70 @@ describe('agent definitions', () => {
 
 describe('applications and identities', () => {
   it('defineApplication without a compatibility identity is refused with compatibility_identity_missing', () => {
-    expectThrowsCode(() => defineApplication({ compatibilityIdentity: '', toolPlans: [] }), 'compatibility_identity_missing');
-    expectThrowsCode(() => defineApplication({ compatibilityIdentity: '   ', toolPlans: [] }), 'compatibility_identity_missing');
+    expectThrowsCode(
+      () => defineApplication({ compatibilityIdentity: '', toolPlans: [] }),
+      'compatibility_identity_missing',
+    );
+    expectThrowsCode(
+      () => defineApplication({ compatibilityIdentity: '   ', toolPlans: [] }),
+      'compatibility_identity_missing',
+    );
   });
 
   it('defineApplication with a tool that has no identity is refused with component_identity_missing', () => {
     const anonymous = makeTool('anon', () => null, { identity: null });
-    expectThrowsCode(() => defineApplication({ compatibilityIdentity: 'test.app/1', toolPlans: [{ id: PLAN, tools: [addTool(), anonymous] }] }), 'component_identity_missing');
+    expectThrowsCode(
+      () =>
+        defineApplication({
+          compatibilityIdentity: 'test.app/1',
+          toolPlans: [{ id: PLAN, tools: [addTool(), anonymous] }],
+        }),
+      'component_identity_missing',
+    );
   });
 
   it('defineApplication with a provider that has no identity is refused with component_identity_missing', () => {
     const provider = { name: 'p', generate: async () => ({ text: '', toolCalls: [] }) };
-    expectThrowsCode(() => defineApplication({ compatibilityIdentity: 'test.app/1', providers: [provider], toolPlans: [] }), 'component_identity_missing');
+    expectThrowsCode(
+      () => defineApplication({ compatibilityIdentity: 'test.app/1', providers: [provider], toolPlans: [] }),
+      'component_identity_missing',
+    );
   });
 
   it('a malformed component identity is refused with component_identity_invalid', () => {
     const wrongKind = makeTool('add', () => null, { identity: componentIdentity('provider', 'add') });
-    const badDigest = makeTool('add', () => null, { identity: { ...componentIdentity('static_tool', 'add'), sourceSha256: 'abc' } });
-    expectThrowsCode(() => defineApplication({ compatibilityIdentity: 'c', toolPlans: [{ id: PLAN, tools: [wrongKind] }] }), 'component_identity_invalid');
-    expectThrowsCode(() => defineApplication({ compatibilityIdentity: 'c', toolPlans: [{ id: PLAN, tools: [badDigest] }] }), 'component_identity_invalid');
+    const badDigest = makeTool('add', () => null, {
+      identity: { ...componentIdentity('static_tool', 'add'), sourceSha256: 'abc' },
+    });
+    expectThrowsCode(
+      () => defineApplication({ compatibilityIdentity: 'c', toolPlans: [{ id: PLAN, tools: [wrongKind] }] }),
+      'component_identity_invalid',
+    );
+    expectThrowsCode(
+      () => defineApplication({ compatibilityIdentity: 'c', toolPlans: [{ id: PLAN, tools: [badDigest] }] }),
+      'component_identity_invalid',
+    );
   });
 
   it('a full application running the scripted provider without its identity refuses to start the run', async () => {
-    const app = defineApplication({ compatibilityIdentity: 'test.app/1', toolPlans: [{ id: PLAN, tools: [addTool()] }] });
+    const app = defineApplication({
+      compatibilityIdentity: 'test.app/1',
+      toolPlans: [{ id: PLAN, tools: [addTool()] }],
+    });
     const engine = openTestEngine('memory', app);
 
-    await expectCode(engine.start(scriptedAgent([{ text: 'done' }]), { runId: 'run-noid' }), 'component_identity_missing');
+    await expectCode(
+      engine.start(scriptedAgent([{ text: 'done' }]), { runId: 'run-noid' }),
+      'component_identity_missing',
+    );
     expect(await engine.list()).toEqual([]);
   });
 
   it("a convenience application's snapshots carry an empty compatibility identity", async () => {
-    const engine = openTestEngine('memory', convenienceApplication({ toolPlans: [{ id: PLAN, tools: [makeTool('x', () => null, { identity: null })] }] }));
+    const engine = openTestEngine(
+      'memory',
+      convenienceApplication({ toolPlans: [{ id: PLAN, tools: [makeTool('x', () => null, { identity: null })] }] }),
+    );
     await engine.start(scriptedAgent([{ text: 'done' }]), { runId: 'run-conv' });
 
     const decoded = decodeSnapshot((await engine.exportSnapshot('run-conv')).bytes);
@@ -205,7 +253,10 @@ describe('applications and identities', () => {
 
     const decoded = decodeSnapshot((await engine.exportSnapshot('run-full')).bytes);
 
-    expect(decoded.planIdentity).toMatchObject({ compatibilityIdentity: BUILTIN_COMPATIBILITY, toolPlanId: BUILTIN_TOOL_PLAN });
+    expect(decoded.planIdentity).toMatchObject({
+      compatibilityIdentity: BUILTIN_COMPATIBILITY,
+      toolPlanId: BUILTIN_TOOL_PLAN,
+    });
     expect(decoded.planIdentity.components.map((c) => `${c.kind}:${c.name}`)).toEqual([
       'provider:scripted',
       'static_tool:human.ask',
@@ -237,8 +288,12 @@ describe('applications and identities', () => {
 
   it("the plan fingerprint changes when a tool's JSON Schema changes", () => {
     const agent = scriptedAgent([{ text: 'done' }]);
-    const a = fullApp([addWithSchema({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } })]).planIdentityFor(agent);
-    const b = fullApp([addWithSchema({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'integer' } } })]).planIdentityFor(agent);
+    const a = fullApp([
+      addWithSchema({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } }),
+    ]).planIdentityFor(agent);
+    const b = fullApp([
+      addWithSchema({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'integer' } } }),
+    ]).planIdentityFor(agent);
 
     expect(b.fingerprint).not.toBe(a.fingerprint);
     expect(b.components).toEqual(a.components);
@@ -246,12 +301,20 @@ describe('applications and identities', () => {
 
   it('the plan fingerprint is the same for equal schemas whose keys are ordered differently (RFC 8785)', () => {
     const agent = scriptedAgent([{ text: 'done' }]);
-    const ordered = fullApp([addWithSchema({ type: 'object', required: ['a', 'b'], properties: { a: { type: 'number', minimum: 0 }, b: { type: 'number' } } })]).planIdentityFor(
-      agent,
-    );
-    const reordered = fullApp([addWithSchema({ properties: { b: { type: 'number' }, a: { minimum: 0, type: 'number' } }, required: ['a', 'b'], type: 'object' })]).planIdentityFor(
-      agent,
-    );
+    const ordered = fullApp([
+      addWithSchema({
+        type: 'object',
+        required: ['a', 'b'],
+        properties: { a: { type: 'number', minimum: 0 }, b: { type: 'number' } },
+      }),
+    ]).planIdentityFor(agent);
+    const reordered = fullApp([
+      addWithSchema({
+        properties: { b: { type: 'number' }, a: { minimum: 0, type: 'number' } },
+        required: ['a', 'b'],
+        type: 'object',
+      }),
+    ]).planIdentityFor(agent);
 
     expect(reordered.fingerprint).toBe(ordered.fingerprint);
     expect(reordered.fingerprint).toMatch(/^[0-9a-f]{64}$/);
@@ -259,13 +322,43 @@ describe('applications and identities', () => {
 
   it('the plan fingerprint covers the compatibility identity, the tool plan id and each tool definition', () => {
     const tools = [addTool()];
-    const base = computePlanIdentity({ components: [], toolPlanId: PLAN, compatibilityIdentity: 'c/1', tools: tools.map((t) => t.definition) });
+    const base = computePlanIdentity({
+      components: [],
+      toolPlanId: PLAN,
+      compatibilityIdentity: 'c/1',
+      tools: tools.map((t) => t.definition),
+    });
     const variants = [
-      computePlanIdentity({ components: [], toolPlanId: PLAN, compatibilityIdentity: 'c/2', tools: tools.map((t) => t.definition) }),
-      computePlanIdentity({ components: [], toolPlanId: 'other.plan', compatibilityIdentity: 'c/1', tools: tools.map((t) => t.definition) }),
-      computePlanIdentity({ components: [], toolPlanId: PLAN, compatibilityIdentity: 'c/1', tools: [{ ...tools[0]!.definition, mutating: true }] }),
-      computePlanIdentity({ components: [], toolPlanId: PLAN, compatibilityIdentity: 'c/1', tools: [{ ...tools[0]!.definition, description: 'changed' }] }),
-      computePlanIdentity({ components: [componentIdentity('stage', 's')], toolPlanId: PLAN, compatibilityIdentity: 'c/1', tools: tools.map((t) => t.definition) }),
+      computePlanIdentity({
+        components: [],
+        toolPlanId: PLAN,
+        compatibilityIdentity: 'c/2',
+        tools: tools.map((t) => t.definition),
+      }),
+      computePlanIdentity({
+        components: [],
+        toolPlanId: 'other.plan',
+        compatibilityIdentity: 'c/1',
+        tools: tools.map((t) => t.definition),
+      }),
+      computePlanIdentity({
+        components: [],
+        toolPlanId: PLAN,
+        compatibilityIdentity: 'c/1',
+        tools: [{ ...tools[0]!.definition, mutating: true }],
+      }),
+      computePlanIdentity({
+        components: [],
+        toolPlanId: PLAN,
+        compatibilityIdentity: 'c/1',
+        tools: [{ ...tools[0]!.definition, description: 'changed' }],
+      }),
+      computePlanIdentity({
+        components: [componentIdentity('stage', 's')],
+        toolPlanId: PLAN,
+        compatibilityIdentity: 'c/1',
+        tools: tools.map((t) => t.definition),
+      }),
     ];
     expect(new Set([base, ...variants].map((p) => p.fingerprint)).size).toBe(variants.length + 1);
   });
@@ -273,12 +366,18 @@ describe('applications and identities', () => {
   it('a run whose plan identity changed refuses to resume with plan_identity_changed, and stays as it was', async () => {
     const root = privateDir();
     const before = openTestEngine('sqlite', fullApp([addTool()]), root);
-    const agent = scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 2 })] }, { toolCalls: [call('add', { a: 3, b: 4 })] }, { text: 'done' }]);
+    const agent = scriptedAgent([
+      { toolCalls: [call('add', { a: 1, b: 2 })] },
+      { toolCalls: [call('add', { a: 3, b: 4 })] },
+      { text: 'done' },
+    ]);
     const suspended = await before.start(agent, { runId: 'run-pc', suspendAfterTurns: 1 });
     const snapshot = await before.exportSnapshot('run-pc');
     before.close();
 
-    const changed = fullApp([addWithSchema({ type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } } })]);
+    const changed = fullApp([
+      addWithSchema({ type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } } }),
+    ]);
     const after = openTestEngine('sqlite', changed, root);
     await expectCode(after.resume('run-pc'), 'plan_identity_changed');
 
@@ -297,7 +396,10 @@ describe('applications and identities', () => {
   it('a run whose tool plan is missing refuses to resume with tool_plan_missing, and stays as it was', async () => {
     const root = privateDir();
     const before = openTestEngine('sqlite', localApp([addTool()]), root);
-    const suspended = await before.start(scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 2 })] }, { text: 'done' }]), { runId: 'run-pm', suspendAfterTurns: 1 });
+    const suspended = await before.start(
+      scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 2 })] }, { text: 'done' }]),
+      { runId: 'run-pm', suspendAfterTurns: 1 },
+    );
     before.close();
 
     const after = openTestEngine('sqlite', localApp([addTool()], 'another.plan'), root);
@@ -308,10 +410,17 @@ describe('applications and identities', () => {
   it('an answer to a run whose plan identity changed is refused with plan_identity_changed and is not recorded', async () => {
     const root = privateDir();
     const before = openTestEngine('sqlite', fullApp([askTool()]), root);
-    const waiting = await before.start(scriptedAgent([{ toolCalls: [call('ask', { id: 'q', prompt: '?' })] }, { text: 'done' }]), { runId: 'run-pa' });
+    const waiting = await before.start(
+      scriptedAgent([{ toolCalls: [call('ask', { id: 'q', prompt: '?' })] }, { text: 'done' }]),
+      { runId: 'run-pa' },
+    );
     before.close();
 
-    const changedAsk = makeTool('ask', (args, ctx) => ctx.requestInteraction(args.id as string, args.prompt as string), { description: 'changed' });
+    const changedAsk = makeTool(
+      'ask',
+      (args, ctx) => ctx.requestInteraction(args.id as string, args.prompt as string),
+      { description: 'changed' },
+    );
     const after = openTestEngine('sqlite', fullApp([changedAsk]), root);
     await expectCode(after.answer('run-pa', 'q', 'yes'), 'plan_identity_changed');
     expect(await after.show('run-pa')).toEqual(waiting);
@@ -328,7 +437,9 @@ describe('applications and identities', () => {
         { mutating: true, description },
       );
     const before = openTestEngine('sqlite', fullApp([failing('charge v1')]), root);
-    const waiting = await before.start(scriptedAgent([{ toolCalls: [call('charge', {})] }, { text: 'done' }]), { runId: 'run-pr' });
+    const waiting = await before.start(scriptedAgent([{ toolCalls: [call('charge', {})] }, { text: 'done' }]), {
+      runId: 'run-pr',
+    });
     expect(waiting.waiting_for).toMatchObject({ kind: 'resolution' });
     before.close();
 
@@ -383,7 +494,10 @@ describe('tool plans', () => {
     host.register(plan);
     expectThrowsCode(() => host.register(plan), 'tool_plan_exists');
     expectThrowsCode(() => host.register({ id: 'p.dup', tools: [addTool(), addTool()] }), 'tool_name_duplicate');
-    expectThrowsCode(() => host.register({ id: 'p.bad', tools: [makeTool('1bad name', () => null)] }), 'tool_name_invalid');
+    expectThrowsCode(
+      () => host.register({ id: 'p.bad', tools: [makeTool('1bad name', () => null)] }),
+      'tool_name_invalid',
+    );
   });
 
   it('a lease validates arguments against the JSON Schema: tool_arguments_invalid, tool_unknown', () => {
@@ -399,7 +513,10 @@ describe('tool plans', () => {
 
   it('starting a run whose tool plan the engine does not have is refused with tool_plan_missing', async () => {
     const engine = openTestEngine('memory', localApp([addTool()]));
-    await expectCode(engine.start(scriptedAgent([{ text: 'done' }], { toolPlan: 'nope.plan' }), { runId: 'run-np' }), 'tool_plan_missing');
+    await expectCode(
+      engine.start(scriptedAgent([{ text: 'done' }], { toolPlan: 'nope.plan' }), { runId: 'run-np' }),
+      'tool_plan_missing',
+    );
     expect(await engine.list()).toEqual([]);
   });
 
@@ -420,49 +537,54 @@ describe('tool plans', () => {
     return { app: { ...base, toolPlans: host }, host };
   };
 
-  it.each(STORE_KINDS)('a run holds one live lease of its plan while driven and releases it when it stops driving (%s store)', async (kind) => {
-    const entered = latch();
-    const gate = latch();
-    const block = makeTool('block', async () => {
-      entered.open();
-      await gate.wait();
-      return null;
-    });
-    const { app, host } = recordingApp([block, askTool(), addTool()]);
-    const engine = openTestEngine(kind, app);
-    const agent = scriptedAgent([
-      { toolCalls: [call('block', {})] },
-      { toolCalls: [call('ask', { id: 'q', prompt: '?' })] },
-      { toolCalls: [call('add', { a: 1, b: 1 })] },
-      { text: 'done' },
-    ]);
+  it.each(STORE_KINDS)(
+    'a run holds one live lease of its plan while driven and releases it when it stops driving (%s store)',
+    async (kind) => {
+      const entered = latch();
+      const gate = latch();
+      const block = makeTool('block', async () => {
+        entered.open();
+        await gate.wait();
+        return null;
+      });
+      const { app, host } = recordingApp([block, askTool(), addTool()]);
+      const engine = openTestEngine(kind, app);
+      const agent = scriptedAgent([
+        { toolCalls: [call('block', {})] },
+        { toolCalls: [call('ask', { id: 'q', prompt: '?' })] },
+        { toolCalls: [call('add', { a: 1, b: 1 })] },
+        { text: 'done' },
+      ]);
 
-    const running = engine.start(agent, { runId: 'run-lease' });
-    await entered.wait();
-    expect(host.liveLeases).toBe(1);
-    expect(host.leases.map((l) => l.released)).toEqual([false]);
+      const running = engine.start(agent, { runId: 'run-lease' });
+      await entered.wait();
+      expect(host.liveLeases).toBe(1);
+      expect(host.leases.map((l) => l.released)).toEqual([false]);
 
-    gate.open();
-    expect((await running).waiting_for).toMatchObject({ kind: 'interaction' });
-    // Waiting for a human is not driving: the lease is released.
-    expect(host.liveLeases).toBe(0);
-    await Promise.all(host.leases.map((l) => l.whenReleased));
+      gate.open();
+      expect((await running).waiting_for).toMatchObject({ kind: 'interaction' });
+      // Waiting for a human is not driving: the lease is released.
+      expect(host.liveLeases).toBe(0);
+      await Promise.all(host.leases.map((l) => l.whenReleased));
 
-    await engine.suspend('run-lease');
-    expect((await engine.answer('run-lease', 'q', 'yes')).status).toBe('suspended');
-    expect(host.liveLeases).toBe(0);
-    expect((await engine.resume('run-lease')).status).toBe('completed');
-    expect(host.liveLeases).toBe(0);
-    expect(host.leases.length).toBeGreaterThanOrEqual(3);
-    await Promise.all(host.leases.map((l) => l.whenReleased));
-    expect(host.leases.every((l) => l.released)).toBe(true);
-  });
+      await engine.suspend('run-lease');
+      expect((await engine.answer('run-lease', 'q', 'yes')).status).toBe('suspended');
+      expect(host.liveLeases).toBe(0);
+      expect((await engine.resume('run-lease')).status).toBe('completed');
+      expect(host.liveLeases).toBe(0);
+      expect(host.leases.length).toBeGreaterThanOrEqual(3);
+      await Promise.all(host.leases.map((l) => l.whenReleased));
+      expect(host.leases.every((l) => l.released)).toBe(true);
+    },
+  );
 
   it('a run that fails releases its lease', async () => {
     const { app, host } = recordingApp([addTool()]);
     const engine = openTestEngine('memory', app);
 
-    expect((await engine.start(scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 1 })] }]), { runId: 'run-fail' })).status).toBe('failed');
+    expect(
+      (await engine.start(scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 1 })] }]), { runId: 'run-fail' })).status,
+    ).toBe('failed');
 
     expect(host.liveLeases).toBe(0);
     expect(host.leases.every((l) => l.released)).toBe(true);

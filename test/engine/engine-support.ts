@@ -62,8 +62,16 @@ export function testAuthority(): RunAuthority {
  * An engine over the given store, closed after the test. `root` reopens an existing SQLite root;
  * `authority` is the test's unless given (another user's: `newTestAuthority()`).
  */
-export function openTestEngine(kind: StoreKind, application: Application, root?: string, authority: RunAuthority = testAuthority()): Engine {
-  const engine = kind === 'memory' ? openEngine({ application, authority }) : openEngine({ root: root ?? privateDir(), application, authority });
+export function openTestEngine(
+  kind: StoreKind,
+  application: Application,
+  root?: string,
+  authority: RunAuthority = testAuthority(),
+): Engine {
+  const engine =
+    kind === 'memory'
+      ? openEngine({ application, authority })
+      : openEngine({ root: root ?? privateDir(), application, authority });
   cleanups.push(() => engine.close());
   return engine;
 }
@@ -93,7 +101,11 @@ export const PLAN = 'test.plan';
 
 export const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 
-export const componentIdentity = (kind: ComponentIdentity['kind'], name: string, version = '1.0.0'): ComponentIdentity => ({
+export const componentIdentity = (
+  kind: ComponentIdentity['kind'],
+  name: string,
+  version = '1.0.0',
+): ComponentIdentity => ({
   kind,
   name,
   module: `test/${name}`,
@@ -106,7 +118,12 @@ type Execute = (args: { readonly [k: string]: JsonValue }, ctx: ToolContext) => 
 export function makeTool(
   name: string,
   execute: Execute,
-  options: { mutating?: boolean; inputSchema?: { readonly [k: string]: JsonValue }; identity?: ComponentIdentity | null; description?: string } = {},
+  options: {
+    mutating?: boolean;
+    inputSchema?: { readonly [k: string]: JsonValue };
+    identity?: ComponentIdentity | null;
+    description?: string;
+  } = {},
 ): Tool {
   const identity = options.identity === null ? undefined : (options.identity ?? componentIdentity('static_tool', name));
   return {
@@ -124,16 +141,29 @@ export function makeTool(
 /** `add(a, b)`: a strict schema, a pure result. */
 export const addTool = (): Tool =>
   makeTool('add', (args) => ({ sum: (args.a as number) + (args.b as number) }), {
-    inputSchema: { type: 'object', additionalProperties: false, required: ['a', 'b'], properties: { a: { type: 'number' }, b: { type: 'number' } } },
+    inputSchema: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['a', 'b'],
+      properties: { a: { type: 'number' }, b: { type: 'number' } },
+    },
   });
 
 /** `ask(id, prompt)`: parks the call until a human answers. */
 export const askTool = (): Tool =>
   makeTool('ask', (args, ctx) => ctx.requestInteraction(args.id as string, args.prompt as string), {
-    inputSchema: { type: 'object', additionalProperties: false, required: ['id', 'prompt'], properties: { id: { type: 'string' }, prompt: { type: 'string' } } },
+    inputSchema: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['id', 'prompt'],
+      properties: { id: { type: 'string' }, prompt: { type: 'string' } },
+    },
   });
 
-export const call = (name: string, args: JsonValue): { name: string; arguments: JsonValue } => ({ name, arguments: args });
+export const call = (name: string, args: JsonValue): { name: string; arguments: JsonValue } => ({
+  name,
+  arguments: args,
+});
 
 export function scriptedAgent(
   script: readonly ScriptStep[],
@@ -150,7 +180,8 @@ export function scriptedAgent(
   });
 }
 
-export const localApp = (tools: readonly Tool[], planId = PLAN): Application => convenienceApplication({ toolPlans: [{ id: planId, tools }] });
+export const localApp = (tools: readonly Tool[], planId = PLAN): Application =>
+  convenienceApplication({ toolPlans: [{ id: planId, tools }] });
 
 export async function allEvents(engine: Engine, runId: string): Promise<RunEvent[]> {
   const out: RunEvent[] = [];
@@ -158,7 +189,8 @@ export async function allEvents(engine: Engine, runId: string): Promise<RunEvent
   return out;
 }
 
-export const eventTypes = async (engine: Engine, runId: string): Promise<string[]> => (await allEvents(engine, runId)).map((e) => e.type);
+export const eventTypes = async (engine: Engine, runId: string): Promise<string[]> =>
+  (await allEvents(engine, runId)).map((e) => e.type);
 
 function assertCode(error: unknown, code: string): void {
   expect(isLoopxError(error), `expected a LoopxError with code ${code}, got ${String(error)}`).toBe(true);

@@ -7,7 +7,14 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { rejected } from '../../src/core/errors.js';
-import { builtinApplication, convenienceApplication, defineAgent, parseAgentDefinition, type Message, type ModelProvider } from '../../src/engine/index.js';
+import {
+  builtinApplication,
+  convenienceApplication,
+  defineAgent,
+  parseAgentDefinition,
+  type Message,
+  type ModelProvider,
+} from '../../src/engine/index.js';
 import { decodeSnapshot, type ToolCallPart, type ToolResultPart } from '../../src/snapshot/index.js';
 import {
   addTool,
@@ -27,23 +34,36 @@ import {
   STORE_KINDS,
 } from './engine-support.js';
 
-const toolResults = (messages: Message[]): ToolResultPart[] => messages.filter((m) => m.role === 'tool').map((m) => m.parts[0] as ToolResultPart);
-const toolCalls = (messages: Message[]): ToolCallPart[] => messages.flatMap((m) => m.parts.filter((p): p is ToolCallPart => p.type === 'tool_call'));
+const toolResults = (messages: Message[]): ToolResultPart[] =>
+  messages.filter((m) => m.role === 'tool').map((m) => m.parts[0] as ToolResultPart);
+const toolCalls = (messages: Message[]): ToolCallPart[] =>
+  messages.flatMap((m) => m.parts.filter((p): p is ToolCallPart => p.type === 'tool_call'));
 
 /** A provider that reacts to the last message it is shown: a bad call first, a fix after an error result, then the answer. */
 const reactiveProvider = (): ModelProvider => ({
   name: 'reactive',
   async generate(request) {
     const last = request.messages[request.messages.length - 1]!;
-    if (last.role === 'user') return { text: 'adding', toolCalls: [{ toolName: 'add', arguments: { a: 'one', b: 2 } }] };
+    if (last.role === 'user')
+      return { text: 'adding', toolCalls: [{ toolName: 'add', arguments: { a: 'one', b: 2 } }] };
     const result = last.parts[0] as ToolResultPart;
     if (result.status === 'error')
-      return { text: `retrying after ${(JSON.parse(result.resultJson) as { error: string }).error}`, toolCalls: [{ toolName: 'add', arguments: { a: 1, b: 2 } }] };
+      return {
+        text: `retrying after ${(JSON.parse(result.resultJson) as { error: string }).error}`,
+        toolCalls: [{ toolName: 'add', arguments: { a: 1, b: 2 } }],
+      };
     return { text: `the sum is ${(JSON.parse(result.resultJson) as { sum: number }).sum}`, toolCalls: [] };
   },
 });
 
-const reactiveAgent = (provider: string) => defineAgent({ id: 'test.reactive', version: '1.0.0', model: { provider, modelId: 'm1' }, turnLimit: 5, toolPlan: PLAN });
+const reactiveAgent = (provider: string) =>
+  defineAgent({
+    id: 'test.reactive',
+    version: '1.0.0',
+    model: { provider, modelId: 'm1' },
+    turnLimit: 5,
+    toolPlan: PLAN,
+  });
 
 /** Four turns of tool calls, then an answer. */
 const fourTurnScript = [
@@ -75,7 +95,13 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
       'Completed',
     ]);
     expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
-    expect(view).toMatchObject({ status: 'completed', completed_turns: 2, last_sequence: events.length, waiting_for: null, failure: null });
+    expect(view).toMatchObject({
+      status: 'completed',
+      completed_turns: 2,
+      last_sequence: events.length,
+      waiting_for: null,
+      failure: null,
+    });
   });
 
   it('tool results are fed back to the model and a final answer completes the run', async () => {
@@ -85,15 +111,26 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
     const view = await engine.start(agent, { input: 'add', runId: 'run-final' });
 
     const messages = await engine.messages('run-final');
-    expect(toolResults(messages)).toEqual([{ type: 'tool_result', callId: 'run-final/t1/k0', toolName: 'add', status: 'ok', resultJson: '{"sum":42}' }]);
-    expect(messages[messages.length - 1]).toEqual({ id: 'run-final/t2/m0', role: 'assistant', parts: [{ type: 'text', text: 'it is 42' }] });
+    expect(toolResults(messages)).toEqual([
+      { type: 'tool_result', callId: 'run-final/t1/k0', toolName: 'add', status: 'ok', resultJson: '{"sum":42}' },
+    ]);
+    expect(messages[messages.length - 1]).toEqual({
+      id: 'run-final/t2/m0',
+      role: 'assistant',
+      parts: [{ type: 'text', text: 'it is 42' }],
+    });
     expect(view.status).toBe('completed');
   });
 
   it('arguments that fail the JSON Schema become an error result the model sees, the tool does not run, and the run continues', async () => {
     let executions = 0;
-    const add = makeTool('add', (args) => (executions++, { sum: (args.a as number) + (args.b as number) }), { inputSchema: addTool().definition.inputSchema });
-    const engine = openTestEngine(kind, convenienceApplication({ providers: [reactiveProvider()], toolPlans: [{ id: PLAN, tools: [add] }] }));
+    const add = makeTool('add', (args) => (executions++, { sum: (args.a as number) + (args.b as number) }), {
+      inputSchema: addTool().definition.inputSchema,
+    });
+    const engine = openTestEngine(
+      kind,
+      convenienceApplication({ providers: [reactiveProvider()], toolPlans: [{ id: PLAN, tools: [add] }] }),
+    );
 
     const view = await engine.start(reactiveAgent('reactive'), { input: 'add 1 and 2', runId: 'run-invalid' });
 
@@ -118,10 +155,15 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
     const provider: ModelProvider = {
       name: 'nan',
       async generate(request) {
-        return request.turn === 1 ? { text: 'echo', toolCalls: [{ toolName: 'echo', arguments: { x: Number.NaN } as never }] } : { text: 'done', toolCalls: [] };
+        return request.turn === 1
+          ? { text: 'echo', toolCalls: [{ toolName: 'echo', arguments: { x: Number.NaN } as never }] }
+          : { text: 'done', toolCalls: [] };
       },
     };
-    const engine = openTestEngine(kind, convenienceApplication({ providers: [provider], toolPlans: [{ id: PLAN, tools: [echo] }] }));
+    const engine = openTestEngine(
+      kind,
+      convenienceApplication({ providers: [provider], toolPlans: [{ id: PLAN, tools: [echo] }] }),
+    );
 
     const view = await engine.start(reactiveAgent('nan'), { runId: 'run-nan' });
 
@@ -137,9 +179,15 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
     const loose = makeTool('loose', (args) => (executions++, args), { inputSchema: {} });
     const engine = openTestEngine(kind, localApp([loose]));
 
-    const view = await engine.start(scriptedAgent([{ toolCalls: [call('loose', 'just text'), call('loose', [1, 2]), call('loose', { ok: true })] }, { text: 'done' }]), {
-      runId: 'run-obj',
-    });
+    const view = await engine.start(
+      scriptedAgent([
+        { toolCalls: [call('loose', 'just text'), call('loose', [1, 2]), call('loose', { ok: true })] },
+        { text: 'done' },
+      ]),
+      {
+        runId: 'run-obj',
+      },
+    );
 
     const results = toolResults(await engine.messages('run-obj'));
     expect(results.map((r) => r.status)).toEqual(['error', 'error', 'ok']);
@@ -166,7 +214,9 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
     });
     const engine = openTestEngine(kind, localApp([flaky]));
 
-    const view = await engine.start(scriptedAgent([{ toolCalls: [call('flaky', {})] }, { text: 'ok' }]), { runId: 'run-throws' });
+    const view = await engine.start(scriptedAgent([{ toolCalls: [call('flaky', {})] }, { text: 'ok' }]), {
+      runId: 'run-throws',
+    });
 
     const [result] = toolResults(await engine.messages('run-throws'));
     expect(result).toMatchObject({ status: 'error', resultJson: '{"error":"tool_failed","message":"disk full"}' });
@@ -181,7 +231,10 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
 
     expect(view).toMatchObject({ status: 'failed', completed_turns: 2, failure: { code: 'turn_limit_reached' } });
     const events = await allEvents(engine, 'run-limit');
-    expect(events[events.length - 1]).toMatchObject({ type: 'Failed', data: { code: 'turn_limit_reached', completed_turns: 2 } });
+    expect(events[events.length - 1]).toMatchObject({
+      type: 'Failed',
+      data: { code: 'turn_limit_reached', completed_turns: 2 },
+    });
     expect(events.filter((e) => e.type === 'TurnStarted')).toHaveLength(2);
   });
 
@@ -199,7 +252,10 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
         throw new Error('upstream 503');
       },
     };
-    const engine = openTestEngine(kind, convenienceApplication({ providers: [provider], toolPlans: [{ id: PLAN, tools: [] }] }));
+    const engine = openTestEngine(
+      kind,
+      convenienceApplication({ providers: [provider], toolPlans: [{ id: PLAN, tools: [] }] }),
+    );
 
     const view = await engine.start(reactiveAgent('broken'), { runId: 'run-model-error' });
 
@@ -215,7 +271,10 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
         throw rejected('rate_limited', 'Too many requests.');
       },
     };
-    const engine = openTestEngine(kind, convenienceApplication({ providers: [provider], toolPlans: [{ id: PLAN, tools: [] }] }));
+    const engine = openTestEngine(
+      kind,
+      convenienceApplication({ providers: [provider], toolPlans: [{ id: PLAN, tools: [] }] }),
+    );
 
     const view = await engine.start(reactiveAgent('limited'), { runId: 'run-rate' });
 
@@ -227,7 +286,9 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
   it('an exhausted script fails the run with code script_exhausted, never with an invented answer', async () => {
     const engine = openTestEngine(kind, localApp([addTool()]));
 
-    const view = await engine.start(scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 1 })] }]), { runId: 'run-exhausted' });
+    const view = await engine.start(scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 1 })] }]), {
+      runId: 'run-exhausted',
+    });
 
     expect(view).toMatchObject({ status: 'failed', completed_turns: 1, failure: { code: 'script_exhausted' } });
     expect((await engine.messages('run-exhausted')).filter((m) => m.role === 'assistant')).toHaveLength(1);
@@ -239,7 +300,13 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
     await engine.start(agent, { runId: 'run-dup' });
 
     await expectCode(engine.start(agent, { runId: 'run-dup' }), 'run_exists');
-    expect(await eventTypes(engine, 'run-dup')).toEqual(['RunStarted', 'TurnStarted', 'ModelResponded', 'TurnCompleted', 'Completed']);
+    expect(await eventTypes(engine, 'run-dup')).toEqual([
+      'RunStarted',
+      'TurnStarted',
+      'ModelResponded',
+      'TurnCompleted',
+      'Completed',
+    ]);
   });
 
   it('a malformed run id is refused with run_id_invalid', async () => {
@@ -255,15 +322,37 @@ describe.each(STORE_KINDS)('turn loop (%s store)', (kind) => {
 });
 
 describe.each(STORE_KINDS)('message history (%s store)', (kind) => {
-  const script = [{ text: 'two sums', toolCalls: [call('add', { a: 1, b: 2 }), call('add', { a: 3, b: 4 })] }, { toolCalls: [call('add', { a: 5, b: 6 })] }, { text: 'done' }];
+  const script = [
+    { text: 'two sums', toolCalls: [call('add', { a: 1, b: 2 }), call('add', { a: 3, b: 4 })] },
+    { toolCalls: [call('add', { a: 5, b: 6 })] },
+    { text: 'done' },
+  ];
 
   it('holds system, user, assistant and tool messages in order, each tool result matched to its call id and tool', async () => {
     const engine = openTestEngine(kind, localApp([addTool()]));
     await engine.start(scriptedAgent(script, { system: 'be brief' }), { input: 'sum things', runId: 'run-h' });
 
     const messages = await engine.messages('run-h');
-    expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'tool', 'assistant', 'tool', 'assistant']);
-    expect(messages.map((m) => m.id)).toEqual(['run-h/t0/m0', 'run-h/t0/m1', 'run-h/t1/m0', 'run-h/t1/m1', 'run-h/t1/m2', 'run-h/t2/m0', 'run-h/t2/m1', 'run-h/t3/m0']);
+    expect(messages.map((m) => m.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
+    expect(messages.map((m) => m.id)).toEqual([
+      'run-h/t0/m0',
+      'run-h/t0/m1',
+      'run-h/t1/m0',
+      'run-h/t1/m1',
+      'run-h/t1/m2',
+      'run-h/t2/m0',
+      'run-h/t2/m1',
+      'run-h/t3/m0',
+    ]);
     const calls = toolCalls(messages);
     expect(calls.map((c) => c.callId)).toEqual(['run-h/t1/k0', 'run-h/t1/k1', 'run-h/t2/k0']);
     expect(toolResults(messages).map((r) => [r.callId, r.toolName, r.resultJson])).toEqual([
@@ -278,7 +367,11 @@ describe.each(STORE_KINDS)('message history (%s store)', (kind) => {
 
   it('message, model-call and tool-call ids derive from (run id, turn, index) and are never reused across suspend and resume', async () => {
     const engine = openTestEngine(kind, localApp([addTool()]));
-    await engine.start(scriptedAgent(script, { system: 'be brief' }), { input: 'sum things', runId: 'run-ids', suspendAfterTurns: 1 });
+    await engine.start(scriptedAgent(script, { system: 'be brief' }), {
+      input: 'sum things',
+      runId: 'run-ids',
+      suspendAfterTurns: 1,
+    });
     await engine.resume('run-ids', { turns: 1 });
     expect((await engine.show('run-ids')).status).toBe('suspended');
     await engine.resume('run-ids');
@@ -287,7 +380,9 @@ describe.each(STORE_KINDS)('message history (%s store)', (kind) => {
     const messages = await engine.messages('run-ids');
     const messageIds = messages.map((m) => m.id);
     const callIds = toolCalls(messages).map((c) => c.callId);
-    const modelCallIds = (await allEvents(engine, 'run-ids')).filter((e) => e.type === 'ModelResponded').map((e) => e.data.model_call_id);
+    const modelCallIds = (await allEvents(engine, 'run-ids'))
+      .filter((e) => e.type === 'ModelResponded')
+      .map((e) => e.data.model_call_id);
     expect(new Set(messageIds).size).toBe(messageIds.length);
     expect(new Set(callIds).size).toBe(callIds.length);
     expect(modelCallIds).toEqual(['run-ids/t1/c0', 'run-ids/t2/c0', 'run-ids/t3/c0']);
@@ -323,8 +418,14 @@ describe.each(STORE_KINDS)('suspend and resume (%s store)', (kind) => {
 
   it('a negative or fractional --suspend-after-turns is refused with suspend_after_turns_invalid', async () => {
     const engine = openTestEngine(kind, localApp([addTool()]));
-    await expectCode(engine.start(scriptedAgent(fourTurnScript), { suspendAfterTurns: -1 }), 'suspend_after_turns_invalid');
-    await expectCode(engine.start(scriptedAgent(fourTurnScript), { suspendAfterTurns: 1.5 }), 'suspend_after_turns_invalid');
+    await expectCode(
+      engine.start(scriptedAgent(fourTurnScript), { suspendAfterTurns: -1 }),
+      'suspend_after_turns_invalid',
+    );
+    await expectCode(
+      engine.start(scriptedAgent(fourTurnScript), { suspendAfterTurns: 1.5 }),
+      'suspend_after_turns_invalid',
+    );
     expect(await engine.list()).toEqual([]);
   });
 
@@ -338,9 +439,14 @@ describe.each(STORE_KINDS)('suspend and resume (%s store)', (kind) => {
       order.push('block');
       return 'released';
     });
-    const add = makeTool('add', (args) => (order.push('add'), { sum: (args.a as number) + (args.b as number) }), { inputSchema: addTool().definition.inputSchema });
+    const add = makeTool('add', (args) => (order.push('add'), { sum: (args.a as number) + (args.b as number) }), {
+      inputSchema: addTool().definition.inputSchema,
+    });
     const engine = openTestEngine(kind, localApp([block, add]));
-    const agent = scriptedAgent([{ toolCalls: [call('block', {}), call('add', { a: 1, b: 1 })] }, { text: 'never reached before resume' }]);
+    const agent = scriptedAgent([
+      { toolCalls: [call('block', {}), call('add', { a: 1, b: 1 })] },
+      { text: 'never reached before resume' },
+    ]);
 
     const running = engine.start(agent, { runId: 'run-mid' });
     await entered.wait();
@@ -380,7 +486,9 @@ describe.each(STORE_KINDS)('suspend and resume (%s store)', (kind) => {
     });
     const engine = openTestEngine(kind, localApp([block]));
 
-    const running = engine.start(scriptedAgent([{ toolCalls: [call('block', {})] }, { text: 'done' }]), { runId: 'run-busy' });
+    const running = engine.start(scriptedAgent([{ toolCalls: [call('block', {})] }, { text: 'done' }]), {
+      runId: 'run-busy',
+    });
     await entered.wait();
     const before = (await engine.show('run-busy')).last_sequence;
     await expectCode(engine.resume('run-busy'), 'run_busy');
@@ -410,7 +518,11 @@ describe.each(STORE_KINDS)('suspend and resume (%s store)', (kind) => {
 
     const events = await allEvents(engine, 'run-r');
     const tail = events.filter((e) => e.sequence > suspended.last_sequence);
-    expect(tail[0]).toMatchObject({ type: 'Resumed', sequence: suspended.last_sequence + 1, data: { completed_turns: 2 } });
+    expect(tail[0]).toMatchObject({
+      type: 'Resumed',
+      sequence: suspended.last_sequence + 1,
+      data: { completed_turns: 2 },
+    });
     expect(tail[1]).toMatchObject({ type: 'TurnStarted', sequence: suspended.last_sequence + 2, data: { turn: 3 } });
     expect(events.filter((e) => e.type === 'RunStarted')).toHaveLength(1);
     expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
@@ -441,7 +553,10 @@ describe.each(STORE_KINDS)('suspend and resume (%s store)', (kind) => {
     { status: 'cancelled', script: fourTurnScript, turnLimit: 10, cancel: true },
   ])('resuming a $status run is refused with run_terminal', async ({ status, script, turnLimit, cancel }) => {
     const engine = openTestEngine(kind, localApp([addTool()]));
-    await engine.start(scriptedAgent(script, { turnLimit }), { runId: 'run-t', ...(cancel ? { suspendAfterTurns: 1 } : {}) });
+    await engine.start(scriptedAgent(script, { turnLimit }), {
+      runId: 'run-t',
+      ...(cancel ? { suspendAfterTurns: 1 } : {}),
+    });
     if (cancel) await engine.cancel('run-t');
     const before = await engine.show('run-t');
     expect(before.status).toBe(status);
@@ -454,7 +569,10 @@ describe.each(STORE_KINDS)('suspend and resume (%s store)', (kind) => {
 describe.each(STORE_KINDS)('export (%s store)', (kind) => {
   it('an active run is not exported: export_run_active', async () => {
     const engine = openTestEngine(kind, localApp([askTool()]));
-    const view = await engine.start(scriptedAgent([{ toolCalls: [call('ask', { id: 'q1', prompt: 'ok?' })] }, { text: 'done' }]), { runId: 'run-active' });
+    const view = await engine.start(
+      scriptedAgent([{ toolCalls: [call('ask', { id: 'q1', prompt: 'ok?' })] }, { text: 'done' }]),
+      { runId: 'run-active' },
+    );
     expect(view.status).toBe('active');
 
     await expectCode(engine.exportSnapshot('run-active'), 'export_run_active');
@@ -462,7 +580,11 @@ describe.each(STORE_KINDS)('export (%s store)', (kind) => {
 
   it('the same run state exported twice is byte-identical, and decodes to the exported state', async () => {
     const engine = openTestEngine(kind, localApp([addTool()]));
-    const view = await engine.start(scriptedAgent(fourTurnScript, { system: 'sys' }), { input: 'go', runId: 'run-x2', suspendAfterTurns: 2 });
+    const view = await engine.start(scriptedAgent(fourTurnScript, { system: 'sys' }), {
+      input: 'go',
+      runId: 'run-x2',
+      suspendAfterTurns: 2,
+    });
 
     const a = await engine.exportSnapshot('run-x2');
     const b = await engine.exportSnapshot('run-x2');
@@ -471,13 +593,21 @@ describe.each(STORE_KINDS)('export (%s store)', (kind) => {
     expect(b.sha256).toBe(a.sha256);
     const decoded = decodeSnapshot(a.bytes);
     expect(decoded).toEqual(a.state);
-    expect(decoded).toMatchObject({ runId: 'run-x2', lifecycle: 'suspended', completedTurns: 2, lastSequence: view.last_sequence, turnLimit: 10 });
+    expect(decoded).toMatchObject({
+      runId: 'run-x2',
+      lifecycle: 'suspended',
+      completedTurns: 2,
+      lastSequence: view.last_sequence,
+      turnLimit: 10,
+    });
     expect(decoded.messages).toEqual(await engine.messages('run-x2'));
   });
 
   it('a completed run exports and decodes with lifecycle completed', async () => {
     const engine = openTestEngine(kind, localApp([addTool()]));
-    const view = await engine.start(scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 2 })] }, { text: '3' }]), { runId: 'run-xc' });
+    const view = await engine.start(scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 2 })] }, { text: '3' }]), {
+      runId: 'run-xc',
+    });
 
     const decoded = decodeSnapshot((await engine.exportSnapshot('run-xc')).bytes);
 
@@ -488,20 +618,28 @@ describe.each(STORE_KINDS)('export (%s store)', (kind) => {
     const engine = openTestEngine(kind, localApp([addTool()]));
     await engine.start(scriptedAgent(fourTurnScript, { turnLimit: 2 }), { runId: 'run-xf' });
 
-    expect(decodeSnapshot((await engine.exportSnapshot('run-xf')).bytes)).toMatchObject({ lifecycle: 'failed', completedTurns: 2 });
+    expect(decodeSnapshot((await engine.exportSnapshot('run-xf')).bytes)).toMatchObject({
+      lifecycle: 'failed',
+      completedTurns: 2,
+    });
   });
 
   it('a run that failed in its model call mid-turn still exports a valid snapshot', async () => {
     const engine = openTestEngine(kind, localApp([addTool()]));
     await engine.start(scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 2 })] }]), { runId: 'run-xm' });
 
-    expect(decodeSnapshot((await engine.exportSnapshot('run-xm')).bytes)).toMatchObject({ lifecycle: 'failed', completedTurns: 1 });
+    expect(decodeSnapshot((await engine.exportSnapshot('run-xm')).bytes)).toMatchObject({
+      lifecycle: 'failed',
+      completedTurns: 1,
+    });
   });
 });
 
 describe('export across stores', () => {
   const researcher = (): ReturnType<typeof parseAgentDefinition> =>
-    parseAgentDefinition(JSON.parse(readFileSync(new URL('../../examples/agents/researcher.json', import.meta.url), 'utf8')));
+    parseAgentDefinition(
+      JSON.parse(readFileSync(new URL('../../examples/agents/researcher.json', import.meta.url), 'utf8')),
+    );
 
   it('the memory store and the SQLite store give byte-identical snapshots of the same scripted run, suspended and completed', async () => {
     const root = privateDir();
@@ -511,7 +649,11 @@ describe('export across stores', () => {
 
     const snapshots = await Promise.all(
       [memory, sqlite].map(async (engine) => {
-        await engine.start(researcher(), { input: 'Add 2 and 40, then record the answer.', runId: 'run-same', suspendAfterTurns: 2 });
+        await engine.start(researcher(), {
+          input: 'Add 2 and 40, then record the answer.',
+          runId: 'run-same',
+          suspendAfterTurns: 2,
+        });
         const suspended = await engine.exportSnapshot('run-same');
         const waiting = await engine.resume('run-same');
         expect(waiting.waiting_for).toMatchObject({ kind: 'interaction', interaction_id: 'confirm-1' });
@@ -525,7 +667,11 @@ describe('export across stores', () => {
     expect(Buffer.from(s.suspended.bytes).equals(Buffer.from(m.suspended.bytes))).toBe(true);
     expect(Buffer.from(s.completed.bytes).equals(Buffer.from(m.completed.bytes))).toBe(true);
     expect(s.completed.sha256).toBe(m.completed.sha256);
-    expect(decodeSnapshot(s.completed.bytes)).toMatchObject({ lifecycle: 'completed', usedInteractionIds: ['confirm-1'], completedTurns: 4 });
+    expect(decodeSnapshot(s.completed.bytes)).toMatchObject({
+      lifecycle: 'completed',
+      usedInteractionIds: ['confirm-1'],
+      completedTurns: 4,
+    });
   });
 
   it('a suspended SQLite run survives closing and reopening its root, and resumes where it stopped', async () => {
@@ -561,7 +707,16 @@ describe.each(STORE_KINDS)('cancel (%s store)', (kind) => {
 
   it('cancelling a run mid-turn settles every open tool call of that turn so the snapshot still validates', async () => {
     const engine = openTestEngine(kind, localApp([addTool(), askTool()]));
-    const agent = scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 1 }), call('ask', { id: 'q1', prompt: 'go on?' }), call('add', { a: 2, b: 2 })] }, { text: 'done' }]);
+    const agent = scriptedAgent([
+      {
+        toolCalls: [
+          call('add', { a: 1, b: 1 }),
+          call('ask', { id: 'q1', prompt: 'go on?' }),
+          call('add', { a: 2, b: 2 }),
+        ],
+      },
+      { text: 'done' },
+    ]);
     const waiting = await engine.start(agent, { runId: 'run-cm' });
     expect(waiting.waiting_for).toMatchObject({ kind: 'interaction', interaction_id: 'q1' });
 
@@ -595,8 +750,12 @@ describe.each(STORE_KINDS)('review fixes (%s store)', (kind) => {
 
   it('the same definition with reordered argument keys is the same definition (canonical comparison)', async () => {
     const engine = openTestEngine(kind, localApp([addTool()]));
-    await engine.start(scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 2 })] }, { text: 'done' }]), { runId: 'run-a' });
-    const view = await engine.start(scriptedAgent([{ toolCalls: [call('add', { b: 2, a: 1 })] }, { text: 'done' }]), { runId: 'run-b' });
+    await engine.start(scriptedAgent([{ toolCalls: [call('add', { a: 1, b: 2 })] }, { text: 'done' }]), {
+      runId: 'run-a',
+    });
+    const view = await engine.start(scriptedAgent([{ toolCalls: [call('add', { b: 2, a: 1 })] }, { text: 'done' }]), {
+      runId: 'run-b',
+    });
     expect(view.status).toBe('completed');
   });
 
@@ -619,6 +778,9 @@ describe.each(STORE_KINDS)('review fixes (%s store)', (kind) => {
     const engine = openTestEngine(kind, localApp([boom]));
     await engine.start(scriptedAgent([{ toolCalls: [call('boom', {})] }, { text: 'done' }]), { runId: 'run-c' });
     const cancelled = await engine.cancel('run-c');
-    expect(cancelled).toMatchObject({ status: 'cancelled', waiting_for: { kind: 'resolution', call_ids: ['run-c/t1/k0'] } });
+    expect(cancelled).toMatchObject({
+      status: 'cancelled',
+      waiting_for: { kind: 'resolution', call_ids: ['run-c/t1/k0'] },
+    });
   });
 });

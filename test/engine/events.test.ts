@@ -6,7 +6,13 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { builtinApplication, defineAgent, openEngine, openReadOnlyEngine, type RunEvent } from '../../src/engine/index.js';
+import {
+  builtinApplication,
+  defineAgent,
+  openEngine,
+  openReadOnlyEngine,
+  type RunEvent,
+} from '../../src/engine/index.js';
 import { loopxChild, tempRoot } from '../support/cli.js';
 import { testAuthority } from './engine-support.js';
 
@@ -17,7 +23,13 @@ const longAgent = {
   model: { provider: 'scripted', model_id: 'scripted-v1' },
   turn_limit: TURNS + 1,
   tool_plan: 'loopx.builtin.v1',
-  script: [...Array.from({ length: TURNS }, (_, i) => ({ text: `step ${i}`, tool_calls: [{ name: 'math.add', arguments: { a: i, b: 1 } }] })), { text: 'finished' }],
+  script: [
+    ...Array.from({ length: TURNS }, (_, i) => ({
+      text: `step ${i}`,
+      tool_calls: [{ name: 'math.add', arguments: { a: i, b: 1 } }],
+    })),
+    { text: 'finished' },
+  ],
 };
 
 const assertContiguous = (events: RunEvent[], from: number): void => {
@@ -92,7 +104,9 @@ describe('run event subscription', () => {
     expect(suspended.status).toBe('suspended');
     const cursor = suspended.last_sequence + 3;
     const ac = new AbortController();
-    const it = engine.events(suspended.run_id, { after: cursor, follow: 'forever', signal: ac.signal, pollMs: 1_000 })[Symbol.asyncIterator]();
+    const it = engine
+      .events(suspended.run_id, { after: cursor, follow: 'forever', signal: ac.signal, pollMs: 1_000 })
+      [Symbol.asyncIterator]();
     let delivered: RunEvent | undefined;
     const next = it.next().then((r) => (delivered = r.value as RunEvent));
     for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));

@@ -8,7 +8,16 @@
 import { createServer, type Server } from 'node:http';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addTodo, createGoal, initRoot, parseAgentDefinition, runGoalWork, withRootEngine, withRootOwners, type Engine } from '../../src/runtime/index.js';
+import {
+  addTodo,
+  createGoal,
+  initRoot,
+  parseAgentDefinition,
+  runGoalWork,
+  withRootEngine,
+  withRootOwners,
+  type Engine,
+} from '../../src/runtime/index.js';
 import { tempRoot } from '../support/cli.js';
 
 const AGENT = parseAgentDefinition({
@@ -18,7 +27,10 @@ const AGENT = parseAgentDefinition({
   turn_limit: 6,
   tool_plan: 'loopx.goal-work.v1',
   system: 'Work the Goal.',
-  script: [{ text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'news' } }] }, { text: 'Done.' }],
+  script: [
+    { text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'news' } }] },
+    { text: 'Done.' },
+  ],
 });
 
 let server: Server;
@@ -31,7 +43,10 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
-      seen.push({ lineage: req.headers['x-loopx-goal-lineage'] as string | undefined, fence: req.headers['x-loopx-fence'] as string | undefined });
+      seen.push({
+        lineage: req.headers['x-loopx-goal-lineage'] as string | undefined,
+        fence: req.headers['x-loopx-fence'] as string | undefined,
+      });
       res.writeHead(409, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
     });
   });
@@ -48,7 +63,9 @@ async function deliverAgainst(with_: Record<string, unknown>) {
   await createGoal(root, 'launch', 'Ship the launch post');
   await addTodo(root, 'launch', { operation_id: 'add-1', todo_id: 't1', title: 'Draft' });
   const access = { root, authorityDir: join(dirname(root), 'authority') };
-  await withRootEngine(access, (engine: Engine) => runGoalWork({ root, goalId: 'launch', agent: AGENT, engine, webhookUrl: url }));
+  await withRootEngine(access, (engine: Engine) =>
+    runGoalWork({ root, goalId: 'launch', agent: AGENT, engine, webhookUrl: url }),
+  );
   return { root, access, goal: await withRootOwners(root, (owners) => owners.goals.get('launch')!) };
 }
 
@@ -57,7 +74,9 @@ describe('a receiver’s fence_stale as evidence of supersession', () => {
     const { root, access, goal } = await deliverAgainst({ error: 'fence_stale', newest_fence: 2 });
     expect(seen.at(-1)).toEqual({ lineage: goal.goal_instance_id, fence: '1' });
     expect(goal.superseded).toMatchObject({ evidence: 'receiver_fence_stale', newest_fence: 2 });
-    const again = await withRootEngine(access, (engine: Engine) => runGoalWork({ root, goalId: 'launch', agent: AGENT, engine, webhookUrl: url })).catch((e: unknown) => e);
+    const again = await withRootEngine(access, (engine: Engine) =>
+      runGoalWork({ root, goalId: 'launch', agent: AGENT, engine, webhookUrl: url }),
+    ).catch((e: unknown) => e);
     expect((again as { code?: string }).code).toBe('goal_lifetime_superseded');
   });
 

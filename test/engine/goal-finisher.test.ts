@@ -11,11 +11,26 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { LOOPX_VERSION } from '../../src/core/index.js';
-import { builtinApplication, defineApplication, goalWorkToolPlan, loadAgentFile, parseAgentDefinition, type Message } from '../../src/engine/index.js';
+import {
+  builtinApplication,
+  defineApplication,
+  goalWorkToolPlan,
+  loadAgentFile,
+  parseAgentDefinition,
+  type Message,
+} from '../../src/engine/index.js';
 import { GOAL_FINISHER_PROVIDER, goalFinisherProvider } from '../../src/engine/providers/goal-finisher.js';
 import type { ModelRequest, ModelResponse } from '../../src/engine/providers/provider.js';
 import type { ToolDefinition } from '../../src/engine/tools.js';
-import { addTodo, createGoal, initRoot, listTodos, runGoalWork, updateTodo, withRootEngine } from '../../src/runtime/index.js';
+import {
+  addTodo,
+  createGoal,
+  initRoot,
+  listTodos,
+  runGoalWork,
+  updateTodo,
+  withRootEngine,
+} from '../../src/runtime/index.js';
 import { REPO, tempRoot } from '../support/cli.js';
 
 const AGENT_FILE = join(REPO, 'examples/agents/goal-finisher.json');
@@ -35,7 +50,12 @@ class History {
     this.messages.push({
       id: `r/t${t}/m0`,
       role: 'assistant',
-      parts: calls.map((c, i) => ({ type: 'tool_call', callId: callId(i), toolName: c.tool, argumentsJson: JSON.stringify(c.args) })),
+      parts: calls.map((c, i) => ({
+        type: 'tool_call',
+        callId: callId(i),
+        toolName: c.tool,
+        argumentsJson: JSON.stringify(c.args),
+      })),
     });
     calls.forEach((c, i) =>
       this.messages.push({
@@ -63,7 +83,14 @@ const todo = (todo_id: string, status: string): Todo => ({ todo_id, title: `Titl
 const update = (todo_id: string) => ({ tool: 'todo.update', args: { todo_id, status: 'done', note: NOTE } });
 
 const ask = (messages: readonly Message[], tools: readonly ToolDefinition[] = GOAL_TOOLS): Promise<ModelResponse> => {
-  const request: ModelRequest = { runId: 'r', turn: 1, modelCallId: 'r/t1/c0', model: { provider: GOAL_FINISHER_PROVIDER, modelId: 'goal-finisher-v1' }, messages, tools };
+  const request: ModelRequest = {
+    runId: 'r',
+    turn: 1,
+    modelCallId: 'r/t1/c0',
+    model: { provider: GOAL_FINISHER_PROVIDER, modelId: 'goal-finisher-v1' },
+    messages,
+    tools,
+  };
   return goalFinisherProvider('demo.goal-finisher').generate(request);
 };
 
@@ -76,7 +103,12 @@ describe('the goal-finisher answers from the run history', () => {
   });
 
   it('marks the first Todo still to do (open or blocked) done and lists again, leaving done and deferred ones alone', async () => {
-    const h = new History().list([todo('t1', 'done'), todo('t2', 'deferred'), todo('t3', 'blocked'), todo('t4', 'open')]);
+    const h = new History().list([
+      todo('t1', 'done'),
+      todo('t2', 'deferred'),
+      todo('t3', 'blocked'),
+      todo('t4', 'open'),
+    ]);
     const r = await ask(h.messages);
     expect(callsOf(r)).toEqual([
       ['todo.update', { todo_id: 't3', status: 'done', note: NOTE }],
@@ -96,7 +128,9 @@ describe('the goal-finisher answers from the run history', () => {
     // A fresh provider (as in another process) given the same history answers the same.
     expect(await ask(structuredClone(h.messages))).toEqual(first);
     // The Goal changed under the run (t5 finished elsewhere, t6 added): the newest list decides.
-    h.turn([{ tool: 'todo.list', args: {}, ok: { todos: [todo('t1', 'done'), todo('t5', 'done'), todo('t6', 'open')] } }]);
+    h.turn([
+      { tool: 'todo.list', args: {}, ok: { todos: [todo('t1', 'done'), todo('t5', 'done'), todo('t6', 'open')] } },
+    ]);
     expect(callsOf(await ask(h.messages))[0]).toEqual(['todo.update', { todo_id: 't6', status: 'done', note: NOTE }]);
   });
 
@@ -122,12 +156,18 @@ describe('the goal-finisher answers from the run history', () => {
     ]);
     expect(callsOf(await ask(h.messages))[0]).toEqual(['todo.update', { todo_id: 't2', status: 'done', note: NOTE }]);
     h.turn([update('t2'), { tool: 'todo.list', args: {}, ok: { todos: [todo('t1', 'open'), todo('t2', 'done')] } }]);
-    expect(await ask(h.messages)).toEqual({ text: 'Marked 1 Todo done: t2. Could not finish: t1 (lease_held).', toolCalls: [] });
+    expect(await ask(h.messages)).toEqual({
+      text: 'Marked 1 Todo done: t2. Could not finish: t1 (lease_held).',
+      toolCalls: [],
+    });
   });
 
   it('a todo.list that failed fails the run typed: it never guesses the Todos', async () => {
     const h = new History().turn([{ tool: 'todo.list', args: {}, error: 'goal_lifetime_superseded' }]);
-    await expect(ask(h.messages)).rejects.toMatchObject({ code: 'goal_finisher_list_failed', details: { tool_error: 'goal_lifetime_superseded' } });
+    await expect(ask(h.messages)).rejects.toMatchObject({
+      code: 'goal_finisher_list_failed',
+      details: { tool_error: 'goal_lifetime_superseded' },
+    });
   });
 
   it('a history whose todo.list result is not a list of Todos is refused, typed', async () => {
@@ -146,12 +186,19 @@ describe('the goal-finisher answers from the run history', () => {
 describe('the goal-finisher agent definition and identity', () => {
   it('the shipped demo.goal-finisher uses the goal-finisher provider and the Goal work plan, with turns to spare', () => {
     const def = loadAgentFile(AGENT_FILE);
-    expect(def).toMatchObject({ id: 'demo.goal-finisher', model: { provider: 'goal-finisher' }, toolPlan: 'loopx.goal-work.v1', turnLimit: 16 });
+    expect(def).toMatchObject({
+      id: 'demo.goal-finisher',
+      model: { provider: 'goal-finisher' },
+      toolPlan: 'loopx.goal-work.v1',
+      turnLimit: 16,
+    });
     expect(def.script).toBeUndefined();
   });
 
   it('a goal-finisher agent with a script, a base URL or a key variable is refused', () => {
-    const file = JSON.parse(readFileSync(AGENT_FILE, 'utf8')) as Record<string, unknown> & { model: Record<string, unknown> };
+    const file = JSON.parse(readFileSync(AGENT_FILE, 'utf8')) as Record<string, unknown> & {
+      model: Record<string, unknown>;
+    };
     for (const bad of [
       { ...file, script: [{ text: 'hi' }] },
       { ...file, model: { ...file.model, base_url: 'http://127.0.0.1:1/v1' } },
@@ -172,7 +219,10 @@ describe('the goal-finisher agent definition and identity', () => {
       sourceSha256: createHash('sha256').update(readFileSync(source)).digest('hex'),
     };
     expect(builtinApplication('/nonexistent').staticComponentsFor(def)).toContainEqual(expected);
-    const own = defineApplication({ compatibilityIdentity: 'test.own/1', toolPlans: [goalWorkToolPlan('/nonexistent')] });
+    const own = defineApplication({
+      compatibilityIdentity: 'test.own/1',
+      toolPlans: [goalWorkToolPlan('/nonexistent')],
+    });
     expect(own.staticComponentsFor(def)).toContainEqual(expected);
     expect(own.providerFor(def).name).toBe('goal-finisher');
     // Not a kind whose settings live only in the agent file: an import rebuilds its definition from the snapshot.
@@ -182,13 +232,23 @@ describe('the goal-finisher agent definition and identity', () => {
 
 describe('a Goal work run of demo.goal-finisher', () => {
   /** A root with Goal `launch` holding these Todos (added in order, then set to their status). */
-  async function goalWith(todos: ReadonlyArray<readonly [id: string, status: 'open' | 'done' | 'blocked' | 'deferred']>): Promise<string> {
+  async function goalWith(
+    todos: ReadonlyArray<readonly [id: string, status: 'open' | 'done' | 'blocked' | 'deferred']>,
+  ): Promise<string> {
     const root = tempRoot('loopx-finisher-');
     initRoot(root);
     await createGoal(root, 'launch', 'Ship the launch post');
-    for (const [id] of todos) await addTodo(root, 'launch', { operation_id: `add-${id}`, todo_id: id, title: `Title of ${id}` });
+    for (const [id] of todos)
+      await addTodo(root, 'launch', { operation_id: `add-${id}`, todo_id: id, title: `Title of ${id}` });
     for (const [id, status] of todos) {
-      if (status !== 'open') await updateTodo(root, 'launch', { operation_id: `set-${id}`, todo_id: id, status, note: 'set by the test', lease_owner: 'operator:test' });
+      if (status !== 'open')
+        await updateTodo(root, 'launch', {
+          operation_id: `set-${id}`,
+          todo_id: id,
+          status,
+          note: 'set by the test',
+          lease_owner: 'operator:test',
+        });
     }
     return root;
   }
@@ -200,15 +260,23 @@ describe('a Goal work run of demo.goal-finisher', () => {
       const messages = await engine.messages(run.run_id);
       const updated = messages
         .flatMap((m) => m.parts)
-        .flatMap((p) => (p.type === 'tool_call' && p.toolName === 'todo.update' ? [JSON.parse(p.argumentsJson) as { todo_id: string }] : []))
+        .flatMap((p) =>
+          p.type === 'tool_call' && p.toolName === 'todo.update'
+            ? [JSON.parse(p.argumentsJson) as { todo_id: string }]
+            : [],
+        )
         .map((a) => a.todo_id);
       const last = messages.at(-1)!;
-      const answer = last.role === 'assistant' && last.parts.every((p) => p.type === 'text') ? last.parts.map((p) => (p as { text: string }).text).join('') : undefined;
+      const answer =
+        last.role === 'assistant' && last.parts.every((p) => p.type === 'text')
+          ? last.parts.map((p) => (p as { text: string }).text).join('')
+          : undefined;
       return { run, updated, answer };
     });
   }
 
-  const statuses = async (root: string) => (await listTodos(root, 'launch')).map((t) => [t.todo_id, t.status, t.note ?? null]);
+  const statuses = async (root: string) =>
+    (await listTodos(root, 'launch')).map((t) => [t.todo_id, t.status, t.note ?? null]);
 
   it('marks every open and blocked Todo done and ends with its answer; done and deferred ones are left as they were', async () => {
     const root = await goalWith([

@@ -27,7 +27,8 @@ function scratch(): string {
   return base;
 }
 
-const describeCli = (args: readonly string[], r: CliResult) => `loopx ${args.join(' ')} → status ${r.status} signal ${r.signal}\n${r.stderr}${r.stdout}`;
+const describeCli = (args: readonly string[], r: CliResult) =>
+  `loopx ${args.join(' ')} → status ${r.status} signal ${r.signal}\n${r.stderr}${r.stdout}`;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function ok(args: readonly string[]): Promise<any> {
@@ -48,8 +49,24 @@ function rootIdOf(root: string): string | undefined {
 }
 
 /** A researcher run in `root` (optionally under another authority), suspended after one turn and exported to `out`. */
-async function exportedRun(root: string, out: string, authority: string[] = []): Promise<{ run_id: string; last_sequence: number; payload_sha256: string }> {
-  const s = await ok(['run', 'start', '--agent', AGENT, '--input', 'Add 2 and 40', '--suspend-after-turns', '1', '--root', root, ...authority]);
+async function exportedRun(
+  root: string,
+  out: string,
+  authority: string[] = [],
+): Promise<{ run_id: string; last_sequence: number; payload_sha256: string }> {
+  const s = await ok([
+    'run',
+    'start',
+    '--agent',
+    AGENT,
+    '--input',
+    'Add 2 and 40',
+    '--suspend-after-turns',
+    '1',
+    '--root',
+    root,
+    ...authority,
+  ]);
   expect(s).toMatchObject({ status: 'suspended', completed_turns: 1 });
   const e = await ok(['run', 'export', s.run_id, '--out', out, '--root', root, ...authority]);
   expect(e).toMatchObject({ run_id: s.run_id, lifecycle: 'suspended', last_sequence: s.last_sequence });
@@ -77,7 +94,9 @@ describe.concurrent('one snapshot, many importers', () => {
       const racing = roots.map((root) => loopxAsync(importArgs(file, root)));
       const results = await Promise.all(racing);
 
-      const outcomes = results.map((r, i) => `#${i}: ${describeCli(['run', 'import', '--root', roots[i]!], r)}`).join('\n');
+      const outcomes = results
+        .map((r, i) => `#${i}: ${describeCli(['run', 'import', '--root', roots[i]!], r)}`)
+        .join('\n');
       const winners = results.flatMap((r, i) => (r.status === 0 ? [i] : []));
       expect(winners, outcomes).toHaveLength(1);
       const w = winners[0]!;
@@ -94,18 +113,33 @@ describe.concurrent('one snapshot, many importers', () => {
       for (const [i, root] of roots.entries()) if (i !== w) expect(existsSync(root), `#${i}`).toBe(false);
       const [shown, ...lists] = await Promise.all([
         ok(['authority', 'show', '--run', s.run_id]),
-        ...roots.map((root) => (existsSync(root) ? ok(['run', 'list', '--root', root]) : Promise.resolve({ runs: [] }))),
+        ...roots.map((root) =>
+          existsSync(root) ? ok(['run', 'list', '--root', root]) : Promise.resolve({ runs: [] }),
+        ),
       ]);
-      expect(shown.run).toMatchObject({ run_id: s.run_id, state: 'ACTIVE', transition_generation: 2, payload_sha256: s.payload_sha256 });
+      expect(shown.run).toMatchObject({
+        run_id: s.run_id,
+        state: 'ACTIVE',
+        transition_generation: 2,
+        payload_sha256: s.payload_sha256,
+      });
       expect(shown.run.owner_root).toBe(rootIdOf(winner));
-      const holders = lists.flatMap((l, i) => (l.runs.some((r: { run_id: string }) => r.run_id === s.run_id) ? [i] : []));
+      const holders = lists.flatMap((l, i) =>
+        l.runs.some((r: { run_id: string }) => r.run_id === s.run_id) ? [i] : [],
+      );
       expect(holders).toEqual([w]);
-      expect(lists[w]!.runs).toEqual([expect.objectContaining({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence })]);
+      expect(lists[w]!.runs).toEqual([
+        expect.objectContaining({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence }),
+      ]);
       for (const [i, root] of roots.entries()) if (i !== w) expect(rootIdOf(root)).not.toBe(shown.run.owner_root);
 
       // The winner continues at last_sequence+1; its root's log starts with Resumed, never RunStarted.
       const resumed = await ok(['run', 'resume', s.run_id, '--root', winner]);
-      expect(resumed).toMatchObject({ status: 'active', completed_turns: 2, waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' } });
+      expect(resumed).toMatchObject({
+        status: 'active',
+        completed_turns: 2,
+        waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' },
+      });
       const [tail, before] = await Promise.all([
         loopxAsync(['run', 'events', s.run_id, '--after', String(s.last_sequence), '--root', winner, '--json']),
         loopxAsync(['run', 'events', s.run_id, '--after', '0', '--root', winner, '--json']),
@@ -122,7 +156,10 @@ describe.concurrent('one snapshot, many importers', () => {
       // A cursor older than the snapshot fails explicitly, naming the snapshot sequence as the recovery cursor.
       expect(before.status, before.stderr).toBe(3);
       const error = JSON.parse(before.stdout).error;
-      expect(error).toMatchObject({ code: 'cursor_before_snapshot', details: { run_id: s.run_id, recovery_cursor: s.last_sequence } });
+      expect(error).toMatchObject({
+        code: 'cursor_before_snapshot',
+        details: { run_id: s.run_id, recovery_cursor: s.last_sequence },
+      });
     },
     TIMEOUT,
   );

@@ -5,9 +5,22 @@
 import { describe, expect, it } from 'vitest';
 import { type Message } from '../../src/engine/index.js';
 import { decodeSnapshot, type ToolResultPart } from '../../src/snapshot/index.js';
-import { addTool, allEvents, askTool, call, eventTypes, expectCode, localApp, makeTool, openTestEngine, scriptedAgent, STORE_KINDS } from './engine-support.js';
+import {
+  addTool,
+  allEvents,
+  askTool,
+  call,
+  eventTypes,
+  expectCode,
+  localApp,
+  makeTool,
+  openTestEngine,
+  scriptedAgent,
+  STORE_KINDS,
+} from './engine-support.js';
 
-const results = (messages: Message[]): ToolResultPart[] => messages.filter((m) => m.role === 'tool').map((m) => m.parts[0] as ToolResultPart);
+const results = (messages: Message[]): ToolResultPart[] =>
+  messages.filter((m) => m.role === 'tool').map((m) => m.parts[0] as ToolResultPart);
 
 /** Asks b-2, then a-1, then b-2 again, then answers. */
 const askingScript = [
@@ -23,14 +36,27 @@ describe.each(STORE_KINDS)('interactions (%s store)', (kind) => {
 
     const view = await engine.start(scriptedAgent(askingScript), { runId: 'run-i' });
 
-    expect(view).toMatchObject({ status: 'active', completed_turns: 0, waiting_for: { kind: 'interaction', interaction_id: 'b-2', prompt: 'first question?' } });
+    expect(view).toMatchObject({
+      status: 'active',
+      completed_turns: 0,
+      waiting_for: { kind: 'interaction', interaction_id: 'b-2', prompt: 'first question?' },
+    });
     expect(results(await engine.messages('run-i'))).toEqual([
-      { type: 'tool_result', callId: 'run-i/t1/k0', toolName: 'ask', status: 'interaction_pending', resultJson: '{"interaction_id":"b-2","prompt":"first question?"}' },
+      {
+        type: 'tool_result',
+        callId: 'run-i/t1/k0',
+        toolName: 'ask',
+        status: 'interaction_pending',
+        resultJson: '{"interaction_id":"b-2","prompt":"first question?"}',
+      },
     ]);
     const events = await allEvents(engine, 'run-i');
     expect(events.slice(-2)).toMatchObject([
       { type: 'ToolCalled', data: { call_id: 'run-i/t1/k0' } },
-      { type: 'InteractionRequested', data: { interaction_id: 'b-2', call_id: 'run-i/t1/k0', prompt: 'first question?' } },
+      {
+        type: 'InteractionRequested',
+        data: { interaction_id: 'b-2', call_id: 'run-i/t1/k0', prompt: 'first question?' },
+      },
     ]);
     // Resuming a waiting run changes nothing: it still waits for the answer.
     expect(await engine.resume('run-i')).toEqual(view);
@@ -42,8 +68,18 @@ describe.each(STORE_KINDS)('interactions (%s store)', (kind) => {
 
     const view = await engine.answer('run-a', 'b-2', 'yes');
 
-    expect(view).toMatchObject({ status: 'active', completed_turns: 1, waiting_for: { kind: 'interaction', interaction_id: 'a-1' } });
-    expect(results(await engine.messages('run-a'))[0]).toEqual({ type: 'tool_result', callId: 'run-a/t1/k0', toolName: 'ask', status: 'ok', resultJson: '{"answer":"yes"}' });
+    expect(view).toMatchObject({
+      status: 'active',
+      completed_turns: 1,
+      waiting_for: { kind: 'interaction', interaction_id: 'a-1' },
+    });
+    expect(results(await engine.messages('run-a'))[0]).toEqual({
+      type: 'tool_result',
+      callId: 'run-a/t1/k0',
+      toolName: 'ask',
+      status: 'ok',
+      resultJson: '{"answer":"yes"}',
+    });
     expect(await eventTypes(engine, 'run-a')).toEqual([
       'RunStarted',
       'TurnStarted',
@@ -110,17 +146,27 @@ describe.each(STORE_KINDS)('interactions (%s store)', (kind) => {
 
     await expectCode(engine.exportSnapshot('run-ws'), 'export_run_active');
     const requested = await engine.suspend('run-ws');
-    expect(requested).toMatchObject({ status: 'active', suspend_requested: true, waiting_for: { kind: 'interaction', interaction_id: 'b-2' } });
+    expect(requested).toMatchObject({
+      status: 'active',
+      suspend_requested: true,
+      waiting_for: { kind: 'interaction', interaction_id: 'b-2' },
+    });
 
     // The request takes effect at the boundary the answer completes.
     const view = await engine.answer('run-ws', 'b-2', 'yes');
     expect(view).toMatchObject({ status: 'suspended', completed_turns: 1, suspend_requested: false });
-    expect(decodeSnapshot((await engine.exportSnapshot('run-ws')).bytes)).toMatchObject({ lifecycle: 'suspended', usedInteractionIds: ['b-2'] });
+    expect(decodeSnapshot((await engine.exportSnapshot('run-ws')).bytes)).toMatchObject({
+      lifecycle: 'suspended',
+      usedInteractionIds: ['b-2'],
+    });
   });
 
   it('the calls after an answered one in the same turn run after the answer', async () => {
     const engine = openTestEngine(kind, localApp([askTool(), addTool()]));
-    const agent = scriptedAgent([{ toolCalls: [call('ask', { id: 'q', prompt: 'add?' }), call('add', { a: 1, b: 2 })] }, { text: 'done' }]);
+    const agent = scriptedAgent([
+      { toolCalls: [call('ask', { id: 'q', prompt: 'add?' }), call('add', { a: 1, b: 2 })] },
+      { text: 'done' },
+    ]);
     await engine.start(agent, { runId: 'run-after' });
     expect(results(await engine.messages('run-after'))).toHaveLength(1);
 
@@ -137,7 +183,9 @@ describe.each(STORE_KINDS)('interactions (%s store)', (kind) => {
     const mutatingAsk = makeTool('mask', (_args, ctx) => ctx.requestInteraction('m-1', 'confirm?'), { mutating: true });
     const engine = openTestEngine(kind, localApp([mutatingAsk]));
 
-    const view = await engine.start(scriptedAgent([{ toolCalls: [call('mask', {})] }, { text: 'done' }]), { runId: 'run-mask' });
+    const view = await engine.start(scriptedAgent([{ toolCalls: [call('mask', {})] }, { text: 'done' }]), {
+      runId: 'run-mask',
+    });
 
     expect(view).toMatchObject({ status: 'active', waiting_for: { kind: 'resolution', call_ids: ['run-mask/t1/k0'] } });
     const [result] = results(await engine.messages('run-mask'));

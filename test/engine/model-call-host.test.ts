@@ -13,7 +13,11 @@ import { MODEL_CALL_CHANNEL, type ModelCallReport } from '../../src/engine/model
 import { SDK_PROVIDER_KINDS } from '../../src/engine/providers/catalog.js';
 import { classifyModelError, endpointHostOf, hostOf } from '../../src/engine/providers/failures.js';
 import { MODEL_CALL_CHANNEL as CLI_MODEL_CALL_CHANNEL } from '../../src/cli/progress.js';
-import { startModelFixtureServer, type FixtureRoute, type ModelFixtureServer } from '../support/model-fixture-server.js';
+import {
+  startModelFixtureServer,
+  type FixtureRoute,
+  type ModelFixtureServer,
+} from '../support/model-fixture-server.js';
 import { componentIdentity, makeTool, openTestEngine } from './engine-support.js';
 
 const KEY_ENV = 'LOOPX_TEST_HOST_KEY';
@@ -73,7 +77,9 @@ describe.each(KINDS)('a model call of the $provider provider', ({ provider, rout
     const engine = openTestEngine('sqlite', app());
     for (let i = 0; i < 3; i++) server.enqueue(route, down);
 
-    const { result: view, reports } = await reportsDuring(() => engine.start(agent(provider), { runId: `run-down-${provider}` }));
+    const { result: view, reports } = await reportsDuring(() =>
+      engine.start(agent(provider), { runId: `run-down-${provider}` }),
+    );
 
     expect(view).toMatchObject({ status: 'failed', failure: { code: 'model_unavailable' } });
     expect(view.failure!.message).toContain(`The ${provider} API at ${host} kept answering`);
@@ -91,7 +97,8 @@ describe.each(KINDS)('a model call of the $provider provider', ({ provider, rout
       ['attempt', 3],
       ['end', false],
     ]);
-    for (const r of reports) expect(r).toMatchObject({ run_id: `run-down-${provider}`, turn: 1, provider, host, attempts: 3 });
+    for (const r of reports)
+      expect(r).toMatchObject({ run_id: `run-down-${provider}`, turn: 1, provider, host, attempts: 3 });
     expect(reports[1]).toMatchObject({ code: 'model_unavailable', delay_ms: expect.any(Number) });
     expect(JSON.stringify(reports)).not.toContain(KEY);
   });
@@ -101,10 +108,15 @@ describe.each(KINDS)('a model call of the $provider provider', ({ provider, rout
     const engine = openTestEngine('sqlite', app());
     server.enqueue(route, 'error-401');
     const refused = await engine.start(agent(provider), { runId: `run-refused-${provider}` });
-    expect(refused.failure).toMatchObject({ code: 'model_auth_failed', message: `The ${provider} API at ${host} refused the API key.` });
+    expect(refused.failure).toMatchObject({
+      code: 'model_auth_failed',
+      message: `The ${provider} API at ${host} refused the API key.`,
+    });
 
     server.enqueue(route, 'text-stream');
-    const { result: done, reports } = await reportsDuring(() => engine.start(agent(provider), { runId: `run-ok-${provider}` }));
+    const { result: done, reports } = await reportsDuring(() =>
+      engine.start(agent(provider), { runId: `run-ok-${provider}` }),
+    );
     expect(done.status).toBe('completed');
     expect(reports.map((r) => r.phase)).toEqual(['attempt', 'end']);
     expect(reports.at(-1)).toMatchObject({ phase: 'end', ok: true, host });
@@ -113,27 +125,48 @@ describe.each(KINDS)('a model call of the $provider provider', ({ provider, rout
 
 describe('naming the endpoint of a failed call', () => {
   const callError = (url: string, statusCode: number | undefined) =>
-    new APICallError({ message: 'failed', url, requestBodyValues: {}, ...(statusCode !== undefined ? { statusCode } : {}), isRetryable: false });
+    new APICallError({
+      message: 'failed',
+      url,
+      requestBodyValues: {},
+      ...(statusCode !== undefined ? { statusCode } : {}),
+      isRetryable: false,
+    });
 
   it('takes the host of the URL the provider package called: no scheme, path, query or credentials', () => {
-    const f = classifyModelError(callError('https://user:secret@llm.example.com:8443/v1/tenant-secret/chat?key=abc', 503), 'openai-compatible', undefined, 'configured.example');
-    expect(f.error.message).toBe('The openai-compatible API at llm.example.com:8443 kept answering 503 (unavailable or overloaded).');
+    const f = classifyModelError(
+      callError('https://user:secret@llm.example.com:8443/v1/tenant-secret/chat?key=abc', 503),
+      'openai-compatible',
+      undefined,
+      'configured.example',
+    );
+    expect(f.error.message).toBe(
+      'The openai-compatible API at llm.example.com:8443 kept answering 503 (unavailable or overloaded).',
+    );
     expect(JSON.stringify(f.error.toJSON())).not.toMatch(/secret|tenant|key=abc|user/);
   });
 
   it('falls back to the agent’s endpoint for a failure that carries no URL (a broken stream, a refused connection)', () => {
-    const refused = Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
+    const refused = Object.assign(new TypeError('fetch failed'), {
+      cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    });
     const f = classifyModelError(refused, 'anthropic', 'ANTHROPIC_API_KEY', 'api.anthropic.com');
     expect(f).toMatchObject({ retryable: true, error: { code: 'model_network_failed' } });
-    expect(f.error.message).toBe('The anthropic API at api.anthropic.com could not be reached, or the connection broke during the response.');
+    expect(f.error.message).toBe(
+      'The anthropic API at api.anthropic.com could not be reached, or the connection broke during the response.',
+    );
     expect(f.error.nextAction).toContain('reaches api.anthropic.com');
   });
 
   it('knows the endpoint of each provider: its base_url’s host, else the package default; none for scripted', () => {
     expect(endpointHostOf({ provider: 'openai' })).toBe('api.openai.com');
     expect(endpointHostOf({ provider: 'anthropic' })).toBe('api.anthropic.com');
-    expect(endpointHostOf({ provider: 'openai-compatible', baseUrl: 'http://127.0.0.1:11434/v1' })).toBe('127.0.0.1:11434');
-    expect(endpointHostOf({ provider: 'openai', baseUrl: 'https://gateway.example/openai/v1' })).toBe('gateway.example');
+    expect(endpointHostOf({ provider: 'openai-compatible', baseUrl: 'http://127.0.0.1:11434/v1' })).toBe(
+      '127.0.0.1:11434',
+    );
+    expect(endpointHostOf({ provider: 'openai', baseUrl: 'https://gateway.example/openai/v1' })).toBe(
+      'gateway.example',
+    );
     expect(endpointHostOf({ provider: 'scripted' })).toBeUndefined();
     expect(hostOf('file:///etc/passwd')).toBeUndefined();
     expect(hostOf('not a url')).toBeUndefined();

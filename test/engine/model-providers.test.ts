@@ -7,11 +7,31 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { defineAgent, defineApplication, openEngine, type AgentDefinition, type Application, type Engine, type RunEvent } from '../../src/engine/index.js';
+import {
+  defineAgent,
+  defineApplication,
+  openEngine,
+  type AgentDefinition,
+  type Application,
+  type Engine,
+  type RunEvent,
+} from '../../src/engine/index.js';
 import { SDK_PROVIDER_KINDS, type ModelProviderKind } from '../../src/engine/providers/catalog.js';
 import { LocalRunAuthority } from '../../src/run-authority/index.js';
-import { startModelFixtureServer, type FixtureRoute, type ModelFixtureServer } from '../support/model-fixture-server.js';
-import { allEvents, componentIdentity, expectCode, latch, makeTool, openTestEngine, privateDir } from './engine-support.js';
+import {
+  startModelFixtureServer,
+  type FixtureRoute,
+  type ModelFixtureServer,
+} from '../support/model-fixture-server.js';
+import {
+  allEvents,
+  componentIdentity,
+  expectCode,
+  latch,
+  makeTool,
+  openTestEngine,
+  privateDir,
+} from './engine-support.js';
 
 const KEY_ENV = 'LOOPX_TEST_MODEL_KEY';
 const KEY = 'sk-test-never-stored-4d1c9e';
@@ -28,7 +48,11 @@ afterEach(async () => {
   while (transferCleanups.length) await transferCleanups.pop()!();
 });
 
-const KINDS: ReadonlyArray<{ provider: string; route: FixtureRoute; keyHeader: (h: Record<string, unknown>) => unknown }> = [
+const KINDS: ReadonlyArray<{
+  provider: string;
+  route: FixtureRoute;
+  keyHeader: (h: Record<string, unknown>) => unknown;
+}> = [
   { provider: 'openai', route: 'openai-responses', keyHeader: (h) => h.authorization },
   { provider: 'anthropic', route: 'anthropic', keyHeader: (h) => h['x-api-key'] },
   { provider: 'openai-compatible', route: 'openai-chat', keyHeader: (h) => h.authorization },
@@ -52,7 +76,10 @@ function weatherApp(calls: { count: number }, mutating = true): Application {
   });
 }
 
-const agent = (provider: string, options: { budget?: number; version?: string; modelId?: string } = {}): AgentDefinition =>
+const agent = (
+  provider: string,
+  options: { budget?: number; version?: string; modelId?: string } = {},
+): AgentDefinition =>
   defineAgent({
     id: `test.${provider}`,
     version: options.version ?? '1.0.0',
@@ -85,7 +112,9 @@ describe.each(KINDS)('the $provider provider', ({ provider, route, keyHeader }) 
     const started = engine.start(agent(provider), { runId: `run-${provider}`, input: 'Weather in Lisbon?' });
     await held.reached;
     // The answer is still streaming: its first words are already in the run's log.
-    await expect.poll(async () => ofType(await allEvents(engine, `run-${provider}`), 'ModelStreamed').length).toBeGreaterThan(0);
+    await expect
+      .poll(async () => ofType(await allEvents(engine, `run-${provider}`), 'ModelStreamed').length)
+      .toBeGreaterThan(0);
     expect(ofType(await allEvents(engine, `run-${provider}`), 'ModelResponded')).toHaveLength(1);
     held.release();
     const view = await started;
@@ -192,7 +221,9 @@ describe('credentials, budgets and identity', () => {
 
     expect(view).toMatchObject({ status: 'failed', completed_turns: 1, failure: { code: 'token_budget_exhausted' } });
     expect(requestsOf('openai-chat').length - before).toBe(1);
-    expect(ofType(await allEvents(engine, 'run-budget'), 'Failed').map((e) => e.data)).toEqual([{ code: 'token_budget_exhausted', completed_turns: 1 }]);
+    expect(ofType(await allEvents(engine, 'run-budget'), 'Failed').map((e) => e.data)).toEqual([
+      { code: 'token_budget_exhausted', completed_turns: 1 },
+    ]);
   });
 
   it('puts the provider package and the model id in the plan identity, computed without a key', () => {
@@ -250,14 +281,23 @@ describe('a provider run moved to another root', () => {
     const w = world();
     const a = w.open('a');
     server.enqueue('openai-chat', 'tool-call-stream');
-    const started = await a.start(agent('openai-compatible'), { runId: 'run-moves', input: 'Weather?', suspendAfterTurns: 1 });
+    const started = await a.start(agent('openai-compatible'), {
+      runId: 'run-moves',
+      input: 'Weather?',
+      suspendAfterTurns: 1,
+    });
     expect(started).toMatchObject({ status: 'suspended', completed_turns: 1 });
     const signed = await a.exportEnvelope('run-moves');
 
     const b = w.open('b');
     // The snapshot does not hold the endpoint, the key variable or a budget: the agent file is needed.
-    expect((await expectCode(b.importSnapshot(signed.bytes), 'import_definition_unknown')).nextAction).toContain('--agent');
-    await expectCode(b.importSnapshot(signed.bytes, { agent: agent('openai-compatible', { modelId: 'another-model' }) }), 'import_definition_mismatch');
+    expect((await expectCode(b.importSnapshot(signed.bytes), 'import_definition_unknown')).nextAction).toContain(
+      '--agent',
+    );
+    await expectCode(
+      b.importSnapshot(signed.bytes, { agent: agent('openai-compatible', { modelId: 'another-model' }) }),
+      'import_definition_mismatch',
+    );
     const imported = await b.importSnapshot(signed.bytes, { agent: agent('openai-compatible') });
     expect(imported).toMatchObject({ status: 'suspended', completed_turns: 1 });
     // The provider's figures stayed behind; the history's estimate stands in for them.
@@ -293,7 +333,12 @@ describe('a provider run moved to another root', () => {
       toolPlans: [
         {
           id: PLAN,
-          tools: [makeTool('get_weather', () => ({}), { mutating: true, inputSchema: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string' } } } })],
+          tools: [
+            makeTool('get_weather', () => ({}), {
+              mutating: true,
+              inputSchema: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string' } } },
+            }),
+          ],
         },
       ],
       components: [componentIdentity('stage', 'test-stage')],
@@ -301,7 +346,10 @@ describe('a provider run moved to another root', () => {
     const b = w.open('b', app);
     const before = server.requests.length;
 
-    await expectCode(b.importSnapshot(signed.bytes, { agent: agent('openai-compatible') }), 'snapshot_component_mismatch');
+    await expectCode(
+      b.importSnapshot(signed.bytes, { agent: agent('openai-compatible') }),
+      'snapshot_component_mismatch',
+    );
 
     expect(server.requests.length).toBe(before);
     expect(await b.list()).toEqual([]);

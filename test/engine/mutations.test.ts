@@ -7,11 +7,27 @@ import { describe, expect, it } from 'vitest';
 import { rejected } from '../../src/core/errors.js';
 import type { JsonValue, Message, Resolution } from '../../src/engine/index.js';
 import { decodeSnapshot, type ToolResultPart } from '../../src/snapshot/index.js';
-import { allEvents, call, expectCode, latch, localApp, makeTool, openTestEngine, scriptedAgent, STORE_KINDS } from './engine-support.js';
+import {
+  allEvents,
+  call,
+  expectCode,
+  latch,
+  localApp,
+  makeTool,
+  openTestEngine,
+  scriptedAgent,
+  STORE_KINDS,
+} from './engine-support.js';
 
-const results = (messages: Message[]): ToolResultPart[] => messages.filter((m) => m.role === 'tool').map((m) => m.parts[0] as ToolResultPart);
+const results = (messages: Message[]): ToolResultPart[] =>
+  messages.filter((m) => m.role === 'tool').map((m) => m.parts[0] as ToolResultPart);
 
-const chargeSchema: { [k: string]: JsonValue } = { type: 'object', additionalProperties: false, required: ['amount'], properties: { amount: { type: 'number' } } };
+const chargeSchema: { [k: string]: JsonValue } = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['amount'],
+  properties: { amount: { type: 'number' } },
+};
 
 /** A payment tool whose effect happens, then the connection drops: the outcome is unknown. */
 function uncertainCharge(effects: number[]) {
@@ -48,10 +64,21 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
     await entered.wait();
 
     expect(await engine.mutations('run-m')).toEqual([
-      { runId: 'run-m', callId: 'run-m/t1/k0', turn: 1, toolName: 'charge', argumentsJson: '{"amount":5}', state: 'intent', resultJson: null },
+      {
+        runId: 'run-m',
+        callId: 'run-m/t1/k0',
+        turn: 1,
+        toolName: 'charge',
+        argumentsJson: '{"amount":5}',
+        state: 'intent',
+        resultJson: null,
+      },
     ]);
     const during = await allEvents(engine, 'run-m');
-    expect(during[during.length - 1]).toMatchObject({ type: 'ToolCalled', data: { call_id: 'run-m/t1/k0', tool_name: 'charge' } });
+    expect(during[during.length - 1]).toMatchObject({
+      type: 'ToolCalled',
+      data: { call_id: 'run-m/t1/k0', tool_name: 'charge' },
+    });
 
     gate.open();
     const view = await running;
@@ -59,7 +86,15 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
     expect(view.status).toBe('completed');
     expect(effects).toEqual([5]);
     expect(await engine.mutations('run-m')).toEqual([
-      { runId: 'run-m', callId: 'run-m/t1/k0', turn: 1, toolName: 'charge', argumentsJson: '{"amount":5}', state: 'committed', resultJson: '{"charged":5}' },
+      {
+        runId: 'run-m',
+        callId: 'run-m/t1/k0',
+        turn: 1,
+        toolName: 'charge',
+        argumentsJson: '{"amount":5}',
+        state: 'committed',
+        resultJson: '{"charged":5}',
+      },
     ]);
     expect(results(await engine.messages('run-m'))[0]).toMatchObject({ status: 'ok', resultJson: '{"charged":5}' });
   });
@@ -77,7 +112,9 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
     const view = await engine.start(scriptedAgent(chargeScript), { runId: 'run-mf' });
 
     expect(view).toMatchObject({ status: 'completed', waiting_for: null });
-    expect(await engine.mutations('run-mf')).toMatchObject([{ state: 'failed', resultJson: '{"error":"insufficient_funds","message":"The account has insufficient funds."}' }]);
+    expect(await engine.mutations('run-mf')).toMatchObject([
+      { state: 'failed', resultJson: '{"error":"insufficient_funds","message":"The account has insufficient funds."}' },
+    ]);
     expect(results(await engine.messages('run-mf'))[0]).toMatchObject({ status: 'error' });
   });
 
@@ -87,9 +124,16 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
 
     const view = await engine.start(scriptedAgent(chargeScript), { runId: 'run-u' });
 
-    expect(view).toMatchObject({ status: 'active', completed_turns: 0, waiting_for: { kind: 'resolution', call_ids: ['run-u/t1/k0'] } });
+    expect(view).toMatchObject({
+      status: 'active',
+      completed_turns: 0,
+      waiting_for: { kind: 'resolution', call_ids: ['run-u/t1/k0'] },
+    });
     expect(await engine.mutations('run-u')).toMatchObject([{ callId: 'run-u/t1/k0', state: 'uncertain' }]);
-    expect(results(await engine.messages('run-u'))[0]).toMatchObject({ callId: 'run-u/t1/k0', status: 'mutation_uncertain' });
+    expect(results(await engine.messages('run-u'))[0]).toMatchObject({
+      callId: 'run-u/t1/k0',
+      status: 'mutation_uncertain',
+    });
     expect(effects).toEqual([5]);
   });
 
@@ -133,26 +177,53 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
       state: 'committed',
       result: { charged: 5, receipt: 'r-1' },
     },
-    { name: 'absent', resolution: { kind: 'absent' }, status: 'error', state: 'absent', result: { error: 'mutation_absent' } },
-    { name: 'abandon', resolution: { kind: 'abandon' }, status: 'error', state: 'abandoned', result: { error: 'mutation_abandoned' } },
-  ] as const)('resolve --$name settles the uncertain call with status $status under its original call id, and the run continues', async ({ resolution, status, state, result }) => {
-    const effects: number[] = [];
-    const engine = openTestEngine(kind, localApp([uncertainCharge(effects)]));
-    const waiting = await engine.start(scriptedAgent(chargeScript), { runId: 'run-res' });
+    {
+      name: 'absent',
+      resolution: { kind: 'absent' },
+      status: 'error',
+      state: 'absent',
+      result: { error: 'mutation_absent' },
+    },
+    {
+      name: 'abandon',
+      resolution: { kind: 'abandon' },
+      status: 'error',
+      state: 'abandoned',
+      result: { error: 'mutation_abandoned' },
+    },
+  ] as const)(
+    'resolve --$name settles the uncertain call with status $status under its original call id, and the run continues',
+    async ({ resolution, status, state, result }) => {
+      const effects: number[] = [];
+      const engine = openTestEngine(kind, localApp([uncertainCharge(effects)]));
+      const waiting = await engine.start(scriptedAgent(chargeScript), { runId: 'run-res' });
 
-    const view = await engine.resolve('run-res', 'run-res/t1/k0', resolution as Resolution);
+      const view = await engine.resolve('run-res', 'run-res/t1/k0', resolution as Resolution);
 
-    expect(view).toMatchObject({ status: 'completed', completed_turns: 2, waiting_for: null });
-    const [settled] = results(await engine.messages('run-res'));
-    expect(settled).toMatchObject({ callId: 'run-res/t1/k0', toolName: 'charge', status });
-    expect(JSON.parse(settled!.resultJson)).toMatchObject(result);
-    expect(await engine.mutations('run-res')).toMatchObject([{ callId: 'run-res/t1/k0', state, resultJson: settled!.resultJson }]);
-    const tail = (await allEvents(engine, 'run-res')).filter((e) => e.sequence > waiting.last_sequence);
-    expect(tail[0]).toMatchObject({ type: 'ToolResulted', data: { call_id: 'run-res/t1/k0', status, resolution: resolution.kind } });
-    expect(tail.map((e) => e.type)).toEqual(['ToolResulted', 'TurnCompleted', 'TurnStarted', 'ModelResponded', 'TurnCompleted', 'Completed']);
-    expect(effects).toEqual([5]);
-    expect(decodeSnapshot((await engine.exportSnapshot('run-res')).bytes).lifecycle).toBe('completed');
-  });
+      expect(view).toMatchObject({ status: 'completed', completed_turns: 2, waiting_for: null });
+      const [settled] = results(await engine.messages('run-res'));
+      expect(settled).toMatchObject({ callId: 'run-res/t1/k0', toolName: 'charge', status });
+      expect(JSON.parse(settled!.resultJson)).toMatchObject(result);
+      expect(await engine.mutations('run-res')).toMatchObject([
+        { callId: 'run-res/t1/k0', state, resultJson: settled!.resultJson },
+      ]);
+      const tail = (await allEvents(engine, 'run-res')).filter((e) => e.sequence > waiting.last_sequence);
+      expect(tail[0]).toMatchObject({
+        type: 'ToolResulted',
+        data: { call_id: 'run-res/t1/k0', status, resolution: resolution.kind },
+      });
+      expect(tail.map((e) => e.type)).toEqual([
+        'ToolResulted',
+        'TurnCompleted',
+        'TurnStarted',
+        'ModelResponded',
+        'TurnCompleted',
+        'Completed',
+      ]);
+      expect(effects).toEqual([5]);
+      expect(decodeSnapshot((await engine.exportSnapshot('run-res')).bytes).lifecycle).toBe('completed');
+    },
+  );
 
   it('resolving a call that is not uncertain is refused with call_not_uncertain', async () => {
     const effects: number[] = [];
@@ -160,13 +231,19 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
     await engine.start(scriptedAgent(chargeScript), { runId: 'run-nu' });
     const settled = await engine.resolve('run-nu', 'run-nu/t1/k0', { kind: 'absent' });
 
-    await expectCode(engine.resolve('run-nu', 'run-nu/t1/k0', { kind: 'committed', resultJson: '{}' }), 'call_not_uncertain');
+    await expectCode(
+      engine.resolve('run-nu', 'run-nu/t1/k0', { kind: 'committed', resultJson: '{}' }),
+      'call_not_uncertain',
+    );
     expect(await engine.show('run-nu')).toEqual(settled);
     expect(await engine.mutations('run-nu')).toMatchObject([{ state: 'absent' }]);
   });
 
   it('resolving a call that committed normally is refused with call_not_uncertain; an unknown call is call_not_found', async () => {
-    const charge = makeTool('charge', (args) => ({ charged: args.amount as number }), { mutating: true, inputSchema: chargeSchema });
+    const charge = makeTool('charge', (args) => ({ charged: args.amount as number }), {
+      mutating: true,
+      inputSchema: chargeSchema,
+    });
     const engine = openTestEngine(kind, localApp([charge]));
     await engine.start(scriptedAgent(chargeScript), { runId: 'run-ok' });
 
@@ -179,7 +256,10 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
     const engine = openTestEngine(kind, localApp([uncertainCharge(effects)]));
     const waiting = await engine.start(scriptedAgent(chargeScript), { runId: 'run-bad' });
 
-    await expectCode(engine.resolve('run-bad', 'run-bad/t1/k0', { kind: 'committed', resultJson: 'charged!' }), 'resolution_result_invalid');
+    await expectCode(
+      engine.resolve('run-bad', 'run-bad/t1/k0', { kind: 'committed', resultJson: 'charged!' }),
+      'resolution_result_invalid',
+    );
     expect(await engine.show('run-bad')).toEqual(waiting);
   });
 
@@ -188,7 +268,10 @@ describe.each(STORE_KINDS)('mutating tools (%s store)', (kind) => {
     const after: string[] = [];
     const note = makeTool('note', (args) => (after.push(args.text as string), null), { mutating: true });
     const engine = openTestEngine(kind, localApp([uncertainCharge(effects), note]));
-    const agent = scriptedAgent([{ toolCalls: [call('charge', { amount: 7 }), call('note', { text: 'charged 7' })] }, { text: 'done' }]);
+    const agent = scriptedAgent([
+      { toolCalls: [call('charge', { amount: 7 }), call('note', { text: 'charged 7' })] },
+      { text: 'done' },
+    ]);
     await engine.start(agent, { runId: 'run-next' });
     expect(after).toEqual([]);
 

@@ -10,7 +10,13 @@ import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { isLoopxError } from '../../src/core/index.js';
 import { openEngine, RUNS_COMPONENT, RUNS_PG_MIGRATIONS, openPgRunStore, type Engine } from '../../src/engine/index.js';
-import { openPgRunAuthority, openRunAuthority, RUN_AUTHORITY_COMPONENT, RUN_AUTHORITY_PG_MIGRATIONS, type PgRunAuthority } from '../../src/run-authority/index.js';
+import {
+  openPgRunAuthority,
+  openRunAuthority,
+  RUN_AUTHORITY_COMPONENT,
+  RUN_AUTHORITY_PG_MIGRATIONS,
+  type PgRunAuthority,
+} from '../../src/run-authority/index.js';
 import { effect as effectOwner } from '../../src/owners/index.js';
 import { migratePostgres, type PgDatabase } from '../../src/store/index.js';
 import { describePg, pgDatabases } from '../support/pg.js';
@@ -29,15 +35,26 @@ interface Host {
 }
 
 /** One schema migrated for runs and their authority, and a factory of hosts on it sharing one key scope. */
-async function cluster(): Promise<{ db: PgDatabase; host: (tools: Parameters<typeof localApp>[0], options?: { leaseMs?: number; keyDir?: string }) => Host }> {
+async function cluster(): Promise<{
+  db: PgDatabase;
+  host: (tools: Parameters<typeof localApp>[0], options?: { leaseMs?: number; keyDir?: string }) => Host;
+}> {
   const db = pgDatabase();
   await migratePostgres(db, RUNS_COMPONENT, RUNS_PG_MIGRATIONS);
   await migratePostgres(db, RUN_AUTHORITY_COMPONENT, RUN_AUTHORITY_PG_MIGRATIONS);
   const keyDir = join(privateDir(), 'authority');
   const host = (tools: Parameters<typeof localApp>[0], options: { leaseMs?: number; keyDir?: string } = {}): Host => {
     const keys = openRunAuthority({ dir: options.keyDir ?? keyDir, create: true });
-    const authority = openPgRunAuthority({ db, keys, ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}) });
-    const engine = openEngine({ application: localApp(tools), authority, store: openPgRunStore(db, { fence: authority.fence }) });
+    const authority = openPgRunAuthority({
+      db,
+      keys,
+      ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
+    });
+    const engine = openEngine({
+      application: localApp(tools),
+      authority,
+      store: openPgRunStore(db, { fence: authority.fence }),
+    });
     closers.push(
       () => authority.close(),
       () => engine.close(),
@@ -49,7 +66,12 @@ async function cluster(): Promise<{ db: PgDatabase; host: (tools: Parameters<typ
 
 /** Who held each epoch of the run, in order (the lease history the database keeps). */
 const epochs = async (db: PgDatabase, runId: string) =>
-  (await db.query<{ epoch: string; owner_instance: string }>('SELECT epoch, owner_instance FROM run_lease_history WHERE run_id = $1 ORDER BY epoch', [runId])).map((r) => ({
+  (
+    await db.query<{ epoch: string; owner_instance: string }>(
+      'SELECT epoch, owner_instance FROM run_lease_history WHERE run_id = $1 ORDER BY epoch',
+      [runId],
+    )
+  ).map((r) => ({
     epoch: Number(r.epoch),
     owner: r.owner_instance,
   }));
@@ -139,7 +161,9 @@ describePg('runs on PostgreSQL: one owner at a time, fenced in the database', ()
     const other = host([addTool()], { keyDir: join(privateDir(), 'authority') });
     expect(other.engine.authority.scopeId).not.toEqual(a.engine.authority.scopeId);
     expect(await other.engine.verifySnapshot(signed.bytes)).toMatchObject({ valid: false, record_state: null });
-    await expect(other.engine.importSnapshot(signed.bytes, { agent })).rejects.toMatchObject({ code: 'snapshot_claim_invalid' });
+    await expect(other.engine.importSnapshot(signed.bytes, { agent })).rejects.toMatchObject({
+      code: 'snapshot_claim_invalid',
+    });
   });
 
   it('an effect of a run is written only under the run’s lease, checked in the database: after a takeover the old owner’s effect writes are refused', async () => {
@@ -149,9 +173,19 @@ describePg('runs on PostgreSQL: one owner at a time, fenced in the database', ()
     const b = host([]);
     const scoped = (authority: PgRunAuthority) =>
       effectOwner.effectJournal(
-        effectOwner.openPgEffectPort(db, { fence: (q, write) => (write.effect.goal_id === 'run:run_fx' ? authority.fence(q, 'run_fx') : Promise.resolve(undefined)) }),
+        effectOwner.openPgEffectPort(db, {
+          fence: (q, write) =>
+            write.effect.goal_id === 'run:run_fx' ? authority.fence(q, 'run_fx') : Promise.resolve(undefined),
+        }),
       );
-    const intent = (n: number) => ({ operation_id: `run_fx:t1:k${n}`, idempotency_key: `key-${n}`, goal_id: 'run:run_fx', kind: 'test.effect', target: 'test:x', intent: { n } });
+    const intent = (n: number) => ({
+      operation_id: `run_fx:t1:k${n}`,
+      idempotency_key: `key-${n}`,
+      goal_id: 'run:run_fx',
+      kind: 'test.effect',
+      target: 'test:x',
+      intent: { n },
+    });
     const lease = (await a.authority.acquireRun('run_fx'))!;
     const journalA = scoped(a.authority);
     await journalA.recordIntent(intent(0));
@@ -175,13 +209,33 @@ describePg('runs on PostgreSQL: one owner at a time, fenced in the database', ()
     const a = host([]);
     const b = host([]);
     const lease = (await a.authority.acquireRun('run_records'))!;
-    await a.authority.writeRecord(lease, { runId: 'run_records', state: 'ACTIVE', transitionGeneration: 1, ownerRoot: 'root_a', updatedAt: 't0' });
+    await a.authority.writeRecord(lease, {
+      runId: 'run_records',
+      state: 'ACTIVE',
+      transitionGeneration: 1,
+      ownerRoot: 'root_a',
+      updatedAt: 't0',
+    });
     // A live holder's lease is never taken.
     expect(await b.authority.acquireRun('run_records')).toBeUndefined();
     await db.query(`UPDATE run_leases SET lease_expires_at = now() - interval '1 second' WHERE run_id = 'run_records'`);
     const next = (await b.authority.acquireRun('run_records'))!;
-    await b.authority.writeRecord(next, { runId: 'run_records', state: 'SUSPENDED', transitionGeneration: 2, ownerRoot: 'root_a', updatedAt: 't1' });
-    await expect(a.authority.writeRecord(lease, { runId: 'run_records', state: 'TERMINAL', transitionGeneration: 9, ownerRoot: 'root_a', updatedAt: 't2' })).rejects.toMatchObject({
+    await b.authority.writeRecord(next, {
+      runId: 'run_records',
+      state: 'SUSPENDED',
+      transitionGeneration: 2,
+      ownerRoot: 'root_a',
+      updatedAt: 't1',
+    });
+    await expect(
+      a.authority.writeRecord(lease, {
+        runId: 'run_records',
+        state: 'TERMINAL',
+        transitionGeneration: 9,
+        ownerRoot: 'root_a',
+        updatedAt: 't2',
+      }),
+    ).rejects.toMatchObject({
       code: 'run_lease_lost',
     });
     expect(await b.authority.readRecord('run_records')).toMatchObject({ state: 'SUSPENDED', transitionGeneration: 2 });

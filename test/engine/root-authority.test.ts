@@ -55,8 +55,30 @@ describe('a root belongs to one run authority', () => {
     const a = newAuthority();
     const root = await rootUnder(a);
     forgetRecordedAuthority(root);
-    await ok(['todo', 'add', '--goal', 'launch', '--title', 'Review with design', '--root', root, '--authority-dir', a]);
-    const other = await refusal(['todo', 'add', '--goal', 'launch', '--title', 'Not here', '--root', root, '--authority-dir', newAuthority()]);
+    await ok([
+      'todo',
+      'add',
+      '--goal',
+      'launch',
+      '--title',
+      'Review with design',
+      '--root',
+      root,
+      '--authority-dir',
+      a,
+    ]);
+    const other = await refusal([
+      'todo',
+      'add',
+      '--goal',
+      'launch',
+      '--title',
+      'Not here',
+      '--root',
+      root,
+      '--authority-dir',
+      newAuthority(),
+    ]);
     expect(other).toMatchObject({ status: 3, error: { code: 'root_authority_mismatch' } });
     expect((await ok(['todo', 'list', '--goal', 'launch', '--root', root])).todos).toHaveLength(2);
   });
@@ -64,7 +86,18 @@ describe('a root belongs to one run authority', () => {
   it('a root with committed work that this authority never bound (and that records none) is refused root_authority_mismatch, not adopted silently', async () => {
     const root = await rootUnder(newAuthority());
     forgetRecordedAuthority(root);
-    const r = await refusal(['work', 'run', '--goal', 'launch', '--agent', 'examples/agents/goal-worker.json', '--root', root, '--authority-dir', newAuthority()]);
+    const r = await refusal([
+      'work',
+      'run',
+      '--goal',
+      'launch',
+      '--agent',
+      'examples/agents/goal-worker.json',
+      '--root',
+      root,
+      '--authority-dir',
+      newAuthority(),
+    ]);
     expect(r).toMatchObject({ status: 3, error: { code: 'root_authority_mismatch' } });
     expect(r.error.message).toContain('never bound it');
   });
@@ -75,16 +108,27 @@ describe('a root belongs to one run authority', () => {
     const root = await rootUnder(a);
     const at = (dir: string) => ['--root', root, '--authority-dir', dir];
     const preview = await ok(['authority', 'bind-root', '--adopt', ...at(b)]);
-    expect(preview).toMatchObject({ state: 'preview', from_authority: expect.stringMatching(/^[0-9a-f]{16}$/), to_authority: expect.stringMatching(/^[0-9a-f]{16}$/) });
+    expect(preview).toMatchObject({
+      state: 'preview',
+      from_authority: expect.stringMatching(/^[0-9a-f]{16}$/),
+      to_authority: expect.stringMatching(/^[0-9a-f]{16}$/),
+    });
     expect(preview.from_authority).not.toBe(preview.to_authority);
     // The preview changed nothing: the root still belongs to its authority.
     await ok(['todo', 'add', '--goal', 'launch', '--title', 'Still here', ...at(a)]);
-    expect((await refusal(['authority', 'bind-root', '--adopt', '--confirm', '0'.repeat(64), ...at(b)])).error.code).toBe('authority_adoption_digest_mismatch');
+    expect(
+      (await refusal(['authority', 'bind-root', '--adopt', '--confirm', '0'.repeat(64), ...at(b)])).error.code,
+    ).toBe('authority_adoption_digest_mismatch');
     expect((await refusal(['authority', 'bind-root', '--confirm', preview.digest, ...at(b)])).status).toBe(2);
     // The digest is over what the move does now: adding a Todo did not change it.
-    expect(await ok(['authority', 'bind-root', '--adopt', '--confirm', preview.digest, ...at(b)])).toMatchObject({ state: 'adopted', to_authority: preview.to_authority });
+    expect(await ok(['authority', 'bind-root', '--adopt', '--confirm', preview.digest, ...at(b)])).toMatchObject({
+      state: 'adopted',
+      to_authority: preview.to_authority,
+    });
     await ok(['todo', 'add', '--goal', 'launch', '--title', 'Under the new authority', ...at(b)]);
-    expect((await refusal(['todo', 'add', '--goal', 'launch', '--title', 'Under the old one', ...at(a)])).error.code).toBe('root_authority_mismatch');
+    expect(
+      (await refusal(['todo', 'add', '--goal', 'launch', '--title', 'Under the old one', ...at(a)])).error.code,
+    ).toBe('root_authority_mismatch');
     expect((await ok(['authority', 'bind-root', '--adopt', ...at(b)])).state).toBe('unchanged');
   });
 

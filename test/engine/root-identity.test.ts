@@ -4,7 +4,17 @@
  * live root's suspended run under the live root's id — is a different root that owns nothing.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -15,7 +25,17 @@ import { treeState } from '../support/tree.js';
 const AGENT = join(REPO, 'examples/agents/researcher.json');
 
 async function suspendedRun(root: string): Promise<string> {
-  const r = await loopxAsync(['run', 'start', '--agent', AGENT, '--suspend-after-turns', '2', '--root', root, '--json']);
+  const r = await loopxAsync([
+    'run',
+    'start',
+    '--agent',
+    AGENT,
+    '--suspend-after-turns',
+    '2',
+    '--root',
+    root,
+    '--json',
+  ]);
   expect(r.status, r.stderr).toBe(0);
   return r.json().run_id;
 }
@@ -25,9 +45,11 @@ const AUTHORITY = () => defaultAuthorityDir({ XDG_STATE_HOME: STATE_HOME });
 const rootIdOf = (runId: string): string => authorityRecord(runId).owner_root;
 
 /** The command a next action names (`…: loopx <command>`), as argv. */
-const commandOf = (nextAction: string): string[] => nextAction.slice(nextAction.indexOf(': loopx ') + ': loopx '.length).split(' ');
+const commandOf = (nextAction: string): string[] =>
+  nextAction.slice(nextAction.indexOf(': loopx ') + ': loopx '.length).split(' ');
 
-const authorityRecord = (runId: string) => JSON.parse(readFileSync(join(defaultAuthorityDir({ XDG_STATE_HOME: STATE_HOME }), 'runs', `${runId}.json`), 'utf8'));
+const authorityRecord = (runId: string) =>
+  JSON.parse(readFileSync(join(defaultAuthorityDir({ XDG_STATE_HOME: STATE_HOME }), 'runs', `${runId}.json`), 'utf8'));
 
 describe('root identity', () => {
   it("a byte copy of a root can neither resume, export nor start runs: root_is_copy (exit 3), and the original's run is not stranded", async () => {
@@ -45,7 +67,10 @@ describe('root identity', () => {
     ]) {
       const r = await loopxAsync([...argv, '--root', copy, '--json']);
       expect({ argv, status: r.status }).toEqual({ argv, status: 3 });
-      expect(r.json().error).toMatchObject({ code: 'root_is_copy', next_action: 'start a new root instead: loopx init --root <new-root>' });
+      expect(r.json().error).toMatchObject({
+        code: 'root_is_copy',
+        next_action: 'start a new root instead: loopx init --root <new-root>',
+      });
     }
     expect(authorityRecord(runId)).toEqual(before);
 
@@ -94,7 +119,9 @@ describe('root identity', () => {
     const runId = await suspendedRun(a);
     const copy = join(a, '..', 'copy');
     execFileSync('cp', ['-a', a, copy]);
-    expect((await loopxAsync(['run', 'resume', runId, '--root', copy, '--json'])).json().error.code).toBe('root_is_copy');
+    expect((await loopxAsync(['run', 'resume', runId, '--root', copy, '--json'])).json().error.code).toBe(
+      'root_is_copy',
+    );
     expect((await loopxAsync(['run', 'resume', runId, '--root', a, '--json'])).status).toBe(0);
   });
 
@@ -111,11 +138,15 @@ describe('root identity', () => {
       expect(r.json().error.code).toBe('root_binding_required');
     }
     const refusal = (await loopxAsync(['run', 'resume', runId, '--root', a, '--json'])).json().error;
-    expect(refusal.next_action).toBe(`if this directory is the original root (not a copy of it), bind it: loopx authority bind-root --root ${rel(a)}`);
+    expect(refusal.next_action).toBe(
+      `if this directory is the original root (not a copy of it), bind it: loopx authority bind-root --root ${rel(a)}`,
+    );
     const bound = await loopxAsync([...commandOf(refusal.next_action), '--json']);
     expect(bound.status, bound.stderr).toBe(0);
     expect(bound.json()).toEqual({ root_id: rootIdOf(runId), binding: 'bound' });
-    expect((await loopxAsync(['run', 'resume', runId, '--root', copy, '--json'])).json().error.code).toBe('root_is_copy');
+    expect((await loopxAsync(['run', 'resume', runId, '--root', copy, '--json'])).json().error.code).toBe(
+      'root_is_copy',
+    );
     expect((await loopxAsync(['run', 'resume', runId, '--root', a, '--json'])).status).toBe(0);
   });
 
@@ -127,9 +158,15 @@ describe('root identity', () => {
     const refused = await loopxAsync(['authority', 'bind-root', '--root', copy, '--json']);
     expect(refused.status).toBe(4);
     expect(refused.json().error.code).toBe('root_binding_original_present');
-    expect((await loopxAsync(['authority', 'bind-root', '--root', a, '--json'])).json()).toEqual({ root_id: rootIdOf(runId), binding: 'unchanged' });
+    expect((await loopxAsync(['authority', 'bind-root', '--root', a, '--json'])).json()).toEqual({
+      root_id: rootIdOf(runId),
+      binding: 'unchanged',
+    });
     rmSync(a, { recursive: true });
-    expect((await loopxAsync(['authority', 'bind-root', '--root', copy, '--json'])).json()).toEqual({ root_id: rootIdOf(runId), binding: 'rebound' });
+    expect((await loopxAsync(['authority', 'bind-root', '--root', copy, '--json'])).json()).toEqual({
+      root_id: rootIdOf(runId),
+      binding: 'rebound',
+    });
     expect((await loopxAsync(['run', 'resume', runId, '--root', copy, '--json'])).status).toBe(0);
   });
 
@@ -155,15 +192,21 @@ describe('root identity', () => {
       await authority.bindRoot('root_aaaa', rootDirectoryIdentity(root)); // idempotent
       expect(statSync(join(dir, 'roots', 'root_aaaa.json')).mode & 0o777).toBe(0o600);
       const other = mkdtempSync(join(tmpdir(), 'loopx-bind-other-'));
-      await expect(authority.bindRoot('root_aaaa', rootDirectoryIdentity(other))).rejects.toMatchObject({ code: 'root_is_copy' });
+      await expect(authority.bindRoot('root_aaaa', rootDirectoryIdentity(other))).rejects.toMatchObject({
+        code: 'root_is_copy',
+      });
       // An inode number alone is not an identity: the same one on another device is another root, and
       // at the bound path the operator must decide (a renumbered device, or a volume mounted there).
       const bound = rootDirectoryIdentity(root);
       const otherDevice = { ...bound, dev: `${bound.dev}1` };
-      await expect(authority.bindRoot('root_aaaa', { ...otherDevice, path: other })).rejects.toMatchObject({ code: 'root_is_copy' });
+      await expect(authority.bindRoot('root_aaaa', { ...otherDevice, path: other })).rejects.toMatchObject({
+        code: 'root_is_copy',
+      });
       await expect(authority.bindRoot('root_aaaa', otherDevice)).rejects.toMatchObject({ code: 'root_binding_moved' });
       writeFileSync(join(dir, 'roots', 'root_aaaa.json'), '{"schema":"nope"}\n', { mode: 0o600 });
-      await expect(authority.bindRoot('root_aaaa', rootDirectoryIdentity(root))).rejects.toMatchObject({ code: 'authority_root_binding_corrupt' });
+      await expect(authority.bindRoot('root_aaaa', rootDirectoryIdentity(root))).rejects.toMatchObject({
+        code: 'authority_root_binding_corrupt',
+      });
     } finally {
       await authority.close();
     }

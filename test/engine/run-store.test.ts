@@ -82,7 +82,10 @@ const providers: Array<[string, () => [RunStore, RunStore] | Promise<[RunStore, 
           'postgresql',
           async (): Promise<[RunStore, RunStore]> => {
             const schema = pgSchema();
-            const [a, b] = [openPostgres({ url: PG_URL, schema, max: 2 }), openPostgres({ url: PG_URL, schema, max: 2 })];
+            const [a, b] = [
+              openPostgres({ url: PG_URL, schema, max: 2 }),
+              openPostgres({ url: PG_URL, schema, max: 2 }),
+            ];
             pools.push(a, b);
             await migratePostgres(a, RUNS_COMPONENT, RUNS_PG_MIGRATIONS);
             return [openPgRunStore(a), openPgRunStore(b)];
@@ -97,7 +100,12 @@ describe.each(providers)('run store (%s)', (_name, open) => {
     const [store] = await open();
     const first = await store.commit({ head: head('r1'), expectedSequence: 0, events: [ev(0)] });
     expect(first.map((e) => e.sequence)).toEqual([1]);
-    const next = await store.commit({ head: head('r1', 1), expectedSequence: 1, events: [ev(1), ev(2)], messages: [{ index: 0, message: { id: 'm0', role: 'user', parts: [] } }] });
+    const next = await store.commit({
+      head: head('r1', 1),
+      expectedSequence: 1,
+      events: [ev(1), ev(2)],
+      messages: [{ index: 0, message: { id: 'm0', role: 'user', parts: [] } }],
+    });
     expect(next.map((e) => [e.sequence, e.data])).toEqual([
       [2, { turn: 1 }],
       [3, { turn: 2 }],
@@ -135,10 +143,15 @@ describe.each(providers)('run store (%s)', (_name, open) => {
         expectedSequence: 1,
         events: [ev(9)],
         messages: [{ index: 0, message: { id: 'stale', role: 'user', parts: [] } }],
-        mutations: [{ runId: 'r1', callId: 'c1', turn: 1, toolName: 't', argumentsJson: '{}', state: 'intent', resultJson: null }],
+        mutations: [
+          { runId: 'r1', callId: 'c1', turn: 1, toolName: 't', argumentsJson: '{}', state: 'intent', resultJson: null },
+        ],
       }),
     );
-    expect(r).toEqual({ code: 'run_sequence_conflict', details: { run_id: 'r1', expected_sequence: 1, found_sequence: 2 } });
+    expect(r).toEqual({
+      code: 'run_sequence_conflict',
+      details: { run_id: 'r1', expected_sequence: 1, found_sequence: 2 },
+    });
     expect(await a.get('r1')).toMatchObject({ lastSequence: 2, completedTurns: 0 });
     expect((await a.readEvents('r1', 0, 10)).map((e) => e.sequence)).toEqual([1, 2]);
     expect(await a.messages('r1')).toEqual([]);
@@ -148,7 +161,9 @@ describe.each(providers)('run store (%s)', (_name, open) => {
   it('a writer ahead of the run is refused too: the sequence must match exactly', async () => {
     const [store] = await open();
     await store.commit({ head: head('r1'), expectedSequence: 0, events: [ev(0)] });
-    expect(await refusal(() => store.commit({ head: head('r1', 5), expectedSequence: 5, events: [ev(1)] }))).toMatchObject({
+    expect(
+      await refusal(() => store.commit({ head: head('r1', 5), expectedSequence: 5, events: [ev(1)] })),
+    ).toMatchObject({
       code: 'run_sequence_conflict',
       details: { expected_sequence: 5, found_sequence: 1 },
     });
@@ -158,7 +173,9 @@ describe.each(providers)('run store (%s)', (_name, open) => {
   it('a second start of one run id is refused with the sequence found, and the first run is untouched', async () => {
     const [a, b] = await open();
     await a.commit({ head: head('r1'), expectedSequence: 0, events: [ev(0), ev(1)] });
-    expect(await refusal(() => b.commit({ head: { ...head('r1'), turnLimit: 99 }, expectedSequence: 0, events: [ev(7)] }))).toEqual({
+    expect(
+      await refusal(() => b.commit({ head: { ...head('r1'), turnLimit: 99 }, expectedSequence: 0, events: [ev(7)] })),
+    ).toEqual({
       code: 'run_sequence_conflict',
       details: { run_id: 'r1', expected_sequence: 0, found_sequence: 2 },
     });
@@ -168,45 +185,73 @@ describe.each(providers)('run store (%s)', (_name, open) => {
 
   it('a commit to a run that does not exist is refused, and creates nothing', async () => {
     const [store] = await open();
-    expect(await refusal(() => store.commit({ head: head('ghost', 3), expectedSequence: 3, events: [ev(1)] }))).toEqual({
-      code: 'run_sequence_conflict',
-      details: { run_id: 'ghost', expected_sequence: 3, found_sequence: null },
-    });
+    expect(await refusal(() => store.commit({ head: head('ghost', 3), expectedSequence: 3, events: [ev(1)] }))).toEqual(
+      {
+        code: 'run_sequence_conflict',
+        details: { run_id: 'ghost', expected_sequence: 3, found_sequence: null },
+      },
+    );
     expect(await store.get('ghost')).toBeUndefined();
     expect(await store.readEvents('ghost', 0, 10)).toEqual([]);
   });
 
   it('a commit without events is refused', async () => {
     const [store] = await open();
-    expect((await refusal(() => store.commit({ head: head('r1'), expectedSequence: 0, events: [] }))).code).toBe('empty_commit');
+    expect((await refusal(() => store.commit({ head: head('r1'), expectedSequence: 0, events: [] }))).code).toBe(
+      'empty_commit',
+    );
     expect(await store.get('r1')).toBeUndefined();
   });
 
   it('an import of a run that exists is refused with its sequence', async () => {
     const [a, b] = await open();
     await a.commit({ head: head('r1'), expectedSequence: 0, events: [ev(0)] });
-    const def: AgentDefinition = { id: 'agent', version: '1', model: { provider: 'scripted', modelId: 'm' }, turnLimit: 10, toolPlan: 'p' };
-    expect(await refusal(() => b.insertImported(head('r1', 4), [], def))).toMatchObject({ code: 'run_sequence_conflict', details: { found_sequence: 1 } });
+    const def: AgentDefinition = {
+      id: 'agent',
+      version: '1',
+      model: { provider: 'scripted', modelId: 'm' },
+      turnLimit: 10,
+      toolPlan: 'p',
+    };
+    expect(await refusal(() => b.insertImported(head('r1', 4), [], def))).toMatchObject({
+      code: 'run_sequence_conflict',
+      details: { found_sequence: 1 },
+    });
     expect((await a.get('r1'))?.lastSequence).toBe(1);
   });
 
-  it.each([0, 1, 16, 37])('an imported history of %i messages reads back whole and in order, with its definition', async (count) => {
-    const [a, b] = await open();
-    const def: AgentDefinition = { id: 'agent', version: '1', model: { provider: 'scripted', modelId: 'm' }, turnLimit: 10, toolPlan: 'p' };
-    const messages = Array.from({ length: count }, (_, i) => ({
-      id: `m${i}`,
-      role: i % 2 === 0 ? ('user' as const) : ('assistant' as const),
-      parts: [{ type: 'text' as const, text: `message ${i}` }],
-    }));
-    await a.insertImported({ ...head('r1', 7), lifecycle: 'suspended', messageCount: count }, messages, def);
-    expect(await b.messages('r1')).toEqual(messages);
-    expect(await b.get('r1')).toMatchObject({ lastSequence: 7, lifecycle: 'suspended' });
-    expect(await b.getDefinition(def)).toEqual(def);
-  });
+  it.each([0, 1, 16, 37])(
+    'an imported history of %i messages reads back whole and in order, with its definition',
+    async (count) => {
+      const [a, b] = await open();
+      const def: AgentDefinition = {
+        id: 'agent',
+        version: '1',
+        model: { provider: 'scripted', modelId: 'm' },
+        turnLimit: 10,
+        toolPlan: 'p',
+      };
+      const messages = Array.from({ length: count }, (_, i) => ({
+        id: `m${i}`,
+        role: i % 2 === 0 ? ('user' as const) : ('assistant' as const),
+        parts: [{ type: 'text' as const, text: `message ${i}` }],
+      }));
+      await a.insertImported({ ...head('r1', 7), lifecycle: 'suspended', messageCount: count }, messages, def);
+      expect(await b.messages('r1')).toEqual(messages);
+      expect(await b.get('r1')).toMatchObject({ lastSequence: 7, lifecycle: 'suspended' });
+      expect(await b.getDefinition(def)).toEqual(def);
+    },
+  );
 
   it('an import whose definition differs from the stored one of the same id and version is refused and stores nothing', async () => {
     const [a, b] = await open();
-    const def: AgentDefinition = { id: 'agent', version: '1', model: { provider: 'scripted', modelId: 'm' }, turnLimit: 10, toolPlan: 'p' };
+    const def: AgentDefinition = {
+      id: 'agent',
+      version: '1',
+      model: { provider: 'scripted', modelId: 'm' },
+      turnLimit: 10,
+      toolPlan: 'p',
+    };
     await a.putDefinition(def);
     const other: AgentDefinition = { ...def, turnLimit: 11 };
     expect((await refusal(() => b.insertImported(head('r1', 4), [], other))).code).toBe('definition_conflict');

@@ -14,7 +14,16 @@ import { toolNameMap, WIRE_TOOL_NAME } from '../../src/engine/providers/tool-nam
 import type { ToolDefinition } from '../../src/engine/tools.js';
 import type { Message } from '../../src/snapshot/index.js';
 
-const LOOPX_NAMES = ['todo.list', 'todo.update', 'webhook.deliver', 'math.add', 'outbox.append', 'human.ask', 'docs-server.search', 'get_weather'];
+const LOOPX_NAMES = [
+  'todo.list',
+  'todo.update',
+  'webhook.deliver',
+  'math.add',
+  'outbox.append',
+  'human.ask',
+  'docs-server.search',
+  'get_weather',
+];
 
 const roundTrip = (names: readonly string[]) => {
   const map = toolNameMap(names);
@@ -93,25 +102,55 @@ describe('tool names on the wire', () => {
   });
 });
 
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } };
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 1, text: 1, reasoning: undefined },
+};
 const answer = (content: LanguageModelV3GenerateResult['content']): LanguageModelV3GenerateResult => ({
   content,
   finishReason: { unified: 'tool-calls', raw: undefined },
   usage,
   warnings: [],
 });
-const def = (name: string): ToolDefinition => ({ name, description: name, inputSchema: { type: 'object' }, mutating: false });
+const def = (name: string): ToolDefinition => ({
+  name,
+  description: name,
+  inputSchema: { type: 'object' },
+  mutating: false,
+});
 const user: Message = { id: 'run-1/t0/m1', role: 'user', parts: [{ type: 'text', text: 'Finish the Goal.' }] };
 const history: Message[] = [
   user,
-  { id: 'run-1/t1/m0', role: 'assistant', parts: [{ type: 'tool_call', callId: 'run-1/t1/k0', toolName: 'todo.list', argumentsJson: '{}' }] },
-  { id: 'run-1/t1/m1', role: 'tool', parts: [{ type: 'tool_result', callId: 'run-1/t1/k0', toolName: 'todo.list', status: 'ok', resultJson: '{"todos":[]}' }] },
+  {
+    id: 'run-1/t1/m0',
+    role: 'assistant',
+    parts: [{ type: 'tool_call', callId: 'run-1/t1/k0', toolName: 'todo.list', argumentsJson: '{}' }],
+  },
+  {
+    id: 'run-1/t1/m1',
+    role: 'tool',
+    parts: [
+      { type: 'tool_result', callId: 'run-1/t1/k0', toolName: 'todo.list', status: 'ok', resultJson: '{"todos":[]}' },
+    ],
+  },
   // A tool the plan no longer offers still goes out under a valid name.
-  { id: 'run-1/t2/m0', role: 'assistant', parts: [{ type: 'tool_call', callId: 'run-1/t2/k0', toolName: 'old.server.tool', argumentsJson: '{}' }] },
+  {
+    id: 'run-1/t2/m0',
+    role: 'assistant',
+    parts: [{ type: 'tool_call', callId: 'run-1/t2/k0', toolName: 'old.server.tool', argumentsJson: '{}' }],
+  },
   {
     id: 'run-1/t2/m1',
     role: 'tool',
-    parts: [{ type: 'tool_result', callId: 'run-1/t2/k0', toolName: 'old.server.tool', status: 'error', resultJson: '{"error":"tool_unknown"}' }],
+    parts: [
+      {
+        type: 'tool_result',
+        callId: 'run-1/t2/k0',
+        toolName: 'old.server.tool',
+        status: 'error',
+        resultJson: '{"error":"tool_unknown"}',
+      },
+    ],
   },
 ];
 const request = (messages: Message[], tools: ToolDefinition[]): ModelRequest => ({
@@ -129,8 +168,16 @@ describe('the AI SDK adapter sends and reads mapped tool names', () => {
     const model = new MockLanguageModelV3({ doGenerate: answer([{ type: 'text', text: 'done' }]) });
     await aiSdkProvider({ name: 'mock', model }).generate(request(history, TOOLS));
     const call = model.doGenerateCalls[0]!;
-    expect((call.tools as LanguageModelV3FunctionTool[]).map((t) => t.name)).toEqual(['todo_list', 'todo_update', 'webhook_deliver']);
-    const sent = call.prompt.flatMap((m) => (m.role === 'assistant' || m.role === 'tool' ? m.content.flatMap((p) => ('toolName' in p ? [[p.type, p.toolName]] : [])) : []));
+    expect((call.tools as LanguageModelV3FunctionTool[]).map((t) => t.name)).toEqual([
+      'todo_list',
+      'todo_update',
+      'webhook_deliver',
+    ]);
+    const sent = call.prompt.flatMap((m) =>
+      m.role === 'assistant' || m.role === 'tool'
+        ? m.content.flatMap((p) => ('toolName' in p ? [[p.type, p.toolName]] : []))
+        : [],
+    );
     expect(sent).toEqual([
       ['tool-call', 'todo_list'],
       ['tool-result', 'todo_list'],
@@ -167,7 +214,9 @@ describe('the AI SDK adapter sends and reads mapped tool names', () => {
     ['the loopx name itself, which the model was never shown', 'todo.list'],
     ['a name outside the pattern', 'multi_tool_use.parallel'],
   ])('a tool call naming %s is refused with model_tool_name_unknown, not dropped', async (_label, returned) => {
-    const model = new MockLanguageModelV3({ doGenerate: answer([{ type: 'tool-call', toolCallId: 'p-1', toolName: returned, input: '{}' }]) });
+    const model = new MockLanguageModelV3({
+      doGenerate: answer([{ type: 'tool-call', toolCallId: 'p-1', toolName: returned, input: '{}' }]),
+    });
     const error = await aiSdkProvider({ name: 'mock', model })
       .generate(request([user], TOOLS))
       .then(
@@ -175,7 +224,11 @@ describe('the AI SDK adapter sends and reads mapped tool names', () => {
         (e: unknown) => e,
       );
     expect(error).toBeInstanceOf(LoopxError);
-    expect({ code: (error as LoopxError).code, kind: (error as LoopxError).kind, details: (error as LoopxError).details }).toEqual({
+    expect({
+      code: (error as LoopxError).code,
+      kind: (error as LoopxError).kind,
+      details: (error as LoopxError).details,
+    }).toEqual({
       code: 'model_tool_name_unknown',
       kind: 'rejected',
       details: { tool_name: returned },
@@ -187,7 +240,12 @@ describe('the AI SDK adapter sends and reads mapped tool names', () => {
       doStream: {
         stream: new ReadableStream({
           start(controller) {
-            controller.enqueue({ type: 'tool-call', toolCallId: 'p-1', toolName: 'webhook_deliver', input: '{"message":"hi"}' });
+            controller.enqueue({
+              type: 'tool-call',
+              toolCallId: 'p-1',
+              toolName: 'webhook_deliver',
+              input: '{"message":"hi"}',
+            });
             controller.enqueue({ type: 'finish', finishReason: { unified: 'tool-calls', raw: undefined }, usage });
             controller.close();
           },

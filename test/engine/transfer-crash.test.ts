@@ -29,10 +29,17 @@ function space() {
   chmodSync(base, 0o700);
   const snaps = join(base, 'snaps');
   mkdirSync(snaps, { mode: 0o700 });
-  return { a: join(base, 'a'), b: join(base, 'b'), c: join(base, 'c'), snaps, snap: (name = 'run.snapshot') => join(snaps, name) };
+  return {
+    a: join(base, 'a'),
+    b: join(base, 'b'),
+    c: join(base, 'c'),
+    snaps,
+    snap: (name = 'run.snapshot') => join(snaps, name),
+  };
 }
 
-const describeCli = (args: readonly string[], r: CliResult) => `loopx ${args.join(' ')} → status ${r.status} signal ${r.signal}\n${r.stderr}${r.stdout}`;
+const describeCli = (args: readonly string[], r: CliResult) =>
+  `loopx ${args.join(' ')} → status ${r.status} signal ${r.signal}\n${r.stderr}${r.stdout}`;
 
 /** Run a command that must succeed; its JSON document. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -43,7 +50,11 @@ async function ok(args: readonly string[]): Promise<any> {
 }
 
 /** Run a command that must be refused with `exit` and `code`; its JSON error document. */
-async function refused(args: readonly string[], exit: number, code: string): Promise<{ code: string; message: string; details?: Record<string, unknown> }> {
+async function refused(
+  args: readonly string[],
+  exit: number,
+  code: string,
+): Promise<{ code: string; message: string; details?: Record<string, unknown> }> {
   const r = await loopxAsync([...args, '--json']);
   expect(r.signal, describeCli(args, r)).toBeNull();
   let doc: { error?: { code: string; message: string } } = {};
@@ -106,7 +117,11 @@ async function runsIn(root: string): Promise<Array<{ run_id: string; status: str
   return (await ok(['run', 'list', '--root', root])).runs;
 }
 
-async function eventsAfter(runId: string, root: string, after: number): Promise<Array<{ sequence: number; type: string; data: Record<string, unknown> }>> {
+async function eventsAfter(
+  runId: string,
+  root: string,
+  after: number,
+): Promise<Array<{ sequence: number; type: string; data: Record<string, unknown> }>> {
   const r = await loopxAsync(['run', 'events', runId, '--after', String(after), '--root', root, '--json']);
   if (r.status !== 0) throw new Error(`expected events: ${describeCli(['run', 'events', runId], r)}`);
   return r.stdout
@@ -117,12 +132,24 @@ async function eventsAfter(runId: string, root: string, after: number): Promise<
 
 /** A run of the researcher in `root`, suspended at the boundary after its first turn. */
 async function suspendedRun(root: string): Promise<{ run_id: string; last_sequence: number }> {
-  const s = await ok(['run', 'start', '--agent', AGENT, '--input', 'Add 2 and 40', '--suspend-after-turns', '1', '--root', root]);
+  const s = await ok([
+    'run',
+    'start',
+    '--agent',
+    AGENT,
+    '--input',
+    'Add 2 and 40',
+    '--suspend-after-turns',
+    '1',
+    '--root',
+    root,
+  ]);
   expect(s).toMatchObject({ status: 'suspended', completed_turns: 1 });
   return s;
 }
 
-const exportRun = (runId: string, root: string, out: string) => ok(['run', 'export', runId, '--out', out, '--root', root]);
+const exportRun = (runId: string, root: string, out: string) =>
+  ok(['run', 'export', runId, '--out', out, '--root', root]);
 const importInto = (file: string, root: string) => ['run', 'import', file, '--root', root, '--agent', AGENT];
 const resumeIn = (runId: string, root: string) => ['run', 'resume', runId, '--root', root];
 
@@ -138,7 +165,12 @@ async function expectSoleOwner(runId: string, owner: string, formerOwner: string
 /** The run continues in `root` at last_sequence+1 with Resumed and its next turn, and no second RunStarted. */
 async function expectContinues(runId: string, root: string, lastSequence: number): Promise<void> {
   const resumed = await ok(resumeIn(runId, root));
-  expect(resumed).toMatchObject({ run_id: runId, status: 'active', completed_turns: 2, waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' } });
+  expect(resumed).toMatchObject({
+    run_id: runId,
+    status: 'active',
+    completed_turns: 2,
+    waiting_for: { kind: 'interaction', interaction_id: 'confirm-1' },
+  });
   const tail = await eventsAfter(runId, root, lastSequence);
   expect(tail[0]).toMatchObject({ sequence: lastSequence + 1, type: 'Resumed' });
   expect(tail[1]).toMatchObject({ sequence: lastSequence + 2, type: 'TurnStarted', data: { turn: 2 } });
@@ -163,12 +195,21 @@ describe.concurrent('crash injection around the durable steps of export, resume,
         await killedAt('authority.export.before-rename', ['run', 'export', s.run_id, '--out', w.snap(), '--root', w.a]);
 
         expect(readdirSync(w.snaps)).toEqual([]);
-        expect(await record(s.run_id)).toMatchObject({ state: 'ACTIVE', transition_generation: 1, owner_root: rootIdOf(w.a), payload_sha256: null });
+        expect(await record(s.run_id)).toMatchObject({
+          state: 'ACTIVE',
+          transition_generation: 1,
+          owner_root: rootIdOf(w.a),
+          payload_sha256: null,
+        });
 
         const exported = await exportRun(s.run_id, w.a, w.snap());
         expect(exported).toMatchObject({ run_id: s.run_id, lifecycle: 'suspended', last_sequence: s.last_sequence });
 
-        expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
+        expect(await ok(importInto(w.snap(), w.b))).toEqual({
+          run_id: s.run_id,
+          status: 'suspended',
+          last_sequence: s.last_sequence,
+        });
         expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
       },
       TIMEOUT,
@@ -183,11 +224,21 @@ describe.concurrent('crash injection around the durable steps of export, resume,
 
         expect(readdirSync(w.snaps)).toEqual([]); // the CLI died before it wrote the file
         const rec = await record(s.run_id);
-        expect(rec).toMatchObject({ state: 'SUSPENDED', transition_generation: 1, owner_root: rootIdOf(w.a), last_sequence: s.last_sequence });
+        expect(rec).toMatchObject({
+          state: 'SUSPENDED',
+          transition_generation: 1,
+          owner_root: rootIdOf(w.a),
+          last_sequence: s.last_sequence,
+        });
         expect(rec.payload_sha256).toMatch(/^[0-9a-f]{64}$/);
 
         const first = await exportRun(s.run_id, w.a, w.snap('first.snapshot'));
-        expect(first).toMatchObject({ run_id: s.run_id, lifecycle: 'suspended', last_sequence: s.last_sequence, payload_sha256: rec.payload_sha256 });
+        expect(first).toMatchObject({
+          run_id: s.run_id,
+          lifecycle: 'suspended',
+          last_sequence: s.last_sequence,
+          payload_sha256: rec.payload_sha256,
+        });
         const second = await exportRun(s.run_id, w.a, w.snap('second.snapshot'));
         expect(second).toEqual(first);
         expect(readFileSync(w.snap('second.snapshot')).equals(readFileSync(w.snap('first.snapshot')))).toBe(true);
@@ -212,9 +263,18 @@ describe.concurrent('crash injection around the durable steps of export, resume,
         const exported = await exportRun(s.run_id, w.a, w.snap());
         await killedAt('authority.resume.before-rename', resumeIn(s.run_id, w.a));
 
-        expect(await record(s.run_id)).toMatchObject({ state: 'SUSPENDED', transition_generation: 1, owner_root: rootIdOf(w.a), payload_sha256: exported.payload_sha256 });
+        expect(await record(s.run_id)).toMatchObject({
+          state: 'SUSPENDED',
+          transition_generation: 1,
+          owner_root: rootIdOf(w.a),
+          payload_sha256: exported.payload_sha256,
+        });
 
-        expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
+        expect(await ok(importInto(w.snap(), w.b))).toEqual({
+          run_id: s.run_id,
+          status: 'suspended',
+          last_sequence: s.last_sequence,
+        });
         expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
       },
       TIMEOUT,
@@ -229,7 +289,12 @@ describe.concurrent('crash injection around the durable steps of export, resume,
         await killedAt('authority.resume.after-rename', resumeIn(s.run_id, w.a));
 
         const [rec, shown] = await Promise.all([record(s.run_id), ok(['run', 'show', s.run_id, '--root', w.a])]);
-        expect(rec).toMatchObject({ state: 'ACTIVE', transition_generation: 2, owner_root: rootIdOf(w.a), payload_sha256: null });
+        expect(rec).toMatchObject({
+          state: 'ACTIVE',
+          transition_generation: 2,
+          owner_root: rootIdOf(w.a),
+          payload_sha256: null,
+        });
         expect(shown).toMatchObject({ status: 'suspended', last_sequence: s.last_sequence }); // the kernel never resumed
 
         // The old claim died with the durable ACTIVE write.
@@ -254,12 +319,21 @@ describe.concurrent('crash injection around the durable steps of export, resume,
         await killedAt('authority.import.consume.before-rename', importInto(w.snap(), w.b));
 
         const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
-        expect(rec).toMatchObject({ state: 'SUSPENDED', transition_generation: 1, owner_root: rootIdOf(w.a), payload_sha256: exported.payload_sha256 });
+        expect(rec).toMatchObject({
+          state: 'SUSPENDED',
+          transition_generation: 1,
+          owner_root: rootIdOf(w.a),
+          payload_sha256: exported.payload_sha256,
+        });
         expect(inB).toEqual([]);
         // The definition is stored with the kernel run, after the consume point: nothing of it here.
         expect(definitionsIn(w.b)).toBe(0);
 
-        expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
+        expect(await ok(importInto(w.snap(), w.b))).toEqual({
+          run_id: s.run_id,
+          status: 'suspended',
+          last_sequence: s.last_sequence,
+        });
         expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
       },
       TIMEOUT,
@@ -275,7 +349,12 @@ describe.concurrent('crash injection around the durable steps of export, resume,
 
         const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
         // The consume point binds the snapshot it consumed: its digest (and claim) stay in the record.
-        expect(rec).toMatchObject({ state: 'IMPORTING', transition_generation: 2, payload_sha256: exported.payload_sha256, last_sequence: s.last_sequence });
+        expect(rec).toMatchObject({
+          state: 'IMPORTING',
+          transition_generation: 2,
+          payload_sha256: exported.payload_sha256,
+          last_sequence: s.last_sequence,
+        });
         expect(rec.owner_root).toBe(rootIdOf(w.b));
         expect(inB).toEqual([]);
         // authority show names the one next action: the same import, in the root the record names.
@@ -287,7 +366,9 @@ describe.concurrent('crash injection around the durable steps of export, resume,
         const intoC = await refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed');
         const fromA = await refused(resumeIn(s.run_id, w.a), 4, 'run_moved');
         const inBResume = await refused(resumeIn(s.run_id, w.b), 4, 'run_import_incomplete');
-        expect(intoC).toMatchObject({ next_action: `find the run where it was imported: loopx authority show --run ${s.run_id} --root ${rel(w.c)}` });
+        expect(intoC).toMatchObject({
+          next_action: `find the run where it was imported: loopx authority show --run ${s.run_id} --root ${rel(w.c)}`,
+        });
         expect(fromA.code).toBe('run_moved');
         expect(inBResume).toMatchObject({
           next_action: `complete it by importing the same snapshot file into this root again: loopx run import <snapshot-file> --root ${rel(w.b)}`,
@@ -295,7 +376,11 @@ describe.concurrent('crash injection around the durable steps of export, resume,
         expect(await record(s.run_id)).toEqual(rec);
 
         // The same import into B completes it: no second consume (the transition generation stays 2).
-        expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
+        expect(await ok(importInto(w.snap(), w.b))).toEqual({
+          run_id: s.run_id,
+          status: 'suspended',
+          last_sequence: s.last_sequence,
+        });
         const [owner] = await Promise.all([
           expectSoleOwner(s.run_id, w.b, w.a),
           refused(importInto(w.snap(), w.b), 4, 'snapshot_consumed'),
@@ -322,12 +407,22 @@ describe.concurrent('crash injection around the durable steps of export, resume,
           await killedAt(point, importInto(w.snap(), w.b));
 
           const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
-          expect(rec).toMatchObject({ state, transition_generation: 2, owner_root: rootIdOf(w.b), last_sequence: s.last_sequence });
-          expect(inB).toEqual([expect.objectContaining({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence })]);
+          expect(rec).toMatchObject({
+            state,
+            transition_generation: 2,
+            owner_root: rootIdOf(w.b),
+            last_sequence: s.last_sequence,
+          });
+          expect(inB).toEqual([
+            expect.objectContaining({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence }),
+          ]);
 
           // The next command that holds B's lock completes the activation and drives the run on.
           await expectContinues(s.run_id, w.b, s.last_sequence);
-          expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
+          expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({
+            state: 'ACTIVE',
+            transition_generation: 2,
+          });
           await refused(importInto(w.snap(), w.c), 4, 'snapshot_consumed');
         },
         TIMEOUT,
@@ -341,7 +436,11 @@ describe.concurrent('crash injection around the durable steps of export, resume,
     /** Import with the point armed to throw: refused with import_uncertain (exit 1), never retried by itself. */
     async function uncertainAt(point: string, args: readonly string[]) {
       const r = await loopxAsync([...args, '--json'], { LOOPX_TEST_FAULT: `throw:${point}` });
-      expect({ status: r.status, signal: r.signal, code: r.json().error?.code }, describeCli(args, r)).toEqual({ status: 1, signal: null, code: 'import_uncertain' });
+      expect({ status: r.status, signal: r.signal, code: r.json().error?.code }, describeCli(args, r)).toEqual({
+        status: 1,
+        signal: null,
+        code: 'import_uncertain',
+      });
       return r.json().error as { next_action: string; details: Record<string, unknown> };
     }
 
@@ -354,7 +453,10 @@ describe.concurrent('crash injection around the durable steps of export, resume,
       ['authority.import.activate.after-rename', 'ACTIVE', true, true],
     ];
     for (const [point, state, ownerIsB, kernelInB] of cases) {
-      const then = state === 'ACTIVE' ? 'the activation landed: the same import is snapshot_consumed, resume in B continues' : 'the same import into B completes it';
+      const then =
+        state === 'ACTIVE'
+          ? 'the activation landed: the same import is snapshot_consumed, resume in B continues'
+          : 'the same import into B completes it';
       it(
         `throw at ${point}: import_uncertain (exit 1); the record is ${state}${kernelInB ? ', B holds the run suspended and nothing ran' : ', B has no run'}; ${then}`,
         async () => {
@@ -370,7 +472,9 @@ describe.concurrent('crash injection around the durable steps of export, resume,
           const [rec, inB] = await Promise.all([record(s.run_id), runsIn(w.b)]);
           expect(rec).toMatchObject({ state, owner_root: rootIdOf(ownerIsB ? w.b : w.a) });
           if (kernelInB) {
-            expect(inB).toEqual([expect.objectContaining({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence })]);
+            expect(inB).toEqual([
+              expect.objectContaining({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence }),
+            ]);
             // The kernel run is stopped: no event after the snapshot, although the locks were released.
             expect(await eventsAfter(s.run_id, w.b, s.last_sequence)).toEqual([]);
           } else {
@@ -381,9 +485,16 @@ describe.concurrent('crash injection around the durable steps of export, resume,
           if (state === 'ACTIVE') {
             await refused(importInto(w.snap(), w.b), 4, 'snapshot_consumed');
           } else {
-            expect(await ok(importInto(w.snap(), w.b))).toEqual({ run_id: s.run_id, status: 'suspended', last_sequence: s.last_sequence });
+            expect(await ok(importInto(w.snap(), w.b))).toEqual({
+              run_id: s.run_id,
+              status: 'suspended',
+              last_sequence: s.last_sequence,
+            });
           }
-          expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({ state: 'ACTIVE', transition_generation: 2 });
+          expect(await expectSoleOwner(s.run_id, w.b, w.a)).toMatchObject({
+            state: 'ACTIVE',
+            transition_generation: 2,
+          });
           await expectContinues(s.run_id, w.b, s.last_sequence);
         },
         LONG,
@@ -406,7 +517,15 @@ describe.concurrent('crash injection around the durable steps of export, resume,
       async () => {
         const w = space();
         const s = await waitingRun(w.a);
-        await killedAt('authority.tombstone.before-rename', ['run', 'answer', s.run_id, 'confirm-1', 'yes', '--root', w.a]);
+        await killedAt('authority.tombstone.before-rename', [
+          'run',
+          'answer',
+          s.run_id,
+          'confirm-1',
+          'yes',
+          '--root',
+          w.a,
+        ]);
 
         const [rec, shown] = await Promise.all([record(s.run_id), ok(['run', 'show', s.run_id, '--root', w.a])]);
         expect(rec).toMatchObject({ state: 'ACTIVE', owner_root: rootIdOf(w.a) });
@@ -414,7 +533,11 @@ describe.concurrent('crash injection around the durable steps of export, resume,
 
         const exported = await exportRun(s.run_id, w.a, w.snap());
         expect(exported).toMatchObject({ lifecycle: 'completed', last_sequence: shown.last_sequence });
-        expect(await record(s.run_id)).toMatchObject({ state: 'TERMINAL', owner_root: rootIdOf(w.a), payload_sha256: exported.payload_sha256 });
+        expect(await record(s.run_id)).toMatchObject({
+          state: 'TERMINAL',
+          owner_root: rootIdOf(w.a),
+          payload_sha256: exported.payload_sha256,
+        });
 
         await refused(importInto(w.snap(), w.b), 3, 'snapshot_terminal');
       },
@@ -426,7 +549,15 @@ describe.concurrent('crash injection around the durable steps of export, resume,
       async () => {
         const w = space();
         const s = await waitingRun(w.a);
-        await killedAt('authority.tombstone.after-rename', ['run', 'answer', s.run_id, 'confirm-1', 'yes', '--root', w.a]);
+        await killedAt('authority.tombstone.after-rename', [
+          'run',
+          'answer',
+          s.run_id,
+          'confirm-1',
+          'yes',
+          '--root',
+          w.a,
+        ]);
 
         expect(await record(s.run_id)).toMatchObject({ state: 'TERMINAL', owner_root: rootIdOf(w.a) });
 

@@ -20,7 +20,8 @@ import { treeState } from '../support/tree.js';
 const AGENT = 'examples/agents/researcher.json';
 const TIMEOUT = 120_000; // generous: every step is a real child process, and CI machines are shared
 
-const describeCli = (args: readonly string[], r: CliResult) => `loopx ${args.join(' ')} → status ${r.status} signal ${r.signal}\n${r.stderr}${r.stdout}`;
+const describeCli = (args: readonly string[], r: CliResult) =>
+  `loopx ${args.join(' ')} → status ${r.status} signal ${r.signal}\n${r.stderr}${r.stdout}`;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function ok(args: readonly string[]): Promise<any> {
@@ -43,7 +44,18 @@ async function world() {
   const base = mkdtempSync(join(tmpdir(), 'loopx-tampered-'));
   chmodSync(base, 0o700);
   const origin = join(base, 'origin');
-  const s = await ok(['run', 'start', '--agent', AGENT, '--input', 'Add 2 and 40', '--suspend-after-turns', '1', '--root', origin]);
+  const s = await ok([
+    'run',
+    'start',
+    '--agent',
+    AGENT,
+    '--input',
+    'Add 2 and 40',
+    '--suspend-after-turns',
+    '1',
+    '--root',
+    origin,
+  ]);
   const genuine = join(base, 'genuine.snapshot');
   await ok(['run', 'export', s.run_id, '--out', genuine, '--root', origin]);
   const bytes = readFileSync(genuine);
@@ -60,7 +72,14 @@ async function world() {
     writeFileSync(file, b, { mode: 0o600 });
     return file;
   };
-  return { base, origin, runId: s.run_id as string, genuine, scopeFlipped: forge('scope.snapshot', scopeAt), hmacFlipped: forge('hmac.snapshot', hmacAt) };
+  return {
+    base,
+    origin,
+    runId: s.run_id as string,
+    genuine,
+    scopeFlipped: forge('scope.snapshot', scopeAt),
+    hmacFlipped: forge('hmac.snapshot', hmacAt),
+  };
 }
 
 beforeAll(async () => {
@@ -76,7 +95,18 @@ describe.concurrent('a snapshot whose claim does not verify', () => {
       const w = await world();
       // An existing root that has seen other work (its own run and the researcher's definition).
       const existing = join(w.base, 'existing');
-      await ok(['run', 'start', '--agent', AGENT, '--input', 'hello', '--suspend-after-turns', '0', '--root', existing]);
+      await ok([
+        'run',
+        'start',
+        '--agent',
+        AGENT,
+        '--input',
+        'hello',
+        '--suspend-after-turns',
+        '0',
+        '--root',
+        existing,
+      ]);
       const rowsBefore = definitionRows(existing);
       const empty = join(w.base, 'empty');
       mkdirSync(empty, { mode: 0o700 });
@@ -87,7 +117,10 @@ describe.concurrent('a snapshot whose claim does not verify', () => {
           const before = treeState(root);
           const args = ['run', 'import', forged, '--root', root, '--agent', AGENT, '--json'];
           const r = await loopxAsync(args);
-          expect({ status: r.status, code: r.json().error?.code }, describeCli(args, r)).toEqual({ status: 3, code: 'snapshot_claim_invalid' });
+          expect({ status: r.status, code: r.json().error?.code }, describeCli(args, r)).toEqual({
+            status: 3,
+            code: 'snapshot_claim_invalid',
+          });
           expect(treeState(root), `${root} changed`).toEqual(before);
         }
       }
@@ -96,7 +129,10 @@ describe.concurrent('a snapshot whose claim does not verify', () => {
       expect(definitionRows(existing)).toBe(rowsBefore);
 
       // The genuine snapshot still imports into the existing root: the refusals consumed nothing.
-      expect(await ok(['run', 'import', w.genuine, '--root', existing, '--agent', AGENT])).toMatchObject({ run_id: w.runId, status: 'suspended' });
+      expect(await ok(['run', 'import', w.genuine, '--root', existing, '--agent', AGENT])).toMatchObject({
+        run_id: w.runId,
+        status: 'suspended',
+      });
     },
     TIMEOUT,
   );

@@ -38,7 +38,8 @@ function privateTmp(): string {
   return d;
 }
 
-const researcher = (): AgentDefinition => parseAgentDefinition(JSON.parse(readFileSync('examples/agents/researcher.json', 'utf8')));
+const researcher = (): AgentDefinition =>
+  parseAgentDefinition(JSON.parse(readFileSync('examples/agents/researcher.json', 'utf8')));
 
 interface World {
   authorityDir: string;
@@ -88,7 +89,11 @@ describe('export, import and resume across two roots sharing one run authority',
 
     const b = w.open('b');
     const imported = await b.importSnapshot(signed.bytes);
-    expect(imported).toMatchObject({ run_id: started.run_id, status: 'suspended', last_sequence: started.last_sequence });
+    expect(imported).toMatchObject({
+      run_id: started.run_id,
+      status: 'suspended',
+      last_sequence: started.last_sequence,
+    });
     expect(await b.messages(started.run_id)).toEqual(await a.messages(started.run_id));
 
     const resumed = await b.resume(started.run_id);
@@ -216,7 +221,9 @@ describe('export, import and resume across two roots sharing one run authority',
       }
     }
     expect(errors).toHaveLength(2);
-    const [x, y] = errors.map((e) => (isLoopxError(e) ? { code: e.code, message: e.message, next: e.nextAction, details: e.details } : e));
+    const [x, y] = errors.map((e) =>
+      isLoopxError(e) ? { code: e.code, message: e.message, next: e.nextAction, details: e.details } : e,
+    );
     expect(x).toEqual(y);
     expect(x).toMatchObject({ code: 'snapshot_claim_invalid' });
   });
@@ -226,7 +233,8 @@ describe('export, import and resume across two roots sharing one run authority',
     const a = w.open('a');
     const s = await a.start(researcher(), { suspendAfterTurns: 1 });
     const bytes = (await a.exportEnvelope(s.run_id)).bytes;
-    const noPlan = (root: string) => defineApplication({ compatibilityIdentity: builtinApplication(root).compatibilityIdentity, toolPlans: [] });
+    const noPlan = (root: string) =>
+      defineApplication({ compatibilityIdentity: builtinApplication(root).compatibilityIdentity, toolPlans: [] });
     expect(await codeOf(w.open('b', noPlan).importSnapshot(bytes, { agent: researcher() }))).toBe('tool_plan_missing');
     const auth = LocalRunAuthority.open({ dir: w.authorityDir });
     expect(await auth.readRecord(s.run_id)).toMatchObject({ state: 'SUSPENDED' });
@@ -253,7 +261,12 @@ describe('competing importers, differing claims and an uncertain activation', ()
     const bytes = (await a.exportEnvelope(s.run_id)).bytes;
     const rec = await recordOf(w, s.run_id);
     // The competitor holds the import lock and the run lock, stopped before its consume point.
-    const competitor = spawnImporter(w.authorityDir, { ...rec, state: 'IMPORTING', transitionGeneration: rec.transitionGeneration + 1, ownerRoot: 'root_competitor' });
+    const competitor = spawnImporter(w.authorityDir, {
+      ...rec,
+      state: 'IMPORTING',
+      transitionGeneration: rec.transitionGeneration + 1,
+      ownerRoot: 'root_competitor',
+    });
     try {
       await competitor.held;
       const loser = codeOf(w.open('b').importSnapshot(bytes));
@@ -303,7 +316,10 @@ describe('competing importers, differing claims and an uncertain activation', ()
     } catch (e) {
       err = e;
     }
-    expect(isLoopxError(err) && { code: err.code, kind: err.kind }).toEqual({ code: 'claim_conflict', kind: 'conflict' });
+    expect(isLoopxError(err) && { code: err.code, kind: err.kind }).toEqual({
+      code: 'claim_conflict',
+      kind: 'conflict',
+    });
     expect(await recordOf(w, s.run_id)).toEqual(differing);
   });
 
@@ -318,7 +334,11 @@ describe('competing importers, differing claims and an uncertain activation', ()
     const failing = new Proxy(real, {
       get(target, prop) {
         if (prop === 'writeRecord') {
-          return async (lease: Parameters<RunAuthority['writeRecord']>[0], record: RunRecord, options?: { fault?: string }) => {
+          return async (
+            lease: Parameters<RunAuthority['writeRecord']>[0],
+            record: RunRecord,
+            options?: { fault?: string },
+          ) => {
             await target.writeRecord(lease, record, options);
             if (record.state === 'ACTIVE') throw new Error('EIO: fsync failed');
           };
@@ -327,7 +347,11 @@ describe('competing importers, differing claims and an uncertain activation', ()
         return typeof v === 'function' ? (v as (...args: unknown[]) => unknown).bind(target) : v;
       },
     }) as RunAuthority;
-    const b = openEngine({ root: join(w.authorityDir, '..', 'b'), application: builtinApplication(join(w.authorityDir, '..', 'b')), authority: failing });
+    const b = openEngine({
+      root: join(w.authorityDir, '..', 'b'),
+      application: builtinApplication(join(w.authorityDir, '..', 'b')),
+      authority: failing,
+    });
     cleanups.push(() => b.close());
 
     let err: unknown;
@@ -336,7 +360,11 @@ describe('competing importers, differing claims and an uncertain activation', ()
     } catch (e) {
       err = e;
     }
-    expect(isLoopxError(err) && { code: err.code, kind: err.kind, details: err.details }).toEqual({ code: 'import_uncertain', kind: 'internal', details: { run_id: s.run_id } });
+    expect(isLoopxError(err) && { code: err.code, kind: err.kind, details: err.details }).toEqual({
+      code: 'import_uncertain',
+      kind: 'internal',
+      details: { run_id: s.run_id },
+    });
     // Released: no run or import lease is left, and the run lock is free for the next driver.
     expect(real.outstandingLeases).toBe(0);
     // Stopped: the kernel run is suspended at the snapshot's sequence and no event was appended.
@@ -363,7 +391,9 @@ describe('static compatibility is checked before any tool plan is leased', () =>
     () =>
       defineApplication({
         compatibilityIdentity: compat,
-        toolPlans: [{ id: PLAN, tools: [{ ...addTool(), identity: componentIdentity('static_tool', 'add', version) }] }],
+        toolPlans: [
+          { id: PLAN, tools: [{ ...addTool(), identity: componentIdentity('static_tool', 'add', version) }] },
+        ],
         scriptedProviderIdentity: componentIdentity('provider', 'scripted'),
       });
 
@@ -401,7 +431,9 @@ describe('static compatibility is checked before any tool plan is leased', () =>
   it('a different compatibility identity is refused before leasing: snapshot_compatibility_mismatch', async () => {
     const { w, bytes } = await exported(full('app/1'));
     const probe = countingLeases(full('app/2'));
-    expect(await codeOf(w.open('b', probe.app).importSnapshot(bytes, { agent }))).toBe('snapshot_compatibility_mismatch');
+    expect(await codeOf(w.open('b', probe.app).importSnapshot(bytes, { agent }))).toBe(
+      'snapshot_compatibility_mismatch',
+    );
     expect(probe.leases()).toBe(0);
   });
 
@@ -418,7 +450,18 @@ describe('static compatibility is checked before any tool plan is leased', () =>
     const changed = () => {
       const app = defineApplication({
         compatibilityIdentity: 'app/1',
-        toolPlans: [{ id: PLAN, tools: [{ ...addTool(), definition: { ...addTool().definition, description: 'changed' }, identity: componentIdentity('static_tool', 'add') }] }],
+        toolPlans: [
+          {
+            id: PLAN,
+            tools: [
+              {
+                ...addTool(),
+                definition: { ...addTool().definition, description: 'changed' },
+                identity: componentIdentity('static_tool', 'add'),
+              },
+            ],
+          },
+        ],
         scriptedProviderIdentity: componentIdentity('provider', 'scripted'),
       });
       host = app.toolPlans;
@@ -431,7 +474,9 @@ describe('static compatibility is checked before any tool plan is leased', () =>
   it('a scripted agent unknown to the destination needs its definition: import_definition_unknown; a different one is import_definition_mismatch', async () => {
     const { w, bytes } = await exported(full('app/1'));
     expect(await codeOf(w.open('b', full('app/1')).importSnapshot(bytes))).toBe('import_definition_unknown');
-    expect(await codeOf(w.open('c', full('app/1')).importSnapshot(bytes, { agent: { ...agent, turnLimit: 6 } }))).toBe('import_definition_mismatch');
+    expect(await codeOf(w.open('c', full('app/1')).importSnapshot(bytes, { agent: { ...agent, turnLimit: 6 } }))).toBe(
+      'import_definition_mismatch',
+    );
     expect((await w.open('d', full('app/1')).importSnapshot(bytes, { agent })).status).toBe('suspended');
   });
 });

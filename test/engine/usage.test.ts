@@ -6,19 +6,45 @@
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../../src/snapshot/index.js';
 import type { RunHead } from '../../src/engine/run-store/contract.js';
-import { budgetRefusal, debitTokens, estimatedUsage, turnTokens, turnUsageOf, withTurnUsage } from '../../src/engine/usage.js';
+import {
+  budgetRefusal,
+  debitTokens,
+  estimatedUsage,
+  turnTokens,
+  turnUsageOf,
+  withTurnUsage,
+} from '../../src/engine/usage.js';
 import { defineAgent } from '../../src/engine/index.js';
 
 const assistant: Message = { id: 'r/t1/m0', role: 'assistant', parts: [{ type: 'text', text: 'x'.repeat(100) }] };
 const head = (over: Partial<RunHead>): RunHead => ({ completedTurns: 1, ...over }) as RunHead;
 const def = (maxTokens?: number) =>
-  defineAgent({ id: 'a', version: '1', model: { provider: 'scripted', modelId: 's' }, turnLimit: 3, toolPlan: 'p', ...(maxTokens ? { budget: { maxTokens } } : {}) });
+  defineAgent({
+    id: 'a',
+    version: '1',
+    model: { provider: 'scripted', modelId: 's' },
+    turnLimit: 3,
+    toolPlan: 'p',
+    ...(maxTokens ? { budget: { maxTokens } } : {}),
+  });
 
 describe('token usage', () => {
   it('takes the provider report, and estimates only when there is none', () => {
-    expect(turnUsageOf(2, { text: '', toolCalls: [], usage: { inputTokens: 7 } }, assistant)).toEqual({ turn: 2, inputTokens: 7, outputTokens: 0, estimated: false });
-    expect(turnUsageOf(2, { text: '', toolCalls: [] }, assistant)).toEqual({ turn: 2, inputTokens: 0, outputTokens: turnTokens(assistant), estimated: true });
-    expect(turnTokens(assistant)).toBe(Math.ceil(Buffer.byteLength(JSON.stringify([{ text: 'x'.repeat(100), type: 'text' }])) / 4));
+    expect(turnUsageOf(2, { text: '', toolCalls: [], usage: { inputTokens: 7 } }, assistant)).toEqual({
+      turn: 2,
+      inputTokens: 7,
+      outputTokens: 0,
+      estimated: false,
+    });
+    expect(turnUsageOf(2, { text: '', toolCalls: [] }, assistant)).toEqual({
+      turn: 2,
+      inputTokens: 0,
+      outputTokens: turnTokens(assistant),
+      estimated: true,
+    });
+    expect(turnTokens(assistant)).toBe(
+      Math.ceil(Buffer.byteLength(JSON.stringify([{ text: 'x'.repeat(100), type: 'text' }])) / 4),
+    );
   });
 
   it('debits the provider figure only for the turn it was reported for', () => {

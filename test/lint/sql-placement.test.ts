@@ -33,9 +33,16 @@ interface SqlFinding {
 
 /** Every SQL-looking literal and driver call of one source text. */
 function sqlIn(file: string, source: string): SqlFinding[] {
-  const sf = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true, file.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const sf = ts.createSourceFile(
+    file,
+    source,
+    ts.ScriptTarget.Latest,
+    true,
+    file.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS,
+  );
   const found: SqlFinding[] = [];
-  const add = (node: ts.Node, text: string) => found.push({ file, line: sf.getLineAndCharacterOfPosition(node.getStart()).line + 1, text: text.slice(0, 80) });
+  const add = (node: ts.Node, text: string) =>
+    found.push({ file, line: sf.getLineAndCharacterOfPosition(node.getStart()).line + 1, text: text.slice(0, 80) });
   const visit = (node: ts.Node): void => {
     if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) {
       if (SQL.test(node.text)) add(node, node.text);
@@ -45,7 +52,11 @@ function sqlIn(file: string, source: string): SqlFinding[] {
       if (SQL.test(text)) add(node, text);
       node.templateSpans.forEach((s) => visit(s.expression));
       return;
-    } else if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && DRIVER_CALLS.has(node.expression.name.text)) {
+    } else if (
+      ts.isCallExpression(node) &&
+      ts.isPropertyAccessExpression(node.expression) &&
+      DRIVER_CALLS.has(node.expression.name.text)
+    ) {
       const [arg] = node.arguments;
       if (arg && (ts.isStringLiteral(arg) || ts.isNoSubstitutionTemplateLiteral(arg) || ts.isTemplateExpression(arg)))
         add(node, `.${node.expression.name.text}(${arg.getText(sf)})`);
@@ -64,7 +75,8 @@ function sources(dir: string): string[] {
   });
 }
 
-const scan = (): SqlFinding[] => SCANNED.flatMap((d) => sources(join(REPO, d))).flatMap((f) => sqlIn(relative(REPO, f), readFileSync(f, 'utf8')));
+const scan = (): SqlFinding[] =>
+  SCANNED.flatMap((d) => sources(join(REPO, d))).flatMap((f) => sqlIn(relative(REPO, f), readFileSync(f, 'utf8')));
 
 describe('SQL stays with the owners of its tables', () => {
   it('src/runtime, src/cli and src/daemon hold no SQL outside the reasoned allow-list', () => {

@@ -14,7 +14,9 @@ const eslint = new ESLint({ cwd: REPO });
 
 async function sizeFindings(at: string, source: string): Promise<string[]> {
   const [result] = await eslint.lintText(source, { filePath: join(REPO, at) });
-  return result!.messages.filter((m) => m.ruleId === 'max-lines-per-function' || m.ruleId === 'max-lines').map((m) => m.ruleId!);
+  return result!.messages
+    .filter((m) => m.ruleId === 'max-lines-per-function' || m.ruleId === 'max-lines')
+    .map((m) => m.ruleId!);
 }
 
 const functionOf = (statements: number, header = '') =>
@@ -28,7 +30,8 @@ describe('size rules', () => {
   });
 
   it('a longer function passes only with its reason at the end of its header comment', async () => {
-    const reasoned = '/**\n * One closure over shared state.\n */\n// eslint-disable-next-line max-lines-per-function -- one closure over shared state\n';
+    const reasoned =
+      '/**\n * One closure over shared state.\n */\n// eslint-disable-next-line max-lines-per-function -- one closure over shared state\n';
     expect(await sizeFindings('src/core/probe.ts', functionOf(79, reasoned))).toEqual([]);
   });
 
@@ -39,7 +42,10 @@ describe('size rules', () => {
 });
 
 describe('formatter', () => {
-  const options = async (at: string) => ({ ...(await prettier.resolveConfig(join(REPO, at))), filepath: join(REPO, at) });
+  const options = async (at: string) => ({
+    ...(await prettier.resolveConfig(join(REPO, at))),
+    filepath: join(REPO, at),
+  });
 
   it('refuses text it would change and accepts what it wrote', async () => {
     const opts = await options('src/core/probe.ts');
@@ -49,7 +55,9 @@ describe('formatter', () => {
   });
 
   it('every committed source file is formatted (what `npm run lint` checks)', async () => {
-    const info = await prettier.getFileInfo(join(REPO, 'src/runtime/index.ts'), { ignorePath: join(REPO, '.prettierignore') });
+    const info = await prettier.getFileInfo(join(REPO, 'src/runtime/index.ts'), {
+      ignorePath: join(REPO, '.prettierignore'),
+    });
     expect(info.ignored).toBe(false);
     const { readFileSync } = await import('node:fs');
     for (const file of ['src/runtime/index.ts', 'src/engine/engine.ts', 'ui/src/App.tsx']) {

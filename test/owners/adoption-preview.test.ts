@@ -5,7 +5,13 @@
  * effects by outcome, quota and scheduler have their own words, every other owner the default.
  */
 import { describe, expect, it } from 'vitest';
-import { HISTORICAL_PREVIEW, OWNERS, historicalPreviewOf, type effect, type PreviewFacts } from '../../src/owners/index.js';
+import {
+  HISTORICAL_PREVIEW,
+  OWNERS,
+  historicalPreviewOf,
+  type effect,
+  type PreviewFacts,
+} from '../../src/owners/index.js';
 
 const effectOf = (outcome: string) => ({ outcome }) as unknown as effect.EffectRecord;
 const facts = (sessions: number, outcomes: string[]): PreviewFacts => ({ sessions, effects: outcomes.map(effectOf) });
@@ -29,14 +35,21 @@ describe('the preview words of an owner’s historical state', () => {
     expect(HISTORICAL_PREVIEW.effect.words?.(facts(0, ['committed', 'unknown', 'committed']))).toBe(
       'the effect journal: 3 effects of this Goal (2 committed, 1 unknown), never sent again',
     );
-    expect(HISTORICAL_PREVIEW.effect.words?.(facts(0, ['absent']))).toBe('the effect journal: 1 effect of this Goal (1 absent), never sent again');
-    expect(HISTORICAL_PREVIEW.effect.words?.(facts(0, []))).toBe('the effect journal: 0 effects of this Goal, never sent again');
+    expect(HISTORICAL_PREVIEW.effect.words?.(facts(0, ['absent']))).toBe(
+      'the effect journal: 1 effect of this Goal (1 absent), never sent again',
+    );
+    expect(HISTORICAL_PREVIEW.effect.words?.(facts(0, []))).toBe(
+      'the effect journal: 0 effects of this Goal, never sent again',
+    );
   });
 
   it('names quota and scheduler state in their own words, and leaves every other owner to the default', () => {
     expect(HISTORICAL_PREVIEW.quota.words?.(facts(0, []))).toBe('quota usage as counted at the capture');
-    expect(HISTORICAL_PREVIEW.scheduler.words?.(facts(0, []))).toBe('the scheduler’s state as captured (nothing in it is scheduled again)');
-    for (const name of ['registry', 'config', 'goal', 'work'] as const) expect(HISTORICAL_PREVIEW[name], name).toEqual({});
+    expect(HISTORICAL_PREVIEW.scheduler.words?.(facts(0, []))).toBe(
+      'the scheduler’s state as captured (nothing in it is scheduled again)',
+    );
+    for (const name of ['registry', 'config', 'goal', 'work'] as const)
+      expect(HISTORICAL_PREVIEW[name], name).toEqual({});
   });
 
   it('gives an owner it does not know (from an audit) no row, whatever its name', () => {

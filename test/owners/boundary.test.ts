@@ -16,7 +16,8 @@ import { REPO } from '../support/cli.js';
 function sources(dir: string, withOwners = false): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const p = join(dir, e.name);
-    if (e.isDirectory()) return (p.endsWith(join('src', 'owners')) && !withOwners) || e.name === 'gen' ? [] : sources(p, withOwners);
+    if (e.isDirectory())
+      return (p.endsWith(join('src', 'owners')) && !withOwners) || e.name === 'gen' ? [] : sources(p, withOwners);
     return /\.tsx?$/.test(e.name) ? [p] : [];
   });
 }
@@ -29,7 +30,10 @@ const NAMES = [...OWNER_LIST.map((o) => o.name), ...UNOWNED_STORES.map((s) => s.
 /** The base names of every owner's files, as the table and LAYOUT give them. */
 const BASENAMES = [
   ...new Set(
-    [...OWNER_LIST.flatMap((o) => o.members(o.scope === 'goal' ? { goal_id: 'g' } : { goal_id: null })), ...UNOWNED_STORES.map((s) => s.member)]
+    [
+      ...OWNER_LIST.flatMap((o) => o.members(o.scope === 'goal' ? { goal_id: 'g' } : { goal_id: null })),
+      ...UNOWNED_STORES.map((s) => s.member),
+    ]
       .filter((m) => m.kind !== 'directory')
       .map((m) => m.path.split('/').at(-1)!)
       .concat(LAYOUT.goalFile('g').split('/').at(-1)!, LAYOUT.machineConfiguration.split('/').at(-1)!),
@@ -37,7 +41,9 @@ const BASENAMES = [
 ];
 /** The tables: the one place a row names its owner. */
 const TABLES = ['src/owners/table.ts', 'src/owners/adoption.ts'];
-const COMPARED_FILES = [...sources(join(REPO, 'src'), true), ...sources(join(REPO, 'ui', 'src'))].filter((f) => !TABLES.includes(relative(REPO, f)));
+const COMPARED_FILES = [...sources(join(REPO, 'src'), true), ...sources(join(REPO, 'ui', 'src'))].filter(
+  (f) => !TABLES.includes(relative(REPO, f)),
+);
 
 /**
  * Comparisons with an owner's name left outside the tables, each with its reason (none: the list
@@ -54,11 +60,18 @@ const EQUALITY = new Set([
 ]);
 /** An owner's scope (`'machine' | 'goal'`): its `goal` is a scope, not the goal owner. */
 const isScope = (e: ts.Expression): boolean =>
-  (ts.isPropertyAccessExpression(e) && ['scope', 'boundary'].includes(e.name.text)) || (ts.isCallExpression(e) && e.expression.getText() === 'boundaryOf');
+  (ts.isPropertyAccessExpression(e) && ['scope', 'boundary'].includes(e.name.text)) ||
+  (ts.isCallExpression(e) && e.expression.getText() === 'boundaryOf');
 
 /** Every `=== '<owner name>'` (and `!==`, `==`, `!=`) in `text`, as written. */
 function ownerComparisons(file: string, text: string): string[] {
-  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, file.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const sf = ts.createSourceFile(
+    file,
+    text,
+    ts.ScriptTarget.Latest,
+    true,
+    file.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS,
+  );
   const hits: string[] = [];
   const visit = (n: ts.Node): void => {
     if (ts.isBinaryExpression(n) && EQUALITY.has(n.operatorToken.kind)) {
@@ -66,7 +79,12 @@ function ownerComparisons(file: string, text: string): string[] {
         [n.left, n.right],
         [n.right, n.left],
       ];
-      if (pairs.some(([literal, other]) => ts.isStringLiteralLike(literal) && NAMES.includes(literal.text) && !isScope(other))) hits.push(n.getText(sf));
+      if (
+        pairs.some(
+          ([literal, other]) => ts.isStringLiteralLike(literal) && NAMES.includes(literal.text) && !isScope(other),
+        )
+      )
+        hits.push(n.getText(sf));
     }
     ts.forEachChild(n, visit);
   };
@@ -74,7 +92,9 @@ function ownerComparisons(file: string, text: string): string[] {
   return hits;
 }
 
-const COMPARISONS = COMPARED_FILES.flatMap((f) => ownerComparisons(f, readFileSync(f, 'utf8')).map((c) => `${relative(REPO, f)}: ${c}`));
+const COMPARISONS = COMPARED_FILES.flatMap((f) =>
+  ownerComparisons(f, readFileSync(f, 'utf8')).map((c) => `${relative(REPO, f)}: ${c}`),
+);
 
 const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const OWNER_FILE = new RegExp(`['"\`/](${BASENAMES.map(escape).join('|')})['"\`]`);
@@ -106,16 +126,29 @@ describe('the owners map', () => {
 
   it('the comparison scan would see a violation, and not a scope or a comment', () => {
     expect(ownerComparisons('x.ts', `if (c.owner !== 'session') go();`)).toEqual([`c.owner !== 'session'`]);
-    expect(ownerComparisons('x.ts', 'const n = list.filter((c) => `goal` === c.owner_kind).length;')).toEqual(['`goal` === c.owner_kind']);
+    expect(ownerComparisons('x.ts', 'const n = list.filter((c) => `goal` === c.owner_kind).length;')).toEqual([
+      '`goal` === c.owner_kind',
+    ]);
     expect(ownerComparisons('x.tsx', `const e = owner == "effect" ? <b /> : null;`)).toEqual([`owner == "effect"`]);
-    expect(ownerComparisons('x.ts', `const s = o.scope === 'goal' || boundaryOf(o) === 'goal' || r.boundary !== 'goal';`)).toEqual([]);
+    expect(
+      ownerComparisons('x.ts', `const s = o.scope === 'goal' || boundaryOf(o) === 'goal' || r.boundary !== 'goal';`),
+    ).toEqual([]);
     expect(ownerComparisons('x.ts', `// if (owner === 'quota')\nconst q = owner === other;`)).toEqual([]);
     expect(COMPARED_FILES.some((f) => relative(REPO, f) === 'src/recovery/adopt-plan.ts')).toBe(true);
     expect(COMPARED_FILES.some((f) => relative(REPO, f).startsWith('src/owners/'))).toBe(true);
   });
 
   it('the scan would see a violation', () => {
-    expect(BASENAMES).toEqual(expect.arrayContaining(['registry.json', 'work.db', 'sessions.db', 'engine.db', 'goal.json', 'configuration.json']));
+    expect(BASENAMES).toEqual(
+      expect.arrayContaining([
+        'registry.json',
+        'work.db',
+        'sessions.db',
+        'engine.db',
+        'goal.json',
+        'configuration.json',
+      ]),
+    );
     expect(OWNER_FILE.test(`const p = join(root, 'sessions.db');`)).toBe(true);
     expect(OWNER_FILE.test('const p = `${dir}/work.db`;')).toBe(true);
     expect(OWNER_FILE.test(`// sessions.db in a comment`.replace(/\/\/.*/, ''))).toBe(false);

@@ -30,25 +30,43 @@ describe('decideAndCommit', () => {
   it('a conflict re-reads and re-decides; writers that keep winning end in store_commit_contention', async () => {
     const d = deciding();
     let left = 2;
-    expect(await decideAndCommit('test', async (): Promise<CommitResult> => (left-- > 0 ? { status: 'conflict', reason: 'changed' } : { status: 'applied' }), d.decide)).toBe(
-      'answer',
-    );
+    expect(
+      await decideAndCommit(
+        'test',
+        async (): Promise<CommitResult> =>
+          left-- > 0 ? { status: 'conflict', reason: 'changed' } : { status: 'applied' },
+        d.decide,
+      ),
+    ).toBe('answer');
     expect(d.reads()).toBe(3);
     const always = deciding();
-    const e = await rejectionOf(() => decideAndCommit('test', async () => ({ status: 'conflict', reason: 'changed' }), always.decide));
-    expect(e).toMatchObject({ code: 'store_commit_contention', kind: 'conflict', details: { owner: 'test', attempts: MAX_COMMIT_ATTEMPTS } });
+    const e = await rejectionOf(() =>
+      decideAndCommit('test', async () => ({ status: 'conflict', reason: 'changed' }), always.decide),
+    );
+    expect(e).toMatchObject({
+      code: 'store_commit_contention',
+      kind: 'conflict',
+      details: { owner: 'test', attempts: MAX_COMMIT_ATTEMPTS },
+    });
     expect(always.reads()).toBe(MAX_COMMIT_ATTEMPTS);
   });
 
   it('an ambiguous commit is applied when the readback shows the write, store_outcome_unproved when it does not', async () => {
     expect(await decideAndCommit('test', async () => ({ status: 'ambiguous' }), deciding(true).decide)).toBe('answer');
-    const e = await rejectionOf(() => decideAndCommit('test', async () => ({ status: 'ambiguous' }), deciding(false).decide));
+    const e = await rejectionOf(() =>
+      decideAndCommit('test', async () => ({ status: 'ambiguous' }), deciding(false).decide),
+    );
     expect(e).toMatchObject({ code: 'store_outcome_unproved', details: { owner: 'test' } });
     expect(e.nextAction).toBeTruthy();
   });
 
   it('a failed commit is store_commit_failed carrying the provider code', async () => {
-    const e = await rejectionOf(() => decideAndCommit('test', async () => ({ status: 'failed', code: 'provider_busy' }), deciding().decide));
-    expect(e).toMatchObject({ code: 'store_commit_failed', details: { owner: 'test', provider_code: 'provider_busy' } });
+    const e = await rejectionOf(() =>
+      decideAndCommit('test', async () => ({ status: 'failed', code: 'provider_busy' }), deciding().decide),
+    );
+    expect(e).toMatchObject({
+      code: 'store_commit_failed',
+      details: { owner: 'test', provider_code: 'provider_busy' },
+    });
   });
 });

@@ -24,13 +24,17 @@ const sqliteError = (code: string) => Object.assign(new Error(code), { code });
 describe('immediateTransaction', () => {
   it('commits what the body wrote and answers its value', () => {
     const { db, count, insert } = database();
-    expect(immediateTransaction(transactionStatements(db), () => (insert(), { commit: true, value: 'done' }))).toBe('done');
+    expect(immediateTransaction(transactionStatements(db), () => (insert(), { commit: true, value: 'done' }))).toBe(
+      'done',
+    );
     expect([count(), db.inTransaction]).toEqual([1, false]);
   });
 
   it('rolls back a write the body declines and answers its value', () => {
     const { db, count, insert } = database();
-    expect(immediateTransaction(transactionStatements(db), () => (insert(), { commit: false, value: 'conflict' }))).toBe('conflict');
+    expect(
+      immediateTransaction(transactionStatements(db), () => (insert(), { commit: false, value: 'conflict' })),
+    ).toBe('conflict');
     expect([count(), db.inTransaction]).toEqual([0, false]);
   });
 
@@ -44,7 +48,10 @@ describe('immediateTransaction', () => {
         },
       },
     };
-    expect(immediateTransaction(tx, () => ({ commit: true, value: 'never' }))).toEqual({ status: 'failed', code: 'provider_busy' });
+    expect(immediateTransaction(tx, () => ({ commit: true, value: 'never' }))).toEqual({
+      status: 'failed',
+      code: 'provider_busy',
+    });
     expect(count()).toBe(0);
   });
 
@@ -89,9 +96,13 @@ describe('immediateTransaction', () => {
         },
       },
     };
-    expect(immediateTransaction(tx, () => (insert(), { commit: true, value: 'applied' }))).toEqual({ status: 'ambiguous' });
+    expect(immediateTransaction(tx, () => (insert(), { commit: true, value: 'applied' }))).toEqual({
+      status: 'ambiguous',
+    });
     expect(db.inTransaction).toBe(false);
-    expect(immediateTransaction(transactionStatements(db), () => (insert(), { commit: true, value: 'again' }))).toBe('again');
+    expect(immediateTransaction(transactionStatements(db), () => (insert(), { commit: true, value: 'again' }))).toBe(
+      'again',
+    );
     expect(count()).toBe(1);
   });
 });

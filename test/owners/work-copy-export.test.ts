@@ -15,7 +15,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/core/index.js';
 import { LAYOUT, MACHINE, OWNERS, goalScope, quota, type OwnerCapture } from '../../src/owners/index.js';
 import { openGoalWork } from '../../src/owners/work/index.js';
-import { COPY_EXPORT_SCHEMA, CopySeal, exportWorkCopy, framedRow, type StoredCommit } from '../../src/owners/work/copy-export.js';
+import {
+  COPY_EXPORT_SCHEMA,
+  CopySeal,
+  exportWorkCopy,
+  framedRow,
+  type StoredCommit,
+} from '../../src/owners/work/copy-export.js';
 import { REPO } from '../support/cli.js';
 import { openWorkDbCopy, openSqliteWorkProvider } from '../../src/owners/work/sqlite.js';
 import { exportRetainedPrefix } from '../../src/owners/work/retained-prefix.js';
@@ -30,17 +36,36 @@ const fresh = (prefix: string): string => {
 let root: string;
 
 /** Titles and notes that canonical JSON must escape or keep verbatim. */
-const AWKWARD = ['quote " and backslash \\', 'line\nbreak\ttab', 'é ü 日本語 🚀', 'separators \u2028 \u2029', 'control \u0001\u001f', '</script>'];
+const AWKWARD = [
+  'quote " and backslash \\',
+  'line\nbreak\ttab',
+  'é ü 日本語 🚀',
+  'separators \u2028 \u2029',
+  'control \u0001\u001f',
+  '</script>',
+];
 
 beforeAll(async () => {
   root = fresh('loopx-copy-export-');
   mkdirSync(join(root, 'goals', GOAL), { recursive: true, mode: 0o700 });
   const w = await openGoalWork({ root, goal_id: GOAL, synchronous: 'OFF' });
   for (const [i, title] of AWKWARD.entries()) await w.addTodo({ operation_id: `add-${i}`, title });
-  for (let i = 0; i < 40; i++) await w.updateTodo({ operation_id: `note-${i}`, todo_id: `t${(i % AWKWARD.length) + 1}`, note: `${AWKWARD[i % AWKWARD.length]} #${i}` });
+  for (let i = 0; i < 40; i++)
+    await w.updateTodo({
+      operation_id: `note-${i}`,
+      todo_id: `t${(i % AWKWARD.length) + 1}`,
+      note: `${AWKWARD[i % AWKWARD.length]} #${i}`,
+    });
   w.close();
   const ledger = quota.openSqliteQuotaLedger(join(root, LAYOUT.quotaDb));
-  for (let i = 0; i < 5; i++) await ledger.spend({ effect_id: `turn-${i}#quota_spend`, goal_id: GOAL, goal_instance_id: 'gi-1', amount: 1, unit: 'turn' });
+  for (let i = 0; i < 5; i++)
+    await ledger.spend({
+      effect_id: `turn-${i}#quota_spend`,
+      goal_id: GOAL,
+      goal_instance_id: 'gi-1',
+      amount: 1,
+      unit: 'turn',
+    });
   await ledger.close();
 });
 
@@ -59,18 +84,41 @@ describe("the work owner's export from its copy", () => {
     expect(rows.length).toBe(AWKWARD.length + 40);
     const parts: Buffer[] = [Buffer.from(`${canonicalJson(ex.header)}\n`)];
     for (const r of rows) {
-      const field = (text: string): Buffer => Buffer.concat([Buffer.from(`${Buffer.from(text, 'utf8').length}\n`), Buffer.from(text, 'utf8'), Buffer.from('\n')]);
-      parts.push(Buffer.from(`${r.cursor}\n${JSON.stringify(r.provider_revision)}\n${JSON.stringify(r.operation_id)}\n${JSON.stringify(r.request_digest)}\n`));
+      const field = (text: string): Buffer =>
+        Buffer.concat([
+          Buffer.from(`${Buffer.from(text, 'utf8').length}\n`),
+          Buffer.from(text, 'utf8'),
+          Buffer.from('\n'),
+        ]);
+      parts.push(
+        Buffer.from(
+          `${r.cursor}\n${JSON.stringify(r.provider_revision)}\n${JSON.stringify(r.operation_id)}\n${JSON.stringify(r.request_digest)}\n`,
+        ),
+      );
       parts.push(field(r.events), field(r.receipt));
     }
-    expect(ex.seal).toEqual({ record: 'seal', record_count: rows.length, records_sha256: createHash('sha256').update(Buffer.concat(parts)).digest('hex') });
+    expect(ex.seal).toEqual({
+      record: 'seal',
+      record_count: rows.length,
+      records_sha256: createHash('sha256').update(Buffer.concat(parts)).digest('hex'),
+    });
     expect(ex.archive_sha256).toBe(createHash('sha256').update(canonicalJson(ex.seal)).digest('hex'));
 
     const provider = openSqliteWorkProvider(join(root, LAYOUT.workDb(GOAL)), { goal_id: GOAL, create: false });
     const live = await exportRetainedPrefix(provider, () => new Date());
     provider.close();
-    const { schema_version: liveSchema, captured_at_start: _s, captured_at_end: _e, ...liveHead } = live.records[0] as unknown as Record<string, unknown>;
-    const { schema_version: copySchema, captured_at_start: _s2, captured_at_end: _e2, ...copyHead } = ex.header as unknown as Record<string, unknown>;
+    const {
+      schema_version: liveSchema,
+      captured_at_start: _s,
+      captured_at_end: _e,
+      ...liveHead
+    } = live.records[0] as unknown as Record<string, unknown>;
+    const {
+      schema_version: copySchema,
+      captured_at_start: _s2,
+      captured_at_end: _e2,
+      ...copyHead
+    } = ex.header as unknown as Record<string, unknown>;
     expect([liveSchema, copySchema]).toEqual(['loopx_work_retained_prefix_v0', COPY_EXPORT_SCHEMA]);
     expect(copyHead).toEqual(liveHead);
     expect(ex.record_count).toBe(live.records.length - 2);
@@ -110,7 +158,10 @@ describe("the work owner's export from its copy", () => {
       cap = await OWNERS.work.capture({ root }, goalScope(GOAL), into);
     });
     const verify = (exp: readonly unknown[] = cap.export) =>
-      OWNERS.work.verifyOffline({ root: into, scratchDir: fresh('loopx-scratch-') }, goalScope(GOAL), { export: exp, exportItems: 'from_copy' });
+      OWNERS.work.verifyOffline({ root: into, scratchDir: fresh('loopx-scratch-') }, goalScope(GOAL), {
+        export: exp,
+        exportItems: 'from_copy',
+      });
 
     it('archives the header and the seal only, and the copy rebuilds that seal', () => {
       expect(cap.export_items).toBe('from_copy');
@@ -130,7 +181,9 @@ describe("the work owner's export from its copy", () => {
 
     it('a missing seal, or records after it, are refused', () => {
       expect(verify([cap.export[0]]).findings.map((f) => f.code)).toContain('retained_prefix_seal_missing');
-      expect(verify([...cap.export, cap.export[1]]).findings.map((f) => f.code)).toContain('retained_prefix_trailing_records');
+      expect(verify([...cap.export, cap.export[1]]).findings.map((f) => f.code)).toContain(
+        'retained_prefix_trailing_records',
+      );
     });
 
     it('a row changed in the copy after capture (still a sound database) breaks the seal and changes the digest', () => {
@@ -142,7 +195,10 @@ describe("the work owner's export from its copy", () => {
       const w = new Database(join(tampered, LAYOUT.workDb(GOAL)));
       w.prepare('UPDATE commits SET operation_id = ? WHERE cursor = 7').run('note-forged');
       w.close();
-      const v = OWNERS.work.verifyOffline({ root: tampered, scratchDir: fresh('loopx-scratch-') }, goalScope(GOAL), { export: cap.export, exportItems: 'from_copy' });
+      const v = OWNERS.work.verifyOffline({ root: tampered, scratchDir: fresh('loopx-scratch-') }, goalScope(GOAL), {
+        export: cap.export,
+        exportItems: 'from_copy',
+      });
       expect(v.ok).toBe(false);
       expect(v.findings.map((f) => f.code)).toContain('retained_prefix_seal_mismatch');
       expect(v.export_sha256).not.toBe(cap.export_sha256);
@@ -156,15 +212,25 @@ describe("a SQLite machine owner's export from its copy (quota)", () => {
     const cap = await OWNERS.quota.capture({ root }, MACHINE, into);
     expect(cap.export_items).toBe('from_copy');
     expect(cap.export).toHaveLength(2);
-    const v = OWNERS.quota.verifyOffline({ root: into, scratchDir: fresh('loopx-scratch-') }, MACHINE, { export: cap.export, exportItems: 'from_copy' });
+    const v = OWNERS.quota.verifyOffline({ root: into, scratchDir: fresh('loopx-scratch-') }, MACHINE, {
+      export: cap.export,
+      exportItems: 'from_copy',
+    });
     expect(v.findings.filter((f) => f.severity === 'error')).toEqual([]);
     expect(v.export_sha256).toBe(cap.export_sha256);
 
     const db = new Database(join(into, LAYOUT.quotaDb));
-    const table = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%amount%'").get() as { name: string }).name;
+    const table = (
+      db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%amount%'").get() as {
+        name: string;
+      }
+    ).name;
     db.prepare(`UPDATE ${table} SET amount = amount + 1 WHERE rowid = 1`).run();
     db.close();
-    const after = OWNERS.quota.verifyOffline({ root: into, scratchDir: fresh('loopx-scratch-') }, MACHINE, { export: cap.export, exportItems: 'from_copy' });
+    const after = OWNERS.quota.verifyOffline({ root: into, scratchDir: fresh('loopx-scratch-') }, MACHINE, {
+      export: cap.export,
+      exportItems: 'from_copy',
+    });
     expect(after.ok).toBe(false);
     expect(after.export_sha256).not.toBe(cap.export_sha256);
     expect(after.findings.map((f) => f.code)).toEqual(expect.arrayContaining(['owner_export_seal_mismatch']));

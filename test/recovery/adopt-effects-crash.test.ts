@@ -32,19 +32,42 @@ interface Case {
 const CASES: readonly Case[] = [
   { name: 'before the send', point: 'effect.webhook.before-send', outcome: 'absent' },
   { name: 'after the engine’s intent, before the send', point: 'engine.mutation.after-intent', outcome: 'absent' },
-  { name: 'after the receiver stored it, before the local settlement', point: 'effect.webhook.after-send', outcome: 'committed' },
+  {
+    name: 'after the receiver stored it, before the local settlement',
+    point: 'effect.webhook.after-send',
+    outcome: 'committed',
+  },
   { name: 'after the local settlement', point: 'engine.mutation.after-effect-settled', outcome: 'committed' },
-  { name: 'before the send, the receiver down during the apply', point: 'effect.webhook.before-send', outcome: 'absent', sinkDown: true },
-  { name: 'after the capture, after the receiver stored it', point: 'effect.webhook.after-send', outcome: 'committed', afterCapture: true },
+  {
+    name: 'before the send, the receiver down during the apply',
+    point: 'effect.webhook.before-send',
+    outcome: 'absent',
+    sinkDown: true,
+  },
+  {
+    name: 'after the capture, after the receiver stored it',
+    point: 'effect.webhook.after-send',
+    outcome: 'committed',
+    afterCapture: true,
+  },
 ];
 
 const MESSAGE = 'outline ready';
-const ANNOUNCE = [{ text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: MESSAGE } }] }, { text: 'Done.' }];
-const KICKOFF = [{ text: 'Kicking off.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'kickoff' } }] }, { text: 'Done.' }];
+const ANNOUNCE = [
+  { text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: MESSAGE } }] },
+  { text: 'Done.' },
+];
+const KICKOFF = [
+  { text: 'Kicking off.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'kickoff' } }] },
+  { text: 'Done.' },
+];
 /** The continuation in the new root: the same announcement again, then the Todo done. */
 const CONTINUE = [
   { text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: MESSAGE } }] },
-  { text: 'Done.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't1', status: 'done', note: 'announced' } }] },
+  {
+    text: 'Done.',
+    tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't1', status: 'done', note: 'announced' } }],
+  },
   { text: 'The Goal is finished.' },
 ];
 
@@ -60,7 +83,11 @@ interface Observed {
   readonly applied: Doc;
   readonly resolved: Doc | undefined;
   /** The receiver's attempts for the lineage before the apply, after it, and at the end. */
-  readonly attempts: { readonly beforeApply: SinkAttempt[]; readonly afterApply: SinkAttempt[]; readonly end: SinkAttempt[] };
+  readonly attempts: {
+    readonly beforeApply: SinkAttempt[];
+    readonly afterApply: SinkAttempt[];
+    readonly end: SinkAttempt[];
+  };
   readonly stored: string[];
   readonly continued: Doc;
   readonly effects: EffectRecord[];
@@ -82,21 +109,48 @@ async function source(c: Case, sink: WebhookSink) {
   const u = newUser('loopx-adopt-effects-');
   const at = ['--root', u.root];
   await as(u, ['init', ...at]);
-  const lineage = (await as(u, ['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at])).goal_instance_id as string;
+  const lineage = (await as(u, ['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at]))
+    .goal_instance_id as string;
   await as(u, ['todo', 'add', '--goal', 'launch', '--title', 'Announce the outline', ...at]);
   const crash = () =>
     loopxAsync(
-      ['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'announce', ANNOUNCE), '--sink', sink.deliveriesUrl, ...at, '--authority-dir', u.authority, '--json'],
+      [
+        'work',
+        'run',
+        '--goal',
+        'launch',
+        '--agent',
+        agentFile(u.dir, 'announce', ANNOUNCE),
+        '--sink',
+        sink.deliveriesUrl,
+        ...at,
+        '--authority-dir',
+        u.authority,
+        '--json',
+      ],
       {
         LOOPX_TEST_FAULT: c.point,
       },
     );
   let killed: string | null = null;
-  if (c.afterCapture) await as(u, ['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'kickoff', KICKOFF), '--sink', sink.deliveriesUrl, ...at]);
+  if (c.afterCapture)
+    await as(u, [
+      'work',
+      'run',
+      '--goal',
+      'launch',
+      '--agent',
+      agentFile(u.dir, 'kickoff', KICKOFF),
+      '--sink',
+      sink.deliveriesUrl,
+      ...at,
+    ]);
   else killed = (await crash()).signal;
   await backupVerified(u);
   if (c.afterCapture) killed = (await crash()).signal;
-  const source = (await effectsOf(u.root)).find((e) => e.kind === 'webhook.deliver' && JSON.parse(e.intent).body?.message === MESSAGE)!;
+  const source = (await effectsOf(u.root)).find(
+    (e) => e.kind === 'webhook.deliver' && JSON.parse(e.intent).body?.message === MESSAGE,
+  )!;
   return { u, lineage, killed, source };
 }
 
@@ -107,18 +161,39 @@ async function runCase(c: Case): Promise<Observed> {
   let sink = c.sinkDown ? await startWebhookSink({ port: 0, journalPath }) : shared;
   const { u, lineage, killed, source: crashed } = await source(c, sink);
   const destination = join(u.dir, 'recovered');
-  const plan = await as(u, ['recover', 'plan', '--from', u.workspace, '--goal', 'launch', '--destination', destination, '--root', u.root]);
+  const plan = await as(u, [
+    'recover',
+    'plan',
+    '--from',
+    u.workspace,
+    '--goal',
+    'launch',
+    '--destination',
+    destination,
+    '--root',
+    u.root,
+  ]);
   const beforeApply = sink.attempts(lineage).attempts;
   if (c.sinkDown) await sink.close();
   const applied = await as(u, ['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest]);
   let resolved: Doc | undefined;
   if (c.sinkDown) {
     sink = await startWebhookSink({ port: sink.port, journalPath });
-    for (const h of applied.holds as { hold_id: string }[]) await as(u, ['recover', 'resolve', '--destination', destination, '--hold', h.hold_id]);
+    for (const h of applied.holds as { hold_id: string }[])
+      await as(u, ['recover', 'resolve', '--destination', destination, '--hold', h.hold_id]);
     resolved = await as(u, ['recover', 'status', '--destination', destination]);
   }
   const afterApply = sink.attempts(lineage).attempts;
-  const continued = await as(u, ['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'continue', CONTINUE), '--root', destination]);
+  const continued = await as(u, [
+    'work',
+    'run',
+    '--goal',
+    'launch',
+    '--agent',
+    agentFile(u.dir, 'continue', CONTINUE),
+    '--root',
+    destination,
+  ]);
   const end = sink.attempts(lineage).attempts;
   const stored = sink
     .deliveries()
@@ -149,7 +224,9 @@ describe('a delivery crashed at each point, then recovered into a new root', () 
   it('every crash point was reached: the source run was killed there, its delivery journalled', () => {
     expect(byCase((r) => r.killed)).toEqual(expected(() => 'SIGKILL'));
     // Killed before its local settlement, the delivery is dispatched without an outcome; after it, committed.
-    expect(byCase((r) => [r.source.outcome, r.source.attempt])).toEqual(expected((c) => [c.point === 'engine.mutation.after-effect-settled' ? 'committed' : 'pending', 1]));
+    expect(byCase((r) => [r.source.outcome, r.source.attempt])).toEqual(
+      expected((c) => [c.point === 'engine.mutation.after-effect-settled' ? 'committed' : 'pending', 1]),
+    );
   });
 
   it('the same operation id reconciles to what the receiver says, under its original identity', () => {
@@ -163,18 +240,26 @@ describe('a delivery crashed at each point, then recovered into a new root', () 
         expect(receipt.source, r.c.name).toBe('receiver_after_capture');
         const reconcile = r.applied.receipts.find((x: { action: string }) => x.action === 'effect:reconcile').readback;
         expect(reconcile.committed_after_capture, r.c.name).toEqual([r.source.operation_id]);
-      } else if (r.c.point === 'engine.mutation.after-effect-settled') expect(receipt, r.c.name).toMatchObject({ recovered: true, source_outcome: 'committed' });
-      else expect(receipt.observation, r.c.name).toMatchObject({ source: 'operation_query', found: r.c.outcome === 'committed' });
+      } else if (r.c.point === 'engine.mutation.after-effect-settled')
+        expect(receipt, r.c.name).toMatchObject({ recovered: true, source_outcome: 'committed' });
+      else
+        expect(receipt.observation, r.c.name).toMatchObject({
+          source: 'operation_query',
+          found: r.c.outcome === 'committed',
+        });
     }
   });
 
   it('the apply dispatches nothing: the receiver saw the same attempts before and after it', () => {
     expect(byCase((r) => r.attempts.afterApply)).toEqual(byCase((r) => r.attempts.beforeApply));
-    expect(byCase((r) => r.attempts.beforeApply.filter((a) => a.operation_id === r.source.operation_id).length)).toEqual(expected((c) => (c.outcome === 'committed' ? 1 : 0)));
+    expect(
+      byCase((r) => r.attempts.beforeApply.filter((a) => a.operation_id === r.source.operation_id).length),
+    ).toEqual(expected((c) => (c.outcome === 'committed' ? 1 : 0)));
   });
 
   it('an outcome the receiver cannot give is held, with its owner and one next action, until resolved through the effect owner', () => {
-    for (const r of results.filter((x) => !x.c.sinkDown)) expect([r.c.name, r.applied.state, r.applied.holds]).toEqual([r.c.name, 'complete', []]);
+    for (const r of results.filter((x) => !x.c.sinkDown))
+      expect([r.c.name, r.applied.state, r.applied.holds]).toEqual([r.c.name, 'complete', []]);
     const r = results.find((x) => x.c.sinkDown)!;
     expect(r.applied.state).toBe('reconciliation_held');
     expect(r.applied.fences.destination_established).toBe(false);
@@ -186,11 +271,17 @@ describe('a delivery crashed at each point, then recovered into a new root', () 
     expect(holds.find((h) => h.code === 'effect_outcome_unknown')!.hold_id).toBe(`effect:${r.source.operation_id}`);
     // One next action each: one command, naming the hold.
     for (const h of holds) {
-      expect(h.next_action).toMatch(/^[^:]+: loopx recover resolve --destination \S+ --hold \S+( --authority-dir \S+)?$/);
+      expect(h.next_action).toMatch(
+        /^[^:]+: loopx recover resolve --destination \S+ --hold \S+( --authority-dir \S+)?$/,
+      );
       expect(h.next_action).toContain(` --hold ${h.hold_id}`);
     }
     expect(holds.map((h) => h.next_action)).toContain(r.applied.next_action);
-    expect(r.resolved).toMatchObject({ state: 'complete', holds: [], fences: { source_established: true, destination_established: true } });
+    expect(r.resolved).toMatchObject({
+      state: 'complete',
+      holds: [],
+      fences: { source_established: true, destination_established: true },
+    });
   });
 
   it('continuing the Todo in the new root delivers the message once: at most one attempt per operation and key, no duplicate', () => {
@@ -209,9 +300,12 @@ describe('a delivery crashed at each point, then recovered into a new root', () 
         r.c.name,
       ).toHaveLength(1);
       // The continuation's own call: sent (once, under the new fence) only where the receiver never had it.
-      const call = r.effects.find((e) => e.kind === 'webhook.deliver' && e.operation_id.startsWith(`${r.continued.run_id}:`))!;
+      const call = r.effects.find(
+        (e) => e.kind === 'webhook.deliver' && e.operation_id.startsWith(`${r.continued.run_id}:`),
+      )!;
       const intent = JSON.parse(call.intent);
-      if (r.c.outcome === 'committed') expect([r.c.name, intent.duplicate_of]).toEqual([r.c.name, r.source.operation_id]);
+      if (r.c.outcome === 'committed')
+        expect([r.c.name, intent.duplicate_of]).toEqual([r.c.name, r.source.operation_id]);
       else expect([r.c.name, intent.delivery_fence?.fence, call.outcome]).toEqual([r.c.name, 2, 'committed']);
     }
   });

@@ -24,7 +24,9 @@ describePg('loopx recover from a backup of a root on PostgreSQL', () => {
   const sourceRows = async (): Promise<string> => {
     const db = openPostgres({ url: PG_URL, schema: sourceSchema, max: 1 });
     try {
-      const [r] = await db.query<{ c: string; e: string }>('SELECT (SELECT count(*) FROM work_commits)::text AS c, (SELECT count(*) FROM effects)::text AS e');
+      const [r] = await db.query<{ c: string; e: string }>(
+        'SELECT (SELECT count(*) FROM work_commits)::text AS c, (SELECT count(*) FROM effects)::text AS e',
+      );
       return `${r!.c}/${r!.e}`;
     } finally {
       await db.close();
@@ -41,19 +43,51 @@ describePg('loopx recover from a backup of a root on PostgreSQL', () => {
     await sink.close();
   });
 
-  const adopt = async (name: string, store: readonly string[]): Promise<{ destination: string; plan: Doc; status: Doc }> => {
+  const adopt = async (
+    name: string,
+    store: readonly string[],
+  ): Promise<{ destination: string; plan: Doc; status: Doc }> => {
     const destination = join(s.dir, name);
-    const plan = await okAsync(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', destination, ...store, '--root', s.root]);
+    const plan = await okAsync(s, [
+      'recover',
+      'plan',
+      '--from',
+      s.workspace,
+      '--goal',
+      'launch',
+      '--destination',
+      destination,
+      ...store,
+      '--root',
+      s.root,
+    ]);
     const status = await okAsync(s, ['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest]);
     return { destination, plan, status };
   };
 
   const continues = async (destination: string) => {
-    expect((await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos.map((t: Doc) => t.status)).toEqual(['done', 'blocked', 'open']);
-    const r = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--sink', sink.deliveriesUrl, ...s.at(destination), '--json']);
+    expect(
+      (await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos.map((t: Doc) => t.status),
+    ).toEqual(['done', 'blocked', 'open']);
+    const r = await loopxAsync([
+      'work',
+      'run',
+      '--goal',
+      'launch',
+      '--agent',
+      s.agents.cont,
+      '--sink',
+      sink.deliveriesUrl,
+      ...s.at(destination),
+      '--json',
+    ]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.json().status).toBe('completed');
-    expect((await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos.find((t: Doc) => t.todo_id === 't3').status).toBe('done');
+    expect(
+      (await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos.find(
+        (t: Doc) => t.todo_id === 't3',
+      ).status,
+    ).toBe('done');
   };
 
   it('the workspace was read from the database: every Goal component is an export with no member', async () => {
@@ -73,7 +107,10 @@ describePg('loopx recover from a backup of a root on PostgreSQL', () => {
     expect(imported.store_identity).toMatch(/^sqlite:/);
     // The source's store choice (its own database) is not adopted: this root keeps its state in files.
     expect(byAction.get('config:rebind')!.readback.not_adopted).toEqual(['store']);
-    expect(await okAsync(s, ['db', 'status', '--root', destination])).toMatchObject({ provider: 'sqlite', installation: null });
+    expect(await okAsync(s, ['db', 'status', '--root', destination])).toMatchObject({
+      provider: 'sqlite',
+      installation: null,
+    });
     const effects = byAction.get('effect:reconcile')!.readback;
     expect(effects.recovered_effects).toBeGreaterThan(0);
     // The delivery made after the capture is known at the receiver: recorded as committed, never sent again.
@@ -88,9 +125,16 @@ describePg('loopx recover from a backup of a root on PostgreSQL', () => {
     s = await sourceWithBackup(sink, { store: { database_url: 'env:LX_ADOPT_SOURCE_PG', schema: sourceSchema } });
     const before = await sourceRows();
     const schema = schemas();
-    const { destination, status } = await adopt('on-postgres', ['--database-url', 'env:LX_ADOPT_DEST_PG', '--pg-schema', schema]);
+    const { destination, status } = await adopt('on-postgres', [
+      '--database-url',
+      'env:LX_ADOPT_DEST_PG',
+      '--pg-schema',
+      schema,
+    ]);
     expect(status.state, JSON.stringify(status.holds)).toBe('complete');
-    expect(status.receipts.find((r: Doc) => r.action === 'work:import_inert').readback.store_identity).toMatch(/^postgresql:/);
+    expect(status.receipts.find((r: Doc) => r.action === 'work:import_inert').readback.store_identity).toMatch(
+      /^postgresql:/,
+    );
     // The destination keeps its Goal state in the schema the plan named — never the source's.
     expect((await okAsync(s, ['db', 'status', '--root', destination])).schema).toBe(schema);
     await continues(destination);

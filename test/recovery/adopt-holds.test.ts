@@ -32,12 +32,33 @@ beforeAll(async () => {
   const root = join(dir, 'root');
   const authority = join(dir, 'authority');
   const at = (r: string) => ['--root', r, '--authority-dir', authority];
-  const deliver = agentFile(dir, 'deliver', [{ text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'lost response' } }] }, { text: 'Done.' }]);
-  s = { dir, root, authority, workspace: join(dir, 'workspace'), agents: { before: deliver, after: deliver, cont: deliver }, at };
+  const deliver = agentFile(dir, 'deliver', [
+    { text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'lost response' } }] },
+    { text: 'Done.' },
+  ]);
+  s = {
+    dir,
+    root,
+    authority,
+    workspace: join(dir, 'workspace'),
+    agents: { before: deliver, after: deliver, cont: deliver },
+    at,
+  };
   expect((await loopxAsync(['init', ...at(root)])).status).toBe(0);
   expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship', ...at(root)])).status).toBe(0);
   sink.failNext('drop_response_after_store');
-  const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', deliver, '--sink', sink.deliveriesUrl, ...at(root), '--json']);
+  const run = await loopxAsync([
+    'work',
+    'run',
+    '--goal',
+    'launch',
+    '--agent',
+    deliver,
+    '--sink',
+    sink.deliveriesUrl,
+    ...at(root),
+    '--json',
+  ]);
   expect(run.status, run.stderr).toBe(0);
   const out = join(dir, 'backups');
   const b = await okAsync(s, ['backup-state', '--execute', '--output-dir', out, '--backup-id', 'h1', '--root', root]);
@@ -68,7 +89,10 @@ describe('recover: holds, and resolving them through their owner', () => {
     expect(p.doc.preview.lost_or_unknown.join('\n')).toMatch(/outcome unknown/);
     const st = await okAsync(s, ['recover', 'apply', '--destination', destination, '--confirm', digest]);
     expect(st.state).toBe('reconciliation_held');
-    expect(st.holds.map((h: { code: string }) => h.code).sort()).toEqual(['effect_outcome_unknown', 'receiver_unreachable']);
+    expect(st.holds.map((h: { code: string }) => h.code).sort()).toEqual([
+      'effect_outcome_unknown',
+      'receiver_unreachable',
+    ]);
     for (const h of st.holds) expect(h.next_action).toContain(`loopx recover resolve --destination`);
     expect(st.fences.destination_established).toBe(false);
     // No new work while held: effects and deliveries are reconciled before ordinary admission opens.
@@ -101,7 +125,19 @@ describe('recover: holds, and resolving them through their owner', () => {
     expect(sink.deliveries()).toHaveLength(1);
     expect(sink.attempts().counts.duplicate ?? 0).toBe(0);
     // Admission is open again: the work continues, and the delivery the source made is not made twice.
-    const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--root', destination, '--authority-dir', s.authority, '--json']);
+    const run = await loopxAsync([
+      'work',
+      'run',
+      '--goal',
+      'launch',
+      '--agent',
+      s.agents.cont,
+      '--root',
+      destination,
+      '--authority-dir',
+      s.authority,
+      '--json',
+    ]);
     expect(run.status, run.stderr).toBe(0);
     expect(sink.deliveries()).toHaveLength(1);
     expect(sink.attempts().counts.duplicate ?? 0).toBe(0);

@@ -9,7 +9,16 @@ import { createServer, type Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addTodo, createGoal, initRoot, listTodos, parseAgentDefinition, runGoalWork, withRootEngine, type Engine } from '../../src/runtime/index.js';
+import {
+  addTodo,
+  createGoal,
+  initRoot,
+  listTodos,
+  parseAgentDefinition,
+  runGoalWork,
+  withRootEngine,
+  type Engine,
+} from '../../src/runtime/index.js';
 import { tempRoot } from '../support/cli.js';
 
 const AGENT = parseAgentDefinition({
@@ -54,7 +63,8 @@ describe('a live old writer', () => {
     const root = tempRoot('loopx-live-writer-');
     initRoot(root);
     const goal = await createGoal(root, 'launch', 'Ship the launch post');
-    for (const [i, title] of ['Draft the outline', 'Review with design'].entries()) await addTodo(root, 'launch', { operation_id: `add-${i}`, todo_id: `t${i + 1}`, title });
+    for (const [i, title] of ['Draft the outline', 'Review with design'].entries())
+      await addTodo(root, 'launch', { operation_id: `add-${i}`, todo_id: `t${i + 1}`, title });
     const result = await withRootEngine({ root, authorityDir: join(dirname(root), 'authority') }, (engine: Engine) => {
       duringFirst = () =>
         engine.authority.supersedeLifetime({

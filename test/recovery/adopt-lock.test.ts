@@ -43,9 +43,24 @@ const journalLines = (destination: string) =>
 describe('one writer of a recovery at a time', () => {
   it('while an apply holds the lock, another apply, a resolve and an abort are refused recover_busy and append nothing; the first then completes with one receipt per step', async () => {
     const { destination, doc } = await planAsync(s, 'locked');
-    const first = spawn(process.execPath, [...CLI, 'recover', 'apply', '--destination', destination, '--confirm', doc.plan_digest, '--authority-dir', s.authority, '--json'], {
-      env: { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_TEST_FAULT: 'stop:recover.journal.before-append' },
-    });
+    const first = spawn(
+      process.execPath,
+      [
+        ...CLI,
+        'recover',
+        'apply',
+        '--destination',
+        destination,
+        '--confirm',
+        doc.plan_digest,
+        '--authority-dir',
+        s.authority,
+        '--json',
+      ],
+      {
+        env: { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_TEST_FAULT: 'stop:recover.journal.before-append' },
+      },
+    );
     let out = '';
     first.stdout.on('data', (d) => (out += d));
     let over = false;
@@ -62,7 +77,9 @@ describe('one writer of a recovery at a time', () => {
         expect(r.status, `${args[1]}: ${r.stdout}${r.stderr}`).toBe(4);
         const err = (JSON.parse(r.stdout) as Doc).error;
         expect(err.code).toBe('recover_busy');
-        expect(err.next_action).toMatch(/^wait for it to end, then see where it stands: loopx recover status --destination /);
+        expect(err.next_action).toMatch(
+          /^wait for it to end, then see where it stands: loopx recover status --destination /,
+        );
       }
       // Nothing was appended by the refused ones: the paused apply has not appended its first event yet.
       expect(() => journalLines(destination)).toThrow();
@@ -71,7 +88,17 @@ describe('one writer of a recovery at a time', () => {
         await expect.poll(() => over || stopped(first.pid!), { timeout: 60_000 }).toBe(true);
         if (over) break;
         const before = readJournalOrEmpty(destination);
-        const r = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', doc.plan_digest, '--authority-dir', s.authority, '--json']);
+        const r = await loopxAsync([
+          'recover',
+          'apply',
+          '--destination',
+          destination,
+          '--confirm',
+          doc.plan_digest,
+          '--authority-dir',
+          s.authority,
+          '--json',
+        ]);
         expect(r.status, r.stdout + r.stderr).toBe(4);
         expect((JSON.parse(r.stdout) as Doc).error.code).toBe('recover_busy');
         expect(readJournalOrEmpty(destination)).toBe(before);

@@ -31,13 +31,36 @@ describe('a destination that fills during apply', () => {
   it('is recover_capacity_free_space with its next action; freed, the same apply completes', async (ctx) => {
     if (!fs) return ctx.skip(); // no tmpfs here (mountTmpfs throws under CI=true instead)
     const destination = join(fs!.dir, 'recovered');
-    const doc = await okAsync(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', destination, '--root', s.root]);
+    const doc = await okAsync(s, [
+      'recover',
+      'plan',
+      '--from',
+      s.workspace,
+      '--goal',
+      'launch',
+      '--destination',
+      destination,
+      '--root',
+      s.root,
+    ]);
     fs!.leave(48 * 1024, 'filler');
-    const r = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', doc.plan_digest, '--authority-dir', s.authority, '--json']);
+    const r = await loopxAsync([
+      'recover',
+      'apply',
+      '--destination',
+      destination,
+      '--confirm',
+      doc.plan_digest,
+      '--authority-dir',
+      s.authority,
+      '--json',
+    ]);
     expect(r.status, r.stdout + r.stderr).toBe(3);
     const err = (JSON.parse(r.stdout) as Doc).error;
     expect(err.code).toBe('recover_capacity_free_space');
-    expect(err.next_action).toMatch(/^free space, then run the same apply: loopx recover apply --destination .* --confirm [0-9a-f]{64}/);
+    expect(err.next_action).toMatch(
+      /^free space, then run the same apply: loopx recover apply --destination .* --confirm [0-9a-f]{64}/,
+    );
     rmSync(join(fs!.dir, 'filler'));
     const done = await okAsync(s, ['recover', 'apply', '--destination', destination, '--confirm', doc.plan_digest]);
     expect(done.state).toBe('complete');

@@ -45,7 +45,17 @@ function tamper(destination: string, edit: (plan: Doc) => void): string {
 }
 
 const apply = async (destination: string, confirm: string) => {
-  const r = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', confirm, '--authority-dir', s.authority, '--json']);
+  const r = await loopxAsync([
+    'recover',
+    'apply',
+    '--destination',
+    destination,
+    '--confirm',
+    confirm,
+    '--authority-dir',
+    s.authority,
+    '--json',
+  ]);
   const error = r.status === 0 ? undefined : r.json().error;
   return { status: r.status, code: error?.code as string | undefined, next: error?.next_action as string | undefined };
 };
@@ -61,7 +71,10 @@ describe('apply derives the plan again and refuses a plan file that says otherwi
     const edited = tamper(p.destination, withoutSupersede);
     expect(edited).not.toBe(printed);
     for (const confirm of [edited, printed]) {
-      expect(await apply(p.destination, confirm), confirm === edited ? "the file's digest" : 'the printed digest').toMatchObject({ status: 3, code: 'recover_plan_tampered' });
+      expect(
+        await apply(p.destination, confirm),
+        confirm === edited ? "the file's digest" : 'the printed digest',
+      ).toMatchObject({ status: 3, code: 'recover_plan_tampered' });
     }
     // Nothing ran: no root made, no journal, nothing superseded.
     expect(readdirSync(p.destination)).toEqual(['recovery']);
@@ -75,8 +88,18 @@ describe('apply derives the plan again and refuses a plan file that says otherwi
   it('one lifetime goes on: a recovery of the same backup completes after the tampered one was refused, and the tampered one never does', async () => {
     const tampered = join(s.dir, 'dropped-supersede');
     const other = await planAsync(s, 'the-one');
-    const done = await okAsync(s, ['recover', 'apply', '--destination', other.destination, '--confirm', other.doc.plan_digest]);
-    expect(done).toMatchObject({ state: 'complete', fences: { source_established: true, destination_established: true } });
+    const done = await okAsync(s, [
+      'recover',
+      'apply',
+      '--destination',
+      other.destination,
+      '--confirm',
+      other.doc.plan_digest,
+    ]);
+    expect(done).toMatchObject({
+      state: 'complete',
+      fences: { source_established: true, destination_established: true },
+    });
     live = { destination: other.destination, digest: other.doc.plan_digest };
     // The tampered plan is still refused — before the lifetime recovered elsewhere is even asked — and never completes.
     const again = JSON.parse(readFileSync(planPath(tampered), 'utf8')).plan_digest as string;
@@ -123,7 +146,9 @@ describe('apply derives the plan again and refuses a plan file that says otherwi
     // The untouched plan is still the one loopx computes: it passes the derivation and the printed digest confirms it
     // (what the apply does next — this lifetime was recovered by test 2 — is not this test's business).
     writeFileSync(planPath(p.destination), original);
-    expect(['recover_plan_tampered', 'recover_confirm_mismatch']).not.toContain((await apply(p.destination, p.doc.plan_digest)).code);
+    expect(['recover_plan_tampered', 'recover_confirm_mismatch']).not.toContain(
+      (await apply(p.destination, p.doc.plan_digest)).code,
+    );
   }, 180_000);
 
   it('a refusal of the confirmed digest never points to a digest read back from the plan file', async () => {
@@ -147,15 +172,29 @@ describe('the digest a next action names is the one recover plan printed', () =>
   it('status and a refusal name the printed digest, sealed by the run authority, never an edited file’s; a broken seal names none', async () => {
     const p = await planAsync(s, 'printed-digest');
     const printed = p.doc.plan_digest as string;
-    const status = async () => (await okAsync(s, ['recover', 'status', '--destination', p.destination])).next_action as string;
+    const status = async () =>
+      (await okAsync(s, ['recover', 'status', '--destination', p.destination])).next_action as string;
     expect(await status()).toContain(`--confirm ${printed}`);
     const edited = tamper(p.destination, (x) => {
       x.preview.human_actions = [];
     });
     expect(await status()).toContain(`--confirm ${printed}`);
     expect(await status()).not.toContain(edited);
-    const resolve = await loopxAsync(['recover', 'resolve', '--destination', p.destination, '--hold', 'receiver:x', '--authority-dir', s.authority, '--json']);
-    expect(resolve.json().error).toMatchObject({ code: 'recover_not_applied', next_action: expect.stringContaining(`--confirm ${printed}`) });
+    const resolve = await loopxAsync([
+      'recover',
+      'resolve',
+      '--destination',
+      p.destination,
+      '--hold',
+      'receiver:x',
+      '--authority-dir',
+      s.authority,
+      '--json',
+    ]);
+    expect(resolve.json().error).toMatchObject({
+      code: 'recover_not_applied',
+      next_action: expect.stringContaining(`--confirm ${printed}`),
+    });
     // A seal that does not verify (another authority's, or edited) vouches for nothing: the next action names the digest, not one.
     const sealPath = join(p.destination, 'recovery', 'plan.seal.json');
     const seal = JSON.parse(readFileSync(sealPath, 'utf8'));
@@ -167,19 +206,31 @@ describe('the digest a next action names is the one recover plan printed', () =>
 });
 
 describe('complete is never reported while a writer fence is not established', () => {
-  const host = (supersession: Awaited<ReturnType<AdoptionHost['supersession']>>) => ({ supersession: async () => supersession }) as unknown as AdoptionHost;
+  const host = (supersession: Awaited<ReturnType<AdoptionHost['supersession']>>) =>
+    ({ supersession: async () => supersession }) as unknown as AdoptionHost;
 
   it('every step done, but the run authority does not record the supersession: held, with the apply as its next action', async () => {
     expect(live, 'test 2 completed a recovery').toBeDefined();
     const { destination } = live!;
     expect((await okAsync(s, ['recover', 'status', '--destination', destination])).state).toBe('complete');
     const unrecorded = await recoveryStatus(destination, host(undefined));
-    expect(unrecorded).toMatchObject({ state: 'reconciliation_held', holds: [], fences: { source_established: false, destination_established: true } });
+    expect(unrecorded).toMatchObject({
+      state: 'reconciliation_held',
+      holds: [],
+      fences: { source_established: false, destination_established: true },
+    });
     expect(unrecorded.phase.completed_steps).toBe(unrecorded.phase.total_steps);
     expect(unrecorded.next_action).toContain('loopx recover apply');
     expect(unrecorded.next_action).not.toContain(live!.digest);
-    const elsewhere = await recoveryStatus(destination, host({ successor_instance_id: 'ginst_other', recovery_id: 'f'.repeat(64) } as never));
-    expect(elsewhere).toMatchObject({ state: 'reconciliation_held', fences: { source_established: false }, next_action: 'continue the Goal in the root that recovery made' });
+    const elsewhere = await recoveryStatus(
+      destination,
+      host({ successor_instance_id: 'ginst_other', recovery_id: 'f'.repeat(64) } as never),
+    );
+    expect(elsewhere).toMatchObject({
+      state: 'reconciliation_held',
+      fences: { source_established: false },
+      next_action: 'continue the Goal in the root that recovery made',
+    });
   }, 60_000);
 
   it('a plan file without host:supersede whose every listed step is done (as one applied before plans were derived): held, never complete', async () => {
@@ -195,8 +246,14 @@ describe('complete is never reported while a writer fence is not established', (
         .map((line) => JSON.stringify({ ...JSON.parse(line), seq: ++seq }));
       writeFileSync(journalPath(destination), `${kept.join('\n')}\n`);
       // Without the run authority (as a root's writer guard reads it) and with it (which does hold a record: the real apply made one).
-      for (const st of [await recoveryStatus(destination), await okAsync(s, ['recover', 'status', '--destination', destination])]) {
-        expect(st).toMatchObject({ state: 'reconciliation_held', fences: { source_established: false, destination_established: true } });
+      for (const st of [
+        await recoveryStatus(destination),
+        await okAsync(s, ['recover', 'status', '--destination', destination]),
+      ]) {
+        expect(st).toMatchObject({
+          state: 'reconciliation_held',
+          fences: { source_established: false, destination_established: true },
+        });
         expect(st.phase.completed_steps).toBe(st.phase.total_steps);
       }
     } finally {

@@ -59,10 +59,24 @@ describePg('loopx recover into a root on PostgreSQL', () => {
     }
     const destination = join(s.dir, 'occupied');
     const plan = await planInto(destination, taken);
-    const r = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest, '--authority-dir', s.authority, '--json']);
+    const r = await loopxAsync([
+      'recover',
+      'apply',
+      '--destination',
+      destination,
+      '--confirm',
+      plan.plan_digest,
+      '--authority-dir',
+      s.authority,
+      '--json',
+    ]);
     expect(r.status).toBe(4);
     expect(r.json().error.code).toBe('recover_destination_schema_occupied');
-    expect((await loopxAsync(['recover', 'status', '--destination', destination, '--authority-dir', s.authority, '--json'])).json().receipts).toEqual([]);
+    expect(
+      (
+        await loopxAsync(['recover', 'status', '--destination', destination, '--authority-dir', s.authority, '--json'])
+      ).json().receipts,
+    ).toEqual([]);
   }, 120_000);
 
   it('adopts the Goal into a fresh schema and continues its work there', async () => {
@@ -78,19 +92,44 @@ describePg('loopx recover into a root on PostgreSQL', () => {
     expect(readdirSync(join(destination, 'goals', 'launch')).some((n) => n.endsWith('.db'))).toBe(false);
     const db = openPostgres({ url: PG_URL, schema, max: 1 });
     try {
-      expect((await db.query<{ goal_id: string }>('SELECT goal_id FROM work_stores')).map((r) => r.goal_id)).toEqual(['launch']);
+      expect((await db.query<{ goal_id: string }>('SELECT goal_id FROM work_stores')).map((r) => r.goal_id)).toEqual([
+        'launch',
+      ]);
       expect(Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM effects'))[0]!.n)).toBeGreaterThan(0);
     } finally {
       await db.close();
     }
     const status = await okAsync(s, ['db', 'status', '--root', destination]);
     expect(status.installation).toMatchObject({ state: 'active', restore_generation: 0 });
-    expect((await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos.map((t: { status: string }) => t.status)).toEqual(['done', 'blocked', 'open']);
+    expect(
+      (await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos.map(
+        (t: { status: string }) => t.status,
+      ),
+    ).toEqual(['done', 'blocked', 'open']);
 
-    const r = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--root', destination, '--authority-dir', s.authority, '--json'], env);
+    const r = await loopxAsync(
+      [
+        'work',
+        'run',
+        '--goal',
+        'launch',
+        '--agent',
+        s.agents.cont,
+        '--root',
+        destination,
+        '--authority-dir',
+        s.authority,
+        '--json',
+      ],
+      env,
+    );
     expect(r.status, r.stderr).toBe(0);
     expect(r.json().status).toBe('completed');
-    expect((await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos.find((t: { todo_id: string }) => t.todo_id === 't3').status).toBe('done');
+    expect(
+      (await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos.find(
+        (t: { todo_id: string }) => t.todo_id === 't3',
+      ).status,
+    ).toBe('done');
     expect(readFileSync(join(destination, 'machine', 'configuration.json'), 'utf8')).not.toContain('postgres://');
   }, 240_000);
 });

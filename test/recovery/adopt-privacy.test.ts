@@ -52,18 +52,56 @@ beforeAll(async () => {
   journal = join(dir, 'sink.jsonl');
   sink = await startWebhookSink({ port: 0, journalPath: journal });
   const agent = agentFile(dir, 'rotate', [
-    { text: TURNS[0]!, tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't1', status: 'done', note: `rotated to ${SECRET}` } }] },
+    {
+      text: TURNS[0]!,
+      tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't1', status: 'done', note: `rotated to ${SECRET}` } }],
+    },
     { text: TURNS[1]!, tool_calls: [{ name: 'webhook.deliver', arguments: { message: `the new key is ${SECRET}` } }] },
     { text: TURNS[2]! },
   ]);
   await cli(['init', '--root', 'root'], 0);
-  await cli(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--doc', `brief=${DOC}`, '--root', 'root'], 0);
-  await cli(['todo', 'add', '--goal', 'launch', '--title', 'Rotate the keys', '--text', `replace ${SECRET}`, '--root', 'root'], 0);
+  await cli(
+    ['goal', 'create', 'launch', '--title', 'Ship the launch post', '--doc', `brief=${DOC}`, '--root', 'root'],
+    0,
+  );
+  await cli(
+    ['todo', 'add', '--goal', 'launch', '--title', 'Rotate the keys', '--text', `replace ${SECRET}`, '--root', 'root'],
+    0,
+  );
   // The delivery reaches the receiver, its answer is lost: an unknown outcome, held at recovery while the receiver is down.
   sink.failNext('drop_response_after_store');
   await cli(['work', 'run', '--goal', 'launch', '--agent', agent, '--sink', sink.deliveriesUrl, '--root', 'root'], 0);
-  await cli(['backup-state', '--execute', '--profile', 'quiescent', '--output-dir', 'backups', '--backup-id', 'p1', '--root', 'root'], 0);
-  await cli(['backup-state', 'verify', '--archive', 'backups/p1.tar.gz', '--manifest', 'backups/p1.manifest.json', '--destination', 'workspace', '--execute', '--root', 'root'], 0);
+  await cli(
+    [
+      'backup-state',
+      '--execute',
+      '--profile',
+      'quiescent',
+      '--output-dir',
+      'backups',
+      '--backup-id',
+      'p1',
+      '--root',
+      'root',
+    ],
+    0,
+  );
+  await cli(
+    [
+      'backup-state',
+      'verify',
+      '--archive',
+      'backups/p1.tar.gz',
+      '--manifest',
+      'backups/p1.manifest.json',
+      '--destination',
+      'workspace',
+      '--execute',
+      '--root',
+      'root',
+    ],
+    0,
+  );
   await sink.close();
   await runEveryRecoverCommand();
 }, 240_000);
@@ -73,7 +111,18 @@ afterAll(async () => {
 
 /** Every recover subcommand and refusal, in text and --json: first with the receiver down, then with it back. */
 async function runEveryRecoverCommand(): Promise<void> {
-  const planArgs = (destination: string, goal = 'launch') => ['recover', 'plan', '--from', 'workspace', '--goal', goal, '--destination', destination, '--root', 'root'];
+  const planArgs = (destination: string, goal = 'launch') => [
+    'recover',
+    'plan',
+    '--from',
+    'workspace',
+    '--goal',
+    goal,
+    '--destination',
+    destination,
+    '--root',
+    'root',
+  ];
   await cli(planArgs('R-text'), 0);
   const plan = await cli([...planArgs('R'), '--json'], 0);
   await both(['recover', 'status', '--destination', 'R'], 0);
@@ -86,7 +135,8 @@ async function runEveryRecoverCommand(): Promise<void> {
   const held = await both(['recover', 'status', '--destination', 'R'], 0);
   expect(held.state).toBe('reconciliation_held');
   await both(['recover', 'resolve', '--destination', 'R', '--hold', 'effect:no-such-operation'], 3);
-  for (const h of held.holds as { hold_id: string }[]) await both(['recover', 'resolve', '--destination', 'R', '--hold', h.hold_id], 0);
+  for (const h of held.holds as { hold_id: string }[])
+    await both(['recover', 'resolve', '--destination', 'R', '--hold', h.hold_id], 0);
   await both(['recover', 'abort', '--destination', 'R'], 4);
   sink = await startWebhookSink({ port: sink.port, journalPath: journal });
   // Each hold clears once: the first in text, the next in JSON.
@@ -121,26 +171,40 @@ describe('recover keeps the privacy boundary', () => {
       'recover_abort_too_late',
     ])
       expect(all).toContain(code);
-    for (const state of ['adoption_prepared', 'abandoned', 'reconciliation_held', 'complete', 'effect_outcome_unknown', 'receiver_unreachable']) expect(all).toContain(state);
+    for (const state of [
+      'adoption_prepared',
+      'abandoned',
+      'reconciliation_held',
+      'complete',
+      'effect_outcome_unknown',
+      'receiver_unreachable',
+    ])
+      expect(all).toContain(state);
     expect(printed.length).toBeGreaterThanOrEqual(30);
   });
 
   it('prints every suggested command with the operator’s own flags, as typed', () => {
-    const suggested = printed.filter((p) => !p.command.endsWith('--json')).flatMap((p) => p.out.split('\n').filter((l) => l.includes(': loopx ')));
+    const suggested = printed
+      .filter((p) => !p.command.endsWith('--json'))
+      .flatMap((p) => p.out.split('\n').filter((l) => l.includes(': loopx ')));
     expect(suggested.length).toBeGreaterThanOrEqual(20);
     expect(suggested.filter((l) => !l.endsWith(' --authority-dir authority'))).toEqual([]);
   });
 
   it('prints no private path, secret, document or session text, on stdout or stderr', () => {
     const forbidden = [dir, realpathSync(dir), SECRET, 'sk-live-', DOC, ...TURNS];
-    const leaks = printed.flatMap((p) => forbidden.filter((f) => p.out.includes(f)).map((f) => `${p.command}: ${f === SECRET ? 'the secret' : f}`));
+    const leaks = printed.flatMap((p) =>
+      forbidden.filter((f) => p.out.includes(f)).map((f) => `${p.command}: ${f === SECRET ? 'the secret' : f}`),
+    );
     expect(leaks).toEqual([]);
   });
 
   it('keeps them where they belong: the private plan and the recovered state', async () => {
     const plan = JSON.parse(readFileSync(join(dir, 'R', 'recovery', 'plan.json'), 'utf8'));
     expect(plan.workspace.path).toBe(join(realpathSync(dir), 'workspace'));
-    const todos = (await cli(['todo', 'list', '--goal', 'launch', '--root', 'R', '--json'], 0)).todos as { note: string | null }[];
+    const todos = (await cli(['todo', 'list', '--goal', 'launch', '--root', 'R', '--json'], 0)).todos as {
+      note: string | null;
+    }[];
     expect(todos[0]!.note).toBe(`rotated to ${SECRET}`);
     const delivery = (await effectsOf(join(dir, 'R'))).find((e) => e.kind === 'webhook.deliver')!;
     expect(JSON.parse(delivery.intent).body.message).toBe(`the new key is ${SECRET}`);
@@ -148,7 +212,13 @@ describe('recover keeps the privacy boundary', () => {
 
   it('keeps the destination, its recovery directory and every file in them owner-only', () => {
     const m = modes(join(dir, 'R'));
-    expect({ root: m['.'], recovery: m['recovery'], plan: m['recovery/plan.json'], seal: m['recovery/plan.seal.json'], journal: m['recovery/journal.jsonl'] }).toEqual({
+    expect({
+      root: m['.'],
+      recovery: m['recovery'],
+      plan: m['recovery/plan.json'],
+      seal: m['recovery/plan.seal.json'],
+      journal: m['recovery/journal.jsonl'],
+    }).toEqual({
       root: 0o700,
       recovery: 0o700,
       plan: 0o600,

@@ -28,9 +28,24 @@ describe('a recovery that loses the race for its Goal', () => {
   it('ends abandoned, naming the winner; the lifetime it minted is retired; its apply run again answers the same end', async () => {
     const a = await planAsync(s, 'first');
     const b = await planAsync(s, 'second');
-    const first = spawn(process.execPath, [...CLI, 'recover', 'apply', '--destination', a.destination, '--confirm', a.doc.plan_digest, '--authority-dir', s.authority, '--json'], {
-      env: { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_TEST_FAULT: 'stop:recover.host:supersede.before' },
-    });
+    const first = spawn(
+      process.execPath,
+      [
+        ...CLI,
+        'recover',
+        'apply',
+        '--destination',
+        a.destination,
+        '--confirm',
+        a.doc.plan_digest,
+        '--authority-dir',
+        s.authority,
+        '--json',
+      ],
+      {
+        env: { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_TEST_FAULT: 'stop:recover.host:supersede.before' },
+      },
+    );
     let out = '';
     first.stdout.on('data', (d) => (out += d));
     const ended = new Promise<number | null>((r) => first.on('close', (code) => r(code)));
@@ -43,14 +58,28 @@ describe('a recovery that loses the race for its Goal', () => {
     expect(lost.state).toBe('abandoned');
     expect(lost.retryable).toBe(false);
     const minted = lost.goal.new_instance_id as string;
-    expect(lost.ended).toEqual({ reason: 'superseded_elsewhere', winner_recovery_id: won.recovery_id, winner_root: expect.stringMatching(/^root_/), retired_instance_id: minted });
-    expect(lost.next_action).toMatch(/^continue the Goal in the root the other recovery made \(root id root_[0-9a-f]+\)/);
+    expect(lost.ended).toEqual({
+      reason: 'superseded_elsewhere',
+      winner_recovery_id: won.recovery_id,
+      winner_root: expect.stringMatching(/^root_/),
+      retired_instance_id: minted,
+    });
+    expect(lost.next_action).toMatch(
+      /^continue the Goal in the root the other recovery made \(root id root_[0-9a-f]+\)/,
+    );
     // Compensation: the lifetime minted in the losing destination is retired.
     expect((await okAsync(s, ['goal', 'show', 'launch', '--root', a.destination])).lifecycle).toBe('retired');
     expect((await okAsync(s, ['goal', 'show', 'launch', '--root', b.destination])).lifecycle).not.toBe('retired');
     // Nothing strands: the status, and the apply run again, answer the same end.
     expect((await okAsync(s, ['recover', 'status', '--destination', a.destination])).state).toBe('abandoned');
-    const again = await okAsync(s, ['recover', 'apply', '--destination', a.destination, '--confirm', a.doc.plan_digest]);
+    const again = await okAsync(s, [
+      'recover',
+      'apply',
+      '--destination',
+      a.destination,
+      '--confirm',
+      a.doc.plan_digest,
+    ]);
     expect(again).toMatchObject({ state: 'abandoned', ended: lost.ended, next_action: lost.next_action });
   }, 120_000);
 });

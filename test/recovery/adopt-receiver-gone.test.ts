@@ -52,14 +52,38 @@ beforeAll(async () => {
   const root = join(dir, 'root');
   const authority = join(dir, 'authority');
   const at = (r: string) => ['--root', r, '--authority-dir', authority];
-  const deliver = agentFile(dir, 'deliver', [{ text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'lost response' } }] }, { text: 'Done.' }]);
-  const later = agentFile(dir, 'later', [{ text: 'One more.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'after the receiver went' } }] }, { text: 'Done.' }]);
-  s = { dir, root, authority, workspace: join(dir, 'workspace'), agents: { before: deliver, after: deliver, cont: later }, at };
+  const deliver = agentFile(dir, 'deliver', [
+    { text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'lost response' } }] },
+    { text: 'Done.' },
+  ]);
+  const later = agentFile(dir, 'later', [
+    { text: 'One more.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'after the receiver went' } }] },
+    { text: 'Done.' },
+  ]);
+  s = {
+    dir,
+    root,
+    authority,
+    workspace: join(dir, 'workspace'),
+    agents: { before: deliver, after: deliver, cont: later },
+    at,
+  };
   expect((await loopxAsync(['init', ...at(root)])).status).toBe(0);
   for (const goal of ['alpha', 'beta', 'gamma']) {
     expect((await loopxAsync(['goal', 'create', goal, '--title', `Ship ${goal}`, ...at(root)])).status).toBe(0);
     sink.failNext('drop_response_after_store');
-    const run = await loopxAsync(['work', 'run', '--goal', goal, '--agent', deliver, '--sink', sink.deliveriesUrl, ...at(root), '--json']);
+    const run = await loopxAsync([
+      'work',
+      'run',
+      '--goal',
+      goal,
+      '--agent',
+      deliver,
+      '--sink',
+      sink.deliveriesUrl,
+      ...at(root),
+      '--json',
+    ]);
     expect(run.status, run.stderr).toBe(0);
   }
   const out = join(dir, 'backups');
@@ -93,15 +117,38 @@ describe('recover resolve --receiver-gone: a receiver that will never answer aga
 
   it('holds the recovery and admits no work while the receiver is gone', async () => {
     destination = join(s.dir, 'alpha-recovered');
-    const p = await okAsync(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'alpha', '--destination', destination, '--root', s.root]);
+    const p = await okAsync(s, [
+      'recover',
+      'plan',
+      '--from',
+      s.workspace,
+      '--goal',
+      'alpha',
+      '--destination',
+      destination,
+      '--root',
+      s.root,
+    ]);
     const st = await okAsync(s, ['recover', 'apply', '--destination', destination, '--confirm', p.plan_digest]);
     expect(st.state).toBe('reconciliation_held');
     // The six verification counts every recovery status shows.
-    expect(st.verification).toEqual({ verified: expect.any(Number), invalid: 0, missing: 0, ambiguous: 0, unsupported: 0, unknown: 0, other: 0 });
+    expect(st.verification).toEqual({
+      verified: expect.any(Number),
+      invalid: 0,
+      missing: 0,
+      ambiguous: 0,
+      unsupported: 0,
+      unknown: 0,
+      other: 0,
+    });
     expect(st.verification.verified).toBeGreaterThan(0);
     receiverHold = st.holds.find((h: Doc) => h.hold_id.startsWith('receiver:'));
     effectHold = st.holds.find((h: Doc) => h.hold_id.startsWith('effect:'));
-    expect(receiverHold).toMatchObject({ code: 'receiver_unreachable', retryable: true, digest: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(receiverHold).toMatchObject({
+      code: 'receiver_unreachable',
+      retryable: true,
+      digest: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     expect(effectHold).toMatchObject({ code: 'effect_outcome_unknown' });
     const work = await refused(['work', 'run', '--goal', 'alpha', '--agent', s.agents.cont, '--root', destination]);
     expect(work.status).toBe(4);
@@ -109,7 +156,15 @@ describe('recover resolve --receiver-gone: a receiver that will never answer aga
   }, 180_000);
 
   it('refuses a settlement it cannot bind: no reason, a wrong digest, an effect hold — and changes nothing', async () => {
-    const base = ['recover', 'resolve', '--destination', destination, '--hold', receiverHold.hold_id, '--receiver-gone'];
+    const base = [
+      'recover',
+      'resolve',
+      '--destination',
+      destination,
+      '--hold',
+      receiverHold.hold_id,
+      '--receiver-gone',
+    ];
     const noReason = await refused([...base, '--confirm', receiverHold.digest]);
     expect(noReason.status).toBe(2);
     expect(noReason.error.code).toBe('recover_settlement_invalid');
@@ -142,14 +197,34 @@ describe('recover resolve --receiver-gone: a receiver that will never answer aga
 
   it("settles it from the operator's evidence: recorded with the reason, the unknown delivery abandoned, the recovery complete", async () => {
     const reason = 'receiver decommissioned with its host; vendor ticket 4711';
-    const settle = ['recover', 'resolve', '--destination', destination, '--hold', receiverHold.hold_id, '--receiver-gone', '--confirm', receiverHold.digest, '--reason', reason];
+    const settle = [
+      'recover',
+      'resolve',
+      '--destination',
+      destination,
+      '--hold',
+      receiverHold.hold_id,
+      '--receiver-gone',
+      '--confirm',
+      receiverHold.digest,
+      '--reason',
+      reason,
+    ];
     const st = await okAsync(s, settle);
     expect(st.state).toBe('complete');
     expect(st.holds).toEqual([]);
     expect(st.fences).toEqual({ source_established: true, destination_established: true });
     const abandonedId = effectHold.hold_id.slice('effect:'.length);
     expect(st.resolved_holds).toEqual([
-      { hold_id: receiverHold.hold_id, owner: 'effect', outcome: 'receiver_gone', resolved_by: 'operator', reason, hold_digest: receiverHold.digest, abandoned: [abandonedId] },
+      {
+        hold_id: receiverHold.hold_id,
+        owner: 'effect',
+        outcome: 'receiver_gone',
+        resolved_by: 'operator',
+        reason,
+        hold_digest: receiverHold.digest,
+        abandoned: [abandonedId],
+      },
     ]);
     // Abandoned, never guessed: the delivery's outcome stays unknown, held as receiver_gone, and it was never sent.
     const effects = await deliveries(destination, 'alpha');
@@ -167,10 +242,31 @@ describe('recover resolve --receiver-gone: a receiver that will never answer aga
     sink = await startWebhookSink({ port, journalPath });
     const before = sink.attempts().attempts.length;
     try {
-      const run = await loopxAsync(['work', 'run', '--goal', 'alpha', '--agent', s.agents.cont, '--root', destination, '--authority-dir', s.authority, '--json']);
+      const run = await loopxAsync([
+        'work',
+        'run',
+        '--goal',
+        'alpha',
+        '--agent',
+        s.agents.cont,
+        '--root',
+        destination,
+        '--authority-dir',
+        s.authority,
+        '--json',
+      ]);
       expect(run.status, run.stderr + run.stdout).toBe(0);
       // The call was refused by the effect owner before anything was recorded or sent: the model read the refusal.
-      const events = await loopxAsync(['run', 'events', JSON.parse(run.stdout).run_id, '--root', destination, '--authority-dir', s.authority, '--json']);
+      const events = await loopxAsync([
+        'run',
+        'events',
+        JSON.parse(run.stdout).run_id,
+        '--root',
+        destination,
+        '--authority-dir',
+        s.authority,
+        '--json',
+      ]);
       expect(events.status, events.stderr).toBe(0);
       const results = events.stdout
         .split('\n')
@@ -189,15 +285,31 @@ describe('recover resolve --receiver-gone: a receiver that will never answer aga
 
 describe('the daemon route settles a gone receiver the same way', () => {
   it('refuses without the digest and the reason, then settles with them; the recovery completes', async () => {
-    d = await buildApp({ root: s.root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir: s.authority, logger: false });
+    d = await buildApp({
+      root: s.root,
+      token: TOKEN,
+      loginTokens: new LoginTokens(),
+      port: () => 80,
+      authorityDir: s.authority,
+      logger: false,
+    });
     const get = (url: string) => d!.app.inject({ method: 'GET', url, headers: AUTH });
-    const post = (url: string, payload?: unknown) => d!.app.inject({ method: 'POST', url, headers: AUTH, ...(payload !== undefined ? { payload: payload as object } : {}) });
+    const post = (url: string, payload?: unknown) =>
+      d!.app.inject({
+        method: 'POST',
+        url,
+        headers: AUTH,
+        ...(payload !== undefined ? { payload: payload as object } : {}),
+      });
     const started = await post('/api/backups/g2/verify');
     expect(started.statusCode, started.body).toBe(202);
     const jobId = started.json().job_id as string;
     await get(`/api/backups/jobs/${jobId}/events`);
     const auditId = (await get(`/api/backups/jobs/${jobId}`)).json().recovery_id as string;
-    const planned = await post(`/api/audits/${auditId}/recoveries`, { goal_id: 'beta', destination_name: 'beta-recovered' });
+    const planned = await post(`/api/audits/${auditId}/recoveries`, {
+      goal_id: 'beta',
+      destination_name: 'beta-recovered',
+    });
     expect(planned.statusCode, planned.body).toBe(201);
     const id = planned.json().recovery_id as string;
     expect((await post(`/api/recoveries/${id}/apply`, { confirm: planned.json().plan_digest })).statusCode).toBe(202);
@@ -212,11 +324,17 @@ describe('the daemon route settles a gone receiver the same way', () => {
     expect(wrong.statusCode).toBe(422);
     expect(wrong.json().error.code).toBe('recover_hold_confirm_mismatch');
     expect(wrong.body).not.toContain(dirname(s.root));
-    const settled = await post(route, { receiver_gone: true, confirm: hold.digest, reason: 'the receiver was shut down for good' });
+    const settled = await post(route, {
+      receiver_gone: true,
+      confirm: hold.digest,
+      reason: 'the receiver was shut down for good',
+    });
     expect(settled.statusCode, settled.body).toBe(200);
     expect(settled.json().status).toMatchObject({
       state: 'complete',
-      resolved_holds: [{ hold_id: hold.hold_id, outcome: 'receiver_gone', reason: 'the receiver was shut down for good' }],
+      resolved_holds: [
+        { hold_id: hold.hold_id, outcome: 'receiver_gone', reason: 'the receiver was shut down for good' },
+      ],
     });
   }, 240_000);
 });
@@ -224,19 +342,46 @@ describe('the daemon route settles a gone receiver the same way', () => {
 describe('a settlement killed halfway', () => {
   it('is finished by the same command, with the same digest: one retirement, the abandoned delivery named once', async () => {
     const destination = join(s.dir, 'gamma-recovered');
-    const p = await okAsync(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'gamma', '--destination', destination, '--root', s.root]);
+    const p = await okAsync(s, [
+      'recover',
+      'plan',
+      '--from',
+      s.workspace,
+      '--goal',
+      'gamma',
+      '--destination',
+      destination,
+      '--root',
+      s.root,
+    ]);
     const st = await okAsync(s, ['recover', 'apply', '--destination', destination, '--confirm', p.plan_digest]);
     const hold = st.holds.find((h: Doc) => h.hold_id.startsWith('receiver:'));
     const abandonedId = st.holds.find((h: Doc) => h.hold_id.startsWith('effect:')).hold_id.slice('effect:'.length);
-    const args = ['recover', 'resolve', '--destination', destination, '--hold', hold.hold_id, '--receiver-gone', '--confirm', hold.digest, '--reason', 'gone'];
-    const killed = await loopxAsync([...args, '--authority-dir', s.authority], { LOOPX_TEST_FAULT: 'recover.resolve.receiver-gone.before-journal' });
+    const args = [
+      'recover',
+      'resolve',
+      '--destination',
+      destination,
+      '--hold',
+      hold.hold_id,
+      '--receiver-gone',
+      '--confirm',
+      hold.digest,
+      '--reason',
+      'gone',
+    ];
+    const killed = await loopxAsync([...args, '--authority-dir', s.authority], {
+      LOOPX_TEST_FAULT: 'recover.resolve.receiver-gone.before-journal',
+    });
     expect(killed.signal ?? killed.status).toBe('SIGKILL');
     const between = await okAsync(s, ['recover', 'status', '--destination', destination]);
     expect(between.state).toBe('reconciliation_held');
     expect(between.holds.map((h: Doc) => [h.hold_id, h.digest])).toEqual([[hold.hold_id, hold.digest]]);
     const done = await okAsync(s, args);
     expect(done.state).toBe('complete');
-    expect(done.resolved_holds).toEqual([expect.objectContaining({ hold_id: hold.hold_id, outcome: 'receiver_gone', abandoned: [abandonedId] })]);
+    expect(done.resolved_holds).toEqual([
+      expect.objectContaining({ hold_id: hold.hold_id, outcome: 'receiver_gone', abandoned: [abandonedId] }),
+    ]);
     const effects = await deliveries(destination, 'gamma');
     expect(effects.filter((e) => e.kind === effectOwner.TARGET_RETIRED_KIND)).toHaveLength(1);
   }, 180_000);

@@ -42,7 +42,9 @@ beforeAll(async () => {
   copy(R, earlier);
   // New live work in R: a Todo added, and a run that finishes t3 and delivers.
   await okAsync(s, ['todo', 'add', '--goal', 'launch', '--title', 'Write the follow-up', '--root', R]);
-  expect((await okAsync(s, ['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--root', R])).status).toBe('completed');
+  expect((await okAsync(s, ['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--root', R])).status).toBe(
+    'completed',
+  );
 }, 240_000);
 afterAll(async () => {
   await sink.close();
@@ -58,7 +60,8 @@ function tree(dir: string, base = dir): Record<string, string> {
   }
   return out;
 }
-const todos = async (root: string): Promise<Doc[]> => (await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', root])).todos;
+const todos = async (root: string): Promise<Doc[]> =>
+  (await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', root])).todos;
 
 /** The engine's writers and every `recover` command in `dir`, each with its refusal. */
 async function writersIn(dir: string) {
@@ -66,7 +69,14 @@ async function writersIn(dir: string) {
     work: await refusedAs(s, ['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--root', dir]),
     status: await refusedAs(s, ['recover', 'status', '--destination', dir]),
     apply: await refusedAs(s, ['recover', 'apply', '--destination', dir, '--confirm', digest]),
-    resolve: await refusedAs(s, ['recover', 'resolve', '--destination', dir, '--hold', `receiver:webhook:127.0.0.1:${sink.port}`]),
+    resolve: await refusedAs(s, [
+      'recover',
+      'resolve',
+      '--destination',
+      dir,
+      '--hold',
+      `receiver:webhook:127.0.0.1:${sink.port}`,
+    ]),
     abort: await refusedAs(s, ['recover', 'abort', '--destination', dir]),
   };
 }
@@ -113,7 +123,9 @@ describe('new live work after an adoption blocks a byte rollback', () => {
 
   it('the same backup cannot be adopted again into another destination by the same user', async () => {
     const other = await planAsync(s, 'again');
-    expect(await refusedAs(s, ['recover', 'apply', '--destination', other.destination, '--confirm', other.doc.plan_digest])).toEqual({
+    expect(
+      await refusedAs(s, ['recover', 'apply', '--destination', other.destination, '--confirm', other.doc.plan_digest]),
+    ).toEqual({
       status: 4,
       code: 'recover_lifetime_superseded_elsewhere',
     });
@@ -126,8 +138,13 @@ describe('new live work after an adoption blocks a byte rollback', () => {
     rmSync(s.workspace, { recursive: true });
     expect(tree(R)).toEqual(live);
     expect(tree(s.root)).toEqual(source);
-    expect(await okAsync(s, ['recover', 'status', '--destination', R])).toMatchObject({ state: 'complete', fences: { source_established: true, destination_established: true } });
-    expect((await okAsync(s, ['todo', 'add', '--goal', 'launch', '--title', 'Still live', '--root', R])).result).toBe('applied');
+    expect(await okAsync(s, ['recover', 'status', '--destination', R])).toMatchObject({
+      state: 'complete',
+      fences: { source_established: true, destination_established: true },
+    });
+    expect((await okAsync(s, ['todo', 'add', '--goal', 'launch', '--title', 'Still live', '--root', R])).result).toBe(
+      'applied',
+    );
   }, 180_000);
 
   it('R’s directory replaced by its earlier copy is no root and no recovery either', async () => {

@@ -27,14 +27,17 @@ beforeAll(async () => {
   s = await sourceWithBackup(sink, { afterCapture: false });
   other = tempRoot();
   expect((await loopxAsync(['init', ...s.at(other)])).status).toBe(0);
-  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'An unrelated Goal', ...s.at(other)])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'An unrelated Goal', ...s.at(other)])).status).toBe(
+    0,
+  );
 }, 240_000);
 afterAll(async () => {
   await sink.close();
 });
 
 const workspaceGoal = () => join(s.workspace, 'workspace', 'runtime-root', 'goals', 'launch', 'goal.json');
-const instanceOf = (path: string): string => (JSON.parse(readFileSync(path, 'utf8')) as { goal_instance_id: string }).goal_instance_id;
+const instanceOf = (path: string): string =>
+  (JSON.parse(readFileSync(path, 'utf8')) as { goal_instance_id: string }).goal_instance_id;
 
 /** Put the other root's goal.json in the workspace's place; the returned function puts the original back. */
 function swapGoal(): () => void {
@@ -44,10 +47,30 @@ function swapGoal(): () => void {
 }
 
 /** `recover apply` paused at `point` (a `stop:` fault); `during` runs while it is paused, then it is resumed to its end. */
-async function applyPausedAt(destination: string, digest: string, point: string, during: () => void): Promise<{ status: number | null; doc: Doc }> {
-  const child = spawn(process.execPath, [...CLI, 'recover', 'apply', '--destination', destination, '--confirm', digest, '--authority-dir', s.authority, '--json'], {
-    env: { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_TEST_FAULT: `stop:${point}` },
-  });
+async function applyPausedAt(
+  destination: string,
+  digest: string,
+  point: string,
+  during: () => void,
+): Promise<{ status: number | null; doc: Doc }> {
+  const child = spawn(
+    process.execPath,
+    [
+      ...CLI,
+      'recover',
+      'apply',
+      '--destination',
+      destination,
+      '--confirm',
+      digest,
+      '--authority-dir',
+      s.authority,
+      '--json',
+    ],
+    {
+      env: { ...process.env, XDG_STATE_HOME: STATE_HOME, LOOPX_TEST_FAULT: `stop:${point}` },
+    },
+  );
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   const ended = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
@@ -63,10 +86,18 @@ async function applyPausedAt(destination: string, digest: string, point: string,
 }
 
 /** A writer of `root`'s Goal is admitted: its lifetime is not superseded. */
-const writable = async (root: string, title: string) => expect((await okAsync(s, ['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).result).toBe('applied');
+const writable = async (root: string, title: string) =>
+  expect((await okAsync(s, ['todo', 'add', '--goal', 'launch', '--title', title, '--root', root])).result).toBe(
+    'applied',
+  );
 
 /** No lifetime of this user's run authority is recorded as superseded. */
-const noneSuperseded = () => expect(existsSync(join(s.authority, 'lifetimes')) ? readdirSync(join(s.authority, 'lifetimes')).filter((n) => n.endsWith('.json')) : []).toEqual([]);
+const noneSuperseded = () =>
+  expect(
+    existsSync(join(s.authority, 'lifetimes'))
+      ? readdirSync(join(s.authority, 'lifetimes')).filter((n) => n.endsWith('.json'))
+      : [],
+  ).toEqual([]);
 
 describe('an apply reads only what it verified', () => {
   it('a goal.json swapped after the freshness check is refused recover_workspace_changed; nothing is superseded and the recovery is not complete', async () => {
@@ -78,7 +109,9 @@ describe('an apply reads only what it verified', () => {
       });
       expect(r.status, JSON.stringify(r.doc)).toBe(3);
       expect(r.doc.error.code).toBe('recover_workspace_changed');
-      expect(r.doc.error.next_action).toBe('verify the backup again into a new workspace and plan the recovery from it');
+      expect(r.doc.error.next_action).toBe(
+        'verify the backup again into a new workspace and plan the recovery from it',
+      );
     } finally {
       restore();
     }
@@ -95,13 +128,36 @@ describe('an apply reads only what it verified', () => {
 
   it('a goal.json swapped before an interrupted apply is re-run is refused recover_workspace_changed; the lifetime it names is never superseded', async () => {
     const { destination, doc } = await planAsync(s, 'swap-before-rerun');
-    const crashed = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', doc.plan_digest, '--authority-dir', s.authority, '--json'], {
-      LOOPX_TEST_FAULT: 'recover.goal:rebind.before',
-    });
+    const crashed = await loopxAsync(
+      [
+        'recover',
+        'apply',
+        '--destination',
+        destination,
+        '--confirm',
+        doc.plan_digest,
+        '--authority-dir',
+        s.authority,
+        '--json',
+      ],
+      {
+        LOOPX_TEST_FAULT: 'recover.goal:rebind.before',
+      },
+    );
     expect(crashed.signal).toBe('SIGKILL');
     const restore = swapGoal();
     try {
-      const rerun = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', doc.plan_digest, '--authority-dir', s.authority, '--json']);
+      const rerun = await loopxAsync([
+        'recover',
+        'apply',
+        '--destination',
+        destination,
+        '--confirm',
+        doc.plan_digest,
+        '--authority-dir',
+        s.authority,
+        '--json',
+      ]);
       expect(rerun.status, rerun.stdout + rerun.stderr).toBe(3);
       expect(rerun.json().error.code).toBe('recover_workspace_changed');
     } finally {
@@ -116,7 +172,10 @@ describe('an apply reads only what it verified', () => {
       .split('\n')
       .filter((l) => l !== '')
       .map((l) => JSON.parse(l) as { event: string; action?: string });
-    expect(journal.filter((e) => e.event === 'done').map((e) => e.action)).toEqual(['host:destination', 'config:rebind']);
+    expect(journal.filter((e) => e.event === 'done').map((e) => e.action)).toEqual([
+      'host:destination',
+      'config:rebind',
+    ]);
     expect(existsSync(join(destination, 'recovery', 'staging'))).toBe(false);
   }, 180_000);
 
@@ -138,7 +197,16 @@ describe('an apply reads only what it verified', () => {
     expect(readdirSync(join(s.authority, 'lifetimes')).filter((n) => n.endsWith('.json'))).toEqual([`${audited}.json`]);
     expect(existsSync(join(s.authority, 'lifetimes', `${unrelated}.json`))).toBe(false);
     await writable(other, 'the other Goal is nobody’s recovery');
-    const source = await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', 'the recovered lifetime is fenced', ...s.at(s.root), '--json']);
+    const source = await loopxAsync([
+      'todo',
+      'add',
+      '--goal',
+      'launch',
+      '--title',
+      'the recovered lifetime is fenced',
+      ...s.at(s.root),
+      '--json',
+    ]);
     expect(source.status).toBe(4);
     expect(source.json().error.code).toBe('goal_lifetime_superseded');
     expect(existsSync(join(destination, 'recovery', 'staging'))).toBe(false);

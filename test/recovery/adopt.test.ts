@@ -32,7 +32,9 @@ async function originalUpdate(todoId: string): Promise<string> {
   const journal = effectOwner.openSqliteEffectJournal(join(destination, 'effects.db'));
   try {
     const updates = await journal.list({ goal_id: 'launch' });
-    return updates.find((e) => e.kind === 'work.todo_update' && (JSON.parse(e.intent) as { todo_id?: string }).todo_id === todoId)!.operation_id;
+    return updates.find(
+      (e) => e.kind === 'work.todo_update' && (JSON.parse(e.intent) as { todo_id?: string }).todo_id === todoId,
+    )!.operation_id;
   } finally {
     journal.close();
   }
@@ -41,7 +43,10 @@ async function originalUpdate(todoId: string): Promise<string> {
 const attempts = async (lineage?: string) => {
   const url = new URL(sink.url + '/attempts');
   if (lineage) url.searchParams.set('goal_lineage', lineage);
-  return (await (await fetch(url)).json()) as { attempts: { result: string; operation_id: string; idempotency_key: string }[]; counts: Record<string, number> };
+  return (await (await fetch(url)).json()) as {
+    attempts: { result: string; operation_id: string; idempotency_key: string }[];
+    counts: Record<string, number>;
+  };
 };
 
 describe('loopx recover: one Goal into a new root', () => {
@@ -69,11 +74,26 @@ describe('loopx recover: one Goal into a new root', () => {
     // No absolute path in the public plan.
     expect(JSON.stringify(p.doc)).not.toContain(s.dir);
     const st = await okAsync(s, ['recover', 'status', '--destination', destination]);
-    expect(st).toMatchObject({ state: 'adoption_prepared', plan_digest: digest, execution_authority_granted: false, fences: { source_established: false } });
+    expect(st).toMatchObject({
+      state: 'adoption_prepared',
+      plan_digest: digest,
+      execution_authority_granted: false,
+      fences: { source_established: false },
+    });
   }, 180_000);
 
   it('refuses a digest that is not the plan’s', async () => {
-    const r = await loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', '0'.repeat(64), '--authority-dir', s.authority, '--json']);
+    const r = await loopxAsync([
+      'recover',
+      'apply',
+      '--destination',
+      destination,
+      '--confirm',
+      '0'.repeat(64),
+      '--authority-dir',
+      s.authority,
+      '--json',
+    ]);
     expect(r.status).toBe(3);
     expect(r.json().error.code).toBe('recover_confirm_mismatch');
   }, 180_000);
@@ -85,7 +105,9 @@ describe('loopx recover: one Goal into a new root', () => {
     expect(st.goal.new_instance_id).toMatch(/^ginst_/);
     expect(st.goal.new_instance_id).not.toBe(st.goal.recovered_instance_id);
     const byAction = Object.fromEntries(st.receipts.map((r: { action: string }) => [r.action, r]));
-    expect(byAction['work:import_inert'].readback.store_identity).not.toBe(byAction['work:import_inert'].readback.source_store_identity);
+    expect(byAction['work:import_inert'].readback.store_identity).not.toBe(
+      byAction['work:import_inert'].readback.source_store_identity,
+    );
     expect(byAction['effect:reconcile'].readback.committed_after_capture).toHaveLength(1);
     const goal = await okAsync(s, ['goal', 'show', 'launch', '--root', destination]);
     expect(goal.goal_instance_id ?? goal.goal?.goal_instance_id).toBe(st.goal.new_instance_id);
@@ -99,13 +121,17 @@ describe('loopx recover: one Goal into a new root', () => {
 
   it('keeps the original receipts readable under their original store identity, never relabelled', async () => {
     const st = await okAsync(s, ['recover', 'status', '--destination', destination]);
-    const source = st.receipts.find((r: { action: string }) => r.action === 'work:import_inert').readback.source_store_identity;
+    const source = st.receipts.find((r: { action: string }) => r.action === 'work:import_inert').readback
+      .source_store_identity;
     const work = await workOwner.openGoalWork({ root: destination, goal_id: 'launch' });
     try {
       const first = (await work.lineage())[0]!;
       expect(first.source_store_identity).toBe(source);
       const adopted = (await work.history(0, 1)).transactions[0]!;
-      expect(adopted.receipt).toMatchObject({ operation: 'adopt_recovered_state', recovery: { recovery_id: st.recovery_id, source_store_identity: source } });
+      expect(adopted.receipt).toMatchObject({
+        operation: 'adopt_recovered_state',
+        recovery: { recovery_id: st.recovery_id, source_store_identity: source },
+      });
       // The original run's Todo update answers with its original receipt, naming the original store.
       const original = (await work.readReceipt(await originalUpdate('t1')))!;
       expect(original.receipt).toMatchObject({ store_identity: source, operation: 'update_todo', todo_id: 't1' });
@@ -119,7 +145,19 @@ describe('loopx recover: one Goal into a new root', () => {
     const st = await okAsync(s, ['recover', 'status', '--destination', destination]);
     const lineage = st.receipts.find((r: { action: string }) => r.action === 'goal:rebind').readback.lineage_id;
     const before = await attempts(lineage);
-    const r = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', s.agents.cont, '--root', destination, '--authority-dir', s.authority, '--json']);
+    const r = await loopxAsync([
+      'work',
+      'run',
+      '--goal',
+      'launch',
+      '--agent',
+      s.agents.cont,
+      '--root',
+      destination,
+      '--authority-dir',
+      s.authority,
+      '--json',
+    ]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.json().status).toBe('completed');
     const todos = (await okAsync(s, ['todo', 'list', '--goal', 'launch', '--root', destination])).todos;
@@ -133,17 +171,42 @@ describe('loopx recover: one Goal into a new root', () => {
   }, 180_000);
 
   it('refuses the old lifetime’s writers: the run authority in every root, the fence at the receiver', async () => {
-    const w = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', s.agents.after, ...s.at(s.root), '--json']);
+    const w = await loopxAsync([
+      'work',
+      'run',
+      '--goal',
+      'launch',
+      '--agent',
+      s.agents.after,
+      ...s.at(s.root),
+      '--json',
+    ]);
     expect(w.status).toBe(4);
     expect(w.json().error.code).toBe('goal_lifetime_superseded');
-    const t = await loopxAsync(['todo', 'update', 't3', '--goal', 'launch', '--status', 'done', ...s.at(s.root), '--json']);
+    const t = await loopxAsync([
+      'todo',
+      'update',
+      't3',
+      '--goal',
+      'launch',
+      '--status',
+      'done',
+      ...s.at(s.root),
+      '--json',
+    ]);
     expect(t.status).toBe(4);
     expect(t.json().error.code).toBe('goal_lifetime_superseded');
     const st = await okAsync(s, ['recover', 'status', '--destination', destination]);
     const lineage = st.receipts.find((r: { action: string }) => r.action === 'goal:rebind').readback.lineage_id;
     const res = await fetch(sink.deliveriesUrl, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': 'old-writer-1', 'x-operation-id': 'old-writer-1', 'x-loopx-goal-lineage': lineage, 'x-loopx-fence': '1' },
+      headers: {
+        'content-type': 'application/json',
+        'idempotency-key': 'old-writer-1',
+        'x-operation-id': 'old-writer-1',
+        'x-loopx-goal-lineage': lineage,
+        'x-loopx-fence': '1',
+      },
       body: JSON.stringify({ goal_id: 'launch', message: 'from the old lifetime' }),
     });
     expect(res.status).toBe(409);
@@ -153,7 +216,15 @@ describe('loopx recover: one Goal into a new root', () => {
   it('converges when applied again, and cannot be aborted any more', async () => {
     const again = await okAsync(s, ['recover', 'apply', '--destination', destination, '--confirm', digest]);
     expect(again.state).toBe('complete');
-    const a = await loopxAsync(['recover', 'abort', '--destination', destination, '--authority-dir', s.authority, '--json']);
+    const a = await loopxAsync([
+      'recover',
+      'abort',
+      '--destination',
+      destination,
+      '--authority-dir',
+      s.authority,
+      '--json',
+    ]);
     expect(a.status).toBe(4);
     expect(a.json().error.code).toBe('recover_abort_too_late');
   }, 180_000);

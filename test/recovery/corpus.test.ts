@@ -100,7 +100,8 @@ function stage(corpus: Pick<Corpus, 'archive' | 'manifest'>): Staged {
 const build = (options: BuildOptions = {}): Staged => stage(buildCorpus(base, options));
 const entries = (): readonly CorpusEntry[] => base.entries;
 /** The external manifest's numeric archive facts, to lie about. */
-const exec = (m: ManifestDoc) => m.execution as unknown as Record<'archive_size_bytes' | 'archive_expanded_bytes', number>;
+const exec = (m: ManifestDoc) =>
+  m.execution as unknown as Record<'archive_size_bytes' | 'archive_expanded_bytes', number>;
 const dataOf = (path: string): Buffer => base.entries.find((e) => e.path === path)!.data!;
 
 function lexists(path: string): boolean {
@@ -120,7 +121,8 @@ function snapshot(path: string): string[] {
   return st.isDirectory() ? [self, ...treeFingerprint(path)] : [self];
 }
 
-const codeOf = (e: unknown): string => (e === undefined ? 'resolved (no refusal)' : isLoopxError(e) ? e.code : `not a LoopxError: ${String(e)}`);
+const codeOf = (e: unknown): string =>
+  e === undefined ? 'resolved (no refusal)' : isLoopxError(e) ? e.code : `not a LoopxError: ${String(e)}`;
 
 /**
  * Run verify and expect refusal `code`; the destination must not exist afterwards (or, when it
@@ -175,12 +177,27 @@ describe('the corpus builder', () => {
     expect(corpus.tar.equals(original)).toBe(true);
     expect(corpus.doc.execution.archive_expanded_bytes).toBe(base.manifest.execution.archive_expanded_bytes);
     expect(corpus.doc.execution.embedded_manifest).toEqual(base.manifest.execution.embedded_manifest);
-    expect({ ...corpus.doc, execution: { ...corpus.doc.execution, archive_sha256: null, archive_size_bytes: null, archive_to_logical_ratio: null } }).toEqual({
+    expect({
+      ...corpus.doc,
+      execution: {
+        ...corpus.doc.execution,
+        archive_sha256: null,
+        archive_size_bytes: null,
+        archive_to_logical_ratio: null,
+      },
+    }).toEqual({
       ...base.manifest,
-      execution: { ...base.manifest.execution, archive_sha256: null, archive_size_bytes: null, archive_to_logical_ratio: null },
+      execution: {
+        ...base.manifest.execution,
+        archive_sha256: null,
+        archive_size_bytes: null,
+        archive_to_logical_ratio: null,
+      },
     });
     // The external manifest, and one planning an internal symlink, are valid v0 manifests.
-    const schema = JSON.parse(readFileSync(new URL('../../docs/schemas/state-backup-manifest-v0.schema.json', import.meta.url), 'utf8')) as object;
+    const schema = JSON.parse(
+      readFileSync(new URL('../../docs/schemas/state-backup-manifest-v0.schema.json', import.meta.url), 'utf8'),
+    ) as object;
     const validate = new Ajv2020({ strict: true, allErrors: true }).compile(schema);
     expect(validate(JSON.parse(corpus.manifest.toString('utf8'))), JSON.stringify(validate.errors)).toBe(true);
     const linked = buildCorpus(base, { entries: [...entries(), linkEntry('runtime-root/goals-link', 'goals')] });
@@ -220,7 +237,9 @@ describe('inputs', () => {
 
   it('refuses JSON nested deeper than 64 before parsing it', async () => {
     const deep = `${'['.repeat(100)}${']'.repeat(100)}`;
-    const s = build({ manifestBytes: (b) => Buffer.from(b.toString('utf8').replace(/^\{/, `{"deep": ${deep},`), 'utf8') });
+    const s = build({
+      manifestBytes: (b) => Buffer.from(b.toString('utf8').replace(/^\{/, `{"deep": ${deep},`), 'utf8'),
+    });
     await expectRefusal(s, 'verify_capacity_json_depth');
   });
 
@@ -238,7 +257,14 @@ describe('inputs', () => {
     const s = build({
       external: (m) => {
         const ex = m.execution as unknown as Record<string, unknown>;
-        for (const f of ['archive_sha256', 'archive_size_bytes', 'archive_expanded_bytes', 'archive_to_logical_ratio', 'embedded_manifest']) ex[f] = null;
+        for (const f of [
+          'archive_sha256',
+          'archive_size_bytes',
+          'archive_expanded_bytes',
+          'archive_to_logical_ratio',
+          'embedded_manifest',
+        ])
+          ex[f] = null;
       },
     });
     await expectRefusal(s, 'verify_manifest_invalid');
@@ -381,7 +407,9 @@ describe('capacity', () => {
   it('refuses declared regular-file bytes over 512 MiB', async () => {
     const s = build({
       plan: (members) => {
-        const others = members.filter((m) => m.type === 'file' && m.path !== FAKE).reduce((n, m) => n + m.size_bytes, 0);
+        const others = members
+          .filter((m) => m.type === 'file' && m.path !== FAKE)
+          .reduce((n, m) => n + m.size_bytes, 0);
         return members.map((m) => (m.path === FAKE ? { ...m, size_bytes: 512 * MiB + 1 - others } : m));
       },
     });
@@ -427,14 +455,18 @@ describe('capacity', () => {
   }, 60_000);
 
   it('refuses one PAX header over 128 KiB', async () => {
-    const list = replaceEntry(entries(), FAKE, (e) => ({ ...e, tar: { pax: [['mtime', `1700000000.${'0'.repeat(128 * 1024)}`]] } }));
+    const list = replaceEntry(entries(), FAKE, (e) => ({
+      ...e,
+      tar: { pax: [['mtime', `1700000000.${'0'.repeat(128 * 1024)}`]] },
+    }));
     await expectRefusal(build({ entries: list }), 'verify_capacity_pax_header_bytes');
   });
 
   it('refuses PAX headers adding up to more than 16 MiB (each under 128 KiB)', async () => {
     const pad = `1700000000.${'0'.repeat(127 * 1024)}`;
     const extra: CorpusEntry[] = [dirEntry('runtime-root/pax')];
-    for (let i = 0; i < 132; i++) extra.push(fileEntry(`runtime-root/pax/f${i}`, `${i}`, { tar: { pax: [['mtime', pad]] } }));
+    for (let i = 0; i < 132; i++)
+      extra.push(fileEntry(`runtime-root/pax/f${i}`, `${i}`, { tar: { pax: [['mtime', pad]] } }));
     await expectRefusal(build({ entries: [...entries(), ...extra] }), 'verify_capacity_pax_total_bytes');
   });
 
@@ -451,7 +483,10 @@ describe('capacity', () => {
 
   it('refuses a component over 255 UTF-8 bytes (128 characters)', async () => {
     const name = `runtime-root/${'é'.repeat(128)}`;
-    await expectRefusal(build({ entries: [...entries(), fileEntry(name, 'x')] }), 'verify_capacity_path_component_bytes');
+    await expectRefusal(
+      build({ entries: [...entries(), fileEntry(name, 'x')] }),
+      'verify_capacity_path_component_bytes',
+    );
   });
 
   it('refuses a tar header path of more than 64 components (not in the manifest)', async () => {
@@ -483,23 +518,40 @@ describe('paths', () => {
   });
 
   it('refuses a PAX path record that smuggles ".." under a benign ustar name', async () => {
-    const list = insertAfter(entries(), FAKE, fileEntry('runtime-root/ok.txt', 'pwned', { tar: { pax: [['path', '../../escaped']] } }));
+    const list = insertAfter(
+      entries(),
+      FAKE,
+      fileEntry('runtime-root/ok.txt', 'pwned', { tar: { pax: [['path', '../../escaped']] } }),
+    );
     const s = build({ entries: list });
     await expectRefusal(s, 'member_path_traversal', [join(s.dir, 'escaped')]);
   });
 
   it('refuses ".." hidden in the ustar prefix field', async () => {
-    const list = insertAfter(entries(), FAKE, fileEntry('runtime-root/escaped', 'pwned', { planned: false, tar: { prefix: 'runtime-root/../..', name: 'escaped' } }));
+    const list = insertAfter(
+      entries(),
+      FAKE,
+      fileEntry('runtime-root/escaped', 'pwned', {
+        planned: false,
+        tar: { prefix: 'runtime-root/../..', name: 'escaped' },
+      }),
+    );
     const s = build({ entries: list });
     await expectRefusal(s, 'member_path_traversal', [join(s.dir, 'escaped')]);
   });
 
   it('refuses a planned "." component', async () => {
-    await expectRefusal(build({ entries: [...entries(), fileEntry('runtime-root/./dot.txt', 'x')] }), 'member_path_invalid');
+    await expectRefusal(
+      build({ entries: [...entries(), fileEntry('runtime-root/./dot.txt', 'x')] }),
+      'member_path_invalid',
+    );
   });
 
   it('refuses a planned empty component', async () => {
-    await expectRefusal(build({ entries: [...entries(), fileEntry('runtime-root//empty.txt', 'x')] }), 'member_path_invalid');
+    await expectRefusal(
+      build({ entries: [...entries(), fileEntry('runtime-root//empty.txt', 'x')] }),
+      'member_path_invalid',
+    );
   });
 
   it('refuses a planned backslash path', async () => {
@@ -508,7 +560,10 @@ describe('paths', () => {
   });
 
   it('refuses a planned path with NUL', async () => {
-    await expectRefusal(build({ entries: [...entries(), fileEntry('runtime-root/a\u0000.txt', 'x')] }), 'member_path_invalid');
+    await expectRefusal(
+      build({ entries: [...entries(), fileEntry('runtime-root/a\u0000.txt', 'x')] }),
+      'member_path_invalid',
+    );
   });
 
   it('refuses a control character in a tar member name', async () => {
@@ -528,7 +583,12 @@ describe('paths', () => {
 
   it('refuses a tar member name that is not valid UTF-8', async () => {
     const name = Buffer.concat([Buffer.from('runtime-root/'), Buffer.from([0xff, 0xfe, 0x2e, 0x74])]);
-    const extra: CorpusEntry = { path: 'runtime-root/not-utf8', type: 'file', planned: false, emit: (t) => t.header({ name, typeflag: '0', size: 1 }).data(Buffer.from('x')) };
+    const extra: CorpusEntry = {
+      path: 'runtime-root/not-utf8',
+      type: 'file',
+      planned: false,
+      emit: (t) => t.header({ name, typeflag: '0', size: 1 }).data(Buffer.from('x')),
+    };
     await expectRefusal(build({ entries: insertAfter(entries(), FAKE, extra) }), 'member_path_invalid');
   });
 });
@@ -548,11 +608,19 @@ describe('collisions', () => {
     const nfc = 'runtime-root/caf\u00e9.md';
     const nfd = 'runtime-root/cafe\u0301.md';
     expect(nfd.normalize('NFC')).toBe(nfc);
-    await expectRefusal(build({ entries: [...entries(), fileEntry(nfc, 'one'), fileEntry(nfd, 'two')] }), 'member_unicode_collision');
+    await expectRefusal(
+      build({ entries: [...entries(), fileEntry(nfc, 'one'), fileEntry(nfd, 'two')] }),
+      'member_unicode_collision',
+    );
   });
 
   it('refuses planned case twins', async () => {
-    await expectRefusal(build({ entries: [...entries(), fileEntry('runtime-root/Readme.md', 'one'), fileEntry('runtime-root/README.md', 'two')] }), 'member_case_collision');
+    await expectRefusal(
+      build({
+        entries: [...entries(), fileEntry('runtime-root/Readme.md', 'one'), fileEntry('runtime-root/README.md', 'two')],
+      }),
+      'member_case_collision',
+    );
   });
 
   it('refuses a tar member that case-collides with an earlier one (not in the manifest)', async () => {
@@ -572,7 +640,10 @@ describe('collisions', () => {
 // ────────────────────────────────────────────────────────────────────────────────────────────
 describe('links', () => {
   it('refuses a symlink to an absolute target', async () => {
-    await expectRefusal(build({ entries: [...entries(), linkEntry('runtime-root/etc', '/etc')] }), 'member_link_escapes');
+    await expectRefusal(
+      build({ entries: [...entries(), linkEntry('runtime-root/etc', '/etc')] }),
+      'member_link_escapes',
+    );
   });
 
   it('refuses a symlink whose relative target leaves the workspace', async () => {
@@ -582,7 +653,12 @@ describe('links', () => {
 
   it('refuses a symlink that escapes only through another symlink (lexically inside)', async () => {
     // a/l2 → ".." is runtime-root; l1 → "a/l2/../.." is the top lexically but outside once l2 is followed.
-    const list = [...entries(), dirEntry('runtime-root/a'), linkEntry('runtime-root/a/l2', '..'), linkEntry('runtime-root/l1', 'a/l2/../..')];
+    const list = [
+      ...entries(),
+      dirEntry('runtime-root/a'),
+      linkEntry('runtime-root/a/l2', '..'),
+      linkEntry('runtime-root/l1', 'a/l2/../..'),
+    ];
     await expectRefusal(build({ entries: list }), 'member_link_escapes');
   });
 
@@ -600,9 +676,18 @@ describe('links', () => {
   });
 
   it('refuses bidi overrides, C1 controls and byte-order marks in names and link targets', async () => {
-    await expectRefusal(build({ entries: [...entries(), fileEntry('runtime-root/evil\u202etxt.sh', 'x')] }), 'member_path_invalid');
-    await expectRefusal(build({ entries: [...entries(), fileEntry('runtime-root/\ufeffname', 'x')] }), 'member_path_invalid');
-    await expectRefusal(build({ entries: [...entries(), linkEntry('runtime-root/l', 'goals\u0085')] }), 'member_path_invalid');
+    await expectRefusal(
+      build({ entries: [...entries(), fileEntry('runtime-root/evil\u202etxt.sh', 'x')] }),
+      'member_path_invalid',
+    );
+    await expectRefusal(
+      build({ entries: [...entries(), fileEntry('runtime-root/\ufeffname', 'x')] }),
+      'member_path_invalid',
+    );
+    await expectRefusal(
+      build({ entries: [...entries(), linkEntry('runtime-root/l', 'goals\u0085')] }),
+      'member_path_invalid',
+    );
   });
 
   it('refuses a member beneath a symlink member', async () => {
@@ -627,7 +712,10 @@ describe('links', () => {
   });
 
   it('refuses a symlink whose target differs from the plan', async () => {
-    const list = [...entries(), linkEntry('runtime-root/lnk', 'goals', { emit: (t) => t.symlink('runtime-root/lnk', 'machine') })];
+    const list = [
+      ...entries(),
+      linkEntry('runtime-root/lnk', 'goals', { emit: (t) => t.symlink('runtime-root/lnk', 'machine') }),
+    ];
     await expectRefusal(build({ entries: list }), 'member_plan_mismatch');
   });
 
@@ -638,7 +726,12 @@ describe('links', () => {
     expect(readlinkSync(join(workspace, 'runtime-root/goals-link'))).toBe('goals');
   }, 60_000);
 
-  const hardlink = (name: string, target: string): CorpusEntry => ({ path: name, type: 'file', planned: false, emit: (t) => t.hardlink(name, target) });
+  const hardlink = (name: string, target: string): CorpusEntry => ({
+    path: name,
+    type: 'file',
+    planned: false,
+    emit: (t) => t.hardlink(name, target),
+  });
 
   it('refuses a hard link to a path outside the workspace', async () => {
     const list = insertAfter(entries(), 'runtime-root', hardlink('runtime-root/passwd', '/etc/passwd'));
@@ -709,14 +802,19 @@ describe('special members', () => {
       ['GNU.sparse.name', FAKE],
       ['GNU.sparse.realsize', '1073741824'],
     ] as const;
-    await expectRefusal(build({ entries: replaceEntry(entries(), FAKE, (e) => ({ ...e, tar: { pax } })) }), 'member_sparse');
+    await expectRefusal(
+      build({ entries: replaceEntry(entries(), FAKE, (e) => ({ ...e, tar: { pax } })) }),
+      'member_sparse',
+    );
   });
 
   it('ignores setuid/setgid/sticky bits, foreign uid/gid and odd modes: files 0600, directories 0700, owned by this user', async () => {
     const list = [
       ...entries(),
       dirEntry('runtime-root/wide', { tar: { mode: 0o7777, uid: 1234, gid: 1234, uname: 'evil', gname: 'evil' } }),
-      fileEntry('runtime-root/wide/suid.bin', '#!/bin/sh\nid\n', { tar: { mode: 0o6755, uid: 1234, gid: 1234, uname: 'evil', gname: 'evil' } }),
+      fileEntry('runtime-root/wide/suid.bin', '#!/bin/sh\nid\n', {
+        tar: { mode: 0o6755, uid: 1234, gid: 1234, uname: 'evil', gname: 'evil' },
+      }),
     ];
     const workspace = await expectVerified(build({ entries: list }));
     const dir = lstatSync(join(workspace, 'runtime-root/wide'));
@@ -729,7 +827,9 @@ describe('special members', () => {
 
 // ────────────────────────────────────────────────────────────────────────────────────────────
 describe('tar format', () => {
-  const fakeWith = (tar: NonNullable<CorpusEntry['tar']>): BuildOptions => ({ entries: replaceEntry(entries(), FAKE, (e) => ({ ...e, tar })) });
+  const fakeWith = (tar: NonNullable<CorpusEntry['tar']>): BuildOptions => ({
+    entries: replaceEntry(entries(), FAKE, (e) => ({ ...e, tar })),
+  });
   const before = (emit: (t: RawTar) => void): BuildOptions => ({
     entries: replaceEntry(entries(), FAKE, (e) => ({ ...e, emit: (t) => (emit(t), t.file(FAKE, e.data!)) })),
   });
@@ -743,15 +843,24 @@ describe('tar format', () => {
   });
 
   it('refuses a size field that is not octal', async () => {
-    await expectRefusal(build(fakeWith({ raw: { size: Buffer.from('00000000033x', 'latin1') } })), 'tar_header_invalid');
+    await expectRefusal(
+      build(fakeWith({ raw: { size: Buffer.from('00000000033x', 'latin1') } })),
+      'tar_header_invalid',
+    );
   });
 
   it('refuses a base-256 size field', async () => {
-    await expectRefusal(build(fakeWith({ raw: { size: base256Field(dataOf(FAKE).length, 12) } })), 'tar_header_invalid');
+    await expectRefusal(
+      build(fakeWith({ raw: { size: base256Field(dataOf(FAKE).length, 12) } })),
+      'tar_header_invalid',
+    );
   });
 
   it("refuses a PAX global header ('g')", async () => {
-    await expectRefusal(build(before((t) => t.pax([['path', 'runtime-root/../../escaped']], { typeflag: 'g' }))), 'tar_header_unsupported');
+    await expectRefusal(
+      build(before((t) => t.pax([['path', 'runtime-root/../../escaped']], { typeflag: 'g' }))),
+      'tar_header_unsupported',
+    );
   });
 
   it("refuses a GNU long name ('L')", async () => {
@@ -759,7 +868,12 @@ describe('tar format', () => {
   });
 
   it("refuses a GNU long link name ('K')", async () => {
-    const list = [...entries(), linkEntry('runtime-root/lnk', 'goals', { emit: (t) => (t.gnuLong('K', '/etc/shadow'), t.symlink('runtime-root/lnk', 'goals')) })];
+    const list = [
+      ...entries(),
+      linkEntry('runtime-root/lnk', 'goals', {
+        emit: (t) => (t.gnuLong('K', '/etc/shadow'), t.symlink('runtime-root/lnk', 'goals')),
+      }),
+    ];
     await expectRefusal(build({ entries: list }), 'tar_header_unsupported');
   });
 
@@ -768,7 +882,10 @@ describe('tar format', () => {
   });
 
   it('refuses PAX SCHILY.xattr.* records', async () => {
-    await expectRefusal(build(fakeWith({ pax: [['SCHILY.xattr.security.selinux', 'system_u:object_r:shadow_t:s0']] })), 'tar_header_unsupported');
+    await expectRefusal(
+      build(fakeWith({ pax: [['SCHILY.xattr.security.selinux', 'system_u:object_r:shadow_t:s0']] })),
+      'tar_header_unsupported',
+    );
   });
 
   it('refuses a PAX charset record', async () => {
@@ -780,7 +897,10 @@ describe('tar format', () => {
   });
 
   it('refuses a PAX record whose length does not match its bytes', async () => {
-    await expectRefusal(build(before((t) => t.pax([], { raw: Buffer.from(`99 path=${FAKE}\n`) }))), 'tar_header_invalid');
+    await expectRefusal(
+      build(before((t) => t.pax([], { raw: Buffer.from(`99 path=${FAKE}\n`) }))),
+      'tar_header_invalid',
+    );
   });
 
   it('refuses a stream that ends in the middle of a member', async () => {
@@ -818,7 +938,10 @@ describe('gzip', () => {
   });
 
   it('refuses a gzip stream whose CRC does not match', async () => {
-    await expectRefusal(build({ gzip: (tar) => ((g) => ((g[g.length - 8]! ^= 0xff), g))(gzip(tar)) }), 'archive_gzip_invalid');
+    await expectRefusal(
+      build({ gzip: (tar) => ((g) => ((g[g.length - 8]! ^= 0xff), g))(gzip(tar)) }),
+      'archive_gzip_invalid',
+    );
   });
 
   it('refuses a gzip stream cut before its trailer', async () => {
@@ -826,12 +949,18 @@ describe('gzip', () => {
   });
 
   it('refuses bytes after the gzip stream', async () => {
-    await expectRefusal(build({ gzip: (tar) => gzip(tar, { trailing: Buffer.from('GARBAGE!') }) }), 'archive_trailing_data');
+    await expectRefusal(
+      build({ gzip: (tar) => gzip(tar, { trailing: Buffer.from('GARBAGE!') }) }),
+      'archive_trailing_data',
+    );
   });
 
   it('refuses megabytes after the gzip stream without stalling (more than the stream buffers hold)', async () => {
     const started = Date.now();
-    await expectRefusal(build({ gzip: (tar) => gzip(tar, { trailing: Buffer.alloc(3 * 1024 * 1024, 0x41) }) }), 'archive_trailing_data');
+    await expectRefusal(
+      build({ gzip: (tar) => gzip(tar, { trailing: Buffer.alloc(3 * 1024 * 1024, 0x41) }) }),
+      'archive_trailing_data',
+    );
     expect(Date.now() - started).toBeLessThan(20_000);
   }, 30_000);
 
@@ -853,24 +982,43 @@ describe('gzip', () => {
 // ────────────────────────────────────────────────────────────────────────────────────────────
 describe('plan agreement', () => {
   it('refuses a tar member the manifest does not list', async () => {
-    await expectRefusal(build({ entries: insertAfter(entries(), FAKE, fileEntry('runtime-root/smuggled.txt', 'payload', { planned: false })) }), 'member_unplanned');
+    await expectRefusal(
+      build({
+        entries: insertAfter(entries(), FAKE, fileEntry('runtime-root/smuggled.txt', 'payload', { planned: false })),
+      }),
+      'member_unplanned',
+    );
   });
 
   it('refuses a manifest member the tar does not hold', async () => {
-    await expectRefusal(build({ entries: insertAfter(entries(), FAKE, fileEntry('runtime-root/ghost.txt', 'ghost', { archived: false })) }), 'member_missing');
+    await expectRefusal(
+      build({
+        entries: insertAfter(entries(), FAKE, fileEntry('runtime-root/ghost.txt', 'ghost', { archived: false })),
+      }),
+      'member_missing',
+    );
   });
 
   it('refuses a planned file that the tar writes as a directory', async () => {
-    await expectRefusal(build({ entries: replaceEntry(entries(), FAKE, (e) => ({ ...e, emit: (t) => t.dir(FAKE) })) }), 'member_plan_mismatch');
+    await expectRefusal(
+      build({ entries: replaceEntry(entries(), FAKE, (e) => ({ ...e, emit: (t) => t.dir(FAKE) })) }),
+      'member_plan_mismatch',
+    );
   });
 
   it('refuses a planned directory that the tar writes as a file', async () => {
     const dir = 'runtime-root/goals/beta/empty';
-    await expectRefusal(build({ entries: replaceEntry(entries(), dir, (e) => ({ ...e, emit: (t) => t.file(dir, Buffer.alloc(0)) })) }), 'member_plan_mismatch');
+    await expectRefusal(
+      build({ entries: replaceEntry(entries(), dir, (e) => ({ ...e, emit: (t) => t.file(dir, Buffer.alloc(0)) })) }),
+      'member_plan_mismatch',
+    );
   });
 
   it('refuses a member whose size differs from the plan', async () => {
-    const list = replaceEntry(entries(), FAKE, (e) => ({ ...e, emit: (t) => t.file(FAKE, Buffer.concat([e.data!, Buffer.from('!')])) }));
+    const list = replaceEntry(entries(), FAKE, (e) => ({
+      ...e,
+      emit: (t) => t.file(FAKE, Buffer.concat([e.data!, Buffer.from('!')])),
+    }));
     await expectRefusal(build({ entries: list }), 'member_plan_mismatch');
   });
 
@@ -906,6 +1054,9 @@ describe('plan agreement', () => {
   });
 
   it('refuses a tar stream whose length differs from archive_expanded_bytes', async () => {
-    await expectRefusal(build({ external: (m) => (exec(m).archive_expanded_bytes += 512) }), 'verify_archive_expanded_mismatch');
+    await expectRefusal(
+      build({ external: (m) => (exec(m).archive_expanded_bytes += 512) }),
+      'verify_archive_expanded_mismatch',
+    );
   });
 });

@@ -31,7 +31,19 @@ beforeAll(async () => {
 }, 120_000);
 
 const verify = (destination: string, execute: boolean, ...global: string[]) =>
-  loopxAsync(['backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', destination, ...(execute ? ['--execute'] : []), '--json', ...global]);
+  loopxAsync([
+    'backup-state',
+    'verify',
+    '--archive',
+    archive,
+    '--manifest',
+    manifest,
+    '--destination',
+    destination,
+    ...(execute ? ['--execute'] : []),
+    '--json',
+    ...global,
+  ]);
 
 /** Plan and execute are both refused with `code` (exit 3, one next action) and nothing is created anywhere under the base. */
 async function refusedBoth(destination: string, code: string, ...global: string[]): Promise<void> {
@@ -64,10 +76,20 @@ describe('verify destination placement', () => {
     symlinkSync(join(root, 'goals'), join(base, 'goals-link'));
     await refusedBoth(join(base, 'goals-link', 'restored'), DESTINATION_CODES.insideRuntimeRoot, '--root', root);
     mkdirSync(join(base, 'elsewhere'), { mode: 0o700 });
-    await refusedBoth(join(base, 'elsewhere', '..', 'root', 'goals', 'restored'), DESTINATION_CODES.insideRuntimeRoot, '--root', root);
+    await refusedBoth(
+      join(base, 'elsewhere', '..', 'root', 'goals', 'restored'),
+      DESTINATION_CODES.insideRuntimeRoot,
+      '--root',
+      root,
+    );
     // The root itself named through a link: the comparison is on physical paths.
     symlinkSync(root, join(base, 'root-link'));
-    await refusedBoth(join(root, 'exports', 'restored'), DESTINATION_CODES.insideRuntimeRoot, '--root', join(base, 'root-link'));
+    await refusedBoth(
+      join(root, 'exports', 'restored'),
+      DESTINATION_CODES.insideRuntimeRoot,
+      '--root',
+      join(base, 'root-link'),
+    );
   });
 
   it('a destination inside the run authority directory — given or the default — is refused (verify_destination_inside_run_authority)', async () => {
@@ -75,7 +97,12 @@ describe('verify destination placement', () => {
     mkdirSync(authority, { mode: 0o700 });
     await refusedBoth(join(authority, 'restored'), DESTINATION_CODES.insideRunAuthority, '--authority-dir', authority);
     // A destination that would contain a (not yet created) authority directory.
-    await refusedBoth(join(base, 'authority-to-be'), DESTINATION_CODES.insideRunAuthority, '--authority-dir', join(base, 'authority-to-be', 'nested'));
+    await refusedBoth(
+      join(base, 'authority-to-be'),
+      DESTINATION_CODES.insideRunAuthority,
+      '--authority-dir',
+      join(base, 'authority-to-be', 'nested'),
+    );
     // The default: $XDG_STATE_HOME/loopx/run-authority (the suite's private one).
     const dflt = join(STATE_HOME, 'loopx', 'run-authority');
     mkdirSync(dflt, { recursive: true, mode: 0o700 });
@@ -90,7 +117,10 @@ describe('verify destination placement', () => {
     const d = join(base, 'recovered');
     expect((await verify(d, true)).status).toBe(0);
     await refusedBoth(join(d, 'again'), DESTINATION_CODES.insideRecoveryWorkspace);
-    await refusedBoth(join(d, 'workspace', 'runtime-root', 'goals', 'again'), DESTINATION_CODES.insideRecoveryWorkspace);
+    await refusedBoth(
+      join(d, 'workspace', 'runtime-root', 'goals', 'again'),
+      DESTINATION_CODES.insideRecoveryWorkspace,
+    );
     symlinkSync(join(d, 'workspace'), join(base, 'workspace-link'));
     await refusedBoth(join(base, 'workspace-link', 'again'), DESTINATION_CODES.insideRecoveryWorkspace);
   }, 60_000);
@@ -106,11 +136,20 @@ describe('verify destination placement', () => {
     const into = await verify(join(root, 'goals', 'swept'), true, '--root', root);
     const again = await create(plan(root, { outputDir: join(base, 'out2'), backupId: 'after' }));
     expect(again.manifest_doc.goals.map((g) => g.goal_id).sort()).toEqual(goalsBefore);
-    const members = (JSON.parse(readFileSync(join(base, 'out2', 'after.manifest.json'), 'utf8')) as { members: { path: string }[] }).members.map((m) => m.path);
-    expect(members.filter((p) => p.includes('swept') || p.includes('recovery-audit') || p.includes('/daemon/'))).toEqual([]);
+    const members = (
+      JSON.parse(readFileSync(join(base, 'out2', 'after.manifest.json'), 'utf8')) as { members: { path: string }[] }
+    ).members.map((m) => m.path);
+    expect(
+      members.filter((p) => p.includes('swept') || p.includes('recovery-audit') || p.includes('/daemon/')),
+    ).toEqual([]);
     expect(into.json().error.code).toBe(DESTINATION_CODES.insideRuntimeRoot);
 
     // Only a direct child of it: deeper is refused like the rest of the root.
-    await refusedBoth(join(root, 'daemon', 'recoveries', 'job1-parent', 'deeper'), DESTINATION_CODES.insideRuntimeRoot, '--root', root);
+    await refusedBoth(
+      join(root, 'daemon', 'recoveries', 'job1-parent', 'deeper'),
+      DESTINATION_CODES.insideRuntimeRoot,
+      '--root',
+      root,
+    );
   }, 60_000);
 });

@@ -17,7 +17,9 @@ import type { Doc } from './support/adopt.js';
 let run: CliResult;
 let receipt: Doc;
 beforeAll(async () => {
-  run = await loopxAsync(['recover', 'drill', '--short', '--json'], { LOOPX_TEST_DRILL_DEFECT: 'drop-captured-transaction,extra-operator-command' });
+  run = await loopxAsync(['recover', 'drill', '--short', '--json'], {
+    LOOPX_TEST_DRILL_DEFECT: 'drop-captured-transaction,extra-operator-command',
+  });
   receipt = run.json();
 }, 900_000);
 
@@ -27,12 +29,19 @@ describe('a real drill with a defect injected reports that figure missed', () =>
     const validate = new Ajv2020({ strict: true, allErrors: true }).compile(schema);
     expect(validate(receipt) ? [] : validate.errors).toEqual([]);
     expect(run.status).toBe(3);
-    expect(receipt).toMatchObject({ result: 'targets_missed', missed: ['rpo', 'human_actions'], targets_sha256: DRILL_TARGETS_SHA256 });
+    expect(receipt).toMatchObject({
+      result: 'targets_missed',
+      missed: ['rpo', 'human_actions'],
+      targets_sha256: DRILL_TARGETS_SHA256,
+    });
   });
 
   it('an import that dropped one captured transaction: read back, the new root is older than its capture and lost one more', () => {
     // The recovery's import step still says it imported every captured transaction; the readback does not.
-    expect(receipt.recovered).toMatchObject({ imported_transactions: receipt.captured.work_cursor, source_transactions_held: receipt.captured.work_cursor - 1 });
+    expect(receipt.recovered).toMatchObject({
+      imported_transactions: receipt.captured.work_cursor,
+      source_transactions_held: receipt.captured.work_cursor - 1,
+    });
     expect(receipt.rpo).toMatchObject({
       written_after_capture: 3,
       work_items_lost_locally: 4,

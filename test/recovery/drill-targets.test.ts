@@ -16,7 +16,12 @@ import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/core/index.js';
 import { commandName } from '../../src/runtime/drill/cli.js';
 import { buildReceipt, renderReceipt, type DrillEvidence, type DrillReceipt } from '../../src/runtime/drill/receipt.js';
-import { DRILL_TARGETS, DRILL_TARGETS_SHA256, drillTargetsInvalid, targetsProblem } from '../../src/runtime/drill/targets.js';
+import {
+  DRILL_TARGETS,
+  DRILL_TARGETS_SHA256,
+  drillTargetsInvalid,
+  targetsProblem,
+} from '../../src/runtime/drill/targets.js';
 import { REPO } from '../support/cli.js';
 import type { Doc } from './support/adopt.js';
 
@@ -24,7 +29,9 @@ import type { Doc } from './support/adopt.js';
 const PINNED_TARGETS_SHA256 = '0fe7d1680713fa0eb40adbc6aabafa471c89e46247d198fd2e991eceae065631';
 
 const TARGETS_FILE = join(REPO, 'src/runtime/drill/targets.json');
-const validate = new Ajv2020({ strict: true, allErrors: true }).compile(JSON.parse(readFileSync(join(REPO, 'docs/schemas/recover-drill.schema.json'), 'utf8')));
+const validate = new Ajv2020({ strict: true, allErrors: true }).compile(
+  JSON.parse(readFileSync(join(REPO, 'docs/schemas/recover-drill.schema.json'), 'utf8')),
+);
 
 /** Seconds after a fixed instant, as the drill's ISO times. */
 const at = (s: number): string => new Date(Date.UTC(2026, 0, 1, 0, 0, 0) + s * 1000).toISOString();
@@ -43,7 +50,13 @@ const MET: DrillEvidence = {
     user: '/nowhere/user',
     archive: '/nowhere/archive',
     manifest: '/nowhere/manifest',
-    capture: { profile: 'quiescent', captured_at_end: at(10), work_cursor: 9, todos: { open: 1, done: 1, blocked: 1, deferred: 0 }, deliveries: 1 },
+    capture: {
+      profile: 'quiescent',
+      captured_at_end: at(10),
+      work_cursor: 9,
+      todos: { open: 1, done: 1, blocked: 1, deferred: 0 },
+      deliveries: 1,
+    },
     cursor_at_loss: 12,
     history_at_loss: Array.from({ length: 12 }, (_, i) => ({
       cursor: i + 1,
@@ -81,7 +94,14 @@ const MET: DrillEvidence = {
     continued: { run_status: 'completed', todo_done_in_new_lifetime: true },
   },
   oldWriters: {
-    attempts: [{ writer: 'work run in the old source', expected: 'goal_lifetime_superseded', observed: 'goal_lifetime_superseded', rejected: true }],
+    attempts: [
+      {
+        writer: 'work run in the old source',
+        expected: 'goal_lifetime_superseded',
+        observed: 'goal_lifetime_superseded',
+        rejected: true,
+      },
+    ],
     nothing_changed: true,
   },
   crashes: {
@@ -107,20 +127,46 @@ const MET: DrillEvidence = {
     ],
     deliveries_sent: 0,
   },
-  cases: [{ case: 'apply of an abandoned recovery', expected: 'recover_abandoned', observed: 'recover_abandoned', met: true }],
+  cases: [
+    { case: 'apply of an abandoned recovery', expected: 'recover_abandoned', observed: 'recover_abandoned', met: true },
+  ],
   held: {
     case: 'receiver down during the apply, then resolved',
     expected: 'reconciliation_held with holds, then complete',
     observed: 'reconciliation_held with 1 hold(s), then complete',
     met: true,
-    holds: [{ hold_id: 'receiver:webhook:127.0.0.1:1', owner: 'effect', code: 'receiver_unreachable', continuation: 'the receiver answers', resolved: true }],
+    holds: [
+      {
+        hold_id: 'receiver:webhook:127.0.0.1:1',
+        owner: 'effect',
+        code: 'receiver_unreachable',
+        continuation: 'the receiver answers',
+        resolved: true,
+      },
+    ],
     human_actions: 3,
   },
   online: {
-    quiet: { case: 'online capture of a quiet source', expected: 'x', observed: 'x', met: true, captured_cursor: 3, recovered_cursor: 3 },
-    moving: { case: 'online capture while a writer commits (the capture moved)', expected: 'x', observed: 'x', met: true, moved: true },
+    quiet: {
+      case: 'online capture of a quiet source',
+      expected: 'x',
+      observed: 'x',
+      met: true,
+      captured_cursor: 3,
+      recovered_cursor: 3,
+    },
+    moving: {
+      case: 'online capture while a writer commits (the capture moved)',
+      expected: 'x',
+      observed: 'x',
+      met: true,
+      moved: true,
+    },
   },
-  receiver: { counts: { stored: 3, duplicate: 0 }, storedMessages: ['outline ready', 'post draft ready', 'post published'] },
+  receiver: {
+    counts: { stored: 3, duplicate: 0 },
+    storedMessages: ['outline ready', 'post draft ready', 'post published'],
+  },
 };
 
 /** The receipt of MET with `defect` applied to a copy of it; checked against the published schema. */
@@ -148,11 +194,17 @@ describe('the drill targets', () => {
   });
 
   it('bound the RPO by the capture-to-loss interval and by the work the drill writes after the capture', () => {
-    expect(DRILL_TARGETS).toMatchObject({ rpo: 'last_captured_checkpoint', rpo_seconds_at_most: 'capture_to_loss_interval', rpo_work_items_lost_at_most: 3 });
+    expect(DRILL_TARGETS).toMatchObject({
+      rpo: 'last_captured_checkpoint',
+      rpo_seconds_at_most: 'capture_to_loss_interval',
+      rpo_work_items_lost_at_most: 3,
+    });
   });
 
   it('are refused when the file does not read as targets, with one stable code', () => {
-    expect(targetsProblem({ ...DRILL_TARGETS, rpo_seconds_at_most: 'unbounded' })).toBe('rpo_seconds_at_most is not "capture_to_loss_interval"');
+    expect(targetsProblem({ ...DRILL_TARGETS, rpo_seconds_at_most: 'unbounded' })).toBe(
+      'rpo_seconds_at_most is not "capture_to_loss_interval"',
+    );
     expect(targetsProblem({ ...DRILL_TARGETS, rto_seconds: '60' })).toBe('rto_seconds is not a number ≥ 0');
     expect(targetsProblem({ ...DRILL_TARGETS, rto_budget: 1 })).toBe('unknown target rto_budget');
     const { human_actions_base: _, ...without } = DRILL_TARGETS;
@@ -198,8 +250,17 @@ describe('the drill receipt judges what it measured', () => {
 
   it('an import that drops one captured transaction misses the RPO: older than the capture, one more lost', () => {
     const r = missesOnly((e) => (e.journey.recovered.source_transactions_held = [1, 2, 3, 4, 5, 6, 7, 8]), 'rpo');
-    expect(r.rpo).toMatchObject({ seconds: 5, capture_to_loss_seconds: 4, work_items_lost_locally: 4, claimed_beyond_checkpoint: 0 });
-    expect(r.rpo.bounds).toEqual({ nothing_claimed_beyond_checkpoint: true, within_capture_to_loss: false, within_work_items: false });
+    expect(r.rpo).toMatchObject({
+      seconds: 5,
+      capture_to_loss_seconds: 4,
+      work_items_lost_locally: 4,
+      claimed_beyond_checkpoint: 0,
+    });
+    expect(r.rpo.bounds).toEqual({
+      nothing_claimed_beyond_checkpoint: true,
+      within_capture_to_loss: false,
+      within_work_items: false,
+    });
     expect(r.lost_or_unknown.work_items_lost_locally).toBe(4);
   });
 
@@ -214,14 +275,22 @@ describe('the drill receipt judges what it measured', () => {
   });
 
   it('a new root that holds a transaction written after the capture claims beyond the checkpoint: RPO missed', () => {
-    const r = missesOnly((e) => (e.journey.recovered.source_transactions_held = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]), 'rpo');
+    const r = missesOnly(
+      (e) => (e.journey.recovered.source_transactions_held = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
+      'rpo',
+    );
     expect(r.rpo.claimed_beyond_checkpoint).toBe(1);
     expect(r.rpo.bounds.nothing_claimed_beyond_checkpoint).toBe(false);
   });
 
   it('a drill that writes more after the capture than the targets allow to lose misses the RPO', () => {
     missesOnly((e) => {
-      e.source.history_at_loss.push({ cursor: 13, operation_id: 'op-13', provider_revision: `${'0'.repeat(32)}:13`, committed_at: at(13.5) });
+      e.source.history_at_loss.push({
+        cursor: 13,
+        operation_id: 'op-13',
+        provider_revision: `${'0'.repeat(32)}:13`,
+        committed_at: at(13.5),
+      });
       e.source.cursor_at_loss = 13;
     }, 'rpo');
   });
@@ -233,7 +302,13 @@ describe('the drill receipt judges what it measured', () => {
 
   it('a visible hold allows one command more: the resolve it needs', () => {
     const r = judged((e) => {
-      e.journey.holds.push({ hold_id: 'receiver:webhook:127.0.0.1:1', owner: 'effect', code: 'receiver_unreachable', continuation: 'the receiver answers', resolved: true });
+      e.journey.holds.push({
+        hold_id: 'receiver:webhook:127.0.0.1:1',
+        owner: 'effect',
+        code: 'receiver_unreachable',
+        continuation: 'the receiver answers',
+        resolved: true,
+      });
       e.journey.human_actions.push('loopx recover resolve');
     });
     expect(r.human_actions).toMatchObject({ count: 4, limit: 4, visible_holds: 1, met: true });
@@ -254,13 +329,27 @@ describe('the drill receipt judges what it measured', () => {
 
   it('an old writer let through misses the old writers', () => {
     missesOnly(
-      (e) => e.oldWriters.attempts.push({ writer: 'todo add in the old source', expected: 'goal_lifetime_superseded', observed: 'accepted', rejected: false }),
+      (e) =>
+        e.oldWriters.attempts.push({
+          writer: 'todo add in the old source',
+          expected: 'goal_lifetime_superseded',
+          observed: 'accepted',
+          rejected: false,
+        }),
       'old_writers',
     );
   });
 
   it('a crash inside the resolve that did not converge misses the fault injection', () => {
-    missesOnly((e) => Object.assign(e.crashes.cases[1], { state_after_retry: 'reconciliation_held', owners_converged: false, converged: false }), 'fault_injection');
+    missesOnly(
+      (e) =>
+        Object.assign(e.crashes.cases[1], {
+          state_after_retry: 'reconciliation_held',
+          owners_converged: false,
+          converged: false,
+        }),
+      'fault_injection',
+    );
   });
 
   it('a delivery sent while the crashes were retried misses the fault injection', () => {
@@ -278,8 +367,12 @@ describe('the drill receipt judges what it measured', () => {
 
 describe('the drill counts the operator’s commands as issued', () => {
   it('names each by its command and subcommand, never an argument', () => {
-    expect(commandName(['backup-state', 'verify', '--archive', '/secret/a.tar', '--execute'])).toBe('loopx backup-state verify');
-    expect(commandName(['recover', 'resolve', '--destination', '/secret/d', '--hold', 'receiver:x'])).toBe('loopx recover resolve');
+    expect(commandName(['backup-state', 'verify', '--archive', '/secret/a.tar', '--execute'])).toBe(
+      'loopx backup-state verify',
+    );
+    expect(commandName(['recover', 'resolve', '--destination', '/secret/d', '--hold', 'receiver:x'])).toBe(
+      'loopx recover resolve',
+    );
     expect(commandName(['goal', 'show', 'launch', '--root', '/secret/r'])).toBe('loopx goal show');
   });
 });

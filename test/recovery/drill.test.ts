@@ -11,7 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { APPLY_CRASH_POINTS, RESOLVE_CRASH_POINTS, SHORT_CRASH_POINTS, SHORT_RESOLVE_CRASH_POINTS } from '../../src/runtime/drill/definition.js';
+import {
+  APPLY_CRASH_POINTS,
+  RESOLVE_CRASH_POINTS,
+  SHORT_CRASH_POINTS,
+  SHORT_RESOLVE_CRASH_POINTS,
+} from '../../src/runtime/drill/definition.js';
 import { DRILL_TARGETS_SHA256 } from '../../src/runtime/drill/targets.js';
 import { REPO, loopxAsync, type CliResult } from '../support/cli.js';
 import type { Doc } from './support/adopt.js';
@@ -36,7 +41,11 @@ describe(`loopx recover drill (${FULL ? 'full' : 'short'})`, () => {
     expect(validate(receipt) ? [] : validate.errors).toEqual([]);
     expect(receipt.missed, JSON.stringify(receipt, null, 2)).toEqual([]);
     expect(run.status).toBe(0);
-    expect(receipt).toMatchObject({ result: 'targets_met', mode: FULL ? 'full' : 'short', execution_authority_granted: false });
+    expect(receipt).toMatchObject({
+      result: 'targets_met',
+      mode: FULL ? 'full' : 'short',
+      execution_authority_granted: false,
+    });
   });
 
   it('measures against the targets frozen in the targets file, and prints that file’s digest', () => {
@@ -77,24 +86,35 @@ describe(`loopx recover drill (${FULL ? 'full' : 'short'})`, () => {
       met: true,
       actions: ['loopx backup-state verify', 'loopx recover plan', 'loopx recover apply'],
     });
-    expect(receipt.protected_duplicates).toMatchObject({ count: 0, each_logical_operation_stored_once: true, met: true });
+    expect(receipt.protected_duplicates).toMatchObject({
+      count: 0,
+      each_logical_operation_stored_once: true,
+      met: true,
+    });
     expect(receipt.continued).toEqual({ run_status: 'completed', todo_done_in_new_lifetime: true, met: true });
   });
 
   it('crashes the apply at owner commit points and the resolve inside it, and every retry converges by owner readback without a delivery', () => {
     const apply = FULL ? APPLY_CRASH_POINTS : SHORT_CRASH_POINTS;
     const resolve = FULL ? RESOLVE_CRASH_POINTS : SHORT_RESOLVE_CRASH_POINTS;
-    expect(receipt.fault_injection).toMatchObject({ points: apply.length + resolve.length, apply_points: apply.length, resolve_points: resolve.length });
-    expect(receipt.fault_injection.cases.map((c: { command: string; point: string }) => `${c.command} ${c.point}`)).toEqual([
-      ...apply.map((p) => `apply ${p}`),
-      ...resolve.map((p) => `resolve ${p}`),
-    ]);
+    expect(receipt.fault_injection).toMatchObject({
+      points: apply.length + resolve.length,
+      apply_points: apply.length,
+      resolve_points: resolve.length,
+    });
+    expect(
+      receipt.fault_injection.cases.map((c: { command: string; point: string }) => `${c.command} ${c.point}`),
+    ).toEqual([...apply.map((p) => `apply ${p}`), ...resolve.map((p) => `resolve ${p}`)]);
     if (FULL) expect(apply).toContain('recover.effect:reconcile.between-effects');
     expect(resolve).toContain('recover.resolve.ask-again.before-journal');
     expect(receipt.fault_injection.cases.filter((c: { converged: boolean }) => !c.converged)).toEqual([]);
     // Killed at the point: the apply left `applying`, the resolve left the hold (`reconciliation_held`).
     for (const c of receipt.fault_injection.cases)
-      expect(c, c.point).toMatchObject({ killed: true, state_after_crash: c.command === 'apply' ? 'applying' : 'reconciliation_held', state_after_retry: 'complete' });
+      expect(c, c.point).toMatchObject({
+        killed: true,
+        state_after_crash: c.command === 'apply' ? 'applying' : 'reconciliation_held',
+        state_after_retry: 'complete',
+      });
     expect(receipt.fault_injection.deliveries_sent).toBe(0);
   });
 
@@ -130,7 +150,13 @@ describe(`loopx recover drill (${FULL ? 'full' : 'short'})`, () => {
       'online capture while a writer commits (the capture moved)',
     ]);
     expect(receipt.holds.length).toBeGreaterThan(0);
-    for (const h of receipt.holds) expect(h).toMatchObject({ owner: 'effect', resolved: true, where: 'receiver_down', continuation: expect.any(String) });
+    for (const h of receipt.holds)
+      expect(h).toMatchObject({
+        owner: 'effect',
+        resolved: true,
+        where: 'receiver_down',
+        continuation: expect.any(String),
+      });
   });
 
   it('runs on its own temporary state, names none of it, and removes it', () => {

@@ -26,7 +26,8 @@ import { useBaseBackup } from './support/base-fixture.js';
 const FAKE = 'runtime-root/fake.db';
 const fx = useBaseBackup('loopx-framing-');
 
-const codeOf = (e: unknown): string => (e === undefined ? 'resolved (no refusal)' : isLoopxError(e) ? e.code : `not a LoopxError: ${String(e)}`);
+const codeOf = (e: unknown): string =>
+  e === undefined ? 'resolved (no refusal)' : isLoopxError(e) ? e.code : `not a LoopxError: ${String(e)}`;
 
 const stage = (options: BuildOptions) => fx.stage(options);
 
@@ -60,7 +61,10 @@ describe('tar framing', () => {
   });
 
   it('refuses a partial zero block after the end-of-archive marker while streaming, even when the manifest declares whole blocks', async () => {
-    const s = stage({ end: (t) => t.end().raw(Buffer.alloc(100)), external: (m) => (exec(m).archive_expanded_bytes -= 100) });
+    const s = stage({
+      end: (t) => t.end().raw(Buffer.alloc(100)),
+      external: (m) => (exec(m).archive_expanded_bytes -= 100),
+    });
     expect(planCode(s)).toBeUndefined();
     expect(await verifyCode(s)).toBe('tar_framing_invalid');
   });
@@ -73,7 +77,11 @@ describe('tar framing', () => {
   it('the scanner refuses 1 to 511 zero bytes after the marker and accepts any whole number of zero blocks', () => {
     const scan = (tail: number): string | undefined => {
       const tar = new RawTar().file('runtime-root', Buffer.from('x')).end().raw(Buffer.alloc(tail)).bytes();
-      const scanner = new TarScanner({ onEntry: () => undefined, onData: () => undefined, onEntryEnd: () => undefined });
+      const scanner = new TarScanner({
+        onEntry: () => undefined,
+        onData: () => undefined,
+        onEntryEnd: () => undefined,
+      });
       try {
         // Byte-sized pushes: a block boundary that falls between chunks must not matter.
         for (let i = 0; i < tar.length; i += 97) scanner.push(tar.subarray(i, i + 97));
@@ -83,7 +91,8 @@ describe('tar framing', () => {
         return codeOf(e);
       }
     };
-    for (const tail of [1, 100, 511, 513, 1023]) expect(scan(tail), `${tail} trailing zero bytes`).toBe('tar_framing_invalid');
+    for (const tail of [1, 100, 511, 513, 1023])
+      expect(scan(tail), `${tail} trailing zero bytes`).toBe('tar_framing_invalid');
     for (const tail of [0, 512, 9216]) expect(scan(tail), `${tail} trailing zero bytes`).toBeUndefined();
   });
 });
@@ -92,12 +101,15 @@ describe('tar framing', () => {
 describe('SQLite sidecars', () => {
   const wal = Buffer.from('\x37\x7f\x06\x82 not checked by anyone', 'latin1');
 
-  it.each(['-wal', '-shm', '-journal'])('refuses a planned %s beside its database before anything is written', async (suffix) => {
-    const s = stage({ entries: insertAfter(fx.base.entries, FAKE, fileEntry(`${FAKE}${suffix}`, wal)) });
-    expect(planCode(s)).toBe('member_sqlite_sidecar');
-    expect(await verifyCode(s)).toBe('member_sqlite_sidecar');
-    expect(existsSync(join(s.destination, 'workspace', `${FAKE}${suffix}`))).toBe(false);
-  });
+  it.each(['-wal', '-shm', '-journal'])(
+    'refuses a planned %s beside its database before anything is written',
+    async (suffix) => {
+      const s = stage({ entries: insertAfter(fx.base.entries, FAKE, fileEntry(`${FAKE}${suffix}`, wal)) });
+      expect(planCode(s)).toBe('member_sqlite_sidecar');
+      expect(await verifyCode(s)).toBe('member_sqlite_sidecar');
+      expect(existsSync(join(s.destination, 'workspace', `${FAKE}${suffix}`))).toBe(false);
+    },
+  );
 
   it('refuses a sidecar whose name differs from its database only in case (a case-insensitive workspace pairs them)', async () => {
     const s = stage({ entries: insertAfter(fx.base.entries, FAKE, fileEntry('runtime-root/FAKE.DB-Wal', wal)) });
@@ -111,12 +123,20 @@ describe('SQLite sidecars', () => {
   });
 
   it('refuses a sidecar of a file without a .db name (any file can be opened as a database)', async () => {
-    const entries = [...fx.base.entries, fileEntry('runtime-root/store', 'plain bytes'), fileEntry('runtime-root/store-wal', wal)];
+    const entries = [
+      ...fx.base.entries,
+      fileEntry('runtime-root/store', 'plain bytes'),
+      fileEntry('runtime-root/store-wal', wal),
+    ];
     expect(planCode(stage({ entries }))).toBe('member_sqlite_sidecar');
   });
 
   it('refuses a sidecar beside a symbolic-link member', async () => {
-    const entries = [...fx.base.entries, linkEntry('runtime-root/link.db', 'fake.db'), fileEntry('runtime-root/link.db-wal', wal)];
+    const entries = [
+      ...fx.base.entries,
+      linkEntry('runtime-root/link.db', 'fake.db'),
+      fileEntry('runtime-root/link.db-wal', wal),
+    ];
     expect(planCode(stage({ entries }))).toBe('member_sqlite_sidecar');
   });
 
@@ -135,7 +155,9 @@ describe('SQLite sidecars', () => {
     ];
     const s = stage({ entries });
     expect(await verifyCode(s)).toBeUndefined();
-    expect(readdirSync(join(s.destination, 'workspace', 'runtime-root'))).toEqual(expect.arrayContaining(['orphan-wal', 'goals-journal', 'fake.db-shm']));
+    expect(readdirSync(join(s.destination, 'workspace', 'runtime-root'))).toEqual(
+      expect.arrayContaining(['orphan-wal', 'goals-journal', 'fake.db-shm']),
+    );
     expect(lstatSync(join(s.destination, 'workspace', `${FAKE}-shm`)).isDirectory()).toBe(true);
   }, 60_000);
 
@@ -153,7 +175,11 @@ describe('SQLite sidecars', () => {
     expect(p.members.map((m) => m.path)).toEqual(expect.arrayContaining(['notes', 'orphan.txt-wal']));
     await create(p);
     const destination = join(fx.work, 'sidecar-dest');
-    await executeVerify({ archive: join(fx.work, 'sidecar-out', 'sc.tar.gz'), manifest: join(fx.work, 'sidecar-out', 'sc.manifest.json'), destination });
+    await executeVerify({
+      archive: join(fx.work, 'sidecar-out', 'sc.tar.gz'),
+      manifest: join(fx.work, 'sidecar-out', 'sc.manifest.json'),
+      destination,
+    });
     expect(existsSync(join(destination, 'workspace', 'runtime-root', 'notes'))).toBe(true);
     expect(existsSync(join(destination, 'workspace', 'runtime-root', 'notes-wal'))).toBe(false);
   }, 60_000);

@@ -72,7 +72,10 @@ describe('executeVerifyIsolated', () => {
     const inProcess = await executeVerify({ archive, manifest, destination: dest() });
     const steps: string[] = [];
     const d = dest();
-    const isolated = await executeVerifyIsolated({ archive, manifest, destination: d }, { onProgress: (p: VerifyProgress) => steps.push(p.step) });
+    const isolated = await executeVerifyIsolated(
+      { archive, manifest, destination: d },
+      { onProgress: (p: VerifyProgress) => steps.push(p.step) },
+    );
     expect(isolated.audit.phase).toBe('held');
     expect(isolated.audit.execution_authority_granted).toBe(false);
     expect(isolated.audit_bytes.equals(showAudit(d).bytes)).toBe(true);
@@ -95,20 +98,34 @@ describe('executeVerifyIsolated', () => {
     expect(existsSync(d)).toBe(false);
     const taken = dest();
     expect(await executeVerifyIsolated({ archive, manifest, destination: taken })).toBeTruthy();
-    expect(await refusal(executeVerifyIsolated({ archive, manifest, destination: taken }))).toMatchObject({ kind: 'conflict', code: 'verify_destination_exists' });
+    expect(await refusal(executeVerifyIsolated({ archive, manifest, destination: taken }))).toMatchObject({
+      kind: 'conflict',
+      code: 'verify_destination_exists',
+    });
     expect(existsSync(join(taken, 'recovery-audit.json')), 'an existing destination is never touched').toBe(true);
   }, 60_000);
 
   it('an abort ends as verify_interrupted: the destination is removed and no process is left', async () => {
     const ac = new AbortController();
     const d = dest();
-    const e = await refusal(executeVerifyIsolated({ archive, manifest, destination: d }, { signal: ac.signal, onProgress: (p) => p.step === 'extract' && ac.abort() }));
+    const e = await refusal(
+      executeVerifyIsolated(
+        { archive, manifest, destination: d },
+        { signal: ac.signal, onProgress: (p) => p.step === 'extract' && ac.abort() },
+      ),
+    );
     expect(e.code).toBe('verify_interrupted');
     expect(existsSync(d)).toBe(false);
     expect(children('verify-child')).toEqual([]);
     // Aborted before it starts, and the moment after (before the child's own handlers exist).
     const before = dest();
-    expect((await refusal(executeVerifyIsolated({ archive, manifest, destination: before }, { signal: AbortSignal.abort() }))).code).toBe('verify_interrupted');
+    expect(
+      (
+        await refusal(
+          executeVerifyIsolated({ archive, manifest, destination: before }, { signal: AbortSignal.abort() }),
+        )
+      ).code,
+    ).toBe('verify_interrupted');
     const early = new AbortController();
     const earlyDest = dest();
     const started = executeVerifyIsolated({ archive, manifest, destination: earlyDest }, { signal: early.signal });

@@ -14,7 +14,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { BackupManifest } from '../../src/backup/index.js';
 import { isLoopxError } from '../../src/core/errors.js';
-import { AUDIT_FILE, RECOVERY_LIMITS, executeVerify, planVerify, showAudit, type RecoveryAudit } from '../../src/recovery/index.js';
+import {
+  AUDIT_FILE,
+  RECOVERY_LIMITS,
+  executeVerify,
+  planVerify,
+  showAudit,
+  type RecoveryAudit,
+} from '../../src/recovery/index.js';
 import { auditBytes, buildAudit, publishableAuditBytes, type AuditInputs } from '../../src/recovery/audit.js';
 import type { ExtractedFile } from '../../src/recovery/extract.js';
 import type { WorkerReport } from '../../src/recovery/owner-verify.js';
@@ -56,7 +63,9 @@ function planCode(options: BuildOptions): string | undefined {
 }
 
 /** The whole verification: the code of the refusal (nothing published), or undefined and the audit. */
-async function verify(options: BuildOptions): Promise<{ code: string | undefined; audit?: RecoveryAudit; destination: string }> {
+async function verify(
+  options: BuildOptions,
+): Promise<{ code: string | undefined; audit?: RecoveryAudit; destination: string }> {
   const s = stage(options);
   try {
     await executeVerify(s);
@@ -79,22 +88,34 @@ async function withEnv<T>(name: string, value: string, run: () => Promise<T>): P
   }
 }
 
-const isSqlite = (e: CorpusEntry): boolean => e.type === 'file' && e.data!.subarray(0, 16).toString('latin1') === SQLITE_MAGIC;
+const isSqlite = (e: CorpusEntry): boolean =>
+  e.type === 'file' && e.data!.subarray(0, 16).toString('latin1') === SQLITE_MAGIC;
 
 // ────────────────────────────────────────────────────────────────────────────────────────────
 describe('inventory: Goals and SQLite files, declared and found', () => {
   const goalsDeclared = (n: number): BuildOptions => ({
     doc: (m) => {
       const template = m.goals[0]!;
-      (m as unknown as { goals: unknown[] }).goals = Array.from({ length: n }, (_, i) => (i < m.goals.length ? m.goals[i]! : { ...template, goal_id: `declared-${i}` }));
+      (m as unknown as { goals: unknown[] }).goals = Array.from({ length: n }, (_, i) =>
+        i < m.goals.length ? m.goals[i]! : { ...template, goal_id: `declared-${i}` },
+      );
     },
   });
   const sqliteDeclared = (n: number): BuildOptions => ({
     doc: (m) => {
       const template = m.execution.sqlite_snapshots[0]!;
       const list = m.execution.sqlite_snapshots;
-      (m.execution as unknown as { sqlite_snapshots: unknown[] }).sqlite_snapshots = Array.from({ length: n }, (_, i) =>
-        i < list.length ? list[i]! : { ...template, archive_path: `runtime-root/declared-${i}.db`, goal_id: null, committed_transactions: null },
+      (m.execution as unknown as { sqlite_snapshots: unknown[] }).sqlite_snapshots = Array.from(
+        { length: n },
+        (_, i) =>
+          i < list.length
+            ? list[i]!
+            : {
+                ...template,
+                archive_path: `runtime-root/declared-${i}.db`,
+                goal_id: null,
+                committed_transactions: null,
+              },
       );
     },
   });
@@ -111,12 +132,17 @@ describe('inventory: Goals and SQLite files, declared and found', () => {
 
   /** The base plus Goal directories (goal.json only) until the goal owner finds `total` Goals. */
   const goalsFound = (total: number): CorpusEntry[] => {
-    const goalJson = JSON.parse(fx.base.entries.find((e) => e.path === 'runtime-root/goals/beta/goal.json')!.data!.toString('utf8')) as Record<string, unknown>;
+    const goalJson = JSON.parse(
+      fx.base.entries.find((e) => e.path === 'runtime-root/goals/beta/goal.json')!.data!.toString('utf8'),
+    ) as Record<string, unknown>;
     const existing = fx.base.entries.filter((e) => /^runtime-root\/goals\/[^/]+\/goal\.json$/.test(e.path)).length;
     const extra: CorpusEntry[] = [];
     for (let i = 0; i < total - existing; i++) {
       const id = `found-${String(i).padStart(3, '0')}`;
-      extra.push(dirEntry(`runtime-root/goals/${id}`), fileEntry(`runtime-root/goals/${id}/goal.json`, JSON.stringify({ ...goalJson, goal_id: id })));
+      extra.push(
+        dirEntry(`runtime-root/goals/${id}`),
+        fileEntry(`runtime-root/goals/${id}/goal.json`, JSON.stringify({ ...goalJson, goal_id: id })),
+      );
     }
     return [...fx.base.entries, ...extra];
   };
@@ -140,7 +166,8 @@ describe('inventory: Goals and SQLite files, declared and found', () => {
     // Long names: the worker's answer then outgrows a pipe's 64 KiB and must still arrive whole.
     const dir = `runtime-root/${'d'.repeat(200)}/${'e'.repeat(200)}`;
     const extra: CorpusEntry[] = [dirEntry(dir.slice(0, 213)), dirEntry(dir)];
-    for (let i = 0; i < total - existing; i++) extra.push(fileEntry(`${dir}/${String(i).padStart(3, '0')}-${'n'.repeat(240)}.db`, bytes));
+    for (let i = 0; i < total - existing; i++)
+      extra.push(fileEntry(`${dir}/${String(i).padStart(3, '0')}-${'n'.repeat(240)}.db`, bytes));
     return [...fx.base.entries, ...extra];
   };
 
@@ -148,9 +175,9 @@ describe('inventory: Goals and SQLite files, declared and found', () => {
     const ok = await verify({ entries: sqliteFound(128) });
     expect(ok.code).toBeUndefined();
     expect(ok.audit!.counts.members.sqlite_files).toBe(128);
-    expect(ok.audit!.components.filter((c) => c.owner_kind === 'unknown' && c.component_id.startsWith('database-')).length).toBeGreaterThanOrEqual(
-      128 - fx.base.entries.filter(isSqlite).length,
-    );
+    expect(
+      ok.audit!.components.filter((c) => c.owner_kind === 'unknown' && c.component_id.startsWith('database-')).length,
+    ).toBeGreaterThanOrEqual(128 - fx.base.entries.filter(isSqlite).length);
     expect((await verify({ entries: sqliteFound(129) })).code).toBe('verify_capacity_sqlite_files');
   }, 120_000);
 });
@@ -164,7 +191,12 @@ describe('the audit graph: components and dependency links', () => {
   function inputs(databases: number, found: number, registeredOnly = 0): AuditInputs {
     const dbPaths = Array.from({ length: databases }, (_, i) => `runtime-root/dbs/d${i}.db`);
     const goalIds = Array.from({ length: found }, (_, i) => `g${i}`);
-    const files = [file('configuration-backup.json'), file('runtime-root/stray.txt'), ...dbPaths.map(file), ...goalIds.map((g) => file(`runtime-root/goals/${g}/goal.json`))];
+    const files = [
+      file('configuration-backup.json'),
+      file('runtime-root/stray.txt'),
+      ...dbPaths.map(file),
+      ...goalIds.map((g) => file(`runtime-root/goals/${g}/goal.json`)),
+    ];
     const report: WorkerReport = {
       sqlite_heap_limit: RECOVERY_LIMITS.sqliteHardHeapBytes,
       owners: [
@@ -178,21 +210,50 @@ describe('the audit graph: components and dependency links', () => {
           })),
         }),
         documentReport('config', {
-          checkpoint: { ok: true, sha256: 'b'.repeat(64), goal_count: found + registeredOnly, machine_configuration_present: false, codes: [] },
+          checkpoint: {
+            ok: true,
+            sha256: 'b'.repeat(64),
+            goal_count: found + registeredOnly,
+            machine_configuration_present: false,
+            codes: [],
+          },
           config_ok: true,
           configuration_revision: null,
           configuration_receipts: 0,
         }),
-        documentReport('goal', { goals: goalIds.map((goal_id) => ({ goal_id, goal_instance_id: `i-${goal_id}`, lifecycle: 'active', docs: 0 })) }),
+        documentReport('goal', {
+          goals: goalIds.map((goal_id) => ({
+            goal_id,
+            goal_instance_id: `i-${goal_id}`,
+            lifecycle: 'active',
+            docs: 0,
+          })),
+        }),
       ],
-      sqlite: dbPaths.map((path) => ({ path, owner: 'unknown', goal_id: null, integrity: 'ok', wal_header: false, readback: null, facts: {} })),
+      sqlite: dbPaths.map((path) => ({
+        path,
+        owner: 'unknown',
+        goal_id: null,
+        integrity: 'ok',
+        wal_header: false,
+        readback: null,
+        facts: {},
+      })),
     };
     return {
       manifest: manifest(),
       archiveSha256: 'c'.repeat(64),
       archiveSize: 1,
       manifestSha256: 'd'.repeat(64),
-      extraction: { expandedBytes: 1, regularBytes: 1, members: files.length, files, directories: 0, symlinks: [], embeddedManifestSha256: 'e'.repeat(64) },
+      extraction: {
+        expandedBytes: 1,
+        regularBytes: 1,
+        members: files.length,
+        files,
+        directories: 0,
+        symlinks: [],
+        embeddedManifestSha256: 'e'.repeat(64),
+      },
       report,
       durations: { archive_processing: 1, owner_read: 1, total: 2 },
     };
@@ -225,7 +286,10 @@ describe('the audit graph: components and dependency links', () => {
   it('an audit of exactly 16 MiB is published and read back by audit show; one byte more refuses (verify_capacity_audit_bytes, audit_not_found)', () => {
     const target = RECOVERY_LIMITS.savedAuditBytes;
     // About 16 MiB of private member names in the remainder component, then one name sized to land exactly.
-    const names = Array.from({ length: 16_000 }, (_, i) => `runtime-root/pad/${String(i).padStart(5, '0')}-${'n'.repeat(1000)}`);
+    const names = Array.from(
+      { length: 16_000 },
+      (_, i) => `runtime-root/pad/${String(i).padStart(5, '0')}-${'n'.repeat(1000)}`,
+    );
     const sized = (last: number): RecoveryAudit => {
       const i = inputs(0, 0);
       const files = [...i.extraction.files, ...names.map(file), file(`runtime-root/pad/z-${'n'.repeat(last)}`)];
@@ -253,7 +317,9 @@ describe('the audit graph: components and dependency links', () => {
 
 // ────────────────────────────────────────────────────────────────────────────────────────────
 describe('byte-sized bounds', () => {
-  const padEmbedded = (size: number): BuildOptions => ({ embedded: { recordActual: true, bytes: (b) => Buffer.concat([b, Buffer.alloc(size - b.length, 0x20)]) } });
+  const padEmbedded = (size: number): BuildOptions => ({
+    embedded: { recordActual: true, bytes: (b) => Buffer.concat([b, Buffer.alloc(size - b.length, 0x20)]) },
+  });
 
   it('an embedded manifest of exactly 16 MiB verifies; one byte more refuses (verify_capacity_manifest_bytes)', async () => {
     const ok = await verify(padEmbedded(16 * MiB));
@@ -297,7 +363,8 @@ describe('paths and links', () => {
     const dirs = parts.slice(1, -1).map((_, i) => dirEntry(parts.slice(0, i + 2).join('/')));
     return [...dirs, fileEntry(path, 'x')];
   };
-  const components = (n: number): string => ['runtime-root', ...Array.from({ length: n - 2 }, () => 'd'), 'f'].join('/');
+  const components = (n: number): string =>
+    ['runtime-root', ...Array.from({ length: n - 2 }, () => 'd'), 'f'].join('/');
   /** runtime-root/ + four 200-character directories + a file name making `n` characters in all. */
   const chars = (n: number): string => {
     const dirs = `runtime-root/${Array.from({ length: 4 }, (_, i) => String(i).repeat(200)).join('/')}/`;
@@ -305,7 +372,8 @@ describe('paths and links', () => {
   };
   const componentBytes = (n: number): string => `runtime-root/${'é'.repeat(Math.floor(n / 2))}${'x'.repeat(n % 2)}`;
   /** `n` links, each to the next, the last to the goals directory: resolving the first follows n links. */
-  const chain = (n: number): CorpusEntry[] => Array.from({ length: n }, (_, i) => linkEntry(`runtime-root/l${i}`, i === n - 1 ? 'goals' : `l${i + 1}`));
+  const chain = (n: number): CorpusEntry[] =>
+    Array.from({ length: n }, (_, i) => linkEntry(`runtime-root/l${i}`, i === n - 1 ? 'goals' : `l${i + 1}`));
   const add = (...extra: CorpusEntry[]): BuildOptions => ({ entries: [...fx.base.entries, ...extra] });
 
   it('the path shapes at their limits: 64 components, 1,024 characters, a 255-byte component', () => {
@@ -330,10 +398,18 @@ describe('paths and links', () => {
   });
 
   it('an archive holding every path and link shape at its limit verifies and extracts them', async () => {
-    const r = await verify(add(...withParents(components(64)), ...withParents(chars(1024)), fileEntry(componentBytes(255), 'x'), ...chain(40)));
+    const r = await verify(
+      add(
+        ...withParents(components(64)),
+        ...withParents(chars(1024)),
+        fileEntry(componentBytes(255), 'x'),
+        ...chain(40),
+      ),
+    );
     expect(r.code).toBeUndefined();
     const ws = join(r.destination, 'workspace');
-    for (const p of [components(64), chars(1024), componentBytes(255)]) expect(existsSync(join(ws, p)), p.slice(0, 40)).toBe(true);
+    for (const p of [components(64), chars(1024), componentBytes(255)])
+      expect(existsSync(join(ws, p)), p.slice(0, 40)).toBe(true);
     expect(r.audit!.findings.filter((f) => f.code === 'member_symlink_inert').length).toBe(40);
   }, 60_000);
 });

@@ -13,13 +13,22 @@ import { REPO } from '../support/cli.js';
 
 describe('the generated manifest validators', () => {
   it('are what scripts/manifest-validators.mjs writes from docs/schemas', () => {
-    expect(() => execFileSync(process.execPath, [join(REPO, 'scripts/manifest-validators.mjs'), '--check'], { stdio: 'pipe' })).not.toThrow();
+    expect(() =>
+      execFileSync(process.execPath, [join(REPO, 'scripts/manifest-validators.mjs'), '--check'], { stdio: 'pipe' }),
+    ).not.toThrow();
   });
 
   it('report the first error a validator compiled from the schema at run time reports', () => {
-    const schema = JSON.parse(readFileSync(join(REPO, 'docs/schemas/state-backup-manifest-v1.schema.json'), 'utf8')) as object;
+    const schema = JSON.parse(
+      readFileSync(join(REPO, 'docs/schemas/state-backup-manifest-v1.schema.json'), 'utf8'),
+    ) as object;
     const compiled = new Ajv2020({ strict: true, allErrors: false }).compile(schema);
-    for (const doc of [{}, { schema_version: 'loopx_state_backup_v1' }, { schema_version: 'loopx_state_backup_v1', backup_id: 7 }, []]) {
+    for (const doc of [
+      {},
+      { schema_version: 'loopx_state_backup_v1' },
+      { schema_version: 'loopx_state_backup_v1', backup_id: 7 },
+      [],
+    ]) {
       const generated = validateV1 as unknown as typeof compiled;
       expect(generated(doc)).toBe(compiled(doc));
       expect(generated.errors?.[0]).toEqual(compiled.errors?.[0]);

@@ -43,7 +43,9 @@ afterAll(() => {
   rmSync(base, { recursive: true, force: true });
 });
 
-type Outcome = { ok: true; phase: string; codes: string[] } | { ok: false; code: string; kind: string; nextAction: string | undefined; step: VerifyProgress['step'] | undefined };
+type Outcome =
+  | { ok: true; phase: string; codes: string[] }
+  | { ok: false; code: string; kind: string; nextAction: string | undefined; step: VerifyProgress['step'] | undefined };
 
 /** One verification into the tmpfs; `at` runs (synchronously) when the run reports that step. */
 async function verifyInto(at?: { step: VerifyProgress['step']; run: () => void }): Promise<Outcome> {
@@ -65,7 +67,9 @@ async function verifyInto(at?: { step: VerifyProgress['step']; run: () => void }
     return { ok: false, code: e.code, kind: e.kind, nextAction: e.nextAction, step };
   } finally {
     // Nothing half-published: a refused run removed its destination entirely.
-    expect(readdirSync(fs!.dir).filter((f) => !f.startsWith('filler'))).toEqual(existsSync(destination) ? [`d${n}`] : []);
+    expect(readdirSync(fs!.dir).filter((f) => !f.startsWith('filler'))).toEqual(
+      existsSync(destination) ? [`d${n}`] : [],
+    );
   }
 }
 
@@ -73,7 +77,12 @@ const clear = (): void => {
   for (const f of readdirSync(fs!.dir)) rmSync(join(fs!.dir, f), { recursive: true, force: true });
 };
 
-const capacity = { ok: false, code: 'verify_capacity_free_space', kind: 'rejected', nextAction: 'free space or choose a destination on a larger file system' };
+const capacity = {
+  ok: false,
+  code: 'verify_capacity_free_space',
+  kind: 'rejected',
+  nextAction: 'free space or choose a destination on a larger file system',
+};
 
 describe('verify into a destination that fills', () => {
   it('the tmpfs is mounted (under CI=true this must not be skipped)', () => {
@@ -103,7 +112,10 @@ describe('verify into a destination that fills', () => {
   it('filling up at the start of extraction is the capacity refusal', async (ctx) => {
     if (!fs) return ctx.skip();
     clear();
-    expect(await verifyInto({ step: 'extract', run: () => fs!.fill() })).toMatchObject({ ...capacity, step: 'extract' });
+    expect(await verifyInto({ step: 'extract', run: () => fs!.fill() })).toMatchObject({
+      ...capacity,
+      step: 'extract',
+    });
   }, 60_000);
 
   it('filling up when the owner worker starts on its private copies is the capacity refusal, not verify_sqlite_integrity_failed', async (ctx) => {
@@ -127,9 +139,23 @@ describe('verify into a destination that fills', () => {
     clear();
     fs.leave(11 * MiB);
     const destination = join(fs.dir, 'cli');
-    const r = loopx(['backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', destination, '--execute', '--json'], {
-      LOOPX_TEST_FREE_BYTES: String(1024 * MiB * 1024),
-    });
+    const r = loopx(
+      [
+        'backup-state',
+        'verify',
+        '--archive',
+        archive,
+        '--manifest',
+        manifest,
+        '--destination',
+        destination,
+        '--execute',
+        '--json',
+      ],
+      {
+        LOOPX_TEST_FREE_BYTES: String(1024 * MiB * 1024),
+      },
+    );
     expect(r.status, r.stderr).toBe(3);
     expect(r.json().error).toMatchObject({ code: 'verify_capacity_free_space', next_action: capacity.nextAction });
     expect(r.stderr).toContain('try: free space or choose a destination on a larger file system');

@@ -15,7 +15,16 @@ import { create, plan, type BackupManifest } from '../../src/backup/index.js';
 import { isLoopxError } from '../../src/core/errors.js';
 import { AUDIT_FILE, executeVerify, type RecoveryAudit, type VerifyOptions } from '../../src/recovery/index.js';
 import { commitWork, createGoal, makeRoot, tempBase } from '../backup/support/fixtures.js';
-import { buildCorpus, fileEntry, insertAfter, loadBase, replaceEntry, writeCorpus, type BaseBackup, type BuildOptions } from './support/corpus.js';
+import {
+  buildCorpus,
+  fileEntry,
+  insertAfter,
+  loadBase,
+  replaceEntry,
+  writeCorpus,
+  type BaseBackup,
+  type BuildOptions,
+} from './support/corpus.js';
 
 const MiB = 1024 * 1024;
 let dir: string;
@@ -24,7 +33,10 @@ let n = 0;
 
 async function backup(root: string, out: string, id: string): Promise<{ archive: string; manifest: BackupManifest }> {
   await create(plan(root, { outputDir: out, backupId: id }), { format: 'v0' });
-  return { archive: join(out, `${id}.tar.gz`), manifest: JSON.parse(readFileSync(join(out, `${id}.manifest.json`), 'utf8')) as BackupManifest };
+  return {
+    archive: join(out, `${id}.tar.gz`),
+    manifest: JSON.parse(readFileSync(join(out, `${id}.manifest.json`), 'utf8')) as BackupManifest,
+  };
 }
 
 beforeAll(async () => {
@@ -87,7 +99,12 @@ describe('owner verification in the disposable worker', () => {
     const checkpoint = base.entries.find((e) => e.path === 'configuration-backup.json')!;
     const doc = JSON.parse(checkpoint.data!.toString('utf8')) as { data: { goals: unknown[] } };
     doc.data.goals = [];
-    const r = await verifyCorpus({ entries: replaceEntry(base.entries, 'configuration-backup.json', (e) => ({ ...e, data: Buffer.from(JSON.stringify(doc)) })) });
+    const r = await verifyCorpus({
+      entries: replaceEntry(base.entries, 'configuration-backup.json', (e) => ({
+        ...e,
+        data: Buffer.from(JSON.stringify(doc)),
+      })),
+    });
     expect(r.code).toBe('verify_configuration_checkpoint_invalid');
   }, 30_000);
 
@@ -107,8 +124,10 @@ describe('owner verification in the disposable worker', () => {
 });
 
 describe('the owner/dependency graph', () => {
-  const audit = (dest: string): RecoveryAudit => JSON.parse(readFileSync(join(dest, AUDIT_FILE), 'utf8')) as RecoveryAudit;
-  const goalOf = (a: RecoveryAudit, goalId: string) => a.components.find((c) => c.owner_kind === 'goal' && (c.readback as { goal_id?: string }).goal_id === goalId)!;
+  const audit = (dest: string): RecoveryAudit =>
+    JSON.parse(readFileSync(join(dest, AUDIT_FILE), 'utf8')) as RecoveryAudit;
+  const goalOf = (a: RecoveryAudit, goalId: string) =>
+    a.components.find((c) => c.owner_kind === 'goal' && (c.readback as { goal_id?: string }).goal_id === goalId)!;
 
   it('a Goal whose document does not match its recorded digest is invalid, never readable', async () => {
     const doc = base.entries.find((e) => e.type === 'file' && e.path.startsWith('runtime-root/goals/alpha/docs/'))!;
@@ -118,12 +137,16 @@ describe('the owner/dependency graph', () => {
     const a = audit(r.destination);
     const alpha = goalOf(a, 'alpha');
     expect(alpha).toMatchObject({ verification: 'invalid', classification: 'unknown_unrecoverable' });
-    expect(a.findings.some((f) => f.component === alpha.component_id && f.owner === 'goal' && f.severity === 'error')).toBe(true);
+    expect(
+      a.findings.some((f) => f.component === alpha.component_id && f.owner === 'goal' && f.severity === 'error'),
+    ).toBe(true);
     expect(goalOf(a, 'beta').classification).toBe('recovered_readable');
   }, 30_000);
 
   it('a Goal the registry routes to but whose goal.json is gone is reported missing', async () => {
-    const r = await verifyCorpus({ entries: base.entries.filter((e) => e.path !== 'runtime-root/goals/beta/goal.json') });
+    const r = await verifyCorpus({
+      entries: base.entries.filter((e) => e.path !== 'runtime-root/goals/beta/goal.json'),
+    });
     expect(r.code).toBeUndefined();
     const a = audit(r.destination);
     const beta = goalOf(a, 'beta');
@@ -152,12 +175,17 @@ describe('exact boundaries', () => {
     const r = await verifyCorpus({}, history);
     expect(r.code).toBeUndefined();
     const audit = JSON.parse(readFileSync(join(r.destination, AUDIT_FILE), 'utf8')) as RecoveryAudit;
-    const goal = audit.components.find((c) => c.owner_kind === 'goal' && (c.readback as { goal_id: string }).goal_id === 'gamma')!;
+    const goal = audit.components.find(
+      (c) => c.owner_kind === 'goal' && (c.readback as { goal_id: string }).goal_id === 'gamma',
+    )!;
     expect((goal.readback as { work: { history_count: number } }).work.history_count).toBe(20_000);
   }, 60_000);
 
   it('20,001 committed transactions refuse when found by the owner (verify_capacity_goal_history)', async () => {
-    const r = await verifyCorpus({ entries: replaceEntry(history.entries, 'runtime-root/goals/gamma/work.db', (e) => ({ ...e, data: over })) }, history);
+    const r = await verifyCorpus(
+      { entries: replaceEntry(history.entries, 'runtime-root/goals/gamma/work.db', (e) => ({ ...e, data: over })) },
+      history,
+    );
     expect(r.code).toBe('verify_capacity_goal_history');
   }, 60_000);
 
@@ -165,7 +193,9 @@ describe('exact boundaries', () => {
     const r = await verifyCorpus(
       {
         doc: (m) => {
-          const s = m.execution.sqlite_snapshots.find((x) => x.goal_id === 'gamma') as { committed_transactions: number };
+          const s = m.execution.sqlite_snapshots.find((x) => x.goal_id === 'gamma') as {
+            committed_transactions: number;
+          };
           s.committed_transactions = 20_001;
         },
       },
@@ -187,12 +217,20 @@ describe('exact boundaries', () => {
 describe('interruption', () => {
   it('an aborted verification stops, kills its worker and removes everything it created', async () => {
     const id = `c${++n}`;
-    const files = writeCorpus(join(dir, id), buildCorpus(base, { entries: insertAfter(base.entries, 'runtime-root', fileEntry('runtime-root/blob.bin', randomBytes(4 * MiB))) }));
+    const files = writeCorpus(
+      join(dir, id),
+      buildCorpus(base, {
+        entries: insertAfter(base.entries, 'runtime-root', fileEntry('runtime-root/blob.bin', randomBytes(4 * MiB))),
+      }),
+    );
     const destination = join(dir, id, 'dest');
     const abort = new AbortController();
     let code: string | undefined;
     try {
-      await executeVerify({ ...files, destination }, { signal: abort.signal, onProgress: (p) => p.step === 'extract' && p.done >= MiB && abort.abort() });
+      await executeVerify(
+        { ...files, destination },
+        { signal: abort.signal, onProgress: (p) => p.step === 'extract' && p.done >= MiB && abort.abort() },
+      );
     } catch (e) {
       code = isLoopxError(e) ? e.code : String(e);
     }
@@ -205,7 +243,12 @@ describe('the scan witnesses the bytes it consumes', () => {
   it('an archive changed during the scan and restored afterwards refuses (verify_archive_witness_mismatch)', async () => {
     const blob = randomBytes(8 * MiB); // incompressible: the archive is ~8 MiB, read in 1 MiB chunks
     const id = `c${++n}`;
-    const files = writeCorpus(join(dir, id), buildCorpus(base, { entries: insertAfter(base.entries, 'runtime-root', fileEntry('runtime-root/blob.bin', blob)) }));
+    const files = writeCorpus(
+      join(dir, id),
+      buildCorpus(base, {
+        entries: insertAfter(base.entries, 'runtime-root', fileEntry('runtime-root/blob.bin', blob)),
+      }),
+    );
     const original = readFileSync(files.archive);
     const at = original.length - 3 * MiB;
     let changed = false;
@@ -220,7 +263,10 @@ describe('the scan witnesses the bytes it consumes', () => {
             if (p.step !== 'extract') return;
             if (!changed && p.done >= MiB) {
               const flipped = Buffer.from([original[at]! ^ 0xff]);
-              writeFileSync(files.archive, Buffer.concat([original.subarray(0, at), flipped, original.subarray(at + 1)]));
+              writeFileSync(
+                files.archive,
+                Buffer.concat([original.subarray(0, at), flipped, original.subarray(at + 1)]),
+              );
               changed = true;
             } else if (changed && !restored && p.done > at + MiB) {
               writeFileSync(files.archive, original);

@@ -24,7 +24,10 @@ let authorityBefore: string;
 
 const STALE = [
   { text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'stale news' } }] },
-  { text: 'Closing.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', status: 'done', note: 'stale close' } }] },
+  {
+    text: 'Closing.',
+    tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', status: 'done', note: 'stale close' } }],
+  },
   { text: 'Done.' },
 ];
 
@@ -45,7 +48,8 @@ afterAll(async () => {
   await sink.close();
 });
 
-const stored = (message: string) => sink.deliveries().filter((d) => (d.body as { message?: string }).message === message).length;
+const stored = (message: string) =>
+  sink.deliveries().filter((d) => (d.body as { message?: string }).message === message).length;
 
 async function code(args: readonly string[]): Promise<string | undefined> {
   const r = await loopxAsync([...args, '--json']);
@@ -60,10 +64,13 @@ describe('an authority directory restored from before the recovery', () => {
     expect(stored('stale news')).toBe(0);
     expect(sink.attempts().counts.refused_stale_fence).toBeGreaterThanOrEqual(1);
     // From that evidence the root records the lifetime as superseded in its own goal owner: nothing more is admitted.
-    const todos = (await as({ authority: authorityBefore }, ['todo', 'list', '--goal', 'launch', '--root', S])).todos as { todo_id: string; status: string }[];
+    const todos = (await as({ authority: authorityBefore }, ['todo', 'list', '--goal', 'launch', '--root', S]))
+      .todos as { todo_id: string; status: string }[];
     expect(todos.find((t) => t.todo_id === 't3')?.status).toBe('open');
     expect(await code(['todo', 'add', '--goal', 'launch', '--title', 'More', ...at])).toBe('goal_lifetime_superseded');
-    expect(await code(['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'stale', STALE), ...at])).toBe('goal_lifetime_superseded');
+    expect(await code(['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'stale', STALE), ...at])).toBe(
+      'goal_lifetime_superseded',
+    );
     expect(await code(['goal', 'retire', 'launch', ...at])).toBe('goal_lifetime_superseded');
     expect(await code(['goal', 'create', 'launch', '--title', 'Again', ...at])).toBe('goal_alias_superseded');
     expect(stored('stale news')).toBe(0);
@@ -79,12 +86,27 @@ describe('a recovered root restored from an older copy of itself', () => {
     // The operator restores the Goal's files from the earlier copy.
     rmSync(join(R, 'goals'), { recursive: true });
     cpSync(early, join(R, 'goals'), { recursive: true, preserveTimestamps: true });
-    const r = await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', 'Something else', '--root', R, '--authority-dir', u.authority, '--json']);
+    const r = await loopxAsync([
+      'todo',
+      'add',
+      '--goal',
+      'launch',
+      '--title',
+      'Something else',
+      '--root',
+      R,
+      '--authority-dir',
+      u.authority,
+      '--json',
+    ]);
     expect(r.status).toBe(4);
     const err = (JSON.parse(r.stdout) as Doc).error;
     expect(err.code).toBe('root_rolled_back');
     expect(err.next_action).toMatch(/^recover the Goal from a backup into a new root: loopx recover plan /);
-    const todos = (await as(u, ['todo', 'list', '--goal', 'launch', '--root', R])).todos as { todo_id: string; title: string }[];
+    const todos = (await as(u, ['todo', 'list', '--goal', 'launch', '--root', R])).todos as {
+      todo_id: string;
+      title: string;
+    }[];
     expect(todos.find((t) => t.todo_id === id)).toBeUndefined();
     expect(todos.some((t) => t.title === 'Something else')).toBe(false);
   }, 60_000);

@@ -24,11 +24,17 @@ let stale: string;
 /** What an old writer would do: deliver news, then close a Todo. */
 const STALE = [
   { text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'stale news' } }] },
-  { text: 'Closing.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', status: 'done', note: 'stale close' } }] },
+  {
+    text: 'Closing.',
+    tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', status: 'done', note: 'stale close' } }],
+  },
   { text: 'Done.' },
 ];
 /** A new lifetime under the old alias would announce the outline again (a new lineage: a new idempotency key). */
-const AGAIN = [{ text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'outline ready' } }] }, { text: 'Done.' }];
+const AGAIN = [
+  { text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'outline ready' } }] },
+  { text: 'Done.' },
+];
 
 beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
@@ -46,10 +52,14 @@ afterAll(async () => {
 });
 
 /** Stored deliveries of one message, at the receiver. */
-const stored = (message: string) => sink.deliveries().filter((d) => (d.body as { message?: string }).message === message).length;
+const stored = (message: string) =>
+  sink.deliveries().filter((d) => (d.body as { message?: string }).message === message).length;
 
 /** A CLI command that must be refused: its exit status and code. */
-async function refused(args: readonly string[], env: Record<string, string> = {}): Promise<{ status: number | null; code: string | undefined }> {
+async function refused(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<{ status: number | null; code: string | undefined }> {
   const r = await loopxAsync([...args, '--json'], env);
   expect(r.status, `${args.join(' ')} was admitted:\n${r.stdout}`).not.toBe(0);
   return { status: r.status, code: (JSON.parse(r.stdout || '{}') as Doc).error?.code };
@@ -64,7 +74,10 @@ const attack = (authority: string[]) => [
 async function expectFenced(authority: string[], code: string, env: Record<string, string> = {}): Promise<void> {
   for (const args of attack(authority)) expect((await refused(args, env)).code, args.join(' ')).toBe(code);
   expect(stored('stale news')).toBe(0);
-  const todos = (await as(u, ['todo', 'list', '--goal', 'launch', '--root', S])).todos as { todo_id: string; status: string }[];
+  const todos = (await as(u, ['todo', 'list', '--goal', 'launch', '--root', S])).todos as {
+    todo_id: string;
+    status: string;
+  }[];
   expect(todos.find((t) => t.todo_id === 't3')?.status).toBe('open');
 }
 
@@ -116,10 +129,21 @@ describe('a root belongs to one run authority', () => {
 describe('the superseded lifetime stays closed in its old root', () => {
   it('over the daemon: pause, resume and retire are refused goal_lifetime_superseded', async () => {
     const TOKEN = 'test-token-0123456789';
-    const d = await buildApp({ root: S, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir: u.authority, logger: false });
+    const d = await buildApp({
+      root: S,
+      token: TOKEN,
+      loginTokens: new LoginTokens(),
+      port: () => 80,
+      authorityDir: u.authority,
+      logger: false,
+    });
     try {
       for (const verb of ['pause', 'resume', 'retire']) {
-        const r = await d.app.inject({ method: 'POST', url: `/api/goals/launch/${verb}`, headers: { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` } });
+        const r = await d.app.inject({
+          method: 'POST',
+          url: `/api/goals/launch/${verb}`,
+          headers: { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}` },
+        });
         expect(r.statusCode, `${verb}: ${r.body}`).toBe(409);
         expect(r.json().error.code).toBe('goal_lifetime_superseded');
         // Over HTTP no path is named, not even the recovered root's.
@@ -137,7 +161,9 @@ describe('the superseded lifetime stays closed in its old root', () => {
     // The refusal names the root the recovery made, as typed from here, and runs as printed: the Goal's new lifetime there.
     const retire = await loopxAsync(['goal', 'retire', 'launch', ...at, '--json']);
     const next = (JSON.parse(retire.stdout) as Doc).error.next_action as string;
-    expect(next).toBe(`continue the Goal in the root it was recovered into: loopx goal show launch --root ${rel(R)} --authority-dir ${rel(u.authority)}`);
+    expect(next).toBe(
+      `continue the Goal in the root it was recovered into: loopx goal show launch --root ${rel(R)} --authority-dir ${rel(u.authority)}`,
+    );
     const there = await loopxAsync([...next.slice(next.indexOf('loopx ') + 'loopx '.length).split(' '), '--json']);
     expect(there.status, there.stderr).toBe(0);
     const old = (await as(u, ['goal', 'show', 'launch', '--root', S])).goal_instance_id as string;
@@ -148,7 +174,9 @@ describe('the superseded lifetime stays closed in its old root', () => {
     rmSync(join(S, 'goals', 'launch'), { recursive: true });
     const again = await refused(['goal', 'create', 'launch', '--title', 'Again', ...at]);
     expect(again).toEqual({ status: 4, code: 'goal_alias_superseded' });
-    expect((await refused(['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'again', AGAIN), ...at])).code).toBe('goal_not_found');
+    expect(
+      (await refused(['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'again', AGAIN), ...at])).code,
+    ).toBe('goal_not_found');
     // The receiver, independently: the outline was announced once, by the lifetime that did it.
     expect(stored('outline ready')).toBe(1);
     expect(stored('stale news')).toBe(0);

@@ -13,9 +13,13 @@ import { replaceEntry, type ManifestDoc } from './support/corpus.js';
 const fx = useBaseBackup('loopx-v1-audit-', 'v1');
 
 const list = (m: ManifestDoc): ManifestComponent[] => m.components as ManifestComponent[];
-const byOwner = (m: ManifestDoc, owner: string, goal: string | null = null): ManifestComponent => list(m).find((c) => c.owner_kind === owner && c.goal_id === goal)!;
+const byOwner = (m: ManifestDoc, owner: string, goal: string | null = null): ManifestComponent =>
+  list(m).find((c) => c.owner_kind === owner && c.goal_id === goal)!;
 
-async function audit(doc: (m: ManifestDoc) => void, entries?: Parameters<typeof fx.stage>[0]['entries']): Promise<RecoveryAudit> {
+async function audit(
+  doc: (m: ManifestDoc) => void,
+  entries?: Parameters<typeof fx.stage>[0]['entries'],
+): Promise<RecoveryAudit> {
   const c = fx.stage({ doc, ...(entries ? { entries } : {}) });
   return (await executeVerify({ archive: c.archive, manifest: c.manifest, destination: c.destination })).audit;
 }
@@ -23,12 +27,18 @@ async function audit(doc: (m: ManifestDoc) => void, entries?: Parameters<typeof 
 /** A component as a mutable document (the cases break one binding). */
 const edit = (c: ManifestComponent): Record<string, unknown> => c as unknown as Record<string, unknown>;
 
-const codes = (a: RecoveryAudit, severity: string) => a.findings.filter((f) => f.severity === severity).map((f) => [f.code, f.component]);
+const codes = (a: RecoveryAudit, severity: string) =>
+  a.findings.filter((f) => f.severity === severity).map((f) => [f.code, f.component]);
 
 describe('a v1 recovery set, audited', () => {
   it('the untouched set is audited and activation-eligible for each Goal, without execution authority', async () => {
     const a = await audit(() => undefined);
-    expect([a.phase, a.operator_state, a.activation_eligible, a.execution_authority_granted]).toEqual(['audited', 'restored_inert', true, false]);
+    expect([a.phase, a.operator_state, a.activation_eligible, a.execution_authority_granted]).toEqual([
+      'audited',
+      'restored_inert',
+      true,
+      false,
+    ]);
     expect(a.activation!.eligible_scopes.length).toBe(2);
     expect(codes(a, 'error')).toEqual([]);
     expect(a.counts.verification.ambiguous + a.counts.verification.unsupported + a.counts.verification.invalid).toBe(0);
@@ -96,14 +106,18 @@ describe('a v1 recovery set, audited', () => {
   it('an export whose records were changed fails its owner verification (the chain no longer holds)', async () => {
     let id = '';
     const base = fx.base;
-    const entries = replaceEntry(base.entries, byOwner(base.manifest as unknown as ManifestDoc, 'goal', 'alpha').export_member!, (e) => {
-      id = byOwner(base.manifest as unknown as ManifestDoc, 'goal', 'alpha').component_id;
-      const lines = e.data!.toString('utf8').trimEnd().split('\n');
-      const item = JSON.parse(lines[1]!) as { value: { value: { title: string } } };
-      item.value.value.title = 'changed';
-      lines[1] = JSON.stringify(item);
-      return { ...e, data: Buffer.from(`${lines.join('\n')}\n`) };
-    });
+    const entries = replaceEntry(
+      base.entries,
+      byOwner(base.manifest as unknown as ManifestDoc, 'goal', 'alpha').export_member!,
+      (e) => {
+        id = byOwner(base.manifest as unknown as ManifestDoc, 'goal', 'alpha').component_id;
+        const lines = e.data!.toString('utf8').trimEnd().split('\n');
+        const item = JSON.parse(lines[1]!) as { value: { value: { title: string } } };
+        item.value.value.title = 'changed';
+        lines[1] = JSON.stringify(item);
+        return { ...e, data: Buffer.from(`${lines.join('\n')}\n`) };
+      },
+    );
     const a = await audit(() => undefined, entries);
     const component = a.components.find((c) => c.component_id === id)!;
     expect(component.verification).toBe('invalid');

@@ -27,11 +27,25 @@ let manifest: string;
 async function rootWithGoalWork(): Promise<string> {
   const r = tempRoot();
   expect((await loopxAsync(['init', '--root', r])).status).toBe(0);
-  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', r])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', '--root', r])).status).toBe(
+    0,
+  );
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post']) {
     expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, '--root', r])).status).toBe(0);
   }
-  const run = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', AGENT, '--sink', sink.deliveriesUrl, '--root', r, '--json']);
+  const run = await loopxAsync([
+    'work',
+    'run',
+    '--goal',
+    'launch',
+    '--agent',
+    AGENT,
+    '--sink',
+    sink.deliveriesUrl,
+    '--root',
+    r,
+    '--json',
+  ]);
   expect(run.status, run.stderr).toBe(0);
   return r;
 }
@@ -40,7 +54,19 @@ beforeAll(async () => {
   sink = await startWebhookSink({ port: 0 });
   root = await rootWithGoalWork();
   base = dirname(root);
-  const made = await loopxAsync(['backup-state', '--execute', '--output-dir', join(base, 'out'), '--backup-id', 'b1', '--root', root, '--format', 'v0', '--json']);
+  const made = await loopxAsync([
+    'backup-state',
+    '--execute',
+    '--output-dir',
+    join(base, 'out'),
+    '--backup-id',
+    'b1',
+    '--root',
+    root,
+    '--format',
+    'v0',
+    '--json',
+  ]);
   expect(made.status, made.stderr).toBe(0);
   archive = join(base, 'out', 'b1.tar.gz');
   manifest = join(base, 'out', 'b1.manifest.json');
@@ -50,7 +76,17 @@ afterAll(async () => {
   await sink.close();
 });
 
-const verifyArgs = (dest: string, ...more: string[]) => ['backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', dest, ...more];
+const verifyArgs = (dest: string, ...more: string[]) => [
+  'backup-state',
+  'verify',
+  '--archive',
+  archive,
+  '--manifest',
+  manifest,
+  '--destination',
+  dest,
+  ...more,
+];
 
 describe('backup-state verify (plan)', () => {
   it('validates the inputs and prints the plan, creating nothing', async () => {
@@ -59,7 +95,13 @@ describe('backup-state verify (plan)', () => {
     const r = await loopxAsync([...verifyArgs(dest), '--json']);
     expect(r.status, r.stderr).toBe(0);
     const plan = r.json();
-    expect(plan).toMatchObject({ ok: true, dry_run: true, backup_id: 'b1', execution_authority_granted: false, would_create: [WORKSPACE_DIR, AUDIT_FILE] });
+    expect(plan).toMatchObject({
+      ok: true,
+      dry_run: true,
+      backup_id: 'b1',
+      execution_authority_granted: false,
+      would_create: [WORKSPACE_DIR, AUDIT_FILE],
+    });
     expect(plan.goals).toBe(1);
     expect(existsSync(dest)).toBe(false);
     expect(treeFingerprint(base)).toEqual(before);
@@ -101,7 +143,11 @@ describe('backup-state verify --execute', () => {
     expect(readdirSync(dest).sort()).toEqual([AUDIT_FILE, WORKSPACE_DIR]);
     expect(statSync(join(dest, AUDIT_FILE)).mode & 0o777).toBe(0o600);
     expect(statSync(join(dest, WORKSPACE_DIR)).mode & 0o777).toBe(0o700);
-    expect(readdirSync(join(dest, WORKSPACE_DIR)).sort()).toEqual(['configuration-backup.json', 'manifest.json', 'runtime-root']);
+    expect(readdirSync(join(dest, WORKSPACE_DIR)).sort()).toEqual([
+      'configuration-backup.json',
+      'manifest.json',
+      'runtime-root',
+    ]);
   });
 
   it('is held for a v0 archive, with legacy findings, no activation and no execution authority', () => {
@@ -120,7 +166,16 @@ describe('backup-state verify --execute', () => {
       expect(f.next_action.length).toBeGreaterThan(0);
     }
     // The §5 top-level fields are all there.
-    for (const k of ['schema_version', 'recovery_id', 'backup', 'workspace', 'components', 'findings', 'activation_eligible', 'execution_authority_granted'])
+    for (const k of [
+      'schema_version',
+      'recovery_id',
+      'backup',
+      'workspace',
+      'components',
+      'findings',
+      'activation_eligible',
+      'execution_authority_granted',
+    ])
       expect(audit).toHaveProperty(k);
     expect(audit.backup.archive_sha256).toBe(summary.backup.archive_sha256);
     expect(audit.capture.requested_profile).toBeNull();
@@ -131,14 +186,21 @@ describe('backup-state verify --execute', () => {
     const byOwner = (o: string) => audit.components.filter((c) => c.owner_kind === o);
     expect(byOwner('config')[0]!.classification).toBe('recovered_readable');
     expect(byOwner('goal')).toHaveLength(1);
-    expect(byOwner('goal')[0]).toMatchObject({ classification: 'recovered_readable', dependency_ids: ['configuration'], verification: 'verified' });
+    expect(byOwner('goal')[0]).toMatchObject({
+      classification: 'recovered_readable',
+      dependency_ids: ['configuration'],
+      verification: 'verified',
+    });
     expect(byOwner('work')[0]!.classification).toBe('recovered_readable');
     for (const o of ['engine', 'session', 'effect']) expect(byOwner(o)[0]?.classification, o).toBe('historical_only');
     for (const c of audit.components) {
       if (c.owner_kind === 'unknown') expect(c.classification).toBe('unknown_unrecoverable');
       expect(c.next_action.length).toBeGreaterThan(0);
     }
-    const sum = audit.counts.assets.recovered_readable + audit.counts.assets.historical_only + audit.counts.assets.unknown_unrecoverable;
+    const sum =
+      audit.counts.assets.recovered_readable +
+      audit.counts.assets.historical_only +
+      audit.counts.assets.unknown_unrecoverable;
     expect(sum).toBe(audit.components.length);
     expect(audit.measurements.archive_bytes).toBe(statSync(archive).size);
     expect(audit.measurements.regular_file_bytes).toBeGreaterThan(0);
@@ -206,9 +268,27 @@ describe('backup-state verify --execute', () => {
   it('a failed verify elsewhere leaves the earlier audit unchanged and publishes nothing', async () => {
     const bytes = readFileSync(join(dest, AUDIT_FILE));
     const bad = join(base, 'bad-manifest.json');
-    writeFileSync(bad, readFileSync(manifest, 'utf8').replace(/"archive_sha256": "[0-9a-f]{64}"/, `"archive_sha256": "${'0'.repeat(64)}"`), { mode: 0o600 });
+    writeFileSync(
+      bad,
+      readFileSync(manifest, 'utf8').replace(
+        /"archive_sha256": "[0-9a-f]{64}"/,
+        `"archive_sha256": "${'0'.repeat(64)}"`,
+      ),
+      { mode: 0o600 },
+    );
     const d2 = join(base, 'dest-bad');
-    const r = await loopxAsync(['backup-state', 'verify', '--archive', archive, '--manifest', bad, '--destination', d2, '--execute', '--json']);
+    const r = await loopxAsync([
+      'backup-state',
+      'verify',
+      '--archive',
+      archive,
+      '--manifest',
+      bad,
+      '--destination',
+      d2,
+      '--execute',
+      '--json',
+    ]);
     expect(r.status).toBe(3);
     expect(r.json().error.code).toBe('verify_archive_digest_mismatch');
     expect(existsSync(d2)).toBe(false);
@@ -220,7 +300,12 @@ describe('terminal output', () => {
   it('draws a progress bar on stderr when it is a terminal (script(1) gives it a pty), and is quiet otherwise', async () => {
     const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
     const cmd = [process.execPath, ...CLI, ...verifyArgs(join(base, 'dest-tty')), '--execute'].map(quote).join(' ');
-    const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { cwd: REPO, encoding: 'utf8', timeout: 60_000, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
+    const r = spawnSync('script', ['-qec', cmd, '/dev/null'], {
+      cwd: REPO,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, XDG_STATE_HOME: STATE_HOME },
+    });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/\r\x1b\[2K\[[#.]{28}\] \d+%/);
     expect(r.stdout).toContain('recovery audit ');
@@ -286,7 +371,9 @@ describe('no live mutation', () => {
     for (const l of sockets) expect(l, l).not.toMatch(/AF_INET|AF_INET6|AF_NETLINK|AF_PACKET/);
     expect(lines.filter((l) => /\b(connect|bind|listen)\(/.test(l) && !/= -1/.test(l))).toEqual([]);
     // Every program executed is node itself (the CLI and its one disposable worker) or the TypeScript loader's esbuild.
-    const execs = lines.filter((l) => /\bexecve\(/.test(l) && !/= -1 /.test(l)).map((l) => /execve\("([^"]+)"/.exec(l)![1]!);
+    const execs = lines
+      .filter((l) => /\bexecve\(/.test(l) && !/= -1 /.test(l))
+      .map((l) => /execve\("([^"]+)"/.exec(l)![1]!);
     for (const e of execs) expect(e === process.execPath || e.endsWith('/esbuild'), e).toBe(true);
     const workers = lines.filter((l) => /\bexecve\(/.test(l) && l.includes('recovery/worker'));
     expect(workers).toHaveLength(1);
@@ -297,7 +384,9 @@ describe('no live mutation', () => {
       let alive = false;
       try {
         process.kill(pid, 0);
-        alive = readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('loopx') || readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('worker');
+        alive =
+          readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('loopx') ||
+          readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('worker');
       } catch {
         alive = false;
       }
@@ -308,19 +397,25 @@ describe('no live mutation', () => {
 
 describe('source loss', () => {
   it('reads Todos and committed history back from the workspace after the source root is gone', async () => {
-    const before = (await loopxAsync(['todo', 'list', '--goal', 'launch', '--root', root, '--json'])).json().todos as Array<{ todo_id: string; status: string; title: string }>;
+    const before = (await loopxAsync(['todo', 'list', '--goal', 'launch', '--root', root, '--json'])).json()
+      .todos as Array<{ todo_id: string; status: string; title: string }>;
     const dest = join(base, 'dest-loss');
     rmSync(root, { recursive: true, force: true });
     expect(existsSync(root)).toBe(false);
     const r = await loopxAsync([...verifyArgs(dest), '--execute', '--json']);
     expect(r.status, r.stderr).toBe(0);
     const copied = join(dest, WORKSPACE_DIR, 'runtime-root', 'goals', 'launch', 'work.db');
-    const h = OWNERS.work.readHistorical({ root: join(dest, WORKSPACE_DIR, 'runtime-root') }, { goal_id: 'launch' }).value;
+    const h = OWNERS.work.readHistorical(
+      { root: join(dest, WORKSPACE_DIR, 'runtime-root') },
+      { goal_id: 'launch' },
+    ).value;
     expect(copied).toMatch(/work\.db$/);
     expect(h.readable).toBe(true);
     expect(h.execution_authority_granted).toBe(false);
     expect(h.findings.filter((f) => f.severity === 'error')).toEqual([]);
-    expect(h.todos.map((t) => ({ todo_id: t.todo_id, status: t.status, title: t.title }))).toEqual(before.map((t) => ({ todo_id: t.todo_id, status: t.status, title: t.title })));
+    expect(h.todos.map((t) => ({ todo_id: t.todo_id, status: t.status, title: t.title }))).toEqual(
+      before.map((t) => ({ todo_id: t.todo_id, status: t.status, title: t.title })),
+    );
     expect(before.some((t) => t.status === 'done')).toBe(true);
     expect(h.history_count).toBeGreaterThanOrEqual(before.length + 1);
     const audit = JSON.parse(readFileSync(join(dest, AUDIT_FILE), 'utf8')) as RecoveryAudit;

@@ -85,13 +85,32 @@ async function until<T>(what: string, ms: number, probe: () => T | undefined): P
 }
 
 /** Start a verify, latch on its worker (and on `ready` when given), SIGKILL it, and wait for the worker to end. */
-async function killVerifyAndWatchWorker(env: Record<string, string>, ready?: (destination: string) => boolean): Promise<void> {
+async function killVerifyAndWatchWorker(
+  env: Record<string, string>,
+  ready?: (destination: string) => boolean,
+): Promise<void> {
   const destination = join(base, `d${++n}`);
-  const verify = spawn(process.execPath, [...CLI, 'backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', destination, '--execute', '--json'], {
-    cwd: REPO,
-    env: { ...process.env, XDG_STATE_HOME: STATE_HOME, ...env },
-    stdio: 'ignore',
-  });
+  const verify = spawn(
+    process.execPath,
+    [
+      ...CLI,
+      'backup-state',
+      'verify',
+      '--archive',
+      archive,
+      '--manifest',
+      manifest,
+      '--destination',
+      destination,
+      '--execute',
+      '--json',
+    ],
+    {
+      cwd: REPO,
+      env: { ...process.env, XDG_STATE_HOME: STATE_HOME, ...env },
+      stdio: 'ignore',
+    },
+  );
   started.push(verify);
   const exited = new Promise<NodeJS.Signals | null>((r) => verify.on('exit', (_code, signal) => r(signal)));
   const worker = await until('the owner worker to start', 60_000, () => workerOf(verify.pid!));
@@ -115,13 +134,17 @@ describe('a SIGKILLed verify takes its owner worker with it', () => {
 
   it('killed after the worker was told the archive is complete: the worker exits instead of running on (5 runs)', async () => {
     for (let i = 0; i < 5; i++) {
-      await killVerifyAndWatchWorker({ LOOPX_TEST_WORKER_HANG: '1' }, (d) => existsSync(join(d, '.scratch', 'worker-hanging')));
+      await killVerifyAndWatchWorker({ LOOPX_TEST_WORKER_HANG: '1' }, (d) =>
+        existsSync(join(d, '.scratch', 'worker-hanging')),
+      );
     }
   }, 300_000);
 
   it('killed while the worker is blocked in a synchronous step (its event loop held): the worker is ended all the same (3 runs)', async () => {
     for (let i = 0; i < 3; i++) {
-      await killVerifyAndWatchWorker({ LOOPX_TEST_WORKER_HANG: 'blocked' }, (d) => existsSync(join(d, '.scratch', 'worker-hanging')));
+      await killVerifyAndWatchWorker({ LOOPX_TEST_WORKER_HANG: 'blocked' }, (d) =>
+        existsSync(join(d, '.scratch', 'worker-hanging')),
+      );
     }
   }, 300_000);
 });

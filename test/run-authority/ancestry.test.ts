@@ -3,7 +3,16 @@
  * current user, not writable by others unless sticky (then the entry below must be root's or
  * ours), no symbolic links anywhere, and a missing parent is refused rather than created.
  */
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';

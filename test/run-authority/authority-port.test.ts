@@ -5,7 +5,13 @@
  */
 import { join } from 'node:path';
 import { afterAll, describe } from 'vitest';
-import { memoryRunAuthority, openPgRunAuthority, openRunAuthority, RUN_AUTHORITY_COMPONENT, RUN_AUTHORITY_PG_MIGRATIONS } from '../../src/run-authority/index.js';
+import {
+  memoryRunAuthority,
+  openPgRunAuthority,
+  openRunAuthority,
+  RUN_AUTHORITY_COMPONENT,
+  RUN_AUTHORITY_PG_MIGRATIONS,
+} from '../../src/run-authority/index.js';
 import { migratePostgres } from '../../src/store/index.js';
 import { PG_AVAILABLE, pgDatabases } from '../support/pg.js';
 import { describeRunAuthority } from './conformance/run-authority.conformance.js';
@@ -14,13 +20,21 @@ import { cleanup, tempBase } from './support.js';
 afterAll(cleanup);
 
 describeRunAuthority('local', ({ importWaitMs }) =>
-  openRunAuthority({ dir: join(tempBase(), 'authority'), create: true, ...(importWaitMs !== undefined ? { importWaitMs } : {}) }),
+  openRunAuthority({
+    dir: join(tempBase(), 'authority'),
+    create: true,
+    ...(importWaitMs !== undefined ? { importWaitMs } : {}),
+  }),
 );
-describeRunAuthority('memory', ({ importWaitMs }) => memoryRunAuthority(importWaitMs !== undefined ? { importWaitMs } : {}));
+describeRunAuthority('memory', ({ importWaitMs }) =>
+  memoryRunAuthority(importWaitMs !== undefined ? { importWaitMs } : {}),
+);
 
 // PostgreSQL: records, leases, bindings and lifetimes in a fresh schema per authority; keys in the host's own directory.
 const pgDatabase = pgDatabases();
-const describePgAuthority: typeof describeRunAuthority = PG_AVAILABLE ? describeRunAuthority : (name) => describe.skip(`RunAuthority conformance: ${name}`, () => undefined);
+const describePgAuthority: typeof describeRunAuthority = PG_AVAILABLE
+  ? describeRunAuthority
+  : (name) => describe.skip(`RunAuthority conformance: ${name}`, () => undefined);
 describePgAuthority('postgresql', async ({ importWaitMs }) => {
   const db = pgDatabase();
   await migratePostgres(db, RUN_AUTHORITY_COMPONENT, RUN_AUTHORITY_PG_MIGRATIONS);

@@ -3,7 +3,17 @@
  * created Unix leaf to 0700; opening an existing leaf is validation-only and requires it already
  * be exactly 0700"), its random scope id and first key, and the default location.
  */
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -143,14 +153,17 @@ describe('opening an existing leaf only validates it', () => {
     ['0777', 0o777],
     ['0711', 0o711],
     ['1700', 0o1700],
-  ])('an existing leaf with mode %s is refused with authority_mode_unsafe and is not chmodded or filled', (_label, mode) => {
-    const dir = join(tempBase(), 'authority');
-    mkdirSync(dir);
-    chmodSync(dir, mode);
-    expect(codeOf(() => open(dir))).toBe('authority_mode_unsafe');
-    expect(modeOf(dir)).toBe(mode);
-    expect(readdirSync(dir)).toEqual([]);
-  });
+  ])(
+    'an existing leaf with mode %s is refused with authority_mode_unsafe and is not chmodded or filled',
+    (_label, mode) => {
+      const dir = join(tempBase(), 'authority');
+      mkdirSync(dir);
+      chmodSync(dir, mode);
+      expect(codeOf(() => open(dir))).toBe('authority_mode_unsafe');
+      expect(modeOf(dir)).toBe(mode);
+      expect(readdirSync(dir)).toEqual([]);
+    },
+  );
 
   it('an existing 0700 leaf owned by another uid is refused with authority_not_owned and left untouched', () => {
     const dir = join(tempBase(), 'authority');

@@ -4,7 +4,16 @@
  * subdirectory, a planted symlink entry — cannot redirect authority state. Each attack must be
  * refused, and nothing may be read from or written into the substitute.
  */
-import { existsSync, lstatSync, mkdirSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { LocalRunAuthority, RunLease } from '../../src/run-authority/index.js';
@@ -12,7 +21,13 @@ import { asyncCodeOf, cleanup, codeOf, open, record, snapshotTree, tempBase } fr
 
 afterAll(cleanup);
 
-const RECORD_V1 = record('run-1', { state: 'SUSPENDED', payloadSha256: 'aa'.repeat(32), claimHmac: 'bb'.repeat(32), keyGeneration: 1, lastSequence: 7 });
+const RECORD_V1 = record('run-1', {
+  state: 'SUSPENDED',
+  payloadSha256: 'aa'.repeat(32),
+  claimHmac: 'bb'.repeat(32),
+  keyGeneration: 1,
+  lastSequence: 7,
+});
 const RECORD_V2 = record('run-1', { transitionGeneration: 2 });
 
 /** An attacker-made directory laid out like an authority, with a record for run-1 of its own. */
@@ -21,7 +36,14 @@ function attackerDir(path: string): Record<string, string> {
   for (const sub of ['keys', 'locks', 'runs']) mkdirSync(join(path, sub), { mode: 0o700 });
   writeFileSync(join(path, 'scope'), `${'cd'.repeat(32)}\n`, { mode: 0o600 });
   writeFileSync(join(path, 'keys', '1.key'), `${'ef'.repeat(32)}\n`, { mode: 0o600 });
-  const forged = { schema: 'loopx.run-authority.record/v1', run_id: 'run-1', state: 'ACTIVE', transition_generation: 99, owner_root: 'attacker', updated_at: 'x' };
+  const forged = {
+    schema: 'loopx.run-authority.record/v1',
+    run_id: 'run-1',
+    state: 'ACTIVE',
+    transition_generation: 99,
+    owner_root: 'attacker',
+    updated_at: 'x',
+  };
   writeFileSync(join(path, 'runs', 'run-1.json'), `${JSON.stringify(forged)}\n`, { mode: 0o600 });
   return snapshotTree(path);
 }

@@ -10,7 +10,13 @@ import { describe, expect, it } from 'vitest';
 import { openRunAuthority, type RunRecord } from '../../src/run-authority/index.js';
 import { spawnImporter } from './support.js';
 
-const record = (runId: string): RunRecord => ({ runId, state: 'SUSPENDED', transitionGeneration: 1, ownerRoot: 'root_a', updatedAt: '' });
+const record = (runId: string): RunRecord => ({
+  runId,
+  state: 'SUSPENDED',
+  transitionGeneration: 1,
+  ownerRoot: 'root_a',
+  updatedAt: '',
+});
 
 const codeOf = (p: Promise<unknown>) =>
   p.then(
@@ -27,7 +33,11 @@ describe('waiting for a competing importer', () => {
     try {
       await competitor.held;
       const busy = await authority.beginImport('run_wait').catch((e: unknown) => e);
-      expect(busy).toMatchObject({ code: 'import_busy', kind: 'conflict', nextAction: 'run the same import again once the other one has finished' });
+      expect(busy).toMatchObject({
+        code: 'import_busy',
+        kind: 'conflict',
+        nextAction: 'run the same import again once the other one has finished',
+      });
       competitor.finish();
       expect(await competitor.exited).toBe(0);
       const lease = await authority.beginImport('run_wait');

@@ -5,7 +5,13 @@
  */
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { openPgRunAuthority, openRunAuthority, pgRunLeaseFacts, RUN_AUTHORITY_COMPONENT, RUN_AUTHORITY_PG_MIGRATIONS } from '../../src/run-authority/index.js';
+import {
+  openPgRunAuthority,
+  openRunAuthority,
+  pgRunLeaseFacts,
+  RUN_AUTHORITY_COMPONENT,
+  RUN_AUTHORITY_PG_MIGRATIONS,
+} from '../../src/run-authority/index.js';
 import { migratePostgres } from '../../src/store/index.js';
 import { describePg, pgDatabases } from '../support/pg.js';
 import { cleanup, tempBase } from './support.js';

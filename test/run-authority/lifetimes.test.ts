@@ -7,14 +7,38 @@
  * conflict, invalid input, unknown id) are in the conformance suite.
  */
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { GOAL_ID } from '../../src/owners/index.js';
 import { GOAL_ALIAS } from '../../src/run-authority/lifetimes.js';
 import { exitCodeOf } from '../../src/core/index.js';
 import { goalLifetimeSuperseded, type LifetimeSupersession } from '../../src/run-authority/index.js';
-import { asyncCodeOf, asyncErrorOf, childReadLifetime, cleanup, FOREIGN_UID, ginst, modeOf, open, snapshotTree, spawnSuperseder, supersession, tempBase } from './support.js';
+import {
+  asyncCodeOf,
+  asyncErrorOf,
+  childReadLifetime,
+  cleanup,
+  FOREIGN_UID,
+  ginst,
+  modeOf,
+  open,
+  snapshotTree,
+  spawnSuperseder,
+  supersession,
+  tempBase,
+} from './support.js';
 
 afterAll(cleanup);
 
@@ -41,7 +65,10 @@ describe('the lifetime file', () => {
     expect(modeOf(join(dir, 'lifetimes'))).toBe(0o700);
     expect(modeOf(fileOf(dir))).toBe(0o600);
     expect(readdirSync(join(dir, 'lifetimes'))).toEqual([`${OLD}.json`]);
-    expect(JSON.parse(readFileSync(fileOf(dir), 'utf8'))).toStrictEqual({ schema: 'loopx.run-authority.lifetime/v2', ...stored });
+    expect(JSON.parse(readFileSync(fileOf(dir), 'utf8'))).toStrictEqual({
+      schema: 'loopx.run-authority.lifetime/v2',
+      ...stored,
+    });
   });
 
   it('survives reopening: another instance and the reopened authority read it exactly, replay it with its first recorded_at, and refuse a conflicting request', async () => {
@@ -53,7 +80,9 @@ describe('the lifetime file', () => {
     const reopened = open(dir, false);
     expect(await reopened.lifetimeSupersession(OLD)).toStrictEqual(stored);
     expect(await reopened.supersedeLifetime(supersession())).toStrictEqual({ record: stored, replayed: true });
-    expect(await asyncCodeOf(reopened.supersedeLifetime(supersession({ successor_instance_id: ginst('c') })))).toBe('goal_lifetime_already_superseded');
+    expect(await asyncCodeOf(reopened.supersedeLifetime(supersession({ successor_instance_id: ginst('c') })))).toBe(
+      'goal_lifetime_already_superseded',
+    );
     expect(await reopened.lifetimeSupersession(OLD)).toStrictEqual(stored);
   });
 
@@ -61,9 +90,15 @@ describe('the lifetime file', () => {
     const refusal = goalLifetimeSuperseded('goal-a');
     expect(refusal).toMatchObject({ code: 'goal_lifetime_superseded', kind: 'conflict' });
     expect(exitCodeOf(refusal)).toBe(4);
-    expect(refusal.message).toBe("Goal goal-a's lifetime was replaced by a recovery into another root; this root may no longer write or deliver for it.");
-    expect(refusal.nextAction).toBe("see where this Goal's lifetime went (this root keeps it as history): loopx goal show goal-a");
-    expect(goalLifetimeSuperseded('goal-a', '../recovered').nextAction).toBe('continue the Goal in the root it was recovered into: loopx goal show goal-a --root ../recovered');
+    expect(refusal.message).toBe(
+      "Goal goal-a's lifetime was replaced by a recovery into another root; this root may no longer write or deliver for it.",
+    );
+    expect(refusal.nextAction).toBe(
+      "see where this Goal's lifetime went (this root keeps it as history): loopx goal show goal-a",
+    );
+    expect(goalLifetimeSuperseded('goal-a', '../recovered').nextAction).toBe(
+      'continue the Goal in the root it was recovered into: loopx goal show goal-a --root ../recovered',
+    );
   });
 
   it('the alias form checked here is the goal owner’s (owners/layout.ts GOAL_ID)', () => {
@@ -76,7 +111,11 @@ describe('records across versions, and the source root', () => {
   it('a v1 record (written before the source root was kept) reads with source_root null and answers a request naming a source root as a replay', async () => {
     const dir = join(tempBase(), 'authority');
     await open(dir).close();
-    const v1 = { schema: 'loopx.run-authority.lifetime/v1', ...supersession(), recorded_at: '2025-01-01T00:00:00.000Z' };
+    const v1 = {
+      schema: 'loopx.run-authority.lifetime/v1',
+      ...supersession(),
+      recorded_at: '2025-01-01T00:00:00.000Z',
+    };
     writeFileSync(fileOf(dir), `${JSON.stringify(v1)}\n`, { mode: 0o600 });
     const a = open(dir, false);
     expect(await a.lifetimeSupersession(OLD)).toMatchObject({ goal_instance_id: OLD, source_root: null });
@@ -92,7 +131,9 @@ describe('records across versions, and the source root', () => {
     expect(await a.lifetimesSupersededIn('root_source', record.goal_id)).toEqual([record]);
     expect(await a.lifetimesSupersededIn('root_other', record.goal_id)).toEqual([]);
     expect(await a.lifetimesSupersededIn('root_source', 'another-goal')).toEqual([]);
-    expect(await asyncCodeOf(a.supersedeLifetime({ ...supersession(), source_root: 'root_elsewhere' }))).toBe('goal_lifetime_already_superseded');
+    expect(await asyncCodeOf(a.supersedeLifetime({ ...supersession(), source_root: 'root_elsewhere' }))).toBe(
+      'goal_lifetime_already_superseded',
+    );
   });
 });
 
@@ -107,7 +148,9 @@ describe('the authority’s revision is kept outside lifetimes/', () => {
     const b = open(dir, false);
     expect(await asyncCodeOf(b.lifetimeSupersession(OLD))).toBe('authority_rolled_back');
     expect(await asyncCodeOf(b.revision())).toBe('authority_rolled_back');
-    expect(await asyncCodeOf(b.supersedeLifetime(supersession({ goal_instance_id: ginst('d') })))).toBe('authority_rolled_back');
+    expect(await asyncCodeOf(b.supersedeLifetime(supersession({ goal_instance_id: ginst('d') })))).toBe(
+      'authority_rolled_back',
+    );
   });
 
   it('an authority from before the revision was kept counts what it holds at its first read', async () => {
@@ -121,7 +164,11 @@ describe('the authority’s revision is kept outside lifetimes/', () => {
 });
 
 describe('a damaged record is refused, never read as not superseded', () => {
-  const valid = (): Record<string, unknown> => ({ schema: 'loopx.run-authority.lifetime/v1', ...supersession(), recorded_at: '2025-01-01T00:00:00.000Z' });
+  const valid = (): Record<string, unknown> => ({
+    schema: 'loopx.run-authority.lifetime/v1',
+    ...supersession(),
+    recorded_at: '2025-01-01T00:00:00.000Z',
+  });
   const json = (doc: unknown): string => `${JSON.stringify(doc)}\n`;
   const { schema: _schema, ...withoutSchema } = valid();
   const cases: Array<[string, string]> = [
@@ -134,7 +181,10 @@ describe('a damaged record is refused, never read as not superseded', () => {
     ['a missing field', json(withoutSchema)],
     ['another schema', json({ ...valid(), schema: 'loopx.run-authority.lifetime/v3' })],
     ['a v2 record without its source root', json({ ...valid(), schema: 'loopx.run-authority.lifetime/v2' })],
-    ['a source root that is a path', json({ ...valid(), schema: 'loopx.run-authority.lifetime/v2', source_root: '../root' })],
+    [
+      'a source root that is a path',
+      json({ ...valid(), schema: 'loopx.run-authority.lifetime/v2', source_root: '../root' }),
+    ],
     ['the record of another lifetime', json({ ...valid(), goal_instance_id: ginst('e') })],
     ['its own successor', json({ ...valid(), successor_instance_id: OLD })],
     ['a string fence', json({ ...valid(), fence: '7' })],
@@ -144,17 +194,22 @@ describe('a damaged record is refused, never read as not superseded', () => {
     ['a recorded_at that is no ISO timestamp', json({ ...valid(), recorded_at: 'yesterday' })],
   ];
 
-  it.each(cases)('%s: authority_lifetime_corrupt (one next action) on read and on a new request, and the file is left as it is', async (_label, bytes) => {
-    const { dir } = await superseded();
-    writeFileSync(fileOf(dir), bytes, { mode: 0o600 });
-    const a = open(dir, false);
-    const refused = await asyncErrorOf(a.lifetimeSupersession(OLD));
-    expect(refused).toMatchObject({ code: 'authority_lifetime_corrupt', kind: 'internal' });
-    expect((refused as { nextAction?: string }).nextAction).toContain(`lifetimes/${OLD}.json`);
-    expect(await asyncCodeOf(a.supersedeLifetime(supersession()))).toBe('authority_lifetime_corrupt');
-    expect(await asyncCodeOf(a.supersedeLifetime(supersession({ successor_instance_id: ginst('c') })))).toBe('authority_lifetime_corrupt');
-    expect(readFileSync(fileOf(dir), 'utf8')).toBe(bytes);
-  });
+  it.each(cases)(
+    '%s: authority_lifetime_corrupt (one next action) on read and on a new request, and the file is left as it is',
+    async (_label, bytes) => {
+      const { dir } = await superseded();
+      writeFileSync(fileOf(dir), bytes, { mode: 0o600 });
+      const a = open(dir, false);
+      const refused = await asyncErrorOf(a.lifetimeSupersession(OLD));
+      expect(refused).toMatchObject({ code: 'authority_lifetime_corrupt', kind: 'internal' });
+      expect((refused as { nextAction?: string }).nextAction).toContain(`lifetimes/${OLD}.json`);
+      expect(await asyncCodeOf(a.supersedeLifetime(supersession()))).toBe('authority_lifetime_corrupt');
+      expect(await asyncCodeOf(a.supersedeLifetime(supersession({ successor_instance_id: ginst('c') })))).toBe(
+        'authority_lifetime_corrupt',
+      );
+      expect(readFileSync(fileOf(dir), 'utf8')).toBe(bytes);
+    },
+  );
 });
 
 /** Child processes of the current test, killed when it ends (also when it failed waiting for them). */
@@ -227,7 +282,9 @@ describe('what stands at lifetimes/<goal_instance_id>.json must be a private reg
     const substituteBefore = snapshotTree(join(dir, 'lifetimes'));
     expect(await asyncCodeOf(a.lifetimeSupersession(OLD))).toBe('authority_dir_substituted');
     expect(await asyncCodeOf(a.lifetimeSupersession(ginst('c')))).toBe('authority_dir_substituted');
-    expect(await asyncCodeOf(a.supersedeLifetime(supersession({ goal_instance_id: ginst('e') })))).toBe('authority_dir_substituted');
+    expect(await asyncCodeOf(a.supersedeLifetime(supersession({ goal_instance_id: ginst('e') })))).toBe(
+      'authority_dir_substituted',
+    );
     expect(snapshotTree(join(dir, 'lifetimes'))).toEqual(substituteBefore);
     expect(readFileSync(join(dir, '..', 'lifetimes.moved', `${OLD}.json`)).equals(bytes)).toBe(true);
   });
@@ -246,14 +303,19 @@ describe('two processes racing to supersede one lifetime (released together at a
   it('with different successors, exactly one records its request and the other gets goal_lifetime_already_superseded; the stored record is the winner’s', async () => {
     const dir = join(tempBase(), 'authority');
     await open(dir).close();
-    const requests = [supersession({ successor_instance_id: ginst('b'), successor_root: 'root_b' }), supersession({ successor_instance_id: ginst('c'), successor_root: 'root_c' })];
+    const requests = [
+      supersession({ successor_instance_id: ginst('b'), successor_root: 'root_b' }),
+      supersession({ successor_instance_id: ginst('c'), successor_root: 'root_c' }),
+    ];
     const answers = await race(dir, requests);
     const winners = answers.filter((a) => a.replayed === false);
     const losers = answers.filter((a) => a.code === 'goal_lifetime_already_superseded');
     expect(winners).toHaveLength(1);
     expect(losers).toHaveLength(1);
     const winner = winners[0]!.record as LifetimeSupersession;
-    expect(requests).toContainEqual(Object.fromEntries(Object.entries(winner).filter(([k]) => k !== 'recorded_at' && k !== 'source_root')));
+    expect(requests).toContainEqual(
+      Object.fromEntries(Object.entries(winner).filter(([k]) => k !== 'recorded_at' && k !== 'source_root')),
+    );
     expect(await open(dir, false).lifetimeSupersession(OLD)).toStrictEqual(winner);
     expect(readdirSync(join(dir, 'lifetimes'))).toEqual([`${OLD}.json`]);
   });

@@ -76,7 +76,14 @@ describe('records', () => {
     const a = open(dir);
     const lease = (await a.acquireRun('run-1'))!;
     const minimal = record('run-1');
-    const full = record('run-1', { state: 'SUSPENDED', transitionGeneration: 4, payloadSha256: 'ab'.repeat(32), claimHmac: 'cd'.repeat(32), keyGeneration: 2, lastSequence: 41 });
+    const full = record('run-1', {
+      state: 'SUSPENDED',
+      transitionGeneration: 4,
+      payloadSha256: 'ab'.repeat(32),
+      claimHmac: 'cd'.repeat(32),
+      keyGeneration: 2,
+      lastSequence: 41,
+    });
     const previous = process.umask(0);
     try {
       await a.writeRecord(lease, minimal);
@@ -105,7 +112,9 @@ describe('records', () => {
     const a = open(dir);
     const lease = (await a.acquireRun('run-1'))!;
     await a.writeRecord(lease, record('run-1'));
-    writeFileSync(join(dir, 'runs', 'run-1.json'), '{"schema":"loopx.run-authority.record/v1","run_id":"run-2"', { mode: 0o600 });
+    writeFileSync(join(dir, 'runs', 'run-1.json'), '{"schema":"loopx.run-authority.record/v1","run_id":"run-2"', {
+      mode: 0o600,
+    });
     expect(await asyncCodeOf(a.readRecord('run-1'))).toBe('authority_record_corrupt');
   });
 });
@@ -161,7 +170,10 @@ describe('atomic record writes under a crash (child SIGKILLed at the named fault
     expect(r.signal).toBe('SIGKILL');
     expect(r.stdout).not.toContain('written');
     expect(await a.readRecord('run-1')).toStrictEqual(NEW);
-    expect(JSON.parse(readFileSync(join(dir, 'runs', 'run-1.json'), 'utf8'))).toMatchObject({ state: 'SUSPENDED', last_sequence: 12 });
+    expect(JSON.parse(readFileSync(join(dir, 'runs', 'run-1.json'), 'utf8'))).toMatchObject({
+      state: 'SUSPENDED',
+      last_sequence: 12,
+    });
     expect(recordFiles(dir)).toEqual(['run-1.json']);
     expect(modeOf(join(dir, 'runs', 'run-1.json'))).toBe(0o600);
     const lease = await a.acquireRun('run-1');

@@ -51,11 +51,18 @@ describe('engines on one memory authority', () => {
     const a = engineOn(authority, join(dir, 'a'));
     const started = await a.start(researcher(), { input: 'go', suspendAfterTurns: 2 });
     const signed = await a.exportEnvelope(started.run_id);
-    expect(await authority.readRecord(started.run_id)).toMatchObject({ state: 'SUSPENDED', lastSequence: started.last_sequence });
+    expect(await authority.readRecord(started.run_id)).toMatchObject({
+      state: 'SUSPENDED',
+      lastSequence: started.last_sequence,
+    });
 
     const b = engineOn(authority, join(dir, 'b'));
     const imported = await b.importSnapshot(signed.bytes);
-    expect(imported).toMatchObject({ run_id: started.run_id, status: 'suspended', last_sequence: started.last_sequence });
+    expect(imported).toMatchObject({
+      run_id: started.run_id,
+      status: 'suspended',
+      last_sequence: started.last_sequence,
+    });
     expect(await codeOf(b.importSnapshot(signed.bytes))).toBe('snapshot_consumed');
     expect(await codeOf(a.resume(started.run_id))).toBe('run_moved');
     const resumed = await b.resume(started.run_id);
@@ -74,7 +81,9 @@ describe('engines on one memory authority', () => {
     const a = engineOn(first, join(dir, 'a'));
     const started = await a.start(researcher(), { input: 'go', suspendAfterTurns: 1 });
     const b = engineOn(second, join(dir, 'b'));
-    expect(await codeOf(b.importSnapshot((await a.exportEnvelope(started.run_id)).bytes))).toBe('snapshot_claim_invalid');
+    expect(await codeOf(b.importSnapshot((await a.exportEnvelope(started.run_id)).bytes))).toBe(
+      'snapshot_claim_invalid',
+    );
   });
 
   it('a byte copy of a root is root_is_copy: it can neither resume nor start runs', async () => {

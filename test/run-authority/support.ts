@@ -8,7 +8,12 @@ import { lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { isLoopxError } from '../../src/core/errors.js';
-import { openRunAuthority, type LifetimeSupersessionRequest, type LocalRunAuthority, type RunRecord } from '../../src/run-authority/index.js';
+import {
+  openRunAuthority,
+  type LifetimeSupersessionRequest,
+  type LocalRunAuthority,
+  type RunRecord,
+} from '../../src/run-authority/index.js';
 
 export const REPO = resolve(import.meta.dirname, '../..');
 export const CHILD = join(REPO, 'test/run-authority/fixtures/authority-child.ts');
@@ -133,7 +138,14 @@ export function snapshotTree(dir: string): Record<string, string> {
 }
 
 export function record(runId: string, overrides: Partial<RunRecord> = {}): RunRecord {
-  return { runId, state: 'ACTIVE', transitionGeneration: 1, ownerRoot: 'root-a', updatedAt: '2025-01-01T00:00:00.000Z', ...overrides };
+  return {
+    runId,
+    state: 'ACTIVE',
+    transitionGeneration: 1,
+    ownerRoot: 'root-a',
+    updatedAt: '2025-01-01T00:00:00.000Z',
+    ...overrides,
+  };
 }
 
 /** Let the event loop turn a few times (for "still pending" checks; no timers involved). */
@@ -151,7 +163,10 @@ export interface Holder {
 }
 
 export function spawnHolder(dir: string, runId: string): Holder {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, 'hold', dir, runId], { cwd: REPO, env: { ...process.env, LOOPX_TEST_FAULT: '' } });
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, 'hold', dir, runId], {
+    cwd: REPO,
+    env: { ...process.env, LOOPX_TEST_FAULT: '' },
+  });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += String(d)));
   const exited = new Promise<NodeJS.Signals | null>((res) => child.on('exit', (_code, signal) => res(signal)));
@@ -161,7 +176,9 @@ export function spawnHolder(dir: string, runId: string): Holder {
       out += String(d);
       if (out.split('\n').includes('held')) res();
     });
-    child.on('exit', (code, signal) => rej(new Error(`holder exited (${code ?? signal}) before "held": ${out} ${stderr}`)));
+    child.on('exit', (code, signal) =>
+      rej(new Error(`holder exited (${code ?? signal}) before "held": ${out} ${stderr}`)),
+    );
   });
   return { child, held, exited };
 }
@@ -171,7 +188,12 @@ export function childWrite(dir: string, rec: RunRecord, fault: string | undefine
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.LOOPX_TEST_FAULT;
   if (faultSwitch !== undefined) env.LOOPX_TEST_FAULT = faultSwitch;
-  const r = spawnSync(process.execPath, ['--import', 'tsx', CHILD, 'write', dir, JSON.stringify(rec), fault ?? ''], { cwd: REPO, env, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', CHILD, 'write', dir, JSON.stringify(rec), fault ?? ''], {
+    cwd: REPO,
+    env,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -186,7 +208,10 @@ export interface Importer {
 }
 
 export function spawnImporter(dir: string, rec: RunRecord): Importer {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, 'import', dir, JSON.stringify(rec)], { cwd: REPO, env: { ...process.env, LOOPX_TEST_FAULT: '' } });
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, 'import', dir, JSON.stringify(rec)], {
+    cwd: REPO,
+    env: { ...process.env, LOOPX_TEST_FAULT: '' },
+  });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += String(d)));
   const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
@@ -196,7 +221,9 @@ export function spawnImporter(dir: string, rec: RunRecord): Importer {
       out += String(d);
       if (out.split('\n').includes('held')) res();
     });
-    child.on('exit', (code, signal) => rej(new Error(`importer exited (${code ?? signal}) before "held": ${out} ${stderr}`)));
+    child.on('exit', (code, signal) =>
+      rej(new Error(`importer exited (${code ?? signal}) before "held": ${out} ${stderr}`)),
+    );
   });
   return { child, held, exited, finish: () => child.stdin.write('go\n') };
 }
@@ -213,7 +240,10 @@ export interface Superseder {
 }
 
 export function spawnSuperseder(dir: string, request: LifetimeSupersessionRequest): Superseder {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, 'supersede', dir, JSON.stringify(request)], { cwd: REPO, env: { ...process.env, LOOPX_TEST_FAULT: '' } });
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, 'supersede', dir, JSON.stringify(request)], {
+    cwd: REPO,
+    env: { ...process.env, LOOPX_TEST_FAULT: '' },
+  });
   let out = '';
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += String(d)));
@@ -222,7 +252,9 @@ export function spawnSuperseder(dir: string, request: LifetimeSupersessionReques
       out += String(d);
       if (out.split('\n').includes('ready')) res();
     });
-    child.on('exit', (code, signal) => rej(new Error(`superseder exited (${code ?? signal}) before "ready": ${out} ${stderr}`)));
+    child.on('exit', (code, signal) =>
+      rej(new Error(`superseder exited (${code ?? signal}) before "ready": ${out} ${stderr}`)),
+    );
   });
   const answer = new Promise<Record<string, unknown>>((res, rej) =>
     child.on('exit', (code) => {
@@ -235,8 +267,14 @@ export function spawnSuperseder(dir: string, request: LifetimeSupersessionReques
 }
 
 /** A child process's read of a lifetime's supersession (fixture mode `lifetime`): `{ record }` or `{ code }`. */
-export function childReadLifetime(dir: string, goalInstanceId: string): { readonly child: ChildProcessWithoutNullStreams; readonly answer: Promise<Record<string, unknown>> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, 'lifetime', dir, goalInstanceId], { cwd: REPO, env: { ...process.env, LOOPX_TEST_FAULT: '' } });
+export function childReadLifetime(
+  dir: string,
+  goalInstanceId: string,
+): { readonly child: ChildProcessWithoutNullStreams; readonly answer: Promise<Record<string, unknown>> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, 'lifetime', dir, goalInstanceId], {
+    cwd: REPO,
+    env: { ...process.env, LOOPX_TEST_FAULT: '' },
+  });
   let out = '';
   let stderr = '';
   child.stdout.on('data', (d) => (out += String(d)));

@@ -37,7 +37,10 @@ interface Child {
 
 /** An admission-child.ts process: `close <root> [timeout]` or `write <root>`. */
 function child(...args: string[]): Child {
-  const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], {
+    cwd: REPO,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const lines: string[] = [];
   const waiting: Array<{ prefix: string; resolve: (l: string) => void }> = [];
   let stderr = '';
@@ -47,7 +50,9 @@ function child(...args: string[]): Child {
     if (w >= 0) waiting.splice(w, 1)[0]!.resolve(l);
     else lines.push(l);
   });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => proc.on('close', (code, signal) => res({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+    proc.on('close', (code, signal) => res({ code, signal })),
+  );
   void exited.then(() => {
     for (const w of waiting.splice(0)) w.resolve(`exited before "${w.prefix}": ${stderr}`);
   });
@@ -82,7 +87,8 @@ async function until(cond: () => boolean): Promise<void> {
   while (!cond()) await sleep(5);
 }
 
-const describeCli = (args: readonly string[], r: CliResult) => `loopx ${args.join(' ')} → status ${r.status} signal ${r.signal}\n${r.stderr}${r.stdout}`;
+const describeCli = (args: readonly string[], r: CliResult) =>
+  `loopx ${args.join(' ')} → status ${r.status} signal ${r.signal}\n${r.stderr}${r.stdout}`;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function ok(args: readonly string[]): Promise<any> {
@@ -95,11 +101,15 @@ async function ok(args: readonly string[]): Promise<any> {
 async function refusedClosed(args: readonly string[]): Promise<void> {
   const r = await loopxAsync([...args, '--json']);
   expect(r.signal, describeCli(args, r)).toBeNull();
-  expect({ status: r.status, error: r.json().error }, describeCli(args, r)).toMatchObject({ status: 4, error: { code: 'admission_closed', next_action: NEXT_ACTION } });
+  expect({ status: r.status, error: r.json().error }, describeCli(args, r)).toMatchObject({
+    status: 4,
+    error: { code: 'admission_closed', next_action: NEXT_ACTION },
+  });
   expect(r.stderr).toContain('[admission_closed]');
 }
 
-const refusedInProcess = (root: string) => expect(() => admit(root, 'test')).toThrow(expect.objectContaining({ code: 'admission_closed', kind: 'conflict' }));
+const refusedInProcess = (root: string) =>
+  expect(() => admit(root, 'test')).toThrow(expect.objectContaining({ code: 'admission_closed', kind: 'conflict' }));
 
 // ── the shared root ──────────────────────────────────────────────────────────────────────
 
@@ -114,8 +124,10 @@ beforeAll(async () => {
   expect((await loopxAsync(['init', '--root', root])).status).toBe(0);
   await ok(['goal', 'create', 'g', '--title', 'Ship the launch post', '--root', root]);
   await ok(['todo', 'add', '--goal', 'g', '--title', 'Draft the outline', '--root', root]);
-  suspendedRun = (await ok(['run', 'start', '--agent', RESEARCHER, '--suspend-after-turns', '1', '--root', root])).run_id;
-  const exported = (await ok(['run', 'start', '--agent', RESEARCHER, '--suspend-after-turns', '1', '--root', root])).run_id;
+  suspendedRun = (await ok(['run', 'start', '--agent', RESEARCHER, '--suspend-after-turns', '1', '--root', root]))
+    .run_id;
+  const exported = (await ok(['run', 'start', '--agent', RESEARCHER, '--suspend-after-turns', '1', '--root', root]))
+    .run_id;
   snapshot = join(root, '..', 'run.snapshot');
   await ok(['run', 'export', exported, '--out', snapshot, '--root', root]);
 }, TIMEOUT);
@@ -138,13 +150,26 @@ describe('a closed gate, seen from the CLI', () => {
         await Promise.all([
           refusedClosed(['run', 'start', '--agent', RESEARCHER, '--root', root]),
           refusedClosed(['run', 'resume', suspendedRun, '--root', root]),
-          refusedClosed(['work', 'run', '--goal', 'g', '--agent', GOAL_WORKER, '--sink', sink.deliveriesUrl, '--root', root]),
+          refusedClosed([
+            'work',
+            'run',
+            '--goal',
+            'g',
+            '--agent',
+            GOAL_WORKER,
+            '--sink',
+            sink.deliveriesUrl,
+            '--root',
+            root,
+          ]),
           refusedClosed(['goal', 'create', 'h', '--title', 'Another', '--root', root]),
           refusedClosed(['todo', 'add', '--goal', 'g', '--title', 'Another', '--root', root]),
         ]);
         expect((await ok(['run', 'list', '--root', root])).runs).toEqual(runsBefore);
         expect(await ok(['goal', 'show', 'g', '--root', root])).toEqual(goalBefore);
-        expect((await ok(['goal', 'list', '--root', root])).goals.map((g: { goal_id: string }) => g.goal_id)).toEqual(['g']);
+        expect((await ok(['goal', 'list', '--root', root])).goals.map((g: { goal_id: string }) => g.goal_id)).toEqual([
+          'g',
+        ]);
       } finally {
         c.proc.kill('SIGKILL');
       }
@@ -162,7 +187,18 @@ describe('a closed gate, seen from the CLI', () => {
       expect(admissionState(root).open).toBe(true);
       const runsBefore = (await ok(['run', 'list', '--root', root])).runs.length;
       const started = await ok(['run', 'start', '--agent', RESEARCHER, '--root', root]);
-      const worked = await ok(['work', 'run', '--goal', 'g', '--agent', GOAL_WORKER, '--sink', sink.deliveriesUrl, '--root', root]);
+      const worked = await ok([
+        'work',
+        'run',
+        '--goal',
+        'g',
+        '--agent',
+        GOAL_WORKER,
+        '--sink',
+        sink.deliveriesUrl,
+        '--root',
+        root,
+      ]);
       const runs = (await ok(['run', 'list', '--root', root])).runs.map((r: { run_id: string }) => r.run_id);
       expect(runs).toHaveLength(runsBefore + 2);
       expect(runs).toEqual(expect.arrayContaining([started.run_id, worked.run_id]));
@@ -222,7 +258,11 @@ describe('closing and draining', () => {
     'a second closer is refused while the first holds the gate (admission_already_closed, in this process and another), and closes once it is released',
     async () => {
       const first = await closer(root);
-      await expect(closeAdmission(root, { timeoutMs: 1000 })).rejects.toMatchObject({ code: 'admission_already_closed', kind: 'conflict', details: { epoch: first.epoch } });
+      await expect(closeAdmission(root, { timeoutMs: 1000 })).rejects.toMatchObject({
+        code: 'admission_already_closed',
+        kind: 'conflict',
+        details: { epoch: first.epoch },
+      });
       const second = child('close', root, '1000');
       expect(await second.line('refused ')).toBe('refused admission_already_closed');
       expect((await second.exited).code).toBe(4);
@@ -331,7 +371,14 @@ describe('the daemon against a closed gate', () => {
     async () => {
       const TOKEN = 'test-token-0123456789';
       const headers = { host: '127.0.0.1:80', authorization: `Bearer ${TOKEN}`, 'idempotency-key': 'resume-1' };
-      const d = await buildApp({ root, token: TOKEN, loginTokens: new LoginTokens(), port: () => 80, authorityDir: join(STATE_HOME, 'loopx', 'run-authority'), logger: false });
+      const d = await buildApp({
+        root,
+        token: TOKEN,
+        loginTokens: new LoginTokens(),
+        port: () => 80,
+        authorityDir: join(STATE_HOME, 'loopx', 'run-authority'),
+        logger: false,
+      });
       try {
         const closed = await closeAdmission(root, { timeoutMs: 60_000 });
         try {

@@ -48,7 +48,9 @@ describe('a Goal work run with a provider', () => {
     expect(run).toMatchObject({ status: 'completed', completed_turns: 1 });
     const ledger = quota.openSqliteQuotaLedger(join(root, 'quota.db'));
     try {
-      expect((await ledger.list()).map((d) => [d.unit, d.goal_instance_id, d.amount])).toEqual([[TURN_DEBIT_UNIT, goal.goal_instance_id, 14 + 6]]);
+      expect((await ledger.list()).map((d) => [d.unit, d.goal_instance_id, d.amount])).toEqual([
+        [TURN_DEBIT_UNIT, goal.goal_instance_id, 14 + 6],
+      ]);
     } finally {
       ledger.close();
     }

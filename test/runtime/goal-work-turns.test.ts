@@ -12,7 +12,15 @@ import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { FAULT_AFTER_QUOTA_DEBIT, TURN_DEBIT_UNIT, messageId, turnTokens } from '../../src/engine/index.js';
 import { THROW_FAULT_PREFIX } from '../../src/core/index.js';
 import { quota, session } from '../../src/owners/index.js';
-import { addTodo, createGoal, initRoot, loadAgentFile, runGoalWork, withRootEngine, type Engine } from '../../src/runtime/index.js';
+import {
+  addTodo,
+  createGoal,
+  initRoot,
+  loadAgentFile,
+  runGoalWork,
+  withRootEngine,
+  type Engine,
+} from '../../src/runtime/index.js';
 import { REPO, tempRoot } from '../support/cli.js';
 
 const AGENT = loadAgentFile(join(REPO, 'examples/agents/goal-worker.json'));
@@ -41,10 +49,20 @@ async function goalRoot(): Promise<string> {
   return root;
 }
 
-const withEngine = <T>(root: string, fn: (engine: Engine) => Promise<T>): Promise<T> => withRootEngine({ root, authorityDir: join(dirname(root), 'authority') }, fn);
+const withEngine = <T>(root: string, fn: (engine: Engine) => Promise<T>): Promise<T> =>
+  withRootEngine({ root, authorityDir: join(dirname(root), 'authority') }, fn);
 
 const work = (root: string, turns?: number) =>
-  withEngine(root, (engine) => runGoalWork({ root, goalId: 'launch', agent: AGENT, engine, webhookUrl: sink.deliveriesUrl, ...(turns !== undefined ? { turns } : {}) }));
+  withEngine(root, (engine) =>
+    runGoalWork({
+      root,
+      goalId: 'launch',
+      agent: AGENT,
+      engine,
+      webhookUrl: sink.deliveriesUrl,
+      ...(turns !== undefined ? { turns } : {}),
+    }),
+  );
 
 /** What the session and quota owners hold for a session: its Turns, their settlements, and the ledger. */
 async function ownersOf(root: string, sessionId: string) {
@@ -77,12 +95,24 @@ describe('Goal work Turns', () => {
     expect(o.turns[0]!.phases[0]!.ref).toBe(`${run.run_id}:t1:c0`);
     expect(o.turns[0]!.phases.at(-1)!.ref).toBe(`${o.turns[0]!.turn_key}#quota_spend`);
     expect(o.settlements.map((x) => [x?.settlement_id, x?.status, x?.result_kind, x?.phase_count])).toEqual(
-      o.turns.map((t, i) => [t.turn_key, 'committed', i === 4 ? 'validated_completion' : 'validated_progress', COMMITTED_PHASES.length]),
+      o.turns.map((t, i) => [
+        t.turn_key,
+        'committed',
+        i === 4 ? 'validated_completion' : 'validated_progress',
+        COMMITTED_PHASES.length,
+      ]),
     );
     // Exactly one debit per Turn, its settlement identity the Turn key, its amount the recorded response's.
     const messages = await withEngine(root, async (engine) => engine.messages(run.run_id));
     expect(o.debits.map((d) => [d.effect_id, d.status, d.unit, d.goal_id, d.goal_instance_id, d.amount])).toEqual(
-      o.turns.map((t, i) => [t.turn_key, 'written', TURN_DEBIT_UNIT, 'launch', goal.goal_instance_id, turnTokens(messages.find((m) => m.id === messageId(run.run_id, i + 1, 0))!)]),
+      o.turns.map((t, i) => [
+        t.turn_key,
+        'written',
+        TURN_DEBIT_UNIT,
+        'launch',
+        goal.goal_instance_id,
+        turnTokens(messages.find((m) => m.id === messageId(run.run_id, i + 1, 0))!),
+      ]),
     );
   }, 60_000);
 
@@ -118,7 +148,11 @@ describe('Goal work Turns', () => {
     }
     const before = await ownersOf(root, s.session_id);
     const resumed = await withEngine(root, (engine) => engine.resume(run.run_id));
-    expect(resumed).toMatchObject({ status: 'failed', completed_turns: 1, failure: { code: 'session_generation_stale' } });
+    expect(resumed).toMatchObject({
+      status: 'failed',
+      completed_turns: 1,
+      failure: { code: 'session_generation_stale' },
+    });
     const events = await withEngine(root, async (engine) => {
       const all = [];
       for await (const e of engine.events(run.run_id)) all.push(e);
@@ -134,7 +168,9 @@ describe('Goal work Turns', () => {
     expect(after.turns).toEqual(before.turns);
     expect(after.debits).toEqual(before.debits);
     // The run stays stopped: it never continues.
-    await expect(withEngine(root, (engine) => engine.resume(run.run_id))).rejects.toMatchObject({ code: 'run_terminal' });
+    await expect(withEngine(root, (engine) => engine.resume(run.run_id))).rejects.toMatchObject({
+      code: 'run_terminal',
+    });
   }, 60_000);
 
   it('a failure between the debit and the settlement is repaired by the next driver: the Turn settles once and the ledger keeps its one debit', async () => {
@@ -146,7 +182,9 @@ describe('Goal work Turns', () => {
     const s = (await sessions.listSessions())[0]!;
     sessions.close();
     const crashed = await ownersOf(root, s.session_id);
-    expect(crashed.turns.map((t) => [t.status, t.phases.map((p) => p.phase)])).toEqual([['in_progress', session.TURN_PHASES.slice(0, 4)]]);
+    expect(crashed.turns.map((t) => [t.status, t.phases.map((p) => p.phase)])).toEqual([
+      ['in_progress', session.TURN_PHASES.slice(0, 4)],
+    ]);
     expect(crashed.debits.map((d) => d.effect_id)).toEqual([crashed.turns[0]!.turn_key]);
 
     expect((await withEngine(root, (engine) => engine.resume(s.run_id!))).status).toBe('completed');

@@ -5,7 +5,17 @@
  * another request under the same id is refused and changes nothing.
  */
 import { describe, expect, it } from 'vitest';
-import { addTodo, createGoal, goalProgress, initRoot, listTodos, todoView, updateTodo, updateTodos, withGoalWork } from '../../src/runtime/index.js';
+import {
+  addTodo,
+  createGoal,
+  goalProgress,
+  initRoot,
+  listTodos,
+  todoView,
+  updateTodo,
+  updateTodos,
+  withGoalWork,
+} from '../../src/runtime/index.js';
 import { tempRoot } from '../support/cli.js';
 
 async function hardLeaseGoal(): Promise<string> {
@@ -31,7 +41,8 @@ async function hardLeaseGoal(): Promise<string> {
   return root;
 }
 
-const leaseOwnerOf = async (root: string, todoId: string) => (await listTodos(root, 'g1')).map(todoView).find((t) => t.todo_id === todoId)!.lease_owner;
+const leaseOwnerOf = async (root: string, todoId: string) =>
+  (await listTodos(root, 'g1')).map(todoView).find((t) => t.todo_id === todoId)!.lease_owner;
 
 describe('runtime Todo updates', () => {
   it('an update without hard leases applies once and replays under its operation id', async () => {
@@ -39,8 +50,18 @@ describe('runtime Todo updates', () => {
     initRoot(root);
     await createGoal(root, 'g1', 'Ship it');
     await addTodo(root, 'g1', { operation_id: 'add-1', todo_id: 't1', title: 'Draft' });
-    const first = await updateTodo(root, 'g1', { operation_id: 'op-1', todo_id: 't1', status: 'done', lease_owner: 'operator:test' });
-    const again = await updateTodo(root, 'g1', { operation_id: 'op-1', todo_id: 't1', status: 'done', lease_owner: 'operator:test' });
+    const first = await updateTodo(root, 'g1', {
+      operation_id: 'op-1',
+      todo_id: 't1',
+      status: 'done',
+      lease_owner: 'operator:test',
+    });
+    const again = await updateTodo(root, 'g1', {
+      operation_id: 'op-1',
+      todo_id: 't1',
+      status: 'done',
+      lease_owner: 'operator:test',
+    });
     expect([first.result, again.result]).toEqual(['applied', 'already_applied']);
     expect(again.receipt).toEqual(first.receipt);
     expect(await leaseOwnerOf(root, 't1')).toBeNull();
@@ -48,11 +69,21 @@ describe('runtime Todo updates', () => {
 
   it('in hard-lease mode the operator takes, uses and releases the lease; a repeat replays with its lease proof', async () => {
     const root = await hardLeaseGoal();
-    const first = await updateTodo(root, 'g1', { operation_id: 'op-2', todo_id: 't2', note: 'looked at it', lease_owner: 'operator:test' });
+    const first = await updateTodo(root, 'g1', {
+      operation_id: 'op-2',
+      todo_id: 't2',
+      note: 'looked at it',
+      lease_owner: 'operator:test',
+    });
     expect(first.result).toBe('applied');
     expect(first.receipt.todo!.note).toBe('looked at it');
     expect(await leaseOwnerOf(root, 't2')).toBeNull(); // released again
-    const again = await updateTodo(root, 'g1', { operation_id: 'op-2', todo_id: 't2', note: 'looked at it', lease_owner: 'operator:test' });
+    const again = await updateTodo(root, 'g1', {
+      operation_id: 'op-2',
+      todo_id: 't2',
+      note: 'looked at it',
+      lease_owner: 'operator:test',
+    });
     expect(again.result).toBe('already_applied');
     expect(again.receipt).toEqual(first.receipt);
   });
@@ -60,7 +91,9 @@ describe('runtime Todo updates', () => {
   it('is refused while a session holds the lease, and changes nothing', async () => {
     const root = await hardLeaseGoal();
     const before = await listTodos(root, 'g1');
-    await expect(updateTodo(root, 'g1', { operation_id: 'op-3', todo_id: 't1', status: 'done', lease_owner: 'operator:test' })).rejects.toMatchObject({ code: 'lease_held' });
+    await expect(
+      updateTodo(root, 'g1', { operation_id: 'op-3', todo_id: 't1', status: 'done', lease_owner: 'operator:test' }),
+    ).rejects.toMatchObject({ code: 'lease_held' });
     expect(await listTodos(root, 'g1')).toEqual(before);
     expect(await leaseOwnerOf(root, 't1')).toBe('session:s1');
   });
@@ -69,7 +102,9 @@ describe('runtime Todo updates', () => {
     const root = await hardLeaseGoal();
     await updateTodo(root, 'g1', { operation_id: 'op-4', todo_id: 't2', status: 'done', lease_owner: 'operator:test' });
     const before = await listTodos(root, 'g1');
-    await expect(updateTodo(root, 'g1', { operation_id: 'op-4', todo_id: 't2', status: 'blocked', lease_owner: 'operator:test' })).rejects.toMatchObject({
+    await expect(
+      updateTodo(root, 'g1', { operation_id: 'op-4', todo_id: 't2', status: 'blocked', lease_owner: 'operator:test' }),
+    ).rejects.toMatchObject({
       code: 'operation_identity_mismatch',
     });
     expect(await listTodos(root, 'g1')).toEqual(before);
@@ -78,7 +113,13 @@ describe('runtime Todo updates', () => {
   it('several Todos in hard-lease mode: the operator takes each lease, commits one transaction, releases them; a repeat replays', async () => {
     const root = await hardLeaseGoal();
     await addTodo(root, 'g1', { operation_id: 'add-3', todo_id: 't3', title: 'Publish' });
-    const input = { operation_id: 'op-5', todo_ids: ['t3', 't2'], status: 'done' as const, note: 'shipped', lease_owner: 'operator:test' };
+    const input = {
+      operation_id: 'op-5',
+      todo_ids: ['t3', 't2'],
+      status: 'done' as const,
+      note: 'shipped',
+      lease_owner: 'operator:test',
+    };
     const first = await updateTodos(root, 'g1', input);
     expect(first).toMatchObject({ result: 'applied', receipt: { operation: 'update_todos', todo_id: null } });
     expect(first.receipt.todos!.map((t) => [t.todo_id, t.status, t.note, t.lease?.status])).toEqual([
@@ -97,14 +138,26 @@ describe('runtime Todo updates', () => {
     // A note alone does not end a lease: the operator releases the ones it took.
     await addTodo(root, 'g1', { operation_id: 'add-4', todo_id: 't4', title: 'Announce' });
     await addTodo(root, 'g1', { operation_id: 'add-5', todo_id: 't5', title: 'Archive' });
-    await updateTodos(root, 'g1', { operation_id: 'op-6', todo_ids: ['t4', 't5'], note: 'next week', lease_owner: 'operator:test' });
+    await updateTodos(root, 'g1', {
+      operation_id: 'op-6',
+      todo_ids: ['t4', 't5'],
+      note: 'next week',
+      lease_owner: 'operator:test',
+    });
     expect([await leaseOwnerOf(root, 't4'), await leaseOwnerOf(root, 't5')]).toEqual([null, null]);
   });
 
   it('several Todos, one of them leased by a session: refused, nothing changes, and the leases the operator took are released', async () => {
     const root = await hardLeaseGoal();
     const before = await listTodos(root, 'g1');
-    await expect(updateTodos(root, 'g1', { operation_id: 'op-7', todo_ids: ['t2', 't1'], status: 'done', lease_owner: 'operator:test' })).rejects.toMatchObject({
+    await expect(
+      updateTodos(root, 'g1', {
+        operation_id: 'op-7',
+        todo_ids: ['t2', 't1'],
+        status: 'done',
+        lease_owner: 'operator:test',
+      }),
+    ).rejects.toMatchObject({
       code: 'lease_held',
     });
     // The held Todo's lease is asked for first: no lease was taken, no Todo moved, nothing was committed.
@@ -112,7 +165,9 @@ describe('runtime Todo updates', () => {
     const head = await withGoalWork(root, 'g1', (work) => work.transactionCount());
     // Bad input is refused before any lease is taken.
     for (const todo_ids of [['t2', 't2'], Array.from({ length: 101 }, (_, i) => `t${i}`)]) {
-      await expect(updateTodos(root, 'g1', { operation_id: 'op-8', todo_ids, note: 'x', lease_owner: 'operator:test' })).rejects.toMatchObject({ code: 'work_request_invalid' });
+      await expect(
+        updateTodos(root, 'g1', { operation_id: 'op-8', todo_ids, note: 'x', lease_owner: 'operator:test' }),
+      ).rejects.toMatchObject({ code: 'work_request_invalid' });
     }
     expect(await withGoalWork(root, 'g1', (work) => work.transactionCount())).toBe(head);
     // Once the session lets go, the same operation id applies.
@@ -127,7 +182,12 @@ describe('runtime Todo updates', () => {
         expected_version: lease.version,
       });
     });
-    const applied = await updateTodos(root, 'g1', { operation_id: 'op-7', todo_ids: ['t2', 't1'], status: 'done', lease_owner: 'operator:test' });
+    const applied = await updateTodos(root, 'g1', {
+      operation_id: 'op-7',
+      todo_ids: ['t2', 't1'],
+      status: 'done',
+      lease_owner: 'operator:test',
+    });
     expect(applied.receipt.todos!.map((t) => [t.todo_id, t.status])).toEqual([
       ['t2', 'done'],
       ['t1', 'done'],
@@ -137,12 +197,31 @@ describe('runtime Todo updates', () => {
   it('a closed or missing Todo in the batch is refused before any lease is taken', async () => {
     const root = await hardLeaseGoal();
     await addTodo(root, 'g1', { operation_id: 'add-3', todo_id: 't3', title: 'Publish' });
-    await updateTodo(root, 'g1', { operation_id: 'close-3', todo_id: 't3', status: 'done', lease_owner: 'operator:test' });
+    await updateTodo(root, 'g1', {
+      operation_id: 'close-3',
+      todo_id: 't3',
+      status: 'done',
+      lease_owner: 'operator:test',
+    });
     const before = await listTodos(root, 'g1');
-    await expect(updateTodos(root, 'g1', { operation_id: 'op-9', todo_ids: ['t2', 't3'], note: 'checked', lease_owner: 'operator:test' })).rejects.toMatchObject({
+    await expect(
+      updateTodos(root, 'g1', {
+        operation_id: 'op-9',
+        todo_ids: ['t2', 't3'],
+        note: 'checked',
+        lease_owner: 'operator:test',
+      }),
+    ).rejects.toMatchObject({
       code: 'todo_terminal',
     });
-    await expect(updateTodos(root, 'g1', { operation_id: 'op-9', todo_ids: ['t2', 'nope'], note: 'checked', lease_owner: 'operator:test' })).rejects.toMatchObject({
+    await expect(
+      updateTodos(root, 'g1', {
+        operation_id: 'op-9',
+        todo_ids: ['t2', 'nope'],
+        note: 'checked',
+        lease_owner: 'operator:test',
+      }),
+    ).rejects.toMatchObject({
       code: 'todo_not_found',
     });
     expect(await listTodos(root, 'g1')).toEqual(before);

@@ -5,7 +5,15 @@
 import fc from 'fast-check';
 import { canonicalJson } from '../../src/core/canonical-json.js';
 import { sha256Hex } from '../../src/core/digest.js';
-import { compareComponents, COMPONENT_KINDS, type ComponentIdentity, type Message, type Part, type RunSnapshotState, type SnapshotLifecycle } from '../../src/snapshot/index.js';
+import {
+  compareComponents,
+  COMPONENT_KINDS,
+  type ComponentIdentity,
+  type Message,
+  type Part,
+  type RunSnapshotState,
+  type SnapshotLifecycle,
+} from '../../src/snapshot/index.js';
 
 export type Mutable<T> = { -readonly [K in keyof T]: T[K] extends readonly (infer U)[] ? U[] : T[K] };
 
@@ -29,7 +37,9 @@ export function validState(): Mutable<RunSnapshotState> {
     {
       id: m(1, 1),
       role: 'tool',
-      parts: [{ type: 'tool_result', callId: `${runId}/t1/k0`, toolName: 'math.add', status: 'ok', resultJson: '{"sum":5}' }],
+      parts: [
+        { type: 'tool_result', callId: `${runId}/t1/k0`, toolName: 'math.add', status: 'ok', resultJson: '{"sum":5}' },
+      ],
     },
     { id: m(2, 0), role: 'assistant', parts: [{ type: 'text', text: 'The sum is 5.' }] },
   ];
@@ -42,8 +52,20 @@ export function validState(): Mutable<RunSnapshotState> {
     messages,
     planIdentity: {
       components: sortComponents([
-        { kind: 'static_tool', name: 'math.add', module: 'loopx/engine/builtin', version: '0.1.0', sourceSha256: hex32('builtin') },
-        { kind: 'provider', name: 'scripted', module: 'loopx/engine/providers/scripted', version: '0.1.0', sourceSha256: hex32('scripted') },
+        {
+          kind: 'static_tool',
+          name: 'math.add',
+          module: 'loopx/engine/builtin',
+          version: '0.1.0',
+          sourceSha256: hex32('builtin'),
+        },
+        {
+          kind: 'provider',
+          name: 'scripted',
+          module: 'loopx/engine/providers/scripted',
+          version: '0.1.0',
+          sourceSha256: hex32('scripted'),
+        },
       ]),
       toolPlanId: 'loopx.builtin.v1',
       compatibilityIdentity: 'loopx/0.1.0',
@@ -58,7 +80,11 @@ export function validState(): Mutable<RunSnapshotState> {
 export const sortComponents = (cs: ComponentIdentity[]): ComponentIdentity[] => [...cs].sort(compareComponents);
 
 /** Replace one message (by index) of a state. */
-export function withMessage(state: Mutable<RunSnapshotState>, index: number, message: Message): Mutable<RunSnapshotState> {
+export function withMessage(
+  state: Mutable<RunSnapshotState>,
+  index: number,
+  message: Message,
+): Mutable<RunSnapshotState> {
   const messages = [...state.messages];
   messages[index] = message;
   return { ...state, messages };
@@ -68,7 +94,9 @@ export function withMessage(state: Mutable<RunSnapshotState>, index: number, mes
 
 const idText = fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 12 });
 const anyText = fc.string({ unit: 'binary', maxLength: 40 });
-const jsonText = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.jsonValue({ maxDepth: 2, stringUnit: 'binary' })).map((v) => canonicalJson(v));
+const jsonText = fc
+  .oneof(fc.jsonValue({ maxDepth: 3 }), fc.jsonValue({ maxDepth: 2, stringUnit: 'binary' }))
+  .map((v) => canonicalJson(v));
 
 const componentArb: fc.Arbitrary<ComponentIdentity> = fc.record({
   kind: fc.constantFrom(...COMPONENT_KINDS),
@@ -81,7 +109,9 @@ const componentArb: fc.Arbitrary<ComponentIdentity> = fc.record({
 /** One model turn: an assistant message (text and/or tool calls) and, if it called tools, their results. */
 const turnArb = fc.record({
   text: fc.option(anyText, { nil: undefined }),
-  calls: fc.array(fc.record({ toolName: idText, args: jsonText, result: jsonText, ok: fc.boolean() }), { maxLength: 3 }),
+  calls: fc.array(fc.record({ toolName: idText, args: jsonText, result: jsonText, ok: fc.boolean() }), {
+    maxLength: 3,
+  }),
 });
 
 export const validStateArb: fc.Arbitrary<RunSnapshotState> = fc
@@ -89,11 +119,16 @@ export const validStateArb: fc.Arbitrary<RunSnapshotState> = fc
     runId: idText,
     definition: fc.record({ id: idText, version: idText }),
     model: fc.record({ provider: idText, modelId: idText }),
-    prompt: fc.array(fc.record({ role: fc.constantFrom('system' as const, 'user' as const), text: anyText }), { maxLength: 2 }),
+    prompt: fc.array(fc.record({ role: fc.constantFrom('system' as const, 'user' as const), text: anyText }), {
+      maxLength: 2,
+    }),
     turns: fc.array(turnArb, { maxLength: 5 }),
     extraTurnLimit: fc.integer({ min: 0, max: 1000 }),
     extraSequence: fc.oneof(fc.integer({ min: 0, max: 100 }), fc.constant(Number.MAX_SAFE_INTEGER)),
-    components: fc.uniqueArray(componentArb, { maxLength: 4, selector: (c) => [c.kind, c.name, c.module, c.version, c.sourceSha256].join('\u0000') }),
+    components: fc.uniqueArray(componentArb, {
+      maxLength: 4,
+      selector: (c) => [c.kind, c.name, c.module, c.version, c.sourceSha256].join('\u0000'),
+    }),
     toolPlanId: idText,
     compatibilityIdentity: fc.oneof(fc.constant(''), idText),
     fingerprint: fc.uint8Array({ minLength: 32, maxLength: 32 }),
@@ -101,11 +136,22 @@ export const validStateArb: fc.Arbitrary<RunSnapshotState> = fc
     lifecycle: fc.constantFrom<SnapshotLifecycle>('suspended', 'completed', 'failed', 'cancelled'),
   })
   .map((g): RunSnapshotState => {
-    const messages: Message[] = g.prompt.map((p, i) => ({ id: `${g.runId}/t0/m${i}`, role: p.role, parts: [{ type: 'text', text: p.text }] }));
+    const messages: Message[] = g.prompt.map((p, i) => ({
+      id: `${g.runId}/t0/m${i}`,
+      role: p.role,
+      parts: [{ type: 'text', text: p.text }],
+    }));
     g.turns.forEach((turn, index) => {
       const t = index + 1;
       const parts: Part[] = turn.text === undefined ? [] : [{ type: 'text', text: turn.text }];
-      turn.calls.forEach((c, k) => parts.push({ type: 'tool_call', callId: `${g.runId}/t${t}/k${k}`, toolName: c.toolName, argumentsJson: c.args }));
+      turn.calls.forEach((c, k) =>
+        parts.push({
+          type: 'tool_call',
+          callId: `${g.runId}/t${t}/k${k}`,
+          toolName: c.toolName,
+          argumentsJson: c.args,
+        }),
+      );
       messages.push({ id: `${g.runId}/t${t}/m0`, role: 'assistant', parts });
       if (turn.calls.length > 0) {
         messages.push({
@@ -143,4 +189,7 @@ export const validStateArb: fc.Arbitrary<RunSnapshotState> = fc
 
 /** The states both the test process and the child processes encode (same seed → same states). */
 export const CROSS_PROCESS_SEED = 20_070;
-export const crossProcessStates = (): RunSnapshotState[] => [validState(), ...fc.sample(validStateArb, { seed: CROSS_PROCESS_SEED, numRuns: 25 })];
+export const crossProcessStates = (): RunSnapshotState[] => [
+  validState(),
+  ...fc.sample(validStateArb, { seed: CROSS_PROCESS_SEED, numRuns: 25 }),
+];

@@ -29,10 +29,31 @@ const checkAccepts = (text: string): boolean => {
 };
 
 const hasEscapedName = (v: unknown): boolean =>
-  v !== null && typeof v === 'object' && (Array.isArray(v) ? v.some(hasEscapedName) : Object.entries(v).some(([k, x]) => JSON.stringify(k) !== `"${k}"` || hasEscapedName(x)));
+  v !== null &&
+  typeof v === 'object' &&
+  (Array.isArray(v)
+    ? v.some(hasEscapedName)
+    : Object.entries(v).some(([k, x]) => JSON.stringify(k) !== `"${k}"` || hasEscapedName(x)));
 
 const jsonValue = fc.oneof(fc.jsonValue({ maxDepth: 4 }), fc.jsonValue({ maxDepth: 3, stringUnit: 'binary' }));
-const weirdString = fc.string({ unit: fc.constantFrom('a', 'é', '"', '\\', '\n', '\u0000', '\u001f', '\u007f', '\ud800', '\udc00', '🧪', '/', '\u2028'), maxLength: 8 });
+const weirdString = fc.string({
+  unit: fc.constantFrom(
+    'a',
+    'é',
+    '"',
+    '\\',
+    '\n',
+    '\u0000',
+    '\u001f',
+    '\u007f',
+    '\ud800',
+    '\udc00',
+    '🧪',
+    '/',
+    '\u2028',
+  ),
+  maxLength: 8,
+});
 const weirdValue = fc.letrec((tie) => ({
   value: fc.oneof(
     { depthSize: 'small' },
@@ -41,7 +62,9 @@ const weirdValue = fc.letrec((tie) => ({
     fc.integer(),
     fc.constantFrom(0, -0, 1e21, 1e-7, 123456789012345, 1234567890123456, 2 ** 53 + 2, 0.1 + 0.2),
     fc.array(tie('value'), { maxLength: 3 }),
-    fc.dictionary(fc.oneof(weirdString, fc.constantFrom('10', '2', '__proto__', 'a', 'B')), tie('value'), { maxKeys: 3 }),
+    fc.dictionary(fc.oneof(weirdString, fc.constantFrom('10', '2', '__proto__', 'a', 'B')), tie('value'), {
+      maxKeys: 3,
+    }),
   ),
 })).value;
 
@@ -57,7 +80,10 @@ const candidateText = fc.oneof(
       fc.constantFrom(' ', '0', '-', '.', 'e', '"', '\\', ',', '}', ']', '\\u0041', '\\ud800', 'E+1'),
     )
     .map(([t, at, ins]) => t.slice(0, at % (t.length + 1)) + ins + t.slice(at % (t.length + 1))),
-  fc.string({ unit: fc.constantFrom('{', '}', '[', ']', '"', ':', ',', '0', '1', '-', '.', 'e', 'a', '\\', 'u', 'n', 't'), maxLength: 12 }),
+  fc.string({
+    unit: fc.constantFrom('{', '}', '[', ']', '"', ':', ',', '0', '1', '-', '.', 'e', 'a', '\\', 'u', 'n', 't'),
+    maxLength: 12,
+  }),
 );
 
 const outcome = (f: () => string | undefined): string => {
@@ -91,9 +117,16 @@ describe('canonical JSON check', () => {
     const length = (v: unknown) => outcome(() => String(canonicalJsonByteLength(v)));
     const reference = (v: unknown) => outcome(() => String(Buffer.byteLength(canonicalJson(v), 'utf8')));
     fc.assert(
-      fc.property(fc.oneof(jsonValue, weirdValue, fc.constantFrom<unknown>(undefined, [1, undefined], { a: () => 1 }, { a: NaN }, new Date(0))), (v) => {
-        expect(length(v)).toBe(reference(v));
-      }),
+      fc.property(
+        fc.oneof(
+          jsonValue,
+          weirdValue,
+          fc.constantFrom<unknown>(undefined, [1, undefined], { a: () => 1 }, { a: NaN }, new Date(0)),
+        ),
+        (v) => {
+          expect(length(v)).toBe(reference(v));
+        },
+      ),
       { seed: 45, numRuns: 5000 },
     );
   });
@@ -128,7 +161,8 @@ describe('canonical JSON check', () => {
 
   test('the short-decimal rule of the scanner never accepts a number token that does not print back unchanged', () => {
     // Decimals built digit by digit: leading fraction zeros, trailing zeros, up to 18 digits.
-    const digits = (min: number, max: number) => fc.array(fc.integer({ min: 0, max: 9 }), { minLength: min, maxLength: max }).map((d) => d.join(''));
+    const digits = (min: number, max: number) =>
+      fc.array(fc.integer({ min: 0, max: 9 }), { minLength: min, maxLength: max }).map((d) => d.join(''));
     const token = fc
       .tuple(
         fc.boolean(),

@@ -18,8 +18,20 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { deriveRunSubkey, openRunAuthority, SUBKEY_DOMAIN, type LocalRunAuthority } from '../../src/run-authority/index.js';
-import { ENVELOPE_FORMAT, LIFECYCLE_WIRE_NUMBER, MAC_DOMAIN, macInput, signEnvelope, type Lifecycle } from '../../src/snapshot/index.js';
+import {
+  deriveRunSubkey,
+  openRunAuthority,
+  SUBKEY_DOMAIN,
+  type LocalRunAuthority,
+} from '../../src/run-authority/index.js';
+import {
+  ENVELOPE_FORMAT,
+  LIFECYCLE_WIRE_NUMBER,
+  MAC_DOMAIN,
+  macInput,
+  signEnvelope,
+  type Lifecycle,
+} from '../../src/snapshot/index.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const VECTORS_FILE = join(REPO, 'docs/test-vectors/snapshot-claim-v1.json');
@@ -71,7 +83,8 @@ const u32 = (n: number): Buffer => {
   b.writeUInt32BE(n);
   return b;
 };
-const frame = (components: readonly Buffer[]): Buffer => Buffer.concat(components.flatMap((c) => [u64(String(c.length)), c]));
+const frame = (components: readonly Buffer[]): Buffer =>
+  Buffer.concat(components.flatMap((c) => [u64(String(c.length)), c]));
 const text = (s: string): Buffer => Buffer.from(s, 'utf8');
 
 const SPEC_DOMAIN = 'spice.agent.run-authority/v1';
@@ -97,7 +110,14 @@ function handMacComponents(v: Vector): Array<[string, Buffer]> {
 const handMacInput = (v: Vector): Buffer => frame(handMacComponents(v).map(([, b]) => b));
 const handSubkey = (v: Vector): Buffer =>
   createHmac('sha256', bytes(v.inputs.authority_key_hex))
-    .update(frame([text(SPEC_SUBKEY_DOMAIN), bytes(v.inputs.scope_id_hex), text(v.inputs.run_id), u64(v.inputs.transition_generation)]))
+    .update(
+      frame([
+        text(SPEC_SUBKEY_DOMAIN),
+        bytes(v.inputs.scope_id_hex),
+        text(v.inputs.run_id),
+        u64(v.inputs.transition_generation),
+      ]),
+    )
     .digest();
 
 /** Split a framed byte string back into its components (throws on a framing error). */
@@ -204,7 +224,9 @@ describe.each(vectors.map((v) => [v.name, v] as const))('vector %s', (_name, v) 
   it('mac_input_hex parses back into exactly the 8 spec components, with the fixed widths 32/8/8/4/32', () => {
     const parts = unframe(bytes(v.outputs.mac_input_hex));
     const expected = handMacComponents(v);
-    expect(parts.map((p, i) => [expected[i]?.[0] ?? `extra ${i}`, hexOf(p)])).toEqual(expected.map(([name, b]) => [name, hexOf(b)]));
+    expect(parts.map((p, i) => [expected[i]?.[0] ?? `extra ${i}`, hexOf(p)])).toEqual(
+      expected.map(([name, b]) => [name, hexOf(b)]),
+    );
     expect(parts.map((p) => p.length).filter((_, i) => [1, 2, 5, 6, 7].includes(i))).toEqual([32, 8, 8, 4, 32]);
   });
 
@@ -214,13 +236,22 @@ describe.each(vectors.map((v) => [v.name, v] as const))('vector %s', (_name, v) 
 
   it('deriveRunSubkey() and the hand derivation both give subkey_hex', () => {
     const i = v.inputs;
-    expect(hexOf(deriveRunSubkey(bytes(i.authority_key_hex), bytes(i.scope_id_hex), i.run_id, Number(i.transition_generation)))).toBe(v.outputs.subkey_hex);
+    expect(
+      hexOf(
+        deriveRunSubkey(bytes(i.authority_key_hex), bytes(i.scope_id_hex), i.run_id, Number(i.transition_generation)),
+      ),
+    ).toBe(v.outputs.subkey_hex);
     expect(hexOf(handSubkey(v))).toBe(v.outputs.subkey_hex);
   });
 
   it('HMAC-SHA256 under the subkey over the MAC input gives claim_hmac_hex', () => {
     const i = v.inputs;
-    const sub = deriveRunSubkey(bytes(i.authority_key_hex), bytes(i.scope_id_hex), i.run_id, Number(i.transition_generation));
+    const sub = deriveRunSubkey(
+      bytes(i.authority_key_hex),
+      bytes(i.scope_id_hex),
+      i.run_id,
+      Number(i.transition_generation),
+    );
     expect(
       createHmac('sha256', sub)
         .update(macInput(macFieldsOf(v)))
@@ -270,7 +301,12 @@ describe('vectors through the envelope', () => {
 
   it('an identical payload at transition generations 1 and 7 has the same MAC input but a different subkey and claim', () => {
     const pairs = vectors.filter((a) =>
-      vectors.some((b) => a !== b && a.outputs.mac_input_hex === b.outputs.mac_input_hex && a.inputs.authority_key_hex === b.inputs.authority_key_hex),
+      vectors.some(
+        (b) =>
+          a !== b &&
+          a.outputs.mac_input_hex === b.outputs.mac_input_hex &&
+          a.inputs.authority_key_hex === b.inputs.authority_key_hex,
+      ),
     );
     const gens = new Set(pairs.map((p) => p.inputs.transition_generation));
     expect(gens.has('1') && gens.has('7')).toBe(true);
@@ -296,7 +332,12 @@ describe('vectors through the envelope', () => {
       expect(createHmac('sha256', sub).update(mac).digest('hex')).not.toBe(v.outputs.claim_hmac_hex);
     }
     // Length prefixes make the components unambiguous: moving a byte between run id and format changes the input.
-    const shifted = frame([...base.slice(0, 3), text(`${v.inputs.envelope_format}r`), text(v.inputs.run_id.slice(1)), ...base.slice(5)]);
+    const shifted = frame([
+      ...base.slice(0, 3),
+      text(`${v.inputs.envelope_format}r`),
+      text(v.inputs.run_id.slice(1)),
+      ...base.slice(5),
+    ]);
     expect(hexOf(shifted)).not.toBe(v.outputs.mac_input_hex);
   });
 });

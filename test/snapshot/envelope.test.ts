@@ -15,7 +15,10 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isLoopxError, LoopxError } from '../../src/core/errors.js';
 import { openRunAuthority, type LocalRunAuthority } from '../../src/run-authority/index.js';
-import { SnapshotClaimSchema, SnapshotEnvelopeSchema } from '../../src/snapshot/gen/loopx/snapshot/v1alpha2/envelope_pb.js';
+import {
+  SnapshotClaimSchema,
+  SnapshotEnvelopeSchema,
+} from '../../src/snapshot/gen/loopx/snapshot/v1alpha2/envelope_pb.js';
 import * as envelopeModule from '../../src/snapshot/envelope.js';
 import {
   decodeEnvelope,
@@ -93,7 +96,12 @@ function sign(payload: Uint8Array, o: SignOptions = {}): SnapshotEnvelope {
     scopeId: o.scopeId ?? by.scopeId,
     keyGeneration,
     hmacOf: (mac) => {
-      const h = by.claim({ keyGeneration: o.signingGeneration ?? keyGeneration, runId, transitionGeneration, macInput: mac });
+      const h = by.claim({
+        keyGeneration: o.signingGeneration ?? keyGeneration,
+        runId,
+        transitionGeneration,
+        macInput: mac,
+      });
       return o.tamperHmac ? o.tamperHmac(h) : h;
     },
   });
@@ -104,7 +112,11 @@ const decodeRunId = (payload: Uint8Array): string => decodeSnapshot(payload).run
 const verifierFor =
   (env: SnapshotEnvelope, by: LocalRunAuthority = authority, transitionGeneration = 1) =>
   (mac: Uint8Array, claim: SnapshotClaim): boolean =>
-    by.verifyClaim(claim.scopeId, { keyGeneration: claim.keyGeneration, runId: env.state.runId, transitionGeneration, macInput: mac }, claim.hmac);
+    by.verifyClaim(
+      claim.scopeId,
+      { keyGeneration: claim.keyGeneration, runId: env.state.runId, transitionGeneration, macInput: mac },
+      claim.hmac,
+    );
 
 const verify = (env: SnapshotEnvelope, by: LocalRunAuthority = authority, transitionGeneration = 1): VerifiedSnapshot =>
   verifyEnvelope(env, verifierFor(env, by, transitionGeneration));
@@ -149,13 +161,18 @@ const rawEnvelope = (r: RawEnvelope): Uint8Array =>
     }),
   );
 /** The fields of a valid signed envelope, to vary one at a time. */
-const fieldsOf = (env: SnapshotEnvelope): Required<Omit<RawEnvelope, 'claim'>> & { claim: { scopeId: Uint8Array; keyGeneration: bigint; hmac: Uint8Array } } => ({
+const fieldsOf = (
+  env: SnapshotEnvelope,
+): Required<Omit<RawEnvelope, 'claim'>> & {
+  claim: { scopeId: Uint8Array; keyGeneration: bigint; hmac: Uint8Array };
+} => ({
   format: env.format,
   payload: env.payload,
   payloadSha256: env.payloadSha256,
   claim: { scopeId: env.claim.scopeId, keyGeneration: BigInt(env.claim.keyGeneration), hmac: env.claim.hmac },
 });
-const claimBytes = (c: { scopeId: Uint8Array; keyGeneration: bigint; hmac: Uint8Array }): Uint8Array => toBinary(SnapshotClaimSchema, create(SnapshotClaimSchema, c));
+const claimBytes = (c: { scopeId: Uint8Array; keyGeneration: bigint; hmac: Uint8Array }): Uint8Array =>
+  toBinary(SnapshotClaimSchema, create(SnapshotClaimSchema, c));
 
 // ======================================================================================
 
@@ -244,7 +261,10 @@ describe('round trip: sign → encode → decode → verify', () => {
     const signed = sign(signInput);
     bytes.fill(0);
     signInput.fill(0);
-    expect({ decoded: hex(verified.envelope.payload) === hex(payload), signed: hex(signed.payload) === hex(payload) }).toEqual({ decoded: true, signed: true });
+    expect({
+      decoded: hex(verified.envelope.payload) === hex(payload),
+      signed: hex(signed.payload) === hex(payload),
+    }).toEqual({ decoded: true, signed: true });
   });
 
   it('the envelope keeps its own copy of the claim: mutating the signer’s buffers afterwards changes nothing', () => {
@@ -254,7 +274,8 @@ describe('round trip: sign → encode → decode → verify', () => {
       payload: payloadOf(),
       scopeId: scope,
       keyGeneration: 1,
-      hmacOf: (mac) => (hmac = authority.claim({ keyGeneration: 1, runId: 'run_01', transitionGeneration: 1, macInput: mac })),
+      hmacOf: (mac) =>
+        (hmac = authority.claim({ keyGeneration: 1, runId: 'run_01', transitionGeneration: 1, macInput: mac })),
     });
     const before = encodeEnvelope(env);
     scope.fill(0);
@@ -267,7 +288,16 @@ describe('round trip: sign → encode → decode → verify', () => {
 describe('signEnvelope refuses', () => {
   it('a signer returning a 31- or 33-byte HMAC (envelope_claim_malformed)', () => {
     for (const n of [0, 31, 33]) {
-      refusal(() => signEnvelope({ payload: payloadOf(), scopeId: authority.scopeId, keyGeneration: 1, hmacOf: () => new Uint8Array(n) }), E.claimMalformed);
+      refusal(
+        () =>
+          signEnvelope({
+            payload: payloadOf(),
+            scopeId: authority.scopeId,
+            keyGeneration: 1,
+            hmacOf: () => new Uint8Array(n),
+          }),
+        E.claimMalformed,
+      );
     }
   });
 
@@ -276,7 +306,16 @@ describe('signEnvelope refuses', () => {
   });
 
   it('key generation 0 (envelope_claim_malformed)', () => {
-    refusal(() => signEnvelope({ payload: payloadOf(), scopeId: authority.scopeId, keyGeneration: 0, hmacOf: () => new Uint8Array(32) }), E.claimMalformed);
+    refusal(
+      () =>
+        signEnvelope({
+          payload: payloadOf(),
+          scopeId: authority.scopeId,
+          keyGeneration: 0,
+          hmacOf: () => new Uint8Array(32),
+        }),
+      E.claimMalformed,
+    );
   });
 
   it('a negative, fractional, NaN or unsafe key generation, or a wrong-size scope id, with envelope_claim_malformed before the authority is asked to sign', () => {
@@ -299,7 +338,16 @@ describe('signEnvelope refuses', () => {
       return { keyGeneration, code: isLoopxError(e) ? e.code : `untyped ${(e as Error).name}`, asked };
     });
     let askedForBadScope = 0;
-    refusal(() => signEnvelope({ payload: payloadOf(), scopeId: new Uint8Array(31), keyGeneration: 1, hmacOf: () => (askedForBadScope++, new Uint8Array(32)) }), E.claimMalformed);
+    refusal(
+      () =>
+        signEnvelope({
+          payload: payloadOf(),
+          scopeId: new Uint8Array(31),
+          keyGeneration: 1,
+          hmacOf: () => (askedForBadScope++, new Uint8Array(32)),
+        }),
+      E.claimMalformed,
+    );
     outcomes.push({ keyGeneration: 1, code: `${E.claimMalformed} (31-byte scope)`, asked: askedForBadScope });
     expect(outcomes).toEqual([
       { keyGeneration: -1, code: E.claimMalformed, asked: 0 },
@@ -316,9 +364,24 @@ describe('signEnvelope refuses', () => {
       asked++;
       return new Uint8Array(32);
     };
-    refusal(() => signEnvelope({ payload: new Uint8Array([0xff, 0xff, 0xff]), scopeId: authority.scopeId, keyGeneration: 1, hmacOf }), SNAPSHOT_ERRORS.malformed);
     refusal(
-      () => signEnvelope({ payload: rawEncodeState({ ...validState(), lifecycle: 'active' }), scopeId: authority.scopeId, keyGeneration: 1, hmacOf }),
+      () =>
+        signEnvelope({
+          payload: new Uint8Array([0xff, 0xff, 0xff]),
+          scopeId: authority.scopeId,
+          keyGeneration: 1,
+          hmacOf,
+        }),
+      SNAPSHOT_ERRORS.malformed,
+    );
+    refusal(
+      () =>
+        signEnvelope({
+          payload: rawEncodeState({ ...validState(), lifecycle: 'active' }),
+          scopeId: authority.scopeId,
+          keyGeneration: 1,
+          hmacOf,
+        }),
       SNAPSHOT_ERRORS.activeLifecycle,
     );
     expect(asked).toBe(0);
@@ -377,7 +440,10 @@ describe('decodeEnvelope refuses', () => {
         ),
       E.unknownField,
     );
-    refusal(() => decodeEnvelope(concat(new BinaryWriter().tag(1000, WireType.Varint).uint64(0).finish(), validBytes)), E.unknownField);
+    refusal(
+      () => decodeEnvelope(concat(new BinaryWriter().tag(1000, WireType.Varint).uint64(0).finish(), validBytes)),
+      E.unknownField,
+    );
   });
 
   it('an unknown field inside the claim (envelope_unknown_field)', () => {
@@ -416,21 +482,42 @@ describe('decodeEnvelope refuses', () => {
 
   it('a payload digest that does not match the payload, or is not 32 bytes (envelope_digest_mismatch)', () => {
     const f = fieldsOf(valid);
-    refusal(() => decodeEnvelope(rawEnvelope({ ...f, payloadSha256: flipBit(f.payloadSha256, 31, 7) })), E.digestMismatch);
-    refusal(() => decodeEnvelope(rawEnvelope({ ...f, payloadSha256: sha(payloadOf(terminalState())) })), E.digestMismatch);
+    refusal(
+      () => decodeEnvelope(rawEnvelope({ ...f, payloadSha256: flipBit(f.payloadSha256, 31, 7) })),
+      E.digestMismatch,
+    );
+    refusal(
+      () => decodeEnvelope(rawEnvelope({ ...f, payloadSha256: sha(payloadOf(terminalState())) })),
+      E.digestMismatch,
+    );
     refusal(() => decodeEnvelope(rawEnvelope({ ...f, payload: payloadOf(terminalState()) })), E.digestMismatch);
-    refusal(() => decodeEnvelope(rawEnvelope({ ...f, payloadSha256: f.payloadSha256.subarray(0, 31) })), E.digestMismatch);
-    refusal(() => decodeEnvelope(rawEnvelope({ ...f, payloadSha256: undefined as unknown as Uint8Array })), E.digestMismatch);
+    refusal(
+      () => decodeEnvelope(rawEnvelope({ ...f, payloadSha256: f.payloadSha256.subarray(0, 31) })),
+      E.digestMismatch,
+    );
+    refusal(
+      () => decodeEnvelope(rawEnvelope({ ...f, payloadSha256: undefined as unknown as Uint8Array })),
+      E.digestMismatch,
+    );
   });
 
   it('a payload with a matching digest is still validated as a snapshot (its own refusal codes)', () => {
     const f = fieldsOf(valid);
     const active = rawEncodeState({ ...validState(), lifecycle: 'active' });
-    refusal(() => decodeEnvelope(rawEnvelope({ ...f, payload: active, payloadSha256: sha(active) })), SNAPSHOT_ERRORS.activeLifecycle);
+    refusal(
+      () => decodeEnvelope(rawEnvelope({ ...f, payload: active, payloadSha256: sha(active) })),
+      SNAPSHOT_ERRORS.activeLifecycle,
+    );
     const unknown = concat(f.payload, new Uint8Array([0xf8, 0x07, 0x01])); // snapshot field 127, varint 1
-    refusal(() => decodeEnvelope(rawEnvelope({ ...f, payload: unknown, payloadSha256: sha(unknown) })), SNAPSHOT_ERRORS.unknownField);
+    refusal(
+      () => decodeEnvelope(rawEnvelope({ ...f, payload: unknown, payloadSha256: sha(unknown) })),
+      SNAPSHOT_ERRORS.unknownField,
+    );
     const empty = new Uint8Array(0);
-    refusal(() => decodeEnvelope(rawEnvelope({ ...f, payload: empty, payloadSha256: sha(empty) })), SNAPSHOT_ERRORS.unsupportedFormat);
+    refusal(
+      () => decodeEnvelope(rawEnvelope({ ...f, payload: empty, payloadSha256: sha(empty) })),
+      SNAPSHOT_ERRORS.unsupportedFormat,
+    );
   });
 
   it('non-canonical encodings of a valid envelope: reordered fields, reordered claim fields, a repeated field, a non-minimal varint (envelope_non_canonical_encoding)', () => {
@@ -476,7 +563,9 @@ describe('decodeEnvelope refuses', () => {
     const e = refusal(() => decodeEnvelope(new Uint8Array(SNAPSHOT_LIMITS.maxPayloadBytes + 1024 + 1)), E.oversized);
     expect(e.details).toEqual({ limit: SNAPSHOT_LIMITS.maxPayloadBytes + 1024 });
     // Exactly at the bound it is parsed (and refused for what it is, not for its size).
-    expect((thrownBy(() => decodeEnvelope(new Uint8Array(SNAPSHOT_LIMITS.maxPayloadBytes + 1024))) as LoopxError).code).not.toBe(E.oversized);
+    expect(
+      (thrownBy(() => decodeEnvelope(new Uint8Array(SNAPSHOT_LIMITS.maxPayloadBytes + 1024))) as LoopxError).code,
+    ).not.toBe(E.oversized);
   });
 
   it('every envelope decode refusal names a next action (ARCHITECTURE.md principle 3: a typed finding and one next action)', () => {
@@ -487,7 +576,10 @@ describe('decodeEnvelope refuses', () => {
       [E.unsupportedFormat, () => decodeEnvelope(rawEnvelope({ ...f, format: 'x' }))],
       [E.claimMalformed, () => decodeEnvelope(rawEnvelope({ ...f, claim: undefined }))],
       [E.digestMismatch, () => decodeEnvelope(rawEnvelope({ ...f, payloadSha256: flipBit(f.payloadSha256, 0) }))],
-      [`${E.digestMismatch} (31-byte digest)`, () => decodeEnvelope(rawEnvelope({ ...f, payloadSha256: f.payloadSha256.subarray(0, 31) }))],
+      [
+        `${E.digestMismatch} (31-byte digest)`,
+        () => decodeEnvelope(rawEnvelope({ ...f, payloadSha256: f.payloadSha256.subarray(0, 31) })),
+      ],
       [E.nonCanonical, () => decodeEnvelope(concat(validBytes, rawEnvelope({ format: ENVELOPE_FORMAT })))],
       [E.oversized, () => decodeEnvelope(new Uint8Array(SNAPSHOT_LIMITS.maxPayloadBytes + 1024 + 1))],
     ];
@@ -502,7 +594,14 @@ describe('decodeEnvelope refuses', () => {
 describe('verifyEnvelope: one secret-safe failure', () => {
   const failure = (fn: () => unknown) => {
     const e = refusal(fn, E.claimInvalid);
-    return { kind: e.kind, code: e.code, message: e.message, nextAction: e.nextAction, details: e.details, cause: e.cause };
+    return {
+      kind: e.kind,
+      code: e.code,
+      message: e.message,
+      nextAction: e.nextAction,
+      details: e.details,
+      cause: e.cause,
+    };
   };
 
   it('unknown scope, unavailable generation and wrong HMAC give the same code, message and next action (snapshot_claim_invalid)', () => {
@@ -533,7 +632,11 @@ describe('verifyEnvelope: one secret-safe failure', () => {
     expect(failures[0]!.nextAction).toBeTruthy();
     expect(failures[0]!.cause).toBeUndefined();
     // The three causes as the brief names them, compared by code + message + next action.
-    const [scopeE, genE, hmacE] = [failures[0]!, failures[2]!, failures[4]!].map((f) => ({ code: f.code, message: f.message, nextAction: f.nextAction }));
+    const [scopeE, genE, hmacE] = [failures[0]!, failures[2]!, failures[4]!].map((f) => ({
+      code: f.code,
+      message: f.message,
+      nextAction: f.nextAction,
+    }));
     expect(genE).toEqual(scopeE);
     expect(hmacE).toEqual(scopeE);
   });
@@ -542,7 +645,13 @@ describe('verifyEnvelope: one secret-safe failure', () => {
     const env = decodeEnvelope(encodeEnvelope(sign(payloadOf(), { by: other })));
     const e = refusal(() => verify(env), E.claimInvalid);
     const text = JSON.stringify(e.toJSON()) + e.message + (e.nextAction ?? '');
-    for (const secret of [hex(env.claim.scopeId), hex(authority.scopeId), hex(env.claim.hmac), hex(env.payloadSha256), env.state.runId]) {
+    for (const secret of [
+      hex(env.claim.scopeId),
+      hex(authority.scopeId),
+      hex(env.claim.hmac),
+      hex(env.payloadSha256),
+      env.state.runId,
+    ]) {
       expect(text).not.toContain(secret);
     }
   });
@@ -567,7 +676,8 @@ describe('verifyEnvelope: one secret-safe failure', () => {
   it('only a literal true is a yes: truthy non-boolean answers fail the same way', () => {
     const env = sign(payloadOf());
     const reference = failure(() => verifyEnvelope(env, () => false));
-    for (const answer of [1, 'true', {}, [true]]) expect(failure(() => verifyEnvelope(env, () => answer as unknown as boolean))).toEqual(reference);
+    for (const answer of [1, 'true', {}, [true]])
+      expect(failure(() => verifyEnvelope(env, () => answer as unknown as boolean))).toEqual(reference);
     expect(verifyEnvelope(env, () => true)).toBeInstanceOf(VerifiedSnapshot);
   });
 
@@ -597,7 +707,12 @@ describe('no unsigned envelope, no unverified VerifiedSnapshot', () => {
     // Never called: tsc fails this file if a constructor stops being private (unused @ts-expect-error).
     const typeLevelOnly = (env: SnapshotEnvelope, state: RunSnapshotState): unknown[] => [
       // @ts-expect-error -- SnapshotEnvelope's constructor is private to its module
-      new SnapshotEnvelope(new Uint8Array(), new Uint8Array(32), { scopeId: new Uint8Array(32), keyGeneration: 1, hmac: new Uint8Array(32) }, state),
+      new SnapshotEnvelope(
+        new Uint8Array(),
+        new Uint8Array(32),
+        { scopeId: new Uint8Array(32), keyGeneration: 1, hmac: new Uint8Array(32) },
+        state,
+      ),
       // @ts-expect-error -- VerifiedSnapshot's constructor is private to its module
       new VerifiedSnapshot(env),
     ];
@@ -611,7 +726,9 @@ describe('no unsigned envelope, no unverified VerifiedSnapshot', () => {
     const Verified = VerifiedSnapshot as unknown as new (...args: unknown[]) => VerifiedSnapshot;
     const wellFormed = { scopeId: new Uint8Array(32), keyGeneration: 1, hmac: new Uint8Array(32) };
     expect(() => new Env(payload, sha(payload), wellFormed, state)).toThrow(TypeError);
-    expect(() => new Env(Symbol('loopx.snapshot.envelope.construct'), payload, sha(payload), wellFormed, state)).toThrow(TypeError);
+    expect(
+      () => new Env(Symbol('loopx.snapshot.envelope.construct'), payload, sha(payload), wellFormed, state),
+    ).toThrow(TypeError);
     expect(() => new Env()).toThrow();
     expect(() => new Verified({})).toThrow(TypeError);
   });
@@ -620,14 +737,20 @@ describe('no unsigned envelope, no unverified VerifiedSnapshot', () => {
     for (const cls of [SnapshotEnvelope, VerifiedSnapshot]) {
       expect(Object.getOwnPropertyNames(cls).sort()).toEqual(['length', 'name', 'prototype']);
       expect(Object.getOwnPropertySymbols(cls)).toEqual([]);
-      const statics = Object.getOwnPropertyNames(cls).filter((k) => typeof (cls as unknown as Record<string, unknown>)[k] === 'function');
+      const statics = Object.getOwnPropertyNames(cls).filter(
+        (k) => typeof (cls as unknown as Record<string, unknown>)[k] === 'function',
+      );
       expect(statics).toEqual([]);
     }
   });
 
   it('the prototypes offer nothing that makes or re-signs an envelope (SnapshotEnvelope: macInput only; VerifiedSnapshot: state and digest getters only)', () => {
     expect(Object.getOwnPropertyNames(SnapshotEnvelope.prototype).sort()).toEqual(['constructor', 'macInput']);
-    expect(Object.getOwnPropertyNames(VerifiedSnapshot.prototype).sort()).toEqual(['constructor', 'payloadSha256Hex', 'state']);
+    expect(Object.getOwnPropertyNames(VerifiedSnapshot.prototype).sort()).toEqual([
+      'constructor',
+      'payloadSha256Hex',
+      'state',
+    ]);
   });
 
   it('the envelope module exports no maker besides signEnvelope, decodeEnvelope and verifyEnvelope', () => {
@@ -636,7 +759,17 @@ describe('no unsigned envelope, no unverified VerifiedSnapshot', () => {
       .map(([k]) => k)
       .sort();
     expect(functions).toEqual(
-      ['SnapshotEnvelope', 'VerifiedSnapshot', 'claimInvalid', 'decodeEnvelope', 'encodeEnvelope', 'envelopeOversized', 'macInput', 'signEnvelope', 'verifyEnvelope'].sort(),
+      [
+        'SnapshotEnvelope',
+        'VerifiedSnapshot',
+        'claimInvalid',
+        'decodeEnvelope',
+        'encodeEnvelope',
+        'envelopeOversized',
+        'macInput',
+        'signEnvelope',
+        'verifyEnvelope',
+      ].sort(),
     );
     expect(functions.filter((k) => /make|create|construct|build|unsafe|unsigned|from/i.test(k))).toEqual([]);
   });
@@ -644,7 +777,10 @@ describe('no unsigned envelope, no unverified VerifiedSnapshot', () => {
 
 // ---- tamper fuzz ----
 
-type Mutation = { kind: 'flip'; at: number; bit: number } | { kind: 'truncate'; at: number } | { kind: 'insert'; at: number; byte: number };
+type Mutation =
+  | { kind: 'flip'; at: number; bit: number }
+  | { kind: 'truncate'; at: number }
+  | { kind: 'insert'; at: number; byte: number };
 
 function mutate(bytes: Uint8Array, m: Mutation): Uint8Array {
   const at = (n: number) => m.at % n;
@@ -679,13 +815,15 @@ function assertRefused(tampered: Uint8Array, original: Uint8Array, transitionGen
   try {
     env = decodeEnvelope(tampered);
   } catch (e) {
-    if (!isLoopxError(e) || e.kind !== 'rejected') throw new Error(`decodeEnvelope threw an untyped exception: ${String(e)}`, { cause: e });
+    if (!isLoopxError(e) || e.kind !== 'rejected')
+      throw new Error(`decodeEnvelope threw an untyped exception: ${String(e)}`, { cause: e });
     return 'decode_refused';
   }
   try {
     verify(env, authority, transitionGeneration);
   } catch (e) {
-    if (!isLoopxError(e) || e.code !== E.claimInvalid) throw new Error(`verifyEnvelope threw ${String(e)}`, { cause: e });
+    if (!isLoopxError(e) || e.code !== E.claimInvalid)
+      throw new Error(`verifyEnvelope threw ${String(e)}`, { cause: e });
     return 'verify_refused';
   }
   throw new Error(`tampered envelope accepted (${tampered.length} bytes, run ${env.state.runId})`);
@@ -709,28 +847,37 @@ describe('tamper fuzz: flips, truncations and insertions anywhere are refused, a
       expect(outcomes.get(scopeAt + i), `scope byte ${i}`).toBe('verify_refused');
     }
     // Every other flip that decodes is in the claim's key generation varint.
-    const claimRegion = new Set([...Array.from({ length: 32 }, (_, i) => hmacAt + i), ...Array.from({ length: 32 }, (_, i) => scopeAt + i)]);
+    const claimRegion = new Set([
+      ...Array.from({ length: 32 }, (_, i) => hmacAt + i),
+      ...Array.from({ length: 32 }, (_, i) => scopeAt + i),
+    ]);
     const others = [...outcomes.keys()].filter((i) => !claimRegion.has(i));
     expect(others.every((i) => i > scopeAt + 31 && i < hmacAt)).toBe(true);
   });
 
   it('every truncation of a signed envelope (exhaustive, 0 … n−1 bytes kept) is refused by decode', () => {
     const original = encodeEnvelope(sign(payloadOf(terminalState())));
-    for (let n = 0; n < original.length; n++) expect(assertRefused(original.subarray(0, n), original)).toBe('decode_refused');
+    for (let n = 0; n < original.length; n++)
+      expect(assertRefused(original.subarray(0, n), original)).toBe('decode_refused');
   });
 
   it('seeded fast-check: any flip, truncation or byte insertion of any valid signed envelope is refused (300 runs)', () => {
     const counts: Record<Outcome, number> = { decode_refused: 0, verify_refused: 0 };
     fc.assert(
-      fc.property(validStateArb, fc.integer({ min: 1, max: 9 }), fc.array(mutationArb, { minLength: 1, maxLength: 3 }), (state, tg, mutations) => {
-        const original = encodeEnvelope(sign(payloadOf(state), { transitionGeneration: tg }));
-        // The untampered envelope verifies: the property is about the mutations alone.
-        expect(verify(decodeEnvelope(original), authority, tg)).toBeInstanceOf(VerifiedSnapshot);
-        let tampered = original;
-        for (const m of mutations) tampered = mutate(tampered, m);
-        fc.pre(hex(tampered) !== hex(original)); // two flips of the same bit cancel out
-        counts[assertRefused(tampered, original, tg)]++;
-      }),
+      fc.property(
+        validStateArb,
+        fc.integer({ min: 1, max: 9 }),
+        fc.array(mutationArb, { minLength: 1, maxLength: 3 }),
+        (state, tg, mutations) => {
+          const original = encodeEnvelope(sign(payloadOf(state), { transitionGeneration: tg }));
+          // The untampered envelope verifies: the property is about the mutations alone.
+          expect(verify(decodeEnvelope(original), authority, tg)).toBeInstanceOf(VerifiedSnapshot);
+          let tampered = original;
+          for (const m of mutations) tampered = mutate(tampered, m);
+          fc.pre(hex(tampered) !== hex(original)); // two flips of the same bit cancel out
+          counts[assertRefused(tampered, original, tg)]++;
+        },
+      ),
       { seed: 70_007, numRuns: 300 },
     );
     expect(counts.decode_refused).toBeGreaterThan(0);

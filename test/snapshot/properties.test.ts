@@ -27,9 +27,17 @@ const damageArb: fc.Arbitrary<Damage[]> = fc.array(
   fc.oneof(
     fc.record({ kind: fc.constant('flip' as const), at: fc.nat(), xor: fc.integer({ min: 1, max: 255 }) }),
     fc.record({ kind: fc.constant('truncate' as const), at: fc.nat() }),
-    fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 8 }) }),
+    fc.record({
+      kind: fc.constant('insert' as const),
+      at: fc.nat(),
+      bytes: fc.uint8Array({ minLength: 1, maxLength: 8 }),
+    }),
     fc.record({ kind: fc.constant('delete' as const), at: fc.nat(), length: fc.integer({ min: 1, max: 8 }) }),
-    fc.record({ kind: fc.constant('overwrite' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 4 }) }),
+    fc.record({
+      kind: fc.constant('overwrite' as const),
+      at: fc.nat(),
+      bytes: fc.uint8Array({ minLength: 1, maxLength: 4 }),
+    }),
   ),
   { minLength: 1, maxLength: 3 },
 );

@@ -5,7 +5,15 @@
  * SNAPSHOT_ERRORS has at least one case here.
  */
 import { describe, expect, test } from 'vitest';
-import { decodeSnapshot, encodeSnapshot, SNAPSHOT_ERRORS, SNAPSHOT_LIMITS, type Message, type Part, type RunSnapshotState } from '../../src/snapshot/index.js';
+import {
+  decodeSnapshot,
+  encodeSnapshot,
+  SNAPSHOT_ERRORS,
+  SNAPSHOT_LIMITS,
+  type Message,
+  type Part,
+  type RunSnapshotState,
+} from '../../src/snapshot/index.js';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import {
@@ -16,7 +24,17 @@ import {
   RunSnapshotSchema,
   ToolResultStatus as PbStatus,
 } from '../../src/snapshot/gen/loopx/snapshot/v1alpha2/snapshot_pb.js';
-import { expectRefusal, hex32, rawEncode, rawEncodeState, sortComponents, toPb, validState, withMessage, type Mutable } from './support.js';
+import {
+  expectRefusal,
+  hex32,
+  rawEncode,
+  rawEncodeState,
+  sortComponents,
+  toPb,
+  validState,
+  withMessage,
+  type Mutable,
+} from './support.js';
 
 type State = Mutable<RunSnapshotState>;
 
@@ -37,8 +55,18 @@ const validBytes = (): Uint8Array => encodeSnapshot(validState());
 
 const text = (t: string): Part => ({ type: 'text', text: t });
 const msg = (id: string, role: Message['role'], parts: Part[]): Message => ({ id, role, parts });
-const call = (callId: string, toolName = 'math.add', argumentsJson = '{}'): Part => ({ type: 'tool_call', callId, toolName, argumentsJson });
-const result = (callId: string, status: 'ok' | 'error' | 'interaction_pending' | 'mutation_uncertain' = 'ok', toolName = 'math.add', resultJson = '{}'): Part => ({
+const call = (callId: string, toolName = 'math.add', argumentsJson = '{}'): Part => ({
+  type: 'tool_call',
+  callId,
+  toolName,
+  argumentsJson,
+});
+const result = (
+  callId: string,
+  status: 'ok' | 'error' | 'interaction_pending' | 'mutation_uncertain' = 'ok',
+  toolName = 'math.add',
+  resultJson = '{}',
+): Part => ({
   type: 'tool_result',
   callId,
   toolName,
@@ -65,21 +93,33 @@ const manyMessages = (n: number): Message[] => Array.from({ length: n }, (_, i) 
 const cases: Case[] = [
   // ---- bytes that are not a RunSnapshot ----
   { rule: 'truncated bytes are refused as malformed', code: E.malformed, bytes: () => validBytes().subarray(0, 40) },
-  { rule: 'random garbage is refused as malformed', code: E.malformed, bytes: () => new Uint8Array([0xff, 0xff, 0xff, 0xff, 0x0f, 0x01]) },
+  {
+    rule: 'random garbage is refused as malformed',
+    code: E.malformed,
+    bytes: () => new Uint8Array([0xff, 0xff, 0xff, 0xff, 0x0f, 0x01]),
+  },
   {
     rule: 'invalid UTF-8 in a string field is refused as malformed',
     code: E.malformed,
     bytes: () => patch(validBytes(), [...Buffer.from('run_01')], [0xc3, 0x28, 0xff, 0xfe, 0x80, 0x80]),
   },
   // Field 3 (run_id) with wire type 7, which does not exist.
-  { rule: 'an invalid wire type is refused as malformed', code: E.malformed, bytes: () => concat(validBytes(), new Uint8Array([0x1f])) },
+  {
+    rule: 'an invalid wire type is refused as malformed',
+    code: E.malformed,
+    bytes: () => concat(validBytes(), new Uint8Array([0x1f])),
+  },
   {
     rule: 'a sub-message length past the end of its parent is refused as malformed',
     code: E.malformed,
     // messages (field 8) claiming 100 bytes when 2 follow.
     bytes: () => concat(validBytes(), new Uint8Array([0x42, 100, 0x0a, 0x00])),
   },
-  { rule: 'a non-byte payload is refused as malformed', code: E.malformed, bytes: () => 'not bytes' as unknown as Uint8Array },
+  {
+    rule: 'a non-byte payload is refused as malformed',
+    code: E.malformed,
+    bytes: () => 'not bytes' as unknown as Uint8Array,
+  },
 
   // ---- unknown fields (import only: the encoder never writes one) ----
   {
@@ -114,18 +154,42 @@ const cases: Case[] = [
     code: E.unsupportedFormat,
     bytes: () => rawEncode({ ...toPb(validState()), format: 'someone-else.snapshot' }),
   },
-  { rule: 'a payload without a format is refused', code: E.unsupportedFormat, bytes: () => rawEncode({ ...toPb(validState()), format: '' }) },
-  { rule: 'another version is refused', code: E.unsupportedVersion, bytes: () => rawEncode({ ...toPb(validState()), version: 'v1alpha3' }) },
+  {
+    rule: 'a payload without a format is refused',
+    code: E.unsupportedFormat,
+    bytes: () => rawEncode({ ...toPb(validState()), format: '' }),
+  },
+  {
+    rule: 'another version is refused',
+    code: E.unsupportedVersion,
+    bytes: () => rawEncode({ ...toPb(validState()), version: 'v1alpha3' }),
+  },
   {
     rule: 'another version is named even when the rest does not parse as v1alpha2',
     code: E.unsupportedVersion,
     bytes: () =>
-      concat(new BinaryWriter().tag(1, WireType.LengthDelimited).string('loopx.run-snapshot').tag(2, WireType.LengthDelimited).string('v2').finish(), new Uint8Array([0xff, 0xff])),
+      concat(
+        new BinaryWriter()
+          .tag(1, WireType.LengthDelimited)
+          .string('loopx.run-snapshot')
+          .tag(2, WireType.LengthDelimited)
+          .string('v2')
+          .finish(),
+        new Uint8Array([0xff, 0xff]),
+      ),
   },
 
   // ---- required content ----
-  { rule: 'a payload without a definition is refused', code: E.missingField, bytes: () => rawEncode({ ...toPb(validState()), definition: undefined }) },
-  { rule: 'a payload without a plan identity is refused', code: E.missingField, bytes: () => rawEncode({ ...toPb(validState()), planIdentity: undefined }) },
+  {
+    rule: 'a payload without a definition is refused',
+    code: E.missingField,
+    bytes: () => rawEncode({ ...toPb(validState()), definition: undefined }),
+  },
+  {
+    rule: 'a payload without a plan identity is refused',
+    code: E.missingField,
+    bytes: () => rawEncode({ ...toPb(validState()), planIdentity: undefined }),
+  },
   {
     rule: 'a part without content is refused',
     code: E.missingField,
@@ -136,21 +200,48 @@ const cases: Case[] = [
     },
   },
   { rule: 'an empty run id is refused', code: E.missingField, state: () => ({ ...validState(), runId: '' }) },
-  { rule: 'an empty tool call id is refused', code: E.missingField, state: () => appended(msg('x1', 'assistant', [call('')]), msg('x2', 'tool', [result('')])) },
+  {
+    rule: 'an empty tool call id is refused',
+    code: E.missingField,
+    state: () => appended(msg('x1', 'assistant', [call('')]), msg('x2', 'tool', [result('')])),
+  },
   {
     rule: 'an empty component module is refused',
     code: E.missingField,
     state: () => {
       const s = validState();
-      return { ...s, planIdentity: { ...s.planIdentity, components: [{ ...s.planIdentity.components[0]!, module: '' }] } };
+      return {
+        ...s,
+        planIdentity: { ...s.planIdentity, components: [{ ...s.planIdentity.components[0]!, module: '' }] },
+      };
     },
   },
 
   // ---- values of the wrong type or form (export only: the wire cannot carry them) ----
-  { rule: 'a fractional turn limit is refused', code: E.invalidField, state: () => ({ ...validState(), turnLimit: 1.5 }), exportOnly: true },
-  { rule: 'a negative completed turn count is refused', code: E.invalidField, state: () => ({ ...validState(), completedTurns: -1 }), exportOnly: true },
-  { rule: 'a text with a lone surrogate is refused', code: E.invalidField, state: () => appended(msg('x', 'user', [text('a\uD800b')])), exportOnly: true },
-  { rule: 'a non-array history is refused', code: E.invalidField, state: () => ({ ...validState(), messages: 'nope' }), exportOnly: true },
+  {
+    rule: 'a fractional turn limit is refused',
+    code: E.invalidField,
+    state: () => ({ ...validState(), turnLimit: 1.5 }),
+    exportOnly: true,
+  },
+  {
+    rule: 'a negative completed turn count is refused',
+    code: E.invalidField,
+    state: () => ({ ...validState(), completedTurns: -1 }),
+    exportOnly: true,
+  },
+  {
+    rule: 'a text with a lone surrogate is refused',
+    code: E.invalidField,
+    state: () => appended(msg('x', 'user', [text('a\uD800b')])),
+    exportOnly: true,
+  },
+  {
+    rule: 'a non-array history is refused',
+    code: E.invalidField,
+    state: () => ({ ...validState(), messages: 'nope' }),
+    exportOnly: true,
+  },
 
   // ---- digests ----
   {
@@ -186,10 +277,27 @@ const cases: Case[] = [
   },
 
   // ---- lifecycle ----
-  { rule: 'an active run is refused', code: E.activeLifecycle, state: () => ({ ...validState(), lifecycle: 'active' }) },
-  { rule: 'an unspecified lifecycle is refused', code: E.invalidLifecycle, bytes: () => rawEncode({ ...toPb(validState()), lifecycle: PbLifecycle.UNSPECIFIED }) },
-  { rule: 'an unknown lifecycle number is refused', code: E.invalidLifecycle, bytes: () => rawEncode({ ...toPb(validState()), lifecycle: 9 as PbLifecycle }) },
-  { rule: 'an unknown lifecycle name is refused', code: E.invalidLifecycle, state: () => ({ ...validState(), lifecycle: 'paused' }), exportOnly: true },
+  {
+    rule: 'an active run is refused',
+    code: E.activeLifecycle,
+    state: () => ({ ...validState(), lifecycle: 'active' }),
+  },
+  {
+    rule: 'an unspecified lifecycle is refused',
+    code: E.invalidLifecycle,
+    bytes: () => rawEncode({ ...toPb(validState()), lifecycle: PbLifecycle.UNSPECIFIED }),
+  },
+  {
+    rule: 'an unknown lifecycle number is refused',
+    code: E.invalidLifecycle,
+    bytes: () => rawEncode({ ...toPb(validState()), lifecycle: 9 as PbLifecycle }),
+  },
+  {
+    rule: 'an unknown lifecycle name is refused',
+    code: E.invalidLifecycle,
+    state: () => ({ ...validState(), lifecycle: 'paused' }),
+    exportOnly: true,
+  },
 
   // ---- roles ----
   {
@@ -211,9 +319,21 @@ const cases: Case[] = [
     },
     state: () => withMessage(validState(), 1, { ...validState().messages[1]!, role: 'robot' as Message['role'] }),
   },
-  { rule: 'a user message carrying a tool call is refused', code: E.invalidRole, state: () => appended(msg('x1', 'user', [call('c9')]), msg('x2', 'tool', [result('c9')])) },
-  { rule: 'a tool message carrying text is refused', code: E.invalidRole, state: () => appended(msg('x1', 'tool', [text('hi')])) },
-  { rule: 'a system message carrying a tool result is refused', code: E.invalidRole, state: () => appended(msg('x1', 'system', [result('run_01/t1/k0')])) },
+  {
+    rule: 'a user message carrying a tool call is refused',
+    code: E.invalidRole,
+    state: () => appended(msg('x1', 'user', [call('c9')]), msg('x2', 'tool', [result('c9')])),
+  },
+  {
+    rule: 'a tool message carrying text is refused',
+    code: E.invalidRole,
+    state: () => appended(msg('x1', 'tool', [text('hi')])),
+  },
+  {
+    rule: 'a system message carrying a tool result is refused',
+    code: E.invalidRole,
+    state: () => appended(msg('x1', 'system', [result('run_01/t1/k0')])),
+  },
 
   // ---- tool result status and component kind enums ----
   {
@@ -238,20 +358,39 @@ const cases: Case[] = [
     },
     state: () => {
       const s = validState();
-      return { ...s, planIdentity: { ...s.planIdentity, components: [{ ...s.planIdentity.components[0]!, kind: 'plugin' }] } };
+      return {
+        ...s,
+        planIdentity: { ...s.planIdentity, components: [{ ...s.planIdentity.components[0]!, kind: 'plugin' }] },
+      };
     },
   },
 
   // ---- RFC 0007 history invariants ----
-  { rule: 'a duplicate message id is refused', code: E.duplicateMessageId, state: () => appended(msg('run_01/t0/m1', 'user', [text('again')])) },
+  {
+    rule: 'a duplicate message id is refused',
+    code: E.duplicateMessageId,
+    state: () => appended(msg('run_01/t0/m1', 'user', [text('again')])),
+  },
   {
     rule: 'a duplicate tool call id is refused',
     code: E.duplicateCallId,
     state: () => appended(msg('x1', 'assistant', [call('run_01/t1/k0')]), msg('x2', 'tool', [result('run_01/t1/k0')])),
   },
-  { rule: 'a second result for one tool call is refused', code: E.duplicateCallId, state: () => appended(msg('x1', 'tool', [result('run_01/t1/k0')])) },
-  { rule: 'a tool call without a result is refused', code: E.unmatchedToolCall, state: () => appended(msg('x1', 'assistant', [call('c-open')])) },
-  { rule: 'a tool result without a call is refused', code: E.unmatchedToolResult, state: () => appended(msg('x1', 'tool', [result('c-ghost')])) },
+  {
+    rule: 'a second result for one tool call is refused',
+    code: E.duplicateCallId,
+    state: () => appended(msg('x1', 'tool', [result('run_01/t1/k0')])),
+  },
+  {
+    rule: 'a tool call without a result is refused',
+    code: E.unmatchedToolCall,
+    state: () => appended(msg('x1', 'assistant', [call('c-open')])),
+  },
+  {
+    rule: 'a tool result without a call is refused',
+    code: E.unmatchedToolResult,
+    state: () => appended(msg('x1', 'tool', [result('c-ghost')])),
+  },
   {
     rule: 'a tool result before its call is refused',
     code: E.unmatchedToolResult,
@@ -260,7 +399,8 @@ const cases: Case[] = [
   {
     rule: 'a tool result naming another tool than its call is refused',
     code: E.unmatchedToolResult,
-    state: () => appended(msg('x1', 'assistant', [call('c1', 'math.add')]), msg('x2', 'tool', [result('c1', 'ok', 'math.mul')])),
+    state: () =>
+      appended(msg('x1', 'assistant', [call('c1', 'math.add')]), msg('x2', 'tool', [result('c1', 'ok', 'math.mul')])),
   },
   {
     rule: 'a pending interaction is refused',
@@ -268,25 +408,33 @@ const cases: Case[] = [
     state: () =>
       appended(
         msg('x1', 'assistant', [call('c1', 'human.ask')]),
-        msg('x2', 'tool', [result('c1', 'interaction_pending', 'human.ask', '{"interaction_id":"ia_03","prompt":"ok?"}')]),
+        msg('x2', 'tool', [
+          result('c1', 'interaction_pending', 'human.ask', '{"interaction_id":"ia_03","prompt":"ok?"}'),
+        ]),
       ),
   },
   {
     rule: 'an unresolved tool mutation is refused',
     code: E.unresolvedMutation,
-    state: () => appended(msg('x1', 'assistant', [call('c1', 'outbox.append')]), msg('x2', 'tool', [result('c1', 'mutation_uncertain', 'outbox.append')])),
+    state: () =>
+      appended(
+        msg('x1', 'assistant', [call('c1', 'outbox.append')]),
+        msg('x2', 'tool', [result('c1', 'mutation_uncertain', 'outbox.append')]),
+      ),
   },
 
   // ---- tool JSON ----
   {
     rule: 'tool arguments that are not JSON are refused',
     code: E.invalidJson,
-    state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{"a":')]), msg('x2', 'tool', [result('c1', 'ok', 't')])),
+    state: () =>
+      appended(msg('x1', 'assistant', [call('c1', 't', '{"a":')]), msg('x2', 'tool', [result('c1', 'ok', 't')])),
   },
   {
     rule: 'a tool result that is not JSON is refused',
     code: E.invalidJson,
-    state: () => appended(msg('x1', 'assistant', [call('c1', 't')]), msg('x2', 'tool', [result('c1', 'ok', 't', 'undefined')])),
+    state: () =>
+      appended(msg('x1', 'assistant', [call('c1', 't')]), msg('x2', 'tool', [result('c1', 'ok', 't', 'undefined')])),
   },
   {
     rule: 'tool arguments nested deeper than the JSON depth bound are refused',
@@ -299,54 +447,83 @@ const cases: Case[] = [
   {
     rule: 'tool arguments with unsorted keys are refused',
     code: E.nonCanonicalJson,
-    state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{"b":1,"a":2}')]), msg('x2', 'tool', [result('c1', 'ok', 't')])),
+    state: () =>
+      appended(
+        msg('x1', 'assistant', [call('c1', 't', '{"b":1,"a":2}')]),
+        msg('x2', 'tool', [result('c1', 'ok', 't')]),
+      ),
   },
   {
     rule: 'tool arguments with whitespace are refused',
     code: E.nonCanonicalJson,
-    state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{ "a": 1 }')]), msg('x2', 'tool', [result('c1', 'ok', 't')])),
+    state: () =>
+      appended(msg('x1', 'assistant', [call('c1', 't', '{ "a": 1 }')]), msg('x2', 'tool', [result('c1', 'ok', 't')])),
   },
   {
     rule: 'a tool result with a non-canonical number is refused',
     code: E.nonCanonicalJson,
-    state: () => appended(msg('x1', 'assistant', [call('c1', 't')]), msg('x2', 'tool', [result('c1', 'ok', 't', '1.0')])),
+    state: () =>
+      appended(msg('x1', 'assistant', [call('c1', 't')]), msg('x2', 'tool', [result('c1', 'ok', 't', '1.0')])),
   },
   {
     rule: 'a tool result with an unnecessary escape is refused',
     code: E.nonCanonicalJson,
-    state: () => appended(msg('x1', 'assistant', [call('c1', 't')]), msg('x2', 'tool', [result('c1', 'ok', 't', '"\\u0041"')])),
+    state: () =>
+      appended(msg('x1', 'assistant', [call('c1', 't')]), msg('x2', 'tool', [result('c1', 'ok', 't', '"\\u0041"')])),
   },
   {
     rule: 'tool arguments with a duplicate key are refused',
     code: E.nonCanonicalJson,
-    state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{"a":1,"a":1}')]), msg('x2', 'tool', [result('c1', 'ok', 't')])),
+    state: () =>
+      appended(
+        msg('x1', 'assistant', [call('c1', 't', '{"a":1,"a":1}')]),
+        msg('x2', 'tool', [result('c1', 'ok', 't')]),
+      ),
   },
   {
     rule: 'tool arguments with integer-like keys out of code-unit order are refused',
     code: E.nonCanonicalJson,
-    state: () => appended(msg('x1', 'assistant', [call('c1', 't', '{"2":1,"10":2}')]), msg('x2', 'tool', [result('c1', 'ok', 't')])),
+    state: () =>
+      appended(
+        msg('x1', 'assistant', [call('c1', 't', '{"2":1,"10":2}')]),
+        msg('x2', 'tool', [result('c1', 'ok', 't')]),
+      ),
   },
 
   // ---- bounds ----
-  { rule: 'a payload above maxPayloadBytes is refused before parsing', code: E.oversized, bytes: () => new Uint8Array(SNAPSHOT_LIMITS.maxPayloadBytes + 1) },
+  {
+    rule: 'a payload above maxPayloadBytes is refused before parsing',
+    code: E.oversized,
+    bytes: () => new Uint8Array(SNAPSHOT_LIMITS.maxPayloadBytes + 1),
+  },
   {
     rule: 'content whose total exceeds maxPayloadBytes is refused before encoding',
     code: E.oversized,
     exportOnly: true,
-    state: () => ({ ...validState(), messages: Array.from({ length: 70 }, (_, i) => msg(`big${i}`, 'user', [text('x'.repeat(250 * 1024))])) }),
+    state: () => ({
+      ...validState(),
+      messages: Array.from({ length: 70 }, (_, i) => msg(`big${i}`, 'user', [text('x'.repeat(250 * 1024))])),
+    }),
   },
   {
     rule: 'an encoding above maxPayloadBytes is refused even when its content alone fits',
     code: E.oversized,
     exportOnly: true,
-    state: () => ({ ...validState(), messages: Array.from({ length: 64 }, (_, i) => msg(`big${i}`, 'user', [text('x'.repeat(262_140))])) }),
+    state: () => ({
+      ...validState(),
+      messages: Array.from({ length: 64 }, (_, i) => msg(`big${i}`, 'user', [text('x'.repeat(262_140))])),
+    }),
   },
   {
     rule: 'a message above maxMessageContentBytes is refused',
     code: E.oversized,
     state: () => appended(msg('x1', 'user', [text('é'.repeat(SNAPSHOT_LIMITS.maxMessageContentBytes / 2)), text('!')])),
   },
-  { rule: 'more than maxMessages messages are refused', code: E.oversized, state: () => ({ ...validState(), messages: manyMessages(SNAPSHOT_LIMITS.maxMessages + 1) }) },
+  {
+    rule: 'more than maxMessages messages are refused',
+    code: E.oversized,
+    state: () => ({ ...validState(), messages: manyMessages(SNAPSHOT_LIMITS.maxMessages + 1) }),
+  },
   {
     rule: 'more than maxPartsPerMessage parts are refused',
     code: E.oversized,
@@ -359,8 +536,16 @@ const cases: Case[] = [
         ),
       ),
   },
-  { rule: 'a run id above maxRunIdBytes is refused', code: E.oversized, state: () => ({ ...validState(), runId: 'r'.repeat(SNAPSHOT_LIMITS.maxRunIdBytes + 1) }) },
-  { rule: 'a message id above maxIdBytes is refused', code: E.oversized, state: () => appended(msg('m'.repeat(SNAPSHOT_LIMITS.maxIdBytes + 1), 'user', [text('x')])) },
+  {
+    rule: 'a run id above maxRunIdBytes is refused',
+    code: E.oversized,
+    state: () => ({ ...validState(), runId: 'r'.repeat(SNAPSHOT_LIMITS.maxRunIdBytes + 1) }),
+  },
+  {
+    rule: 'a message id above maxIdBytes is refused',
+    code: E.oversized,
+    state: () => appended(msg('m'.repeat(SNAPSHOT_LIMITS.maxIdBytes + 1), 'user', [text('x')])),
+  },
   {
     rule: 'a tool plan id above maxNameBytes is refused',
     code: E.oversized,
@@ -372,7 +557,13 @@ const cases: Case[] = [
   {
     rule: 'more than maxInteractionIds used interaction ids are refused',
     code: E.oversized,
-    state: () => ({ ...validState(), usedInteractionIds: Array.from({ length: SNAPSHOT_LIMITS.maxInteractionIds + 1 }, (_, i) => `ia_${String(i).padStart(6, '0')}`) }),
+    state: () => ({
+      ...validState(),
+      usedInteractionIds: Array.from(
+        { length: SNAPSHOT_LIMITS.maxInteractionIds + 1 },
+        (_, i) => `ia_${String(i).padStart(6, '0')}`,
+      ),
+    }),
   },
   {
     rule: 'more than maxComponents plan components are refused',
@@ -393,19 +584,39 @@ const cases: Case[] = [
   },
 
   // ---- sequence ----
-  { rule: 'a last sequence below 1 + 2 × completed turns is refused', code: E.invalidSequence, state: () => ({ ...validState(), lastSequence: 4 }) },
-  { rule: 'more completed turns than the turn limit is refused', code: E.invalidSequence, state: () => ({ ...validState(), completedTurns: 9, lastSequence: 40 }) },
+  {
+    rule: 'a last sequence below 1 + 2 × completed turns is refused',
+    code: E.invalidSequence,
+    state: () => ({ ...validState(), lastSequence: 4 }),
+  },
+  {
+    rule: 'more completed turns than the turn limit is refused',
+    code: E.invalidSequence,
+    state: () => ({ ...validState(), completedTurns: 9, lastSequence: 40 }),
+  },
   {
     rule: 'a last sequence above 2^53 − 1 is refused',
     code: E.invalidSequence,
     state: () => ({ ...validState(), lastSequence: 2 ** 53 }),
     bytes: () => rawEncode({ ...toPb(validState()), lastSequence: 2n ** 53n }),
   },
-  { rule: 'a zero last sequence is refused', code: E.invalidSequence, state: () => ({ ...validState(), completedTurns: 0, lastSequence: 0 }) },
+  {
+    rule: 'a zero last sequence is refused',
+    code: E.invalidSequence,
+    state: () => ({ ...validState(), completedTurns: 0, lastSequence: 0 }),
+  },
 
   // ---- canonical order ----
-  { rule: 'unsorted used interaction ids are refused', code: E.nonCanonicalOrder, state: () => ({ ...validState(), usedInteractionIds: ['ia_02', 'ia_01'] }) },
-  { rule: 'a duplicated used interaction id is refused', code: E.nonCanonicalOrder, state: () => ({ ...validState(), usedInteractionIds: ['ia_01', 'ia_01'] }) },
+  {
+    rule: 'unsorted used interaction ids are refused',
+    code: E.nonCanonicalOrder,
+    state: () => ({ ...validState(), usedInteractionIds: ['ia_02', 'ia_01'] }),
+  },
+  {
+    rule: 'a duplicated used interaction id is refused',
+    code: E.nonCanonicalOrder,
+    state: () => ({ ...validState(), usedInteractionIds: ['ia_01', 'ia_01'] }),
+  },
   {
     rule: 'unsorted plan components are refused',
     code: E.nonCanonicalOrder,
@@ -454,13 +665,25 @@ const cases: Case[] = [
       const s = validState();
       const pb = toPb({ ...s, planIdentity: { ...s.planIdentity, compatibilityIdentity: '' } });
       const plan = pb.planIdentity!;
-      const head = rawEncode({ ...pb, planIdentity: undefined, usedInteractionIds: [], lastSequence: 0n, lifecycle: PbLifecycle.UNSPECIFIED });
+      const head = rawEncode({
+        ...pb,
+        planIdentity: undefined,
+        usedInteractionIds: [],
+        lastSequence: 0n,
+        lifecycle: PbLifecycle.UNSPECIFIED,
+      });
       const w = new BinaryWriter().tag(9, WireType.LengthDelimited).fork();
       for (const c of plan.components) w.tag(1, WireType.LengthDelimited).bytes(toBinary(ComponentIdentitySchema, c));
       w.tag(2, WireType.LengthDelimited).string(plan.toolPlanId);
       w.tag(3, WireType.LengthDelimited).string('');
       w.tag(4, WireType.LengthDelimited).bytes(plan.fingerprint).join();
-      const tail = rawEncode(create(RunSnapshotSchema, { usedInteractionIds: pb.usedInteractionIds, lastSequence: pb.lastSequence, lifecycle: pb.lifecycle }));
+      const tail = rawEncode(
+        create(RunSnapshotSchema, {
+          usedInteractionIds: pb.usedInteractionIds,
+          lastSequence: pb.lastSequence,
+          lifecycle: pb.lifecycle,
+        }),
+      );
       return concat(head, w.finish(), tail);
     },
   },
@@ -506,7 +729,12 @@ describe('snapshot codec refusals', () => {
   });
 
   test('a 16 MiB payload of empty messages is refused by count before it is parsed', () => {
-    const framing = new BinaryWriter().tag(1, WireType.LengthDelimited).string('loopx.run-snapshot').tag(2, WireType.LengthDelimited).string('v1alpha2').finish();
+    const framing = new BinaryWriter()
+      .tag(1, WireType.LengthDelimited)
+      .string('loopx.run-snapshot')
+      .tag(2, WireType.LengthDelimited)
+      .string('v1alpha2')
+      .finish();
     const empties = new Uint8Array(SNAPSHOT_LIMITS.maxPayloadBytes - framing.byteLength);
     for (let i = 0; i < empties.length; i += 2) empties[i] = 0x42; // field 8, length 0
     const e = expectRefusal(() => decodeSnapshot(concat(framing, empties)), E.oversized);
@@ -533,7 +761,10 @@ describe('snapshot codec refusals', () => {
 
   test('a refusal carries no payload content', () => {
     const secret = 'sk-live-SECRET-CONTENT';
-    const s = appended(msg('x1', 'assistant', [call('c1', 't', `{ "token": "${secret}" }`)]), msg('x2', 'tool', [result('c1', 'ok', 't')]));
+    const s = appended(
+      msg('x1', 'assistant', [call('c1', 't', `{ "token": "${secret}" }`)]),
+      msg('x2', 'tool', [result('c1', 'ok', 't')]),
+    );
     const e = expectRefusal(() => encodeSnapshot(s), E.nonCanonicalJson);
     expect(JSON.stringify(e.toJSON())).not.toContain(secret);
     expect(e.message).not.toContain(secret);

@@ -1,10 +1,23 @@
 /** Accepted snapshots: round trips, determinism, the golden v1alpha2 vector and the wire numbers. */
 import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
-import { decodeSnapshot, encodeSnapshot, LIFECYCLE_WIRE_NUMBER, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, snapshotDigest, type RunSnapshotState } from '../../src/snapshot/index.js';
+import {
+  decodeSnapshot,
+  encodeSnapshot,
+  LIFECYCLE_WIRE_NUMBER,
+  SNAPSHOT_FORMAT,
+  SNAPSHOT_VERSION,
+  snapshotDigest,
+  type RunSnapshotState,
+} from '../../src/snapshot/index.js';
 import { validState } from './arbitraries.js';
 
-const golden = new Uint8Array(Buffer.from(readFileSync(new URL('./fixtures/golden-v1alpha2.hex', import.meta.url), 'utf8').replace(/\s+/g, ''), 'hex'));
+const golden = new Uint8Array(
+  Buffer.from(
+    readFileSync(new URL('./fixtures/golden-v1alpha2.hex', import.meta.url), 'utf8').replace(/\s+/g, ''),
+    'hex',
+  ),
+);
 const GOLDEN_SHA256 = 'a7a3dd8a426bdfc9f8b48dc85cdf07d18d65fcd1f653508676f1afa1fb2c6565';
 
 const roundTrip = (state: RunSnapshotState) => {
@@ -39,7 +52,14 @@ describe('snapshot codec round trip', () => {
 
   test('empty text parts and empty part lists round-trip', () => {
     const s = validState();
-    roundTrip({ ...s, messages: [...s.messages, { id: 'e1', role: 'user', parts: [{ type: 'text', text: '' }] }, { id: 'e2', role: 'assistant', parts: [] }] });
+    roundTrip({
+      ...s,
+      messages: [
+        ...s.messages,
+        { id: 'e1', role: 'user', parts: [{ type: 'text', text: '' }] },
+        { id: 'e2', role: 'assistant', parts: [] },
+      ],
+    });
   });
 
   test('canonical JSON with integer-like keys (sorted by code units) is accepted', () => {
@@ -48,8 +68,23 @@ describe('snapshot codec round trip', () => {
       ...s,
       messages: [
         ...s.messages,
-        { id: 'x1', role: 'assistant', parts: [{ type: 'tool_call', callId: 'c1', toolName: 't', argumentsJson: '{"10":1,"2":2,"a":[1e+21,-1.5,"\\u001f"]}' }] },
-        { id: 'x2', role: 'tool', parts: [{ type: 'tool_result', callId: 'c1', toolName: 't', status: 'error', resultJson: '"é🧪"' }] },
+        {
+          id: 'x1',
+          role: 'assistant',
+          parts: [
+            {
+              type: 'tool_call',
+              callId: 'c1',
+              toolName: 't',
+              argumentsJson: '{"10":1,"2":2,"a":[1e+21,-1.5,"\\u001f"]}',
+            },
+          ],
+        },
+        {
+          id: 'x2',
+          role: 'tool',
+          parts: [{ type: 'tool_result', callId: 'c1', toolName: 't', status: 'error', resultJson: '"é🧪"' }],
+        },
       ],
     });
   });
@@ -64,8 +99,15 @@ describe('snapshot codec round trip', () => {
 
   test('encoding does not depend on the key order of the state objects', () => {
     const s = validState();
-    const reordered = JSON.parse(JSON.stringify(s, Object.keys(s).reverse().concat(['id', 'version', 'provider', 'modelId']))) as RunSnapshotState;
-    const shuffled: RunSnapshotState = { ...reordered, messages: s.messages, planIdentity: s.planIdentity, usedInteractionIds: s.usedInteractionIds };
+    const reordered = JSON.parse(
+      JSON.stringify(s, Object.keys(s).reverse().concat(['id', 'version', 'provider', 'modelId'])),
+    ) as RunSnapshotState;
+    const shuffled: RunSnapshotState = {
+      ...reordered,
+      messages: s.messages,
+      planIdentity: s.planIdentity,
+      usedInteractionIds: s.usedInteractionIds,
+    };
     expect(Buffer.from(encodeSnapshot(shuffled)).equals(Buffer.from(encodeSnapshot(s)))).toBe(true);
   });
 

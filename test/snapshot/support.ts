@@ -31,7 +31,12 @@ const LIFECYCLE: Record<string, PbLifecycle> = {
   failed: PbLifecycle.FAILED,
   cancelled: PbLifecycle.CANCELLED,
 };
-const ROLE: Record<string, PbRole> = { system: PbRole.SYSTEM, user: PbRole.USER, assistant: PbRole.ASSISTANT, tool: PbRole.TOOL };
+const ROLE: Record<string, PbRole> = {
+  system: PbRole.SYSTEM,
+  user: PbRole.USER,
+  assistant: PbRole.ASSISTANT,
+  tool: PbRole.TOOL,
+};
 const STATUS: Record<string, PbStatus> = {
   ok: PbStatus.OK,
   error: PbStatus.ERROR,
@@ -52,10 +57,18 @@ const part = (p: Part) => {
     case 'text':
       return create(PartSchema, { content: { case: 'text', value: p.text } });
     case 'tool_call':
-      return create(PartSchema, { content: { case: 'toolCall', value: { callId: p.callId, toolName: p.toolName, argumentsJson: p.argumentsJson } } });
+      return create(PartSchema, {
+        content: {
+          case: 'toolCall',
+          value: { callId: p.callId, toolName: p.toolName, argumentsJson: p.argumentsJson },
+        },
+      });
     case 'tool_result':
       return create(PartSchema, {
-        content: { case: 'toolResult', value: { callId: p.callId, toolName: p.toolName, status: STATUS[p.status]!, resultJson: p.resultJson } },
+        content: {
+          case: 'toolResult',
+          value: { callId: p.callId, toolName: p.toolName, status: STATUS[p.status]!, resultJson: p.resultJson },
+        },
       });
   }
 };
@@ -69,7 +82,9 @@ export function toPb(state: RunSnapshotState): RunSnapshot {
     model: { ...state.model },
     turnLimit: state.turnLimit,
     completedTurns: state.completedTurns,
-    messages: state.messages.map((m) => create(MessageSchema, { id: m.id, role: ROLE[m.role]!, parts: m.parts.map(part) })),
+    messages: state.messages.map((m) =>
+      create(MessageSchema, { id: m.id, role: ROLE[m.role]!, parts: m.parts.map(part) }),
+    ),
     planIdentity: {
       components: state.planIdentity.components.map((c) =>
         create(ComponentIdentitySchema, {
@@ -124,9 +139,17 @@ export const concat = (...parts: Uint8Array[]): Uint8Array => {
 /** One random damage to a payload: a flipped byte, bytes inserted, deleted or overwritten. */
 export const mutationArb = fc.oneof(
   fc.record({ kind: fc.constant('flip' as const), at: fc.nat(), xor: fc.integer({ min: 1, max: 255 }) }),
-  fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 6 }) }),
+  fc.record({
+    kind: fc.constant('insert' as const),
+    at: fc.nat(),
+    bytes: fc.uint8Array({ minLength: 1, maxLength: 6 }),
+  }),
   fc.record({ kind: fc.constant('delete' as const), at: fc.nat(), length: fc.integer({ min: 1, max: 6 }) }),
-  fc.record({ kind: fc.constant('overwrite' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 3 }) }),
+  fc.record({
+    kind: fc.constant('overwrite' as const),
+    at: fc.nat(),
+    bytes: fc.uint8Array({ minLength: 1, maxLength: 3 }),
+  }),
 );
 export type Mutation = typeof mutationArb extends fc.Arbitrary<infer M> ? M : never;
 

@@ -20,7 +20,9 @@ const refusedAsNonCanonical = (bytes: Uint8Array): void => {
   } catch (e) {
     err = e;
   }
-  expect(isLoopxError(err) && err.code, 'expected snapshot_non_canonical_encoding').toBe(SNAPSHOT_ERRORS.nonCanonicalEncoding);
+  expect(isLoopxError(err) && err.code, 'expected snapshot_non_canonical_encoding').toBe(
+    SNAPSHOT_ERRORS.nonCanonicalEncoding,
+  );
 };
 
 describe('wire-level canonical encoding check', () => {

@@ -10,8 +10,18 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isLoopxError } from '../../src/core/errors.js';
 import { decodeSnapshotByDefinition } from '../../src/snapshot/codec.js';
-import { decodeSnapshot, encodeSnapshot, SNAPSHOT_ERRORS, validateSnapshotState, type RunSnapshotState } from '../../src/snapshot/index.js';
-import { RunSnapshotSchema, type Lifecycle, type Role } from '../../src/snapshot/gen/loopx/snapshot/v1alpha2/snapshot_pb.js';
+import {
+  decodeSnapshot,
+  encodeSnapshot,
+  SNAPSHOT_ERRORS,
+  validateSnapshotState,
+  type RunSnapshotState,
+} from '../../src/snapshot/index.js';
+import {
+  RunSnapshotSchema,
+  type Lifecycle,
+  type Role,
+} from '../../src/snapshot/gen/loopx/snapshot/v1alpha2/snapshot_pb.js';
 import { decodeCanonicalSnapshot } from '../../src/snapshot/wire-decode.js';
 import { rawEncode, rawEncodeState, toPb, validState, validStateArb, concat, mutate, mutationArb } from './support.js';
 
@@ -98,7 +108,10 @@ describe('fused snapshot decoder', () => {
     const s = validState();
     const pb = (): ReturnType<typeof toPb> => toPb(s);
     const cases: Record<string, Uint8Array> = {
-      'unknown top-level field': concat(encodeSnapshot(s), new BinaryWriter().tag(13, WireType.Varint).uint32(1).finish()),
+      'unknown top-level field': concat(
+        encodeSnapshot(s),
+        new BinaryWriter().tag(13, WireType.Varint).uint32(1).finish(),
+      ),
       'wrong format': rawEncode({ ...pb(), format: 'loopx.other' }),
       'wrong version': rawEncode({ ...pb(), version: 'v9' }),
       'no format': rawEncode({ ...pb(), format: '' }),
@@ -138,11 +151,29 @@ describe('fused snapshot decoder', () => {
   it('answers "not sure" for two oneof members in one part and for a repeated field split by another field', () => {
     const s = validState();
     // A part holding a text and then a tool call: both members of the oneof, in field order.
-    const part = new BinaryWriter().tag(1, WireType.LengthDelimited).string('a').tag(2, WireType.LengthDelimited).bytes(new Uint8Array()).finish();
-    const message = new BinaryWriter().tag(1, WireType.LengthDelimited).string('m').tag(2, WireType.Varint).int32(2).tag(3, WireType.LengthDelimited).bytes(part).finish();
+    const part = new BinaryWriter()
+      .tag(1, WireType.LengthDelimited)
+      .string('a')
+      .tag(2, WireType.LengthDelimited)
+      .bytes(new Uint8Array())
+      .finish();
+    const message = new BinaryWriter()
+      .tag(1, WireType.LengthDelimited)
+      .string('m')
+      .tag(2, WireType.Varint)
+      .int32(2)
+      .tag(3, WireType.LengthDelimited)
+      .bytes(part)
+      .finish();
     const pb = toPb(s);
     const head = rawEncode({ ...pb, planIdentity: undefined, usedInteractionIds: [], lastSequence: 0n, lifecycle: 0 });
-    const tail = rawEncode(create(RunSnapshotSchema, { planIdentity: pb.planIdentity, lastSequence: pb.lastSequence, lifecycle: pb.lifecycle }));
+    const tail = rawEncode(
+      create(RunSnapshotSchema, {
+        planIdentity: pb.planIdentity,
+        lastSequence: pb.lastSequence,
+        lifecycle: pb.lifecycle,
+      }),
+    );
     const withMessage = concat(head, new BinaryWriter().tag(8, WireType.LengthDelimited).bytes(message).finish(), tail);
     expect(decodeSnapshotByDefinition(concat(head, tail))).toBeDefined(); // the same bytes without the extra message are valid
     notSure(withMessage);
@@ -153,10 +184,17 @@ describe('fused snapshot decoder', () => {
   });
 
   it('answers "not sure" beyond a count bound, without reading on', () => {
-    const framing = new BinaryWriter().tag(1, WireType.LengthDelimited).string('loopx.run-snapshot').tag(2, WireType.LengthDelimited).string('v1alpha2').finish();
+    const framing = new BinaryWriter()
+      .tag(1, WireType.LengthDelimited)
+      .string('loopx.run-snapshot')
+      .tag(2, WireType.LengthDelimited)
+      .string('v1alpha2')
+      .finish();
     const empties = new Uint8Array(2 * 10_001);
     for (let i = 0; i < empties.length; i += 2) empties[i] = 0x42;
     notSure(concat(framing, empties));
-    expect(() => decodeSnapshot(concat(framing, empties))).toThrow(expect.objectContaining({ code: SNAPSHOT_ERRORS.oversized }));
+    expect(() => decodeSnapshot(concat(framing, empties))).toThrow(
+      expect.objectContaining({ code: SNAPSHOT_ERRORS.oversized }),
+    );
   });
 });

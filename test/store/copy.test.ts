@@ -11,7 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LoopxError } from '../../src/core/errors.js';
-import { SQLITE_COPY_NO_SPACE, SQLITE_COPY_TOO_LARGE, SQLITE_COPY_UNREADABLE, isOutOfSpace, openSqliteCopy } from '../../src/store/index.js';
+import {
+  SQLITE_COPY_NO_SPACE,
+  SQLITE_COPY_TOO_LARGE,
+  SQLITE_COPY_UNREADABLE,
+  isOutOfSpace,
+  openSqliteCopy,
+} from '../../src/store/index.js';
 import { mountTmpfs } from '../support/tmpfs.js';
 
 const made: string[] = [];
@@ -120,7 +126,9 @@ describe('openSqliteCopy', () => {
   it('maxBytes: a larger copy is refused with sqlite_copy_too_large and its scratch directory removed', () => {
     const { path } = walDatabase();
     const scratchDir = temp('loopx-copy-scratch-');
-    expect(() => openSqliteCopy(path, { scratchDir, maxBytes: 100 })).toThrow(expect.objectContaining({ code: SQLITE_COPY_TOO_LARGE }));
+    expect(() => openSqliteCopy(path, { scratchDir, maxBytes: 100 })).toThrow(
+      expect.objectContaining({ code: SQLITE_COPY_TOO_LARGE }),
+    );
     expect(readdirSync(scratchDir)).toEqual([]);
   });
 
@@ -129,8 +137,12 @@ describe('openSqliteCopy', () => {
     const path = join(dir, 'x.db');
     writeFileSync(path, 'SQLite format 3\u0000 but then nothing');
     const scratchDir = temp('loopx-copy-scratch-');
-    expect(() => openSqliteCopy(path, { scratchDir })).toThrow(expect.objectContaining({ code: SQLITE_COPY_UNREADABLE }));
-    expect(() => openSqliteCopy(readFileSync(path), { scratchDir })).toThrow(expect.objectContaining({ code: SQLITE_COPY_UNREADABLE }));
+    expect(() => openSqliteCopy(path, { scratchDir })).toThrow(
+      expect.objectContaining({ code: SQLITE_COPY_UNREADABLE }),
+    );
+    expect(() => openSqliteCopy(readFileSync(path), { scratchDir })).toThrow(
+      expect.objectContaining({ code: SQLITE_COPY_UNREADABLE }),
+    );
     expect(readdirSync(scratchDir)).toEqual([]);
   });
 });
@@ -141,9 +153,16 @@ describe('out of space', () => {
   it('isOutOfSpace: ENOSPC, EDQUOT, SQLITE_FULL and SQLITE_IOERR_SHMSIZE, also as the cause of a wrapping error — nothing else', () => {
     for (const code of ['ENOSPC', 'EDQUOT', 'SQLITE_FULL', 'SQLITE_IOERR_SHMSIZE']) {
       expect(isOutOfSpace(errno(code))).toBe(true);
-      expect(isOutOfSpace(new LoopxError('rejected', 'wrapper', 'm', { cause: new LoopxError('rejected', 'inner', 'm', { cause: errno(code) }) }))).toBe(true);
+      expect(
+        isOutOfSpace(
+          new LoopxError('rejected', 'wrapper', 'm', {
+            cause: new LoopxError('rejected', 'inner', 'm', { cause: errno(code) }),
+          }),
+        ),
+      ).toBe(true);
     }
-    for (const code of ['EIO', 'EACCES', 'SQLITE_CORRUPT', 'SQLITE_IOERR_WRITE', undefined]) expect(isOutOfSpace(errno(String(code)))).toBe(false);
+    for (const code of ['EIO', 'EACCES', 'SQLITE_CORRUPT', 'SQLITE_IOERR_WRITE', undefined])
+      expect(isOutOfSpace(errno(String(code)))).toBe(false);
     expect(isOutOfSpace('ENOSPC')).toBe(false);
   });
 

@@ -65,7 +65,10 @@ function hold(db: PgDatabase, isolation: 'read committed' | 'repeatable read' = 
 /** Latch: the backend waiting for a lock the backend `pid` holds (polled; fails after a generous bound). */
 async function blockedBy(admin: PgDatabase, pid: number): Promise<number> {
   for (let i = 0; i <= 1200; i++) {
-    const [row] = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) LIMIT 1', [pid]);
+    const [row] = await admin.query<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) LIMIT 1',
+      [pid],
+    );
     if (row) return row.pid;
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -148,7 +151,9 @@ describePg('the installation fences writers against rotations, on the real serve
     const { schema, admin, admission } = await installed();
     const writer = connection(schema);
     await writer.transaction((q) => admit(q, admission));
-    const [kept] = await writer.query<{ v: string; pid: number }>(`SELECT current_setting('loopx.live_server') AS v, pg_backend_pid() AS pid`);
+    const [kept] = await writer.query<{ v: string; pid: number }>(
+      `SELECT current_setting('loopx.live_server') AS v, pg_backend_pid() AS pid`,
+    );
     const [pid, systemIdentifier, timeline, databaseOid] = kept!.v.split(':');
     expect(Number(pid)).toBe(kept!.pid);
     const view = (await admin.transaction((q) => readInstallation(q)))!;
@@ -163,7 +168,9 @@ describePg('the installation fences writers against rotations, on the real serve
     expect(await codeOf(writer.transaction((q) => admit(q, admission)))).toBe('LXR01');
     // A setting carried in from elsewhere, claiming the moved recording is live, is not this connection's: it is read again.
     const spoofing = connection(schema);
-    await spoofing.query(`SELECT set_config('loopx.live_server', $1, false)`, [`0:${systemIdentifier}:${Number(timeline) + 1}:${databaseOid}`]);
+    await spoofing.query(`SELECT set_config('loopx.live_server', $1, false)`, [
+      `0:${systemIdentifier}:${Number(timeline) + 1}:${databaseOid}`,
+    ]);
     expect(await codeOf(spoofing.transaction((q) => admit(q, admission)))).toBe('LXR01');
     await admin.query(`UPDATE loopx_installation SET timeline = timeline - 1`);
     expect(await codeOf(writer.transaction((q) => admit(q, admission)))).toBe('admitted');
@@ -187,7 +194,10 @@ describePg('the installation fences writers against rotations, on the real serve
     const admission = await admissionOf(old);
     await old.transaction((q) => admit(q, admission));
 
-    expect(await migratePostgres(connection(schema), INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS)).toEqual({ from: 1, to: 2 });
+    expect(await migratePostgres(connection(schema), INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS)).toEqual({
+      from: 1,
+      to: 2,
+    });
     expect(await codeOf(old.transaction((q) => admit(q, admission)))).toBe('admitted');
     expect(await old.transaction((q) => readInstallation(q))).toMatchObject({ state: 'active', changed: [] });
   });

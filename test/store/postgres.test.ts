@@ -7,7 +7,15 @@
  */
 import { expect, it } from 'vitest';
 import { isLoopxError } from '../../src/core/index.js';
-import { PgCommitAmbiguous, databaseUrlFrom, isRegisteredStoreProvider, migratePostgres, openPostgres, requireSchemaVersion, type PgMigration } from '../../src/store/index.js';
+import {
+  PgCommitAmbiguous,
+  databaseUrlFrom,
+  isRegisteredStoreProvider,
+  migratePostgres,
+  openPostgres,
+  requireSchemaVersion,
+  type PgMigration,
+} from '../../src/store/index.js';
 import { PG_URL, describePg, pgDatabases } from '../support/pg.js';
 
 const database = pgDatabases();
@@ -30,9 +38,15 @@ it('registers postgresql as a store provider', () => {
 
 it('takes a database URL by reference only, read from the environment at run time', async () => {
   expect(databaseUrlFrom('env:DB', { DB: 'postgres://u@h/d' })).toBe('postgres://u@h/d');
-  expect(await codeOf(Promise.resolve().then(() => databaseUrlFrom('postgres://u:secret@h/d', {})))).toBe('database_url_ref_invalid');
-  expect(await codeOf(Promise.resolve().then(() => databaseUrlFrom('env:NOT_SET_ANYWHERE', {})))).toBe('database_url_missing');
-  expect(await codeOf(Promise.resolve().then(() => openPostgres({ url: PG_URL, schema: 'Robert"); DROP' })))).toBe('pg_schema_name_invalid');
+  expect(await codeOf(Promise.resolve().then(() => databaseUrlFrom('postgres://u:secret@h/d', {})))).toBe(
+    'database_url_ref_invalid',
+  );
+  expect(await codeOf(Promise.resolve().then(() => databaseUrlFrom('env:NOT_SET_ANYWHERE', {})))).toBe(
+    'database_url_missing',
+  );
+  expect(await codeOf(Promise.resolve().then(() => openPostgres({ url: PG_URL, schema: 'Robert"); DROP' })))).toBe(
+    'pg_schema_name_invalid',
+  );
 });
 
 describePg('PostgreSQL plumbing on the real server', () => {
@@ -108,7 +122,9 @@ describePg('PostgreSQL plumbing on the real server', () => {
       expect(await db.autocommit(insert, ['b', 2], 'probe_insert')).toEqual([{ id: 'b', n: 2 }]);
       expect(await db.autocommit(insert, ['c', 3])).toEqual([{ id: 'c', n: 3 }]);
       // One connection in the pool: the statement named once is prepared there.
-      expect(await db.autocommit('SELECT name, statement FROM pg_prepared_statements', [])).toEqual([{ name: 'probe_insert', statement: insert }]);
+      expect(await db.autocommit('SELECT name, statement FROM pg_prepared_statements', [])).toEqual([
+        { name: 'probe_insert', statement: insert },
+      ]);
       const refused = await db.autocommit(insert, ['a', 4], 'probe_insert').then(
         () => undefined,
         (e: unknown) => e,
@@ -127,7 +143,11 @@ describePg('PostgreSQL plumbing on the real server', () => {
 
   it('keeps startup options the URL carries beside the schema it adds', async () => {
     const name = database().schema; // a fresh schema name, dropped after the file
-    const db = openPostgres({ url: `${PG_URL}?options=${encodeURIComponent('-c statement_timeout=12345')}`, schema: name, max: 1 });
+    const db = openPostgres({
+      url: `${PG_URL}?options=${encodeURIComponent('-c statement_timeout=12345')}`,
+      schema: name,
+      max: 1,
+    });
     try {
       await migratePostgres(db, 'probe', [V1]);
       await db.query('INSERT INTO items (id, n) VALUES ($1, $2)', ['z', 1]);

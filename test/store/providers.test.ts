@@ -27,7 +27,9 @@ describe('store provider registry', () => {
     expect(isStoreIdentity(`sqlite:${HEX}0`)).toBe(false);
     expect(isStoreIdentity(`sqlite:${HEX}:x`)).toBe(false);
     expect(isStoreIdentity(42)).toBe(false);
-    expect(() => formatStoreIdentity('nosuchprovider', HEX)).toThrow(expect.objectContaining({ code: 'store_provider_unregistered' }));
+    expect(() => formatStoreIdentity('nosuchprovider', HEX)).toThrow(
+      expect.objectContaining({ code: 'store_provider_unregistered' }),
+    );
   });
 
   it('a registered provider is accepted without any contract naming it; registering is idempotent', () => {
@@ -39,7 +41,9 @@ describe('store provider registry', () => {
 
   it('a provider name is lowercase letters and digits without the separator', () => {
     for (const bad of ['', 'Sqlite', 'a:b', '1pg', 'x'.repeat(33)]) {
-      expect(() => registerStoreProvider(bad)).toThrow(expect.objectContaining({ code: 'store_provider_name_invalid' }));
+      expect(() => registerStoreProvider(bad)).toThrow(
+        expect.objectContaining({ code: 'store_provider_name_invalid' }),
+      );
     }
   });
 });

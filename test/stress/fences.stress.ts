@@ -47,14 +47,27 @@ function shuffled<T>(items: readonly T[], seed: number): T[] {
   return out;
 }
 
-const storedFor = (lineage: string, message: string) => sink.deliveries().filter((d) => d.goal_lineage === lineage && (d.body as { message?: string }).message === message).length;
+const storedFor = (lineage: string, message: string) =>
+  sink.deliveries().filter((d) => d.goal_lineage === lineage && (d.body as { message?: string }).message === message)
+    .length;
 
 /** A source root that worked (and delivered) before a verified backup; its lineage. */
-async function source(prefix: string): Promise<{ u: ReturnType<typeof newUser>; lineage: string; archive: string; manifest: string }> {
+async function source(
+  prefix: string,
+): Promise<{ u: ReturnType<typeof newUser>; lineage: string; archive: string; manifest: string }> {
   const u = newUser(prefix);
   const lineage = await workedSource(u, sink.deliveriesUrl);
   await backupVerified(u);
-  await as(u, ['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'after', AFTER_CAPTURE), '--root', u.root]);
+  await as(u, [
+    'work',
+    'run',
+    '--goal',
+    'launch',
+    '--agent',
+    agentFile(u.dir, 'after', AFTER_CAPTURE),
+    '--root',
+    u.root,
+  ]);
   const names = readdirSync(join(u.dir, 'backups'));
   const archive = join(
     u.dir,
@@ -75,7 +88,20 @@ describe('racing recoveries of one backup under two authorities', () => {
     for (let trial = 0; trial < TRIALS; trial++) {
       const { lineage, archive, manifest } = await source(`loopx-stress-race-${trial}-`);
       const users = [0, 1].map((k) => newUser(`loopx-stress-race-${trial}-${k}-`));
-      for (const v of users) await as(v, ['backup-state', 'verify', '--archive', archive, '--manifest', manifest, '--destination', v.workspace, '--execute', '--root', v.root]);
+      for (const v of users)
+        await as(v, [
+          'backup-state',
+          'verify',
+          '--archive',
+          archive,
+          '--manifest',
+          manifest,
+          '--destination',
+          v.workspace,
+          '--execute',
+          '--root',
+          v.root,
+        ]);
       // Both applies started together: the receiver decides between them.
       const states = await Promise.all(users.map((v) => recoverInto(v, join(v.dir, 'recovered'))));
       const sorted = states.map((s: Doc) => s.state as string).sort();
@@ -83,7 +109,16 @@ describe('racing recoveries of one backup under two authorities', () => {
       const held = states.find((s: Doc) => s.state === 'reconciliation_held') as Doc;
       expect(held.holds.map((h: { code: string }) => h.code)).toEqual(['receiver_fence_conflict']);
       for (const [k, v] of users.entries()) {
-        const args = ['work', 'run', '--goal', 'launch', '--agent', agentFile(v.dir, 'continue', CONTINUE), '--root', join(v.dir, 'recovered')];
+        const args = [
+          'work',
+          'run',
+          '--goal',
+          'launch',
+          '--agent',
+          agentFile(v.dir, 'continue', CONTINUE),
+          '--root',
+          join(v.dir, 'recovered'),
+        ];
         // The held one admits no work until its hold is resolved (it never is: the receiver follows the other).
         if (states[k].state === 'complete') await as(v, args);
         else expect(await refusedAs(v, args)).toEqual({ status: 4, code: 'recover_reconciliation_held' });
@@ -103,7 +138,10 @@ describe('old writers of a superseded root, in random orders', () => {
       const { u, lineage } = await source(`loopx-stress-old-${trial}-`);
       const st = await recoverInto(u, join(u.dir, 'recovered'));
       expect(st.state).toBe('complete');
-      const stale = agentFile(u.dir, 'stale', [{ text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'stale news' } }] }, { text: 'Done.' }]);
+      const stale = agentFile(u.dir, 'stale', [
+        { text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'stale news' } }] },
+        { text: 'Done.' },
+      ]);
       const S = u.root;
       const own = ['--authority-dir', u.authority];
       const copy = join(u.dir, 'authority-copy');
@@ -113,13 +151,38 @@ describe('old writers of a superseded root, in random orders', () => {
       const attempts: Array<[string, () => Promise<readonly string[]>, string]> = [
         [
           'empty authority',
-          async () => ['work', 'run', '--goal', 'launch', '--agent', stale, '--sink', sink.deliveriesUrl, '--root', S, '--authority-dir', mkdtempSync(join(u.dir, 'e-'))],
+          async () => [
+            'work',
+            'run',
+            '--goal',
+            'launch',
+            '--agent',
+            stale,
+            '--sink',
+            sink.deliveriesUrl,
+            '--root',
+            S,
+            '--authority-dir',
+            mkdtempSync(join(u.dir, 'e-')),
+          ],
           'root_authority_mismatch',
         ],
-        ['authority without lifetimes/', async () => ['work', 'run', '--goal', 'launch', '--agent', stale, '--root', S, '--authority-dir', copy], 'authority_rolled_back'],
-        ['own authority', async () => ['work', 'run', '--goal', 'launch', '--agent', stale, '--root', S, ...own], 'goal_lifetime_superseded'],
+        [
+          'authority without lifetimes/',
+          async () => ['work', 'run', '--goal', 'launch', '--agent', stale, '--root', S, '--authority-dir', copy],
+          'authority_rolled_back',
+        ],
+        [
+          'own authority',
+          async () => ['work', 'run', '--goal', 'launch', '--agent', stale, '--root', S, ...own],
+          'goal_lifetime_superseded',
+        ],
         ['retire', async () => ['goal', 'retire', 'launch', '--root', S, ...own], 'goal_lifetime_superseded'],
-        ['re-create', async () => ['goal', 'create', 'launch', '--title', 'Again', '--root', S, ...own], 'goal_alias_superseded'],
+        [
+          're-create',
+          async () => ['goal', 'create', 'launch', '--title', 'Again', '--root', S, ...own],
+          'goal_alias_superseded',
+        ],
         [
           'edited goal.json',
           async () => {

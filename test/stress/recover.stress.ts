@@ -39,7 +39,19 @@ describe('concurrent applies of one destination', () => {
       const s = await sourceWithBackup(sink, { afterCapture: false });
       const { destination, doc } = plan(s, `d${trial}`);
       const runs = await Promise.all(
-        [0, 1, 2, 3].map(() => loopxAsync(['recover', 'apply', '--destination', destination, '--confirm', doc.plan_digest, '--authority-dir', s.authority, '--json'])),
+        [0, 1, 2, 3].map(() =>
+          loopxAsync([
+            'recover',
+            'apply',
+            '--destination',
+            destination,
+            '--confirm',
+            doc.plan_digest,
+            '--authority-dir',
+            s.authority,
+            '--json',
+          ]),
+        ),
       );
       for (const r of runs) {
         const d = JSON.parse(r.stdout || '{}') as Doc;
@@ -52,9 +64,12 @@ describe('concurrent applies of one destination', () => {
       expect(ok(s, ['recover', 'status', '--destination', destination]).state).toBe('complete');
       const lines = journal(destination);
       expect(lines.map((l) => l.seq)).toEqual(lines.map((_, i) => i + 1));
-      for (const step of doc.steps as { action: string }[]) expect(lines.filter((l) => l.event === 'done' && l.action === step.action)).toHaveLength(1);
+      for (const step of doc.steps as { action: string }[])
+        expect(lines.filter((l) => l.event === 'done' && l.action === step.action)).toHaveLength(1);
     }
-    console.log(`concurrent applies: ${TRIALS * 4} trials × 4 processes — completed ${tally.applied}, refused recover_busy ${tally.busy}, other ${tally.answered}; 0 stranded`);
+    console.log(
+      `concurrent applies: ${TRIALS * 4} trials × 4 processes — completed ${tally.applied}, refused recover_busy ${tally.busy}, other ${tally.answered}; 0 stranded`,
+    );
   });
 });
 
@@ -65,13 +80,26 @@ describe('two destinations racing for one Goal', () => {
       const s = await sourceWithBackup(sink, { afterCapture: false });
       const ps = [plan(s, `a${trial}`), plan(s, `b${trial}`)];
       const runs = await Promise.all(
-        ps.map((p) => loopxAsync(['recover', 'apply', '--destination', p.destination, '--confirm', p.doc.plan_digest, '--authority-dir', s.authority, '--json'])),
+        ps.map((p) =>
+          loopxAsync([
+            'recover',
+            'apply',
+            '--destination',
+            p.destination,
+            '--confirm',
+            p.doc.plan_digest,
+            '--authority-dir',
+            s.authority,
+            '--json',
+          ]),
+        ),
       );
       const states = ps.map((p) => ok(s, ['recover', 'status', '--destination', p.destination]) as Doc);
       expect(states.filter((st) => st.state === 'complete')).toHaveLength(1);
       const loser = states.find((st) => st.state !== 'complete')!;
       const run = runs[states.indexOf(loser)]!;
-      const how = loser.state === 'abandoned' ? 'abandoned' : `refused ${(JSON.parse(run.stdout || '{}') as Doc).error?.code}`;
+      const how =
+        loser.state === 'abandoned' ? 'abandoned' : `refused ${(JSON.parse(run.stdout || '{}') as Doc).error?.code}`;
       // Refused before it began (the winner superseded first): its plan is dead, never applying half-way.
       if (loser.state !== 'abandoned') {
         expect(loser.state).toBe('adoption_prepared');

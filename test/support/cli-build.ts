@@ -19,7 +19,8 @@ function newestSource(dir: string): number {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
-    else if (entry.name.endsWith('.ts') || entry.name.endsWith('.json')) newest = Math.max(newest, statSync(path).mtimeMs);
+    else if (entry.name.endsWith('.ts') || entry.name.endsWith('.json'))
+      newest = Math.max(newest, statSync(path).mtimeMs);
   }
   return newest;
 }
@@ -34,9 +35,17 @@ function builtAt(path: string): number {
 
 export default function setup(): void {
   if (process.env['LOOPX_TEST_CLI'] === 'source') return;
-  const sources = Math.max(newestSource(join(REPO, 'src')), statSync(join(REPO, 'tsconfig.json')).mtimeMs, statSync(join(REPO, 'tsconfig.build.json')).mtimeMs);
+  const sources = Math.max(
+    newestSource(join(REPO, 'src')),
+    statSync(join(REPO, 'tsconfig.json')).mtimeMs,
+    statSync(join(REPO, 'tsconfig.build.json')).mtimeMs,
+  );
   if (builtAt(BUILT) < sources) {
-    const tsc = spawnSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: REPO, encoding: 'utf8' });
+    const tsc = spawnSync(
+      process.execPath,
+      [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
+      { cwd: REPO, encoding: 'utf8' },
+    );
     if (tsc.status !== 0) throw new Error(`building the CLI for the tests failed:\n${tsc.stdout}${tsc.stderr}`);
   }
   if (builtAt(BUNDLED) >= builtAt(BUILT)) return;

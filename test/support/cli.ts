@@ -25,7 +25,12 @@ export const STATE_HOME = mkdtempSync(join(tmpdir(), 'loopx-state-'));
 export const DATA_HOME = mkdtempSync(join(tmpdir(), 'loopx-data-'));
 process.env.XDG_DATA_HOME = DATA_HOME;
 // A free port for the dev receiver `loopx daemon` opens: tests run in parallel, and the fixed default would be shared.
-const baseEnv = (): NodeJS.ProcessEnv => ({ ...process.env, XDG_STATE_HOME: STATE_HOME, XDG_DATA_HOME: DATA_HOME, LOOPX_DEV_RECEIVER_PORT: '0' });
+const baseEnv = (): NodeJS.ProcessEnv => ({
+  ...process.env,
+  XDG_STATE_HOME: STATE_HOME,
+  XDG_DATA_HOME: DATA_HOME,
+  LOOPX_DEV_RECEIVER_PORT: '0',
+});
 export const ENTRY = join(REPO, 'test/support/loopx-entry.ts');
 /** Node's arguments before the CLI's own: `[...CLI, 'goal', 'list']`. */
 const SOURCE_CLI: readonly string[] = ['--import', 'tsx', ENTRY];
@@ -91,17 +96,26 @@ let sourceMain: Promise<Main> | undefined;
 const nativeImport = (url: string): Promise<{ main: Main }> => import(/* @vite-ignore */ url);
 let hereBusy = false;
 /** Commands that run until stopped, or start more of this CLI by its own entry (`process.argv[1]`). */
-const CHILD_ONLY = (args: readonly string[]): boolean => (args[0] === 'daemon' && args[1] !== 'login-url') || args[0] === 'dev' || (args[0] === 'recover' && args[1] === 'drill');
+const CHILD_ONLY = (args: readonly string[]): boolean =>
+  (args[0] === 'daemon' && args[1] !== 'login-url') ||
+  args[0] === 'dev' ||
+  (args[0] === 'recover' && args[1] === 'drill');
 
 function inProcess(args: readonly string[], env: Record<string, string>): boolean {
   if (hereBusy || process.env['LOOPX_TEST_CLI'] === 'process') return false;
-  if (Object.keys(env).some((k) => k.startsWith('LOOPX_TEST_')) || Object.keys(process.env).some((k) => k.startsWith('LOOPX_TEST_') && k !== 'LOOPX_TEST_CLI')) return false;
+  if (
+    Object.keys(env).some((k) => k.startsWith('LOOPX_TEST_')) ||
+    Object.keys(process.env).some((k) => k.startsWith('LOOPX_TEST_') && k !== 'LOOPX_TEST_CLI')
+  )
+    return false;
   return !CHILD_ONLY(args);
 }
 
 /** Text of one `write` call, whatever it was given. */
 const textOf = (chunk: unknown, encoding?: unknown): string =>
-  typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString(typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+  typeof chunk === 'string'
+    ? chunk
+    : Buffer.from(chunk as Uint8Array).toString(typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
 
 /**
  * The built CLI's `main(args)` in this process, as a child would run it: its environment (this
@@ -114,7 +128,12 @@ async function loopxHere(args: readonly string[], env: Record<string, string>): 
     children === SOURCE_CLI
       ? await (sourceMain ??= import('../../src/cli/main.js').then((m) => m.main))
       : await (builtMain ??= nativeImport(pathToFileURL(join(REPO, 'dist/src/cli/main.js')).href).then((m) => m.main));
-  const set: Record<string, string> = { XDG_STATE_HOME: STATE_HOME, XDG_DATA_HOME: DATA_HOME, LOOPX_DEV_RECEIVER_PORT: '0', ...env };
+  const set: Record<string, string> = {
+    XDG_STATE_HOME: STATE_HOME,
+    XDG_DATA_HOME: DATA_HOME,
+    LOOPX_DEV_RECEIVER_PORT: '0',
+    ...env,
+  };
   const before = new Map(Object.keys(set).map((k) => [k, process.env[k]]));
   const out = { stdout: '', stderr: '' };
   const streams = [
@@ -173,8 +192,14 @@ export async function addLaunchTodos(at: readonly string[], env: Record<string, 
 }
 
 /** A Goal's Todos as `[todo_id, status]`, in order, as `loopx todo list` reads them at `at`. */
-export async function todoStatuses(goal: string, at: readonly string[], env: Record<string, string> = {}): Promise<[string, string][]> {
-  const listed = (await loopxAsync(['todo', 'list', '--goal', goal, ...at, '--json'], env)).json() as { todos: { todo_id: string; status: string }[] };
+export async function todoStatuses(
+  goal: string,
+  at: readonly string[],
+  env: Record<string, string> = {},
+): Promise<[string, string][]> {
+  const listed = (await loopxAsync(['todo', 'list', '--goal', goal, ...at, '--json'], env)).json() as {
+    todos: { todo_id: string; status: string }[];
+  };
   return listed.todos.map((t) => [t.todo_id, t.status]);
 }
 

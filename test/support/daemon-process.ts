@@ -14,7 +14,10 @@ export interface DaemonStarted {
   readonly dev_receiver_url?: string;
 }
 
-export function spawnDaemon(args: readonly string[], options: { env: NodeJS.ProcessEnv; cwd: string }): Promise<{ child: ChildProcessWithoutNullStreams; doc: DaemonStarted }> {
+export function spawnDaemon(
+  args: readonly string[],
+  options: { env: NodeJS.ProcessEnv; cwd: string },
+): Promise<{ child: ChildProcessWithoutNullStreams; doc: DaemonStarted }> {
   const child = spawn(process.execPath, [...CLI, 'daemon', '--json', ...args], { cwd: options.cwd, env: options.env });
   return new Promise((resolve, reject) => {
     let out = '';

@@ -4,7 +4,10 @@
  */
 import type { DaemonApp } from '../../src/daemon/index.js';
 
-export async function closeDaemon(d: DaemonApp | undefined, ...others: ({ close(): Promise<void> } | undefined)[]): Promise<void> {
+export async function closeDaemon(
+  d: DaemonApp | undefined,
+  ...others: ({ close(): Promise<void> } | undefined)[]
+): Promise<void> {
   await d?.adoptions.close();
   await d?.drives.close();
   await d?.backups.close();

@@ -50,7 +50,12 @@ const run = (cmd: string, args: readonly string[]): void => {
 
 /** `n` hosts (see the header); their services address is this namespace's end of the first link. */
 export function makeHosts(n: number): Hosts {
-  if (!IS_ROOT) return { isolated: false, servicesAddress: '127.0.0.1', hosts: Array.from({ length: n }, (_, i) => ({ prefix: [], name: `process-${i + 1}` })) };
+  if (!IS_ROOT)
+    return {
+      isolated: false,
+      servicesAddress: '127.0.0.1',
+      hosts: Array.from({ length: n }, (_, i) => ({ prefix: [], name: `process-${i + 1}` })),
+    };
   const tag = randomInt(0x10000).toString(16).padStart(4, '0');
   const net = `10.${200 + randomInt(50)}.${randomInt(200)}`;
   const hosts: Host[] = [];
@@ -94,8 +99,11 @@ const freePort = (): Promise<number> =>
   });
 
 function binDir(): string {
-  const versions = existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a)) : [];
-  for (const v of versions) if (existsSync(join('/usr/lib/postgresql', v, 'bin', 'initdb'))) return join('/usr/lib/postgresql', v, 'bin');
+  const versions = existsSync('/usr/lib/postgresql')
+    ? readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a))
+    : [];
+  for (const v of versions)
+    if (existsSync(join('/usr/lib/postgresql', v, 'bin', 'initdb'))) return join('/usr/lib/postgresql', v, 'bin');
   throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql');
 }
 
@@ -107,14 +115,22 @@ export async function privatePostgres(address = '127.0.0.1'): Promise<PrivatePos
   const data = join(dir, 'data');
   const port = await freePort();
   const asPostgres = (cmd: string, args: readonly string[]): void => {
-    const r = IS_ROOT ? spawnSync('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args], { encoding: 'utf8' }) : spawnSync(join(bin, cmd), args, { encoding: 'utf8' });
+    const r = IS_ROOT
+      ? spawnSync('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args], { encoding: 'utf8' })
+      : spawnSync(join(bin, cmd), args, { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`${cmd} failed: ${r.stderr}`);
   };
-  if (IS_ROOT) chownSync(dir, Number(execFileSync('id', ['-u', 'postgres']).toString().trim()), Number(execFileSync('id', ['-g', 'postgres']).toString().trim()));
+  if (IS_ROOT)
+    chownSync(
+      dir,
+      Number(execFileSync('id', ['-u', 'postgres']).toString().trim()),
+      Number(execFileSync('id', ['-g', 'postgres']).toString().trim()),
+    );
   asPostgres('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '--no-instructions']);
   const listen = address === '127.0.0.1' ? '127.0.0.1' : `127.0.0.1,${address}`;
   const options = `-p ${port} -k ${dir} -c listen_addresses=${listen} -c fsync=off -c max_connections=60`;
-  const ctl = (action: string, extra: readonly string[] = []) => asPostgres('pg_ctl', ['-D', data, '-w', '-t', '60', '-l', join(dir, 'log'), ...extra, action]);
+  const ctl = (action: string, extra: readonly string[] = []) =>
+    asPostgres('pg_ctl', ['-D', data, '-w', '-t', '60', '-l', join(dir, 'log'), ...extra, action]);
   // Trust over the test's private link too (the server listens there only for the hosts).
   if (address !== '127.0.0.1') appendFileSync(join(data, 'pg_hba.conf'), 'host all all 0.0.0.0/0 trust\n');
   ctl('start', ['-o', options]);

@@ -14,7 +14,12 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError } from '@ai-sdk/provider';
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MODEL_WIRE_FIXTURES, startModelFixtureServer, type FixtureRoute, type ModelFixtureServer } from './model-fixture-server.js';
+import {
+  MODEL_WIRE_FIXTURES,
+  startModelFixtureServer,
+  type FixtureRoute,
+  type ModelFixtureServer,
+} from './model-fixture-server.js';
 
 const KEY = 'sk-fixture-key-from-env';
 
@@ -47,7 +52,8 @@ const KINDS: Record<string, Kind> = {
     route: 'openai-chat',
     path: '/v1/chat/completions',
     // The compatible package reads no environment variable: the key is passed as loopx will pass it.
-    model: (baseURL) => createOpenAICompatible({ name: 'local', baseURL, apiKey: KEY, includeUsage: true }).chatModel('local-model'),
+    model: (baseURL) =>
+      createOpenAICompatible({ name: 'local', baseURL, apiKey: KEY, includeUsage: true }).chatModel('local-model'),
     auth: ['authorization', `Bearer ${KEY}`],
     overloaded: { name: 'error-503', status: 503 },
   },
@@ -60,7 +66,9 @@ const KINDS: Record<string, Kind> = {
   },
 };
 
-const PROMPT: LanguageModelV3CallOptions['prompt'] = [{ role: 'user', content: [{ type: 'text', text: 'What is the weather in Lisbon?' }] }];
+const PROMPT: LanguageModelV3CallOptions['prompt'] = [
+  { role: 'user', content: [{ type: 'text', text: 'What is the weather in Lisbon?' }] },
+];
 const CALL: LanguageModelV3CallOptions = {
   prompt: PROMPT,
   tools: [
@@ -68,14 +76,20 @@ const CALL: LanguageModelV3CallOptions = {
       type: 'function',
       name: 'get_weather',
       description: 'Current weather for a city',
-      inputSchema: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } }, required: ['city', 'unit'] },
+      inputSchema: {
+        type: 'object',
+        properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
+        required: ['city', 'unit'],
+      },
     },
   ],
   toolChoice: { type: 'auto' },
 };
 
 /** Reads a stream to its end; an error the stream throws is returned, not rethrown. */
-const drain = async (stream: ReadableStream<LanguageModelV3StreamPart>): Promise<{ parts: LanguageModelV3StreamPart[]; thrown: unknown }> => {
+const drain = async (
+  stream: ReadableStream<LanguageModelV3StreamPart>,
+): Promise<{ parts: LanguageModelV3StreamPart[]; thrown: unknown }> => {
   const parts: LanguageModelV3StreamPart[] = [];
   const reader = stream.getReader();
   try {
@@ -93,7 +107,8 @@ const drain = async (stream: ReadableStream<LanguageModelV3StreamPart>): Promise
  * The text deltas, without empty ones: `@ai-sdk/openai`'s chat model passes on the `content: ""` of
  * the first Chat Completions chunk (the one carrying `role`) as an empty text-delta; the others do not.
  */
-const textDeltas = (parts: readonly LanguageModelV3StreamPart[]): string[] => parts.flatMap((p) => (p.type === 'text-delta' && p.delta !== '' ? [p.delta] : []));
+const textDeltas = (parts: readonly LanguageModelV3StreamPart[]): string[] =>
+  parts.flatMap((p) => (p.type === 'text-delta' && p.delta !== '' ? [p.delta] : []));
 const finishOf = (parts: readonly LanguageModelV3StreamPart[]) => {
   const finish = parts.find((p) => p.type === 'finish');
   if (finish?.type !== 'finish') throw new Error(`no finish part in ${JSON.stringify(parts.map((p) => p.type))}`);
@@ -166,7 +181,9 @@ describe.each(Object.entries(KINDS))('%s through the fixture server', (_label, k
     const text = result.content.flatMap((c) => (c.type === 'text' ? [c.text] : [])).join('');
     const calls = result.content.flatMap((c) => (c.type === 'tool-call' ? [c] : []));
     expect(text).toBe('Let me look that up.');
-    expect(calls.map((c) => [c.toolName, JSON.parse(c.input) as unknown])).toEqual([['get_weather', { city: 'Lisbon', unit: 'celsius' }]]);
+    expect(calls.map((c) => [c.toolName, JSON.parse(c.input) as unknown])).toEqual([
+      ['get_weather', { city: 'Lisbon', unit: 'celsius' }],
+    ]);
     expect(result.finishReason.unified).toBe('tool-calls');
     expect(result.usage.inputTokens.total).toBeGreaterThan(0);
     expect(result.usage.outputTokens.total).toBeGreaterThan(0);
@@ -178,23 +195,31 @@ describe.each(Object.entries(KINDS))('%s through the fixture server', (_label, k
     { name: 'error-401', status: 401, retryable: false },
     { name: 'error-400-context-length', status: 400, retryable: false },
     { name: 'error-500', status: 500, retryable: true },
-  ])('$name surfaces as an APICallError with status $status, retryable $retryable, from doStream and doGenerate', async ({ name, status, retryable }) => {
-    server.enqueue(kind.route, name);
-    server.enqueue(kind.route, name);
-    for (const error of [await failure(() => kind.model(server.url).doStream({ prompt: PROMPT })), await failure(() => kind.model(server.url).doGenerate({ prompt: PROMPT }))]) {
-      expect(APICallError.isInstance(error)).toBe(true);
-      const apiError = error as APICallError;
-      expect(apiError.statusCode).toBe(status);
-      expect(apiError.isRetryable).toBe(retryable);
-    }
-    // doStream/doGenerate never retry by themselves: one request per call.
-    expect(server.requests).toHaveLength(2);
-  });
+  ])(
+    '$name surfaces as an APICallError with status $status, retryable $retryable, from doStream and doGenerate',
+    async ({ name, status, retryable }) => {
+      server.enqueue(kind.route, name);
+      server.enqueue(kind.route, name);
+      for (const error of [
+        await failure(() => kind.model(server.url).doStream({ prompt: PROMPT })),
+        await failure(() => kind.model(server.url).doGenerate({ prompt: PROMPT })),
+      ]) {
+        expect(APICallError.isInstance(error)).toBe(true);
+        const apiError = error as APICallError;
+        expect(apiError.statusCode).toBe(status);
+        expect(apiError.isRetryable).toBe(retryable);
+      }
+      // doStream/doGenerate never retry by themselves: one request per call.
+      expect(server.requests).toHaveLength(2);
+    },
+  );
 
   it('an overloaded server surfaces as a retryable APICallError', async () => {
     server.enqueue(kind.route, kind.overloaded.name);
     const error = await failure(() => kind.model(server.url).doStream({ prompt: PROMPT }));
-    expect(APICallError.isInstance(error) && error.statusCode === kind.overloaded.status && error.isRetryable).toBe(true);
+    expect(APICallError.isInstance(error) && error.statusCode === kind.overloaded.status && error.isRetryable).toBe(
+      true,
+    );
   });
 
   it('a rate-limit answer keeps its retry-after header and the API message for the caller', async () => {
@@ -223,7 +248,11 @@ describe.each(Object.entries(KINDS))('%s through the fixture server', (_label, k
     // It carries the status of the (successful) response it interrupted, and is retryable as a
     // network error: a caller that retries must discard the text it already showed.
     expect(APICallError.isInstance(thrown)).toBe(true);
-    expect(thrown).toMatchObject({ statusCode: 200, isRetryable: true, message: 'Failed to process successful response' });
+    expect(thrown).toMatchObject({
+      statusCode: 200,
+      isRetryable: true,
+      message: 'Failed to process successful response',
+    });
     expect(String((thrown as APICallError).cause)).toMatch(/terminated/);
   });
 });
@@ -231,7 +260,12 @@ describe.each(Object.entries(KINDS))('%s through the fixture server', (_label, k
 describe("the goal-finisher's Responses streams (test/cli/goal-finisher-openai.test.ts), as @ai-sdk/openai reads them", () => {
   // As the adapter names loopx's todo.list and todo.update on the wire (src/engine/providers/tool-names.ts).
   const GOAL_TOOLS: LanguageModelV3CallOptions['tools'] = [
-    { type: 'function', name: 'todo_list', description: "List the Goal's Todos with their status.", inputSchema: { type: 'object', properties: {} } },
+    {
+      type: 'function',
+      name: 'todo_list',
+      description: "List the Goal's Todos with their status.",
+      inputSchema: { type: 'object', properties: {} },
+    },
     {
       type: 'function',
       name: 'todo_update',
@@ -239,13 +273,20 @@ describe("the goal-finisher's Responses streams (test/cli/goal-finisher-openai.t
       inputSchema: {
         type: 'object',
         required: ['todo_id'],
-        properties: { todo_id: { type: 'string' }, status: { enum: ['open', 'done', 'blocked', 'deferred'] }, note: { type: 'string' } },
+        properties: {
+          todo_id: { type: 'string' },
+          status: { enum: ['open', 'done', 'blocked', 'deferred'] },
+          note: { type: 'string' },
+        },
       },
     },
   ];
   const stream = async (name: string) => {
     server.enqueue('openai-responses', name);
-    const { parts, thrown } = await drain((await createOpenAI({ baseURL: server.url })('gpt-4o-mini').doStream({ prompt: PROMPT, tools: GOAL_TOOLS })).stream);
+    const { parts, thrown } = await drain(
+      (await createOpenAI({ baseURL: server.url })('gpt-4o-mini').doStream({ prompt: PROMPT, tools: GOAL_TOOLS }))
+        .stream,
+    );
     expect(thrown).toBeUndefined();
     const calls = parts.flatMap((p) => (p.type === 'tool-call' ? [[p.toolName, JSON.parse(p.input) as unknown]] : []));
     return { parts, calls, finish: finishOf(parts) };
@@ -277,22 +318,47 @@ describe("the goal-finisher's Responses streams (test/cli/goal-finisher-openai.t
 });
 
 describe.each(Object.entries(KINDS))('tool names the API refuses, %s', (_label, kind) => {
-  const tool = (name: string) => ({ type: 'function' as const, name, description: 'List the Todos.', inputSchema: { type: 'object' as const, properties: {} } });
+  const tool = (name: string) => ({
+    type: 'function' as const,
+    name,
+    description: 'List the Todos.',
+    inputSchema: { type: 'object' as const, properties: {} },
+  });
   /** A history with one earlier call of `name` and its result, then the tools of CALL (all valid). */
   const historyCalling = (name: string): LanguageModelV3CallOptions => ({
     ...CALL,
     prompt: [
       ...PROMPT,
       { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'call_fixture_1', toolName: name, input: {} }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_fixture_1', toolName: name, output: { type: 'json', value: { todos: [] } } }] },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'call_fixture_1',
+            toolName: name,
+            output: { type: 'json', value: { todos: [] } },
+          },
+        ],
+      },
     ],
   });
-  const HISTORY_PARAM = { 'openai-responses': 'input[1].name', 'openai-chat': 'messages[1].tool_calls[0].function.name', anthropic: 'messages.1.content.0.name' }[kind.route];
-  const TOOLS_PARAM = { 'openai-responses': 'tools[0].name', 'openai-chat': 'tools[0].function.name', anthropic: 'tools.0.name' }[kind.route];
+  const HISTORY_PARAM = {
+    'openai-responses': 'input[1].name',
+    'openai-chat': 'messages[1].tool_calls[0].function.name',
+    anthropic: 'messages.1.content.0.name',
+  }[kind.route];
+  const TOOLS_PARAM = {
+    'openai-responses': 'tools[0].name',
+    'openai-chat': 'tools[0].function.name',
+    anthropic: 'tools.0.name',
+  }[kind.route];
 
   it("a dotted name in the tools is answered 400 in the API's error shape, naming where it is, and consumes no fixture", async () => {
     server.enqueue(kind.route, 'generate');
-    const error = await failure(() => kind.model(server.url).doGenerate({ prompt: PROMPT, tools: [tool('todo.list')] }));
+    const error = await failure(() =>
+      kind.model(server.url).doGenerate({ prompt: PROMPT, tools: [tool('todo.list')] }),
+    );
     expect(APICallError.isInstance(error)).toBe(true);
     expect(error).toMatchObject({ statusCode: 400, isRetryable: false });
     expect((error as APICallError).message).toContain(TOOLS_PARAM);
@@ -317,7 +383,9 @@ describe.each(Object.entries(KINDS))('tool names the API refuses, %s', (_label, 
     const longest = `todo_${'x'.repeat(58)}-`;
     expect(longest).toHaveLength(64);
     await kind.model(server.url).doGenerate({ ...historyCalling(longest), tools: [tool(longest)] });
-    expect(await failure(() => kind.model(server.url).doGenerate({ prompt: PROMPT, tools: [tool(`${longest}x`)] }))).toMatchObject({ statusCode: 400 });
+    expect(
+      await failure(() => kind.model(server.url).doGenerate({ prompt: PROMPT, tools: [tool(`${longest}x`)] })),
+    ).toMatchObject({ statusCode: 400 });
   });
 });
 
@@ -331,7 +399,10 @@ describe('the fixture server', () => {
     expect(await failure(() => openaiChat().doGenerate({ prompt: PROMPT }))).toMatchObject({ statusCode: 429 });
     const second = await openaiChat().doGenerate({ prompt: PROMPT });
     expect(second.finishReason.unified).toBe('tool-calls');
-    expect((await createAnthropic({ baseURL: server.url })('claude-sonnet-4-5').doGenerate({ prompt: PROMPT })).finishReason.unified).toBe('tool-calls');
+    expect(
+      (await createAnthropic({ baseURL: server.url })('claude-sonnet-4-5').doGenerate({ prompt: PROMPT })).finishReason
+        .unified,
+    ).toBe('tool-calls');
     expect(server.requests.map((r) => [r.route, r.fixture])).toEqual([
       ['openai-chat', 'error-429'],
       ['openai-chat', 'generate'],
@@ -340,10 +411,14 @@ describe('the fixture server', () => {
   });
 
   it('a request with nothing enqueued fails loudly with a message naming the route', async () => {
-    const error = await failure(() => createOpenAI({ baseURL: server.url })('gpt-4o-mini').doGenerate({ prompt: PROMPT }));
+    const error = await failure(() =>
+      createOpenAI({ baseURL: server.url })('gpt-4o-mini').doGenerate({ prompt: PROMPT }),
+    );
     expect(error).toMatchObject({ statusCode: 500 });
     expect((error as APICallError).message).toMatch(/no fixture enqueued for route openai-responses/);
-    const anthropicError = await failure(() => createAnthropic({ baseURL: server.url })('claude-sonnet-4-5').doGenerate({ prompt: PROMPT }));
+    const anthropicError = await failure(() =>
+      createAnthropic({ baseURL: server.url })('claude-sonnet-4-5').doGenerate({ prompt: PROMPT }),
+    );
     expect((anthropicError as APICallError).message).toMatch(/no fixture enqueued for route anthropic/);
     expect(server.requests.map((r) => r.fixture)).toEqual([undefined, undefined]);
   });
@@ -357,17 +432,23 @@ describe('the fixture server', () => {
   it('a stream fixture goes on the wire byte for byte as its file holds it, as text/event-stream', async () => {
     for (const route of ['openai-responses', 'openai-chat', 'anthropic'] as const) {
       server.enqueue(route, 'tool-call-stream');
-      const path = { 'openai-responses': '/responses', 'openai-chat': '/chat/completions', anthropic: '/messages' }[route];
+      const path = { 'openai-responses': '/responses', 'openai-chat': '/chat/completions', anthropic: '/messages' }[
+        route
+      ];
       const response = await fetch(`${server.url}${path}`, { method: 'POST', body: '{}' });
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
-      expect(await response.text()).toBe(readFileSync(new URL(`${route}/tool-call-stream.sse`, MODEL_WIRE_FIXTURES), 'utf8'));
+      expect(await response.text()).toBe(
+        readFileSync(new URL(`${route}/tool-call-stream.sse`, MODEL_WIRE_FIXTURES), 'utf8'),
+      );
     }
   });
 
   it('a misspelt fixture name is refused when it is enqueued', () => {
     expect(() => server.enqueue('anthropic', 'no-such-fixture')).toThrow(/no model fixture anthropic\/no-such-fixture/);
-    expect(() => server.enqueue('anthropic', { name: 'generate', holdAfterEvents: 1 })).toThrow(/apply only to streams/);
+    expect(() => server.enqueue('anthropic', { name: 'generate', holdAfterEvents: 1 })).toThrow(
+      /apply only to streams/,
+    );
   });
 
   it('a held stream delivers the events before the latch and nothing more until it is released', async () => {
@@ -403,17 +484,23 @@ describe('the fixture server', () => {
 
   it("Anthropic's in-stream overloaded error as the first event surfaces from doStream as a retryable 529", async () => {
     server.enqueue('anthropic', 'overloaded-first-event');
-    const error = await failure(() => createAnthropic({ baseURL: server.url })('claude-sonnet-4-5').doStream({ prompt: PROMPT }));
+    const error = await failure(() =>
+      createAnthropic({ baseURL: server.url })('claude-sonnet-4-5').doStream({ prompt: PROMPT }),
+    );
     expect(APICallError.isInstance(error)).toBe(true);
     expect(error).toMatchObject({ statusCode: 529, isRetryable: true, message: 'Overloaded' });
   });
 
   it("Anthropic's in-stream overloaded error after content arrives as an error part, not a throw", async () => {
     server.enqueue('anthropic', 'overloaded-mid-stream');
-    const { parts, thrown } = await drain((await createAnthropic({ baseURL: server.url })('claude-sonnet-4-5').doStream({ prompt: PROMPT })).stream);
+    const { parts, thrown } = await drain(
+      (await createAnthropic({ baseURL: server.url })('claude-sonnet-4-5').doStream({ prompt: PROMPT })).stream,
+    );
     expect(thrown).toBeUndefined();
     expect(textDeltas(parts)).toEqual(['Hello']);
-    expect(parts.filter((p) => p.type === 'error')).toEqual([{ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }]);
+    expect(parts.filter((p) => p.type === 'error')).toEqual([
+      { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
+    ]);
     expect(parts.some((p) => p.type === 'finish')).toBe(false);
   });
 

@@ -131,7 +131,11 @@ const newLatch = (): Latch => {
   return { released, release: () => release(), reached, reach: () => reach() };
 };
 
-const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' };
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+};
 
 /** Splits a raw SSE body into its events (each without its terminating blank line). */
 export const sseEvents = (raw: string): string[] =>
@@ -153,13 +157,16 @@ interface JsonFixtureFile {
 export const loadFixture = (route: FixtureRoute, name: string): Answer => {
   const sse = new URL(`${route}/${name}.sse`, MODEL_WIRE_FIXTURES);
   const json = new URL(`${route}/${name}.json`, MODEL_WIRE_FIXTURES);
-  if (existsSync(sse) && existsSync(json)) throw new Error(`model fixture ${route}/${name} exists as both .sse and .json`);
+  if (existsSync(sse) && existsSync(json))
+    throw new Error(`model fixture ${route}/${name} exists as both .sse and .json`);
   if (existsSync(sse)) return { kind: 'stream', headers: SSE_HEADERS, events: sseEvents(readFileSync(sse, 'utf8')) };
-  if (!existsSync(json)) throw new Error(`no model fixture ${route}/${name}(.sse|.json) under test/fixtures/model-wire`);
+  if (!existsSync(json))
+    throw new Error(`no model fixture ${route}/${name}(.sse|.json) under test/fixtures/model-wire`);
   const file = JSON.parse(readFileSync(json, 'utf8')) as JsonFixtureFile;
   if (file.stream !== undefined) {
     const inner = loadFixture(route, file.stream);
-    if (inner.kind !== 'stream') throw new Error(`model fixture ${route}/${name} names ${file.stream}, which is not a stream`);
+    if (inner.kind !== 'stream')
+      throw new Error(`model fixture ${route}/${name} names ${file.stream}, which is not a stream`);
     return {
       ...inner,
       headers: { ...inner.headers, ...file.headers },
@@ -167,14 +174,17 @@ export const loadFixture = (route: FixtureRoute, name: string): Answer => {
       ...(file.disconnectAfterEvents === undefined ? {} : { disconnectAfterEvents: file.disconnectAfterEvents }),
     };
   }
-  if (typeof file.status !== 'number' || !('body' in file)) throw new Error(`model fixture ${route}/${name}.json needs "status" and "body" (or "stream")`);
+  if (typeof file.status !== 'number' || !('body' in file))
+    throw new Error(`model fixture ${route}/${name}.json needs "status" and "body" (or "stream")`);
   return { kind: 'json', status: file.status, headers: file.headers ?? {}, body: file.body };
 };
 
 const withSpec = (answer: Answer, spec: FixtureSpec): Answer => {
   if (answer.kind !== 'stream') {
     if (spec.holdAfterEvents !== undefined || spec.disconnectAfterEvents !== undefined) {
-      throw new Error(`model fixture ${spec.name} is a JSON answer: holdAfterEvents/disconnectAfterEvents apply only to streams`);
+      throw new Error(
+        `model fixture ${spec.name} is a JSON answer: holdAfterEvents/disconnectAfterEvents apply only to streams`,
+      );
     }
     return answer;
   }
@@ -195,8 +205,10 @@ export interface BadToolName {
 }
 
 type Json = Record<string, unknown>;
-const objects = (value: unknown): Json[] => (Array.isArray(value) ? value.filter((v): v is Json => typeof v === 'object' && v !== null) : []);
-const objectOf = (value: unknown): Json | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : undefined);
+const objects = (value: unknown): Json[] =>
+  Array.isArray(value) ? value.filter((v): v is Json => typeof v === 'object' && v !== null) : [];
+const objectOf = (value: unknown): Json | undefined =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : undefined;
 
 /**
  * Every tool name of a request body, with where it sits: Responses `tools[i].name`,
@@ -210,20 +222,37 @@ export const toolNamesOf = (route: FixtureRoute, body: unknown): BadToolName[] =
   const choice = objectOf(b.tool_choice);
   switch (route) {
     case 'openai-responses':
-      objects(b.tools).forEach((t, i) => t.type === 'function' && names.push({ param: `tools[${i}].name`, name: t.name }));
-      objects(b.input).forEach((item, i) => item.type === 'function_call' && names.push({ param: `input[${i}].name`, name: item.name }));
+      objects(b.tools).forEach(
+        (t, i) => t.type === 'function' && names.push({ param: `tools[${i}].name`, name: t.name }),
+      );
+      objects(b.input).forEach(
+        (item, i) => item.type === 'function_call' && names.push({ param: `input[${i}].name`, name: item.name }),
+      );
       if (choice?.type === 'function') names.push({ param: 'tool_choice.name', name: choice.name });
       break;
     case 'openai-chat':
-      objects(b.tools).forEach((t, i) => names.push({ param: `tools[${i}].function.name`, name: objectOf(t.function)?.name }));
-      objects(b.messages).forEach((m, i) =>
-        objects(m.tool_calls).forEach((c, j) => names.push({ param: `messages[${i}].tool_calls[${j}].function.name`, name: objectOf(c.function)?.name })),
+      objects(b.tools).forEach((t, i) =>
+        names.push({ param: `tools[${i}].function.name`, name: objectOf(t.function)?.name }),
       );
-      if (choice?.type === 'function') names.push({ param: 'tool_choice.function.name', name: objectOf(choice.function)?.name });
+      objects(b.messages).forEach((m, i) =>
+        objects(m.tool_calls).forEach((c, j) =>
+          names.push({ param: `messages[${i}].tool_calls[${j}].function.name`, name: objectOf(c.function)?.name }),
+        ),
+      );
+      if (choice?.type === 'function')
+        names.push({ param: 'tool_choice.function.name', name: objectOf(choice.function)?.name });
       break;
     case 'anthropic':
-      objects(b.tools).forEach((t, i) => (t.type === undefined || t.type === 'custom' ? names.push({ param: `tools.${i}.name`, name: t.name }) : undefined));
-      objects(b.messages).forEach((m, i) => objects(m.content).forEach((c, j) => c.type === 'tool_use' && names.push({ param: `messages.${i}.content.${j}.name`, name: c.name })));
+      objects(b.tools).forEach((t, i) =>
+        t.type === undefined || t.type === 'custom'
+          ? names.push({ param: `tools.${i}.name`, name: t.name })
+          : undefined,
+      );
+      objects(b.messages).forEach((m, i) =>
+        objects(m.content).forEach(
+          (c, j) => c.type === 'tool_use' && names.push({ param: `messages.${i}.content.${j}.name`, name: c.name }),
+        ),
+      );
       if (choice?.type === 'tool') names.push({ param: 'tool_choice.name', name: choice.name });
       break;
   }
@@ -239,7 +268,10 @@ const badToolNameBody = (route: FixtureRoute, bad: BadToolName): unknown =>
   route === 'anthropic'
     ? {
         type: 'error',
-        error: { type: 'invalid_request_error', message: `${bad.param}: String should match pattern '${API_TOOL_NAME.source}'` },
+        error: {
+          type: 'invalid_request_error',
+          message: `${bad.param}: String should match pattern '${API_TOOL_NAME.source}'`,
+        },
         request_id: 'req_fixture_bad_tool_name',
       }
     : {
@@ -253,7 +285,9 @@ const badToolNameBody = (route: FixtureRoute, bad: BadToolName): unknown =>
 
 /** The error body each API would send, for the server's own refusals (empty queue, unknown path). */
 const errorBody = (route: FixtureRoute | undefined, message: string): unknown =>
-  route === 'anthropic' ? { type: 'error', error: { type: 'api_error', message } } : { error: { message, type: 'server_error', param: null, code: null } };
+  route === 'anthropic'
+    ? { type: 'error', error: { type: 'api_error', message } }
+    : { error: { message, type: 'server_error', param: null, code: null } };
 
 const routeOf = (path: string): FixtureRoute | undefined => {
   const pathname = path.split('?')[0] ?? '';
@@ -286,7 +320,11 @@ const writeEvent = (res: ServerResponse, event: string): Promise<void> =>
     res.write(`${event}\n\n`, () => resolve());
   });
 
-const serveStream = async (res: ServerResponse, answer: Extract<Answer, { kind: 'stream' }>, latch: Latch): Promise<void> => {
+const serveStream = async (
+  res: ServerResponse,
+  answer: Extract<Answer, { kind: 'stream' }>,
+  latch: Latch,
+): Promise<void> => {
   res.writeHead(200, answer.headers);
   res.flushHeaders();
   for (let i = 0; i <= answer.events.length; i++) {
@@ -321,7 +359,12 @@ export async function startModelFixtureServer(): Promise<ModelFixtureServer> {
     const next = route === undefined || bad !== undefined ? undefined : queues.get(route)?.shift();
     requests.push({ route, method: req.method ?? '', path, headers: req.headers, body, rawBody, fixture: next?.name });
     if (route === undefined) {
-      return sendJson(res, 404, {}, errorBody(undefined, `model-fixture-server: no route serves ${req.method} ${path}`));
+      return sendJson(
+        res,
+        404,
+        {},
+        errorBody(undefined, `model-fixture-server: no route serves ${req.method} ${path}`),
+      );
     }
     if (bad !== undefined) return sendJson(res, 400, {}, badToolNameBody(route, bad));
     if (next === undefined) {
@@ -338,7 +381,8 @@ export async function startModelFixtureServer(): Promise<ModelFixtureServer> {
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, {}, errorBody(undefined, `model-fixture-server failed: ${String(error)}`));
+      if (!res.headersSent)
+        sendJson(res, 500, {}, errorBody(undefined, `model-fixture-server failed: ${String(error)}`));
       else res.destroy();
     });
   });

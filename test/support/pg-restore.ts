@@ -48,7 +48,10 @@ export class PgWriter {
   private readonly child: ChildProcessWithoutNullStreams;
   private readonly answers: AsyncIterator<string>;
   constructor(root: string, goal: string, env: Record<string, string>) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'test/support/pg-writer.ts', root, goal], { cwd: REPO, env: { ...process.env, ...env } });
+    this.child = spawn(process.execPath, ['--import', 'tsx', 'test/support/pg-writer.ts', root, goal], {
+      cwd: REPO,
+      env: { ...process.env, ...env },
+    });
     this.answers = createInterface({ input: this.child.stdout })[Symbol.asyncIterator]();
   }
   async next(): Promise<Record<string, unknown>> {
@@ -104,7 +107,14 @@ export async function holdLease(root: string, goal: string): Promise<void> {
   const work = await openGoalWork({ root, goal_id: goal });
   try {
     await work.setHandoffMode({ operation_id: 'mode-1', handoff_mode: 'hard_lease' });
-    await work.acquireLease({ operation_id: 'lease-1', todo_id: 't1', owner: 'worker-a', execution_key: 'exec-a', ttl_ms: 3_600_000, expected_version: 0 });
+    await work.acquireLease({
+      operation_id: 'lease-1',
+      todo_id: 't1',
+      owner: 'worker-a',
+      execution_key: 'exec-a',
+      ttl_ms: 3_600_000,
+      expected_version: 0,
+    });
   } finally {
     work.close();
   }

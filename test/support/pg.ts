@@ -20,7 +20,8 @@ function serverUp(): boolean {
 }
 
 export const PG_AVAILABLE = serverUp();
-if (process.env.CI === 'true' && !PG_AVAILABLE) throw new Error(`CI=true but PostgreSQL does not answer at ${PG_URL} (.ci/run starts it)`);
+if (process.env.CI === 'true' && !PG_AVAILABLE)
+  throw new Error(`CI=true but PostgreSQL does not answer at ${PG_URL} (.ci/run starts it)`);
 
 /** `describe` when the server answers, `describe.skip` otherwise (never under CI=true: that throws above). */
 export const describePg = PG_AVAILABLE ? describe : describe.skip;

@@ -15,7 +15,10 @@ export function stopped(pid: number): boolean {
 }
 
 /** Resume `child` whenever it stops, until `ended` settles. */
-export function resumeUntilEnded(child: { readonly pid?: number | undefined; kill(signal: NodeJS.Signals): boolean }, ended: Promise<unknown>): void {
+export function resumeUntilEnded(
+  child: { readonly pid?: number | undefined; kill(signal: NodeJS.Signals): boolean },
+  ended: Promise<unknown>,
+): void {
   const resume = setInterval(() => stopped(child.pid!) && child.kill('SIGCONT'), 20);
   void ended.finally(() => clearInterval(resume));
 }

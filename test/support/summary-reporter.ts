@@ -40,12 +40,17 @@ export default class SummaryReporter implements Reporter {
 
   /** The per-file report: printed (the slowest files) and written whole. */
   private durations(modules: ReadonlyArray<TestModule>): void {
-    const rows = modules.map((m) => ({ file: m.moduleId.replace(`${process.cwd()}/`, ''), ms: m.diagnostic().duration })).sort((a, b) => b.ms - a.ms);
+    const rows = modules
+      .map((m) => ({ file: m.moduleId.replace(`${process.cwd()}/`, ''), ms: m.diagnostic().duration }))
+      .sort((a, b) => b.ms - a.ms);
     const wall = (Date.now() - this.startedAt) / 1000;
     const line = (r: { file: string; ms: number }) => `${(r.ms / 1000).toFixed(1).padStart(7)} s  ${r.file}`;
     try {
       mkdirSync('test-results', { recursive: true });
-      writeFileSync('test-results/durations.txt', `suite wall time ${wall.toFixed(0)} s, ${rows.length} files\n${rows.map(line).join('\n')}\n`);
+      writeFileSync(
+        'test-results/durations.txt',
+        `suite wall time ${wall.toFixed(0)} s, ${rows.length} files\n${rows.map(line).join('\n')}\n`,
+      );
     } catch {
       // a read-only checkout still gets the printed report
     }

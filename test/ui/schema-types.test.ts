@@ -19,6 +19,7 @@ describe('generated UI types', () => {
     expect(written.sort()).toEqual(Object.keys(TYPES).sort());
     // Nothing stale or hand-made beside them either.
     expect(readdirSync(OUT_DIR).sort()).toEqual(written);
-    for (const file of written) expect(readFileSync(join(OUT_DIR, file), 'utf8'), file).toBe(readFileSync(join(scratch, file), 'utf8'));
+    for (const file of written)
+      expect(readFileSync(join(OUT_DIR, file), 'utf8'), file).toBe(readFileSync(join(scratch, file), 'utf8'));
   });
 });

@@ -1,6 +1,16 @@
 /** The app shell: sign-in with the daemon's one-time login token, the header, the Settings navigation and the routes. */
 import { useEffect, useState, type MouseEvent, type ReactNode } from 'react';
-import { ApiError, asApiError, clearToken, exchangeLoginToken, getJson, getToken, isAbort, onUnauthorized, setToken } from './api';
+import {
+  ApiError,
+  asApiError,
+  clearToken,
+  exchangeLoginToken,
+  getJson,
+  getToken,
+  isAbort,
+  onUnauthorized,
+  setToken,
+} from './api';
 import { AuditView } from './AuditView';
 import { BackupPage } from './BackupPage';
 import { DrillPage } from './DrillPage';
@@ -39,12 +49,20 @@ function exchangeOnce(loginToken: string): Promise<string> {
 type Auth =
   | { readonly kind: 'exchanging' }
   | { readonly kind: 'signed-in' }
-  | { readonly kind: 'signed-out'; readonly reason: 'none' | 'expired' | 'login-failed'; readonly error: ApiError | null };
+  | {
+      readonly kind: 'signed-out';
+      readonly reason: 'none' | 'expired' | 'login-failed';
+      readonly error: ApiError | null;
+    };
 
 export function App({ loginToken: initialLoginToken }: { loginToken: string | null }) {
   const [loginToken, setLoginToken] = useState(initialLoginToken);
   const [auth, setAuth] = useState<Auth>(() =>
-    initialLoginToken ? { kind: 'exchanging' } : getToken() ? { kind: 'signed-in' } : { kind: 'signed-out', reason: 'none', error: null },
+    initialLoginToken
+      ? { kind: 'exchanging' }
+      : getToken()
+        ? { kind: 'signed-in' }
+        : { kind: 'signed-out', reason: 'none', error: null },
   );
 
   // A login address pasted into this tab later (say, after the daemon restarted) only changes the hash.
@@ -105,14 +123,21 @@ function SignIn({ reason, error }: { reason: 'none' | 'expired' | 'login-failed'
     <Shell health={null} route={null}>
       <PageHeading>Open loopx from its daemon</PageHeading>
       <div className="card signin">
-        {reason === 'expired' ? <p role="alert">Your session is no longer accepted: the daemon was restarted, or it refused the token.</p> : null}
-        {reason === 'login-failed' ? <p role="alert">The login address was not accepted. Each login address works once.</p> : null}
+        {reason === 'expired' ? (
+          <p role="alert">Your session is no longer accepted: the daemon was restarted, or it refused the token.</p>
+        ) : null}
+        {reason === 'login-failed' ? (
+          <p role="alert">The login address was not accepted. Each login address works once.</p>
+        ) : null}
         <p>
-          Open the address printed by <code>loopx daemon</code> in this browser. It looks like <code className="address">http://127.0.0.1:&lt;port&gt;/#login=…</code> and signs
-          this tab in once; the session lasts until the tab is closed. For another tab or browser, print a new address with <code>loopx daemon login-url</code>.
+          Open the address printed by <code>loopx daemon</code> in this browser. It looks like{' '}
+          <code className="address">http://127.0.0.1:&lt;port&gt;/#login=…</code> and signs this tab in once; the
+          session lasts until the tab is closed. For another tab or browser, print a new address with{' '}
+          <code>loopx daemon login-url</code>.
         </p>
         <p className="muted">
-          Start the daemon with <code>loopx daemon</code> (optionally <code>--root R --port P</code>). It serves one runtime root, on this machine only.
+          Start the daemon with <code>loopx daemon</code> (optionally <code>--root R --port P</code>). It serves one
+          runtime root, on this machine only.
         </p>
         {error && reason !== 'none' ? <ErrorBox error={error} title="Sign-in refused" /> : null}
       </div>
@@ -166,7 +191,8 @@ function Page({ route }: { route: Route }) {
         <>
           <PageHeading>Page not found</PageHeading>
           <p>
-            There is no page at this address. Go to <a href={ROUTES.backup}>Backup &amp; recovery</a> or <a href={ROUTES.runs}>Runs</a>.
+            There is no page at this address. Go to <a href={ROUTES.backup}>Backup &amp; recovery</a> or{' '}
+            <a href={ROUTES.runs}>Runs</a>.
           </p>
         </>
       );
@@ -186,7 +212,80 @@ const SECTION: Partial<Record<Route['page'], 'backup' | 'drills' | 'goals' | 'ru
   run: 'runs',
 };
 
-function Shell({ health, route, children, onSignOut }: { health: Health | null; route: Route | null; children: ReactNode; onSignOut?: () => void }) {
+/** The site header: the brand, the daemon's version and root, and Sign out when signed in. */
+function SiteHeader({ health, onSignOut }: { health: Health | null; onSignOut?: () => void }) {
+  return (
+    <header className="site-header">
+      <span className="brand">loopx</span>
+      <span className="site-sub">Capability Center</span>
+      <span className="header-end">
+        {health ? (
+          <span className="daemon-info" data-testid="daemon-info">
+            daemon {health.version}
+            {health.root_id ? (
+              <>
+                {' '}
+                · root <code title={health.root_id}>{abbreviate(health.root_id, 14)}</code>
+              </>
+            ) : null}
+          </span>
+        ) : null}
+        {onSignOut ? (
+          <button type="button" className="sign-out" onClick={onSignOut}>
+            Sign out
+          </button>
+        ) : null}
+      </span>
+    </header>
+  );
+}
+
+/** The Settings navigation, marking the entry of the current section. */
+function SideNav({ section }: { section: 'backup' | 'drills' | 'goals' | 'runs' | null }) {
+  return (
+    <nav className="side-nav" aria-label="Settings">
+      <p className="nav-title">Settings</p>
+      <p className="nav-group" id="nav-capability-center">
+        Capability Center
+      </p>
+      <ul aria-labelledby="nav-capability-center">
+        <li>
+          <a href={ROUTES.backup} aria-current={section === 'backup' ? 'page' : undefined}>
+            Backup &amp; recovery
+          </a>
+        </li>
+        <li>
+          <a href={ROUTES.drills} aria-current={section === 'drills' ? 'page' : undefined}>
+            Recovery drill
+          </a>
+        </li>
+        <li>
+          <a href={ROUTES.goals} aria-current={section === 'goals' ? 'page' : undefined}>
+            Goals
+          </a>
+        </li>
+        <li>
+          <a href={ROUTES.runs} aria-current={section === 'runs' ? 'page' : undefined}>
+            Runs
+          </a>
+        </li>
+      </ul>
+    </nav>
+  );
+}
+
+/** The page frame: skip link, header, the navigation once signed in, and the main content. */
+function Shell({
+  health,
+  route,
+  children,
+  onSignOut,
+}: {
+  health: Health | null;
+  route: Route | null;
+  children: ReactNode;
+  onSignOut?: () => void;
+}) {
   const section = route === null ? null : (SECTION[route.page] ?? null);
 
   function skip(ev: MouseEvent<HTMLAnchorElement>) {
@@ -200,59 +299,9 @@ function Shell({ health, route, children, onSignOut }: { health: Health | null; 
       <a className="skip-link" href="#main" onClick={skip}>
         Skip to content
       </a>
-      <header className="site-header">
-        <span className="brand">loopx</span>
-        <span className="site-sub">Capability Center</span>
-        <span className="header-end">
-          {health ? (
-            <span className="daemon-info" data-testid="daemon-info">
-              daemon {health.version}
-              {health.root_id ? (
-                <>
-                  {' '}
-                  · root <code title={health.root_id}>{abbreviate(health.root_id, 14)}</code>
-                </>
-              ) : null}
-            </span>
-          ) : null}
-          {onSignOut ? (
-            <button type="button" className="sign-out" onClick={onSignOut}>
-              Sign out
-            </button>
-          ) : null}
-        </span>
-      </header>
+      <SiteHeader health={health} onSignOut={onSignOut} />
       <div className={route !== null ? 'layout' : 'layout no-nav'}>
-        {route !== null ? (
-          <nav className="side-nav" aria-label="Settings">
-            <p className="nav-title">Settings</p>
-            <p className="nav-group" id="nav-capability-center">
-              Capability Center
-            </p>
-            <ul aria-labelledby="nav-capability-center">
-              <li>
-                <a href={ROUTES.backup} aria-current={section === 'backup' ? 'page' : undefined}>
-                  Backup &amp; recovery
-                </a>
-              </li>
-              <li>
-                <a href={ROUTES.drills} aria-current={section === 'drills' ? 'page' : undefined}>
-                  Recovery drill
-                </a>
-              </li>
-              <li>
-                <a href={ROUTES.goals} aria-current={section === 'goals' ? 'page' : undefined}>
-                  Goals
-                </a>
-              </li>
-              <li>
-                <a href={ROUTES.runs} aria-current={section === 'runs' ? 'page' : undefined}>
-                  Runs
-                </a>
-              </li>
-            </ul>
-          </nav>
-        ) : null}
+        {route !== null ? <SideNav section={section} /> : null}
         <main id="main" tabIndex={-1} className="content">
           {children}
         </main>

@@ -25,7 +25,8 @@ const ITEM_WORDS: Readonly<Record<Row['item'], string>> = {
   effects: 'Effects',
 };
 
-const listed = (row: Row, order: readonly string[]): string => (row.count === 0 ? 'none' : `${row.count}: ${countsText(row.by_status, order)}`);
+const listed = (row: Row, order: readonly string[]): string =>
+  row.count === 0 ? 'none' : `${row.count}: ${countsText(row.by_status, order)}`;
 
 /** What a row found, in words, per item (a table, not a switch: the items are not owner kinds, but "goal" reads like one). */
 const FOUND: Readonly<Record<Row['item'], (row: Row) => string>> = {
@@ -117,8 +118,11 @@ function GoalContents({ g }: { g: Goal }) {
         {g.title !== null ? <>: {g.title}</> : <span className="muted"> (no readable record)</span>}
       </h3>
       <p className="muted">
-        {g.lifecycle ?? 'lifecycle unknown'}; {g.activation_eligible ? 'can be recovered into a new root (below)' : 'not eligible for recovery from this backup'}. Read it without
-        changing it, in the root’s directory: <code className="command">{g.read_command}</code>
+        {g.lifecycle ?? 'lifecycle unknown'};{' '}
+        {g.activation_eligible
+          ? 'can be recovered into a new root (below)'
+          : 'not eligible for recovery from this backup'}
+        . Read it without changing it, in the root’s directory: <code className="command">{g.read_command}</code>
       </p>
       <HoldingsTable rows={g.rows} label={`What the backup holds of Goal ${g.goal_id}`} />
       <RunsList runs={g.runs} label={`Runs of Goal ${g.goal_id}`} />
@@ -128,7 +132,17 @@ function GoalContents({ g }: { g: Goal }) {
 }
 
 /** A cell that, on a narrow screen, shows its column's name before its value (the table reflows; nothing is hidden). */
-function Cell({ label, children, className, testId }: { label: string; children: ReactNode; className?: string; testId?: string }) {
+function Cell({
+  label,
+  children,
+  className,
+  testId,
+}: {
+  label: string;
+  children: ReactNode;
+  className?: string;
+  testId?: string;
+}) {
   return (
     <td data-label={label} className={className} data-testid={testId}>
       {children}
@@ -223,7 +237,9 @@ function EffectsList({ effects, label }: { effects: readonly Effect[]; label: st
       <h4>Effects found</h4>
       <TableRegion label={label}>
         <table className="reflow">
-          <caption className="visually-hidden">{label}, each with its recorded outcome (never delivered again from here)</caption>
+          <caption className="visually-hidden">
+            {label}, each with its recorded outcome (never delivered again from here)
+          </caption>
           <thead>
             <tr>
               <th scope="col">Effect</th>

@@ -2,7 +2,17 @@
 import { useState, type MouseEvent } from 'react';
 import { ApiError, apiFetch, asApiError, enc, saveBlob } from './api';
 import { useApiJson } from './hooks';
-import { CLASSIFICATION_WORDS, ClassificationBadge, ErrorBox, ExecutionStatement, Loading, PageHeading, TableRegion, abbreviate, formatBytes } from './components';
+import {
+  CLASSIFICATION_WORDS,
+  ClassificationBadge,
+  ErrorBox,
+  ExecutionStatement,
+  Loading,
+  PageHeading,
+  TableRegion,
+  abbreviate,
+  formatBytes,
+} from './components';
 import { ROUTES } from './router';
 import type { AuditFinding, OwnerList, PublicAudit } from './types';
 import { WorkspaceSection } from './WorkspaceView';
@@ -26,7 +36,8 @@ export function AuditView({ recoveryId }: { recoveryId: string }) {
   return (
     <>
       <nav aria-label="Breadcrumb" className="breadcrumb">
-        <a href={ROUTES.backup}>Backup &amp; recovery</a> <span aria-hidden="true">▸</span> <span aria-current="page">Audit {abbreviate(recoveryId)}</span>
+        <a href={ROUTES.backup}>Backup &amp; recovery</a> <span aria-hidden="true">▸</span>{' '}
+        <span aria-current="page">Audit {abbreviate(recoveryId)}</span>
       </nav>
       <PageHeading>{audit ? `Audit of backup ${audit.backup.backup_id}` : 'Recovery audit'}</PageHeading>
       <ExecutionStatement />
@@ -42,7 +53,9 @@ function AuditBody({ audit }: { audit: PublicAudit }) {
   const { data: ownerList } = useApiJson<OwnerList>('/api/owners');
   const decides = new Map((ownerList?.owners ?? []).map((o) => [o.name, o.decides]));
   // What the backup holds, from the private audit (for the signed-in operator): first, and it names the components.
-  const { data: contents, error: contentsError } = useApiJson<AuditContents>(`/api/audits/${enc(audit.recovery_id)}/contents`);
+  const { data: contents, error: contentsError } = useApiJson<AuditContents>(
+    `/api/audits/${enc(audit.recovery_id)}/contents`,
+  );
   return (
     <>
       {contents ? <AuditVerdict audit={audit} verdict={contents.verdict} /> : null}
@@ -67,18 +80,26 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? o
  */
 function AuditVerdict({ audit, verdict }: { audit: PublicAudit; verdict: AuditContents['verdict'] }) {
   const rest = [
-    verdict.holds_settled_by_recovery > 0 ? `${plural(verdict.holds_settled_by_recovery, 'hold')} that recovery settles itself` : null,
+    verdict.holds_settled_by_recovery > 0
+      ? `${plural(verdict.holds_settled_by_recovery, 'hold')} that recovery settles itself`
+      : null,
     verdict.holds_for_operator > 0 ? `${plural(verdict.holds_for_operator, 'hold')} for you to settle` : null,
     verdict.errors > 0 ? plural(verdict.errors, 'error') : null,
   ].filter((x): x is string => x !== null);
   return (
-    <section aria-labelledby="audit-verdict-heading" className={`verdict${verdict.recoverable ? '' : ' not-recoverable'}`} data-testid="audit-verdict">
+    <section
+      aria-labelledby="audit-verdict-heading"
+      className={`verdict${verdict.recoverable ? '' : ' not-recoverable'}`}
+      data-testid="audit-verdict"
+    >
       <h2 id="audit-verdict-heading" className="visually-hidden">
         Verdict
       </h2>
       <p>
         <strong>{verdict.recoverable ? 'Recoverable' : 'Not recoverable as it is'}:</strong>{' '}
-        {verdict.recoverable ? `${plural(verdict.eligible_goals, 'Goal')} eligible` : `none of its ${plural(verdict.goals, 'Goal')} can be recovered from this backup`}
+        {verdict.recoverable
+          ? `${plural(verdict.eligible_goals, 'Goal')} eligible`
+          : `none of its ${plural(verdict.goals, 'Goal')} can be recovered from this backup`}
         {rest.length > 0 ? `; ${rest.join('; ')}` : ''}.
       </p>
       <p>
@@ -152,7 +173,8 @@ function AuditStatus({ audit }: { audit: PublicAudit }) {
         <div>
           <dt>Backup</dt>
           <dd>
-            {audit.backup.backup_id}, created <time dateTime={audit.backup.created_at}>{audit.backup.created_at}</time> by loopx {audit.backup.producer_version}
+            {audit.backup.backup_id}, created <time dateTime={audit.backup.created_at}>{audit.backup.created_at}</time>{' '}
+            by loopx {audit.backup.producer_version}
           </dd>
         </div>
         <div>
@@ -170,8 +192,8 @@ function AuditStatus({ audit }: { audit: PublicAudit }) {
         <div>
           <dt>Archive</dt>
           <dd>
-            {formatBytes(audit.measurements.archive_bytes)} compressed, {formatBytes(audit.measurements.expanded_bytes)} expanded; {audit.counts.members.total} members (
-            {audit.counts.members.sqlite_files} SQLite files)
+            {formatBytes(audit.measurements.archive_bytes)} compressed, {formatBytes(audit.measurements.expanded_bytes)}{' '}
+            expanded; {audit.counts.members.total} members ({audit.counts.members.sqlite_files} SQLite files)
           </dd>
         </div>
       </dl>
@@ -190,25 +212,37 @@ function AuditCounts({ audit }: { audit: PublicAudit }) {
       <h2 id="audit-counts-heading">Classification</h2>
       <ul className="counts" data-testid="audit-counts">
         <li className="count class-recovered_readable">
-          <span className="count-n">{a.recovered_readable}</span> <span className="count-label">{CLASSIFICATION_WORDS.recovered_readable}</span>
+          <span className="count-n">{a.recovered_readable}</span>{' '}
+          <span className="count-label">{CLASSIFICATION_WORDS.recovered_readable}</span>
         </li>
         <li className="count class-historical_only">
-          <span className="count-n">{a.historical_only}</span> <span className="count-label">{CLASSIFICATION_WORDS.historical_only}</span>
+          <span className="count-n">{a.historical_only}</span>{' '}
+          <span className="count-label">{CLASSIFICATION_WORDS.historical_only}</span>
         </li>
         <li className="count class-unknown_unrecoverable">
-          <span className="count-n">{a.unknown_unrecoverable}</span> <span className="count-label">{CLASSIFICATION_WORDS.unknown_unrecoverable}</span>
+          <span className="count-n">{a.unknown_unrecoverable}</span>{' '}
+          <span className="count-label">{CLASSIFICATION_WORDS.unknown_unrecoverable}</span>
         </li>
       </ul>
       <p className="muted">
-        Recovered and readable: its owner read it back; it can be read from the inert workspace. Historical only: sound, kept as history; reconciled only during a later adoption,
-        never by replay. Unknown or unrecoverable: no loopx owner reads it, or its owner could not.
+        Recovered and readable: its owner read it back; it can be read from the inert workspace. Historical only: sound,
+        kept as history; reconciled only during a later adoption, never by replay. Unknown or unrecoverable: no loopx
+        owner reads it, or its owner could not.
       </p>
     </section>
   );
 }
 
 /** Every component — named by its owner and what it belongs to, beside its id — with its verification and next action; the legend says what each owner shown decides. */
-function AuditComponents({ audit, decides, contents }: { audit: PublicAudit; decides: ReadonlyMap<string, string>; contents: AuditContents | null }) {
+function AuditComponents({
+  audit,
+  decides,
+  contents,
+}: {
+  audit: PublicAudit;
+  decides: ReadonlyMap<string, string>;
+  contents: AuditContents | null;
+}) {
   const names = new Map((contents?.components ?? []).map((c) => [c.component_id, c]));
   const titles = new Map((contents?.goals ?? []).map((g) => [g.goal_id, g.title]));
   const shown = [...new Set(audit.components.map((c) => c.owner_kind))].filter((name) => decides.has(name));
@@ -217,7 +251,10 @@ function AuditComponents({ audit, decides, contents }: { audit: PublicAudit; dec
       <h2 id="audit-components-heading">Components</h2>
       <TableRegion label="Components">
         <table>
-          <caption className="visually-hidden">{audit.components.length} components, each with its classification, owner, verification status and next action</caption>
+          <caption className="visually-hidden">
+            {audit.components.length} components, each with its classification, owner, verification status and next
+            action
+          </caption>
           <thead>
             <tr>
               <th scope="col">Component</th>
@@ -233,7 +270,11 @@ function AuditComponents({ audit, decides, contents }: { audit: PublicAudit; dec
             {audit.components.map((c) => (
               <tr key={c.component_id} data-testid="audit-component-row">
                 <th scope="row">
-                  <ComponentName id={c.component_id} named={names.get(c.component_id)} title={titles.get(names.get(c.component_id)?.goal_id ?? '') ?? null} />
+                  <ComponentName
+                    id={c.component_id}
+                    named={names.get(c.component_id)}
+                    title={titles.get(names.get(c.component_id)?.goal_id ?? '') ?? null}
+                  />
                   {c.logical_scope !== 'machine' ? <span className="muted scope"> {c.logical_scope}</span> : null}
                 </th>
                 <td>
@@ -268,7 +309,15 @@ function AuditComponents({ audit, decides, contents }: { audit: PublicAudit; dec
 }
 
 /** A component by what it is (`Goal launch: work`, with the Goal's title), its id beneath; only its id until the contents arrive. */
-function ComponentName({ id, named, title }: { id: string; named: AuditContents['components'][number] | undefined; title: string | null }) {
+function ComponentName({
+  id,
+  named,
+  title,
+}: {
+  id: string;
+  named: AuditContents['components'][number] | undefined;
+  title: string | null;
+}) {
   if (!named) return <code>{id}</code>;
   return (
     <>
@@ -286,7 +335,8 @@ function AuditFindings({ audit }: { audit: PublicAudit }) {
     <section aria-labelledby="audit-findings-heading" className="card">
       <h2 id="audit-findings-heading">Findings</h2>
       <p className="muted">
-        {audit.counts.findings.hold} held, {audit.counts.findings.error} errors, {audit.counts.findings.warning} warnings — holds and errors first.
+        {audit.counts.findings.hold} held, {audit.counts.findings.error} errors, {audit.counts.findings.warning}{' '}
+        warnings — holds and errors first.
       </p>
       <TableRegion label="Findings">
         <table>
@@ -353,7 +403,9 @@ function DownloadAudit({ recoveryId }: { recoveryId: string }) {
       <a href={path} download={filename} onClick={onClick} className="button-link" aria-busy={busy}>
         Download audit
       </a>{' '}
-      <span className="muted">the private audit file’s exact bytes (it names members and Goal ids: keep it owner-only)</span>
+      <span className="muted">
+        the private audit file’s exact bytes (it names members and Goal ids: keep it owner-only)
+      </span>
       <p className="saved-note" aria-live="polite">
         {saved ?? ''}
       </p>
@@ -369,7 +421,11 @@ function DeleteAudit({ recoveryId }: { recoveryId: string }) {
   async function remove() {
     setError(null);
     try {
-      await apiFetch(`/api/audits/${enc(recoveryId)}`, { method: 'DELETE', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ confirm: recoveryId }) });
+      await apiFetch(`/api/audits/${enc(recoveryId)}`, {
+        method: 'DELETE',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ confirm: recoveryId }),
+      });
       window.location.hash = ROUTES.backup;
     } catch (e) {
       setError(asApiError(e));
@@ -378,7 +434,10 @@ function DeleteAudit({ recoveryId }: { recoveryId: string }) {
   return (
     <section aria-labelledby="delete-audit-heading" className="card">
       <h2 id="delete-audit-heading">Delete this audit</h2>
-      <p>Removes the audit and its inert workspace for good. It is refused while a recovery planned from this workspace is live.</p>
+      <p>
+        Removes the audit and its inert workspace for good. It is refused while a recovery planned from this workspace
+        is live.
+      </p>
       {asking ? (
         <div className="actions">
           <span>

@@ -60,22 +60,16 @@ export function BackupNow({ onCreated }: { onCreated: () => void }) {
   return (
     <section aria-labelledby="backup-now-heading" className="card" data-testid="backup-now">
       <h2 id="backup-now-heading">Back up now</h2>
-      <p className="muted">
-        A private backup of this root, as <code>loopx backup-state --execute</code> makes it: an archive and its manifest. Keep one where losing this root cannot reach it.
-      </p>
-      <ul className="muted">
-        <li>
-          <strong>Quiescent</strong> holds new work while it captures: every Goal at one point in time. <strong>Online</strong> lets work run; a Goal that moved meanwhile cannot be
-          recovered from it.
-        </li>
-        <li>
-          <strong>Your backups folder</strong> is <code>$XDG_DATA_HOME/loopx/backups</code> (by default <code>~/.local/share/loopx/backups</code>), outside any root.
-        </li>
-      </ul>
+      <BackupNowIntro />
       <form onSubmit={onSubmit}>
         <div className="field">
           <label htmlFor={profileId}>Capture profile</label>
-          <select id={profileId} value={profile} disabled={capturing} onChange={(e) => setProfile(e.currentTarget.value as typeof profile)}>
+          <select
+            id={profileId}
+            value={profile}
+            disabled={capturing}
+            onChange={(e) => setProfile(e.currentTarget.value as typeof profile)}
+          >
             {PROFILES.map((p) => (
               <option key={p.value} value={p.value}>
                 {p.label}
@@ -85,7 +79,12 @@ export function BackupNow({ onCreated }: { onCreated: () => void }) {
         </div>
         <div className="field">
           <label htmlFor={locationId}>Destination</label>
-          <select id={locationId} value={location} disabled={capturing} onChange={(e) => setLocation(e.currentTarget.value as typeof location)}>
+          <select
+            id={locationId}
+            value={location}
+            disabled={capturing}
+            onChange={(e) => setLocation(e.currentTarget.value as typeof location)}
+          >
             {LOCATIONS.map((l) => (
               <option key={l.value} value={l.value}>
                 {l.label}
@@ -99,6 +98,28 @@ export function BackupNow({ onCreated }: { onCreated: () => void }) {
       </form>
       <Outcome phase={phase} />
     </section>
+  );
+}
+
+/** What a backup is, and what the capture profiles and the backups folder mean. */
+function BackupNowIntro() {
+  return (
+    <>
+      <p className="muted">
+        A private backup of this root, as <code>loopx backup-state --execute</code> makes it: an archive and its
+        manifest. Keep one where losing this root cannot reach it.
+      </p>
+      <ul className="muted">
+        <li>
+          <strong>Quiescent</strong> holds new work while it captures: every Goal at one point in time.{' '}
+          <strong>Online</strong> lets work run; a Goal that moved meanwhile cannot be recovered from it.
+        </li>
+        <li>
+          <strong>Your backups folder</strong> is <code>$XDG_DATA_HOME/loopx/backups</code> (by default{' '}
+          <code>~/.local/share/loopx/backups</code>), outside any root.
+        </li>
+      </ul>
+    </>
   );
 }
 
@@ -134,8 +155,9 @@ function Created({ run, result }: { run: DaemonBackupRun; result: NonNullable<Da
   return (
     <div>
       <p className="result-ok">
-        Backed up: <strong>{result.backup_id}</strong> ({formatBytes(result.archive_bytes)}, {result.goals} {result.goals === 1 ? 'Goal' : 'Goals'}, capture profile{' '}
-        {result.achieved_profile}) in {run.location === 'user' ? 'your backups folder' : 'this root’s backups/'}. Verify it below.
+        Backed up: <strong>{result.backup_id}</strong> ({formatBytes(result.archive_bytes)}, {result.goals}{' '}
+        {result.goals === 1 ? 'Goal' : 'Goals'}, capture profile {result.achieved_profile}) in{' '}
+        {run.location === 'user' ? 'your backups folder' : 'this root’s backups/'}. Verify it below.
       </p>
       {result.warning ? (
         <div className="warning" role="note" data-testid="backup-now-warning">
@@ -144,8 +166,8 @@ function Created({ run, result }: { run: DaemonBackupRun; result: NonNullable<Da
           </p>
           {result.elsewhere ? (
             <p>
-              To keep one elsewhere, run <code>{result.elsewhere.replace(/^[^:]*: /, '')}</code> with a folder on another disk or host, or set <code>XDG_DATA_HOME</code> to one
-              before starting the daemon.
+              To keep one elsewhere, run <code>{result.elsewhere.replace(/^[^:]*: /, '')}</code> with a folder on
+              another disk or host, or set <code>XDG_DATA_HOME</code> to one before starting the daemon.
             </p>
           ) : null}
         </div>

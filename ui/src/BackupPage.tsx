@@ -1,5 +1,14 @@
 /** Settings ▸ Capability Center ▸ Backup & recovery: verify a backup, and the list of audits. */
-import { useCallback, useEffect, useId, useRef, useState, type Dispatch, type FormEvent, type SetStateAction } from 'react';
+import {
+  useCallback,
+  useEffect,
+  useId,
+  useRef,
+  useState,
+  type Dispatch,
+  type FormEvent,
+  type SetStateAction,
+} from 'react';
 import { ApiError, asApiError, enc, getJson, isAbort, postJson, putBytes } from './api';
 import { useApiJson } from './hooks';
 import { ErrorBox, ExecutionStatement, Loading, PageHeading, TableRegion, abbreviate, formatBytes } from './components';
@@ -25,9 +34,17 @@ export function BackupPage() {
 type StepKey = 'upload-archive' | 'upload-manifest' | VerifyStep;
 
 const STEPS: readonly { readonly key: StepKey; readonly label: string; readonly hint: string }[] = [
-  { key: 'upload-archive', label: 'Upload archive', hint: 'the archive’s bytes, to a private staging directory of the daemon' },
+  {
+    key: 'upload-archive',
+    label: 'Upload archive',
+    hint: 'the archive’s bytes, to a private staging directory of the daemon',
+  },
   { key: 'upload-manifest', label: 'Upload manifest', hint: 'the external manifest’s bytes' },
-  { key: 'inputs', label: 'Inputs', hint: 'the manifest is read and the archive’s digest and size are checked before anything is decompressed' },
+  {
+    key: 'inputs',
+    label: 'Inputs',
+    hint: 'the manifest is read and the archive’s digest and size are checked before anything is decompressed',
+  },
   { key: 'destination', label: 'Destination', hint: 'a new, private directory and the declared limits' },
   { key: 'members', label: 'Members', hint: 'every planned member is checked before anything is written' },
   { key: 'extract', label: 'Extract', hint: 'streamed, witnessed extraction into the inert workspace' },
@@ -36,11 +53,15 @@ const STEPS: readonly { readonly key: StepKey; readonly label: string; readonly 
 ];
 
 type StepState =
-  { readonly state: 'waiting' } | { readonly state: 'running'; readonly done: number; readonly total: number } | { readonly state: 'done' } | { readonly state: 'failed' };
+  | { readonly state: 'waiting' }
+  | { readonly state: 'running'; readonly done: number; readonly total: number }
+  | { readonly state: 'done' }
+  | { readonly state: 'failed' };
 
 type Steps = Readonly<Record<StepKey, StepState>>;
 
-const initialSteps = (): Steps => Object.fromEntries(STEPS.map((s) => [s.key, { state: 'waiting' }])) as unknown as Steps;
+const initialSteps = (): Steps =>
+  Object.fromEntries(STEPS.map((s) => [s.key, { state: 'waiting' }])) as unknown as Steps;
 
 /** `key` is running at done/total: every earlier step is done. */
 function advance(steps: Steps, key: StepKey, done: number, total: number): Steps {
@@ -63,7 +84,11 @@ function failRunning(steps: Steps): Steps {
   return next as Steps;
 }
 
-type Phase = { readonly kind: 'idle' } | { readonly kind: 'running' } | { readonly kind: 'refused'; readonly error: ApiError } | { readonly kind: 'finished'; readonly job: Job };
+type Phase =
+  | { readonly kind: 'idle' }
+  | { readonly kind: 'running' }
+  | { readonly kind: 'refused'; readonly error: ApiError }
+  | { readonly kind: 'finished'; readonly job: Job };
 
 const sleep = (ms: number) => new Promise<void>((r) => window.setTimeout(r, ms));
 
@@ -111,13 +136,27 @@ async function startUpload(r: Reporter, archiveFile: File, manifestFile: File, s
   const { upload_id } = await postJson<{ upload_id: string }>('/api/backups/uploads', undefined, signal);
   setAnnounce('Uploading the archive');
   setSteps((s) => advance(s, 'upload-archive', 0, archiveFile.size));
-  await putBytes(`/api/backups/uploads/${enc(upload_id)}/archive`, archiveFile, (done, total) => setSteps((s) => advance(s, 'upload-archive', done, total)), signal);
+  await putBytes(
+    `/api/backups/uploads/${enc(upload_id)}/archive`,
+    archiveFile,
+    (done, total) => setSteps((s) => advance(s, 'upload-archive', done, total)),
+    signal,
+  );
   setAnnounce('Uploading the manifest');
   setSteps((s) => advance(s, 'upload-manifest', 0, manifestFile.size));
-  await putBytes(`/api/backups/uploads/${enc(upload_id)}/manifest`, manifestFile, (done, total) => setSteps((s) => advance(s, 'upload-manifest', done, total)), signal);
+  await putBytes(
+    `/api/backups/uploads/${enc(upload_id)}/manifest`,
+    manifestFile,
+    (done, total) => setSteps((s) => advance(s, 'upload-manifest', done, total)),
+    signal,
+  );
   setSteps((s) => advance(s, 'inputs', 0, 1));
   setAnnounce('Verifying');
-  const { job_id } = await postJson<{ job_id: string }>(`/api/backups/uploads/${enc(upload_id)}/verify`, undefined, signal);
+  const { job_id } = await postJson<{ job_id: string }>(
+    `/api/backups/uploads/${enc(upload_id)}/verify`,
+    undefined,
+    signal,
+  );
   return job_id;
 }
 
@@ -155,7 +194,11 @@ function jobRefusal(job: Job): ApiError {
   return new ApiError(
     422,
     job.error
-      ? { code: job.error.code, message: job.error.message, ...(job.error.next_action ? { next_action: job.error.next_action } : {}) }
+      ? {
+          code: job.error.code,
+          message: job.error.message,
+          ...(job.error.next_action ? { next_action: job.error.next_action } : {}),
+        }
       : { code: 'ui_unexpected_response', message: 'The verification ended without an audit or a typed reason.' },
   );
 }
@@ -190,7 +233,10 @@ function useVerification() {
     setPhase({ kind: 'running' });
     const reporter: Reporter = { setSteps, setAnnounce };
     try {
-      const jobId = picked !== '' ? await startPicked(reporter, picked, ctrl.signal) : await startUpload(reporter, archive!, manifest!, ctrl.signal);
+      const jobId =
+        picked !== ''
+          ? await startPicked(reporter, picked, ctrl.signal)
+          : await startUpload(reporter, archive!, manifest!, ctrl.signal);
       const job = await follow(jobId, ctrl.signal, onProgress);
       if (job.state === 'refused' || !job.recovery_id) {
         const error = jobRefusal(job);
@@ -232,7 +278,13 @@ function FileField({
   return (
     <div className="field">
       <label htmlFor={id}>{label}</label>
-      <input id={id} type="file" accept={accept} disabled={disabled} onChange={(e) => onFile(e.currentTarget.files?.[0] ?? null)} />
+      <input
+        id={id}
+        type="file"
+        accept={accept}
+        disabled={disabled}
+        onChange={(e) => onFile(e.currentTarget.files?.[0] ?? null)}
+      />
       {file ? <span className="muted file-note">{formatBytes(file.size)}</span> : null}
     </div>
   );
@@ -270,19 +322,35 @@ function VerifyBackup({ listed }: { listed: readonly ListedBackup[] }) {
     <section aria-labelledby="verify-heading" className="card">
       <h2 id="verify-heading">Verify a backup</h2>
       <p className="muted">
-        Choose a backup pair made by <strong>Back up now</strong> or <code>loopx backup-state --execute</code>: the archive and its external manifest. The daemon checks them and
-        extracts them into a new, inert directory with a recovery audit.
+        Choose a backup pair made by <strong>Back up now</strong> or <code>loopx backup-state --execute</code>: the
+        archive and its external manifest. The daemon checks them and extracts them into a new, inert directory with a
+        recovery audit.
       </p>
       <form onSubmit={onSubmit} noValidate>
-        <FileField id={archiveId} label="Backup archive (.tar.gz)" accept=".gz,.tgz,application/gzip" file={archive} disabled={running} onFile={setArchive} />
-        <FileField id={manifestId} label="Backup manifest (.json)" accept=".json,application/json" file={manifest} disabled={running} onFile={setManifest} />
+        <FileField
+          id={archiveId}
+          label="Backup archive (.tar.gz)"
+          accept=".gz,.tgz,application/gzip"
+          file={archive}
+          disabled={running}
+          onFile={setArchive}
+        />
+        <FileField
+          id={manifestId}
+          label="Backup manifest (.json)"
+          accept=".json,application/json"
+          file={manifest}
+          disabled={running}
+          onFile={setManifest}
+        />
         <div className="field">
           <label htmlFor={pickId}>Or pick a backup made on this machine</label>
           <select id={pickId} value={picked} disabled={running} onChange={(e) => setPicked(e.currentTarget.value)}>
             <option value="">— upload the files above —</option>
             {listed.map((b) => (
               <option key={`${b.location}/${b.backup_id}`} value={`${b.location}/${b.backup_id}`}>
-                {b.backup_id} ({formatBytes(b.archive_bytes)}) — {b.location === 'user' ? 'in your backups folder' : 'in this root’s backups/'}
+                {b.backup_id} ({formatBytes(b.archive_bytes)}) —{' '}
+                {b.location === 'user' ? 'in your backups folder' : 'in this root’s backups/'}
               </option>
             ))}
           </select>
@@ -311,10 +379,13 @@ function VerifyStatus({ phase, steps, announce }: { phase: Phase; steps: Steps; 
       </p>
 
       <div aria-live="polite">
-        {phase.kind === 'refused' ? <ErrorBox error={phase.error} title="Verification refused" testId="job-error-code" /> : null}
+        {phase.kind === 'refused' ? (
+          <ErrorBox error={phase.error} title="Verification refused" testId="job-error-code" />
+        ) : null}
         {phase.kind === 'finished' ? (
           <p className="result-ok">
-            Verification finished: <strong>{phase.job.state}</strong>. {phase.job.recovery_id ? <a href={ROUTES.audit(phase.job.recovery_id)}>Open the audit</a> : null}
+            Verification finished: <strong>{phase.job.state}</strong>.{' '}
+            {phase.job.recovery_id ? <a href={ROUTES.audit(phase.job.recovery_id)}>Open the audit</a> : null}
           </p>
         ) : null}
       </div>
@@ -322,7 +393,13 @@ function VerifyStatus({ phase, steps, announce }: { phase: Phase; steps: Steps; 
       {showSteps ? (
         <ol className="steps" aria-label="Verification progress">
           {STEPS.map((s) => (
-            <StepRow key={s.key} label={s.label} hint={s.hint} state={steps[s.key]} bytes={s.key === 'upload-archive' || s.key === 'upload-manifest' || s.key === 'extract'} />
+            <StepRow
+              key={s.key}
+              label={s.label}
+              hint={s.hint}
+              state={steps[s.key]}
+              bytes={s.key === 'upload-archive' || s.key === 'upload-manifest' || s.key === 'extract'}
+            />
           ))}
         </ol>
       ) : null}
@@ -350,8 +427,16 @@ function StepRow({ label, hint, state, bytes }: { label: string; hint: string; s
     case 'running': {
       const determinate = state.total > 0 && state.done > 0;
       const pct = state.total > 0 ? Math.floor((100 * state.done) / state.total) : 0;
-      status = determinate ? (bytes ? `${pct}% (${formatBytes(state.done)} of ${formatBytes(state.total)})` : `${state.done} of ${state.total}`) : 'running';
-      progress = determinate ? <progress id={id} max={state.total} value={Math.min(state.done, state.total)} /> : <progress id={id} />;
+      status = determinate
+        ? bytes
+          ? `${pct}% (${formatBytes(state.done)} of ${formatBytes(state.total)})`
+          : `${state.done} of ${state.total}`
+        : 'running';
+      progress = determinate ? (
+        <progress id={id} max={state.total} value={Math.min(state.done, state.total)} />
+      ) : (
+        <progress id={id} />
+      );
       break;
     }
   }
@@ -382,11 +467,15 @@ function AuditList() {
       </div>
       {error ? <ErrorBox error={error} title="Could not list the audits" /> : null}
       {audits === null && !error ? <Loading what="audits" /> : null}
-      {audits !== null && audits.length === 0 ? <p className="muted">No audits yet. Verify a backup above; each verification writes one.</p> : null}
+      {audits !== null && audits.length === 0 ? (
+        <p className="muted">No audits yet. Verify a backup above; each verification writes one.</p>
+      ) : null}
       {audits !== null && audits.length > 0 ? (
         <TableRegion label="Audits">
           <table className="reflow">
-            <caption className="visually-hidden">Recovery audits, newest first: when each was made, from which backup, its Goals and its state</caption>
+            <caption className="visually-hidden">
+              Recovery audits, newest first: when each was made, from which backup, its Goals and its state
+            </caption>
             <thead>
               <tr>
                 <th scope="col">Made</th>
@@ -414,10 +503,15 @@ function AuditList() {
                     {a.goals}
                   </td>
                   <td data-label="State">
-                    <span className={`badge phase-${a.phase}`}>{a.phase}</span> <span className="muted">{a.operator_state}</span>
+                    <span className={`badge phase-${a.phase}`}>{a.phase}</span>{' '}
+                    <span className="muted">{a.operator_state}</span>
                   </td>
                   <td data-label="Audit">
-                    <a href={ROUTES.audit(a.recovery_id)} aria-label={`Open audit ${abbreviate(a.recovery_id)} of backup ${a.backup_id}`} title={a.recovery_id}>
+                    <a
+                      href={ROUTES.audit(a.recovery_id)}
+                      aria-label={`Open audit ${abbreviate(a.recovery_id)} of backup ${a.backup_id}`}
+                      title={a.recovery_id}
+                    >
                       <code>{abbreviate(a.recovery_id)}</code>
                     </a>
                   </td>

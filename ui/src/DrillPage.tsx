@@ -61,7 +61,8 @@ export function DrillPage({ drillId }: { drillId: string | null }) {
     <>
       {drillId !== null ? (
         <nav aria-label="Breadcrumb" className="breadcrumb">
-          <a href={ROUTES.drills}>Recovery drill</a> <span aria-hidden="true">▸</span> <span aria-current="page">{drillId}</span>
+          <a href={ROUTES.drills}>Recovery drill</a> <span aria-hidden="true">▸</span>{' '}
+          <span aria-current="page">{drillId}</span>
         </nav>
       ) : null}
       <PageHeading>Recovery drill</PageHeading>
@@ -70,7 +71,9 @@ export function DrillPage({ drillId }: { drillId: string | null }) {
       {error ? <ErrorBox error={error} title="Could not read the drills" /> : null}
       {!list && !error ? <Loading what="the drills" /> : null}
       {shown !== null ? <ReceiptCard key={shown} drillId={shown} latest={drillId === null} /> : null}
-      {list && list.drills.length === 0 && list.running === null ? <p data-testid="no-drills">No drill has run from this daemon yet.</p> : null}
+      {list && list.drills.length === 0 && list.running === null ? (
+        <p data-testid="no-drills">No drill has run from this daemon yet.</p>
+      ) : null}
       {list && list.drills.length > 0 ? <PastDrills drills={list.drills} shown={shown} /> : null}
     </>
   );
@@ -92,14 +95,17 @@ function useDrillJob(jobId: string | null, onEnd: () => void): Followed {
   useEffect(() => {
     if (jobId === null) return;
     const ctrl = new AbortController();
-    const update = (change: Partial<Followed>) => setState((s) => ({ ...(s.jobId === jobId ? s : { ...NOT_FOLLOWED, jobId }), ...change }));
+    const update = (change: Partial<Followed>) =>
+      setState((s) => ({ ...(s.jobId === jobId ? s : { ...NOT_FOLLOWED, jobId }), ...change }));
     let ended: DrillJob | null = null;
     readSse(`/api/drills/jobs/${enc(jobId)}/events`, {
       signal: ctrl.signal,
       onMessage: (m) => {
         if (m.event === 'progress') {
           const stage = (JSON.parse(m.data) as { stage: string }).stage;
-          setState((s) => (s.jobId === jobId ? { ...s, stages: [...s.stages, stage] } : { ...NOT_FOLLOWED, jobId, stages: [stage] }));
+          setState((s) =>
+            s.jobId === jobId ? { ...s, stages: [...s.stages, stage] } : { ...NOT_FOLLOWED, jobId, stages: [stage] },
+          );
         } else if (m.event === 'result') ended = JSON.parse(m.data) as DrillJob;
       },
     })
@@ -147,8 +153,9 @@ function RunCard({ running, onEnd }: { running: DrillJob | null; onEnd: () => vo
     <section aria-labelledby="run-drill-heading" className="card" data-testid="drill-run">
       <h2 id="run-drill-heading">Run a drill</h2>
       <p>
-        The short drill (<code>loopx recover drill --short</code>) loses a synthetic source, recovers its Goal from a verified backup into a new root, continues its work, and
-        crashes the apply at two owner commit points. It takes about a minute.
+        The short drill (<code>loopx recover drill --short</code>) loses a synthetic source, recovers its Goal from a
+        verified backup into a new root, continues its work, and crashes the apply at two owner commit points. It takes
+        about a minute.
       </p>
       <button type="button" disabled={busy || runningNow} onClick={() => void start()}>
         {runningNow ? 'A drill is running…' : 'Run a short drill'}
@@ -166,7 +173,11 @@ function Stages({ stages, running }: { stages: readonly string[]; running: boole
   return (
     <>
       <p role="status" data-testid="drill-progress">
-        {running ? (stages.length === 0 ? 'The drill is starting…' : `Stage ${stages.length}: ${stages[stages.length - 1]}`) : `The drill ran ${stages.length} stages.`}
+        {running
+          ? stages.length === 0
+            ? 'The drill is starting…'
+            : `Stage ${stages.length}: ${stages[stages.length - 1]}`
+          : `The drill ran ${stages.length} stages.`}
       </p>
       {running ? <progress aria-label="The drill is running" /> : null}
       <ol className="drill-stages" data-testid="drill-stages">
@@ -182,14 +193,33 @@ function Stages({ stages, running }: { stages: readonly string[]; running: boole
 
 function JobOutcome({ job }: { job: DrillJob }) {
   if (job.state === 'failed' || job.drill_id === null) {
-    const e = job.error ?? { code: 'ui_unexpected_response', message: 'The drill ended without a receipt or a typed reason.', next_action: null };
-    return <ErrorBox error={new ApiError(0, { code: e.code, message: e.message, ...(e.next_action ? { next_action: e.next_action } : {}) })} title="The drill kept no receipt" />;
+    const e = job.error ?? {
+      code: 'ui_unexpected_response',
+      message: 'The drill ended without a receipt or a typed reason.',
+      next_action: null,
+    };
+    return (
+      <ErrorBox
+        error={
+          new ApiError(0, {
+            code: e.code,
+            message: e.message,
+            ...(e.next_action ? { next_action: e.next_action } : {}),
+          })
+        }
+        title="The drill kept no receipt"
+      />
+    );
   }
   return (
     <p data-testid="drill-outcome">
       The drill ended:{' '}
-      {job.result === 'targets_met' ? 'every target met' : <strong className="figure-missed">MISSED: {job.missed.map((m) => MISSED_WORDS[m] ?? m).join(', ')}</strong>}. Its
-      receipt: <a href={ROUTES.drill(job.drill_id)}>{job.drill_id}</a>.
+      {job.result === 'targets_met' ? (
+        'every target met'
+      ) : (
+        <strong className="figure-missed">MISSED: {job.missed.map((m) => MISSED_WORDS[m] ?? m).join(', ')}</strong>
+      )}
+      . Its receipt: <a href={ROUTES.drill(job.drill_id)}>{job.drill_id}</a>.
     </p>
   );
 }
@@ -207,8 +237,13 @@ function ReceiptCard({ drillId, latest }: { drillId: string; latest: boolean }) 
       {!r && !error ? <Loading what="the receipt" /> : null}
       {r ? (
         <>
-          <p className={`status-badge ${r.result === 'targets_met' ? 'drill-result-met' : 'drill-result-missed'}`} data-testid="drill-result">
-            {r.result === 'targets_met' ? 'Every target met' : `MISSED: ${r.missed.map((m) => MISSED_WORDS[m] ?? m).join(', ')}`}
+          <p
+            className={`status-badge ${r.result === 'targets_met' ? 'drill-result-met' : 'drill-result-missed'}`}
+            data-testid="drill-result"
+          >
+            {r.result === 'targets_met'
+              ? 'Every target met'
+              : `MISSED: ${r.missed.map((m) => MISSED_WORDS[m] ?? m).join(', ')}`}
           </p>
           <p className="muted">
             The {r.mode} drill, started {utc(r.started_at)}, ended {utc(r.finished_at)}.
@@ -236,7 +271,8 @@ function RtoFigure({ r }: { r: Receipt }) {
     key: 'rto',
     label: (
       <strong>
-        Recovery time, to the first admitted turn: {r.rto.seconds.toFixed(1)} s — target ≤ {target} s — <Verdict met={r.rto.met} />
+        Recovery time, to the first admitted turn: {r.rto.seconds.toFixed(1)} s — target ≤ {target} s —{' '}
+        <Verdict met={r.rto.met} />
       </strong>
     ),
     startMs: 0,
@@ -249,9 +285,10 @@ function RtoFigure({ r }: { r: Receipt }) {
       <figure className="rto" data-testid="drill-rto">
         <TimeBars spans={spans} targetMs={target * 1000} testId="drill-timeline" />
         <figcaption>
-          Each phase of the recovery as a bar on one time axis, from the moment the backup and its manifest were supplied; the red line marks the {target} s target frozen in the
-          drill’s definition. The recovery reached its first admitted turn in the new root after {r.rto.seconds.toFixed(1)} s (the continuation’s run goes on after it):{' '}
-          {r.rto.met ? 'within the target' : `the target was MISSED by ${(r.rto.seconds - target).toFixed(1)} s`}.
+          Each phase of the recovery as a bar on one time axis, from the moment the backup and its manifest were
+          supplied; the red line marks the {target} s target frozen in the drill’s definition. The recovery reached its
+          first admitted turn in the new root after {r.rto.seconds.toFixed(1)} s (the continuation’s run goes on after
+          it): {r.rto.met ? 'within the target' : `the target was MISSED by ${(r.rto.seconds - target).toFixed(1)} s`}.
         </figcaption>
       </figure>
     </>
@@ -266,7 +303,11 @@ function RpoFigure({ r }: { r: Receipt }) {
       <RpoPicture
         testId="drill-rpo"
         point={{
-          captured: { transactions: r.rpo.checkpoint.work_cursor, endedAt: r.rpo.checkpoint.captured_at_end, profile: r.rpo.checkpoint.profile },
+          captured: {
+            transactions: r.rpo.checkpoint.work_cursor,
+            endedAt: r.rpo.checkpoint.captured_at_end,
+            profile: r.rpo.checkpoint.profile,
+          },
           lostLocally: r.rpo.work_items_lost_locally,
           committedAfter: r.rpo.committed_after_capture,
           unknown: r.lost_or_unknown.unknown,
@@ -274,10 +315,11 @@ function RpoFigure({ r }: { r: Receipt }) {
         }}
         caption={
           <>
-            The target is the last captured checkpoint: nothing after it may be claimed as recovered. Claimed beyond it: {claimed} work transactions — <Verdict met={r.rpo.met} />.
-            The source worked on for {r.rpo.capture_to_loss_seconds.toFixed(1)} s after the capture before it was lost; the oldest write the new root lacks was{' '}
-            {r.rpo.seconds.toFixed(1)} s old then (at most {r.rpo.capture_to_loss_seconds.toFixed(1)} s), and it lacks {r.rpo.work_items_lost_locally} work transactions (at most{' '}
-            {r.rpo.work_items_lost_at_most}).
+            The target is the last captured checkpoint: nothing after it may be claimed as recovered. Claimed beyond it:{' '}
+            {claimed} work transactions — <Verdict met={r.rpo.met} />. The source worked on for{' '}
+            {r.rpo.capture_to_loss_seconds.toFixed(1)} s after the capture before it was lost; the oldest write the new
+            root lacks was {r.rpo.seconds.toFixed(1)} s old then (at most {r.rpo.capture_to_loss_seconds.toFixed(1)} s),
+            and it lacks {r.rpo.work_items_lost_locally} work transactions (at most {r.rpo.work_items_lost_at_most}).
           </>
         }
       />
@@ -296,9 +338,24 @@ function figureRows(r: Receipt): [string, string, string, boolean][] {
       `the last captured checkpoint: ≤ ${r.rpo.capture_to_loss_seconds.toFixed(1)} s (capture to loss), ≤ ${r.rpo.work_items_lost_at_most} lost`,
       r.rpo.met,
     ],
-    ['Human actions', `${r.human_actions.count}`, `≤ ${r.human_actions.limit} (with ${r.human_actions.visible_holds} visible holds)`, r.human_actions.met],
-    ['Protected duplicate operations', `${r.protected_duplicates.count}`, `${r.protected_duplicates.target}`, r.protected_duplicates.met],
-    ['Old writers rejected', `${r.old_writers.rejected} of ${r.old_writers.attempted} (${r.old_writers.percent} %)`, `${r.old_writers.target_percent} %`, r.old_writers.met],
+    [
+      'Human actions',
+      `${r.human_actions.count}`,
+      `≤ ${r.human_actions.limit} (with ${r.human_actions.visible_holds} visible holds)`,
+      r.human_actions.met,
+    ],
+    [
+      'Protected duplicate operations',
+      `${r.protected_duplicates.count}`,
+      `${r.protected_duplicates.target}`,
+      r.protected_duplicates.met,
+    ],
+    [
+      'Old writers rejected',
+      `${r.old_writers.rejected} of ${r.old_writers.attempted} (${r.old_writers.percent} %)`,
+      `${r.old_writers.target_percent} %`,
+      r.old_writers.met,
+    ],
     [
       'Crashes at owner commit points',
       `${r.fault_injection.converged} of ${r.fault_injection.points} converged, ${r.fault_injection.deliveries_sent} deliveries sent`,
@@ -408,7 +465,15 @@ function PastDrills({ drills, shown }: { drills: readonly DrillSummary[]; shown:
                   </a>
                 </th>
                 <td>{utc(d.started_at)}</td>
-                <td>{d.result === 'targets_met' ? 'every target met' : <span className="figure-missed">MISSED: {d.missed.map((m) => MISSED_WORDS[m] ?? m).join(', ')}</span>}</td>
+                <td>
+                  {d.result === 'targets_met' ? (
+                    'every target met'
+                  ) : (
+                    <span className="figure-missed">
+                      MISSED: {d.missed.map((m) => MISSED_WORDS[m] ?? m).join(', ')}
+                    </span>
+                  )}
+                </td>
                 <td className="num">
                   {d.rto.seconds.toFixed(1)} s <Verdict met={d.rto.met} />
                 </td>

@@ -38,7 +38,8 @@ export function GoalHolds({ activity, root }: { activity: GoalActivityDoc; root:
                   <td data-label="Next action">
                     {h.run_id ? (
                       <>
-                        <a href={ROUTES.run(h.run_id, root)}>Settle it on the run’s page</a>, or: <code>{h.next_action.split(': ').slice(1).join(': ')}</code>
+                        <a href={ROUTES.run(h.run_id, root)}>Settle it on the run’s page</a>, or:{' '}
+                        <code>{h.next_action.split(': ').slice(1).join(': ')}</code>
                       </>
                     ) : (
                       h.next_action
@@ -76,7 +77,11 @@ export function GoalRuns({ activity, root }: { activity: GoalActivityDoc; root: 
               {activity.runs.map((r) => {
                 const s = activity.sessions.find((x) => x.session_id === r.session_id);
                 const status =
-                  r.status === null ? 'not started' : r.waiting_for ? `${r.status}, waiting for ${r.waiting_for === 'interaction' ? 'an answer' : 'a resolution'}` : r.status;
+                  r.status === null
+                    ? 'not started'
+                    : r.waiting_for
+                      ? `${r.status}, waiting for ${r.waiting_for === 'interaction' ? 'an answer' : 'a resolution'}`
+                      : r.status;
                 return (
                   <tr key={r.run_id}>
                     <td data-label="Run">
@@ -134,16 +139,24 @@ export function GoalEffects({ activity, root }: { activity: GoalActivityDoc; roo
             </thead>
             <tbody>
               {(activity.effects as readonly EffectRow[]).map((e) => {
-                const deduplicated = e.outcome === 'committed' && deliveryWords(e.delivery_result, e.duplicate_of)?.deduplicated === true;
+                const deduplicated =
+                  e.outcome === 'committed' && deliveryWords(e.delivery_result, e.duplicate_of)?.deduplicated === true;
                 return (
-                  <tr key={e.operation_id} data-outcome={e.outcome} data-deduplicated={deduplicated || undefined} className={deduplicated ? 'effect-deduplicated' : undefined}>
+                  <tr
+                    key={e.operation_id}
+                    data-outcome={e.outcome}
+                    data-deduplicated={deduplicated || undefined}
+                    className={deduplicated ? 'effect-deduplicated' : undefined}
+                  >
                     <td data-label="Effect">{e.kind}</td>
                     <td data-label="System">{e.target}</td>
                     <td data-label="Outcome" data-testid="effect-outcome">
                       {effectOutcome(e)}
                     </td>
                     <td data-label="Attempts">{e.attempt}</td>
-                    <td data-label="Made by">{e.run_id ? <a href={ROUTES.run(e.run_id, root)}>{e.call_id}</a> : 'a recovery'}</td>
+                    <td data-label="Made by">
+                      {e.run_id ? <a href={ROUTES.run(e.run_id, root)}>{e.call_id}</a> : 'a recovery'}
+                    </td>
                     <td data-label="Settled">{when(e.settled_at)}</td>
                   </tr>
                 );
@@ -163,7 +176,8 @@ type HistoryRow = HistoryPageDoc['transactions'][number];
 
 /** The Todo a transaction changed (its id, title and status after it), each of a batch's, or a dash. */
 function historyTodos(t: HistoryRow): string {
-  const one = (id: string, title: string | null, status: string | null) => `${id} ${title ?? ''}${status ? ` → ${status}` : ''}`;
+  const one = (id: string, title: string | null, status: string | null) =>
+    `${id} ${title ?? ''}${status ? ` → ${status}` : ''}`;
   if (t.todos) return t.todos.map((x) => one(x.todo_id, x.todo_title, x.todo_status)).join('; ');
   return t.todo_id ? one(t.todo_id, t.todo_title, t.todo_status) : '—';
 }
@@ -217,10 +231,20 @@ export function GoalHistory({ goalId, root, head }: { goalId: string; root: stri
             </table>
           </TableRegion>
           <div className="actions">
-            <button type="button" className="secondary" disabled={data.older === null} onClick={() => setAfter(data.older)}>
+            <button
+              type="button"
+              className="secondary"
+              disabled={data.older === null}
+              onClick={() => setAfter(data.older)}
+            >
               Older
             </button>
-            <button type="button" className="secondary" disabled={data.newer === null} onClick={() => setAfter(data.newer)}>
+            <button
+              type="button"
+              className="secondary"
+              disabled={data.newer === null}
+              onClick={() => setAfter(data.newer)}
+            >
               Newer
             </button>
           </div>

@@ -14,7 +14,17 @@ import { useEffect, useRef, useState, type FormEvent, type RefObject } from 'rea
 import { ApiError, asApiError, enc, postJson } from './api';
 import { ErrorBox, Loading, PageHeading, TableRegion, abbreviate } from './components';
 import { GoalEffects, GoalHistory, GoalHolds, GoalRuns } from './GoalActivity';
-import { countsText, STATUSES, supersededWhy, when, type GoalActivityDoc, type GoalDetailDoc, type ProgressDoc, type SupersededBy, type TodoItem } from './goalTypes';
+import {
+  countsText,
+  STATUSES,
+  supersededWhy,
+  when,
+  type GoalActivityDoc,
+  type GoalDetailDoc,
+  type ProgressDoc,
+  type SupersededBy,
+  type TodoItem,
+} from './goalTypes';
 import { useApiJson } from './hooks';
 import { ProgressChart } from './ProgressChart';
 import { ROUTES, navigate, rootQuery } from './router';
@@ -28,13 +38,22 @@ const SUPERSEDED_WHY = 'goal-superseded-why';
 /** At the top of a superseded lifetime's page: where the Goal continues, with a link when this daemon serves that root. */
 function SupersededNotice({ goalId, by }: { goalId: string; by: SupersededBy }) {
   return (
-    <div className="card severity-hold" role="note" aria-labelledby="goal-superseded-title" data-testid="goal-superseded">
+    <div
+      className="card severity-hold"
+      role="note"
+      aria-labelledby="goal-superseded-title"
+      data-testid="goal-superseded"
+    >
       <p id="goal-superseded-title">
-        <strong>Superseded by the recovery into {by.root !== null ? <code>{by.root}</code> : `another root (root id ${by.root_id})`}.</strong>
+        <strong>
+          Superseded by the recovery into{' '}
+          {by.root !== null ? <code>{by.root}</code> : `another root (root id ${by.root_id})`}.
+        </strong>
       </p>
       <p>
         This lifetime is kept here as history and takes no more work. The Goal continues there as lifetime{' '}
-        <code title={by.goal_instance_id}>{abbreviate(by.goal_instance_id, 14)}</code>, recovered {when(by.recorded_at)}.
+        <code title={by.goal_instance_id}>{abbreviate(by.goal_instance_id, 14)}</code>, recovered {when(by.recorded_at)}
+        .
       </p>
       <p>
         {by.root !== null ? (
@@ -43,7 +62,8 @@ function SupersededNotice({ goalId, by }: { goalId: string; by: SupersededBy }) 
           </a>
         ) : (
           <>
-            This daemon does not serve that root: continue there with <code>loopx goal show {goalId} --root &lt;the recovered root&gt;</code>.
+            This daemon does not serve that root: continue there with{' '}
+            <code>loopx goal show {goalId} --root &lt;the recovered root&gt;</code>.
           </>
         )}
       </p>
@@ -51,7 +71,19 @@ function SupersededNotice({ goalId, by }: { goalId: string; by: SupersededBy }) 
   );
 }
 
-function TodoRow({ todo, act, busy, closed, last }: { todo: TodoItem; act: Act; busy: boolean; closed: boolean; last: ProgressDoc['last_receipts'][string] | undefined }) {
+function TodoRow({
+  todo,
+  act,
+  busy,
+  closed,
+  last,
+}: {
+  todo: TodoItem;
+  act: Act;
+  busy: boolean;
+  closed: boolean;
+  last: ProgressDoc['last_receipts'][string] | undefined;
+}) {
   const [status, setStatus] = useState(todo.status);
   const id = `todo-status-${todo.todo_id}`;
   return (
@@ -62,13 +94,23 @@ function TodoRow({ todo, act, busy, closed, last }: { todo: TodoItem; act: Act; 
         {todo.status}
       </td>
       <td data-label="Note">{todo.note ?? '—'}</td>
-      <td data-label="Lease holder">{todo.lease_owner ? `${todo.lease_owner}, until ${when(todo.lease_expires_at)}` : '—'}</td>
-      <td data-label="Last receipt">{last ? `#${last.cursor} ${last.operation.replace(/_/g, ' ')}, ${when(last.committed_at)}` : '—'}</td>
+      <td data-label="Lease holder">
+        {todo.lease_owner ? `${todo.lease_owner}, until ${when(todo.lease_expires_at)}` : '—'}
+      </td>
+      <td data-label="Last receipt">
+        {last ? `#${last.cursor} ${last.operation.replace(/_/g, ' ')}, ${when(last.committed_at)}` : '—'}
+      </td>
       <td data-label="Change">
         <label htmlFor={id} className="visually-hidden">
           New status of {todo.todo_id}
         </label>
-        <select id={id} value={status} onChange={(ev) => setStatus(ev.target.value as TodoItem['status'])} disabled={closed} aria-describedby={closed ? SUPERSEDED_WHY : undefined}>
+        <select
+          id={id}
+          value={status}
+          onChange={(ev) => setStatus(ev.target.value as TodoItem['status'])}
+          disabled={closed}
+          aria-describedby={closed ? SUPERSEDED_WHY : undefined}
+        >
           {STATUSES.map((s) => (
             <option key={s} value={s}>
               {s}
@@ -93,62 +135,125 @@ function TodoRow({ todo, act, busy, closed, last }: { todo: TodoItem; act: Act; 
   );
 }
 
-function GoalActions({ goal, act, busy, headingRef }: { goal: GoalDetailDoc; act: Act; busy: boolean; headingRef: RefObject<HTMLHeadingElement | null> }) {
+/** The form that adds a Todo to the Goal; disabled once the Goal is retired or its lifetime superseded. */
+function AddTodoForm({ act, busy, retired, closed }: { act: Act; busy: boolean; retired: boolean; closed: boolean }) {
   const [title, setTitle] = useState('');
-  const [retiring, setRetiring] = useState(false);
-  const retired = goal.lifecycle === 'retired';
-  // A superseded lifetime takes no write at all: every control below is disabled, the reason shown.
-  const closedWhy = supersededWhy(goal);
-  const closed = closedWhy !== null;
-  const lifecycleWhy = closed ? SUPERSEDED_WHY : 'goal-lifecycle-why';
   async function add(ev: FormEvent) {
     ev.preventDefault();
     await act('todos', { title });
     setTitle('');
   }
   return (
+    <form className="add-todo" onSubmit={(ev) => void add(ev)}>
+      <label htmlFor="new-todo-title">New Todo</label>
+      <input
+        id="new-todo-title"
+        value={title}
+        onChange={(ev) => setTitle(ev.target.value)}
+        required
+        maxLength={512}
+        disabled={retired || closed}
+        aria-describedby={closed ? SUPERSEDED_WHY : 'goal-retired-why'}
+      />
+      <button
+        type="submit"
+        disabled={busy || title === '' || retired || closed}
+        aria-describedby={closed ? SUPERSEDED_WHY : undefined}
+      >
+        Add Todo
+      </button>
+    </form>
+  );
+}
+
+/** Pause, resume and retire (retiring asks to confirm first), each enabled only where the lifecycle allows it. */
+function LifecycleButtons({
+  goal,
+  act,
+  busy,
+  closed,
+  lifecycleWhy,
+}: {
+  goal: GoalDetailDoc;
+  act: Act;
+  busy: boolean;
+  closed: boolean;
+  lifecycleWhy: string;
+}) {
+  const [retiring, setRetiring] = useState(false);
+  const retired = goal.lifecycle === 'retired';
+  return (
+    <div className="actions">
+      <button
+        type="button"
+        disabled={busy || closed || goal.lifecycle !== 'active'}
+        onClick={() => void act('pause')}
+        aria-describedby={lifecycleWhy}
+      >
+        Pause the Goal
+      </button>
+      <button
+        type="button"
+        disabled={busy || closed || goal.lifecycle !== 'paused'}
+        onClick={() => void act('resume')}
+        aria-describedby={lifecycleWhy}
+      >
+        Resume the Goal
+      </button>
+      {retiring ? (
+        <>
+          <span>Retiring ends this lifetime for good. </span>
+          <button
+            type="button"
+            className="danger"
+            disabled={busy}
+            onClick={() => void act('retire').then(() => setRetiring(false))}
+          >
+            Retire {goal.goal_id}
+          </button>
+          <button type="button" className="secondary" onClick={() => setRetiring(false)}>
+            Keep it
+          </button>
+        </>
+      ) : (
+        <button
+          type="button"
+          className="secondary"
+          disabled={busy || retired || closed}
+          onClick={() => setRetiring(true)}
+          aria-describedby={closed ? SUPERSEDED_WHY : undefined}
+        >
+          Retire…
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** The Goal's actions: add a Todo, change its lifecycle, and why a control is disabled. */
+function GoalActions({
+  goal,
+  act,
+  busy,
+  headingRef,
+}: {
+  goal: GoalDetailDoc;
+  act: Act;
+  busy: boolean;
+  headingRef: RefObject<HTMLHeadingElement | null>;
+}) {
+  const retired = goal.lifecycle === 'retired';
+  // A superseded lifetime takes no write at all: every control below is disabled, the reason shown.
+  const closedWhy = supersededWhy(goal);
+  const closed = closedWhy !== null;
+  const lifecycleWhy = closed ? SUPERSEDED_WHY : 'goal-lifecycle-why';
+  return (
     <section aria-labelledby="goal-actions-heading" className="card">
       <h2 id="goal-actions-heading" ref={headingRef} tabIndex={-1}>
         Actions
       </h2>
-      <form className="add-todo" onSubmit={(ev) => void add(ev)}>
-        <label htmlFor="new-todo-title">New Todo</label>
-        <input
-          id="new-todo-title"
-          value={title}
-          onChange={(ev) => setTitle(ev.target.value)}
-          required
-          maxLength={512}
-          disabled={retired || closed}
-          aria-describedby={closed ? SUPERSEDED_WHY : 'goal-retired-why'}
-        />
-        <button type="submit" disabled={busy || title === '' || retired || closed} aria-describedby={closed ? SUPERSEDED_WHY : undefined}>
-          Add Todo
-        </button>
-      </form>
-      <div className="actions">
-        <button type="button" disabled={busy || closed || goal.lifecycle !== 'active'} onClick={() => void act('pause')} aria-describedby={lifecycleWhy}>
-          Pause the Goal
-        </button>
-        <button type="button" disabled={busy || closed || goal.lifecycle !== 'paused'} onClick={() => void act('resume')} aria-describedby={lifecycleWhy}>
-          Resume the Goal
-        </button>
-        {retiring ? (
-          <>
-            <span>Retiring ends this lifetime for good. </span>
-            <button type="button" className="danger" disabled={busy} onClick={() => void act('retire').then(() => setRetiring(false))}>
-              Retire {goal.goal_id}
-            </button>
-            <button type="button" className="secondary" onClick={() => setRetiring(false)}>
-              Keep it
-            </button>
-          </>
-        ) : (
-          <button type="button" className="secondary" disabled={busy || retired || closed} onClick={() => setRetiring(true)} aria-describedby={closed ? SUPERSEDED_WHY : undefined}>
-            Retire…
-          </button>
-        )}
-      </div>
+      <AddTodoForm act={act} busy={busy} retired={retired} closed={closed} />
+      <LifecycleButtons goal={goal} act={act} busy={busy} closed={closed} lifecycleWhy={lifecycleWhy} />
       {closedWhy ? (
         <p id={SUPERSEDED_WHY} data-testid="goal-superseded-why">
           {closedWhy}
@@ -178,7 +283,9 @@ function GoalFacts({ goal }: { goal: GoalDetailDoc }) {
     <dl className="facts card">
       <div>
         <dt>Lifecycle</dt>
-        <dd data-testid="goal-lifecycle">{goal.superseded_by ? `superseded (was ${goal.lifecycle})` : goal.lifecycle}</dd>
+        <dd data-testid="goal-lifecycle">
+          {goal.superseded_by ? `superseded (was ${goal.lifecycle})` : goal.lifecycle}
+        </dd>
       </div>
       <div>
         <dt>Lifetime</dt>
@@ -204,10 +311,12 @@ function GoalFacts({ goal }: { goal: GoalDetailDoc }) {
         <div>
           <dt>Recovered</dt>
           <dd data-testid="goal-lineage">
-            lifetime {goal.lineage.generation} of this Goal; it replaced <code>{abbreviate(goal.lineage.supersedes.goal_instance_id, 14)}</code>, whose old writers are refused.{' '}
+            lifetime {goal.lineage.generation} of this Goal; it replaced{' '}
+            <code>{abbreviate(goal.lineage.supersedes.goal_instance_id, 14)}</code>, whose old writers are refused.{' '}
             {rec ? (
               <>
-                Recovered from backup <code>{rec.backup_id}</code> as captured {rec.captured_at_end ? `up to ${when(rec.captured_at_end)}` : ''} ({rec.achieved_profile}) —{' '}
+                Recovered from backup <code>{rec.backup_id}</code> as captured{' '}
+                {rec.captured_at_end ? `up to ${when(rec.captured_at_end)}` : ''} ({rec.achieved_profile}) —{' '}
                 <a href={ROUTES.recovery(rec.recovery_id)}>the recovery</a>.
               </>
             ) : (
@@ -221,14 +330,26 @@ function GoalFacts({ goal }: { goal: GoalDetailDoc }) {
       {rec ? (
         <div>
           <dt>Lost or unknown</dt>
-          <dd data-testid="goal-lost">{rec.lost_or_unknown.length === 0 ? 'nothing' : rec.lost_or_unknown.join('; ')}</dd>
+          <dd data-testid="goal-lost">
+            {rec.lost_or_unknown.length === 0 ? 'nothing' : rec.lost_or_unknown.join('; ')}
+          </dd>
         </div>
       ) : null}
     </dl>
   );
 }
 
-function TodosTable({ goal, act, busy, progress }: { goal: GoalDetailDoc; act: Act; busy: boolean; progress: ProgressDoc | null }) {
+function TodosTable({
+  goal,
+  act,
+  busy,
+  progress,
+}: {
+  goal: GoalDetailDoc;
+  act: Act;
+  busy: boolean;
+  progress: ProgressDoc | null;
+}) {
   return (
     <TableRegion label="Todos">
       <table className="reflow" data-testid="todos-table">
@@ -245,7 +366,14 @@ function TodosTable({ goal, act, busy, progress }: { goal: GoalDetailDoc; act: A
         </thead>
         <tbody>
           {goal.todos.map((t) => (
-            <TodoRow key={`${t.todo_id}:${t.status}`} todo={t} act={act} busy={busy} closed={goal.superseded_by !== null} last={progress?.last_receipts[t.todo_id]} />
+            <TodoRow
+              key={`${t.todo_id}:${t.status}`}
+              todo={t}
+              act={act}
+              busy={busy}
+              closed={goal.superseded_by !== null}
+              last={progress?.last_receipts[t.todo_id]}
+            />
           ))}
         </tbody>
       </table>
@@ -357,7 +485,9 @@ export function GoalDetail({ goalId, root }: { goalId: string; root: string | nu
           {activity.data ? <GoalRuns activity={activity.data} root={root} /> : null}
           {activity.data ? <GoalEffects activity={activity.data} root={root} /> : null}
           <GoalHistory goalId={goalId} root={root} head={goal.committed_transactions} />
-          {activity.error ? <ErrorBox error={activity.error} title="Could not read the Goal's runs and effects" /> : null}
+          {activity.error ? (
+            <ErrorBox error={activity.error} title="Could not read the Goal's runs and effects" />
+          ) : null}
         </>
       ) : null}
     </>

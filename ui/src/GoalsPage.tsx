@@ -40,7 +40,11 @@ function GoalsTable({ goals, root, label }: { goals: readonly GoalItem[]; root: 
               <td data-label="Title">{g.title}</td>
               <td data-label="Lifecycle" data-testid={`goal-lifecycle-${g.goal_id}`}>
                 {g.superseded_by ? (
-                  <span title={`Superseded by the recovery into ${g.superseded_by.root ?? `root id ${g.superseded_by.root_id}`}; it was ${g.lifecycle}`}>superseded</span>
+                  <span
+                    title={`Superseded by the recovery into ${g.superseded_by.root ?? `root id ${g.superseded_by.root_id}`}; it was ${g.lifecycle}`}
+                  >
+                    superseded
+                  </span>
                 ) : (
                   g.lifecycle
                 )}
@@ -67,7 +71,8 @@ function RecoveredRootGoals({ root }: { root: RecoveredRoot }) {
         Recovered into <code>{root.name}</code>
       </h2>
       <p className="muted">
-        A new root beside this one, made by a recovery of Goal {root.goal_id} ({root.state.replace(/_/g, ' ')}). Its Goals continue there.
+        A new root beside this one, made by a recovery of Goal {root.goal_id} ({root.state.replace(/_/g, ' ')}). Its
+        Goals continue there.
       </p>
       {error ? <ErrorBox error={error} title="Could not list its Goals" /> : null}
       {data ? <GoalsTable goals={data.goals} root={root.name} label={`Goals in ${root.name}`} /> : null}

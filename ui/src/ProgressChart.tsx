@@ -43,8 +43,8 @@ export function ProgressChart({ progress }: { progress: ProgressDoc }) {
         </text>
       </svg>
       <figcaption id="progress-caption">
-        Todos by status after each of {progress.head} committed transactions, from {when(pts[0]!.at)} to {when(last.at)}. Now:{' '}
-        {ORDER.map((s) => `${last.counts[s] ?? 0} ${s}`).join(', ')}.
+        Todos by status after each of {progress.head} committed transactions, from {when(pts[0]!.at)} to {when(last.at)}
+        . Now: {ORDER.map((s) => `${last.counts[s] ?? 0} ${s}`).join(', ')}.
         <span className="legend">
           {ORDER.map((s) => (
             <span key={s} className="legend-item">

@@ -35,7 +35,9 @@ export function RecoverSection({ audit }: { audit: PublicAudit }) {
       ) : !ws ? (
         <Loading what="the Goals of the workspace" />
       ) : (
-        ws.goals.map((g) => <RecoverGoalForm key={g.goal_id} auditId={audit.recovery_id} goalId={g.goal_id} title={g.title} />)
+        ws.goals.map((g) => (
+          <RecoverGoalForm key={g.goal_id} auditId={audit.recovery_id} goalId={g.goal_id} title={g.title} />
+        ))
       )}
     </section>
   );
@@ -43,7 +45,8 @@ export function RecoverSection({ audit }: { audit: PublicAudit }) {
 
 /** Why no Goal of this audit can be recovered: the hold (or error) that prevents it, its owner, and its one next action. */
 function RecoverBlocked({ audit }: { audit: PublicAudit }) {
-  const blocking = audit.findings.find((f) => f.severity === 'hold') ?? audit.findings.find((f) => f.severity === 'error');
+  const blocking =
+    audit.findings.find((f) => f.severity === 'hold') ?? audit.findings.find((f) => f.severity === 'error');
   return (
     <p data-testid="recover-blocked">
       This backup cannot be recovered as it is
@@ -67,9 +70,13 @@ function RecoverGoalForm({ auditId, goalId, title }: { auditId: string; goalId: 
     const ctrl = new AbortController();
     // The proposal fills an empty field the operator is not in, checked and shown in one task
     // (flushSync): arriving late, it must never join or replace what they select and type.
-    getJson<{ destination_name: string }>(`/api/audits/${enc(auditId)}/recoveries/proposal?goal=${enc(goalId)}`, ctrl.signal).then(
+    getJson<{ destination_name: string }>(
+      `/api/audits/${enc(auditId)}/recoveries/proposal?goal=${enc(goalId)}`,
+      ctrl.signal,
+    ).then(
       (r) => {
-        if (document.activeElement !== input.current) flushSync(() => setName((n) => (n === '' ? r.destination_name : n)));
+        if (document.activeElement !== input.current)
+          flushSync(() => setName((n) => (n === '' ? r.destination_name : n)));
       },
       () => undefined,
     );
@@ -81,7 +88,10 @@ function RecoverGoalForm({ auditId, goalId, title }: { auditId: string; goalId: 
     setBusy(true);
     setError(null);
     try {
-      const plan = await postJson<RecoveryPlanAnswer>(`/api/audits/${enc(auditId)}/recoveries`, { goal_id: goalId, destination_name: name });
+      const plan = await postJson<RecoveryPlanAnswer>(`/api/audits/${enc(auditId)}/recoveries`, {
+        goal_id: goalId,
+        destination_name: name,
+      });
       window.location.hash = ROUTES.recovery(plan.recovery_id);
     } catch (e) {
       setError(asApiError(e));
@@ -97,11 +107,20 @@ function RecoverGoalForm({ auditId, goalId, title }: { auditId: string; goalId: 
         Recover this Goal: <code>{goalId}</code> “{title}”
       </h3>
       <label htmlFor={inputId}>New root (a new directory beside this daemon’s root)</label>
-      <input id={inputId} ref={input} value={name} onChange={(ev) => setName(ev.target.value)} required pattern="[A-Za-z0-9][A-Za-z0-9._\-]{0,63}" />
+      <input
+        id={inputId}
+        ref={input}
+        value={name}
+        onChange={(ev) => setName(ev.target.value)}
+        required
+        pattern="[A-Za-z0-9][A-Za-z0-9._\-]{0,63}"
+      />
       <button type="submit" disabled={busy || name === ''}>
         {busy ? 'Planning…' : 'Preview the recovery'}
       </button>
-      <p className="muted">Previewing changes nothing live: it writes a plan into the new directory, bound to this backup by its digest.</p>
+      <p className="muted">
+        Previewing changes nothing live: it writes a plan into the new directory, bound to this backup by its digest.
+      </p>
       {error ? <ErrorBox error={error} title="The recovery cannot be planned" /> : null}
     </form>
   );
@@ -142,7 +161,13 @@ const secondsText = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 /** What became of the hold the operator last acted on: being asked, or the answer. */
 type HoldProgress =
   | { readonly hold_id: string; readonly subject: string; readonly phase: 'asking' }
-  | { readonly hold_id: string; readonly subject: string; readonly phase: 'answered'; readonly text: string; readonly settled: boolean };
+  | {
+      readonly hold_id: string;
+      readonly subject: string;
+      readonly phase: 'answered';
+      readonly text: string;
+      readonly settled: boolean;
+    };
 
 /** The words for what an action on `hold` led to, read from the recovery after it. */
 function holdOutcome(hold: Hold, after: Recovery): { text: string; settled: boolean } {
@@ -157,8 +182,62 @@ function holdOutcome(hold: Hold, after: Recovery): { text: string; settled: bool
 
 /** The last apply's failure as the typed error the page shows (its next action may be null). */
 const applyError = (e: NonNullable<Recovery['last_apply_error']>) =>
-  new ApiError(0, { code: e.code, message: e.message, ...(e.next_action !== null ? { next_action: e.next_action } : {}) });
+  new ApiError(0, {
+    code: e.code,
+    message: e.message,
+    ...(e.next_action !== null ? { next_action: e.next_action } : {}),
+  });
 
+/** The recovery's facts: its new root, steps done, components verified, timing, fences and backup. */
+function StateFacts({ r }: { r: Recovery }) {
+  const s = r.status;
+  return (
+    <dl className="facts">
+      <div>
+        <dt>New root</dt>
+        <dd>
+          <code data-testid="recovery-destination">{r.destination_name}</code> (beside this daemon’s root)
+        </dd>
+      </div>
+      <div>
+        <dt>Steps done</dt>
+        <dd data-testid="recovery-steps">
+          {s.phase.completed_steps} of {s.phase.total_steps}
+          {s.phase.current && s.state !== 'complete' ? ` — next: ${s.phase.current}` : ''}
+        </dd>
+      </div>
+      <div>
+        <dt>Components verified</dt>
+        <dd data-testid="recovery-verification">
+          {s.verification.verified} verified, {s.verification.invalid} invalid, {s.verification.missing} missing,{' '}
+          {s.verification.ambiguous} ambiguous, {s.verification.unsupported} unsupported, {s.verification.unknown}{' '}
+          unknown
+        </dd>
+      </div>
+      {s.timing.apply_ms !== null ? (
+        <div>
+          <dt>Time</dt>
+          <dd data-testid="recovery-timing">
+            the apply took {secondsText(s.timing.apply_ms)}
+            {s.timing.held_ms !== null
+              ? `; it then stood held ${secondsText(s.timing.held_ms)} until its holds were settled (time waiting on you, not the apply's)`
+              : ''}
+          </dd>
+        </div>
+      ) : null}
+      <div>
+        <dt>Old writers fenced</dt>
+        <dd>{s.fences.source_established ? 'yes' : 'not yet'}</dd>
+      </div>
+      <div>
+        <dt>Backup</dt>
+        <dd>{s.backup_id}</dd>
+      </div>
+    </dl>
+  );
+}
+
+/** The recovery's state, with its facts, its last failure or refusal, its result, and a retry when it stopped. */
 function StateCard({
   r,
   running,
@@ -180,52 +259,20 @@ function StateCard({
         State
       </h2>
       <p className={`status-badge recovery-${s.state}`} data-testid="recovery-state" role="status">
-        {s.state === 'applying' && !r.applying_now ? 'stopped part-way — not running now' : (STATE_WORDS[s.state] ?? s.state)}
+        {s.state === 'applying' && !r.applying_now
+          ? 'stopped part-way — not running now'
+          : (STATE_WORDS[s.state] ?? s.state)}
       </p>
-      <dl className="facts">
-        <div>
-          <dt>New root</dt>
-          <dd>
-            <code data-testid="recovery-destination">{r.destination_name}</code> (beside this daemon’s root)
-          </dd>
-        </div>
-        <div>
-          <dt>Steps done</dt>
-          <dd data-testid="recovery-steps">
-            {s.phase.completed_steps} of {s.phase.total_steps}
-            {s.phase.current && s.state !== 'complete' ? ` — next: ${s.phase.current}` : ''}
-          </dd>
-        </div>
-        <div>
-          <dt>Components verified</dt>
-          <dd data-testid="recovery-verification">
-            {s.verification.verified} verified, {s.verification.invalid} invalid, {s.verification.missing} missing, {s.verification.ambiguous} ambiguous,{' '}
-            {s.verification.unsupported} unsupported, {s.verification.unknown} unknown
-          </dd>
-        </div>
-        {s.timing.apply_ms !== null ? (
-          <div>
-            <dt>Time</dt>
-            <dd data-testid="recovery-timing">
-              the apply took {secondsText(s.timing.apply_ms)}
-              {s.timing.held_ms !== null ? `; it then stood held ${secondsText(s.timing.held_ms)} until its holds were settled (time waiting on you, not the apply's)` : ''}
-            </dd>
-          </div>
-        ) : null}
-        <div>
-          <dt>Old writers fenced</dt>
-          <dd>{s.fences.source_established ? 'yes' : 'not yet'}</dd>
-        </div>
-        <div>
-          <dt>Backup</dt>
-          <dd>{s.backup_id}</dd>
-        </div>
-      </dl>
+      <StateFacts r={r} />
       {r.last_apply_error ? <ErrorBox error={applyError(r.last_apply_error)} title="The last apply stopped" /> : null}
       {actionError ? <ErrorBox error={actionError} title="Refused" testId="recovery-refusal" /> : null}
       {s.state === 'complete' ? <RecoveryResult r={r} /> : null}
       {s.state === 'applying' && !r.applying_now ? (
-        <button type="button" disabled={running} onClick={() => void act(`/api/recoveries/${enc(r.recovery_id)}/apply`, { confirm: s.plan_digest })}>
+        <button
+          type="button"
+          disabled={running}
+          onClick={() => void act(`/api/recoveries/${enc(r.recovery_id)}/apply`, { confirm: s.plan_digest })}
+        >
           Retry the apply (it continues where it stopped)
         </button>
       ) : null}
@@ -239,7 +286,8 @@ function RecoveryResult({ r }: { r: Recovery }) {
   return (
     <div data-testid="recovery-result">
       <p>
-        The Goal continues in the new root under a new lifetime (<code className="digest">{s.goal.new_instance_id}</code>); its old lifetime can no longer write.
+        The Goal continues in the new root under a new lifetime (
+        <code className="digest">{s.goal.new_instance_id}</code>); its old lifetime can no longer write.
       </p>
       <p>
         <a href={ROUTES.goal(r.goal_id, r.destination_name)}>
@@ -266,11 +314,15 @@ function ConfirmCard({ r, running, act }: { r: Recovery; running: boolean; act: 
         Plan digest: <code data-testid="plan-digest">{s.plan_digest}</code>
       </p>
       <label className="confirm-check">
-        <input type="checkbox" checked={confirmed} onChange={(ev) => setConfirmed(ev.target.checked)} /> I have read the preview: recover this Goal into{' '}
-        <code>{r.destination_name}</code>
+        <input type="checkbox" checked={confirmed} onChange={(ev) => setConfirmed(ev.target.checked)} /> I have read the
+        preview: recover this Goal into <code>{r.destination_name}</code>
       </label>
       <div className="actions">
-        <button type="button" disabled={!confirmed || running} onClick={() => void act(`${base}/apply`, { confirm: s.plan_digest })}>
+        <button
+          type="button"
+          disabled={!confirmed || running}
+          onClick={() => void act(`${base}/apply`, { confirm: s.plan_digest })}
+        >
           Confirm and recover
         </button>
         <button type="button" className="secondary" disabled={running} onClick={() => void act(`${base}/abort`)}>
@@ -296,8 +348,8 @@ function ReceiverGone({ hold, resolve, running, act }: { hold: Hold; resolve: st
     <fieldset className="hold-outcome">
       <legend>Or, if it will never answer again</legend>
       <p>
-        Its deliveries whose outcome is unknown are abandoned (never sent, their outcome never guessed), and this Goal sends it nothing more. Hold digest{' '}
-        <code>{abbreviate(hold.digest)}</code>.
+        Its deliveries whose outcome is unknown are abandoned (never sent, their outcome never guessed), and this Goal
+        sends it nothing more. Hold digest <code>{abbreviate(hold.digest)}</code>.
       </p>
       <label htmlFor={id}>How you know it is gone</label>
       <input id={id} type="text" maxLength={1000} value={reason} onChange={(ev) => setReason(ev.target.value)} />
@@ -313,8 +365,60 @@ function ReceiverGone({ hold, resolve, running, act }: { hold: Hold; resolve: st
   );
 }
 
+/** One hold: whose it is, when it continues, and the controls that may settle it. */
+function HoldItem({ r, h, running, act }: { r: Recovery; h: Hold; running: boolean; act: Act }) {
+  const resolve = `/api/recoveries/${enc(r.recovery_id)}/holds/${enc(h.hold_id)}/resolve`;
+  return (
+    <li data-testid={`hold-${h.hold_id}`}>
+      <p>
+        <strong>{h.subject}</strong> — owner <code>{h.owner}</code>, <code>{h.code}</code>
+      </p>
+      <p>Continues when: {h.continuation}</p>
+      {FINAL_RECEIVER_HOLDS.has(h.code) ? null : (
+        // A receiver that follows another lifetime of the Goal is never settled by asking again.
+        <button type="button" disabled={running} onClick={() => void act(resolve, {})}>
+          Ask again and settle
+        </button>
+      )}
+      {GONE_SETTLEABLE.has(h.code) ? <ReceiverGone hold={h} resolve={resolve} running={running} act={act} /> : null}
+      {h.code === 'effect_outcome_unknown' ? (
+        // An effect whose outcome is unknown may also be settled from the operator's own evidence.
+        <fieldset className="hold-outcome">
+          <legend>Or settle it from your own evidence</legend>
+          <button
+            type="button"
+            className="secondary"
+            disabled={running}
+            onClick={() => void act(resolve, { outcome: 'committed' })}
+          >
+            It happened: committed
+          </button>
+          <button
+            type="button"
+            className="secondary"
+            disabled={running}
+            onClick={() => void act(resolve, { outcome: 'absent' })}
+          >
+            It did not happen: absent
+          </button>
+        </fieldset>
+      ) : null}
+    </li>
+  );
+}
+
 /** Each hold's control, with what the last action on a hold is doing or led to (announced), and the holds settled so far. */
-function HoldsCard({ r, running, act, progress }: { r: Recovery; running: boolean; act: (hold: Hold) => Act; progress: HoldProgress | null }) {
+function HoldsCard({
+  r,
+  running,
+  act,
+  progress,
+}: {
+  r: Recovery;
+  running: boolean;
+  act: (hold: Hold) => Act;
+  progress: HoldProgress | null;
+}) {
   if (r.status.holds.length === 0 && r.status.resolved_holds.length === 0 && progress === null) return null;
   return (
     <section aria-labelledby="holds-heading" className="card" data-testid="recovery-holds">
@@ -333,37 +437,9 @@ function HoldsCard({ r, running, act, progress }: { r: Recovery; running: boolea
       </div>
       {r.status.holds.length === 0 ? <p>Nothing is held.</p> : null}
       <ul className="holds">
-        {r.status.holds.map((h) => {
-          const resolve = `/api/recoveries/${enc(r.recovery_id)}/holds/${enc(h.hold_id)}/resolve`;
-          const holdAct = act(h);
-          return (
-            <li key={h.hold_id} data-testid={`hold-${h.hold_id}`}>
-              <p>
-                <strong>{h.subject}</strong> — owner <code>{h.owner}</code>, <code>{h.code}</code>
-              </p>
-              <p>Continues when: {h.continuation}</p>
-              {FINAL_RECEIVER_HOLDS.has(h.code) ? null : (
-                // A receiver that follows another lifetime of the Goal is never settled by asking again.
-                <button type="button" disabled={running} onClick={() => void holdAct(resolve, {})}>
-                  Ask again and settle
-                </button>
-              )}
-              {GONE_SETTLEABLE.has(h.code) ? <ReceiverGone hold={h} resolve={resolve} running={running} act={holdAct} /> : null}
-              {h.code === 'effect_outcome_unknown' ? (
-                // An effect whose outcome is unknown may also be settled from the operator's own evidence.
-                <fieldset className="hold-outcome">
-                  <legend>Or settle it from your own evidence</legend>
-                  <button type="button" className="secondary" disabled={running} onClick={() => void holdAct(resolve, { outcome: 'committed' })}>
-                    It happened: committed
-                  </button>
-                  <button type="button" className="secondary" disabled={running} onClick={() => void holdAct(resolve, { outcome: 'absent' })}>
-                    It did not happen: absent
-                  </button>
-                </fieldset>
-              ) : null}
-            </li>
-          );
-        })}
+        {r.status.holds.map((h) => (
+          <HoldItem key={h.hold_id} r={r} h={h} running={running} act={act(h)} />
+        ))}
       </ul>
       {r.status.resolved_holds.length > 0 ? (
         <>
@@ -418,7 +494,9 @@ export function RecoveryView({ recoveryId }: { recoveryId: string }) {
     async (path, body) => {
       setHoldProgress({ hold_id: hold.hold_id, subject: hold.subject, phase: 'asking' });
       const after = await act(path, body);
-      setHoldProgress(after ? { hold_id: hold.hold_id, subject: hold.subject, phase: 'answered', ...holdOutcome(hold, after) } : null);
+      setHoldProgress(
+        after ? { hold_id: hold.hold_id, subject: hold.subject, phase: 'answered', ...holdOutcome(hold, after) } : null,
+      );
       return after;
     };
 

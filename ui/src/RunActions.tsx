@@ -23,13 +23,23 @@ export interface ActionOutcome {
 }
 
 /** The run's actions, one at a time: each answer is merged into the run, which is then read again (the view carries what a summary does not). */
-export function useRunActions(runId: string, root: string | null, setRun: (f: (prev: RunView | null) => RunView | null) => void, loadRun: () => Promise<RunView>) {
+export function useRunActions(
+  runId: string,
+  root: string | null,
+  setRun: (f: (prev: RunView | null) => RunView | null) => void,
+  loadRun: () => Promise<RunView>,
+) {
   const [busy, setBusy] = useState<ActionName | null>(null);
   const [outcome, setOutcome] = useState<ActionOutcome | null>(null);
   const [turns, setTurns] = useState('');
 
   /** POST the action; true when it was done. */
-  async function post(name: Exclude<ActionName, 'export'>, body: unknown, note: (s: RunSummary) => string, subject?: string): Promise<boolean> {
+  async function post(
+    name: Exclude<ActionName, 'export'>,
+    body: unknown,
+    note: (s: RunSummary) => string,
+    subject?: string,
+  ): Promise<boolean> {
     if (busy) return false;
     setBusy(name);
     setOutcome(null);
@@ -53,11 +63,17 @@ export function useRunActions(runId: string, root: string | null, setRun: (f: (p
     setBusy('export');
     setOutcome(null);
     try {
-      const res = await apiFetch(runPath(runId, root, '/export'), { method: 'POST', headers: { Accept: 'application/octet-stream' } });
+      const res = await apiFetch(runPath(runId, root, '/export'), {
+        method: 'POST',
+        headers: { Accept: 'application/octet-stream' },
+      });
       const blob = await res.blob();
       saveBlob(new Blob([blob], { type: 'application/octet-stream' }), `${runId}.snapshot`);
       const sha = res.headers.get('x-loopx-sha256');
-      setOutcome({ name: 'export', note: `Exported ${runId}.snapshot (${formatBytes(blob.size)}${sha ? `, SHA-256 ${abbreviate(sha, 16)}` : ''}).` });
+      setOutcome({
+        name: 'export',
+        note: `Exported ${runId}.snapshot (${formatBytes(blob.size)}${sha ? `, SHA-256 ${abbreviate(sha, 16)}` : ''}).`,
+      });
     } catch (e) {
       setOutcome({ name: 'export', error: asApiError(e) });
     } finally {
@@ -80,7 +96,15 @@ export function ActionNote({ actions }: { actions: RunActions }) {
 }
 
 /** The refusal of one of `names` (on `subject`, if given), where its control is. */
-export function ActionRefusal({ actions, names, subject }: { actions: RunActions; names: readonly ActionName[]; subject?: string }) {
+export function ActionRefusal({
+  actions,
+  names,
+  subject,
+}: {
+  actions: RunActions;
+  names: readonly ActionName[];
+  subject?: string;
+}) {
   const o = actions.outcome;
   if (!o?.error || !names.includes(o.name) || (subject !== undefined && o.subject !== subject)) return null;
   return <ErrorBox error={o.error} title="Refused" />;
@@ -104,7 +128,13 @@ export function ActionButton({
   const id = useId();
   return (
     <span className="run-action">
-      <button type={type} className={className} disabled={why !== null} aria-describedby={why !== null ? id : undefined} onClick={onClick}>
+      <button
+        type={type}
+        className={className}
+        disabled={why !== null}
+        aria-describedby={why !== null ? id : undefined}
+        onClick={onClick}
+      >
         {children}
       </button>
       {why !== null ? (
@@ -142,7 +172,11 @@ export function RunControls({ run, actions }: { run: RunView; actions: RunAction
   const resume = () => {
     const n = Number.parseInt(turns, 10);
     const body = turns.trim() !== '' && Number.isFinite(n) ? { turns: n } : {};
-    void post('resume', body, (s) => `Resumed: status ${s.status}, ${s.completed_turns} turns, last sequence ${s.last_sequence}.`);
+    void post(
+      'resume',
+      body,
+      (s) => `Resumed: status ${s.status}, ${s.completed_turns} turns, last sequence ${s.last_sequence}.`,
+    );
   };
   return (
     <>
@@ -151,7 +185,9 @@ export function RunControls({ run, actions }: { run: RunView; actions: RunAction
           why={orBusy(suspendWhy(run))}
           onClick={() =>
             void post('suspend', undefined, (s) =>
-              s.status === 'suspended' ? 'Suspended.' : `Suspend requested: the run suspends at its next completed turn boundary (status ${s.status}).`,
+              s.status === 'suspended'
+                ? 'Suspended.'
+                : `Suspend requested: the run suspends at its next completed turn boundary (status ${s.status}).`,
             )
           }
         >
@@ -159,18 +195,32 @@ export function RunControls({ run, actions }: { run: RunView; actions: RunAction
         </ActionButton>
         <span className="inline-field">
           <label htmlFor={turnsId}>Turns to resume (optional)</label>
-          <input id={turnsId} type="number" min={1} step={1} inputMode="numeric" value={turns} onChange={(e) => setTurns(e.currentTarget.value)} />
+          <input
+            id={turnsId}
+            type="number"
+            min={1}
+            step={1}
+            inputMode="numeric"
+            value={turns}
+            onChange={(e) => setTurns(e.currentTarget.value)}
+          />
         </span>
         <ActionButton why={orBusy(resumeWhy(run))} onClick={resume}>
           {busy === 'resume' ? 'Resuming…' : 'Resume'}
         </ActionButton>
-        <ActionButton why={orBusy(run.status === 'active' ? 'Only a suspended or finished run is exported: suspend it first.' : null)} onClick={() => void exportSnapshot()}>
+        <ActionButton
+          why={orBusy(
+            run.status === 'active' ? 'Only a suspended or finished run is exported: suspend it first.' : null,
+          )}
+          onClick={() => void exportSnapshot()}
+        >
           {busy === 'export' ? 'Exporting…' : 'Export'}
         </ActionButton>
         <CancelRun run={run} actions={actions} />
       </div>
       <p className="muted">
-        Suspend takes effect at the next completed turn boundary. Export saves the signed snapshot of a suspended or finished run. Cancel ends the run for good.
+        Suspend takes effect at the next completed turn boundary. Export saves the signed snapshot of a suspended or
+        finished run. Cancel ends the run for good.
       </p>
       <ActionNote actions={actions} />
       <ActionRefusal actions={actions} names={['suspend', 'resume', 'export', 'cancel']} />
@@ -196,9 +246,15 @@ function CancelRun({ run, actions }: { run: RunView; actions: RunActions }) {
   return (
     <span className="confirm-cancel" role="group" aria-label="Confirm the cancel">
       <span>
-        Cancel run <code>{abbreviate(run.run_id, 16)}</code>? It ends for good: it cannot be resumed, and its snapshots no longer import.
+        Cancel run <code>{abbreviate(run.run_id, 16)}</code>? It ends for good: it cannot be resumed, and its snapshots
+        no longer import.
       </span>
-      <button type="button" className="danger" disabled={actions.busy !== null} onClick={() => void cancelRun(actions, () => setAsking(false))}>
+      <button
+        type="button"
+        className="danger"
+        disabled={actions.busy !== null}
+        onClick={() => void cancelRun(actions, () => setAsking(false))}
+      >
         {actions.busy === 'cancel' ? 'Cancelling…' : 'Yes, cancel the run'}
       </button>
       <button ref={keep} type="button" onClick={() => setAsking(false)}>

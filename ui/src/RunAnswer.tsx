@@ -3,7 +3,15 @@ import { useId, useState, type FormEvent } from 'react';
 import { ActionButton, ActionRefusal, type RunActions } from './RunActions';
 import type { RunView } from './types';
 
-export function RunAnswer({ run, question, actions }: { run: RunView; question: { interaction_id: string; prompt: string }; actions: RunActions }) {
+export function RunAnswer({
+  run,
+  question,
+  actions,
+}: {
+  run: RunView;
+  question: { interaction_id: string; prompt: string };
+  actions: RunActions;
+}) {
   const fieldId = useId();
   const promptId = useId();
   const [text, setText] = useState('');
@@ -17,7 +25,9 @@ export function RunAnswer({ run, question, actions }: { run: RunView; question: 
     }
     setMissing(false);
     const done = await actions.post('answer', { interaction_id: question.interaction_id, text }, (s) =>
-      s.waiting_for?.kind === 'interaction' ? 'Answered; the run asks again.' : `Answered: the run is ${s.status}, ${s.completed_turns} turns.`,
+      s.waiting_for?.kind === 'interaction'
+        ? 'Answered; the run asks again.'
+        : `Answered: the run is ${s.status}, ${s.completed_turns} turns.`,
     );
     if (done) setText('');
   }
@@ -37,14 +47,25 @@ export function RunAnswer({ run, question, actions }: { run: RunView; question: 
       <form onSubmit={(e) => void onSubmit(e)} noValidate>
         <div className="field field-stacked">
           <label htmlFor={fieldId}>Your answer</label>
-          <textarea id={fieldId} rows={3} value={text} aria-describedby={promptId} aria-invalid={missing || undefined} onChange={(e) => setText(e.currentTarget.value)} />
+          <textarea
+            id={fieldId}
+            rows={3}
+            value={text}
+            aria-describedby={promptId}
+            aria-invalid={missing || undefined}
+            onChange={(e) => setText(e.currentTarget.value)}
+          />
         </div>
         {missing ? (
           <p className="field-error" role="alert">
             Write an answer first.
           </p>
         ) : null}
-        <ActionButton type="submit" className="primary" why={actions.busy !== null && actions.busy !== 'answer' ? 'Another action on this run is in progress.' : null}>
+        <ActionButton
+          type="submit"
+          className="primary"
+          why={actions.busy !== null && actions.busy !== 'answer' ? 'Another action on this run is in progress.' : null}
+        >
           {actions.busy === 'answer' ? 'Sending…' : 'Send the answer'}
         </ActionButton>
       </form>

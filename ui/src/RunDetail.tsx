@@ -33,10 +33,21 @@ export function RunDetail({ runId, root = null }: { runId: string; root?: string
       {run ? <RunStatusCard run={run} actions={actions} /> : null}
       {run && waiting?.kind === 'interaction' ? <RunAnswer run={run} question={waiting} actions={actions} /> : null}
       {run && waiting?.kind === 'resolution' ? (
-        <RunResolve run={run} calls={waiting.effects ?? waiting.call_ids.map((c) => ({ call_id: c, operation_id: c, outcome: null }))} actions={actions} />
+        <RunResolve
+          run={run}
+          calls={waiting.effects ?? waiting.call_ids.map((c) => ({ call_id: c, operation_id: c, outcome: null }))}
+          actions={actions}
+        />
       ) : null}
       <RunStreaming events={events} />
-      <RunEvents events={events} follow={follow} status={run?.status ?? null} streamError={streamError} importedAt={importedAt} refollow={refollow} />
+      <RunEvents
+        events={events}
+        follow={follow}
+        status={run?.status ?? null}
+        streamError={streamError}
+        importedAt={importedAt}
+        refollow={refollow}
+      />
     </>
   );
 }
@@ -71,7 +82,8 @@ function RunFacts({ run }: { run: RunView }) {
         <div>
           <dt>Model tokens</dt>
           <dd data-testid="run-usage">
-            {run.usage.input_tokens + run.usage.output_tokens} ({run.usage.input_tokens} in, {run.usage.output_tokens} out{run.usage.estimated ? ', partly estimated' : ''})
+            {run.usage.input_tokens + run.usage.output_tokens} ({run.usage.input_tokens} in, {run.usage.output_tokens}{' '}
+            out{run.usage.estimated ? ', partly estimated' : ''})
           </dd>
         </div>
       ) : null}

@@ -52,15 +52,20 @@ export function RunEvents({
       <p className="muted">
         <span role="status" data-testid="run-follow-state">
           {follow === 'connecting' ? 'Connecting to the event stream…' : null}
-          {follow === 'following' ? 'Following live: new events appear here as the run is driven — from this page, another tab or the command line.' : null}
-          {follow === 'finished' ? `Not following: the run has ended${status ? ` (${status})` : ''}; no more events will come.` : null}
+          {follow === 'following'
+            ? 'Following live: new events appear here as the run is driven — from this page, another tab or the command line.'
+            : null}
+          {follow === 'finished'
+            ? `Not following: the run has ended${status ? ` (${status})` : ''}; no more events will come.`
+            : null}
           {follow === 'error' ? 'The event stream stopped.' : null}
         </span>{' '}
         <span>{events.length === 1 ? '1 event' : `${events.length} events`} shown.</span>
       </p>
       {importedAt !== null ? (
         <p className="muted" data-testid="run-imported-note">
-          This run came into this root by import: events up to sequence {importedAt} are not here; the list starts after it.
+          This run came into this root by import: events up to sequence {importedAt} are not here; the list starts after
+          it.
         </p>
       ) : null}
       {streamError ? <ErrorBox error={streamError} title="Could not follow the events" /> : null}
@@ -116,7 +121,11 @@ function EventLines({ events }: { events: readonly RunEvent[] }) {
   return (
     <ol className="events">
       {linesOf(events).map(({ event: e, words, when }) => (
-        <li key={e.sequence} data-testid="run-event" className={words.deduplicated ? 'ev-deduplicated' : words.tone ? `ev-${words.tone}` : undefined}>
+        <li
+          key={e.sequence}
+          data-testid="run-event"
+          className={words.deduplicated ? 'ev-deduplicated' : words.tone ? `ev-${words.tone}` : undefined}
+        >
           <span className="ev-seq">
             <span className="visually-hidden">Event </span>
             {e.sequence}

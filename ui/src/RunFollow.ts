@@ -91,7 +91,13 @@ interface FollowHandlers {
 }
 
 /** One pass over the live stream from the last event seen; resolves with the last view it carried (or null) when the daemon ends it. */
-async function followOnce(runId: string, root: string | null, signal: AbortSignal, lastSeen: { current: number }, h: FollowHandlers): Promise<RunView | null> {
+async function followOnce(
+  runId: string,
+  root: string | null,
+  signal: AbortSignal,
+  lastSeen: { current: number },
+  h: FollowHandlers,
+): Promise<RunView | null> {
   let streamFailure: ApiError | null = null;
   let view: RunView | null = null;
   await readSse(runPath(runId, root, `/events?follow=until-terminal&after=${lastSeen.current}`), {
@@ -126,7 +132,13 @@ async function followOnce(runId: string, root: string | null, signal: AbortSigna
 }
 
 /** Follow the run until it has ended: again after a pause if the daemon ended the stream before; an imported run from its snapshot's sequence. */
-async function followRun(runId: string, root: string | null, signal: AbortSignal, lastSeen: { current: number }, h: FollowHandlers): Promise<void> {
+async function followRun(
+  runId: string,
+  root: string | null,
+  signal: AbortSignal,
+  lastSeen: { current: number },
+  h: FollowHandlers,
+): Promise<void> {
   while (!signal.aborted) {
     let last: RunView | null;
     try {
@@ -161,7 +173,12 @@ async function followRun(runId: string, root: string | null, signal: AbortSignal
 }
 
 /** The run's events as they arrive, and the run's view as it changes; `refollow` opens the stream again after it failed. */
-export function useRunEvents(runId: string, root: string | null, setRun: (r: RunView) => void, loadRun: (signal?: AbortSignal) => Promise<RunView>) {
+export function useRunEvents(
+  runId: string,
+  root: string | null,
+  setRun: (r: RunView) => void,
+  loadRun: (signal?: AbortSignal) => Promise<RunView>,
+) {
   const [events, setEvents] = useState<readonly RunEvent[]>([]);
   const [follow, setFollow] = useState<Follow>('connecting');
   const [streamError, setStreamError] = useState<ApiError | null>(null);
@@ -171,7 +188,14 @@ export function useRunEvents(runId: string, root: string | null, setRun: (r: Run
 
   useEffect(() => {
     const ctrl = new AbortController();
-    void followRun(runId, root, ctrl.signal, lastSeen, { setFollow, setEvents, setStreamError, setImportedAt, setRun, loadRun });
+    void followRun(runId, root, ctrl.signal, lastSeen, {
+      setFollow,
+      setEvents,
+      setStreamError,
+      setImportedAt,
+      setRun,
+      loadRun,
+    });
     return () => ctrl.abort();
   }, [runId, root, streamGeneration, setRun, loadRun]);
 

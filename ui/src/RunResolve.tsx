@@ -12,9 +12,21 @@ import type { CallEvidence, RunView, UncertainCall } from './types';
 type Choice = 'committed' | 'absent' | 'abandon';
 
 const CHOICES: readonly { value: Choice; label: string; hint: string }[] = [
-  { value: 'committed', label: 'It took effect (committed)', hint: 'The receiver has it. Give the result the run should see.' },
-  { value: 'absent', label: 'It did not take effect (absent)', hint: 'The receiver never got it. It is not sent again.' },
-  { value: 'abandon', label: 'Give up knowing (abandon)', hint: 'The outcome stays unknown and held; the run goes on without it.' },
+  {
+    value: 'committed',
+    label: 'It took effect (committed)',
+    hint: 'The receiver has it. Give the result the run should see.',
+  },
+  {
+    value: 'absent',
+    label: 'It did not take effect (absent)',
+    hint: 'The receiver never got it. It is not sent again.',
+  },
+  {
+    value: 'abandon',
+    label: 'Give up knowing (abandon)',
+    hint: 'The outcome stays unknown and held; the run goes on without it.',
+  },
 ];
 
 const OUTCOME_WORDS: Record<string, string> = {
@@ -22,13 +34,21 @@ const OUTCOME_WORDS: Record<string, string> = {
   unknown: 'unknown',
 };
 
-export function RunResolve({ run, calls, actions }: { run: RunView; calls: readonly UncertainCall[]; actions: RunActions }) {
+export function RunResolve({
+  run,
+  calls,
+  actions,
+}: {
+  run: RunView;
+  calls: readonly UncertainCall[];
+  actions: RunActions;
+}) {
   return (
     <section aria-labelledby="run-uncertain-heading" className="card" data-testid="run-uncertain">
       <h2 id="run-uncertain-heading">Uncertain calls</h2>
       <p>
-        These mutating calls were sent and their outcome is unknown. The run waits: it never sends them again. Check the receiver with the evidence below, then settle each one
-        under its original id.
+        These mutating calls were sent and their outcome is unknown. The run waits: it never sends them again. Check the
+        receiver with the evidence below, then settle each one under its original id.
       </p>
       {calls.map((c) => (
         <ResolveCall key={c.call_id} run={run} call={c} actions={actions} />
@@ -37,6 +57,38 @@ export function RunResolve({ run, calls, actions }: { run: RunView; calls: reado
   );
 }
 
+/** The radio choices of what happened at the receiver: committed, absent or abandon. */
+function ChoiceFieldset({
+  name,
+  choice,
+  onChoose,
+}: {
+  name: string;
+  choice: Choice | null;
+  onChoose: (c: Choice) => void;
+}) {
+  return (
+    <fieldset>
+      <legend>What happened at the receiver?</legend>
+      {CHOICES.map((c) => (
+        <label key={c.value} className="choice">
+          <input
+            type="radio"
+            name={name}
+            value={c.value}
+            checked={choice === c.value}
+            onChange={() => onChoose(c.value)}
+          />{' '}
+          <span>
+            {c.label} <span className="muted choice-hint">{c.hint}</span>
+          </span>
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
+/** One uncertain call: its evidence beside the confirmed form that settles it under its original id. */
 function ResolveCall({ run, call, actions }: { run: RunView; call: UncertainCall; actions: RunActions }) {
   const headingId = useId();
   const resultId = useId();
@@ -60,7 +112,12 @@ function ResolveCall({ run, call, actions }: { run: RunView; call: UncertainCall
     ev.preventDefault();
     if (why !== null || choice === null) return;
     const body = { call_id: call.call_id, resolution: choice, ...(choice === 'committed' ? { result } : {}) };
-    await actions.post('resolve', body, (s) => `Resolved call ${short} as ${choice}: the run is ${s.status}.`, call.call_id);
+    await actions.post(
+      'resolve',
+      body,
+      (s) => `Resolved call ${short} as ${choice}: the run is ${s.status}.`,
+      call.call_id,
+    );
   }
 
   return (
@@ -71,26 +128,22 @@ function ResolveCall({ run, call, actions }: { run: RunView; call: UncertainCall
       <div className="uncertain-body">
         <Evidence call={call} />
         <form onSubmit={(e) => void onSubmit(e)} noValidate className="resolve-form">
-          <fieldset>
-            <legend>What happened at the receiver?</legend>
-            {CHOICES.map((c) => (
-              <label key={c.value} className="choice">
-                <input type="radio" name={`resolution-${call.call_id}`} value={c.value} checked={choice === c.value} onChange={() => setChoice(c.value)} />{' '}
-                <span>
-                  {c.label} <span className="muted choice-hint">{c.hint}</span>
-                </span>
-              </label>
-            ))}
-          </fieldset>
+          <ChoiceFieldset name={`resolution-${call.call_id}`} choice={choice} onChoose={setChoice} />
           {choice === 'committed' ? (
             <div className="field field-stacked">
               <label htmlFor={resultId}>Its result, as JSON</label>
-              <textarea id={resultId} rows={2} value={result} placeholder='{"delivered": true}' onChange={(e) => setResult(e.currentTarget.value)} />
+              <textarea
+                id={resultId}
+                rows={2}
+                value={result}
+                placeholder='{"delivered": true}'
+                onChange={(e) => setResult(e.currentTarget.value)}
+              />
             </div>
           ) : null}
           <label className="confirm-check">
-            <input type="checkbox" checked={confirmed} onChange={(e) => setConfirmed(e.currentTarget.checked)} /> I checked the receiver’s evidence for call {short}: settle it as{' '}
-            {choice ?? '…'}. It is never sent again.
+            <input type="checkbox" checked={confirmed} onChange={(e) => setConfirmed(e.currentTarget.checked)} /> I
+            checked the receiver’s evidence for call {short}: settle it as {choice ?? '…'}. It is never sent again.
           </label>
           <ActionButton type="submit" className="primary" why={why}>
             {actions.busy === 'resolve' ? 'Resolving…' : `Resolve call ${short}`}
@@ -115,7 +168,11 @@ function Evidence({ call }: { call: UncertainCall }) {
     <dl className="facts evidence" data-testid="call-evidence" aria-label={`Evidence for call ${call.call_id}`}>
       <div>
         <dt>Effect owner’s outcome</dt>
-        <dd>{call.outcome === null ? 'no record (the call is older than the effect journal)' : (OUTCOME_WORDS[call.outcome] ?? call.outcome)}</dd>
+        <dd>
+          {call.outcome === null
+            ? 'no record (the call is older than the effect journal)'
+            : (OUTCOME_WORDS[call.outcome] ?? call.outcome)}
+        </dd>
       </div>
       {e ? (
         <>
@@ -128,8 +185,8 @@ function Evidence({ call }: { call: UncertainCall }) {
           <div>
             <dt>Arguments</dt>
             <dd>
-              {e.arguments.fields.length > 0 ? e.arguments.fields.join(', ') : 'no named fields'}; {e.arguments.bytes} bytes, SHA-256{' '}
-              <code title={e.arguments.sha256}>{abbreviate(e.arguments.sha256, 16)}</code>
+              {e.arguments.fields.length > 0 ? e.arguments.fields.join(', ') : 'no named fields'}; {e.arguments.bytes}{' '}
+              bytes, SHA-256 <code title={e.arguments.sha256}>{abbreviate(e.arguments.sha256, 16)}</code>
             </dd>
           </div>
         </>
@@ -145,8 +202,8 @@ function EffectFacts({ effect }: { effect: NonNullable<CallEvidence['effect']> }
       <div>
         <dt>The receiver was asked</dt>
         <dd>
-          <code>{effect.kind}</code> at <code>{effect.target}</code>, under key <code>{effect.idempotency_key}</code>; intent SHA-256{' '}
-          <code title={effect.intent_digest}>{abbreviate(effect.intent_digest, 16)}</code>
+          <code>{effect.kind}</code> at <code>{effect.target}</code>, under key <code>{effect.idempotency_key}</code>;
+          intent SHA-256 <code title={effect.intent_digest}>{abbreviate(effect.intent_digest, 16)}</code>
         </dd>
       </div>
       <div>

@@ -5,7 +5,12 @@ export function RunStatus({ run }: { run: RunSummary }) {
   return (
     <>
       <span className={`badge run-${run.status}`}>{run.status}</span>
-      {run.waiting_for ? <span className="muted"> waiting for {run.waiting_for.kind === 'interaction' ? 'an answer' : 'a resolution'}</span> : null}
+      {run.waiting_for ? (
+        <span className="muted">
+          {' '}
+          waiting for {run.waiting_for.kind === 'interaction' ? 'an answer' : 'a resolution'}
+        </span>
+      ) : null}
       {run.suspend_requested ? <span className="muted"> suspend requested</span> : null}
     </>
   );

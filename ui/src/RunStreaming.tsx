@@ -21,9 +21,18 @@ export function inFlightText(events: readonly RunEvent[]): InFlight | null {
     if (e.type === 'ModelStreamed' && callId) {
       const attempt = Number(e.data.attempt);
       const text = String(e.data.text ?? '');
-      const same: InFlight | null = current !== null && current.callId === callId && current.attempt === attempt ? current : null;
-      current = same ? { turn: same.turn, callId, attempt, text: same.text + text } : { turn: Number(e.data.turn), callId, attempt, text };
-    } else if (e.type === 'ModelResponded' || e.type === 'ModelRetried' || e.type === 'Failed' || e.type === 'Cancelled' || e.type === 'Suspended') {
+      const same: InFlight | null =
+        current !== null && current.callId === callId && current.attempt === attempt ? current : null;
+      current = same
+        ? { turn: same.turn, callId, attempt, text: same.text + text }
+        : { turn: Number(e.data.turn), callId, attempt, text };
+    } else if (
+      e.type === 'ModelResponded' ||
+      e.type === 'ModelRetried' ||
+      e.type === 'Failed' ||
+      e.type === 'Cancelled' ||
+      e.type === 'Suspended'
+    ) {
       current = null;
     }
   }
@@ -36,7 +45,10 @@ export function RunStreaming({ events }: { events: readonly RunEvent[] }) {
   return (
     <section aria-labelledby="run-streaming-heading" className="card" data-testid="run-streaming">
       <h2 id="run-streaming-heading">The model is answering (turn {call.turn})</h2>
-      <p className="muted">Its text as it arrives{call.attempt > 1 ? ` — attempt ${call.attempt}, after a retry` : ''}; the run records the whole answer when it is complete.</p>
+      <p className="muted">
+        Its text as it arrives{call.attempt > 1 ? ` — attempt ${call.attempt}, after a retry` : ''}; the run records the
+        whole answer when it is complete.
+      </p>
       <p className="streaming-text" aria-busy="true" data-testid="run-streaming-text">
         {call.text}
       </p>

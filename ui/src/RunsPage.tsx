@@ -113,12 +113,19 @@ function ImportSnapshot({ onImported }: { onImported: () => void }) {
     <section aria-labelledby="import-heading" className="card">
       <h2 id="import-heading">Import a run</h2>
       <p className="muted">
-        Take a suspended run’s signed snapshot (made by <code>loopx run export</code> or Export below) into this root, once. Both roots must share your run authority.
+        Take a suspended run’s signed snapshot (made by <code>loopx run export</code> or Export below) into this root,
+        once. Both roots must share your run authority.
       </p>
       <form onSubmit={onSubmit} noValidate>
         <div className="field">
           <label htmlFor={inputId}>Snapshot file (.snapshot)</label>
-          <input id={inputId} type="file" accept=".snapshot,application/octet-stream" disabled={busy} onChange={(e) => setFile(e.currentTarget.files?.[0] ?? null)} />
+          <input
+            id={inputId}
+            type="file"
+            accept=".snapshot,application/octet-stream"
+            disabled={busy}
+            onChange={(e) => setFile(e.currentTarget.files?.[0] ?? null)}
+          />
         </div>
         {missing ? (
           <p className="field-error" role="alert">
@@ -132,7 +139,8 @@ function ImportSnapshot({ onImported }: { onImported: () => void }) {
       <div aria-live="polite">
         {result ? (
           <p className="result-ok">
-            Imported run <a href={ROUTES.run(result.run_id)}>{result.run_id}</a>: {result.status}, last sequence {result.last_sequence}.
+            Imported run <a href={ROUTES.run(result.run_id)}>{result.run_id}</a>: {result.status}, last sequence{' '}
+            {result.last_sequence}.
           </p>
         ) : null}
       </div>

@@ -15,7 +15,15 @@ interface Agent {
   readonly model: string;
 }
 
-export function StartRun({ goal, busy, onStart }: { goal: GoalDetailDoc; busy: boolean; onStart: (body: unknown) => Promise<void> }) {
+export function StartRun({
+  goal,
+  busy,
+  onStart,
+}: {
+  goal: GoalDetailDoc;
+  busy: boolean;
+  onStart: (body: unknown) => Promise<void>;
+}) {
   const { data } = useApiJson<{ agents: Agent[] }>('/api/agents');
   const [agent, setAgent] = useState('');
   const [turns, setTurns] = useState('');
@@ -30,14 +38,23 @@ export function StartRun({ goal, busy, onStart }: { goal: GoalDetailDoc; busy: b
         : null);
   async function submit(ev: FormEvent) {
     ev.preventDefault();
-    await onStart({ agent: chosen, ...(turns !== '' ? { turns: Number(turns) } : {}), ...(sink !== '' ? { sink_url: sink } : {}) });
+    await onStart({
+      agent: chosen,
+      ...(turns !== '' ? { turns: Number(turns) } : {}),
+      ...(sink !== '' ? { sink_url: sink } : {}),
+    });
   }
   return (
     <section aria-labelledby="start-run-heading" className="card">
       <h2 id="start-run-heading">Work on this Goal</h2>
       <form className="start-run" onSubmit={(ev) => void submit(ev)}>
         <label htmlFor="run-agent">Agent</label>
-        <select id="run-agent" value={chosen} onChange={(ev) => setAgent(ev.target.value)} disabled={!data || data.agents.length === 0}>
+        <select
+          id="run-agent"
+          value={chosen}
+          onChange={(ev) => setAgent(ev.target.value)}
+          disabled={!data || data.agents.length === 0}
+        >
           {data?.agents.map((a) => (
             <option key={a.id} value={a.id}>
               {a.id} {a.version} ({a.model}, up to {a.turn_limit} turns)
@@ -45,10 +62,27 @@ export function StartRun({ goal, busy, onStart }: { goal: GoalDetailDoc; busy: b
           ))}
         </select>
         <label htmlFor="run-turns">Suspend after (turns, optional)</label>
-        <input id="run-turns" type="number" min={1} inputMode="numeric" value={turns} onChange={(ev) => setTurns(ev.target.value)} />
+        <input
+          id="run-turns"
+          type="number"
+          min={1}
+          inputMode="numeric"
+          value={turns}
+          onChange={(ev) => setTurns(ev.target.value)}
+        />
         <label htmlFor="run-sink">Deliveries endpoint (optional; kept for later runs)</label>
-        <input id="run-sink" type="url" value={sink} onChange={(ev) => setSink(ev.target.value)} placeholder="http://127.0.0.1:8080/deliveries" />
-        <button type="submit" disabled={busy || why !== null || chosen === ''} aria-describedby={why ? 'start-run-why' : undefined}>
+        <input
+          id="run-sink"
+          type="url"
+          value={sink}
+          onChange={(ev) => setSink(ev.target.value)}
+          placeholder="http://127.0.0.1:8080/deliveries"
+        />
+        <button
+          type="submit"
+          disabled={busy || why !== null || chosen === ''}
+          aria-describedby={why ? 'start-run-why' : undefined}
+        >
           Start a work run
         </button>
       </form>

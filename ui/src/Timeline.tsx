@@ -34,7 +34,10 @@ export function TimeBars({ spans, targetMs, testId }: { spans: readonly Span[]; 
         <li key={s.key}>
           <span className="timeline-label">{s.label}</span>
           <span className="timeline-track" aria-hidden="true">
-            <span className={s.missed ? 'timeline-bar timeline-missed' : 'timeline-bar'} style={{ marginLeft: pct(s.startMs), width: `max(2px, ${pct(s.ms)})` }} />
+            <span
+              className={s.missed ? 'timeline-bar timeline-missed' : 'timeline-bar'}
+              style={{ marginLeft: pct(s.startMs), width: `max(2px, ${pct(s.ms)})` }}
+            />
             <span className="timeline-target" style={{ left: pct(targetMs) }} />
           </span>
         </li>
@@ -70,7 +73,8 @@ export function RecoveryTimeline({ receipts }: { receipts: readonly Receipt[] })
     <section aria-labelledby="receipts-heading" className="card">
       <h2 id="receipts-heading">Steps, their owners and their time</h2>
       <p data-testid="recovery-elapsed">
-        The apply took {(total / 1000).toFixed(1)} s of the {RTO_TARGET_MS / 1000} s a whole recovery may take (verify, plan, apply and the first turn).
+        The apply took {(total / 1000).toFixed(1)} s of the {RTO_TARGET_MS / 1000} s a whole recovery may take (verify,
+        plan, apply and the first turn).
       </p>
       <TimeBars spans={spans} targetMs={RTO_TARGET_MS} testId="recovery-receipts" />
     </section>
@@ -79,7 +83,11 @@ export function RecoveryTimeline({ receipts }: { receipts: readonly Receipt[] })
 
 export interface RecoveryPoint {
   /** The captured checkpoint: its work transactions (null: not known yet), when its capture ended, its profile. */
-  readonly captured: { readonly transactions: number | null; readonly endedAt: string | null; readonly profile: string };
+  readonly captured: {
+    readonly transactions: number | null;
+    readonly endedAt: string | null;
+    readonly profile: string;
+  };
   /** Work the source committed after the checkpoint: lost with it (null: not countable — the source is gone). */
   readonly lostLocally: number | null;
   /** Deliveries an external system holds that the capture does not: known, kept, never sent again. */
@@ -91,7 +99,8 @@ export interface RecoveryPoint {
 }
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
-const clock = (iso: string | null) => (iso === null ? 'at an unknown time' : `at ${new Date(iso).toISOString().slice(11, 19)} UTC`);
+const clock = (iso: string | null) =>
+  iso === null ? 'at an unknown time' : `at ${new Date(iso).toISOString().slice(11, 19)} UTC`;
 
 interface RpoPart {
   readonly key: string;
@@ -131,7 +140,12 @@ function rpoParts(p: RecoveryPoint): RpoPart[] {
       count: p.committedAfter,
       text: `Committed after the capture, known to its receiver: ${plural(p.committedAfter, 'delivery', 'deliveries')} — kept, never sent again`,
     },
-    { key: 'unknown', className: 'rpo-unknown', count: p.unknown, text: `Unknown: ${plural(p.unknown, 'open hold')} — an outcome still awaited` },
+    {
+      key: 'unknown',
+      className: 'rpo-unknown',
+      count: p.unknown,
+      text: `Unknown: ${plural(p.unknown, 'open hold')} — an outcome still awaited`,
+    },
   ];
   if (p.claimedBeyond !== undefined && p.claimedBeyond > 0) {
     parts.push({
@@ -173,7 +187,9 @@ export function RpoPicture({ point, testId, caption }: { point: RecoveryPoint; t
             {drawn.map((x) => (
               <span key={x.key} className="rpo-seg" style={{ flexGrow: x.count }}>
                 {x === captured ? (
-                  <span className={leftHalf ? 'rpo-mark rpo-mark-after' : 'rpo-mark rpo-mark-before'}>{leftHalf ? '↑ captured checkpoint' : 'captured checkpoint ↑'}</span>
+                  <span className={leftHalf ? 'rpo-mark rpo-mark-after' : 'rpo-mark rpo-mark-before'}>
+                    {leftHalf ? '↑ captured checkpoint' : 'captured checkpoint ↑'}
+                  </span>
                 ) : null}
               </span>
             ))}

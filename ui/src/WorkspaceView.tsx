@@ -39,12 +39,22 @@ export function WorkspaceSection({ recoveryId }: { recoveryId: string }) {
         {!ws && !error ? <Loading what="the workspace" /> : null}
         {ws ? <WorkspaceBody ws={ws} open={open} onToggle={(id) => (open === id ? close(id) : setOpen(id))} /> : null}
       </section>
-      {open !== null ? <WorkspaceGoal key={open} recoveryId={recoveryId} goalId={open} onClose={() => close(open)} /> : null}
+      {open !== null ? (
+        <WorkspaceGoal key={open} recoveryId={recoveryId} goalId={open} onClose={() => close(open)} />
+      ) : null}
     </>
   );
 }
 
-function WorkspaceBody({ ws, open, onToggle }: { ws: WorkspaceListing; open: string | null; onToggle: (goalId: string) => void }) {
+function WorkspaceBody({
+  ws,
+  open,
+  onToggle,
+}: {
+  ws: WorkspaceListing;
+  open: string | null;
+  onToggle: (goalId: string) => void;
+}) {
   return (
     <>
       <WorkspaceFacts ws={ws} />
@@ -91,19 +101,31 @@ function WorkspaceFacts({ ws }: { ws: WorkspaceListing }) {
       </div>
       <div>
         <dt>Execution authority</dt>
-        <dd data-testid="workspace-execution-authority">{ws.execution_authority_granted ? 'granted' : 'not granted'}</dd>
+        <dd data-testid="workspace-execution-authority">
+          {ws.execution_authority_granted ? 'granted' : 'not granted'}
+        </dd>
       </div>
     </dl>
   );
 }
 
 /** The workspace's Goals, each with a button that opens its detail. */
-function WorkspaceGoals({ ws, open, onToggle }: { ws: WorkspaceListing; open: string | null; onToggle: (goalId: string) => void }) {
+function WorkspaceGoals({
+  ws,
+  open,
+  onToggle,
+}: {
+  ws: WorkspaceListing;
+  open: string | null;
+  onToggle: (goalId: string) => void;
+}) {
   if (ws.goals.length === 0) return <p className="muted">The workspace holds no readable Goal.</p>;
   return (
     <TableRegion label="Workspace Goals">
       <table>
-        <caption className="visually-hidden">Goals in the workspace, with their Todos by status and committed transactions</caption>
+        <caption className="visually-hidden">
+          Goals in the workspace, with their Todos by status and committed transactions
+        </caption>
         <thead>
           <tr>
             <th scope="col">Goal</th>
@@ -126,7 +148,9 @@ function WorkspaceGoals({ ws, open, onToggle }: { ws: WorkspaceListing; open: st
               </th>
               <td>{g.title}</td>
               <td>{g.lifecycle}</td>
-              <td data-testid="workspace-goal-todos">{g.work_readable ? countsText(g.todos_by_status, TODO_ORDER) : 'work store unreadable'}</td>
+              <td data-testid="workspace-goal-todos">
+                {g.work_readable ? countsText(g.todos_by_status, TODO_ORDER) : 'work store unreadable'}
+              </td>
               <td className="num" data-testid="workspace-goal-transactions">
                 {g.committed_transactions}
               </td>
@@ -151,7 +175,9 @@ function WorkspaceGoals({ ws, open, onToggle }: { ws: WorkspaceListing; open: st
 }
 
 function WorkspaceGoal({ recoveryId, goalId, onClose }: { recoveryId: string; goalId: string; onClose: () => void }) {
-  const { data: d, error } = useApiJson<WorkspaceGoalDetail>(`/api/audits/${enc(recoveryId)}/workspace/goals/${enc(goalId)}`);
+  const { data: d, error } = useApiJson<WorkspaceGoalDetail>(
+    `/api/audits/${enc(recoveryId)}/workspace/goals/${enc(goalId)}`,
+  );
   const heading = useRef<HTMLHeadingElement>(null);
   // Opened by the operator: move focus to it, so the new content is announced.
   useEffect(() => {
@@ -168,7 +194,10 @@ function WorkspaceGoal({ recoveryId, goalId, onClose }: { recoveryId: string; go
           Close<span className="visually-hidden"> Goal {goalId}</span>
         </button>
       </div>
-      <p className="muted">As the backup captured it: inert evidence, read without changing it. Nothing here runs, resumes or delivers again.</p>
+      <p className="muted">
+        As the backup captured it: inert evidence, read without changing it. Nothing here runs, resumes or delivers
+        again.
+      </p>
       {error ? <ErrorBox error={error} title="Could not read the Goal" /> : null}
       {!d && !error ? <Loading what={`Goal ${goalId}`} /> : null}
       {d ? <GoalBody d={d} /> : null}
@@ -293,7 +322,9 @@ function SessionsTable({ d }: { d: WorkspaceGoalDetail }) {
   return (
     <TableRegion label="Workspace sessions">
       <table>
-        <caption className="visually-hidden">Sessions bound to Goal {d.goal.goal_id}, with their run and generations</caption>
+        <caption className="visually-hidden">
+          Sessions bound to Goal {d.goal.goal_id}, with their run and generations
+        </caption>
         <thead>
           <tr>
             <th scope="col">Session</th>

@@ -135,7 +135,8 @@ export async function apiFetch(path: string, init: ApiInit = {}): Promise<Respon
   let used: string | null = null;
   if (init.auth !== false) {
     used = getToken();
-    if (!used) throw unauthorized(new ApiError(401, { code: 'daemon_unauthorized', message: 'You are not signed in.' }), null);
+    if (!used)
+      throw unauthorized(new ApiError(401, { code: 'daemon_unauthorized', message: 'You are not signed in.' }), null);
     headers.Authorization = `Bearer ${used}`;
   }
   let res: Response;
@@ -172,7 +173,10 @@ export async function postJson<T>(path: string, body?: unknown, signal?: AbortSi
   const res = await apiFetch(path, {
     method: 'POST',
     signal,
-    headers: body === undefined ? { Accept: 'application/json' } : { Accept: 'application/json', 'Content-Type': 'application/json' },
+    headers:
+      body === undefined
+        ? { Accept: 'application/json' }
+        : { Accept: 'application/json', 'Content-Type': 'application/json' },
     body: body === undefined ? null : JSON.stringify(body),
   });
   return (await res.json()) as T;
@@ -187,7 +191,10 @@ export async function exchangeLoginToken(loginToken: string): Promise<string> {
   });
   const { token } = (await res.json()) as { token?: unknown };
   if (typeof token !== 'string' || token.length === 0) {
-    throw new ApiError(res.status, { code: 'ui_unexpected_response', message: 'The daemon answered the sign-in without a token.' });
+    throw new ApiError(res.status, {
+      code: 'ui_unexpected_response',
+      message: 'The daemon answered the sign-in without a token.',
+    });
   }
   return token;
 }
@@ -196,7 +203,12 @@ export async function exchangeLoginToken(loginToken: string): Promise<string> {
  * PUT raw bytes (`application/octet-stream`) with upload progress. XMLHttpRequest, because fetch
  * reports no upload progress.
  */
-export function putBytes<T>(path: string, body: Blob, onProgress: (loaded: number, total: number) => void, signal?: AbortSignal): Promise<T> {
+export function putBytes<T>(
+  path: string,
+  body: Blob,
+  onProgress: (loaded: number, total: number) => void,
+  signal?: AbortSignal,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const token = getToken();
     if (!token) {

@@ -44,7 +44,13 @@ export const WORKSPACE_STATEMENT =
   'This workspace is inert evidence, read back without changing it. It grants no execution authority: no Goal, Todo, session, run or effect shown here can start, resume or be delivered again.';
 
 /** The permanent statement of the Backup & recovery pages (or, inside a recovery workspace's readback, its own): always shown, never dismissible. */
-export function ExecutionStatement({ text = EXECUTION_STATEMENT, label = 'What verification means' }: { text?: string; label?: string }) {
+export function ExecutionStatement({
+  text = EXECUTION_STATEMENT,
+  label = 'What verification means',
+}: {
+  text?: string;
+  label?: string;
+}) {
   return (
     <aside className="statement" aria-label={label}>
       <p>{text}</p>

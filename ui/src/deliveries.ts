@@ -28,7 +28,8 @@ export function deliveryWords(result: unknown, duplicateOf: unknown): DeliveryWo
   if (result === 'stored') return { text: 'stored by the receiver', deduplicated: false };
   if (result === 'replayed') return { text: `${DEDUPLICATED} (not stored again)`, deduplicated: true };
   if (result === 'not_sent') {
-    const first = typeof duplicateOf === 'string' && duplicateOf !== '' ? `; operation ${duplicateOf} delivered it` : '';
+    const first =
+      typeof duplicateOf === 'string' && duplicateOf !== '' ? `; operation ${duplicateOf} delivered it` : '';
     return { text: `${DEDUPLICATED} (not sent again${first})`, deduplicated: true };
   }
   return null;

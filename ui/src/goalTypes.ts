@@ -31,4 +31,5 @@ export type ProgressDoc = DaemonGoalProgress;
 export const when = (iso: string | null | undefined): string => (iso ? new Date(iso).toLocaleString() : '—');
 
 /** Todo counts in one line: `1 open, 2 done, 0 blocked, 0 deferred`. */
-export const countsText = (counts: Readonly<Record<TodoStatus, number>>): string => STATUSES.map((s) => `${counts[s]} ${s}`).join(', ');
+export const countsText = (counts: Readonly<Record<TodoStatus, number>>): string =>
+  STATUSES.map((s) => `${counts[s]} ${s}`).join(', ');

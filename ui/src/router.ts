@@ -11,9 +11,11 @@ export const ROUTES = {
   drill: (drillId: string) => `#/settings/capability-center/drills/${encodeURIComponent(drillId)}`,
   goals: '#/goals',
   /** A Goal of the daemon's root, or of a root one of its recoveries made (`root`, that root's name). */
-  goal: (goalId: string, root?: string | null) => (root ? `${rootPrefix(root)}/goals/` : '#/goals/') + encodeURIComponent(goalId),
+  goal: (goalId: string, root?: string | null) =>
+    (root ? `${rootPrefix(root)}/goals/` : '#/goals/') + encodeURIComponent(goalId),
   runs: '#/runs',
-  run: (runId: string, root?: string | null) => (root ? `${rootPrefix(root)}/runs/` : '#/runs/') + encodeURIComponent(runId),
+  run: (runId: string, root?: string | null) =>
+    (root ? `${rootPrefix(root)}/runs/` : '#/runs/') + encodeURIComponent(runId),
 } as const;
 
 /** A run's API path (`suffix` after its id), in the root a page reads. */
@@ -21,7 +23,8 @@ export const runPath = (runId: string, root: string | null | undefined, suffix =
   `/api/runs/${encodeURIComponent(runId)}${suffix}${rootQuery(root, suffix.includes('?') ? '&' : '?')}`;
 
 /** The API query naming the root a page reads (empty for the daemon's own). */
-export const rootQuery = (root?: string | null, sep: '?' | '&' = '?') => (root ? `${sep}root=${encodeURIComponent(root)}` : '');
+export const rootQuery = (root?: string | null, sep: '?' | '&' = '?') =>
+  root ? `${sep}root=${encodeURIComponent(root)}` : '';
 
 export type Route =
   | { readonly page: 'backup' }

@@ -28,7 +28,8 @@ const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ?
 const count = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 /** A table's own entry for a key an event carries (never one of Object's). */
-const own = <T>(table: Readonly<Record<string, T>>, key: string): T | undefined => (Object.hasOwn(table, key) ? table[key] : undefined);
+const own = <T>(table: Readonly<Record<string, T>>, key: string): T | undefined =>
+  Object.hasOwn(table, key) ? table[key] : undefined;
 
 /** Text quoted on one line, trimmed to QUOTE_CHARS. */
 export function quoted(v: string): string {
@@ -53,7 +54,9 @@ const afterTurns = (d: Data): string => {
 
 function modelResponded(d: Data): EventWords {
   const said = text(d.text);
-  const tools = Array.isArray(d.tool_calls) ? d.tool_calls.map((c) => text((c as { tool_name?: unknown } | null)?.tool_name) ?? '?') : [];
+  const tools = Array.isArray(d.tool_calls)
+    ? d.tool_calls.map((c) => text((c as { tool_name?: unknown } | null)?.tool_name) ?? '?')
+    : [];
   const calls = tools.length > 0 ? `asks to call ${tools.join(', ')}` : '';
   if (said && calls) return { text: `Model answered: ${quoted(said)} — and ${calls}` };
   if (said) return { text: `Model answered: ${quoted(said)}` };
@@ -69,15 +72,24 @@ const RESOLVED: Readonly<Record<string, string>> = {
 function toolResulted(d: Data): EventWords {
   const tool = text(d.tool_name) ?? 'a tool';
   const webhook = tool === 'webhook.deliver';
-  const subject = webhook ? `webhook delivery (operation ${operationOf(d.call_id)})` : `${tool} (call ${callOf(d.call_id)})`;
+  const subject = webhook
+    ? `webhook delivery (operation ${operationOf(d.call_id)})`
+    : `${tool} (call ${callOf(d.call_id)})`;
   const resolution = text(d.resolution);
   if (resolution) return { text: `Settled by the operator: ${subject} ${own(RESOLVED, resolution) ?? resolution}` };
   const taken = d.settled_by === 'effect_owner' ? ', as the effect owner had settled it' : '';
   const delivery = deliveryWords(d.delivery_result, d.duplicate_of);
   switch (d.status) {
     case 'ok':
-      if (delivery?.deduplicated) return { text: `Webhook delivery (operation ${operationOf(d.call_id)}) — ${delivery.text}${taken}`, deduplicated: true };
-      if (webhook) return { text: `Delivered webhook (operation ${operationOf(d.call_id)})${delivery ? `: ${delivery.text}` : ''}${taken}` };
+      if (delivery?.deduplicated)
+        return {
+          text: `Webhook delivery (operation ${operationOf(d.call_id)}) — ${delivery.text}${taken}`,
+          deduplicated: true,
+        };
+      if (webhook)
+        return {
+          text: `Delivered webhook (operation ${operationOf(d.call_id)})${delivery ? `: ${delivery.text}` : ''}${taken}`,
+        };
       return { text: `${tool} answered (call ${callOf(d.call_id)})${taken}` };
     case 'error':
       return {
@@ -115,7 +127,9 @@ const SENTENCES: Readonly<Record<string, (d: Data, ctx: EventContext) => EventWo
   TurnStarted: (d) => ({ text: `Turn ${count(d.turn) ?? '?'} started` }),
   ModelStreamed: (d) => {
     const attempt = count(d.attempt);
-    return { text: `Model text arriving (turn ${count(d.turn) ?? '?'}${attempt !== null && attempt > 1 ? `, attempt ${attempt}` : ''}): ${quoted(text(d.text) ?? '')}` };
+    return {
+      text: `Model text arriving (turn ${count(d.turn) ?? '?'}${attempt !== null && attempt > 1 ? `, attempt ${attempt}` : ''}): ${quoted(text(d.text) ?? '')}`,
+    };
   },
   ModelRetried: (d) => {
     const delay = count(d.delay_ms);
@@ -128,11 +142,16 @@ const SENTENCES: Readonly<Record<string, (d: Data, ctx: EventContext) => EventWo
   ToolCalled: (d) => ({ text: `Called ${text(d.tool_name) ?? 'a tool'} (call ${callOf(d.call_id)})` }),
   ToolResulted: toolResulted,
   TurnCompleted: (d) => ({ text: `Turn ${count(d.turn) ?? '?'} completed` }),
-  InteractionRequested: (d) => ({ text: `Asked the operator: ${quoted(text(d.prompt) ?? '')} (interaction ${text(d.interaction_id) ?? '?'})`, tone: 'held' }),
+  InteractionRequested: (d) => ({
+    text: `Asked the operator: ${quoted(text(d.prompt) ?? '')} (interaction ${text(d.interaction_id) ?? '?'})`,
+    tone: 'held',
+  }),
   InteractionAnswered: (d) => ({ text: `The operator answered (interaction ${text(d.interaction_id) ?? '?'})` }),
   Suspended: (d) => ({ text: `Suspended at the turn boundary${afterTurns(d)}`, tone: 'held' }),
   Resumed: (d) => ({ text: `Resumed${afterTurns(d)}` }),
-  Completed: (d, ctx) => ({ text: `Completed${afterTurns(d)}${ctx.lastAnswer !== null ? `: ${quoted(ctx.lastAnswer)}` : ''}` }),
+  Completed: (d, ctx) => ({
+    text: `Completed${afterTurns(d)}${ctx.lastAnswer !== null ? `: ${quoted(ctx.lastAnswer)}` : ''}`,
+  }),
   Failed: failed,
   Cancelled: (d) => ({ text: `Cancelled${afterTurns(d)}`, tone: 'failed' }),
 };
@@ -140,5 +159,7 @@ const SENTENCES: Readonly<Record<string, (d: Data, ctx: EventContext) => EventWo
 /** The sentence of one event; a type this page does not know says so (its raw event says the rest). */
 export function eventWords(e: RunEvent, ctx: EventContext): EventWords {
   const sentence = own(SENTENCES, e.type);
-  return sentence ? sentence(e.data, ctx) : { text: `${e.type} (an event this page does not describe; see the raw event)` };
+  return sentence
+    ? sentence(e.data, ctx)
+    : { text: `${e.type} (an event this page does not describe; see the raw event)` };
 }

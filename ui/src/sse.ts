@@ -58,7 +58,8 @@ export class SseParser {
 
   private line(line: string): void {
     if (line === '') {
-      if (this.data.length > 0) this.onMessage({ event: this.event || 'message', data: this.data.join('\n'), id: this.lastId });
+      if (this.data.length > 0)
+        this.onMessage({ event: this.event || 'message', data: this.data.join('\n'), id: this.lastId });
       this.data = [];
       this.event = '';
       return;

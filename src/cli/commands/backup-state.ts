@@ -7,7 +7,15 @@
  * is drawn on stderr only when stderr is a terminal.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import type { BackupPlacement, BackupFormat, BackupProgress, BackupResult, CaptureProfile, PlanSummary, RecoverySetCapture } from '../../runtime/index.js';
+import type {
+  BackupPlacement,
+  BackupFormat,
+  BackupProgress,
+  BackupResult,
+  CaptureProfile,
+  PlanSummary,
+  RecoverySetCapture,
+} from '../../runtime/index.js';
 import { emit, resolveRoot, runtime, type GlobalOptions, type Output, type Runtime } from '../context.js';
 import { parseCaptureProfile } from '../runtime-facts.js';
 import { register as registerVerify } from './backup-verify.js';
@@ -40,15 +48,24 @@ const secondsOption = (v: string): number => {
   return Math.round(Number(v) * 1000);
 };
 
-const mib = (bytes: number): string => (bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`);
+const mib = (bytes: number): string =>
+  bytes < 1024
+    ? `${bytes} B`
+    : bytes < 1024 * 1024
+      ? `${(bytes / 1024).toFixed(1)} KiB`
+      : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 
 /** The create's progress as a bar on a terminal. */
 function createProgress(stream: NodeJS.WriteStream): { update(p: BackupProgress): void; end(): void } {
   const bar = progressBar(stream);
   return {
     update(p) {
-      const fraction = p.bytes_total > 0 ? p.bytes_done / p.bytes_total : p.members_total > 0 ? p.members_done / p.members_total : 1;
-      const label = p.phase === 'capture' ? `${p.members_done}/${p.members_total} members  ${mib(p.bytes_done)}/${mib(p.bytes_total)}` : p.phase;
+      const fraction =
+        p.bytes_total > 0 ? p.bytes_done / p.bytes_total : p.members_total > 0 ? p.members_done / p.members_total : 1;
+      const label =
+        p.phase === 'capture'
+          ? `${p.members_done}/${p.members_total} members  ${mib(p.bytes_done)}/${mib(p.bytes_total)}`
+          : p.phase;
       bar.update(fraction, label, p.phase !== 'capture');
     },
     end: () => bar.end(),
@@ -89,7 +106,12 @@ function componentSummary(m: BackupResult['manifest_doc']) {
     requested_profile: set.requested_profile,
     achieved_profile: set.achieved_profile,
     moved: set.skew_inventory.filter((x) => x.moved).length,
-    downgrades: set.downgrades.map((d) => ({ code: d.code, component_id: d.component_id, severity: d.severity, next_action: d.next_action })),
+    downgrades: set.downgrades.map((d) => ({
+      code: d.code,
+      component_id: d.component_id,
+      severity: d.severity,
+      next_action: d.next_action,
+    })),
     list: (m.components ?? []).map((c) => ({
       component_id: c.component_id,
       owner_kind: c.owner_kind,
@@ -110,20 +132,28 @@ function printPlan(d: PlanSummary, out: Output, o: BackupStateOptions, { CAPTURE
   );
   out.line('  by category:');
   for (const [name, c] of Object.entries(d.categories))
-    out.line(`    ${name.padEnd(16)} ${String(c.files).padStart(6)} files ${String(c.directories).padStart(5)} dirs ${mib(c.bytes).padStart(11)}`);
+    out.line(
+      `    ${name.padEnd(16)} ${String(c.files).padStart(6)} files ${String(c.directories).padStart(5)} dirs ${mib(c.bytes).padStart(11)}`,
+    );
   const unregistered = d.unregistered_goal_directories.length;
   out.line(
     `  Goals: ${d.goals.length} registered${unregistered > 0 ? `, ${unregistered} more ${unregistered === 1 ? 'directory' : 'directories'} under goals/ not in the registry` : ''}`,
   );
-  for (const g of d.goals) out.line(`    ${g.goal_id}  ${g.goal_instance_id ?? '-'}  ${g.route ?? '(outside the root)'}  ${g.route_status}`);
-  for (const w of d.source_witnesses) out.line(`  ${w.owner}: ${w.source} ${w.present ? `read ${w.revision}` : 'absent'}`);
+  for (const g of d.goals)
+    out.line(`    ${g.goal_id}  ${g.goal_instance_id ?? '-'}  ${g.route ?? '(outside the root)'}  ${g.route_status}`);
+  for (const w of d.source_witnesses)
+    out.line(`  ${w.owner}: ${w.source} ${w.present ? `read ${w.revision}` : 'absent'}`);
   if (d.missing.length > 0) {
     const reasons = new Map<string, number>();
     for (const m of d.missing) reasons.set(m.reason, (reasons.get(m.reason) ?? 0) + 1);
     out.line(`  missing: ${d.missing.length} (${[...reasons].map(([r, n]) => `${r}: ${n}`).join(', ')})`);
   }
-  if (d.excluded.length > 0) out.line(`  excluded: ${d.excluded.map((x) => `${x.source_path} (${x.reason})`).join(', ')}`);
-  if (o.format === 'v0') out.line(`  capture: ${CAPTURE_FACTS.profile} — SQLite ${CAPTURE_FACTS.sqlite}, files ${CAPTURE_FACTS.files}, no cross-owner point in time`);
+  if (d.excluded.length > 0)
+    out.line(`  excluded: ${d.excluded.map((x) => `${x.source_path} (${x.reason})`).join(', ')}`);
+  if (o.format === 'v0')
+    out.line(
+      `  capture: ${CAPTURE_FACTS.profile} — SQLite ${CAPTURE_FACTS.sqlite}, files ${CAPTURE_FACTS.files}, no cross-owner point in time`,
+    );
   else
     out.line(
       `  capture: ${(o.profile ?? 'online').replace('_', '-')} profile requested — each owner's state captured through its owner; the profile achieved is recorded when the backup is created`,
@@ -140,7 +170,8 @@ function printCreated(d: ReturnType<typeof executeSummary>, out: Output, rt: Run
     `  ${d.counts.members} members (${d.counts.files} files, ${d.counts.directories} directories, ${mib(d.counts.bytes)}), ${d.counts.sqlite_snapshots} SQLite snapshots (integrity ok), ${d.counts.goals} Goals`,
   );
   out.line(`  configuration checkpoint sha256 ${d.configuration_checkpoint_sha256}`);
-  if (d.counts.missing > 0 || d.counts.warnings > 0) out.line(`  missing: ${d.counts.missing}, warnings: ${d.counts.warnings} (see the manifest)`);
+  if (d.counts.missing > 0 || d.counts.warnings > 0)
+    out.line(`  missing: ${d.counts.missing}, warnings: ${d.counts.warnings} (see the manifest)`);
   const c = d.components;
   if (c === undefined) {
     out.line(`  capture: ${d.capture.profile} — no cross-owner point in time; private, not encrypted`);
@@ -148,9 +179,16 @@ function printCreated(d: ReturnType<typeof executeSummary>, out: Output, rt: Run
     return;
   }
   const held = c.list.filter((x) => x.state === 'unreadable' || x.state === 'missing').length;
-  out.line(`  capture profile: ${c.achieved_profile}${c.achieved_profile === c.requested_profile ? '' : ` (requested ${c.requested_profile})`}; private, not encrypted`);
-  out.line(`  ${c.list.length} components (${c.list.filter((x) => x.state === 'absent').length} absent, ${held} held), ${c.moved} moved while captured`);
-  for (const x of c.downgrades) out.line(`  ${x.severity}: ${x.code}${x.component_id === null ? '' : ` (${x.component_id})`} — what to do: ${x.next_action}`);
+  out.line(
+    `  capture profile: ${c.achieved_profile}${c.achieved_profile === c.requested_profile ? '' : ` (requested ${c.requested_profile})`}; private, not encrypted`,
+  );
+  out.line(
+    `  ${c.list.length} components (${c.list.filter((x) => x.state === 'absent').length} absent, ${held} held), ${c.moved} moved while captured`,
+  );
+  for (const x of c.downgrades)
+    out.line(
+      `  ${x.severity}: ${x.code}${x.component_id === null ? '' : ` (${x.component_id})`} — what to do: ${x.next_action}`,
+    );
   printPlacement(d.placement, out, rt);
 }
 
@@ -175,8 +213,16 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       profileOption,
     )
     .option('--require-profile', 'refuse publication unless the backup achieves --profile')
-    .option('--quiesce-timeout <seconds>', 'quiescent: how long to wait for running work to drain (default 30)', secondsOption)
-    .option('--format <format>', 'manifest revision: v1 (default) declares components and capture profiles; v0 is the legacy manifest', formatOption)
+    .option(
+      '--quiesce-timeout <seconds>',
+      'quiescent: how long to wait for running work to drain (default 30)',
+      secondsOption,
+    )
+    .option(
+      '--format <format>',
+      'manifest revision: v1 (default) declares components and capture profiles; v0 is the legacy manifest',
+      formatOption,
+    )
     .option('--execute', 'create and publish the backup (never overwrites)')
     .action(async (o: BackupStateOptions) => {
       const g = globals();

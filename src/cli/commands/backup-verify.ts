@@ -24,7 +24,12 @@ interface VerifyFlags {
   execute?: boolean;
 }
 
-const mib = (bytes: number): string => (bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`);
+const mib = (bytes: number): string =>
+  bytes < 1024
+    ? `${bytes} B`
+    : bytes < 1024 * 1024
+      ? `${(bytes / 1024).toFixed(1)} KiB`
+      : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 
 const LABEL = {
   recovered_readable: 'recovered and readable',
@@ -35,7 +40,9 @@ const LABEL = {
 function printPlan(p: VerifyPlan, out: Output): void {
   out.line(`verify plan for backup ${p.backup_id} (dry run: nothing was created; add --execute to extract and audit)`);
   out.line(`  archive ${mib(p.archive_bytes)} sha256 ${p.archive_sha256} — matches the manifest`);
-  out.line(`  ${p.members} members, ${mib(p.regular_file_bytes)} of regular files, ${mib(p.expanded_bytes)} expanded; ${p.goals} Goals, ${p.sqlite_files} SQLite databases`);
+  out.line(
+    `  ${p.members} members, ${mib(p.regular_file_bytes)} of regular files, ${mib(p.expanded_bytes)} expanded; ${p.goals} Goals, ${p.sqlite_files} SQLite databases`,
+  );
   out.line(`  destination: new, free space ${mib(p.free_bytes)} (needs ${mib(p.required_free_bytes)})`);
   out.line(`  would create: ${p.would_create.join(', ')} inside the destination`);
   out.line('  verification grants no execution authority');
@@ -48,16 +55,24 @@ export function printSummary(s: PublicAuditSummary, out: Output): void {
   const cap = s.capture;
   if (cap.requested_profile !== null) {
     const profile = (p: string): string => p.replace('_', '-');
-    out.line(`  capture profile: ${profile(cap.achieved_profile)}${cap.achieved_profile === cap.requested_profile ? '' : ` (requested ${profile(cap.requested_profile)})`}`);
+    out.line(
+      `  capture profile: ${profile(cap.achieved_profile)}${cap.achieved_profile === cap.requested_profile ? '' : ` (requested ${profile(cap.requested_profile)})`}`,
+    );
     const goals = s.activation?.eligible_scopes.length ?? 0;
     out.line(`  Goals captured whole, at one point in time: ${goals}${goals === 0 ? ' (see the holds below)' : ''}`);
   }
   const a = s.counts.assets;
-  out.line(`  assets: ${a.recovered_readable} recovered and readable, ${a.historical_only} historical only, ${a.unknown_unrecoverable} unknown or unrecoverable`);
-  for (const c of s.components) out.line(`    ${c.component_id.padEnd(22)} ${c.owner_kind.padEnd(9)} ${LABEL[c.classification].padEnd(25)} next: ${c.next_action}`);
+  out.line(
+    `  assets: ${a.recovered_readable} recovered and readable, ${a.historical_only} historical only, ${a.unknown_unrecoverable} unknown or unrecoverable`,
+  );
+  for (const c of s.components)
+    out.line(
+      `    ${c.component_id.padEnd(22)} ${c.owner_kind.padEnd(9)} ${LABEL[c.classification].padEnd(25)} next: ${c.next_action}`,
+    );
   const held = s.findings.filter((f) => f.severity !== 'warning');
   if (held.length > 0) out.line('  holds and errors:');
-  for (const f of held) out.line(`    ${f.code} (${f.owner}${f.component ? `, ${f.component}` : ''}) — ${f.next_action}`);
+  for (const f of held)
+    out.line(`    ${f.code} (${f.owner}${f.component ? `, ${f.component}` : ''}) — ${f.next_action}`);
   const m = s.measurements;
   out.line(
     `  measured: archive ${mib(m.archive_bytes)}, regular files ${mib(m.regular_file_bytes)}; archive ${m.durations_ms.archive_processing} ms, owner read ${m.durations_ms.owner_read} ms`,
@@ -80,20 +95,30 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
       // --execute means "create") sees this subcommand's flags first: take --execute from it, and
       // refuse the create-only flags instead of ignoring them.
       const parent = backupState.opts<Record<string, unknown>>();
-      const misplaced = ['outputDir', 'backupId', 'includeAutomations', 'includeSkills'].filter((k) => parent[k] !== undefined);
+      const misplaced = ['outputDir', 'backupId', 'includeAutomations', 'includeSkills'].filter(
+        (k) => parent[k] !== undefined,
+      );
       if (misplaced.length > 0)
-        throw usageError('usage_invalid_option', 'Those backup-state create options do not apply to verify.', 'see its options: loopx backup-state verify --help');
+        throw usageError(
+          'usage_invalid_option',
+          'Those backup-state create options do not apply to verify.',
+          'see its options: loopx backup-state verify --help',
+        );
       const o = { ...flags, execute: flags.execute ?? parent.execute === true };
       const { defaultAuthorityDir, executeVerify, planVerify } = await runtime();
       // The live root and the run authority this invocation would use: never a place to verify into.
-      const protect = { liveRoot: resolveRoot(g), authorityDir: g.authorityDir !== undefined ? resolve(g.authorityDir) : defaultAuthorityDir() };
+      const protect = {
+        liveRoot: resolveRoot(g),
+        authorityDir: g.authorityDir !== undefined ? resolve(g.authorityDir) : defaultAuthorityDir(),
+      };
       const inputs = { archive: o.archive, manifest: o.manifest, destination: o.destination, protect };
       if (!o.execute) {
         emit(g, planVerify(inputs), printPlan);
         return;
       }
       const bar = process.stderr.isTTY ? progressBar(process.stderr) : undefined;
-      const onProgress = (p: VerifyProgress) => bar?.update(p.total > 0 ? p.done / p.total : 0, p.step, p.step !== 'extract');
+      const onProgress = (p: VerifyProgress) =>
+        bar?.update(p.total > 0 ? p.done / p.total : 0, p.step, p.step !== 'extract');
       // Ctrl-C or a TERM stops the run cleanly: the worker is killed and D removed, as on a refusal.
       const stop = onStopSignal();
       try {
@@ -109,8 +134,13 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
   const audit = backupState.command('audit').description('read recovery audits back');
   audit
     .command('show <destination>')
-    .description("print a stored audit's public summary (--json: the document); --private writes the private audit's exact bytes")
-    .option('--private', 'write the private audit file byte for byte (member names, Goal ids) after re-checking its content address')
+    .description(
+      "print a stored audit's public summary (--json: the document); --private writes the private audit's exact bytes",
+    )
+    .option(
+      '--private',
+      'write the private audit file byte for byte (member names, Goal ids) after re-checking its content address',
+    )
     .action(async (destination: string, o: { private?: boolean }) => {
       const g = globals();
       const { showAudit, publicSummary } = await runtime();

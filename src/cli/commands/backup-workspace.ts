@@ -17,18 +17,28 @@ const counts = (by: Record<string, number>): string =>
     .join(', ') || 'none';
 
 function printListing(w: WorkspaceListing, out: Output, workspace: string): void {
-  out.line(`recovery workspace ${w.recovery_id} (backup ${w.backup_id}, ${w.operator_state}) — inert: read only, no execution authority`);
+  out.line(
+    `recovery workspace ${w.recovery_id} (backup ${w.backup_id}, ${w.operator_state}) — inert: read only, no execution authority`,
+  );
   out.line(`  Goals: ${w.goals.length}`);
   for (const g of w.goals) {
     out.line(`    ${g.goal_id.padEnd(20)} ${g.lifecycle.padEnd(9)} ${g.title}`);
-    out.line(`      Todos: ${counts(g.todos_by_status)}; ${g.committed_transactions} committed transactions${g.work_readable ? '' : ' (work store unreadable)'}`);
+    out.line(
+      `      Todos: ${counts(g.todos_by_status)}; ${g.committed_transactions} committed transactions${g.work_readable ? '' : ' (work store unreadable)'}`,
+    );
     // The next step for a Goal found here: its recovery into a new root (which also readmits its sessions).
-    out.hint(`      recover it into a new root: loopx recover plan --from ${operatorPath(resolve(workspace))} --goal ${g.goal_id} --destination NEW_ROOT`);
+    out.hint(
+      `      recover it into a new root: loopx recover plan --from ${operatorPath(resolve(workspace))} --goal ${g.goal_id} --destination NEW_ROOT`,
+    );
   }
   out.line(`  runs: ${w.runs_readable ? w.runs.length : 'unreadable'}`);
-  for (const r of w.runs) out.line(`    ${r.run_id.padEnd(28)} ${r.lifecycle.padEnd(9)} ${r.completed_turns} turns, last sequence ${r.last_sequence}`);
+  for (const r of w.runs)
+    out.line(
+      `    ${r.run_id.padEnd(28)} ${r.lifecycle.padEnd(9)} ${r.completed_turns} turns, last sequence ${r.last_sequence}`,
+    );
   out.line(`  sessions: ${w.sessions}; effects: ${counts(w.effects_by_outcome)}`);
-  for (const f of w.findings.filter((x) => x.severity !== 'info')) out.line(`  ${f.severity} ${f.code} (${f.subject}) — ${f.next_action}`);
+  for (const f of w.findings.filter((x) => x.severity !== 'info'))
+    out.line(`  ${f.severity} ${f.code} (${f.subject}) — ${f.next_action}`);
 }
 
 function printGoal(d: WorkspaceGoalDetail, out: Output): void {
@@ -43,21 +53,32 @@ function printGoal(d: WorkspaceGoalDetail, out: Output): void {
   out.line(`  sessions: ${d.sessions.length}`);
   for (const s of d.sessions) out.line(`    ${s.session_id.padEnd(28)} ${s.status.padEnd(9)} run ${s.run_id ?? '—'}`);
   out.line(`  runs: ${d.runs.length}`);
-  for (const r of d.runs) out.line(`    ${r.run_id.padEnd(28)} ${r.lifecycle.padEnd(9)} ${r.completed_turns} turns, last sequence ${r.last_sequence}`);
+  for (const r of d.runs)
+    out.line(
+      `    ${r.run_id.padEnd(28)} ${r.lifecycle.padEnd(9)} ${r.completed_turns} turns, last sequence ${r.last_sequence}`,
+    );
   out.line(`  effects: ${d.effects.length}`);
-  for (const e of d.effects) out.line(`    ${e.operation_id.padEnd(28)} ${e.kind.padEnd(16)} ${e.outcome}${e.hold ? ` (held: ${e.hold})` : ''}`);
-  for (const f of d.findings.filter((x) => x.severity !== 'info')) out.line(`  ${f.severity} ${f.code} (${f.subject}) — ${f.next_action}`);
+  for (const e of d.effects)
+    out.line(`    ${e.operation_id.padEnd(28)} ${e.kind.padEnd(16)} ${e.outcome}${e.hold ? ` (held: ${e.hold})` : ''}`);
+  for (const f of d.findings.filter((x) => x.severity !== 'info'))
+    out.line(`  ${f.severity} ${f.code} (${f.subject}) — ${f.next_action}`);
 }
 
 export function register(backupState: Command, globals: () => GlobalOptions): void {
-  const workspace = backupState.command('workspace').description('read a recovery workspace back without changing it (it is never a live root)');
+  const workspace = backupState
+    .command('workspace')
+    .description('read a recovery workspace back without changing it (it is never a live root)');
   workspace
     .command('ls <destination>')
     .description("list a verified workspace's Goals, runs, sessions and effects")
-    .action(async (destination: string) => emit(globals(), (await runtime()).listWorkspace(destination), (w, out) => printListing(w, out, destination)));
+    .action(async (destination: string) =>
+      emit(globals(), (await runtime()).listWorkspace(destination), (w, out) => printListing(w, out, destination)),
+    );
   workspace
     .command('show <destination>')
     .description('one Goal of a verified workspace: its Todos, history, sessions, runs and effects')
     .requiredOption('--goal <goal_id>', 'the Goal to show')
-    .action(async (destination: string, o: { goal: string }) => emit(globals(), (await runtime()).showWorkspaceGoal(destination, o.goal), printGoal));
+    .action(async (destination: string, o: { goal: string }) =>
+      emit(globals(), (await runtime()).showWorkspaceGoal(destination, o.goal), printGoal),
+    );
 }

@@ -16,12 +16,19 @@ import { onStopSignal } from '../signals.js';
 
 /** A TCP port, 0–65535 (0: a free one); anything else is a usage error (exit 2) before anything starts. */
 function parsePort(value: string): number {
-  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('expected a port from 0 to 65535');
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535)
+    throw new InvalidArgumentError('expected a port from 0 to 65535');
   return Number(value);
 }
 
 /** `--cluster` and the flags that go with it, as the daemon's cluster membership takes them. */
-const clusterOptions = (o: { cluster: string; clusterSchema?: string; receiver?: string; leaseMs?: number; maxRuns?: number }) => ({
+const clusterOptions = (o: {
+  cluster: string;
+  clusterSchema?: string;
+  receiver?: string;
+  leaseMs?: number;
+  maxRuns?: number;
+}) => ({
   cluster: o.cluster,
   ...(o.clusterSchema !== undefined ? { schema: o.clusterSchema } : {}),
   ...(o.receiver !== undefined ? { receiverUrl: o.receiver } : {}),
@@ -41,11 +48,24 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .description('serve this root over loopback HTTP: the API (docs/api.md) and the Capability Center UI')
     .option('--port <port>', 'TCP port on 127.0.0.1, 0–65535 (default: a free one)', parsePort)
     .option('--host <address>', 'listen address; only 127.0.0.1 is accepted')
-    .option('--seed-sample', 'create the runtime root if needed and, when it has no Goal, a sample Goal worked by a scripted agent')
-    .option('--dev-receiver-port <port>', "the dev receiver's port on 127.0.0.1 (default $LOOPX_DEV_RECEIVER_PORT, else 41338)", parsePort)
+    .option(
+      '--seed-sample',
+      'create the runtime root if needed and, when it has no Goal, a sample Goal worked by a scripted agent',
+    )
+    .option(
+      '--dev-receiver-port <port>',
+      "the dev receiver's port on 127.0.0.1 (default $LOOPX_DEV_RECEIVER_PORT, else 41338)",
+      parsePort,
+    )
     .option('--no-dev-receiver', 'do not open the dev receiver (the sample cannot be seeded without it)')
-    .option('--agents <dir>', 'the directory of Goal work agent files the Capability Center offers (default: the shipped examples)')
-    .option('--cluster <env:NAME>', 'join the cluster whose database URL this environment variable holds, and drive its runs (docs/cluster.md)')
+    .option(
+      '--agents <dir>',
+      'the directory of Goal work agent files the Capability Center offers (default: the shipped examples)',
+    )
+    .option(
+      '--cluster <env:NAME>',
+      'join the cluster whose database URL this environment variable holds, and drive its runs (docs/cluster.md)',
+    )
     .option('--cluster-schema <name>', "the cluster's schema (default loopx_cluster)")
     .option('--receiver <url>', 'where receiver.deliver posts in the cluster (an external system)')
     .option('--lease-ms <ms>', 'run lease length on the database clock (default 15000)', positiveInt)
@@ -62,12 +82,21 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         );
       const { devReceiverPort, devReceiverUsed, initRoot, openDevReceiver, seedSample } = await runtime();
       // The receiver first: the sample delivers to it, and it stays open for as long as the daemon runs.
-      const receiver = o.devReceiver && (o.seedSample || devReceiverUsed()) ? await openDevReceiver(devReceiverPort(o.devReceiverPort)) : undefined;
+      const receiver =
+        o.devReceiver && (o.seedSample || devReceiverUsed())
+          ? await openDevReceiver(devReceiverPort(o.devReceiverPort))
+          : undefined;
       try {
         if (o.seedSample) {
           initRoot(root);
-          const s = await seedSample(root, { webhookUrl: receiver!.deliveriesUrl, ...(authorityDir !== undefined ? { authorityDir } : {}) });
-          if (s.seeded && !g.json) process.stdout.write('seeded Goal "sample": three Todos worked by the scripted agent examples/agents/goal-worker.json\n');
+          const s = await seedSample(root, {
+            webhookUrl: receiver!.deliveriesUrl,
+            ...(authorityDir !== undefined ? { authorityDir } : {}),
+          });
+          if (s.seeded && !g.json)
+            process.stdout.write(
+              'seeded Goal "sample": three Todos worked by the scripted agent examples/agents/goal-worker.json\n',
+            );
         }
         await serve(g, o, root, authorityDir, receiver);
       } finally {
@@ -77,7 +106,9 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   daemonCommand.enablePositionalOptions();
   daemonCommand
     .command('login-url')
-    .description('print a new one-time login address of the daemon serving this root (each address signs in one browser tab once)')
+    .description(
+      'print a new one-time login address of the daemon serving this root (each address signs in one browser tab once)',
+    )
     .action(async () => {
       const g = globals();
       const { requestLoginUrl } = await import('../../daemon/index.js');
@@ -101,7 +132,13 @@ interface DaemonOptions {
 }
 
 /** Serves `root` until Ctrl-C or SIGTERM, then drains. */
-async function serve(g: GlobalOptions, o: DaemonOptions, root: string, authorityDir: string | undefined, receiver: DevReceiver | undefined): Promise<void> {
+async function serve(
+  g: GlobalOptions,
+  o: DaemonOptions,
+  root: string,
+  authorityDir: string | undefined,
+  receiver: DevReceiver | undefined,
+): Promise<void> {
   // Loaded here, not at the top: Fastify and the UI server cost every other command ~20 MiB.
   const { startDaemon } = await import('../../daemon/index.js');
   // Before anything is announced: a SIGTERM sent the moment the address is printed (or during
@@ -131,7 +168,10 @@ async function serve(g: GlobalOptions, o: DaemonOptions, root: string, authority
         out.line(`loopx daemon on ${v.url} (loopback only; Ctrl-C stops it)`);
         out.line(`open the Capability Center (one-time login): ${v.login_url}`);
         if (v.cluster_instance) out.line(`joined the cluster as ${v.cluster_instance}`);
-        if (v.dev_receiver_url) out.line(`dev receiver (stands in for an external system; it keeps what it received across restarts): ${v.dev_receiver_url}`);
+        if (v.dev_receiver_url)
+          out.line(
+            `dev receiver (stands in for an external system; it keeps what it received across restarts): ${v.dev_receiver_url}`,
+          );
       });
       await stop.stopped;
     } finally {

@@ -18,16 +18,30 @@ const ORIGINAL_TEXT: Record<RotationResult['original'], string> = {
 };
 
 function planText(d: RotationPlan, out: Output): void {
-  out.line(`schema ${d.schema}: ${d.restore_detected ? `restored copy (${d.state}; changed: ${d.changed.join(', ') || 'none'})` : d.state}`);
-  out.line(`  restore generation ${d.restore_generation} → ${d.next_restore_generation}; a new store identity is minted`);
+  out.line(
+    `schema ${d.schema}: ${d.restore_detected ? `restored copy (${d.state}; changed: ${d.changed.join(', ') || 'none'})` : d.state}`,
+  );
+  out.line(
+    `  restore generation ${d.restore_generation} → ${d.next_restore_generation}; a new store identity is minted`,
+  );
   const leases = d.goals.reduce((n, g) => n + g.active_leases, 0);
-  out.line(`  ${d.goals.length} Goal work store(s): ${leases} active lease(s) and ${d.goals.filter((g) => g.fenced).length} writer fence(s) are revoked`);
-  const bound = d.goal_id === null ? 'the root is' : `Goal ${d.goal_id}'s work (and this root's Goals in the schema) are`;
-  if (d.previous_database_url !== null) out.line(`  ${bound} bound to ${d.database_url} (was ${d.previous_database_url}); the original is superseded if it answers`);
-  out.line(`  the copy holds ${d.copy_heads.map((h) => `Goal ${h.goal_id} up to work cursor ${h.cursor}`).join(', ') || 'no Goal work'}`);
+  out.line(
+    `  ${d.goals.length} Goal work store(s): ${leases} active lease(s) and ${d.goals.filter((g) => g.fenced).length} writer fence(s) are revoked`,
+  );
+  const bound =
+    d.goal_id === null ? 'the root is' : `Goal ${d.goal_id}'s work (and this root's Goals in the schema) are`;
+  if (d.previous_database_url !== null)
+    out.line(
+      `  ${bound} bound to ${d.database_url} (was ${d.previous_database_url}); the original is superseded if it answers`,
+    );
+  out.line(
+    `  the copy holds ${d.copy_heads.map((h) => `Goal ${h.goal_id} up to work cursor ${h.cursor}`).join(', ') || 'no Goal work'}`,
+  );
   out.line(`  ${LATER_TEXT[d.later_writes.original](d.later_writes.count ?? 0)}`);
   for (const w of d.later_writes.goals)
-    out.line(`    Goal ${w.goal_id}: ${w.later} write(s) past the copy's cursor ${w.copy_cursor ?? 'none'} (the original is at ${w.original_cursor})`);
+    out.line(
+      `    Goal ${w.goal_id}: ${w.later} write(s) past the copy's cursor ${w.copy_cursor ?? 'none'} (the original is at ${w.original_cursor})`,
+    );
   const abandon = (d.later_writes.count ?? 0) > 0 ? ` --abandon-later-writes ${d.later_writes.count}` : '';
   out.line(
     d.goal_id === null
@@ -43,18 +57,26 @@ const LATER_TEXT: Record<RotationPlan['later_writes']['original'], (n: number) =
       ? 'the original database has no work written after this copy was taken'
       : `the original database has ${n} work write(s) made after this copy was taken: rotating abandons them (to keep them, back up the original again and restore that copy)`,
   not_named: () => 'no original database was named: writes made there after this copy was taken cannot be counted',
-  unreachable: () => 'the original database cannot be reached: writes made there after this copy was taken cannot be counted',
-  not_the_original: () => 'the earlier reference reaches another installation: writes made on the original after this copy cannot be counted',
+  unreachable: () =>
+    'the original database cannot be reached: writes made there after this copy was taken cannot be counted',
+  not_the_original: () =>
+    'the earlier reference reaches another installation: writes made on the original after this copy cannot be counted',
 };
 
 function installationText(schema: string, i: NonNullable<DbStatus['installation']>, out: Output): void {
-  out.line(`schema ${schema}: ${i.state}${i.changed.length > 0 ? ` (changed since recorded: ${i.changed.join(', ')})` : ''}`);
+  out.line(
+    `schema ${schema}: ${i.state}${i.changed.length > 0 ? ` (changed since recorded: ${i.changed.join(', ')})` : ''}`,
+  );
   out.line(`  store identity ${i.store_identity}, restore generation ${i.restore_generation}`);
 }
 
 const countOf = (text: string): number => {
   if (!/^(0|[1-9][0-9]{0,8})$/.test(text))
-    throw usageError('db_rotation_count_invalid', '--abandon-later-writes is a whole number of writes.', 'pass the count the preview printed');
+    throw usageError(
+      'db_rotation_count_invalid',
+      '--abandon-later-writes is a whole number of writes.',
+      'pass the count the preview printed',
+    );
   return Number(text);
 };
 
@@ -69,11 +91,14 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       emit(g, r, (d, out) => {
         if (d.schema === null) return out.line(`this root keeps its state in ${d.provider}: nothing to migrate`);
         out.line(`schema ${d.schema}: ${d.components.length === 0 ? 'no PostgreSQL component yet' : ''}`);
-        for (const c of d.components) out.line(`  ${c.component}: ${c.from === c.to ? `at version ${c.to}` : `version ${c.from} → ${c.to}`}`);
+        for (const c of d.components)
+          out.line(`  ${c.component}: ${c.from === c.to ? `at version ${c.to}` : `version ${c.from} → ${c.to}`}`);
       });
     });
   db.command('status')
-    .description("the PostgreSQL installations of the root and of Goals' work: store identity, restore generation and whether each is a restored copy")
+    .description(
+      "the PostgreSQL installations of the root and of Goals' work: store identity, restore generation and whether each is a restored copy",
+    )
     .action(async () => {
       const g = globals();
       const { dbStatus } = await runtime();
@@ -88,11 +113,19 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       });
     });
   db.command('rotate')
-    .description('after a restore: mint a new store identity and restore generation, revoke every lease, and only then admit writers')
+    .description(
+      'after a restore: mint a new store identity and restore generation, revoke every lease, and only then admit writers',
+    )
     .option('--goal <id>', "rotate the schema this Goal's work lives in (its own, or the root's) instead of the root's")
-    .option('--database-url <env:NAME>', 'the database URL, by reference, to bind the root (or the Goal) to (required for a restored copy)')
+    .option(
+      '--database-url <env:NAME>',
+      'the database URL, by reference, to bind the root (or the Goal) to (required for a restored copy)',
+    )
     .option('--confirm <digest>', 'the plan digest the preview printed; without it, only the plan is shown')
-    .option('--abandon-later-writes <count>', 'the number of work writes the original made after the copy, as the preview counted them: rotating abandons them')
+    .option(
+      '--abandon-later-writes <count>',
+      'the number of work writes the original made after the copy, as the preview counted them: rotating abandons them',
+    )
     .action(async (opts: { goal?: string; databaseUrl?: string; confirm?: string; abandonLaterWrites?: string }) => {
       const g = globals();
       const root = await existingRoot(g);
@@ -100,7 +133,9 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       if (opts.confirm === undefined) return emit(g, await planRotation(root, opts.databaseUrl, opts.goal), planText);
       const abandon = opts.abandonLaterWrites === undefined ? undefined : countOf(opts.abandonLaterWrites);
       emit(g, await rotateStore(root, opts.confirm, opts.databaseUrl, opts.goal, abandon), (d, out) => {
-        out.line(`schema ${d.schema} rotated: store identity ${d.store_identity}, restore generation ${d.restore_generation}; writers are admitted`);
+        out.line(
+          `schema ${d.schema} rotated: store identity ${d.store_identity}, restore generation ${d.restore_generation}; writers are admitted`,
+        );
         const revoked = d.revoked.filter((r) => r.result !== 'none');
         out.line(`  ${revoked.length} Goal work store(s) had their leases and fences revoked`);
         out.line(`  ${ORIGINAL_TEXT[d.original]}`);

@@ -35,7 +35,10 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       const { decodeEnvelope, parseAgentDefinition } = await runtime();
       await withEngine(g, async (engine) => {
         const agent = parseAgentDefinition(JSON.parse(readFileSync(exampleAgentPath(), 'utf8')));
-        const started = await engine.start(agent, { input: 'Add 2 and 40, then record the answer.', suspendAfterTurns: 2 });
+        const started = await engine.start(agent, {
+          input: 'Add 2 and 40, then record the answer.',
+          suspendAfterTurns: 2,
+        });
         const snap = await engine.exportEnvelope(started.run_id);
         mkdirSync(join(root, 'exports'), { recursive: true, mode: 0o700 });
         const relative = join('exports', `${started.run_id}.snapshot`);
@@ -44,7 +47,12 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         const decoded = decodeEnvelope(new Uint8Array(readFileSync(file))).state;
         const verified = await engine.verifySnapshot(new Uint8Array(readFileSync(file)));
         const doc = {
-          run: { run_id: started.run_id, status: started.status, completed_turns: started.completed_turns, last_sequence: started.last_sequence },
+          run: {
+            run_id: started.run_id,
+            status: started.status,
+            completed_turns: started.completed_turns,
+            last_sequence: started.last_sequence,
+          },
           snapshot: {
             file_in_root: relative,
             payload_sha256: snap.payloadSha256,
@@ -58,15 +66,23 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         };
         emit(g, doc, (d, out) => {
           out.line(`1. started run ${d.run.run_id} of ${agent.id}@${agent.version} (scripted model)`);
-          out.line(`2. it worked ${d.run.completed_turns} turns and ${d.run.status} at the turn boundary (last event sequence ${d.run.last_sequence})`);
+          out.line(
+            `2. it worked ${d.run.completed_turns} turns and ${d.run.status} at the turn boundary (last event sequence ${d.run.last_sequence})`,
+          );
           out.line(
             `3. exported a validated v1alpha2 snapshot, signed by your run authority (key generation ${d.snapshot.key_generation}), to ${d.snapshot.file_in_root} in the root: ${d.snapshot.envelope_bytes} bytes, payload sha256 ${d.snapshot.payload_sha256}`,
           );
-          out.line(`4. inspected it back (claim ${d.snapshot.claim_verified ? 'verified' : 'NOT verified'}): ${d.snapshot.lifecycle}, ${d.snapshot.messages} messages:`);
+          out.line(
+            `4. inspected it back (claim ${d.snapshot.claim_verified ? 'verified' : 'NOT verified'}): ${d.snapshot.lifecycle}, ${d.snapshot.messages} messages:`,
+          );
           for (const m of decoded.messages) {
             const summary = m.parts
               .map((p) =>
-                p.type === 'text' ? JSON.stringify(p.text.slice(0, 60)) : p.type === 'tool_call' ? `call ${p.toolName}(${p.argumentsJson})` : `result ${p.status} ${p.resultJson}`,
+                p.type === 'text'
+                  ? JSON.stringify(p.text.slice(0, 60))
+                  : p.type === 'tool_call'
+                    ? `call ${p.toolName}(${p.argumentsJson})`
+                    : `result ${p.status} ${p.resultJson}`,
               )
               .join(' ');
             out.line(`   ${m.role.padEnd(9)} ${summary}`);

@@ -12,7 +12,9 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   const dev = program.command('dev').description('development helpers');
   dev
     .command('webhook-sink')
-    .description('serve a loopback deliveries endpoint that stores deliveries by idempotency key and fences old writers (Ctrl-C stops it)')
+    .description(
+      'serve a loopback deliveries endpoint that stores deliveries by idempotency key and fences old writers (Ctrl-C stops it)',
+    )
     .option('--port <port>', 'port on 127.0.0.1 (0: any free port)', parseCount, 0)
     .option('--journal <file>', 'keep deliveries, fences and attempts in this JSONL file across restarts')
     .action(async (o: { port: number; journal?: string }) => {
@@ -24,7 +26,9 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       try {
         const sink = await startWebhookSink({ port: o.port, ...(o.journal ? { journalPath: o.journal } : {}) });
         try {
-          emit(g, { url: sink.url, deliveries_url: sink.deliveriesUrl, port: sink.port }, (d, out) => out.line(`webhook sink listening: ${d.deliveries_url}`));
+          emit(g, { url: sink.url, deliveries_url: sink.deliveriesUrl, port: sink.port }, (d, out) =>
+            out.line(`webhook sink listening: ${d.deliveries_url}`),
+          );
           await stop.stopped;
         } finally {
           await sink.close();

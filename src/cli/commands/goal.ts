@@ -3,7 +3,15 @@ import { relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { operatorPath } from '../../core/index.js';
 import type { showGoal } from '../../runtime/index.js';
-import { carryGlobals, emit, resolveRoot, runtime, withGoalWriter, type GlobalOptions, type Runtime } from '../context.js';
+import {
+  carryGlobals,
+  emit,
+  resolveRoot,
+  runtime,
+  withGoalWriter,
+  type GlobalOptions,
+  type Runtime,
+} from '../context.js';
 import { parseStoreChoice } from '../parse.js';
 
 type Supersession = NonNullable<Awaited<ReturnType<typeof showGoal>>['superseded_by']>;
@@ -41,26 +49,45 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .description('create a Goal (a fresh lifetime) and register its route')
     .requiredOption('--title <title>', 'what the Goal is about')
     .option('--doc <name=text...>', 'attach a Goal document (kind=goal_doc); repeatable')
-    .option('--work-provider <provider>', "where this Goal's work (Todos, history) lives: sqlite or postgresql (default: where the root keeps Goal state)")
-    .option('--database-url <reference>', 'with --work-provider postgresql: env:NAME, the environment variable holding the URL (default: the root’s)')
-    .option('--pg-schema <name>', "with --work-provider postgresql: the schema (default: the root's, else a new loopx_<hex>)")
-    .action(async (goalId: string, o: { title: string; doc?: string[]; workProvider?: string; databaseUrl?: string; pgSchema?: string }) => {
-      const g = globals();
-      const choice = parseStoreChoice('--work-provider', 'goal create', o.workProvider, o, false);
-      const { createGoal, goalView } = await runtime();
-      const workProvider =
-        choice.provider === undefined
-          ? undefined
-          : {
-              provider: choice.provider,
-              ...(choice.databaseUrl !== undefined ? { database_url: choice.databaseUrl } : {}),
-              ...(choice.schema !== undefined ? { schema: choice.schema } : {}),
-            };
-      const record = await withGoalWriter(g, (guard) =>
-        createGoal(resolveRoot(g), goalId, o.title, (o.doc ?? []).map(parseDoc), { guard, ...(workProvider ? { workProvider } : {}) }),
-      );
-      emit(g, goalView(record), (v, out) => out.line(`created Goal ${v.goal_id} (${v.goal_instance_id}): ${v.title}`));
-    });
+    .option(
+      '--work-provider <provider>',
+      "where this Goal's work (Todos, history) lives: sqlite or postgresql (default: where the root keeps Goal state)",
+    )
+    .option(
+      '--database-url <reference>',
+      'with --work-provider postgresql: env:NAME, the environment variable holding the URL (default: the root’s)',
+    )
+    .option(
+      '--pg-schema <name>',
+      "with --work-provider postgresql: the schema (default: the root's, else a new loopx_<hex>)",
+    )
+    .action(
+      async (
+        goalId: string,
+        o: { title: string; doc?: string[]; workProvider?: string; databaseUrl?: string; pgSchema?: string },
+      ) => {
+        const g = globals();
+        const choice = parseStoreChoice('--work-provider', 'goal create', o.workProvider, o, false);
+        const { createGoal, goalView } = await runtime();
+        const workProvider =
+          choice.provider === undefined
+            ? undefined
+            : {
+                provider: choice.provider,
+                ...(choice.databaseUrl !== undefined ? { database_url: choice.databaseUrl } : {}),
+                ...(choice.schema !== undefined ? { schema: choice.schema } : {}),
+              };
+        const record = await withGoalWriter(g, (guard) =>
+          createGoal(resolveRoot(g), goalId, o.title, (o.doc ?? []).map(parseDoc), {
+            guard,
+            ...(workProvider ? { workProvider } : {}),
+          }),
+        );
+        emit(g, goalView(record), (v, out) =>
+          out.line(`created Goal ${v.goal_id} (${v.goal_instance_id}): ${v.title}`),
+        );
+      },
+    );
   for (const [verb, help] of [
     ['pause', 'pause a Goal (it takes no new work until resumed)'],
     ['resume', 'resume a paused Goal'],
@@ -111,10 +138,17 @@ function registerShow(goal: Command, globals: () => GlobalOptions): void {
       };
       emit(g, doc, (d, out) => {
         const s = d.superseded_by;
-        out.line(`Goal ${d.goal_id} (${d.goal_instance_id}) ${s ? `superseded (was ${d.lifecycle})` : d.lifecycle}: ${d.title}`);
+        out.line(
+          `Goal ${d.goal_id} (${d.goal_instance_id}) ${s ? `superseded (was ${d.lifecycle})` : d.lifecycle}: ${d.title}`,
+        );
         if (s) {
-          const where = s.root === null ? `another root (root id ${s.root_id}), which the run authority no longer finds` : operatorPath(resolve(s.root));
-          out.line(`  superseded by the recovery into ${where}: the Goal continues there as lifetime ${s.goal_instance_id} (recorded ${s.recorded_at});`);
+          const where =
+            s.root === null
+              ? `another root (root id ${s.root_id}), which the run authority no longer finds`
+              : operatorPath(resolve(s.root));
+          out.line(
+            `  superseded by the recovery into ${where}: the Goal continues there as lifetime ${s.goal_instance_id} (recorded ${s.recorded_at});`,
+          );
           out.line('  this root keeps this lifetime as history and takes no more work for it');
           // The JSON's next action, as the human hint prints one: the globals carried once.
           out.line(`  ${s.next_action}`);
@@ -122,9 +156,12 @@ function registerShow(goal: Command, globals: () => GlobalOptions): void {
         out.line(
           `  todos: ${Object.entries(d.todos)
             .map(([k, n]) => `${n} ${k}`)
-            .join(', ')}; ${d.committed_transactions} committed transactions; ${d.handoff_mode}; work in ${d.work_provider}`,
+            .join(
+              ', ',
+            )}; ${d.committed_transactions} committed transactions; ${d.handoff_mode}; work in ${d.work_provider}`,
         );
-        for (const doc of d.docs) out.line(`  doc ${doc.name} (${doc.bytes} bytes, sha256 ${doc.sha256.slice(0, 16)}…)`);
+        for (const doc of d.docs)
+          out.line(`  doc ${doc.name} (${doc.bytes} bytes, sha256 ${doc.sha256.slice(0, 16)}…)`);
       });
     });
 }

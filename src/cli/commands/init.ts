@@ -8,7 +8,10 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .command('init')
     .description('create the runtime root and its owner stores (idempotent)')
     .option('--store <provider>', 'where Goal state lives: sqlite (the default, files in the root) or postgresql')
-    .option('--database-url <reference>', 'with --store postgresql: env:NAME, the environment variable holding the URL (read at run time, never stored)')
+    .option(
+      '--database-url <reference>',
+      'with --store postgresql: env:NAME, the environment variable holding the URL (read at run time, never stored)',
+    )
     .option('--pg-schema <name>', "with --store postgresql: this installation's schema (default: a new loopx_<hex>)")
     .action(async (o: { store?: string; databaseUrl?: string; pgSchema?: string }) => {
       const g = globals();

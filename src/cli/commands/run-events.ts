@@ -8,8 +8,14 @@ import { optionalClusterAccess, withOptionalCluster, type OptionalClusterFlags }
 
 async function print(events: AsyncIterable<RunEvent>, json: boolean): Promise<void> {
   for await (const e of events) {
-    if (json) process.stdout.write(`${JSON.stringify({ run_id: e.runId, sequence: e.sequence, type: e.type, at: e.at, data: e.data })}\n`);
-    else process.stdout.write(`${String(e.sequence).padStart(6)}  ${e.at}  ${e.type.padEnd(20)} ${JSON.stringify(e.data)}\n`);
+    if (json)
+      process.stdout.write(
+        `${JSON.stringify({ run_id: e.runId, sequence: e.sequence, type: e.type, at: e.at, data: e.data })}\n`,
+      );
+    else
+      process.stdout.write(
+        `${String(e.sequence).padStart(6)}  ${e.at}  ${e.type.padEnd(20)} ${JSON.stringify(e.data)}\n`,
+      );
   }
 }
 
@@ -17,7 +23,9 @@ export function register(run: Command, globals: () => GlobalOptions): void {
   withOptionalCluster(
     run
       .command('events <id>')
-      .description("print the run's events after a cursor, in order (with --json: one JSON object per line); --follow waits for more while the run is active")
+      .description(
+        "print the run's events after a cursor, in order (with --json: one JSON object per line); --follow waits for more while the run is active",
+      )
       .option('--after <seq>', 'print events with a sequence greater than SEQ', parseCount, 0)
       .option('--follow', 'keep printing new events until the run stops or waits'),
   ).action(async (id: string, o: OptionalClusterFlags & { after: number; follow?: boolean }) => {

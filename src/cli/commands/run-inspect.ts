@@ -13,8 +13,13 @@ import { readSnapshotFile } from './snapshot-file.js';
 export function register(run: Command, globals: () => GlobalOptions): void {
   run
     .command('inspect <file>')
-    .description('validate a snapshot file and show it (as JSON with --json); --verify checks its claim against your run authority')
-    .option('--verify', 'check the claim against the local run authority (changes nothing; exit 3 when it does not verify)')
+    .description(
+      'validate a snapshot file and show it (as JSON with --json); --verify checks its claim against your run authority',
+    )
+    .option(
+      '--verify',
+      'check the claim against the local run authority (changes nothing; exit 3 when it does not verify)',
+    )
     .action(async (file: string, o: { verify?: boolean }) => {
       const g = globals();
       const bytes = await readSnapshotFile(file);
@@ -28,12 +33,16 @@ export function register(run: Command, globals: () => GlobalOptions): void {
         payload_sha256: toHex(env.payloadSha256),
         payload_bytes: env.payload.byteLength,
         claim: { scope_id: toHex(env.claim.scopeId), key_generation: env.claim.keyGeneration },
-        ...(verification ? { verification: { valid: verification.valid, record_state: verification.record_state } } : {}),
+        ...(verification
+          ? { verification: { valid: verification.valid, record_state: verification.record_state } }
+          : {}),
         snapshot: snapshotToJson(state),
       };
       emit(g, doc, (d, out) => {
         const s = state;
-        out.line(`snapshot of run ${s.runId}: ${s.lifecycle}, ${s.completedTurns}/${s.turnLimit} turns, last sequence ${s.lastSequence}`);
+        out.line(
+          `snapshot of run ${s.runId}: ${s.lifecycle}, ${s.completedTurns}/${s.turnLimit} turns, last sequence ${s.lastSequence}`,
+        );
         out.line(`  agent ${s.definition.id}@${s.definition.version}, model ${s.model.provider}/${s.model.modelId}`);
         out.line(`  ${s.messages.length} messages, ${s.usedInteractionIds.length} used interaction ids`);
         out.line(
@@ -42,7 +51,10 @@ export function register(run: Command, globals: () => GlobalOptions): void {
         out.line(`  plan fingerprint ${s.planIdentity.fingerprint}`);
         out.line(`  payload ${d.payload_bytes} bytes, sha256 ${d.payload_sha256}`);
         out.line(`  claim: scope ${d.claim.scope_id.slice(0, 16)}…, key generation ${d.claim.key_generation}`);
-        if (verification) out.line(`  verified against your run authority: record ${verification.record_state}${verification.record_state === 'SUSPENDED' ? ' (importable)' : ''}`);
+        if (verification)
+          out.line(
+            `  verified against your run authority: record ${verification.record_state}${verification.record_state === 'SUSPENDED' ? ' (importable)' : ''}`,
+          );
       });
     });
 }

@@ -10,10 +10,16 @@ export function register(run: Command, globals: () => GlobalOptions): void {
       const g = globals();
       const runs = await withEngine(g, (engine) => engine.list(), { readOnly: true });
       const { runSummary } = await runtime();
-      emit(g, { runs: runs.map((r) => ({ ...runSummary(r), definition: r.definition, turn_limit: r.turn_limit })) }, (_, out) => {
-        if (runs.length === 0) out.line('no runs');
-        for (const r of runs)
-          out.line(`${r.run_id}  ${r.status.padEnd(9)}  turns ${r.completed_turns}/${r.turn_limit}  seq ${r.last_sequence}  ${r.definition.id}@${r.definition.version}`);
-      });
+      emit(
+        g,
+        { runs: runs.map((r) => ({ ...runSummary(r), definition: r.definition, turn_limit: r.turn_limit })) },
+        (_, out) => {
+          if (runs.length === 0) out.line('no runs');
+          for (const r of runs)
+            out.line(
+              `${r.run_id}  ${r.status.padEnd(9)}  turns ${r.completed_turns}/${r.turn_limit}  seq ${r.last_sequence}  ${r.definition.id}@${r.definition.version}`,
+            );
+        },
+      );
     });
 }

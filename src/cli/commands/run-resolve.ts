@@ -23,15 +23,28 @@ export function register(run: Command, globals: () => GlobalOptions): void {
   ).action(async (id: string, callId: string, o: ResolveFlags) => {
     const g = globals();
     const chosen = [o.committed !== undefined, !!o.absent, !!o.abandon].filter(Boolean).length;
-    if (chosen !== 1) throw usageError('resolution_required', 'Give exactly one of --committed RESULT, --absent or --abandon.', 'see its options: loopx run resolve --help');
-    const resolution: Resolution = o.committed !== undefined ? { kind: 'committed', resultJson: o.committed } : o.absent ? { kind: 'absent' } : { kind: 'abandon' };
+    if (chosen !== 1)
+      throw usageError(
+        'resolution_required',
+        'Give exactly one of --committed RESULT, --absent or --abandon.',
+        'see its options: loopx run resolve --help',
+      );
+    const resolution: Resolution =
+      o.committed !== undefined
+        ? { kind: 'committed', resultJson: o.committed }
+        : o.absent
+          ? { kind: 'absent' }
+          : { kind: 'abandon' };
     const cluster = optionalClusterAccess(o, 'run resolve');
     const { resolveClusterRun } = await runtime();
     // On a cluster the run is settled and handed back: one of its daemons continues it.
-    const view = cluster ? await resolveClusterRun(cluster, id, callId, resolution, operatorKeys(g)) : await withEngine(g, (engine) => engine.resolve(id, callId, resolution));
+    const view = cluster
+      ? await resolveClusterRun(cluster, id, callId, resolution, operatorKeys(g))
+      : await withEngine(g, (engine) => engine.resolve(id, callId, resolution));
     emit(g, await runSummary(view), (_, out) => {
       printRun(view, out);
-      if (cluster && view.status === 'active' && view.waiting_for === null) out.line("  handed back: the cluster's daemons continue it");
+      if (cluster && view.status === 'active' && view.waiting_for === null)
+        out.line("  handed back: the cluster's daemons continue it");
     });
   });
 }

@@ -8,12 +8,16 @@ import { drivenSummary, exitIfFailed, finalAnswerOf, printRun } from './run-view
 export function register(run: Command, globals: () => GlobalOptions): void {
   run
     .command('resume <id>')
-    .description('resume a suspended run (or continue an interrupted one) and drive it; print its final answer when it completes')
+    .description(
+      'resume a suspended run (or continue an interrupted one) and drive it; print its final answer when it completes',
+    )
     .option('--turns <n>', 'suspend again after N more turns', parsePositive)
     .action(async (id: string, o: { turns?: number }) => {
       const g = globals();
       const { view, answer } = await withEngine(g, async (engine) => {
-        const view = await withModelCallsShown(() => engine.resume(id, o.turns !== undefined ? { turns: o.turns } : {}));
+        const view = await withModelCallsShown(() =>
+          engine.resume(id, o.turns !== undefined ? { turns: o.turns } : {}),
+        );
         return { view, answer: await finalAnswerOf(engine, view) };
       });
       emit(g, await drivenSummary(view, answer), (_, out) => printRun(view, out, answer));

@@ -5,11 +5,15 @@ import { optionalClusterAccess, withOptionalCluster, type OptionalClusterFlags }
 import { printRun } from './run-view.js';
 
 export function register(run: Command, globals: () => GlobalOptions): void {
-  withOptionalCluster(run.command('show <id>').description('show one run: status, turns, what it waits for')).action(async (id: string, o: OptionalClusterFlags) => {
-    const g = globals();
-    const cluster = optionalClusterAccess(o, 'run show');
-    const { showClusterRun } = await runtime();
-    const view = cluster ? await showClusterRun(cluster, id) : await withEngine(g, (engine) => engine.show(id), { readOnly: true });
-    emit(g, view, printRun);
-  });
+  withOptionalCluster(run.command('show <id>').description('show one run: status, turns, what it waits for')).action(
+    async (id: string, o: OptionalClusterFlags) => {
+      const g = globals();
+      const cluster = optionalClusterAccess(o, 'run show');
+      const { showClusterRun } = await runtime();
+      const view = cluster
+        ? await showClusterRun(cluster, id)
+        : await withEngine(g, (engine) => engine.show(id), { readOnly: true });
+      emit(g, view, printRun);
+    },
+  );
 }

@@ -8,7 +8,9 @@ import { drivenSummary, exitIfFailed, finalAnswerOf, printRun } from './run-view
 export function register(run: Command, globals: () => GlobalOptions): void {
   run
     .command('start')
-    .description('start a run of an agent and drive it until it suspends, finishes or waits; print its final answer when it completes')
+    .description(
+      'start a run of an agent and drive it until it suspends, finishes or waits; print its final answer when it completes',
+    )
     .requiredOption('--agent <file>', 'agent definition (JSON)')
     .option('--input <text>', 'the user message the run starts with')
     .option('--suspend-after-turns <n>', 'suspend at the boundary after N completed turns', parseCount)
@@ -18,7 +20,10 @@ export function register(run: Command, globals: () => GlobalOptions): void {
       const agent = loadAgentFile(o.agent);
       const { view, answer } = await withEngine(g, async (engine) => {
         const view = await withModelCallsShown(() =>
-          engine.start(agent, { ...(o.input !== undefined ? { input: o.input } : {}), ...(o.suspendAfterTurns !== undefined ? { suspendAfterTurns: o.suspendAfterTurns } : {}) }),
+          engine.start(agent, {
+            ...(o.input !== undefined ? { input: o.input } : {}),
+            ...(o.suspendAfterTurns !== undefined ? { suspendAfterTurns: o.suspendAfterTurns } : {}),
+          }),
         );
         return { view, answer: await finalAnswerOf(engine, view) };
       });

@@ -4,7 +4,9 @@ import type { Engine, RunView } from '../../runtime/index.js';
 import { exitAfterOutput, runtime, type Output } from '../context.js';
 
 export function printRun(v: RunView, out: Output, finalAnswer?: string): void {
-  out.line(`run ${v.run_id}  ${v.status}  turns ${v.completed_turns}/${v.turn_limit}  last sequence ${v.last_sequence}`);
+  out.line(
+    `run ${v.run_id}  ${v.status}  turns ${v.completed_turns}/${v.turn_limit}  last sequence ${v.last_sequence}`,
+  );
   if (v.failure) out.line(`  failed: ${v.failure.message} [${v.failure.code}]`);
   if (v.failure?.next_action) out.line(`  next: ${v.failure.next_action}`);
   if (v.waiting_for?.kind === 'interaction') {
@@ -12,7 +14,10 @@ export function printRun(v: RunView, out: Output, finalAnswer?: string): void {
     out.hint(`  answer: loopx run answer ${v.run_id} ${v.waiting_for.interaction_id} "<text>"`);
   } else if (v.waiting_for?.kind === 'resolution') {
     out.line(`  uncertain mutating call(s), never re-run automatically: ${v.waiting_for.call_ids.join(', ')}`);
-    for (const e of v.waiting_for.effects) out.line(`    ${e.call_id}: effect ${e.operation_id} ${e.outcome ?? 'not in the effect journal (recorded before it)'}`);
+    for (const e of v.waiting_for.effects)
+      out.line(
+        `    ${e.call_id}: effect ${e.operation_id} ${e.outcome ?? 'not in the effect journal (recorded before it)'}`,
+      );
     out.hint(`  settle: loopx run resolve ${v.run_id} <call-id> (--committed RESULT | --absent | --abandon)`);
   }
   if (v.suspend_requested) out.line('  suspend requested: takes effect when the current turn completes');

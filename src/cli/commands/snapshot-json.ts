@@ -14,7 +14,13 @@ export const snapshotToJson = (s: RunSnapshotState) => ({
     tool_plan_id: s.planIdentity.toolPlanId,
     compatibility_identity: s.planIdentity.compatibilityIdentity,
     fingerprint: s.planIdentity.fingerprint,
-    components: s.planIdentity.components.map((c) => ({ kind: c.kind, name: c.name, module: c.module, version: c.version, source_sha256: c.sourceSha256 })),
+    components: s.planIdentity.components.map((c) => ({
+      kind: c.kind,
+      name: c.name,
+      module: c.module,
+      version: c.version,
+      source_sha256: c.sourceSha256,
+    })),
   },
   messages: s.messages.map((m) => ({
     id: m.id,
@@ -24,7 +30,13 @@ export const snapshotToJson = (s: RunSnapshotState) => ({
         ? { type: 'text', text: p.text }
         : p.type === 'tool_call'
           ? { type: 'tool_call', call_id: p.callId, tool_name: p.toolName, arguments_json: p.argumentsJson }
-          : { type: 'tool_result', call_id: p.callId, tool_name: p.toolName, status: p.status, result_json: p.resultJson },
+          : {
+              type: 'tool_result',
+              call_id: p.callId,
+              tool_name: p.toolName,
+              status: p.status,
+              result_json: p.resultJson,
+            },
     ),
   })),
 });

@@ -47,7 +47,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       const todos = await listTodos(resolveRoot(g), o.goal);
       emit(g, { goal_id: o.goal, todos: todos.map(todoView) }, (d, out) => {
         if (d.todos.length === 0) out.line('no Todos');
-        for (const t of d.todos) out.line(`${t.todo_id.padEnd(8)} ${t.status.padEnd(8)} ${t.title}${t.note ? `  — ${t.note}` : ''}`);
+        for (const t of d.todos)
+          out.line(`${t.todo_id.padEnd(8)} ${t.status.padEnd(8)} ${t.title}${t.note ? `  — ${t.note}` : ''}`);
       });
     });
   registerUpdate(todo, globals);
@@ -67,12 +68,26 @@ function registerUpdate(todo: Command, globals: () => GlobalOptions): void {
     .action(async (todoIds: string[], o: { goal: string; status?: string; note?: string; operationId?: string }) => {
       const g = globals();
       if (o.status !== undefined && !TODO_STATUSES.includes(o.status as Status)) {
-        throw usageError('todo_status_invalid', `--status must be one of ${TODO_STATUSES.join(', ')}.`, 'see its options: loopx todo update --help');
+        throw usageError(
+          'todo_status_invalid',
+          `--status must be one of ${TODO_STATUSES.join(', ')}.`,
+          'see its options: loopx todo update --help',
+        );
       }
-      if (o.status === undefined && o.note === undefined) throw usageError('todo_update_empty', 'Give --status and/or --note.', 'see its options: loopx todo update --help');
-      if (new Set(todoIds).size !== todoIds.length) throw usageError('todo_update_repeated', 'Name each Todo once.', 'see its options: loopx todo update --help');
+      if (o.status === undefined && o.note === undefined)
+        throw usageError(
+          'todo_update_empty',
+          'Give --status and/or --note.',
+          'see its options: loopx todo update --help',
+        );
+      if (new Set(todoIds).size !== todoIds.length)
+        throw usageError('todo_update_repeated', 'Name each Todo once.', 'see its options: loopx todo update --help');
       if (todoIds.length > MAX_TODOS_PER_UPDATE) {
-        throw usageError('todo_update_too_many', `One update changes at most ${MAX_TODOS_PER_UPDATE} Todos.`, 'see its options: loopx todo update --help');
+        throw usageError(
+          'todo_update_too_many',
+          `One update changes at most ${MAX_TODOS_PER_UPDATE} Todos.`,
+          'see its options: loopx todo update --help',
+        );
       }
       const { operatorOperationId, updateTodo, updateTodos, todoView } = await runtime();
       const input = {
@@ -83,13 +98,19 @@ function registerUpdate(todo: Command, globals: () => GlobalOptions): void {
       };
       const done = (r: { result: string }) => (r.result === 'applied' ? 'updated' : 'already updated');
       if (todoIds.length > 1) {
-        const r = await withGoalWriter(g, (authority) => updateTodos(resolveRoot(g), o.goal, { ...input, todo_ids: todoIds }, authority));
+        const r = await withGoalWriter(g, (authority) =>
+          updateTodos(resolveRoot(g), o.goal, { ...input, todo_ids: todoIds }, authority),
+        );
         emit(g, { result: r.result, cursor: r.cursor, todos: r.receipt.todos!.map(todoView) }, (d, out) => {
           for (const t of d.todos) out.line(`${done(d)} ${t.todo_id}: ${t.status}`);
         });
         return;
       }
-      const r = await withGoalWriter(g, (authority) => updateTodo(resolveRoot(g), o.goal, { ...input, todo_id: todoIds[0]! }, authority));
-      emit(g, { result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) }, (d, out) => out.line(`${done(d)} ${d.todo.todo_id}: ${d.todo.status}`));
+      const r = await withGoalWriter(g, (authority) =>
+        updateTodo(resolveRoot(g), o.goal, { ...input, todo_id: todoIds[0]! }, authority),
+      );
+      emit(g, { result: r.result, cursor: r.cursor, todo: todoView(r.receipt.todo!) }, (d, out) =>
+        out.line(`${done(d)} ${d.todo.todo_id}: ${d.todo.status}`),
+      );
     });
 }

@@ -21,9 +21,13 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       const { GOAL_WORK_TOOL_PLAN, loadAgentFile, runGoalWork } = await runtime();
       const agent = loadAgentFile(o.agent);
       if (agent.toolPlan !== GOAL_WORK_TOOL_PLAN) {
-        throw rejected('agent_not_goal_work', `Agent ${agent.id}@${agent.version} uses tool plan ${agent.toolPlan}; Goal work runs need ${GOAL_WORK_TOOL_PLAN}.`, {
-          nextAction: 'use an agent whose tool_plan is loopx.goal-work.v1 (see examples/agents/goal-worker.json)',
-        });
+        throw rejected(
+          'agent_not_goal_work',
+          `Agent ${agent.id}@${agent.version} uses tool plan ${agent.toolPlan}; Goal work runs need ${GOAL_WORK_TOOL_PLAN}.`,
+          {
+            nextAction: 'use an agent whose tool_plan is loopx.goal-work.v1 (see examples/agents/goal-worker.json)',
+          },
+        );
       }
       const root = await existingRoot(g);
       const { result, answer } = await withEngine(g, async (engine) => {
@@ -40,10 +44,16 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         );
         return { result, answer: await finalAnswerOf(engine, result.run) };
       });
-      emit(g, { ...(await drivenSummary(result.run, answer)), goal: result.goal, session: result.session }, (d, out) => {
-        out.line(`Goal ${d.goal.goal_id}, session ${d.session.session_id} (execution generation ${d.session.execution_generation})`);
-        printRun(result.run, out, answer);
-      });
+      emit(
+        g,
+        { ...(await drivenSummary(result.run, answer)), goal: result.goal, session: result.session },
+        (d, out) => {
+          out.line(
+            `Goal ${d.goal.goal_id}, session ${d.session.session_id} (execution generation ${d.session.execution_generation})`,
+          );
+          printRun(result.run, out, answer);
+        },
+      );
       exitIfFailed(result.run);
     });
 }

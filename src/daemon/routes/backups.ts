@@ -11,7 +11,11 @@ import { bodyNotOctetStream, fieldInvalid, routeNotFound } from '../errors.js';
 import { bodyText, sse, WRITE, type Routes } from '../routing.js';
 
 /** A backup job's progress and result as server-sent events, until it ends or the client goes. */
-async function streamJob(req: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply, backups: BackupService): Promise<void> {
+async function streamJob(
+  req: FastifyRequest<{ Params: { id: string } }>,
+  reply: FastifyReply,
+  backups: BackupService,
+): Promise<void> {
   const { job, events } = backups.job(req.params.id);
   const out = sse(req, reply);
   if (job.progress) out.send('progress', job.progress);
@@ -44,40 +48,65 @@ export function registerBackupRoutes({ app, o, root, timeouts, backups }: Routes
   app.addHook('onClose', async () => creator.close());
   const location = (v: unknown, fallback: BackupLocation): BackupLocation => {
     if (v === undefined) return fallback;
-    if (!(BACKUP_LOCATIONS as readonly unknown[]).includes(v)) throw fieldInvalid(`location is one of ${BACKUP_LOCATIONS.join(', ')}.`);
+    if (!(BACKUP_LOCATIONS as readonly unknown[]).includes(v))
+      throw fieldInvalid(`location is one of ${BACKUP_LOCATIONS.join(', ')}.`);
     return v as BackupLocation;
   };
   app.get('/api/backups', async () => ({ backups: backups.listBackups() }));
   // Back up now: into the user's backups folder (outside any root) unless the root's own is asked for.
-  app.post<{ Body: { location?: unknown; profile?: unknown } | undefined }>('/api/backups', { config: WRITE }, async (req, reply) => {
-    const profile = req.body?.profile ?? 'online';
-    if (!(OFFERED_PROFILES as readonly unknown[]).includes(profile)) throw fieldInvalid(`profile is one of ${OFFERED_PROFILES.join(', ')}.`);
-    return reply.code(202).send(creator.start(location(req.body?.location, 'user'), profile as CaptureProfile));
-  });
+  app.post<{ Body: { location?: unknown; profile?: unknown } | undefined }>(
+    '/api/backups',
+    { config: WRITE },
+    async (req, reply) => {
+      const profile = req.body?.profile ?? 'online';
+      if (!(OFFERED_PROFILES as readonly unknown[]).includes(profile))
+        throw fieldInvalid(`profile is one of ${OFFERED_PROFILES.join(', ')}.`);
+      return reply.code(202).send(creator.start(location(req.body?.location, 'user'), profile as CaptureProfile));
+    },
+  );
   app.get('/api/backups/runs', async () => ({ runs: creator.list() }));
   app.get<{ Params: { id: string } }>('/api/backups/runs/:id', async (req) => creator.get(req.params.id));
-  app.post<{ Params: { id: string }; Body: { location?: unknown } | undefined }>('/api/backups/:id/verify', { config: WRITE }, async (req, reply) =>
-    reply.code(202).send({ job_id: backups.startBackupVerify(req.params.id, location(req.body?.location, 'root')).job_id }),
+  app.post<{ Params: { id: string }; Body: { location?: unknown } | undefined }>(
+    '/api/backups/:id/verify',
+    { config: WRITE },
+    async (req, reply) =>
+      reply
+        .code(202)
+        .send({ job_id: backups.startBackupVerify(req.params.id, location(req.body?.location, 'root')).job_id }),
   );
-  app.post('/api/backups/uploads', { config: WRITE }, async (_req, reply) => reply.code(201).send({ upload_id: backups.createUpload() }));
+  app.post('/api/backups/uploads', { config: WRITE }, async (_req, reply) =>
+    reply.code(201).send({ upload_id: backups.createUpload() }),
+  );
   app.get('/api/backups/uploads', async () => ({ uploads: backups.listUploads() }));
   app.delete<{ Params: { id: string } }>('/api/backups/uploads/:id', { config: WRITE }, async (req, reply) => {
     backups.discardUpload(req.params.id);
     return reply.code(204).send();
   });
-  app.put<{ Params: { id: string; part: string } }>('/api/backups/uploads/:id/:part', { config: WRITE }, async (req) => {
-    const part = req.params.part;
-    if (part !== 'archive' && part !== 'manifest') throw routeNotFound();
-    if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw bodyNotOctetStream(part);
-    const declared = req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : undefined;
-    const body = req.body as Readable;
-    return backups.receive(req.params.id, part as UploadPart, body, requestBody(req.raw, body, timeouts.bodyIdleMs), Number.isFinite(declared) ? declared : undefined);
-  });
+  app.put<{ Params: { id: string; part: string } }>(
+    '/api/backups/uploads/:id/:part',
+    { config: WRITE },
+    async (req) => {
+      const part = req.params.part;
+      if (part !== 'archive' && part !== 'manifest') throw routeNotFound();
+      if (typeof req.body !== 'object' || req.body === null || !('pipe' in req.body)) throw bodyNotOctetStream(part);
+      const declared = req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : undefined;
+      const body = req.body as Readable;
+      return backups.receive(
+        req.params.id,
+        part as UploadPart,
+        body,
+        requestBody(req.raw, body, timeouts.bodyIdleMs),
+        Number.isFinite(declared) ? declared : undefined,
+      );
+    },
+  );
   app.post<{ Params: { id: string } }>('/api/backups/uploads/:id/verify', { config: WRITE }, async (req, reply) =>
     reply.code(202).send({ job_id: backups.startVerify(req.params.id).job_id }),
   );
   app.get<{ Params: { id: string } }>('/api/backups/jobs/:id', async (req) => backups.job(req.params.id).job);
-  app.get<{ Params: { id: string } }>('/api/backups/jobs/:id/events', async (req, reply) => streamJob(req, reply, backups));
+  app.get<{ Params: { id: string } }>('/api/backups/jobs/:id/events', async (req, reply) =>
+    streamJob(req, reply, backups),
+  );
 }
 
 /** Audits and their recovery workspaces. */
@@ -92,10 +121,14 @@ export function registerAuditRoutes({ app, backups }: Routes): void {
     return reply.type('application/json').header('x-loopx-sha256', digest).header('etag', `"${digest}"`).send(bytes);
   });
   // An audit's recovery workspace read back through the owners' historical readers: read only, inert.
-  app.get<{ Params: { id: string } }>('/api/audits/:id/workspace', async (req) => listWorkspace(backups.destination(req.params.id)));
+  app.get<{ Params: { id: string } }>('/api/audits/:id/workspace', async (req) =>
+    listWorkspace(backups.destination(req.params.id)),
+  );
   app.get<{ Params: { id: string; goal: string } }>('/api/audits/:id/workspace/goals/:goal', async (req) => {
     // Over HTTP the listing is a route, never the destination's path.
-    return showWorkspaceGoal(backups.destination(req.params.id), req.params.goal, { listAction: `GET /api/audits/${req.params.id}/workspace` });
+    return showWorkspaceGoal(backups.destination(req.params.id), req.params.goal, {
+      listAction: `GET /api/audits/${req.params.id}/workspace`,
+    });
   });
 }
 
@@ -103,44 +136,68 @@ export function registerAuditRoutes({ app, backups }: Routes): void {
 export function registerRecoveryRoutes({ app, adoptions, backups }: Routes): void {
   const text = (v: unknown, field: string) => bodyText(v, field, true);
   app.get('/api/recoveries', async () => ({ recoveries: await adoptions.list() }));
-  app.get<{ Params: { id: string }; Querystring: { goal?: string } }>('/api/audits/:id/recoveries/proposal', async (req) => ({
-    destination_name: adoptions.proposeName(text(req.query.goal, 'goal') ?? 'goal'),
-  }));
-  app.post<{ Params: { id: string }; Body: { goal_id?: unknown; destination_name?: unknown } | undefined }>('/api/audits/:id/recoveries', { config: WRITE }, async (req, reply) => {
-    const goal = text(req.body?.goal_id, 'goal_id');
-    if (goal === undefined) throw fieldInvalid('goal_id must be a non-empty string.');
-    return reply.code(201).send(await adoptions.plan(req.params.id, goal, text(req.body?.destination_name, 'destination_name')));
-  });
-  app.get<{ Params: { id: string } }>('/api/recoveries/:id', async (req) => adoptions.show(req.params.id));
-  app.delete<{ Params: { id: string }; Body: { confirm?: unknown } | undefined }>('/api/audits/:id', { config: WRITE }, async (req, reply) => {
-    const confirm = text(req.body?.confirm, 'confirm');
-    if (confirm === undefined) throw fieldInvalid('confirm must be the audit’s recovery id.');
-    backups.deleteAudit(req.params.id, confirm, await adoptions.usesAudit(req.params.id));
-    return reply.code(204).send();
-  });
-  app.post<{ Params: { id: string }; Body: { confirm?: unknown } | undefined }>('/api/recoveries/:id/apply', { config: WRITE }, async (req, reply) => {
-    const confirm = text(req.body?.confirm, 'confirm');
-    if (confirm === undefined) throw fieldInvalid('confirm must be the plan digest.');
-    return reply.code(202).send(await adoptions.apply(req.params.id, confirm));
-  });
-  app.post<{ Params: { id: string; hold: string }; Body: { outcome?: unknown; receiver_gone?: unknown; confirm?: unknown; reason?: unknown } | undefined }>(
-    '/api/recoveries/:id/holds/:hold/resolve',
+  app.get<{ Params: { id: string }; Querystring: { goal?: string } }>(
+    '/api/audits/:id/recoveries/proposal',
+    async (req) => ({
+      destination_name: adoptions.proposeName(text(req.query.goal, 'goal') ?? 'goal'),
+    }),
+  );
+  app.post<{ Params: { id: string }; Body: { goal_id?: unknown; destination_name?: unknown } | undefined }>(
+    '/api/audits/:id/recoveries',
     { config: WRITE },
-    async (req) => {
-      const outcome = text(req.body?.outcome, 'outcome');
-      const confirm = text(req.body?.confirm, 'confirm');
-      const reason = text(req.body?.reason, 'reason');
-      const gone = req.body?.receiver_gone;
-      if (gone !== undefined && gone !== true) throw fieldInvalid('receiver_gone is true, or absent.');
-      if (gone === true) {
-        if (outcome !== undefined) throw fieldInvalid('receiver_gone and outcome settle different holds; give one.');
-        if (confirm === undefined || reason === undefined) throw fieldInvalid("receiver_gone needs confirm (the hold's digest) and reason.");
-        return adoptions.resolve(req.params.id, req.params.hold, { kind: 'receiver_gone', confirm, reason });
-      }
-      if (confirm !== undefined || reason !== undefined) throw fieldInvalid('confirm and reason go with receiver_gone.');
-      if (outcome !== undefined && outcome !== 'committed' && outcome !== 'absent') throw fieldInvalid('outcome is committed or absent.');
-      return adoptions.resolve(req.params.id, req.params.hold, outcome === undefined ? { kind: 'ask' } : { kind: 'outcome', outcome });
+    async (req, reply) => {
+      const goal = text(req.body?.goal_id, 'goal_id');
+      if (goal === undefined) throw fieldInvalid('goal_id must be a non-empty string.');
+      return reply
+        .code(201)
+        .send(await adoptions.plan(req.params.id, goal, text(req.body?.destination_name, 'destination_name')));
     },
   );
-  app.post<{ Params: { id: string } }>('/api/recoveries/:id/abort', { config: WRITE }, async (req) => adoptions.abort(req.params.id));
+  app.get<{ Params: { id: string } }>('/api/recoveries/:id', async (req) => adoptions.show(req.params.id));
+  app.delete<{ Params: { id: string }; Body: { confirm?: unknown } | undefined }>(
+    '/api/audits/:id',
+    { config: WRITE },
+    async (req, reply) => {
+      const confirm = text(req.body?.confirm, 'confirm');
+      if (confirm === undefined) throw fieldInvalid('confirm must be the audit’s recovery id.');
+      backups.deleteAudit(req.params.id, confirm, await adoptions.usesAudit(req.params.id));
+      return reply.code(204).send();
+    },
+  );
+  app.post<{ Params: { id: string }; Body: { confirm?: unknown } | undefined }>(
+    '/api/recoveries/:id/apply',
+    { config: WRITE },
+    async (req, reply) => {
+      const confirm = text(req.body?.confirm, 'confirm');
+      if (confirm === undefined) throw fieldInvalid('confirm must be the plan digest.');
+      return reply.code(202).send(await adoptions.apply(req.params.id, confirm));
+    },
+  );
+  app.post<{
+    Params: { id: string; hold: string };
+    Body: { outcome?: unknown; receiver_gone?: unknown; confirm?: unknown; reason?: unknown } | undefined;
+  }>('/api/recoveries/:id/holds/:hold/resolve', { config: WRITE }, async (req) => {
+    const outcome = text(req.body?.outcome, 'outcome');
+    const confirm = text(req.body?.confirm, 'confirm');
+    const reason = text(req.body?.reason, 'reason');
+    const gone = req.body?.receiver_gone;
+    if (gone !== undefined && gone !== true) throw fieldInvalid('receiver_gone is true, or absent.');
+    if (gone === true) {
+      if (outcome !== undefined) throw fieldInvalid('receiver_gone and outcome settle different holds; give one.');
+      if (confirm === undefined || reason === undefined)
+        throw fieldInvalid("receiver_gone needs confirm (the hold's digest) and reason.");
+      return adoptions.resolve(req.params.id, req.params.hold, { kind: 'receiver_gone', confirm, reason });
+    }
+    if (confirm !== undefined || reason !== undefined) throw fieldInvalid('confirm and reason go with receiver_gone.');
+    if (outcome !== undefined && outcome !== 'committed' && outcome !== 'absent')
+      throw fieldInvalid('outcome is committed or absent.');
+    return adoptions.resolve(
+      req.params.id,
+      req.params.hold,
+      outcome === undefined ? { kind: 'ask' } : { kind: 'outcome', outcome },
+    );
+  });
+  app.post<{ Params: { id: string } }>('/api/recoveries/:id/abort', { config: WRITE }, async (req) =>
+    adoptions.abort(req.params.id),
+  );
 }

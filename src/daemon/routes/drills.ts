@@ -8,7 +8,11 @@ import { DrillService, type DrillJob } from '../drills.js';
 import { sse, WRITE, type Routes } from '../routing.js';
 
 /** A drill job's stages and result as server-sent events, until it ends or the client goes. */
-async function streamDrill(req: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply, drills: DrillService): Promise<void> {
+async function streamDrill(
+  req: FastifyRequest<{ Params: { id: string } }>,
+  reply: FastifyReply,
+  drills: DrillService,
+): Promise<void> {
   const { job, events } = drills.job(req.params.id);
   const out = sse(req, reply);
   let step = 0;
@@ -42,6 +46,10 @@ export function registerDrillRoutes({ app, root }: Routes): void {
   app.get('/api/drills', async () => drills.list());
   app.post('/api/drills', { config: WRITE }, async (_req, reply) => reply.code(202).send(drills.start()));
   app.get<{ Params: { id: string } }>('/api/drills/jobs/:id', async (req) => drills.job(req.params.id).job);
-  app.get<{ Params: { id: string } }>('/api/drills/jobs/:id/events', async (req, reply) => streamDrill(req, reply, drills));
-  app.get<{ Params: { id: string } }>('/api/drills/:id', async (req, reply) => reply.type('application/json').send(drills.receipt(req.params.id)));
+  app.get<{ Params: { id: string } }>('/api/drills/jobs/:id/events', async (req, reply) =>
+    streamDrill(req, reply, drills),
+  );
+  app.get<{ Params: { id: string } }>('/api/drills/:id', async (req, reply) =>
+    reply.type('application/json').send(drills.receipt(req.params.id)),
+  );
 }

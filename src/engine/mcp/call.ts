@@ -53,7 +53,11 @@ export function mcpTool(sdk: McpSdk, conn: McpConnection, declared: McpStaticToo
   const { server, tool, definition, identity } = declared;
   const failureOf = (e: unknown): CallFailure => failureOfCall(sdk, e);
   const send = async (args: Args, meta: { [k: string]: string } | undefined): Promise<CallResult> =>
-    conn.client.callTool({ name: tool, arguments: args as { [k: string]: unknown }, ...(meta ? { _meta: meta } : {}) }, undefined, { timeout: callTimeoutMs });
+    conn.client.callTool(
+      { name: tool, arguments: args as { [k: string]: unknown }, ...(meta ? { _meta: meta } : {}) },
+      undefined,
+      { timeout: callTimeoutMs },
+    );
   if (!definition.mutating) {
     return {
       definition,
@@ -113,18 +117,22 @@ function resultOf(server: string, tool: string, r: CallResult): JsonValue {
 }
 
 function firstLine(content: unknown[]): string {
-  const text = content.map((p) => (isPart(p) && p.type === 'text' && typeof p.text === 'string' ? p.text : '')).find((t) => t.trim() !== '');
+  const text = content
+    .map((p) => (isPart(p) && p.type === 'text' && typeof p.text === 'string' ? p.text : ''))
+    .find((t) => t.trim() !== '');
   return text === undefined ? '(no message)' : text.trim().split('\n')[0]!.slice(0, 300);
 }
 
 type Part = { readonly type: string; readonly [k: string]: unknown };
-const isPart = (p: unknown): p is Part => typeof p === 'object' && p !== null && typeof (p as { type?: unknown }).type === 'string';
+const isPart = (p: unknown): p is Part =>
+  typeof p === 'object' && p !== null && typeof (p as { type?: unknown }).type === 'string';
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const base64Bytes = (data: unknown): number => (typeof data === 'string' ? Buffer.byteLength(data, 'base64') : 0);
 
 function partOf(p: unknown): JsonValue {
   if (!isPart(p)) return { type: 'unknown' };
-  const optional = (k: string, v: string | undefined): { [k: string]: JsonValue } => (v === undefined ? {} : { [k]: v });
+  const optional = (k: string, v: string | undefined): { [k: string]: JsonValue } =>
+    v === undefined ? {} : { [k]: v };
   switch (p.type) {
     case 'text':
       return { type: 'text', text: str(p.text) ?? '' };
@@ -132,10 +140,16 @@ function partOf(p: unknown): JsonValue {
     case 'audio':
       return { type: p.type, ...optional('mime_type', str(p.mimeType)), bytes: base64Bytes(p.data) };
     case 'resource_link':
-      return { type: p.type, ...optional('uri', str(p.uri)), ...optional('name', str(p.name)), ...optional('mime_type', str(p.mimeType)) };
+      return {
+        type: p.type,
+        ...optional('uri', str(p.uri)),
+        ...optional('name', str(p.name)),
+        ...optional('mime_type', str(p.mimeType)),
+      };
     case 'resource': {
       const r = (typeof p.resource === 'object' && p.resource !== null ? p.resource : {}) as { [k: string]: unknown };
-      const body: { [k: string]: JsonValue } = typeof r.text === 'string' ? { text: r.text } : { bytes: base64Bytes(r.blob) };
+      const body: { [k: string]: JsonValue } =
+        typeof r.text === 'string' ? { text: r.text } : { bytes: base64Bytes(r.blob) };
       return { type: p.type, ...optional('uri', str(r.uri)), ...optional('mime_type', str(r.mimeType)), ...body };
     }
     default:

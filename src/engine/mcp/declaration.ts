@@ -64,7 +64,12 @@ const STDIO_SCHEMA = {
     type: { const: 'stdio' },
     command: { type: 'string', minLength: 1, maxLength: 4096 },
     args: { type: 'array', maxItems: 256, items: { type: 'string', maxLength: 4096 } },
-    env: { type: 'object', maxProperties: 256, propertyNames: { pattern: ENV_NAME }, additionalProperties: { type: 'string', pattern: ENV_REF } },
+    env: {
+      type: 'object',
+      maxProperties: 256,
+      propertyNames: { pattern: ENV_NAME },
+      additionalProperties: { type: 'string', pattern: ENV_REF },
+    },
     cwd: { type: 'string', minLength: 1, maxLength: 4096 },
   },
 } as const;
@@ -76,7 +81,12 @@ const HTTP_SCHEMA = {
   properties: {
     type: { const: 'http' },
     url: { type: 'string', minLength: 1, maxLength: 2048 },
-    headers: { type: 'object', maxProperties: 64, propertyNames: { pattern: HEADER_NAME }, additionalProperties: { type: 'string', pattern: ENV_REF } },
+    headers: {
+      type: 'object',
+      maxProperties: 64,
+      propertyNames: { pattern: HEADER_NAME },
+      additionalProperties: { type: 'string', pattern: ENV_REF },
+    },
   },
 } as const;
 
@@ -173,7 +183,8 @@ function parseOne(value: unknown, at: string): McpServerDeclaration {
     const path = `${at}/tools/${j}`;
     if (tools.has(t.name)) throw declarationInvalid(`${path}/name`, `tool ${t.name} is declared twice`);
     tools.add(t.name);
-    if (!TOOL_NAME.test(mcpToolName(d.name, t.name))) throw declarationInvalid(`${path}/name`, `${mcpToolName(d.name, t.name)} is longer than 64 characters`);
+    if (!TOOL_NAME.test(mcpToolName(d.name, t.name)))
+      throw declarationInvalid(`${path}/name`, `${mcpToolName(d.name, t.name)} is longer than 64 characters`);
     checkInputSchema(t.input_schema, `${path}/input_schema`);
     return { ...t, mutating: t.mutating !== false };
   });
@@ -184,7 +195,8 @@ function parseOne(value: unknown, at: string): McpServerDeclaration {
 function firstError(v: NonNullable<typeof validators>, value: unknown): ErrorObject | undefined {
   const first = v.server.errors?.[0];
   const transport = (value as { transport?: { type?: unknown } }).transport;
-  if (!first?.instancePath.startsWith('/transport') || typeof transport !== 'object' || transport === null) return first;
+  if (!first?.instancePath.startsWith('/transport') || typeof transport !== 'object' || transport === null)
+    return first;
   const branch = transport.type === 'stdio' ? v.stdio : transport.type === 'http' ? v.http : undefined;
   if (!branch) return { ...first, instancePath: '/transport/type', message: 'must be "stdio" or "http"' };
   if (branch(transport)) return first;
@@ -195,8 +207,10 @@ function firstError(v: NonNullable<typeof validators>, value: unknown): ErrorObj
 const pointerOf = (e: ErrorObject | undefined): string => e?.instancePath ?? '';
 const messageOf = (e: ErrorObject | undefined): string => {
   if (!e) return 'unknown error';
-  if (e.keyword === 'additionalProperties') return `must NOT have additional property ${String((e.params as { additionalProperty?: unknown }).additionalProperty)}`;
-  if (e.keyword === 'pattern' && /\/(env|headers)\//.test(e.instancePath)) return 'must be a reference to the host environment, "env:VAR"';
+  if (e.keyword === 'additionalProperties')
+    return `must NOT have additional property ${String((e.params as { additionalProperty?: unknown }).additionalProperty)}`;
+  if (e.keyword === 'pattern' && /\/(env|headers)\//.test(e.instancePath))
+    return 'must be a reference to the host environment, "env:VAR"';
   return e.message ?? 'unknown error';
 };
 
@@ -207,9 +221,13 @@ function checkUrl(text: string, path: string): void {
   } catch {
     throw declarationInvalid(path, 'must be an absolute URL');
   }
-  if (url.username !== '' || url.password !== '') throw declarationInvalid(path, 'must not carry credentials (declare an Authorization header reference instead)');
+  if (url.username !== '' || url.password !== '')
+    throw declarationInvalid(path, 'must not carry credentials (declare an Authorization header reference instead)');
   if (url.search !== '' || url.hash !== '' || text.includes('?') || text.includes('#'))
-    throw declarationInvalid(path, 'must not carry a query or a fragment (they may hold secrets; declare a header reference instead)');
+    throw declarationInvalid(
+      path,
+      'must not carry a query or a fragment (they may hold secrets; declare a header reference instead)',
+    );
   if (url.protocol === 'https:') return;
   if (url.protocol === 'http:' && LOOPBACK.has(url.hostname)) return;
   throw declarationInvalid(path, 'must use https (plain http only on a loopback host)');
@@ -227,6 +245,9 @@ function checkInputSchema(schema: { readonly [k: string]: JsonValue }, path: str
     ajv.compile(schema);
     ajv.removeSchema(schema); // a schema with an $id may be parsed again
   } catch (e) {
-    throw declarationInvalid(path, `does not compile as a strict JSON Schema (${(e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 200)})`);
+    throw declarationInvalid(
+      path,
+      `does not compile as a strict JSON Schema (${(e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 200)})`,
+    );
   }
 }

@@ -27,11 +27,15 @@ export type ExecutableFault = 'missing' | 'not_a_file' | 'not_executable' | 'unr
  * can read and hash: nothing was pinned and nothing was started.
  */
 export const executableNotFound = (server: string, reason: ExecutableFault, cause?: unknown): LoopxError =>
-  rejected('mcp_executable_not_found', `MCP server ${server}'s command names no executable file loopx can pin (${reason}).`, {
-    nextAction: `make the declared command of ${server} name a readable executable file — a path relative to the directory loopx runs in (the plan's base directory), or a name on PATH — and run the command again`,
-    details: { server, reason },
-    ...(cause === undefined ? {} : { cause }),
-  });
+  rejected(
+    'mcp_executable_not_found',
+    `MCP server ${server}'s command names no executable file loopx can pin (${reason}).`,
+    {
+      nextAction: `make the declared command of ${server} name a readable executable file — a path relative to the directory loopx runs in (the plan's base directory), or a name on PATH — and run the command again`,
+      details: { server, reason },
+      ...(cause === undefined ? {} : { cause }),
+    },
+  );
 
 /** How a pinned executable differs from the file its plan pinned. */
 export type ExecutableChange = 'changed' | 'missing';
@@ -41,22 +45,32 @@ export type ExecutableChange = 'changed' | 'missing';
  * neither was any other server of the launch.
  */
 export const executableChanged = (server: string, change: ExecutableChange, cause?: unknown): LoopxError =>
-  conflict('mcp_executable_changed', `MCP server ${server}'s executable ${change === 'missing' ? 'is gone' : 'changed'} since the plan was made; nothing was launched.`, {
-    nextAction: `restore ${server}'s executable to the file the plan pinned, or restart loopx to plan with the new one (a new plan identity: runs made with the old one will not continue)`,
-    details: { server, reason: change },
-    ...(cause === undefined ? {} : { cause }),
-  });
+  conflict(
+    'mcp_executable_changed',
+    `MCP server ${server}'s executable ${change === 'missing' ? 'is gone' : 'changed'} since the plan was made; nothing was launched.`,
+    {
+      nextAction: `restore ${server}'s executable to the file the plan pinned, or restart loopx to plan with the new one (a new plan identity: runs made with the old one will not continue)`,
+      details: { server, reason: change },
+      ...(cause === undefined ? {} : { cause }),
+    },
+  );
 
 /** Why a server could not be started, connected or listed (public-safe reason codes). */
-export type LaunchFailure = 'spawn_failed' | 'unreachable' | 'http_error' | 'timeout' | 'connection_closed' | 'protocol_error';
+export type LaunchFailure =
+  'spawn_failed' | 'unreachable' | 'http_error' | 'timeout' | 'connection_closed' | 'protocol_error';
 
 /** A server did not start, connect or list its tools; every server of the launch was stopped. */
 export const launchFailed = (server: string, reason: LaunchFailure, cause?: unknown, httpStatus?: number): LoopxError =>
-  rejected('mcp_launch_failed', `MCP server ${server} could not be launched (${reason}${httpStatus === undefined ? '' : ` ${httpStatus}`}).`, {
-    nextAction: 'check that the server starts with the declared command or answers at the declared URL, then launch again',
-    details: { server, reason, ...(httpStatus === undefined ? {} : { http_status: httpStatus }) },
-    ...(cause === undefined ? {} : { cause }),
-  });
+  rejected(
+    'mcp_launch_failed',
+    `MCP server ${server} could not be launched (${reason}${httpStatus === undefined ? '' : ` ${httpStatus}`}).`,
+    {
+      nextAction:
+        'check that the server starts with the declared command or answers at the declared URL, then launch again',
+      details: { server, reason, ...(httpStatus === undefined ? {} : { http_status: httpStatus }) },
+      ...(cause === undefined ? {} : { cause }),
+    },
+  );
 
 /** What differs between a declared tool and the server's listing of it. */
 export type ContractDifference = 'missing' | 'input_schema' | 'requires_tasks';
@@ -66,11 +80,21 @@ export type ContractDifference = 'missing' | 'input_schema' | 'requires_tasks';
  * (compared as canonical JSON; `at` is the JSON pointer of the first difference), or callable only
  * as a task. Every server of the launch was stopped.
  */
-export const contractChanged = (server: string, tool: string, difference: ContractDifference, at?: string): LoopxError =>
-  conflict('mcp_tool_contract_changed', `MCP server ${server} does not offer tool ${tool} as declared (${difference}${at === undefined ? '' : ` at ${at || '/'}`}).`, {
-    nextAction: 'update the declared tool contract to what the server offers (a new plan identity), or pin the server to the declared version',
-    details: { server, tool, difference, ...(at === undefined ? {} : { at }) },
-  });
+export const contractChanged = (
+  server: string,
+  tool: string,
+  difference: ContractDifference,
+  at?: string,
+): LoopxError =>
+  conflict(
+    'mcp_tool_contract_changed',
+    `MCP server ${server} does not offer tool ${tool} as declared (${difference}${at === undefined ? '' : ` at ${at || '/'}`}).`,
+    {
+      nextAction:
+        'update the declared tool contract to what the server offers (a new plan identity), or pin the server to the declared version',
+      details: { server, tool, difference, ...(at === undefined ? {} : { at }) },
+    },
+  );
 
 /** A call on a server whose connection is closed (stopped, or died earlier): nothing was sent. */
 export const serverUnavailable = (server: string, tool: string): LoopxError =>

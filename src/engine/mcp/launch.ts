@@ -39,7 +39,13 @@ import type { McpServerDeclaration } from './declaration.js';
 import { contractChanged, envMissing, launchFailed, type LaunchFailure } from './errors.js';
 import { checkExecutable, type McpExecutable } from './executable.js';
 import { loadSdk, type McpSdk } from './sdk.js';
-import { planMcpServers, staticToolsOf, type McpPlannedServers, type McpPlanOptions, type McpStaticTool } from './static.js';
+import {
+  planMcpServers,
+  staticToolsOf,
+  type McpPlannedServers,
+  type McpPlanOptions,
+  type McpStaticTool,
+} from './static.js';
 
 /** How servers are planned (`environment` is also where references are resolved, `baseDir` fixed when the plan is made) and launched. */
 export interface McpLaunchOptions extends McpPlanOptions {
@@ -118,7 +124,10 @@ class Connection implements McpConnection {
 }
 
 /** Plan the declared servers now, then launch them and check their tools; fails closed (see the module header). */
-export async function launchMcpServers(declarations: readonly McpServerDeclaration[], options: McpLaunchOptions = {}): Promise<McpSession> {
+export async function launchMcpServers(
+  declarations: readonly McpServerDeclaration[],
+  options: McpLaunchOptions = {},
+): Promise<McpSession> {
   // A typed declaration obeys the file form's rules too (planning parses).
   return launchPlanned(planMcpServers(declarations, options), options);
 }
@@ -133,7 +142,9 @@ export async function launchPlanned(planned: McpPlannedServers, options: McpLaun
     const pinned = planned.executables[i];
     if (pinned) checkExecutable(d.name, pinned);
   });
-  const transports = decls.map((d, i) => transportOf(sdk, d, planned.executables[i], planned.baseDir, environment, options));
+  const transports = decls.map((d, i) =>
+    transportOf(sdk, d, planned.executables[i], planned.baseDir, environment, options),
+  );
   const connections: Connection[] = decls.map((d, i) => new Connection(sdk, d.name, transports[i]!));
   const statics = staticToolsOf(planned);
   const closeAll = async (): Promise<void> => {
@@ -146,7 +157,9 @@ export async function launchPlanned(planned: McpPlannedServers, options: McpLaun
     throw failed.reason;
   }
   const callTimeoutMs = options.callTimeoutMs ?? 60_000;
-  const tools = statics.map((s: McpStaticTool) => mcpTool(sdk, connections[decls.findIndex((d) => d.name === s.server)]!, s, callTimeoutMs));
+  const tools = statics.map((s: McpStaticTool) =>
+    mcpTool(sdk, connections[decls.findIndex((d) => d.name === s.server)]!, s, callTimeoutMs),
+  );
   let closed = false;
   return {
     tools,
@@ -161,7 +174,12 @@ export async function launchPlanned(planned: McpPlannedServers, options: McpLaun
   };
 }
 
-async function start(sdk: McpSdk, decl: McpServerDeclaration, conn: Connection, options: McpLaunchOptions): Promise<void> {
+async function start(
+  sdk: McpSdk,
+  decl: McpServerDeclaration,
+  conn: Connection,
+  options: McpLaunchOptions,
+): Promise<void> {
   const timeout = options.connectTimeoutMs ?? 30_000;
   let listed: Map<string, ListedTool>;
   try {
@@ -171,7 +189,8 @@ async function start(sdk: McpSdk, decl: McpServerDeclaration, conn: Connection, 
     listed = await listTools(conn.client, timeout);
   } catch (e) {
     if (isLoopxError(e)) throw e;
-    const httpStatus = e instanceof sdk.StreamableHTTPError && typeof e.code === 'number' && e.code > 0 ? e.code : undefined;
+    const httpStatus =
+      e instanceof sdk.StreamableHTTPError && typeof e.code === 'number' && e.code > 0 ? e.code : undefined;
     throw launchFailed(decl.name, launchFailureOf(sdk, e), e, httpStatus);
   }
   for (const t of decl.tools) {
@@ -216,7 +235,8 @@ function transportOf(
     return out;
   };
   const t = decl.transport;
-  if (t.type === 'http') return new sdk.StreamableHTTPClientTransport(new URL(t.url), { requestInit: { headers: resolveRefs(t.headers) } });
+  if (t.type === 'http')
+    return new sdk.StreamableHTTPClientTransport(new URL(t.url), { requestInit: { headers: resolveRefs(t.headers) } });
   if (!pinned) throw new TypeError(`stdio server ${decl.name} has no pinned executable`); // planMcpServers pins every one
   return new sdk.StdioClientTransport({
     command: pinned.realPath,
@@ -234,7 +254,8 @@ function launchFailureOf(sdk: McpSdk, e: unknown): LaunchFailure {
     return 'protocol_error';
   }
   if (e instanceof sdk.StreamableHTTPError) return 'http_error';
-  if (e instanceof Error && 'code' in e && typeof (e as { syscall?: unknown }).syscall === 'string') return 'spawn_failed';
+  if (e instanceof Error && 'code' in e && typeof (e as { syscall?: unknown }).syscall === 'string')
+    return 'spawn_failed';
   // fetch() rejects with a TypeError when it reaches no server (refused, unresolved, reset).
   if (e instanceof TypeError) return 'unreachable';
   return 'protocol_error';

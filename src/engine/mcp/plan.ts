@@ -29,7 +29,11 @@ export interface McpToolPlan {
 }
 
 /** A tool plan of the declared servers' tools, launched on first use; throws `mcp_declaration_invalid` or `mcp_executable_not_found`. */
-export function mcpToolPlan(id: string, declarations: readonly McpServerDeclaration[], options: McpLaunchOptions = {}): McpToolPlan {
+export function mcpToolPlan(
+  id: string,
+  declarations: readonly McpServerDeclaration[],
+  options: McpLaunchOptions = {},
+): McpToolPlan {
   const planned = planMcpServers(declarations, options);
   let launching: Promise<McpSession> | undefined;
   const session = (): Promise<McpSession> => {

@@ -60,11 +60,16 @@ export interface McpPlannedServers {
 }
 
 /** Make a plan of the declared servers: parse them, pin every stdio executable; throws `mcp_declaration_invalid` or `mcp_executable_not_found`. */
-export function planMcpServers(declarations: readonly McpServerDeclaration[], options: McpPlanOptions = {}): McpPlannedServers {
+export function planMcpServers(
+  declarations: readonly McpServerDeclaration[],
+  options: McpPlanOptions = {},
+): McpPlannedServers {
   const decls = parseMcpServers(declarations);
   const baseDir = resolve(options.baseDir ?? '.');
   const path = (options.environment ?? process.env).PATH;
-  const executables = decls.map((d) => (d.transport.type === 'stdio' ? pinExecutable(d.name, d.transport.command, { baseDir, path }) : undefined));
+  const executables = decls.map((d) =>
+    d.transport.type === 'stdio' ? pinExecutable(d.name, d.transport.command, { baseDir, path }) : undefined,
+  );
   return Object.freeze({ declarations: decls, executables: Object.freeze(executables), baseDir });
 }
 
@@ -87,13 +92,27 @@ export function transportDigest(decl: McpServerDeclaration, executable: McpExecu
 
 /** The definition a declared tool has in the plan. */
 export function definitionOf(server: string, tool: McpToolDeclaration): ToolDefinition {
-  return { name: mcpToolName(server, tool.name), description: tool.description ?? '', inputSchema: tool.input_schema, mutating: tool.mutating !== false };
+  return {
+    name: mcpToolName(server, tool.name),
+    description: tool.description ?? '',
+    inputSchema: tool.input_schema,
+    mutating: tool.mutating !== false,
+  };
 }
 
 /** SHA-256 of a declared tool's canonical contract. */
 export function contractDigest(server: string, tool: McpToolDeclaration): string {
   const d = definitionOf(server, tool);
-  return sha256Hex(canonicalJson({ domain: `${MAPPING}/tool`, server, tool: tool.name, description: d.description, input_schema: d.inputSchema, mutating: d.mutating }));
+  return sha256Hex(
+    canonicalJson({
+      domain: `${MAPPING}/tool`,
+      server,
+      tool: tool.name,
+      description: d.description,
+      input_schema: d.inputSchema,
+      mutating: d.mutating,
+    }),
+  );
 }
 
 /** The definitions and component identities of every tool of a plan, in declaration order. */
@@ -106,12 +125,20 @@ export function staticToolsOf(planned: McpPlannedServers): McpStaticTool[] {
         server: decl.name,
         tool: tool.name,
         definition,
-        identity: { kind: 'static_tool', name: definition.name, module: `mcp:${decl.name}`, version, sourceSha256: contractDigest(decl.name, tool) },
+        identity: {
+          kind: 'static_tool',
+          name: definition.name,
+          module: `mcp:${decl.name}`,
+          version,
+          sourceSha256: contractDigest(decl.name, tool),
+        },
       };
     });
   });
 }
 
 /** The definitions and component identities of every declared tool, planned now (see `planMcpServers`). */
-export const mcpStaticTools = (declarations: readonly McpServerDeclaration[], options: McpPlanOptions = {}): McpStaticTool[] =>
-  staticToolsOf(planMcpServers(declarations, options));
+export const mcpStaticTools = (
+  declarations: readonly McpServerDeclaration[],
+  options: McpPlanOptions = {},
+): McpStaticTool[] => staticToolsOf(planMcpServers(declarations, options));

@@ -84,11 +84,17 @@ export const aiSdkProvider = (options: AiSdkProviderOptions): ModelProvider => (
 /** Every tool name the request carries: its tools', and its history's (a tool no longer offered included). */
 const namesOf = (request: ModelRequest): string[] => [
   ...request.tools.map((tool) => tool.name),
-  ...request.messages.flatMap((m) => m.parts.flatMap((p) => (p.type === 'tool_call' || p.type === 'tool_result' ? [p.toolName] : []))),
+  ...request.messages.flatMap((m) =>
+    m.parts.flatMap((p) => (p.type === 'tool_call' || p.type === 'tool_result' ? [p.toolName] : [])),
+  ),
 ];
 
 /** Read a V3 stream to its `finish` part into the content `doGenerate` would have returned. */
-async function fromStream(result: LanguageModelV3StreamResult, onText: ((delta: string) => void) | undefined, names: ToolNameMap): Promise<ModelResponse> {
+async function fromStream(
+  result: LanguageModelV3StreamResult,
+  onText: ((delta: string) => void) | undefined,
+  names: ToolNameMap,
+): Promise<ModelResponse> {
   const content: LanguageModelV3Content[] = [];
   let text = '';
   let usage: LanguageModelV3Usage | undefined;
@@ -120,12 +126,17 @@ async function fromStream(result: LanguageModelV3StreamResult, onText: ((delta: 
     reader.releaseLock();
   }
   if (!usage) throw new ModelStreamIncomplete();
-  return fromGenerateResult({ content: [{ type: 'text', text }, ...content], usage } as LanguageModelV3GenerateResult, names);
+  return fromGenerateResult(
+    { content: [{ type: 'text', text }, ...content], usage } as LanguageModelV3GenerateResult,
+    names,
+  );
 }
 
 const toCallOptions = (request: ModelRequest, names: ToolNameMap): LanguageModelV3CallOptions => ({
   prompt: request.messages.map((message) => toV3Message(message, names)),
-  ...(request.tools.length > 0 ? { tools: request.tools.map((tool) => toFunctionTool(tool, names)), toolChoice: { type: 'auto' } as const } : {}),
+  ...(request.tools.length > 0
+    ? { tools: request.tools.map((tool) => toFunctionTool(tool, names)), toolChoice: { type: 'auto' } as const }
+    : {}),
   ...(request.signal ? { abortSignal: request.signal } : {}),
 });
 
@@ -140,7 +151,10 @@ const toV3Message = (message: Message, names: ToolNameMap): LanguageModelV3Messa
   // History may come from a decoded snapshot, so the role is checked at run time too (hence `?.`).
   for (const part of message.parts) {
     if (!ALLOWED_PARTS[message.role]?.includes(part.type)) {
-      throw historyInvalid(message, `a ${message.role} message may not carry a ${part.type} part`, { role: message.role, part_type: part.type });
+      throw historyInvalid(message, `a ${message.role} message may not carry a ${part.type} part`, {
+        role: message.role,
+        part_type: part.type,
+      });
     }
   }
   switch (message.role) {
@@ -154,13 +168,25 @@ const toV3Message = (message: Message, names: ToolNameMap): LanguageModelV3Messa
         content: message.parts.flatMap((part): Array<{ type: 'text'; text: string } | LanguageModelV3ToolCallPart> => {
           if (part.type === 'text') return [{ type: 'text', text: part.text }];
           if (part.type === 'tool_call') {
-            return [{ type: 'tool-call', toolCallId: part.callId, toolName: names.toWire(part.toolName), input: parseStored(part.argumentsJson, message, part.callId) }];
+            return [
+              {
+                type: 'tool-call',
+                toolCallId: part.callId,
+                toolName: names.toWire(part.toolName),
+                input: parseStored(part.argumentsJson, message, part.callId),
+              },
+            ];
           }
           return [];
         }),
       };
     case 'tool':
-      return { role: 'tool', content: message.parts.flatMap((part) => (part.type === 'tool_result' ? [toToolResult(part, message, names)] : [])) };
+      return {
+        role: 'tool',
+        content: message.parts.flatMap((part) =>
+          part.type === 'tool_result' ? [toToolResult(part, message, names)] : [],
+        ),
+      };
     default: {
       const role: never = message.role;
       throw historyInvalid(message, `unknown role ${JSON.stringify(role)}`, {});
@@ -170,7 +196,11 @@ const toV3Message = (message: Message, names: ToolNameMap): LanguageModelV3Messa
 
 const textsOf = (parts: readonly Part[]): string[] => parts.flatMap((p) => (p.type === 'text' ? [p.text] : []));
 
-const toToolResult = (part: Extract<Part, { type: 'tool_result' }>, message: Message, names: ToolNameMap): LanguageModelV3ToolResultPart => {
+const toToolResult = (
+  part: Extract<Part, { type: 'tool_result' }>,
+  message: Message,
+  names: ToolNameMap,
+): LanguageModelV3ToolResultPart => {
   const details = { message_id: message.id, call_id: part.callId, tool_name: part.toolName };
   switch (part.status) {
     case 'ok':
@@ -188,12 +218,24 @@ const toToolResult = (part: Extract<Part, { type: 'tool_result' }>, message: Mes
         output: { type: 'error-json', value: parseStored(part.resultJson, message, part.callId) },
       };
     case 'interaction_pending':
-      throw internal('model_history_interaction_pending', `Tool call ${part.callId} is waiting for an interaction; an unanswered call is never sent to a model.`, { details });
+      throw internal(
+        'model_history_interaction_pending',
+        `Tool call ${part.callId} is waiting for an interaction; an unanswered call is never sent to a model.`,
+        { details },
+      );
     case 'mutation_uncertain':
-      throw internal('model_history_mutation_uncertain', `Tool call ${part.callId} has an uncertain mutation outcome; it must be resolved before a model sees it.`, { details });
+      throw internal(
+        'model_history_mutation_uncertain',
+        `Tool call ${part.callId} has an uncertain mutation outcome; it must be resolved before a model sees it.`,
+        { details },
+      );
     default: {
       const status: never = part.status;
-      throw historyInvalid(message, `tool call ${part.callId} has unknown result status ${JSON.stringify(status)}`, details);
+      throw historyInvalid(
+        message,
+        `tool call ${part.callId} has unknown result status ${JSON.stringify(status)}`,
+        details,
+      );
     }
   }
 };
@@ -253,12 +295,20 @@ const parseToolInput = (toolName: string, input: string): JsonValue => {
   try {
     return JSON.parse(input) as JsonValue;
   } catch (cause) {
-    throw rejected('model_tool_arguments_invalid_json', `The model called ${toolName} with arguments that are not valid JSON.`, {
-      cause,
-      details: { tool_name: toolName },
-    });
+    throw rejected(
+      'model_tool_arguments_invalid_json',
+      `The model called ${toolName} with arguments that are not valid JSON.`,
+      {
+        cause,
+        details: { tool_name: toolName },
+      },
+    );
   }
 };
 
 const providerExecuted = (details: Record<string, string>) =>
-  rejected('model_provider_executed_tool', 'The model returned a provider-executed tool step; loopx runs every tool itself.', { details });
+  rejected(
+    'model_provider_executed_tool',
+    'The model returned a provider-executed tool step; loopx runs every tool itself.',
+    { details },
+  );

@@ -38,7 +38,10 @@ interface SdkKind {
   readonly packageName: string;
   /** The key's variable when the agent names none; undefined: the provider needs no key unless one is named. */
   readonly defaultKeyEnv: string | undefined;
-  load(settings: { apiKey: string | undefined; baseURL: string | undefined }, modelId: string): Promise<LanguageModelV3>;
+  load(
+    settings: { apiKey: string | undefined; baseURL: string | undefined },
+    modelId: string,
+  ): Promise<LanguageModelV3>;
 }
 
 const SDK_KINDS: readonly SdkKind[] = [
@@ -60,7 +63,12 @@ const SDK_KINDS: readonly SdkKind[] = [
     defaultKeyEnv: undefined,
     load: async (s, modelId) =>
       (await import('@ai-sdk/openai-compatible'))
-        .createOpenAICompatible({ name: 'openai-compatible', baseURL: s.baseURL!, includeUsage: true, ...(s.apiKey ? { apiKey: s.apiKey } : {}) })
+        .createOpenAICompatible({
+          name: 'openai-compatible',
+          baseURL: s.baseURL!,
+          includeUsage: true,
+          ...(s.apiKey ? { apiKey: s.apiKey } : {}),
+        })
         .chatModel(modelId),
   },
 ];
@@ -76,10 +84,14 @@ export function apiKeyEnvOf(model: ModelSpec): string | undefined {
 }
 
 export const modelCredentialsMissing = (provider: string, variable: string): LoopxError =>
-  rejected('model_credentials_missing', `The ${provider} model's API key is read from ${variable}, which is not set for this process.`, {
-    nextAction: `set ${variable} in the environment of the loopx process that drives the run, then run the command again`,
-    details: { variable },
-  });
+  rejected(
+    'model_credentials_missing',
+    `The ${provider} model's API key is read from ${variable}, which is not set for this process.`,
+    {
+      nextAction: `set ${variable} in the environment of the loopx process that drives the run, then run the command again`,
+      details: { variable },
+    },
+  );
 
 const require = createRequire(import.meta.url);
 const identities = new Map<string, { version: string; source: string }>();
@@ -90,19 +102,30 @@ function packageIdentity(packageName: string): { version: string; source: string
   const known = identities.get(packageName);
   if (known) return known;
   const manifestPath = require.resolve(`${packageName}/package.json`);
-  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { version: string; exports: { '.': { import: string } } };
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as {
+    version: string;
+    exports: { '.': { import: string } };
+  };
   const version = manifest.version;
   // The ESM entry this process imports (the package's `exports` map names it).
   const entry = join(dirname(manifestPath), manifest.exports['.'].import);
   adapterSource ??= sha256Hex(
     Buffer.concat(
       // The catalog, the adapter and its tool-name mapping: a change to any of them changes what a resumed run would send.
-      [import.meta.url, new URL('./ai-sdk' + extensionOf(import.meta.url), import.meta.url), new URL('./tool-names' + extensionOf(import.meta.url), import.meta.url)].map((u) =>
-        readFileSync(fileURLToPath(u)),
-      ),
+      [
+        import.meta.url,
+        new URL('./ai-sdk' + extensionOf(import.meta.url), import.meta.url),
+        new URL('./tool-names' + extensionOf(import.meta.url), import.meta.url),
+      ].map((u) => readFileSync(fileURLToPath(u))),
     ),
   );
-  const source = sha256Hex(canonicalJson({ domain: 'loopx.ai-sdk-provider/v1', package_entry: sha256Hex(readFileSync(entry)), adapter: adapterSource }));
+  const source = sha256Hex(
+    canonicalJson({
+      domain: 'loopx.ai-sdk-provider/v1',
+      package_entry: sha256Hex(readFileSync(entry)),
+      adapter: adapterSource,
+    }),
+  );
   const computed = { version, source };
   identities.set(packageName, computed);
   return computed;
@@ -113,7 +136,13 @@ const extensionOf = (url: string): string => url.slice(url.lastIndexOf('.'));
 function sdkKind(kind: SdkKind): ModelProviderKind {
   const identityOf = (model: ModelSpec): ComponentIdentity => {
     const { version, source } = packageIdentity(kind.packageName);
-    return { kind: 'provider', name: `${kind.name}/${model.modelId}`, module: kind.packageName, version, sourceSha256: source };
+    return {
+      kind: 'provider',
+      name: `${kind.name}/${model.modelId}`,
+      module: kind.packageName,
+      version,
+      sourceSha256: source,
+    };
   };
   return {
     name: kind.name,

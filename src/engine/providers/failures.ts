@@ -25,7 +25,8 @@ const API_CALL_ERROR = Symbol.for('vercel.ai.error.AI_APICallError');
  * `APICallError.isInstance` without loading the SDK's package: the SDK marks its errors with a
  * registered symbol (`AISDKError.hasMarker` in @ai-sdk/provider), which is what this checks.
  */
-const isApiCallError = (e: unknown): e is APICallError => e != null && typeof e === 'object' && (e as Record<symbol, unknown>)[API_CALL_ERROR] === true;
+const isApiCallError = (e: unknown): e is APICallError =>
+  e != null && typeof e === 'object' && (e as Record<symbol, unknown>)[API_CALL_ERROR] === true;
 
 export interface ModelFailure {
   readonly error: LoopxError;
@@ -53,12 +54,20 @@ export class ModelStreamError extends Error {
 }
 
 /** An in-stream error by its provider type or code: the response never completed, so anything unknown may be retried. */
-function classifyStreamError(detail: unknown, provider: string, keyEnv: string | undefined, host: string | undefined): ModelFailure {
+function classifyStreamError(
+  detail: unknown,
+  provider: string,
+  keyEnv: string | undefined,
+  host: string | undefined,
+): ModelFailure {
   if (detail instanceof Error) return classifyModelError(detail, provider, keyEnv, host);
   const inner = (detail as { error?: unknown } | undefined)?.error ?? detail;
-  const kind = [(inner as { type?: unknown })?.type, (inner as { code?: unknown })?.code].filter((v) => typeof v === 'string').join(' ');
+  const kind = [(inner as { type?: unknown })?.type, (inner as { code?: unknown })?.code]
+    .filter((v) => typeof v === 'string')
+    .join(' ');
   if (/rate_limit/.test(kind)) return { error: modelRateLimited(provider, host), retryable: true };
-  if (/authentication|permission|invalid_api_key/.test(kind)) return { error: modelAuthFailed(provider, keyEnv, host), retryable: false };
+  if (/authentication|permission|invalid_api_key/.test(kind))
+    return { error: modelAuthFailed(provider, keyEnv, host), retryable: false };
   if (CONTEXT_TOO_LONG.test(kind) || CONTEXT_TOO_LONG.test(String((inner as { message?: unknown })?.message ?? '')))
     return { error: modelContextTooLong(provider), retryable: false };
   if (/invalid_request/.test(kind)) return { error: modelRequestRefused(provider, 400, host), retryable: false };
@@ -68,7 +77,8 @@ function classifyStreamError(detail: unknown, provider: string, keyEnv: string |
 const AGAIN = 'then start the run again';
 
 /** "The openai API at api.openai.com": the provider kind, and the endpoint's host when it is known. */
-const api = (provider: string, host: string | undefined): string => `The ${provider} API${host === undefined ? '' : ` at ${host}`}`;
+const api = (provider: string, host: string | undefined): string =>
+  `The ${provider} API${host === undefined ? '' : ` at ${host}`}`;
 
 export const modelRateLimited = (provider: string, host?: string): LoopxError =>
   rejected('model_rate_limited', `${api(provider, host)} kept refusing the model call with its rate limit.`, {
@@ -77,7 +87,9 @@ export const modelRateLimited = (provider: string, host?: string): LoopxError =>
 
 export const modelAuthFailed = (provider: string, keyEnv: string | undefined, host?: string): LoopxError =>
   rejected('model_auth_failed', `${api(provider, host)} refused the API key.`, {
-    nextAction: keyEnv ? `put a valid API key in ${keyEnv} for the process that drives the run, ${AGAIN}` : `give the agent an API key with model.api_key_env, ${AGAIN}`,
+    nextAction: keyEnv
+      ? `put a valid API key in ${keyEnv} for the process that drives the run, ${AGAIN}`
+      : `give the agent an API key with model.api_key_env, ${AGAIN}`,
   });
 
 export const modelContextTooLong = (provider: string): LoopxError =>
@@ -86,12 +98,16 @@ export const modelContextTooLong = (provider: string): LoopxError =>
   });
 
 export const modelNetworkFailed = (provider: string, host?: string): LoopxError =>
-  rejected('model_network_failed', `${api(provider, host)} could not be reached, or the connection broke during the response.`, {
-    nextAction:
-      host === undefined
-        ? `check that this host reaches the agent's model.base_url (or the provider's default endpoint), ${AGAIN}`
-        : `check that this host reaches ${host} (the agent's model.base_url, or the provider's default endpoint), ${AGAIN}`,
-  });
+  rejected(
+    'model_network_failed',
+    `${api(provider, host)} could not be reached, or the connection broke during the response.`,
+    {
+      nextAction:
+        host === undefined
+          ? `check that this host reaches the agent's model.base_url (or the provider's default endpoint), ${AGAIN}`
+          : `check that this host reaches ${host} (the agent's model.base_url, or the provider's default endpoint), ${AGAIN}`,
+    },
+  );
 
 export const modelUnavailable = (provider: string, status: number, host?: string): LoopxError =>
   rejected('model_unavailable', `${api(provider, host)} kept answering ${status} (unavailable or overloaded).`, {
@@ -106,9 +122,11 @@ export const modelRequestRefused = (provider: string, status: number, host?: str
   });
 
 /** Any other failure of a provider: not retried, reported with the provider's own message. */
-export const modelFailed = (message: string, host?: string): LoopxError => rejected('model_failed', `The model call${host === undefined ? '' : ` to ${host}`} failed: ${message}`);
+export const modelFailed = (message: string, host?: string): LoopxError =>
+  rejected('model_failed', `The model call${host === undefined ? '' : ` to ${host}`} failed: ${message}`);
 
-const CONTEXT_TOO_LONG = /context_length_exceeded|maximum context length|prompt is too long|too many tokens|context window/i;
+const CONTEXT_TOO_LONG =
+  /context_length_exceeded|maximum context length|prompt is too long|too many tokens|context window/i;
 
 /** The default endpoint of each provider package that has one (its documented base URL's host). */
 const DEFAULT_HOSTS: Readonly<Record<string, string>> = { openai: 'api.openai.com', anthropic: 'api.anthropic.com' };
@@ -142,10 +160,13 @@ export function classifyModelError(e: unknown, provider: string, keyEnv?: string
     const after = retryAfterMs === undefined ? {} : { retryAfterMs };
     if (status === 429) return { error: modelRateLimited(provider, at), retryable: true, ...after };
     if (status === 401 || status === 403) return { error: modelAuthFailed(provider, keyEnv, at), retryable: false };
-    if ((status === 400 || status === 413) && CONTEXT_TOO_LONG.test(e.responseBody ?? e.message)) return { error: modelContextTooLong(provider), retryable: false };
-    if (status >= 500 || status === 408 || status === 409) return { error: modelUnavailable(provider, status, at), retryable: true, ...after };
+    if ((status === 400 || status === 413) && CONTEXT_TOO_LONG.test(e.responseBody ?? e.message))
+      return { error: modelContextTooLong(provider), retryable: false };
+    if (status >= 500 || status === 408 || status === 409)
+      return { error: modelUnavailable(provider, status, at), retryable: true, ...after };
     // No status, or the 200 of a stream that broke after its headers ("terminated"): the network.
-    if (status === 0 || (status >= 200 && status < 300)) return { error: modelNetworkFailed(provider, at), retryable: true };
+    if (status === 0 || (status >= 200 && status < 300))
+      return { error: modelNetworkFailed(provider, at), retryable: true };
     return { error: modelRequestRefused(provider, status, at), retryable: false };
   }
   if (isNetworkError(e)) return { error: modelNetworkFailed(provider, host), retryable: true };
@@ -179,7 +200,10 @@ function isNetworkError(e: unknown): boolean {
 }
 
 /** The provider's requested wait: `retry-after-ms`, else `retry-after` in seconds or as an HTTP date (never negative). */
-export function retryAfterOf(headers: Record<string, string> | undefined, now: number = Date.now()): number | undefined {
+export function retryAfterOf(
+  headers: Record<string, string> | undefined,
+  now: number = Date.now(),
+): number | undefined {
   if (!headers) return undefined;
   const get = (name: string) => Object.entries(headers).find(([k]) => k.toLowerCase() === name)?.[1];
   const ms = Number(get('retry-after-ms'));

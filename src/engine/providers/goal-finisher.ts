@@ -84,7 +84,8 @@ function read(messages: readonly Message[]): Reading {
 
 const historyInvalid = (why: string) =>
   rejected('goal_finisher_history_invalid', `The goal-finisher cannot read the run's history: ${why}.`, {
-    nextAction: 'run the Goal work again with a new run (loopx work run --goal G --agent examples/agents/goal-finisher.json)',
+    nextAction:
+      'run the Goal work again with a new run (loopx work run --goal G --agent examples/agents/goal-finisher.json)',
   });
 
 const parse = (json: string, what: string): unknown => {
@@ -105,10 +106,14 @@ function listedTodos(result: ToolResultPart): readonly ListedTodo[] {
   if (result.status !== 'ok') {
     const error = parse(result.resultJson, `the result of ${result.callId}`) as { error?: unknown } | null;
     const code = typeof error?.error === 'string' ? error.error : 'tool_failed';
-    throw rejected('goal_finisher_list_failed', `The Goal's Todos could not be listed (${code}); the goal-finisher does not guess them.`, {
-      nextAction: `see the run's events for the todo.list error (${code}), then run the Goal work again`,
-      details: { call_id: result.callId, tool_error: code },
-    });
+    throw rejected(
+      'goal_finisher_list_failed',
+      `The Goal's Todos could not be listed (${code}); the goal-finisher does not guess them.`,
+      {
+        nextAction: `see the run's events for the todo.list error (${code}), then run the Goal work again`,
+        details: { call_id: result.callId, tool_error: code },
+      },
+    );
   }
   const value = parse(result.resultJson, `the result of ${result.callId}`) as { todos?: unknown } | null;
   const todos = value?.todos;
@@ -125,9 +130,13 @@ function listedTodos(result: ToolResultPart): readonly ListedTodo[] {
 function nextStep(request: ModelRequest, note: string): ModelResponse {
   const offered = new Set(request.tools.map((t) => t.name));
   if (!offered.has(LIST) || !offered.has(UPDATE)) {
-    throw rejected('goal_finisher_tools_missing', 'The goal-finisher needs the Goal work tools todo.list and todo.update, which this run does not offer.', {
-      nextAction: 'use the goal-finisher with tool_plan loopx.goal-work.v1, through loopx work run',
-    });
+    throw rejected(
+      'goal_finisher_tools_missing',
+      'The goal-finisher needs the Goal work tools todo.list and todo.update, which this run does not offer.',
+      {
+        nextAction: 'use the goal-finisher with tool_plan loopx.goal-work.v1, through loopx work run',
+      },
+    );
   }
   const { newestList, updates } = read(request.messages);
   const list = (): ModelToolCall => ({ toolName: LIST, arguments: {} });
@@ -154,7 +163,8 @@ function summary(updates: Reading['updates']): string {
       return `${u.todoId} (${typeof error?.error === 'string' ? error.error : 'tool_failed'})`;
     });
   const parts: string[] = [];
-  if (done.length > 0) parts.push(`Marked ${done.length} ${done.length === 1 ? 'Todo' : 'Todos'} done: ${done.join(', ')}.`);
+  if (done.length > 0)
+    parts.push(`Marked ${done.length} ${done.length === 1 ? 'Todo' : 'Todos'} done: ${done.join(', ')}.`);
   if (refused.length > 0) parts.push(`Could not finish: ${refused.join(', ')}.`);
   return parts.length > 0 ? parts.join(' ') : 'Nothing left to do.';
 }

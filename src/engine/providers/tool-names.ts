@@ -37,7 +37,8 @@ export interface ToolNameMap {
 
 const replaced = (name: string): string => name.replace(/[^a-zA-Z0-9_-]/gu, '_');
 
-const hashed = (name: string): string => `${replaced(name).slice(0, MAX - HASH_HEX - 1)}_${sha256Hex(name).slice(0, HASH_HEX)}`;
+const hashed = (name: string): string =>
+  `${replaced(name).slice(0, MAX - HASH_HEX - 1)}_${sha256Hex(name).slice(0, HASH_HEX)}`;
 
 /** The mapping for a set of loopx names: the request's tools and every name its history carries. */
 export function toolNameMap(names: Iterable<string>): ToolNameMap {
@@ -47,9 +48,13 @@ export function toolNameMap(names: Iterable<string>): ToolNameMap {
   const assign = (name: string, wire: string): void => {
     const holder = nameOf.get(wire);
     if (holder !== undefined) {
-      throw internal('tool_names_collide', `Tools ${JSON.stringify(holder)} and ${JSON.stringify(name)} would reach the model under one name.`, {
-        details: { tool_names: [holder, name] },
-      });
+      throw internal(
+        'tool_names_collide',
+        `Tools ${JSON.stringify(holder)} and ${JSON.stringify(name)} would reach the model under one name.`,
+        {
+          details: { tool_names: [holder, name] },
+        },
+      );
     }
     wireOf.set(name, wire);
     nameOf.set(wire, name);
@@ -67,7 +72,11 @@ export function toolNameMap(names: Iterable<string>): ToolNameMap {
   return {
     toWire(name) {
       const wire = wireOf.get(name);
-      if (wire === undefined) throw internal('tool_name_unmapped', `Tool ${JSON.stringify(name)} is not among the names of this model request.`);
+      if (wire === undefined)
+        throw internal(
+          'tool_name_unmapped',
+          `Tool ${JSON.stringify(name)} is not among the names of this model request.`,
+        );
       return wire;
     },
     fromWire: (wire) => nameOf.get(wire),
@@ -77,8 +86,13 @@ export function toolNameMap(names: Iterable<string>): ToolNameMap {
 /** The model answered with a tool name the request never sent (the engine cannot tell what it meant). */
 export const modelToolNameUnknown = (wire: string): LoopxError => {
   const shown = wire.length > 80 ? `${wire.slice(0, 80)}…` : wire;
-  return rejected('model_tool_name_unknown', `The model called a tool named ${JSON.stringify(shown)}, which this model call did not offer.`, {
-    nextAction: "check that the agent's model supports tool calling with the tools it is offered, then start the run again",
-    details: { tool_name: shown },
-  });
+  return rejected(
+    'model_tool_name_unknown',
+    `The model called a tool named ${JSON.stringify(shown)}, which this model call did not offer.`,
+    {
+      nextAction:
+        "check that the agent's model supports tool calling with the tools it is offered, then start the run again",
+      details: { tool_name: shown },
+    },
+  );
 };

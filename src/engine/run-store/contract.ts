@@ -125,7 +125,12 @@ export interface RunStore {
    * as the caller already computed it (import compares it with the stored one before its consume
    * point): these are the bytes stored and compared, so what was checked is what is stored.
    */
-  insertImported(head: RunHead, messages: readonly Message[], definition: AgentDefinition, body?: string): Promise<void>;
+  insertImported(
+    head: RunHead,
+    messages: readonly Message[],
+    definition: AgentDefinition,
+    body?: string,
+  ): Promise<void>;
 
   /** This store's random identity (a runtime root's id), created once. */
   rootId(): Promise<string>;

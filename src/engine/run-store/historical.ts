@@ -41,7 +41,10 @@ export function readHistoricalRuns(copiedEngineDb: string, options: { scratchDir
         return { readable: false, runs: [] };
       }
     },
-    { ...(options.scratchDir !== undefined ? { scratchDir: options.scratchDir } : {}), onUnreadable: () => ({ readable: false, runs: [] }) },
+    {
+      ...(options.scratchDir !== undefined ? { scratchDir: options.scratchDir } : {}),
+      onUnreadable: () => ({ readable: false, runs: [] }),
+    },
   );
 }
 

@@ -3,15 +3,55 @@ import { randomBytes } from 'node:crypto';
 import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
 import { definitionBody, parseAgentDefinition, type AgentDefinition } from '../agent.js';
 import type { RunEvent } from '../events.js';
-import type { MutationRecord, RunHead, RunStore } from './contract.js';
+import type { MutationRecord, RunCommit, RunHead, RunStore } from './contract.js';
 import { committed, definitionConflict, emptyCommit, sequenceConflict } from './errors.js';
+
+/** One run as this store holds it. */
+interface MemoryRun {
+  head: RunHead;
+  messages: Message[];
+  mutations: Map<string, MutationRecord>;
+  events: RunEvent[];
+}
+
+const clone = <T>(v: T): T => structuredClone(v);
+
+/** Apply one commit to the runs held — sequence checked, then all of it at once — and tell the listeners. */
+function commitTo(
+  runs: Map<string, MemoryRun>,
+  suspendRequests: Set<string>,
+  listeners: Set<(runId: string) => void>,
+  c: RunCommit,
+): RunEvent[] {
+  if (c.events.length === 0) throw emptyCommit();
+  const existing = runs.get(c.head.runId);
+  const found = existing?.head.lastSequence;
+  if (c.expectedSequence === 0 ? existing !== undefined : found !== c.expectedSequence) {
+    throw sequenceConflict(c.head.runId, c.expectedSequence, found);
+  }
+  const next = committed(c, new Date().toISOString());
+  const events = clone(next.events);
+  const rec = existing ?? {
+    head: c.head,
+    messages: [] as Message[],
+    mutations: new Map<string, MutationRecord>(),
+    events: [] as RunEvent[],
+  };
+  rec.head = clone(next.head);
+  for (const m of c.messages ?? []) rec.messages[m.index] = clone(m.message);
+  for (const m of c.mutations ?? []) rec.mutations.set(m.callId, clone(m));
+  rec.events.push(...events);
+  runs.set(c.head.runId, rec);
+  if (c.clearSuspendRequest) suspendRequests.delete(c.head.runId);
+  for (const l of listeners) l(c.head.runId);
+  return clone(events);
+}
 
 export function memoryRunStore(): RunStore {
   const defs = new Map<string, string>();
-  const runs = new Map<string, { head: RunHead; messages: Message[]; mutations: Map<string, MutationRecord>; events: RunEvent[] }>();
+  const runs = new Map<string, MemoryRun>();
   const suspendRequests = new Set<string>();
   const listeners = new Set<(runId: string) => void>();
-  const clone = <T>(v: T): T => structuredClone(v);
   const rootId = `root_${randomBytes(12).toString('hex')}`;
   const meta = new Map<string, string>();
 
@@ -32,32 +72,21 @@ export function memoryRunStore(): RunStore {
     get: async (runId) => (runs.has(runId) ? clone(runs.get(runId)!.head) : undefined),
     list: async () => [...runs.values()].map((r) => clone(r.head)),
     messages: async (runId) => clone(runs.get(runId)?.messages ?? []),
-    mutations: async (runId) => clone([...(runs.get(runId)?.mutations.values() ?? [])].sort((a, b) => (a.callId < b.callId ? -1 : 1))),
-    async commit(c) {
-      if (c.events.length === 0) throw emptyCommit();
-      const existing = runs.get(c.head.runId);
-      const found = existing?.head.lastSequence;
-      if (c.expectedSequence === 0 ? existing !== undefined : found !== c.expectedSequence) {
-        throw sequenceConflict(c.head.runId, c.expectedSequence, found);
-      }
-      const next = committed(c, new Date().toISOString());
-      const events = clone(next.events);
-      const rec = existing ?? { head: c.head, messages: [] as Message[], mutations: new Map<string, MutationRecord>(), events: [] as RunEvent[] };
-      rec.head = clone(next.head);
-      for (const m of c.messages ?? []) rec.messages[m.index] = clone(m.message);
-      for (const m of c.mutations ?? []) rec.mutations.set(m.callId, clone(m));
-      rec.events.push(...events);
-      runs.set(c.head.runId, rec);
-      if (c.clearSuspendRequest) suspendRequests.delete(c.head.runId);
-      for (const l of listeners) l(c.head.runId);
-      return clone(events);
-    },
-    readEvents: async (runId, after, limit) => clone((runs.get(runId)?.events ?? []).filter((e) => e.sequence > after).slice(0, limit)),
+    mutations: async (runId) =>
+      clone([...(runs.get(runId)?.mutations.values() ?? [])].sort((a, b) => (a.callId < b.callId ? -1 : 1))),
+    commit: async (c) => commitTo(runs, suspendRequests, listeners, c),
+    readEvents: async (runId, after, limit) =>
+      clone((runs.get(runId)?.events ?? []).filter((e) => e.sequence > after).slice(0, limit)),
     async insertImported(head, messages, definition, body) {
       if (runs.has(head.runId)) throw sequenceConflict(head.runId, 0, runs.get(head.runId)!.head.lastSequence);
       putDefinition(definition, body);
       const at = new Date().toISOString();
-      runs.set(head.runId, { head: clone({ ...head, createdAt: at, updatedAt: at }), messages: clone([...messages]), mutations: new Map(), events: [] });
+      runs.set(head.runId, {
+        head: clone({ ...head, createdAt: at, updatedAt: at }),
+        messages: clone([...messages]),
+        mutations: new Map(),
+        events: [],
+      });
       for (const l of listeners) l(head.runId);
     },
     rootId: async () => rootId,

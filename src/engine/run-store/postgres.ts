@@ -20,7 +20,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { internal, isLoopxError, type LoopxError } from '../../core/index.js';
-import { PgCommitAmbiguous, isUniqueViolation, pgFailure, requireSchemaVersion, type PgDatabase, type PgMigration, type PgQuery } from '../../store/index.js';
+import {
+  PgCommitAmbiguous,
+  isUniqueViolation,
+  pgFailure,
+  requireSchemaVersion,
+  type PgDatabase,
+  type PgMigration,
+  type PgQuery,
+} from '../../store/index.js';
 import type { DefinitionIdentity, Message } from '../../snapshot/index.js';
 import { definitionBody, parseAgentDefinition, type AgentDefinition } from '../agent.js';
 import type { RunEvent } from '../events.js';
@@ -86,23 +94,37 @@ export interface PgRunStoreOptions {
 }
 
 const commitAmbiguous = (runId: string, cause: unknown): LoopxError =>
-  internal('run_commit_ambiguous', `The database connection was lost while committing run ${runId}; whether the step landed is read back by the next driver.`, {
-    cause,
-    nextAction: `see where the run stands: loopx run show ${runId}`,
-    details: { run_id: runId },
-  });
+  internal(
+    'run_commit_ambiguous',
+    `The database connection was lost while committing run ${runId}; whether the step landed is read back by the next driver.`,
+    {
+      cause,
+      nextAction: `see where the run stands: loopx run show ${runId}`,
+      details: { run_id: runId },
+    },
+  );
 
 const parseHead = (text: unknown): RunHead => JSON.parse(String(text)) as RunHead;
 
 /** Store a definition once; the same id and version with another body is a conflict (the insert is the check). */
 async function putDefinitionIn(q: PgQuery, def: AgentDefinition, body = definitionBody(def)): Promise<void> {
-  const inserted = await q('INSERT INTO run_definitions (id, version, body) VALUES ($1, $2, $3) ON CONFLICT (id, version) DO NOTHING RETURNING 1', [def.id, def.version, body]);
+  const inserted = await q(
+    'INSERT INTO run_definitions (id, version, body) VALUES ($1, $2, $3) ON CONFLICT (id, version) DO NOTHING RETURNING 1',
+    [def.id, def.version, body],
+  );
   if (inserted.length === 1) return;
-  const [existing] = await q<{ body: string }>('SELECT body FROM run_definitions WHERE id = $1 AND version = $2', [def.id, def.version]);
+  const [existing] = await q<{ body: string }>('SELECT body FROM run_definitions WHERE id = $1 AND version = $2', [
+    def.id,
+    def.version,
+  ]);
   if (existing?.body !== body) throw definitionConflict(def);
 }
 
-async function upsertMessages(q: PgQuery, runId: string, messages: ReadonlyArray<{ index: number; message: Message }>): Promise<void> {
+async function upsertMessages(
+  q: PgQuery,
+  runId: string,
+  messages: ReadonlyArray<{ index: number; message: Message }>,
+): Promise<void> {
   if (messages.length === 0) return;
   await q(
     `INSERT INTO run_messages (run_id, idx, body) SELECT $1, * FROM unnest($2::int[], $3::text[])
@@ -123,20 +145,14 @@ async function commitIn(q: PgQuery, c: RunCommit, epoch: number | null): Promise
   const { isNew, head, headJson, events: appended } = committed(c, at);
   const last = head.lastSequence;
   const moved = isNew
-    ? await q('INSERT INTO runs (run_id, lifecycle, last_sequence, created_at, head) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id) DO NOTHING RETURNING 1', [
-        runId,
-        head.lifecycle,
-        last,
-        at,
-        headJson,
-      ])
-    : await q('UPDATE runs SET lifecycle = $1, last_sequence = $2, head = $3 WHERE run_id = $4 AND last_sequence = $5 RETURNING 1', [
-        head.lifecycle,
-        last,
-        headJson,
-        runId,
-        c.expectedSequence,
-      ]);
+    ? await q(
+        'INSERT INTO runs (run_id, lifecycle, last_sequence, created_at, head) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id) DO NOTHING RETURNING 1',
+        [runId, head.lifecycle, last, at, headJson],
+      )
+    : await q(
+        'UPDATE runs SET lifecycle = $1, last_sequence = $2, head = $3 WHERE run_id = $4 AND last_sequence = $5 RETURNING 1',
+        [head.lifecycle, last, headJson, runId, c.expectedSequence],
+      );
   if (moved.length !== 1) throw sequenceConflict(runId, c.expectedSequence, await lastSequenceIn(q, runId));
   await upsertMessages(q, runId, c.messages ?? []);
   const mutations = c.mutations ?? [];
@@ -147,27 +163,42 @@ async function commitIn(q: PgQuery, c: RunCommit, epoch: number | null): Promise
       [mutations.map((m) => m.runId), mutations.map((m) => m.callId), mutations.map((m) => JSON.stringify(m))],
     );
   }
-  await q('INSERT INTO run_events (run_id, sequence, type, at, data, epoch) SELECT $1, s, t, $2, d, $6 FROM unnest($3::bigint[], $4::text[], $5::text[]) AS e (s, t, d)', [
-    runId,
-    at,
-    appended.map((e) => e.sequence),
-    appended.map((e) => e.type),
-    appended.map((e) => JSON.stringify(e.data)),
-    epoch,
-  ]);
+  await q(
+    'INSERT INTO run_events (run_id, sequence, type, at, data, epoch) SELECT $1, s, t, $2, d, $6 FROM unnest($3::bigint[], $4::text[], $5::text[]) AS e (s, t, d)',
+    [
+      runId,
+      at,
+      appended.map((e) => e.sequence),
+      appended.map((e) => e.type),
+      appended.map((e) => JSON.stringify(e.data)),
+      epoch,
+    ],
+  );
   if (c.clearSuspendRequest) await q('DELETE FROM run_suspend_requests WHERE run_id = $1', [runId]);
   return appended;
 }
 
 /** An imported run: its head and messages (and definition), only when the run is not known yet. */
-async function importIn(q: PgQuery, head: RunHead, messages: readonly Message[], definition: AgentDefinition, body: string | undefined): Promise<void> {
+async function importIn(
+  q: PgQuery,
+  head: RunHead,
+  messages: readonly Message[],
+  definition: AgentDefinition,
+  body: string | undefined,
+): Promise<void> {
   const found = await lastSequenceIn(q, head.runId);
   if (found !== undefined) throw sequenceConflict(head.runId, 0, found);
   await putDefinitionIn(q, definition, body);
   const at = new Date().toISOString();
   const h: RunHead = { ...head, createdAt: at, updatedAt: at };
   try {
-    await q('INSERT INTO runs (run_id, lifecycle, last_sequence, created_at, head) VALUES ($1, $2, $3, $4, $5)', [h.runId, h.lifecycle, h.lastSequence, at, JSON.stringify(h)]);
+    await q('INSERT INTO runs (run_id, lifecycle, last_sequence, created_at, head) VALUES ($1, $2, $3, $4, $5)', [
+      h.runId,
+      h.lifecycle,
+      h.lastSequence,
+      at,
+      JSON.stringify(h),
+    ]);
   } catch (e) {
     // Another importer of the same run committed between our read and this insert.
     if (isUniqueViolation(e)) throw sequenceConflict(head.runId, 0, undefined);
@@ -236,24 +267,45 @@ class PgRunStore implements RunStore {
   }
 
   definitionBodyOf(identity: DefinitionIdentity): Promise<string | undefined> {
-    return this.#read(async (q) => (await q<{ body: string }>('SELECT body FROM run_definitions WHERE id = $1 AND version = $2', [identity.id, identity.version]))[0]?.body);
+    return this.#read(
+      async (q) =>
+        (
+          await q<{ body: string }>('SELECT body FROM run_definitions WHERE id = $1 AND version = $2', [
+            identity.id,
+            identity.version,
+          ])
+        )[0]?.body,
+    );
   }
 
   get(runId: string): Promise<RunHead | undefined> {
-    return this.#read(async (q) => (await q<{ head: string }>('SELECT head FROM runs WHERE run_id = $1', [runId])).map((r) => parseHead(r.head))[0]);
+    return this.#read(
+      async (q) =>
+        (await q<{ head: string }>('SELECT head FROM runs WHERE run_id = $1', [runId])).map((r) =>
+          parseHead(r.head),
+        )[0],
+    );
   }
 
   list(): Promise<RunHead[]> {
-    return this.#read(async (q) => (await q<{ head: string }>('SELECT head FROM runs ORDER BY created_at, run_id')).map((r) => parseHead(r.head)));
+    return this.#read(async (q) =>
+      (await q<{ head: string }>('SELECT head FROM runs ORDER BY created_at, run_id')).map((r) => parseHead(r.head)),
+    );
   }
 
   messages(runId: string): Promise<Message[]> {
-    return this.#read(async (q) => (await q<{ body: string }>('SELECT body FROM run_messages WHERE run_id = $1 ORDER BY idx', [runId])).map((r) => JSON.parse(r.body) as Message));
+    return this.#read(async (q) =>
+      (await q<{ body: string }>('SELECT body FROM run_messages WHERE run_id = $1 ORDER BY idx', [runId])).map(
+        (r) => JSON.parse(r.body) as Message,
+      ),
+    );
   }
 
   mutations(runId: string): Promise<MutationRecord[]> {
     return this.#read(async (q) =>
-      (await q<{ body: string }>('SELECT body FROM run_mutations WHERE run_id = $1 ORDER BY call_id', [runId])).map((r) => JSON.parse(r.body) as MutationRecord),
+      (await q<{ body: string }>('SELECT body FROM run_mutations WHERE run_id = $1 ORDER BY call_id', [runId])).map(
+        (r) => JSON.parse(r.body) as MutationRecord,
+      ),
     );
   }
 
@@ -271,40 +323,66 @@ class PgRunStore implements RunStore {
           'SELECT sequence, type, at, data FROM run_events WHERE run_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3',
           [runId, afterSequence, limit],
         )
-      ).map((r) => ({ runId, sequence: Number(r.sequence), type: r.type as RunEvent['type'], at: r.at, data: JSON.parse(r.data) as RunEvent['data'] })),
+      ).map((r) => ({
+        runId,
+        sequence: Number(r.sequence),
+        type: r.type as RunEvent['type'],
+        at: r.at,
+        data: JSON.parse(r.data) as RunEvent['data'],
+      })),
     );
   }
 
-  async insertImported(head: RunHead, messages: readonly Message[], definition: AgentDefinition, body?: string): Promise<void> {
+  async insertImported(
+    head: RunHead,
+    messages: readonly Message[],
+    definition: AgentDefinition,
+    body?: string,
+  ): Promise<void> {
     await this.#write(head.runId, true, (q) => importIn(q, head, messages, definition, body));
     this.#notify(head.runId);
   }
 
   async rootId(): Promise<string> {
-    const known = await this.#read(async (q) => (await q<{ value: string }>(`SELECT value FROM run_store_meta WHERE key = 'root_id'`))[0]?.value);
+    const known = await this.#read(
+      async (q) => (await q<{ value: string }>(`SELECT value FROM run_store_meta WHERE key = 'root_id'`))[0]?.value,
+    );
     if (known !== undefined) return known;
     // Minted once; a racing process's id is kept (ON CONFLICT DO NOTHING), then read back.
     return this.#write('', false, async (q) => {
-      await q(`INSERT INTO run_store_meta (key, value) VALUES ('root_id', $1) ON CONFLICT (key) DO NOTHING`, [`root_${randomBytes(12).toString('hex')}`]);
+      await q(`INSERT INTO run_store_meta (key, value) VALUES ('root_id', $1) ON CONFLICT (key) DO NOTHING`, [
+        `root_${randomBytes(12).toString('hex')}`,
+      ]);
       return (await q<{ value: string }>(`SELECT value FROM run_store_meta WHERE key = 'root_id'`))[0]!.value;
     });
   }
 
   async readRootMeta(key: RootMetaKey): Promise<string | undefined> {
-    return this.#read(async (q) => (await q<{ value: string }>('SELECT value FROM run_store_meta WHERE key = $1', [key]))[0]?.value);
+    return this.#read(
+      async (q) => (await q<{ value: string }>('SELECT value FROM run_store_meta WHERE key = $1', [key]))[0]?.value,
+    );
   }
 
   async writeRootMeta(key: Exclude<RootMetaKey, 'root_id'>, value: string): Promise<void> {
-    await this.#write('', false, (q) => q('INSERT INTO run_store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', [key, value]));
+    await this.#write('', false, (q) =>
+      q(
+        'INSERT INTO run_store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value',
+        [key, value],
+      ),
+    );
   }
 
   async requestSuspend(runId: string): Promise<void> {
-    await this.#write(runId, false, (q) => q('INSERT INTO run_suspend_requests (run_id) VALUES ($1) ON CONFLICT (run_id) DO NOTHING', [runId]));
+    await this.#write(runId, false, (q) =>
+      q('INSERT INTO run_suspend_requests (run_id) VALUES ($1) ON CONFLICT (run_id) DO NOTHING', [runId]),
+    );
     this.#notify(runId);
   }
 
   suspendRequested(runId: string): Promise<boolean> {
-    return this.#read(async (q) => (await q('SELECT 1 FROM run_suspend_requests WHERE run_id = $1', [runId])).length > 0);
+    return this.#read(
+      async (q) => (await q('SELECT 1 FROM run_suspend_requests WHERE run_id = $1', [runId])).length > 0,
+    );
   }
 
   onCommit(listener: (runId: string) => void): () => void {

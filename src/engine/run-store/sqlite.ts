@@ -26,7 +26,8 @@ const MIGRATIONS = [
  * imported run's messages go the same way.
  */
 const EVENT_CHUNK = 16;
-const MESSAGE_UPSERT = 'INSERT INTO messages (run_id, idx, body) VALUES ? ON CONFLICT (run_id, idx) DO UPDATE SET body = excluded.body';
+const MESSAGE_UPSERT =
+  'INSERT INTO messages (run_id, idx, body) VALUES ? ON CONFLICT (run_id, idx) DO UPDATE SET body = excluded.body';
 
 interface EventRow {
   run_id: string;
@@ -40,21 +41,35 @@ interface EventRow {
 function prepareStatements(db: SqliteDatabase) {
   return {
     getDef: db.prepare('SELECT body FROM definitions WHERE id = ? AND version = ?'),
-    putDef: db.prepare('INSERT INTO definitions (id, version, body) VALUES (?, ?, ?) ON CONFLICT (id, version) DO NOTHING'),
+    putDef: db.prepare(
+      'INSERT INTO definitions (id, version, body) VALUES (?, ?, ?) ON CONFLICT (id, version) DO NOTHING',
+    ),
     getRun: db.prepare('SELECT head FROM runs WHERE run_id = ?'),
     listRuns: db.prepare('SELECT head FROM runs ORDER BY created_at, run_id'),
     lastSeq: db.prepare('SELECT last_sequence FROM runs WHERE run_id = ?'),
-    insertRun: db.prepare('INSERT INTO runs (run_id, lifecycle, last_sequence, created_at, head) VALUES (?, ?, ?, ?, ?)'),
-    startRun: db.prepare('INSERT INTO runs (run_id, lifecycle, last_sequence, created_at, head) VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING'),
-    updateRun: db.prepare('UPDATE runs SET lifecycle = ?, last_sequence = ?, head = ? WHERE run_id = ? AND last_sequence = ?'),
+    insertRun: db.prepare(
+      'INSERT INTO runs (run_id, lifecycle, last_sequence, created_at, head) VALUES (?, ?, ?, ?, ?)',
+    ),
+    startRun: db.prepare(
+      'INSERT INTO runs (run_id, lifecycle, last_sequence, created_at, head) VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING',
+    ),
+    updateRun: db.prepare(
+      'UPDATE runs SET lifecycle = ?, last_sequence = ?, head = ? WHERE run_id = ? AND last_sequence = ?',
+    ),
     messages: db.prepare('SELECT body FROM messages WHERE run_id = ? ORDER BY idx'),
     upsertMessage: db.prepare(MESSAGE_UPSERT.replace('?', '(?, ?, ?)')),
     upsertMessageChunk: db.prepare(MESSAGE_UPSERT.replace('?', Array(EVENT_CHUNK).fill('(?, ?, ?)').join(', '))),
     mutations: db.prepare('SELECT body FROM mutations WHERE run_id = ? ORDER BY call_id'),
-    upsertMutation: db.prepare('INSERT INTO mutations (run_id, call_id, body) VALUES (?, ?, ?) ON CONFLICT (run_id, call_id) DO UPDATE SET body = excluded.body'),
+    upsertMutation: db.prepare(
+      'INSERT INTO mutations (run_id, call_id, body) VALUES (?, ?, ?) ON CONFLICT (run_id, call_id) DO UPDATE SET body = excluded.body',
+    ),
     insertEvent: db.prepare('INSERT INTO events (run_id, sequence, type, at, data) VALUES (?, ?, ?, ?, ?)'),
-    insertEventChunk: db.prepare(`INSERT INTO events (run_id, sequence, type, at, data) VALUES ${Array(EVENT_CHUNK).fill('(?, ?, ?, ?, ?)').join(', ')}`),
-    readEvents: db.prepare('SELECT run_id, sequence, type, at, data FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence LIMIT ?') as SqliteStatement,
+    insertEventChunk: db.prepare(
+      `INSERT INTO events (run_id, sequence, type, at, data) VALUES ${Array(EVENT_CHUNK).fill('(?, ?, ?, ?, ?)').join(', ')}`,
+    ),
+    readEvents: db.prepare(
+      'SELECT run_id, sequence, type, at, data FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence LIMIT ?',
+    ) as SqliteStatement,
     requestSuspend: db.prepare('INSERT OR IGNORE INTO suspend_requests (run_id) VALUES (?)'),
     suspendRequested: db.prepare('SELECT 1 FROM suspend_requests WHERE run_id = ?'),
     clearSuspend: db.prepare('DELETE FROM suspend_requests WHERE run_id = ?'),
@@ -80,16 +95,22 @@ function putDefinitionWith(q: Statements): (def: AgentDefinition, body?: string)
 }
 
 /** An imported run: its head and messages, only when the run is not known yet. */
-function importTransaction(db: SqliteDatabase, q: Statements, putDefinition: (def: AgentDefinition, body?: string) => void) {
-  return db.transaction((head: RunHead, messages: readonly Message[], def: AgentDefinition, body: string | undefined) => {
-    const existing = q.lastSeq.get(head.runId) as { last_sequence: number } | undefined;
-    if (existing !== undefined) throw sequenceConflict(head.runId, 0, existing.last_sequence);
-    putDefinition(def, body);
-    const at = new Date().toISOString();
-    const h: RunHead = { ...head, createdAt: at, updatedAt: at };
-    q.insertRun.run(h.runId, h.lifecycle, h.lastSequence, at, JSON.stringify(h));
-    upsertMessages(q, h.runId, messages);
-  });
+function importTransaction(
+  db: SqliteDatabase,
+  q: Statements,
+  putDefinition: (def: AgentDefinition, body?: string) => void,
+) {
+  return db.transaction(
+    (head: RunHead, messages: readonly Message[], def: AgentDefinition, body: string | undefined) => {
+      const existing = q.lastSeq.get(head.runId) as { last_sequence: number } | undefined;
+      if (existing !== undefined) throw sequenceConflict(head.runId, 0, existing.last_sequence);
+      putDefinition(def, body);
+      const at = new Date().toISOString();
+      const h: RunHead = { ...head, createdAt: at, updatedAt: at };
+      q.insertRun.run(h.runId, h.lifecycle, h.lastSequence, at, JSON.stringify(h));
+      upsertMessages(q, h.runId, messages);
+    },
+  );
 }
 
 /** A whole history's rows (index = position), each encoded once; in chunks of EVENT_CHUNK rows, then one by one. */
@@ -145,7 +166,9 @@ function commitTransaction(db: SqliteDatabase, q: Statements) {
     const { isNew, head, headJson, events } = committed(c, new Date().toISOString());
     const last = head.lastSequence;
     const at = head.updatedAt;
-    const moved = isNew ? q.startRun.run(runId, head.lifecycle, last, at, headJson) : q.updateRun.run(head.lifecycle, last, headJson, runId, c.expectedSequence);
+    const moved = isNew
+      ? q.startRun.run(runId, head.lifecycle, last, at, headJson)
+      : q.updateRun.run(head.lifecycle, last, headJson, runId, c.expectedSequence);
     if (moved.changes !== 1) {
       const current = q.lastSeq.get(runId) as { last_sequence: number } | undefined;
       throw sequenceConflict(runId, c.expectedSequence, current?.last_sequence);

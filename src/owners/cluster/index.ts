@@ -16,5 +16,10 @@ export {
   type SubmittedWork,
   type WorkState,
 } from './contract.js';
-export { createMemoryClusterState, memoryClusterPort, type MemoryClusterOptions, type MemoryClusterState } from './memory.js';
+export {
+  createMemoryClusterState,
+  memoryClusterPort,
+  type MemoryClusterOptions,
+  type MemoryClusterState,
+} from './memory.js';
 export { CLUSTER_COMPONENT, CLUSTER_PG_MIGRATIONS, openPgClusterPort } from './postgres.js';

@@ -5,7 +5,15 @@
  * after its commit). Several ports opened on one `MemoryClusterState` share it, as several
  * processes share one database.
  */
-import { CANCEL_REQUESTED, type ClusterInstance, type ClusterPort, type ClusterWork, type InstanceJoin, type InstanceState, type SubmittedWork } from './contract.js';
+import {
+  CANCEL_REQUESTED,
+  type ClusterInstance,
+  type ClusterPort,
+  type ClusterWork,
+  type InstanceJoin,
+  type InstanceState,
+  type SubmittedWork,
+} from './contract.js';
 import { instanceExists } from './errors.js';
 
 interface InstanceRow extends InstanceJoin {
@@ -27,7 +35,12 @@ export interface MemoryClusterState {
   next: number;
 }
 
-export const createMemoryClusterState = (): MemoryClusterState => ({ instances: new Map(), work: new Map(), watchers: new Set(), next: 0 });
+export const createMemoryClusterState = (): MemoryClusterState => ({
+  instances: new Map(),
+  work: new Map(),
+  watchers: new Set(),
+  next: 0,
+});
 
 export interface MemoryClusterOptions {
   /** Shared with other ports (another process's view of the same cluster); a fresh one by default. */
@@ -37,7 +50,13 @@ export interface MemoryClusterOptions {
 }
 
 const byOrder = (a: { order: number }, b: { order: number }) => a.order - b.order;
-const workOf = (r: WorkRow): ClusterWork => ({ run_id: r.run_id, agent: r.agent, input: r.input, state: r.state, held_code: r.held_code });
+const workOf = (r: WorkRow): ClusterWork => ({
+  run_id: r.run_id,
+  agent: r.agent,
+  input: r.input,
+  state: r.state,
+  held_code: r.held_code,
+});
 
 class MemoryClusterPort implements ClusterPort {
   readonly #s: MemoryClusterState;
@@ -52,7 +71,12 @@ class MemoryClusterPort implements ClusterPort {
 
   async join(member: InstanceJoin): Promise<void> {
     if (this.#s.instances.has(member.instance_id)) throw instanceExists(member.instance_id);
-    this.#s.instances.set(member.instance_id, { ...member, state: 'active', heartbeat_at: this.#now(), order: this.#s.next++ });
+    this.#s.instances.set(member.instance_id, {
+      ...member,
+      state: 'active',
+      heartbeat_at: this.#now(),
+      order: this.#s.next++,
+    });
   }
 
   async heartbeat(instanceId: string): Promise<InstanceState | undefined> {
@@ -87,7 +111,14 @@ class MemoryClusterPort implements ClusterPort {
 
   async submit(work: SubmittedWork): Promise<boolean> {
     if (this.#s.work.has(work.run_id)) return false;
-    this.#s.work.set(work.run_id, { run_id: work.run_id, agent: work.agent, input: work.input, state: 'pending', held_code: null, order: this.#s.next++ });
+    this.#s.work.set(work.run_id, {
+      run_id: work.run_id,
+      agent: work.agent,
+      input: work.input,
+      state: 'pending',
+      held_code: null,
+      order: this.#s.next++,
+    });
     this.#notify();
     return true;
   }
@@ -101,7 +132,13 @@ class MemoryClusterPort implements ClusterPort {
     return [...this.#s.work.values()].sort(byOrder).map(workOf);
   }
 
-  async pending({ limit, excluding = [] }: { readonly limit: number; readonly excluding?: readonly string[] }): Promise<string[]> {
+  async pending({
+    limit,
+    excluding = [],
+  }: {
+    readonly limit: number;
+    readonly excluding?: readonly string[];
+  }): Promise<string[]> {
     const out = new Set(excluding);
     return this.#ids((r) => r.state === 'pending' && !out.has(r.run_id), limit);
   }
@@ -169,7 +206,12 @@ class MemoryClusterPort implements ClusterPort {
   }
 
   /** One conditional transition: applied only when `when` holds of the current row (`heldCode` undefined keeps the code). */
-  #move(runId: string, when: (r: WorkRow) => boolean, state: WorkRow['state'], heldCode: string | null | undefined): boolean {
+  #move(
+    runId: string,
+    when: (r: WorkRow) => boolean,
+    state: WorkRow['state'],
+    heldCode: string | null | undefined,
+  ): boolean {
     const r = this.#s.work.get(runId);
     if (!r || !when(r)) return false;
     r.state = state;

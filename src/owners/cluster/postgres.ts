@@ -14,7 +14,15 @@
  */
 import { isLoopxError } from '../../core/index.js';
 import { pgFailure, requireSchemaVersion, type PgDatabase, type PgMigration, type PgQuery } from '../../store/index.js';
-import { CANCEL_REQUESTED, type ClusterInstance, type ClusterPort, type ClusterWork, type InstanceJoin, type InstanceState, type SubmittedWork } from './contract.js';
+import {
+  CANCEL_REQUESTED,
+  type ClusterInstance,
+  type ClusterPort,
+  type ClusterWork,
+  type InstanceJoin,
+  type InstanceState,
+  type SubmittedWork,
+} from './contract.js';
 import { instanceExists } from './errors.js';
 
 /** The component `loopx cluster init` records these tables under. */
@@ -53,7 +61,15 @@ const INSTANCE_COLUMNS = `instance_id, host, pid, lease_ms, state,
   (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint AS age`;
 const WORK_COLUMNS = 'run_id, agent, input, state, held_code';
 
-type InstanceRow = { instance_id: string; host: string; pid: number; lease_ms: number; state: InstanceState; live: boolean; age: string };
+type InstanceRow = {
+  instance_id: string;
+  host: string;
+  pid: number;
+  lease_ms: number;
+  state: InstanceState;
+  live: boolean;
+  age: string;
+};
 
 const instanceOf = (r: InstanceRow): ClusterInstance => ({
   instance_id: r.instance_id,
@@ -65,7 +81,13 @@ const instanceOf = (r: InstanceRow): ClusterInstance => ({
   heartbeat_age_ms: Number(r.age),
 });
 type WorkRow = ClusterWork & Record<string, unknown>;
-const workOf = (r: WorkRow): ClusterWork => ({ run_id: r.run_id, agent: r.agent, input: r.input, state: r.state, held_code: r.held_code });
+const workOf = (r: WorkRow): ClusterWork => ({
+  run_id: r.run_id,
+  agent: r.agent,
+  input: r.input,
+  state: r.state,
+  held_code: r.held_code,
+});
 
 const notify = (q: PgQuery, subject: string) => q(`SELECT pg_notify('${CHANNEL}', $1)`, [subject]);
 
@@ -89,7 +111,10 @@ class PgClusterPort implements ClusterPort {
   }
 
   async heartbeat(instanceId: string): Promise<InstanceState | undefined> {
-    const [row] = await this.#q<{ state: InstanceState }>('UPDATE cluster_instances SET heartbeat_at = now() WHERE instance_id = $1 RETURNING state', [instanceId]);
+    const [row] = await this.#q<{ state: InstanceState }>(
+      'UPDATE cluster_instances SET heartbeat_at = now() WHERE instance_id = $1 RETURNING state',
+      [instanceId],
+    );
     return row?.state;
   }
 
@@ -105,27 +130,34 @@ class PgClusterPort implements ClusterPort {
   }
 
   async markInstance(instanceId: string, state: Exclude<InstanceState, 'active'>): Promise<void> {
-    await this.#q(`UPDATE cluster_instances SET state = $2 WHERE instance_id = $1 AND ($2 <> 'draining' OR state = 'active')`, [instanceId, state]);
+    await this.#q(
+      `UPDATE cluster_instances SET state = $2 WHERE instance_id = $1 AND ($2 <> 'draining' OR state = 'active')`,
+      [instanceId, state],
+    );
   }
 
   async instance(instanceId: string): Promise<ClusterInstance | undefined> {
-    const [row] = await this.#q<InstanceRow>(`SELECT ${INSTANCE_COLUMNS} FROM cluster_instances WHERE instance_id = $1`, [instanceId]);
+    const [row] = await this.#q<InstanceRow>(
+      `SELECT ${INSTANCE_COLUMNS} FROM cluster_instances WHERE instance_id = $1`,
+      [instanceId],
+    );
     return row && instanceOf(row);
   }
 
   async instances(): Promise<ClusterInstance[]> {
-    return (await this.#q<InstanceRow>(`SELECT ${INSTANCE_COLUMNS} FROM cluster_instances ORDER BY started_at, instance_id`)).map(instanceOf);
+    return (
+      await this.#q<InstanceRow>(`SELECT ${INSTANCE_COLUMNS} FROM cluster_instances ORDER BY started_at, instance_id`)
+    ).map(instanceOf);
   }
 
   // ── the work queue ──
 
   submit(w: SubmittedWork): Promise<boolean> {
     return this.#tx(async (t) => {
-      const rows = await t(`INSERT INTO cluster_work (run_id, agent, input, state) VALUES ($1, $2, $3, 'pending') ON CONFLICT (run_id) DO NOTHING RETURNING 1`, [
-        w.run_id,
-        w.agent,
-        w.input,
-      ]);
+      const rows = await t(
+        `INSERT INTO cluster_work (run_id, agent, input, state) VALUES ($1, $2, $3, 'pending') ON CONFLICT (run_id) DO NOTHING RETURNING 1`,
+        [w.run_id, w.agent, w.input],
+      );
       if (rows.length === 1) await notify(t, w.run_id);
       return rows.length === 1;
     });
@@ -137,10 +169,18 @@ class PgClusterPort implements ClusterPort {
   }
 
   async listWork(): Promise<ClusterWork[]> {
-    return (await this.#q<WorkRow>(`SELECT ${WORK_COLUMNS} FROM cluster_work ORDER BY submitted_at, run_id`)).map(workOf);
+    return (await this.#q<WorkRow>(`SELECT ${WORK_COLUMNS} FROM cluster_work ORDER BY submitted_at, run_id`)).map(
+      workOf,
+    );
   }
 
-  async pending({ limit, excluding = [] }: { readonly limit: number; readonly excluding?: readonly string[] }): Promise<string[]> {
+  async pending({
+    limit,
+    excluding = [],
+  }: {
+    readonly limit: number;
+    readonly excluding?: readonly string[];
+  }): Promise<string[]> {
     const rows = await this.#q<{ run_id: string }>(
       `SELECT run_id FROM cluster_work WHERE state = 'pending' AND NOT (run_id = ANY($2::text[])) ORDER BY submitted_at, run_id LIMIT $1`,
       [limit, [...excluding]],
@@ -149,31 +189,43 @@ class PgClusterPort implements ClusterPort {
   }
 
   async held({ code, limit }: { readonly code: string; readonly limit: number }): Promise<string[]> {
-    const rows = await this.#q<{ run_id: string }>(`SELECT run_id FROM cluster_work WHERE state = 'held' AND held_code = $1 ORDER BY submitted_at, run_id LIMIT $2`, [code, limit]);
+    const rows = await this.#q<{ run_id: string }>(
+      `SELECT run_id FROM cluster_work WHERE state = 'held' AND held_code = $1 ORDER BY submitted_at, run_id LIMIT $2`,
+      [code, limit],
+    );
     return rows.map((r) => r.run_id);
   }
 
   hold(runId: string, code: string): Promise<boolean> {
-    return this.#moved(`UPDATE cluster_work SET state = 'held', held_code = $2 WHERE run_id = $1 AND state = 'pending' RETURNING 1`, [runId, code]);
+    return this.#moved(
+      `UPDATE cluster_work SET state = 'held', held_code = $2 WHERE run_id = $1 AND state = 'pending' RETURNING 1`,
+      [runId, code],
+    );
   }
 
   requeue(runId: string): Promise<boolean> {
     return this.#tx(async (t) => {
-      const rows = await t(`UPDATE cluster_work SET state = 'pending', held_code = NULL WHERE run_id = $1 AND state = 'held' AND held_code IS DISTINCT FROM $2 RETURNING 1`, [
-        runId,
-        CANCEL_REQUESTED,
-      ]);
+      const rows = await t(
+        `UPDATE cluster_work SET state = 'pending', held_code = NULL WHERE run_id = $1 AND state = 'held' AND held_code IS DISTINCT FROM $2 RETURNING 1`,
+        [runId, CANCEL_REQUESTED],
+      );
       if (rows.length === 1) await notify(t, runId);
       return rows.length === 1;
     });
   }
 
   requestCancel(runId: string): Promise<boolean> {
-    return this.#moved(`UPDATE cluster_work SET state = 'held', held_code = $2 WHERE run_id = $1 AND state <> 'finished' RETURNING 1`, [runId, CANCEL_REQUESTED]);
+    return this.#moved(
+      `UPDATE cluster_work SET state = 'held', held_code = $2 WHERE run_id = $1 AND state <> 'finished' RETURNING 1`,
+      [runId, CANCEL_REQUESTED],
+    );
   }
 
   finish(runId: string): Promise<boolean> {
-    return this.#moved(`UPDATE cluster_work SET state = 'finished', finished_at = now() WHERE run_id = $1 AND state <> 'finished' RETURNING 1`, [runId]);
+    return this.#moved(
+      `UPDATE cluster_work SET state = 'finished', finished_at = now() WHERE run_id = $1 AND state <> 'finished' RETURNING 1`,
+      [runId],
+    );
   }
 
   // ── wake-ups ──
@@ -190,10 +242,12 @@ class PgClusterPort implements ClusterPort {
 
   /** The component's version, once per port; a refusal is not remembered (a schema migrated later opens). */
   #ready(): Promise<void> {
-    return (this.#checked ??= requireSchemaVersion(this.#db, CLUSTER_COMPONENT, CLUSTER_PG_MIGRATIONS).catch((e: unknown) => {
-      this.#checked = undefined;
-      throw e;
-    }));
+    return (this.#checked ??= requireSchemaVersion(this.#db, CLUSTER_COMPONENT, CLUSTER_PG_MIGRATIONS).catch(
+      (e: unknown) => {
+        this.#checked = undefined;
+        throw e;
+      },
+    ));
   }
 
   #typed(e: unknown): never {
@@ -201,7 +255,10 @@ class PgClusterPort implements ClusterPort {
   }
 
   /** One statement on its own (autocommit). */
-  async #q<R extends Record<string, unknown> = Record<string, unknown>>(sql: string, params: readonly unknown[] = []): Promise<R[]> {
+  async #q<R extends Record<string, unknown> = Record<string, unknown>>(
+    sql: string,
+    params: readonly unknown[] = [],
+  ): Promise<R[]> {
     await this.#ready();
     return this.#db.query<R>(sql, params).catch((e: unknown) => this.#typed(e));
   }

@@ -16,13 +16,18 @@ import { readHistoricalCopy } from './historical.js';
 const rebind: OwnerAdoptionStep = {
   action: 'config:rebind',
   disposition: 'rebind',
-  describes: "the machine configuration's references (endpoints, names of environment variables) in the new root; no credential is copied",
+  describes:
+    "the machine configuration's references (endpoints, names of environment variables) in the new root; no credential is copied",
   async apply(ctx) {
     const source = readHistoricalCopy(ctx.workspace_root).configuration;
     if (source === null) {
-      throw rejected('recovery_config_unreadable', 'The recovered machine configuration cannot be read from the workspace.', {
-        nextAction: 'verify the backup again into a new workspace and plan the recovery from it',
-      });
+      throw rejected(
+        'recovery_config_unreadable',
+        'The recovered machine configuration cannot be read from the workspace.',
+        {
+          nextAction: 'verify the backup again into a new workspace and plan the recovery from it',
+        },
+      );
     }
     const { [STORE_CONFIG_NAMESPACE]: sourceStore, ...namespaces } = source.value?.namespaces ?? {};
     const store = openFileConfigStore(ctx.destination);

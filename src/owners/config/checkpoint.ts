@@ -6,7 +6,13 @@
  */
 import { canonicalJson, sha256Hex, internal, isLoopxError, rejected } from '../../core/index.js';
 import { decodeRegistry, registryRevision, validateRegistryGoal, type RegistryExactRead } from '../registry/index.js';
-import { configRevision, decodeMachineConfiguration, isPlainObject, parseJsonBytes, validateMachineConfiguration } from './codec.js';
+import {
+  configRevision,
+  decodeMachineConfiguration,
+  isPlainObject,
+  parseJsonBytes,
+  validateMachineConfiguration,
+} from './codec.js';
 import {
   CHECKPOINT_SCHEMA,
   type BuiltCheckpoint,
@@ -21,16 +27,21 @@ import {
 export const CHECKPOINT_MAX_BYTES = 16 * 1024 * 1024;
 
 const sourceMismatch = (what: string) =>
-  rejected('checkpoint_source_mismatch', `The ${what} read given to the checkpoint is not an exact read: its bytes do not decode to its value.`, {
-    nextAction: 'take a fresh exact read from the owner and build the checkpoint from it',
-  });
+  rejected(
+    'checkpoint_source_mismatch',
+    `The ${what} read given to the checkpoint is not an exact read: its bytes do not decode to its value.`,
+    {
+      nextAction: 'take a fresh exact read from the owner and build the checkpoint from it',
+    },
+  );
 
 const sameJson = (a: unknown, b: unknown): boolean => canonicalJson(a) === canonicalJson(b);
 
 /** Re-decode the witness bytes and insist they are what the read claims. */
 function machineFromRead(read: ConfigExactRead): MachineConfiguration | null {
   if (read.absent) {
-    if (read.bytes !== null || read.value !== null || read.revision !== 'absent') throw sourceMismatch('machine configuration');
+    if (read.bytes !== null || read.value !== null || read.revision !== 'absent')
+      throw sourceMismatch('machine configuration');
     return null;
   }
   let decoded: MachineConfiguration;
@@ -39,7 +50,8 @@ function machineFromRead(read: ConfigExactRead): MachineConfiguration | null {
   } catch {
     throw sourceMismatch('machine configuration');
   }
-  if (!sameJson(decoded, read.value) || configRevision(decoded) !== read.revision) throw sourceMismatch('machine configuration');
+  if (!sameJson(decoded, read.value) || configRevision(decoded) !== read.revision)
+    throw sourceMismatch('machine configuration');
   return decoded;
 }
 
@@ -54,7 +66,8 @@ function registryFromRead(read: RegistryExactRead) {
   } catch {
     throw sourceMismatch('registry');
   }
-  if (!sameJson(decoded, read.value) || registryRevision(read.bytes) !== read.revision) throw sourceMismatch('registry');
+  if (!sameJson(decoded, read.value) || registryRevision(read.bytes) !== read.revision)
+    throw sourceMismatch('registry');
   return decoded.goals;
 }
 
@@ -78,7 +91,9 @@ export function buildConfigurationCheckpoint(sources: CheckpointSources): BuiltC
   const bytes = new TextEncoder().encode(`${canonicalJson(checkpoint)}\n`);
   const verification = verifyConfigurationCheckpoint(bytes);
   if (!verification.ok || verification.sha256 !== checkpoint.sha256) {
-    throw internal('checkpoint_readback_failed', 'The configuration checkpoint did not verify after encoding.', { nextAction: 'report this as a loopx bug' });
+    throw internal('checkpoint_readback_failed', 'The configuration checkpoint did not verify after encoding.', {
+      nextAction: 'report this as a loopx bug',
+    });
   }
   return { bytes, sha256: checkpoint.sha256, checkpoint, verification };
 }
@@ -90,8 +105,10 @@ const NEXT: Record<CheckpointFindingCode, string> = {
   checkpoint_unknown_field: 'verify with a loopx version that knows these fields, or use an intact copy',
   checkpoint_malformed: 'use an intact copy of the backup',
   checkpoint_digest_mismatch: 'the checkpoint was altered; use an intact copy of the backup',
-  checkpoint_privacy_certified_invalid: 'the checkpoint claims a privacy certification loopx never grants; use an intact copy',
-  checkpoint_activation_performed_invalid: 'the checkpoint claims an activation loopx never performs; use an intact copy',
+  checkpoint_privacy_certified_invalid:
+    'the checkpoint claims a privacy certification loopx never grants; use an intact copy',
+  checkpoint_activation_performed_invalid:
+    'the checkpoint claims an activation loopx never performs; use an intact copy',
 };
 
 const subjectKey = (k: string): string => (/^[a-z_][a-z0-9_]{0,63}$/.test(k) ? k : '<unrecognized>');
@@ -110,7 +127,10 @@ function checkMachineConfiguration(data: Record<string, unknown>, add: AddFindin
     validateMachineConfiguration(mc);
   } catch (e) {
     if (!isLoopxError(e)) throw e;
-    add(e.code === 'config_unknown_schema' ? 'checkpoint_unknown_field' : 'checkpoint_malformed', '$.data.machine_configuration');
+    add(
+      e.code === 'config_unknown_schema' ? 'checkpoint_unknown_field' : 'checkpoint_malformed',
+      '$.data.machine_configuration',
+    );
   }
   return true;
 }
@@ -125,14 +145,18 @@ function checkGoals(goals: unknown, add: AddFinding): number {
   goals.forEach((g: unknown, i) => {
     const at = `$.data.goals[${i}]`;
     if (!isPlainObject(g)) return add('checkpoint_malformed', at);
-    for (const k of Object.keys(g)) if (k !== 'goal_id' && k !== 'goal_configuration') add('checkpoint_unknown_field', `${at}.${subjectKey(k)}`);
+    for (const k of Object.keys(g))
+      if (k !== 'goal_id' && k !== 'goal_configuration') add('checkpoint_unknown_field', `${at}.${subjectKey(k)}`);
     try {
       const row = validateRegistryGoal(g.goal_configuration);
       if (g.goal_id !== row.goal_id || seen.has(row.goal_id)) add('checkpoint_malformed', `${at}.goal_id`);
       seen.add(row.goal_id);
     } catch (e) {
       if (!isLoopxError(e)) throw e;
-      add(e.code === 'registry_unknown_schema' ? 'checkpoint_unknown_field' : 'checkpoint_malformed', `${at}.goal_configuration`);
+      add(
+        e.code === 'registry_unknown_schema' ? 'checkpoint_unknown_field' : 'checkpoint_malformed',
+        `${at}.goal_configuration`,
+      );
     }
   });
   return goals.length;
@@ -144,7 +168,8 @@ function checkData(data: unknown, add: AddFinding): { goalCount: number; machine
     add('checkpoint_malformed', '$.data');
     return { goalCount: 0, machinePresent: false };
   }
-  for (const k of Object.keys(data)) if (k !== 'machine_configuration' && k !== 'goals') add('checkpoint_unknown_field', `$.data.${subjectKey(k)}`);
+  for (const k of Object.keys(data))
+    if (k !== 'machine_configuration' && k !== 'goals') add('checkpoint_unknown_field', `$.data.${subjectKey(k)}`);
   const machinePresent = checkMachineConfiguration(data, add);
   const goalCount = checkGoals(data.goals, add);
   return { goalCount, machinePresent };
@@ -203,7 +228,8 @@ export function verifyConfigurationCheckpoint(bytes: Uint8Array): CheckpointVeri
   } catch {
     add('checkpoint_malformed', '$');
   }
-  if (recomputed !== null && typeof stated === 'string' && /^[0-9a-f]{64}$/.test(stated) && stated !== recomputed) add('checkpoint_digest_mismatch', '$.sha256');
+  if (recomputed !== null && typeof stated === 'string' && /^[0-9a-f]{64}$/.test(stated) && stated !== recomputed)
+    add('checkpoint_digest_mismatch', '$.sha256');
 
   return result({
     sha256: recomputed,

@@ -2,7 +2,15 @@
  * The one place the machine configuration, its transaction receipts and apply intents are
  * decoded, validated and encoded, and the pure apply both store implementations share.
  */
-import { canonicalJson, sha256Hex, conflict, internal, isLoopxError, rejected, type LoopxError } from '../../core/index.js';
+import {
+  canonicalJson,
+  sha256Hex,
+  conflict,
+  internal,
+  isLoopxError,
+  rejected,
+  type LoopxError,
+} from '../../core/index.js';
 import {
   MACHINE_CONFIGURATION_SCHEMA,
   TRANSACTION_SCHEMA,
@@ -20,7 +28,10 @@ export const TRANSACTION_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 const INTENT_SCHEMA = 'machine_configuration_intent_v0';
 const REVISION = /^(?:absent|sha256:[0-9a-f]{64})$/;
 
-export const EMPTY_CONFIGURATION: MachineConfiguration = { schema_version: MACHINE_CONFIGURATION_SCHEMA, namespaces: {} };
+export const EMPTY_CONFIGURATION: MachineConfiguration = {
+  schema_version: MACHINE_CONFIGURATION_SCHEMA,
+  namespaces: {},
+};
 
 const unknownSchema = (what: string): LoopxError =>
   rejected('config_unknown_schema', `The machine configuration has an unknown ${what}; this loopx does not read it.`, {
@@ -28,9 +39,12 @@ const unknownSchema = (what: string): LoopxError =>
   });
 
 const malformed = (what: string): LoopxError =>
-  rejected('config_malformed', `The machine configuration is malformed: ${what}.`, { nextAction: 'restore machine/configuration.json from a backup' });
+  rejected('config_malformed', `The machine configuration is malformed: ${what}.`, {
+    nextAction: 'restore machine/configuration.json from a backup',
+  });
 
-export const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function parseJsonBytes(bytes: Uint8Array): unknown {
   return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
@@ -41,7 +55,11 @@ const encodeJson = (value: unknown): Uint8Array => new TextEncoder().encode(`${c
 /** Why a namespace value is unacceptable, or undefined when it is fine. */
 export function namespaceProblem(value: unknown): string | undefined {
   if (!isPlainObject(value)) return 'a namespace value is not an object';
-  if (typeof value.schema_version !== 'string' || value.schema_version.length === 0 || value.schema_version.length > 128) {
+  if (
+    typeof value.schema_version !== 'string' ||
+    value.schema_version.length === 0 ||
+    value.schema_version.length > 128
+  ) {
     return 'a namespace lacks a schema_version string';
   }
   try {
@@ -111,16 +129,23 @@ export function checkRevision(current: string, expected: string): void {
 /** Validate a transaction's shape and return its request digest (what identifies a replay). */
 export function requestDigest(tx: ConfigTransaction): string {
   if (!isPlainObject(tx) || typeof tx.transactionId !== 'string' || !TRANSACTION_ID.test(tx.transactionId)) {
-    throw rejected('config_transaction_id_invalid', 'A transaction id is 1–128 of A–Z, a–z, 0–9, _ and -, starting with a letter or digit.', {
-      nextAction: 'choose another transaction id',
-    });
+    throw rejected(
+      'config_transaction_id_invalid',
+      'A transaction id is 1–128 of A–Z, a–z, 0–9, _ and -, starting with a letter or digit.',
+      {
+        nextAction: 'choose another transaction id',
+      },
+    );
   }
   if (typeof tx.expectedRevision !== 'string' || !REVISION.test(tx.expectedRevision)) {
-    throw rejected('config_revision_invalid', "An expected revision is 'absent' or 'sha256:<hex>'.", { nextAction: 'pass the revision a read returned' });
+    throw rejected('config_revision_invalid', "An expected revision is 'absent' or 'sha256:<hex>'.", {
+      nextAction: 'pass the revision a read returned',
+    });
   }
   if (!isPlainObject(tx.changes)) throw namespaceInvalid('changes is not an object');
   for (const [ns, value] of Object.entries(tx.changes)) {
-    if (!NAMESPACE_ID.test(ns)) throw namespaceInvalid(`namespace id ${JSON.stringify(ns.slice(0, 64))} is not a lowercase identifier`);
+    if (!NAMESPACE_ID.test(ns))
+      throw namespaceInvalid(`namespace id ${JSON.stringify(ns.slice(0, 64))} is not a lowercase identifier`);
     const problem = value === null ? undefined : namespaceProblem(value);
     if (problem) throw namespaceInvalid(problem);
   }
@@ -128,7 +153,9 @@ export function requestDigest(tx: ConfigTransaction): string {
 }
 
 function namespaceInvalid(what: string): LoopxError {
-  return rejected('config_namespace_invalid', `Invalid configuration change: ${what}.`, { nextAction: 'correct the change and retry' });
+  return rejected('config_namespace_invalid', `Invalid configuration change: ${what}.`, {
+    nextAction: 'correct the change and retry',
+  });
 }
 
 export interface PlannedApply {
@@ -166,9 +193,13 @@ export function planApply(current: ConfigExactRead, tx: ConfigTransaction): Plan
 
 export function replayedReceipt(receipt: TransactionReceipt, digest: string): TransactionReceipt {
   if (receipt.request_sha256 !== digest) {
-    throw conflict('config_transaction_reused', `Transaction ${receipt.transaction_id} was already applied with a different request.`, {
-      nextAction: 'use a new transaction id for a different change',
-    });
+    throw conflict(
+      'config_transaction_reused',
+      `Transaction ${receipt.transaction_id} was already applied with a different request.`,
+      {
+        nextAction: 'use a new transaction id for a different change',
+      },
+    );
   }
   return receipt;
 }
@@ -182,9 +213,20 @@ export function readbackFailed(): LoopxError {
 export const encodeReceipt = (r: TransactionReceipt): Uint8Array => encodeJson(r);
 
 const receiptInvalid = (what: string): LoopxError =>
-  rejected('config_receipt_invalid', `A configuration transaction receipt is invalid: ${what}.`, { nextAction: 'restore the transactions directory from a backup' });
+  rejected('config_receipt_invalid', `A configuration transaction receipt is invalid: ${what}.`, {
+    nextAction: 'restore the transactions directory from a backup',
+  });
 
-const RECEIPT_FIELDS = ['schema_version', 'transaction_id', 'status', 'request_sha256', 'prior_revision', 'applied_revision', 'readback_verified', 'changed_namespaces'];
+const RECEIPT_FIELDS = [
+  'schema_version',
+  'transaction_id',
+  'status',
+  'request_sha256',
+  'prior_revision',
+  'applied_revision',
+  'readback_verified',
+  'changed_namespaces',
+];
 
 export function decodeReceipt(bytes: Uint8Array, transactionId: string): TransactionReceipt {
   let o: unknown;
@@ -194,15 +236,19 @@ export function decodeReceipt(bytes: Uint8Array, transactionId: string): Transac
     throw receiptInvalid('not UTF-8 JSON');
   }
   if (!isPlainObject(o) || o.schema_version !== TRANSACTION_SCHEMA) throw receiptInvalid('unknown schema_version');
-  if (Object.keys(o).some((k) => !RECEIPT_FIELDS.includes(k)) || RECEIPT_FIELDS.some((k) => !(k in o))) throw receiptInvalid('unknown or missing fields');
+  if (Object.keys(o).some((k) => !RECEIPT_FIELDS.includes(k)) || RECEIPT_FIELDS.some((k) => !(k in o)))
+    throw receiptInvalid('unknown or missing fields');
   if (o.transaction_id !== transactionId) throw receiptInvalid('its transaction_id is not its name');
-  if (o.status !== 'applied' || o.readback_verified !== true) throw receiptInvalid('it is not an applied, verified receipt');
-  if (typeof o.request_sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(o.request_sha256)) throw receiptInvalid('request_sha256 is malformed');
+  if (o.status !== 'applied' || o.readback_verified !== true)
+    throw receiptInvalid('it is not an applied, verified receipt');
+  if (typeof o.request_sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(o.request_sha256))
+    throw receiptInvalid('request_sha256 is malformed');
   for (const k of ['prior_revision', 'applied_revision'] as const) {
     if (typeof o[k] !== 'string' || !REVISION.test(o[k])) throw receiptInvalid(`${k} is malformed`);
   }
   const cn = o.changed_namespaces;
-  if (!Array.isArray(cn) || cn.some((n) => typeof n !== 'string' || !NAMESPACE_ID.test(n))) throw receiptInvalid('changed_namespaces is malformed');
+  if (!Array.isArray(cn) || cn.some((n) => typeof n !== 'string' || !NAMESPACE_ID.test(n)))
+    throw receiptInvalid('changed_namespaces is malformed');
   return o as unknown as TransactionReceipt;
 }
 
@@ -234,11 +280,27 @@ export function decodeIntent(bytes: Uint8Array, transactionId: string): ApplyInt
   } catch {
     throw receiptInvalid('an apply intent is not UTF-8 JSON');
   }
-  const keys = ['schema_version', 'transaction_id', 'request_sha256', 'prior_revision', 'applied_revision', 'changed_namespaces'];
-  if (!isPlainObject(o) || o.schema_version !== INTENT_SCHEMA || Object.keys(o).length !== keys.length || keys.some((k) => !(k in o))) {
+  const keys = [
+    'schema_version',
+    'transaction_id',
+    'request_sha256',
+    'prior_revision',
+    'applied_revision',
+    'changed_namespaces',
+  ];
+  if (
+    !isPlainObject(o) ||
+    o.schema_version !== INTENT_SCHEMA ||
+    Object.keys(o).length !== keys.length ||
+    keys.some((k) => !(k in o))
+  ) {
     throw receiptInvalid('an apply intent has an unknown shape');
   }
-  if (o.transaction_id !== transactionId || typeof o.applied_revision !== 'string' || !REVISION.test(o.applied_revision)) {
+  if (
+    o.transaction_id !== transactionId ||
+    typeof o.applied_revision !== 'string' ||
+    !REVISION.test(o.applied_revision)
+  ) {
     throw receiptInvalid('an apply intent does not match its name');
   }
   return o as unknown as ApplyIntent;

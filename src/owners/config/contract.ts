@@ -49,7 +49,12 @@ export interface MachineConfiguration {
 
 export type ConfigExactRead =
   | { readonly absent: true; readonly revision: 'absent'; readonly value: null; readonly bytes: null }
-  | { readonly absent: false; readonly revision: string; readonly value: MachineConfiguration; readonly bytes: Uint8Array };
+  | {
+      readonly absent: false;
+      readonly revision: string;
+      readonly value: MachineConfiguration;
+      readonly bytes: Uint8Array;
+    };
 
 export interface ConfigRead {
   /** An empty configuration when the file is absent. */
@@ -108,7 +113,12 @@ export type CheckpointFindingCode =
   | 'checkpoint_privacy_certified_invalid'
   | 'checkpoint_activation_performed_invalid';
 
-export type ConfigFindingCode = 'config_unknown_schema' | 'config_malformed' | 'config_unreadable' | 'config_receipt_invalid' | 'config_transaction_pending';
+export type ConfigFindingCode =
+  | 'config_unknown_schema'
+  | 'config_malformed'
+  | 'config_unreadable'
+  | 'config_receipt_invalid'
+  | 'config_transaction_pending';
 
 /** Findings are the owners' one finding type (owners/contract.ts). */
 export type Finding<Code extends string> = OwnerFinding<Code>;

@@ -12,7 +12,15 @@
  */
 import { mkdirSync, readdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { rejected, type LoopxError, faultPoint, withExclusiveLock, fsyncDir, writeFileDurable, readRegularFileOnce } from '../../core/index.js';
+import {
+  rejected,
+  type LoopxError,
+  faultPoint,
+  withExclusiveLock,
+  fsyncDir,
+  writeFileDurable,
+  readRegularFileOnce,
+} from '../../core/index.js';
 import { assertRuntimeRoot, LAYOUT } from '../layout.js';
 import {
   checkRevision,

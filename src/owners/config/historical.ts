@@ -9,7 +9,13 @@ import { join } from 'node:path';
 import { isLoopxError } from '../../core/index.js';
 import { LAYOUT } from '../layout.js';
 import { decodeReceipt, exactRead } from './codec.js';
-import type { ConfigExactRead, ConfigFinding, ConfigFindingCode, ConfigHistoricalRead, TransactionReceipt } from './contract.js';
+import type {
+  ConfigExactRead,
+  ConfigFinding,
+  ConfigFindingCode,
+  ConfigHistoricalRead,
+  TransactionReceipt,
+} from './contract.js';
 import { readOnce, TRANSACTIONS_DIR } from './file.js';
 
 const RECEIPT = /^([A-Za-z0-9][A-Za-z0-9_-]{0,127})\.json$/;
@@ -27,7 +33,12 @@ function kindOf(path: string): 'dir' | 'absent' | 'other' {
 
 export function readHistoricalCopy(copiedRootDir: string): ConfigHistoricalRead {
   const findings: ConfigFinding[] = [];
-  const add = (code: ConfigFindingCode, subject: string, next_action: string, severity: 'error' | 'warning' = 'error'): void => {
+  const add = (
+    code: ConfigFindingCode,
+    subject: string,
+    next_action: string,
+    severity: 'error' | 'warning' = 'error',
+  ): void => {
     findings.push({ code, severity, subject, next_action });
   };
   const capture = <T>(subject: string, fn: () => T): T | undefined => {
@@ -52,7 +63,9 @@ export function readHistoricalCopy(copiedRootDir: string): ConfigHistoricalRead 
     return { ok: false, configuration: null, receipts, findings };
   }
 
-  configuration = capture(LAYOUT.machineConfiguration, () => exactRead(readOnce(join(copiedRootDir, LAYOUT.machineConfiguration)))) ?? null;
+  configuration =
+    capture(LAYOUT.machineConfiguration, () => exactRead(readOnce(join(copiedRootDir, LAYOUT.machineConfiguration)))) ??
+    null;
   if (kinds[3] === 'dir') {
     const txDir = join(copiedRootDir, TRANSACTIONS_DIR);
     for (const name of readdirSync(txDir).sort()) {
@@ -60,7 +73,12 @@ export function readHistoricalCopy(copiedRootDir: string): ConfigHistoricalRead 
       const subject = `${TRANSACTIONS_DIR}/${name}`;
       const intent = INTENT.exec(name);
       if (intent) {
-        add('config_transaction_pending', subject, 'the transaction was in flight at capture; retry it on a live store', 'warning');
+        add(
+          'config_transaction_pending',
+          subject,
+          'the transaction was in flight at capture; retry it on a live store',
+          'warning',
+        );
         continue;
       }
       const id = RECEIPT.exec(name)?.[1];

@@ -22,9 +22,21 @@ export {
   type NamespaceValue,
   type TransactionReceipt,
 } from './contract.js';
-export { CONFIG_MAX_BYTES, configRevision, decodeMachineConfiguration, EMPTY_CONFIGURATION, NAMESPACE_ID, TRANSACTION_ID } from './codec.js';
+export {
+  CONFIG_MAX_BYTES,
+  configRevision,
+  decodeMachineConfiguration,
+  EMPTY_CONFIGURATION,
+  NAMESPACE_ID,
+  TRANSACTION_ID,
+} from './codec.js';
 export { openFileConfigStore, TRANSACTIONS_DIR } from './file.js';
 export { memoryConfigStore } from './memory.js';
-export { buildConfigurationCheckpoint, verifyConfigurationCheckpoint, CHECKPOINT_MAX_BYTES, type CheckpointSources } from './checkpoint.js';
+export {
+  buildConfigurationCheckpoint,
+  verifyConfigurationCheckpoint,
+  CHECKPOINT_MAX_BYTES,
+  type CheckpointSources,
+} from './checkpoint.js';
 export { recovery } from './recovery.js';
 export { adoptionSteps } from './adopt.js';

@@ -30,7 +30,10 @@ function readHistorical(root: string, scope: OwnerScope): HistoricalRead<ConfigH
     source_identity: null,
     revision: c.configuration?.revision ?? null,
     cursor: null,
-    counts: { namespaces: c.configuration?.value ? Object.keys(c.configuration.value.namespaces).length : 0, receipts: c.receipts.length },
+    counts: {
+      namespaces: c.configuration?.value ? Object.keys(c.configuration.value.namespaces).length : 0,
+      receipts: c.receipts.length,
+    },
     value: c,
     findings: c.findings,
     execution_authority_granted: false,
@@ -46,11 +49,24 @@ function checkpointOf(beside: string) {
     bytes = null;
   }
   if (bytes === null) {
-    const findings: OwnerFinding[] = [{ code: 'checkpoint_unreadable', severity: 'error', subject: CHECKPOINT_FILE, next_action: 'use another backup of this root' }];
+    const findings: OwnerFinding[] = [
+      {
+        code: 'checkpoint_unreadable',
+        severity: 'error',
+        subject: CHECKPOINT_FILE,
+        next_action: 'use another backup of this root',
+      },
+    ];
     return { ok: false, sha256: null, goal_count: 0, machine_configuration_present: false, findings };
   }
   const v = verifyConfigurationCheckpoint(bytes);
-  return { ok: v.ok, sha256: v.sha256, goal_count: v.goal_count, machine_configuration_present: v.machine_configuration_present, findings: v.findings as readonly OwnerFinding[] };
+  return {
+    ok: v.ok,
+    sha256: v.sha256,
+    goal_count: v.goal_count,
+    machine_configuration_present: v.machine_configuration_present,
+    findings: v.findings as readonly OwnerFinding[],
+  };
 }
 
 export const recovery: OwnerRecovery<ConfigHistoricalRead> = {
@@ -60,7 +76,11 @@ export const recovery: OwnerRecovery<ConfigHistoricalRead> = {
   members: () => [{ path: MACHINE_DIR, kind: 'directory' }],
   requiredForGoal: true,
   dependsOn: ['registry'],
-  observe: async (live) => ({ revision: openFileConfigStore(live.root).readExact().revision, cursor: null, at: new Date().toISOString() }),
+  observe: async (live) => ({
+    revision: openFileConfigStore(live.root).readExact().revision,
+    cursor: null,
+    at: new Date().toISOString(),
+  }),
   classification: 'recovered_readable',
   verificationProfile: 'loopx.config.checkpoint+readHistorical/v0',
   capture: async (live, scope, into) =>
@@ -88,7 +108,13 @@ export const recovery: OwnerRecovery<ConfigHistoricalRead> = {
     const findings = [
       ...(checkpoint?.findings ?? []),
       ...h.findings,
-      ...(options.export === undefined ? [] : exportFindings(options.export, { schema: EXPORT_SCHEMA, owner: 'config', scope, maxItems: OWNER_EXPORT_MAX_ITEMS }, h.revision)),
+      ...(options.export === undefined
+        ? []
+        : exportFindings(
+            options.export,
+            { schema: EXPORT_SCHEMA, owner: 'config', scope, maxItems: OWNER_EXPORT_MAX_ITEMS },
+            h.revision,
+          )),
     ];
     const ok = h.ok && (checkpoint?.ok ?? true) && !hasErrors(findings);
     return {

@@ -40,7 +40,14 @@ import { readHistoricalFile } from './historical.js';
 import { rootStores } from '../root-stores.js';
 import { isUncertain } from './rules.js';
 import { targetRetirement } from './retire.js';
-import { WEBHOOK_KIND, advanceReceiverFence, webhookGoalQuery, webhookIntent, webhookOperationQuery, webhookTarget } from './webhook.js';
+import {
+  WEBHOOK_KIND,
+  advanceReceiverFence,
+  webhookGoalQuery,
+  webhookIntent,
+  webhookOperationQuery,
+  webhookTarget,
+} from './webhook.js';
 
 /** The machine-configuration namespace holding a root's deliveries endpoint (`webhook_url`). */
 export const EFFECTS_CONFIG_NAMESPACE = 'effects';
@@ -69,7 +76,9 @@ async function ask(ctx: AdoptionContext, e: EffectRecord): Promise<Reconciled> {
   } else if (e.kind === TODO_UPDATE_KIND) {
     const work = await openGoalWork({ root: ctx.destination, goal_id: ctx.goal_id });
     try {
-      o = (await work.readReceipt(e.operation_id)) ? { status: 'committed', receipt: { source: 'work_receipt' } } : { status: 'absent', receipt: { source: 'work_history' } };
+      o = (await work.readReceipt(e.operation_id))
+        ? { status: 'committed', receipt: { source: 'work_receipt' } }
+        : { status: 'absent', receipt: { source: 'work_history' } };
     } finally {
       work.close();
     }
@@ -87,7 +96,8 @@ const effectHold = (e: EffectRecord): AdoptionHold => ({
   owner: 'effect',
   code: 'effect_outcome_unknown',
   subject: `effect:${e.operation_id} (${e.target})`,
-  continuation: 'the external system answers for the original operation id, or the operator settles it from their own evidence',
+  continuation:
+    'the external system answers for the original operation id, or the operator settles it from their own evidence',
   retryable: true,
 });
 
@@ -100,7 +110,10 @@ async function adoptRecovered(ctx: AdoptionContext, journal: EffectJournal, sour
     if (i > 0) ctx.fault(`recover.${reconcile.action}.between-effects`);
     const settled = !isUncertain(e) && e.outcome !== 'pending';
     const r: Reconciled = settled
-      ? { outcome: e.outcome as SettledOutcome, receipt: { recovered: true, source_outcome: e.outcome, source_receipt: e.receipt } }
+      ? {
+          outcome: e.outcome as SettledOutcome,
+          receipt: { recovered: true, source_outcome: e.outcome, source_receipt: e.receipt },
+        }
       : await ask(ctx, e);
     const intent = JSON.parse(e.intent) as JsonValue;
     const { effect } = await journal.adopt({
@@ -122,7 +135,8 @@ async function adoptRecovered(ctx: AdoptionContext, journal: EffectJournal, sour
 
 /** The deliveries endpoints of this Goal: its recovered deliveries' and the destination configuration's. */
 function receiversOf(ctx: AdoptionContext, source: readonly EffectRecord[]): string[] {
-  const ns = openFileConfigStore(ctx.destination).read().value.namespaces[EFFECTS_CONFIG_NAMESPACE] as { webhook_url?: unknown } | undefined;
+  const ns = openFileConfigStore(ctx.destination).read().value.namespaces[EFFECTS_CONFIG_NAMESPACE] as
+    { webhook_url?: unknown } | undefined;
   const urls = [...source.filter((e) => e.kind === WEBHOOK_KIND).map(urlOf), ns?.webhook_url];
   return [...new Set(urls.filter((u): u is string => typeof u === 'string'))].sort();
 }
@@ -137,12 +151,26 @@ const receiverHold = (url: string, code: string, retryable: boolean, continuatio
 });
 
 /** One receiver: what it holds for the lineage after the capture, then its fence moved to the new lifetime. */
-async function askReceiver(ctx: AdoptionContext, journal: EffectJournal, url: string, goal: GoalRecord, known: ReadonlySet<string>) {
+async function askReceiver(
+  ctx: AdoptionContext,
+  journal: EffectJournal,
+  url: string,
+  goal: GoalRecord,
+  known: ReadonlySet<string>,
+) {
   const lineage = lineageOf(goal);
   const after: string[] = [];
   const listed = await webhookGoalQuery(url, lineage.lineage_id, ctx.options);
   if (listed.status !== 'answered')
-    return { after, hold: receiverHold(url, 'receiver_unreachable', true, 'the receiver answers the query for this Goal, or the operator records that it never will') };
+    return {
+      after,
+      hold: receiverHold(
+        url,
+        'receiver_unreachable',
+        true,
+        'the receiver answers the query for this Goal, or the operator records that it never will',
+      ),
+    };
   for (const d of listed.deliveries) {
     if (known.has(d.operation_id)) continue;
     await journal.adopt({
@@ -159,11 +187,30 @@ async function askReceiver(ctx: AdoptionContext, journal: EffectJournal, url: st
     after.push(d.operation_id);
   }
   ctx.fault('recover.effect:reconcile.fence');
-  const fence = await advanceReceiverFence(url, lineage.lineage_id, lineage.generation, { ...ctx.options, lifetime: goal.goal_instance_id });
+  const fence = await advanceReceiverFence(url, lineage.lineage_id, lineage.generation, {
+    ...ctx.options,
+    lifetime: goal.goal_instance_id,
+  });
   if (fence.status === 'unknown')
-    return { after, hold: receiverHold(url, 'receiver_fence_unconfirmed', true, "the receiver confirms the new lifetime's fence, or the operator records that it never will") };
+    return {
+      after,
+      hold: receiverHold(
+        url,
+        'receiver_fence_unconfirmed',
+        true,
+        "the receiver confirms the new lifetime's fence, or the operator records that it never will",
+      ),
+    };
   if (fence.status === 'refused')
-    return { after, hold: receiverHold(url, 'receiver_fence_newer', false, 'the receiver already follows a newer lifetime of this Goal; this recovery cannot deliver there') };
+    return {
+      after,
+      hold: receiverHold(
+        url,
+        'receiver_fence_newer',
+        false,
+        'the receiver already follows a newer lifetime of this Goal; this recovery cannot deliver there',
+      ),
+    };
   if (fence.status === 'conflict')
     return {
       after,
@@ -196,7 +243,10 @@ const recoveredJournalUnreadable = () =>
  */
 function recoveredEffects(ctx: AdoptionContext): readonly EffectRecord[] {
   if (ctx.exports?.('effect', MACHINE) !== undefined) {
-    const read = recovery.readHistorical({ root: ctx.workspace_root, scratchDir: ctx.scratch_dir, exports: ctx.exports }, MACHINE);
+    const read = recovery.readHistorical(
+      { root: ctx.workspace_root, scratchDir: ctx.scratch_dir, exports: ctx.exports },
+      MACHINE,
+    );
     if (!read.ok) throw recoveredJournalUnreadable();
     return read.value.effects;
   }

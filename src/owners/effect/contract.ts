@@ -169,7 +169,12 @@ export interface EffectJournal {
   /** Resolve an uncertain effect by asking the external system about its original operation id. */
   reconcile(operationId: string, query: ReconcileQuery): Promise<ReconcileResult>;
   /** Settle an uncertain effect from outside evidence, if it is still exactly in the `expected` state. */
-  resolve(operationId: string, expected: ExpectedEffectState, outcome: ResolvedOutcome, receipt: JsonValue): Promise<EffectWriteResult>;
+  resolve(
+    operationId: string,
+    expected: ExpectedEffectState,
+    outcome: ResolvedOutcome,
+    receipt: JsonValue,
+  ): Promise<EffectWriteResult>;
 
   get(operationId: string): Promise<EffectRecord | undefined>;
   getByIdempotencyKey(idempotencyKey: string): Promise<EffectRecord | undefined>;

@@ -31,18 +31,33 @@ export type EffectError = OwnerError<EffectErrorCode>;
 export const isEffectError = EFFECT_ERRORS.is;
 
 export const invalidInput = (message: string, field: string): EffectError =>
-  new OwnerError(EFFECT_ERRORS, 'usage', 'effect_input_invalid', message, { nextAction: `correct ${field} and retry`, details: { field } });
+  new OwnerError(EFFECT_ERRORS, 'usage', 'effect_input_invalid', message, {
+    nextAction: `correct ${field} and retry`,
+    details: { field },
+  });
 
 export const targetUnsafe = (): EffectError =>
-  new OwnerError(EFFECT_ERRORS, 'rejected', 'effect_target_unsafe', 'An effect target is a public label: no credentials, query, fragment or spaces.', {
-    nextAction: 'name the target by its scheme and host only (e.g. webhook:host:port)',
-  });
+  new OwnerError(
+    EFFECT_ERRORS,
+    'rejected',
+    'effect_target_unsafe',
+    'An effect target is a public label: no credentials, query, fragment or spaces.',
+    {
+      nextAction: 'name the target by its scheme and host only (e.g. webhook:host:port)',
+    },
+  );
 
 export const payloadTooLarge = (field: 'intent' | 'receipt', limit: number): EffectError =>
-  new OwnerError(EFFECT_ERRORS, 'rejected', 'effect_payload_too_large', `The ${field} exceeds ${limit} bytes of canonical JSON.`, {
-    nextAction: `store a smaller ${field} (a digest or a reference instead of the content)`,
-    details: { field, limit },
-  });
+  new OwnerError(
+    EFFECT_ERRORS,
+    'rejected',
+    'effect_payload_too_large',
+    `The ${field} exceeds ${limit} bytes of canonical JSON.`,
+    {
+      nextAction: `store a smaller ${field} (a digest or a reference instead of the content)`,
+      details: { field, limit },
+    },
+  );
 
 export const effectNotFound = (operationId: string): EffectError =>
   new OwnerError(EFFECT_ERRORS, 'not_found', 'effect_not_found', 'No effect with this operation id.', {
@@ -54,22 +69,40 @@ export const effectNotFound = (operationId: string): EffectError =>
 export const identityMismatch = (operationId: string): LoopxError => operationIdentityMismatch(operationId);
 
 export const keyInUse = (idempotencyKey: string, holder: string): EffectError =>
-  new OwnerError(EFFECT_ERRORS, 'conflict', 'idempotency_key_in_use', 'The idempotency key belongs to another operation.', {
-    nextAction: 'retry under the original operation id, never under a new one',
-    details: { idempotency_key: idempotencyKey, operation_id: holder },
-  });
+  new OwnerError(
+    EFFECT_ERRORS,
+    'conflict',
+    'idempotency_key_in_use',
+    'The idempotency key belongs to another operation.',
+    {
+      nextAction: 'retry under the original operation id, never under a new one',
+      details: { idempotency_key: idempotencyKey, operation_id: holder },
+    },
+  );
 
 export const dispatchInFlight = (operationId: string): EffectError =>
-  new OwnerError(EFFECT_ERRORS, 'conflict', 'effect_dispatch_in_flight', 'The effect was already dispatched and has no recorded outcome.', {
-    nextAction: 'reconcile the effect by its original operation id; never dispatch it again',
-    details: { operation_id: operationId },
-  });
+  new OwnerError(
+    EFFECT_ERRORS,
+    'conflict',
+    'effect_dispatch_in_flight',
+    'The effect was already dispatched and has no recorded outcome.',
+    {
+      nextAction: 'reconcile the effect by its original operation id; never dispatch it again',
+      details: { operation_id: operationId },
+    },
+  );
 
 export const notDispatched = (operationId: string): EffectError =>
-  new OwnerError(EFFECT_ERRORS, 'rejected', 'effect_not_dispatched', 'The effect was never dispatched, so its outcome cannot be committed or unknown.', {
-    nextAction: 'dispatch it from the outbox first',
-    details: { operation_id: operationId },
-  });
+  new OwnerError(
+    EFFECT_ERRORS,
+    'rejected',
+    'effect_not_dispatched',
+    'The effect was never dispatched, so its outcome cannot be committed or unknown.',
+    {
+      nextAction: 'dispatch it from the outbox first',
+      details: { operation_id: operationId },
+    },
+  );
 
 export const alreadySettled = (operationId: string, outcome: string): EffectError =>
   new OwnerError(EFFECT_ERRORS, 'conflict', 'effect_already_settled', `The effect is already settled as ${outcome}.`, {
@@ -78,16 +111,29 @@ export const alreadySettled = (operationId: string, outcome: string): EffectErro
   });
 
 export const notHeld = (operationId: string, outcome: string): EffectError =>
-  new OwnerError(EFFECT_ERRORS, 'rejected', 'effect_not_held', `Only an unknown effect can be held; this one is ${outcome}.`, {
-    nextAction: 'settle the effect as unknown first',
-    details: { operation_id: operationId, outcome },
-  });
+  new OwnerError(
+    EFFECT_ERRORS,
+    'rejected',
+    'effect_not_held',
+    `Only an unknown effect can be held; this one is ${outcome}.`,
+    {
+      nextAction: 'settle the effect as unknown first',
+      details: { operation_id: operationId, outcome },
+    },
+  );
 
 export const notReissuable = (operationId: string, outcome: string): EffectError =>
-  new OwnerError(EFFECT_ERRORS, 'rejected', 'effect_not_reissuable', `Only an absent effect may be reissued; this one is ${outcome}.`, {
-    nextAction: outcome === 'unknown' ? 'reconcile the effect by its original operation id first' : 'read its receipt instead',
-    details: { operation_id: operationId, outcome },
-  });
+  new OwnerError(
+    EFFECT_ERRORS,
+    'rejected',
+    'effect_not_reissuable',
+    `Only an absent effect may be reissued; this one is ${outcome}.`,
+    {
+      nextAction:
+        outcome === 'unknown' ? 'reconcile the effect by its original operation id first' : 'read its receipt instead',
+      details: { operation_id: operationId, outcome },
+    },
+  );
 
 /**
  * An effect was (or may have been) dispatched and its outcome is not known: thrown by the code
@@ -96,13 +142,25 @@ export const notReissuable = (operationId: string, outcome: string): EffectError
  * refusal, so nothing that treats typed refusals as "did not act" can mistake it for one.
  */
 export const outcomeUnknown = (operationId: string, reason: string): EffectError =>
-  new OwnerError(EFFECT_ERRORS, 'internal', 'effect_outcome_unknown', `The outcome of operation ${operationId} is unknown (${reason}).`, {
-    nextAction: 'reconcile the effect by its original operation id; never dispatch it again',
-    details: { operation_id: operationId, reason },
-  });
+  new OwnerError(
+    EFFECT_ERRORS,
+    'internal',
+    'effect_outcome_unknown',
+    `The outcome of operation ${operationId} is unknown (${reason}).`,
+    {
+      nextAction: 'reconcile the effect by its original operation id; never dispatch it again',
+      details: { operation_id: operationId, reason },
+    },
+  );
 
 export const stateChanged = (operationId: string, expected: string, outcome: string): EffectError =>
-  new OwnerError(EFFECT_ERRORS, 'conflict', 'effect_state_changed', `The effect is ${outcome} now, not ${expected} as it was read.`, {
-    nextAction: 'read the effect again and decide on its current state',
-    details: { operation_id: operationId, expected, outcome },
-  });
+  new OwnerError(
+    EFFECT_ERRORS,
+    'conflict',
+    'effect_state_changed',
+    `The effect is ${outcome} now, not ${expected} as it was read.`,
+    {
+      nextAction: 'read the effect again and decide on its current state',
+      details: { operation_id: operationId, expected, outcome },
+    },
+  );

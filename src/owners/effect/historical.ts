@@ -6,7 +6,12 @@
  */
 import type { FindingSeverity, OwnerFinding } from '../contract.js';
 import { RowInvalid } from '../../store/index.js';
-import { VERIFY_COPY_AGAIN as VERIFY, readSqliteHistory, type ReadSqliteHistoryOptions, type SqliteHistorySpec } from '../sqlite-history.js';
+import {
+  VERIFY_COPY_AGAIN as VERIFY,
+  readSqliteHistory,
+  type ReadSqliteHistoryOptions,
+  type SqliteHistorySpec,
+} from '../sqlite-history.js';
 import type { TableRows } from '../table-rows.js';
 import type { EffectRecord, EffectTransition, OutboxEntry } from './contract.js';
 import { intentDigest } from './rules.js';
@@ -27,14 +32,20 @@ export interface EffectHistory {
 
 export type { ReadSqliteHistoryOptions as ReadHistoricalOptions } from '../sqlite-history.js';
 
-const RECONCILE = 'reconcile by the original operation id through the effect owner; never dispatch it under a new identity';
+const RECONCILE =
+  'reconcile by the original operation id through the effect owner; never dispatch it under a new identity';
 
 /** The effect journal read from a copy of `effects.db` (sqlite-history.ts). */
-export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): EffectHistory => readSqliteHistory(EFFECT_HISTORY, copiedFilePath, options);
+export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): EffectHistory =>
+  readSqliteHistory(EFFECT_HISTORY, copiedFilePath, options);
 
 /** The journal decoded from its rows (either provider's), with its holds and defects as findings. */
-export function decodeEffects(rows: TableRows<EffectTable>, findings: EffectFinding[]): Omit<EffectHistory, 'schema_version'> {
-  const push = (code: string, severity: FindingSeverity, subject: string, next_action: string) => findings.push({ code, severity, subject, next_action });
+export function decodeEffects(
+  rows: TableRows<EffectTable>,
+  findings: EffectFinding[],
+): Omit<EffectHistory, 'schema_version'> {
+  const push = (code: string, severity: FindingSeverity, subject: string, next_action: string) =>
+    findings.push({ code, severity, subject, next_action });
 
   const effects: EffectRecord[] = [];
   for (const row of rows('effects') as unknown as EffectRow[]) {
@@ -63,7 +74,14 @@ export function decodeEffects(rows: TableRows<EffectTable>, findings: EffectFind
       continue;
     }
     queued.add(e.operation_id);
-    outbox.push({ operation_id: e.operation_id, idempotency_key: e.idempotency_key, goal_id: e.goal_id, kind: e.kind, target: e.target, enqueued_at: row.enqueued_at });
+    outbox.push({
+      operation_id: e.operation_id,
+      idempotency_key: e.idempotency_key,
+      goal_id: e.goal_id,
+      kind: e.kind,
+      target: e.target,
+      enqueued_at: row.enqueued_at,
+    });
   }
 
   const transitions: EffectTransition[] = [];
@@ -84,12 +102,19 @@ export function decodeEffects(rows: TableRows<EffectTable>, findings: EffectFind
 
   for (const e of effects) {
     const subject = `effect:${e.operation_id}`;
-    if (broken.has(e.operation_id) || lastOf.get(e.operation_id)?.outcome !== e.outcome) push('effect_history_invalid', 'error', subject, VERIFY);
+    if (broken.has(e.operation_id) || lastOf.get(e.operation_id)?.outcome !== e.outcome)
+      push('effect_history_invalid', 'error', subject, VERIFY);
     if (e.outcome === 'unknown') push('effect_outcome_unknown', 'hold', subject, RECONCILE);
-    else if (e.outcome === 'pending' && e.dispatched_at !== null) push('effect_dispatch_in_flight', 'hold', subject, RECONCILE);
+    else if (e.outcome === 'pending' && e.dispatched_at !== null)
+      push('effect_dispatch_in_flight', 'hold', subject, RECONCILE);
     else if (e.outcome === 'pending') {
       if (!queued.has(e.operation_id)) push('effect_outbox_inconsistent', 'error', subject, VERIFY);
-      push('effect_delivery_pending', 'hold', subject, 'deliver only through the effect owner, under the original operation id, after adoption');
+      push(
+        'effect_delivery_pending',
+        'hold',
+        subject,
+        'deliver only through the effect owner, under the original operation id, after adoption',
+      );
     }
   }
   return { owner: 'effect', effects, outbox, transitions, findings };

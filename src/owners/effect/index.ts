@@ -30,12 +30,38 @@ export {
   type ResolvedOutcome,
   type SettledOutcome,
 } from './contract.js';
-export { EFFECT_ERROR_CODES, EFFECT_ERRORS, alreadySettled, isEffectError, outcomeUnknown, type EffectError, type EffectErrorCode } from './errors.js';
+export {
+  EFFECT_ERROR_CODES,
+  EFFECT_ERRORS,
+  alreadySettled,
+  isEffectError,
+  outcomeUnknown,
+  type EffectError,
+  type EffectErrorCode,
+} from './errors.js';
 export { isUncertain } from './rules.js';
-export { RECEIVER_GONE, TARGET_RETIRED_KIND, effectsToRetire, receiverGone, retireTarget, targetRetirement, type RetireTargetRequest } from './retire.js';
+export {
+  RECEIVER_GONE,
+  TARGET_RETIRED_KIND,
+  effectsToRetire,
+  receiverGone,
+  retireTarget,
+  targetRetirement,
+  type RetireTargetRequest,
+} from './retire.js';
 export type { EffectOutboxChange, EffectPort, EffectQuery, EffectRows, EffectWrite } from './port.js';
-export { effectJournal, memoryEffectJournal, openSqliteEffectJournal, type SqliteEffectJournalOptions } from './journal.js';
-export { createMemoryEffectState, memoryEffectPort, type MemoryEffectPortOptions, type MemoryEffectState } from './memory.js';
+export {
+  effectJournal,
+  memoryEffectJournal,
+  openSqliteEffectJournal,
+  type SqliteEffectJournalOptions,
+} from './journal.js';
+export {
+  createMemoryEffectState,
+  memoryEffectPort,
+  type MemoryEffectPortOptions,
+  type MemoryEffectState,
+} from './memory.js';
 export { openSqliteEffectPort, type SqliteEffectPortOptions } from './sqlite.js';
 export { EFFECT_PG_MIGRATIONS, EFFECT_SQL } from './sql.js';
 export { openPgEffectPort, type PgEffectPortOptions } from './postgres.js';

@@ -47,7 +47,13 @@ import { openSqliteEffectPort, type SqliteEffectPortOptions } from './sqlite.js'
 type Step<T> = Decided<T, EffectWrite>;
 
 /** The write that makes `c` true of the effect read at `rows` (none: a new effect), its answer and its readback. */
-function changed<T>(port: EffectPort, rows: EffectRows | undefined, c: Change, at: string, answer: (e: EffectRecord) => T): Step<T> {
+function changed<T>(
+  port: EffectPort,
+  rows: EffectRows | undefined,
+  c: Change,
+  at: string,
+  answer: (e: EffectRecord) => T,
+): Step<T> {
   const id = c.next.operation_id;
   const transition: EffectTransition = {
     operation_id: id,
@@ -97,7 +103,8 @@ async function adopt(
 
 export function effectJournal(port: EffectPort, options: EffectJournalOptions = {}): EffectJournal {
   const now = () => (options.now ?? (() => new Date()))().toISOString();
-  const run = <T>(decide: () => Promise<Step<T>>): Promise<T> => decideAndCommit('effect', (w: EffectWrite) => port.commit(w), decide);
+  const run = <T>(decide: () => Promise<Step<T>>): Promise<T> =>
+    decideAndCommit('effect', (w: EffectWrite) => port.commit(w), decide);
 
   const rowsOf = async (operationId: string): Promise<EffectRows & { readonly effect: EffectRecord }> => {
     const rows = await port.read({ operation_id: operationId });
@@ -106,7 +113,9 @@ export function effectJournal(port: EffectPort, options: EffectJournalOptions = 
   };
 
   const written = (rows: EffectRows, d: Decision, at: string): Step<EffectWriteResult> =>
-    'readback' in d ? { result: { effect: d.readback, replayed: true } } : changed(port, rows, d.change, at, (effect) => ({ effect, replayed: false }));
+    'readback' in d
+      ? { result: { effect: d.readback, replayed: true } }
+      : changed(port, rows, d.change, at, (effect) => ({ effect, replayed: false }));
   const journal = {
     async recordIntent(request) {
       const n = normalizeIntent(request);
@@ -161,9 +170,11 @@ export function effectJournal(port: EffectPort, options: EffectJournalOptions = 
       });
     },
     adopt: (request): Promise<EffectWriteResult> => adopt(journal, run, rowsOf, written, now, request),
-    reconcile: (operationId: string, query: ReconcileQuery): Promise<ReconcileResult> => reconcileEffect(journal, operationId, query),
+    reconcile: (operationId: string, query: ReconcileQuery): Promise<ReconcileResult> =>
+      reconcileEffect(journal, operationId, query),
     get: async (id) => (typeof id === 'string' ? (await port.read({ operation_id: id })).effect : undefined),
-    getByIdempotencyKey: async (key) => (typeof key === 'string' ? (await port.read({ idempotency_key: key })).key_holder : undefined),
+    getByIdempotencyKey: async (key) =>
+      typeof key === 'string' ? (await port.read({ idempotency_key: key })).key_holder : undefined,
     list: (filter = {}) => port.listEffects(filter),
     outbox: () => port.listOutbox(),
     holds: () => port.listHolds(),

@@ -24,7 +24,12 @@ export interface MemoryEffectState {
   readonly history: Map<string, HistoryRow[]>;
 }
 
-export const createMemoryEffectState = (): MemoryEffectState => ({ effects: new Map(), keys: new Map(), outbox: new Map(), history: new Map() });
+export const createMemoryEffectState = (): MemoryEffectState => ({
+  effects: new Map(),
+  keys: new Map(),
+  outbox: new Map(),
+  history: new Map(),
+});
 
 export interface MemoryEffectPortOptions {
   /** Open on an existing state (a restart); a fresh state otherwise. */
@@ -66,41 +71,57 @@ function apply(state: MemoryEffectState, w: EffectWrite): CommitResult {
   return APPLIED;
 }
 
+/** A stored row decoded; a damaged one is `effect_store_corrupt`, as in SQLite. */
+const decoded = <T>(fn: () => T): T => {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof RowInvalid) throw storeCorrupt('effect', 'effects.db', e);
+    throw e;
+  }
+};
+
+/** The effect stored under operation id `id` (none when `id` is undefined), decoded. */
+const effectOf = (state: MemoryEffectState, id: string | undefined): EffectRecord | undefined => {
+  const row = id === undefined ? undefined : state.effects.get(id);
+  return row === undefined ? undefined : decoded(() => decodeEffect(row));
+};
+
+/** The transitions of effect `id`, decoded, in seq order. */
+const historyOf = (state: MemoryEffectState, id: string): EffectTransition[] =>
+  (state.history.get(id) ?? []).map((r) => decoded(() => decodeTransition(r)));
+
+/** The outbox entry of effect `id`, enqueued at `enqueued_at`. */
+const queuedOf = (state: MemoryEffectState, id: string, enqueued_at: string): OutboxEntry => {
+  const e = effectOf(state, id)!;
+  return {
+    operation_id: id,
+    idempotency_key: e.idempotency_key,
+    goal_id: e.goal_id,
+    kind: e.kind,
+    target: e.target,
+    enqueued_at,
+  };
+};
+
 export function memoryEffectPort(options: MemoryEffectPortOptions = {}): EffectPort {
   const state = options.state ?? createMemoryEffectState();
   let closed = false;
   const open = (): void => {
     if (closed) throw providerClosed('effect');
   };
-  const decoded = <T>(fn: () => T): T => {
-    try {
-      return fn();
-    } catch (e) {
-      if (e instanceof RowInvalid) throw storeCorrupt('effect', 'effects.db', e);
-      throw e;
-    }
-  };
-  const effectOf = (id: string | undefined): EffectRecord | undefined => {
-    const row = id === undefined ? undefined : state.effects.get(id);
-    return row === undefined ? undefined : decoded(() => decodeEffect(row));
-  };
-  const historyOf = (id: string): EffectTransition[] => (state.history.get(id) ?? []).map((r) => decoded(() => decodeTransition(r)));
-  const queuedOf = (id: string, enqueued_at: string): OutboxEntry => {
-    const e = effectOf(id)!;
-    return { operation_id: id, idempotency_key: e.idempotency_key, goal_id: e.goal_id, kind: e.kind, target: e.target, enqueued_at };
-  };
   const port = {
     provider: MEMORY_PROVIDER,
     async read(q) {
       open();
-      const effect = effectOf(q.operation_id);
+      const effect = effectOf(state, q.operation_id);
       const enqueued = effect === undefined ? undefined : state.outbox.get(effect.operation_id);
-      const last = effect === undefined ? undefined : historyOf(effect.operation_id).at(-1);
-      const holder = effectOf(q.idempotency_key === undefined ? undefined : state.keys.get(q.idempotency_key));
+      const last = effect === undefined ? undefined : historyOf(state, effect.operation_id).at(-1);
+      const holder = effectOf(state, q.idempotency_key === undefined ? undefined : state.keys.get(q.idempotency_key));
       const rows: EffectRows = {
         ...(effect ? { effect } : {}),
         ...(last ? { last_transition: last } : {}),
-        ...(enqueued !== undefined ? { queued: queuedOf(effect!.operation_id, enqueued) } : {}),
+        ...(enqueued !== undefined ? { queued: queuedOf(state, effect!.operation_id, enqueued) } : {}),
         ...(holder ? { key_holder: holder } : {}),
       };
       return rows;
@@ -108,20 +129,26 @@ export function memoryEffectPort(options: MemoryEffectPortOptions = {}): EffectP
     async listEffects(filter = {}) {
       open();
       return [...state.effects.keys()]
-        .map((id) => effectOf(id)!)
-        .filter((e) => (filter.goal_id === undefined || e.goal_id === filter.goal_id) && (filter.outcome === undefined || e.outcome === filter.outcome));
+        .map((id) => effectOf(state, id)!)
+        .filter(
+          (e) =>
+            (filter.goal_id === undefined || e.goal_id === filter.goal_id) &&
+            (filter.outcome === undefined || e.outcome === filter.outcome),
+        );
     },
     async listOutbox() {
       open();
-      return [...state.outbox.entries()].map(([id, at]) => queuedOf(id, at));
+      return [...state.outbox.entries()].map(([id, at]) => queuedOf(state, id, at));
     },
     async listHolds() {
       open();
-      return [...state.effects.keys()].map((id) => effectOf(id)!).filter((e) => e.outcome === 'unknown' || (e.outcome === 'pending' && e.dispatched_at !== null));
+      return [...state.effects.keys()]
+        .map((id) => effectOf(state, id)!)
+        .filter((e) => e.outcome === 'unknown' || (e.outcome === 'pending' && e.dispatched_at !== null));
     },
     async listHistory(operationId) {
       open();
-      return historyOf(operationId);
+      return historyOf(state, operationId);
     },
     async commit(write) {
       if (closed) return { status: 'failed', code: 'provider_closed' };

@@ -57,8 +57,18 @@ export interface EffectRows {
 export type EffectOutboxChange = { readonly add: string } | 'remove' | 'keep';
 
 export type EffectWrite =
-  | { readonly op: 'create_effect'; readonly effect: EffectRecord; readonly transition: EffectTransition; readonly enqueued_at: string }
-  | { readonly op: 'update_effect'; readonly effect: EffectRecord; readonly transition: EffectTransition; readonly outbox: EffectOutboxChange };
+  | {
+      readonly op: 'create_effect';
+      readonly effect: EffectRecord;
+      readonly transition: EffectTransition;
+      readonly enqueued_at: string;
+    }
+  | {
+      readonly op: 'update_effect';
+      readonly effect: EffectRecord;
+      readonly transition: EffectTransition;
+      readonly outbox: EffectOutboxChange;
+    };
 
 export interface EffectPort {
   /** The registered storage provider of this implementation (`registerStoreProvider`). */

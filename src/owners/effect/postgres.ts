@@ -21,9 +21,17 @@ import { decodeEffect, decodeTransition, type EffectRow, type HistoryRow } from 
 const EFFECT_COLUMNS =
   'operation_id, idempotency_key, goal_id, kind, target, intent, intent_digest, outcome, receipt, attempt, dispatched_at, hold, reconcile_attempts, created_at, settled_at';
 const HISTORY_COLUMNS = 'operation_id, seq, event, outcome, receipt, reason, at';
-const OUTBOX_JOIN = 'SELECT o.operation_id, o.enqueued_at, e.idempotency_key, e.goal_id, e.kind, e.target FROM outbox o JOIN effects e USING (operation_id)';
+const OUTBOX_JOIN =
+  'SELECT o.operation_id, o.enqueued_at, e.idempotency_key, e.goal_id, e.kind, e.target FROM outbox o JOIN effects e USING (operation_id)';
 
-type OutboxJoinRow = { operation_id: string; enqueued_at: string; idempotency_key: string; goal_id: string; kind: string; target: string };
+type OutboxJoinRow = {
+  operation_id: string;
+  enqueued_at: string;
+  idempotency_key: string;
+  goal_id: string;
+  kind: string;
+  target: string;
+};
 
 const jsonText = (v: unknown): string | null => (v === null ? null : canonicalJson(v));
 const outboxEntry = (r: OutboxJoinRow): OutboxEntry => ({
@@ -36,12 +44,25 @@ const outboxEntry = (r: OutboxJoinRow): OutboxEntry => ({
 });
 
 const effectRows = async (q: PgQuery, where: string, params: readonly unknown[]) =>
-  (await q<Record<keyof EffectRow, unknown>>(`SELECT ${EFFECT_COLUMNS} FROM effects ${where}`, params)).map(decodeEffect);
+  (await q<Record<keyof EffectRow, unknown>>(`SELECT ${EFFECT_COLUMNS} FROM effects ${where}`, params)).map(
+    decodeEffect,
+  );
 
 const addHistory = (q: PgQuery, t: EffectTransition) =>
-  q(`INSERT INTO effect_history (${HISTORY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [t.operation_id, t.seq, t.event, t.outcome, jsonText(t.receipt), t.reason, t.at]);
+  q(`INSERT INTO effect_history (${HISTORY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
+    t.operation_id,
+    t.seq,
+    t.event,
+    t.outcome,
+    jsonText(t.receipt),
+    t.reason,
+    t.at,
+  ]);
 
-async function create(q: PgQuery, w: Extract<EffectWrite, { op: 'create_effect' }>): Promise<ConflictReason | undefined> {
+async function create(
+  q: PgQuery,
+  w: Extract<EffectWrite, { op: 'create_effect' }>,
+): Promise<ConflictReason | undefined> {
   const e = w.effect;
   // Neither the operation id nor the idempotency key may be taken: checked by the insert itself, so a racing creator waits and then finds it taken.
   const inserted = await q(
@@ -71,19 +92,35 @@ async function create(q: PgQuery, w: Extract<EffectWrite, { op: 'create_effect' 
   return undefined;
 }
 
-async function update(q: PgQuery, w: Extract<EffectWrite, { op: 'update_effect' }>): Promise<ConflictReason | undefined> {
+async function update(
+  q: PgQuery,
+  w: Extract<EffectWrite, { op: 'update_effect' }>,
+): Promise<ConflictReason | undefined> {
   const e = w.effect;
   // The effect row locked first: a racing updater waits here, then sees this one's history row.
-  if ((await q('SELECT 1 FROM effects WHERE operation_id = $1 FOR UPDATE', [e.operation_id])).length === 0) return 'missing';
-  const [rev] = await q<{ n: number }>('SELECT count(*)::int AS n FROM effect_history WHERE operation_id = $1', [e.operation_id]);
+  if ((await q('SELECT 1 FROM effects WHERE operation_id = $1 FOR UPDATE', [e.operation_id])).length === 0)
+    return 'missing';
+  const [rev] = await q<{ n: number }>('SELECT count(*)::int AS n FROM effect_history WHERE operation_id = $1', [
+    e.operation_id,
+  ]);
   if (rev?.n !== w.transition.seq - 1) return 'changed';
   await q(
     `UPDATE effects SET outcome = $2, receipt = $3, attempt = $4, dispatched_at = $5, hold = $6, reconcile_attempts = $7, settled_at = $8
      WHERE operation_id = $1`,
-    [e.operation_id, e.outcome, jsonText(e.receipt), e.attempt, e.dispatched_at, e.hold, e.reconcile_attempts, e.settled_at],
+    [
+      e.operation_id,
+      e.outcome,
+      jsonText(e.receipt),
+      e.attempt,
+      e.dispatched_at,
+      e.hold,
+      e.reconcile_attempts,
+      e.settled_at,
+    ],
   );
   if (w.outbox !== 'keep') await q('DELETE FROM outbox WHERE operation_id = $1', [e.operation_id]);
-  if (w.outbox !== 'keep' && w.outbox !== 'remove') await q('INSERT INTO outbox (operation_id, enqueued_at) VALUES ($1, $2)', [e.operation_id, w.outbox.add]);
+  if (w.outbox !== 'keep' && w.outbox !== 'remove')
+    await q('INSERT INTO outbox (operation_id, enqueued_at) VALUES ($1, $2)', [e.operation_id, w.outbox.add]);
   await addHistory(q, w.transition);
   return undefined;
 }
@@ -104,14 +141,22 @@ export function openPgEffectPort(db: PgDatabase, options: PgEffectPortOptions = 
     provider: base.provider,
     read: (query) =>
       base.read(async (q): Promise<EffectRows> => {
-        const [effect] = query.operation_id === undefined ? [] : await effectRows(q, 'WHERE operation_id = $1', [query.operation_id]);
+        const [effect] =
+          query.operation_id === undefined ? [] : await effectRows(q, 'WHERE operation_id = $1', [query.operation_id]);
         const id = effect?.operation_id;
         const [last] =
           id === undefined
             ? []
-            : await q<Record<keyof HistoryRow, unknown>>(`SELECT ${HISTORY_COLUMNS} FROM effect_history WHERE operation_id = $1 ORDER BY seq DESC LIMIT 1`, [id]);
-        const [queued] = id === undefined ? [] : await q<OutboxJoinRow>(`${OUTBOX_JOIN} WHERE o.operation_id = $1`, [id]);
-        const [holder] = query.idempotency_key === undefined ? [] : await effectRows(q, 'WHERE idempotency_key = $1', [query.idempotency_key]);
+            : await q<Record<keyof HistoryRow, unknown>>(
+                `SELECT ${HISTORY_COLUMNS} FROM effect_history WHERE operation_id = $1 ORDER BY seq DESC LIMIT 1`,
+                [id],
+              );
+        const [queued] =
+          id === undefined ? [] : await q<OutboxJoinRow>(`${OUTBOX_JOIN} WHERE o.operation_id = $1`, [id]);
+        const [holder] =
+          query.idempotency_key === undefined
+            ? []
+            : await effectRows(q, 'WHERE idempotency_key = $1', [query.idempotency_key]);
         return {
           ...(effect ? { effect } : {}),
           ...(last ? { last_transition: decodeTransition(last) } : {}),
@@ -121,13 +166,30 @@ export function openPgEffectPort(db: PgDatabase, options: PgEffectPortOptions = 
       }),
     listEffects: (filter = {}) =>
       base.read((q) =>
-        effectRows(q, 'WHERE ($1::text IS NULL OR goal_id = $1) AND ($2::text IS NULL OR outcome = $2) ORDER BY position', [filter.goal_id ?? null, filter.outcome ?? null]),
+        effectRows(
+          q,
+          'WHERE ($1::text IS NULL OR goal_id = $1) AND ($2::text IS NULL OR outcome = $2) ORDER BY position',
+          [filter.goal_id ?? null, filter.outcome ?? null],
+        ),
       ),
-    listOutbox: () => base.read(async (q) => (await q<OutboxJoinRow>(`${OUTBOX_JOIN} ORDER BY o.position`)).map(outboxEntry)),
-    listHolds: () => base.read((q) => effectRows(q, "WHERE outcome = 'unknown' OR (outcome = 'pending' AND dispatched_at IS NOT NULL) ORDER BY position", [])),
+    listOutbox: () =>
+      base.read(async (q) => (await q<OutboxJoinRow>(`${OUTBOX_JOIN} ORDER BY o.position`)).map(outboxEntry)),
+    listHolds: () =>
+      base.read((q) =>
+        effectRows(
+          q,
+          "WHERE outcome = 'unknown' OR (outcome = 'pending' AND dispatched_at IS NOT NULL) ORDER BY position",
+          [],
+        ),
+      ),
     listHistory: (operationId) =>
       base.read(async (q) =>
-        (await q<Record<keyof HistoryRow, unknown>>(`SELECT ${HISTORY_COLUMNS} FROM effect_history WHERE operation_id = $1 ORDER BY seq`, [operationId])).map(decodeTransition),
+        (
+          await q<Record<keyof HistoryRow, unknown>>(
+            `SELECT ${HISTORY_COLUMNS} FROM effect_history WHERE operation_id = $1 ORDER BY seq`,
+            [operationId],
+          )
+        ).map(decodeTransition),
       ),
     commit: (write) =>
       base.commit(async (q) => {

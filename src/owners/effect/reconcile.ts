@@ -18,11 +18,16 @@ function checked(o: unknown): ReconcileObservation {
   const obs = o as Record<string, unknown>;
   if (obs.status === 'committed' && 'receipt' in obs) return obs as ReconcileObservation;
   if (obs.status === 'absent') return obs as ReconcileObservation;
-  if (obs.status === 'unknown' && typeof obs.reason === 'string' && REASON.test(obs.reason)) return obs as ReconcileObservation;
+  if (obs.status === 'unknown' && typeof obs.reason === 'string' && REASON.test(obs.reason))
+    return obs as ReconcileObservation;
   return { status: 'unknown', reason: 'observation_malformed' };
 }
 
-export async function reconcileEffect(journal: Primitives, operationId: string, query: ReconcileQuery): Promise<ReconcileResult> {
+export async function reconcileEffect(
+  journal: Primitives,
+  operationId: string,
+  query: ReconcileQuery,
+): Promise<ReconcileResult> {
   checkId(operationId, 'operation_id');
   const e = await journal.get(operationId);
   if (e === undefined) throw effectNotFound(operationId);
@@ -40,18 +45,26 @@ export async function reconcileEffect(journal: Primitives, operationId: string, 
     return await settleObservation(journal, e, observation);
   } catch (err) {
     // Someone else settled it while we were asking: their outcome stands; report it.
-    if (isLoopxError(err) && err.code === 'effect_already_settled') return { effect: (await journal.get(operationId))!, resolution: 'already_settled' };
+    if (isLoopxError(err) && err.code === 'effect_already_settled')
+      return { effect: (await journal.get(operationId))!, resolution: 'already_settled' };
     throw err;
   }
 }
 
-async function settleObservation(journal: Primitives, e: EffectRecord, o: ReconcileObservation): Promise<ReconcileResult> {
+async function settleObservation(
+  journal: Primitives,
+  e: EffectRecord,
+  o: ReconcileObservation,
+): Promise<ReconcileResult> {
   if (o.status === 'committed') {
     const { effect } = await journal.settle(e.operation_id, 'committed', { reconciled: true, observation: o.receipt });
     return { effect, resolution: 'committed' };
   }
   if (o.status === 'absent') {
-    const { effect } = await journal.settle(e.operation_id, 'absent', { reconciled: true, observation: o.receipt ?? null });
+    const { effect } = await journal.settle(e.operation_id, 'absent', {
+      reconciled: true,
+      observation: o.receipt ?? null,
+    });
     return { effect, resolution: 'absent' };
   }
   if (e.outcome === 'pending') await journal.settle(e.operation_id, 'unknown', { reconciled: false, reason: o.reason });

@@ -23,6 +23,9 @@ export const recovery = sqliteOwner<EffectHistory>({
   items: (h) => [
     ...byKey(h.effects, (e) => e.operation_id).map((value) => ({ kind: 'effect', value })),
     ...byKey(h.outbox, (o) => o.operation_id).map((value) => ({ kind: 'outbox', value })),
-    ...byKey(h.transitions, (t) => `${t.operation_id}\u0000${String(t.seq).padStart(12, '0')}`).map((value) => ({ kind: 'transition', value })),
+    ...byKey(h.transitions, (t) => `${t.operation_id}\u0000${String(t.seq).padStart(12, '0')}`).map((value) => ({
+      kind: 'transition',
+      value,
+    })),
   ],
 });

@@ -26,14 +26,20 @@ export const RECEIVER_GONE = 'receiver_gone';
 const keyOf = (goalId: string, target: string): string => `target-retired:${goalId}:${sha256Hex(target).slice(0, 32)}`;
 
 /** The retirement of `target` for `goalId`, if the operator recorded one. */
-export async function targetRetirement(journal: EffectJournal, goalId: string, target: string): Promise<EffectRecord | undefined> {
+export async function targetRetirement(
+  journal: EffectJournal,
+  goalId: string,
+  target: string,
+): Promise<EffectRecord | undefined> {
   const e = await journal.getByIdempotencyKey(keyOf(goalId, target));
   return e?.kind === TARGET_RETIRED_KIND ? e : undefined;
 }
 
 /** The uncertain effects of `goalId` to `target` that a retirement abandons (the ones it holds already included). */
 export async function effectsToRetire(journal: EffectJournal, goalId: string, target: string): Promise<EffectRecord[]> {
-  return (await journal.list({ goal_id: goalId })).filter((e) => e.target === target && e.kind !== TARGET_RETIRED_KIND && (isUncertain(e) || e.outcome === 'pending'));
+  return (await journal.list({ goal_id: goalId })).filter(
+    (e) => e.target === target && e.kind !== TARGET_RETIRED_KIND && (isUncertain(e) || e.outcome === 'pending'),
+  );
 }
 
 export interface RetireTargetRequest {
@@ -46,7 +52,10 @@ export interface RetireTargetRequest {
 }
 
 /** Record the retirement, then abandon every uncertain effect of the Goal to the target; returns what it abandoned. */
-export async function retireTarget(journal: EffectJournal, r: RetireTargetRequest): Promise<{ readonly retirement: EffectRecord; readonly abandoned: readonly string[] }> {
+export async function retireTarget(
+  journal: EffectJournal,
+  r: RetireTargetRequest,
+): Promise<{ readonly retirement: EffectRecord; readonly abandoned: readonly string[] }> {
   const key = keyOf(r.goal_id, r.target);
   const operationId = key;
   await journal.recordIntent({
@@ -58,7 +67,10 @@ export async function retireTarget(journal: EffectJournal, r: RetireTargetReques
     intent: { reason: r.reason, ...r.evidence },
   });
   const current = (await journal.get(operationId))!;
-  const retirement = current.outcome === 'pending' ? (await journal.settle(operationId, 'rejected', { retired_by: 'operator', reason: RECEIVER_GONE })).effect : current;
+  const retirement =
+    current.outcome === 'pending'
+      ? (await journal.settle(operationId, 'rejected', { retired_by: 'operator', reason: RECEIVER_GONE })).effect
+      : current;
   const abandoned: string[] = [];
   for (const e of await effectsToRetire(journal, r.goal_id, r.target)) {
     await abandon(journal, e);
@@ -76,12 +88,24 @@ async function abandon(journal: EffectJournal, first: EffectRecord): Promise<voi
         await journal.settle(e.operation_id, 'superseded', { abandoned: true, reason: RECEIVER_GONE });
         return;
       }
-      if (e.outcome === 'pending') await journal.resolve(e.operation_id, { outcome: e.outcome, attempt: e.attempt }, 'unknown', { abandoned: true, reason: RECEIVER_GONE });
+      if (e.outcome === 'pending')
+        await journal.resolve(e.operation_id, { outcome: e.outcome, attempt: e.attempt }, 'unknown', {
+          abandoned: true,
+          reason: RECEIVER_GONE,
+        });
       if (e.hold !== RECEIVER_GONE) await journal.holdUnknown(e.operation_id, RECEIVER_GONE);
       return;
     } catch (err) {
       // Settled meanwhile (its outcome learned after all): that stands; otherwise decide on what it is now.
-      if (attempt > 0 || !(isEffectError(err, 'effect_state_changed') || isEffectError(err, 'effect_already_settled') || isEffectError(err, 'effect_not_held'))) throw err;
+      if (
+        attempt > 0 ||
+        !(
+          isEffectError(err, 'effect_state_changed') ||
+          isEffectError(err, 'effect_already_settled') ||
+          isEffectError(err, 'effect_not_held')
+        )
+      )
+        throw err;
       e = (await journal.get(e.operation_id))!;
       if (!isUncertain(e) && e.outcome !== 'pending') return;
     }

@@ -7,7 +7,16 @@
  */
 import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';
-import type { EffectEvent, EffectOutcome, EffectRecord, ExpectedEffectState, JsonValue, RecordIntentRequest, ResolvedOutcome, SettledOutcome } from './contract.js';
+import type {
+  EffectEvent,
+  EffectOutcome,
+  EffectRecord,
+  ExpectedEffectState,
+  JsonValue,
+  RecordIntentRequest,
+  ResolvedOutcome,
+  SettledOutcome,
+} from './contract.js';
 import { EFFECT_OUTCOMES, MAX_INTENT_BYTES, MAX_RECEIPT_BYTES } from './contract.js';
 import {
   alreadySettled,
@@ -32,25 +41,36 @@ const RUN_SCOPE = /^run:[A-Za-z0-9_-]{1,128}$/;
 
 export function checkId(value: unknown, field: string): string {
   if (typeof value !== 'string' || !ID.test(value)) {
-    throw invalidInput(`${field} must be 1–192 characters of letters, digits and . _ : # @ -, starting with a letter or digit.`, field);
+    throw invalidInput(
+      `${field} must be 1–192 characters of letters, digits and . _ : # @ -, starting with a letter or digit.`,
+      field,
+    );
   }
   return value;
 }
 
 /** A public-safe reason code (e.g. `timeout`, `query_failed`). */
 export function checkReason(value: unknown): string {
-  if (typeof value !== 'string' || !REASON.test(value)) throw invalidInput('A reason is a lowercase code of a–z, 0–9 and _.', 'reason');
+  if (typeof value !== 'string' || !REASON.test(value))
+    throw invalidInput('A reason is a lowercase code of a–z, 0–9 and _.', 'reason');
   return value;
 }
 
 export function checkResolved(value: unknown): ResolvedOutcome {
-  if (value !== 'committed' && value !== 'absent' && value !== 'unknown') throw invalidInput('A resolution is committed, absent or unknown.', 'outcome');
+  if (value !== 'committed' && value !== 'absent' && value !== 'unknown')
+    throw invalidInput('A resolution is committed, absent or unknown.', 'outcome');
   return value;
 }
 
 export function checkExpected(value: unknown): ExpectedEffectState {
   const v = value as Partial<ExpectedEffectState> | null;
-  if (typeof v !== 'object' || v === null || !(EFFECT_OUTCOMES as readonly unknown[]).includes(v.outcome) || !Number.isSafeInteger(v.attempt) || v.attempt! < 0) {
+  if (
+    typeof v !== 'object' ||
+    v === null ||
+    !(EFFECT_OUTCOMES as readonly unknown[]).includes(v.outcome) ||
+    !Number.isSafeInteger(v.attempt) ||
+    v.attempt! < 0
+  ) {
     throw invalidInput('expected is the outcome and attempt the effect was read with.', 'expected');
   }
   return { outcome: v.outcome!, attempt: v.attempt! };
@@ -111,7 +131,8 @@ export function normalizeIntent(r: RecordIntentRequest): NormalizedIntent {
       throw invalidInput('goal_id is not a valid Goal id or run scope.', 'goal_id');
     }
   }
-  if (typeof r.kind !== 'string' || !KIND.test(r.kind)) throw invalidInput('kind is a lowercase dotted name (e.g. webhook.deliver).', 'kind');
+  if (typeof r.kind !== 'string' || !KIND.test(r.kind))
+    throw invalidInput('kind is a lowercase dotted name (e.g. webhook.deliver).', 'kind');
   if (typeof r.target !== 'string' || !TARGET.test(r.target)) throw targetUnsafe();
   let intent: string;
   try {
@@ -135,7 +156,12 @@ export interface Change {
 
 export type Decision = { readonly readback: EffectRecord } | { readonly change: Change };
 
-export function decideRecordIntent(existing: EffectRecord | undefined, keyHolder: EffectRecord | undefined, n: NormalizedIntent, at: string): Decision {
+export function decideRecordIntent(
+  existing: EffectRecord | undefined,
+  keyHolder: EffectRecord | undefined,
+  n: NormalizedIntent,
+  at: string,
+): Decision {
   if (existing !== undefined) {
     if (existing.intent_digest !== n.intent_digest) throw identityMismatch(n.operation_id);
     return { readback: existing };
@@ -158,7 +184,13 @@ export function decideRecordIntent(existing: EffectRecord | undefined, keyHolder
 export function decideDispatch(e: EffectRecord, inOutbox: boolean, at: string): Change {
   if (e.outcome !== 'pending') throw alreadySettled(e.operation_id, e.outcome);
   if (!inOutbox) throw dispatchInFlight(e.operation_id);
-  return { next: { ...e, attempt: e.attempt + 1, dispatched_at: at }, event: 'dispatch', receipt: null, reason: null, outbox: 'remove' };
+  return {
+    next: { ...e, attempt: e.attempt + 1, dispatched_at: at },
+    event: 'dispatch',
+    receipt: null,
+    reason: null,
+    outbox: 'remove',
+  };
 }
 
 const SETTLE_FROM: Readonly<Record<EffectOutcome, readonly SettledOutcome[]>> = {
@@ -173,27 +205,49 @@ const SETTLE_FROM: Readonly<Record<EffectOutcome, readonly SettledOutcome[]>> = 
 export function decideSettle(e: EffectRecord, outcome: SettledOutcome, receipt: string, at: string): Decision {
   if (e.outcome === outcome && canonicalJson(e.receipt) === receipt) return { readback: e };
   if (!SETTLE_FROM[e.outcome].includes(outcome)) throw alreadySettled(e.operation_id, e.outcome);
-  if ((outcome === 'committed' || outcome === 'unknown') && e.dispatched_at === null) throw notDispatched(e.operation_id);
+  if ((outcome === 'committed' || outcome === 'unknown') && e.dispatched_at === null)
+    throw notDispatched(e.operation_id);
   const next: EffectRecord = { ...e, outcome, receipt: JSON.parse(receipt) as JsonValue, hold: null, settled_at: at };
   return { change: { next, event: 'settle', receipt, reason: null, outbox: 'remove' } };
 }
 
 /** `resolve`: an uncertain effect, still exactly as the caller read it, settled from outside evidence. */
-export function decideResolve(e: EffectRecord, expected: ExpectedEffectState, outcome: ResolvedOutcome, receipt: string, at: string): Decision {
+export function decideResolve(
+  e: EffectRecord,
+  expected: ExpectedEffectState,
+  outcome: ResolvedOutcome,
+  receipt: string,
+  at: string,
+): Decision {
   if (e.outcome === outcome && canonicalJson(e.receipt) === receipt) return { readback: e };
-  if (e.outcome !== expected.outcome || e.attempt !== expected.attempt) throw stateChanged(e.operation_id, expected.outcome, e.outcome);
-  if (!isUncertain(e)) throw e.outcome === 'pending' ? notDispatched(e.operation_id) : alreadySettled(e.operation_id, e.outcome);
+  if (e.outcome !== expected.outcome || e.attempt !== expected.attempt)
+    throw stateChanged(e.operation_id, expected.outcome, e.outcome);
+  if (!isUncertain(e))
+    throw e.outcome === 'pending' ? notDispatched(e.operation_id) : alreadySettled(e.operation_id, e.outcome);
   return decideSettle(e, outcome, receipt, at);
 }
 
 export function decideHold(e: EffectRecord, reason: string): Change {
   if (e.outcome !== 'unknown') throw notHeld(e.operation_id, e.outcome);
-  return { next: { ...e, hold: reason, reconcile_attempts: e.reconcile_attempts + 1 }, event: 'hold', receipt: null, reason, outbox: 'keep' };
+  return {
+    next: { ...e, hold: reason, reconcile_attempts: e.reconcile_attempts + 1 },
+    event: 'hold',
+    receipt: null,
+    reason,
+    outbox: 'keep',
+  };
 }
 
 export function decideReissue(e: EffectRecord): Change {
   if (e.outcome !== 'absent') throw notReissuable(e.operation_id, e.outcome);
-  const next: EffectRecord = { ...e, outcome: 'pending', receipt: null, dispatched_at: null, hold: null, settled_at: null };
+  const next: EffectRecord = {
+    ...e,
+    outcome: 'pending',
+    receipt: null,
+    dispatched_at: null,
+    hold: null,
+    settled_at: null,
+  };
   return { next, event: 'reissue', receipt: null, reason: null, outbox: 'add' };
 }
 
@@ -203,7 +257,13 @@ export function decideReissue(e: EffectRecord): Change {
  * intent just recorded for it (pending, never dispatched); once adopted, the effect's current
  * state is the readback (a later reconciliation or resolution is never overwritten). A recovered `unknown` stays held (`recovered_unknown`) until it is reconciled or resolved.
  */
-export function decideAdopt(e: EffectRecord, outcome: SettledOutcome, receipt: string, attempt: number, at: string): Decision {
+export function decideAdopt(
+  e: EffectRecord,
+  outcome: SettledOutcome,
+  receipt: string,
+  attempt: number,
+  at: string,
+): Decision {
   // Adopted before (and perhaps reconciled or resolved since): its current state stands, never overwritten.
   if (e.outcome !== 'pending' || e.dispatched_at !== null || e.attempt !== 0) return { readback: e };
   const dispatched = outcome === 'committed' || outcome === 'unknown';
@@ -220,4 +280,5 @@ export function decideAdopt(e: EffectRecord, outcome: SettledOutcome, receipt: s
 }
 
 /** Uncertain: unknown, or dispatched and never settled (e.g. the process died mid-dispatch). */
-export const isUncertain = (e: EffectRecord): boolean => e.outcome === 'unknown' || (e.outcome === 'pending' && e.dispatched_at !== null);
+export const isUncertain = (e: EffectRecord): boolean =>
+  e.outcome === 'unknown' || (e.outcome === 'pending' && e.dispatched_at !== null);

@@ -94,7 +94,10 @@ export type EffectTable = 'effects' | 'outbox' | 'history';
 export const EFFECT_TABLES: TableQueries<EffectTable> = {
   effects: { sqlite: 'SELECT * FROM effects ORDER BY rowid', postgresql: 'SELECT * FROM effects ORDER BY position' },
   outbox: { sqlite: 'SELECT * FROM outbox ORDER BY rowid', postgresql: 'SELECT * FROM outbox ORDER BY position' },
-  history: { sqlite: 'SELECT * FROM effect_history ORDER BY operation_id, seq', postgresql: 'SELECT * FROM effect_history ORDER BY operation_id, seq' },
+  history: {
+    sqlite: 'SELECT * FROM effect_history ORDER BY operation_id, seq',
+    postgresql: 'SELECT * FROM effect_history ORDER BY operation_id, seq',
+  },
 };
 
 /** The owner's SQL, by dialect. */

@@ -8,7 +8,7 @@
  */
 import { canonicalJson } from '../../core/index.js';
 import { type ConflictReason } from '../port.js';
-import { openSqlitePort, type SqlitePortOptions } from '../sqlite-port.js';
+import { openSqlitePort, type SqlitePortBase, type SqlitePortOptions } from '../sqlite-port.js';
 import type { EffectTransition, OutboxEntry } from './contract.js';
 import type { EffectPort, EffectRows, EffectWrite } from './port.js';
 import { decodeEffect, decodeTransition, type EffectRow, type HistoryRow } from './schema.js';
@@ -16,7 +16,14 @@ import { MIGRATIONS } from './sql.js';
 
 export type SqliteEffectPortOptions = SqlitePortOptions;
 
-type OutboxJoinRow = { operation_id: string; enqueued_at: string; idempotency_key: string; goal_id: string; kind: string; target: string };
+type OutboxJoinRow = {
+  operation_id: string;
+  enqueued_at: string;
+  idempotency_key: string;
+  goal_id: string;
+  kind: string;
+  target: string;
+};
 
 const jsonText = (v: unknown): string | null => (v === null ? null : canonicalJson(v));
 const outboxEntry = (r: OutboxJoinRow): OutboxEntry => ({
@@ -28,15 +35,18 @@ const outboxEntry = (r: OutboxJoinRow): OutboxEntry => ({
   enqueued_at: String(r.enqueued_at),
 });
 
-export function openSqliteEffectPort(path: string, options: SqliteEffectPortOptions = {}): EffectPort {
-  const base = openSqlitePort(path, MIGRATIONS, 'effect', 'effects.db', options);
-  const db = base.db;
-  const q = {
+/** The statements of effects.db, prepared once per port. */
+function effectStatements(db: SqlitePortBase['db']) {
+  return {
     get: db.prepare('SELECT * FROM effects WHERE operation_id = ?'),
     byKey: db.prepare('SELECT * FROM effects WHERE idempotency_key = ?'),
     taken: db.prepare('SELECT 1 FROM effects WHERE operation_id = ? OR idempotency_key = ?'),
-    list: db.prepare('SELECT * FROM effects WHERE (@goal_id IS NULL OR goal_id = @goal_id) AND (@outcome IS NULL OR outcome = @outcome) ORDER BY rowid'),
-    holds: db.prepare("SELECT * FROM effects WHERE outcome = 'unknown' OR (outcome = 'pending' AND dispatched_at IS NOT NULL) ORDER BY rowid"),
+    list: db.prepare(
+      'SELECT * FROM effects WHERE (@goal_id IS NULL OR goal_id = @goal_id) AND (@outcome IS NULL OR outcome = @outcome) ORDER BY rowid',
+    ),
+    holds: db.prepare(
+      "SELECT * FROM effects WHERE outcome = 'unknown' OR (outcome = 'pending' AND dispatched_at IS NOT NULL) ORDER BY rowid",
+    ),
     insert: db.prepare(
       `INSERT INTO effects (operation_id, idempotency_key, goal_id, kind, target, intent, intent_digest, outcome, receipt, attempt, dispatched_at, hold, reconcile_attempts, created_at, settled_at)
        VALUES (@operation_id, @idempotency_key, @goal_id, @kind, @target, @intent, @intent_digest, @outcome, @receipt, @attempt, @dispatched_at, @hold, @reconcile_attempts, @created_at, @settled_at)`,
@@ -50,36 +60,50 @@ export function openSqliteEffectPort(path: string, options: SqliteEffectPortOpti
     ),
     outboxAdd: db.prepare('INSERT INTO outbox (operation_id, enqueued_at) VALUES (?, ?)'),
     outboxRemove: db.prepare('DELETE FROM outbox WHERE operation_id = ?'),
-    outbox: db.prepare('SELECT o.operation_id, o.enqueued_at, e.idempotency_key, e.goal_id, e.kind, e.target FROM outbox o JOIN effects e USING (operation_id) ORDER BY o.rowid'),
+    outbox: db.prepare(
+      'SELECT o.operation_id, o.enqueued_at, e.idempotency_key, e.goal_id, e.kind, e.target FROM outbox o JOIN effects e USING (operation_id) ORDER BY o.rowid',
+    ),
     revision: db.prepare('SELECT COUNT(*) AS n FROM effect_history WHERE operation_id = ?'),
     last: db.prepare('SELECT * FROM effect_history WHERE operation_id = ? ORDER BY seq DESC LIMIT 1'),
-    historyAdd: db.prepare('INSERT INTO effect_history (operation_id, seq, event, outcome, receipt, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+    historyAdd: db.prepare(
+      'INSERT INTO effect_history (operation_id, seq, event, outcome, receipt, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ),
     history: db.prepare('SELECT * FROM effect_history WHERE operation_id = ? ORDER BY seq'),
   };
+}
 
-  const effectOf = (row: unknown) => (row === undefined ? undefined : decodeEffect(row as EffectRow));
-  const addHistory = (t: EffectTransition): void => {
-    q.historyAdd.run(t.operation_id, t.seq, t.event, t.outcome, jsonText(t.receipt), t.reason, t.at);
-  };
+type EffectStatements = ReturnType<typeof effectStatements>;
 
-  const apply = (w: EffectWrite): ConflictReason | undefined => {
-    const e = w.effect;
-    const row = { ...e, receipt: jsonText(e.receipt) };
-    if (w.op === 'create_effect') {
-      if (q.taken.get(e.operation_id, e.idempotency_key) !== undefined) return 'exists';
-      q.insert.run(row);
-      q.outboxAdd.run(e.operation_id, w.enqueued_at);
-      addHistory(w.transition);
-      return undefined;
-    }
-    if (q.get.get(e.operation_id) === undefined) return 'missing';
-    if ((q.revision.get(e.operation_id) as { n: number }).n !== w.transition.seq - 1) return 'changed';
-    q.update.run(row);
-    if (w.outbox !== 'keep') q.outboxRemove.run(e.operation_id);
-    if (w.outbox !== 'keep' && w.outbox !== 'remove') q.outboxAdd.run(e.operation_id, w.outbox.add);
-    addHistory(w.transition);
+/** A stored effect row decoded (none for no row). */
+const effectOf = (row: unknown) => (row === undefined ? undefined : decodeEffect(row as EffectRow));
+/** Appends transition `t` to its effect's history. */
+const addHistory = (q: EffectStatements, t: EffectTransition): void => {
+  q.historyAdd.run(t.operation_id, t.seq, t.event, t.outcome, jsonText(t.receipt), t.reason, t.at);
+};
+
+/** Lands `w` when its precondition holds on the current rows (port.ts), else the conflict's reason; inside the commit's transaction. */
+function apply(q: EffectStatements, w: EffectWrite): ConflictReason | undefined {
+  const e = w.effect;
+  const row = { ...e, receipt: jsonText(e.receipt) };
+  if (w.op === 'create_effect') {
+    if (q.taken.get(e.operation_id, e.idempotency_key) !== undefined) return 'exists';
+    q.insert.run(row);
+    q.outboxAdd.run(e.operation_id, w.enqueued_at);
+    addHistory(q, w.transition);
     return undefined;
-  };
+  }
+  if (q.get.get(e.operation_id) === undefined) return 'missing';
+  if ((q.revision.get(e.operation_id) as { n: number }).n !== w.transition.seq - 1) return 'changed';
+  q.update.run(row);
+  if (w.outbox !== 'keep') q.outboxRemove.run(e.operation_id);
+  if (w.outbox !== 'keep' && w.outbox !== 'remove') q.outboxAdd.run(e.operation_id, w.outbox.add);
+  addHistory(q, w.transition);
+  return undefined;
+}
+
+export function openSqliteEffectPort(path: string, options: SqliteEffectPortOptions = {}): EffectPort {
+  const base = openSqlitePort(path, MIGRATIONS, 'effect', 'effects.db', options);
+  const q = effectStatements(base.db);
 
   const port = {
     provider: base.provider,
@@ -87,7 +111,8 @@ export function openSqliteEffectPort(path: string, options: SqliteEffectPortOpti
       base.read((): EffectRows => {
         const effect = query.operation_id === undefined ? undefined : effectOf(q.get.get(query.operation_id));
         const lastRow = effect === undefined ? undefined : (q.last.get(effect.operation_id) as HistoryRow | undefined);
-        const queuedRow = effect === undefined ? undefined : (q.queued.get(effect.operation_id) as OutboxJoinRow | undefined);
+        const queuedRow =
+          effect === undefined ? undefined : (q.queued.get(effect.operation_id) as OutboxJoinRow | undefined);
         const holder = query.idempotency_key === undefined ? undefined : effectOf(q.byKey.get(query.idempotency_key));
         return {
           ...(effect ? { effect } : {}),
@@ -96,11 +121,16 @@ export function openSqliteEffectPort(path: string, options: SqliteEffectPortOpti
           ...(holder ? { key_holder: holder } : {}),
         };
       }),
-    listEffects: (filter = {}) => base.read(() => (q.list.all({ goal_id: filter.goal_id ?? null, outcome: filter.outcome ?? null }) as EffectRow[]).map(decodeEffect)),
+    listEffects: (filter = {}) =>
+      base.read(() =>
+        (q.list.all({ goal_id: filter.goal_id ?? null, outcome: filter.outcome ?? null }) as EffectRow[]).map(
+          decodeEffect,
+        ),
+      ),
     listOutbox: () => base.read(() => (q.outbox.all() as OutboxJoinRow[]).map(outboxEntry)),
     listHolds: () => base.read(() => (q.holds.all() as EffectRow[]).map(decodeEffect)),
     listHistory: (operationId) => base.read(() => (q.history.all(operationId) as HistoryRow[]).map(decodeTransition)),
-    commit: (write) => base.commit(() => apply(write)),
+    commit: (write) => base.commit(() => apply(q, write)),
     close: () => base.close(),
   } satisfies EffectPort;
   return port;

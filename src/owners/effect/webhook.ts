@@ -81,7 +81,8 @@ function parseUrl(url: string): URL {
   } catch {
     throw invalidInput('url must be an absolute http or https URL.', 'url');
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw invalidInput('url must be an absolute http or https URL.', 'url');
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw invalidInput('url must be an absolute http or https URL.', 'url');
   return u;
 }
 
@@ -96,17 +97,25 @@ export const webhookTarget = (url: string): string => `webhook:${parseUrl(url).h
 export type DeliveryFence = { readonly goal_lineage: string; readonly fence: number; readonly lifetime?: string };
 
 /** What a webhook effect's intent holds; `delivery_fence` only for a fenced delivery. */
-export type WebhookIntent = { readonly url: string; readonly body: JsonValue } | { readonly url: string; readonly body: JsonValue; readonly delivery_fence: DeliveryFence };
+export type WebhookIntent =
+  | { readonly url: string; readonly body: JsonValue }
+  | { readonly url: string; readonly body: JsonValue; readonly delivery_fence: DeliveryFence };
 
 const isFence = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 const isLineage = (v: unknown): v is string => typeof v === 'string' && GOAL_LINEAGE.test(v);
 const isLifetime = (v: unknown): v is string => typeof v === 'string' && GOAL_INSTANCE_ID.test(v);
 
-function checkFence(fence: { readonly goal_lineage: unknown; readonly fence: unknown; readonly lifetime?: unknown }): DeliveryFence {
-  if (!isLineage(fence.goal_lineage)) throw invalidInput('goal_lineage must be 1-128 characters of A-Z a-z 0-9 _ . : -', 'goal_lineage');
+function checkFence(fence: {
+  readonly goal_lineage: unknown;
+  readonly fence: unknown;
+  readonly lifetime?: unknown;
+}): DeliveryFence {
+  if (!isLineage(fence.goal_lineage))
+    throw invalidInput('goal_lineage must be 1-128 characters of A-Z a-z 0-9 _ . : -', 'goal_lineage');
   if (!isFence(fence.fence)) throw invalidInput('fence must be a non-negative safe integer.', 'fence');
   if (fence.lifetime === undefined) return { goal_lineage: fence.goal_lineage, fence: fence.fence };
-  if (!isLifetime(fence.lifetime)) throw invalidInput("lifetime must be a Goal lifetime id: 'ginst_' and 32 lowercase hex.", 'lifetime');
+  if (!isLifetime(fence.lifetime))
+    throw invalidInput("lifetime must be a Goal lifetime id: 'ginst_' and 32 lowercase hex.", 'lifetime');
   return { goal_lineage: fence.goal_lineage, fence: fence.fence, lifetime: fence.lifetime };
 }
 
@@ -122,7 +131,11 @@ export interface WebhookSendResult {
   readonly receipt: JsonValue;
 }
 
-export async function deliverWebhook(journal: EffectJournal, request: WebhookDeliveryRequest, options: WebhookOptions = {}): Promise<WebhookDeliveryResult> {
+export async function deliverWebhook(
+  journal: EffectJournal,
+  request: WebhookDeliveryRequest,
+  options: WebhookOptions = {},
+): Promise<WebhookDeliveryResult> {
   const { effect } = await journal.recordIntent({
     operation_id: request.operation_id,
     idempotency_key: request.idempotency_key,
@@ -148,7 +161,11 @@ export async function sendWebhook(effect: EffectRecord, options: WebhookOptions 
   let body: JsonValue;
   let fence: DeliveryFence | undefined;
   try {
-    const intent = JSON.parse(effect.intent) as { url: string; body: JsonValue; delivery_fence?: { goal_lineage: unknown; fence: unknown; lifetime?: unknown } };
+    const intent = JSON.parse(effect.intent) as {
+      url: string;
+      body: JsonValue;
+      delivery_fence?: { goal_lineage: unknown; fence: unknown; lifetime?: unknown };
+    };
     url = parseUrl(intent.url);
     body = intent.body;
     fence = intent.delivery_fence === undefined ? undefined : checkFence(intent.delivery_fence);
@@ -169,7 +186,12 @@ export async function sendWebhook(effect: EffectRecord, options: WebhookOptions 
   try {
     response = await doFetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': effect.idempotency_key, 'x-operation-id': effect.operation_id, ...fenceHeaders },
+      headers: {
+        'content-type': 'application/json',
+        'idempotency-key': effect.idempotency_key,
+        'x-operation-id': effect.operation_id,
+        ...fenceHeaders,
+      },
       body: canonicalJson(body),
       redirect: 'manual',
       signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS),
@@ -179,19 +201,31 @@ export async function sendWebhook(effect: EffectRecord, options: WebhookOptions 
   }
   faultPoint(FAULT_AFTER_WEBHOOK_SEND);
   const status = response.status;
-  if (status >= 200 && status < 300) return { outcome: 'committed', receipt: { http_status: status, response: await readBounded(response) } };
+  if (status >= 200 && status < 300)
+    return { outcome: 'committed', receipt: { http_status: status, response: await readBounded(response) } };
   if (status === 409) {
     // A fenced receiver refused this writer — stale, or another lifetime at its fence: definite, and the reason is kept.
     const answer = await readBounded(response);
-    const fenced = isRecord(answer) && (answer.error === 'fence_stale' || answer.error === 'fence_conflict') ? answer.error : undefined;
+    const fenced =
+      isRecord(answer) && (answer.error === 'fence_stale' || answer.error === 'fence_conflict')
+        ? answer.error
+        : undefined;
     // The receiver's newest fence is kept with a stale refusal: the writer records its own supersession from it.
-    const newest = fenced === 'fence_stale' && isRecord(answer) && isFence(answer.newest_fence) ? answer.newest_fence : undefined;
+    const newest =
+      fenced === 'fence_stale' && isRecord(answer) && isFence(answer.newest_fence) ? answer.newest_fence : undefined;
     if (fenced === undefined) return { outcome: 'rejected', receipt: { http_status: 409 } };
-    return { outcome: 'rejected', receipt: newest === undefined ? { http_status: 409, reason: fenced } : { http_status: 409, reason: fenced, newest_fence: newest } };
+    return {
+      outcome: 'rejected',
+      receipt:
+        newest === undefined
+          ? { http_status: 409, reason: fenced }
+          : { http_status: 409, reason: fenced, newest_fence: newest },
+    };
   }
   await response.body?.cancel().catch(() => undefined);
   // Only a definite refusal is `rejected`; anything that may have been applied stays unknown.
-  const uncertain = status < 200 || (status >= 300 && status < 400) || status === 408 || status === 429 || status >= 500;
+  const uncertain =
+    status < 200 || (status >= 300 && status < 400) || status === 408 || status === 429 || status >= 500;
   return { outcome: uncertain ? 'unknown' : 'rejected', receipt: { http_status: status } };
 }
 
@@ -208,7 +242,11 @@ export function webhookOperationQuery(options: WebhookOptions = {}): ReconcileQu
     url.searchParams.set('operation_id', effect.operation_id);
     let response: Response;
     try {
-      response = await doFetch(url, { method: 'GET', redirect: 'manual', signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS) });
+      response = await doFetch(url, {
+        method: 'GET',
+        redirect: 'manual',
+        signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS),
+      });
     } catch (e) {
       return { status: 'unknown', reason: isTimeout(e) ? 'query_timeout' : 'query_unreachable' };
     }
@@ -217,15 +255,22 @@ export function webhookOperationQuery(options: WebhookOptions = {}): ReconcileQu
       return { status: 'unknown', reason: 'query_http_error' };
     }
     const raw = await readBounded(response);
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { status: 'unknown', reason: 'query_malformed' };
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+      return { status: 'unknown', reason: 'query_malformed' };
     const answer = raw as { readonly [key: string]: JsonValue };
     if (typeof answer.found !== 'boolean') return { status: 'unknown', reason: 'query_malformed' };
-    if (answer.found === false) return { status: 'absent', receipt: { source: 'operation_query', http_status: 200, found: false } };
+    if (answer.found === false)
+      return { status: 'absent', receipt: { source: 'operation_query', http_status: 200, found: false } };
     const delivery = answer.delivery;
-    if (typeof delivery !== 'object' || delivery === null || Array.isArray(delivery)) return { status: 'unknown', reason: 'query_malformed' };
+    if (typeof delivery !== 'object' || delivery === null || Array.isArray(delivery))
+      return { status: 'unknown', reason: 'query_malformed' };
     const d = delivery as { readonly [k: string]: JsonValue };
-    if (d.operation_id !== effect.operation_id || d.idempotency_key !== effect.idempotency_key) return { status: 'unknown', reason: 'identity_mismatch' };
-    return { status: 'committed', receipt: { source: 'operation_query', http_status: 200, found: true, delivery: bounded(delivery) } };
+    if (d.operation_id !== effect.operation_id || d.idempotency_key !== effect.idempotency_key)
+      return { status: 'unknown', reason: 'identity_mismatch' };
+    return {
+      status: 'committed',
+      receipt: { source: 'operation_query', http_status: 200, found: true, delivery: bounded(delivery) },
+    };
   };
 }
 
@@ -240,7 +285,9 @@ export interface ReceiverDelivery {
   readonly received_at: string;
 }
 
-export type WebhookGoalQueryResult = { readonly status: 'answered'; readonly deliveries: ReceiverDelivery[] } | { readonly status: 'unknown'; readonly reason: string };
+export type WebhookGoalQueryResult =
+  | { readonly status: 'answered'; readonly deliveries: ReceiverDelivery[] }
+  | { readonly status: 'unknown'; readonly reason: string };
 
 export type ReceiverFenceResult =
   | { readonly status: 'advanced' | 'already'; readonly newest_fence: number }
@@ -256,14 +303,27 @@ export interface ReceiverFenceOptions extends WebhookOptions {
 }
 
 type Unknown = { readonly status: 'unknown'; readonly reason: string };
-type Answer = { readonly status: 'answered'; readonly http_status: number; readonly json: { readonly [key: string]: unknown } };
+type Answer = {
+  readonly status: 'answered';
+  readonly http_status: number;
+  readonly json: { readonly [key: string]: unknown };
+};
 
 /** One query exchange: a JSON object answered with one of `accepted`, or `unknown` with the reason. */
-async function exchange(url: URL, init: RequestInit, accepted: readonly number[], options: WebhookOptions): Promise<Answer | Unknown> {
+async function exchange(
+  url: URL,
+  init: RequestInit,
+  accepted: readonly number[],
+  options: WebhookOptions,
+): Promise<Answer | Unknown> {
   const doFetch = options.fetch ?? fetch;
   let response: Response;
   try {
-    response = await doFetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS) });
+    response = await doFetch(url, {
+      ...init,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS),
+    });
   } catch (e) {
     return { status: 'unknown', reason: isTimeout(e) ? 'query_timeout' : 'query_unreachable' };
   }
@@ -284,7 +344,9 @@ async function exchange(url: URL, init: RequestInit, accepted: readonly number[]
   } catch {
     return { status: 'unknown', reason: 'query_malformed' };
   }
-  return isRecord(json) ? { status: 'answered', http_status: response.status, json } : { status: 'unknown', reason: 'query_malformed' };
+  return isRecord(json)
+    ? { status: 'answered', http_status: response.status, json }
+    : { status: 'unknown', reason: 'query_malformed' };
 }
 
 function receiverDelivery(v: unknown): ReceiverDelivery | undefined {
@@ -309,9 +371,14 @@ function receiverDelivery(v: unknown): ReceiverDelivery | undefined {
  * arrival order: what a Goal recovered into a new lifetime asks before it sends again. Any answer
  * that is not a well-formed list of that lineage's deliveries is `unknown`.
  */
-export async function webhookGoalQuery(deliveriesUrl: string, goalLineage: string, options: WebhookOptions = {}): Promise<WebhookGoalQueryResult> {
+export async function webhookGoalQuery(
+  deliveriesUrl: string,
+  goalLineage: string,
+  options: WebhookOptions = {},
+): Promise<WebhookGoalQueryResult> {
   const url = parseUrl(deliveriesUrl);
-  if (!isLineage(goalLineage)) throw invalidInput('goal_lineage must be 1-128 characters of A-Z a-z 0-9 _ . : -', 'goal_lineage');
+  if (!isLineage(goalLineage))
+    throw invalidInput('goal_lineage must be 1-128 characters of A-Z a-z 0-9 _ . : -', 'goal_lineage');
   url.searchParams.set('goal_lineage', goalLineage);
   const answer = await exchange(url, { method: 'GET' }, [200], options);
   if (answer.status === 'unknown') return answer;
@@ -331,7 +398,8 @@ export async function webhookGoalQuery(deliveriesUrl: string, goalLineage: strin
 function fencesUrl(deliveriesUrl: string): URL {
   const url = parseUrl(deliveriesUrl);
   const segments = url.pathname.split('/');
-  if (segments[segments.length - 1] !== 'deliveries') throw invalidInput('The deliveries URL must end in /deliveries.', 'url');
+  if (segments[segments.length - 1] !== 'deliveries')
+    throw invalidInput('The deliveries URL must end in /deliveries.', 'url');
   url.pathname = [...segments.slice(0, -1), 'fences'].join('/');
   url.hash = '';
   return url;
@@ -345,7 +413,12 @@ function fencesUrl(deliveriesUrl: string): URL {
  * another lifetime, `unknown` on no clear answer — a 200 that does not name the asked lifetime back
  * included (`lifetime_unconfirmed`: a receiver that does not keep lifetimes confirms nothing).
  */
-export async function advanceReceiverFence(deliveriesUrl: string, goalLineage: string, fence: number, options: ReceiverFenceOptions = {}): Promise<ReceiverFenceResult> {
+export async function advanceReceiverFence(
+  deliveriesUrl: string,
+  goalLineage: string,
+  fence: number,
+  options: ReceiverFenceOptions = {},
+): Promise<ReceiverFenceResult> {
   const url = fencesUrl(deliveriesUrl);
   const asked = checkFence({ goal_lineage: goalLineage, fence, lifetime: options.lifetime });
   const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body: canonicalJson(asked) };
@@ -353,15 +426,21 @@ export async function advanceReceiverFence(deliveriesUrl: string, goalLineage: s
   if (answer.status === 'unknown') return answer;
   const { status, error, newest_fence, lifetime } = answer.json;
   if (answer.http_status === 200 && (status === 'advanced' || status === 'already') && newest_fence === fence) {
-    return asked.lifetime === undefined || lifetime === asked.lifetime ? { status, newest_fence } : { status: 'unknown', reason: 'lifetime_unconfirmed' };
+    return asked.lifetime === undefined || lifetime === asked.lifetime
+      ? { status, newest_fence }
+      : { status: 'unknown', reason: 'lifetime_unconfirmed' };
   }
-  if (answer.http_status === 409 && error === 'fence_stale' && isFence(newest_fence) && newest_fence > fence) return { status: 'refused', newest_fence };
-  const conflict = answer.http_status === 409 && error === 'fence_conflict' && asked.lifetime !== undefined && newest_fence === fence;
-  if (conflict && isLifetime(lifetime) && lifetime !== asked.lifetime) return { status: 'conflict', newest_fence, lifetime };
+  if (answer.http_status === 409 && error === 'fence_stale' && isFence(newest_fence) && newest_fence > fence)
+    return { status: 'refused', newest_fence };
+  const conflict =
+    answer.http_status === 409 && error === 'fence_conflict' && asked.lifetime !== undefined && newest_fence === fence;
+  if (conflict && isLifetime(lifetime) && lifetime !== asked.lifetime)
+    return { status: 'conflict', newest_fence, lifetime };
   return { status: 'unknown', reason: 'query_malformed' };
 }
 
-const isRecord = (v: unknown): v is { readonly [key: string]: unknown } => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isRecord = (v: unknown): v is { readonly [key: string]: unknown } =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function isTimeout(e: unknown): boolean {
   const name = (e as { name?: string } | null)?.name;

@@ -39,7 +39,8 @@ function recovered(ctx: AdoptionContext) {
     } catch {
       throw recoveredGoalUnreadable(ctx.goal_id, `its document ${d.name} is missing`);
     }
-    if (bytes.byteLength !== d.bytes || sha256Hex(bytes) !== d.sha256) throw recoveredGoalUnreadable(ctx.goal_id, `its document ${d.name} differs from its recorded digest`);
+    if (bytes.byteLength !== d.bytes || sha256Hex(bytes) !== d.sha256)
+      throw recoveredGoalUnreadable(ctx.goal_id, `its document ${d.name} differs from its recorded digest`);
     return { name: d.name, bytes: new Uint8Array(bytes) };
   });
   return { record, docs };
@@ -49,18 +50,30 @@ const rebind: OwnerAdoptionStep = {
   action: 'goal:rebind',
   disposition: 'rebind',
   mintsLifetime: true,
-  describes: 'a new lifetime of the Goal (new instance id, same alias, title and documents); the recovered lifetime is superseded',
+  describes:
+    'a new lifetime of the Goal (new instance id, same alias, title and documents); the recovered lifetime is superseded',
   async apply(ctx) {
     const { record, docs } = recovered(ctx);
     const registry = openFileRegistry(ctx.destination);
     const goals = openFileGoalStore(ctx.destination, { registry });
     ctx.fault(`recover.${rebind.action}.before`);
-    const { replayed } = goals.adoptLifetime({ goal_id: ctx.goal_id, title: record.title, lifecycle: record.lifecycle, docs, recovery_id: ctx.recovery_id, supersedes: record });
+    const { replayed } = goals.adoptLifetime({
+      goal_id: ctx.goal_id,
+      title: record.title,
+      lifecycle: record.lifecycle,
+      docs,
+      recovery_id: ctx.recovery_id,
+      supersedes: record,
+    });
     ctx.fault(`recover.${rebind.action}.after`);
     // Readback: the lifetime as the owner now has it, and the registry's route to it.
     const goal = goals.get(ctx.goal_id);
     const route = registry.read().value.goals.find((g) => g.goal_id === ctx.goal_id);
-    if (!goal || goal.lineage?.supersedes?.recovery_id !== ctx.recovery_id || route?.goal_instance_id !== goal.goal_instance_id) {
+    if (
+      !goal ||
+      goal.lineage?.supersedes?.recovery_id !== ctx.recovery_id ||
+      route?.goal_instance_id !== goal.goal_instance_id
+    ) {
       throw recoveredGoalUnreadable(ctx.goal_id, 'the destination does not read back the lifetime it was given');
     }
     const lineage = lineageOf(goal);
@@ -77,7 +90,15 @@ const rebind: OwnerAdoptionStep = {
         lifecycle: goal.lifecycle,
         docs: goal.docs.length,
       },
-      { lifetime: { goal_id: ctx.goal_id, superseded: record.goal_instance_id, successor: goal.goal_instance_id, lineage_id: lineage.lineage_id, generation: lineage.generation } },
+      {
+        lifetime: {
+          goal_id: ctx.goal_id,
+          superseded: record.goal_instance_id,
+          successor: goal.goal_instance_id,
+          lineage_id: lineage.lineage_id,
+          generation: lineage.generation,
+        },
+      },
     );
   },
 };

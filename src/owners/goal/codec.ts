@@ -6,7 +6,15 @@ import { randomBytes } from 'node:crypto';
 import { canonicalJson, rejected, type LoopxError } from '../../core/index.js';
 import { GOAL_ID } from '../layout.js';
 import { GOAL_INSTANCE_ID } from '../registry/index.js';
-import { GOAL_SCHEMA, type GoalDoc, type GoalLifecycle, type GoalLineage, type GoalRecord, type GoalRef, type GoalSupersededHere } from './contract.js';
+import {
+  GOAL_SCHEMA,
+  type GoalDoc,
+  type GoalLifecycle,
+  type GoalLineage,
+  type GoalRecord,
+  type GoalRef,
+  type GoalSupersededHere,
+} from './contract.js';
 
 export const GOAL_MAX_BYTES = 16 * 1024 * 1024;
 export const GOAL_DOC_MAX_BYTES = 16 * 1024 * 1024;
@@ -16,7 +24,16 @@ export const DOC_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const DOC_ID = /^doc_[0-9a-f]{32}$/;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3})?Z$/;
 export const LIFECYCLES: readonly GoalLifecycle[] = ['active', 'paused', 'retired'];
-const FIELDS = ['schema_version', 'goal_id', 'goal_instance_id', 'title', 'lifecycle', 'created_at', 'updated_at', 'docs'];
+const FIELDS = [
+  'schema_version',
+  'goal_id',
+  'goal_instance_id',
+  'title',
+  'lifecycle',
+  'created_at',
+  'updated_at',
+  'docs',
+];
 const DOC_FIELDS = ['doc_id', 'kind', 'name', 'sha256', 'bytes'];
 
 export const mintGoalInstanceId = (): string => `ginst_${randomBytes(16).toString('hex')}`;
@@ -33,29 +50,42 @@ export const isGoalRef = (v: unknown): v is GoalRef =>
 
 export const goalRef = (goal: GoalRef): GoalRef => ({ goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id });
 
-export const sameGoalRef = (a: GoalRef, b: GoalRef): boolean => a.goal_id === b.goal_id && a.goal_instance_id === b.goal_instance_id;
+export const sameGoalRef = (a: GoalRef, b: GoalRef): boolean =>
+  a.goal_id === b.goal_id && a.goal_instance_id === b.goal_instance_id;
 
 export function assertGoalRef(ref: unknown): GoalRef {
   if (!isGoalRef(ref)) {
-    throw rejected('goal_ref_invalid', "A GoalRef is {goal_id, goal_instance_id} with an instance id of 'ginst_' and 32 lowercase hex.", {
-      nextAction: 'pass the ref the goal owner returned',
-    });
+    throw rejected(
+      'goal_ref_invalid',
+      "A GoalRef is {goal_id, goal_instance_id} with an instance id of 'ginst_' and 32 lowercase hex.",
+      {
+        nextAction: 'pass the ref the goal owner returned',
+      },
+    );
   }
   return ref;
 }
 
-export const isTitle = (v: unknown): v is string => typeof v === 'string' && v.trim().length > 0 && v.length <= 200 && !/\p{Cc}/u.test(v);
+export const isTitle = (v: unknown): v is string =>
+  typeof v === 'string' && v.trim().length > 0 && v.length <= 200 && !/\p{Cc}/u.test(v);
 
 export function assertTitle(title: unknown): string {
-  if (!isTitle(title)) throw rejected('goal_title_invalid', 'A Goal title is 1–200 characters without control characters.', { nextAction: 'choose another title' });
+  if (!isTitle(title))
+    throw rejected('goal_title_invalid', 'A Goal title is 1–200 characters without control characters.', {
+      nextAction: 'choose another title',
+    });
   return title;
 }
 
 export function assertDocName(name: unknown): string {
   if (typeof name !== 'string' || !DOC_NAME.test(name)) {
-    throw rejected('goal_doc_name_invalid', 'A document name is one path component: 1–128 of A–Z, a–z, 0–9, ., _ and -, not starting with a dot.', {
-      nextAction: 'choose a plain file name such as notes.md',
-    });
+    throw rejected(
+      'goal_doc_name_invalid',
+      'A document name is one path component: 1–128 of A–Z, a–z, 0–9, ., _ and -, not starting with a dot.',
+      {
+        nextAction: 'choose a plain file name such as notes.md',
+      },
+    );
   }
   return name;
 }
@@ -65,9 +95,13 @@ const unknownSchema = (what: string): LoopxError =>
     nextAction: 'upgrade loopx, or restore goal.json from a backup written by this version',
   });
 
-const malformed = (what: string): LoopxError => rejected('goal_malformed', `goal.json is malformed: ${what}.`, { nextAction: "restore the Goal's goal.json from a backup" });
+const malformed = (what: string): LoopxError =>
+  rejected('goal_malformed', `goal.json is malformed: ${what}.`, {
+    nextAction: "restore the Goal's goal.json from a backup",
+  });
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function exact(v: unknown, keys: readonly string[], where: string): Record<string, unknown> {
   if (!isPlainObject(v)) throw malformed(`${where} is not an object`);
@@ -80,9 +114,11 @@ function decodeDoc(v: unknown): GoalDoc {
   const o = exact(v, DOC_FIELDS, 'a document entry');
   if (typeof o.doc_id !== 'string' || !DOC_ID.test(o.doc_id)) throw malformed('a doc_id is invalid');
   if (o.kind !== 'goal_doc') throw unknownSchema('document kind');
-  if (typeof o.name !== 'string' || !DOC_NAME.test(o.name)) throw malformed('a document name is not one safe path component');
+  if (typeof o.name !== 'string' || !DOC_NAME.test(o.name))
+    throw malformed('a document name is not one safe path component');
   if (typeof o.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(o.sha256)) throw malformed('a document sha256 is invalid');
-  if (typeof o.bytes !== 'number' || !Number.isSafeInteger(o.bytes) || o.bytes < 0 || o.bytes > GOAL_DOC_MAX_BYTES) throw malformed('a document size is invalid');
+  if (typeof o.bytes !== 'number' || !Number.isSafeInteger(o.bytes) || o.bytes < 0 || o.bytes > GOAL_DOC_MAX_BYTES)
+    throw malformed('a document size is invalid');
   return { doc_id: o.doc_id, kind: 'goal_doc', name: o.name, sha256: o.sha256, bytes: o.bytes };
 }
 
@@ -92,7 +128,8 @@ export function validateGoal(parsed: unknown): GoalRecord {
   if (parsed.schema_version !== GOAL_SCHEMA) throw unknownSchema('schema_version');
   const o = exact(parsed, [...FIELDS, ...OPTIONAL_FIELDS.filter((k) => k in parsed)], 'the document');
   if (!isGoalId(o.goal_id)) throw malformed('goal_id is invalid');
-  if (typeof o.goal_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(o.goal_instance_id)) throw malformed('goal_instance_id is invalid');
+  if (typeof o.goal_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(o.goal_instance_id))
+    throw malformed('goal_instance_id is invalid');
   if (!isTitle(o.title)) throw malformed('title is invalid');
   if (!LIFECYCLES.includes(o.lifecycle as GoalLifecycle)) throw malformed('lifecycle is not active, paused or retired');
   for (const k of ['created_at', 'updated_at'] as const) {
@@ -100,7 +137,10 @@ export function validateGoal(parsed: unknown): GoalRecord {
   }
   if (!Array.isArray(o.docs) || o.docs.length > GOAL_MAX_DOCS) throw malformed('docs is not a bounded array');
   const docs = o.docs.map(decodeDoc);
-  if (new Set(docs.map((d) => d.name)).size !== docs.length || new Set(docs.map((d) => d.doc_id)).size !== docs.length) {
+  if (
+    new Set(docs.map((d) => d.name)).size !== docs.length ||
+    new Set(docs.map((d) => d.doc_id)).size !== docs.length
+  ) {
     throw malformed('a document name or doc_id appears twice');
   }
   return {
@@ -122,27 +162,37 @@ const OPTIONAL_FIELDS = ['lineage', 'superseded'];
 function decodeSuperseded(v: unknown): GoalSupersededHere {
   const o = exact(v, ['evidence', 'newest_fence', 'recorded_at'], 'superseded');
   if (o.evidence !== 'receiver_fence_stale') throw unknownSchema('supersession evidence');
-  if (typeof o.newest_fence !== 'number' || !Number.isSafeInteger(o.newest_fence) || o.newest_fence < 2) throw malformed('superseded.newest_fence is invalid');
-  if (typeof o.recorded_at !== 'string' || !TIMESTAMP.test(o.recorded_at)) throw malformed('superseded.recorded_at is not an RFC 3339 UTC timestamp');
+  if (typeof o.newest_fence !== 'number' || !Number.isSafeInteger(o.newest_fence) || o.newest_fence < 2)
+    throw malformed('superseded.newest_fence is invalid');
+  if (typeof o.recorded_at !== 'string' || !TIMESTAMP.test(o.recorded_at))
+    throw malformed('superseded.recorded_at is not an RFC 3339 UTC timestamp');
   return { evidence: 'receiver_fence_stale', newest_fence: o.newest_fence, recorded_at: o.recorded_at };
 }
 
 function decodeLineage(v: unknown): GoalLineage {
   const o = exact(v, ['lineage_id', 'generation', 'supersedes'], 'lineage');
   if (typeof o.lineage_id !== 'string' || !LINEAGE_ID.test(o.lineage_id)) throw malformed('lineage_id is invalid');
-  if (typeof o.generation !== 'number' || !Number.isSafeInteger(o.generation) || o.generation < 2) throw malformed('lineage generation is invalid');
+  if (typeof o.generation !== 'number' || !Number.isSafeInteger(o.generation) || o.generation < 2)
+    throw malformed('lineage generation is invalid');
   if (o.supersedes === null) throw malformed('a recovered lifetime names the lifetime it supersedes');
   const s = exact(o.supersedes, ['goal_instance_id', 'recovery_id'], 'lineage.supersedes');
-  if (typeof s.goal_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(s.goal_instance_id)) throw malformed('lineage.supersedes.goal_instance_id is invalid');
-  if (typeof s.recovery_id !== 'string' || !/^[0-9a-f]{64}$/.test(s.recovery_id)) throw malformed('lineage.supersedes.recovery_id is invalid');
-  return { lineage_id: o.lineage_id, generation: o.generation, supersedes: { goal_instance_id: s.goal_instance_id, recovery_id: s.recovery_id } };
+  if (typeof s.goal_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(s.goal_instance_id))
+    throw malformed('lineage.supersedes.goal_instance_id is invalid');
+  if (typeof s.recovery_id !== 'string' || !/^[0-9a-f]{64}$/.test(s.recovery_id))
+    throw malformed('lineage.supersedes.recovery_id is invalid');
+  return {
+    lineage_id: o.lineage_id,
+    generation: o.generation,
+    supersedes: { goal_instance_id: s.goal_instance_id, recovery_id: s.recovery_id },
+  };
 }
 
 /** A lineage id: the first lifetime's instance id. */
 const LINEAGE_ID = GOAL_INSTANCE_ID;
 
 /** The lineage of a Goal lifetime: its recorded one, else the first of a lineage of its own. */
-export const lineageOf = (goal: GoalRecord): GoalLineage => goal.lineage ?? { lineage_id: goal.goal_instance_id, generation: 1, supersedes: null };
+export const lineageOf = (goal: GoalRecord): GoalLineage =>
+  goal.lineage ?? { lineage_id: goal.goal_instance_id, generation: 1, supersedes: null };
 
 /** Decode goal.json bytes; `goalId` is the directory it was found in and must be its goal_id. */
 export function decodeGoal(bytes: Uint8Array, goalId: string): GoalRecord {
@@ -154,7 +204,9 @@ export function decodeGoal(bytes: Uint8Array, goalId: string): GoalRecord {
   }
   const goal = validateGoal(parsed);
   if (goal.goal_id !== goalId) {
-    throw rejected('goal_id_mismatch', 'goal.json names another Goal than the directory it is in.', { nextAction: "restore the Goal's directory from a backup" });
+    throw rejected('goal_id_mismatch', 'goal.json names another Goal than the directory it is in.', {
+      nextAction: "restore the Goal's directory from a backup",
+    });
   }
   return goal;
 }

@@ -132,7 +132,13 @@ export interface GoalStore {
   adoptLifetime(request: AdoptLifetimeRequest): { readonly goal: GoalRecord; readonly replayed: boolean };
 }
 
-export type GoalFindingCode = 'goal_unknown_schema' | 'goal_malformed' | 'goal_unreadable' | 'goal_id_mismatch' | 'goal_doc_missing' | 'goal_doc_digest_mismatch';
+export type GoalFindingCode =
+  | 'goal_unknown_schema'
+  | 'goal_malformed'
+  | 'goal_unreadable'
+  | 'goal_id_mismatch'
+  | 'goal_doc_missing'
+  | 'goal_doc_digest_mismatch';
 
 /** Subjects are relative member names — never an absolute path or a payload. */
 export type GoalFinding = OwnerFinding<GoalFindingCode>;

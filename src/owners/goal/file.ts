@@ -10,14 +10,22 @@
  */
 import { lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { rejected, type LoopxError, withExclusiveLock, writeFileDurable, readRegularFileOnce } from '../../core/index.js';
+import {
+  rejected,
+  type LoopxError,
+  withExclusiveLock,
+  writeFileDurable,
+  readRegularFileOnce,
+} from '../../core/index.js';
 import { assertRuntimeRoot, LAYOUT } from '../layout.js';
 import { GOAL_DOC_MAX_BYTES, GOAL_MAX_BYTES, isGoalId } from './codec.js';
 import type { GoalStore } from './contract.js';
 import { goalStoreOver, type GoalStorage, type GoalStoreOptions } from './store.js';
 
 const unreadable = (what: string): LoopxError =>
-  rejected('goal_unreadable', `A Goal file cannot be read: ${what}.`, { nextAction: 'replace the path with a regular file (restore it from a backup)' });
+  rejected('goal_unreadable', `A Goal file cannot be read: ${what}.`, {
+    nextAction: 'replace the path with a regular file (restore it from a backup)',
+  });
 
 /** Read a path's bytes exactly once: `null` only for a confirmed absence (ENOENT). */
 export function readOnce(path: string, maxBytes: number): Uint8Array | null {

@@ -20,7 +20,12 @@ const kindOf = (path: string): 'dir' | 'absent' | 'other' => {
   }
 };
 
-const CODES: readonly GoalFindingCode[] = ['goal_unknown_schema', 'goal_malformed', 'goal_unreadable', 'goal_id_mismatch'];
+const CODES: readonly GoalFindingCode[] = [
+  'goal_unknown_schema',
+  'goal_malformed',
+  'goal_unreadable',
+  'goal_id_mismatch',
+];
 
 export function readHistoricalCopy(copiedRootDir: string): GoalHistoricalRead {
   const findings: GoalFinding[] = [];
@@ -31,7 +36,11 @@ export function readHistoricalCopy(copiedRootDir: string): GoalHistoricalRead {
   const rootKind = kindOf(copiedRootDir);
   const goalsKind = kindOf(join(copiedRootDir, LAYOUT.goalsDir));
   if (rootKind !== 'dir' || goalsKind === 'other') {
-    add('goal_unreadable', rootKind !== 'dir' ? '.' : LAYOUT.goalsDir, 'extract the backup again; a state directory must be a real directory');
+    add(
+      'goal_unreadable',
+      rootKind !== 'dir' ? '.' : LAYOUT.goalsDir,
+      'extract the backup again; a state directory must be a real directory',
+    );
     return { ok: false, goals, findings };
   }
   if (goalsKind === 'absent') return { ok: true, goals, findings };
@@ -57,7 +66,11 @@ export function readHistoricalCopy(copiedRootDir: string): GoalHistoricalRead {
     if (goal.docs.length === 0) continue;
     const docsDir = join(copiedRootDir, LAYOUT.goalDocsDir(id));
     if (kindOf(docsDir) === 'other') {
-      add('goal_unreadable', LAYOUT.goalDocsDir(id), 'extract the backup again; a docs directory must be a real directory');
+      add(
+        'goal_unreadable',
+        LAYOUT.goalDocsDir(id),
+        'extract the backup again; a docs directory must be a real directory',
+      );
       continue;
     }
     for (const doc of goal.docs) {

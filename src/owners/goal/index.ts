@@ -15,7 +15,19 @@ export {
   type GoalStore,
   type GoalSupersededHere,
 } from './contract.js';
-export { assertDocName, assertGoalRef, decodeGoal, DOC_NAME, GOAL_DOC_MAX_BYTES, GOAL_MAX_DOCS, goalRef, isGoalRef, lineageOf, mintGoalInstanceId, sameGoalRef } from './codec.js';
+export {
+  assertDocName,
+  assertGoalRef,
+  decodeGoal,
+  DOC_NAME,
+  GOAL_DOC_MAX_BYTES,
+  GOAL_MAX_DOCS,
+  goalRef,
+  isGoalRef,
+  lineageOf,
+  mintGoalInstanceId,
+  sameGoalRef,
+} from './codec.js';
 export { DEFAULT_PROJECT, type GoalStoreOptions } from './store.js';
 export { goalNotFound, goalRetired } from './errors.js';
 export { openFileGoalStore } from './file.js';

@@ -59,11 +59,17 @@ export const recovery: OwnerRecovery<GoalHistoricalRead> = {
   name: 'goal',
   decides: 'Goal identity — its alias and its lifetime — lifecycle and documents',
   scope: 'machine',
-  members: (scope) => [{ path: scope.goal_id === null ? LAYOUT.goalsDir : LAYOUT.goalDir(scope.goal_id), kind: 'directory' }],
+  members: (scope) => [
+    { path: scope.goal_id === null ? LAYOUT.goalsDir : LAYOUT.goalDir(scope.goal_id), kind: 'directory' },
+  ],
   requiredForGoal: true,
   boundary: 'goal',
   dependsOn: ['registry', 'config'],
-  observe: async (live, scope) => ({ revision: readHistorical(live.root, scope).revision!, cursor: null, at: new Date().toISOString() }),
+  observe: async (live, scope) => ({
+    revision: readHistorical(live.root, scope).revision!,
+    cursor: null,
+    at: new Date().toISOString(),
+  }),
   classification: 'recovered_readable',
   verificationProfile: 'goal.readHistorical+work.readHistorical/v0',
   capture: async (live, scope, into) => {
@@ -85,10 +91,21 @@ export const recovery: OwnerRecovery<GoalHistoricalRead> = {
   },
   verifyOffline(copy, scope = MACHINE, options = {}) {
     const h = readHistorical(copy.root, scope);
-    const goals = h.value.goals.map((x) => ({ goal_id: x.goal_id, goal_instance_id: x.goal_instance_id, lifecycle: x.lifecycle, docs: x.docs.length }));
+    const goals = h.value.goals.map((x) => ({
+      goal_id: x.goal_id,
+      goal_instance_id: x.goal_instance_id,
+      lifecycle: x.lifecycle,
+      docs: x.docs.length,
+    }));
     const findings = [
       ...h.findings,
-      ...(options.export === undefined ? [] : exportFindings(options.export, { schema: EXPORT_SCHEMA, owner: 'goal', scope, maxItems: OWNER_EXPORT_MAX_ITEMS }, h.revision)),
+      ...(options.export === undefined
+        ? []
+        : exportFindings(
+            options.export,
+            { schema: EXPORT_SCHEMA, owner: 'goal', scope, maxItems: OWNER_EXPORT_MAX_ITEMS },
+            h.revision,
+          )),
     ];
     const ok = h.ok && !hasErrors(findings);
     return {

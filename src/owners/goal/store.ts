@@ -54,7 +54,9 @@ export const DEFAULT_PROJECT = { project_id: 'default', name: 'Default' } as con
 const REGISTRY_ATTEMPTS = 8;
 
 const instanceMismatch = (goalId: string) =>
-  conflict('goal_instance_mismatch', `Goal ${goalId} is now another lifetime.`, { nextAction: 'read the Goal again and use its current ref' });
+  conflict('goal_instance_mismatch', `Goal ${goalId} is now another lifetime.`, {
+    nextAction: 'read the Goal again and use its current ref',
+  });
 
 const routeConflict = (goalId: string) =>
   conflict('goal_route_conflict', `The registry routes Goal ${goalId} to another live lifetime.`, {
@@ -93,7 +95,10 @@ function syncRoute(c: GoalContext, goal: GoalRecord, projectId?: string): void {
     try {
       if (row?.goal_instance_id === goal.goal_instance_id) {
         if (row.status !== goal.lifecycle) {
-          registry.updateGoalStatus({ goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id, status: goal.lifecycle }, revision);
+          registry.updateGoalStatus(
+            { goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id, status: goal.lifecycle },
+            revision,
+          );
         }
         return;
       }
@@ -103,16 +108,27 @@ function syncRoute(c: GoalContext, goal: GoalRecord, projectId?: string): void {
         registry.addProject(DEFAULT_PROJECT, revision);
         continue;
       }
-      registry.registerGoal({ goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id, project_id: project, status: goal.lifecycle }, revision);
+      registry.registerGoal(
+        { goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id, project_id: project, status: goal.lifecycle },
+        revision,
+      );
       return;
     } catch (e) {
       if (!hasCode(e, 'registry_revision_conflict')) throw e;
     }
   }
-  throw conflict('goal_registry_busy', 'The registry kept changing while the Goal route was written.', { nextAction: 'retry the command' });
+  throw conflict('goal_registry_busy', 'The registry kept changing while the Goal route was written.', {
+    nextAction: 'retry the command',
+  });
 }
 
-function transition(c: GoalContext, refIn: GoalRef, expected: GoalLifecycle, target: GoalLifecycle, from: readonly GoalLifecycle[]): GoalRecord {
+function transition(
+  c: GoalContext,
+  refIn: GoalRef,
+  expected: GoalLifecycle,
+  target: GoalLifecycle,
+  from: readonly GoalLifecycle[],
+): GoalRecord {
   const ref = assertGoalRef(refIn);
   if (!from.includes(expected)) {
     throw rejected('goal_transition_invalid', `A Goal cannot become ${target} from ${String(expected)}.`, {
@@ -130,7 +146,9 @@ function transition(c: GoalContext, refIn: GoalRef, expected: GoalLifecycle, tar
       throw goalRetired(ref.goal_id);
     }
     if (goal.lifecycle !== expected) {
-      throw conflict('goal_lifecycle_conflict', `Goal ${ref.goal_id} is ${goal.lifecycle}, not ${expected}.`, { nextAction: 'read the Goal again and retry' });
+      throw conflict('goal_lifecycle_conflict', `Goal ${ref.goal_id} is ${goal.lifecycle}, not ${expected}.`, {
+        nextAction: 'read the Goal again and retry',
+      });
     }
     const next = save(c, { ...goal, lifecycle: target, updated_at: c.now() });
     syncRoute(c, next);
@@ -143,7 +161,11 @@ function createGoal(c: GoalContext, goalIdIn: string, titleIn: string, projectId
   const { registry } = c;
   const goalId = assertGoalId(goalIdIn);
   const title = assertTitle(titleIn);
-  if (projectId !== undefined && projectId !== DEFAULT_PROJECT.project_id && !registry.read().value.projects.some((p) => p.project_id === projectId)) {
+  if (
+    projectId !== undefined &&
+    projectId !== DEFAULT_PROJECT.project_id &&
+    !registry.read().value.projects.some((p) => p.project_id === projectId)
+  ) {
     throw projectNotFound(projectId);
   }
   return c.storage.withGoalLock(goalId, () => {
@@ -165,7 +187,16 @@ function createGoal(c: GoalContext, goalIdIn: string, titleIn: string, projectId
     let instance = mintGoalInstanceId();
     while (instance === existing?.goal_instance_id) instance = mintGoalInstanceId();
     const at = c.now();
-    const goal = save(c, { schema_version: GOAL_SCHEMA, goal_id: goalId, goal_instance_id: instance, title, lifecycle: 'active', created_at: at, updated_at: at, docs: [] });
+    const goal = save(c, {
+      schema_version: GOAL_SCHEMA,
+      goal_id: goalId,
+      goal_instance_id: instance,
+      title,
+      lifecycle: 'active',
+      created_at: at,
+      updated_at: at,
+      docs: [],
+    });
     syncRoute(c, goal, projectId);
     return goal;
   });
@@ -176,7 +207,9 @@ function addDoc(c: GoalContext, goalIdIn: string, nameIn: string, content: strin
   const name = assertDocName(nameIn);
   const bytes = typeof content === 'string' ? new TextEncoder().encode(content) : new Uint8Array(content);
   if (bytes.byteLength > GOAL_DOC_MAX_BYTES) {
-    throw rejected('goal_doc_too_large', 'A Goal document is at most 16 MiB.', { nextAction: 'split the document or store it elsewhere' });
+    throw rejected('goal_doc_too_large', 'A Goal document is at most 16 MiB.', {
+      nextAction: 'split the document or store it elsewhere',
+    });
   }
   return c.storage.withGoalLock(goalId, () => {
     const goal = mustLoad(c, goalId);
@@ -185,10 +218,18 @@ function addDoc(c: GoalContext, goalIdIn: string, nameIn: string, content: strin
     }
     const prior = goal.docs.find((d) => d.name === name);
     if (!prior && goal.docs.length >= GOAL_MAX_DOCS) {
-      throw rejected('goal_docs_limit', `A Goal holds at most ${GOAL_MAX_DOCS} documents.`, { nextAction: 'replace an existing document instead' });
+      throw rejected('goal_docs_limit', `A Goal holds at most ${GOAL_MAX_DOCS} documents.`, {
+        nextAction: 'replace an existing document instead',
+      });
     }
     c.storage.writeDoc(goalId, name, bytes);
-    const doc = { doc_id: prior?.doc_id ?? mintDocId(), kind: 'goal_doc', name, sha256: sha256Hex(bytes), bytes: bytes.byteLength } as const;
+    const doc = {
+      doc_id: prior?.doc_id ?? mintDocId(),
+      kind: 'goal_doc',
+      name,
+      sha256: sha256Hex(bytes),
+      bytes: bytes.byteLength,
+    } as const;
     const docs = [...goal.docs.filter((d) => d.name !== name), doc].sort((a, b) => (a.name < b.name ? -1 : 1));
     save(c, { ...goal, docs, updated_at: c.now() });
     return doc;
@@ -203,10 +244,14 @@ function readDoc(c: GoalContext, goalIdIn: string, nameIn: string): Uint8Array |
   if (!doc) return undefined;
   const bytes = c.storage.readDoc(goalId, name);
   if (bytes === null) {
-    throw rejected('goal_doc_missing', `Document ${name} of Goal ${goalId} is recorded but missing.`, { nextAction: 'add the document again' });
+    throw rejected('goal_doc_missing', `Document ${name} of Goal ${goalId} is recorded but missing.`, {
+      nextAction: 'add the document again',
+    });
   }
   if (bytes.byteLength !== doc.bytes || sha256Hex(bytes) !== doc.sha256) {
-    throw rejected('goal_doc_digest_mismatch', `Document ${name} of Goal ${goalId} differs from its recorded digest.`, { nextAction: 'add the document again' });
+    throw rejected('goal_doc_digest_mismatch', `Document ${name} of Goal ${goalId} differs from its recorded digest.`, {
+      nextAction: 'add the document again',
+    });
   }
   return bytes;
 }
@@ -219,18 +264,31 @@ function adoptLifetime(c: GoalContext, r: AdoptLifetimeRequest): { goal: GoalRec
   return c.storage.withGoalLock(goalId, () => {
     const existing = load(c, goalId);
     if (existing) {
-      if (existing.lineage?.supersedes?.recovery_id === r.recovery_id && existing.lineage.supersedes.goal_instance_id === r.supersedes.goal_instance_id) {
+      if (
+        existing.lineage?.supersedes?.recovery_id === r.recovery_id &&
+        existing.lineage.supersedes.goal_instance_id === r.supersedes.goal_instance_id
+      ) {
         syncRoute(c, existing);
         return { goal: existing, replayed: true };
       }
-      throw conflict('goal_adoption_conflict', `Goal ${goalId} already exists here as another lifetime than this recovery's.`, {
-        nextAction: 'recover into a new, empty destination',
-      });
+      throw conflict(
+        'goal_adoption_conflict',
+        `Goal ${goalId} already exists here as another lifetime than this recovery's.`,
+        {
+          nextAction: 'recover into a new, empty destination',
+        },
+      );
     }
     const docs = r.docs.map((d) => {
       const name = assertDocName(d.name);
       c.storage.writeDoc(goalId, name, d.bytes);
-      return { doc_id: mintDocId(), kind: 'goal_doc', name, sha256: sha256Hex(d.bytes), bytes: d.bytes.byteLength } as const;
+      return {
+        doc_id: mintDocId(),
+        kind: 'goal_doc',
+        name,
+        sha256: sha256Hex(d.bytes),
+        bytes: d.bytes.byteLength,
+      } as const;
     });
     let instance = mintGoalInstanceId();
     while (instance === r.supersedes.goal_instance_id || instance === from.lineage_id) instance = mintGoalInstanceId();
@@ -244,20 +302,32 @@ function adoptLifetime(c: GoalContext, r: AdoptLifetimeRequest): { goal: GoalRec
       created_at: at,
       updated_at: at,
       docs: docs.sort((a, b) => (a.name < b.name ? -1 : 1)),
-      lineage: { lineage_id: from.lineage_id, generation: from.generation + 1, supersedes: { goal_instance_id: r.supersedes.goal_instance_id, recovery_id: r.recovery_id } },
+      lineage: {
+        lineage_id: from.lineage_id,
+        generation: from.generation + 1,
+        supersedes: { goal_instance_id: r.supersedes.goal_instance_id, recovery_id: r.recovery_id },
+      },
     });
     syncRoute(c, goal);
     return { goal, replayed: false };
   });
 }
 
-function recordSuperseded(c: GoalContext, refIn: GoalRef, evidence: Omit<GoalSupersededHere, 'recorded_at'>): GoalRecord {
+function recordSuperseded(
+  c: GoalContext,
+  refIn: GoalRef,
+  evidence: Omit<GoalSupersededHere, 'recorded_at'>,
+): GoalRecord {
   const ref = assertGoalRef(refIn);
   return c.storage.withGoalLock(ref.goal_id, () => {
     const goal = mustLoad(c, ref.goal_id);
     if (goal.goal_instance_id !== ref.goal_instance_id) throw instanceMismatch(ref.goal_id);
     if (goal.superseded) return goal;
-    return save(c, { ...goal, superseded: { evidence: evidence.evidence, newest_fence: evidence.newest_fence, recorded_at: c.now() }, updated_at: c.now() });
+    return save(c, {
+      ...goal,
+      superseded: { evidence: evidence.evidence, newest_fence: evidence.newest_fence, recorded_at: c.now() },
+      updated_at: c.now(),
+    });
   });
 }
 
@@ -273,7 +343,11 @@ function checkBinding(c: GoalContext, ref: GoalRef): BindingMatch {
 }
 
 export function goalStoreOver(storage: GoalStorage, options: GoalStoreOptions): GoalStore {
-  const c: GoalContext = { storage, registry: options.registry, now: () => (options.now ?? (() => new Date()))().toISOString() };
+  const c: GoalContext = {
+    storage,
+    registry: options.registry,
+    now: () => (options.now ?? (() => new Date()))().toISOString(),
+  };
   const store = {
     create: (goalId, title, createOptions = {}) => createGoal(c, goalId, title, createOptions.projectId),
     get: (goalId) => load(c, assertGoalId(goalId)),

@@ -101,7 +101,10 @@ export interface StoreProvider<R extends StoreLocation = StoreLocation, W extend
      * `loopx init --store <name>`: the location a fresh root takes and the fields its configuration
      * records (none for the default, which is never recorded); absent when a root cannot choose it.
      */
-    choose?(choice: { readonly databaseUrl?: string; readonly schema?: string }): { readonly location: R; readonly record?: Readonly<Record<string, string>> };
+    choose?(choice: { readonly databaseUrl?: string; readonly schema?: string }): {
+      readonly location: R;
+      readonly record?: Readonly<Record<string, string>>;
+    };
   };
 
   /** Whether a root store may already hold state: its file exists; a service always may. */
@@ -130,7 +133,10 @@ export interface StoreProvider<R extends StoreLocation = StoreLocation, W extend
      * The store a request names for a new Goal (`goal create --work-provider`); a pending record of
      * the same place keeps its row key. Absent when a Goal cannot choose this provider.
      */
-    choose?(request: WorkChoice, at: { readonly root: StoreLocation; readonly goal_id: string; readonly pending: StoreLocation | null }): W;
+    choose?(
+      request: WorkChoice,
+      at: { readonly root: StoreLocation; readonly goal_id: string; readonly pending: StoreLocation | null },
+    ): W;
     /** Refuses, before a Goal is made, a store that cannot take it (a schema not migrated to this version). */
     ready(location: W): Promise<void>;
     open(place: WorkPlace<W>, options: OpenWorkOptions): Promise<workOwner.WorkProvider>;

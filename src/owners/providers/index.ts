@@ -3,7 +3,16 @@
  * and the runtime ask by a location's `provider` name, the row contract, and what a few callers use
  * of one row as it is (the memory row's spaces for tests, the PostgreSQL row's pools).
  */
-export type { MigratedComponent, OpenWorkOptions, ServiceLocation, StoreLocation, StoreProvider, StoreService, WorkChoice, WorkPlace } from './contract.js';
+export type {
+  MigratedComponent,
+  OpenWorkOptions,
+  ServiceLocation,
+  StoreLocation,
+  StoreProvider,
+  StoreService,
+  WorkChoice,
+  WorkPlace,
+} from './contract.js';
 export type { ServiceReference, ServiceSnapshot } from './snapshot.js';
 export {
   DEFAULT_STORE_PROVIDER,
@@ -22,4 +31,11 @@ export {
 } from './table.js';
 export { MEMORY, memoryLocation, memorySpace, type MemoryLocation, type MemorySpace } from './memory.js';
 export { SQLITE, type SqliteLocation } from './sqlite.js';
-export { POSTGRESQL, POSTGRESQL_COMPONENTS, postgresAt, rootPostgres, type PostgresLocation, type PostgresWorkLocation } from './postgresql.js';
+export {
+  POSTGRESQL,
+  POSTGRESQL_COMPONENTS,
+  postgresAt,
+  rootPostgres,
+  type PostgresLocation,
+  type PostgresWorkLocation,
+} from './postgresql.js';

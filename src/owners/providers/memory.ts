@@ -33,7 +33,10 @@ export interface MemorySpace {
 const spaces = new Map<string, MemorySpace>();
 
 /** A location in a fresh space (or the named one). */
-export const memoryLocation = (space = randomBytes(8).toString('hex')): MemoryLocation => ({ provider: MEMORY_PROVIDER, space });
+export const memoryLocation = (space = randomBytes(8).toString('hex')): MemoryLocation => ({
+  provider: MEMORY_PROVIDER,
+  space,
+});
 
 /** The state of `location`'s space, made on first use. */
 export function memorySpace(location: MemoryLocation): MemorySpace {

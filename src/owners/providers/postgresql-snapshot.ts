@@ -47,7 +47,12 @@ export async function openSchemaSnapshot(provider: string, db: PgDatabase, schem
               to_regclass('loopx_installation') IS NOT NULL AS installed`,
     );
     const row = bounds?.installed ? await readInstallation(q) : undefined;
-    if (row !== undefined) installation = { store_identity: row.store_identity, restore_generation: row.restore_generation, state: row.state };
+    if (row !== undefined)
+      installation = {
+        store_identity: row.store_identity,
+        restore_generation: row.restore_generation,
+        state: row.state,
+      };
   } catch (e) {
     release();
     await held.ended;
@@ -71,7 +76,14 @@ export async function openSchemaSnapshot(provider: string, db: PgDatabase, schem
       schema,
       server,
       installation,
-      snapshot: { isolation: 'repeatable_read', read_only: true, xmin: bounds!.xmin, xmax: bounds!.xmax, taken_at, released_at: releasedAt },
+      snapshot: {
+        isolation: 'repeatable_read',
+        read_only: true,
+        xmin: bounds!.xmin,
+        xmax: bounds!.xmax,
+        taken_at,
+        released_at: releasedAt,
+      },
     }),
     async close() {
       if (releasedAt !== null) return;

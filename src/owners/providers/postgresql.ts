@@ -49,8 +49,17 @@ const STORE_KEY = /^[a-z0-9][a-z0-9._-]{0,63}~[0-9a-f]{12}$/;
  * The components `loopx db migrate` migrates in a root's schema, after the installation: each
  * owner's `postgresql` SQL (its `<owner>/sql.ts`), in dependency order.
  */
-export const POSTGRESQL_COMPONENTS = (): readonly { readonly component: string; readonly migrations: readonly PgMigration[] }[] =>
-  [workOwner.WORK_SQL, effectOwner.EFFECT_SQL, quotaOwner.QUOTA_SQL, sessionOwner.SESSION_SQL, schedulerOwner.SCHEDULER_SQL].map((sql) => sql.postgresql);
+export const POSTGRESQL_COMPONENTS = (): readonly {
+  readonly component: string;
+  readonly migrations: readonly PgMigration[];
+}[] =>
+  [
+    workOwner.WORK_SQL,
+    effectOwner.EFFECT_SQL,
+    quotaOwner.QUOTA_SQL,
+    sessionOwner.SESSION_SQL,
+    schedulerOwner.SCHEDULER_SQL,
+  ].map((sql) => sql.postgresql);
 
 const pools = new Map<string, PgDatabase>();
 
@@ -87,19 +96,28 @@ async function withDatabase<T>(location: ServiceLocation, fn: (db: PgDatabase) =
 async function migrate(location: ServiceLocation, what: 'root' | 'goal_work'): Promise<MigratedComponent[]> {
   return withDatabase(location, async (db) => {
     // The schema, its versions table and its installation row come first, components or not.
-    const installation = { component: INSTALLATION_COMPONENT, ...(await migratePostgres(db, INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS)) };
+    const installation = {
+      component: INSTALLATION_COMPONENT,
+      ...(await migratePostgres(db, INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS)),
+    };
     const work = workOwner.WORK_SQL.postgresql;
-    if (what === 'goal_work') return [{ component: work.component, ...(await migratePostgres(db, work.component, work.migrations)) }];
+    if (what === 'goal_work')
+      return [{ component: work.component, ...(await migratePostgres(db, work.component, work.migrations)) }];
     const components = [installation];
-    for (const c of POSTGRESQL_COMPONENTS()) components.push({ component: c.component, ...(await migratePostgres(db, c.component, c.migrations)) });
+    for (const c of POSTGRESQL_COMPONENTS())
+      components.push({ component: c.component, ...(await migratePostgres(db, c.component, c.migrations)) });
     return components;
   });
 }
 
-const sameSchema = (a: ServiceLocation, b: ServiceLocation): boolean => a.database_url === b.database_url && a.schema === b.schema;
+const sameSchema = (a: ServiceLocation, b: ServiceLocation): boolean =>
+  a.database_url === b.database_url && a.schema === b.schema;
 
 /** The store a Goal's request names; a pending record of the same database and schema keeps its row key. */
-function chooseWork(request: WorkChoice, at: { readonly root: StoreLocation; readonly goal_id: string; readonly pending: StoreLocation | null }): PostgresWorkLocation {
+function chooseWork(
+  request: WorkChoice,
+  at: { readonly root: StoreLocation; readonly goal_id: string; readonly pending: StoreLocation | null },
+): PostgresWorkLocation {
   const root = isPostgres(at.root) ? at.root : undefined;
   const database_url = request.database_url ?? root?.database_url;
   if (database_url === undefined) {
@@ -114,7 +132,8 @@ function chooseWork(request: WorkChoice, at: { readonly root: StoreLocation; rea
   const schema = request.schema ?? kept?.schema ?? root?.schema ?? `loopx_${randomBytes(6).toString('hex')}`;
   schemaIdent(schema);
   databaseUrlFrom(database_url); // the reference must resolve now, before anything is recorded
-  const store_key = kept?.schema === schema ? kept.store_key : workOwner.mintStoreKey(at.goal_id, randomBytes(6).toString('hex'));
+  const store_key =
+    kept?.schema === schema ? kept.store_key : workOwner.mintStoreKey(at.goal_id, randomBytes(6).toString('hex'));
   return { provider: POSTGRESQL_PROVIDER, database_url, schema, store_key };
 }
 
@@ -128,7 +147,14 @@ function decodeWork(o: Readonly<Record<string, unknown>>, goalId: string): Postg
     typeof o.store_key === 'string' &&
     STORE_KEY.test(o.store_key) &&
     o.store_key.startsWith(`${goalId}~`);
-  return exact ? { provider: POSTGRESQL_PROVIDER, database_url: o.database_url as string, schema: o.schema as string, store_key: o.store_key as string } : undefined;
+  return exact
+    ? {
+        provider: POSTGRESQL_PROVIDER,
+        database_url: o.database_url as string,
+        schema: o.schema as string,
+        store_key: o.store_key as string,
+      }
+    : undefined;
 }
 
 export const POSTGRESQL: StoreProvider<PostgresLocation, PostgresWorkLocation> = {
@@ -137,9 +163,15 @@ export const POSTGRESQL: StoreProvider<PostgresLocation, PostgresWorkLocation> =
   describe: (l) => ` (schema ${l.schema})`,
   root: {
     decode: (ns) =>
-      typeof ns.database_url === 'string' && typeof ns.schema === 'string' ? { provider: POSTGRESQL_PROVIDER, database_url: ns.database_url, schema: ns.schema } : undefined,
+      typeof ns.database_url === 'string' && typeof ns.schema === 'string'
+        ? { provider: POSTGRESQL_PROVIDER, database_url: ns.database_url, schema: ns.schema }
+        : undefined,
     choose: (choice) => {
-      const location: PostgresLocation = { provider: POSTGRESQL_PROVIDER, database_url: choice.databaseUrl!, schema: choice.schema ?? `loopx_${randomBytes(6).toString('hex')}` };
+      const location: PostgresLocation = {
+        provider: POSTGRESQL_PROVIDER,
+        database_url: choice.databaseUrl!,
+        schema: choice.schema ?? `loopx_${randomBytes(6).toString('hex')}`,
+      };
       return { location, record: { database_url: location.database_url, schema: location.schema } };
     },
   },
@@ -155,7 +187,9 @@ export const POSTGRESQL: StoreProvider<PostgresLocation, PostgresWorkLocation> =
     ofRoot: (root, goalId) => ({ ...root, store_key: goalId }),
     decode: decodeWork,
     same: (a, b) => sameSchema(a, b) && a.store_key === b.store_key,
-    answers: (have, request) => (request.database_url ?? have.database_url) === have.database_url && (request.schema ?? have.schema) === have.schema,
+    answers: (have, request) =>
+      (request.database_url ?? have.database_url) === have.database_url &&
+      (request.schema ?? have.schema) === have.schema,
     choose: chooseWork,
     ready: (l) => requireSchemaVersion(postgresAt(l), workOwner.WORK_PG_COMPONENT, workOwner.WORK_PG_MIGRATIONS),
     open: (place, o) =>
@@ -167,7 +201,10 @@ export const POSTGRESQL: StoreProvider<PostgresLocation, PostgresWorkLocation> =
         ...(o.expected_store_identity === undefined ? {} : { expected_store_identity: o.expected_store_identity }),
       }),
     // The rows stay under their row key; the new lifetime gets a fresh one.
-    setAside: (place) => ({ ...place.location, store_key: workOwner.mintStoreKey(place.goal_id, randomBytes(6).toString('hex')) }),
+    setAside: (place) => ({
+      ...place.location,
+      store_key: workOwner.mintStoreKey(place.goal_id, randomBytes(6).toString('hex')),
+    }),
     rebind: (l, reference) => (REFERENCE.test(reference) ? { ...l, database_url: reference } : undefined),
   },
   service: {

@@ -13,7 +13,11 @@ export interface ServiceReference {
   readonly schema: string;
   readonly server: { readonly system_identifier: string; readonly timeline: number; readonly database_oid: number };
   /** The schema's installation as the snapshot read it (null: the schema has no installation row). */
-  readonly installation: { readonly store_identity: string; readonly restore_generation: number; readonly state: InstallationState } | null;
+  readonly installation: {
+    readonly store_identity: string;
+    readonly restore_generation: number;
+    readonly state: InstallationState;
+  } | null;
   readonly snapshot: {
     readonly isolation: 'repeatable_read';
     readonly read_only: true;

@@ -31,7 +31,8 @@ function moveAside(root: string, goalId: string, retiredInstanceId: string): voi
   ensurePrivateDir(join(root, LAYOUT.goalDir(goalId), 'retired'));
   ensurePrivateDir(aside);
   // Sidecars first: the main file moved last, so a crash in between leaves the store where it was or fully set aside.
-  for (const suffix of ['-wal', '-shm', '-journal']) if (existsSync(`${db}${suffix}`)) renameSync(`${db}${suffix}`, join(aside, `work.db${suffix}`));
+  for (const suffix of ['-wal', '-shm', '-journal'])
+    if (existsSync(`${db}${suffix}`)) renameSync(`${db}${suffix}`, join(aside, `work.db${suffix}`));
   renameSync(db, join(aside, 'work.db'));
   fsyncDir(aside);
   fsyncDir(dirname(db));

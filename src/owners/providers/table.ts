@@ -37,9 +37,13 @@ export const storeProvider = (name: unknown): StoreProvider | undefined => STORE
 export function providerOf(location: StoreLocation): StoreProvider {
   const row = storeProvider(location.provider);
   if (row === undefined) {
-    throw internal('store_provider_not_in_table', `No storage provider ${JSON.stringify(location.provider).slice(0, 40)} is in the provider table.`, {
-      details: { provider: String(location.provider).slice(0, 40) },
-    });
+    throw internal(
+      'store_provider_not_in_table',
+      `No storage provider ${JSON.stringify(location.provider).slice(0, 40)} is in the provider table.`,
+      {
+        details: { provider: String(location.provider).slice(0, 40) },
+      },
+    );
   }
   return row;
 }
@@ -54,16 +58,19 @@ export function rootLocationOf(recorded: Readonly<Record<string, unknown>> | und
 }
 
 /** `<provider>` and, when it has one, where in it: `postgresql (schema s)`. */
-export const describeLocation = (location: StoreLocation): string => `${location.provider}${providerOf(location).describe(location)}`;
+export const describeLocation = (location: StoreLocation): string =>
+  `${location.provider}${providerOf(location).describe(location)}`;
 
 /** The database service a location is on, or undefined for one that is not (files, memory). */
 export const serviceOf = (location: StoreLocation): StoreService | undefined => providerOf(location).service;
 
 /** Whether a location is on a database service (a type guard for its service fields). */
-export const isServiceLocation = (location: StoreLocation): location is ServiceLocation => serviceOf(location) !== undefined;
+export const isServiceLocation = (location: StoreLocation): location is ServiceLocation =>
+  serviceOf(location) !== undefined;
 
 /** Two locations on the same service installation (provider, database and schema). */
-export const sameService = (a: StoreLocation, b: StoreLocation): boolean => a.provider === b.provider && isServiceLocation(a) && isServiceLocation(b) && serviceOf(a)!.same(a, b);
+export const sameService = (a: StoreLocation, b: StoreLocation): boolean =>
+  a.provider === b.provider && isServiceLocation(a) && isServiceLocation(b) && serviceOf(a)!.same(a, b);
 
 /** Whether a location's state is files of the runtime root. */
 export const inRoot = (location: StoreLocation): boolean => providerOf(location).inRoot;

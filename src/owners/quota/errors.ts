@@ -14,13 +14,22 @@ export type QuotaError = OwnerError<QuotaErrorCode>;
 export const isQuotaError = QUOTA_ERRORS.is;
 
 export const invalidInput = (message: string, field: string): QuotaError =>
-  new OwnerError(QUOTA_ERRORS, 'usage', 'quota_input_invalid', message, { nextAction: `correct ${field} and retry`, details: { field } });
+  new OwnerError(QUOTA_ERRORS, 'usage', 'quota_input_invalid', message, {
+    nextAction: `correct ${field} and retry`,
+    details: { field },
+  });
 
 export const spendConflict = (effectId: string, existingDigest: string, requestDigest: string): QuotaError =>
-  new OwnerError(QUOTA_ERRORS, 'conflict', 'quota_spend_conflict', 'This settlement identity already debited a different request.', {
-    nextAction: 'read the original entry; a different debit needs its own effect_id',
-    details: { effect_id: effectId, existing_digest: existingDigest, request_digest: requestDigest },
-  });
+  new OwnerError(
+    QUOTA_ERRORS,
+    'conflict',
+    'quota_spend_conflict',
+    'This settlement identity already debited a different request.',
+    {
+      nextAction: 'read the original entry; a different debit needs its own effect_id',
+      details: { effect_id: effectId, existing_digest: existingDigest, request_digest: requestDigest },
+    },
+  );
 
 export const spendNotFound = (effectId: string): QuotaError =>
   new OwnerError(QUOTA_ERRORS, 'not_found', 'quota_spend_not_found', 'No spend entry with this effect id.', {

@@ -5,7 +5,12 @@
  */
 import type { OwnerFinding } from '../contract.js';
 import { RowInvalid } from '../../store/index.js';
-import { VERIFY_COPY_AGAIN as VERIFY, readSqliteHistory, type ReadSqliteHistoryOptions, type SqliteHistorySpec } from '../sqlite-history.js';
+import {
+  VERIFY_COPY_AGAIN as VERIFY,
+  readSqliteHistory,
+  type ReadSqliteHistoryOptions,
+  type SqliteHistorySpec,
+} from '../sqlite-history.js';
 import type { TableRows } from '../table-rows.js';
 import type { SpendEntry } from './contract.js';
 import { spendDigest } from './rules.js';
@@ -25,7 +30,8 @@ export interface QuotaHistory {
 export type { ReadSqliteHistoryOptions as ReadHistoricalOptions } from '../sqlite-history.js';
 
 /** The ledger read from a copy of `quota.db` (sqlite-history.ts). */
-export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): QuotaHistory => readSqliteHistory(QUOTA_HISTORY, copiedFilePath, options);
+export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): QuotaHistory =>
+  readSqliteHistory(QUOTA_HISTORY, copiedFilePath, options);
 
 /** The ledger decoded from its rows (either provider's). */
 export function decodeQuota(rows: TableRows<'spends'>, findings: QuotaFinding[]): Omit<QuotaHistory, 'schema_version'> {
@@ -36,11 +42,21 @@ export function decodeQuota(rows: TableRows<'spends'>, findings: QuotaFinding[])
       e = decodeSpend(row);
     } catch (err) {
       if (!(err instanceof RowInvalid)) throw err;
-      findings.push({ code: 'quota_row_invalid', severity: 'error', subject: `spend:${String(row.effect_id)}`, next_action: VERIFY });
+      findings.push({
+        code: 'quota_row_invalid',
+        severity: 'error',
+        subject: `spend:${String(row.effect_id)}`,
+        next_action: VERIFY,
+      });
       continue;
     }
     if (e.request_digest !== spendDigest(e)) {
-      findings.push({ code: 'quota_request_digest_mismatch', severity: 'error', subject: `spend:${e.effect_id}`, next_action: VERIFY });
+      findings.push({
+        code: 'quota_request_digest_mismatch',
+        severity: 'error',
+        subject: `spend:${e.effect_id}`,
+        next_action: VERIFY,
+      });
       continue;
     }
     entries.push(e);
@@ -50,7 +66,8 @@ export function decodeQuota(rows: TableRows<'spends'>, findings: QuotaFinding[])
       code: 'quota_ledger_historical',
       severity: 'warning',
       subject: 'file:quota.db',
-      next_action: 'keep the ledger as history; new spend goes through current admission under the adopted Goal lifetime',
+      next_action:
+        'keep the ledger as history; new spend goes through current admission under the adopted Goal lifetime',
     });
   }
   return { owner: 'quota', entries, findings };

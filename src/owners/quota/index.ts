@@ -21,7 +21,12 @@ export { QUOTA_ERROR_CODES, QUOTA_ERRORS, isQuotaError, type QuotaError, type Qu
 export { rollingWindow, spendDigest } from './rules.js';
 export type { QuotaPort, QuotaWrite, SpendQuery, SpendSums } from './port.js';
 export { memoryQuotaLedger, openSqliteQuotaLedger, quotaLedger, type SqliteQuotaLedgerOptions } from './quota.js';
-export { createMemoryQuotaState, memoryQuotaPort, type MemoryQuotaPortOptions, type MemoryQuotaState } from './memory.js';
+export {
+  createMemoryQuotaState,
+  memoryQuotaPort,
+  type MemoryQuotaPortOptions,
+  type MemoryQuotaState,
+} from './memory.js';
 export { openSqliteQuotaPort, type SqliteQuotaPortOptions } from './sqlite.js';
 export { QUOTA_PG_MIGRATIONS, QUOTA_SQL } from './sql.js';
 export { openPgQuotaPort } from './postgres.js';

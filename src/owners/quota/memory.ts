@@ -45,7 +45,11 @@ export function memoryQuotaPort(options: MemoryQuotaPortOptions = {}): QuotaPort
     async list(filter) {
       open();
       return clone(
-        [...entries.values()].filter((e) => (filter.goal_id === undefined || e.goal_id === filter.goal_id) && (filter.status === undefined || e.status === filter.status)),
+        [...entries.values()].filter(
+          (e) =>
+            (filter.goal_id === undefined || e.goal_id === filter.goal_id) &&
+            (filter.status === undefined || e.status === filter.status),
+        ),
       );
     },
     async sumWritten(q) {
@@ -66,7 +70,8 @@ export function memoryQuotaPort(options: MemoryQuotaPortOptions = {}): QuotaPort
         if (stored !== undefined) return conflictOf('exists');
       } else {
         if (stored === undefined) return conflictOf('missing');
-        if (stored.status !== 'written' || stored.request_digest !== w.entry.request_digest) return conflictOf('changed');
+        if (stored.status !== 'written' || stored.request_digest !== w.entry.request_digest)
+          return conflictOf('changed');
       }
       entries.set(w.entry.effect_id, clone(w.entry));
       return APPLIED;

@@ -45,7 +45,9 @@ export interface SpendSums {
   readonly entries: number;
 }
 
-export type QuotaWrite = { readonly op: 'insert_spend'; readonly entry: SpendEntry } | { readonly op: 'void_spend'; readonly entry: SpendEntry };
+export type QuotaWrite =
+  | { readonly op: 'insert_spend'; readonly entry: SpendEntry }
+  | { readonly op: 'void_spend'; readonly entry: SpendEntry };
 
 export interface QuotaPort {
   /** The registered storage provider of this implementation (`registerStoreProvider`). */

@@ -19,7 +19,8 @@ import { decodeSpend, type SpendRow } from './schema.js';
 /** A BIGINT (or numeric) column as `pg` returns it — a decimal string — as a bigint `intColumn` checks; anything else unchanged (and refused there). */
 const pgInteger = (v: unknown): unknown => (typeof v === 'string' && /^-?\d{1,30}$/.test(v) ? BigInt(v) : v);
 
-const COLUMNS = 'effect_id, goal_id, goal_instance_id, amount, unit, request_digest, status, created_at, voided_at, void_reason';
+const COLUMNS =
+  'effect_id, goal_id, goal_instance_id, amount, unit, request_digest, status, created_at, voided_at, void_reason';
 
 type Row = Record<keyof SpendRow, unknown>;
 const decode = (r: Row): SpendEntry => decodeSpend({ ...r, amount: pgInteger(r.amount) });
@@ -31,18 +32,21 @@ async function apply(q: PgQuery, w: QuotaWrite): Promise<ConflictReason | undefi
   const e = w.entry;
   if (w.op === 'insert_spend') {
     // The effect id debits once: checked by the insert itself, so a racing debit waits and then finds it taken.
-    const inserted = await q(`INSERT INTO spends (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING RETURNING effect_id`, [
-      e.effect_id,
-      e.goal_id,
-      e.goal_instance_id,
-      e.amount,
-      e.unit,
-      e.request_digest,
-      e.status,
-      e.created_at,
-      e.voided_at,
-      e.void_reason,
-    ]);
+    const inserted = await q(
+      `INSERT INTO spends (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING RETURNING effect_id`,
+      [
+        e.effect_id,
+        e.goal_id,
+        e.goal_instance_id,
+        e.amount,
+        e.unit,
+        e.request_digest,
+        e.status,
+        e.created_at,
+        e.voided_at,
+        e.void_reason,
+      ],
+    );
     if (inserted.length > 0) return undefined;
     await entries(q, 'WHERE effect_id = $1 FOR SHARE', [e.effect_id]); // the entry in the way must decode, as in SQLite
     return 'exists';
@@ -50,7 +54,11 @@ async function apply(q: PgQuery, w: QuotaWrite): Promise<ConflictReason | undefi
   const [stored] = await entries(q, 'WHERE effect_id = $1 FOR UPDATE', [e.effect_id]);
   if (stored === undefined) return 'missing';
   if (stored.status !== 'written' || stored.request_digest !== e.request_digest) return 'changed';
-  await q("UPDATE spends SET status = 'voided', voided_at = $2, void_reason = $3 WHERE effect_id = $1", [e.effect_id, e.voided_at, e.void_reason]);
+  await q("UPDATE spends SET status = 'voided', voided_at = $2, void_reason = $3 WHERE effect_id = $1", [
+    e.effect_id,
+    e.voided_at,
+    e.void_reason,
+  ]);
   return undefined;
 }
 
@@ -62,7 +70,10 @@ export function openPgQuotaPort(db: PgDatabase): QuotaPort {
     get: (effectId) => base.read(async (q) => (await entries(q, 'WHERE effect_id = $1', [effectId]))[0]),
     list: (filter) =>
       base.read((q) =>
-        entries(q, 'WHERE ($1::text IS NULL OR goal_id = $1) AND ($2::text IS NULL OR status = $2) ORDER BY position', [filter.goal_id ?? null, filter.status ?? null]),
+        entries(q, 'WHERE ($1::text IS NULL OR goal_id = $1) AND ($2::text IS NULL OR status = $2) ORDER BY position', [
+          filter.goal_id ?? null,
+          filter.status ?? null,
+        ]),
       ),
     sumWritten: (query) =>
       base.read(async (q) => {

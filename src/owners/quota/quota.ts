@@ -15,7 +15,8 @@ import { openSqliteQuotaPort, type SqliteQuotaPortOptions } from './sqlite.js';
 
 export function quotaLedger(port: QuotaPort, options: QuotaLedgerOptions = {}): QuotaLedger {
   const now = () => (options.now ?? (() => new Date()))().toISOString();
-  const run = <T>(decide: () => Promise<Decided<T, QuotaWrite>>): Promise<T> => decideAndCommit('quota', (w: QuotaWrite) => port.commit(w), decide);
+  const run = <T>(decide: () => Promise<Decided<T, QuotaWrite>>): Promise<T> =>
+    decideAndCommit('quota', (w: QuotaWrite) => port.commit(w), decide);
   const landed = (entry: SpendEntry) => async () => shows(await port.get(entry.effect_id), entry);
 
   const ledger = {
@@ -24,7 +25,11 @@ export function quotaLedger(port: QuotaPort, options: QuotaLedgerOptions = {}): 
       return run<SpendResult>(async () => {
         const d = decideSpend(await port.get(n.effect_id), n, now());
         if ('replay' in d) return { result: { status: 'replayed', entry: d.replay } };
-        return { result: { status: 'written', entry: d.write }, write: { op: 'insert_spend', entry: d.write }, landed: landed(d.write) };
+        return {
+          result: { status: 'written', entry: d.write },
+          write: { op: 'insert_spend', entry: d.write },
+          landed: landed(d.write),
+        };
       });
     },
     async void(effectId, reason) {
@@ -35,7 +40,11 @@ export function quotaLedger(port: QuotaPort, options: QuotaLedgerOptions = {}): 
         if (e === undefined) throw spendNotFound(id);
         const d = decideVoid(e, r, now());
         if ('replay' in d) return { result: { status: 'replayed', entry: d.replay } };
-        return { result: { status: 'voided', entry: d.write }, write: { op: 'void_spend', entry: d.write }, landed: landed(d.write) };
+        return {
+          result: { status: 'voided', entry: d.write },
+          write: { op: 'void_spend', entry: d.write },
+          landed: landed(d.write),
+        };
       });
     },
     get: async (effectId) => (typeof effectId === 'string' ? port.get(effectId) : undefined),
@@ -50,7 +59,8 @@ export function quotaLedger(port: QuotaPort, options: QuotaLedgerOptions = {}): 
 }
 
 /** The quota owner over the in-memory reference port. */
-export const memoryQuotaLedger = (options: QuotaLedgerOptions = {}): QuotaLedger => quotaLedger(memoryQuotaPort(), options);
+export const memoryQuotaLedger = (options: QuotaLedgerOptions = {}): QuotaLedger =>
+  quotaLedger(memoryQuotaPort(), options);
 
 export interface SqliteQuotaLedgerOptions extends QuotaLedgerOptions, SqliteQuotaPortOptions {}
 

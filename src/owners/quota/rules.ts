@@ -15,7 +15,10 @@ const REASON = /^[a-z][a-z0-9_]{0,63}$/;
 
 export function checkId(value: unknown, field: string): string {
   if (typeof value !== 'string' || !ID.test(value)) {
-    throw invalidInput(`${field} must be 1–192 characters of letters, digits and . _ : # @ -, starting with a letter or digit.`, field);
+    throw invalidInput(
+      `${field} must be 1–192 characters of letters, digits and . _ : # @ -, starting with a letter or digit.`,
+      field,
+    );
   }
   return value;
 }
@@ -29,15 +32,28 @@ function checkGoalId(value: unknown): string {
 }
 
 export function checkReason(value: unknown): string {
-  if (typeof value !== 'string' || !REASON.test(value)) throw invalidInput('A void reason is a lowercase code of a–z, 0–9 and _.', 'reason');
+  if (typeof value !== 'string' || !REASON.test(value))
+    throw invalidInput('A void reason is a lowercase code of a–z, 0–9 and _.', 'reason');
   return value;
 }
 
 /** The digest of the semantic request: identity, Goal lifetime, amount and unit. */
-export const spendDigest = (r: Pick<SpendEntry, 'effect_id' | 'goal_id' | 'goal_instance_id' | 'amount' | 'unit'>): string =>
-  sha256Hex(canonicalJson({ effect_id: r.effect_id, goal_id: r.goal_id, goal_instance_id: r.goal_instance_id, amount: r.amount, unit: r.unit }));
+export const spendDigest = (
+  r: Pick<SpendEntry, 'effect_id' | 'goal_id' | 'goal_instance_id' | 'amount' | 'unit'>,
+): string =>
+  sha256Hex(
+    canonicalJson({
+      effect_id: r.effect_id,
+      goal_id: r.goal_id,
+      goal_instance_id: r.goal_instance_id,
+      amount: r.amount,
+      unit: r.unit,
+    }),
+  );
 
-export function normalizeSpend(r: SpendRequest): Omit<SpendEntry, 'status' | 'created_at' | 'voided_at' | 'void_reason'> {
+export function normalizeSpend(
+  r: SpendRequest,
+): Omit<SpendEntry, 'status' | 'created_at' | 'voided_at' | 'void_reason'> {
   if (typeof r !== 'object' || r === null) throw invalidInput('A spend request is required.', 'request');
   const base = {
     effect_id: checkId(r.effect_id, 'effect_id'),
@@ -46,15 +62,22 @@ export function normalizeSpend(r: SpendRequest): Omit<SpendEntry, 'status' | 'cr
     amount: r.amount,
     unit: r.unit,
   };
-  if (typeof r.amount !== 'number' || !Number.isSafeInteger(r.amount) || r.amount < 1) throw invalidInput('amount must be a positive integer.', 'amount');
-  if (typeof r.unit !== 'string' || !UNIT.test(r.unit)) throw invalidInput('unit is a lowercase name of a–z, 0–9 and _ (e.g. turn, token).', 'unit');
+  if (typeof r.amount !== 'number' || !Number.isSafeInteger(r.amount) || r.amount < 1)
+    throw invalidInput('amount must be a positive integer.', 'amount');
+  if (typeof r.unit !== 'string' || !UNIT.test(r.unit))
+    throw invalidInput('unit is a lowercase name of a–z, 0–9 and _ (e.g. turn, token).', 'unit');
   return { ...base, request_digest: spendDigest(base) };
 }
 
 /** `replay` for an identical repeat (whatever its status), `write` for a new entry; a changed request is a conflict. */
-export function decideSpend(existing: SpendEntry | undefined, n: ReturnType<typeof normalizeSpend>, at: string): { replay: SpendEntry } | { write: SpendEntry } {
+export function decideSpend(
+  existing: SpendEntry | undefined,
+  n: ReturnType<typeof normalizeSpend>,
+  at: string,
+): { replay: SpendEntry } | { write: SpendEntry } {
   if (existing !== undefined) {
-    if (existing.request_digest !== n.request_digest) throw spendConflict(n.effect_id, existing.request_digest, n.request_digest);
+    if (existing.request_digest !== n.request_digest)
+      throw spendConflict(n.effect_id, existing.request_digest, n.request_digest);
     return { replay: existing };
   }
   return { write: { ...n, status: 'written', created_at: at, voided_at: null, void_reason: null } };
@@ -73,11 +96,17 @@ function instant(value: unknown, field: string): string {
 
 export function normalizeTotal(goal: string | QuotaGoal, window: QuotaWindow): SpendQuery {
   const g = typeof goal === 'string' ? { goal_id: goal } : goal;
-  if (typeof window !== 'object' || window === null) throw invalidInput('A window {since, until?} is required.', 'window');
+  if (typeof window !== 'object' || window === null)
+    throw invalidInput('A window {since, until?} is required.', 'window');
   const since = instant(window.since, 'since');
   const until = window.until === undefined ? null : instant(window.until, 'until');
   if (until !== null && until < since) throw invalidInput('until must not be before since.', 'until');
-  return { goal_id: checkGoalId(g.goal_id), goal_instance_id: g.goal_instance_id === undefined ? null : checkId(g.goal_instance_id, 'goal_instance_id'), since, until };
+  return {
+    goal_id: checkGoalId(g.goal_id),
+    goal_instance_id: g.goal_instance_id === undefined ? null : checkId(g.goal_instance_id, 'goal_instance_id'),
+    since,
+    until,
+  };
 }
 
 /** The rolling window of the last `hours` hours ending at `now`. */

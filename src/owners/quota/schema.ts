@@ -2,7 +2,13 @@
  * `quota.db` schema and its row decoder, shared by the live SQLite provider and the historical
  * reader. A row the decoder cannot prove well-formed is refused (live) or a finding (historical).
  */
-import { RowInvalid, instantColumn as instant, intColumn as int, sha256Column, textColumn as str } from '../../store/index.js';
+import {
+  RowInvalid,
+  instantColumn as instant,
+  intColumn as int,
+  sha256Column,
+  textColumn as str,
+} from '../../store/index.js';
 import type { SpendEntry } from './contract.js';
 
 export interface SpendRow {

@@ -54,7 +54,10 @@ export const QUOTA_PG_MIGRATIONS: readonly PgMigration[] = [
  * rounded silently into the ledger.
  */
 export const QUOTA_TABLES: TableQueries<'spends'> = {
-  spends: { sqlite: 'SELECT * FROM spends ORDER BY rowid', postgresql: 'SELECT *, amount::float8 AS amount FROM spends ORDER BY position' },
+  spends: {
+    sqlite: 'SELECT * FROM spends ORDER BY rowid',
+    postgresql: 'SELECT *, amount::float8 AS amount FROM spends ORDER BY position',
+  },
 };
 
 /** The owner's SQL, by dialect. */

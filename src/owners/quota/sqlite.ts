@@ -15,12 +15,16 @@ export function openSqliteQuotaPort(path: string, options: SqliteQuotaPortOption
   const db = base.db;
   const q = {
     get: db.prepare('SELECT * FROM spends WHERE effect_id = ?'),
-    list: db.prepare('SELECT * FROM spends WHERE (@goal_id IS NULL OR goal_id = @goal_id) AND (@status IS NULL OR status = @status) ORDER BY rowid'),
+    list: db.prepare(
+      'SELECT * FROM spends WHERE (@goal_id IS NULL OR goal_id = @goal_id) AND (@status IS NULL OR status = @status) ORDER BY rowid',
+    ),
     insert: db.prepare(
       `INSERT INTO spends (effect_id, goal_id, goal_instance_id, amount, unit, request_digest, status, created_at, voided_at, void_reason)
        VALUES (@effect_id, @goal_id, @goal_instance_id, @amount, @unit, @request_digest, @status, @created_at, @voided_at, @void_reason)`,
     ),
-    void: db.prepare("UPDATE spends SET status = 'voided', voided_at = @voided_at, void_reason = @void_reason WHERE effect_id = @effect_id"),
+    void: db.prepare(
+      "UPDATE spends SET status = 'voided', voided_at = @voided_at, void_reason = @void_reason WHERE effect_id = @effect_id",
+    ),
     total: db.prepare(
       `SELECT unit, SUM(amount) AS amount, COUNT(*) AS n FROM spends
        WHERE status = 'written' AND goal_id = @goal_id AND (@goal_instance_id IS NULL OR goal_instance_id = @goal_instance_id)
@@ -33,7 +37,10 @@ export function openSqliteQuotaPort(path: string, options: SqliteQuotaPortOption
   const port = {
     provider: base.provider,
     get: (effectId) => base.read(() => read(q.get.get(effectId))),
-    list: (filter) => base.read(() => q.list.all({ goal_id: filter.goal_id ?? null, status: filter.status ?? null }).map((r) => read(r)!)),
+    list: (filter) =>
+      base.read(() =>
+        q.list.all({ goal_id: filter.goal_id ?? null, status: filter.status ?? null }).map((r) => read(r)!),
+      ),
     sumWritten: (query) =>
       base.read(() => {
         const totals: Record<string, number> = {};

@@ -33,11 +33,16 @@ const unknownSchema = (what: string): LoopxError =>
     nextAction: 'upgrade loopx, or restore registry.json from a backup written by this version',
   });
 
-const malformed = (what: string): LoopxError => rejected('registry_malformed', `The registry is malformed: ${what}.`, { nextAction: 'restore registry.json from a backup' });
+const malformed = (what: string): LoopxError =>
+  rejected('registry_malformed', `The registry is malformed: ${what}.`, {
+    nextAction: 'restore registry.json from a backup',
+  });
 
-const invalidInput = (what: string): LoopxError => rejected('registry_input_invalid', `Invalid registry input: ${what}.`, { nextAction: 'correct the input and retry' });
+const invalidInput = (what: string): LoopxError =>
+  rejected('registry_input_invalid', `Invalid registry input: ${what}.`, { nextAction: 'correct the input and retry' });
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function fields(v: unknown, keys: readonly string[], where: string): Record<string, unknown> {
   if (!isPlainObject(v)) throw malformed(`${where} is not an object`);
@@ -46,7 +51,8 @@ function fields(v: unknown, keys: readonly string[], where: string): Record<stri
   return v;
 }
 
-const isName = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= MAX_NAME && !/\p{Cc}/u.test(v);
+const isName = (v: unknown): v is string =>
+  typeof v === 'string' && v.length > 0 && v.length <= MAX_NAME && !/\p{Cc}/u.test(v);
 
 function decodeProject(v: unknown): RegistryProject {
   const o = fields(v, ['project_id', 'name'], 'a project');
@@ -58,12 +64,21 @@ function decodeProject(v: unknown): RegistryProject {
 /** Validate one parsed goal row (also the checkpoint's goal_configuration). */
 export function validateRegistryGoal(v: unknown): RegistryGoal {
   const o = fields(v, ['goal_id', 'goal_instance_id', 'project_id', 'status', 'route'], 'a goal row');
-  if (typeof o.goal_id !== 'string' || !GOAL_ID.test(o.goal_id) || o.goal_id.includes('..')) throw malformed('a goal_id is invalid');
-  if (typeof o.goal_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(o.goal_instance_id)) throw malformed('a goal_instance_id is invalid');
-  if (typeof o.project_id !== 'string' || !PROJECT_ID.test(o.project_id)) throw malformed('a goal row project_id is invalid');
+  if (typeof o.goal_id !== 'string' || !GOAL_ID.test(o.goal_id) || o.goal_id.includes('..'))
+    throw malformed('a goal_id is invalid');
+  if (typeof o.goal_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(o.goal_instance_id))
+    throw malformed('a goal_instance_id is invalid');
+  if (typeof o.project_id !== 'string' || !PROJECT_ID.test(o.project_id))
+    throw malformed('a goal row project_id is invalid');
   if (!STATUSES.includes(o.status as GoalStatus)) throw malformed('a goal status is not active, paused or retired');
   if (o.route !== goalRoute(o.goal_id)) throw malformed('a goal route is not goals/<goal_id>');
-  return { goal_id: o.goal_id, goal_instance_id: o.goal_instance_id, project_id: o.project_id, status: o.status as GoalStatus, route: o.route };
+  return {
+    goal_id: o.goal_id,
+    goal_instance_id: o.goal_instance_id,
+    project_id: o.project_id,
+    status: o.status as GoalStatus,
+    route: o.route,
+  };
 }
 
 /** Validate a parsed document; throws registry_unknown_schema / registry_malformed. */
@@ -77,7 +92,8 @@ export function validateRegistry(parsed: unknown): RegistryDocument {
   const projectIds = new Set(projects.map((p) => p.project_id));
   if (projectIds.size !== projects.length) throw malformed('a project_id appears twice');
   if (new Set(goals.map((g) => g.goal_id)).size !== goals.length) throw malformed('a goal_id appears twice');
-  if (new Set(goals.map((g) => g.goal_instance_id)).size !== goals.length) throw malformed('a goal_instance_id appears twice');
+  if (new Set(goals.map((g) => g.goal_instance_id)).size !== goals.length)
+    throw malformed('a goal_instance_id appears twice');
   for (const g of goals) if (!projectIds.has(g.project_id)) throw malformed('a goal row names an unknown project');
   return { schema_version: REGISTRY_SCHEMA, projects, goals };
 }
@@ -93,9 +109,11 @@ export function decodeRegistry(bytes: Uint8Array): RegistryDocument {
   return validateRegistry(parsed);
 }
 
-export const encodeRegistry = (doc: RegistryDocument): Uint8Array => new TextEncoder().encode(`${canonicalJson(doc)}\n`);
+export const encodeRegistry = (doc: RegistryDocument): Uint8Array =>
+  new TextEncoder().encode(`${canonicalJson(doc)}\n`);
 
-export const registryRevision = (bytes: Uint8Array | null): string => (bytes === null ? 'absent' : `sha256:${sha256Hex(bytes)}`);
+export const registryRevision = (bytes: Uint8Array | null): string =>
+  bytes === null ? 'absent' : `sha256:${sha256Hex(bytes)}`;
 
 /** The exact read of one byte snapshot (null = confirmed absence). The bytes are copied, never aliased. */
 export function exactRead(bytes: Uint8Array | null): RegistryExactRead {
@@ -104,7 +122,11 @@ export function exactRead(bytes: Uint8Array | null): RegistryExactRead {
   return { absent: false, revision: registryRevision(own), value: decodeRegistry(own), bytes: own };
 }
 
-export const toRead = (r: RegistryExactRead): RegistryRead => ({ value: r.value, revision: r.revision, bytes: r.bytes });
+export const toRead = (r: RegistryExactRead): RegistryRead => ({
+  value: r.value,
+  revision: r.revision,
+  bytes: r.bytes,
+});
 
 export function checkRevision(current: string, expected: string): void {
   if (current !== expected) {
@@ -121,7 +143,9 @@ export function withProject(doc: RegistryDocument, project: RegistryProject): Re
   }
   if (!isName(project.name)) throw invalidInput('a project name is 1–200 characters without control characters');
   if (doc.projects.some((p) => p.project_id === project.project_id)) {
-    throw conflict('registry_project_exists', `Project ${project.project_id} is already registered.`, { nextAction: 'choose another project id' });
+    throw conflict('registry_project_exists', `Project ${project.project_id} is already registered.`, {
+      nextAction: 'choose another project id',
+    });
   }
   return { ...doc, projects: [...doc.projects, { project_id: project.project_id, name: project.name }] };
 }
@@ -133,17 +157,25 @@ function validStatus(status: unknown): GoalStatus {
 
 /** A project the registry does not hold (registering a Goal under it, or creating one there). */
 export const projectNotFound = (projectId: string): LoopxError =>
-  notFound('registry_project_not_found', `Project ${projectId} is not registered.`, { nextAction: 'add the project first' });
+  notFound('registry_project_not_found', `Project ${projectId} is not registered.`, {
+    nextAction: 'add the project first',
+  });
 
 /** A lifetime id is registered once; an alias again only after its live lifetime is retired. */
 const goalExists = (goalId: string, why: string): LoopxError =>
   conflict('registry_goal_exists', `Goal ${goalId} cannot be registered: ${why}.`, {
-    nextAction: 'read the registry: a lifetime is registered once, and an alias again only after its live lifetime is retired',
+    nextAction:
+      'read the registry: a lifetime is registered once, and an alias again only after its live lifetime is retired',
   });
 
 /** Register a Goal lifetime: a new alias, or a new lifetime over a retired row. The route never changes. */
 export function withGoal(doc: RegistryDocument, input: RegisterGoalInput): RegistryDocument {
-  if (!isPlainObject(input) || typeof input.goal_id !== 'string' || !GOAL_ID.test(input.goal_id) || input.goal_id.includes('..')) {
+  if (
+    !isPlainObject(input) ||
+    typeof input.goal_id !== 'string' ||
+    !GOAL_ID.test(input.goal_id) ||
+    input.goal_id.includes('..')
+  ) {
     throw invalidInput('a goal id is 1–64 characters of a–z, 0–9, ., _ and -');
   }
   if (typeof input.goal_instance_id !== 'string' || !GOAL_INSTANCE_ID.test(input.goal_instance_id)) {
@@ -156,7 +188,13 @@ export function withGoal(doc: RegistryDocument, input: RegisterGoalInput): Regis
   if (doc.goals.some((g) => g.goal_instance_id === input.goal_instance_id)) {
     throw goalExists(input.goal_id, 'its lifetime is already registered');
   }
-  const row: RegistryGoal = { goal_id: input.goal_id, goal_instance_id: input.goal_instance_id, project_id: input.project_id, status, route: goalRoute(input.goal_id) };
+  const row: RegistryGoal = {
+    goal_id: input.goal_id,
+    goal_instance_id: input.goal_instance_id,
+    project_id: input.project_id,
+    status,
+    route: goalRoute(input.goal_id),
+  };
   const at = doc.goals.findIndex((g) => g.goal_id === input.goal_id);
   if (at < 0) return { ...doc, goals: [...doc.goals, row] };
   if (doc.goals[at]!.status !== 'retired') {
@@ -168,7 +206,10 @@ export function withGoal(doc: RegistryDocument, input: RegisterGoalInput): Regis
 export function withGoalStatus(doc: RegistryDocument, update: GoalStatusUpdate): RegistryDocument {
   const status = validStatus(update?.status);
   const at = doc.goals.findIndex((g) => g.goal_id === update.goal_id);
-  if (at < 0) throw notFound('registry_goal_not_found', `Goal ${String(update.goal_id)} is not registered.`, { nextAction: 'create the Goal first' });
+  if (at < 0)
+    throw notFound('registry_goal_not_found', `Goal ${String(update.goal_id)} is not registered.`, {
+      nextAction: 'create the Goal first',
+    });
   const row = doc.goals[at]!;
   if (row.goal_instance_id !== update.goal_instance_id) {
     throw conflict('registry_goal_instance_mismatch', `Goal ${row.goal_id} is registered to another lifetime.`, {
@@ -177,7 +218,9 @@ export function withGoalStatus(doc: RegistryDocument, update: GoalStatusUpdate):
   }
   if (row.status === status) return doc;
   if (row.status === 'retired') {
-    throw conflict('registry_goal_retired', `Goal ${row.goal_id} is retired; its status is final.`, { nextAction: 'create the Goal again for a new lifetime' });
+    throw conflict('registry_goal_retired', `Goal ${row.goal_id} is retired; its status is final.`, {
+      nextAction: 'create the Goal again for a new lifetime',
+    });
   }
   return { ...doc, goals: doc.goals.map((g, i) => (i === at ? { ...g, status } : g)) };
 }

@@ -88,4 +88,5 @@ export type RegistryFinding = OwnerFinding<RegistryFindingCode>;
 
 /** Readback of a copied root: no locks, no writes, no authority. */
 export type RegistryHistoricalRead =
-  { readonly ok: true; readonly read: RegistryExactRead; readonly findings: readonly [] } | { readonly ok: false; readonly findings: readonly RegistryFinding[] };
+  | { readonly ok: true; readonly read: RegistryExactRead; readonly findings: readonly [] }
+  | { readonly ok: false; readonly findings: readonly RegistryFinding[] };

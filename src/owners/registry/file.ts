@@ -4,9 +4,24 @@
  * death). Reads take no lock: a rename is atomic, so a read sees one whole version.
  */
 import { join } from 'node:path';
-import { rejected, type LoopxError, withExclusiveLock, writeFileDurable, readRegularFileOnce } from '../../core/index.js';
+import {
+  rejected,
+  type LoopxError,
+  withExclusiveLock,
+  writeFileDurable,
+  readRegularFileOnce,
+} from '../../core/index.js';
 import { assertRuntimeRoot, LAYOUT } from '../layout.js';
-import { checkRevision, encodeRegistry, exactRead, REGISTRY_MAX_BYTES, toRead, withGoal, withGoalStatus, withProject } from './codec.js';
+import {
+  checkRevision,
+  encodeRegistry,
+  exactRead,
+  REGISTRY_MAX_BYTES,
+  toRead,
+  withGoal,
+  withGoalStatus,
+  withProject,
+} from './codec.js';
 import type { Registry, RegistryDocument, RegistryExactRead, RegistryRead } from './contract.js';
 
 export const unreadable = (what: string): LoopxError =>

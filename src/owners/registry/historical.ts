@@ -28,7 +28,14 @@ export function readHistoricalCopy(copiedRootDir: string): RegistryHistoricalRea
     if (!isLoopxError(e) || !CODES.includes(e.code as RegistryFindingCode)) throw e;
     return {
       ok: false,
-      findings: [{ code: e.code as RegistryFindingCode, severity: 'error', subject: LAYOUT.registry, next_action: e.nextAction ?? 'restore registry.json from a backup' }],
+      findings: [
+        {
+          code: e.code as RegistryFindingCode,
+          severity: 'error',
+          subject: LAYOUT.registry,
+          next_action: e.nextAction ?? 'restore registry.json from a backup',
+        },
+      ],
     };
   }
 }

@@ -14,7 +14,17 @@ export {
   type RegistryProject,
   type RegistryRead,
 } from './contract.js';
-export { decodeRegistry, validateRegistryGoal, projectNotFound, EMPTY_REGISTRY, GOAL_INSTANCE_ID, goalRoute, PROJECT_ID, REGISTRY_MAX_BYTES, registryRevision } from './codec.js';
+export {
+  decodeRegistry,
+  validateRegistryGoal,
+  projectNotFound,
+  EMPTY_REGISTRY,
+  GOAL_INSTANCE_ID,
+  goalRoute,
+  PROJECT_ID,
+  REGISTRY_MAX_BYTES,
+  registryRevision,
+} from './codec.js';
 export { openFileRegistry } from './file.js';
 export { memoryRegistry } from './memory.js';
 export { recovery } from './recovery.js';

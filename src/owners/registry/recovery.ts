@@ -37,7 +37,11 @@ export const recovery: OwnerRecovery<RegistryHistoricalRead> = {
   dependsOn: [],
   classification: 'recovered_readable',
   verificationProfile: 'registry.readHistorical/v0',
-  observe: async (live) => ({ revision: openFileRegistry(live.root).readExact().revision, cursor: null, at: new Date().toISOString() }),
+  observe: async (live) => ({
+    revision: openFileRegistry(live.root).readExact().revision,
+    cursor: null,
+    at: new Date().toISOString(),
+  }),
   capture: async (live, scope, into) =>
     captureFiles(
       {
@@ -62,10 +66,23 @@ export const recovery: OwnerRecovery<RegistryHistoricalRead> = {
     const h = readHistorical(copy.root, scope);
     const findings = [
       ...h.findings,
-      ...(options.export === undefined ? [] : exportFindings(options.export, { schema: EXPORT_SCHEMA, owner: 'registry', scope, maxItems: OWNER_EXPORT_MAX_ITEMS }, h.revision)),
+      ...(options.export === undefined
+        ? []
+        : exportFindings(
+            options.export,
+            { schema: EXPORT_SCHEMA, owner: 'registry', scope, maxItems: OWNER_EXPORT_MAX_ITEMS },
+            h.revision,
+          )),
     ];
     const ok = h.ok && !hasErrors(findings);
-    const goals = h.value.ok ? h.value.read.value.goals.map((g) => ({ goal_id: g.goal_id, goal_instance_id: g.goal_instance_id, status: g.status, route: g.route })) : [];
+    const goals = h.value.ok
+      ? h.value.read.value.goals.map((g) => ({
+          goal_id: g.goal_id,
+          goal_instance_id: g.goal_instance_id,
+          status: g.status,
+          route: g.route,
+        }))
+      : [];
     return {
       owner: 'registry',
       scope,

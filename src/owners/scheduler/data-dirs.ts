@@ -27,7 +27,12 @@ function listDataDirectory(rootDir: string, kind: 'automations' | 'skills'): Dat
     throw e;
   }
   if (!st.isDirectory()) {
-    findings.push({ code: `${kind}_dir_not_directory`, severity: 'error', subject: `dir:${kind}`, next_action: `replace ${kind}/ with a plain directory` });
+    findings.push({
+      code: `${kind}_dir_not_directory`,
+      severity: 'error',
+      subject: `dir:${kind}`,
+      next_action: `replace ${kind}/ with a plain directory`,
+    });
     return { kind, entries: [], findings };
   }
   const entries: DataDirectoryEntry[] = [];
@@ -39,7 +44,13 @@ function listDataDirectory(rootDir: string, kind: 'automations' | 'skills'): Dat
     }
     // Dirent types come from lstat semantics: a symlink to a directory is not a directory.
     if (d.isDirectory()) entries.push({ name: d.name, disabled: true });
-    else findings.push({ code: `${singular}_not_directory`, severity: 'error', subject: `${singular}:${d.name}`, next_action: `keep only plain directories in ${kind}/` });
+    else
+      findings.push({
+        code: `${singular}_not_directory`,
+        severity: 'error',
+        subject: `${singular}:${d.name}`,
+        next_action: `keep only plain directories in ${kind}/`,
+      });
   }
   if (unsafe > 0) {
     findings.push({

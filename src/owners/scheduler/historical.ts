@@ -6,7 +6,12 @@
  * `listSkills` on the restored root.
  */
 import { RowInvalid } from '../../store/index.js';
-import { VERIFY_COPY_AGAIN as VERIFY, readSqliteHistory, type ReadSqliteHistoryOptions, type SqliteHistorySpec } from '../sqlite-history.js';
+import {
+  VERIFY_COPY_AGAIN as VERIFY,
+  readSqliteHistory,
+  type ReadSqliteHistoryOptions,
+  type SqliteHistorySpec,
+} from '../sqlite-history.js';
 import type { TableRows } from '../table-rows.js';
 import type { SchedulerFinding, Timer } from './contract.js';
 import { decodeTimer, type TimerRow } from './schema.js';
@@ -27,7 +32,10 @@ export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHi
   readSqliteHistory(SCHEDULER_HISTORY, copiedFilePath, options);
 
 /** The timers decoded from their rows (either provider's); an armed one is restored disabled (a warning). */
-export function decodeTimers(rows: TableRows<'timers'>, findings: SchedulerFinding[]): Omit<SchedulerHistory, 'schema_version'> {
+export function decodeTimers(
+  rows: TableRows<'timers'>,
+  findings: SchedulerFinding[],
+): Omit<SchedulerHistory, 'schema_version'> {
   const timers: Timer[] = [];
   for (const row of rows('timers') as unknown as TimerRow[]) {
     try {
@@ -38,12 +46,18 @@ export function decodeTimers(rows: TableRows<'timers'>, findings: SchedulerFindi
           code: 'timer_restored_disabled',
           severity: 'warning',
           subject: `timer:${t.timer_id}`,
-          next_action: 'a saved timer is not an active schedule; re-enable it through the scheduler owner after adoption, under a new reset token',
+          next_action:
+            'a saved timer is not an active schedule; re-enable it through the scheduler owner after adoption, under a new reset token',
         });
       }
     } catch (err) {
       if (!(err instanceof RowInvalid)) throw err;
-      findings.push({ code: 'timer_row_invalid', severity: 'error', subject: `timer:${String(row.timer_id)}`, next_action: VERIFY });
+      findings.push({
+        code: 'timer_row_invalid',
+        severity: 'error',
+        subject: `timer:${String(row.timer_id)}`,
+        next_action: VERIFY,
+      });
     }
   }
   return { owner: 'scheduler', timers, findings };

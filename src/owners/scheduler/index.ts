@@ -20,11 +20,27 @@ export {
   type Timer,
   type TimerWriteResult,
 } from './contract.js';
-export { SCHEDULER_ERROR_CODES, SCHEDULER_ERRORS, isSchedulerError, type SchedulerError, type SchedulerErrorCode } from './errors.js';
+export {
+  SCHEDULER_ERROR_CODES,
+  SCHEDULER_ERRORS,
+  isSchedulerError,
+  type SchedulerError,
+  type SchedulerErrorCode,
+} from './errors.js';
 export { parseCadence } from './rules.js';
 export type { SchedulerPort, SchedulerWrite, StoredTimer } from './port.js';
-export { memorySchedulerStore, openSqliteSchedulerStore, schedulerStore, type SqliteSchedulerStoreOptions } from './scheduler.js';
-export { createMemorySchedulerState, memorySchedulerPort, type MemorySchedulerPortOptions, type MemorySchedulerState } from './memory.js';
+export {
+  memorySchedulerStore,
+  openSqliteSchedulerStore,
+  schedulerStore,
+  type SqliteSchedulerStoreOptions,
+} from './scheduler.js';
+export {
+  createMemorySchedulerState,
+  memorySchedulerPort,
+  type MemorySchedulerPortOptions,
+  type MemorySchedulerState,
+} from './memory.js';
 export { openSqliteSchedulerPort, type SqliteSchedulerPortOptions } from './sqlite.js';
 export { openPgSchedulerPort } from './postgres.js';
 export { SCHEDULER_PG_MIGRATIONS, SCHEDULER_SQL } from './sql.js';

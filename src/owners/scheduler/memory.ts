@@ -42,7 +42,9 @@ export function memorySchedulerPort(options: MemorySchedulerPortOptions = {}): S
       open();
       // A stable sort keeps creation order among equal instants.
       return clone(
-        [...timers.values()].filter((t) => t.enabled && t.next_due_at <= at).sort((a, b) => (a.next_due_at < b.next_due_at ? -1 : a.next_due_at > b.next_due_at ? 1 : 0)),
+        [...timers.values()]
+          .filter((t) => t.enabled && t.next_due_at <= at)
+          .sort((a, b) => (a.next_due_at < b.next_due_at ? -1 : a.next_due_at > b.next_due_at ? 1 : 0)),
       );
     },
     async commit(w) {

@@ -37,7 +37,8 @@ export interface StoredTimer extends Timer {
 }
 
 export type SchedulerWrite =
-  { readonly op: 'insert_timer'; readonly timer: StoredTimer } | { readonly op: 'update_timer'; readonly expected: StoredTimer; readonly timer: StoredTimer };
+  | { readonly op: 'insert_timer'; readonly timer: StoredTimer }
+  | { readonly op: 'update_timer'; readonly expected: StoredTimer; readonly timer: StoredTimer };
 
 export interface SchedulerPort {
   /** The registered storage provider of this implementation (`registerStoreProvider`). */

@@ -13,14 +13,26 @@ import { SCHEDULER_PG_MIGRATIONS } from './sql.js';
 import type { SchedulerPort, StoredTimer } from './port.js';
 import { decodeTimer, timerRow, type TimerRow } from './schema.js';
 
-const COLUMNS = 'timer_id, goal_id, cadence, next_due_at, enabled, reset_token, last_fired_due_at, create_digest, created_at, updated_at';
+const COLUMNS =
+  'timer_id, goal_id, cadence, next_due_at, enabled, reset_token, last_fired_due_at, create_digest, created_at, updated_at';
 
 const timers = async (q: PgQuery, where: string, args: unknown[]): Promise<StoredTimer[]> =>
   (await q<TimerRow & Record<string, unknown>>(`SELECT ${COLUMNS} FROM timers ${where}`, args)).map(decodeTimer);
 
 const values = (t: StoredTimer): unknown[] => {
   const r = timerRow(t);
-  return [r.timer_id, r.goal_id, r.cadence, r.next_due_at, r.enabled, r.reset_token, r.last_fired_due_at, r.create_digest, r.created_at, r.updated_at];
+  return [
+    r.timer_id,
+    r.goal_id,
+    r.cadence,
+    r.next_due_at,
+    r.enabled,
+    r.reset_token,
+    r.last_fired_due_at,
+    r.create_digest,
+    r.created_at,
+    r.updated_at,
+  ];
 };
 
 /** The scheduler port on `db`'s schema (migrated by `loopx db migrate`; checked on first use). `close` ends the port, not `db`. */
@@ -29,7 +41,10 @@ export function openPgSchedulerPort(db: PgDatabase): SchedulerPort {
   return {
     provider: base.provider,
     get: (timerId) => base.read(async (q) => (await timers(q, 'WHERE timer_id = $1', [timerId]))[0]),
-    list: (goalId) => base.read((q) => (goalId === undefined ? timers(q, 'ORDER BY seq', []) : timers(q, 'WHERE goal_id = $1 ORDER BY seq', [goalId]))),
+    list: (goalId) =>
+      base.read((q) =>
+        goalId === undefined ? timers(q, 'ORDER BY seq', []) : timers(q, 'WHERE goal_id = $1 ORDER BY seq', [goalId]),
+      ),
     due: (at) => base.read((q) => timers(q, 'WHERE enabled = 1 AND next_due_at <= $1 ORDER BY next_due_at, seq', [at])),
     commit: (w) =>
       base.commit(async (q) => {
@@ -44,15 +59,10 @@ export function openPgSchedulerPort(db: PgDatabase): SchedulerPort {
         if (stored === undefined) return 'missing';
         if (!shows(stored, w.expected)) return 'changed';
         const [, , cadence, next, enabled, token, lastFired, , , updated] = values(w.timer);
-        await q('UPDATE timers SET cadence = $1, next_due_at = $2, enabled = $3, reset_token = $4, last_fired_due_at = $5, updated_at = $6 WHERE timer_id = $7', [
-          cadence,
-          next,
-          enabled,
-          token,
-          lastFired,
-          updated,
-          w.timer.timer_id,
-        ]);
+        await q(
+          'UPDATE timers SET cadence = $1, next_due_at = $2, enabled = $3, reset_token = $4, last_fired_due_at = $5, updated_at = $6 WHERE timer_id = $7',
+          [cadence, next, enabled, token, lastFired, updated, w.timer.timer_id],
+        );
         return undefined;
       }),
     close: () => base.close(),

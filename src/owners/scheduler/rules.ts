@@ -9,16 +9,30 @@ import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { assertGoalId } from '../layout.js';
 import type { Cadence, CadenceFrequency, CreateTimerRequest, Timer } from './contract.js';
 import { CADENCE_FREQUENCIES } from './contract.js';
-import { cadenceInvalid, dueMismatch, invalidInput, resetTokenStale, timerDisabled, timerIdentityMismatch } from './errors.js';
+import {
+  cadenceInvalid,
+  dueMismatch,
+  invalidInput,
+  resetTokenStale,
+  timerDisabled,
+  timerIdentityMismatch,
+} from './errors.js';
 import type { StoredTimer } from './port.js';
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9._:#@-]{0,191}$/;
-const PERIOD_MS: Readonly<Record<CadenceFrequency, number>> = { MINUTELY: 60_000, HOURLY: 3_600_000, DAILY: 86_400_000 };
+const PERIOD_MS: Readonly<Record<CadenceFrequency, number>> = {
+  MINUTELY: 60_000,
+  HOURLY: 3_600_000,
+  DAILY: 86_400_000,
+};
 const MAX_INTERVAL = 1_000_000;
 
 export function checkId(value: unknown, field: string): string {
   if (typeof value !== 'string' || !ID.test(value)) {
-    throw invalidInput(`${field} must be 1–192 characters of letters, digits and . _ : # @ -, starting with a letter or digit.`, field);
+    throw invalidInput(
+      `${field} must be 1–192 characters of letters, digits and . _ : # @ -, starting with a letter or digit.`,
+      field,
+    );
   }
   return value;
 }
@@ -69,7 +83,8 @@ export interface NormalizedCreate {
 
 export function normalizeCreate(r: CreateTimerRequest): NormalizedCreate {
   if (typeof r !== 'object' || r === null) throw invalidInput('A timer request is required.', 'request');
-  if (r.enabled !== undefined && typeof r.enabled !== 'boolean') throw invalidInput('enabled must be a boolean.', 'enabled');
+  if (r.enabled !== undefined && typeof r.enabled !== 'boolean')
+    throw invalidInput('enabled must be a boolean.', 'enabled');
   const base = {
     timer_id: r.timer_id === undefined ? `tmr_${randomBytes(12).toString('hex')}` : checkId(r.timer_id, 'timer_id'),
     goal_id: checkGoalId(r.goal_id),
@@ -80,7 +95,11 @@ export function normalizeCreate(r: CreateTimerRequest): NormalizedCreate {
   return { ...base, create_digest: sha256Hex(canonicalJson(base)) };
 }
 
-export function decideCreate(existing: StoredTimer | undefined, n: NormalizedCreate, at: string): { replay: StoredTimer } | { write: StoredTimer } {
+export function decideCreate(
+  existing: StoredTimer | undefined,
+  n: NormalizedCreate,
+  at: string,
+): { replay: StoredTimer } | { write: StoredTimer } {
   if (existing !== undefined) {
     if (existing.create_digest !== n.create_digest) throw timerIdentityMismatch(n.timer_id);
     return { replay: existing };
@@ -108,7 +127,12 @@ export function assertToken(t: Timer, token: unknown): void {
  * Acknowledge occurrence `dueAt` fired at `firedAt`: the next occurrence is the first
  * `dueAt + k·period` (k ≥ 1) strictly after `firedAt` — missed ones are skipped, never replayed.
  */
-export function decideAck<T extends Timer>(t: T, token: unknown, dueAt: string, firedAt: string): { replay: T } | { write: T } {
+export function decideAck<T extends Timer>(
+  t: T,
+  token: unknown,
+  dueAt: string,
+  firedAt: string,
+): { replay: T } | { write: T } {
   assertToken(t, token);
   if (t.last_fired_due_at === dueAt) return { replay: t };
   if (!t.enabled) throw timerDisabled(t.timer_id);
@@ -116,7 +140,14 @@ export function decideAck<T extends Timer>(t: T, token: unknown, dueAt: string, 
   const period = parseCadence(t.cadence).ms;
   const due = Date.parse(dueAt);
   const k = Math.max(1, Math.floor((Date.parse(firedAt) - due) / period) + 1);
-  return { write: { ...t, next_due_at: new Date(due + k * period).toISOString(), last_fired_due_at: dueAt, updated_at: firedAt } };
+  return {
+    write: {
+      ...t,
+      next_due_at: new Date(due + k * period).toISOString(),
+      last_fired_due_at: dueAt,
+      updated_at: firedAt,
+    },
+  };
 }
 
 export function decideSetEnabled<T extends Timer>(t: T, enabled: unknown, token: unknown, at: string): T {
@@ -125,7 +156,13 @@ export function decideSetEnabled<T extends Timer>(t: T, enabled: unknown, token:
   return t.enabled === enabled ? t : { ...t, enabled, updated_at: at };
 }
 
-export function decideReset<T extends Timer>(t: T, token: unknown, nextDueAt: string, cadence: string | undefined, at: string): T {
+export function decideReset<T extends Timer>(
+  t: T,
+  token: unknown,
+  nextDueAt: string,
+  cadence: string | undefined,
+  at: string,
+): T {
   assertToken(t, token);
   return {
     ...t,

@@ -17,7 +17,8 @@ const publicTimer = ({ create_digest: _digest, ...t }: StoredTimer): Timer => t;
 
 export function schedulerStore(port: SchedulerPort, options: SchedulerStoreOptions = {}): SchedulerStore {
   const now = () => (options.now ?? (() => new Date()))().toISOString();
-  const run = <T>(decide: () => Promise<Decided<T, SchedulerWrite>>): Promise<T> => decideAndCommit('scheduler', (w: SchedulerWrite) => port.commit(w), decide);
+  const run = <T>(decide: () => Promise<Decided<T, SchedulerWrite>>): Promise<T> =>
+    decideAndCommit('scheduler', (w: SchedulerWrite) => port.commit(w), decide);
   const landed = (row: StoredTimer) => async () => shows(await port.get(row.timer_id), row);
   const requireTimer = async (id: string): Promise<StoredTimer> => {
     const t = await port.get(id);
@@ -26,7 +27,9 @@ export function schedulerStore(port: SchedulerPort, options: SchedulerStoreOptio
   };
   /** The change from `read` to `next` (none when the rules kept the row), answered with `result`. */
   const change = <T>(read: StoredTimer, next: StoredTimer, result: T): Decided<T, SchedulerWrite> =>
-    next === read ? { result } : { result, write: { op: 'update_timer', expected: read, timer: next }, landed: landed(next) };
+    next === read
+      ? { result }
+      : { result, write: { op: 'update_timer', expected: read, timer: next }, landed: landed(next) };
 
   const store = {
     async createTimer(request) {
@@ -34,7 +37,11 @@ export function schedulerStore(port: SchedulerPort, options: SchedulerStoreOptio
       return run<TimerWriteResult>(async () => {
         const d = decideCreate(await port.get(n.timer_id), n, now());
         if ('replay' in d) return { result: { timer: publicTimer(d.replay), replayed: true } };
-        return { result: { timer: publicTimer(d.write), replayed: false }, write: { op: 'insert_timer', timer: d.write }, landed: landed(d.write) };
+        return {
+          result: { timer: publicTimer(d.write), replayed: false },
+          write: { op: 'insert_timer', timer: d.write },
+          landed: landed(d.write),
+        };
       });
     },
     getTimer: async (id) => {
@@ -75,10 +82,14 @@ export function schedulerStore(port: SchedulerPort, options: SchedulerStoreOptio
 }
 
 /** The scheduler owner over the in-memory reference port. */
-export const memorySchedulerStore = (options: SchedulerStoreOptions = {}): SchedulerStore => schedulerStore(memorySchedulerPort(), options);
+export const memorySchedulerStore = (options: SchedulerStoreOptions = {}): SchedulerStore =>
+  schedulerStore(memorySchedulerPort(), options);
 
 export interface SqliteSchedulerStoreOptions extends SchedulerStoreOptions, SqliteSchedulerPortOptions {}
 
 /** The scheduler owner over `scheduler.db` at `path`. */
 export const openSqliteSchedulerStore = (path: string, options: SqliteSchedulerStoreOptions = {}): SchedulerStore =>
-  schedulerStore(openSqliteSchedulerPort(path, options.synchronous ? { synchronous: options.synchronous } : {}), options);
+  schedulerStore(
+    openSqliteSchedulerPort(path, options.synchronous ? { synchronous: options.synchronous } : {}),
+    options,
+  );

@@ -28,7 +28,8 @@ export function openSqliteSchedulerPort(path: string, options: SqliteSchedulerPo
          last_fired_due_at = @last_fired_due_at, updated_at = @updated_at WHERE timer_id = @timer_id`,
     ),
   };
-  const read = (row: unknown): StoredTimer | undefined => (row === undefined ? undefined : decodeTimer(row as TimerRow));
+  const read = (row: unknown): StoredTimer | undefined =>
+    row === undefined ? undefined : decodeTimer(row as TimerRow);
 
   const port = {
     provider: base.provider,

@@ -51,7 +51,15 @@ export interface Session {
 }
 
 /** `loopx_turn_transaction_contract_v0` phases, in order. A journal records a prefix of them. */
-export const TURN_PHASES = ['host_execute', 'typed_result', 'validation', 'durable_writeback', 'quota_spend', 'scheduler_apply', 'scheduler_ack'] as const;
+export const TURN_PHASES = [
+  'host_execute',
+  'typed_result',
+  'validation',
+  'durable_writeback',
+  'quota_spend',
+  'scheduler_apply',
+  'scheduler_ack',
+] as const;
 export type TurnPhase = (typeof TURN_PHASES)[number];
 
 export type TurnStatus = 'in_progress' | 'committed' | 'stopped' | 'failed';
@@ -156,7 +164,12 @@ export interface SessionStore {
   /** Begin turn `turnIndex` (the session's next index) under the current execution generation. */
   beginTurn(sessionId: string, turnIndex: number, expectedExecutionGeneration: number): Promise<BeginTurnResult>;
   /** Append `phase` to the turn's ordered prefix (idempotent for a phase already recorded). */
-  recordPhase(turnKey: string, phase: TurnPhase, expectedExecutionGeneration: number, ref?: string | null): Promise<TurnJournal>;
+  recordPhase(
+    turnKey: string,
+    phase: TurnPhase,
+    expectedExecutionGeneration: number,
+    ref?: string | null,
+  ): Promise<TurnJournal>;
   settleTurn(turnKey: string, request: SettleTurnRequest): Promise<SettleTurnResult>;
   getTurn(turnKey: string): Promise<TurnJournal | undefined>;
   /** Turns of a session in index order. */

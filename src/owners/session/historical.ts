@@ -6,11 +6,24 @@
  */
 import type { OwnerFinding } from '../contract.js';
 import { RowInvalid } from '../../store/index.js';
-import { VERIFY_COPY_AGAIN as VERIFY, readSqliteHistory, type ReadSqliteHistoryOptions, type SqliteHistorySpec } from '../sqlite-history.js';
+import {
+  VERIFY_COPY_AGAIN as VERIFY,
+  readSqliteHistory,
+  type ReadSqliteHistoryOptions,
+  type SqliteHistorySpec,
+} from '../sqlite-history.js';
 import type { TableRows } from '../table-rows.js';
 import type { Session, TurnJournal, TurnSettlement } from './contract.js';
 import { settlementDigest, turnKeyOf } from './rules.js';
-import { decodeSession, decodeSettlement, decodeTurn, type PhaseRow, type SessionRow, type SettlementRow, type TurnRow } from './schema.js';
+import {
+  decodeSession,
+  decodeSettlement,
+  decodeTurn,
+  type PhaseRow,
+  type SessionRow,
+  type SettlementRow,
+  type TurnRow,
+} from './schema.js';
 import { SESSION_TABLES, MIGRATIONS } from './sql.js';
 
 /** Subjects are `<kind>:<id>` — ids only, never paths or payloads. */
@@ -29,11 +42,13 @@ export interface SessionHistory {
 export type { ReadSqliteHistoryOptions as ReadHistoricalOptions } from '../sqlite-history.js';
 
 /** The sessions, turns and settlements read from a copy of `sessions.db` (sqlite-history.ts). */
-export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): SessionHistory => readSqliteHistory(SESSION_HISTORY, copiedFilePath, options);
+export const readHistoricalFile = (copiedFilePath: string, options: ReadSqliteHistoryOptions = {}): SessionHistory =>
+  readSqliteHistory(SESSION_HISTORY, copiedFilePath, options);
 
 type Rows = TableRows<'sessions' | 'turns' | 'phases' | 'settlements'>;
 
-const rowInvalid = (findings: SessionFinding[], subject: string) => findings.push({ code: 'session_row_invalid', severity: 'error', subject, next_action: VERIFY });
+const rowInvalid = (findings: SessionFinding[], subject: string) =>
+  findings.push({ code: 'session_row_invalid', severity: 'error', subject, next_action: VERIFY });
 
 function decodeSessions(rows: Rows, findings: SessionFinding[]): Session[] {
   const sessions: Session[] = [];
@@ -68,12 +83,22 @@ function decodeTurns(rows: Rows, findings: SessionFinding[], sessions: readonly 
       continue;
     }
     if (t.turn_key !== turnKeyOf(t.session_id, t.turn_index)) {
-      findings.push({ code: 'turn_key_mismatch', severity: 'error', subject: `turn:${t.turn_key}`, next_action: VERIFY });
+      findings.push({
+        code: 'turn_key_mismatch',
+        severity: 'error',
+        subject: `turn:${t.turn_key}`,
+        next_action: VERIFY,
+      });
       continue;
     }
     const s = sessionById.get(t.session_id);
     if (s === undefined || s.goal_id !== t.goal_id || s.goal_instance_id !== t.goal_instance_id) {
-      findings.push({ code: 'turn_session_mismatch', severity: 'error', subject: `turn:${t.turn_key}`, next_action: VERIFY });
+      findings.push({
+        code: 'turn_session_mismatch',
+        severity: 'error',
+        subject: `turn:${t.turn_key}`,
+        next_action: VERIFY,
+      });
       continue;
     }
     turns.push(t);
@@ -92,13 +117,23 @@ function decodeSettlements(rows: Rows, findings: SessionFinding[], turns: readon
       st = decodeSettlement(row);
     } catch (e) {
       if (!(e instanceof RowInvalid)) throw e;
-      findings.push({ code: 'settlement_row_invalid', severity: 'error', subject: `settlement:${String(row.settlement_id)}`, next_action: VERIFY });
+      findings.push({
+        code: 'settlement_row_invalid',
+        severity: 'error',
+        subject: `settlement:${String(row.settlement_id)}`,
+        next_action: VERIFY,
+      });
       continue;
     }
     const t = turnByKey.get(st.turn_key);
     const digestOk = st.request_digest === settlementDigest(st.turn_key, st);
     if (t === undefined || t.status !== st.status || t.session_id !== st.session_id || !digestOk) {
-      findings.push({ code: 'settlement_turn_mismatch', severity: 'error', subject: `settlement:${st.settlement_id}`, next_action: VERIFY });
+      findings.push({
+        code: 'settlement_turn_mismatch',
+        severity: 'error',
+        subject: `settlement:${st.settlement_id}`,
+        next_action: VERIFY,
+      });
       continue;
     }
     settlements.push(st);
@@ -107,7 +142,12 @@ function decodeSettlements(rows: Rows, findings: SessionFinding[], turns: readon
 }
 
 /** Holds for what a live owner must settle or readmit, and errors for finished turns that were never settled. */
-function holdsAndGaps(findings: SessionFinding[], sessions: readonly Session[], turns: readonly TurnJournal[], settlements: readonly TurnSettlement[]): void {
+function holdsAndGaps(
+  findings: SessionFinding[],
+  sessions: readonly Session[],
+  turns: readonly TurnJournal[],
+  settlements: readonly TurnSettlement[],
+): void {
   const settled = new Set(settlements.map((st) => st.turn_key));
   for (const t of turns) {
     if (t.status === 'in_progress') {
@@ -115,10 +155,16 @@ function holdsAndGaps(findings: SessionFinding[], sessions: readonly Session[], 
         code: 'turn_unsettled',
         severity: 'hold',
         subject: `turn:${t.turn_key}`,
-        next_action: "reconcile the turn's effects under their original operation ids, then settle the turn through the session owner",
+        next_action:
+          "reconcile the turn's effects under their original operation ids, then settle the turn through the session owner",
       });
     } else if (!settled.has(t.turn_key)) {
-      findings.push({ code: 'settlement_missing', severity: 'error', subject: `turn:${t.turn_key}`, next_action: VERIFY });
+      findings.push({
+        code: 'settlement_missing',
+        severity: 'error',
+        subject: `turn:${t.turn_key}`,
+        next_action: VERIFY,
+      });
     }
   }
   for (const s of sessions) {
@@ -127,7 +173,8 @@ function holdsAndGaps(findings: SessionFinding[], sessions: readonly Session[], 
         code: 'session_binding_historical',
         severity: 'hold',
         subject: `session:${s.session_id}`,
-        next_action: 'readmit the session through the session owner (a new execution generation) before any run continues',
+        next_action:
+          'readmit the session through the session owner (a new execution generation) before any run continues',
       });
     }
   }

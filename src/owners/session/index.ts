@@ -26,11 +26,22 @@ export {
   type TurnSettlement,
   type TurnStatus,
 } from './contract.js';
-export { SESSION_ERROR_CODES, SESSION_ERRORS, isSessionError, type SessionError, type SessionErrorCode } from './errors.js';
+export {
+  SESSION_ERROR_CODES,
+  SESSION_ERRORS,
+  isSessionError,
+  type SessionError,
+  type SessionErrorCode,
+} from './errors.js';
 export { settlementDigest, turnKeyOf } from './rules.js';
 export type { SessionPort, SessionQuery, SessionRows, SessionWrite } from './port.js';
 export { memorySessionStore, openSqliteSessionStore, sessionStore, type SqliteSessionStoreOptions } from './session.js';
-export { createMemorySessionState, memorySessionPort, type MemorySessionPortOptions, type MemorySessionState } from './memory.js';
+export {
+  createMemorySessionState,
+  memorySessionPort,
+  type MemorySessionPortOptions,
+  type MemorySessionState,
+} from './memory.js';
 export { openSqliteSessionPort, type SqliteSessionPortOptions } from './sqlite.js';
 export { openPgSessionPort } from './postgres.js';
 export { SESSION_PG_MIGRATIONS, SESSION_SQL } from './sql.js';

@@ -19,7 +19,12 @@ export interface MemorySessionState {
   readonly settlementIds: Map<string, string>;
 }
 
-export const createMemorySessionState = (): MemorySessionState => ({ sessions: new Map(), turns: new Map(), settlements: new Map(), settlementIds: new Map() });
+export const createMemorySessionState = (): MemorySessionState => ({
+  sessions: new Map(),
+  turns: new Map(),
+  settlements: new Map(),
+  settlementIds: new Map(),
+});
 
 export interface MemorySessionPortOptions {
   /** Open on an existing state (a restart); a fresh state otherwise. */
@@ -54,7 +59,11 @@ function apply(state: MemorySessionState, w: SessionWrite): CommitResult {
     case 'begin_turn': {
       const refused = fenced(state, w.turn.session_id, w.expected_execution_generation);
       if (refused) return refused;
-      if (state.turns.has(w.turn.turn_key) || turnsOf(state, w.turn.session_id).some((t) => t.turn_index === w.turn.turn_index)) return conflictOf('exists');
+      if (
+        state.turns.has(w.turn.turn_key) ||
+        turnsOf(state, w.turn.session_id).some((t) => t.turn_index === w.turn.turn_index)
+      )
+        return conflictOf('exists');
       state.turns.set(w.turn.turn_key, clone(w.turn));
       return APPLIED;
     }
@@ -86,7 +95,12 @@ function apply(state: MemorySessionState, w: SessionWrite): CommitResult {
 /** The rows a decision reads (copies). */
 function readRows(state: MemorySessionState, q: SessionQuery): SessionRows {
   const turn = q.turn_key === undefined ? undefined : state.turns.get(q.turn_key);
-  const session = q.session_id !== undefined ? state.sessions.get(q.session_id) : turn === undefined ? undefined : state.sessions.get(turn.session_id);
+  const session =
+    q.session_id !== undefined
+      ? state.sessions.get(q.session_id)
+      : turn === undefined
+        ? undefined
+        : state.sessions.get(turn.session_id);
   const last = session === undefined ? undefined : turnsOf(state, session.session_id).at(-1);
   const settlement = q.turn_key === undefined ? undefined : state.settlements.get(q.turn_key);
   const byIdKey = q.settlement_id === undefined ? undefined : state.settlementIds.get(q.settlement_id);

@@ -61,8 +61,19 @@ export type SessionWrite =
   | { readonly op: 'create_session'; readonly session: Session }
   | { readonly op: 'update_session'; readonly expected_execution_generation: number; readonly session: Session }
   | { readonly op: 'begin_turn'; readonly expected_execution_generation: number; readonly turn: TurnJournal }
-  | { readonly op: 'append_phase'; readonly expected_execution_generation: number; readonly turn_key: string; readonly position: number; readonly phase: TurnPhaseRecord }
-  | { readonly op: 'settle_turn'; readonly expected_execution_generation: number; readonly phase_count: number; readonly settlement: TurnSettlement };
+  | {
+      readonly op: 'append_phase';
+      readonly expected_execution_generation: number;
+      readonly turn_key: string;
+      readonly position: number;
+      readonly phase: TurnPhaseRecord;
+    }
+  | {
+      readonly op: 'settle_turn';
+      readonly expected_execution_generation: number;
+      readonly phase_count: number;
+      readonly settlement: TurnSettlement;
+    };
 
 export interface SessionPort {
   /** The registered storage provider of this implementation (`registerStoreProvider`). */

@@ -27,7 +27,10 @@ const ID = /^[A-Za-z0-9][A-Za-z0-9._:#@-]{0,191}$/;
 
 export function checkId(value: unknown, field: string): string {
   if (typeof value !== 'string' || !ID.test(value)) {
-    throw invalidInput(`${field} must be 1–192 characters of letters, digits and . _ : # @ -, starting with a letter or digit.`, field);
+    throw invalidInput(
+      `${field} must be 1–192 characters of letters, digits and . _ : # @ -, starting with a letter or digit.`,
+      field,
+    );
   }
   return value;
 }
@@ -43,17 +46,20 @@ export function checkGoalRef(goal: GoalRef): GoalRef {
 }
 
 export function checkGeneration(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) throw invalidInput(`${field} must be a positive integer.`, field);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
+    throw invalidInput(`${field} must be a positive integer.`, field);
   return value;
 }
 
 export function checkTurnIndex(value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw invalidInput('turn_index must be a non-negative integer.', 'turn_index');
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+    throw invalidInput('turn_index must be a non-negative integer.', 'turn_index');
   return value;
 }
 
 export function checkPhase(value: unknown): TurnPhase {
-  if (!(TURN_PHASES as readonly unknown[]).includes(value)) throw invalidInput(`phase must be one of ${TURN_PHASES.join(', ')}.`, 'phase');
+  if (!(TURN_PHASES as readonly unknown[]).includes(value))
+    throw invalidInput(`phase must be one of ${TURN_PHASES.join(', ')}.`, 'phase');
   return value as TurnPhase;
 }
 
@@ -63,11 +69,23 @@ export function checkRef(value: unknown): string | null {
 }
 
 /** The Turn journal key: sha256 of the canonical JSON of the session id and turn index. */
-export const turnKeyOf = (sessionId: string, turnIndex: number): string => sha256Hex(canonicalJson({ session_id: sessionId, turn_index: turnIndex }));
+export const turnKeyOf = (sessionId: string, turnIndex: number): string =>
+  sha256Hex(canonicalJson({ session_id: sessionId, turn_index: turnIndex }));
 
 /** The settlement's request digest: what it decides, excluding the caller's fence token. */
-export const settlementDigest = (turnKey: string, r: Pick<TurnSettlement, 'settlement_id' | 'status' | 'failed_phase' | 'result_kind'>): string =>
-  sha256Hex(canonicalJson({ turn_key: turnKey, settlement_id: r.settlement_id, status: r.status, failed_phase: r.failed_phase, result_kind: r.result_kind }));
+export const settlementDigest = (
+  turnKey: string,
+  r: Pick<TurnSettlement, 'settlement_id' | 'status' | 'failed_phase' | 'result_kind'>,
+): string =>
+  sha256Hex(
+    canonicalJson({
+      turn_key: turnKey,
+      settlement_id: r.settlement_id,
+      status: r.status,
+      failed_phase: r.failed_phase,
+      result_kind: r.result_kind,
+    }),
+  );
 
 export interface NormalizedSettle {
   readonly settlement_id: string;
@@ -79,7 +97,8 @@ export interface NormalizedSettle {
 
 export function normalizeSettle(r: SettleTurnRequest): NormalizedSettle {
   if (typeof r !== 'object' || r === null) throw invalidInput('A settlement request is required.', 'settlement');
-  if (!['committed', 'stopped', 'failed'].includes(r.status)) throw invalidInput('status must be committed, stopped or failed.', 'status');
+  if (!['committed', 'stopped', 'failed'].includes(r.status))
+    throw invalidInput('status must be committed, stopped or failed.', 'status');
   const resultKind = r.result_kind ?? null;
   if (resultKind !== null && !(TURN_RESULT_KINDS as readonly string[]).includes(resultKind)) {
     throw invalidInput(`result_kind must be one of ${TURN_RESULT_KINDS.join(', ')}.`, 'result_kind');
@@ -98,18 +117,26 @@ export function assertActive(s: Session): void {
 }
 
 export function assertExecutionGeneration(s: Session, expected: number): void {
-  if (s.execution_generation !== expected) throw generationStale(s.session_id, 'execution_generation', expected, s.execution_generation);
+  if (s.execution_generation !== expected)
+    throw generationStale(s.session_id, 'execution_generation', expected, s.execution_generation);
 }
 
 export function assertSessionGeneration(s: Session, expected: number): void {
-  if (s.session_generation !== expected) throw generationStale(s.session_id, 'session_generation', expected, s.session_generation);
+  if (s.session_generation !== expected)
+    throw generationStale(s.session_id, 'session_generation', expected, s.session_generation);
 }
 
 /**
  * Begin-turn decision. `existing` is the journal at this turn key, `last` the session's highest
  * turn. Returns 'readback' for an identical repeat, 'create' for a new journal.
  */
-export function decideBeginTurn(s: Session, turnIndex: number, expected: number, existing: TurnJournal | undefined, last: TurnJournal | undefined): 'readback' | 'create' {
+export function decideBeginTurn(
+  s: Session,
+  turnIndex: number,
+  expected: number,
+  existing: TurnJournal | undefined,
+  last: TurnJournal | undefined,
+): 'readback' | 'create' {
   if (existing !== undefined) {
     if (existing.execution_generation !== expected) throw turnIdentityMismatch(existing.turn_key);
     assertExecutionGeneration(s, expected);
@@ -125,7 +152,12 @@ export function decideBeginTurn(s: Session, turnIndex: number, expected: number,
 }
 
 /** Record-phase decision: 'readback' if `phase` is already in the prefix, 'append' if it is the next one. */
-export function decideRecordPhase(s: Session, t: TurnJournal, phase: TurnPhase, expected: number): 'readback' | 'append' {
+export function decideRecordPhase(
+  s: Session,
+  t: TurnJournal,
+  phase: TurnPhase,
+  expected: number,
+): 'readback' | 'append' {
   const at = TURN_PHASES.indexOf(phase);
   if (at < t.phases.length) return 'readback';
   if (t.status !== 'in_progress') throw turnNotInProgress(t.turn_key, t.status);
@@ -151,7 +183,8 @@ export function decideSettle(
 ): { replay: TurnSettlement } | { settle: TurnSettlement } {
   const digest = settlementDigest(t.turn_key, r);
   if (byId !== undefined) {
-    if (byId.turn_key !== t.turn_key || byId.request_digest !== digest) throw settlementIdentityMismatch(r.settlement_id);
+    if (byId.turn_key !== t.turn_key || byId.request_digest !== digest)
+      throw settlementIdentityMismatch(r.settlement_id);
     return { replay: byId };
   }
   if (current !== undefined) throw turnAlreadySettled(t.turn_key, current.settlement_id);
@@ -168,7 +201,10 @@ export function decideSettle(
   } else if (r.status === 'failed') {
     const next = TURN_PHASES[t.phases.length] ?? null;
     if (next === null || r.failed_phase !== next) {
-      throw settlementInvalid(`A failed turn names the first unrecorded phase as failed_phase (${next ?? 'none: every phase is recorded'}).`, t.turn_key);
+      throw settlementInvalid(
+        `A failed turn names the first unrecorded phase as failed_phase (${next ?? 'none: every phase is recorded'}).`,
+        t.turn_key,
+      );
     }
   } else if (r.failed_phase !== null) {
     throw settlementInvalid('Only a failed turn names a failed phase.', t.turn_key);

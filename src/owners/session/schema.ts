@@ -3,7 +3,15 @@
  * historical reader. Decoders check every column strictly: a row they cannot prove well-formed
  * is refused (live) or reported as a finding (historical), never guessed.
  */
-import { RowInvalid, instantColumn as instant, intColumn as int, oneOfColumn as oneOf, sha256Column, textColumn as str, textOrNullColumn as strOrNull } from '../../store/index.js';
+import {
+  RowInvalid,
+  instantColumn as instant,
+  intColumn as int,
+  oneOfColumn as oneOf,
+  sha256Column,
+  textColumn as str,
+  textOrNullColumn as strOrNull,
+} from '../../store/index.js';
 import type { Session, TurnJournal, TurnPhaseRecord, TurnSettlement } from './contract.js';
 import { SESSION_MODE, TURN_PHASES, TURN_RESULT_KINDS } from './contract.js';
 

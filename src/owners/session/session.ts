@@ -71,11 +71,13 @@ function updated(c: SessionContext, s: Session, patch: Partial<Session>): Decide
 async function openSession(c: SessionContext, goal: GoalRef, opts: OpenSessionOptions): Promise<Session> {
   const ref = checkGoalRef(goal);
   // Minted once, before any attempt: a retried or racing attempt finds the session it created.
-  const id = opts.session_id === undefined ? `ses_${randomBytes(12).toString('hex')}` : checkId(opts.session_id, 'session_id');
+  const id =
+    opts.session_id === undefined ? `ses_${randomBytes(12).toString('hex')}` : checkId(opts.session_id, 'session_id');
   return c.run(async () => {
     const { session: existing } = await c.port.read({ session_id: id });
     if (existing !== undefined) {
-      if (existing.goal_id !== ref.goal_id || existing.goal_instance_id !== ref.goal_instance_id) throw sessionIdentityMismatch(id);
+      if (existing.goal_id !== ref.goal_id || existing.goal_instance_id !== ref.goal_instance_id)
+        throw sessionIdentityMismatch(id);
       return { result: existing };
     }
     const at = c.now();
@@ -90,11 +92,20 @@ async function openSession(c: SessionContext, goal: GoalRef, opts: OpenSessionOp
       created_at: at,
       updated_at: at,
     };
-    return { result: s, write: { op: 'create_session', session: s }, landed: async () => shows((await c.port.read({ session_id: id })).session, s) };
+    return {
+      result: s,
+      write: { op: 'create_session', session: s },
+      landed: async () => shows((await c.port.read({ session_id: id })).session, s),
+    };
   });
 }
 
-async function beginTurn(c: SessionContext, sessionId: string, turnIndex: number, expected: number): Promise<BeginTurnResult> {
+async function beginTurn(
+  c: SessionContext,
+  sessionId: string,
+  turnIndex: number,
+  expected: number,
+): Promise<BeginTurnResult> {
   checkId(sessionId, 'session_id');
   const index = checkTurnIndex(turnIndex);
   checkGeneration(expected, 'expected_execution_generation');
@@ -102,7 +113,8 @@ async function beginTurn(c: SessionContext, sessionId: string, turnIndex: number
   return c.run<BeginTurnResult>(async () => {
     const rows = await c.port.read({ session_id: sessionId, turn_key: key });
     const s = sessionOf(rows, sessionId);
-    if (decideBeginTurn(s, index, expected, rows.turn, rows.last_turn) === 'readback') return { result: { turn: rows.turn!, replayed: true } };
+    if (decideBeginTurn(s, index, expected, rows.turn, rows.last_turn) === 'readback')
+      return { result: { turn: rows.turn!, replayed: true } };
     const at = c.now();
     const t: TurnJournal = {
       turn_key: key,
@@ -125,7 +137,13 @@ async function beginTurn(c: SessionContext, sessionId: string, turnIndex: number
   });
 }
 
-async function recordPhase(c: SessionContext, turnKey: string, phase: TurnPhase, expected: number, ref: string | null | undefined): Promise<TurnJournal> {
+async function recordPhase(
+  c: SessionContext,
+  turnKey: string,
+  phase: TurnPhase,
+  expected: number,
+  ref: string | null | undefined,
+): Promise<TurnJournal> {
   if (typeof turnKey !== 'string') throw turnNotFound(String(turnKey));
   const p = checkPhase(phase);
   const r = checkRef(ref);
@@ -138,7 +156,13 @@ async function recordPhase(c: SessionContext, turnKey: string, phase: TurnPhase,
     const next: TurnJournal = { ...t, phases: [...t.phases, record], updated_at: record.at };
     return {
       result: next,
-      write: { op: 'append_phase', expected_execution_generation: expected, turn_key: t.turn_key, position: t.phases.length, phase: record },
+      write: {
+        op: 'append_phase',
+        expected_execution_generation: expected,
+        turn_key: t.turn_key,
+        position: t.phases.length,
+        phase: record,
+      },
       landed: async () => shows((await c.port.read({ turn_key: t.turn_key })).turn, next),
     };
   });
@@ -154,15 +178,22 @@ async function settleTurn(c: SessionContext, turnKey: string, request: SettleTur
     if ('replay' in d) return { result: { settlement: d.replay, replayed: true } };
     return {
       result: { settlement: d.settle, replayed: false },
-      write: { op: 'settle_turn', expected_execution_generation: r.expected_execution_generation, phase_count: t.phases.length, settlement: d.settle },
-      landed: async () => shows((await c.port.read({ settlement_id: d.settle.settlement_id })).settlement_by_id, d.settle),
+      write: {
+        op: 'settle_turn',
+        expected_execution_generation: r.expected_execution_generation,
+        phase_count: t.phases.length,
+        settlement: d.settle,
+      },
+      landed: async () =>
+        shows((await c.port.read({ settlement_id: d.settle.settlement_id })).settlement_by_id, d.settle),
     };
   });
 }
 
 export function sessionStore(port: SessionPort, options: SessionStoreOptions = {}): SessionStore {
   const now = () => (options.now ?? (() => new Date()))().toISOString();
-  const run = <T>(decide: () => Promise<Decided<T, SessionWrite>>): Promise<T> => decideAndCommit('session', (w: SessionWrite) => port.commit(w), decide);
+  const run = <T>(decide: () => Promise<Decided<T, SessionWrite>>): Promise<T> =>
+    decideAndCommit('session', (w: SessionWrite) => port.commit(w), decide);
   const c: SessionContext = { port, now, run };
   const readSession = async (id: string): Promise<Session> => sessionOf(await port.read({ session_id: id }), id);
 
@@ -198,7 +229,11 @@ export function sessionStore(port: SessionPort, options: SessionStoreOptions = {
         const s = await readSession(sessionId);
         assertActive(s);
         assertSessionGeneration(s, expected);
-        return updated(c, s, { session_generation: s.session_generation + 1, execution_generation: s.execution_generation + 1, run_id: null });
+        return updated(c, s, {
+          session_generation: s.session_generation + 1,
+          execution_generation: s.execution_generation + 1,
+          run_id: null,
+        });
       });
     },
 
@@ -207,14 +242,16 @@ export function sessionStore(port: SessionPort, options: SessionStoreOptions = {
     settleTurn: (turnKey, request) => settleTurn(c, turnKey, request),
     getTurn: async (key) => (typeof key === 'string' ? (await port.read({ turn_key: key })).turn : undefined),
     listTurns: (sessionId) => port.listTurns(sessionId),
-    getSettlement: async (key) => (typeof key === 'string' ? (await port.read({ turn_key: key })).settlement : undefined),
+    getSettlement: async (key) =>
+      typeof key === 'string' ? (await port.read({ turn_key: key })).settlement : undefined,
     close: () => port.close(),
   } satisfies SessionStore;
   return store;
 }
 
 /** The session owner over the in-memory reference port. */
-export const memorySessionStore = (options: SessionStoreOptions = {}): SessionStore => sessionStore(memorySessionPort(), options);
+export const memorySessionStore = (options: SessionStoreOptions = {}): SessionStore =>
+  sessionStore(memorySessionPort(), options);
 
 export interface SqliteSessionStoreOptions extends SessionStoreOptions, SqliteSessionPortOptions {}
 

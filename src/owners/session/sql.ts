@@ -116,9 +116,18 @@ export const SESSION_PG_MIGRATIONS: readonly PgMigration[] = [
 /** The session tables, in the reader's order on either provider (sessions in creation order: SQLite's rowid, PostgreSQL's seq). */
 export const SESSION_TABLES: TableQueries<'sessions' | 'turns' | 'phases' | 'settlements'> = {
   sessions: { sqlite: 'SELECT * FROM sessions ORDER BY rowid', postgresql: 'SELECT * FROM sessions ORDER BY seq' },
-  phases: { sqlite: 'SELECT * FROM turn_phases ORDER BY turn_key, position', postgresql: 'SELECT * FROM turn_phases ORDER BY turn_key COLLATE "C", position' },
-  turns: { sqlite: 'SELECT * FROM turns ORDER BY session_id, turn_index', postgresql: 'SELECT * FROM turns ORDER BY session_id COLLATE "C", turn_index' },
-  settlements: { sqlite: 'SELECT * FROM settlements ORDER BY settled_at, turn_key', postgresql: 'SELECT * FROM settlements ORDER BY settled_at COLLATE "C", turn_key COLLATE "C"' },
+  phases: {
+    sqlite: 'SELECT * FROM turn_phases ORDER BY turn_key, position',
+    postgresql: 'SELECT * FROM turn_phases ORDER BY turn_key COLLATE "C", position',
+  },
+  turns: {
+    sqlite: 'SELECT * FROM turns ORDER BY session_id, turn_index',
+    postgresql: 'SELECT * FROM turns ORDER BY session_id COLLATE "C", turn_index',
+  },
+  settlements: {
+    sqlite: 'SELECT * FROM settlements ORDER BY settled_at, turn_key',
+    postgresql: 'SELECT * FROM settlements ORDER BY settled_at COLLATE "C", turn_key COLLATE "C"',
+  },
 };
 
 /** The owner's SQL, by dialect. */

@@ -8,7 +8,15 @@ import { type ConflictReason } from '../port.js';
 import { openSqlitePort, type SqlitePortOptions } from '../sqlite-port.js';
 import type { SqliteDatabase } from '../../store/index.js';
 import type { SessionPort, SessionQuery, SessionRows, SessionWrite } from './port.js';
-import { decodeSession, decodeSettlement, decodeTurn, type PhaseRow, type SessionRow, type SettlementRow, type TurnRow } from './schema.js';
+import {
+  decodeSession,
+  decodeSettlement,
+  decodeTurn,
+  type PhaseRow,
+  type SessionRow,
+  type SettlementRow,
+  type TurnRow,
+} from './schema.js';
 import { MIGRATIONS } from './sql.js';
 
 export type SqliteSessionPortOptions = SqlitePortOptions;
@@ -61,7 +69,10 @@ function fenced(q: Statements, sessionId: string, expected: number): ConflictRea
   return row.execution_generation === expected ? undefined : 'changed';
 }
 
-function turnState(q: Statements, turnKey: string): { status: unknown; session_id: string; phases: number } | undefined {
+function turnState(
+  q: Statements,
+  turnKey: string,
+): { status: unknown; session_id: string; phases: number } | undefined {
   const row = q.getTurn.get(turnKey) as (TurnRow & { session_id: string }) | undefined;
   if (row === undefined) return undefined;
   return { status: row.status, session_id: row.session_id, phases: (q.phaseCount.get(turnKey) as { n: number }).n };
@@ -101,7 +112,8 @@ function apply(q: Statements, w: SessionWrite): ConflictReason | undefined {
     }
     case 'settle_turn': {
       const s = w.settlement;
-      if (q.settlementOfTurn.get(s.turn_key) !== undefined || q.settlementById.get(s.settlement_id) !== undefined) return 'exists';
+      if (q.settlementOfTurn.get(s.turn_key) !== undefined || q.settlementById.get(s.settlement_id) !== undefined)
+        return 'exists';
       const t = turnState(q, s.turn_key);
       if (t === undefined) return 'missing';
       if (t.status !== 'in_progress' || t.phases !== w.phase_count) return 'changed';
@@ -140,8 +152,14 @@ export function openSqliteSessionPort(path: string, options: SqliteSessionPortOp
   const port = {
     provider: base.provider,
     read: (query) => base.read((): SessionRows => readRows(q, query)),
-    listSessions: (goalId) => base.read(() => ((goalId === undefined ? q.listSessions.all() : q.listSessionsOfGoal.all(goalId)) as SessionRow[]).map(decodeSession)),
-    listTurns: (sessionId) => base.read(() => (q.listTurns.all(sessionId) as TurnRow[]).map((row) => turnFromRow(q, row))),
+    listSessions: (goalId) =>
+      base.read(() =>
+        ((goalId === undefined ? q.listSessions.all() : q.listSessionsOfGoal.all(goalId)) as SessionRow[]).map(
+          decodeSession,
+        ),
+      ),
+    listTurns: (sessionId) =>
+      base.read(() => (q.listTurns.all(sessionId) as TurnRow[]).map((row) => turnFromRow(q, row))),
     commit: (write) => base.commit(() => apply(q, write)),
     close: () => base.close(),
   } satisfies SessionPort;

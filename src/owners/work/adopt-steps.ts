@@ -26,12 +26,14 @@ const componentOf = (ctx: AdoptionContext) => {
 };
 
 /** The first line of the component's export, as the backup archived it. */
-const headerLine = (ctx: AdoptionContext, member: string): string => readFileSync(join(ctx.workspace_dir, member), 'utf8').split('\n')[0] ?? '';
+const headerLine = (ctx: AdoptionContext, member: string): string =>
+  readFileSync(join(ctx.workspace_dir, member), 'utf8').split('\n')[0] ?? '';
 
 const importInert: OwnerAdoptionStep = {
   action: 'work:import_inert',
   disposition: 'import_inert',
-  describes: 'the committed history as read-only history of a new work store (new store identity and incarnation); original receipts stay readable',
+  describes:
+    'the committed history as read-only history of a new work store (new store identity and incarnation); original receipts stay readable',
   async apply(ctx) {
     const { component, export_member } = componentOf(ctx);
     // The first step that opens the new work store makes it (a SQLite file, or its rows in the destination's PostgreSQL schema).
@@ -69,7 +71,8 @@ const rebind: OwnerAdoptionStep = {
   action: 'work:rebind',
   disposition: 'rebind',
   readsWorkspace: false, // the recovered state is the imported lineage's, in the new store
-  describes: "the recovered Todos as the new lifetime's first transaction: leases retired, claims cleared, a receipt naming the recovery",
+  describes:
+    "the recovered Todos as the new lifetime's first transaction: leases retired, claims cleared, a receipt naming the recovery",
   async apply(ctx) {
     const work = await openGoalWork({ root: ctx.destination, goal_id: ctx.goal_id });
     try {

@@ -33,10 +33,14 @@ const lineageRefused = (code: 'work_lineage_mismatch', why: string) =>
 
 /** This store has work of its own: history is imported, and a recovered state adopted, only into a new store. */
 const storeNotEmpty = (details?: Record<string, unknown>) =>
-  conflict('work_lineage_store_not_empty', 'This work store already has work of its own; a recovered Goal is adopted only into a new store.', {
-    nextAction: 'recover into a new, empty destination',
-    ...(details ? { details } : {}),
-  });
+  conflict(
+    'work_lineage_store_not_empty',
+    'This work store already has work of its own; a recovered Goal is adopted only into a new store.',
+    {
+      nextAction: 'recover into a new, empty destination',
+      ...(details ? { details } : {}),
+    },
+  );
 
 interface SourceRows {
   readonly lineage: Omit<LineageRecord, 'imported_at'>;
@@ -47,20 +51,28 @@ interface SourceRows {
  * A retained-prefix export's transactions, verified whole (chain, seal, contiguity, replay to the
  * head it names) and bound to the audited digest (its seal's SHA-256), as the rows to import.
  */
-function readExportSource(core: WorkCore, r: ImportLineageRequest & { readonly export_records: readonly unknown[] }): SourceRows {
+function readExportSource(
+  core: WorkCore,
+  r: ImportLineageRequest & { readonly export_records: readonly unknown[] },
+): SourceRows {
   const v = verifyRetainedPrefix(r.export_records, { goal_id: core.goalId });
-  if (!v.ok || v.store_identity === null || v.head_cursor === null) throw lineageRefused('work_lineage_mismatch', 'the export is not a sound history of this Goal');
-  if (v.archive_sha256 !== r.content_digest) throw lineageRefused('work_lineage_mismatch', 'the export is not the one the backup sealed');
-  if (v.store_identity === core.identity.store_identity) throw lineageRefused('work_lineage_mismatch', 'the export carries this store’s own identity');
+  if (!v.ok || v.store_identity === null || v.head_cursor === null)
+    throw lineageRefused('work_lineage_mismatch', 'the export is not a sound history of this Goal');
+  if (v.archive_sha256 !== r.content_digest)
+    throw lineageRefused('work_lineage_mismatch', 'the export is not the one the backup sealed');
+  if (v.store_identity === core.identity.store_identity)
+    throw lineageRefused('work_lineage_mismatch', 'the export carries this store’s own identity');
   const header = r.export_records[0] as RetainedPrefixHeader;
-  const rows: StoredCommitText[] = (r.export_records.slice(1, 1 + v.head_cursor) as RetainedPrefixTransaction[]).map((t) => ({
-    cursor: t.cursor,
-    provider_revision: t.provider_revision,
-    operation_id: t.operation_id,
-    request_digest: t.request_digest,
-    events: canonicalJson(t.events),
-    receipt: canonicalJson(t.receipt),
-  }));
+  const rows: StoredCommitText[] = (r.export_records.slice(1, 1 + v.head_cursor) as RetainedPrefixTransaction[]).map(
+    (t) => ({
+      cursor: t.cursor,
+      provider_revision: t.provider_revision,
+      operation_id: t.operation_id,
+      request_digest: t.request_digest,
+      events: canonicalJson(t.events),
+      receipt: canonicalJson(t.receipt),
+    }),
+  );
   return {
     rows,
     lineage: {
@@ -84,16 +96,23 @@ function readSource(core: WorkCore, r: ImportLineageRequest): SourceRows {
   } catch {
     throw lineageRefused('work_lineage_mismatch', 'the export header is not JSON');
   }
-  if (header.schema_version !== COPY_EXPORT_SCHEMA || header.goal_id !== core.goalId) throw lineageRefused('work_lineage_mismatch', 'the export header is not this Goal’s');
+  if (header.schema_version !== COPY_EXPORT_SCHEMA || header.goal_id !== core.goalId)
+    throw lineageRefused('work_lineage_mismatch', 'the export header is not this Goal’s');
   const copy = openWorkDbCopy(r.copy_path);
   try {
     const meta = copy.metadata();
     const head = copy.head();
-    if (!meta || !head || meta.goal_id !== core.goalId) throw lineageRefused('work_lineage_mismatch', 'the copy is not this Goal’s work store');
-    if (header.store_identity !== meta.store_identity || header.head_cursor !== head.cursor || header.provider_revision !== head.provider_revision) {
+    if (!meta || !head || meta.goal_id !== core.goalId)
+      throw lineageRefused('work_lineage_mismatch', 'the copy is not this Goal’s work store');
+    if (
+      header.store_identity !== meta.store_identity ||
+      header.head_cursor !== head.cursor ||
+      header.provider_revision !== head.provider_revision
+    ) {
       throw lineageRefused('work_lineage_mismatch', 'the copy is not the store its export header names');
     }
-    if (meta.store_identity === core.identity.store_identity) throw lineageRefused('work_lineage_mismatch', 'the copy carries this store’s own identity');
+    if (meta.store_identity === core.identity.store_identity)
+      throw lineageRefused('work_lineage_mismatch', 'the copy carries this store’s own identity');
     const sealer = new CopySeal(r.export_header_line);
     const rows: StoredCommitText[] = [];
     for (let after = 0; after < head.cursor;) {
@@ -105,7 +124,8 @@ function readSource(core: WorkCore, r: ImportLineageRequest): SourceRows {
         after = row.cursor;
       }
     }
-    if (sealer.seal().sha256 !== r.content_digest) throw lineageRefused('work_lineage_mismatch', 'the copy’s rows are not the ones the backup sealed');
+    if (sealer.seal().sha256 !== r.content_digest)
+      throw lineageRefused('work_lineage_mismatch', 'the copy’s rows are not the ones the backup sealed');
     return {
       rows,
       lineage: {
@@ -124,7 +144,10 @@ function readSource(core: WorkCore, r: ImportLineageRequest): SourceRows {
 }
 
 /** `import_inert`: the source history, sealed as audited, imported once. */
-export async function importLineage(core: WorkCore, r: ImportLineageRequest): Promise<{ readonly result: 'applied' | 'already'; readonly lineage: LineageRecord }> {
+export async function importLineage(
+  core: WorkCore,
+  r: ImportLineageRequest,
+): Promise<{ readonly result: 'applied' | 'already'; readonly lineage: LineageRecord }> {
   const source = readSource(core, r);
   let outcome: LineageImportResult = await core.provider.importLineage(source);
   if (outcome.status === 'ambiguous') outcome = await core.provider.importLineage(source); // a landed import reads back as `already`
@@ -138,7 +161,8 @@ export async function importLineage(core: WorkCore, r: ImportLineageRequest): Pr
       }
       return { result: outcome.status, lineage: outcome.lineage };
     case 'conflict':
-      if (outcome.reason === 'rows_invalid') throw lineageRefused('work_lineage_mismatch', 'the copy’s history is not contiguous in its own incarnation');
+      if (outcome.reason === 'rows_invalid')
+        throw lineageRefused('work_lineage_mismatch', 'the copy’s history is not contiguous in its own incarnation');
       throw storeNotEmpty({ reason: outcome.reason });
     default:
       throw internal('work_lineage_import_failed', 'The work store could not import the recovered history.', {
@@ -164,7 +188,8 @@ export async function adoptRecoveredState(core: WorkCore, r: AdoptStateRequest):
     });
   }
   const source = lineage.source_projection === null ? null : (JSON.parse(lineage.source_projection) as WorkProjection);
-  if (source !== null && projectionProblem(source, core.goalId)) throw lineageRefused('work_lineage_mismatch', 'the source head is not a work head of this Goal');
+  if (source !== null && projectionProblem(source, core.goalId))
+    throw lineageRefused('work_lineage_mismatch', 'the source head is not a work head of this Goal');
   const from: RecoveredFrom = {
     recovery_id: r.recovery_id,
     source_store_identity: lineage.source_store_identity,

@@ -3,7 +3,16 @@
  * operation guarantees is in work.ts's header). Types only.
  */
 import type { LineageRecord, WorkProvider, WorkStoreIdentity } from './contract.js';
-import type { FenceToken, HandoffMode, Lease, LeaseAuthorization, Todo, TodoStatus, WorkEvent, WorkReceipt } from './model.js';
+import type {
+  FenceToken,
+  HandoffMode,
+  Lease,
+  LeaseAuthorization,
+  Todo,
+  TodoStatus,
+  WorkEvent,
+  WorkReceipt,
+} from './model.js';
 import type { RetainedPrefixExport } from './retained-prefix.js';
 
 export interface WriteOptions {
@@ -222,7 +231,9 @@ export interface WorkOwner {
   transactionCount(): Promise<number>;
   exportRetainedPrefix(): Promise<RetainedPrefixExport>;
   /** Adoption (`import_inert`): a recovered source's history, checked against the audit, imported once before the first commit. */
-  importLineage(request: ImportLineageRequest): Promise<{ readonly result: 'applied' | 'already'; readonly lineage: LineageRecord }>;
+  importLineage(
+    request: ImportLineageRequest,
+  ): Promise<{ readonly result: 'applied' | 'already'; readonly lineage: LineageRecord }>;
   /** Adoption (`rebind`): the recovered Todos as this store's first transaction, its receipt naming the recovery. */
   adoptRecoveredState(request: AdoptStateRequest): Promise<WorkOperationResult>;
   /** The histories this store holds from earlier lifetimes. */

@@ -15,7 +15,16 @@ import { operationIdentityMismatch } from '../refusals.js';
 import type { JsonValue, WorkCommitResult, WorkLoad, WorkProvider, WorkStoreIdentity } from './contract.js';
 import { fenceOf } from './encoding.js';
 import { protocolViolation } from './errors.js';
-import { LEASE_OPERATIONS, MAX_ATTEMPTS, OPERATION_ID, REQUEST_SCHEMA, defined, fenceToken, invalid, nat } from './inputs.js';
+import {
+  LEASE_OPERATIONS,
+  MAX_ATTEMPTS,
+  OPERATION_ID,
+  REQUEST_SCHEMA,
+  defined,
+  fenceToken,
+  invalid,
+  nat,
+} from './inputs.js';
 import {
   applyTransaction,
   copyProjection,
@@ -70,14 +79,19 @@ export function projectionOf(core: WorkCore, loaded: WorkLoad): WorkProjection {
   if (loaded.head === null) return initialProjection(core.goalId);
   const problem = projectionProblem(loaded.head, core.goalId);
   if (problem) {
-    throw rejected('work_head_invalid', `The work head cannot be used: ${problem}.`, { nextAction: 'do not write to this store; inspect a copy with the recovery read side' });
+    throw rejected('work_head_invalid', `The work head cannot be used: ${problem}.`, {
+      nextAction: 'do not write to this store; inspect a copy with the recovery read side',
+    });
   }
   return loaded.head as unknown as WorkProjection;
 }
 
 export function receiptOf(json: unknown): WorkReceipt {
   const problem = receiptProblem(json);
-  if (problem) throw rejected('work_receipt_invalid', `A stored receipt cannot be used: ${problem}.`, { nextAction: 'inspect a copy with the recovery read side' });
+  if (problem)
+    throw rejected('work_receipt_invalid', `A stored receipt cannot be used: ${problem}.`, {
+      nextAction: 'inspect a copy with the recovery read side',
+    });
   return json as WorkReceipt;
 }
 
@@ -107,19 +121,36 @@ const isWriterFenced = (e: unknown): boolean => (e as { code?: unknown })?.code 
 
 function checkFence(p: WorkProjection, token: FenceToken | undefined): void {
   if (token === undefined) return;
-  if (p.fence === null || p.fence.fence_id !== token.fence_id || p.fence.epoch !== token.epoch) throw writerFenced(token, p.fence?.epoch ?? null);
+  if (p.fence === null || p.fence.fence_id !== token.fence_id || p.fence.epoch !== token.epoch)
+    throw writerFenced(token, p.fence?.epoch ?? null);
 }
 
 /** What a lease receipt is worth now (a historical receipt never grants authority). */
-function authorizationOf(core: WorkCore, receipt: WorkReceipt, p: WorkProjection): WorkOperationResult['authorization_status'] {
+function authorizationOf(
+  core: WorkCore,
+  receipt: WorkReceipt,
+  p: WorkProjection,
+): WorkOperationResult['authorization_status'] {
   if (receipt.lease === null) return undefined;
   const current = p.todos.find((t) => t.todo_id === receipt.todo_id)?.lease ?? null;
-  if (current === null || current.lease_id !== receipt.lease.lease_id || current.lease_epoch !== receipt.lease.lease_epoch) return 'superseded';
+  if (
+    current === null ||
+    current.lease_id !== receipt.lease.lease_id ||
+    current.lease_epoch !== receipt.lease.lease_epoch
+  )
+    return 'superseded';
   const auth = leaseAuthorization(current, core.clock());
   return auth === 'none' ? 'superseded' : auth;
 }
 
-function result(core: WorkCore, kind: WorkOperationResult['result'], receipt: WorkReceipt, cursor: number, revision: string, p: WorkProjection): WorkOperationResult {
+function result(
+  core: WorkCore,
+  kind: WorkOperationResult['result'],
+  receipt: WorkReceipt,
+  cursor: number,
+  revision: string,
+  p: WorkProjection,
+): WorkOperationResult {
   const authorization = authorizationOf(core, receipt, p);
   return {
     result: kind,
@@ -131,7 +162,12 @@ function result(core: WorkCore, kind: WorkOperationResult['result'], receipt: Wo
   };
 }
 
-async function replay(core: WorkCore, operationId: string, digest: string, p: WorkProjection): Promise<WorkOperationResult | undefined> {
+async function replay(
+  core: WorkCore,
+  operationId: string,
+  digest: string,
+  p: WorkProjection,
+): Promise<WorkOperationResult | undefined> {
   const prior = await core.provider.readReceipt(operationId);
   if (prior === undefined) return undefined;
   if (prior.request_digest !== digest) throw operationIdentityMismatch(operationId);
@@ -139,7 +175,12 @@ async function replay(core: WorkCore, operationId: string, digest: string, p: Wo
 }
 
 /** The SHA-256 of the canonical semantic request: operation, Goal, parameters — not the operation id, not the fence token. */
-const requestDigest = (core: WorkCore, operation: WorkOperation, write: WriteOptions, params: Record<string, JsonValue>): string =>
+const requestDigest = (
+  core: WorkCore,
+  operation: WorkOperation,
+  write: WriteOptions,
+  params: Record<string, JsonValue>,
+): string =>
   sha256Hex(
     canonicalJson({
       schema_version: REQUEST_SCHEMA,
@@ -156,7 +197,14 @@ interface Attempt {
   readonly fence: FenceToken | undefined;
 }
 
-function receiptFor(core: WorkCore, a: Attempt, planned: Plan, next: WorkProjection, cursor: number, at: string): WorkReceipt {
+function receiptFor(
+  core: WorkCore,
+  a: Attempt,
+  planned: Plan,
+  next: WorkProjection,
+  cursor: number,
+  at: string,
+): WorkReceipt {
   return {
     schema_version: RECEIPT_SCHEMA,
     result: 'applied',
@@ -180,16 +228,26 @@ function receiptFor(core: WorkCore, a: Attempt, planned: Plan, next: WorkProject
 }
 
 /** The answer to a commit outcome; `undefined` for a conflict (load and decide again). */
-async function settle(core: WorkCore, a: Attempt, r: WorkCommitResult, receipt: WorkReceipt, next: WorkProjection): Promise<WorkOperationResult | undefined> {
+async function settle(
+  core: WorkCore,
+  a: Attempt,
+  r: WorkCommitResult,
+  receipt: WorkReceipt,
+  next: WorkProjection,
+): Promise<WorkOperationResult | undefined> {
   switch (r.status) {
     case 'applied':
       if (r.cursor !== receipt.cursor) {
-        throw protocolViolation(`the provider committed at cursor ${r.cursor}, expected ${receipt.cursor}`, { cursor: r.cursor, expected_cursor: receipt.cursor });
+        throw protocolViolation(`the provider committed at cursor ${r.cursor}, expected ${receipt.cursor}`, {
+          cursor: r.cursor,
+          expected_cursor: receipt.cursor,
+        });
       }
       return result(core, 'applied', receipt, r.cursor, r.provider_revision, next);
     case 'conflict':
       // The store itself refused a stale fence token (fenced_commit), whatever this process loaded.
-      if (r.reason === 'writer_fenced' && a.fence !== undefined) throw writerFenced(a.fence, fenceOf(await core.provider.load().then((l) => l.head))?.epoch ?? null);
+      if (r.reason === 'writer_fenced' && a.fence !== undefined)
+        throw writerFenced(a.fence, fenceOf(await core.provider.load().then((l) => l.head))?.epoch ?? null);
       return undefined; // another writer moved the head or committed this id: re-read and re-decide (or replay)
     case 'ambiguous': {
       // The store's readback decides: the receipt when it shows this commit; when it does not — or the
@@ -202,7 +260,14 @@ async function settle(core: WorkCore, a: Attempt, r: WorkCommitResult, receipt: 
         throw outcomeUnproved('work');
       }
       if (readback !== undefined && readback.request_digest === a.digest) {
-        return result(core, 'applied', receiptOf(readback.receipt), readback.cursor, readback.provider_revision, projectionOf(core, await core.provider.load()));
+        return result(
+          core,
+          'applied',
+          receiptOf(readback.receipt),
+          readback.cursor,
+          readback.provider_revision,
+          projectionOf(core, await core.provider.load()),
+        );
       }
       throw outcomeUnproved('work');
     }
@@ -215,11 +280,21 @@ async function settle(core: WorkCore, a: Attempt, r: WorkCommitResult, receipt: 
 }
 
 /** The authority precondition, then the plan and its next projection and receipt, over `p` as loaded at `head`. */
-function decide(core: WorkCore, a: Attempt, write: WriteOptions, plan: (ctx: PlanContext) => Plan, p: WorkProjection, head: Head) {
+function decide(
+  core: WorkCore,
+  a: Attempt,
+  write: WriteOptions,
+  plan: (ctx: PlanContext) => Plan,
+  p: WorkProjection,
+  head: Head,
+) {
   if (write.expected_authority_revision !== undefined && write.expected_authority_revision !== p.authority_revision) {
     throw conflict('authority_revision_mismatch', 'The Goal’s work changed since the caller read it.', {
       nextAction: 'read the work again and decide anew',
-      details: { expected_authority_revision: write.expected_authority_revision, authority_revision: p.authority_revision },
+      details: {
+        expected_authority_revision: write.expected_authority_revision,
+        authority_revision: p.authority_revision,
+      },
     });
   }
   const now = core.clock();
@@ -249,8 +324,14 @@ export async function execute(
     throw invalid('operation_id', '1–200 characters of A–Z a–z 0–9 . _ : @ / + = -, starting with a letter or digit');
   }
   const fence = fenceToken(write.fence);
-  if (write.expected_authority_revision !== undefined) nat('expected_authority_revision', write.expected_authority_revision);
-  const a: Attempt = { operation, operationId: write.operation_id, digest: requestDigest(core, operation, write, params), fence };
+  if (write.expected_authority_revision !== undefined)
+    nat('expected_authority_revision', write.expected_authority_revision);
+  const a: Attempt = {
+    operation,
+    operationId: write.operation_id,
+    digest: requestDigest(core, operation, write, params),
+    fence,
+  };
   let optimistic = true;
   for (let attempt = 0; attempt < MAX_ATTEMPTS;) {
     const remembered = optimistic ? core.head : undefined;
@@ -281,14 +362,19 @@ export async function execute(
     });
     const answer = await settle(core, a, r, d.receipt, d.next);
     if (answer) {
-      if (r.status === 'applied') core.head = { p: copyProjection(d.next), head: { cursor: r.cursor, provider_revision: r.provider_revision } };
+      if (r.status === 'applied')
+        core.head = { p: copyProjection(d.next), head: { cursor: r.cursor, provider_revision: r.provider_revision } };
       return answer;
     }
     if (!remembered) attempt++;
     optimistic = false;
   }
-  throw conflict('work_commit_contention', 'Other writers kept changing the Goal’s work; the operation was not applied.', {
-    nextAction: 'retry with the same operation id',
-    details: { operation_id: a.operationId, attempts: MAX_ATTEMPTS },
-  });
+  throw conflict(
+    'work_commit_contention',
+    'Other writers kept changing the Goal’s work; the operation was not applied.',
+    {
+      nextAction: 'retry with the same operation id',
+      details: { operation_id: a.operationId, attempts: MAX_ATTEMPTS },
+    },
+  );
 }

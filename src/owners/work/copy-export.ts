@@ -26,7 +26,9 @@ import { openWorkDbCopy, type RawCommitRow } from './sqlite.js';
 export const COPY_EXPORT_SCHEMA = 'loopx_work_copy_export_v0';
 
 /** The header of a copy export: the retained-prefix header's fields under the copy export's schema. */
-export type CopyExportHeader = Omit<RetainedPrefixHeader, 'schema_version'> & { readonly schema_version: typeof COPY_EXPORT_SCHEMA };
+export type CopyExportHeader = Omit<RetainedPrefixHeader, 'schema_version'> & {
+  readonly schema_version: typeof COPY_EXPORT_SCHEMA;
+};
 
 export interface CopyExportSeal {
   readonly record: 'seal';
@@ -36,7 +38,10 @@ export interface CopyExportSeal {
 }
 
 /** The stored columns a row is sealed by. */
-export type StoredCommit = Pick<RawCommitRow, 'cursor' | 'provider_revision' | 'operation_id' | 'request_digest' | 'events' | 'receipt'>;
+export type StoredCommit = Pick<
+  RawCommitRow,
+  'cursor' | 'provider_revision' | 'operation_id' | 'request_digest' | 'events' | 'receipt'
+>;
 
 /** One row as the seal frames it. */
 export function framedRow(row: StoredCommit): string {
@@ -64,7 +69,11 @@ export class CopySeal {
 
   /** The seal over every row added, its canonical JSON and its SHA-256 (the export's digest). */
   seal(): { readonly record: CopyExportSeal; readonly line: string; readonly sha256: string } {
-    const record: CopyExportSeal = { record: 'seal', record_count: this.count, records_sha256: this.hash.copy().digest('hex') };
+    const record: CopyExportSeal = {
+      record: 'seal',
+      record_count: this.count,
+      records_sha256: this.hash.copy().digest('hex'),
+    };
     const line = canonicalJson(record);
     return { record, line, sha256: sha256Hex(line) };
   }
@@ -92,16 +101,24 @@ const gap = (cursor: number) => protocolViolation(`the history has a gap at curs
  * capture's own file, in rollback-journal mode, so it is read where it lies: copying it again into
  * scratch cost about 6 % of the capture thread's CPU (a WAL-mode file is still copied first).
  */
-export function exportWorkCopy(copyPath: string, goalId: string, interval: { readonly start: string; readonly end: string }): CopyExport {
+export function exportWorkCopy(
+  copyPath: string,
+  goalId: string,
+  interval: { readonly start: string; readonly end: string },
+): CopyExport {
   const copy = openWorkDbCopy(copyPath, { inPlace: true });
   try {
     const meta = copy.metadata();
     const head = copy.head();
-    if (!meta || !head || meta.goal_id !== goalId) throw protocolViolation('the copy is not the work store of this Goal', {});
+    if (!meta || !head || meta.goal_id !== goalId)
+      throw protocolViolation('the copy is not the work store of this Goal', {});
     const rev = parseProviderRevision(head.provider_revision);
     if (!rev || rev.incarnation !== meta.incarnation || rev.cursor !== head.cursor)
       throw protocolViolation('the head revision does not name its cursor', { head_cursor: head.cursor });
-    const projection = head.projection === null ? projectionDigest(initialProjection(goalId)) : projectionDigest(JSON.parse(head.projection) as Record<string, never>);
+    const projection =
+      head.projection === null
+        ? projectionDigest(initialProjection(goalId))
+        : projectionDigest(JSON.parse(head.projection) as Record<string, never>);
     const header: CopyExportHeader = {
       record: 'header',
       schema_version: COPY_EXPORT_SCHEMA,

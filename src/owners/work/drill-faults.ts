@@ -12,7 +12,11 @@ import { openSqlite } from '../../store/index.js';
 import { LAYOUT } from '../layout.js';
 import { recovery } from './recovery.js';
 
-function withWorkDb(root: string, goalId: string, fn: (db: ReturnType<typeof openSqlite>) => void): { readonly owner: string } {
+function withWorkDb(
+  root: string,
+  goalId: string,
+  fn: (db: ReturnType<typeof openSqlite>) => void,
+): { readonly owner: string } {
   const db = openSqlite(join(root, LAYOUT.workDb(goalId)));
   try {
     fn(db);
@@ -23,7 +27,8 @@ function withWorkDb(root: string, goalId: string, fn: (db: ReturnType<typeof ope
 }
 
 /** The Goal's work store in `root` says it is of a schema version this loopx does not know. */
-export const markWorkStoreNewer = (root: string, goalId: string): { readonly owner: string } => withWorkDb(root, goalId, (db) => db.pragma('user_version = 999'));
+export const markWorkStoreNewer = (root: string, goalId: string): { readonly owner: string } =>
+  withWorkDb(root, goalId, (db) => db.pragma('user_version = 999'));
 
 /** The Goal's work store in `root` loses its committed transaction at `cursor` from its history. */
 export const dropLineageCommit = (root: string, goalId: string, cursor: number): { readonly owner: string } =>

@@ -19,16 +19,26 @@ const DIGEST = /^[0-9a-f]{64}$/;
 
 /** Encodes a commit request, or names why it cannot be stored (`failed` code; nothing written). */
 export function encodeCommit(request: WorkCommitRequest): EncodedCommit | { readonly failed: string } {
-  if (typeof request.operation_id !== 'string' || request.operation_id.length === 0 || request.operation_id.length > 256) {
+  if (
+    typeof request.operation_id !== 'string' ||
+    request.operation_id.length === 0 ||
+    request.operation_id.length > 256
+  ) {
     return { failed: 'commit_operation_id_invalid' };
   }
-  if (typeof request.request_digest !== 'string' || !DIGEST.test(request.request_digest)) return { failed: 'commit_request_digest_invalid' };
+  if (typeof request.request_digest !== 'string' || !DIGEST.test(request.request_digest))
+    return { failed: 'commit_request_digest_invalid' };
   if (typeof request.expected_provider_revision !== 'string') return { failed: 'commit_expected_revision_invalid' };
   if (!Array.isArray(request.events) || request.events.length === 0) return { failed: 'commit_events_empty' };
-  if (request.writer_fence !== undefined && !isFence(request.writer_fence)) return { failed: 'commit_writer_fence_invalid' };
+  if (request.writer_fence !== undefined && !isFence(request.writer_fence))
+    return { failed: 'commit_writer_fence_invalid' };
   try {
     // One call: the Todo a commit names is in its events, its projection and its receipt, and is written once.
-    const [events, projection, receipt] = canonicalJsonEach([request.events, request.next_projection, request.receipt]) as [string, string, string];
+    const [events, projection, receipt] = canonicalJsonEach([
+      request.events,
+      request.next_projection,
+      request.receipt,
+    ]) as [string, string, string];
     return {
       operation_id: request.operation_id,
       request_digest: request.request_digest,
@@ -47,15 +57,23 @@ export const decodeEvents = (text: string): JsonObject[] => JSON.parse(text) as 
 
 export function assertScanArguments(afterCursor: number, limit: number): void {
   if (!Number.isSafeInteger(afterCursor) || afterCursor < 0) {
-    throw rejected('scan_cursor_invalid', 'A scan starts after a non-negative integer cursor.', { nextAction: 'pass a cursor of 0 or more' });
+    throw rejected('scan_cursor_invalid', 'A scan starts after a non-negative integer cursor.', {
+      nextAction: 'pass a cursor of 0 or more',
+    });
   }
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_SCAN_LIMIT) {
-    throw rejected('scan_limit_invalid', `A scan page holds 1 to ${MAX_SCAN_LIMIT} transactions.`, { nextAction: `pass a limit between 1 and ${MAX_SCAN_LIMIT}` });
+    throw rejected('scan_limit_invalid', `A scan page holds 1 to ${MAX_SCAN_LIMIT} transactions.`, {
+      nextAction: `pass a limit between 1 and ${MAX_SCAN_LIMIT}`,
+    });
   }
 }
 
 const isFence = (v: unknown): v is WriterFence =>
-  typeof v === 'object' && v !== null && typeof (v as WriterFence).fence_id === 'string' && Number.isSafeInteger((v as WriterFence).epoch) && (v as WriterFence).epoch >= 0;
+  typeof v === 'object' &&
+  v !== null &&
+  typeof (v as WriterFence).fence_id === 'string' &&
+  Number.isSafeInteger((v as WriterFence).epoch) &&
+  (v as WriterFence).epoch >= 0;
 
 /** The writer fence a head projection holds (its `fence` member), or null. */
 export function fenceOf(head: JsonObject | null): WriterFence | null {

@@ -30,7 +30,10 @@ export const workDbUnreadable = (why: string, cause?: unknown): LoopxError =>
   });
 
 export const workDbTooLarge = (maxBytes: number, details?: Record<string, unknown>): LoopxError =>
-  rejected('work_db_too_large', `The work database copy exceeds ${maxBytes} bytes.`, { nextAction: 'inspect it with sqlite3 directly', ...(details ? { details } : {}) });
+  rejected('work_db_too_large', `The work database copy exceeds ${maxBytes} bytes.`, {
+    nextAction: 'inspect it with sqlite3 directly',
+    ...(details ? { details } : {}),
+  });
 
 /** Someone other than the lease holder acts on a leased Todo. */
 export const leaseNotHolder = (todoId: string, who: string): LoopxError =>
@@ -47,16 +50,27 @@ export const leaseVersionMismatch = (todoId: string, version: number, expectedVe
 
 /** A Goal whose work store does not exist (opened without `create`). */
 export const workStoreMissing = (goalId: string): LoopxError =>
-  notFound('work_store_missing', 'The Goal has no work database.', { nextAction: `create the Goal first: loopx goal create ${goalId} --title TITLE` });
+  notFound('work_store_missing', 'The Goal has no work database.', {
+    nextAction: `create the Goal first: loopx goal create ${goalId} --title TITLE`,
+  });
 
 /** The store's own metadata (schema, identity, incarnation, head row) cannot be trusted. */
 export const metadataInvalid = (why: string): LoopxError =>
-  rejected('work_store_metadata_invalid', `The work database's metadata is invalid: ${why}.`, { nextAction: 'do not write to it; inspect a copy with the recovery read side' });
+  rejected('work_store_metadata_invalid', `The work database's metadata is invalid: ${why}.`, {
+    nextAction: 'do not write to it; inspect a copy with the recovery read side',
+  });
 
 /** A read of a live store failed below the provider (disk, database server). */
 export const workStoreReadFailed = (cause: unknown): LoopxError =>
-  internal('work_store_read_failed', 'Reading the work database failed.', { cause, nextAction: 'check the disk or the database server, then retry' });
+  internal('work_store_read_failed', 'Reading the work database failed.', {
+    cause,
+    nextAction: 'check the disk or the database server, then retry',
+  });
 
 /** `revokeAuthority` on a store that grants none (no active lease, no writer fence). */
 export const nothingToRevoke = (goalId: string): LoopxError =>
-  conflict('work_nothing_to_revoke', `Goal ${goalId} holds no active lease and no writer fence; there is nothing to revoke.`, { details: { goal_id: goalId } });
+  conflict(
+    'work_nothing_to_revoke',
+    `Goal ${goalId} holds no active lease and no writer fence; there is nothing to revoke.`,
+    { details: { goal_id: goalId } },
+  );

@@ -35,7 +35,12 @@ export type WorkFindingCode =
 /** Subjects are a component id, cursor or field name — never a path or a payload. */
 export type WorkFinding = OwnerFinding<WorkFindingCode>;
 
-export const finding = (code: WorkFindingCode, subject: string, next_action: string, severity: 'error' | 'warning' = 'error'): WorkFinding => ({
+export const finding = (
+  code: WorkFindingCode,
+  subject: string,
+  next_action: string,
+  severity: 'error' | 'warning' = 'error',
+): WorkFinding => ({
   code,
   severity,
   subject,

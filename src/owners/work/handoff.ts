@@ -14,16 +14,23 @@ import { changed } from './rules.js';
 import type { EngageFenceRequest, RevokeAuthorityRequest, SetHandoffModeRequest, WorkOperationResult } from './api.js';
 
 export async function setHandoffMode(core: WorkCore, r: SetHandoffModeRequest): Promise<WorkOperationResult> {
-  if (!(HANDOFF_MODES as readonly unknown[]).includes(r.handoff_mode)) throw invalid('handoff_mode', `one of ${HANDOFF_MODES.join(', ')}`);
+  if (!(HANDOFF_MODES as readonly unknown[]).includes(r.handoff_mode))
+    throw invalid('handoff_mode', `one of ${HANDOFF_MODES.join(', ')}`);
   const mode = r.handoff_mode;
   return execute(core, 'set_handoff_mode', r, { handoff_mode: mode }, ({ p, now }) => {
     if (mode !== p.handoff_mode) {
-      const busy = p.todos.find((t) => (!isTerminal(t.status) && t.claimed_by !== null) || leaseAuthorization(t.lease, now) === 'active');
+      const busy = p.todos.find(
+        (t) => (!isTerminal(t.status) && t.claimed_by !== null) || leaseAuthorization(t.lease, now) === 'active',
+      );
       if (busy) {
-        throw conflict('handoff_mode_not_quiescent', 'The handoff mode changes only while no open Todo is claimed and no lease is active.', {
-          nextAction: 'release claims and leases (or let leases expire), then retry',
-          details: { todo_id: busy.todo_id },
-        });
+        throw conflict(
+          'handoff_mode_not_quiescent',
+          'The handoff mode changes only while no open Todo is claimed and no lease is active.',
+          {
+            nextAction: 'release claims and leases (or let leases expire), then retry',
+            details: { todo_id: busy.todo_id },
+          },
+        );
       }
     }
     return { events: [{ type: 'handoff_mode_set', handoff_mode: mode }], handoff_mode: mode };
@@ -39,10 +46,14 @@ export async function revokeAuthority(core: WorkCore, r: RevokeAuthorityRequest)
       if (t.lease === null || leaseAuthorization(t.lease, now) !== 'active') continue;
       const lease = t.lease;
       events.push(
-        ...changed(t, 'lease_revoke', at, { lease: { ...lease, status: 'released', released_at: at }, claimed_by: t.claimed_by === lease.owner ? null : t.claimed_by }).events,
+        ...changed(t, 'lease_revoke', at, {
+          lease: { ...lease, status: 'released', released_at: at },
+          claimed_by: t.claimed_by === lease.owner ? null : t.claimed_by,
+        }).events,
       );
     }
-    const fence = p.fence === null ? undefined : { fence_id: randomBytes(16).toString('hex'), epoch: p.fence.epoch + 1 };
+    const fence =
+      p.fence === null ? undefined : { fence_id: randomBytes(16).toString('hex'), epoch: p.fence.epoch + 1 };
     if (fence) events.push({ type: 'fence_engaged', fence: { ...fence, engaged_at: at } });
     if (events.length === 0) throw nothingToRevoke(p.goal_id);
     return fence ? { events, fence } : { events };

@@ -68,7 +68,12 @@ const INSPECT = 'keep the copy held; inspect it with the recovery audit';
 
 export function readHistoricalFile(copiedWorkDbPath: string, options: ReadHistoricalOptions = {}): HistoricalWork {
   const findings: WorkFinding[] = [];
-  const add = (code: WorkFindingCode, subject: string, next = INSPECT, severity: 'error' | 'warning' = 'error'): void => {
+  const add = (
+    code: WorkFindingCode,
+    subject: string,
+    next = INSPECT,
+    severity: 'error' | 'warning' = 'error',
+  ): void => {
     findings.push(finding(code, subject, next, severity));
   };
   const out = {
@@ -91,7 +96,12 @@ export function readHistoricalFile(copiedWorkDbPath: string, options: ReadHistor
 
   const wal = `${copiedWorkDbPath}-wal`;
   if (existsSync(wal) && statSync(wal).size > 0) {
-    add('work_db_wal_sidecar_present', 'work.db-wal', 'readback reflects the main file only; capture with the SQLite backup API instead of copying files', 'warning');
+    add(
+      'work_db_wal_sidecar_present',
+      'work.db-wal',
+      'readback reflects the main file only; capture with the SQLite backup API instead of copying files',
+      'warning',
+    );
   }
 
   let copy: WorkDbCopy;
@@ -99,7 +109,10 @@ export function readHistoricalFile(copiedWorkDbPath: string, options: ReadHistor
     copy = openWorkDbCopy(copiedWorkDbPath);
   } catch (e) {
     if (isOutOfSpace(e)) throw e; // the environment failed, not the copy: no finding can say so
-    const code = isLoopxError(e) && (e.code === 'work_db_not_sqlite' || e.code === 'work_db_too_large') ? e.code : 'work_db_unreadable';
+    const code =
+      isLoopxError(e) && (e.code === 'work_db_not_sqlite' || e.code === 'work_db_too_large')
+        ? e.code
+        : 'work_db_unreadable';
     add(code, 'work.db', 'check that the copy is complete');
     return out;
   }
@@ -108,7 +121,11 @@ export function readHistoricalFile(copiedWorkDbPath: string, options: ReadHistor
   } catch (e) {
     if (isOutOfSpace(e)) throw e;
     // A copy that fails mid-read (corrupt pages) is a finding, not a crash.
-    add(isLoopxError(e) && e.code === 'work_db_unreadable' ? 'work_db_unreadable' : 'work_db_integrity_failed', 'work.db', 'check that the copy is complete');
+    add(
+      isLoopxError(e) && e.code === 'work_db_unreadable' ? 'work_db_unreadable' : 'work_db_integrity_failed',
+      'work.db',
+      'check that the copy is complete',
+    );
     return { ...out, readable: false };
   } finally {
     copy.close();
@@ -135,7 +152,13 @@ function readCopy(copy: WorkDbCopy, out: Out, add: Add, options: ReadHistoricalO
     return out;
   }
   const meta = copy.metadata();
-  if (!meta || meta.schema !== WORK_DB_SCHEMA || !isStoreIdentity(meta.store_identity) || !INCARNATION_PATTERN.test(meta.incarnation) || typeof meta.goal_id !== 'string') {
+  if (
+    !meta ||
+    meta.schema !== WORK_DB_SCHEMA ||
+    !isStoreIdentity(meta.store_identity) ||
+    !INCARNATION_PATTERN.test(meta.incarnation) ||
+    typeof meta.goal_id !== 'string'
+  ) {
     add('work_store_metadata_invalid', 'metadata');
     return out;
   }
@@ -143,7 +166,8 @@ function readCopy(copy: WorkDbCopy, out: Out, add: Add, options: ReadHistoricalO
   out.goal_id = meta.goal_id;
   out.store_identity = meta.store_identity;
   out.incarnation = meta.incarnation;
-  if (options.goal_id !== undefined && meta.goal_id !== options.goal_id) add('work_store_goal_mismatch', 'metadata', 'use the work database of the Goal being recovered');
+  if (options.goal_id !== undefined && meta.goal_id !== options.goal_id)
+    add('work_store_goal_mismatch', 'metadata', 'use the work database of the Goal being recovered');
 
   const head = copy.head();
   if (!head) {
@@ -157,16 +181,22 @@ function readCopy(copy: WorkDbCopy, out: Out, add: Add, options: ReadHistoricalO
   else if (!rev || rev.cursor !== head.cursor) add('provider_protocol_violation', 'head');
 
   const stats = copy.commitStats();
-  if (stats.count !== head.cursor || stats.max !== head.cursor || (stats.count > 0 && stats.min !== 1)) add('provider_protocol_violation', 'commits');
+  if (stats.count !== head.cursor || stats.max !== head.cursor || (stats.count > 0 && stats.min !== 1))
+    add('provider_protocol_violation', 'commits');
   if (stats.count > MAX_RETAINED_TRANSACTIONS) {
-    add('work_history_capacity_exceeded', 'commits', `split the Goal's work; at most ${MAX_RETAINED_TRANSACTIONS} transactions are supported`);
+    add(
+      'work_history_capacity_exceeded',
+      'commits',
+      `split the Goal's work; at most ${MAX_RETAINED_TRANSACTIONS} transactions are supported`,
+    );
   }
 
   const chain = options.sealHeader === undefined ? undefined : new CopySeal(options.sealHeader);
   const replayed = replayHistory(copy, meta.goal_id, meta.incarnation, out, add, chain);
   if (chain !== undefined) out.export_seal = chain.seal();
   const stored = storedHead(head, meta.goal_id, out, add);
-  if (stored !== null && replayed !== null && projectionDigest(replayed) !== projectionDigest(stored)) add('work_projection_mismatch', 'head');
+  if (stored !== null && replayed !== null && projectionDigest(replayed) !== projectionDigest(stored))
+    add('work_projection_mismatch', 'head');
 
   const view = stored ?? replayed;
   if (view !== null) {
@@ -178,7 +208,14 @@ function readCopy(copy: WorkDbCopy, out: Out, add: Add, options: ReadHistoricalO
 }
 
 /** Every committed transaction of the copy replayed, in pages; `null` once one cannot be applied. */
-function replayHistory(copy: WorkDbCopy, goalId: string, incarnation: string, out: Out, add: Add, chain: CopySeal | undefined): WorkProjection | null {
+function replayHistory(
+  copy: WorkDbCopy,
+  goalId: string,
+  incarnation: string,
+  out: Out,
+  add: Add,
+  chain: CopySeal | undefined,
+): WorkProjection | null {
   let replayed: WorkProjection | null = initialProjection(goalId);
   let expected = 1;
   let after = 0;
@@ -198,7 +235,8 @@ function replayHistory(copy: WorkDbCopy, goalId: string, incarnation: string, ou
       if (operations.has(row.operation_id)) add('work_operation_duplicate', at);
       operations.add(row.operation_id);
       const rowRev = parseProviderRevision(row.provider_revision);
-      if (!rowRev || rowRev.incarnation !== incarnation || rowRev.cursor !== row.cursor) add('work_store_foreign_incarnation', at);
+      if (!rowRev || rowRev.incarnation !== incarnation || rowRev.cursor !== row.cursor)
+        add('work_store_foreign_incarnation', at);
       replayed = replayRow(row, at, replayed, add);
     }
     if (rows.length < MAX_SCAN_LIMIT) break;
@@ -222,7 +260,8 @@ function replayRow(row: CommitRow, at: string, replayed: WorkProjection | null, 
   if (rp) add('work_receipt_invalid', at);
   else {
     const r = receipt as WorkReceipt;
-    if (r.operation_id !== row.operation_id || r.request_digest !== row.request_digest || r.cursor !== row.cursor) add('work_receipt_mismatch', at);
+    if (r.operation_id !== row.operation_id || r.request_digest !== row.request_digest || r.cursor !== row.cursor)
+      add('work_receipt_mismatch', at);
   }
   if (eventsProblem(events)) {
     add('work_event_invalid', at);

@@ -18,7 +18,11 @@ export interface IdentityExpectations {
 
 /** A new identity under a registered storage provider. */
 export function mintIdentity(provider: string, goalId: string): WorkStoreIdentity {
-  return { store_identity: formatStoreIdentity(provider, randomBytes(16).toString('hex')), incarnation: randomBytes(16).toString('hex'), goal_id: goalId };
+  return {
+    store_identity: formatStoreIdentity(provider, randomBytes(16).toString('hex')),
+    incarnation: randomBytes(16).toString('hex'),
+    goal_id: goalId,
+  };
 }
 
 export function checkIdentity(actual: WorkStoreIdentity, expect: IdentityExpectations): void {
@@ -40,7 +44,11 @@ export function checkIdentity(actual: WorkStoreIdentity, expect: IdentityExpecta
 }
 
 export const foreignIncarnation = (found: string, expected: string) =>
-  rejected('work_store_foreign_incarnation', 'The work store belongs to a foreign incarnation; its revisions are not this store’s.', {
-    nextAction: 'do not write to it; restore or adopt the Goal through recovery',
-    details: { incarnation: found, expected_incarnation: expected },
-  });
+  rejected(
+    'work_store_foreign_incarnation',
+    'The work store belongs to a foreign incarnation; its revisions are not this store’s.',
+    {
+      nextAction: 'do not write to it; restore or adopt the Goal through recovery',
+      details: { incarnation: found, expected_incarnation: expected },
+    },
+  );

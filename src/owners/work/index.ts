@@ -25,7 +25,13 @@ export {
   type WriterFence,
 } from './contract.js';
 export { memoryWorkProvider, createMemoryWorkState, type MemoryWorkOptions, type MemoryWorkState } from './memory.js';
-export { openSqliteWorkProvider, WORK_DB_SCHEMA, WORK_DB_VERSION, MAX_WORK_DB_COPY_BYTES, type SqliteWorkOptions } from './sqlite.js';
+export {
+  openSqliteWorkProvider,
+  WORK_DB_SCHEMA,
+  WORK_DB_VERSION,
+  MAX_WORK_DB_COPY_BYTES,
+  type SqliteWorkOptions,
+} from './sqlite.js';
 export { openPostgresWorkProvider, WORK_PG_SCHEMA, type PgWorkOptions } from './postgres.js';
 export { WORK_DB_MIGRATIONS, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS, WORK_SQL } from './sql.js';
 export type { IdentityExpectations } from './identity.js';
@@ -56,8 +62,23 @@ export {
   type WorkReceipt,
   type RecoveredFrom,
 } from './model.js';
-export { assertGoalWorkReady, openWork, openGoalWork, setAsideRetiredWork, settleGoalWorkLocation, type OpenGoalWorkOptions, type WorkProviderRequest } from './work.js';
-export { mintStoreKey, readWorkLocation, rebindWorkLocation, recordedWorkLocations, WORK_LOCATION_SCHEMA, type GoalWorkLocation } from './location.js';
+export {
+  assertGoalWorkReady,
+  openWork,
+  openGoalWork,
+  setAsideRetiredWork,
+  settleGoalWorkLocation,
+  type OpenGoalWorkOptions,
+  type WorkProviderRequest,
+} from './work.js';
+export {
+  mintStoreKey,
+  readWorkLocation,
+  rebindWorkLocation,
+  recordedWorkLocations,
+  WORK_LOCATION_SCHEMA,
+  type GoalWorkLocation,
+} from './location.js';
 export { MIN_LEASE_TTL_MS, MAX_LEASE_TTL_MS, MAX_BATCH as MAX_TODO_UPDATES } from './inputs.js';
 export { checkTodoUpdates } from './todos.js';
 export type {
@@ -101,7 +122,15 @@ export {
 } from './retained-prefix.js';
 export { type HistoricalWork, type ReadHistoricalOptions } from './historical.js';
 export { recovery } from './recovery.js';
-export { grantedAuthority, laterWork, revokeGrantedAuthority, workStoreHeads, type GrantedAuthority, type LaterWork, type WorkStoreHead } from './rotation.js';
+export {
+  grantedAuthority,
+  laterWork,
+  revokeGrantedAuthority,
+  workStoreHeads,
+  type GrantedAuthority,
+  type LaterWork,
+  type WorkStoreHead,
+} from './rotation.js';
 export { hasErrors as workFindingsHaveErrors, type WorkFinding, type WorkFindingCode } from './findings.js';
 export { adoptionSteps } from './adopt-steps.js';
 export { dropLineageCommit, markWorkStoreNewer } from './drill-faults.js';

@@ -18,13 +18,22 @@ export const MAX_BATCH = 100;
 export const MAX_ATTEMPTS = 16;
 export const HISTORY_PAGE = 500;
 export const REQUEST_SCHEMA = 'loopx_work_request_v0';
-export const LEASE_OPERATIONS: ReadonlySet<WorkOperation> = new Set(['acquire_lease', 'renew_lease', 'transfer_lease', 'release_lease']);
+export const LEASE_OPERATIONS: ReadonlySet<WorkOperation> = new Set([
+  'acquire_lease',
+  'renew_lease',
+  'transfer_lease',
+  'release_lease',
+]);
 
 export const invalid = (field: string, rule: string): LoopxError =>
-  rejected('work_request_invalid', `${field}: ${rule}.`, { nextAction: `fix ${field} and retry with a new operation id`, details: { field } });
+  rejected('work_request_invalid', `${field}: ${rule}.`, {
+    nextAction: `fix ${field} and retry with a new operation id`,
+    details: { field },
+  });
 
 export function text(field: string, v: unknown, max: number, allowEmpty = false): string {
-  if (typeof v !== 'string' || (!allowEmpty && v.length === 0) || v.length > max) throw invalid(field, `a ${allowEmpty ? '' : 'non-empty '}string of at most ${max} characters`);
+  if (typeof v !== 'string' || (!allowEmpty && v.length === 0) || v.length > max)
+    throw invalid(field, `a ${allowEmpty ? '' : 'non-empty '}string of at most ${max} characters`);
   return v;
 }
 export function nat(field: string, v: unknown): number {
@@ -32,7 +41,8 @@ export function nat(field: string, v: unknown): number {
   return v;
 }
 export function todoId(v: unknown): string {
-  if (typeof v !== 'string' || !TODO_ID.test(v)) throw invalid('todo_id', '1–128 characters of A–Z a–z 0–9 . _ : -, starting with a letter or digit');
+  if (typeof v !== 'string' || !TODO_ID.test(v))
+    throw invalid('todo_id', '1–128 characters of A–Z a–z 0–9 . _ : -, starting with a letter or digit');
   return v;
 }
 export function status(v: unknown): TodoStatus {
@@ -40,7 +50,8 @@ export function status(v: unknown): TodoStatus {
   return v as TodoStatus;
 }
 export function priority(v: unknown): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || Math.abs(v) > MAX_PRIORITY) throw invalid('priority', `an integer between -${MAX_PRIORITY} and ${MAX_PRIORITY}`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || Math.abs(v) > MAX_PRIORITY)
+    throw invalid('priority', `an integer between -${MAX_PRIORITY} and ${MAX_PRIORITY}`);
   return v;
 }
 export function ttl(v: unknown): number {
@@ -53,11 +64,16 @@ export const actor = (field: string, v: unknown): string => text(field, v, MAX_A
 export function leaseProof(v: LeaseProof | undefined): LeaseProof | undefined {
   if (v === undefined) return undefined;
   if (typeof v !== 'object' || v === null) throw invalid('lease', 'an object {owner, execution_key, lease_epoch}');
-  return { owner: actor('lease.owner', v.owner), execution_key: actor('lease.execution_key', v.execution_key), lease_epoch: nat('lease.lease_epoch', v.lease_epoch) };
+  return {
+    owner: actor('lease.owner', v.owner),
+    execution_key: actor('lease.execution_key', v.execution_key),
+    lease_epoch: nat('lease.lease_epoch', v.lease_epoch),
+  };
 }
 export function fenceToken(v: FenceToken | undefined): FenceToken | undefined {
   if (v === undefined) return undefined;
-  if (typeof v !== 'object' || v === null || typeof v.fence_id !== 'string' || !Number.isSafeInteger(v.epoch)) throw invalid('fence', 'a fence token {fence_id, epoch}');
+  if (typeof v !== 'object' || v === null || typeof v.fence_id !== 'string' || !Number.isSafeInteger(v.epoch))
+    throw invalid('fence', 'a fence token {fence_id, epoch}');
   return { fence_id: v.fence_id, epoch: v.epoch };
 }
 /** Drops undefined members so the digest covers exactly the request's semantic fields (a copy: own members in order, as Object.fromEntries builds it). */
@@ -66,7 +82,8 @@ export function defined(o: Record<string, JsonValue | undefined>): Record<string
   for (const k of Object.keys(o)) {
     const v = o[k];
     if (v === undefined) continue;
-    if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+    if (k === '__proto__')
+      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
     else out[k] = v;
   }
   return out;

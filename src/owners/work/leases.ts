@@ -13,12 +13,24 @@ import { leaseVersionMismatch } from './errors.js';
 import { actor, invalid, leaseProof, nat, todoId, ttl } from './inputs.js';
 import { leaseAuthorization, leaseExpired, type Lease } from './model.js';
 import { changed, expiry, findTodo, leaseId, refuseTerminal, requireHardLease, requireLease } from './rules.js';
-import type { AcquireLeaseRequest, LeaseStatus, ReleaseLeaseRequest, RenewLeaseRequest, TransferLeaseRequest, WorkOperationResult } from './api.js';
+import type {
+  AcquireLeaseRequest,
+  LeaseStatus,
+  ReleaseLeaseRequest,
+  RenewLeaseRequest,
+  TransferLeaseRequest,
+  WorkOperationResult,
+} from './api.js';
 
 export async function leaseStatus(core: WorkCore, id: string): Promise<LeaseStatus> {
   const t = findTodo((await readProjection(core)).p, id);
   const now = core.clock();
-  return { todo_id: id, lease: t.lease, authorization: leaseAuthorization(t.lease, now), observed_at: now.toISOString() };
+  return {
+    todo_id: id,
+    lease: t.lease,
+    authorization: leaseAuthorization(t.lease, now),
+    observed_at: now.toISOString(),
+  };
 }
 
 export async function acquireLease(core: WorkCore, r: AcquireLeaseRequest): Promise<WorkOperationResult> {
@@ -68,12 +80,20 @@ export async function renewLease(core: WorkCore, r: RenewLeaseRequest): Promise<
   const proof = leaseProof({ owner: r.owner, execution_key: r.execution_key, lease_epoch: r.lease_epoch })!;
   const expectedVersion = nat('expected_version', r.expected_version);
   const ttlMs = ttl(r.ttl_ms);
-  return execute(core, 'renew_lease', r, { todo_id: id, ...proof, expected_version: expectedVersion, ttl_ms: ttlMs }, ({ p, now, at }) => {
-    requireHardLease(p);
-    const t = findTodo(p, id);
-    const lease = requireLease(t, proof, now, 'maintain', expectedVersion);
-    return changed(t, 'lease_renew', at, { lease: { ...lease, version: lease.version + 1, expires_at: expiry(now, ttlMs) } });
-  });
+  return execute(
+    core,
+    'renew_lease',
+    r,
+    { todo_id: id, ...proof, expected_version: expectedVersion, ttl_ms: ttlMs },
+    ({ p, now, at }) => {
+      requireHardLease(p);
+      const t = findTodo(p, id);
+      const lease = requireLease(t, proof, now, 'maintain', expectedVersion);
+      return changed(t, 'lease_renew', at, {
+        lease: { ...lease, version: lease.version + 1, expires_at: expiry(now, ttlMs) },
+      });
+    },
+  );
 }
 
 export async function transferLease(core: WorkCore, r: TransferLeaseRequest): Promise<WorkOperationResult> {
@@ -83,8 +103,16 @@ export async function transferLease(core: WorkCore, r: TransferLeaseRequest): Pr
   const ttlMs = ttl(r.ttl_ms);
   const toOwner = actor('to_owner', r.to_owner);
   const toKey = actor('to_execution_key', r.to_execution_key);
-  if (toOwner === proof.owner && toKey === proof.execution_key) throw invalid('to_owner', 'a transfer names another owner or execution key');
-  const params = { todo_id: id, ...proof, expected_version: expectedVersion, ttl_ms: ttlMs, to_owner: toOwner, to_execution_key: toKey };
+  if (toOwner === proof.owner && toKey === proof.execution_key)
+    throw invalid('to_owner', 'a transfer names another owner or execution key');
+  const params = {
+    todo_id: id,
+    ...proof,
+    expected_version: expectedVersion,
+    ttl_ms: ttlMs,
+    to_owner: toOwner,
+    to_execution_key: toKey,
+  };
   return execute(core, 'transfer_lease', r, params, ({ p, now, at, operationId, storeIdentity }) => {
     requireHardLease(p);
     const t = findTodo(p, id);
@@ -107,12 +135,18 @@ export async function releaseLease(core: WorkCore, r: ReleaseLeaseRequest): Prom
   const id = todoId(r.todo_id);
   const proof = leaseProof({ owner: r.owner, execution_key: r.execution_key, lease_epoch: r.lease_epoch })!;
   const expectedVersion = nat('expected_version', r.expected_version);
-  return execute(core, 'release_lease', r, { todo_id: id, ...proof, expected_version: expectedVersion }, ({ p, now, at }) => {
-    const t = findTodo(p, id);
-    const lease = requireLease(t, proof, now, 'release', expectedVersion);
-    return changed(t, 'lease_release', at, {
-      lease: { ...lease, status: 'released', released_at: at },
-      claimed_by: t.claimed_by === lease.owner ? null : t.claimed_by,
-    });
-  });
+  return execute(
+    core,
+    'release_lease',
+    r,
+    { todo_id: id, ...proof, expected_version: expectedVersion },
+    ({ p, now, at }) => {
+      const t = findTodo(p, id);
+      const lease = requireLease(t, proof, now, 'release', expectedVersion);
+      return changed(t, 'lease_release', at, {
+        lease: { ...lease, status: 'released', released_at: at },
+        claimed_by: t.claimed_by === lease.owner ? null : t.claimed_by,
+      });
+    },
+  );
 }

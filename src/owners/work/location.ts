@@ -15,7 +15,15 @@
  */
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { canonicalJson, conflict, ensurePrivateDir, readRegularFileOnce, rejected, writeFileDurable, type LoopxError } from '../../core/index.js';
+import {
+  canonicalJson,
+  conflict,
+  ensurePrivateDir,
+  readRegularFileOnce,
+  rejected,
+  writeFileDurable,
+  type LoopxError,
+} from '../../core/index.js';
 import { GOAL_ID, LAYOUT } from '../layout.js';
 import { describeLocation, providerOf, storeProvider, type GoalWorkLocation } from '../providers/index.js';
 
@@ -33,10 +41,14 @@ export const workLocationInvalid = (goalId: string, why: string): LoopxError =>
 
 /** A request to keep an existing Goal's work somewhere else than where it is. */
 export const workProviderChangeRefused = (goalId: string, have: GoalWorkLocation): LoopxError =>
-  conflict('work_provider_change_refused', `Goal ${goalId} keeps its work in ${describeLocation(have)}; it is not moved.`, {
-    nextAction: 'keep the Goal where it is; create the other store for a new Goal id',
-    details: { goal_id: goalId, provider: have.provider },
-  });
+  conflict(
+    'work_provider_change_refused',
+    `Goal ${goalId} keeps its work in ${describeLocation(have)}; it is not moved.`,
+    {
+      nextAction: 'keep the Goal where it is; create the other store for a new Goal id',
+      details: { goal_id: goalId, provider: have.provider },
+    },
+  );
 
 function decode(goalId: string, bytes: Uint8Array): GoalWorkLocation {
   let v: unknown;
@@ -64,7 +76,10 @@ export function readWorkLocation(root: string, goalId: string): GoalWorkLocation
 /** Records the Goal's choice durably (creating the Goal's directory when needed). */
 export function writeWorkLocation(root: string, goalId: string, location: GoalWorkLocation): void {
   ensurePrivateDir(join(root, LAYOUT.goalDir(goalId)));
-  writeFileDurable(join(root, LAYOUT.workStoreLocation(goalId)), new TextEncoder().encode(`${canonicalJson({ schema_version: WORK_LOCATION_SCHEMA, ...location })}\n`));
+  writeFileDurable(
+    join(root, LAYOUT.workStoreLocation(goalId)),
+    new TextEncoder().encode(`${canonicalJson({ schema_version: WORK_LOCATION_SCHEMA, ...location })}\n`),
+  );
 }
 
 /**
@@ -73,7 +88,8 @@ export function writeWorkLocation(root: string, goalId: string, location: GoalWo
  */
 export function rebindWorkLocation(root: string, goalId: string, reference: string): void {
   const have = readWorkLocation(root, goalId);
-  const next = have === null ? undefined : (providerOf(have).work.rebind?.(have, reference) as GoalWorkLocation | undefined);
+  const next =
+    have === null ? undefined : (providerOf(have).work.rebind?.(have, reference) as GoalWorkLocation | undefined);
   if (next === undefined) throw workLocationInvalid(goalId, 'not a choice with a database reference to rebind');
   writeWorkLocation(root, goalId, next);
 }
@@ -87,7 +103,9 @@ export function removeWorkLocation(root: string, goalId: string): void {
 export const mintStoreKey = (goalId: string, hex: string): string => `${goalId}~${hex}`;
 
 /** Every Goal directory's recorded choice (pending ones included), by Goal id. */
-export function recordedWorkLocations(root: string): { readonly goal_id: string; readonly location: GoalWorkLocation }[] {
+export function recordedWorkLocations(
+  root: string,
+): { readonly goal_id: string; readonly location: GoalWorkLocation }[] {
   let names: string[];
   try {
     names = readdirSync(join(root, LAYOUT.goalsDir));

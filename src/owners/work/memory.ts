@@ -15,11 +15,20 @@ import {
   type StoredCommitText,
   type ScanPage,
   type StoredReceipt,
+  type WorkCommitRequest,
   type WorkCommitResult,
   type WorkProvider,
   type WorkStoreIdentity,
 } from './contract.js';
-import { assertScanArguments, decodeEvents, decodeObject, encodeCommit, fenceHolds, fenceOf, type EncodedCommit } from './encoding.js';
+import {
+  assertScanArguments,
+  decodeEvents,
+  decodeObject,
+  encodeCommit,
+  fenceHolds,
+  fenceOf,
+  type EncodedCommit,
+} from './encoding.js';
 import { checkIdentity, mintIdentity, type IdentityExpectations } from './identity.js';
 import { protocolViolation, providerClosed } from './errors.js';
 
@@ -67,15 +76,6 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
   const open = (): void => {
     if (closed) throw providerClosed();
   };
-  const toTransaction = (row: MemoryRow): CommittedTransaction => ({
-    cursor: row.cursor,
-    provider_revision: row.provider_revision,
-    operation_id: row.operation_id,
-    request_digest: row.request_digest,
-    events: decodeEvents(row.events),
-    receipt: decodeObject(row.receipt),
-    ...(row.cursor === state.cursor && state.head !== null ? { projection: decodeObject(state.head) } : {}),
-  });
 
   const provider = {
     provider: MEMORY_PROVIDER,
@@ -85,31 +85,15 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
     },
     async load() {
       open();
-      return { head: state.head === null ? null : decodeObject(state.head), provider_revision: state.provider_revision, cursor: state.cursor };
+      return {
+        head: state.head === null ? null : decodeObject(state.head),
+        provider_revision: state.provider_revision,
+        cursor: state.cursor,
+      };
     },
     async commit(request): Promise<WorkCommitResult> {
       if (closed) return { status: 'failed', code: 'provider_closed' };
-      const encoded = encodeCommit(request);
-      if ('failed' in encoded) return { status: 'failed', code: encoded.failed };
-      if (request.writer_fence !== undefined && !fenceHolds(fenceOf(state.head === null ? null : decodeObject(state.head)), request.writer_fence))
-        return { status: 'conflict', reason: 'writer_fenced' };
-      if (state.byOperation.has(encoded.operation_id) || state.lineageRows.has(encoded.operation_id)) return { status: 'conflict', reason: 'operation_id_exists' };
-      if (encoded.expected_provider_revision !== state.provider_revision) return { status: 'conflict', reason: 'provider_revision_mismatch' };
-      const cursor = state.cursor + 1;
-      const revision = formatProviderRevision(state.identity.incarnation, cursor);
-      state.commits.push({
-        cursor,
-        provider_revision: revision,
-        operation_id: encoded.operation_id,
-        request_digest: encoded.request_digest,
-        events: encoded.events,
-        receipt: encoded.receipt,
-      });
-      state.byOperation.set(encoded.operation_id, cursor);
-      state.cursor = cursor;
-      state.provider_revision = revision;
-      state.head = encoded.projection;
-      return { status: 'applied', cursor, provider_revision: revision };
+      return commitTo(state, request);
     },
     readReceipt: async (operationId: string): Promise<StoredReceipt | undefined> => {
       open();
@@ -119,14 +103,15 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
       open();
       assertScanArguments(afterCursor, limit);
       const rows = state.commits.slice(afterCursor, afterCursor + limit);
-      const transactions = rows.map(toTransaction);
+      const transactions = rows.map((row) => transactionOf(state, row));
       return {
         transactions,
         next_cursor: transactions.at(-1)?.cursor ?? afterCursor,
         has_more: afterCursor + rows.length < state.commits.length,
       };
     },
-    importLineage: async (request: LineageImportRequest): Promise<LineageImportResult> => (closed ? { status: 'failed', code: 'provider_closed' } : importLineage(state, request)),
+    importLineage: async (request: LineageImportRequest): Promise<LineageImportResult> =>
+      closed ? { status: 'failed', code: 'provider_closed' } : importLineage(state, request),
     lineage: async (): Promise<LineageRecord[]> => {
       open();
       return state.lineage.map((l) => ({ ...l }));
@@ -138,6 +123,47 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
   return provider;
 }
 
+/** One commit, its checks and writes in one step: fence, operation id, then the expected revision (contract.ts). */
+function commitTo(state: MemoryWorkState, request: WorkCommitRequest): WorkCommitResult {
+  const encoded = encodeCommit(request);
+  if ('failed' in encoded) return { status: 'failed', code: encoded.failed };
+  if (
+    request.writer_fence !== undefined &&
+    !fenceHolds(fenceOf(state.head === null ? null : decodeObject(state.head)), request.writer_fence)
+  )
+    return { status: 'conflict', reason: 'writer_fenced' };
+  if (state.byOperation.has(encoded.operation_id) || state.lineageRows.has(encoded.operation_id))
+    return { status: 'conflict', reason: 'operation_id_exists' };
+  if (encoded.expected_provider_revision !== state.provider_revision)
+    return { status: 'conflict', reason: 'provider_revision_mismatch' };
+  const cursor = state.cursor + 1;
+  const revision = formatProviderRevision(state.identity.incarnation, cursor);
+  state.commits.push({
+    cursor,
+    provider_revision: revision,
+    operation_id: encoded.operation_id,
+    request_digest: encoded.request_digest,
+    events: encoded.events,
+    receipt: encoded.receipt,
+  });
+  state.byOperation.set(encoded.operation_id, cursor);
+  state.cursor = cursor;
+  state.provider_revision = revision;
+  state.head = encoded.projection;
+  return { status: 'applied', cursor, provider_revision: revision };
+}
+
+/** A stored commit as a committed transaction; the newest one carries the current projection. */
+const transactionOf = (state: MemoryWorkState, row: MemoryRow): CommittedTransaction => ({
+  cursor: row.cursor,
+  provider_revision: row.provider_revision,
+  operation_id: row.operation_id,
+  request_digest: row.request_digest,
+  events: decodeEvents(row.events),
+  receipt: decodeObject(row.receipt),
+  ...(row.cursor === state.cursor && state.head !== null ? { projection: decodeObject(state.head) } : {}),
+});
+
 /** One lineage import, checked in full before anything is kept (the SQLite provider's rules). */
 function importLineage(state: MemoryWorkState, request: LineageImportRequest): LineageImportResult {
   const l = request.lineage;
@@ -147,8 +173,13 @@ function importLineage(state: MemoryWorkState, request: LineageImportRequest): L
   const rows: StoredCommitText[] = [];
   const seen = new Set<string>();
   for (const row of request.rows) {
-    if (row.cursor !== rows.length + 1 || row.provider_revision !== formatProviderRevision(l.source_incarnation, row.cursor)) return { status: 'conflict', reason: 'rows_invalid' };
-    if (state.lineageRows.has(row.operation_id) || seen.has(row.operation_id)) return { status: 'conflict', reason: 'operation_id_exists' };
+    if (
+      row.cursor !== rows.length + 1 ||
+      row.provider_revision !== formatProviderRevision(l.source_incarnation, row.cursor)
+    )
+      return { status: 'conflict', reason: 'rows_invalid' };
+    if (state.lineageRows.has(row.operation_id) || seen.has(row.operation_id))
+      return { status: 'conflict', reason: 'operation_id_exists' };
     seen.add(row.operation_id);
     rows.push({ ...row });
   }
@@ -170,5 +201,11 @@ function receiptOf(state: MemoryWorkState, operationId: string): StoredReceipt |
   if (cursor === undefined) return undefined;
   const row = state.commits[cursor - 1];
   if (!row) throw protocolViolation('a receipt index entry points at no commit');
-  return { operation_id: row.operation_id, request_digest: row.request_digest, cursor: row.cursor, provider_revision: row.provider_revision, receipt: decodeObject(row.receipt) };
+  return {
+    operation_id: row.operation_id,
+    request_digest: row.request_digest,
+    cursor: row.cursor,
+    provider_revision: row.provider_revision,
+    receipt: decodeObject(row.receipt),
+  };
 }

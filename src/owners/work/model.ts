@@ -72,7 +72,15 @@ export interface WorkProjection {
   readonly updated_at: string | null;
 }
 
-export type TodoChange = 'update' | 'claim' | 'unclaim' | 'lease_acquire' | 'lease_renew' | 'lease_transfer' | 'lease_release' | 'lease_revoke';
+export type TodoChange =
+  | 'update'
+  | 'claim'
+  | 'unclaim'
+  | 'lease_acquire'
+  | 'lease_renew'
+  | 'lease_transfer'
+  | 'lease_release'
+  | 'lease_revoke';
 
 /** Events carry post-images: they are the state deltas a retained prefix replays. */
 export type WorkEvent =
@@ -165,7 +173,8 @@ export function applyTransaction(p: WorkProjection, events: readonly WorkEvent[]
   for (const e of events) {
     switch (e.type) {
       case 'todo_added':
-        if (todos.some((t) => t.todo_id === e.todo.todo_id)) throw eventInvalid(`Todo ${e.todo.todo_id} is added twice`);
+        if (todos.some((t) => t.todo_id === e.todo.todo_id))
+          throw eventInvalid(`Todo ${e.todo.todo_id} is added twice`);
         todos = [...todos, e.todo];
         todo_seq = e.todo_seq;
         break;
@@ -182,7 +191,8 @@ export function applyTransaction(p: WorkProjection, events: readonly WorkEvent[]
         fence = e.fence;
         break;
       case 'state_adopted':
-        if (p.authority_revision !== 0 || todos.length > 0) throw eventInvalid('state is adopted only into an empty store');
+        if (p.authority_revision !== 0 || todos.length > 0)
+          throw eventInvalid('state is adopted only into an empty store');
         todos = e.todos;
         todo_seq = e.todo_seq;
         handoff_mode = e.handoff_mode;
@@ -192,7 +202,16 @@ export function applyTransaction(p: WorkProjection, events: readonly WorkEvent[]
         throw eventInvalid(`unknown event type ${JSON.stringify((e as { type?: unknown }).type)}`);
     }
   }
-  return { schema_version: HEAD_SCHEMA, goal_id: p.goal_id, authority_revision: p.authority_revision + 1, handoff_mode, fence, todo_seq, todos, updated_at: committedAt };
+  return {
+    schema_version: HEAD_SCHEMA,
+    goal_id: p.goal_id,
+    authority_revision: p.authority_revision + 1,
+    handoff_mode,
+    fence,
+    todo_seq,
+    todos,
+    updated_at: committedAt,
+  };
 }
 
 /** Digest of a projection as stored (canonical JSON). */
@@ -222,7 +241,8 @@ function copyJson(v: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(v)) {
     const x = copyJson((v as Record<string, unknown>)[k]);
-    if (k === '__proto__') Object.defineProperty(out, k, { value: x, enumerable: true, writable: true, configurable: true });
+    if (k === '__proto__')
+      Object.defineProperty(out, k, { value: x, enumerable: true, writable: true, configurable: true });
     else out[k] = x;
   }
   return out;
@@ -246,7 +266,13 @@ function leaseProblem(v: unknown): string | undefined {
   if (!isStr(v.lease_id) || !isStr(v.owner) || !isStr(v.execution_key)) return 'lease identity fields are missing';
   if (!isNat(v.lease_epoch) || !isNat(v.version)) return 'lease epoch/version are not integers';
   if (v.status !== 'active' && v.status !== 'released') return 'lease status is unknown';
-  if (!isStr(v.acquired_at) || !isStr(v.expires_at) || Number.isNaN(Date.parse(v.expires_at)) || !isStrOrNull(v.released_at)) return 'lease times are malformed';
+  if (
+    !isStr(v.acquired_at) ||
+    !isStr(v.expires_at) ||
+    Number.isNaN(Date.parse(v.expires_at)) ||
+    !isStrOrNull(v.released_at)
+  )
+    return 'lease times are malformed';
   return undefined;
 }
 
@@ -254,8 +280,10 @@ export function todoProblem(v: unknown): string | undefined {
   if (!isObj(v)) return 'Todo is not an object';
   if (!isStr(v.todo_id) || !isStr(v.title) || !isStr(v.text)) return 'Todo identity or text is missing';
   if (!(TODO_STATUSES as readonly unknown[]).includes(v.status)) return `Todo ${v.todo_id} has an unknown status`;
-  if (typeof v.priority !== 'number' || !Number.isSafeInteger(v.priority)) return `Todo ${v.todo_id} priority is not an integer`;
-  if (!isStrOrNull(v.note) || !isStrOrNull(v.claimed_by) || !isStr(v.created_at) || !isStr(v.updated_at)) return `Todo ${v.todo_id} fields are malformed`;
+  if (typeof v.priority !== 'number' || !Number.isSafeInteger(v.priority))
+    return `Todo ${v.todo_id} priority is not an integer`;
+  if (!isStrOrNull(v.note) || !isStrOrNull(v.claimed_by) || !isStr(v.created_at) || !isStr(v.updated_at))
+    return `Todo ${v.todo_id} fields are malformed`;
   if (!isNat(v.todo_revision)) return `Todo ${v.todo_id} revision is not an integer`;
   const lp = leaseProblem(v.lease);
   return lp === undefined ? undefined : `Todo ${v.todo_id}: ${lp}`;
@@ -264,10 +292,12 @@ export function todoProblem(v: unknown): string | undefined {
 export function projectionProblem(v: unknown, goalId?: string): string | undefined {
   if (!isObj(v)) return 'head projection is not an object';
   if (v.schema_version !== HEAD_SCHEMA) return `unknown head schema ${JSON.stringify(v.schema_version)}`;
-  if (!isStr(v.goal_id) || (goalId !== undefined && v.goal_id !== goalId)) return 'head projection belongs to another Goal';
+  if (!isStr(v.goal_id) || (goalId !== undefined && v.goal_id !== goalId))
+    return 'head projection belongs to another Goal';
   if (!isNat(v.authority_revision) || !isNat(v.todo_seq)) return 'head counters are not integers';
   if (!(HANDOFF_MODES as readonly unknown[]).includes(v.handoff_mode)) return 'head handoff mode is unknown';
-  if (v.fence !== null && (!isObj(v.fence) || !isStr(v.fence.fence_id) || !isNat(v.fence.epoch))) return 'head fence is malformed';
+  if (v.fence !== null && (!isObj(v.fence) || !isStr(v.fence.fence_id) || !isNat(v.fence.epoch)))
+    return 'head fence is malformed';
   if (!Array.isArray(v.todos)) return 'head Todos are not a list';
   for (const t of v.todos) {
     const tp = todoProblem(t);
@@ -297,7 +327,8 @@ export function eventsProblem(v: unknown): string | undefined {
         if (!(HANDOFF_MODES as readonly unknown[]).includes(e.handoff_mode)) return 'unknown handoff mode';
         break;
       case 'fence_engaged':
-        if (!isObj(e.fence) || !isStr(e.fence.fence_id) || !isNat(e.fence.epoch) || !isStr(e.fence.engaged_at)) return 'fence_engaged is malformed';
+        if (!isObj(e.fence) || !isStr(e.fence.fence_id) || !isNat(e.fence.epoch) || !isStr(e.fence.engaged_at))
+          return 'fence_engaged is malformed';
         break;
       case 'state_adopted': {
         const problem = adoptedProblem(e);
@@ -313,10 +344,17 @@ export function eventsProblem(v: unknown): string | undefined {
 
 function adoptedProblem(e: Record<string, unknown>): string | undefined {
   const from = e.from;
-  if (!isObj(from) || !isStr(from.recovery_id) || !isStr(from.source_store_identity) || !isStr(from.source_provider_revision) || !isNat(from.source_cursor)) {
+  if (
+    !isObj(from) ||
+    !isStr(from.recovery_id) ||
+    !isStr(from.source_store_identity) ||
+    !isStr(from.source_provider_revision) ||
+    !isNat(from.source_cursor)
+  ) {
     return 'state_adopted names no source';
   }
-  if (!isNat(e.todo_seq) || !(HANDOFF_MODES as readonly unknown[]).includes(e.handoff_mode) || !Array.isArray(e.todos)) return 'state_adopted is malformed';
+  if (!isNat(e.todo_seq) || !(HANDOFF_MODES as readonly unknown[]).includes(e.handoff_mode) || !Array.isArray(e.todos))
+    return 'state_adopted is malformed';
   for (const t of e.todos) {
     const p = todoProblem(t);
     if (p) return p;
@@ -327,7 +365,8 @@ function adoptedProblem(e: Record<string, unknown>): string | undefined {
 export function receiptProblem(v: unknown): string | undefined {
   if (!isObj(v)) return 'receipt is not an object';
   if (v.schema_version !== RECEIPT_SCHEMA) return `unknown receipt schema ${JSON.stringify(v.schema_version)}`;
-  if (!isStr(v.operation_id) || !isStr(v.request_digest) || !isStr(v.committed_at)) return 'receipt identity fields are missing';
+  if (!isStr(v.operation_id) || !isStr(v.request_digest) || !isStr(v.committed_at))
+    return 'receipt identity fields are missing';
   if (!(WORK_OPERATIONS as readonly unknown[]).includes(v.operation)) return 'receipt names an unknown operation';
   if (!isNat(v.cursor) || !isNat(v.authority_revision)) return 'receipt counters are not integers';
   return undefined;

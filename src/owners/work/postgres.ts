@@ -91,13 +91,16 @@ interface StoreRow {
   readonly fence_epoch: number;
 }
 
-const STORE_COLUMNS = 'schema, goal_id, store_identity, incarnation, cursor, provider_revision, projection, fence_id, fence_epoch';
+const STORE_COLUMNS =
+  'schema, goal_id, store_identity, incarnation, cursor, provider_revision, projection, fence_id, fence_epoch';
 const COMMIT_COLUMNS = 'cursor, provider_revision, operation_id, request_digest, events, receipt';
-const LINEAGE_COLUMNS = 'source_store_identity, source_incarnation, source_head_cursor, source_provider_revision, source_projection, recovery_id, content_digest, imported_at';
+const LINEAGE_COLUMNS =
+  'source_store_identity, source_incarnation, source_head_cursor, source_provider_revision, source_projection, recovery_id, content_digest, imported_at';
 
 /** A BIGINT column (`pg` hands it over as text): a safe integer of at least `min`. */
 function bigintColumn(v: unknown, field: string, min: number): number {
-  const n = typeof v === 'string' && /^-?(0|[1-9][0-9]{0,15})$/.test(v) ? Number(v) : typeof v === 'number' ? v : Number.NaN;
+  const n =
+    typeof v === 'string' && /^-?(0|[1-9][0-9]{0,15})$/.test(v) ? Number(v) : typeof v === 'number' ? v : Number.NaN;
   if (!Number.isSafeInteger(n) || n < min) throw new RowInvalid(field);
   return n;
 }
@@ -140,14 +143,19 @@ function decodeLineage(r: Record<string, unknown>): LineageRecord {
 }
 
 /** Our own rows failing to decode: the store was damaged or written by someone else — refuse, never guess. */
-const rowsInvalid = (e: RowInvalid): LoopxError => protocolViolation(`a stored row is malformed (${e.field})`, { column: e.field });
+const rowsInvalid = (e: RowInvalid): LoopxError =>
+  protocolViolation(`a stored row is malformed (${e.field})`, { column: e.field });
 
 /** The store row this provider opened is gone or was replaced (another identity or incarnation) under it. */
 const storeReplaced = (goalId: string): LoopxError =>
-  rejected('work_store_replaced', 'The Goal’s work store was removed or replaced since this process opened it; it is not written.', {
-    nextAction: `reopen the Goal's work (a replaced store must be adopted, not written): loopx goal show ${goalId}`,
-    details: { goal_id: goalId },
-  });
+  rejected(
+    'work_store_replaced',
+    'The Goal’s work store was removed or replaced since this process opened it; it is not written.',
+    {
+      nextAction: `reopen the Goal's work (a replaced store must be adopted, not written): loopx goal show ${goalId}`,
+      details: { goal_id: goalId },
+    },
+  );
 
 /** Opens (and, unless `create` is false, first creates) the work store `store_key` of the migrated schema behind `db`. */
 export async function openPostgresWorkProvider(db: PgDatabase, options: PgWorkOptions): Promise<WorkProvider> {
@@ -160,7 +168,15 @@ export async function openPostgresWorkProvider(db: PgDatabase, options: PgWorkOp
     await db.query(
       `INSERT INTO work_stores (goal_key, schema, goal_id, store_identity, incarnation, created_at, cursor, provider_revision)
        VALUES ($1, $2, $3, $4, $5, $6, 0, $7) ON CONFLICT (goal_key) DO NOTHING`,
-      [key, WORK_PG_SCHEMA, options.goal_id, minted.store_identity, minted.incarnation, new Date().toISOString(), formatProviderRevision(minted.incarnation, 0)],
+      [
+        key,
+        WORK_PG_SCHEMA,
+        options.goal_id,
+        minted.store_identity,
+        minted.incarnation,
+        new Date().toISOString(),
+        formatProviderRevision(minted.incarnation, 0),
+      ],
     );
   }
   const identity = await readIdentity(db, key, options.goal_id);
@@ -184,15 +200,23 @@ async function identityIn(q: PgQuery, key: string, goalId: string): Promise<Work
   } catch (e) {
     throw e instanceof RowInvalid ? metadataInvalid(`malformed ${e.field}`) : e;
   }
-  if (parseStoreIdentity(s.store_identity)?.provider !== POSTGRESQL_PROVIDER) throw metadataInvalid('malformed store identity');
+  if (parseStoreIdentity(s.store_identity)?.provider !== POSTGRESQL_PROVIDER)
+    throw metadataInvalid('malformed store identity');
   if (!INCARNATION_PATTERN.test(s.incarnation)) throw metadataInvalid('malformed incarnation');
   const rev = parseProviderRevision(s.provider_revision);
   if (rev && rev.incarnation !== s.incarnation) throw foreignIncarnation(rev.incarnation, s.incarnation);
-  const [stats] = await q('SELECT count(*) AS n, coalesce(max(cursor), 0) AS max FROM work_commits WHERE goal_key = $1', [key]);
+  const [stats] = await q(
+    'SELECT count(*) AS n, coalesce(max(cursor), 0) AS max FROM work_commits WHERE goal_key = $1',
+    [key],
+  );
   const n = bigintColumn(stats?.n, 'count', 0);
   const max = bigintColumn(stats?.max, 'max', 0);
   if (!rev || rev.cursor !== s.cursor || n !== s.cursor || max !== s.cursor) {
-    throw protocolViolation('the head and the commits disagree (a gap or a foreign head)', { head_cursor: s.cursor, commit_count: n, max_cursor: max });
+    throw protocolViolation('the head and the commits disagree (a gap or a foreign head)', {
+      head_cursor: s.cursor,
+      commit_count: n,
+      max_cursor: max,
+    });
   }
   return { store_identity: s.store_identity, incarnation: s.incarnation, goal_id: s.goal_id };
 }
@@ -208,7 +232,11 @@ export type WorkSnapshotReader = Pick<WorkProvider, 'provider' | 'storeIdentity'
  * retained-prefix export of it is of one snapshot (a backup set's). Writes nothing; opening it
  * checks the store whole, as opening a provider does.
  */
-export async function openPgWorkSnapshot(run: SnapshotRun, goalId: string, storeKey: string = goalId): Promise<WorkSnapshotReader> {
+export async function openPgWorkSnapshot(
+  run: SnapshotRun,
+  goalId: string,
+  storeKey: string = goalId,
+): Promise<WorkSnapshotReader> {
   const guarded = async <T>(fn: (q: PgQuery) => Promise<T>): Promise<T> => {
     try {
       return await run(fn);
@@ -230,7 +258,11 @@ export async function openPgWorkSnapshot(run: SnapshotRun, goalId: string, store
     load: () =>
       guarded(async (q) => {
         const h = await head(q);
-        return { head: jsonOrNullColumn<JsonObject>(h.projection, 'projection'), provider_revision: h.provider_revision, cursor: h.cursor };
+        return {
+          head: jsonOrNullColumn<JsonObject>(h.projection, 'projection'),
+          provider_revision: h.provider_revision,
+          cursor: h.cursor,
+        };
       }),
     scanCommitted: (afterCursor, limit) => {
       assertScanArguments(afterCursor, limit);
@@ -240,7 +272,11 @@ export async function openPgWorkSnapshot(run: SnapshotRun, goalId: string, store
 }
 
 /** A Goal's head as `q` sees it (null: the Goal has no store in the schema). */
-export async function pgWorkHead(q: PgQuery, goalId: string, storeKey: string = goalId): Promise<{ provider_revision: string; cursor: number } | null> {
+export async function pgWorkHead(
+  q: PgQuery,
+  goalId: string,
+  storeKey: string = goalId,
+): Promise<{ provider_revision: string; cursor: number } | null> {
   const [raw] = await q(`SELECT ${STORE_COLUMNS} FROM work_stores WHERE goal_key = $1`, [storeKey]);
   if (!raw) return null;
   const h = decodeStore(raw);
@@ -260,7 +296,11 @@ type WriteFailure = { readonly status: 'failed'; readonly code: string } | { rea
  * transaction beat it, the refusal's code for a typed one, else `provider_write_failed` — and a COMMIT
  * the connection failed under is `ambiguous`.
  */
-async function writeTransaction<T>(db: PgDatabase, goalId: string, body: (q: PgQuery) => Promise<T>): Promise<T | WriteFailure> {
+async function writeTransaction<T>(
+  db: PgDatabase,
+  goalId: string,
+  body: (q: PgQuery) => Promise<T>,
+): Promise<T | WriteFailure> {
   try {
     return await db.transaction(body);
   } catch (e) {
@@ -282,11 +322,21 @@ function writeFailure(db: PgDatabase, goalId: string, e: unknown): WriteFailure 
 }
 
 /** Admits the writer at the installation, then locks the store row and checks it is still the store this provider opened (a lineage import's start; a commit does the same in `loopx_work_commit`). */
-async function lockStore(q: PgQuery, key: string, identity: WorkStoreIdentity, admission: PgAdmission): Promise<StoreRow> {
+async function lockStore(
+  q: PgQuery,
+  key: string,
+  identity: WorkStoreIdentity,
+  admission: PgAdmission,
+): Promise<StoreRow> {
   await admit(q, admission);
   const [raw] = await q(`SELECT ${STORE_COLUMNS} FROM work_stores WHERE goal_key = $1 FOR UPDATE`, [key]);
   const s = raw ? decodeStore(raw) : undefined;
-  if (!s || s.store_identity !== identity.store_identity || s.incarnation !== identity.incarnation || s.goal_id !== identity.goal_id) {
+  if (
+    !s ||
+    s.store_identity !== identity.store_identity ||
+    s.incarnation !== identity.incarnation ||
+    s.goal_id !== identity.goal_id
+  ) {
     throw new Decided<WriteFailure>({ status: 'failed', code: storeReplaced(identity.goal_id).code });
   }
   return s;
@@ -301,7 +351,8 @@ const operationExists = async (q: PgQuery, key: string, operationId: string): Pr
     )
   ).length > 0;
 
-const COMMIT_SQL = 'SELECT outcome, head_cursor, head_revision FROM loopx_work_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)';
+const COMMIT_SQL =
+  'SELECT outcome, head_cursor, head_revision FROM loopx_work_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)';
 const COMMIT_OUTCOMES = new Set(['writer_fenced', 'operation_id_exists', 'provider_revision_mismatch']);
 
 /**
@@ -310,7 +361,13 @@ const COMMIT_OUTCOMES = new Set(['writer_fenced', 'operation_id_exists', 'provid
  * and the conditional head update, all in the database, in the statement's own transaction. A
  * decision not to write writes nothing; a connection lost once the statement was sent is `ambiguous`.
  */
-async function commitOnce(db: PgDatabase, key: string, identity: WorkStoreIdentity, admission: PgAdmission, request: WorkCommitRequest): Promise<WorkCommitResult> {
+async function commitOnce(
+  db: PgDatabase,
+  key: string,
+  identity: WorkStoreIdentity,
+  admission: PgAdmission,
+  request: WorkCommitRequest,
+): Promise<WorkCommitResult> {
   const c = encodeCommit(request);
   if ('failed' in c) return { status: 'failed', code: c.failed };
   const next = fenceOf(request.next_projection);
@@ -341,15 +398,26 @@ async function commitOnce(db: PgDatabase, key: string, identity: WorkStoreIdenti
     );
   } catch (e) {
     if (e instanceof PgCommitAmbiguous) return { status: 'ambiguous' };
-    return writeFailure(db, identity.goal_id, (e as { code?: unknown })?.code === 'LXP01' ? protocolViolation('the head moved inside a write transaction') : e);
+    return writeFailure(
+      db,
+      identity.goal_id,
+      (e as { code?: unknown })?.code === 'LXP01' ? protocolViolation('the head moved inside a write transaction') : e,
+    );
   }
   const outcome = rows[0]?.outcome;
   if (outcome === 'work_store_replaced') return { status: 'failed', code: storeReplaced(identity.goal_id).code };
   if (typeof outcome === 'string' && COMMIT_OUTCOMES.has(outcome))
-    return { status: 'conflict', reason: outcome as 'writer_fenced' | 'operation_id_exists' | 'provider_revision_mismatch' };
+    return {
+      status: 'conflict',
+      reason: outcome as 'writer_fenced' | 'operation_id_exists' | 'provider_revision_mismatch',
+    };
   try {
     if (outcome !== 'applied') throw new RowInvalid('outcome');
-    return { status: 'applied', cursor: bigintColumn(rows[0]?.head_cursor, 'cursor', 1), provider_revision: textColumn(rows[0]?.head_revision, 'provider_revision') };
+    return {
+      status: 'applied',
+      cursor: bigintColumn(rows[0]?.head_cursor, 'cursor', 1),
+      provider_revision: textColumn(rows[0]?.head_revision, 'provider_revision'),
+    };
   } catch {
     return { status: 'ambiguous' }; // the statement ran but its answer does not decode: what it did is unknown here (the receipt says)
   }
@@ -360,12 +428,22 @@ async function commitOnce(db: PgDatabase, key: string, identity: WorkStoreIdenti
  * written (refused) → the lineage row and every source row, checked contiguous and of the source
  * incarnation → COMMIT. Nothing is written unless all of it is.
  */
-async function importLineageOnce(db: PgDatabase, key: string, identity: WorkStoreIdentity, admission: PgAdmission, request: LineageImportRequest): Promise<LineageImportResult> {
+async function importLineageOnce(
+  db: PgDatabase,
+  key: string,
+  identity: WorkStoreIdentity,
+  admission: PgAdmission,
+  request: LineageImportRequest,
+): Promise<LineageImportResult> {
   const l = request.lineage;
-  const refuse = (reason: 'store_not_empty' | 'operation_id_exists' | 'rows_invalid') => new Decided<LineageImportResult>({ status: 'conflict', reason });
+  const refuse = (reason: 'store_not_empty' | 'operation_id_exists' | 'rows_invalid') =>
+    new Decided<LineageImportResult>({ status: 'conflict', reason });
   return writeTransaction(db, identity.goal_id, async (q): Promise<LineageImportResult> => {
     const s = await lockStore(q, key, identity, admission);
-    const [prior] = await q(`SELECT ${LINEAGE_COLUMNS} FROM work_lineage WHERE goal_key = $1 AND source_store_identity = $2`, [key, l.source_store_identity]);
+    const [prior] = await q(
+      `SELECT ${LINEAGE_COLUMNS} FROM work_lineage WHERE goal_key = $1 AND source_store_identity = $2`,
+      [key, l.source_store_identity],
+    );
     if (prior) throw new Decided<LineageImportResult>({ status: 'already', lineage: decodeLineage(prior) });
     if (s.cursor !== 0) throw refuse('store_not_empty');
     const record: LineageRecord = { ...l, imported_at: new Date().toISOString() };
@@ -382,18 +460,25 @@ async function importLineageOnce(db: PgDatabase, key: string, identity: WorkStor
     ]);
     let cursor = 0;
     for (const row of request.rows) {
-      if (row.cursor !== cursor + 1 || row.provider_revision !== formatProviderRevision(l.source_incarnation, row.cursor)) throw refuse('rows_invalid');
+      if (
+        row.cursor !== cursor + 1 ||
+        row.provider_revision !== formatProviderRevision(l.source_incarnation, row.cursor)
+      )
+        throw refuse('rows_invalid');
       if (await operationExists(q, key, row.operation_id)) throw refuse('operation_id_exists');
-      await q(`INSERT INTO work_lineage_commits (goal_key, source_store_identity, ${COMMIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
-        key,
-        l.source_store_identity,
-        row.cursor,
-        row.provider_revision,
-        row.operation_id,
-        row.request_digest,
-        row.events,
-        row.receipt,
-      ]);
+      await q(
+        `INSERT INTO work_lineage_commits (goal_key, source_store_identity, ${COMMIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [
+          key,
+          l.source_store_identity,
+          row.cursor,
+          row.provider_revision,
+          row.operation_id,
+          row.request_digest,
+          row.events,
+          row.receipt,
+        ],
+      );
       cursor = row.cursor;
     }
     if (cursor !== l.source_head_cursor) throw refuse('rows_invalid');
@@ -402,11 +487,22 @@ async function importLineageOnce(db: PgDatabase, key: string, identity: WorkStor
 }
 
 /** One snapshot-consistent page: the rows and the head they are compared with, in one read transaction. */
-async function scanPage(q: PgQuery, key: string, afterCursor: number, limit: number, head: StoreRow): Promise<ScanPage> {
-  const rows = await q(`SELECT ${COMMIT_COLUMNS} FROM work_commits WHERE goal_key = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`, [key, afterCursor, limit + 1]);
+async function scanPage(
+  q: PgQuery,
+  key: string,
+  afterCursor: number,
+  limit: number,
+  head: StoreRow,
+): Promise<ScanPage> {
+  const rows = await q(
+    `SELECT ${COMMIT_COLUMNS} FROM work_commits WHERE goal_key = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`,
+    [key, afterCursor, limit + 1],
+  );
   const transactions: CommittedTransaction[] = rows.slice(0, limit).map((r) => {
     const t = decodeCommit(r);
-    return t.cursor === head.cursor && head.projection !== null ? { ...t, projection: jsonColumn<JsonObject>(head.projection, 'projection') } : t;
+    return t.cursor === head.cursor && head.projection !== null
+      ? { ...t, projection: jsonColumn<JsonObject>(head.projection, 'projection') }
+      : t;
   });
   return { transactions, next_cursor: transactions.at(-1)?.cursor ?? afterCursor, has_more: rows.length > limit };
 }
@@ -421,7 +517,8 @@ function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity, ad
         async (q) => {
           const [raw] = await q(`SELECT ${STORE_COLUMNS} FROM work_stores WHERE goal_key = $1`, [key]);
           const head = raw ? decodeStore(raw) : undefined;
-          if (!head || head.store_identity !== identity.store_identity || head.incarnation !== identity.incarnation) throw storeReplaced(identity.goal_id);
+          if (!head || head.store_identity !== identity.store_identity || head.incarnation !== identity.incarnation)
+            throw storeReplaced(identity.goal_id);
           return fn(q, head);
         },
         { isolation: 'repeatable read', readOnly: true },
@@ -439,7 +536,11 @@ function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity, ad
       return { ...identity };
     },
     load: (): Promise<WorkLoad> =>
-      read(async (_q, h) => ({ head: jsonOrNullColumn<JsonObject>(h.projection, 'projection'), provider_revision: h.provider_revision, cursor: h.cursor })),
+      read(async (_q, h) => ({
+        head: jsonOrNullColumn<JsonObject>(h.projection, 'projection'),
+        provider_revision: h.provider_revision,
+        cursor: h.cursor,
+      })),
     commit: async (request: WorkCommitRequest): Promise<WorkCommitResult> =>
       closed ? { status: 'failed', code: 'provider_closed' } : commitOnce(db, key, identity, admission, request),
     readReceipt: (operationId: string): Promise<StoredReceipt | undefined> =>
@@ -452,7 +553,13 @@ function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity, ad
         );
         if (!r) return undefined;
         const t = decodeCommit(r);
-        return { operation_id: t.operation_id, request_digest: t.request_digest, cursor: t.cursor, provider_revision: t.provider_revision, receipt: t.receipt };
+        return {
+          operation_id: t.operation_id,
+          request_digest: t.request_digest,
+          cursor: t.cursor,
+          provider_revision: t.provider_revision,
+          receipt: t.receipt,
+        };
       }),
     async scanCommitted(afterCursor: number, limit: number): Promise<ScanPage> {
       assertScanArguments(afterCursor, limit);
@@ -460,7 +567,12 @@ function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity, ad
     },
     importLineage: async (request: LineageImportRequest): Promise<LineageImportResult> =>
       closed ? { status: 'failed', code: 'provider_closed' } : importLineageOnce(db, key, identity, admission, request),
-    lineage: (): Promise<LineageRecord[]> => read(async (q) => (await q(`SELECT ${LINEAGE_COLUMNS} FROM work_lineage WHERE goal_key = $1 ORDER BY seq`, [key])).map(decodeLineage)),
+    lineage: (): Promise<LineageRecord[]> =>
+      read(async (q) =>
+        (await q(`SELECT ${LINEAGE_COLUMNS} FROM work_lineage WHERE goal_key = $1 ORDER BY seq`, [key])).map(
+          decodeLineage,
+        ),
+      ),
     close() {
       closed = true;
     },
@@ -469,8 +581,13 @@ function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity, ad
 }
 
 /** The work stores of the schema behind `db` (migrated): each store's key and Goal, in key order. */
-export async function listPostgresWorkStores(db: PgDatabase): Promise<{ readonly store_key: string; readonly goal_id: string }[]> {
+export async function listPostgresWorkStores(
+  db: PgDatabase,
+): Promise<{ readonly store_key: string; readonly goal_id: string }[]> {
   await requireSchemaVersion(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS);
   const rows = await db.query('SELECT goal_key, goal_id FROM work_stores ORDER BY goal_key');
-  return rows.map((r) => ({ store_key: textColumn(r.goal_key, 'goal_key'), goal_id: textColumn(r.goal_id, 'goal_id') }));
+  return rows.map((r) => ({
+    store_key: textColumn(r.goal_key, 'goal_key'),
+    goal_id: textColumn(r.goal_id, 'goal_id'),
+  }));
 }

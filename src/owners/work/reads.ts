@@ -27,7 +27,9 @@ export async function view(core: WorkCore): Promise<WorkView> {
 
 export async function readReceipt(core: WorkCore, operationId: string): Promise<ReceiptReadback | undefined> {
   const r = await core.provider.readReceipt(operationId);
-  return r === undefined ? undefined : { receipt: receiptOf(r.receipt), cursor: r.cursor, provider_revision: r.provider_revision };
+  return r === undefined
+    ? undefined
+    : { receipt: receiptOf(r.receipt), cursor: r.cursor, provider_revision: r.provider_revision };
 }
 
 function toTransaction(t: {
@@ -64,7 +66,11 @@ export async function history(core: WorkCore, afterCursor: number, limit: number
 }
 
 /** Every transaction after `afterCursor` up to (at least) the head seen when iteration starts; a shortfall is a gap. */
-export async function* iterateHistory(core: WorkCore, afterCursor = 0, pageSize = HISTORY_PAGE): AsyncGenerator<WorkTransaction, void, undefined> {
+export async function* iterateHistory(
+  core: WorkCore,
+  afterCursor = 0,
+  pageSize = HISTORY_PAGE,
+): AsyncGenerator<WorkTransaction, void, undefined> {
   const floor = (await core.provider.load()).cursor;
   let after = afterCursor;
   for (;;) {

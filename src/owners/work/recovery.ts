@@ -15,10 +15,23 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { snapshotSqliteDatabase } from '../../store/index.js';
-import type { HistoricalRead, LiveService, LiveSource, OfflineVerification, OwnerFinding, OwnerRecovery, OwnerScope } from '../contract.js';
+import type {
+  HistoricalRead,
+  LiveService,
+  LiveSource,
+  OfflineVerification,
+  OwnerFinding,
+  OwnerRecovery,
+  OwnerScope,
+} from '../contract.js';
 import { hasErrors, servedBy } from '../contract.js';
 import { POSTGRESQL_PROVIDER } from '../../store/index.js';
-import { captureWorkFromService, historicalFromExport, observeWorkInService, verifyWorkExport } from './service-recovery.js';
+import {
+  captureWorkFromService,
+  historicalFromExport,
+  observeWorkInService,
+  verifyWorkExport,
+} from './service-recovery.js';
 import { LAYOUT } from '../layout.js';
 import { walHeader } from '../sqlite-recovery.js';
 import { readHistoricalFile, type HistoricalWork } from './historical.js';
@@ -37,7 +50,10 @@ const goalOf = (scope: OwnerScope): string => {
 };
 
 /** Where a set reads this Goal's work: the schema and row key of a service, or (null) its files under the root. */
-function workSourceOf(live: LiveSource, goalId: string): { readonly service: LiveService; readonly store_key: string } | null {
+function workSourceOf(
+  live: LiveSource,
+  goalId: string,
+): { readonly service: LiveService; readonly store_key: string } | null {
   const own = live.goalWork?.get(goalId);
   if (own !== undefined) return 'service' in own ? { service: own.service, store_key: own.store_key } : null;
   return servedBy(SERVED, live) ? { service: live.service, store_key: goalId } : null;
@@ -107,21 +123,37 @@ const isRecord = (v: unknown, kind: string): v is Record<string, unknown> =>
 
 function copyFrame(records: readonly unknown[]): CopyFrame {
   const [header, seal, ...rest] = records;
-  return { header: isRecord(header, 'header') ? header : undefined, seal: isRecord(seal, 'seal') ? seal : undefined, extra: rest.length > 0 };
+  return {
+    header: isRecord(header, 'header') ? header : undefined,
+    seal: isRecord(seal, 'seal') ? seal : undefined,
+    extra: rest.length > 0,
+  };
 }
 
 const REEXPORT = 'capture this Goal again; do not trust this export';
 
 /** The archived header and seal against the copy: the header names the copy's head, the seal the one rebuilt from its rows. */
 function copyExportFindings(frame: CopyFrame, h: HistoricalWork, goalId: string): OwnerFinding[] {
-  const err = (code: string, subject: string): OwnerFinding => ({ code, severity: 'error', subject, next_action: REEXPORT });
+  const err = (code: string, subject: string): OwnerFinding => ({
+    code,
+    severity: 'error',
+    subject,
+    next_action: REEXPORT,
+  });
   const { header, seal } = frame;
   if (header === undefined) return [err('retained_prefix_record_invalid', 'header')];
-  if (header.schema_version !== COPY_EXPORT_SCHEMA) return [{ ...err('retained_prefix_schema_unknown', 'header'), next_action: 'read it with the loopx version that wrote it' }];
+  if (header.schema_version !== COPY_EXPORT_SCHEMA)
+    return [
+      {
+        ...err('retained_prefix_schema_unknown', 'header'),
+        next_action: 'read it with the loopx version that wrote it',
+      },
+    ];
   const out: OwnerFinding[] = [];
   if (header.goal_id !== goalId) out.push(err('retained_prefix_goal_mismatch', 'header'));
   if (!h.readable) return out;
-  const headProjection = h.head_projection_sha256 ?? (h.head_cursor === 0 ? projectionDigest(initialProjection(goalId)) : null);
+  const headProjection =
+    h.head_projection_sha256 ?? (h.head_cursor === 0 ? projectionDigest(initialProjection(goalId)) : null);
   const sameHead =
     header.store_identity === h.store_identity &&
     header.incarnation === h.incarnation &&
@@ -130,8 +162,13 @@ function copyExportFindings(frame: CopyFrame, h: HistoricalWork, goalId: string)
     header.provider_revision === h.provider_revision &&
     header.head_projection_sha256 === headProjection;
   if (!sameHead) out.push(err('retained_prefix_head_mismatch', 'header'));
-  if (seal === undefined) out.push({ ...err('retained_prefix_seal_missing', 'seal'), next_action: 'the export is truncated; capture this Goal again' });
-  else if (h.export_seal == null || canonicalJson(seal) !== h.export_seal.line) out.push(err('retained_prefix_seal_mismatch', 'seal'));
+  if (seal === undefined)
+    out.push({
+      ...err('retained_prefix_seal_missing', 'seal'),
+      next_action: 'the export is truncated; capture this Goal again',
+    });
+  else if (h.export_seal == null || canonicalJson(seal) !== h.export_seal.line)
+    out.push(err('retained_prefix_seal_mismatch', 'seal'));
   if (frame.extra) out.push(err('retained_prefix_trailing_records', 'record:2'));
   return out;
 }
@@ -206,18 +243,35 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
     if (options.provider !== undefined) return verifyWorkExport({ goal_id: goalId }, options.export ?? []);
     const rel = LAYOUT.workDb(goalId);
     const abs = join(copy.root, rel);
-    const frame = options.export !== undefined && options.exportItems === 'from_copy' ? copyFrame(options.export) : undefined;
+    const frame =
+      options.export !== undefined && options.exportItems === 'from_copy' ? copyFrame(options.export) : undefined;
     const h = readHistoricalFile(abs, {
       goal_id: goalId,
       integrity: options.integrity ?? 'full',
       ...(frame?.header === undefined ? {} : { sealHeader: canonicalJson(frame.header) }),
     });
     const codes = new Set(h.findings.map((f) => f.code));
-    const integrity = [...codes].some((c) => INTEGRITY_FAILED.has(c)) ? 'failed' : [...codes].some((c) => UNREADABLE.has(c)) ? 'unreadable' : 'ok';
+    const integrity = [...codes].some((c) => INTEGRITY_FAILED.has(c))
+      ? 'failed'
+      : [...codes].some((c) => UNREADABLE.has(c))
+        ? 'unreadable'
+        : 'ok';
     const member = { path: rel, integrity, wal_header: walHeader(abs) === true } as const;
-    const base = { owner: 'work', scope, members: [member], source_identity: h.store_identity, revision: h.provider_revision, cursor: h.head_cursor };
+    const base = {
+      owner: 'work',
+      scope,
+      members: [member],
+      source_identity: h.store_identity,
+      revision: h.provider_revision,
+      cursor: h.head_cursor,
+    };
     if (integrity !== 'ok') return { ...base, ok: false, readback: null, facts: {}, findings: h.findings };
-    const exportChecks = frame !== undefined ? copyExportFindings(frame, h, goalId) : options.export === undefined ? [] : prefixFindings(abs, goalId, options.export);
+    const exportChecks =
+      frame !== undefined
+        ? copyExportFindings(frame, h, goalId)
+        : options.export === undefined
+          ? []
+          : prefixFindings(abs, goalId, options.export);
     const findings: OwnerFinding[] = [...h.findings, ...exportChecks];
     const byStatus: Record<string, number> = {};
     for (const t of h.todos) byStatus[t.status] = (byStatus[t.status] ?? 0) + 1;
@@ -245,6 +299,9 @@ export const recovery: OwnerRecovery<HistoricalWork> = {
   readHistorical(copy, scope) {
     const records = copy.exports?.('work', scope);
     if (records !== undefined) return envelope(historicalFromExport(records, goalOf(scope)), scope);
-    return envelope(readHistoricalFile(join(copy.root, LAYOUT.workDb(goalOf(scope))), { goal_id: goalOf(scope) }), scope);
+    return envelope(
+      readHistoricalFile(join(copy.root, LAYOUT.workDb(goalOf(scope))), { goal_id: goalOf(scope) }),
+      scope,
+    );
   },
 };

@@ -14,7 +14,16 @@ import { canonicalJson, sha256Hex } from '../../core/index.js';
 import { MAX_SCAN_LIMIT, WORK_RETENTION, type JsonObject, type WorkProvider } from './contract.js';
 import { protocolViolation } from './errors.js';
 import { finding, hasErrors, type WorkFinding } from './findings.js';
-import { applyTransaction, eventsProblem, initialProjection, projectionDigest, receiptProblem, type WorkEvent, type WorkProjection, type WorkReceipt } from './model.js';
+import {
+  applyTransaction,
+  eventsProblem,
+  initialProjection,
+  projectionDigest,
+  receiptProblem,
+  type WorkEvent,
+  type WorkProjection,
+  type WorkReceipt,
+} from './model.js';
 
 export const RETAINED_PREFIX_SCHEMA = 'loopx_work_retained_prefix_v0';
 /** §12 capacity: committed transactions per Goal that must be readable completely. */
@@ -68,7 +77,10 @@ export interface RetainedPrefixExport {
 
 const recordSha = (record: unknown): string => sha256Hex(canonicalJson(record));
 
-export async function exportRetainedPrefix(provider: Pick<WorkProvider, 'storeIdentity' | 'load' | 'scanCommitted'>, clock: () => Date): Promise<RetainedPrefixExport> {
+export async function exportRetainedPrefix(
+  provider: Pick<WorkProvider, 'storeIdentity' | 'load' | 'scanCommitted'>,
+  clock: () => Date,
+): Promise<RetainedPrefixExport> {
   const start = clock().toISOString();
   const identity = await provider.storeIdentity();
   const pin = await provider.load();
@@ -138,7 +150,8 @@ export async function exportRetainedPrefix(provider: Pick<WorkProvider, 'storeId
 const gap = (cursor: number) => protocolViolation(`the history has a gap at cursor ${cursor}`, { cursor });
 
 /** One canonical JSON record per line. */
-export const retainedPrefixNdjson = (records: readonly RetainedPrefixRecord[]): string => records.map((r) => `${canonicalJson(r)}\n`).join('');
+export const retainedPrefixNdjson = (records: readonly RetainedPrefixRecord[]): string =>
+  records.map((r) => `${canonicalJson(r)}\n`).join('');
 
 /** Parses NDJSON into records; a line that is not JSON becomes a finding (and is kept as `null`). */
 export function parseRetainedPrefixNdjson(text: string): { records: unknown[]; findings: WorkFinding[] } {
@@ -149,7 +162,13 @@ export function parseRetainedPrefixNdjson(text: string): { records: unknown[]; f
     try {
       return JSON.parse(line) as unknown;
     } catch {
-      findings.push(finding('retained_prefix_record_invalid', `line:${i + 1}`, 'the export is damaged; produce a new one from the live store'));
+      findings.push(
+        finding(
+          'retained_prefix_record_invalid',
+          `line:${i + 1}`,
+          'the export is damaged; produce a new one from the live store',
+        ),
+      );
       return null;
     }
   });
@@ -179,7 +198,10 @@ const REEXPORT = 'produce a new export from the live store; do not trust this on
 type Header = RetainedPrefixHeader;
 
 /** The header's own checks: a header the rest can be checked against, or the verification's early answer. */
-function checkHeader(header: unknown, findings: WorkFinding[]): { header: Header } | { stop: Partial<RetainedPrefixVerification> } {
+function checkHeader(
+  header: unknown,
+  findings: WorkFinding[],
+): { header: Header } | { stop: Partial<RetainedPrefixVerification> } {
   if (!isObj(header) || header.record !== 'header') {
     findings.push(finding('retained_prefix_record_invalid', 'header', REEXPORT));
     return { stop: {} };
@@ -204,8 +226,16 @@ function checkHeader(header: unknown, findings: WorkFinding[]): { header: Header
     return { stop: {} };
   }
   if (header.head_cursor > MAX_RETAINED_TRANSACTIONS) {
-    findings.push(finding('retained_prefix_capacity_exceeded', 'header', `split the Goal's work; at most ${MAX_RETAINED_TRANSACTIONS} transactions are supported`));
-    return { stop: { goal_id: header.goal_id, store_identity: header.store_identity, head_cursor: header.head_cursor } };
+    findings.push(
+      finding(
+        'retained_prefix_capacity_exceeded',
+        'header',
+        `split the Goal's work; at most ${MAX_RETAINED_TRANSACTIONS} transactions are supported`,
+      ),
+    );
+    return {
+      stop: { goal_id: header.goal_id, store_identity: header.store_identity, head_cursor: header.head_cursor },
+    };
   }
   return { header: header as unknown as Header };
 }
@@ -250,7 +280,11 @@ function checkTransaction(rec: unknown, subject: string, w: Walk, findings: Work
   const rp = receiptProblem(rec.receipt);
   const receipt = rec.receipt as unknown as WorkReceipt;
   if (rp) findings.push(finding('work_receipt_invalid', at, REEXPORT));
-  else if (receipt.operation_id !== rec.operation_id || receipt.request_digest !== rec.request_digest || receipt.cursor !== rec.cursor) {
+  else if (
+    receipt.operation_id !== rec.operation_id ||
+    receipt.request_digest !== rec.request_digest ||
+    receipt.cursor !== rec.cursor
+  ) {
     findings.push(finding('work_receipt_mismatch', at, REEXPORT));
   }
   const ep = eventsProblem(rec.events);
@@ -273,7 +307,10 @@ function checkTransaction(rec: unknown, subject: string, w: Walk, findings: Work
 }
 
 /** Checks a retained prefix offline: schema, capacity, chain, contiguity, seal, receipts and replay. Collects every finding. */
-export function verifyRetainedPrefix(records: readonly unknown[], options: { goal_id?: string } = {}): RetainedPrefixVerification {
+export function verifyRetainedPrefix(
+  records: readonly unknown[],
+  options: { goal_id?: string } = {},
+): RetainedPrefixVerification {
   const findings: WorkFinding[] = [];
   const done = (extra: Partial<RetainedPrefixVerification> = {}): RetainedPrefixVerification => ({
     ok: !hasErrors(findings),
@@ -299,7 +336,16 @@ export function verifyRetainedPrefix(records: readonly unknown[], options: { goa
     findings.push(finding('retained_prefix_interval_invalid', 'header', REEXPORT));
   }
 
-  const w: Walk = { i: 1, prev: recordSha(header), projection: initialProjection(header.goal_id), expectedCursor: 1, count: 0, lastRevision: null, lastCursor: 0, seen: new Set() };
+  const w: Walk = {
+    i: 1,
+    prev: recordSha(header),
+    projection: initialProjection(header.goal_id),
+    expectedCursor: 1,
+    count: 0,
+    lastRevision: null,
+    lastCursor: 0,
+    seen: new Set(),
+  };
   for (; w.i < records.length; w.i++) {
     const rec = records[w.i];
     if (isObj(rec) && rec.record === 'seal') break;
@@ -312,8 +358,10 @@ export function verifyRetainedPrefix(records: readonly unknown[], options: { goa
     findings.push(finding('retained_prefix_seal_missing', 'seal', 'the export is truncated; produce a new one'));
   } else {
     archiveSha = recordSha(seal);
-    if (seal.record_count !== w.count || seal.chain_sha256 !== w.prev) findings.push(finding('retained_prefix_seal_mismatch', 'seal', REEXPORT));
-    if (w.i + 1 < records.length) findings.push(finding('retained_prefix_trailing_records', `record:${w.i + 1}`, REEXPORT));
+    if (seal.record_count !== w.count || seal.chain_sha256 !== w.prev)
+      findings.push(finding('retained_prefix_seal_mismatch', 'seal', REEXPORT));
+    if (w.i + 1 < records.length)
+      findings.push(finding('retained_prefix_trailing_records', `record:${w.i + 1}`, REEXPORT));
   }
   if (w.lastCursor !== header.head_cursor || (w.count > 0 && w.lastRevision !== header.provider_revision)) {
     findings.push(finding('retained_prefix_head_mismatch', 'header', REEXPORT));
@@ -323,5 +371,10 @@ export function verifyRetainedPrefix(records: readonly unknown[], options: { goa
     findings.push(finding('work_projection_mismatch', 'header', REEXPORT));
     projection = null;
   }
-  return done({ ...base, record_count: w.count, archive_sha256: archiveSha, projection: hasErrors(findings) ? null : projection });
+  return done({
+    ...base,
+    record_count: w.count,
+    archive_sha256: archiveSha,
+    projection: hasErrors(findings) ? null : projection,
+  });
 }

@@ -18,10 +18,15 @@ export interface GrantedAuthority {
   readonly fenced: boolean;
 }
 
-async function withEachStore<T>(db: PgDatabase, fn: (work: Awaited<ReturnType<typeof openWork>>) => Promise<T>): Promise<T[]> {
+async function withEachStore<T>(
+  db: PgDatabase,
+  fn: (work: Awaited<ReturnType<typeof openWork>>) => Promise<T>,
+): Promise<T[]> {
   const out: T[] = [];
   for (const s of await listPostgresWorkStores(db)) {
-    const work = await openWork({ provider: await openPostgresWorkProvider(db, { goal_id: s.goal_id, store_key: s.store_key, create: false }) });
+    const work = await openWork({
+      provider: await openPostgresWorkProvider(db, { goal_id: s.goal_id, store_key: s.store_key, create: false }),
+    });
     try {
       out.push(await fn(work));
     } finally {
@@ -35,17 +40,28 @@ async function withEachStore<T>(db: PgDatabase, fn: (work: Awaited<ReturnType<ty
 export function grantedAuthority(db: PgDatabase, now: Date = new Date()): Promise<GrantedAuthority[]> {
   return withEachStore(db, async (work) => {
     const v = await work.view();
-    return { goal_id: v.goal_id, active_leases: v.todos.filter((t) => leaseAuthorization(t.lease, now) === 'active').length, fenced: v.fence_epoch !== null };
+    return {
+      goal_id: v.goal_id,
+      active_leases: v.todos.filter((t) => leaseAuthorization(t.lease, now) === 'active').length,
+      fenced: v.fence_epoch !== null,
+    };
   });
 }
 
 /** Revokes it, Goal by Goal (`rotationId` makes each revocation's operation id). Returns what each revoked. */
-export function revokeGrantedAuthority(db: PgDatabase, rotationId: string): Promise<(GrantedAuthority & { readonly result: 'revoked' | 'already' | 'none' })[]> {
+export function revokeGrantedAuthority(
+  db: PgDatabase,
+  rotationId: string,
+): Promise<(GrantedAuthority & { readonly result: 'revoked' | 'already' | 'none' })[]> {
   return withEachStore(db, async (work) => {
     const operationId = `store-rotation:${rotationId}`;
     const prior = await work.readReceipt(operationId);
     const v = await work.view();
-    const granted = { goal_id: v.goal_id, active_leases: v.todos.filter((t) => leaseAuthorization(t.lease, new Date()) === 'active').length, fenced: v.fence_epoch !== null };
+    const granted = {
+      goal_id: v.goal_id,
+      active_leases: v.todos.filter((t) => leaseAuthorization(t.lease, new Date()) === 'active').length,
+      fenced: v.fence_epoch !== null,
+    };
     if (prior !== undefined) return { ...granted, result: 'already' as const };
     if (granted.active_leases === 0 && !granted.fenced) return { ...granted, result: 'none' as const };
     await work.revokeAuthority({ operation_id: operationId, reason: 'store_rotation' });
@@ -67,9 +83,15 @@ export async function workStoreHeads(db: PgDatabase): Promise<WorkStoreHead[]> {
   const rows = await db.query('SELECT goal_key, goal_id, store_identity, cursor FROM work_stores ORDER BY goal_key');
   return rows.map((r) => {
     // BIGINT arrives as text; a head that is not a whole number is a malformed row, never read as 0.
-    const cursor = typeof r.cursor === 'string' && /^(0|[1-9][0-9]{0,15})$/.test(r.cursor) ? Number(r.cursor) : Number.NaN;
+    const cursor =
+      typeof r.cursor === 'string' && /^(0|[1-9][0-9]{0,15})$/.test(r.cursor) ? Number(r.cursor) : Number.NaN;
     if (!Number.isSafeInteger(cursor)) throw new RowInvalid('cursor');
-    return { store_key: textColumn(r.goal_key, 'goal_key'), goal_id: textColumn(r.goal_id, 'goal_id'), store_identity: textColumn(r.store_identity, 'store_identity'), cursor };
+    return {
+      store_key: textColumn(r.goal_key, 'goal_key'),
+      goal_id: textColumn(r.goal_id, 'goal_id'),
+      store_identity: textColumn(r.store_identity, 'store_identity'),
+      cursor,
+    };
   });
 }
 
@@ -92,7 +114,13 @@ export function laterWork(copy: readonly WorkStoreHead[], original: readonly Wor
   for (const o of original) {
     const c = byKey.get(o.store_key);
     const base = c !== undefined && c.store_identity === o.store_identity ? c.cursor : 0;
-    if (o.cursor > base) out.push({ goal_id: o.goal_id, copy_cursor: c?.cursor ?? null, original_cursor: o.cursor, later: o.cursor - base });
+    if (o.cursor > base)
+      out.push({
+        goal_id: o.goal_id,
+        copy_cursor: c?.cursor ?? null,
+        original_cursor: o.cursor,
+        later: o.cursor - base,
+      });
   }
   return out;
 }

@@ -21,15 +21,22 @@ export function findTodo(p: WorkProjection, id: string): Todo {
 
 export function refuseTerminal(t: Todo): void {
   if (isTerminal(t.status)) {
-    throw rejected('todo_terminal', `Todo ${t.todo_id} is ${t.status}.`, { nextAction: 'reopen the Todo first', details: { todo_id: t.todo_id, status: t.status } });
+    throw rejected('todo_terminal', `Todo ${t.todo_id} is ${t.status}.`, {
+      nextAction: 'reopen the Todo first',
+      details: { todo_id: t.todo_id, status: t.status },
+    });
   }
 }
 
 export function requireHardLease(p: WorkProjection): void {
   if (p.handoff_mode !== 'hard_lease') {
-    throw rejected('handoff_mode_soft_claim', 'This Goal uses soft claims; leases are not acquired, renewed or transferred in soft_claim mode.', {
-      nextAction: 'set the handoff mode to hard_lease, or use claim/unclaim',
-    });
+    throw rejected(
+      'handoff_mode_soft_claim',
+      'This Goal uses soft claims; leases are not acquired, renewed or transferred in soft_claim mode.',
+      {
+        nextAction: 'set the handoff mode to hard_lease, or use claim/unclaim',
+      },
+    );
   }
 }
 
@@ -38,7 +45,13 @@ export function requireHardLease(p: WorkProjection): void {
  * and unexpired (hard_lease completion, claim change). `maintain`: as `use` with the exact
  * version. `release`: as `maintain`, but an expired lease may still be released.
  */
-export function requireLease(t: Todo, proof: LeaseProof | undefined, now: Date, mode: 'use' | 'maintain' | 'release', expectedVersion?: number): Lease {
+export function requireLease(
+  t: Todo,
+  proof: LeaseProof | undefined,
+  now: Date,
+  mode: 'use' | 'maintain' | 'release',
+  expectedVersion?: number,
+): Lease {
   const lease = t.lease;
   if (proof === undefined || lease === null || lease.status !== 'active') {
     if (mode === 'use') {
@@ -47,7 +60,10 @@ export function requireLease(t: Todo, proof: LeaseProof | undefined, now: Date, 
         details: { todo_id: t.todo_id },
       });
     }
-    throw conflict('lease_not_active', `Todo ${t.todo_id} has no active lease.`, { nextAction: 'acquire the lease', details: { todo_id: t.todo_id } });
+    throw conflict('lease_not_active', `Todo ${t.todo_id} has no active lease.`, {
+      nextAction: 'acquire the lease',
+      details: { todo_id: t.todo_id },
+    });
   }
   if (lease.lease_epoch !== proof.lease_epoch) {
     throw conflict('lease_epoch_stale', `The lease epoch ${proof.lease_epoch} of Todo ${t.todo_id} is stale.`, {
@@ -79,4 +95,5 @@ export function changed(t: Todo, change: TodoChange, at: string, fields: Partial
 export const expiry = (now: Date, ttlMs: number): string => new Date(now.getTime() + ttlMs).toISOString();
 
 /** A lease's id: derived from the store and the operation that minted it, so a replay names the same lease. */
-export const leaseId = (storeIdentity: string, operationId: string): string => `lease_${sha256Hex(`${storeIdentity}\u0000${operationId}`).slice(0, 24)}`;
+export const leaseId = (storeIdentity: string, operationId: string): string =>
+  `lease_${sha256Hex(`${storeIdentity}\u0000${operationId}`).slice(0, 24)}`;

@@ -17,7 +17,11 @@ import type { HistoricalWork } from './historical.js';
 import { openPgWorkSnapshot, pgWorkHead } from './postgres.js';
 import { RETAINED_PREFIX_SCHEMA, exportRetainedPrefix, verifyRetainedPrefix } from './retained-prefix.js';
 
-export async function captureWorkFromService(service: LiveService, scope: OwnerScope & { goal_id: string }, storeKey: string = scope.goal_id): Promise<OwnerCapture> {
+export async function captureWorkFromService(
+  service: LiveService,
+  scope: OwnerScope & { goal_id: string },
+  storeKey: string = scope.goal_id,
+): Promise<OwnerCapture> {
   const reader = await openPgWorkSnapshot((fn) => service.snapshot(fn), scope.goal_id, storeKey);
   const ex = await exportRetainedPrefix(reader, () => new Date());
   const point = { revision: ex.provider_revision, cursor: ex.head_cursor };
@@ -40,13 +44,20 @@ export async function captureWorkFromService(service: LiveService, scope: OwnerS
 }
 
 /** The Goal's head now (null: it has no store in the schema). */
-export async function observeWorkInService(service: LiveService, goalId: string, storeKey: string = goalId): Promise<{ revision: string; cursor: number; at: string } | null> {
+export async function observeWorkInService(
+  service: LiveService,
+  goalId: string,
+  storeKey: string = goalId,
+): Promise<{ revision: string; cursor: number; at: string } | null> {
   const head = await service.current((q) => pgWorkHead(q, goalId, storeKey));
   return head === null ? null : { revision: head.provider_revision, cursor: head.cursor, at: new Date().toISOString() };
 }
 
 /** A retained-prefix export captured from the service, verified alone. */
-export function verifyWorkExport(scope: OwnerScope & { goal_id: string }, records: readonly unknown[]): OfflineVerification {
+export function verifyWorkExport(
+  scope: OwnerScope & { goal_id: string },
+  records: readonly unknown[],
+): OfflineVerification {
   const v = verifyRetainedPrefix(records, { goal_id: scope.goal_id });
   const header = records[0] as { provider_revision?: unknown } | undefined;
   const revision = v.ok && typeof header?.provider_revision === 'string' ? header.provider_revision : null;
@@ -81,7 +92,10 @@ export function verifyWorkExport(scope: OwnerScope & { goal_id: string }, record
 /** A Goal's work read back from its retained-prefix export alone (a recovery workspace of a PostgreSQL root): history only. */
 export function historicalFromExport(records: readonly unknown[], goalId: string): HistoricalWork {
   const v = verifyRetainedPrefix(records, { goal_id: goalId });
-  const header = (v.goal_id === null ? null : records[0]) as { incarnation?: unknown; provider_revision?: unknown } | null;
+  const header = (v.goal_id === null ? null : records[0]) as {
+    incarnation?: unknown;
+    provider_revision?: unknown;
+  } | null;
   const projection = v.projection;
   return {
     readable: v.ok,

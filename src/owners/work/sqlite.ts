@@ -51,7 +51,15 @@ import {
 } from './contract.js';
 import { assertScanArguments, decodeEvents, decodeObject, encodeCommit, fenceHolds, fenceOf } from './encoding.js';
 import { checkIdentity, foreignIncarnation, mintIdentity, type IdentityExpectations } from './identity.js';
-import { metadataInvalid, protocolViolation, providerClosed, workDbTooLarge, workDbUnreadable, workStoreMissing, workStoreReadFailed } from './errors.js';
+import {
+  metadataInvalid,
+  protocolViolation,
+  providerClosed,
+  workDbTooLarge,
+  workDbUnreadable,
+  workStoreMissing,
+  workStoreReadFailed,
+} from './errors.js';
 import { immediateTransaction, transactionStatements, type TransactionDecision } from '../sqlite-port.js';
 import { WORK_DB_MIGRATIONS } from './sql.js';
 
@@ -86,7 +94,8 @@ export interface RawCommitRow {
   receipt: string;
 }
 
-const SCAN_SQL = 'SELECT cursor, provider_revision, operation_id, request_digest, events, receipt FROM commits WHERE cursor > ? ORDER BY cursor LIMIT ?';
+const SCAN_SQL =
+  'SELECT cursor, provider_revision, operation_id, request_digest, events, receipt FROM commits WHERE cursor > ? ORDER BY cursor LIMIT ?';
 
 /** Rows of SCAN_SQL fetched as arrays and made objects here: a third cheaper than better-sqlite3's own row objects. */
 const commitRows = (raw: unknown[][]): RawCommitRow[] =>
@@ -121,10 +130,14 @@ export function openSqliteWorkProvider(path: string, options: SqliteWorkOptions)
 function refuseUnknownSchema(db: SqliteDatabase): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > WORK_DB_VERSION) {
-    throw rejected('work_store_schema_unknown', `The work database has schema version ${version}; this loopx knows ${WORK_DB_VERSION}.`, {
-      nextAction: 'open it with the loopx version that wrote it',
-      details: { user_version: version, supported_version: WORK_DB_VERSION },
-    });
+    throw rejected(
+      'work_store_schema_unknown',
+      `The work database has schema version ${version}; this loopx knows ${WORK_DB_VERSION}.`,
+      {
+        nextAction: 'open it with the loopx version that wrote it',
+        details: { user_version: version, supported_version: WORK_DB_VERSION },
+      },
+    );
   }
   if (version === 0) {
     const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number };
@@ -139,35 +152,47 @@ function refuseUnknownSchema(db: SqliteDatabase): void {
 function initialize(db: SqliteDatabase, goalId: string): void {
   const tx = db.transaction(() => {
     if (db.prepare('SELECT 1 FROM metadata').get() !== undefined) return;
-    const stray = db.prepare('SELECT (SELECT count(*) FROM head) + (SELECT count(*) FROM commits) AS n').get() as { n: number };
+    const stray = db.prepare('SELECT (SELECT count(*) FROM head) + (SELECT count(*) FROM commits) AS n').get() as {
+      n: number;
+    };
     if (stray.n > 0) throw metadataInvalid('metadata is missing beside existing work');
     const id = mintIdentity(SQLITE_PROVIDER, goalId);
-    db.prepare('INSERT INTO metadata (singleton, schema, goal_id, store_identity, incarnation, created_at) VALUES (1, ?, ?, ?, ?, ?)').run(
-      WORK_DB_SCHEMA,
-      goalId,
-      id.store_identity,
-      id.incarnation,
-      new Date().toISOString(),
+    db.prepare(
+      'INSERT INTO metadata (singleton, schema, goal_id, store_identity, incarnation, created_at) VALUES (1, ?, ?, ?, ?, ?)',
+    ).run(WORK_DB_SCHEMA, goalId, id.store_identity, id.incarnation, new Date().toISOString());
+    db.prepare('INSERT INTO head (singleton, cursor, provider_revision, projection) VALUES (1, 0, ?, NULL)').run(
+      formatProviderRevision(id.incarnation, 0),
     );
-    db.prepare('INSERT INTO head (singleton, cursor, provider_revision, projection) VALUES (1, 0, ?, NULL)').run(formatProviderRevision(id.incarnation, 0));
   });
   tx.immediate();
 }
 
 function readIdentity(db: SqliteDatabase): WorkStoreIdentity {
   return db.transaction(() => {
-    const meta = db.prepare('SELECT schema, goal_id, store_identity, incarnation, created_at FROM metadata WHERE singleton = 1').get() as MetadataRow | undefined;
+    const meta = db
+      .prepare('SELECT schema, goal_id, store_identity, incarnation, created_at FROM metadata WHERE singleton = 1')
+      .get() as MetadataRow | undefined;
     if (!meta) throw metadataInvalid('no metadata row');
-    if (meta.schema !== WORK_DB_SCHEMA) throw metadataInvalid(`unknown schema ${JSON.stringify(meta.schema).slice(0, 64)}`);
-    if (parseStoreIdentity(meta.store_identity)?.provider !== SQLITE_PROVIDER) throw metadataInvalid('malformed store identity');
+    if (meta.schema !== WORK_DB_SCHEMA)
+      throw metadataInvalid(`unknown schema ${JSON.stringify(meta.schema).slice(0, 64)}`);
+    if (parseStoreIdentity(meta.store_identity)?.provider !== SQLITE_PROVIDER)
+      throw metadataInvalid('malformed store identity');
     if (!INCARNATION_PATTERN.test(meta.incarnation)) throw metadataInvalid('malformed incarnation');
-    const head = db.prepare('SELECT cursor, provider_revision, projection FROM head WHERE singleton = 1').get() as HeadRow | undefined;
+    const head = db.prepare('SELECT cursor, provider_revision, projection FROM head WHERE singleton = 1').get() as
+      HeadRow | undefined;
     if (!head) throw metadataInvalid('no head row');
     const rev = parseProviderRevision(head.provider_revision);
     if (rev && rev.incarnation !== meta.incarnation) throw foreignIncarnation(rev.incarnation, meta.incarnation);
-    const stats = db.prepare('SELECT count(*) AS n, coalesce(max(cursor), 0) AS max FROM commits').get() as { n: number; max: number };
+    const stats = db.prepare('SELECT count(*) AS n, coalesce(max(cursor), 0) AS max FROM commits').get() as {
+      n: number;
+      max: number;
+    };
     if (!rev || rev.cursor !== head.cursor || stats.n !== head.cursor || stats.max !== head.cursor) {
-      throw protocolViolation('the head and the commits disagree (a gap or a foreign head)', { head_cursor: head.cursor, commit_count: stats.n, max_cursor: stats.max });
+      throw protocolViolation('the head and the commits disagree (a gap or a foreign head)', {
+        head_cursor: head.cursor,
+        commit_count: stats.n,
+        max_cursor: stats.max,
+      });
     }
     return { store_identity: meta.store_identity, incarnation: meta.incarnation, goal_id: meta.goal_id };
   })();
@@ -179,8 +204,12 @@ function prepare(db: SqliteDatabase) {
   return {
     tx: transactionStatements(db),
     head: db.prepare('SELECT cursor, provider_revision, projection FROM head WHERE singleton = 1'),
-    opExists: db.prepare('SELECT 1 FROM commits WHERE operation_id = ? UNION ALL SELECT 1 FROM lineage_commits WHERE operation_id = ?'),
-    lineageReceipt: db.prepare('SELECT cursor, provider_revision, operation_id, request_digest, receipt FROM lineage_commits WHERE operation_id = ?'),
+    opExists: db.prepare(
+      'SELECT 1 FROM commits WHERE operation_id = ? UNION ALL SELECT 1 FROM lineage_commits WHERE operation_id = ?',
+    ),
+    lineageReceipt: db.prepare(
+      'SELECT cursor, provider_revision, operation_id, request_digest, receipt FROM lineage_commits WHERE operation_id = ?',
+    ),
     lineage: db.prepare('SELECT * FROM lineage ORDER BY rowid'),
     lineageOf: db.prepare('SELECT * FROM lineage WHERE source_store_identity = ?'),
     insertLineage: db.prepare(
@@ -189,9 +218,15 @@ function prepare(db: SqliteDatabase) {
     insertLineageRow: db.prepare(
       'INSERT INTO lineage_commits (source_store_identity, cursor, provider_revision, operation_id, request_digest, events, receipt) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ),
-    insert: db.prepare('INSERT INTO commits (cursor, provider_revision, operation_id, request_digest, events, receipt) VALUES (?, ?, ?, ?, ?, ?)'),
-    updateHead: db.prepare('UPDATE head SET cursor = ?, provider_revision = ?, projection = ? WHERE singleton = 1 AND provider_revision = ?'),
-    receipt: db.prepare('SELECT cursor, provider_revision, operation_id, request_digest, receipt FROM commits WHERE operation_id = ?'),
+    insert: db.prepare(
+      'INSERT INTO commits (cursor, provider_revision, operation_id, request_digest, events, receipt) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
+    updateHead: db.prepare(
+      'UPDATE head SET cursor = ?, provider_revision = ?, projection = ? WHERE singleton = 1 AND provider_revision = ?',
+    ),
+    receipt: db.prepare(
+      'SELECT cursor, provider_revision, operation_id, request_digest, receipt FROM commits WHERE operation_id = ?',
+    ),
     scan: db.prepare(SCAN_SQL).raw(true),
   };
 }
@@ -211,11 +246,16 @@ function commitOnce(db: SqliteDatabase, q: Queries, incarnation: string, request
   if ('failed' in c) return { status: 'failed', code: c.failed };
   return immediateTransaction(q.tx, (): TransactionDecision<WorkCommitResult> => {
     const head = headRow(q);
-    if (request.writer_fence !== undefined && !fenceHolds(fenceOf(head.projection === null ? null : decodeObject(head.projection)), request.writer_fence)) {
+    if (
+      request.writer_fence !== undefined &&
+      !fenceHolds(fenceOf(head.projection === null ? null : decodeObject(head.projection)), request.writer_fence)
+    ) {
       return { commit: false, value: { status: 'conflict', reason: 'writer_fenced' } };
     }
-    if (q.opExists.get(c.operation_id, c.operation_id) !== undefined) return { commit: false, value: { status: 'conflict', reason: 'operation_id_exists' } };
-    if (head.provider_revision !== c.expected_provider_revision) return { commit: false, value: { status: 'conflict', reason: 'provider_revision_mismatch' } };
+    if (q.opExists.get(c.operation_id, c.operation_id) !== undefined)
+      return { commit: false, value: { status: 'conflict', reason: 'operation_id_exists' } };
+    if (head.provider_revision !== c.expected_provider_revision)
+      return { commit: false, value: { status: 'conflict', reason: 'provider_revision_mismatch' } };
     const cursor = head.cursor + 1;
     const revision = formatProviderRevision(incarnation, cursor);
     q.insert.run(cursor, revision, c.operation_id, c.request_digest, c.events, c.receipt);
@@ -267,14 +307,27 @@ function importLineageOnce(q: Queries, request: LineageImportRequest): LineageIm
     );
     let cursor = 0;
     for (const row of request.rows) {
-      if (row.cursor !== cursor + 1 || row.provider_revision !== formatProviderRevision(l.source_incarnation, row.cursor)) {
+      if (
+        row.cursor !== cursor + 1 ||
+        row.provider_revision !== formatProviderRevision(l.source_incarnation, row.cursor)
+      ) {
         return { commit: false, value: { status: 'conflict', reason: 'rows_invalid' } };
       }
-      if (q.opExists.get(row.operation_id, row.operation_id) !== undefined) return { commit: false, value: { status: 'conflict', reason: 'operation_id_exists' } };
-      q.insertLineageRow.run(l.source_store_identity, row.cursor, row.provider_revision, row.operation_id, row.request_digest, row.events, row.receipt);
+      if (q.opExists.get(row.operation_id, row.operation_id) !== undefined)
+        return { commit: false, value: { status: 'conflict', reason: 'operation_id_exists' } };
+      q.insertLineageRow.run(
+        l.source_store_identity,
+        row.cursor,
+        row.provider_revision,
+        row.operation_id,
+        row.request_digest,
+        row.events,
+        row.receipt,
+      );
       cursor = row.cursor;
     }
-    if (cursor !== l.source_head_cursor) return { commit: false, value: { status: 'conflict', reason: 'rows_invalid' } };
+    if (cursor !== l.source_head_cursor)
+      return { commit: false, value: { status: 'conflict', reason: 'rows_invalid' } };
     return { commit: true, value: { status: 'applied', lineage: record } };
   });
 }
@@ -298,21 +351,33 @@ function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkPr
     load: (): Promise<WorkLoad> =>
       read(() => {
         const h = headRow(q);
-        return { head: h.projection === null ? null : decodeObject(h.projection), provider_revision: h.provider_revision, cursor: h.cursor };
+        return {
+          head: h.projection === null ? null : decodeObject(h.projection),
+          provider_revision: h.provider_revision,
+          cursor: h.cursor,
+        };
       }),
     commit: async (request: WorkCommitRequest): Promise<WorkCommitResult> =>
       closed ? { status: 'failed', code: 'provider_closed' } : commitOnce(db, q, identity.incarnation, request),
     readReceipt: (operationId: string): Promise<StoredReceipt | undefined> =>
       read(() => {
-        const r = (q.receipt.get(operationId) ?? q.lineageReceipt.get(operationId)) as Omit<RawCommitRow, 'events'> | undefined;
+        const r = (q.receipt.get(operationId) ?? q.lineageReceipt.get(operationId)) as
+          Omit<RawCommitRow, 'events'> | undefined;
         if (!r) return undefined;
-        return { operation_id: r.operation_id, request_digest: r.request_digest, cursor: r.cursor, provider_revision: r.provider_revision, receipt: decodeObject(r.receipt) };
+        return {
+          operation_id: r.operation_id,
+          request_digest: r.request_digest,
+          cursor: r.cursor,
+          provider_revision: r.provider_revision,
+          receipt: decodeObject(r.receipt),
+        };
       }),
     async scanCommitted(afterCursor: number, limit: number): Promise<ScanPage> {
       assertScanArguments(afterCursor, limit);
       return read(() => scanPage(db, q, afterCursor, limit));
     },
-    importLineage: async (request: LineageImportRequest): Promise<LineageImportResult> => (closed ? { status: 'failed', code: 'provider_closed' } : importLineageOnce(q, request)),
+    importLineage: async (request: LineageImportRequest): Promise<LineageImportResult> =>
+      closed ? { status: 'failed', code: 'provider_closed' } : importLineageOnce(q, request),
     lineage: (): Promise<LineageRecord[]> => read(() => q.lineage.all() as LineageRecord[]),
     close() {
       if (closed) return;
@@ -345,16 +410,8 @@ export interface WorkDbCopy {
   close(): void;
 }
 
-/**
- * Opens a COPY of a work database for reading only. The file is read once (a plain read, no SQLite
- * lock) into a private owner-only scratch image that is opened read-only and removed on `close()`,
- * so the copy itself is never written, gets no -wal/-shm sidecars and holds no lock. `inPlace`:
- * the path is the caller's own fresh rollback-journal snapshot, opened read-only where it lies
- * (a WAL-mode file is still copied); see store/copy.ts.
- * Throws `work_db_unreadable` / `work_db_not_sqlite` / `work_db_too_large` (rejected); a scratch
- * file system out of space is thrown as it is (`isOutOfSpace`), never as a verdict on the file.
- */
-export function openWorkDbCopy(path: string, options: { readonly inPlace?: boolean } = {}): WorkDbCopy {
+/** Refuses, before anything is read, a copy that is not a readable regular file or is too large to load. */
+function checkCopyFile(path: string): void {
   let size: number;
   try {
     const st = lstatSync(path); // a link is not a copy: refused like any other non-regular file
@@ -367,21 +424,27 @@ export function openWorkDbCopy(path: string, options: { readonly inPlace?: boole
   if (size > MAX_WORK_DB_COPY_BYTES) {
     throw workDbTooLarge(MAX_WORK_DB_COPY_BYTES, { byte_size: size });
   }
+}
+
+/**
+ * The copy's private read-only image and its `user_version`; an open that fails is the copy's
+ * typed refusal (too large, not SQLite, unreadable), a full scratch disk thrown as it is.
+ */
+function openPrivateImage(path: string, inPlace: boolean): { copy: SqliteCopy; userVersion: number } {
   // The private copy is made by a file copy (the database never passes through this process's
   // memory) and, in the copy only, a WAL-mode header (format bytes 2/2) — which would make even a
   // read-only open create -wal/-shm — is marked rollback-journal. Sidecar WAL content is not part
   // of a copy and is reported by the caller. The size is checked again on the copy itself.
   let copy: SqliteCopy | undefined;
-  let userVersion: number;
   try {
     copy = openSqliteCopy(path, {
       scratchPrefix: 'loopx-work-read-',
       fileName: 'work.db',
       rollbackJournal: true,
       maxBytes: MAX_WORK_DB_COPY_BYTES,
-      inPlace: options.inPlace === true,
+      inPlace,
     });
-    userVersion = copy.db.pragma('user_version', { simple: true }) as number;
+    return { copy, userVersion: copy.db.pragma('user_version', { simple: true }) as number };
   } catch (e) {
     copy?.close();
     if (isOutOfSpace(e)) throw e; // a full scratch disk is not a damaged database
@@ -389,37 +452,74 @@ export function openWorkDbCopy(path: string, options: { readonly inPlace?: boole
       throw workDbTooLarge(MAX_WORK_DB_COPY_BYTES, (e as LoopxError).details);
     }
     if (hasCode(e, SQLITE_COPY_UNREADABLE) && !isSqliteFile(path)) {
-      throw rejected('work_db_not_sqlite', 'The work database copy is not an SQLite database.', { nextAction: 'check that the copy is complete' });
+      throw rejected('work_db_not_sqlite', 'The work database copy is not an SQLite database.', {
+        nextAction: 'check that the copy is complete',
+      });
     }
     const cause = hasCode(e, SQLITE_COPY_UNREADABLE) ? (e as Error).cause : e;
     throw workDbUnreadable('it cannot be opened', cause);
   }
-  const guard = <T>(fn: () => T): T => {
-    try {
-      return fn();
-    } catch (e) {
-      if (isOutOfSpace(e)) throw e;
-      throw workDbUnreadable('reading it failed', e);
-    }
-  };
-  const opened: SqliteCopy = copy;
+}
+
+/** A read of the opened image: a failure is `work_db_unreadable`, a full scratch disk thrown as it is. */
+function guard<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (isOutOfSpace(e)) throw e;
+    throw workDbUnreadable('reading it failed', e);
+  }
+}
+
+/**
+ * Opens a COPY of a work database for reading only. The file is read once (a plain read, no SQLite
+ * lock) into a private owner-only scratch image that is opened read-only and removed on `close()`,
+ * so the copy itself is never written, gets no -wal/-shm sidecars and holds no lock. `inPlace`:
+ * the path is the caller's own fresh rollback-journal snapshot, opened read-only where it lies
+ * (a WAL-mode file is still copied); see store/copy.ts.
+ * Throws `work_db_unreadable` / `work_db_not_sqlite` / `work_db_too_large` (rejected); a scratch
+ * file system out of space is thrown as it is (`isOutOfSpace`), never as a verdict on the file.
+ */
+export function openWorkDbCopy(path: string, options: { readonly inPlace?: boolean } = {}): WorkDbCopy {
+  checkCopyFile(path);
+  const { copy: opened, userVersion } = openPrivateImage(path, options.inPlace === true);
   const handle: SqliteDatabase = opened.db;
-  const hasTable = (name: string): boolean => guard(() => handle.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined);
+  const hasTable = (name: string): boolean =>
+    guard(
+      () => handle.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined,
+    );
   let scan: SqliteStatement | undefined;
   return {
     user_version: userVersion,
     byte_size: opened.byteSize,
     metadata: () =>
       hasTable('metadata')
-        ? guard(() => handle.prepare('SELECT schema, goal_id, store_identity, incarnation, created_at FROM metadata WHERE singleton = 1').get() as MetadataRow | undefined)
+        ? guard(
+            () =>
+              handle
+                .prepare(
+                  'SELECT schema, goal_id, store_identity, incarnation, created_at FROM metadata WHERE singleton = 1',
+                )
+                .get() as MetadataRow | undefined,
+          )
         : undefined,
     head: () =>
-      hasTable('head') ? guard(() => handle.prepare('SELECT cursor, provider_revision, projection FROM head WHERE singleton = 1').get() as HeadRow | undefined) : undefined,
+      hasTable('head')
+        ? guard(
+            () =>
+              handle.prepare('SELECT cursor, provider_revision, projection FROM head WHERE singleton = 1').get() as
+                HeadRow | undefined,
+          )
+        : undefined,
     commitStats: () =>
       hasTable('commits')
         ? guard(
             () =>
-              handle.prepare('SELECT count(*) AS count, coalesce(min(cursor), 0) AS min, coalesce(max(cursor), 0) AS max FROM commits').get() as {
+              handle
+                .prepare(
+                  'SELECT count(*) AS count, coalesce(min(cursor), 0) AS min, coalesce(max(cursor), 0) AS max FROM commits',
+                )
+                .get() as {
                 count: number;
                 min: number;
                 max: number;
@@ -430,8 +530,12 @@ export function openWorkDbCopy(path: string, options: { readonly inPlace?: boole
       const statement = (scan ??= hasTable('commits') ? guard(() => handle.prepare(SCAN_SQL).raw(true)) : undefined);
       return statement === undefined ? [] : guard(() => commitRows(statement.all(after, limit) as unknown[][]));
     },
-    quickCheck: () => guard(() => (handle.pragma('quick_check') as Array<{ quick_check: string }>).map((r) => r.quick_check)),
-    integrityCheck: () => guard(() => (handle.pragma('integrity_check') as Array<{ integrity_check: string }>).map((r) => r.integrity_check)),
+    quickCheck: () =>
+      guard(() => (handle.pragma('quick_check') as Array<{ quick_check: string }>).map((r) => r.quick_check)),
+    integrityCheck: () =>
+      guard(() =>
+        (handle.pragma('integrity_check') as Array<{ integrity_check: string }>).map((r) => r.integrity_check),
+      ),
     close: () => opened.close(),
   };
 }

@@ -6,11 +6,33 @@
 import { conflict } from '../../core/index.js';
 import { execute, type Plan, type WorkCore } from './commit.js';
 import { leaseNotHolder } from './errors.js';
-import { MAX_BATCH, MAX_TEXT, MAX_TITLE, actor, defined, invalid, leaseProof, nat, note, priority, status, text, todoId } from './inputs.js';
+import {
+  MAX_BATCH,
+  MAX_TEXT,
+  MAX_TITLE,
+  actor,
+  defined,
+  invalid,
+  leaseProof,
+  nat,
+  note,
+  priority,
+  status,
+  text,
+  todoId,
+} from './inputs.js';
 import { isTerminal, toJson, type Todo, type TodoStatus, type WorkEvent, type WorkProjection } from './model.js';
 import type { JsonValue } from './contract.js';
 import { changed, findTodo, refuseTerminal, requireLease } from './rules.js';
-import type { AddTodoRequest, ClaimRequest, LeaseProof, TodoUpdate, UpdateTodoRequest, UpdateTodosRequest, WorkOperationResult } from './api.js';
+import type {
+  AddTodoRequest,
+  ClaimRequest,
+  LeaseProof,
+  TodoUpdate,
+  UpdateTodoRequest,
+  UpdateTodosRequest,
+  WorkOperationResult,
+} from './api.js';
 
 export async function addTodo(core: WorkCore, r: AddTodoRequest): Promise<WorkOperationResult> {
   const explicitId = r.todo_id === undefined ? undefined : todoId(r.todo_id);
@@ -30,7 +52,10 @@ export async function addTodo(core: WorkCore, r: AddTodoRequest): Promise<WorkOp
       do id = `t${++seq}`;
       while (p.todos.some((t) => t.todo_id === id));
     } else if (p.todos.some((t) => t.todo_id === id)) {
-      throw conflict('todo_exists', `Todo ${id} already exists.`, { nextAction: 'choose another todo_id', details: { todo_id: id } });
+      throw conflict('todo_exists', `Todo ${id} already exists.`, {
+        nextAction: 'choose another todo_id',
+        details: { todo_id: id },
+      });
     }
     const todo: Todo = {
       todo_id: id,
@@ -59,7 +84,8 @@ interface CheckedUpdate {
 }
 
 function checkUpdate(u: TodoUpdate, field = ''): CheckedUpdate {
-  if (typeof u !== 'object' || u === null) throw invalid(field || 'update', 'an object naming todo_id and the fields to change');
+  if (typeof u !== 'object' || u === null)
+    throw invalid(field || 'update', 'an object naming todo_id and the fields to change');
   const id = todoId(u.todo_id);
   const proof = leaseProof(u.lease);
   const fields = defined({
@@ -69,9 +95,16 @@ function checkUpdate(u: TodoUpdate, field = ''): CheckedUpdate {
     priority: u.priority === undefined ? undefined : priority(u.priority),
     note: u.note === undefined ? undefined : note(u.note),
   });
-  if (Object.keys(fields).length === 0) throw invalid(field || 'update', 'name at least one of title, text, status, priority, note');
-  const expectedRevision = u.expected_todo_revision === undefined ? undefined : nat('expected_todo_revision', u.expected_todo_revision);
-  const params = defined({ todo_id: id, ...fields, expected_todo_revision: expectedRevision, lease: proof ? toJson(proof) : undefined });
+  if (Object.keys(fields).length === 0)
+    throw invalid(field || 'update', 'name at least one of title, text, status, priority, note');
+  const expectedRevision =
+    u.expected_todo_revision === undefined ? undefined : nat('expected_todo_revision', u.expected_todo_revision);
+  const params = defined({
+    todo_id: id,
+    ...fields,
+    expected_todo_revision: expectedRevision,
+    lease: proof ? toJson(proof) : undefined,
+  });
   return { id, proof, fields, expectedRevision, params };
 }
 
@@ -79,16 +112,21 @@ function checkUpdate(u: TodoUpdate, field = ''): CheckedUpdate {
 function applyUpdate(p: WorkProjection, u: CheckedUpdate, now: Date, at: string): Plan {
   const t = findTodo(p, u.id);
   if (u.expectedRevision !== undefined && t.todo_revision !== u.expectedRevision) {
-    throw conflict('todo_revision_mismatch', `Todo ${u.id} is at revision ${t.todo_revision}, not ${u.expectedRevision}.`, {
-      nextAction: 'read the Todo again and decide anew',
-      details: { todo_id: u.id, expected_todo_revision: u.expectedRevision, todo_revision: t.todo_revision },
-    });
+    throw conflict(
+      'todo_revision_mismatch',
+      `Todo ${u.id} is at revision ${t.todo_revision}, not ${u.expectedRevision}.`,
+      {
+        nextAction: 'read the Todo again and decide anew',
+        details: { todo_id: u.id, expected_todo_revision: u.expectedRevision, todo_revision: t.todo_revision },
+      },
+    );
   }
   const nextStatus = (u.fields.status as TodoStatus | undefined) ?? t.status;
   const closing = isTerminal(nextStatus) && nextStatus !== t.status;
   if (u.proof !== undefined || (closing && p.handoff_mode === 'hard_lease')) requireLease(t, u.proof, now, 'use');
   // Closing a Todo ends its lease; the record stays (released, same epoch and version).
-  const lease = closing && t.lease?.status === 'active' ? { ...t.lease, status: 'released' as const, released_at: at } : t.lease;
+  const lease =
+    closing && t.lease?.status === 'active' ? { ...t.lease, status: 'released' as const, released_at: at } : t.lease;
   return changed(t, 'update', at, { ...(u.fields as Partial<Todo>), lease });
 }
 
@@ -99,11 +137,13 @@ export async function updateTodo(core: WorkCore, r: UpdateTodoRequest): Promise<
 
 /** A batch's updates checked as `updateTodos` checks them (count, each update, each Todo once), before anything is decided. */
 function checkBatch(list: readonly TodoUpdate[]): CheckedUpdate[] {
-  if (!Array.isArray(list) || list.length === 0 || list.length > MAX_BATCH) throw invalid('updates', `a list of 1 to ${MAX_BATCH} Todo updates`);
+  if (!Array.isArray(list) || list.length === 0 || list.length > MAX_BATCH)
+    throw invalid('updates', `a list of 1 to ${MAX_BATCH} Todo updates`);
   const updates = list.map((u, i) => checkUpdate(u, `updates[${i}]`));
   const seen = new Set<string>();
   for (const u of updates) {
-    if (seen.has(u.id)) throw invalid('updates', `Todo ${u.id} is named more than once; a batch changes each Todo at most once`);
+    if (seen.has(u.id))
+      throw invalid('updates', `Todo ${u.id} is named more than once; a batch changes each Todo at most once`);
     seen.add(u.id);
   }
   return updates;
@@ -139,38 +179,50 @@ export async function claimTodo(core: WorkCore, r: ClaimRequest): Promise<WorkOp
   const id = todoId(r.todo_id);
   const agent = actor('agent', r.agent);
   const proof = leaseProof(r.lease);
-  return execute(core, 'claim_todo', r, defined({ todo_id: id, agent, lease: proof ? toJson(proof) : undefined }), ({ p, now, at }) => {
-    const t = findTodo(p, id);
-    refuseTerminal(t);
-    if (p.handoff_mode === 'hard_lease' || proof !== undefined) {
-      const lease = requireLease(t, proof, now, 'use');
-      if (lease.owner !== agent) throw leaseNotHolder(id, agent);
-    } else if (t.claimed_by !== null && t.claimed_by !== agent) {
-      throw conflict('todo_claimed', `Todo ${id} is claimed by another agent.`, {
-        nextAction: 'pick another Todo, or ask its claimant to unclaim it',
-        details: { todo_id: id, claimed_by: t.claimed_by },
-      });
-    }
-    return changed(t, 'claim', at, { claimed_by: agent });
-  });
+  return execute(
+    core,
+    'claim_todo',
+    r,
+    defined({ todo_id: id, agent, lease: proof ? toJson(proof) : undefined }),
+    ({ p, now, at }) => {
+      const t = findTodo(p, id);
+      refuseTerminal(t);
+      if (p.handoff_mode === 'hard_lease' || proof !== undefined) {
+        const lease = requireLease(t, proof, now, 'use');
+        if (lease.owner !== agent) throw leaseNotHolder(id, agent);
+      } else if (t.claimed_by !== null && t.claimed_by !== agent) {
+        throw conflict('todo_claimed', `Todo ${id} is claimed by another agent.`, {
+          nextAction: 'pick another Todo, or ask its claimant to unclaim it',
+          details: { todo_id: id, claimed_by: t.claimed_by },
+        });
+      }
+      return changed(t, 'claim', at, { claimed_by: agent });
+    },
+  );
 }
 
 export async function unclaimTodo(core: WorkCore, r: ClaimRequest): Promise<WorkOperationResult> {
   const id = todoId(r.todo_id);
   const agent = actor('agent', r.agent);
   const proof = leaseProof(r.lease);
-  return execute(core, 'unclaim_todo', r, defined({ todo_id: id, agent, lease: proof ? toJson(proof) : undefined }), ({ p, now, at }) => {
-    const t = findTodo(p, id);
-    if (p.handoff_mode === 'hard_lease' || proof !== undefined) {
-      const lease = requireLease(t, proof, now, 'use');
-      if (lease.owner !== agent) throw leaseNotHolder(id, agent);
-    }
-    if (t.claimed_by !== agent) {
-      throw conflict('todo_not_claimed_by_agent', `Todo ${id} is not claimed by ${agent}.`, {
-        nextAction: 'read the Todo again',
-        details: { todo_id: id, claimed_by: t.claimed_by },
-      });
-    }
-    return changed(t, 'unclaim', at, { claimed_by: null });
-  });
+  return execute(
+    core,
+    'unclaim_todo',
+    r,
+    defined({ todo_id: id, agent, lease: proof ? toJson(proof) : undefined }),
+    ({ p, now, at }) => {
+      const t = findTodo(p, id);
+      if (p.handoff_mode === 'hard_lease' || proof !== undefined) {
+        const lease = requireLease(t, proof, now, 'use');
+        if (lease.owner !== agent) throw leaseNotHolder(id, agent);
+      }
+      if (t.claimed_by !== agent) {
+        throw conflict('todo_not_claimed_by_agent', `Todo ${id} is not claimed by ${agent}.`, {
+          nextAction: 'read the Todo again',
+          details: { todo_id: id, claimed_by: t.claimed_by },
+        });
+      }
+      return changed(t, 'unclaim', at, { claimed_by: null });
+    },
+  );
 }

@@ -35,7 +35,13 @@ import { exportRetainedPrefix } from './retained-prefix.js';
 import { usageError } from '../../core/index.js';
 import { providerOf, storeProvider, type WorkChoice } from '../providers/index.js';
 import { rootStoreLocation } from '../root-store-location.js';
-import { readWorkLocation, removeWorkLocation, workProviderChangeRefused, writeWorkLocation, type GoalWorkLocation } from './location.js';
+import {
+  readWorkLocation,
+  removeWorkLocation,
+  workProviderChangeRefused,
+  writeWorkLocation,
+  type GoalWorkLocation,
+} from './location.js';
 import { addTodo, claimTodo, unclaimTodo, updateTodo, updateTodos } from './todos.js';
 import type { WorkOwner, WorkOwnerOptions } from './api.js';
 
@@ -101,16 +107,27 @@ export function goalWorkLocation(root: string, goalId: string): GoalWorkLocation
   return readWorkLocation(root, goalId) ?? rootWorkLocation(root, goalId);
 }
 
-const sameLocation = (a: GoalWorkLocation, b: GoalWorkLocation): boolean => a.provider === b.provider && providerOf(a).work.same(a, b);
+const sameLocation = (a: GoalWorkLocation, b: GoalWorkLocation): boolean =>
+  a.provider === b.provider && providerOf(a).work.same(a, b);
 
 /** Whether the location a Goal has answers a request (its unset fields match anything). */
-const answers = (have: GoalWorkLocation, request: WorkProviderRequest): boolean => have.provider === request.provider && providerOf(have).work.answers(have, request);
+const answers = (have: GoalWorkLocation, request: WorkProviderRequest): boolean =>
+  have.provider === request.provider && providerOf(have).work.answers(have, request);
 
 /** The location a request names for a new Goal, chosen by its provider's row; a pending record of the same place keeps its row key. */
-function resolveRequest(root: string, goalId: string, request: WorkProviderRequest, pending: GoalWorkLocation | null): GoalWorkLocation {
+function resolveRequest(
+  root: string,
+  goalId: string,
+  request: WorkProviderRequest,
+  pending: GoalWorkLocation | null,
+): GoalWorkLocation {
   const row = storeProvider(request.provider);
   if (row?.work.choose === undefined) {
-    throw usageError('work_provider_unknown', `A Goal's work cannot be kept in ${String(request.provider).slice(0, 40)}.`, 'name a provider: loopx goal create --help');
+    throw usageError(
+      'work_provider_unknown',
+      `A Goal's work cannot be kept in ${String(request.provider).slice(0, 40)}.`,
+      'name a provider: loopx goal create --help',
+    );
   }
   return row.work.choose(request, { root: rootStoreLocation(root), goal_id: goalId, pending }) as GoalWorkLocation;
 }
@@ -121,7 +138,12 @@ function resolveRequest(root: string, goalId: string, request: WorkProviderReque
  * for another is refused (`work_provider_change_refused`). A new Goal takes the request — recorded
  * when it differs from its root's — or, without one, its root's.
  */
-export function settleGoalWorkLocation(root: string, goalId: string, request: WorkProviderRequest | undefined, options: { readonly exists: boolean }): GoalWorkLocation {
+export function settleGoalWorkLocation(
+  root: string,
+  goalId: string,
+  request: WorkProviderRequest | undefined,
+  options: { readonly exists: boolean },
+): GoalWorkLocation {
   const recorded = readWorkLocation(root, goalId);
   const asRoot = rootWorkLocation(root, goalId);
   if (options.exists) {
@@ -161,7 +183,9 @@ export async function openGoalWork(options: OpenGoalWorkOptions): Promise<WorkOw
       goal_id: options.goal_id,
       create: options.create === true,
       ...(options.expected_incarnation === undefined ? {} : { expected_incarnation: options.expected_incarnation }),
-      ...(options.expected_store_identity === undefined ? {} : { expected_store_identity: options.expected_store_identity }),
+      ...(options.expected_store_identity === undefined
+        ? {}
+        : { expected_store_identity: options.expected_store_identity }),
       ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }),
     },
   );
@@ -183,6 +207,9 @@ export async function openGoalWork(options: OpenGoalWorkOptions): Promise<WorkOw
  */
 export function setAsideRetiredWork(root: string, goalId: string, retiredInstanceId: string): void {
   const location = goalWorkLocation(root, goalId);
-  const next = providerOf(location).work.setAside({ root, goal_id: goalId, location }, retiredInstanceId) as GoalWorkLocation | null;
+  const next = providerOf(location).work.setAside(
+    { root, goal_id: goalId, location },
+    retiredInstanceId,
+  ) as GoalWorkLocation | null;
   if (next !== null) writeWorkLocation(root, goalId, next);
 }

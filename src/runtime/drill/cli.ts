@@ -106,6 +106,10 @@ export const drillStepFailed = (step: string, why: string): LoopxError =>
 
 /** A step that must succeed; anything else ends the drill with what happened. */
 export function expectOk(o: CliOutcome): Doc {
-  if (o.status !== 0) throw drillStepFailed(`loopx ${o.args.slice(0, 2).join(' ')}`, o.code ?? (o.signal ? `killed by ${o.signal}` : `exit ${o.status}`));
+  if (o.status !== 0)
+    throw drillStepFailed(
+      `loopx ${o.args.slice(0, 2).join(' ')}`,
+      o.code ?? (o.signal ? `killed by ${o.signal}` : `exit ${o.status}`),
+    );
   return o.doc;
 }

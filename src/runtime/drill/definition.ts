@@ -22,25 +22,43 @@ export interface ScriptStep {
 
 /** Before the capture: t1 done and announced, t2 blocked, t3 left open. */
 export const BEFORE: readonly ScriptStep[] = [
-  { text: 'Outline done.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't1', status: 'done', note: 'outline drafted' } }] },
+  {
+    text: 'Outline done.',
+    tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't1', status: 'done', note: 'outline drafted' } }],
+  },
   { text: 'Announcing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'outline ready' } }] },
-  { text: 'Review blocked.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't2', status: 'blocked', note: 'waiting for design' } }] },
+  {
+    text: 'Review blocked.',
+    tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't2', status: 'blocked', note: 'waiting for design' } }],
+  },
   { text: 'Publishing stays open.' },
 ];
 
 /** After the capture (lost locally): a note on t3, then its announcement — the source dies right after the receiver stored it. */
 export const AFTER_CAPTURE: readonly ScriptStep[] = [
-  { text: 'Starting the post.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', note: 'draft started' } }] },
-  { text: 'Announcing the draft.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'post draft ready' } }] },
+  {
+    text: 'Starting the post.',
+    tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', note: 'draft started' } }],
+  },
+  {
+    text: 'Announcing the draft.',
+    tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'post draft ready' } }],
+  },
   { text: 'More later.' },
 ];
 
 /** The continuation in the new root: the draft announcement again (it must not reach the receiver twice), a new one, t3 done. */
 export const CONTINUE: readonly ScriptStep[] = [
   { text: 'Looking.', tool_calls: [{ name: 'todo.list', arguments: {} }] },
-  { text: 'Announcing the draft.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'post draft ready' } }] },
+  {
+    text: 'Announcing the draft.',
+    tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'post draft ready' } }],
+  },
   { text: 'Publishing.', tool_calls: [{ name: 'webhook.deliver', arguments: { message: 'post published' } }] },
-  { text: 'Done.', tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', status: 'done', note: 'published' } }] },
+  {
+    text: 'Done.',
+    tool_calls: [{ name: 'todo.update', arguments: { todo_id: 't3', status: 'done', note: 'published' } }],
+  },
   { text: 'The Goal is finished.' },
 ];
 
@@ -75,7 +93,11 @@ export const SHORT_CRASH_POINTS = ['recover.goal:rebind.before', 'recover.work:i
  * before the receiver's fence moves — and journals it; a SIGKILL after the owner settled, before
  * the journal knows. Then the same resolve again must converge.
  */
-export const RESOLVE_CRASH_POINTS = ['recover.effect:reconcile.between-effects', 'recover.effect:reconcile.fence', 'recover.resolve.ask-again.before-journal'] as const;
+export const RESOLVE_CRASH_POINTS = [
+  'recover.effect:reconcile.between-effects',
+  'recover.effect:reconcile.fence',
+  'recover.resolve.ask-again.before-journal',
+] as const;
 
 /** The short drill crashes the resolve where the owner has settled and the journal does not know it yet. */
 export const SHORT_RESOLVE_CRASH_POINTS = ['recover.resolve.ask-again.before-journal'] as const;

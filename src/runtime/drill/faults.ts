@@ -35,7 +35,9 @@ async function ownersConverged(destination: string): Promise<boolean> {
   let workOk: boolean;
   try {
     const history = await work.history(0, 10);
-    workOk = (await work.lineage()).length === 1 && history.transactions.filter((t) => t.receipt.operation === 'adopt_recovered_state').length === 1;
+    workOk =
+      (await work.lineage()).length === 1 &&
+      history.transactions.filter((t) => t.receipt.operation === 'adopt_recovered_state').length === 1;
   } finally {
     work.close();
   }
@@ -50,23 +52,47 @@ async function ownersConverged(destination: string): Promise<boolean> {
 }
 
 /** `args` as `user`, SIGKILLed at `point`; then `recover status`; then `args` again, which must converge. */
-async function crashAndRetry(ctx: DrillContext, user: string, destination: string, command: CrashCase['command'], point: string, args: readonly string[]): Promise<CrashCase> {
+async function crashAndRetry(
+  ctx: DrillContext,
+  user: string,
+  destination: string,
+  command: CrashCase['command'],
+  point: string,
+  args: readonly string[],
+): Promise<CrashCase> {
   const crashed = await ctx.cli.run(user, args, { fault: point });
   const mid = expectOk(await ctx.cli.run(user, ['recover', 'status', '--destination', destination]));
   const retried = await ctx.cli.run(user, args);
   const after = retried.status === 0 ? (retried.doc.state as string) : (retried.code ?? `exit_${retried.status}`);
-  const fenced = retried.status === 0 && retried.doc.fences?.source_established === true && retried.doc.fences?.destination_established === true;
+  const fenced =
+    retried.status === 0 &&
+    retried.doc.fences?.source_established === true &&
+    retried.doc.fences?.destination_established === true;
   const owners = after === 'complete' && fenced && (await ownersConverged(destination));
   const killed = crashed.signal === 'SIGKILL';
-  return { command, point, killed, state_after_crash: mid.state as string, state_after_retry: after, owners_converged: owners, converged: killed && owners };
+  return {
+    command,
+    point,
+    killed,
+    state_after_crash: mid.state as string,
+    state_after_retry: after,
+    owners_converged: owners,
+    converged: killed && owners,
+  };
 }
 
 /** Plan into a fresh destination as a user of its own; its user, destination and apply arguments. */
 async function planned(ctx: DrillContext, workspace: string, name: string) {
   const user = ctx.user(name);
   const destination = join(ctx.dir, name);
-  const plan = expectOk(await ctx.cli.run(user, ['recover', 'plan', '--from', workspace, '--goal', GOAL, '--destination', destination]));
-  return { user, destination, apply: ['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest as string] };
+  const plan = expectOk(
+    await ctx.cli.run(user, ['recover', 'plan', '--from', workspace, '--goal', GOAL, '--destination', destination]),
+  );
+  return {
+    user,
+    destination,
+    apply: ['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest as string],
+  };
 }
 
 async function applyCrash(ctx: DrillContext, workspace: string, point: string, index: number): Promise<CrashCase> {
@@ -79,8 +105,19 @@ async function resolveCrash(ctx: DrillContext, workspace: string, point: string,
   const p = await planned(ctx, workspace, `crash-resolve-${index}`);
   const held = await whileReceiverDown(ctx, async () => expectOk(await ctx.cli.run(p.user, p.apply)));
   const hold = (held.holds as { hold_id: string }[]).find((h) => h.hold_id.startsWith('receiver:'));
-  if (hold === undefined) throw drillStepFailed('recover apply with the receiver down', `it ended ${held.state as string} without a receiver hold`);
-  return crashAndRetry(ctx, p.user, p.destination, 'resolve', point, ['recover', 'resolve', '--destination', p.destination, '--hold', hold.hold_id]);
+  if (hold === undefined)
+    throw drillStepFailed(
+      'recover apply with the receiver down',
+      `it ended ${held.state as string} without a receiver hold`,
+    );
+  return crashAndRetry(ctx, p.user, p.destination, 'resolve', point, [
+    'recover',
+    'resolve',
+    '--destination',
+    p.destination,
+    '--hold',
+    hold.hold_id,
+  ]);
 }
 
 /** Every point in turn, each against a receiver of its own; no receiver may see an attempt from any of them. */
@@ -89,12 +126,20 @@ export async function crashEveryCommitPoint(
   workspace: string,
   points: { readonly apply: readonly string[]; readonly resolve: readonly string[] },
 ): Promise<{ cases: CrashCase[]; deliveries_sent: number }> {
-  ctx.progress(`fault injection: a crash at ${points.apply.length} owner commit points of the apply and ${points.resolve.length} of the resolve, each retried`);
+  ctx.progress(
+    `fault injection: a crash at ${points.apply.length} owner commit points of the apply and ${points.resolve.length} of the resolve, each retried`,
+  );
   const cases: CrashCase[] = [];
   let sent = 0;
   const runs: [string, () => Promise<CrashCase>][] = [
-    ...points.apply.map((point, i): [string, () => Promise<CrashCase>] => [`crash-${i}`, () => applyCrash(ctx, workspace, point, i)]),
-    ...points.resolve.map((point, i): [string, () => Promise<CrashCase>] => [`crash-resolve-${i}`, () => resolveCrash(ctx, workspace, point, i)]),
+    ...points.apply.map((point, i): [string, () => Promise<CrashCase>] => [
+      `crash-${i}`,
+      () => applyCrash(ctx, workspace, point, i),
+    ]),
+    ...points.resolve.map((point, i): [string, () => Promise<CrashCase>] => [
+      `crash-resolve-${i}`,
+      () => resolveCrash(ctx, workspace, point, i),
+    ]),
   ];
   for (const [name, run] of runs) {
     cases.push(

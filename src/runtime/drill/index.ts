@@ -14,7 +14,13 @@ import { randomBytes } from 'node:crypto';
 import { startWebhookSink } from '../../dev/index.js';
 import { refusals } from './cases.js';
 import { DrillCli } from './cli.js';
-import { APPLY_CRASH_POINTS, RESOLVE_CRASH_POINTS, SHORT_CRASH_POINTS, SHORT_RESOLVE_CRASH_POINTS, type DrillMode } from './definition.js';
+import {
+  APPLY_CRASH_POINTS,
+  RESOLVE_CRASH_POINTS,
+  SHORT_CRASH_POINTS,
+  SHORT_RESOLVE_CRASH_POINTS,
+  type DrillMode,
+} from './definition.js';
 import { crashEveryCommitPoint } from './faults.js';
 import { recoverAndContinue } from './journey.js';
 import { oldWritersTry } from './old-writers.js';
@@ -36,7 +42,9 @@ export interface DrillOptions {
   readonly onProgress?: (line: string) => void;
 }
 
-export async function runRecoveryDrill(options: DrillOptions): Promise<{ receipt: DrillReceipt; kept: string | undefined }> {
+export async function runRecoveryDrill(
+  options: DrillOptions,
+): Promise<{ receipt: DrillReceipt; kept: string | undefined }> {
   assertDrillTargets();
   const startedAt = new Date().toISOString();
   const dir = mkdtempSync(join(tmpdir(), 'loopx-drill-'));
@@ -62,7 +70,9 @@ export async function runRecoveryDrill(options: DrillOptions): Promise<{ receipt
     const crashes = await crashEveryCommitPoint(
       ctx,
       journey.workspace,
-      options.mode === 'full' ? { apply: APPLY_CRASH_POINTS, resolve: RESOLVE_CRASH_POINTS } : { apply: SHORT_CRASH_POINTS, resolve: SHORT_RESOLVE_CRASH_POINTS },
+      options.mode === 'full'
+        ? { apply: APPLY_CRASH_POINTS, resolve: RESOLVE_CRASH_POINTS }
+        : { apply: SHORT_CRASH_POINTS, resolve: SHORT_RESOLVE_CRASH_POINTS },
     );
     const cases = await refusals(ctx, source, journey.workspace);
     const online = await onlineCaptures(ctx);

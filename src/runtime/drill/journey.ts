@@ -9,7 +9,7 @@
  * and must be refused.
  */
 import { join } from 'node:path';
-import type { Doc } from './cli.js';
+import type { Doc, Operator } from './cli.js';
 import { drillStepFailed, expectOk } from './cli.js';
 import { defectInjected, dropImportedTransaction } from './defects.js';
 import { GOAL } from './definition.js';
@@ -45,7 +45,8 @@ export interface JourneyOutcome {
   readonly continued: { readonly run_status: string; readonly todo_done_in_new_lifetime: boolean };
 }
 
-const receiptOf = (status: Doc, action: string): Doc => (status.receipts as { action: string; readback: Doc }[]).find((r) => r.action === action)?.readback ?? {};
+const receiptOf = (status: Doc, action: string): Doc =>
+  (status.receipts as { action: string; readback: Doc }[]).find((r) => r.action === action)?.readback ?? {};
 
 /** The first admitted turn of `runId` in `root`: its TurnStarted event's time. */
 async function firstTurnAt(ctx: DrillContext, user: string, root: string, runId: string): Promise<number> {
@@ -59,14 +60,13 @@ async function firstTurnAt(ctx: DrillContext, user: string, root: string, runId:
   throw drillStepFailed('run events', 'the continuation has no admitted turn');
 }
 
-/** verify → plan → apply (→ resolve) → continue, as the operator. */
-export async function recoverAndContinue(ctx: DrillContext, source: DrillSource): Promise<JourneyOutcome> {
-  const user = source.user;
-  const operator = ctx.cli.operator(user);
-  const workspace = join(ctx.dir, 'workspace');
-  const destination = join(ctx.dir, 'recovered');
-  const phases: Phase[] = [];
-  const timed = async <T>(phase: Phase['phase'], fn: () => Promise<T>): Promise<T> => {
+/** Runs one phase of the journey, recording its elapsed time in `phases` whether it succeeds or not. */
+type PhaseTimer = <T>(phase: Phase['phase'], fn: () => Promise<T>) => Promise<T>;
+
+/** A timer that appends each phase it runs, with its elapsed time, to `phases`. */
+const phaseTimer =
+  (phases: Phase[]): PhaseTimer =>
+  async (phase, fn) => {
     const t = performance.now();
     try {
       return await fn();
@@ -74,16 +74,22 @@ export async function recoverAndContinue(ctx: DrillContext, source: DrillSource)
       phases.push({ phase, elapsed_ms: Math.round(performance.now() - t) });
     }
   };
-  const supplied = Date.now();
-  ctx.progress('recovery: verify the backup into a workspace');
-  await timed('verify', async () =>
-    expectOk(await operator.run(['backup-state', 'verify', '--archive', source.archive, '--manifest', source.manifest, '--destination', workspace, '--execute'])),
-  );
-  ctx.progress('recovery: plan (preview) into a new root');
-  const plan = await timed('plan', async () => expectOk(await operator.run(['recover', 'plan', '--from', workspace, '--goal', GOAL, '--destination', destination])));
-  ctx.progress('recovery: confirm and apply');
-  let status = await timed('apply', async () => expectOk(await operator.run(['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest as string])));
-  const holds = (status.holds as { hold_id: string; owner: string; code: string; continuation: string }[]).map((h) => ({ ...h, resolved: false }));
+
+/**
+ * The holds the apply reported, each asked again through `recover resolve` (one timed phase, only
+ * when there is one); the last status a resolve answered, and which holds it no longer shows.
+ */
+async function resolveHolds(
+  operator: Operator,
+  destination: string,
+  applied: Doc,
+  timed: PhaseTimer,
+): Promise<{ status: Doc; holds: JourneyOutcome['holds'] }> {
+  let status = applied;
+  const holds = (status.holds as { hold_id: string; owner: string; code: string; continuation: string }[]).map((h) => ({
+    ...h,
+    resolved: false,
+  }));
   if (holds.length > 0) {
     status = await timed('resolve', async () => {
       let last = status;
@@ -96,19 +102,81 @@ export async function recoverAndContinue(ctx: DrillContext, source: DrillSource)
     const open = new Set((status.holds as { hold_id: string }[]).map((h) => h.hold_id));
     for (const h of holds) h.resolved = !open.has(h.hold_id);
   }
-  if (status.state !== 'complete') throw drillStepFailed('recover apply', `the recovery ended ${status.state}`);
-  if (defectInjected('drop-captured-transaction')) dropImportedTransaction(destination, source.capture.work_cursor);
-  if (defectInjected('extra-operator-command')) expectOk(await operator.run(['recover', 'status', '--destination', destination]));
-  const humanActions = [...operator.issued];
-  ctx.progress('recovery: continue the unfinished Todo in the new root');
-  const run = await timed('first_turn', async () => expectOk(await ctx.cli.run(user, ['work', 'run', '--goal', GOAL, '--agent', ctx.agents.cont, '--root', destination])));
-  const firstTurn = await firstTurnAt(ctx, user, destination, run.run_id as string);
-  const shown = expectOk(await ctx.cli.run(user, ['goal', 'show', GOAL, '--root', destination]));
-  const todos = expectOk(await ctx.cli.run(user, ['todo', 'list', '--goal', GOAL, '--root', destination])).todos as { todo_id: string; status: string }[];
+  return { status, holds };
+}
+
+/** What the new root holds, by the owners' receipts in the final status and the source transactions read back there. */
+function recoveredOf(status: Doc, held: readonly number[]): JourneyOutcome['recovered'] {
   const goal = receiptOf(status, 'goal:rebind');
   const work = receiptOf(status, 'work:import_inert');
   const adopted = receiptOf(status, 'work:rebind');
   const effects = receiptOf(status, 'effect:reconcile');
+  return {
+    new_goal_instance_id: goal.goal_instance_id as string,
+    imported_transactions: work.imported_transactions as number,
+    todos_at_adoption: adopted.todos_by_status as Record<string, number>,
+    effects: effects.by_outcome as Record<string, number>,
+    committed_after_capture: (effects.committed_after_capture as unknown[]).length,
+    source_transactions_held: held,
+  };
+}
+
+/** verify → plan → apply (→ resolve) → continue, as the operator. */
+export async function recoverAndContinue(ctx: DrillContext, source: DrillSource): Promise<JourneyOutcome> {
+  const user = source.user;
+  const operator = ctx.cli.operator(user);
+  const workspace = join(ctx.dir, 'workspace');
+  const destination = join(ctx.dir, 'recovered');
+  const phases: Phase[] = [];
+  const timed = phaseTimer(phases);
+  const supplied = Date.now();
+  ctx.progress('recovery: verify the backup into a workspace');
+  await timed('verify', async () =>
+    expectOk(
+      await operator.run([
+        'backup-state',
+        'verify',
+        '--archive',
+        source.archive,
+        '--manifest',
+        source.manifest,
+        '--destination',
+        workspace,
+        '--execute',
+      ]),
+    ),
+  );
+  ctx.progress('recovery: plan (preview) into a new root');
+  const plan = await timed('plan', async () =>
+    expectOk(
+      await operator.run(['recover', 'plan', '--from', workspace, '--goal', GOAL, '--destination', destination]),
+    ),
+  );
+  ctx.progress('recovery: confirm and apply');
+  const applied = await timed('apply', async () =>
+    expectOk(
+      await operator.run(['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest as string]),
+    ),
+  );
+  const { status, holds } = await resolveHolds(operator, destination, applied, timed);
+  if (status.state !== 'complete') throw drillStepFailed('recover apply', `the recovery ended ${status.state}`);
+  if (defectInjected('drop-captured-transaction')) dropImportedTransaction(destination, source.capture.work_cursor);
+  if (defectInjected('extra-operator-command'))
+    expectOk(await operator.run(['recover', 'status', '--destination', destination]));
+  const humanActions = [...operator.issued];
+  ctx.progress('recovery: continue the unfinished Todo in the new root');
+  const run = await timed('first_turn', async () =>
+    expectOk(
+      await ctx.cli.run(user, ['work', 'run', '--goal', GOAL, '--agent', ctx.agents.cont, '--root', destination]),
+    ),
+  );
+  const firstTurn = await firstTurnAt(ctx, user, destination, run.run_id as string);
+  const shown = expectOk(await ctx.cli.run(user, ['goal', 'show', GOAL, '--root', destination]));
+  const todos = expectOk(await ctx.cli.run(user, ['todo', 'list', '--goal', GOAL, '--root', destination])).todos as {
+    todo_id: string;
+    status: string;
+  }[];
+  const goal = receiptOf(status, 'goal:rebind');
   const held = await heldIn(destination, source.history_at_loss);
   return {
     workspace,
@@ -119,19 +187,14 @@ export async function recoverAndContinue(ctx: DrillContext, source: DrillSource)
     human_actions: humanActions,
     holds,
     preview_lost_or_unknown: plan.preview.lost_or_unknown as string[],
-    recovered: {
-      new_goal_instance_id: goal.goal_instance_id as string,
-      imported_transactions: work.imported_transactions as number,
-      todos_at_adoption: adopted.todos_by_status as Record<string, number>,
-      effects: effects.by_outcome as Record<string, number>,
-      committed_after_capture: (effects.committed_after_capture as unknown[]).length,
-      source_transactions_held: held,
-    },
+    recovered: recoveredOf(status, held),
     lineage_id: goal.lineage_id as string,
     fence: receiptOf(status, 'host:supersede').fence as number,
     continued: {
       run_status: run.status as string,
-      todo_done_in_new_lifetime: shown.goal_instance_id === goal.goal_instance_id && todos.some((t) => t.todo_id === 't3' && t.status === 'done'),
+      todo_done_in_new_lifetime:
+        shown.goal_instance_id === goal.goal_instance_id &&
+        todos.some((t) => t.todo_id === 't3' && t.status === 'done'),
     },
   };
 }

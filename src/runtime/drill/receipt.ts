@@ -53,7 +53,11 @@ function rpoOf(e: DrillEvidence) {
     within_work_items: lost.length <= DRILL_TARGETS.rpo_work_items_lost_at_most,
   };
   return {
-    checkpoint: { captured_at_end: e.source.capture.captured_at_end, work_cursor: captured, profile: e.source.capture.profile },
+    checkpoint: {
+      captured_at_end: e.source.capture.captured_at_end,
+      work_cursor: captured,
+      profile: e.source.capture.profile,
+    },
     seconds: seconds(rpoMs),
     capture_to_loss_seconds: seconds(captureToLossMs),
     written_after_capture: history.filter((t) => t.cursor > captured).length,
@@ -71,7 +75,13 @@ function rpoOf(e: DrillEvidence) {
 function humanActionsOf(e: DrillEvidence) {
   const visible = e.journey.holds.length;
   const limit = DRILL_TARGETS.human_actions_base + DRILL_TARGETS.human_actions_per_hold * visible;
-  return { count: e.journey.human_actions.length, visible_holds: visible, limit, met: e.journey.human_actions.length <= limit, actions: e.journey.human_actions };
+  return {
+    count: e.journey.human_actions.length,
+    visible_holds: visible,
+    limit,
+    met: e.journey.human_actions.length <= limit,
+    actions: e.journey.human_actions,
+  };
 }
 
 /** Every crash (of the apply, and inside the resolve) converged on retry, and the receiver saw no delivery from any of them. */
@@ -88,23 +98,26 @@ function faultsOf(e: DrillEvidence) {
   };
 }
 
-export function buildReceipt(e: DrillEvidence) {
-  const rto = { seconds: seconds(e.journey.rto_ms), target_seconds: DRILL_TARGETS.rto_seconds, met: e.journey.rto_ms <= DRILL_TARGETS.rto_seconds * 1000 };
-  const rpo = rpoOf(e);
-  const human = humanActionsOf(e);
+/** The receiver's duplicate deliveries against the target, and whether each logical operation was stored once. */
+function protectedDuplicatesOf(e: DrillEvidence) {
   const duplicates = e.receiver.counts['duplicate'] ?? 0;
   const messages = new Map<string, number>();
   for (const m of e.receiver.storedMessages) messages.set(m, (messages.get(m) ?? 0) + 1);
-  const protectedDuplicates = {
+  return {
     count: duplicates,
     target: DRILL_TARGETS.protected_duplicates,
     attempts: e.receiver.counts,
     each_logical_operation_stored_once: [...messages.values()].every((n) => n === 1),
     met: duplicates <= DRILL_TARGETS.protected_duplicates && [...messages.values()].every((n) => n === 1),
   };
+}
+
+/** The old writers' tries: the share refused against the target, and whether nothing changed anywhere. */
+function oldWritersOf(e: DrillEvidence) {
   const rejected = e.oldWriters.attempts.filter((a) => a.rejected).length;
-  const percent = e.oldWriters.attempts.length === 0 ? 0 : Math.round((rejected / e.oldWriters.attempts.length) * 1000) / 10;
-  const oldWriters = {
+  const percent =
+    e.oldWriters.attempts.length === 0 ? 0 : Math.round((rejected / e.oldWriters.attempts.length) * 1000) / 10;
+  return {
     attempted: e.oldWriters.attempts.length,
     rejected,
     percent,
@@ -113,9 +126,30 @@ export function buildReceipt(e: DrillEvidence) {
     met: percent >= DRILL_TARGETS.old_writers_rejected_percent && e.oldWriters.nothing_changed,
     attempts: e.oldWriters.attempts,
   };
+}
+
+/** The receipt of a drill: every figure measured from `e`, beside its target, and the targets missed. */
+export function buildReceipt(e: DrillEvidence) {
+  const rto = {
+    seconds: seconds(e.journey.rto_ms),
+    target_seconds: DRILL_TARGETS.rto_seconds,
+    met: e.journey.rto_ms <= DRILL_TARGETS.rto_seconds * 1000,
+  };
+  const rpo = rpoOf(e);
+  const human = humanActionsOf(e);
+  const protectedDuplicates = protectedDuplicatesOf(e);
+  const oldWriters = oldWritersOf(e);
   const faults = faultsOf(e);
-  const cases = [...e.cases, e.held, e.online.quiet, e.online.moving].map((c) => ({ case: c.case, expected: c.expected, observed: c.observed, met: c.met }));
-  const continued = { ...e.journey.continued, met: e.journey.continued.run_status === 'completed' && e.journey.continued.todo_done_in_new_lifetime };
+  const cases = [...e.cases, e.held, e.online.quiet, e.online.moving].map((c) => ({
+    case: c.case,
+    expected: c.expected,
+    observed: c.observed,
+    met: c.met,
+  }));
+  const continued = {
+    ...e.journey.continued,
+    met: e.journey.continued.run_status === 'completed' && e.journey.continued.todo_done_in_new_lifetime,
+  };
   const checks: [string, boolean][] = [
     ['rto', rto.met],
     ['rpo', rpo.met],
@@ -150,7 +184,10 @@ export function buildReceipt(e: DrillEvidence) {
     rto,
     rpo,
     human_actions: human,
-    holds: [...e.journey.holds.map((h) => ({ ...h, where: 'main' })), ...e.held.holds.map((h) => ({ ...h, where: 'receiver_down' }))],
+    holds: [
+      ...e.journey.holds.map((h) => ({ ...h, where: 'main' })),
+      ...e.held.holds.map((h) => ({ ...h, where: 'receiver_down' })),
+    ],
     protected_duplicates: protectedDuplicates,
     old_writers: oldWriters,
     fault_injection: faults,
@@ -166,16 +203,22 @@ const mark = (met: boolean) => (met ? 'met   ' : 'MISSED');
 
 /** The receipt for a person: each figure beside its target. */
 export function renderReceipt(r: DrillReceipt, line: (text: string) => void): void {
-  line(`recovery drill ${r.drill_id} (${r.mode}): ${r.result === 'targets_met' ? 'every target met' : `missed: ${r.missed.join(', ')}`}`);
+  line(
+    `recovery drill ${r.drill_id} (${r.mode}): ${r.result === 'targets_met' ? 'every target met' : `missed: ${r.missed.join(', ')}`}`,
+  );
   line(`  targets: the drill's targets file, sha256 ${r.targets_sha256}`);
-  line(`  ${mark(r.rto.met)} RTO ${r.rto.seconds} s (target ≤ ${r.rto.target_seconds} s): ${r.phases.map((p) => `${p.phase} ${seconds(p.elapsed_ms)} s`).join(', ')}`);
+  line(
+    `  ${mark(r.rto.met)} RTO ${r.rto.seconds} s (target ≤ ${r.rto.target_seconds} s): ${r.phases.map((p) => `${p.phase} ${seconds(p.elapsed_ms)} s`).join(', ')}`,
+  );
   line(
     `  ${mark(r.rpo.met)} RPO ${r.rpo.seconds} s (target ≤ ${r.rpo.capture_to_loss_seconds} s from the capture to the loss) at the captured checkpoint (work cursor ${r.rpo.checkpoint.work_cursor}): ${r.rpo.work_items_lost_locally} work transaction(s) lost locally (target ≤ ${r.rpo.work_items_lost_at_most}; ${r.rpo.written_after_capture} written after the capture), ${r.rpo.committed_after_capture} delivery committed after the capture known to the receiver; claimed beyond the checkpoint: ${r.rpo.claimed_beyond_checkpoint}`,
   );
   line(
     `  ${mark(r.human_actions.met)} human actions ${r.human_actions.count} (limit ${r.human_actions.limit} with ${r.human_actions.visible_holds} visible hold(s)): ${r.human_actions.actions.join(', ')}`,
   );
-  line(`  ${mark(r.protected_duplicates.met)} protected duplicate operations ${r.protected_duplicates.count} (target ${r.protected_duplicates.target})`);
+  line(
+    `  ${mark(r.protected_duplicates.met)} protected duplicate operations ${r.protected_duplicates.count} (target ${r.protected_duplicates.target})`,
+  );
   line(
     `  ${mark(r.old_writers.met)} old writers rejected ${r.old_writers.rejected} of ${r.old_writers.attempted} (${r.old_writers.percent} %, target ${r.old_writers.target_percent} %)`,
   );

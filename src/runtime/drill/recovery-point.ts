@@ -22,7 +22,12 @@ export async function workHistoryOf(root: string): Promise<SourceTransaction[]> 
   try {
     const out: SourceTransaction[] = [];
     for await (const t of work.iterateHistory(0)) {
-      out.push({ cursor: t.cursor, operation_id: t.operation_id, provider_revision: t.provider_revision, committed_at: t.receipt.committed_at });
+      out.push({
+        cursor: t.cursor,
+        operation_id: t.operation_id,
+        provider_revision: t.provider_revision,
+        committed_at: t.receipt.committed_at,
+      });
     }
     return out;
   } finally {

@@ -8,7 +8,16 @@ import { copyFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startWebhookSink, type WebhookSink } from '../../dev/index.js';
 import { drillStepFailed, expectOk, type DrillCli } from './cli.js';
-import { AFTER_CAPTURE, BEFORE, CONTINUE, GOAL, GOAL_TITLE, SOURCE_KILL_POINT, TODO_TITLES, agentDocument } from './definition.js';
+import {
+  AFTER_CAPTURE,
+  BEFORE,
+  CONTINUE,
+  GOAL,
+  GOAL_TITLE,
+  SOURCE_KILL_POINT,
+  TODO_TITLES,
+  agentDocument,
+} from './definition.js';
 import { workHistoryOf, type SourceTransaction } from './recovery-point.js';
 
 /** What every stage of a drill shares. */
@@ -59,14 +68,19 @@ export function writeAgents(dir: string): DrillContext['agents'] {
     writeFileSync(path, JSON.stringify(agentDocument(name, script)), { mode: 0o600 });
     return path;
   };
-  return { before: write('before', BEFORE), after: write('after-capture', AFTER_CAPTURE), cont: write('continue', CONTINUE) };
+  return {
+    before: write('before', BEFORE),
+    after: write('after-capture', AFTER_CAPTURE),
+    cont: write('continue', CONTINUE),
+  };
 }
 
 /** A root with the drill's Goal and Todos (as `user`). */
 export async function newSourceRoot(ctx: DrillContext, root: string, user: string): Promise<void> {
   expectOk(await ctx.cli.run(user, ['init', '--root', root]));
   expectOk(await ctx.cli.run(user, ['goal', 'create', GOAL, '--title', GOAL_TITLE, '--root', root]));
-  for (const title of TODO_TITLES) expectOk(await ctx.cli.run(user, ['todo', 'add', '--goal', GOAL, '--title', title, '--root', root]));
+  for (const title of TODO_TITLES)
+    expectOk(await ctx.cli.run(user, ['todo', 'add', '--goal', GOAL, '--title', title, '--root', root]));
 }
 
 /** Work, capture (quiescent), work after the capture, die mid-run, become unavailable. */
@@ -75,17 +89,52 @@ export async function prepareSource(ctx: DrillContext): Promise<DrillSource> {
   const user = ctx.user('operator');
   ctx.progress('source: a Goal does real work (a work run with a delivery)');
   await newSourceRoot(ctx, root, user);
-  expectOk(await ctx.cli.run(user, ['work', 'run', '--goal', GOAL, '--agent', ctx.agents.before, '--sink', ctx.sink.deliveriesUrl, '--root', root]));
+  expectOk(
+    await ctx.cli.run(user, [
+      'work',
+      'run',
+      '--goal',
+      GOAL,
+      '--agent',
+      ctx.agents.before,
+      '--sink',
+      ctx.sink.deliveriesUrl,
+      '--root',
+      root,
+    ]),
+  );
   const atCapture = expectOk(await ctx.cli.run(user, ['goal', 'show', GOAL, '--root', root]));
   ctx.progress('source: captured (quiescent backup)');
   const out = join(ctx.dir, 'backups');
-  const backup = expectOk(await ctx.cli.run(user, ['backup-state', '--execute', '--profile', 'quiescent', '--output-dir', out, '--backup-id', 'drill', '--root', root]));
+  const backup = expectOk(
+    await ctx.cli.run(user, [
+      'backup-state',
+      '--execute',
+      '--profile',
+      'quiescent',
+      '--output-dir',
+      out,
+      '--backup-id',
+      'drill',
+      '--root',
+      root,
+    ]),
+  );
   const deliveries = ctx.sink.deliveries().length;
   ctx.progress('source: works on after the capture, then dies mid-run (SIGKILL)');
-  const killed = await ctx.cli.run(user, ['work', 'run', '--goal', GOAL, '--agent', ctx.agents.after, '--root', root], { fault: SOURCE_KILL_POINT });
-  if (killed.signal !== 'SIGKILL') throw drillStepFailed('source dies mid-run', `the run ended ${killed.status === null ? 'otherwise' : `with exit ${killed.status}`}`);
+  const killed = await ctx.cli.run(user, ['work', 'run', '--goal', GOAL, '--agent', ctx.agents.after, '--root', root], {
+    fault: SOURCE_KILL_POINT,
+  });
+  if (killed.signal !== 'SIGKILL')
+    throw drillStepFailed(
+      'source dies mid-run',
+      `the run ended ${killed.status === null ? 'otherwise' : `with exit ${killed.status}`}`,
+    );
   const atLoss = expectOk(await ctx.cli.run(user, ['goal', 'show', GOAL, '--root', root]));
-  const runs = expectOk(await ctx.cli.run(user, ['run', 'list', '--root', root])).runs as { run_id: string; status: string }[];
+  const runs = expectOk(await ctx.cli.run(user, ['run', 'list', '--root', root])).runs as {
+    run_id: string;
+    status: string;
+  }[];
   const history = await workHistoryOf(root);
   const lostAt = new Date().toISOString();
   copyFileSync(ctx.sinkJournal, receiverAtLoss(ctx));

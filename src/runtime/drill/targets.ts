@@ -42,8 +42,18 @@ export const DRILL_TARGETS: DrillTargets = Object.freeze(frozen as DrillTargets)
 /** SHA-256 (hex) of the canonical JSON of the targets file: printed by every receipt, pinned by test/recovery/drill-targets.test.ts. */
 export const DRILL_TARGETS_SHA256: string = sha256Hex(canonicalJson(frozen));
 
-const LITERALS: Readonly<Record<string, string>> = { rpo: 'last_captured_checkpoint', rpo_seconds_at_most: 'capture_to_loss_interval' };
-const COUNTS = ['rto_seconds', 'rpo_work_items_lost_at_most', 'human_actions_base', 'human_actions_per_hold', 'protected_duplicates', 'old_writers_rejected_percent'];
+const LITERALS: Readonly<Record<string, string>> = {
+  rpo: 'last_captured_checkpoint',
+  rpo_seconds_at_most: 'capture_to_loss_interval',
+};
+const COUNTS = [
+  'rto_seconds',
+  'rpo_work_items_lost_at_most',
+  'human_actions_base',
+  'human_actions_per_hold',
+  'protected_duplicates',
+  'old_writers_rejected_percent',
+];
 
 /** What is wrong with the targets file, if anything: every key known and present, each of its type. */
 export function targetsProblem(value: Readonly<Record<string, unknown>>): string | undefined {
@@ -51,7 +61,8 @@ export function targetsProblem(value: Readonly<Record<string, unknown>>): string
   const unknown = Object.keys(value).filter((k) => !keys.includes(k));
   if (unknown.length > 0) return `unknown target ${unknown.join(', ')}`;
   for (const [k, v] of Object.entries(LITERALS)) if (value[k] !== v) return `${k} is not "${v}"`;
-  for (const k of COUNTS) if (typeof value[k] !== 'number' || !Number.isFinite(value[k]) || value[k] < 0) return `${k} is not a number ≥ 0`;
+  for (const k of COUNTS)
+    if (typeof value[k] !== 'number' || !Number.isFinite(value[k]) || value[k] < 0) return `${k} is not a number ≥ 0`;
   return undefined;
 }
 

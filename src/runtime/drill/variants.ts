@@ -16,7 +16,13 @@ import { newSourceRoot, whileReceiverDown, type DrillContext } from './source.js
 import { updateTodo } from '../todos.js';
 
 export interface HeldVariant extends DrillCase {
-  readonly holds: readonly { readonly hold_id: string; readonly owner: string; readonly code: string; readonly continuation: string; readonly resolved: boolean }[];
+  readonly holds: readonly {
+    readonly hold_id: string;
+    readonly owner: string;
+    readonly code: string;
+    readonly continuation: string;
+    readonly resolved: boolean;
+  }[];
   readonly human_actions: number;
 }
 
@@ -26,8 +32,14 @@ export async function receiverDown(ctx: DrillContext, workspace: string): Promis
   // Its operator's commands, as issued: plan, confirm and one resolve per hold (the verified workspace is shared).
   const operator = ctx.cli.operator(ctx.user('receiver-down'));
   const destination = join(ctx.dir, 'held');
-  const plan = expectOk(await operator.run(['recover', 'plan', '--from', workspace, '--goal', GOAL, '--destination', destination]));
-  const held = await whileReceiverDown(ctx, async () => expectOk(await operator.run(['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest as string])));
+  const plan = expectOk(
+    await operator.run(['recover', 'plan', '--from', workspace, '--goal', GOAL, '--destination', destination]),
+  );
+  const held = await whileReceiverDown(ctx, async () =>
+    expectOk(
+      await operator.run(['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest as string]),
+    ),
+  );
   const holds = held.holds as { hold_id: string; owner: string; code: string; continuation: string }[];
   let last = held;
   for (const h of holds) {
@@ -41,7 +53,13 @@ export async function receiverDown(ctx: DrillContext, workspace: string): Promis
     expected: 'reconciliation_held with holds, then complete',
     observed,
     met: held.state === 'reconciliation_held' && holds.length > 0 && last.state === 'complete',
-    holds: holds.map((h) => ({ hold_id: h.hold_id, owner: h.owner, code: h.code, continuation: h.continuation, resolved: !open.has(h.hold_id) })),
+    holds: holds.map((h) => ({
+      hold_id: h.hold_id,
+      owner: h.owner,
+      code: h.code,
+      continuation: h.continuation,
+      resolved: !open.has(h.hold_id),
+    })),
     human_actions: operator.issued.length,
   };
 }
@@ -59,10 +77,33 @@ export interface OnlineCaptures {
 /** Capture `root` online as `user` into `name`, verify it; the backup's and the workspace's documents. */
 async function captureOnline(ctx: DrillContext, user: string, root: string, name: string) {
   const out = join(ctx.dir, `backups-${name}`);
-  const b = expectOk(await ctx.cli.run(user, ['backup-state', '--execute', '--profile', 'online', '--output-dir', out, '--backup-id', name, '--root', root]));
+  const b = expectOk(
+    await ctx.cli.run(user, [
+      'backup-state',
+      '--execute',
+      '--profile',
+      'online',
+      '--output-dir',
+      out,
+      '--backup-id',
+      name,
+      '--root',
+      root,
+    ]),
+  );
   const workspace = join(ctx.dir, `workspace-${name}`);
   expectOk(
-    await ctx.cli.run(user, ['backup-state', 'verify', '--archive', join(out, b.archive.name), '--manifest', join(out, b.manifest.name), '--destination', workspace, '--execute']),
+    await ctx.cli.run(user, [
+      'backup-state',
+      'verify',
+      '--archive',
+      join(out, b.archive.name),
+      '--manifest',
+      join(out, b.manifest.name),
+      '--destination',
+      workspace,
+      '--execute',
+    ]),
   );
   return { backup: b, workspace };
 }
@@ -73,7 +114,12 @@ async function writeDuring<T>(root: string, during: () => Promise<T>): Promise<T
   let written = 0;
   const writer = (async () => {
     while (writing && written < MAX_MOVING_WRITES) {
-      await updateTodo(root, GOAL, { operation_id: `drill-moving-${written}`, todo_id: 't2', note: `moving ${written}`, lease_owner: 'operator:drill' });
+      await updateTodo(root, GOAL, {
+        operation_id: `drill-moving-${written}`,
+        todo_id: 't2',
+        note: `moving ${written}`,
+        lease_owner: 'operator:drill',
+      });
       written += 1;
       // A turn of the event loop between commits, so the capture child's exit is noticed.
       await new Promise((r) => setTimeout(r, 5));
@@ -95,14 +141,51 @@ export async function onlineCaptures(ctx: DrillContext): Promise<OnlineCaptures>
   await newSourceRoot(ctx, root, user);
   const quiet = await captureOnline(ctx, user, root, 'online-quiet');
   const destination = join(ctx.dir, 'recovered-online');
-  const plan = expectOk(await ctx.cli.run(user, ['recover', 'plan', '--from', quiet.workspace, '--goal', GOAL, '--destination', destination]));
-  const captured = (plan.components as { owner: string; cursor: number }[]).find((c) => c.owner === RECOVERY_POINT_OWNER)?.cursor ?? -1;
-  const status = expectOk(await ctx.cli.run(user, ['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest as string]));
+  const plan = expectOk(
+    await ctx.cli.run(user, [
+      'recover',
+      'plan',
+      '--from',
+      quiet.workspace,
+      '--goal',
+      GOAL,
+      '--destination',
+      destination,
+    ]),
+  );
+  const captured =
+    (plan.components as { owner: string; cursor: number }[]).find((c) => c.owner === RECOVERY_POINT_OWNER)?.cursor ??
+    -1;
+  const status = expectOk(
+    await ctx.cli.run(user, [
+      'recover',
+      'apply',
+      '--destination',
+      destination,
+      '--confirm',
+      plan.plan_digest as string,
+    ]),
+  );
   const imported =
-    (status.receipts as { action: string; readback: { imported_transactions?: number } }[]).find((r) => r.action === 'work:import_inert')?.readback.imported_transactions ?? -1;
-  const moving = await writeDuring(join(ctx.dir, 'source-online'), () => captureOnline(ctx, user, root, 'online-moving'));
-  const moved = (moving.backup.capture.skew_inventory as { component_id: string; moved: boolean }[]).some((c) => c.component_id.startsWith('work-') && c.moved);
-  const refused = await ctx.cli.run(user, ['recover', 'plan', '--from', moving.workspace, '--goal', GOAL, '--destination', join(ctx.dir, 'refused-moving')]);
+    (status.receipts as { action: string; readback: { imported_transactions?: number } }[]).find(
+      (r) => r.action === 'work:import_inert',
+    )?.readback.imported_transactions ?? -1;
+  const moving = await writeDuring(join(ctx.dir, 'source-online'), () =>
+    captureOnline(ctx, user, root, 'online-moving'),
+  );
+  const moved = (moving.backup.capture.skew_inventory as { component_id: string; moved: boolean }[]).some(
+    (c) => c.component_id.startsWith('work-') && c.moved,
+  );
+  const refused = await ctx.cli.run(user, [
+    'recover',
+    'plan',
+    '--from',
+    moving.workspace,
+    '--goal',
+    GOAL,
+    '--destination',
+    join(ctx.dir, 'refused-moving'),
+  ]);
   const refusedAs = refused.status === 0 ? 'planned' : (refused.code ?? `exit_${refused.status}`);
   return {
     quiet: {

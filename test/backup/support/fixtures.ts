@@ -6,7 +6,19 @@
 import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, createReadStream, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  createReadStream,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -47,7 +59,10 @@ export const PROJECT = { project_id: 'proj', name: 'Project' } as const;
 export const ORPHAN_TITLE = 'Orphan';
 
 /** The machine configuration the fixture applies through the config owner (the decoded value the owner reads back). */
-export const machineDoc = { schema_version: 'loopx_machine_configuration_v0', namespaces: { goal_storage: { schema_version: '1', new_goal_provider: 'sqlite' } } };
+export const machineDoc = {
+  schema_version: 'loopx_machine_configuration_v0',
+  namespaces: { goal_storage: { schema_version: '1', new_goal_provider: 'sqlite' } },
+};
 
 /** The root's owners, opened the way the CLI opens them. */
 export const registryOf = (root: string): Registry => openFileRegistry(root);
@@ -56,9 +71,16 @@ export const configOf = (root: string): ConfigStore => openFileConfigStore(root)
 
 let transactionSeq = 0;
 /** Apply namespace changes through the config owner against its current revision. */
-export function applyMachineConfiguration(root: string, changes: Readonly<Record<string, NamespaceValue | null>>): void {
+export function applyMachineConfiguration(
+  root: string,
+  changes: Readonly<Record<string, NamespaceValue | null>>,
+): void {
   const config = configOf(root);
-  config.apply({ expectedRevision: config.read().revision, transactionId: `test-${process.pid}-${++transactionSeq}`, changes });
+  config.apply({
+    expectedRevision: config.read().revision,
+    transactionId: `test-${process.pid}-${++transactionSeq}`,
+    changes,
+  });
 }
 
 /** Add a project through the registry owner (same Goals and routes, new registry bytes). */
@@ -80,7 +102,12 @@ export async function createGoal(root: string, goalId: string, title = goalId): 
  * given, is each update's Todo text (the history grows by about that much per commit). The
  * store is opened with synchronous=OFF: a fixture needs no durability, and 20,000 commits stay fast.
  */
-export async function commitWork(root: string, goalId: string, commits: number, options: { todoId?: string; text?: (i: number) => string } = {}): Promise<void> {
+export async function commitWork(
+  root: string,
+  goalId: string,
+  commits: number,
+  options: { todoId?: string; text?: (i: number) => string } = {},
+): Promise<void> {
   const todoId = options.todoId ?? 'history';
   const work = await openGoalWork({ root, goal_id: goalId, synchronous: 'OFF' });
   try {
@@ -92,7 +119,11 @@ export async function commitWork(root: string, goalId: string, commits: number, 
     }
     for (; done < commits; done++) {
       const n = base + done;
-      await work.updateTodo({ operation_id: `${goalId}-${n}`, todo_id: todoId, ...(options.text ? { text: options.text(n) } : { priority: n % 1000 }) });
+      await work.updateTodo({
+        operation_id: `${goalId}-${n}`,
+        todo_id: todoId,
+        ...(options.text ? { text: options.text(n) } : { priority: n % 1000 }),
+      });
     }
   } finally {
     work.close();

@@ -16,7 +16,8 @@ export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
  */
 export const hasChromium = (): boolean => {
   if (existsSync(CHROMIUM_PATH)) return true;
-  if (process.env.CI === 'true') throw new Error(`CI=true but no Chromium at ${CHROMIUM_PATH} (.ci/run installs Debian's chromium)`);
+  if (process.env.CI === 'true')
+    throw new Error(`CI=true but no Chromium at ${CHROMIUM_PATH} (.ci/run installs Debian's chromium)`);
   return false;
 };
 

@@ -47,7 +47,10 @@ export async function tabTo(page: Page, name: string | RegExp, key: 'Tab' | 'Shi
   for (let i = 0; i < 40; i++) {
     await page.keyboard.press(key);
     // Past the last stop focus leaves the page: name the stops, for one of them may be the target misnamed.
-    const f = await focusedElement(page, passed.length > 0 ? ` (looking for “${String(name)}”, ${key} went through: ${passed.join(' | ')})` : '');
+    const f = await focusedElement(
+      page,
+      passed.length > 0 ? ` (looking for “${String(name)}”, ${key} went through: ${passed.join(' | ')})` : '',
+    );
     if (typeof name === 'string' ? f.name === name : name.test(f.name)) return;
     passed.push(f.name);
   }
@@ -61,7 +64,9 @@ export async function tabTo(page: Page, name: string | RegExp, key: 'Tab' | 'Shi
  */
 export async function focusAfterChange(page: Page, after = ''): Promise<Focused> {
   await expect
-    .poll(() => page.evaluate('document.activeElement !== document.body && document.activeElement !== null'), { message: `focus comes back to an element${after}` })
+    .poll(() => page.evaluate('document.activeElement !== document.body && document.activeElement !== null'), {
+      message: `focus comes back to an element${after}`,
+    })
     .toBe(true);
   return focusedElement(page, after);
 }

@@ -12,14 +12,23 @@ import { startDaemon, type RunningDaemon } from '../../../src/daemon/index.js';
 import { REPO } from '../../support/cli.js';
 import { launchBrowser, type BrowserSession } from './browser.js';
 
-export const SCREENSHOTS = process.env.LOOPX_SCREENSHOTS === '1' ? join(REPO, 'docs', 'screenshots') : mkdtempSync(join(tmpdir(), 'loopx-e2e-shots-'));
+export const SCREENSHOTS =
+  process.env.LOOPX_SCREENSHOTS === '1'
+    ? join(REPO, 'docs', 'screenshots')
+    : mkdtempSync(join(tmpdir(), 'loopx-e2e-shots-'));
 
 /** Builds the UI into `outDir` (default: a new temporary folder) and returns it. */
 export async function buildUi(outDir: string = mkdtempSync(join(tmpdir(), 'loopx-e2e-ui-'))): Promise<string> {
   const nodeEnv = process.env.NODE_ENV;
   process.env.NODE_ENV = 'production';
   try {
-    await build({ configFile: join(REPO, 'ui', 'vite.config.ts'), root: join(REPO, 'ui'), mode: 'production', logLevel: 'warn', build: { outDir, emptyOutDir: true } });
+    await build({
+      configFile: join(REPO, 'ui', 'vite.config.ts'),
+      root: join(REPO, 'ui'),
+      mode: 'production',
+      logLevel: 'warn',
+      build: { outDir, emptyOutDir: true },
+    });
   } finally {
     process.env.NODE_ENV = nodeEnv;
   }

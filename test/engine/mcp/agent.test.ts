@@ -9,7 +9,14 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { builtinApplication, defineAgent, openEngine, type AgentDefinition, type Engine, type RunEvent } from '../../../src/engine/index.js';
+import {
+  builtinApplication,
+  defineAgent,
+  openEngine,
+  type AgentDefinition,
+  type Engine,
+  type RunEvent,
+} from '../../../src/engine/index.js';
 import type { McpServerDeclaration } from '../../../src/engine/mcp/index.js';
 import { LocalRunAuthority } from '../../../src/run-authority/index.js';
 import { expectCode, expectThrowsCode, privateDir } from '../engine-support.js';
@@ -81,7 +88,9 @@ describe('MCP servers declared by an agent', () => {
     expect(readFileSync(join(dir, 'note.txt'), 'utf8')).toBe('written once');
     const signed = await a.exportEnvelope('run-mcp');
     const names = signed.state.planIdentity.components.map((c) => c.name);
-    expect(names).toEqual(expect.arrayContaining(['everything.echo', 'everything.get-sum', 'fs.write_file', 'math.add']));
+    expect(names).toEqual(
+      expect.arrayContaining(['everything.echo', 'everything.get-sum', 'fs.write_file', 'math.add']),
+    );
     expect(signed.state.planIdentity.toolPlanId).toMatch(/^loopx\.builtin\.v1\+mcp\.[0-9a-f]{16}$/);
 
     const b = open('b');
@@ -104,10 +113,17 @@ describe('MCP servers declared by an agent', () => {
     const a = open('a');
     const changed = {
       ...ECHO,
-      input_schema: { ...ECHO.input_schema, properties: { ...(ECHO.input_schema.properties as object), loud: { type: 'boolean' } }, required: ['message', 'loud'] },
+      input_schema: {
+        ...ECHO.input_schema,
+        properties: { ...(ECHO.input_schema.properties as object), loud: { type: 'boolean' } },
+        required: ['message', 'loud'],
+      },
     };
 
-    await expectCode(a.start(agent([everything([changed, GET_SUM]), filesystem(dir, [WRITE_FILE])], dir), { runId: 'run-changed' }), 'mcp_tool_contract_changed');
+    await expectCode(
+      a.start(agent([everything([changed, GET_SUM]), filesystem(dir, [WRITE_FILE])], dir), { runId: 'run-changed' }),
+      'mcp_tool_contract_changed',
+    );
 
     expect(await a.list()).toEqual([]);
     expect(existsSync(join(dir, 'note.txt'))).toBe(false);
@@ -135,7 +151,11 @@ describe('MCP servers declared by an agent', () => {
 describe('MCP declarations in an agent definition', () => {
   it('a declaration the schema allows but the MCP rules refuse is an invalid agent definition at its place, with the rule as the reason', () => {
     const dir = mkdtempSync(join(tmpdir(), 'loopx-mcp-files-'));
-    const plainHttp: McpServerDeclaration = { name: 'remote', transport: { type: 'http', url: 'http://mcp.example.com/mcp' }, tools: [ECHO] };
+    const plainHttp: McpServerDeclaration = {
+      name: 'remote',
+      transport: { type: 'http', url: 'http://mcp.example.com/mcp' },
+      tools: [ECHO],
+    };
     const e = expectThrowsCode(() => agent([everything([ECHO]), plainHttp], dir), 'agent_definition_invalid');
     expect(e.message).toMatch(/^Agent definition is invalid at \/mcp_servers\/1\/transport[^:]*: /);
     expect(e.message).not.toContain('MCP server declaration is invalid');

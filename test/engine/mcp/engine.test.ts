@@ -17,7 +17,11 @@ afterEach(closeLaunched);
 const noteSchema = { type: 'object', properties: { note: { type: 'string' } }, required: ['note'] };
 const recordServer: McpServerDeclaration = {
   name: 'rec',
-  transport: { type: 'stdio', command: process.execPath, args: [join(import.meta.dirname, 'fixtures', 'record-server.mjs')] },
+  transport: {
+    type: 'stdio',
+    command: process.execPath,
+    args: [join(import.meta.dirname, 'fixtures', 'record-server.mjs')],
+  },
   tools: [{ name: 'record', input_schema: noteSchema }],
 };
 
@@ -25,11 +29,17 @@ describe('MCP tools in a run', () => {
   it('a mutating MCP call is journalled, sends the effect owner\u2019s idempotency key and commits', async () => {
     const session = await launch([recordServer]);
     const engine = openTestEngine('memory', localApp(session.tools));
-    const view = await engine.start(scriptedAgent([{ toolCalls: [call('rec.record', { note: 'hello' })] }, { text: 'done' }]), { runId: 'run-mcp' });
+    const view = await engine.start(
+      scriptedAgent([{ toolCalls: [call('rec.record', { note: 'hello' })] }, { text: 'done' }]),
+      { runId: 'run-mcp' },
+    );
     expect(view.status).toBe('completed');
     const [m] = await engine.mutations('run-mcp');
     expect(m).toMatchObject({ callId: 'run-mcp/t1/k0', toolName: 'rec.record', state: 'committed' });
-    expect(JSON.parse(m!.resultJson!)).toEqual({ content: [{ type: 'text', text: 'hello' }], structured_content: { meta: { 'loopx/idempotency_key': 'idem:run-mcp:t1:k0' } } });
+    expect(JSON.parse(m!.resultJson!)).toEqual({
+      content: [{ type: 'text', text: 'hello' }],
+      structured_content: { meta: { 'loopx/idempotency_key': 'idem:run-mcp:t1:k0' } },
+    });
   });
 
   it('a server killed while a mutating call is pending leaves the call uncertain, and resume does not re-run it', async () => {
@@ -49,7 +59,10 @@ describe('MCP tools in a run', () => {
       },
     }));
     const engine = openTestEngine('memory', localApp(tools));
-    const script = [{ toolCalls: [call('everything.trigger-long-running-operation', { duration: 600, steps: 600 })] }, { text: 'done' }];
+    const script = [
+      { toolCalls: [call('everything.trigger-long-running-operation', { duration: 600, steps: 600 })] },
+      { text: 'done' },
+    ];
     const running = engine.start(scriptedAgent(script), { runId: 'run-kill' });
     await entered.wait();
     await session.tools[0]!.execute({ message: 'after' }, toolContext('x/t1/k0'));

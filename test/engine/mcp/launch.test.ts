@@ -9,9 +9,28 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { JsonValue } from '../../../src/engine/index.js';
-import { launchMcpServers, mcpStaticTools, parseMcpServers, type McpServerDeclaration, type McpSession } from '../../../src/engine/mcp/index.js';
+import {
+  launchMcpServers,
+  mcpStaticTools,
+  parseMcpServers,
+  type McpServerDeclaration,
+  type McpSession,
+} from '../../../src/engine/mcp/index.js';
 import { expectCode } from '../engine-support.js';
-import { alive, ECHO, EVERYTHING_BIN, FILESYSTEM_BIN, everything, filesystem, GET_ENV, GET_SUM, LIST_DIRECTORY, READ_TEXT_FILE, toolContext, WRITE_FILE } from './support.js';
+import {
+  alive,
+  ECHO,
+  EVERYTHING_BIN,
+  FILESYSTEM_BIN,
+  everything,
+  filesystem,
+  GET_ENV,
+  GET_SUM,
+  LIST_DIRECTORY,
+  READ_TEXT_FILE,
+  toolContext,
+  WRITE_FILE,
+} from './support.js';
 
 const sessions: McpSession[] = [];
 const dirs: string[] = [];
@@ -20,7 +39,10 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function launch(decls: McpServerDeclaration[], options: Parameters<typeof launchMcpServers>[1] = {}): Promise<McpSession> {
+async function launch(
+  decls: McpServerDeclaration[],
+  options: Parameters<typeof launchMcpServers>[1] = {},
+): Promise<McpSession> {
   const session = await launchMcpServers(parseMcpServers(decls), options);
   sessions.push(session);
   return session;
@@ -40,7 +62,9 @@ describe('launching MCP servers', () => {
     const session = await launch(decls);
     expect(session.tools.map((t) => t.definition.name)).toEqual(['everything.echo', 'everything.get-sum']);
     const statics = mcpStaticTools(parseMcpServers(decls));
-    expect(session.tools.map((t) => [t.definition, t.identity])).toEqual(statics.map((s) => [s.definition, s.identity]));
+    expect(session.tools.map((t) => [t.definition, t.identity])).toEqual(
+      statics.map((s) => [s.definition, s.identity]),
+    );
     const result = await tool(session, 'everything.echo').execute({ message: 'hello' }, toolContext('r1/t1/k0'));
     expect(result).toEqual({ content: [{ type: 'text', text: 'Echo: hello' }] });
   });
@@ -53,7 +77,12 @@ describe('launching MCP servers', () => {
   it('a declared tool whose input schema differs from the server\u2019s is refused, and the server is stopped', async () => {
     const changed = { ...GET_SUM, input_schema: { ...GET_SUM.input_schema, required: ['a'] } };
     const pids: number[] = [];
-    const e = await expectCode(launchMcpServers(parseMcpServers([everything([ECHO, changed])]), { onServerStarted: (_s, pid) => pids.push(pid) }), 'mcp_tool_contract_changed');
+    const e = await expectCode(
+      launchMcpServers(parseMcpServers([everything([ECHO, changed])]), {
+        onServerStarted: (_s, pid) => pids.push(pid),
+      }),
+      'mcp_tool_contract_changed',
+    );
     expect(e.details).toEqual({ server: 'everything', tool: 'get-sum', difference: 'input_schema', at: '/required' });
     expect(pids).toHaveLength(1);
     expect(alive(pids[0]!)).toBe(false);
@@ -65,7 +94,9 @@ describe('launching MCP servers', () => {
     const missing = { ...ECHO, name: 'no-such-tool' };
     const pids: number[] = [];
     const e = await expectCode(
-      launchMcpServers(parseMcpServers([filesystem(dir, [LIST_DIRECTORY]), everything([missing])]), { onServerStarted: (_s, pid) => pids.push(pid) }),
+      launchMcpServers(parseMcpServers([filesystem(dir, [LIST_DIRECTORY]), everything([missing])]), {
+        onServerStarted: (_s, pid) => pids.push(pid),
+      }),
       'mcp_tool_contract_changed',
     );
     expect(e.details).toEqual({ server: 'everything', tool: 'no-such-tool', difference: 'missing' });
@@ -74,7 +105,11 @@ describe('launching MCP servers', () => {
   });
 
   it('a command that names no executable file is refused before anything starts', async () => {
-    const decl = { name: 'nothing', transport: { type: 'stdio' as const, command: join(tmpdir(), 'loopx-no-such-mcp-server') }, tools: [ECHO] };
+    const decl = {
+      name: 'nothing',
+      transport: { type: 'stdio' as const, command: join(tmpdir(), 'loopx-no-such-mcp-server') },
+      tools: [ECHO],
+    };
     const e = await expectCode(launchMcpServers(parseMcpServers([decl])), 'mcp_executable_not_found');
     expect(e.details).toEqual({ server: 'nothing', reason: 'missing' });
   });
@@ -90,14 +125,30 @@ describe('launching MCP servers', () => {
   });
 
   it('an environment reference reaches the server; its value never appears in a refusal, and the host environment is not passed on', async () => {
-    const environment = { ...process.env, LOOPX_MCP_TEST_TOKEN: 'tok-4f2a-secret', LOOPX_MCP_TEST_OTHER: 'not-declared' };
-    const decl = everything([GET_ENV], { transport: { type: 'stdio', command: EVERYTHING_BIN, args: ['stdio'], env: { API_TOKEN: 'env:LOOPX_MCP_TEST_TOKEN' } } });
+    const environment = {
+      ...process.env,
+      LOOPX_MCP_TEST_TOKEN: 'tok-4f2a-secret',
+      LOOPX_MCP_TEST_OTHER: 'not-declared',
+    };
+    const decl = everything([GET_ENV], {
+      transport: {
+        type: 'stdio',
+        command: EVERYTHING_BIN,
+        args: ['stdio'],
+        env: { API_TOKEN: 'env:LOOPX_MCP_TEST_TOKEN' },
+      },
+    });
     const session = await launch([decl], { environment });
-    const env = JSON.parse(text(await tool(session, 'everything.get-env').execute({}, toolContext('r1/t1/k0')))) as { [k: string]: string };
+    const env = JSON.parse(text(await tool(session, 'everything.get-env').execute({}, toolContext('r1/t1/k0')))) as {
+      [k: string]: string;
+    };
     expect(env.API_TOKEN).toBe('tok-4f2a-secret');
     expect(env.LOOPX_MCP_TEST_OTHER).toBeUndefined();
 
-    const e = await expectCode(launchMcpServers(parseMcpServers([decl]), { environment: { PATH: process.env.PATH } }), 'mcp_env_missing');
+    const e = await expectCode(
+      launchMcpServers(parseMcpServers([decl]), { environment: { PATH: process.env.PATH } }),
+      'mcp_env_missing',
+    );
     expect(e.details).toEqual({ server: 'everything', variable: 'LOOPX_MCP_TEST_TOKEN' });
     expect(JSON.stringify(e.toJSON())).not.toContain('tok-4f2a');
   });
@@ -111,14 +162,22 @@ describe('launching MCP servers', () => {
     const session = await launch([filesystem(dir, [LIST_DIRECTORY, READ_TEXT_FILE, WRITE_FILE])]);
     const ctx = toolContext('r1/t1/k0');
     expect(text(await tool(session, 'fs.list_directory').execute({ path: dir }, ctx))).toContain('[FILE] note.txt');
-    const read = (await tool(session, 'fs.read_text_file').execute({ path: join(dir, 'note.txt') }, ctx)) as { [k: string]: JsonValue };
+    const read = (await tool(session, 'fs.read_text_file').execute({ path: join(dir, 'note.txt') }, ctx)) as {
+      [k: string]: JsonValue;
+    };
     expect(read.structured_content).toEqual({ content: 'inside\n' });
-    const e = await expectCode(Promise.resolve(tool(session, 'fs.read_text_file').execute({ path: join(outside, 'secret.txt') }, ctx)), 'mcp_tool_error');
+    const e = await expectCode(
+      Promise.resolve(tool(session, 'fs.read_text_file').execute({ path: join(outside, 'secret.txt') }, ctx)),
+      'mcp_tool_error',
+    );
     expect(e.details).toEqual({ server: 'fs', tool: 'read_text_file' });
 
     const write = tool(session, 'fs.write_file');
     expect(write.definition.mutating).toBe(true);
-    expect(await write.describeEffect!({ path: join(dir, 'new.txt'), content: 'x' }, ctx)).toMatchObject({ kind: 'mcp.call', target: 'mcp:fs/write_file' });
+    expect(await write.describeEffect!({ path: join(dir, 'new.txt'), content: 'x' }, ctx)).toMatchObject({
+      kind: 'mcp.call',
+      target: 'mcp:fs/write_file',
+    });
     await write.execute({ path: join(dir, 'new.txt'), content: 'written\n' }, toolContext('r1/t1/k1', 'idem:r1:t1:k1'));
     expect(readFileSync(join(dir, 'new.txt'), 'utf8')).toBe('written\n');
   });
@@ -127,9 +186,14 @@ describe('launching MCP servers', () => {
     const dir = mkdtempSync(join(tmpdir(), 'loopx-mcp-'));
     dirs.push(dir);
     writeFileSync(join(dir, 'here.txt'), 'x');
-    const decl = { ...filesystem('.', [LIST_DIRECTORY]), transport: { type: 'stdio' as const, command: FILESYSTEM_BIN, args: ['.'], cwd: 'sub/..' } };
+    const decl = {
+      ...filesystem('.', [LIST_DIRECTORY]),
+      transport: { type: 'stdio' as const, command: FILESYSTEM_BIN, args: ['.'], cwd: 'sub/..' },
+    };
     const session = await launch([decl], { baseDir: dir });
-    expect(text(await tool(session, 'fs.list_directory').execute({ path: dir }, toolContext('r1/t1/k0')))).toContain('[FILE] here.txt');
+    expect(text(await tool(session, 'fs.list_directory').execute({ path: dir }, toolContext('r1/t1/k0')))).toContain(
+      '[FILE] here.txt',
+    );
   });
 
   it('after close, the servers are gone and a call is refused before anything is sent', async () => {
@@ -139,8 +203,14 @@ describe('launching MCP servers', () => {
     await session.close();
     expect(session.closed).toBe(true);
     expect(alive(pids[0]!)).toBe(false);
-    await expectCode(Promise.resolve(tool(session, 'everything.echo').execute({ message: 'x' }, toolContext('r1/t1/k0'))), 'mcp_server_unavailable');
-    await expectCode(Promise.resolve(tool(session, 'everything.get-sum').execute({ a: 1, b: 2 }, toolContext('r1/t1/k1', 'k'))), 'mcp_server_unavailable');
+    await expectCode(
+      Promise.resolve(tool(session, 'everything.echo').execute({ message: 'x' }, toolContext('r1/t1/k0'))),
+      'mcp_server_unavailable',
+    );
+    await expectCode(
+      Promise.resolve(tool(session, 'everything.get-sum').execute({ a: 1, b: 2 }, toolContext('r1/t1/k1', 'k'))),
+      'mcp_server_unavailable',
+    );
     await session.close();
   });
 });

@@ -13,7 +13,8 @@ describe('the MCP SDK import', () => {
     const valueImports: string[] = [];
     for (const f of readdirSync(dir).filter((n) => n.endsWith('.ts'))) {
       const text = readFileSync(join(dir, f), 'utf8');
-      for (const m of text.matchAll(/^import\s+(?!type\b)[^;]*?from\s+'@modelcontextprotocol\/sdk[^']*';/gms)) valueImports.push(`${f}: ${m[0]}`);
+      for (const m of text.matchAll(/^import\s+(?!type\b)[^;]*?from\s+'@modelcontextprotocol\/sdk[^']*';/gms))
+        valueImports.push(`${f}: ${m[0]}`);
     }
     expect(valueImports).toEqual([]);
     expect(readFileSync(join(dir, 'sdk.ts'), 'utf8')).toContain("import('@modelcontextprotocol/sdk/client/index.js')");

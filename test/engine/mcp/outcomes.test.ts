@@ -24,7 +24,11 @@ const forever = { duration: 600, steps: 600 };
  * Start a long call and return once the server is known to be in it: an echo sent after it on the
  * same (ordered) connection has been answered, so the server has read the long call's request.
  */
-async function pendingLongCall(session: McpSession, name: string, callId: string): Promise<{ readonly pending: Promise<unknown> }> {
+async function pendingLongCall(
+  session: McpSession,
+  name: string,
+  callId: string,
+): Promise<{ readonly pending: Promise<unknown> }> {
   const pending = settled(tool(session, name).execute(forever, toolContext(callId, `idem:${callId}`)));
   pending.catch(() => {}); // awaited by the caller; not an unhandled rejection meanwhile
   await tool(session, 'everything.echo').execute({ message: 'after' }, toolContext('r1/t9/k0'));
@@ -51,9 +55,18 @@ describe('MCP call outcomes', () => {
     process.kill(pids[0]!, 'SIGKILL');
     const e = await expectCode(pending, 'effect_outcome_unknown');
     expect(e.details).toEqual({ operation_id: 'r1:t1:k0', reason: 'mcp_connection_closed' });
-    expect(outcomeOfThrow('everything.trigger-long-running-operation', e)).toMatchObject({ state: 'uncertain', status: 'mutation_uncertain', effect: { outcome: 'unknown' } });
+    expect(outcomeOfThrow('everything.trigger-long-running-operation', e)).toMatchObject({
+      state: 'uncertain',
+      status: 'mutation_uncertain',
+      effect: { outcome: 'unknown' },
+    });
     await expect.poll(() => alive(pids[0]!)).toBe(false);
-    const refused = await expectCode(settled(tool(session, 'everything.trigger-long-running-operation').execute(forever, toolContext('r1/t2/k0', 'k'))), 'mcp_server_unavailable');
+    const refused = await expectCode(
+      settled(
+        tool(session, 'everything.trigger-long-running-operation').execute(forever, toolContext('r1/t2/k0', 'k')),
+      ),
+      'mcp_server_unavailable',
+    );
     expect(outcomeOfThrow('x', refused)).toMatchObject({ state: 'failed', effect: { outcome: 'rejected' } });
   });
 
@@ -64,7 +77,11 @@ describe('MCP call outcomes', () => {
     const { pending } = await pendingLongCall(session, 'everything.trigger-long-running-operation', 'r1/t1/k0');
     process.kill(pids[0]!, 'SIGKILL');
     const e = await expectCode(pending, 'mcp_call_failed');
-    expect(e.details).toEqual({ server: 'everything', tool: 'trigger-long-running-operation', reason: 'connection_closed' });
+    expect(e.details).toEqual({
+      server: 'everything',
+      tool: 'trigger-long-running-operation',
+      reason: 'connection_closed',
+    });
   });
 
   it('closing the session ends a pending mutating call as an unknown outcome', async () => {
@@ -77,10 +94,18 @@ describe('MCP call outcomes', () => {
   it('a call past its timeout ends — unknown when mutating, mcp_call_failed when not', async () => {
     const readOnly = { ...LONG_RUNNING, mutating: false };
     const mutating = await launch([everything([LONG_RUNNING])], { callTimeoutMs: 200 });
-    const e = await expectCode(settled(tool(mutating, 'everything.trigger-long-running-operation').execute(forever, toolContext('r1/t1/k0', 'k'))), 'effect_outcome_unknown');
+    const e = await expectCode(
+      settled(
+        tool(mutating, 'everything.trigger-long-running-operation').execute(forever, toolContext('r1/t1/k0', 'k')),
+      ),
+      'effect_outcome_unknown',
+    );
     expect(e.details?.reason).toBe('mcp_timeout');
     const plain = await launch([everything([readOnly])], { callTimeoutMs: 200 });
-    const f = await expectCode(settled(tool(plain, 'everything.trigger-long-running-operation').execute(forever, toolContext('r1/t1/k1'))), 'mcp_call_failed');
+    const f = await expectCode(
+      settled(tool(plain, 'everything.trigger-long-running-operation').execute(forever, toolContext('r1/t1/k1'))),
+      'mcp_call_failed',
+    );
     expect(f.details?.reason).toBe('timeout');
   });
 
@@ -89,7 +114,10 @@ describe('MCP call outcomes', () => {
     const record = tool(session, 'rec.record');
     expect(record.definition.mutating).toBe(true);
     const out = await record.execute({ note: 'n1' }, toolContext('r1/t1/k0', 'idem:r1:t1:k0'));
-    expect(out).toEqual({ content: [{ type: 'text', text: 'n1' }], structured_content: { meta: { [IDEMPOTENCY_META_KEY]: 'idem:r1:t1:k0' } } });
+    expect(out).toEqual({
+      content: [{ type: 'text', text: 'n1' }],
+      structured_content: { meta: { [IDEMPOTENCY_META_KEY]: 'idem:r1:t1:k0' } },
+    });
     expect(outcomeOfOutput(out)).toMatchObject({ state: 'committed', status: 'ok' });
   });
 
@@ -100,11 +128,21 @@ describe('MCP call outcomes', () => {
 
   it('an isError result is a definite failure; a protocol error leaves a mutating call unknown', async () => {
     const session = await launch([recordServer()]);
-    const e = await expectCode(settled(tool(session, 'rec.refuse').execute({ note: 'n2' }, toolContext('r1/t1/k1', 'k1'))), 'mcp_tool_error');
+    const e = await expectCode(
+      settled(tool(session, 'rec.refuse').execute({ note: 'n2' }, toolContext('r1/t1/k1', 'k1'))),
+      'mcp_tool_error',
+    );
     expect(e.message).toContain('refused: n2');
     expect(e.message).not.toContain('second line');
-    expect(outcomeOfThrow('rec.refuse', e)).toMatchObject({ state: 'failed', status: 'error', effect: { outcome: 'rejected' } });
-    const u = await expectCode(settled(tool(session, 'rec.explode').execute({ note: 'n3' }, toolContext('r1/t1/k2', 'k2'))), 'effect_outcome_unknown');
+    expect(outcomeOfThrow('rec.refuse', e)).toMatchObject({
+      state: 'failed',
+      status: 'error',
+      effect: { outcome: 'rejected' },
+    });
+    const u = await expectCode(
+      settled(tool(session, 'rec.explode').execute({ note: 'n3' }, toolContext('r1/t1/k2', 'k2'))),
+      'effect_outcome_unknown',
+    );
     expect(u.details?.reason).toBe('mcp_error_response');
   });
 });

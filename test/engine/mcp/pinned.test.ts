@@ -14,8 +14,21 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { builtinApplication, computePlanIdentity, defineAgent, openEngine, type AgentDefinition, type Engine } from '../../../src/engine/index.js';
-import { mcpStaticTools, mcpToolPlan, type McpLaunchOptions, type McpServerDeclaration, type McpToolPlan } from '../../../src/engine/mcp/index.js';
+import {
+  builtinApplication,
+  computePlanIdentity,
+  defineAgent,
+  openEngine,
+  type AgentDefinition,
+  type Engine,
+} from '../../../src/engine/index.js';
+import {
+  mcpStaticTools,
+  mcpToolPlan,
+  type McpLaunchOptions,
+  type McpServerDeclaration,
+  type McpToolPlan,
+} from '../../../src/engine/mcp/index.js';
 import { LocalRunAuthority } from '../../../src/run-authority/index.js';
 import { CLI, STATE_HOME, tempRoot } from '../../support/cli.js';
 import { expectCode, expectThrowsCode, privateDir } from '../engine-support.js';
@@ -41,7 +54,10 @@ function dir(prefix = 'loopx-mcp-pin-'): string {
  */
 function writeServer(path: string, marker?: string): void {
   const start = `import(${JSON.stringify(RECORD_SERVER)})`;
-  const body = marker === undefined ? `${start};\n` : `import('node:fs').then((fs) => { fs.writeFileSync(${JSON.stringify(marker)}, 'spawned'); return ${start}; });\n`;
+  const body =
+    marker === undefined
+      ? `${start};\n`
+      : `import('node:fs').then((fs) => { fs.writeFileSync(${JSON.stringify(marker)}, 'spawned'); return ${start}; });\n`;
   writeFileSync(path, `#!${process.execPath}\n${body}`);
   chmodSync(path, 0o755);
 }
@@ -54,7 +70,12 @@ const rec = (command: string): McpServerDeclaration => ({
 
 const fingerprint = (decls: readonly McpServerDeclaration[], options: McpLaunchOptions): string => {
   const tools = mcpStaticTools(decls, options);
-  return computePlanIdentity({ components: tools.map((t) => t.identity), toolPlanId: 'p', compatibilityIdentity: 'c', tools: tools.map((t) => t.definition) }).fingerprint;
+  return computePlanIdentity({
+    components: tools.map((t) => t.identity),
+    toolPlanId: 'p',
+    compatibilityIdentity: 'c',
+    tools: tools.map((t) => t.definition),
+  }).fingerprint;
 };
 
 function plan(decls: readonly McpServerDeclaration[], options: McpLaunchOptions): McpToolPlan {
@@ -111,8 +132,12 @@ describe('MCP executables are pinned', () => {
     expect(await record(p, 'found')).toMatchObject({ content: [{ type: 'text', text: 'found' }] });
     expect(existsSync(join(executable, 'marker'))).toBe(true);
 
-    const refused = (over: McpLaunchOptions, command = 'loopx-pinned-server') => expectThrowsCode(() => mcpStaticTools([rec(command)], over), 'mcp_executable_not_found');
-    expect(refused({ environment: { PATH: notExecutable } }).details).toEqual({ server: 'rec', reason: 'not_executable' });
+    const refused = (over: McpLaunchOptions, command = 'loopx-pinned-server') =>
+      expectThrowsCode(() => mcpStaticTools([rec(command)], over), 'mcp_executable_not_found');
+    expect(refused({ environment: { PATH: notExecutable } }).details).toEqual({
+      server: 'rec',
+      reason: 'not_executable',
+    });
     expect(refused({ environment: { PATH: directory } }).details).toEqual({ server: 'rec', reason: 'not_a_file' });
     // Without a PATH nothing is found, not even in the base directory.
     const missing = refused({ environment: {}, baseDir: executable });
@@ -120,7 +145,10 @@ describe('MCP executables are pinned', () => {
     expect(missing.kind).toBe('rejected');
     expect(missing.nextAction).toBeTruthy();
     expect(JSON.stringify(missing.toJSON())).not.toContain('loopx-pinned-server');
-    expect(refused({ baseDir: directory }, './loopx-pinned-server').details).toEqual({ server: 'rec', reason: 'not_a_file' });
+    expect(refused({ baseDir: directory }, './loopx-pinned-server').details).toEqual({
+      server: 'rec',
+      reason: 'not_a_file',
+    });
   });
 
   it('an executable swapped or removed after the plan was made is refused before launch, and nothing is spawned', async () => {
@@ -139,7 +167,10 @@ describe('MCP executables are pinned', () => {
     expect(changed.nextAction).toBeTruthy();
     await expectCode(Promise.resolve(record(p, 'x')), 'mcp_executable_changed');
     rmSync(server);
-    expect((await expectCode(p.session(), 'mcp_executable_changed')).details).toEqual({ server: 'rec', reason: 'missing' });
+    expect((await expectCode(p.session(), 'mcp_executable_changed')).details).toEqual({
+      server: 'rec',
+      reason: 'missing',
+    });
     expect(existsSync(marker)).toBe(false);
     expect(started).toEqual([]);
 
@@ -174,13 +205,20 @@ describe('a suspended MCP run with a swapped executable', () => {
     const original = readFileSync(server);
     const base = privateDir('loopx-mcp-pinned-');
     const authority = LocalRunAuthority.open({ dir: join(base, 'authority'), create: true });
-    const engine: Engine = openEngine({ root: join(base, 'root'), application: builtinApplication(join(base, 'root')), authority });
+    const engine: Engine = openEngine({
+      root: join(base, 'root'),
+      application: builtinApplication(join(base, 'root')),
+      authority,
+    });
     cleanups.push(async () => {
       engine.close();
       await authority.close();
     });
     const def = agent(server);
-    expect(await engine.start(def, { runId: 'run-pinned', suspendAfterTurns: 1 })).toMatchObject({ status: 'suspended', completed_turns: 1 });
+    expect(await engine.start(def, { runId: 'run-pinned', suspendAfterTurns: 1 })).toMatchObject({
+      status: 'suspended',
+      completed_turns: 1,
+    });
 
     writeServer(server, marker);
     await expectCode(engine.resume('run-pinned'), 'mcp_executable_changed');

@@ -4,7 +4,13 @@
  * call definitely (nothing was sent); after close, the next call launches anew.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { mcpStaticTools, mcpToolPlan, parseMcpServers, type McpLaunchOptions, type McpToolPlan } from '../../../src/engine/mcp/index.js';
+import {
+  mcpStaticTools,
+  mcpToolPlan,
+  parseMcpServers,
+  type McpLaunchOptions,
+  type McpToolPlan,
+} from '../../../src/engine/mcp/index.js';
 import { call, expectCode, openTestEngine, scriptedAgent } from '../engine-support.js';
 import { convenienceApplication, computePlanIdentity } from '../../../src/engine/index.js';
 import { alive, ECHO, everything, GET_SUM, toolContext } from './support.js';
@@ -43,8 +49,14 @@ describe('an MCP tool plan', () => {
     const started: number[] = [];
     const p = plan([everything([ECHO])], { onServerStarted: (_s, pid) => started.push(pid) });
     const echo = p.plan.tools[0]!;
-    const [a, b] = await Promise.all([echo.execute({ message: 'a' }, toolContext('r/t1/k0')), echo.execute({ message: 'b' }, toolContext('r/t1/k1'))]);
-    expect([a, b]).toEqual([{ content: [{ type: 'text', text: 'Echo: a' }] }, { content: [{ type: 'text', text: 'Echo: b' }] }]);
+    const [a, b] = await Promise.all([
+      echo.execute({ message: 'a' }, toolContext('r/t1/k0')),
+      echo.execute({ message: 'b' }, toolContext('r/t1/k1')),
+    ]);
+    expect([a, b]).toEqual([
+      { content: [{ type: 'text', text: 'Echo: a' }] },
+      { content: [{ type: 'text', text: 'Echo: b' }] },
+    ]);
     expect(started).toHaveLength(1);
     await p.close();
     expect(alive(started[0]!)).toBe(false);
@@ -57,7 +69,9 @@ describe('an MCP tool plan', () => {
     const p = plan([everything([changed])]);
     await expectCode(p.session(), 'mcp_tool_contract_changed');
     const engine = openTestEngine('memory', convenienceApplication({ toolPlans: [p.plan] }));
-    const agent = scriptedAgent([{ toolCalls: [call('everything.get-sum', { a: 1, b: 2 })] }, { text: 'done' }], { toolPlan: 'mcp.plan' });
+    const agent = scriptedAgent([{ toolCalls: [call('everything.get-sum', { a: 1, b: 2 })] }, { text: 'done' }], {
+      toolPlan: 'mcp.plan',
+    });
     const view = await engine.start(agent, { runId: 'run-refused' });
     expect(view.status).toBe('completed');
     const [m] = await engine.mutations('run-refused');

@@ -5,7 +5,13 @@
 import { join } from 'node:path';
 import { REPO } from '../../support/cli.js';
 import type { JsonValue, ToolContext } from '../../../src/engine/index.js';
-import { launchMcpServers, parseMcpServers, type McpServerDeclaration, type McpSession, type McpToolDeclaration } from '../../../src/engine/mcp/index.js';
+import {
+  launchMcpServers,
+  parseMcpServers,
+  type McpServerDeclaration,
+  type McpSession,
+  type McpToolDeclaration,
+} from '../../../src/engine/mcp/index.js';
 
 export const EVERYTHING_BIN = join(REPO, 'node_modules', '.bin', 'mcp-server-everything');
 export const FILESYSTEM_BIN = join(REPO, 'node_modules', '.bin', 'mcp-server-filesystem');
@@ -16,17 +22,29 @@ type Schema = { [k: string]: JsonValue };
 export const ECHO: McpToolDeclaration = {
   name: 'echo',
   description: 'Echo a message back.',
-  input_schema: { type: 'object', properties: { message: { type: 'string', description: 'Message to echo' } }, required: ['message'], $schema: DRAFT7 },
+  input_schema: {
+    type: 'object',
+    properties: { message: { type: 'string', description: 'Message to echo' } },
+    required: ['message'],
+    $schema: DRAFT7,
+  },
   mutating: false,
 };
 
-export const GET_ENV: McpToolDeclaration = { name: 'get-env', input_schema: { type: 'object', properties: {}, $schema: DRAFT7 }, mutating: false };
+export const GET_ENV: McpToolDeclaration = {
+  name: 'get-env',
+  input_schema: { type: 'object', properties: {}, $schema: DRAFT7 },
+  mutating: false,
+};
 
 export const GET_SUM: McpToolDeclaration = {
   name: 'get-sum',
   input_schema: {
     type: 'object',
-    properties: { a: { type: 'number', description: 'First number' }, b: { type: 'number', description: 'Second number' } },
+    properties: {
+      a: { type: 'number', description: 'First number' },
+      b: { type: 'number', description: 'Second number' },
+    },
     required: ['a', 'b'],
     $schema: DRAFT7,
   },
@@ -46,11 +64,24 @@ export const LONG_RUNNING: McpToolDeclaration = {
   mutating: true,
 };
 
-export function everything(tools: readonly McpToolDeclaration[], extra: Partial<McpServerDeclaration> = {}): McpServerDeclaration {
-  return { name: 'everything', transport: { type: 'stdio', command: EVERYTHING_BIN, args: ['stdio'] }, tools, ...extra };
+export function everything(
+  tools: readonly McpToolDeclaration[],
+  extra: Partial<McpServerDeclaration> = {},
+): McpServerDeclaration {
+  return {
+    name: 'everything',
+    transport: { type: 'stdio', command: EVERYTHING_BIN, args: ['stdio'] },
+    tools,
+    ...extra,
+  };
 }
 
-const pathOnly = (): Schema => ({ type: 'object', properties: { path: { type: 'string' } }, required: ['path'], $schema: DRAFT7 });
+const pathOnly = (): Schema => ({
+  type: 'object',
+  properties: { path: { type: 'string' } },
+  required: ['path'],
+  $schema: DRAFT7,
+});
 
 export const LIST_DIRECTORY: McpToolDeclaration = { name: 'list_directory', input_schema: pathOnly(), mutating: false };
 export const READ_TEXT_FILE: McpToolDeclaration = {
@@ -69,7 +100,12 @@ export const READ_TEXT_FILE: McpToolDeclaration = {
 };
 export const WRITE_FILE: McpToolDeclaration = {
   name: 'write_file',
-  input_schema: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } }, required: ['path', 'content'], $schema: DRAFT7 },
+  input_schema: {
+    type: 'object',
+    properties: { path: { type: 'string' }, content: { type: 'string' } },
+    required: ['path', 'content'],
+    $schema: DRAFT7,
+  },
 };
 
 export function filesystem(dir: string, tools: readonly McpToolDeclaration[]): McpServerDeclaration {
@@ -84,7 +120,9 @@ export function toolContext(callId: string, idempotencyKey?: string): ToolContex
     callId,
     operationId,
     turn: 1,
-    ...(idempotencyKey === undefined ? {} : { effect: { idempotency_key: idempotencyKey } as unknown as NonNullable<ToolContext['effect']> }),
+    ...(idempotencyKey === undefined
+      ? {}
+      : { effect: { idempotency_key: idempotencyKey } as unknown as NonNullable<ToolContext['effect']> }),
     requestInteraction: () => {
       throw new Error('no interactions in these tests');
     },
@@ -104,7 +142,10 @@ export function alive(pid: number): boolean {
 const launched: McpSession[] = [];
 
 /** Launch servers for a test; `closeLaunched` (in afterEach) stops every one a test launched. */
-export async function launch(decls: McpServerDeclaration[], options: Parameters<typeof launchMcpServers>[1] = {}): Promise<McpSession> {
+export async function launch(
+  decls: McpServerDeclaration[],
+  options: Parameters<typeof launchMcpServers>[1] = {},
+): Promise<McpSession> {
   const session = await launchMcpServers(parseMcpServers(decls), options);
   launched.push(session);
   return session;

@@ -30,9 +30,15 @@ describePg('on the real PostgreSQL server', () => {
   it('a schema without the cluster component is refused before any statement, and nothing is created', async () => {
     const schema = pg.schema();
     const port = cluster.openPgClusterPort(pg.pool(schema));
-    expect(await rejectionOf(() => port.submit({ run_id: 'run_a', agent: '{}', input: null }))).toMatchObject({ code: 'pg_schema_not_migrated' });
+    expect(await rejectionOf(() => port.submit({ run_id: 'run_a', agent: '{}', input: null }))).toMatchObject({
+      code: 'pg_schema_not_migrated',
+    });
     expect(await rejectionOf(() => port.instances())).toMatchObject({ code: 'pg_schema_not_migrated' });
-    const [row] = await pg.pool('public').query<{ n: number }>('SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1', [schema]);
+    const [row] = await pg
+      .pool('public')
+      .query<{ n: number }>('SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1', [
+        schema,
+      ]);
     expect(row?.n).toBe(0);
   });
 
@@ -42,7 +48,11 @@ describePg('on the real PostgreSQL server', () => {
     await port.join({ instance_id: 'inst_a', host: 'h', pid: 1, lease_ms: 1000 });
     await port.submit({ run_id: 'run_a', agent: '{}', input: null });
     await port.requestCancel('run_a');
-    expect(await db.query('SELECT instance_id, state FROM cluster_instances')).toEqual([{ instance_id: 'inst_a', state: 'active' }]);
-    expect(await db.query('SELECT run_id, state, held_code FROM cluster_work')).toEqual([{ run_id: 'run_a', state: 'held', held_code: 'cancel_requested' }]);
+    expect(await db.query('SELECT instance_id, state FROM cluster_instances')).toEqual([
+      { instance_id: 'inst_a', state: 'active' },
+    ]);
+    expect(await db.query('SELECT run_id, state, held_code FROM cluster_work')).toEqual([
+      { run_id: 'run_a', state: 'held', held_code: 'cancel_requested' },
+    ]);
   });
 });

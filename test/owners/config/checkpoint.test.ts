@@ -6,7 +6,13 @@
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../../src/core/canonical-json.js';
-import { buildConfigurationCheckpoint, openFileConfigStore, verifyConfigurationCheckpoint, type ConfigExactRead, type ConfigStore } from '../../../src/owners/config/index.js';
+import {
+  buildConfigurationCheckpoint,
+  openFileConfigStore,
+  verifyConfigurationCheckpoint,
+  type ConfigExactRead,
+  type ConfigStore,
+} from '../../../src/owners/config/index.js';
 import { openFileRegistry, type Registry, type RegistryExactRead } from '../../../src/owners/registry/index.js';
 import { cleanup, codeOf, inst, tempRoot, utf8 } from '../registry/support.js';
 
@@ -21,20 +27,36 @@ function populated(): { config: ConfigStore; registry: Registry } {
   const root = tempRoot();
   const registry = openFileRegistry(root);
   const p = registry.addProject({ project_id: 'proj', name: 'P' }, 'absent');
-  const g2 = registry.registerGoal({ goal_id: 'zeta', goal_instance_id: inst(2), project_id: 'proj', status: 'paused' }, p.revision);
-  registry.registerGoal({ goal_id: 'alpha', goal_instance_id: inst(1), project_id: 'proj', status: 'active' }, g2.revision);
+  const g2 = registry.registerGoal(
+    { goal_id: 'zeta', goal_instance_id: inst(2), project_id: 'proj', status: 'paused' },
+    p.revision,
+  );
+  registry.registerGoal(
+    { goal_id: 'alpha', goal_instance_id: inst(1), project_id: 'proj', status: 'active' },
+    g2.revision,
+  );
   const config = openFileConfigStore(root);
-  config.apply({ expectedRevision: 'absent', transactionId: 't1', changes: { goal_storage: { schema_version: 'goal_storage_v1', new_goal_provider: 'sqlite' } } });
+  config.apply({
+    expectedRevision: 'absent',
+    transactionId: 't1',
+    changes: { goal_storage: { schema_version: 'goal_storage_v1', new_goal_provider: 'sqlite' } },
+  });
   return { config, registry };
 }
 
 /** A valid checkpoint as a mutable object, and a re-encoder that can keep the digest honest. */
-function parsedCheckpoint(): Record<string, unknown> & { data: Record<string, unknown> & { goals: Array<Record<string, unknown>> } } {
+function parsedCheckpoint(): Record<string, unknown> & {
+  data: Record<string, unknown> & { goals: Array<Record<string, unknown>> };
+} {
   const { config, registry } = populated();
-  const built = buildConfigurationCheckpoint({ machineConfiguration: config.readExact(), registry: registry.readExact() });
+  const built = buildConfigurationCheckpoint({
+    machineConfiguration: config.readExact(),
+    registry: registry.readExact(),
+  });
   return JSON.parse(new TextDecoder().decode(built.bytes));
 }
-const encode = (o: Record<string, unknown>, redigest: boolean): Uint8Array => utf8(JSON.stringify(redigest ? { ...o, sha256: digestOf(o) } : o));
+const encode = (o: Record<string, unknown>, redigest: boolean): Uint8Array =>
+  utf8(JSON.stringify(redigest ? { ...o, sha256: digestOf(o) } : o));
 const codes = (bytes: Uint8Array) => verifyConfigurationCheckpoint(bytes).findings.map((f) => `${f.code}@${f.subject}`);
 
 describe('building the configuration checkpoint', () => {
@@ -82,7 +104,11 @@ describe('building the configuration checkpoint', () => {
     const sources = { machineConfiguration: config.readExact(), registry: registry.readExact() };
     const first = buildConfigurationCheckpoint(sources);
     const cur = config.read().revision;
-    config.apply({ expectedRevision: cur, transactionId: 't2', changes: { goal_storage: { schema_version: 'goal_storage_v1', new_goal_provider: 'file' } } });
+    config.apply({
+      expectedRevision: cur,
+      transactionId: 't2',
+      changes: { goal_storage: { schema_version: 'goal_storage_v1', new_goal_provider: 'file' } },
+    });
     const reg = registry.read();
     registry.updateGoalStatus({ goal_id: 'alpha', goal_instance_id: inst(1), status: 'paused' }, reg.revision);
     const second = buildConfigurationCheckpoint(sources);
@@ -94,14 +120,32 @@ describe('building the configuration checkpoint', () => {
     const machine = config.readExact() as Extract<ConfigExactRead, { absent: false }>;
     const reg = registry.readExact() as Extract<RegistryExactRead, { absent: false }>;
     const otherValue = { ...machine.value, namespaces: {} };
-    expect(codeOf(() => buildConfigurationCheckpoint({ machineConfiguration: { ...machine, value: otherValue }, registry: reg }))).toBe('checkpoint_source_mismatch');
-    expect(codeOf(() => buildConfigurationCheckpoint({ machineConfiguration: { ...machine, revision: 'sha256:' + '0'.repeat(64) }, registry: reg }))).toBe(
-      'checkpoint_source_mismatch',
-    );
-    expect(codeOf(() => buildConfigurationCheckpoint({ machineConfiguration: machine, registry: { ...reg, value: { ...reg.value, goals: [] } } }))).toBe(
-      'checkpoint_source_mismatch',
-    );
-    expect(codeOf(() => buildConfigurationCheckpoint({ machineConfiguration: machine, registry: { ...reg, bytes: utf8('{}') } }))).toBe('checkpoint_source_mismatch');
+    expect(
+      codeOf(() =>
+        buildConfigurationCheckpoint({ machineConfiguration: { ...machine, value: otherValue }, registry: reg }),
+      ),
+    ).toBe('checkpoint_source_mismatch');
+    expect(
+      codeOf(() =>
+        buildConfigurationCheckpoint({
+          machineConfiguration: { ...machine, revision: 'sha256:' + '0'.repeat(64) },
+          registry: reg,
+        }),
+      ),
+    ).toBe('checkpoint_source_mismatch');
+    expect(
+      codeOf(() =>
+        buildConfigurationCheckpoint({
+          machineConfiguration: machine,
+          registry: { ...reg, value: { ...reg.value, goals: [] } },
+        }),
+      ),
+    ).toBe('checkpoint_source_mismatch');
+    expect(
+      codeOf(() =>
+        buildConfigurationCheckpoint({ machineConfiguration: machine, registry: { ...reg, bytes: utf8('{}') } }),
+      ),
+    ).toBe('checkpoint_source_mismatch');
   });
 });
 
@@ -175,7 +219,13 @@ describe('verifying the configuration checkpoint', () => {
     c.data.goals = [...c.data.goals, { goal_id: 'x', goal_configuration: { goal_id: 'x' } }];
     const v = verifyConfigurationCheckpoint(encode(c, false));
     expect(v.findings.map((f) => f.code).sort()).toEqual(
-      ['checkpoint_activation_performed_invalid', 'checkpoint_digest_mismatch', 'checkpoint_malformed', 'checkpoint_privacy_certified_invalid', 'checkpoint_unknown_field'].sort(),
+      [
+        'checkpoint_activation_performed_invalid',
+        'checkpoint_digest_mismatch',
+        'checkpoint_malformed',
+        'checkpoint_privacy_certified_invalid',
+        'checkpoint_unknown_field',
+      ].sort(),
     );
     expect(v.goal_count).toBe(3);
     for (const f of v.findings) expect(f.next_action).toBeTruthy();

@@ -39,7 +39,12 @@ describe('config readHistorical', () => {
 
   it('a copy without a configuration is a confirmed absence', () => {
     const h = readHistorical(tempRoot());
-    expect(h).toEqual({ ok: true, configuration: { absent: true, revision: 'absent', value: null, bytes: null }, receipts: [], findings: [] });
+    expect(h).toEqual({
+      ok: true,
+      configuration: { absent: true, revision: 'absent', value: null, bytes: null },
+      receipts: [],
+      findings: [],
+    });
   });
 
   it('an in-flight intent is a config_transaction_pending warning and is left as it is', () => {
@@ -50,14 +55,24 @@ describe('config readHistorical', () => {
     expect(snapshotTree(copy)).toEqual(before);
     expect(h.ok).toBe(true);
     expect(h.findings).toEqual([
-      expect.objectContaining({ code: 'config_transaction_pending', severity: 'warning', subject: 'machine/configuration/transactions/t3.intent.json' }),
+      expect.objectContaining({
+        code: 'config_transaction_pending',
+        severity: 'warning',
+        subject: 'machine/configuration/transactions/t3.intent.json',
+      }),
     ]);
   });
 
   it('a tampered receipt and an unknown configuration schema are error findings', () => {
     const { copy } = copiedRoot();
-    writeFileSync(join(copy, 'machine/configuration/transactions/t1.json'), JSON.stringify({ schema_version: 'machine_configuration_transaction_v0', transaction_id: 'other' }));
-    writeFileSync(join(copy, 'machine/configuration.json'), JSON.stringify({ schema_version: 'loopx_machine_configuration_v7', namespaces: {} }));
+    writeFileSync(
+      join(copy, 'machine/configuration/transactions/t1.json'),
+      JSON.stringify({ schema_version: 'machine_configuration_transaction_v0', transaction_id: 'other' }),
+    );
+    writeFileSync(
+      join(copy, 'machine/configuration.json'),
+      JSON.stringify({ schema_version: 'loopx_machine_configuration_v7', namespaces: {} }),
+    );
     const h = readHistorical(copy);
     expect(h.ok).toBe(false);
     expect(h.configuration).toBeNull();
@@ -72,7 +87,10 @@ describe('config readHistorical', () => {
     const copy = tempRoot();
     const outside = tempRoot();
     mkdirSync(join(outside, 'configuration'));
-    writeFileSync(join(outside, 'configuration.json'), JSON.stringify({ schema_version: 'loopx_machine_configuration_v0', namespaces: {} }));
+    writeFileSync(
+      join(outside, 'configuration.json'),
+      JSON.stringify({ schema_version: 'loopx_machine_configuration_v0', namespaces: {} }),
+    );
     symlinkSync(outside, join(copy, 'machine'));
     const h = readHistorical(copy);
     expect(h).toMatchObject({ ok: false, configuration: null });

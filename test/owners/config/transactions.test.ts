@@ -18,7 +18,12 @@ const txDir = (root: string) => join(root, 'machine', 'configuration', 'transact
 
 function childApply(root: string, tx: ConfigTransaction, fault: string) {
   const env = { ...process.env, LOOPX_TEST_FAULT: fault };
-  return spawnSync(process.execPath, ['--import', 'tsx', CHILD, root, JSON.stringify(tx)], { cwd: REPO, env, encoding: 'utf8', timeout: 60_000 });
+  return spawnSync(process.execPath, ['--import', 'tsx', CHILD, root, JSON.stringify(tx)], {
+    cwd: REPO,
+    env,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
 }
 
 const ns = (v: Record<string, unknown> = {}) => ({ schema_version: 'ns_v1', ...v });
@@ -44,23 +49,39 @@ describe('file configuration transactions', () => {
     ['config.apply.after_intent', ['base.json', 'tx-crash.intent.json'], false],
     ['config.apply.after_configuration_write', ['base.json', 'tx-crash.intent.json'], true],
     ['config.apply.after_receipt', ['base.json', 'tx-crash.intent.json', 'tx-crash.json'], true],
-  ] as const)('a crash at %s is settled by the retry: applied exactly once, one receipt, no intent left', (fault, leftAfterCrash, configWritten) => {
-    const root = tempRoot();
-    const base = openFileConfigStore(root).apply({ expectedRevision: 'absent', transactionId: 'base', changes: { a: ns({ v: 0 }) } });
-    const tx = { expectedRevision: base.applied_revision, transactionId: 'tx-crash', changes: { a: ns({ v: 1 }), b: ns() } };
-    const child = childApply(root, tx, fault);
-    expect(child.signal).toBe('SIGKILL');
-    expect(readdirSync(txDir(root)).sort()).toEqual(leftAfterCrash);
-    expect(openFileConfigStore(root).read().revision !== base.applied_revision).toBe(configWritten);
+  ] as const)(
+    'a crash at %s is settled by the retry: applied exactly once, one receipt, no intent left',
+    (fault, leftAfterCrash, configWritten) => {
+      const root = tempRoot();
+      const base = openFileConfigStore(root).apply({
+        expectedRevision: 'absent',
+        transactionId: 'base',
+        changes: { a: ns({ v: 0 }) },
+      });
+      const tx = {
+        expectedRevision: base.applied_revision,
+        transactionId: 'tx-crash',
+        changes: { a: ns({ v: 1 }), b: ns() },
+      };
+      const child = childApply(root, tx, fault);
+      expect(child.signal).toBe('SIGKILL');
+      expect(readdirSync(txDir(root)).sort()).toEqual(leftAfterCrash);
+      expect(openFileConfigStore(root).read().revision !== base.applied_revision).toBe(configWritten);
 
-    const store = openFileConfigStore(root);
-    const receipt = store.apply(tx);
-    expect(receipt).toMatchObject({ transaction_id: 'tx-crash', prior_revision: base.applied_revision, readback_verified: true, changed_namespaces: ['a', 'b'] });
-    expect(store.read().revision).toBe(receipt.applied_revision);
-    expect(store.read().value.namespaces).toEqual({ a: ns({ v: 1 }), b: ns() });
-    expect(readdirSync(txDir(root)).sort()).toEqual(['base.json', 'tx-crash.json']);
-    expect(store.apply(tx)).toEqual(receipt);
-  });
+      const store = openFileConfigStore(root);
+      const receipt = store.apply(tx);
+      expect(receipt).toMatchObject({
+        transaction_id: 'tx-crash',
+        prior_revision: base.applied_revision,
+        readback_verified: true,
+        changed_namespaces: ['a', 'b'],
+      });
+      expect(store.read().revision).toBe(receipt.applied_revision);
+      expect(store.read().value.namespaces).toEqual({ a: ns({ v: 1 }), b: ns() });
+      expect(readdirSync(txDir(root)).sort()).toEqual(['base.json', 'tx-crash.json']);
+      expect(store.apply(tx)).toEqual(receipt);
+    },
+  );
 
   it('another transaction after a crash first publishes the interrupted one’s receipt', () => {
     const root = tempRoot();
@@ -94,6 +115,8 @@ describe('file configuration transactions', () => {
     symlinkSync(outside, join(root, 'machine', 'configuration.json'));
     const store = openFileConfigStore(root);
     expect(codeOf(() => store.readExact())).toBe('config_unreadable');
-    expect(codeOf(() => store.apply({ expectedRevision: 'absent', transactionId: 't', changes: {} }))).toBe('config_unreadable');
+    expect(codeOf(() => store.apply({ expectedRevision: 'absent', transactionId: 't', changes: {} }))).toBe(
+      'config_unreadable',
+    );
   });
 });

@@ -16,8 +16,17 @@ import { rejectionOf, type PortFactory } from './support.js';
 
 type ClusterPort = cluster.ClusterPort;
 
-const member = (id: string, lease_ms = 60_000): cluster.InstanceJoin => ({ instance_id: id, host: 'host-a', pid: 4242, lease_ms });
-const work = (id: string, input: string | null = `input of ${id}`): cluster.SubmittedWork => ({ run_id: id, agent: `{"id":"agent.${id}"}`, input });
+const member = (id: string, lease_ms = 60_000): cluster.InstanceJoin => ({
+  instance_id: id,
+  host: 'host-a',
+  pid: 4242,
+  lease_ms,
+});
+const work = (id: string, input: string | null = `input of ${id}`): cluster.SubmittedWork => ({
+  run_id: id,
+  agent: `{"id":"agent.${id}"}`,
+  input,
+});
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A watcher: how many wake-ups it heard, and a latch on the next one (bounded: a lost wake-up fails the case). */
@@ -62,7 +71,14 @@ export function describeClusterPort(name: string, make: PortFactory<ClusterPort>
         await p.join(member('inst_b'));
         await p.join(member('inst_a', 30_000));
         const b = await p.instance('inst_b');
-        expect(b).toMatchObject({ instance_id: 'inst_b', host: 'host-a', pid: 4242, lease_ms: 60_000, state: 'active', live: true });
+        expect(b).toMatchObject({
+          instance_id: 'inst_b',
+          host: 'host-a',
+          pid: 4242,
+          lease_ms: 60_000,
+          state: 'active',
+          live: true,
+        });
         expect(b!.heartbeat_age_ms).toBeGreaterThanOrEqual(0);
         expect((await p.instances()).map((i) => i.instance_id)).toEqual(['inst_b', 'inst_a']);
       });

@@ -7,7 +7,13 @@
  * `describeEffectPort('<provider>', factory)` in test/owners/effect/port.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { effectJournal, type EffectPort, type EffectRecord, type EffectTransition, type EffectWrite } from '../../../src/owners/effect/index.js';
+import {
+  effectJournal,
+  type EffectPort,
+  type EffectRecord,
+  type EffectTransition,
+  type EffectWrite,
+} from '../../../src/owners/effect/index.js';
 import type { CommitResult } from '../../../src/owners/port.js';
 import { expectRegisteredProvider, rejectionOf, sha, type PortHarness } from './support.js';
 
@@ -38,7 +44,13 @@ const effect = (n: number, over: Partial<EffectRecord> = {}): EffectRecord => ({
   settled_at: null,
   ...over,
 });
-const step = (e: EffectRecord, seq: number, event: EffectTransition['event'], s: number, over: Partial<EffectTransition> = {}): EffectTransition => ({
+const step = (
+  e: EffectRecord,
+  seq: number,
+  event: EffectTransition['event'],
+  s: number,
+  over: Partial<EffectTransition> = {},
+): EffectTransition => ({
   operation_id: e.operation_id,
   seq,
   event,
@@ -48,7 +60,12 @@ const step = (e: EffectRecord, seq: number, event: EffectTransition['event'], s:
   at: at(s),
   ...over,
 });
-const create = (e: EffectRecord): EffectWrite => ({ op: 'create_effect', effect: e, transition: step(e, 1, 'intent', 0), enqueued_at: e.created_at });
+const create = (e: EffectRecord): EffectWrite => ({
+  op: 'create_effect',
+  effect: e,
+  transition: step(e, 1, 'intent', 0),
+  enqueued_at: e.created_at,
+});
 const queuedOf = (e: EffectRecord, enqueued_at = e.created_at) => ({
   operation_id: e.operation_id,
   idempotency_key: e.idempotency_key,
@@ -57,12 +74,28 @@ const queuedOf = (e: EffectRecord, enqueued_at = e.created_at) => ({
   target: e.target,
   enqueued_at,
 });
-const dispatched = (e: EffectRecord, s: number): EffectRecord => ({ ...e, attempt: e.attempt + 1, dispatched_at: at(s) });
-const settled = (e: EffectRecord, outcome: EffectRecord['outcome'], receipt: EffectRecord['receipt'], s: number): EffectRecord => ({ ...e, outcome, receipt, settled_at: at(s) });
+const dispatched = (e: EffectRecord, s: number): EffectRecord => ({
+  ...e,
+  attempt: e.attempt + 1,
+  dispatched_at: at(s),
+});
+const settled = (
+  e: EffectRecord,
+  outcome: EffectRecord['outcome'],
+  receipt: EffectRecord['receipt'],
+  s: number,
+): EffectRecord => ({ ...e, outcome, receipt, settled_at: at(s) });
 
 const APPLIED = { status: 'applied' };
 const conflict = (reason: string) => ({ status: 'conflict', reason });
-const INTENT = { operation_id: 'op-a', idempotency_key: 'key-a', goal_id: 'g1', kind: 'webhook.deliver', target: 'webhook:127.0.0.1:9', intent: { n: 1 } };
+const INTENT = {
+  operation_id: 'op-a',
+  idempotency_key: 'key-a',
+  goal_id: 'g1',
+  kind: 'webhook.deliver',
+  target: 'webhook:127.0.0.1:9',
+  intent: { n: 1 },
+};
 const CLOCK = { now: () => new Date(T0) };
 
 /** Every method of `p`, forwarded (a test seam to override one of them). */
@@ -86,7 +119,9 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
       const e = effect(1);
       expect(await p.commit(create(e))).toEqual(APPLIED);
       const d = dispatched(e, 2);
-      expect(await p.commit({ op: 'update_effect', effect: d, transition: step(d, 2, 'dispatch', 2), outbox: 'remove' })).toEqual(APPLIED);
+      expect(
+        await p.commit({ op: 'update_effect', effect: d, transition: step(d, 2, 'dispatch', 2), outbox: 'remove' }),
+      ).toEqual(APPLIED);
       return { h, p, e, d };
     }
 
@@ -108,7 +143,12 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
       const p = make().open();
       const e = effect(1, { goal_id: 'run:run_1' });
       expect(await p.commit(create(e))).toEqual(APPLIED);
-      expect(await p.read({ operation_id: 'op-1', idempotency_key: 'key-1' })).toEqual({ effect: e, last_transition: step(e, 1, 'intent', 0), queued: queuedOf(e), key_holder: e });
+      expect(await p.read({ operation_id: 'op-1', idempotency_key: 'key-1' })).toEqual({
+        effect: e,
+        last_transition: step(e, 1, 'intent', 0),
+        queued: queuedOf(e),
+        key_holder: e,
+      });
       expect(await p.read({ idempotency_key: 'key-1' })).toEqual({ key_holder: e });
       expect(await p.listOutbox()).toEqual([queuedOf(e)]);
       expect(await p.listHistory('op-1')).toEqual([step(e, 1, 'intent', 0)]);
@@ -132,9 +172,25 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
       expect(before).toEqual({ effect: d, last_transition: step(d, 2, 'dispatch', 2) });
       const s = settled(d, 'committed', { http_status: 201 }, 3);
       // The same dispatch again: its precondition no longer holds, so it cannot apply twice.
-      expect(await p.commit({ op: 'update_effect', effect: dispatched(d, 3), transition: step(d, 2, 'dispatch', 3), outbox: 'remove' })).toEqual(conflict('changed'));
-      expect(await p.commit({ op: 'update_effect', effect: s, transition: step(s, 4, 'settle', 3), outbox: 'keep' })).toEqual(conflict('changed'));
-      expect(await p.commit({ op: 'update_effect', effect: effect(9), transition: step(effect(9), 2, 'dispatch', 3), outbox: 'remove' })).toEqual(conflict('missing'));
+      expect(
+        await p.commit({
+          op: 'update_effect',
+          effect: dispatched(d, 3),
+          transition: step(d, 2, 'dispatch', 3),
+          outbox: 'remove',
+        }),
+      ).toEqual(conflict('changed'));
+      expect(
+        await p.commit({ op: 'update_effect', effect: s, transition: step(s, 4, 'settle', 3), outbox: 'keep' }),
+      ).toEqual(conflict('changed'));
+      expect(
+        await p.commit({
+          op: 'update_effect',
+          effect: effect(9),
+          transition: step(effect(9), 2, 'dispatch', 3),
+          outbox: 'remove',
+        }),
+      ).toEqual(conflict('missing'));
       expect(await p.read({ operation_id: 'op-1' })).toEqual(before);
       expect(await p.listHistory('op-1')).toEqual([step(e, 1, 'intent', 0), step(d, 2, 'dispatch', 2)]);
       expect(await p.read({ operation_id: 'op-9' })).toEqual({});
@@ -144,9 +200,21 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
       const { p, e, d } = await withDispatched();
       const s = settled(d, 'unknown', { reason: 'timeout' }, 3);
       const t = step(s, 3, 'settle', 3, { receipt: { reason: 'timeout' } });
-      const forged = { ...s, idempotency_key: 'key-z', goal_id: 'g2', kind: 'tool.call', target: 'tool:x', intent: '{}', intent_digest: sha(99), created_at: at(50) };
+      const forged = {
+        ...s,
+        idempotency_key: 'key-z',
+        goal_id: 'g2',
+        kind: 'tool.call',
+        target: 'tool:x',
+        intent: '{}',
+        intent_digest: sha(99),
+        created_at: at(50),
+      };
       expect(await p.commit({ op: 'update_effect', effect: forged, transition: t, outbox: 'keep' })).toEqual(APPLIED);
-      expect(await p.read({ operation_id: 'op-1', idempotency_key: 'key-z' })).toEqual({ effect: s, last_transition: t });
+      expect(await p.read({ operation_id: 'op-1', idempotency_key: 'key-z' })).toEqual({
+        effect: s,
+        last_transition: t,
+      });
       expect(await p.listHistory('op-1')).toEqual([step(e, 1, 'intent', 0), step(d, 2, 'dispatch', 2), t]);
     });
 
@@ -155,14 +223,30 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
       const [a, b, c] = [effect(1), effect(2), effect(3)];
       for (const e of [a, b, c]) await p.commit(create(e));
       const held = { ...a, reconcile_attempts: 1 };
-      expect(await p.commit({ op: 'update_effect', effect: held, transition: step(held, 2, 'hold', 4), outbox: 'keep' })).toEqual(APPLIED);
+      expect(
+        await p.commit({ op: 'update_effect', effect: held, transition: step(held, 2, 'hold', 4), outbox: 'keep' }),
+      ).toEqual(APPLIED);
       expect((await p.listOutbox()).map((o) => o.operation_id)).toEqual(['op-1', 'op-2', 'op-3']);
       const absent = settled(held, 'absent', null, 5);
-      expect(await p.commit({ op: 'update_effect', effect: absent, transition: step(absent, 3, 'settle', 5), outbox: 'remove' })).toEqual(APPLIED);
+      expect(
+        await p.commit({
+          op: 'update_effect',
+          effect: absent,
+          transition: step(absent, 3, 'settle', 5),
+          outbox: 'remove',
+        }),
+      ).toEqual(APPLIED);
       expect((await p.listOutbox()).map((o) => o.operation_id)).toEqual(['op-2', 'op-3']);
       expect((await p.read({ operation_id: 'op-1' })).queued).toBeUndefined();
       const again = { ...absent, outcome: 'pending' as const, settled_at: null };
-      expect(await p.commit({ op: 'update_effect', effect: again, transition: step(again, 4, 'reissue', 6), outbox: { add: at(6) } })).toEqual(APPLIED);
+      expect(
+        await p.commit({
+          op: 'update_effect',
+          effect: again,
+          transition: step(again, 4, 'reissue', 6),
+          outbox: { add: at(6) },
+        }),
+      ).toEqual(APPLIED);
       expect(await p.listOutbox()).toEqual([queuedOf(b), queuedOf(c), queuedOf(a, at(6))]);
       expect((await p.read({ operation_id: 'op-1' })).queued).toEqual(queuedOf(a, at(6)));
     });
@@ -176,7 +260,12 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
       const d2 = dispatched(rows[2]!, 6);
       await p.commit({ op: 'update_effect', effect: d2, transition: step(d2, 2, 'dispatch', 6), outbox: 'remove' });
       const u2 = settled(d2, 'unknown', {}, 7);
-      await p.commit({ op: 'update_effect', effect: u2, transition: step(u2, 3, 'settle', 7, { receipt: {} }), outbox: 'remove' });
+      await p.commit({
+        op: 'update_effect',
+        effect: u2,
+        transition: step(u2, 3, 'settle', 7, { receipt: {} }),
+        outbox: 'remove',
+      });
       const r4 = settled(rows[3]!, 'superseded', null, 8);
       await p.commit({ op: 'update_effect', effect: r4, transition: step(r4, 2, 'settle', 8), outbox: 'remove' });
       expect((await p.listEffects()).map((e) => e.operation_id)).toEqual(['op-3', 'op-1', 'op-2', 'op-4']);
@@ -191,20 +280,38 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
     it('every row survives a restart, and a repeated write still cannot apply', async () => {
       const { h, p, d } = await withDispatched();
       await p.commit(create(effect(2)));
-      const before = { one: await p.read({ operation_id: 'op-1' }), two: await p.read({ operation_id: 'op-2', idempotency_key: 'key-1' }), history: await p.listHistory('op-1') };
+      const before = {
+        one: await p.read({ operation_id: 'op-1' }),
+        two: await p.read({ operation_id: 'op-2', idempotency_key: 'key-1' }),
+        history: await p.listHistory('op-1'),
+      };
       p.close();
       const q = h.open();
-      expect({ one: await q.read({ operation_id: 'op-1' }), two: await q.read({ operation_id: 'op-2', idempotency_key: 'key-1' }), history: await q.listHistory('op-1') }).toEqual(
-        before,
-      );
-      expect(await q.commit({ op: 'update_effect', effect: dispatched(d, 3), transition: step(d, 2, 'dispatch', 3), outbox: 'remove' })).toEqual(conflict('changed'));
+      expect({
+        one: await q.read({ operation_id: 'op-1' }),
+        two: await q.read({ operation_id: 'op-2', idempotency_key: 'key-1' }),
+        history: await q.listHistory('op-1'),
+      }).toEqual(before);
+      expect(
+        await q.commit({
+          op: 'update_effect',
+          effect: dispatched(d, 3),
+          transition: step(d, 2, 'dispatch', 3),
+          outbox: 'remove',
+        }),
+      ).toEqual(conflict('changed'));
       expect(await q.commit(create(effect(2)))).toEqual(conflict('exists'));
     });
 
     it('rows come back as copies: changing one changes nothing stored', async () => {
       const { p, d } = await withDispatched();
       const s = settled(d, 'committed', { http_status: 201, body: { ok: true } }, 3);
-      await p.commit({ op: 'update_effect', effect: s, transition: step(s, 3, 'settle', 3, { receipt: { http_status: 201 } }), outbox: 'remove' });
+      await p.commit({
+        op: 'update_effect',
+        effect: s,
+        transition: step(s, 3, 'settle', 3, { receipt: { http_status: 201 } }),
+        outbox: 'remove',
+      });
       const rows = await p.read({ operation_id: 'op-1', idempotency_key: 'key-1' });
       (rows.effect!.receipt as { body: { ok: boolean } }).body.ok = false;
       (rows.key_holder as { outcome: string }).outcome = 'absent';
@@ -221,7 +328,13 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
       const p = make().open();
       p.close();
       expect(await p.commit(create(effect(1)))).toEqual({ status: 'failed', code: 'provider_closed' });
-      for (const read of [() => p.read({ operation_id: 'op-1' }), () => p.listEffects(), () => p.listOutbox(), () => p.listHolds(), () => p.listHistory('op-1')]) {
+      for (const read of [
+        () => p.read({ operation_id: 'op-1' }),
+        () => p.listEffects(),
+        () => p.listOutbox(),
+        () => p.listHolds(),
+        () => p.listHistory('op-1'),
+      ]) {
         expect((await rejectionOf(read)).code).toBe('provider_closed');
       }
     });
@@ -234,7 +347,10 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
       await h.damage('op-1');
       expect((await rejectionOf(() => p.read({ operation_id: 'op-1' }))).code).toBe('effect_store_corrupt');
       expect((await rejectionOf(() => p.read({ idempotency_key: 'key-1' }))).code).toBe('effect_store_corrupt');
-      expect(await rejectionOf(() => p.listEffects())).toMatchObject({ code: 'effect_store_corrupt', kind: 'internal' });
+      expect(await rejectionOf(() => p.listEffects())).toMatchObject({
+        code: 'effect_store_corrupt',
+        kind: 'internal',
+      });
       expect((await p.read({ operation_id: 'op-2' })).effect).toEqual(effect(2));
       const j = effectJournal(p, CLOCK);
       expect((await rejectionOf(() => j.beginDispatch('op-1'))).code).toBe('effect_store_corrupt');
@@ -242,7 +358,10 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
 
     it('an ambiguous commit resolves by readback: a landed write answers once; one that did not land is store_outcome_unproved and a retry applies once', async () => {
       const inner = make().open();
-      const landed = effectJournal({ ...forward(inner), commit: async (w) => (await inner.commit(w), { status: 'ambiguous' }) }, CLOCK);
+      const landed = effectJournal(
+        { ...forward(inner), commit: async (w) => (await inner.commit(w), { status: 'ambiguous' }) },
+        CLOCK,
+      );
       const { effect: recorded, replayed } = await landed.recordIntent(INTENT);
       expect(replayed).toBe(false);
       const sent = await landed.beginDispatch('op-a');
@@ -252,13 +371,24 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
       expect(recorded.operation_id).toBe('op-a');
 
       let lost = true;
-      const unproved = effectJournal({ ...forward(inner), commit: async (w): Promise<CommitResult> => (lost ? { status: 'ambiguous' } : inner.commit(w)) }, CLOCK);
-      expect((await rejectionOf(() => unproved.settle('op-a', 'committed', { http_status: 201 }))).code).toBe('store_outcome_unproved');
+      const unproved = effectJournal(
+        {
+          ...forward(inner),
+          commit: async (w): Promise<CommitResult> => (lost ? { status: 'ambiguous' } : inner.commit(w)),
+        },
+        CLOCK,
+      );
+      expect((await rejectionOf(() => unproved.settle('op-a', 'committed', { http_status: 201 }))).code).toBe(
+        'store_outcome_unproved',
+      );
       expect((await inner.read({ operation_id: 'op-a' })).effect).toEqual(sent);
       lost = false;
       const first = await unproved.settle('op-a', 'committed', { http_status: 201 });
       expect(first).toMatchObject({ replayed: false, effect: { outcome: 'committed', receipt: { http_status: 201 } } });
-      expect(await unproved.settle('op-a', 'committed', { http_status: 201 })).toEqual({ effect: first.effect, replayed: true });
+      expect(await unproved.settle('op-a', 'committed', { http_status: 201 })).toEqual({
+        effect: first.effect,
+        replayed: true,
+      });
       expect((await inner.listHistory('op-a')).map((t) => t.event)).toEqual(['intent', 'dispatch', 'settle']);
     });
 
@@ -281,11 +411,28 @@ export function describeEffectPort(name: string, make: () => EffectPortHarness):
       );
       expect((await rejectionOf(() => racing.beginDispatch('op-a'))).code).toBe('effect_dispatch_in_flight');
       race = () => other.settle('op-a', 'unknown', { reason: 'timeout' });
-      expect(await racing.settle('op-a', 'unknown', { reason: 'timeout' })).toMatchObject({ replayed: true, effect: { outcome: 'unknown' } });
+      expect(await racing.settle('op-a', 'unknown', { reason: 'timeout' })).toMatchObject({
+        replayed: true,
+        effect: { outcome: 'unknown' },
+      });
       race = () => other.settle('op-a', 'committed', { found: true });
-      expect((await rejectionOf(() => racing.resolve('op-a', { outcome: 'unknown', attempt: 1 }, 'absent', { resolved_by: 'operator' }))).code).toBe('effect_state_changed');
-      expect((await inner.read({ operation_id: 'op-a' })).effect).toMatchObject({ outcome: 'committed', receipt: { found: true } });
-      expect((await inner.listHistory('op-a')).map((t) => `${t.event}:${t.outcome}`)).toEqual(['intent:pending', 'dispatch:pending', 'settle:unknown', 'settle:committed']);
+      expect(
+        (
+          await rejectionOf(() =>
+            racing.resolve('op-a', { outcome: 'unknown', attempt: 1 }, 'absent', { resolved_by: 'operator' }),
+          )
+        ).code,
+      ).toBe('effect_state_changed');
+      expect((await inner.read({ operation_id: 'op-a' })).effect).toMatchObject({
+        outcome: 'committed',
+        receipt: { found: true },
+      });
+      expect((await inner.listHistory('op-a')).map((t) => `${t.event}:${t.outcome}`)).toEqual([
+        'intent:pending',
+        'dispatch:pending',
+        'settle:unknown',
+        'settle:committed',
+      ]);
     });
   });
 }

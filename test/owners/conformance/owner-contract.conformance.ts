@@ -32,7 +32,8 @@ export function ownerTableProblems(rows: Readonly<Record<string, OwnerRecovery>>
   const ownerOf = new Map<string, string>();
   for (const [key, o] of Object.entries(rows)) {
     if (o.name !== key) problems.push(`${key}: its row is named ${o.name}`);
-    for (const d of o.dependsOn) if (!earlier.has(d)) problems.push(`${key}: depends on ${d}, which is not an earlier row`);
+    for (const d of o.dependsOn)
+      if (!earlier.has(d)) problems.push(`${key}: depends on ${d}, which is not an earlier row`);
     for (const m of o.members(o.scope === 'goal' ? goalScope('g') : { goal_id: null })) {
       const other = ownerOf.get(m.path);
       if (other !== undefined) problems.push(`${key}: member ${m.path} is ${other}'s`);
@@ -67,7 +68,10 @@ export function describeOwnerContract(owner: OwnerRecovery, env: OwnerContractEn
     });
 
     it('verifyOffline() accepts the copy with its export, at the captured revision', () => {
-      const v = owner.verifyOffline({ root: into, scratchDir: env.fresh('loopx-scratch-') }, scope, { export: cap.export, exportItems: cap.export_items });
+      const v = owner.verifyOffline({ root: into, scratchDir: env.fresh('loopx-scratch-') }, scope, {
+        export: cap.export,
+        exportItems: cap.export_items,
+      });
       expect(v.findings.filter((f) => f.severity === 'error')).toEqual([]);
       expect(v.ok).toBe(true);
       expect(v.revision).toBe(cap.captured.revision);
@@ -99,9 +103,14 @@ export function describeOwnerContract(owner: OwnerRecovery, env: OwnerContractEn
 
     it('a changed export record is refused with the export finding, never accepted', () => {
       const damaged = cap.export.map((r, i) => (i === 1 ? { ...(r as object), tampered: true } : r));
-      const v = owner.verifyOffline({ root: into, scratchDir: env.fresh('loopx-scratch-') }, scope, { export: damaged, exportItems: cap.export_items });
+      const v = owner.verifyOffline({ root: into, scratchDir: env.fresh('loopx-scratch-') }, scope, {
+        export: damaged,
+        exportItems: cap.export_items,
+      });
       expect(v.ok).toBe(false);
-      expect(v.findings.some((f) => f.severity === 'error' && /^(owner_export|retained_prefix)_/.test(f.code))).toBe(true);
+      expect(v.findings.some((f) => f.severity === 'error' && /^(owner_export|retained_prefix)_/.test(f.code))).toBe(
+        true,
+      );
     });
 
     it("a corrupted copy of its store is that owner's typed finding with one next action", () => {
@@ -123,7 +132,10 @@ export function describeOwnerContract(owner: OwnerRecovery, env: OwnerContractEn
         const errors = v.findings.filter((f) => f.severity === 'error');
         expect(errors.length, JSON.stringify(v.findings)).toBeGreaterThan(0);
         for (const f of errors) {
-          expect(f.code.startsWith(`${owner.name}_`) || f.code.startsWith('registry_') || f.code.startsWith('goal_'), f.code).toBe(true);
+          expect(
+            f.code.startsWith(`${owner.name}_`) || f.code.startsWith('registry_') || f.code.startsWith('goal_'),
+            f.code,
+          ).toBe(true);
           expect(f.next_action.length).toBeGreaterThan(0);
           expect(f.next_action).not.toMatch(/\n/);
           expect(f.subject).not.toContain(damaged);

@@ -32,12 +32,16 @@ export function hooked(db: PgDatabase): { db: PgDatabase; arm(when: 'before' | '
 }
 
 /** The server process of the connection `q` runs on. */
-export const backendPid = async (q: PgQuery): Promise<number> => ((await q<{ pid: number }>('SELECT pg_backend_pid() AS pid')) as [{ pid: number }])[0].pid;
+export const backendPid = async (q: PgQuery): Promise<number> =>
+  ((await q<{ pid: number }>('SELECT pg_backend_pid() AS pid')) as [{ pid: number }])[0].pid;
 
 /** Latch: resolves once some backend waits for a lock held by backend `pid` (polled; fails after a generous bound). */
 export async function blockedBy(db: PgDatabase, pid: number): Promise<void> {
   for (let i = 0; i <= 1200; i++) {
-    const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND $1 = ANY(pg_blocking_pids(pid))', [pid]);
+    const [row] = await db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND $1 = ANY(pg_blocking_pids(pid))',
+      [pid],
+    );
     if (row!.n > 0) return;
     await new Promise((r) => setTimeout(r, 50));
   }

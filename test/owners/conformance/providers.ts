@@ -11,7 +11,15 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe } from 'vitest';
 import { LAYOUT } from '../../../src/owners/index.js';
-import { POSTGRESQL, SQLITE, STORE_PROVIDERS, memoryLocation, postgresAt, type StoreLocation, type StoreProvider } from '../../../src/owners/providers/index.js';
+import {
+  POSTGRESQL,
+  SQLITE,
+  STORE_PROVIDERS,
+  memoryLocation,
+  postgresAt,
+  type StoreLocation,
+  type StoreProvider,
+} from '../../../src/owners/providers/index.js';
 import { migratePostgres, type PgMigration } from '../../../src/store/index.js';
 import { PG_URL, describePg, pgSchemas } from '../../support/pg.js';
 import { tempDirs, type PortHarness } from './support.js';
@@ -45,8 +53,14 @@ interface FileResources {
 
 /** How to make a fresh place for each row, by the row's name. */
 const MAKERS: Readonly<Record<string, (r: FileResources) => PlaceMaker>> = {
-  memory: (r) => ({ describe, place: () => ({ root: r.tempDir(), location: memoryLocation(), ready: Promise.resolve() }) }),
-  sqlite: (r) => ({ describe, place: () => ({ root: r.tempDir(), location: SQLITE.root.decode({})!, ready: Promise.resolve() }) }),
+  memory: (r) => ({
+    describe,
+    place: () => ({ root: r.tempDir(), location: memoryLocation(), ready: Promise.resolve() }),
+  }),
+  sqlite: (r) => ({
+    describe,
+    place: () => ({ root: r.tempDir(), location: SQLITE.root.decode({})!, ready: Promise.resolve() }),
+  }),
   postgresql: (r) => ({
     describe: describePg,
     place: (sql) => {
@@ -66,7 +80,8 @@ export function gated<P extends object>(port: P, ready: Promise<unknown>): P {
   return new Proxy(port, {
     get(target, key, receiver) {
       const value: unknown = Reflect.get(target, key, receiver);
-      if (typeof value !== 'function' || key === 'close') return typeof value === 'function' ? value.bind(target) : value;
+      if (typeof value !== 'function' || key === 'close')
+        return typeof value === 'function' ? value.bind(target) : value;
       return (...args: unknown[]) => ready.then(() => (value as (...a: unknown[]) => unknown).apply(target, args));
     },
   });
@@ -76,12 +91,18 @@ export function gated<P extends object>(port: P, ready: Promise<unknown>): P {
  * Runs `fn` once per row of the provider table, inside the row's `describe` (its name), with a
  * maker of fresh places. Call it at the top of a test file: the places are cleaned after it.
  */
-export function eachProvider(fn: (row: StoreProvider, place: (sql: PortSql) => Place) => void, rows: readonly StoreProvider[] = STORE_PROVIDERS): void {
+export function eachProvider(
+  fn: (row: StoreProvider, place: (sql: PortSql) => Place) => void,
+  rows: readonly StoreProvider[] = STORE_PROVIDERS,
+): void {
   const resources: FileResources = { tempDir: tempDirs('loopx-provider-'), schema: pgSchemas() };
   afterAll(() => POSTGRESQL.release?.());
   for (const row of rows) {
     const maker = MAKERS[row.name]?.(resources);
-    if (maker === undefined) throw new Error(`storage provider ${row.name} has no conformance place: add one to test/owners/conformance/providers.ts`);
+    if (maker === undefined)
+      throw new Error(
+        `storage provider ${row.name} has no conformance place: add one to test/owners/conformance/providers.ts`,
+      );
     maker.describe(`provider ${row.name}`, () => fn(row, (sql) => maker.place(sql)));
   }
 }

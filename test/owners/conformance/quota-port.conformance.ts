@@ -26,7 +26,12 @@ const entry = (n: number, over: Partial<SpendEntry> = {}): SpendEntry => ({
   void_reason: null,
   ...over,
 });
-const voided = (e: SpendEntry, min: number): SpendEntry => ({ ...e, status: 'voided', voided_at: at(min), void_reason: 'turn_failed' });
+const voided = (e: SpendEntry, min: number): SpendEntry => ({
+  ...e,
+  status: 'voided',
+  voided_at: at(min),
+  void_reason: 'turn_failed',
+});
 
 const APPLIED = { status: 'applied' };
 const conflict = (reason: string) => ({ status: 'conflict', reason });
@@ -62,7 +67,9 @@ export function describeQuotaPort(name: string, make: PortFactory<QuotaPort>): v
       expect(await p.commit({ op: 'insert_spend', entry: e })).toEqual(APPLIED);
       expect(await p.get(e.effect_id)).toEqual(e);
       expect(await p.commit({ op: 'insert_spend', entry: e })).toEqual(conflict('exists'));
-      expect(await p.commit({ op: 'insert_spend', entry: { ...e, amount: 9, request_digest: sha(9) } })).toEqual(conflict('exists'));
+      expect(await p.commit({ op: 'insert_spend', entry: { ...e, amount: 9, request_digest: sha(9) } })).toEqual(
+        conflict('exists'),
+      );
       expect(await p.list({})).toEqual([e]);
     });
 
@@ -70,7 +77,9 @@ export function describeQuotaPort(name: string, make: PortFactory<QuotaPort>): v
       const p = make().open();
       const e = entry(1);
       await p.commit({ op: 'insert_spend', entry: e });
-      expect(await p.commit({ op: 'void_spend', entry: voided({ ...e, request_digest: sha(9) }, 5) })).toEqual(conflict('changed'));
+      expect(await p.commit({ op: 'void_spend', entry: voided({ ...e, request_digest: sha(9) }, 5) })).toEqual(
+        conflict('changed'),
+      );
       expect(await p.get(e.effect_id)).toEqual(e);
       const v = voided(e, 5);
       expect(await p.commit({ op: 'void_spend', entry: v })).toEqual(APPLIED);
@@ -83,12 +92,24 @@ export function describeQuotaPort(name: string, make: PortFactory<QuotaPort>): v
 
     it('sums are per unit over written entries of the Goal (and lifetime) with created_at in [since, until)', async () => {
       const p = make().open();
-      const rows = [entry(1), entry(2, { unit: 'token', amount: 500 }), entry(3, { goal_instance_id: 'gi_2' }), entry(4, { goal_id: 'g2' }), entry(5)];
+      const rows = [
+        entry(1),
+        entry(2, { unit: 'token', amount: 500 }),
+        entry(3, { goal_instance_id: 'gi_2' }),
+        entry(4, { goal_id: 'g2' }),
+        entry(5),
+      ];
       for (const e of rows) await p.commit({ op: 'insert_spend', entry: e });
       await p.commit({ op: 'void_spend', entry: voided(rows[4]!, 9) });
       expect(await p.sumWritten(ALL)).toEqual({ totals: { turn: 4, token: 500 }, entries: 3 });
-      expect(await p.sumWritten({ ...ALL, goal_instance_id: 'gi_1' })).toEqual({ totals: { turn: 1, token: 500 }, entries: 2 });
-      expect(await p.sumWritten({ ...ALL, since: at(2), until: at(3) })).toEqual({ totals: { token: 500 }, entries: 1 });
+      expect(await p.sumWritten({ ...ALL, goal_instance_id: 'gi_1' })).toEqual({
+        totals: { turn: 1, token: 500 },
+        entries: 2,
+      });
+      expect(await p.sumWritten({ ...ALL, since: at(2), until: at(3) })).toEqual({
+        totals: { token: 500 },
+        entries: 1,
+      });
       expect(await p.sumWritten({ ...ALL, since: at(1), until: at(1) })).toEqual({ totals: {}, entries: 0 });
       expect(await p.sumWritten({ ...ALL, goal_id: 'g2' })).toEqual({ totals: { turn: 4 }, entries: 1 });
     });
@@ -98,8 +119,14 @@ export function describeQuotaPort(name: string, make: PortFactory<QuotaPort>): v
       const rows = [entry(3), entry(1, { goal_id: 'g2' }), entry(2)];
       for (const e of rows) await p.commit({ op: 'insert_spend', entry: e });
       await p.commit({ op: 'void_spend', entry: voided(rows[0]!, 9) });
-      expect((await p.list({})).map((e) => e.effect_id)).toEqual(['st-3#quota_spend', 'st-1#quota_spend', 'st-2#quota_spend']);
-      expect((await p.list({ goal_id: 'g1', status: 'written' })).map((e) => e.effect_id)).toEqual(['st-2#quota_spend']);
+      expect((await p.list({})).map((e) => e.effect_id)).toEqual([
+        'st-3#quota_spend',
+        'st-1#quota_spend',
+        'st-2#quota_spend',
+      ]);
+      expect((await p.list({ goal_id: 'g1', status: 'written' })).map((e) => e.effect_id)).toEqual([
+        'st-2#quota_spend',
+      ]);
       expect((await p.list({ status: 'voided' })).map((e) => e.effect_id)).toEqual(['st-3#quota_spend']);
     });
 
@@ -128,21 +155,39 @@ export function describeQuotaPort(name: string, make: PortFactory<QuotaPort>): v
     it('a closed port fails commits with provider_closed and rejects reads', async () => {
       const p = make().open();
       p.close();
-      expect(await p.commit({ op: 'insert_spend', entry: entry(1) })).toEqual({ status: 'failed', code: 'provider_closed' });
+      expect(await p.commit({ op: 'insert_spend', entry: entry(1) })).toEqual({
+        status: 'failed',
+        code: 'provider_closed',
+      });
       expect((await rejectionOf(() => p.get('st-1#quota_spend'))).code).toBe('provider_closed');
       expect((await rejectionOf(() => p.sumWritten(ALL))).code).toBe('provider_closed');
     });
 
     it('an ambiguous commit resolves by readback: a landed debit answers written once; one that did not land is store_outcome_unproved and a retry debits once', async () => {
       const inner = make().open();
-      const request = { effect_id: 'st-a#quota_spend', goal_id: 'g1', goal_instance_id: 'gi_1', amount: 2, unit: 'turn' };
-      const landed = quotaLedger({ ...forward(inner), commit: async (w) => (await inner.commit(w), { status: 'ambiguous' }) }, CLOCK);
+      const request = {
+        effect_id: 'st-a#quota_spend',
+        goal_id: 'g1',
+        goal_instance_id: 'gi_1',
+        amount: 2,
+        unit: 'turn',
+      };
+      const landed = quotaLedger(
+        { ...forward(inner), commit: async (w) => (await inner.commit(w), { status: 'ambiguous' }) },
+        CLOCK,
+      );
       const first = await landed.spend(request);
       expect(first.status).toBe('written');
       expect(await inner.list({})).toEqual([first.entry]);
 
       let lost = true;
-      const unproved = quotaLedger({ ...forward(inner), commit: async (w): Promise<CommitResult> => (lost ? { status: 'ambiguous' } : inner.commit(w)) }, CLOCK);
+      const unproved = quotaLedger(
+        {
+          ...forward(inner),
+          commit: async (w): Promise<CommitResult> => (lost ? { status: 'ambiguous' } : inner.commit(w)),
+        },
+        CLOCK,
+      );
       const other = { ...request, effect_id: 'st-b#quota_spend' };
       expect((await rejectionOf(() => unproved.spend(other))).code).toBe('store_outcome_unproved');
       expect(await inner.get(other.effect_id)).toBeUndefined();
@@ -155,7 +200,13 @@ export function describeQuotaPort(name: string, make: PortFactory<QuotaPort>): v
     it('a debit that lost the race re-decides: the same request becomes a replay, a different one quota_spend_conflict', async () => {
       const inner = make().open();
       const other = quotaLedger(inner);
-      const request = { effect_id: 'st-r#quota_spend', goal_id: 'g1', goal_instance_id: 'gi_1', amount: 1, unit: 'turn' };
+      const request = {
+        effect_id: 'st-r#quota_spend',
+        goal_id: 'g1',
+        goal_instance_id: 'gi_1',
+        amount: 1,
+        unit: 'turn',
+      };
       let race: (() => Promise<unknown>) | undefined;
       const racing = quotaLedger({
         ...forward(inner),
@@ -169,7 +220,9 @@ export function describeQuotaPort(name: string, make: PortFactory<QuotaPort>): v
       race = () => other.spend(request);
       expect((await racing.spend(request)).status).toBe('replayed');
       race = () => other.spend({ ...request, effect_id: 'st-s#quota_spend' });
-      expect((await rejectionOf(() => racing.spend({ ...request, effect_id: 'st-s#quota_spend', amount: 7 }))).code).toBe('quota_spend_conflict');
+      expect(
+        (await rejectionOf(() => racing.spend({ ...request, effect_id: 'st-s#quota_spend', amount: 7 }))).code,
+      ).toBe('quota_spend_conflict');
       expect((await inner.list({})).map((e) => [e.effect_id, e.amount])).toEqual([
         ['st-r#quota_spend', 1],
         ['st-s#quota_spend', 1],

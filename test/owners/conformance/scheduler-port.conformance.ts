@@ -59,7 +59,9 @@ export function describeSchedulerPort(name: string, make: PortFactory<SchedulerP
       const t = timer('tmr-1');
       expect(await p.commit({ op: 'insert_timer', timer: t })).toEqual(APPLIED);
       expect(await p.get('tmr-1')).toEqual(t);
-      expect(await p.commit({ op: 'insert_timer', timer: { ...t, cadence: 'FREQ=HOURLY;INTERVAL=1' } })).toEqual(conflict('exists'));
+      expect(await p.commit({ op: 'insert_timer', timer: { ...t, cadence: 'FREQ=HOURLY;INTERVAL=1' } })).toEqual(
+        conflict('exists'),
+      );
       expect(await p.list()).toEqual([t]);
     });
 
@@ -71,12 +73,24 @@ export function describeSchedulerPort(name: string, make: PortFactory<SchedulerP
       expect(await p.commit({ op: 'update_timer', expected: t, timer: fired })).toEqual(APPLIED);
       expect(await p.get('tmr-1')).toEqual(fired);
       // The same update again: the row is no longer the one it was decided on.
-      expect(await p.commit({ op: 'update_timer', expected: t, timer: { ...fired, next_due_at: at(15) } })).toEqual(conflict('changed'));
-      for (const stale of [{ reset_token: 'rst_old' }, { enabled: false }, { next_due_at: at(5) }, { last_fired_due_at: null }, { cadence: 'FREQ=HOURLY;INTERVAL=1' }]) {
-        expect(await p.commit({ op: 'update_timer', expected: { ...fired, ...stale }, timer: { ...fired, enabled: false } })).toEqual(conflict('changed'));
+      expect(await p.commit({ op: 'update_timer', expected: t, timer: { ...fired, next_due_at: at(15) } })).toEqual(
+        conflict('changed'),
+      );
+      for (const stale of [
+        { reset_token: 'rst_old' },
+        { enabled: false },
+        { next_due_at: at(5) },
+        { last_fired_due_at: null },
+        { cadence: 'FREQ=HOURLY;INTERVAL=1' },
+      ]) {
+        expect(
+          await p.commit({ op: 'update_timer', expected: { ...fired, ...stale }, timer: { ...fired, enabled: false } }),
+        ).toEqual(conflict('changed'));
       }
       expect(await p.get('tmr-1')).toEqual(fired);
-      expect(await p.commit({ op: 'update_timer', expected: timer('tmr-9'), timer: timer('tmr-9', { enabled: false }) })).toEqual(conflict('missing'));
+      expect(
+        await p.commit({ op: 'update_timer', expected: timer('tmr-9'), timer: timer('tmr-9', { enabled: false }) }),
+      ).toEqual(conflict('missing'));
       expect(await p.get('tmr-9')).toBeUndefined();
     });
 
@@ -97,7 +111,8 @@ export function describeSchedulerPort(name: string, make: PortFactory<SchedulerP
 
     it('timers list in creation order, optionally of one Goal', async () => {
       const p = make().open();
-      for (const t of [timer('tmr-b'), timer('tmr-a', { goal_id: 'g2' }), timer('tmr-c')]) await p.commit({ op: 'insert_timer', timer: t });
+      for (const t of [timer('tmr-b'), timer('tmr-a', { goal_id: 'g2' }), timer('tmr-c')])
+        await p.commit({ op: 'insert_timer', timer: t });
       const b = (await p.get('tmr-b'))!;
       await p.commit({ op: 'update_timer', expected: b, timer: { ...b, enabled: false, updated_at: at(1) } });
       expect((await p.list()).map((t) => t.timer_id)).toEqual(['tmr-b', 'tmr-a', 'tmr-c']);
@@ -115,7 +130,9 @@ export function describeSchedulerPort(name: string, make: PortFactory<SchedulerP
       p.close();
       const q = h.open();
       expect(await q.list()).toEqual([reset]);
-      expect(await q.commit({ op: 'update_timer', expected: t, timer: { ...t, enabled: false } })).toEqual(conflict('changed'));
+      expect(await q.commit({ op: 'update_timer', expected: t, timer: { ...t, enabled: false } })).toEqual(
+        conflict('changed'),
+      );
     });
 
     it('rows come back as copies: changing one changes nothing stored', async () => {
@@ -129,33 +146,72 @@ export function describeSchedulerPort(name: string, make: PortFactory<SchedulerP
     it('a closed port fails commits with provider_closed and rejects reads', async () => {
       const p = make().open();
       p.close();
-      expect(await p.commit({ op: 'insert_timer', timer: timer('tmr-1') })).toEqual({ status: 'failed', code: 'provider_closed' });
+      expect(await p.commit({ op: 'insert_timer', timer: timer('tmr-1') })).toEqual({
+        status: 'failed',
+        code: 'provider_closed',
+      });
       expect((await rejectionOf(() => p.get('tmr-1'))).code).toBe('provider_closed');
       expect((await rejectionOf(() => p.due(at(1)))).code).toBe('provider_closed');
     });
 
     it('an ambiguous commit resolves by readback: a landed fire answers acknowledged once; one that did not land is store_outcome_unproved and a retry advances once', async () => {
       const inner = make().open();
-      const created = (await schedulerStore(inner, CLOCK).createTimer({ timer_id: 'tmr-amb', goal_id: 'g1', cadence: 'FREQ=MINUTELY;INTERVAL=5', next_due_at: at(5) })).timer;
-      const landed = schedulerStore({ ...forward(inner), commit: async (w) => (await inner.commit(w), { status: 'ambiguous' }) }, CLOCK);
+      const created = (
+        await schedulerStore(inner, CLOCK).createTimer({
+          timer_id: 'tmr-amb',
+          goal_id: 'g1',
+          cadence: 'FREQ=MINUTELY;INTERVAL=5',
+          next_due_at: at(5),
+        })
+      ).timer;
+      const landed = schedulerStore(
+        { ...forward(inner), commit: async (w) => (await inner.commit(w), { status: 'ambiguous' }) },
+        CLOCK,
+      );
       const fired = await landed.ackFire('tmr-amb', { reset_token: created.reset_token, due_at: at(5) });
       expect(fired).toMatchObject({ replayed: false, timer: { next_due_at: at(10), last_fired_due_at: at(5) } });
 
       let lost = true;
-      const unproved = schedulerStore({ ...forward(inner), commit: async (w): Promise<CommitResult> => (lost ? { status: 'ambiguous' } : inner.commit(w)) }, CLOCK);
-      expect((await rejectionOf(() => unproved.setEnabled('tmr-amb', false, created.reset_token))).code).toBe('store_outcome_unproved');
+      const unproved = schedulerStore(
+        {
+          ...forward(inner),
+          commit: async (w): Promise<CommitResult> => (lost ? { status: 'ambiguous' } : inner.commit(w)),
+        },
+        CLOCK,
+      );
+      expect((await rejectionOf(() => unproved.setEnabled('tmr-amb', false, created.reset_token))).code).toBe(
+        'store_outcome_unproved',
+      );
       expect((await inner.get('tmr-amb'))!.enabled).toBe(true);
       lost = false;
       expect((await unproved.setEnabled('tmr-amb', false, created.reset_token)).enabled).toBe(false);
-      const reset = await unproved.resetTimer('tmr-amb', { expected_reset_token: created.reset_token, next_due_at: at(30) });
-      expect((await rejectionOf(() => unproved.resetTimer('tmr-amb', { expected_reset_token: created.reset_token, next_due_at: at(30) }))).code).toBe('timer_reset_token_stale');
-      expect(await inner.get('tmr-amb')).toMatchObject({ reset_token: reset.reset_token, next_due_at: at(30), enabled: false });
+      const reset = await unproved.resetTimer('tmr-amb', {
+        expected_reset_token: created.reset_token,
+        next_due_at: at(30),
+      });
+      expect(
+        (
+          await rejectionOf(() =>
+            unproved.resetTimer('tmr-amb', { expected_reset_token: created.reset_token, next_due_at: at(30) }),
+          )
+        ).code,
+      ).toBe('timer_reset_token_stale');
+      expect(await inner.get('tmr-amb')).toMatchObject({
+        reset_token: reset.reset_token,
+        next_due_at: at(30),
+        enabled: false,
+      });
     });
 
     it('a writer that lost the race re-decides against the winner: a racing identical fire is a readback, a racing reset fences the old token', async () => {
       const inner = make().open();
       const other = schedulerStore(inner, CLOCK);
-      const { timer: t } = await other.createTimer({ timer_id: 'tmr-race', goal_id: 'g1', cadence: 'FREQ=MINUTELY;INTERVAL=5', next_due_at: at(5) });
+      const { timer: t } = await other.createTimer({
+        timer_id: 'tmr-race',
+        goal_id: 'g1',
+        cadence: 'FREQ=MINUTELY;INTERVAL=5',
+        next_due_at: at(5),
+      });
       let race: (() => Promise<unknown>) | undefined;
       const racing = schedulerStore(
         {
@@ -172,7 +228,9 @@ export function describeSchedulerPort(name: string, make: PortFactory<SchedulerP
       race = () => other.ackFire('tmr-race', { reset_token: t.reset_token, due_at: at(5) });
       expect((await racing.ackFire('tmr-race', { reset_token: t.reset_token, due_at: at(5) })).replayed).toBe(true);
       race = () => other.resetTimer('tmr-race', { expected_reset_token: t.reset_token, next_due_at: at(60) });
-      expect((await rejectionOf(() => racing.setEnabled('tmr-race', false, t.reset_token))).code).toBe('timer_reset_token_stale');
+      expect((await rejectionOf(() => racing.setEnabled('tmr-race', false, t.reset_token))).code).toBe(
+        'timer_reset_token_stale',
+      );
       expect(await inner.get('tmr-race')).toMatchObject({ enabled: true, next_due_at: at(60) });
     });
   });

@@ -117,53 +117,157 @@ export function describeSessionPort(name: string, make: PortFactory<SessionPort>
       const s = sessionRow();
       await p.commit({ op: 'create_session', session: s });
       const next = { ...s, execution_generation: 2, run_id: 'run-2', updated_at: at(2) };
-      expect(await p.commit({ op: 'update_session', expected_execution_generation: 1, session: next })).toEqual(APPLIED);
+      expect(await p.commit({ op: 'update_session', expected_execution_generation: 1, session: next })).toEqual(
+        APPLIED,
+      );
       expect((await p.read({ session_id: s.session_id })).session).toEqual(next);
       // The same update again: its precondition no longer holds, so it cannot apply twice.
-      expect(await p.commit({ op: 'update_session', expected_execution_generation: 1, session: { ...next, execution_generation: 3 } })).toEqual(conflict('changed'));
-      expect(await p.commit({ op: 'update_session', expected_execution_generation: 1, session: sessionRow({ session_id: 'ses_none' }) })).toEqual(conflict('missing'));
+      expect(
+        await p.commit({
+          op: 'update_session',
+          expected_execution_generation: 1,
+          session: { ...next, execution_generation: 3 },
+        }),
+      ).toEqual(conflict('changed'));
+      expect(
+        await p.commit({
+          op: 'update_session',
+          expected_execution_generation: 1,
+          session: sessionRow({ session_id: 'ses_none' }),
+        }),
+      ).toEqual(conflict('missing'));
       expect(await p.listSessions()).toEqual([next]);
     });
 
     it('a turn begins under its session generation; the same turn again is exists, a stale generation changed, an unknown session missing', async () => {
       const { p, s, t } = await withTurn();
       expect(await p.read({ turn_key: t.turn_key })).toEqual({ session: s, turn: t, last_turn: t });
-      expect(await p.commit({ op: 'begin_turn', expected_execution_generation: 1, turn: t })).toEqual(conflict('exists'));
-      expect(await p.commit({ op: 'begin_turn', expected_execution_generation: 1, turn: { ...t, turn_key: sha(3) } })).toEqual(conflict('exists'));
-      expect(await p.commit({ op: 'begin_turn', expected_execution_generation: 2, turn: turnRow(s, 1) })).toEqual(conflict('changed'));
-      expect(await p.commit({ op: 'begin_turn', expected_execution_generation: 1, turn: turnRow(sessionRow({ session_id: 'ses_none' }), 0) })).toEqual(conflict('missing'));
+      expect(await p.commit({ op: 'begin_turn', expected_execution_generation: 1, turn: t })).toEqual(
+        conflict('exists'),
+      );
+      expect(
+        await p.commit({ op: 'begin_turn', expected_execution_generation: 1, turn: { ...t, turn_key: sha(3) } }),
+      ).toEqual(conflict('exists'));
+      expect(await p.commit({ op: 'begin_turn', expected_execution_generation: 2, turn: turnRow(s, 1) })).toEqual(
+        conflict('changed'),
+      );
+      expect(
+        await p.commit({
+          op: 'begin_turn',
+          expected_execution_generation: 1,
+          turn: turnRow(sessionRow({ session_id: 'ses_none' }), 0),
+        }),
+      ).toEqual(conflict('missing'));
       expect(await p.listTurns(s.session_id)).toEqual([t]);
     });
 
     it('a phase appends at exactly the next position: a repeat or a skip is changed, an unknown turn missing, a stale generation changed', async () => {
       const { p, s, t } = await withTurn();
       const phase = { phase: 'host_execute' as const, at: at(3), ref: 'eff_1#host_execute' };
-      expect(await p.commit({ op: 'append_phase', expected_execution_generation: 1, turn_key: t.turn_key, position: 0, phase })).toEqual(APPLIED);
+      expect(
+        await p.commit({
+          op: 'append_phase',
+          expected_execution_generation: 1,
+          turn_key: t.turn_key,
+          position: 0,
+          phase,
+        }),
+      ).toEqual(APPLIED);
       const after = { ...t, phases: [phase], updated_at: at(3) };
       expect((await p.read({ turn_key: t.turn_key })).turn).toEqual(after);
-      expect(await p.commit({ op: 'append_phase', expected_execution_generation: 1, turn_key: t.turn_key, position: 0, phase })).toEqual(conflict('changed'));
+      expect(
+        await p.commit({
+          op: 'append_phase',
+          expected_execution_generation: 1,
+          turn_key: t.turn_key,
+          position: 0,
+          phase,
+        }),
+      ).toEqual(conflict('changed'));
       const next = { phase: 'typed_result' as const, at: at(4), ref: null };
-      expect(await p.commit({ op: 'append_phase', expected_execution_generation: 1, turn_key: t.turn_key, position: 2, phase: next })).toEqual(conflict('changed'));
-      expect(await p.commit({ op: 'append_phase', expected_execution_generation: 2, turn_key: t.turn_key, position: 1, phase: next })).toEqual(conflict('changed'));
-      expect(await p.commit({ op: 'append_phase', expected_execution_generation: 1, turn_key: sha(5), position: 0, phase })).toEqual(conflict('missing'));
+      expect(
+        await p.commit({
+          op: 'append_phase',
+          expected_execution_generation: 1,
+          turn_key: t.turn_key,
+          position: 2,
+          phase: next,
+        }),
+      ).toEqual(conflict('changed'));
+      expect(
+        await p.commit({
+          op: 'append_phase',
+          expected_execution_generation: 2,
+          turn_key: t.turn_key,
+          position: 1,
+          phase: next,
+        }),
+      ).toEqual(conflict('changed'));
+      expect(
+        await p.commit({ op: 'append_phase', expected_execution_generation: 1, turn_key: sha(5), position: 0, phase }),
+      ).toEqual(conflict('missing'));
       expect((await p.read({ session_id: s.session_id })).last_turn).toEqual(after);
     });
 
     it("a settlement lands with the turn's new status; a second one of the turn or a reused settlement id is exists; a moved phase count is changed", async () => {
       const { p, s, t } = await withTurn();
       const phase = { phase: 'host_execute' as const, at: at(3), ref: null };
-      await p.commit({ op: 'append_phase', expected_execution_generation: 1, turn_key: t.turn_key, position: 0, phase });
-      expect(await p.commit({ op: 'settle_turn', expected_execution_generation: 1, phase_count: 0, settlement: settlementRow(t, 'st-1') })).toEqual(conflict('changed'));
-      const st = settlementRow(t, 'st-1', { phase_count: 1, status: 'failed', failed_phase: 'typed_result', result_kind: 'host_failure' });
-      expect(await p.commit({ op: 'settle_turn', expected_execution_generation: 2, phase_count: 1, settlement: st })).toEqual(conflict('changed'));
-      expect(await p.commit({ op: 'settle_turn', expected_execution_generation: 1, phase_count: 1, settlement: st })).toEqual(APPLIED);
+      await p.commit({
+        op: 'append_phase',
+        expected_execution_generation: 1,
+        turn_key: t.turn_key,
+        position: 0,
+        phase,
+      });
+      expect(
+        await p.commit({
+          op: 'settle_turn',
+          expected_execution_generation: 1,
+          phase_count: 0,
+          settlement: settlementRow(t, 'st-1'),
+        }),
+      ).toEqual(conflict('changed'));
+      const st = settlementRow(t, 'st-1', {
+        phase_count: 1,
+        status: 'failed',
+        failed_phase: 'typed_result',
+        result_kind: 'host_failure',
+      });
+      expect(
+        await p.commit({ op: 'settle_turn', expected_execution_generation: 2, phase_count: 1, settlement: st }),
+      ).toEqual(conflict('changed'));
+      expect(
+        await p.commit({ op: 'settle_turn', expected_execution_generation: 1, phase_count: 1, settlement: st }),
+      ).toEqual(APPLIED);
       const settled = { ...t, phases: [phase], status: 'failed', updated_at: st.settled_at };
-      expect(await p.read({ turn_key: t.turn_key, settlement_id: 'st-1' })).toEqual({ session: s, turn: settled, last_turn: settled, settlement: st, settlement_by_id: st });
-      expect(await p.commit({ op: 'settle_turn', expected_execution_generation: 1, phase_count: 1, settlement: st })).toEqual(conflict('exists'));
-      expect(await p.commit({ op: 'settle_turn', expected_execution_generation: 1, phase_count: 1, settlement: { ...st, settlement_id: 'st-2' } })).toEqual(conflict('exists'));
+      expect(await p.read({ turn_key: t.turn_key, settlement_id: 'st-1' })).toEqual({
+        session: s,
+        turn: settled,
+        last_turn: settled,
+        settlement: st,
+        settlement_by_id: st,
+      });
+      expect(
+        await p.commit({ op: 'settle_turn', expected_execution_generation: 1, phase_count: 1, settlement: st }),
+      ).toEqual(conflict('exists'));
+      expect(
+        await p.commit({
+          op: 'settle_turn',
+          expected_execution_generation: 1,
+          phase_count: 1,
+          settlement: { ...st, settlement_id: 'st-2' },
+        }),
+      ).toEqual(conflict('exists'));
       const t1 = turnRow(s, 1);
       await p.commit({ op: 'begin_turn', expected_execution_generation: 1, turn: t1 });
-      expect(await p.commit({ op: 'settle_turn', expected_execution_generation: 1, phase_count: 0, settlement: settlementRow(t1, 'st-1') })).toEqual(conflict('exists'));
+      expect(
+        await p.commit({
+          op: 'settle_turn',
+          expected_execution_generation: 1,
+          phase_count: 0,
+          settlement: settlementRow(t1, 'st-1'),
+        }),
+      ).toEqual(conflict('exists'));
       expect(
         await p.commit({
           op: 'settle_turn',
@@ -173,7 +277,13 @@ export function describeSessionPort(name: string, make: PortFactory<SessionPort>
         }),
       ).toEqual(conflict('missing'));
       expect(
-        await p.commit({ op: 'append_phase', expected_execution_generation: 1, turn_key: t.turn_key, position: 1, phase: { phase: 'typed_result', at: at(10), ref: null } }),
+        await p.commit({
+          op: 'append_phase',
+          expected_execution_generation: 1,
+          turn_key: t.turn_key,
+          position: 1,
+          phase: { phase: 'typed_result', at: at(10), ref: null },
+        }),
       ).toEqual(conflict('changed'));
       expect((await p.read({ turn_key: t1.turn_key })).settlement).toBeUndefined();
     });
@@ -184,11 +294,16 @@ export function describeSessionPort(name: string, make: PortFactory<SessionPort>
       const b = sessionRow({ session_id: 'ses_a', goal_id: 'g2' });
       const c = sessionRow({ session_id: 'ses_c' });
       for (const s of [a, b, c]) await p.commit({ op: 'create_session', session: s });
-      await p.commit({ op: 'update_session', expected_execution_generation: 1, session: { ...a, execution_generation: 2 } });
+      await p.commit({
+        op: 'update_session',
+        expected_execution_generation: 1,
+        session: { ...a, execution_generation: 2 },
+      });
       expect((await p.listSessions()).map((s) => s.session_id)).toEqual(['ses_b', 'ses_a', 'ses_c']);
       expect((await p.listSessions('g1')).map((s) => s.session_id)).toEqual(['ses_b', 'ses_c']);
       expect(await p.listSessions('g3')).toEqual([]);
-      for (const i of [0, 1, 2]) await p.commit({ op: 'begin_turn', expected_execution_generation: 1, turn: turnRow(c, i) });
+      for (const i of [0, 1, 2])
+        await p.commit({ op: 'begin_turn', expected_execution_generation: 1, turn: turnRow(c, i) });
       expect((await p.listTurns('ses_c')).map((t) => t.turn_index)).toEqual([0, 1, 2]);
       expect((await p.read({ session_id: 'ses_c' })).last_turn?.turn_index).toBe(2);
     });
@@ -202,7 +317,9 @@ export function describeSessionPort(name: string, make: PortFactory<SessionPort>
       const q = h.open();
       expect(await q.read({ turn_key: t.turn_key, settlement_id: 'st-1' })).toEqual(before);
       expect(await q.listSessions()).toEqual([s]);
-      expect(await q.commit({ op: 'settle_turn', expected_execution_generation: 1, phase_count: 0, settlement: st })).toEqual(conflict('exists'));
+      expect(
+        await q.commit({ op: 'settle_turn', expected_execution_generation: 1, phase_count: 0, settlement: st }),
+      ).toEqual(conflict('exists'));
     });
 
     it('rows come back as copies: changing one changes nothing stored', async () => {
@@ -210,35 +327,52 @@ export function describeSessionPort(name: string, make: PortFactory<SessionPort>
       const rows = await p.read({ turn_key: t.turn_key });
       (rows.turn!.phases as unknown[]).push({ phase: 'host_execute', at: at(3), ref: null });
       (rows.session as { status: string }).status = 'retired';
-      expect(await p.read({ turn_key: t.turn_key })).toMatchObject({ turn: { phases: [] }, session: { status: 'active' } });
+      expect(await p.read({ turn_key: t.turn_key })).toMatchObject({
+        turn: { phases: [] },
+        session: { status: 'active' },
+      });
     });
 
     it('a closed port fails commits with provider_closed and rejects reads', async () => {
       const p = make().open();
       p.close();
-      expect(await p.commit({ op: 'create_session', session: sessionRow() })).toEqual({ status: 'failed', code: 'provider_closed' });
+      expect(await p.commit({ op: 'create_session', session: sessionRow() })).toEqual({
+        status: 'failed',
+        code: 'provider_closed',
+      });
       expect((await rejectionOf(() => p.read({ session_id: 'ses_1' }))).code).toBe('provider_closed');
       expect((await rejectionOf(() => p.listSessions())).code).toBe('provider_closed');
     });
 
     it('an ambiguous commit resolves by readback: a landed write answers applied once; one that did not land is store_outcome_unproved and a retry applies once', async () => {
       const inner = make().open();
-      const landed = sessionStore({ ...forward(inner), commit: async (w) => (await inner.commit(w), { status: 'ambiguous' }) });
+      const landed = sessionStore({
+        ...forward(inner),
+        commit: async (w) => (await inner.commit(w), { status: 'ambiguous' }),
+      });
       const s = await landed.openSession({ goal_id: 'g1', goal_instance_id: 'gi_1' }, { session_id: 'ses_amb' });
       const bound = await landed.bindRun(s.session_id, 'run-1', 1);
       expect(bound).toMatchObject({ execution_generation: 2, run_id: 'run-1' });
       expect(await inner.listSessions()).toEqual([bound]);
 
       let lost = true;
-      const unproved = sessionStore({ ...forward(inner), commit: async (w): Promise<CommitResult> => (lost ? { status: 'ambiguous' } : inner.commit(w)) });
+      const unproved = sessionStore({
+        ...forward(inner),
+        commit: async (w): Promise<CommitResult> => (lost ? { status: 'ambiguous' } : inner.commit(w)),
+      });
       const { turn } = await sessionStore(inner).beginTurn(s.session_id, 0, 2);
       const request = { settlement_id: 'st-amb', status: 'stopped' as const, expected_execution_generation: 2 };
-      expect((await rejectionOf(() => unproved.settleTurn(turn.turn_key, request))).code).toBe('store_outcome_unproved');
+      expect((await rejectionOf(() => unproved.settleTurn(turn.turn_key, request))).code).toBe(
+        'store_outcome_unproved',
+      );
       expect((await inner.read({ turn_key: turn.turn_key })).settlement).toBeUndefined();
       lost = false;
       const first = await unproved.settleTurn(turn.turn_key, request);
       expect(first.replayed).toBe(false);
-      expect(await unproved.settleTurn(turn.turn_key, request)).toEqual({ settlement: first.settlement, replayed: true });
+      expect(await unproved.settleTurn(turn.turn_key, request)).toEqual({
+        settlement: first.settlement,
+        replayed: true,
+      });
       expect((await inner.read({ turn_key: turn.turn_key })).settlement).toEqual(first.settlement);
     });
 
@@ -262,8 +396,13 @@ export function describeSessionPort(name: string, make: PortFactory<SessionPort>
       const settled = await racing.settleTurn(turn.turn_key, request);
       expect(settled.replayed).toBe(true);
       race = () => other.bindRun(s.session_id, 'run-other', 2);
-      expect((await rejectionOf(() => racing.bindRun(s.session_id, 'run-mine', 2))).code).toBe('session_generation_stale');
-      expect((await inner.read({ session_id: s.session_id })).session).toMatchObject({ run_id: 'run-other', execution_generation: 3 });
+      expect((await rejectionOf(() => racing.bindRun(s.session_id, 'run-mine', 2))).code).toBe(
+        'session_generation_stale',
+      );
+      expect((await inner.read({ session_id: s.session_id })).session).toMatchObject({
+        run_id: 'run-other',
+        execution_generation: 3,
+      });
     });
   });
 }

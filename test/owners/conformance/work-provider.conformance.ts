@@ -7,7 +7,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { isStoreIdentity } from '../../../src/store/index.js';
-import { MAX_SCAN_LIMIT, openWork, parseProviderRevision, type WorkCommitRequest, type WorkCommitResult, type WorkProvider } from '../../../src/owners/work/index.js';
+import {
+  MAX_SCAN_LIMIT,
+  openWork,
+  parseProviderRevision,
+  type WorkCommitRequest,
+  type WorkCommitResult,
+  type WorkProvider,
+} from '../../../src/owners/work/index.js';
 import { expectRegisteredProvider, rejectionOf, sha } from './support.js';
 
 /** The Goal a harness opens its store for unless told otherwise. */
@@ -23,7 +30,11 @@ export interface WorkProviderHarness {
 }
 export type WorkProviderFactory = () => WorkProviderHarness;
 
-const request = async (p: WorkProvider, n: number, over: Partial<WorkCommitRequest> = {}): Promise<WorkCommitRequest> => ({
+const request = async (
+  p: WorkProvider,
+  n: number,
+  over: Partial<WorkCommitRequest> = {},
+): Promise<WorkCommitRequest> => ({
   expected_provider_revision: (await p.load()).provider_revision,
   operation_id: `op-${n}`,
   request_digest: sha(n),
@@ -112,13 +123,21 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
       const expected = (await p.load()).provider_revision;
       const racers = [p, q, p, q].map((via, i) => ({
         via,
-        req: { expected_provider_revision: expected, operation_id: `race-${i}`, request_digest: sha(100 + i), events: [{ type: 'e', i }], next_projection: { i }, receipt: { i } },
+        req: {
+          expected_provider_revision: expected,
+          operation_id: `race-${i}`,
+          request_digest: sha(100 + i),
+          events: [{ type: 'e', i }],
+          next_projection: { i },
+          receipt: { i },
+        },
       }));
       // Every commit is in flight before any answer is looked at.
       const results = await Promise.all(racers.map(({ via, req }) => via.commit(req)));
       const applied = results.flatMap((r, i) => (r.status === 'applied' ? [i] : []));
       expect(applied).toHaveLength(1);
-      for (const [i, r] of results.entries()) if (i !== applied[0]) expect(r).toEqual({ status: 'conflict', reason: 'provider_revision_mismatch' });
+      for (const [i, r] of results.entries())
+        if (i !== applied[0]) expect(r).toEqual({ status: 'conflict', reason: 'provider_revision_mismatch' });
       const winner = applied[0]!;
       expect(await q.load()).toMatchObject({ cursor: 1, head: { i: winner } });
       expect((await p.scanCommitted(0, 10)).transactions.map((t) => t.operation_id)).toEqual([`race-${winner}`]);
@@ -136,7 +155,9 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
       expect(lost.status).toBe('conflict');
       expect(['operation_id_exists', 'provider_revision_mismatch']).toContain((lost as { reason: string }).reason);
       expect((await p.load()).cursor).toBe(1);
-      expect((await q.readReceipt('op-1'))!.receipt).toEqual(results[0]!.status === 'applied' ? { operation_id: 'op-1', n: 1 } : { other: true });
+      expect((await q.readReceipt('op-1'))!.receipt).toEqual(
+        results[0]!.status === 'applied' ? { operation_id: 'op-1', n: 1 } : { other: true },
+      );
     });
 
     it('a reused operation id is operation_id_exists even at the current revision, and the original receipt stays', async () => {
@@ -145,7 +166,9 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
       const r = await p.commit(await request(p, 2, { operation_id: 'op-1', receipt: { other: true } }));
       expect(r).toEqual({ status: 'conflict', reason: 'operation_id_exists' });
       // Checked before the revision: a racing duplicate with a stale revision is still reported as a duplicate.
-      expect(await p.commit(await request(p, 3, { operation_id: 'op-1', expected_provider_revision: 'stale' }))).toEqual({ status: 'conflict', reason: 'operation_id_exists' });
+      expect(
+        await p.commit(await request(p, 3, { operation_id: 'op-1', expected_provider_revision: 'stale' })),
+      ).toEqual({ status: 'conflict', reason: 'operation_id_exists' });
       expect((await p.readReceipt('op-1'))!.receipt).toEqual({ operation_id: 'op-1', n: 1 });
       expect((await p.load()).cursor).toBe(1);
     });
@@ -156,17 +179,30 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
       const a = { fence_id: 'a'.repeat(32), epoch: 1 };
       const b = { fence_id: 'b'.repeat(32), epoch: 2 };
       expect(await p.commit(await request(p, 1, { writer_fence: a }))).toEqual(fenced); // no fence is held yet
-      expect(await p.commit(await request(p, 1, { next_projection: { fence: a } }))).toMatchObject({ status: 'applied' });
-      expect(await p.commit(await request(p, 2, { writer_fence: a, next_projection: { fence: a } }))).toMatchObject({ status: 'applied' });
-      expect(await p.commit(await request(p, 3, { next_projection: { fence: b } }))).toMatchObject({ status: 'applied', cursor: 3 });
+      expect(await p.commit(await request(p, 1, { next_projection: { fence: a } }))).toMatchObject({
+        status: 'applied',
+      });
+      expect(await p.commit(await request(p, 2, { writer_fence: a, next_projection: { fence: a } }))).toMatchObject({
+        status: 'applied',
+      });
+      expect(await p.commit(await request(p, 3, { next_projection: { fence: b } }))).toMatchObject({
+        status: 'applied',
+        cursor: 3,
+      });
       // At the current revision, and even under an operation id that exists: the old token is refused by the store.
       expect(await p.commit(await request(p, 4, { writer_fence: a, next_projection: { fence: a } }))).toEqual(fenced);
       expect(await p.commit(await request(p, 2, { writer_fence: a }))).toEqual(fenced);
       expect(await p.commit(await request(p, 4, { writer_fence: { ...b, epoch: 1 } }))).toEqual(fenced);
-      expect(await p.commit(await request(p, 4, { writer_fence: { fence_id: '', epoch: -1 } }))).toEqual({ status: 'failed', code: 'commit_writer_fence_invalid' });
+      expect(await p.commit(await request(p, 4, { writer_fence: { fence_id: '', epoch: -1 } }))).toEqual({
+        status: 'failed',
+        code: 'commit_writer_fence_invalid',
+      });
       expect((await p.load()).cursor).toBe(3);
       expect(await p.readReceipt('op-4')).toBeUndefined();
-      expect(await p.commit(await request(p, 4, { writer_fence: b, next_projection: { fence: b } }))).toMatchObject({ status: 'applied', cursor: 4 });
+      expect(await p.commit(await request(p, 4, { writer_fence: b, next_projection: { fence: b } }))).toMatchObject({
+        status: 'applied',
+        cursor: 4,
+      });
     });
 
     it('an unknown operation id has no receipt (undefined, not an error)', async () => {
@@ -175,10 +211,22 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
 
     it('an unstorable commit fails with nothing written', async () => {
       const p = await make().open();
-      expect(await p.commit(await request(p, 1, { events: [] }))).toEqual({ status: 'failed', code: 'commit_events_empty' });
-      expect(await p.commit(await request(p, 1, { request_digest: 'xyz' }))).toEqual({ status: 'failed', code: 'commit_request_digest_invalid' });
-      expect(await p.commit(await request(p, 1, { operation_id: '' }))).toEqual({ status: 'failed', code: 'commit_operation_id_invalid' });
-      expect(await p.commit(await request(p, 1, { next_projection: { bad: Number.NaN } }))).toEqual({ status: 'failed', code: 'commit_not_json' });
+      expect(await p.commit(await request(p, 1, { events: [] }))).toEqual({
+        status: 'failed',
+        code: 'commit_events_empty',
+      });
+      expect(await p.commit(await request(p, 1, { request_digest: 'xyz' }))).toEqual({
+        status: 'failed',
+        code: 'commit_request_digest_invalid',
+      });
+      expect(await p.commit(await request(p, 1, { operation_id: '' }))).toEqual({
+        status: 'failed',
+        code: 'commit_operation_id_invalid',
+      });
+      expect(await p.commit(await request(p, 1, { next_projection: { bad: Number.NaN } }))).toEqual({
+        status: 'failed',
+        code: 'commit_not_json',
+      });
       expect((await p.load()).cursor).toBe(0);
       expect(await p.readReceipt('op-1')).toBeUndefined();
     });
@@ -190,7 +238,10 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
       await p.commit(first); // its answer lost, as an ambiguous commit's is
       const q = await h.open(); // the readback may come from a restarted process
       expect(await q.readReceipt('op-1')).toMatchObject({ operation_id: 'op-1', request_digest: sha(1), cursor: 1 });
-      expect(await q.commit({ ...first, expected_provider_revision: (await q.load()).provider_revision })).toEqual({ status: 'conflict', reason: 'operation_id_exists' });
+      expect(await q.commit({ ...first, expected_provider_revision: (await q.load()).provider_revision })).toEqual({
+        status: 'conflict',
+        reason: 'operation_id_exists',
+      });
       expect(await q.readReceipt('op-2')).toBeUndefined(); // never landed
       expect(await q.commit(await request(q, 2))).toMatchObject({ status: 'applied', cursor: 2 });
       expect(await q.commit(await request(q, 2))).toEqual({ status: 'conflict', reason: 'operation_id_exists' });
@@ -199,11 +250,20 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
 
     it('the work owner turns an ambiguous commit into applied by readback, or into store_outcome_unproved that a same-id retry resolves', async () => {
       const inner = await make().open();
-      const landed = await openWork({ provider: { ...forward(inner), commit: async (r) => (await inner.commit(r), { status: 'ambiguous' }) } });
+      const landed = await openWork({
+        provider: { ...forward(inner), commit: async (r) => (await inner.commit(r), { status: 'ambiguous' }) },
+      });
       expect(await landed.addTodo({ operation_id: 'a', title: 'T' })).toMatchObject({ result: 'applied', cursor: 1 });
       let lost = true;
-      const unproved = await openWork({ provider: { ...forward(inner), commit: async (r): Promise<WorkCommitResult> => (lost ? { status: 'ambiguous' } : inner.commit(r)) } });
-      expect((await rejectionOf(() => unproved.addTodo({ operation_id: 'b', title: 'U' }))).code).toBe('store_outcome_unproved');
+      const unproved = await openWork({
+        provider: {
+          ...forward(inner),
+          commit: async (r): Promise<WorkCommitResult> => (lost ? { status: 'ambiguous' } : inner.commit(r)),
+        },
+      });
+      expect((await rejectionOf(() => unproved.addTodo({ operation_id: 'b', title: 'U' }))).code).toBe(
+        'store_outcome_unproved',
+      );
       expect((await inner.load()).cursor).toBe(1);
       lost = false;
       expect(await unproved.addTodo({ operation_id: 'b', title: 'U' })).toMatchObject({ result: 'applied', cursor: 2 });
@@ -228,7 +288,9 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
       }
       expect(pages).toBe(3);
       expect(seen).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
-      const revs = (await p.scanCommitted(0, 25)).transactions.map((t) => parseProviderRevision(t.provider_revision)!.cursor);
+      const revs = (await p.scanCommitted(0, 25)).transactions.map(
+        (t) => parseProviderRevision(t.provider_revision)!.cursor,
+      );
       expect(revs).toEqual(seen);
       expect((await p.scanCommitted(20, 5)).has_more).toBe(false);
     });
@@ -283,7 +345,16 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
     it('a closed provider fails commits and rejects reads', async () => {
       const p = await make().open();
       p.close();
-      expect(await p.commit({ expected_provider_revision: 'x', operation_id: 'a', request_digest: sha(1), events: [{}], next_projection: {}, receipt: {} })).toEqual({
+      expect(
+        await p.commit({
+          expected_provider_revision: 'x',
+          operation_id: 'a',
+          request_digest: sha(1),
+          events: [{}],
+          next_projection: {},
+          receipt: {},
+        }),
+      ).toEqual({
         status: 'failed',
         code: 'provider_closed',
       });
@@ -302,7 +373,9 @@ export function describeWorkProvider(name: string, make: WorkProviderFactory): v
       const e = await rejectionOf(async () => h.open({ expected_incarnation: 'f'.repeat(32) }));
       expect(e.code).toBe('work_store_foreign_incarnation');
       expect(e.kind).toBe('rejected');
-      expect((await (await h.open({ expected_incarnation: incarnation })).storeIdentity()).incarnation).toBe(incarnation);
+      expect((await (await h.open({ expected_incarnation: incarnation })).storeIdentity()).incarnation).toBe(
+        incarnation,
+      );
     });
 
     describeLineage(make);
@@ -347,7 +420,10 @@ function describeLineage(make: WorkProviderFactory): void {
     expect(await p.importLineage({ lineage: lineageOf(3), rows: lineageRows(3) })).toMatchObject({ status: 'already' });
     // The store's own cursor is untouched; an imported operation id cannot commit again.
     expect((await p.load()).cursor).toBe(0);
-    expect(await p.commit(await request(p, 1, { operation_id: 'src-1' }))).toEqual({ status: 'conflict', reason: 'operation_id_exists' });
+    expect(await p.commit(await request(p, 1, { operation_id: 'src-1' }))).toEqual({
+      status: 'conflict',
+      reason: 'operation_id_exists',
+    });
     expect((await p.commit(await request(p, 1))).status).toBe('applied');
     p.close();
     const again = await h.open();
@@ -359,14 +435,26 @@ function describeLineage(make: WorkProviderFactory): void {
   it('refuses a lineage into a store with commits, and rows that are not contiguous in the source incarnation, writing nothing', async () => {
     const p = await make().open();
     const gap = lineageRows(3).filter((r) => r.cursor !== 2);
-    expect(await p.importLineage({ lineage: lineageOf(3), rows: gap })).toEqual({ status: 'conflict', reason: 'rows_invalid' });
+    expect(await p.importLineage({ lineage: lineageOf(3), rows: gap })).toEqual({
+      status: 'conflict',
+      reason: 'rows_invalid',
+    });
     const foreign = lineageRows(2).map((r) => ({ ...r, provider_revision: `${'e'.repeat(32)}:${r.cursor}` }));
-    expect(await p.importLineage({ lineage: lineageOf(2), rows: foreign })).toEqual({ status: 'conflict', reason: 'rows_invalid' });
-    expect(await p.importLineage({ lineage: lineageOf(4), rows: lineageRows(3) })).toEqual({ status: 'conflict', reason: 'rows_invalid' });
+    expect(await p.importLineage({ lineage: lineageOf(2), rows: foreign })).toEqual({
+      status: 'conflict',
+      reason: 'rows_invalid',
+    });
+    expect(await p.importLineage({ lineage: lineageOf(4), rows: lineageRows(3) })).toEqual({
+      status: 'conflict',
+      reason: 'rows_invalid',
+    });
     expect(await p.lineage()).toEqual([]);
     expect(await p.readReceipt('src-1')).toBeUndefined();
     expect((await p.commit(await request(p, 1))).status).toBe('applied');
-    expect(await p.importLineage({ lineage: lineageOf(3), rows: lineageRows(3) })).toEqual({ status: 'conflict', reason: 'store_not_empty' });
+    expect(await p.importLineage({ lineage: lineageOf(3), rows: lineageRows(3) })).toEqual({
+      status: 'conflict',
+      reason: 'store_not_empty',
+    });
     expect(await p.lineage()).toEqual([]);
     p.close();
   });

@@ -88,7 +88,9 @@ describe.each(providers)('effect owner (%s)', (_name, make) => {
     });
     expect(effect.intent).toBe('{"body":{"n":1},"url":"http://127.0.0.1:9/deliveries"}');
     expect(effect.intent_digest).toMatch(/^[0-9a-f]{64}$/);
-    expect(await j.outbox()).toEqual([expect.objectContaining({ operation_id: 'op-1', idempotency_key: 'key-1', target: 'webhook:127.0.0.1:9' })]);
+    expect(await j.outbox()).toEqual([
+      expect.objectContaining({ operation_id: 'op-1', idempotency_key: 'key-1', target: 'webhook:127.0.0.1:9' }),
+    ]);
     expect((await j.history('op-1')).map((h) => h.event)).toEqual(['intent']);
     j.close();
   });
@@ -97,8 +99,14 @@ describe.each(providers)('effect owner (%s)', (_name, make) => {
     const j = make();
     const first = (await j.recordIntent(intent())).effect;
     expect(await j.recordIntent(intent())).toEqual({ effect: first, replayed: true });
-    expect(await codeOf(() => j.recordIntent(intent(1, { intent: { url: 'http://127.0.0.1:9/deliveries', body: { n: 2 } } })))).toBe('operation_identity_mismatch');
-    expect(await codeOf(() => j.recordIntent(intent(1, { target: 'webhook:other:1' })))).toBe('operation_identity_mismatch');
+    expect(
+      await codeOf(() =>
+        j.recordIntent(intent(1, { intent: { url: 'http://127.0.0.1:9/deliveries', body: { n: 2 } } })),
+      ),
+    ).toBe('operation_identity_mismatch');
+    expect(await codeOf(() => j.recordIntent(intent(1, { target: 'webhook:other:1' })))).toBe(
+      'operation_identity_mismatch',
+    );
     expect(await j.list()).toHaveLength(1);
     j.close();
   });
@@ -113,8 +121,12 @@ describe.each(providers)('effect owner (%s)', (_name, make) => {
 
   it('targets are public labels: credentials, queries and spaces are refused', async () => {
     const j = make();
-    expect(await codeOf(() => j.recordIntent(intent(1, { target: 'webhook:user:pw@host' })))).toBe('effect_target_unsafe');
-    expect(await codeOf(() => j.recordIntent(intent(1, { target: 'webhook:host/path?token=s3cret' })))).toBe('effect_target_unsafe');
+    expect(await codeOf(() => j.recordIntent(intent(1, { target: 'webhook:user:pw@host' })))).toBe(
+      'effect_target_unsafe',
+    );
+    expect(await codeOf(() => j.recordIntent(intent(1, { target: 'webhook:host/path?token=s3cret' })))).toBe(
+      'effect_target_unsafe',
+    );
     expect(await codeOf(() => j.recordIntent(intent(1, { target: 'a b' })))).toBe('effect_target_unsafe');
     expect(await codeOf(() => j.recordIntent(intent(1, { goal_id: '../x' })))).toBe('effect_input_invalid');
     expect(await codeOf(() => j.recordIntent(intent(1, { kind: 'Not A Kind' })))).toBe('effect_input_invalid');
@@ -183,7 +195,12 @@ describe.each(providers)('effect owner (%s)', (_name, make) => {
     const r = await j.reconcile('op-1', query);
     expect(asked.map((e) => [e.operation_id, e.idempotency_key])).toEqual([['op-1', 'key-1']]);
     expect(r.resolution).toBe('committed');
-    expect(r.effect).toMatchObject({ operation_id: 'op-1', outcome: 'committed', receipt: { reconciled: true, observation: { seen: true } }, attempt: 1 });
+    expect(r.effect).toMatchObject({
+      operation_id: 'op-1',
+      outcome: 'committed',
+      receipt: { reconciled: true, observation: { seen: true } },
+      attempt: 1,
+    });
     expect(await j.list()).toHaveLength(1); // no new identity was minted
     expect(await j.outbox()).toEqual([]);
     j.close();
@@ -240,7 +257,13 @@ describe.each(providers)('effect owner (%s)', (_name, make) => {
     expect(await codeOf(() => j.reissue('op-1'))).toBe('effect_not_reissuable');
     await j.settle('op-1', 'absent', { checked: true });
     const again = await j.reissue('op-1');
-    expect(again).toMatchObject({ operation_id: 'op-1', idempotency_key: 'key-1', outcome: 'pending', dispatched_at: null, attempt: 1 });
+    expect(again).toMatchObject({
+      operation_id: 'op-1',
+      idempotency_key: 'key-1',
+      outcome: 'pending',
+      dispatched_at: null,
+      attempt: 1,
+    });
     expect((await j.outbox()).map((o) => o.operation_id)).toEqual(['op-1']);
     expect((await j.beginDispatch('op-1')).attempt).toBe(2);
     expect((await j.history('op-1')).map((h) => `${h.event}:${h.outcome}`)).toEqual([
@@ -269,7 +292,9 @@ describe.each(providers)('effect owner (%s)', (_name, make) => {
     const j = make();
     await j.recordIntent(intent());
     await j.beginDispatch('op-1');
-    expect(await codeOf(() => j.settle('op-1', 'committed', { blob: 'x'.repeat(70 * 1024) }))).toBe('effect_payload_too_large');
+    expect(await codeOf(() => j.settle('op-1', 'committed', { blob: 'x'.repeat(70 * 1024) }))).toBe(
+      'effect_payload_too_large',
+    );
     expect((await j.get('op-1'))!.outcome).toBe('pending');
     j.close();
   });
@@ -295,14 +320,23 @@ describe.each(providers)('effect owner (%s)', (_name, make) => {
     const expected = { outcome: read.outcome, attempt: read.attempt };
     // Reconciliation settles it first; the operator's resolution from the stale read changes nothing.
     await j.reconcile('op-1', answer({ status: 'committed', receipt: { found: true } }).query);
-    expect(await codeOf(() => j.resolve('op-1', expected, 'absent', { resolved_by: 'operator' }))).toBe('effect_state_changed');
+    expect(await codeOf(() => j.resolve('op-1', expected, 'absent', { resolved_by: 'operator' }))).toBe(
+      'effect_state_changed',
+    );
     expect(await j.get('op-1')).toMatchObject({ outcome: 'committed' });
 
     await j.recordIntent(intent(2));
     const pending = await j.beginDispatch('op-2');
-    const first = await j.resolve('op-2', { outcome: pending.outcome, attempt: pending.attempt }, 'absent', { resolved_by: 'operator' });
-    expect(first).toMatchObject({ replayed: false, effect: { outcome: 'absent', receipt: { resolved_by: 'operator' } } });
-    expect((await j.resolve('op-2', { outcome: 'pending', attempt: 1 }, 'absent', { resolved_by: 'operator' })).replayed).toBe(true);
+    const first = await j.resolve('op-2', { outcome: pending.outcome, attempt: pending.attempt }, 'absent', {
+      resolved_by: 'operator',
+    });
+    expect(first).toMatchObject({
+      replayed: false,
+      effect: { outcome: 'absent', receipt: { resolved_by: 'operator' } },
+    });
+    expect(
+      (await j.resolve('op-2', { outcome: 'pending', attempt: 1 }, 'absent', { resolved_by: 'operator' })).replayed,
+    ).toBe(true);
     expect((await j.history('op-2')).map((h) => [h.event, h.outcome])).toEqual([
       ['intent', 'pending'],
       ['dispatch', 'pending'],
@@ -315,22 +349,34 @@ describe.each(providers)('effect owner (%s)', (_name, make) => {
   it('resolve refuses an effect that was never dispatched or is already settled, and takes only committed, absent or unknown', async () => {
     const j = make();
     await j.recordIntent(intent());
-    expect(await codeOf(() => j.resolve('op-1', { outcome: 'pending', attempt: 0 }, 'absent', {}))).toBe('effect_not_dispatched');
+    expect(await codeOf(() => j.resolve('op-1', { outcome: 'pending', attempt: 0 }, 'absent', {}))).toBe(
+      'effect_not_dispatched',
+    );
     expect((await j.outbox()).map((o) => o.operation_id)).toEqual(['op-1']);
     await j.beginDispatch('op-1');
-    expect(await codeOf(() => j.resolve('op-1', { outcome: 'pending', attempt: 1 }, 'rejected' as 'absent', {}))).toBe('effect_input_invalid');
-    expect(await codeOf(() => j.resolve('op-1', { outcome: 'pending', attempt: -1 }, 'absent', {}))).toBe('effect_input_invalid');
+    expect(await codeOf(() => j.resolve('op-1', { outcome: 'pending', attempt: 1 }, 'rejected' as 'absent', {}))).toBe(
+      'effect_input_invalid',
+    );
+    expect(await codeOf(() => j.resolve('op-1', { outcome: 'pending', attempt: -1 }, 'absent', {}))).toBe(
+      'effect_input_invalid',
+    );
     // An operator who cannot find out records the dispatch as unknown: it stays a hold.
-    expect((await j.resolve('op-1', { outcome: 'pending', attempt: 1 }, 'unknown', { abandoned: true })).effect.outcome).toBe('unknown');
+    expect(
+      (await j.resolve('op-1', { outcome: 'pending', attempt: 1 }, 'unknown', { abandoned: true })).effect.outcome,
+    ).toBe('unknown');
     expect((await j.holds()).map((e) => e.operation_id)).toEqual(['op-1']);
     await j.settle('op-1', 'committed', { checked: true });
-    expect(await codeOf(() => j.resolve('op-1', { outcome: 'committed', attempt: 1 }, 'absent', {}))).toBe('effect_already_settled');
+    expect(await codeOf(() => j.resolve('op-1', { outcome: 'committed', attempt: 1 }, 'absent', {}))).toBe(
+      'effect_already_settled',
+    );
     j.close();
   });
 
   it('an effect of a run outside any Goal is scoped to its run (run:<run id>), which is never a Goal id', async () => {
     const j = make();
-    expect((await j.recordIntent(intent(1, { goal_id: runEffectScope('run_ab12') }))).effect.goal_id).toBe('run:run_ab12');
+    expect((await j.recordIntent(intent(1, { goal_id: runEffectScope('run_ab12') }))).effect.goal_id).toBe(
+      'run:run_ab12',
+    );
     expect(await codeOf(() => j.recordIntent(intent(2, { goal_id: 'run:bad id' })))).toBe('effect_input_invalid');
     expect(await codeOf(() => j.recordIntent(intent(3, { goal_id: 'g:1' })))).toBe('effect_input_invalid');
     expect(await j.list({ goal_id: 'g1' })).toEqual([]);

@@ -50,7 +50,8 @@ function damage(path: string, sql: string): void {
   db.exec(sql);
   db.close();
 }
-const codes = (h: { findings: readonly { code: string; subject: string }[] }) => h.findings.map((f) => `${f.code} ${f.subject}`).sort();
+const codes = (h: { findings: readonly { code: string; subject: string }[] }) =>
+  h.findings.map((f) => `${f.code} ${f.subject}`).sort();
 
 describe('effect readHistorical', () => {
   it('decodes effects, outbox and history, and holds every uncertain or undelivered effect', async () => {
@@ -64,8 +65,16 @@ describe('effect readHistorical', () => {
       ['op-4', 'pending'],
     ]);
     expect(h.outbox.map((o) => o.operation_id)).toEqual(['op-3']);
-    expect(h.transitions.filter((t) => t.operation_id === 'op-1').map((t) => t.event)).toEqual(['intent', 'dispatch', 'settle']);
-    expect(codes(h)).toEqual(['effect_delivery_pending effect:op-3', 'effect_dispatch_in_flight effect:op-4', 'effect_outcome_unknown effect:op-2']);
+    expect(h.transitions.filter((t) => t.operation_id === 'op-1').map((t) => t.event)).toEqual([
+      'intent',
+      'dispatch',
+      'settle',
+    ]);
+    expect(codes(h)).toEqual([
+      'effect_delivery_pending effect:op-3',
+      'effect_dispatch_in_flight effect:op-4',
+      'effect_outcome_unknown effect:op-2',
+    ]);
     expect(h.findings.every((f) => f.severity === 'hold' && f.next_action.length > 0)).toBe(true);
     expect(JSON.stringify(h.findings)).not.toContain('secret');
   });
@@ -90,7 +99,10 @@ describe('effect readHistorical', () => {
 
   it('an intent changed after it was recorded is effect_intent_digest_mismatch', async () => {
     const { copy } = await copiedFixture();
-    damage(copy, `UPDATE effects SET intent = '{"body":{"n":99},"url":"http://127.0.0.1:9/deliveries"}' WHERE operation_id = 'op-1'`);
+    damage(
+      copy,
+      `UPDATE effects SET intent = '{"body":{"n":99},"url":"http://127.0.0.1:9/deliveries"}' WHERE operation_id = 'op-1'`,
+    );
     const h = readHistorical(copy);
     expect(codes(h)).toContain('effect_intent_digest_mismatch effect:op-1');
     expect(h.effects.map((e) => e.operation_id)).not.toContain('op-1');
@@ -104,7 +116,10 @@ describe('effect readHistorical', () => {
 
   it('an outbox row for a settled effect, or a pending effect missing from the outbox, is effect_outbox_inconsistent', async () => {
     const { copy } = await copiedFixture();
-    damage(copy, `INSERT INTO outbox (operation_id, enqueued_at) VALUES ('op-1', '2026-01-01T00:00:00.000Z'); DELETE FROM outbox WHERE operation_id = 'op-3'`);
+    damage(
+      copy,
+      `INSERT INTO outbox (operation_id, enqueued_at) VALUES ('op-1', '2026-01-01T00:00:00.000Z'); DELETE FROM outbox WHERE operation_id = 'op-3'`,
+    );
     const c = codes(readHistorical(copy));
     expect(c).toContain('effect_outbox_inconsistent effect:op-1');
     expect(c).toContain('effect_outbox_inconsistent effect:op-3');
@@ -112,7 +127,10 @@ describe('effect readHistorical', () => {
 
   it('history that does not end in the current outcome, or has a gap, is effect_history_invalid', async () => {
     const { copy } = await copiedFixture();
-    damage(copy, `DELETE FROM effect_history WHERE operation_id = 'op-1' AND seq = 3; DELETE FROM effect_history WHERE operation_id = 'op-2' AND seq = 2`);
+    damage(
+      copy,
+      `DELETE FROM effect_history WHERE operation_id = 'op-1' AND seq = 3; DELETE FROM effect_history WHERE operation_id = 'op-2' AND seq = 2`,
+    );
     const c = codes(readHistorical(copy));
     expect(c).toContain('effect_history_invalid effect:op-1');
     expect(c).toContain('effect_history_invalid effect:op-2');

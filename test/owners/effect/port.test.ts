@@ -7,7 +7,12 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { EFFECT_SQL } from '../../../src/owners/effect/index.js';
 import { LAYOUT } from '../../../src/owners/index.js';
-import { memorySpace, postgresAt, type MemoryLocation, type PostgresLocation } from '../../../src/owners/providers/index.js';
+import {
+  memorySpace,
+  postgresAt,
+  type MemoryLocation,
+  type PostgresLocation,
+} from '../../../src/owners/providers/index.js';
 import { describeEffectPort } from '../conformance/effect-port.conformance.js';
 import { eachProvider, rootPortHarness, type Place } from '../conformance/providers.js';
 
@@ -15,14 +20,18 @@ const NOT_AN_INSTANT = 'yesterday';
 
 /** Makes the stored row of `id` at `place` one that does not decode, the way a bad disk would: per provider. */
 const DAMAGE: Readonly<Record<string, (place: Place, id: string) => void | Promise<void>>> = {
-  memory: (place, id) => void (memorySpace(place.location as MemoryLocation).effect.effects.get(id)!.created_at = NOT_AN_INSTANT),
+  memory: (place, id) =>
+    void (memorySpace(place.location as MemoryLocation).effect.effects.get(id)!.created_at = NOT_AN_INSTANT),
   sqlite: (place, id) => {
     const db = new Database(join(place.root, LAYOUT.effectsDb));
     db.prepare('UPDATE effects SET created_at = ? WHERE operation_id = ?').run(NOT_AN_INSTANT, id);
     db.close();
   },
   postgresql: async (place, id) => {
-    await postgresAt(place.location as PostgresLocation).query('UPDATE effects SET created_at = $1 WHERE operation_id = $2', [NOT_AN_INSTANT, id]);
+    await postgresAt(place.location as PostgresLocation).query(
+      'UPDATE effects SET created_at = $1 WHERE operation_id = $2',
+      [NOT_AN_INSTANT, id],
+    );
   },
 };
 

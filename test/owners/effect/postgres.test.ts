@@ -6,7 +6,13 @@
  * the same request applies once; a schema `loopx db migrate` has not prepared is refused.
  */
 import { expect, it } from 'vitest';
-import { EFFECT_PG_MIGRATIONS, effectJournal, openPgEffectPort, type EffectRecord, type EffectWrite } from '../../../src/owners/effect/index.js';
+import {
+  EFFECT_PG_MIGRATIONS,
+  effectJournal,
+  openPgEffectPort,
+  type EffectRecord,
+  type EffectWrite,
+} from '../../../src/owners/effect/index.js';
 import type { CommitResult } from '../../../src/owners/port.js';
 import { describePg } from '../../support/pg.js';
 import { meetingInTransaction, terminatedAtCommit } from '../conformance/pg-faults.js';
@@ -16,7 +22,14 @@ import { rejectionOf, sha } from '../conformance/support.js';
 const pg = pgHarnesses('effect', EFFECT_PG_MIGRATIONS);
 const T0 = '2030-01-01T00:00:00.000Z';
 const CLOCK = { now: () => new Date(T0) };
-const INTENT = { operation_id: 'op-a', idempotency_key: 'key-a', goal_id: 'g1', kind: 'webhook.deliver', target: 'webhook:127.0.0.1:9', intent: { n: 1 } };
+const INTENT = {
+  operation_id: 'op-a',
+  idempotency_key: 'key-a',
+  goal_id: 'g1',
+  kind: 'webhook.deliver',
+  target: 'webhook:127.0.0.1:9',
+  intent: { n: 1 },
+};
 
 const EFFECT: EffectRecord = {
   operation_id: 'op-1',
@@ -38,18 +51,35 @@ const EFFECT: EffectRecord = {
 const CREATE: EffectWrite = {
   op: 'create_effect',
   effect: EFFECT,
-  transition: { operation_id: 'op-1', seq: 1, event: 'intent', outcome: 'pending', receipt: null, reason: null, at: T0 },
+  transition: {
+    operation_id: 'op-1',
+    seq: 1,
+    event: 'intent',
+    outcome: 'pending',
+    receipt: null,
+    reason: null,
+    at: T0,
+  },
   enqueued_at: T0,
 };
 const DISPATCHED = { ...EFFECT, attempt: 1, dispatched_at: T0 };
 const DISPATCH: EffectWrite = {
   op: 'update_effect',
   effect: DISPATCHED,
-  transition: { operation_id: 'op-1', seq: 2, event: 'dispatch', outcome: 'pending', receipt: null, reason: null, at: T0 },
+  transition: {
+    operation_id: 'op-1',
+    seq: 2,
+    event: 'dispatch',
+    outcome: 'pending',
+    receipt: null,
+    reason: null,
+    at: T0,
+  },
   outbox: 'remove',
 };
 
-const statuses = (rs: readonly CommitResult[]) => rs.map((r) => (r.status === 'conflict' ? `conflict:${r.reason}` : r.status)).sort();
+const statuses = (rs: readonly CommitResult[]) =>
+  rs.map((r) => (r.status === 'conflict' ? `conflict:${r.reason}` : r.status)).sort();
 
 describePg('effect port on PostgreSQL: preconditions in the database, commit-point ambiguity', () => {
   it('two pools committing the same create, then the same update, of one effect at once: exactly one applies each time, the other is a conflict', async () => {
@@ -59,8 +89,14 @@ describePg('effect port on PostgreSQL: preconditions in the database, commit-poi
       ReturnType<typeof openPgEffectPort>,
     ];
     expect(statuses(await Promise.all([a.commit(CREATE), b.commit(CREATE)]))).toEqual(['applied', 'conflict:exists']);
-    const [c, d] = meetingInTransaction([pg.pool(db.schema), pg.pool(db.schema)]).map((p) => openPgEffectPort(p)) as [typeof a, typeof a];
-    expect(statuses(await Promise.all([c.commit(DISPATCH), d.commit(DISPATCH)]))).toEqual(['applied', 'conflict:changed']);
+    const [c, d] = meetingInTransaction([pg.pool(db.schema), pg.pool(db.schema)]).map((p) => openPgEffectPort(p)) as [
+      typeof a,
+      typeof a,
+    ];
+    expect(statuses(await Promise.all([c.commit(DISPATCH), d.commit(DISPATCH)]))).toEqual([
+      'applied',
+      'conflict:changed',
+    ]);
     expect(await a.listEffects()).toEqual([DISPATCHED]);
     expect((await a.listHistory('op-1')).map((t) => t.seq)).toEqual([1, 2]);
     expect(await a.listOutbox()).toEqual([]);

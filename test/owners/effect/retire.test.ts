@@ -5,13 +5,27 @@
  * superseded — while settled effects, other Goals and other targets are left as they were.
  */
 import { describe, expect, it } from 'vitest';
-import { RECEIVER_GONE, TARGET_RETIRED_KIND, memoryEffectJournal, retireTarget, targetRetirement, type EffectJournal } from '../../../src/owners/effect/index.js';
+import {
+  RECEIVER_GONE,
+  TARGET_RETIRED_KIND,
+  memoryEffectJournal,
+  retireTarget,
+  targetRetirement,
+  type EffectJournal,
+} from '../../../src/owners/effect/index.js';
 
 const GONE = 'webhook:127.0.0.1:9';
 const OTHER = 'webhook:127.0.0.1:10';
 
 async function intent(j: EffectJournal, id: string, goal: string, target: string): Promise<void> {
-  await j.recordIntent({ operation_id: id, idempotency_key: `k-${id}`, goal_id: goal, kind: 'webhook.deliver', target, intent: { id } });
+  await j.recordIntent({
+    operation_id: id,
+    idempotency_key: `k-${id}`,
+    goal_id: goal,
+    kind: 'webhook.deliver',
+    target,
+    intent: { id },
+  });
 }
 
 describe('retireTarget', () => {
@@ -32,7 +46,12 @@ describe('retireTarget', () => {
     await j.beginDispatch('other-target');
 
     expect(await targetRetirement(j, 'g', GONE)).toBeUndefined();
-    const r = await retireTarget(j, { goal_id: 'g', target: GONE, reason: 'decommissioned', evidence: { recovery_id: 'r1' } });
+    const r = await retireTarget(j, {
+      goal_id: 'g',
+      target: GONE,
+      reason: 'decommissioned',
+      evidence: { recovery_id: 'r1' },
+    });
     expect([...r.abandoned].sort()).toEqual(['in-flight', 'queued', 'unknown']);
     expect(r.retirement).toMatchObject({ kind: TARGET_RETIRED_KIND, goal_id: 'g', target: GONE, outcome: 'rejected' });
     const state = async (id: string) => {
@@ -50,7 +69,12 @@ describe('retireTarget', () => {
     expect(await targetRetirement(j, 'h', GONE)).toBeUndefined();
     expect(await targetRetirement(j, 'g', OTHER)).toBeUndefined();
 
-    const again = await retireTarget(j, { goal_id: 'g', target: GONE, reason: 'decommissioned', evidence: { recovery_id: 'r1' } });
+    const again = await retireTarget(j, {
+      goal_id: 'g',
+      target: GONE,
+      reason: 'decommissioned',
+      evidence: { recovery_id: 'r1' },
+    });
     expect(again.retirement.operation_id).toBe(r.retirement.operation_id);
     expect([...again.abandoned].sort()).toEqual(['in-flight', 'unknown']);
     expect(await state('unknown')).toEqual(['unknown', RECEIVER_GONE, 1]);

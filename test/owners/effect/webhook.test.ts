@@ -53,8 +53,23 @@ const asyncCodeOf = (p: Promise<unknown>): Promise<string | undefined> =>
   );
 
 /** Journals a webhook effect (fenced when `fence` is given), records its dispatch and sends it once. */
-const sendOnce = async (j: EffectJournal, url: string, op: string, key: string, body: JsonValue, fence?: DeliveryFence, fetchImpl?: typeof fetch) => {
-  await j.recordIntent({ operation_id: op, idempotency_key: key, goal_id: 'g1', kind: 'webhook.deliver', target: webhookTarget(url), intent: webhookIntent(url, body, fence) });
+const sendOnce = async (
+  j: EffectJournal,
+  url: string,
+  op: string,
+  key: string,
+  body: JsonValue,
+  fence?: DeliveryFence,
+  fetchImpl?: typeof fetch,
+) => {
+  await j.recordIntent({
+    operation_id: op,
+    idempotency_key: key,
+    goal_id: 'g1',
+    kind: 'webhook.deliver',
+    target: webhookTarget(url),
+    intent: webhookIntent(url, body, fence),
+  });
   return sendWebhook(await j.beginDispatch(op), fetchImpl ? { fetch: fetchImpl } : {});
 };
 
@@ -91,9 +106,19 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     const j = make();
     const r = await deliverWebhook(j, delivery(sink));
     expect(r.dispatched).toBe(true);
-    expect(r.effect).toMatchObject({ outcome: 'committed', kind: 'webhook.deliver', target: `webhook:127.0.0.1:${sink.port}`, attempt: 1 });
-    expect(r.effect.receipt).toMatchObject({ http_status: 201, response: { replayed: false, delivery: { operation_id: 'op-1', idempotency_key: 'key-1' } } });
-    expect(sink.deliveries()).toEqual([expect.objectContaining({ operation_id: 'op-1', idempotency_key: 'key-1', body: { todo: 't1', n: 1 } })]);
+    expect(r.effect).toMatchObject({
+      outcome: 'committed',
+      kind: 'webhook.deliver',
+      target: `webhook:127.0.0.1:${sink.port}`,
+      attempt: 1,
+    });
+    expect(r.effect.receipt).toMatchObject({
+      http_status: 201,
+      response: { replayed: false, delivery: { operation_id: 'op-1', idempotency_key: 'key-1' } },
+    });
+    expect(sink.deliveries()).toEqual([
+      expect.objectContaining({ operation_id: 'op-1', idempotency_key: 'key-1', body: { todo: 't1', n: 1 } }),
+    ]);
     j.close();
   });
 
@@ -116,14 +141,21 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     expect(sink.deliveries()).toHaveLength(1); // the external system did commit
 
     // Delivering again never re-dispatches an unknown effect.
-    expect(await deliverWebhook(j, delivery(sink))).toMatchObject({ dispatched: false, effect: { outcome: 'unknown' } });
+    expect(await deliverWebhook(j, delivery(sink))).toMatchObject({
+      dispatched: false,
+      effect: { outcome: 'unknown' },
+    });
 
     const r = await j.reconcile('op-1', webhookOperationQuery());
     expect(r.resolution).toBe('committed');
     expect(r.effect).toMatchObject({ operation_id: 'op-1', outcome: 'committed', attempt: 1 });
     expect(r.effect.receipt).toMatchObject({
       reconciled: true,
-      observation: { source: 'operation_query', found: true, delivery: { operation_id: 'op-1', idempotency_key: 'key-1' } },
+      observation: {
+        source: 'operation_query',
+        found: true,
+        delivery: { operation_id: 'op-1', idempotency_key: 'key-1' },
+      },
     });
     const stored = (await (await fetch(sink.deliveriesUrl)).json()) as { deliveries: unknown[] };
     expect(stored.deliveries).toHaveLength(1);
@@ -190,7 +222,11 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     hanging.on('request', () => requests++);
     const j = make();
     const url = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/deliveries`;
-    const r = await deliverWebhook(j, { goal_id: 'g1', url, operation_id: 'op-1', idempotency_key: 'key-1', body: {} }, { timeoutMs: 100 });
+    const r = await deliverWebhook(
+      j,
+      { goal_id: 'g1', url, operation_id: 'op-1', idempotency_key: 'key-1', body: {} },
+      { timeoutMs: 100 },
+    );
     expect(r.effect).toMatchObject({ outcome: 'unknown', receipt: { reason: 'timeout' } });
     expect(requests).toBe(1);
     j.close();
@@ -198,7 +234,11 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
 
   it('a definite refusal (409 for a reused key with another body) is rejected and never reconciled', async () => {
     const sink = await sinkAt();
-    await fetch(sink.deliveriesUrl, { method: 'POST', headers: { 'idempotency-key': 'key-1', 'x-operation-id': 'op-1' }, body: '{"other":true}' });
+    await fetch(sink.deliveriesUrl, {
+      method: 'POST',
+      headers: { 'idempotency-key': 'key-1', 'x-operation-id': 'op-1' },
+      body: '{"other":true}',
+    });
     const j = make();
     const r = await deliverWebhook(j, delivery(sink));
     expect(r.effect).toMatchObject({ outcome: 'rejected', receipt: { http_status: 409 } });
@@ -241,7 +281,9 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     const dispatched = await j.beginDispatch('op-1');
     const sent = await sendWebhook(dispatched);
     expect(sent).toMatchObject({ outcome: 'committed', receipt: { http_status: 201 } });
-    expect(sink.deliveries()).toEqual([expect.objectContaining({ operation_id: 'op-1', idempotency_key: 'key-1', body: { todo: 't1', n: 1 } })]);
+    expect(sink.deliveries()).toEqual([
+      expect.objectContaining({ operation_id: 'op-1', idempotency_key: 'key-1', body: { todo: 't1', n: 1 } }),
+    ]);
     expect(await j.get('op-1')).toEqual(dispatched); // the caller settles it
     j.close();
   });
@@ -255,10 +297,20 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
       body: { n: 1 },
       delivery_fence: { goal_lineage: 'goal-a', fence: 3 },
     });
-    expect(await sendOnce(j, sink.deliveriesUrl, 'op-1', 'key-1', { n: 1 }, { goal_lineage: 'goal-a', fence: 3 }, rec.fetch)).toMatchObject({ outcome: 'committed' });
-    expect(await sendOnce(j, sink.deliveriesUrl, 'op-2', 'key-2', { n: 2 }, undefined, rec.fetch)).toMatchObject({ outcome: 'committed' });
+    expect(
+      await sendOnce(j, sink.deliveriesUrl, 'op-1', 'key-1', { n: 1 }, { goal_lineage: 'goal-a', fence: 3 }, rec.fetch),
+    ).toMatchObject({ outcome: 'committed' });
+    expect(await sendOnce(j, sink.deliveriesUrl, 'op-2', 'key-2', { n: 2 }, undefined, rec.fetch)).toMatchObject({
+      outcome: 'committed',
+    });
     expect(rec.seen).toEqual([
-      { 'content-type': 'application/json', 'idempotency-key': 'key-1', 'x-operation-id': 'op-1', 'x-loopx-goal-lineage': 'goal-a', 'x-loopx-fence': '3' },
+      {
+        'content-type': 'application/json',
+        'idempotency-key': 'key-1',
+        'x-operation-id': 'op-1',
+        'x-loopx-goal-lineage': 'goal-a',
+        'x-loopx-fence': '3',
+      },
       { 'content-type': 'application/json', 'idempotency-key': 'key-2', 'x-operation-id': 'op-2' },
     ]);
     expect(sink.deliveries().map((d) => [d.operation_id, d.goal_lineage, d.fence])).toEqual([
@@ -271,9 +323,15 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
   it("an old writer refused by the receiver's fence is rejected with reason fence_stale, stores nothing and is never reconciled", async () => {
     const sink = await sinkAt();
     const j = make();
-    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2)).toEqual({ status: 'advanced', newest_fence: 2 });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2)).toEqual({
+      status: 'advanced',
+      newest_fence: 2,
+    });
     const sent = await sendOnce(j, sink.deliveriesUrl, 'op-1', 'key-1', { n: 1 }, { goal_lineage: 'goal-a', fence: 1 });
-    expect(sent).toEqual({ outcome: 'rejected', receipt: { http_status: 409, reason: 'fence_stale', newest_fence: 2 } });
+    expect(sent).toEqual({
+      outcome: 'rejected',
+      receipt: { http_status: 409, reason: 'fence_stale', newest_fence: 2 },
+    });
     await j.settle('op-1', sent.outcome, sent.receipt);
     expect((await j.reconcile('op-1', webhookOperationQuery())).resolution).toBe('already_settled');
     expect(sink.deliveries()).toEqual([]);
@@ -285,22 +343,53 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     const sink = await sinkAt();
     const old = make();
     const body = { todo: 't1', n: 1 };
-    expect((await sendOnce(old, sink.deliveriesUrl, 'op-1', 'key-t1', body, { goal_lineage: 'goal-a', fence: 1 })).outcome).toBe('committed');
+    expect(
+      (await sendOnce(old, sink.deliveriesUrl, 'op-1', 'key-t1', body, { goal_lineage: 'goal-a', fence: 1 })).outcome,
+    ).toBe('committed');
 
     // The new lifetime fences the old writer at the receiver, then asks what it already holds.
-    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2)).toEqual({ status: 'advanced', newest_fence: 2 });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2)).toEqual({
+      status: 'advanced',
+      newest_fence: 2,
+    });
     const held = await webhookGoalQuery(sink.deliveriesUrl, 'goal-a');
-    expect(held).toMatchObject({ status: 'answered', deliveries: [{ operation_id: 'op-1', idempotency_key: 'key-t1', goal_lineage: 'goal-a', fence: 1, sequence: 1 }] });
+    expect(held).toMatchObject({
+      status: 'answered',
+      deliveries: [{ operation_id: 'op-1', idempotency_key: 'key-t1', goal_lineage: 'goal-a', fence: 1, sequence: 1 }],
+    });
 
     // The same logical operation, a new operation id: replayed, never delivered twice.
     const next = make();
-    const again = await sendOnce(next, sink.deliveriesUrl, 'op-1-life2', 'key-t1', body, { goal_lineage: 'goal-a', fence: 2 });
-    expect(again).toMatchObject({ outcome: 'committed', receipt: { http_status: 200, response: { replayed: true, delivery: { operation_id: 'op-1' } } } });
+    const again = await sendOnce(next, sink.deliveriesUrl, 'op-1-life2', 'key-t1', body, {
+      goal_lineage: 'goal-a',
+      fence: 2,
+    });
+    expect(again).toMatchObject({
+      outcome: 'committed',
+      receipt: { http_status: 200, response: { replayed: true, delivery: { operation_id: 'op-1' } } },
+    });
     // The old writer, still running, is refused at the receiver.
-    const late = await sendOnce(old, sink.deliveriesUrl, 'op-9', 'key-t9', { todo: 't9' }, { goal_lineage: 'goal-a', fence: 1 });
-    expect(late).toEqual({ outcome: 'rejected', receipt: { http_status: 409, reason: 'fence_stale', newest_fence: 2 } });
+    const late = await sendOnce(
+      old,
+      sink.deliveriesUrl,
+      'op-9',
+      'key-t9',
+      { todo: 't9' },
+      { goal_lineage: 'goal-a', fence: 1 },
+    );
+    expect(late).toEqual({
+      outcome: 'rejected',
+      receipt: { http_status: 409, reason: 'fence_stale', newest_fence: 2 },
+    });
     expect(sink.deliveries().map((d) => d.operation_id)).toEqual(['op-1']);
-    expect(sink.attempts('goal-a').counts).toEqual({ stored: 1, duplicate: 1, refused_stale_fence: 1, refused_fence_conflict: 0, conflict: 0, dropped: 0 });
+    expect(sink.attempts('goal-a').counts).toEqual({
+      stored: 1,
+      duplicate: 1,
+      refused_stale_fence: 1,
+      refused_fence_conflict: 0,
+      conflict: 0,
+      dropped: 0,
+    });
     old.close();
     next.close();
   });
@@ -310,8 +399,14 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     const j = make();
     const rec = recordingFetch();
     const fence = { goal_lineage: 'goal-a', fence: 2, lifetime: LIFE_A };
-    expect(webhookIntent(sink.deliveriesUrl, { n: 1 }, fence)).toEqual({ url: sink.deliveriesUrl, body: { n: 1 }, delivery_fence: fence });
-    expect(await sendOnce(j, sink.deliveriesUrl, 'op-1', 'key-1', { n: 1 }, fence, rec.fetch)).toMatchObject({ outcome: 'committed' });
+    expect(webhookIntent(sink.deliveriesUrl, { n: 1 }, fence)).toEqual({
+      url: sink.deliveriesUrl,
+      body: { n: 1 },
+      delivery_fence: fence,
+    });
+    expect(await sendOnce(j, sink.deliveriesUrl, 'op-1', 'key-1', { n: 1 }, fence, rec.fetch)).toMatchObject({
+      outcome: 'committed',
+    });
     // Recorded by a version before lifetimes: the intent's fence has no lifetime.
     await j.recordIntent({
       operation_id: 'op-2',
@@ -321,7 +416,9 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
       target: webhookTarget(sink.deliveriesUrl),
       intent: { url: sink.deliveriesUrl, body: { n: 2 }, delivery_fence: { goal_lineage: 'goal-a', fence: 2 } },
     });
-    expect(await sendWebhook(await j.beginDispatch('op-2'), { fetch: rec.fetch })).toMatchObject({ outcome: 'committed' });
+    expect(await sendWebhook(await j.beginDispatch('op-2'), { fetch: rec.fetch })).toMatchObject({
+      outcome: 'committed',
+    });
     expect(rec.seen.map((h) => [h['x-loopx-goal-lineage'], h['x-loopx-fence'], h['x-loopx-goal-lifetime']])).toEqual([
       ['goal-a', '2', LIFE_A],
       ['goal-a', '2', undefined],
@@ -336,8 +433,18 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
   it('a second lifetime at the same generation is rejected with reason fence_conflict and nothing is stored', async () => {
     const sink = await sinkAt();
     const j = make();
-    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2, { lifetime: LIFE_A })).toEqual({ status: 'advanced', newest_fence: 2 });
-    const sent = await sendOnce(j, sink.deliveriesUrl, 'op-1', 'key-1', { n: 1 }, { goal_lineage: 'goal-a', fence: 2, lifetime: LIFE_B });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2, { lifetime: LIFE_A })).toEqual({
+      status: 'advanced',
+      newest_fence: 2,
+    });
+    const sent = await sendOnce(
+      j,
+      sink.deliveriesUrl,
+      'op-1',
+      'key-1',
+      { n: 1 },
+      { goal_lineage: 'goal-a', fence: 2, lifetime: LIFE_B },
+    );
     expect(sent).toEqual({ outcome: 'rejected', receipt: { http_status: 409, reason: 'fence_conflict' } });
     await j.settle('op-1', sent.outcome, sent.receipt);
     expect((await j.get('op-1'))?.outcome).toBe('rejected');
@@ -345,7 +452,18 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
     expect(sink.attempts('goal-a').counts).toMatchObject({ stored: 0, refused_fence_conflict: 1 });
     // The lifetime holding the generation (its own root, its own journal) delivers.
     const holder = make();
-    expect((await sendOnce(holder, sink.deliveriesUrl, 'op-2', 'key-1', { n: 1 }, { goal_lineage: 'goal-a', fence: 2, lifetime: LIFE_A })).outcome).toBe('committed');
+    expect(
+      (
+        await sendOnce(
+          holder,
+          sink.deliveriesUrl,
+          'op-2',
+          'key-1',
+          { n: 1 },
+          { goal_lineage: 'goal-a', fence: 2, lifetime: LIFE_A },
+        )
+      ).outcome,
+    ).toBe('committed');
     expect(sink.deliveries().map((d) => [d.operation_id, d.lifetime])).toEqual([['op-2', LIFE_A]]);
     j.close();
     holder.close();
@@ -365,7 +483,9 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
       { goal_lineage: 'goal-a', fence: 1, lifetime: '' },
       { goal_lineage: 'goal-a', fence: 1, lifetime: `ginst_${'a'.repeat(33)}` },
     ]) {
-      expect(await asyncCodeOf(Promise.resolve().then(() => webhookIntent(sink.deliveriesUrl, {}, fence)))).toBe('effect_input_invalid');
+      expect(await asyncCodeOf(Promise.resolve().then(() => webhookIntent(sink.deliveriesUrl, {}, fence)))).toBe(
+        'effect_input_invalid',
+      );
     }
     // An intent recorded with a broken fence (not through webhookIntent) is not sent.
     await j.recordIntent({
@@ -382,9 +502,21 @@ describe.each(providers)('webhook delivery (%s journal)', (_name, make) => {
   });
 
   it('the target names the host only: credentials, path and query stay in the private intent', async () => {
-    expect(webhookTarget('https://user:s3cret@hooks.example:8443/T0/B1/XYZ?token=abc')).toBe('webhook:hooks.example:8443');
+    expect(webhookTarget('https://user:s3cret@hooks.example:8443/T0/B1/XYZ?token=abc')).toBe(
+      'webhook:hooks.example:8443',
+    );
     const j = make();
-    expect(await asyncCodeOf(deliverWebhook(j, { goal_id: 'g1', url: 'file:///etc/passwd', operation_id: 'op-1', idempotency_key: 'k', body: {} }))).toBe('effect_input_invalid');
+    expect(
+      await asyncCodeOf(
+        deliverWebhook(j, {
+          goal_id: 'g1',
+          url: 'file:///etc/passwd',
+          operation_id: 'op-1',
+          idempotency_key: 'k',
+          body: {},
+        }),
+      ),
+    ).toBe('effect_input_invalid');
     expect(await j.list()).toEqual([]);
     j.close();
   });
@@ -427,16 +559,40 @@ describe('the receiver queries of a Goal lineage (webhookGoalQuery, advanceRecei
 
   it('webhookGoalQuery is unknown, never a guess, without a well-formed answer', async () => {
     const url = 'http://127.0.0.1:9/deliveries';
-    expect(await webhookGoalQuery(await closedSinkUrl(), 'goal-a')).toEqual({ status: 'unknown', reason: 'query_unreachable' });
-    expect(await webhookGoalQuery(url, 'goal-a', { fetch: answering(500, '{}') })).toEqual({ status: 'unknown', reason: 'query_http_error' });
-    expect(await webhookGoalQuery(url, 'goal-a', { fetch: answering(200, 'not json') })).toEqual({ status: 'unknown', reason: 'query_malformed' });
-    expect(await webhookGoalQuery(url, 'goal-a', { fetch: answering(200, '{"found":false}') })).toEqual({ status: 'unknown', reason: 'query_malformed' });
-    expect(await webhookGoalQuery(url, 'goal-a', { fetch: answering(200, '{"deliveries":[{"operation_id":"op-1"}]}') })).toEqual({
+    expect(await webhookGoalQuery(await closedSinkUrl(), 'goal-a')).toEqual({
+      status: 'unknown',
+      reason: 'query_unreachable',
+    });
+    expect(await webhookGoalQuery(url, 'goal-a', { fetch: answering(500, '{}') })).toEqual({
+      status: 'unknown',
+      reason: 'query_http_error',
+    });
+    expect(await webhookGoalQuery(url, 'goal-a', { fetch: answering(200, 'not json') })).toEqual({
       status: 'unknown',
       reason: 'query_malformed',
     });
-    const other = { operation_id: 'o', idempotency_key: 'k', goal_lineage: 'goal-b', fence: 1, body_sha256: 'a'.repeat(64), sequence: 1, received_at: 't' };
-    expect(await webhookGoalQuery(url, 'goal-a', { fetch: answering(200, JSON.stringify({ deliveries: [other] })) })).toEqual({
+    expect(await webhookGoalQuery(url, 'goal-a', { fetch: answering(200, '{"found":false}') })).toEqual({
+      status: 'unknown',
+      reason: 'query_malformed',
+    });
+    expect(
+      await webhookGoalQuery(url, 'goal-a', { fetch: answering(200, '{"deliveries":[{"operation_id":"op-1"}]}') }),
+    ).toEqual({
+      status: 'unknown',
+      reason: 'query_malformed',
+    });
+    const other = {
+      operation_id: 'o',
+      idempotency_key: 'k',
+      goal_lineage: 'goal-b',
+      fence: 1,
+      body_sha256: 'a'.repeat(64),
+      sequence: 1,
+      received_at: 't',
+    };
+    expect(
+      await webhookGoalQuery(url, 'goal-a', { fetch: answering(200, JSON.stringify({ deliveries: [other] })) }),
+    ).toEqual({
       status: 'unknown',
       reason: 'identity_mismatch',
     });
@@ -444,29 +600,62 @@ describe('the receiver queries of a Goal lineage (webhookGoalQuery, advanceRecei
     await new Promise<void>((res) => hanging.listen(0, '127.0.0.1', res));
     closers.push(() => new Promise<void>((res) => (hanging.closeAllConnections(), hanging.close(() => res()))));
     const slow = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/deliveries`;
-    expect(await webhookGoalQuery(slow, 'goal-a', { timeoutMs: 100 })).toEqual({ status: 'unknown', reason: 'query_timeout' });
+    expect(await webhookGoalQuery(slow, 'goal-a', { timeoutMs: 100 })).toEqual({
+      status: 'unknown',
+      reason: 'query_timeout',
+    });
   });
 
   it('advanceReceiverFence advances, is idempotent, and reports a newer fence as refused', async () => {
     const sink = await sinkAt();
-    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 3)).toEqual({ status: 'advanced', newest_fence: 3 });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 3)).toEqual({
+      status: 'advanced',
+      newest_fence: 3,
+    });
     expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 3)).toEqual({ status: 'already', newest_fence: 3 });
     expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2)).toEqual({ status: 'refused', newest_fence: 3 });
-    expect(await (await fetch(`${sink.url}/fences?goal_lineage=goal-a`)).json()).toEqual({ goal_lineage: 'goal-a', newest_fence: 3, lifetime: null });
-    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-b', 0)).toEqual({ status: 'advanced', newest_fence: 0 });
+    expect(await (await fetch(`${sink.url}/fences?goal_lineage=goal-a`)).json()).toEqual({
+      goal_lineage: 'goal-a',
+      newest_fence: 3,
+      lifetime: null,
+    });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-b', 0)).toEqual({
+      status: 'advanced',
+      newest_fence: 0,
+    });
   });
 
   it('advanceReceiverFence with a lifetime: advanced, already for that lifetime, and conflict for another at the same generation', async () => {
     const sink = await sinkAt();
-    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2, { lifetime: LIFE_A })).toEqual({ status: 'advanced', newest_fence: 2 });
-    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2, { lifetime: LIFE_A })).toEqual({ status: 'already', newest_fence: 2 });
-    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2, { lifetime: LIFE_B })).toEqual({ status: 'conflict', newest_fence: 2, lifetime: LIFE_A });
-    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 1, { lifetime: LIFE_B })).toEqual({ status: 'refused', newest_fence: 2 });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2, { lifetime: LIFE_A })).toEqual({
+      status: 'advanced',
+      newest_fence: 2,
+    });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2, { lifetime: LIFE_A })).toEqual({
+      status: 'already',
+      newest_fence: 2,
+    });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2, { lifetime: LIFE_B })).toEqual({
+      status: 'conflict',
+      newest_fence: 2,
+      lifetime: LIFE_A,
+    });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 1, { lifetime: LIFE_B })).toEqual({
+      status: 'refused',
+      newest_fence: 2,
+    });
     // A bare counter (a cluster run's epoch) at the same fence keeps the counter rule.
     expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 2)).toEqual({ status: 'already', newest_fence: 2 });
-    expect(await (await fetch(`${sink.url}/fences?goal_lineage=goal-a`)).json()).toEqual({ goal_lineage: 'goal-a', newest_fence: 2, lifetime: LIFE_A });
+    expect(await (await fetch(`${sink.url}/fences?goal_lineage=goal-a`)).json()).toEqual({
+      goal_lineage: 'goal-a',
+      newest_fence: 2,
+      lifetime: LIFE_A,
+    });
     // The next generation moves on, whoever held this one.
-    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 3, { lifetime: LIFE_B })).toEqual({ status: 'advanced', newest_fence: 3 });
+    expect(await advanceReceiverFence(sink.deliveriesUrl, 'goal-a', 3, { lifetime: LIFE_B })).toEqual({
+      status: 'advanced',
+      newest_fence: 3,
+    });
   });
 
   it('advanceReceiverFence with a lifetime is unknown, never success or refused, without an answer that names the lifetimes', async () => {
@@ -474,29 +663,58 @@ describe('the receiver queries of a Goal lineage (webhookGoalQuery, advanceRecei
     const asked: string[] = [];
     const capture: typeof fetch = (_input, init) => {
       asked.push(String(init?.body));
-      return Promise.resolve(new Response(JSON.stringify({ status: 'advanced', newest_fence: 2, lifetime: LIFE_A }), { status: 200 }));
+      return Promise.resolve(
+        new Response(JSON.stringify({ status: 'advanced', newest_fence: 2, lifetime: LIFE_A }), { status: 200 }),
+      );
     };
-    expect(await advanceReceiverFence(url, 'goal-a', 2, { fetch: capture, lifetime: LIFE_A })).toEqual({ status: 'advanced', newest_fence: 2 });
+    expect(await advanceReceiverFence(url, 'goal-a', 2, { fetch: capture, lifetime: LIFE_A })).toEqual({
+      status: 'advanced',
+      newest_fence: 2,
+    });
     expect(asked).toEqual([`{"fence":2,"goal_lineage":"goal-a","lifetime":"${LIFE_A}"}`]);
     const cases: Array<[string, number, string, string]> = [
       // A receiver that keeps no lifetimes answers without one: it confirms nothing about this lifetime.
       ['a 200 without the lifetime', 200, '{"status":"advanced","newest_fence":2}', 'lifetime_unconfirmed'],
-      ['a 200 naming another lifetime', 200, JSON.stringify({ status: 'already', newest_fence: 2, lifetime: LIFE_B }), 'lifetime_unconfirmed'],
-      ['a conflict naming the asked lifetime', 409, JSON.stringify({ error: 'fence_conflict', newest_fence: 2, lifetime: LIFE_A }), 'query_malformed'],
-      ['a conflict at another fence', 409, JSON.stringify({ error: 'fence_conflict', newest_fence: 3, lifetime: LIFE_B }), 'query_malformed'],
+      [
+        'a 200 naming another lifetime',
+        200,
+        JSON.stringify({ status: 'already', newest_fence: 2, lifetime: LIFE_B }),
+        'lifetime_unconfirmed',
+      ],
+      [
+        'a conflict naming the asked lifetime',
+        409,
+        JSON.stringify({ error: 'fence_conflict', newest_fence: 2, lifetime: LIFE_A }),
+        'query_malformed',
+      ],
+      [
+        'a conflict at another fence',
+        409,
+        JSON.stringify({ error: 'fence_conflict', newest_fence: 3, lifetime: LIFE_B }),
+        'query_malformed',
+      ],
       ['a conflict without a holder', 409, '{"error":"fence_conflict","newest_fence":2}', 'query_malformed'],
     ];
     for (const [name, status, text, reason] of cases) {
-      expect([name, await advanceReceiverFence(url, 'goal-a', 2, { fetch: answering(status, text), lifetime: LIFE_A })]).toEqual([name, { status: 'unknown', reason }]);
+      expect([
+        name,
+        await advanceReceiverFence(url, 'goal-a', 2, { fetch: answering(status, text), lifetime: LIFE_A }),
+      ]).toEqual([name, { status: 'unknown', reason }]);
     }
     // Asked without a lifetime, a conflict is no answer either.
-    expect(await advanceReceiverFence(url, 'goal-a', 2, { fetch: answering(409, JSON.stringify({ error: 'fence_conflict', newest_fence: 2, lifetime: LIFE_B })) })).toEqual({
+    expect(
+      await advanceReceiverFence(url, 'goal-a', 2, {
+        fetch: answering(409, JSON.stringify({ error: 'fence_conflict', newest_fence: 2, lifetime: LIFE_B })),
+      }),
+    ).toEqual({
       status: 'unknown',
       reason: 'query_malformed',
     });
     let requests = 0;
     const counting: typeof fetch = () => (requests++, Promise.resolve(new Response('{}')));
-    expect(await asyncCodeOf(advanceReceiverFence(url, 'goal-a', 2, { fetch: counting, lifetime: 'not-a-lifetime' }))).toBe('effect_input_invalid');
+    expect(
+      await asyncCodeOf(advanceReceiverFence(url, 'goal-a', 2, { fetch: counting, lifetime: 'not-a-lifetime' })),
+    ).toBe('effect_input_invalid');
     expect(requests).toBe(0);
   });
 
@@ -506,22 +724,38 @@ describe('the receiver queries of a Goal lineage (webhookGoalQuery, advanceRecei
       asked.push(`${init?.method} ${String(input)} ${String(init?.body)}`);
       return Promise.resolve(new Response('{"status":"advanced","newest_fence":7}', { status: 200 }));
     };
-    expect(await advanceReceiverFence('https://hooks.example/api/v1/deliveries?token=t', 'goal-a', 7, { fetch: capture })).toEqual({ status: 'advanced', newest_fence: 7 });
+    expect(
+      await advanceReceiverFence('https://hooks.example/api/v1/deliveries?token=t', 'goal-a', 7, { fetch: capture }),
+    ).toEqual({ status: 'advanced', newest_fence: 7 });
     expect(asked).toEqual(['POST https://hooks.example/api/v1/fences?token=t {"fence":7,"goal_lineage":"goal-a"}']);
 
     const url = 'http://127.0.0.1:9/deliveries';
-    expect(await advanceReceiverFence(await closedSinkUrl(), 'goal-a', 1)).toEqual({ status: 'unknown', reason: 'query_unreachable' });
-    expect(await advanceReceiverFence(url, 'goal-a', 1, { fetch: answering(503, '') })).toEqual({ status: 'unknown', reason: 'query_http_error' });
+    expect(await advanceReceiverFence(await closedSinkUrl(), 'goal-a', 1)).toEqual({
+      status: 'unknown',
+      reason: 'query_unreachable',
+    });
+    expect(await advanceReceiverFence(url, 'goal-a', 1, { fetch: answering(503, '') })).toEqual({
+      status: 'unknown',
+      reason: 'query_http_error',
+    });
     // An answer that does not match the request (another fence, a "stale" that is not newer) is no answer.
-    expect(await advanceReceiverFence(url, 'goal-a', 1, { fetch: answering(200, '{"status":"advanced","newest_fence":2}') })).toEqual({
+    expect(
+      await advanceReceiverFence(url, 'goal-a', 1, { fetch: answering(200, '{"status":"advanced","newest_fence":2}') }),
+    ).toEqual({
       status: 'unknown',
       reason: 'query_malformed',
     });
-    expect(await advanceReceiverFence(url, 'goal-a', 1, { fetch: answering(409, '{"error":"fence_stale","newest_fence":1}') })).toEqual({
+    expect(
+      await advanceReceiverFence(url, 'goal-a', 1, {
+        fetch: answering(409, '{"error":"fence_stale","newest_fence":1}'),
+      }),
+    ).toEqual({
       status: 'unknown',
       reason: 'query_malformed',
     });
-    expect(await advanceReceiverFence(url, 'goal-a', 1, { fetch: answering(409, '{"error":"idempotency_key_reused"}') })).toEqual({
+    expect(
+      await advanceReceiverFence(url, 'goal-a', 1, { fetch: answering(409, '{"error":"idempotency_key_reused"}') }),
+    ).toEqual({
       status: 'unknown',
       reason: 'query_malformed',
     });

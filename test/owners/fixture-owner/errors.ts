@@ -9,10 +9,19 @@ export type FixtureError = OwnerError<FixtureErrorCode>;
 export const isFixtureError = FIXTURE_ERRORS.is;
 
 export const invalidInput = (message: string, field: string): FixtureError =>
-  new OwnerError(FIXTURE_ERRORS, 'usage', 'fixture_input_invalid', message, { nextAction: `correct ${field} and retry`, details: { field } });
+  new OwnerError(FIXTURE_ERRORS, 'usage', 'fixture_input_invalid', message, {
+    nextAction: `correct ${field} and retry`,
+    details: { field },
+  });
 
 export const noteConflict = (noteId: string): FixtureError =>
-  new OwnerError(FIXTURE_ERRORS, 'conflict', 'fixture_note_conflict', 'The note id was already used for another note.', {
-    nextAction: 'read the existing note; a different note needs its own note id',
-    details: { note_id: noteId },
-  });
+  new OwnerError(
+    FIXTURE_ERRORS,
+    'conflict',
+    'fixture_note_conflict',
+    'The note id was already used for another note.',
+    {
+      nextAction: 'read the existing note; a different note needs its own note id',
+      details: { note_id: noteId },
+    },
+  );

@@ -54,14 +54,24 @@ afterAll(() => {
 const ROWS = { ...OWNERS, fixture: fixture.recovery };
 const TABLE = ownerTable(ROWS);
 // The adoption tables ask for a row of every owner of ROWS (a missing one does not type-check).
-const ADOPT: Readonly<Record<keyof typeof ROWS, readonly OwnerAdoptionStep[]>> = { ...ADOPTION, fixture: fixture.adoptionSteps };
-const PREVIEW: Readonly<Record<keyof typeof ROWS, HistoricalPreview>> = { ...HISTORICAL_PREVIEW, fixture: fixture.historicalPreview };
+const ADOPT: Readonly<Record<keyof typeof ROWS, readonly OwnerAdoptionStep[]>> = {
+  ...ADOPTION,
+  fixture: fixture.adoptionSteps,
+};
+const PREVIEW: Readonly<Record<keyof typeof ROWS, HistoricalPreview>> = {
+  ...HISTORICAL_PREVIEW,
+  fixture: fixture.historicalPreview,
+};
 
 describe('an owner added by its folder and one row', () => {
   it('joins the table after the owners it depends on, and every lookup derived from the table finds it', () => {
     expect(TABLE.list.map((o) => o.name)).toEqual([...Object.keys(OWNERS), 'fixture']);
     expect(ownerTableProblems(ROWS)).toEqual([]);
-    expect(TABLE.ownerOfMember(fixture.FIXTURE_FILE)).toEqual({ owner: fixture.recovery, store: 'fixture', scope: MACHINE });
+    expect(TABLE.ownerOfMember(fixture.FIXTURE_FILE)).toEqual({
+      owner: fixture.recovery,
+      store: 'fixture',
+      scope: MACHINE,
+    });
     expect(TABLE.rootDatabases).toContain(fixture.FIXTURE_FILE);
     expect(TABLE.documentOwners).not.toContain(fixture.recovery);
     expect(TABLE.descriptions()).toContainEqual({
@@ -88,7 +98,11 @@ describe('an owner added by its folder and one row', () => {
     await fixture.recovery.capture({ root }, MACHINE, captured);
     const [retain] = ADOPT.fixture;
     expect(retain).toMatchObject({ action: 'fixture:retain_historical', disposition: 'retain_historical' });
-    const ctx = { workspace_root: captured, scratch_dir: fresh('loopx-scratch-'), key: (action: string) => `key-${action}` } as unknown as AdoptionContext;
+    const ctx = {
+      workspace_root: captured,
+      scratch_dir: fresh('loopx-scratch-'),
+      key: (action: string) => `key-${action}`,
+    } as unknown as AdoptionContext;
     const receipt = await retain!.apply(ctx);
     const h = fixture.recovery.readHistorical({ root: captured, scratchDir: fresh('loopx-scratch-') }, MACHINE);
     expect(receipt).toMatchObject({
@@ -116,7 +130,13 @@ describe('an owner added by its folder and one row', () => {
       expect(fixture.isFixtureError(refusal, 'fixture_note_conflict')).toBe(true);
       expect(fixture.isFixtureError(refusal, 'fixture_input_invalid')).toBe(false);
       expect(session.isSessionError(refusal)).toBe(false);
-      expect(refusal).toMatchObject({ name: 'FixtureError', owner: 'fixture', kind: 'conflict', code: 'fixture_note_conflict', nextAction: expect.any(String) });
+      expect(refusal).toMatchObject({
+        name: 'FixtureError',
+        owner: 'fixture',
+        kind: 'conflict',
+        code: 'fixture_note_conflict',
+        nextAction: expect.any(String),
+      });
       expect(Object.keys(refusal as object)).not.toContain('owner');
       expect(exitCodeOf(refusal)).toBe(4);
     } finally {
@@ -141,7 +161,13 @@ describe('an owner added by its folder and one row', () => {
     expect(fixture.readHistoricalFile(newer, { scratchDir: dir })).toMatchObject({
       schema_version: 7,
       notes: [],
-      findings: [{ code: 'fixture_schema_unsupported', subject: 'schema:7', next_action: 'read this backup with the loopx version that wrote it or a newer one' }],
+      findings: [
+        {
+          code: 'fixture_schema_unsupported',
+          subject: 'schema:7',
+          next_action: 'read this backup with the loopx version that wrote it or a newer one',
+        },
+      ],
     });
     const read = fixture.readHistoricalFile(join(root, fixture.FIXTURE_FILE), { scratchDir: dir });
     expect(read).toMatchObject({ schema_version: 1, findings: [] });

@@ -3,10 +3,21 @@
  * `recovery` contract (its row of a table of owners) and its rows of the adoption tables. It shows
  * that adding an owner is its folder and one row (test/owners/fixture-owner/fixture-owner.test.ts).
  */
-import { MACHINE, retainHistorical, type HistoricalPreview, type OwnerAdoptionStep } from '../../../src/owners/index.js';
+import {
+  MACHINE,
+  retainHistorical,
+  type HistoricalPreview,
+  type OwnerAdoptionStep,
+} from '../../../src/owners/index.js';
 import { recovery } from './recovery.js';
 
-export { FIXTURE_ERROR_CODES, FIXTURE_ERRORS, isFixtureError, type FixtureError, type FixtureErrorCode } from './errors.js';
+export {
+  FIXTURE_ERROR_CODES,
+  FIXTURE_ERRORS,
+  isFixtureError,
+  type FixtureError,
+  type FixtureErrorCode,
+} from './errors.js';
 export { openFixtureNotes, type FixtureNotes } from './notes.js';
 export { readHistoricalFile, type FixtureHistory } from './historical.js';
 export { FIXTURE_FILE, type Note } from './schema.js';

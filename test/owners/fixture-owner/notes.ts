@@ -18,7 +18,9 @@ export function openFixtureNotes(path: string, now: () => Date = () => new Date(
   const db = openSqlite(path);
   setup(db, MIGRATIONS);
   const get = db.prepare('SELECT * FROM notes WHERE note_id = ?');
-  const insert = db.prepare('INSERT INTO notes (note_id, goal_id, body_sha256, created_at) VALUES (@note_id, @goal_id, @body_sha256, @created_at)');
+  const insert = db.prepare(
+    'INSERT INTO notes (note_id, goal_id, body_sha256, created_at) VALUES (@note_id, @goal_id, @body_sha256, @created_at)',
+  );
   const all = db.prepare('SELECT * FROM notes ORDER BY rowid');
   return {
     add({ note_id, goal_id, body }) {

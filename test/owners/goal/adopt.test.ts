@@ -40,15 +40,23 @@ describe('goal owner: a recovered lifetime', () => {
     const { goal, replayed } = goals.adoptLifetime(req);
     expect(replayed).toBe(false);
     expect(goal.goal_instance_id).not.toBe(old.goal_instance_id);
-    expect(goal.lineage).toEqual({ lineage_id: old.goal_instance_id, generation: 2, supersedes: { goal_instance_id: old.goal_instance_id, recovery_id: RECOVERY } });
+    expect(goal.lineage).toEqual({
+      lineage_id: old.goal_instance_id,
+      generation: 2,
+      supersedes: { goal_instance_id: old.goal_instance_id, recovery_id: RECOVERY },
+    });
     expect(goal.docs.map((d) => [d.name, d.sha256])).toEqual(old.docs.map((d) => [d.name, d.sha256]));
     expect(goals.readDoc('launch', 'brief.md')).toEqual(new TextEncoder().encode('Launch on Monday'));
-    expect(registry.read().value.goals.find((r) => r.goal_id === 'launch')?.goal_instance_id).toBe(goal.goal_instance_id);
+    expect(registry.read().value.goals.find((r) => r.goal_id === 'launch')?.goal_instance_id).toBe(
+      goal.goal_instance_id,
+    );
     expect(goals.adoptLifetime(req)).toEqual({ goal, replayed: true });
     expect(codeOf(() => goals.adoptLifetime({ ...req, recovery_id: 'b'.repeat(64) }))).toBe('goal_adoption_conflict');
     // A second recovery of the recovered lifetime continues the same lineage.
     const third = openFileGoalStore(tempRoot(), { registry: openFileRegistry(tempRoot()) });
-    expect(lineageOf(third.adoptLifetime({ ...req, recovery_id: 'c'.repeat(64), supersedes: goal }).goal)).toMatchObject({ lineage_id: old.goal_instance_id, generation: 3 });
+    expect(
+      lineageOf(third.adoptLifetime({ ...req, recovery_id: 'c'.repeat(64), supersedes: goal }).goal),
+    ).toMatchObject({ lineage_id: old.goal_instance_id, generation: 3 });
     expect(lineageOf(old)).toEqual({ lineage_id: old.goal_instance_id, generation: 1, supersedes: null });
   });
 
@@ -56,7 +64,14 @@ describe('goal owner: a recovered lifetime', () => {
     const old = source();
     const root = tempRoot();
     const goals = openFileGoalStore(root, { registry: openFileRegistry(root) });
-    goals.adoptLifetime({ goal_id: 'launch', title: 'T', lifecycle: 'active', docs: [], recovery_id: RECOVERY, supersedes: old });
+    goals.adoptLifetime({
+      goal_id: 'launch',
+      title: 'T',
+      lifecycle: 'active',
+      docs: [],
+      recovery_id: RECOVERY,
+      supersedes: old,
+    });
     const path = join(root, 'goals/launch/goal.json');
     const doc = JSON.parse(readFileSync(path, 'utf8'));
     for (const lineage of [

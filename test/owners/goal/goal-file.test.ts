@@ -62,7 +62,15 @@ describe('file goal owner', () => {
     const goals = openFileGoalStore(root, { registry });
     expect(goals.checkBinding(g)).toBe('retired');
     const next = goals.create('g1', 'T');
-    expect(registry.read().value.goals).toEqual([{ goal_id: 'g1', goal_instance_id: next.goal_instance_id, project_id: 'default', status: 'active', route: 'goals/g1' }]);
+    expect(registry.read().value.goals).toEqual([
+      {
+        goal_id: 'g1',
+        goal_instance_id: next.goal_instance_id,
+        project_id: 'default',
+        status: 'active',
+        route: 'goals/g1',
+      },
+    ]);
   });
 
   it('a registry row of another live lifetime is goal_route_conflict and nothing is written', () => {
@@ -86,7 +94,10 @@ describe('file goal owner', () => {
     expect(codeOf(() => goals.get('g1'))).toBe('goal_unknown_schema');
     write({ ...g, owner: 'x' });
     expect(codeOf(() => goals.get('g1'))).toBe('goal_unknown_schema');
-    write({ ...g, docs: [{ doc_id: `doc_${'0'.repeat(32)}`, kind: 'vision', name: 'a', sha256: '0'.repeat(64), bytes: 0 }] });
+    write({
+      ...g,
+      docs: [{ doc_id: `doc_${'0'.repeat(32)}`, kind: 'vision', name: 'a', sha256: '0'.repeat(64), bytes: 0 }],
+    });
     expect(codeOf(() => goals.get('g1'))).toBe('goal_unknown_schema');
     write({ ...g, lifecycle: 'deleted' });
     expect(codeOf(() => goals.get('g1'))).toBe('goal_malformed');

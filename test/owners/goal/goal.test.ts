@@ -61,7 +61,15 @@ describe.each(impls)('goal contract (%s)', (_name, make) => {
     expect(goals.get('g1')).toEqual(g);
     const reg = registry.read().value;
     expect(reg.projects).toEqual([{ project_id: 'default', name: 'Default' }]);
-    expect(reg.goals).toEqual([{ goal_id: 'g1', goal_instance_id: g.goal_instance_id, project_id: 'default', status: 'active', route: 'goals/g1' }]);
+    expect(reg.goals).toEqual([
+      {
+        goal_id: 'g1',
+        goal_instance_id: g.goal_instance_id,
+        project_id: 'default',
+        status: 'active',
+        route: 'goals/g1',
+      },
+    ]);
   });
 
   it('creating a live alias again is goal_exists (active or paused)', () => {
@@ -82,7 +90,15 @@ describe.each(impls)('goal contract (%s)', (_name, make) => {
     expect(second.goal_instance_id).not.toBe(first.goal_instance_id);
     expect(second).toMatchObject({ lifecycle: 'active', title: 'Second life', docs: [] });
     expect(goals.readDoc('g1', 'notes.md')).toBeUndefined();
-    expect(registry.read().value.goals).toEqual([{ goal_id: 'g1', goal_instance_id: second.goal_instance_id, project_id: 'default', status: 'active', route: 'goals/g1' }]);
+    expect(registry.read().value.goals).toEqual([
+      {
+        goal_id: 'g1',
+        goal_instance_id: second.goal_instance_id,
+        project_id: 'default',
+        status: 'active',
+        route: 'goals/g1',
+      },
+    ]);
     expect(goals.checkBinding(ref(first))).toBe('goal_instance_mismatch');
     expect(goals.checkBinding(ref(second))).toBe('current');
     expect(codeOf(() => goals.pause(ref(first), 'active'))).toBe('goal_instance_mismatch');
@@ -165,10 +181,16 @@ describe.each(impls)('goal contract (%s)', (_name, make) => {
   it('missing Goals and malformed refs are typed refusals', () => {
     const { goals } = make();
     const g = goals.create('g1', 'T');
-    expect(codeOf(() => goals.pause({ goal_id: 'nope', goal_instance_id: g.goal_instance_id }, 'active'))).toBe('goal_not_found');
+    expect(codeOf(() => goals.pause({ goal_id: 'nope', goal_instance_id: g.goal_instance_id }, 'active'))).toBe(
+      'goal_not_found',
+    );
     expect(codeOf(() => goals.addDoc('nope', 'a.md', 'x'))).toBe('goal_not_found');
-    expect(codeOf(() => goals.pause({ goal_id: 'g1', goal_instance_id: 'ginst_1' }, 'active'))).toBe('goal_ref_invalid');
-    expect(codeOf(() => goals.pause({ goal_id: '../g1', goal_instance_id: g.goal_instance_id }, 'active'))).toBe('goal_ref_invalid');
+    expect(codeOf(() => goals.pause({ goal_id: 'g1', goal_instance_id: 'ginst_1' }, 'active'))).toBe(
+      'goal_ref_invalid',
+    );
+    expect(codeOf(() => goals.pause({ goal_id: '../g1', goal_instance_id: g.goal_instance_id }, 'active'))).toBe(
+      'goal_ref_invalid',
+    );
     expect(codeOf(() => goals.create('Bad/Id', 'T'))).toBe('goal_id_invalid');
     expect(codeOf(() => goals.create('g2', ''))).toBe('goal_title_invalid');
     expect(codeOf(() => goals.create('g2', 'a\nb'))).toBe('goal_title_invalid');
@@ -179,7 +201,13 @@ describe.each(impls)('goal contract (%s)', (_name, make) => {
     const { goals } = make();
     goals.create('g1', 'T');
     const d1 = goals.addDoc('g1', 'vision.md', '# Vision\n');
-    expect(d1).toEqual({ doc_id: expect.stringMatching(/^doc_[0-9a-f]{32}$/), kind: 'goal_doc', name: 'vision.md', sha256: sha('# Vision\n'), bytes: 9 });
+    expect(d1).toEqual({
+      doc_id: expect.stringMatching(/^doc_[0-9a-f]{32}$/),
+      kind: 'goal_doc',
+      name: 'vision.md',
+      sha256: sha('# Vision\n'),
+      bytes: 9,
+    });
     const binary = new Uint8Array([0, 1, 2, 255]);
     goals.addDoc('g1', 'a.bin', binary);
     const d2 = goals.addDoc('g1', 'vision.md', 'v2');
@@ -205,7 +233,9 @@ describe.each(impls)('goal contract (%s)', (_name, make) => {
   it('a document over 16 MiB is goal_doc_too_large', () => {
     const { goals } = make();
     goals.create('g1', 'T');
-    expect(codeOf(() => goals.addDoc('g1', 'big.bin', new Uint8Array(16 * 1024 * 1024 + 1)))).toBe('goal_doc_too_large');
+    expect(codeOf(() => goals.addDoc('g1', 'big.bin', new Uint8Array(16 * 1024 * 1024 + 1)))).toBe(
+      'goal_doc_too_large',
+    );
   });
 
   it('checkBinding names current, goal_instance_mismatch, goal_not_registered, retired and invalid', () => {
@@ -214,7 +244,9 @@ describe.each(impls)('goal contract (%s)', (_name, make) => {
     expect(goals.checkBinding(ref(g))).toBe('current');
     goals.pause(ref(g), 'active');
     expect(goals.checkBinding(ref(g))).toBe('current');
-    expect(goals.checkBinding({ goal_id: 'g1', goal_instance_id: `ginst_${'f'.repeat(32)}` })).toBe('goal_instance_mismatch');
+    expect(goals.checkBinding({ goal_id: 'g1', goal_instance_id: `ginst_${'f'.repeat(32)}` })).toBe(
+      'goal_instance_mismatch',
+    );
     expect(goals.checkBinding({ goal_id: 'nope', goal_instance_id: g.goal_instance_id })).toBe('goal_not_registered');
     expect(goals.checkBinding({ goal_id: 'g1' } as never)).toBe('invalid');
     goals.retire(ref(g), 'paused');

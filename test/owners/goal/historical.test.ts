@@ -45,7 +45,10 @@ describe('goal readHistorical', () => {
     const { copy } = copiedRoot();
     writeFileSync(join(copy, 'goals/alpha/docs/vision.md'), '# VISION');
     rmSync(join(copy, 'goals/alpha/docs/plan.md'));
-    expect(codes(copy)).toEqual(['goal_doc_missing@goals/alpha/docs/plan.md', 'goal_doc_digest_mismatch@goals/alpha/docs/vision.md']);
+    expect(codes(copy)).toEqual([
+      'goal_doc_missing@goals/alpha/docs/plan.md',
+      'goal_doc_digest_mismatch@goals/alpha/docs/vision.md',
+    ]);
   });
 
   it('an unknown goal.json schema is goal_unknown_schema; the other Goals are still read', () => {

@@ -19,7 +19,11 @@ import { REPO } from '../../support/cli.js';
 const REGISTRY = 'src/owners/providers/';
 const NAMES = new Set(STORE_PROVIDERS.map((p) => p.name));
 /** The constants src/store exports for the names (`<NAME>_PROVIDER`), by the name they hold. */
-const CONSTANTS: Readonly<Record<string, string>> = { POSTGRESQL_PROVIDER: 'postgresql', SQLITE_PROVIDER: 'sqlite', MEMORY_PROVIDER: 'memory' };
+const CONSTANTS: Readonly<Record<string, string>> = {
+  POSTGRESQL_PROVIDER: 'postgresql',
+  SQLITE_PROVIDER: 'sqlite',
+  MEMORY_PROVIDER: 'memory',
+};
 /** A provider's own implementation files, by their base name: the provider they implement. */
 const ownProvider = (file: string): string | undefined => {
   const name = basename(file, '.ts');
@@ -46,7 +50,13 @@ function named(e: ts.Expression): string | undefined {
 
 /** Every comparison of a provider-ish value with a provider's name in `text`, as written, with the name compared. */
 export function providerConditionals(file: string, text: string): { text: string; provider: string }[] {
-  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, file.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const sf = ts.createSourceFile(
+    file,
+    text,
+    ts.ScriptTarget.Latest,
+    true,
+    file.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS,
+  );
   const hits: { text: string; provider: string }[] = [];
   const about = (e: ts.Expression) => /provider/i.test(e.getText(sf));
   const visit = (n: ts.Node): void => {
@@ -65,7 +75,8 @@ export function providerConditionals(file: string, text: string): { text: string
     } else if (ts.isSwitchStatement(n) && about(n.expression)) {
       for (const clause of n.caseBlock.clauses) {
         const provider = ts.isCaseClause(clause) ? named(clause.expression) : undefined;
-        if (provider !== undefined) hits.push({ text: `switch (${n.expression.getText(sf)}) ${clause.getText(sf).split('\n')[0]}`, provider });
+        if (provider !== undefined)
+          hits.push({ text: `switch (${n.expression.getText(sf)}) ${clause.getText(sf).split('\n')[0]}`, provider });
       }
     }
     ts.forEachChild(n, visit);
@@ -103,9 +114,13 @@ describe('storage providers are a table, not conditionals', () => {
     const seen = (code: string) => providerConditionals('x.ts', code).map((c) => c.text);
     expect(seen(`if (location.provider === 'postgresql') go();`)).toEqual([`location.provider === 'postgresql'`]);
     expect(seen(`const x = 'sqlite' !== at.provider;`)).toEqual([`'sqlite' !== at.provider`]);
-    expect(seen(`const x = parseStoreIdentity(id)?.provider === POSTGRESQL_PROVIDER;`)).toEqual([`parseStoreIdentity(id)?.provider === POSTGRESQL_PROVIDER`]);
+    expect(seen(`const x = parseStoreIdentity(id)?.provider === POSTGRESQL_PROVIDER;`)).toEqual([
+      `parseStoreIdentity(id)?.provider === POSTGRESQL_PROVIDER`,
+    ]);
     expect(seen(`const pg = provider == "postgresql";`)).toEqual([`provider == "postgresql"`]);
-    expect(seen(`switch (l.provider) {\n case 'sqlite': break;\n case 'x': break; }`)).toEqual([`switch (l.provider) case 'sqlite': break;`]);
+    expect(seen(`switch (l.provider) {\n case 'sqlite': break;\n case 'x': break; }`)).toEqual([
+      `switch (l.provider) case 'sqlite': break;`,
+    ]);
     expect(seen(`const db = members.filter((m) => m.kind === 'sqlite');`)).toEqual([]);
     expect(seen(`if (def.model.provider === SCRIPTED_PROVIDER || model.provider === 'scripted') go();`)).toEqual([]);
     expect(seen(`// if (location.provider === 'postgresql')\nconst a = 1;`)).toEqual([]);

@@ -38,13 +38,17 @@ describe('the storage provider table', () => {
 
   it('each row opens every root-wide port and a Goal’s work store, and says where its state lives', () => {
     for (const row of STORE_PROVIDERS) {
-      for (const port of ['session', 'effect', 'quota', 'scheduler'] as const) expect(typeof row.ports[port], `${row.name}.${port}`).toBe('function');
-      for (const f of ['ofRoot', 'decode', 'same', 'answers', 'ready', 'open', 'setAside'] as const) expect(typeof row.work[f], `${row.name}.work.${f}`).toBe('function');
+      for (const port of ['session', 'effect', 'quota', 'scheduler'] as const)
+        expect(typeof row.ports[port], `${row.name}.${port}`).toBe('function');
+      for (const f of ['ofRoot', 'decode', 'same', 'answers', 'ready', 'open', 'setAside'] as const)
+        expect(typeof row.work[f], `${row.name}.work.${f}`).toBe('function');
       expect(typeof row.inRoot).toBe('boolean');
     }
     expect(storeProvider(DEFAULT_STORE_PROVIDER)?.inRoot).toBe(true);
     expect(storeProvider('nosuchprovider')).toBeUndefined();
-    expect(() => providerOf({ provider: 'nosuchprovider' })).toThrow(expect.objectContaining({ code: 'store_provider_not_in_table' }));
+    expect(() => providerOf({ provider: 'nosuchprovider' })).toThrow(
+      expect.objectContaining({ code: 'store_provider_not_in_table' }),
+    );
   });
 
   it('a root records nothing for the default; a record a row cannot read whole is the default, never a guess', () => {
@@ -67,7 +71,13 @@ describe('the storage provider table', () => {
   });
 
   it("a service migrates every owner's component from the owner's own SQL, in dependency order", () => {
-    expect(POSTGRESQL_COMPONENTS().map((c) => c.component)).toEqual(['work', 'effect', 'quota', 'session', 'scheduler']);
+    expect(POSTGRESQL_COMPONENTS().map((c) => c.component)).toEqual([
+      'work',
+      'effect',
+      'quota',
+      'session',
+      'scheduler',
+    ]);
     for (const c of POSTGRESQL_COMPONENTS()) expect(c.migrations.length).toBeGreaterThan(0);
   });
 });

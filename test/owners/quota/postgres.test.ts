@@ -31,15 +31,22 @@ const ENTRY: SpendEntry = {
 const VOIDED: SpendEntry = { ...ENTRY, status: 'voided', voided_at: T0, void_reason: 'turn_failed' };
 const ALL = { goal_id: 'g1', goal_instance_id: null, since: T0, until: null };
 
-const statuses = (rs: readonly CommitResult[]) => rs.map((r) => (r.status === 'conflict' ? `conflict:${r.reason}` : r.status)).sort();
+const statuses = (rs: readonly CommitResult[]) =>
+  rs.map((r) => (r.status === 'conflict' ? `conflict:${r.reason}` : r.status)).sort();
 
 describePg('quota port on PostgreSQL: preconditions in the database, commit-point ambiguity', () => {
   it('two pools committing the same debit, then the same void, at once: exactly one applies each time, the other is a conflict', async () => {
     const db = await pg.database();
-    const [a, b] = meetingInTransaction([pg.pool(db.schema), pg.pool(db.schema)]).map(openPgQuotaPort) as [ReturnType<typeof openPgQuotaPort>, ReturnType<typeof openPgQuotaPort>];
+    const [a, b] = meetingInTransaction([pg.pool(db.schema), pg.pool(db.schema)]).map(openPgQuotaPort) as [
+      ReturnType<typeof openPgQuotaPort>,
+      ReturnType<typeof openPgQuotaPort>,
+    ];
     const debit = { op: 'insert_spend', entry: ENTRY } as const;
     expect(statuses(await Promise.all([a.commit(debit), b.commit(debit)]))).toEqual(['applied', 'conflict:exists']);
-    const [c, d] = meetingInTransaction([pg.pool(db.schema), pg.pool(db.schema)]).map(openPgQuotaPort) as [typeof a, typeof a];
+    const [c, d] = meetingInTransaction([pg.pool(db.schema), pg.pool(db.schema)]).map(openPgQuotaPort) as [
+      typeof a,
+      typeof a,
+    ];
     const cancel = { op: 'void_spend', entry: VOIDED } as const;
     expect(statuses(await Promise.all([c.commit(cancel), d.commit(cancel)]))).toEqual(['applied', 'conflict:changed']);
     expect(await a.list({})).toEqual([VOIDED]);

@@ -9,7 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/core/index.js';
-import { memoryQuotaLedger, openSqliteQuotaLedger, rollingWindow, type QuotaLedger, type SpendRequest } from '../../../src/owners/quota/index.js';
+import {
+  memoryQuotaLedger,
+  openSqliteQuotaLedger,
+  rollingWindow,
+  type QuotaLedger,
+  type SpendRequest,
+} from '../../../src/owners/quota/index.js';
 import { readHistoricalFile as readHistorical } from '../../../src/owners/quota/historical.js';
 
 const dirs: string[] = [];
@@ -55,7 +61,14 @@ describe.each(providers)('quota owner (%s)', (_name, make) => {
     const q = make(c.now);
     const first = await q.spend(spend(1));
     expect(first.status).toBe('written');
-    expect(first.entry).toMatchObject({ effect_id: 'st-1#quota_spend', amount: 1, unit: 'turn', status: 'written', created_at: '2026-03-01T00:00:00.000Z', voided_at: null });
+    expect(first.entry).toMatchObject({
+      effect_id: 'st-1#quota_spend',
+      amount: 1,
+      unit: 'turn',
+      status: 'written',
+      created_at: '2026-03-01T00:00:00.000Z',
+      voided_at: null,
+    });
     expect(first.entry.request_digest).toMatch(/^[0-9a-f]{64}$/);
     c.advance(MIN);
     expect(await q.spend(spend(1))).toEqual({ status: 'replayed', entry: first.entry });
@@ -80,7 +93,10 @@ describe.each(providers)('quota owner (%s)', (_name, make) => {
       await q.spend(spend(1, { amount: 5 }));
       expect.unreachable();
     } catch (e) {
-      expect(e).toMatchObject({ kind: 'conflict', details: { effect_id: 'st-1#quota_spend', existing_digest: entry.request_digest } });
+      expect(e).toMatchObject({
+        kind: 'conflict',
+        details: { effect_id: 'st-1#quota_spend', existing_digest: entry.request_digest },
+      });
       expect((e as { nextAction?: string }).nextAction).toBeTruthy();
     }
     q.close();
@@ -93,7 +109,11 @@ describe.each(providers)('quota owner (%s)', (_name, make) => {
     c.advance(MIN);
     const v = await q.void('st-1#quota_spend', 'turn_failed');
     expect(v.status).toBe('voided');
-    expect(v.entry).toMatchObject({ status: 'voided', void_reason: 'turn_failed', voided_at: '2026-03-01T00:01:00.000Z' });
+    expect(v.entry).toMatchObject({
+      status: 'voided',
+      void_reason: 'turn_failed',
+      voided_at: '2026-03-01T00:01:00.000Z',
+    });
     c.advance(MIN);
     expect(await q.void('st-1#quota_spend', 'other_reason')).toEqual({ status: 'replayed', entry: v.entry });
     expect(await q.spend(spend(1, { amount: 3 }))).toEqual({ status: 'replayed', entry: v.entry });
@@ -105,7 +125,15 @@ describe.each(providers)('quota owner (%s)', (_name, make) => {
 
   it('invalid amounts, units and Goal ids are refused as input', async () => {
     const q = make(clock().now);
-    for (const over of [{ amount: 0 }, { amount: 1.5 }, { amount: -1 }, { unit: 'Turns!' }, { goal_id: '../g' }, { effect_id: '' }, { goal_instance_id: 'a b' }]) {
+    for (const over of [
+      { amount: 0 },
+      { amount: 1.5 },
+      { amount: -1 },
+      { unit: 'Turns!' },
+      { goal_id: '../g' },
+      { effect_id: '' },
+      { goal_instance_id: 'a b' },
+    ]) {
       expect(await codeOf(() => q.spend(spend(1, over)))).toBe('quota_input_invalid');
     }
     expect(await q.list()).toEqual([]);
@@ -131,12 +159,22 @@ describe.each(providers)('quota owner (%s)', (_name, make) => {
       totals: { turn: 3, token: 500 },
       entries: 4,
     });
-    expect((await q.total({ goal_id: 'g1', goal_instance_id: 'gi_1' }, { since: '2026-03-01T00:00:00Z' })).totals).toEqual({ turn: 2, token: 500 });
+    expect(
+      (await q.total({ goal_id: 'g1', goal_instance_id: 'gi_1' }, { since: '2026-03-01T00:00:00Z' })).totals,
+    ).toEqual({ turn: 2, token: 500 });
     // since is inclusive, until exclusive
-    expect(await q.total('g1', { since: '2026-03-01T00:10:00Z', until: '2026-03-01T00:30:00Z' })).toMatchObject({ totals: { token: 500, turn: 1 }, entries: 2 });
-    expect(await q.total('g1', rollingWindow(0.25, new Date(c.now().getTime() + 1)))).toMatchObject({ totals: { turn: 2 }, entries: 2 });
+    expect(await q.total('g1', { since: '2026-03-01T00:10:00Z', until: '2026-03-01T00:30:00Z' })).toMatchObject({
+      totals: { token: 500, turn: 1 },
+      entries: 2,
+    });
+    expect(await q.total('g1', rollingWindow(0.25, new Date(c.now().getTime() + 1)))).toMatchObject({
+      totals: { turn: 2 },
+      entries: 2,
+    });
     expect(await codeOf(() => q.total('g1', { since: 'yesterday' }))).toBe('quota_input_invalid');
-    expect(await codeOf(() => q.total('g1', { since: '2026-03-02T00:00:00Z', until: '2026-03-01T00:00:00Z' }))).toBe('quota_input_invalid');
+    expect(await codeOf(() => q.total('g1', { since: '2026-03-02T00:00:00Z', until: '2026-03-01T00:00:00Z' }))).toBe(
+      'quota_input_invalid',
+    );
     q.close();
   });
 
@@ -146,7 +184,11 @@ describe.each(providers)('quota owner (%s)', (_name, make) => {
     await q.spend(spend(2, { goal_id: 'g2' }));
     await q.spend(spend(3));
     await q.void('st-3#quota_spend', 'turn_failed');
-    expect((await q.list()).map((e) => e.effect_id)).toEqual(['st-1#quota_spend', 'st-2#quota_spend', 'st-3#quota_spend']);
+    expect((await q.list()).map((e) => e.effect_id)).toEqual([
+      'st-1#quota_spend',
+      'st-2#quota_spend',
+      'st-3#quota_spend',
+    ]);
     expect((await q.list({ goal_id: 'g1', status: 'written' })).map((e) => e.effect_id)).toEqual(['st-1#quota_spend']);
     expect((await q.get('st-2#quota_spend'))!.goal_id).toBe('g2');
     expect(await q.get('nope')).toBeUndefined();
@@ -198,7 +240,8 @@ describe('quota readHistorical', () => {
     db.exec(sql);
     db.close();
   };
-  const codes = (h: { findings: readonly { code: string; subject: string }[] }) => h.findings.map((f) => `${f.code} ${f.subject}`).sort();
+  const codes = (h: { findings: readonly { code: string; subject: string }[] }) =>
+    h.findings.map((f) => `${f.code} ${f.subject}`).sort();
 
   it('decodes the ledger of a copy as history, without writing the copy', async () => {
     const { copy, workspace } = await copied();
@@ -226,8 +269,14 @@ describe('quota readHistorical', () => {
 
   it('a voided entry without a void time, or an unknown status, is quota_row_invalid', async () => {
     const { copy } = await copied();
-    damage(copy, `UPDATE spends SET voided_at = NULL WHERE effect_id = 'st-2#quota_spend'; UPDATE spends SET status = 'refunded' WHERE effect_id = 'st-1#quota_spend'`);
-    expect(codes(readHistorical(copy))).toEqual(['quota_row_invalid spend:st-1#quota_spend', 'quota_row_invalid spend:st-2#quota_spend']);
+    damage(
+      copy,
+      `UPDATE spends SET voided_at = NULL WHERE effect_id = 'st-2#quota_spend'; UPDATE spends SET status = 'refunded' WHERE effect_id = 'st-1#quota_spend'`,
+    );
+    expect(codes(readHistorical(copy))).toEqual([
+      'quota_row_invalid spend:st-1#quota_spend',
+      'quota_row_invalid spend:st-2#quota_spend',
+    ]);
   });
 
   it('a file that is not SQLite is quota_copy_unreadable; a newer schema is quota_schema_unsupported', async () => {

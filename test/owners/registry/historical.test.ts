@@ -54,10 +54,15 @@ describe('registry readHistorical', () => {
 
   it('an unknown schema in the copy is a registry_unknown_schema finding', () => {
     const copy = tempRoot();
-    writeFileSync(join(copy, 'registry.json'), utf8(JSON.stringify({ schema_version: 'loopx_registry_v9', projects: [], goals: [] })));
+    writeFileSync(
+      join(copy, 'registry.json'),
+      utf8(JSON.stringify({ schema_version: 'loopx_registry_v9', projects: [], goals: [] })),
+    );
     const h = readHistorical(copy);
     expect(h.ok).toBe(false);
-    expect(h.findings).toEqual([expect.objectContaining({ code: 'registry_unknown_schema', severity: 'error', subject: 'registry.json' })]);
+    expect(h.findings).toEqual([
+      expect.objectContaining({ code: 'registry_unknown_schema', severity: 'error', subject: 'registry.json' }),
+    ]);
     expect(h.findings[0]!.next_action).toBeTruthy();
   });
 
@@ -77,11 +82,18 @@ describe('exact reads under a live writer', () => {
     const a = openFileRegistry(root).readExact();
     const versions = tempRoot();
     mkdirSync(versions, { recursive: true });
-    const b = { ...a.value, projects: [...a.value.projects, { project_id: 'second', name: 'Second project with a longer name' }] };
+    const b = {
+      ...a.value,
+      projects: [...a.value.projects, { project_id: 'second', name: 'Second project with a longer name' }],
+    };
     writeFileSync(join(versions, 'a.json'), a.bytes!);
     writeFileSync(join(versions, 'b.json'), utf8(`${JSON.stringify(b, null, 2)}\n`));
 
-    const child = spawn(process.execPath, ['--import', 'tsx', FLIP, root, join(versions, 'a.json'), join(versions, 'b.json')], { cwd: REPO });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', FLIP, root, join(versions, 'a.json'), join(versions, 'b.json')],
+      { cwd: REPO },
+    );
     const exited = new Promise<void>((res) => child.on('exit', () => res()));
     try {
       await new Promise<void>((res, rej) => {

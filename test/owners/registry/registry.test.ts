@@ -53,12 +53,25 @@ const withProjectAndGoal = (r: Registry) => {
   return r.registerGoal({ goal_id: 'g1', goal_instance_id: inst(1), project_id: 'proj', status: 'active' }, p.revision);
 };
 
-const valid = (extra: Record<string, unknown> = {}, goalExtra: Record<string, unknown> = {}, projectExtra: Record<string, unknown> = {}) =>
+const valid = (
+  extra: Record<string, unknown> = {},
+  goalExtra: Record<string, unknown> = {},
+  projectExtra: Record<string, unknown> = {},
+) =>
   utf8(
     JSON.stringify({
       schema_version: 'loopx_registry_v0',
       projects: [{ project_id: 'proj', name: 'P', ...projectExtra }],
-      goals: [{ goal_id: 'g1', goal_instance_id: inst(1), project_id: 'proj', status: 'active', route: 'goals/g1', ...goalExtra }],
+      goals: [
+        {
+          goal_id: 'g1',
+          goal_instance_id: inst(1),
+          project_id: 'proj',
+          status: 'active',
+          route: 'goals/g1',
+          ...goalExtra,
+        },
+      ],
       ...extra,
     }),
   );
@@ -66,7 +79,11 @@ const valid = (extra: Record<string, unknown> = {}, goalExtra: Record<string, un
 describe.each(impls)('registry contract (%s)', (_name, make) => {
   it('an absent registry is the empty registry with revision "absent" and no bytes', () => {
     const { registry } = make();
-    expect(registry.read()).toEqual({ value: { schema_version: 'loopx_registry_v0', projects: [], goals: [] }, revision: 'absent', bytes: null });
+    expect(registry.read()).toEqual({
+      value: { schema_version: 'loopx_registry_v0', projects: [], goals: [] },
+      revision: 'absent',
+      bytes: null,
+    });
     const exact = registry.readExact();
     expect(exact.absent).toBe(true);
     expect(exact.bytes).toBeNull();
@@ -87,10 +104,17 @@ describe.each(impls)('registry contract (%s)', (_name, make) => {
   it('a stale expected revision is refused with registry_revision_conflict and nothing is written', () => {
     const { registry } = make();
     const first = registry.addProject({ project_id: 'proj', name: 'Project' }, 'absent');
-    expect(codeOf(() => registry.addProject({ project_id: 'other', name: 'Other' }, 'absent'))).toBe('registry_revision_conflict');
-    expect(codeOf(() => registry.registerGoal({ goal_id: 'g1', goal_instance_id: inst(1), project_id: 'proj', status: 'active' }, 'sha256:' + '0'.repeat(64)))).toBe(
+    expect(codeOf(() => registry.addProject({ project_id: 'other', name: 'Other' }, 'absent'))).toBe(
       'registry_revision_conflict',
     );
+    expect(
+      codeOf(() =>
+        registry.registerGoal(
+          { goal_id: 'g1', goal_instance_id: inst(1), project_id: 'proj', status: 'active' },
+          'sha256:' + '0'.repeat(64),
+        ),
+      ),
+    ).toBe('registry_revision_conflict');
     expect(registry.read().revision).toBe(first.revision);
     expect(registry.read().value.projects).toHaveLength(1);
   });
@@ -98,39 +122,94 @@ describe.each(impls)('registry contract (%s)', (_name, make) => {
   it('a registered Goal gets the frozen relative route goals/<goal_id>', () => {
     const { registry } = make();
     const r = withProjectAndGoal(registry);
-    expect(r.value.goals).toEqual([{ goal_id: 'g1', goal_instance_id: inst(1), project_id: 'proj', status: 'active', route: 'goals/g1' }]);
+    expect(r.value.goals).toEqual([
+      { goal_id: 'g1', goal_instance_id: inst(1), project_id: 'proj', status: 'active', route: 'goals/g1' },
+    ]);
   });
 
   it('a live alias cannot be registered again, not even under a new lifetime', () => {
     const { registry } = make();
     const r = withProjectAndGoal(registry);
-    expect(codeOf(() => registry.registerGoal({ goal_id: 'g1', goal_instance_id: inst(2), project_id: 'proj', status: 'active' }, r.revision))).toBe('registry_goal_exists');
-    expect(codeOf(() => registry.registerGoal({ goal_id: 'g1', goal_instance_id: inst(1), project_id: 'proj', status: 'active' }, r.revision))).toBe('registry_goal_exists');
-    expect(codeOf(() => registry.registerGoal({ goal_id: 'g2', goal_instance_id: inst(1), project_id: 'proj', status: 'active' }, r.revision))).toBe('registry_goal_exists');
+    expect(
+      codeOf(() =>
+        registry.registerGoal(
+          { goal_id: 'g1', goal_instance_id: inst(2), project_id: 'proj', status: 'active' },
+          r.revision,
+        ),
+      ),
+    ).toBe('registry_goal_exists');
+    expect(
+      codeOf(() =>
+        registry.registerGoal(
+          { goal_id: 'g1', goal_instance_id: inst(1), project_id: 'proj', status: 'active' },
+          r.revision,
+        ),
+      ),
+    ).toBe('registry_goal_exists');
+    expect(
+      codeOf(() =>
+        registry.registerGoal(
+          { goal_id: 'g2', goal_instance_id: inst(1), project_id: 'proj', status: 'active' },
+          r.revision,
+        ),
+      ),
+    ).toBe('registry_goal_exists');
   });
 
   it('a retired row is replaced by a new lifetime; the route stays the same', () => {
     const { registry } = make();
     const r = withProjectAndGoal(registry);
-    const retired = registry.updateGoalStatus({ goal_id: 'g1', goal_instance_id: inst(1), status: 'retired' }, r.revision);
-    const again = registry.registerGoal({ goal_id: 'g1', goal_instance_id: inst(2), project_id: 'proj', status: 'active' }, retired.revision);
-    expect(again.value.goals).toEqual([{ goal_id: 'g1', goal_instance_id: inst(2), project_id: 'proj', status: 'active', route: 'goals/g1' }]);
+    const retired = registry.updateGoalStatus(
+      { goal_id: 'g1', goal_instance_id: inst(1), status: 'retired' },
+      r.revision,
+    );
+    const again = registry.registerGoal(
+      { goal_id: 'g1', goal_instance_id: inst(2), project_id: 'proj', status: 'active' },
+      retired.revision,
+    );
+    expect(again.value.goals).toEqual([
+      { goal_id: 'g1', goal_instance_id: inst(2), project_id: 'proj', status: 'active', route: 'goals/g1' },
+    ]);
   });
 
   it('projects are unique and goals must name a registered project', () => {
     const { registry } = make();
     const p = registry.addProject({ project_id: 'proj', name: 'Project' }, 'absent');
-    expect(codeOf(() => registry.addProject({ project_id: 'proj', name: 'Again' }, p.revision))).toBe('registry_project_exists');
-    expect(codeOf(() => registry.registerGoal({ goal_id: 'g1', goal_instance_id: inst(1), project_id: 'nope', status: 'active' }, p.revision))).toBe('registry_project_not_found');
+    expect(codeOf(() => registry.addProject({ project_id: 'proj', name: 'Again' }, p.revision))).toBe(
+      'registry_project_exists',
+    );
+    expect(
+      codeOf(() =>
+        registry.registerGoal(
+          { goal_id: 'g1', goal_instance_id: inst(1), project_id: 'nope', status: 'active' },
+          p.revision,
+        ),
+      ),
+    ).toBe('registry_project_not_found');
   });
 
   it('status updates need the current lifetime, a registered Goal and a non-retired row', () => {
     const { registry } = make();
     const r = withProjectAndGoal(registry);
-    expect(codeOf(() => registry.updateGoalStatus({ goal_id: 'g1', goal_instance_id: inst(9), status: 'paused' }, r.revision))).toBe('registry_goal_instance_mismatch');
-    expect(codeOf(() => registry.updateGoalStatus({ goal_id: 'zz', goal_instance_id: inst(1), status: 'paused' }, r.revision))).toBe('registry_goal_not_found');
-    const retired = registry.updateGoalStatus({ goal_id: 'g1', goal_instance_id: inst(1), status: 'retired' }, r.revision);
-    expect(codeOf(() => registry.updateGoalStatus({ goal_id: 'g1', goal_instance_id: inst(1), status: 'active' }, retired.revision))).toBe('registry_goal_retired');
+    expect(
+      codeOf(() =>
+        registry.updateGoalStatus({ goal_id: 'g1', goal_instance_id: inst(9), status: 'paused' }, r.revision),
+      ),
+    ).toBe('registry_goal_instance_mismatch');
+    expect(
+      codeOf(() =>
+        registry.updateGoalStatus({ goal_id: 'zz', goal_instance_id: inst(1), status: 'paused' }, r.revision),
+      ),
+    ).toBe('registry_goal_not_found');
+    const retired = registry.updateGoalStatus(
+      { goal_id: 'g1', goal_instance_id: inst(1), status: 'retired' },
+      r.revision,
+    );
+    expect(
+      codeOf(() =>
+        registry.updateGoalStatus({ goal_id: 'g1', goal_instance_id: inst(1), status: 'active' }, retired.revision),
+      ),
+    ).toBe('registry_goal_retired');
   });
 
   it('an update to the status a row already has writes nothing', () => {
@@ -142,14 +221,35 @@ describe.each(impls)('registry contract (%s)', (_name, make) => {
 
   it('invalid input is refused with registry_input_invalid', () => {
     const { registry } = make();
-    expect(codeOf(() => registry.addProject({ project_id: 'Bad Id', name: 'x' }, 'absent'))).toBe('registry_input_invalid');
-    expect(codeOf(() => registry.addProject({ project_id: 'ok', name: '' }, 'absent'))).toBe('registry_input_invalid');
-    const p = registry.addProject({ project_id: 'proj', name: 'P' }, 'absent');
-    expect(codeOf(() => registry.registerGoal({ goal_id: '../x', goal_instance_id: inst(1), project_id: 'proj', status: 'active' }, p.revision))).toBe('registry_input_invalid');
-    expect(codeOf(() => registry.registerGoal({ goal_id: 'g', goal_instance_id: 'ginst_XYZ', project_id: 'proj', status: 'active' }, p.revision))).toBe('registry_input_invalid');
-    expect(codeOf(() => registry.registerGoal({ goal_id: 'g', goal_instance_id: inst(1), project_id: 'proj', status: 'done' as never }, p.revision))).toBe(
+    expect(codeOf(() => registry.addProject({ project_id: 'Bad Id', name: 'x' }, 'absent'))).toBe(
       'registry_input_invalid',
     );
+    expect(codeOf(() => registry.addProject({ project_id: 'ok', name: '' }, 'absent'))).toBe('registry_input_invalid');
+    const p = registry.addProject({ project_id: 'proj', name: 'P' }, 'absent');
+    expect(
+      codeOf(() =>
+        registry.registerGoal(
+          { goal_id: '../x', goal_instance_id: inst(1), project_id: 'proj', status: 'active' },
+          p.revision,
+        ),
+      ),
+    ).toBe('registry_input_invalid');
+    expect(
+      codeOf(() =>
+        registry.registerGoal(
+          { goal_id: 'g', goal_instance_id: 'ginst_XYZ', project_id: 'proj', status: 'active' },
+          p.revision,
+        ),
+      ),
+    ).toBe('registry_input_invalid');
+    expect(
+      codeOf(() =>
+        registry.registerGoal(
+          { goal_id: 'g', goal_instance_id: inst(1), project_id: 'proj', status: 'done' as never },
+          p.revision,
+        ),
+      ),
+    ).toBe('registry_input_invalid');
   });
 
   it('A→B→A: every exact read holds the bytes it decoded, and an earlier witness is a copy the store never changes', () => {
@@ -188,7 +288,9 @@ describe.each(impls)('registry contract (%s)', (_name, make) => {
     const h = make();
     const bytes = utf8(JSON.stringify({ schema_version: 'loopx_registry_v1', projects: [], goals: [] }));
     expect(codeOf(() => h.seed(bytes).read())).toBe('registry_unknown_schema');
-    expect(codeOf(() => h.seed(bytes).addProject({ project_id: 'p', name: 'P' }, sha(bytes)))).toBe('registry_unknown_schema');
+    expect(codeOf(() => h.seed(bytes).addProject({ project_id: 'p', name: 'P' }, sha(bytes)))).toBe(
+      'registry_unknown_schema',
+    );
   });
 
   it('unknown fields anywhere are refused with registry_unknown_schema', () => {

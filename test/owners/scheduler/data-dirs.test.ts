@@ -66,6 +66,9 @@ describe('automations and skills', () => {
     const elsewhere = tempRoot();
     mkdirSync(join(elsewhere, 'hidden'));
     symlinkSync(elsewhere, join(root, 'automations'));
-    expect(listAutomations(root)).toMatchObject({ entries: [], findings: [{ code: 'automations_dir_not_directory', subject: 'dir:automations' }] });
+    expect(listAutomations(root)).toMatchObject({
+      entries: [],
+      findings: [{ code: 'automations_dir_not_directory', subject: 'dir:automations' }],
+    });
   });
 });

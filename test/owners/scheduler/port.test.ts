@@ -4,5 +4,7 @@ import { eachProvider, rootPortHarness } from '../conformance/providers.js';
 import { describeSchedulerPort } from '../conformance/scheduler-port.conformance.js';
 
 eachProvider((row, place) => {
-  describeSchedulerPort(row.name, () => rootPortHarness(row, place(SCHEDULER_SQL), (ports, root, at) => ports.scheduler(root, at)));
+  describeSchedulerPort(row.name, () =>
+    rootPortHarness(row, place(SCHEDULER_SQL), (ports, root, at) => ports.scheduler(root, at)),
+  );
 });

@@ -7,7 +7,13 @@
  */
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { SCHEDULER_PG_MIGRATIONS, openPgSchedulerPort, openSqliteSchedulerPort, schedulerStore, type SchedulerPort } from '../../../src/owners/scheduler/index.js';
+import {
+  SCHEDULER_PG_MIGRATIONS,
+  openPgSchedulerPort,
+  openSqliteSchedulerPort,
+  schedulerStore,
+  type SchedulerPort,
+} from '../../../src/owners/scheduler/index.js';
 import { pgHarnesses } from '../conformance/pg-harness.js';
 import { backendPid, blockedBy, hooked } from '../conformance/pg-hooks.js';
 import { rejectionOf, tempDirs } from '../conformance/support.js';
@@ -26,7 +32,10 @@ async function sqliteRefusal(): Promise<string> {
   const inner = openSqliteSchedulerPort(path);
   const other = schedulerStore(openSqliteSchedulerPort(path), CLOCK);
   let race: (() => Promise<unknown>) | undefined;
-  const racing: SchedulerPort = { ...inner, commit: async (w) => (await race?.(), (race = undefined), inner.commit(w)) };
+  const racing: SchedulerPort = {
+    ...inner,
+    commit: async (w) => (await race?.(), (race = undefined), inner.commit(w)),
+  };
   const mine = schedulerStore(racing, CLOCK);
   const { timer } = await mine.createTimer(CREATE);
   race = () => other.resetTimer(timer.timer_id, { expected_reset_token: timer.reset_token, next_due_at: at(60) });
@@ -47,7 +56,8 @@ describePg('the PostgreSQL scheduler provider on the real server', () => {
     let reset: string | undefined;
     h.arm('before', async (q) => {
       await q('SELECT 1');
-      reset = (await other.resetTimer(timer.timer_id, { expected_reset_token: timer.reset_token, next_due_at: at(60) })).reset_token;
+      reset = (await other.resetTimer(timer.timer_id, { expected_reset_token: timer.reset_token, next_due_at: at(60) }))
+        .reset_token;
     });
     const refusal = await rejectionOf(() => mine.setEnabled(timer.timer_id, false, timer.reset_token));
     expect(reset, 'the reset landed inside the write').toBeDefined();
@@ -56,7 +66,10 @@ describePg('the PostgreSQL scheduler provider on the real server', () => {
     expect(await port.get(timer.timer_id)).toMatchObject({ enabled: true, next_due_at: at(60), reset_token: reset });
     // The port itself: the write decided on the old row is refused by the row, not by client state.
     const stale = { ...timer, create_digest: (await port.get(timer.timer_id))!.create_digest };
-    expect(await port.commit({ op: 'update_timer', expected: stale, timer: { ...stale, enabled: false } })).toEqual({ status: 'conflict', reason: 'changed' });
+    expect(await port.commit({ op: 'update_timer', expected: stale, timer: { ...stale, enabled: false } })).toEqual({
+      status: 'conflict',
+      reason: 'changed',
+    });
   });
 
   it('two pools acknowledging the same occurrence at once fire it once: the second waits on the row, then reads the first back', async () => {
@@ -76,7 +89,9 @@ describePg('the PostgreSQL scheduler provider on the real server', () => {
     const first = await mine.ackFire(timer.timer_id, ack);
     expect(first).toMatchObject({ replayed: false, timer: { next_due_at: at(10), last_fired_due_at: at(5) } });
     expect(await second).toMatchObject({ replayed: true, timer: first.timer });
-    expect(await a.query('SELECT next_due_at, last_fired_due_at FROM timers')).toEqual([{ next_due_at: at(10), last_fired_due_at: at(5) }]);
+    expect(await a.query('SELECT next_due_at, last_fired_due_at FROM timers')).toEqual([
+      { next_due_at: at(10), last_fired_due_at: at(5) },
+    ]);
   }, 120_000);
 
   it('a fire whose connection the server ended at the commit point is unproved, nothing landed, and one retry advances once', async () => {

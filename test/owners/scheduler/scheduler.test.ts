@@ -9,7 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/core/index.js';
-import { memorySchedulerStore, openSqliteSchedulerStore, parseCadence, type SchedulerStore } from '../../../src/owners/scheduler/index.js';
+import {
+  memorySchedulerStore,
+  openSqliteSchedulerStore,
+  parseCadence,
+  type SchedulerStore,
+} from '../../../src/owners/scheduler/index.js';
 import { readHistoricalFile as readHistorical } from '../../../src/owners/scheduler/historical.js';
 
 const dirs: string[] = [];
@@ -37,11 +42,21 @@ const providers: Array<[string, (now: () => Date) => SchedulerStore]> = [
   ['sqlite', (now) => openSqliteSchedulerStore(join(tempDir(), 'scheduler.db'), { now })],
 ];
 
-const every5 = { timer_id: 'tmr-1', goal_id: 'g1', cadence: 'FREQ=MINUTELY;INTERVAL=5', next_due_at: '2026-03-01T00:05:00Z' };
+const every5 = {
+  timer_id: 'tmr-1',
+  goal_id: 'g1',
+  cadence: 'FREQ=MINUTELY;INTERVAL=5',
+  next_due_at: '2026-03-01T00:05:00Z',
+};
 
 describe('cadence', () => {
   it('parses the FREQ/INTERVAL subset into a canonical form and a period', () => {
-    expect(parseCadence('FREQ=MINUTELY;INTERVAL=5')).toEqual({ freq: 'MINUTELY', interval: 5, ms: 300_000, text: 'FREQ=MINUTELY;INTERVAL=5' });
+    expect(parseCadence('FREQ=MINUTELY;INTERVAL=5')).toEqual({
+      freq: 'MINUTELY',
+      interval: 5,
+      ms: 300_000,
+      text: 'FREQ=MINUTELY;INTERVAL=5',
+    });
     expect(parseCadence('INTERVAL=2;FREQ=HOURLY').text).toBe('FREQ=HOURLY;INTERVAL=2');
     expect(parseCadence('FREQ=DAILY')).toMatchObject({ interval: 1, ms: 86_400_000, text: 'FREQ=DAILY;INTERVAL=1' });
   });
@@ -78,15 +93,28 @@ describe.each(providers)('scheduler owner (%s)', (_name, make) => {
     });
     expect(timer.reset_token).toMatch(/^rst_[0-9a-f]{24}$/);
     expect(await s.createTimer(every5)).toEqual({ timer, replayed: true });
-    expect(await codeOf(() => s.createTimer({ ...every5, cadence: 'FREQ=MINUTELY;INTERVAL=6' }))).toBe('timer_identity_mismatch');
+    expect(await codeOf(() => s.createTimer({ ...every5, cadence: 'FREQ=MINUTELY;INTERVAL=6' }))).toBe(
+      'timer_identity_mismatch',
+    );
     expect(await s.listTimers()).toHaveLength(1);
-    expect((await s.createTimer({ goal_id: 'g1', cadence: 'FREQ=HOURLY', next_due_at: '2026-03-01T01:00:00Z', enabled: false })).timer.timer_id).toMatch(/^tmr_[0-9a-f]{24}$/);
+    expect(
+      (
+        await s.createTimer({
+          goal_id: 'g1',
+          cadence: 'FREQ=HOURLY',
+          next_due_at: '2026-03-01T01:00:00Z',
+          enabled: false,
+        })
+      ).timer.timer_id,
+    ).toMatch(/^tmr_[0-9a-f]{24}$/);
     s.close();
   });
 
   it('invalid requests are refused', async () => {
     const s = make(clock().now);
-    expect(await codeOf(() => s.createTimer({ ...every5, cadence: 'FREQ=SECONDLY' }))).toBe('scheduler_cadence_invalid');
+    expect(await codeOf(() => s.createTimer({ ...every5, cadence: 'FREQ=SECONDLY' }))).toBe(
+      'scheduler_cadence_invalid',
+    );
     expect(await codeOf(() => s.createTimer({ ...every5, next_due_at: 'soon' }))).toBe('scheduler_input_invalid');
     expect(await codeOf(() => s.createTimer({ ...every5, goal_id: 'G/1' }))).toBe('scheduler_input_invalid');
     expect(await codeOf(() => s.dueTimers('never'))).toBe('scheduler_input_invalid');
@@ -111,10 +139,18 @@ describe.each(providers)('scheduler owner (%s)', (_name, make) => {
     const { timer } = await s.createTimer(every5);
     c.set('2026-03-01T00:05:02Z');
     const fired = await s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:05:00Z' });
-    expect(fired).toMatchObject({ replayed: false, timer: { next_due_at: '2026-03-01T00:10:00.000Z', last_fired_due_at: '2026-03-01T00:05:00.000Z' } });
+    expect(fired).toMatchObject({
+      replayed: false,
+      timer: { next_due_at: '2026-03-01T00:10:00.000Z', last_fired_due_at: '2026-03-01T00:05:00.000Z' },
+    });
     c.set('2026-03-01T00:05:09Z');
-    expect(await s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:05:00.000Z' })).toEqual({ timer: fired.timer, replayed: true });
-    expect(await codeOf(() => s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:20:00Z' }))).toBe('timer_due_mismatch');
+    expect(await s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:05:00.000Z' })).toEqual({
+      timer: fired.timer,
+      replayed: true,
+    });
+    expect(
+      await codeOf(() => s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:20:00Z' })),
+    ).toBe('timer_due_mismatch');
     s.close();
   });
 
@@ -126,7 +162,9 @@ describe.each(providers)('scheduler owner (%s)', (_name, make) => {
     const r = await s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: every5.next_due_at });
     expect(r.timer.next_due_at).toBe('2026-03-01T00:30:00.000Z');
     c.set('2026-03-01T00:35:00Z'); // fired exactly on an occurrence boundary: that one is past too
-    expect((await s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:30:00Z' })).timer.next_due_at).toBe('2026-03-01T00:40:00.000Z');
+    expect(
+      (await s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-01T00:30:00Z' })).timer.next_due_at,
+    ).toBe('2026-03-01T00:40:00.000Z');
     s.close();
   });
 
@@ -134,14 +172,30 @@ describe.each(providers)('scheduler owner (%s)', (_name, make) => {
     const c = clock();
     const s = make(c.now);
     const { timer } = await s.createTimer(every5);
-    const reset = await s.resetTimer('tmr-1', { expected_reset_token: timer.reset_token, next_due_at: '2026-03-02T00:00:00Z', cadence: 'FREQ=HOURLY;INTERVAL=1' });
-    expect(reset).toMatchObject({ cadence: 'FREQ=HOURLY;INTERVAL=1', next_due_at: '2026-03-02T00:00:00.000Z', last_fired_due_at: null });
+    const reset = await s.resetTimer('tmr-1', {
+      expected_reset_token: timer.reset_token,
+      next_due_at: '2026-03-02T00:00:00Z',
+      cadence: 'FREQ=HOURLY;INTERVAL=1',
+    });
+    expect(reset).toMatchObject({
+      cadence: 'FREQ=HOURLY;INTERVAL=1',
+      next_due_at: '2026-03-02T00:00:00.000Z',
+      last_fired_due_at: null,
+    });
     expect(reset.reset_token).not.toBe(timer.reset_token);
-    expect(await codeOf(() => s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-02T00:00:00Z' }))).toBe('timer_reset_token_stale');
+    expect(
+      await codeOf(() => s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: '2026-03-02T00:00:00Z' })),
+    ).toBe('timer_reset_token_stale');
     expect(await codeOf(() => s.setEnabled('tmr-1', false, timer.reset_token))).toBe('timer_reset_token_stale');
-    expect(await codeOf(() => s.resetTimer('tmr-1', { expected_reset_token: timer.reset_token, next_due_at: '2026-03-03T00:00:00Z' }))).toBe('timer_reset_token_stale');
+    expect(
+      await codeOf(() =>
+        s.resetTimer('tmr-1', { expected_reset_token: timer.reset_token, next_due_at: '2026-03-03T00:00:00Z' }),
+      ),
+    ).toBe('timer_reset_token_stale');
     expect(await s.getTimer('tmr-1')).toEqual(reset);
-    expect(await codeOf(() => s.resetTimer('tmr-9', { expected_reset_token: 'x', next_due_at: '2026-03-03T00:00:00Z' }))).toBe('timer_not_found');
+    expect(
+      await codeOf(() => s.resetTimer('tmr-9', { expected_reset_token: 'x', next_due_at: '2026-03-03T00:00:00Z' })),
+    ).toBe('timer_not_found');
     s.close();
   });
 
@@ -152,7 +206,9 @@ describe.each(providers)('scheduler owner (%s)', (_name, make) => {
     const off = await s.setEnabled('tmr-1', false, timer.reset_token);
     expect(off.enabled).toBe(false);
     expect(await s.dueTimers('2026-03-02T00:00:00Z')).toEqual([]);
-    expect(await codeOf(() => s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: every5.next_due_at }))).toBe('timer_disabled');
+    expect(await codeOf(() => s.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: every5.next_due_at }))).toBe(
+      'timer_disabled',
+    );
     const on = await s.setEnabled('tmr-1', true, timer.reset_token);
     expect([on.enabled, on.reset_token]).toEqual([true, timer.reset_token]);
     expect(await s.setEnabled('tmr-1', true, timer.reset_token)).toEqual(on);
@@ -181,7 +237,10 @@ describe('scheduler owner (sqlite only)', () => {
     a.close();
     expect(statSync(path).mode & 0o777).toBe(0o600);
     const b = openSqliteSchedulerStore(path, { now: c.now });
-    expect(await b.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: every5.next_due_at })).toEqual({ timer: fired, replayed: true });
+    expect(await b.ackFire('tmr-1', { reset_token: timer.reset_token, due_at: every5.next_due_at })).toEqual({
+      timer: fired,
+      replayed: true,
+    });
     b.close();
   });
 });
@@ -204,7 +263,8 @@ describe('scheduler readHistorical', () => {
     db.exec(sql);
     db.close();
   };
-  const codes = (h: { findings: readonly { code: string; subject: string }[] }) => h.findings.map((f) => `${f.code} ${f.subject}`).sort();
+  const codes = (h: { findings: readonly { code: string; subject: string }[] }) =>
+    h.findings.map((f) => `${f.code} ${f.subject}`).sort();
 
   it('decodes timers as captured and reports each enabled one as restored disabled; the copy is not written', async () => {
     const { copy, workspace } = await copied();
@@ -224,7 +284,10 @@ describe('scheduler readHistorical', () => {
 
   it('an unparseable cadence or a non-canonical instant is timer_row_invalid', async () => {
     const { copy } = await copied();
-    damage(copy, `UPDATE timers SET cadence = 'FREQ=YEARLY' WHERE timer_id = 'tmr-1'; UPDATE timers SET next_due_at = 'tomorrow' WHERE timer_id = 'tmr-off'`);
+    damage(
+      copy,
+      `UPDATE timers SET cadence = 'FREQ=YEARLY' WHERE timer_id = 'tmr-1'; UPDATE timers SET next_due_at = 'tomorrow' WHERE timer_id = 'tmr-off'`,
+    );
     const h = readHistorical(copy);
     expect(codes(h)).toEqual(['timer_row_invalid timer:tmr-1', 'timer_row_invalid timer:tmr-off']);
     expect(h.timers).toEqual([]);

@@ -26,8 +26,13 @@ async function copiedFixture() {
   const s = await store.openSession({ goal_id: 'g1', goal_instance_id: 'gi_1' });
   const gen = (await store.bindRun(s.session_id, 'run-1', 1)).execution_generation;
   const t0 = (await store.beginTurn(s.session_id, 0, gen)).turn;
-  for (const p of ['host_execute', 'typed_result', 'validation', 'durable_writeback'] as const) await store.recordPhase(t0.turn_key, p, gen);
-  await store.settleTurn(t0.turn_key, { settlement_id: 'st-0', status: 'committed', expected_execution_generation: gen });
+  for (const p of ['host_execute', 'typed_result', 'validation', 'durable_writeback'] as const)
+    await store.recordPhase(t0.turn_key, p, gen);
+  await store.settleTurn(t0.turn_key, {
+    settlement_id: 'st-0',
+    status: 'committed',
+    expected_execution_generation: gen,
+  });
   const t1 = (await store.beginTurn(s.session_id, 1, gen)).turn;
   await store.recordPhase(t1.turn_key, 'host_execute', gen, 'op-1#host_execute');
   const retired = await store.openSession({ goal_id: 'g2', goal_instance_id: 'gi_2' });
@@ -67,7 +72,11 @@ describe('session readHistorical', () => {
     expect(h.findings).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ code: 'turn_unsettled', severity: 'hold', subject: `turn:${f.t1}` }),
-        expect.objectContaining({ code: 'session_binding_historical', severity: 'hold', subject: `session:${f.sessionId}` }),
+        expect.objectContaining({
+          code: 'session_binding_historical',
+          severity: 'hold',
+          subject: `session:${f.sessionId}`,
+        }),
       ]),
     );
     expect(h.findings).toHaveLength(2);
@@ -102,7 +111,9 @@ describe('session readHistorical', () => {
     const f = await copiedFixture();
     damage(f.copy, `UPDATE sessions SET status = 'resurrected' WHERE session_id = '${f.retiredId}'`);
     const h = readHistorical(f.copy);
-    expect(h.findings).toContainEqual(expect.objectContaining({ code: 'session_row_invalid', severity: 'error', subject: `session:${f.retiredId}` }));
+    expect(h.findings).toContainEqual(
+      expect.objectContaining({ code: 'session_row_invalid', severity: 'error', subject: `session:${f.retiredId}` }),
+    );
     expect(h.sessions.map((s) => s.session_id)).toEqual([f.sessionId]);
   });
 
@@ -110,21 +121,30 @@ describe('session readHistorical', () => {
     const f = await copiedFixture();
     damage(f.copy, `DELETE FROM turn_phases WHERE turn_key = '${f.t0}' AND position = 1`);
     const h = readHistorical(f.copy);
-    expect(h.findings).toContainEqual(expect.objectContaining({ code: 'session_row_invalid', subject: `turn:${f.t0}` }));
+    expect(h.findings).toContainEqual(
+      expect.objectContaining({ code: 'session_row_invalid', subject: `turn:${f.t0}` }),
+    );
     expect(h.turns.map((t) => t.turn_key)).toEqual([f.t1]);
   });
 
   it('a turn whose key does not match its session and index is turn_key_mismatch', async () => {
     const f = await copiedFixture();
     damage(f.copy, `UPDATE turns SET turn_index = 7 WHERE turn_key = '${f.t1}'`);
-    expect(readHistorical(f.copy).findings).toContainEqual(expect.objectContaining({ code: 'turn_key_mismatch', subject: `turn:${f.t1}` }));
+    expect(readHistorical(f.copy).findings).toContainEqual(
+      expect.objectContaining({ code: 'turn_key_mismatch', subject: `turn:${f.t1}` }),
+    );
   });
 
   it('a settlement whose digest does not match its fields is settlement_turn_mismatch, and its turn lacks a settlement', async () => {
     const f = await copiedFixture();
     damage(f.copy, `UPDATE settlements SET result_kind = 'validated_completion' WHERE settlement_id = 'st-0'`);
     const h = readHistorical(f.copy);
-    expect(codes(h)).toEqual(['session_binding_historical', 'settlement_missing', 'settlement_turn_mismatch', 'turn_unsettled']);
+    expect(codes(h)).toEqual([
+      'session_binding_historical',
+      'settlement_missing',
+      'settlement_turn_mismatch',
+      'turn_unsettled',
+    ]);
     expect(h.settlements).toEqual([]);
   });
 });

@@ -4,5 +4,7 @@ import { describeSessionPort } from '../conformance/session-port.conformance.js'
 import { eachProvider, rootPortHarness } from '../conformance/providers.js';
 
 eachProvider((row, place) => {
-  describeSessionPort(row.name, () => rootPortHarness(row, place(SESSION_SQL), (ports, root, at) => ports.session(root, at)));
+  describeSessionPort(row.name, () =>
+    rootPortHarness(row, place(SESSION_SQL), (ports, root, at) => ports.session(root, at)),
+  );
 });

@@ -8,7 +8,14 @@
  */
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { openSqliteSessionPort, sessionStore, SESSION_PG_MIGRATIONS, openPgSessionPort, type SessionPort, type SessionStore } from '../../../src/owners/session/index.js';
+import {
+  openSqliteSessionPort,
+  sessionStore,
+  SESSION_PG_MIGRATIONS,
+  openPgSessionPort,
+  type SessionPort,
+  type SessionStore,
+} from '../../../src/owners/session/index.js';
 import { PgCommitAmbiguous, migratePostgres, type PgDatabase } from '../../../src/store/index.js';
 import { pgHarnesses } from '../conformance/pg-harness.js';
 import { backendPid, blockedBy, hooked } from '../conformance/pg-hooks.js';
@@ -71,7 +78,9 @@ describePg('the PostgreSQL session provider on the real server', () => {
     expect(await port.commit(write)).toEqual({ status: 'conflict', reason: 'changed' });
     expect(await a.query('SELECT count(*)::int AS n FROM turn_phases')).toEqual([{ n: 0 }]);
     // The turn's own generation is the fence: its new executor cannot continue it either.
-    expect((await rejectionOf(() => other.recordPhase(turn.turn_key, 'host_execute', 3))).code).toBe('turn_identity_mismatch');
+    expect((await rejectionOf(() => other.recordPhase(turn.turn_key, 'host_execute', 3))).code).toBe(
+      'turn_identity_mismatch',
+    );
   });
 
   it('a bind waits for an open phase write holding the session: the phase lands under its generation, then the bind', async () => {
@@ -89,7 +98,9 @@ describePg('the PostgreSQL session provider on the real server', () => {
     });
     expect((await mine.recordPhase(turn.turn_key, 'host_execute', 2)).phases).toHaveLength(1);
     expect(await bind).toMatchObject({ execution_generation: 3, run_id: 'run-B' });
-    expect((await rejectionOf(() => mine.recordPhase(turn.turn_key, 'typed_result', 2))).code).toBe('session_generation_stale');
+    expect((await rejectionOf(() => mine.recordPhase(turn.turn_key, 'typed_result', 2))).code).toBe(
+      'session_generation_stale',
+    );
   }, 120_000);
 
   it('a settlement whose connection the server ended at the commit point is unproved, nothing landed, and one retry applies once', async () => {
@@ -152,6 +163,8 @@ describePg('the PostgreSQL session provider on the real server', () => {
     await unmigrated.query("UPDATE sessions SET updated_at = 'yesterday'");
     expect((await rejectionOf(() => store.getSession(s.session_id))).code).toBe('session_store_corrupt');
     await unmigrated.query("UPDATE loopx_schema_versions SET version = 99 WHERE component = 'session'");
-    expect((await rejectionOf(() => openPgSessionPort(unmigrated).read({ session_id: s.session_id }))).code).toBe('pg_schema_version_unknown');
+    expect((await rejectionOf(() => openPgSessionPort(unmigrated).read({ session_id: s.session_id }))).code).toBe(
+      'pg_schema_version_unknown',
+    );
   });
 });

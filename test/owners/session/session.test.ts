@@ -8,7 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { canonicalJson, sha256Hex } from '../../../src/core/index.js';
-import { TURN_PHASES, memorySessionStore, openSqliteSessionStore, type SessionStore, type TurnPhase } from '../../../src/owners/session/index.js';
+import {
+  TURN_PHASES,
+  memorySessionStore,
+  openSqliteSessionStore,
+  type SessionStore,
+  type TurnPhase,
+} from '../../../src/owners/session/index.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -50,7 +56,14 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
   it('a new session is active, managed_runtime, at generations 1/1 and bound to no run', async () => {
     const store = make();
     const s = await store.openSession(GOAL);
-    expect(s).toMatchObject({ ...GOAL, session_mode: 'managed_runtime', session_generation: 1, execution_generation: 1, run_id: null, status: 'active' });
+    expect(s).toMatchObject({
+      ...GOAL,
+      session_mode: 'managed_runtime',
+      session_generation: 1,
+      execution_generation: 1,
+      run_id: null,
+      status: 'active',
+    });
     expect(s.session_id).toMatch(/^ses_[0-9a-f]{24}$/);
     expect(await store.getSession(s.session_id)).toEqual(s);
     expect(await store.getSession('ses_missing')).toBeUndefined();
@@ -61,15 +74,21 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
     const store = make();
     const a = await store.openSession(GOAL, { session_id: 'ses_fixed' });
     expect(await store.openSession(GOAL, { session_id: 'ses_fixed' })).toEqual(a);
-    expect(await codeOf(() => store.openSession({ goal_id: 'g1', goal_instance_id: 'gi_2' }, { session_id: 'ses_fixed' }))).toBe('session_identity_mismatch');
+    expect(
+      await codeOf(() => store.openSession({ goal_id: 'g1', goal_instance_id: 'gi_2' }, { session_id: 'ses_fixed' })),
+    ).toBe('session_identity_mismatch');
     expect(await store.listSessions()).toHaveLength(1);
     store.close();
   });
 
   it('an invalid Goal reference or run id is refused as input', async () => {
     const store = make();
-    expect(await codeOf(() => store.openSession({ goal_id: '../etc', goal_instance_id: 'gi' }))).toBe('session_input_invalid');
-    expect(await codeOf(() => store.openSession({ goal_id: 'g1', goal_instance_id: '' }))).toBe('session_input_invalid');
+    expect(await codeOf(() => store.openSession({ goal_id: '../etc', goal_instance_id: 'gi' }))).toBe(
+      'session_input_invalid',
+    );
+    expect(await codeOf(() => store.openSession({ goal_id: 'g1', goal_instance_id: '' }))).toBe(
+      'session_input_invalid',
+    );
     const s = await store.openSession(GOAL);
     expect(await codeOf(() => store.bindRun(s.session_id, 'run with spaces', 1))).toBe('session_input_invalid');
     expect(await codeOf(() => store.bindRun(s.session_id, 'run-1', 0))).toBe('session_input_invalid');
@@ -95,7 +114,11 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
       await store.bindRun(s.session_id, 'run-2', 1);
       expect.unreachable();
     } catch (e) {
-      expect(e).toMatchObject({ code: 'session_generation_stale', kind: 'conflict', details: { expected: 1, current: 2 } });
+      expect(e).toMatchObject({
+        code: 'session_generation_stale',
+        kind: 'conflict',
+        details: { expected: 1, current: 2 },
+      });
       expect((e as { nextAction?: string }).nextAction).toBeTruthy();
     }
     store.close();
@@ -106,10 +129,24 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
     const { turn } = await store.beginTurn(id, 0, gen);
     const r = await store.retireSession(id, 1);
     expect(await codeOf(() => store.recordPhase(turn.turn_key, 'host_execute', gen))).toBe('session_retired');
-    expect(await codeOf(() => store.settleTurn(turn.turn_key, { settlement_id: 'st-1', status: 'stopped', expected_execution_generation: gen }))).toBe('session_generation_stale');
-    expect((await store.settleTurn(turn.turn_key, { settlement_id: 'st-1', status: 'stopped', expected_execution_generation: r.execution_generation })).settlement.status).toBe(
-      'stopped',
-    );
+    expect(
+      await codeOf(() =>
+        store.settleTurn(turn.turn_key, {
+          settlement_id: 'st-1',
+          status: 'stopped',
+          expected_execution_generation: gen,
+        }),
+      ),
+    ).toBe('session_generation_stale');
+    expect(
+      (
+        await store.settleTurn(turn.turn_key, {
+          settlement_id: 'st-1',
+          status: 'stopped',
+          expected_execution_generation: r.execution_generation,
+        })
+      ).settlement.status,
+    ).toBe('stopped');
     expect(r).toMatchObject({ status: 'retired', execution_generation: gen + 1 });
     expect(await codeOf(() => store.bindRun(id, 'run-2', gen))).toBe('session_retired');
     expect(await codeOf(() => store.beginTurn(id, 1, r.execution_generation))).toBe('session_retired');
@@ -134,7 +171,15 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
     const { turn, replayed } = await store.beginTurn(id, 0, gen);
     expect(replayed).toBe(false);
     expect(turn.turn_key).toBe(sha256Hex(canonicalJson({ session_id: id, turn_index: 0 })));
-    expect(turn).toMatchObject({ session_id: id, ...GOAL, turn_index: 0, execution_generation: gen, run_id: 'run-1', status: 'in_progress', phases: [] });
+    expect(turn).toMatchObject({
+      session_id: id,
+      ...GOAL,
+      turn_index: 0,
+      execution_generation: gen,
+      run_id: 'run-1',
+      status: 'in_progress',
+      phases: [],
+    });
     expect(await store.getTurn(turn.turn_key)).toEqual(turn);
     store.close();
   });
@@ -158,7 +203,9 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
     const again = await store.recordPhase(turn.turn_key, 'host_execute', gen);
     expect(again.phases.map((p) => p.phase)).toEqual(['host_execute', 'typed_result']);
     expect(again.phases[0]!.ref).toBe('eff_1#host_execute');
-    expect(await codeOf(() => store.recordPhase(turn.turn_key, 'nonsense' as TurnPhase, gen))).toBe('session_input_invalid');
+    expect(await codeOf(() => store.recordPhase(turn.turn_key, 'nonsense' as TurnPhase, gen))).toBe(
+      'session_input_invalid',
+    );
     expect(await codeOf(() => store.recordPhase('0'.repeat(64), 'host_execute', gen))).toBe('turn_not_found');
     store.close();
   });
@@ -177,11 +224,29 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
     const { turn } = await store.beginTurn(id, 0, gen);
     await recordUpTo(store, turn.turn_key, gen, 'validation');
     const base = { expected_execution_generation: gen };
-    expect(await codeOf(() => store.settleTurn(turn.turn_key, { ...base, settlement_id: 'st-1', status: 'committed' }))).toBe('settlement_invalid');
-    expect(await codeOf(() => store.settleTurn(turn.turn_key, { ...base, settlement_id: 'st-1', status: 'failed', failed_phase: 'validation' }))).toBe('settlement_invalid');
-    expect(await codeOf(() => store.settleTurn(turn.turn_key, { ...base, settlement_id: 'st-1', status: 'stopped', failed_phase: 'durable_writeback' }))).toBe(
-      'settlement_invalid',
-    );
+    expect(
+      await codeOf(() => store.settleTurn(turn.turn_key, { ...base, settlement_id: 'st-1', status: 'committed' })),
+    ).toBe('settlement_invalid');
+    expect(
+      await codeOf(() =>
+        store.settleTurn(turn.turn_key, {
+          ...base,
+          settlement_id: 'st-1',
+          status: 'failed',
+          failed_phase: 'validation',
+        }),
+      ),
+    ).toBe('settlement_invalid');
+    expect(
+      await codeOf(() =>
+        store.settleTurn(turn.turn_key, {
+          ...base,
+          settlement_id: 'st-1',
+          status: 'stopped',
+          failed_phase: 'durable_writeback',
+        }),
+      ),
+    ).toBe('settlement_invalid');
     const { settlement } = await store.settleTurn(turn.turn_key, {
       ...base,
       settlement_id: 'st-1',
@@ -189,7 +254,12 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
       failed_phase: 'durable_writeback',
       result_kind: 'writeback_failed',
     });
-    expect(settlement).toMatchObject({ status: 'failed', failed_phase: 'durable_writeback', result_kind: 'writeback_failed', phase_count: 3 });
+    expect(settlement).toMatchObject({
+      status: 'failed',
+      failed_phase: 'durable_writeback',
+      result_kind: 'writeback_failed',
+      phase_count: 3,
+    });
     expect((await store.getTurn(turn.turn_key))!.status).toBe('failed');
     store.close();
   });
@@ -198,14 +268,31 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
     const { store, id, gen } = await bound(make);
     const { turn } = await store.beginTurn(id, 0, gen);
     await recordUpTo(store, turn.turn_key, gen, 'quota_spend');
-    const request = { settlement_id: 'st-1', status: 'committed' as const, result_kind: 'validated_progress' as const, expected_execution_generation: gen };
+    const request = {
+      settlement_id: 'st-1',
+      status: 'committed' as const,
+      result_kind: 'validated_progress' as const,
+      expected_execution_generation: gen,
+    };
     const first = await store.settleTurn(turn.turn_key, request);
     expect(first.replayed).toBe(false);
-    expect(first.settlement).toMatchObject({ turn_key: turn.turn_key, session_id: id, goal_id: 'g1', status: 'committed', phase_count: 5 });
+    expect(first.settlement).toMatchObject({
+      turn_key: turn.turn_key,
+      session_id: id,
+      goal_id: 'g1',
+      status: 'committed',
+      phase_count: 5,
+    });
     const second = await store.settleTurn(turn.turn_key, request);
     expect(second).toEqual({ settlement: first.settlement, replayed: true });
-    expect(await codeOf(() => store.settleTurn(turn.turn_key, { ...request, settlement_id: 'st-2', status: 'stopped', result_kind: null }))).toBe('turn_already_settled');
-    expect(await codeOf(() => store.settleTurn(turn.turn_key, { ...request, result_kind: 'validated_completion' }))).toBe('settlement_identity_mismatch');
+    expect(
+      await codeOf(() =>
+        store.settleTurn(turn.turn_key, { ...request, settlement_id: 'st-2', status: 'stopped', result_kind: null }),
+      ),
+    ).toBe('turn_already_settled');
+    expect(
+      await codeOf(() => store.settleTurn(turn.turn_key, { ...request, result_kind: 'validated_completion' })),
+    ).toBe('settlement_identity_mismatch');
     expect(await codeOf(() => store.recordPhase(turn.turn_key, 'scheduler_apply', gen))).toBe('turn_not_in_progress');
     expect(await store.getSettlement(turn.turn_key)).toEqual(first.settlement);
     store.close();
@@ -214,11 +301,17 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
   it('a settlement id used for one turn is refused for another', async () => {
     const { store, id, gen } = await bound(make);
     const t0 = (await store.beginTurn(id, 0, gen)).turn;
-    await store.settleTurn(t0.turn_key, { settlement_id: 'st-1', status: 'stopped', expected_execution_generation: gen });
+    await store.settleTurn(t0.turn_key, {
+      settlement_id: 'st-1',
+      status: 'stopped',
+      expected_execution_generation: gen,
+    });
     const t1 = (await store.beginTurn(id, 1, gen)).turn;
-    expect(await codeOf(() => store.settleTurn(t1.turn_key, { settlement_id: 'st-1', status: 'stopped', expected_execution_generation: gen }))).toBe(
-      'settlement_identity_mismatch',
-    );
+    expect(
+      await codeOf(() =>
+        store.settleTurn(t1.turn_key, { settlement_id: 'st-1', status: 'stopped', expected_execution_generation: gen }),
+      ),
+    ).toBe('settlement_identity_mismatch');
     expect((await store.listTurns(id)).map((t) => t.turn_index)).toEqual([0, 1]);
     store.close();
   });
@@ -228,17 +321,41 @@ describe.each(providers)('session owner (%s)', (_name, make) => {
     const { turn } = await store.beginTurn(id, 0, gen);
     await recordUpTo(store, turn.turn_key, gen, 'durable_writeback');
     const next = (await store.bindRun(id, 'run-2', gen)).execution_generation;
-    expect(await codeOf(() => store.settleTurn(turn.turn_key, { settlement_id: 'st-old', status: 'committed', expected_execution_generation: gen }))).toBe(
-      'session_generation_stale',
-    );
-    expect(await codeOf(() => store.settleTurn(turn.turn_key, { settlement_id: 'st-new', status: 'committed', expected_execution_generation: next }))).toBe(
-      'turn_identity_mismatch',
-    );
-    const closed = await store.settleTurn(turn.turn_key, { settlement_id: 'st-new', status: 'stopped', expected_execution_generation: next });
+    expect(
+      await codeOf(() =>
+        store.settleTurn(turn.turn_key, {
+          settlement_id: 'st-old',
+          status: 'committed',
+          expected_execution_generation: gen,
+        }),
+      ),
+    ).toBe('session_generation_stale');
+    expect(
+      await codeOf(() =>
+        store.settleTurn(turn.turn_key, {
+          settlement_id: 'st-new',
+          status: 'committed',
+          expected_execution_generation: next,
+        }),
+      ),
+    ).toBe('turn_identity_mismatch');
+    const closed = await store.settleTurn(turn.turn_key, {
+      settlement_id: 'st-new',
+      status: 'stopped',
+      expected_execution_generation: next,
+    });
     expect(closed.settlement.status).toBe('stopped');
     // The replay is a readback even though the generation has moved on since.
     await store.bindRun(id, 'run-3', next);
-    expect((await store.settleTurn(turn.turn_key, { settlement_id: 'st-new', status: 'stopped', expected_execution_generation: next })).replayed).toBe(true);
+    expect(
+      (
+        await store.settleTurn(turn.turn_key, {
+          settlement_id: 'st-new',
+          status: 'stopped',
+          expected_execution_generation: next,
+        })
+      ).replayed,
+    ).toBe(true);
     store.close();
   });
 

@@ -38,7 +38,14 @@ beforeAll(async () => {
     await w.addTodo({ operation_id: 'add-3', title: 'Publish' });
     await w.updateTodo({ operation_id: 'done-1', todo_id: 't1', status: 'done' });
     await w.setHandoffMode({ operation_id: 'mode', handoff_mode: 'hard_lease' });
-    await w.acquireLease({ operation_id: 'lease-3', todo_id: 't3', owner: 'session:s1', execution_key: 'exec:s1:2', ttl_ms: 600_000, expected_version: 0 });
+    await w.acquireLease({
+      operation_id: 'lease-3',
+      todo_id: 't3',
+      owner: 'session:s1',
+      execution_key: 'exec:s1:2',
+      ttl_ms: 600_000,
+      expected_version: 0,
+    });
     sourceIdentity = (await w.storeIdentity()).store_identity;
   } finally {
     w.close();
@@ -51,7 +58,12 @@ beforeAll(async () => {
   digest = ex.archive_sha256;
 });
 
-const request = () => ({ recovery_id: RECOVERY, copy_path: copyPath, export_header_line: headerLine, content_digest: digest });
+const request = () => ({
+  recovery_id: RECOVERY,
+  copy_path: copyPath,
+  export_header_line: headerLine,
+  content_digest: digest,
+});
 
 async function withDestination<T>(fn: (w: WorkOwner) => Promise<T>): Promise<T> {
   const w = await openGoalWork({ root: fresh(), goal_id: GOAL });
@@ -68,7 +80,10 @@ describe('work owner adoption', () => {
       const own = await w.storeIdentity();
       expect(own.store_identity).not.toBe(sourceIdentity);
       const imported = await w.importLineage(request());
-      expect(imported).toMatchObject({ result: 'applied', lineage: { source_store_identity: sourceIdentity, source_head_cursor: 6, recovery_id: RECOVERY } });
+      expect(imported).toMatchObject({
+        result: 'applied',
+        lineage: { source_store_identity: sourceIdentity, source_head_cursor: 6, recovery_id: RECOVERY },
+      });
       expect((await w.importLineage(request())).result).toBe('already');
       // The original receipt, exactly, and a repeat of the original request replays it.
       const original = await w.readReceipt('done-1');
@@ -94,7 +109,9 @@ describe('work owner adoption', () => {
       expect(t3.lease).toMatchObject({ status: 'released', lease_epoch: 1, owner: 'session:s1' });
       expect((await w.leaseStatus('t3')).authorization).toBe('released');
       expect((await w.view()).fence_epoch).toBeNull();
-      expect((await w.adoptRecoveredState({ operation_id: 'rcv-adopt', recovery_id: RECOVERY })).result).toBe('already_applied');
+      expect((await w.adoptRecoveredState({ operation_id: 'rcv-adopt', recovery_id: RECOVERY })).result).toBe(
+        'already_applied',
+      );
       // A new lease starts one epoch on: the restored one never counts again.
       const lease = await w.acquireLease({
         operation_id: 'new-lease',
@@ -109,10 +126,14 @@ describe('work owner adoption', () => {
 
   it('refuses rows that do not seal to the audited digest, and a store that already has work, writing nothing', () =>
     withDestination(async (w) => {
-      const bad = await w.importLineage({ ...request(), content_digest: '0'.repeat(64) }).catch((e: { code: string }) => e);
+      const bad = await w
+        .importLineage({ ...request(), content_digest: '0'.repeat(64) })
+        .catch((e: { code: string }) => e);
       expect((bad as { code: string }).code).toBe('work_lineage_mismatch');
       expect(await w.lineage()).toEqual([]);
-      const missing = await w.adoptRecoveredState({ operation_id: 'rcv-adopt', recovery_id: RECOVERY }).catch((e: { code: string }) => e);
+      const missing = await w
+        .adoptRecoveredState({ operation_id: 'rcv-adopt', recovery_id: RECOVERY })
+        .catch((e: { code: string }) => e);
       expect((missing as { code: string }).code).toBe('work_lineage_missing');
       await w.addTodo({ operation_id: 'own', title: 'mine' });
       const late = await w.importLineage(request()).catch((e: { code: string }) => e);

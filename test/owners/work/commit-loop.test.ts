@@ -34,10 +34,20 @@ describe.each(HARNESSES)('work owner commit loop: %s', (_name, make) => {
     await work.addTodo({ operation_id: 'add', title: 'first title' });
     expect(n).toEqual({ load: 1, readReceipt: 0, commit: 1 });
     reset();
-    expect(await work.updateTodo({ operation_id: 'u1', todo_id: 't1', title: 'second title' })).toMatchObject({ result: 'applied', cursor: 2 });
-    expect(await work.updateTodo({ operation_id: 'u2', todo_id: 't1', title: 'third title' })).toMatchObject({ result: 'applied', cursor: 3 });
+    expect(await work.updateTodo({ operation_id: 'u1', todo_id: 't1', title: 'second title' })).toMatchObject({
+      result: 'applied',
+      cursor: 2,
+    });
+    expect(await work.updateTodo({ operation_id: 'u2', todo_id: 't1', title: 'third title' })).toMatchObject({
+      result: 'applied',
+      cursor: 3,
+    });
     expect(n).toEqual({ load: 0, readReceipt: 0, commit: 2 });
-    expect(await work.view()).toMatchObject({ cursor: 3, authority_revision: 3, todos: [{ todo_id: 't1', title: 'third title', todo_revision: 3 }] });
+    expect(await work.view()).toMatchObject({
+      cursor: 3,
+      authority_revision: 3,
+      todos: [{ todo_id: 't1', title: 'third title', todo_revision: 3 }],
+    });
   });
 
   it('a head another writer moved since is refused by the store, and the write is decided again over the fresh head', async () => {
@@ -64,11 +74,28 @@ describe.each(HARNESSES)('work owner commit loop: %s', (_name, make) => {
     await work.addTodo({ operation_id: 'mine', title: 'Mine' });
     await other.addTodo({ operation_id: 'other', title: 'Theirs' });
     // Over its own last head, t2 does not exist and the authority revision is 1: both are stale.
-    const r = await work.updateTodo({ operation_id: 'u', todo_id: 't2', title: 'Theirs, renamed', expected_authority_revision: 2 });
-    expect(r).toMatchObject({ result: 'applied', cursor: 3, receipt: { todo: { todo_id: 't2', title: 'Theirs, renamed' } } });
+    const r = await work.updateTodo({
+      operation_id: 'u',
+      todo_id: 't2',
+      title: 'Theirs, renamed',
+      expected_authority_revision: 2,
+    });
+    expect(r).toMatchObject({
+      result: 'applied',
+      cursor: 3,
+      receipt: { todo: { todo_id: 't2', title: 'Theirs, renamed' } },
+    });
     // Over a fresh head the refusal stands.
-    expect((await rejectionOf(() => work.updateTodo({ operation_id: 'u2', todo_id: 't9', title: 'x' }))).code).toBe('todo_not_found');
-    expect((await rejectionOf(() => work.updateTodo({ operation_id: 'u3', todo_id: 't1', title: 'x', expected_authority_revision: 2 }))).code).toBe('authority_revision_mismatch');
+    expect((await rejectionOf(() => work.updateTodo({ operation_id: 'u2', todo_id: 't9', title: 'x' }))).code).toBe(
+      'todo_not_found',
+    );
+    expect(
+      (
+        await rejectionOf(() =>
+          work.updateTodo({ operation_id: 'u3', todo_id: 't1', title: 'x', expected_authority_revision: 2 }),
+        )
+      ).code,
+    ).toBe('authority_revision_mismatch');
   });
 
   it('a known operation id is its replay before any refusal of the decision, from this owner or a fresh one', async () => {
@@ -80,12 +107,18 @@ describe.each(HARNESSES)('work owner commit loop: %s', (_name, make) => {
     // The same request again: its plan would refuse (t1 exists, the authority revision moved on) — the receipt answers first.
     expect(await work.addTodo(add)).toMatchObject({ result: 'already_applied', cursor: 1, receipt: applied.receipt });
     const fresh = await countedOwner(h);
-    expect(await fresh.work.addTodo(add)).toMatchObject({ result: 'already_applied', cursor: 1, receipt: applied.receipt });
+    expect(await fresh.work.addTodo(add)).toMatchObject({
+      result: 'already_applied',
+      cursor: 1,
+      receipt: applied.receipt,
+    });
     expect(fresh.n.commit).toBe(0);
     // A plan that would not refuse: the store refuses the id, and the receipt answers.
     const again = { operation_id: 'u', todo_id: 't1', title: 'second title' };
     expect(await fresh.work.updateTodo(again)).toMatchObject({ result: 'already_applied', cursor: 2 });
-    expect((await rejectionOf(() => fresh.work.updateTodo({ ...again, title: 'another title' }))).code).toBe('operation_identity_mismatch');
+    expect((await rejectionOf(() => fresh.work.updateTodo({ ...again, title: 'another title' }))).code).toBe(
+      'operation_identity_mismatch',
+    );
     expect(await work.transactionCount()).toBe(2);
   });
 
@@ -93,15 +126,34 @@ describe.each(HARNESSES)('work owner commit loop: %s', (_name, make) => {
     const { work } = await countedOwner(make());
     await work.setHandoffMode({ operation_id: 'mode', handoff_mode: 'hard_lease' });
     await work.addTodo({ operation_id: 'add', title: 'first title' });
-    const acquired = await work.acquireLease({ operation_id: 'lease', todo_id: 't1', owner: 'agent', execution_key: 'run-1', ttl_ms: 60_000, expected_version: 0 });
+    const acquired = await work.acquireLease({
+      operation_id: 'lease',
+      todo_id: 't1',
+      owner: 'agent',
+      execution_key: 'run-1',
+      ttl_ms: 60_000,
+      expected_version: 0,
+    });
     // A caller scribbling over what it was given, in fields the next decision does not check (a
     // changed revision or lease holder would be refused and decided again over a fresh load anyway).
     const todo = acquired.receipt.todo as unknown as Record<string, unknown>;
     Object.assign(todo, { title: 'tampered', created_at: 'tampered' });
     Object.assign(todo.lease as Record<string, unknown>, { acquired_at: 'tampered' });
     const proof = { owner: 'agent', execution_key: 'run-1', lease_epoch: 1 };
-    const r = await work.updateTodo({ operation_id: 'u', todo_id: 't1', note: 'a note', expected_todo_revision: 2, lease: proof });
-    const untouched = { title: 'first title', note: 'a note', todo_revision: 3, created_at: (await work.view()).todos[0]?.created_at, lease: { owner: 'agent', lease_epoch: 1 } };
+    const r = await work.updateTodo({
+      operation_id: 'u',
+      todo_id: 't1',
+      note: 'a note',
+      expected_todo_revision: 2,
+      lease: proof,
+    });
+    const untouched = {
+      title: 'first title',
+      note: 'a note',
+      todo_revision: 3,
+      created_at: (await work.view()).todos[0]?.created_at,
+      lease: { owner: 'agent', lease_epoch: 1 },
+    };
     expect(r).toMatchObject({ result: 'applied', receipt: { todo: untouched } });
     expect(await work.getTodo('t1')).toMatchObject(untouched);
     expect(JSON.stringify(await work.getTodo('t1'))).not.toContain('tampered');

@@ -32,7 +32,19 @@ describe.each(HARNESSES)('leases: %s', (_name, make) => {
     expect(e.code).toBe('handoff_mode_soft_claim');
     expect(e.kind).toBe('rejected');
     expect(
-      (await rejectionOf(() => w.renewLease({ operation_id: 'r', todo_id: 't1', owner: 'a', execution_key: 'k', lease_epoch: 1, expected_version: 1, ttl_ms: TTL }))).code,
+      (
+        await rejectionOf(() =>
+          w.renewLease({
+            operation_id: 'r',
+            todo_id: 't1',
+            owner: 'a',
+            execution_key: 'k',
+            lease_epoch: 1,
+            expected_version: 1,
+            ttl_ms: TTL,
+          }),
+        )
+      ).code,
     ).toBe('handoff_mode_soft_claim');
   });
 
@@ -68,19 +80,48 @@ describe.each(HARNESSES)('leases: %s', (_name, make) => {
     const { w, clock } = await setup();
     await acquire(w, 'acq');
     clock.advance(30_000);
-    const r = await w.renewLease({ operation_id: 'renew', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1, ttl_ms: TTL });
-    expect(r.receipt.lease).toMatchObject({ lease_epoch: 1, version: 2, expires_at: '2030-01-01T00:01:30.000Z', status: 'active' });
+    const r = await w.renewLease({
+      operation_id: 'renew',
+      todo_id: 't1',
+      owner: 'agent-a',
+      execution_key: 'exec-1',
+      lease_epoch: 1,
+      expected_version: 1,
+      ttl_ms: TTL,
+    });
+    expect(r.receipt.lease).toMatchObject({
+      lease_epoch: 1,
+      version: 2,
+      expires_at: '2030-01-01T00:01:30.000Z',
+      status: 'active',
+    });
     expect(
       (
         await rejectionOf(() =>
-          w.renewLease({ operation_id: 'renew-2', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1, ttl_ms: TTL }),
+          w.renewLease({
+            operation_id: 'renew-2',
+            todo_id: 't1',
+            owner: 'agent-a',
+            execution_key: 'exec-1',
+            lease_epoch: 1,
+            expected_version: 1,
+            ttl_ms: TTL,
+          }),
         )
       ).code,
     ).toBe('lease_version_mismatch');
     expect(
       (
         await rejectionOf(() =>
-          w.renewLease({ operation_id: 'renew-3', todo_id: 't1', owner: 'agent-b', execution_key: 'exec-1', lease_epoch: 1, expected_version: 2, ttl_ms: TTL }),
+          w.renewLease({
+            operation_id: 'renew-3',
+            todo_id: 't1',
+            owner: 'agent-b',
+            execution_key: 'exec-1',
+            lease_epoch: 1,
+            expected_version: 2,
+            ttl_ms: TTL,
+          }),
         )
       ).code,
     ).toBe('lease_not_holder');
@@ -100,10 +141,24 @@ describe.each(HARNESSES)('leases: %s', (_name, make) => {
       to_owner: 'agent-b',
       to_execution_key: 'exec-9',
     });
-    expect(r.receipt.lease).toMatchObject({ owner: 'agent-b', execution_key: 'exec-9', lease_epoch: 2, version: 2, status: 'active' });
+    expect(r.receipt.lease).toMatchObject({
+      owner: 'agent-b',
+      execution_key: 'exec-9',
+      lease_epoch: 2,
+      version: 2,
+      status: 'active',
+    });
     expect((await w.getTodo('t1'))!.claimed_by).toBe('agent-b');
     const stale = await rejectionOf(() =>
-      w.renewLease({ operation_id: 'old-renew', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 2, ttl_ms: TTL }),
+      w.renewLease({
+        operation_id: 'old-renew',
+        todo_id: 't1',
+        owner: 'agent-a',
+        execution_key: 'exec-1',
+        lease_epoch: 1,
+        expected_version: 2,
+        ttl_ms: TTL,
+      }),
     );
     expect(stale.code).toBe('lease_epoch_stale');
     expect(stale.kind).toBe('conflict');
@@ -114,13 +169,31 @@ describe.each(HARNESSES)('leases: %s', (_name, make) => {
   it('release keeps version and epoch and persists released; re-acquire moves both on (no ABA)', async () => {
     const { w } = await setup();
     await acquire(w, 'acq');
-    const rel = await w.releaseLease({ operation_id: 'rel', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1 });
+    const rel = await w.releaseLease({
+      operation_id: 'rel',
+      todo_id: 't1',
+      owner: 'agent-a',
+      execution_key: 'exec-1',
+      lease_epoch: 1,
+      expected_version: 1,
+    });
     expect(rel.receipt.lease).toMatchObject({ lease_epoch: 1, version: 1, status: 'released', released_at: T0 });
     expect(rel.authorization_status).toBe('released');
     expect((await w.getTodo('t1'))!.claimed_by).toBeNull();
     expect((await w.leaseStatus('t1')).authorization).toBe('released');
     expect(
-      (await rejectionOf(() => w.releaseLease({ operation_id: 'rel-2', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1 }))).code,
+      (
+        await rejectionOf(() =>
+          w.releaseLease({
+            operation_id: 'rel-2',
+            todo_id: 't1',
+            owner: 'agent-a',
+            execution_key: 'exec-1',
+            lease_epoch: 1,
+            expected_version: 1,
+          }),
+        )
+      ).code,
     ).toBe('lease_not_active');
     const again = await acquire(w, 'acq-2', 'agent-b', 'exec-2', 1);
     expect(again.receipt.lease).toMatchObject({ owner: 'agent-b', lease_epoch: 2, version: 2, status: 'active' });
@@ -135,18 +208,38 @@ describe.each(HARNESSES)('leases: %s', (_name, make) => {
     clock.set('2030-01-01T00:01:00.000Z');
     expect((await w.leaseStatus('t1')).authorization).toBe('expired');
     const renew = await rejectionOf(() =>
-      w.renewLease({ operation_id: 'late-renew', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1, ttl_ms: TTL }),
+      w.renewLease({
+        operation_id: 'late-renew',
+        todo_id: 't1',
+        owner: 'agent-a',
+        execution_key: 'exec-1',
+        lease_epoch: 1,
+        expected_version: 1,
+        ttl_ms: TTL,
+      }),
     );
     expect(renew.code).toBe('lease_expired');
     const take = await acquire(w, 'takeover', 'agent-b', 'exec-2', 1);
-    expect(take.receipt.lease).toMatchObject({ owner: 'agent-b', lease_epoch: 2, version: 2, expires_at: '2030-01-01T00:02:00.000Z' });
+    expect(take.receipt.lease).toMatchObject({
+      owner: 'agent-b',
+      lease_epoch: 2,
+      version: 2,
+      expires_at: '2030-01-01T00:02:00.000Z',
+    });
   });
 
   it('an expired lease can still be released by its holder (version and epoch kept)', async () => {
     const { w, clock } = await setup();
     await acquire(w, 'acq');
     clock.advance(TTL);
-    const rel = await w.releaseLease({ operation_id: 'rel', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1 });
+    const rel = await w.releaseLease({
+      operation_id: 'rel',
+      todo_id: 't1',
+      owner: 'agent-a',
+      execution_key: 'exec-1',
+      lease_epoch: 1,
+      expected_version: 1,
+    });
     expect(rel.receipt.lease).toMatchObject({ status: 'released', lease_epoch: 1, version: 1 });
   });
 
@@ -156,19 +249,47 @@ describe.each(HARNESSES)('leases: %s', (_name, make) => {
     expect(none.code).toBe('lease_required');
     expect(none.kind).toBe('rejected');
     await acquire(w, 'acq');
-    expect((await rejectionOf(() => w.updateTodo({ operation_id: 'done-1', todo_id: 't1', status: 'done' }))).code).toBe('lease_required');
     expect(
-      (await rejectionOf(() => w.updateTodo({ operation_id: 'done-2', todo_id: 't1', status: 'done', lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 7 } }))).code,
+      (await rejectionOf(() => w.updateTodo({ operation_id: 'done-1', todo_id: 't1', status: 'done' }))).code,
+    ).toBe('lease_required');
+    expect(
+      (
+        await rejectionOf(() =>
+          w.updateTodo({
+            operation_id: 'done-2',
+            todo_id: 't1',
+            status: 'done',
+            lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 7 },
+          }),
+        )
+      ).code,
     ).toBe('lease_epoch_stale');
     expect(
-      (await rejectionOf(() => w.updateTodo({ operation_id: 'done-3', todo_id: 't1', status: 'deferred', lease: { owner: 'agent-b', execution_key: 'exec-1', lease_epoch: 1 } })))
-        .code,
+      (
+        await rejectionOf(() =>
+          w.updateTodo({
+            operation_id: 'done-3',
+            todo_id: 't1',
+            status: 'deferred',
+            lease: { owner: 'agent-b', execution_key: 'exec-1', lease_epoch: 1 },
+          }),
+        )
+      ).code,
     ).toBe('lease_not_holder');
     // Non-closing changes need no lease.
     expect((await w.updateTodo({ operation_id: 'note', todo_id: 't1', note: 'progress' })).result).toBe('applied');
     clock.advance(TTL);
     expect(
-      (await rejectionOf(() => w.updateTodo({ operation_id: 'done-4', todo_id: 't1', status: 'done', lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1 } }))).code,
+      (
+        await rejectionOf(() =>
+          w.updateTodo({
+            operation_id: 'done-4',
+            todo_id: 't1',
+            status: 'done',
+            lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1 },
+          }),
+        )
+      ).code,
     ).toBe('lease_expired');
     expect((await w.getTodo('t1'))!.status).toBe('open');
   });
@@ -176,7 +297,13 @@ describe.each(HARNESSES)('leases: %s', (_name, make) => {
   it('hard_lease: completing with the lease closes the Todo and releases the lease record', async () => {
     const { w } = await setup();
     await acquire(w, 'acq');
-    const r = await w.updateTodo({ operation_id: 'done', todo_id: 't1', status: 'done', note: 'shipped', lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1 } });
+    const r = await w.updateTodo({
+      operation_id: 'done',
+      todo_id: 't1',
+      status: 'done',
+      note: 'shipped',
+      lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1 },
+    });
     expect(r.receipt.todo).toMatchObject({ status: 'done', note: 'shipped', claimed_by: 'agent-a' });
     expect(r.receipt.todo!.lease).toMatchObject({ status: 'released', lease_epoch: 1, version: 1 });
     expect(r.receipt.lease).toBeNull(); // not a lease operation: it reports no lease authority
@@ -186,27 +313,56 @@ describe.each(HARNESSES)('leases: %s', (_name, make) => {
 
   it('hard_lease: a claim change needs the lease', async () => {
     const { w } = await setup();
-    expect((await rejectionOf(() => w.claimTodo({ operation_id: 'claim', todo_id: 't1', agent: 'agent-a' }))).code).toBe('lease_required');
-    await acquire(w, 'acq');
-    expect((await rejectionOf(() => w.unclaimTodo({ operation_id: 'unclaim-1', todo_id: 't1', agent: 'agent-a' }))).code).toBe('lease_required');
     expect(
-      (await w.unclaimTodo({ operation_id: 'unclaim-2', todo_id: 't1', agent: 'agent-a', lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1 } })).receipt.todo!
-        .claimed_by,
+      (await rejectionOf(() => w.claimTodo({ operation_id: 'claim', todo_id: 't1', agent: 'agent-a' }))).code,
+    ).toBe('lease_required');
+    await acquire(w, 'acq');
+    expect(
+      (await rejectionOf(() => w.unclaimTodo({ operation_id: 'unclaim-1', todo_id: 't1', agent: 'agent-a' }))).code,
+    ).toBe('lease_required');
+    expect(
+      (
+        await w.unclaimTodo({
+          operation_id: 'unclaim-2',
+          todo_id: 't1',
+          agent: 'agent-a',
+          lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1 },
+        })
+      ).receipt.todo!.claimed_by,
     ).toBeNull();
     expect(
-      (await w.claimTodo({ operation_id: 'claim-2', todo_id: 't1', agent: 'agent-a', lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1 } })).receipt.todo!
-        .claimed_by,
+      (
+        await w.claimTodo({
+          operation_id: 'claim-2',
+          todo_id: 't1',
+          agent: 'agent-a',
+          lease: { owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1 },
+        })
+      ).receipt.todo!.claimed_by,
     ).toBe('agent-a');
   });
 
   it('the handoff mode changes only when quiescent', async () => {
     const { w } = await setup();
     await acquire(w, 'acq');
-    expect((await rejectionOf(() => w.setHandoffMode({ operation_id: 'soft', handoff_mode: 'soft_claim' }))).code).toBe('handoff_mode_not_quiescent');
-    await w.releaseLease({ operation_id: 'rel', todo_id: 't1', owner: 'agent-a', execution_key: 'exec-1', lease_epoch: 1, expected_version: 1 });
-    expect((await w.setHandoffMode({ operation_id: 'soft', handoff_mode: 'soft_claim' })).receipt.handoff_mode).toBe('soft_claim');
+    expect((await rejectionOf(() => w.setHandoffMode({ operation_id: 'soft', handoff_mode: 'soft_claim' }))).code).toBe(
+      'handoff_mode_not_quiescent',
+    );
+    await w.releaseLease({
+      operation_id: 'rel',
+      todo_id: 't1',
+      owner: 'agent-a',
+      execution_key: 'exec-1',
+      lease_epoch: 1,
+      expected_version: 1,
+    });
+    expect((await w.setHandoffMode({ operation_id: 'soft', handoff_mode: 'soft_claim' })).receipt.handoff_mode).toBe(
+      'soft_claim',
+    );
     await w.claimTodo({ operation_id: 'claim', todo_id: 't1', agent: 'agent-a' });
-    expect((await rejectionOf(() => w.setHandoffMode({ operation_id: 'hard', handoff_mode: 'hard_lease' }))).code).toBe('handoff_mode_not_quiescent');
+    expect((await rejectionOf(() => w.setHandoffMode({ operation_id: 'hard', handoff_mode: 'hard_lease' }))).code).toBe(
+      'handoff_mode_not_quiescent',
+    );
     expect((await w.view()).handoff_mode).toBe('soft_claim');
   });
 

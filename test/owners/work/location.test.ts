@@ -36,7 +36,9 @@ const recordPath = (goalId: string) => join(root, LAYOUT.workStoreLocation(goalI
 describe('a Goal’s work location', () => {
   it('is not recorded when it is the root’s, and is recorded by reference when it differs', () => {
     expect(work.settleGoalWorkLocation(root, 'a', undefined, { exists: false })).toEqual({ provider: 'sqlite' });
-    expect(work.settleGoalWorkLocation(root, 'a', { provider: 'sqlite' }, { exists: false })).toEqual({ provider: 'sqlite' });
+    expect(work.settleGoalWorkLocation(root, 'a', { provider: 'sqlite' }, { exists: false })).toEqual({
+      provider: 'sqlite',
+    });
     expect(existsSync(recordPath('a'))).toBe(false);
 
     const pg = work.settleGoalWorkLocation(root, 'b', { provider: 'postgresql', database_url: REF }, { exists: false });
@@ -53,9 +55,21 @@ describe('a Goal’s work location', () => {
   });
 
   it('keeps a pending choice’s schema and row key when asked again, and drops it for the root’s', () => {
-    const first = work.settleGoalWorkLocation(root, 'g', { provider: 'postgresql', database_url: REF }, { exists: false });
-    expect(work.settleGoalWorkLocation(root, 'g', { provider: 'postgresql', database_url: REF }, { exists: false })).toEqual(first);
-    const named = work.settleGoalWorkLocation(root, 'g', { provider: 'postgresql', database_url: REF, schema: 'loopx_other' }, { exists: false });
+    const first = work.settleGoalWorkLocation(
+      root,
+      'g',
+      { provider: 'postgresql', database_url: REF },
+      { exists: false },
+    );
+    expect(
+      work.settleGoalWorkLocation(root, 'g', { provider: 'postgresql', database_url: REF }, { exists: false }),
+    ).toEqual(first);
+    const named = work.settleGoalWorkLocation(
+      root,
+      'g',
+      { provider: 'postgresql', database_url: REF, schema: 'loopx_other' },
+      { exists: false },
+    );
     expect(named).toMatchObject({ schema: 'loopx_other' });
     expect(named).not.toEqual(first);
     expect(work.settleGoalWorkLocation(root, 'g', undefined, { exists: false })).toEqual({ provider: 'sqlite' });
@@ -63,29 +77,65 @@ describe('a Goal’s work location', () => {
   });
 
   it('never changes for a Goal that exists', () => {
-    const pg = work.settleGoalWorkLocation(root, 'g', { provider: 'postgresql', database_url: REF, schema: 'loopx_s' }, { exists: false });
+    const pg = work.settleGoalWorkLocation(
+      root,
+      'g',
+      { provider: 'postgresql', database_url: REF, schema: 'loopx_s' },
+      { exists: false },
+    );
     expect(work.settleGoalWorkLocation(root, 'g', undefined, { exists: true })).toEqual(pg);
     expect(work.settleGoalWorkLocation(root, 'g', { provider: 'postgresql' }, { exists: true })).toEqual(pg);
-    expect(codeOf(() => work.settleGoalWorkLocation(root, 'g', { provider: 'sqlite' }, { exists: true }))).toBe('work_provider_change_refused');
-    expect(codeOf(() => work.settleGoalWorkLocation(root, 'g', { provider: 'postgresql', schema: 'loopx_t' }, { exists: true }))).toBe('work_provider_change_refused');
+    expect(codeOf(() => work.settleGoalWorkLocation(root, 'g', { provider: 'sqlite' }, { exists: true }))).toBe(
+      'work_provider_change_refused',
+    );
+    expect(
+      codeOf(() =>
+        work.settleGoalWorkLocation(root, 'g', { provider: 'postgresql', schema: 'loopx_t' }, { exists: true }),
+      ),
+    ).toBe('work_provider_change_refused');
     // A Goal with no record has its root's: asking it for PostgreSQL is a change too.
-    expect(codeOf(() => work.settleGoalWorkLocation(root, 'h', { provider: 'postgresql', database_url: REF }, { exists: true }))).toBe('work_provider_change_refused');
+    expect(
+      codeOf(() =>
+        work.settleGoalWorkLocation(root, 'h', { provider: 'postgresql', database_url: REF }, { exists: true }),
+      ),
+    ).toBe('work_provider_change_refused');
     expect(existsSync(recordPath('h'))).toBe(false);
   });
 
   it('refuses, before recording anything, PostgreSQL without a URL reference on a SQLite root, an unset variable or a bad schema name', () => {
-    expect(codeOf(() => work.settleGoalWorkLocation(root, 'g', { provider: 'postgresql' }, { exists: false }))).toBe('database_url_required');
-    expect(codeOf(() => work.settleGoalWorkLocation(root, 'g', { provider: 'postgresql', database_url: 'env:LOOPX_TEST_UNSET_VARIABLE' }, { exists: false }))).toBe(
-      'database_url_missing',
+    expect(codeOf(() => work.settleGoalWorkLocation(root, 'g', { provider: 'postgresql' }, { exists: false }))).toBe(
+      'database_url_required',
     );
-    expect(codeOf(() => work.settleGoalWorkLocation(root, 'g', { provider: 'postgresql', database_url: REF, schema: 'Bad-Name' }, { exists: false }))).toBe(
-      'pg_schema_name_invalid',
-    );
+    expect(
+      codeOf(() =>
+        work.settleGoalWorkLocation(
+          root,
+          'g',
+          { provider: 'postgresql', database_url: 'env:LOOPX_TEST_UNSET_VARIABLE' },
+          { exists: false },
+        ),
+      ),
+    ).toBe('database_url_missing');
+    expect(
+      codeOf(() =>
+        work.settleGoalWorkLocation(
+          root,
+          'g',
+          { provider: 'postgresql', database_url: REF, schema: 'Bad-Name' },
+          { exists: false },
+        ),
+      ),
+    ).toBe('pg_schema_name_invalid');
     expect(existsSync(recordPath('g'))).toBe(false);
   });
 
   it('refuses a record it does not read — a URL written inline, an unknown field, another Goal’s row key — rather than take the root’s', () => {
-    const pg = work.settleGoalWorkLocation(root, 'g', { provider: 'postgresql', database_url: REF, schema: 'loopx_s' }, { exists: false });
+    const pg = work.settleGoalWorkLocation(
+      root,
+      'g',
+      { provider: 'postgresql', database_url: REF, schema: 'loopx_s' },
+      { exists: false },
+    );
     const base = { schema_version: work.WORK_LOCATION_SCHEMA, ...pg };
     for (const bad of [
       { ...base, database_url: 'postgres://someone@127.0.0.1/test' },
@@ -98,7 +148,9 @@ describe('a Goal’s work location', () => {
         codeOf(() => work.recordedWorkLocations(root)),
         JSON.stringify(bad),
       ).toBe('work_store_location_invalid');
-      expect(codeOf(() => work.settleGoalWorkLocation(root, 'g', undefined, { exists: true }))).toBe('work_store_location_invalid');
+      expect(codeOf(() => work.settleGoalWorkLocation(root, 'g', undefined, { exists: true }))).toBe(
+        'work_store_location_invalid',
+      );
     }
   });
 });

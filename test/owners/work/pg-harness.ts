@@ -5,7 +5,12 @@
  */
 import { afterAll, afterEach } from 'vitest';
 import { migratePostgres, openPostgres, type PgDatabase } from '../../../src/store/index.js';
-import { WORK_PG_COMPONENT, WORK_PG_MIGRATIONS, openPostgresWorkProvider, type WorkProvider } from '../../../src/owners/work/index.js';
+import {
+  WORK_PG_COMPONENT,
+  WORK_PG_MIGRATIONS,
+  openPostgresWorkProvider,
+  type WorkProvider,
+} from '../../../src/owners/work/index.js';
 import { PG_URL, pgSchemas } from '../../support/pg.js';
 import type { WorkProviderHarness } from '../conformance/work-provider.conformance.js';
 import { GOAL } from './support.js';

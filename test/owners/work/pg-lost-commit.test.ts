@@ -41,12 +41,18 @@ describePg('a work commit whose answer was lost', () => {
   });
 
   const update = (todo: string, status: string, op: string) =>
-    loopxAsync(['todo', 'update', todo, '--goal', 'g1', '--status', status, '--operation-id', op, ...at(), '--json'], env);
+    loopxAsync(
+      ['todo', 'update', todo, '--goal', 'g1', '--status', status, '--operation-id', op, ...at(), '--json'],
+      env,
+    );
   /** The work commits in the schema, read straight from the server (not through the proxy): with one operation id, or all. */
   const commits = async (op?: string): Promise<number> => {
     const db = openPostgres({ url: PG_URL, schema, max: 1 });
     try {
-      const rows = await db.query(`SELECT count(*)::int AS n FROM work_commits${op === undefined ? '' : ' WHERE operation_id = $1'}`, op === undefined ? [] : [op]);
+      const rows = await db.query(
+        `SELECT count(*)::int AS n FROM work_commits${op === undefined ? '' : ' WHERE operation_id = $1'}`,
+        op === undefined ? [] : [op],
+      );
       return rows[0]!.n as number;
     } finally {
       await db.close();
@@ -81,7 +87,10 @@ describePg('a work commit whose answer was lost', () => {
     expect(retried.status, retried.stderr).toBe(0);
     expect(await commits('op-unproved')).toBe(1);
     expect(await commits()).toBe(before + 1);
-    const todos = (await ok(['todo', 'list', '--goal', 'g1', '--json'])).json().todos as { todo_id: string; status: string }[];
+    const todos = (await ok(['todo', 'list', '--goal', 'g1', '--json'])).json().todos as {
+      todo_id: string;
+      status: string;
+    }[];
     expect(todos.find((t) => t.todo_id === 't2')?.status).toBe('blocked');
   }, 120_000);
 });

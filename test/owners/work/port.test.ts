@@ -13,7 +13,11 @@ eachProvider((row, place) => {
         await at.ready;
         return row.work.open(
           { root: at.root, goal_id: WORK_GOAL, location },
-          { goal_id: o.goal_id ?? WORK_GOAL, create: true, ...(o.expected_incarnation ? { expected_incarnation: o.expected_incarnation } : {}) },
+          {
+            goal_id: o.goal_id ?? WORK_GOAL,
+            create: true,
+            ...(o.expected_incarnation ? { expected_incarnation: o.expected_incarnation } : {}),
+          },
         );
       },
     };

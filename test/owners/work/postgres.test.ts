@@ -9,7 +9,13 @@
  * by the work owner's receipt readback, and a retry of the same request applies at most once.
  */
 import { expect, it } from 'vitest';
-import { PgCommitAmbiguous, migratePostgres, openPostgres, type PgDatabase, type PgQuery } from '../../../src/store/index.js';
+import {
+  PgCommitAmbiguous,
+  migratePostgres,
+  openPostgres,
+  type PgDatabase,
+  type PgQuery,
+} from '../../../src/store/index.js';
 import {
   WORK_PG_COMPONENT,
   WORK_PG_MIGRATIONS,
@@ -26,7 +32,11 @@ import { GOAL, rejectionOf, sha, sqliteHarness } from './support.js';
 const harness = pgWorkHarnesses();
 const freshSchema = pgSchemas();
 
-const request = async (p: WorkProvider, n: number, over: Partial<WorkCommitRequest> = {}): Promise<WorkCommitRequest> => ({
+const request = async (
+  p: WorkProvider,
+  n: number,
+  over: Partial<WorkCommitRequest> = {},
+): Promise<WorkCommitRequest> => ({
   expected_provider_revision: (await p.load()).provider_revision,
   operation_id: `op-${n}`,
   request_digest: sha(n),
@@ -41,7 +51,10 @@ const request = async (p: WorkProvider, n: number, over: Partial<WorkCommitReque
  * engages a newer one. A still believes its fence holds — its loads answer what it last read — so
  * only the store can refuse it.
  */
-async function staleWriterIsRefused(openA: () => Promise<WorkProvider>, openB: () => Promise<WorkProvider>): Promise<void> {
+async function staleWriterIsRefused(
+  openA: () => Promise<WorkProvider>,
+  openB: () => Promise<WorkProvider>,
+): Promise<void> {
   const pa = await openA();
   const pb = await openB();
   let memory: WorkLoad | undefined;
@@ -64,9 +77,19 @@ async function staleWriterIsRefused(openA: () => Promise<WorkProvider>, openB: (
   expect(await pa.commit(atHead)).toEqual({ status: 'conflict', reason: 'writer_fenced' });
   // A that reads again is refused before it commits; B writes on.
   memory = undefined;
-  expect((await rejectionOf(() => a.addTodo({ operation_id: 'a-3', title: 'by A, again', fence: tokenA }))).code).toBe('writer_fenced');
-  expect(await b.addTodo({ operation_id: 'b-1', title: 'by B', fence: tokenB })).toMatchObject({ result: 'applied', cursor: 4 });
-  expect((await pb.scanCommitted(0, 10)).transactions.map((t) => t.operation_id)).toEqual(['fence-a', 'a-1', 'fence-b', 'b-1']);
+  expect((await rejectionOf(() => a.addTodo({ operation_id: 'a-3', title: 'by A, again', fence: tokenA }))).code).toBe(
+    'writer_fenced',
+  );
+  expect(await b.addTodo({ operation_id: 'b-1', title: 'by B', fence: tokenB })).toMatchObject({
+    result: 'applied',
+    cursor: 4,
+  });
+  expect((await pb.scanCommitted(0, 10)).transactions.map((t) => t.operation_id)).toEqual([
+    'fence-a',
+    'a-1',
+    'fence-b',
+    'b-1',
+  ]);
 }
 
 type Fault = 'terminate_at_commit' | 'lose_commit_answer';
@@ -77,7 +100,10 @@ type Fault = 'terminate_at_commit' | 'lose_commit_answer';
  * lock until then, so nothing lands — or a statement that landed and whose answer is lost. Either
  * way the statement rejects with `PgCommitAmbiguous`.
  */
-function commitPointFaults(db: PgDatabase, killer: PgDatabase): { db: PgDatabase; arm(fault: Fault): void; fired(): number } {
+function commitPointFaults(
+  db: PgDatabase,
+  killer: PgDatabase,
+): { db: PgDatabase; arm(fault: Fault): void; fired(): number } {
   let armed: Fault | undefined;
   let fired = 0;
   const wrapped: PgDatabase = {
@@ -113,7 +139,9 @@ function commitPointFaults(db: PgDatabase, killer: PgDatabase): { db: PgDatabase
 /** Latch: the backend waiting for a lock `q`'s own backend holds (polled; fails after a generous bound). */
 async function waitingFor(q: PgQuery): Promise<number> {
   for (let i = 0; i <= 1200; i++) {
-    const [row] = await q<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid)) LIMIT 1');
+    const [row] = await q<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid)) LIMIT 1',
+    );
     if (row) return row.pid;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -134,8 +162,14 @@ describePg('the PostgreSQL work provider on the real server', () => {
     const g = await harness('goal-g').open({ goal_id: 'goal-g' });
     const h = await harness('goal-h').open({ goal_id: 'goal-h' });
     expect((await g.storeIdentity()).store_identity).not.toBe((await h.storeIdentity()).store_identity);
-    expect(await g.commit(await request(g, 1, { receipt: { goal: 'g' } }))).toMatchObject({ status: 'applied', cursor: 1 });
-    expect(await h.commit(await request(h, 1, { receipt: { goal: 'h' } }))).toMatchObject({ status: 'applied', cursor: 1 });
+    expect(await g.commit(await request(g, 1, { receipt: { goal: 'g' } }))).toMatchObject({
+      status: 'applied',
+      cursor: 1,
+    });
+    expect(await h.commit(await request(h, 1, { receipt: { goal: 'h' } }))).toMatchObject({
+      status: 'applied',
+      cursor: 1,
+    });
     expect(await g.commit(await request(g, 2))).toMatchObject({ status: 'applied', cursor: 2 });
     expect((await g.readReceipt('op-1'))?.receipt).toEqual({ goal: 'g' });
     expect((await h.readReceipt('op-1'))?.receipt).toEqual({ goal: 'h' });
@@ -151,13 +185,22 @@ describePg('the PostgreSQL work provider on the real server', () => {
       recovery_id: 'c'.repeat(64),
       content_digest: 'd'.repeat(64),
     };
-    const row = { cursor: 1, provider_revision: `${'a'.repeat(32)}:1`, operation_id: 'src-1', request_digest: sha(7), events: '[{}]', receipt: '{}' };
+    const row = {
+      cursor: 1,
+      provider_revision: `${'a'.repeat(32)}:1`,
+      operation_id: 'src-1',
+      request_digest: sha(7),
+      events: '[{}]',
+      receipt: '{}',
+    };
     const i = await harness('goal-i').open({ goal_id: 'goal-i' });
     expect(await i.importLineage({ lineage, rows: [row] })).toMatchObject({ status: 'applied' });
     expect(await g.lineage()).toEqual([]);
     expect(await g.readReceipt('src-1')).toBeUndefined();
     expect(await g.commit(await request(g, 3, { operation_id: 'src-1' }))).toMatchObject({ status: 'applied' });
-    expect((await rejectionOf(() => harness('goal-g').open({ goal_id: 'goal-h' }))).code).toBe('work_store_goal_mismatch');
+    expect((await rejectionOf(() => harness('goal-g').open({ goal_id: 'goal-h' }))).code).toBe(
+      'work_store_goal_mismatch',
+    );
   });
 
   it('a writer fenced by a newer one is refused by the database itself (writer_fenced, as on SQLite), and nothing of its write lands', async () => {
@@ -178,12 +221,16 @@ describePg('the PostgreSQL work provider on the real server', () => {
     const old = await h.open();
     expect((await old.commit(await request(old, 1))).status).toBe('applied');
     await h.database().transaction(async (q) => {
-      for (const table of ['work_lineage_commits', 'work_lineage', 'work_commits', 'work_stores']) await q(`DELETE FROM ${table} WHERE goal_key = $1`, [h.store_key]);
+      for (const table of ['work_lineage_commits', 'work_lineage', 'work_commits', 'work_stores'])
+        await q(`DELETE FROM ${table} WHERE goal_key = $1`, [h.store_key]);
     });
     const fresh = await h.open();
     expect((await fresh.storeIdentity()).incarnation).not.toBe((await old.storeIdentity()).incarnation);
     expect(await old.commit(await request(fresh, 2))).toEqual({ status: 'failed', code: 'work_store_replaced' });
-    expect(await old.importLineage({ lineage: { ...LINEAGE, source_head_cursor: 0 }, rows: [] })).toEqual({ status: 'failed', code: 'work_store_replaced' });
+    expect(await old.importLineage({ lineage: { ...LINEAGE, source_head_cursor: 0 }, rows: [] })).toEqual({
+      status: 'failed',
+      code: 'work_store_replaced',
+    });
     expect((await rejectionOf(() => old.load())).code).toBe('work_store_replaced');
     expect(await fresh.load()).toMatchObject({ cursor: 0, head: null });
     expect(await fresh.lineage()).toEqual([]);
@@ -193,7 +240,9 @@ describePg('the PostgreSQL work provider on the real server', () => {
     const db = openPostgres({ url: PG_URL, schema: freshSchema(), max: 1 });
     try {
       expect(await migratePostgres(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS.slice(0, 1))).toEqual({ from: 0, to: 1 });
-      expect((await rejectionOf(() => openPostgresWorkProvider(db, { goal_id: GOAL }))).code).toBe('pg_schema_not_migrated');
+      expect((await rejectionOf(() => openPostgresWorkProvider(db, { goal_id: GOAL }))).code).toBe(
+        'pg_schema_not_migrated',
+      );
       expect(await migratePostgres(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS)).toEqual({ from: 1, to: 3 });
       // Migration 3: the JSON columns compress with lz4 (this server is built with it).
       const compression = await db.query(
@@ -227,13 +276,17 @@ describePg('the PostgreSQL work provider on the real server', () => {
   it('refuses a schema the work tables were not migrated into, a missing store when not creating, and rows that do not decode', async () => {
     const bare = openPostgres({ url: PG_URL, schema: freshSchema(), max: 1 });
     try {
-      expect((await rejectionOf(() => openPostgresWorkProvider(bare, { goal_id: GOAL }))).code).toBe('pg_schema_not_migrated');
+      expect((await rejectionOf(() => openPostgresWorkProvider(bare, { goal_id: GOAL }))).code).toBe(
+        'pg_schema_not_migrated',
+      );
     } finally {
       await bare.close();
     }
     const h = harness();
     const p = await h.open();
-    expect((await rejectionOf(() => openPostgresWorkProvider(h.database(), { goal_id: 'never-made', create: false }))).code).toBe('work_store_missing');
+    expect(
+      (await rejectionOf(() => openPostgresWorkProvider(h.database(), { goal_id: 'never-made', create: false }))).code,
+    ).toBe('work_store_missing');
     await p.commit(await request(p, 1));
     await p.commit(await request(p, 2));
     const admin = h.database();
@@ -252,8 +305,16 @@ describePg('the PostgreSQL work provider on the real server', () => {
     expect(await provider.readReceipt('rename')).toBeUndefined();
     expect((await work.getTodo('t1'))?.title).toBe('first title');
     const applied = await work.updateTodo(update);
-    expect(applied).toMatchObject({ result: 'applied', cursor: 2, receipt: { operation_id: 'rename', todo: { title: 'second title' } } });
-    expect(await work.updateTodo(update)).toMatchObject({ result: 'already_applied', cursor: 2, receipt: applied.receipt });
+    expect(applied).toMatchObject({
+      result: 'applied',
+      cursor: 2,
+      receipt: { operation_id: 'rename', todo: { title: 'second title' } },
+    });
+    expect(await work.updateTodo(update)).toMatchObject({
+      result: 'already_applied',
+      cursor: 2,
+      receipt: applied.receipt,
+    });
     expect(await work.transactionCount()).toBe(2);
   });
 
@@ -263,23 +324,41 @@ describePg('the PostgreSQL work provider on the real server', () => {
     arm('lose_commit_answer');
     const resolved = await work.updateTodo(update);
     expect(fired()).toBe(1);
-    expect(resolved).toMatchObject({ result: 'applied', cursor: 2, receipt: { operation_id: 'rename', todo: { title: 'second title' } } });
+    expect(resolved).toMatchObject({
+      result: 'applied',
+      cursor: 2,
+      receipt: { operation_id: 'rename', todo: { title: 'second title' } },
+    });
     expect((await provider.readReceipt('rename'))?.receipt).toEqual(resolved.receipt);
-    expect(await work.updateTodo(update)).toMatchObject({ result: 'already_applied', cursor: 2, receipt: resolved.receipt });
+    expect(await work.updateTodo(update)).toMatchObject({
+      result: 'already_applied',
+      cursor: 2,
+      receipt: resolved.receipt,
+    });
     expect(await work.transactionCount()).toBe(2);
   });
 
   it('a batch of Todo updates whose COMMIT answer was lost is answered applied from its receipt, once; its kilobytes of JSON are stored lz4-compressed and read back whole', async () => {
     const h = harness();
     const { work, provider, arm, fired } = await todoOwnerWithFaults(h);
-    for (let i = 2; i <= 20; i++) await work.addTodo({ operation_id: `add-${i}`, todo_id: `t${i}`, title: `Todo ${i}` });
-    const batch = { operation_id: 'batch', updates: Array.from({ length: 20 }, (_, i) => ({ todo_id: `t${i + 1}`, note: `note ${i + 1} `.repeat(20) })) };
+    for (let i = 2; i <= 20; i++)
+      await work.addTodo({ operation_id: `add-${i}`, todo_id: `t${i}`, title: `Todo ${i}` });
+    const batch = {
+      operation_id: 'batch',
+      updates: Array.from({ length: 20 }, (_, i) => ({ todo_id: `t${i + 1}`, note: `note ${i + 1} `.repeat(20) })),
+    };
     arm('lose_commit_answer');
     const resolved = await work.updateTodos(batch);
     expect(fired()).toBe(1);
     expect(resolved).toMatchObject({ result: 'applied', cursor: 21, receipt: { operation: 'update_todos' } });
-    expect(resolved.receipt.todos!.map((t) => [t.todo_id, t.todo_revision])).toEqual(Array.from({ length: 20 }, (_, i) => [`t${i + 1}`, 2]));
-    expect(await work.updateTodos(batch)).toMatchObject({ result: 'already_applied', cursor: 21, receipt: resolved.receipt });
+    expect(resolved.receipt.todos!.map((t) => [t.todo_id, t.todo_revision])).toEqual(
+      Array.from({ length: 20 }, (_, i) => [`t${i + 1}`, 2]),
+    );
+    expect(await work.updateTodos(batch)).toMatchObject({
+      result: 'already_applied',
+      cursor: 21,
+      receipt: resolved.receipt,
+    });
     expect(await work.transactionCount()).toBe(21);
     // Another process reads the same batch back from the rows.
     const reader = await openWork({ provider: await h.open() });

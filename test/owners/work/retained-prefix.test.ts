@@ -21,8 +21,20 @@ const populate = async (w: WorkOwner): Promise<void> => {
   await w.setHandoffMode({ operation_id: 'mode', handoff_mode: 'hard_lease' });
   for (let i = 1; i <= 6; i++) await w.addTodo({ operation_id: `add-${i}`, title: `Todo ${i}`, priority: i });
   await w.engageFence({ operation_id: 'fence' });
-  await w.acquireLease({ operation_id: 'lease', todo_id: 't2', owner: 'agent', execution_key: 'k', ttl_ms: 60_000, expected_version: 0 });
-  await w.updateTodo({ operation_id: 'done', todo_id: 't2', status: 'done', lease: { owner: 'agent', execution_key: 'k', lease_epoch: 1 } });
+  await w.acquireLease({
+    operation_id: 'lease',
+    todo_id: 't2',
+    owner: 'agent',
+    execution_key: 'k',
+    ttl_ms: 60_000,
+    expected_version: 0,
+  });
+  await w.updateTodo({
+    operation_id: 'done',
+    todo_id: 't2',
+    status: 'done',
+    lease: { owner: 'agent', execution_key: 'k', lease_epoch: 1 },
+  });
   await w.updateTodo({ operation_id: 'block', todo_id: 't3', status: 'blocked', note: 'needs input' });
   // A batch: one transaction of two Todo changes.
   await w.updateTodos({
@@ -35,7 +47,8 @@ const populate = async (w: WorkOwner): Promise<void> => {
 };
 
 const codes = (records: readonly unknown[]) => verifyRetainedPrefix(records).findings.map((f) => f.code);
-const clone = (records: readonly RetainedPrefixRecord[]): Array<Record<string, unknown>> => JSON.parse(JSON.stringify(records));
+const clone = (records: readonly RetainedPrefixRecord[]): Array<Record<string, unknown>> =>
+  JSON.parse(JSON.stringify(records));
 
 describe.each(HARNESSES)('retained-prefix export: %s', (_name, make) => {
   it('exports a pinned, hash-linked, sealed prefix that verifies offline and replays to the live head', async () => {
@@ -49,8 +62,17 @@ describe.each(HARNESSES)('retained-prefix export: %s', (_name, make) => {
     expect(ex.store_identity).toBe(view.store_identity);
     expect(ex.records).toHaveLength(view.cursor + 2);
     const header = ex.records[0]!;
-    expect(header).toMatchObject({ record: 'header', schema_version: RETAINED_PREFIX_SCHEMA, goal_id: GOAL, head_cursor: view.cursor, retention: 'retain_all_v0' });
-    expect(header.record === 'header' && [header.captured_at_start, header.captured_at_end]).toEqual([ex.capture_interval.start, ex.capture_interval.end]);
+    expect(header).toMatchObject({
+      record: 'header',
+      schema_version: RETAINED_PREFIX_SCHEMA,
+      goal_id: GOAL,
+      head_cursor: view.cursor,
+      retention: 'retain_all_v0',
+    });
+    expect(header.record === 'header' && [header.captured_at_start, header.captured_at_end]).toEqual([
+      ex.capture_interval.start,
+      ex.capture_interval.end,
+    ]);
     expect(ex.records.at(-1)).toMatchObject({ record: 'seal', record_count: view.cursor });
     const v = verifyRetainedPrefix(ex.records, { goal_id: GOAL });
     expect(v.findings).toEqual([]);
@@ -82,7 +104,9 @@ describe('retained-prefix damage, one finding per defect', () => {
     ((r[3]!.events as Array<Record<string, unknown>>)[0]!.todo as Record<string, unknown>).title = 'rewritten';
     const v = verifyRetainedPrefix(r);
     expect(v.ok).toBe(false);
-    expect(v.findings).toContainEqual(expect.objectContaining({ code: 'retained_prefix_chain_broken', subject: 'cursor:4' }));
+    expect(v.findings).toContainEqual(
+      expect.objectContaining({ code: 'retained_prefix_chain_broken', subject: 'cursor:4' }),
+    );
     expect(v.projection).toBeNull();
   });
 
@@ -118,7 +142,9 @@ describe('retained-prefix damage, one finding per defect', () => {
     interval[0]!.captured_at_end = '2000-01-01T00:00:00.000Z';
     expect(codes(interval)).toContain('retained_prefix_interval_invalid');
     expect(codes([])).toEqual(['retained_prefix_record_invalid']);
-    expect(parseRetainedPrefixNdjson('{"record":"header"}\nnot json\n').findings.map((f) => f.subject)).toEqual(['line:2']);
+    expect(parseRetainedPrefixNdjson('{"record":"header"}\nnot json\n').findings.map((f) => f.subject)).toEqual([
+      'line:2',
+    ]);
   });
 
   it('a consistently re-hashed forgery still fails replay against the header’s head digest', async () => {

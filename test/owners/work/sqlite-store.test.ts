@@ -10,7 +10,13 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/core/digest.js';
 import { openSqlite } from '../../../src/store/index.js';
-import { openGoalWork, openWork, verifyRetainedPrefix, MAX_RETAINED_TRANSACTIONS, WORK_DB_VERSION } from '../../../src/owners/work/index.js';
+import {
+  openGoalWork,
+  openWork,
+  verifyRetainedPrefix,
+  MAX_RETAINED_TRANSACTIONS,
+  WORK_DB_VERSION,
+} from '../../../src/owners/work/index.js';
 import { readHistoricalFile as readHistorical } from '../../../src/owners/work/historical.js';
 import { GOAL, errorOf, manualClock, owner, rejectionOf, sqliteHarness, tempDir } from './support.js';
 
@@ -42,7 +48,14 @@ const populated = async () => {
   await w.setHandoffMode({ operation_id: 'mode', handoff_mode: 'hard_lease' });
   await w.addTodo({ operation_id: 'a1', title: 'First' });
   await w.addTodo({ operation_id: 'a2', title: 'Second' });
-  await w.acquireLease({ operation_id: 'l1', todo_id: 't1', owner: 'agent', execution_key: 'k', ttl_ms: 60_000, expected_version: 0 });
+  await w.acquireLease({
+    operation_id: 'l1',
+    todo_id: 't1',
+    owner: 'agent',
+    execution_key: 'k',
+    ttl_ms: 60_000,
+    expected_version: 0,
+  });
   await w.engageFence({ operation_id: 'f1' });
   return { h, w };
 };
@@ -111,7 +124,12 @@ describe('sqlite work store: layout and fail-closed opening', () => {
       const r = await w.addTodo({ operation_id: 'child-op', title: 'From the child' });
       process.stdout.write(JSON.stringify(r));
       w.close();`;
-    const run = () => spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
+    const run = () =>
+      spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+        cwd: REPO,
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
     const first = run();
     expect(first.status, first.stderr).toBe(0);
     const second = run();
@@ -189,7 +207,9 @@ describe('sqlite work store: recovery read side on a copy', () => {
     writeFileSync(notDb, 'hello, not a database');
     expect(readHistorical(notDb).findings.map((f) => f.code)).toEqual(['work_db_not_sqlite']);
     expect(readHistorical(join(dir, 'missing.db')).findings.map((f) => f.code)).toEqual(['work_db_unreadable']);
-    expect(readHistorical(tampered, { goal_id: 'other' }).findings.map((f) => f.code)).toContain('work_store_goal_mismatch');
+    expect(readHistorical(tampered, { goal_id: 'other' }).findings.map((f) => f.code)).toContain(
+      'work_store_goal_mismatch',
+    );
   });
 
   it('a WAL sidecar beside a copy is reported (readback reflects the main file only)', async () => {
@@ -199,7 +219,9 @@ describe('sqlite work store: recovery read side on a copy', () => {
     copyFileSync(h.path, join(dir, 'work.db'));
     copyFileSync(`${h.path}-wal`, join(dir, 'work.db-wal'));
     const r = readHistorical(join(dir, 'work.db'));
-    expect(r.findings).toContainEqual(expect.objectContaining({ code: 'work_db_wal_sidecar_present', severity: 'warning' }));
+    expect(r.findings).toContainEqual(
+      expect.objectContaining({ code: 'work_db_wal_sidecar_present', severity: 'warning' }),
+    );
     w.close();
   });
 });
@@ -241,6 +263,8 @@ describe('sqlite work store: capacity', () => {
     await w.addTodo({ operation_id: 'a', title: 'T' });
     const records = JSON.parse(JSON.stringify((await w.exportRetainedPrefix()).records));
     records[0].head_cursor = MAX_RETAINED_TRANSACTIONS + 1;
-    expect(verifyRetainedPrefix(records).findings.map((f: { code: string }) => f.code)).toEqual(['retained_prefix_capacity_exceeded']);
+    expect(verifyRetainedPrefix(records).findings.map((f: { code: string }) => f.code)).toEqual([
+      'retained_prefix_capacity_exceeded',
+    ]);
   });
 });

@@ -4,7 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { isLoopxError, type LoopxError } from '../../../src/core/errors.js';
-import { createMemoryWorkState, memoryWorkProvider, openSqliteWorkProvider, openWork, type WorkOwner, type WorkProvider } from '../../../src/owners/work/index.js';
+import {
+  createMemoryWorkState,
+  memoryWorkProvider,
+  openSqliteWorkProvider,
+  openWork,
+  type WorkOwner,
+  type WorkProvider,
+} from '../../../src/owners/work/index.js';
 
 export const GOAL = 'g1';
 
@@ -20,11 +27,19 @@ export function memoryHarness(): ProviderHarness {
   const state = createMemoryWorkState(GOAL);
   return {
     name: 'memory',
-    open: (o = {}) => memoryWorkProvider({ goal_id: o.goal_id ?? GOAL, state, ...(o.expected_incarnation ? { expected_incarnation: o.expected_incarnation } : {}) }),
+    open: (o = {}) =>
+      memoryWorkProvider({
+        goal_id: o.goal_id ?? GOAL,
+        state,
+        ...(o.expected_incarnation ? { expected_incarnation: o.expected_incarnation } : {}),
+      }),
   };
 }
 
-export function sqliteHarness(path = join(tempDir(), 'work.db'), synchronous?: 'FULL' | 'NORMAL' | 'OFF'): ProviderHarness & { path: string } {
+export function sqliteHarness(
+  path = join(tempDir(), 'work.db'),
+  synchronous?: 'FULL' | 'NORMAL' | 'OFF',
+): ProviderHarness & { path: string } {
   return {
     name: 'sqlite',
     path,

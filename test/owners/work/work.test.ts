@@ -9,7 +9,13 @@ import { GOAL, HARNESSES, collect, manualClock, owner, rejectionOf, sqliteHarnes
 describe.each(HARNESSES)('work owner: %s', (_name, make) => {
   it('adds Todos with generated ids and every field, in creation order', async () => {
     const w = await owner(make());
-    const a = await w.addTodo({ operation_id: 'add-1', title: 'Write the guide', text: 'sections 1-3', priority: 2, note: 'draft' });
+    const a = await w.addTodo({
+      operation_id: 'add-1',
+      title: 'Write the guide',
+      text: 'sections 1-3',
+      priority: 2,
+      note: 'draft',
+    });
     expect(a.result).toBe('applied');
     expect(a.cursor).toBe(1);
     expect(a.receipt.todo).toEqual({
@@ -33,11 +39,25 @@ describe.each(HARNESSES)('work owner: %s', (_name, make) => {
       ['t2', 'blocked'],
     ]);
     expect(await w.getTodo('nope')).toBeUndefined();
-    expect((await rejectionOf(() => w.addTodo({ operation_id: 'add-4', todo_id: 't1', title: 'dup' }))).code).toBe('todo_exists');
-    expect((await rejectionOf(() => w.addTodo({ operation_id: 'add-5', title: '' }))).code).toBe('work_request_invalid');
-    expect((await rejectionOf(() => w.addTodo({ operation_id: 'add-6', title: 'x', status: 'done' }))).code).toBe('work_request_invalid');
-    expect((await rejectionOf(() => w.addTodo({ operation_id: 'bad id!', title: 'x' }))).code).toBe('work_request_invalid');
-    expect(await w.view()).toMatchObject({ goal_id: GOAL, authority_revision: 3, cursor: 3, handoff_mode: 'soft_claim', fence_epoch: null });
+    expect((await rejectionOf(() => w.addTodo({ operation_id: 'add-4', todo_id: 't1', title: 'dup' }))).code).toBe(
+      'todo_exists',
+    );
+    expect((await rejectionOf(() => w.addTodo({ operation_id: 'add-5', title: '' }))).code).toBe(
+      'work_request_invalid',
+    );
+    expect((await rejectionOf(() => w.addTodo({ operation_id: 'add-6', title: 'x', status: 'done' }))).code).toBe(
+      'work_request_invalid',
+    );
+    expect((await rejectionOf(() => w.addTodo({ operation_id: 'bad id!', title: 'x' }))).code).toBe(
+      'work_request_invalid',
+    );
+    expect(await w.view()).toMatchObject({
+      goal_id: GOAL,
+      authority_revision: 3,
+      cursor: 3,
+      handoff_mode: 'soft_claim',
+      fence_epoch: null,
+    });
   });
 
   it('a repeated operation returns its original receipt field for field and never applies twice', async () => {
@@ -53,7 +73,10 @@ describe.each(HARNESSES)('work owner: %s', (_name, make) => {
     expect(await w.listTodos()).toHaveLength(1);
     expect(await w.transactionCount()).toBe(1);
     // Equivalent requests normalize to the same digest (defaults filled in).
-    expect((await w.addTodo({ operation_id: 'add-1', title: 'Once', text: '', priority: 0, note: null, status: 'open' })).result).toBe('already_applied');
+    expect(
+      (await w.addTodo({ operation_id: 'add-1', title: 'Once', text: '', priority: 0, note: null, status: 'open' }))
+        .result,
+    ).toBe('already_applied');
     const u1 = await w.updateTodo({ operation_id: 'up-1', todo_id: 't1', status: 'done' });
     const u2 = await w.updateTodo({ operation_id: 'up-1', todo_id: 't1', status: 'done' });
     expect(u2).toEqual({ ...u1, result: 'already_applied' });
@@ -85,21 +108,39 @@ describe.each(HARNESSES)('work owner: %s', (_name, make) => {
     expect(replay.receipt).toEqual(add.receipt);
     expect((await w2.engageFence({ operation_id: 'fence-1' })).receipt.fence).toEqual(fence.receipt.fence);
     expect((await w2.view()).fence_epoch).toBe(1);
-    expect((await rejectionOf(() => w2.addTodo({ operation_id: 'add-1', title: 'Changed' }))).code).toBe('operation_identity_mismatch');
+    expect((await rejectionOf(() => w2.addTodo({ operation_id: 'add-1', title: 'Changed' }))).code).toBe(
+      'operation_identity_mismatch',
+    );
     expect(await w2.transactionCount()).toBe(2);
-    expect(await w2.readReceipt('add-1')).toEqual({ receipt: add.receipt, cursor: add.cursor, provider_revision: add.provider_revision });
+    expect(await w2.readReceipt('add-1')).toEqual({
+      receipt: add.receipt,
+      cursor: add.cursor,
+      provider_revision: add.provider_revision,
+    });
   });
 
   it('updates bump the Todo revision; a stale expected revision is a conflict', async () => {
     const w = await owner(make());
     await w.addTodo({ operation_id: 'a', title: 'T' });
-    const r = await w.updateTodo({ operation_id: 'u1', todo_id: 't1', status: 'blocked', note: 'waiting on review', expected_todo_revision: 1 });
+    const r = await w.updateTodo({
+      operation_id: 'u1',
+      todo_id: 't1',
+      status: 'blocked',
+      note: 'waiting on review',
+      expected_todo_revision: 1,
+    });
     expect(r.receipt.todo).toMatchObject({ status: 'blocked', note: 'waiting on review', todo_revision: 2 });
-    const e = await rejectionOf(() => w.updateTodo({ operation_id: 'u2', todo_id: 't1', status: 'open', expected_todo_revision: 1 }));
+    const e = await rejectionOf(() =>
+      w.updateTodo({ operation_id: 'u2', todo_id: 't1', status: 'open', expected_todo_revision: 1 }),
+    );
     expect(e.code).toBe('todo_revision_mismatch');
     expect(e.kind).toBe('conflict');
-    expect((await rejectionOf(() => w.updateTodo({ operation_id: 'u3', todo_id: 'missing', note: 'x' }))).code).toBe('todo_not_found');
-    expect((await rejectionOf(() => w.updateTodo({ operation_id: 'u4', todo_id: 't1' }))).code).toBe('work_request_invalid');
+    expect((await rejectionOf(() => w.updateTodo({ operation_id: 'u3', todo_id: 'missing', note: 'x' }))).code).toBe(
+      'todo_not_found',
+    );
+    expect((await rejectionOf(() => w.updateTodo({ operation_id: 'u4', todo_id: 't1' }))).code).toBe(
+      'work_request_invalid',
+    );
     await w.updateTodo({ operation_id: 'u5', todo_id: 't1', status: 'deferred', note: null });
     expect(await w.getTodo('t1')).toMatchObject({ status: 'deferred', note: null, todo_revision: 3 });
   });
@@ -131,7 +172,9 @@ describe.each(HARNESSES)('work owner: %s', (_name, make) => {
     expect(again).toEqual({ ...r, result: 'already_applied' });
     expect(await w.transactionCount()).toBe(4);
     // Another request under the same id, even one update fewer, is not a replay.
-    expect((await rejectionOf(() => w.updateTodos({ ...batch, updates: batch.updates.slice(0, 1) }))).code).toBe('operation_identity_mismatch');
+    expect((await rejectionOf(() => w.updateTodos({ ...batch, updates: batch.updates.slice(0, 1) }))).code).toBe(
+      'operation_identity_mismatch',
+    );
     expect((await w.listTodos()).map((t) => t.todo_revision)).toEqual([2, 1, 2]);
   });
 
@@ -179,11 +222,17 @@ describe.each(HARNESSES)('work owner: %s', (_name, make) => {
       [null as never],
     ];
     for (const updates of malformed) {
-      expect((await rejectionOf(() => w.updateTodos({ operation_id: 'b3', updates }))).code).toBe('work_request_invalid');
+      expect((await rejectionOf(() => w.updateTodos({ operation_id: 'b3', updates }))).code).toBe(
+        'work_request_invalid',
+      );
     }
-    expect((await rejectionOf(() => w.updateTodos({ operation_id: 'b3', updates: 'all' as never }))).code).toBe('work_request_invalid');
+    expect((await rejectionOf(() => w.updateTodos({ operation_id: 'b3', updates: 'all' as never }))).code).toBe(
+      'work_request_invalid',
+    );
     // The id of a refused batch is still free: the same id with a good batch applies.
-    expect((await w.updateTodos({ operation_id: 'b1', updates: [{ todo_id: 't2', note: 'x' }] })).result).toBe('applied');
+    expect((await w.updateTodos({ operation_id: 'b1', updates: [{ todo_id: 't2', note: 'x' }] })).result).toBe(
+      'applied',
+    );
   });
 
   it('a batch closing a Todo in hard_lease mode needs its lease, and the lease ends with it', async () => {
@@ -191,7 +240,16 @@ describe.each(HARNESSES)('work owner: %s', (_name, make) => {
     await w.addTodo({ operation_id: 'a1', title: 'A' });
     await w.addTodo({ operation_id: 'a2', title: 'B' });
     await w.setHandoffMode({ operation_id: 'hm', handoff_mode: 'hard_lease' });
-    const lease = (await w.acquireLease({ operation_id: 'l1', todo_id: 't1', owner: 'agent-a', execution_key: 'k', ttl_ms: 60_000, expected_version: 0 })).receipt.lease!;
+    const lease = (
+      await w.acquireLease({
+        operation_id: 'l1',
+        todo_id: 't1',
+        owner: 'agent-a',
+        execution_key: 'k',
+        ttl_ms: 60_000,
+        expected_version: 0,
+      })
+    ).receipt.lease!;
     expect(
       (
         await rejectionOf(() =>
@@ -225,19 +283,31 @@ describe.each(HARNESSES)('work owner: %s', (_name, make) => {
     await w.addTodo({ operation_id: 'a', title: 'T', expected_authority_revision: 0 });
     const e = await rejectionOf(() => w.addTodo({ operation_id: 'b', title: 'U', expected_authority_revision: 0 }));
     expect(e.code).toBe('authority_revision_mismatch');
-    expect((await w.addTodo({ operation_id: 'c', title: 'U', expected_authority_revision: 1 })).receipt.authority_revision).toBe(2);
+    expect(
+      (await w.addTodo({ operation_id: 'c', title: 'U', expected_authority_revision: 1 })).receipt.authority_revision,
+    ).toBe(2);
   });
 
   it('soft claims: one claimant at a time; only the claimant unclaims; terminal Todos are not claimed', async () => {
     const w = await owner(make());
     await w.addTodo({ operation_id: 'a', title: 'T' });
-    expect((await w.claimTodo({ operation_id: 'c1', todo_id: 't1', agent: 'agent-a' })).receipt.todo!.claimed_by).toBe('agent-a');
+    expect((await w.claimTodo({ operation_id: 'c1', todo_id: 't1', agent: 'agent-a' })).receipt.todo!.claimed_by).toBe(
+      'agent-a',
+    );
     expect((await w.getTodo('t1'))!.status).toBe('open'); // a claimed Todo stays open
-    expect((await rejectionOf(() => w.claimTodo({ operation_id: 'c2', todo_id: 't1', agent: 'agent-b' }))).code).toBe('todo_claimed');
-    expect((await rejectionOf(() => w.unclaimTodo({ operation_id: 'c3', todo_id: 't1', agent: 'agent-b' }))).code).toBe('todo_not_claimed_by_agent');
-    expect((await w.unclaimTodo({ operation_id: 'c4', todo_id: 't1', agent: 'agent-a' })).receipt.todo!.claimed_by).toBeNull();
+    expect((await rejectionOf(() => w.claimTodo({ operation_id: 'c2', todo_id: 't1', agent: 'agent-b' }))).code).toBe(
+      'todo_claimed',
+    );
+    expect((await rejectionOf(() => w.unclaimTodo({ operation_id: 'c3', todo_id: 't1', agent: 'agent-b' }))).code).toBe(
+      'todo_not_claimed_by_agent',
+    );
+    expect(
+      (await w.unclaimTodo({ operation_id: 'c4', todo_id: 't1', agent: 'agent-a' })).receipt.todo!.claimed_by,
+    ).toBeNull();
     await w.updateTodo({ operation_id: 'd', todo_id: 't1', status: 'done' });
-    expect((await rejectionOf(() => w.claimTodo({ operation_id: 'c5', todo_id: 't1', agent: 'agent-b' }))).code).toBe('todo_terminal');
+    expect((await rejectionOf(() => w.claimTodo({ operation_id: 'c5', todo_id: 't1', agent: 'agent-b' }))).code).toBe(
+      'todo_terminal',
+    );
   });
 
   it('an old writer’s fence token is refused after the fence rotates, and nothing applies', async () => {
@@ -249,24 +319,44 @@ describe.each(HARNESSES)('work owner: %s', (_name, make) => {
     expect(second.epoch).toBe(2);
     expect(second.fence_id).not.toBe(first.fence_id);
     const count = await w.transactionCount();
-    const e = await rejectionOf(() => w.updateTodo({ operation_id: 'stale-write', todo_id: 't1', status: 'done', fence: first }));
+    const e = await rejectionOf(() =>
+      w.updateTodo({ operation_id: 'stale-write', todo_id: 't1', status: 'done', fence: first }),
+    );
     expect(e.code).toBe('writer_fenced');
     expect(e.kind).toBe('conflict');
     expect(e.details).toMatchObject({ presented_epoch: 1, current_epoch: 2 });
     // A fenced writer's retry of an already-applied operation is refused too: it learns nothing.
-    expect((await rejectionOf(() => w.addTodo({ operation_id: 'a', title: 'T', fence: first }))).code).toBe('writer_fenced');
+    expect((await rejectionOf(() => w.addTodo({ operation_id: 'a', title: 'T', fence: first }))).code).toBe(
+      'writer_fenced',
+    );
     // A forged token with the right epoch is refused as well.
-    expect((await rejectionOf(() => w.addTodo({ operation_id: 'b', title: 'U', fence: { fence_id: first.fence_id, epoch: 2 } }))).code).toBe('writer_fenced');
+    expect(
+      (
+        await rejectionOf(() =>
+          w.addTodo({ operation_id: 'b', title: 'U', fence: { fence_id: first.fence_id, epoch: 2 } }),
+        )
+      ).code,
+    ).toBe('writer_fenced');
     // Nor can it take the fence back with its old token.
-    expect((await rejectionOf(() => w.engageFence({ operation_id: 'fence-3', fence: first }))).code).toBe('writer_fenced');
+    expect((await rejectionOf(() => w.engageFence({ operation_id: 'fence-3', fence: first }))).code).toBe(
+      'writer_fenced',
+    );
     expect(await w.transactionCount()).toBe(count);
     expect((await w.getTodo('t1'))!.status).toBe('open');
-    expect((await w.updateTodo({ operation_id: 'fresh-write', todo_id: 't1', status: 'done', fence: second })).result).toBe('applied');
+    expect(
+      (await w.updateTodo({ operation_id: 'fresh-write', todo_id: 't1', status: 'done', fence: second })).result,
+    ).toBe('applied');
   });
 
   it('a fence token presented to a store with no fence is refused', async () => {
     const w = await owner(make());
-    expect((await rejectionOf(() => w.addTodo({ operation_id: 'a', title: 'T', fence: { fence_id: '0'.repeat(32), epoch: 1 } }))).code).toBe('writer_fenced');
+    expect(
+      (
+        await rejectionOf(() =>
+          w.addTodo({ operation_id: 'a', title: 'T', fence: { fence_id: '0'.repeat(32), epoch: 1 } }),
+        )
+      ).code,
+    ).toBe('writer_fenced');
   });
 
   it('history pages are contiguous and iterateHistory streams every transaction', async () => {
@@ -277,7 +367,9 @@ describe.each(HARNESSES)('work owner: %s', (_name, make) => {
     expect(page.has_more).toBe(true);
     expect(page.transactions[0]!.events[0]).toMatchObject({ type: 'todo_added', todo_seq: 1 });
     expect(page.transactions[0]!.receipt.operation_id).toBe('a1');
-    expect((await collect(w.iterateHistory(0, 5))).map((t) => t.cursor)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    expect((await collect(w.iterateHistory(0, 5))).map((t) => t.cursor)).toEqual(
+      Array.from({ length: 12 }, (_, i) => i + 1),
+    );
     expect((await collect(w.iterateHistory(10, 1))).map((t) => t.operation_id)).toEqual(['a11', 'a12']);
   });
 });
@@ -319,7 +411,9 @@ describe('work owner against provider outcomes', () => {
   it('an ambiguous commit that landed resolves by receipt readback to applied, once', async () => {
     const h = sqliteHarness();
     const inner = h.open();
-    const w = await openWork({ provider: wrap(inner, { commit: async (r) => (await inner.commit(r), { status: 'ambiguous' }) }) });
+    const w = await openWork({
+      provider: wrap(inner, { commit: async (r) => (await inner.commit(r), { status: 'ambiguous' }) }),
+    });
     const r = await w.addTodo({ operation_id: 'a', title: 'T' });
     expect(r.result).toBe('applied');
     expect(r.cursor).toBe(1);
@@ -330,7 +424,9 @@ describe('work owner against provider outcomes', () => {
     const h = sqliteHarness();
     const inner = h.open();
     let fail = true;
-    const w = await openWork({ provider: wrap(inner, { commit: async (r) => (fail ? { status: 'ambiguous' } : inner.commit(r)) }) });
+    const w = await openWork({
+      provider: wrap(inner, { commit: async (r) => (fail ? { status: 'ambiguous' } : inner.commit(r)) }),
+    });
     const e = await rejectionOf(() => w.addTodo({ operation_id: 'a', title: 'T' }));
     expect(e.code).toBe('store_outcome_unproved');
     expect(await w.transactionCount()).toBe(0);
@@ -342,7 +438,9 @@ describe('work owner against provider outcomes', () => {
 
   it('a failed commit is work_commit_failed with the provider code and nothing applied', async () => {
     const inner = sqliteHarness().open();
-    const w = await openWork({ provider: wrap(inner, { commit: async () => ({ status: 'failed', code: 'provider_busy' }) }) });
+    const w = await openWork({
+      provider: wrap(inner, { commit: async () => ({ status: 'failed', code: 'provider_busy' }) }),
+    });
     const e = await rejectionOf(() => w.addTodo({ operation_id: 'a', title: 'T' }));
     expect(e.code).toBe('work_commit_failed');
     expect(e.details).toMatchObject({ provider_code: 'provider_busy' });

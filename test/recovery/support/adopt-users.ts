@@ -29,14 +29,21 @@ export function newUser(prefix: string): User {
 }
 
 /** The real CLI as `u`, without the event loop blocked: its status and JSON document, expected to succeed. */
-export async function as(u: Pick<User, 'authority'>, args: readonly string[], env: Record<string, string> = {}): Promise<Doc> {
+export async function as(
+  u: Pick<User, 'authority'>,
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<Doc> {
   const r = await loopxAsync([...args, '--authority-dir', u.authority, '--json'], env);
   expect(r.status, `${args.join(' ')}\n${r.stderr}${r.stdout}`).toBe(0);
   return r.json();
 }
 
 /** The CLI as `u`, expected to be refused: its exit status and error code. */
-export async function refusedAs(u: Pick<User, 'authority'>, args: readonly string[]): Promise<{ status: number | null; code: string | undefined }> {
+export async function refusedAs(
+  u: Pick<User, 'authority'>,
+  args: readonly string[],
+): Promise<{ status: number | null; code: string | undefined }> {
   const r = await loopxAsync([...args, '--authority-dir', u.authority, '--json']);
   return { status: r.status, code: r.status === 0 ? undefined : (r.json().error?.code as string | undefined) };
 }
@@ -44,7 +51,10 @@ export async function refusedAs(u: Pick<User, 'authority'>, args: readonly strin
 /** The CLI started in `cwd` (relative arguments are the operator's), never blocking the test's event loop. */
 export function cliIn(cwd: string, args: readonly string[]): Promise<CliResult> {
   return new Promise((res, rej) => {
-    const child = spawn(process.execPath, [...CLI, ...args], { cwd, env: { ...process.env, XDG_STATE_HOME: STATE_HOME } });
+    const child = spawn(process.execPath, [...CLI, ...args], {
+      cwd,
+      env: { ...process.env, XDG_STATE_HOME: STATE_HOME },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -61,16 +71,39 @@ export function cliIn(cwd: string, args: readonly string[]): Promise<CliResult> 
 export async function workedSource(u: User, deliveriesUrl: string): Promise<string> {
   const at = ['--root', u.root];
   await as(u, ['init', ...at]);
-  const lineage = (await as(u, ['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at])).goal_instance_id as string;
-  for (const title of ['Draft the outline', 'Review with design', 'Publish the post']) await as(u, ['todo', 'add', '--goal', 'launch', '--title', title, ...at]);
-  await as(u, ['work', 'run', '--goal', 'launch', '--agent', agentFile(u.dir, 'before', BEFORE), '--sink', deliveriesUrl, ...at]);
+  const lineage = (await as(u, ['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at]))
+    .goal_instance_id as string;
+  for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
+    await as(u, ['todo', 'add', '--goal', 'launch', '--title', title, ...at]);
+  await as(u, [
+    'work',
+    'run',
+    '--goal',
+    'launch',
+    '--agent',
+    agentFile(u.dir, 'before', BEFORE),
+    '--sink',
+    deliveriesUrl,
+    ...at,
+  ]);
   return lineage;
 }
 
 /** A quiescent backup of `u`'s root, verified into `u.workspace`. */
 export async function backupVerified(u: User, id = 'b1'): Promise<void> {
   const out = join(u.dir, 'backups');
-  const b = await as(u, ['backup-state', '--execute', '--profile', 'quiescent', '--output-dir', out, '--backup-id', id, '--root', u.root]);
+  const b = await as(u, [
+    'backup-state',
+    '--execute',
+    '--profile',
+    'quiescent',
+    '--output-dir',
+    out,
+    '--backup-id',
+    id,
+    '--root',
+    u.root,
+  ]);
   await as(u, [
     'backup-state',
     'verify',
@@ -88,7 +121,18 @@ export async function backupVerified(u: User, id = 'b1'): Promise<void> {
 
 /** Plan `u`'s Goal `goal` from its workspace into `destination`, then apply it; the apply's status document. */
 export async function recoverInto(u: User, destination: string, goal = 'launch'): Promise<Doc> {
-  const plan = await as(u, ['recover', 'plan', '--from', u.workspace, '--goal', goal, '--destination', destination, '--root', u.root]);
+  const plan = await as(u, [
+    'recover',
+    'plan',
+    '--from',
+    u.workspace,
+    '--goal',
+    goal,
+    '--destination',
+    destination,
+    '--root',
+    u.root,
+  ]);
   return as(u, ['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest]);
 }
 

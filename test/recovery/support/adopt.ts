@@ -9,7 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { WebhookSink } from '../../../src/dev/index.js';
-import { AFTER_CAPTURE, BEFORE, CONTINUE, agentDocument, type ScriptStep } from '../../../src/runtime/drill/definition.js';
+import {
+  AFTER_CAPTURE,
+  BEFORE,
+  CONTINUE,
+  agentDocument,
+  type ScriptStep,
+} from '../../../src/runtime/drill/definition.js';
 import { loopx, loopxAsync, tempRoot } from '../../support/cli.js';
 
 /** A command's JSON document, read field by field by the tests. */
@@ -56,25 +62,60 @@ export async function okAsync(s: Pick<Source, 'authority'>, args: readonly strin
 /** A source root worked before a quiescent capture, verified into a workspace, then worked again (lost locally). */
 export async function sourceWithBackup(
   sink: WebhookSink,
-  options: { profile?: 'quiescent' | 'online'; afterCapture?: boolean; store?: { readonly database_url: string; readonly schema: string } } = {},
+  options: {
+    profile?: 'quiescent' | 'online';
+    afterCapture?: boolean;
+    store?: { readonly database_url: string; readonly schema: string };
+  } = {},
 ): Promise<Source> {
   const dir = mkdtempSync(join(tmpdir(), 'loopx-adopt-'));
   const root = tempRoot();
   const authority = join(dir, 'authority');
   const at = (r: string) => ['--root', r, '--authority-dir', authority];
-  const agents = { before: agentFile(dir, 'before', BEFORE), after: agentFile(dir, 'after', AFTER_CAPTURE), cont: agentFile(dir, 'continue', CONTINUE) };
+  const agents = {
+    before: agentFile(dir, 'before', BEFORE),
+    after: agentFile(dir, 'after', AFTER_CAPTURE),
+    cont: agentFile(dir, 'continue', CONTINUE),
+  };
   const s: Source = { dir, root, authority, workspace: join(dir, 'workspace'), agents, at };
   // The source's Goal state in PostgreSQL when `store` names a schema (by its URL reference, set in this process's environment).
-  const store = options.store === undefined ? [] : ['--store', 'postgresql', '--database-url', options.store.database_url, '--pg-schema', options.store.schema];
+  const store =
+    options.store === undefined
+      ? []
+      : ['--store', 'postgresql', '--database-url', options.store.database_url, '--pg-schema', options.store.schema];
   expect((await loopxAsync(['init', ...store, ...at(root)])).status).toBe(0);
   if (options.store !== undefined) expect((await loopxAsync(['db', 'migrate', ...at(root)])).status).toBe(0);
-  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at(root)])).status).toBe(0);
+  expect((await loopxAsync(['goal', 'create', 'launch', '--title', 'Ship the launch post', ...at(root)])).status).toBe(
+    0,
+  );
   for (const title of ['Draft the outline', 'Review with design', 'Publish the post'])
     expect((await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', title, ...at(root)])).status).toBe(0);
-  const w = await loopxAsync(['work', 'run', '--goal', 'launch', '--agent', agents.before, '--sink', sink.deliveriesUrl, ...at(root), '--json']);
+  const w = await loopxAsync([
+    'work',
+    'run',
+    '--goal',
+    'launch',
+    '--agent',
+    agents.before,
+    '--sink',
+    sink.deliveriesUrl,
+    ...at(root),
+    '--json',
+  ]);
   expect(w.status, w.stderr).toBe(0);
   const out = join(dir, 'backups');
-  const b = await okAsync(s, ['backup-state', '--execute', '--profile', options.profile ?? 'quiescent', '--output-dir', out, '--backup-id', 'b1', '--root', root]);
+  const b = await okAsync(s, [
+    'backup-state',
+    '--execute',
+    '--profile',
+    options.profile ?? 'quiescent',
+    '--output-dir',
+    out,
+    '--backup-id',
+    'b1',
+    '--root',
+    root,
+  ]);
   await okAsync(s, [
     'backup-state',
     'verify',
@@ -98,11 +139,39 @@ export async function sourceWithBackup(
 /** Plan `s`'s Goal into a new destination beside the workspace; the plan's public document. */
 export function plan(s: Source, name = 'recovered'): { destination: string; doc: Doc } {
   const destination = join(s.dir, name);
-  return { destination, doc: ok(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', destination, '--root', s.root]) };
+  return {
+    destination,
+    doc: ok(s, [
+      'recover',
+      'plan',
+      '--from',
+      s.workspace,
+      '--goal',
+      'launch',
+      '--destination',
+      destination,
+      '--root',
+      s.root,
+    ]),
+  };
 }
 
 /** `plan` through `okAsync`: the CLI in this process when it can be. */
 export async function planAsync(s: Source, name = 'recovered'): Promise<{ destination: string; doc: Doc }> {
   const destination = join(s.dir, name);
-  return { destination, doc: await okAsync(s, ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', destination, '--root', s.root]) };
+  return {
+    destination,
+    doc: await okAsync(s, [
+      'recover',
+      'plan',
+      '--from',
+      s.workspace,
+      '--goal',
+      'launch',
+      '--destination',
+      destination,
+      '--root',
+      s.root,
+    ]),
+  };
 }

@@ -79,7 +79,12 @@ export interface BuildOptions {
    * The embedded manifest: left out, its bytes replaced (the external copy keeps the digest of the
    * bytes the producer would have embedded, unless `recordActual`), or written by the case.
    */
-  embedded?: { omit?: boolean; bytes?: (b: Buffer) => Buffer; recordActual?: boolean; emit?: (t: RawTar, bytes: Buffer) => void };
+  embedded?: {
+    omit?: boolean;
+    bytes?: (b: Buffer) => Buffer;
+    recordActual?: boolean;
+    emit?: (t: RawTar, bytes: Buffer) => void;
+  };
   /** Write the end of the tar yourself (default: two zero blocks). */
   end?: (t: RawTar) => void;
   /** Post-process the finished tar stream (truncation, …) before it is compressed. */
@@ -102,7 +107,13 @@ export interface Corpus {
 
 export const serialize = (m: unknown): Buffer => Buffer.from(`${JSON.stringify(m, null, 2)}\n`, 'utf8');
 
-const ARCHIVE_FIELDS = ['archive_sha256', 'archive_size_bytes', 'archive_expanded_bytes', 'archive_to_logical_ratio', 'embedded_manifest'] as const;
+const ARCHIVE_FIELDS = [
+  'archive_sha256',
+  'archive_size_bytes',
+  'archive_expanded_bytes',
+  'archive_to_logical_ratio',
+  'embedded_manifest',
+] as const;
 
 /** Read the real backup back into entries (origins from its manifest). */
 export async function loadBase(archivePath: string, manifest: BackupManifest): Promise<BaseBackup> {
@@ -112,7 +123,11 @@ export async function loadBase(archivePath: string, manifest: BackupManifest): P
     const path = e.name.replace(/\/$/, '');
     if (path === 'manifest.json') continue;
     if (e.type !== 'file' && e.type !== 'directory') throw new Error(`unexpected ${e.type} member in the base archive`);
-    entries.push(e.type === 'file' ? { path, type: 'file', data: e.data, origin: origins.get(path) } : { path, type: 'directory', origin: origins.get(path) });
+    entries.push(
+      e.type === 'file'
+        ? { path, type: 'file', data: e.data, origin: origins.get(path) }
+        : { path, type: 'directory', origin: origins.get(path) },
+    );
   }
   return { entries, manifest, mtime: Math.floor(Date.parse(manifest.execution.tar.mtime) / 1000) };
 }
@@ -145,7 +160,9 @@ export function planDocument(base: BaseBackup, members: MemberRecord[], hook?: (
   const doc = structuredClone(base.manifest) as unknown as ManifestDoc;
   doc.members = members;
   const execution = doc.execution as unknown as Record<string, unknown>;
-  execution.file_members = members.filter((m) => m.type === 'file').map((m) => ({ archive_path: m.path, size_bytes: m.size_bytes, sha256: m.sha256 }));
+  execution.file_members = members
+    .filter((m) => m.type === 'file')
+    .map((m) => ({ archive_path: m.path, size_bytes: m.size_bytes, sha256: m.sha256 }));
   execution.member_count = members.length + 1;
   for (const f of ARCHIVE_FIELDS) execution[f] = null;
   hook?.(doc);
@@ -155,7 +172,10 @@ export function planDocument(base: BaseBackup, members: MemberRecord[], hook?: (
 const digestOf = (b: Buffer) => ({ archive_path: 'manifest.json', sha256: sha256(b), size_bytes: b.length });
 
 /** The external manifest: the document plus the archive facts. */
-function externalOf(doc: ManifestDoc, facts: { archive: { sha256: string; size: number }; expanded: number; embedded: ReturnType<typeof digestOf> }): ManifestDoc {
+function externalOf(
+  doc: ManifestDoc,
+  facts: { archive: { sha256: string; size: number }; expanded: number; embedded: ReturnType<typeof digestOf> },
+): ManifestDoc {
   const external = structuredClone(doc);
   const ex = external.execution as unknown as Record<string, unknown>;
   const logical = external.summary.logical_source_bytes;
@@ -189,7 +209,11 @@ export function buildCorpus(base: BaseBackup, options: BuildOptions = {}): Corpu
   const archive = options.gzip ? options.gzip(tar) : gzip(tar);
 
   // The digest of the bytes the producer would have embedded: a case that swaps the bytes keeps it (unless recordActual).
-  const external = externalOf(doc, { archive: { sha256: sha256(archive), size: archive.length }, expanded: tar.length, embedded: embeddedDigest });
+  const external = externalOf(doc, {
+    archive: { sha256: sha256(archive), size: archive.length },
+    expanded: tar.length,
+    embedded: embeddedDigest,
+  });
   options.external?.(external);
   let manifest = serialize(external);
   if (options.manifestBytes) manifest = options.manifestBytes(manifest);
@@ -201,7 +225,8 @@ const ZERO_CHUNK = Buffer.alloc(1024 * 1024);
 /** SHA-256 of `size` zero bytes. */
 export function zerosSha256(size: number): string {
   const h = createHash('sha256');
-  for (let left = size; left > 0; left -= ZERO_CHUNK.length) h.update(left >= ZERO_CHUNK.length ? ZERO_CHUNK : ZERO_CHUNK.subarray(0, left));
+  for (let left = size; left > 0; left -= ZERO_CHUNK.length)
+    h.update(left >= ZERO_CHUNK.length ? ZERO_CHUNK : ZERO_CHUNK.subarray(0, left));
   return h.digest('hex');
 }
 
@@ -213,11 +238,23 @@ export function zerosSha256(size: number): string {
  */
 export async function buildZeroFileCorpus(
   base: BaseBackup,
-  options: { entries?: readonly CorpusEntry[]; path: string; sizeFor: (embeddedBytes: number) => number; level?: number; external?: (m: ManifestDoc) => void },
+  options: {
+    entries?: readonly CorpusEntry[];
+    path: string;
+    sizeFor: (embeddedBytes: number) => number;
+    level?: number;
+    external?: (m: ManifestDoc) => void;
+  },
 ): Promise<Omit<Corpus, 'tar'> & { expanded: number; zeros: number }> {
   const entries = options.entries ?? base.entries;
   const members = entries.filter((e) => e.planned !== false).map(recordOf);
-  const zeroRecord = (size: number, digest: string): MemberRecord => ({ path: options.path, type: 'file', size_bytes: size, sha256: digest, origin: 'runtime_root' });
+  const zeroRecord = (size: number, digest: string): MemberRecord => ({
+    path: options.path,
+    type: 'file',
+    size_bytes: size,
+    sha256: digest,
+    origin: 'runtime_root',
+  });
   const probe = serialize(planDocument(base, [...members, zeroRecord(options.sizeFor(0), '0'.repeat(64))])).length;
   const size = options.sizeFor(probe);
   const doc = planDocument(base, [...members, zeroRecord(size, zerosSha256(size))]);
@@ -242,19 +279,28 @@ export async function buildZeroFileCorpus(
     if (!gz.write(b)) await new Promise<void>((r) => gz.once('drain', r));
   };
   await write(head.bytes());
-  for (let left = size; left > 0; left -= ZERO_CHUNK.length) await write(left >= ZERO_CHUNK.length ? ZERO_CHUNK : ZERO_CHUNK.subarray(0, left));
+  for (let left = size; left > 0; left -= ZERO_CHUNK.length)
+    await write(left >= ZERO_CHUNK.length ? ZERO_CHUNK : ZERO_CHUNK.subarray(0, left));
   await write(tail.bytes());
   gz.end();
   await done;
   const archive = Buffer.concat(out);
   const expanded = head.length + size + tail.length;
-  const external = externalOf(doc, { archive: { sha256: sha256(archive), size: archive.length }, expanded, embedded: digestOf(embedded) });
+  const external = externalOf(doc, {
+    archive: { sha256: sha256(archive), size: archive.length },
+    expanded,
+    embedded: digestOf(embedded),
+  });
   options.external?.(external);
   return { archive, manifest: serialize(external), doc: external, embedded, expanded, zeros: size };
 }
 
 /** Write a corpus pair into `dir` as `<id>.tar.gz` and `<id>.manifest.json` (0600). */
-export function writeCorpus(dir: string, corpus: Pick<Corpus, 'archive' | 'manifest'>, id = 'corpus'): { archive: string; manifest: string } {
+export function writeCorpus(
+  dir: string,
+  corpus: Pick<Corpus, 'archive' | 'manifest'>,
+  id = 'corpus',
+): { archive: string; manifest: string } {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const archive = join(dir, `${id}.tar.gz`);
   const manifest = join(dir, `${id}.manifest.json`);
@@ -270,8 +316,17 @@ export const fileEntry = (path: string, data: Buffer | string, extra: Partial<Co
   data: typeof data === 'string' ? Buffer.from(data, 'utf8') : data,
   ...extra,
 });
-export const dirEntry = (path: string, extra: Partial<CorpusEntry> = {}): CorpusEntry => ({ path, type: 'directory', ...extra });
-export const linkEntry = (path: string, linkTarget: string, extra: Partial<CorpusEntry> = {}): CorpusEntry => ({ path, type: 'symlink', linkTarget, ...extra });
+export const dirEntry = (path: string, extra: Partial<CorpusEntry> = {}): CorpusEntry => ({
+  path,
+  type: 'directory',
+  ...extra,
+});
+export const linkEntry = (path: string, linkTarget: string, extra: Partial<CorpusEntry> = {}): CorpusEntry => ({
+  path,
+  type: 'symlink',
+  linkTarget,
+  ...extra,
+});
 
 /** Insert `added` right after the entry at `after` (or at the end when absent). */
 export function insertAfter(entries: readonly CorpusEntry[], after: string, ...added: CorpusEntry[]): CorpusEntry[] {
@@ -282,7 +337,11 @@ export function insertAfter(entries: readonly CorpusEntry[], after: string, ...a
 }
 
 /** Replace the entry at `path` (keeping its place). */
-export function replaceEntry(entries: readonly CorpusEntry[], path: string, f: (e: CorpusEntry) => CorpusEntry | CorpusEntry[]): CorpusEntry[] {
+export function replaceEntry(
+  entries: readonly CorpusEntry[],
+  path: string,
+  f: (e: CorpusEntry) => CorpusEntry | CorpusEntry[],
+): CorpusEntry[] {
   const out: CorpusEntry[] = [];
   let found = false;
   for (const e of entries) {

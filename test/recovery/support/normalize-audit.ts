@@ -27,7 +27,10 @@ export function normalizeAudit(audit: RecoveryAudit): unknown {
       component_id: id(c.component_id),
       logical_scope: scopes.get(c.logical_scope) ?? c.logical_scope,
       dependency_ids: c.dependency_ids.map(id),
-      readback: 'work_database' in c.readback ? { ...c.readback, work_database: id(c.readback.work_database as string | null) } : c.readback,
+      readback:
+        'work_database' in c.readback
+          ? { ...c.readback, work_database: id(c.readback.work_database as string | null) }
+          : c.readback,
     })),
     findings: audit.findings.map((f) => ({ ...f, component: id(f.component) })),
   };

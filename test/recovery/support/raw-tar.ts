@@ -75,7 +75,15 @@ const defaultMode = (typeflag: string): number => (typeflag === '5' ? 0o700 : ty
 const bytesOf = (f: Field): Buffer => (typeof f === 'string' ? Buffer.from(f, 'utf8') : f);
 
 /** Octal digits tar-stream writes per numeric field (then a space; an 8-byte field keeps a final NUL). */
-const OCTAL_DIGITS: Record<NumericField, number> = { mode: 6, uid: 6, gid: 6, size: 11, mtime: 11, devmajor: 6, devminor: 6 };
+const OCTAL_DIGITS: Record<NumericField, number> = {
+  mode: 6,
+  uid: 6,
+  gid: 6,
+  size: 11,
+  mtime: 11,
+  devmajor: 6,
+  devminor: 6,
+};
 
 /** An octal number field as tar-stream writes it: `digits` zero-padded octal digits then a space. */
 export function octalField(value: number, digits: number): Buffer {
@@ -122,7 +130,8 @@ export function header(spec: HeaderSpec): Buffer {
     devmajor: spec.devmajor ?? 0,
     devminor: spec.devminor ?? 0,
   };
-  for (const key of Object.keys(numbers) as NumericField[]) put(block, key, spec.raw?.[key] ?? octalField(numbers[key], OCTAL_DIGITS[key]));
+  for (const key of Object.keys(numbers) as NumericField[])
+    put(block, key, spec.raw?.[key] ?? octalField(numbers[key], OCTAL_DIGITS[key]));
   put(block, 'typeflag', Buffer.from(typeflag, 'latin1'));
   if (spec.linkname !== undefined) put(block, 'linkname', bytesOf(spec.linkname));
   put(block, 'magic', bytesOf(spec.magic ?? 'ustar\0'));
@@ -131,7 +140,12 @@ export function header(spec: HeaderSpec): Buffer {
   if (spec.gname !== undefined) put(block, 'gname', bytesOf(spec.gname));
   if (spec.prefix !== undefined) put(block, 'prefix', bytesOf(spec.prefix));
   const sum = checksumOf(block);
-  const stored = spec.checksum === undefined || spec.checksum === 'valid' ? sum : spec.checksum === 'corrupt' ? sum + 1 : spec.checksum;
+  const stored =
+    spec.checksum === undefined || spec.checksum === 'valid'
+      ? sum
+      : spec.checksum === 'corrupt'
+        ? sum + 1
+        : spec.checksum;
   put(block, 'chksum', octalField(stored, 6));
   return block;
 }
@@ -205,7 +219,12 @@ export class RawTar {
   /** A PAX extended header ('x', or 'g' for a global one) holding `records` (or `raw` data bytes). */
   pax(records: PaxRecords, options: { typeflag?: 'x' | 'g'; raw?: Buffer; name?: string; size?: number } = {}): this {
     const data = options.raw ?? paxData(records);
-    this.header({ name: options.name ?? 'PaxHeader', typeflag: options.typeflag ?? 'x', mode: 0o644, size: options.size ?? data.length });
+    this.header({
+      name: options.name ?? 'PaxHeader',
+      typeflag: options.typeflag ?? 'x',
+      mode: 0o644,
+      size: options.size ?? data.length,
+    });
     return this.data(data);
   }
 
@@ -239,7 +258,18 @@ export class RawTar {
       const paxBytes = paxData(records);
       const linked = spec0.linkname !== undefined && bytesOf(spec0.linkname).length > 0;
       const { mode, uid, gid, mtime, uname, gname } = spec0;
-      this.header({ name: 'PaxHeader', typeflag: 'x', size: paxBytes.length, mode, uid, gid, mtime, uname, gname, ...(linked ? { linkname: 'PaxHeader' } : {}) });
+      this.header({
+        name: 'PaxHeader',
+        typeflag: 'x',
+        size: paxBytes.length,
+        mode,
+        uid,
+        gid,
+        mtime,
+        uname,
+        gname,
+        ...(linked ? { linkname: 'PaxHeader' } : {}),
+      });
       this.data(paxBytes);
     }
     this.header(spec0);
@@ -285,5 +315,9 @@ export interface GzipOptions {
 /** A gzip layer over `tar`. */
 export function gzip(tar: Buffer, options: GzipOptions = {}): Buffer {
   const level = options.level ?? 6;
-  return Buffer.concat([gzipSync(tar, { level }), ...(options.members ?? []).map((m) => gzipSync(m, { level })), options.trailing ?? Buffer.alloc(0)]);
+  return Buffer.concat([
+    gzipSync(tar, { level }),
+    ...(options.members ?? []).map((m) => gzipSync(m, { level })),
+    options.trailing ?? Buffer.alloc(0),
+  ]);
 }

@@ -19,7 +19,14 @@ import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { exitCodeOf, type LoopxError } from '../../../src/core/index.js';
-import { rootDirectoryIdentity, type ClaimInput, type LifetimeSupersessionRequest, type RunAuthority, type RunRecord, type WorkHead } from '../../../src/run-authority/index.js';
+import {
+  rootDirectoryIdentity,
+  type ClaimInput,
+  type LifetimeSupersessionRequest,
+  type RunAuthority,
+  type RunRecord,
+  type WorkHead,
+} from '../../../src/run-authority/index.js';
 import { asyncCodeOf, asyncErrorOf, codeOf, ginst, record, supersession, turns } from '../support.js';
 
 const OLD = ginst('a');
@@ -141,7 +148,12 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         const a = await make();
         a.rotate();
         const keys = a.keyBuffersForTest().map(hex);
-        const surfaces = [JSON.stringify(a.keyGenerations()), JSON.stringify(a), inspect(a, { depth: 5, showHidden: true }), String(a.currentKeyGeneration())];
+        const surfaces = [
+          JSON.stringify(a.keyGenerations()),
+          JSON.stringify(a),
+          inspect(a, { depth: 5, showHidden: true }),
+          String(a.currentKeyGeneration()),
+        ];
         for (const s of surfaces) for (const k of keys) expect(s).not.toContain(k);
       });
     });
@@ -203,15 +215,24 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
           ['generation 0', () => a.verifyClaim(a.scopeId, input({ keyGeneration: 0 }), hmac)],
           ['a non-integer generation', () => a.verifyClaim(a.scopeId, input({ keyGeneration: 1.5 }), hmac)],
           ['the wrong transition generation', () => a.verifyClaim(a.scopeId, input({ transitionGeneration: 2 }), hmac)],
-          ['a negative transition generation', () => a.verifyClaim(a.scopeId, input({ transitionGeneration: -1 }), hmac)],
-          ['a non-integer transition generation', () => a.verifyClaim(a.scopeId, input({ transitionGeneration: 1.5 }), hmac)],
+          [
+            'a negative transition generation',
+            () => a.verifyClaim(a.scopeId, input({ transitionGeneration: -1 }), hmac),
+          ],
+          [
+            'a non-integer transition generation',
+            () => a.verifyClaim(a.scopeId, input({ transitionGeneration: 1.5 }), hmac),
+          ],
           ['a flipped bit in byte 0', () => a.verifyClaim(a.scopeId, input(), flipped(0, 0))],
           ['a flipped bit in byte 31', () => a.verifyClaim(a.scopeId, input(), flipped(31, 7))],
           ['a truncated (31-byte) HMAC', () => a.verifyClaim(a.scopeId, input(), hmac.slice(0, 31))],
           ['an extended (33-byte) HMAC', () => a.verifyClaim(a.scopeId, input(), new Uint8Array([...hmac, 0]))],
           ['an empty HMAC', () => a.verifyClaim(a.scopeId, input(), new Uint8Array(0))],
           ['a different macInput', () => a.verifyClaim(a.scopeId, input({ macInput: new Uint8Array([9]) }), hmac)],
-          ['a claim from another authority with the same inputs', () => a.verifyClaim(a.scopeId, input(), other.claim(input()))],
+          [
+            'a claim from another authority with the same inputs',
+            () => a.verifyClaim(a.scopeId, input(), other.claim(input())),
+          ],
         ];
         const answers = (): Array<[string, unknown]> =>
           cases.map(([label, check]) => {
@@ -345,7 +366,10 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
       it('a record keeps only the contract fields: absent optional fields stay absent, other properties are not stored', async () => {
         const a = await make();
         const lease = (await a.acquireRun('run-1'))!;
-        const sloppy = { ...record('run-1', { payloadSha256: undefined, lastSequence: 3 }), extra: 'not a record field' } as RunRecord;
+        const sloppy = {
+          ...record('run-1', { payloadSha256: undefined, lastSequence: 3 }),
+          extra: 'not a record field',
+        } as RunRecord;
         await a.writeRecord(lease, sloppy);
         expect(await a.readRecord('run-1')).toStrictEqual(record('run-1', { lastSequence: 3 }));
         await lease.release();
@@ -382,7 +406,11 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         const a = await make({ importWaitMs: 50 });
         const first = await a.beginImport('run-1');
         const busy = await a.beginImport('run-1').catch((e: unknown) => e);
-        expect(busy).toMatchObject({ code: 'import_busy', kind: 'conflict', nextAction: 'run the same import again once the other one has finished' });
+        expect(busy).toMatchObject({
+          code: 'import_busy',
+          kind: 'conflict',
+          nextAction: 'run the same import again once the other one has finished',
+        });
         expect(a.outstandingLeases).toBe(1);
         await first.release();
         const again = await a.beginImport('run-1');
@@ -533,7 +561,11 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
           expect(refused, label).toMatchObject({ code: 'goal_lifetime_already_superseded', kind: 'conflict' });
           expect(exitCodeOf(refused), label).toBe(4);
           expect((refused as LoopxError).nextAction, label).toContain(`root id ${stored.successor_root}`);
-          expect((refused as LoopxError).details, label).toMatchObject({ goal_instance_id: OLD, successor_instance_id: NEW, successor_root: 'root_new' });
+          expect((refused as LoopxError).details, label).toMatchObject({
+            goal_instance_id: OLD,
+            successor_instance_id: NEW,
+            successor_root: 'root_new',
+          });
           expect(await a.lifetimeSupersession(OLD), label).toStrictEqual(stored);
         }
         expect(await a.lifetimeSupersession(ginst('c'))).toBeUndefined();
@@ -545,7 +577,15 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         const a = await make();
         const first = (await a.supersedeLifetime(supersession())).record;
         const second = (
-          await a.supersedeLifetime(supersession({ goal_instance_id: NEW, successor_instance_id: ginst('c'), fence: 9, recovery_id: 'e'.repeat(64), successor_root: 'root_third' }))
+          await a.supersedeLifetime(
+            supersession({
+              goal_instance_id: NEW,
+              successor_instance_id: ginst('c'),
+              fence: 9,
+              recovery_id: 'e'.repeat(64),
+              successor_root: 'root_third',
+            }),
+          )
         ).record;
         expect(await a.lifetimeSupersession(OLD)).toStrictEqual(first);
         expect(await a.lifetimeSupersession(NEW)).toStrictEqual(second);
@@ -588,7 +628,8 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         }
         expect(await a.lifetimeSupersession(OLD)).toBeUndefined();
         expect(await a.lifetimeSupersession(NEW)).toBeUndefined();
-        for (const id of ['', 'ginst_x', OLD.toUpperCase(), '../etc/passwd']) expect(await asyncCodeOf(a.lifetimeSupersession(id)), id).toBe('lifetime_supersession_invalid');
+        for (const id of ['', 'ginst_x', OLD.toUpperCase(), '../etc/passwd'])
+          expect(await asyncCodeOf(a.lifetimeSupersession(id)), id).toBe('lifetime_supersession_invalid');
         // The valid request is still the first one.
         expect((await a.supersedeLifetime(supersession())).replayed).toBe(false);
       });
@@ -641,23 +682,33 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
       it('a work store is bound to the first lifetime that opens it; another lifetime is goal_identity_mismatch', async () => {
         const a = await make();
         expect(await a.observeWorkHead(head())).toMatchObject({ goal_instance_id: ginst('a'), cursor: 3 });
-        expect(await asyncCodeOf(a.observeWorkHead(head({ goal_instance_id: ginst('e') })))).toBe('goal_identity_mismatch');
+        expect(await asyncCodeOf(a.observeWorkHead(head({ goal_instance_id: ginst('e') })))).toBe(
+          'goal_identity_mismatch',
+        );
       });
 
       it('a mark moves only forward: ahead advances it, behind (or the same cursor with another revision) is root_rolled_back and changes nothing', async () => {
         const a = await make();
         await a.observeWorkHead(head());
-        expect(await a.observeWorkHead(head({ cursor: 5, provider_revision: `${'9'.repeat(32)}:5` }))).toMatchObject({ cursor: 5 });
+        expect(await a.observeWorkHead(head({ cursor: 5, provider_revision: `${'9'.repeat(32)}:5` }))).toMatchObject({
+          cursor: 5,
+        });
         expect(await asyncCodeOf(a.observeWorkHead(head()))).toBe('root_rolled_back');
-        expect(await asyncCodeOf(a.observeWorkHead(head({ cursor: 5, provider_revision: `${'8'.repeat(32)}:5` })))).toBe('root_rolled_back');
-        expect(await a.observeWorkHead(head({ cursor: 5, provider_revision: `${'9'.repeat(32)}:5` }))).toMatchObject({ cursor: 5 });
+        expect(
+          await asyncCodeOf(a.observeWorkHead(head({ cursor: 5, provider_revision: `${'8'.repeat(32)}:5` }))),
+        ).toBe('root_rolled_back');
+        expect(await a.observeWorkHead(head({ cursor: 5, provider_revision: `${'9'.repeat(32)}:5` }))).toMatchObject({
+          cursor: 5,
+        });
       });
 
       it('work marks of one authority are invisible to another', async () => {
         const a = await make();
         const b = await make();
         await a.observeWorkHead(head({ cursor: 9, provider_revision: 'r:9' }));
-        expect(await b.observeWorkHead(head({ goal_instance_id: ginst('e') }))).toMatchObject({ goal_instance_id: ginst('e') });
+        expect(await b.observeWorkHead(head({ goal_instance_id: ginst('e') }))).toMatchObject({
+          goal_instance_id: ginst('e'),
+        });
       });
     });
 
@@ -684,7 +735,9 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         expect(await asyncCodeOf(a.bindRoot('root_a', root))).toBe('authority_shutting_down');
         expect(await asyncCodeOf(a.rebindRoot('root_a', root))).toBe('authority_shutting_down');
         expect(await asyncCodeOf(a.supersedeLifetime(supersession()))).toBe('authority_shutting_down');
-        expect(await asyncCodeOf(a.lifetimeSupersession(supersession().goal_instance_id))).toBe('authority_shutting_down');
+        expect(await asyncCodeOf(a.lifetimeSupersession(supersession().goal_instance_id))).toBe(
+          'authority_shutting_down',
+        );
 
         const rec = record('run-1', { state: 'SUSPENDED' });
         await a.writeRecord(lease, rec);
