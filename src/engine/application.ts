@@ -79,6 +79,12 @@ export interface ApplicationSpec {
   readonly providerKinds?: readonly ModelProviderKind[];
   readonly modelRetry?: ModelRetryPolicy;
   readonly toolPlans: readonly ToolPlan[];
+  /**
+   * When the tool plans' argument schemas are compiled: when the application is built (the
+   * default: a schema Ajv refuses fails the build), or on each tool's first call — only for plans
+   * whose schemas are static and known to compile, as the built-in application's are.
+   */
+  readonly compileToolSchemas?: 'at_build' | 'on_first_call';
   /** Identity of the built-in scripted provider, when agents of this application use it. */
   readonly scriptedProviderIdentity?: ComponentIdentity;
   /** Further executable components (stages, observers, brokers, decorators). */
@@ -131,7 +137,8 @@ export function convenienceApplication(spec: Omit<ApplicationSpec, 'compatibilit
 
 function build(spec: ApplicationSpec, full: boolean): Application {
   const host = new ToolPlanHost();
-  for (const plan of spec.toolPlans) host.register(plan);
+  const compile = spec.compileToolSchemas === 'on_first_call' ? 'on_first_call' : 'now';
+  for (const plan of spec.toolPlans) host.register(plan, { compile });
   const providers = new Map((spec.providers ?? []).map((p) => [p.name, p]));
   const kinds = new Map((spec.providerKinds ?? []).map((k) => [k.name, k]));
 

@@ -136,6 +136,8 @@ export function builtinApplication(root: string, guard?: LifetimeGuard): Applica
     providerKinds: SDK_PROVIDER_KINDS,
     compatibilityIdentity: BUILTIN_COMPATIBILITY,
     toolPlans: [builtinToolPlan(root), goalWorkToolPlan(root, guard)],
+    // Static schemas, compiled by test/engine/builtin-schemas.test.ts: a read (`run show`) loads no Ajv.
+    compileToolSchemas: 'on_first_call',
     scriptedProviderIdentity: {
       ...identity('provider', SCRIPTED_PROVIDER),
       module: 'loopx/engine/providers/scripted',

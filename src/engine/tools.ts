@@ -150,19 +150,32 @@ function validatorFor(schema: object): ValidateFunction {
 }
 
 export class ToolPlanHost {
-  readonly #plans = new Map<string, { plan: ToolPlan; validators: Map<string, ValidateFunction> }>();
+  readonly #plans = new Map<string, { plan: ToolPlan; validators: Map<string, () => ValidateFunction> }>();
   readonly #live = new Set<number>();
   #nextLease = 1;
 
-  register(plan: ToolPlan): void {
+  /**
+   * Registers `plan`, its argument schemas compiled now (a schema Ajv refuses fails the
+   * registration) or, with `compile: 'on_first_call'`, each on its tool's first call — for plans
+   * whose schemas are static and known to compile (the built-in application's, which
+   * test/engine/builtin-schemas.test.ts compiles), so that a command that calls no tool (`run show`)
+   * never loads Ajv.
+   */
+  register(plan: ToolPlan, options: { readonly compile?: 'now' | 'on_first_call' } = {}): void {
     if (this.#plans.has(plan.id)) throw conflict('tool_plan_exists', `Tool plan ${plan.id} is already registered.`);
-    const validators = new Map<string, ValidateFunction>();
+    const validators = new Map<string, () => ValidateFunction>();
     for (const tool of plan.tools) {
       const name = tool.definition.name;
       if (!TOOL_NAME.test(name))
         throw rejected('tool_name_invalid', `Tool name ${JSON.stringify(name)} is not a valid tool name.`);
       if (validators.has(name)) throw rejected('tool_name_duplicate', `Tool plan ${plan.id} defines ${name} twice.`);
-      validators.set(name, validatorFor(tool.definition.inputSchema));
+      if (options.compile === 'on_first_call') {
+        let v: ValidateFunction | undefined;
+        validators.set(name, () => (v ??= validatorFor(tool.definition.inputSchema)));
+      } else {
+        const v = validatorFor(tool.definition.inputSchema);
+        validators.set(name, () => v);
+      }
     }
     this.#plans.set(plan.id, { plan, validators });
   }
@@ -201,9 +214,10 @@ export class ToolPlanHost {
       whenReleased,
       tool: (name) => entry.plan.tools.find((t) => t.definition.name === name),
       validateArguments(toolName, args) {
-        const validate = entry.validators.get(toolName);
-        if (!validate)
+        const validatorOf = entry.validators.get(toolName);
+        if (!validatorOf)
           throw rejected('tool_unknown', `The model called ${toolName}, which is not in tool plan ${planId}.`);
+        const validate = validatorOf();
         if (!validate(args)) {
           const first = validate.errors?.[0];
           throw toolArgumentsInvalid(

@@ -34,8 +34,11 @@ const MAX_ES_MODULES = 80;
  * backup, recovery, the drill and the cluster statically.
  */
 const MAX_RUN_SHOW_ES_MODULES = 470;
-/** Packages only a feature `run show` does not use brings in: the AI SDK, the MCP SDK, the daemon's server. */
-const NOT_FOR_RUN_SHOW = ['@ai-sdk/', '@modelcontextprotocol/', 'fastify'];
+/**
+ * Packages only a feature `run show` does not use brings in: the AI SDK, the MCP SDK, the daemon's
+ * server, and Ajv (a tool's argument schema is compiled on its first call, never by a read).
+ */
+const NOT_FOR_RUN_SHOW = ['@ai-sdk/', '@modelcontextprotocol/', 'fastify', 'ajv'];
 /** Packages only a feature uses: building the program loads none of them. */
 const FEATURE_PACKAGES = ['pg', 'ai', '@ai-sdk/', '@modelcontextprotocol/', 'fastify', 'better-sqlite3'];
 
