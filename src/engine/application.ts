@@ -135,10 +135,16 @@ export function convenienceApplication(spec: Omit<ApplicationSpec, 'compatibilit
   return build({ ...spec, compatibilityIdentity: '' }, false);
 }
 
-function build(spec: ApplicationSpec, full: boolean): Application {
+/** The application's tool plans, registered with their schemas compiled when the spec says. */
+function hostOf(spec: ApplicationSpec): ToolPlanHost {
   const host = new ToolPlanHost();
   const compile = spec.compileToolSchemas === 'on_first_call' ? 'on_first_call' : 'now';
   for (const plan of spec.toolPlans) host.register(plan, { compile });
+  return host;
+}
+
+function build(spec: ApplicationSpec, full: boolean): Application {
+  const host = hostOf(spec);
   const providers = new Map((spec.providers ?? []).map((p) => [p.name, p]));
   const kinds = new Map((spec.providerKinds ?? []).map((k) => [k.name, k]));
 
