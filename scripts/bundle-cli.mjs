@@ -3,7 +3,9 @@
  * dist/cli/: one entry module plus one chunk per dynamic import, so a command still loads only the
  * chunks it uses (the command table, src/cli/main.ts). Node's ES module loader pays a fixed cost
  * per module; a command that loaded ~400 of loopx's modules loads a handful of chunks instead.
- * Packages stay external (Node resolves them from node_modules as before).
+ * Packages stay external (Node resolves them from node_modules as before), except the pure ES-module
+ * packages of INLINED: @bufbuild/protobuf is 66 small modules, and the loader's fixed cost per
+ * module made it a fifth of `run show`'s start-up; inlined, it costs its code only.
  *
  * Every module keeps its own `import.meta.url`: a bundled module's references to it are rewritten
  * to the URL of the built file it came from (relative to the chunk, so the package stays
@@ -16,6 +18,9 @@
 import { build } from 'esbuild';
 import { readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
+
+/** Pure ES-module packages whose many small modules are inlined into the chunks that use them (see above). */
+const INLINED = ['@bufbuild/protobuf'];
 
 const repo = join(dirname(new URL(import.meta.url).pathname), '..');
 const outdir = join(repo, 'dist', 'cli');
@@ -36,9 +41,18 @@ await build({
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  packages: 'external',
   logLevel: 'warning',
   plugins: [
+    {
+      name: 'packages-external-but-inlined',
+      setup(b) {
+        b.onResolve({ filter: /^[^./]/ }, (args) =>
+          INLINED.some((p) => args.path === p || args.path.startsWith(`${p}/`))
+            ? undefined
+            : { path: args.path, external: true },
+        );
+      },
+    },
     {
       name: 'own-import-meta-url',
       setup(b) {

@@ -13,8 +13,6 @@ import { BACKUP_SCHEMA, BACKUP_SCHEMA_V1, type BackupManifest } from '../backup/
 import { INPUT_CODES } from './codes.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
-import { validate as validateV0 } from './gen/manifest-v0.js';
-import { validate as validateV1 } from './gen/manifest-v1.js';
 
 export interface BoundInputs {
   readonly archiveFd: number;
@@ -118,21 +116,28 @@ export function decodeManifestBytes(bytes: Uint8Array): unknown {
  * The manifest revisions this verifier reads (dual-read), each with the validator of its published
  * schema (docs/schemas/state-backup-manifest-v{0,1}.schema.json), generated ahead of time as Ajv
  * standalone code by scripts/manifest-validators.mjs: compiling the schema here cost ~0.5 s per run.
+ * The generated code is 1.4 MB that only a verification uses, and loading it costs ~50 ms, so it is
+ * imported on the first verification rather than by every command that loads the runtime.
  */
-const MANIFEST_VALIDATORS: Readonly<Record<string, ValidateFunction>> = {
-  [BACKUP_SCHEMA]: validateV0 as unknown as ValidateFunction,
-  [BACKUP_SCHEMA_V1]: validateV1 as unknown as ValidateFunction,
-};
+type ManifestValidators = Readonly<Record<string, ValidateFunction>>;
+let validators: Promise<ManifestValidators> | undefined;
+export function manifestValidators(): Promise<ManifestValidators> {
+  validators ??= Promise.all([import('./gen/manifest-v0.js'), import('./gen/manifest-v1.js')]).then(([v0, v1]) => ({
+    [BACKUP_SCHEMA]: v0.validate as unknown as ValidateFunction,
+    [BACKUP_SCHEMA_V1]: v1.validate as unknown as ValidateFunction,
+  }));
+  return validators;
+}
 
 /** Schema and internal consistency of a decoded external manifest. */
-export function checkManifest(doc: unknown): BackupManifest {
+export function checkManifest(doc: unknown, validatorOf: ManifestValidators): BackupManifest {
   let revision = BACKUP_SCHEMA;
   const invalid = (why: string): never => {
     throw manifestInvalid(why, revision);
   };
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) invalid('not an object');
   const schema = (doc as { schema_version?: unknown }).schema_version;
-  if (typeof schema !== 'string' || !Object.hasOwn(MANIFEST_VALIDATORS, schema)) {
+  if (typeof schema !== 'string' || !Object.hasOwn(validatorOf, schema)) {
     throw rejected(
       INPUT_CODES.manifestSchemaUnknown,
       'The manifest has a schema_version this verifier does not read.',
@@ -143,7 +148,7 @@ export function checkManifest(doc: unknown): BackupManifest {
     );
   }
   revision = schema as string;
-  const validate = MANIFEST_VALIDATORS[schema as string]!;
+  const validate = validatorOf[schema as string]!;
   if (!validate(doc)) {
     const first = validate.errors?.[0];
     invalid(`${first?.instancePath || '/'} ${first?.message ?? ''}`.replace(/[^\x20-\x7e]/g, '?').slice(0, 160));
@@ -169,9 +174,9 @@ export function checkManifest(doc: unknown): BackupManifest {
 }
 
 /** Step 1. On success the archive is open (the caller closes `archiveFd`). */
-export function bindInputs(archivePath: string, manifestPath: string): BoundInputs {
+export async function bindInputs(archivePath: string, manifestPath: string): Promise<BoundInputs> {
   const bytes = readBounded(manifestPath, 'manifest', RECOVERY_LIMITS.manifestBytes, 'manifestBytes');
-  const manifest = checkManifest(decodeManifestBytes(bytes));
+  const manifest = checkManifest(decodeManifestBytes(bytes), await manifestValidators());
   const manifestSha256 = createHash('sha256').update(bytes).digest('hex');
 
   const fd = openRegular(archivePath, 'archive');

@@ -110,9 +110,9 @@ export const verifyFailed = (): LoopxError =>
     nextAction: 'see the log of the process that ran the verification',
   });
 
-function prepare(inputs: VerifyInputs, progress?: (p: VerifyProgress) => void) {
+async function prepare(inputs: VerifyInputs, progress?: (p: VerifyProgress) => void) {
   progress?.({ step: 'inputs', done: 0, total: 1 });
-  const bound = bindInputs(inputs.archive, inputs.manifest);
+  const bound = await bindInputs(inputs.archive, inputs.manifest);
   try {
     progress?.({ step: 'destination', done: 0, total: 1 });
     const declared = declaredInventory(bound.manifest);
@@ -128,8 +128,8 @@ function prepare(inputs: VerifyInputs, progress?: (p: VerifyProgress) => void) {
 }
 
 /** Steps 1–3: nothing is created. */
-export function planVerify(inputs: VerifyInputs): VerifyPlan {
-  const { bound, declared, dest } = prepare(inputs);
+export async function planVerify(inputs: VerifyInputs): Promise<VerifyPlan> {
+  const { bound, declared, dest } = await prepare(inputs);
   closeSync(bound.archiveFd);
   return {
     ok: true,
@@ -246,7 +246,7 @@ function refusalOf(e: unknown): unknown {
 export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions = {}): Promise<VerifyOutcome> {
   const t0 = performance.now();
   const progress = options.onProgress;
-  const { bound, dest, planned } = prepare(inputs, progress);
+  const { bound, dest, planned } = await prepare(inputs, progress);
   let created = false;
   let identity: { dev: number; ino: number } | undefined;
   let worker: WorkerSession | undefined;

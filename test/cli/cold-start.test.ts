@@ -154,6 +154,8 @@ describe('cold start', () => {
       NOT_FOR_RUN_SHOW.some((f) => (f.endsWith('/') ? p.startsWith(f) : p === f)),
     );
     expect(loaded, 'run show loaded an SDK or the server').toEqual([]);
+    // The backup manifest validators (1.4 MB of generated code) are a verification's alone.
+    expect(r.esm.filter((u) => /\/recovery\/gen\//.test(u))).toEqual([]);
   });
 
   it('the installed entry runs the bundle: a few chunks instead of the modules, with the same laziness', () => {
@@ -177,6 +179,12 @@ describe('cold start', () => {
       own(unbundled).length / 10,
     );
     expect(feature(packagesOf([...show.esm, ...show.cjs])).filter((p) => p !== 'better-sqlite3')).toEqual([]);
+    // Inlined into the chunks (scripts/bundle-cli.mjs): not one module per file of the package.
+    expect(show.esm.filter((u) => u.includes('/node_modules/@bufbuild/protobuf/'))).toEqual([]);
+    expect(
+      show.esm.filter((u) => /\/manifest-v\d/.test(u)),
+      'run show loaded the manifest validators',
+    ).toEqual([]);
   });
 });
 

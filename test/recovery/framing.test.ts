@@ -41,9 +41,9 @@ async function verifyCode(s: ReturnType<typeof stage>): Promise<string | undefin
   return err === undefined ? undefined : codeOf(err);
 }
 
-const planCode = (s: ReturnType<typeof stage>): string | undefined => {
+const planCode = async (s: ReturnType<typeof stage>): Promise<string | undefined> => {
   try {
-    planVerify(s);
+    await planVerify(s);
     return undefined;
   } catch (e) {
     return codeOf(e);
@@ -65,7 +65,7 @@ describe('tar framing', () => {
       end: (t) => t.end().raw(Buffer.alloc(100)),
       external: (m) => (exec(m).archive_expanded_bytes -= 100),
     });
-    expect(planCode(s)).toBeUndefined();
+    expect(await planCode(s)).toBeUndefined();
     expect(await verifyCode(s)).toBe('tar_framing_invalid');
   });
 
@@ -105,7 +105,7 @@ describe('SQLite sidecars', () => {
     'refuses a planned %s beside its database before anything is written',
     async (suffix) => {
       const s = stage({ entries: insertAfter(fx.base.entries, FAKE, fileEntry(`${FAKE}${suffix}`, wal)) });
-      expect(planCode(s)).toBe('member_sqlite_sidecar');
+      expect(await planCode(s)).toBe('member_sqlite_sidecar');
       expect(await verifyCode(s)).toBe('member_sqlite_sidecar');
       expect(existsSync(join(s.destination, 'workspace', `${FAKE}${suffix}`))).toBe(false);
     },
@@ -113,13 +113,13 @@ describe('SQLite sidecars', () => {
 
   it('refuses a sidecar whose name differs from its database only in case (a case-insensitive workspace pairs them)', async () => {
     const s = stage({ entries: insertAfter(fx.base.entries, FAKE, fileEntry('runtime-root/FAKE.DB-Wal', wal)) });
-    expect(planCode(s)).toBe('member_sqlite_sidecar');
+    expect(await planCode(s)).toBe('member_sqlite_sidecar');
   });
 
   it('refuses a sidecar listed before its database (order does not matter)', async () => {
     const i = fx.base.entries.findIndex((e) => e.path === FAKE);
     const entries = [...fx.base.entries.slice(0, i), fileEntry(`${FAKE}-journal`, wal), ...fx.base.entries.slice(i)];
-    expect(planCode(stage({ entries }))).toBe('member_sqlite_sidecar');
+    expect(await planCode(stage({ entries }))).toBe('member_sqlite_sidecar');
   });
 
   it('refuses a sidecar of a file without a .db name (any file can be opened as a database)', async () => {
@@ -128,7 +128,7 @@ describe('SQLite sidecars', () => {
       fileEntry('runtime-root/store', 'plain bytes'),
       fileEntry('runtime-root/store-wal', wal),
     ];
-    expect(planCode(stage({ entries }))).toBe('member_sqlite_sidecar');
+    expect(await planCode(stage({ entries }))).toBe('member_sqlite_sidecar');
   });
 
   it('refuses a sidecar beside a symbolic-link member', async () => {
@@ -137,12 +137,12 @@ describe('SQLite sidecars', () => {
       linkEntry('runtime-root/link.db', 'fake.db'),
       fileEntry('runtime-root/link.db-wal', wal),
     ];
-    expect(planCode(stage({ entries }))).toBe('member_sqlite_sidecar');
+    expect(await planCode(stage({ entries }))).toBe('member_sqlite_sidecar');
   });
 
   it('refuses a sidecar in the tar that the manifest does not list, at its header', async () => {
     const s = stage({ entries: insertAfter(fx.base.entries, FAKE, fileEntry(`${FAKE}-wal`, wal, { planned: false })) });
-    expect(planCode(s)).toBeUndefined();
+    expect(await planCode(s)).toBeUndefined();
     expect(await verifyCode(s)).toBe('member_sqlite_sidecar');
   });
 

@@ -53,9 +53,9 @@ const codeOf = (e: unknown): string => (isLoopxError(e) ? e.code : `not a LoopxE
 const stage = (options: BuildOptions) => fx.stage(options);
 
 /** Steps 1–3 only: the code of the refusal, or undefined. */
-function planCode(options: BuildOptions): string | undefined {
+async function planCode(options: BuildOptions): Promise<string | undefined> {
   try {
-    planVerify(stage(options));
+    await planVerify(stage(options));
     return undefined;
   } catch (e) {
     return codeOf(e);
@@ -120,14 +120,14 @@ describe('inventory: Goals and SQLite files, declared and found', () => {
     },
   });
 
-  it('128 declared Goals pass the plan; 129 refuse (verify_capacity_goals)', () => {
-    expect(planCode(goalsDeclared(128))).toBeUndefined();
-    expect(planCode(goalsDeclared(129))).toBe('verify_capacity_goals');
+  it('128 declared Goals pass the plan; 129 refuse (verify_capacity_goals)', async () => {
+    expect(await planCode(goalsDeclared(128))).toBeUndefined();
+    expect(await planCode(goalsDeclared(129))).toBe('verify_capacity_goals');
   });
 
-  it('128 declared SQLite files pass the plan; 129 refuse (verify_capacity_sqlite_files)', () => {
-    expect(planCode(sqliteDeclared(128))).toBeUndefined();
-    expect(planCode(sqliteDeclared(129))).toBe('verify_capacity_sqlite_files');
+  it('128 declared SQLite files pass the plan; 129 refuse (verify_capacity_sqlite_files)', async () => {
+    expect(await planCode(sqliteDeclared(128))).toBeUndefined();
+    expect(await planCode(sqliteDeclared(129))).toBe('verify_capacity_sqlite_files');
   });
 
   /** The base plus Goal directories (goal.json only) until the goal owner finds `total` Goals. */
@@ -383,18 +383,18 @@ describe('paths and links', () => {
     expect(Buffer.byteLength(componentBytes(256).split('/')[1]!)).toBe(256);
   });
 
-  it('each path limit + 1 refuses in the plan, before anything is written', () => {
-    expect(planCode(add(...withParents(components(64))))).toBeUndefined();
-    expect(planCode(add(...withParents(components(65))))).toBe('verify_capacity_path_components');
-    expect(planCode(add(...withParents(chars(1024))))).toBeUndefined();
-    expect(planCode(add(...withParents(chars(1025))))).toBe('verify_capacity_path_chars');
-    expect(planCode(add(fileEntry(componentBytes(255), 'x')))).toBeUndefined();
-    expect(planCode(add(fileEntry(componentBytes(256), 'x')))).toBe('verify_capacity_path_component_bytes');
+  it('each path limit + 1 refuses in the plan, before anything is written', async () => {
+    expect(await planCode(add(...withParents(components(64))))).toBeUndefined();
+    expect(await planCode(add(...withParents(components(65))))).toBe('verify_capacity_path_components');
+    expect(await planCode(add(...withParents(chars(1024))))).toBeUndefined();
+    expect(await planCode(add(...withParents(chars(1025))))).toBe('verify_capacity_path_chars');
+    expect(await planCode(add(fileEntry(componentBytes(255), 'x')))).toBeUndefined();
+    expect(await planCode(add(fileEntry(componentBytes(256), 'x')))).toBe('verify_capacity_path_component_bytes');
   });
 
-  it('a chain of 40 symbolic links resolves; 41 refuse (verify_capacity_link_hops)', () => {
-    expect(planCode(add(...chain(40)))).toBeUndefined();
-    expect(planCode(add(...chain(41)))).toBe('verify_capacity_link_hops');
+  it('a chain of 40 symbolic links resolves; 41 refuse (verify_capacity_link_hops)', async () => {
+    expect(await planCode(add(...chain(40)))).toBeUndefined();
+    expect(await planCode(add(...chain(41)))).toBe('verify_capacity_link_hops');
   });
 
   it('an archive holding every path and link shape at its limit verifies and extracts them', async () => {

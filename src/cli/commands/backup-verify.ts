@@ -113,7 +113,7 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
       };
       const inputs = { archive: o.archive, manifest: o.manifest, destination: o.destination, protect };
       if (!o.execute) {
-        emit(g, planVerify(inputs), printPlan);
+        emit(g, await planVerify(inputs), printPlan);
         return;
       }
       const bar = process.stderr.isTTY ? progressBar(process.stderr) : undefined;
