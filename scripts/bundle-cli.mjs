@@ -3,9 +3,12 @@
  * dist/cli/: one entry module plus one chunk per dynamic import, so a command still loads only the
  * chunks it uses (the command table, src/cli/main.ts). Node's ES module loader pays a fixed cost
  * per module; a command that loaded ~400 of loopx's modules loads a handful of chunks instead.
- * Packages stay external (Node resolves them from node_modules as before), except the pure ES-module
- * packages of INLINED: @bufbuild/protobuf is 66 small modules, and the loader's fixed cost per
- * module made it a fifth of `run show`'s start-up; inlined, it costs its code only.
+ * Packages stay external (Node resolves them from node_modules as before), except the plain
+ * JavaScript ones of INLINED, the packages every command or every read of a root loads: Node's
+ * loader pays per module (@bufbuild/protobuf alone is 66), and a CommonJS package also pays for the
+ * loader's export detection. Inlined CommonJS code reaches Node's built-in modules through the
+ * `require` the banner defines. Packages with native code or files of their own (better-sqlite3)
+ * and those only a feature loads stay external.
  *
  * Every module keeps its own `import.meta.url`: a bundled module's references to it are rewritten
  * to the URL of the built file it came from (relative to the chunk, so the package stays
@@ -20,7 +23,17 @@ import { readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 
 /** Pure ES-module packages whose many small modules are inlined into the chunks that use them (see above). */
-const INLINED = ['@bufbuild/protobuf'];
+const INLINED = [
+  '@bufbuild/protobuf',
+  'commander',
+  'canonicalize',
+  'tar-stream',
+  'streamx',
+  'fast-fifo',
+  'text-decoder',
+  'b4a',
+  'events-universal',
+];
 
 const repo = join(dirname(new URL(import.meta.url).pathname), '..');
 const outdir = join(repo, 'dist', 'cli');
@@ -42,6 +55,9 @@ await build({
   platform: 'node',
   target: 'node20',
   logLevel: 'warning',
+  banner: {
+    js: "import { createRequire as __loopxCreateRequire } from 'node:module';\nconst require = __loopxCreateRequire(import.meta.url);",
+  },
   plugins: [
     {
       name: 'packages-external-but-inlined',
