@@ -11,12 +11,24 @@ import reactHooks from 'eslint-plugin-react-hooks';
 const LAYERS = {
   cli: ['daemon', 'runtime', 'core'],
   daemon: ['runtime', 'core'],
-  runtime: ['engine', 'backup', 'recovery', 'snapshot', 'run-authority', 'owners', 'store', 'core', 'dev'],
+  runtime: [
+    'engine',
+    'backup',
+    'recovery',
+    'repository',
+    'snapshot',
+    'run-authority',
+    'owners',
+    'store',
+    'core',
+    'dev',
+  ],
   engine: ['snapshot', 'owners', 'run-authority', 'store', 'core'],
   backup: ['owners', 'store', 'core'],
   recovery: ['backup', 'owners', 'store', 'core'],
   owners: ['store', 'core'],
   store: ['core'],
+  repository: ['core'],
   snapshot: ['core'],
   'run-authority': ['store', 'core'],
   dev: ['core'],
@@ -60,13 +72,17 @@ export default tseslint.config(
         {
           patterns: [
             { group: ['better-sqlite3', 'pg'], message: 'Drivers are imported only inside src/store providers.' },
+            {
+              group: ['@aws-sdk/*'],
+              message: 'The S3 SDK is imported only by the S3 repository provider (src/repository/s3.ts).',
+            },
           ],
         },
       ],
     },
   },
   {
-    files: ['src/store/**', 'test/**', 'bench/**'],
+    files: ['src/store/**', 'src/repository/s3.ts', 'test/**', 'bench/**'],
     rules: { 'no-restricted-imports': 'off' },
   },
   // Size: no file over 600 lines, no function over 80 (blank lines and comments not counted).

@@ -36,10 +36,12 @@ export interface GlobalOptions {
   /** The cluster a command acts on (`--cluster env:NAME`, `--cluster-schema`): carried into the next actions it prints. */
   cluster?: string;
   clusterSchema?: string;
+  /** The repository a command acts on (`--repo`): carried into the next actions it prints. */
+  repo?: string;
 }
 
 /** What an invocation carries into a command it names in a next action or hint. */
-type Carried = Pick<GlobalOptions, 'root' | 'authorityDir' | 'cluster' | 'clusterSchema'>;
+type Carried = Pick<GlobalOptions, 'root' | 'authorityDir' | 'cluster' | 'clusterSchema' | 'repo'>;
 
 /** `--root`, else `LOOPX_HOME`, else `~/.loopx`; never a path inside a recovery workspace. */
 export const resolveRoot = (opts: GlobalOptions): string => {
@@ -100,6 +102,9 @@ export const COMMAND_MARK = ': loopx ';
 // Characters a POSIX shell takes literally; anything else is single-quoted.
 const shellWord = (s: string): string => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`);
 
+/** The commands that act on a repository: they take `--repo`. */
+export const REPO_CARRYING = /^loopx (repo (init|ls|check|forget|prune|key)|backup-state( verify)? )/;
+
 /** The commands that act on a cluster's runs as well as a root's: they take `--cluster`. */
 export const CLUSTER_CARRYING = /^loopx (run (show|events|resolve|cancel)|cluster) /;
 
@@ -125,6 +130,8 @@ export function carryGlobals(text: string, opts: Carried): string {
     if (opts.clusterSchema !== undefined && !has('--cluster-schema'))
       carried += ` --cluster-schema ${shellWord(opts.clusterSchema)}`;
   } else if (opts.root !== undefined && !has('--root')) carried += ` --root ${operatorPath(resolve(opts.root))}`;
+  if (opts.repo !== undefined && REPO_CARRYING.test(command) && !has('--repo'))
+    carried += ` --repo ${/^[a-z][a-z0-9+.-]*:/i.test(opts.repo) ? shellWord(opts.repo) : operatorPath(resolve(opts.repo))}`;
   // Paths as the operator types them from here (relative to the working directory): never an absolute path echoed back.
   if (opts.authorityDir !== undefined && !has('--authority-dir'))
     carried += ` --authority-dir ${operatorPath(resolve(opts.authorityDir))}`;

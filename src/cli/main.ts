@@ -42,6 +42,7 @@ import * as daemon from './commands/daemon.js';
 import * as recover from './commands/recover.js';
 import * as db from './commands/db.js';
 import * as cluster from './commands/cluster.js';
+import * as repo from './commands/repo.js';
 
 export function buildProgram(): Command {
   const program = new Command('loopx')
@@ -71,7 +72,7 @@ export function buildProgram(): Command {
   ])
     m.register(run, globals);
   authority.register(program, globals);
-  for (const m of [init, goal, todo, workRun, devWebhookSink, backupState, recover, daemon, db, cluster])
+  for (const m of [init, goal, todo, workRun, devWebhookSink, backupState, repo, recover, daemon, db, cluster])
     m.register(program, globals);
   demo.register(program, globals);
 
@@ -94,6 +95,10 @@ export function buildProgram(): Command {
           // A command on a cluster carries it into the commands its next actions name.
           if (o.cluster !== undefined) program.setOptionValue('cluster', o.cluster);
           if (o.clusterSchema !== undefined) program.setOptionValue('clusterSchema', o.clusterSchema);
+          // A command on a repository carries it into the commands its next actions name.
+          // (`backup-state verify --repo R`: the parent command parses its own --repo first.)
+          const repoUrl = o.repo ?? action.parent?.opts<GlobalOptions>().repo;
+          if (repoUrl !== undefined) program.setOptionValue('repo', repoUrl);
         });
       }
     }

@@ -153,6 +153,16 @@ export {
   type ProfiledCreateOptions,
 } from './backup.js';
 export {
+  backupToRepository,
+  checkRepository,
+  initRepository,
+  listRepository,
+  verifyFromRepository,
+  type RepositoryBackup,
+  type RepositoryListing,
+} from './repository.js';
+export { REPO_CODES, type BackupEntry, type RepositoryCheck } from '../repository/index.js';
+export {
   executeVerify,
   executeVerifyIsolated,
   planVerify,

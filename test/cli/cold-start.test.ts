@@ -38,9 +38,18 @@ const MAX_RUN_SHOW_ES_MODULES = 470;
  * Packages only a feature `run show` does not use brings in: the AI SDK, the MCP SDK, the daemon's
  * server, and Ajv (a tool's argument schema is compiled on its first call, never by a read).
  */
-const NOT_FOR_RUN_SHOW = ['@ai-sdk/', '@modelcontextprotocol/', 'fastify', 'ajv'];
+const NOT_FOR_RUN_SHOW = ['@ai-sdk/', '@modelcontextprotocol/', 'fastify', 'ajv', '@aws-sdk/'];
 /** Packages only a feature uses: building the program loads none of them. */
-const FEATURE_PACKAGES = ['pg', 'ai', '@ai-sdk/', '@modelcontextprotocol/', 'fastify', 'better-sqlite3'];
+const FEATURE_PACKAGES = [
+  'pg',
+  'ai',
+  '@ai-sdk/',
+  '@modelcontextprotocol/',
+  'fastify',
+  'better-sqlite3',
+  '@aws-sdk/',
+  '@smithy/',
+];
 
 const HOOKS = mkdtempSync(join(tmpdir(), 'loopx-cold-start-'));
 afterAll(() => rmSync(HOOKS, { recursive: true, force: true }));

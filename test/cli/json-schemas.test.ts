@@ -60,6 +60,11 @@ const EXERCISED_ELSEWHERE: Readonly<Record<string, string>> = {
   'cluster-submit.schema.json': 'test/cluster/cluster.test.ts',
   'cluster-status.schema.json': 'test/cluster/cluster.test.ts',
   'cluster-drain.schema.json': 'test/cluster/cluster.test.ts',
+  'repository-sealed-envelope-v1.schema.json': 'test/repository/seal-vectors.test.ts',
+  'repo-init.schema.json': 'test/cli/repo.test.ts',
+  'repo-ls.schema.json': 'test/cli/repo.test.ts',
+  'repo-check.schema.json': 'test/cli/repo.test.ts',
+  'repository-entry-v1.schema.json': 'test/cli/repo.test.ts',
 };
 
 /** Validate one document against docs/schemas/<name>.schema.json, with a readable failure. */

@@ -78,7 +78,17 @@ describe('the map (boundaries/dependencies)', () => {
       ['src/cli/commands/probe.ts', '../..'],
       ['src/daemon/probe.ts', '..'],
     ] as const) {
-      for (const below of ['owners', 'engine', 'backup', 'recovery', 'snapshot', 'run-authority', 'store', 'dev']) {
+      for (const below of [
+        'owners',
+        'engine',
+        'backup',
+        'recovery',
+        'repository',
+        'snapshot',
+        'run-authority',
+        'store',
+        'dev',
+      ]) {
         await refused(at, `import * as below from '${up}/${below}/index.js';\nvoid below;\n`);
       }
       await allowed(

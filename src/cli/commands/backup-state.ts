@@ -7,6 +7,7 @@
  * is drawn on stderr only when stderr is a terminal.
  */
 import { InvalidArgumentError, type Command } from 'commander';
+import { usageError } from '../../core/index.js';
 import type {
   BackupPlacement,
   BackupFormat,
@@ -17,6 +18,7 @@ import type {
   RecoverySetCapture,
 } from '../../runtime/index.js';
 import { emit, resolveRoot, runtime, type GlobalOptions, type Output, type Runtime } from '../context.js';
+import { REPO_OPTION_HELP } from './repo.js';
 import { parseCaptureProfile } from '../runtime-facts.js';
 import { register as registerVerify } from './backup-verify.js';
 import { register as registerWorkspace } from './backup-workspace.js';
@@ -32,6 +34,7 @@ interface BackupStateOptions {
   requireProfile?: boolean;
   quiesceTimeout?: number;
   format?: BackupFormat;
+  repo?: string;
 }
 
 const profileOption = (v: string): CaptureProfile => {
@@ -162,8 +165,10 @@ function printPlan(d: PlanSummary, out: Output, o: BackupStateOptions, { CAPTURE
   else for (const r of d.capacity.refusals) out.line(`  create would refuse: ${r.code} (${r.observed} > ${r.limit})`);
 }
 
-function printCreated(d: ReturnType<typeof executeSummary>, out: Output, rt: Runtime): void {
-  out.line(`created backup ${d.backup_id} in the output directory:`);
+function printCreated(d: ReturnType<typeof executeSummary>, out: Output, rt: Runtime, repository?: string): void {
+  out.line(
+    `created backup ${d.backup_id} in ${repository === undefined ? 'the output directory' : `the repository ${repository}`}:`,
+  );
   out.line(`  ${d.archive.name}  ${mib(d.archive.size_bytes)}  sha256 ${d.archive.sha256}`);
   out.line(`  ${d.manifest.name}  sha256 ${d.manifest.sha256}`);
   out.line(
@@ -175,7 +180,7 @@ function printCreated(d: ReturnType<typeof executeSummary>, out: Output, rt: Run
   const c = d.components;
   if (c === undefined) {
     out.line(`  capture: ${d.capture.profile} — no cross-owner point in time; private, not encrypted`);
-    printPlacement(d.placement, out, rt);
+    printPlacement(d.placement, out, rt, repository !== undefined);
     return;
   }
   const held = c.list.filter((x) => x.state === 'unreadable' || x.state === 'missing').length;
@@ -189,14 +194,71 @@ function printCreated(d: ReturnType<typeof executeSummary>, out: Output, rt: Run
     out.line(
       `  ${x.severity}: ${x.code}${x.component_id === null ? '' : ` (${x.component_id})`} — what to do: ${x.next_action}`,
     );
-  printPlacement(d.placement, out, rt);
+  printPlacement(d.placement, out, rt, repository !== undefined);
 }
 
-function printPlacement(p: BackupPlacement, out: Output, { placementWarning, ELSEWHERE_ACTION }: Runtime): void {
+/** How the operator keeps the next backup of a repository elsewhere (one runnable command). */
+const REPOSITORY_ELSEWHERE = 'keep the next one elsewhere (another disk, or S3): loopx repo init --repo DIR';
+
+function printPlacement(
+  p: BackupPlacement,
+  out: Output,
+  { placementWarning, ELSEWHERE_ACTION }: Runtime,
+  inRepository: boolean,
+): void {
   const warning = placementWarning(p);
   if (warning === undefined) return;
   out.line(`  warning: ${warning}`);
-  out.line(`  ${ELSEWHERE_ACTION}`);
+  out.line(`  ${inRepository ? REPOSITORY_ELSEWHERE : ELSEWHERE_ACTION}`);
+}
+
+/** `backup-state [--execute] [--repo R | --output-dir D]`: the plan, or the backup published locally or into a repository. */
+async function backUp(o: BackupStateOptions, g: GlobalOptions): Promise<void> {
+  const rt = await runtime();
+  const planOptions = {
+    backupId: o.backupId,
+    includeAutomations: o.includeAutomations ?? false,
+    includeSkills: o.includeSkills ?? false,
+  };
+  if (o.repo !== undefined && o.outputDir !== undefined)
+    throw usageError(
+      'usage_repo_with_output_dir',
+      'A backup goes to --repo or to --output-dir, not both.',
+      'run it again with one of them: loopx backup-state --help',
+    );
+  const p = rt.planBackup(resolveRoot(g), { ...planOptions, outputDir: o.outputDir });
+  if (!o.execute) {
+    emit(g, rt.describePlan(p), (d, out) => printPlan(d, out, o, rt));
+    return;
+  }
+  const bar = process.stderr.isTTY ? createProgress(process.stderr) : undefined;
+  const make = (plan: typeof p) =>
+    rt.createBackupWithProfile(plan, {
+      ...(bar ? { onProgress: (x: BackupProgress) => bar.update(x) } : {}),
+      ...(o.format ? { format: o.format } : {}),
+      ...(o.profile ? { profile: o.profile } : {}),
+      ...(o.requireProfile ? { requireProfile: true } : {}),
+      ...(o.quiesceTimeout !== undefined ? { quiesceTimeoutMs: o.quiesceTimeout } : {}),
+    });
+  try {
+    if (o.repo !== undefined) {
+      const at = { root: resolveRoot(g), ...(g.authorityDir !== undefined ? { authorityDir: g.authorityDir } : {}) };
+      const done = await rt.backupToRepository(at, o.repo, planOptions, make);
+      bar?.end();
+      const summary = {
+        ...executeSummary(done.result, done.placement),
+        repository: done.repository,
+        entry: done.entry,
+      };
+      emit(g, summary, (d, out) => printCreated(d, out, rt, d.repository.location));
+      return;
+    }
+    const result: BackupResult = await make(p);
+    bar?.end();
+    emit(g, executeSummary(result, rt.backupPlacement(p.root, p.outputDir)), (d, out) => printCreated(d, out, rt));
+  } finally {
+    bar?.end();
+  }
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -223,35 +285,9 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       'manifest revision: v1 (default) declares components and capture profiles; v0 is the legacy manifest',
       formatOption,
     )
+    .option('--repo <url>', `publish into a repository instead of --output-dir: ${REPO_OPTION_HELP}`)
     .option('--execute', 'create and publish the backup (never overwrites)')
-    .action(async (o: BackupStateOptions) => {
-      const g = globals();
-      const rt = await runtime();
-      const p = rt.planBackup(resolveRoot(g), {
-        outputDir: o.outputDir,
-        backupId: o.backupId,
-        includeAutomations: o.includeAutomations ?? false,
-        includeSkills: o.includeSkills ?? false,
-      });
-      if (!o.execute) {
-        emit(g, rt.describePlan(p), (d, out) => printPlan(d, out, o, rt));
-        return;
-      }
-      const bar = process.stderr.isTTY ? createProgress(process.stderr) : undefined;
-      let result: BackupResult;
-      try {
-        result = await rt.createBackupWithProfile(p, {
-          ...(bar ? { onProgress: (x: BackupProgress) => bar.update(x) } : {}),
-          ...(o.format ? { format: o.format } : {}),
-          ...(o.profile ? { profile: o.profile } : {}),
-          ...(o.requireProfile ? { requireProfile: true } : {}),
-          ...(o.quiesceTimeout !== undefined ? { quiesceTimeoutMs: o.quiesceTimeout } : {}),
-        });
-      } finally {
-        bar?.end();
-      }
-      emit(g, executeSummary(result, rt.backupPlacement(p.root, p.outputDir)), (d, out) => printCreated(d, out, rt));
-    });
+    .action((o: BackupStateOptions) => backUp(o, globals()));
   backupState.enablePositionalOptions();
   registerVerify(backupState, globals);
   registerWorkspace(backupState, globals);

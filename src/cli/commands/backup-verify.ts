@@ -13,15 +13,35 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { usageError } from '../../core/index.js';
 import type { PublicAuditSummary, VerifyPlan, VerifyProgress } from '../../runtime/index.js';
-import { emit, resolveRoot, runtime, type GlobalOptions, type Output } from '../context.js';
+import { emit, resolveRoot, runtime, type GlobalOptions, type Output, type Runtime } from '../context.js';
+import { REPO_OPTION_HELP, repoOf } from './repo.js';
 import { onStopSignal } from '../signals.js';
 import { progressBar } from '../progress.js';
 
 interface VerifyFlags {
-  archive: string;
-  manifest: string;
+  archive?: string;
+  manifest?: string;
   destination: string;
   execute?: boolean;
+  repo?: string;
+  backupId?: string;
+  spool?: string;
+}
+
+/** A pair named by files, or a backup of a repository: exactly one of the two. */
+function sourceOf(
+  flags: VerifyFlags,
+): { files: { archive: string; manifest: string } } | { repo: string; backupId: string } {
+  const files = flags.archive !== undefined || flags.manifest !== undefined;
+  const repo = flags.repo !== undefined || flags.backupId !== undefined;
+  if (files && !repo && flags.archive !== undefined && flags.manifest !== undefined)
+    return { files: { archive: flags.archive, manifest: flags.manifest } };
+  if (repo && !files && flags.backupId !== undefined) return { repo: repoOf(flags), backupId: flags.backupId };
+  throw usageError(
+    'usage_verify_source',
+    'Name the backup by --archive and --manifest, or by --backup-id in a repository (--repo), not both.',
+    'see its options: loopx backup-state verify --help',
+  );
 }
 
 const mib = (bytes: number): string =>
@@ -81,12 +101,46 @@ export function printSummary(s: PublicAuditSummary, out: Output): void {
   out.line('  execution authority granted: no — verification never grants it');
 }
 
+/** `verify --repo R --backup-id B`: fetched by the repository, then the same plan or verification as for files. */
+async function fromRepository(
+  g: GlobalOptions,
+  source: { repo: string; backupId: string },
+  inputs: { destination: string; protect: { liveRoot: string; authorityDir: string } },
+  o: { execute: boolean; spool?: string },
+  verifyFromRepository: Runtime['verifyFromRepository'],
+): Promise<void> {
+  const bar = o.execute && process.stderr.isTTY ? progressBar(process.stderr) : undefined;
+  const onProgress = (p: VerifyProgress) =>
+    bar?.update(p.total > 0 ? p.done / p.total : 0, p.step, p.step !== 'extract');
+  const stop = onStopSignal();
+  try {
+    const done = await verifyFromRepository(source.repo, source.backupId, inputs, {
+      execute: o.execute,
+      signal: stop.signal,
+      ...(o.spool !== undefined ? { spool: resolve(o.spool) } : {}),
+      ...(bar ? { onProgress } : {}),
+    });
+    bar?.end();
+    if (done.executed) emit(g, done.outcome.summary, printSummary);
+    else emit(g, done.plan, printPlan);
+  } finally {
+    bar?.end();
+    stop.dispose();
+  }
+}
+
 export function register(backupState: Command, globals: () => GlobalOptions): void {
   backupState
     .command('verify')
     .description('verify a backup; with --execute extract it into a NEW inert workspace and write its audit')
-    .requiredOption('--archive <file>', 'the backup archive (<id>.tar.gz)')
-    .requiredOption('--manifest <file>', 'its external manifest (<id>.manifest.json)')
+    .option('--archive <file>', 'the backup archive (<id>.tar.gz)')
+    .option('--manifest <file>', 'its external manifest (<id>.manifest.json)')
+    .option('--repo <url>', `or a repository's backup (with --backup-id): ${REPO_OPTION_HELP}`)
+    .option('--backup-id <id>', "the repository's backup to verify")
+    .option(
+      '--spool <dir>',
+      'where an S3 backup is fetched to, privately, before it is verified (default: the temporary directory)',
+    )
     .requiredOption('--destination <dir>', 'a new directory to create (must not exist)')
     .option('--execute', 'extract, verify owners and write the audit (otherwise: plan only)')
     .action(async (flags: VerifyFlags) => {
@@ -95,23 +149,36 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
       // --execute means "create") sees this subcommand's flags first: take --execute from it, and
       // refuse the create-only flags instead of ignoring them.
       const parent = backupState.opts<Record<string, unknown>>();
-      const misplaced = ['outputDir', 'backupId', 'includeAutomations', 'includeSkills'].filter(
-        (k) => parent[k] !== undefined,
-      );
+      const misplaced = [
+        'outputDir',
+        'includeAutomations',
+        'includeSkills',
+        ...((flags.repo ?? parent.repo) === undefined ? ['backupId'] : []),
+      ].filter((k) => parent[k] !== undefined);
       if (misplaced.length > 0)
         throw usageError(
           'usage_invalid_option',
           'Those backup-state create options do not apply to verify.',
           'see its options: loopx backup-state verify --help',
         );
-      const o = { ...flags, execute: flags.execute ?? parent.execute === true };
-      const { defaultAuthorityDir, executeVerify, planVerify } = await runtime();
+      const o = {
+        ...flags,
+        backupId: flags.backupId ?? (parent.backupId as string | undefined),
+        repo: flags.repo ?? (parent.repo as string | undefined),
+        execute: flags.execute ?? parent.execute === true,
+      };
+      const source = sourceOf(o);
+      const { defaultAuthorityDir, executeVerify, planVerify, verifyFromRepository } = await runtime();
       // The live root and the run authority this invocation would use: never a place to verify into.
       const protect = {
         liveRoot: resolveRoot(g),
         authorityDir: g.authorityDir !== undefined ? resolve(g.authorityDir) : defaultAuthorityDir(),
       };
-      const inputs = { archive: o.archive, manifest: o.manifest, destination: o.destination, protect };
+      if ('repo' in source) {
+        await fromRepository(g, source, { destination: o.destination, protect }, o, verifyFromRepository);
+        return;
+      }
+      const inputs = { ...source.files, destination: o.destination, protect };
       if (!o.execute) {
         emit(g, await planVerify(inputs), printPlan);
         return;
@@ -131,6 +198,11 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
       }
     });
 
+  registerAudit(backupState, globals);
+}
+
+/** `backup-state audit show D [--private]`. */
+function registerAudit(backupState: Command, globals: () => GlobalOptions): void {
   const audit = backupState.command('audit').description('read recovery audits back');
   audit
     .command('show <destination>')

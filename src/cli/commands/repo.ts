@@ -1,0 +1,102 @@
+/**
+ * `loopx repo init|ls|check --repo R` — backup repositories: a directory on another disk or an
+ * S3-compatible bucket (docs/repositories.md). `--repo` defaults to $LOOPX_REPOSITORY; it is
+ * carried into the commands a refusal's next action names, as --root is.
+ */
+import type { Command } from 'commander';
+import { usageError } from '../../core/index.js';
+import type { BackupEntry, RepositoryCheck, RepositoryListing } from '../../runtime/index.js';
+import { emit, exitAfterOutput, runtime, type GlobalOptions, type Output } from '../context.js';
+
+export interface RepoFlags {
+  repo?: string;
+}
+
+export const REPO_OPTION_HELP =
+  'the repository: a directory or s3://BUCKET/PREFIX?endpoint=URL&region=R&path_style=true&credentials=env:NAME (default: $LOOPX_REPOSITORY)';
+
+/** The repository an invocation names: --repo, else LOOPX_REPOSITORY; a usage error when neither is set. */
+export function repoOf(flags: RepoFlags): string {
+  const url = flags.repo ?? process.env.LOOPX_REPOSITORY;
+  if (url === undefined || url === '')
+    throw usageError(
+      'usage_repo_missing',
+      'Name the repository with --repo, or set LOOPX_REPOSITORY.',
+      'see how to name one: loopx repo --help',
+    );
+  return url;
+}
+
+const mib = (bytes: number): string =>
+  bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+
+/** How long ago `iso` was, roughly, as an operator reads it. */
+export function age(iso: string, now = Date.now()): string {
+  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (s < 120) return `${s} s`;
+  if (s < 7200) return `${Math.round(s / 60)} min`;
+  if (s < 172800) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86400)} days`;
+}
+
+const archiveBytes = (b: BackupEntry): number => b.objects.find((o) => o.role === 'archive')?.size_bytes ?? 0;
+
+function printListing(d: RepositoryListing, out: Output): void {
+  out.line(`repository ${d.repository.id} at ${d.repository.location}: ${d.backups.length} backup(s)`);
+  for (const b of [...d.backups].reverse())
+    out.line(
+      `  ${b.backup_id.padEnd(20)} captured ${age(b.created_at)} ago  ${mib(archiveBytes(b)).padStart(10)}  ${b.encrypted ? 'encrypted' : 'NOT encrypted'}  ${b.capture_profile ?? 'legacy'} profile  root ${b.root_id ?? 'unknown'}`,
+    );
+  if (d.incomplete.length > 0)
+    out.line(`  not backups (publication did not finish): ${d.incomplete.join(', ')} — loopx repo prune removes them`);
+  if (d.unreadable.length > 0) out.line(`  unreadable entries: ${d.unreadable.join(', ')}`);
+  if (d.backups.length > 0)
+    out.hint(`verify one: loopx backup-state verify --backup-id ${d.backups.at(-1)!.backup_id} --destination DIR`);
+}
+
+function printCheck(d: RepositoryCheck & { repository: RepositoryListing['repository'] }, out: Output): void {
+  out.line(
+    `repository ${d.repository.id} at ${d.repository.location}: ${d.backups} backup(s) checked${d.read_data ? `, ${mib(d.bytes_read)} read` : ' (sizes; add --read-data for digests)'}`,
+  );
+  for (const f of d.findings)
+    out.line(`  ${f.severity}: ${f.code} (${f.backup_id}${f.object ? `, ${f.object}` : ''}) — ${f.next_action}`);
+  out.line(d.ok ? '  ok: every backup is whole' : '  NOT ok: see the errors above');
+}
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  const repo = program
+    .command('repo')
+    .description('backup repositories: another disk or an S3-compatible bucket (init, ls, check)');
+  repo
+    .command('init')
+    .description('create a repository (the storage must honour conditional writes; it is probed)')
+    .option('--repo <url>', REPO_OPTION_HELP)
+    .action(async (o: RepoFlags) => {
+      const g = globals();
+      const r = await (await runtime()).initRepository(repoOf(o));
+      emit(g, { repository: r }, (d, out) => {
+        out.line(`created repository ${d.repository.id} at ${d.repository.location} (${d.repository.format})`);
+        out.line('  conditional writes are honoured: a published backup is never overwritten');
+        out.hint('back up into it: loopx backup-state --execute');
+      });
+    });
+  repo
+    .command('ls')
+    .description("list a repository's backups (age, size, encrypted or not)")
+    .option('--repo <url>', REPO_OPTION_HELP)
+    .action(async (o: RepoFlags) => {
+      const g = globals();
+      emit(g, await (await runtime()).listRepository(repoOf(o)), printListing);
+    });
+  repo
+    .command('check')
+    .description("check that every backup's objects are there (--read-data: and match their digests)")
+    .option('--repo <url>', REPO_OPTION_HELP)
+    .option('--read-data', 'read every object back and compare its SHA-256')
+    .action(async (o: RepoFlags & { readData?: boolean }) => {
+      const g = globals();
+      const d = await (await runtime()).checkRepository(repoOf(o), { readData: o.readData === true });
+      emit(g, d, printCheck);
+      if (!d.ok) exitAfterOutput(3);
+    });
+}

@@ -1,0 +1,36 @@
+/**
+ * Public API of backup repositories: where backups are kept away from the root they protect — a
+ * directory on another disk or an S3-compatible bucket — published without overwriting, listed,
+ * checked and fetched back for verification. A repository is storage, never authority.
+ *
+ *   Repository.init(url) / Repository.open(url)   the repository format (repository.ts)
+ *   openRepositoryObjects(url)                    the storage port of a provider row (table.ts)
+ *   parseRepositoryUrl(text)                      repository URLs (url.ts)
+ */
+export type {
+  DirLocation,
+  MemoryLocation,
+  ObjectBody,
+  ObjectInfo,
+  RepositoryLocation,
+  RepositoryObjects,
+  RepositoryProvider,
+  S3Location,
+} from './contract.js';
+export { REPO_CODES } from './codes.js';
+export {
+  CHECK_FINDINGS,
+  ENTRY_FORMAT,
+  REPOSITORY_FORMAT,
+  MaintenanceLock,
+  Repository,
+  type BackupEntry,
+  type CheckFinding,
+  type RepositoryCheck,
+  type EntryObject,
+  type LocalObject,
+  type RepositoryConfig,
+} from './repository.js';
+export { REPOSITORY_PROVIDERS, describeRepository, openRepositoryObjects } from './table.js';
+export { parseRepositoryUrl } from './url.js';
+export { dropMemorySpace } from './memory.js';

@@ -1,0 +1,412 @@
+/**
+ * The repository format (`loopx.repository/v1`) over any provider's objects (contract.ts):
+ *
+ *   loopx-repository.json            the configuration: format, repository id, creation time
+ *   backups/<id>/<id>.tar.gz         a backup's archive          } published in this order, each
+ *   backups/<id>/<id>.manifest.json  its external manifest       } by a conditional create that
+ *   backups/<id>/entry.json          the entry: what the backup  } never overwrites; the entry
+ *                                    is and the digests of both  } last
+ *   locks/maintenance.json           the maintenance lock (forget, prune), with an expiry
+ *
+ * A backup exists when its entry does: an interrupted publication leaves objects without an entry,
+ * which `ls` never shows as a backup and `check` reports as incomplete. Nothing read from a
+ * repository is trusted: the entry's digests only select what to fetch; a backup is verified like
+ * any archive (backup-state verify). The repository never learns what a backup holds beyond the
+ * entry's cleartext facts (ids, times, sizes, digests, profile).
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { canonicalJson } from '../core/index.js';
+import type { ObjectInfo, RepositoryLocation, RepositoryObjects } from './contract.js';
+import { hasCode } from '../core/index.js';
+import {
+  REPO_CODES,
+  alreadyInitialized,
+  backupExists,
+  backupNotFound,
+  conditionalWriteUnsupported,
+  entryInvalid,
+  formatUnknown,
+  locked,
+  notInitialized,
+  objectDigestMismatch,
+} from './codes.js';
+import { download, readAll } from './read.js';
+import { openRepositoryObjects } from './table.js';
+
+export const REPOSITORY_FORMAT = 'loopx.repository/v1';
+export const ENTRY_FORMAT = 'loopx.repository-entry/v1';
+const CONFIG_KEY = 'loopx-repository.json';
+const BACKUPS = 'backups/';
+const LOCK_KEY = 'locks/maintenance.json';
+/** Small objects (configuration, entries, locks) are read whole, up to this size. */
+const SMALL_OBJECT_MAX = 1024 * 1024;
+const BACKUP_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
+
+export interface RepositoryConfig {
+  readonly format: typeof REPOSITORY_FORMAT;
+  readonly repository_id: string;
+  readonly created_at: string;
+}
+
+/** One object of a backup as its entry records it. */
+export interface EntryObject {
+  readonly role: 'archive' | 'manifest';
+  readonly key: string;
+  readonly size_bytes: number;
+  readonly sha256: string;
+}
+
+/** What a repository says of one backup (cleartext, published last). */
+export interface BackupEntry {
+  readonly format: typeof ENTRY_FORMAT;
+  readonly backup_id: string;
+  /** When the backup was captured (its manifest's created_at). */
+  readonly created_at: string;
+  readonly published_at: string;
+  /** The root it protects (its opaque id), when the root had one. */
+  readonly root_id: string | null;
+  readonly producer_version: string;
+  readonly capture_profile: string | null;
+  readonly encrypted: boolean;
+  readonly objects: readonly EntryObject[];
+}
+
+/** A local file of a backup to publish. */
+export interface LocalObject {
+  readonly path: string;
+  readonly size_bytes: number;
+  readonly sha256: string;
+}
+
+const keysOf = (backupId: string) => ({
+  archive: `${BACKUPS}${backupId}/${backupId}.tar.gz`,
+  manifest: `${BACKUPS}${backupId}/${backupId}.manifest.json`,
+  entry: `${BACKUPS}${backupId}/entry.json`,
+});
+
+const bytesOfJson = (doc: unknown): Uint8Array => new TextEncoder().encode(`${canonicalJson(doc)}\n`);
+const parseJson = (bytes: Uint8Array): unknown => JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+
+export class Repository {
+  private constructor(
+    readonly location: RepositoryLocation,
+    /** The repository's public name (never a credential or an absolute path). */
+    readonly label: string,
+    readonly objects: RepositoryObjects,
+    readonly config: RepositoryConfig,
+  ) {}
+
+  /**
+   * Create a repository at `url`: the location must hold no object; the server must honour
+   * conditional creates and replaces (probed with a scratch object, removed after); then the
+   * configuration is created — conditionally, so two concurrent inits make one repository.
+   */
+  static async init(url: string | RepositoryLocation, options: { env?: NodeJS.ProcessEnv } = {}): Promise<Repository> {
+    const { location, label, objects } = await openRepositoryObjects(url, { create: true, ...options });
+    try {
+      for await (const _ of objects.list('')) throw alreadyInitialized(label);
+      await probeConditionalWrites(objects, label);
+      const config: RepositoryConfig = {
+        format: REPOSITORY_FORMAT,
+        repository_id: `repo_${randomBytes(12).toString('hex')}`,
+        created_at: new Date().toISOString(),
+      };
+      await objects.create(CONFIG_KEY, bytesOfJson(config)).catch((e: unknown) => {
+        throw hasCode(e, REPO_CODES.objectExists) ? alreadyInitialized(label) : e;
+      });
+      return new Repository(location, label, objects, config);
+    } catch (e) {
+      await objects.close();
+      throw e;
+    }
+  }
+
+  /** Open the repository at `url`; `repo_not_initialized` when it holds no configuration. */
+  static async open(url: string | RepositoryLocation, options: { env?: NodeJS.ProcessEnv } = {}): Promise<Repository> {
+    const { location, label, objects } = await openRepositoryObjects(url, options);
+    try {
+      const bytes = await readAll(objects, CONFIG_KEY, SMALL_OBJECT_MAX).catch((e: unknown) => {
+        throw hasCode(e, REPO_CODES.objectMissing) ? notInitialized(label) : e;
+      });
+      let config: RepositoryConfig;
+      try {
+        config = parseJson(bytes) as RepositoryConfig;
+      } catch {
+        throw formatUnknown(label);
+      }
+      if (config?.format !== REPOSITORY_FORMAT || typeof config.repository_id !== 'string') throw formatUnknown(label);
+      return new Repository(location, label, objects, config);
+    } catch (e) {
+      await objects.close();
+      throw e;
+    }
+  }
+
+  close(): Promise<void> {
+    return this.objects.close();
+  }
+
+  /**
+   * Publish a backup: archive, manifest, then the entry — each a conditional create, so nothing is
+   * overwritten and an interrupted publication leaves no entry (no backup). `repo_backup_exists`
+   * when the id is taken, by a backup or by the remains of an interrupted publication of it.
+   */
+  async publish(
+    backupId: string,
+    files: { readonly archive: LocalObject; readonly manifest: LocalObject },
+    facts: Pick<BackupEntry, 'created_at' | 'root_id' | 'producer_version' | 'capture_profile'>,
+  ): Promise<BackupEntry> {
+    if (!BACKUP_ID.test(backupId)) throw entryInvalid(backupId.slice(0, 40), 'the backup id is not a simple name');
+    const keys = keysOf(backupId);
+    for (const key of [keys.entry, keys.archive, keys.manifest])
+      if ((await this.objects.head(key)) !== undefined) throw backupExists(backupId);
+    const put = async (key: string, local: LocalObject) => {
+      await this.objects.create(key, { path: local.path, size: local.size_bytes }).catch((e: unknown) => {
+        throw hasCode(e, REPO_CODES.objectExists) ? backupExists(backupId) : e;
+      });
+    };
+    await put(keys.archive, files.archive);
+    await put(keys.manifest, files.manifest);
+    const entry: BackupEntry = {
+      format: ENTRY_FORMAT,
+      backup_id: backupId,
+      ...facts,
+      published_at: new Date().toISOString(),
+      encrypted: false,
+      objects: [
+        { role: 'archive', key: keys.archive, size_bytes: files.archive.size_bytes, sha256: files.archive.sha256 },
+        { role: 'manifest', key: keys.manifest, size_bytes: files.manifest.size_bytes, sha256: files.manifest.sha256 },
+      ],
+    };
+    await this.objects.create(keys.entry, bytesOfJson(entry)).catch((e: unknown) => {
+      throw hasCode(e, REPO_CODES.objectExists) ? backupExists(backupId) : e;
+    });
+    return entry;
+  }
+
+  /** The entry of one backup; `repo_backup_not_found` when it has none. */
+  async entry(backupId: string): Promise<BackupEntry> {
+    if (!BACKUP_ID.test(backupId)) throw backupNotFound(backupId.slice(0, 40));
+    const bytes = await readAll(this.objects, keysOf(backupId).entry, SMALL_OBJECT_MAX).catch((e: unknown) => {
+      throw hasCode(e, REPO_CODES.objectMissing) ? backupNotFound(backupId) : e;
+    });
+    return checkEntry(backupId, bytes);
+  }
+
+  /** Every backup (by entry, oldest first by capture time) and the ids of incomplete publications. */
+  async list(): Promise<{ readonly backups: BackupEntry[]; readonly incomplete: string[]; readonly bad: string[] }> {
+    const ids = new Map<string, ObjectInfo[]>();
+    for await (const o of this.objects.list(BACKUPS)) {
+      const id = o.key.slice(BACKUPS.length).split('/')[0]!;
+      ids.set(id, [...(ids.get(id) ?? []), o]);
+    }
+    const backups: BackupEntry[] = [];
+    const incomplete: string[] = [];
+    const bad: string[] = [];
+    for (const [id, objects] of [...ids].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      if (!objects.some((o) => o.key === keysOf(id).entry)) incomplete.push(id);
+      else
+        await this.entry(id).then(
+          (e) => backups.push(e),
+          () => bad.push(id),
+        );
+    }
+    backups.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+    return { backups, incomplete, bad };
+  }
+
+  /**
+   * The backup's archive and manifest as local files, checked against its entry: read in place from
+   * a directory repository, else streamed into `spoolDir` (a private directory the caller owns).
+   */
+  async fetch(entry: BackupEntry, spoolDir: string): Promise<{ readonly archive: string; readonly manifest: string }> {
+    const paths: Record<string, string> = {};
+    for (const o of entry.objects) {
+      const local = await this.objects.localPath?.(o.key);
+      if (local === undefined) {
+        paths[o.role] = join(spoolDir, o.key.split('/').pop()!);
+        await download(this.objects, o.key, paths[o.role]!, o);
+      } else {
+        paths[o.role] = local;
+        // The manifest is small: its digest is checked here; the archive's is the verifier's first step.
+        if (o.role === 'manifest') {
+          const bytes = await readAll(this.objects, o.key, o.size_bytes);
+          if (createHash('sha256').update(bytes).digest('hex') !== o.sha256) throw objectDigestMismatch(o.key);
+        }
+      }
+    }
+    return { archive: paths.archive!, manifest: paths.manifest! };
+  }
+
+  /**
+   * Check the repository (restic's `check`): every entry reads and names objects that exist with
+   * the recorded sizes — with `readData`, that also stream to the recorded SHA-256 — and every
+   * incomplete publication is reported. Findings are data: all of them are returned.
+   */
+  async check(options: { readonly readData?: boolean } = {}): Promise<RepositoryCheck> {
+    const { backups, incomplete, bad } = await this.list();
+    const findings: CheckFinding[] = [
+      ...incomplete.map((id) => finding(CHECK_FINDINGS.incomplete, 'warning', id)),
+      ...bad.map((id) => finding(CHECK_FINDINGS.entryInvalid, 'error', id)),
+    ];
+    let bytesRead = 0;
+    for (const b of backups)
+      for (const o of b.objects) {
+        const head = await this.objects.head(o.key);
+        if (head === undefined) findings.push(finding(CHECK_FINDINGS.objectMissing, 'error', b.backup_id, o.role));
+        else if (head.size !== o.size_bytes)
+          findings.push(finding(CHECK_FINDINGS.objectDiffers, 'error', b.backup_id, o.role));
+        else if (options.readData) {
+          const hash = createHash('sha256');
+          for await (const chunk of await this.objects.read(o.key)) hash.update(chunk as Buffer);
+          bytesRead += o.size_bytes;
+          if (hash.digest('hex') !== o.sha256)
+            findings.push(finding(CHECK_FINDINGS.objectDiffers, 'error', b.backup_id, o.role));
+        }
+      }
+    return {
+      ok: !findings.some((f) => f.severity === 'error'),
+      backups: backups.length,
+      read_data: options.readData === true,
+      bytes_read: bytesRead,
+      findings,
+    };
+  }
+
+  /** Take the maintenance lock (forget, prune) for `ttlMs`; an expired holder's lock is taken over by its tag. */
+  async lock(command: string, ttlMs: number): Promise<MaintenanceLock> {
+    const mine = () => ({
+      lock_id: randomUUID(),
+      holder: `${hostname().slice(0, 64)} pid ${process.pid} (${command})`,
+      acquired_at: new Date().toISOString(),
+      expires_at: new Date(Date.now() + ttlMs).toISOString(),
+    });
+    const body = mine();
+    try {
+      const info = await this.objects.create(LOCK_KEY, bytesOfJson(body));
+      return new MaintenanceLock(this.objects, info.etag);
+    } catch (e) {
+      if (!hasCode(e, REPO_CODES.objectExists)) throw e;
+    }
+    const head = await this.objects.head(LOCK_KEY);
+    if (head === undefined) return this.lock(command, ttlMs); // released meanwhile
+    const held = parseJson(await readAll(this.objects, LOCK_KEY, SMALL_OBJECT_MAX)) as ReturnType<typeof mine>;
+    if (Date.parse(held.expires_at) > Date.now()) throw locked(held.holder, held.expires_at);
+    // Expired: take it over by its tag, so of two processes taking it over one wins.
+    const info = await this.objects.replace(LOCK_KEY, head.etag, bytesOfJson(body)).catch((e: unknown) => {
+      throw hasCode(e, REPO_CODES.objectChanged) ? locked(held.holder, held.expires_at) : e;
+    });
+    return new MaintenanceLock(this.objects, info.etag);
+  }
+}
+
+/** The codes of `repo check`'s findings (data, not refusals). */
+export const CHECK_FINDINGS = {
+  /** Objects of a publication that did not finish (no entry): not a backup; `repo prune` removes them. */
+  incomplete: 'repo_backup_incomplete',
+  /** A backup's entry does not read as an entry of this format. */
+  entryInvalid: 'repo_entry_invalid',
+  /** An object a backup's entry names is missing. */
+  objectMissing: 'repo_object_missing',
+  /** An object's size (or, with --read-data, SHA-256) differs from its entry's record. */
+  objectDiffers: 'repo_object_digest_mismatch',
+} as const;
+
+const NEXT: Record<string, string> = {
+  [CHECK_FINDINGS.incomplete]: 'nothing to restore from it; remove it with loopx repo prune',
+  [CHECK_FINDINGS.entryInvalid]: 'do not recover from this backup; use another one from loopx repo ls',
+  [CHECK_FINDINGS.objectMissing]: 'do not recover from this backup; use another one from loopx repo ls',
+  [CHECK_FINDINGS.objectDiffers]: 'do not recover from this backup; use another one from loopx repo ls',
+};
+
+export interface CheckFinding {
+  readonly code: string;
+  readonly severity: 'error' | 'warning';
+  readonly backup_id: string;
+  readonly object: 'archive' | 'manifest' | null;
+  readonly next_action: string;
+}
+
+export interface RepositoryCheck {
+  readonly ok: boolean;
+  readonly backups: number;
+  readonly read_data: boolean;
+  readonly bytes_read: number;
+  readonly findings: readonly CheckFinding[];
+}
+
+const finding = (
+  code: string,
+  severity: CheckFinding['severity'],
+  backupId: string,
+  object: CheckFinding['object'] = null,
+): CheckFinding => ({ code, severity, backup_id: backupId, object, next_action: NEXT[code]! });
+
+export class MaintenanceLock {
+  constructor(
+    private readonly objects: RepositoryObjects,
+    private etag: string,
+  ) {}
+  /** Release the lock if it is still ours (a holder whose lock was taken over removes nothing). */
+  async release(): Promise<void> {
+    await this.objects.remove(LOCK_KEY, this.etag).catch(() => {});
+  }
+}
+
+function checkEntry(backupId: string, bytes: Uint8Array): BackupEntry {
+  let e: BackupEntry;
+  try {
+    e = parseJson(bytes) as BackupEntry;
+  } catch {
+    throw entryInvalid(backupId, 'it is not JSON');
+  }
+  const hex = /^[0-9a-f]{64}$/;
+  const keys = keysOf(backupId);
+  if (e?.format !== ENTRY_FORMAT) throw entryInvalid(backupId, 'its format is not known');
+  if (e.backup_id !== backupId) throw entryInvalid(backupId, 'it names another backup');
+  if (typeof e.created_at !== 'string' || Number.isNaN(Date.parse(e.created_at)))
+    throw entryInvalid(backupId, 'its capture time is not a time');
+  if (!Array.isArray(e.objects) || e.objects.length !== 2) throw entryInvalid(backupId, 'it lists no archive pair');
+  for (const o of e.objects)
+    if (
+      (o.role !== 'archive' && o.role !== 'manifest') ||
+      o.key !== keys[o.role as 'archive' | 'manifest'] ||
+      !Number.isSafeInteger(o.size_bytes) ||
+      o.size_bytes < 0 ||
+      !hex.test(o.sha256)
+    )
+      throw entryInvalid(backupId, 'an object it lists is malformed');
+  return e;
+}
+
+/**
+ * Probe that the storage honours conditional writes, with a scratch object: a second create of one
+ * key must be refused and leave the first bytes; a replace under a stale tag must be refused.
+ */
+async function probeConditionalWrites(objects: RepositoryObjects, label: string): Promise<void> {
+  const key = `probe-${randomBytes(8).toString('hex')}`;
+  const first = new TextEncoder().encode('loopx conditional write probe: first\n');
+  const created = await objects.create(key, first);
+  try {
+    const overwrote = await objects.create(key, new TextEncoder().encode('second\n')).then(
+      () => true,
+      (e: unknown) => (hasCode(e, REPO_CODES.objectExists) ? false : Promise.reject(e)),
+    );
+    const now = await readAll(objects, key, SMALL_OBJECT_MAX);
+    if (
+      overwrote ||
+      createHash('sha256').update(now).digest('hex') !== createHash('sha256').update(first).digest('hex')
+    )
+      throw conditionalWriteUnsupported(label);
+    const stale = `${created.etag}-stale`;
+    const replaced = await objects.replace(key, stale, first).then(
+      () => true,
+      (e: unknown) => (hasCode(e, REPO_CODES.objectChanged) ? false : Promise.reject(e)),
+    );
+    if (replaced) throw conditionalWriteUnsupported(label);
+  } finally {
+    await objects.remove(key).catch(() => {});
+  }
+}

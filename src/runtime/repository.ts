@@ -1,0 +1,158 @@
+/**
+ * Backup repositories, composed for the CLI and the daemon: create one, list and check it, back a
+ * root up into it, and verify one of its backups into a new inert workspace.
+ *
+ *   - a backup into a repository is made exactly as a local one (backup/create), into a private
+ *     staging directory beside the root's default backups folder, then published by the repository
+ *     (archive, manifest, entry last) and the staging removed: the repository receives only a
+ *     finished, self-checked pair;
+ *   - a verification from a repository fetches the pair (a directory repository's files are read
+ *     in place; an S3 repository's are streamed into a private spool, each checked against the
+ *     entry while it streams) and hands it to the verifier unchanged: a repository is storage,
+ *     never authority, and what comes out of it is verified like any archive.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { plan, type BackupResult, type PlanOptions } from '../backup/index.js';
+import { LAYOUT } from '../owners/index.js';
+import { executeVerify, planVerify, type VerifyInputs, type VerifyOptions } from '../recovery/index.js';
+import { Repository, type BackupEntry } from '../repository/index.js';
+import { backupPlacement, type BackupPlacement } from './backup.js';
+import { withRootEngine, type RootAccess } from './root.js';
+
+export interface RepositoryListing {
+  readonly repository: { readonly id: string; readonly location: string; readonly format: string };
+  readonly backups: readonly BackupEntry[];
+  /** Ids whose publication did not finish (objects without an entry): never backups. */
+  readonly incomplete: readonly string[];
+  /** Ids whose entry does not read: `repo check` says more. */
+  readonly unreadable: readonly string[];
+}
+
+const describe = (r: Repository) => ({ id: r.config.repository_id, location: r.label, format: r.config.format });
+
+async function withRepository<T>(url: string, fn: (r: Repository) => Promise<T>): Promise<T> {
+  const r = await Repository.open(url);
+  try {
+    return await fn(r);
+  } finally {
+    await r.close();
+  }
+}
+
+/** `loopx repo init`: a new repository at `url` (probed for conditional writes first). */
+export async function initRepository(url: string): Promise<RepositoryListing['repository']> {
+  const r = await Repository.init(url);
+  try {
+    return describe(r);
+  } finally {
+    await r.close();
+  }
+}
+
+/** `loopx repo ls`: the repository's backups by capture time, and what is not a backup. */
+export const listRepository = (url: string): Promise<RepositoryListing> =>
+  withRepository(url, async (r) => {
+    const { backups, incomplete, bad } = await r.list();
+    return { repository: describe(r), backups, incomplete, unreadable: bad };
+  });
+
+/** `loopx repo check [--read-data]`: every finding about the repository's backups. */
+export const checkRepository = (url: string, options: { readonly readData?: boolean } = {}) =>
+  withRepository(url, async (r) => ({ repository: describe(r), ...(await r.check(options)) }));
+
+/** The root's id for the entry (the retention policy groups by it), or null for a root that has none yet. */
+async function rootIdOf(a: RootAccess): Promise<string | null> {
+  if (!existsSync(join(a.root, LAYOUT.engineDb))) return null;
+  try {
+    return await withRootEngine(a, (e) => e.rootId(), { readOnly: true });
+  } catch {
+    return null;
+  }
+}
+
+export interface RepositoryBackup {
+  readonly result: BackupResult;
+  /** Where the backup lies against the root: a directory repository's disk; an S3 repository is elsewhere. */
+  readonly placement: BackupPlacement;
+  readonly entry: BackupEntry;
+  readonly repository: RepositoryListing['repository'];
+}
+
+/**
+ * `backup-state --execute --repo R`: `make` creates the backup of `planOptions` (the caller's
+ * capture, e.g. with a profile) into a private staging directory; the finished pair is then
+ * published into the repository and the staging directory removed, whatever happened.
+ */
+export async function backupToRepository(
+  a: RootAccess,
+  url: string,
+  planOptions: Omit<PlanOptions, 'outputDir'>,
+  make: (p: ReturnType<typeof plan>) => Promise<BackupResult>,
+): Promise<RepositoryBackup> {
+  return withRepository(url, async (r) => {
+    const stagingParent = join(a.root, 'backups');
+    mkdirSync(stagingParent, { recursive: true, mode: 0o700 });
+    const staging = mkdtempSync(join(stagingParent, '.repository-'));
+    try {
+      const p = plan(a.root, { ...planOptions, outputDir: staging });
+      const result = await make(p);
+      const m = result.manifest_doc;
+      const profile = 'achieved_profile' in m.capture ? m.capture.achieved_profile : null;
+      const entry = await r.publish(
+        result.backup_id,
+        {
+          archive: { path: join(staging, result.archive.name), ...pick(result.archive) },
+          manifest: { path: join(staging, result.manifest.name), ...pick(result.manifest) },
+        },
+        {
+          created_at: m.created_at,
+          root_id: await rootIdOf(a),
+          producer_version: m.producer_version,
+          capture_profile: profile,
+        },
+      );
+      const placement =
+        r.location.provider === 'dir'
+          ? backupPlacement(a.root, r.location.path)
+          : { inside_root: false, same_filesystem: false };
+      return { result, entry, placement, repository: describe(r) };
+    } finally {
+      rmSync(staging, { recursive: true, force: true });
+    }
+  });
+}
+
+const pick = (o: { size_bytes: number; sha256: string }) => ({ size_bytes: o.size_bytes, sha256: o.sha256 });
+
+export interface RepositoryVerifyOptions extends VerifyOptions {
+  /** A directory for the private spool (default: the system's temporary directory). */
+  readonly spool?: string;
+}
+
+/**
+ * `backup-state verify --repo R --backup-id B`: the plan (`execute` false) or the whole
+ * verification of a repository's backup into `inputs.destination`, through the same verifier as a
+ * local pair. The spool is private (0700) and removed afterwards.
+ */
+export async function verifyFromRepository(
+  url: string,
+  backupId: string,
+  inputs: Omit<VerifyInputs, 'archive' | 'manifest'>,
+  options: RepositoryVerifyOptions & { readonly execute: boolean },
+) {
+  return withRepository(url, async (r) => {
+    const entry = await r.entry(backupId);
+    const spool = mkdtempSync(join(options.spool ?? tmpdir(), 'loopx-spool-'));
+    try {
+      const pair = await r.fetch(entry, spool);
+      const all: VerifyInputs = { ...inputs, archive: pair.archive, manifest: pair.manifest };
+      return options.execute
+        ? { executed: true as const, outcome: await executeVerify(all, options) }
+        : { executed: false as const, plan: await planVerify(all) };
+    } finally {
+      rmSync(spool, { recursive: true, force: true });
+    }
+  });
+}

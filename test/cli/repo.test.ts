@@ -1,0 +1,191 @@
+/**
+ * `loopx repo init|ls|check`, `backup-state --execute --repo R` and `backup-state verify --repo R
+ * --backup-id B`, through the real CLI, against a directory repository and an S3 one (s3rver on
+ * loopback behind the fault proxy that honours conditional writes as S3 does; bare s3rver, which
+ * overwrites, is refused by init). Every --json document validates against its published schema:
+ * repo-init.schema.json, repo-ls.schema.json, repo-check.schema.json, repository-entry-v1.schema.json
+ * and backup-state-result.schema.json (with its repository fields).
+ */
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO, loopxAsync, tempRoot, type CliResult } from '../support/cli.js';
+import { startS3WithProxy, type S3ServerWithProxy } from '../support/s3.js';
+
+const ajv = new Ajv2020({ strict: true, allErrors: true });
+for (const f of readdirSync(join(REPO, 'docs/schemas')).filter((n) => n.endsWith('.schema.json')))
+  ajv.addSchema(JSON.parse(readFileSync(join(REPO, 'docs/schemas', f), 'utf8')) as Record<string, unknown>);
+function valid(name: string, doc: unknown): void {
+  const validate = ajv.getSchema(`https://loopx.dev/schemas/${name}.json`)!;
+  expect(validate(doc) ? [] : validate.errors, `${name}: ${JSON.stringify(doc, null, 2)}`).toEqual([]);
+}
+const json = (r: CliResult) => {
+  expect(r.status, r.stderr + r.stdout).toBe(0);
+  return r.json();
+};
+const done = (r: CliResult) => expect(r.status, r.stderr + r.stdout).toBe(0);
+
+let s3: S3ServerWithProxy;
+beforeAll(async () => {
+  s3 = await startS3WithProxy();
+});
+afterAll(() => s3?.stop());
+const CREDS = () => ({ S3_CLI_CREDENTIALS: `${s3.credentials.accessKeyId}:${s3.credentials.secretAccessKey}` });
+let n = 0;
+const s3Repo = (endpoint = s3.endpoint) =>
+  `s3://${s3.bucket}/cli-${++n}?endpoint=${endpoint}&path_style=true&credentials=env:S3_CLI_CREDENTIALS`;
+
+/** A root with one finished run (its engine and SQLite state are what the backup holds). */
+async function rootWithRun(): Promise<string[]> {
+  const root = tempRoot();
+  const at = ['--root', root, '--authority-dir', join(dirname(root), 'authority')];
+  const r = await loopxAsync(['run', 'start', '--agent', 'examples/agents/minimal.json', ...at, '--json']);
+  expect(r.status, r.stderr).toBe(0);
+  return at;
+}
+
+describe('loopx repo', () => {
+  it('a directory repository: init, back up into it, list, check, verify from it — each document as published', async () => {
+    const at = await rootWithRun();
+    const repo = join(dirname(at[1]!), 'offsite');
+    valid('repo-init', json(await loopxAsync(['repo', 'init', '--repo', repo, '--json'])));
+    const created = json(
+      await loopxAsync(['backup-state', '--execute', '--repo', repo, '--backup-id', 'b1', ...at, '--json']),
+    );
+    valid('backup-state-result', created);
+    valid('repository-entry-v1', created.entry);
+    expect(created.entry.root_id).toMatch(/^root_/);
+    expect(existsSync(join(dirname(at[1]!), 'root', 'backups', 'b1.tar.gz')), 'nothing is left beside the root').toBe(
+      false,
+    );
+    const listed = json(await loopxAsync(['repo', 'ls', '--repo', repo, '--json']));
+    valid('repo-ls', listed);
+    expect(listed.backups.map((b: { backup_id: string; encrypted: boolean }) => [b.backup_id, b.encrypted])).toEqual([
+      ['b1', false],
+    ]);
+    const human = await loopxAsync(['repo', 'ls', '--repo', repo]);
+    expect(human.stdout).toContain('NOT encrypted');
+    const checked = json(await loopxAsync(['repo', 'check', '--repo', repo, '--read-data', '--json']));
+    valid('repo-check', checked);
+    expect(checked).toMatchObject({ ok: true, backups: 1, read_data: true, findings: [] });
+    const dest = join(dirname(at[1]!), 'ws');
+    const plan = json(
+      await loopxAsync([
+        'backup-state',
+        'verify',
+        '--repo',
+        repo,
+        '--backup-id',
+        'b1',
+        '--destination',
+        dest,
+        ...at,
+        '--json',
+      ]),
+    );
+    valid('backup-verify-plan', plan);
+    expect(existsSync(dest)).toBe(false);
+    const audit = json(
+      await loopxAsync([
+        'backup-state',
+        'verify',
+        '--repo',
+        repo,
+        '--backup-id',
+        'b1',
+        '--destination',
+        dest,
+        '--execute',
+        ...at,
+        '--json',
+      ]),
+    );
+    valid('state-recovery-audit-public-v0', audit);
+    expect(audit.backup.backup_id).toBe('b1');
+    expect(audit.phase).toBe('audited');
+  });
+
+  it('a damaged archive in the repository: check --read-data says so (exit 3) and verify refuses before decoding', async () => {
+    const at = await rootWithRun();
+    const repo = join(dirname(at[1]!), 'offsite');
+    done(await loopxAsync(['repo', 'init', '--repo', repo]));
+    done(await loopxAsync(['backup-state', '--execute', '--repo', repo, '--backup-id', 'b1', ...at]));
+    const archive = join(repo, 'backups/b1/b1.tar.gz');
+    const bytes = readFileSync(archive);
+    bytes[bytes.length - 20] = bytes[bytes.length - 20]! ^ 0xff;
+    writeFileSync(archive, bytes);
+    const checked = await loopxAsync(['repo', 'check', '--repo', repo, '--read-data', '--json']);
+    expect(checked.status).toBe(3);
+    expect(checked.json().findings.map((f: { code: string }) => f.code)).toEqual(['repo_object_digest_mismatch']);
+    const v = await loopxAsync([
+      'backup-state',
+      'verify',
+      '--repo',
+      repo,
+      '--backup-id',
+      'b1',
+      '--destination',
+      join(dirname(at[1]!), 'ws'),
+      ...at,
+      '--json',
+    ]);
+    expect(v.status).toBe(3);
+    expect(v.json().error.code).toBe('verify_archive_digest_mismatch');
+  });
+
+  it('an S3 repository: bare s3rver (which overwrites) is refused; through a server that honours conditions, back up and verify via the spool', async () => {
+    const bare = await loopxAsync(['repo', 'init', '--repo', s3Repo(s3.upstreamEndpoint), '--json'], CREDS());
+    expect(bare.status).toBe(3);
+    expect(bare.json().error.code).toBe('repo_conditional_write_unsupported');
+    const at = await rootWithRun();
+    const repo = s3Repo();
+    valid('repo-init', json(await loopxAsync(['repo', 'init', '--repo', repo, '--json'], CREDS())));
+    done(await loopxAsync(['backup-state', '--execute', '--repo', repo, '--backup-id', 's1', ...at], CREDS()));
+    const again = await loopxAsync(
+      ['backup-state', '--execute', '--repo', repo, '--backup-id', 's1', ...at, '--json'],
+      CREDS(),
+    );
+    expect(again.status).toBe(4);
+    expect(again.json().error.code).toBe('repo_backup_exists');
+    const spool = join(dirname(at[1]!), 'spool');
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(spool, { mode: 0o700 });
+    const audit = json(
+      await loopxAsync(
+        [
+          'backup-state',
+          'verify',
+          '--repo',
+          repo,
+          '--backup-id',
+          's1',
+          '--spool',
+          spool,
+          '--destination',
+          join(dirname(at[1]!), 'ws'),
+          '--execute',
+          ...at,
+          '--json',
+        ],
+        CREDS(),
+      ),
+    );
+    expect(audit.phase).toBe('audited');
+    expect(readdirSync(spool), 'the spool is removed after the verification').toEqual([]);
+  });
+
+  it('refusals name the repository in their next action, as typed; unset credentials are refused by name, never printed', async () => {
+    const missing = await loopxAsync(['repo', 'ls', '--repo', join(tempRoot(), 'nothing-here')]);
+    expect(missing.status).toBe(3);
+    expect(missing.stderr).toMatch(/\[repo_not_initialized\]/);
+    expect(missing.stderr).toMatch(/try: create it: loopx repo init --repo \S+nothing-here/);
+    expect(missing.stderr, 'no absolute path in public output').not.toMatch(/[ :]\/(tmp|work|root)\//);
+    const noCreds = await loopxAsync(['repo', 'ls', '--repo', s3Repo(), '--json'], { S3_CLI_CREDENTIALS: '' });
+    expect(noCreds.status).toBe(3);
+    expect(noCreds.json().error.code).toBe('repo_credentials_missing');
+    const noRepo = await loopxAsync(['repo', 'ls', '--json'], { LOOPX_REPOSITORY: '' });
+    expect(noRepo.status).toBe(2);
+    expect(noRepo.json().error.code).toBe('usage_repo_missing');
+  });
+});
