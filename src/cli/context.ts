@@ -103,7 +103,8 @@ export const COMMAND_MARK = ': loopx ';
 const shellWord = (s: string): string => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`);
 
 /** The commands that act on a repository: they take `--repo`. */
-export const REPO_CARRYING = /^loopx (repo (init|ls|check|forget|prune|key)|backup-state( verify)? )/;
+export const REPO_CARRYING =
+  /^loopx (repo (init|ls|check|forget|prune|key (add|remove|rotate))|backup-state( verify)? )/;
 
 /** The commands that act on a cluster's runs as well as a root's: they take `--cluster`. */
 export const CLUSTER_CARRYING = /^loopx (run (show|events|resolve|cancel)|cluster) /;

@@ -37,6 +37,12 @@ export const REPO_CODES = {
   backupExists: 'repo_backup_exists',
   /** An object fetched from the repository differs (size or SHA-256) from what the backup's entry records. */
   objectDigestMismatch: 'repo_object_digest_mismatch',
+  /** The repository requires encryption and the backup was not asked to be encrypted. */
+  encryptionRequired: 'repo_encryption_required',
+  /** The backup is encrypted: its ciphertext was checked whole, and extracting it needs a key. */
+  keyRequired: 'repo_key_required',
+  /** `repo key new --out FILE` found FILE taken: a key file is never overwritten. */
+  keyFileExists: 'repo_key_file_exists',
   /** A backup's entry object is not valid JSON of its published schema. */
   entryInvalid: 'repo_entry_invalid',
 } as const;
@@ -135,3 +141,23 @@ export const objectDigestMismatch = (key: string): LoopxError =>
     `The repository object ${key} differs from what its backup's entry records; it was not used.`,
     { nextAction: 'check the repository: loopx repo check', details: { key } },
   );
+
+export const encryptionRequired = (): LoopxError =>
+  rejected(REPO_CODES.encryptionRequired, 'This repository keeps only encrypted backups; nothing was published.', {
+    nextAction: 'encrypt it for a recipient: loopx backup-state --execute --encrypt --recipient RECIPIENT',
+  });
+
+export const keyRequired = (backupId: string): LoopxError =>
+  rejected(
+    REPO_CODES.keyRequired,
+    `Backup ${backupId} is encrypted: every ciphertext digest and its envelope's binding check out; extracting it needs its key.`,
+    {
+      nextAction: `verify it with a key: loopx backup-state verify --backup-id ${backupId} --destination DIR --key env:NAME`,
+      details: { backup_id: backupId },
+    },
+  );
+
+export const keyFileExists = (): LoopxError =>
+  conflict(REPO_CODES.keyFileExists, 'The key file already exists; it was not overwritten.', {
+    nextAction: 'name a new file: loopx repo key new --out FILE',
+  });

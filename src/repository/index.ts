@@ -17,7 +17,7 @@ export type {
   RepositoryProvider,
   S3Location,
 } from './contract.js';
-export { REPO_CODES } from './codes.js';
+export { REPO_CODES, encryptionRequired, keyFileExists } from './codes.js';
 export {
   CHECK_FINDINGS,
   ENTRY_FORMAT,
@@ -34,3 +34,5 @@ export {
 export { REPOSITORY_PROVIDERS, describeRepository, openRepositoryObjects } from './table.js';
 export { parseRepositoryUrl } from './url.js';
 export { dropMemorySpace } from './memory.js';
+export { recipientsOf } from './sealed-pair.js';
+export { generateIdentity, recipientFingerprint, recipientOf, type Recipient } from './seal.js';

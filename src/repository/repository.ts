@@ -16,9 +16,10 @@
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { canonicalJson } from '../core/index.js';
-import type { ObjectInfo, RepositoryLocation, RepositoryObjects } from './contract.js';
+import type { ObjectBody, ObjectInfo, RepositoryLocation, RepositoryObjects } from './contract.js';
 import { hasCode } from '../core/index.js';
 import {
   REPO_CODES,
@@ -26,13 +27,18 @@ import {
   backupExists,
   backupNotFound,
   conditionalWriteUnsupported,
+  encryptionRequired,
+  keyRequired,
   entryInvalid,
   formatUnknown,
   locked,
   notInitialized,
   objectDigestMismatch,
+  objectMissing,
 } from './codes.js';
 import { download, readAll } from './read.js';
+import type { Recipient } from './seal.js';
+import { checkSealedPair, openSealedPair, readSealed, sealPair } from './sealed-pair.js';
 import { openRepositoryObjects } from './table.js';
 
 export const REPOSITORY_FORMAT = 'loopx.repository/v1';
@@ -48,6 +54,8 @@ export interface RepositoryConfig {
   readonly format: typeof REPOSITORY_FORMAT;
   readonly repository_id: string;
   readonly created_at: string;
+  /** `required`: every backup published here is encrypted (a plaintext one is refused). */
+  readonly encryption: 'required' | 'optional';
 }
 
 /** One object of a backup as its entry records it. */
@@ -70,6 +78,8 @@ export interface BackupEntry {
   readonly producer_version: string;
   readonly capture_profile: string | null;
   readonly encrypted: boolean;
+  /** Encrypted: the objects are sealed; their envelope (cleartext, authenticated under the data key) is here. Key sets are under `backups/<id>/keys/`. */
+  readonly encryption?: { readonly envelope: Omit<EntryObject, 'role'> };
   readonly objects: readonly EntryObject[];
 }
 
@@ -80,12 +90,21 @@ export interface LocalObject {
   readonly sha256: string;
 }
 
-const keysOf = (backupId: string) => ({
-  archive: `${BACKUPS}${backupId}/${backupId}.tar.gz`,
-  manifest: `${BACKUPS}${backupId}/${backupId}.manifest.json`,
+const keysOf = (backupId: string, sealed = false) => ({
+  archive: `${BACKUPS}${backupId}/${backupId}.tar.gz${sealed ? '.sealed' : ''}`,
+  manifest: `${BACKUPS}${backupId}/${backupId}.manifest.json${sealed ? '.sealed' : ''}`,
   entry: `${BACKUPS}${backupId}/entry.json`,
+  envelope: `${BACKUPS}${backupId}/envelope.json`,
+  keySets: `${BACKUPS}${backupId}/keys/`,
 });
+/** The key of a backup's key set of one generation (rotation adds the next). */
+const keySetKey = (backupId: string, generation: number) =>
+  `${keysOf(backupId).keySets}${String(generation).padStart(6, '0')}.json`;
 
+const digestOf = (bytes: Uint8Array) => ({
+  size_bytes: bytes.byteLength,
+  sha256: createHash('sha256').update(bytes).digest('hex'),
+});
 const bytesOfJson = (doc: unknown): Uint8Array => new TextEncoder().encode(`${canonicalJson(doc)}\n`);
 const parseJson = (bytes: Uint8Array): unknown => JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
 
@@ -103,7 +122,10 @@ export class Repository {
    * conditional creates and replaces (probed with a scratch object, removed after); then the
    * configuration is created — conditionally, so two concurrent inits make one repository.
    */
-  static async init(url: string | RepositoryLocation, options: { env?: NodeJS.ProcessEnv } = {}): Promise<Repository> {
+  static async init(
+    url: string | RepositoryLocation,
+    options: { env?: NodeJS.ProcessEnv; encrypt?: boolean } = {},
+  ): Promise<Repository> {
     const { location, label, objects } = await openRepositoryObjects(url, { create: true, ...options });
     try {
       for await (const _ of objects.list('')) throw alreadyInitialized(label);
@@ -112,6 +134,7 @@ export class Repository {
         format: REPOSITORY_FORMAT,
         repository_id: `repo_${randomBytes(12).toString('hex')}`,
         created_at: new Date().toISOString(),
+        encryption: options.encrypt === true ? 'required' : 'optional',
       };
       await objects.create(CONFIG_KEY, bytesOfJson(config)).catch((e: unknown) => {
         throw hasCode(e, REPO_CODES.objectExists) ? alreadyInitialized(label) : e;
@@ -136,7 +159,12 @@ export class Repository {
       } catch {
         throw formatUnknown(label);
       }
-      if (config?.format !== REPOSITORY_FORMAT || typeof config.repository_id !== 'string') throw formatUnknown(label);
+      if (
+        config?.format !== REPOSITORY_FORMAT ||
+        typeof config.repository_id !== 'string' ||
+        (config.encryption !== 'required' && config.encryption !== 'optional')
+      )
+        throw formatUnknown(label);
       return new Repository(location, label, objects, config);
     } catch (e) {
       await objects.close();
@@ -157,32 +185,52 @@ export class Repository {
     backupId: string,
     files: { readonly archive: LocalObject; readonly manifest: LocalObject },
     facts: Pick<BackupEntry, 'created_at' | 'root_id' | 'producer_version' | 'capture_profile'>,
+    options: { readonly recipients?: readonly Recipient[] } = {},
   ): Promise<BackupEntry> {
     if (!BACKUP_ID.test(backupId)) throw entryInvalid(backupId.slice(0, 40), 'the backup id is not a simple name');
-    const keys = keysOf(backupId);
-    for (const key of [keys.entry, keys.archive, keys.manifest])
-      if ((await this.objects.head(key)) !== undefined) throw backupExists(backupId);
-    const put = async (key: string, local: LocalObject) => {
-      await this.objects.create(key, { path: local.path, size: local.size_bytes }).catch((e: unknown) => {
+    const sealing = options.recipients !== undefined;
+    if (this.config.encryption === 'required' && !sealing) throw encryptionRequired();
+    const keys = keysOf(backupId, sealing);
+    if ((await this.objects.head(keys.entry)) !== undefined) throw backupExists(backupId);
+    const put = async (key: string, body: ObjectBody) => {
+      await this.objects.create(key, body).catch((e: unknown) => {
         throw hasCode(e, REPO_CODES.objectExists) ? backupExists(backupId) : e;
       });
     };
-    await put(keys.archive, files.archive);
-    await put(keys.manifest, files.manifest);
+    const file = (local: LocalObject): ObjectBody => ({ path: local.path, size: local.size_bytes });
+    let pair = files;
+    let encryption: BackupEntry['encryption'];
+    const scratch = sealing ? await mkdtemp(join(dirname(files.archive.path), '.sealing-')) : undefined;
+    try {
+      if (scratch !== undefined) {
+        // Sealed before anything is published: a recipient that does not resolve leaves the repository untouched.
+        const sealed = await sealPair(backupId, files, options.recipients!, scratch);
+        pair = sealed;
+        await put(keys.archive, file(sealed.archive));
+        await put(keys.manifest, file(sealed.manifest));
+        await put(keySetKey(backupId, 1), sealed.keySet);
+        await put(keys.envelope, sealed.envelope);
+        encryption = { envelope: { key: keys.envelope, ...digestOf(sealed.envelope) } };
+      } else {
+        await put(keys.archive, file(files.archive));
+        await put(keys.manifest, file(files.manifest));
+      }
+    } finally {
+      if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
+    }
     const entry: BackupEntry = {
       format: ENTRY_FORMAT,
       backup_id: backupId,
       ...facts,
       published_at: new Date().toISOString(),
-      encrypted: false,
+      encrypted: sealing,
+      ...(encryption ? { encryption } : {}),
       objects: [
-        { role: 'archive', key: keys.archive, size_bytes: files.archive.size_bytes, sha256: files.archive.sha256 },
-        { role: 'manifest', key: keys.manifest, size_bytes: files.manifest.size_bytes, sha256: files.manifest.sha256 },
+        { role: 'archive', key: keys.archive, size_bytes: pair.archive.size_bytes, sha256: pair.archive.sha256 },
+        { role: 'manifest', key: keys.manifest, size_bytes: pair.manifest.size_bytes, sha256: pair.manifest.sha256 },
       ],
     };
-    await this.objects.create(keys.entry, bytesOfJson(entry)).catch((e: unknown) => {
-      throw hasCode(e, REPO_CODES.objectExists) ? backupExists(backupId) : e;
-    });
+    await put(keys.entry, bytesOfJson(entry));
     return entry;
   }
 
@@ -218,10 +266,17 @@ export class Repository {
   }
 
   /**
-   * The backup's archive and manifest as local files, checked against its entry: read in place from
-   * a directory repository, else streamed into `spoolDir` (a private directory the caller owns).
+   * The backup's plaintext pair as local files, checked against its entry: read in place from a
+   * directory repository, else streamed into `spoolDir` (a private directory the caller owns). An
+   * encrypted backup's sealed objects are checked whole against their envelope first; with `key`
+   * (a reference) they are opened into the spool, without it `repo_key_required` says the
+   * ciphertext checked out and nothing was extracted.
    */
-  async fetch(entry: BackupEntry, spoolDir: string): Promise<{ readonly archive: string; readonly manifest: string }> {
+  async fetch(
+    entry: BackupEntry,
+    spoolDir: string,
+    options: { readonly key?: string; readonly env?: NodeJS.ProcessEnv } = {},
+  ): Promise<{ readonly archive: string; readonly manifest: string }> {
     const paths: Record<string, string> = {};
     for (const o of entry.objects) {
       const local = await this.objects.localPath?.(o.key);
@@ -231,13 +286,38 @@ export class Repository {
       } else {
         paths[o.role] = local;
         // The manifest is small: its digest is checked here; the archive's is the verifier's first step.
-        if (o.role === 'manifest') {
-          const bytes = await readAll(this.objects, o.key, o.size_bytes);
-          if (createHash('sha256').update(bytes).digest('hex') !== o.sha256) throw objectDigestMismatch(o.key);
-        }
+        if (o.role === 'manifest') await this.readChecked(o);
       }
     }
-    return { archive: paths.archive!, manifest: paths.manifest! };
+    const pair = { archive: paths.archive!, manifest: paths.manifest! };
+    if (!entry.encrypted) return pair;
+    const sealed = readSealed(
+      await this.readChecked(entry.encryption!.envelope),
+      await this.newestKeySet(entry.backup_id),
+    );
+    if (options.key === undefined) {
+      await checkSealedPair(entry.backup_id, sealed, pair);
+      throw keyRequired(entry.backup_id);
+    }
+    const opened = await mkdtemp(join(spoolDir, 'opened-'));
+    return openSealedPair(entry.backup_id, sealed, pair, options.key, opened, options.env);
+  }
+
+  /** A small object's bytes, refused unless they are the size and SHA-256 recorded for it. */
+  private async readChecked(o: Omit<EntryObject, 'role'>): Promise<Uint8Array> {
+    const bytes = await readAll(this.objects, o.key, o.size_bytes);
+    if (bytes.byteLength !== o.size_bytes || createHash('sha256').update(bytes).digest('hex') !== o.sha256)
+      throw objectDigestMismatch(o.key);
+    return bytes;
+  }
+
+  /** The key set of the highest generation (rotation adds generations; the envelope decides which key is right). */
+  private async newestKeySet(backupId: string): Promise<Uint8Array> {
+    let newest: string | undefined;
+    for await (const o of this.objects.list(keysOf(backupId).keySets))
+      if (/\/\d{6}\.json$/.test(o.key) && (newest === undefined || o.key > newest)) newest = o.key;
+    if (newest === undefined) throw objectMissing(keySetKey(backupId, 1));
+    return readAll(this.objects, newest, SMALL_OBJECT_MAX);
   }
 
   /**
@@ -252,7 +332,16 @@ export class Repository {
       ...bad.map((id) => finding(CHECK_FINDINGS.entryInvalid, 'error', id)),
     ];
     let bytesRead = 0;
-    for (const b of backups)
+    for (const b of backups) {
+      if (b.encrypted) {
+        const envelope = await this.objects.head(b.encryption!.envelope.key);
+        const keySet = await this.newestKeySet(b.backup_id).then(
+          () => true,
+          () => false,
+        );
+        if (envelope?.size !== b.encryption!.envelope.size_bytes || !keySet)
+          findings.push(finding(CHECK_FINDINGS.objectMissing, 'error', b.backup_id));
+      }
       for (const o of b.objects) {
         const head = await this.objects.head(o.key);
         if (head === undefined) findings.push(finding(CHECK_FINDINGS.objectMissing, 'error', b.backup_id, o.role));
@@ -266,6 +355,7 @@ export class Repository {
             findings.push(finding(CHECK_FINDINGS.objectDiffers, 'error', b.backup_id, o.role));
         }
       }
+    }
     return {
       ok: !findings.some((f) => f.severity === 'error'),
       backups: backups.length,
@@ -363,12 +453,22 @@ function checkEntry(backupId: string, bytes: Uint8Array): BackupEntry {
     throw entryInvalid(backupId, 'it is not JSON');
   }
   const hex = /^[0-9a-f]{64}$/;
-  const keys = keysOf(backupId);
+  const keys = keysOf(backupId, e?.encrypted === true);
   if (e?.format !== ENTRY_FORMAT) throw entryInvalid(backupId, 'its format is not known');
   if (e.backup_id !== backupId) throw entryInvalid(backupId, 'it names another backup');
   if (typeof e.created_at !== 'string' || Number.isNaN(Date.parse(e.created_at)))
     throw entryInvalid(backupId, 'its capture time is not a time');
   if (!Array.isArray(e.objects) || e.objects.length !== 2) throw entryInvalid(backupId, 'it lists no archive pair');
+  if (typeof e.encrypted !== 'boolean') throw entryInvalid(backupId, 'it does not say whether it is encrypted');
+  const envelope = e.encryption?.envelope;
+  if (
+    e.encrypted &&
+    (envelope?.key !== keys.envelope ||
+      !Number.isSafeInteger(envelope.size_bytes) ||
+      envelope.size_bytes < 0 ||
+      !hex.test(envelope.sha256))
+  )
+    throw entryInvalid(backupId, 'it names no valid envelope for its encrypted objects');
   for (const o of e.objects)
     if (
       (o.role !== 'archive' && o.role !== 'manifest') ||

@@ -157,6 +157,7 @@ export {
   checkRepository,
   initRepository,
   listRepository,
+  newRepositoryKey,
   verifyFromRepository,
   type RepositoryBackup,
   type RepositoryListing,

@@ -11,18 +11,31 @@
  *     entry while it streams) and hands it to the verifier unchanged: a repository is storage,
  *     never authority, and what comes out of it is verified like any archive.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { plan, type BackupResult, type PlanOptions } from '../backup/index.js';
 import { LAYOUT } from '../owners/index.js';
 import { executeVerify, planVerify, type VerifyInputs, type VerifyOptions } from '../recovery/index.js';
-import { Repository, type BackupEntry } from '../repository/index.js';
+import {
+  Repository,
+  encryptionRequired,
+  generateIdentity,
+  keyFileExists,
+  recipientFingerprint,
+  recipientsOf,
+  type BackupEntry,
+} from '../repository/index.js';
 import { backupPlacement, type BackupPlacement } from './backup.js';
 import { withRootEngine, type RootAccess } from './root.js';
 
 export interface RepositoryListing {
-  readonly repository: { readonly id: string; readonly location: string; readonly format: string };
+  readonly repository: {
+    readonly id: string;
+    readonly location: string;
+    readonly format: string;
+    readonly encryption: 'required' | 'optional';
+  };
   readonly backups: readonly BackupEntry[];
   /** Ids whose publication did not finish (objects without an entry): never backups. */
   readonly incomplete: readonly string[];
@@ -30,7 +43,12 @@ export interface RepositoryListing {
   readonly unreadable: readonly string[];
 }
 
-const describe = (r: Repository) => ({ id: r.config.repository_id, location: r.label, format: r.config.format });
+const describe = (r: Repository) => ({
+  id: r.config.repository_id,
+  location: r.label,
+  format: r.config.format,
+  encryption: r.config.encryption,
+});
 
 async function withRepository<T>(url: string, fn: (r: Repository) => Promise<T>): Promise<T> {
   const r = await Repository.open(url);
@@ -41,14 +59,29 @@ async function withRepository<T>(url: string, fn: (r: Repository) => Promise<T>)
   }
 }
 
-/** `loopx repo init`: a new repository at `url` (probed for conditional writes first). */
-export async function initRepository(url: string): Promise<RepositoryListing['repository']> {
-  const r = await Repository.init(url);
+/** `loopx repo init [--encrypt]`: a new repository at `url` (probed for conditional writes first). */
+export async function initRepository(
+  url: string,
+  options: { readonly encrypt?: boolean } = {},
+): Promise<RepositoryListing['repository']> {
+  const r = await Repository.init(url, options);
   try {
     return describe(r);
   } finally {
     await r.close();
   }
+}
+
+/** `loopx repo key new --out FILE`: an X25519 identity written to a new 0600 file; only its public recipient is returned. */
+export function newRepositoryKey(file: string): { readonly recipient: string; readonly fingerprint: string } {
+  const { recipient, identity } = generateIdentity();
+  try {
+    writeFileSync(file, `${identity}\n`, { flag: 'wx', mode: 0o600 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw keyFileExists();
+    throw e;
+  }
+  return { recipient, fingerprint: recipientFingerprint(recipient) };
 }
 
 /** `loopx repo ls`: the repository's backups by capture time, and what is not a backup. */
@@ -90,8 +123,12 @@ export async function backupToRepository(
   url: string,
   planOptions: Omit<PlanOptions, 'outputDir'>,
   make: (p: ReturnType<typeof plan>) => Promise<BackupResult>,
+  options: { readonly encryptFor?: readonly string[] } = {},
 ): Promise<RepositoryBackup> {
+  // Every recipient resolves before anything is captured: asked to encrypt and unable to, nothing is written.
+  const recipients = options.encryptFor === undefined ? undefined : recipientsOf(options.encryptFor);
   return withRepository(url, async (r) => {
+    if (r.config.encryption === 'required' && recipients === undefined) throw encryptionRequired();
     const stagingParent = join(a.root, 'backups');
     mkdirSync(stagingParent, { recursive: true, mode: 0o700 });
     const staging = mkdtempSync(join(stagingParent, '.repository-'));
@@ -112,6 +149,7 @@ export async function backupToRepository(
           producer_version: m.producer_version,
           capture_profile: profile,
         },
+        recipients === undefined ? {} : { recipients },
       );
       const placement =
         r.location.provider === 'dir'
@@ -129,6 +167,8 @@ const pick = (o: { size_bytes: number; sha256: string }) => ({ size_bytes: o.siz
 export interface RepositoryVerifyOptions extends VerifyOptions {
   /** A directory for the private spool (default: the system's temporary directory). */
   readonly spool?: string;
+  /** An encrypted backup's key, by reference (`env:NAME`, or a 0600 file). */
+  readonly key?: string;
 }
 
 /**
@@ -146,7 +186,7 @@ export async function verifyFromRepository(
     const entry = await r.entry(backupId);
     const spool = mkdtempSync(join(options.spool ?? tmpdir(), 'loopx-spool-'));
     try {
-      const pair = await r.fetch(entry, spool);
+      const pair = await r.fetch(entry, spool, options.key === undefined ? {} : { key: options.key });
       const all: VerifyInputs = { ...inputs, archive: pair.archive, manifest: pair.manifest };
       return options.execute
         ? { executed: true as const, outcome: await executeVerify(all, options) }

@@ -175,6 +175,63 @@ describe('loopx repo', () => {
     expect(readdirSync(spool), 'the spool is removed after the verification').toEqual([]);
   });
 
+  it('an encrypted backup: sealed for a passphrase and a key made by repo key new; listed as encrypted; verified only with a key; no secret printed', async () => {
+    const at = await rootWithRun();
+    const base = dirname(at[1]!);
+    const repo = join(base, 'vault');
+    const keyFile = join(base, 'alice.key');
+    const made = json(await loopxAsync(['repo', 'key', 'new', '--out', keyFile, '--json']));
+    expect(made.recipient).toMatch(/^loopx-x25519-pub:/);
+    expect((await loopxAsync(['repo', 'key', 'new', '--out', keyFile, '--json'])).json().error.code).toBe(
+      'repo_key_file_exists',
+    );
+    const secret = 'a passphrase only this test knows';
+    const env = { CLI_TEST_PASSPHRASE: secret };
+    valid('repo-init', json(await loopxAsync(['repo', 'init', '--repo', repo, '--encrypt', '--json'])));
+    const plain = await loopxAsync(['backup-state', '--execute', '--repo', repo, ...at, '--json']);
+    expect(plain.status).toBe(3);
+    expect(plain.json().error.code).toBe('repo_encryption_required');
+    const created = json(
+      await loopxAsync(
+        [
+          'backup-state',
+          '--execute',
+          '--repo',
+          repo,
+          '--backup-id',
+          'e1',
+          '--encrypt',
+          '--recipient',
+          made.recipient,
+          '--recipient',
+          'env:CLI_TEST_PASSPHRASE',
+          ...at,
+          '--json',
+        ],
+        env,
+      ),
+    );
+    valid('backup-state-result', created);
+    expect(created.entry.encrypted).toBe(true);
+    expect((await loopxAsync(['repo', 'ls', '--repo', repo])).stdout).toMatch(/e1 .* encrypted/);
+    const dest = join(base, 'ws');
+    const verify = ['backup-state', 'verify', '--repo', repo, '--backup-id', 'e1', '--destination', dest, ...at];
+    const keyless = await loopxAsync([...verify, '--execute', '--json']);
+    expect(keyless.status).toBe(3);
+    expect(keyless.json().error.code).toBe('repo_key_required');
+    expect(existsSync(dest)).toBe(false);
+    for (const key of [`file:${keyFile}`, 'env:CLI_TEST_PASSPHRASE']) {
+      const d = `${dest}-${key.slice(0, 3)}`;
+      const r = await loopxAsync(
+        [...verify.slice(0, 6), '--destination', d, ...at, '--key', key, '--execute', '--json'],
+        env,
+      );
+      expect(json(r).phase, key).toBe('audited');
+      expect(r.stdout + r.stderr).not.toContain(secret);
+      expect(r.stdout + r.stderr).not.toContain(readFileSync(keyFile, 'utf8').trim());
+    }
+  });
+
   it('refusals name the repository in their next action, as typed; unset credentials are refused by name, never printed', async () => {
     const missing = await loopxAsync(['repo', 'ls', '--repo', join(tempRoot(), 'nothing-here')]);
     expect(missing.status).toBe(3);

@@ -37,7 +37,7 @@ const s3Url = (endpoint = s3.endpoint) =>
 const dirUrl = () => join(scratch, `dir-${++n}`);
 
 /** A backup's pair as local files (any bytes: the repository does not read them). */
-function pair(id: string) {
+function pair(id: string, fill = 9) {
   const dir = mkdtempSync(join(scratch, 'pair-'));
   const write = (name: string, bytes: Buffer) => {
     writeFileSync(join(dir, name), bytes);
@@ -48,7 +48,7 @@ function pair(id: string) {
     };
   };
   return {
-    archive: write(`${id}.tar.gz`, Buffer.alloc(200_000, 9)),
+    archive: write(`${id}.tar.gz`, Buffer.alloc(200_000, fill)),
     manifest: write(`${id}.manifest.json`, Buffer.from(JSON.stringify({ backup_id: id }))),
   };
 }
@@ -124,7 +124,8 @@ describe('publication', () => {
     expect(check.findings.map((f) => [f.code, f.severity, f.backup_id])).toEqual([
       ['repo_backup_incomplete', 'warning', 'b2'],
     ]);
-    expect(await refusal(r.publish('b2', pair('b2'), facts()))).toBe('repo_backup_exists');
+    // A later attempt under the id (other bytes: a backup's capture time is in them) is refused.
+    expect(await refusal(r.publish('b2', pair('b2', 7), facts()))).toBe('repo_backup_exists');
     await r.close();
   });
 

@@ -35,6 +35,8 @@ interface BackupStateOptions {
   quiesceTimeout?: number;
   format?: BackupFormat;
   repo?: string;
+  encrypt?: boolean;
+  recipient?: string[];
 }
 
 const profileOption = (v: string): CaptureProfile => {
@@ -165,7 +167,14 @@ function printPlan(d: PlanSummary, out: Output, o: BackupStateOptions, { CAPTURE
   else for (const r of d.capacity.refusals) out.line(`  create would refuse: ${r.code} (${r.observed} > ${r.limit})`);
 }
 
-function printCreated(d: ReturnType<typeof executeSummary>, out: Output, rt: Runtime, repository?: string): void {
+function printCreated(
+  d: ReturnType<typeof executeSummary>,
+  out: Output,
+  rt: Runtime,
+  repository?: string,
+  encrypted = false,
+): void {
+  const privacy = encrypted ? 'encrypted' : 'private, not encrypted';
   out.line(
     `created backup ${d.backup_id} in ${repository === undefined ? 'the output directory' : `the repository ${repository}`}:`,
   );
@@ -179,13 +188,13 @@ function printCreated(d: ReturnType<typeof executeSummary>, out: Output, rt: Run
     out.line(`  missing: ${d.counts.missing}, warnings: ${d.counts.warnings} (see the manifest)`);
   const c = d.components;
   if (c === undefined) {
-    out.line(`  capture: ${d.capture.profile} — no cross-owner point in time; private, not encrypted`);
+    out.line(`  capture: ${d.capture.profile} — no cross-owner point in time; ${privacy}`);
     printPlacement(d.placement, out, rt, repository !== undefined);
     return;
   }
   const held = c.list.filter((x) => x.state === 'unreadable' || x.state === 'missing').length;
   out.line(
-    `  capture profile: ${c.achieved_profile}${c.achieved_profile === c.requested_profile ? '' : ` (requested ${c.requested_profile})`}; private, not encrypted`,
+    `  capture profile: ${c.achieved_profile}${c.achieved_profile === c.requested_profile ? '' : ` (requested ${c.requested_profile})`}; ${privacy}`,
   );
   out.line(
     `  ${c.list.length} components (${c.list.filter((x) => x.state === 'absent').length} absent, ${held} held), ${c.moved} moved while captured`,
@@ -220,6 +229,12 @@ async function backUp(o: BackupStateOptions, g: GlobalOptions): Promise<void> {
     includeAutomations: o.includeAutomations ?? false,
     includeSkills: o.includeSkills ?? false,
   };
+  if ((o.encrypt === true || o.recipient !== undefined) && (o.repo === undefined || o.encrypt !== true))
+    throw usageError(
+      'usage_encrypt_needs_repo',
+      'Encryption is a profile of repositories: give --repo, --encrypt and at least one --recipient together.',
+      'see the options: loopx backup-state --help',
+    );
   if (o.repo !== undefined && o.outputDir !== undefined)
     throw usageError(
       'usage_repo_with_output_dir',
@@ -243,14 +258,16 @@ async function backUp(o: BackupStateOptions, g: GlobalOptions): Promise<void> {
   try {
     if (o.repo !== undefined) {
       const at = { root: resolveRoot(g), ...(g.authorityDir !== undefined ? { authorityDir: g.authorityDir } : {}) };
-      const done = await rt.backupToRepository(at, o.repo, planOptions, make);
+      const done = await rt.backupToRepository(at, o.repo, planOptions, make, {
+        ...(o.encrypt ? { encryptFor: o.recipient ?? [] } : {}),
+      });
       bar?.end();
       const summary = {
         ...executeSummary(done.result, done.placement),
         repository: done.repository,
         entry: done.entry,
       };
-      emit(g, summary, (d, out) => printCreated(d, out, rt, d.repository.location));
+      emit(g, summary, (d, out) => printCreated(d, out, rt, d.repository.location, d.entry.encrypted));
       return;
     }
     const result: BackupResult = await make(p);
@@ -286,6 +303,12 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       formatOption,
     )
     .option('--repo <url>', `publish into a repository instead of --output-dir: ${REPO_OPTION_HELP}`)
+    .option('--encrypt', 'with --repo: seal the backup for each --recipient (never published in plaintext instead)')
+    .option(
+      '--recipient <recipient>',
+      'who can open it: a public key (loopx-x25519-pub:…) or a reference to a passphrase or key (env:NAME, file:PATH); repeatable',
+      (v: string, all: string[] = []) => [...all, v],
+    )
     .option('--execute', 'create and publish the backup (never overwrites)')
     .action((o: BackupStateOptions) => backUp(o, globals()));
   backupState.enablePositionalOptions();

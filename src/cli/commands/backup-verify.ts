@@ -26,6 +26,7 @@ interface VerifyFlags {
   repo?: string;
   backupId?: string;
   spool?: string;
+  key?: string;
 }
 
 /** A pair named by files, or a backup of a repository: exactly one of the two. */
@@ -106,7 +107,7 @@ async function fromRepository(
   g: GlobalOptions,
   source: { repo: string; backupId: string },
   inputs: { destination: string; protect: { liveRoot: string; authorityDir: string } },
-  o: { execute: boolean; spool?: string },
+  o: { execute: boolean; spool?: string; key?: string },
   verifyFromRepository: Runtime['verifyFromRepository'],
 ): Promise<void> {
   const bar = o.execute && process.stderr.isTTY ? progressBar(process.stderr) : undefined;
@@ -118,6 +119,7 @@ async function fromRepository(
       execute: o.execute,
       signal: stop.signal,
       ...(o.spool !== undefined ? { spool: resolve(o.spool) } : {}),
+      ...(o.key !== undefined ? { key: o.key } : {}),
       ...(bar ? { onProgress } : {}),
     });
     bar?.end();
@@ -141,6 +143,7 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
       '--spool <dir>',
       'where an S3 backup is fetched to, privately, before it is verified (default: the temporary directory)',
     )
+    .option('--key <reference>', "an encrypted backup's key or passphrase, by reference: env:NAME or file:PATH (0600)")
     .requiredOption('--destination <dir>', 'a new directory to create (must not exist)')
     .option('--execute', 'extract, verify owners and write the audit (otherwise: plan only)')
     .action(async (flags: VerifyFlags) => {

@@ -71,13 +71,29 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .command('init')
     .description('create a repository (the storage must honour conditional writes; it is probed)')
     .option('--repo <url>', REPO_OPTION_HELP)
-    .action(async (o: RepoFlags) => {
+    .option('--encrypt', 'keep only encrypted backups in it (a plaintext backup is refused)')
+    .action(async (o: RepoFlags & { encrypt?: boolean }) => {
       const g = globals();
-      const r = await (await runtime()).initRepository(repoOf(o));
+      const r = await (await runtime()).initRepository(repoOf(o), { encrypt: o.encrypt === true });
       emit(g, { repository: r }, (d, out) => {
         out.line(`created repository ${d.repository.id} at ${d.repository.location} (${d.repository.format})`);
+        if (d.repository.encryption === 'required') out.line('  it keeps only encrypted backups');
         out.line('  conditional writes are honoured: a published backup is never overwritten');
         out.hint('back up into it: loopx backup-state --execute');
+      });
+    });
+  const key = repo.command('key').description('the keys of encrypted backups');
+  key
+    .command('new')
+    .description('make an X25519 key: the private key goes to a new 0600 file, the public recipient is printed')
+    .requiredOption('--out <file>', 'a new file for the private key (never overwritten)')
+    .action(async (o: { out: string }) => {
+      const g = globals();
+      const made = await (await runtime()).newRepositoryKey(o.out);
+      emit(g, made, (d, out) => {
+        out.line(`recipient ${d.recipient}`);
+        out.line('  the private key is in the file you named (0600); keep a copy away from the backups it opens');
+        out.hint('encrypt a backup for it: loopx backup-state --execute --encrypt --recipient RECIPIENT');
       });
     });
   repo
