@@ -34,6 +34,8 @@ export interface ObjectInfo {
   readonly size: number;
   /** The provider's tag of this exact object version (S3 ETag; a directory's file identity). */
   readonly etag: string;
+  /** When this version was written (ISO 8601), as the storage reports it: prune's grace period reads it. */
+  readonly modified: string;
 }
 
 /** The bytes of a new object: in memory, or a local file streamed from disk (archives). */

@@ -120,7 +120,7 @@ class DirObjects implements RepositoryObjects {
   private async infoOf(key: string): Promise<ObjectInfo> {
     const st = await this.stat(key);
     if (st === undefined) throw objectMissing(key);
-    return { key, size: Number(st.size), etag: etagOf(st) };
+    return { key, size: Number(st.size), etag: etagOf(st), modified: st.mtime.toISOString() };
   }
 
   /** Run `fn` holding the repository's short exclusive lock. */
@@ -180,7 +180,9 @@ class DirObjects implements RepositoryObjects {
 
   async head(key: string): Promise<ObjectInfo | undefined> {
     const st = await this.stat(key);
-    return st === undefined ? undefined : { key, size: Number(st.size), etag: etagOf(st) };
+    return st === undefined
+      ? undefined
+      : { key, size: Number(st.size), etag: etagOf(st), modified: st.mtime.toISOString() };
   }
 
   async *list(prefix: string): AsyncIterable<ObjectInfo> {

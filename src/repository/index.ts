@@ -30,9 +30,21 @@ export {
   type EntryObject,
   type LocalObject,
   type RepositoryConfig,
+  type RepositoryList,
 } from './repository.js';
 export { REPOSITORY_PROVIDERS, describeRepository, openRepositoryObjects } from './table.js';
 export { parseRepositoryUrl } from './url.js';
 export { dropMemorySpace } from './memory.js';
 export { recipientsOf } from './sealed-pair.js';
 export { generateIdentity, recipientFingerprint, recipientOf, type Recipient } from './seal.js';
+export {
+  DEFAULT_PRUNE_GRACE_MS,
+  forget,
+  pin,
+  pins,
+  prune,
+  unpin,
+  type ForgetReport,
+  type PruneReport,
+} from './maintenance.js';
+export { checkPolicy, type RetentionPolicy, type RepositoryPin } from './retention.js';

@@ -12,6 +12,7 @@ import { objectChanged, objectExists, objectMissing } from './codes.js';
 interface Stored {
   readonly bytes: Buffer;
   readonly etag: string;
+  readonly modified: string;
 }
 
 const SPACES = new Map<string, Map<string, Stored>>();
@@ -19,9 +20,15 @@ let versions = 0;
 
 const store = (bytes: Buffer): Stored => ({
   bytes,
+  modified: new Date().toISOString(),
   etag: `${createHash('sha256').update(bytes).digest('hex').slice(0, 32)}-${++versions}`,
 });
-const info = (key: string, s: Stored): ObjectInfo => ({ key, size: s.bytes.byteLength, etag: s.etag });
+const info = (key: string, s: Stored): ObjectInfo => ({
+  key,
+  size: s.bytes.byteLength,
+  etag: s.etag,
+  modified: s.modified,
+});
 const bytesOf = (body: ObjectBody): Buffer =>
   body instanceof Uint8Array ? Buffer.from(body) : readFileSync(body.path).subarray(0, body.size);
 

@@ -40,15 +40,20 @@ import { download, readAll } from './read.js';
 import type { Recipient } from './seal.js';
 import { checkSealedPair, openSealedPair, readSealed, sealPair } from './sealed-pair.js';
 import { openRepositoryObjects } from './table.js';
+import {
+  BACKUPS,
+  BACKUP_ID,
+  CONFIG_KEY,
+  LOCK_KEY,
+  SMALL_OBJECT_MAX,
+  backupIdOfKey,
+  keySetKey,
+  keysOf,
+  verifiedKey,
+} from './layout.js';
 
 export const REPOSITORY_FORMAT = 'loopx.repository/v1';
 export const ENTRY_FORMAT = 'loopx.repository-entry/v1';
-const CONFIG_KEY = 'loopx-repository.json';
-const BACKUPS = 'backups/';
-const LOCK_KEY = 'locks/maintenance.json';
-/** Small objects (configuration, entries, locks) are read whole, up to this size. */
-const SMALL_OBJECT_MAX = 1024 * 1024;
-const BACKUP_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
 
 export interface RepositoryConfig {
   readonly format: typeof REPOSITORY_FORMAT;
@@ -89,17 +94,6 @@ export interface LocalObject {
   readonly size_bytes: number;
   readonly sha256: string;
 }
-
-const keysOf = (backupId: string, sealed = false) => ({
-  archive: `${BACKUPS}${backupId}/${backupId}.tar.gz${sealed ? '.sealed' : ''}`,
-  manifest: `${BACKUPS}${backupId}/${backupId}.manifest.json${sealed ? '.sealed' : ''}`,
-  entry: `${BACKUPS}${backupId}/entry.json`,
-  envelope: `${BACKUPS}${backupId}/envelope.json`,
-  keySets: `${BACKUPS}${backupId}/keys/`,
-});
-/** The key of a backup's key set of one generation (rotation adds the next). */
-const keySetKey = (backupId: string, generation: number) =>
-  `${keysOf(backupId).keySets}${String(generation).padStart(6, '0')}.json`;
 
 const digestOf = (bytes: Uint8Array) => ({
   size_bytes: bytes.byteLength,
@@ -243,26 +237,44 @@ export class Repository {
     return checkEntry(backupId, bytes);
   }
 
-  /** Every backup (by entry, oldest first by capture time) and the ids of incomplete publications. */
-  async list(): Promise<{ readonly backups: BackupEntry[]; readonly incomplete: string[]; readonly bad: string[] }> {
+  /**
+   * Every backup (by entry, oldest first by capture time), when each was last verified from the
+   * repository, the ids of incomplete publications (objects without an entry) and of unreadable
+   * entries, and every object of each id (what prune reads).
+   */
+  async list(): Promise<RepositoryList> {
     const ids = new Map<string, ObjectInfo[]>();
     for await (const o of this.objects.list(BACKUPS)) {
-      const id = o.key.slice(BACKUPS.length).split('/')[0]!;
+      const id = backupIdOfKey(o.key);
       ids.set(id, [...(ids.get(id) ?? []), o]);
     }
     const backups: BackupEntry[] = [];
     const incomplete: string[] = [];
     const bad: string[] = [];
+    const verified: Record<string, string> = {};
     for (const [id, objects] of [...ids].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      if (!objects.some((o) => o.key === keysOf(id).entry)) incomplete.push(id);
-      else
-        await this.entry(id).then(
-          (e) => backups.push(e),
-          () => bad.push(id),
-        );
+      if (!objects.some((o) => o.key === keysOf(id).entry)) {
+        incomplete.push(id);
+        continue;
+      }
+      await this.entry(id).then(
+        (e) => backups.push(e),
+        () => bad.push(id),
+      );
+      const marks = objects.filter((o) => o.key.startsWith(`${BACKUPS}${id}/verified/`)).map((o) => o.modified);
+      if (marks.length > 0) verified[id] = marks.sort().at(-1)!;
     }
     backups.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
-    return { backups, incomplete, bad };
+    return { backups, incomplete, bad, verified, objects: ids };
+  }
+
+  /** Record a successful verification of `backupId` from this repository (a hint for retention, never authority). */
+  async markVerified(backupId: string, recoveryId: string): Promise<void> {
+    const at = new Date();
+    await this.objects.create(
+      verifiedKey(backupId, at, randomBytes(4).toString('hex')),
+      bytesOfJson({ backup_id: backupId, recovery_id: recoveryId, verified_at: at.toISOString() }),
+    );
   }
 
   /**
@@ -433,6 +445,16 @@ const finding = (
   backupId: string,
   object: CheckFinding['object'] = null,
 ): CheckFinding => ({ code, severity, backup_id: backupId, object, next_action: NEXT[code]! });
+
+export interface RepositoryList {
+  readonly backups: BackupEntry[];
+  readonly incomplete: string[];
+  readonly bad: string[];
+  /** Backup id → when it was last verified from this repository. */
+  readonly verified: Readonly<Record<string, string>>;
+  /** Backup id → every object stored under it. */
+  readonly objects: ReadonlyMap<string, readonly ObjectInfo[]>;
+}
 
 export class MaintenanceLock {
   constructor(

@@ -149,28 +149,25 @@ const OPTIONS: ReadonlyArray<{
   { key: 'keepMonthly', flag: '--keep-monthly', reason: 'monthly', bucket: (at) => utcIso(at).slice(0, 7) },
 ];
 
-/** A command word as a shell reads it: bare when safe, else single-quoted. */
-const shellWord = (s: string): string => (/^[A-Za-z0-9_./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+/** The dry run to try instead (the CLI carries the invocation's --repo into it, as it carries --root). */
+const DRY_RUN = 'see what a policy would keep: loopx repo forget --keep-last 7 --dry-run';
 
-const dryRun = (repo: string | undefined, flag: string): string =>
-  `loopx repo forget --repo ${repo === undefined ? '<repo>' : shellWord(repo)} ${flag} 7 --dry-run`;
-
-function policyEmpty(repo: string | undefined): LoopxError {
+function policyEmpty(): LoopxError {
   return usageError(
     RETENTION_CODES.policyEmpty,
     'The policy keeps nothing: give at least one --keep-* option above 0.',
-    dryRun(repo, '--keep-last'),
+    DRY_RUN,
   );
 }
 
-function policyInvalid(flag: string, value: unknown, repo: string | undefined): LoopxError {
+function policyInvalid(flag: string, value: unknown): LoopxError {
   const known = OPTIONS.some((o) => o.flag === flag);
   return usageError(
     RETENTION_CODES.policyInvalid,
     known
       ? `${flag} must be a whole number of 0 or more, not ${typeof value === 'string' ? JSON.stringify(value) : String(value)}.`
       : `${flag} is not a keep option; use ${OPTIONS.map((o) => o.flag).join(', ')}.`,
-    dryRun(repo, known ? flag : '--keep-last'),
+    DRY_RUN,
   );
 }
 
@@ -181,18 +178,16 @@ function backupDuplicate(backupId: string): LoopxError {
 }
 
 /**
- * Refuse a policy that keeps nothing or has a bad count (`RETENTION_CODES`). `repo` only fills in
- * the next action's command; the CLI passes it, so its hint can be run as printed.
+ * Refuse a policy that keeps nothing or has a bad count (`RETENTION_CODES`).
  */
-export function checkPolicy(policy: RetentionPolicy, repo?: string): void {
+export function checkPolicy(policy: RetentionPolicy): void {
   for (const [key, value] of Object.entries(policy)) {
     if (value === undefined) continue;
     const option = OPTIONS.find((o) => o.key === key);
-    if (!option) throw policyInvalid(key, value, repo);
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
-      throw policyInvalid(option.flag, value, repo);
+    if (!option) throw policyInvalid(key, value);
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw policyInvalid(option.flag, value);
   }
-  if (!OPTIONS.some((o) => (policy[o.key] ?? 0) > 0)) throw policyEmpty(repo);
+  if (!OPTIONS.some((o) => (policy[o.key] ?? 0) > 0)) throw policyEmpty();
 }
 
 const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:(Z)|([+-])(\d{2}):(\d{2}))$/;

@@ -112,7 +112,7 @@ class S3Objects implements RepositoryObjects {
     });
     try {
       const done = await upload.done();
-      return { key, size, etag: done.ETag ?? '' };
+      return { key, size, etag: done.ETag ?? '', modified: new Date().toISOString() };
     } catch (e) {
       const refusal = this.failure(e, key, 'exists');
       // The SDK retries a write whose answer was lost; the retry then meets our own object (412).
@@ -147,7 +147,7 @@ class S3Objects implements RepositoryObjects {
       const out = await this.client.send(
         new PutObjectCommand({ Bucket: this.bucket, Key: this.full(key), Body: Buffer.from(body), IfMatch: etag }),
       );
-      return { key, size: body.byteLength, etag: out.ETag ?? '' };
+      return { key, size: body.byteLength, etag: out.ETag ?? '', modified: new Date().toISOString() };
     } catch (e) {
       throw this.failure(e, key, 'changed');
     }
@@ -176,7 +176,12 @@ class S3Objects implements RepositoryObjects {
   async head(key: string): Promise<ObjectInfo | undefined> {
     try {
       const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.full(key) }));
-      return { key, size: out.ContentLength ?? 0, etag: out.ETag ?? '' };
+      return {
+        key,
+        size: out.ContentLength ?? 0,
+        etag: out.ETag ?? '',
+        modified: (out.LastModified ?? new Date()).toISOString(),
+      };
     } catch (e) {
       if (statusOf(e) === 404 || (e as SdkError)?.name === 'NotFound') return undefined;
       throw this.failure(e, key, 'none');
@@ -203,7 +208,7 @@ class S3Objects implements RepositoryObjects {
         const key = (o.Key ?? '').slice(strip);
         // A key outside the safe alphabet is not one loopx wrote: it is not part of the repository.
         if (/^[A-Za-z0-9_-][A-Za-z0-9._/-]*$/.test(key) && !key.includes('//'))
-          yield { key, size: o.Size ?? 0, etag: o.ETag ?? '' };
+          yield { key, size: o.Size ?? 0, etag: o.ETag ?? '', modified: (o.LastModified ?? new Date()).toISOString() };
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token !== undefined);

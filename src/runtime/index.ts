@@ -155,14 +155,23 @@ export {
 export {
   backupToRepository,
   checkRepository,
+  forgetInRepository,
   initRepository,
   listRepository,
   newRepositoryKey,
+  pruneRepository,
   verifyFromRepository,
   type RepositoryBackup,
   type RepositoryListing,
 } from './repository.js';
-export { REPO_CODES, type BackupEntry, type RepositoryCheck } from '../repository/index.js';
+export {
+  REPO_CODES,
+  type BackupEntry,
+  type ForgetReport,
+  type PruneReport,
+  type RepositoryCheck,
+  type RetentionPolicy,
+} from '../repository/index.js';
 export {
   executeVerify,
   executeVerifyIsolated,

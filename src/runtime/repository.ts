@@ -21,10 +21,14 @@ import {
   Repository,
   encryptionRequired,
   generateIdentity,
+  checkPolicy,
+  forget,
   keyFileExists,
+  prune,
   recipientFingerprint,
   recipientsOf,
   type BackupEntry,
+  type RetentionPolicy,
 } from '../repository/index.js';
 import { backupPlacement, type BackupPlacement } from './backup.js';
 import { withRootEngine, type RootAccess } from './root.js';
@@ -41,6 +45,8 @@ export interface RepositoryListing {
   readonly incomplete: readonly string[];
   /** Ids whose entry does not read: `repo check` says more. */
   readonly unreadable: readonly string[];
+  /** Backup id → when it was last verified from this repository (retention never forgets a root's newest verified backup). */
+  readonly verified: Readonly<Record<string, string>>;
 }
 
 const describe = (r: Repository) => ({
@@ -87,9 +93,23 @@ export function newRepositoryKey(file: string): { readonly recipient: string; re
 /** `loopx repo ls`: the repository's backups by capture time, and what is not a backup. */
 export const listRepository = (url: string): Promise<RepositoryListing> =>
   withRepository(url, async (r) => {
-    const { backups, incomplete, bad } = await r.list();
-    return { repository: describe(r), backups, incomplete, unreadable: bad };
+    const { backups, incomplete, bad, verified } = await r.list();
+    return { repository: describe(r), backups, incomplete, unreadable: bad, verified };
   });
+
+/** `loopx repo forget --keep-… [--dry-run]`: the retention policy applied (entries removed), or only planned. */
+export const forgetInRepository = (
+  url: string,
+  policy: RetentionPolicy,
+  options: { readonly dryRun?: boolean } = {},
+) => {
+  checkPolicy(policy); // before the repository is opened: a policy that keeps nothing never reaches it
+  return withRepository(url, async (r) => ({ repository: describe(r), ...(await forget(r, policy, options)) }));
+};
+
+/** `loopx repo prune [--dry-run] [--grace SECONDS]`: what is not a backup, removed once older than the grace period. */
+export const pruneRepository = (url: string, options: { readonly dryRun?: boolean; readonly graceMs?: number } = {}) =>
+  withRepository(url, async (r) => ({ repository: describe(r), ...(await prune(r, options)) }));
 
 /** `loopx repo check [--read-data]`: every finding about the repository's backups. */
 export const checkRepository = (url: string, options: { readonly readData?: boolean } = {}) =>
@@ -188,9 +208,13 @@ export async function verifyFromRepository(
     try {
       const pair = await r.fetch(entry, spool, options.key === undefined ? {} : { key: options.key });
       const all: VerifyInputs = { ...inputs, archive: pair.archive, manifest: pair.manifest };
-      return options.execute
-        ? { executed: true as const, outcome: await executeVerify(all, options) }
-        : { executed: false as const, plan: await planVerify(all) };
+      if (!options.execute) return { executed: false as const, plan: await planVerify(all) };
+      const outcome = await executeVerify(all, options);
+      // A retention hint only (the newest verified backup of a root is never forgotten): a repository
+      // this host may only read (a restore host's credentials) does not fail the verification.
+      if (outcome.summary.phase === 'audited')
+        await r.markVerified(backupId, outcome.summary.recovery_id).catch(() => undefined);
+      return { executed: true as const, outcome };
     } finally {
       rmSync(spool, { recursive: true, force: true });
     }

@@ -64,6 +64,8 @@ const EXERCISED_ELSEWHERE: Readonly<Record<string, string>> = {
   'repo-init.schema.json': 'test/cli/repo.test.ts',
   'repo-ls.schema.json': 'test/cli/repo.test.ts',
   'repo-check.schema.json': 'test/cli/repo.test.ts',
+  'repo-forget.schema.json': 'test/cli/repo.test.ts',
+  'repo-prune.schema.json': 'test/cli/repo.test.ts',
   'repository-entry-v1.schema.json': 'test/cli/repo.test.ts',
 };
 

@@ -3,7 +3,8 @@
  * --backup-id B`, through the real CLI, against a directory repository and an S3 one (s3rver on
  * loopback behind the fault proxy that honours conditional writes as S3 does; bare s3rver, which
  * overwrites, is refused by init). Every --json document validates against its published schema:
- * repo-init.schema.json, repo-ls.schema.json, repo-check.schema.json, repository-entry-v1.schema.json
+ * repo-init.schema.json, repo-ls.schema.json, repo-check.schema.json, repo-forget.schema.json,
+ * repo-prune.schema.json, repository-entry-v1.schema.json
  * and backup-state-result.schema.json (with its repository fields).
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -104,6 +105,23 @@ describe('loopx repo', () => {
     valid('state-recovery-audit-public-v0', audit);
     expect(audit.backup.backup_id).toBe('b1');
     expect(audit.phase).toBe('audited');
+    // The verification is recorded in the repository: retention never forgets a root's newest verified backup.
+    done(await loopxAsync(['backup-state', '--execute', '--repo', repo, '--backup-id', 'b2', ...at]));
+    const after = json(await loopxAsync(['repo', 'ls', '--repo', repo, '--json']));
+    valid('repo-ls', after);
+    expect(Object.keys(after.verified)).toEqual(['b1']);
+    const dry = json(await loopxAsync(['repo', 'forget', '--repo', repo, '--keep-last', '1', '--dry-run', '--json']));
+    valid('repo-forget', dry);
+    expect(dry.keep.map((k: { backup_id: string; reasons: string[] }) => [k.backup_id, k.reasons])).toEqual([
+      ['b2', ['last']],
+      ['b1', ['newest_verified']],
+    ]);
+    const empty = await loopxAsync(['repo', 'forget', '--repo', repo, '--json']);
+    expect(empty.status).toBe(2);
+    expect(empty.json().error.code).toBe('repo_forget_policy_empty');
+    const pruned = json(await loopxAsync(['repo', 'prune', '--repo', repo, '--grace', '0', '--json']));
+    valid('repo-prune', pruned);
+    expect(pruned.removed).toEqual([]);
   });
 
   it('a damaged archive in the repository: check --read-data says so (exit 3) and verify refuses before decoding', async () => {

@@ -5,7 +5,14 @@
  */
 import type { Command } from 'commander';
 import { usageError } from '../../core/index.js';
-import type { BackupEntry, RepositoryCheck, RepositoryListing } from '../../runtime/index.js';
+import { InvalidArgumentError } from 'commander';
+import type {
+  BackupEntry,
+  ForgetReport,
+  PruneReport,
+  RepositoryCheck,
+  RepositoryListing,
+} from '../../runtime/index.js';
 import { emit, exitAfterOutput, runtime, type GlobalOptions, type Output } from '../context.js';
 
 export interface RepoFlags {
@@ -45,7 +52,7 @@ function printListing(d: RepositoryListing, out: Output): void {
   out.line(`repository ${d.repository.id} at ${d.repository.location}: ${d.backups.length} backup(s)`);
   for (const b of [...d.backups].reverse())
     out.line(
-      `  ${b.backup_id.padEnd(20)} captured ${age(b.created_at)} ago  ${mib(archiveBytes(b)).padStart(10)}  ${b.encrypted ? 'encrypted' : 'NOT encrypted'}  ${b.capture_profile ?? 'legacy'} profile  root ${b.root_id ?? 'unknown'}`,
+      `  ${b.backup_id.padEnd(20)} captured ${age(b.created_at)} ago${d.verified[b.backup_id] ? `, verified ${age(d.verified[b.backup_id]!)} ago` : ''}  ${mib(archiveBytes(b)).padStart(10)}  ${b.encrypted ? 'encrypted' : 'NOT encrypted'}  ${b.capture_profile ?? 'legacy'} profile  root ${b.root_id ?? 'unknown'}`,
     );
   if (d.incomplete.length > 0)
     out.line(`  not backups (publication did not finish): ${d.incomplete.join(', ')} — loopx repo prune removes them`);
@@ -63,10 +70,93 @@ function printCheck(d: RepositoryCheck & { repository: RepositoryListing['reposi
   out.line(d.ok ? '  ok: every backup is whole' : '  NOT ok: see the errors above');
 }
 
+const count = (v: string): number => {
+  if (!/^\d{1,6}$/.test(v)) throw new InvalidArgumentError('expected a whole number');
+  return Number(v);
+};
+
+interface ForgetFlags extends RepoFlags {
+  keepLast?: number;
+  keepHourly?: number;
+  keepDaily?: number;
+  keepWeekly?: number;
+  keepMonthly?: number;
+  dryRun?: boolean;
+}
+
+type Described = { repository: RepositoryListing['repository'] };
+
+function printForget(d: ForgetReport & Described, out: Output): void {
+  out.line(
+    `${d.dry_run ? 'would forget' : 'forgot'} ${d.forget.length} backup(s), ${d.dry_run ? 'would keep' : 'kept'} ${d.keep.length} in ${d.repository.location}`,
+  );
+  for (const k of d.keep)
+    out.line(
+      `  keep   ${k.backup_id.padEnd(20)} ${k.created_at}  ${k.reasons.join(', ')}${k.pins ? ` (${k.pins.join(', ')})` : ''}`,
+    );
+  for (const f of d.forget) out.line(`  forget ${f.backup_id.padEnd(20)} ${f.created_at}`);
+  if (d.dry_run) out.line('  dry run: nothing was changed');
+  else if (d.forget.length > 0) out.hint('their data goes with the next prune: loopx repo prune');
+}
+
+function printPrune(d: PruneReport & Described, out: Output): void {
+  const bytes = d.removed.reduce((n, x) => n + x.bytes, 0);
+  out.line(
+    `${d.dry_run ? 'would remove' : 'removed'} ${d.removed.length} non-backup(s), ${mib(bytes)}, from ${d.repository.location}`,
+  );
+  for (const x of d.removed) out.line(`  ${x.backup_id}: ${x.objects} object(s), ${mib(x.bytes)}`);
+  if (d.too_recent.length > 0)
+    out.line(
+      `  left alone, younger than ${d.grace_seconds} s (a publication may be running): ${d.too_recent.join(', ')}`,
+    );
+}
+
+function registerMaintenance(repo: Command, globals: () => GlobalOptions): void {
+  repo
+    .command('forget')
+    .description(
+      "apply a retention policy: forget the backups it lets go (never a root's newest verified one, never a pinned one)",
+    )
+    .option('--repo <url>', REPO_OPTION_HELP)
+    .option('--keep-last <n>', 'keep the n newest backups of each root', count)
+    .option('--keep-hourly <n>', 'keep the newest backup of each of the last n hours that have one (UTC)', count)
+    .option('--keep-daily <n>', 'keep the newest backup of each of the last n days that have one (UTC)', count)
+    .option('--keep-weekly <n>', 'keep the newest backup of each of the last n ISO weeks that have one', count)
+    .option('--keep-monthly <n>', 'keep the newest backup of each of the last n months that have one (UTC)', count)
+    .option('--dry-run', 'say what would be forgotten and why, and change nothing')
+    .action(async (o: ForgetFlags) => {
+      const g = globals();
+      const policy = {
+        ...(o.keepLast !== undefined ? { keepLast: o.keepLast } : {}),
+        ...(o.keepHourly !== undefined ? { keepHourly: o.keepHourly } : {}),
+        ...(o.keepDaily !== undefined ? { keepDaily: o.keepDaily } : {}),
+        ...(o.keepWeekly !== undefined ? { keepWeekly: o.keepWeekly } : {}),
+        ...(o.keepMonthly !== undefined ? { keepMonthly: o.keepMonthly } : {}),
+      };
+      const rt = await runtime();
+      emit(g, await rt.forgetInRepository(repoOf(o), policy, { dryRun: o.dryRun === true }), printForget);
+    });
+  repo
+    .command('prune')
+    .description(
+      'remove what is not a backup: forgotten backups and interrupted publications older than the grace period',
+    )
+    .option('--repo <url>', REPO_OPTION_HELP)
+    .option('--grace <seconds>', 'leave objects younger than this alone (default 21600: 6 hours)', count)
+    .option('--dry-run', 'say what would be removed, and remove nothing')
+    .action(async (o: RepoFlags & { grace?: number; dryRun?: boolean }) => {
+      const g = globals();
+      const rt = await runtime();
+      const options = { dryRun: o.dryRun === true, ...(o.grace !== undefined ? { graceMs: o.grace * 1000 } : {}) };
+      emit(g, await rt.pruneRepository(repoOf(o), options), printPrune);
+    });
+}
+
 export function register(program: Command, globals: () => GlobalOptions): void {
   const repo = program
     .command('repo')
-    .description('backup repositories: another disk or an S3-compatible bucket (init, ls, check)');
+    .description('backup repositories: another disk or an S3-compatible bucket (init, ls, check, forget, prune, key)');
+  registerMaintenance(repo, globals);
   repo
     .command('init')
     .description('create a repository (the storage must honour conditional writes; it is probed)')
