@@ -43,6 +43,8 @@ export const REPO_CODES = {
   keyRequired: 'repo_key_required',
   /** `repo key new --out FILE` found FILE taken: a key file is never overwritten. */
   keyFileExists: 'repo_key_file_exists',
+  /** A key removal would leave encrypted backups with no recipient at all: nothing was changed. */
+  keyRemovalStrands: 'repo_key_removal_strands',
   /** A backup's entry object is not valid JSON of its published schema. */
   entryInvalid: 'repo_entry_invalid',
 } as const;
@@ -161,3 +163,13 @@ export const keyFileExists = (): LoopxError =>
   conflict(REPO_CODES.keyFileExists, 'The key file already exists; it was not overwritten.', {
     nextAction: 'name a new file: loopx repo key new --out FILE',
   });
+
+export const keyRemovalStrands = (backupIds: readonly string[]): LoopxError =>
+  rejected(
+    REPO_CODES.keyRemovalStrands,
+    `Removing that key would leave ${backupIds.length} backup(s) that no key opens (${backupIds.slice(0, 5).join(', ')}${backupIds.length > 5 ? ', …' : ''}); nothing was changed.`,
+    {
+      nextAction: 'add another recipient first: loopx repo key add --recipient RECIPIENT --key env:NAME',
+      details: { backup_ids: backupIds.slice(0, 100) },
+    },
+  );

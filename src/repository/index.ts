@@ -36,7 +36,7 @@ export { REPOSITORY_PROVIDERS, describeRepository, openRepositoryObjects } from 
 export { parseRepositoryUrl } from './url.js';
 export { dropMemorySpace } from './memory.js';
 export { recipientsOf } from './sealed-pair.js';
-export { generateIdentity, recipientFingerprint, recipientOf, type Recipient } from './seal.js';
+export { generateIdentity, recipientFingerprint, recipientOf, type Identity, type Recipient } from './seal.js';
 export {
   DEFAULT_PRUNE_GRACE_MS,
   forget,
@@ -48,3 +48,5 @@ export {
   type PruneReport,
 } from './maintenance.js';
 export { checkPolicy, type RetentionPolicy, type RepositoryPin } from './retention.js';
+export { changeKeys, type KeyChange, type KeyChangeReport } from './rotation.js';
+export { resolveKeyReference, resolveRecipient } from './seal.js';

@@ -316,7 +316,7 @@ export class Repository {
   }
 
   /** A small object's bytes, refused unless they are the size and SHA-256 recorded for it. */
-  private async readChecked(o: Omit<EntryObject, 'role'>): Promise<Uint8Array> {
+  async readChecked(o: Omit<EntryObject, 'role'>): Promise<Uint8Array> {
     const bytes = await readAll(this.objects, o.key, o.size_bytes);
     if (bytes.byteLength !== o.size_bytes || createHash('sha256').update(bytes).digest('hex') !== o.sha256)
       throw objectDigestMismatch(o.key);
@@ -324,12 +324,25 @@ export class Repository {
   }
 
   /** The key set of the highest generation (rotation adds generations; the envelope decides which key is right). */
-  private async newestKeySet(backupId: string): Promise<Uint8Array> {
-    let newest: string | undefined;
-    for await (const o of this.objects.list(keysOf(backupId).keySets))
-      if (/\/\d{6}\.json$/.test(o.key) && (newest === undefined || o.key > newest)) newest = o.key;
+  async newestKeySet(backupId: string): Promise<Uint8Array> {
+    return (await this.keySets(backupId)).newest.bytes;
+  }
+
+  /** Every key set object of an encrypted backup, and the newest one's bytes and generation. */
+  async keySets(backupId: string): Promise<{
+    readonly keys: readonly ObjectInfo[];
+    readonly newest: { readonly key: string; readonly generation: number; readonly bytes: Uint8Array };
+  }> {
+    const keys: ObjectInfo[] = [];
+    for await (const o of this.objects.list(keysOf(backupId).keySets)) if (/\/\d{6}\.json$/.test(o.key)) keys.push(o);
+    keys.sort((a, b) => (a.key < b.key ? -1 : 1));
+    const newest = keys.at(-1);
     if (newest === undefined) throw objectMissing(keySetKey(backupId, 1));
-    return readAll(this.objects, newest, SMALL_OBJECT_MAX);
+    const generation = Number(newest.key.slice(-11, -5));
+    return {
+      keys,
+      newest: { key: newest.key, generation, bytes: await readAll(this.objects, newest.key, SMALL_OBJECT_MAX) },
+    };
   }
 
   /**

@@ -154,6 +154,7 @@ export {
 } from './backup.js';
 export {
   backupToRepository,
+  changeRepositoryKeys,
   checkRepository,
   forgetInRepository,
   initRepository,
@@ -168,6 +169,7 @@ export {
   REPO_CODES,
   type BackupEntry,
   type ForgetReport,
+  type KeyChangeReport,
   type PruneReport,
   type RepositoryCheck,
   type RetentionPolicy,

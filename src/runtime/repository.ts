@@ -21,12 +21,16 @@ import {
   Repository,
   encryptionRequired,
   generateIdentity,
+  changeKeys,
   checkPolicy,
   forget,
   keyFileExists,
   prune,
   recipientFingerprint,
   recipientsOf,
+  resolveKeyReference,
+  resolveRecipient,
+  type Identity,
   type BackupEntry,
   type RetentionPolicy,
 } from '../repository/index.js';
@@ -110,6 +114,34 @@ export const forgetInRepository = (
 /** `loopx repo prune [--dry-run] [--grace SECONDS]`: what is not a backup, removed once older than the grace period. */
 export const pruneRepository = (url: string, options: { readonly dryRun?: boolean; readonly graceMs?: number } = {}) =>
   withRepository(url, async (r) => ({ repository: describe(r), ...(await prune(r, options)) }));
+
+/**
+ * `loopx repo key add|remove|rotate`: re-wrap every encrypted backup's data key for the new set
+ * of recipients (no data is re-encrypted). `remove` names X25519 recipients by public key or
+ * fingerprint, or a passphrase or key by reference; `key` opens the backups (needed to add).
+ */
+export function changeRepositoryKeys(
+  url: string,
+  change: { readonly add: readonly string[]; readonly remove: readonly string[]; readonly key?: string },
+  options: { readonly execute: boolean },
+) {
+  const add = change.add.map((t) => resolveRecipient(t));
+  const removeRecipients: string[] = [];
+  const removePassphrases: Identity[] = [];
+  for (const t of change.remove) {
+    if (/^[0-9a-f]{32}$/.test(t)) removeRecipients.push(t);
+    else {
+      const r = resolveRecipient(t);
+      if (r.kind === 'x25519') removeRecipients.push(recipientFingerprint(r.publicKey));
+      else removePassphrases.push(r);
+    }
+  }
+  const key = change.key === undefined ? undefined : resolveKeyReference(change.key);
+  return withRepository(url, async (r) => ({
+    repository: describe(r),
+    ...(await changeKeys(r, { add, removeRecipients, removePassphrases, ...(key ? { key } : {}) }, options)),
+  }));
+}
 
 /** `loopx repo check [--read-data]`: every finding about the repository's backups. */
 export const checkRepository = (url: string, options: { readonly readData?: boolean } = {}) =>

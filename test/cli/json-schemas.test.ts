@@ -66,6 +66,8 @@ const EXERCISED_ELSEWHERE: Readonly<Record<string, string>> = {
   'repo-check.schema.json': 'test/cli/repo.test.ts',
   'repo-forget.schema.json': 'test/cli/repo.test.ts',
   'repo-prune.schema.json': 'test/cli/repo.test.ts',
+  'repo-key-change.schema.json': 'test/cli/repo.test.ts',
+  'repo-key-new.schema.json': 'test/cli/repo.test.ts',
   'repository-entry-v1.schema.json': 'test/cli/repo.test.ts',
 };
 

@@ -4,7 +4,7 @@
  * loopback behind the fault proxy that honours conditional writes as S3 does; bare s3rver, which
  * overwrites, is refused by init). Every --json document validates against its published schema:
  * repo-init.schema.json, repo-ls.schema.json, repo-check.schema.json, repo-forget.schema.json,
- * repo-prune.schema.json, repository-entry-v1.schema.json
+ * repo-prune.schema.json, repo-key-new.schema.json, repo-key-change.schema.json, repository-entry-v1.schema.json
  * and backup-state-result.schema.json (with its repository fields).
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -199,6 +199,7 @@ describe('loopx repo', () => {
     const repo = join(base, 'vault');
     const keyFile = join(base, 'alice.key');
     const made = json(await loopxAsync(['repo', 'key', 'new', '--out', keyFile, '--json']));
+    valid('repo-key-new', made);
     expect(made.recipient).toMatch(/^loopx-x25519-pub:/);
     expect((await loopxAsync(['repo', 'key', 'new', '--out', keyFile, '--json'])).json().error.code).toBe(
       'repo_key_file_exists',
@@ -248,6 +249,40 @@ describe('loopx repo', () => {
       expect(r.stdout + r.stderr).not.toContain(secret);
       expect(r.stdout + r.stderr).not.toContain(readFileSync(keyFile, 'utf8').trim());
     }
+    // Rotation: the passphrase removed (previewed first), the X25519 key still opens it; then removing that too is refused.
+    const preview = json(
+      await loopxAsync(
+        ['repo', 'key', 'remove', '--repo', repo, '--recipient', 'env:CLI_TEST_PASSPHRASE', '--json'],
+        env,
+      ),
+    );
+    valid('repo-key-change', preview);
+    expect(preview).toMatchObject({ execute: false, backups: [{ backup_id: 'e1', outcome: 'changed' }] });
+    done(
+      await loopxAsync(
+        ['repo', 'key', 'remove', '--repo', repo, '--recipient', 'env:CLI_TEST_PASSPHRASE', '--execute'],
+        env,
+      ),
+    );
+    const gone = await loopxAsync(
+      [...verify, '--destination', `${dest}-x`, '--key', 'env:CLI_TEST_PASSPHRASE', '--json'],
+      env,
+    );
+    expect(gone.status).toBe(3);
+    expect(gone.json().error.code).toBe('seal_key_not_recipient');
+    const strand = await loopxAsync([
+      'repo',
+      'key',
+      'remove',
+      '--repo',
+      repo,
+      '--recipient',
+      made.recipient,
+      '--execute',
+      '--json',
+    ]);
+    expect(strand.status).toBe(3);
+    expect(strand.json().error).toMatchObject({ code: 'repo_key_removal_strands', details: { backup_ids: ['e1'] } });
   });
 
   it('refusals name the repository in their next action, as typed; unset credentials are refused by name, never printed', async () => {

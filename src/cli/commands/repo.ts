@@ -9,6 +9,7 @@ import { InvalidArgumentError } from 'commander';
 import type {
   BackupEntry,
   ForgetReport,
+  KeyChangeReport,
   PruneReport,
   RepositoryCheck,
   RepositoryListing,
@@ -111,6 +112,68 @@ function printPrune(d: PruneReport & Described, out: Output): void {
     );
 }
 
+const many = (v: string, all: string[] = []) => [...all, v];
+
+function printKeys(d: KeyChangeReport & Described, out: Output): void {
+  const changed = d.backups.filter((b) => b.outcome === 'changed').length;
+  out.line(
+    `${d.execute ? 're-wrapped' : 'would re-wrap'} the key of ${changed} encrypted backup(s) in ${d.repository.location}; no data is re-encrypted`,
+  );
+  for (const b of d.backups)
+    out.line(
+      `  ${b.backup_id.padEnd(20)} ${b.outcome.replace('_', ' ').padEnd(10)} generation ${b.generation}: ${b.recipients.x25519.length} key(s), ${b.recipients.passphrases} passphrase(s)`,
+    );
+  if (d.backups.some((b) => b.outcome === 'not_opened'))
+    out.line('  not opened: the --key given does not open these; nothing was added to them');
+  if (!d.execute) out.line('  preview: nothing was changed; add --execute to apply');
+}
+
+function registerKeyChanges(key: Command, globals: () => GlobalOptions): void {
+  const run = async (o: RepoFlags & { add?: string[]; remove?: string[]; key?: string; execute?: boolean }) => {
+    const g = globals();
+    const change = { add: o.add ?? [], remove: o.remove ?? [], ...(o.key !== undefined ? { key: o.key } : {}) };
+    const rt = await runtime();
+    emit(g, await rt.changeRepositoryKeys(repoOf(o), change, { execute: o.execute === true }), printKeys);
+  };
+  const keyHelp = 'a key that opens the backups now, by reference (env:NAME, file:PATH): needed to add a recipient';
+  key
+    .command('add')
+    .description("wrap every encrypted backup's data key for another recipient too (no data is re-encrypted)")
+    .option('--repo <url>', REPO_OPTION_HELP)
+    .requiredOption(
+      '--recipient <recipient>',
+      'the recipient to add (a public key, or a passphrase by reference); repeatable',
+      many,
+    )
+    .requiredOption('--key <reference>', keyHelp)
+    .option('--execute', 'apply (otherwise: preview)')
+    .action((o: RepoFlags & { recipient: string[]; key: string; execute?: boolean }) =>
+      run({ ...o, add: o.recipient }),
+    );
+  key
+    .command('remove')
+    .description(
+      'stop a recipient opening the backups: its wrapped keys are dropped (refused if a backup would have none left)',
+    )
+    .option('--repo <url>', REPO_OPTION_HELP)
+    .requiredOption(
+      '--recipient <recipient>',
+      'the recipient to remove: a public key, its fingerprint, or the key or passphrase by reference; repeatable',
+      many,
+    )
+    .option('--execute', 'apply (otherwise: preview, naming the backups it would leave unreadable)')
+    .action((o: RepoFlags & { recipient: string[]; execute?: boolean }) => run({ ...o, remove: o.recipient }));
+  key
+    .command('rotate')
+    .description('add the new recipients and remove the old ones in one new key generation of every encrypted backup')
+    .option('--repo <url>', REPO_OPTION_HELP)
+    .requiredOption('--add <recipient>', 'a recipient to add; repeatable', many)
+    .requiredOption('--remove <recipient>', 'a recipient to remove; repeatable', many)
+    .requiredOption('--key <reference>', keyHelp)
+    .option('--execute', 'apply (otherwise: preview)')
+    .action(run);
+}
+
 function registerMaintenance(repo: Command, globals: () => GlobalOptions): void {
   repo
     .command('forget')
@@ -172,7 +235,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         out.hint('back up into it: loopx backup-state --execute');
       });
     });
-  const key = repo.command('key').description('the keys of encrypted backups');
+  const key = repo.command('key').description('the keys of encrypted backups (new, add, remove, rotate)');
+  registerKeyChanges(key, globals);
   key
     .command('new')
     .description('make an X25519 key: the private key goes to a new 0600 file, the public recipient is printed')
