@@ -6,11 +6,11 @@
  * receipt's judgement of each figure, and the digest's pin, are tested on their own
  * (drill-targets.test.ts); a real drill with defects injected, in drill-defects.test.ts.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   APPLY_CRASH_POINTS,
   RESOLVE_CRASH_POINTS,
@@ -22,16 +22,18 @@ import { REPO, loopxAsync, type CliResult } from '../support/cli.js';
 import type { Doc } from './support/adopt.js';
 
 const FULL = process.env.CI === 'true';
-const drills = () => new Set(readdirSync(tmpdir()).filter((n) => n.startsWith('loopx-drill-')));
+// The drill's temporary directory is its own (TMPDIR), so the drills other test files run at the
+// same time cannot be mistaken for what this one left behind.
+const DRILL_TMP = mkdtempSync(join(tmpdir(), 'drill-test-tmp-'));
+afterAll(() => rmSync(DRILL_TMP, { recursive: true, force: true }));
 
 let run: CliResult;
 let receipt: Doc;
 let leftBehind: string[];
 beforeAll(async () => {
-  const before = drills();
-  run = await loopxAsync(['recover', 'drill', ...(FULL ? [] : ['--short']), '--json']);
+  run = await loopxAsync(['recover', 'drill', ...(FULL ? [] : ['--short']), '--json'], { TMPDIR: DRILL_TMP });
   receipt = run.json();
-  leftBehind = [...drills()].filter((n) => !before.has(n));
+  leftBehind = readdirSync(DRILL_TMP).filter((n) => n.startsWith('loopx-drill-'));
 }, 900_000);
 
 describe(`loopx recover drill (${FULL ? 'full' : 'short'})`, () => {
@@ -161,6 +163,7 @@ describe(`loopx recover drill (${FULL ? 'full' : 'short'})`, () => {
 
   it('runs on its own temporary state, names none of it, and removes it', () => {
     expect(run.stdout).not.toContain(tmpdir() + '/');
+    expect(run.stdout).not.toContain(DRILL_TMP);
     expect(run.stdout).not.toContain('loopx-drill-');
     expect(leftBehind).toEqual([]);
   });
