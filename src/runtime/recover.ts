@@ -28,6 +28,7 @@ import {
 } from '../recovery/index.js';
 import { defaultAuthorityDir, type ClaimInput, type RunAuthority } from '../run-authority/index.js';
 import { databaseUrlFrom, schemaIdent } from '../store/index.js';
+import { pinForRecovery, releaseRecoveryPin } from './repository.js';
 import { initDestinationRoot, withAuthority, withDestinationEngine } from './root.js';
 import { initPostgresDestination } from './store-config.js';
 
@@ -133,6 +134,8 @@ export function planRecovery(
     goalId: string;
     destination: string;
     store?: { readonly databaseUrl: string; readonly schema?: string };
+    /** The repository the verified backup came from: the plan pins it there until the recovery ends. */
+    repository?: string;
   },
 ): Promise<AdoptionPlan> {
   let store: DestinationStore | undefined;
@@ -145,7 +148,7 @@ export function planRecovery(
       schema: a.store.schema ?? `loopx_${randomBytes(6).toString('hex')}`,
     };
   }
-  return withAuthority(a, (authority) => {
+  return withAuthority(a, async (authority) => {
     const plan = planAdoption({
       workspace: a.workspace,
       goalId: a.goalId,
@@ -155,12 +158,28 @@ export function planRecovery(
       ...(store ? { store } : {}),
     });
     sealPlan(authority, plan);
+    if (a.repository !== undefined)
+      await pinForRecovery(
+        a.repository,
+        join(resolve(a.destination), RECOVERY_DIR),
+        plan.audit.backup_id,
+        plan.recovery_id,
+      );
     return plan;
   });
 }
 
+/** A recovery that ended (complete or abandoned) releases the repository pin its plan wrote, if any. */
+async function ended(destination: string, status: RecoveryStatus): Promise<RecoveryStatus> {
+  if (status.state === 'complete' || status.state === 'abandoned')
+    await releaseRecoveryPin(join(resolve(destination), RECOVERY_DIR));
+  return status;
+}
+
 export const applyRecovery = (a: RecoverAccess, destination: string, confirm: string): Promise<RecoveryStatus> =>
-  withAuthority(a, (authority) => applyAdoption(resolve(destination), confirm, runOptions(a, authority)));
+  withAuthority(a, (authority) => applyAdoption(resolve(destination), confirm, runOptions(a, authority))).then((s) =>
+    ended(destination, s),
+  );
 
 export const recoveryStatusOf = (a: RecoverAccess, destination: string): Promise<RecoveryStatus> =>
   withAuthority(a, (authority) => recoveryStatus(resolve(destination), hostOf(a, authority)));
@@ -173,7 +192,9 @@ export const resolveRecoveryHold = (
 ): Promise<RecoveryStatus> =>
   withAuthority(a, (authority) =>
     resolveHold(resolve(destination), holdId, { ...runOptions(a, authority), settlement }),
-  );
+  ).then((s) => ended(destination, s));
 
 export const abortRecovery = (a: RecoverAccess, destination: string): Promise<RecoveryStatus> =>
-  withAuthority(a, (authority) => abortAdoption(resolve(destination), hostOf(a, authority)));
+  withAuthority(a, (authority) => abortAdoption(resolve(destination), hostOf(a, authority))).then((s) =>
+    ended(destination, s),
+  );

@@ -11,7 +11,7 @@
  *     entry while it streams) and hands it to the verifier unchanged: a repository is storage,
  *     never authority, and what comes out of it is verified like any archive.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { plan, type BackupResult, type PlanOptions } from '../backup/index.js';
@@ -25,13 +25,16 @@ import {
   checkPolicy,
   forget,
   keyFileExists,
+  pin,
   prune,
+  unpin,
   recipientFingerprint,
   recipientsOf,
   resolveKeyReference,
   resolveRecipient,
   type Identity,
   type BackupEntry,
+  type RepositoryPin,
   type RetentionPolicy,
 } from '../repository/index.js';
 import { backupPlacement, type BackupPlacement } from './backup.js';
@@ -141,6 +144,46 @@ export function changeRepositoryKeys(
     repository: describe(r),
     ...(await changeKeys(r, { add, removeRecipients, removePassphrases, ...(key ? { key } : {}) }, options)),
   }));
+}
+
+/** Where a recovery planned from a repository's backup records the pin it wrote (inside its destination's recovery files). */
+const PIN_RECORD = 'repository-pin.json';
+
+/**
+ * `recover plan --repo R`: pin the backup a recovery uses, so no forget on any host lets it go
+ * while the recovery runs; the pin's place is recorded in the destination's recovery files.
+ */
+export async function pinForRecovery(
+  url: string,
+  recoveryDir: string,
+  backupId: string,
+  recoveryId: string,
+): Promise<RepositoryPin> {
+  return withRepository(url, async (r) => {
+    const p = await pin(r, backupId, `recovery ${recoveryId} planned`);
+    writeFileSync(join(recoveryDir, PIN_RECORD), `${JSON.stringify({ repository: url, ...p })}\n`, {
+      flag: 'wx',
+      mode: 0o600,
+    });
+    return p;
+  });
+}
+
+/**
+ * A recovery that completed or was abandoned releases its pin. A repository that cannot be reached
+ * now keeps the pin (the backup is then kept longer, never lost); the record stays so that a later
+ * status, resolve or abort releases it.
+ */
+export async function releaseRecoveryPin(recoveryDir: string): Promise<void> {
+  const path = join(recoveryDir, PIN_RECORD);
+  if (!existsSync(path)) return;
+  const record = JSON.parse(readFileSync(path, 'utf8')) as RepositoryPin & { repository: string };
+  try {
+    await withRepository(record.repository, (r) => unpin(r, record.backup_id, record.pin_id));
+    rmSync(path, { force: true });
+  } catch {
+    /* kept: see above */
+  }
 }
 
 /** `loopx repo check [--read-data]`: every finding about the repository's backups. */

@@ -109,29 +109,43 @@ function registerPlan(recover: Command, globals: () => GlobalOptions): void {
       '--pg-schema <name>',
       "with --database-url: the new root's schema, which must hold no loopx installation (default: a new loopx_<hex>)",
     )
-    .action(async (o: { from: string; goal: string; destination: string; databaseUrl?: string; pgSchema?: string }) => {
-      const g = globals();
-      if (o.pgSchema !== undefined && o.databaseUrl === undefined) {
-        throw usageError(
-          'recover_store_options_invalid',
-          '--pg-schema goes with --database-url (a destination on PostgreSQL).',
-          'see its options: loopx recover plan --help',
-        );
-      }
-      const store =
-        o.databaseUrl === undefined
-          ? undefined
-          : { databaseUrl: o.databaseUrl, ...(o.pgSchema !== undefined ? { schema: o.pgSchema } : {}) };
-      const { planRecovery, publicPlan } = await runtime();
-      const plan = await planRecovery({
-        ...access(g),
-        workspace: o.from,
-        goalId: o.goal,
-        destination: o.destination,
-        ...(store ? { store } : {}),
-      });
-      emit(g, publicPlan(plan), (_doc, out) => printPlan(plan, out));
-    });
+    .option(
+      '--repo <url>',
+      'the repository the verified backup came from: it is pinned there (kept by every forget) until this recovery completes or is abandoned',
+    )
+    .action(
+      async (o: {
+        from: string;
+        goal: string;
+        destination: string;
+        databaseUrl?: string;
+        pgSchema?: string;
+        repo?: string;
+      }) => {
+        const g = globals();
+        if (o.pgSchema !== undefined && o.databaseUrl === undefined) {
+          throw usageError(
+            'recover_store_options_invalid',
+            '--pg-schema goes with --database-url (a destination on PostgreSQL).',
+            'see its options: loopx recover plan --help',
+          );
+        }
+        const store =
+          o.databaseUrl === undefined
+            ? undefined
+            : { databaseUrl: o.databaseUrl, ...(o.pgSchema !== undefined ? { schema: o.pgSchema } : {}) };
+        const { planRecovery, publicPlan } = await runtime();
+        const plan = await planRecovery({
+          ...access(g),
+          workspace: o.from,
+          goalId: o.goal,
+          destination: o.destination,
+          ...(store ? { store } : {}),
+          ...(o.repo !== undefined ? { repository: o.repo } : {}),
+        });
+        emit(g, publicPlan(plan), (_doc, out) => printPlan(plan, out));
+      },
+    );
 }
 
 /** `loopx recover apply`: apply the confirmed plan through the owners, with a progress bar on a terminal. */
