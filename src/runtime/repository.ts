@@ -285,10 +285,10 @@ export async function verifyFromRepository(
       const all: VerifyInputs = { ...inputs, archive: pair.archive, manifest: pair.manifest };
       if (!options.execute) return { executed: false as const, plan: await planVerify(all) };
       const outcome = await executeVerify(all, options);
-      // A retention hint only (the newest verified backup of a root is never forgotten): a repository
-      // this host may only read (a restore host's credentials) does not fail the verification.
-      if (outcome.summary.phase === 'audited')
-        await r.markVerified(backupId, outcome.summary.recovery_id).catch(() => undefined);
+      // Verified (an audit that holds is a successful verification too). A retention hint only — the
+      // newest verified backup of a root is never forgotten — so a repository this host may only
+      // read (a restore host's credentials) does not fail the verification.
+      await r.markVerified(backupId, outcome.summary.recovery_id).catch(() => undefined);
       return { executed: true as const, outcome };
     } finally {
       rmSync(spool, { recursive: true, force: true });

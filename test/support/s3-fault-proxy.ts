@@ -106,6 +106,8 @@ export interface ListingSnapshot {
 export interface S3FaultProxyOptions {
   /** The s3rver endpoint, `http://127.0.0.1:<port>`. */
   readonly upstream: string;
+  /** The address to listen on: 127.0.0.1 (default), or a test-made private link's address that other network namespaces reach. */
+  readonly listenAddress?: string;
   /** Takes a copy of the upstream store now (needed by `freezeListings`). */
   readonly snapshotListings?: () => Promise<ListingSnapshot>;
 }
@@ -511,7 +513,7 @@ function controls(ctx: Ctx, options: S3FaultProxyOptions): Omit<S3FaultProxy, 'e
   };
 }
 
-/** Start the proxy on 127.0.0.1 (port chosen by the system) in front of `options.upstream`. */
+/** Start the proxy on 127.0.0.1 or `listenAddress` (port chosen by the system) in front of `options.upstream`. */
 export async function startS3FaultProxy(options: S3FaultProxyOptions): Promise<S3FaultProxy> {
   const ctx: Ctx = {
     upstream: new URL(options.upstream),
@@ -538,12 +540,13 @@ export async function startS3FaultProxy(options: S3FaultProxyOptions): Promise<S
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = options.listenAddress ?? '127.0.0.1';
+  await new Promise<void>((resolve) => server.listen(0, address, resolve));
   const { port } = server.address() as { port: number };
   const control = controls(ctx, options);
   let closing: Promise<void> | undefined;
   return Object.assign(control, {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint: `http://${address}:${port}`,
     close: () =>
       (closing ??= (async () => {
         await control.reset();

@@ -64,6 +64,8 @@ export interface S3ServerWithProxy extends S3Server {
 export interface StartS3Options {
   /** 3–63 characters; default 'loopx-repo'. */
   readonly bucket?: string;
+  /** startS3WithProxy: the proxy listens here (a test-made private link other hosts reach) instead of 127.0.0.1. */
+  readonly listenAddress?: string;
 }
 
 interface RunningS3rver {
@@ -163,7 +165,11 @@ export async function startS3WithProxy(options: StartS3Options = {}): Promise<S3
     }
   };
   try {
-    const proxy = await startS3FaultProxy({ upstream: s3.endpoint, snapshotListings });
+    const proxy = await startS3FaultProxy({
+      upstream: s3.endpoint,
+      snapshotListings,
+      ...(options.listenAddress ? { listenAddress: options.listenAddress } : {}),
+    });
     const clients = new Set<S3Client>();
     const stop = stopper([() => s3.stop(), () => proxy.close(), async () => clients.forEach((c) => c.destroy())]);
     return {
