@@ -229,14 +229,13 @@ describe('multipart uploads', () => {
 });
 
 describe('streamed bodies', () => {
-  it('a streamed put (aws-chunked, trailing checksum) stores its payload; bare s3rver stores the framing', async () => {
+  // (Bare s3rver stores the aws-chunked framing itself as the object's bytes, and a streamed request
+  // to it cannot be retried when s3rver closes a reused socket; the proxy decodes the framing as S3 does.)
+  it('a streamed put (aws-chunked, trailing checksum) stores its payload', async () => {
     const stream = () => Readable.from([Buffer.from('hello '), Buffer.from('streamed world')]);
     const key = newKey('chunked');
     await put(key, stream(), { ContentLength: 20 });
     expect((await read(key)).toString()).toBe('hello streamed world');
-    const bareKey = newKey('chunked-bare');
-    await put(bareKey, stream(), { ContentLength: 20 }, bare);
-    expect((await read(bareKey, bare)).toString()).toMatch(/^6\r\nhello \r\n.*x-amz-checksum-crc32:/s);
   });
 });
 
