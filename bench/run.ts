@@ -8,6 +8,7 @@ const suites: Array<[string, () => Promise<BenchFigure[]>]> = [
   ['transfer', async () => (await import('./transfer.bench.js')).run()],
   ['backup', async () => (await import('./backup.bench.js')).run()],
   ['verify', async () => (await import('./verify.bench.js')).run()],
+  ['repository', async () => (await import('./repository.bench.js')).run()],
   ['recover', async () => (await import('./recover.bench.js')).run()],
   ['postgres', async () => (await import('./postgres.bench.js')).run()],
   ['cluster', async () => (await import('./cluster.bench.js')).run()],
