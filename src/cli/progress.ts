@@ -154,3 +154,11 @@ export async function withModelCallsShown<T>(fn: () => Promise<T>): Promise<T> {
     stop();
   }
 }
+
+/** A byte count as an operator reads it: B, KiB or MiB, one decimal. */
+export const mib = (bytes: number): string =>
+  bytes < 1024
+    ? `${bytes} B`
+    : bytes < 1024 * 1024
+      ? `${(bytes / 1024).toFixed(1)} KiB`
+      : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;

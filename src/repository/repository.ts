@@ -305,7 +305,7 @@ export class Repository {
     if (!entry.encrypted) return pair;
     const sealed = readSealed(
       await this.readChecked(entry.encryption!.envelope),
-      await this.newestKeySet(entry.backup_id),
+      (await this.keySets(entry.backup_id)).newest.bytes,
     );
     if (options.key === undefined) {
       await checkSealedPair(entry.backup_id, sealed, pair);
@@ -323,19 +323,22 @@ export class Repository {
     return bytes;
   }
 
-  /** The key set of the highest generation (rotation adds generations; the envelope decides which key is right). */
-  async newestKeySet(backupId: string): Promise<Uint8Array> {
-    return (await this.keySets(backupId)).newest.bytes;
+  /** The key set objects of an encrypted backup, oldest generation first. */
+  private async keySetObjects(backupId: string): Promise<ObjectInfo[]> {
+    const keys: ObjectInfo[] = [];
+    for await (const o of this.objects.list(keysOf(backupId).keySets)) if (/\/\d{6}\.json$/.test(o.key)) keys.push(o);
+    return keys.sort((a, b) => (a.key < b.key ? -1 : 1));
   }
 
-  /** Every key set object of an encrypted backup, and the newest one's bytes and generation. */
+  /**
+   * Every key set object of an encrypted backup, and the bytes and generation of the newest
+   * (rotation adds generations; the envelope's commitment decides which key is right).
+   */
   async keySets(backupId: string): Promise<{
     readonly keys: readonly ObjectInfo[];
     readonly newest: { readonly key: string; readonly generation: number; readonly bytes: Uint8Array };
   }> {
-    const keys: ObjectInfo[] = [];
-    for await (const o of this.objects.list(keysOf(backupId).keySets)) if (/\/\d{6}\.json$/.test(o.key)) keys.push(o);
-    keys.sort((a, b) => (a.key < b.key ? -1 : 1));
+    const keys = await this.keySetObjects(backupId);
     const newest = keys.at(-1);
     if (newest === undefined) throw objectMissing(keySetKey(backupId, 1));
     const generation = Number(newest.key.slice(-11, -5));
@@ -360,11 +363,8 @@ export class Repository {
     for (const b of backups) {
       if (b.encrypted) {
         const envelope = await this.objects.head(b.encryption!.envelope.key);
-        const keySet = await this.newestKeySet(b.backup_id).then(
-          () => true,
-          () => false,
-        );
-        if (envelope?.size !== b.encryption!.envelope.size_bytes || !keySet)
+        const keySets = await this.keySetObjects(b.backup_id);
+        if (envelope?.size !== b.encryption!.envelope.size_bytes || keySets.length === 0)
           findings.push(finding(CHECK_FINDINGS.objectMissing, 'error', b.backup_id));
       }
       for (const o of b.objects) {

@@ -79,10 +79,10 @@ export async function changeKeys(
     const report: KeyChangeReport['backups'][number][] = [];
     const stranded: string[] = [];
     const writes: Array<() => Promise<void>> = [];
+    const removed = new Set(change.removeRecipients.map(fingerprintOf));
     for (const b of backups.filter((x) => x.encrypted)) {
       const sets = await r.keySets(b.backup_id);
       const keySet = parseKeySet(sets.newest.bytes);
-      const removed = new Set(change.removeRecipients.map(fingerprintOf));
       const kept: Stanza[] = [];
       for (const s of keySet.stanzas) {
         if (s.type === 'x25519' && removed.has(s.recipient)) continue;

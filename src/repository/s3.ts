@@ -10,8 +10,9 @@
  *     A failed multipart upload is aborted; a crash can leave an incomplete upload, which is not an
  *     object and is never listed.
  *   - replace / remove with a tag: PutObject / DeleteObject with `If-Match: <ETag>`.
- *   - a create whose answer was lost is retried by the SDK and then meets its own object (412): an
- *     object holding exactly our bytes is taken as our create; anything else is "exists";
+ *   - a create whose answer was lost is retried by the SDK and then meets its own object (412): after
+ *     a retry, an object holding exactly our bytes is taken as our create; anything else, and any
+ *     refusal at the first attempt, is "exists";
  *   - 412 (and 409, S3's answer to a conditional write racing another) is the contract's
  *     "exists"/"changed"; 404 is "missing"; anything else after the SDK's retries is
  *     `repo_unreachable`, said without the endpoint's credentials.
@@ -41,7 +42,7 @@ const PARTS_IN_FLIGHT = 2;
 
 interface SdkError {
   readonly name?: string;
-  readonly $metadata?: { readonly httpStatusCode?: number };
+  readonly $metadata?: { readonly httpStatusCode?: number; readonly attempts?: number };
   readonly code?: string;
 }
 const statusOf = (e: unknown): number | undefined => (e as SdkError)?.$metadata?.httpStatusCode;
@@ -105,7 +106,12 @@ class S3Objects implements RepositoryObjects {
       params: {
         Bucket: this.bucket,
         Key: this.full(key),
-        Body: body instanceof Uint8Array ? Buffer.from(body) : createReadStream(body.path, { end: body.size - 1 }),
+        Body:
+          body instanceof Uint8Array
+            ? Buffer.from(body)
+            : body.size === 0
+              ? Buffer.alloc(0)
+              : createReadStream(body.path, { end: body.size - 1 }),
         ContentLength: size,
         IfNoneMatch: '*',
       },
@@ -116,8 +122,9 @@ class S3Objects implements RepositoryObjects {
     } catch (e) {
       const refusal = this.failure(e, key, 'exists');
       // The SDK retries a write whose answer was lost; the retry then meets our own object (412).
-      // The bytes decide: an object identical to ours is our create, anything else is someone else's.
-      if (hasCode(refusal, REPO_CODES.objectExists)) {
+      // Only then do the bytes decide — an object identical to ours is our create, anything else is
+      // someone else's. A refusal at the first attempt is always "exists", as for every provider.
+      if (hasCode(refusal, REPO_CODES.objectExists) && ((e as SdkError)?.$metadata?.attempts ?? 1) > 1) {
         const mine = await this.sameBytes(key, body);
         if (mine) return mine;
       }
@@ -130,7 +137,7 @@ class S3Objects implements RepositoryObjects {
     const head = await this.head(key);
     const size = body instanceof Uint8Array ? body.byteLength : body.size;
     if (head === undefined || head.size !== size) return undefined;
-    const digest = async (stream: AsyncIterable<unknown>) => {
+    const digest = async (stream: Iterable<unknown> | AsyncIterable<unknown>) => {
       const h = createHash('sha256');
       for await (const c of stream) h.update(c as Buffer);
       return h.digest('hex');
@@ -138,7 +145,7 @@ class S3Objects implements RepositoryObjects {
     const ours =
       body instanceof Uint8Array
         ? createHash('sha256').update(body).digest('hex')
-        : await digest(createReadStream(body.path, { end: size - 1 }));
+        : await digest(body.size > 0 ? createReadStream(body.path, { end: size - 1 }) : []);
     return (await digest(await this.read(key))) === ours ? head : undefined;
   }
 

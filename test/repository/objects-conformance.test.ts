@@ -71,6 +71,16 @@ describe.each(Object.keys(PROVIDERS))('the repository storage port: %s', (provid
     await o.close();
   });
 
+  it('an empty local file is published as an empty object', async () => {
+    const o = await open();
+    const file = join(scratch, `empty-${provider}`);
+    writeFileSync(file, '');
+    expect((await o.create('empty.bin', { path: file, size: 0 })).size).toBe(0);
+    expect(await bytesOf(o, 'empty.bin')).toBe('');
+    expect(await refusal(o.create('empty.bin', { path: file, size: 0 }))).toBe('repo_object_exists');
+    await o.close();
+  });
+
   it('replace is a compare-and-swap on the tag: a stale tag is refused, the current one wins once', async () => {
     const o = await open();
     const first = await o.create('locks/maintenance.json', text('v1'));

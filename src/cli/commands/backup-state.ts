@@ -22,7 +22,7 @@ import { REPO_OPTION_HELP } from './repo.js';
 import { parseCaptureProfile } from '../runtime-facts.js';
 import { register as registerVerify } from './backup-verify.js';
 import { register as registerWorkspace } from './backup-workspace.js';
-import { progressBar } from '../progress.js';
+import { mib, progressBar } from '../progress.js';
 
 interface BackupStateOptions {
   outputDir?: string;
@@ -52,13 +52,6 @@ const secondsOption = (v: string): number => {
   if (!/^\d{1,6}(\.\d{1,3})?$/.test(v)) throw new InvalidArgumentError('expected seconds, e.g. 30 or 2.5');
   return Math.round(Number(v) * 1000);
 };
-
-const mib = (bytes: number): string =>
-  bytes < 1024
-    ? `${bytes} B`
-    : bytes < 1024 * 1024
-      ? `${(bytes / 1024).toFixed(1)} KiB`
-      : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 
 /** The create's progress as a bar on a terminal. */
 function createProgress(stream: NodeJS.WriteStream): { update(p: BackupProgress): void; end(): void } {

@@ -16,7 +16,7 @@ import type { PublicAuditSummary, VerifyPlan, VerifyProgress } from '../../runti
 import { emit, resolveRoot, runtime, type GlobalOptions, type Output, type Runtime } from '../context.js';
 import { REPO_OPTION_HELP, repoOf } from './repo.js';
 import { onStopSignal } from '../signals.js';
-import { progressBar } from '../progress.js';
+import { mib, progressBar } from '../progress.js';
 
 interface VerifyFlags {
   archive?: string;
@@ -44,13 +44,6 @@ function sourceOf(
     'see its options: loopx backup-state verify --help',
   );
 }
-
-const mib = (bytes: number): string =>
-  bytes < 1024
-    ? `${bytes} B`
-    : bytes < 1024 * 1024
-      ? `${(bytes / 1024).toFixed(1)} KiB`
-      : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 
 const LABEL = {
   recovered_readable: 'recovered and readable',

@@ -15,6 +15,7 @@ import type {
   RepositoryListing,
 } from '../../runtime/index.js';
 import { emit, exitAfterOutput, runtime, type GlobalOptions, type Output } from '../context.js';
+import { mib } from '../progress.js';
 
 export interface RepoFlags {
   repo?: string;
@@ -34,9 +35,6 @@ export function repoOf(flags: RepoFlags): string {
     );
   return url;
 }
-
-const mib = (bytes: number): string =>
-  bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 
 /** How long ago `iso` was, roughly, as an operator reads it. */
 export function age(iso: string, now = Date.now()): string {
