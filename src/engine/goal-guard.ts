@@ -13,7 +13,7 @@
  */
 import { operatorPath, type LoopxError } from '../core/index.js';
 import { goalLifetimeSuperseded, type WorkHead } from '../run-authority/index.js';
-import type { goal as goalOwner, work as workOwner } from '../owners/index.js';
+import { effect as effectOwner, goal as goalOwner, type work as workOwner } from '../owners/index.js';
 
 /** Where a Goal work writer learns whether its lifetime was superseded, and marks its work store (the run authority). */
 export interface LifetimeGuard {
@@ -88,4 +88,43 @@ export async function withGuardedGoalWork<T>(
   } finally {
     work.close();
   }
+}
+
+/** How long a root waits for each receiver's answer about its Goal's lineage (an unreachable one answers nothing). */
+export const RECEIVER_FENCE_QUESTION_MS = 5_000;
+
+/**
+ * Before a work run or a lifecycle change: ask each receiver the Goal delivered to for its lineage's
+ * newest fence (`GET <base>/fences?goal_lineage=L`). A receiver holding a fence above this
+ * lifetime's generation has seen a later lifetime of the Goal deliver — recovered elsewhere, with an
+ * authority this root never saw: the root records its own supersession (once; the lifetime admits no
+ * writer from then on) and the writer is refused `goal_lifetime_superseded` before it writes
+ * anything. A receiver that does not answer clearly decides nothing here: the fence at the receiver
+ * still refuses this lifetime's deliveries, and the first refusal records the same supersession.
+ * Local writes made before the question is asked (by a build that does not ask) are a stated limit.
+ */
+export async function askReceiversForNewerLifetime(
+  owners: { readonly goals: goalOwner.GoalStore; readonly effects: effectOwner.EffectJournal },
+  goal: goalOwner.GoalRecord,
+  options: { readonly timeoutMs?: number } = {},
+): Promise<void> {
+  if (goal.superseded !== undefined) throw goalLifetimeSuperseded(goal.goal_id);
+  const lineage = goalOwner.lineageOf(goal);
+  const receivers = await effectOwner.goalReceivers(owners.effects, goal.goal_id, lineage.lineage_id);
+  const answers = await Promise.all(
+    receivers.map((url) =>
+      effectOwner.receiverNewestFence(url, lineage.lineage_id, {
+        timeoutMs: options.timeoutMs ?? RECEIVER_FENCE_QUESTION_MS,
+      }),
+    ),
+  );
+  const newer = answers
+    .map((a) => (a.status === 'answered' && a.newest_fence !== null ? a.newest_fence : 0))
+    .reduce((m, f) => Math.max(m, f), 0);
+  if (newer <= lineage.generation) return;
+  owners.goals.recordSuperseded(
+    { goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id },
+    { evidence: 'receiver_fence_stale', newest_fence: newer },
+  );
+  throw goalLifetimeSuperseded(goal.goal_id);
 }

@@ -88,7 +88,12 @@ export {
   EFFECTS_NAMESPACE,
   type LifetimeGuard,
 } from './goal-tools.js';
-export { assertLifetimeLive, observeGoalWork, withGuardedGoalWork } from './goal-guard.js';
+export {
+  askReceiversForNewerLifetime,
+  assertLifetimeLive,
+  observeGoalWork,
+  withGuardedGoalWork,
+} from './goal-guard.js';
 export { callOfOperation, operationIdOf } from './mutations.js';
 export { readHistoricalRootId, readHistoricalRuns, type HistoricalRun } from './run-store/historical.js';
 export * as mcp from './mcp/index.js';

@@ -21,6 +21,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { rejected } from '../core/index.js';
 import {
+  askReceiversForNewerLifetime,
   assertLifetimeLive,
   EFFECTS_NAMESPACE,
   GOAL_WORK_TOOL_PLAN,
@@ -114,6 +115,8 @@ async function driveGoalWork(options: GoalWorkRunOptions): Promise<GoalWorkRunRe
     }
     // A lifetime a recovery superseded (recorded in the run authority, outside any root) takes no new work.
     await assertLifetimeLive(options.engine.authority, goal);
+    // …nor one a receiver says a later lifetime of the Goal (recovered elsewhere) has delivered under.
+    await askReceiversForNewerLifetime(owners, goal);
     ref = { goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id };
     title = goal.title;
     if (options.webhookUrl !== undefined) {

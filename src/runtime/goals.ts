@@ -7,7 +7,12 @@
  */
 import { DEFAULT_STORE_PROVIDER, goal as goalOwner, work as workOwner, type RootOwners } from '../owners/index.js';
 import { conflict, isLoopxError } from '../core/index.js';
-import { assertLifetimeLive, withGuardedGoalWork, type LifetimeGuard } from '../engine/index.js';
+import {
+  askReceiversForNewerLifetime,
+  assertLifetimeLive,
+  withGuardedGoalWork,
+  type LifetimeGuard,
+} from '../engine/index.js';
 import type { GoalWriterGuard, RootAccess } from './root.js';
 import { parseStoreIdentity } from '../store/index.js';
 import { withAuthority, withRootOwners } from './root.js';
@@ -94,6 +99,7 @@ export function transitionGoal(
       const current = owners.goals.get(goalId);
       if (!current) throw goalOwner.goalNotFound(goalId);
       await assertLifetimeLive(guard, current);
+      await askReceiversForNewerLifetime(owners, current);
       const ref = { goal_id: current.goal_id, goal_instance_id: current.goal_instance_id };
       const expected = TRANSITION_FROM[transition] ?? current.lifecycle;
       if (transition === 'pause') return owners.goals.pause(ref, expected);

@@ -5,8 +5,8 @@
  * HOME and run authority, reaching the repository and the receiver only over that link — verifies
  * the backup from the repository with the key, plans (pinning it) and applies the Goal's recovery,
  * and continues its open Todo: B's authority minted the new lifetime, and the receiver's fence
- * carries it. When A comes back and its old lifetime tries to deliver, the receiver refuses it and
- * stores nothing; A records its own supersession. Real processes throughout (as root: real
+ * carries it. When A comes back, its work run first asks the receiver for the lineage's newest
+ * fence, records its own supersession and is refused before it sends anything. Real processes throughout (as root: real
  * namespaces; otherwise processes on loopback, as the multi-daemon tests do).
  */
 import { spawn } from 'node:child_process';
@@ -185,7 +185,8 @@ describe('recovery on another host, from an encrypted S3 repository', () => {
     expect(dry.pins).toEqual([]);
   }, 300_000);
 
-  it('host A comes back: its old lifetime’s delivery is refused at the receiver, nothing is stored, and A records its supersession', async () => {
+  it('host A comes back: before its work run sends anything it asks the receiver, learns of the newer lifetime, records its supersession and is refused', async () => {
+    const before = sink.attempts().attempts.length;
     const stale = agentFile(a.dir, 'stale', [
       {
         text: 'Announcing.',
@@ -207,7 +208,10 @@ describe('recovery on another host, from an encrypted S3 repository', () => {
       a.authority,
       '--json',
     ]);
-    expect(w.status, w.stdout).not.toBe(0);
+    expect(w.status, w.stdout).toBe(4);
+    expect(w.json().error.code).toBe('goal_lifetime_superseded');
+    // Refused before it sent: the receiver saw no attempt at all from the old lifetime, not even a refused one.
+    expect(sink.attempts().attempts.length).toBe(before);
     expect(
       sink.deliveries().filter((d) => (d.body as { message?: string }).message === 'stale news from host A'),
     ).toEqual([]);

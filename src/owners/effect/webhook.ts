@@ -41,6 +41,7 @@ import { faultPoint } from '../../core/index.js';
 import type { EffectJournal, EffectRecord, JsonValue, ReconcileObservation, ReconcileQuery } from './contract.js';
 import { MAX_RECEIPT_BYTES } from './contract.js';
 import { dispatchInFlight, invalidInput } from './errors.js';
+import { targetRetirement } from './retire.js';
 import { GOAL_INSTANCE_ID } from '../registry/index.js';
 
 export const WEBHOOK_KIND = 'webhook.deliver';
@@ -437,6 +438,62 @@ export async function advanceReceiverFence(
   if (conflict && isLifetime(lifetime) && lifetime !== asked.lifetime)
     return { status: 'conflict', newest_fence, lifetime };
   return { status: 'unknown', reason: 'query_malformed' };
+}
+
+/** A receiver's newest fence for a Goal lineage and the lifetime holding it (null: never seen, or none named). */
+export type ReceiverNewestFence =
+  | { readonly status: 'answered'; readonly newest_fence: number | null; readonly lifetime: string | null }
+  | { readonly status: 'unknown'; readonly reason: string };
+
+/**
+ * Ask a receiver for a Goal lineage's newest fence (`GET <base>/fences?goal_lineage=L`): what a root
+ * asks before it works a Goal or changes its lifecycle, so that a lifetime a later one superseded
+ * learns it before it writes anything. Anything but a well-formed answer naming that lineage back is
+ * `unknown` (the fence at the receiver still refuses the lifetime's deliveries).
+ */
+export async function receiverNewestFence(
+  deliveriesUrl: string,
+  goalLineage: string,
+  options: WebhookOptions = {},
+): Promise<ReceiverNewestFence> {
+  const url = fencesUrl(deliveriesUrl);
+  if (!isLineage(goalLineage))
+    throw invalidInput('goal_lineage must be 1-128 characters of A-Z a-z 0-9 _ . : -', 'goal_lineage');
+  url.searchParams.set('goal_lineage', goalLineage);
+  const answer = await exchange(url, { method: 'GET' }, [200], options);
+  if (answer.status === 'unknown') return answer;
+  const { goal_lineage, newest_fence, lifetime } = answer.json;
+  if (goal_lineage !== goalLineage) return { status: 'unknown', reason: 'identity_mismatch' };
+  const fenceOk = newest_fence === null || isFence(newest_fence);
+  const lifetimeOk = lifetime === undefined || lifetime === null || isLifetime(lifetime);
+  if (!fenceOk || !lifetimeOk) return { status: 'unknown', reason: 'query_malformed' };
+  return { status: 'answered', newest_fence, lifetime: typeof lifetime === 'string' ? lifetime : null };
+}
+
+/**
+ * The receivers a Goal delivered to under its lineage, each once: the deliveries URL of every fenced
+ * webhook delivery the effect owner journalled for `goalId` under `goalLineage`, less the targets an
+ * operator retired for the Goal (they answer no more).
+ */
+export async function goalReceivers(journal: EffectJournal, goalId: string, goalLineage: string): Promise<string[]> {
+  const urls = new Set<string>();
+  const targets = new Map<string, string>();
+  for (const e of await journal.list({ goal_id: goalId })) {
+    if (e.kind !== WEBHOOK_KIND) continue;
+    try {
+      const intent = JSON.parse(e.intent) as { url: string; delivery_fence?: { goal_lineage?: unknown } };
+      if (intent.delivery_fence?.goal_lineage !== goalLineage) continue;
+      const href = parseUrl(intent.url).href;
+      targets.set(href, e.target);
+      urls.add(href);
+    } catch {
+      // not a webhook delivery this root can read back: nothing to ask
+    }
+  }
+  const live: string[] = [];
+  for (const url of urls)
+    if ((await targetRetirement(journal, goalId, targets.get(url)!)) === undefined) live.push(url);
+  return live;
 }
 
 const isRecord = (v: unknown): v is { readonly [key: string]: unknown } =>
