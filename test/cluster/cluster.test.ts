@@ -27,7 +27,17 @@ const LEASE_MS = 1500;
 const running: ChildProcessWithoutNullStreams[] = [];
 const sinks: WebhookSink[] = [];
 const pools: PgDatabase[] = [];
-afterEach(async () => {
+/** Each daemon's stderr (its one line per handoff, takeover and hold), printed when a scenario fails. */
+const logs: Array<() => string> = [];
+/** The scenario's cluster, whose status is printed when a scenario fails. */
+let lastCluster: Cluster | undefined;
+afterEach(async ({ task }) => {
+  if (task.result?.state === 'fail') {
+    for (const [i, log] of logs.entries()) console.error(`daemon ${i + 1} stderr:\n${log().slice(-4000)}`);
+    const status = await lastCluster?.status().catch((e: unknown) => String(e));
+    console.error(`cluster status: ${JSON.stringify(status)}`);
+  }
+  logs.splice(0);
   for (const c of running.splice(0)) {
     c.kill('SIGCONT');
     c.kill('SIGKILL');
@@ -134,7 +144,7 @@ async function cluster(deliveries: number): Promise<Cluster> {
     }),
   );
   let made = 0;
-  return {
+  return (lastCluster = {
     schema,
     db,
     sink,
@@ -186,6 +196,7 @@ async function cluster(deliveries: number): Promise<Cluster> {
         child.on('exit', (code) => reject(new Error(`daemon exited ${code}: ${err}`)));
       });
       expectSchemaValid('daemon-start.schema.json', doc);
+      logs.push(() => err);
       return { child, instance: doc.cluster_instance, output: () => err };
     },
     async submit(runId) {
@@ -202,7 +213,7 @@ async function cluster(deliveries: number): Promise<Cluster> {
       expectSchemaValid('cluster-status.schema.json', r.json());
       return r.json<StatusDoc>();
     },
-  };
+  });
 }
 
 const drain = (c: Cluster, instance: string) =>
