@@ -14,8 +14,6 @@ import {
   constants,
   fsync,
   mkdirSync,
-  read,
-  readSync,
   openSync,
   symlinkSync,
   writeFileSync,
@@ -28,12 +26,12 @@ import { crc32, createInflateRaw } from 'node:zlib';
 import { isLoopxError, rejected, canonicalJson, fsyncDir } from '../core/index.js';
 import type { BackupManifest } from '../backup/index.js';
 import { FORMAT_CODES, INPUT_CODES, MEMBER_CODES } from './codes.js';
+import { Witness, type BoundArchive } from './archive-source.js';
 import { decodeManifestBytes } from './inputs.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { MemberChecker, capacityRefusal, memberRefusal, type CheckedMember } from './members.js';
 import { TarScanner, checkExpansion, trailingData, type TarEntry } from './tar-scan.js';
 
-const READ_CHUNK = 1024 * 1024;
 /**
  * The inflater's output chunk. 1 MiB rather than 64 KiB: each chunk is one threadpool round trip,
  * one async-iterator turn and one write per member piece, so 16× fewer of them is most of the
@@ -87,7 +85,6 @@ export function planMembers(manifest: BackupManifest): Map<string, PlannedMember
   return planned;
 }
 
-const readAt = promisify(read);
 const fsyncAsync = promisify(fsync);
 const closeAsync = promisify(close);
 
@@ -183,58 +180,6 @@ class GzipBody extends Transform {
   }
   override _flush(cb: TransformCallback): void {
     cb(this.head !== undefined ? gzipInvalid() : null);
-  }
-}
-
-/**
- * The scan's witness: it reads the bound file description from offset 0 and hashes every byte it
- * hands on, in order — exactly what gunzip consumes. After a failure `drain()` hashes the rest of
- * the file, so a refusal caused by bytes that changed during the scan is reported as a change
- * (the witness differs from the preflight), not as corrupt input.
- */
-class FdWitness {
-  bytes = 0;
-  private readonly hash: Hash = createHash('sha256');
-  private position = 0;
-  constructor(
-    private readonly fd: number,
-    private readonly onBytes: (n: number) => void,
-  ) {}
-
-  /** Reads are chained: a drain after a failure never overlaps a read still in flight. */
-  private chain: Promise<unknown> = Promise.resolve();
-
-  private next(): Promise<Buffer | undefined> {
-    const read = this.chain.then(async () => {
-      const buffer = Buffer.allocUnsafe(READ_CHUNK);
-      const { bytesRead } = await readAt(this.fd, buffer, 0, READ_CHUNK, this.position);
-      if (bytesRead === 0) return undefined;
-      this.position += bytesRead;
-      const chunk = buffer.subarray(0, bytesRead);
-      this.hash.update(chunk);
-      this.bytes += bytesRead;
-      return chunk;
-    });
-    this.chain = read.catch(() => undefined);
-    return read;
-  }
-
-  async *chunks(): AsyncGenerator<Buffer> {
-    for (;;) {
-      const chunk = await this.next();
-      if (chunk === undefined) return;
-      this.onBytes(this.bytes);
-      yield chunk;
-    }
-  }
-
-  /** Hash the rest of the file (bounded by the archive limit). */
-  async drain(): Promise<void> {
-    while (this.bytes <= RECOVERY_LIMITS.archiveBytes && (await this.next()) !== undefined);
-  }
-
-  matches(size: number, sha256: string): boolean {
-    return this.bytes === size && this.hash.copy().digest('hex') === sha256;
   }
 }
 
@@ -383,7 +328,7 @@ type Bound = { readonly archiveSize: number; readonly archiveSha256: string; rea
  */
 async function inflateAndScan(
   x: Extraction,
-  witness: FdWitness,
+  witness: Witness,
   scanner: TarScanner,
   bound: Bound,
   signal: AbortSignal | undefined,
@@ -423,7 +368,7 @@ async function inflateAndScan(
 
 /** Exactly one gzip member: its 8-byte trailer (CRC-32, ISIZE) follows the deflate body, then nothing. */
 function checkGzipTrailer(
-  fd: number,
+  trailer: Buffer,
   archiveSize: number,
   headerLength: number | undefined,
   deflateBytes: number,
@@ -433,9 +378,9 @@ function checkGzipTrailer(
   const trailerAt = (headerLength ?? 0) + deflateBytes;
   if (headerLength === undefined || archiveSize < trailerAt + 8) throw gzipInvalid();
   if (archiveSize > trailerAt + 8) throw trailing();
-  const trailer = Buffer.alloc(8);
+  // The trailer is the archive's last eight bytes, as the witness read them (it matched the first pass).
   if (
-    readSync(fd, trailer, 0, 8, trailerAt) !== 8 ||
+    trailer.byteLength !== 8 ||
     trailer.readUInt32LE(0) !== crc >>> 0 ||
     trailer.readUInt32LE(4) !== expandedBytes % 2 ** 32
   )
@@ -467,7 +412,7 @@ function checkEmbeddedManifest(x: Extraction, m: BackupManifest): { embeddedBuf:
 }
 
 export async function extractArchive(
-  fd: number,
+  archive: BoundArchive,
   bound: Bound,
   planned: ReadonlyMap<string, PlannedMember>,
   staging: string,
@@ -492,7 +437,9 @@ export async function extractArchive(
     current: undefined,
     manifestChunks: undefined,
   };
-  const witness = new FdWitness(fd, (n) => onProgress?.({ compressed_done: n, compressed_total: bound.archiveSize }));
+  const witness = new Witness(archive, (n) =>
+    onProgress?.({ compressed_done: n, compressed_total: bound.archiveSize }),
+  );
   const scanner = new TarScanner({
     onEntry: (e: TarEntry) => onEntry(x, e),
     onData: (chunk: Buffer) => onData(x, chunk),
@@ -504,7 +451,7 @@ export async function extractArchive(
   // inflater stops at the end of the deflate body; the witness reads the rest of the file.)
   await witness.drain();
   if (!witness.matches(bound.archiveSize, bound.archiveSha256)) throw changed();
-  checkGzipTrailer(fd, bound.archiveSize, body.headerLength, gunzip.bytesWritten, crc, scanner.bytes);
+  checkGzipTrailer(witness.trailer(), bound.archiveSize, body.headerLength, gunzip.bytesWritten, crc, scanner.bytes);
   for (const path of planned.keys()) {
     if (!x.seen.has(path))
       throw memberRefusal(MEMBER_CODES.missing, 'A member the manifest lists is not in the archive.');

@@ -1,8 +1,9 @@
 /**
  * Step 1 of verification (RFC §5): a regular archive and external manifest, bounded, the manifest
  * decoded and schema-checked, and the archive's digest and size compared with the manifest's —
- * all before a single byte is decompressed. The archive stays open: the later scan reads the same
- * file description, and its own witness of the bytes it consumed must equal this preflight's.
+ * all before a single byte is decompressed. The archive stays bound: the later scan reads the same
+ * file description (or its source again: archive-source.ts), and its own witness of the bytes it
+ * consumed must equal this preflight's.
  */
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
@@ -13,9 +14,10 @@ import { BACKUP_SCHEMA, BACKUP_SCHEMA_V1, type BackupManifest } from '../backup/
 import { INPUT_CODES } from './codes.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
+import { fileArchive, sourceArchive, type ArchiveSource, type BoundArchive } from './archive-source.js';
 
 export interface BoundInputs {
-  readonly archiveFd: number;
+  readonly archive: BoundArchive;
   readonly archiveSize: number;
   readonly archiveSha256: string;
   readonly manifest: BackupManifest;
@@ -173,43 +175,73 @@ export function checkManifest(doc: unknown, validatorOf: ManifestValidators): Ba
   return m;
 }
 
-/** Step 1. On success the archive is open (the caller closes `archiveFd`). */
-export async function bindInputs(archivePath: string, manifestPath: string): Promise<BoundInputs> {
-  const bytes = readBounded(manifestPath, 'manifest', RECOVERY_LIMITS.manifestBytes, 'manifestBytes');
-  const manifest = checkManifest(decodeManifestBytes(bytes), await manifestValidators());
-  const manifestSha256 = createHash('sha256').update(bytes).digest('hex');
-
-  const fd = openRegular(archivePath, 'archive');
+/** The archive's size and SHA-256, read once: a local file in large synchronous reads, a source in its own chunks. */
+async function digestPass(
+  archive: string | ArchiveSource,
+): Promise<{ bound: BoundArchive; total: number; sha: string }> {
+  const hash = createHash('sha256');
+  let total = 0;
+  const add = (chunk: Uint8Array): void => {
+    hash.update(chunk);
+    total += chunk.byteLength;
+    if (total > RECOVERY_LIMITS.archiveBytes)
+      throw capacityRefusal('archiveBytes', total, RECOVERY_LIMITS.archiveBytes);
+  };
+  if (typeof archive !== 'string') {
+    const bound = sourceArchive(archive);
+    const pass = bound.pass();
+    try {
+      for (let r = await pass.next(); r.done !== true; r = await pass.next()) add(r.value);
+    } finally {
+      await pass.return?.(undefined);
+    }
+    return { bound, total, sha: hash.digest('hex') };
+  }
+  const fd = openRegular(archive, 'archive');
+  const bound = fileArchive(fd);
   try {
     const size = fstatSync(fd).size;
     if (size > RECOVERY_LIMITS.archiveBytes) throw capacityRefusal('archiveBytes', size, RECOVERY_LIMITS.archiveBytes);
-    const hash = createHash('sha256');
     const buf = Buffer.allocUnsafe(READ_CHUNK);
-    let total = 0;
-    for (;;) {
-      const n = readSync(fd, buf, 0, READ_CHUNK, total);
-      if (n === 0) break;
-      hash.update(buf.subarray(0, n));
-      total += n;
-      if (total > RECOVERY_LIMITS.archiveBytes)
-        throw capacityRefusal('archiveBytes', total, RECOVERY_LIMITS.archiveBytes);
-    }
-    const sha = hash.digest('hex');
-    if (total !== manifest.execution.archive_size_bytes || sha !== manifest.execution.archive_sha256) {
-      throw rejected(INPUT_CODES.archiveDigestMismatch, "The archive's SHA-256 or size differs from the manifest's.", {
-        nextAction: 'pass the archive and manifest of the same backup, both unmodified',
-      });
-    }
-    return {
-      archiveFd: fd,
-      archiveSize: total,
-      archiveSha256: sha,
-      manifest,
-      manifestSha256,
-      manifestSize: bytes.byteLength,
-    };
+    for (let n = readSync(fd, buf, 0, READ_CHUNK, 0); n > 0; n = readSync(fd, buf, 0, READ_CHUNK, total))
+      add(buf.subarray(0, n));
+    return { bound, total, sha: hash.digest('hex') };
   } catch (e) {
-    closeSync(fd);
+    bound.close();
     throw e;
   }
+}
+
+/** The external manifest's bytes: a regular file read once, bounded, or bytes already read (from a repository). */
+function manifestBytes(manifest: string | Uint8Array): Uint8Array {
+  if (typeof manifest === 'string')
+    return readBounded(manifest, 'manifest', RECOVERY_LIMITS.manifestBytes, 'manifestBytes');
+  if (manifest.byteLength > RECOVERY_LIMITS.manifestBytes)
+    throw capacityRefusal('manifestBytes', manifest.byteLength, RECOVERY_LIMITS.manifestBytes);
+  return manifest;
+}
+
+/**
+ * Step 1. On success the archive is bound (the caller closes `archive`): a local file's path, or a
+ * source read twice (this digest pass, then the scan) — never decoded before the digest matches.
+ */
+export async function bindInputs(archive: string | ArchiveSource, manifest: string | Uint8Array): Promise<BoundInputs> {
+  const bytes = manifestBytes(manifest);
+  const checked = checkManifest(decodeManifestBytes(bytes), await manifestValidators());
+  const manifestSha256 = createHash('sha256').update(bytes).digest('hex');
+  const { bound, total, sha } = await digestPass(archive);
+  if (total !== checked.execution.archive_size_bytes || sha !== checked.execution.archive_sha256) {
+    bound.close();
+    throw rejected(INPUT_CODES.archiveDigestMismatch, "The archive's SHA-256 or size differs from the manifest's.", {
+      nextAction: 'pass the archive and manifest of the same backup, both unmodified',
+    });
+  }
+  return {
+    archive: bound,
+    archiveSize: total,
+    archiveSha256: sha,
+    manifest: checked,
+    manifestSha256,
+    manifestSize: bytes.byteLength,
+  };
 }

@@ -55,7 +55,8 @@ function errorOf(e: Extract<ChildAnswer, { error: unknown }>['error']): LoopxErr
 
 /** `executeVerify` run in a disposable child process (see the header); settles only once the child is reaped. */
 export async function executeVerifyIsolated(
-  inputs: VerifyInputs,
+  /** Local files only: the child is handed their paths. */
+  inputs: VerifyInputs & { readonly archive: string; readonly manifest: string },
   options: VerifyOptions = {},
 ): Promise<IsolatedVerifyOutcome> {
   if (options.signal?.aborted) throw interrupted();

@@ -42,6 +42,7 @@ import {
 } from './destination.js';
 import { extractArchive, interrupted, planMembers } from './extract.js';
 import { bindInputs } from './inputs.js';
+import type { ArchiveSource } from './archive-source.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { capacityRefusal } from './members.js';
 import { WorkerSession } from './worker-client.js';
@@ -49,8 +50,10 @@ import { checkpointOf, goalsOf, workOf, type WorkerReport } from './owner-verify
 import { componentRoutes, crashRefs } from './recovery-set.js';
 
 export interface VerifyInputs {
-  readonly archive: string;
-  readonly manifest: string;
+  /** The archive: a local file's path, or a source read twice (a repository's object: archive-source.ts). */
+  readonly archive: string | ArchiveSource;
+  /** The external manifest: a local file's path, or its bytes (read from a repository). */
+  readonly manifest: string | Uint8Array;
   readonly destination: string;
   /** Where the destination must never be (besides any runtime root and recovery workspace, always refused). */
   readonly protect?: ProtectedPlaces;
@@ -122,7 +125,7 @@ async function prepare(inputs: VerifyInputs, progress?: (p: VerifyProgress) => v
     const planned = planMembers(bound.manifest);
     return { bound, declared, dest, planned };
   } catch (e) {
-    closeSync(bound.archiveFd);
+    bound.archive.close();
     throw e;
   }
 }
@@ -130,7 +133,7 @@ async function prepare(inputs: VerifyInputs, progress?: (p: VerifyProgress) => v
 /** Steps 1–3: nothing is created. */
 export async function planVerify(inputs: VerifyInputs): Promise<VerifyPlan> {
   const { bound, declared, dest } = await prepare(inputs);
-  closeSync(bound.archiveFd);
+  bound.archive.close();
   return {
     ok: true,
     dry_run: true,
@@ -264,7 +267,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     const routes = componentRoutes(bound.manifest);
     let databases = 0;
     const extraction = await extractArchive(
-      bound.archiveFd,
+      bound.archive,
       bound,
       planned,
       staging,
@@ -314,6 +317,6 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
       rmSync(dest.path, { recursive: true, force: true });
     throw refusalOf(e);
   } finally {
-    closeSync(bound.archiveFd);
+    bound.archive.close();
   }
 }

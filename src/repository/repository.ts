@@ -38,7 +38,14 @@ import {
 } from './codes.js';
 import { download, readAll } from './read.js';
 import type { Recipient } from './seal.js';
-import { checkSealedPair, openSealedPair, readSealed, sealPair } from './sealed-pair.js';
+import {
+  checkSealedObjects,
+  checkSealedPair,
+  openSealedPair,
+  readSealed,
+  sealPair,
+  sealedOpener,
+} from './sealed-pair.js';
 import { openRepositoryObjects } from './table.js';
 import {
   BACKUPS,
@@ -315,6 +322,37 @@ export class Repository {
     return openSealedPair(entry.backup_id, sealed, pair, options.key, opened, options.env);
   }
 
+  /**
+   * The backup's plaintext pair read straight from the repository, nothing of it written locally:
+   * the manifest's bytes (checked against the entry) and the archive as a source whose every read
+   * is a fresh read of its object — opened on the fly, segment by segment, when sealed. The
+   * verifier reads that source twice (its digest, then the witnessed scan). Without `key` an
+   * encrypted backup's sealed objects are checked whole and `repo_key_required` says so.
+   */
+  async stream(
+    entry: BackupEntry,
+    options: { readonly key?: string; readonly env?: NodeJS.ProcessEnv } = {},
+  ): Promise<{ readonly archive: { read(): AsyncIterable<Uint8Array> }; readonly manifest: Uint8Array }> {
+    const objects = this.objects;
+    const of = (role: 'archive' | 'manifest') => entry.objects.find((o) => o.role === role)!;
+    const bytes = (role: 'archive' | 'manifest') => () => objects.read(of(role).key);
+    const manifest = await this.readChecked(of('manifest'));
+    if (!entry.encrypted) return { manifest, archive: { read: () => objectChunks(bytes('archive')) } };
+    const sealed = readSealed(
+      await this.readChecked(entry.encryption!.envelope),
+      (await this.keySets(entry.backup_id)).newest.bytes,
+    );
+    const sealedManifest = () => Promise.resolve([manifest]);
+    if (options.key === undefined) {
+      await checkSealedObjects(entry.backup_id, sealed, { archive: bytes('archive'), manifest: sealedManifest });
+      throw keyRequired(entry.backup_id);
+    }
+    const open = await sealedOpener(entry.backup_id, sealed, options.key, options.env);
+    const plain: Buffer[] = [];
+    for await (const chunk of open('manifest', sealedManifest)) plain.push(chunk);
+    return { manifest: Buffer.concat(plain), archive: { read: () => open('archive', bytes('archive')) } };
+  }
+
   /** A small object's bytes, refused unless they are the size and SHA-256 recorded for it. */
   async readChecked(o: Omit<EntryObject, 'role'>): Promise<Uint8Array> {
     const bytes = await readAll(this.objects, o.key, o.size_bytes);
@@ -544,4 +582,9 @@ async function probeConditionalWrites(objects: RepositoryObjects, label: string)
   } finally {
     await objects.remove(key).catch(() => {});
   }
+}
+
+/** An object's bytes as they arrive, read afresh on every call. */
+async function* objectChunks(body: () => Promise<AsyncIterable<unknown>>): AsyncGenerator<Uint8Array> {
+  for await (const chunk of await body()) yield chunk as Uint8Array;
 }

@@ -14,6 +14,7 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   buildEnvelope,
@@ -141,4 +142,49 @@ export async function openSealedPair(
     }
   }
   return out;
+}
+
+/** One sealed object's ciphertext, read afresh each time it is asked for (a repository object's GET). */
+export type SealedBytes = () => Promise<AsyncIterable<Uint8Array> | Iterable<Uint8Array>>;
+
+/**
+ * Without the key, from the repository itself: the binding, and every segment and byte of each
+ * sealed object as its envelope records them. Nothing is decrypted, nothing written locally.
+ */
+export async function checkSealedObjects(
+  backupId: string,
+  read: SealedRead,
+  objects: { readonly archive: SealedBytes; readonly manifest: SealedBytes },
+): Promise<void> {
+  checkEnvelopeBinding(read.envelope, read.keySet, backupId);
+  for (const role of ['archive', 'manifest'] as const)
+    await checkSealed(Readable.from(await objects[role]()), envelopeEntry(read.envelope, SEALED_NAMES[role]));
+}
+
+/**
+ * With the key (a reference): the data key is unlocked once, and each call of the returned
+ * function opens one sealed object on the fly — every segment checked against the envelope and
+ * authenticated before its plaintext is handed on; a refusal is an error of the iteration.
+ */
+export async function sealedOpener(
+  backupId: string,
+  read: SealedRead,
+  keyReference: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<(role: 'archive' | 'manifest', sealed: SealedBytes) => AsyncGenerator<Buffer>> {
+  const identity = resolveKeyReference(keyReference, env);
+  const dataKey = await unlock({ envelope: read.envelope, keySet: read.keySet, identity, backupId });
+  return async function* open(role, sealed) {
+    const entry = envelopeEntry(read.envelope, SEALED_NAMES[role]);
+    const plain = opener({ dataKey, backupId, objectName: entry.name, entry });
+    const source = Readable.from(await sealed());
+    // The pipeline's failure (a cut read, a refused segment) ends the iteration below with it.
+    pipeline(source, plain).catch(() => undefined);
+    try {
+      for await (const chunk of plain as AsyncIterable<Buffer>) yield chunk;
+    } finally {
+      source.destroy();
+      plain.destroy();
+    }
+  };
 }

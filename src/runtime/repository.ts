@@ -269,7 +269,10 @@ export interface RepositoryVerifyOptions extends VerifyOptions {
 /**
  * `backup-state verify --repo R --backup-id B`: the plan (`execute` false) or the whole
  * verification of a repository's backup into `inputs.destination`, through the same verifier as a
- * local pair. The spool is private (0700) and removed afterwards.
+ * local pair. A plaintext backup in a directory repository is read in place; any other is read
+ * straight from the repository, twice (the digest pass, then the witnessed scan), sealed objects
+ * opened on the fly — nothing of it written locally but what the verification extracts. With
+ * `spool` it is instead copied (and opened) once into a private spool there, removed afterwards.
  */
 export async function verifyFromRepository(
   url: string,
@@ -279,9 +282,12 @@ export async function verifyFromRepository(
 ) {
   return withRepository(url, async (r) => {
     const entry = await r.entry(backupId);
-    const spool = mkdtempSync(join(options.spool ?? tmpdir(), 'loopx-spool-'));
+    const key = options.key === undefined ? {} : { key: options.key };
+    const inPlace = !entry.encrypted && r.objects.localPath !== undefined;
+    const spool =
+      options.spool !== undefined || inPlace ? mkdtempSync(join(options.spool ?? tmpdir(), 'loopx-spool-')) : undefined;
     try {
-      const pair = await r.fetch(entry, spool, options.key === undefined ? {} : { key: options.key });
+      const pair = spool !== undefined ? await r.fetch(entry, spool, key) : await r.stream(entry, key);
       const all: VerifyInputs = { ...inputs, archive: pair.archive, manifest: pair.manifest };
       if (!options.execute) return { executed: false as const, plan: await planVerify(all) };
       const outcome = await executeVerify(all, options);
@@ -291,7 +297,7 @@ export async function verifyFromRepository(
       await r.markVerified(backupId, outcome.summary.recovery_id).catch(() => undefined);
       return { executed: true as const, outcome };
     } finally {
-      rmSync(spool, { recursive: true, force: true });
+      if (spool !== undefined) rmSync(spool, { recursive: true, force: true });
     }
   });
 }

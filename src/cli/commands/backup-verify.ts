@@ -134,7 +134,7 @@ export function register(backupState: Command, globals: () => GlobalOptions): vo
     .option('--backup-id <id>', "the repository's backup to verify")
     .option(
       '--spool <dir>',
-      'where an S3 backup is fetched to, privately, before it is verified (default: the temporary directory)',
+      'copy the backup once into a private spool here and verify that copy (default: read it twice from the repository, nothing written locally)',
     )
     .option('--key <reference>', "an encrypted backup's key or passphrase, by reference: env:NAME or file:PATH (0600)")
     .requiredOption('--destination <dir>', 'a new directory to create (must not exist)')
