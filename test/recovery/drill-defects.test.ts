@@ -33,7 +33,9 @@ describe('a real drill with a defect injected reports that figure missed', () =>
       result: 'targets_missed',
       missed: ['rpo', 'human_actions'],
       targets_sha256: DRILL_TARGETS_SHA256,
+      variant: 'same-host',
     });
+    expect(receipt.cross_host).toBeUndefined();
   });
 
   it('an import that dropped one captured transaction: read back, the new root is older than its capture and lost one more', () => {

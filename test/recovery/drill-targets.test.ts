@@ -363,6 +363,43 @@ describe('the drill receipt judges what it measured', () => {
   it('a continuation that did not finish misses the continuation', () => {
     missesOnly((e) => (e.journey.continued.run_status = 'failed'), 'continuation');
   });
+
+  const CROSS_HOST = {
+    case: 'recovery on another host from an encrypted repository; the old host comes back',
+    expected: 'x',
+    observed: 'x',
+    met: true,
+    phases: [{ phase: 'verify', elapsed_ms: 900 }],
+    rto_ms: 5_000,
+    repository: { kind: 'directory', encrypted: true },
+    old_host: { code: 'goal_lifetime_superseded', attempts_after_recovery: 0 },
+    continued: { run_status: 'completed', todo_done: true },
+  };
+
+  it('says which variant ran: same-host without the cross-host evidence, cross-host (judged too) with it', () => {
+    const same = judged();
+    expect(same.variant).toBe('same-host');
+    expect(same.cross_host).toBeUndefined();
+    const cross = judged((e) => (e.crossHost = structuredClone(CROSS_HOST)));
+    expect(cross).toMatchObject({ variant: 'cross-host', result: 'targets_met', cross_host: { met: true } });
+    expect(printed(cross)[0]).toContain('(short, cross-host)');
+    expect(printed(cross).at(-1)).toMatch(/^ {2}met {4}on another host from an encrypted repository: RTO 5 s/);
+  });
+
+  it('an old host that was admitted, or a cross-host RTO over the target, misses the cross-host variant', () => {
+    const admitted = missesOnly(
+      (e) =>
+        (e.crossHost = {
+          ...structuredClone(CROSS_HOST),
+          met: false,
+          old_host: { code: null, attempts_after_recovery: 1 },
+        }),
+      'cross_host',
+    );
+    expect(admitted.cross_host).toMatchObject({ met: false, old_host: { code: null } });
+    const slow = missesOnly((e) => (e.crossHost = { ...structuredClone(CROSS_HOST), rto_ms: 61_000 }), 'cross_host');
+    expect(slow.cross_host).toMatchObject({ met: false, rto: { seconds: 61, met: false } });
+  });
 });
 
 describe('the drill counts the operator’s commands as issued', () => {

@@ -1,6 +1,7 @@
 /**
- * `loopx recover drill` through the real CLI: the short drill locally, the full one (a crash at
- * every owner commit point of the apply and every crash point of the resolve) under CI=true. Its
+ * `loopx recover drill --cross-host` through the real CLI: the short drill locally, the full one (a
+ * crash at every owner commit point of the apply and every crash point of the resolve) under
+ * CI=true, each with the cross-host variant (drill-defects.test.ts runs the same-host one). Its
  * receipt validates against docs/schemas/recover-drill.schema.json, meets every target frozen in
  * the targets file (whose digest it prints), and leaks nothing of its temporary state. The
  * receipt's judgement of each figure, and the digest's pin, are tested on their own
@@ -31,7 +32,9 @@ let run: CliResult;
 let receipt: Doc;
 let leftBehind: string[];
 beforeAll(async () => {
-  run = await loopxAsync(['recover', 'drill', ...(FULL ? [] : ['--short']), '--json'], { TMPDIR: DRILL_TMP });
+  run = await loopxAsync(['recover', 'drill', ...(FULL ? [] : ['--short']), '--cross-host', '--json'], {
+    TMPDIR: DRILL_TMP,
+  });
   receipt = run.json();
   leftBehind = readdirSync(DRILL_TMP).filter((n) => n.startsWith('loopx-drill-'));
 }, 900_000);
@@ -159,6 +162,23 @@ describe(`loopx recover drill (${FULL ? 'full' : 'short'})`, () => {
         where: 'receiver_down',
         continuation: expect.any(String),
       });
+  });
+
+  it('with --cross-host, also recovers on another host from an encrypted repository; the old host is refused before it sends', () => {
+    expect(receipt.variant).toBe('cross-host');
+    expect(receipt.cross_host, JSON.stringify(receipt.cross_host, null, 2)).toMatchObject({
+      met: true,
+      repository: { kind: 'directory', encrypted: true },
+      old_host: { code: 'goal_lifetime_superseded', attempts_after_recovery: 0 },
+      continued: { run_status: 'completed', todo_done: true },
+      rto: { met: true },
+    });
+    expect(receipt.cross_host.phases.map((p: { phase: string }) => p.phase)).toEqual([
+      'verify',
+      'plan',
+      'apply',
+      'first_turn',
+    ]);
   });
 
   it('runs on its own temporary state, names none of it, and removes it', () => {

@@ -241,7 +241,11 @@ function registerDrill(recover: Command, globals: () => GlobalOptions): void {
     )
     .option('--short', 'the short drill: two crash points of the apply and one of the resolve instead of every one')
     .option('--keep', "keep the drill's temporary state for inspection")
-    .action(async (o: { short?: boolean; keep?: boolean }) => {
+    .option(
+      '--cross-host',
+      'also recover on another host (its own home and run authority) from an encrypted repository, and bring the old host back',
+    )
+    .action(async (o: { short?: boolean; keep?: boolean; crossHost?: boolean }) => {
       const g = globals();
       const { runRecoveryDrill, renderReceipt } = await runtime();
       const progress =
@@ -250,6 +254,7 @@ function registerDrill(recover: Command, globals: () => GlobalOptions): void {
         command: [...process.execArgv, process.argv[1]!],
         mode: o.short ? 'short' : 'full',
         keep: o.keep === true,
+        crossHost: o.crossHost === true,
         ...(progress ? { onProgress: progress } : {}),
       });
       emit(g, receipt, (r, out) => {

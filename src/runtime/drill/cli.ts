@@ -7,6 +7,7 @@
  * the drill's human actions are those records, never a number the drill's script asserts.
  */
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { internal, type LoopxError } from '../../core/index.js';
 import { DRILL_DEFECT_ENV } from './defects.js';
 
@@ -40,9 +41,20 @@ export class DrillCli {
     private readonly stateHome: string,
   ) {}
 
-  /** `loopx <args> --authority-dir <user> --json` as `user`; `fault` SIGKILLs the child at that point. */
-  run(user: string, args: readonly string[], options: { fault?: string } = {}): Promise<CliOutcome> {
+  /**
+   * `loopx <args> --authority-dir <user> --json` as `user`; `fault` SIGKILLs the child at that
+   * point; `home` makes it another host's process: its own HOME and XDG state, data and config.
+   */
+  run(user: string, args: readonly string[], options: { fault?: string; home?: string } = {}): Promise<CliOutcome> {
     const env: NodeJS.ProcessEnv = { ...process.env, XDG_STATE_HOME: this.stateHome };
+    if (options.home !== undefined)
+      Object.assign(env, {
+        HOME: options.home,
+        XDG_STATE_HOME: join(options.home, 'state'),
+        XDG_DATA_HOME: join(options.home, 'data'),
+        XDG_CONFIG_HOME: join(options.home, 'config'),
+      });
+    delete env['LOOPX_REPOSITORY'];
     delete env['LOOPX_TEST_FAULT'];
     delete env[DRILL_DEFECT_ENV];
     delete env['LOOPX_HOME'];

@@ -21,6 +21,7 @@ import {
   SHORT_RESOLVE_CRASH_POINTS,
   type DrillMode,
 } from './definition.js';
+import { crossHost } from './cross-host.js';
 import { crashEveryCommitPoint } from './faults.js';
 import { recoverAndContinue } from './journey.js';
 import { oldWritersTry } from './old-writers.js';
@@ -39,6 +40,8 @@ export interface DrillOptions {
   readonly mode: DrillMode;
   /** Keep the temporary state for inspection (its location is returned, never put in the receipt). */
   readonly keep?: boolean;
+  /** Also rehearse the recovery on another host from an encrypted repository (cross-host.ts); the receipt says which variant ran. */
+  readonly crossHost?: boolean;
   readonly onProgress?: (line: string) => void;
 }
 
@@ -76,6 +79,7 @@ export async function runRecoveryDrill(
     );
     const cases = await refusals(ctx, source, journey.workspace);
     const online = await onlineCaptures(ctx);
+    const cross = options.crossHost === true ? await crossHost(ctx) : undefined;
     const ledger = ctx.sink.attempts();
     const storedMessages = ctx.sink.deliveries().map((d) => {
       const body = d.body as { message?: unknown } | null;
@@ -92,6 +96,7 @@ export async function runRecoveryDrill(
       cases,
       held,
       online,
+      ...(cross !== undefined ? { crossHost: cross } : {}),
       receiver: { counts: ledger.counts, storedMessages },
     });
     return { receipt, kept: options.keep ? dir : undefined };

@@ -49,7 +49,7 @@ const receiptOf = (status: Doc, action: string): Doc =>
   (status.receipts as { action: string; readback: Doc }[]).find((r) => r.action === action)?.readback ?? {};
 
 /** The first admitted turn of `runId` in `root`: its TurnStarted event's time. */
-async function firstTurnAt(ctx: DrillContext, user: string, root: string, runId: string): Promise<number> {
+export async function firstTurnAt(ctx: DrillContext, user: string, root: string, runId: string): Promise<number> {
   const events = await ctx.cli.run(user, ['run', 'events', runId, '--root', root]);
   if (events.status !== 0) throw drillStepFailed('run events', events.code ?? `exit ${events.status}`);
   for (const line of events.stdout.split('\n')) {

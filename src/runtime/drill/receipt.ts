@@ -9,6 +9,7 @@
 import type { DrillCase } from './cases.js';
 import { DRILL_SCHEMA, type DrillMode } from './definition.js';
 import { DRILL_TARGETS, DRILL_TARGETS_SHA256 } from './targets.js';
+import type { CrossHost } from './cross-host.js';
 import type { CrashCase } from './faults.js';
 import type { JourneyOutcome } from './journey.js';
 import type { OldWriters } from './old-writers.js';
@@ -26,6 +27,8 @@ export interface DrillEvidence {
   readonly cases: readonly DrillCase[];
   readonly held: HeldVariant;
   readonly online: OnlineCaptures;
+  /** The cross-host variant, when it ran (`--cross-host`). */
+  readonly crossHost?: CrossHost;
   /** The receiver's ledger at the end: every attempt by result, and the stored bodies. */
   readonly receiver: { readonly counts: Readonly<Record<string, number>>; readonly storedMessages: readonly string[] };
 }
@@ -128,6 +131,23 @@ function oldWritersOf(e: DrillEvidence) {
   };
 }
 
+/** The cross-host variant's figures: its RTO beside the drill's target, the old host's answer, and whether it was met. */
+const crossHostOf = (c: CrossHost) => ({
+  case: c.case,
+  expected: c.expected,
+  observed: c.observed,
+  repository: c.repository,
+  phases: c.phases,
+  rto: {
+    seconds: seconds(c.rto_ms),
+    target_seconds: DRILL_TARGETS.rto_seconds,
+    met: c.rto_ms <= DRILL_TARGETS.rto_seconds * 1000,
+  },
+  old_host: c.old_host,
+  continued: c.continued,
+  met: c.met && c.rto_ms <= DRILL_TARGETS.rto_seconds * 1000,
+});
+
 /** The receipt of a drill: every figure measured from `e`, beside its target, and the targets missed. */
 export function buildReceipt(e: DrillEvidence) {
   const rto = {
@@ -159,6 +179,7 @@ export function buildReceipt(e: DrillEvidence) {
     ['fault_injection', faults.met],
     ['cases', cases.every((c) => c.met)],
     ['continuation', continued.met],
+    ...(e.crossHost !== undefined ? [['cross_host', crossHostOf(e.crossHost).met] as [string, boolean]] : []),
   ];
   const missed = checks.filter(([, met]) => !met).map(([name]) => name);
   const { source_transactions_held: held, ...recovered } = e.journey.recovered;
@@ -166,6 +187,7 @@ export function buildReceipt(e: DrillEvidence) {
     schema_version: DRILL_SCHEMA,
     drill_id: e.drillId,
     mode: e.mode,
+    variant: e.crossHost !== undefined ? ('cross-host' as const) : ('same-host' as const),
     started_at: e.startedAt,
     finished_at: new Date().toISOString(),
     result: missed.length === 0 ? ('targets_met' as const) : ('targets_missed' as const),
@@ -193,6 +215,7 @@ export function buildReceipt(e: DrillEvidence) {
     fault_injection: faults,
     cases,
     continued,
+    ...(e.crossHost !== undefined ? { cross_host: crossHostOf(e.crossHost) } : {}),
     execution_authority_granted: false as const,
   };
 }
@@ -204,7 +227,7 @@ const mark = (met: boolean) => (met ? 'met   ' : 'MISSED');
 /** The receipt for a person: each figure beside its target. */
 export function renderReceipt(r: DrillReceipt, line: (text: string) => void): void {
   line(
-    `recovery drill ${r.drill_id} (${r.mode}): ${r.result === 'targets_met' ? 'every target met' : `missed: ${r.missed.join(', ')}`}`,
+    `recovery drill ${r.drill_id} (${r.mode}, ${r.variant}): ${r.result === 'targets_met' ? 'every target met' : `missed: ${r.missed.join(', ')}`}`,
   );
   line(`  targets: the drill's targets file, sha256 ${r.targets_sha256}`);
   line(
@@ -227,4 +250,8 @@ export function renderReceipt(r: DrillReceipt, line: (text: string) => void): vo
   );
   for (const c of r.cases) line(`  ${mark(c.met)} ${c.case}: ${c.observed}`);
   line(`  ${mark(r.continued.met)} the unfinished Todo continued to done in the new lifetime`);
+  if (r.cross_host !== undefined)
+    line(
+      `  ${mark(r.cross_host.met)} on another host from an encrypted repository: RTO ${r.cross_host.rto.seconds} s (target ≤ ${r.cross_host.rto.target_seconds} s); ${r.cross_host.observed}`,
+    );
 }

@@ -10,6 +10,10 @@ export interface LoopxRecoverDrill {
    * short: two crash points of the apply and one of the resolve; full: every owner commit point of the apply and every crash point of the resolve
    */
   mode: "short" | "full";
+  /**
+   * same-host: the recovery runs as the source's own operator on this machine; cross-host: it also ran on another host — its own home, state and run authority that never saw the source — from an encrypted repository, and the old host came back (cross_host)
+   */
+  variant: "same-host" | "cross-host";
   started_at: string;
   finished_at: string;
   result: "targets_met" | "targets_missed";
@@ -25,6 +29,7 @@ export interface LoopxRecoverDrill {
     | "fault_injection"
     | "cases"
     | "continuation"
+    | "cross_host"
   )[];
   /**
    * the targets as the drill's targets file froze them
@@ -229,6 +234,42 @@ export interface LoopxRecoverDrill {
   continued: {
     run_status: string;
     todo_done_in_new_lifetime: boolean;
+    met: boolean;
+  };
+  /**
+   * the cross-host variant (only with --cross-host): host B, with its own home, state and run authority and only the repository's key, verifies from an encrypted directory repository, recovers and continues the Goal; then the old host A starts a work run and must be refused before it sends anything
+   */
+  cross_host?: {
+    case: string;
+    expected: string;
+    observed: string;
+    repository: {
+      kind: "directory";
+      encrypted: true;
+    };
+    phases: {
+      phase: "verify" | "plan" | "apply" | "resolve" | "first_turn";
+      elapsed_ms: number;
+    }[];
+    rto: {
+      seconds: number;
+      target_seconds: number;
+      met: boolean;
+    };
+    old_host: {
+      /**
+       * the refusal code of the old host's work run (goal_lifetime_superseded when it asked the receiver first), null when it was admitted
+       */
+      code: string | null;
+      /**
+       * deliveries the receiver saw attempted by the old host after the recovery (0: it sent nothing)
+       */
+      attempts_after_recovery: number;
+    };
+    continued: {
+      run_status: string;
+      todo_done: boolean;
+    };
     met: boolean;
   };
   execution_authority_granted: false;
