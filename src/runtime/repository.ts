@@ -13,7 +13,7 @@
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { plan, type BackupResult, type PlanOptions } from '../backup/index.js';
 import { LAYOUT } from '../owners/index.js';
 import { executeVerify, planVerify, type VerifyInputs, type VerifyOptions } from '../recovery/index.js';
@@ -89,6 +89,8 @@ export async function initRepository(
 export function newRepositoryKey(file: string): { readonly recipient: string; readonly fingerprint: string } {
   const { recipient, identity } = generateIdentity();
   try {
+    // A directory that is not there yet is made private (0700), as the key file itself is (0600).
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     writeFileSync(file, `${identity}\n`, { flag: 'wx', mode: 0o600 });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw keyFileExists();

@@ -7,7 +7,7 @@
  * repo-prune.schema.json, repo-key-new.schema.json, repo-key-change.schema.json, repository-entry-v1.schema.json
  * and backup-state-result.schema.json (with its repository fields).
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -201,6 +201,11 @@ describe('loopx repo', () => {
     const made = json(await loopxAsync(['repo', 'key', 'new', '--out', keyFile, '--json']));
     valid('repo-key-new', made);
     expect(made.recipient).toMatch(/^loopx-x25519-pub:/);
+    // A directory not there yet is made, private.
+    const nested = json(await loopxAsync(['repo', 'key', 'new', '--out', join(base, 'keys', 'bob.key'), '--json']));
+    expect(nested.recipient).toMatch(/^loopx-x25519-pub:/);
+    expect(statSync(join(base, 'keys')).mode & 0o777).toBe(0o700);
+    expect(statSync(join(base, 'keys', 'bob.key')).mode & 0o777).toBe(0o600);
     expect((await loopxAsync(['repo', 'key', 'new', '--out', keyFile, '--json'])).json().error.code).toBe(
       'repo_key_file_exists',
     );
