@@ -26,6 +26,8 @@ export const TYPES = {
   'drill-job.d.ts': 'daemon-drill-job',
   'drill-list.d.ts': 'daemon-drill-list',
   'backup-run.d.ts': 'daemon-backup-run',
+  'repository-backups.d.ts': 'daemon-repository-backups',
+  'repository-job.d.ts': 'daemon-repository-job',
   'run.d.ts': 'daemon-run',
   'goal.d.ts': 'daemon-goal',
   'goal-activity.d.ts': 'daemon-goal-activity',

@@ -40,6 +40,7 @@ import {
   type RecoveryStatus,
 } from '../runtime/index.js';
 import type { BackupService } from './backups.js';
+import { publicRefusal } from './repository-input.js';
 
 const RECOVERY_ID = /^[0-9a-f]{64}$/;
 /** The states in which a recovery's new root has been changed, so the daemon serves its Goals and runs. */
@@ -183,10 +184,15 @@ export class AdoptionService {
     }
   }
 
-  /** Plan the recovery of `goalId` from audit `auditId` into a new root named `name` (proposed when absent). */
+  /**
+   * Plan the recovery of `goalId` from audit `auditId` into a new root named `name` (proposed when
+   * absent); an audit of a repository's backup pins that backup in the repository.
+   */
   async plan(auditId: string, goalId: string, name: string | undefined) {
     const destinationName = name ?? this.proposeName(goalId);
     if (!NAME.test(destinationName)) throw badName();
+    // A backup verified from a repository is pinned there by the plan, until the recovery ends.
+    const repository = this.backups.repositoryOf(auditId)?.repository;
     let plan;
     try {
       plan = await planRecovery({
@@ -194,9 +200,10 @@ export class AdoptionService {
         workspace: this.backups.destination(auditId),
         goalId,
         destination: this.destinationOf(destinationName),
+        ...(repository !== undefined ? { repository } : {}),
       });
     } catch (err) {
-      throw pathFree(err, undefined);
+      throw pathFree(repository !== undefined ? publicRefusal(err, repository) : err, undefined);
     }
     const entry: AdoptionEntry = {
       recovery_id: plan.recovery_id,

@@ -22,6 +22,7 @@ import { bodyInvalid, bodyTooLarge, errorBody, handleError, routeNotFound, statu
 import { WorkRunDrives } from './work-runs.js';
 import { registerAuditRoutes, registerBackupRoutes, registerRecoveryRoutes } from './routes/backups.js';
 import { registerDrillRoutes } from './routes/drills.js';
+import { registerRepositoryRoutes } from './routes/repositories.js';
 import { registerGoalRoutes } from './routes/goals.js';
 import { registerRunRoutes } from './routes/runs.js';
 import { PUBLIC, READ_METHODS, streams, WRITE, type RouteConfig, type Routes } from './routing.js';
@@ -333,6 +334,7 @@ export async function buildApp(o: AppOptions): Promise<DaemonApp> {
   registerBackupRoutes(routes);
   registerAuditRoutes(routes);
   registerRecoveryRoutes(routes);
+  registerRepositoryRoutes(routes);
   registerDrillRoutes(routes);
   app.all('/api/*', async () => {
     throw routeNotFound();

@@ -36,6 +36,12 @@ export interface BackupRun {
   error: JobError | null;
 }
 
+/** A backup of this root is being made (here, or into a repository: repositories.ts); `route` reads how it goes. */
+export const backupRunning = (route: string) =>
+  conflict('daemon_backup_running', 'A backup of this root is being made.', {
+    nextAction: `wait for it to end: ${route}`,
+  });
+
 const RUN_ID = /^bk_[0-9a-f]{32}$/;
 /** The newest runs kept for GET (the backups themselves are files; these are only their receipts). */
 const KEEP = 20;
@@ -52,10 +58,7 @@ export class BackupCreator {
 
   start(location: BackupLocation, profile: CaptureProfile): BackupRun {
     if (this.closing) throw daemonStopping('backup');
-    if ([...this.runs.values()].some((r) => r.run.state === 'capturing'))
-      throw conflict('daemon_backup_running', 'A backup of this root is being made.', {
-        nextAction: 'wait for it to end: GET /api/backups/runs',
-      });
+    if ([...this.runs.values()].some((r) => r.run.state === 'capturing')) throw backupRunning('GET /api/backups/runs');
     const outputDir = this.backups.folder(location);
     ensurePrivateDir(outputDir);
     const run: BackupRun = {

@@ -6,8 +6,9 @@
  * --execute`'s library call in a disposable process of its own (the hostile archive is decoded
  * there, never in the daemon), which starts the owner worker as the command line does — into a new
  * destination `<root>/daemon/recoveries/<job_id>/`; its progress and result are events, and the
- * upload is removed once its job ends (audited, held or refused). Audits
- * are read back from those destinations through `showAudit` (content address re-checked).
+ * upload is removed once its job ends (audited, held or refused). A verification of a backup
+ * repository's backup (repositories.ts) reserves its destination here too, its source recorded the
+ * same way. Audits are read back from those destinations through `showAudit` (content address re-checked).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
@@ -92,12 +93,22 @@ export interface PendingUpload {
   readonly updated_at: string;
 }
 
-/** Where an audited backup came from: a backup of this root verified in place, an upload, or (verified before sources were recorded) unknown. */
+/** Where an audited backup came from: a backup of this root verified in place, an upload, a repository's backup, or (verified before sources were recorded) unknown. */
 export interface AuditSource {
-  readonly kind: 'root_backup' | 'user_backup' | 'upload' | 'unknown';
+  readonly kind: 'root_backup' | 'user_backup' | 'upload' | 'repository' | 'unknown';
   readonly backup_id: string;
   /** When the backup itself was made (its manifest's created_at). */
   readonly backup_created_at: string;
+  /** kind `repository`: the repository's id (its URL is kept privately, never served). */
+  readonly repository_id?: string;
+}
+
+/** What the daemon records of a verification of a repository's backup (repositories.ts), 0600 beside its other sources. */
+export interface RepositorySource {
+  readonly kind: 'repository';
+  /** The URL as the operator typed it: a reference at most, never a credential. */
+  readonly repository: string;
+  readonly repository_id: string;
 }
 
 export interface AuditListItem {
@@ -324,6 +335,40 @@ export class BackupService {
     });
   }
 
+  /**
+   * A new destination for a verification run elsewhere (a repository's backup, repositories.ts),
+   * its source recorded before the audit can exist, as for the daemon's own jobs; its audit is
+   * then listed with theirs.
+   */
+  reserveDestination(source: RepositorySource): { id: string; destination: string } {
+    if (this.closing) throw daemonStopping('verification');
+    const id = `job_${randomBytes(16).toString('hex')}`;
+    writeFileDurable(join(this.sources, `${id}.json`), JSON.stringify(source), { mode: 0o600 });
+    return { id, destination: join(this.recoveries, id) };
+  }
+
+  /** A reserved destination whose verification wrote no audit: its source record, and whatever it left, removed. */
+  releaseDestination(id: string): void {
+    if (!JOB_ID.test(id) || existsSync(join(this.recoveries, id, RECOVERY_AUDIT_FILE))) return;
+    rmSync(join(this.recoveries, id), { recursive: true, force: true });
+    rmSync(join(this.sources, `${id}.json`), { force: true });
+  }
+
+  /** The repository the audit `id`'s backup was verified from, as recorded; undefined for any other source. */
+  repositoryOf(id: string): RepositorySource | undefined {
+    const record = this.sourceRecord(this.locate(id).dir);
+    if (record?.kind !== 'repository' || typeof record.repository !== 'string') return undefined;
+    return { kind: 'repository', repository: record.repository, repository_id: String(record.repository_id) };
+  }
+
+  private sourceRecord(dir: string): Record<string, unknown> | undefined {
+    try {
+      return JSON.parse(readFileSync(join(this.sources, `${basename(dir)}.json`), 'utf8')) as Record<string, unknown>;
+    } catch {
+      return undefined; // verified before sources were recorded (or the record is gone): unknown, never guessed
+    }
+  }
+
   /** The folder backups made here go to (`user`: the Capability Center's default). */
   folder(location: BackupLocation): string {
     return this.folders[location];
@@ -397,18 +442,22 @@ export class BackupService {
 
   /** Where the audit in `dir` came from, and when it was written. */
   private provenance(dir: string, audit: RecoveryAudit): { verified_at: string; source: AuditSource } {
-    let kind: AuditSource['kind'] = 'unknown';
-    try {
-      const recorded = (
-        JSON.parse(readFileSync(join(this.sources, `${basename(dir)}.json`), 'utf8')) as { kind?: unknown }
-      ).kind;
-      if (recorded === 'root_backup' || recorded === 'user_backup' || recorded === 'upload') kind = recorded;
-    } catch {
-      // verified before sources were recorded (or the record is gone): unknown, never guessed
-    }
+    const record = this.sourceRecord(dir);
+    const recorded = record?.kind;
+    const kind: AuditSource['kind'] =
+      recorded === 'root_backup' || recorded === 'user_backup' || recorded === 'upload' || recorded === 'repository'
+        ? recorded
+        : 'unknown';
+    const repositoryId =
+      kind === 'repository' && typeof record?.repository_id === 'string' ? record.repository_id : null;
     return {
       verified_at: lstatSync(join(dir, RECOVERY_AUDIT_FILE)).mtime.toISOString(),
-      source: { kind, backup_id: audit.backup.backup_id, backup_created_at: audit.backup.created_at },
+      source: {
+        kind,
+        backup_id: audit.backup.backup_id,
+        backup_created_at: audit.backup.created_at,
+        ...(repositoryId !== null ? { repository_id: repositoryId } : {}),
+      },
     };
   }
 

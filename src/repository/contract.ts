@@ -62,7 +62,7 @@ export interface RepositoryProvider<L extends RepositoryLocation = RepositoryLoc
   /** Open the location's objects (a directory is created only by `init`). */
   open(location: L, env: NodeJS.ProcessEnv, options: { readonly create: boolean }): Promise<RepositoryObjects>;
   /** How the location is named in public output: never a credential, never an absolute path. */
-  describe(location: L): string;
+  describe(location: L, cwd?: string): string;
 }
 
 /** A directory repository: another disk or a mounted share. */

@@ -13,7 +13,7 @@ const DIR: RepositoryProvider<Extract<RepositoryLocation, { provider: 'dir' }>> 
   open: async (location, _env, { create }) =>
     (await import('./dir.js')).openDir(location, create, DIR.describe(location)),
   // As the operator would type it from here: relative to the working directory, never absolute.
-  describe: (location) => `dir:${relative(process.cwd(), location.path) || '.'}`,
+  describe: (location, cwd = process.cwd()) => `dir:${relative(cwd, location.path) || '.'}`,
 };
 
 const S3: RepositoryProvider<Extract<RepositoryLocation, { provider: 's3' }>> = {
@@ -33,8 +33,9 @@ export const REPOSITORY_PROVIDERS = { dir: DIR, s3: S3, memory: MEMORY } as cons
 type Row = RepositoryProvider<RepositoryLocation>;
 const rowOf = (location: RepositoryLocation): Row => REPOSITORY_PROVIDERS[location.provider] as Row;
 
-/** How a repository is named in public output. */
-export const describeRepository = (location: RepositoryLocation): string => rowOf(location).describe(location);
+/** How a repository is named in public output (a directory relative to `cwd`, default the process's working directory). */
+export const describeRepository = (location: RepositoryLocation, cwd?: string): string =>
+  rowOf(location).describe(location, cwd);
 
 /** The objects of the repository at `url` (see url.ts), opened through its provider's row. */
 export async function openRepositoryObjects(

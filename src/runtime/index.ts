@@ -161,6 +161,7 @@ export {
   listRepository,
   newRepositoryKey,
   pruneRepository,
+  repositoryLabel,
   verifyFromRepository,
   type RepositoryBackup,
   type RepositoryListing,

@@ -24,7 +24,9 @@ import {
   changeKeys,
   checkPolicy,
   forget,
+  describeRepository,
   keyFileExists,
+  parseRepositoryUrl,
   pin,
   prune,
   unpin,
@@ -84,6 +86,10 @@ export async function initRepository(
     await r.close();
   }
 }
+
+/** How the repository at `url` is named in public output, as the process whose working directory is `cwd` names it. */
+export const repositoryLabel = (url: string, cwd?: string): string =>
+  describeRepository(parseRepositoryUrl(url, {}), cwd);
 
 /** `loopx repo key new --out FILE`: an X25519 identity written to a new 0600 file; only its public recipient is returned. */
 export function newRepositoryKey(file: string): { readonly recipient: string; readonly fingerprint: string } {

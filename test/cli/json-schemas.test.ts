@@ -52,6 +52,8 @@ const EXERCISED_ELSEWHERE: Readonly<Record<string, string>> = {
   'daemon-drill-job.schema.json': 'test/daemon/drills.test.ts',
   'daemon-drill-list.schema.json': 'test/daemon/drills.test.ts',
   'daemon-backup-run.schema.json': 'test/daemon/backup-now.test.ts',
+  'daemon-repository-backups.schema.json': 'test/daemon/repositories.test.ts',
+  'daemon-repository-job.schema.json': 'test/daemon/repositories.test.ts',
   'daemon-audit-contents.schema.json': 'test/daemon/audit-contents.test.ts',
   'db-status.schema.json': 'test/cli/db-rotate.test.ts',
   'db-rotation-plan.schema.json': 'test/cli/db-rotate.test.ts',

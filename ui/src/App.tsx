@@ -17,6 +17,7 @@ import { DrillPage } from './DrillPage';
 import { GoalDetail } from './GoalDetail';
 import { GoalsPage } from './GoalsPage';
 import { RecoveryView } from './RecoveryView';
+import { RepositoriesPage } from './RepositoriesPage';
 import { ErrorBox, PageHeading, abbreviate } from './components';
 import { ROUTES, useRoute, type Route } from './router';
 import { RunDetail, RunsPage } from './RunsPage';
@@ -174,6 +175,8 @@ function Page({ route }: { route: Route }) {
       return <AuditView key={route.recoveryId} recoveryId={route.recoveryId} />;
     case 'recovery':
       return <RecoveryView key={route.recoveryId} recoveryId={route.recoveryId} />;
+    case 'repositories':
+      return <RepositoriesPage />;
     case 'drills':
       return <DrillPage drillId={null} />;
     case 'drill':
@@ -199,11 +202,15 @@ function Page({ route }: { route: Route }) {
   }
 }
 
+/** The navigation entries. */
+type Section = 'backup' | 'repositories' | 'drills' | 'goals' | 'runs';
+
 /** The navigation entry each page belongs to. */
-const SECTION: Partial<Record<Route['page'], 'backup' | 'drills' | 'goals' | 'runs'>> = {
+const SECTION: Partial<Record<Route['page'], Section>> = {
   backup: 'backup',
   audit: 'backup',
   recovery: 'backup',
+  repositories: 'repositories',
   drills: 'drills',
   drill: 'drills',
   goals: 'goals',
@@ -241,7 +248,7 @@ function SiteHeader({ health, onSignOut }: { health: Health | null; onSignOut?: 
 }
 
 /** The Settings navigation, marking the entry of the current section. */
-function SideNav({ section }: { section: 'backup' | 'drills' | 'goals' | 'runs' | null }) {
+function SideNav({ section }: { section: Section | null }) {
   return (
     <nav className="side-nav" aria-label="Settings">
       <p className="nav-title">Settings</p>
@@ -252,6 +259,11 @@ function SideNav({ section }: { section: 'backup' | 'drills' | 'goals' | 'runs' 
         <li>
           <a href={ROUTES.backup} aria-current={section === 'backup' ? 'page' : undefined}>
             Backup &amp; recovery
+          </a>
+        </li>
+        <li>
+          <a href={ROUTES.repositories} aria-current={section === 'repositories' ? 'page' : undefined}>
+            Backup repositories
           </a>
         </li>
         <li>

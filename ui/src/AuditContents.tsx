@@ -46,6 +46,7 @@ export function sourceText(s: Source): string {
   if (s.kind === 'root_backup') return `backup ${s.backup_id} of this root`;
   if (s.kind === 'user_backup') return `backup ${s.backup_id} from your backups folder`;
   if (s.kind === 'upload') return `uploaded backup ${s.backup_id}`;
+  if (s.kind === 'repository') return `backup ${s.backup_id} from repository ${s.repository_id ?? '(unnamed)'}`;
   return `backup ${s.backup_id} (source not recorded)`;
 }
 

@@ -1,4 +1,4 @@
-/** Hash routes: #/settings/capability-center/backup, …/backup/audits/<recovery_id>, …/backup/recoveries/<recovery_id>, …/drills, …/drills/<drill_id>, #/goals, #/goals/<goal_id>, #/runs, #/runs/<run_id>; a recovered root's pages under #/roots/<name>/goals/<goal_id> and #/roots/<name>/runs/<run_id>. */
+/** Hash routes: #/settings/capability-center/backup, …/backup/audits/<recovery_id>, …/backup/recoveries/<recovery_id>, …/repositories, …/drills, …/drills/<drill_id>, #/goals, #/goals/<goal_id>, #/runs, #/runs/<run_id>; a recovered root's pages under #/roots/<name>/goals/<goal_id> and #/roots/<name>/runs/<run_id>. */
 import { useEffect, useState } from 'react';
 
 const rootPrefix = (root?: string | null) => (root ? `#/roots/${encodeURIComponent(root)}` : '');
@@ -7,6 +7,7 @@ export const ROUTES = {
   backup: '#/settings/capability-center/backup',
   audit: (recoveryId: string) => `#/settings/capability-center/backup/audits/${encodeURIComponent(recoveryId)}`,
   recovery: (recoveryId: string) => `#/settings/capability-center/backup/recoveries/${encodeURIComponent(recoveryId)}`,
+  repositories: '#/settings/capability-center/repositories',
   drills: '#/settings/capability-center/drills',
   drill: (drillId: string) => `#/settings/capability-center/drills/${encodeURIComponent(drillId)}`,
   goals: '#/goals',
@@ -30,6 +31,7 @@ export type Route =
   | { readonly page: 'backup' }
   | { readonly page: 'audit'; readonly recoveryId: string }
   | { readonly page: 'recovery'; readonly recoveryId: string }
+  | { readonly page: 'repositories' }
   | { readonly page: 'drills' }
   | { readonly page: 'drill'; readonly drillId: string }
   | { readonly page: 'goals' }
@@ -65,6 +67,7 @@ export function parseRoute(hash: string): Route {
       if (d === 'recoveries' && e && rest.length === 0) return { page: 'recovery', recoveryId: e };
     }
     if (b === 'capability-center' && c === 'runs' && parts.length === 3) return { page: 'runs' };
+    if (b === 'capability-center' && c === 'repositories' && parts.length === 3) return { page: 'repositories' };
     if (b === 'capability-center' && c === 'drills') {
       if (parts.length === 3) return { page: 'drills' };
       if (d && parts.length === 4) return { page: 'drill', drillId: d };

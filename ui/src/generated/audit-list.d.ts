@@ -32,9 +32,13 @@ export interface DaemonAuditList {
 }
 export interface Source {
   /**
-   * `root_backup`: a backup in this root's `backups/` verified in place; `user_backup`: a backup in the user's backups folder (`$XDG_DATA_HOME/loopx/backups`) verified in place; `upload`: a pair uploaded to the daemon; `unknown`: verified before the daemon recorded sources.
+   * `root_backup`: a backup in this root's `backups/` verified in place; `user_backup`: a backup in the user's backups folder (`$XDG_DATA_HOME/loopx/backups`) verified in place; `upload`: a pair uploaded to the daemon; `repository`: a backup repository's backup, fetched and verified (`repository_id` names it); `unknown`: verified before the daemon recorded sources.
    */
-  kind: "root_backup" | "user_backup" | "upload" | "unknown";
+  kind: "root_backup" | "user_backup" | "upload" | "repository" | "unknown";
+  /**
+   * kind `repository` only: the repository's id (never its URL).
+   */
+  repository_id?: string;
   backup_id: string;
   /**
    * When the backup itself was made (its manifest's `created_at`).
