@@ -5,7 +5,7 @@
  * coordinator, an owner or the authority decides.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { lengthPrefixed, utf8, writeFileDurable } from '../core/index.js';
 import { readHistoricalRootId } from '../engine/index.js';
@@ -149,6 +149,8 @@ export function planRecovery(
     };
   }
   return withAuthority(a, async (authority) => {
+    // The destination is new, or an existing empty private directory: what the plan adds is all it holds after.
+    const existed = existsSync(resolve(a.destination));
     const plan = planAdoption({
       workspace: a.workspace,
       goalId: a.goalId,
@@ -158,13 +160,22 @@ export function planRecovery(
       ...(store ? { store } : {}),
     });
     sealPlan(authority, plan);
-    if (a.repository !== undefined)
-      await pinForRecovery(
-        a.repository,
-        join(resolve(a.destination), RECOVERY_DIR),
-        plan.audit.backup_id,
-        plan.recovery_id,
-      );
+    if (a.repository !== undefined) {
+      try {
+        await pinForRecovery(
+          a.repository,
+          join(resolve(a.destination), RECOVERY_DIR),
+          plan.audit.backup_id,
+          plan.recovery_id,
+        );
+      } catch (e) {
+        // Unpinned, the plan is not kept: what it wrote goes (the directory too when it made it), so the same command can run again.
+        const dest = resolve(a.destination);
+        if (!existed) rmSync(dest, { recursive: true, force: true });
+        else for (const name of readdirSync(dest)) rmSync(join(dest, name), { recursive: true, force: true });
+        throw e;
+      }
+    }
     return plan;
   });
 }

@@ -4,12 +4,13 @@
  * or is abandoned. Through the real CLI, over a directory repository holding the source's backup.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { Repository, pins } from '../../src/repository/index.js';
 import { okAsync, sourceWithBackup, type Source } from './support/adopt.js';
+import { loopxAsync } from '../support/cli.js';
 
 let sink: WebhookSink;
 let s: Source;
@@ -78,6 +79,28 @@ describe('recover plan --repo', () => {
     expect(dry.forget).toEqual([]);
     expect(dry.keep.find((k: { backup_id: string }) => k.backup_id === 'b1').reasons).toEqual(['pinned']);
     await okAsync(s, ['recover', 'abort', '--destination', join(s.dir, 'abandoned'), '--root', s.root]);
+    expect(await pinned()).toEqual([]);
+  }, 180_000);
+
+  it('a repository that cannot take the pin: the plan is refused and not kept, so the same command runs again', async () => {
+    const destination = join(s.dir, 'unpinned');
+    const args = ['recover', 'plan', '--from', s.workspace, '--goal', 'launch', '--destination', destination];
+    const refused = await loopxAsync([
+      ...args,
+      '--repo',
+      join(s.dir, 'no-repository-here'),
+      '--root',
+      s.root,
+      '--authority-dir',
+      s.authority,
+      '--json',
+    ]);
+    expect(refused.status, refused.stdout).not.toBe(0);
+    expect(refused.json().error.code).toBe('repo_not_initialized');
+    expect(existsSync(destination)).toBe(false);
+    await planInto('unpinned');
+    expect(await pinned()).toEqual(['b1']);
+    await okAsync(s, ['recover', 'abort', '--destination', destination, '--root', s.root]);
     expect(await pinned()).toEqual([]);
   }, 180_000);
 
