@@ -48,6 +48,11 @@ const PASSED_ON: Readonly<Record<string, string>> = {
   // The apply's refusal of the digest a daemon served: the same code, the daemon's words for what changed and what goes on.
   'src/daemon/adoptions.ts changedSinceServed':
     'a refusal of the recovery coordinator, said of the preview this daemon served',
+  // A repository's refusal over HTTP: the same code, the repository named as the operator typed it, its next action by route.
+  'src/daemon/repository-input.ts publicRefusal':
+    'a refusal of the repository layer, naming the repository as the operator typed it',
+  // The repository child's refusal, raised again in the daemon from the child's JSON answer (as the verify child's).
+  'src/daemon/repositories.ts refusalOf': 'a refusal of the repository child, re-raised in the daemon',
 };
 
 function scan(): { places: Map<string, string[]>; open: string[] } {
