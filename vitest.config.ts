@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './test/support/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -8,6 +9,8 @@ export default defineConfig({
     // tests wait on child processes, fsyncs, PostgreSQL or a browser, and every file keeps its
     // state apart (its own temporary roots, run-authority state, schemas, databases and roles).
     maxWorkers: 2,
+    // The longest files start first (test/support/sequencer.ts), so none runs alone at the end.
+    sequence: { sequencer: LongestFirst },
     globalSetup: ['./test/support/cli-build.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
