@@ -101,6 +101,8 @@ export interface AuditSource {
   readonly backup_created_at: string;
   /** kind `repository`: the repository's id (its URL is kept privately, never served). */
   readonly repository_id?: string;
+  /** kind `repository`, as its audit says: whether the backup was stored encrypted there. */
+  readonly encrypted?: boolean;
 }
 
 /** What the daemon records of a verification of a repository's backup (repositories.ts), 0600 beside its other sources. */
@@ -457,6 +459,9 @@ export class BackupService {
         backup_id: audit.backup.backup_id,
         backup_created_at: audit.backup.created_at,
         ...(repositoryId !== null ? { repository_id: repositoryId } : {}),
+        ...(kind === 'repository' && audit.backup.repository !== undefined
+          ? { encrypted: audit.backup.repository.encrypted }
+          : {}),
       },
     };
   }

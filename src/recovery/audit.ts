@@ -80,6 +80,8 @@ export interface RecoveryAudit {
     readonly embedded_manifest_sha256: string;
     readonly producer_version: string;
     readonly created_at: string;
+    /** Read from a repository: which one (its id, never its URL), and whether the backup was encrypted there. */
+    readonly repository?: BackupRepository;
   };
   readonly workspace: {
     readonly isolation: 'inert';
@@ -133,8 +135,15 @@ export interface RecoveryAudit {
   readonly execution_authority_granted: false;
 }
 
+/** Where a backup was read from when it came from a repository: its id, and whether it was stored encrypted. */
+export interface BackupRepository {
+  readonly repository_id: string;
+  readonly encrypted: boolean;
+}
+
 export interface AuditInputs {
   readonly manifest: BackupManifest;
+  readonly repository?: BackupRepository;
   readonly archiveSha256: string;
   readonly archiveSize: number;
   readonly manifestSha256: string;
@@ -330,6 +339,7 @@ function backupOf(inputs: AuditInputs): RecoveryAudit['backup'] {
     embedded_manifest_sha256: inputs.extraction.embeddedManifestSha256,
     producer_version: m.producer_version,
     created_at: m.created_at,
+    ...(inputs.repository !== undefined ? { repository: { ...inputs.repository } } : {}),
   };
 }
 

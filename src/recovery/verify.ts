@@ -30,7 +30,14 @@ import { performance } from 'node:perf_hooks';
 import { fsyncDir, hasCode, internal, isLoopxError, rejected, type LoopxError } from '../core/index.js';
 import { isOutOfSpace } from '../store/index.js';
 import { CAPACITY_CODES, OWNER_CODES } from './codes.js';
-import { AUDIT_FILE, WORKSPACE_DIR, buildAudit, publishableAuditBytes, type RecoveryAudit } from './audit.js';
+import {
+  AUDIT_FILE,
+  WORKSPACE_DIR,
+  buildAudit,
+  publishableAuditBytes,
+  type BackupRepository,
+  type RecoveryAudit,
+} from './audit.js';
 import { publicSummary, type PublicAuditSummary } from './audit-summary.js';
 import {
   checkDeclared,
@@ -54,6 +61,8 @@ export interface VerifyInputs {
   readonly archive: string | ArchiveSource;
   /** The external manifest: a local file's path, or its bytes (read from a repository). */
   readonly manifest: string | Uint8Array;
+  /** The repository the pair was read from: the audit says which, and whether the backup was encrypted there. */
+  readonly repository?: BackupRepository;
   readonly destination: string;
   /** Where the destination must never be (besides any runtime root and recovery workspace, always refused). */
   readonly protect?: ProtectedPlaces;
@@ -294,6 +303,7 @@ export async function executeVerify(inputs: VerifyInputs, options: VerifyOptions
     progress?.({ step: 'audit', done: 0, total: 1 });
     const audit = buildAudit({
       manifest: bound.manifest,
+      ...(inputs.repository !== undefined ? { repository: inputs.repository } : {}),
       archiveSha256: bound.archiveSha256,
       archiveSize: bound.archiveSize,
       manifestSha256: bound.manifestSha256,

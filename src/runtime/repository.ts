@@ -296,7 +296,12 @@ export async function verifyFromRepository(
       options.spool !== undefined || inPlace ? mkdtempSync(join(options.spool ?? tmpdir(), 'loopx-spool-')) : undefined;
     try {
       const pair = spool !== undefined ? await r.fetch(entry, spool, key) : await r.stream(entry, key);
-      const all: VerifyInputs = { ...inputs, archive: pair.archive, manifest: pair.manifest };
+      const all: VerifyInputs = {
+        ...inputs,
+        archive: pair.archive,
+        manifest: pair.manifest,
+        repository: { repository_id: r.config.repository_id, encrypted: entry.encrypted },
+      };
       if (!options.execute) return { executed: false as const, plan: await planVerify(all) };
       const outcome = await executeVerify(all, options);
       // Verified (an audit that holds is a successful verification too). A retention hint only — the

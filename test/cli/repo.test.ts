@@ -104,7 +104,15 @@ describe('loopx repo', () => {
     );
     valid('state-recovery-audit-public-v0', audit);
     expect(audit.backup.backup_id).toBe('b1');
+    expect(audit.backup.repository).toEqual({ repository_id: expect.stringMatching(/^repo_/), encrypted: false });
     expect(audit.phase).toBe('audited');
+    // The private audit in the workspace says the same (and validates as the private audit).
+    const privateAudit = JSON.parse(readFileSync(join(dest, 'recovery-audit.json'), 'utf8'));
+    valid('state-recovery-audit-v0', privateAudit);
+    expect(privateAudit.backup.repository).toEqual(audit.backup.repository);
+    // A person reads it too, plainly.
+    const shown = await loopxAsync(['backup-state', 'audit', 'show', dest]);
+    expect(shown.stdout).toMatch(/from repository repo_[0-9a-f]+: NOT encrypted there/);
     // The verification is recorded in the repository: retention never forgets a root's newest verified backup.
     done(await loopxAsync(['backup-state', '--execute', '--repo', repo, '--backup-id', 'b2', ...at]));
     const after = json(await loopxAsync(['repo', 'ls', '--repo', repo, '--json']));

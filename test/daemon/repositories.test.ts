@@ -209,7 +209,12 @@ describe('backup repositories over the API', () => {
     const l = (await listing(vault)).json();
     expect(l.backups[0].verified_at).not.toBeNull();
     const audit = list.audits.find((a: { recovery_id: string }) => a.recovery_id === l.backups[0].audit_id);
-    expect(audit?.source).toMatchObject({ kind: 'repository', backup_id: id, repository_id: l.repository.id });
+    expect(audit?.source).toMatchObject({
+      kind: 'repository',
+      backup_id: id,
+      repository_id: l.repository.id,
+      encrypted: true,
+    });
   }, 120_000);
 
   it('plans a recovery from the verified backup and pins it in the repository; an unverified one is refused', async () => {

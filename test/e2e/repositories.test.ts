@@ -112,6 +112,10 @@ describe.skipIf(!hasChromium())('backup repositories in a browser', () => {
 
     await result.getByRole('link', { name: `Recover a Goal from ${made}` }).click();
     await page.getByRole('heading', { level: 1, name: `Audit of backup ${made}` }).waitFor();
+    // The audit says where the backup came from, and that it was encrypted there.
+    await expect
+      .poll(() => page.getByTestId('audit-source').textContent())
+      .toMatch(/from repository repo_[0-9a-f]{24} \(encrypted there\)/);
     const goal = page.getByTestId('recover-goal-launch');
     const name = goal.getByLabel('New root (a new directory beside this daemon’s root)');
     await expect.poll(() => name.inputValue()).toBe('root-launch-recovered');

@@ -48,6 +48,9 @@ async function backedUp(encrypt: boolean) {
   return { repo, root, archiveKey, destination: join(dirname(root), 'verified') };
 }
 
+/** What the last successful verification's audit says of the repository its backup came from. */
+let from: { repository_id: string; encrypted: boolean } | undefined;
+
 /** Verify b1 with TMPDIR pointed at an empty private directory; what it left there, and the refusal code if any. */
 async function verify(b: Awaited<ReturnType<typeof backedUp>>, key?: string) {
   const scratch = mkdtempSync(join(tmpdir(), 'loopx-stream-tmp-'));
@@ -60,7 +63,10 @@ async function verify(b: Awaited<ReturnType<typeof backedUp>>, key?: string) {
       { destination: b.destination, protect: { liveRoot: b.root, authorityDir: join(dirname(b.root), 'authority') } },
       { execute: true, ...(key !== undefined ? { key } : {}) },
     ).then(
-      (r) => ({ code: undefined, audited: r.executed ? r.outcome.summary.phase : undefined }),
+      (r) => {
+        if (r.executed) from = r.outcome.summary.backup.repository;
+        return { code: undefined, audited: r.executed ? r.outcome.summary.phase : undefined };
+      },
       (e: { code?: string }) => ({ code: e.code, audited: undefined }),
     );
     return { ...done, leftInTmp: readdirSync(scratch) };
@@ -81,6 +87,8 @@ describe('verify from an S3 repository without a spool', () => {
       const r = await verify(b, encrypted ? 'env:STREAM_TEST_PASSPHRASE' : undefined);
       expect(r).toEqual({ code: undefined, audited: 'audited', leftInTmp: [] });
       expect(archiveReads(b.archiveKey)).toHaveLength(2);
+      // The audit says where the backup came from, and whether it was encrypted there.
+      expect(from).toEqual({ repository_id: expect.stringMatching(/^repo_[0-9a-f]{24}$/), encrypted });
     });
   }
 

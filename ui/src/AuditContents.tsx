@@ -46,7 +46,10 @@ export function sourceText(s: Source): string {
   if (s.kind === 'root_backup') return `backup ${s.backup_id} of this root`;
   if (s.kind === 'user_backup') return `backup ${s.backup_id} from your backups folder`;
   if (s.kind === 'upload') return `uploaded backup ${s.backup_id}`;
-  if (s.kind === 'repository') return `backup ${s.backup_id} from repository ${s.repository_id ?? '(unnamed)'}`;
+  if (s.kind === 'repository') {
+    const sealed = s.encrypted === undefined ? '' : s.encrypted ? ' (encrypted there)' : ' (NOT encrypted there)';
+    return `backup ${s.backup_id} from repository ${s.repository_id ?? '(unnamed)'}${sealed}`;
+  }
   return `backup ${s.backup_id} (source not recorded)`;
 }
 

@@ -65,6 +65,9 @@ function printPlan(p: VerifyPlan, out: Output): void {
 export function printSummary(s: PublicAuditSummary, out: Output): void {
   out.line(`recovery audit ${s.recovery_id}`);
   out.line(`  backup ${s.backup.backup_id} (${s.backup.schema_version}), archive sha256 ${s.backup.archive_sha256}`);
+  const repo = s.backup.repository;
+  if (repo !== undefined)
+    out.line(`  from repository ${repo.repository_id}: ${repo.encrypted ? 'encrypted' : 'NOT encrypted'} there`);
   out.line(`  status: ${s.phase} (${s.operator_state}); workspace inert and unregistered`);
   const cap = s.capture;
   if (cap.requested_profile !== null) {

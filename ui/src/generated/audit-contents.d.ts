@@ -76,6 +76,10 @@ export interface Source {
    * kind `repository` only: the repository's id (never its URL).
    */
   repository_id?: string;
+  /**
+   * kind `repository` only, from the audit: whether the backup was stored encrypted in the repository (false: labelled NOT encrypted).
+   */
+  encrypted?: boolean;
   backup_id: string;
   /**
    * When the backup itself was made (its manifest's `created_at`).

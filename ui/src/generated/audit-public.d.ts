@@ -105,6 +105,16 @@ export interface Backup {
    * UTC, toISOString form.
    */
   created_at: string;
+  /**
+   * Present when the backup was read from a repository (backup-state verify --repo): which one, by id (never its URL), and whether the backup was encrypted there.
+   */
+  repository?: {
+    repository_id: string;
+    /**
+     * whether the backup was stored encrypted in the repository (false: it was readable there by anyone who could read the repository)
+     */
+    encrypted: boolean;
+  };
 }
 export interface Workspace {
   isolation: "inert";
