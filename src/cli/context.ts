@@ -28,6 +28,8 @@ let loaded: Runtime | undefined;
  * it for its types only, so `--help`, `--version` and a usage error never load it.
  */
 export const runtime = async (): Promise<Runtime> => (loaded ??= await import('../runtime/index.js'));
+/** The runtime's read entry (runtime/read.ts): a command that only reads a run loads that much and no more. */
+export const readRuntime = () => import('../runtime/read.js');
 
 export interface GlobalOptions {
   root?: string;
@@ -50,7 +52,7 @@ export const resolveRoot = (opts: GlobalOptions): string => {
   return root;
 };
 
-const accessOf = (opts: GlobalOptions) => ({
+export const accessOf = (opts: GlobalOptions) => ({
   root: resolveRoot(opts),
   ...(opts.authorityDir !== undefined ? { authorityDir: resolve(opts.authorityDir) } : {}),
 });

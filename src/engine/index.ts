@@ -1,4 +1,5 @@
 /** Public API of the run engine. */
+export { openRunReader, type RunReader } from './run-reader.js';
 export {
   Engine,
   openEngine,

@@ -36,6 +36,7 @@ import {
   type WorkHead,
 } from '../run-authority/index.js';
 import { withAdmission, withLazyAdmission } from './admission.js';
+import { drivenNow } from './driven.js';
 
 export interface RootAccess {
   /** The runtime root (absolute). */
@@ -113,18 +114,6 @@ export async function withRootEngine<T>(
   refuseRecoveryInProgress(a.root, { writer: options.readOnly !== true });
   if (options.readOnly !== true) await refuseHeldRecovery(a.root);
   return rootEngine(a, fn, options);
-}
-
-/** Whether a live driver holds the run's lock now: probed by taking it (and letting go at once). */
-async function drivenNow(authority: LocalRunAuthority, runId: string): Promise<boolean> {
-  try {
-    const lease = await authority.acquireRun(runId);
-    if (!lease) return true;
-    await lease.release();
-    return false;
-  } catch {
-    return false; // not a run id the authority knows how to lock: nobody drives it
-  }
 }
 
 /** The engine of the new root a recovery's apply is making (refused to every other command until it is made). */

@@ -155,7 +155,10 @@ describe('cold start', () => {
     expect(started.status, started.stderr).toBe(0);
     const r = modulesOf(['run', 'show', started.json<{ run_id: string }>().run_id, '--root', root]);
     expect(r.status).toBe(0);
-    expect(r.esm.some((u) => u.endsWith('/dist/src/runtime/index.js'))).toBe(true);
+    // Through the runtime's read entry, not the whole runtime: no engine, drill, repository or cluster code.
+    expect(r.esm.some((u) => u.endsWith('/dist/src/runtime/read.js'))).toBe(true);
+    expect(r.esm.filter((u) => u.endsWith('/dist/src/runtime/index.js'))).toEqual([]);
+    expect(r.esm.filter((u) => /\/dist\/src\/runtime\/(drill|repository|cluster)/.test(u))).toEqual([]);
     // better-sqlite3 holds the root's runs.
     expect(feature(packagesOf([...r.esm, ...r.cjs])).filter((p) => p !== 'better-sqlite3')).toEqual([]);
     expect(r.esm.length, `run show loaded ${r.esm.length} ES modules`).toBeLessThanOrEqual(MAX_RUN_SHOW_ES_MODULES);

@@ -1,6 +1,6 @@
 /** `loopx run show <id> [--cluster env:NAME]` */
 import type { Command } from 'commander';
-import { emit, runtime, withEngine, type GlobalOptions } from '../context.js';
+import { accessOf, emit, readRuntime, resolveRoot, runtime, type GlobalOptions } from '../context.js';
 import { optionalClusterAccess, withOptionalCluster, type OptionalClusterFlags } from './cluster.js';
 import { printRun } from './run-view.js';
 
@@ -9,11 +9,15 @@ export function register(run: Command, globals: () => GlobalOptions): void {
     async (id: string, o: OptionalClusterFlags) => {
       const g = globals();
       const cluster = optionalClusterAccess(o, 'run show');
-      const { showClusterRun } = await runtime();
-      const view = cluster
-        ? await showClusterRun(cluster, id)
-        : await withEngine(g, (engine) => engine.show(id), { readOnly: true });
+      const view = cluster ? await (await runtime()).showClusterRun(cluster, id) : await showHere(g, id);
       emit(g, view, printRun);
     },
   );
+}
+
+/** The run in this root, through the runtime's read entry: the root must exist (`root_not_found`), nothing is created. */
+async function showHere(g: GlobalOptions, id: string) {
+  const read = await readRuntime();
+  read.assertRuntimeRoot(resolveRoot(g));
+  return read.withRunReader(accessOf(g), (reader) => reader.show(id));
 }
