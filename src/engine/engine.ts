@@ -29,6 +29,7 @@ import { EffectAccess, type CallEvidence, type Resolution, type UncertainEffect 
 import { RunKernel, type ResolveOptions, type StartOptions } from './kernel.js';
 import { RunOwnership, type AuthorityAdoption } from './ownership.js';
 import { RunReads, type EventsOptions, type RunView } from './reads.js';
+import { engineClosed } from './run-reader.js';
 import type { MutationRecord, RunStore } from './run-store/contract.js';
 import { memoryRunStore } from './run-store/memory.js';
 import { openSqliteRunStore } from './run-store/sqlite.js';
@@ -154,7 +155,7 @@ export class Engine {
   }
 
   get store(): RunStore {
-    if (this.#closed) throw internal('engine_closed', 'The engine is closed.');
+    if (this.#closed) throw engineClosed();
     if (!this.#store) {
       this.#openRoot();
       this.#store = this.#root !== undefined ? openSqliteRunStore(join(this.#root, LAYOUT.engineDb)) : memoryRunStore();

@@ -14,6 +14,9 @@ import type { RunStore } from './run-store/contract.js';
 import { memoryRunStore } from './run-store/memory.js';
 import { openSqliteRunStore } from './run-store/sqlite.js';
 
+/** A read of an engine (or run reader) after its `close()`: a bug of the caller. */
+export const engineClosed = () => internal('engine_closed', 'The engine is closed.');
+
 export interface RunReader {
   show(runId: string): Promise<RunView>;
   close(): void;
@@ -32,7 +35,7 @@ export function openRunReader(options: {
   let closed = false;
   const effects = new EffectAccess(root !== undefined ? { root } : {});
   const storeOf = (): RunStore => {
-    if (closed) throw internal('engine_closed', 'The engine is closed.');
+    if (closed) throw engineClosed();
     if (store === undefined) {
       if (root !== undefined) ensurePrivateDir(root);
       store = root !== undefined ? openSqliteRunStore(join(root, LAYOUT.engineDb)) : memoryRunStore();
