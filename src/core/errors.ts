@@ -54,6 +54,24 @@ export class LoopxError extends Error {
 
 export const isLoopxError = (e: unknown): e is LoopxError => e instanceof LoopxError;
 
+const KINDS: readonly ErrorKind[] = ['usage', 'not_found', 'conflict', 'rejected', 'internal'];
+
+/**
+ * A refusal another process of loopx wrote as JSON (its `kind` and `toJSON()`), raised again here
+ * with its code, kind, next action and details as that process built them; undefined when the
+ * document does not name a code (the caller's own failure then stands for it). An unknown kind is
+ * `internal`; a missing message is `fallbackMessage`.
+ */
+export function refusalFromJson(doc: unknown, fallbackMessage: string): LoopxError | undefined {
+  const e = (typeof doc === 'object' && doc !== null ? doc : {}) as Record<string, unknown>;
+  if (typeof e.code !== 'string' || !/^[a-z0-9_]{1,64}$/.test(e.code)) return undefined;
+  const kind = KINDS.includes(e.kind as ErrorKind) ? (e.kind as ErrorKind) : 'internal';
+  return new LoopxError(kind, e.code, typeof e.message === 'string' ? e.message : fallbackMessage, {
+    ...(typeof e.next_action === 'string' ? { nextAction: e.next_action } : {}),
+    ...(typeof e.details === 'object' && e.details !== null ? { details: e.details as Record<string, unknown> } : {}),
+  });
+}
+
 export const hasCode = (e: unknown, code: string): boolean => isLoopxError(e) && e.code === code;
 
 export const usageError = (code: string, message: string, nextAction?: string): LoopxError =>

@@ -18,15 +18,11 @@
  * the child's answer, and an answer that still names this root, the home directory or the
  * temporary directory is not kept (the job fails with `daemon_drill_receipt_not_path_free`).
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { existsSync, lstatSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   conflict,
   ensurePrivateDir,
@@ -36,6 +32,7 @@ import {
   writeFileDurable,
 } from '../core/index.js';
 import { DRILL_SCHEMA, type DrillReceipt } from '../runtime/index.js';
+import { runChild, siblingChild } from './child-process.js';
 import { daemonError } from './security.js';
 
 /** Receipts kept in `<root>/daemon/drills/`; the oldest beyond are removed when a new one is kept. */
@@ -142,16 +139,6 @@ const FAILED = {
   },
 } as const satisfies Record<string, DrillJobError>;
 
-/** The drill process's entry beside this module (sources run through tsx, as the CLI's tests do). */
-function childEntry(): { path: string; loader: string[] } {
-  const here = fileURLToPath(import.meta.url);
-  if (here.endsWith('.ts')) {
-    const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-    return { path: here.replace(/drills\.ts$/, 'drill-child.ts'), loader: ['--import', tsx] };
-  }
-  return { path: here.replace(/drills\.js$/, 'drill-child.js'), loader: [] };
-}
-
 /** Node's arguments that start the installed CLI, which every step of the drill runs as. */
 function cliCommand(): string[] {
   const bin = PACKAGE_ROOT ? join(PACKAGE_ROOT, 'bin', 'loopx.js') : undefined;
@@ -169,7 +156,6 @@ async function runDrillProcess(
   onStage: (stage: string) => void,
   stop: AbortSignal,
 ): Promise<Answer | undefined> {
-  const { path, loader } = childEntry();
   const env = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     LANG: 'C',
@@ -177,50 +163,18 @@ async function runDrillProcess(
     TMPDIR: work,
     XDG_STATE_HOME: join(work, 'state'),
   };
-  const child = spawn(process.execPath, [...loader, path], {
+  return (await runChild({
+    entry: siblingChild(import.meta.url, 'drill-child'),
     cwd: work,
     env,
-    stdio: ['pipe', 'pipe', 'pipe'],
-    detached: true,
-  });
-  const killGroup = (): void => {
-    try {
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // the group is gone already
-    }
-  };
-  const exited = new Promise<void>((done) => {
-    child.on('close', () => done());
-    child.on('error', () => done());
-  });
-  child.stderr.resume();
-  child.stdin.on('error', () => undefined);
-  child.stdin.end(`${JSON.stringify({ command })}\n`);
-  stop.addEventListener('abort', killGroup, { once: true });
-  let answer: Answer | undefined;
-  try {
-    for await (const line of createInterface({ input: child.stdout, crlfDelay: Infinity })) {
-      if (line.length > MAX_LINE) {
-        killGroup();
-        break;
-      }
-      let doc: Record<string, unknown> | null;
-      try {
-        doc = JSON.parse(line) as Record<string, unknown> | null;
-      } catch {
-        continue;
-      }
-      if (typeof doc?.['progress'] === 'string') onStage(doc['progress']);
-      else if (doc !== null && ('receipt' in doc || 'error' in doc || doc['failed'] === true)) answer = doc as Answer;
-    }
-  } finally {
-    await exited;
-    stop.removeEventListener('abort', killGroup);
-    // The drill reaps its own steps on a normal end; after a kill or a crash, whatever is left of them goes.
-    killGroup();
-  }
-  return answer;
+    request: { command },
+    maxLine: MAX_LINE,
+    isAnswer: (d) => 'receipt' in d || 'error' in d || d['failed'] === true,
+    onProgress: (p) => {
+      if (typeof p === 'string') onStage(p);
+    },
+    stop,
+  })) as Answer | undefined;
 }
 
 /** `text` with the drill's private directory (as given and as resolved) named `<drill>`. */

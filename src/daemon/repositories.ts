@@ -14,12 +14,8 @@
  * checked by repository-input.ts), or a directory repository's path beyond the URL the operator
  * typed (answers name the repository by its id).
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createRequire } from 'node:module';
-import { createInterface } from 'node:readline';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { conflict, LoopxError, notFound, type ErrorKind } from '../core/index.js';
+import { conflict, notFound, refusalFromJson, type LoopxError } from '../core/index.js';
 import {
   defaultAuthorityDir,
   listRepository,
@@ -31,6 +27,7 @@ import {
   type VerifyProgress,
 } from '../runtime/index.js';
 import type { AdoptionService } from './adoptions.js';
+import { runChild, siblingChild } from './child-process.js';
 import { backupRunning } from './backup-create.js';
 import type { AuditListItem, BackupService, JobError } from './backups.js';
 import { daemonStopping } from './errors.js';
@@ -98,7 +95,6 @@ const KEEP = 20;
 const MAX_LINE = 256 * 1024;
 /** How long a stopped verification may take to remove what it made before its group is killed. */
 const STOP_GRACE_MS = 15_000;
-const KINDS: readonly ErrorKind[] = ['usage', 'not_found', 'conflict', 'rejected', 'internal'];
 
 const processFailed: JobError = {
   code: 'daemon_repository_job_failed',
@@ -121,88 +117,31 @@ type Answer =
   | { readonly error: { kind?: unknown; code?: unknown; message?: unknown; next_action?: unknown; details?: unknown } }
   | { readonly failed: true };
 
-/** The process's entry beside this module (sources run through tsx, as the CLI's tests do). */
-function childEntry(): { path: string; loader: string[] } {
-  const here = fileURLToPath(import.meta.url);
-  if (here.endsWith('.ts')) {
-    const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-    return { path: here.replace(/repositories\.ts$/, 'repository-child.ts'), loader: ['--import', tsx] };
-  }
-  return { path: here.replace(/repositories\.js$/, 'repository-child.js'), loader: [] };
-}
-
 /**
  * Run the repository process on `request` until it answers and ends; `stop` asks it to stop
  * (SIGTERM, then its group killed after a grace period). Resolves with its answer (undefined when
  * it gave none) once it is reaped and its group — a verification's owner worker — is gone.
  */
-async function runChild(
+async function runRepositoryProcess(
   request: RepositoryRequest,
   onProgress: (p: VerifyProgress) => void,
   stop: AbortSignal,
 ): Promise<Answer | undefined> {
-  const { path, loader } = childEntry();
-  const bound = request.op === 'verify' ? [`--max-old-space-size=${RECOVERY_LIMITS.workerOldSpaceMib}`] : [];
-  // The daemon's environment: the references it was given name its variables. Its own group, cwd `/`.
-  const child = spawn(process.execPath, [...loader, ...bound, path], {
+  return (await runChild({
+    entry: siblingChild(import.meta.url, 'repository-child'),
+    nodeArgs: request.op === 'verify' ? [`--max-old-space-size=${RECOVERY_LIMITS.workerOldSpaceMib}`] : [],
+    // The daemon's environment: the references it was given name its variables. cwd `/`.
     cwd: '/',
     env: process.env,
-    stdio: ['pipe', 'pipe', 'pipe'],
-    detached: true,
-  });
-  const killGroup = (): void => {
-    try {
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // the group is gone already
-    }
-  };
-  let grace: NodeJS.Timeout | undefined;
-  const onStop = () => {
-    child.kill('SIGTERM');
-    grace = setTimeout(killGroup, STOP_GRACE_MS);
-  };
-  const exited = new Promise<void>((done) => {
-    child.on('close', () => done());
-    child.on('error', () => done());
-  });
-  child.stderr.resume();
-  child.stdin.on('error', () => undefined);
-  child.stdin.end(`${JSON.stringify(request)}\n`);
-  stop.addEventListener('abort', onStop, { once: true });
-  let answer: Answer | undefined;
-  try {
-    for await (const line of createInterface({ input: child.stdout, crlfDelay: Infinity })) {
-      if (line.length > MAX_LINE) {
-        killGroup();
-        break;
-      }
-      let doc: Record<string, unknown> | null = null;
-      try {
-        doc = JSON.parse(line) as Record<string, unknown> | null;
-      } catch {
-        continue;
-      }
-      if (doc !== null && typeof doc['progress'] === 'object') onProgress(doc['progress'] as VerifyProgress);
-      else if (doc !== null && ('result' in doc || 'error' in doc || doc['failed'] === true)) answer = doc as Answer;
-    }
-  } finally {
-    await exited;
-    stop.removeEventListener('abort', onStop);
-    clearTimeout(grace);
-    killGroup();
-  }
-  return answer;
-}
-
-/** The process's refusal as a typed error (its code kept; anything malformed is the process failing). */
-function refusalOf(e: Extract<Answer, { error: unknown }>['error']): LoopxError | undefined {
-  if (typeof e.code !== 'string' || !/^[a-z0-9_]{1,64}$/.test(e.code)) return undefined;
-  const kind = KINDS.includes(e.kind as ErrorKind) ? (e.kind as ErrorKind) : 'internal';
-  return new LoopxError(kind, e.code, typeof e.message === 'string' ? e.message : 'The repository refused.', {
-    ...(typeof e.next_action === 'string' ? { nextAction: e.next_action } : {}),
-    ...(typeof e.details === 'object' && e.details !== null ? { details: e.details as Record<string, unknown> } : {}),
-  });
+    request,
+    maxLine: MAX_LINE,
+    isAnswer: (d) => 'result' in d || 'error' in d || d['failed'] === true,
+    onProgress: (p) => {
+      if (typeof p === 'object' && p !== null) onProgress(p as VerifyProgress);
+    },
+    stop,
+    graceMs: STOP_GRACE_MS,
+  })) as Answer | undefined;
 }
 
 const archiveBytes = (b: BackupEntry): number => b.objects.find((o) => o.role === 'archive')?.size_bytes ?? 0;
@@ -348,10 +287,13 @@ export class RepositoryService {
       error: null,
     };
     const stop = new AbortController();
-    const done = runChild(request, (p) => (job.progress = p), stop.signal)
+    const done = runRepositoryProcess(request, (p) => (job.progress = p), stop.signal)
       .then((answer) => {
         if (answer === undefined || !('result' in answer)) {
-          const refusal = answer !== undefined && 'error' in answer ? refusalOf(answer.error) : undefined;
+          const refusal =
+            answer !== undefined && 'error' in answer
+              ? refusalFromJson(answer.error, 'The repository refused.')
+              : undefined;
           // Named as the process named it: from its working directory, `/`.
           const e = refusal === undefined ? undefined : (publicRefusal(refusal, request.url, '/') as LoopxError);
           job.error = e ? { code: e.code, message: e.message, next_action: e.nextAction ?? null } : processFailed;

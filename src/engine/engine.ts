@@ -29,10 +29,8 @@ import { EffectAccess, type CallEvidence, type Resolution, type UncertainEffect 
 import { RunKernel, type ResolveOptions, type StartOptions } from './kernel.js';
 import { RunOwnership, type AuthorityAdoption } from './ownership.js';
 import { RunReads, type EventsOptions, type RunView } from './reads.js';
-import { engineClosed } from './run-reader.js';
+import { engineClosed, openRunStoreOf } from './run-reader.js';
 import type { MutationRecord, RunStore } from './run-store/contract.js';
-import { memoryRunStore } from './run-store/memory.js';
-import { openSqliteRunStore } from './run-store/sqlite.js';
 import { RunTransfer, type ExportedSnapshot, type SignedExport, type SnapshotVerification } from './transfer.js';
 import { TurnDriver } from './turns.js';
 import { LAYOUT, type effect as effectOwner } from '../owners/index.js';
@@ -158,7 +156,7 @@ export class Engine {
     if (this.#closed) throw engineClosed();
     if (!this.#store) {
       this.#openRoot();
-      this.#store = this.#root !== undefined ? openSqliteRunStore(join(this.#root, LAYOUT.engineDb)) : memoryRunStore();
+      this.#store = openRunStoreOf(this.#root);
     }
     return this.#store;
   }

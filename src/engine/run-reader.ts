@@ -17,6 +17,10 @@ import { openSqliteRunStore } from './run-store/sqlite.js';
 /** A read of an engine (or run reader) after its `close()`: a bug of the caller. */
 export const engineClosed = () => internal('engine_closed', 'The engine is closed.');
 
+/** The run store of `root` (its `engine.db`), or an empty one in memory without a root: the engine's and the reader's. */
+export const openRunStoreOf = (root: string | undefined): RunStore =>
+  root !== undefined ? openSqliteRunStore(join(root, LAYOUT.engineDb)) : memoryRunStore();
+
 export interface RunReader {
   show(runId: string): Promise<RunView>;
   close(): void;
@@ -38,7 +42,7 @@ export function openRunReader(options: {
     if (closed) throw engineClosed();
     if (store === undefined) {
       if (root !== undefined) ensurePrivateDir(root);
-      store = root !== undefined ? openSqliteRunStore(join(root, LAYOUT.engineDb)) : memoryRunStore();
+      store = openRunStoreOf(root);
     }
     return store;
   };

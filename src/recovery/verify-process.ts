@@ -17,14 +17,13 @@ import { spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { LoopxError, rejected, type ErrorKind } from '../core/index.js';
+import { refusalFromJson, rejected, type LoopxError } from '../core/index.js';
 import { showAudit, type RecoveryAudit } from './audit.js';
 import { interrupted } from './extract.js';
 import { RECOVERY_LIMITS } from './limits.js';
 import { verifyFailed, type VerifyInputs, type VerifyOptions, type VerifyProgress } from './verify.js';
 import { childEnv, siblingEntry } from './worker-client.js';
 
-const KINDS: readonly ErrorKind[] = ['usage', 'not_found', 'conflict', 'rejected', 'internal'];
 /** Longest answer line accepted from the child (progress and error documents are small). */
 const MAX_LINE = 256 * 1024;
 /** How long an aborted child may take to remove what it made before its group is killed. */
@@ -44,13 +43,7 @@ type ChildAnswer =
 type FinalAnswer = Extract<ChildAnswer, { done: true } | { error: unknown }>;
 
 function errorOf(e: Extract<ChildAnswer, { error: unknown }>['error']): LoopxError {
-  const kind = KINDS.includes(e.kind as ErrorKind) ? (e.kind as ErrorKind) : 'internal';
-  if (typeof e.code !== 'string' || !/^[a-z0-9_]{1,64}$/.test(e.code)) return verifyFailed();
-  const code = e.code;
-  return new LoopxError(kind, code, typeof e.message === 'string' ? e.message : 'Verification refused the backup.', {
-    ...(typeof e.next_action === 'string' ? { nextAction: e.next_action } : {}),
-    ...(typeof e.details === 'object' && e.details !== null ? { details: e.details as Record<string, unknown> } : {}),
-  });
+  return refusalFromJson(e, 'Verification refused the backup.') ?? verifyFailed();
 }
 
 /** `executeVerify` run in a disposable child process (see the header); settles only once the child is reaped. */

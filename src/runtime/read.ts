@@ -10,35 +10,27 @@ import { refuseRecoveryWorkspaceRoot } from '../core/index.js';
 import { openRunReader, type RunReader } from '../engine/index.js';
 import { LAYOUT } from '../owners/index.js';
 import { refuseRecoveryInProgress } from '../recovery/index.js';
-import { openRunAuthority, type LocalRunAuthority } from '../run-authority/index.js';
-import { drivenNow } from './driven.js';
+import { withDrivenProbe } from './driven.js';
 import type { RootAccess } from './root.js';
 
 export { assertRuntimeRoot } from '../owners/index.js';
 
 /**
  * `run show`'s read of a root: the same refusals and the same view as `withRootEngine(…, { readOnly:
- * true })`, through a run reader instead of an engine. The run authority, when it exists (a read
- * never creates it), only tells whether a run is driven now.
+ * true })`, through a run reader instead of an engine.
  */
 export async function withRunReader<T>(a: RootAccess, fn: (reader: RunReader) => Promise<T> | T): Promise<T> {
   refuseRecoveryInProgress(a.root, { writer: false });
   refuseRecoveryWorkspaceRoot(a.root);
-  let authority: LocalRunAuthority | undefined;
-  try {
-    authority = openRunAuthority({ ...(a.authorityDir !== undefined ? { dir: a.authorityDir } : {}), create: false });
-  } catch {
-    authority = undefined;
-  }
-  const isDriven = authority ? (runId: string) => drivenNow(authority!, runId) : undefined;
-  const reader = openRunReader({
-    ...(existsSync(join(a.root, LAYOUT.engineDb)) ? { root: a.root } : {}),
-    ...(isDriven ? { isDriven } : {}),
+  return withDrivenProbe(a, async (isDriven) => {
+    const reader = openRunReader({
+      ...(existsSync(join(a.root, LAYOUT.engineDb)) ? { root: a.root } : {}),
+      ...(isDriven ? { isDriven } : {}),
+    });
+    try {
+      return await fn(reader);
+    } finally {
+      reader.close();
+    }
   });
-  try {
-    return await fn(reader);
-  } finally {
-    reader.close();
-    await authority?.close();
-  }
 }

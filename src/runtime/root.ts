@@ -36,7 +36,7 @@ import {
   type WorkHead,
 } from '../run-authority/index.js';
 import { withAdmission, withLazyAdmission } from './admission.js';
-import { drivenNow } from './driven.js';
+import { withDrivenProbe } from './driven.js';
 
 export interface RootAccess {
   /** The runtime root (absolute). */
@@ -128,22 +128,20 @@ async function rootEngine<T>(
   refuseRecoveryWorkspaceRoot(a.root);
   if (options.readOnly) {
     // The authority, when it exists (never created by a read), only to see whether a run is driven now.
-    let authority: LocalRunAuthority | undefined;
-    try {
-      authority = openRunAuthority({ ...(a.authorityDir !== undefined ? { dir: a.authorityDir } : {}), create: false });
-    } catch {
-      authority = undefined;
-    }
-    const isDriven = authority ? (runId: string) => drivenNow(authority!, runId) : undefined;
-    const engine = existsSync(join(a.root, LAYOUT.engineDb))
-      ? openReadOnlyEngine({ root: a.root, application: builtinApplication(a.root), ...(isDriven ? { isDriven } : {}) })
-      : openReadOnlyEngine({ application: builtinApplication(a.root) });
-    try {
-      return await fn(engine);
-    } finally {
-      engine.close();
-      await authority?.close();
-    }
+    return withDrivenProbe(a, async (isDriven) => {
+      const engine = existsSync(join(a.root, LAYOUT.engineDb))
+        ? openReadOnlyEngine({
+            root: a.root,
+            application: builtinApplication(a.root),
+            ...(isDriven ? { isDriven } : {}),
+          })
+        : openReadOnlyEngine({ application: builtinApplication(a.root) });
+      try {
+        return await fn(engine);
+      } finally {
+        engine.close();
+      }
+    });
   }
   // Admitted when the engine first opens the root: a command refused before (an import whose claim
   // does not verify) leaves the root as it was, or absent.

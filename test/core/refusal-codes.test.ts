@@ -36,9 +36,9 @@ const DISTINCT: Readonly<Record<string, string>> = {
 
 /** Places whose code is an open string that was built, once, somewhere else. */
 const PASSED_ON: Readonly<Record<string, string>> = {
-  // The verify child's refusal, raised again in the parent from the child's JSON answer: the
-  // child built it in its own place (executeVerify's code path), with its kind and next action.
-  'src/recovery/verify-process.ts errorOf': 'a refusal of the verify child, re-raised in the parent',
+  // A refusal another process built in its own place (the verify child, the daemon's repository
+  // child), raised again from its JSON answer with its kind and next action.
+  'src/core/errors.ts refusalFromJson': 'a refusal of another loopx process, re-raised from its JSON answer',
   // The backup's capture thread: a refusal an owner or the set capture raised on that thread,
   // raised again on the main thread from its structured-clone form, with its kind and next action.
   'src/backup/capture-thread.ts deserializeError': 'a refusal of the capture thread, re-raised on the main thread',
@@ -51,8 +51,6 @@ const PASSED_ON: Readonly<Record<string, string>> = {
   // A repository's refusal over HTTP: the same code, the repository named as the operator typed it, its next action by route.
   'src/daemon/repository-input.ts publicRefusal':
     'a refusal of the repository layer, naming the repository as the operator typed it',
-  // The repository child's refusal, raised again in the daemon from the child's JSON answer (as the verify child's).
-  'src/daemon/repositories.ts refusalOf': 'a refusal of the repository child, re-raised in the daemon',
 };
 
 function scan(): { places: Map<string, string[]>; open: string[] } {
