@@ -198,7 +198,7 @@ export async function buildRoot(root: string, options: BuildRootOptions = {}): P
   return total;
 }
 
-function sqliteFiles(root: string): string[] {
+export function sqliteFiles(root: string): string[] {
   const out: string[] = [];
   const walk = (d: string) => {
     for (const n of readdirSync(d)) {

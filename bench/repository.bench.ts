@@ -48,7 +48,7 @@
  */
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { chmodSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -56,7 +56,7 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { startS3WithProxy, type S3ServerWithProxy } from '../test/support/s3.js';
-import { COMMITS_PER_GOAL, GOALS, buildRoot, median } from './backup.bench.js';
+import { COMMITS_PER_GOAL, GOALS, buildRoot, median, sqliteFiles } from './backup.bench.js';
 import type { BenchFigure } from './harness.js';
 
 const MiB = 1024 * 1024;
@@ -130,19 +130,6 @@ const rssFileOf = (b: Bench): string | undefined => (existsSync(GNU_TIME) ? join
 /** One `loopx …` child, in the benchmark's private environment, with --json. */
 const loopx = (b: Bench, args: readonly string[]): Promise<Sample> =>
   spawnTimed(b, process.execPath, [b.bin, ...args, ...b.at, '--json'], rssFileOf(b));
-
-function databasesOf(root: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const n of readdirSync(d)) {
-      const p = join(d, n);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (n.endsWith('.db')) out.push(p);
-    }
-  };
-  walk(root);
-  return out;
-}
 
 /** `sqlite3 .backup` of every database into a staging directory, then `restic backup` of the root and it. */
 async function restic(b: Bench, repository: string): Promise<Sample> {
@@ -437,7 +424,7 @@ async function prepare(base: string): Promise<{ b: Bench; rootName: string }> {
   if (spawnSync('restic', ['version']).status !== 0) throw new Error('bench repository: restic is not installed');
   const root = join(base, 'root');
   const rootBytes = await buildRoot(root, { work: 'loopx' });
-  const databases = databasesOf(root);
+  const databases = sqliteFiles(root);
   const b: Bench = {
     base,
     cwd,
