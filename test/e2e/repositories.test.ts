@@ -29,8 +29,7 @@ let daemon: RunningDaemon;
 let session: BrowserSession;
 let made: string;
 
-if (process.env.CI === 'true' && !hasChromium())
-  throw new Error("CI=true but no chromium binary: install Debian's chromium (.ci/run does)");
+// Skipped only on a developer's machine without Chromium; under CI=true hasChromium() fails instead.
 describe.skipIf(!hasChromium())('backup repositories in a browser', () => {
   beforeAll(async () => {
     root = tempRoot('loopx-e2e-repositories-');
