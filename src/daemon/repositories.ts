@@ -321,8 +321,9 @@ export class RepositoryService {
     const j = JOB_ID.test(id) ? this.jobs.get(id) : undefined;
     if (!j)
       throw notFound('daemon_repository_job_not_found', 'No such repository job.', {
+        // Jobs live as long as the daemon; the backups and audits they made outlive them.
         nextAction:
-          'list the repository again: its backups and audits outlive the jobs, which live as long as the daemon',
+          'list the repository’s backups again: GET /api/repositories/backups?repository=<the repository URL>',
       });
     return j.job;
   }

@@ -143,6 +143,15 @@ describe('backup repositories over the API', () => {
     }
     const backups = join(vault, 'backups');
     expect(existsSync(backups) ? readdirSync(backups) : [], 'nothing was backed up').toEqual([]);
+    // With it, a job this daemon never ran is 404, and the answer says where its results are.
+    const unknown = await send('GET', `/api/repositories/jobs/rjob_${'0'.repeat(32)}`);
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json()).toMatchObject({
+      error: {
+        code: 'daemon_repository_job_not_found',
+        next_action: expect.stringContaining('GET /api/repositories/backups'),
+      },
+    });
   });
 
   it('an encrypted directory repository refuses a backup asked without recipients, then takes one sealed for them', async () => {
