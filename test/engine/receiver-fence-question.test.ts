@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:http';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
+import { effect as effectOwner } from '../../src/owners/index.js';
 import {
   addTodo,
   createGoal,
@@ -93,6 +94,21 @@ describe('the question a root asks its receivers before it works a Goal or chang
     expect(await refusal(s.work('stale news'))).toBe('goal_lifetime_superseded');
     expect(sink.attempts(s.lineage).attempts).toHaveLength(attempts);
     expect((await s.goal()).superseded).toMatchObject({ newest_fence: 3 });
+  });
+
+  it('a receiver the operator retired for the Goal is not asked: its newer fence decides nothing', async () => {
+    const s = await deliveredTo(sink.deliveriesUrl);
+    expect(await raise(sink, { goal_lineage: s.lineage, fence: 4 })).toBe(200);
+    await withRootOwners(s.root, (owners) =>
+      effectOwner.retireTarget(owners.effects, {
+        goal_id: 'launch',
+        target: effectOwner.webhookTarget(sink.deliveriesUrl),
+        reason: 'the receiver is gone',
+        evidence: {},
+      }),
+    );
+    expect(await refusal(transitionGoal(s.root, 'launch', 'pause'))).toBe('admitted');
+    expect((await s.goal()).superseded).toBeUndefined();
   });
 
   it('the lifetime’s own fence, or no receiver answering, decides nothing', async () => {

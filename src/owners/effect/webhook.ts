@@ -476,23 +476,20 @@ export async function receiverNewestFence(
  * operator retired for the Goal (they answer no more).
  */
 export async function goalReceivers(journal: EffectJournal, goalId: string, goalLineage: string): Promise<string[]> {
-  const urls = new Set<string>();
+  /** Each receiver's deliveries URL, with the public label its retirement is recorded under. */
   const targets = new Map<string, string>();
   for (const e of await journal.list({ goal_id: goalId })) {
     if (e.kind !== WEBHOOK_KIND) continue;
     try {
       const intent = JSON.parse(e.intent) as { url: string; delivery_fence?: { goal_lineage?: unknown } };
-      if (intent.delivery_fence?.goal_lineage !== goalLineage) continue;
-      const href = parseUrl(intent.url).href;
-      targets.set(href, e.target);
-      urls.add(href);
+      if (intent.delivery_fence?.goal_lineage === goalLineage) targets.set(parseUrl(intent.url).href, e.target);
     } catch {
       // not a webhook delivery this root can read back: nothing to ask
     }
   }
   const live: string[] = [];
-  for (const url of urls)
-    if ((await targetRetirement(journal, goalId, targets.get(url)!)) === undefined) live.push(url);
+  for (const [url, target] of targets)
+    if ((await targetRetirement(journal, goalId, target)) === undefined) live.push(url);
   return live;
 }
 
