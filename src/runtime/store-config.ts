@@ -10,7 +10,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { conflict } from '../core/index.js';
-import { databaseUrlFrom, openPostgres, schemaIdent, type PgDatabase } from '../store/index.js';
+import {
+  databaseUrlFrom,
+  openPostgres,
+  readInstallation,
+  schemaIdent,
+  type InstallationBinding,
+  type PgDatabase,
+} from '../store/index.js';
 import {
   config as configOwner,
   DEFAULT_STORE_PROVIDER,
@@ -49,7 +56,43 @@ type StoreNamespace = {
   readonly provider: string;
   readonly database_url?: string;
   readonly schema?: string;
+  /** The installation the root is bound to (PostgreSQL): recorded by `db migrate` when absent, moved by `db rotate`. */
+  readonly installation?: InstallationBinding;
 };
+
+/**
+ * Records the installation the root is bound to. `ifAbsent` (`db migrate`, a recovery's new root)
+ * records only a first binding: only a rotation moves it, so a migrate run against an older
+ * incarnation never launders it.
+ */
+export function bindInstallation(
+  root: string,
+  binding: InstallationBinding,
+  options: { ifAbsent?: boolean } = {},
+): void {
+  const store = configOwner.openFileConfigStore(root);
+  const current = store.read();
+  const ns = current.value.namespaces[STORE_NAMESPACE] as StoreNamespace | undefined;
+  if (ns === undefined || (options.ifAbsent === true && ns.installation !== undefined)) return;
+  store.apply({
+    expectedRevision: current.revision,
+    transactionId: `store-bind-${randomBytes(8).toString('hex')}`,
+    changes: {
+      [STORE_NAMESPACE]: {
+        ...ns,
+        installation: { store_identity: binding.store_identity, restore_generation: binding.restore_generation },
+      },
+    },
+  });
+}
+
+/** The schema's installation as it is now, recorded as the root's binding when the root records none. */
+async function bindFirstInstallation(root: string, location: ServiceLocation): Promise<void> {
+  const binding = await withRootPostgres(location, (db) =>
+    db.transaction((q) => readInstallation(q), { isolation: 'repeatable read', readOnly: true }),
+  );
+  if (binding !== undefined) bindInstallation(root, binding, { ifAbsent: true });
+}
 
 /**
  * The root's configuration and Goals only — not its SQLite session and effect stores, which a
@@ -221,7 +264,9 @@ export async function migrateRootStore(root: string): Promise<MigrateResult> {
     });
   }
   if (!isServiceLocation(config)) return { provider: config.provider, schema: null, components: [], goal_work_schemas };
-  return migrateStore(config, goal_work_schemas);
+  const migrated = await migrateStore(config, goal_work_schemas);
+  await bindFirstInstallation(root, config);
+  return migrated;
 }
 
 /**
@@ -246,6 +291,7 @@ export async function initPostgresDestination(root: string, store: ServiceLocati
     });
   }
   await migrateStore(store);
+  await bindFirstInstallation(root, store);
 }
 
 const destinationSchemaOccupied = (schema: string) =>

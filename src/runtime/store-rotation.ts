@@ -43,6 +43,7 @@ import {
 } from '../owners/index.js';
 import {
   activateInstallation,
+  bindingOf,
   databaseUrlFrom,
   installationMissing,
   openPostgres,
@@ -56,7 +57,7 @@ import {
 } from '../store/index.js';
 import { withAdmission } from './admission.js';
 import { withRootOwners } from './root.js';
-import { goalWorkSchemas, readStoreConfig } from './store-config.js';
+import { bindInstallation, goalWorkSchemas, readStoreConfig } from './store-config.js';
 
 export const ROTATION_PLAN_SCHEMA = 'loopx_db_rotation_plan_v0';
 
@@ -67,6 +68,12 @@ export interface DbStatus {
   readonly provider: string;
   readonly schema: string | null;
   readonly installation: InstallationStatus | null;
+  /**
+   * How the schema's installation stands to the one the root is bound to (null on SQLite):
+   * `older` is an incarnation the root left behind (its state is shown `superseded`: its writers
+   * are refused), `unbound` a root that recorded none yet (`loopx db migrate` records it).
+   */
+  readonly binding: ReturnType<typeof bindingOf> | null;
   readonly goal_work_schemas: readonly {
     readonly database_url: string;
     readonly schema: string;
@@ -84,6 +91,8 @@ interface RotationTarget {
   readonly database_url: string;
   /** Binds the root (or every Goal record naming this schema through this reference) to `reference`. */
   rebind(reference: string): void;
+  /** The root's target only: records the rotated installation as the one the root is bound to. */
+  bind?(rotated: PgAdmission): void;
 }
 
 /** What `loopx db rotate` would do, bound by `digest`. */
@@ -166,6 +175,7 @@ async function targetOf(root: string, goalId?: string): Promise<RotationTarget> 
       schema: config.schema,
       database_url: config.database_url,
       rebind: (reference) => bindReference(root, reference),
+      bind: (rotated) => bindInstallation(root, rotated),
     };
   };
   if (goalId === undefined) return rootTarget();
@@ -216,11 +226,14 @@ export async function dbStatus(root: string): Promise<DbStatus> {
     }
   }
   if (!isServiceLocation(config))
-    return { provider: config.provider, schema: null, installation: null, goal_work_schemas };
+    return { provider: config.provider, schema: null, installation: null, binding: null, goal_work_schemas };
+  const installation = await withDb(config, config.database_url, statusOf);
+  const binding = bindingOf((config as { installation?: PgAdmission }).installation, installation);
   return {
     provider: config.provider,
     schema: config.schema,
-    installation: await withDb(config, config.database_url, statusOf),
+    installation: binding === 'older' ? { ...installation, state: 'superseded' } : installation,
+    binding,
     goal_work_schemas,
   };
 }
@@ -331,6 +344,8 @@ export async function rotateStore(
       // 4. Writers admitted; the root (or the Goals' records) bound to the reference it was rotated through.
       await db.transaction((q) => activateInstallation(q, rotated));
       if (plan.previous_database_url !== null) target.rebind(plan.database_url);
+      // The root bound to the rotated installation: a server still holding the old one (the old primary after a failover) admits none of its writers.
+      target.bind?.(rotated);
       return {
         goal_id: target.goal_id,
         schema: target.schema,

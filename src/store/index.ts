@@ -67,6 +67,7 @@ export {
   type PgOptions,
   type PgQuery,
   type PgServerIdentity,
+  type InstallationBinding,
 } from './postgres.js';
 export {
   INSTALLATION_COMPONENT,
@@ -75,6 +76,7 @@ export {
   activateInstallation,
   admissionOf,
   admit,
+  bindingOf,
   installationExists,
   installationMissing,
   installationRefusal,

@@ -5,8 +5,8 @@
  *   loopx_installation   one row: the installation's store identity (`postgresql:<hex>`), its
  *                        restore generation (0, +1 per rotation), its state (`active`,
  *                        `restored_pending_rotation`, `rotating`, `superseded`), and the server it was
- *                        recorded on — system identifier, timeline, database OID — plus the OID of
- *                        this very table (a logical restore re-creates it, in any database)
+ *                        recorded on — system identifier, timeline, database OID, port — plus the
+ *                        OID of this very table (a logical restore re-creates it, in any database)
  *   loopx_admit(identity, generation)   what every owner write runs first, inside its own
  *                        transaction: it raises a loopx SQLSTATE when the schema was restored (the
  *                        live server, timeline, database or table is not the recorded one, or the
@@ -31,16 +31,24 @@
  * SHARE is a fast-path lock, kept in the backend's own memory while nothing holds EXCLUSIVE: no
  * tuple written, no WAL, no MultiXact, as the `FOR SHARE` of migration 1 needed with concurrent
  * writers; plain readers (`db status`, a backup's snapshot) take ACCESS SHARE, which EXCLUSIVE
- * lets through. The live server's facts that cannot change while a connection lives on a
- * primary (system identifier, timeline, database OID) are read once per connection and kept in
- * the session setting `loopx.live_server`, led by the backend's pid (a value any other session or
- * a startup option set is read again); a standby's are never kept, as a promotion moves its
- * timeline under its open connections. The table's OID is the row's own `tableoid`, read with
- * the row. The row is created by the first `migratePostgres`.
+ * lets through.
+ *
+ * The live server (installation migration 3) is read by the server on every admission, never
+ * kept: its system identifier, its timeline, the database's OID, the port it was started on, and
+ * the row's own `tableoid`. None of them is a value a client can set — no session setting, no
+ * startup option — so a connection cannot claim another server's facts. A physical copy
+ * (`pg_basebackup`, a file-system snapshot) keeps the system identifier, the OIDs and, started
+ * without recovery, the timeline; it cannot listen on the original's port on the same host, and a
+ * point-in-time restore or a promoted standby writes on a new timeline. What the server's facts
+ * cannot tell apart is a copy started without recovery on another host, on the original's port:
+ * that one is told apart only once either side is rotated. The root records the installation it is
+ * bound to (`binding` of `openPostgres`), so a server holding an older one than the root — the old
+ * primary after a failover, a copy from before a rotation — is refused as superseded
+ * (`admissionOf`), even when the server's own facts still match its row.
  */
 import { randomBytes } from 'node:crypto';
 import { rejected, type LoopxError } from '../core/index.js';
-import type { PgDatabase, PgMigration, PgQuery, PgServerIdentity } from './postgres.js';
+import type { InstallationBinding, PgDatabase, PgMigration, PgQuery, PgServerIdentity } from './postgres.js';
 import { formatStoreIdentity } from './providers.js';
 
 /** The component `loopx db migrate` records the installation tables under. */
@@ -58,11 +66,18 @@ export type InstallationState = (typeof INSTALLATION_STATES)[number];
 export const LIVE_TIMELINE = `CASE WHEN pg_is_in_recovery() THEN (SELECT timeline_id FROM pg_control_checkpoint())::bigint
     ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint END`;
 
+/**
+ * The port the server was started on: a postmaster setting, which no session and no startup option
+ * can change (a connection through a proxy sees the server's, not the proxy's).
+ */
+const LIVE_PORT = `current_setting('port')::bigint`;
+
 /** The live server as the admission check compares it, the same facts every recording takes (one expression list). */
 const LIVE_SERVER = `(SELECT system_identifier::text FROM pg_control_system()) AS system_identifier,
   ${LIVE_TIMELINE} AS timeline,
   (SELECT oid::bigint FROM pg_database WHERE datname = current_database()) AS database_oid,
-  'loopx_installation'::regclass::oid::bigint AS table_oid`;
+  'loopx_installation'::regclass::oid::bigint AS table_oid,
+  ${LIVE_PORT} AS server_port`;
 
 /** Migration 1's live server, kept as it was applied (its text never changes). */
 const LIVE_SERVER_V1 = `(SELECT system_identifier::text FROM pg_control_system()) AS system_identifier,
@@ -158,12 +173,52 @@ export const INSTALLATION_MIGRATIONS: readonly PgMigration[] = [
      CREATE TRIGGER loopx_installation_exclusive BEFORE UPDATE OR DELETE ON loopx_installation
        FOR EACH STATEMENT EXECUTE FUNCTION loopx_installation_exclusive();`,
   },
+  {
+    // The live server read by the server on every admission (no session setting a client could set), and its port recorded.
+    version: 3,
+    sql: `ALTER TABLE loopx_installation ADD COLUMN server_port BIGINT;
+     UPDATE loopx_installation SET server_port = ${LIVE_PORT};
+     CREATE OR REPLACE FUNCTION loopx_admit(p_identity TEXT, p_generation BIGINT) RETURNS void LANGUAGE plpgsql AS $fn$
+     DECLARE
+       r RECORD;
+       live RECORD;
+     BEGIN
+       LOCK TABLE loopx_installation IN ROW SHARE MODE;
+       IF current_setting('transaction_isolation') = 'read committed' THEN
+         SELECT i.*, i.tableoid::bigint AS live_table_oid INTO r FROM loopx_installation i;
+       ELSE
+         SELECT i.*, i.tableoid::bigint AS live_table_oid INTO r FROM loopx_installation i FOR SHARE;
+       END IF;
+       IF NOT FOUND THEN
+         RAISE EXCEPTION 'loopx: this schema has no installation row' USING ERRCODE = 'LXI01';
+       END IF;
+       IF r.state = 'superseded' THEN
+         RAISE EXCEPTION 'loopx: superseded by a restored copy' USING ERRCODE = 'LXS01';
+       END IF;
+       SELECT (SELECT system_identifier::text FROM pg_control_system()) AS system_identifier, (${LIVE_TIMELINE}) AS timeline,
+              (SELECT oid::bigint FROM pg_database WHERE datname = current_database()) AS database_oid,
+              ${LIVE_PORT} AS server_port INTO live;
+       IF r.state = 'restored_pending_rotation'
+          OR (r.state = 'rotating' AND coalesce(current_setting('loopx.rotation', true), '') <> r.store_identity)
+          OR r.system_identifier <> live.system_identifier OR r.timeline <> live.timeline
+          OR r.database_oid <> live.database_oid OR r.table_oid <> r.live_table_oid
+          OR r.server_port IS DISTINCT FROM live.server_port THEN
+         RAISE EXCEPTION 'loopx: restored, pending rotation' USING ERRCODE = 'LXR01';
+       END IF;
+       IF r.store_identity <> p_identity OR r.restore_generation <> p_generation THEN
+         RAISE EXCEPTION 'loopx: admitted before a rotation' USING ERRCODE = 'LXW01';
+       END IF;
+     END
+     $fn$;`,
+  },
 ];
 
 /** What a writer was admitted under: the installation's identity and restore generation when it first used the schema. */
-export interface PgAdmission {
-  readonly store_identity: string;
-  readonly restore_generation: number;
+export type PgAdmission = InstallationBinding;
+
+/** A server as an installation records it: the facts a restore changes, and the port it listens on (null: recorded before ports were). */
+export interface InstallationServer extends PgServerIdentity {
+  readonly port: number | null;
 }
 
 /** The installation row with the live server beside it (what `loopx db status` shows and a rotation plans from). */
@@ -171,10 +226,10 @@ export interface InstallationView extends PgAdmission {
   readonly recorded_state: InstallationState;
   /** `restored_pending_rotation` when the live server, database or table is not the recorded one. */
   readonly state: InstallationState;
-  readonly recorded_server: PgServerIdentity;
-  readonly live_server: PgServerIdentity;
+  readonly recorded_server: InstallationServer;
+  readonly live_server: InstallationServer;
   /** Which of the recorded facts differ from the live ones (empty when none). */
-  readonly changed: readonly ('system_identifier' | 'timeline' | 'database_oid' | 'table_oid')[];
+  readonly changed: readonly ('system_identifier' | 'timeline' | 'database_oid' | 'table_oid' | 'server_port')[];
   readonly created_at: string;
   readonly rotated_at: string | null;
   readonly superseded_by: string | null;
@@ -183,8 +238,9 @@ export interface InstallationView extends PgAdmission {
 /** Mints the row when the schema has none (the first migration of the schema). Runs in the migrator's transaction. */
 export async function ensureInstallation(q: PgQuery): Promise<void> {
   await q(
-    `INSERT INTO loopx_installation (store_identity, restore_generation, state, system_identifier, timeline, database_oid, table_oid, created_at)
-     SELECT $1, 0, 'active', l.system_identifier, l.timeline, l.database_oid, l.table_oid, $2 FROM (SELECT ${LIVE_SERVER}) l
+    `INSERT INTO loopx_installation (store_identity, restore_generation, state, system_identifier, timeline, database_oid, table_oid,
+       server_port, created_at)
+     SELECT $1, 0, 'active', l.system_identifier, l.timeline, l.database_oid, l.table_oid, l.server_port, $2 FROM (SELECT ${LIVE_SERVER}) l
      ON CONFLICT (singleton) DO NOTHING`,
     [mintInstallationIdentity(), new Date().toISOString()],
   );
@@ -209,13 +265,16 @@ export async function readInstallation(q: PgQuery, lock = false): Promise<Instal
   if (lock) await excludeWriters(q);
   const [r] =
     await q(`SELECT i.*, l.system_identifier AS live_system_identifier, l.timeline AS live_timeline, l.database_oid AS live_database_oid,
-       l.table_oid AS live_table_oid FROM loopx_installation i, (SELECT ${LIVE_SERVER}) l${lock ? ' FOR UPDATE OF i' : ''}`);
+       l.table_oid AS live_table_oid, l.server_port AS live_server_port FROM loopx_installation i, (SELECT ${LIVE_SERVER}) l${lock ? ' FOR UPDATE OF i' : ''}`);
   if (!r) return undefined;
   const changed: InstallationView['changed'][number][] = [];
   if (r.system_identifier !== r.live_system_identifier) changed.push('system_identifier');
   if (num(r.timeline) !== num(r.live_timeline)) changed.push('timeline');
   if (num(r.database_oid) !== num(r.live_database_oid)) changed.push('database_oid');
   if (num(r.table_oid) !== num(r.live_table_oid)) changed.push('table_oid');
+  // A row recorded before ports were (a schema not yet migrated to installation migration 3) says nothing of its port.
+  const port = r.server_port === undefined || r.server_port === null ? null : num(r.server_port);
+  if (port !== null && port !== num(r.live_server_port)) changed.push('server_port');
   const recorded = r.state as InstallationState;
   return {
     store_identity: String(r.store_identity),
@@ -226,11 +285,13 @@ export async function readInstallation(q: PgQuery, lock = false): Promise<Instal
       system_identifier: String(r.system_identifier),
       timeline: num(r.timeline),
       database_oid: num(r.database_oid),
+      port,
     },
     live_server: {
       system_identifier: String(r.live_system_identifier),
       timeline: num(r.live_timeline),
       database_oid: num(r.live_database_oid),
+      port: num(r.live_server_port),
     },
     changed,
     created_at: String(r.created_at),
@@ -245,7 +306,8 @@ export async function rotateInstallation(q: PgQuery, from: PgAdmission): Promise
   await excludeWriters(q);
   const moved = await q(
     `UPDATE loopx_installation i SET store_identity = $1, restore_generation = $2, state = 'rotating', system_identifier = l.system_identifier,
-       timeline = l.timeline, database_oid = l.database_oid, table_oid = l.table_oid, rotated_at = $3, superseded_by = NULL
+       timeline = l.timeline, database_oid = l.database_oid, table_oid = l.table_oid, server_port = l.server_port, rotated_at = $3,
+       superseded_by = NULL
      FROM (SELECT ${LIVE_SERVER}) l WHERE i.store_identity = $4 AND i.restore_generation = $5 RETURNING i.store_identity`,
     [
       next.store_identity,
@@ -306,7 +368,9 @@ export function admissionOf(db: PgDatabase): Promise<PgAdmission> {
         async (q) => {
           const view = await readInstallation(q);
           if (view === undefined) throw installationMissing(db.schema);
-          return { store_identity: view.store_identity, restore_generation: view.restore_generation };
+          const admission = { store_identity: view.store_identity, restore_generation: view.restore_generation };
+          refuseOlderThanBinding(db, admission);
+          return admission;
         },
         { isolation: 'repeatable read', readOnly: true },
       )
@@ -317,6 +381,32 @@ export function admissionOf(db: PgDatabase): Promise<PgAdmission> {
     admissions.set(db, a);
   }
   return a;
+}
+
+/**
+ * The root's record of its installation against the schema's: a schema at an older restore
+ * generation than the root is bound to is an incarnation the root left behind — the old primary
+ * after a failover and its rotation, a copy from before a rotation — whose own facts may all still
+ * match its row (`store_superseded`); one at the same generation under another identity is a sibling
+ * copy rotated elsewhere. A newer one (rotated through another root sharing the schema) is admitted.
+ */
+function refuseOlderThanBinding(db: PgDatabase, admission: PgAdmission): void {
+  const bound = db.binding;
+  if (bound === undefined) return;
+  if (admission.restore_generation < bound.restore_generation) throw storeSuperseded(db.schema);
+  if (admission.restore_generation === bound.restore_generation && admission.store_identity !== bound.store_identity)
+    throw restoredPendingRotation(db.schema, undefined, db.reference);
+}
+
+/** How a schema's installation stands to the one a root is bound to (`loopx db status`). */
+export function bindingOf(
+  bound: InstallationBinding | undefined,
+  row: PgAdmission,
+): 'unbound' | 'bound' | 'older' | 'newer' | 'other' {
+  if (bound === undefined) return 'unbound';
+  if (row.restore_generation < bound.restore_generation) return 'older';
+  if (row.restore_generation > bound.restore_generation) return 'newer';
+  return row.store_identity === bound.store_identity ? 'bound' : 'other';
 }
 
 /** The first statement of every owner write: the installation checked in the write's own transaction. */
@@ -369,9 +459,9 @@ export const restoredPendingRotation = (
 export const storeSuperseded = (schema: string): LoopxError =>
   rejected(
     'store_superseded',
-    `Schema ${schema} on this server was superseded by a restored copy; it admits no write.`,
+    `Schema ${schema} on this server was superseded (by a restored copy, or a standby promoted in a failover); it admits no write.`,
     {
-      nextAction: 'point this process at the restored database the root now names, and start it again',
+      nextAction: 'point this process at the database the root was rotated to, and start it again',
       details: { schema },
     },
   );

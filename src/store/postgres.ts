@@ -39,6 +39,17 @@ export interface PgOptions {
   readonly allowExitOnIdle?: boolean;
   /** Further startup settings of every connection (`-c name=value`; plain values only). */
   readonly settings?: Readonly<Record<string, string>>;
+  /**
+   * The installation the opener's root is bound to (its store configuration): a schema holding an
+   * older one admits none of this database's writers (`admissionOf`). Only ever a refusal, never a grant.
+   */
+  readonly binding?: InstallationBinding;
+}
+
+/** An installation's identity and restore generation, as a root records the one it is bound to. */
+export interface InstallationBinding {
+  readonly store_identity: string;
+  readonly restore_generation: number;
 }
 
 /** The server a store lives on, as a restore changes it: a physical restore keeps the system identifier but not the timeline or the database. */
@@ -86,6 +97,8 @@ export interface PgDatabase {
   readonly schema: string;
   /** The `env:NAME` reference it was opened through, when known (see `PgOptions.reference`). */
   readonly reference?: string;
+  /** See `PgOptions.binding`. */
+  readonly binding?: InstallationBinding;
   /** One statement outside any explicit transaction. */
   query: PgQuery;
   /**
@@ -270,6 +283,7 @@ export function openPostgres(options: PgOptions): PgDatabase {
   return {
     schema: options.schema,
     ...(options.reference !== undefined ? { reference: options.reference } : {}),
+    ...(options.binding !== undefined ? { binding: options.binding } : {}),
     async query(sql, params) {
       const client = await pool.connect();
       try {

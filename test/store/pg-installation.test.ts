@@ -147,32 +147,36 @@ describePg('the installation fences writers against rotations, on the real serve
     writer.release();
   });
 
-  it('the live server a connection keeps is its own, and the row is compared with it on every write', async () => {
+  it('the live server is read on every write, and no setting a client can make stands in for it', async () => {
     const { schema, admin, admission } = await installed();
     const writer = connection(schema);
     await writer.transaction((q) => admit(q, admission));
-    const [kept] = await writer.query<{ v: string; pid: number }>(
-      `SELECT current_setting('loopx.live_server') AS v, pg_backend_pid() AS pid`,
-    );
-    const [pid, systemIdentifier, timeline, databaseOid] = kept!.v.split(':');
-    expect(Number(pid)).toBe(kept!.pid);
     const view = (await admin.transaction((q) => readInstallation(q)))!;
-    expect({ systemIdentifier, timeline: Number(timeline), databaseOid: Number(databaseOid) }).toEqual({
-      systemIdentifier: view.live_server.system_identifier,
-      timeline: view.live_server.timeline,
-      databaseOid: view.live_server.database_oid,
-    });
+    const [port] = await admin.query<{ port: string }>(`SELECT current_setting('port') AS port`);
+    expect(view.recorded_server).toEqual({ ...view.live_server });
+    expect(view.live_server.port).toBe(Number(port!.port));
 
-    // The recording moves (as on a copy taken elsewhere): the connection that kept the live server is refused.
+    // The recording moves (as on a copy taken elsewhere): the connection already admitted is refused on its next write.
     await admin.query(`UPDATE loopx_installation SET timeline = timeline + 1`);
     expect(await codeOf(writer.transaction((q) => admit(q, admission)))).toBe('LXR01');
-    // A setting carried in from elsewhere, claiming the moved recording is live, is not this connection's: it is read again.
+    // A session claiming the moved recording is live (the setting the second installation version kept) is not believed.
     const spoofing = connection(schema);
+    const [pid] = await spoofing.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     await spoofing.query(`SELECT set_config('loopx.live_server', $1, false)`, [
-      `0:${systemIdentifier}:${Number(timeline) + 1}:${databaseOid}`,
+      `${pid!.pid}:${view.live_server.system_identifier}:${view.live_server.timeline + 1}:${view.live_server.database_oid}`,
     ]);
     expect(await codeOf(spoofing.transaction((q) => admit(q, admission)))).toBe('LXR01');
     await admin.query(`UPDATE loopx_installation SET timeline = timeline - 1`);
+    expect(await codeOf(writer.transaction((q) => admit(q, admission)))).toBe('admitted');
+
+    // A port not the server's (a copy on this host listens on another one): refused, and named.
+    await admin.query(`UPDATE loopx_installation SET server_port = server_port + 1`);
+    expect(await codeOf(writer.transaction((q) => admit(q, admission)))).toBe('LXR01');
+    expect(await admin.transaction((q) => readInstallation(q))).toMatchObject({
+      state: 'restored_pending_rotation',
+      changed: ['server_port'],
+    });
+    await admin.query(`UPDATE loopx_installation SET server_port = server_port - 1`);
     expect(await codeOf(writer.transaction((q) => admit(q, admission)))).toBe('admitted');
   });
 
@@ -196,7 +200,7 @@ describePg('the installation fences writers against rotations, on the real serve
 
     expect(await migratePostgres(connection(schema), INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS)).toEqual({
       from: 1,
-      to: 2,
+      to: 3,
     });
     expect(await codeOf(old.transaction((q) => admit(q, admission)))).toBe('admitted');
     expect(await old.transaction((q) => readInstallation(q))).toMatchObject({ state: 'active', changed: [] });

@@ -70,6 +70,14 @@ function installationText(schema: string, i: NonNullable<DbStatus['installation'
   out.line(`  store identity ${i.store_identity}, restore generation ${i.restore_generation}`);
 }
 
+const BINDING_TEXT: Record<Exclude<NonNullable<DbStatus['binding']>, 'bound'>, string> = {
+  unbound: 'this root records no installation yet (loopx db migrate records it)',
+  older:
+    'this server holds an older incarnation than the root is bound to (the old primary after a failover, or a copy from before a rotation): its writers are refused',
+  newer: 'this schema was rotated through another root since this root was bound: its writers are admitted',
+  other: 'this schema was rotated elsewhere from the same generation as the root: its writers are refused',
+};
+
 const countOf = (text: string): number => {
   if (!/^(0|[1-9][0-9]{0,8})$/.test(text))
     throw usageError(
@@ -105,6 +113,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       emit(g, await dbStatus(await existingRoot(g)), (d, out) => {
         if (d.installation === null) out.line(`this root keeps its state in ${d.provider}: no database installation`);
         else installationText(d.schema ?? '', d.installation, out);
+        if (d.binding !== null && d.binding !== 'bound') out.line(`  ${BINDING_TEXT[d.binding]}`);
         for (const w of d.goal_work_schemas) {
           out.line(`work of Goal(s) ${w.goals.join(', ')} (${w.database_url}):`);
           if (w.installation === null) out.line(`  schema ${w.schema}: not readable (${w.refusal ?? 'unknown'})`);

@@ -19,6 +19,7 @@ import {
   openPostgres,
   requireSchemaVersion,
   schemaIdent,
+  type InstallationBinding,
   type PgDatabase,
   type PgMigration,
 } from '../../store/index.js';
@@ -34,6 +35,24 @@ import { openSchemaSnapshot } from './postgresql-snapshot.js';
 
 export interface PostgresLocation extends ServiceLocation {
   readonly provider: typeof POSTGRESQL_PROVIDER;
+  /**
+   * A root's own location only: the installation the root is bound to (`loopx db migrate` records
+   * it, `loopx db rotate` moves it). A schema holding an older one admits none of its writers.
+   */
+  readonly installation?: InstallationBinding;
+}
+
+const IDENTITY = /^postgresql:[0-9a-f]{32}$/;
+
+/** The binding a root's store configuration records, when it records a well-formed one. */
+function bindingIn(v: unknown): InstallationBinding | undefined {
+  const o = v as Partial<InstallationBinding> | null | undefined;
+  return typeof o?.store_identity === 'string' &&
+    IDENTITY.test(o.store_identity) &&
+    Number.isSafeInteger(o.restore_generation) &&
+    o.restore_generation! >= 0
+    ? { store_identity: o.store_identity, restore_generation: o.restore_generation! }
+    : undefined;
 }
 
 /** One Goal's work store in a schema several Goals (and roots) may share: its rows under `store_key`. */
@@ -63,13 +82,29 @@ export const POSTGRESQL_COMPONENTS = (): readonly {
 
 const pools = new Map<string, PgDatabase>();
 
-/** The database of a PostgreSQL location (shared in this process), its URL read from its reference now. */
-export function postgresAt(location: { readonly database_url: string; readonly schema: string }): PgDatabase {
+/**
+ * The database of a PostgreSQL location (shared in this process), its URL read from its reference
+ * now. A pool keeps the binding it was opened with, as its admission keeps the installation it
+ * first read: a binding the root records later (a rotation) takes effect when the process starts
+ * again, never by admitting this process anew.
+ */
+export function postgresAt(location: {
+  readonly database_url: string;
+  readonly schema: string;
+  readonly installation?: InstallationBinding;
+}): PgDatabase {
   const url = databaseUrlFrom(location.database_url);
   const key = `${location.schema}\n${url}`;
   let db = pools.get(key);
   if (db === undefined) {
-    db = openPostgres({ url, schema: location.schema, reference: location.database_url, allowExitOnIdle: true });
+    const binding = location.installation;
+    db = openPostgres({
+      url,
+      schema: location.schema,
+      reference: location.database_url,
+      allowExitOnIdle: true,
+      ...(binding === undefined ? {} : { binding }),
+    });
     pools.set(key, db);
   }
   return db;
@@ -162,10 +197,16 @@ export const POSTGRESQL: StoreProvider<PostgresLocation, PostgresWorkLocation> =
   inRoot: false,
   describe: (l) => ` (schema ${l.schema})`,
   root: {
-    decode: (ns) =>
-      typeof ns.database_url === 'string' && typeof ns.schema === 'string'
-        ? { provider: POSTGRESQL_PROVIDER, database_url: ns.database_url, schema: ns.schema }
-        : undefined,
+    decode: (ns) => {
+      if (typeof ns.database_url !== 'string' || typeof ns.schema !== 'string') return undefined;
+      const installation = bindingIn(ns.installation);
+      return {
+        provider: POSTGRESQL_PROVIDER,
+        database_url: ns.database_url,
+        schema: ns.schema,
+        ...(installation === undefined ? {} : { installation }),
+      };
+    },
     choose: (choice) => {
       const location: PostgresLocation = {
         provider: POSTGRESQL_PROVIDER,
