@@ -61,6 +61,8 @@ export async function observeGoalWork(
   work: workOwner.WorkOwner,
 ): Promise<void> {
   if (guard?.observeWorkHead === undefined) return;
+  // Where the store lives refuses first (a restored database names its own next action).
+  await work.assertWritable();
   const view = await work.view();
   await guard.observeWorkHead({
     goal_id: goal.goal_id,

@@ -163,6 +163,8 @@ export interface RunAuthority {
   rootDirectory(rootId: string): Promise<string | undefined>;
   /** A writer's view of a Goal work store checked against, and moved into, its mark (work-marks.ts): `goal_identity_mismatch`, `root_rolled_back`. */
   observeWorkHead(head: WorkHead): Promise<WorkMark>;
+  /** The mark set to `head`, behind it or not: a confirmed database rotation's copy heads (work-marks.ts `rewindWorkMark`). */
+  rewindWorkMark(head: WorkHead): Promise<WorkMark>;
 
   close(): Promise<void>;
 }

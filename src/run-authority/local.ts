@@ -39,7 +39,7 @@ import {
   supersedeLifetime,
   type LifetimeTable,
 } from './lifetimes.js';
-import { directoryWorkMarks, observeWorkHead, type WorkHead, type WorkMark, type WorkMarkTable } from './work-marks.js';
+import { directoryWorkMarks, observeWorkHead, rewindWorkMark, type WorkHead, type WorkMark, type WorkMarkTable } from './work-marks.js';
 import { decodeRecord, encodeRecord } from './records.js';
 import {
   bindRoot,
@@ -295,6 +295,11 @@ export class LocalRunAuthority implements RunAuthority {
   async observeWorkHead(head: WorkHead): Promise<WorkMark> {
     this.#leases.live();
     return observeWorkHead(this.#works, head);
+  }
+
+  async rewindWorkMark(head: WorkHead): Promise<WorkMark> {
+    this.#leases.live();
+    return rewindWorkMark(this.#works, head);
   }
 
   /** Whether any run record names `rootId` as its owner (read once per root, when it is first bound). */

@@ -27,7 +27,7 @@ import {
   supersedeLifetime,
   type LifetimeTable,
 } from './lifetimes.js';
-import { mapWorkMarks, observeWorkHead, type WorkHead, type WorkMark } from './work-marks.js';
+import { mapWorkMarks, observeWorkHead, rewindWorkMark, type WorkHead, type WorkMark } from './work-marks.js';
 import { decodeRecord, encodeRecord } from './records.js';
 import {
   bindRoot,
@@ -207,6 +207,11 @@ export class MemoryRunAuthority implements RunAuthority {
   async observeWorkHead(head: WorkHead): Promise<WorkMark> {
     this.#leases.live();
     return observeWorkHead(this.#works, head);
+  }
+
+  async rewindWorkMark(head: WorkHead): Promise<WorkMark> {
+    this.#leases.live();
+    return rewindWorkMark(this.#works, head);
   }
 
   #ownsRecords(rootId: string): boolean {

@@ -43,7 +43,7 @@ import {
   supersedeLifetime,
   type LifetimeTable,
 } from './lifetimes.js';
-import { observeWorkHead, type WorkHead, type WorkMark, type WorkMarkTable } from './work-marks.js';
+import { observeWorkHead, rewindWorkMark, type WorkHead, type WorkMark, type WorkMarkTable } from './work-marks.js';
 import type { LocalRunAuthority } from './local.js';
 import { decodeRecord, encodeRecord } from './records.js';
 import {
@@ -377,6 +377,11 @@ export class PgRunAuthority implements RunAuthority {
   async observeWorkHead(head: WorkHead): Promise<WorkMark> {
     this.#leases.live();
     return observeWorkHead(this.#workMarks(), head);
+  }
+
+  async rewindWorkMark(head: WorkHead): Promise<WorkMark> {
+    this.#leases.live();
+    return rewindWorkMark(this.#workMarks(), head);
   }
 
   #workMarks(): WorkMarkTable {

@@ -167,6 +167,20 @@ export async function observeWorkHead(table: WorkMarkTable, head: WorkHead, now:
   return decodeMark(markKey(h.store_identity), encoded);
 }
 
+/**
+ * An operator's confirmed rewind: the mark set to `head` even when it is behind — a database
+ * rotation whose operator abandoned the writes the original made after the copy (or could not count
+ * them) makes the copy's head the store's truth. Another lifetime is still `goal_identity_mismatch`.
+ */
+export async function rewindWorkMark(table: WorkMarkTable, head: WorkHead, now: Date = new Date()): Promise<WorkMark> {
+  const h = checkHead(head);
+  const mark = await readWorkMark(table, h.store_identity);
+  if (mark && mark.goal_instance_id !== h.goal_instance_id) throw goalIdentityMismatch(h.goal_id);
+  const encoded = encodeMark(h, now);
+  await table.put(markKey(h.store_identity), encoded);
+  return decodeMark(markKey(h.store_identity), encoded);
+}
+
 /** The local authority's table: `works/<provider>-<hex>.json` in its confined directory (0600, atomic, durable). */
 export function directoryWorkMarks(dir: ConfinedDir, options: { noSync?: boolean } = {}): WorkMarkTable {
   return {

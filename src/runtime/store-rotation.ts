@@ -56,7 +56,7 @@ import {
   type PgDatabase,
 } from '../store/index.js';
 import { withAdmission } from './admission.js';
-import { withRootOwners } from './root.js';
+import { withAuthority, withRootOwners } from './root.js';
 import { bindInstallation, goalWorkSchemas, readStoreConfig } from './store-config.js';
 
 export const ROTATION_PLAN_SCHEMA = 'loopx_db_rotation_plan_v0';
@@ -304,6 +304,7 @@ export async function rotateStore(
   reference?: string,
   goalId?: string,
   abandonLaterWrites?: number,
+  access: { readonly authorityDir?: string } = {},
 ): Promise<RotationResult> {
   const target = await targetOf(root, goalId);
   const plan = await planFor(target, reference);
@@ -339,6 +340,8 @@ export async function rotateStore(
         rotationSetting(rotated),
       );
       faultPoint('db.rotate.after-revoke');
+      // This user's work marks moved to the copy's heads: the confirmed plan makes them the stores' truth.
+      await rewindWorkMarks(root, target, await workOwner.workStoreHeads(db), access);
       // 3. The original service, when the previous reference still reaches it.
       const original = await fenceOriginal(target, plan, rotated);
       // 4. Writers admitted; the root (or the Goals' records) bound to the reference it was rotated through.
@@ -358,6 +361,52 @@ export async function rotateStore(
       };
     }),
   );
+}
+
+/**
+ * The run authority's marks of this root's Goal work stores in the rotated schema, set to the
+ * heads the copy has now (after the revocation). A mark ahead of them — the writes the original
+ * made after the copy, which the operator abandoned — would otherwise refuse every later writer as
+ * `root_rolled_back`. Other users' authorities keep their marks (their writers are refused until
+ * they recover the Goal or run the rotation's receipt past their own marks; docs/postgresql.md).
+ */
+async function rewindWorkMarks(
+  root: string,
+  target: RotationTarget,
+  heads: readonly workOwner.WorkStoreHead[],
+  access: { readonly authorityDir?: string },
+): Promise<void> {
+  const byKey = new Map(heads.map((h) => [h.store_key, h]));
+  const goals = await withRootOwners(root, (owners) => owners.goals.list());
+  const config = await readStoreConfig(root);
+  const rootSchema = isServiceLocation(config) ? config.schema : null;
+  const marks = goals.flatMap((goal) => {
+    const recorded = workOwner.readWorkLocation(root, goal.goal_id);
+    const key =
+      recorded === null
+        ? rootSchema === target.schema
+          ? goal.goal_id
+          : undefined
+        : isServiceLocation(recorded) && recorded.schema === target.schema
+          ? (recorded as { store_key?: string }).store_key
+          : undefined;
+    const head = key === undefined ? undefined : byKey.get(key);
+    return head === undefined || head.goal_id !== goal.goal_id
+      ? []
+      : [
+          {
+            goal_id: goal.goal_id,
+            goal_instance_id: goal.goal_instance_id,
+            store_identity: head.store_identity,
+            cursor: head.cursor,
+            provider_revision: head.provider_revision,
+          },
+        ];
+  });
+  if (marks.length === 0) return;
+  await withAuthority(access, async (authority) => {
+    for (const m of marks) await authority.rewindWorkMark(m);
+  });
 }
 
 async function fenceOriginal(

@@ -76,6 +76,7 @@ export {
   activateInstallation,
   admissionOf,
   admit,
+  assertAdmitted,
   bindingOf,
   installationExists,
   installationMissing,

@@ -213,8 +213,14 @@ export const INSTALLATION_MIGRATIONS: readonly PgMigration[] = [
   },
 ];
 
-/** What a writer was admitted under: the installation's identity and restore generation when it first used the schema. */
-export type PgAdmission = InstallationBinding;
+/**
+ * What a writer was admitted under: the installation's identity and restore generation when it
+ * first used the schema — and, for a schema the opener's root left behind (`binding`), the refusal
+ * every write gets (`admit` throws it; reads go on).
+ */
+export interface PgAdmission extends InstallationBinding {
+  readonly refused?: LoopxError;
+}
 
 /** A server as an installation records it: the facts a restore changes, and the port it listens on (null: recorded before ports were). */
 export interface InstallationServer extends PgServerIdentity {
@@ -369,8 +375,8 @@ export function admissionOf(db: PgDatabase): Promise<PgAdmission> {
           const view = await readInstallation(q);
           if (view === undefined) throw installationMissing(db.schema);
           const admission = { store_identity: view.store_identity, restore_generation: view.restore_generation };
-          refuseOlderThanBinding(db, admission);
-          return admission;
+          const refused = bindingRefusal(db, admission);
+          return refused === undefined ? admission : { ...admission, refused };
         },
         { isolation: 'repeatable read', readOnly: true },
       )
@@ -390,12 +396,20 @@ export function admissionOf(db: PgDatabase): Promise<PgAdmission> {
  * match its row (`store_superseded`); one at the same generation under another identity is a sibling
  * copy rotated elsewhere. A newer one (rotated through another root sharing the schema) is admitted.
  */
-function refuseOlderThanBinding(db: PgDatabase, admission: PgAdmission): void {
-  const bound = db.binding;
-  if (bound === undefined) return;
-  if (admission.restore_generation < bound.restore_generation) throw storeSuperseded(db.schema);
-  if (admission.restore_generation === bound.restore_generation && admission.store_identity !== bound.store_identity)
-    throw restoredPendingRotation(db.schema, undefined, db.reference);
+function bindingRefusal(db: PgDatabase, admission: PgAdmission): LoopxError | undefined {
+  switch (bindingOf(db.binding, admission)) {
+    case 'older':
+      return storeSuperseded(db.schema);
+    case 'other':
+      return restoredPendingRotation(db.schema, undefined, db.reference);
+    default:
+      return undefined;
+  }
+}
+
+/** Throws the refusal an admission carries (a schema the opener's root left behind): before any write's first statement. */
+export function assertAdmitted(admission: PgAdmission): void {
+  if (admission.refused !== undefined) throw admission.refused;
 }
 
 /** How a schema's installation stands to the one a root is bound to (`loopx db status`). */
@@ -411,6 +425,7 @@ export function bindingOf(
 
 /** The first statement of every owner write: the installation checked in the write's own transaction. */
 export async function admit(q: PgQuery, admission: PgAdmission): Promise<void> {
+  assertAdmitted(admission);
   await q('SELECT loopx_admit($1, $2)', [admission.store_identity, admission.restore_generation]);
 }
 

@@ -141,15 +141,21 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       const { planRotation, rotateStore } = await runtime();
       if (opts.confirm === undefined) return emit(g, await planRotation(root, opts.databaseUrl, opts.goal), planText);
       const abandon = opts.abandonLaterWrites === undefined ? undefined : countOf(opts.abandonLaterWrites);
-      emit(g, await rotateStore(root, opts.confirm, opts.databaseUrl, opts.goal, abandon), (d, out) => {
-        out.line(
-          `schema ${d.schema} rotated: store identity ${d.store_identity}, restore generation ${d.restore_generation}; writers are admitted`,
-        );
-        const revoked = d.revoked.filter((r) => r.result !== 'none');
-        out.line(`  ${revoked.length} Goal work store(s) had their leases and fences revoked`);
-        out.line(`  ${ORIGINAL_TEXT[d.original]}`);
-        if (d.abandoned_later_writes !== null && d.abandoned_later_writes > 0)
-          out.line(`  ${d.abandoned_later_writes} later work write(s) of the original were abandoned, as confirmed`);
-      });
+      emit(
+        g,
+        await rotateStore(root, opts.confirm, opts.databaseUrl, opts.goal, abandon, {
+          ...(g.authorityDir !== undefined ? { authorityDir: g.authorityDir } : {}),
+        }),
+        (d, out) => {
+          out.line(
+            `schema ${d.schema} rotated: store identity ${d.store_identity}, restore generation ${d.restore_generation}; writers are admitted`,
+          );
+          const revoked = d.revoked.filter((r) => r.result !== 'none');
+          out.line(`  ${revoked.length} Goal work store(s) had their leases and fences revoked`);
+          out.line(`  ${ORIGINAL_TEXT[d.original]}`);
+          if (d.abandoned_later_writes !== null && d.abandoned_later_writes > 0)
+            out.line(`  ${d.abandoned_later_writes} later work write(s) of the original were abandoned, as confirmed`);
+        },
+      );
     });
 }

@@ -199,6 +199,8 @@ export interface ReceiptReadback {
 export interface WorkOwner {
   readonly goal_id: string;
   storeIdentity(): Promise<WorkStoreIdentity>;
+  /** The provider's `admitsWriters` (see contract.ts): a writer's first question. */
+  assertWritable(): Promise<void>;
   view(): Promise<WorkView>;
   listTodos(): Promise<Todo[]>;
   getTodo(todoId: string): Promise<Todo | undefined>;

@@ -171,6 +171,13 @@ export interface WorkProvider {
   /** The registered storage provider this implementation belongs to (`registerStoreProvider`). */
   readonly provider: string;
   storeIdentity(): Promise<WorkStoreIdentity>;
+  /**
+   * Throws the typed refusal a write would get from where the store lives (a database schema that
+   * is a restored copy, superseded, or rotated since this process was admitted), writing nothing;
+   * absent, the store always admits its writers. Asked before a writer's other checks, so the
+   * refusal names what the operator must do about the store first.
+   */
+  admitsWriters?(): Promise<void>;
   load(): Promise<WorkLoad>;
   commit(request: WorkCommitRequest): Promise<WorkCommitResult>;
   readReceipt(operationId: string): Promise<StoredReceipt | undefined>;

@@ -36,7 +36,9 @@ import {
   PgCommitAmbiguous,
   admissionOf,
   admit,
+  assertAdmitted,
   installationRefusal,
+  pgFailure,
   RowInvalid,
   isRetryableConflict,
   jsonColumn,
@@ -368,6 +370,7 @@ async function commitOnce(
   admission: PgAdmission,
   request: WorkCommitRequest,
 ): Promise<WorkCommitResult> {
+  assertAdmitted(admission);
   const c = encodeCommit(request);
   if ('failed' in c) return { status: 'failed', code: c.failed };
   const next = fenceOf(request.next_projection);
@@ -534,6 +537,19 @@ function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity, ad
     storeIdentity: async (): Promise<WorkStoreIdentity> => {
       if (closed) throw providerClosed();
       return { ...identity };
+    },
+    admitsWriters: async (): Promise<void> => {
+      if (closed) throw providerClosed();
+      assertAdmitted(admission);
+      // The installation's own check, in a transaction that writes nothing: its refusal, typed.
+      try {
+        await db.transaction((q) => admit(q, admission));
+      } catch (e) {
+        throw (
+          installationRefusal(e, db.schema, identity.goal_id, db.reference) ??
+          (isLoopxError(e) ? e : pgFailure(e, db.schema))
+        );
+      }
     },
     load: (): Promise<WorkLoad> =>
       read(async (_q, h) => ({

@@ -75,12 +75,14 @@ export interface WorkStoreHead {
   readonly store_key: string;
   readonly store_identity: string;
   readonly cursor: number;
+  /** The head's provider revision (what a work mark records beside the cursor). */
+  readonly provider_revision: string;
 }
 
 /** Every Goal work store's head in the schema behind `db`, in store order; read only. */
 export async function workStoreHeads(db: PgDatabase): Promise<WorkStoreHead[]> {
   await requireSchemaVersion(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS);
-  const rows = await db.query('SELECT goal_key, goal_id, store_identity, cursor FROM work_stores ORDER BY goal_key');
+  const rows = await db.query('SELECT goal_key, goal_id, store_identity, cursor, provider_revision FROM work_stores ORDER BY goal_key');
   return rows.map((r) => {
     // BIGINT arrives as text; a head that is not a whole number is a malformed row, never read as 0.
     const cursor =
@@ -91,6 +93,7 @@ export async function workStoreHeads(db: PgDatabase): Promise<WorkStoreHead[]> {
       goal_id: textColumn(r.goal_id, 'goal_id'),
       store_identity: textColumn(r.store_identity, 'store_identity'),
       cursor,
+      provider_revision: textColumn(r.provider_revision, 'provider_revision'),
     };
   });
 }
