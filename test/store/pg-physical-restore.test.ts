@@ -11,7 +11,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { openGoalWork } from '../../src/owners/work/index.js';
 import type { WorkTransaction } from '../../src/owners/work/index.js';
-import { loopxAsync, loopxChild, tempRoot } from '../support/cli.js';
+import { loopxChild, tempRoot } from '../support/cli.js';
 import { expectSchemaValid as valid } from '../support/pg-restore.js';
 import { PgServer, canRunServers } from '../support/pg-servers.js';
 
@@ -37,7 +37,7 @@ async function write(args: readonly string[], env: Record<string, string>): Prom
   /** What each operation answered on the original, by operation id, up to the restore point and after it. */
   const before = new Map<string, { args: string[]; answer: Record<string, unknown> }>();
   const after = new Map<string, { args: string[]; answer: Record<string, unknown> }>();
-  let history: WorkTransaction[] = [];
+  const history: WorkTransaction[] = [];
 
   const at = (): string[] => ['--root', root];
   const recordAs = async (into: typeof before, id: string, args: string[]) =>

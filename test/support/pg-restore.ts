@@ -59,6 +59,10 @@ export class PgWriter {
     if (r.done) throw new Error('the writer process ended');
     return JSON.parse(r.value) as Record<string, unknown>;
   }
+  /** Sends a line without waiting for its answer (`next` reads the answers in order). */
+  send(line: string): void {
+    this.child.stdin.write(`${line}\n`);
+  }
   async add(title: string): Promise<Record<string, unknown>> {
     this.child.stdin.write(`add ${title}\n`);
     return this.next();
