@@ -74,3 +74,13 @@ export const nothingToRevoke = (goalId: string): LoopxError =>
     `Goal ${goalId} holds no active lease and no writer fence; there is nothing to revoke.`,
     { details: { goal_id: goalId } },
   );
+
+export const storeReplaced = (goalId: string): LoopxError =>
+  rejected(
+    'work_store_replaced',
+    'The Goal’s work store was removed or replaced since this process opened it; it is not written.',
+    {
+      nextAction: `reopen the Goal's work (a replaced store must be adopted, not written): loopx goal show ${goalId}`,
+      details: { goal_id: goalId },
+    },
+  );

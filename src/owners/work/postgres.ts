@@ -28,7 +28,7 @@
  * closed on metadata of another Goal, a foreign incarnation or a head that disagrees with its
  * commits. The database handle is the caller's: `close()` releases this provider, not the pool.
  */
-import { isLoopxError, rejected, type LoopxError } from '../../core/index.js';
+import { isLoopxError, type LoopxError } from '../../core/index.js';
 import {
   INSTALLATION_COMPONENT,
   INSTALLATION_MIGRATIONS,
@@ -46,7 +46,6 @@ import {
   parseStoreIdentity,
   requireSchemaVersion,
   textColumn,
-  textOrNullColumn,
   type PgAdmission,
   type PgDatabase,
   type PgQuery,
@@ -70,7 +69,24 @@ import {
 } from './contract.js';
 import { assertScanArguments, encodeCommit, fenceOf } from './encoding.js';
 import { checkIdentity, foreignIncarnation, mintIdentity, type IdentityExpectations } from './identity.js';
-import { metadataInvalid, protocolViolation, providerClosed, workStoreMissing, workStoreReadFailed } from './errors.js';
+import {
+  metadataInvalid,
+  protocolViolation,
+  providerClosed,
+  storeReplaced,
+  workStoreMissing,
+  workStoreReadFailed,
+} from './errors.js';
+import {
+  COMMIT_COLUMNS,
+  LINEAGE_COLUMNS,
+  STORE_COLUMNS,
+  bigintColumn,
+  decodeCommit,
+  decodeLineage,
+  decodeStore,
+  type StoreRow,
+} from './pg-rows.js';
 import { WORK_PG_COMPONENT, WORK_PG_MIGRATIONS } from './sql.js';
 
 export const WORK_PG_SCHEMA = 'loopx_work_pg_v0';
@@ -82,83 +98,11 @@ export interface PgWorkOptions extends IdentityExpectations {
   readonly create?: boolean;
 }
 
-interface StoreRow {
-  readonly goal_id: string;
-  readonly store_identity: string;
-  readonly incarnation: string;
-  readonly cursor: number;
-  readonly provider_revision: string;
-  readonly projection: string | null;
-  readonly fence_id: string | null;
-  readonly fence_epoch: number;
-}
-
-const STORE_COLUMNS =
-  'schema, goal_id, store_identity, incarnation, cursor, provider_revision, projection, fence_id, fence_epoch';
-const COMMIT_COLUMNS = 'cursor, provider_revision, operation_id, request_digest, events, receipt';
-const LINEAGE_COLUMNS =
-  'source_store_identity, source_incarnation, source_head_cursor, source_provider_revision, source_projection, recovery_id, content_digest, imported_at';
-
-/** A BIGINT column (`pg` hands it over as text): a safe integer of at least `min`. */
-function bigintColumn(v: unknown, field: string, min: number): number {
-  const n =
-    typeof v === 'string' && /^-?(0|[1-9][0-9]{0,15})$/.test(v) ? Number(v) : typeof v === 'number' ? v : Number.NaN;
-  if (!Number.isSafeInteger(n) || n < min) throw new RowInvalid(field);
-  return n;
-}
-
-function decodeStore(r: Record<string, unknown>): StoreRow {
-  return {
-    goal_id: textColumn(r.goal_id, 'goal_id'),
-    store_identity: textColumn(r.store_identity, 'store_identity'),
-    incarnation: textColumn(r.incarnation, 'incarnation'),
-    cursor: bigintColumn(r.cursor, 'cursor', 0),
-    provider_revision: textColumn(r.provider_revision, 'provider_revision'),
-    projection: textOrNullColumn(r.projection, 'projection'),
-    fence_id: textOrNullColumn(r.fence_id, 'fence_id'),
-    fence_epoch: bigintColumn(r.fence_epoch, 'fence_epoch', 0),
-  };
-}
-
-function decodeCommit(r: Record<string, unknown>): Omit<CommittedTransaction, 'projection'> {
-  return {
-    cursor: bigintColumn(r.cursor, 'cursor', 1),
-    provider_revision: textColumn(r.provider_revision, 'provider_revision'),
-    operation_id: textColumn(r.operation_id, 'operation_id'),
-    request_digest: textColumn(r.request_digest, 'request_digest'),
-    events: jsonColumn<JsonObject[]>(r.events, 'events'),
-    receipt: jsonColumn<JsonObject>(r.receipt, 'receipt'),
-  };
-}
-
-function decodeLineage(r: Record<string, unknown>): LineageRecord {
-  return {
-    source_store_identity: textColumn(r.source_store_identity, 'source_store_identity'),
-    source_incarnation: textColumn(r.source_incarnation, 'source_incarnation'),
-    source_head_cursor: bigintColumn(r.source_head_cursor, 'source_head_cursor', 0),
-    source_provider_revision: textColumn(r.source_provider_revision, 'source_provider_revision'),
-    source_projection: textOrNullColumn(r.source_projection, 'source_projection'),
-    recovery_id: textColumn(r.recovery_id, 'recovery_id'),
-    content_digest: textColumn(r.content_digest, 'content_digest'),
-    imported_at: textColumn(r.imported_at, 'imported_at'),
-  };
-}
-
 /** Our own rows failing to decode: the store was damaged or written by someone else — refuse, never guess. */
 const rowsInvalid = (e: RowInvalid): LoopxError =>
   protocolViolation(`a stored row is malformed (${e.field})`, { column: e.field });
 
 /** The store row this provider opened is gone or was replaced (another identity or incarnation) under it. */
-const storeReplaced = (goalId: string): LoopxError =>
-  rejected(
-    'work_store_replaced',
-    'The Goal’s work store was removed or replaced since this process opened it; it is not written.',
-    {
-      nextAction: `reopen the Goal's work (a replaced store must be adopted, not written): loopx goal show ${goalId}`,
-      details: { goal_id: goalId },
-    },
-  );
-
 /** Opens (and, unless `create` is false, first creates) the work store `store_key` of the migrated schema behind `db`. */
 export async function openPostgresWorkProvider(db: PgDatabase, options: PgWorkOptions): Promise<WorkProvider> {
   await requireSchemaVersion(db, INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS);
@@ -510,6 +454,16 @@ async function scanPage(
   return { transactions, next_cursor: transactions.at(-1)?.cursor ?? afterCursor, has_more: rows.length > limit };
 }
 
+/** The installation's own check, in a transaction that writes nothing: a writer's refusal, typed (see the contract). */
+async function admitsWriters(db: PgDatabase, goalId: string, admission: PgAdmission): Promise<void> {
+  assertAdmitted(admission);
+  try {
+    await db.transaction((q) => admit(q, admission));
+  } catch (e) {
+    throw installationRefusal(e, db.schema, goalId, db.reference) ?? (isLoopxError(e) ? e : pgFailure(e, db.schema));
+  }
+}
+
 function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity, admission: PgAdmission): WorkProvider {
   let closed = false;
   /** One read transaction (a snapshot) of this store, whose row must still be the one opened. */
@@ -540,16 +494,7 @@ function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity, ad
     },
     admitsWriters: async (): Promise<void> => {
       if (closed) throw providerClosed();
-      assertAdmitted(admission);
-      // The installation's own check, in a transaction that writes nothing: its refusal, typed.
-      try {
-        await db.transaction((q) => admit(q, admission));
-      } catch (e) {
-        throw (
-          installationRefusal(e, db.schema, identity.goal_id, db.reference) ??
-          (isLoopxError(e) ? e : pgFailure(e, db.schema))
-        );
-      }
+      await admitsWriters(db, identity.goal_id, admission);
     },
     load: (): Promise<WorkLoad> =>
       read(async (_q, h) => ({
